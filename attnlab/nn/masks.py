@@ -1,0 +1,142 @@
+"""Attention masks: one convention everywhere.
+
+A mask is boolean (or 0/1 integer) and broadcastable to (B, H, T_q, T_k); **True means "may
+attend"**, as in ``torch.nn.functional.scaled_dot_product_attention`` and the course code
+(``mask == 0`` is blocked). ``torch.nn``'s ``key_padding_mask``/``attn_mask`` mean the opposite;
+convert only at that boundary.
+
+Shapes: B batch, H heads, T_q query length, T_k key length, T sequence length.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "expand_mask",
+    "causal_mask",
+    "padding_mask",
+    "window_mask",
+    "as_bool_mask",
+    "check_mask",
+]
+
+
+def expand_mask(mask: Tensor) -> Tensor:
+    """Bring a mask to 4 dimensions (B, H, T_q, T_k), as the course's helper does.
+
+    2-D (T, T) -> (1, 1, T, T); 3-D (B, T, T) -> (B, 1, T, T); 4-D is returned unchanged.
+
+    Raises:
+        ValueError: if the mask has fewer than 2 dimensions.
+
+    Example:
+        >>> expand_mask(causal_mask(3)).shape
+        torch.Size([1, 1, 3, 3])
+    """
+    if mask.ndim < 2:
+        raise ValueError(
+            f"mask must have at least 2 dimensions (T_q, T_k), got shape {tuple(mask.shape)}"
+        )
+    if mask.ndim == 3:
+        mask = mask.unsqueeze(1)  # (B, 1, T_q, T_k)
+    while mask.ndim < 4:
+        mask = mask.unsqueeze(0)
+    return mask
+
+
+def causal_mask(T: int, *, device: torch.device | str | None = None) -> Tensor:
+    """Lower-triangular (T, T) bool mask: query i may attend to keys j <= i.
+
+    Example:
+        >>> causal_mask(3).int().tolist()
+        [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    """
+    if T < 1:
+        raise ValueError(f"T must be a positive length, got {T}")
+    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+
+
+def window_mask(T: int, radius: int, *, device: torch.device | str | None = None) -> Tensor:
+    """Restricted self-attention: (T, T) bool mask with query i seeing keys |i - j| <= radius.
+
+    The course's complexity table lists it: O(r·n·d) work instead of O(n²·d).
+
+    Example:
+        >>> window_mask(4, 1).int().tolist()[0]
+        [1, 1, 0, 0]
+    """
+    if T < 1:
+        raise ValueError(f"T must be a positive length, got {T}")
+    if radius < 0:
+        raise ValueError(f"radius must be >= 0, got {radius}")
+    idx = torch.arange(T, device=device)
+    return (idx[:, None] - idx[None, :]).abs() <= radius
+
+
+def padding_mask(
+    lengths_or_ids: Tensor,
+    max_len: int | None = None,
+    *,
+    pad_id: int | None = None,
+) -> Tensor:
+    """Key-padding mask (B, 1, 1, T): True at real tokens, False at padding.
+
+    Args:
+        lengths_or_ids: either the lengths (B,) of each sequence, or token ids (B, T) when
+            ``pad_id`` is given.
+        max_len: padded length T when lengths are given (default: the longest length).
+        pad_id: the padding token id; when given, ``lengths_or_ids`` holds token ids.
+
+    Returns:
+        A bool tensor (B, 1, 1, T) that broadcasts over heads and queries.
+
+    Example:
+        >>> padding_mask(torch.tensor([2, 3])).int()[:, 0, 0].tolist()
+        [[1, 1, 0], [1, 1, 1]]
+    """
+    if pad_id is not None:
+        if lengths_or_ids.ndim != 2:
+            raise ValueError(
+                f"token ids must be (B, T), got shape {tuple(lengths_or_ids.shape)}"
+            )
+        return (lengths_or_ids != pad_id)[:, None, None, :]  # (B, 1, 1, T)
+    lengths = lengths_or_ids
+    if lengths.ndim != 1:
+        raise ValueError(f"lengths must be (B,), got shape {tuple(lengths.shape)}")
+    if (lengths < 0).any():
+        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    T = int(lengths.max()) if max_len is None else max_len
+    if lengths.numel() and int(lengths.max()) > T:
+        raise ValueError(f"a length ({int(lengths.max())}) exceeds max_len ({T})")
+    pos = torch.arange(T, device=lengths.device)
+    return (pos[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, T)
+
+
+def as_bool_mask(mask: Tensor) -> Tensor:
+    """Bool view of a bool or 0/1 mask (nonzero means "may attend")."""
+    return mask if mask.dtype == torch.bool else mask != 0
+
+
+def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:
+    """Validate a mask against (B, H, T_q, T_k) and return it as a 4-D bool tensor.
+
+    Raises:
+        ValueError: if the mask does not broadcast to (B, H, T_q, T_k).
+    """
+    if mask.ndim < 2 or mask.ndim > 4:
+        raise ValueError(
+            f"mask must have 2 to 4 dimensions broadcastable to (B, H, T_q, T_k) = "
+            f"{(B, H, T_q, T_k)}, got shape {tuple(mask.shape)}"
+        )
+    mask = expand_mask(as_bool_mask(mask))
+    try:
+        shape = torch.broadcast_shapes(mask.shape, (B, H, T_q, T_k))
+    except RuntimeError:
+        shape = None
+    if shape != (B, H, T_q, T_k):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to "
+            f"(B, H, T_q, T_k) = {(B, H, T_q, T_k)}"
+        )
+    return mask

@@ -1,0 +1,154 @@
+"""Stacks of blocks: encoder, decoder, and the encoder–decoder Transformer (no embeddings).
+
+Shapes: B batch, T target/sequence length, S source length, D model width, H heads, L layers.
+"""
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .blocks import DecoderBlock, EncoderBlock
+from .cache import KVCache
+
+__all__ = ["TransformerEncoder", "TransformerDecoder", "Transformer"]
+
+
+def _final_norm(final_norm: bool | None, block_args: dict) -> nn.Module:
+    """Pre-LN stacks end with a LayerNorm (the residual stream is never normalised otherwise)."""
+    if final_norm is None:
+        final_norm = block_args.get("norm_first", False)
+    if not final_norm:
+        return nn.Identity()
+    return nn.LayerNorm(block_args["input_dim"], eps=block_args.get("layer_norm_eps", 1e-5))
+
+
+def _check_layers(num_layers: int) -> None:
+    if not isinstance(num_layers, int) or num_layers < 1:
+        raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
+
+
+class TransformerEncoder(nn.Module):
+    """``num_layers`` encoder blocks applied in turn.
+
+    Args:
+        num_layers: number of blocks L.
+        final_norm: a LayerNorm after the last block (default: only when norm_first).
+        **block_args: arguments of ``EncoderBlock`` (input_dim, num_heads, dim_feedforward, ...).
+
+    Shape:
+        x (B, T, D), mask broadcastable to (B, H, T, T) (True = may attend) -> (B, T, D).
+
+    Example:
+        >>> enc = TransformerEncoder(2, input_dim=16, num_heads=4, dim_feedforward=32)
+        >>> [m.shape for m in enc.get_attention_maps(torch.randn(1, 5, 16))]
+        [torch.Size([1, 4, 5, 5]), torch.Size([1, 4, 5, 5])]
+    """
+
+    def __init__(self, num_layers: int, *, final_norm: bool | None = None, **block_args) -> None:
+        super().__init__()
+        _check_layers(num_layers)
+        self.layers = nn.ModuleList([EncoderBlock(**block_args) for _ in range(num_layers)])
+        self.norm = _final_norm(final_norm, block_args)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None, *, is_causal: bool = False,
+                cache: list[KVCache] | None = None, positions: Tensor | None = None) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, is_causal=is_causal, positions=positions,
+                      cache=None if cache is None else cache[i])
+        return self.norm(x)
+
+    def get_attention_maps(self, x: Tensor, mask: Tensor | None = None, *,
+                           is_causal: bool = False) -> list[Tensor]:
+        """Every layer's attention weights, a list of L tensors (B, H, T, T)."""
+        maps = []
+        for layer in self.layers:
+            x, attention = layer(x, mask, is_causal=is_causal, return_attention=True)
+            maps.append(attention)
+        return maps
+
+    def make_cache(self) -> list[KVCache]:
+        """An empty key/value cache for each layer (for causal, incremental use)."""
+        return [KVCache() for _ in self.layers]
+
+
+class TransformerDecoder(nn.Module):
+    """``num_layers`` decoder blocks applied in turn; each attends to the same memory.
+
+    Args:
+        num_layers: number of blocks L.
+        final_norm: a LayerNorm after the last block (default: only when norm_first).
+        **block_args: arguments of ``DecoderBlock``.
+
+    Shape:
+        x (B, T, D), memory (B, S, D_mem) -> (B, T, D).
+
+    Example:
+        >>> dec = TransformerDecoder(2, input_dim=16, num_heads=4, dim_feedforward=32)
+        >>> dec(torch.randn(1, 3, 16), torch.randn(1, 6, 16)).shape
+        torch.Size([1, 3, 16])
+    """
+
+    def __init__(self, num_layers: int, *, final_norm: bool | None = None, **block_args) -> None:
+        super().__init__()
+        _check_layers(num_layers)
+        self.layers = nn.ModuleList([DecoderBlock(**block_args) for _ in range(num_layers)])
+        self.norm = _final_norm(final_norm, block_args)
+
+    def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, *, is_causal: bool = True,
+                cache: list[dict[str, KVCache]] | None = None) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, tgt_mask, memory_mask, is_causal=is_causal,
+                      cache=None if cache is None else cache[i])
+        return self.norm(x)
+
+    def get_attention_maps(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                           memory_mask: Tensor | None = None, *, is_causal: bool = True
+                           ) -> tuple[list[Tensor], list[Tensor]]:
+        """(self-attention maps [(B, H, T, T)] × L, cross-attention maps [(B, H, T, S)] × L)."""
+        self_maps, cross_maps = [], []
+        for layer in self.layers:
+            x, s, c = layer(x, memory, tgt_mask, memory_mask, is_causal=is_causal,
+                            return_attention=True)
+            self_maps.append(s)
+            cross_maps.append(c)
+        return self_maps, cross_maps
+
+    def make_cache(self) -> list[dict[str, KVCache]]:
+        """Per layer: a growing self-attention cache and a once-computed cross-attention one."""
+        return [{"self": KVCache(), "cross": KVCache()} for _ in self.layers]
+
+
+class Transformer(nn.Module):
+    """Encoder–decoder stack without embeddings (Vaswani et al., 2017, Fig. 1).
+
+    Args:
+        num_encoder_layers: encoder blocks.
+        num_decoder_layers: decoder blocks.
+        **block_args: shared block arguments (input_dim, num_heads, dim_feedforward, dropout,
+            norm_first, activation, ...).
+
+    Shape:
+        src (B, S, D), tgt (B, T, D); src_mask: source padding, broadcastable to (B, 1, 1, S),
+        True = real token; tgt_mask: extra target mask (causality is always applied) -> (B, T, D).
+
+    Example:
+        >>> model = Transformer(1, 1, input_dim=16, num_heads=4, dim_feedforward=32)
+        >>> model(torch.randn(2, 6, 16), torch.randn(2, 3, 16)).shape
+        torch.Size([2, 3, 16])
+    """
+
+    def __init__(self, num_encoder_layers: int = 6, num_decoder_layers: int = 6, **block_args) -> None:
+        super().__init__()
+        self.encoder = TransformerEncoder(num_encoder_layers, **block_args)
+        self.decoder = TransformerDecoder(num_decoder_layers, **block_args)
+
+    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        return self.encoder(src, src_mask)
+
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None,
+               tgt_mask: Tensor | None = None, *, cache=None) -> Tensor:
+        return self.decoder(tgt, memory, tgt_mask, src_mask, cache=cache)
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None,
+                tgt_mask: Tensor | None = None) -> Tensor:
+        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
