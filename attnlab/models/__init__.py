@@ -1,0 +1,16 @@
+"""Task models: input embedding + ``attnlab.nn`` stack + head (torch only)."""
+from importlib import import_module
+
+_EXPORTS = {
+    "SequenceClassifier": ".classifier",
+    "Seq2SeqTransformer": ".seq2seq",
+    "CausalLM": ".causal_lm",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):  # lazy, so each model's module is imported only when used
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module 'attnlab.models' has no attribute {name!r}")
