@@ -56,10 +56,17 @@ def scaled_dot_product(
     Returns:
         (values (..., T_q, d_v), attention (..., T_q, T_k)).
 
+    Raises:
+        ValueError: if q and k differ in width or k and v in length.
+
     Example:
         >>> q = k = v = torch.eye(3)[None]
         >>> values, attention = scaled_dot_product(q, k, v)
     """
+    if q.size(-1) != k.size(-1):
+        raise ValueError(f"q has width {q.size(-1)} but k has width {k.size(-1)}")
+    if k.size(-2) != v.size(-2):
+        raise ValueError(f"k has {k.size(-2)} positions but v has {v.size(-2)}")
     d_k = q.size(-1)
     attn_logits = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
     row_ok = None

@@ -1,0 +1,1 @@
+"""Sub-commands of ``attnlab``: one module each, with ``register(subparsers)``."""

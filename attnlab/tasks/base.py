@@ -1,0 +1,85 @@
+"""The interface every ``attnlab train TASK`` implements.
+
+A task is a ``Task`` subclass in its own module under ``attnlab/tasks/`` and registered by name
+in ``attnlab/tasks/__init__.py``. Importing a task module must not import Lightning (the CLI
+builds every task's parser at start-up); import ``attnlab.training`` inside ``run`` only.
+
+The CLI merges a task's configuration, later sources winning:
+    SHARED_DEFAULTS  <  Task.defaults  <  --config YAML  <  flags given on the command line
+and passes it as a plain ``dict`` with underscored keys (``cfg["model_dim"]``). The dict is
+written to ``config.yaml`` and must be enough to rebuild the model (add derived values such as
+vocabulary sizes to it in ``run``).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+# Shared training flags and their defaults (DESIGN.md, "Training flags shared by every task").
+SHARED_DEFAULTS: dict[str, Any] = {
+    "seed": 42,
+    "max_steps": 1000,
+    "epochs": None,          # when set, max_steps = epochs × batches per epoch
+    "batch_size": 64,
+    "lr": 1e-3,
+    "warmup": 100,
+    "model_dim": 64,
+    "num_heads": 4,
+    "num_layers": 2,
+    "dim_feedforward": 128,
+    "dropout": 0.0,
+    "norm_first": False,
+    "devices": 1,
+    "num_nodes": 1,
+    "strategy": "auto",
+    "accelerator": "auto",
+    "precision": "32",
+    "resume": False,
+    "compile": False,
+    "checkpoint_every": 500,  # steps between checkpoints (plus the last one)
+    "val_every": None,        # steps between validations (default: once per epoch / at the end)
+}
+
+
+class Task:
+    """One trainable task. Subclass it and fill in what the task supports.
+
+    Attributes:
+        name: the task's name on the command line.
+        help: one line for ``attnlab train --help``.
+        defaults: this task's values for shared flags and its own flags (override SHARED_DEFAULTS).
+        has_tokenizer: whether the run directory holds ``tokenizer.json``.
+    """
+
+    name: str = ""
+    help: str = ""
+    defaults: dict[str, Any] = {}
+    has_tokenizer: bool = False
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the task's own flags. Give them NO ``default=`` (the parser suppresses missing
+        flags so that --config can set them); put their defaults in ``self.defaults``."""
+
+    def validate(self, cfg: dict[str, Any]) -> None:
+        """Check task-specific values before anything heavy runs; raise ``UsageError`` naming
+        the flag (shared flags are validated by the CLI already)."""
+
+    def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+        """Train, test on the held-out split and write the run directory; return the metrics
+        (the task's keys from DESIGN.md; ``steps``, ``train_seconds``, ``parameters`` are added
+        by ``attnlab.training.finish``)."""
+        raise NotImplementedError
+
+    def load(self, run_dir: Path, cfg: dict[str, Any]):
+        """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
+        Return the model, or ``(model, tokenizer)`` when the task has a tokenizer."""
+        raise NotImplementedError
+
+    def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+        """``attnlab predict DIR --input TEXT``: the prediction as one line of text."""
+        raise NotImplementedError(f"task {self.name!r} has no `predict`")
+
+    def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+        """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run."""
+        raise NotImplementedError(f"task {self.name!r} has no `evaluate`")

@@ -1,0 +1,181 @@
+"""The training engine every task uses: a Lightning Trainer factory, ``fit`` and ``finish``.
+
+This is the only layer that imports Lightning. A task builds its data loaders and a
+``TaskModule``, calls ``fit`` (which handles seeding, checkpoints, ``--resume`` and timing),
+evaluates on its test split in plain PyTorch, then calls ``finish`` to write the run directory.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as L
+import torch
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
+
+from ..errors import UsageError
+from ..runs import save_weights, write_json, write_yaml
+
+__all__ = ["make_trainer", "fit", "finish", "FitResult", "checkpoint_dir", "parameter_count"]
+
+# Lightning's start-up chatter (GPU/TPU availability, "LOCAL_RANK", dataloader worker hints)
+# says nothing a user of this CLI can act on.
+for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+warnings.filterwarnings("ignore", message=".*number of training batches.*smaller than the logging interval.*")
+warnings.filterwarnings("ignore", message=".*is an invalid version and will not be supported.*")
+
+
+def checkpoint_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / "checkpoints"
+
+
+def parameter_count(model: torch.nn.Module) -> int:
+    """Trainable parameters, counting tied (shared) tensors once."""
+    seen, total = set(), 0
+    for p in model.parameters():
+        if p.requires_grad and p.data_ptr() not in seen:
+            seen.add(p.data_ptr())
+            total += p.numel()
+    return total
+
+
+class _PrintProgress(Callback):
+    """Progress lines when stderr is not a terminal (CI, logs): ten lines per run."""
+
+    def __init__(self, max_steps: int) -> None:
+        self.every = max(1, max_steps // 10)
+        self.max_steps = max_steps
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        step = trainer.global_step
+        if trainer.is_global_zero and (step % self.every == 0 or step == self.max_steps):
+            loss = trainer.callback_metrics.get("train_loss")
+            loss = f"{float(loss):.4f}" if loss is not None else "-"
+            print(f"step {step}/{self.max_steps}  train_loss {loss}", file=sys.stderr, flush=True)
+
+
+class _StopOnNonFinite(Callback):
+    """Stop at the first NaN or infinite loss, keeping the last good checkpoint untouched."""
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        if loss is not None and not torch.isfinite(loss).all():
+            raise NonFiniteLoss(
+                f"the training loss became {float(loss)} at step {trainer.global_step}; "
+                f"stopped (lower --lr or raise --warmup); the last good checkpoint is kept in "
+                f"{trainer.default_root_dir}/checkpoints"
+            )
+
+
+class NonFiniteLoss(UsageError):
+    """Training diverged (NaN/inf loss)."""
+
+
+def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
+                 val_check_interval: int | None = None, callbacks: list | None = None,
+                 limit_val_batches: int | float | None = None) -> L.Trainer:
+    """A Trainer with the CLI's settings: checkpoints every ``checkpoint_every`` steps and the
+    last one, CSV logs in ``run_dir/logs``, gradient clipping, precision, devices, strategy."""
+    run_dir = Path(run_dir)
+    ckpt = ModelCheckpoint(dirpath=checkpoint_dir(run_dir), filename="step{step}",
+                           every_n_train_steps=cfg.get("checkpoint_every") or None,
+                           save_top_k=1, save_last=True, auto_insert_metric_name=False,
+                           save_on_train_epoch_end=False, enable_version_counter=False)
+    tty = sys.stderr.isatty()
+    cbs = [ckpt, _StopOnNonFinite()] + ([] if tty else [_PrintProgress(max_steps)]) + list(callbacks or [])
+    kwargs: dict[str, Any] = {}
+    if val_check_interval is not None:
+        kwargs.update(val_check_interval=val_check_interval, check_val_every_n_epoch=None)
+    return L.Trainer(
+        default_root_dir=str(run_dir),
+        max_steps=max_steps,
+        max_epochs=-1,
+        accelerator=cfg.get("accelerator", "auto"),
+        devices=cfg.get("devices", 1),
+        num_nodes=cfg.get("num_nodes", 1),
+        strategy=cfg.get("strategy", "auto"),
+        precision=cfg.get("precision", "32"),
+        gradient_clip_val=cfg.get("grad_clip") or None,
+        logger=CSVLogger(str(run_dir), name="logs", version=""),
+        log_every_n_steps=max(1, min(50, max_steps // 20)),
+        callbacks=cbs,
+        enable_progress_bar=tty,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=limit_val_batches,
+        deterministic=False,
+        **kwargs,
+    )
+
+
+@dataclass
+class FitResult:
+    steps: int
+    train_seconds: float
+    trainer: L.Trainer
+    resumed_from: str | None
+
+    @property
+    def is_global_zero(self) -> bool:
+        return self.trainer.is_global_zero
+
+
+def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any], run_dir: Path, *,
+        max_steps: int, val_check_interval: int | None = None, callbacks: list | None = None,
+        limit_val_batches: int | float | None = None) -> FitResult:
+    """Train ``module`` to ``max_steps``; with ``cfg["resume"]`` continue from the last checkpoint."""
+    run_dir = Path(run_dir)
+    trainer = make_trainer(cfg, run_dir, max_steps=max_steps, val_check_interval=val_check_interval,
+                           callbacks=callbacks, limit_val_batches=limit_val_batches)
+    ckpt_path = None
+    if cfg.get("resume"):
+        last = checkpoint_dir(run_dir) / "last.ckpt"
+        if not last.is_file():
+            raise UsageError(f"--resume: no checkpoint to resume from in {checkpoint_dir(run_dir)}")
+        ckpt_path = str(last)
+    if cfg.get("compile"):
+        module = torch.compile(module)
+    start = time.perf_counter()
+    trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
+                ckpt_path=ckpt_path, weights_only=True if ckpt_path else None)
+    seconds = time.perf_counter() - start
+    if trainer.is_global_zero:  # the final state, so --resume of a finished run is a no-op
+        trainer.save_checkpoint(checkpoint_dir(run_dir) / "last.ckpt")
+    return FitResult(trainer.global_step, seconds, trainer, ckpt_path)
+
+
+def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: dict[str, float],
+           result: FitResult, *, tokenizer=None, quiet: bool = False) -> dict[str, float]:
+    """Write model.safetensors, tokenizer.json, config.yaml and metrics.json (all atomic), then
+    print a summary table. Only the global-zero process writes."""
+    run_dir = Path(run_dir)
+    metrics = {k: float(v) for k, v in metrics.items()}
+    metrics.update(steps=int(result.steps), train_seconds=round(result.train_seconds, 3),
+                   parameters=parameter_count(model))
+    if not result.is_global_zero:
+        return metrics
+    save_weights(model, run_dir / "model.safetensors")
+    if tokenizer is not None:
+        tokenizer.save(run_dir / "tokenizer.json")
+    write_yaml(run_dir / "config.yaml", cfg)
+    write_json(run_dir / "metrics.json", metrics)
+    if not quiet:
+        print_summary(cfg.get("task", "?"), run_dir, metrics)
+    return metrics
+
+
+def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
+    width = max(len(k) for k in metrics)
+    print(f"\n{task} run: {run_dir}")
+    for key, value in metrics.items():
+        text = f"{value:,.0f}" if key in ("steps", "parameters") else f"{value:.4f}"
+        print(f"  {key:<{width}}  {text}")
+    sys.stdout.flush()

@@ -1,0 +1,69 @@
+"""The LightningModule base every task's training module extends.
+
+A subclass implements ``step(batch) -> (loss, logs)``; this class logs ``train_loss`` and
+``val_loss`` (and the logs, prefixed ``val_``), and configures AdamW with a warm-up schedule
+stepped every iteration: the course's cosine warm-up (``schedule: cosine``) or the paper's
+Noam schedule (``schedule: noam``; then --lr is the Noam factor).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import lightning.pytorch as L
+import torch
+
+from ..schedulers import CosineWarmupScheduler, NoamScheduler
+
+__all__ = ["TaskModule", "make_optimizer"]
+
+
+def make_optimizer(params, cfg: dict[str, Any], *, model_dim: int, max_steps: int):
+    """AdamW and a per-step warm-up scheduler from the configuration."""
+    schedule = cfg.get("schedule", "cosine")
+    warmup = max(1, min(int(cfg.get("warmup", 100)), max_steps))
+    wd = float(cfg.get("weight_decay", 0.0))
+    if schedule == "noam":
+        opt = torch.optim.AdamW(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9, weight_decay=wd)
+        sched = NoamScheduler(opt, model_dim, warmup=warmup, factor=float(cfg["lr"]))
+    else:
+        opt = torch.optim.AdamW(params, lr=float(cfg["lr"]), weight_decay=wd)
+        sched = CosineWarmupScheduler(opt, warmup=warmup, max_iters=max(max_steps, warmup + 1))
+    return opt, sched
+
+
+class TaskModule(L.LightningModule):
+    """Wraps a torch model for training; ``cfg`` is the run's configuration dict.
+
+    Args:
+        model: the task's torch model (saved as ``model.safetensors`` after training).
+        cfg: the run configuration (``lr``, ``warmup``, ``schedule``, ``model_dim`` ...).
+        max_steps: the step budget, for the schedule.
+    """
+
+    def __init__(self, model: torch.nn.Module, cfg: dict[str, Any], max_steps: int) -> None:
+        super().__init__()
+        self.model = model
+        self.cfg = dict(cfg)
+        self.max_steps = max_steps
+
+    def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        raise NotImplementedError
+
+    def training_step(self, batch, batch_idx):
+        loss, logs = self.step(batch)
+        self.log("train_loss", loss, prog_bar=True)
+        for k, v in logs.items():
+            self.log(f"train_{k}", v)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        loss, logs = self.step(batch)
+        self.log("val_loss", loss, prog_bar=True, sync_dist=True)
+        for k, v in logs.items():
+            self.log(f"val_{k}", v, prog_bar=True, sync_dist=True)
+
+    def configure_optimizers(self):
+        opt, sched = make_optimizer(self.parameters(), self.cfg,
+                                    model_dim=int(self.cfg.get("model_dim", 64)),
+                                    max_steps=self.max_steps)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
