@@ -1,0 +1,62 @@
+"""Encoder/decoder blocks and the feed-forward network: the course's API, parameter counts and
+the post-LN / pre-LN formulas."""
+import torch
+from torch.testing import assert_close
+
+import attnlab.nn as an
+
+
+def test_feedforward_parameter_count_and_layout():
+    d, d_ff = 24, 96
+    ffn = an.FeedForward(d, d_ff)
+    assert sum(p.numel() for p in ffn.parameters()) == 2 * d * d_ff + d_ff + d
+    # the course's linear_net: Linear -> Dropout -> ReLU -> Linear
+    assert [type(m).__name__ for m in ffn] == ["Linear", "Dropout", "ReLU", "Linear"]
+
+
+def test_course_style_encoder_block():
+    block = an.EncoderBlock(input_dim=16, num_heads=4, dim_feedforward=32, dropout=0.1)
+    x = torch.randn(2, 5, 16)
+    assert block(x, mask=an.causal_mask(5)).shape == (2, 5, 16)
+    keys = set(block.state_dict())
+    assert {"self_attn.qkv_proj.weight", "self_attn.o_proj.weight", "linear_net.0.weight",
+            "linear_net.3.weight", "norm1.weight", "norm2.weight"} <= keys
+
+
+def test_post_ln_block_is_the_papers_formula():
+    """x = LN(x + MHA(x)); x = LN(x + FFN(x)) — so each position's output is normalised."""
+    block = an.EncoderBlock(input_dim=16, num_heads=4, dim_feedforward=32).eval()
+    x = torch.randn(2, 5, 16)
+    h = block.norm1(x + block.self_attn(x))
+    expected = block.norm2(h + block.linear_net(h))
+    assert_close(block(x), expected, atol=0.0, rtol=0.0)
+
+
+def test_pre_ln_block_is_the_pre_ln_formula():
+    """x = x + MHA(LN(x)); x = x + FFN(LN(x)) — the residual stream is never normalised."""
+    block = an.EncoderBlock(input_dim=16, num_heads=4, dim_feedforward=32, norm_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    h = x + block.self_attn(block.norm1(x))
+    expected = h + block.linear_net(block.norm2(h))
+    assert_close(block(x), expected, atol=0.0, rtol=0.0)
+
+
+def test_dropout_is_active_in_training_only():
+    block = an.EncoderBlock(input_dim=16, num_heads=4, dim_feedforward=32, dropout=0.5)
+    x = torch.randn(2, 5, 16)
+    assert not torch.allclose(block.train()(x), block(x))
+    block.eval()
+    assert_close(block(x), block(x), atol=0.0, rtol=0.0)
+
+
+def test_decoder_block_is_causal_and_returns_both_maps():
+    block = an.DecoderBlock(input_dim=16, num_heads=4, dim_feedforward=32).eval()
+    tgt, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
+    out, self_w, cross_w = block(tgt, memory, return_attention=True)
+    assert out.shape == (2, 5, 16)
+    assert self_w.shape == (2, 4, 5, 5) and cross_w.shape == (2, 4, 5, 7)
+    assert_close(self_w.triu(1), torch.zeros_like(self_w), atol=0.0, rtol=0.0)
+    # a later target token cannot change an earlier output
+    changed = tgt.clone()
+    changed[:, 3:] = torch.randn(2, 2, 16)
+    assert_close(block(changed, memory)[:, :3], out[:, :3], atol=1e-6, rtol=1e-6)

@@ -1,0 +1,96 @@
+"""Masks: shapes, the True = may-attend convention, and masks as graph structure."""
+import re
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import attnlab.nn as an
+
+
+@pytest.mark.parametrize("shape,expected", [
+    ((5, 5), (1, 1, 5, 5)),  # (T, T): one mask for every sample and head
+    ((2, 5, 5), (2, 1, 5, 5)),  # (B, T, T): per sample, shared by heads
+    ((2, 3, 5, 5), (2, 3, 5, 5)),  # already (B, H, T, T)
+])
+def test_expand_mask_shapes(shape, expected):
+    mask = torch.rand(shape) < 0.5
+    expanded = an.expand_mask(mask)
+    assert expanded.shape == expected
+    assert torch.equal(expanded.reshape(shape), mask)
+
+
+@pytest.mark.parametrize("shape", [(5,), ()])
+def test_expand_mask_rejects_fewer_than_two_dims(shape):
+    with pytest.raises(ValueError, match=re.escape(f"got shape {shape}")):
+        an.expand_mask(torch.ones(shape, dtype=torch.bool))
+
+
+def test_causal_mask_lets_each_position_see_itself_and_the_past():
+    assert an.causal_mask(4).int().tolist() == [
+        [1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1],
+    ]
+    assert an.causal_mask(4).dtype == torch.bool
+
+
+def test_window_mask_is_a_band():
+    assert an.window_mask(5, 1).int().tolist() == [
+        [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1], [0, 0, 0, 1, 1],
+    ]
+    assert an.window_mask(3, 0).equal(torch.eye(3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="radius must be >= 0, got -1"):
+        an.window_mask(3, -1)
+
+
+def test_padding_mask_from_lengths_and_from_ids_agree():
+    from_lengths = an.padding_mask(torch.tensor([3, 1, 4]), 5)
+    ids = torch.tensor([[7, 8, 9, 0, 0], [5, 0, 0, 0, 0], [4, 4, 4, 4, 0]])
+    from_ids = an.padding_mask(ids, pad_id=0)
+    assert from_lengths.shape == from_ids.shape == (3, 1, 1, 5)
+    assert from_lengths.equal(from_ids)
+    assert from_lengths[:, 0, 0].int().tolist() == [
+        [1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 0],
+    ]
+    assert an.padding_mask(torch.tensor([2, 4])).shape == (2, 1, 1, 4)  # max_len = longest
+
+
+def test_padding_mask_rejects_length_beyond_max_len():
+    with pytest.raises(ValueError, match=r"length \(6\) exceeds max_len \(5\)"):
+        an.padding_mask(torch.tensor([3, 6]), 5)
+
+
+def test_integer_mask_means_the_same_as_bool_mask():
+    """The course builds masks of 0s and 1s; 1 = may attend, as True."""
+    mha = an.MultiheadAttention(8, 8, 2)
+    x = torch.randn(2, 4, 8)
+    bool_mask = an.causal_mask(4)
+    for return_attention in (False, True):
+        as_int = mha(x, bool_mask.long(), return_attention)
+        as_bool = mha(x, bool_mask, return_attention)
+        if return_attention:
+            as_int, as_bool = as_int[1], as_bool[1]
+        assert_close(as_int, as_bool, atol=0.0, rtol=0.0)
+
+
+def test_adjacency_matrix_as_mask_is_graph_attention():
+    """A graph's adjacency matrix (with self-loops) as the mask: each node attends only to its
+    neighbours, so non-neighbours get exactly zero weight and do not change its output."""
+    adjacency = torch.tensor([  # a path 0 - 1 - 2 - 3, and node 4 joined to 0
+        [1, 1, 0, 0, 1],
+        [1, 1, 1, 0, 0],
+        [0, 1, 1, 1, 0],
+        [0, 0, 1, 1, 0],
+        [1, 0, 0, 0, 1],
+    ], dtype=torch.bool)
+    mha = an.MultiheadAttention(8, 8, 2)
+    x = torch.randn(1, 5, 8)
+    o, weights = mha(x, adjacency, return_attention=True)
+    assert_close(weights.masked_fill(adjacency, 0.0), torch.zeros_like(weights), atol=0.0, rtol=0.0)
+    assert (weights[:, :, adjacency] > 0).all()
+    assert_close(weights.sum(-1), torch.ones(1, 2, 5), atol=1e-6, rtol=0.0)
+
+    changed = x.clone()
+    changed[0, 3] += 10.0  # node 3 is not a neighbour of nodes 0, 1 and 4
+    o_changed = mha(changed, adjacency)
+    assert_close(o_changed[0, [0, 1, 4]], o[0, [0, 1, 4]], atol=1e-6, rtol=1e-6)
+    assert not torch.allclose(o_changed[0, 2], o[0, 2])

@@ -1,0 +1,88 @@
+"""Positional encodings: the sinusoid's rotation property, rotary's relative positions,
+buffers and length limits."""
+import math
+import re
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import attnlab.nn as an
+
+
+def test_sinusoid_values_follow_the_formula():
+    d_model = 8
+    pe = an.PositionalEncoding(d_model, max_len=50).pe[0]  # (max_len, D)
+    pos, i = 7, 2
+    angle = pos / 10000 ** (2 * i / d_model)
+    assert_close(pe[pos, 2 * i], torch.tensor(math.sin(angle)), atol=1e-6, rtol=0.0)
+    assert_close(pe[pos, 2 * i + 1], torch.tensor(math.cos(angle)), atol=1e-6, rtol=0.0)
+
+
+@pytest.mark.parametrize("k", [1, 5, 17])
+def test_pe_of_pos_plus_k_is_a_fixed_rotation_of_pe_of_pos(k):
+    """For every pair (2i, 2i+1) one 2x2 matrix R(k, i) maps PE(pos) to PE(pos + k) for all pos,
+    and it is a rotation. It is fitted by least squares over 100 positions, then checked."""
+    d_model, n = 16, 100
+    pe = an.PositionalEncoding(d_model, max_len=n + k).pe[0]  # (n + k, D)
+    for i in range(d_model // 2):
+        now, later = pe[:n, 2 * i : 2 * i + 2], pe[k : n + k, 2 * i : 2 * i + 2]  # (n, 2)
+        R = torch.linalg.lstsq(now.double(), later.double()).solution.T  # later ≈ now @ Rᵀ
+        # one matrix for all positions (float32 sin/cos of angles up to ~100 rad: 1e-5)
+        assert_close((now.double() @ R.T).float(), later, atol=1e-4, rtol=0.0)
+        assert_close(R @ R.T, torch.eye(2, dtype=torch.float64), atol=1e-4, rtol=0.0)
+        assert torch.linalg.det(R).item() == pytest.approx(1.0, abs=1e-4)
+        # and it is the rotation by k·ω_i
+        w = k / 10000 ** (2 * i / d_model)
+        expected = torch.tensor([[math.cos(w), math.sin(w)], [-math.sin(w), math.cos(w)]],
+                                dtype=torch.float64)
+        assert_close(R, expected, atol=1e-4, rtol=0.0)
+
+
+def test_pe_buffer_shape_and_not_in_state_dict():
+    module = an.PositionalEncoding(d_model=12, max_len=30)
+    assert module.pe.shape == (1, 30, 12)
+    assert "pe" not in module.state_dict()
+    x = torch.randn(2, 9, 12)
+    assert_close(module(x), x + module.pe[:, :9], atol=0.0, rtol=0.0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: an.PositionalEncoding(d_model=8, max_len=10),
+    lambda: an.LearnedPositionalEncoding(10, 8),
+], ids=["sinusoidal", "learned"])
+def test_sequence_longer_than_max_len_names_both_lengths(make):
+    module = make()
+    assert module(torch.zeros(1, 10, 8)).shape == (1, 10, 8)
+    with pytest.raises(ValueError, match=re.escape("length (12) exceeds") + r".*max_len \(10\)"):
+        module(torch.zeros(1, 12, 8))
+
+
+def test_learned_encoding_is_trained_and_saved():
+    module = an.LearnedPositionalEncoding(10, 8)
+    assert "embedding.weight" in module.state_dict()
+    x = torch.zeros(2, 4, 8)
+    assert_close(module(x)[1], module.embedding.weight[:4], atol=0.0, rtol=0.0)
+
+
+def test_rotary_scores_depend_only_on_relative_position():
+    rope = an.RotaryEmbedding(head_dim=8, max_len=64)
+    q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)
+
+    def score(m, n):
+        return (rope(q, torch.tensor([m])) * rope(k, torch.tensor([n]))).sum()
+
+    for m, n in [(3, 1), (10, 10), (0, 7)]:
+        for shift in (1, 20, 40):
+            assert_close(score(m + shift, n + shift), score(m, n), atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(score(3, 1), score(1, 3))  # but it does see the offset
+
+
+def test_rotary_attention_maps_are_shift_invariant():
+    """Attention with rotary embeddings and no absolute encoding: moving the whole sequence to
+    later positions leaves every attention weight unchanged."""
+    mha = an.MultiheadAttention(16, 16, 2, rotary=True, max_len=128)
+    x = torch.randn(2, 6, 16)
+    _, at_zero = mha(x, return_attention=True, positions=torch.arange(6))
+    _, at_fifty = mha(x, return_attention=True, positions=torch.arange(50, 56))
+    assert_close(at_fifty, at_zero, atol=1e-5, rtol=1e-4)
