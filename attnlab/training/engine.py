@@ -116,6 +116,27 @@ def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
     )
 
 
+def check_checkpoint(path: Path) -> None:
+    """Refuse a checkpoint that is truncated, corrupt or carries code, before Lightning reads it.
+
+    Checkpoints are unpickled with ``weights_only=True``: only tensors and plain containers are
+    rebuilt, so a poisoned file raises instead of running its payload.
+    """
+    import pickle
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError,
+            AttributeError, TypeError) as e:
+        if isinstance(e, pickle.UnpicklingError):
+            why = "it holds objects other than weights, which could run code when loaded"
+        else:
+            why = f"truncated or corrupt: {type(e).__name__}"
+        raise UsageError(f"--resume: refusing checkpoint {path}: {why}") from None
+    if not isinstance(state, dict) or "state_dict" not in state:
+        raise UsageError(f"--resume: {path} is not an attnlab training checkpoint")
+
+
 @dataclass
 class FitResult:
     steps: int
@@ -141,6 +162,7 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
         if not last.is_file():
             raise UsageError(f"--resume: no checkpoint to resume from in {checkpoint_dir(run_dir)}")
         ckpt_path = str(last)
+        check_checkpoint(last)
     if cfg.get("compile"):
         module = torch.compile(module)
     start = time.perf_counter()
