@@ -1,0 +1,333 @@
+"""Tokenisers: characters, words, and byte-level BPE (via the ``tokenizers`` library).
+
+Every tokeniser shares one interface and four fixed special ids, so models and tokenisers
+agree without configuration:
+
+    pad 0   sos 1   eos 2   unk 3        (ordinary tokens start at 4)
+
+- ``Cls.fit(texts, **options)`` learns a vocabulary; ``encode(text, add_special_tokens=False)``
+  gives ids (``[sos] + ids + [eos]`` with ``add_special_tokens=True``); ``decode(ids)`` gives
+  text back, dropping pad/sos/eos and writing unk as U+FFFD (the Unicode replacement character).
+- ``save(path)`` writes one JSON file (``{"type": "char" | "word" | "bpe", ...}``);
+  ``Cls.load(path)`` and ``load_tokenizer(path)`` read it back.
+
+What round-trips exactly (``decode(encode(t)) == t``):
+- ``CharTokenizer``: any text whose characters (Unicode code points) were seen in ``fit``.
+- ``WordTokenizer``: any text whose pieces were seen in ``fit``. Text is cut into pieces that
+  cover every character — words and single punctuation marks carry the one space before them
+  (``" world"``), other runs of white space are pieces of their own — so joining the pieces
+  gives the text back (the GPT-2 pre-tokenisation scheme, applied to whole words).
+- ``BPETokenizer``: *any* text. It is byte-level (Radford et al., 2019): the 256 bytes are all
+  in the vocabulary, so nothing is ever unknown, and white space is kept inside the pieces.
+  Text that happens to spell a special token (``"<pad>"``) is encoded as ordinary bytes, never
+  as the special id, so user text cannot inject control tokens.
+Unseen symbols in the char and word tokenisers map to ``unk_id`` (and decode to U+FFFD).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from .errors import UsageError
+
+__all__ = ["Tokenizer", "CharTokenizer", "WordTokenizer", "BPETokenizer", "load_tokenizer",
+           "SPECIAL_TOKENS", "PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID"]
+
+SPECIAL_TOKENS = ("<pad>", "<sos>", "<eos>", "<unk>")
+PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+UNK_TEXT = "\ufffd"  # what an unknown id decodes to
+FORMAT_VERSION = 1
+
+# A word or one punctuation mark, each with the single space before it; runs of other white
+# space stay separate so that the space before a word is always attached to the word.
+_WORD_PIECES = re.compile(r" ?\w+| ?[^\w\s]|\s+(?!\S)|\s+")
+
+
+class Tokenizer:
+    """The shared interface. Subclasses set ``kind`` and implement the abstract methods.
+
+    Attributes:
+        pad_id, sos_id, eos_id, unk_id: 0, 1, 2, 3 in every tokeniser.
+        vocab_size: number of ids, special ones included.
+    """
+
+    kind = ""
+    pad_id, sos_id, eos_id, unk_id = PAD_ID, SOS_ID, EOS_ID, UNK_ID
+
+    @classmethod
+    def fit(cls, texts: Iterable[str], **options) -> "Tokenizer":
+        raise NotImplementedError
+
+    @property
+    def vocab_size(self) -> int:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def _encode(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        """Token ids of ``text``; with ``add_special_tokens``, wrapped in sos ... eos.
+
+        Raises:
+            TypeError: if ``text`` is not a string.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"encode() takes a str, got {type(text).__name__}")
+        ids = self._encode(text)
+        return [self.sos_id, *ids, self.eos_id] if add_special_tokens else ids
+
+    def encode_batch(self, texts: Iterable[str], add_special_tokens: bool = False) -> list[list[int]]:
+        """``encode`` for each text (BPE does it in parallel in Rust)."""
+        return [self.encode(t, add_special_tokens) for t in texts]
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
+        """Text of ``ids``: pad/sos/eos are dropped (kept as ``<pad>`` ... when
+        ``skip_special_tokens=False``); unk is written as U+FFFD."""
+        raise NotImplementedError
+
+    def tokenize(self, text: str) -> list[str]:
+        """The readable piece of text behind each id of ``encode(text)`` (for plot labels)."""
+        return [self.decode([i], skip_special_tokens=False) for i in self.encode(text)]
+
+    def _payload(self) -> dict:
+        raise NotImplementedError
+
+    def save(self, path: str | Path) -> None:
+        """Write the tokeniser as one JSON file (atomically)."""
+        from .runs import atomic_write
+
+        data = {"type": self.kind, "version": FORMAT_VERSION, **self._payload()}
+        atomic_write(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Tokenizer":
+        """Read a tokeniser saved by ``save``; ``UsageError`` naming the file if it is not one
+        of this class."""
+        tok = load_tokenizer(path)
+        if cls is not Tokenizer and not isinstance(tok, cls):
+            raise UsageError(f"{path} holds a {tok.kind!r} tokenizer, not {cls.kind!r}")
+        return tok
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size})"
+
+
+class _VocabTokenizer(Tokenizer):
+    """A tokeniser with an explicit list of pieces: id i is ``pieces[i]``."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        if tuple(pieces[:4]) != SPECIAL_TOKENS:
+            raise ValueError(f"the first four pieces must be {SPECIAL_TOKENS}, got {pieces[:4]}")
+        self.pieces = list(pieces)
+        self.index = {p: i for i, p in enumerate(self.pieces) if i >= len(SPECIAL_TOKENS)}
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        raise NotImplementedError
+
+    @classmethod
+    def fit(cls, texts: Iterable[str], *, vocab_size: int | None = None, min_freq: int = 1):
+        """Learn the pieces of ``texts``, most frequent first (ties: first seen first).
+
+        Args:
+            texts: training texts.
+            vocab_size: at most this many ids in all, the 4 special ones included.
+            min_freq: drop pieces seen fewer times.
+
+        Raises:
+            ValueError: if vocab_size < 5 or min_freq < 1.
+        """
+        if vocab_size is not None and vocab_size < len(SPECIAL_TOKENS) + 1:
+            raise ValueError(f"vocab_size must be at least {len(SPECIAL_TOKENS) + 1} "
+                             f"(4 special ids + 1), got {vocab_size}")
+        if min_freq < 1:
+            raise ValueError(f"min_freq must be >= 1, got {min_freq}")
+        counts: Counter[str] = Counter()
+        for text in texts:
+            counts.update(cls.split(text))
+        # Counter.most_common is stable, so equal counts keep their first-seen order.
+        kept = [p for p, n in counts.most_common() if n >= min_freq]
+        if vocab_size is not None:
+            kept = kept[: vocab_size - len(SPECIAL_TOKENS)]
+        return cls(list(SPECIAL_TOKENS) + kept)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.pieces)
+
+    def _encode(self, text: str) -> list[int]:
+        return [self.index.get(p, UNK_ID) for p in self.split(text)]
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
+        out = []
+        for i in ids:
+            i = int(i)
+            if not 0 <= i < len(self.pieces):
+                raise ValueError(f"id {i} is outside the vocabulary [0, {len(self.pieces)})")
+            if i == UNK_ID:
+                out.append(UNK_TEXT)
+            elif i >= len(SPECIAL_TOKENS) or not skip_special_tokens:
+                out.append(self.pieces[i])
+        return "".join(out)
+
+    def _payload(self) -> dict:
+        return {"pieces": self.pieces}
+
+
+class CharTokenizer(_VocabTokenizer):
+    """One id per character (Unicode code point).
+
+    Example:
+        >>> tok = CharTokenizer.fit(["hello"])
+        >>> tok.decode(tok.encode("hole")), tok.encode("x") == [tok.unk_id]
+        ('hole', True)
+    """
+
+    kind = "char"
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        return list(text)
+
+
+class WordTokenizer(_VocabTokenizer):
+    """One id per word or punctuation mark, each with the space before it (see module doc).
+
+    Example:
+        >>> tok = WordTokenizer.fit(["the cat sat.", "the dog"])
+        >>> tok.tokenize("the dog sat.")
+        ['the', ' dog', ' sat', '.']
+    """
+
+    kind = "word"
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        return _WORD_PIECES.findall(text)
+
+
+class BPETokenizer(Tokenizer):
+    """Byte-level byte-pair encoding trained with the Hugging Face ``tokenizers`` library.
+
+    Args:
+        tokenizer: a ``tokenizers.Tokenizer`` whose ids 0-3 are ``<pad> <sos> <eos> <unk>``.
+
+    Example:
+        >>> tok = BPETokenizer.fit(["low lower lowest"] * 10, vocab_size=280)
+        >>> tok.decode(tok.encode("lowest, ünïcödé!"))
+        'lowest, ünïcödé!'
+    """
+
+    kind = "bpe"
+
+    def __init__(self, tokenizer) -> None:
+        ids = [tokenizer.token_to_id(t) for t in SPECIAL_TOKENS]
+        if ids != [PAD_ID, SOS_ID, EOS_ID, UNK_ID]:
+            raise ValueError(f"special tokens {SPECIAL_TOKENS} must have ids 0-3, got {ids}")
+        # Text spelling "<pad>" is ordinary text (not saved in the JSON, so set on every load).
+        tokenizer.encode_special_tokens = True
+        self.tokenizer = tokenizer
+
+    @classmethod
+    def fit(cls, texts: Iterable[str], *, vocab_size: int = 1000, min_freq: int = 2) -> "BPETokenizer":
+        """Learn merges until the vocabulary has ``vocab_size`` ids (fewer if the texts run out).
+
+        Args:
+            texts: training texts.
+            vocab_size: target size; the 4 special ids and the 256 byte symbols come first.
+            min_freq: a pair must occur this often to be merged.
+
+        Raises:
+            ValueError: if vocab_size is smaller than 260 (4 special + 256 bytes).
+        """
+        from tokenizers import Tokenizer as HFTokenizer
+        from tokenizers import decoders, models, pre_tokenizers, trainers
+
+        alphabet = pre_tokenizers.ByteLevel.alphabet()
+        if vocab_size < len(SPECIAL_TOKENS) + len(alphabet):
+            raise ValueError(f"vocab_size must be at least {len(SPECIAL_TOKENS) + len(alphabet)} "
+                             f"(4 special ids + 256 bytes) for byte-level BPE, got {vocab_size}")
+        tok = HFTokenizer(models.BPE(unk_token=SPECIAL_TOKENS[UNK_ID]))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_freq,
+                                      special_tokens=list(SPECIAL_TOKENS),
+                                      initial_alphabet=alphabet, show_progress=False)
+        tok.train_from_iterator(texts, trainer)
+        return cls(tok)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: Iterable[str], add_special_tokens: bool = False) -> list[list[int]]:
+        texts = list(texts)
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("encode_batch() takes strings")
+        out = [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+        return [[SOS_ID, *ids, EOS_ID] for ids in out] if add_special_tokens else out
+
+    def tokenize(self, text: str) -> list[str]:
+        # A piece holding part of a multi-byte character shows that whole character.
+        return [text[a:b] for a, b in self.tokenizer.encode(text, add_special_tokens=False).offsets]
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
+        ids = [int(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"id {bad[0]} is outside the vocabulary [0, {self.vocab_size})")
+        # The library would drop unk (a special token); we show it as U+FFFD like the others.
+        parts, run = [], []
+        for i in ids + [UNK_ID]:
+            if i == UNK_ID:
+                parts.append(self.tokenizer.decode(run, skip_special_tokens=skip_special_tokens))
+                run = []
+            else:
+                run.append(i)
+        return UNK_TEXT.join(parts)
+
+    def _payload(self) -> dict:
+        return {"tokenizer": json.loads(self.tokenizer.to_str())}
+
+
+_KINDS = {cls.kind: cls for cls in (CharTokenizer, WordTokenizer, BPETokenizer)}
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer:
+    """The tokeniser saved in ``path`` by any ``save``, as the right class.
+
+    Raises:
+        UsageError: naming the file if it is missing, not JSON, or not a tokeniser.
+
+    Example:
+        >>> CharTokenizer.fit(["ab"]).save("tok.json"); load_tokenizer("tok.json")
+        CharTokenizer(vocab_size=6)
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"tokenizer file not found: {path}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path} is not a JSON tokenizer file ({e})") from None
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind not in _KINDS:
+        raise UsageError(f"{path}: unknown tokenizer type {kind!r}; expected one of "
+                         f"{', '.join(_KINDS)}")
+    try:
+        if kind == "bpe":
+            from tokenizers import Tokenizer as HFTokenizer
+
+            return BPETokenizer(HFTokenizer.from_str(json.dumps(data["tokenizer"])))
+        return _KINDS[kind](data["pieces"])
+    except Exception as e:  # KeyError, ValueError, and the Rust side's plain Exception
+        raise UsageError(f"{path} is not a valid {kind!r} tokenizer file ({e})") from None
