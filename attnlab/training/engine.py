@@ -31,6 +31,7 @@ for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):
 warnings.filterwarnings("ignore", message=".*does not have many workers.*")
 warnings.filterwarnings("ignore", message=".*number of training batches.*smaller than the logging interval.*")
 warnings.filterwarnings("ignore", message=".*is an invalid version and will not be supported.*")
+warnings.filterwarnings("ignore", message=".*isinstance.treespec, LeafSpec.*")
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -169,8 +170,9 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
     trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
                 ckpt_path=ckpt_path, weights_only=True if ckpt_path else None)
     seconds = time.perf_counter() - start
-    if trainer.is_global_zero:  # the final state, so --resume of a finished run is a no-op
-        trainer.save_checkpoint(checkpoint_dir(run_dir) / "last.ckpt")
+    # The final state, so --resume of a finished run is a no-op. Every rank calls it (it holds
+    # a barrier); only global rank 0 writes.
+    trainer.save_checkpoint(checkpoint_dir(run_dir) / "last.ckpt")
     return FitResult(trainer.global_step, seconds, trainer, ckpt_path)
 
 
