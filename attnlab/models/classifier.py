@@ -1,0 +1,173 @@
+"""Whole-sequence and set prediction: one label per sequence, or "which element" of a set.
+
+Shapes: B batch, T sequence (set) length, F input features, V vocabulary, D model width,
+C classes, H heads, L layers.
+
+    tokens (B, T) ─ Embedding V→D ┐
+    features (B, T, F) ─ Linear F→D ┴→ [prepend CLS] → + positional encoding (or none, for sets)
+        → TransformerEncoder (L blocks, padding masked)
+        → head="sequence": pool (CLS vector, or mean over real elements) → MLP → logits (B, C)
+        → head="element":  MLP per element → one score per element (B, T); a softmax over the
+                           positions picks the element (set anomaly detection, UvA Tutorial 6)
+
+Padding: token ids equal to ``pad_id`` (0) are padding; feature inputs take an explicit mask
+(B, T) with True = real element. Padded elements are never attended to, never pooled and get
+the lowest score from the element head, so a padded batch predicts what each sequence alone does.
+
+Without positional encoding attention is permutation-equivariant (Lee et al., 2019, "Set
+Transformer"): permuting the set permutes the element scores and leaves the pooled (CLS or
+mean) prediction unchanged — "embed → MHA → FFN → MHA → FFN → mean pool" is the course's set
+classifier, the shape of particle-jet and point-cloud models.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..nn import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoder
+
+__all__ = ["SequenceClassifier", "POOLINGS", "POSITIONALS", "HEADS"]
+
+POOLINGS = ("cls", "mean")
+POSITIONALS = ("sinusoidal", "learned", "none")
+HEADS = ("sequence", "element")
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+def _output_net(model_dim: int, out_dim: int, dropout: float) -> nn.Sequential:
+    """The course's output MLP: Linear → LayerNorm → ReLU → Dropout → Linear."""
+    return nn.Sequential(nn.Linear(model_dim, model_dim), nn.LayerNorm(model_dim), nn.ReLU(),
+                         nn.Dropout(dropout), nn.Linear(model_dim, out_dim))
+
+
+class SequenceClassifier(nn.Module):
+    """Transformer encoder with a per-sequence or per-element classification head.
+
+    Args:
+        num_classes: classes C of the per-sequence head; must be None for ``head="element"``.
+        vocab_size: token inputs: size V of the vocabulary (ids in [0, V), ``pad_id`` = padding).
+        input_dim: feature inputs: features F per element. Give exactly one of the two.
+        model_dim, num_heads, num_layers, dim_feedforward, dropout, norm_first, activation:
+            the encoder (``attnlab.nn.TransformerEncoder``); dim_feedforward defaults to 2·D.
+        input_dropout: dropout on the input features (before the input projection).
+        pooling: ``"cls"`` (a learned [CLS] vector prepended; its final state is pooled, as in
+            BERT) or ``"mean"`` (the mean over real elements). Unused by the element head.
+        positional: ``"sinusoidal"``, ``"learned"`` or ``"none"`` (sets: order carries nothing).
+        head: ``"sequence"`` (logits (B, C)) or ``"element"`` (a score per element (B, T)).
+        max_len: longest sequence (positional encodings), [CLS] not counted.
+        pad_id: the padding id of token inputs.
+
+    Raises:
+        ValueError: on a bad choice, both/neither of vocab_size and input_dim, or num_classes
+            missing for the sequence head / given for the element head.
+
+    Shape:
+        x: (B, T) int64 token ids or (B, T, F) features; mask: optional (B, T), True = real
+        (default: ``x != pad_id`` for tokens, all real for features)
+        -> (B, C) for head="sequence", (B, T) for head="element" (padding at the dtype's min).
+
+    Example:
+        >>> model = SequenceClassifier(3, vocab_size=100, model_dim=32, num_heads=4)
+        >>> model(torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])).shape
+        torch.Size([2, 3])
+    """
+
+    def __init__(self, num_classes: int | None = None, *, vocab_size: int | None = None,
+                 input_dim: int | None = None, model_dim: int = 64, num_heads: int = 4,
+                 num_layers: int = 2, dim_feedforward: int | None = None, dropout: float = 0.0,
+                 input_dropout: float = 0.0, norm_first: bool = False, activation: str = "relu",
+                 pooling: str = "cls", positional: str = "sinusoidal", head: str = "sequence",
+                 max_len: int = 512, pad_id: int = 0) -> None:
+        super().__init__()
+        _choice("pooling", pooling, POOLINGS)
+        _choice("positional", positional, POSITIONALS)
+        _choice("head", head, HEADS)
+        if (vocab_size is None) == (input_dim is None):
+            raise ValueError(f"give exactly one of vocab_size (token inputs) and input_dim "
+                             f"(feature inputs), got vocab_size={vocab_size}, input_dim={input_dim}")
+        if head == "sequence" and (not isinstance(num_classes, int) or num_classes < 1):
+            raise ValueError(f"num_classes must be a positive integer for head='sequence', "
+                             f"got {num_classes!r}")
+        if head == "element" and num_classes is not None:
+            raise ValueError(f"head='element' scores each element (one output each); "
+                             f"num_classes must be None, got {num_classes!r}")
+        self.num_classes, self.vocab_size, self.input_dim = num_classes, vocab_size, input_dim
+        self.pooling, self.positional, self.head, self.pad_id = pooling, positional, head, pad_id
+        self.use_cls = head == "sequence" and pooling == "cls"
+        if vocab_size is not None:
+            # N(0, 1) entries, the scale of the sinusoidal encoding; no √D factor, which the
+            # paper needs only because its embedding shares weights with the output layer.
+            self.embedding = nn.Embedding(vocab_size, model_dim, padding_idx=pad_id)
+        else:
+            self.embedding = nn.Sequential(nn.Dropout(input_dropout), nn.Linear(input_dim, model_dim))
+        if self.use_cls:
+            self.cls = nn.Parameter(torch.randn(1, 1, model_dim) * 0.02)
+        positions = max_len + int(self.use_cls)
+        self.positional_encoding = {
+            "sinusoidal": lambda: PositionalEncoding(model_dim, max_len=positions),
+            "learned": lambda: LearnedPositionalEncoding(positions, model_dim),
+            "none": nn.Identity,
+        }[positional]()
+        self.encoder = TransformerEncoder(
+            num_layers, input_dim=model_dim, num_heads=num_heads,
+            dim_feedforward=dim_feedforward or 2 * model_dim, dropout=dropout,
+            norm_first=norm_first, activation=activation)
+        self.output_net = _output_net(model_dim, num_classes if head == "sequence" else 1, dropout)
+
+    def _embed(self, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Inputs -> (encoder inputs (B, T', D), real-element mask (B, T')); T' = T (+1 for CLS)."""
+        if self.vocab_size is not None:
+            if x.ndim != 2 or x.is_floating_point():
+                raise ValueError(f"token inputs must be integer ids (B, T), got {x.dtype} "
+                                 f"{tuple(x.shape)}")
+            if mask is None:
+                mask = x != self.pad_id
+        elif x.ndim != 3 or x.shape[-1] != self.input_dim:
+            raise ValueError(f"feature inputs must be (B, T, {self.input_dim}), got {tuple(x.shape)}")
+        if mask is None:
+            mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+        mask = mask.bool()
+        if mask.shape != x.shape[:2]:
+            raise ValueError(f"mask must be (B, T) = {tuple(x.shape[:2])}, got {tuple(mask.shape)}")
+        h = self.embedding(x)  # (B, T, D)
+        if self.use_cls:
+            h = torch.cat([self.cls.expand(h.shape[0], -1, -1).to(h.dtype), h], dim=1)  # (B, 1+T, D)
+            mask = torch.cat([mask.new_ones(mask.shape[0], 1), mask], dim=1)  # (B, 1+T)
+        return self.positional_encoding(h), mask
+
+    def encode(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Final encoder states (B, T', D) and the real-element mask (B, T') (CLS first if used)."""
+        h, mask = self._embed(x, mask)
+        return self.encoder(h, mask[:, None, None, :]), mask  # key padding mask (B, 1, 1, T')
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        h, mask = self.encode(x, mask)
+        if self.head == "element":
+            scores = self.output_net(h).squeeze(-1)  # (B, T)
+            return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        if self.use_cls:
+            pooled = h[:, 0]  # (B, D)
+        else:
+            m = mask.unsqueeze(-1).to(h.dtype)  # (B, T, 1)
+            pooled = (h * m).sum(1) / m.sum(1).clamp(min=1)  # (B, D); an all-padding row -> 0
+        return self.output_net(pooled)  # (B, C)
+
+    @torch.no_grad()
+    def get_attention_maps(self, x: Tensor, mask: Tensor | None = None) -> list[Tensor]:
+        """Every layer's attention weights: L tensors (B, H, T', T') (CLS at position 0 if used)."""
+        h, mask = self._embed(x, mask)
+        return self.encoder.get_attention_maps(h, mask[:, None, None, :])
+
+    @torch.no_grad()
+    def predict(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """The predicted class (B,) — or, for the element head, the chosen element (B,)."""
+        was_training = self.training
+        self.eval()
+        try:
+            return self(x, mask).argmax(-1)
+        finally:
+            self.train(was_training)
