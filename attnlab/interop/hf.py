@@ -1,0 +1,250 @@
+"""Weight conversion between Hugging Face ``transformers`` models and attnlab models.
+
+Shapes: D model width, E = D attention width, F feed-forward width, V vocabulary.
+
+``transformers`` is imported inside the functions that need it (the ``hf`` extra), so
+``import attnlab.interop`` costs nothing. Conversions copy tensors; the two models share nothing.
+
+Layout differences handled here:
+- GPT-2 stores its linear layers as ``Conv1D`` with weight (in, out), y = x W + b, the
+  transpose of ``nn.Linear``'s (out, in); its ``c_attn`` stacks [Q | K | V] along the output.
+- attnlab's self-attention stacks Q, K, V per head (``MultiheadAttention.set_qkv`` converts).
+- BERT's blocks are post-LN: ``attention.output.LayerNorm`` is attnlab's ``norm1`` and
+  ``output.LayerNorm`` its ``norm2``.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["from_hf", "to_hf", "BERT_FAMILY"]
+
+# Hugging Face activation names -> attnlab.nn activation names
+_ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+                "gelu_fast": "gelu_tanh", "relu": "relu", "silu": "silu", "swish": "silu"}
+_ACT_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
+
+BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
+
+
+def _activation(name: str, model_type: str) -> str:
+    if name not in _ACT_FROM_HF:
+        raise ValueError(f"{model_type}: activation {name!r} has no attnlab equivalent; "
+                         f"supported: {', '.join(sorted(_ACT_FROM_HF))}")
+    return _ACT_FROM_HF[name]
+
+
+@torch.no_grad()
+def _copy(dst: Tensor, src: Tensor) -> None:
+    if dst.shape != src.shape:
+        raise ValueError(f"shape mismatch while converting: {tuple(src.shape)} -> {tuple(dst.shape)}")
+    dst.copy_(src)
+
+
+def _copy_linear(dst: nn.Linear, weight: Tensor, bias: Tensor | None) -> None:
+    _copy(dst.weight, weight)
+    if bias is not None:
+        _copy(dst.bias, bias)
+
+
+def _copy_norm(dst: nn.LayerNorm, src: nn.LayerNorm) -> None:
+    _copy(dst.weight, src.weight)
+    _copy(dst.bias, src.bias)
+
+
+def from_hf(hf_model: nn.Module) -> nn.Module:
+    """The attnlab model equivalent to a Hugging Face model, weights copied.
+
+    Supported:
+        - ``GPT2LMHeadModel`` -> ``attnlab.models.CausalLM``: ``m(input_ids)`` gives the same
+          logits (B, T, V), and ``m.generate`` the same greedy continuations.
+        - ``BertModel`` and BERT-family encoders (RoBERTa, XLM-R, CamemBERT, DistilBERT; or a
+          task model built on one, whose base model is converted) ->
+          ``attnlab.models.bert.BertEncoder``: ``m(input_ids, attention_mask=None,
+          token_type_ids=None)`` gives the last hidden states (B, T, D).
+
+    Args:
+        hf_model: a ``transformers`` model instance.
+
+    Returns:
+        The attnlab model, in the same train/eval mode as ``hf_model``.
+
+    Raises:
+        ValueError: for a model type or configuration attnlab cannot represent.
+
+    Example:
+        >>> from transformers import GPT2Config, GPT2LMHeadModel
+        >>> lm = from_hf(GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=4)))
+    """
+    config = getattr(hf_model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    if model_type == "gpt2":
+        if not hasattr(hf_model, "lm_head"):
+            raise ValueError(f"from_hf converts GPT2LMHeadModel (with its LM head), "
+                             f"got {type(hf_model).__name__}")
+        model = _gpt2_to_causal_lm(hf_model)
+    elif model_type in BERT_FAMILY:
+        model = _bert_family(getattr(hf_model, "base_model", hf_model), model_type)
+    else:
+        raise ValueError(f"from_hf: unsupported model {type(hf_model).__name__} "
+                         f"(model_type {model_type!r}); supported: GPT2LMHeadModel and "
+                         f"{', '.join(BERT_FAMILY)} encoders")
+    return model.train(hf_model.training)
+
+
+# ---- GPT-2 ----------------------------------------------------------------------------------
+def _gpt2_to_causal_lm(hf) -> nn.Module:
+    from ..models.causal_lm import CausalLM
+
+    c = hf.config
+    if not getattr(c, "scale_attn_weights", True) or getattr(c, "scale_attn_by_inverse_layer_idx", False):
+        raise ValueError("GPT-2 with scale_attn_weights=False or scale_attn_by_inverse_layer_idx=True "
+                         "uses a different attention scale than softmax(QKᵀ/√d_k)")
+    D = c.n_embd
+    model = CausalLM(c.vocab_size, model_dim=D, num_heads=c.n_head, num_layers=c.n_layer,
+                     dim_feedforward=c.n_inner or 4 * D, max_len=c.n_positions,
+                     dropout=c.resid_pdrop, attention_dropout=c.attn_pdrop, norm_first=True,
+                     tie_weights=bool(getattr(c, "tie_word_embeddings", True)),
+                     positional="learned", activation=_activation(c.activation_function, "gpt2"),
+                     layer_norm_eps=c.layer_norm_epsilon)
+    t = hf.transformer
+    _copy(model.token_embedding.weight, t.wte.weight)
+    _copy(model.pos_encoding.embedding.weight, t.wpe.weight)
+    for ours, theirs in zip(model.encoder.layers, t.h):
+        wq, wk, wv = theirs.attn.c_attn.weight.T.split(D, dim=0)  # Conv1D (D, 3D) -> 3 × (D, D)
+        bq, bk, bv = theirs.attn.c_attn.bias.split(D)
+        ours.self_attn.set_qkv(wq, wk, wv, bq, bk, bv)
+        _copy_linear(ours.self_attn.o_proj, theirs.attn.c_proj.weight.T, theirs.attn.c_proj.bias)
+        _copy_linear(ours.linear_net[0], theirs.mlp.c_fc.weight.T, theirs.mlp.c_fc.bias)
+        _copy_linear(ours.linear_net[3], theirs.mlp.c_proj.weight.T, theirs.mlp.c_proj.bias)
+        _copy_norm(ours.norm1, theirs.ln_1)
+        _copy_norm(ours.norm2, theirs.ln_2)
+    _copy_norm(model.encoder.norm, t.ln_f)
+    if not model.config["tie_weights"]:
+        _copy(model.lm_head.weight, hf.lm_head.weight)
+    return model
+
+
+def to_hf(causal_lm: nn.Module, *, bos_token_id: int | None = None,
+          eos_token_id: int | None = None, pad_token_id: int | None = None):
+    """Export a ``CausalLM`` to an equivalent Hugging Face ``GPT2LMHeadModel``.
+
+    GPT-2 is a pre-LN stack with learned positions, biases and a final LayerNorm, so the
+    CausalLM must have ``norm_first=True``, ``positional="learned"``, ``bias=True`` and an
+    activation GPT-2 knows (gelu, gelu_tanh, relu, silu).
+
+    Args:
+        causal_lm: the model to export.
+        bos_token_id, eos_token_id, pad_token_id: written to the config (and its generation
+            config); attnlab tokenizers use sos 1, eos 2, pad 0.
+
+    Returns:
+        A ``transformers.GPT2LMHeadModel`` with the same logits, in the same train/eval mode.
+
+    Raises:
+        ValueError: naming the setting GPT-2 cannot represent.
+
+    Example:
+        >>> hf = to_hf(CausalLM(100, model_dim=32, num_heads=4, num_layers=2))
+    """
+    from ..models.causal_lm import CausalLM
+
+    if not isinstance(causal_lm, CausalLM):
+        raise ValueError(f"to_hf exports a CausalLM, got {type(causal_lm).__name__}")
+    cfg = causal_lm.config
+    needs = {"norm_first": True, "positional": "learned", "bias": True}
+    for key, value in needs.items():
+        if cfg[key] != value:
+            raise ValueError(f"to_hf: GPT-2 needs {key}={value!r}, this CausalLM has "
+                             f"{key}={cfg[key]!r}")
+    if cfg["activation"] not in _ACT_TO_HF:
+        raise ValueError(f"to_hf: activation {cfg['activation']!r} has no GPT-2 equivalent; "
+                         f"supported: {', '.join(_ACT_TO_HF)}")
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    D = cfg["model_dim"]
+    config = GPT2Config(
+        vocab_size=cfg["vocab_size"], n_positions=cfg["max_len"], n_embd=D,
+        n_layer=cfg["num_layers"], n_head=cfg["num_heads"], n_inner=cfg["dim_feedforward"],
+        activation_function=_ACT_TO_HF[cfg["activation"]], resid_pdrop=cfg["dropout"],
+        embd_pdrop=cfg["dropout"], attn_pdrop=cfg["attention_dropout"],
+        layer_norm_epsilon=cfg["layer_norm_eps"], tie_word_embeddings=cfg["tie_weights"],
+        bos_token_id=bos_token_id, eos_token_id=eos_token_id, pad_token_id=pad_token_id)
+    hf = GPT2LMHeadModel(config)
+    t = hf.transformer
+    with torch.no_grad():
+        _copy(t.wte.weight, causal_lm.token_embedding.weight)
+        _copy(t.wpe.weight, causal_lm.pos_encoding.embedding.weight)
+        for ours, theirs in zip(causal_lm.encoder.layers, t.h):
+            wq, wk, wv, bq, bk, bv = ours.self_attn.get_qkv()
+            _copy(theirs.attn.c_attn.weight, torch.cat([wq, wk, wv], 0).T)  # (D, 3D)
+            _copy(theirs.attn.c_attn.bias, torch.cat([bq, bk, bv]))
+            _copy(theirs.attn.c_proj.weight, ours.self_attn.o_proj.weight.T)
+            _copy(theirs.attn.c_proj.bias, ours.self_attn.o_proj.bias)
+            _copy(theirs.mlp.c_fc.weight, ours.linear_net[0].weight.T)
+            _copy(theirs.mlp.c_fc.bias, ours.linear_net[0].bias)
+            _copy(theirs.mlp.c_proj.weight, ours.linear_net[3].weight.T)
+            _copy(theirs.mlp.c_proj.bias, ours.linear_net[3].bias)
+            _copy_norm(theirs.ln_1, ours.norm1)
+            _copy_norm(theirs.ln_2, ours.norm2)
+        _copy_norm(t.ln_f, causal_lm.encoder.norm)
+        if not cfg["tie_weights"]:
+            _copy(hf.lm_head.weight, causal_lm.lm_head.weight)
+    return hf.train(causal_lm.training)
+
+
+# ---- BERT family ----------------------------------------------------------------------------
+def _bert_family(hf, model_type: str) -> nn.Module:
+    from ..models.bert import BertEncoder
+
+    c = hf.config
+    distil = model_type == "distilbert"
+    if distil:
+        sizes = dict(model_dim=c.dim, num_heads=c.n_heads, num_layers=c.n_layers,
+                     dim_feedforward=c.hidden_dim, type_vocab_size=0,
+                     dropout=c.dropout, attention_dropout=c.attention_dropout)
+        act, eps = c.activation, 1e-12  # DistilBERT's LayerNorms are fixed at eps=1e-12
+        if getattr(c, "sinusoidal_pos_embds", False):
+            raise ValueError("distilbert with sinusoidal_pos_embds=True is not supported")
+    else:
+        if getattr(c, "embedding_size", c.hidden_size) != c.hidden_size:
+            raise ValueError(f"{model_type}: embedding_size ({c.embedding_size}) != hidden_size "
+                             f"({c.hidden_size}) needs a projection attnlab's encoder lacks")
+        if getattr(c, "position_embedding_type", "absolute") != "absolute":
+            raise ValueError(f"{model_type}: position_embedding_type "
+                             f"{c.position_embedding_type!r} is not supported (only 'absolute')")
+        sizes = dict(model_dim=c.hidden_size, num_heads=c.num_attention_heads,
+                     num_layers=c.num_hidden_layers, dim_feedforward=c.intermediate_size,
+                     type_vocab_size=c.type_vocab_size, dropout=c.hidden_dropout_prob,
+                     attention_dropout=c.attention_probs_dropout_prob)
+        act, eps = c.hidden_act, c.layer_norm_eps
+    roberta = model_type in ("roberta", "xlm-roberta", "camembert")
+    model = BertEncoder(c.vocab_size, max_len=c.max_position_embeddings,
+                        activation=_activation(act, model_type), layer_norm_eps=eps,
+                        pad_token_id=c.pad_token_id if c.pad_token_id is not None else 0,
+                        position_style="roberta" if roberta else "absolute", **sizes)
+    emb = hf.embeddings
+    _copy(model.word_embeddings.weight, emb.word_embeddings.weight)
+    _copy(model.position_embeddings.weight, emb.position_embeddings.weight)
+    if model.token_type_embeddings is not None:
+        _copy(model.token_type_embeddings.weight, emb.token_type_embeddings.weight)
+    _copy_norm(model.embed_norm, emb.LayerNorm)
+    layers = hf.transformer.layer if distil else hf.encoder.layer
+    for ours, theirs in zip(model.encoder.layers, layers):
+        if distil:
+            a = theirs.attention
+            q, k, v, o = a.q_lin, a.k_lin, a.v_lin, a.out_lin
+            ff1, ff2 = theirs.ffn.lin1, theirs.ffn.lin2
+            n1, n2 = theirs.sa_layer_norm, theirs.output_layer_norm
+        else:
+            s = theirs.attention.self
+            q, k, v, o = s.query, s.key, s.value, theirs.attention.output.dense
+            ff1, ff2 = theirs.intermediate.dense, theirs.output.dense
+            n1, n2 = theirs.attention.output.LayerNorm, theirs.output.LayerNorm
+        ours.self_attn.set_qkv(q.weight, k.weight, v.weight, q.bias, k.bias, v.bias)
+        _copy_linear(ours.self_attn.o_proj, o.weight, o.bias)
+        _copy_linear(ours.linear_net[0], ff1.weight, ff1.bias)
+        _copy_linear(ours.linear_net[3], ff2.weight, ff2.bias)
+        _copy_norm(ours.norm1, n1)
+        _copy_norm(ours.norm2, n2)
+    return model

@@ -1,0 +1,126 @@
+"""A BERT-family encoder (BERT, RoBERTa, DistilBERT) built from ``attnlab.nn``.
+
+Shapes: B batch, T sequence length, D model width, V vocabulary.
+
+    h_0 = LayerNorm(E_tok[x] + E_pos[pos] + E_type[t]);  h_l = PostLN-Block_l(h_{l-1})
+                                                          (Devlin et al., 2019, §3)
+
+It exists so that pretrained encoders converted by ``attnlab.interop.from_hf`` run on attnlab's
+own attention and blocks: the blocks are the paper's post-LN ``EncoderBlock`` with GELU and
+BERT's LayerNorm epsilon (1e-12). RoBERTa counts positions from ``pad_token_id + 1`` and gives
+padding the position ``pad_token_id`` (``position_style="roberta"``).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..nn import TransformerEncoder
+
+__all__ = ["BertEncoder", "POSITION_STYLES"]
+
+POSITION_STYLES = ("absolute", "roberta")
+
+
+class BertEncoder(nn.Module):
+    """Embeddings (token + position + token type, then LayerNorm) and a post-LN encoder stack.
+
+    Args:
+        vocab_size: number of token ids V.
+        model_dim: width D (BERT's hidden_size).
+        num_heads: attention heads.
+        num_layers: encoder blocks.
+        dim_feedforward: feed-forward width (BERT's intermediate_size).
+        max_len: number of position embeddings.
+        type_vocab_size: number of token types (segments); 0 for none (DistilBERT).
+        activation: feed-forward activation ("gelu" is BERT's exact erf GELU).
+        layer_norm_eps: LayerNorm epsilon (1e-12 in BERT).
+        dropout: dropout on embeddings and sub-layer outputs.
+        attention_dropout: dropout on attention weights.
+        pad_token_id: the padding id (used by ``position_style="roberta"``).
+        position_style: "absolute" (0..T-1) or "roberta" (real tokens count from pad_token_id+1).
+
+    Raises:
+        ValueError: for an unknown position_style.
+
+    Shape:
+        input_ids (B, T); attention_mask (B, T) with 1 = real token; token_type_ids (B, T)
+        -> last hidden states (B, T, D).
+
+    Example:
+        >>> bert = BertEncoder(100, model_dim=32, num_heads=4, num_layers=2, dim_feedforward=64)
+        >>> bert(torch.tensor([[1, 7, 9, 2]])).shape
+        torch.Size([1, 4, 32])
+    """
+
+    def __init__(self, vocab_size: int, *, model_dim: int, num_heads: int, num_layers: int,
+                 dim_feedforward: int, max_len: int = 512, type_vocab_size: int = 2,
+                 activation: str = "gelu", layer_norm_eps: float = 1e-12, dropout: float = 0.0,
+                 attention_dropout: float = 0.0, pad_token_id: int = 0,
+                 position_style: str = "absolute") -> None:
+        super().__init__()
+        if position_style not in POSITION_STYLES:
+            raise ValueError(f"position_style must be one of {POSITION_STYLES}, got {position_style!r}")
+        self.config = dict(vocab_size=vocab_size, model_dim=model_dim, num_heads=num_heads,
+                           num_layers=num_layers, dim_feedforward=dim_feedforward, max_len=max_len,
+                           type_vocab_size=type_vocab_size, activation=activation,
+                           layer_norm_eps=layer_norm_eps, dropout=dropout,
+                           attention_dropout=attention_dropout, pad_token_id=pad_token_id,
+                           position_style=position_style)
+        self.max_len, self.pad_token_id, self.position_style = max_len, pad_token_id, position_style
+        self.word_embeddings = nn.Embedding(vocab_size, model_dim)
+        self.position_embeddings = nn.Embedding(max_len, model_dim)
+        self.token_type_embeddings = nn.Embedding(type_vocab_size, model_dim) if type_vocab_size else None
+        self.embed_norm = nn.LayerNorm(model_dim, eps=layer_norm_eps)
+        self.embed_dropout = nn.Dropout(dropout)
+        self.encoder = TransformerEncoder(
+            num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
+            dropout=dropout, norm_first=False, activation=activation, layer_norm_eps=layer_norm_eps,
+            attention_dropout=attention_dropout, final_norm=False)
+
+    def positions(self, input_ids: Tensor) -> Tensor:
+        """Position ids (B, T) or (T,) for this model's ``position_style``."""
+        T = input_ids.shape[1]
+        if self.position_style == "roberta":
+            real = (input_ids != self.pad_token_id).long()
+            pos = real.cumsum(1) * real + self.pad_token_id  # (B, T): pads stay at pad_token_id
+        else:
+            pos = torch.arange(T, device=input_ids.device)
+        if pos.numel() and int(pos.max()) >= self.max_len:
+            raise ValueError(f"sequence length ({T}) exceeds the model's {self.max_len} positions")
+        return pos
+
+    def embed(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        """LayerNorm(token + position + type embeddings): (B, T) -> (B, T, D)."""
+        x = self.word_embeddings(input_ids) + self.position_embeddings(self.positions(input_ids))
+        if self.token_type_embeddings is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(input_ids)
+            x = x + self.token_type_embeddings(token_type_ids)
+        elif token_type_ids is not None:
+            raise ValueError("this model has no token types (type_vocab_size = 0); "
+                             "pass token_type_ids=None")
+        return self.embed_dropout(self.embed_norm(x))
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+                token_type_ids: Tensor | None = None) -> Tensor:
+        """The last layer's hidden states.
+
+        Args:
+            input_ids: (B, T) token ids.
+            attention_mask: (B, T), 1 for real tokens, 0 for padding (never attended to).
+            token_type_ids: (B, T) segment ids (default all 0).
+
+        Returns:
+            (B, T, D). Padded positions hold values too (they attend to the real tokens) but
+            mean nothing.
+        """
+        if input_ids.ndim != 2:
+            raise ValueError(f"input_ids must be (B, T), got shape {tuple(input_ids.shape)}")
+        mask = None
+        if attention_mask is not None:
+            if attention_mask.shape != input_ids.shape:
+                raise ValueError(f"attention_mask must have the shape of input_ids "
+                                 f"{tuple(input_ids.shape)}, got {tuple(attention_mask.shape)}")
+            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T) real keys
+        return self.encoder(self.embed(input_ids, token_type_ids), mask)

@@ -1,0 +1,370 @@
+"""Decoder-only language model (the GPT family): tokens -> causal Transformer -> next-token logits.
+
+Shapes: B batch, T sequence length, T0 prompt length, N new tokens, D model width, V vocabulary,
+H heads, hd head width, L layers.
+
+    h_0 = E[x] + P[pos];   h_l = Block_l(h_{l-1}) with causal self-attention;
+    logits = LayerNorm(h_L) Wᵀ          (W = E when ``tie_weights``; Press & Wolf, 2017)
+
+A "decoder-only" model is the encoder stack with a causal mask: there is no cross-attention, so
+``attnlab.nn.TransformerEncoder(is_causal=True)`` is exactly GPT-2's stack and goes through the
+fused attention kernel's causal path.
+
+Generation keeps a key/value cache per layer, so each new token costs one position's work
+(O(T) attention) instead of re-running the whole sequence. Prompts of different lengths are
+left-padded; each row's positions count from its own first real token, and padded keys are
+masked, so a padded batch gives each row what that row gives alone.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..nn import KVCache, LearnedPositionalEncoding, PositionalEncoding, TransformerEncoder
+
+__all__ = ["CausalLM", "POSITIONAL"]
+
+POSITIONAL = ("learned", "sinusoidal", "rope")
+
+
+def positions_from_mask(attention_mask: Tensor) -> Tensor:
+    """Per-row positions (B, T) that count real tokens only: a left-padded row's first real token
+    is position 0, as if the row had no padding (padding itself gets position 0)."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
+
+
+def left_align(input_ids: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Move each row's padding to the left, keeping the order of its real tokens.
+
+    Generation appends new tokens at the right end, so the last column must be a real token.
+    A stable sort on the mask (0 before 1) does it for right padding or any mix.
+    """
+    order = torch.argsort(attention_mask.long(), dim=1, stable=True)  # (B, T) pads first
+    return input_ids.gather(1, order), attention_mask.gather(1, order)
+
+
+class CausalLM(nn.Module):
+    """A GPT-style language model built from ``attnlab.nn``.
+
+    Args:
+        vocab_size: number of token ids V.
+        model_dim: width D.
+        num_heads: attention heads H (D must be divisible by H).
+        num_layers: blocks L.
+        dim_feedforward: feed-forward width (default 4·D, as in GPT-2).
+        max_len: longest sequence (positions 0..max_len-1).
+        dropout: dropout on the embeddings and in every block.
+        norm_first: pre-LN blocks plus a final LayerNorm (GPT-2); False gives the paper's post-LN.
+        tie_weights: share the token embedding with the output projection.
+        positional: "learned" (GPT-2), "sinusoidal" (Vaswani et al.) or "rope" (rotary, inside
+            attention).
+        activation: feed-forward activation ("gelu", "gelu_tanh" = GPT-2's gelu_new, "relu", "silu").
+        layer_norm_eps: LayerNorm epsilon.
+        bias: biases in the linear layers and attention.
+        attention_dropout: dropout on the attention weights.
+
+    Raises:
+        ValueError: for an unknown ``positional`` or non-positive sizes.
+
+    Shape:
+        input_ids (B, T) int64, attention_mask (B, T) with 1 = real token -> logits (B, T, V).
+
+    Example:
+        >>> lm = CausalLM(100, model_dim=32, num_heads=4, num_layers=2, max_len=64)
+        >>> lm.generate(torch.tensor([[1, 5, 7]]), 4).shape
+        torch.Size([1, 7])
+    """
+
+    def __init__(self, vocab_size: int, *, model_dim: int = 256, num_heads: int = 4,
+                 num_layers: int = 4, dim_feedforward: int | None = None, max_len: int = 1024,
+                 dropout: float = 0.0, norm_first: bool = True, tie_weights: bool = True,
+                 positional: str = "learned", activation: str = "gelu",
+                 layer_norm_eps: float = 1e-5, bias: bool = True,
+                 attention_dropout: float = 0.0) -> None:
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("model_dim", model_dim), ("max_len", max_len)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if positional not in POSITIONAL:
+            raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
+        dim_feedforward = dim_feedforward or 4 * model_dim
+        self.config = dict(vocab_size=vocab_size, model_dim=model_dim, num_heads=num_heads,
+                           num_layers=num_layers, dim_feedforward=dim_feedforward, max_len=max_len,
+                           dropout=dropout, norm_first=norm_first, tie_weights=tie_weights,
+                           positional=positional, activation=activation,
+                           layer_norm_eps=layer_norm_eps, bias=bias,
+                           attention_dropout=attention_dropout)
+        self.vocab_size, self.model_dim, self.max_len = vocab_size, model_dim, max_len
+        self.positional = positional
+        self.token_embedding = nn.Embedding(vocab_size, model_dim)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)  # GPT-2's initialisation
+        if positional == "learned":
+            self.pos_encoding = LearnedPositionalEncoding(max_len, model_dim)
+        elif positional == "sinusoidal":
+            self.pos_encoding = PositionalEncoding(model_dim, max_len)
+        else:
+            self.pos_encoding = None  # rotary: applied to queries and keys inside attention
+        self.embed_dropout = nn.Dropout(dropout)
+        self.encoder = TransformerEncoder(
+            num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
+            dropout=dropout, norm_first=norm_first, activation=activation,
+            layer_norm_eps=layer_norm_eps, bias=bias, attention_dropout=attention_dropout,
+            rotary=positional == "rope", max_len=max_len)
+        self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
+        if tie_weights:
+            self.lm_head.weight = self.token_embedding.weight
+
+    # ---- the forward pass ------------------------------------------------------------------
+    def embed(self, input_ids: Tensor, positions: Tensor) -> Tensor:
+        """Token embeddings plus (learned or sinusoidal) position encodings: (B, T) -> (B, T, D).
+
+        ``positions`` is (T,) or (B, T); for rotary models the positions act in attention.
+        """
+        x = self.token_embedding(input_ids)  # (B, T, D)
+        if self.positional == "learned":
+            x = self.pos_encoding(x, positions=positions)
+        elif self.positional == "sinusoidal":
+            if positions.numel() and int(positions.max()) >= self.max_len:
+                raise ValueError(f"position {int(positions.max())} exceeds max_len ({self.max_len})")
+            x = x + self.pos_encoding.pe[0, positions].to(x.dtype)
+        return self.embed_dropout(x)
+
+    def _check_ids(self, input_ids: Tensor) -> None:
+        if input_ids.ndim != 2:
+            raise ValueError(f"input_ids must be (B, T), got shape {tuple(input_ids.shape)}")
+        if input_ids.dtype.is_floating_point:
+            raise ValueError(f"input_ids must be integer token ids, got dtype {input_ids.dtype}")
+
+    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                      positions: Tensor | None = None, cache: list[KVCache] | None = None) -> Tensor:
+        """The last layer's (final-normed) states (B, T, D); see ``forward`` for the arguments."""
+        self._check_ids(input_ids)
+        B, T = input_ids.shape
+        mask = None
+        if attention_mask is not None:
+            if attention_mask.shape != input_ids.shape:
+                raise ValueError(f"attention_mask must have the shape of input_ids {(B, T)}, "
+                                 f"got {tuple(attention_mask.shape)}")
+            if positions is None:
+                positions = positions_from_mask(attention_mask)
+            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T) keys that are real
+        if positions is None:
+            positions = torch.arange(T, device=input_ids.device)
+        x = self.embed(input_ids, positions)
+        rope_pos = positions if self.positional == "rope" else None
+        return self.encoder(x, mask, is_causal=True, cache=cache, positions=rope_pos)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                positions: Tensor | None = None) -> Tensor:
+        """Next-token logits at every position.
+
+        Args:
+            input_ids: (B, T) token ids.
+            attention_mask: (B, T), 1 for real tokens and 0 for padding. Padded keys are never
+                attended to and positions count real tokens only (left padding is then exact).
+            positions: (T,) or (B, T) explicit positions (default 0..T-1, or from the mask).
+
+        Returns:
+            logits (B, T, V); position t scores token t+1 from tokens 0..t.
+        """
+        return self.lm_head(self.hidden_states(input_ids, attention_mask, positions=positions))
+
+    # ---- generation ----------------------------------------------------------------------
+    def generate(self, input_ids: Tensor, max_new_tokens: int, *, do_sample: bool = False,
+                 temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+                 eos_token_id: int | None = None, use_cache: bool = True,
+                 attention_mask: Tensor | None = None, pad_token_id: int | None = None,
+                 generator: torch.Generator | None = None) -> Tensor:
+        """Continue each prompt by up to ``max_new_tokens`` tokens (Hugging Face's arguments).
+
+        Args:
+            input_ids: (B, T0) prompts; rows of different lengths are padded (any side) and
+                described by ``attention_mask``.
+            max_new_tokens: how many tokens to add.
+            do_sample: sample from softmax(logits / temperature) instead of the argmax.
+            temperature, top_k, top_p: sampling controls (see ``attnlab.generation``).
+            eos_token_id: a row stops when it emits this; later positions hold ``pad_token_id``.
+                Generation ends early once every row has stopped.
+            use_cache: keep keys/values (O(T) per step); False re-runs the whole sequence.
+            attention_mask: (B, T0), 1 = real token. Right-padded rows are moved to left padding.
+            pad_token_id: filler after EOS (default: ``eos_token_id``).
+            generator: a ``torch.Generator`` for reproducible sampling.
+
+        Returns:
+            (B, T0 + n) token ids: the (left-aligned) prompts followed by n <= max_new_tokens
+            new tokens. Deterministic when ``do_sample=False``.
+
+        Raises:
+            ValueError: if the prompt plus ``max_new_tokens`` exceeds ``max_len``, or for bad
+                sampling options.
+        """
+        input_ids, attention_mask = self._prepare(input_ids, max_new_tokens, attention_mask)
+        new = list(self._stream(input_ids, max_new_tokens, attention_mask, do_sample=do_sample,
+                                temperature=temperature, top_k=top_k, top_p=top_p,
+                                eos_token_id=eos_token_id, use_cache=use_cache,
+                                pad_token_id=pad_token_id, generator=generator))
+        return torch.cat([input_ids, *new], dim=1)
+
+    def stream(self, input_ids: Tensor, max_new_tokens: int, *,
+               attention_mask: Tensor | None = None, **options) -> Iterator[Tensor]:
+        """Like ``generate``, but yields each step's new tokens (B, 1) as soon as they exist
+        (the CLI prints them while the next one is computed). Same arguments."""
+        input_ids, attention_mask = self._prepare(input_ids, max_new_tokens, attention_mask)
+        _selector(options.get("do_sample", False), options.get("temperature", 1.0),
+                  options.get("top_k"), options.get("top_p"), None)  # bad options fail here
+        return self._stream(input_ids, max_new_tokens, attention_mask, **options)
+
+    def _prepare(self, input_ids: Tensor, max_new_tokens: int, attention_mask: Tensor | None
+                 ) -> tuple[Tensor, Tensor | None]:
+        """Validate, and left-align padded prompts; the mask is None when nothing is padded."""
+        self._check_ids(input_ids)
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+        B, T0 = input_ids.shape
+        if T0 == 0:
+            raise ValueError("input_ids must hold at least one token per row (got T0 = 0)")
+        if T0 + max_new_tokens > self.max_len:
+            raise ValueError(f"prompt length ({T0}) + max_new_tokens ({max_new_tokens}) exceeds "
+                             f"max_len ({self.max_len})")
+        if attention_mask is None or bool(attention_mask.bool().all()):
+            return input_ids, None
+        if attention_mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask must have the shape of input_ids {(B, T0)}, "
+                             f"got {tuple(attention_mask.shape)}")
+        if not bool(attention_mask.bool().any(1).all()):
+            raise ValueError("every prompt needs at least one real token (a row of "
+                             "attention_mask is all 0)")
+        return left_align(input_ids, attention_mask.bool())
+
+    def _stream(self, input_ids: Tensor, max_new_tokens: int, attention_mask: Tensor | None, *,
+                do_sample: bool = False, temperature: float = 1.0, top_k: int | None = None,
+                top_p: float | None = None, eos_token_id: int | None = None,
+                use_cache: bool = True, pad_token_id: int | None = None,
+                generator: torch.Generator | None = None) -> Iterator[Tensor]:
+        select = _selector(do_sample, temperature, top_k, top_p, generator)
+        if max_new_tokens == 0:
+            return
+        B = input_ids.shape[0]
+        pad = eos_token_id if pad_token_id is None else pad_token_id
+        finished = None
+        was_training = self.training
+        self.eval()  # dropout has no place in generation
+        # inference mode is entered per step, never held across a ``yield`` (it is thread
+        # state: holding it would leak into the caller's code between tokens)
+        try:
+            steps = (self._cached_steps if use_cache else self._uncached_steps)(
+                input_ids, attention_mask, max_new_tokens)
+            with torch.inference_mode():
+                logits = next(steps)  # (B, V)
+            for i in range(max_new_tokens):
+                with torch.inference_mode():
+                    token = select(logits)  # (B,)
+                    if eos_token_id is not None:
+                        if finished is None:
+                            finished = torch.zeros(B, dtype=torch.bool, device=token.device)
+                        token = token.masked_fill(finished, pad)
+                        finished = finished | (token == eos_token_id)
+                    token = token[:, None]  # (B, 1)
+                # a normal tensor (made outside inference mode), usable anywhere afterwards
+                yield token.clone()
+                if i + 1 == max_new_tokens or (finished is not None and bool(finished.all())):
+                    break
+                with torch.inference_mode():
+                    logits = steps.send(token)
+        finally:
+            self.train(was_training)
+
+    # The step generators yield next-token logits (B, V) and are sent the chosen tokens (B, 1).
+    def _uncached_steps(self, ids: Tensor, attention_mask: Tensor | None, n: int):
+        mask = attention_mask
+        while True:
+            token = yield self(ids, mask)[:, -1]
+            ids = torch.cat([ids, token], dim=1)
+            if mask is not None:
+                mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+
+    def _cached_steps(self, ids: Tensor, attention_mask: Tensor | None, n: int):
+        B, T0 = ids.shape
+        total = T0 + n
+        cache = [KVCache(capacity=total) for _ in self.encoder.layers]
+        if attention_mask is None:
+            lengths = torch.full((B, 1), T0, device=ids.device)
+            key_mask = None
+        else:
+            lengths = attention_mask.long().sum(1, keepdim=True)  # (B, 1) real prompt tokens
+            key_mask = torch.ones(B, 1, 1, total, dtype=torch.bool, device=ids.device)
+            key_mask[:, 0, 0, :T0] = attention_mask
+        h = self.hidden_states(ids, attention_mask, cache=cache)  # prefill: (B, T0, D)
+        token = yield self.lm_head(h[:, -1])  # (B, V)
+        # the position of new token t in each row, for all steps at once: (B, n)
+        pos = lengths + torch.arange(n, device=ids.device)[None, :]
+        step = _DecodeStep(self)
+        for t in range(n - 1):
+            mask_t = None if key_mask is None else key_mask[..., : T0 + t + 1]
+            token = yield step(token, pos[:, t : t + 1], cache, mask_t)
+
+
+def _selector(do_sample, temperature, top_k, top_p, generator):
+    """The next-token rule, validated once: greedy is a bare argmax (no per-step checks)."""
+    from ..generation import select_next_token
+
+    select_next_token(torch.zeros(1, 2), do_sample=do_sample, temperature=temperature,
+                      top_k=top_k, top_p=top_p)  # raises ValueError on bad options
+    if not do_sample:
+        return lambda logits: logits.argmax(dim=-1)
+    return lambda logits: select_next_token(logits, do_sample=True, temperature=temperature,
+                                            top_k=top_k, top_p=top_p, generator=generator)
+
+
+class _DecodeStep:
+    """One cached decoding step for every layer, written with functional calls.
+
+    At batch 1 a 6-layer model spends more time in Python (module calls, hooks, argument
+    checks, mask building) than in arithmetic. This is the same computation as
+    ``EncoderBlock.forward`` with a cache and one query (tested equal to the full forward pass),
+    with the per-call overhead removed: no module ``__call__``, no mask (the single new query
+    may see every cached key; only padded keys are masked), no dropout (eval mode).
+    """
+
+    def __init__(self, model: CausalLM) -> None:
+        self.model = model
+        enc = model.encoder
+        self.layers = []
+        for layer in enc.layers:
+            attn, ff = layer.self_attn, layer.linear_net
+            n1, n2 = layer.norm1, layer.norm2
+            self.layers.append((
+                attn.qkv_proj.weight, attn.qkv_proj.bias, attn.o_proj.weight, attn.o_proj.bias,
+                attn.rotary, ff[0].weight, ff[0].bias, ff[2], ff[3].weight, ff[3].bias,
+                (n1.normalized_shape, n1.weight, n1.bias, n1.eps),
+                (n2.normalized_shape, n2.weight, n2.bias, n2.eps),
+            ))
+        self.norm_first = enc.layers[0].norm_first
+        self.H = enc.layers[0].self_attn.num_heads
+        self.final_norm = enc.norm
+
+    def __call__(self, token: Tensor, pos: Tensor, cache: list[KVCache],
+                 key_mask: Tensor | None) -> Tensor:
+        m = self.model
+        x = m.embed(token, pos)  # (B, 1, D)
+        B, _, D = x.shape
+        H, pre = self.H, self.norm_first
+        for (wqkv, bqkv, wo, bo, rotary, w1, b1, act, w2, b2, n1, n2), c in zip(self.layers, cache):
+            h = F.layer_norm(x, *n1) if pre else x
+            qkv = F.linear(h, wqkv, bqkv).view(B, H, 3 * (D // H))  # (B, H, 3·hd) per-head [q;k;v]
+            q, k, v = qkv.unsqueeze(2).chunk(3, dim=-1)  # (B, H, 1, hd) each
+            if rotary is not None:
+                q, k = rotary(q, pos), rotary(k, pos)
+            k, v = c.update(k, v)  # (B, H, T_k, hd)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)  # (B, H, 1, hd)
+            x = x + F.linear(o.view(B, 1, D), wo, bo)  # (B, 1, D): heads are contiguous
+            if not pre:
+                x = F.layer_norm(x, *n1)
+            h = F.layer_norm(x, *n2) if pre else x
+            x = x + F.linear(act(F.linear(h, w1, b1)), w2, b2)
+            if not pre:
+                x = F.layer_norm(x, *n2)
+        return F.linear(self.final_norm(x)[:, 0], m.lm_head.weight)  # (B, V)

@@ -1,0 +1,168 @@
+"""CausalLM: causality, cached = uncached, padding, sampling controls, EOS. fp32, atol 1e-5."""
+import pytest
+import torch
+from torch.testing import assert_close
+
+from attnlab.models import CausalLM
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+CONFIGS = [dict(positional=p, norm_first=nf) for p in ("learned", "sinusoidal", "rope")
+           for nf in (True, False)]
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    # one thread: tiny models on a shared 2-core machine run many times faster without
+    # OpenMP threads spinning against each other
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny(**kw):
+    args = dict(model_dim=32, num_heads=4, num_layers=2, dim_feedforward=48, max_len=64)
+    args.update(kw)
+    return CausalLM(41, **args).eval()
+
+
+def test_shapes_parameters_and_tied_head():
+    lm = tiny()
+    assert lm(torch.randint(0, 41, (3, 7))).shape == (3, 7, 41)
+    assert lm.lm_head.weight is lm.token_embedding.weight
+    untied = tiny(tie_weights=False)
+    n_tied = sum(p.numel() for p in lm.parameters())
+    assert sum(p.numel() for p in untied.parameters()) == n_tied + 41 * 32
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c['positional']}-nf{c['norm_first']}")
+def test_causality_future_tokens_do_not_change_past_logits(cfg):
+    lm = tiny(**cfg)
+    ids = torch.randint(0, 41, (2, 10))
+    changed = ids.clone()
+    changed[:, 6:] = torch.randint(0, 41, (2, 4))
+    with torch.no_grad():
+        a, b = lm(ids), lm(changed)
+    assert_close(a[:, :6], b[:, :6], **TOL)
+    assert not torch.allclose(a[:, 6:], b[:, 6:])
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c['positional']}-nf{c['norm_first']}")
+def test_cached_generation_equals_uncached(cfg):
+    lm = tiny(**cfg)
+    ids = torch.randint(0, 41, (3, 5))
+    cached = lm.generate(ids, 25)
+    assert cached.shape == (3, 30)
+    assert torch.equal(cached[:, :5], ids)
+    assert torch.equal(cached, lm.generate(ids, 25, use_cache=False))
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c['positional']}-nf{c['norm_first']}")
+def test_cached_step_logits_equal_full_forward(cfg):
+    # the optimised decode step must compute the same numbers as the plain forward pass
+    lm = tiny(**cfg)
+    ids = torch.randint(0, 41, (2, 4))
+    mask = torch.ones_like(ids)
+    mask[0, :2] = 0
+    out = lm.generate(ids, 8, attention_mask=mask)
+    with torch.inference_mode():
+        steps = lm._cached_steps(out[:, :4], mask, 8)
+        logits = [next(steps)] + [steps.send(out[:, 4 + t : 5 + t]) for t in range(7)]
+    full_mask = torch.cat([mask, torch.ones(2, 8, dtype=mask.dtype)], 1)
+    with torch.no_grad():
+        full = lm(out, full_mask)[:, 3:-1]  # (B, 8, V): the logits that chose tokens 4..11
+    assert_close(torch.stack(logits, 1), full, **TOL)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c['positional']}-nf{c['norm_first']}")
+def test_padded_batch_equals_each_prompt_alone(cfg):
+    lm = tiny(**cfg)
+    prompts = [torch.randint(3, 41, (n,)) for n in (6, 2, 4)]
+    T0 = max(len(p) for p in prompts)
+    ids = torch.zeros(3, T0, dtype=torch.long)
+    mask = torch.zeros(3, T0, dtype=torch.long)
+    for i, p in enumerate(prompts):  # right padding: generate moves it to the left
+        ids[i, : len(p)], mask[i, : len(p)] = p, 1
+    batch = lm.generate(ids, 12, attention_mask=mask)
+    for i, p in enumerate(prompts):
+        alone = lm.generate(p[None], 12)
+        assert torch.equal(batch[i, T0 - len(p):], alone[0]), f"row {i}"
+        assert batch[i, : T0 - len(p)].eq(0).all()  # left padding kept in the output
+
+
+def test_greedy_is_deterministic_and_seeded_sampling_reproducible():
+    lm = tiny()
+    ids = torch.randint(0, 41, (2, 3))
+    assert torch.equal(lm.generate(ids, 15), lm.generate(ids, 15))
+    a = lm.generate(ids, 15, do_sample=True, generator=torch.Generator().manual_seed(7))
+    b = lm.generate(ids, 15, do_sample=True, generator=torch.Generator().manual_seed(7))
+    c = lm.generate(ids, 15, do_sample=True, generator=torch.Generator().manual_seed(8))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_sampling_keeps_exactly_the_top_k_and_top_p_tokens():
+    lm = tiny()
+    with torch.no_grad():  # a peaked, known next-token distribution after the prompt
+        lm.lm_head.weight.mul_(30)
+    ids = torch.tensor([[5, 9, 11]])
+    with torch.no_grad():
+        logits = lm(ids)[0, -1]
+    order = logits.argsort(descending=True)
+    draws = lambda **kw: {int(lm.generate(ids, 1, do_sample=True, generator=torch.Generator().manual_seed(s), **kw)[0, -1])
+                          for s in range(60)}
+    assert draws(top_k=1) == {int(order[0])}  # top-k 1 is the argmax
+    assert draws(top_k=3, temperature=50.0) == set(order[:3].tolist())  # flat: all 3 appear
+    probs = logits.softmax(-1)[order]
+    k = int((probs.cumsum(0) - probs < 0.9).sum())  # smallest prefix reaching mass 0.9
+    assert draws(top_p=0.9) <= set(order[:k].tolist())
+    assert lm.generate(ids, 1, do_sample=True, top_k=1)[0, -1] == lm.generate(ids, 1)[0, -1]
+
+
+def test_eos_stops_rows_and_pads_after_it():
+    lm = tiny()
+    ids = torch.randint(3, 41, (2, 4))
+    free = lm.generate(ids, 10)
+    eos = int(free[0, 6])  # the token row 0 emits third
+    out = lm.generate(ids, 10, eos_token_id=eos, pad_token_id=0)
+    first = (free[0, 4:] == eos).nonzero()[0, 0]
+    assert torch.equal(out[0, : 5 + first], free[0, : 5 + first])
+    assert out[0, 5 + first:].eq(0).all()
+    hits = (free[:, 4:] == eos)
+    if hits.any(1).all():  # every row stopped: generation ended early
+        assert out.shape[1] == 4 + int(hits.float().argmax(1).max()) + 1
+
+
+def test_stream_yields_the_generated_tokens_one_step_at_a_time():
+    lm = tiny()
+    ids = torch.randint(0, 41, (1, 3))
+    tokens = list(lm.stream(ids, 6))
+    assert [t.shape for t in tokens] == [(1, 1)] * 6
+    assert torch.equal(torch.cat([ids, *tokens], 1), lm.generate(ids, 6))
+    assert not torch.is_inference_mode_enabled()  # not leaked to the caller between tokens
+    out = lm.generate(ids, 2)
+    lm(out).sum().backward()  # generated ids are ordinary tensors, usable with autograd
+
+
+def test_generate_restores_training_mode():
+    lm = tiny(dropout=0.3).train()
+    ids = torch.randint(0, 41, (1, 3))
+    assert torch.equal(lm.generate(ids, 5), lm.eval().generate(ids, 5))
+    lm.train()
+    lm.generate(ids, 2)
+    assert lm.training
+
+
+def test_errors_show_the_bad_values():
+    lm = tiny()
+    ids = torch.randint(0, 41, (1, 60))
+    with pytest.raises(ValueError, match=r"60.*10.*max_len \(64\)"):
+        lm.generate(ids, 10)
+    with pytest.raises(ValueError, match="temperature"):
+        lm.generate(ids[:, :3], 2, do_sample=True, temperature=0)
+    with pytest.raises(ValueError, match="top_k"):
+        lm.stream(ids[:, :3], 2, do_sample=True, top_k=0)
+    with pytest.raises(ValueError, match="positional"):
+        CausalLM(10, positional="alibi")
+    with pytest.raises(ValueError, match=r"\(B, T\)"):
+        lm(torch.zeros(5, dtype=torch.long))
