@@ -5,6 +5,7 @@ _EXPORTS = {
     "SequenceClassifier": ".classifier",
     "Seq2SeqTransformer": ".seq2seq",
     "CausalLM": ".causal_lm",
+    "ElementPredictor": ".predictor",
 }
 
 __all__ = list(_EXPORTS)

@@ -83,3 +83,11 @@ class Task:
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
         """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run."""
         raise NotImplementedError(f"task {self.name!r} has no `evaluate`")
+
+    def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
+        """``attnlab plot attention DIR --input TEXT``: the attention of the trained model on
+        ``text`` as (maps, x_labels, y_labels): a list of (H, T_q, T_k) tensors (one per layer),
+        the T_k key labels and the T_q query labels (see ``attnlab.viz.plot_attention``)."""
+        from ..errors import UsageError
+
+        raise UsageError(f"task {self.name!r} has no attention plot")
