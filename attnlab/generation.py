@@ -22,7 +22,8 @@ from typing import Callable, Protocol
 import torch
 from torch import Tensor
 
-__all__ = ["filter_top_k", "filter_top_p", "select_next_token", "StepFunction"]
+__all__ = ["filter_top_k", "filter_top_p", "select_next_token", "StepFunction", "decode",
+           "beam_search"]
 
 
 class StepFunction(Protocol):
@@ -135,3 +136,201 @@ def select_next_token(
         scores = filter_top_p(scores, top_p)
     probs = scores.softmax(dim=-1)  # (B, V)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+# ---- decoding loops ---------------------------------------------------------------------
+def _check_common(input_ids: Tensor, max_new_tokens: int) -> None:
+    if input_ids.ndim != 2 or input_ids.shape[1] < 1:
+        raise ValueError(f"input_ids must be (B, T) with T >= 1, got shape {tuple(input_ids.shape)}")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+
+
+@torch.no_grad()
+def decode(
+    step: StepFunction,
+    input_ids: Tensor,
+    max_new_tokens: int,
+    *,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    eos_token_id: int | None = None,
+    pad_token_id: int = 0,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Greedy (or sampled) decoding: append ``select_next_token(step(tokens))`` until every row
+    has emitted EOS or ``max_new_tokens`` were added.
+
+    When the step function has ``reorder``, rows that finished are dropped from its batch, so
+    the remaining rows run faster and a row's result never depends on the others.
+
+    Args:
+        step: ``step(tokens (B', T)) -> logits (B', V)``, see the module docstring.
+        input_ids: (B, T0) the prompt (for an encoder–decoder model: the start token).
+        max_new_tokens: at most this many tokens are appended.
+        do_sample, temperature, top_k, top_p, generator: see ``select_next_token``.
+        eos_token_id: a row stops after emitting it (None: never stop early).
+        pad_token_id: fills the positions after a row's EOS.
+
+    Returns:
+        (B, T0 + N) int64 ids: the prompt, then the new tokens (N <= max_new_tokens is the
+        longest row; shorter rows are padded after their EOS).
+
+    Raises:
+        ValueError: if input_ids is not (B, T) or max_new_tokens is not positive.
+
+    Example:
+        >>> step = lambda tokens: torch.nn.functional.one_hot((tokens[:, -1] + 1) % 5, 5).float()
+        >>> decode(step, torch.tensor([[0]]), 3).tolist()
+        [[0, 1, 2, 3]]
+    """
+    _check_common(input_ids, max_new_tokens)
+    B = input_ids.shape[0]
+    compact = callable(getattr(step, "reorder", None))
+    new = input_ids.new_full((B, max_new_tokens), pad_token_id)  # (B, N)
+    alive = torch.ones(B, dtype=torch.bool, device=input_ids.device)
+    rows = torch.arange(B, device=input_ids.device)  # original row of each row the step holds
+    seqs, n = input_ids, 0
+    for t in range(max_new_tokens):
+        nxt = select_next_token(step(seqs), do_sample=do_sample, temperature=temperature,
+                                top_k=top_k, top_p=top_p, generator=generator)  # (B',)
+        new[rows, t] = torch.where(alive[rows], nxt, pad_token_id)
+        seqs, n = torch.cat((seqs, nxt[:, None]), dim=1), t + 1
+        if eos_token_id is None:
+            continue
+        alive[rows] &= nxt != eos_token_id
+        if not alive.any():
+            break
+        if compact and not alive[rows].all():
+            keep = alive[rows].nonzero().squeeze(1)
+            step.reorder(keep)
+            seqs, rows = seqs[keep], rows[keep]
+    return torch.cat((input_ids, new[:, :n]), dim=1)
+
+
+def _add_hypothesis(found: list, limit: int, score: float, tokens: Tensor) -> None:
+    """Keep the ``limit`` best (score, tokens) of one batch item, best first."""
+    found.append((score, tokens))
+    found.sort(key=lambda h: -h[0])
+    del found[limit:]
+
+
+def _can_improve(best_running: float, worst_found: float, length: int, max_length: int,
+                 length_penalty: float) -> bool:
+    """Whether a running beam might still finish with a better score than the worst kept one.
+
+    Log-probabilities only fall as a beam grows, so its sum s stays <= the current one; with a
+    positive length penalty the division by length**lp grows it back at most to s/max_len**lp.
+    """
+    longest = max_length if length_penalty > 0 else length
+    return best_running / longest**length_penalty > worst_found
+
+
+@torch.no_grad()
+def beam_search(
+    step: StepFunction,
+    input_ids: Tensor,
+    max_new_tokens: int,
+    *,
+    num_beams: int,
+    length_penalty: float = 1.0,
+    eos_token_id: int | None = None,
+    pad_token_id: int = 0,
+) -> Tensor:
+    """Beam search: keep the ``num_beams`` most probable continuations of each row.
+
+    Each step extends every beam by every token, keeps the 2K best candidates per row, files
+    those ending in EOS (among the top K) as finished hypotheses scored
+    ``sum logprob / length ** length_penalty``, and continues with the K best others. A row is
+    done when it holds K finished hypotheses and no running beam can beat the worst of them; at
+    ``max_new_tokens`` the running beams count as hypotheses too. The best hypothesis wins.
+
+    The step function must have ``reorder(index)``: it is first called to repeat each row K
+    times (B -> B·K rows), then after every step to follow the surviving beams.
+
+    Args:
+        step: ``step(tokens (B', T)) -> logits (B', V)`` with ``reorder``.
+        input_ids: (B, T0) the prompt (for an encoder–decoder model: the start token).
+        max_new_tokens: at most this many tokens are appended.
+        num_beams: beams K per row; 1 gives the same tokens as greedy decoding.
+        length_penalty: > 0 favours longer hypotheses, < 0 shorter ones (Hugging Face's meaning).
+        eos_token_id: the token that finishes a hypothesis (None: all run to max_new_tokens).
+        pad_token_id: fills the positions after a hypothesis's EOS.
+
+    Returns:
+        (B, T0 + N) int64 ids: the prompt, then each row's best hypothesis, padded.
+
+    Raises:
+        ValueError: for a bad num_beams, input_ids or max_new_tokens, or a step function
+            without ``reorder``.
+
+    Example:
+        >>> ids = beam_search(step, torch.ones(2, 1, dtype=torch.long), 10, num_beams=4,
+        ...                   eos_token_id=2)  # step: a model's StepFunction
+    """
+    _check_common(input_ids, max_new_tokens)
+    if isinstance(num_beams, bool) or not isinstance(num_beams, int) or num_beams < 1:
+        raise ValueError(f"num_beams must be a positive integer, got {num_beams!r}")
+    if not callable(getattr(step, "reorder", None)):
+        raise ValueError("beam search needs a step function with reorder(index)")
+    B, T0 = input_ids.shape
+    K, device = num_beams, input_ids.device
+    step.reorder(torch.arange(B, device=device).repeat_interleave(K))
+    seqs = input_ids.repeat_interleave(K, dim=0)  # (B·K, T0)
+    # Only the first copy of each row may start: otherwise the K identical beams would all
+    # pick the same best token.
+    scores = torch.full((B, K), float("-inf"), device=device)
+    scores[:, 0] = 0.0
+    scores = scores.view(-1)  # (B·K,)
+    items = list(range(B))  # the batch row of each group of K rows the step holds
+    found: list[list] = [[] for _ in range(B)]
+    for t in range(max_new_tokens):
+        length = t + 1
+        logprobs = step(seqs).float().log_softmax(dim=-1)  # (A·K, V)
+        V = logprobs.shape[-1]
+        cand = (scores[:, None] + logprobs).view(len(items), K * V)  # (A, K·V)
+        top_scores, top_idx = cand.topk(min(2 * K, K * V), dim=1)  # (A, 2K), best first
+        top_scores, beam, token = top_scores.tolist(), (top_idx // V).tolist(), (top_idx % V).tolist()
+        rows, tokens, kept_scores, kept_items = [], [], [], []
+        for a, b in enumerate(items):
+            chosen = []
+            for rank, s in enumerate(top_scores[a]):
+                if s == float("-inf") or len(chosen) == K:
+                    break
+                row = a * K + beam[a][rank]
+                if eos_token_id is not None and token[a][rank] == eos_token_id:
+                    if rank < K:
+                        hyp = torch.cat((seqs[row, T0:], seqs.new_tensor([eos_token_id])))
+                        _add_hypothesis(found[b], K, s / length**length_penalty, hyp)
+                else:
+                    chosen.append((row, token[a][rank], s))
+            if not chosen or (len(found[b]) == K and not _can_improve(
+                    chosen[0][2], found[b][-1][0], length, max_new_tokens, length_penalty)):
+                continue  # this row is done
+            chosen += [(chosen[-1][0], pad_token_id, float("-inf"))] * (K - len(chosen))
+            for row, tok, s in chosen:
+                rows.append(row)
+                tokens.append(tok)
+                kept_scores.append(s)
+            kept_items.append(b)
+        if not kept_items:
+            items = []
+            break
+        index = torch.tensor(rows, device=device)
+        step.reorder(index)
+        seqs = torch.cat((seqs[index], torch.tensor(tokens, device=device)[:, None]), dim=1)
+        scores = torch.tensor(kept_scores, device=device)
+        items = kept_items
+    generated = seqs.shape[1] - T0
+    for a, b in enumerate(items):  # out of steps: running beams are hypotheses too
+        for j in range(K):
+            s = float(scores[a * K + j])
+            if s > float("-inf"):
+                _add_hypothesis(found[b], K, s / generated**length_penalty, seqs[a * K + j, T0:])
+    best = [found[b][0][1] if found[b] else seqs.new_empty(0) for b in range(B)]
+    out = input_ids.new_full((B, max(len(h) for h in best)), pad_token_id)
+    for b, h in enumerate(best):
+        out[b, : len(h)] = h
+    return torch.cat((input_ids, out), dim=1)

@@ -1,0 +1,37 @@
+"""``attnlab translate DIR TEXT... [--beam N]``: translate with a trained translate run.
+
+Prints one translation per line, in the order of the texts. Never imports Lightning.
+"""
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "translate", help="translate texts with a trained translate run",
+        description="Translate each TEXT with the model of a `train translate` run; one line of "
+                    "output per TEXT. With the built-in numbers a TEXT may also be digits (342).")
+    p.add_argument("run_dir", metavar="DIR")
+    p.add_argument("texts", nargs="+", metavar="TEXT")
+    p.add_argument("--beam", type=int, metavar="N",
+                   help="beam search with N beams (default: the run's setting; 1 = greedy)")
+    p.add_argument("--length-penalty", type=float, metavar="F",
+                   help="beam search: score = log-probability / length**F (default: the run's)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..errors import UsageError
+    from ..runs import check_run_dir
+    from ..tasks import get_task
+
+    if args.beam is not None and args.beam < 1:
+        raise UsageError(f"--beam must be a positive integer, got {args.beam}")
+    empty = [i + 1 for i, t in enumerate(args.texts) if not t.strip()]
+    if empty:
+        raise UsageError(f"TEXT number {empty[0]} is empty")
+    run_dir, cfg = check_run_dir(args.run_dir, tasks=("translate",), command="translate")
+    task = get_task("translate")
+    for line in task.translate(run_dir, cfg, args.texts, num_beams=args.beam,
+                               length_penalty=args.length_penalty):
+        print(line)
+    return 0

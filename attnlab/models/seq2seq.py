@@ -1,0 +1,223 @@
+"""The encoder–decoder Transformer for translation (Vaswani et al., 2017, Fig. 1).
+
+Shapes: B batch, S source length, T target length, D model width, V_s / V_t vocabulary sizes,
+L decoder layers.
+
+    memory = Encoder(PE(√D · E_src[src]))                               (B, S, D)
+    logits = Decoder(PE(√D · E_tgt[tgt]), memory) · Wᵀ                  (B, T, V_t)
+
+The decoder's self-attention is causal; its cross-attention takes queries from the target side
+and keys/values from the last encoder layer (a T×S map). Training feeds the whole target with
+SOS prepended (teacher forcing); ``generate`` starts from SOS and appends the predicted token
+until EOS. Token ids follow attnlab's tokenisers: pad 0, sos 1, eos 2.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from ..generation import beam_search, decode
+from ..nn import LearnedPositionalEncoding, PositionalEncoding, Transformer
+from ..nn.cache import KVCache
+
+__all__ = ["Seq2SeqTransformer"]
+
+
+class Seq2SeqTransformer(nn.Module):
+    """Token embeddings, positional encoding, ``attnlab.nn.Transformer`` and an output layer.
+
+    Embeddings are multiplied by √D (§3.4 of the paper) so that they are not drowned by the
+    positional encoding; with ``tie_embeddings`` the output layer reuses the target embedding
+    matrix (Press & Wolf, 2017), which is then initialised with std D^-1/2 so that √D·E has unit
+    scale.
+
+    Args:
+        src_vocab_size: source vocabulary size V_s.
+        tgt_vocab_size: target vocabulary size V_t.
+        model_dim: width D.
+        num_heads: attention heads (D must be divisible by it).
+        num_layers: encoder layers and decoder layers (each; see the two overrides below).
+        dim_feedforward: hidden width of the feed-forward networks.
+        dropout: dropout on embeddings and every sub-layer.
+        num_encoder_layers: override ``num_layers`` for the encoder.
+        num_decoder_layers: override ``num_layers`` for the decoder.
+        norm_first: pre-LN blocks instead of the paper's post-LN.
+        activation: feed-forward activation.
+        max_len: longest source or target sequence.
+        positional: "sinusoidal" (the paper) or "learned".
+        tie_embeddings: share the target embedding with the output projection.
+        pad_id, sos_id, eos_id: special token ids (0, 1, 2 in attnlab's tokenisers).
+
+    Raises:
+        ValueError: for non-positive vocabulary sizes or an unknown ``positional``.
+
+    Shape:
+        src (B, S), tgt (B, T) int64; src_mask (B, S) bool, True = real token (default:
+        ``src != pad_id``) -> logits (B, T, V_t).
+
+    Example:
+        >>> model = Seq2SeqTransformer(20, 30, model_dim=16, num_heads=2, num_layers=1,
+        ...                            dim_feedforward=32, dropout=0.0)
+        >>> model(torch.tensor([[5, 6, 2]]), torch.tensor([[1, 7]])).shape
+        torch.Size([1, 2, 30])
+    """
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, *, model_dim: int = 64,
+                 num_heads: int = 4, num_layers: int = 2, dim_feedforward: int = 128,
+                 dropout: float = 0.0, num_encoder_layers: int | None = None,
+                 num_decoder_layers: int | None = None, norm_first: bool = False,
+                 activation: str = "relu", max_len: int = 512, positional: str = "sinusoidal",
+                 tie_embeddings: bool = True, pad_id: int = 0, sos_id: int = 1,
+                 eos_id: int = 2) -> None:
+        super().__init__()
+        for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        self.model_dim, self.pad_id, self.sos_id, self.eos_id = model_dim, pad_id, sos_id, eos_id
+        self.src_embedding = nn.Embedding(src_vocab_size, model_dim)
+        self.tgt_embedding = nn.Embedding(tgt_vocab_size, model_dim)
+        for emb in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(emb.weight, std=model_dim**-0.5)
+        if positional == "sinusoidal":
+            self.positional = PositionalEncoding(model_dim, max_len)
+        else:
+            self.positional = LearnedPositionalEncoding(max_len, model_dim)
+        self.dropout = nn.Dropout(dropout)
+        self.transformer = Transformer(
+            num_encoder_layers or num_layers, num_decoder_layers or num_layers,
+            input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
+            dropout=dropout, norm_first=norm_first, activation=activation,
+        )
+        self.output = nn.Linear(model_dim, tgt_vocab_size, bias=False)
+        if tie_embeddings:
+            self.output.weight = self.tgt_embedding.weight
+
+    # ---- the two halves ----------------------------------------------------------------
+    def _embed(self, ids: Tensor, embedding: nn.Embedding, offset: int = 0) -> Tensor:
+        x = embedding(ids) * math.sqrt(self.model_dim)  # (B, T, D)
+        return self.dropout(self.positional(x, offset=offset))
+
+    def source_mask(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """The (B, 1, 1, S) key mask of the source: ``src_mask`` if given, else ``src != pad_id``.
+
+        Raises:
+            ValueError: if src is not (B, S) or src_mask is not (B, S).
+        """
+        if src.ndim != 2:
+            raise ValueError(f"src must be (B, S) token ids, got shape {tuple(src.shape)}")
+        if src_mask is None:
+            return (src != self.pad_id)[:, None, None, :]  # (B, 1, 1, S)
+        if src_mask.shape != src.shape:
+            raise ValueError(f"src_mask must have the shape of src {tuple(src.shape)}, "
+                             f"got {tuple(src_mask.shape)}")
+        return src_mask.bool()[:, None, None, :]
+
+    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Run the encoder once: returns (memory (B, S, D), key mask (B, 1, 1, S))."""
+        mask = self.source_mask(src, src_mask)
+        return self.transformer.encode(self._embed(src, self.src_embedding), mask), mask
+
+    def decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None, *,
+               cache: list[dict[str, KVCache]] | None = None, last_only: bool = False) -> Tensor:
+        """Target logits given the encoder memory.
+
+        Args:
+            tgt: (B, T) target ids; with a cache, only the tokens the cache has not seen.
+            memory: (B, S, D) from ``encode``.
+            memory_mask: (B, 1, 1, S) from ``encode``.
+            cache: from ``make_cache``; positions continue after the cached length.
+            last_only: project only the last position (generation needs nothing else).
+
+        Returns:
+            logits (B, T, V_t), or (B, 1, V_t) with ``last_only``.
+        """
+        offset = 0 if cache is None else cache[0]["self"].length
+        x = self._embed(tgt, self.tgt_embedding, offset)  # (B, T, D)
+        h = self.transformer.decode(x, memory, memory_mask, cache=cache)  # (B, T, D)
+        return self.output(h[:, -1:] if last_only else h)
+
+    def make_cache(self) -> list[dict[str, KVCache]]:
+        """Per decoder layer: a growing self-attention cache and a once-computed cross one."""
+        return self.transformer.decoder.make_cache()
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """Teacher forcing: logits (B, T, V_t) for every target position at once."""
+        memory, mask = self.encode(src, src_mask)
+        return self.decode(tgt, memory, mask)
+
+    @torch.no_grad()
+    def cross_attention(self, src: Tensor, tgt: Tensor,
+                        src_mask: Tensor | None = None) -> list[Tensor]:
+        """Every decoder layer's cross-attention weights for a given target: L × (B, H, T, S)."""
+        memory, mask = self.encode(src, src_mask)
+        x = self._embed(tgt, self.tgt_embedding)
+        return self.transformer.decoder.get_attention_maps(x, memory, memory_mask=mask)[1]
+
+    # ---- generation --------------------------------------------------------------------
+    @torch.no_grad()
+    def generate(self, src: Tensor, max_new_tokens: int, *, num_beams: int = 1,
+                 length_penalty: float = 1.0, src_mask: Tensor | None = None,
+                 eos_token_id: int | None = None, use_cache: bool = True) -> Tensor:
+        """Translate: start from SOS and append tokens until EOS (greedy or beam search).
+
+        The encoder runs once. With ``use_cache`` each step feeds the decoder only the newest
+        token: self-attention keys/values of earlier tokens come from a KV cache and the
+        cross-attention keys/values of the memory are computed once. Deterministic.
+
+        Args:
+            src: (B, S) source ids, padded with ``pad_id``.
+            max_new_tokens: at most this many tokens after SOS.
+            num_beams: 1 = greedy; more = beam search.
+            length_penalty: beam search's exponent on the length (see ``attnlab.generation``).
+            src_mask: (B, S) True = real token (default: ``src != pad_id``).
+            eos_token_id: stop token (default: the model's ``eos_id``).
+            use_cache: use the KV cache (same tokens, faster).
+
+        Returns:
+            (B, 1 + N) ids: SOS, the generated tokens (EOS included), then padding — the
+            Hugging Face layout.
+
+        Example:
+            >>> ids = model.generate(torch.tensor([[5, 6, 2]]), 20, num_beams=4)
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            memory, mask = self.encode(src, src_mask)
+            step = _Seq2SeqStep(self, memory, mask, use_cache)
+            start = torch.full((src.shape[0], 1), self.sos_id, dtype=torch.long, device=src.device)
+            eos = self.eos_id if eos_token_id is None else eos_token_id
+            if num_beams == 1:
+                return decode(step, start, max_new_tokens, eos_token_id=eos,
+                              pad_token_id=self.pad_id)
+            return beam_search(step, start, max_new_tokens, num_beams=num_beams,
+                               length_penalty=length_penalty, eos_token_id=eos,
+                               pad_token_id=self.pad_id)
+        finally:
+            self.train(was_training)
+
+
+class _Seq2SeqStep:
+    """The ``attnlab.generation`` step function of a ``Seq2SeqTransformer`` and one memory."""
+
+    def __init__(self, model: Seq2SeqTransformer, memory: Tensor, mask: Tensor,
+                 use_cache: bool) -> None:
+        self.model, self.memory, self.mask = model, memory, mask
+        self.cache = model.make_cache() if use_cache else None
+
+    def __call__(self, tokens: Tensor) -> Tensor:  # (B, T) -> (B, V_t)
+        if self.cache is not None:
+            tokens = tokens[:, self.cache[0]["self"].length:]  # only what the cache has not seen
+        return self.model.decode(tokens, self.memory, self.mask, cache=self.cache,
+                                 last_only=True)[:, -1]
+
+    def reorder(self, index: Tensor) -> None:
+        self.memory = self.memory.index_select(0, index)  # (B', S, D)
+        self.mask = self.mask.index_select(0, index)
+        for layer in self.cache or ():
+            for cache in layer.values():
+                cache.reorder(index)

@@ -1,0 +1,363 @@
+"""``attnlab train translate``: an encoder–decoder Transformer that translates.
+
+Built-in data: numbers spelled out by num2words (``--src en --tgt de``: "three hundred and
+forty-two" → "dreihundertzweiundvierzig"), tested on held-out numbers never seen in training.
+Users' data: ``--data FILE`` with a source and a target column (CSV, TSV or JSONL).
+
+Shapes: B batch, S source tokens, T target tokens (SOS ... EOS).
+
+Why the defaults are fast: the source is tokenised into words (~12 per number) and the German
+target into byte-level BPE pieces ("vierhundert", "sieben", "tausend", ...; ~5 per number)
+instead of ~50 characters, so training steps and the decoding of the 2,000 test numbers are
+short; the test set is decoded greedily in large batches with the KV cache.
+
+The run directory holds ``tokenizer.json`` (the source tokeniser, which reads the user's text)
+and ``target_tokenizer.json``; ``attnlab.load(DIR)`` returns ``(model, TranslationTokenizers)``.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..errors import UsageError
+from .base import Task
+
+TOKENIZERS = ("char", "word", "bpe")
+BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")
+TARGET_TOKENIZER_FILE = "target_tokenizer.json"
+
+
+@dataclass
+class TranslationTokenizers:
+    """The source and target tokenisers of a translation run.
+
+    ``encode`` reads source text, ``decode`` writes target text; ``save(path)`` writes the
+    source tokeniser to ``path`` and the target one next to it as ``target_tokenizer.json``.
+    """
+
+    src: Any
+    tgt: Any
+
+    def encode(self, text: str) -> list[int]:
+        return self.src.encode(text)
+
+    def decode(self, ids) -> str:
+        return self.tgt.decode(ids)
+
+    def save(self, path: str | Path) -> None:
+        self.src.save(path)
+        self.tgt.save(Path(path).with_name(TARGET_TOKENIZER_FILE))
+
+
+# ---- batches ----------------------------------------------------------------------------
+def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
+    """Right-pad lists of ids into a (B, L) int64 tensor."""
+    out = torch.full((len(seqs), max(1, max(map(len, seqs)))), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+    return out
+
+
+def encode_pairs(tok: TranslationTokenizers, pairs: list[tuple[str, str]]) -> tuple[Tensor, Tensor]:
+    """(src (B, S), tgt (B, T)) of text pairs; targets are wrapped in SOS ... EOS."""
+    src = tok.src.encode_batch([s for s, _ in pairs])
+    tgt = tok.tgt.encode_batch([t for _, t in pairs], add_special_tokens=True)
+    return pad(src), pad(tgt)
+
+
+class _NumberBatches(torch.utils.data.IterableDataset):
+    """Endless training batches of spelled-out numbers (each DDP rank its own stream)."""
+
+    def __init__(self, pairs, tok: TranslationTokenizers, batch_size: int) -> None:
+        self.pairs, self.tok, self.batch_size = pairs, tok, batch_size
+
+    def __iter__(self):
+        rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+        rng = random.Random(self.pairs.seed * 7919 + rank)
+        while True:
+            numbers = [self.pairs.draw(rng) for _ in range(self.batch_size)]
+            yield encode_pairs(self.tok, [self.pairs.pair(n) for n in numbers])
+
+
+def _batches(tok: TranslationTokenizers, pairs: list[tuple[str, str]], batch_size: int):
+    """A loader of ready-made padded batches (validation)."""
+    batches = [encode_pairs(tok, pairs[i : i + batch_size]) for i in range(0, len(pairs), batch_size)]
+    return torch.utils.data.DataLoader(batches, batch_size=None)
+
+
+# ---- translating and scoring ------------------------------------------------------------
+@torch.no_grad()
+def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_new_tokens: int,
+                    num_beams: int = 1, length_penalty: float = 1.0,
+                    batch_size: int = 500) -> list[str]:
+    """Translate texts in batches of similar length (little padding), greedy or beam search."""
+    ids = tok.src.encode_batch(texts)
+    order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+    out: list[str] = [""] * len(texts)
+    if num_beams > 1:
+        batch_size = max(1, batch_size // num_beams)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        generated = model.generate(pad([ids[i] for i in chunk]), max_new_tokens,
+                                   num_beams=num_beams, length_penalty=length_penalty)
+        for i, row in zip(chunk, generated.tolist()):
+            out[i] = tok.decode(row[1:])  # after SOS; decode drops EOS and padding
+    return out
+
+
+def _bleu_tokenize(refs: list[str], choice: str) -> str:
+    """BLEU counts up to 4-grams of words: text of one or two words (German numbers are one
+    word) always scores 0, so ``auto`` counts characters there and words elsewhere."""
+    if choice != "auto":
+        return choice
+    words = sum(len(r.split()) for r in refs) / max(1, len(refs))
+    return "char" if words < 4 else "13a"
+
+
+def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> dict[str, float]:
+    """test_exact_match (fraction), test_bleu and test_chrf (sacrebleu, 0-100)."""
+    import sacrebleu
+
+    exact = sum(h.strip() == r.strip() for h, r in zip(hyps, refs)) / max(1, len(refs))
+    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize=_bleu_tokenize(refs, bleu_tokenize))
+    chrf = sacrebleu.corpus_chrf(hyps, [refs])
+    return {"test_exact_match": exact, "test_bleu": bleu.score, "test_chrf": chrf.score}
+
+
+def test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list[str]]:
+    hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg["max_target_len"],
+                           num_beams=cfg["beam"], length_penalty=cfg["length_penalty"])
+    return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg["bleu_tokenize"]), hyps
+
+
+# ---- data -------------------------------------------------------------------------------
+def _number_splits(cfg: dict[str, Any]):
+    from ..data.numbers import NumberPairs, held_out_numbers, spell
+
+    test, val = held_out_numbers(cfg["max_number"], cfg["test_size"], cfg["val_size"])
+    stream = NumberPairs(cfg["src"], cfg["tgt"], cfg["max_number"], exclude=set(test) | set(val),
+                         seed=cfg["seed"])
+
+    def spelled(numbers):
+        return [(spell(n, cfg["src"]), spell(n, cfg["tgt"])) for n in numbers]
+    return stream, spelled(val), spelled(test)
+
+
+def _read_pairs(path: str, cfg: dict[str, Any], what: str) -> list[tuple[str, str]]:
+    from ..data.tables import read_table
+
+    columns = [cfg["src_column"], cfg["tgt_column"]]
+    rows = read_table(path, columns=columns, what=what)
+    return [(r[columns[0]], r[columns[1]]) for r in rows]
+
+
+def _file_splits(cfg: dict[str, Any]):
+    """(train, val, test) pairs of --data (and --test); held-out rows chosen with the seed."""
+    pairs = _read_pairs(cfg["data"], cfg, "--data")
+    random.Random(cfg["seed"]).shuffle(pairs)
+    test = _read_pairs(cfg["test"], cfg, "--test") if cfg.get("test") else None
+    held = max(1, len(pairs) // 10)
+    if test is None:
+        test, pairs = pairs[:held], pairs[held:]
+    val, train = pairs[: min(held, cfg["val_size"])], pairs[min(held, cfg["val_size"]) :]
+    if len(train) < 1 or not val:
+        raise UsageError(f"--data {cfg['data']}: {len(pairs)} rows are too few to hold out "
+                         f"test and validation rows; give at least 3")
+    return train, val, test
+
+
+def _fit_tokenizer(kind: str, texts: list[str], vocab_size: int):
+    from ..tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
+
+    if kind == "bpe":
+        return BPETokenizer.fit(texts, vocab_size=vocab_size)
+    return {"char": CharTokenizer, "word": WordTokenizer}[kind].fit(texts)
+
+
+def _build_model(cfg: dict[str, Any]):
+    from ..models import Seq2SeqTransformer
+
+    return Seq2SeqTransformer(
+        cfg["src_vocab_size"], cfg["tgt_vocab_size"], model_dim=cfg["model_dim"],
+        num_heads=cfg["num_heads"], num_layers=cfg["num_layers"],
+        dim_feedforward=cfg["dim_feedforward"], dropout=cfg["dropout"],
+        norm_first=cfg["norm_first"], max_len=cfg["max_len"], tie_embeddings=cfg["tie_embeddings"])
+
+
+def plot_cross_attention(weights: Tensor, src_tokens: list[str], tgt_tokens: list[str],
+                         path: Path, *, title: str = "") -> None:
+    """A (T, S) heatmap: row t shows where the decoder looks when predicting after target
+    token t. (Kept here until a shared ``attnlab.viz`` heatmap exists.)"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    T, S = weights.shape
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.5 + 0.45 * S), max(3.0, 1.5 + 0.4 * T)))
+    ax.imshow(weights.detach().cpu().numpy(), cmap="viridis", vmin=0.0, aspect="auto")
+    ax.set_xticks(range(S), [t.strip() or repr(t) for t in src_tokens], rotation=60, ha="right")
+    ax.set_yticks(range(T), [t.strip() or repr(t) for t in tgt_tokens])
+    ax.set_xlabel("source token (keys, values)")
+    ax.set_ylabel("decoder input (queries)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _cross_attention_figure(model, tok, pairs: list[tuple[str, str]], hyp: str, path: Path) -> None:
+    """Save the last decoder layer's cross-attention (mean over heads) for one test pair."""
+    src_text = pairs[0][0]
+    src = torch.tensor([tok.src.encode(src_text)])
+    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(hyp)]
+    weights = model.cross_attention(src, torch.tensor([tgt_ids]))[-1][0].mean(0)  # (T, S)
+    plot_cross_attention(weights, tok.src.tokenize(src_text),
+                         [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids],
+                         path, title=f"cross-attention: {src_text} → {hyp}")
+
+
+# ---- the task ---------------------------------------------------------------------------
+class TranslateTask(Task):
+    name = "translate"
+    help = "encoder-decoder translation: spelled-out numbers (num2words) or --data FILE"
+    has_tokenizer = True
+    defaults = {
+        "src": "en", "tgt": "de", "data": None, "test": None,
+        "src_column": "source", "tgt_column": "target",
+        "src_tokenizer": "word", "tgt_tokenizer": "bpe", "vocab_size": 400,
+        "max_number": 1_000_000, "test_size": 2000, "val_size": 200,
+        "label_smoothing": 0.1, "beam": 1, "length_penalty": 1.0, "bleu_tokenize": "auto",
+        "tie_embeddings": True,
+        "model_dim": 128, "num_heads": 4, "num_layers": 2, "dim_feedforward": 512,
+        "batch_size": 128, "max_steps": 2000, "lr": 1e-3, "warmup": 200, "dropout": 0.0,
+    }
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        g = p.add_argument_group("translate")
+        g.add_argument("--src", metavar="LANG", help="source language of the built-in numbers (en)")
+        g.add_argument("--tgt", metavar="LANG", help="target language (de; fr, es, ... any num2words one)")
+        g.add_argument("--data", metavar="FILE", help="your parallel data (CSV/TSV/JSONL)")
+        g.add_argument("--test", metavar="FILE", help="test pairs (default: 10%% of --data)")
+        g.add_argument("--src-column", metavar="NAME", help="source column of --data (source)")
+        g.add_argument("--tgt-column", metavar="NAME", help="target column of --data (target)")
+        g.add_argument("--src-tokenizer", choices=TOKENIZERS, help="source tokeniser (word)")
+        g.add_argument("--tgt-tokenizer", choices=TOKENIZERS, help="target tokeniser (bpe)")
+        g.add_argument("--vocab-size", type=int, metavar="N", help="BPE vocabulary size (400)")
+        g.add_argument("--max-number", type=int, metavar="N", help="numbers below N (1000000)")
+        g.add_argument("--test-size", type=int, metavar="N", help="held-out test numbers (2000)")
+        g.add_argument("--val-size", type=int, metavar="N", help="validation pairs (200)")
+        g.add_argument("--label-smoothing", type=float, metavar="F", help="(0.1)")
+        g.add_argument("--beam", type=int, metavar="N", help="beams when testing (1: greedy)")
+        g.add_argument("--length-penalty", type=float, metavar="F", help="beam length penalty (1.0)")
+        g.add_argument("--bleu-tokenize", choices=BLEU_TOKENIZE,
+                       help="sacrebleu tokenisation (auto: char for one-word targets)")
+
+    def validate(self, cfg: dict[str, Any]) -> None:
+        from ..data.numbers import check_language
+
+        if cfg["data"] is None:
+            for key in ("src", "tgt"):
+                try:
+                    check_language(str(cfg[key]))
+                except ValueError as e:
+                    raise UsageError(f"--{key}: {e}") from None
+            if cfg.get("epochs") is not None:
+                raise UsageError("--epochs: the built-in numbers are generated without end; "
+                                 "use --max-steps")
+        elif not Path(cfg["data"]).is_file():
+            raise UsageError(f"--data: file not found: {cfg['data']}")
+        for key, low in (("vocab_size", 260), ("max_number", 10), ("test_size", 1),
+                         ("val_size", 1), ("beam", 1)):
+            if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < low:
+                raise UsageError(f"--{key.replace('_', '-')} must be an integer >= {low}, "
+                                 f"got {cfg[key]!r}")
+        if not 0 <= float(cfg["label_smoothing"]) < 1:
+            raise UsageError(f"--label-smoothing must be in [0, 1), got {cfg['label_smoothing']}")
+        if cfg["data"] is None and 2 * (cfg["test_size"] + cfg["val_size"]) > cfg["max_number"]:
+            raise UsageError(f"--test-size + --val-size ({cfg['test_size'] + cfg['val_size']}) "
+                             f"must be at most half of --max-number ({cfg['max_number']})")
+
+    def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+        from ..training import finish, fit
+        from ..training.seq2seq import Seq2SeqModule
+
+        if cfg["data"] is None:
+            stream, val, test = _number_splits(cfg)
+            sample = stream.sample(20_000)
+        else:
+            train, val, test = _file_splits(cfg)
+            sample = train
+        tok = TranslationTokenizers(
+            _fit_tokenizer(cfg["src_tokenizer"], [s for s, _ in sample], cfg["vocab_size"]),
+            _fit_tokenizer(cfg["tgt_tokenizer"], [t for _, t in sample], cfg["vocab_size"]))
+        src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
+        tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
+        cfg.update(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
+                   max_target_len=tgt_len + max(4, tgt_len // 2),
+                   max_len=max(64, src_len + 2, 2 * tgt_len + 8))
+        model = _build_model(cfg)
+        bs = cfg["batch_size"]
+        if cfg["data"] is None:
+            train_loader = torch.utils.data.DataLoader(_NumberBatches(stream, tok, bs), batch_size=None)
+            max_steps, every = cfg["max_steps"], cfg.get("val_every") or max(1, cfg["max_steps"] // 5)
+        else:
+            train_loader = torch.utils.data.DataLoader(
+                list(zip(*encode_pairs(tok, train))), batch_size=bs, shuffle=True)
+            steps_per_epoch = -(-len(train) // bs)
+            max_steps = cfg["epochs"] * steps_per_epoch if cfg.get("epochs") else cfg["max_steps"]
+            every = None
+        module = Seq2SeqModule(model, cfg, max_steps)
+        result = fit(module, train_loader, _batches(tok, val, bs), cfg, run_dir,
+                     max_steps=max_steps, val_check_interval=every)
+        model.eval()
+        cfg["bleu_tokenize"] = _bleu_tokenize([t for _, t in test], cfg["bleu_tokenize"])
+        metrics, hyps = test_metrics(model, tok, test, cfg)
+        if result.is_global_zero:
+            _cross_attention_figure(model, tok, test, hyps[0], run_dir / "cross_attention.png")
+        return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
+
+    def load(self, run_dir: Path, cfg: dict[str, Any]):
+        from ..runs import load_weights
+        from ..tokenizers import load_tokenizer
+
+        tok = TranslationTokenizers(load_tokenizer(Path(run_dir) / "tokenizer.json"),
+                                    load_tokenizer(Path(run_dir) / TARGET_TOKENIZER_FILE))
+        model = _build_model(cfg)
+        load_weights(model, Path(run_dir) / "model.safetensors")
+        return model.eval(), tok
+
+    def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
+                  num_beams: int | None = None, length_penalty: float | None = None) -> list[str]:
+        """Translations of ``texts``; with the built-in numbers, digits are spelled out first."""
+        model, tok = self.load(run_dir, cfg)
+        if cfg.get("data") is None:
+            from ..data.numbers import spell
+
+            texts = [spell(int(t), cfg["src"]) if t.strip().isdigit() else t for t in texts]
+        return translate_texts(model, tok, texts, max_new_tokens=cfg["max_target_len"],
+                               num_beams=num_beams or cfg["beam"],
+                               length_penalty=cfg["length_penalty"] if length_penalty is None
+                               else length_penalty)
+
+    def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+        return self.translate(run_dir, cfg, [text])[0]
+
+    def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+        if data is not None:
+            test = _read_pairs(data, cfg, "--data")
+        elif cfg.get("data") is None:
+            test = _number_splits(cfg)[2]
+        else:
+            test = _file_splits(cfg)[2]
+        model, tok = self.load(run_dir, cfg)
+        return test_metrics(model, tok, test, cfg)[0]
+
+
+TASK = TranslateTask()
