@@ -1,8 +1,9 @@
 """attnlab.generation: next-token selection (top-k, top-p, temperature), decoding loops."""
 import pytest
 import torch
+import torch.nn.functional as F
 
-from attnlab.generation import filter_top_k, filter_top_p, select_next_token
+from attnlab.generation import beam_search, decode, filter_top_k, filter_top_p, select_next_token
 
 NEG = float("-inf")
 
@@ -91,3 +92,120 @@ def test_select_rejects_non_positive_temperature(temperature):
 def test_select_rejects_logits_that_are_not_2d():
     with pytest.raises(ValueError, match=r"logits must be \(B, V\), got shape \(3,\)"):
         select_next_token(torch.zeros(3))
+
+
+# ---- decoding loops with hand-made step functions --------------------------------------
+PAD, START, EOS, A, B = 0, 1, 2, 3, 4
+
+
+class Counter:
+    """Next token = last + 1 (mod V), as one-hot logits; records the batch size of each call."""
+
+    def __init__(self, V=10, reorderable=True):
+        self.V, self.sizes, self.reorders = V, [], []
+        if not reorderable:
+            self.reorder = None
+
+    def __call__(self, tokens):
+        self.sizes.append(tokens.shape[0])
+        return F.one_hot((tokens[:, -1] + 1) % self.V, self.V).float()
+
+    def reorder(self, index):  # noqa: F811 (instances may switch it off)
+        self.reorders.append(index.tolist())
+
+
+class Table:
+    """A first-order Markov model: p(next | last) from a table of probabilities (V, V)."""
+
+    def __init__(self, probs):
+        self.logits = torch.tensor(probs).clamp_min(1e-9).log()
+
+    def __call__(self, tokens):
+        return self.logits[tokens[:, -1]]
+
+    def reorder(self, index):
+        pass
+
+
+def test_decode_appends_until_each_row_emits_eos_then_pads():
+    step = Counter(V=10)
+    out = decode(step, torch.tensor([[5], [7], [8]]), 6, eos_token_id=9)
+    # row 0: 6 7 8 9(eos); row 1: 8 9; row 2: 9 — the result is as long as the longest row
+    assert out.tolist() == [[5, 6, 7, 8, 9], [7, 8, 9, 0, 0], [8, 9, 0, 0, 0]]
+    assert step.sizes == [3, 2, 1, 1]  # finished rows leave the batch
+    assert step.reorders == [[0, 1], [0]]
+
+
+def test_decode_without_reorder_gives_the_same_tokens():
+    kept, plain = Counter(V=10), Counter(V=10, reorderable=False)
+    ids = torch.tensor([[5], [7], [8]])
+    assert decode(kept, ids, 6, eos_token_id=9).tolist() == decode(plain, ids, 6, eos_token_id=9).tolist()
+    assert plain.sizes == [3, 3, 3, 3]
+
+
+def test_decode_without_eos_runs_max_new_tokens():
+    out = decode(Counter(V=4), torch.tensor([[0, 1]]), 5)
+    assert out.tolist() == [[0, 1, 2, 3, 0, 1, 2]]
+
+
+def test_sampled_decoding_is_reproducible_with_a_generator():
+    step = Table([[0.25] * 4] * 4)
+    ids = torch.zeros(6, 1, dtype=torch.long)
+    a = decode(step, ids, 8, do_sample=True, generator=torch.Generator().manual_seed(3))
+    b = decode(step, ids, 8, do_sample=True, generator=torch.Generator().manual_seed(3))
+    assert a.tolist() == b.tolist() and len({tuple(r) for r in a.tolist()}) > 1
+
+
+#            to: pad  start eos   A     B
+GREEDY_TRAP = [[0.0, 0.0, 1.0, 0.0, 0.0],    # from pad
+               [0.0, 0.0, 0.0, 0.6, 0.4],    # from start: A is likelier ...
+               [0.0, 0.0, 1.0, 0.0, 0.0],    # from eos
+               [0.0, 0.0, 0.28, 0.37, 0.35],  # ... but after A nothing is sure
+               [0.0, 0.0, 1.0, 0.0, 0.0]]    # after B, EOS for sure: p(B eos) = 0.4 > 0.6·0.37
+
+
+def test_beam_search_finds_the_likelier_sequence_that_greedy_misses():
+    start = torch.tensor([[START]])
+    greedy = decode(Table(GREEDY_TRAP), start, 4, eos_token_id=EOS)
+    beam = beam_search(Table(GREEDY_TRAP), start, 4, num_beams=2, eos_token_id=EOS)
+    assert greedy.tolist() == [[START, A, A, A, A]]
+    assert beam.tolist() == [[START, B, EOS]]
+
+
+def test_one_beam_is_greedy_on_a_batch():
+    start = torch.tensor([[START], [A], [B]])
+    greedy = decode(Table(GREEDY_TRAP), start, 4, eos_token_id=EOS)
+    assert beam_search(Table(GREEDY_TRAP), start, 4, num_beams=1, eos_token_id=EOS).tolist() == greedy.tolist()
+
+
+#          to: pad  start eos  A    B
+SHORT_OR_LONG = [[0, 0, 1.0, 0, 0],
+                 [0, 0, 0.5, 0.4, 0.1],  # stop now (0.5), or A (0.4) ...
+                 [0, 0, 1.0, 0, 0],
+                 [0, 0, 0.0, 0.0, 1.0],  # ... then B
+                 [0, 0, 1.0, 0.0, 0.0]]  # then EOS: p(A B eos) = 0.4 over 3 tokens
+
+
+@pytest.mark.parametrize("length_penalty, expected", [(0.0, [START, EOS]), (1.0, [START, A, B, EOS])])
+def test_length_penalty_divides_the_log_probability_by_length(length_penalty, expected):
+    # lp=0: log 0.5 > log 0.4, the short one wins; lp=1: log(0.4)/3 = -0.31 > log(0.5)/1 = -0.69
+    out = beam_search(Table(SHORT_OR_LONG), torch.tensor([[START]]), 5, num_beams=2,
+                      length_penalty=length_penalty, eos_token_id=EOS)
+    assert out.tolist() == [expected]
+
+
+def test_beam_search_pads_rows_to_the_longest_and_keeps_the_prompt():
+    out = beam_search(Table(SHORT_OR_LONG), torch.tensor([[START], [A]]), 5, num_beams=2,
+                      length_penalty=1.0, eos_token_id=EOS)
+    assert out.tolist() == [[START, A, B, EOS], [A, B, EOS, PAD]]
+
+
+def test_decoding_errors_show_the_values():
+    with pytest.raises(ValueError, match=r"max_new_tokens must be a positive integer, got 0"):
+        decode(Counter(), torch.tensor([[1]]), 0)
+    with pytest.raises(ValueError, match=r"input_ids must be \(B, T\) with T >= 1, got shape \(3,\)"):
+        decode(Counter(), torch.tensor([1, 2, 3]), 2)
+    with pytest.raises(ValueError, match=r"num_beams must be a positive integer, got 0"):
+        beam_search(Counter(), torch.tensor([[1]]), 2, num_beams=0)
+    with pytest.raises(ValueError, match=r"beam search needs a step function with reorder"):
+        beam_search(lambda t: torch.zeros(1, 3), torch.tensor([[1]]), 2, num_beams=2)
