@@ -1,0 +1,203 @@
+"""Training and inference speed of attnlab's TransformerEncoder against torch.nn and Hugging Face.
+
+Three encoders of the same architecture (BERT-like: post-LN, GELU, dropout in the same places):
+  ours   attnlab.nn.TransformerEncoder
+  torch  torch.nn.TransformerEncoder(TransformerEncoderLayer(batch_first=True))
+  hf     transformers.BertModel(attn_implementation="sdpa"), built from a BertConfig (no
+         download) and fed ``inputs_embeds``, so it also adds position embeddings and a LayerNorm
+         (under 1% of the work).
+
+Training step = forward, loss (mean square of the output), backward, AdamW step. Inference =
+eval mode under no_grad; there torch.nn takes its "fast path" (fused encoder-layer kernel, and
+nested tensors that skip padding when a padding mask is given). The models run in turn, round
+after round, in one process, and each figure is the median over rounds: the machine has 2 cores
+that other jobs share, so a burst of load hits every model alike and medians ignore it.
+
+FLOPs (multiply-add = 2), with P = 4·D² + 2·D·FF the matmul weights of one layer:
+  forward, per token per layer:  2·P            (Q, K, V, output projections and the FFN)
+                                + 2·2·T·D       (QKᵀ and the weighted sum AV, T keys each)
+  training = 3 × forward          (backward costs two forwards: grads of inputs and of weights)
+LayerNorm, softmax, GELU, dropout and AdamW are left out (memory-bound, not FLOPs-bound).
+The machine's peak is the best rate of a large fp32 matmul.
+
+    python -m benchmarks.encoder_speed            # D=256 H=8 L=4 FF=1024 T=128 B=32, fp32
+    python -m benchmarks.encoder_speed --quick    # a small smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import warnings
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+from attnlab.nn import TransformerEncoder, padding_mask
+
+
+@dataclass(frozen=True)
+class Shape:
+    D: int = 256
+    H: int = 8
+    L: int = 4
+    FF: int = 1024
+    T: int = 128
+    B: int = 32
+
+    @property
+    def tokens(self) -> int:
+        return self.B * self.T
+
+    def forward_flops_per_token(self) -> float:
+        P = 4 * self.D**2 + 2 * self.D * self.FF
+        return self.L * (2 * P + 2 * 2 * self.T * self.D)
+
+
+QUICK = Shape(D=64, H=4, L=2, FF=128, T=32, B=8)
+
+
+# ---- the three models, each as (module, forward(x, lengths or None) -> (B, T, D)) ------------
+def build_ours(s: Shape, dropout: float):
+    model = TransformerEncoder(s.L, input_dim=s.D, num_heads=s.H, dim_feedforward=s.FF,
+                               dropout=dropout, attention_dropout=dropout, activation="gelu")
+
+    def forward(x, lengths=None):
+        return model(x, None if lengths is None else padding_mask(lengths, s.T))
+    return model, forward
+
+
+def build_torch(s: Shape, dropout: float):
+    layer = nn.TransformerEncoderLayer(s.D, s.H, s.FF, dropout, activation="gelu",
+                                       batch_first=True)
+    model = nn.TransformerEncoder(layer, s.L, enable_nested_tensor=True)
+
+    def forward(x, lengths=None):
+        if lengths is None:
+            return model(x)
+        pad = torch.arange(s.T)[None, :] >= lengths[:, None]  # torch's convention: True = pad
+        return model(x, src_key_padding_mask=pad)
+    return model, forward
+
+
+def build_hf(s: Shape, dropout: float):
+    from transformers import BertConfig, BertModel  # optional dependency: imported only here
+    from transformers.utils import logging
+    logging.set_verbosity_error()
+    config = BertConfig(vocab_size=8, hidden_size=s.D, num_hidden_layers=s.L,
+                        num_attention_heads=s.H, intermediate_size=s.FF, hidden_act="gelu",
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+                        max_position_embeddings=s.T, attn_implementation="sdpa")
+    model = BertModel(config, add_pooling_layer=False)
+
+    def forward(x, lengths=None):
+        mask = None if lengths is None else (torch.arange(s.T)[None, :] < lengths[:, None]).long()
+        return model(inputs_embeds=x, attention_mask=mask).last_hidden_state
+    return model, forward
+
+
+BUILDERS = {"ours": build_ours, "torch": build_torch, "hf": build_hf}
+
+
+# ---- timing ----------------------------------------------------------------------------------
+def training_step(model: nn.Module, forward: Callable, optimizer, x: torch.Tensor) -> Callable:
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        forward(x).square().mean().backward()
+        optimizer.step()
+    return step
+
+
+def inference_step(forward: Callable, x: torch.Tensor, lengths) -> Callable:
+    def step():
+        with torch.no_grad():
+            forward(x, lengths)
+    return step
+
+
+def alternate(steps: dict[str, Callable], rounds: int, repeats: int) -> dict[str, float]:
+    """Median seconds per call of each function, timing them in turn, round after round."""
+    for fn in steps.values():  # warm-up: allocator, kernels, optimizer state
+        fn()
+    times = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, fn in steps.items():
+            start = time.perf_counter()
+            for _ in range(repeats):
+                fn()
+            times[name].append((time.perf_counter() - start) / repeats)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def matmul_peak_gflops(n: int, rounds: int) -> float:
+    """The best rate of an (n, n) @ (n, n) fp32 matmul: 2·n³ FLOPs."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+# ---- report ----------------------------------------------------------------------------------
+def report(title: str, seconds: dict[str, float], s: Shape, flops_per_token: float,
+           peak: float) -> None:
+    print(f"\n{title}")
+    print(f"{'model':<7}{'ms/step':>10}{'tokens/s':>12}{'GFLOP/s':>10}{'of peak':>9}")
+    for name, sec in seconds.items():
+        gflops = flops_per_token * s.tokens / sec / 1e9
+        print(f"{name:<7}{1e3 * sec:>10.1f}{s.tokens / sec:>12,.0f}{gflops:>10.1f}"
+              f"{gflops / peak:>9.0%}")
+    ours = seconds["ours"]
+    print("ratios (throughput): " + ", ".join(
+        f"ours/{name} = {sec / ours:.2f}x" for name, sec in seconds.items() if name != "ours"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a small shape and few rounds (smoke run)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds of alternation (default 7)")
+    ap.add_argument("--repeats", type=int, default=3, help="steps per model per round")
+    ap.add_argument("--dropout", type=float, default=0.1, help="dropout everywhere (BERT's 0.1)")
+    ap.add_argument("--models", default="ours,torch,hf", help="comma-separated subset")
+    args = ap.parse_args()
+    s = QUICK if args.quick else Shape()
+    rounds = args.rounds or (2 if args.quick else 7)
+    names = args.models.split(",")
+    torch.manual_seed(0)
+    warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
+
+    peak = matmul_peak_gflops(512 if args.quick else 2048, rounds=3 if args.quick else 10)
+    print(f"encoder speed: D={s.D} H={s.H} L={s.L} FF={s.FF} T={s.T} B={s.B} fp32, "
+          f"dropout={args.dropout}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"median of {rounds} rounds x {args.repeats} steps")
+    print(f"fp32 matmul peak: {peak:.1f} GFLOP/s")
+    print(f"FLOPs per token: forward {s.forward_flops_per_token() / 1e6:.2f} M, "
+          f"training {3 * s.forward_flops_per_token() / 1e6:.2f} M")
+
+    built = {name: BUILDERS[name](s, args.dropout) for name in names}
+    x = torch.randn(s.B, s.T, s.D)
+
+    steps = {}
+    for name, (model, forward) in built.items():
+        model.train()
+        steps[name] = training_step(model, forward, torch.optim.AdamW(model.parameters()), x)
+    report("training (forward + backward + AdamW)", alternate(steps, rounds, args.repeats), s,
+           3 * s.forward_flops_per_token(), peak)
+
+    for model, _ in built.values():
+        model.eval()
+    lengths = torch.randint(s.T // 2, s.T + 1, (s.B,))
+    for title, lens in (("inference (eval, no_grad), no padding", None),
+                        ("inference (eval, no_grad), padded to T, lengths uniform in [T/2, T]",
+                         lengths)):
+        steps = {name: inference_step(forward, x, lens) for name, (_, forward) in built.items()}
+        report(title, alternate(steps, rounds, args.repeats), s, s.forward_flops_per_token(), peak)
+
+
+if __name__ == "__main__":
+    main()
