@@ -47,6 +47,9 @@ def add_shared_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--norm-first", action="store_const", const=True, help="pre-LN blocks")
     g.add_argument("--grad-clip", type=float, metavar="F", help="gradient-norm clipping (0: off)")
     g.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints")
+    g.add_argument("--val-every", type=int, metavar="N", help="steps between validations")
+    g.add_argument("--threads", type=int, metavar="N",
+                   help="torch CPU threads (tiny models train fastest on 1, the sequence tasks' default)")
     g.add_argument("--devices", type=int, metavar="N")
     g.add_argument("--num-nodes", type=int, metavar="N")
     g.add_argument("--strategy", choices=CHOICES["strategy"])
@@ -86,6 +89,11 @@ def validate_shared(cfg: dict[str, Any]) -> None:
             raise UsageError(f"{flag(key)} must be a positive integer, got {cfg[key]}")
     for key in ("seed", "warmup"):
         _check_number(key, cfg[key], int)
+    for key in ("val_every", "threads"):
+        if cfg.get(key) is not None:
+            _check_number(key, cfg[key], int)
+            if cfg[key] < 1:
+                raise UsageError(f"{flag(key)} must be a positive integer, got {cfg[key]}")
     if cfg["warmup"] < 0:
         raise UsageError(f"--warmup must be >= 0, got {cfg['warmup']}")
     if cfg.get("epochs") is not None:
@@ -115,7 +123,8 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     from ..runs import read_yaml
 
     task = get_task(task_name)
-    cfg: dict[str, Any] = {**SHARED_DEFAULTS, "grad_clip": 1.0, "schedule": "cosine", **task.defaults}
+    cfg: dict[str, Any] = {**SHARED_DEFAULTS, "grad_clip": 1.0, "schedule": "cosine", "threads": None,
+                           **task.defaults}
     known = set(cfg) | {"task", "out"}
     if given.get("resume"):
         if not given.get("out"):
@@ -176,6 +185,12 @@ def run(args: argparse.Namespace) -> int:
     if not cfg["resume"]:
         write_yaml(run_dir / "config.yaml", cfg)  # so that --resume can rebuild the run
     seed_all(cfg["seed"])
+    if cfg.get("threads"):
+        import torch
+
+        # A small model's kernels are too short to share between threads; on a busy machine the
+        # threads' spin-waiting costs more than it gains (docs/reverse.md).
+        torch.set_num_threads(cfg["threads"])
     print(f"attnlab train {cfg['task']} -> {run_dir}", file=sys.stderr, flush=True)
     get_task(cfg["task"]).run(cfg, run_dir)
     return 0

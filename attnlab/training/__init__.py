@@ -2,10 +2,11 @@
 
 This is the only layer that imports Lightning.
 """
-from .engine import FitResult, NonFiniteLoss, finish, fit, make_trainer, parameter_count
+from .engine import (FitResult, NonFiniteLoss, StopAtTarget, finish, fit, make_trainer,
+                     parameter_count)
 from .module import TaskModule, make_optimizer
 
-__all__ = ["FitResult", "NonFiniteLoss", "finish", "fit", "make_trainer", "parameter_count",
+__all__ = ["FitResult", "NonFiniteLoss", "StopAtTarget", "finish", "fit", "make_trainer", "parameter_count",
            "TaskModule", "make_optimizer", "TransformerPredictor"]
 
 

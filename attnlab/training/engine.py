@@ -22,7 +22,8 @@ from lightning.pytorch.loggers import CSVLogger
 from ..errors import UsageError
 from ..runs import save_weights, write_json, write_yaml
 
-__all__ = ["make_trainer", "fit", "finish", "FitResult", "checkpoint_dir", "parameter_count"]
+__all__ = ["make_trainer", "fit", "finish", "FitResult", "checkpoint_dir", "parameter_count",
+           "StopAtTarget", "NonFiniteLoss"]
 
 # Lightning's start-up chatter (GPU/TPU availability, "LOCAL_RANK", dataloader worker hints)
 # says nothing a user of this CLI can act on.
@@ -78,6 +79,32 @@ class _StopOnNonFinite(Callback):
 
 class NonFiniteLoss(UsageError):
     """Training diverged (NaN/inf loss)."""
+
+
+class StopAtTarget(Callback):
+    """Stop training once a validation metric has reached ``target`` at ``times`` validations
+    in a row (e.g. ``val_seq_acc`` = 1.0): the step budget becomes an upper bound.
+
+    Two in a row rather than one: a small validation set can be all right by chance a few steps
+    before the model is right on a test set ten times larger.
+    """
+
+    def __init__(self, monitor: str, target: float, *, times: int = 2, mode: str = "max") -> None:
+        if mode not in ("max", "min"):
+            raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
+        self.monitor, self.target, self.times, self.mode = monitor, target, times, mode
+        self.hits = 0
+        self.stopped_at: int | None = None
+
+    def on_validation_end(self, trainer, pl_module):
+        if trainer.sanity_checking or self.monitor not in trainer.callback_metrics:
+            return
+        value = float(trainer.callback_metrics[self.monitor])
+        reached = value >= self.target if self.mode == "max" else value <= self.target
+        self.hits = self.hits + 1 if reached else 0
+        if self.hits >= self.times:
+            trainer.should_stop = True
+            self.stopped_at = trainer.global_step
 
 
 def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,

@@ -1,0 +1,132 @@
+"""``attnlab explain``: scaled dot-product attention, step by step, on numbers you can check.
+
+    Attention(Q, K, V) = softmax(QKᵀ / √d_k) V
+
+Prints Q, K, V, then QKᵀ, the scaling by √d_k, the mask (if any), the softmax weights and the
+weighted sum of the values. By default it uses the look-up example of DESIGN.md: keys are
+one-hot "addresses", so a query that matches one key returns its value, and a query that
+matches two keys equally returns the mean of their values.
+
+    attnlab explain
+    attnlab explain --q "[[0,10,0]]"                     # your query, the example's K and V
+    attnlab explain --q "[[1,0]]" --k "[[1,0],[0,1]]" --v "[[1],[2]]" --mask "[[1,0]]"
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+
+from ..errors import UsageError
+
+EXAMPLE = {
+    "q": [[0, 10, 0], [0, 0, 10], [10, 10, 0]],
+    "k": [[10, 0, 0], [0, 10, 0], [0, 0, 10], [0, 0, 10]],
+    "v": [[1, 0, 1], [10, 0, 2], [100, 5, 0], [1000, 6, 0]],
+}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("explain", help="step-by-step scaled dot-product attention",
+                       description="Print QKᵀ, the scaling by √d_k, the mask, the softmax and the "
+                                   "weighted sum of values, on the built-in look-up example or on "
+                                   "your own Q, K, V (nested lists, one row per query/key/value).",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="example: attnlab explain --q \"[[0,10,0]]\"")
+    p.add_argument("--q", metavar="LIST", help='queries, e.g. "[[0,10,0]]" (default: the example)')
+    p.add_argument("--k", metavar="LIST", help="keys (default: the example's)")
+    p.add_argument("--v", metavar="LIST", help="values (default: the example's)")
+    p.add_argument("--mask", metavar="LIST",
+                   help="1 = may attend, 0 = blocked; one row per query, or one row for all")
+    p.set_defaults(func=run)
+
+
+def parse_matrix(text: str, flag: str, *, numbers: bool = True) -> list[list[float]]:
+    """A nested list like "[[0,10,0],[1,2,3]]" (or one flat row) -> rows of equal length."""
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise UsageError(f"{flag}: {text!r} is not a nested list of numbers, e.g. \"[[0,10,0]]\"") from None
+    if isinstance(value, (list, tuple)) and value and not isinstance(value[0], (list, tuple)):
+        value = [value]  # one row
+    if not (isinstance(value, (list, tuple)) and value
+            and all(isinstance(r, (list, tuple)) and r for r in value)):
+        raise UsageError(f"{flag}: {text!r} must be a non-empty list of non-empty rows")
+    for row in value:
+        for x in row:
+            ok = isinstance(x, (int, float)) and (not isinstance(x, bool) or not numbers)
+            if not ok or not math.isfinite(x):
+                raise UsageError(f"{flag}: {x!r} is not a finite number")
+    widths = {len(r) for r in value}
+    if len(widths) > 1:
+        raise UsageError(f"{flag}: rows have different lengths {sorted(widths)}")
+    return [[float(x) for x in r] for r in value]
+
+
+def _fmt(x: float) -> str:
+    if x == float("-inf"):
+        return "-inf"
+    text = f"{x:.4f}".rstrip("0").rstrip(".")  # 4 decimals, as one would check by hand
+    return "0" if text in ("-0", "0", "") else text
+
+
+def _show(title: str, rows, row_names=None) -> None:
+    cells = [[_fmt(float(x)) for x in r] for r in rows]
+    width = max(len(c) for r in cells for c in r)
+    if title:
+        print(title)
+    for i, r in enumerate(cells):
+        name = f"  {row_names[i]}: " if row_names else "  "
+        print(name + "[" + ", ".join(c.rjust(width) for c in r) + "]")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..nn import scaled_dot_product
+
+    q = parse_matrix(args.q, "--q") if args.q else EXAMPLE["q"]
+    k = parse_matrix(args.k, "--k") if args.k else EXAMPLE["k"]
+    v = parse_matrix(args.v, "--v") if args.v else EXAMPLE["v"]
+    if len(q[0]) != len(k[0]):
+        raise UsageError(f"--q rows have {len(q[0])} numbers but --k rows have {len(k[0])}: "
+                         f"queries and keys must have the same width d_k")
+    if len(k) != len(v):
+        raise UsageError(f"--k has {len(k)} rows but --v has {len(v)}: one value per key")
+    Q, K, V = (torch.tensor(m, dtype=torch.float64) for m in (q, k, v))
+    mask = None
+    if args.mask:
+        rows = parse_matrix(args.mask, "--mask", numbers=False)
+        if any(x not in (0.0, 1.0) for r in rows for x in r):
+            raise UsageError(f"--mask: entries must be 0 or 1 (1 = may attend), got {args.mask!r}")
+        if len(rows[0]) != len(k) or len(rows) not in (1, len(q)):
+            raise UsageError(f"--mask is {len(rows)}×{len(rows[0])}; it must be {len(q)}×{len(k)} "
+                             f"(queries × keys) or 1×{len(k)}")
+        mask = torch.tensor(rows, dtype=torch.bool).expand(len(q), len(k))  # (T_q, T_k)
+    d_k = Q.shape[1]
+    qn = [f"q{i + 1}" for i in range(len(q))]
+    kn = [f"k{j + 1}" for j in range(len(k))]
+
+    print("Attention(Q, K, V) = softmax(QKᵀ / √d_k) V    (numbers rounded to 4 decimals)\n")
+    _show(f"Q (queries, {len(q)}×{d_k}):", Q, qn)
+    _show(f"K (keys, {len(k)}×{d_k}):", K, kn)
+    _show(f"V (values, {len(v)}×{V.shape[1]}):", V, [f"v{j + 1}" for j in range(len(v))])
+    scores = Q @ K.T  # (T_q, T_k)
+    print(f"\n1. QKᵀ: one score per query (row) and key (column {', '.join(kn)}):")
+    _show("", scores, qn)
+    scaled = scores / math.sqrt(d_k)
+    print(f"\n2. Scale by √d_k = √{d_k} = {_fmt(math.sqrt(d_k))} (keeps the scores' variance near 1):")
+    _show("", scaled, qn)
+    if mask is not None:
+        print("\n3. Mask (1 = may attend, 0 = blocked; blocked scores become -inf):")
+        _show("", mask.to(torch.int64), qn)
+        shown = scaled.masked_fill(~mask, float("-inf"))
+        _show("   masked scores:", shown, qn)
+    else:
+        print("\n3. Mask: none (every query may attend to every key).")
+    out, weights = scaled_dot_product(Q, K, V, mask)
+    print("\n4. Softmax over each row (the weights sum to 1; a fully blocked row gets 0):")
+    _show("", weights, qn)
+    print("\n5. Weighted sum of the values, softmax(...) V:")
+    _show("", out, qn)
+    return 0

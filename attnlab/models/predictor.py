@@ -1,0 +1,116 @@
+"""A per-element predictor: one class for every position of the input sequence.
+
+Shapes: B batch, T sequence length, C input features (e.g. one-hot symbols), D model width,
+K classes, H heads, L layers.
+
+The course's ``TransformerPredictor`` (UvA DL Tutorial 6), as a plain torch module:
+
+    x (B, T, C) → input_net (Dropout → Linear C→D) → + positional encoding
+                → TransformerEncoder (L post-LN blocks, feed-forward width 2·D by default)
+                → output_net (Linear → LayerNorm → ReLU → Dropout → Linear D→K) → logits (B, T, K)
+
+Its submodules carry the course's names (``input_net``, ``positional_encoding``, ``transformer``,
+``output_net``), so its state dict and that of ``attnlab.training.TransformerPredictor`` (the
+LightningModule, which extends this class) are the same: a run trained with Lightning loads
+here without it.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..nn import PositionalEncoding, TransformerEncoder
+
+__all__ = ["ElementPredictor"]
+
+
+class ElementPredictor(nn.Module):
+    """Transformer encoder that classifies every position of a sequence.
+
+    Args:
+        input_dim: input features C per position (the number of symbols, for one-hot inputs).
+        model_dim: model width D.
+        num_classes: classes K per position.
+        num_heads: attention heads H (model_dim must be divisible by it).
+        num_layers: encoder blocks L.
+        dropout: dropout in the blocks and the output net.
+        input_dropout: dropout on the inputs.
+        dim_feedforward: feed-forward width (default 2·model_dim, as in the course).
+        norm_first: pre-LN blocks instead of the course's post-LN.
+        max_len: longest sequence the positional encoding covers.
+
+    Raises:
+        ValueError: if model_dim is not divisible by num_heads, or a size is not positive.
+
+    Shape:
+        x: (B, T, C) float features, or (B, T) integer symbols (one-hot encoded to C here);
+        mask broadcastable to (B, H, T, T), True = may attend -> logits (B, T, K).
+
+    Example:
+        >>> model = ElementPredictor(10, 32, 10, num_heads=1, num_layers=1)
+        >>> model(torch.randint(10, (2, 16))).shape
+        torch.Size([2, 16, 10])
+    """
+
+    def __init__(self, input_dim: int, model_dim: int, num_classes: int, num_heads: int,
+                 num_layers: int, dropout: float = 0.0, input_dropout: float = 0.0, *,
+                 dim_feedforward: int | None = None, norm_first: bool = False,
+                 max_len: int = 5000) -> None:
+        super().__init__()
+        for name, value in (("input_dim", input_dim), ("model_dim", model_dim),
+                            ("num_classes", num_classes)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.input_dim, self.num_classes = input_dim, num_classes
+        self.input_net = nn.Sequential(nn.Dropout(input_dropout), nn.Linear(input_dim, model_dim))
+        self.positional_encoding = PositionalEncoding(d_model=model_dim, max_len=max_len)
+        self.transformer = TransformerEncoder(
+            num_layers, input_dim=model_dim, num_heads=num_heads,
+            dim_feedforward=dim_feedforward or 2 * model_dim, dropout=dropout,
+            norm_first=norm_first,
+        )
+        self.output_net = nn.Sequential(
+            nn.Linear(model_dim, model_dim),
+            nn.LayerNorm(model_dim),
+            nn.ReLU(inplace=True),
+            nn.Dropout(dropout),
+            nn.Linear(model_dim, num_classes),
+        )
+
+    def embed(self, x: Tensor, add_positional_encoding: bool = True) -> Tensor:
+        """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""
+        if not x.is_floating_point():
+            if x.numel() and (int(x.min()) < 0 or int(x.max()) >= self.input_dim):
+                raise ValueError(f"symbols must be in 0..{self.input_dim - 1}, got values "
+                                 f"{int(x.min())}..{int(x.max())}")
+            x = F.one_hot(x, self.input_dim).float()  # (B, T, C)
+        if x.shape[-1] != self.input_dim:
+            raise ValueError(f"inputs have {x.shape[-1]} features, expected input_dim {self.input_dim}")
+        x = self.input_net(x)  # (B, T, D)
+        if add_positional_encoding:
+            x = self.positional_encoding(x)
+        return x
+
+    def forward(self, x: Tensor, mask: Tensor | None = None,
+                add_positional_encoding: bool = True) -> Tensor:
+        x = self.embed(x, add_positional_encoding)
+        x = self.transformer(x, mask=mask)  # (B, T, D)
+        return self.output_net(x)  # (B, T, K)
+
+    @torch.no_grad()
+    def get_attention_maps(self, x: Tensor, mask: Tensor | None = None,
+                           add_positional_encoding: bool = True) -> list[Tensor]:
+        """Attention weights of every layer: a list of L tensors (B, H, T, T)."""
+        x = self.embed(x, add_positional_encoding)
+        return self.transformer.get_attention_maps(x, mask=mask)
+
+    @torch.no_grad()
+    def predict(self, x: Tensor, *, batch_size: int = 4096) -> Tensor:
+        """Predicted class of every position, (B, T) -> (B, T), in batches, without gradients."""
+        was_training = self.training
+        self.eval()
+        try:
+            return torch.cat([self(chunk).argmax(-1) for chunk in x.split(batch_size)])
+        finally:
+            self.train(was_training)

@@ -1,0 +1,99 @@
+"""``TransformerPredictor``: the course's LightningModule for per-element prediction.
+
+The model is ``attnlab.models.ElementPredictor`` (same submodules, same state dict); this class
+adds what Lightning needs: hyper-parameters, the optimiser with the cosine warm-up stepped every
+iteration, and training / validation / test steps for per-element classification (cross-entropy
+over every position; accuracy per token and per whole sequence).
+"""
+from __future__ import annotations
+
+import lightning.pytorch as L
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..models.predictor import ElementPredictor
+from .module import make_optimizer
+
+__all__ = ["TransformerPredictor", "element_metrics"]
+
+
+def element_metrics(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
+    """Loss and accuracies of per-element predictions, logits (B, T, K) and labels (B, T)."""
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))  # (B·T, K)
+    correct = logits.argmax(-1) == labels  # (B, T)
+    return {"loss": loss, "acc": correct.float().mean(),
+            "seq_acc": correct.all(-1).float().mean()}
+
+
+class TransformerPredictor(ElementPredictor, L.LightningModule):
+    """The course's ``TransformerPredictor``, trainable with a Lightning ``Trainer``.
+
+    Args:
+        input_dim: input features per position (symbols, for one-hot inputs).
+        model_dim: model width D.
+        num_classes: classes per position.
+        num_heads: attention heads.
+        num_layers: encoder blocks.
+        lr: peak learning rate (the Noam factor with ``schedule="noam"``).
+        warmup: warm-up steps.
+        max_iters: steps of the cosine schedule (normally the training budget).
+        dropout: dropout in the blocks and output net.
+        input_dropout: dropout on the inputs.
+        dim_feedforward: feed-forward width (default 2·model_dim).
+        norm_first: pre-LN blocks.
+        schedule: "cosine" (the course) or "noam".
+        weight_decay: AdamW weight decay (0, the course's Adam, by default).
+
+    Batches are ``(inputs, labels)``: inputs (B, T) integer symbols (one-hot encoded inside) or
+    (B, T, input_dim) floats; labels (B, T) class indices. Training logs ``train_loss``;
+    validation and test log ``{mode}_loss``, ``{mode}_acc`` (per token) and ``{mode}_seq_acc``
+    (whole sequences right).
+
+    Example:
+        >>> model = TransformerPredictor(10, 32, 10, 1, 1, lr=5e-4, warmup=50, max_iters=500)
+        >>> L.Trainer(max_steps=500).fit(model, train_loader, val_loader)
+    """
+
+    def __init__(self, input_dim: int, model_dim: int, num_classes: int, num_heads: int,
+                 num_layers: int, lr: float, warmup: int, max_iters: int, dropout: float = 0.0,
+                 input_dropout: float = 0.0, *, dim_feedforward: int | None = None,
+                 norm_first: bool = False, schedule: str = "cosine",
+                 weight_decay: float = 0.0) -> None:
+        super().__init__(input_dim, model_dim, num_classes, num_heads, num_layers, dropout,
+                         input_dropout, dim_feedforward=dim_feedforward, norm_first=norm_first)
+        self.save_hyperparameters()
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        cfg = {"lr": hp.lr, "warmup": hp.warmup, "schedule": hp.schedule,
+               "weight_decay": hp.weight_decay}
+        opt, sched = make_optimizer(self.parameters(), cfg, model_dim=hp.model_dim,
+                                    max_steps=hp.max_iters)
+        # stepped every iteration, not every epoch, as in the course
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    def training_step(self, batch, batch_idx):
+        inputs, labels = batch
+        logits = self(inputs)  # (B, T, K)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
+        # one log call per step: each costs more than a small model's step (accuracy: validation)
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
+        return loss
+
+    def _evaluation_step(self, batch, mode: str) -> None:
+        inputs, labels = batch
+        metrics = element_metrics(self(inputs), labels)
+        self.log_dict({f"{mode}_{k}": v for k, v in metrics.items()}, prog_bar=True,
+                      batch_size=len(labels))
+
+    def validation_step(self, batch, batch_idx):
+        self._evaluation_step(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        self._evaluation_step(batch, "test")
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        if device.type == "cpu":  # tensors made on the CPU: skip Lightning's walk over the batch
+            return batch
+        return super().transfer_batch_to_device(batch, device, dataloader_idx)

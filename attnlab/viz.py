@@ -1,0 +1,188 @@
+"""Figures with matplotlib (Agg backend, PNG files): attention maps, positional encodings and
+learning-rate schedules.
+
+Shapes: L layers, H heads, T_q queries (rows), T_k keys (columns).
+
+matplotlib is imported inside each function, so ``import attnlab.viz`` stays light and nothing
+here opens a window.
+
+Example:
+    >>> from attnlab.viz import plot_attention
+    >>> plot_attention(torch.rand(2, 4, 4), list("abcd"), list("abcd"), "attention.png")
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+__all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr_curve"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display is needed or opened
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    fig.clf()
+    _pyplot().close(fig)
+    return path
+
+
+def _as_layers(maps) -> list[torch.Tensor]:
+    """A (H, T_q, T_k) map, a (1, H, T_q, T_k) batch of one, or a list of them -> L × (H, T_q, T_k)."""
+    if isinstance(maps, torch.Tensor) or hasattr(maps, "shape"):
+        maps = [maps]
+    layers = []
+    for m in maps:
+        m = torch.as_tensor(m).detach().float().cpu()
+        if m.ndim == 4 and m.shape[0] == 1:
+            m = m[0]  # (H, T_q, T_k)
+        if m.ndim == 2:
+            m = m[None]  # one head
+        if m.ndim != 3:
+            raise ValueError(f"an attention map must be (H, T_q, T_k), got shape {tuple(m.shape)}")
+        layers.append(m)
+    if not layers:
+        raise ValueError("no attention maps to plot")
+    return layers
+
+
+def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path: str | Path, *,
+                   title: str | None = None, cmap: str = "viridis") -> Path:
+    """Heatmaps of attention weights, one panel per layer (rows) and head (columns).
+
+    Args:
+        maps: a (H, T_q, T_k) tensor, or a list of them (one per layer; a leading batch of one
+            is dropped). Row i is the attention of query i over the keys.
+        x_labels: the T_k key tokens (columns).
+        y_labels: the T_q query tokens (rows).
+        path: the PNG file to write.
+        title: a title over the figure.
+        cmap: matplotlib colour map.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: if a map is not 3-D or the labels do not match its size.
+
+    Example:
+        >>> maps = model.get_attention_maps(x[:1])          # L × (1, H, T, T)
+        >>> plot_attention(maps, tokens, tokens, "attention.png", title="reverse")
+    """
+    layers = _as_layers(maps)
+    H, T_q, T_k = layers[0].shape
+    if len(x_labels) != T_k or len(y_labels) != T_q:
+        raise ValueError(f"labels ({len(y_labels)} rows, {len(x_labels)} columns) do not match "
+                         f"the maps' (T_q={T_q}, T_k={T_k})")
+    plt = _pyplot()
+    L = len(layers)
+    cell = max(2.2, 0.28 * max(T_q, T_k) + 1.0)
+    fig, axes = plt.subplots(L, H, figsize=(cell * H + 0.8, cell * L + 0.6), squeeze=False)
+    for row, layer in enumerate(layers):
+        for col in range(layer.shape[0]):
+            ax = axes[row][col]
+            image = ax.imshow(layer[col].numpy(), vmin=0, vmax=max(1e-9, float(layer[col].max())),
+                              cmap=cmap, aspect="auto")
+            ax.set_xticks(range(T_k), [str(t) for t in x_labels], rotation=90 if T_k > 12 else 0,
+                          fontsize=7 if max(T_q, T_k) > 16 else 9)
+            ax.set_yticks(range(T_q), [str(t) for t in y_labels],
+                          fontsize=7 if max(T_q, T_k) > 16 else 9)
+            ax.set_xlabel("key")
+            ax.set_ylabel("query")
+            ax.set_title(f"layer {row + 1}, head {col + 1}", fontsize=9)
+            fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | Path = "pe.png", *,
+                             dims: Sequence[int] = (0, 1, 2, 3)) -> Path:
+    """The sinusoidal encoding as a heatmap over positions × hidden dimensions, and the curves
+    of a few dimensions over the positions (even dimensions are sines, odd ones cosines).
+
+    Example:
+        >>> plot_positional_encoding(48, 96, "pe.png")
+    """
+    from .nn.positional import sinusoidal_table
+
+    if d_model < 1 or max_len < 1:
+        raise ValueError(f"d_model ({d_model}) and max_len ({max_len}) must be positive")
+    dims = [d for d in dims if d < d_model]
+    pe = sinusoidal_table(max_len, d_model)  # (max_len, D)
+    plt = _pyplot()
+    fig = plt.figure(figsize=(10, 7))
+    grid = fig.add_gridspec(2, max(1, len(dims)), height_ratios=(1.3, 1))
+    ax = fig.add_subplot(grid[0, :])
+    image = ax.imshow(pe.T.numpy(), cmap="RdGy", aspect="auto", origin="lower",
+                      extent=(0.5, max_len + 0.5, 0.5, d_model + 0.5))
+    fig.colorbar(image, ax=ax)
+    ax.set_xlabel("position in sequence")
+    ax.set_ylabel("hidden dimension")
+    ax.set_title(f"sinusoidal positional encoding (d_model={d_model})")
+    positions = torch.arange(max_len).numpy()
+    for i, d in enumerate(dims):
+        sub = fig.add_subplot(grid[1, i])
+        sub.plot(positions, pe[:, d].numpy(), color=f"C{i}", marker="o", markersize=2, linewidth=1)
+        sub.set_title(f"dimension {d} ({'sin' if d % 2 == 0 else 'cos'})", fontsize=9)
+        sub.set_xlabel("position")
+        sub.set_ylim(-1.1, 1.1)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def lr_curve(schedule: str, *, warmup: int, max_iters: int, d_model: int = 512,
+             lr: float = 1.0) -> list[float]:
+    """The learning rate at steps 0..max_iters: ``lr`` times the cosine warm-up factor, or the
+    Noam rate with ``lr`` as its factor (as ``attnlab train`` uses them)."""
+    from .schedulers import cosine_warmup_factor, noam_factor
+
+    if schedule == "cosine":
+        return [lr * cosine_warmup_factor(e, max(1, warmup), max_iters) for e in range(max_iters + 1)]
+    if schedule == "noam":
+        return [noam_factor(e, d_model, max(1, warmup), lr) for e in range(max_iters + 1)]
+    raise ValueError(f"schedule must be 'cosine' or 'noam', got {schedule!r}")
+
+
+def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
+                     title: str = "learning-rate schedule", ylabel: str = "learning rate",
+                     mark_step: int | None = None) -> Path:
+    """Learning rate against optimiser step, one panel per named curve.
+
+    Args:
+        curves: name -> values at steps 0, 1, 2, ...
+        path: the PNG file to write.
+        title: figure title.
+        ylabel: y-axis label ("learning-rate factor" for unit-lr curves).
+        mark_step: draw a dashed vertical line there (e.g. where training stopped).
+
+    Example:
+        >>> plot_lr_schedule({"cosine": lr_curve("cosine", warmup=100, max_iters=2000)}, "lr.png")
+    """
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(curves), 1, figsize=(8, 3.2 * len(curves)), squeeze=False)
+    # one panel per curve: schedules differ by orders of magnitude (a Noam rate vs a factor)
+    for ax, (name, values) in zip(axes[:, 0], curves.items()):
+        ax.plot(range(len(values)), list(values), label=name)
+        if mark_step is not None:
+            ax.axvline(mark_step, color="grey", linestyle="--", linewidth=1,
+                       label=f"stopped at step {mark_step}")
+        ax.set_xlabel("optimiser step")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    axes[0, 0].set_title(title)
+    fig.tight_layout()
+    return _save(fig, path)
