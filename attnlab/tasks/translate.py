@@ -283,6 +283,8 @@ class TranslateTask(Task):
         if cfg["data"] is None and 2 * (cfg["test_size"] + cfg["val_size"]) > cfg["max_number"]:
             raise UsageError(f"--test-size + --val-size ({cfg['test_size'] + cfg['val_size']}) "
                              f"must be at most half of --max-number ({cfg['max_number']})")
+        if cfg["data"] is not None:
+            _file_splits(cfg)  # read the files now: a malformed one fails before the run starts
 
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         from ..training import finish, fit
@@ -290,7 +292,7 @@ class TranslateTask(Task):
 
         if cfg["data"] is None:
             stream, val, test = _number_splits(cfg)
-            sample = stream.sample(20_000)
+            sample = stream.sample(5000)  # enough to see every word and fit BPE
         else:
             train, val, test = _file_splits(cfg)
             sample = train

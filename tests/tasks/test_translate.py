@@ -1,0 +1,135 @@
+"""``attnlab train translate``: tiny end-to-end runs (built-in numbers and --data FILE), the run
+directory, evaluate/predict/load, metrics, and the usage errors (exit 2, one line)."""
+import csv
+import json
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.cli import main
+from attnlab.tasks import get_task
+from attnlab.tasks.translate import TranslationTokenizers, score
+
+TINY = ["--model-dim", "16", "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "32",
+        "--batch-size", "16", "--warmup", "5", "--vocab-size", "270"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def number_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "numbers"
+    code = main(["train", "translate", "--out", str(out), "--max-number", "200", "--test-size", "12",
+                 "--val-size", "6", "--max-steps", "40", "--lr", "3e-3", *TINY])
+    assert code == 0
+    return out
+
+
+def test_number_run_writes_the_run_directory(number_run):
+    for name in ("config.yaml", "model.safetensors", "tokenizer.json", "target_tokenizer.json",
+                 "metrics.json", "cross_attention.png"):
+        assert (number_run / name).is_file(), name
+    metrics = json.loads((number_run / "metrics.json").read_text())
+    assert set(metrics) >= {"test_exact_match", "test_bleu", "test_chrf", "steps",
+                            "train_seconds", "parameters"}
+    assert metrics["steps"] == 40
+    assert 0.0 <= metrics["test_exact_match"] <= 1.0 and 0.0 <= metrics["test_chrf"] <= 100.0
+    # training did something: the logged loss fell
+    rows = list(csv.DictReader(open(number_run / "logs" / "metrics.csv")))
+    losses = [float(r["train_loss"]) for r in rows if r.get("train_loss")]
+    assert losses[-1] < losses[0] - 0.5
+
+
+def test_evaluate_reproduces_the_test_metrics_and_load_returns_model_and_tokenizers(number_run, capsys):
+    saved = json.loads((number_run / "metrics.json").read_text())
+    capsys.readouterr()
+    assert main(["evaluate", str(number_run)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    for key in ("test_exact_match", "test_bleu", "test_chrf"):
+        assert again[key] == pytest.approx(saved[key], abs=1e-9)
+    model, tok = attnlab.load(number_run)
+    assert isinstance(tok, TranslationTokenizers) and not model.training
+    src = torch.tensor([tok.encode("one hundred and seven")])
+    out = model.generate(src, _cfg(number_run)["max_target_len"])
+    expected = tok.decode(out[0, 1:].tolist())
+    assert get_task("translate").predict(number_run, _cfg(number_run), "one hundred and seven") == expected
+    # digits are spelled in the source language first
+    assert get_task("translate").translate(number_run, _cfg(number_run), ["107"]) == [expected]
+
+
+def _cfg(run_dir):
+    from attnlab.runs import read_yaml
+
+    return read_yaml(run_dir / "config.yaml")
+
+
+def test_user_data_file_with_custom_columns(tmp_path):
+    data = tmp_path / "pairs.tsv"
+    words = ["a", "b", "c", "d", "e"]
+    lines = ["en\tde"] + [f"{x} {y}\t{y} {x}" for x in words for y in words]
+    data.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    code = main(["train", "translate", "--data", str(data), "--src-column", "en", "--tgt-column", "de",
+                 "--tgt-tokenizer", "word", "--out", str(out), "--max-steps", "15", "--val-size", "2",
+                 *TINY])
+    assert code == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {"test_exact_match", "test_bleu", "test_chrf"} <= set(metrics)
+    cfg = _cfg(out)
+    assert cfg["data"] == str(data) and cfg["tgt_tokenizer"] == "word"
+
+
+def test_score_counts_exact_matches_and_uses_character_bleu_for_one_word_targets():
+    refs = ["dreihundert", "zweitausendeins", "null", "sieben"]
+    perfect = score(refs, refs)
+    assert perfect == {"test_exact_match": 1.0, "test_bleu": pytest.approx(100.0),
+                       "test_chrf": pytest.approx(100.0)}
+    half = score(["dreihundert", "zweitausendzwei", "eins", "sieben"], refs)
+    assert half["test_exact_match"] == 0.5 and 0 < half["test_bleu"] < 100
+
+
+def error_of(capsys, argv):
+    capsys.readouterr()
+    code = main(argv)
+    err = capsys.readouterr().err
+    return code, err
+
+
+def test_unknown_language_is_a_usage_error_naming_it(capsys, tmp_path):
+    code, err = error_of(capsys, ["train", "translate", "--tgt", "klingon", "--out", str(tmp_path / "r")])
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "--tgt: unknown language 'klingon'" in err and "e.g. en, de, fr" in err
+    assert not (tmp_path / "r").exists()  # nothing was written
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("source,text\none,eins\n", "no column 'target' (columns: source, text)"),
+    ("source,target\none,eins,zwei\n", "line 2: 3 fields, but the header has 2"),
+    ("source,target\none,\n", "line 2: empty value in column 'target'"),
+])
+def test_malformed_data_file_is_a_usage_error_naming_file_and_problem(capsys, tmp_path, content, needle):
+    data = tmp_path / "bad.csv"
+    data.write_text(content)
+    code, err = error_of(capsys, ["train", "translate", "--data", str(data), "--out", str(tmp_path / "r")])
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert str(data) in err and needle in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--data", "missing.csv"], "--data: file not found: missing.csv"),
+    (["--epochs", "2"], "--epochs: the built-in numbers are generated without end"),
+    (["--max-number", "100", "--test-size", "60"], "--test-size + --val-size (260) must be at most half"),
+    (["--vocab-size", "100"], "--vocab-size must be an integer >= 260, got 100"),
+    (["--src-tokenizer", "sentencepiece"], "argument --src-tokenizer: invalid choice"),
+])
+def test_bad_flags_are_usage_errors(capsys, tmp_path, argv, needle):
+    code, err = error_of(capsys, ["train", "translate", "--out", str(tmp_path / "r"), *argv])
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
