@@ -172,6 +172,13 @@ class CausalLM(nn.Module):
         """
         return self.lm_head(self.hidden_states(input_ids, attention_mask, positions=positions))
 
+    @torch.no_grad()
+    def get_attention_maps(self, input_ids: Tensor) -> list[Tensor]:
+        """Every layer's causal attention weights on ``input_ids`` (B, T): L × (B, H, T, T)."""
+        self._check_ids(input_ids)
+        x = self.embed(input_ids, torch.arange(input_ids.shape[1], device=input_ids.device))
+        return self.encoder.get_attention_maps(x, is_causal=True)
+
     # ---- generation ----------------------------------------------------------------------
     def generate(self, input_ids: Tensor, max_new_tokens: int, *, do_sample: bool = False,
                  temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
@@ -209,13 +216,35 @@ class CausalLM(nn.Module):
         return torch.cat([input_ids, *new], dim=1)
 
     def stream(self, input_ids: Tensor, max_new_tokens: int, *,
-               attention_mask: Tensor | None = None, **options) -> Iterator[Tensor]:
+               attention_mask: Tensor | None = None, slide: bool = False,
+               **options) -> Iterator[Tensor]:
         """Like ``generate``, but yields each step's new tokens (B, 1) as soon as they exist
-        (the CLI prints them while the next one is computed). Same arguments."""
-        input_ids, attention_mask = self._prepare(input_ids, max_new_tokens, attention_mask)
+        (the CLI prints them while the next one is computed). Same arguments, and:
+
+        Args:
+            slide: for unpadded prompts, go on past ``max_len``: when the context is full,
+                keep its last max_len // 2 tokens, re-read them, and continue (each round is
+                cached; the model never sees more than max_len tokens). The prompt is cut to
+                its last max_len - 1 tokens if longer.
+        """
         _selector(options.get("do_sample", False), options.get("temperature", 1.0),
                   options.get("top_k"), options.get("top_p"), None)  # bad options fail here
+        if slide and attention_mask is None and input_ids.shape[-1] + max_new_tokens > self.max_len:
+            self._prepare(input_ids[:, : 1], 0, None)  # validate the ids
+            return self._slide(input_ids[:, -(self.max_len - 1):], max_new_tokens, options)
+        input_ids, attention_mask = self._prepare(input_ids, max_new_tokens, attention_mask)
         return self._stream(input_ids, max_new_tokens, attention_mask, **options)
+
+    def _slide(self, context: Tensor, n: int, options: dict) -> Iterator[Tensor]:
+        keep = max(1, self.max_len // 2)
+        while n > 0:
+            m = min(n, self.max_len - context.shape[1])
+            new = list(self._stream(context, m, None, **options))
+            yield from new
+            n -= m
+            if len(new) < m:  # every row emitted EOS
+                return
+            context = torch.cat([context, *new], dim=1)[:, -keep:]
 
     def _prepare(self, input_ids: Tensor, max_new_tokens: int, attention_mask: Tensor | None
                  ) -> tuple[Tensor, Tensor | None]:

@@ -1,0 +1,111 @@
+"""``attnlab generate DIR --prompt TEXT``: continue a prompt with a trained language model,
+printing the text as it is produced. Never imports Lightning."""
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "generate", help="continue a prompt with a trained lm run (streams the text)",
+        description="Continue --prompt with the language model of an `attnlab train lm` run, "
+                    "printing each piece of text as soon as it is generated. Samples by "
+                    "default (--temperature, --top-k, --top-p); --greedy takes the most likely "
+                    "token each step.")
+    p.add_argument("run_dir", metavar="DIR")
+    p.add_argument("--prompt", required=True, metavar="TEXT")
+    p.add_argument("--max-new-tokens", type=int, default=200, metavar="N",
+                   help="tokens to generate at most (default 200)")
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T",
+                   help="> 0; lower is more conservative (default 1.0)")
+    p.add_argument("--top-k", type=int, metavar="K", help="sample among the K most likely tokens")
+    p.add_argument("--top-p", type=float, metavar="P", help="sample from the nucleus of mass P")
+    p.add_argument("--stop", action="append", metavar="S", default=[],
+                   help="stop before this text appears (repeatable)")
+    p.add_argument("--seed", type=int, metavar="N", help="seed for reproducible sampling")
+    p.add_argument("--greedy", action="store_true", help="argmax decoding instead of sampling")
+    p.set_defaults(func=run)
+
+
+def _check(args) -> None:
+    from ..errors import UsageError
+
+    if args.max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    if not args.temperature > 0:
+        raise UsageError(f"--temperature must be > 0, got {args.temperature}")
+    if args.top_k is not None and args.top_k < 1:
+        raise UsageError(f"--top-k must be >= 1, got {args.top_k}")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        raise UsageError(f"--top-p must be in (0, 1], got {args.top_p}")
+    if any(not s for s in args.stop):
+        raise UsageError("--stop must not be empty")
+
+
+class StopStreamer:
+    """Turns generated ids into printable text as they arrive, cut before any stop string.
+
+    Text is held back while it could still be the start of a stop string, and while it ends
+    in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
+    rest of its bytes arrive).
+    """
+
+    def __init__(self, tokenizer, stops: list[str]) -> None:
+        self.tokenizer, self.stops = tokenizer, stops
+        self.ids: list[int] = []
+        self.printed = 0
+        self.hold = max((len(s) for s in stops), default=1) - 1
+        self.stopped = False
+
+    def add(self, token: int) -> str:
+        """The new printable text after ``token``; sets ``stopped`` at a stop string."""
+        self.ids.append(token)
+        text = self.tokenizer.decode(self.ids)
+        hits = [i for i in (text.find(s, max(0, self.printed - len(s))) for s in self.stops) if i >= 0]
+        if hits:
+            self.stopped = True
+            return self._emit(text, min(hits))
+        end = len(text) - self.hold
+        while end > self.printed and text[end - 1] == "\ufffd":
+            end -= 1
+        return self._emit(text, end)
+
+    def flush(self) -> str:
+        return "" if self.stopped else self._emit(self.tokenizer.decode(self.ids), None)
+
+    def _emit(self, text: str, end: int | None) -> str:
+        end = len(text) if end is None else end
+        piece = text[self.printed:end] if end > self.printed else ""
+        self.printed = max(self.printed, end)
+        return piece
+
+
+def run(args) -> int:
+    import torch
+
+    from ..runs import check_run_dir
+    from ..tasks import get_task
+
+    _check(args)
+    run_dir, cfg = check_run_dir(args.run_dir, tasks=("lm",), command="generate")
+    task = get_task("lm")
+    model, tokenizer = task.load(run_dir, cfg)
+    ids = task.encode_prompt(tokenizer, args.prompt)
+    generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
+    stream = model.stream(torch.tensor([ids]), args.max_new_tokens, do_sample=not args.greedy,
+                          temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                          eos_token_id=tokenizer.eos_id, generator=generator,
+                          slide=True)  # past the context length: keep its last half
+    out = StopStreamer(tokenizer, args.stop)
+    sys.stdout.write(args.prompt)
+    for token in stream:
+        t = int(token[0, 0])
+        if t == tokenizer.eos_id:
+            break
+        sys.stdout.write(out.add(t))
+        sys.stdout.flush()
+        if out.stopped:
+            break
+    sys.stdout.write(out.flush() + "\n")
+    sys.stdout.flush()
+    return 0

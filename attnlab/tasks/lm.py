@@ -1,0 +1,245 @@
+"""``attnlab train lm --data PATH``: a decoder-only language model on the user's own text.
+
+PATH is a directory written by ``attnlab prepare`` (memory-mapped token files, streamed from
+disk), or a text file, prepared on the fly into ``RUN_DIR/data``. Training draws random windows
+of ``--block-size`` + 1 tokens from train.bin; ``val_loss`` (mean next-token cross-entropy in
+nats) and ``val_perplexity`` = exp(val_loss) are measured on non-overlapping windows of
+val.bin by ``lm_metrics``, shared by ``run`` and ``evaluate`` (plain torch, no Lightning).
+
+Shapes: B batch, T block size, V vocabulary.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import UsageError
+from .base import Task
+
+__all__ = ["LMTask", "TASK", "lm_metrics", "build_model"]
+
+_TOKENIZERS = ("char", "word", "bpe")
+_POSITIONAL = ("learned", "sinusoidal", "rope")
+
+
+def build_model(cfg: dict[str, Any]):
+    """The ``CausalLM`` a run's configuration describes."""
+    from ..models.causal_lm import CausalLM
+
+    return CausalLM(cfg["vocab_size"], model_dim=cfg["model_dim"], num_heads=cfg["num_heads"],
+                    num_layers=cfg["num_layers"], dim_feedforward=cfg["dim_feedforward"],
+                    max_len=cfg["block_size"], dropout=cfg["dropout"],
+                    norm_first=bool(cfg["norm_first"]), positional=cfg["positional"],
+                    activation=cfg["activation"], tie_weights=bool(cfg["tie_weights"]))
+
+
+@torch.no_grad()
+def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None) -> dict[str, float]:
+    """``val_loss`` (mean next-token cross-entropy, nats) and ``val_perplexity`` = exp(val_loss)
+    over the first ``max_batches`` batches of ``windows`` (a ``TokenWindows``), every token
+    weighted equally."""
+    import torch.nn.functional as F
+
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    n = len(windows) if max_batches is None else min(len(windows), max_batches * batch_size)
+    for start in range(0, n, batch_size):
+        inputs, targets = (torch.stack(t) for t in zip(*(windows[i] for i in
+                                                          range(start, min(start + batch_size, n)))))
+        logits = model(inputs)  # (B, T, V)
+        total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
+        count += targets.numel()
+    model.train(was_training)
+    loss = total / count
+    return {"val_loss": loss, "val_perplexity": math.exp(min(loss, 700.0))}
+
+
+class LMTask(Task):
+    name = "lm"
+    help = "train a decoder-only (GPT-style) language model on your text (--data FILE or DIR)"
+    has_tokenizer = True
+    defaults: dict[str, Any] = {
+        "data": None, "tokenizer": "char", "vocab_size": None, "block_size": 128,
+        "positional": "learned", "activation": "gelu", "tie_weights": True,
+        "val_batches": 20, "predict_tokens": 100,
+        "model_dim": 128, "num_heads": 4, "num_layers": 4, "dim_feedforward": 512,
+        "dropout": 0.1, "norm_first": True, "batch_size": 32, "max_steps": 2000,
+        "lr": 1e-3, "warmup": 100,
+    }
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        g = parser.add_argument_group("lm task")
+        g.add_argument("--data", metavar="PATH",
+                       help="a directory from `attnlab prepare`, or a UTF-8 text file")
+        g.add_argument("--tokenizer", choices=_TOKENIZERS,
+                       help="for a text file: char (default), word or bpe")
+        g.add_argument("--vocab-size", type=int, metavar="N",
+                       help="for a text file: vocabulary cap (char/word) or size (bpe)")
+        g.add_argument("--block-size", type=int, metavar="N",
+                       help="context length in tokens, the model's max_len (default 128)")
+        g.add_argument("--positional", choices=_POSITIONAL, help="position encoding (learned)")
+        g.add_argument("--val-batches", type=int, metavar="N",
+                       help="validation batches for val_loss (default 20)")
+
+    def validate(self, cfg: dict[str, Any]) -> None:
+        from ..data.corpus import read_meta
+
+        if not cfg.get("data"):
+            raise UsageError("--data is required: a directory from `attnlab prepare` or a text file")
+        data = Path(cfg["data"])
+        if data.is_dir():
+            read_meta(data)
+        elif not data.is_file():
+            raise UsageError(f"--data: not found: {data}")
+        for key, low in (("block_size", 2), ("val_batches", 1), ("predict_tokens", 1)):
+            value = cfg.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise UsageError(f"--{key.replace('_', '-')} must be an integer >= {low}, got {value!r}")
+        if cfg["tokenizer"] not in _TOKENIZERS:
+            raise UsageError(f"--tokenizer must be one of {', '.join(_TOKENIZERS)}, got {cfg['tokenizer']!r}")
+        if cfg["positional"] not in _POSITIONAL:
+            raise UsageError(f"--positional must be one of {', '.join(_POSITIONAL)}, got {cfg['positional']!r}")
+        vs = cfg.get("vocab_size")
+        if vs is not None and (isinstance(vs, bool) or not isinstance(vs, int) or vs < 5):
+            raise UsageError(f"--vocab-size must be an integer >= 5, got {vs!r}")
+
+    # ---- data -------------------------------------------------------------------------------
+    def data_dir(self, cfg: dict[str, Any], run_dir: Path) -> Path:
+        """The prepared corpus: --data itself, or RUN_DIR/data prepared from a text file."""
+        from ..data.corpus import prepare
+
+        data = Path(cfg["data"])
+        if data.is_dir():
+            return data
+        out = Path(run_dir) / "data"
+        if not (out / "meta.json").is_file():
+            print(f"preparing {data} -> {out} ({cfg['tokenizer']} tokenizer)", flush=True)
+            prepare([data], out, tokenizer=cfg["tokenizer"], vocab_size=cfg.get("vocab_size"))
+        return out
+
+    @staticmethod
+    def windows(cfg: dict[str, Any], split: str, *, stride: int | None = None):
+        from ..data.corpus import TokenWindows
+
+        path = Path(cfg["data_dir"]) / f"{split}.bin"
+        if not path.is_file():
+            raise UsageError(f"{path} not found: the prepared corpus of this run moved or was "
+                             f"deleted (data_dir in config.yaml)")
+        return TokenWindows(path, cfg["block_size"], dtype=cfg["dtype"], stride=stride)
+
+    # ---- training -----------------------------------------------------------------------
+    def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+        from torch.utils.data import DataLoader, RandomSampler
+
+        from ..data.corpus import read_meta
+        from ..tokenizers import load_tokenizer
+        from ..training import finish, fit  # Lightning is imported here
+        from ..training.lm import LMModule
+
+        data_dir = self.data_dir(cfg, run_dir)
+        meta = read_meta(data_dir)
+        cfg.update(data_dir=str(data_dir.resolve()), vocab_size=meta["vocab_size"],
+                   dtype=meta["dtype"])
+        tokenizer = load_tokenizer(data_dir / "tokenizer.json")
+        train = self.windows(cfg, "train", stride=1)
+        val = self.windows(cfg, "val")
+        B = cfg["batch_size"]
+        max_steps = cfg["max_steps"]
+        if cfg.get("epochs"):  # an epoch: every token seen once, in non-overlapping windows
+            max_steps = cfg["epochs"] * max(1, meta["train_tokens"] // (cfg["block_size"] * B))
+        sampler = RandomSampler(train, replacement=True, num_samples=max_steps * B,
+                                generator=torch.Generator().manual_seed(cfg["seed"]))
+        model = build_model(cfg)
+        module = LMModule(model, cfg, max_steps)
+        val_every = cfg.get("val_every")
+        result = fit(module, DataLoader(train, batch_size=B, sampler=sampler),
+                     DataLoader(val, batch_size=B), cfg, run_dir, max_steps=max_steps,
+                     val_check_interval=min(val_every, max_steps) if val_every else None,
+                     limit_val_batches=cfg["val_batches"])
+        metrics = {}
+        if result.is_global_zero:
+            metrics = lm_metrics(model, val, B, cfg["val_batches"])
+            self.figures(cfg, run_dir, result.steps, max_steps)
+        return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
+
+    @staticmethod
+    def figures(cfg: dict[str, Any], run_dir: Path, steps: int, max_steps: int) -> None:
+        """lr_schedule.png: the learning rate over the run."""
+        from ..viz import lr_curve, plot_lr_schedule
+
+        curve = lr_curve(cfg["schedule"], warmup=cfg["warmup"], max_iters=max_steps,
+                         d_model=cfg["model_dim"], lr=cfg["lr"])
+        plot_lr_schedule({cfg["schedule"]: curve}, Path(run_dir) / "lr_schedule.png",
+                         mark_step=steps if steps < max_steps else None)
+
+    # ---- using a trained run (no Lightning) ----------------------------------------------
+    def load(self, run_dir: Path, cfg: dict[str, Any]):
+        from ..runs import load_weights
+        from ..tokenizers import load_tokenizer
+
+        model = build_model(cfg)
+        load_weights(model, Path(run_dir) / "model.safetensors")
+        return model.eval(), load_tokenizer(Path(run_dir) / "tokenizer.json")
+
+    def encode_prompt(self, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:
+        ids = tokenizer.encode(text)
+        if not ids:
+            raise UsageError(f"{what} is empty; give some text to continue")
+        return ids
+
+    def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+        """The greedy continuation of ``text`` (``predict_tokens`` tokens), on one line."""
+        model, tokenizer = self.load(run_dir, cfg)
+        ids = self.encode_prompt(tokenizer, text, what="--input")
+        n = min(cfg["predict_tokens"], model.max_len - 1)
+        ids = ids[-(model.max_len - n):]
+        out = model.generate(torch.tensor([ids]), n, eos_token_id=tokenizer.eos_id)
+        return tokenizer.decode(out[0, len(ids):].tolist()).replace("\n", " ")
+
+    def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+        """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE)."""
+        from ..data.corpus import TokenWindows
+
+        model, tokenizer = self.load(run_dir, cfg)
+        if data is None:
+            windows = self.windows(cfg, "val")
+            return lm_metrics(model, windows, cfg["batch_size"], cfg["val_batches"])
+        path = Path(data)
+        if not path.is_file():
+            raise UsageError(f"--data: file not found: {path}")
+        ids = tokenizer.encode(path.read_text(encoding="utf-8"))
+        T = min(cfg["block_size"], len(ids) - 1)
+        if T < 1:
+            raise UsageError(f"--data {path} holds fewer than 2 tokens")
+        windows = _ListWindows(ids, T)
+        return lm_metrics(model, windows, cfg["batch_size"])
+
+    def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
+        """``attnlab plot attention`` on an lm run: the causal maps over the tokens of ``text``."""
+        model, tokenizer = self.load(run_dir, cfg)
+        ids = self.encode_prompt(tokenizer, text, what="--input")[: model.max_len]
+        maps = [m[0] for m in model.get_attention_maps(torch.tensor([ids]))]  # L × (H, T, T)
+        labels = [tokenizer.decode([i]) or "·" for i in ids]
+        return maps, labels, labels
+
+
+class _ListWindows:
+    """Non-overlapping (input, target) windows of an in-memory list of ids (``evaluate --data``)."""
+
+    def __init__(self, ids: list[int], T: int) -> None:
+        self.ids, self.T = torch.tensor(ids), T
+
+    def __len__(self) -> int:
+        return (len(self.ids) - 1) // self.T
+
+    def __getitem__(self, i: int):
+        w = self.ids[i * self.T : i * self.T + self.T + 1]
+        return w[:-1], w[1:]
+
+
+TASK = LMTask()

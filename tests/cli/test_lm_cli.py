@@ -1,0 +1,105 @@
+"""`attnlab prepare` and `attnlab generate` from the command line."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.cli import main
+from attnlab.commands.generate import StopStreamer
+from attnlab.tokenizers import BPETokenizer, CharTokenizer
+
+TEXT = "hello world. " * 200
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gen")
+    (tmp / "t.txt").write_text(TEXT, encoding="utf-8")
+    assert main(["prepare", str(tmp / "t.txt"), "--out", str(tmp / "data")]) == 0
+    assert main(["train", "lm", "--data", str(tmp / "data"), "--out", str(tmp / "run"),
+                 "--max-steps", "40", "--model-dim", "32", "--num-heads", "2", "--num-layers", "1",
+                 "--dim-feedforward", "64", "--block-size", "16", "--batch-size", "16",
+                 "--lr", "1e-2", "--warmup", "5", "--val-batches", "2", "--threads", "1"]) == 0
+    return tmp / "run"
+
+
+def test_prepare_prints_a_summary(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text(TEXT, encoding="utf-8")
+    assert main(["prepare", str(tmp_path / "a.txt"), "--out", str(tmp_path / "d"),
+                 "--tokenizer", "bpe", "--vocab-size", "270"]) == 0
+    out = capsys.readouterr().out
+    assert "train" in out and "bpe vocabulary of" in out
+    assert (tmp_path / "d" / "meta.json").is_file()
+
+
+def test_greedy_generation_prints_the_models_continuation(run, capsys):
+    assert main(["generate", str(run), "--prompt", "hello", "--max-new-tokens", "12", "--greedy"]) == 0
+    printed = capsys.readouterr().out
+    model, tok = attnlab.load(run)
+    ids = torch.tensor([tok.encode("hello")])
+    ids = torch.cat([ids, *model.stream(ids, 12, slide=True)], 1)
+    assert printed == tok.decode(ids[0].tolist()) + "\n"
+
+
+def test_generation_beyond_the_context_and_seeded_sampling(run, capsys):
+    args = ["generate", str(run), "--prompt", "hel", "--max-new-tokens", "40", "--seed", "3",
+            "--temperature", "0.8", "--top-k", "5", "--top-p", "0.9"]
+    assert main(args) == 0 and main(args) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first == second and len(first) == 3 + 40  # 40 characters past a 16-token context
+
+
+def test_stop_string_ends_the_output_before_it(run, capsys):
+    assert main(["generate", str(run), "--prompt", "hello", "--greedy", "--max-new-tokens", "30",
+                 "--stop", "wor"]) == 0
+    printed = capsys.readouterr().out
+    model, tok = attnlab.load(run)
+    new = model.stream(torch.tensor([tok.encode("hello")]), 30, slide=True)  # past the context
+    full = tok.decode(torch.cat(list(new), 1)[0].tolist())
+    assert "wor" in full  # the model has learned the text, so the stop string comes up
+    assert printed == "hello" + full[: full.index("wor")] + "\n"
+
+
+def test_streamer_holds_back_possible_stop_prefixes_and_partial_characters():
+    tok = CharTokenizer.fit(["abcdef"])
+    s = StopStreamer(tok, ["cd"])
+    pieces = []
+    for i in tok.encode("abcdef"):
+        pieces.append(s.add(i))
+        if s.stopped:
+            break
+    assert pieces == ["", "a", "b", ""] and s.stopped  # "c" waited: it could start "cd"
+    bpe = BPETokenizer.fit(["x"], vocab_size=260)
+    s = StopStreamer(bpe, [])
+    ids = bpe.encode("é!")  # é is two bytes: its first byte alone is not printable yet
+    assert [s.add(i) for i in ids] == ["", "é", "!"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--prompt", ""], "--prompt is empty"),
+    (["--prompt", "hi", "--temperature", "0"], "--temperature"),
+    (["--prompt", "hi", "--top-k", "0"], "--top-k"),
+    (["--prompt", "hi", "--stop", ""], "--stop"),
+])
+def test_generate_errors(run, args, message, capsys):
+    assert main(["generate", str(run), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_generate_runs_without_lightning_and_fails_cleanly(run, tmp_path):
+    code = ("import sys; from attnlab.cli import main; "
+            f"rc = main(['generate', {str(run)!r}, '--prompt', 'he', '--max-new-tokens', '5']); "
+            "assert 'lightning' not in sys.modules, 'lightning imported'; sys.exit(rc)")
+    ok = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("he") and ok.stderr == ""
+    bad = subprocess.run([sys.executable, "-m", "attnlab", "generate", str(tmp_path), "--prompt", "x"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and str(tmp_path) in bad.stderr
+    missing = subprocess.run([sys.executable, "-m", "attnlab", "prepare", str(tmp_path / "no.txt"),
+                              "--out", str(tmp_path / "d")], capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.strip() == f"attnlab: error: file not found: {tmp_path / 'no.txt'}"

@@ -1,0 +1,122 @@
+"""Memory-mapped corpora: prepare streams files into token files; windows read only what they
+touch."""
+import json
+import random
+import tracemalloc
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.data.corpus import TokenWindows, iter_text_chunks, prepare
+from attnlab.errors import UsageError
+from attnlab.tokenizers import load_tokenizer
+
+TEXT = "the cat sat on the mat.\nA dog ran — far away! ünïcödé\n\n" * 40
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_chunks_rebuild_each_file_and_never_cut_a_word(tmp_path):
+    a, b = write(tmp_path, "a.txt", TEXT), write(tmp_path, "b.txt", "x y\nz")
+    chunks = list(iter_text_chunks([a, b], chunk_chars=50))
+    assert "".join(t for i, t in chunks if i == 0) == TEXT
+    assert "".join(t for i, t in chunks if i == 1) == "x y\nz"
+    assert all(len(t) <= 50 for _, t in chunks)
+    words = set(TEXT.split())
+    for _, t in chunks[:-2]:  # every piece of file a ends at white space
+        assert t[-1] in " \n" and set(t.split()) <= words
+
+
+@pytest.mark.parametrize("chunk_chars", [37, 1 << 20])
+def test_prepare_char_tokens_equal_encoding_the_whole_text(tmp_path, chunk_chars):
+    a, b = write(tmp_path, "a.txt", TEXT), write(tmp_path, "b.txt", "second file\n")
+    meta = prepare([a, b], tmp_path / "out", tokenizer="char", val_fraction=0.2,
+                   chunk_chars=chunk_chars)
+    tok = load_tokenizer(tmp_path / "out" / "tokenizer.json")
+    train = np.fromfile(tmp_path / "out" / "train.bin", dtype=np.uint16)
+    val = np.fromfile(tmp_path / "out" / "val.bin", dtype=np.uint16)
+    total = len(TEXT) + len("second file\n")
+    cut = int(total * 0.8)
+    # the files with EOS between them; the last 20 % of the characters are held out
+    assert train.tolist() == tok.encode(TEXT[:cut])
+    assert val.tolist() == tok.encode(TEXT[cut:]) + [tok.eos_id] + tok.encode("second file\n")
+    assert meta["train_tokens"] == len(train) and meta["val_tokens"] == len(val)
+    assert meta["dtype"] == "uint16" and meta["vocab_size"] == tok.vocab_size
+    assert json.loads((tmp_path / "out" / "meta.json").read_text()) == meta
+
+
+@pytest.mark.parametrize("kind", ["word", "bpe"])
+def test_prepare_word_and_bpe_decode_back_to_the_text(tmp_path, kind):
+    a = write(tmp_path, "a.txt", TEXT)
+    prepare([a], tmp_path / "out", tokenizer=kind, vocab_size=300 if kind == "bpe" else None,
+            chunk_chars=64)
+    tok = load_tokenizer(tmp_path / "out" / "tokenizer.json")
+    ids = [np.fromfile(tmp_path / "out" / f"{s}.bin", dtype=np.uint16) for s in ("train", "val")]
+    assert tok.decode(np.concatenate(ids).tolist()) == TEXT
+
+
+def test_prepare_errors_name_the_problem(tmp_path):
+    with pytest.raises(UsageError, match="missing.txt"):
+        prepare([tmp_path / "missing.txt"], tmp_path / "o")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok \xff\xfe no")
+    with pytest.raises(UsageError, match="bad.txt is not UTF-8"):
+        prepare([bad], tmp_path / "o")
+    with pytest.raises(UsageError, match="too small"):
+        prepare([write(tmp_path, "tiny.txt", "ab")], tmp_path / "o")
+    with pytest.raises(UsageError, match="--tokenizer"):
+        prepare([bad], tmp_path / "o", tokenizer="sentencepiece")
+
+
+def test_windows_are_shifted_pairs_read_through_a_memmap(tmp_path):
+    path = tmp_path / "t.bin"
+    np.arange(100, dtype=np.uint16).tofile(path)
+    train = TokenWindows(path, 8, dtype="uint16", stride=1)
+    assert isinstance(train.data, np.memmap) and len(train) == 100 - 8
+    x, y = train[5]
+    assert x.dtype == torch.int64 and x.tolist() == list(range(5, 13)) and y.tolist() == list(range(6, 14))
+    assert train[-1][1][-1] == 99
+    val = TokenWindows(path, 8, dtype="uint16")  # non-overlapping tiles
+    assert len(val) == 12 and val[1][0][0] == 8
+    with pytest.raises(UsageError, match="--block-size"):
+        TokenWindows(path, 100, dtype="uint16")
+
+
+def _rss_mib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+def test_windows_never_load_the_whole_file(tmp_path):
+    # a 256 MiB token file (sparse on disk); reading windows must stay far below a 32 MiB cap
+    path = tmp_path / "big.bin"
+    with open(path, "wb") as f:
+        f.truncate(256 * 2**20)
+    before = _rss_mib()
+    ds = TokenWindows(path, 256, dtype="uint16", stride=1)
+    rng = random.Random(0)
+    batch = torch.stack([ds[rng.randrange(len(ds))][0] for _ in range(200)])
+    grown = _rss_mib() - before
+    assert batch.shape == (200, 256)
+    assert grown < 32, f"resident memory grew by {grown:.0f} MiB reading 200 windows"
+
+
+def test_prepare_memory_does_not_grow_with_the_corpus(tmp_path):
+    def peak_bytes(n_chars: int) -> int:
+        text = "".join(random.Random(n_chars).choices("abcdefgh \n", k=n_chars))
+        path = write(tmp_path, f"corpus{n_chars}.txt", text)
+        tracemalloc.start()
+        prepare([path], tmp_path / f"out{n_chars}", tokenizer="char", chunk_chars=4096)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return peak
+
+    peak_bytes(20_000)  # imports and caches first
+    small, large = peak_bytes(100_000), peak_bytes(400_000)
+    assert large < 1.2 * small + 20_000, f"peak {small} B for 100 kB of text, {large} B for 400 kB"
+    assert large < 400_000 / 2

@@ -1,0 +1,98 @@
+"""``attnlab train lm``: a tiny prepare -> train -> evaluate -> generate run, in-process."""
+import json
+import math
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import attnlab
+from attnlab.cli import main
+from attnlab.data.corpus import TokenWindows, prepare
+from attnlab.errors import UsageError
+from attnlab.models import CausalLM
+from attnlab.tasks.lm import TASK, lm_metrics
+
+TEXT = "abcabdabcabe " * 300 + "\n"
+TINY = ["--max-steps", "60", "--model-dim", "32", "--num-heads", "2", "--num-layers", "1",
+        "--dim-feedforward", "64", "--block-size", "24", "--batch-size", "16", "--lr", "1e-2",
+        "--warmup", "5", "--dropout", "0", "--val-batches", "4", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lm")
+    (tmp / "text.txt").write_text(TEXT, encoding="utf-8")
+    prepare([tmp / "text.txt"], tmp / "data", tokenizer="char")
+    assert main(["train", "lm", "--data", str(tmp / "data"), "--out", str(tmp / "run"), *TINY]) == 0
+    return tmp
+
+
+def test_run_directory_and_metrics(run):
+    files = {p.name for p in (run / "run").iterdir()}
+    assert {"config.yaml", "model.safetensors", "tokenizer.json", "metrics.json",
+            "lr_schedule.png", "checkpoints"} <= files
+    metrics = json.loads((run / "run" / "metrics.json").read_text())
+    assert {"val_loss", "val_perplexity", "steps", "train_seconds", "parameters"} <= set(metrics)
+    assert metrics["steps"] == 60
+    assert metrics["val_perplexity"] == pytest.approx(math.exp(metrics["val_loss"]), rel=1e-6)
+    # the text is nearly deterministic: a trained model is far better than uniform guessing
+    assert metrics["val_loss"] < 0.5 * math.log(9)
+
+
+def test_load_evaluate_and_greedy_continuation(run):
+    model, tokenizer = attnlab.load(run / "run")
+    assert isinstance(model, CausalLM) and not model.training
+    metrics = json.loads((run / "run" / "metrics.json").read_text())
+    cfg = __import__("yaml").safe_load((run / "run" / "config.yaml").read_text())
+    again = TASK.evaluate(run / "run", cfg, None)
+    assert again["val_loss"] == pytest.approx(metrics["val_loss"], abs=1e-5)
+    out = model.generate(torch.tensor([tokenizer.encode("abcab")]), 7)
+    assert tokenizer.decode(out[0].tolist()).startswith("abcab")
+    assert TASK.predict(run / "run", cfg, "abcab")  # one line of continuation
+
+
+def test_evaluate_on_a_text_file(run):
+    cfg = __import__("yaml").safe_load((run / "run" / "config.yaml").read_text())
+    (run / "other.txt").write_text("abcabd " * 30, encoding="utf-8")
+    metrics = TASK.evaluate(run / "run", cfg, str(run / "other.txt"))
+    assert set(metrics) == {"val_loss", "val_perplexity"} and metrics["val_loss"] > 0
+
+
+def test_lm_metrics_is_the_token_mean_cross_entropy(tmp_path):
+    import numpy as np
+
+    np.arange(40, dtype=np.uint16).__mod__(7).astype(np.uint16).tofile(tmp_path / "v.bin")
+    windows = TokenWindows(tmp_path / "v.bin", 6, dtype="uint16")
+    torch.manual_seed(0)
+    lm = CausalLM(7, model_dim=16, num_heads=2, num_layers=1, max_len=6).eval()
+    x = torch.stack([windows[i][0] for i in range(len(windows))])
+    y = torch.stack([windows[i][1] for i in range(len(windows))])
+    with torch.no_grad():
+        expected = torch.nn.functional.cross_entropy(lm(x).flatten(0, 1), y.flatten())
+    got = lm_metrics(lm, windows, batch_size=4)  # uneven batches: still every token once
+    assert_close(got["val_loss"], float(expected), atol=1e-6, rtol=1e-6)
+    assert_close(got["val_perplexity"], math.exp(float(expected)), atol=1e-5, rtol=1e-6)
+
+
+def test_train_on_a_plain_text_file_prepares_it_in_the_run(tmp_path):
+    (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
+    args = ["train", "lm", "--data", str(tmp_path / "t.txt"), "--out", str(tmp_path / "r"),
+            "--tokenizer", "word", "--positional", "rope", *TINY]
+    args[args.index("--max-steps") + 1] = "3"
+    assert main(args) == 0
+    assert (tmp_path / "r" / "data" / "train.bin").is_file()
+    model, tokenizer = attnlab.load(tmp_path / "r")
+    assert type(tokenizer).__name__ == "WordTokenizer" and model.positional == "rope"
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "--data is required"),
+    (["--data", "/nonexistent/x.txt"], "--data: not found"),
+    (["--data", "."], "not a prepared corpus"),
+    (["--data", "README.md", "--block-size", "1"], "--block-size"),
+])
+def test_bad_settings_name_the_flag(args, message, capsys, tmp_path):
+    assert main(["train", "lm", "--out", str(tmp_path / "r"), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
