@@ -1,0 +1,93 @@
+"""``attnlab translate DIR TEXT... [--beam N]``: output, no Lightning, and usage errors."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from attnlab.cli import main
+from attnlab.runs import save_weights, write_yaml
+from attnlab.tasks import get_task
+from attnlab.tasks.translate import TranslateTask, TranslationTokenizers, _build_model
+from attnlab.tokenizers import BPETokenizer, WordTokenizer
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A translate run directory with an untrained model (the command, not the model, is
+    under test): written the way `train translate` writes it, without training."""
+    from attnlab.data.numbers import spell
+
+    out = tmp_path_factory.mktemp("runs") / "translate"
+    out.mkdir()
+    numbers = range(0, 300, 7)
+    tok = TranslationTokenizers(WordTokenizer.fit([spell(n, "en") for n in numbers]),
+                                BPETokenizer.fit([spell(n, "de") for n in numbers], vocab_size=270))
+    cfg = {**TranslateTask.defaults, "task": "translate", "seed": 0, "norm_first": False,
+           "model_dim": 16, "num_heads": 2, "num_layers": 1, "dim_feedforward": 32,
+           "src_vocab_size": tok.src.vocab_size, "tgt_vocab_size": tok.tgt.vocab_size,
+           "max_target_len": 12, "max_len": 64}
+    torch.manual_seed(0)
+    save_weights(_build_model(cfg), out / "model.safetensors")
+    tok.save(out / "tokenizer.json")
+    write_yaml(out / "config.yaml", cfg)
+    return out
+
+
+def test_prints_one_translation_per_text_in_order(run_dir, capsys):
+    from attnlab.runs import read_yaml
+
+    capsys.readouterr()
+    assert main(["translate", str(run_dir), "seven", "one hundred and five", "--beam", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    expected = get_task("translate").translate(run_dir, read_yaml(run_dir / "config.yaml"),
+                                               ["seven", "one hundred and five"], num_beams=3)
+    assert lines == expected and len(lines) == 2
+
+
+def test_digits_are_spelled_before_translating(run_dir, capsys):
+    capsys.readouterr()
+    main(["translate", str(run_dir), "105", "one hundred and five"])
+    a, b = capsys.readouterr().out.splitlines()
+    assert a == b
+
+
+def test_translate_never_imports_lightning(run_dir):
+    code = (f"import sys; from attnlab.cli import main; rc = main(['translate', {str(run_dir)!r}, "
+            f"'seven', '--beam', '2']); "
+            f"assert not [m for m in sys.modules if m.startswith('lightning')], 'lightning imported'; "
+            f"sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 1
+
+
+def test_missing_run_directory_exits_2_with_one_line_and_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "attnlab", "translate", str(tmp_path / "nope"), "seven"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert f"run directory not found: {tmp_path / 'nope'}" in proc.stderr
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["seven", "--beam", "0"], "--beam must be a positive integer, got 0"),
+    (["seven", " "], "TEXT number 2 is empty"),
+    ([], "the following arguments are required: TEXT"),
+])
+def test_bad_arguments_exit_2(run_dir, capsys, extra, needle):
+    capsys.readouterr()
+    assert main(["translate", str(run_dir), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+
+
+def test_a_run_of_another_task_is_refused(tmp_path, capsys):
+    other = tmp_path / "rev"
+    other.mkdir()
+    write_yaml(other / "config.yaml", {"task": "reverse"})
+    (other / "model.safetensors").write_bytes(b"")
+    capsys.readouterr()
+    assert main(["translate", str(other), "seven"]) == 2
+    err = capsys.readouterr().err
+    assert "holds a 'reverse' run; this command needs one of: translate" in err
