@@ -70,10 +70,12 @@ class _StopOnNonFinite(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
         if loss is not None and not torch.isfinite(loss).all():
+            last = checkpoint_dir(Path(trainer.default_root_dir)) / "last.ckpt"
+            kept = (f"the last good checkpoint is kept: {last} (--resume continues from it)"
+                    if last.is_file() else "no checkpoint had been written yet")
             raise NonFiniteLoss(
                 f"the training loss became {float(loss)} at step {trainer.global_step}; "
-                f"stopped (lower --lr or raise --warmup); the last good checkpoint is kept in "
-                f"{trainer.default_root_dir}/checkpoints"
+                f"stopped (lower --lr or raise --warmup); {kept}"
             )
 
 
@@ -165,6 +167,17 @@ def check_checkpoint(path: Path) -> None:
         raise UsageError(f"--resume: {path} is not an attnlab training checkpoint")
 
 
+def _keep_previous_logs(run_dir: Path) -> None:
+    """Lightning's CSV logger empties logs/ when a run starts again; keep the interrupted part
+    as logs/metrics.partN.csv so --resume does not erase the history."""
+    csv_log = Path(run_dir) / "logs" / "metrics.csv"
+    if csv_log.is_file():
+        n = 1
+        while (kept := csv_log.with_name(f"metrics.part{n}.csv")).exists():
+            n += 1
+        csv_log.rename(kept)
+
+
 @dataclass
 class FitResult:
     steps: int
@@ -191,6 +204,7 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
             raise UsageError(f"--resume: no checkpoint to resume from in {checkpoint_dir(run_dir)}")
         ckpt_path = str(last)
         check_checkpoint(last)
+        _keep_previous_logs(run_dir)
     if cfg.get("compile"):
         module = torch.compile(module)
     start = time.perf_counter()
