@@ -132,6 +132,8 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
         saved = Path(given["out"]) / "config.yaml"
         if not saved.is_file():
             raise UsageError(f"--resume: {saved} not found; nothing to resume")
+        if not (Path(given["out"]) / "checkpoints" / "last.ckpt").is_file():
+            raise UsageError(f"--resume: no checkpoint to resume from in {given['out']}/checkpoints")
         previous = read_yaml(saved, what="--resume")
         if previous.get("task") != task_name:
             raise UsageError(f"--resume: {given['out']} holds a {previous.get('task')!r} run, "

@@ -1,0 +1,109 @@
+"""User errors of train / predict / evaluate / plot: exit 2, one line on stderr naming the flag
+or value, no traceback, nothing trained."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from attnlab.cli import main
+from attnlab.models.predictor import ElementPredictor
+from attnlab.runs import save_weights, write_yaml
+
+
+def _fails(argv, capsys, *named):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnlab: error:"), err
+    assert "Traceback" not in err
+    for text in named:
+        assert text in lines[0], (text, lines[0])
+    return lines[0]
+
+
+def test_model_dim_not_divisible_real_process_exit_2(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out),
+                           "--model-dim", "30", "--num-heads", "4"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "--model-dim (30)" in proc.stderr and "--num-heads (4)" in proc.stderr
+    assert not out.exists()  # stopped before anything was written or trained
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--model-dim", "30", "--num-heads", "4"], ["--model-dim", "--num-heads"]),
+    (["--lr", "-1"], ["--lr", "-1"]),
+    (["--num-categories", "1"], ["--num-categories", "1"]),
+    (["--seq-len", "0"], ["--seq-len"]),
+    (["--val-every", "0"], ["--val-every"]),
+    (["--threads", "0"], ["--threads"]),
+    (["--test-size", "0"], ["--test-size"]),
+    (["--dropout", "1.5"], ["--dropout"]),
+    (["--batch-size", "x"], ["--batch-size", "'x'"]),
+    (["--frobnicate"], ["--frobnicate"]),
+    (["--resume"], ["--resume"]),
+    (["--config", "missing.yaml"], ["--config", "missing.yaml"]),
+])
+def test_train_flag_errors(flags, named, capsys, tmp_path):
+    out = tmp_path / "run"
+    _fails(["train", "reverse", "--out", str(out), *flags], capsys, *named)
+    assert not (out / "model.safetensors").exists()
+
+
+def test_out_already_used_needs_resume(tmp_path, capsys):
+    (tmp_path / "old.txt").write_text("x")
+    _fails(["train", "reverse", "--out", str(tmp_path)], capsys, "--out", "--resume")
+
+
+def test_resume_without_checkpoint(tmp_path, capsys):
+    write_yaml(tmp_path / "config.yaml", {"task": "reverse"})
+    _fails(["train", "reverse", "--out", str(tmp_path), "--resume"], capsys, "--resume", "checkpoint")
+
+
+def test_config_with_unknown_setting(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model_dim: 32\nwarp_speed: 9\n")
+    _fails(["train", "reverse", "--out", str(tmp_path / "r"), "--config", str(cfg)], capsys,
+           "warp_speed")
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    cfg = {"task": "reverse", "num_categories": 10, "seq_len": 4, "model_dim": 8, "num_heads": 1,
+           "num_layers": 1, "dim_feedforward": 16, "dropout": 0.0, "norm_first": False, "seed": 0,
+           "test_size": 10}
+    save_weights(ElementPredictor(10, 8, 10, 1, 1, dim_feedforward=16), tmp_path / "model.safetensors")
+    write_yaml(tmp_path / "config.yaml", cfg)
+    return tmp_path
+
+
+@pytest.mark.parametrize("text, named", [
+    ("3 1 10", ["'10'", "0..9"]),
+    ("3 a", ["'a'"]),
+    ("1 2 3 4 5", ["5 tokens", "--seq-len 4", "'5'"]),
+    ("   ", ["--input", "empty"]),
+])
+def test_predict_input_errors(run_dir, text, named, capsys):
+    _fails(["predict", str(run_dir), "--input", text], capsys, *named)
+
+
+def test_predict_and_evaluate_missing_or_broken_run(tmp_path, capsys, run_dir):
+    _fails(["predict", str(tmp_path / "nope"), "--input", "1"], capsys, "nope")
+    _fails(["evaluate", str(tmp_path / "nope")], capsys, "nope")
+    _fails(["evaluate", str(run_dir), "--data", str(tmp_path / "none.txt")], capsys, "--data", "none.txt")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 2\n1 12\n")
+    _fails(["evaluate", str(run_dir), "--data", str(bad)], capsys, "line 2", "'12'")
+    (run_dir / "model.safetensors").write_bytes(b"not a safetensors file")
+    _fails(["predict", str(run_dir), "--input", "1 2"], capsys, "model.safetensors")
+
+
+def test_predict_real_process_out_of_vocabulary(run_dir):
+    torch.manual_seed(0)
+    proc = subprocess.run([sys.executable, "-m", "attnlab", "predict", str(run_dir), "--input", "1 99"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "'99'" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,131 @@
+"""`attnlab explain` on the look-up example and on given Q/K/V; `attnlab plot attention|pe|lr`."""
+import re
+
+import pytest
+import torch
+
+from attnlab.cli import main
+from attnlab.errors import UsageError
+from attnlab.models.predictor import ElementPredictor
+from attnlab.runs import save_weights, write_yaml
+from attnlab.tasks.base import Task
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _rows(text: str, section: str) -> list[list[float]]:
+    """The q1:, q2: ... rows printed under the section starting with ``section``."""
+    part = text.split(section, 1)[1]
+    rows = []
+    for line in part.splitlines()[1:]:
+        m = re.match(r"\s+q\d+: \[(.*)\]", line)
+        if not m:
+            if rows:
+                break
+            continue
+        rows.append([float(x) for x in m.group(1).split(",")])
+    return rows
+
+
+def test_explain_lookup_example_prints_expected_outputs(capsys):
+    assert main(["explain"]) == 0
+    out = capsys.readouterr().out
+    for step in ("QKᵀ", "√d_k = √3", "Mask", "Softmax", "Weighted sum"):
+        assert step in out
+    assert _rows(out, "1. QKᵀ") == [[0, 100, 0, 0], [0, 0, 100, 100], [100, 100, 0, 0]]
+    assert _rows(out, "2. Scale") == [[0, 57.735, 0, 0], [0, 0, 57.735, 57.735], [57.735, 57.735, 0, 0]]
+    assert _rows(out, "4. Softmax") == [[0, 1, 0, 0], [0, 0, 0.5, 0.5], [0.5, 0.5, 0, 0]]
+    assert _rows(out, "5. Weighted sum") == [[10, 0, 2], [550, 5.5, 0], [5.5, 0, 1.5]]
+
+
+def test_explain_given_qkv_and_mask(capsys):
+    args = ["explain", "--q", "[[1, 0], [0, 1]]", "--k", "[[1,0],[0,1]]", "--v", "[[1],[3]]"]
+    assert main([*args, "--mask", "[[1, 0], [1, 1]]"]) == 0
+    out = capsys.readouterr().out
+    weights = _rows(out, "4. Softmax")
+    assert weights[0] == [1, 0]  # the blocked key gets no weight
+    w = torch.softmax(torch.tensor([0.0, 1.0]) / 2 ** 0.5, 0)
+    assert weights[1] == pytest.approx(w.tolist(), abs=1e-4)
+    assert _rows(out, "5. Weighted sum")[1] == pytest.approx([float(w @ torch.tensor([1.0, 3.0]))], abs=1e-4)
+    assert main(["explain", "--q", "[0, 10, 0]"]) == 0  # one flat row, the example's K and V
+    assert _rows(capsys.readouterr().out, "5. Weighted sum") == [[10, 0, 2]]
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--q", "[[1,0]"], "--q"),
+    (["--k", "[[1,'a']]"], "--k"),
+    (["--v", "[[1,2],[3]]"], "--v"),
+    (["--q", "[[1,0]]"], "--k"),  # width 2 vs the example's keys of width 3
+    (["--v", "[[1],[2]]"], "--v"),  # 2 values for 4 keys
+    (["--mask", "[[1,0]]"], "--mask"),
+    (["--mask", "[[1,2,0,1]]"], "--mask"),
+])
+def test_explain_errors_exit_2_naming_the_flag(args, named, capsys):
+    assert main(["explain", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and named in err and "Traceback" not in err
+
+
+@pytest.fixture
+def tiny_run(tmp_path):
+    """A reverse run directory written without training (random weights): enough to plot."""
+    cfg = {"task": "reverse", "num_categories": 6, "seq_len": 5, "model_dim": 8, "num_heads": 2,
+           "num_layers": 2, "dim_feedforward": 16, "dropout": 0.0, "norm_first": False, "seed": 0,
+           "test_size": 10}
+    torch.manual_seed(0)
+    save_weights(ElementPredictor(6, 8, 6, 2, 2, dim_feedforward=16), tmp_path / "model.safetensors")
+    write_yaml(tmp_path / "config.yaml", cfg)
+    return tmp_path
+
+
+def test_plot_attention_writes_png(tiny_run, tmp_path, capsys):
+    out = tmp_path / "maps.png"
+    assert main(["plot", "attention", str(tiny_run), "--input", "1 2 3", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(out)
+    assert out.read_bytes()[:8] == PNG
+    assert main(["plot", "attention", str(tiny_run), "--input", "1 7"]) == 2  # 7 not a symbol
+    assert "'7'" in capsys.readouterr().err
+
+
+def test_attention_maps_hook_labels_padding(tiny_run):
+    from attnlab.tasks import get_task
+
+    cfg = {"task": "reverse", "num_categories": 6, "seq_len": 5, "model_dim": 8, "num_heads": 2,
+           "num_layers": 2, "dim_feedforward": 16, "dropout": 0.0, "norm_first": False}
+    maps, x_labels, y_labels = get_task("reverse").attention_maps(tiny_run, cfg, "4 5")
+    assert len(maps) == 2 and maps[0].shape == (2, 5, 5)
+    assert x_labels == y_labels == ["(0)", "(0)", "(0)", "4", "5"]
+
+
+def test_task_without_attention_hook_is_a_usage_error():
+    task = Task()
+    task.name = "demo"
+    with pytest.raises(UsageError, match="task 'demo' has no attention plot"):
+        task.attention_maps(None, {}, "x")
+
+
+def test_plot_pe_and_lr_write_pngs(tmp_path, capsys):
+    pe = tmp_path / "pe.png"
+    assert main(["plot", "pe", "--d-model", "16", "--max-len", "32", "--out", str(pe)]) == 0
+    assert pe.read_bytes()[:8] == PNG
+    for schedule in ("cosine", "noam", "both"):
+        lr = tmp_path / f"lr-{schedule}.png"
+        assert main(["plot", "lr", "--schedule", schedule, "--warmup", "10", "--max-iters", "100",
+                     "--out", str(lr)]) == 0
+        assert lr.read_bytes()[:8] == PNG
+    capsys.readouterr()
+    assert main(["plot", "lr", "--warmup", "0"]) == 2
+    assert "--warmup" in capsys.readouterr().err
+    assert main(["plot", "pe", "--d-model", "0"]) == 2
+    assert "--d-model" in capsys.readouterr().err
+
+
+def test_lr_curve_matches_the_schedulers():
+    from attnlab.schedulers import cosine_warmup_factor, noam_factor
+    from attnlab.viz import lr_curve
+
+    cos = lr_curve("cosine", warmup=10, max_iters=100, lr=0.5)
+    assert cos[0] == 0 and cos[10] == pytest.approx(0.5 * cosine_warmup_factor(10, 10, 100))
+    assert cos[100] == pytest.approx(0.0, abs=1e-12)
+    noam = lr_curve("noam", warmup=10, max_iters=50, d_model=64)
+    assert noam[10] == pytest.approx(noam_factor(10, 64, 10)) and max(noam) == noam[10]
