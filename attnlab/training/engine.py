@@ -67,14 +67,14 @@ class _PrintProgress(Callback):
 class _StopOnNonFinite(Callback):
     """Stop at the first NaN or infinite loss, keeping the last good checkpoint untouched."""
 
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
-        if loss is not None and not torch.isfinite(loss).all():
+    # Before backward: the optimiser has not yet applied the non-finite gradient.
+    def on_before_backward(self, trainer, pl_module, loss):
+        if not torch.isfinite(loss).all():
             last = checkpoint_dir(Path(trainer.default_root_dir)) / "last.ckpt"
             kept = (f"the last good checkpoint is kept: {last} (--resume continues from it)"
                     if last.is_file() else "no checkpoint had been written yet")
             raise NonFiniteLoss(
-                f"the training loss became {float(loss)} at step {trainer.global_step}; "
+                f"the training loss became {float(loss)} at step {trainer.global_step + 1}; "
                 f"stopped (lower --lr or raise --warmup); {kept}"
             )
 
@@ -87,8 +87,8 @@ class StopAtTarget(Callback):
     """Stop training once a validation metric has reached ``target`` at ``times`` validations
     in a row (e.g. ``val_seq_acc`` = 1.0): the step budget becomes an upper bound.
 
-    Two in a row rather than one: a small validation set can be all right by chance a few steps
-    before the model is right on a test set ten times larger.
+    Several in a row rather than one: a small validation set can be all right by chance a few
+    steps before the model is right on a test set ten times larger.
     """
 
     def __init__(self, monitor: str, target: float, *, times: int = 2, mode: str = "max") -> None:

@@ -1,0 +1,107 @@
+"""Every mistake a user can make on the command line exits 2 with one line naming it.
+
+DESIGN.md: exit status 2 on a usage or input error, with a one-line message on stderr that names
+the offending flag, file, column or value, and no traceback.
+"""
+from pathlib import Path
+
+import pytest
+
+from attnlab.cli import main
+
+
+def _cases(tmp: Path, run: Path):
+    broken_yaml = tmp / "broken.yaml"
+    broken_yaml.write_text("lr: [0.1\nseed: 3\n")
+    list_yaml = tmp / "list.yaml"
+    list_yaml.write_text("- 1\n- 2\n")
+    unknown_yaml = tmp / "unknown.yaml"
+    unknown_yaml.write_text("learning_rate: 0.1\n")
+    typed_yaml = tmp / "typed.yaml"
+    typed_yaml.write_text("dropout: lots\n")
+    unreadable = tmp / "unreadable.yaml"
+    unreadable.write_bytes(b"\xff\xfe\x00bad")
+    not_a_run = tmp / "empty_dir"
+    not_a_run.mkdir(exist_ok=True)
+    occupied = tmp / "occupied"
+    occupied.mkdir(exist_ok=True)
+    (occupied / "something.txt").write_text("keep me")
+    # (argv, a fragment the one-line message must contain)
+    return [
+        (["train", "nosuchtask"], "nosuchtask"),
+        (["train", "reverse", "--epochs", "-1"], "--epochs"),
+        (["train", "reverse", "--epochs", "0"], "--epochs"),
+        (["train", "reverse", "--max-steps", "0"], "--max-steps"),
+        (["train", "reverse", "--dropout", "1.5"], "--dropout"),
+        (["train", "reverse", "--dropout", "-0.1"], "--dropout"),
+        (["train", "reverse", "--lr", "abc"], "--lr"),
+        (["train", "reverse", "--lr", "0"], "--lr"),
+        (["train", "reverse", "--lr", "nan"], "--lr"),
+        (["train", "reverse", "--batch-size", "x"], "--batch-size"),
+        (["train", "reverse", "--batch-size", "-4"], "--batch-size"),
+        (["train", "reverse", "--warmup", "-1"], "--warmup"),
+        (["train", "reverse", "--model-dim", "30", "--num-heads", "4"], "--num-heads"),
+        (["train", "reverse", "--num-layers", "0"], "--num-layers"),
+        (["train", "reverse", "--seq-len", "0"], "--seq-len"),
+        (["train", "reverse", "--num-categories", "1"], "--num-categories"),
+        (["train", "reverse", "--precision", "8"], "--precision"),
+        (["train", "reverse", "--strategy", "magic"], "--strategy"),
+        (["train", "reverse", "--no-such-flag"], "--no-such-flag"),
+        (["train", "reverse", "--config", str(tmp / "missing.yaml")], "missing.yaml"),
+        (["train", "reverse", "--config", str(broken_yaml)], "broken.yaml"),
+        (["train", "reverse", "--config", str(list_yaml)], "list.yaml"),
+        (["train", "reverse", "--config", str(unknown_yaml)], "learning_rate"),
+        (["train", "reverse", "--config", str(typed_yaml)], "--dropout"),
+        (["train", "reverse", "--config", str(unreadable)], "unreadable.yaml"),
+        (["train", "reverse", "--resume"], "--resume"),
+        (["train", "reverse", "--resume", "--out", str(not_a_run)], "--resume"),
+        (["train", "reverse", "--out", str(occupied)], "occupied"),
+        (["evaluate", str(tmp / "nowhere")], "nowhere"),
+        (["evaluate", str(not_a_run)], "empty_dir"),
+        (["evaluate", str(run), "--data", str(tmp / "missing.txt")], "missing.txt"),
+        (["predict", str(run), "--input", "1 2 99"], "99"),
+        (["predict", str(run), "--input", "1 x 2"], "'x'"),
+        (["predict", str(run), "--input", "   "], "--input"),
+        (["predict", str(run), "--input", " ".join(["1"] * 17)], "--seq-len"),
+        (["predict", str(not_a_run), "--input", "1 2"], "empty_dir"),
+        (["predict", str(run)], "--input"),
+        (["plot", "attention", str(run), "--input", "5 12"], "12"),
+        (["plot", "attention", str(tmp / "nowhere"), "--input", "1"], "nowhere"),
+        (["plot", "pe", "--d-model", "0"], "--d-model"),
+        (["plot", "lr", "--schedule", "linear"], "--schedule"),
+        (["plot", "lr", "--warmup", "-5"], "--warmup"),
+        (["explain", "--q", "[[1, 2"], "--q"),
+        (["explain", "--q", "[[1,0,0]]", "--k", "[[1,0]]", "--v", "[[1]]"], "--k"),
+        (["nosuchcommand"], "nosuchcommand"),
+    ]
+
+
+def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, capsys):
+    failures = []
+    for argv, fragment in _cases(tmp_path, reverse_run):
+        capsys.readouterr()
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse's --help/--version paths only
+            code = e.code
+        err = capsys.readouterr().err.strip()
+        lines = err.splitlines()
+        if code != 2 or len(lines) != 1 or fragment not in err or "Traceback" in err:
+            failures.append(f"{argv}: exit {code}, stderr {err!r} (expected mention of {fragment!r})")
+    assert not failures, "\n".join(failures)
+    # nothing was lost: the occupied directory still holds the user's file
+    assert (tmp_path / "occupied" / "something.txt").read_text() == "keep me"
+
+
+def test_real_process_exit_status_and_no_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "attnlab", "train", "reverse", "--model-dim", "30",
+                           "--num-heads", "4", "--out", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "attnlab: error: --model-dim (30) must be divisible by --num-heads (4)"
+    ]
+    assert not (tmp_path / "r").exists(), "a refused run must not create its directory"

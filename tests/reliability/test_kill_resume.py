@@ -1,0 +1,56 @@
+"""A run killed with SIGKILL resumes from its last checkpoint and finishes at the same budget."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import torch
+
+BUDGET = 1200
+ARGS = ["--max-steps", str(BUDGET), "--checkpoint-every", "50", "--no-early-stop",
+        "--train-size", "512", "--val-size", "32", "--test-size", "64", "--model-dim", "8",
+        "--num-heads", "1", "--dim-feedforward", "16", "--batch-size", "16", "--val-every", "1000"]
+
+
+def _train(out, *extra, **kw):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.Popen([sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out),
+                             *ARGS, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, **kw)
+
+
+def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path):
+    out = tmp_path / "run"
+    proc = _train(out)
+    ckpt = out / "checkpoints" / "last.ckpt"
+    deadline = time.time() + 120
+    killed_after = None
+    while time.time() < deadline and proc.poll() is None:
+        steps = [int(m.group(1)) for p in (out / "checkpoints").glob("step*.ckpt")
+                 if (m := re.match(r"step(\d+)\.ckpt", p.name))] if ckpt.parent.is_dir() else []
+        if steps and max(steps) >= 300:
+            proc.send_signal(signal.SIGKILL)
+            killed_after = max(steps)
+            break
+        time.sleep(0.05)
+    proc.communicate(timeout=60)
+    assert killed_after is not None, "the run finished or stalled before it could be killed"
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "metrics.json").exists()
+
+    saved_step = torch.load(ckpt, weights_only=True)["global_step"]
+    # last.ckpt is written just after stepN.ckpt: the kill may fall between the two
+    assert saved_step >= killed_after - 50 > BUDGET // 10
+
+    resumed = _train(out, "--resume")
+    stdout, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == BUDGET
+    # the resumed process's progress starts past the checkpoint: it did not start from scratch
+    progress = [int(s) for s in re.findall(r"^step (\d+)/", stderr, flags=re.M)]
+    assert progress and progress[0] > saved_step, progress[:3]
+    assert progress[-1] == BUDGET
