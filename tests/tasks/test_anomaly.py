@@ -1,0 +1,98 @@
+"""Set anomaly detection: the digit sets, and a tiny `attnlab train anomaly` run."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.cli import main
+from attnlab.data.digits_sets import DigitSets, digit_pools, features_of
+from attnlab.runs import read_yaml
+from attnlab.tasks.anomaly import TASK
+
+
+def test_pools_are_disjoint_and_hold_every_class():
+    pools = digit_pools()
+    idx = [set(p.indices.tolist()) for p in pools.values()]
+    assert not (idx[0] & idx[1] or idx[0] & idx[2] or idx[1] & idx[2])
+    assert sum(map(len, idx)) == 1797
+    assert all(set(p.labels.tolist()) == set(range(10)) for p in pools.values())
+    assert abs(len(pools["train"].labels) / 1797 - 0.6) < 0.01
+
+
+def test_each_set_has_one_anomaly_at_the_target_position():
+    pool = digit_pools()["test"]
+    sets = DigitSets(pool, 50, set_size=10, seed=2)
+    for i in range(50):
+        x, target = sets[i]
+        rows, _ = sets.draw(i)
+        classes = pool.labels[rows]
+        odd = [j for j in range(10) if (classes == classes[j]).sum() == 1]
+        assert odd == [target] and (np.bincount(classes) == 9).any()
+        assert len(set(rows.tolist())) == 10  # no image twice in a set
+        torch.testing.assert_close(x, features_of(sets.digit_indices(i).tolist()), rtol=0, atol=0)
+    assert len({sets[i][1] for i in range(50)}) > 5  # the anomaly is not always in one place
+
+
+def test_sets_are_fixed_by_seed_and_index():
+    pool = digit_pools()["val"]
+    a, b, c = (DigitSets(pool, 5, seed=s) for s in (1, 1, 7))
+    assert all(torch.equal(a[i][0], b[i][0]) for i in range(5))
+    assert not all(torch.equal(a[i][0], c[i][0]) for i in range(5))
+
+
+def test_set_size_larger_than_a_class_is_an_error():
+    with pytest.raises(ValueError, match=r"set_size must be in \[2, \d+\].*got 500"):
+        DigitSets(digit_pools()["test"], 5, set_size=500)
+
+
+@pytest.fixture(scope="module")
+def anomaly_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("anomaly") / "run"
+    code = main(["train", "anomaly", "--out", str(out), "--max-steps", "60", "--model-dim", "32",
+                 "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "64",
+                 "--val-sets", "50", "--test-sets", "200", "--warmup", "10", "--lr", "3e-3"])
+    assert code == 0
+    return out
+
+
+def test_tiny_anomaly_run_writes_the_run_directory_and_beats_chance(anomaly_run):
+    metrics = json.loads((anomaly_run / "metrics.json").read_text())
+    assert set(metrics) >= {"test_accuracy", "steps", "train_seconds", "parameters"}
+    assert metrics["steps"] == 60
+    assert metrics["test_accuracy"] > 0.3  # chance is 1 / 10
+    assert (anomaly_run / "attention.png").stat().st_size > 1000
+    assert (anomaly_run / "sets.png").stat().st_size > 1000
+
+
+def test_evaluate_and_predict_on_the_trained_run(anomaly_run, capsys):
+    assert main(["evaluate", str(anomaly_run)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    metrics = json.loads((anomaly_run / "metrics.json").read_text())
+    assert again["test_accuracy"] == pytest.approx(metrics["test_accuracy"], abs=1e-6)
+    # nine zeros and a one: the one (position 4) is the odd digit
+    digits = digit_pools()["test"]
+    zeros = digits.indices[digits.labels == 0][:9].tolist()
+    one = int(digits.indices[digits.labels == 1][0])
+    assert main(["predict", str(anomaly_run), "--input", " ".join(map(str, zeros[:4] + [one] + zeros[4:]))]) == 0
+    position = int(capsys.readouterr().out.strip().splitlines()[-1])
+    assert 0 <= position < 10
+    model = TASK.load(anomaly_run, read_yaml(anomaly_run / "config.yaml"))
+    x = features_of(zeros[:4] + [one] + zeros[4:])[None]
+    assert position == int(model.predict(x)[0])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--input", "1 2 x"], "--input must be 10 image indices"),
+    (["--input", "1 2 99999"], "--input: digit image index 99999 is outside"),
+])
+def test_predict_input_errors_exit_2(anomaly_run, capsys, argv, message):
+    assert main(["predict", str(anomaly_run), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_bad_set_size_exits_2_before_a_run_directory_is_made(tmp_path, capsys):
+    assert main(["train", "anomaly", "--out", str(tmp_path / "r"), "--set-size", "1"]) == 2
+    assert "--set-size must be in [2, " in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
