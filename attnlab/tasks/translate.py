@@ -28,7 +28,7 @@ from torch import Tensor
 from ..errors import UsageError
 from .base import Task
 
-TOKENIZERS = ("char", "word", "bpe")
+TOKENIZERS = ("auto", "char", "word", "bpe")
 BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")
 TARGET_TOKENIZER_FILE = "target_tokenizer.json"
 
@@ -172,6 +172,16 @@ def _file_splits(cfg: dict[str, Any]):
     return train, val, test
 
 
+def resolve_tokenizer(kind: str, texts: list[str], *, builtin: bool) -> str:
+    """``auto``: words for built-in numbers written as several words (English: ~12 words, none
+    unseen), byte-level BPE otherwise (German numbers are one long word; users' text has words
+    the training rows never show, which BPE still spells)."""
+    if kind != "auto":
+        return kind
+    words = sum(len(t.split()) for t in texts) / max(1, len(texts))
+    return "word" if builtin and words >= 2 else "bpe"
+
+
 def _fit_tokenizer(kind: str, texts: list[str], vocab_size: int):
     from ..tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
 
@@ -190,37 +200,22 @@ def _build_model(cfg: dict[str, Any]):
         norm_first=cfg["norm_first"], max_len=cfg["max_len"], tie_embeddings=cfg["tie_embeddings"])
 
 
-def plot_cross_attention(weights: Tensor, src_tokens: list[str], tgt_tokens: list[str],
-                         path: Path, *, title: str = "") -> None:
-    """A (T, S) heatmap: row t shows where the decoder looks when predicting after target
-    token t. (Kept here until a shared ``attnlab.viz`` heatmap exists.)"""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    T, S = weights.shape
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.5 + 0.45 * S), max(3.0, 1.5 + 0.4 * T)))
-    ax.imshow(weights.detach().cpu().numpy(), cmap="viridis", vmin=0.0, aspect="auto")
-    ax.set_xticks(range(S), [t.strip() or repr(t) for t in src_tokens], rotation=60, ha="right")
-    ax.set_yticks(range(T), [t.strip() or repr(t) for t in tgt_tokens])
-    ax.set_xlabel("source token (keys, values)")
-    ax.set_ylabel("decoder input (queries)")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _cross_attention_figure(model, tok, pairs: list[tuple[str, str]], hyp: str, path: Path) -> None:
-    """Save the last decoder layer's cross-attention (mean over heads) for one test pair."""
-    src_text = pairs[0][0]
+def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, translation: str):
+    """The cross-attention of every decoder layer while it reads ``translation`` after the
+    source: (L × (H, T, S) maps, the S source tokens, the T decoder-input tokens)."""
     src = torch.tensor([tok.src.encode(src_text)])
-    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(hyp)]
-    weights = model.cross_attention(src, torch.tensor([tgt_ids]))[-1][0].mean(0)  # (T, S)
-    plot_cross_attention(weights, tok.src.tokenize(src_text),
-                         [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids],
-                         path, title=f"cross-attention: {src_text} → {hyp}")
+    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(translation)]
+    maps = [m[0] for m in model.cross_attention(src, torch.tensor([tgt_ids]))]  # L × (H, T, S)
+    y_labels = [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids]
+    return maps, [t.strip() or repr(t) for t in tok.src.tokenize(src_text)], y_labels
+
+
+def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path) -> None:
+    from ..viz import plot_attention
+
+    maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation)
+    plot_attention(maps, x_labels, y_labels, path,
+                   title=f"cross-attention (layers × heads): {src_text!r}")
 
 
 # ---- the task ---------------------------------------------------------------------------
@@ -231,12 +226,13 @@ class TranslateTask(Task):
     defaults = {
         "src": "en", "tgt": "de", "data": None, "test": None,
         "src_column": "source", "tgt_column": "target",
-        "src_tokenizer": "word", "tgt_tokenizer": "bpe", "vocab_size": 400,
+        "src_tokenizer": "auto", "tgt_tokenizer": "auto", "vocab_size": 400,
         "max_number": 1_000_000, "test_size": 2000, "val_size": 200,
         "label_smoothing": 0.1, "beam": 1, "length_penalty": 1.0, "bleu_tokenize": "auto",
         "tie_embeddings": True,
         "model_dim": 128, "num_heads": 4, "num_layers": 2, "dim_feedforward": 512,
-        "batch_size": 128, "max_steps": 2000, "lr": 1e-3, "warmup": 200, "dropout": 0.0,
+        "batch_size": 128, "max_steps": 600, "lr": 1e-3, "warmup": 200, "dropout": 0.0,
+        "threads": 1,
     }
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
@@ -247,8 +243,11 @@ class TranslateTask(Task):
         g.add_argument("--test", metavar="FILE", help="test pairs (default: 10%% of --data)")
         g.add_argument("--src-column", metavar="NAME", help="source column of --data (source)")
         g.add_argument("--tgt-column", metavar="NAME", help="target column of --data (target)")
-        g.add_argument("--src-tokenizer", choices=TOKENIZERS, help="source tokeniser (word)")
-        g.add_argument("--tgt-tokenizer", choices=TOKENIZERS, help="target tokeniser (bpe)")
+        g.add_argument("--src-tokenizer", choices=TOKENIZERS,
+                       help="source tokeniser (auto: word for built-in numbers written as several "
+                            "words, else bpe)")
+        g.add_argument("--tgt-tokenizer", choices=TOKENIZERS,
+                       help="target tokeniser (auto, as --src-tokenizer)")
         g.add_argument("--vocab-size", type=int, metavar="N", help="BPE vocabulary size (400)")
         g.add_argument("--max-number", type=int, metavar="N", help="numbers below N (1000000)")
         g.add_argument("--test-size", type=int, metavar="N", help="held-out test numbers (2000)")
@@ -296,6 +295,9 @@ class TranslateTask(Task):
         else:
             train, val, test = _file_splits(cfg)
             sample = train
+        builtin = cfg["data"] is None
+        for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1)):
+            cfg[key] = resolve_tokenizer(cfg[key], [p[side] for p in sample], builtin=builtin)
         tok = TranslationTokenizers(
             _fit_tokenizer(cfg["src_tokenizer"], [s for s, _ in sample], cfg["vocab_size"]),
             _fit_tokenizer(cfg["tgt_tokenizer"], [t for _, t in sample], cfg["vocab_size"]))
@@ -322,7 +324,7 @@ class TranslateTask(Task):
         cfg["bleu_tokenize"] = _bleu_tokenize([t for _, t in test], cfg["bleu_tokenize"])
         metrics, hyps = test_metrics(model, tok, test, cfg)
         if result.is_global_zero:
-            _cross_attention_figure(model, tok, test, hyps[0], run_dir / "cross_attention.png")
+            _cross_attention_figure(model, tok, test[0][0], hyps[0], run_dir / "cross_attention.png")
         return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
 
     def load(self, run_dir: Path, cfg: dict[str, Any]):
@@ -335,21 +337,34 @@ class TranslateTask(Task):
         load_weights(model, Path(run_dir) / "model.safetensors")
         return model.eval(), tok
 
+    @staticmethod
+    def _spell_digits(cfg: dict[str, Any], texts: list[str]) -> list[str]:
+        """With the built-in numbers, a text of digits ("342") is spelled in the source language."""
+        if cfg.get("data") is not None:
+            return texts
+        from ..data.numbers import spell
+
+        return [spell(int(t), cfg["src"]) if t.strip().isdigit() else t for t in texts]
+
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
                   num_beams: int | None = None, length_penalty: float | None = None) -> list[str]:
         """Translations of ``texts``; with the built-in numbers, digits are spelled out first."""
         model, tok = self.load(run_dir, cfg)
-        if cfg.get("data") is None:
-            from ..data.numbers import spell
-
-            texts = [spell(int(t), cfg["src"]) if t.strip().isdigit() else t for t in texts]
-        return translate_texts(model, tok, texts, max_new_tokens=cfg["max_target_len"],
+        return translate_texts(model, tok, self._spell_digits(cfg, texts),
+                               max_new_tokens=cfg["max_target_len"],
                                num_beams=num_beams or cfg["beam"],
                                length_penalty=cfg["length_penalty"] if length_penalty is None
                                else length_penalty)
 
     def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
         return self.translate(run_dir, cfg, [text])[0]
+
+    def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
+        """Cross-attention of the model reading its own translation of ``text``."""
+        model, tok = self.load(run_dir, cfg)
+        text = self._spell_digits(cfg, [text])[0]
+        translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
+        return cross_attention_maps(model, tok, text, translation)
 
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
         if data is not None:

@@ -133,3 +133,16 @@ def test_malformed_data_file_is_a_usage_error_naming_file_and_problem(capsys, tm
 def test_bad_flags_are_usage_errors(capsys, tmp_path, argv, needle):
     code, err = error_of(capsys, ["train", "translate", "--out", str(tmp_path / "r"), *argv])
     assert code == 2 and err.count("\n") == 1 and needle in err, err
+
+
+def test_plot_attention_shows_cross_attention_of_the_models_translation(number_run, tmp_path):
+    from attnlab.tasks.translate import cross_attention_maps
+
+    out = tmp_path / "a.png"
+    assert main(["plot", "attention", str(number_run), "--input", "12", "--out", str(out)]) == 0
+    assert out.stat().st_size > 1000
+    model, tok = attnlab.load(number_run)
+    maps, x_labels, y_labels = cross_attention_maps(model, tok, "twelve", "zwölf")
+    assert x_labels == ["twelve"] and y_labels[0] == "<sos>"
+    assert len(maps) == 1 and maps[0].shape == (2, len(y_labels), 1)  # L × (H, T, S)
+    torch.testing.assert_close(maps[0].sum(-1), torch.ones(2, len(y_labels)))  # rows are softmaxes
