@@ -13,7 +13,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -e ".[dev]"
 	touch $@
 
+# The latest run is always runs/reverse; a second `make run` first moves the previous one to
+# runs/reverse.previous (replacing an older one), so nothing piles up and nothing fails.
 run: setup
+	@if [ -e runs/reverse ]; then rm -rf runs/reverse.previous && mv runs/reverse runs/reverse.previous; fi
 	$(VENV)/bin/attnlab train reverse --out runs/reverse
 
 test: setup

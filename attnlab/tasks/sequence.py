@@ -85,7 +85,7 @@ class SequenceTask(Task):
         g.add_argument("--val-size", type=int, metavar="N", help="validation sequences (1000)")
         g.add_argument("--test-size", type=int, metavar="N", help="test sequences (10000)")
         g.add_argument("--early-stop", action=argparse.BooleanOptionalAction,
-                       help="stop once validation sequence accuracy is 1.0 at two validations "
+                       help="stop once validation sequence accuracy is 1.0 at three validations "
                             "in a row (default on; --max-steps is then an upper bound)")
 
     def validate(self, cfg: dict[str, Any]) -> None:
@@ -128,7 +128,7 @@ class SequenceTask(Task):
         dropout = kwargs.pop("dropout")
         module = TransformerPredictor(*args, lr=cfg["lr"], warmup=cfg["warmup"], max_iters=max_steps,
                                       dropout=dropout, schedule=cfg["schedule"], **kwargs)
-        callbacks = [StopAtTarget("val_seq_acc", 1.0, times=2)] if cfg["early_stop"] else []
+        callbacks = [StopAtTarget("val_seq_acc", 1.0, times=3)] if cfg["early_stop"] else []
         result = fit(module, batch_loader(train, cfg["batch_size"], shuffle=True, seed=cfg["seed"]),
                      batch_loader(val, len(val), shuffle=False), cfg, run_dir,
                      max_steps=max_steps, val_check_interval=min(cfg["val_every"], max_steps),

@@ -206,7 +206,9 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
         check_checkpoint(last)
         _keep_previous_logs(run_dir)
     if cfg.get("compile"):
-        module = torch.compile(module)
+        # In place (nn.Module.compile), so parameter names and the saved weights are unchanged;
+        # the torch model inside a TaskModule, or the module's own forward.
+        getattr(module, "model", module).compile()
     start = time.perf_counter()
     trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
                 ckpt_path=ckpt_path, weights_only=True if ckpt_path else None)
