@@ -170,8 +170,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads for the recipe (1, its fastest here; ours uses 1 too)")
     p.add_argument("--skip-recipe", action="store_true")
+    p.add_argument("--quick", action="store_true", help="one repeat (a smoke run)")
     p.add_argument("extra", nargs="*", help="extra flags for attnlab train reverse (after --)")
     args = p.parse_args()
+    if args.quick:
+        args.repeats = 1
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"machine: {os.cpu_count()} CPUs, torch {torch.__version__}, {torch.get_num_threads()} threads")
