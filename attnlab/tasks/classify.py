@@ -1,0 +1,335 @@
+"""``attnlab train classify``: a text classifier trained on the user's own file.
+
+    attnlab train classify --data reviews.csv [--test test.csv] [--text-column text]
+        [--label-column label] [--tokenizer char|word|bpe] [--vocab-size N]
+
+The file is CSV, TSV or JSONL (``attnlab.data.tables``). Without ``--test`` (or ``--val``) the
+rows are split per class, with ``--seed``, into train / validation / test. The tokeniser is fit
+on the training texts only; batches are padded with id 0 and masked, and grouped by length so
+that little padding is computed. The model is a ``SequenceClassifier`` (per-sequence head;
+``--pooling cls|mean``). Metrics on the test split: ``test_accuracy`` and ``test_macro_f1``
+(torchmetrics), then a per-class table. The labels (strings, sorted) are stored in config.yaml,
+so ``attnlab predict DIR --input TEXT`` prints a label.
+
+Data problems stop the command before a run directory is written (exit 2, one line): missing
+file, missing column, empty file, undecodable bytes (file and line), a single class, and labels
+in the test or validation file never seen in training (file and line).
+"""
+from __future__ import annotations
+
+import math
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import UsageError
+from .base import Task
+
+__all__ = ["ClassifyTask", "TASK", "build_model", "make_batches", "collect_predictions",
+           "classification_metrics", "per_class_table"]
+
+TOKENIZERS = ("char", "word", "bpe")
+_MIN_VOCAB = {"char": 5, "word": 5, "bpe": 260}
+
+
+# ---- data ---------------------------------------------------------------------------------------
+
+def _read(cfg: dict[str, Any], key: str):
+    from ..data.tables import read_table
+
+    return read_table(cfg[key], [cfg["text_column"], cfg["label_column"]], what=f"--{key}")
+
+
+def _split(indices_by_label: dict[str, list[int]], fraction: float, rng: random.Random):
+    """Hold out ``fraction`` of each class (never a class's last example): (kept, held out)."""
+    kept, held = [], []
+    for label in sorted(indices_by_label):
+        idx = list(indices_by_label[label])
+        rng.shuffle(idx)
+        n = min(round(fraction * len(idx)), len(idx) - 1)
+        held += idx[:n]
+        kept += idx[n:]
+    return sorted(kept), sorted(held)
+
+
+def _check_labels(table, labels: set[str], cfg: dict[str, Any], key: str) -> None:
+    for row, line in zip(table, table.lines):
+        label = row[cfg["label_column"]].strip()
+        if label not in labels:
+            known = ", ".join(sorted(labels)[:10]) + (", ..." if len(labels) > 10 else "")
+            raise UsageError(f"--{key} {table.path} line {line}: label {label!r} never seen in "
+                             f"training (labels: {known})")
+
+
+def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """The (text, label) pairs of the train / val / test splits; ``UsageError`` on data errors."""
+    if not cfg.get("data"):
+        raise UsageError("--data FILE is required: a CSV, TSV or JSONL file with columns "
+                         f"{cfg['text_column']!r} and {cfg['label_column']!r}")
+    text, label = cfg["text_column"], cfg["label_column"]
+    table = _read(cfg, "data")
+    pairs = [(row[text], row[label].strip()) for row in table]
+    labels = {lab for _, lab in pairs}
+    if len(labels) < 2:
+        raise UsageError(f"--data {table.path}: column {label!r} has a single class "
+                         f"({next(iter(labels))!r}); a classifier needs at least 2")
+    by_label: dict[str, list[int]] = {}
+    for i, (_, lab) in enumerate(pairs):
+        by_label.setdefault(lab, []).append(i)
+    rng = random.Random(cfg["seed"])
+    splits: dict[str, list[tuple[str, str]]] = {}
+    train_idx = list(range(len(pairs)))
+    for key in ("test", "val"):
+        if cfg.get(key):
+            held = _read(cfg, key)
+            _check_labels(held, labels, cfg, key)
+            splits[key] = [(row[text], row[label].strip()) for row in held]
+            continue
+        keep = set(train_idx)
+        subset = {lab: [i for i in idx if i in keep] for lab, idx in by_label.items()}
+        train_idx, held_idx = _split(subset, cfg[f"{key}_fraction"], rng)
+        if not held_idx:
+            raise UsageError(f"--data {table.path}: too few rows ({len(pairs)}) to hold out a "
+                             f"{key} split; add rows or give --{key} FILE")
+        splits[key] = [pairs[i] for i in held_idx]
+    splits["train"] = [pairs[i] for i in train_idx]
+    return splits
+
+
+def fit_tokenizer(cfg: dict[str, Any], texts: list[str]):
+    from ..tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
+
+    cls = {"char": CharTokenizer, "word": WordTokenizer, "bpe": BPETokenizer}[cfg["tokenizer"]]
+    return cls.fit(texts, vocab_size=cfg["vocab_size"])
+
+
+def encode(tokenizer, texts: list[str], max_len: int) -> list[list[int]]:
+    """Token ids of each text, cut to the first ``max_len``."""
+    return [ids[:max_len] for ids in tokenizer.encode_batch(texts)]
+
+
+def make_batches(ids: list[list[int]], targets: list[int], batch_size: int, *,
+                 shuffle: bool = False, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Padded batches (ids (B, T) with pad 0, targets (B,)) of sequences of similar length.
+
+    Sorting by length within windows of 50 batches keeps padding small; ``shuffle`` mixes the
+    windows and the batch order (seeded) so training batches still vary.
+    """
+    order = list(range(len(ids)))
+    rng = random.Random(seed)
+    if shuffle:
+        rng.shuffle(order)
+    window = batch_size * 50
+    order = [i for w in range(0, len(order), window)
+             for i in sorted(order[w : w + window], key=lambda i: len(ids[i]))]
+    batches = [order[b : b + batch_size] for b in range(0, len(order), batch_size)]
+    if shuffle:
+        rng.shuffle(batches)
+    out = []
+    for batch in batches:
+        T = max(len(ids[i]) for i in batch)
+        x = torch.zeros(len(batch), T, dtype=torch.long)  # (B, T), 0 = pad
+        for row, i in enumerate(batch):
+            x[row, : len(ids[i])] = torch.tensor(ids[i])
+        out.append((x, torch.tensor([targets[i] for i in batch])))
+    return out
+
+
+class _Batches(torch.utils.data.IterableDataset):
+    """A new shuffle of the training batches every epoch (the DataLoader adds no batching).
+
+    No ``__len__``: Lightning warns that an iterable's length may be wrong with several workers;
+    ``num_batches`` gives the epoch's length instead.
+    """
+
+    def __init__(self, ids, targets, batch_size: int, seed: int) -> None:
+        self.ids, self.targets, self.batch_size, self.seed, self.epoch = ids, targets, batch_size, seed, 0
+
+    def __iter__(self):
+        self.epoch += 1
+        return iter(make_batches(self.ids, self.targets, self.batch_size, shuffle=True,
+                                 seed=self.seed * 100_003 + self.epoch))
+
+    @property
+    def num_batches(self) -> int:
+        return math.ceil(len(self.ids) / self.batch_size)
+
+
+# ---- model and metrics (plain torch: predict and evaluate never import Lightning) ---------------
+
+def build_model(cfg: dict[str, Any]):
+    from ..models import SequenceClassifier
+
+    return SequenceClassifier(
+        len(cfg["labels"]), vocab_size=cfg["model_vocab_size"], model_dim=cfg["model_dim"],
+        num_heads=cfg["num_heads"], num_layers=cfg["num_layers"],
+        dim_feedforward=cfg["dim_feedforward"], dropout=cfg["dropout"],
+        norm_first=cfg["norm_first"], pooling=cfg["pooling"], positional=cfg["positional"],
+        max_len=cfg["max_len"])
+
+
+@torch.no_grad()
+def collect_predictions(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
+    """(predictions (N,), targets (N,)) of ``(inputs, targets)`` batches, in eval mode."""
+    model.eval()
+    preds, targets = zip(*((model.predict(x), y) for x, y in batches))
+    return torch.cat(preds), torch.cat(targets)
+
+
+def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
+    """``test_accuracy`` and ``test_macro_f1`` (torchmetrics; classes absent from both the
+    predictions and the targets are left out of the macro average)."""
+    from torchmetrics.functional.classification import multiclass_f1_score
+
+    return {"test_accuracy": float((preds == targets).float().mean()),
+            "test_macro_f1": float(multiclass_f1_score(preds, targets, num_classes, average="macro"))}
+
+
+def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str]) -> str:
+    """Precision, recall, F1 and support of each class, as aligned text."""
+    k = len(labels)
+    confusion = torch.bincount(targets * k + preds, minlength=k * k).reshape(k, k)  # (true, pred)
+    tp = confusion.diag().float()
+    precision = tp / confusion.sum(0).clamp(min=1)
+    recall = tp / confusion.sum(1).clamp(min=1)
+    f1 = 2 * precision * recall / (precision + recall).clamp(min=1e-12)
+    width = max(5, *(len(label) for label in labels))
+    lines = [f"{'class':<{width}}  precision  recall      f1  support"]
+    for i, label in enumerate(labels):
+        lines.append(f"{label:<{width}}  {precision[i]:9.4f}  {recall[i]:6.4f}  {f1[i]:6.4f}  "
+                     f"{int(confusion[i].sum()):7d}")
+    return "\n".join(lines)
+
+
+def _targets(pairs, labels: list[str]) -> list[int]:
+    index = {label: i for i, label in enumerate(labels)}
+    return [index[lab] for _, lab in pairs]
+
+
+def _test_batches(cfg, tokenizer, pairs):
+    ids = encode(tokenizer, [t for t, _ in pairs], cfg["max_len"])
+    return make_batches(ids, _targets(pairs, cfg["labels"]), 256)
+
+
+# ---- the task -----------------------------------------------------------------------------------
+
+class ClassifyTask(Task):
+    name = "classify"
+    help = "text classification on your own CSV / TSV / JSONL file"
+    has_tokenizer = True
+    defaults = {
+        "data": None, "test": None, "val": None, "text_column": "text", "label_column": "label",
+        "tokenizer": "word", "vocab_size": 10000, "max_len": 256, "pooling": "cls",
+        "positional": "sinusoidal", "val_fraction": 0.1, "test_fraction": 0.1,
+        "max_steps": 1000, "batch_size": 32, "lr": 5e-4, "warmup": 100, "dropout": 0.1,
+        "threads": 1,
+    }
+
+    def __init__(self) -> None:
+        self._cache: tuple | None = None  # splits read by validate, reused by run
+
+    def add_arguments(self, parser) -> None:
+        g = parser.add_argument_group("classify")
+        g.add_argument("--data", metavar="FILE", help="training data: .csv, .tsv or .jsonl")
+        g.add_argument("--test", metavar="FILE", help="test data (default: 10%% of --data)")
+        g.add_argument("--val", metavar="FILE", help="validation data (default: 10%% of --data)")
+        g.add_argument("--text-column", metavar="NAME", help="column of the texts (default text)")
+        g.add_argument("--label-column", metavar="NAME", help="column of the labels (default label)")
+        g.add_argument("--tokenizer", choices=TOKENIZERS, help="default word")
+        g.add_argument("--vocab-size", type=int, metavar="N", help="largest vocabulary (default 10000)")
+        g.add_argument("--max-len", type=int, metavar="N", help="tokens kept per text (default 256)")
+        g.add_argument("--pooling", choices=("cls", "mean"), help="default cls")
+        g.add_argument("--positional", choices=("sinusoidal", "learned", "none"),
+                       help="positional encoding (default sinusoidal)")
+        g.add_argument("--val-fraction", type=float, metavar="F", help="default 0.1")
+        g.add_argument("--test-fraction", type=float, metavar="F", help="default 0.1")
+
+    def _key(self, cfg):
+        return tuple(cfg.get(k) for k in ("data", "test", "val", "text_column", "label_column",
+                                           "seed", "val_fraction", "test_fraction"))
+
+    def splits(self, cfg: dict[str, Any]):
+        if self._cache is None or self._cache[0] != self._key(cfg):
+            self._cache = (self._key(cfg), load_splits(cfg))
+        return self._cache[1]
+
+    def validate(self, cfg: dict[str, Any]) -> None:
+        if cfg["tokenizer"] not in TOKENIZERS:
+            raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, "
+                             f"got {cfg['tokenizer']!r}")
+        least = _MIN_VOCAB[cfg["tokenizer"]]
+        if not isinstance(cfg["vocab_size"], int) or cfg["vocab_size"] < least:
+            raise UsageError(f"--vocab-size must be an integer >= {least} for --tokenizer "
+                             f"{cfg['tokenizer']}, got {cfg['vocab_size']!r}")
+        if not isinstance(cfg["max_len"], int) or cfg["max_len"] < 1:
+            raise UsageError(f"--max-len must be a positive integer, got {cfg['max_len']!r}")
+        for key in ("val_fraction", "test_fraction"):
+            if not isinstance(cfg[key], (int, float)) or not 0 < cfg[key] < 1:
+                raise UsageError(f"--{key.replace('_', '-')} must be in (0, 1), got {cfg[key]!r}")
+        for key, choices in (("pooling", ("cls", "mean")),
+                             ("positional", ("sinusoidal", "learned", "none"))):
+            if cfg[key] not in choices:
+                raise UsageError(f"--{key} must be one of {', '.join(choices)}, got {cfg[key]!r}")
+        self.splits(cfg)  # data errors now, before the run directory is written
+
+    def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+        from ..training import finish, fit
+        from ..training.classifier import ClassifierModule
+
+        splits = self.splits(cfg)
+        cfg["labels"] = sorted({lab for _, lab in splits["train"]})
+        tokenizer = fit_tokenizer(cfg, [t for t, _ in splits["train"]])
+        cfg["model_vocab_size"] = tokenizer.vocab_size
+        train_ids = encode(tokenizer, [t for t, _ in splits["train"]], cfg["max_len"])
+        train = _Batches(train_ids, _targets(splits["train"], cfg["labels"]), cfg["batch_size"],
+                         cfg["seed"])
+        if cfg.get("epochs"):
+            cfg["max_steps"] = cfg["epochs"] * train.num_batches
+        loader = torch.utils.data.DataLoader(train, batch_size=None)
+        val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
+                                                 batch_size=None)
+        model = build_model(cfg)
+        module = ClassifierModule(model, cfg, cfg["max_steps"])
+        result = fit(module, loader, val_loader, cfg, run_dir, max_steps=cfg["max_steps"],
+                     val_check_interval=cfg.get("val_every") or min(train.num_batches, cfg["max_steps"]))
+        preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, splits["test"]))
+        metrics = finish(cfg, run_dir, model, classification_metrics(preds, targets, len(cfg["labels"])),
+                         result, tokenizer=tokenizer)
+        if result.is_global_zero:
+            print(f"\ntest split, per class ({len(targets)} texts):\n"
+                  f"{per_class_table(preds, targets, cfg['labels'])}")
+            sys.stdout.flush()
+        return metrics
+
+    def load(self, run_dir: Path, cfg: dict[str, Any]):
+        from ..runs import load_weights
+        from ..tokenizers import load_tokenizer
+
+        tokenizer = load_tokenizer(Path(run_dir) / "tokenizer.json")
+        model = build_model(cfg)
+        load_weights(model, Path(run_dir) / "model.safetensors")
+        return model.eval(), tokenizer
+
+    def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+        model, tokenizer = self.load(run_dir, cfg)
+        ids = encode(tokenizer, [text], cfg["max_len"])[0]
+        return cfg["labels"][int(model.predict(torch.tensor([ids]))[0])]
+
+    def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+        """On ``data`` (same columns), or on the run's test split (re-drawn with its seed)."""
+        model, tokenizer = self.load(run_dir, cfg)
+        if data is not None:
+            table = _read({**cfg, "data": data}, "data")
+            _check_labels(table, set(cfg["labels"]), cfg, "data")
+            pairs = [(r[cfg["text_column"]], r[cfg["label_column"]].strip()) for r in table]
+        else:
+            pairs = self.splits(cfg)["test"]
+        preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, pairs))
+        print(per_class_table(preds, targets, cfg["labels"]), file=sys.stderr)
+        return classification_metrics(preds, targets, len(cfg["labels"]))
+
+
+TASK = ClassifyTask()

@@ -1,0 +1,143 @@
+"""Text classification on the user's file: splits, batches, metrics, and a tiny end-to-end run."""
+import csv
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from attnlab.cli import main
+from attnlab.runs import read_yaml
+from attnlab.tasks.classify import (TASK, classification_metrics, load_splits, make_batches,
+                                    per_class_table)
+
+WORDS = {"pos": "good great lovely superb".split(), "neg": "bad awful poor dull".split(),
+         "meh": "okay average plain fair".split()}
+FILLER = "the movie was a and plot acting film".split()
+
+
+def write_csv(path, n=240, seed=0, labels=tuple(WORDS)):
+    """Texts whose one sentiment word gives the label away, among filler words."""
+    rng = random.Random(seed)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "review", "sentiment"])
+        for i in range(n):
+            label = labels[i % len(labels)]
+            words = [rng.choice(FILLER) for _ in range(rng.randint(2, 8))] + [rng.choice(WORDS[label])]
+            rng.shuffle(words)
+            w.writerow([i, " ".join(words), label])
+    return path
+
+
+def cfg_for(path, **kw):
+    return {"data": str(path), "test": None, "val": None, "text_column": "review",
+            "label_column": "sentiment", "seed": 3, "val_fraction": 0.1, "test_fraction": 0.2, **kw}
+
+
+def test_splits_are_disjoint_stratified_and_reproducible(tmp_path):
+    path = write_csv(tmp_path / "d.csv", n=300)
+    splits = load_splits(cfg_for(path))
+    assert [len(splits[k]) for k in ("train", "val", "test")] == [216, 24, 60]
+    for k in ("val", "test"):  # each class is held out in proportion
+        counts = {lab: sum(1 for _, y in splits[k] if y == lab) for lab in WORDS}
+        assert len(set(counts.values())) == 1
+    ids = lambda k: {t for t, _ in splits[k]}  # noqa: E731
+    assert sum(len(splits[k]) for k in splits) == 300
+    assert load_splits(cfg_for(path)) == splits
+    assert load_splits(cfg_for(path, seed=4))["test"] != splits["test"]
+    assert ids("test") and ids("train")
+
+
+def test_batches_are_padded_with_zero_and_keep_every_example():
+    ids = [[5] * n for n in (3, 1, 7, 2, 5)]
+    batches = make_batches(ids, [0, 1, 2, 0, 1], 2, shuffle=True, seed=1)
+    seen = []
+    for x, y in batches:
+        lengths = (x != 0).sum(1)
+        assert x.shape[1] == int(lengths.max())  # padded to the longest in its batch
+        seen += list(zip(lengths.tolist(), y.tolist()))
+    assert sorted(seen) == sorted(zip((3, 1, 7, 2, 5), (0, 1, 2, 0, 1)))
+
+
+def test_metrics_agree_with_scikit_learn():
+    from sklearn.metrics import accuracy_score, f1_score
+
+    g = torch.Generator().manual_seed(0)
+    targets = torch.randint(0, 4, (200,), generator=g)
+    preds = torch.where(torch.rand(200, generator=g) < 0.7, targets, torch.randint(0, 4, (200,), generator=g))
+    m = classification_metrics(preds, targets, 4)
+    assert m["test_accuracy"] == pytest.approx(accuracy_score(targets, preds), abs=1e-6)
+    assert m["test_macro_f1"] == pytest.approx(f1_score(targets, preds, average="macro"), abs=1e-6)
+    table = per_class_table(preds, targets, ["a", "b", "c", "d"]).splitlines()
+    f1 = f1_score(targets, preds, average=None)
+    assert table[0].split() == ["class", "precision", "recall", "f1", "support"]
+    for row, value, n in zip(table[1:], f1, torch.bincount(targets, minlength=4)):
+        assert float(row.split()[3]) == pytest.approx(value, abs=1e-4)
+        assert int(row.split()[4]) == int(n)
+
+
+@pytest.fixture(scope="module")
+def classify_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("classify")
+    data = write_csv(tmp / "reviews.csv", n=240)
+    out = tmp / "run"
+    code = main(["train", "classify", "--data", str(data), "--out", str(out),
+                 "--text-column", "review", "--label-column", "sentiment", "--tokenizer", "word",
+                 "--max-steps", "80", "--model-dim", "32", "--num-heads", "2", "--num-layers", "1",
+                 "--dim-feedforward", "64", "--lr", "3e-3", "--warmup", "10", "--pooling", "mean"])
+    assert code == 0
+    return out
+
+
+def test_tiny_classify_run_learns_and_writes_the_run_directory(classify_run):
+    metrics = json.loads((classify_run / "metrics.json").read_text())
+    assert set(metrics) >= {"test_accuracy", "test_macro_f1", "steps", "train_seconds", "parameters"}
+    assert metrics["test_accuracy"] > 0.6  # chance: 1/3; the sentiment word decides
+    assert (classify_run / "tokenizer.json").is_file() and (classify_run / "model.safetensors").is_file()
+    cfg = read_yaml(classify_run / "config.yaml")
+    assert cfg["labels"] == ["meh", "neg", "pos"]
+
+
+def test_predict_prints_a_label_and_evaluate_reproduces_the_metrics(classify_run, capsys):
+    cfg = read_yaml(classify_run / "config.yaml")
+    assert main(["predict", str(classify_run), "--input", "the film was superb"]) == 0
+    label = capsys.readouterr().out.strip().splitlines()[-1]
+    model, tokenizer = TASK.load(classify_run, cfg)
+    logits = model(torch.tensor([tokenizer.encode("the film was superb")]))
+    assert label == cfg["labels"][int(logits.argmax())]
+    assert main(["evaluate", str(classify_run)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    metrics = json.loads((classify_run / "metrics.json").read_text())
+    for key in ("test_accuracy", "test_macro_f1"):
+        assert again[key] == pytest.approx(metrics[key], abs=1e-6)
+
+
+def test_a_padded_test_batch_predicts_what_each_text_does_alone(classify_run):
+    model, tokenizer = TASK.load(classify_run, read_yaml(classify_run / "config.yaml"))
+    ids = [tokenizer.encode(t) for t in ["the movie was a lovely film and plot", "good", "awful acting"]]
+    x, _ = make_batches(ids, [0, 0, 0], 3)[0]  # one batch, rows ordered by length, 0-padded
+    by_length = sorted(ids, key=len)
+    assert [(row != 0).sum().item() for row in x] == [len(i) for i in by_length]
+    alone = torch.cat([model(torch.tensor([i])) for i in by_length])
+    assert_close(model(x), alone, atol=1e-5, rtol=1e-4)
+
+
+def test_evaluate_on_another_file_and_predict_never_import_lightning(classify_run, tmp_path):
+    other = write_csv(tmp_path / "other.tsv", n=30, seed=9)
+    other.write_text(other.read_text().replace(",", "\t"))
+    code = (
+        "import sys, json\n"
+        "from attnlab.cli import main\n"
+        f"assert main(['evaluate', {str(classify_run)!r}, '--data', {str(other)!r}]) == 0\n"
+        f"assert main(['predict', {str(classify_run)!r}, '--input', 'bad film']) == 0\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('lightning', 'pytorch_lightning')]\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads(proc.stdout[: proc.stdout.rindex("}") + 1])
+    assert 0 <= metrics["test_accuracy"] <= 1 and "test_macro_f1" in metrics
+    assert proc.stdout.strip().splitlines()[-1] in ("meh", "neg", "pos")
