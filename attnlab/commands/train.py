@@ -156,6 +156,9 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
 def _run_dir(cfg: dict[str, Any]) -> Path:
     # DDP children re-run this command: they must use the directory their parent chose.
     out = cfg.get("out") or os.environ.get("ATTNLAB_RUN_DIR")
+    if not out and cfg["num_nodes"] > 1:
+        raise UsageError(f"--num-nodes {cfg['num_nodes']} needs --out DIR on a shared file "
+                         f"system: every node must write to the same run directory")
     if not out:
         out = f"runs/{cfg['task']}-{time.strftime('%Y%m%d-%H%M%S')}"
     os.environ["ATTNLAB_RUN_DIR"] = str(out)

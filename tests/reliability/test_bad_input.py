@@ -72,6 +72,7 @@ def _cases(tmp: Path, run: Path):
         (["plot", "lr", "--warmup", "-5"], "--warmup"),
         (["explain", "--q", "[[1, 2"], "--q"),
         (["explain", "--q", "[[1,0,0]]", "--k", "[[1,0]]", "--v", "[[1]]"], "--k"),
+        (["train", "reverse", "--num-nodes", "2"], "--num-nodes"),
         (["nosuchcommand"], "nosuchcommand"),
     ]
 
