@@ -154,8 +154,10 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_dir(cfg: dict[str, Any]) -> Path:
-    # DDP children re-run this command: they must use the directory their parent chose.
-    out = cfg.get("out") or os.environ.get("ATTNLAB_RUN_DIR")
+    # DDP children re-run this command: they must use the directory their parent chose (and
+    # only they: a second in-process `main` must not reuse the first run's directory).
+    child = os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
+    out = cfg.get("out") or (os.environ.get("ATTNLAB_RUN_DIR") if child else None)
     if not out and cfg["num_nodes"] > 1:
         raise UsageError(f"--num-nodes {cfg['num_nodes']} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
@@ -163,7 +165,6 @@ def _run_dir(cfg: dict[str, Any]) -> Path:
         out = f"runs/{cfg['task']}-{time.strftime('%Y%m%d-%H%M%S')}"
     os.environ["ATTNLAB_RUN_DIR"] = str(out)
     run_dir = Path(out)
-    child = os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
     if not cfg["resume"] and not child and run_dir.exists() and any(run_dir.iterdir()):
         raise UsageError(f"--out {run_dir} already holds files; pass --resume to continue that "
                          f"run, or choose another --out")
