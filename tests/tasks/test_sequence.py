@@ -87,3 +87,15 @@ def test_validate_rejects_bad_task_flags():
     cfg = {**task.defaults, "num_categories": 1}
     with pytest.raises(UsageError, match="--num-categories"):
         task.validate(cfg)
+
+
+def test_config_file_and_epochs_set_the_budget(tmp_path):
+    from attnlab.commands.train import build_config
+
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text("seq-len: 8\ntrain_size: 1000\nbatch_size: 100\nepochs: 3\n")
+    cfg = build_config("sort", {"config": str(cfg_file), "batch_size": 300})  # the flag wins
+    assert cfg["seq_len"] == 8 and cfg["batch_size"] == 300
+    assert get_task("sort").budget(cfg) == 3 * 4  # 3 epochs × ceil(1000 / 300) batches
+    cfg = build_config("reverse", {})
+    assert get_task("reverse").budget(cfg) == cfg["max_steps"] == 600
