@@ -1,6 +1,6 @@
 """Built-in data: the synthetic per-element tasks (reverse, copy, sort) and batch loaders."""
-from .sequences import (SEQUENCE_TASKS, ReverseDataset, SequenceDataset, batch_loader, make_labels,
-                        pad_to_length, split_seed)
+from .sequences import (SEQUENCE_TASKS, BatchLoader, ReverseDataset, SequenceDataset, batch_loader,
+                        make_labels, pad_to_length, split_seed)
 
-__all__ = ["SEQUENCE_TASKS", "ReverseDataset", "SequenceDataset", "batch_loader", "make_labels",
-           "pad_to_length", "split_seed"]
+__all__ = ["SEQUENCE_TASKS", "BatchLoader", "ReverseDataset", "SequenceDataset", "batch_loader",
+           "make_labels", "pad_to_length", "split_seed"]

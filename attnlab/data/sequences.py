@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
-from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
+from torch.utils.data import Dataset
 
 __all__ = ["SEQUENCE_TASKS", "SequenceDataset", "ReverseDataset", "make_labels", "split_seed",
-           "pad_to_length", "batch_loader"]
+           "pad_to_length", "batch_loader", "BatchLoader"]
 
 SEQUENCE_TASKS = ("reverse", "copy", "sort")
 _SPLITS = {"train": 0, "val": 1, "test": 2}
@@ -87,20 +87,90 @@ def ReverseDataset(num_categories: int, seq_len: int, size: int, *, seed: int = 
     return SequenceDataset("reverse", num_categories, seq_len, size, seed=seed, split=split)
 
 
-def batch_loader(dataset: Dataset, batch_size: int, *, shuffle: bool, seed: int = 0,
-                 drop_last: bool = False) -> DataLoader:
-    """A DataLoader that gathers a whole batch with one indexing operation.
+class BatchLoader:
+    """Batches of an in-memory dataset, each gathered with one indexing operation, resumable.
 
-    The usual loader calls ``dataset[i]`` B times and stacks the results; for tensors held in
-    memory that per-example Python work costs more than a small model's training step. Here the
-    sampler yields lists of indices and ``dataset[indices]`` returns the batch directly.
+    A ``torch.utils.data.DataLoader`` calls ``dataset[i]`` B times and collates the results; for
+    tensors already in memory that per-example Python work costs more than a small model's
+    training step. Here ``dataset[indices]`` returns the whole batch.
+
+    Epoch e is shuffled by a generator seeded from (seed, e), so an epoch's order does not
+    depend on what ran before, and ``state_dict`` / ``load_state_dict`` (the interface Lightning
+    looks for) record how far the current epoch got: a run resumed in the middle of an epoch
+    continues with the batches it had not seen. Under ``torch.distributed`` each rank takes
+    every world_size-th batch of the same order.
+
+    Args:
+        dataset: indexable with a tensor of indices (e.g. ``SequenceDataset``).
+        batch_size: examples per batch.
+        shuffle: a new order every epoch (else the dataset's order).
+        seed: the run's seed.
+        drop_last: drop a last, smaller batch.
+
+    Example:
+        >>> loader = BatchLoader(SequenceDataset("copy", 5, 4, 50), 16, shuffle=True)
+        >>> [len(x) for x, y in loader]
+        [16, 16, 16, 2]
     """
-    if shuffle:
-        sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(split_seed(seed, "train") + 7))
-    else:
-        sampler = SequentialSampler(dataset)
-    return DataLoader(dataset, batch_size=None,
-                      sampler=BatchSampler(sampler, batch_size, drop_last=drop_last))
+
+    def __init__(self, dataset, batch_size: int, *, shuffle: bool, seed: int = 0,
+                 drop_last: bool = False) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
+        self.seed, self.drop_last = seed, drop_last
+        self.epoch, self.done = 0, 0  # the epoch being served and the batches it has given
+        self._restored = False
+
+    def _shard(self) -> tuple[int, int]:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+
+    def _batches(self) -> list[torch.Tensor]:
+        n = len(self.dataset)
+        if self.shuffle:
+            g = torch.Generator().manual_seed(split_seed(self.seed, "train") + 7 + self.epoch)
+            order = torch.randperm(n, generator=g)
+        else:
+            order = torch.arange(n)
+        batches = list(order.split(self.batch_size))
+        if self.drop_last and batches and len(batches[-1]) < self.batch_size:
+            batches.pop()
+        rank, world = self._shard()
+        return batches[rank::world]
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        full = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        rank, world = self._shard()
+        return len(range(rank, full, world))
+
+    def __iter__(self):
+        if self.done and not self._restored:  # an epoch left unfinished: start the next one
+            self.epoch, self.done = self.epoch + 1, 0
+        self._restored = False
+        batches = self._batches()
+        start = self.done
+        for indices in batches[start:]:
+            self.done += 1
+            yield self.dataset[indices]
+        self.epoch, self.done = self.epoch + 1, 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "done": self.done}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.done = int(state["epoch"]), int(state["done"])
+        self._restored = True
+
+
+def batch_loader(dataset, batch_size: int, *, shuffle: bool, seed: int = 0,
+                 drop_last: bool = False) -> BatchLoader:
+    """``BatchLoader(dataset, batch_size, shuffle=..., seed=..., drop_last=...)``."""
+    return BatchLoader(dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
 
 
 def pad_to_length(task: str, tokens: list[int], seq_len: int, num_categories: int) -> tuple[list[int], int]:

@@ -32,6 +32,9 @@ for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):
 warnings.filterwarnings("ignore", message=".*does not have many workers.*")
 warnings.filterwarnings("ignore", message=".*number of training batches.*smaller than the logging interval.*")
 warnings.filterwarnings("ignore", message=".*is an invalid version and will not be supported.*")
+# --resume reuses the run's logs/ and checkpoints/ on purpose (fit keeps the old CSV log).
+warnings.filterwarnings("ignore", message=".*Experiment logs directory .* exists and is not empty.*")
+warnings.filterwarnings("ignore", message=".*Checkpoint directory .* exists and is not empty.*")
 warnings.filterwarnings("ignore", message=".*isinstance.treespec, LeafSpec.*")
 
 

@@ -8,7 +8,7 @@ import torch
 
 import attnlab
 from attnlab.cli import main
-from attnlab.data import SequenceDataset
+from attnlab.data import SequenceDataset, batch_loader
 
 TEST_KEYS = {"test_token_accuracy", "test_sequence_accuracy", "steps", "train_seconds", "parameters"}
 
@@ -83,6 +83,7 @@ class _Interrupt(Exception):
     pass
 
 
+@pytest.mark.filterwarnings("error:.*dataloader is not resumable")
 def test_resume_continues_from_checkpoint_to_the_budget(tmp_path, monkeypatch):
     """Crash at step 25 (checkpoints every 10), then --resume: training restarts at step 20
     (the last checkpoint, not 0) and ends at the budget of 40 steps."""
@@ -90,7 +91,7 @@ def test_resume_continues_from_checkpoint_to_the_budget(tmp_path, monkeypatch):
 
     from attnlab.training import engine
 
-    starts = []
+    starts, first_batches = [], []
 
     class Probe(L.Callback):
         def __init__(self, crash_at):
@@ -98,6 +99,10 @@ def test_resume_continues_from_checkpoint_to_the_budget(tmp_path, monkeypatch):
 
         def on_train_start(self, trainer, pl_module):
             starts.append(trainer.global_step)
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            if len(first_batches) < len(starts):
+                first_batches.append(batch[0].clone())
 
         def on_train_batch_end(self, trainer, *args):
             if trainer.global_step == self.crash_at:
@@ -122,6 +127,11 @@ def test_resume_continues_from_checkpoint_to_the_budget(tmp_path, monkeypatch):
     monkeypatch.setattr(engine, "make_trainer", with_probe(None))
     assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
     assert starts == [0, 20]  # the second run started from the checkpoint, not from scratch
+    # ... and with the batch an uninterrupted run would see at step 20: epoch 1, batch 4
+    loader = batch_loader(SequenceDataset("reverse", 10, 16, 2000, seed=42), 128, shuffle=True, seed=42)
+    list(loader)
+    expected = [x for x, _ in loader][20 - 16]
+    assert torch.equal(first_batches[1], expected)
     assert json.loads((out / "metrics.json").read_text())["steps"] == 40
     with open(out / "logs" / "metrics.csv") as f:
         logged = [int(r["step"]) for r in csv.DictReader(f) if r.get("train_loss")]

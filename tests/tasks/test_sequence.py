@@ -41,6 +41,26 @@ def test_batch_loader_covers_every_example_once_per_epoch():
     assert all(torch.equal(a[0], b[0]) for a, b in zip(batches, again))  # same seed, same order
 
 
+def test_batch_loader_resumes_mid_epoch_and_reshuffles_each_epoch():
+    ds = SequenceDataset("copy", 5, 4, 100, seed=0)
+    first = batch_loader(ds, 10, shuffle=True, seed=1)
+    epoch0 = [x for x, _ in first]
+    it = iter(first)
+    seen = [next(it)[0] for _ in range(3)]  # 3 batches into epoch 1, then "killed"
+    state = first.state_dict()
+    assert state == {"epoch": 1, "done": 3}
+    resumed = batch_loader(ds, 10, shuffle=True, seed=1)
+    resumed.load_state_dict(state)
+    rest = [x for x, _ in resumed]
+    assert len(rest) == 7 and len(resumed) == 10
+    epoch1 = seen + rest
+    assert sorted(map(tuple, torch.cat(epoch1).tolist())) == sorted(map(tuple, ds.inputs.tolist()))
+    assert not all(torch.equal(a, b) for a, b in zip(epoch0, epoch1))  # a new order
+    uninterrupted = batch_loader(ds, 10, shuffle=True, seed=1)
+    list(uninterrupted)
+    assert all(torch.equal(a, b) for a, b in zip([x for x, _ in uninterrupted], epoch1))
+
+
 @pytest.mark.parametrize("task", ["reverse", "copy", "sort"])
 def test_padding_puts_the_answer_in_the_first_positions(task):
     tokens = [3, 9, 1, 4]
