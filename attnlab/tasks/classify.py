@@ -150,8 +150,13 @@ class _Batches(torch.utils.data.IterableDataset):
 
     def __iter__(self):
         self.epoch += 1
-        return iter(make_batches(self.ids, self.targets, self.batch_size, shuffle=True,
-                                 seed=self.seed * 100_003 + self.epoch))
+        batches = make_batches(self.ids, self.targets, self.batch_size, shuffle=True,
+                               seed=self.seed * 100_003 + self.epoch)
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():  # DDP: each rank its share, equal counts
+            world = dist.get_world_size()
+            batches = batches[: len(batches) - len(batches) % world][dist.get_rank()::world]
+        return iter(batches)
 
     @property
     def num_batches(self) -> int:
