@@ -98,7 +98,7 @@ class BatchLoader:
     depend on what ran before, and ``state_dict`` / ``load_state_dict`` (the interface Lightning
     looks for) record how far the current epoch got: a run resumed in the middle of an epoch
     continues with the batches it had not seen. Under ``torch.distributed`` each rank takes
-    every world_size-th batch of the same order.
+    every world_size-th batch of the same shuffled order (an unshuffled loader is not split).
 
     Args:
         dataset: indexable with a tensor of indices (e.g. ``SequenceDataset``).
@@ -125,7 +125,9 @@ class BatchLoader:
     def _shard(self) -> tuple[int, int]:
         import torch.distributed as dist
 
-        if dist.is_available() and dist.is_initialized():
+        # training batches are split between ranks; evaluation sets are whole on every rank, so
+        # that all ranks see the same validation metrics (and agree on early stopping)
+        if self.shuffle and dist.is_available() and dist.is_initialized():
             return dist.get_rank(), dist.get_world_size()
         return 0, 1
 

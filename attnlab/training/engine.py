@@ -102,12 +102,17 @@ class StopAtTarget(Callback):
         self.stopped_at: int | None = None
 
     def on_validation_end(self, trainer, pl_module):
-        if trainer.sanity_checking or self.monitor not in trainer.callback_metrics:
+        if trainer.sanity_checking:
             return
-        value = float(trainer.callback_metrics[self.monitor])
-        reached = value >= self.target if self.mode == "max" else value <= self.target
-        self.hits = self.hits + 1 if reached else 0
-        if self.hits >= self.times:
+        if self.monitor in trainer.callback_metrics:
+            value = float(trainer.callback_metrics[self.monitor])
+            reached = value >= self.target if self.mode == "max" else value <= self.target
+            self.hits = self.hits + 1 if reached else 0
+        stop = self.hits >= self.times
+        strategy = getattr(trainer, "strategy", None)
+        if strategy is not None:  # every rank must stop at the same step, or DDP hangs
+            stop = strategy.reduce_boolean_decision(stop, all=False)
+        if stop:
             trainer.should_stop = True
             self.stopped_at = trainer.global_step
 

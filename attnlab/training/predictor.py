@@ -85,7 +85,7 @@ class TransformerPredictor(ElementPredictor, L.LightningModule):
         inputs, labels = batch
         metrics = element_metrics(self(inputs), labels)
         self.log_dict({f"{mode}_{k}": v for k, v in metrics.items()}, prog_bar=True,
-                      batch_size=len(labels))
+                      batch_size=len(labels), sync_dist=True)  # averaged over ranks under DDP
 
     def validation_step(self, batch, batch_idx):
         self._evaluation_step(batch, "val")
