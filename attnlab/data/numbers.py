@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterator
 from functools import lru_cache
 
-__all__ = ["LANGUAGES", "check_language", "spell", "held_out_numbers", "NumberPairs"]
+__all__ = ["LANGUAGES", "check_language", "spell", "held_out_numbers", "PairStream", "NumberPairs"]
 
 HELD_OUT_SEED = 20240605  # fixed: every run tests on the same numbers
 
@@ -81,7 +81,31 @@ def held_out_numbers(max_number: int, test_size: int, val_size: int) -> tuple[li
     return drawn[:test_size], drawn[test_size:]
 
 
-class NumberPairs:
+class PairStream:
+    """An endless stream of training pairs: subclasses define ``draw(rng) -> item`` (never a
+    held-out one) and ``pair(item) -> (source text, target text)``; ``seed`` fixes the stream."""
+
+    seed: int = 0
+
+    def draw(self, rng: random.Random) -> int:
+        raise NotImplementedError
+
+    def pair(self, item: int) -> tuple[str, str]:
+        raise NotImplementedError
+
+    def sample(self, count: int, seed: int | None = None) -> list[tuple[str, str]]:
+        """``count`` training pairs from their own stream (to fit tokenisers on)."""
+        rng = random.Random(self.seed if seed is None else seed)
+        return [self.pair(self.draw(rng)) for _ in range(count)]
+
+    def __iter__(self) -> Iterator[tuple[int, tuple[str, str]]]:
+        rng = random.Random(self.seed)
+        while True:
+            item = self.draw(rng)
+            yield item, self.pair(item)
+
+
+class NumberPairs(PairStream):
     """An endless stream of training pairs (source words, target words), held-out excluded.
 
     Args:
@@ -118,14 +142,3 @@ class NumberPairs:
 
     def pair(self, number: int) -> tuple[str, str]:
         return spell(number, self.src), spell(number, self.tgt)
-
-    def sample(self, count: int, seed: int | None = None) -> list[tuple[str, str]]:
-        """``count`` training pairs from their own stream (to fit tokenisers on)."""
-        rng = random.Random(self.seed if seed is None else seed)
-        return [self.pair(self.draw(rng)) for _ in range(count)]
-
-    def __iter__(self) -> Iterator[tuple[int, tuple[str, str]]]:
-        rng = random.Random(self.seed)
-        while True:
-            n = self.draw(rng)
-            yield n, self.pair(n)

@@ -1,8 +1,9 @@
 """``attnlab train translate``: an encoder–decoder Transformer that translates.
 
 Built-in data: numbers spelled out by num2words (``--src en --tgt de``: "three hundred and
-forty-two" → "dreihundertzweiundvierzig"), tested on held-out numbers never seen in training.
-Users' data: ``--data FILE`` with a source and a target column (CSV, TSV or JSONL).
+forty-two" → "dreihundertzweiundvierzig"), tested on held-out numbers never seen in training;
+``--dataset dates``: dates written by babel in two locales ("Friday, March 5, 2021" →
+"Freitag, 5. März 2021"). Users' data: ``--data FILE`` with a source and a target column (CSV, TSV or JSONL).
 
 Shapes: B batch, S source tokens, T target tokens (SOS ... EOS).
 
@@ -29,6 +30,7 @@ from ..errors import UsageError
 from .base import Task
 
 TOKENIZERS = ("auto", "char", "word", "bpe")
+DATASETS = ("numbers", "dates")
 BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")
 TARGET_TOKENIZER_FILE = "target_tokenizer.json"
 
@@ -137,16 +139,20 @@ def test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list[str]]:
 
 
 # ---- data -------------------------------------------------------------------------------
-def _number_splits(cfg: dict[str, Any]):
-    from ..data.numbers import NumberPairs, held_out_numbers, spell
+def _builtin_splits(cfg: dict[str, Any]):
+    """(endless training stream, validation pairs, test pairs) of the built-in dataset."""
+    if cfg.get("dataset", "numbers") == "dates":
+        from ..data.dates import DatePairs, held_out_days
 
-    test, val = held_out_numbers(cfg["max_number"], cfg["test_size"], cfg["val_size"])
-    stream = NumberPairs(cfg["src"], cfg["tgt"], cfg["max_number"], exclude=set(test) | set(val),
-                         seed=cfg["seed"])
+        test, val = held_out_days(cfg["test_size"], cfg["val_size"])
+        stream = DatePairs(cfg["src"], cfg["tgt"], exclude=set(test) | set(val), seed=cfg["seed"])
+    else:
+        from ..data.numbers import NumberPairs, held_out_numbers
 
-    def spelled(numbers):
-        return [(spell(n, cfg["src"]), spell(n, cfg["tgt"])) for n in numbers]
-    return stream, spelled(val), spelled(test)
+        test, val = held_out_numbers(cfg["max_number"], cfg["test_size"], cfg["val_size"])
+        stream = NumberPairs(cfg["src"], cfg["tgt"], cfg["max_number"],
+                             exclude=set(test) | set(val), seed=cfg["seed"])
+    return stream, [stream.pair(n) for n in val], [stream.pair(n) for n in test]
 
 
 def _read_pairs(path: str, cfg: dict[str, Any], what: str) -> list[tuple[str, str]]:
@@ -224,7 +230,7 @@ class TranslateTask(Task):
     help = "encoder-decoder translation: spelled-out numbers (num2words) or --data FILE"
     has_tokenizer = True
     defaults = {
-        "src": "en", "tgt": "de", "data": None, "test": None,
+        "src": "en", "tgt": "de", "dataset": "numbers", "data": None, "test": None,
         "src_column": "source", "tgt_column": "target",
         "src_tokenizer": "auto", "tgt_tokenizer": "auto", "vocab_size": 400,
         "max_number": 1_000_000, "test_size": 2000, "val_size": 200,
@@ -237,8 +243,10 @@ class TranslateTask(Task):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         g = p.add_argument_group("translate")
-        g.add_argument("--src", metavar="LANG", help="source language of the built-in numbers (en)")
+        g.add_argument("--src", metavar="LANG", help="source language of the built-in data (en)")
         g.add_argument("--tgt", metavar="LANG", help="target language (de; fr, es, ... any num2words one)")
+        g.add_argument("--dataset", choices=DATASETS,
+                       help="built-in data: numbers (num2words) or dates (babel locales)")
         g.add_argument("--data", metavar="FILE", help="your parallel data (CSV/TSV/JSONL)")
         g.add_argument("--test", metavar="FILE", help="test pairs (default: 10%% of --data)")
         g.add_argument("--src-column", metavar="NAME", help="source column of --data (source)")
@@ -259,17 +267,22 @@ class TranslateTask(Task):
                        help="sacrebleu tokenisation (auto: char for one-word targets)")
 
     def validate(self, cfg: dict[str, Any]) -> None:
-        from ..data.numbers import check_language
-
         if cfg["data"] is None:
+            if cfg["dataset"] not in DATASETS:
+                raise UsageError(f"--dataset must be one of {', '.join(DATASETS)}, "
+                                 f"got {cfg['dataset']!r}")
+            if cfg["dataset"] == "dates":
+                from ..data.dates import check_locale as check
+            else:
+                from ..data.numbers import check_language as check
             for key in ("src", "tgt"):
                 try:
-                    check_language(str(cfg[key]))
+                    check(str(cfg[key]))
                 except ValueError as e:
                     raise UsageError(f"--{key}: {e}") from None
             if cfg.get("epochs") is not None:
-                raise UsageError("--epochs: the built-in numbers are generated without end; "
-                                 "use --max-steps")
+                raise UsageError(f"--epochs: the built-in {cfg['dataset']} are generated without "
+                                 f"end; use --max-steps")
         elif not Path(cfg["data"]).is_file():
             raise UsageError(f"--data: file not found: {cfg['data']}")
         for key, low in (("vocab_size", 260), ("max_number", 10), ("test_size", 1),
@@ -279,7 +292,8 @@ class TranslateTask(Task):
                                  f"got {cfg[key]!r}")
         if not 0 <= float(cfg["label_smoothing"]) < 1:
             raise UsageError(f"--label-smoothing must be in [0, 1), got {cfg['label_smoothing']}")
-        if cfg["data"] is None and 2 * (cfg["test_size"] + cfg["val_size"]) > cfg["max_number"]:
+        if (cfg["data"] is None and cfg["dataset"] == "numbers"
+                and 2 * (cfg["test_size"] + cfg["val_size"]) > cfg["max_number"]):
             raise UsageError(f"--test-size + --val-size ({cfg['test_size'] + cfg['val_size']}) "
                              f"must be at most half of --max-number ({cfg['max_number']})")
         if cfg["data"] is not None:
@@ -290,7 +304,7 @@ class TranslateTask(Task):
         from ..training.seq2seq import Seq2SeqModule
 
         if cfg["data"] is None:
-            stream, val, test = _number_splits(cfg)
+            stream, val, test = _builtin_splits(cfg)
             sample = stream.sample(5000)  # enough to see every word and fit BPE
         else:
             train, val, test = _file_splits(cfg)
@@ -340,7 +354,7 @@ class TranslateTask(Task):
     @staticmethod
     def _spell_digits(cfg: dict[str, Any], texts: list[str]) -> list[str]:
         """With the built-in numbers, a text of digits ("342") is spelled in the source language."""
-        if cfg.get("data") is not None:
+        if cfg.get("data") is not None or cfg.get("dataset", "numbers") != "numbers":
             return texts
         from ..data.numbers import spell
 
@@ -370,7 +384,7 @@ class TranslateTask(Task):
         if data is not None:
             test = _read_pairs(data, cfg, "--data")
         elif cfg.get("data") is None:
-            test = _number_splits(cfg)[2]
+            test = _builtin_splits(cfg)[2]
         else:
             test = _file_splits(cfg)[2]
         model, tok = self.load(run_dir, cfg)

@@ -128,6 +128,7 @@ def test_malformed_data_file_is_a_usage_error_naming_file_and_problem(capsys, tm
     (["--epochs", "2"], "--epochs: the built-in numbers are generated without end"),
     (["--max-number", "100", "--test-size", "60"], "--test-size + --val-size (260) must be at most half"),
     (["--vocab-size", "100"], "--vocab-size must be an integer >= 260, got 100"),
+    (["--dataset", "dates", "--src", "klingon"], "--src: unknown locale 'klingon'; babel writes dates"),
     (["--src-tokenizer", "sentencepiece"], "argument --src-tokenizer: invalid choice"),
 ])
 def test_bad_flags_are_usage_errors(capsys, tmp_path, argv, needle):
