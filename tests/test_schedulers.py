@@ -60,7 +60,8 @@ def test_noam_factor_scales_the_rate():
 
 
 @pytest.mark.parametrize("make,message", [
-    (lambda o: CosineWarmupScheduler(o, warmup=0, max_iters=10), "warmup must be a positive integer, got 0"),
+    (lambda o: CosineWarmupScheduler(o, warmup=0, max_iters=10),
+     "warmup must be a positive integer, got 0"),
     (lambda o: NoamScheduler(o, d_model=-4), "d_model must be a positive integer, got -4"),
 ])
 def test_bad_schedule_arguments(make, message):

@@ -34,8 +34,10 @@ V = torch.tensor([[1.0, 0, 1], [10, 0, 2], [100, 5, 0], [1000, 6, 0]])
 def test_worked_lookup_example(q, expected_values, expected_weights):
     values, weights = an.scaled_dot_product(torch.tensor([q], dtype=torch.float32), K, V)
     # float32 rounding of 550 is 3e-5; the left-over weight e^(-100/√3) ≈ 1e-25 is invisible
-    assert_close(values, torch.tensor([expected_values], dtype=torch.float32), atol=1e-4, rtol=1e-6)
-    assert_close(weights, torch.tensor([expected_weights], dtype=torch.float32), atol=1e-6, rtol=0.0)
+    expected_values = torch.tensor([expected_values], dtype=torch.float32)
+    expected_weights = torch.tensor([expected_weights], dtype=torch.float32)
+    assert_close(values, expected_values, atol=1e-4, rtol=1e-6)
+    assert_close(weights, expected_weights, atol=1e-6, rtol=0.0)
 
 
 def test_worked_example_all_queries_at_once_with_batch_dims():
@@ -186,7 +188,8 @@ def test_embed_dim_not_divisible_by_heads():
 
 def test_mask_that_does_not_broadcast():
     mha = an.MultiheadAttention(16, 16, 4)
-    with pytest.raises(ValueError, match=re.escape("(3, 1, 5, 5) does not broadcast to (B, H, T_q, T_k) = (2, 4, 5, 5)")):
+    expected = "(3, 1, 5, 5) does not broadcast to (B, H, T_q, T_k) = (2, 4, 5, 5)"
+    with pytest.raises(ValueError, match=re.escape(expected)):
         mha(torch.randn(2, 5, 16), torch.ones(3, 5, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match=re.escape("(1, 1, 5, 6)")):
         mha(torch.randn(2, 5, 16), torch.ones(5, 6, dtype=torch.bool))

@@ -20,14 +20,14 @@ LENGTHS = torch.tensor([7, 4, 1])  # a full, a half-padded and a one-token seque
 
 
 def test_qkv_layout_round_trips():
-    """set_qkv stores torch's separate Q, K, V in the course's per-head layout; get_qkv undoes it."""
+    """set_qkv stores separate Q, K, V in the course's per-head layout; get_qkv undoes it."""
     ours = an.MultiheadAttention(D, D, H)
     w = [torch.randn(D, D) for _ in range(3)]
     b = [torch.randn(D) for _ in range(3)]
     ours.set_qkv(*w, *b)
     for got, expected in zip(ours.get_qkv(), w + b):
         assert_close(got, expected, atol=0.0, rtol=0.0)
-    # per-head layout, as the course's reshape(B, T, H, 3·hd) expects: rows [q_0; k_0; v_0; q_1; ...]
+    # per-head, as the course's reshape(B, T, H, 3·hd) expects: rows [q_0; k_0; v_0; q_1; ...]
     hd = D // H
     assert_close(ours.qkv_proj.weight[hd : 2 * hd], w[1][:hd], atol=0.0, rtol=0.0)
 
@@ -119,8 +119,9 @@ def test_encoder_stack_matches_torch_fast_path(norm_first, activation):
     """Under no_grad, torch.nn.TransformerEncoder takes its nested-tensor fast path, which zeroes
     padded positions; real positions must agree."""
     final_norm = nn.LayerNorm(D) if norm_first else None
-    theirs = nn.TransformerEncoder(nn.TransformerEncoderLayer(**_torch_args(norm_first, activation)),
-                                   L, norm=final_norm, enable_nested_tensor=not norm_first).eval()
+    layer = nn.TransformerEncoderLayer(**_torch_args(norm_first, activation))
+    theirs = nn.TransformerEncoder(layer, L, norm=final_norm,
+                                   enable_nested_tensor=not norm_first).eval()
     ours = an.TransformerEncoder(L, **_block_args(norm_first, activation)).eval()
     copy_from_torch(ours, theirs)
     x = torch.randn(3, 7, D)
@@ -134,8 +135,8 @@ def test_encoder_stack_matches_torch_fast_path(norm_first, activation):
 @pytest.mark.parametrize("norm_first,activation", BLOCK_OPTIONS)
 def test_decoder_stack_matches_torch(norm_first, activation):
     final_norm = nn.LayerNorm(D) if norm_first else None
-    theirs = nn.TransformerDecoder(nn.TransformerDecoderLayer(**_torch_args(norm_first, activation)),
-                                   L, norm=final_norm).eval()
+    layer = nn.TransformerDecoderLayer(**_torch_args(norm_first, activation))
+    theirs = nn.TransformerDecoder(layer, L, norm=final_norm).eval()
     ours = an.TransformerDecoder(L, **_block_args(norm_first, activation)).eval()
     copy_from_torch(ours, theirs)
     tgt, memory = torch.randn(3, 6, D), torch.randn(3, 7, D)
