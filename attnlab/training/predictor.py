@@ -77,9 +77,19 @@ class TransformerPredictor(ElementPredictor, L.LightningModule):
         inputs, labels = batch
         logits = self(inputs)  # (B, T, K)
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
-        # one log call per step: each costs more than a small model's step (accuracy: validation)
-        self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
+        if self._should_log_step():
+            self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
         return loss
+
+    def _should_log_step(self) -> bool:
+        """With a logger and no progress bar, log the training loss only on the steps the
+        logger writes: one ``self.log`` costs Lightning ~2.5 ms, a quarter of this model's step.
+        Otherwise (a live progress bar, or callbacks reading ``callback_metrics``) every step."""
+        trainer = self._trainer
+        if trainer is None or trainer.progress_bar_callback is not None or not trainer.loggers:
+            return True
+        # Lightning writes when (steps done + 1) is a multiple of log_every_n_steps
+        return (self.global_step + 1) % max(1, trainer.log_every_n_steps) == 0
 
     def _evaluation_step(self, batch, mode: str) -> None:
         inputs, labels = batch
