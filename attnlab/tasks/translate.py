@@ -73,8 +73,8 @@ def encode_pairs(tok: TranslationTokenizers, pairs: list[tuple[str, str]]) -> tu
     return pad(src), pad(tgt)
 
 
-class _NumberBatches(torch.utils.data.IterableDataset):
-    """Endless training batches of spelled-out numbers (each DDP rank its own stream)."""
+class _StreamBatches(torch.utils.data.IterableDataset):
+    """Endless training batches of a built-in dataset (each DDP rank its own stream)."""
 
     def __init__(self, pairs, tok: TranslationTokenizers, batch_size: int) -> None:
         self.pairs, self.tok, self.batch_size = pairs, tok, batch_size
@@ -98,8 +98,16 @@ def _batches(tok: TranslationTokenizers, pairs: list[tuple[str, str]], batch_siz
 def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_new_tokens: int,
                     num_beams: int = 1, length_penalty: float = 1.0,
                     batch_size: int = 500) -> list[str]:
-    """Translate texts in batches of similar length (little padding), greedy or beam search."""
+    """Translate texts in batches of similar length (little padding), greedy or beam search.
+
+    Raises:
+        UsageError: if a text is longer than the model's positional encoding reaches.
+    """
     ids = tok.src.encode_batch(texts)
+    longest = max(range(len(ids)), key=lambda i: len(ids[i]), default=None)
+    if longest is not None and len(ids[longest]) > model.positional.max_len:
+        raise UsageError(f"text number {longest + 1} has {len(ids[longest])} tokens; this model "
+                         f"reads at most {model.positional.max_len}")
     order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(texts)
     if num_beams > 1:
@@ -132,7 +140,7 @@ def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> d
     return {"test_exact_match": exact, "test_bleu": bleu.score, "test_chrf": chrf.score}
 
 
-def test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list[str]]:
+def compute_test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list[str]]:
     hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg["max_target_len"],
                            num_beams=cfg["beam"], length_penalty=cfg["length_penalty"])
     return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg["bleu_tokenize"]), hyps
@@ -323,7 +331,7 @@ class TranslateTask(Task):
         model = _build_model(cfg)
         bs = cfg["batch_size"]
         if cfg["data"] is None:
-            train_loader = torch.utils.data.DataLoader(_NumberBatches(stream, tok, bs), batch_size=None)
+            train_loader = torch.utils.data.DataLoader(_StreamBatches(stream, tok, bs), batch_size=None)
             max_steps, every = cfg["max_steps"], cfg.get("val_every") or max(1, cfg["max_steps"] // 5)
         else:
             train_loader = torch.utils.data.DataLoader(
@@ -336,7 +344,7 @@ class TranslateTask(Task):
                      max_steps=max_steps, val_check_interval=every)
         model.eval()
         cfg["bleu_tokenize"] = _bleu_tokenize([t for _, t in test], cfg["bleu_tokenize"])
-        metrics, hyps = test_metrics(model, tok, test, cfg)
+        metrics, hyps = compute_test_metrics(model, tok, test, cfg)
         if result.is_global_zero:
             _cross_attention_figure(model, tok, test[0][0], hyps[0], run_dir / "cross_attention.png")
         return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
@@ -388,7 +396,7 @@ class TranslateTask(Task):
         else:
             test = _file_splits(cfg)[2]
         model, tok = self.load(run_dir, cfg)
-        return test_metrics(model, tok, test, cfg)[0]
+        return compute_test_metrics(model, tok, test, cfg)[0]
 
 
 TASK = TranslateTask()
