@@ -24,6 +24,10 @@ CHOICES = {
 }
 
 
+# the shared settings' built-in values, before a task's own defaults
+_BUILT_IN: dict[str, Any] = {**SHARED_DEFAULTS, "grad_clip": 1.0, "schedule": "cosine", "threads": None}
+
+
 def flag(key: str) -> str:
     return "--" + key.replace("_", "-")
 
@@ -49,7 +53,7 @@ def add_shared_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints")
     g.add_argument("--val-every", type=int, metavar="N", help="steps between validations")
     g.add_argument("--threads", type=int, metavar="N",
-                   help="torch CPU threads (tiny models train fastest on 1, the sequence tasks' default)")
+                   help="torch CPU threads (tiny models train fastest on 1)")
     g.add_argument("--devices", type=int, metavar="N")
     g.add_argument("--num-nodes", type=int, metavar="N")
     g.add_argument("--strategy", choices=CHOICES["strategy"])
@@ -69,7 +73,19 @@ def register(sub) -> None:
                              argument_default=argparse.SUPPRESS)
         add_shared_flags(tp)
         task.add_arguments(tp)
+        _show_defaults(tp, {**_BUILT_IN, **task.defaults})
         tp.set_defaults(func=run)
+
+
+def _show_defaults(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
+    """Append this task's default to each flag's help (the flags themselves default to
+    'not given', so that --config can set them)."""
+    for action in parser._actions:
+        value = defaults.get(action.dest)
+        if value is None or action.help == argparse.SUPPRESS or isinstance(value, bool) and not value:
+            continue
+        shown = "on" if value is True else value
+        action.help = f"{action.help or ''} (default: {shown})".lstrip()
 
 
 def _check_number(key: str, value: Any, kind: type) -> None:
@@ -123,8 +139,7 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     from ..runs import read_yaml
 
     task = get_task(task_name)
-    cfg: dict[str, Any] = {**SHARED_DEFAULTS, "grad_clip": 1.0, "schedule": "cosine", "threads": None,
-                           **task.defaults}
+    cfg: dict[str, Any] = {**_BUILT_IN, **task.defaults}
     known = set(cfg) | {"task", "out"}
     if given.get("resume"):
         if not given.get("out"):

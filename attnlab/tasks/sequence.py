@@ -79,14 +79,14 @@ class SequenceTask(Task):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group(f"{self.name} task")
-        g.add_argument("--num-categories", type=int, metavar="N", help="symbols 0..N-1 (default 10)")
-        g.add_argument("--seq-len", type=int, metavar="N", help="sequence length (default 16)")
-        g.add_argument("--train-size", type=int, metavar="N", help="training sequences (50000)")
-        g.add_argument("--val-size", type=int, metavar="N", help="validation sequences (1000)")
-        g.add_argument("--test-size", type=int, metavar="N", help="test sequences (10000)")
+        g.add_argument("--num-categories", type=int, metavar="N", help="symbols 0..N-1")
+        g.add_argument("--seq-len", type=int, metavar="N", help="sequence length")
+        g.add_argument("--train-size", type=int, metavar="N", help="training sequences")
+        g.add_argument("--val-size", type=int, metavar="N", help="validation sequences")
+        g.add_argument("--test-size", type=int, metavar="N", help="test sequences")
         g.add_argument("--early-stop", action=argparse.BooleanOptionalAction,
                        help="stop once validation sequence accuracy is 1.0 at three validations "
-                            "in a row (default on; --max-steps is then an upper bound)")
+                            "in a row (--max-steps is then an upper bound)")
 
     def validate(self, cfg: dict[str, Any]) -> None:
         for key, low in (("num_categories", 2), ("seq_len", 1), ("train_size", 1),
