@@ -82,7 +82,8 @@ def _show_defaults(parser: argparse.ArgumentParser, defaults: dict[str, Any]) ->
     'not given', so that --config can set them)."""
     for action in parser._actions:
         value = defaults.get(action.dest)
-        if value is None or action.help == argparse.SUPPRESS or isinstance(value, bool) and not value:
+        if (value is None or action.help == argparse.SUPPRESS or isinstance(value, bool) and not value
+                or "default" in (action.help or "")):  # a task that states its own
             continue
         shown = "on" if value is True else value
         action.help = f"{action.help or ''} (default: {shown})".lstrip()
