@@ -166,3 +166,16 @@ def test_errors_show_the_bad_values():
         CausalLM(10, positional="alibi")
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         lm(torch.zeros(5, dtype=torch.long))
+
+
+def test_sliding_stream_continues_past_max_len_from_the_last_half_of_the_context():
+    lm = tiny(max_len=16)
+    ids = torch.randint(0, 41, (1, 6))
+    new = torch.cat(list(lm.stream(ids, 30, slide=True)), 1)
+    assert new.shape == (1, 30)
+    first = lm.generate(ids, 10)  # the context fills up after 10 new tokens
+    assert torch.equal(new[:, :10], first[:, 6:])
+    second = lm.generate(first[:, -8:], 8)  # then the last 16 // 2 tokens are re-read
+    assert torch.equal(new[:, 10:18], second[:, 8:])
+    with pytest.raises(ValueError, match="max_len"):
+        lm.generate(ids, 30)  # generate itself never goes past the context
