@@ -3,7 +3,8 @@
 Built-in data: numbers spelled out by num2words (``--src en --tgt de``: "three hundred and
 forty-two" → "dreihundertzweiundvierzig"), tested on held-out numbers never seen in training;
 ``--dataset dates``: dates written by babel in two locales ("Friday, March 5, 2021" →
-"Freitag, 5. März 2021"). Users' data: ``--data FILE`` with a source and a target column (CSV, TSV or JSONL).
+"Freitag, 5. März 2021"). Users' data: ``--data FILE`` with a source and a target column
+(CSV, TSV or JSONL).
 
 Shapes: B batch, S source tokens, T target tokens (SOS ... EOS).
 
@@ -89,7 +90,8 @@ class _StreamBatches(torch.utils.data.IterableDataset):
 
 def _batches(tok: TranslationTokenizers, pairs: list[tuple[str, str]], batch_size: int):
     """A loader of ready-made padded batches (validation)."""
-    batches = [encode_pairs(tok, pairs[i : i + batch_size]) for i in range(0, len(pairs), batch_size)]
+    batches = [encode_pairs(tok, pairs[i : i + batch_size])
+               for i in range(0, len(pairs), batch_size)]
     return torch.utils.data.DataLoader(batches, batch_size=None)
 
 
@@ -251,26 +253,30 @@ class TranslateTask(Task):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         g = p.add_argument_group("translate")
-        g.add_argument("--src", metavar="LANG", help="source language of the built-in data (en)")
-        g.add_argument("--tgt", metavar="LANG", help="target language (de; fr, es, ... any num2words one)")
+        g.add_argument("--src", metavar="LANG", help="source language of the built-in data")
+        g.add_argument("--tgt", metavar="LANG",
+                       help="target language (any num2words language; for dates a babel locale)")
         g.add_argument("--dataset", choices=DATASETS,
                        help="built-in data: numbers (num2words) or dates (babel locales)")
         g.add_argument("--data", metavar="FILE", help="your parallel data (CSV/TSV/JSONL)")
         g.add_argument("--test", metavar="FILE", help="test pairs (default: 10%% of --data)")
-        g.add_argument("--src-column", metavar="NAME", help="source column of --data (source)")
-        g.add_argument("--tgt-column", metavar="NAME", help="target column of --data (target)")
+        g.add_argument("--src-column", metavar="NAME", help="source column of --data")
+        g.add_argument("--tgt-column", metavar="NAME", help="target column of --data")
         g.add_argument("--src-tokenizer", choices=TOKENIZERS,
                        help="source tokeniser (auto: word for built-in numbers written as several "
                             "words, else bpe)")
         g.add_argument("--tgt-tokenizer", choices=TOKENIZERS,
                        help="target tokeniser (auto, as --src-tokenizer)")
-        g.add_argument("--vocab-size", type=int, metavar="N", help="BPE vocabulary size (400)")
-        g.add_argument("--max-number", type=int, metavar="N", help="numbers below N (1000000)")
-        g.add_argument("--test-size", type=int, metavar="N", help="held-out test numbers (2000)")
-        g.add_argument("--val-size", type=int, metavar="N", help="validation pairs (200)")
-        g.add_argument("--label-smoothing", type=float, metavar="F", help="(0.1)")
+        g.add_argument("--vocab-size", type=int, metavar="N", help="BPE vocabulary size")
+        g.add_argument("--max-number", type=int, metavar="N", help="built-in numbers are below N")
+        g.add_argument("--test-size", type=int, metavar="N",
+                       help="held-out test pairs of the built-in data")
+        g.add_argument("--val-size", type=int, metavar="N", help="validation pairs")
+        g.add_argument("--label-smoothing", type=float, metavar="F",
+                       help="label smoothing of the training loss")
         g.add_argument("--beam", type=int, metavar="N", help="beams when testing (1: greedy)")
-        g.add_argument("--length-penalty", type=float, metavar="F", help="beam length penalty (1.0)")
+        g.add_argument("--length-penalty", type=float, metavar="F",
+                       help="beam search length penalty")
         g.add_argument("--bleu-tokenize", choices=BLEU_TOKENIZE,
                        help="sacrebleu tokenisation (auto: char for one-word targets)")
 
@@ -331,8 +337,10 @@ class TranslateTask(Task):
         model = _build_model(cfg)
         bs = cfg["batch_size"]
         if cfg["data"] is None:
-            train_loader = torch.utils.data.DataLoader(_StreamBatches(stream, tok, bs), batch_size=None)
-            max_steps, every = cfg["max_steps"], cfg.get("val_every") or max(1, cfg["max_steps"] // 5)
+            train_loader = torch.utils.data.DataLoader(_StreamBatches(stream, tok, bs),
+                                                       batch_size=None)
+            max_steps = cfg["max_steps"]
+            every = cfg.get("val_every") or max(1, max_steps // 5)
         else:
             train_loader = torch.utils.data.DataLoader(
                 list(zip(*encode_pairs(tok, train))), batch_size=bs, shuffle=True)
@@ -346,7 +354,8 @@ class TranslateTask(Task):
         cfg["bleu_tokenize"] = _bleu_tokenize([t for _, t in test], cfg["bleu_tokenize"])
         metrics, hyps = compute_test_metrics(model, tok, test, cfg)
         if result.is_global_zero:
-            _cross_attention_figure(model, tok, test[0][0], hyps[0], run_dir / "cross_attention.png")
+            _cross_attention_figure(model, tok, test[0][0], hyps[0],
+                                    run_dir / "cross_attention.png")
         return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
 
     def load(self, run_dir: Path, cfg: dict[str, Any]):
