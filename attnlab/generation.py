@@ -32,6 +32,11 @@ class StepFunction(Protocol):
     def __call__(self, tokens: Tensor) -> Tensor: ...
 
 
+def _check_positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
 # ---- choosing the next token ------------------------------------------------------------
 def filter_top_k(logits: Tensor, k: int) -> Tensor:
     """Keep the k largest logits of each row; set the rest to -inf (ties with the k-th kept).
@@ -50,8 +55,7 @@ def filter_top_k(logits: Tensor, k: int) -> Tensor:
         >>> filter_top_k(torch.tensor([[1.0, 3.0, 2.0]]), 2)
         tensor([[-inf, 3., 2.]])
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"top_k must be a positive integer, got {k!r}")
+    _check_positive_int("top_k", k)
     if k >= logits.shape[-1]:
         return logits.clone()
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest
@@ -121,7 +125,8 @@ def select_next_token(
     """
     if logits.ndim != 2:
         raise ValueError(f"logits must be (B, V), got shape {tuple(logits.shape)}")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
+    if (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+            or not temperature > 0):
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
     if not do_sample:
         if top_k is not None:
@@ -141,9 +146,9 @@ def select_next_token(
 # ---- decoding loops ---------------------------------------------------------------------
 def _check_common(input_ids: Tensor, max_new_tokens: int) -> None:
     if input_ids.ndim != 2 or input_ids.shape[1] < 1:
-        raise ValueError(f"input_ids must be (B, T) with T >= 1, got shape {tuple(input_ids.shape)}")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        raise ValueError(f"input_ids must be (B, T) with T >= 1, got shape "
+                         f"{tuple(input_ids.shape)}")
+    _check_positive_int("max_new_tokens", max_new_tokens)
 
 
 @torch.no_grad()
@@ -271,8 +276,7 @@ def beam_search(
         ...                   eos_token_id=2)  # step: a model's StepFunction
     """
     _check_common(input_ids, max_new_tokens)
-    if isinstance(num_beams, bool) or not isinstance(num_beams, int) or num_beams < 1:
-        raise ValueError(f"num_beams must be a positive integer, got {num_beams!r}")
+    _check_positive_int("num_beams", num_beams)
     if not callable(getattr(step, "reorder", None)):
         raise ValueError("beam search needs a step function with reorder(index)")
     B, T0 = input_ids.shape
@@ -292,7 +296,8 @@ def beam_search(
         V = logprobs.shape[-1]
         cand = (scores[:, None] + logprobs).view(len(items), K * V)  # (A, K·V)
         top_scores, top_idx = cand.topk(min(2 * K, K * V), dim=1)  # (A, 2K), best first
-        top_scores, beam, token = top_scores.tolist(), (top_idx // V).tolist(), (top_idx % V).tolist()
+        top_scores = top_scores.tolist()
+        beam, token = (top_idx // V).tolist(), (top_idx % V).tolist()
         rows, tokens, kept_scores, kept_items = [], [], [], []
         for a, b in enumerate(items):
             chosen = []

@@ -42,7 +42,7 @@ def check_language(lang: str) -> str:
         'de'
     """
     if lang not in LANGUAGES:
-        common = [code for code in ("en", "de", "fr", "es", "it", "nl", "pt", "ru") if code in LANGUAGES]
+        common = [c for c in ("en", "de", "fr", "es", "it", "nl", "pt", "ru") if c in LANGUAGES]
         raise ValueError(f"unknown language {lang!r}; num2words spells numbers in "
                          f"{len(LANGUAGES)} languages, e.g. {', '.join(common)} "
                          f"(all: {' '.join(LANGUAGES)})")
@@ -120,8 +120,8 @@ class NumberPairs(PairStream):
         >>> number, (en, de) = next(iter(pairs))
     """
 
-    def __init__(self, src: str, tgt: str, max_number: int, *, exclude: set[int] | frozenset = frozenset(),
-                 seed: int = 0) -> None:
+    def __init__(self, src: str, tgt: str, max_number: int, *,
+                 exclude: set[int] | frozenset = frozenset(), seed: int = 0) -> None:
         self.src, self.tgt = check_language(src), check_language(tgt)
         if len(exclude) >= max_number:
             raise ValueError(f"every number below max_number ({max_number}) is excluded")
