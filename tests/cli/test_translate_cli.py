@@ -26,7 +26,7 @@ def run_dir(tmp_path_factory):
     cfg = {**TranslateTask.defaults, "task": "translate", "seed": 0, "norm_first": False,
            "model_dim": 16, "num_heads": 2, "num_layers": 1, "dim_feedforward": 32,
            "src_vocab_size": tok.src.vocab_size, "tgt_vocab_size": tok.tgt.vocab_size,
-           "max_target_len": 12, "max_len": 64}
+           "max_target_len": 12, "max_len": 64, "test_size": 50}
     torch.manual_seed(0)
     save_weights(_build_model(cfg), out / "model.safetensors")
     tok.save(out / "tokenizer.json")
@@ -52,14 +52,16 @@ def test_digits_are_spelled_before_translating(run_dir, capsys):
     assert a == b
 
 
-def test_translate_never_imports_lightning(run_dir):
-    code = (f"import sys; from attnlab.cli import main; rc = main(['translate', {str(run_dir)!r}, "
-            f"'seven', '--beam', '2']); "
+def test_translate_predict_and_evaluate_never_import_lightning(run_dir):
+    d = str(run_dir)
+    code = (f"import sys; from attnlab.cli import main; "
+            f"rc = main(['translate', {d!r}, 'seven', '--beam', '2']) "
+            f"+ main(['predict', {d!r}, '--input', 'seven']) + main(['evaluate', {d!r}]); "
             f"assert not [m for m in sys.modules if m.startswith('lightning')], 'lightning imported'; "
             f"sys.exit(rc)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert len(proc.stdout.splitlines()) == 1
+    assert '"test_exact_match"' in proc.stdout  # evaluate printed the metrics
 
 
 def test_missing_run_directory_exits_2_with_one_line_and_no_traceback(tmp_path):
