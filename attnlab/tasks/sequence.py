@@ -150,7 +150,10 @@ class SequenceTask(Task):
                        title=f"{self.name}: attention of a test sequence")
         curve = lr_curve(cfg["schedule"], warmup=cfg["warmup"], max_iters=max_steps,
                          d_model=cfg["model_dim"], lr=cfg["lr"])
-        plot_lr_schedule({cfg["schedule"]: curve}, Path(run_dir) / "lr_schedule.png",
+        label = (f"{cfg['schedule']} (--lr {cfg['lr']:g}, warm-up {cfg['warmup']}, "
+                 f"budget {max_steps} steps)")
+        plot_lr_schedule({label: curve}, Path(run_dir) / "lr_schedule.png",
+                         title=f"{self.name}: learning-rate schedule",
                          mark_step=steps if steps < max_steps else None)
 
     # ---- using a trained run (no Lightning) ----------------------------------------------
