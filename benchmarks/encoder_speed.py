@@ -124,8 +124,8 @@ def matmul_step(n: int) -> Callable:
     return lambda: a @ b
 
 
-def alternate(steps: dict[str, Callable], rounds: int, repeats: int) -> dict[str, float]:
-    """Median seconds per call of each function, timing them in turn, round after round."""
+def alternate(steps: dict[str, Callable], rounds: int, repeats: int) -> dict[str, list[float]]:
+    """Seconds per call of each function in each round, timing them in turn, round after round."""
     for fn in steps.values():  # warm-up: allocator, kernels, optimizer state
         fn()
     times = {name: [] for name in steps}
@@ -135,13 +135,16 @@ def alternate(steps: dict[str, Callable], rounds: int, repeats: int) -> dict[str
             for _ in range(repeats):
                 fn()
             times[name].append((time.perf_counter() - start) / repeats)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
 
 
 # ---- report ----------------------------------------------------------------------------------
-def report(title: str, seconds: dict[str, float], s: Shape, flops_per_token: float,
+def report(title: str, times: dict[str, list[float]], s: Shape, flops_per_token: float,
            n: int) -> None:
-    """One table; the peak is the interleaved matmul's median rate, so it saw the same load."""
+    """One table of medians. The peak is the interleaved matmul's median rate, so it saw the same
+    load; the ratios are medians of per-round ratios, so a burst of load that slows one round
+    slows both sides of its ratio."""
+    seconds = {name: statistics.median(t) for name, t in times.items()}
     peak = 2 * n**3 / seconds.pop("matmul") / 1e9
     print(f"\n{title}  (fp32 matmul peak in these rounds: {peak:.0f} GFLOP/s)")
     print(f"{'model':<7}{'ms/step':>10}{'tokens/s':>12}{'GFLOP/s':>10}{'of peak':>9}")
@@ -149,21 +152,22 @@ def report(title: str, seconds: dict[str, float], s: Shape, flops_per_token: flo
         gflops = flops_per_token * s.tokens / sec / 1e9
         print(f"{name:<7}{1e3 * sec:>10.1f}{s.tokens / sec:>12,.0f}{gflops:>10.1f}"
               f"{gflops / peak:>9.0%}")
-    ours = seconds["ours"]
-    print("throughput ratios: " + ", ".join(
-        f"ours/{name} = {sec / ours:.2f}x" for name, sec in seconds.items() if name != "ours"))
+    ratios = {name: statistics.median(a / b for a, b in zip(times[name], times["ours"]))
+              for name in seconds if name != "ours"}
+    print("throughput ratios (median of rounds): "
+          + ", ".join(f"ours/{name} = {r:.2f}x" for name, r in ratios.items()))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a small shape and few rounds (smoke run)")
-    ap.add_argument("--rounds", type=int, default=None, help="rounds of alternation (default 7)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds of alternation (default 9)")
     ap.add_argument("--repeats", type=int, default=2, help="steps per model per round")
     ap.add_argument("--dropout", type=float, default=0.1, help="dropout everywhere (BERT's 0.1)")
     ap.add_argument("--models", default="ours,torch,hf", help="comma-separated subset")
     args = ap.parse_args()
     s = QUICK if args.quick else Shape()
-    rounds = args.rounds or (2 if args.quick else 7)
+    rounds = args.rounds or (2 if args.quick else 9)
     n = 512 if args.quick else 2048
     torch.manual_seed(0)
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
