@@ -77,7 +77,7 @@ class _StopOnNonFinite(Callback):
             kept = (f"the last good checkpoint is kept: {last} (--resume continues from it)"
                     if last.is_file() else "no checkpoint had been written yet")
             raise NonFiniteLoss(
-                f"the training loss became {float(loss)} at step {trainer.global_step + 1}; "
+                f"the training loss became {float(loss.detach())} at step {trainer.global_step + 1}; "
                 f"stopped (lower --lr or raise --warmup); {kept}"
             )
 
