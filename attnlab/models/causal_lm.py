@@ -318,7 +318,7 @@ class CausalLM(nn.Module):
     def _cached_steps(self, ids: Tensor, attention_mask: Tensor | None, n: int):
         B, T0 = ids.shape
         total = T0 + n
-        cache = [KVCache(capacity=total) for _ in self.encoder.layers]
+        cache = self.encoder.make_cache()
         if attention_mask is None:
             lengths = torch.full((B, 1), T0, device=ids.device)
             key_mask = None
@@ -330,10 +330,10 @@ class CausalLM(nn.Module):
         token = yield self.lm_head(h[:, -1])  # (B, V)
         # the position of new token t in each row, for all steps at once: (B, n)
         pos = lengths + torch.arange(n, device=ids.device)[None, :]
-        step = _DecodeStep(self)
+        step = _DecodeStep(self, cache, total)
         for t in range(n - 1):
             mask_t = None if key_mask is None else key_mask[..., : T0 + t + 1]
-            token = yield step(token, pos[:, t : t + 1], cache, mask_t)
+            token = yield step(token, pos[:, t : t + 1], T0 + t, mask_t)
 
 
 def _selector(do_sample, temperature, top_k, top_p, generator):
@@ -352,48 +352,73 @@ class _DecodeStep:
     """One cached decoding step for every layer, written with functional calls.
 
     At batch 1 a 6-layer model spends more time in Python (module calls, hooks, argument
-    checks, mask building) than in arithmetic. This is the same computation as
-    ``EncoderBlock.forward`` with a cache and one query (tested equal to the full forward pass),
-    with the per-call overhead removed: no module ``__call__``, no mask (the single new query
-    may see every cached key; only padded keys are masked), no dropout (eval mode).
+    checks, mask building, cache bookkeeping) than in arithmetic. This is the same computation
+    as ``EncoderBlock.forward`` with a cache and one query (tested equal to the full forward
+    pass), with the per-call overhead removed: no module ``__call__``, no mask (the single new
+    query may see every cached key; only padded keys are masked), no dropout (eval mode), and
+    keys/values written into buffers allocated once for the whole generation.
+
+    Args:
+        model: the CausalLM (its parameters are used as they are, not copied).
+        cache: the per-layer caches filled by the prefill pass.
+        total: prompt length + new tokens: the buffers' length.
     """
 
-    def __init__(self, model: CausalLM) -> None:
-        self.model = model
+    def __init__(self, model: CausalLM, cache: list[KVCache], total: int) -> None:
         enc = model.encoder
-        self.layers = []
-        for layer in enc.layers:
+        self.layers, self.kv = [], []
+        for layer, c in zip(enc.layers, cache):
             attn, ff = layer.self_attn, layer.linear_net
             n1, n2 = layer.norm1, layer.norm2
             self.layers.append((
                 attn.qkv_proj.weight, attn.qkv_proj.bias, attn.o_proj.weight, attn.o_proj.bias,
-                attn.rotary, ff[0].weight, ff[0].bias, ff[2], ff[3].weight, ff[3].bias,
+                attn.rotary, ff[0].weight, ff[0].bias, ff[2].forward, ff[3].weight, ff[3].bias,
                 (n1.normalized_shape, n1.weight, n1.bias, n1.eps),
                 (n2.normalized_shape, n2.weight, n2.bias, n2.eps),
             ))
+            B, H, T0, hd = c.k.shape
+            k, v = c.k.new_empty(B, H, total, hd), c.v.new_empty(B, H, total, hd)
+            k[:, :, :T0], v[:, :, :T0] = c.k, c.v
+            self.kv.append((k, v))
         self.norm_first = enc.layers[0].norm_first
         self.H = enc.layers[0].self_attn.num_heads
-        self.final_norm = enc.norm
+        fn = enc.norm
+        self.final_norm = ((fn.normalized_shape, fn.weight, fn.bias, fn.eps)
+                           if isinstance(fn, nn.LayerNorm) else None)
+        self.wte, self.head = model.token_embedding.weight, model.lm_head.weight
+        # position rows looked up directly: ``generate`` checked T0 + n <= max_len up front,
+        # so the per-step range check (a tensor -> int sync) of ``embed`` is not needed
+        pe = model.pos_encoding
+        self.pos_table = (pe.embedding.weight if model.positional == "learned"
+                          else pe.pe[0] if model.positional == "sinusoidal" else None)
 
-    def __call__(self, token: Tensor, pos: Tensor, cache: list[KVCache],
-                 key_mask: Tensor | None) -> Tensor:
-        m = self.model
-        x = m.embed(token, pos)  # (B, 1, D)
+    def __call__(self, token: Tensor, pos: Tensor, length: int, key_mask: Tensor | None) -> Tensor:
+        """Logits (B, V) after ``token`` (B, 1) at positions ``pos`` (B, 1), with ``length``
+        keys already cached."""
+        x = F.embedding(token, self.wte)  # (B, 1, D)
+        if self.pos_table is not None:
+            x = x + F.embedding(pos, self.pos_table).to(x.dtype)
         B, _, D = x.shape
-        H, pre = self.H, self.norm_first
-        for (wqkv, bqkv, wo, bo, rotary, w1, b1, act, w2, b2, n1, n2), c in zip(self.layers, cache):
-            h = F.layer_norm(x, *n1) if pre else x
-            qkv = F.linear(h, wqkv, bqkv).view(B, H, 3 * (D // H))  # (B, H, 3·hd) per-head [q;k;v]
-            q, k, v = qkv.unsqueeze(2).chunk(3, dim=-1)  # (B, H, 1, hd) each
+        H, pre, ln = self.H, self.norm_first, torch.layer_norm
+        end = length + 1
+        for (wqkv, bqkv, wo, bo, rotary, w1, b1, act, w2, b2, n1, n2), (kb, vb) in zip(
+                self.layers, self.kv):
+            h = ln(x, *n1) if pre else x
+            # (B, 1, 3E) viewed per head [q; k; v]: (B, H, 1, 3·hd), then (B, H, 1, hd) each
+            q, k, v = F.linear(h, wqkv, bqkv).view(B, H, 1, 3 * (D // H)).chunk(3, dim=-1)
             if rotary is not None:
                 q, k = rotary(q, pos), rotary(k, pos)
-            k, v = c.update(k, v)  # (B, H, T_k, hd)
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)  # (B, H, 1, hd)
+            kb[:, :, length:end] = k
+            vb[:, :, length:end] = v
+            o = F.scaled_dot_product_attention(q, kb[:, :, :end], vb[:, :, :end],
+                                               attn_mask=key_mask)  # (B, H, 1, hd)
             x = x + F.linear(o.view(B, 1, D), wo, bo)  # (B, 1, D): heads are contiguous
             if not pre:
-                x = F.layer_norm(x, *n1)
-            h = F.layer_norm(x, *n2) if pre else x
+                x = ln(x, *n1)
+            h = ln(x, *n2) if pre else x
             x = x + F.linear(act(F.linear(h, w1, b1)), w2, b2)
             if not pre:
-                x = F.layer_norm(x, *n2)
-        return F.linear(self.final_norm(x)[:, 0], m.lm_head.weight)  # (B, V)
+                x = ln(x, *n2)
+        if self.final_norm is not None:
+            x = ln(x, *self.final_norm)
+        return F.linear(x[:, 0], self.head)  # (B, V)

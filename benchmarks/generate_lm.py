@@ -1,0 +1,127 @@
+"""Greedy generation speed: attnlab CausalLM vs Hugging Face GPT-2 ``generate``, same weights.
+
+A random GPT-2 (n_embd 384, 6 layers, 6 heads, vocab 1024) is converted with
+``attnlab.interop.from_hf``; both generate 256 new tokens after a 16-token prompt, greedy, at
+batch 1 and 8, in this process with the same ``torch.set_num_threads``. Prints new tokens/s
+(B x new tokens / seconds, best of --repeats, the two run in turns) and the ratio, checks that both produce the same
+tokens, and works out two floors per decoding step:
+- bytes: every step reads all weights once, so ms/step >= weight bytes / read bandwidth, the
+  bandwidth measured here as a matrix-vector product over a 256 MiB matrix (DRAM-bound);
+- matmul-only: the step's matrix-vector products alone (each weight once, batch B, no
+  attention, no Python between them), timed in a loop; what any implementation that keeps the
+  weights in fp32 must spend.
+
+    python -m benchmarks.generate_lm [--threads 1] [--repeats 3] [--profile]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+
+def bandwidth_gbs(mib: int = 256, repeats: int = 5) -> float:
+    """Read bandwidth (GB/s) of a matrix-vector product over a matrix far larger than L2."""
+    W = torch.empty(mib * 2**20 // 4 // 4096, 4096).normal_()
+    x = torch.randn(4096)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        torch.mv(W, x)
+        best = min(best, time.perf_counter() - t)
+    return W.numel() * 4 / best / 1e9
+
+
+def matmul_only_ms(model, B: int, repeats: int = 20) -> float:
+    """ms per step of the step's matrix products alone: every Linear once, then the LM head."""
+    import torch.nn.functional as F
+
+    linears = [m for m in model.encoder.modules() if isinstance(m, torch.nn.Linear)]
+    xs = {n: torch.randn(B, n) for n in {m.in_features for m in linears}}
+    x = xs[model.model_dim]
+    with torch.inference_mode():
+        def step():
+            for m in linears:
+                F.linear(xs[m.in_features], m.weight, m.bias)
+            F.linear(x, model.lm_head.weight)
+        step()
+        best = float("inf")
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(repeats):
+                step()
+            best = min(best, (time.perf_counter() - t) / repeats)
+    return best * 1e3
+
+
+def timed_alternating(fns: dict, repeats: int) -> tuple[dict, dict]:
+    """Best-of-``repeats`` seconds of each function, run in turns (A, B, A, B, ...) so that a
+    change in the machine's load hits both alike; returns (seconds, last outputs)."""
+    outs = {name: fn() for name, fn in fns.items()}  # warm-up (allocator, kernels)
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            outs[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - t)
+    return best, outs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--new-tokens", type=int, default=256)
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--profile", action="store_true", help="torch.profiler table of attnlab at batch 1")
+    args = ap.parse_args()
+
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from attnlab.interop import from_hf
+
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    hf = GPT2LMHeadModel(GPT2Config(vocab_size=1024, n_embd=384, n_layer=6, n_head=6,
+                                    n_positions=512, bos_token_id=None, eos_token_id=None)).eval()
+    ours = from_hf(hf).eval()
+    n = args.new_tokens
+    weight_bytes = sum(p.numel() * p.element_size() for name, p in ours.named_parameters()
+                       if "pos_encoding" not in name)  # one position row is read per step
+    bw = bandwidth_gbs()
+    floor_ms = weight_bytes / (bw * 1e9) * 1e3
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"threads {args.threads}")
+    print(f"weights {weight_bytes / 2**20:.1f} MiB; read bandwidth (256 MiB GEMV) {bw:.1f} GB/s "
+          f"-> bytes floor {floor_ms:.2f} ms/step ({1e3 / floor_ms:.0f} steps/s)")
+    print(f"{'batch':>5} {'hf tok/s':>9} {'ours tok/s':>10} {'ratio':>6} {'hf ms/step':>10} "
+          f"{'ours ms/step':>12} {'matmul-only':>11} {'bytes floor':>11} {'same':>5}")
+    for B in args.batches:
+        ids = torch.randint(0, 1024, (B, 16))
+        mask = torch.ones_like(ids)
+        def run_hf():
+            with torch.inference_mode():
+                return hf.generate(ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n,
+                                   do_sample=False, pad_token_id=0)
+
+        seconds, outs = timed_alternating({"hf": run_hf, "ours": lambda: ours.generate(ids, n)},
+                                          args.repeats)
+        (t_hf, t_ours), (out_hf, out_ours) = seconds.values(), outs.values()
+        mm = matmul_only_ms(ours, B)
+        print(f"{B:>5} {B * n / t_hf:>9.0f} {B * n / t_ours:>10.0f} {t_hf / t_ours:>6.2f} "
+              f"{t_hf / n * 1e3:>10.2f} {t_ours / n * 1e3:>12.2f} {mm:>11.2f} {floor_ms:>11.2f} "
+              f"{str(torch.equal(out_hf, out_ours)):>5}")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        ids = torch.randint(0, 1024, (1, 16))
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            ours.generate(ids, 64)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+
+
+if __name__ == "__main__":
+    main()
