@@ -82,6 +82,7 @@ def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
     rng = random.Random(cfg["seed"])
     splits: dict[str, list[tuple[str, str]]] = {}
     train_idx = list(range(len(pairs)))
+    left = 1.0  # the fraction of --data not yet held out: fractions are of the whole file
     for key in ("test", "val"):
         if cfg.get(key):
             held = _read(cfg, key)
@@ -90,7 +91,8 @@ def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
             continue
         keep = set(train_idx)
         subset = {lab: [i for i in idx if i in keep] for lab, idx in by_label.items()}
-        train_idx, held_idx = _split(subset, cfg[f"{key}_fraction"], rng)
+        train_idx, held_idx = _split(subset, min(1.0, cfg[f"{key}_fraction"] / left), rng)
+        left -= cfg[f"{key}_fraction"]
         if not held_idx:
             raise UsageError(f"--data {table.path}: too few rows ({len(pairs)}) to hold out a "
                              f"{key} split; add rows or give --{key} FILE")
@@ -274,6 +276,9 @@ class ClassifyTask(Task):
         for key in ("val_fraction", "test_fraction"):
             if not isinstance(cfg[key], (int, float)) or not 0 < cfg[key] < 1:
                 raise UsageError(f"--{key.replace('_', '-')} must be in (0, 1), got {cfg[key]!r}")
+        if cfg["val_fraction"] + cfg["test_fraction"] >= 1:
+            raise UsageError(f"--val-fraction ({cfg['val_fraction']}) + --test-fraction "
+                             f"({cfg['test_fraction']}) must be < 1: nothing would be left to train on")
         for key, choices in (("pooling", ("cls", "mean")),
                              ("positional", ("sinusoidal", "learned", "none"))):
             if cfg[key] not in choices:

@@ -41,7 +41,7 @@ def cfg_for(path, **kw):
 def test_splits_are_disjoint_stratified_and_reproducible(tmp_path):
     path = write_csv(tmp_path / "d.csv", n=300)
     splits = load_splits(cfg_for(path))
-    assert [len(splits[k]) for k in ("train", "val", "test")] == [216, 24, 60]
+    assert [len(splits[k]) for k in ("train", "val", "test")] == [210, 30, 60]
     for k in ("val", "test"):  # each class is held out in proportion
         counts = {lab: sum(1 for _, y in splits[k] if y == lab) for lab in WORDS}
         assert len(set(counts.values())) == 1
