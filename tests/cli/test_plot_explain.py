@@ -129,3 +129,37 @@ def test_lr_curve_matches_the_schedulers():
     assert cos[100] == pytest.approx(0.0, abs=1e-12)
     noam = lr_curve("noam", warmup=10, max_iters=50, d_model=64)
     assert noam[10] == pytest.approx(noam_factor(10, 64, 10)) and max(noam) == noam[10]
+
+
+def test_plot_attention_rejects_mismatched_labels(tmp_path):
+    from attnlab.viz import plot_attention
+
+    with pytest.raises(ValueError, match="labels"):
+        plot_attention(torch.rand(2, 3, 4), list("abc"), list("abc"), tmp_path / "x.png")
+    with pytest.raises(ValueError, match=r"\(H, T_q, T_k\)"):
+        plot_attention(torch.rand(2, 2, 3, 4), list("abcd"), list("abc"), tmp_path / "x.png")
+    # a list of layers, a batch of one, a single head: rows = layers, columns = heads
+    path = plot_attention([torch.rand(1, 2, 3, 4), torch.rand(2, 3, 4)], list("abcd"), list("abc"),
+                          tmp_path / "ok.png", title="two layers")
+    assert path.read_bytes()[:8] == PNG
+
+
+def test_commands_that_do_not_train_never_import_lightning(tiny_run, tmp_path):
+    import subprocess
+    import sys
+
+    script = f"""
+import sys
+from attnlab.cli import main
+run = {str(tiny_run)!r}
+for argv in (["explain"], ["predict", run, "--input", "1 2"], ["evaluate", run],
+             ["plot", "attention", run, "--input", "1 2 3", "--out", {str(tmp_path / "a.png")!r}],
+             ["plot", "pe", "--out", {str(tmp_path / "pe.png")!r}],
+             ["plot", "lr", "--out", {str(tmp_path / "lr.png")!r}]):
+    assert main(argv) == 0, argv
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("lightning", "pytorch_lightning"))
+print("LOADED", loaded)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "LOADED []"
