@@ -164,6 +164,9 @@ class _VocabTokenizer(Tokenizer):
     def _encode(self, text: str) -> list[int]:
         return [self.index.get(p, UNK_ID) for p in self.split(text)]
 
+    def tokenize(self, text: str) -> list[str]:
+        return self.split(text)  # the text's own pieces, unknown ones included
+
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         out = []
         for i in ids:

@@ -73,6 +73,7 @@ def test_unseen_symbols_map_to_unk_and_decode_to_replacement_char(cls):
     ids = tok.encode("abc Ω")
     assert ids[-1] == tok.unk_id == 3
     assert tok.decode(ids).endswith("\ufffd")
+    assert tok.tokenize("abc Ω")[-1] in ("Ω", " Ω")  # tokenize shows the text, known or not
 
 
 @pytest.mark.parametrize("make", [

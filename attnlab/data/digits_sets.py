@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, TensorDataset
 
-__all__ = ["DigitPool", "digit_pools", "DigitSets", "features_of", "digit_images", "NUM_FEATURES",
-           "POOL_SEED"]
+__all__ = ["DigitPool", "digit_pools", "DigitSets", "features_of", "digit_images", "digit_labels",
+           "NUM_FEATURES", "POOL_SEED"]
 
 NUM_FEATURES = 64
 NUM_CLASSES = 10
@@ -134,6 +134,11 @@ def features_of(indices: list[int]) -> torch.Tensor:
     if bad:
         raise ValueError(f"digit image index {bad[0]} is outside [0, {len(x)})")
     return torch.from_numpy(x[np.asarray(indices, dtype=np.int64)])
+
+
+def digit_labels(indices) -> list[int]:
+    """The digit (0-9) shown by each of the given ``load_digits()`` images."""
+    return _digits()[1][np.asarray(indices, dtype=np.int64)].tolist()
 
 
 def digit_images(indices) -> np.ndarray:

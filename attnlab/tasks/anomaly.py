@@ -125,27 +125,40 @@ class AnomalyTask(Task):
     def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
         """``--input`` is the indices of ``set_size`` images in ``load_digits()`` separated by
         spaces; prints the position (0-based) of the anomaly."""
-        from ..data.digits_sets import features_of
+        _, x = _parse_input(text, cfg)
+        return str(int(self.load(run_dir, cfg).predict(x)[0]))
 
-        try:
-            indices = [int(t) for t in text.split()]
-        except ValueError:
-            raise UsageError(f"--input must be {cfg['set_size']} image indices (0..1796) "
-                             f"separated by spaces, got {text!r}") from None
-        if len(indices) < 2:
-            raise UsageError(f"--input needs at least 2 image indices, got {len(indices)}")
-        try:
-            x = features_of(indices)[None]  # (1, T, 64)
-        except ValueError as e:
-            raise UsageError(f"--input: {e}") from None
-        model = self.load(run_dir, cfg)
-        return str(int(model.predict(x)[0]))
+    def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
+        """``attnlab plot attention DIR --input "i1 ... iT"``: elements labelled by their digit."""
+        from ..data.digits_sets import digit_labels
+
+        indices, x = _parse_input(text, cfg)
+        labels = [f"{i}:{d}" for i, d in enumerate(digit_labels(indices))]
+        maps = self.load(run_dir, cfg).get_attention_maps(x)
+        return [m[0] for m in maps], labels, labels
 
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
         if data is not None:
             raise UsageError("--data: the anomaly task is evaluated on its fixed test sets; "
                              "it takes no data file")
         return {"test_accuracy": anomaly_accuracy(self.load(run_dir, cfg), cfg)}
+
+
+def _parse_input(text: str, cfg: dict[str, Any]) -> tuple[list[int], torch.Tensor]:
+    """Image indices from ``--input`` and their features (1, T, 64); ``UsageError`` if bad."""
+    from ..data.digits_sets import features_of
+
+    try:
+        indices = [int(t) for t in text.split()]
+    except ValueError:
+        raise UsageError(f"--input must be {cfg['set_size']} image indices (0..1796) "
+                         f"separated by spaces, got {text!r}") from None
+    if len(indices) < 2:
+        raise UsageError(f"--input needs at least 2 image indices, got {len(indices)}")
+    try:
+        return indices, features_of(indices)[None]  # (1, T, 64)
+    except ValueError as e:
+        raise UsageError(f"--input: {e}") from None
 
 
 @torch.no_grad()

@@ -328,6 +328,15 @@ class ClassifyTask(Task):
         ids = encode(tokenizer, [text], cfg["max_len"])[0]
         return cfg["labels"][int(model.predict(torch.tensor([ids]))[0])]
 
+    def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
+        """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
+        with cls pooling), every layer's (H, T, T) map."""
+        model, tokenizer = self.load(run_dir, cfg)
+        ids = encode(tokenizer, [text], cfg["max_len"])[0]
+        labels = (["[CLS]"] if model.use_cls else []) + tokenizer.tokenize(text)[: len(ids)]
+        maps = model.get_attention_maps(torch.tensor([ids]))
+        return [m[0] for m in maps], labels, labels
+
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
         """On ``data`` (same columns), or on the run's test split (re-drawn with its seed)."""
         model, tokenizer = self.load(run_dir, cfg)

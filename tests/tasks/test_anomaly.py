@@ -96,3 +96,16 @@ def test_bad_set_size_exits_2_before_a_run_directory_is_made(tmp_path, capsys):
     assert main(["train", "anomaly", "--out", str(tmp_path / "r"), "--set-size", "1"]) == 2
     assert "--set-size must be in [2, " in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_plot_attention_labels_each_image_by_its_digit(anomaly_run, tmp_path):
+    digits = digit_pools()["test"]
+    chosen = digits.indices[:10].tolist()
+    maps, x_labels, _ = TASK.attention_maps(anomaly_run, read_yaml(anomaly_run / "config.yaml"),
+                                            " ".join(map(str, chosen)))
+    assert x_labels == [f"{i}:{d}" for i, d in enumerate(digits.labels[:10].tolist())]
+    assert len(maps) == 1 and maps[0].shape == (2, 10, 10)
+    out = tmp_path / "a.png"
+    assert main(["plot", "attention", str(anomaly_run), "--input", " ".join(map(str, chosen)),
+                 "--out", str(out)]) == 0
+    assert out.stat().st_size > 1000

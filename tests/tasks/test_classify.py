@@ -141,3 +141,15 @@ def test_evaluate_on_another_file_and_predict_never_import_lightning(classify_ru
     metrics = json.loads(proc.stdout[: proc.stdout.rindex("}") + 1])
     assert 0 <= metrics["test_accuracy"] <= 1 and "test_macro_f1" in metrics
     assert proc.stdout.strip().splitlines()[-1] in ("meh", "neg", "pos")
+
+
+def test_plot_attention_labels_cls_and_the_texts_own_words(classify_run, tmp_path):
+    cfg = read_yaml(classify_run / "config.yaml")
+    maps, x_labels, y_labels = TASK.attention_maps(classify_run, cfg, "what a superb film")
+    assert x_labels == y_labels == ["what", " a", " superb", " film"]  # mean pooling: no [CLS]
+    assert len(maps) == 1 and maps[0].shape == (2, 4, 4)
+    assert_close(maps[0].sum(-1), torch.ones(2, 4), atol=1e-5, rtol=0)
+    out = tmp_path / "a.png"
+    assert main(["plot", "attention", str(classify_run), "--input", "what a superb film",
+                 "--out", str(out)]) == 0
+    assert out.stat().st_size > 1000
