@@ -231,7 +231,7 @@ class ClassifyTask(Task):
         "data": None, "test": None, "val": None, "text_column": "text", "label_column": "label",
         "tokenizer": "word", "vocab_size": 10000, "max_len": 256, "pooling": "cls",
         "positional": "sinusoidal", "val_fraction": 0.1, "test_fraction": 0.1,
-        "max_steps": 1000, "batch_size": 32, "lr": 5e-4, "warmup": 100, "dropout": 0.1,
+        "max_steps": 1000, "batch_size": 32, "lr": 1e-3, "warmup": 100, "dropout": 0.1,
         "threads": 1,
     }
 

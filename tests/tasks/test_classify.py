@@ -153,3 +153,22 @@ def test_plot_attention_labels_cls_and_the_texts_own_words(classify_run, tmp_pat
     assert main(["plot", "attention", str(classify_run), "--input", "what a superb film",
                  "--out", str(out)]) == 0
     assert out.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("tokenizer", ["bpe", "char"])
+def test_jsonl_with_bpe_or_char_tokenizer_and_cls_pooling_runs_end_to_end(tmp_path, capsys, tokenizer):
+    rng = random.Random(1)
+    lines = [json.dumps({"body": " ".join(rng.choice(WORDS[lab]) for _ in range(3)) + " ünï",
+                         "y": i % 2}) for i, lab in enumerate(["pos", "neg"] * 20)]
+    (tmp_path / "d.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["train", "classify", "--data", str(tmp_path / "d.jsonl"), "--out", str(out),
+                 "--text-column", "body", "--label-column", "y", "--tokenizer", tokenizer,
+                 "--vocab-size", "300", "--max-steps", "3", "--model-dim", "16", "--num-heads", "2",
+                 "--num-layers", "1", "--pooling", "cls"]) == 0
+    assert "test_macro_f1" in json.loads((out / "metrics.json").read_text())
+    assert json.loads((out / "tokenizer.json").read_text())["type"] == tokenizer
+    assert read_yaml(out / "config.yaml")["labels"] == ["0", "1"]  # JSON numbers as labels
+    capsys.readouterr()
+    assert main(["predict", str(out), "--input", "good ünï"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] in ("0", "1")
