@@ -184,6 +184,8 @@ def plot_sets(model, cfg: dict[str, Any], path: Path, *, num_sets: int = 3) -> N
     """Test sets (images in a row; true anomaly framed red, prediction titled) next to the
     last layer's attention averaged over heads, the anomaly's column outlined: a working model
     attends to (or away from) the odd one out."""
+    from io import BytesIO
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -217,8 +219,6 @@ def plot_sets(model, cfg: dict[str, Any], path: Path, *, num_sets: int = 3) -> N
         ax.set_title(f"last-layer attention; anomaly = {target}", fontsize=7)
         ax.set_xlabel("key (attended)", fontsize=7), ax.set_ylabel("query", fontsize=7)
         ax.tick_params(labelsize=6)
-    from io import BytesIO
-
     buffer = BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
     plt.close(fig)
