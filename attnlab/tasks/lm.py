@@ -82,7 +82,7 @@ class LMTask(Task):
                        help="for a text file: vocabulary cap (char/word) or size (bpe)")
         g.add_argument("--block-size", type=int, metavar="N",
                        help="context length in tokens, the model's max_len (default 128)")
-        g.add_argument("--positional", choices=_POSITIONAL, help="position encoding (learned)")
+        g.add_argument("--positional", choices=_POSITIONAL, help="position encoding (default learned)")
         g.add_argument("--val-batches", type=int, metavar="N",
                        help="validation batches for val_loss (default 20)")
 
