@@ -13,15 +13,6 @@ from attnlab.models import Seq2SeqTransformer
 PAD, SOS, EOS = 0, 1, 2
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # Tiny models on a shared 2-core machine: a second intra-op thread only adds contention.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def tiny(**kw):
     args = dict(model_dim=32, num_heads=4, num_layers=2, dim_feedforward=64, dropout=0.0)
     args.update(kw)
@@ -29,7 +20,7 @@ def tiny(**kw):
 
 
 @pytest.fixture(scope="module")
-def trained(one_thread):
+def trained():
     """A tiny model trained for a few seconds to reverse 2-6 symbols, so that its outputs end
     with EOS at different lengths (a random model never stops)."""
     torch.manual_seed(0)

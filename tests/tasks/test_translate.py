@@ -15,14 +15,6 @@ TINY = ["--model-dim", "16", "--num-heads", "2", "--num-layers", "1", "--dim-fee
         "--batch-size", "16", "--warmup", "5", "--vocab-size", "270"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def number_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "numbers"
