@@ -203,8 +203,6 @@ class LMTask(Task):
 
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
         """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE)."""
-        from ..data.corpus import TokenWindows
-
         model, tokenizer = self.load(run_dir, cfg)
         if data is None:
             windows = self.windows(cfg, "val")

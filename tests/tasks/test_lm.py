@@ -4,12 +4,12 @@ import math
 
 import pytest
 import torch
+import yaml
 from torch.testing import assert_close
 
 import attnlab
 from attnlab.cli import main
 from attnlab.data.corpus import TokenWindows, prepare
-from attnlab.errors import UsageError
 from attnlab.models import CausalLM
 from attnlab.tasks.lm import TASK, lm_metrics
 
@@ -44,7 +44,7 @@ def test_load_evaluate_and_greedy_continuation(run):
     model, tokenizer = attnlab.load(run / "run")
     assert isinstance(model, CausalLM) and not model.training
     metrics = json.loads((run / "run" / "metrics.json").read_text())
-    cfg = __import__("yaml").safe_load((run / "run" / "config.yaml").read_text())
+    cfg = yaml.safe_load((run / "run" / "config.yaml").read_text())
     again = TASK.evaluate(run / "run", cfg, None)
     assert again["val_loss"] == pytest.approx(metrics["val_loss"], abs=1e-5)
     out = model.generate(torch.tensor([tokenizer.encode("abcab")]), 7)
@@ -53,7 +53,7 @@ def test_load_evaluate_and_greedy_continuation(run):
 
 
 def test_evaluate_on_a_text_file(run):
-    cfg = __import__("yaml").safe_load((run / "run" / "config.yaml").read_text())
+    cfg = yaml.safe_load((run / "run" / "config.yaml").read_text())
     (run / "other.txt").write_text("abcabd " * 30, encoding="utf-8")
     metrics = TASK.evaluate(run / "run", cfg, str(run / "other.txt"))
     assert set(metrics) == {"val_loss", "val_perplexity"} and metrics["val_loss"] > 0
