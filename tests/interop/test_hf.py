@@ -213,3 +213,12 @@ def test_local_hf_tokenizer_works_with_converted_models(tmp_path):
     assert torch.equal(out, gpt2.generate(prompt, attention_mask=torch.ones_like(prompt),
                                           max_new_tokens=4, do_sample=False, pad_token_id=0))
     assert loaded.decode(out[0, :2]) == "the cat"
+
+
+def test_importing_interop_does_not_import_transformers():
+    import subprocess
+    import sys
+
+    code = ("import sys, attnlab.interop, attnlab.models.causal_lm; "
+            "sys.exit('transformers' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
