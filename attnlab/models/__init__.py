@@ -6,6 +6,7 @@ _EXPORTS = {
     "Seq2SeqTransformer": ".seq2seq",
     "CausalLM": ".causal_lm",
     "ElementPredictor": ".predictor",
+    "BertEncoder": ".bert",
 }
 
 __all__ = list(_EXPORTS)

@@ -12,13 +12,7 @@ CONFIGS = [dict(positional=p, norm_first=nf) for p in ("learned", "sinusoidal", 
 
 @pytest.fixture(autouse=True)
 def _seed():
-    # one thread: tiny models on a shared 2-core machine run many times faster without
-    # OpenMP threads spinning against each other
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     torch.manual_seed(0)
-    yield
-    torch.set_num_threads(threads)
 
 
 def tiny(**kw):
