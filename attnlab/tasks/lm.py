@@ -96,6 +96,8 @@ class LMTask(Task):
             read_meta(data)
         elif not data.is_file():
             raise UsageError(f"--data: not found: {data}")
+        elif data.stat().st_size == 0:  # refuse before the run directory is created
+            raise UsageError(f"--data {data}: the file is empty")
         for key, low in (("block_size", 2), ("val_batches", 1), ("predict_tokens", 1)):
             value = cfg.get(key)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:

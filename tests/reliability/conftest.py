@@ -1,4 +1,8 @@
-"""A tiny trained reversal run shared by the reliability tests (trained once per worker)."""
+"""Tiny trained runs shared by the reliability tests (trained once per worker): a reversal run,
+and one bf16-mixed run of each other training task (``task_runs``)."""
+import csv
+import random
+
 import pytest
 
 from attnlab.cli import main
@@ -7,9 +11,62 @@ TINY_REVERSE = ["--max-steps", "30", "--train-size", "256", "--val-size", "32", 
                 "64", "--model-dim", "16", "--num-heads", "1", "--batch-size", "32",
                 "--val-every", "10", "--checkpoint-every", "10"]
 
+# Tiny settings per task (a width-16 model, a few dozen steps), for runs that only have to
+# finish and write a valid run directory. {data} is the task's input file.
+TINY = {
+    "anomaly": "--train-sets 256 --val-sets 32 --test-sets 64 --set-size 5 --batch-size 16",
+    "classify": "--data {data} --batch-size 16",
+    "translate": "--max-number 1000 --test-size 40 --val-size 16 --num-layers 1 --batch-size 16",
+    "lm": "--data {data} --num-layers 1 --batch-size 8 --block-size 16 --val-batches 2",
+}
+TINY_MODEL = "--model-dim 16 --num-heads 2 --dim-feedforward 32 --threads 1"
+
+
+def write_reviews(path, rows=120):
+    """A two-class CSV (columns text, label) that a tiny classifier can learn."""
+    rng = random.Random(0)
+    words = {"pos": ["great", "lovely", "superb"], "neg": ["awful", "dull", "poor"]}
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        for i in range(rows):
+            label = ("pos", "neg")[i % 2]
+            w.writerow([f"the film was {rng.choice(words[label])} {rng.choice(['', 'really'])}",
+                        label])
+    return path
+
+
+def write_corpus(path):
+    """A small text file for the lm task (a few thousand characters)."""
+    line = "the quick brown fox jumps over the lazy dog; attention is all you need.\n"
+    path.write_text(line * 60)
+    return path
+
+
+def task_data(tmp):
+    return {"classify": write_reviews(tmp / "reviews.csv"), "lm": write_corpus(tmp / "corpus.txt")}
+
+
+def tiny_args(task, data, *extra):
+    return [*TINY[task].format(data=data.get(task)).split(), *TINY_MODEL.split(), *extra]
+
 
 @pytest.fixture(scope="session")
 def reverse_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "reverse"
     assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE]) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def task_runs(tmp_path_factory):
+    """{task: run directory} of a finished --precision bf16-mixed run of each task but reverse."""
+    tmp = tmp_path_factory.mktemp("task_runs")
+    data = task_data(tmp)
+    runs = {}
+    for task in TINY:
+        runs[task] = tmp / task
+        argv = ["train", task, "--out", str(runs[task]), "--precision", "bf16-mixed",
+                "--max-steps", "40", *tiny_args(task, data)]
+        assert main(argv) == 0, argv
+    return runs

@@ -9,8 +9,10 @@ import pytest
 
 from attnlab.cli import main
 
+from .conftest import write_reviews
 
-def _cases(tmp: Path, run: Path):
+
+def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
     broken_yaml = tmp / "broken.yaml"
     broken_yaml.write_text("lr: [0.1\nseed: 3\n")
     list_yaml = tmp / "list.yaml"
@@ -26,6 +28,13 @@ def _cases(tmp: Path, run: Path):
     occupied = tmp / "occupied"
     occupied.mkdir(exist_ok=True)
     (occupied / "something.txt").write_text("keep me")
+    empty_txt = tmp / "empty.txt"
+    empty_txt.write_text("")
+    reviews = write_reviews(tmp / "reviews.csv")
+    no_label = tmp / "no_label.csv"
+    no_label.write_text("text,sentiment\ngood film,pos\nbad film,neg\n")
+    one_class = tmp / "one_class.csv"
+    one_class.write_text("text,label\n" + "".join(f"film {i},pos\n" for i in range(20)))
     # (argv, a fragment the one-line message must contain)
     return [
         (["train", "nosuchtask"], "nosuchtask"),
@@ -74,12 +83,47 @@ def _cases(tmp: Path, run: Path):
         (["explain", "--q", "[[1,0,0]]", "--k", "[[1,0]]", "--v", "[[1]]"], "--k"),
         (["train", "reverse", "--num-nodes", "2"], "--num-nodes"),
         (["nosuchcommand"], "nosuchcommand"),
+        # translate: a run of another kind, empty text
+        (["translate", str(run), "three"], "'reverse'"),
+        (["translate", str(runs["translate"]), "  "], "TEXT"),
+        (["translate", str(runs["translate"]), "three", "--beam", "0"], "--beam"),
+        # generate: a run of another kind, bad sampling settings, empty prompt
+        (["generate", str(run), "--prompt", "the"], "'reverse'"),
+        (["generate", str(runs["classify"]), "--prompt", "the"], "'classify'"),
+        (["generate", str(runs["lm"]), "--prompt", "the", "--max-new-tokens", "-1"],
+         "--max-new-tokens"),
+        (["generate", str(runs["lm"]), "--prompt", "the", "--temperature", "-1"], "--temperature"),
+        (["generate", str(runs["lm"]), "--prompt", "the", "--top-p", "1.5"], "--top-p"),
+        (["generate", str(runs["lm"]), "--prompt", ""], "--prompt"),
+        (["generate", str(runs["lm"])], "--prompt"),
+        # prepare: missing, empty, bad vocabulary
+        (["prepare", str(tmp / "missing.txt"), "--out", str(tmp / "p1")], "missing.txt"),
+        (["prepare", str(empty_txt), "--out", str(tmp / "p2")], "empty.txt"),
+        (["prepare", str(reviews), "--out", str(tmp / "p3"), "--vocab-size", "0"], "--vocab-size"),
+        # train of each other task: its data and its own flags
+        (["train", "classify", "--out", str(tmp / "c1")], "--data"),
+        (["train", "classify", "--data", str(tmp / "missing.csv")], "missing.csv"),
+        (["train", "classify", "--data", str(no_label)], "'label'"),
+        (["train", "classify", "--data", str(reviews), "--label-column", "stars"], "'stars'"),
+        (["train", "classify", "--data", str(one_class)], "single class"),
+        (["train", "lm", "--out", str(tmp / "l1")], "--data"),
+        (["train", "lm", "--data", str(tmp / "missing.txt")], "missing.txt"),
+        (["train", "lm", "--data", str(empty_txt), "--out", str(tmp / "l2")], "empty.txt"),
+        (["train", "translate", "--src", "xx"], "--src"),
+        (["train", "translate", "--tgt", "klingon"], "--tgt"),
+        (["train", "anomaly", "--set-size", "1"], "--set-size"),
+        (["train", "anomaly", "--set-size", "1000"], "--set-size"),
+        # evaluate --data of a missing file, on each kind of run
+        *[(["evaluate", str(r), "--data", str(tmp / "missing.csv")],
+           "--data" if task == "anomaly" else "missing.csv") for task, r in runs.items()],
+        # resume a run of another task
+        (["train", "lm", "--resume", "--out", str(run), "--data", str(empty_txt)], "'reverse'"),
     ]
 
 
-def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, capsys):
+def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs, capsys):
     failures = []
-    for argv, fragment in _cases(tmp_path, reverse_run):
+    for argv, fragment in _cases(tmp_path, reverse_run, task_runs):
         capsys.readouterr()
         try:
             code = main(argv)
