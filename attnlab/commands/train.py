@@ -200,6 +200,9 @@ def seed_all(seed: int) -> None:
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in ("task", "func", "command")}
     cfg = build_config(args.task, given)
+    from ..training.engine import check_hardware  # Lightning: only once the flags are valid
+
+    check_hardware(cfg)
     run_dir = _run_dir(cfg)
     cfg["out"] = str(run_dir)
     from ..runs import write_yaml

@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..runs import save_weights, write_json, write_yaml
 
 __all__ = ["make_trainer", "fit", "finish", "FitResult", "checkpoint_dir", "parameter_count",
-           "StopAtTarget", "NonFiniteLoss"]
+           "StopAtTarget", "NonFiniteLoss", "check_hardware"]
 
 # Lightning's start-up chatter (GPU/TPU availability, "LOCAL_RANK", dataloader worker hints)
 # says nothing a user of this CLI can act on.
@@ -117,6 +117,30 @@ class StopAtTarget(Callback):
             self.stopped_at = trainer.global_step
 
 
+# The Trainer settings that depend on the machine, and their defaults.
+_HARDWARE = {"accelerator": "auto", "devices": 1, "num_nodes": 1, "strategy": "auto",
+             "precision": "32"}
+
+
+def _hardware_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
+    return {key: cfg.get(key, default) for key, default in _HARDWARE.items()}
+
+
+def check_hardware(cfg: dict[str, Any]) -> None:
+    """Refuse a --accelerator/--devices/--num-nodes/--strategy/--precision combination this
+    machine cannot run (FSDP without a GPU, ``--accelerator gpu`` without one), before the run
+    directory is created: Lightning's own check (a Trainer is only configured here, nothing
+    is launched), its message on one line."""
+    from lightning.pytorch.utilities.exceptions import MisconfigurationException
+
+    try:
+        L.Trainer(**_hardware_kwargs(cfg), logger=False, enable_checkpointing=False,
+                  enable_progress_bar=False, enable_model_summary=False)
+    except (ValueError, MisconfigurationException) as e:
+        given = " ".join(f"--{k.replace('_', '-')} {cfg[k]}" for k in _HARDWARE if k in cfg)
+        raise UsageError(f"{given}: {' '.join(str(e).split())}") from None
+
+
 def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
                  val_check_interval: int | None = None, callbacks: list | None = None,
                  limit_val_batches: int | float | None = None) -> L.Trainer:
@@ -136,11 +160,7 @@ def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
         default_root_dir=str(run_dir),
         max_steps=max_steps,
         max_epochs=-1,
-        accelerator=cfg.get("accelerator", "auto"),
-        devices=cfg.get("devices", 1),
-        num_nodes=cfg.get("num_nodes", 1),
-        strategy=cfg.get("strategy", "auto"),
-        precision=cfg.get("precision", "32"),
+        **_hardware_kwargs(cfg),
         gradient_clip_val=cfg.get("grad_clip") or None,
         logger=CSVLogger(str(run_dir), name="logs", version=""),
         log_every_n_steps=max(1, min(50, max_steps // 20)),

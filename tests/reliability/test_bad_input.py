@@ -82,6 +82,8 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["explain", "--q", "[[1, 2"], "--q"),
         (["explain", "--q", "[[1,0,0]]", "--k", "[[1,0]]", "--v", "[[1]]"], "--k"),
         (["train", "reverse", "--num-nodes", "2"], "--num-nodes"),
+        (["train", "reverse", "--strategy", "fsdp", "--accelerator", "cpu", "--out",
+          str(tmp / "f1")], "--strategy fsdp"),
         (["nosuchcommand"], "nosuchcommand"),
         # translate: a run of another kind, empty text
         (["translate", str(run), "three"], "'reverse'"),
@@ -136,6 +138,8 @@ def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs,
     assert not failures, "\n".join(failures)
     # nothing was lost: the occupied directory still holds the user's file
     assert (tmp_path / "occupied" / "something.txt").read_text() == "keep me"
+    # a refused run leaves no directory behind (it would block the corrected command)
+    assert not [p.name for p in tmp_path.iterdir() if p.name in ("c1", "l1", "l2", "f1")]
 
 
 def test_real_process_exit_status_and_no_traceback(tmp_path):
