@@ -1,7 +1,10 @@
 """Tiny trained runs shared by the reliability tests (trained once per worker): a reversal run,
 and one bf16-mixed run of each other training task (``task_runs``)."""
 import csv
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -19,7 +22,7 @@ TINY = {
     "translate": "--max-number 1000 --test-size 40 --val-size 16 --num-layers 1 --batch-size 16",
     "lm": "--data {data} --num-layers 1 --batch-size 8 --block-size 16 --val-batches 2",
 }
-TINY_MODEL = "--model-dim 16 --num-heads 2 --dim-feedforward 32 --threads 1"
+TINY_MODEL = "--model-dim 16 --num-heads 2 --dim-feedforward 32 --warmup 5 --threads 1"
 
 
 def write_reviews(path, rows=120):
@@ -49,6 +52,15 @@ def task_data(tmp):
 
 def tiny_args(task, data, *extra):
     return [*TINY[task].format(data=data.get(task)).split(), *TINY_MODEL.split(), *extra]
+
+
+def train_ddp(task, out, *args):
+    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in a real process."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("ATTNLAB_RUN_DIR", None)
+    return subprocess.run([sys.executable, "-m", "attnlab", "train", task, "--out", str(out),
+                           "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", *args],
+                          capture_output=True, text=True, env=env, timeout=300)
 
 
 @pytest.fixture(scope="session")

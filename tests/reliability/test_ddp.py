@@ -1,22 +1,16 @@
 """Two DDP processes on CPU (gloo) train one reversal model and leave one valid run directory."""
 import json
-import os
-import subprocess
-import sys
 
 from attnlab.cli import main
+
+from .conftest import train_ddp
 
 
 def test_two_process_ddp_run_writes_a_valid_run_directory(tmp_path, capsys):
     out = tmp_path / "ddp"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    env.pop("ATTNLAB_RUN_DIR", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out), "--devices", "2",
-         "--strategy", "ddp", "--accelerator", "cpu", "--max-steps", "40", "--train-size", "512",
-         "--val-size", "64", "--test-size", "128", "--model-dim", "16", "--num-heads", "1",
-         "--batch-size", "32", "--val-every", "20", "--no-early-stop"],
-        capture_output=True, text=True, env=env, timeout=300)
+    proc = train_ddp("reverse", out, "--max-steps", "40", "--train-size", "512", "--val-size",
+                     "64", "--test-size", "128", "--model-dim", "16", "--num-heads", "1",
+                     "--batch-size", "32", "--val-every", "20", "--no-early-stop")
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["steps"] == 40

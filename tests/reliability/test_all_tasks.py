@@ -1,0 +1,127 @@
+"""Issue #7's scale-out and resume promises on every training task, not only reversal.
+
+- ``--precision bf16-mixed`` trains each of anomaly, classify, translate and lm to a valid run
+  directory with sane metrics (the shared ``task_runs`` fixture);
+- a run that dies after a checkpoint resumes with ``--resume`` from that checkpoint and
+  finishes at the same step budget, for each task (in-process: the crash is an exception
+  raised inside the training loop, which stops the run as a kill would: no final checkpoint,
+  no model, no metrics);
+- two DDP processes on CPU train an lm run (the task with the most DDP-specific code paths:
+  a corpus prepared on the fly, a sampler Lightning must shard, rank-0-only evaluation).
+The SIGKILL itself is tested once, on reversal, in test_kill_resume.py.
+"""
+import csv
+import json
+import math
+import re
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.cli import main
+from attnlab.training import engine
+
+from .conftest import TINY, task_data, tiny_args, train_ddp
+
+TASK_KEYS = {
+    "anomaly": {"test_accuracy"},
+    "classify": {"test_accuracy", "test_macro_f1"},
+    "translate": {"test_exact_match", "test_bleu", "test_chrf"},
+    "lm": {"val_loss", "val_perplexity"},
+}
+
+
+def _metrics(run_dir):
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+@pytest.mark.parametrize("task", sorted(TINY))
+def test_bf16_mixed_run_is_valid_and_sane(task, task_runs, capsys):
+    run_dir = task_runs[task]
+    metrics = _metrics(run_dir)
+    assert TASK_KEYS[task] | {"steps", "train_seconds", "parameters"} <= set(metrics)
+    assert metrics["steps"] == 40
+    assert all(math.isfinite(v) for v in metrics.values()), metrics
+    for key in TASK_KEYS[task] - {"val_loss", "val_perplexity"}:
+        assert 0 <= metrics[key] <= (100 if key in ("test_bleu", "test_chrf") else 1), metrics
+    loaded = attnlab.load(run_dir)
+    model = loaded[0] if isinstance(loaded, tuple) else loaded
+    # weights are saved in float32 whatever the training precision
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    if task == "lm":  # better than guessing uniformly over the vocabulary
+        assert metrics["val_loss"] < math.log(loaded[1].vocab_size)
+    # evaluate reproduces the run's test metrics from the saved model
+    capsys.readouterr()
+    assert main(["evaluate", str(run_dir)]) == 0
+    evaluated = json.loads(capsys.readouterr().out)
+    for key in TASK_KEYS[task]:
+        assert evaluated[key] == pytest.approx(metrics[key], rel=1e-4, abs=1e-4), key
+
+
+class _Crash(Exception):
+    """Stands in for the process dying mid-run."""
+
+
+def _crash_at(step, monkeypatch):
+    """Make the next training run die right after optimiser step ``step``."""
+
+    class CrashAt(engine.Callback):
+        def on_train_batch_end(self, trainer, *args):
+            if trainer.global_step == step:
+                raise _Crash(f"died after step {step}")
+
+    make_trainer = engine.make_trainer
+
+    def crashing(*args, callbacks=None, **kwargs):
+        return make_trainer(*args, callbacks=[*(callbacks or []), CrashAt()], **kwargs)
+
+    monkeypatch.setattr(engine, "make_trainer", crashing)
+
+
+BUDGET, EVERY, CRASH = 40, 10, 25
+
+
+@pytest.mark.parametrize("task", sorted(TINY))
+def test_resume_continues_from_the_checkpoint_to_the_same_budget(task, tmp_path, monkeypatch,
+                                                                 capsys):
+    out = tmp_path / task
+    argv = ["train", task, "--out", str(out), "--max-steps", str(BUDGET), "--checkpoint-every",
+            str(EVERY), "--val-every", "20", *tiny_args(task, task_data(tmp_path))]
+    with monkeypatch.context() as m:
+        _crash_at(CRASH, m)
+        with pytest.raises(_Crash):
+            main(argv)
+    assert not (out / "metrics.json").exists() and not (out / "model.safetensors").exists()
+    saved = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"]
+    assert saved == CRASH // EVERY * EVERY
+
+    capsys.readouterr()
+    assert main([*argv, "--resume"]) == 0
+    assert _metrics(out)["steps"] == BUDGET
+    # the resumed run's progress starts just past the checkpoint, not from scratch
+    progress = [int(s) for s in re.findall(r"^step (\d+)/", capsys.readouterr().err, flags=re.M)]
+    every = BUDGET // 10
+    assert saved < progress[0] <= saved + every and progress[-1] == BUDGET, progress
+    # and so does its training log; the interrupted part of the log is kept beside it
+    with open(out / "logs" / "metrics.csv") as f:
+        steps = [int(row["step"]) for row in csv.DictReader(f)]
+    assert min(steps) > saved and max(steps) == BUDGET - 1, steps
+    assert (out / "logs" / "metrics.part1.csv").is_file()
+
+
+def test_two_process_ddp_lm_run_writes_a_valid_run_directory(tmp_path, capsys):
+    out = tmp_path / "ddp-lm"
+    proc = train_ddp("lm", out, "--max-steps", "30", "--val-every", "15",
+                     *tiny_args("lm", task_data(tmp_path)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("lm run:") == 1  # rank 0 alone evaluates and writes
+    metrics = _metrics(out)
+    assert metrics["steps"] == 30 and math.isfinite(metrics["val_loss"])
+    assert metrics["val_perplexity"] == pytest.approx(math.exp(metrics["val_loss"]))
+    capsys.readouterr()
+    assert main(["generate", str(out), "--prompt", "the ", "--max-new-tokens", "8",
+                 "--greedy"]) == 0
+    assert capsys.readouterr().out.startswith("the ")
+    assert main(["evaluate", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["val_loss"] == pytest.approx(metrics["val_loss"])
