@@ -148,7 +148,10 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
         saved = Path(given["out"]) / "config.yaml"
         if not saved.is_file():
             raise UsageError(f"--resume: {saved} not found; nothing to resume")
-        if not (Path(given["out"]) / "checkpoints" / "last.ckpt").is_file():
+        # A run killed before its first checkpoint starts again from step 0 (engine.fit); a
+        # finished run whose checkpoints were deleted has nothing left to resume.
+        if (not (Path(given["out"]) / "checkpoints" / "last.ckpt").is_file()
+                and (Path(given["out"]) / "model.safetensors").is_file()):
             raise UsageError(f"--resume: no checkpoint to resume from in {given['out']}/checkpoints")
         previous = read_yaml(saved, what="--resume")
         if previous.get("task") != task_name:

@@ -228,10 +228,12 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
     ckpt_path = None
     if cfg.get("resume"):
         last = checkpoint_dir(run_dir) / "last.ckpt"
-        if not last.is_file():
-            raise UsageError(f"--resume: no checkpoint to resume from in {checkpoint_dir(run_dir)}")
-        ckpt_path = str(last)
-        check_checkpoint(last)
+        if last.is_file():
+            check_checkpoint(last)
+            ckpt_path = str(last)
+        elif trainer.is_global_zero:  # killed before its first checkpoint: nothing to lose
+            print(f"--resume: no checkpoint yet in {checkpoint_dir(run_dir)}; training from step 0",
+                  file=sys.stderr, flush=True)
         _keep_previous_logs(run_dir)
     if cfg.get("compile"):
         # In place (nn.Module.compile), so parameter names and the saved weights are unchanged;

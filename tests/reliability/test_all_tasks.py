@@ -3,9 +3,9 @@
 - ``--precision bf16-mixed`` trains each of anomaly, classify, translate and lm to a valid run
   directory with sane metrics (the shared ``task_runs`` fixture);
 - a run that dies after a checkpoint resumes with ``--resume`` from that checkpoint and
-  finishes at the same step budget, for each task (in-process: the crash is an exception
-  raised inside the training loop, which stops the run as a kill would: no final checkpoint,
-  no model, no metrics);
+  finishes at the same step budget, for each task; one that dies before any checkpoint starts
+  again from step 0 (in-process: the crash is an exception raised inside the training loop,
+  which stops the run as a kill would: no final checkpoint, no model, no metrics);
 - two DDP processes on CPU train an lm run (the task with the most DDP-specific code paths:
   a corpus prepared on the fly, a sampler Lightning must shard, rank-0-only evaluation).
 The SIGKILL itself is tested once, on reversal, in test_kill_resume.py.
@@ -108,6 +108,24 @@ def test_resume_continues_from_the_checkpoint_to_the_same_budget(task, tmp_path,
         steps = [int(row["step"]) for row in csv.DictReader(f)]
     assert min(steps) > saved and max(steps) == BUDGET - 1, steps
     assert (out / "logs" / "metrics.part1.csv").is_file()
+
+
+def test_a_run_killed_before_its_first_checkpoint_resumes_from_step_0(tmp_path, monkeypatch,
+                                                                      capsys):
+    out = tmp_path / "early"
+    argv = ["train", "classify", "--out", str(out), "--max-steps", "20", "--checkpoint-every",
+            "10", *tiny_args("classify", task_data(tmp_path))]
+    with monkeypatch.context() as m:
+        _crash_at(5, m)
+        with pytest.raises(_Crash):
+            main(argv)
+    assert not (out / "checkpoints" / "last.ckpt").exists()
+    capsys.readouterr()
+    assert main([*argv, "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "no checkpoint yet" in err
+    assert re.findall(r"^step (\d+)/", err, flags=re.M)[0] == "2"  # from the start
+    assert _metrics(out)["steps"] == 20
 
 
 def test_two_process_ddp_lm_run_writes_a_valid_run_directory(tmp_path, capsys):
