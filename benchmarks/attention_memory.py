@@ -1,7 +1,8 @@
 """Peak memory of attention against sequence length: fused (SDPA) vs reference path.
 
-Each (path, T) runs in a fresh subprocess; its peak resident memory (ru_maxrss) minus the
-resident memory just before the attention call is the attention's own peak. The reference path
+Each (path, T) runs in a fresh subprocess; its peak resident memory (VmHWM) minus the
+resident memory just before the attention call is the attention's own peak. (Not ru_maxrss:
+on Linux a child started from a large parent inherits the parent's high-water mark.) The reference path
 builds the (B, H, T, T) score matrix (and its softmax); the fused path should not.
 
     python -m benchmarks.attention_memory [--quick]
@@ -14,7 +15,7 @@ import subprocess
 import sys
 
 CHILD = r"""
-import json, resource, sys, torch
+import json, sys, torch
 from attnlab.nn import MultiheadAttention, padding_mask
 path, T, B, D, H, masked, backward = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6] == "1", sys.argv[7] == "1"
 torch.manual_seed(0)
@@ -23,16 +24,16 @@ x = torch.randn(B, T, D, requires_grad=backward)
 mask = padding_mask(torch.tensor([T - T // 8] * B), T) if masked else None
 with torch.set_grad_enabled(backward):  # warm the kernels up on a short input first
     mha(x[:, :16], None if mask is None else mask[..., :16], return_attention=(path == "reference"))
-def rss_kb():
+def status_kb(field):
     with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS"))
-base = rss_kb()
+        return next(int(l.split()[1]) for l in f if l.startswith(field))
+base = status_kb("VmRSS:")
 with torch.set_grad_enabled(backward):
     out = mha(x, mask, return_attention=(path == "reference"))
     out = out[0] if isinstance(out, tuple) else out
     if backward:
         out.sum().backward()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = status_kb("VmHWM:")
 print(json.dumps({"peak_mib": (peak - base) / 1024}))
 """
 
