@@ -58,7 +58,10 @@ def test_out_already_used_needs_resume(tmp_path, capsys):
 
 
 def test_resume_without_checkpoint(tmp_path, capsys):
+    # A finished run (it has its model) whose checkpoints were deleted has nothing to resume.
+    # (A run killed before its first checkpoint restarts from step 0: tests/reliability.)
     write_yaml(tmp_path / "config.yaml", {"task": "reverse"})
+    (tmp_path / "model.safetensors").write_bytes(b"")
     _fails(["train", "reverse", "--out", str(tmp_path), "--resume"], capsys, "--resume", "checkpoint")
 
 
