@@ -1,0 +1,19 @@
+"""``--compile`` trains through torch.compile and leaves a run directory like any other."""
+from safetensors import safe_open
+
+from attnlab.cli import main
+
+from .conftest import TINY_REVERSE
+
+
+def test_compiled_run_saves_plain_weight_names_and_predicts(tmp_path, capsys):
+    out = tmp_path / "compiled"
+    argv = ["train", "reverse", "--out", str(out), "--compile", *TINY_REVERSE]
+    argv[argv.index("--max-steps") + 1] = "8"
+    assert main(argv) == 0
+    with safe_open(str(out / "model.safetensors"), "pt") as f:
+        names = list(f.keys())
+    assert names and not any("_orig_mod" in n for n in names), names[:5]
+    capsys.readouterr()
+    assert main(["predict", str(out), "--input", "1 2 3"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()[-1].split()) == 3
