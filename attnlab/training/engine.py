@@ -218,13 +218,35 @@ class FitResult:
         return self.trainer.is_global_zero
 
 
+class _TrainClock(Callback):
+    """Training seconds across interruptions: kept in every checkpoint, so a resumed run's
+    ``train_seconds`` counts the time before the crash too (up to its last checkpoint)."""
+
+    def __init__(self) -> None:
+        self.before = 0.0  # seconds trained by earlier processes, restored from the checkpoint
+        self.start = time.perf_counter()
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.start = time.perf_counter()
+
+    def total(self) -> float:
+        return self.before + time.perf_counter() - self.start
+
+    def state_dict(self) -> dict[str, float]:
+        return {"seconds": self.total()}
+
+    def load_state_dict(self, state_dict: dict[str, float]) -> None:
+        self.before = float(state_dict.get("seconds", 0.0))
+
+
 def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any], run_dir: Path, *,
         max_steps: int, val_check_interval: int | None = None, callbacks: list | None = None,
         limit_val_batches: int | float | None = None) -> FitResult:
     """Train ``module`` to ``max_steps``; with ``cfg["resume"]`` continue from the last checkpoint."""
     run_dir = Path(run_dir)
+    clock = _TrainClock()
     trainer = make_trainer(cfg, run_dir, max_steps=max_steps, val_check_interval=val_check_interval,
-                           callbacks=callbacks, limit_val_batches=limit_val_batches)
+                           callbacks=[clock, *(callbacks or [])], limit_val_batches=limit_val_batches)
     ckpt_path = None
     if cfg.get("resume"):
         last = checkpoint_dir(run_dir) / "last.ckpt"
@@ -239,10 +261,9 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
         # In place (nn.Module.compile), so parameter names and the saved weights are unchanged;
         # the torch model inside a TaskModule, or the module's own forward.
         getattr(module, "model", module).compile()
-    start = time.perf_counter()
     trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
                 ckpt_path=ckpt_path, weights_only=True if ckpt_path else None)
-    seconds = time.perf_counter() - start
+    seconds = clock.total()
     # The final state, so --resume of a finished run is a no-op. Every rank calls it (it holds
     # a barrier); only global rank 0 writes.
     trainer.save_checkpoint(checkpoint_dir(run_dir) / "last.ckpt")

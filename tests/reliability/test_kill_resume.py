@@ -54,3 +54,19 @@ def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path):
     progress = [int(s) for s in re.findall(r"^step (\d+)/", stderr, flags=re.M)]
     assert progress and progress[0] > saved_step, progress[:3]
     assert progress[-1] == BUDGET
+
+
+def test_train_seconds_survive_a_resume(reverse_run, tmp_path):
+    """Resuming a finished run changes nothing, and its train_seconds still count the training
+    done before (the clock is kept in every checkpoint), not only the resumed process's."""
+    import shutil
+
+    from attnlab.cli import main
+
+    out = tmp_path / "run"
+    shutil.copytree(reverse_run, out)
+    before = json.loads((out / "metrics.json").read_text())
+    assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
+    after = json.loads((out / "metrics.json").read_text())
+    assert after["steps"] == before["steps"]
+    assert after["train_seconds"] >= before["train_seconds"] > 0
