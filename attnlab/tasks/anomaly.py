@@ -110,8 +110,9 @@ class AnomalyTask(Task):
         module = ClassifierModule(model, cfg, steps)
         result = fit(module, train_loader, val_loader, cfg, run_dir, max_steps=steps,
                      val_check_interval=cfg.get("val_every") or max(1, steps // 5))
-        metrics = {"test_accuracy": anomaly_accuracy(model, cfg)}
-        if result.is_global_zero:
+        metrics = {}
+        if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
+            metrics = {"test_accuracy": anomaly_accuracy(model, cfg)}
             plot_figures(model, cfg, Path(run_dir))
         return finish(cfg, run_dir, model, metrics, result)
 

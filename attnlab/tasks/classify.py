@@ -305,13 +305,14 @@ class ClassifyTask(Task):
         module = ClassifierModule(model, cfg, cfg["max_steps"])
         result = fit(module, loader, val_loader, cfg, run_dir, max_steps=cfg["max_steps"],
                      val_check_interval=cfg.get("val_every") or min(train.num_batches, cfg["max_steps"]))
+        if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
+            return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
         preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, splits["test"]))
         metrics = finish(cfg, run_dir, model, classification_metrics(preds, targets, len(cfg["labels"])),
                          result, tokenizer=tokenizer)
-        if result.is_global_zero:
-            print(f"\ntest split, per class ({len(targets)} texts):\n"
-                  f"{per_class_table(preds, targets, cfg['labels'])}")
-            sys.stdout.flush()
+        print(f"\ntest split, per class ({len(targets)} texts):\n"
+              f"{per_class_table(preds, targets, cfg['labels'])}")
+        sys.stdout.flush()
         return metrics
 
     def load(self, run_dir: Path, cfg: dict[str, Any]):

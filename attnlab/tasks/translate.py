@@ -352,8 +352,9 @@ class TranslateTask(Task):
                      max_steps=max_steps, val_check_interval=every)
         model.eval()
         cfg["bleu_tokenize"] = _bleu_tokenize([t for _, t in test], cfg["bleu_tokenize"])
-        metrics, hyps = compute_test_metrics(model, tok, test, cfg)
-        if result.is_global_zero:
+        metrics = {}
+        if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
+            metrics, hyps = compute_test_metrics(model, tok, test, cfg)
             _cross_attention_figure(model, tok, test[0][0], hyps[0],
                                     run_dir / "cross_attention.png")
         return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
