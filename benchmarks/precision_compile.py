@@ -2,7 +2,8 @@
 ``torch.compile`` (``--compile``), for attnlab's TransformerEncoder.
 
 Each variant trains the same encoder (forward, backward, AdamW step) on the same batches; the
-rounds alternate between variants and the median is reported, with the ratio against eager fp32.
+rounds alternate between variants (``encoder_speed.alternate``) and the median is reported, with
+the ratio against eager fp32.
 
     python -m benchmarks.precision_compile [--quick]
 """
@@ -15,6 +16,7 @@ import time
 import torch
 
 from attnlab.nn import TransformerEncoder
+from benchmarks.encoder_speed import alternate  # rounds in turn, the order rotated
 
 
 def make(D: int, H: int, L: int, FF: int) -> torch.nn.Module:
@@ -53,13 +55,7 @@ def main() -> None:
         step()
         step()  # compile / warm-up
         variants[name] = (step, time.perf_counter() - start)
-    times = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, (step, _) in variants.items():
-            start = time.perf_counter()
-            for _ in range(iters):
-                step()
-            times[name].append((time.perf_counter() - start) / iters)
+    times = alternate({name: step for name, (step, _) in variants.items()}, rounds, iters)
     base = statistics.median(times["fp32 eager"])
     print(f"TransformerEncoder training, B={B} T={T} D={D} H={H} L={L} FF={FF}, "
           f"{torch.get_num_threads()} threads, median of {rounds}×{iters} steps")
