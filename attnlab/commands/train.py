@@ -24,9 +24,6 @@ CHOICES = {
 }
 
 
-# the shared settings' built-in values, before a task's own defaults
-_BUILT_IN: dict[str, Any] = {**SHARED_DEFAULTS, "grad_clip": 1.0, "schedule": "cosine", "threads": None}
-
 
 def flag(key: str) -> str:
     return "--" + key.replace("_", "-")
@@ -73,7 +70,7 @@ def register(sub) -> None:
                              argument_default=argparse.SUPPRESS)
         add_shared_flags(tp)
         task.add_arguments(tp)
-        _show_defaults(tp, {**_BUILT_IN, **task.defaults})
+        _show_defaults(tp, {**SHARED_DEFAULTS, **task.defaults})
         tp.set_defaults(func=run)
 
 
@@ -140,7 +137,7 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     from ..runs import read_yaml
 
     task = get_task(task_name)
-    cfg: dict[str, Any] = {**_BUILT_IN, **task.defaults}
+    cfg: dict[str, Any] = {**SHARED_DEFAULTS, **task.defaults}
     known = set(cfg) | {"task", "out"}
     if given.get("resume"):
         if not given.get("out"):

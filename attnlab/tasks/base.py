@@ -24,6 +24,8 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "batch_size": 64,
     "lr": 1e-3,
     "warmup": 100,
+    "schedule": "cosine",    # or "noam" (then --lr is the Noam factor)
+    "grad_clip": 1.0,        # gradient-norm clipping; 0 turns it off
     "model_dim": 64,
     "num_heads": 4,
     "num_layers": 2,
@@ -37,6 +39,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "precision": "32",
     "resume": False,
     "compile": False,
+    "threads": None,          # torch CPU threads (None: torch's default)
     "checkpoint_every": 500,  # steps between checkpoints (plus the last one)
     "val_every": None,        # steps between validations (default: once per epoch / at the end)
 }
