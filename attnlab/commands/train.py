@@ -24,7 +24,6 @@ CHOICES = {
 }
 
 
-
 def flag(key: str) -> str:
     return "--" + key.replace("_", "-")
 
