@@ -3,13 +3,16 @@
 A random GPT-2 (n_embd 384, 6 layers, 6 heads, vocab 1024) is converted with
 ``attnlab.interop.from_hf``; both generate 256 new tokens after a 16-token prompt, greedy, at
 batch 1 and 8, in this process with the same ``torch.set_num_threads``. Prints new tokens/s
-(B x new tokens / seconds, best of --repeats, the two run in turns) and the ratio, checks that both produce the same
-tokens, and works out two floors per decoding step:
+(B x new tokens / seconds, best of --repeats, the two run in turns) and the ratio, checks
+that both produce the same tokens, and works out two floors per decoding step:
 - bytes: every step reads all weights once, so ms/step >= weight bytes / read bandwidth, the
   bandwidth measured here as a matrix-vector product over a 256 MiB matrix (DRAM-bound);
 - matmul-only: the step's matrix-vector products alone (each weight once, batch B, no
   attention, no Python between them), timed in a loop; what any implementation that keeps the
   weights in fp32 must spend.
+At batch 1 it also times those products through PyTorch's lower-precision CPU kernels (bf16,
+oneDNN-packed bf16, fbgemm fp16 weights and int8 dynamic quantisation) and prints the step time
+that 5x Hugging Face would need, to show whether any kernel leaves room for it.
 
     python -m benchmarks.generate_lm [--threads 1] [--repeats 5] [--profile] [--quick]
 """
@@ -19,6 +22,7 @@ import argparse
 import time
 
 import torch
+import torch.nn.functional as F
 
 
 def bandwidth_gbs(mib: int = 256, repeats: int = 5) -> float:
@@ -33,26 +37,72 @@ def bandwidth_gbs(mib: int = 256, repeats: int = 5) -> float:
     return W.numel() * 4 / best / 1e9
 
 
-def matmul_only_ms(model, B: int, repeats: int = 20) -> float:
-    """ms per step of the step's matrix products alone: every Linear once, then the LM head."""
-    import torch.nn.functional as F
-
+def _step_weights(model) -> list[tuple]:
+    """(weight, bias) of every matrix product in one decoding step: each Linear, then the head."""
     linears = [m for m in model.encoder.modules() if isinstance(m, torch.nn.Linear)]
-    xs = {n: torch.randn(B, n) for n in {m.in_features for m in linears}}
-    x = xs[model.model_dim]
-    with torch.inference_mode():
-        def step():
-            for m in linears:
-                F.linear(xs[m.in_features], m.weight, m.bias)
-            F.linear(x, model.lm_head.weight)
-        step()
-        best = float("inf")
-        for _ in range(5):
-            t = time.perf_counter()
-            for _ in range(repeats):
-                step()
-            best = min(best, (time.perf_counter() - t) / repeats)
+    return [(m.weight, m.bias) for m in linears] + [(model.lm_head.weight, None)]
+
+
+def _best_ms(step, repeats: int) -> float:
+    step()
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(repeats):
+            step()
+        best = min(best, (time.perf_counter() - t) / repeats)
     return best * 1e3
+
+
+def matmul_only_ms(model, B: int, repeats: int = 20) -> float:
+    """ms per step of the step's fp32 matrix products alone (every weight once, batch B, no
+    attention, no Python between them)."""
+    weights = _step_weights(model)
+    xs = {w.shape[1]: torch.randn(B, w.shape[1]) for w, _ in weights}
+    with torch.inference_mode():
+        return _best_ms(lambda: [F.linear(xs[w.shape[1]], w, b) for w, b in weights], repeats)
+
+
+def low_precision_matmul_ms(model, B: int = 1, repeats: int = 20) -> dict[str, float]:
+    """The same matrix products with fewer bytes per weight, through each of PyTorch's CPU
+    kernels that take them: what a lower-precision decode step would spend at the least.
+
+    - bf16: weights and input in bfloat16, ``F.linear`` (2 bytes/weight);
+    - bf16 packed: oneDNN with the weight reordered once for batch B (the kernel
+      ``torch.compile`` uses on CPU; needs a oneDNN build);
+    - fp16 weights / int8 dynamic: fbgemm's dynamic-quantised linear (``quantize_dynamic``)
+      with fp16 weights, or int8 per-tensor weights and int8 activations quantised per call.
+    """
+    import warnings
+
+    weights = _step_weights(model)
+    xs = {w.shape[1]: torch.randn(B, w.shape[1]) for w, _ in weights}
+    out = {}
+    with torch.inference_mode():
+        wb = [(w.bfloat16(), None if b is None else b.bfloat16()) for w, b in weights]
+        xb = {k: x.bfloat16() for k, x in xs.items()}
+        out["bf16"] = _best_ms(lambda: [F.linear(xb[w.shape[1]], w, b) for w, b in wb], repeats)
+        try:
+            packed = [(w.shape[1], torch.ops.mkldnn._reorder_linear_weight(w, B), b) for w, b in wb]
+            out["bf16 packed"] = _best_ms(lambda: [
+                torch.ops.mkldnn._linear_pointwise(xb[k], p, b, "none", [], "")
+                for k, p, b in packed], repeats)
+        except (RuntimeError, AttributeError):  # no oneDNN bf16 kernel in this build
+            pass
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.ao.quantization's deprecation notices
+            for name, dtype in (("fp16 weights", torch.float16), ("int8 dynamic", torch.qint8)):
+                mods = []
+                for w, b in weights:
+                    lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=b is not None)
+                    lin.weight.data.copy_(w)
+                    if b is not None:
+                        lin.bias.data.copy_(b)
+                    mods.append(lin)
+                q = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(*mods),
+                                                           {torch.nn.Linear}, dtype=dtype)
+                out[name] = _best_ms(lambda: [m(xs[m.in_features]) for m in q], repeats)
+    return out
 
 
 def timed_alternating(fns: dict, repeats: int) -> tuple[dict, dict]:
@@ -114,9 +164,17 @@ def main() -> None:
                                           args.repeats)
         (t_hf, t_ours), (out_hf, out_ours) = seconds.values(), outs.values()
         mm = matmul_only_ms(ours, B)
+        if B == 1:
+            hf_step_1 = t_hf / n * 1e3
         print(f"{B:>5} {B * n / t_hf:>9.0f} {B * n / t_ours:>10.0f} {t_hf / t_ours:>6.2f} "
               f"{t_hf / n * 1e3:>10.2f} {t_ours / n * 1e3:>12.2f} {mm:>11.2f} {floor_ms:>11.2f} "
               f"{str(torch.equal(out_hf, out_ours)):>5}")
+    if 1 in args.batches:
+        # How far a lower-precision step could go: its matrix products alone, per kernel.
+        need = hf_step_1 / 5
+        print(f"5x Hugging Face at batch 1 needs <= {need:.2f} ms/step; matrix products alone "
+              f"at batch 1 (ms/step): fp32 {matmul_only_ms(ours, 1):.2f}, " + ", ".join(
+                  f"{k} {v:.2f}" for k, v in low_precision_matmul_ms(ours).items()))
     # Per-step overhead alone: the same 6 layers and 6 heads but 12 wide (weights ~nothing), so
     # ms/step is Python, dispatch and bookkeeping, not arithmetic.
     tiny_hf = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=12, n_layer=6, n_head=6,
