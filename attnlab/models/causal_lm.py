@@ -11,19 +11,20 @@ A "decoder-only" model is the encoder stack with a causal mask: there is no cros
 fused attention kernel's causal path.
 
 Generation keeps a key/value cache per layer, so each new token costs one position's work
-(O(T) attention) instead of re-running the whole sequence. Prompts of different lengths are
-left-padded; each row's positions count from its own first real token, and padded keys are
-masked, so a padded batch gives each row what that row gives alone.
+(O(T) attention) instead of re-running the whole sequence; after the prompt, each step runs
+``decode_step._DecodeStep``. Prompts of different lengths are left-padded; each row's positions
+count from its own first real token, and padded keys are masked, so a padded batch gives each
+row what that row gives alone.
 """
 from __future__ import annotations
 
 from typing import Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import KVCache, LearnedPositionalEncoding, PositionalEncoding, TransformerEncoder
+from .decode_step import _DecodeStep
 
 __all__ = ["CausalLM", "POSITIONAL"]
 
@@ -346,79 +347,3 @@ def _selector(do_sample, temperature, top_k, top_p, generator):
         return lambda logits: logits.argmax(dim=-1)
     return lambda logits: select_next_token(logits, do_sample=True, temperature=temperature,
                                             top_k=top_k, top_p=top_p, generator=generator)
-
-
-class _DecodeStep:
-    """One cached decoding step for every layer, written with functional calls.
-
-    At batch 1 a 6-layer model spends more time in Python (module calls, hooks, argument
-    checks, mask building, cache bookkeeping) than in arithmetic. This is the same computation
-    as ``EncoderBlock.forward`` with a cache and one query (tested equal to the full forward
-    pass), with the per-call overhead removed: no module ``__call__``, no mask (the single new
-    query may see every cached key; only padded keys are masked), no dropout (eval mode), and
-    keys/values written into buffers allocated once for the whole generation.
-
-    Args:
-        model: the CausalLM (its parameters are used as they are, not copied).
-        cache: the per-layer caches filled by the prefill pass.
-        total: prompt length + new tokens: the buffers' length.
-    """
-
-    def __init__(self, model: CausalLM, cache: list[KVCache], total: int) -> None:
-        enc = model.encoder
-        self.layers, self.kv = [], []
-        for layer, c in zip(enc.layers, cache):
-            attn, ff = layer.self_attn, layer.linear_net
-            n1, n2 = layer.norm1, layer.norm2
-            self.layers.append((
-                attn.qkv_proj.weight, attn.qkv_proj.bias, attn.o_proj.weight, attn.o_proj.bias,
-                attn.rotary, ff[0].weight, ff[0].bias, ff[2].forward, ff[3].weight, ff[3].bias,
-                (n1.normalized_shape, n1.weight, n1.bias, n1.eps),
-                (n2.normalized_shape, n2.weight, n2.bias, n2.eps),
-            ))
-            B, H, T0, hd = c.k.shape
-            k, v = c.k.new_empty(B, H, total, hd), c.v.new_empty(B, H, total, hd)
-            k[:, :, :T0], v[:, :, :T0] = c.k, c.v
-            self.kv.append((k, v))
-        self.norm_first = enc.layers[0].norm_first
-        self.H = enc.layers[0].self_attn.num_heads
-        fn = enc.norm
-        self.final_norm = ((fn.normalized_shape, fn.weight, fn.bias, fn.eps)
-                           if isinstance(fn, nn.LayerNorm) else None)
-        self.wte, self.head = model.token_embedding.weight, model.lm_head.weight
-        # position rows looked up directly: ``generate`` checked T0 + n <= max_len up front,
-        # so the per-step range check (a tensor -> int sync) of ``embed`` is not needed
-        pe = model.pos_encoding
-        self.pos_table = (pe.embedding.weight if model.positional == "learned"
-                          else pe.pe[0] if model.positional == "sinusoidal" else None)
-
-    def __call__(self, token: Tensor, pos: Tensor, length: int, key_mask: Tensor | None) -> Tensor:
-        """Logits (B, V) after ``token`` (B, 1) at positions ``pos`` (B, 1), with ``length``
-        keys already cached."""
-        x = F.embedding(token, self.wte)  # (B, 1, D)
-        if self.pos_table is not None:
-            x = x + F.embedding(pos, self.pos_table).to(x.dtype)
-        B, _, D = x.shape
-        H, pre, ln = self.H, self.norm_first, torch.layer_norm
-        end = length + 1
-        for (wqkv, bqkv, wo, bo, rotary, w1, b1, act, w2, b2, n1, n2), (kb, vb) in zip(
-                self.layers, self.kv):
-            h = ln(x, *n1) if pre else x
-            # (B, 1, 3E) viewed per head [q; k; v]: (B, H, 1, 3·hd), then (B, H, 1, hd) each
-            q, k, v = F.linear(h, wqkv, bqkv).view(B, H, 1, 3 * (D // H)).chunk(3, dim=-1)
-            if rotary is not None:
-                q, k = rotary(q, pos), rotary(k, pos)
-            kb[:, :, length:end] = k
-            vb[:, :, length:end] = v
-            o = F.scaled_dot_product_attention(q, kb[:, :, :end], vb[:, :, :end],
-                                               attn_mask=key_mask)  # (B, H, 1, hd)
-            x = x + F.linear(o.view(B, 1, D), wo, bo)  # (B, 1, D): heads are contiguous
-            if not pre:
-                x = ln(x, *n1)
-            h = ln(x, *n2) if pre else x
-            x = x + F.linear(act(F.linear(h, w1, b1)), w2, b2)
-            if not pre:
-                x = ln(x, *n2)
-        if self.final_norm is not None:
-            x = ln(x, *self.final_norm)
-        return F.linear(x[:, 0], self.head)  # (B, V)
