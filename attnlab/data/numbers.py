@@ -93,7 +93,7 @@ class PairStream:
     def pair(self, item: int) -> tuple[str, str]:
         raise NotImplementedError
 
-    def sample(self, count: int, seed: int | None = None) -> list[tuple[str, str]]:
+    def sample(self, count: int, seed: int | str | None = None) -> list[tuple[str, str]]:
         """``count`` training pairs from their own stream (to fit tokenisers on)."""
         rng = random.Random(self.seed if seed is None else seed)
         return [self.pair(self.draw(rng)) for _ in range(count)]

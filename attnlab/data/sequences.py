@@ -16,6 +16,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from .resumable import ResumableBatches, shard
+
 __all__ = ["SEQUENCE_TASKS", "SequenceDataset", "ReverseDataset", "make_labels", "split_seed",
            "pad_to_length", "batch_loader", "BatchLoader"]
 
@@ -87,7 +89,7 @@ def ReverseDataset(num_categories: int, seq_len: int, size: int, *, seed: int = 
     return SequenceDataset("reverse", num_categories, seq_len, size, seed=seed, split=split)
 
 
-class BatchLoader:
+class BatchLoader(ResumableBatches):
     """Batches of an in-memory dataset, each gathered with one indexing operation, resumable.
 
     A ``torch.utils.data.DataLoader`` calls ``dataset[i]`` B times and collates the results; for
@@ -95,9 +97,8 @@ class BatchLoader:
     training step. Here ``dataset[indices]`` returns the whole batch.
 
     Epoch e is shuffled by a generator seeded from (seed, e), so an epoch's order does not
-    depend on what ran before, and ``state_dict`` / ``load_state_dict`` (the interface Lightning
-    looks for) record how far the current epoch got: a run resumed in the middle of an epoch
-    continues with the batches it had not seen. Under ``torch.distributed`` each rank takes
+    depend on what ran before, and a run resumed in the middle of an epoch continues with the
+    batches it had not seen (``ResumableBatches``). Under ``torch.distributed`` each rank takes
     every world_size-th batch of the same shuffled order (an unshuffled loader is not split).
 
     Args:
@@ -117,24 +118,19 @@ class BatchLoader:
                  drop_last: bool = False) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        super().__init__()
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
         self.seed, self.drop_last = seed, drop_last
-        self.epoch, self.done = 0, 0  # the epoch being served and the batches it has given
-        self._restored = False
 
     def _shard(self) -> tuple[int, int]:
-        import torch.distributed as dist
-
         # training batches are split between ranks; evaluation sets are whole on every rank, so
         # that all ranks see the same validation metrics (and agree on early stopping)
-        if self.shuffle and dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-        return 0, 1
+        return shard() if self.shuffle else (0, 1)
 
-    def _batches(self) -> list[torch.Tensor]:
+    def _batches(self, epoch: int) -> list[torch.Tensor]:
         n = len(self.dataset)
         if self.shuffle:
-            g = torch.Generator().manual_seed(split_seed(self.seed, "train") + 7 + self.epoch)
+            g = torch.Generator().manual_seed(split_seed(self.seed, "train") + 7 + epoch)
             order = torch.randperm(n, generator=g)
         else:
             order = torch.arange(n)
@@ -150,23 +146,8 @@ class BatchLoader:
         rank, world = self._shard()
         return len(range(rank, full, world))
 
-    def __iter__(self):
-        if self.done and not self._restored:  # an epoch left unfinished: start the next one
-            self.epoch, self.done = self.epoch + 1, 0
-        self._restored = False
-        batches = self._batches()
-        start = self.done
-        for indices in batches[start:]:
-            self.done += 1
-            yield self.dataset[indices]
-        self.epoch, self.done = self.epoch + 1, 0
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "done": self.done}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch, self.done = int(state["epoch"]), int(state["done"])
-        self._restored = True
+    def epoch_batches(self, epoch: int, start: int):
+        return (self.dataset[indices] for indices in self._batches(epoch)[start:])
 
 
 def batch_loader(dataset, batch_size: int, *, shuffle: bool, seed: int = 0,

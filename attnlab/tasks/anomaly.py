@@ -94,6 +94,7 @@ class AnomalyTask(Task):
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         from torch.utils.data import DataLoader
 
+        from ..data import numbered_batches
         from ..data.digits_sets import DigitSets, digit_pools
         from ..training import finish, fit
         from ..training.classifier import ClassifierModule
@@ -102,9 +103,17 @@ class AnomalyTask(Task):
             cfg["max_steps"] = cfg["epochs"] * math.ceil(cfg["train_sets"] / cfg["batch_size"])
         steps = cfg["max_steps"]
         # Every training index is a new set (seeded by --seed and the index): no set repeats.
-        train = DigitSets(digit_pools()["train"], steps * cfg["batch_size"],
-                          set_size=cfg["set_size"], seed=cfg["seed"])
-        train_loader = DataLoader(train, batch_size=cfg["batch_size"], drop_last=True)
+        # Batch number n holds sets n·B ... n·B + B - 1, so DDP ranks draw different sets and a
+        # resumed run goes on with the sets an uninterrupted run would have drawn next.
+        B = cfg["batch_size"]
+        train = DigitSets(digit_pools()["train"], steps * B, set_size=cfg["set_size"],
+                          seed=cfg["seed"])
+
+        def batch(n: int):
+            xs, ts = zip(*(train[i] for i in range(n * B, n * B + B)))
+            return torch.stack(xs), torch.tensor(ts)
+
+        train_loader = numbered_batches(batch, steps)
         val_loader = DataLoader(_fixed_sets("val", cfg).materialize(), batch_size=500)
         model = build_model(cfg)
         module = ClassifierModule(model, cfg, steps)

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from ..data.resumable import ResumableBatches, shard
 from ..errors import UsageError
 from .base import Task
 
@@ -140,28 +141,26 @@ def make_batches(ids: list[list[int]], targets: list[int], batch_size: int, *,
     return out
 
 
-class _Batches(torch.utils.data.IterableDataset):
-    """A new shuffle of the training batches every epoch (the DataLoader adds no batching).
-
-    No ``__len__``: Lightning warns that an iterable's length may be wrong with several workers;
-    ``num_batches`` gives the epoch's length instead.
-    """
+class _Batches(ResumableBatches):
+    """A new shuffle of the length-grouped training batches every epoch; resumable mid-epoch.
+    Under DDP each rank takes every world-th batch, all ranks the same count."""
 
     def __init__(self, ids, targets, batch_size: int, seed: int) -> None:
-        self.ids, self.targets, self.batch_size, self.seed, self.epoch = ids, targets, batch_size, seed, 0
+        super().__init__()
+        self.ids, self.targets, self.batch_size, self.seed = ids, targets, batch_size, seed
 
-    def __iter__(self):
-        self.epoch += 1
+    def epoch_batches(self, epoch: int, start: int):
         batches = make_batches(self.ids, self.targets, self.batch_size, shuffle=True,
-                               seed=self.seed * 100_003 + self.epoch)
-        dist = torch.distributed
-        if dist.is_available() and dist.is_initialized():  # DDP: each rank its share, equal counts
-            world = dist.get_world_size()
-            batches = batches[: len(batches) - len(batches) % world][dist.get_rank()::world]
-        return iter(batches)
+                               seed=self.seed * 100_003 + epoch + 1)
+        rank, world = shard()
+        return batches[: len(batches) - len(batches) % world][rank::world][start:]
+
+    def __len__(self) -> int:
+        return self.num_batches // shard()[1]
 
     @property
     def num_batches(self) -> int:
+        """Batches per epoch over all ranks."""
         return math.ceil(len(self.ids) / self.batch_size)
 
 
@@ -298,12 +297,11 @@ class ClassifyTask(Task):
                          cfg["seed"])
         if cfg.get("epochs"):
             cfg["max_steps"] = cfg["epochs"] * train.num_batches
-        loader = torch.utils.data.DataLoader(train, batch_size=None)
         val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                                  batch_size=None)
         model = build_model(cfg)
         module = ClassifierModule(model, cfg, cfg["max_steps"])
-        result = fit(module, loader, val_loader, cfg, run_dir, max_steps=cfg["max_steps"],
+        result = fit(module, train, val_loader, cfg, run_dir, max_steps=cfg["max_steps"],
                      val_check_interval=cfg.get("val_every") or min(train.num_batches, cfg["max_steps"]))
         if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
             return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)

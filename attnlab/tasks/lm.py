@@ -59,6 +59,23 @@ def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None) 
     return {"val_loss": loss, "val_perplexity": math.exp(min(loss, 700.0))}
 
 
+
+def random_windows(windows, batch_size: int, steps: int, seed: int):
+    """``steps`` training batches of windows drawn anywhere in the corpus (with replacement).
+
+    Batch number n (see ``numbered_batches``) is drawn by a generator seeded from (seed, n): the
+    DDP ranks see different windows, and a resumed run goes on with the batches it had not seen.
+    """
+    from ..data import numbered_batches
+
+    def batch(n: int):
+        g = torch.Generator().manual_seed(seed * 1_000_003 + n)
+        xs, ys = zip(*(windows[int(i)] for i in torch.randint(len(windows), (batch_size,),
+                                                               generator=g)))
+        return torch.stack(xs), torch.stack(ys)
+
+    return numbered_batches(batch, steps)
+
 class LMTask(Task):
     name = "lm"
     help = "train a decoder-only (GPT-style) language model on your text (--data FILE or DIR)"
@@ -136,7 +153,7 @@ class LMTask(Task):
 
     # ---- training -----------------------------------------------------------------------
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
-        from torch.utils.data import DataLoader, RandomSampler
+        from torch.utils.data import DataLoader
 
         from ..data.corpus import read_meta
         from ..tokenizers import load_tokenizer
@@ -154,12 +171,10 @@ class LMTask(Task):
         max_steps = cfg["max_steps"]
         if cfg.get("epochs"):  # an epoch: every token seen once, in non-overlapping windows
             max_steps = cfg["epochs"] * max(1, meta["train_tokens"] // (cfg["block_size"] * B))
-        sampler = RandomSampler(train, replacement=True, num_samples=max_steps * B,
-                                generator=torch.Generator().manual_seed(cfg["seed"]))
         model = build_model(cfg)
         module = LMModule(model, cfg, max_steps)
         val_every = cfg.get("val_every")
-        result = fit(module, DataLoader(train, batch_size=B, sampler=sampler),
+        result = fit(module, random_windows(train, B, max_steps, cfg["seed"]),
                      DataLoader(val, batch_size=B), cfg, run_dir, max_steps=max_steps,
                      val_check_interval=min(val_every, max_steps) if val_every else None,
                      limit_val_batches=cfg["val_batches"])

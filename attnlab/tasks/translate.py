@@ -74,18 +74,14 @@ def encode_pairs(tok: TranslationTokenizers, pairs: list[tuple[str, str]]) -> tu
     return pad(src), pad(tgt)
 
 
-class _StreamBatches(torch.utils.data.IterableDataset):
-    """Endless training batches of a built-in dataset (each DDP rank its own stream)."""
+def _stream_batches(pairs, tok: TranslationTokenizers, batch_size: int, steps: int):
+    """``steps`` fresh training batches of a built-in dataset; batch number n (see
+    ``numbered_batches``: different on each DDP rank, and computed directly when a run
+    resumes) is drawn by its own generator, seeded from (seed, n)."""
+    from ..data import numbered_batches
 
-    def __init__(self, pairs, tok: TranslationTokenizers, batch_size: int) -> None:
-        self.pairs, self.tok, self.batch_size = pairs, tok, batch_size
-
-    def __iter__(self):
-        rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
-        rng = random.Random(self.pairs.seed * 7919 + rank)
-        while True:
-            numbers = [self.pairs.draw(rng) for _ in range(self.batch_size)]
-            yield encode_pairs(self.tok, [self.pairs.pair(n) for n in numbers])
+    return numbered_batches(lambda n: encode_pairs(
+        tok, pairs.sample(batch_size, seed=f"train/{pairs.seed}/{n}")), steps)
 
 
 def _batches(tok: TranslationTokenizers, pairs: list[tuple[str, str]], batch_size: int):
@@ -314,6 +310,9 @@ class TranslateTask(Task):
             _file_splits(cfg)  # read the files now: a malformed one fails before the run starts
 
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+        from torch.utils.data import TensorDataset
+
+        from ..data import BatchLoader
         from ..training import finish, fit
         from ..training.seq2seq import Seq2SeqModule
 
@@ -337,13 +336,12 @@ class TranslateTask(Task):
         model = _build_model(cfg)
         bs = cfg["batch_size"]
         if cfg["data"] is None:
-            train_loader = torch.utils.data.DataLoader(_StreamBatches(stream, tok, bs),
-                                                       batch_size=None)
             max_steps = cfg["max_steps"]
+            train_loader = _stream_batches(stream, tok, bs, max_steps)
             every = cfg.get("val_every") or max(1, max_steps // 5)
         else:
-            train_loader = torch.utils.data.DataLoader(
-                list(zip(*encode_pairs(tok, train))), batch_size=bs, shuffle=True)
+            train_loader = BatchLoader(TensorDataset(*encode_pairs(tok, train)), bs,
+                                       shuffle=True, seed=cfg["seed"])
             steps_per_epoch = -(-len(train) // bs)
             max_steps = cfg["epochs"] * steps_per_epoch if cfg.get("epochs") else cfg["max_steps"]
             every = None

@@ -1,0 +1,101 @@
+"""Training batches that a checkpoint can resume in the middle of an epoch.
+
+A run killed at step k and restarted with ``--resume`` should see, from step k + 1 on, exactly
+the batches an uninterrupted run would have seen — not the first batches of its data again.
+``ResumableBatches`` gives that to any source of batches that can start part-way:
+
+    epoch_batches(epoch, start) -> the batches of ``epoch`` from the ``start``-th on
+
+must be a pure function of the run's seed, the epoch, ``start`` and this process's rank. The
+object records which epoch it is serving and how many of its batches it has handed out;
+``state_dict`` / ``load_state_dict`` — the interface Lightning saves in every checkpoint for a
+stateful training iterable — carry those two numbers across the restart.
+
+It always has a length (batches per epoch on this rank): for an iterable without one,
+Lightning fetches a batch ahead, and the count saved in a checkpoint would be one too many.
+Endless streams (freshly generated examples) use one "epoch" as long as the whole run.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator
+
+__all__ = ["ResumableBatches", "numbered_batches", "shard"]
+
+
+def shard() -> tuple[int, int]:
+    """(rank, world size) of this process under ``torch.distributed``, else (0, 1)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+class ResumableBatches:
+    """An iterable of training batches whose position survives a checkpoint.
+
+    Args:
+        epoch_batches: ``(epoch, start) -> iterable`` of the epoch's batches from the
+            ``start``-th on (subclasses may override the method of that name instead).
+        length: batches per epoch on this process (a subclass may override ``__len__``).
+
+    Example:
+        >>> loader = ResumableBatches(lambda epoch, start: range(start, 4), length=4)
+        >>> it = iter(loader); next(it), next(it)
+        (0, 1)
+        >>> state = loader.state_dict()           # saved in the checkpoint after step 2
+        >>> again = ResumableBatches(lambda epoch, start: range(start, 4), length=4)
+        >>> again.load_state_dict(state); list(again)
+        [2, 3]
+    """
+
+    def __init__(self, epoch_batches: Callable[[int, int], Iterable] | None = None, *,
+                 length: int | None = None) -> None:
+        self._epoch_batches, self._length = epoch_batches, length
+        self.epoch, self.done = 0, 0  # the epoch being served and the batches it has given
+        self._restored = False
+
+    def epoch_batches(self, epoch: int, start: int) -> Iterable:
+        if self._epoch_batches is None:
+            raise NotImplementedError("give epoch_batches or override the method")
+        return self._epoch_batches(epoch, start)
+
+    def __len__(self) -> int:
+        if self._length is None:
+            raise TypeError(f"{type(self).__name__} needs a length (see the module docstring)")
+        return self._length
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.done and not self._restored:  # an epoch left unfinished: start the next one
+            self.epoch, self.done = self.epoch + 1, 0
+        self._restored = False
+        for batch in self.epoch_batches(self.epoch, self.done):
+            self.done += 1
+            yield batch
+        self.epoch, self.done = self.epoch + 1, 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "done": self.done}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.done = int(state["epoch"]), int(state["done"])
+        self._restored = True
+
+
+def numbered_batches(make_batch: Callable[[int], Any], steps: int) -> ResumableBatches:
+    """An endless supply of fresh batches, ``steps`` per epoch, each a function of its number.
+
+    Batch b of epoch e on DDP rank r is ``make_batch(n)`` with n = (e·steps + b)·world + r, so
+    no two batches of a run (on any rank) share a number, and resuming at batch b costs nothing:
+    batch b is computed directly.
+
+    Example:
+        >>> list(numbered_batches(lambda n: 10 * n, 3))
+        [0, 10, 20]
+    """
+    def batches(epoch: int, start: int):
+        rank, world = shard()
+        for b in range(start, steps):
+            yield make_batch((epoch * steps + b) * world + rank)
+
+    return ResumableBatches(batches, length=steps)

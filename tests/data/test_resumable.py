@@ -1,0 +1,49 @@
+"""ResumableBatches / numbered_batches: a checkpointed position resumes the same stream."""
+import pytest
+
+from attnlab.data import ResumableBatches, numbered_batches, resumable
+
+
+def _epochs(epoch, start):
+    return [(epoch, b) for b in range(start, 5)]
+
+
+def test_resumed_mid_epoch_continues_with_the_next_batch_then_the_next_epoch():
+    loader = ResumableBatches(_epochs, length=5)
+    it = iter(loader)
+    seen = [next(it) for _ in range(3)]
+    state = loader.state_dict()
+    assert seen == [(0, 0), (0, 1), (0, 2)] and state == {"epoch": 0, "done": 3}
+
+    again = ResumableBatches(_epochs, length=5)
+    again.load_state_dict(state)
+    assert list(again) == [(0, 3), (0, 4)]
+    assert list(again) == [(1, b) for b in range(5)]  # a full new epoch after it
+
+
+def test_an_abandoned_epoch_is_not_continued_without_a_restore():
+    loader = ResumableBatches(_epochs, length=5)
+    it = iter(loader)
+    next(it)
+    assert next(iter(loader)) == (1, 0)  # a new iteration starts the next epoch afresh
+
+
+def test_a_length_is_required():
+    with pytest.raises(TypeError, match="needs a length"):
+        len(ResumableBatches(_epochs))
+
+
+def test_numbered_batches_give_each_rank_its_own_numbers(monkeypatch):
+    per_rank = {}
+    for rank in (0, 1):
+        monkeypatch.setattr(resumable, "shard", lambda rank=rank: (rank, 2))
+        loader = numbered_batches(lambda n: n, 3)
+        per_rank[rank] = list(loader) + list(loader)  # two epochs
+    assert per_rank[0] == [0, 2, 4, 6, 8, 10] and per_rank[1] == [1, 3, 5, 7, 9, 11]
+
+
+def test_numbered_batches_resume_computes_only_the_batches_still_to_come():
+    made = []
+    loader = numbered_batches(lambda n: made.append(n) or n, 6)
+    loader.load_state_dict({"epoch": 1, "done": 4})
+    assert list(loader) == [10, 11] and made == [10, 11]
