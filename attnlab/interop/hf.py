@@ -61,7 +61,8 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
         - ``BertModel`` and BERT-family encoders (RoBERTa, XLM-R, CamemBERT, DistilBERT; or a
           task model built on one, whose base model is converted) ->
           ``attnlab.models.bert.BertEncoder``: ``m(input_ids, attention_mask=None,
-          token_type_ids=None)`` gives the last hidden states (B, T, D).
+          token_type_ids=None)`` gives the last hidden states (B, T, D), and ``m.pool`` of
+          them the pooler output (B, D) when the Hugging Face model has a pooler.
 
     Args:
         hf_model: a ``transformers`` model instance.
@@ -219,8 +220,9 @@ def _bert_family(hf, model_type: str) -> nn.Module:
                      attention_dropout=c.attention_probs_dropout_prob)
         act, eps = c.hidden_act, c.layer_norm_eps
     roberta = model_type in ("roberta", "xlm-roberta", "camembert")
+    pooler = getattr(hf, "pooler", None)  # None without add_pooling_layer, and in DistilBERT
     model = BertEncoder(c.vocab_size, max_len=c.max_position_embeddings,
-                        activation=_activation(act, model_type), layer_norm_eps=eps,
+                        pooler=pooler is not None, activation=_activation(act, model_type), layer_norm_eps=eps,
                         pad_token_id=c.pad_token_id if c.pad_token_id is not None else 0,
                         position_style="roberta" if roberta else "absolute", **sizes)
     emb = hf.embeddings
@@ -247,4 +249,6 @@ def _bert_family(hf, model_type: str) -> nn.Module:
         _copy_linear(ours.linear_net[3], ff2.weight, ff2.bias)
         _copy_norm(ours.norm1, n1)
         _copy_norm(ours.norm2, n2)
+    if pooler is not None:
+        _copy_linear(model.pooler, pooler.dense.weight, pooler.dense.bias)
     return model

@@ -5,6 +5,8 @@ Shapes: B batch, T sequence length, D model width, V vocabulary.
     h_0 = LayerNorm(E_tok[x] + E_pos[pos] + E_type[t]);  h_l = PostLN-Block_l(h_{l-1})
                                                           (Devlin et al., 2019, §3)
 
+    pooled = tanh(W h_L[0] + b)          (the first ([CLS]) position; ``pool``, optional)
+
 It exists so that pretrained encoders converted by ``attnlab.interop.from_hf`` run on attnlab's
 own attention and blocks: the blocks are the paper's post-LN ``EncoderBlock`` with GELU and
 BERT's LayerNorm epsilon (1e-12). RoBERTa counts positions from ``pad_token_id + 1`` and gives
@@ -39,6 +41,8 @@ class BertEncoder(nn.Module):
         attention_dropout: dropout on attention weights.
         pad_token_id: the padding id (used by ``position_style="roberta"``).
         position_style: "absolute" (0..T-1) or "roberta" (real tokens count from pad_token_id+1).
+        pooler: add BERT's pooler (a D x D linear layer and tanh on the first position), used
+            by ``pool``; Hugging Face's ``pooler_output``.
 
     Raises:
         ValueError: for an unknown position_style.
@@ -57,7 +61,7 @@ class BertEncoder(nn.Module):
                  dim_feedforward: int, max_len: int = 512, type_vocab_size: int = 2,
                  activation: str = "gelu", layer_norm_eps: float = 1e-12, dropout: float = 0.0,
                  attention_dropout: float = 0.0, pad_token_id: int = 0,
-                 position_style: str = "absolute") -> None:
+                 position_style: str = "absolute", pooler: bool = False) -> None:
         super().__init__()
         if position_style not in POSITION_STYLES:
             raise ValueError(f"position_style must be one of {POSITION_STYLES}, got {position_style!r}")
@@ -66,7 +70,7 @@ class BertEncoder(nn.Module):
                            type_vocab_size=type_vocab_size, activation=activation,
                            layer_norm_eps=layer_norm_eps, dropout=dropout,
                            attention_dropout=attention_dropout, pad_token_id=pad_token_id,
-                           position_style=position_style)
+                           position_style=position_style, pooler=pooler)
         self.max_len, self.pad_token_id, self.position_style = max_len, pad_token_id, position_style
         self.word_embeddings = nn.Embedding(vocab_size, model_dim)
         self.position_embeddings = nn.Embedding(max_len, model_dim)
@@ -77,6 +81,7 @@ class BertEncoder(nn.Module):
             num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
             dropout=dropout, norm_first=False, activation=activation, layer_norm_eps=layer_norm_eps,
             attention_dropout=attention_dropout, final_norm=False)
+        self.pooler = nn.Linear(model_dim, model_dim) if pooler else None
 
     def positions(self, input_ids: Tensor) -> Tensor:
         """Position ids (B, T) or (T,) for this model's ``position_style``."""
@@ -124,3 +129,16 @@ class BertEncoder(nn.Module):
                                  f"{tuple(input_ids.shape)}, got {tuple(attention_mask.shape)}")
             mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T) real keys
         return self.encoder(self.embed(input_ids, token_type_ids), mask)
+
+    def pool(self, hidden_states: Tensor) -> Tensor:
+        """BERT's pooled summary of each sequence: tanh(W h[:, 0] + b), (B, T, D) -> (B, D).
+
+        The first position is [CLS] (``<s>`` for RoBERTa); Hugging Face's ``pooler_output``.
+
+        Raises:
+            ValueError: if the model was built without ``pooler=True`` (DistilBERT has none).
+        """
+        if self.pooler is None:
+            raise ValueError("this encoder has no pooler (built with pooler=False; DistilBERT "
+                             "and models converted without one have none)")
+        return torch.tanh(self.pooler(hidden_states[:, 0]))

@@ -140,6 +140,34 @@ def test_bert_hidden_states_with_padding(hidden_act):
         assert_close(ours(ids), hf(input_ids=ids).last_hidden_state, **TOL)
 
 
+@pytest.mark.parametrize("model_type", ["bert", "roberta"])
+def test_pooler_output_matches_on_a_padded_batch(model_type):
+    if model_type == "bert":
+        hf = transformers.BertModel(transformers.BertConfig(**bert_config())).eval()
+    else:
+        cfg = bert_config(type_vocab_size=1, max_position_embeddings=42, pad_token_id=1)
+        hf = transformers.RobertaModel(transformers.RobertaConfig(**cfg)).eval()
+    ours = from_hf(hf)
+    ids, mask = padded_batch(101)
+    with torch.no_grad():
+        expected = hf(input_ids=ids, attention_mask=mask).pooler_output
+        got = ours.pool(ours(ids, attention_mask=mask))
+    assert got.shape == (3, 32)
+    assert_close(got, expected, **TOL)
+
+
+def test_models_without_a_pooler_say_so():
+    no_pool = transformers.BertModel(transformers.BertConfig(**bert_config()),
+                                     add_pooling_layer=False).eval()
+    distil = transformers.DistilBertModel(transformers.DistilBertConfig(
+        vocab_size=101, dim=32, n_layers=1, n_heads=4, hidden_dim=48)).eval()
+    for hf in (no_pool, distil):
+        ours = from_hf(hf)
+        assert ours.pooler is None
+        with pytest.raises(ValueError, match="no pooler"):
+            ours.pool(ours(torch.randint(4, 101, (1, 5))))
+
+
 def test_bert_padding_does_not_change_real_tokens():
     hf = transformers.BertModel(transformers.BertConfig(**bert_config())).eval()
     ours = from_hf(hf)
