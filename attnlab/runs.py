@@ -17,7 +17,7 @@ from .errors import UsageError
 
 __all__ = [
     "atomic_write", "write_json", "write_yaml", "read_config", "save_weights", "load_weights",
-    "check_run_dir", "load",
+    "check_run_dir", "load", "record_data_files", "check_data_files",
 ]
 
 
@@ -85,6 +85,41 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     if not (run_dir / "model.safetensors").is_file():
         raise UsageError(f"{where}{run_dir} has no model.safetensors (did training finish?)")
     return run_dir, cfg
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB pieces."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def record_data_files(cfg: dict, keys: tuple[str, ...]) -> None:
+    """Make each data file path ``cfg[key]`` absolute (``evaluate`` may run from another
+    directory) and note its digest in ``cfg["data_sha256"]``, so that ``evaluate`` can tell
+    whether a split re-drawn from the same file is still the held-out one."""
+    present = [key for key in keys if cfg.get(key)]
+    cfg.update({key: str(Path(cfg[key]).resolve()) for key in present})
+    cfg["data_sha256"] = {key: file_digest(cfg[key]) for key in present}
+
+
+def check_data_files(cfg: dict) -> None:
+    """Refuse to re-draw a run's held-out split from a data file that changed since training:
+    its "test" rows would no longer be the rows the model never saw."""
+    for key, digest in (cfg.get("data_sha256") or {}).items():
+        path = Path(cfg[key])
+        if not path.is_file():
+            raise UsageError(f"--{key} {path} (the file this run was trained on) is gone; "
+                             f"evaluate on a file of your choice with --data FILE")
+        if file_digest(path) != digest:
+            raise UsageError(f"--{key} {path} changed since this run was trained (its SHA-256 "
+                             f"differs from config.yaml's data_sha256), so the test split drawn "
+                             f"from it again would not be the held-out rows; evaluate on a file "
+                             f"of your choice with --data FILE")
 
 
 def save_weights(model, path: str | Path) -> None:

@@ -285,10 +285,12 @@ class ClassifyTask(Task):
         self.splits(cfg)  # data errors now, before the run directory is written
 
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+        from ..runs import record_data_files
         from ..training import finish, fit
         from ..training.classifier import ClassifierModule
 
         splits = self.splits(cfg)
+        record_data_files(cfg, ("data", "test", "val"))  # evaluate re-draws the test split
         cfg["labels"] = sorted({lab for _, lab in splits["train"]})
         tokenizer = fit_tokenizer(cfg, [t for t, _ in splits["train"]])
         cfg["model_vocab_size"] = tokenizer.vocab_size
@@ -337,13 +339,17 @@ class ClassifyTask(Task):
         return [m[0] for m in maps], labels, labels
 
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
-        """On ``data`` (same columns), or on the run's test split (re-drawn with its seed)."""
+        """On ``data`` (same columns), or on the run's test split (re-drawn with its seed from
+        the training files, refused if they changed since)."""
+        from ..runs import check_data_files
+
         model, tokenizer = self.load(run_dir, cfg)
         if data is not None:
             table = _read({**cfg, "data": data}, "data")
             _check_labels(table, set(cfg["labels"]), cfg, "data")
             pairs = [(r[cfg["text_column"]], r[cfg["label_column"]].strip()) for r in table]
         else:
+            check_data_files(cfg)
             pairs = self.splits(cfg)["test"]
         preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, pairs))
         print(per_class_table(preds, targets, cfg["labels"]), file=sys.stderr)

@@ -172,3 +172,31 @@ def test_jsonl_with_bpe_or_char_tokenizer_and_cls_pooling_runs_end_to_end(tmp_pa
     capsys.readouterr()
     assert main(["predict", str(out), "--input", "good ünï"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] in ("0", "1")
+
+
+def test_evaluate_refuses_a_training_file_that_changed_since(classify_run, tmp_path, capsys):
+    """evaluate re-draws the test split from the training file with the run's seed: if the file
+    changed, those rows are no longer the held-out ones, so it says so instead of scoring them."""
+    import shutil
+
+    from attnlab.runs import write_yaml
+
+    run = tmp_path / "run"
+    shutil.copytree(classify_run, run)
+    cfg = read_yaml(run / "config.yaml")
+    data = tmp_path / "reviews.csv"
+    shutil.copy(cfg["data"], data)  # the same bytes, elsewhere
+    write_yaml(run / "config.yaml", {**cfg, "data": str(data)})
+    assert main(["evaluate", str(run)]) == 0
+    capsys.readouterr()
+
+    with open(data, "a") as f:
+        f.write("an extra review,pos\n")
+    assert main(["evaluate", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert f"--data {data} changed since this run was trained" in err and "--data FILE" in err
+    assert "Traceback" not in err
+
+    data.unlink()
+    assert main(["evaluate", str(run)]) == 2
+    assert "is gone" in capsys.readouterr().err
