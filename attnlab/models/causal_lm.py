@@ -11,10 +11,11 @@ A "decoder-only" model is the encoder stack with a causal mask: there is no cros
 fused attention kernel's causal path.
 
 Generation keeps a key/value cache per layer, so each new token costs one position's work
-(O(T) attention) instead of re-running the whole sequence; after the prompt, each step runs
-``decode_step._DecodeStep``. Prompts of different lengths are left-padded; each row's positions
-count from its own first real token, and padded keys are masked, so a padded batch gives each
-row what that row gives alone.
+(O(T) attention) instead of re-running the whole sequence. Prompts of different lengths are
+left-padded; each row's positions count from its own first real token, and padded keys are
+masked, so a padded batch gives each row what that row gives alone. The token loop, the prompt
+checks and the cached step live in ``lm_generation.py`` (and ``decode_step.py``); this file
+holds the model and its public methods.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import KVCache, LearnedPositionalEncoding, PositionalEncoding, TransformerEncoder
-from .decode_step import _DecodeStep
+from .lm_generation import prepare, selector, stream_sliding, stream_tokens
 
 __all__ = ["CausalLM", "POSITIONAL"]
 
@@ -35,16 +36,6 @@ def positions_from_mask(attention_mask: Tensor) -> Tensor:
     """Per-row positions (B, T) that count real tokens only: a left-padded row's first real token
     is position 0, as if the row had no padding (padding itself gets position 0)."""
     return (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
-
-
-def left_align(input_ids: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tensor]:
-    """Move each row's padding to the left, keeping the order of its real tokens.
-
-    Generation appends new tokens at the right end, so the last column must be a real token.
-    A stable sort on the mask (0 before 1) does it for right padding or any mix.
-    """
-    order = torch.argsort(attention_mask.long(), dim=1, stable=True)  # (B, T) pads first
-    return input_ids.gather(1, order), attention_mask.gather(1, order)
 
 
 class CausalLM(nn.Module):
@@ -209,11 +200,11 @@ class CausalLM(nn.Module):
             ValueError: if the prompt plus ``max_new_tokens`` exceeds ``max_len``, or for bad
                 sampling options.
         """
-        input_ids, attention_mask = self._prepare(input_ids, max_new_tokens, attention_mask)
-        new = list(self._stream(input_ids, max_new_tokens, attention_mask, do_sample=do_sample,
-                                temperature=temperature, top_k=top_k, top_p=top_p,
-                                eos_token_id=eos_token_id, use_cache=use_cache,
-                                pad_token_id=pad_token_id, generator=generator))
+        input_ids, attention_mask = prepare(self, input_ids, max_new_tokens, attention_mask)
+        new = list(stream_tokens(self, input_ids, max_new_tokens, attention_mask,
+                                 do_sample=do_sample, temperature=temperature, top_k=top_k,
+                                 top_p=top_p, eos_token_id=eos_token_id, use_cache=use_cache,
+                                 pad_token_id=pad_token_id, generator=generator))
         return torch.cat([input_ids, *new], dim=1)
 
     def stream(self, input_ids: Tensor, max_new_tokens: int, *,
@@ -228,122 +219,11 @@ class CausalLM(nn.Module):
                 cached; the model never sees more than max_len tokens). The prompt is cut to
                 its last max_len - 1 tokens if longer.
         """
-        _selector(options.get("do_sample", False), options.get("temperature", 1.0),
-                  options.get("top_k"), options.get("top_p"), None)  # bad options fail here
+        selector(options.get("do_sample", False), options.get("temperature", 1.0),
+                 options.get("top_k"), options.get("top_p"), None)  # bad options fail here
         if slide and attention_mask is None and input_ids.shape[-1] + max_new_tokens > self.max_len:
-            self._prepare(input_ids[:, : 1], 0, None)  # validate the ids
-            return self._slide(input_ids[:, -(self.max_len - 1):], max_new_tokens, options)
-        input_ids, attention_mask = self._prepare(input_ids, max_new_tokens, attention_mask)
-        return self._stream(input_ids, max_new_tokens, attention_mask, **options)
-
-    def _slide(self, context: Tensor, n: int, options: dict) -> Iterator[Tensor]:
-        keep = max(1, self.max_len // 2)
-        while n > 0:
-            m = min(n, self.max_len - context.shape[1])
-            new = list(self._stream(context, m, None, **options))
-            yield from new
-            n -= m
-            if len(new) < m:  # every row emitted EOS
-                return
-            context = torch.cat([context, *new], dim=1)[:, -keep:]
-
-    def _prepare(self, input_ids: Tensor, max_new_tokens: int, attention_mask: Tensor | None
-                 ) -> tuple[Tensor, Tensor | None]:
-        """Validate, and left-align padded prompts; the mask is None when nothing is padded."""
-        self._check_ids(input_ids)
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
-        B, T0 = input_ids.shape
-        if T0 == 0:
-            raise ValueError("input_ids must hold at least one token per row (got T0 = 0)")
-        if T0 + max_new_tokens > self.max_len:
-            raise ValueError(f"prompt length ({T0}) + max_new_tokens ({max_new_tokens}) exceeds "
-                             f"max_len ({self.max_len})")
-        if attention_mask is None or bool(attention_mask.bool().all()):
-            return input_ids, None
-        if attention_mask.shape != input_ids.shape:
-            raise ValueError(f"attention_mask must have the shape of input_ids {(B, T0)}, "
-                             f"got {tuple(attention_mask.shape)}")
-        if not bool(attention_mask.bool().any(1).all()):
-            raise ValueError("every prompt needs at least one real token (a row of "
-                             "attention_mask is all 0)")
-        return left_align(input_ids, attention_mask.bool())
-
-    def _stream(self, input_ids: Tensor, max_new_tokens: int, attention_mask: Tensor | None, *,
-                do_sample: bool = False, temperature: float = 1.0, top_k: int | None = None,
-                top_p: float | None = None, eos_token_id: int | None = None,
-                use_cache: bool = True, pad_token_id: int | None = None,
-                generator: torch.Generator | None = None) -> Iterator[Tensor]:
-        select = _selector(do_sample, temperature, top_k, top_p, generator)
-        if max_new_tokens == 0:
-            return
-        B = input_ids.shape[0]
-        pad = eos_token_id if pad_token_id is None else pad_token_id
-        finished = None
-        was_training = self.training
-        self.eval()  # dropout has no place in generation
-        # inference mode is entered per step, never held across a ``yield`` (it is thread
-        # state: holding it would leak into the caller's code between tokens)
-        try:
-            steps = (self._cached_steps if use_cache else self._uncached_steps)(
-                input_ids, attention_mask, max_new_tokens)
-            with torch.inference_mode():
-                logits = next(steps)  # (B, V)
-            for i in range(max_new_tokens):
-                with torch.inference_mode():
-                    token = select(logits)  # (B,)
-                    if eos_token_id is not None:
-                        if finished is None:
-                            finished = torch.zeros(B, dtype=torch.bool, device=token.device)
-                        token = token.masked_fill(finished, pad)
-                        finished = finished | (token == eos_token_id)
-                    token = token[:, None]  # (B, 1)
-                # a normal tensor (made outside inference mode), usable anywhere afterwards
-                yield token.clone()
-                if i + 1 == max_new_tokens or (finished is not None and bool(finished.all())):
-                    break
-                with torch.inference_mode():
-                    logits = steps.send(token)
-        finally:
-            self.train(was_training)
-
-    # The step generators yield next-token logits (B, V) and are sent the chosen tokens (B, 1).
-    def _uncached_steps(self, ids: Tensor, attention_mask: Tensor | None, n: int):
-        mask = attention_mask
-        while True:
-            token = yield self(ids, mask)[:, -1]
-            ids = torch.cat([ids, token], dim=1)
-            if mask is not None:
-                mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
-
-    def _cached_steps(self, ids: Tensor, attention_mask: Tensor | None, n: int):
-        B, T0 = ids.shape
-        total = T0 + n
-        cache = self.encoder.make_cache()
-        if attention_mask is None:
-            lengths = torch.full((B, 1), T0, device=ids.device)
-            key_mask = None
-        else:
-            lengths = attention_mask.long().sum(1, keepdim=True)  # (B, 1) real prompt tokens
-            key_mask = torch.ones(B, 1, 1, total, dtype=torch.bool, device=ids.device)
-            key_mask[:, 0, 0, :T0] = attention_mask
-        h = self.hidden_states(ids, attention_mask, cache=cache)  # prefill: (B, T0, D)
-        token = yield self.lm_head(h[:, -1])  # (B, V)
-        # the position of new token t in each row, for all steps at once: (B, n)
-        pos = lengths + torch.arange(n, device=ids.device)[None, :]
-        step = _DecodeStep(self, cache, total)
-        for t in range(n - 1):
-            mask_t = None if key_mask is None else key_mask[..., : T0 + t + 1]
-            token = yield step(token, pos[:, t : t + 1], T0 + t, mask_t)
-
-
-def _selector(do_sample, temperature, top_k, top_p, generator):
-    """The next-token rule, validated once: greedy is a bare argmax (no per-step checks)."""
-    from ..generation import select_next_token
-
-    select_next_token(torch.zeros(1, 2), do_sample=do_sample, temperature=temperature,
-                      top_k=top_k, top_p=top_p)  # raises ValueError on bad options
-    if not do_sample:
-        return lambda logits: logits.argmax(dim=-1)
-    return lambda logits: select_next_token(logits, do_sample=True, temperature=temperature,
-                                            top_k=top_k, top_p=top_p, generator=generator)
+            prepare(self, input_ids[:, : 1], 0, None)  # validate the ids
+            return stream_sliding(self, input_ids[:, -(self.max_len - 1):], max_new_tokens,
+                                  options)
+        input_ids, attention_mask = prepare(self, input_ids, max_new_tokens, attention_mask)
+        return stream_tokens(self, input_ids, max_new_tokens, attention_mask, **options)

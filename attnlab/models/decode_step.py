@@ -2,10 +2,10 @@
 
 Shapes: B batch, D model width, V vocabulary, H heads, hd head width (D / H), T0 prompt length.
 
-``CausalLM.generate`` prefills the prompt with the ordinary forward pass (which fills a
-``KVCache`` per layer) and then produces each further token with ``_DecodeStep``, which runs the
-pre-LN (GPT-2) or post-LN (Vaswani et al.) stack as ``torch.nn.functional`` calls over the
-model's own parameters (shared, never copied).
+``CausalLM.generate`` (through ``lm_generation.cached_steps``) prefills the prompt with the
+ordinary forward pass (which fills a ``KVCache`` per layer) and then produces each further token
+with ``_DecodeStep``, which runs the pre-LN (GPT-2) or post-LN (Vaswani et al.) stack as
+``torch.nn.functional`` calls over the model's own parameters (shared, never copied).
 
 Why: at batch 1 a 6-layer model spends more time in per-call Python (module ``__call__``, hooks,
 argument checks, mask building, cache bookkeeping) than in arithmetic, so removing that overhead
@@ -22,10 +22,10 @@ from torch import Tensor, nn
 
 from ..nn import KVCache
 
-if TYPE_CHECKING:  # only for the annotation: causal_lm imports this module
+if TYPE_CHECKING:  # only for the annotation: causal_lm imports this module (via lm_generation)
     from .causal_lm import CausalLM
 
-__all__: list[str] = []  # private to attnlab.models.causal_lm
+__all__: list[str] = []  # private to attnlab.models.lm_generation
 
 
 class _DecodeStep:

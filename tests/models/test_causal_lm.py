@@ -4,6 +4,7 @@ import torch
 from torch.testing import assert_close
 
 from attnlab.models import CausalLM
+from attnlab.models.lm_generation import cached_steps
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 CONFIGS = [dict(positional=p, norm_first=nf) for p in ("learned", "sinusoidal", "rope")
@@ -61,7 +62,7 @@ def test_cached_step_logits_equal_full_forward(cfg):
     mask[0, :2] = 0
     out = lm.generate(ids, 8, attention_mask=mask)
     with torch.inference_mode():
-        steps = lm._cached_steps(out[:, :4], mask, 8)
+        steps = cached_steps(lm, out[:, :4], mask, 8)
         logits = [next(steps)] + [steps.send(out[:, 4 + t : 5 + t]) for t in range(7)]
     full_mask = torch.cat([mask, torch.ones(2, 8, dtype=mask.dtype)], 1)
     with torch.no_grad():

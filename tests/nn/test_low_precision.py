@@ -24,6 +24,7 @@ from torch.testing import assert_close
 
 import attnlab.nn as an
 from attnlab.models import CausalLM
+from attnlab.models.lm_generation import cached_steps
 
 DTYPES = [torch.bfloat16, torch.float16]
 EPS_UNITS = 4  # see the module docstring
@@ -116,7 +117,7 @@ def test_cached_decoding_step_logits_match_float32(positional, dtype):
         ref = lm(out, torch.cat([mask, torch.ones(3, n, dtype=mask.dtype)], 1))[:, 3:-1]
     low = copy.deepcopy(lm).to(dtype)
     with torch.inference_mode():  # as in tests/models/test_causal_lm.py, step by step
-        steps = low._cached_steps(out[:, :4], mask, n)
+        steps = cached_steps(low, out[:, :4], mask, n)
         logits = [next(steps)] + [steps.send(out[:, 4 + t : 5 + t]) for t in range(n - 1)]
     _close_on_real(torch.stack(logits, 1), ref, torch.ones(3, n, dtype=torch.bool), dtype)
 
