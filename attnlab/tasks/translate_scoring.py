@@ -1,0 +1,74 @@
+"""The scoring side of ``attnlab train translate``: translating texts with a trained model, and
+the test metrics (exact match, BLEU and chrF by sacrebleu).
+
+Shapes: B batch, S source tokens, T target tokens (SOS ... EOS).
+
+Why a module of its own: the end of training, ``attnlab evaluate`` and ``attnlab translate`` all
+decode texts and score them the same way, and none of them needs the task's flags or its
+training; ``translate.py`` holds the task. Nothing here imports Lightning (sacrebleu is imported
+only when scoring).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..errors import UsageError
+from .translate_data import TranslationTokenizers, pad
+
+__all__ = ["BLEU_TOKENIZE", "translate_texts", "resolve_bleu_tokenize", "score",
+           "compute_test_metrics"]
+
+BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")
+
+
+@torch.no_grad()
+def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_new_tokens: int,
+                    num_beams: int = 1, length_penalty: float = 1.0,
+                    batch_size: int = 500) -> list[str]:
+    """Translate texts in batches of similar length (little padding), greedy or beam search.
+
+    Raises:
+        UsageError: if a text is longer than the model's positional encoding reaches.
+    """
+    ids = tok.src.encode_batch(texts)
+    longest = max(range(len(ids)), key=lambda i: len(ids[i]), default=None)
+    if longest is not None and len(ids[longest]) > model.positional.max_len:
+        raise UsageError(f"text number {longest + 1} has {len(ids[longest])} tokens; this model "
+                         f"reads at most {model.positional.max_len}")
+    order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+    out: list[str] = [""] * len(texts)
+    if num_beams > 1:
+        batch_size = max(1, batch_size // num_beams)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        generated = model.generate(pad([ids[i] for i in chunk]), max_new_tokens,
+                                   num_beams=num_beams, length_penalty=length_penalty)
+        for i, row in zip(chunk, generated.tolist()):
+            out[i] = tok.decode(row[1:])  # after SOS; decode drops EOS and padding
+    return out
+
+
+def resolve_bleu_tokenize(refs: list[str], choice: str) -> str:
+    """BLEU counts up to 4-grams of words: text of one or two words (German numbers are one
+    word) always scores 0, so ``auto`` counts characters there and words elsewhere."""
+    if choice != "auto":
+        return choice
+    words = sum(len(r.split()) for r in refs) / max(1, len(refs))
+    return "char" if words < 4 else "13a"
+
+
+def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> dict[str, float]:
+    """test_exact_match (fraction), test_bleu and test_chrf (sacrebleu, 0-100)."""
+    import sacrebleu
+
+    exact = sum(h.strip() == r.strip() for h, r in zip(hyps, refs)) / max(1, len(refs))
+    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize=resolve_bleu_tokenize(refs, bleu_tokenize))
+    chrf = sacrebleu.corpus_chrf(hyps, [refs])
+    return {"test_exact_match": exact, "test_bleu": bleu.score, "test_chrf": chrf.score}
+
+
+def compute_test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list[str]]:
+    """(metrics, translations) of the (source, reference) ``pairs`` with the run's settings."""
+    hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg["max_target_len"],
+                           num_beams=cfg["beam"], length_penalty=cfg["length_penalty"])
+    return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg["bleu_tokenize"]), hyps
