@@ -154,6 +154,7 @@ class TranslateTask(Task):
         from torch.utils.data import TensorDataset
 
         from ..data import BatchLoader
+        from ..runs import record_data_files
         from ..training import finish, fit
         from ..training.seq2seq import Seq2SeqModule
 
@@ -162,6 +163,7 @@ class TranslateTask(Task):
             sample = stream.sample(5000)  # enough to see every word and fit BPE
         else:
             train, val, test = file_splits(cfg)
+            record_data_files(cfg, ("data", "test"))  # evaluate re-draws the test split
             sample = train
         builtin = cfg["data"] is None
         for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1)):
@@ -243,6 +245,9 @@ class TranslateTask(Task):
         elif cfg.get("data") is None:
             test = builtin_splits(cfg)[2]
         else:
+            from ..runs import check_data_files
+
+            check_data_files(cfg)  # a changed file would give other "held-out" rows
             test = file_splits(cfg)[2]
         model, tok = self.load(run_dir, cfg)
         return compute_test_metrics(model, tok, test, cfg)[0]

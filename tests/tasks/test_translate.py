@@ -62,7 +62,7 @@ def _cfg(run_dir):
     return read_yaml(run_dir / "config.yaml")
 
 
-def test_user_data_file_with_custom_columns(tmp_path):
+def test_user_data_file_with_custom_columns(tmp_path, capsys):
     data = tmp_path / "pairs.tsv"
     words = ["a", "b", "c", "d", "e"]
     lines = ["en\tde"] + [f"{x} {y}\t{y} {x}" for x in words for y in words]
@@ -75,7 +75,13 @@ def test_user_data_file_with_custom_columns(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert {"test_exact_match", "test_bleu", "test_chrf"} <= set(metrics)
     cfg = _cfg(out)
-    assert cfg["data"] == str(data) and cfg["tgt_tokenizer"] == "word"
+    assert cfg["data"] == str(data.resolve()) and cfg["tgt_tokenizer"] == "word"
+    # evaluate re-draws the held-out rows from the same file; a changed file is refused
+    assert main(["evaluate", str(out)]) == 0
+    data.write_text("\n".join(lines[:-1]) + "\n")
+    capsys.readouterr()
+    assert main(["evaluate", str(out)]) == 2
+    assert f"--data {data.resolve()} changed since this run was trained" in capsys.readouterr().err
 
 
 def test_score_counts_exact_matches_and_uses_character_bleu_for_one_word_targets():
