@@ -82,6 +82,53 @@ class _StopOnNonFinite(Callback):
             )
 
 
+class _RandomState(Callback):
+    """The random number generators' state, saved in every checkpoint and restored on
+    ``--resume``, so dropout after a resume draws the masks an uninterrupted run would draw.
+
+    Validation is made neutral (the state at the end of each training step is put back after
+    it: creating a DataLoader iterator draws a number, before any validation hook runs), so
+    the state saved with the checkpoint after step k is the state step k+1 starts from, and
+    ``--val-every`` does not change the dropout masks a run trains with. Under DDP every rank starts from the same seed and draws the same amount, so
+    rank 0's state (the one saved) is every rank's. Data order does not use these generators
+    (see ``attnlab.data.ResumableBatches``).
+    """
+
+    @staticmethod
+    def _capture() -> dict[str, Any]:
+        state = {"torch": torch.get_rng_state()}
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    @staticmethod
+    def _restore(state: dict[str, Any]) -> None:
+        torch.set_rng_state(state["torch"])
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])
+
+    _after_step: dict[str, Any] | None = None  # the state after the latest training step
+    _loaded: dict[str, Any] | None = None  # restored from a checkpoint, for the first step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if self._loaded is not None:  # setting up the loops drew numbers since the restore
+            self._restore(self._loaded)
+            self._loaded = None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._after_step = self._capture()
+
+    def on_validation_end(self, trainer, pl_module):
+        if self._after_step is not None:
+            self._restore(self._after_step)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._capture()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._loaded = self._after_step = state_dict
+
+
 class NonFiniteLoss(UsageError):
     """Training diverged (NaN/inf loss)."""
 
@@ -152,7 +199,7 @@ def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
                            save_top_k=1, save_last=True, auto_insert_metric_name=False,
                            save_on_train_epoch_end=False, enable_version_counter=False)
     tty = sys.stderr.isatty()
-    cbs = [ckpt, _StopOnNonFinite()] + ([] if tty else [_PrintProgress(max_steps)]) + list(callbacks or [])
+    cbs = [ckpt, _StopOnNonFinite(), _RandomState()] + ([] if tty else [_PrintProgress(max_steps)]) + list(callbacks or [])
     kwargs: dict[str, Any] = {}
     if val_check_interval is not None:
         kwargs.update(val_check_interval=val_check_interval, check_val_every_n_epoch=None)
