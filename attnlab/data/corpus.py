@@ -26,7 +26,8 @@ from torch.utils.data import Dataset
 
 from ..errors import UsageError
 
-__all__ = ["prepare", "iter_text_chunks", "read_meta", "TokenWindows", "TOKENIZERS", "SPLITS"]
+__all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "TokenWindows",
+           "TOKENIZERS", "SPLITS"]
 
 TOKENIZERS = ("char", "word", "bpe")
 SPLITS = ("train", "val")
@@ -102,32 +103,59 @@ def _fit_tokenizer(paths, kind: str, vocab_size: int | None, chunk_chars: int):
     return BPETokenizer.fit(texts, **({} if vocab_size is None else {"vocab_size": vocab_size}))
 
 
-def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int) -> dict:
-    """Encode the files chunk by chunk into ``out/.{train,val}.bin.tmp``; character
-    ``split_at`` starts the validation split. Returns the token count of each split."""
-    counts = dict.fromkeys(SPLITS, 0)
+def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None
+             ) -> Iterator[tuple[str, list[int]]]:
+    """(split, token ids) pieces of the files, encoded chunk by chunk, with the EOS id between
+    files (a document boundary, in the split where the new file starts); character
+    ``split_at`` starts the validation split (None: everything is "train")."""
     seen, last_file = 0, 0
+    for i, text in iter_text_chunks(paths, chunk_chars):
+        split = "train" if split_at is None or seen < split_at else "val"
+        if i != last_file:
+            yield split, [tok.eos_id]
+            last_file = i
+        if split_at is not None and seen < split_at < seen + len(text):  # split inside the chunk
+            yield "train", tok.encode(text[: split_at - seen])
+            yield "val", tok.encode(text[split_at - seen :])
+        else:
+            yield split, tok.encode(text)
+        seen += len(text)
+
+
+def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int) -> dict:
+    """Encode the files into ``out/.{train,val}.bin.tmp``; character ``split_at`` starts the
+    validation split. Returns the token count of each split."""
+    counts = dict.fromkeys(SPLITS, 0)
     files = {s: open(out / f".{s}.bin.tmp", "wb") for s in SPLITS}
     try:
-        def write(split: str, ids: list[int]) -> None:
+        for split, ids in _encoded(paths, tok, chunk_chars, split_at):
             np.asarray(ids, dtype=dtype).tofile(files[split])
             counts[split] += len(ids)
-
-        for i, text in iter_text_chunks(paths, chunk_chars):
-            if i != last_file:  # a document boundary, in the split where the new file starts
-                write("train" if seen < split_at else "val", [tok.eos_id])
-                last_file = i
-            if seen < split_at < seen + len(text):  # the split falls inside this chunk
-                cut = split_at - seen
-                write("train", tok.encode(text[:cut]))
-                write("val", tok.encode(text[cut:]))
-            else:
-                write("train" if seen < split_at else "val", tok.encode(text))
-            seen += len(text)
+            del ids  # not kept while the next chunk is encoded (up to 36 MB of ids per MB)
     finally:
         for f in files.values():
             f.close()
     return counts
+
+
+def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
+                dtype: str = "uint16", chunk_chars: int = CHUNK_CHARS) -> int:
+    """Encode text files with an already fitted tokeniser into one token file (EOS ids between
+    files), streaming as ``prepare`` does; ``TokenWindows`` reads it. Returns the token count.
+
+    Raises:
+        UsageError: naming a file that is missing or not UTF-8 text.
+
+    Example:
+        >>> n = encode_file(["other.txt"], load_tokenizer("data/tokenizer.json"), "other.bin")
+    """
+    count = 0
+    with _one_tokenizer_thread(), open(out_path, "wb") as f:
+        for _, ids in _encoded(paths, tokenizer, chunk_chars):
+            np.asarray(ids, dtype=dtype).tofile(f)
+            count += len(ids)
+            del ids  # as in _encode_splits
+    return count
 
 
 def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str = "char",

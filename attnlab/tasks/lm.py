@@ -224,15 +224,7 @@ class LMTask(Task):
         if data is None:
             windows = self.windows(cfg, "val")
             return lm_metrics(model, windows, cfg["batch_size"], cfg["val_batches"])
-        path = Path(data)
-        if not path.is_file():
-            raise UsageError(f"--data: file not found: {path}")
-        ids = tokenizer.encode(path.read_text(encoding="utf-8"))
-        T = min(cfg["block_size"], len(ids) - 1)
-        if T < 1:
-            raise UsageError(f"--data {path} holds fewer than 2 tokens")
-        windows = _ListWindows(ids, T)
-        return lm_metrics(model, windows, cfg["batch_size"])
+        return _file_metrics(model, tokenizer, Path(data), cfg)
 
     def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab plot attention`` on an lm run: the causal maps over the tokens of ``text``."""
@@ -243,18 +235,22 @@ class LMTask(Task):
         return maps, labels, labels
 
 
-class _ListWindows:
-    """Non-overlapping (input, target) windows of an in-memory list of ids (``evaluate --data``)."""
+def _file_metrics(model, tokenizer, path: Path, cfg: dict[str, Any]) -> dict[str, float]:
+    """val_loss/val_perplexity over non-overlapping windows of a text file, encoded chunk by
+    chunk into a temporary token file and read through a memory map (any size of file)."""
+    import tempfile
 
-    def __init__(self, ids: list[int], T: int) -> None:
-        self.ids, self.T = torch.tensor(ids), T
+    from ..data.corpus import TokenWindows, encode_file
 
-    def __len__(self) -> int:
-        return (len(self.ids) - 1) // self.T
-
-    def __getitem__(self, i: int):
-        w = self.ids[i * self.T : i * self.T + self.T + 1]
-        return w[:-1], w[1:]
+    if not path.is_file():
+        raise UsageError(f"--data: file not found: {path}")
+    with tempfile.TemporaryDirectory(prefix="attnlab-eval-") as tmp:
+        tokens = Path(tmp) / "tokens.bin"
+        n = encode_file([path], tokenizer, tokens, dtype=cfg["dtype"])
+        if n < 2:
+            raise UsageError(f"--data {path} holds fewer than 2 tokens")
+        windows = TokenWindows(tokens, min(cfg["block_size"], n - 1), dtype=cfg["dtype"])
+        return lm_metrics(model, windows, cfg["batch_size"])
 
 
 TASK = LMTask()

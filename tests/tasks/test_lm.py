@@ -52,11 +52,21 @@ def test_load_evaluate_and_greedy_continuation(run):
     assert TASK.predict(run / "run", cfg, "abcab")  # one line of continuation
 
 
-def test_evaluate_on_a_text_file(run):
+def test_evaluate_on_a_text_file_scores_the_whole_file_in_windows(run):
+    import numpy as np
+
     cfg = yaml.safe_load((run / "run" / "config.yaml").read_text())
-    (run / "other.txt").write_text("abcabd " * 30, encoding="utf-8")
+    text = "abcabd " * 30 + "abcabe\n" * 20
+    (run / "other.txt").write_text(text, encoding="utf-8")
+    # encoded chunk by chunk into a token file (as prepare does: chunking is tested there)
     metrics = TASK.evaluate(run / "run", cfg, str(run / "other.txt"))
-    assert set(metrics) == {"val_loss", "val_perplexity"} and metrics["val_loss"] > 0
+    assert set(metrics) == {"val_loss", "val_perplexity"}
+    # the same as encoding the whole text at once and scoring its non-overlapping windows
+    model, tokenizer = attnlab.load(run / "run")
+    np.asarray(tokenizer.encode(text), dtype=cfg["dtype"]).tofile(run / "whole.bin")
+    expected = lm_metrics(model, TokenWindows(run / "whole.bin", cfg["block_size"],
+                                              dtype=cfg["dtype"]), cfg["batch_size"])
+    assert metrics["val_loss"] == pytest.approx(expected["val_loss"], rel=1e-6)
 
 
 def test_lm_metrics_is_the_token_mean_cross_entropy(tmp_path):
