@@ -217,7 +217,9 @@ TASKS = {
     "reverse": SequenceTask("reverse", "reverse a sequence of symbols (the course's experiment)"),
     "copy": SequenceTask("copy", "copy a sequence of symbols"),
     # sorting needs to compare every pair: one 1-head layer stalls at ~97% of sequences; two
-    # 4-head layers reach 99.9% (docs/reverse.md)
+    # 4-head layers do it, given the whole cosine schedule: early stopping on 1,000 validation
+    # sequences ended at 0.9994 of the test set, 2,500 steps reach 1.0 (docs/reverse.md)
     "sort": SequenceTask("sort", "sort a sequence of symbols", model_dim=64, num_heads=4,
-                         num_layers=2, dim_feedforward=128, lr=5e-3, max_steps=1500),
+                         num_layers=2, dim_feedforward=128, lr=5e-3, max_steps=2500,
+                         early_stop=False),
 }
