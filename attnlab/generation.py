@@ -17,7 +17,7 @@ where length counts the generated tokens (the EOS included, the prompt not).
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Protocol
 
 import torch
 from torch import Tensor

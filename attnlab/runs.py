@@ -16,7 +16,7 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = [
-    "atomic_write", "write_json", "write_yaml", "read_config", "save_weights", "load_weights",
+    "atomic_write", "write_json", "write_yaml", "read_yaml", "save_weights", "load_weights",
     "check_run_dir", "load", "record_data_files", "check_data_files",
 ]
 

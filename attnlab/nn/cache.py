@@ -8,7 +8,6 @@ in a buffer that grows by doubling, so a step copies only its own keys and value
 """
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 __all__ = ["KVCache"]

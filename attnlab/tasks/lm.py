@@ -76,6 +76,7 @@ def random_windows(windows, batch_size: int, steps: int, seed: int):
 
     return numbered_batches(batch, steps)
 
+
 class LMTask(Task):
     name = "lm"
     help = "train a decoder-only (GPT-style) language model on your text (--data FILE or DIR)"

@@ -8,7 +8,6 @@ over every position; accuracy per token and per whole sequence).
 from __future__ import annotations
 
 import lightning.pytorch as L
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 

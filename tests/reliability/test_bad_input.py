@@ -5,8 +5,6 @@ the offending flag, file, column or value, and no traceback.
 """
 from pathlib import Path
 
-import pytest
-
 from attnlab.cli import main
 
 from .conftest import write_reviews
