@@ -17,7 +17,7 @@ from .errors import UsageError
 
 __all__ = [
     "atomic_write", "write_json", "write_yaml", "read_yaml", "save_weights", "load_weights",
-    "check_run_dir", "load", "record_data_files", "check_data_files",
+    "check_run_dir", "load", "record_data_files", "check_data_files", "pin_data_files",
 ]
 
 
@@ -107,19 +107,36 @@ def record_data_files(cfg: dict, keys: tuple[str, ...]) -> None:
     cfg["data_sha256"] = {key: file_digest(cfg[key]) for key in present}
 
 
-def check_data_files(cfg: dict) -> None:
-    """Refuse to re-draw a run's held-out split from a data file that changed since training:
-    its "test" rows would no longer be the rows the model never saw."""
+_CHANGED = {  # why a changed data file matters, and what to do instead
+    "evaluate": ("was trained", "the test split drawn from it again would not be the held-out "
+                 "rows; evaluate on a file of your choice with --data FILE"),
+    "resume": ("started", "its splits would not be the ones trained on so far; put the file "
+               "back or start a new run"),
+}
+
+
+def check_data_files(cfg: dict, *, purpose: str = "evaluate") -> None:
+    """Refuse to re-draw a run's splits from a data file that changed since the run started
+    (``purpose`` "resume") or was trained ("evaluate"): its "test" rows would no longer be the
+    rows the model never saw."""
+    when, consequence = _CHANGED[purpose]
     for key, digest in (cfg.get("data_sha256") or {}).items():
         path = Path(cfg[key])
         if not path.is_file():
-            raise UsageError(f"--{key} {path} (the file this run was trained on) is gone; "
-                             f"evaluate on a file of your choice with --data FILE")
+            raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; "
+                             f"{consequence.split('; ')[1]}")
         if file_digest(path) != digest:
-            raise UsageError(f"--{key} {path} changed since this run was trained (its SHA-256 "
-                             f"differs from config.yaml's data_sha256), so the test split drawn "
-                             f"from it again would not be the held-out rows; evaluate on a file "
-                             f"of your choice with --data FILE")
+            raise UsageError(f"--{key} {path} changed since this run {when} (its SHA-256 "
+                             f"differs from config.yaml's data_sha256), so {consequence}")
+
+
+def pin_data_files(cfg: dict, keys: tuple[str, ...]) -> None:
+    """``record_data_files`` for a new run; for ``--resume``, ``check_data_files`` against what
+    the run recorded when it started."""
+    if cfg.get("resume") and cfg.get("data_sha256"):
+        check_data_files(cfg, purpose="resume")
+    else:
+        record_data_files(cfg, keys)
 
 
 def save_weights(model, path: str | Path) -> None:

@@ -65,6 +65,9 @@ def _check_labels(table, labels: set[str], cfg: dict[str, Any], key: str) -> Non
                              f"training (labels: {known})")
 
 
+_DATA_FILES = ("data", "test", "val")  # the options that name data files
+
+
 def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
     """The (text, label) pairs of the train / val / test splits; ``UsageError`` on data errors."""
     if not cfg.get("data"):
@@ -254,8 +257,9 @@ class ClassifyTask(Task):
         g.add_argument("--test-fraction", type=float, metavar="F", help="default 0.1")
 
     def _key(self, cfg):
-        return tuple(cfg.get(k) for k in ("data", "test", "val", "text_column", "label_column",
-                                           "seed", "val_fraction", "test_fraction"))
+        files = tuple(cfg.get(k) and str(Path(cfg[k]).resolve()) for k in _DATA_FILES)
+        return files + tuple(cfg.get(k) for k in ("text_column", "label_column", "seed",
+                                                   "val_fraction", "test_fraction"))
 
     def splits(self, cfg: dict[str, Any]):
         if self._cache is None or self._cache[0] != self._key(cfg):
@@ -283,14 +287,15 @@ class ClassifyTask(Task):
             if cfg[key] not in choices:
                 raise UsageError(f"--{key} must be one of {', '.join(choices)}, got {cfg[key]!r}")
         self.splits(cfg)  # data errors now, before the run directory is written
+        from ..runs import pin_data_files
+
+        pin_data_files(cfg, _DATA_FILES)  # saved with config.yaml: evaluate and --resume check it
 
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
-        from ..runs import record_data_files
         from ..training import finish, fit
         from ..training.classifier import ClassifierModule
 
         splits = self.splits(cfg)
-        record_data_files(cfg, ("data", "test", "val"))  # evaluate re-draws the test split
         cfg["labels"] = sorted({lab for _, lab in splits["train"]})
         tokenizer = fit_tokenizer(cfg, [t for t, _ in splits["train"]])
         cfg["model_vocab_size"] = tokenizer.vocab_size

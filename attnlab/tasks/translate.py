@@ -149,12 +149,14 @@ class TranslateTask(Task):
                              f"must be at most half of --max-number ({cfg['max_number']})")
         if cfg["data"] is not None:
             file_splits(cfg)  # read the files now: a malformed one fails before the run starts
+            from ..runs import pin_data_files
+
+            pin_data_files(cfg, ("data", "test"))  # saved with config.yaml: evaluate, --resume
 
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         from torch.utils.data import TensorDataset
 
         from ..data import BatchLoader
-        from ..runs import record_data_files
         from ..training import finish, fit
         from ..training.seq2seq import Seq2SeqModule
 
@@ -163,7 +165,6 @@ class TranslateTask(Task):
             sample = stream.sample(5000)  # enough to see every word and fit BPE
         else:
             train, val, test = file_splits(cfg)
-            record_data_files(cfg, ("data", "test"))  # evaluate re-draws the test split
             sample = train
         builtin = cfg["data"] is None
         for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1)):

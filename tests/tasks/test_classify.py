@@ -227,3 +227,25 @@ def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch
     resumed = classify._Batches(ids, targets, 4, seed=3)
     resumed.load_state_dict({"epoch": 0, "done": 5})
     assert [rows(b) for b in resumed] == [rows(b) for b in first[5:]]
+
+
+def test_resume_refuses_a_training_file_that_changed_since_the_run_started(classify_run, tmp_path,
+                                                                          capsys):
+    import shutil
+
+    from attnlab.runs import write_yaml
+
+    run = tmp_path / "run"
+    shutil.copytree(classify_run, run)
+    cfg = read_yaml(run / "config.yaml")
+    data = tmp_path / "reviews.csv"
+    shutil.copy(cfg["data"], data)
+    write_yaml(run / "config.yaml", {**cfg, "data": str(data)})
+    assert main(["train", "classify", "--out", str(run), "--resume"]) == 0  # same file: a no-op
+    with open(data, "a") as f:
+        f.write("an extra review,pos\n")
+    capsys.readouterr()
+    assert main(["train", "classify", "--out", str(run), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert f"--data {data} changed since this run started" in err
+    assert "put the file back or start a new run" in err and "Traceback" not in err
