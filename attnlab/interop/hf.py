@@ -63,6 +63,16 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
           ``attnlab.models.bert.BertEncoder``: ``m(input_ids, attention_mask=None,
           token_type_ids=None)`` gives the last hidden states (B, T, D), and ``m.pool`` of
           them the pooler output (B, D) when the Hugging Face model has a pooler.
+        - ``MarianMTModel`` -> ``attnlab.models.Seq2SeqTransformer`` (post-LN, sinusoidal
+          positions, separate source and target embeddings both holding Marian's shared one):
+          ``m(src, tgt, src_mask=attention_mask)`` gives the logits of
+          ``hf(input_ids=src, attention_mask=..., decoder_input_ids=tgt)``, and
+          ``m.generate(src, N, src_mask=...)`` Hugging Face's greedy ids (start token first)
+          when ``forced_eos_token_id`` is None — attnlab never forces EOS at the length limit.
+          ``pad_id``, ``sos_id`` (Marian's ``decoder_start_token_id``) and ``eos_id`` come
+          from the config; without ``src_mask`` the source mask is ``src != pad_token_id``.
+          The residual features are permuted (see ``attnlab.interop.marian``), so hidden
+          states are Marian's in another feature order; logits are in the same order.
 
     Args:
         hf_model: a ``transformers`` model instance.
@@ -86,10 +96,17 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
         model = _gpt2_to_causal_lm(hf_model)
     elif model_type in BERT_FAMILY:
         model = _bert_family(getattr(hf_model, "base_model", hf_model), model_type)
+    elif model_type == "marian":
+        if not hasattr(hf_model, "lm_head"):
+            raise ValueError(f"from_hf converts MarianMTModel (with its LM head), "
+                             f"got {type(hf_model).__name__}")
+        from .marian import marian_to_seq2seq  # imports this module's copy helpers
+
+        model = marian_to_seq2seq(hf_model)
     else:
         raise ValueError(f"from_hf: unsupported model {type(hf_model).__name__} "
-                         f"(model_type {model_type!r}); supported: GPT2LMHeadModel and "
-                         f"{', '.join(BERT_FAMILY)} encoders")
+                         f"(model_type {model_type!r}); supported: GPT2LMHeadModel, "
+                         f"MarianMTModel and {', '.join(BERT_FAMILY)} encoders")
     return model.train(hf_model.training)
 
 
