@@ -8,6 +8,12 @@ decoder layers, feed-forward 1024, vocabulary 1000, a 24-token source. Each gene
 new tokens/s (B x new tokens / seconds, best of --repeats) and the ratios; then beam search
 (4 beams) for both at batch 1.
 
+Then the same weights on both sides: a random ``MarianMTModel`` of the same size (post-LN,
+sinusoidal positions, swish, √D-scaled tied embeddings, as opus-mt) converted with
+``attnlab.interop.from_hf``; greedy with the cache, EOS switched off on both (Marian's
+generation config gets no EOS id, attnlab an id it never emits), the two run in turns; prints
+tokens/s, the ratio and whether the tokens are the same.
+
     python -m benchmarks.generate_seq2seq [--threads 1] [--repeats 3] [--new-tokens 64] [--quick]
 """
 from __future__ import annotations
@@ -46,6 +52,42 @@ def build():
         decoder_ffn_dim=FFN, max_position_embeddings=512, pad_token_id=0, bos_token_id=1,
         eos_token_id=2, decoder_start_token_id=1, forced_eos_token_id=None)).eval()
     return ours, hf
+
+
+def build_marian():
+    """A random MarianMTModel of the benchmark's size and its attnlab conversion."""
+    from transformers import MarianConfig, MarianMTModel
+
+    from attnlab.interop import from_hf
+
+    torch.manual_seed(0)
+    hf = MarianMTModel(MarianConfig(
+        vocab_size=VOCAB, d_model=WIDTH, encoder_layers=LAYERS, decoder_layers=LAYERS,
+        encoder_attention_heads=HEADS, decoder_attention_heads=HEADS, encoder_ffn_dim=FFN,
+        decoder_ffn_dim=FFN, max_position_embeddings=512, activation_function="swish",
+        scale_embedding=True, pad_token_id=VOCAB - 1, decoder_start_token_id=VOCAB - 1,
+        eos_token_id=0, forced_eos_token_id=None)).eval()
+    hf.generation_config.eos_token_id = None  # exactly max_new_tokens, no suppression
+    return from_hf(hf).eval(), hf
+
+
+def same_weights(args) -> None:
+    from benchmarks.generate_lm import timed_alternating
+
+    ours, hf = build_marian()
+    n = args.new_tokens
+    print(f"same weights: HF MarianMTModel vs attnlab from_hf ({n} new tokens, greedy, cached)")
+    print(f"{'B':>3} {'hf tok/s':>9} {'ours tok/s':>10} {'ratio':>6} {'same':>5}")
+    with torch.inference_mode():
+        for B in args.batches:
+            src = torch.randint(1, VOCAB - 1, (B, SRC_LEN))
+            seconds, outs = timed_alternating({
+                "hf": lambda: hf.generate(input_ids=src, attention_mask=torch.ones_like(src),
+                                          max_new_tokens=n, do_sample=False, num_beams=1),
+                "ours": lambda: ours.generate(src, n, eos_token_id=-1)}, args.repeats)
+            print(f"{B:>3} {B * n / seconds['hf']:>9.0f} {B * n / seconds['ours']:>10.0f} "
+                  f"{seconds['hf'] / seconds['ours']:>6.2f} "
+                  f"{str(torch.equal(outs['hf'], outs['ours'])):>5}", flush=True)
 
 
 def main() -> None:
@@ -91,6 +133,7 @@ def main() -> None:
         for name, fn in (("attnlab, 4 beams", lambda: run_ours(src, True, 4)),
                          ("HF BART, 4 beams", lambda: run_hf(src, True, 4))):
             print(f"{1:>3} {name:<22} {n / timed(fn, args.repeats):>10.0f}", flush=True)
+    same_weights(args)
 
 
 if __name__ == "__main__":
