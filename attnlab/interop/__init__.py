@@ -2,7 +2,8 @@
 
     from_hf(hf_model)   GPT2LMHeadModel -> CausalLM; BertModel & BERT-family -> BertEncoder
                         MarianMTModel -> Seq2SeqTransformer
-    to_hf(causal_lm)    CausalLM -> GPT2LMHeadModel (pre-LN, learned positions, biases)
+    to_hf(model)        CausalLM -> GPT2LMHeadModel (pre-LN, learned positions, biases)
+                        Seq2SeqTransformer -> MarianMTModel (post-LN, sinusoidal positions)
 """
 from .hf import from_hf, to_hf
 

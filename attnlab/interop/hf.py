@@ -11,6 +11,7 @@ Layout differences handled here:
 - attnlab's self-attention stacks Q, K, V per head (``MultiheadAttention.set_qkv`` converts).
 - BERT's blocks are post-LN: ``attention.output.LayerNorm`` is attnlab's ``norm1`` and
   ``output.LayerNorm`` its ``norm2``.
+- Marian (both ways) lives in ``marian.py``: its residual features are in another order.
 """
 from __future__ import annotations
 
@@ -143,33 +144,66 @@ def _gpt2_to_causal_lm(hf) -> nn.Module:
     return model
 
 
-def to_hf(causal_lm: nn.Module, *, bos_token_id: int | None = None,
+def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
           eos_token_id: int | None = None, pad_token_id: int | None = None):
-    """Export a ``CausalLM`` to an equivalent Hugging Face ``GPT2LMHeadModel``.
+    """Export an attnlab model to the equivalent Hugging Face model, weights copied.
 
-    GPT-2 is a pre-LN stack with learned positions, biases and a final LayerNorm, so the
-    CausalLM must have ``norm_first=True``, ``positional="learned"``, ``bias=True`` and an
-    activation GPT-2 knows (gelu, gelu_tanh, relu, silu).
+    Supported:
+        - ``CausalLM`` -> ``GPT2LMHeadModel``: the same logits for ``hf(input_ids)``. GPT-2 is
+          a pre-LN stack with learned positions, biases and a final LayerNorm, so the CausalLM
+          must have ``norm_first=True``, ``positional="learned"``, ``bias=True`` and an
+          activation GPT-2 knows (gelu, gelu_tanh, relu, silu).
+        - ``Seq2SeqTransformer`` -> ``MarianMTModel`` (the inverse of ``from_hf``'s Marian
+          import, residual features permuted back to Marian's sin-halves / cos-halves order):
+          ``hf(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt).logits`` equals
+          ``model(src, tgt, src_mask=src_mask)`` and ``hf.generate(src,
+          attention_mask=src_mask, max_new_tokens=N)`` the greedy ``model.generate(src, N,
+          src_mask=src_mask)``. Marian masks no source token by its id: pass the
+          ``attention_mask`` (attnlab's default is ``src != pad_id``). The config takes the
+          sizes (encoder and decoder layer counts may differ), the activation (relu, gelu,
+          gelu_tanh -> gelu_new, silu), ``max_len``, ``scale_embedding=True``,
+          ``pad_token_id = pad_id``, ``decoder_start_token_id = sos_id``, ``eos_token_id =
+          eos_id`` and ``forced_eos_token_id=None``. The source and target embeddings become
+          one shared matrix when the head is tied and they are equal with one vocabulary size,
+          else separate (``share_encoder_decoder_embeddings=False``, ``decoder_vocab_size``);
+          an untied head gives ``tie_word_embeddings=False``. Needs ``norm_first=False`` (Marian
+          is post-LN) and ``positional="sinusoidal"``.
 
     Args:
-        causal_lm: the model to export.
-        bos_token_id, eos_token_id, pad_token_id: written to the config (and its generation
-            config); attnlab tokenizers use sos 1, eos 2, pad 0.
+        model: the ``CausalLM`` or ``Seq2SeqTransformer`` to export.
+        bos_token_id, eos_token_id, pad_token_id: CausalLM only: written to the GPT-2 config
+            (and its generation config); attnlab tokenizers use sos 1, eos 2, pad 0. A
+            Seq2SeqTransformer carries its own ``pad_id``, ``sos_id`` and ``eos_id``.
 
     Returns:
-        A ``transformers.GPT2LMHeadModel`` with the same logits, in the same train/eval mode.
+        A ``transformers.GPT2LMHeadModel`` or ``MarianMTModel`` with the same logits, in the
+        same train/eval mode.
 
     Raises:
-        ValueError: naming the setting GPT-2 cannot represent.
+        ValueError: naming the setting the Hugging Face model cannot represent, or for another
+            model type.
 
     Example:
         >>> hf = to_hf(CausalLM(100, model_dim=32, num_heads=4, num_layers=2))
+        >>> mt = to_hf(Seq2SeqTransformer(40, 50, model_dim=16, num_heads=2))  # MarianMTModel
     """
     from ..models.causal_lm import CausalLM
+    from ..models.seq2seq import Seq2SeqTransformer
 
-    if not isinstance(causal_lm, CausalLM):
-        raise ValueError(f"to_hf exports a CausalLM, got {type(causal_lm).__name__}")
-    cfg = causal_lm.config
+    if isinstance(model, Seq2SeqTransformer):
+        ids = {"bos_token_id": bos_token_id, "eos_token_id": eos_token_id,
+               "pad_token_id": pad_token_id}
+        given = [f"{k}={v!r}" for k, v in ids.items() if v is not None]
+        if given:
+            raise ValueError(f"to_hf: {', '.join(given)} is for a CausalLM; a "
+                             f"Seq2SeqTransformer exports its own pad_id, sos_id and eos_id")
+        from .marian import seq2seq_to_marian  # imports this module's copy helpers
+
+        return seq2seq_to_marian(model)
+    if not isinstance(model, CausalLM):
+        raise ValueError(f"to_hf exports a CausalLM or a Seq2SeqTransformer, "
+                         f"got {type(model).__name__}")
+    cfg = model.config
     needs = {"norm_first": True, "positional": "learned", "bias": True}
     for key, value in needs.items():
         if cfg[key] != value:
@@ -191,9 +225,9 @@ def to_hf(causal_lm: nn.Module, *, bos_token_id: int | None = None,
     hf = GPT2LMHeadModel(config)
     t = hf.transformer
     with torch.no_grad():
-        _copy(t.wte.weight, causal_lm.token_embedding.weight)
-        _copy(t.wpe.weight, causal_lm.pos_encoding.embedding.weight)
-        for ours, theirs in zip(causal_lm.encoder.layers, t.h):
+        _copy(t.wte.weight, model.token_embedding.weight)
+        _copy(t.wpe.weight, model.pos_encoding.embedding.weight)
+        for ours, theirs in zip(model.encoder.layers, t.h):
             wq, wk, wv, bq, bk, bv = ours.self_attn.get_qkv()
             _copy(theirs.attn.c_attn.weight, torch.cat([wq, wk, wv], 0).T)  # (D, 3D)
             _copy(theirs.attn.c_attn.bias, torch.cat([bq, bk, bv]))
@@ -205,10 +239,10 @@ def to_hf(causal_lm: nn.Module, *, bos_token_id: int | None = None,
             _copy(theirs.mlp.c_proj.bias, ours.linear_net[3].bias)
             _copy_norm(theirs.ln_1, ours.norm1)
             _copy_norm(theirs.ln_2, ours.norm2)
-        _copy_norm(t.ln_f, causal_lm.encoder.norm)
+        _copy_norm(t.ln_f, model.encoder.norm)
         if not cfg["tie_weights"]:
-            _copy(hf.lm_head.weight, causal_lm.lm_head.weight)
-    return hf.train(causal_lm.training)
+            _copy(hf.lm_head.weight, model.lm_head.weight)
+    return hf.train(model.training)
 
 
 # ---- BERT family ----------------------------------------------------------------------------

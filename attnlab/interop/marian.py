@@ -1,4 +1,4 @@
-"""Hugging Face ``MarianMTModel`` -> ``attnlab.models.Seq2SeqTransformer``, weights copied.
+"""Hugging Face ``MarianMTModel`` <-> ``attnlab.models.Seq2SeqTransformer``, weights copied.
 
 Shapes: D model width, F feed-forward width, V_s / V_t source / target vocabulary sizes.
 
@@ -12,7 +12,8 @@ input columns permuted, every tensor that writes it its output rows, and LayerNo
 weight and bias. LayerNorm (a mean and variance over features), attention and the feed-forward
 network commute with a permutation applied alike to their inputs and parameters, so every
 hidden state of ours is Marian's with its features permuted, and the logits are the same
-(tested in tests/interop/test_hf_marian.py).
+(tested in tests/interop/test_hf_marian.py). The export applies the inverse permutation with
+the same code (``_copy_weights``; tested in tests/interop/test_hf_marian_export.py).
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .hf import _activation, _copy, _copy_linear
+from .hf import _ACT_TO_HF, _activation, _copy, _copy_linear
 
-__all__ = ["marian_to_seq2seq"]
+__all__ = ["marian_to_seq2seq", "seq2seq_to_marian"]
 
 # positions compared with Marian's own table: the tables are computed in float64 (Marian) and
 # float32 (attnlab) and drift apart by ~pos·1e-8, so only a prefix is held to 1e-5
@@ -37,6 +38,17 @@ def _halves_to_interleaved(D: int) -> Tensor:
     perm[0::2] = torch.arange(n_sin)
     perm[1::2] = n_sin + torch.arange(D // 2)
     return perm
+
+
+def _check_position_table(hf) -> None:
+    from ..nn.positional import sinusoidal_table
+
+    table = hf.model.encoder.embed_positions.weight  # (max_len, D)
+    n, D = min(_CHECKED_POSITIONS, table.shape[0]), table.shape[1]
+    if not torch.allclose(table[:n, _halves_to_interleaved(D)], sinusoidal_table(n, D),
+                          atol=1e-5, rtol=1e-5):
+        raise ValueError("marian: the position table is not the sin-halves / cos-halves "
+                         "sinusoid this conversion assumes")
 
 
 def _check_config(hf) -> None:
@@ -61,6 +73,72 @@ def _check_config(hf) -> None:
                          "(Seq2SeqTransformer's output layer has no bias)")
 
 
+@torch.no_grad()
+def _copy_weights(model: nn.Module, hf, *, to_marian: bool, embed_scale: float = 1.0) -> None:
+    """Copy every weight between ``model`` and ``hf``, renaming the residual features.
+
+    ``to_marian=False`` (import): ``ours[..., j] = marian[..., perm[j]]``; ``to_marian=True``
+    (export): ``marian[..., i] = ours[..., perm⁻¹[i]]`` — the same walk with the inverse index.
+    ``embed_scale`` divides Marian's token embeddings on import (√D when Marian does not scale).
+    """
+    perm = _halves_to_interleaved(model.model_dim)
+    idx = torch.argsort(perm) if to_marian else perm  # out[..., j] = in[..., idx[j]]
+
+    def reads(w: Tensor) -> Tensor:  # (out, D): input columns read the residual stream
+        return w[:, idx]
+
+    def writes(w: Tensor) -> Tensor:  # (D, in) or (D,): output rows write it
+        return w[idx]
+
+    def keep(w: Tensor) -> Tensor:
+        return w
+
+    def move(ours: Tensor, theirs: Tensor, f) -> None:
+        if to_marian:
+            _copy(theirs, f(ours))
+        else:
+            _copy(ours, f(theirs))
+
+    def linear(ours: nn.Linear, theirs: nn.Linear, weight, bias) -> None:
+        move(ours.weight, theirs.weight, weight)
+        move(ours.bias, theirs.bias, bias)
+
+    def norm(ours: nn.LayerNorm, theirs: nn.LayerNorm) -> None:
+        linear(ours, theirs, writes, writes)
+
+    def attention(ours, theirs) -> None:  # cross-attention K/V read the encoder's stream
+        projs = (theirs.q_proj, theirs.k_proj, theirs.v_proj)
+        if to_marian:
+            wq, wk, wv, bq, bk, bv = ours.get_qkv()  # each (D, D) / (D,)
+            for proj, w, b in zip(projs, (wq, wk, wv), (bq, bk, bv)):
+                _copy_linear(proj, reads(w), b)
+        else:
+            ours.set_qkv(*(reads(p.weight) for p in projs), *(p.bias for p in projs))
+        linear(ours.o_proj, theirs.out_proj, writes, writes)
+
+    def feedforward(ours, theirs) -> None:
+        linear(ours[0], theirs.fc1, reads, keep)
+        linear(ours[3], theirs.fc2, writes, writes)
+
+    enc, dec = hf.model.encoder, hf.model.decoder
+    move(model.src_embedding.weight, enc.embed_tokens.weight, lambda w: reads(w) / embed_scale)
+    move(model.tgt_embedding.weight, dec.embed_tokens.weight, lambda w: reads(w) / embed_scale)
+    if model.output.weight is not model.tgt_embedding.weight:  # untied on our side
+        move(model.output.weight, hf.lm_head.weight, reads)
+    for ours, theirs in zip(model.transformer.encoder.layers, enc.layers, strict=True):
+        attention(ours.self_attn, theirs.self_attn)
+        feedforward(ours.linear_net, theirs)
+        norm(ours.norm1, theirs.self_attn_layer_norm)
+        norm(ours.norm2, theirs.final_layer_norm)
+    for ours, theirs in zip(model.transformer.decoder.layers, dec.layers, strict=True):
+        attention(ours.self_attn, theirs.self_attn)
+        attention(ours.cross_attn, theirs.encoder_attn)
+        feedforward(ours.linear_net, theirs)
+        norm(ours.norm1, theirs.self_attn_layer_norm)
+        norm(ours.norm2, theirs.encoder_attn_layer_norm)
+        norm(ours.norm3, theirs.final_layer_norm)
+
+
 def marian_to_seq2seq(hf) -> nn.Module:
     """The ``Seq2SeqTransformer`` equivalent to a ``MarianMTModel`` (see ``from_hf``).
 
@@ -69,21 +147,20 @@ def marian_to_seq2seq(hf) -> nn.Module:
     """
     from ..models.seq2seq import Seq2SeqTransformer
     from ..nn import FeedForward, MultiheadAttention
-    from ..nn.positional import sinusoidal_table
 
     _check_config(hf)
     c, enc, dec = hf.config, hf.model.encoder, hf.model.decoder
     D = c.d_model
-    src_emb, tgt_emb = enc.embed_tokens.weight, dec.embed_tokens.weight
     # attnlab always multiplies embeddings by √D; without Marian's scale_embedding the stored
     # embeddings are divided by √D, and the output layer (which must not be) is then untied
     scale = 1.0 if c.scale_embedding else math.sqrt(D)
-    tie = c.scale_embedding and hf.lm_head.weight.data_ptr() == tgt_emb.data_ptr()
+    tie = c.scale_embedding and hf.lm_head.weight.data_ptr() == dec.embed_tokens.weight.data_ptr()
     start = c.pad_token_id if c.decoder_start_token_id is None else c.decoder_start_token_id
     model = Seq2SeqTransformer(
-        src_emb.shape[0], tgt_emb.shape[0], model_dim=D, num_heads=c.encoder_attention_heads,
-        num_encoder_layers=c.encoder_layers, num_decoder_layers=c.decoder_layers,
-        dim_feedforward=c.encoder_ffn_dim, dropout=c.dropout, norm_first=False,
+        enc.embed_tokens.num_embeddings, dec.embed_tokens.num_embeddings, model_dim=D,
+        num_heads=c.encoder_attention_heads, num_encoder_layers=c.encoder_layers,
+        num_decoder_layers=c.decoder_layers, dim_feedforward=c.encoder_ffn_dim,
+        dropout=c.dropout, norm_first=False,
         activation=_activation(c.activation_function, "marian"),
         max_len=c.max_position_embeddings, positional="sinusoidal", tie_embeddings=tie,
         pad_id=c.pad_token_id, sos_id=start, eos_id=c.eos_token_id)
@@ -92,50 +169,69 @@ def marian_to_seq2seq(hf) -> nn.Module:
             module.dropout = c.attention_dropout
         elif isinstance(module, FeedForward):
             module[1].p = c.activation_dropout
-
-    perm = _halves_to_interleaved(D)
-    n = min(_CHECKED_POSITIONS, c.max_position_embeddings)
-    if not torch.allclose(enc.embed_positions.weight[:n, perm], sinusoidal_table(n, D),
-                          atol=1e-5, rtol=1e-5):
-        raise ValueError("marian: the position table is not the sin-halves / cos-halves "
-                         "sinusoid this conversion assumes")
-
-    def reads(w: Tensor) -> Tensor:  # (out, D): input columns read the residual stream
-        return w[:, perm]
-
-    def linear_in(dst: nn.Linear, src: nn.Linear) -> None:
-        _copy_linear(dst, reads(src.weight), src.bias)
-
-    def linear_out(dst: nn.Linear, src: nn.Linear) -> None:  # (D, in): output rows write it
-        _copy_linear(dst, src.weight[perm], src.bias[perm])
-
-    def norm(dst: nn.LayerNorm, src: nn.LayerNorm) -> None:
-        _copy(dst.weight, src.weight[perm])
-        _copy(dst.bias, src.bias[perm])
-
-    def attention(dst: MultiheadAttention, src) -> None:
-        dst.set_qkv(reads(src.q_proj.weight), reads(src.k_proj.weight), reads(src.v_proj.weight),
-                    src.q_proj.bias, src.k_proj.bias, src.v_proj.bias)
-        linear_out(dst.o_proj, src.out_proj)
-
-    def feedforward(dst: FeedForward, src) -> None:
-        linear_in(dst[0], src.fc1)
-        linear_out(dst[3], src.fc2)
-
-    _copy(model.src_embedding.weight, reads(src_emb) / scale)
-    _copy(model.tgt_embedding.weight, reads(tgt_emb) / scale)
-    if not tie:
-        _copy(model.output.weight, reads(hf.lm_head.weight))
-    for ours, theirs in zip(model.transformer.encoder.layers, enc.layers):
-        attention(ours.self_attn, theirs.self_attn)
-        feedforward(ours.linear_net, theirs)
-        norm(ours.norm1, theirs.self_attn_layer_norm)
-        norm(ours.norm2, theirs.final_layer_norm)
-    for ours, theirs in zip(model.transformer.decoder.layers, dec.layers):
-        attention(ours.self_attn, theirs.self_attn)
-        attention(ours.cross_attn, theirs.encoder_attn)  # keys/values read the encoder's stream
-        feedforward(ours.linear_net, theirs)
-        norm(ours.norm1, theirs.self_attn_layer_norm)
-        norm(ours.norm2, theirs.encoder_attn_layer_norm)
-        norm(ours.norm3, theirs.final_layer_norm)
+    _check_position_table(hf)
+    _copy_weights(model, hf, to_marian=False, embed_scale=scale)
     return model
+
+
+# ---- export ---------------------------------------------------------------------------------
+def _activation_name(module: nn.Module) -> str | None:
+    from ..nn.feedforward import ACTIVATIONS, make_activation
+
+    return next((n for n in ACTIVATIONS if repr(make_activation(n)) == repr(module)), None)
+
+
+def _check_exportable(model: nn.Module) -> str:
+    """The Hugging Face name of the model's one activation; ValueError for what Marian lacks."""
+    from ..nn import PositionalEncoding
+
+    if not isinstance(model.positional, PositionalEncoding):
+        raise ValueError(f"to_hf: Marian needs positional='sinusoidal', this Seq2SeqTransformer "
+                         f"has {type(model.positional).__name__} (positional='learned')")
+    layers = [*model.transformer.encoder.layers, *model.transformer.decoder.layers]
+    if any(layer.norm_first for layer in layers):
+        raise ValueError("to_hf: Marian is post-LN and needs norm_first=False, this "
+                         "Seq2SeqTransformer has norm_first=True")
+    names = {_activation_name(layer.linear_net[2]) for layer in layers}
+    name = names.pop() if len(names) == 1 else None
+    if name not in _ACT_TO_HF:
+        acts = sorted({repr(layer.linear_net[2]) for layer in layers})
+        raise ValueError(f"to_hf: activation {', '.join(acts)} has no Marian equivalent (one "
+                         f"activation for every layer, of: {', '.join(_ACT_TO_HF)})")
+    return _ACT_TO_HF[name]
+
+
+def seq2seq_to_marian(model: nn.Module):
+    """The ``MarianMTModel`` equivalent to a ``Seq2SeqTransformer`` (see ``to_hf``).
+
+    Raises:
+        ValueError: naming the setting Marian cannot represent.
+    """
+    from transformers import MarianConfig, MarianMTModel
+
+    activation = _check_exportable(model)
+    enc_layer, src, tgt = model.transformer.encoder.layers[0], model.src_embedding, model.tgt_embedding
+    tied = model.output.weight is tgt.weight
+    # one matrix for encoder, decoder and head (the opus-mt layout) only when that is what we
+    # hold; with an untied head transformers 5 unties all three anyway
+    share = (tied and src.num_embeddings == tgt.num_embeddings
+             and torch.equal(src.weight, tgt.weight))
+    config = MarianConfig(
+        vocab_size=src.num_embeddings, decoder_vocab_size=tgt.num_embeddings,
+        share_encoder_decoder_embeddings=share, tie_word_embeddings=tied,
+        d_model=model.model_dim, encoder_layers=len(model.transformer.encoder.layers),
+        decoder_layers=len(model.transformer.decoder.layers),
+        encoder_attention_heads=enc_layer.self_attn.num_heads,
+        decoder_attention_heads=enc_layer.self_attn.num_heads,
+        encoder_ffn_dim=enc_layer.linear_net[0].out_features,
+        decoder_ffn_dim=enc_layer.linear_net[0].out_features, activation_function=activation,
+        dropout=model.dropout.p, attention_dropout=enc_layer.self_attn.dropout,
+        activation_dropout=enc_layer.linear_net[1].p,
+        max_position_embeddings=model.positional.max_len,
+        scale_embedding=True,  # attnlab always multiplies by √D
+        pad_token_id=model.pad_id, decoder_start_token_id=model.sos_id,
+        eos_token_id=model.eos_id, forced_eos_token_id=None)
+    hf = MarianMTModel(config)  # final_logits_bias starts at zero and stays there
+    _check_position_table(hf)
+    _copy_weights(model, hf, to_marian=True)
+    return hf.train(model.training)

@@ -12,18 +12,6 @@ from attnlab.models.causal_lm import CausalLM  # noqa: E402
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    # one thread: tiny models on a shared 2-core machine run many times faster without
-    # OpenMP threads spinning against each other
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    transformers.logging.set_verbosity_error()
-    yield
-    torch.set_num_threads(threads)
-
-
 def tiny_gpt2(**overrides):
     cfg = dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64,
                bos_token_id=None, eos_token_id=None, pad_token_id=None)

@@ -15,16 +15,6 @@ TOL = dict(atol=1e-5, rtol=1e-5)
 V, PAD, EOS = 48, 47, 0  # Marian's layout: eos 0, pad (= decoder start) the last id
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: OpenMP threads only contend on a shared machine
-    torch.manual_seed(0)
-    transformers.logging.set_verbosity_error()
-    yield
-    torch.set_num_threads(threads)
-
-
 def tiny_marian(**overrides):
     # opus-mt checkpoints use swish and scale_embedding=True (MarianConfig's defaults are gelu
     # and False); forced_eos_token_id=None because attnlab never forces EOS at the length limit
@@ -76,7 +66,7 @@ def test_logits_match_on_right_padded_source(overrides):
         assert_close(ours(src, tgt), expected, **TOL)  # default mask: src != pad_token_id
 
 
-def test_greedy_generations_identical():
+def test_greedy_generations_identical(same_greedy):
     # tiny random models tend to repeat one token whatever the source; with this seed the three
     # rows differ, one changes token midway, and no step's top two logits are closer than 1e-3
     torch.manual_seed(5)
@@ -85,21 +75,13 @@ def test_greedy_generations_identical():
     ours = from_hf(hf)
     assert (ours.pad_id, ours.sos_id, ours.eos_id) == (PAD, PAD, EOS)  # Marian starts from pad
 
-    def both(eos):
-        expected = hf.generate(src, attention_mask=src_mask, max_new_tokens=12,
-                               do_sample=False, num_beams=1, eos_token_id=eos)
-        for use_cache in (True, False):
-            got = ours.generate(src, 12, src_mask=src_mask, eos_token_id=eos, use_cache=use_cache)
-            assert torch.equal(got, expected)
-        return expected
-
     # the config's EOS (0) is never produced by this model: all 12 tokens of every row compared.
     # Both lay out (B, 1 + N): the start token (Marian's pad id), the tokens, pad after EOS.
-    free = both(EOS)
+    free = same_greedy(hf, ours, src, src_mask, EOS)
     assert free.shape == (3, 13) and (free[:, 0] == PAD).all()
     assert len({tuple(row) for row in free.tolist()}) == 3  # each source gives its own output
     # an EOS the model does produce: rows stop at different steps and are padded after it
-    stopped = both(int(free[1, 1]))
+    stopped = same_greedy(hf, ours, src, src_mask, int(free[1, 1]))
     assert (stopped[:, 1:] == PAD).any() and not (stopped[:, 1:] == PAD).all()
 
 

@@ -1,0 +1,31 @@
+"""Shared by the interop tests: every test starts from seed 0 with transformers' warnings off."""
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    # one thread: tiny models on a shared 2-core machine run many times faster without
+    # OpenMP threads spinning against each other
+    transformers = pytest.importorskip("transformers")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    transformers.logging.set_verbosity_error()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def same_greedy():
+    """``check(hf, ours, src, src_mask, eos)``: Hugging Face's greedy ids for a seq2seq model
+    equal attnlab's, with and without the cache; returns them ((B, 1 + N), start token first)."""
+    def check(hf, ours, src, src_mask, eos, max_new_tokens=12):
+        expected = hf.generate(src, attention_mask=src_mask, max_new_tokens=max_new_tokens,
+                               do_sample=False, num_beams=1, eos_token_id=eos)
+        for use_cache in (True, False):
+            got = ours.generate(src, max_new_tokens, src_mask=src_mask, eos_token_id=eos,
+                                use_cache=use_cache)
+            assert torch.equal(got, expected), f"use_cache={use_cache}"
+        return expected
+    return check
