@@ -89,9 +89,9 @@ class _RandomState(Callback):
     Validation is made neutral (the state at the end of each training step is put back after
     it: creating a DataLoader iterator draws a number, before any validation hook runs), so
     the state saved with the checkpoint after step k is the state step k+1 starts from, and
-    ``--val-every`` does not change the dropout masks a run trains with. Under DDP every rank starts from the same seed and draws the same amount, so
-    rank 0's state (the one saved) is every rank's. Data order does not use these generators
-    (see ``attnlab.data.ResumableBatches``).
+    ``--val-every`` does not change the dropout masks a run trains with. Under DDP every rank
+    starts from the same seed and draws the same amount, so rank 0's state (the one saved) is
+    every rank's. Data order does not use these generators (``attnlab.data.ResumableBatches``).
     """
 
     @staticmethod
@@ -199,7 +199,8 @@ def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
                            save_top_k=1, save_last=True, auto_insert_metric_name=False,
                            save_on_train_epoch_end=False, enable_version_counter=False)
     tty = sys.stderr.isatty()
-    cbs = [ckpt, _StopOnNonFinite(), _RandomState()] + ([] if tty else [_PrintProgress(max_steps)]) + list(callbacks or [])
+    cbs = [ckpt, _StopOnNonFinite(), _RandomState(),
+           *([] if tty else [_PrintProgress(max_steps)]), *(callbacks or [])]
     kwargs: dict[str, Any] = {}
     if val_check_interval is not None:
         kwargs.update(val_check_interval=val_check_interval, check_val_every_n_epoch=None)
