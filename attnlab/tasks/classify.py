@@ -11,6 +11,12 @@ that little padding is computed. The model is a ``SequenceClassifier`` (per-sequ
 (torchmetrics), then a per-class table. The labels (strings, sorted) are stored in config.yaml,
 so ``attnlab predict DIR --input TEXT`` prints a label.
 
+With ``--set-column NAME`` it classifies sets of feature vectors instead (one row per element,
+``attnlab.data.feature_sets``): no tokeniser; features standardised with the training split's
+mean/std (kept in config.yaml); no positional encoding and mean pooling over the real elements,
+so the prediction does not depend on the order of a set's rows. ``--feature-columns a,b`` picks
+the features (default: every other column); ``predict --input "x1,y1;x2,y2"`` takes one set.
+
 Data problems stop the command before a run directory is written (exit 2, one line): missing
 file, missing column, empty file, undecodable bytes (file and line), a single class, and labels
 in the test or validation file never seen in training (file and line).
@@ -38,10 +44,21 @@ _MIN_VOCAB = {"char": 5, "word": 5, "bpe": 260}
 
 # ---- data ---------------------------------------------------------------------------------------
 
-def _read(cfg: dict[str, Any], key: str):
+def _read(cfg: dict[str, Any], key: str, features: list[str] | None = None):
+    """The ``(input, label)`` examples of the file ``cfg[key]`` — (text, label) rows, or
+    ((T, F) tensor, label) sets with ``--set-column`` — their line numbers and the file."""
+    if cfg.get("set_column"):
+        from ..data.feature_sets import parse_feature_columns, read_feature_sets
+
+        sets = read_feature_sets(cfg[key], set_column=cfg["set_column"],
+                                 label_column=cfg["label_column"], what=f"--{key}",
+                                 feature_columns=features or parse_feature_columns(cfg["feature_columns"]))
+        return sets, sets.lines, sets.path
     from ..data.tables import read_table
 
-    return read_table(cfg[key], [cfg["text_column"], cfg["label_column"]], what=f"--{key}")
+    table = read_table(cfg[key], [cfg["text_column"], cfg["label_column"]], what=f"--{key}")
+    return [(row[cfg["text_column"]], row[cfg["label_column"]].strip()) for row in table], \
+        table.lines, table.path
 
 
 def _split(indices_by_label: dict[str, list[int]], fraction: float, rng: random.Random):
@@ -56,29 +73,31 @@ def _split(indices_by_label: dict[str, list[int]], fraction: float, rng: random.
     return sorted(kept), sorted(held)
 
 
-def _check_labels(table, labels: set[str], cfg: dict[str, Any], key: str) -> None:
-    for row, line in zip(table, table.lines):
-        label = row[cfg["label_column"]].strip()
+def _check_labels(examples, lines, path, labels: set[str], key: str) -> None:
+    for (_, label), line in zip(examples, lines):
         if label not in labels:
             known = ", ".join(sorted(labels)[:10]) + (", ..." if len(labels) > 10 else "")
-            raise UsageError(f"--{key} {table.path} line {line}: label {label!r} never seen in "
+            raise UsageError(f"--{key} {path} line {line}: label {label!r} never seen in "
                              f"training (labels: {known})")
 
 
 _DATA_FILES = ("data", "test", "val")  # the options that name data files
 
 
-def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
-    """The (text, label) pairs of the train / val / test splits; ``UsageError`` on data errors."""
+def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
+    """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
+    with ``--set-column``, and then also ``"features"``, the feature columns' names;
+    ``UsageError`` on data errors."""
+    sets = cfg.get("set_column")
     if not cfg.get("data"):
         raise UsageError("--data FILE is required: a CSV, TSV or JSONL file with columns "
-                         f"{cfg['text_column']!r} and {cfg['label_column']!r}")
-    text, label = cfg["text_column"], cfg["label_column"]
-    table = _read(cfg, "data")
-    pairs = [(row[text], row[label].strip()) for row in table]
+                         f"{sets or cfg['text_column']!r} and {cfg['label_column']!r}")
+    label = cfg["label_column"]
+    pairs, _, path = _read(cfg, "data")
+    features = getattr(pairs, "features", None)  # held-out files must have the same features
     labels = {lab for _, lab in pairs}
     if len(labels) < 2:
-        raise UsageError(f"--data {table.path}: column {label!r} has a single class "
+        raise UsageError(f"--data {path}: column {label!r} has a single class "
                          f"({next(iter(labels))!r}); a classifier needs at least 2")
     by_label: dict[str, list[int]] = {}
     for i, (_, lab) in enumerate(pairs):
@@ -89,19 +108,21 @@ def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
     left = 1.0  # the fraction of --data not yet held out: fractions are of the whole file
     for key in ("test", "val"):
         if cfg.get(key):
-            held = _read(cfg, key)
-            _check_labels(held, labels, cfg, key)
-            splits[key] = [(row[text], row[label].strip()) for row in held]
+            held, lines, held_path = _read(cfg, key, features)
+            _check_labels(held, lines, held_path, labels, key)
+            splits[key] = list(held)
             continue
         keep = set(train_idx)
         subset = {lab: [i for i in idx if i in keep] for lab, idx in by_label.items()}
         train_idx, held_idx = _split(subset, min(1.0, cfg[f"{key}_fraction"] / left), rng)
         left -= cfg[f"{key}_fraction"]
         if not held_idx:
-            raise UsageError(f"--data {table.path}: too few rows ({len(pairs)}) to hold out a "
-                             f"{key} split; add rows or give --{key} FILE")
+            raise UsageError(f"--data {path}: too few {'sets' if sets else 'rows'} ({len(pairs)}) "
+                             f"to hold out a {key} split; add rows or give --{key} FILE")
         splits[key] = [pairs[i] for i in held_idx]
     splits["train"] = [pairs[i] for i in train_idx]
+    if sets:
+        splits["features"] = features
     return splits
 
 
@@ -117,9 +138,11 @@ def encode(tokenizer, texts: list[str], max_len: int) -> list[list[int]]:
     return [ids[:max_len] for ids in tokenizer.encode_batch(texts)]
 
 
-def make_batches(ids: list[list[int]], targets: list[int], batch_size: int, *,
-                 shuffle: bool = False, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Padded batches (ids (B, T) with pad 0, targets (B,)) of sequences of similar length.
+def make_batches(ids: list, targets: list[int], batch_size: int, *,
+                 shuffle: bool = False, seed: int = 0) -> list[tuple[torch.Tensor, ...]]:
+    """Padded batches (ids (B, T) with pad 0, targets (B,)) of sequences of similar length —
+    or, when ``ids`` are feature sets ((T, F) tensors), (features (B, T, F) zero-padded,
+    mask (B, T) True = real element, targets (B,)).
 
     Sorting by length within windows of 50 batches keeps padding small; ``shuffle`` mixes the
     windows and the batch order (seeded) so training batches still vary.
@@ -136,11 +159,21 @@ def make_batches(ids: list[list[int]], targets: list[int], batch_size: int, *,
         rng.shuffle(batches)
     out = []
     for batch in batches:
+        y = torch.tensor([targets[i] for i in batch])
+        if torch.is_tensor(ids[batch[0]]):  # feature sets
+            from torch.nn.utils.rnn import pad_sequence
+
+            from ..nn import padding_mask
+
+            x = pad_sequence([ids[i] for i in batch], batch_first=True)  # (B, T, F)
+            mask = padding_mask(torch.tensor([len(ids[i]) for i in batch]))[:, 0, 0]  # (B, T)
+            out.append((x, mask, y))
+            continue
         T = max(len(ids[i]) for i in batch)
         x = torch.zeros(len(batch), T, dtype=torch.long)  # (B, T), 0 = pad
         for row, i in enumerate(batch):
             x[row, : len(ids[i])] = torch.tensor(ids[i])
-        out.append((x, torch.tensor([targets[i] for i in batch])))
+        out.append((x, y))
     return out
 
 
@@ -172,8 +205,10 @@ class _Batches(ResumableBatches):
 def build_model(cfg: dict[str, Any]):
     from ..models import SequenceClassifier
 
+    inputs = ({"input_dim": len(cfg["feature_names"])} if cfg.get("set_column")
+              else {"vocab_size": cfg["model_vocab_size"]})
     return SequenceClassifier(
-        len(cfg["labels"]), vocab_size=cfg["model_vocab_size"], model_dim=cfg["model_dim"],
+        len(cfg["labels"]), **inputs, model_dim=cfg["model_dim"],
         num_heads=cfg["num_heads"], num_layers=cfg["num_layers"],
         dim_feedforward=cfg["dim_feedforward"], dropout=cfg["dropout"],
         norm_first=cfg["norm_first"], pooling=cfg["pooling"], positional=cfg["positional"],
@@ -182,9 +217,9 @@ def build_model(cfg: dict[str, Any]):
 
 @torch.no_grad()
 def collect_predictions(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
-    """(predictions (N,), targets (N,)) of ``(inputs, targets)`` batches, in eval mode."""
+    """(predictions (N,), targets (N,)) of ``(inputs, [mask,] targets)`` batches, in eval mode."""
     model.eval()
-    preds, targets = zip(*((model.predict(x), y) for x, y in batches))
+    preds, targets = zip(*((model.predict(*b[:-1]), b[-1]) for b in batches))
     return torch.cat(preds), torch.cat(targets)
 
 
@@ -218,23 +253,32 @@ def _targets(pairs, labels: list[str]) -> list[int]:
     return [index[lab] for _, lab in pairs]
 
 
+def _inputs(cfg, tokenizer, xs) -> list:
+    """Model inputs: token ids of texts, or feature sets standardised as in training."""
+    if cfg.get("set_column"):
+        from ..data.feature_sets import standardise
+
+        return standardise(xs, cfg["feature_mean"], cfg["feature_std"])
+    return encode(tokenizer, xs, cfg["max_len"])
+
+
 def _test_batches(cfg, tokenizer, pairs):
-    ids = encode(tokenizer, [t for t, _ in pairs], cfg["max_len"])
-    return make_batches(ids, _targets(pairs, cfg["labels"]), 256)
+    return make_batches(_inputs(cfg, tokenizer, [x for x, _ in pairs]),
+                        _targets(pairs, cfg["labels"]), 256)
 
 
 # ---- the task -----------------------------------------------------------------------------------
 
 class ClassifyTask(Task):
     name = "classify"
-    help = "text classification on your own CSV / TSV / JSONL file"
+    help = "text (or, with --set-column, feature-set) classification on your own file"
     has_tokenizer = True
     defaults = {
         "data": None, "test": None, "val": None, "text_column": "text", "label_column": "label",
         "tokenizer": "word", "vocab_size": 10000, "max_len": 256, "pooling": "cls",
         "positional": "sinusoidal", "val_fraction": 0.1, "test_fraction": 0.1,
         "max_steps": 1000, "batch_size": 32, "lr": 1e-3, "warmup": 100, "dropout": 0.1,
-        "threads": 1,
+        "threads": 1, "set_column": None, "feature_columns": None,
     }
 
     def __init__(self) -> None:
@@ -255,11 +299,16 @@ class ClassifyTask(Task):
                        help="positional encoding (default sinusoidal)")
         g.add_argument("--val-fraction", type=float, metavar="F", help="default 0.1")
         g.add_argument("--test-fraction", type=float, metavar="F", help="default 0.1")
+        g.add_argument("--set-column", metavar="NAME",
+                       help="classify sets of feature rows: rows with the same value here form a set")
+        g.add_argument("--feature-columns", metavar="A,B,...",
+                       help="with --set-column: the numeric features (default: every other column)")
 
     def _key(self, cfg):
         files = tuple(cfg.get(k) and str(Path(cfg[k]).resolve()) for k in _DATA_FILES)
-        return files + tuple(cfg.get(k) for k in ("text_column", "label_column", "seed",
-                                                   "val_fraction", "test_fraction"))
+        return files + tuple(str(cfg.get(k)) for k in (
+            "text_column", "label_column", "seed", "val_fraction", "test_fraction", "set_column",
+            "feature_columns"))
 
     def splits(self, cfg: dict[str, Any]):
         if self._cache is None or self._cache[0] != self._key(cfg):
@@ -286,6 +335,8 @@ class ClassifyTask(Task):
                              ("positional", ("sinusoidal", "learned", "none"))):
             if cfg[key] not in choices:
                 raise UsageError(f"--{key} must be one of {', '.join(choices)}, got {cfg[key]!r}")
+        if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
+            cfg["pooling"], cfg["positional"] = "mean", "none"
         self.splits(cfg)  # data errors now, before the run directory is written
         from ..runs import pin_data_files
 
@@ -297,11 +348,17 @@ class ClassifyTask(Task):
 
         splits = self.splits(cfg)
         cfg["labels"] = sorted({lab for _, lab in splits["train"]})
-        tokenizer = fit_tokenizer(cfg, [t for t, _ in splits["train"]])
-        cfg["model_vocab_size"] = tokenizer.vocab_size
-        train_ids = encode(tokenizer, [t for t, _ in splits["train"]], cfg["max_len"])
-        train = _Batches(train_ids, _targets(splits["train"], cfg["labels"]), cfg["batch_size"],
-                         cfg["seed"])
+        tokenizer, xs = None, [x for x, _ in splits["train"]]
+        if cfg.get("set_column"):
+            from ..data.feature_sets import feature_stats
+
+            cfg["feature_names"] = splits["features"]
+            cfg["feature_mean"], cfg["feature_std"] = feature_stats(xs)
+        else:
+            tokenizer = fit_tokenizer(cfg, xs)
+            cfg["model_vocab_size"] = tokenizer.vocab_size
+        train = _Batches(_inputs(cfg, tokenizer, xs), _targets(splits["train"], cfg["labels"]),
+                         cfg["batch_size"], cfg["seed"])
         if cfg.get("epochs"):
             cfg["max_steps"] = cfg["epochs"] * train.num_batches
         val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
@@ -315,28 +372,40 @@ class ClassifyTask(Task):
         preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, splits["test"]))
         metrics = finish(cfg, run_dir, model, classification_metrics(preds, targets, len(cfg["labels"])),
                          result, tokenizer=tokenizer)
-        print(f"\ntest split, per class ({len(targets)} texts):\n"
+        print(f"\ntest split, per class ({len(targets)} {'sets' if tokenizer is None else 'texts'}):\n"
               f"{per_class_table(preds, targets, cfg['labels'])}")
         sys.stdout.flush()
         return metrics
 
-    def load(self, run_dir: Path, cfg: dict[str, Any]):
+    def _load(self, run_dir: Path, cfg: dict[str, Any]):
+        """(model, tokenizer); the tokenizer is None for feature sets."""
         from ..runs import load_weights
         from ..tokenizers import load_tokenizer
 
-        tokenizer = load_tokenizer(Path(run_dir) / "tokenizer.json")
+        tokenizer = None if cfg.get("set_column") else load_tokenizer(Path(run_dir) / "tokenizer.json")
         model = build_model(cfg)
         load_weights(model, Path(run_dir) / "model.safetensors")
         return model.eval(), tokenizer
 
+    def load(self, run_dir: Path, cfg: dict[str, Any]):
+        model, tokenizer = self._load(run_dir, cfg)
+        return model if tokenizer is None else (model, tokenizer)
+
     def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-        model, tokenizer = self.load(run_dir, cfg)
-        ids = encode(tokenizer, [text], cfg["max_len"])[0]
-        return cfg["labels"][int(model.predict(torch.tensor([ids]))[0])]
+        model, tokenizer = self._load(run_dir, cfg)
+        if tokenizer is None:  # one set: "x1,y1;x2,y2;..."
+            from ..data.feature_sets import parse_set
+
+            x = _inputs(cfg, None, [parse_set(text, cfg["feature_names"])])[0][None]  # (1, T, F)
+        else:
+            x = torch.tensor([encode(tokenizer, [text], cfg["max_len"])[0]])  # (1, T)
+        return cfg["labels"][int(model.predict(x)[0])]
 
     def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
         with cls pooling), every layer's (H, T, T) map."""
+        if cfg.get("set_column"):
+            raise UsageError("plot attention: a feature-set classify run has no tokens to label")
         model, tokenizer = self.load(run_dir, cfg)
         ids = encode(tokenizer, [text], cfg["max_len"])[0]
         labels = (["[CLS]"] if model.use_cls else []) + tokenizer.tokenize(text)[: len(ids)]
@@ -348,11 +417,10 @@ class ClassifyTask(Task):
         the training files, refused if they changed since)."""
         from ..runs import check_data_files
 
-        model, tokenizer = self.load(run_dir, cfg)
+        model, tokenizer = self._load(run_dir, cfg)
         if data is not None:
-            table = _read({**cfg, "data": data}, "data")
-            _check_labels(table, set(cfg["labels"]), cfg, "data")
-            pairs = [(r[cfg["text_column"]], r[cfg["label_column"]].strip()) for r in table]
+            pairs, lines, path = _read({**cfg, "data": data}, "data", cfg.get("feature_names"))
+            _check_labels(pairs, lines, path, set(cfg["labels"]), "data")
         else:
             check_data_files(cfg)
             pairs = self.splits(cfg)["test"]

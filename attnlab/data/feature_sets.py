@@ -1,0 +1,152 @@
+"""Sets of feature vectors from the user's own table: one row per element, one set per id.
+
+``attnlab train classify --set-column NAME`` classifies sets (point clouds, particle jets, the
+items of a basket) rather than texts. A set has no order, so the file holds it as rows that
+share a value in the set column; each row is one element whose features are numbers:
+
+    basket,label,x,y            ->  set "b1" = [[0.5, 1.0], [0.2, -1.0]], label "pos"
+    b1,pos,0.5,1.0                  set "b2" = [[-2.0, 0.1]],             label "neg"
+    b2,neg,-2.0,0.1
+    b1,pos,0.2,-1.0
+
+Rows need not be next to each other; a set's elements keep their file order and sets are
+numbered by their first row. Every problem is a ``UsageError`` naming the flag, the file and the
+line (and the column, value or set), as ``attnlab.data.tables`` does for texts.
+
+Features are standardised with the training split's per-feature mean and standard deviation
+(``feature_stats`` / ``standardise``): a linear input projection trains badly on features of
+very different scales, and the same statistics must be applied at evaluation and prediction.
+
+Shapes: T elements of a set, F features per element.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from ..errors import UsageError
+from .tables import _missing, read_table
+
+__all__ = ["FeatureSets", "read_feature_sets", "parse_feature_columns", "parse_set",
+           "feature_stats", "standardise"]
+
+
+class FeatureSets(list):
+    """A list of ``(features (T, F) float tensor, label)``, one per set, in order of first row.
+
+    Attributes:
+        path: the file read.
+        features: the feature columns, in the order of the F features.
+        ids: ``ids[i]`` is set i's value of the set column.
+        lines: ``lines[i]`` is the line of set i's first row (for error messages).
+    """
+
+    def __init__(self, sets, *, path: Path, features: list[str], ids: list[str],
+                 lines: list[int]) -> None:
+        super().__init__(sets)
+        self.path, self.features, self.ids, self.lines = path, features, ids, lines
+
+
+def parse_feature_columns(value) -> list[str] | None:
+    """``"a,b,c"`` (the flag) or ``["a", "b", "c"]`` (a --config file) -> the names; None stays."""
+    if value is None:
+        return None
+    names = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    names = [n.strip() for n in names]
+    if not names or not all(names):
+        raise UsageError(f"--feature-columns must be column names separated by commas, got {value!r}")
+    return names
+
+
+def _number(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise UsageError(f"{where} {text!r} is not a finite number")
+    return value
+
+
+def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
+                      feature_columns: list[str] | None = None, what: str = "--data") -> FeatureSets:
+    """Read a CSV, TSV or JSONL file of set elements into labelled feature sets.
+
+    Args:
+        path: the file (format from the extension, see ``attnlab.data.tables``).
+        set_column: rows with the same value here form one set.
+        label_column: the set's label; every row of a set must give the same one.
+        feature_columns: the features, in order; default every other column of the file.
+        what: the flag the file came from, to start error messages.
+
+    Returns:
+        A ``FeatureSets``: ``[(tensor (T, F), label), ...]``.
+
+    Raises:
+        UsageError: the file errors of ``read_table``; a missing column (named); no feature
+            column left; a feature value that is not a finite number (line, column, value); a set
+            with two labels (line, set, both labels).
+
+    Example:
+        >>> sets = read_feature_sets("points.csv", set_column="cloud", label_column="shape")
+        >>> sets[0][0].shape, sets[0][1], sets.features
+        (torch.Size([12, 3]), 'sphere', ['x', 'y', 'z'])
+    """
+    keys = [set_column, label_column]
+    if feature_columns is not None:
+        table = read_table(path, keys + list(feature_columns), what=what)
+    else:
+        table = read_table(path, None, what=what)
+        _missing(keys, table.columns, f"{what} {table.path}")
+        feature_columns = [c for c in table.columns if c not in keys]
+    where = f"{what} {table.path}"
+    if not feature_columns:
+        raise UsageError(f"{where}: no feature columns (columns: {', '.join(table.columns)}); "
+                         f"add some or name them with --feature-columns")
+    rows: dict[str, list[list[float]]] = {}
+    labels: dict[str, tuple[str, int]] = {}  # set -> (label, line of its first row)
+    for row, line in zip(table, table.lines):
+        key, label = row[set_column].strip(), row[label_column].strip()
+        first = labels.setdefault(key, (label, line))
+        if first[0] != label:
+            raise UsageError(f"{where} line {line}: set {key!r} has label {label!r} here but "
+                             f"{first[0]!r} on line {first[1]}; a set has one label")
+        rows.setdefault(key, []).append(
+            [_number(row[c].strip(), f"{where} line {line}: column {c!r}: value") for c in feature_columns])
+    ids = list(rows)  # dicts keep insertion order: sets in order of their first row
+    sets = [(torch.tensor(rows[k], dtype=torch.float32), labels[k][0]) for k in ids]  # (T, F) each
+    return FeatureSets(sets, path=table.path, features=list(feature_columns), ids=ids,
+                       lines=[labels[k][1] for k in ids])
+
+
+def parse_set(text: str, features: list[str]) -> torch.Tensor:
+    """``"x1,y1;x2,y2"`` (elements by ';', features by ',') -> a (T, F) tensor; ``UsageError``
+    naming the element on a wrong count or a value that is not a number."""
+    elements = [e for e in text.split(";") if e.strip()]
+    if not elements:
+        raise UsageError(f"--input: no elements; give them as 'x1,y1;x2,y2;...' "
+                         f"(features {', '.join(features)})")
+    out = []
+    for i, element in enumerate(elements, start=1):
+        values = element.split(",")
+        if len(values) != len(features):
+            raise UsageError(f"--input: element {i} ({element.strip()!r}) has {len(values)} "
+                             f"values, expected {len(features)} ({', '.join(features)})")
+        out.append([_number(v.strip(), f"--input: element {i}: value") for v in values])
+    return torch.tensor(out, dtype=torch.float32)  # (T, F)
+
+
+def feature_stats(sets: list[torch.Tensor]) -> tuple[list[float], list[float]]:
+    """Per-feature mean and standard deviation over every element of ``sets`` (a constant
+    feature gets std 1, so standardising leaves it at 0 instead of dividing by zero)."""
+    elements = torch.cat(list(sets))  # (sum of T, F)
+    std = elements.std(0, unbiased=False) if len(elements) > 1 else torch.ones(elements.shape[1])
+    return elements.mean(0).tolist(), torch.where(std > 0, std, torch.ones_like(std)).tolist()
+
+
+def standardise(sets: list[torch.Tensor], mean: list[float], std: list[float]) -> list[torch.Tensor]:
+    """``(x - mean) / std`` of every set, with statistics from ``feature_stats``."""
+    mean_t, std_t = torch.tensor(mean), torch.tensor(std)  # (F,)
+    return [(x - mean_t) / std_t for x in sets]

@@ -1,0 +1,176 @@
+"""Set classification on the user's feature file (`train classify --set-column`): a tiny
+end-to-end run, order invariance, padding, predict / evaluate, and data errors."""
+import csv
+import json
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import attnlab
+from attnlab.cli import main
+from attnlab.data.feature_sets import read_feature_sets
+from attnlab.runs import read_yaml
+from attnlab.tasks.classify import make_batches
+
+
+def write_sets(path, n=160, seed=0):
+    """Sets of 3-8 points (x, y) in scrambled row order; label: is the set's mean x positive?
+    y is noise on another scale, and a column 'note' is text (so it must be left out)."""
+    rng = random.Random(seed)
+    rows = []
+    for s in range(n):
+        shift = rng.choice((-1.5, 1.5))
+        rows += [[f"s{s}", "right" if shift > 0 else "left", f"{rng.gauss(shift, 1):.4f}",
+                  f"{rng.gauss(0, 50):.3f}", "n/a"] for _ in range(rng.randint(3, 8))]
+    rng.shuffle(rows)  # a set's rows need not be next to each other
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["cloud", "side", "x", "y", "note"])
+        w.writerows(rows)
+    return path
+
+
+SET_ARGS = ["--set-column", "cloud", "--label-column", "side", "--feature-columns", "x,y"]
+
+
+@pytest.fixture(scope="module")
+def sets_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sets")
+    data = write_sets(tmp / "clouds.csv")
+    out = tmp / "run"
+    code = main(["train", "classify", "--data", str(data), "--out", str(out), *SET_ARGS,
+                 "--max-steps", "60", "--batch-size", "16", "--model-dim", "16", "--num-heads", "2",
+                 "--num-layers", "1", "--dim-feedforward", "32", "--lr", "3e-3", "--warmup", "5",
+                 "--dropout", "0", "--seed", "1"])
+    assert code == 0
+    return out
+
+
+def test_tiny_set_run_learns_and_writes_the_run_directory(sets_run):
+    metrics = json.loads((sets_run / "metrics.json").read_text())
+    assert set(metrics) >= {"test_accuracy", "test_macro_f1", "steps", "train_seconds", "parameters"}
+    assert metrics["test_accuracy"] >= 0.8  # chance: 1/2
+    assert not (sets_run / "tokenizer.json").exists() and (sets_run / "model.safetensors").is_file()
+    cfg = read_yaml(sets_run / "config.yaml")
+    assert cfg["labels"] == ["left", "right"] and cfg["feature_names"] == ["x", "y"]
+    assert cfg["positional"] == "none" and cfg["pooling"] == "mean"
+    assert cfg["feature_std"][1] > 10 * cfg["feature_std"][0]  # y is on another scale
+
+
+def test_predictions_do_not_depend_on_the_order_of_a_sets_rows(sets_run, capsys):
+    points = ["1.2,30", "-0.4,-80", "2.0,5", "0.7,12"]
+    labels = []
+    for order in (points, points[::-1], points[1:] + points[:1]):  # "--input=": may start with "-"
+        assert main(["predict", str(sets_run), "--input=" + ";".join(order)]) == 0
+        labels.append(capsys.readouterr().out.strip().splitlines()[-1])
+    assert labels == ["right"] * 3
+    model = attnlab.load(sets_run)  # the model alone: a set run has no tokenizer
+    x = torch.randn(1, 6, 2)
+    assert_close(model(x[:, torch.randperm(6)]), model(x), atol=1e-5, rtol=1e-4)
+
+
+def test_a_padded_batch_of_sets_gives_each_sets_logits_alone(sets_run):
+    model = attnlab.load(sets_run)
+    sets = [torch.randn(n, 2) for n in (5, 2, 7)]
+    x, mask, _ = make_batches(sets, [0, 0, 0], 3)[0]  # (3, 7, 2), rows ordered by size
+    assert x.shape == (3, 7, 2) and mask.sum(1).tolist() == [2, 5, 7]
+    alone = torch.cat([model(s[None]) for s in sorted(sets, key=len)])
+    assert_close(model(x, mask), alone, atol=1e-5, rtol=1e-4)
+
+
+def test_evaluate_reproduces_the_metrics_and_neither_command_imports_lightning(sets_run, tmp_path):
+    run, other = str(sets_run), str(write_sets(tmp_path / "other.csv", n=20, seed=5))
+    script = f"""
+import sys
+from attnlab.cli import main
+for argv in (["evaluate", {run!r}], ["evaluate", {run!r}, "--data", {other!r}],
+             ["predict", {run!r}, "--input=-2,1;-1,3"]):
+    assert main(argv) == 0, argv
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("lightning", "pytorch_lightning")))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    *_, label, loaded = proc.stdout.strip().splitlines()
+    assert (label, loaded) == ("left", "[]")
+    first = json.loads(proc.stdout[: proc.stdout.index("}") + 1])  # evaluate on the test split
+    metrics = json.loads((sets_run / "metrics.json").read_text())
+    for key in ("test_accuracy", "test_macro_f1"):
+        assert first[key] == pytest.approx(metrics[key], abs=1e-6)
+
+
+def test_rows_group_into_sets_in_file_order_with_every_other_column_as_features(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"g": "b", "y": "p", "u": 1, "v": 2}\n{"g": "a", "y": "q", "u": 3, "v": 4}\n'
+                    '{"g": "b", "y": "p", "u": 5, "v": 6.5}\n')
+    sets = read_feature_sets(path, set_column="g", label_column="y")
+    assert sets.features == ["u", "v"] and sets.ids == ["b", "a"] and sets.lines == [1, 2]
+    assert sets[0][0].tolist() == [[1, 2], [5, 6.5]] and [lab for _, lab in sets] == ["p", "q"]
+
+
+GOOD = "cloud,side,x,y\n" + "".join(f"s{i // 3},{'ab'[i // 3 % 2]},{i},1\n" for i in range(60))
+ERRORS = {
+    "missing set column": (GOOD, ["--set-column", "group"], r"d.csv: no column 'group'"),
+    "missing label column": (GOOD, ["--label-column", "kind"], r"d.csv: no column 'kind'"),
+    "missing feature column": (GOOD, ["--feature-columns", "x,z"], r"d.csv: no column 'z'"),
+    "non-numeric feature": (GOOD + "s99,a,1.5,abc\n", [],
+                            r"d.csv line 62: column 'y': value 'abc' is not a finite number"),
+    "a set with two labels": (GOOD + "s0,b,1,1\n", [],
+                              r"d.csv line 62: set 's0' has label 'b' here but 'a' on line 2"),
+    "empty file": ("", [], r"d.csv: the file is empty"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_data_errors_exit_2_with_one_line_and_no_run_directory(tmp_path, capsys, case):
+    content, extra, message = ERRORS[case]
+    (tmp_path / "d.csv").write_text(content)
+    args = dict(zip(SET_ARGS[::2], SET_ARGS[1::2])) | dict(zip(extra[::2], extra[1::2]))
+    out = tmp_path / "run"
+    code = main(["train", "classify", "--data", str(tmp_path / "d.csv"), "--out", str(out),
+                 *[a for kv in args.items() for a in kv]])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("attnlab: error: --data ") and "Traceback" not in err
+    assert re.search(message, err), err
+    assert not out.exists()
+
+
+def test_predict_refuses_a_wrong_number_of_features(sets_run, capsys):
+    assert main(["predict", str(sets_run), "--input", "1,2;3"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "element 2 ('3') has 1 values, expected 2 (x, y)" in err
+
+
+def test_set_batches_resume_mid_epoch_where_they_stopped():
+    from attnlab.tasks.classify import _Batches
+
+    sets = [torch.randn(n % 5 + 1, 2) for n in range(20)]
+    targets = [n % 2 for n in range(20)]
+    full = list(_Batches(sets, targets, 4, seed=7))
+    first = _Batches(sets, targets, 4, seed=7)
+    it = iter(first)
+    next(it), next(it)
+    again = _Batches(sets, targets, 4, seed=7)
+    again.load_state_dict(first.state_dict())
+    rest = list(again)
+    assert len(rest) == len(full) - 2
+    for (x, m, y), (x2, m2, y2) in zip(rest, full[2:]):
+        assert torch.equal(x, x2) and torch.equal(m, m2) and torch.equal(y, y2)
+
+
+def test_predict_standardises_with_the_training_mean_and_std(sets_run, capsys):
+    cfg = read_yaml(sets_run / "config.yaml")
+    model = attnlab.load(sets_run)
+    mean, std = torch.tensor(cfg["feature_mean"]), torch.tensor(cfg["feature_std"])
+    g = torch.Generator().manual_seed(0)
+    for _ in range(6):  # x near the boundary, y far out: raw features would mislead the model
+        x = torch.randn(4, 2, generator=g) * torch.tensor([0.3, 1.0]) + torch.tensor([0.0, 60.0])
+        assert main(["predict", str(sets_run), "--input=" + ";".join(f"{a:.4f},{b:.4f}" for a, b in x.tolist())]) == 0
+        label = capsys.readouterr().out.strip().splitlines()[-1]
+        x = torch.tensor([[float(f"{v:.4f}") for v in row] for row in x.tolist()])
+        assert label == cfg["labels"][int(model(((x - mean) / std)[None]).argmax())]
