@@ -203,7 +203,7 @@ def test_evaluate_refuses_a_training_file_that_changed_since(classify_run, tmp_p
 
 
 def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch(monkeypatch):
-    from attnlab.tasks import classify
+    from attnlab.tasks import classify_data  # _Batches calls shard there
 
     # 50 texts of varied length, each tagged by its first id; batches of 4: 13 an epoch
     ids = [[100 + i] + [5] * (i % 7) for i in range(50)]
@@ -214,17 +214,17 @@ def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch
 
     shares = {}
     for rank in (0, 1):
-        monkeypatch.setattr(classify, "shard", lambda rank=rank: (rank, 2))
-        loader = classify._Batches(ids, targets, 4, seed=3)
+        monkeypatch.setattr(classify_data, "shard", lambda rank=rank: (rank, 2))
+        loader = classify_data._Batches(ids, targets, 4, seed=3)
         shares[rank] = [rows(b) for b in loader]
         assert len(shares[rank]) == len(loader) == 6  # 13 // 2: both ranks take the same count
     seen = [i for share in shares.values() for batch in share for i in batch]
     assert len(seen) == len(set(seen))  # no text on both ranks
 
-    monkeypatch.setattr(classify, "shard", lambda: (0, 1))
-    whole = classify._Batches(ids, targets, 4, seed=3)
+    monkeypatch.setattr(classify_data, "shard", lambda: (0, 1))
+    whole = classify_data._Batches(ids, targets, 4, seed=3)
     first = list(whole)
-    resumed = classify._Batches(ids, targets, 4, seed=3)
+    resumed = classify_data._Batches(ids, targets, 4, seed=3)
     resumed.load_state_dict({"epoch": 0, "done": 5})
     assert [rows(b) for b in resumed] == [rows(b) for b in first[5:]]
 
