@@ -10,6 +10,7 @@ offending flag, file, column or value and no traceback; 1 only for an internal f
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from importlib import import_module
 
@@ -46,8 +47,27 @@ def build_parser() -> ArgumentParser:
     return parser
 
 
+# argparse reads a value that starts with "-" as a flag unless it is a plain number, so
+# `--input -0.4,1;0.2,3` (a set of feature rows) would fail; such values are glued to their flag.
+_TEXT_FLAGS = ("--input", "--prompt")
+_NEGATIVE_NUMBER = re.compile(r"-\.?\d")
+
+
+def _glue_negative_values(argv: list[str]) -> list[str]:
+    """``[..., "--input", "-0.4,1"]`` -> ``[..., "--input=-0.4,1"]`` (only for values that start
+    like a negative number, so a forgotten value is still reported as missing)."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in _TEXT_FLAGS and _NEGATIVE_NUMBER.match(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
+        argv = _glue_negative_values(sys.argv[1:] if argv is None else list(argv))
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except UsageError as e:

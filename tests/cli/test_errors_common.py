@@ -101,3 +101,13 @@ def test_predict_and_evaluate_missing_or_broken_run(tmp_path, capsys, run_dir):
     _fails(["evaluate", str(run_dir), "--data", str(bad)], capsys, "line 2", "'12'")
     (run_dir / "model.safetensors").write_bytes(b"not a safetensors file")
     _fails(["predict", str(run_dir), "--input", "1 2"], capsys, "model.safetensors")
+
+
+def test_a_text_value_that_starts_like_a_negative_number_is_a_value_not_a_flag():
+    from attnlab.cli import _glue_negative_values as glue
+
+    assert glue(["predict", "d", "--input", "-0.4,1;2,3"]) == ["predict", "d", "--input=-0.4,1;2,3"]
+    assert glue(["generate", "d", "--prompt", "-.5 is"]) == ["generate", "d", "--prompt=-.5 is"]
+    # a forgotten value is still missing, not swallowed
+    assert glue(["predict", "d", "--input", "--out"]) == ["predict", "d", "--input", "--out"]
+    assert glue(["predict", "d", "--input", "3 1 4"]) == ["predict", "d", "--input", "3 1 4"]

@@ -65,8 +65,8 @@ def test_tiny_set_run_learns_and_writes_the_run_directory(sets_run):
 def test_predictions_do_not_depend_on_the_order_of_a_sets_rows(sets_run, capsys):
     points = ["1.2,30", "-0.4,-80", "2.0,5", "0.7,12"]
     labels = []
-    for order in (points, points[::-1], points[1:] + points[:1]):  # "--input=": may start with "-"
-        assert main(["predict", str(sets_run), "--input=" + ";".join(order)]) == 0
+    for order in (points, points[::-1], points[1:] + points[:1]):  # 2nd and 3rd start with "-"
+        assert main(["predict", str(sets_run), "--input", ";".join(order)]) == 0
         labels.append(capsys.readouterr().out.strip().splitlines()[-1])
     assert labels == ["right"] * 3
     model = attnlab.load(sets_run)  # the model alone: a set run has no tokenizer
