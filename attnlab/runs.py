@@ -107,11 +107,11 @@ def record_data_files(cfg: dict, keys: tuple[str, ...]) -> None:
     cfg["data_sha256"] = {key: file_digest(cfg[key]) for key in present}
 
 
-_CHANGED = {  # why a changed data file matters, and what to do instead
-    "evaluate": ("was trained", "the test split drawn from it again would not be the held-out "
-                 "rows; evaluate on a file of your choice with --data FILE"),
-    "resume": ("started", "its splits would not be the ones trained on so far; put the file "
-               "back or start a new run"),
+_CHANGED = {  # purpose: (since when, why a changed file matters, what to do instead)
+    "evaluate": ("was trained", "the test split drawn from it again would not be the held-out rows",
+                 "evaluate on a file of your choice with --data FILE"),
+    "resume": ("started", "its splits would not be the ones trained on so far",
+               "put the file back or start a new run"),
 }
 
 
@@ -119,15 +119,14 @@ def check_data_files(cfg: dict, *, purpose: str = "evaluate") -> None:
     """Refuse to re-draw a run's splits from a data file that changed since the run started
     (``purpose`` "resume") or was trained ("evaluate"): its "test" rows would no longer be the
     rows the model never saw."""
-    when, consequence = _CHANGED[purpose]
+    when, why, remedy = _CHANGED[purpose]
     for key, digest in (cfg.get("data_sha256") or {}).items():
         path = Path(cfg[key])
         if not path.is_file():
-            raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; "
-                             f"{consequence.split('; ')[1]}")
+            raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; {remedy}")
         if file_digest(path) != digest:
             raise UsageError(f"--{key} {path} changed since this run {when} (its SHA-256 "
-                             f"differs from config.yaml's data_sha256), so {consequence}")
+                             f"differs from config.yaml's data_sha256), so {why}; {remedy}")
 
 
 def pin_data_files(cfg: dict, keys: tuple[str, ...]) -> None:
