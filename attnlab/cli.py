@@ -14,7 +14,7 @@ import re
 import sys
 from importlib import import_module
 
-from .errors import UsageError
+from .errors import Interrupted, UsageError
 
 COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "explain")
 
@@ -23,7 +23,10 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse, but a usage error is a ``UsageError`` (one line, exit 2) instead of usage text."""
 
     def error(self, message: str):
-        raise UsageError(f"{self.prog.removeprefix('attnlab ')}: {message}")
+        # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
+        # main() already prints "attnlab: error:" (issue #8: the prefix was doubled)
+        where = self.prog.removeprefix("attnlab").strip()
+        raise UsageError(f"{where}: {message}" if where else message)
 
 
 def build_parser() -> ArgumentParser:
@@ -73,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"attnlab: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        print(f"attnlab: {e}", file=sys.stderr)
+        return e.exit_code
     except KeyboardInterrupt:
         print("attnlab: interrupted", file=sys.stderr)
         return 130

@@ -1,4 +1,5 @@
-"""User-facing errors. The CLI prints their message as one line on stderr and exits 2."""
+"""User-facing errors. The CLI prints their message as one line on stderr and exits 2 (a
+``UsageError``) or 128 + the signal number (an ``Interrupted`` run, as a shell reports it)."""
 
 
 class UsageError(Exception):
@@ -7,3 +8,21 @@ class UsageError(Exception):
     The message must name the offending flag, file, column or value, e.g.
     ``UsageError("--model-dim (30) must be divisible by --num-heads (4)")``.
     """
+
+
+class Interrupted(Exception):
+    """Training stopped by a signal (SIGINT from Ctrl-C, SIGTERM from a batch scheduler).
+
+    The message is the one line the user reads, e.g. ``"interrupted at step 120 of 600;
+    continue with: attnlab train reverse --out runs/r --resume"``; the process exits with
+    ``128 + signum`` (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, message: str, signum: int, *, checkpointed: bool = False) -> None:
+        super().__init__(message)
+        self.signum = int(signum)
+        self.checkpointed = checkpointed  # a checkpoint of the interrupted step was written
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

@@ -5,13 +5,17 @@ import argparse
 import math
 import os
 import random
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import Interrupted, UsageError
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
+from . import preflight
+from .preflight import resume_conflicts
 
 # flag -> (type, check, what is expected); the check runs on the merged configuration.
 _POSITIVE = ("max_steps", "batch_size", "model_dim", "num_heads", "num_layers",
@@ -44,7 +48,8 @@ def add_shared_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--num-layers", type=int, metavar="N")
     g.add_argument("--dim-feedforward", type=int, metavar="N")
     g.add_argument("--dropout", type=float, metavar="F")
-    g.add_argument("--norm-first", action="store_const", const=True, help="pre-LN blocks")
+    g.add_argument("--norm-first", action=argparse.BooleanOptionalAction,
+                   help="pre-LN blocks (--no-norm-first: post-LN, the paper's)")
     g.add_argument("--grad-clip", type=float, metavar="F", help="gradient-norm clipping (0: off)")
     g.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints")
     g.add_argument("--val-every", type=int, metavar="N", help="steps between validations")
@@ -55,8 +60,9 @@ def add_shared_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--strategy", choices=CHOICES["strategy"])
     g.add_argument("--accelerator", choices=CHOICES["accelerator"])
     g.add_argument("--precision", choices=CHOICES["precision"])
-    g.add_argument("--compile", action="store_const", const=True, help="torch.compile the model")
-    g.add_argument("--resume", action="store_const", const=True,
+    g.add_argument("--compile", action=argparse.BooleanOptionalAction,
+                   help="torch.compile the model")
+    g.add_argument("--resume", action=argparse.BooleanOptionalAction,
                    help="continue the run in --out from its last checkpoint")
 
 
@@ -138,28 +144,26 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     task = get_task(task_name)
     cfg: dict[str, Any] = {**SHARED_DEFAULTS, **task.defaults}
     known = set(cfg) | {"task", "out"}
+    file_cfg: dict[str, Any] = {}
+    if given.get("config"):
+        file_cfg = {k.replace("-", "_"): v for k, v in read_yaml(given["config"]).items()}
+        unknown = sorted(set(file_cfg) - known)
+        if unknown:
+            raise UsageError(f"--config {given['config']}: unknown setting(s) {', '.join(unknown)}")
     if given.get("resume"):
         if not given.get("out"):
             raise UsageError("--resume needs --out DIR: the run directory to continue")
         saved = Path(given["out"]) / "config.yaml"
         if not saved.is_file():
             raise UsageError(f"--resume: {saved} not found; nothing to resume")
-        # A run killed before its first checkpoint starts again from step 0 (engine.fit); a
-        # finished run whose checkpoints were deleted has nothing left to resume.
-        if (not (Path(given["out"]) / "checkpoints" / "last.ckpt").is_file()
-                and (Path(given["out"]) / "model.safetensors").is_file()):
-            raise UsageError(f"--resume: no checkpoint to resume from in {given['out']}/checkpoints")
         previous = read_yaml(saved, what="--resume")
         if previous.get("task") != task_name:
             raise UsageError(f"--resume: {given['out']} holds a {previous.get('task')!r} run, "
                              f"not {task_name!r}")
+        settings = {**file_cfg, **{k: v for k, v in given.items() if k not in ("func", "command")}}
+        resume_conflicts(previous, settings, cfg, Path(given["out"]))
         cfg.update(previous)
-    elif given.get("config"):
-        file_cfg = {k.replace("-", "_"): v for k, v in read_yaml(given["config"]).items()}
-        unknown = sorted(set(file_cfg) - known)
-        if unknown:
-            raise UsageError(f"--config {given['config']}: unknown setting(s) {', '.join(unknown)}")
-        cfg.update(file_cfg)
+    cfg.update(file_cfg)
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
@@ -168,23 +172,22 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-def _run_dir(cfg: dict[str, Any]) -> Path:
-    # DDP children re-run this command: they must use the directory their parent chose (and
-    # only they: a second in-process `main` must not reuse the first run's directory).
-    child = os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
-    out = cfg.get("out") or (os.environ.get("ATTNLAB_RUN_DIR") if child else None)
+def _is_child() -> bool:
+    """A DDP process started by Lightning (it re-runs this command): it trains in the
+    directory its parent chose and writes nothing of its own."""
+    return os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
+
+
+def _choose_out(cfg: dict[str, Any]) -> Path:
+    # Only DDP children reuse ATTNLAB_RUN_DIR: a second in-process `main` must not reuse the
+    # first run's directory.
+    out = cfg.get("out") or (os.environ.get("ATTNLAB_RUN_DIR") if _is_child() else None)
     if not out and cfg["num_nodes"] > 1:
         raise UsageError(f"--num-nodes {cfg['num_nodes']} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
     if not out:
         out = f"runs/{cfg['task']}-{time.strftime('%Y%m%d-%H%M%S')}"
-    os.environ["ATTNLAB_RUN_DIR"] = str(out)
-    run_dir = Path(out)
-    if not cfg["resume"] and not child and run_dir.exists() and any(run_dir.iterdir()):
-        raise UsageError(f"--out {run_dir} already holds files; pass --resume to continue that "
-                         f"run, or choose another --out")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
+    return Path(out)
 
 
 def seed_all(seed: int) -> None:
@@ -196,17 +199,55 @@ def seed_all(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _preflight(args: argparse.Namespace, cfg: dict[str, Any]) -> Path | None:
+    """Everything that can be refused, checked before the run directory is touched (issue #8).
+    Returns the run directory, or None for a finished run that --resume has nothing to add to."""
+    run_dir = _choose_out(cfg)
+    if _is_child():
+        return run_dir
+    preflight.check_out(run_dir, resume=cfg["resume"])
+    if cfg["resume"]:
+        from ..runs import read_yaml
+
+        given = {k: v for k, v in vars(args).items() if k not in ("task", "func", "command")}
+        done = preflight.finished_message(run_dir, read_yaml(run_dir / "config.yaml"), given)
+        if done:
+            print(f"attnlab: {done}", file=sys.stderr)
+            return None
+        if not preflight.has_checkpoint(run_dir) and (run_dir / "model.safetensors").is_file():
+            raise UsageError(f"--resume: no checkpoint to resume from in {run_dir}/checkpoints")
+    preflight.check_cluster(cfg)
+    preflight.check_memory(get_task(cfg["task"]).memory_estimate(cfg))
+    return run_dir
+
+
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in ("task", "func", "command")}
     cfg = build_config(args.task, given)
+    run_dir = _preflight(args, cfg)
+    if run_dir is None:
+        return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
 
-    check_hardware(cfg)
-    run_dir = _run_dir(cfg)
+    check_hardware(cfg, quiet=_is_child())
+    found = "run" if cfg["resume"] else ("empty" if run_dir.is_dir() else "new")
+    os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
     cfg["out"] = str(run_dir)
+    try:
+        with _sigterm_as_exception():
+            _train(cfg, run_dir)
+    except BaseException as e:
+        if _is_child():
+            raise
+        raise _after_failure(e, cfg, run_dir, found) from None
+    return 0
+
+
+def _train(cfg: dict[str, Any], run_dir: Path) -> None:
     from ..runs import write_yaml
 
-    if not cfg["resume"]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not cfg["resume"] and not _is_child():
         write_yaml(run_dir / "config.yaml", cfg)  # so that --resume can rebuild the run
     seed_all(cfg["seed"])
     if cfg.get("threads"):
@@ -215,6 +256,53 @@ def run(args: argparse.Namespace) -> int:
         # A small model's kernels are too short to share between threads; on a busy machine the
         # threads' spin-waiting costs more than it gains (docs/reverse.md).
         torch.set_num_threads(cfg["threads"])
-    print(f"attnlab train {cfg['task']} -> {run_dir}", file=sys.stderr, flush=True)
+    if not _is_child():
+        print(f"attnlab train {cfg['task']} -> {run_dir}", file=sys.stderr, flush=True)
     get_task(cfg["task"]).run(cfg, run_dir)
-    return 0
+
+
+class _sigterm_as_exception:
+    """SIGTERM raises ``Interrupted`` instead of killing the process at once, so a run stopped
+    before its first checkpoint can clean up (during training the engine replaces this handler
+    with one that finishes the step and saves a checkpoint first)."""
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise Interrupted("terminated (SIGTERM)", signum)
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+
+def _after_failure(e: BaseException, cfg: dict[str, Any], run_dir: Path,
+                   found: str) -> BaseException:
+    """The exception to report for a run that stopped: an interruption says how to continue;
+    a run that never reached its first checkpoint leaves nothing behind that would block the
+    same command from running again."""
+    if isinstance(e, Interrupted) and e.checkpointed:
+        return e
+    removed = preflight.discard_unstarted(run_dir, found=found)
+    gone = f"removed {run_dir}, so the same command can run again"
+    if isinstance(e, UsageError) and removed:  # a data error found late: still one line
+        return type(e)(f"{e} (the run stopped before its first checkpoint; {gone})")
+    if not isinstance(e, (KeyboardInterrupt, Interrupted)):
+        if removed:
+            print(f"attnlab: the run stopped before its first checkpoint; {gone}", file=sys.stderr)
+        return e
+    signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
+    name = signal.Signals(signum).name
+    if removed or not preflight.has_checkpoint(run_dir):
+        gone = gone if removed else f"nothing to resume in {run_dir}"
+        return Interrupted(f"interrupted ({name}) before the first checkpoint; {gone}", signum)
+    from ..training.engine import resume_command
+
+    return Interrupted(f"interrupted ({name}); continue with: {resume_command(cfg, run_dir)}",
+                       signum, checkpointed=True)

@@ -68,6 +68,12 @@ class Task:
         """Check task-specific values before anything heavy runs; raise ``UsageError`` naming
         the flag (shared flags are validated by the CLI already)."""
 
+    def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
+        """The large allocations a run with ``cfg`` will make, as (what, bytes) pairs, for
+        ``attnlab train`` to refuse settings the machine cannot hold before anything runs
+        (``--seq-len 100000``). Count only what is surely allocated; the default knows none."""
+        return []
+
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         """Train, test on the held-out split and write the run directory; return the metrics
         (the task's keys from DESIGN.md; ``steps``, ``train_seconds``, ``parameters`` are added

@@ -96,6 +96,15 @@ class SequenceTask(Task):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise UsageError(f"--{key.replace('_', '-')} must be an integer >= {low}, got {value!r}")
 
+    def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
+        """The three splits' int64 inputs and labels, held in memory; and the attention maps
+        of one sequence (every layer and head, T × T), which the figures draw."""
+        n = cfg["train_size"] + cfg["val_size"] + cfg["test_size"]
+        T = cfg["seq_len"]
+        maps = cfg["num_layers"] * cfg["num_heads"] * T * T * 4
+        return [(f"{n:,} sequences of --seq-len {T:,}", 2 * n * T * 8),
+                (f"the attention maps of one sequence ({T:,} x {T:,} per head and layer)", maps)]
+
     # ---- data and model -----------------------------------------------------------------
     def dataset(self, cfg: dict[str, Any], split: str):
         from ..data import SequenceDataset

@@ -7,7 +7,10 @@ evaluates on its test split in plain PyTorch, then calls ``finish`` to write the
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -19,7 +22,7 @@ import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 
-from ..errors import UsageError
+from ..errors import Interrupted, UsageError
 from ..runs import save_weights, write_json, write_yaml
 
 __all__ = ["make_trainer", "fit", "finish", "FitResult", "checkpoint_dir", "parameter_count",
@@ -173,19 +176,37 @@ def _hardware_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
     return {key: cfg.get(key, default) for key, default in _HARDWARE.items()}
 
 
-def check_hardware(cfg: dict[str, Any]) -> None:
+def check_hardware(cfg: dict[str, Any], *, quiet: bool = False) -> None:
     """Refuse a --accelerator/--devices/--num-nodes/--strategy/--precision combination this
     machine cannot run (FSDP without a GPU, ``--accelerator gpu`` without one), before the run
     directory is created: Lightning's own check (a Trainer is only configured here, nothing
-    is launched), its message on one line."""
+    is launched), its message on one line.
+
+    What Lightning will really run is said and recorded: ``16-mixed`` on a CPU runs as
+    ``bf16-mixed``, and ``cfg["precision"]`` (so config.yaml) says so (issue #8).
+    """
     from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
     try:
-        L.Trainer(**_hardware_kwargs(cfg), logger=False, enable_checkpointing=False,
-                  enable_progress_bar=False, enable_model_summary=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the substitution is reported below, once
+            trainer = L.Trainer(**_hardware_kwargs(cfg), logger=False, enable_checkpointing=False,
+                                enable_progress_bar=False, enable_model_summary=False)
     except (ValueError, MisconfigurationException) as e:
         given = " ".join(f"--{k.replace('_', '-')} {cfg[k]}" for k in _HARDWARE if k in cfg)
         raise UsageError(f"{given}: {' '.join(str(e).split())}") from None
+    asked, runs = str(cfg.get("precision", "32")), str(trainer.precision)
+    device = type(trainer.accelerator).__name__.removesuffix("Accelerator").lower() or "this device"
+    if runs.removesuffix("-true") != asked.removesuffix("-true"):
+        cfg["precision"] = runs.removesuffix("-true") if runs in ("32-true", "64-true") else runs
+        if not quiet:
+            print(f"note: --precision {asked} is not available on {device}; running "
+                  f"{cfg['precision']} (recorded in config.yaml)", file=sys.stderr, flush=True)
+    cores = os.cpu_count() or 1
+    if device == "cpu" and trainer.num_devices > cores and not quiet:
+        print(f"note: --devices {trainer.num_devices} on CPU starts {trainer.num_devices} "
+              f"training processes on {cores} cores; they will share them", file=sys.stderr,
+              flush=True)
 
 
 def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
@@ -254,6 +275,101 @@ def _keep_previous_logs(run_dir: Path) -> None:
         csv_log.rename(kept)
 
 
+class _SaveOnSignal(Callback):
+    """SIGINT (Ctrl-C) and SIGTERM (what a batch scheduler sends before it preempts a job)
+    end training at the end of the current step, with a checkpoint of that step: the work
+    since the last periodic checkpoint is kept, and ``--resume`` continues exactly as after
+    any checkpoint (issue #8). A second Ctrl-C stops at once, without that checkpoint.
+
+    The handlers are installed when training starts (Lightning installs its own SIGTERM
+    handler at the start of ``fit``, which would end the process with status 0) and put back
+    when it ends. Under DDP the ranks agree on stopping, so all of them save and stop together.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, resume_hint: str) -> None:
+        self.resume_hint = resume_hint
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._notice) for s in self.SIGNALS}
+
+    def _notice(self, signum, frame) -> None:
+        if self.signum is not None:
+            raise Interrupted(f"interrupted again ({signal.Signals(signum).name}) before the "
+                              f"step's checkpoint was written; the last checkpoint is kept; "
+                              f"continue with: {self.resume_hint}", signum, checkpointed=True)
+        self.signum = signum
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        stop = self.signum is not None
+        if trainer.world_size > 1:
+            stop = trainer.strategy.reduce_boolean_decision(stop, all=False)
+        if not stop:
+            return
+        trainer.save_checkpoint(checkpoint_dir(Path(trainer.default_root_dir)) / "last.ckpt")
+        signum = self.signum or signal.SIGTERM  # a rank told by another one
+        raise Interrupted(f"interrupted at step {trainer.global_step} of {trainer.max_steps}; "
+                          f"continue with: {self.resume_hint}", signum, checkpointed=True)
+
+    def restore(self) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        self._previous = {}
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.restore()
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        self.restore()
+
+
+def resume_command(cfg: dict[str, Any], run_dir: Path) -> str:
+    """The command that continues this run (its config.yaml holds every other setting)."""
+    import shlex
+
+    return f"attnlab train {cfg.get('task', 'TASK')} --out {shlex.quote(str(run_dir))} --resume"
+
+
+# Below this share of --lr the warm-up is said not to fit the budget. The translate defaults
+# (warm-up 200 of 600 steps) reach 0.75; an lm run of 200 steps with warm-up 100 reaches 0.52.
+WARMUP_PEAK_WARNING = 0.7
+
+
+def warmup_note(cfg: dict[str, Any], max_steps: int) -> str | None:
+    """A warning when the warm-up does not fit the step budget, so the learning rate never
+    gets near its peak (an lm run of 200 steps with warm-up 100 peaked at half of --lr).
+
+    "Peak" is --lr for the cosine schedule. Its rate is ``lr · f(e)`` with f = ½(1 +
+    cos(π·e/max_steps)) · min(1, e/warmup): the decay starts at step 0, so the highest rate,
+    near the end of the warm-up, is below --lr, and close to it only when the warm-up is a
+    small part of the run (docs/schedules.md). Noam's peak is its rate at step ``warmup``.
+    The highest rate actually reached is read off the schedule itself, step by step.
+    """
+    from ..schedulers import cosine_warmup_factor, noam_factor
+
+    warmup, lr = max(1, int(cfg.get("warmup") or 0)), float(cfg.get("lr", 1.0))
+    if cfg.get("schedule", "cosine") == "noam":
+        d_model = int(cfg.get("model_dim", 512))
+        if warmup <= max_steps:
+            return None
+        reached = noam_factor(max_steps, d_model, warmup, lr) / noam_factor(warmup, d_model, warmup, lr)
+        return (f"--warmup {warmup} is longer than the {max_steps}-step budget: the Noam "
+                f"schedule reaches {reached:.2f} of its peak; shorten --warmup or raise the budget")
+    if not cfg.get("warmup"):
+        return None
+    factors = [cosine_warmup_factor(e, warmup, max_steps) for e in range(max_steps + 1)]
+    peak = max(factors)
+    if peak >= WARMUP_PEAK_WARNING:
+        return None
+    return (f"--warmup {cfg['warmup']} with a {max_steps}-step budget: the learning rate peaks "
+            f"at {peak:.2f} x --lr {lr:g} (step {factors.index(peak)}); shorten --warmup or "
+            f"raise the budget")
+
+
 @dataclass
 class FitResult:
     steps: int
@@ -293,8 +409,10 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
     """Train ``module`` to ``max_steps``; with ``cfg["resume"]`` continue from the last checkpoint."""
     run_dir = Path(run_dir)
     clock = _TrainClock()
+    interrupt = _SaveOnSignal(resume_command(cfg, run_dir))
     trainer = make_trainer(cfg, run_dir, max_steps=max_steps, val_check_interval=val_check_interval,
-                           callbacks=[clock, *(callbacks or [])], limit_val_batches=limit_val_batches)
+                           callbacks=[clock, *(callbacks or []), interrupt],
+                           limit_val_batches=limit_val_batches)
     ckpt_path = None
     if cfg.get("resume"):
         last = checkpoint_dir(run_dir) / "last.ckpt"
@@ -309,12 +427,22 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
         # In place (nn.Module.compile), so parameter names and the saved weights are unchanged;
         # the torch model inside a TaskModule, or the module's own forward.
         getattr(module, "model", module).compile()
-    trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
-                ckpt_path=ckpt_path, weights_only=True if ckpt_path else None)
+    note = warmup_note(cfg, max_steps)
+    if note and trainer.is_global_zero:
+        print(f"warning: {note}", file=sys.stderr, flush=True)
+    try:
+        trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
+                    ckpt_path=ckpt_path, weights_only=True if ckpt_path else None)
+    finally:
+        interrupt.restore()
     seconds = clock.total()
     # The final state, so --resume of a finished run is a no-op. Every rank calls it (it holds
     # a barrier); only global rank 0 writes.
     trainer.save_checkpoint(checkpoint_dir(run_dir) / "last.ckpt")
+    if interrupt.signum is not None:  # the signal came during the last step's validation
+        raise Interrupted(f"interrupted at the end of training (step {trainer.global_step} of "
+                          f"{max_steps}); finish with: {interrupt.resume_hint}", interrupt.signum,
+                          checkpointed=True)
     return FitResult(trainer.global_step, seconds, trainer, ckpt_path)
 
 

@@ -1,0 +1,186 @@
+"""Checks ``attnlab train`` makes before anything is written (issue #8, "trust").
+
+Every check here is cheap and imports neither torch nor Lightning, so a mistake in ``--out``,
+``--resume`` or ``--num-nodes`` is reported in about a second, with exit 2, before a run
+directory exists. The run directory itself is *provisional* until the first checkpoint: a run
+that dies before it leaves nothing that would block the same command from starting again
+(``discard_unstarted``).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = ["check_out", "resume_conflicts", "finished_message", "check_cluster",
+           "check_memory", "has_checkpoint", "discard_unstarted", "available_memory",
+           "RESUMABLE"]
+
+# Settings a --resume may change: how long, where and how fast a run trains, not what it
+# learns. The step budget may grow; validation does not move the random state
+# (engine._RandomState), so --val-every is free too. Anything else (the model's shape, the
+# data, the schedule, the precision...) would continue a different run than the one saved.
+RESUMABLE = frozenset({"max_steps", "epochs", "early_stop", "threads", "checkpoint_every",
+                       "val_every", "devices", "num_nodes", "strategy", "accelerator", "out",
+                       "resume", "config"})
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def check_out(out: str | Path, *, resume: bool) -> Path:
+    """``--out`` must be a directory this process can create files in, or a path where one can
+    be made: not a file, not under a file, not on a read-only or special file system. Checked
+    by making (and removing) a temporary directory in the nearest existing ancestor, which is
+    the one test that also holds for root and for /proc."""
+    run_dir = Path(out)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"--out {run_dir} is a file, not a directory")
+    ancestor = run_dir
+    while not ancestor.exists():
+        if ancestor.is_symlink():  # a dangling link, or a loop
+            raise UsageError(f"--out {run_dir}: {ancestor} is a broken or looping symbolic link")
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"--out {run_dir} lies under {ancestor}, which is a file")
+    try:
+        probe = tempfile.mkdtemp(prefix=".attnlab-probe-", dir=ancestor)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise UsageError(f"--out {run_dir}: cannot create files in {ancestor} ({why})") from None
+    os.rmdir(probe)
+    if resume:
+        return run_dir
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        if (run_dir / "config.yaml").is_file() and not has_checkpoint(run_dir):
+            raise UsageError(f"--out {run_dir} holds a run that stopped before its first "
+                             f"checkpoint; pass --resume to start it again, or choose another --out")
+        raise UsageError(f"--out {run_dir} already holds files; pass --resume to continue that "
+                         f"run, or choose another --out")
+    return run_dir
+
+
+def has_checkpoint(run_dir: Path) -> bool:
+    return (Path(run_dir) / "checkpoints" / "last.ckpt").is_file()
+
+
+def _same(key: str, given: Any, saved: Any) -> bool:
+    if isinstance(saved, str) and os.path.isabs(saved) and isinstance(given, str):
+        return Path(given).resolve() == Path(saved).resolve()  # a data file named another way
+    if isinstance(saved, str) and not isinstance(given, str):
+        return str(given) == saved  # --precision 32 is saved as "32"
+    return given == saved
+
+
+def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dict[str, Any],
+                     run_dir: Path) -> None:
+    """Refuse ``--resume`` with settings that differ from the run's ``config.yaml``, naming
+    each (a different model shape would otherwise fail on loading the checkpoint, and a
+    different learning rate or data file would silently continue another run)."""
+    differ = []
+    for key, value in sorted(given.items()):
+        if key in RESUMABLE or value is None:
+            continue
+        saved_value = saved.get(key, defaults.get(key))
+        if not _same(key, value, saved_value):
+            differ.append(f"{_flag(key)} {value} (the run has {saved_value})")
+    if differ:
+        raise UsageError(f"--resume: {'; '.join(differ)} — a run continues with the settings of "
+                         f"{run_dir}/config.yaml: drop the flag, or start a new run with another --out")
+
+
+def finished_message(run_dir: Path, saved: dict[str, Any], given: dict[str, Any]) -> str | None:
+    """For ``--resume`` of a finished run (``metrics.json`` written) whose step budget is not
+    raised: the line that says there is nothing to do; otherwise None (train on)."""
+    metrics_path = Path(run_dir) / "metrics.json"
+    if not metrics_path.is_file():
+        return None
+    budget_keys = ("max_steps", "epochs", "early_stop")
+    if any(given.get(k) is not None and not _same(k, given[k], saved.get(k)) for k in budget_keys):
+        return None
+    import json
+
+    try:
+        steps = json.loads(metrics_path.read_text()).get("steps")
+    except (OSError, ValueError):
+        steps = None
+    done = f" after {int(steps)} steps" if isinstance(steps, (int, float)) else ""
+    budget = (f"--epochs {saved['epochs']}" if saved.get("epochs")
+              else f"--max-steps {saved.get('max_steps')}")
+    return (f"{run_dir} is a finished run{done} (budget {budget}); nothing was trained or "
+            f"rewritten — raise the budget to train further")
+
+
+# The variables Lightning's cluster environments read (lightning.fabric.plugins.environments):
+# torchrun/TorchElastic, SLURM, LSF, Kubeflow/PyTorchJob, MPI, and the manual rendezvous.
+_CLUSTER_MARKERS = (("TORCHELASTIC_RUN_ID",), ("SLURM_NTASKS",), ("LSB_JOBID",),
+                    ("KUBERNETES_PORT", "MASTER_ADDR", "RANK"), ("OMPI_COMM_WORLD_SIZE",),
+                    ("PMI_SIZE",), ("MASTER_ADDR", "NODE_RANK"))
+
+
+def check_cluster(cfg: dict[str, Any], environ: dict[str, str] | None = None) -> None:
+    """``--num-nodes N`` > 1 needs a cluster environment; without one every node would wait for
+    the others forever (a silent hang)."""
+    env = os.environ if environ is None else environ
+    if cfg.get("num_nodes", 1) <= 1:
+        return
+    if any(all(env.get(name) for name in marker) for marker in _CLUSTER_MARKERS):
+        return
+    raise UsageError(f"--num-nodes {cfg['num_nodes']} needs a cluster environment, and none was "
+                     f"found: launch under SLURM (srun) or torchrun, or set MASTER_ADDR, "
+                     f"MASTER_PORT and NODE_RANK on every node (docs/scale.md)")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux: MemAvailable), or None."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.1f} GB"
+
+
+def check_memory(parts: list[tuple[str, float]], *, available: int | None = None) -> None:
+    """Refuse a run whose known allocations (``parts``: (what, bytes), from the task's
+    ``memory_estimate``) exceed the memory this machine has available."""
+    total = sum(size for _, size in parts)
+    available = available_memory() if available is None else available
+    if not parts or available is None or total <= available:
+        return
+    what = " + ".join(f"{_gb(size)} for {name}" for name, size in parts)
+    raise UsageError(f"these settings need about {_gb(total)} ({what}); this machine has "
+                     f"{_gb(available)} available")
+
+
+def discard_unstarted(run_dir: Path, *, found: str) -> bool:
+    """Remove what a run wrote if it died before its first checkpoint (nothing in it can be
+    resumed, and the same command can then simply run again). ``found`` is what ``--out`` was
+    before the run: ``"new"`` (the directory goes), ``"empty"`` (its contents go; the directory
+    the user made stays) or ``"run"`` (``--resume`` of an existing run: nothing goes). Returns
+    whether anything was removed."""
+    run_dir = Path(run_dir)
+    if found == "run" or has_checkpoint(run_dir) or not run_dir.is_dir():
+        return False
+    if found == "new":
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return True
+    for child in run_dir.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    return True

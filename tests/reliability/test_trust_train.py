@@ -1,0 +1,318 @@
+"""Issue #8, `attnlab train`: no lost work, no silent wrong result, no crash on an advertised
+flag. Each test names the item of the issue it holds to."""
+import argparse
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnlab.cli import build_parser, main
+from attnlab.commands import preflight
+
+from .conftest import TINY_REVERSE
+
+TRACEBACK = "Traceback"
+
+
+def checksums(root: Path) -> dict[str, str]:
+    """Every file under ``root`` with its SHA-256 (to show nothing was touched)."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("attnlab: error:")]
+    assert len(lines) == 1 and TRACEBACK not in err, err
+    return lines[0]
+
+
+# ---- item 4: SIGINT / SIGTERM save the step and resume exactly ------------------------------
+
+BUDGET = 400
+SIGNAL_ARGS = ["--max-steps", str(BUDGET), "--no-early-stop", "--checkpoint-every", "100000",
+               "--val-every", "100000", "--dropout", "0.1", "--train-size", "512", "--val-size",
+               "32", "--test-size", "64", "--model-dim", "16", "--num-heads", "1",
+               "--dim-feedforward", "16", "--batch-size", "16", "--threads", "1"]
+
+
+def _train(out, *extra):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("ATTNLAB_RUN_DIR", None)
+    return subprocess.Popen([sys.executable, "-m", "attnlab", "train", "reverse", "--out",
+                             str(out), *SIGNAL_ARGS, *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("signal") / "whole"
+    proc = _train(out)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    return load_file(out / "model.safetensors")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_run_does(
+        tmp_path, uninterrupted, signum, status):
+    out = tmp_path / "run"
+    proc = _train(out)
+    # wait until it has trained a while (progress lines every BUDGET/10 steps), then signal
+    seen = ""
+    while "step 80/" not in seen and proc.poll() is None:
+        seen += proc.stderr.readline()
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    err = seen + err
+    assert proc.returncode == status, err
+    assert TRACEBACK not in err, err
+    lines = [line for line in err.splitlines() if "interrupted" in line]
+    assert len(lines) == 1, err
+    m = re.search(rf"interrupted at step (\d+) of {BUDGET}; continue with: "
+                  rf"attnlab train reverse --out (\S+) --resume$", lines[0])
+    assert m and Path(m.group(2)) == out, lines[0]
+    step = int(m.group(1))
+    assert 80 <= step < BUDGET
+    # the checkpoint holds that very step (no periodic checkpoint was due: nothing else to lose)
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == step
+    assert not (out / "metrics.json").exists()
+
+    resumed = _train(out, "--resume")
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert json.loads((out / "metrics.json").read_text())["steps"] == BUDGET
+    weights = load_file(out / "model.safetensors")
+    assert weights.keys() == uninterrupted.keys()
+    for name in weights:
+        torch.testing.assert_close(weights[name], uninterrupted[name], rtol=1e-5, atol=1e-6)
+
+
+# ---- item 5: resuming a finished run is a no-op ----------------------------------------------
+
+def test_resuming_a_finished_run_rewrites_nothing(reverse_run, tmp_path, capsys):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(reverse_run, out)
+    before = checksums(out)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "finished run" in err and "nothing was trained or rewritten" in err, err
+    assert checksums(out) == before
+
+
+def test_a_finished_run_with_a_larger_budget_trains_on(reverse_run, tmp_path, capsys):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(reverse_run, out)
+    steps = json.loads((out / "metrics.json").read_text())["steps"]
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--no-early-stop",
+                 "--max-steps", str(steps + 20)]) == 0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == steps + 20
+
+
+# ---- item 6: a run that dies before its first checkpoint does not block the retry -------------
+
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a few words of text. " * 20)
+    out = tmp_path / "lm"
+    argv = ["train", "lm", "--data", str(corpus), "--out", str(out), "--block-size", "5000",
+            "--max-steps", "2", "--model-dim", "16", "--num-heads", "2", "--num-layers", "1"]
+    assert main(argv) == 2
+    line = one_line_error(capsys)
+    assert "--block-size" in line and f"removed {out}" in line
+    assert not out.exists()
+    argv[argv.index("5000")] = "8"
+    assert main(argv) == 0  # the same --out works at once
+
+
+def test_an_empty_out_directory_the_user_made_stays(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a few words of text. " * 20)
+    out = tmp_path / "mine"
+    out.mkdir()
+    assert main(["train", "lm", "--data", str(corpus), "--out", str(out), "--block-size",
+                 "5000", "--max-steps", "2"]) == 2
+    assert out.is_dir() and not any(out.iterdir())
+
+
+def test_a_run_killed_before_its_first_checkpoint_says_how_to_start_again(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.yaml").write_text("task: reverse\n")
+    assert main(["train", "reverse", "--out", str(out)]) == 2
+    assert "stopped before its first checkpoint; pass --resume" in one_line_error(capsys)
+
+
+# ---- item 9: a bad --out is refused at once, without importing Lightning ------------------
+
+def _train_in_subprocess(*argv):
+    code = ("import sys\nfrom attnlab.cli import main\nrc = main(sys.argv[1:])\n"
+            "print('lightning imported' if 'lightning' in sys.modules else 'no lightning')\n"
+            "sys.exit(rc)")
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          timeout=120)
+    return proc, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("make,named", [
+    (lambda t: (t / "f").write_text("x") and t / "f", "is a file"),
+    (lambda t: (t / "f").write_text("x") and t / "f" / "run", "which is a file"),
+    (lambda t: Path("/proc/self/attnlab-run"), "cannot create files in /proc/self"),
+])
+def test_an_unusable_out_exits_2_before_lightning_is_imported(tmp_path, make, named):
+    out = make(tmp_path)
+    proc, _ = _train_in_subprocess("train", "reverse", "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert named in proc.stderr and f"--out {out}" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and TRACEBACK not in proc.stderr
+    assert proc.stdout.strip() == "no lightning"
+
+
+def test_out_through_a_symlink_loop_exits_2(tmp_path, capsys):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert main(["train", "reverse", "--out", str(tmp_path / "loop" / "run")]) == 2
+    assert "--out" in one_line_error(capsys)
+
+
+# ---- item 10: a length the machine cannot hold is refused with the numbers ------------------
+
+def test_a_huge_seq_len_is_refused_with_the_memory_it_needs(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), "--seq-len", "100000"]) == 2
+    line = one_line_error(capsys)
+    assert "--seq-len 100,000" in line and "GB" in line and "available" in line
+    assert not out.exists()
+
+
+def test_memory_check_compares_the_estimate_with_what_is_available():
+    preflight.check_memory([("data", 1e9)], available=2 * 10**9)  # fits: no error
+    with pytest.raises(Exception, match=r"about 3\.0 GB \(1\.0 GB for a \+ 2\.0 GB for b\); "
+                                        r"this machine has 2\.0 GB available"):
+        preflight.check_memory([("a", 1e9), ("b", 2e9)], available=2 * 10**9)
+
+
+# ---- item 11: --resume with other settings names each one ---------------------------------
+
+def test_resume_with_other_settings_names_each_and_changes_nothing(reverse_run, tmp_path, capsys):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(reverse_run, out)
+    (out / "metrics.json").unlink()  # as if interrupted: a resume would train
+    before = checksums(out)
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--model-dim", "64",
+                 "--lr", "0.5", "--threads", "1"]) == 2
+    line = one_line_error(capsys)
+    assert "--model-dim 64 (the run has 16)" in line and "--lr 0.5 (the run has 0.01)" in line
+    assert "--threads" not in line  # how fast it runs may change
+    assert checksums(out) == before
+
+
+def test_resume_with_a_config_file_that_differs_is_refused_too(reverse_run, tmp_path, capsys):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(reverse_run, out)
+    (out / "metrics.json").unlink()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("num-layers: 3\n")
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--config", str(cfg)]) == 2
+    assert "--num-layers 3 (the run has 1)" in one_line_error(capsys)
+
+
+# ---- item 12: several nodes need a cluster --------------------------------------------------
+
+def test_num_nodes_without_a_cluster_environment_exits_2(tmp_path, capsys, monkeypatch):
+    for name in ("MASTER_ADDR", "NODE_RANK", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID"):
+        monkeypatch.delenv(name, raising=False)
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), "--num-nodes", "2"]) == 2
+    line = one_line_error(capsys)
+    assert "--num-nodes 2 needs a cluster environment" in line and "MASTER_ADDR" in line
+    assert not out.exists()
+
+
+def test_a_cluster_environment_is_recognised():
+    cfg = {"num_nodes": 2}
+    preflight.check_cluster(cfg, {"MASTER_ADDR": "10.0.0.1", "NODE_RANK": "1"})
+    preflight.check_cluster(cfg, {"SLURM_NTASKS": "8"})
+    preflight.check_cluster(cfg, {"TORCHELASTIC_RUN_ID": "x"})
+    with pytest.raises(Exception, match="cluster environment"):
+        preflight.check_cluster(cfg, {"MASTER_ADDR": "10.0.0.1"})
+
+
+# ---- item 14: a warm-up that does not fit the budget is said -------------------------------
+
+def test_a_warmup_longer_than_the_budget_is_warned_about(tmp_path, capsys):
+    assert main(["train", "reverse", "--out", str(tmp_path / "r"), *TINY_REVERSE,
+                 "--warmup", "1000", "--max-steps", "10", "--no-early-stop"]) == 0
+    err = capsys.readouterr().err
+    m = re.search(r"warning: --warmup 1000 with a 10-step budget: the learning rate peaks at "
+                  r"(0\.\d\d) x --lr 0\.01", err)
+    assert m and float(m.group(1)) < 0.02, err
+
+
+def test_the_default_schedules_are_not_warned_about():
+    from attnlab.tasks import available_tasks
+    from attnlab.tasks.base import SHARED_DEFAULTS
+    from attnlab.training.engine import warmup_note
+
+    for name, task in available_tasks().items():
+        cfg = {**SHARED_DEFAULTS, **task.defaults}
+        assert warmup_note(cfg, cfg["max_steps"]) is None, name
+
+
+# ---- item 17: every boolean flag has its --no- form; one prefix in messages -----------------
+
+def test_every_boolean_training_flag_has_its_no_form():
+    parser = build_parser()
+    train = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    tasks = next(a for a in train.choices["train"]._actions
+                 if isinstance(a, argparse._SubParsersAction))
+    for name, task_parser in tasks.choices.items():
+        for action in task_parser._actions:
+            if isinstance(action, (argparse._StoreConstAction, argparse._StoreTrueAction)):
+                pytest.fail(f"train {name} {action.option_strings}: no --no- form")
+
+
+def test_no_norm_first_on_lm_is_accepted_and_recorded(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the quick brown fox jumps over the lazy dog. " * 20)
+    out = tmp_path / "lm"
+    assert main(["train", "lm", "--data", str(corpus), "--out", str(out), "--no-norm-first",
+                 "--max-steps", "2", "--block-size", "8", "--model-dim", "16", "--num-heads",
+                 "2", "--num-layers", "1", "--val-batches", "1", "--warmup", "1"]) == 0
+    assert "norm_first: false" in (out / "config.yaml").read_text()
+
+
+def test_a_usage_error_has_one_prefix(capsys):
+    assert main(["train", "lm", "--no-such-flag"]) == 2
+    line = one_line_error(capsys)
+    assert line.count("attnlab") == 1, line
+
+
+# ---- item 18: what will really run is said and recorded --------------------------------------
+
+def test_16_mixed_on_cpu_says_and_records_what_runs(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "3",
+                 "--precision", "16-mixed", "--accelerator", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert "--precision 16-mixed is not available on cpu; running bf16-mixed" in err
+    assert "precision: bf16-mixed" in (out / "config.yaml").read_text()
