@@ -133,6 +133,8 @@ class SequenceClassifier(nn.Module):
         mask = mask.bool()
         if mask.shape != x.shape[:2]:
             raise ValueError(f"mask must be (B, T) = {tuple(x.shape[:2])}, got {tuple(mask.shape)}")
+        if x.is_floating_point():  # features in the weights' dtype (--precision 64, bf16-true)
+            x = x.to(self.embedding[-1].weight.dtype)
         h = self.embedding(x)  # (B, T, D)
         if self.use_cls:
             h = torch.cat([self.cls.expand(h.shape[0], -1, -1).to(h.dtype), h], dim=1)  # (B, 1+T, D)

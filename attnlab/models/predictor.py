@@ -84,10 +84,12 @@ class ElementPredictor(nn.Module):
             if x.numel() and (int(x.min()) < 0 or int(x.max()) >= self.input_dim):
                 raise ValueError(f"symbols must be in 0..{self.input_dim - 1}, got values "
                                  f"{int(x.min())}..{int(x.max())}")
-            x = F.one_hot(x, self.input_dim).float()  # (B, T, C)
+            x = F.one_hot(x, self.input_dim)  # (B, T, C)
         if x.shape[-1] != self.input_dim:
             raise ValueError(f"inputs have {x.shape[-1]} features, expected input_dim {self.input_dim}")
-        x = self.input_net(x)  # (B, T, D)
+        # in the weights' dtype: a model trained with --precision 64 or bf16-true (or moved
+        # with .to(dtype)) takes the same float32 features and symbols as a float32 one
+        x = self.input_net(x.to(self.input_net[-1].weight.dtype))  # (B, T, D)
         if add_positional_encoding:
             x = self.positional_encoding(x)
         return x

@@ -3,7 +3,8 @@
 A subclass implements ``step(batch) -> (loss, logs)``; this class logs ``train_loss`` and
 ``val_loss`` (and the logs, prefixed ``val_``), and configures AdamW with a warm-up schedule
 stepped every iteration: the course's cosine warm-up (``schedule: cosine``) or the paper's
-Noam schedule (``schedule: noam``; then --lr is the Noam factor).
+Noam schedule (``schedule: noam``; then --lr is the Noam factor). After the fit the weights
+are float32 whatever ``--precision`` trained them in (``Float32AfterFit``).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 
 from ..schedulers import CosineWarmupScheduler, NoamScheduler
 
-__all__ = ["TaskModule", "make_optimizer"]
+__all__ = ["TaskModule", "make_optimizer", "Float32AfterFit"]
 
 
 def make_optimizer(params, cfg: dict[str, Any], *, model_dim: int, max_steps: int):
@@ -31,7 +32,24 @@ def make_optimizer(params, cfg: dict[str, Any], *, model_dim: int, max_steps: in
     return opt, sched
 
 
-class TaskModule(L.LightningModule):
+class Float32AfterFit:
+    """Mixin for a LightningModule: back to float32 weights once ``trainer.fit`` is done.
+
+    ``--precision 64`` and ``bf16-true`` train float64 / bfloat16 weights (Lightning converts
+    the module when the fit starts). What comes after the fit — the test split in plain torch,
+    the figures, ``model.safetensors`` — then uses float32, the dtype ``attnlab.load``,
+    ``predict`` and ``evaluate`` build, so ``metrics.json`` is what ``attnlab evaluate`` reports
+    for the saved weights (bfloat16 -> float32 is exact; float64 -> float32 rounds to 24 bits).
+    The mixed precisions keep float32 weights already: nothing changes for them.
+    """
+
+    def on_fit_end(self) -> None:
+        super().on_fit_end()
+        if any(p.is_floating_point() and p.dtype != torch.float32 for p in self.parameters()):
+            self.to(torch.float32)
+
+
+class TaskModule(Float32AfterFit, L.LightningModule):
     """Wraps a torch model for training; ``cfg`` is the run's configuration dict.
 
     Args:

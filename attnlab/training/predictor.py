@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..models.predictor import ElementPredictor
-from .module import make_optimizer
+from .module import Float32AfterFit, make_optimizer
 
 __all__ = ["TransformerPredictor", "element_metrics"]
 
@@ -25,7 +25,7 @@ def element_metrics(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             "seq_acc": correct.all(-1).float().mean()}
 
 
-class TransformerPredictor(ElementPredictor, L.LightningModule):
+class TransformerPredictor(Float32AfterFit, ElementPredictor, L.LightningModule):
     """The course's ``TransformerPredictor``, trainable with a Lightning ``Trainer``.
 
     Args:
@@ -47,7 +47,8 @@ class TransformerPredictor(ElementPredictor, L.LightningModule):
     Batches are ``(inputs, labels)``: inputs (B, T) integer symbols (one-hot encoded inside) or
     (B, T, input_dim) floats; labels (B, T) class indices. Training logs ``train_loss``;
     validation and test log ``{mode}_loss``, ``{mode}_acc`` (per token) and ``{mode}_seq_acc``
-    (whole sequences right).
+    (whole sequences right). After ``fit`` with ``precision="bf16-true"`` or ``"64"`` the
+    weights are float32 again (``Float32AfterFit``).
 
     Example:
         >>> model = TransformerPredictor(10, 32, 10, 1, 1, lr=5e-4, warmup=50, max_iters=500)
