@@ -11,7 +11,12 @@ def register(sub) -> None:
                     "memory work) into DIR/train.bin and DIR/val.bin, with tokenizer.json and "
                     "meta.json. Train on them with `attnlab train lm --data DIR`.")
     p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory to write")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="directory to write: new or empty (see --force)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the prepared corpus already in DIR (only a directory holding "
+                        "meta.json and nothing but the files prepare writes); runs trained on "
+                        "the old corpus will then refuse to evaluate or resume")
     p.add_argument("--tokenizer", choices=TOKENIZERS, default="char",
                    help="char (default), word, or byte-level bpe")
     p.add_argument("--vocab-size", type=int, metavar="N",
@@ -30,7 +35,7 @@ def run(args) -> int:
     if not 0 < args.val_fraction <= 0.5:
         raise UsageError(f"--val-fraction must be in (0, 0.5], got {args.val_fraction}")
     meta = prepare(args.files, args.out, tokenizer=args.tokenizer, vocab_size=args.vocab_size,
-                   val_fraction=args.val_fraction)
+                   val_fraction=args.val_fraction, force=args.force)
     print(f"prepared {args.out}: {meta['train_tokens']:,} train and {meta['val_tokens']:,} val "
           f"tokens, {meta['tokenizer']} vocabulary of {meta['vocab_size']:,} ({meta['dtype']})")
     return 0

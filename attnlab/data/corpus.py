@@ -11,9 +11,27 @@ Shapes: B batch, T block (window) length, N tokens in a split.
 ``TokenWindows`` reads (input, target) windows straight from such a file through ``np.memmap``:
 the operating system pages in only the windows touched, so a 100 GB corpus trains in a few MB
 of memory (as nanoGPT does with its ``train.bin``).
+
+Identity ("Trust: no silent wrong result"). Token ids mean nothing without the tokeniser that
+made them, so a corpus replaced under a run's feet would give a different ``val_loss`` with no
+word. Hashing a multi-GB ``train.bin`` at every ``evaluate`` would be slow, so ``prepare``
+computes the SHA-256 of every token file *while writing it* (and of tokenizer.json and of each
+source text as it reads it) and stores them in ``meta.json["sha256"]``. meta.json is written
+last (the commit: a directory without it is not a corpus), so the digest of meta.json, a file of
+a few hundred bytes, identifies the whole corpus; ``corpus_identity`` returns it together with
+tokenizer.json's (which also covers corpora prepared before the digests existed). A run records
+it when it starts and ``evaluate`` / ``--resume`` compare it (``attnlab.tasks.lm``). ``read_meta``
+also checks, cheaply, that the token files have the sizes meta.json states and that
+tokenizer.json is the one it names. The token files' digests in meta.json let a user verify the
+content in full (``sha256sum train.bin``) when they suspect a file was edited in place.
+
+``prepare`` never overwrites: a non-empty ``out_dir`` is refused unless ``force=True``
+(``attnlab prepare --force``), and even then only a directory that holds a prepared corpus
+(meta.json) and nothing but the files ``prepare`` writes is replaced.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -26,37 +44,43 @@ from torch.utils.data import Dataset
 
 from ..errors import UsageError
 
-__all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "TokenWindows",
-           "TOKENIZERS", "SPLITS"]
+__all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
+           "TokenWindows", "TOKENIZERS", "SPLITS", "CORPUS_FILES"]
 
 TOKENIZERS = ("char", "word", "bpe")
 SPLITS = ("train", "val")
+CORPUS_FILES = ("train.bin", "val.bin", "tokenizer.json", "meta.json")  # what prepare writes
 CHUNK_CHARS = 1 << 20  # characters read at a time
 BPE_FIT_CHARS = 1 << 13  # ... when fitting BPE (see _one_tokenizer_thread)
 
 
-def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS
-                     ) -> Iterator[tuple[int, str]]:
+def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS, *,
+                     digests: list | None = None) -> Iterator[tuple[int, str]]:
     """Yield (file index, text) pieces of at most ``chunk_chars`` characters, file by file.
 
     A piece ends after the last white space it holds when there is one, so a word is never cut
     in two (word and BPE tokenisers see whole words); the rest starts the next piece. Joining
     a file's pieces gives the file back exactly.
 
+    Args:
+        digests: when given, ``digests[i]`` becomes the SHA-256 (hex) of file i's bytes as read
+            (UTF-8 decoding is exact, so the text encodes back to the same bytes).
+
     Raises:
-        UsageError: naming a file that is missing or not UTF-8 text.
+        UsageError: naming a file that is missing, a directory, a symbolic-link loop,
+            unreadable or not UTF-8 text.
     """
     if chunk_chars < 2:
         raise ValueError(f"chunk_chars must be >= 2, got {chunk_chars}")
     for i, path in enumerate(paths):
         path = Path(path)
-        if not path.is_file():
-            raise UsageError(f"file not found: {path}")
+        h = hashlib.sha256()
         carry = ""
         try:
             with open(path, encoding="utf-8", newline="") as f:
                 while True:
                     block = f.read(chunk_chars - len(carry))
+                    h.update(block.encode("utf-8"))
                     text = carry + block
                     if not block:  # end of file
                         if text:
@@ -68,6 +92,14 @@ def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS
                     carry = text[cut:]
         except UnicodeDecodeError as e:
             raise UsageError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        except FileNotFoundError:
+            raise UsageError(f"file not found: {path}") from None
+        except IsADirectoryError:
+            raise UsageError(f"{path} is a directory; give text files") from None
+        except OSError as e:  # a symbolic-link loop, no permission, ...
+            raise UsageError(f"{path}: cannot read the file ({e.strerror or e})") from None
+        if digests is not None:
+            digests.append(h.hexdigest())
 
 
 @contextmanager
@@ -103,13 +135,13 @@ def _fit_tokenizer(paths, kind: str, vocab_size: int | None, chunk_chars: int):
     return BPETokenizer.fit(texts, **({} if vocab_size is None else {"vocab_size": vocab_size}))
 
 
-def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None
+def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=None
              ) -> Iterator[tuple[str, list[int]]]:
     """(split, token ids) pieces of the files, encoded chunk by chunk, with the EOS id between
     files (a document boundary, in the split where the new file starts); character
     ``split_at`` starts the validation split (None: everything is "train")."""
     seen, last_file = 0, 0
-    for i, text in iter_text_chunks(paths, chunk_chars):
+    for i, text in iter_text_chunks(paths, chunk_chars, digests=digests):
         split = "train" if split_at is None or seen < split_at else "val"
         if i != last_file:
             yield split, [tok.eos_id]
@@ -122,20 +154,26 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None
         seen += len(text)
 
 
-def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int) -> dict:
+def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int,
+                   sources: list) -> tuple[dict, dict]:
     """Encode the files into ``out/.{train,val}.bin.tmp``; character ``split_at`` starts the
-    validation split. Returns the token count of each split."""
+    validation split. Returns the token count and the SHA-256 of each split's file (hashed as
+    it is written, so no second pass over a large file); ``sources`` receives the digest of
+    each text file as read."""
     counts = dict.fromkeys(SPLITS, 0)
+    hashes = {s: hashlib.sha256() for s in SPLITS}
     files = {s: open(out / f".{s}.bin.tmp", "wb") for s in SPLITS}
     try:
-        for split, ids in _encoded(paths, tok, chunk_chars, split_at):
-            np.asarray(ids, dtype=dtype).tofile(files[split])
+        for split, ids in _encoded(paths, tok, chunk_chars, split_at, sources):
+            data = np.asarray(ids, dtype=dtype).tobytes()
+            files[split].write(data)
+            hashes[split].update(data)
             counts[split] += len(ids)
-            del ids  # not kept while the next chunk is encoded (up to 36 MB of ids per MB)
+            del ids, data  # not kept while the next chunk is encoded (up to 36 MB of ids per MB)
     finally:
         for f in files.values():
             f.close()
-    return counts
+    return counts, {f"{s}.bin": h.hexdigest() for s, h in hashes.items()}
 
 
 def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
@@ -160,7 +198,7 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
 
 def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str = "char",
             vocab_size: int | None = None, val_fraction: float = 0.1,
-            chunk_chars: int = CHUNK_CHARS) -> dict:
+            chunk_chars: int = CHUNK_CHARS, force: bool = False) -> dict:
     """Tokenise text files into ``out_dir/{train,val}.bin``, ``tokenizer.json`` and ``meta.json``.
 
     Two streaming passes over the files: one fits the tokeniser (and counts characters), one
@@ -168,20 +206,30 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str 
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
     boundary). The last ``val_fraction`` of the characters is the validation split.
 
+    Everything is written under temporary names first; only when the corpus is complete are
+    they renamed into place, meta.json last, so an existing corpus is never left half replaced
+    by a failed run (and a kill mid-way leaves no meta.json, which ``read_meta`` refuses).
+
     Args:
         paths: UTF-8 text files.
-        out_dir: the directory to write (created if needed).
+        out_dir: the directory to write (created if needed). It must be empty or missing unless
+            ``force``.
         tokenizer: "char", "word" or "bpe".
         vocab_size: cap (char/word) or target size (bpe, default 1000) of the vocabulary.
         val_fraction: share of the text held out, in (0, 0.5].
         chunk_chars: characters read at a time.
+        force: replace the prepared corpus in ``out_dir``; only a directory with meta.json that
+            holds nothing but the files prepare writes is replaced (nothing else is deleted).
 
     Returns:
-        The metadata written to ``meta.json``.
+        The metadata written to ``meta.json``: also ``sha256`` (of train.bin, val.bin and
+        tokenizer.json) and ``files_sha256`` (of each text file as read).
 
     Raises:
-        UsageError: for a missing/non-UTF-8/empty file, bad options, or a corpus too small to
-            hold out a validation split.
+        UsageError: for a missing/non-UTF-8/empty file, bad options, a corpus too small to hold
+            out a validation split, an ``out_dir`` that is not empty (without ``force``) or that
+            holds files prepare did not write, an input file inside ``out_dir``, or a text file
+            that changed while it was being read.
 
     Example:
         >>> meta = prepare(["input.txt"], "data/shakespeare", tokenizer="char")
@@ -193,51 +241,148 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str 
         raise UsageError(f"val_fraction must be in (0, 0.5], got {val_fraction}")
     if not paths:
         raise UsageError("no input files given")
-    total = 0
-    for _, text in iter_text_chunks(paths, chunk_chars):
+    out = Path(out_dir)
+    _check_out_dir(out, paths, force)
+    total, read_first = 0, []
+    for _, text in iter_text_chunks(paths, chunk_chars, digests=read_first):
         total += len(text)
     if total == 0:
         raise UsageError(f"the input files hold no text: {', '.join(map(str, paths))}")
+    created = not out.exists()
+    try:
+        meta = _write_corpus(paths, out, tokenizer, vocab_size, val_fraction, chunk_chars, total,
+                             read_first)
+    except BaseException:
+        for name in _TEMPORARY:
+            (out / name).unlink(missing_ok=True)
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # a refused prepare leaves nothing behind
+        raise
+    return meta
+
+
+_TEMPORARY = (".train.bin.tmp", ".val.bin.tmp", ".tokenizer.json.tmp")
+
+
+def _check_out_dir(out: Path, paths, force: bool) -> None:
+    """Refuse to write where it would overwrite what the user did not ask to replace."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a directory")
+    inside = os.path.realpath(out)  # (not Path.resolve: it raises on a symbolic-link loop)
+    for path in paths:  # `prepare data/c/meta.json --out data/c --force` would eat its input
+        if os.path.dirname(os.path.realpath(path)) == inside:
+            raise UsageError(f"--out {out} holds the input file {path}; write the corpus to "
+                             f"another directory")
+    if not out.exists():
+        return
+    entries = sorted(p.name for p in out.iterdir())
+    if not entries:
+        return
+    foreign = [n for n in entries if n not in CORPUS_FILES and n not in _TEMPORARY
+               and not (n.startswith(".meta.json.") and n.endswith(".tmp"))]
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise UsageError(f"--out {out} already holds {foreign[0]}{more}, which `attnlab prepare` "
+                         f"did not write; choose another --out (nothing was changed)")
+    if not force:
+        raise UsageError(f"--out {out} already holds a prepared corpus; add --force to replace "
+                         f"it (runs trained on it will then refuse to evaluate or resume), or "
+                         f"choose another --out")
+    if "meta.json" not in entries and any(n in CORPUS_FILES for n in entries):
+        raise UsageError(f"--out {out} holds {', '.join(n for n in entries if n in CORPUS_FILES)} "
+                         f"but no meta.json, so it is not a corpus `attnlab prepare` finished; "
+                         f"--force replaces only a prepared corpus: remove the files yourself or "
+                         f"choose another --out")
+
+
+def _write_corpus(paths, out: Path, kind: str, vocab_size, val_fraction: float,
+                  chunk_chars: int, total: int, read_first: list[str]) -> dict:
+    from ..runs import write_json
+
     with _one_tokenizer_thread():  # the BPE library would otherwise read ahead and hold the text
         try:
-            tok = _fit_tokenizer(paths, tokenizer, vocab_size, chunk_chars)
+            tok = _fit_tokenizer(paths, kind, vocab_size, chunk_chars)
         except ValueError as e:
             raise UsageError(f"--vocab-size: {e}") from None
         dtype = np.uint16 if tok.vocab_size <= 2**16 else np.uint32
-        out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        counts = _encode_splits(paths, tok, out, dtype, int(total * (1 - val_fraction)),
-                                chunk_chars)
+        read_again: list[str] = []
+        counts, digests = _encode_splits(paths, tok, out, dtype, int(total * (1 - val_fraction)),
+                                         chunk_chars, read_again)
+    for path, first, again in zip(paths, read_first, read_again):
+        if first != again:  # the tokeniser was fit on, and the split placed in, other text
+            raise UsageError(f"{path} changed while it was being prepared; prepare it again "
+                             f"once it is complete (nothing was changed in --out {out})")
     if counts["val"] < 2 or counts["train"] < 2:
-        for s in SPLITS:
-            (out / f".{s}.bin.tmp").unlink(missing_ok=True)
         raise UsageError(f"the corpus is too small to split ({counts['train']} train and "
                          f"{counts['val']} val tokens); give more text")
-    for s in SPLITS:
-        (out / f".{s}.bin.tmp").replace(out / f"{s}.bin")
-    tok.save(out / "tokenizer.json")
-    meta = {"tokenizer": tokenizer, "vocab_size": tok.vocab_size, "dtype": np.dtype(dtype).name,
+    tok.save(out / ".tokenizer.json.tmp")
+    # (a small file: read whole, not in runs.file_digest's 1 MiB blocks, which would be the
+    # largest allocation of the whole prepare)
+    digests["tokenizer.json"] = hashlib.sha256((out / ".tokenizer.json.tmp").read_bytes()).hexdigest()
+    meta = {"tokenizer": kind, "vocab_size": tok.vocab_size, "dtype": np.dtype(dtype).name,
             "train_tokens": counts["train"], "val_tokens": counts["val"],
             "characters": total, "val_fraction": val_fraction,
-            "files": [str(p) for p in paths]}
-    from ..runs import write_json
-
+            "files": [str(p) for p in paths], "files_sha256": read_again, "sha256": digests}
+    # The commit: the old meta.json goes first (from here until the new one is written the
+    # directory is no corpus at all, never a mix of the old meta.json and new token files).
+    (out / "meta.json").unlink(missing_ok=True)
+    for s in SPLITS:
+        (out / f".{s}.bin.tmp").replace(out / f"{s}.bin")
+    (out / ".tokenizer.json.tmp").replace(out / "tokenizer.json")
     write_json(out / "meta.json", meta)
     return meta
 
 
 def read_meta(data_dir: str | Path, *, what: str = "--data") -> dict:
-    """``meta.json`` of a prepared directory; ``UsageError`` naming the directory otherwise."""
+    """``meta.json`` of a prepared directory, checked against the files next to it.
+
+    Cheap checks only (no pass over the token files): each token file's size is the token count
+    meta.json states, and tokenizer.json is the one meta.json's digest names (corpora prepared
+    before the digests existed are checked for sizes only).
+
+    Raises:
+        UsageError: naming the directory (and file) when meta.json is missing or unreadable,
+            or a file is missing or does not match it.
+    """
     data_dir = Path(data_dir)
     path = data_dir / "meta.json"
     if not path.is_file():
         raise UsageError(f"{what} {data_dir} is not a prepared corpus (no meta.json); "
                          f"run `attnlab prepare FILE... --out {data_dir}`")
-    meta = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        itemsize = np.dtype(meta["dtype"]).itemsize
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:
+        raise UsageError(f"{what} {path} is not a meta.json written by `attnlab prepare` "
+                         f"({type(e).__name__}: {e}); prepare the corpus again") from None
     for split in SPLITS:
-        if not (data_dir / f"{split}.bin").is_file():
+        bin_path = data_dir / f"{split}.bin"
+        if not bin_path.is_file():
             raise UsageError(f"{what} {data_dir} has no {split}.bin; prepare it again")
+        tokens = meta.get(f"{split}_tokens")
+        if isinstance(tokens, int) and bin_path.stat().st_size != tokens * itemsize:
+            raise UsageError(f"{what} {bin_path} holds {bin_path.stat().st_size // itemsize:,} "
+                             f"tokens but meta.json says {tokens:,}: the file was changed after "
+                             f"`attnlab prepare` wrote it; prepare the corpus again")
+    expected = (meta.get("sha256") or {}).get("tokenizer.json")
+    if expected:
+        from ..runs import file_digest
+
+        tok = data_dir / "tokenizer.json"
+        if not tok.is_file() or file_digest(tok) != expected:
+            state = "is missing" if not tok.is_file() else "is not the one meta.json names"
+            raise UsageError(f"{what} {tok} {state} (token ids mean nothing without their "
+                             f"tokeniser); prepare the corpus again")
     return meta
+
+
+def corpus_identity(data_dir: str | Path) -> dict[str, str]:
+    """SHA-256 of a prepared corpus' meta.json and tokenizer.json: what a run records to know
+    later that the corpus is the one it was trained on (see the module docstring)."""
+    from ..runs import file_digest
+
+    return {name: file_digest(Path(data_dir) / name) for name in ("meta.json", "tokenizer.json")}
 
 
 class TokenWindows(Dataset):

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UsageError
-from .tables import _missing, read_table
+from .tables import _missing, check_unique, read_table
 
 __all__ = ["FeatureSets", "read_feature_sets", "parse_feature_columns", "parse_set",
            "feature_stats", "standardise"]
@@ -41,12 +41,14 @@ class FeatureSets(list):
         features: the feature columns, in the order of the F features.
         ids: ``ids[i]`` is set i's value of the set column.
         lines: ``lines[i]`` is the line of set i's first row (for error messages).
+        sha256: the SHA-256 of the bytes read (``Table.sha256``).
     """
 
     def __init__(self, sets, *, path: Path, features: list[str], ids: list[str],
-                 lines: list[int]) -> None:
+                 lines: list[int], sha256: str = "") -> None:
         super().__init__(sets)
         self.path, self.features, self.ids, self.lines = path, features, ids, lines
+        self.sha256 = sha256
 
 
 def parse_feature_columns(value) -> list[str] | None:
@@ -57,6 +59,7 @@ def parse_feature_columns(value) -> list[str] | None:
     names = [n.strip() for n in names]
     if not names or not all(names):
         raise UsageError(f"--feature-columns must be column names separated by commas, got {value!r}")
+    check_unique(names, what="--feature-columns")  # 'a,a' would feed feature a in twice
     return names
 
 
@@ -85,7 +88,8 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
         A ``FeatureSets``: ``[(tensor (T, F), label), ...]``.
 
     Raises:
-        UsageError: the file errors of ``read_table``; a missing column (named); no feature
+        UsageError: the file errors of ``read_table``; a missing or repeated column (named);
+            a column given two roles (e.g. the set column also as a feature); no feature
             column left; a feature value that is not a finite number (line, column, value); a set
             with two labels (line, set, both labels).
 
@@ -95,6 +99,14 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
         (torch.Size([12, 3]), 'sphere', ['x', 'y', 'z'])
     """
     keys = [set_column, label_column]
+    if set_column == label_column:
+        raise UsageError(f"--set-column and --label-column are both {set_column!r}; a column "
+                         f"cannot be both the set id and its label")
+    for c in feature_columns or ():
+        if c in keys:
+            role = "--set-column" if c == set_column else "--label-column"
+            raise UsageError(f"--feature-columns: {c!r} is also {role}; a feature must be "
+                             f"another column")
     if feature_columns is not None:
         table = read_table(path, keys + list(feature_columns), what=what)
     else:
@@ -118,7 +130,7 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
     ids = list(rows)  # dicts keep insertion order: sets in order of their first row
     sets = [(torch.tensor(rows[k], dtype=torch.float32), labels[k][0]) for k in ids]  # (T, F) each
     return FeatureSets(sets, path=table.path, features=list(feature_columns), ids=ids,
-                       lines=[labels[k][1] for k in ids])
+                       lines=[labels[k][1] for k in ids], sha256=table.sha256)
 
 
 def parse_set(text: str, features: list[str]) -> torch.Tensor:

@@ -10,17 +10,27 @@ flag, the file and — where there is one — the column and line, e.g.
 The file type comes from the extension: ``.csv``; ``.tsv`` / ``.tab``; ``.jsonl`` / ``.ndjson``
 (one JSON object per line). Text is UTF-8 (a byte-order mark is allowed). Line numbers are the
 file's physical lines, counting from 1 (the header is line 1 of a CSV).
+
+Nothing is read silently wrong ("Trust: no silent wrong result"): a column named twice in the
+header (or a key twice in one JSON object) is an error, not "the first one wins" (csv) or "the
+last one wins" (``json.loads``); a quote that is never closed is an error, where Python's csv
+module would read the rest of the file into one value; a directory, a symbolic-link loop, a
+UTF-16 file and an unreadable file are named as such. The file is read once, and
+``Table.sha256`` is the digest of exactly the bytes read, so a caller can tell whether the file
+it recorded (``attnlab.runs.record_data_files``) is the one it used.
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+import os
 from pathlib import Path
 
 from ..errors import UsageError
 
-__all__ = ["read_table", "Table", "FORMATS"]
+__all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
@@ -32,11 +42,13 @@ class Table(list):
         path: the file read.
         columns: the columns kept, in order.
         lines: ``lines[i]`` is the line number of row i in the file (for error messages).
+        sha256: the SHA-256 of the bytes read (hex), to compare with a recorded digest.
     """
 
-    def __init__(self, rows, *, path: Path, columns: list[str], lines: list[int]) -> None:
+    def __init__(self, rows, *, path: Path, columns: list[str], lines: list[int],
+                 sha256: str = "") -> None:
         super().__init__(rows)
-        self.path, self.columns, self.lines = path, columns, lines
+        self.path, self.columns, self.lines, self.sha256 = path, columns, lines, sha256
 
     def column(self, name: str) -> list[str]:
         """Every row's value of one column."""
@@ -59,8 +71,10 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         A ``Table``: a list of dicts ``{column: str}`` with ``.lines`` and ``.path``.
 
     Raises:
-        UsageError: missing file, unknown extension, undecodable bytes (file and line), empty
-            file, missing column (named), a malformed row or an empty value (file and line).
+        UsageError: missing file, a directory or a symbolic-link loop, unknown extension,
+            undecodable bytes (file and line), empty file, no data rows, missing or repeated
+            column (named; also when ``columns`` names one twice), an unclosed quote, a
+            malformed row or an empty value (file and line).
 
     Example:
         >>> rows = read_table("reviews.csv", columns=["text", "label"])
@@ -68,14 +82,15 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         {'text': 'Loved it', 'label': 'pos'}
     """
     path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"{what}: file not found: {path}")
     fmt = format or FORMATS.get(path.suffix.lower())
-    if fmt not in ("csv", "tsv", "jsonl"):
+    if fmt not in ("csv", "tsv", "jsonl") and not path.is_dir():
         raise UsageError(f"{what} {path}: unknown file type {path.suffix or '(none)'!r}; use "
                          f"{', '.join(FORMATS)}")
     where = f"{what} {path}"
-    text = _decode(path.read_bytes(), where)
+    if columns is not None:
+        check_unique(columns, what="the columns asked for", where=where)
+    data = read_bytes(path, what=what)
+    text = _decode(data, where)
     if not text.strip():
         raise UsageError(f"{where}: the file is empty")
     reader = _read_jsonl if fmt == "jsonl" else _read_delimited
@@ -87,11 +102,72 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
             for c in columns:
                 if not row[c].strip():
                     raise UsageError(f"{where} line {line}: empty value in column {c!r}")
-    return Table(rows, path=path, columns=columns, lines=lines)
+    return Table(rows, path=path, columns=columns, lines=lines,
+                 sha256=hashlib.sha256(data).hexdigest())
+
+
+def read_bytes(path: str | Path, *, what: str = "--data") -> bytes:
+    """The bytes of a data file, read once; ``UsageError`` naming the file (and ``what``, its
+    flag) when it is missing, a directory, a symbolic-link loop or unreadable."""
+    path = Path(path)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise UsageError(f"{what} {path}: a symbolic link to a file that does not exist "
+                             f"({os.readlink(path)})") from None
+        raise UsageError(f"{what}: file not found: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} {path} is a directory; give a data file") from None
+    except OSError as e:  # ELOOP (a link loop), EACCES, EIO, ...
+        raise UsageError(f"{what} {path}: cannot read the file ({e.strerror or e})") from None
+
+
+def check_unique(names, *, what: str, where: str = "", only=None) -> None:
+    """``UsageError`` naming the first name that ``names`` holds twice.
+
+    Args:
+        names: column names, in order.
+        what: what the names are, for the message ("the header", "--feature-columns").
+        where: the file (and line) the names come from, to start the message.
+        only: check only these names (the columns that will be used; a repeated column that
+            nothing reads cannot change a result).
+    """
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if only is not None and name not in only:
+            continue
+        if name in seen:
+            start = f"{where}: " if where else ""
+            raise UsageError(f"{start}column {name!r} appears twice in {what} (positions "
+                             f"{seen[name]} and {i}), so which one to read is not clear")
+        seen[name] = i
+
+
+def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
+    """Refuse rows read from a file whose bytes are not the ones a run recorded.
+
+    ``attnlab.runs.record_data_files`` hashes a data file when a run starts, and the run
+    reads it (again) later: in ``--resume``, in ``evaluate``, or just after the check. If the
+    file changed in between, the rows now in hand are not the ones the digest vouches for.
+
+    Args:
+        path: the file, for the message.
+        digest: the SHA-256 of the bytes read (``Table.sha256``).
+        recorded: the digest in config.yaml's ``data_sha256`` (None: nothing recorded yet).
+        what: the file's flag, to start the message.
+    """
+    if recorded and digest != recorded:
+        raise UsageError(f"{what} {path} changed since this run recorded it (its SHA-256 "
+                         f"differs from config.yaml's data_sha256), so the rows read now are not "
+                         f"the ones the run checked; put the file back or start a new run")
 
 
 def _decode(data: bytes, where: str) -> str:
     """UTF-8 text of ``data``; the error names the line and column of the first bad byte."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Excel's "Unicode text" writes
+        raise UsageError(f"{where}: the file is UTF-16 (it starts with a UTF-16 byte-order "
+                         f"mark); save it as UTF-8")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -111,18 +187,23 @@ def _missing(columns: list[str], have: list[str], where: str) -> None:
 
 
 def _read_delimited(text: str, columns, where: str, delimiter: str):
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    # strict: a quote that is never closed, or text after a closing quote, is an error; without
+    # it Python's csv module reads the rest of the file into one value and says nothing.
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    start = 1  # the line where the current record starts
     try:
         header = next(reader)
         while not any(h.strip() for h in header):  # skip leading blank lines
+            start = reader.line_num + 1
             header = next(reader)
     except StopIteration:
         raise UsageError(f"{where}: the file is empty") from None
     except csv.Error as e:
-        raise UsageError(f"{where} line {reader.line_num}: {e}") from None
+        raise _quote_error(e, where, start, reader.line_num) from None
     header = [h.strip() for h in header]
     columns = list(columns) if columns is not None else [h for h in header if h]
     _missing(columns, header, where)
+    check_unique(header, what="the header", where=f"{where} line {start}", only=columns)
     index = {c: header.index(c) for c in columns}
     rows, lines = [], []
     start = reader.line_num + 1
@@ -136,8 +217,21 @@ def _read_delimited(text: str, columns, where: str, delimiter: str):
                 lines.append(start)
             start = reader.line_num + 1
     except csv.Error as e:
-        raise UsageError(f"{where} line {reader.line_num}: {e}") from None
+        raise _quote_error(e, where, start, reader.line_num) from None
     return rows, lines, columns
+
+
+def _quote_error(e: csv.Error, where: str, start: int, end: int) -> UsageError:
+    """The csv module's error, as a message naming the line where the bad record starts."""
+    if "unexpected end of data" in str(e):
+        return UsageError(f"{where} line {start}: a quote opened in this record is never closed, "
+                          f"so the rest of the file would be read as one value; close it (write "
+                          f"\"\" for a quote inside a quoted value)")
+    if "expected after" in str(e):
+        runs_on = f" (the quoted value runs on to line {end})" if end != start else ""
+        return UsageError(f"{where} line {start}: text follows a closing quote{runs_on}; quote "
+                          f"the whole value and write \"\" for a quote inside it")
+    return UsageError(f"{where} line {end}: {e}")
 
 
 def _read_jsonl(text: str, columns, where: str, _delimiter: str):
@@ -146,14 +240,19 @@ def _read_jsonl(text: str, columns, where: str, _delimiter: str):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_Object)
         except json.JSONDecodeError as e:
-            raise UsageError(f"{where} line {number}: not valid JSON ({e.msg})") from None
+            raise UsageError(f"{where} line {number}: not valid JSON ({e.msg}, column "
+                             f"{e.colno})") from None
         if not isinstance(obj, dict):
             raise UsageError(f"{where} line {number}: expected a JSON object, got "
                              f"{type(obj).__name__}")
         if columns is None:
             columns = list(obj)
+        twice = [c for c in obj.duplicates if c in columns]
+        if twice:  # json.loads alone would keep the last value and say nothing
+            raise UsageError(f"{where} line {number}: field {twice[0]!r} appears twice in one "
+                             f"object; keep one so it is clear which value to use")
         missing = [c for c in columns if c not in obj]
         if missing:
             raise UsageError(f"{where} line {number}: no field {missing[0]!r} "
@@ -169,3 +268,16 @@ def _read_jsonl(text: str, columns, where: str, _delimiter: str):
         rows.append(row)
         lines.append(number)
     return rows, lines, list(columns or [])
+
+
+class _Object(dict):
+    """A JSON object that remembers the keys it was given more than once (``duplicates``),
+    which a plain ``json.loads`` would silently collapse to the last value."""
+
+    def __init__(self, pairs) -> None:
+        super().__init__()
+        self.duplicates = []
+        for key, value in pairs:
+            if key in self and key not in self.duplicates:
+                self.duplicates.append(key)
+            self[key] = value

@@ -8,7 +8,11 @@ rows are split per class, with ``--seed``, into train / validation / test. The t
 on the training texts only; batches are padded with id 0 and masked, and grouped by length so
 that little padding is computed. The model is a ``SequenceClassifier`` (per-sequence head;
 ``--pooling cls|mean``). Metrics on the test split: ``test_accuracy`` and ``test_macro_f1``
-(torchmetrics), then a per-class table. The labels (strings, sorted) are stored in config.yaml,
+(torchmetrics; the macro average is over the classes that occur in the test labels or in the
+predictions, see ``classification_metrics``), then a per-class table. A class seen in training
+but with no test example is named on stderr and listed in metrics.json under
+``test_classes_without_examples``, since its row of the table (support 0) measures nothing. The
+labels (strings, sorted) are stored in config.yaml,
 so ``attnlab predict DIR --input TEXT`` prints a label.
 
 With ``--set-column NAME`` it classifies sets of feature vectors instead (one row per element,
@@ -18,14 +22,17 @@ so the prediction does not depend on the order of a set's rows. ``--feature-colu
 the features (default: every other column); ``predict --input "x1,y1;x2,y2"`` takes one set.
 
 Data problems stop the command before a run directory is written (exit 2, one line): missing
-file, missing column, empty file, undecodable bytes (file and line), a single class, and labels
-in the test or validation file never seen in training (file and line).
+file, missing or repeated column (also --text-column equal to --label-column), empty file,
+undecodable bytes or an unclosed quote (file and line), a single class, labels in the test or
+validation file never seen in training (file and line), and a file whose bytes changed between
+being read and being recorded in config.yaml's ``data_sha256``.
 
 This file holds the task (flags, checks, training, loading) and the model and metrics; reading
 the files, the splits, the tokeniser and the batches are in ``classify_data.py``.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,11 +46,13 @@ from .classify_data import (_Batches, _check_labels, _inputs, _read, _targets, _
 
 # Re-exported: ``load_splits`` and ``make_batches`` have always been importable from here.
 __all__ = ["ClassifyTask", "TASK", "build_model", "make_batches", "load_splits",
-           "collect_predictions", "classification_metrics", "per_class_table"]
+           "collect_predictions", "classification_metrics", "per_class_table",
+           "classes_without_examples", "MISSING_KEY"]
 
 TOKENIZERS = ("char", "word", "bpe")
 _MIN_VOCAB = {"char": 5, "word": 5, "bpe": 260}
 _DATA_FILES = ("data", "test", "val")  # the options that name data files
+MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
 
 
 # ---- model and metrics (plain torch: predict and evaluate never import Lightning) ---------------
@@ -70,12 +79,34 @@ def collect_predictions(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
-    """``test_accuracy`` and ``test_macro_f1`` (torchmetrics; classes absent from both the
-    predictions and the targets are left out of the macro average)."""
+    """``test_accuracy`` and ``test_macro_f1`` (torchmetrics' multiclass F1, macro average).
+
+    The macro average is the mean F1 over the classes that occur in ``targets`` or in
+    ``preds``: a class in neither has F1 = 0/0 and is left out (scikit-learn's ``f1_score``
+    does the same); a class with no test example that the model predicted anyway counts with
+    F1 0. So a class missing from the test split does not lower the score unless it is
+    predicted: ``classes_without_examples`` names such classes, which callers report.
+    """
     from torchmetrics.functional.classification import multiclass_f1_score
 
     return {"test_accuracy": float((preds == targets).float().mean()),
             "test_macro_f1": float(multiclass_f1_score(preds, targets, num_classes, average="macro"))}
+
+
+def classes_without_examples(targets: torch.Tensor, labels: list[str]) -> list[str]:
+    """The labels (of training) that no test example has, in ``labels`` order."""
+    support = torch.bincount(targets, minlength=len(labels))  # (K,)
+    return [label for label, n in zip(labels, support.tolist()) if n == 0]
+
+
+def _say_missing(missing: list[str], labels: list[str]) -> None:
+    """One line on stderr naming the classes that the test split does not measure."""
+    if missing:
+        names = ", ".join(map(repr, missing[:10])) + (", ..." if len(missing) > 10 else "")
+        print(f"warning: the test split has no example of {len(missing)} of the {len(labels)} "
+              f"classes ({names}): their support is 0 and their recall is not measured; "
+              f"test_macro_f1 leaves them out unless the model predicted them (then their F1 is "
+              f"0)", file=sys.stderr, flush=True)
 
 
 def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str]) -> str:
@@ -132,15 +163,22 @@ class ClassifyTask(Task):
                        help="with --set-column: the numeric features (default: every other column)")
 
     def _key(self, cfg):
-        files = tuple(cfg.get(k) and str(Path(cfg[k]).resolve()) for k in _DATA_FILES)
+        # abspath, not resolve(): resolving a symbolic-link loop raises before the reader can
+        # name the file
+        files = tuple(cfg.get(k) and os.path.abspath(cfg[k]) for k in _DATA_FILES)
         return files + tuple(str(cfg.get(k)) for k in (
             "text_column", "label_column", "seed", "val_fraction", "test_fraction", "set_column",
             "feature_columns"))
 
     def splits(self, cfg: dict[str, Any]):
+        return self._splits(cfg)[0]
+
+    def _splits(self, cfg: dict[str, Any]):
+        """(splits, {option: SHA-256 of the bytes read}), read once per set of settings."""
         if self._cache is None or self._cache[0] != self._key(cfg):
-            self._cache = (self._key(cfg), load_splits(cfg))
-        return self._cache[1]
+            digests: dict[str, str] = {}
+            self._cache = (self._key(cfg), load_splits(cfg, digests=digests), digests)
+        return self._cache[1:]
 
     def validate(self, cfg: dict[str, Any]) -> None:
         if cfg["tokenizer"] not in TOKENIZERS:
@@ -164,10 +202,32 @@ class ClassifyTask(Task):
                 raise UsageError(f"--{key} must be one of {', '.join(choices)}, got {cfg[key]!r}")
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
-        self.splits(cfg)  # data errors now, before the run directory is written
+        self._check_column_flags(cfg)
+        from ..data.tables import check_digest
         from ..runs import pin_data_files
 
-        pin_data_files(cfg, _DATA_FILES)  # saved with config.yaml: evaluate and --resume check it
+        resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
+        if resumed:  # first: its message says which file changed since the run started
+            pin_data_files(cfg, _DATA_FILES)
+        _, digests = self._splits(cfg)  # data errors now, before the run directory is written
+        if not resumed:
+            pin_data_files(cfg, _DATA_FILES)  # saved with config.yaml: evaluate and --resume check it
+        for key, digest in digests.items():  # the bytes trained on are the ones pinned
+            check_digest(cfg[key], digest, cfg["data_sha256"].get(key), what=f"--{key}")
+
+    @staticmethod
+    def _check_column_flags(cfg: dict[str, Any]) -> None:
+        """Two roles given the same column (``--text-column x --label-column x``) would train
+        on the label itself: refused, naming both flags."""
+        roles = (("set_column", "label_column") if cfg.get("set_column")
+                 else ("text_column", "label_column"))
+        for key in roles:
+            if not isinstance(cfg[key], str) or not cfg[key].strip():
+                raise UsageError(f"--{key.replace('_', '-')} must be a column name, got {cfg[key]!r}")
+        a, b = roles
+        if cfg[a].strip() == cfg[b].strip():
+            raise UsageError(f"--{a.replace('_', '-')} and --{b.replace('_', '-')} are both "
+                             f"{cfg[a]!r}; they must name two different columns")
 
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         from ..training import finish, fit
@@ -197,11 +257,14 @@ class ClassifyTask(Task):
         if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
             return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
         preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, splits["test"]))
-        metrics = finish(cfg, run_dir, model, classification_metrics(preds, targets, len(cfg["labels"])),
-                         result, tokenizer=tokenizer)
+        missing = classes_without_examples(targets, cfg["labels"])
+        metrics = finish(cfg, run_dir, model,
+                         {**classification_metrics(preds, targets, len(cfg["labels"])),
+                          MISSING_KEY: missing}, result, tokenizer=tokenizer)
         print(f"\ntest split, per class ({len(targets)} {'sets' if tokenizer is None else 'texts'}):\n"
               f"{per_class_table(preds, targets, cfg['labels'])}")
         sys.stdout.flush()
+        _say_missing(missing, cfg["labels"])
         return metrics
 
     def _load(self, run_dir: Path, cfg: dict[str, Any]):
@@ -246,14 +309,16 @@ class ClassifyTask(Task):
 
         model, tokenizer = self._load(run_dir, cfg)
         if data is not None:
-            pairs, lines, path = _read({**cfg, "data": data}, "data", cfg.get("feature_names"))
+            pairs, lines, path, _ = _read({**cfg, "data": data}, "data", cfg.get("feature_names"))
             _check_labels(pairs, lines, path, set(cfg["labels"]), "data")
         else:
             check_data_files(cfg)
-            pairs = self.splits(cfg)["test"]
+            pairs = self.splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
         preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, pairs))
         print(per_class_table(preds, targets, cfg["labels"]), file=sys.stderr)
-        return classification_metrics(preds, targets, len(cfg["labels"]))
+        missing = classes_without_examples(targets, cfg["labels"])
+        _say_missing(missing, cfg["labels"])
+        return {**classification_metrics(preds, targets, len(cfg["labels"])), MISSING_KEY: missing}
 
 
 TASK = ClassifyTask()

@@ -24,21 +24,32 @@ from ..errors import UsageError
 __all__ = ["load_splits", "fit_tokenizer", "encode", "make_batches"]
 
 
-def _read(cfg: dict[str, Any], key: str, features: list[str] | None = None):
+def _read(cfg: dict[str, Any], key: str, features: list[str] | None = None, *,
+          pinned: bool = False):
     """The ``(input, label)`` examples of the file ``cfg[key]`` — (text, label) rows, or
-    ((T, F) tensor, label) sets with ``--set-column`` — their line numbers and the file."""
+    ((T, F) tensor, label) sets with ``--set-column`` — their line numbers, the file, and the
+    SHA-256 of the bytes read.
+
+    ``pinned``: the file is one of the run's own (``--data``/``--test``/``--val``), so its bytes
+    must be the ones config.yaml's ``data_sha256`` recorded, when it recorded them."""
+    from ..data.tables import check_digest
+
     if cfg.get("set_column"):
         from ..data.feature_sets import parse_feature_columns, read_feature_sets
 
         sets = read_feature_sets(cfg[key], set_column=cfg["set_column"],
                                  label_column=cfg["label_column"], what=f"--{key}",
                                  feature_columns=features or parse_feature_columns(cfg["feature_columns"]))
-        return sets, sets.lines, sets.path
-    from ..data.tables import read_table
+        found, examples = sets, sets
+    else:
+        from ..data.tables import read_table
 
-    table = read_table(cfg[key], [cfg["text_column"], cfg["label_column"]], what=f"--{key}")
-    return [(row[cfg["text_column"]], row[cfg["label_column"]].strip()) for row in table], \
-        table.lines, table.path
+        found = read_table(cfg[key], [cfg["text_column"], cfg["label_column"]], what=f"--{key}")
+        examples = [(row[cfg["text_column"]], row[cfg["label_column"]].strip()) for row in found]
+    if pinned:
+        check_digest(found.path, found.sha256, (cfg.get("data_sha256") or {}).get(key),
+                     what=f"--{key}")
+    return examples, found.lines, found.path, found.sha256
 
 
 def _split(indices_by_label: dict[str, list[int]], fraction: float, rng: random.Random):
@@ -61,16 +72,20 @@ def _check_labels(examples, lines, path, labels: set[str], key: str) -> None:
                              f"training (labels: {known})")
 
 
-def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
+def load_splits(cfg: dict[str, Any], *, digests: dict[str, str] | None = None
+                ) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
     with ``--set-column``, and then also ``"features"``, the feature columns' names;
-    ``UsageError`` on data errors."""
+    ``UsageError`` on data errors, and when a file's bytes are not those config.yaml's
+    ``data_sha256`` recorded. ``digests``, when given, receives the SHA-256 of the bytes read
+    from each file, by option ("data", "test", "val")."""
     sets = cfg.get("set_column")
     if not cfg.get("data"):
         raise UsageError("--data FILE is required: a CSV, TSV or JSONL file with columns "
                          f"{sets or cfg['text_column']!r} and {cfg['label_column']!r}")
     label = cfg["label_column"]
-    pairs, _, path = _read(cfg, "data")
+    digests = {} if digests is None else digests
+    pairs, _, path, digests["data"] = _read(cfg, "data", pinned=True)
     features = getattr(pairs, "features", None)  # held-out files must have the same features
     labels = {lab for _, lab in pairs}
     if len(labels) < 2:
@@ -85,7 +100,7 @@ def load_splits(cfg: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
     left = 1.0  # the fraction of --data not yet held out: fractions are of the whole file
     for key in ("test", "val"):
         if cfg.get(key):
-            held, lines, held_path = _read(cfg, key, features)
+            held, lines, held_path, digests[key] = _read(cfg, key, features, pinned=True)
             _check_labels(held, lines, held_path, labels, key)
             splits[key] = list(held)
             continue

@@ -109,17 +109,29 @@ class LMTask(Task):
 
         if not cfg.get("data"):
             raise UsageError("--data is required: a directory from `attnlab prepare` or a text file")
-        data = Path(cfg["data"])
-        if data.is_dir():
-            read_meta(data)
-        elif not data.is_file():
-            raise UsageError(f"--data: not found: {data}")
-        elif data.stat().st_size == 0:  # refuse before the run directory is created
-            raise UsageError(f"--data {data}: the file is empty")
         for key, low in (("block_size", 2), ("val_batches", 1), ("predict_tokens", 1)):
             value = cfg.get(key)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UsageError(f"--{key.replace('_', '-')} must be an integer >= {low}, got {value!r}")
+        # everything below is refused before the run directory is created (issue #8)
+        data = Path(cfg["data"])
+        if data.is_dir():
+            meta = read_meta(data)
+            if cfg.get("resume") and cfg.get("corpus_sha256"):
+                _check_corpus(cfg, data, "resume")
+            for split in ("train", "val"):
+                if meta[f"{split}_tokens"] < cfg["block_size"] + 1:
+                    raise UsageError(f"--block-size {cfg['block_size']}: {data}/{split}.bin holds "
+                                     f"{meta[f'{split}_tokens']} tokens, fewer than one window of "
+                                     f"--block-size + 1; lower --block-size")
+        elif not data.is_file():
+            raise UsageError(f"--data: not found: {data}")
+        elif data.stat().st_size == 0:
+            raise UsageError(f"--data {data}: the file is empty")
+        elif cfg.get("resume") and cfg.get("data_sha256"):
+            from ..runs import check_data_files
+
+            check_data_files(cfg, purpose="resume")
         if cfg["tokenizer"] not in _TOKENIZERS:
             raise UsageError(f"--tokenizer must be one of {', '.join(_TOKENIZERS)}, got {cfg['tokenizer']!r}")
         if cfg["positional"] not in _POSITIONAL:
@@ -139,8 +151,35 @@ class LMTask(Task):
         out = Path(run_dir) / "data"
         if not (out / "meta.json").is_file():
             print(f"preparing {data} -> {out} ({cfg['tokenizer']} tokenizer)", flush=True)
-            prepare([data], out, tokenizer=cfg["tokenizer"], vocab_size=cfg.get("vocab_size"))
+            # force: RUN_DIR/data is the run's own; it replaces what a killed prepare left there
+            prepare([data], out, tokenizer=cfg["tokenizer"], vocab_size=cfg.get("vocab_size"),
+                    force=True)
         return out
+
+    @staticmethod
+    def pin_corpus(cfg: dict[str, Any], run_dir: Path, data_dir: Path) -> None:
+        """Record, when the run starts, what it trains on; on ``--resume``, refuse a change.
+
+        A prepared corpus is identified by the SHA-256 of its meta.json and tokenizer.json
+        (``corpus_sha256`` in config.yaml): meta.json holds the digests ``prepare`` computed of
+        the token files while writing them, so two small files stand for a corpus of any size
+        and ``evaluate`` stays fast (``attnlab.data.corpus``). A text file given as --data is
+        also recorded in ``data_sha256``, as classify records its file, and must be the text
+        RUN_DIR/data was prepared from. config.yaml is written again here, so that a run
+        killed before it finishes has the digests too.
+        """
+        from ..data.corpus import corpus_identity, read_meta
+        from ..data.tables import check_digest
+        from ..runs import write_yaml
+
+        if cfg.get("resume") and cfg.get("corpus_sha256"):
+            _check_corpus(cfg, data_dir, "resume")
+        else:
+            cfg["corpus_sha256"] = corpus_identity(data_dir)
+        prepared_from = read_meta(data_dir).get("files_sha256") or [None]
+        if Path(cfg["data"]).is_file() and prepared_from[0]:  # prepare read the text recorded
+            check_digest(cfg["data"], prepared_from[0], cfg["data_sha256"]["data"], what="--data")
+        write_yaml(Path(run_dir) / "config.yaml", cfg)
 
     @staticmethod
     def windows(cfg: dict[str, Any], split: str, *, stride: int | None = None):
@@ -161,7 +200,12 @@ class LMTask(Task):
         from ..training import finish, fit  # Lightning is imported here
         from ..training.lm import LMModule
 
+        if Path(cfg["data"]).is_file():  # before preparing: a resumed run refuses a changed file
+            from ..runs import pin_data_files
+
+            pin_data_files(cfg, ("data",))
         data_dir = self.data_dir(cfg, run_dir)
+        self.pin_corpus(cfg, run_dir, data_dir)
         meta = read_meta(data_dir)
         cfg.update(data_dir=str(data_dir.resolve()), vocab_size=meta["vocab_size"],
                    dtype=meta["dtype"])
@@ -223,6 +267,11 @@ class LMTask(Task):
         """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE)."""
         model, tokenizer = self.load(run_dir, cfg)
         if data is None:
+            if cfg.get("corpus_sha256"):  # the corpus is the one trained on (pin_corpus)
+                from ..data.corpus import read_meta
+
+                _check_corpus(cfg, Path(cfg["data_dir"]), "evaluate")
+                read_meta(cfg["data_dir"])  # and val.bin has the size its meta.json states
             windows = self.windows(cfg, "val")
             return lm_metrics(model, windows, cfg["batch_size"], cfg["val_batches"])
         return _file_metrics(model, tokenizer, Path(data), cfg)
@@ -234,6 +283,16 @@ class LMTask(Task):
         maps = [m[0] for m in model.get_attention_maps(torch.tensor([ids]))]  # L × (H, T, T)
         labels = [tokenizer.decode([i]) or "·" for i in ids]
         return maps, labels, labels
+
+
+def _check_corpus(cfg: dict[str, Any], data_dir: Path, purpose: str) -> None:
+    """``attnlab.runs.check_data_files`` on each file of the corpus' identity (``pin_corpus``),
+    named as --data's meta.json or tokenizer.json."""
+    from ..runs import check_data_files
+
+    for name, digest in cfg["corpus_sha256"].items():
+        check_data_files({"data": str(Path(data_dir) / name), "data_sha256": {"data": digest}},
+                         purpose=purpose)
 
 
 def _file_metrics(model, tokenizer, path: Path, cfg: dict[str, Any]) -> dict[str, float]:

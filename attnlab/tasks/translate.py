@@ -134,8 +134,6 @@ class TranslateTask(Task):
             if cfg.get("epochs") is not None:
                 raise UsageError(f"--epochs: the built-in {cfg['dataset']} are generated without "
                                  f"end; use --max-steps")
-        elif not Path(cfg["data"]).is_file():
-            raise UsageError(f"--data: file not found: {cfg['data']}")
         for key, low in (("vocab_size", 260), ("max_number", 10), ("test_size", 1),
                          ("val_size", 1), ("beam", 1)):
             if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < low:

@@ -100,20 +100,31 @@ def builtin_splits(cfg: dict[str, Any]):
     return stream, [stream.pair(n) for n in val], [stream.pair(n) for n in test]
 
 
-def read_pairs(path: str, cfg: dict[str, Any], what: str) -> list[tuple[str, str]]:
-    """The (source, target) rows of a table file; ``what`` names its flag in errors."""
-    from ..data.tables import read_table
+def read_pairs(path: str, cfg: dict[str, Any], what: str, *, pinned: bool = False
+               ) -> list[tuple[str, str]]:
+    """The (source, target) rows of a table file; ``what`` names its flag in errors.
+
+    ``pinned``: the file is the run's own ``--data``/``--test``, so its bytes must be the ones
+    config.yaml's ``data_sha256`` recorded (when it has), else ``UsageError``: between the
+    check at the start and this read, the file changed."""
+    from ..data.tables import check_digest, read_table
 
     columns = [cfg["src_column"], cfg["tgt_column"]]
+    if columns[0] == columns[1]:  # the model would learn to copy its input
+        raise UsageError(f"--src-column and --tgt-column are both {columns[0]!r}; they must name "
+                         f"two different columns")
     rows = read_table(path, columns=columns, what=what)
+    if pinned:
+        key = what.lstrip("-")
+        check_digest(rows.path, rows.sha256, (cfg.get("data_sha256") or {}).get(key), what=what)
     return [(r[columns[0]], r[columns[1]]) for r in rows]
 
 
 def file_splits(cfg: dict[str, Any]):
     """(train, val, test) pairs of --data (and --test); held-out rows chosen with the seed."""
-    pairs = read_pairs(cfg["data"], cfg, "--data")
+    pairs = read_pairs(cfg["data"], cfg, "--data", pinned=True)
     random.Random(cfg["seed"]).shuffle(pairs)
-    test = read_pairs(cfg["test"], cfg, "--test") if cfg.get("test") else None
+    test = read_pairs(cfg["test"], cfg, "--test", pinned=True) if cfg.get("test") else None
     held = max(1, len(pairs) // 10)
     if test is None:
         test, pairs = pairs[:held], pairs[held:]

@@ -361,13 +361,15 @@ def warmup_note(cfg: dict[str, Any], max_steps: int) -> str | None:
                 f"schedule reaches {reached:.2f} of its peak; shorten --warmup or raise the budget")
     if not cfg.get("warmup"):
         return None
-    factors = [cosine_warmup_factor(e, warmup, max_steps) for e in range(max_steps + 1)]
-    peak = max(factors)
+    # The factor falls after the warm-up, so the peak lies in steps 0..min(warmup, budget);
+    # at most ~10,000 of them are looked at (a budget of 10^11 steps must not hang here).
+    end = min(warmup, max_steps)
+    steps = [*range(0, end, max(1, end // 10_000)), end]
+    peak, at = max((cosine_warmup_factor(e, warmup, max_steps), e) for e in steps)
     if peak >= WARMUP_PEAK_WARNING:
         return None
     return (f"--warmup {cfg['warmup']} with a {max_steps}-step budget: the learning rate peaks "
-            f"at {peak:.2f} x --lr {lr:g} (step {factors.index(peak)}); shorten --warmup or "
-            f"raise the budget")
+            f"at {peak:.2f} x --lr {lr:g} (step {at}); shorten --warmup or raise the budget")
 
 
 @dataclass
@@ -451,7 +453,8 @@ def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: 
     """Write model.safetensors, tokenizer.json, config.yaml and metrics.json (all atomic), then
     print a summary table. Only the global-zero process writes."""
     run_dir = Path(run_dir)
-    metrics = {k: float(v) for k, v in metrics.items()}
+    # numbers, and lists that say something about them (classify's classes with no test example)
+    metrics = {k: v if isinstance(v, (list, str)) else float(v) for k, v in metrics.items()}
     metrics.update(steps=int(result.steps), train_seconds=round(result.train_seconds, 3),
                    parameters=parameter_count(model))
     if not result.is_global_zero:
@@ -470,6 +473,8 @@ def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
     width = max(len(k) for k in metrics)
     print(f"\n{task} run: {run_dir}")
     for key, value in metrics.items():
+        if not isinstance(value, (int, float)):
+            continue
         text = f"{value:,.0f}" if key in ("steps", "parameters") else f"{value:.4f}"
         print(f"  {key:<{width}}  {text}")
     sys.stdout.flush()

@@ -146,3 +146,28 @@ def test_prepare_bpe_peak_memory_does_not_grow_with_the_corpus(tmp_path):
         peaks.append(int(proc.stdout.split()[-1]) / 1024)  # kB -> MiB
     small, large = peaks
     assert large - small < 20, f"peak {small:.0f} MiB for 4 MB of text, {large:.0f} MiB for 20 MB"
+
+
+def test_prepare_never_overwrites_and_records_digests(tmp_path):
+    import hashlib
+
+    from attnlab.data.corpus import corpus_identity, read_meta
+
+    a = write(tmp_path, "a.txt", TEXT)
+    meta = prepare([a], tmp_path / "out")
+    for name in ("train.bin", "val.bin", "tokenizer.json"):  # hashed while written
+        assert meta["sha256"][name] == hashlib.sha256((tmp_path / "out" / name).read_bytes()).hexdigest()
+    assert meta["files_sha256"] == [hashlib.sha256(a.read_bytes()).hexdigest()]
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    identity = corpus_identity(tmp_path / "out")
+    b = write(tmp_path, "b.txt", TEXT.upper())
+    with pytest.raises(UsageError, match=r"--out .*out already holds a prepared corpus; add --force"):
+        prepare([b], tmp_path / "out")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+    prepare([b], tmp_path / "out", force=True)
+    assert corpus_identity(tmp_path / "out") != identity
+    # a token file that no longer has the size meta.json states is refused, naming it
+    with open(tmp_path / "out" / "val.bin", "ab") as f:
+        f.write(b"\x00\x00")
+    with pytest.raises(UsageError, match=r"val.bin holds .* tokens but meta.json says"):
+        read_meta(tmp_path / "out")

@@ -61,3 +61,46 @@ def test_errors_name_file_column_and_line(tmp_path, name, content, message):
 def test_missing_file_names_the_flag_and_path(tmp_path):
     with pytest.raises(UsageError, match=r"--test: file not found: .*missing.csv"):
         read_table(tmp_path / "missing.csv", ["text"], what="--test")
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("d.csv", "text,label,text\na,b,c\n", r"d.csv line 1: column 'text' appears twice in the header \(positions 1 and 3\)"),
+    ("d.tsv", "\n\ntext\tlabel\tlabel\na\tb\tc\n", r"d.tsv line 3: column 'label' appears twice"),
+    ("d.jsonl", '{"text": "a", "label": 1, "text": "b"}\n', r"d.jsonl line 1: field 'text' appears twice"),
+    ("d.csv", 'text,label\nok,a\n"never closed,b\nmore,c\n', r"d.csv line 3: a quote opened in this record is never closed"),
+    ("d.csv", 'text,label\n"two\nlines" and more,a\n', r"d.csv line 2: text follows a closing quote \(the quoted value runs on to line 3\)"),
+    ("d.csv", "text,label\nok,a\n".encode("utf-16"), r"d.csv: the file is UTF-16"),
+    ("d.jsonl", '{"text": "a", "label": 1}\n{"text": "a" "label": 1}\n', r"d.jsonl line 2: not valid JSON \(.*column 14\)"),
+])
+def test_what_a_reader_could_silently_misread_is_an_error(tmp_path, name, content, message):
+    path = write(tmp_path, name, content)
+    with pytest.raises(UsageError, match=message) as info:
+        read_table(path, ["text", "label"])
+    assert "\n" not in str(info.value)
+
+
+def test_a_repeated_column_nobody_reads_is_no_error(tmp_path):
+    path = write(tmp_path, "d.csv", "note,text,note,label\nx,hi,y,pos\n")
+    assert read_table(path, ["text", "label"]) == [{"text": "hi", "label": "pos"}]
+    with pytest.raises(UsageError, match=r"column 'text' appears twice in the columns asked for"):
+        read_table(path, ["text", "text"])
+
+
+def test_a_directory_a_link_loop_and_a_broken_link_are_named(tmp_path):
+    import os
+
+    (tmp_path / "dir.csv").mkdir()
+    os.symlink(tmp_path / "loop.csv", tmp_path / "loop.csv")
+    os.symlink(tmp_path / "gone.csv", tmp_path / "broken.csv")
+    for name, message in (("dir.csv", "is a directory"), ("loop.csv", "symbolic links"),
+                          ("broken.csv", "a symbolic link to a file that does not exist")):
+        with pytest.raises(UsageError, match=message) as info:
+            read_table(tmp_path / name, ["text"], what="--test")
+        assert f"--test {tmp_path / name}" in str(info.value)
+
+
+def test_the_digest_is_of_the_bytes_read(tmp_path):
+    import hashlib
+
+    path = write(tmp_path, "d.csv", "text,label\nhi,pos\n")
+    assert read_table(path, ["text"]).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
