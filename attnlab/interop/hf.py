@@ -18,39 +18,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .marian import marian_to_seq2seq, seq2seq_to_marian
+from .weights import ACT_TO_HF as _ACT_TO_HF
+from .weights import activation as _activation
+from .weights import copy as _copy
+from .weights import copy_linear as _copy_linear
+from .weights import copy_norm as _copy_norm
+
 __all__ = ["from_hf", "to_hf", "BERT_FAMILY"]
 
-# Hugging Face activation names -> attnlab.nn activation names
-_ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-                "gelu_fast": "gelu_tanh", "relu": "relu", "silu": "silu", "swish": "silu"}
-_ACT_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
-
 BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
-
-
-def _activation(name: str, model_type: str) -> str:
-    if name not in _ACT_FROM_HF:
-        raise ValueError(f"{model_type}: activation {name!r} has no attnlab equivalent; "
-                         f"supported: {', '.join(sorted(_ACT_FROM_HF))}")
-    return _ACT_FROM_HF[name]
-
-
-@torch.no_grad()
-def _copy(dst: Tensor, src: Tensor) -> None:
-    if dst.shape != src.shape:
-        raise ValueError(f"shape mismatch while converting: {tuple(src.shape)} -> {tuple(dst.shape)}")
-    dst.copy_(src)
-
-
-def _copy_linear(dst: nn.Linear, weight: Tensor, bias: Tensor | None) -> None:
-    _copy(dst.weight, weight)
-    if bias is not None:
-        _copy(dst.bias, bias)
-
-
-def _copy_norm(dst: nn.LayerNorm, src: nn.LayerNorm) -> None:
-    _copy(dst.weight, src.weight)
-    _copy(dst.bias, src.bias)
 
 
 def from_hf(hf_model: nn.Module) -> nn.Module:
@@ -101,7 +78,6 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
         if not hasattr(hf_model, "lm_head"):
             raise ValueError(f"from_hf converts MarianMTModel (with its LM head), "
                              f"got {type(hf_model).__name__}")
-        from .marian import marian_to_seq2seq  # imports this module's copy helpers
 
         model = marian_to_seq2seq(hf_model)
     else:
@@ -197,7 +173,6 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
         if given:
             raise ValueError(f"to_hf: {', '.join(given)} is for a CausalLM; a "
                              f"Seq2SeqTransformer exports its own pad_id, sos_id and eos_id")
-        from .marian import seq2seq_to_marian  # imports this module's copy helpers
 
         return seq2seq_to_marian(model)
     if not isinstance(model, CausalLM):

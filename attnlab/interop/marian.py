@@ -22,7 +22,10 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .hf import _ACT_TO_HF, _activation, _copy, _copy_linear
+from .weights import ACT_TO_HF as _ACT_TO_HF
+from .weights import activation as _activation
+from .weights import copy as _copy
+from .weights import copy_linear as _copy_linear
 
 __all__ = ["marian_to_seq2seq", "seq2seq_to_marian"]
 

@@ -1,0 +1,43 @@
+"""Weight-copy helpers shared by every Hugging Face conversion (``hf.py``, ``marian.py``).
+
+Both conversion modules import from here and never from each other's privates, so the interop
+package has no import cycle (issue #9; ``tests/test_imports.py`` checks the whole package).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["ACT_FROM_HF", "ACT_TO_HF", "activation", "copy", "copy_linear", "copy_norm"]
+
+# Hugging Face activation names -> attnlab.nn activation names
+ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+               "gelu_fast": "gelu_tanh", "relu": "relu", "silu": "silu", "swish": "silu"}
+ACT_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
+
+
+def activation(name: str, model_type: str) -> str:
+    """attnlab's name for a Hugging Face activation; ValueError naming an unsupported one."""
+    if name not in ACT_FROM_HF:
+        raise ValueError(f"{model_type}: activation {name!r} has no attnlab equivalent; "
+                         f"supported: {', '.join(sorted(ACT_FROM_HF))}")
+    return ACT_FROM_HF[name]
+
+
+@torch.no_grad()
+def copy(dst: Tensor, src: Tensor) -> None:
+    """``dst.copy_(src)`` after checking the shapes agree (a wrong walk fails loudly)."""
+    if dst.shape != src.shape:
+        raise ValueError(f"shape mismatch while converting: {tuple(src.shape)} -> {tuple(dst.shape)}")
+    dst.copy_(src)
+
+
+def copy_linear(dst: nn.Linear, weight: Tensor, bias: Tensor | None) -> None:
+    copy(dst.weight, weight)
+    if bias is not None:
+        copy(dst.bias, bias)
+
+
+def copy_norm(dst: nn.LayerNorm, src: nn.LayerNorm) -> None:
+    copy(dst.weight, src.weight)
+    copy(dst.bias, src.bias)

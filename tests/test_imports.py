@@ -1,0 +1,100 @@
+"""The package's import graph: no cycles between attnlab's modules (issue #9).
+
+Every ``import``/``from ... import`` of an attnlab module counts — at module level or inside a
+function, since a function-local import that closes a cycle is a knot waiting to fail at
+import time once someone moves it up — except those under ``if TYPE_CHECKING:``, which never
+run.
+"""
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "attnlab"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The attnlab modules ``path`` imports (a name imported from a package counts as its
+    submodule when there is one)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.Import):
+                found.update(a.name for a in child.names if a.name in modules)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.split(".")
+                    anchor = anchor[: len(anchor) - (child.level - 1)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in child.names:
+                    sub = f"{base}.{alias.name}"
+                    if sub in modules:
+                        found.add(sub)
+                    elif base in modules:
+                        found.add(base)
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    found.discard(name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: _imports(path, set(files)) for name, path in files.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a list of modules, or None. A package's own ``__init__``
+    importing its submodules is how packages re-export, so an edge from a submodule up to its
+    enclosing package's __init__ is followed only when the package is not its ancestor."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def edges(node):
+        return [m for m in graph[node] if not node.startswith(m + ".")]
+
+    def dfs(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges(node)):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := dfs(nxt)):
+                return found
+        state[node] = 2
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := dfs(node)):
+            return found
+    return None
+
+
+def test_the_import_graph_has_no_cycle():
+    cycle = _cycle(_graph())
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_planted_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
+    assert _cycle(graph) == ["a", "b", "c", "a"]
+    assert _cycle({"p": {"p.x"}, "p.x": {"p"}}) is None  # a submodule using its package
