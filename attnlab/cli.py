@@ -84,6 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `attnlab generate ... | head`
         return 0
+    except (MemoryError, RuntimeError) as e:
+        # torch's out-of-memory is a RuntimeError (torch.OutOfMemoryError on GPUs): a resource
+        # fault, not a bug, said in one line; anything else keeps its traceback
+        text = " ".join(str(e).split())
+        if not isinstance(e, MemoryError) and "allocate" not in text and "out of memory" not in text:
+            raise
+        print(f"attnlab: out of memory: {text[:300]}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ Weights are only ever read from safetensors (no pickle, so no code runs on load)
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
-import tempfile
+import secrets
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +21,21 @@ from .errors import UsageError
 __all__ = [
     "atomic_write", "write_json", "write_yaml", "read_yaml", "save_weights", "load_weights",
     "check_run_dir", "load", "record_data_files", "check_data_files", "pin_data_files",
+    "readable", "write_metrics", "RunConfig",
 ]
 
 
 def atomic_write(path: str | Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file and an atomic rename."""
+    """Write ``data`` to ``path`` through a temporary file and an atomic rename.
+
+    The temporary file is created with mode 0666 and the process's umask (and the directory's
+    default ACL) applied by the kernel, as ``open(path, "w")`` would: ``tempfile.mkstemp``'s
+    0600 would leave files of a run directory unreadable to the rest of a group on a shared
+    file system.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
@@ -33,8 +43,37 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def _create_temporary(path: Path) -> tuple[int, Path]:
+    """A new, empty ``.NAME.<random>.tmp`` next to ``path``, opened for writing."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name next to {path}")
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """The process's umask (Linux reports it in /proc; elsewhere set and restore it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mask
 
 
 def write_json(path: str | Path, obj: Any) -> None:
@@ -44,7 +83,38 @@ def write_json(path: str | Path, obj: Any) -> None:
 def write_yaml(path: str | Path, obj: dict) -> None:
     import yaml
 
-    atomic_write(path, yaml.safe_dump(obj, sort_keys=True))
+    atomic_write(path, yaml.safe_dump(dict(obj), sort_keys=True))
+
+
+def readable(metrics: Any, digits: int = 6) -> Any:
+    """Metrics as a person would read them: every non-integer number rounded to ``digits``
+    significant digits (float32 noise such as 0.9980000257492065 becomes 0.998); integers
+    (steps, parameters), booleans, text and non-finite numbers are kept as they are; dicts,
+    lists and tuples are rounded element by element; a one-element tensor or NumPy scalar
+    becomes a Python number first.
+
+    Example:
+        >>> readable({"test_accuracy": 0.9980000257492065, "steps": 600})
+        {'test_accuracy': 0.998, 'steps': 600}
+    """
+    if isinstance(metrics, dict):
+        return {k: readable(v, digits) for k, v in metrics.items()}
+    if isinstance(metrics, (list, tuple)):
+        return [readable(v, digits) for v in metrics]
+    if not isinstance(metrics, (numbers.Number, str)) and callable(getattr(metrics, "item", None)) \
+            and getattr(metrics, "ndim", None) == 0:
+        metrics = metrics.item()  # a 0-d tensor or NumPy scalar
+    if isinstance(metrics, bool) or not isinstance(metrics, numbers.Real):
+        return metrics
+    if isinstance(metrics, numbers.Integral):
+        return int(metrics)
+    value = float(metrics)
+    return float(f"{value:.{digits}g}") if math.isfinite(value) else value
+
+
+def write_metrics(path: str | Path, metrics: dict) -> None:
+    """``metrics.json``: ``readable`` numbers, keys sorted, written atomically."""
+    write_json(path, readable(metrics))
 
 
 def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
@@ -66,9 +136,74 @@ def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
     return data
 
 
+class MissingSetting(UsageError, KeyError):
+    """A setting a run's ``config.yaml`` lacks (a ``KeyError`` too, for code that expects one)."""
+
+    def __str__(self) -> str:  # KeyError's own would quote the message
+        return str(self.args[0])
+
+
+class RunConfig(dict):
+    """A run directory's settings: a plain ``dict`` whose missing key is a ``UsageError``
+    naming ``config.yaml`` and the setting (a hand-edited or truncated file), not a
+    ``KeyError`` traceback."""
+
+    def __init__(self, data: dict, path: str | Path) -> None:
+        super().__init__(data)
+        self.path = Path(path)
+
+    def __missing__(self, key):
+        raise MissingSetting(f"{self.path} has no setting {key!r}, which this command needs "
+                             f"(was the file edited by hand?)")
+
+
+# Settings that fix the shape of a model (or how it is built): `attnlab train` checks them, so
+# another value in a run's config.yaml was put there by hand, and would crash deep in torch.
+_POSITIVE = ("model_dim", "num_heads", "num_layers", "dim_feedforward", "num_categories",
+             "seq_len", "set_size", "block_size", "max_len", "max_target_len", "vocab_size",
+             "src_vocab_size", "tgt_vocab_size")
+_FRACTION = ("dropout", "input_dropout")
+_SWITCH = ("norm_first", "tie_weights", "tie_embeddings")
+_NAME = ("activation", "positional", "pooling")
+
+
+def _check_settings(cfg: dict, cfg_path: Path) -> None:
+    """Refuse a config.yaml whose model settings have a type or value no trained run has,
+    naming the file, the setting and the value. (A setting the file lacks is reported when it
+    is looked up: see ``RunConfig``.)"""
+    def bad(key: str, what: str) -> UsageError:
+        return UsageError(f"{cfg_path}: {key} must be {what}, got {cfg[key]!r}")
+
+    for key in _POSITIVE:
+        value = cfg.get(key)
+        if value is None and key not in ("model_dim", "num_heads", "num_layers") and key in cfg:
+            continue  # e.g. lm's vocab_size before training sets it
+        if key in cfg and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise bad(key, "a positive integer")
+    for key in _FRACTION:
+        value = cfg.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise bad(key, "a number in [0, 1)")
+    for key in _SWITCH:
+        if key in cfg and not isinstance(cfg[key], bool):
+            raise bad(key, "true or false")
+    for key in _NAME:
+        if key in cfg and not isinstance(cfg[key], str):
+            raise bad(key, "a name")
+    if cfg.get("model_dim", 1) % cfg.get("num_heads", 1):
+        raise UsageError(f"{cfg_path}: model_dim ({cfg['model_dim']}) must be divisible by "
+                         f"num_heads ({cfg['num_heads']})")
+
+
 def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
                   command: str = "") -> tuple[Path, dict]:
-    """Validate a run directory and return (path, config). ``tasks`` limits the accepted kinds."""
+    """Validate a run directory and return (path, config). ``tasks`` limits the accepted kinds.
+
+    The config is a ``RunConfig``: looking up a setting the file lacks is a ``UsageError``
+    naming ``config.yaml`` and the setting.
+    """
+    from .tasks import TASKS
+
     run_dir = Path(run_dir)
     where = f"{command}: " if command else ""
     if not run_dir.is_dir():
@@ -76,14 +211,20 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     cfg_path = run_dir / "config.yaml"
     if not cfg_path.is_file():
         raise UsageError(f"{where}{run_dir} is not a run directory (no config.yaml)")
-    cfg = read_yaml(cfg_path, what=where.rstrip(": ") or "run directory")
+    cfg = RunConfig(read_yaml(cfg_path, what=where.rstrip(": ") or "run directory"), cfg_path)
     task = cfg.get("task")
+    if task is None:
+        raise UsageError(f"{where}{cfg_path} has no 'task' setting (was the file edited by hand?)")
+    if not isinstance(task, str) or task not in TASKS:
+        raise UsageError(f"{where}{cfg_path}: unknown task {task!r}; expected one of: "
+                         f"{', '.join(TASKS)}")
     if tasks is not None and task not in tasks:
         raise UsageError(
             f"{where}{run_dir} holds a {task!r} run; this command needs one of: {', '.join(tasks)}"
         )
     if not (run_dir / "model.safetensors").is_file():
         raise UsageError(f"{where}{run_dir} has no model.safetensors (did training finish?)")
+    _check_settings(cfg, cfg_path)
     return run_dir, cfg
 
 
@@ -145,6 +286,9 @@ def save_weights(model, path: str | Path) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     save_model(model, str(tmp))
+    # safetensors writes its file with mode 0600 whatever the umask; give it the mode any
+    # other new file gets, so that a group on a shared file system can read the model
+    os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
 
 

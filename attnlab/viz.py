@@ -17,7 +17,8 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr_curve"]
+__all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr_curve",
+           "curve_steps"]
 
 
 def _pyplot():
@@ -30,11 +31,22 @@ def _pyplot():
 
 
 def _save(fig, path: str | Path) -> Path:
+    """Write ``fig`` to exactly ``path`` (PNG unless its suffix names another format that
+    matplotlib writes, e.g. .svg or .pdf), atomically and with the umask's permissions."""
+    import io
+
+    from .runs import atomic_write
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    fig.clf()
-    _pyplot().close(fig)
+    buffer = io.BytesIO()
+    try:
+        # format= always: given a bare name (or a directory) savefig would append ".png" itself
+        # and write another file than the one returned.
+        fig.savefig(buffer, format=path.suffix[1:].lower() or "png", dpi=100)
+    finally:
+        fig.clf()
+        _pyplot().close(fig)
+    atomic_write(path, buffer.getvalue())
     return path
 
 
@@ -144,21 +156,34 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
 
 
 def lr_curve(schedule: str, *, warmup: int, max_iters: int, d_model: int = 512,
-             lr: float = 1.0) -> list[float]:
-    """The learning rate at steps 0..max_iters: ``lr`` times the cosine warm-up factor, or the
-    Noam rate with ``lr`` as its factor (as ``attnlab train`` uses them)."""
+             lr: float = 1.0, steps: Sequence[int] | None = None) -> list[float]:
+    """The learning rate at steps 0..max_iters (or at ``steps``): ``lr`` times the cosine
+    warm-up factor, or the Noam rate with ``lr`` as its factor (as ``attnlab train`` uses
+    them)."""
     from .schedulers import cosine_warmup_factor, noam_factor
 
+    steps = range(max_iters + 1) if steps is None else steps
     if schedule == "cosine":
-        return [lr * cosine_warmup_factor(e, max(1, warmup), max_iters) for e in range(max_iters + 1)]
+        return [lr * cosine_warmup_factor(e, max(1, warmup), max_iters) for e in steps]
     if schedule == "noam":
-        return [noam_factor(e, d_model, max(1, warmup), lr) for e in range(max_iters + 1)]
+        return [noam_factor(e, d_model, max(1, warmup), lr) for e in steps]
     raise ValueError(f"schedule must be 'cosine' or 'noam', got {schedule!r}")
+
+
+def curve_steps(max_iters: int, *, points: int = 20_000, keep: Sequence[int] = ()) -> list[int]:
+    """At most about ``points`` steps spread over 0..max_iters (every step when there are
+    fewer), plus the steps in ``keep`` (e.g. the end of warm-up, where a curve peaks): a
+    figure cannot show more, and a million-step schedule would take long to compute and draw.
+    """
+    stride = max(1, -(-max_iters // points))  # ceil
+    picked = set(range(0, max_iters + 1, stride)) | {max_iters}
+    return sorted(picked | {s for s in keep if 0 <= s <= max_iters})
 
 
 def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
                      title: str = "learning-rate schedule", ylabel: str = "learning rate",
-                     mark_step: int | None = None) -> Path:
+                     mark_step: int | None = None,
+                     steps: dict[str, Sequence[int]] | None = None) -> Path:
     """Learning rate against optimiser step, one panel per named curve.
 
     Args:
@@ -167,6 +192,7 @@ def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
         title: figure title.
         ylabel: y-axis label ("learning-rate factor" for unit-lr curves).
         mark_step: draw a dashed vertical line there (e.g. where training stopped).
+        steps: name -> the steps of that curve's values (default 0, 1, 2, ...).
 
     Example:
         >>> plot_lr_schedule({"cosine": lr_curve("cosine", warmup=100, max_iters=2000)}, "lr.png")
@@ -175,7 +201,8 @@ def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
     fig, axes = plt.subplots(len(curves), 1, figsize=(8, 3.2 * len(curves)), squeeze=False)
     # one panel per curve: schedules differ by orders of magnitude (a Noam rate vs a factor)
     for ax, (name, values) in zip(axes[:, 0], curves.items()):
-        ax.plot(range(len(values)), list(values), label=name)
+        x = (steps or {}).get(name, range(len(values)))
+        ax.plot(list(x), list(values), label=name)
         if mark_step is not None:
             ax.axvline(mark_step, color="grey", linestyle="--", linewidth=1,
                        label=f"stopped at step {mark_step}")

@@ -13,10 +13,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..runs import check_run_dir
+    from ..runs import check_run_dir, readable
     from ..tasks import get_task
 
     run_dir, cfg = check_run_dir(args.run_dir, command="evaluate")
     metrics = get_task(cfg["task"]).evaluate(run_dir, cfg, args.data)
-    print(json.dumps(metrics, indent=2, sort_keys=True))
+    # 6 significant digits, as metrics.json holds them (not float32 noise like 0.99800002574)
+    print(json.dumps(readable(metrics), indent=2, sort_keys=True))
     return 0

@@ -52,11 +52,19 @@ def parse_matrix(text: str, flag: str, *, numbers: bool = True) -> list[list[flo
     if not (isinstance(value, (list, tuple)) and value
             and all(isinstance(r, (list, tuple)) and r for r in value)):
         raise UsageError(f"{flag}: {text!r} must be a non-empty list of non-empty rows")
-    for row in value:
-        for x in row:
+    for i, row in enumerate(value):
+        for j, x in enumerate(row):
             ok = isinstance(x, (int, float)) and (not isinstance(x, bool) or not numbers)
-            if not ok or not math.isfinite(x):
+            if not ok:
                 raise UsageError(f"{flag}: {x!r} is not a finite number")
+            try:
+                finite = math.isfinite(float(x))  # an int beyond float64 raises OverflowError
+            except OverflowError:
+                finite = False
+            if not finite:
+                shown = f"{str(x)[:12]}…" if isinstance(x, int) else repr(x)
+                raise UsageError(f"{flag}: row {i + 1}, column {j + 1} ({shown}) is not a finite "
+                                 f"number (float64 reaches about ±1.8e308)")
     widths = {len(r) for r in value}
     if len(widths) > 1:
         raise UsageError(f"{flag}: rows have different lengths {sorted(widths)}")
@@ -66,6 +74,8 @@ def parse_matrix(text: str, flag: str, *, numbers: bool = True) -> list[list[flo
 def _fmt(x: float) -> str:
     if x == float("-inf"):
         return "-inf"
+    if abs(x) >= 1e9:  # not 300 digits for a huge (finite) number
+        return f"{x:.6g}"
     text = f"{x:.4f}".rstrip("0").rstrip(".")  # 4 decimals, as one would check by hand
     return "0" if text in ("-0", "0", "") else text
 
@@ -78,6 +88,23 @@ def _show(title: str, rows, row_names=None) -> None:
     for i, r in enumerate(cells):
         name = f"  {row_names[i]}: " if row_names else "  "
         print(name + "[" + ", ".join(c.rjust(width) for c in r) + "]")
+
+
+def _check_finite(name: str, m, culprits: str, rows: list[str], cols: list[str]) -> None:
+    """``UsageError`` naming the flags whose values overflow float64 in step ``name``."""
+    import torch
+
+    bad = (~torch.isfinite(m)).nonzero()
+    if len(bad):
+        i, j = (int(t) for t in bad[0])
+        raise UsageError(f"{culprits}: {name} is not finite at {rows[i]}, {cols[j]} "
+                         f"({float(m[i, j])}: the values overflow float64); use smaller values")
+
+
+def _given(args, *flags: str) -> str:
+    """The flags among ``flags`` the user gave (the example's values are small), joined."""
+    given = [f for f in flags if getattr(args, f.lstrip("-"))]
+    return " and ".join(given or flags)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,14 +134,25 @@ def run(args: argparse.Namespace) -> int:
     qn = [f"q{i + 1}" for i in range(len(q))]
     kn = [f"k{j + 1}" for j in range(len(k))]
 
+    # Every intermediate is computed and checked before anything is printed: finite inputs can
+    # still overflow float64 (1e308 · 1e308 = inf), and the softmax of ±inf scores is NaN,
+    # which must not be printed as if it were an answer.
+    scores = Q @ K.T  # (T_q, T_k)
+    scaled = scores / math.sqrt(d_k)
+    out, weights = scaled_dot_product(Q, K, V, mask)  # (T_q, d_v), (T_q, T_k)
+    by_key = _given(args, "--q", "--k")
+    _check_finite("QKᵀ", scores, by_key, qn, kn)
+    _check_finite("QKᵀ/√d_k", scaled, by_key, qn, kn)
+    _check_finite("the softmax", weights, by_key, qn, kn)
+    _check_finite("the weighted sum of the values", out, _given(args, "--v"), qn,
+                  [f"column {c + 1}" for c in range(V.shape[1])])
+
     print("Attention(Q, K, V) = softmax(QKᵀ / √d_k) V    (numbers rounded to 4 decimals)\n")
     _show(f"Q (queries, {len(q)}×{d_k}):", Q, qn)
     _show(f"K (keys, {len(k)}×{d_k}):", K, kn)
     _show(f"V (values, {len(v)}×{V.shape[1]}):", V, [f"v{j + 1}" for j in range(len(v))])
-    scores = Q @ K.T  # (T_q, T_k)
     print(f"\n1. QKᵀ: one score per query (row) and key (column {', '.join(kn)}):")
     _show("", scores, qn)
-    scaled = scores / math.sqrt(d_k)
     print(f"\n2. Scale by √d_k = √{d_k} = {_fmt(math.sqrt(d_k))} (keeps the scores' variance near 1):")
     _show("", scaled, qn)
     if mask is not None:
@@ -124,7 +162,6 @@ def run(args: argparse.Namespace) -> int:
         _show("   masked scores:", shown, qn)
     else:
         print("\n3. Mask: none (every query may attend to every key).")
-    out, weights = scaled_dot_product(Q, K, V, mask)
     print("\n4. Softmax over each row (the weights sum to 1; a fully blocked row gets 0):")
     _show("", weights, qn)
     print("\n5. Weighted sum of the values, softmax(...) V:")

@@ -2,7 +2,14 @@
 printing the text as it is produced. Never imports Lightning."""
 from __future__ import annotations
 
+import math
 import sys
+
+# --stop's escapes (a shell passes "\n" as a backslash and an n; the docs' --stop "\n\n"
+# means a blank line). Any other backslash is refused rather than kept: a stop string that
+# silently never matches would let generation run on.
+ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
+MIN_TEMPERATURE = 1e-6  # below it, logits / T overflow float32 (inf - inf = NaN probabilities)
 
 
 def register(sub) -> None:
@@ -17,11 +24,14 @@ def register(sub) -> None:
     p.add_argument("--max-new-tokens", type=int, default=200, metavar="N",
                    help="tokens to generate at most (default 200)")
     p.add_argument("--temperature", type=float, default=1.0, metavar="T",
-                   help="> 0; lower is more conservative (default 1.0)")
+                   help="> 0 (at least 1e-6; for the most likely token use --greedy); lower is "
+                        "more conservative (default 1.0)")
     p.add_argument("--top-k", type=int, metavar="K", help="sample among the K most likely tokens")
     p.add_argument("--top-p", type=float, metavar="P", help="sample from the nucleus of mass P")
     p.add_argument("--stop", action="append", metavar="S", default=[],
-                   help="stop before this text appears (repeatable)")
+                   help=r"stop before this text appears (repeatable); \n is a newline, \t a "
+                        r"tab, \r a carriage return, \\ a backslash (--stop '\n\n' stops at a "
+                        r"blank line); any other backslash escape is an error")
     p.add_argument("--seed", type=int, metavar="N", help="seed for reproducible sampling")
     p.add_argument("--greedy", action="store_true", help="argmax decoding instead of sampling")
     p.set_defaults(func=run)
@@ -32,14 +42,45 @@ def _check(args) -> None:
 
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
-    if not args.temperature > 0:
-        raise UsageError(f"--temperature must be > 0, got {args.temperature}")
+    if not (args.temperature > 0 and math.isfinite(args.temperature)):
+        raise UsageError(f"--temperature must be a finite number > 0, got {args.temperature}")
+    if args.temperature < MIN_TEMPERATURE:  # logits / T would overflow float32 to inf (NaN)
+        raise UsageError(f"--temperature {args.temperature} is too small to sample with (at "
+                         f"least {MIN_TEMPERATURE}); --greedy takes the most likely token")
     if args.top_k is not None and args.top_k < 1:
         raise UsageError(f"--top-k must be >= 1, got {args.top_k}")
     if args.top_p is not None and not 0 < args.top_p <= 1:
         raise UsageError(f"--top-p must be in (0, 1], got {args.top_p}")
+    args.stop = [unescape(s) for s in args.stop]
     if any(not s for s in args.stop):
         raise UsageError("--stop must not be empty")
+
+
+def unescape(text: str, flag: str = "--stop") -> str:
+    r"""``text`` with ``\n``, ``\t``, ``\r`` and ``\\`` turned into the characters they
+    name; ``UsageError`` naming any other escape (or a lone backslash at the end).
+
+    Example:
+        >>> unescape(r"\n\n")
+        '\n\n'
+    """
+    from ..errors import UsageError
+
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1: i + 2]
+        if nxt not in ESCAPES:
+            shown = f"unknown escape '\\{nxt}'" if nxt else "a lone '\\' at the end"
+            raise UsageError(f"{flag}: {shown}; use \\n (newline), \\t (tab), \\r (carriage "
+                             f"return) or \\\\ (a backslash)")
+        out.append(ESCAPES[nxt])
+        i += 2
+    return "".join(out)
 
 
 class StopStreamer:

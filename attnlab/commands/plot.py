@@ -14,6 +14,11 @@ from ..errors import UsageError
 
 # per schedule: (warm-up, steps) the course and the paper plot
 _LR_DEFAULTS = {"cosine": (100, 2000), "noam": (4000, 20000)}
+# figure formats --out may name (matplotlib writes them without extra packages)
+FORMATS = (".png", ".svg", ".pdf")
+# A figure about 1000 pixels wide cannot show more; beyond these the table alone would take
+# gigabytes (a mistyped --max-len 100000000 would exhaust memory instead of failing).
+MAX_D_MODEL, MAX_LEN = 2048, 5000
 
 
 def register(sub) -> None:
@@ -28,15 +33,19 @@ def register(sub) -> None:
     a.add_argument("run_dir", metavar="DIR")
     a.add_argument("--input", required=True, metavar="TEXT",
                    help="the input, as for `attnlab predict` (e.g. tokens separated by spaces)")
-    a.add_argument("--out", metavar="PNG", help="output file (default DIR/attention_input.png)")
+    a.add_argument("--out", metavar="PNG", help="output file, .png (or .svg, .pdf) (default "
+                                                "DIR/attention_input.png)")
     a.set_defaults(func=run)
 
     pe = what.add_parser("pe", help="the sinusoidal positional encoding",
                          description="Heatmap of the sinusoidal encoding over positions and hidden "
                                      "dimensions, and the curves of the first dimensions.")
-    pe.add_argument("--d-model", type=int, default=48, metavar="N", help="hidden dimensions (48)")
-    pe.add_argument("--max-len", type=int, default=96, metavar="N", help="positions (96)")
-    pe.add_argument("--out", default="positional_encoding.png", metavar="PNG")
+    pe.add_argument("--d-model", type=int, default=48, metavar="N",
+                    help=f"hidden dimensions, 1 to {MAX_D_MODEL}; odd is allowed (48)")
+    pe.add_argument("--max-len", type=int, default=96, metavar="N",
+                    help=f"positions, 1 to {MAX_LEN} (96)")
+    pe.add_argument("--out", default="positional_encoding.png", metavar="PNG",
+                    help="output file, .png (or .svg, .pdf) (default positional_encoding.png)")
     pe.set_defaults(func=run)
 
     lr = what.add_parser("lr", help="learning-rate schedules: cosine warm-up, Noam",
@@ -46,13 +55,54 @@ def register(sub) -> None:
     lr.add_argument("--warmup", type=int, metavar="W", help="warm-up steps (cosine 100, noam 4000)")
     lr.add_argument("--max-iters", type=int, metavar="N", help="steps (cosine 2000, noam 20000)")
     lr.add_argument("--d-model", type=int, default=512, metavar="N", help="Noam's d_model (512)")
-    lr.add_argument("--out", metavar="PNG", help="output file (default lr_SCHEDULE.png)")
+    lr.add_argument("--out", metavar="PNG",
+                    help="output file, .png (or .svg, .pdf) (default lr_SCHEDULE.png)")
     lr.set_defaults(func=run)
 
 
-def _positive(flag: str, value: int) -> None:
+def _positive(flag: str, value: int, most: int | None = None) -> None:
     if value < 1:
         raise UsageError(f"{flag} must be a positive integer, got {value}")
+    if most is not None and value > most:
+        raise UsageError(f"{flag} must be at most {most} (a figure cannot show more), got {value}")
+
+
+def check_out(out, *, given: bool = True):
+    """The figure file ``out`` as a Path, or ``UsageError`` naming --out when it cannot be
+    written as asked: empty, a directory, no known figure suffix (matplotlib would add ".png"
+    and write another file than the one printed), under a file, or in a directory this
+    process may not write. ``given``: whether the user chose it (else it is the default)."""
+    import os
+    from pathlib import Path
+
+    flag = "--out" if given else "the default --out"
+    if not str(out).strip():
+        raise UsageError("--out is empty; name a .png file")
+    path = Path(out)
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a directory; name a file in it, e.g. "
+                         f"{path / 'figure.png'}")
+    if path.suffix.lower() not in FORMATS:
+        raise UsageError(f"{flag} {path}: name a {' or '.join(FORMATS)} file (the suffix sets the "
+                         f"format), got {path.suffix or 'no suffix'!r}")
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: cannot write in {parent} (permission denied)"
+                         + ("" if given else "; choose another file with --out"))
+    return path
+
+
+def _write(draw, out, *, given: bool = True) -> str:
+    """``draw()`` (which writes ``out``), with a failed write named as --out's."""
+    try:
+        return str(draw())
+    except OSError as e:
+        flag = "--out" if given else "the default --out"
+        raise UsageError(f"{flag} {out}: cannot write it ({e.strerror or e})") from None
 
 
 def _attention(args) -> str:
@@ -64,30 +114,39 @@ def _attention(args) -> str:
 
     if not args.input.strip():
         raise UsageError("--input is empty")
+    given = args.out is not None
+    if given:
+        check_out(args.out)
     run_dir, cfg = check_run_dir(args.run_dir, command="plot attention")
+    out = check_out(args.out if given else Path(run_dir) / "attention_input.png", given=given)
     maps, x_labels, y_labels = get_task(cfg["task"]).attention_maps(run_dir, cfg, args.input)
-    out = Path(args.out) if args.out else run_dir / "attention_input.png"
-    return str(plot_attention(maps, x_labels, y_labels, out,
-                              title=f"{cfg['task']}: attention on {args.input.strip()[:60]!r}"))
+    title = f"{cfg['task']}: attention on {args.input.strip()[:60]!r}"
+    return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title), out,
+                  given=given)
 
 
 def _lr(args) -> str:
-    from ..viz import lr_curve, plot_lr_schedule
+    from ..viz import curve_steps, lr_curve, plot_lr_schedule
 
+    given = args.out is not None
+    out = check_out(args.out if given else f"lr_{args.schedule}.png", given=given)
     names = ("cosine", "noam") if args.schedule == "both" else (args.schedule,)
-    curves = {}
+    curves, steps = {}, {}
     for name in names:
         warmup = args.warmup if args.warmup is not None else _LR_DEFAULTS[name][0]
-        steps = args.max_iters if args.max_iters is not None else _LR_DEFAULTS[name][1]
+        max_iters = args.max_iters if args.max_iters is not None else _LR_DEFAULTS[name][1]
         _positive("--warmup", warmup)
-        _positive("--max-iters", steps)
+        _positive("--max-iters", max_iters)
         _positive("--d-model", args.d_model)
-        label = (f"cosine warm-up (warmup={warmup}, max_iters={steps})" if name == "cosine"
+        label = (f"cosine warm-up (warmup={warmup}, max_iters={max_iters})" if name == "cosine"
                  else f"Noam (d_model={args.d_model}, warmup={warmup})")
-        curves[label] = lr_curve(name, warmup=warmup, max_iters=steps, d_model=args.d_model)
+        steps[label] = curve_steps(max_iters, keep=(warmup,))  # a million steps: 20 000 points
+        curves[label] = lr_curve(name, warmup=warmup, max_iters=max_iters, d_model=args.d_model,
+                                 steps=steps[label])
     ylabel = "learning-rate factor" if names == ("cosine",) else "learning rate (lr = 1)"
-    return str(plot_lr_schedule(curves, args.out or f"lr_{args.schedule}.png", ylabel=ylabel,
-                                title="learning-rate schedule"))
+    return _write(lambda: plot_lr_schedule(curves, out, ylabel=ylabel, steps=steps,
+                                           title="learning-rate schedule"),
+                  out, given=given)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,9 +155,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.figure == "pe":
         from ..viz import plot_positional_encoding
 
-        _positive("--d-model", args.d_model)
-        _positive("--max-len", args.max_len)
-        path = str(plot_positional_encoding(args.d_model, args.max_len, args.out))
+        _positive("--d-model", args.d_model, MAX_D_MODEL)
+        _positive("--max-len", args.max_len, MAX_LEN)
+        out = check_out(args.out)
+        path = _write(lambda: plot_positional_encoding(args.d_model, args.max_len, out), out)
     else:
         path = _lr(args)
     print(path)

@@ -113,6 +113,8 @@ def validate_shared(cfg: dict[str, Any]) -> None:
             _check_number(key, cfg[key], int)
             if cfg[key] < 1:
                 raise UsageError(f"{flag(key)} must be a positive integer, got {cfg[key]}")
+    if not 0 <= cfg["seed"] < 2**32:  # numpy's range; larger seeds would overflow generators
+        raise UsageError(f"--seed must be in 0..{2**32 - 1}, got {cfg['seed']}")
     if cfg["warmup"] < 0:
         raise UsageError(f"--warmup must be >= 0, got {cfg['warmup']}")
     if cfg.get("epochs") is not None:

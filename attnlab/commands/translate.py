@@ -4,6 +4,12 @@ Prints one translation per line, in the order of the texts. Never imports Lightn
 """
 from __future__ import annotations
 
+import math
+
+# More beams than this only cost time (each step scores beams × vocabulary candidates); a
+# mistyped --beam 100000 would otherwise seem to hang.
+MAX_BEAM = 100
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -13,7 +19,8 @@ def register(sub) -> None:
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("texts", nargs="+", metavar="TEXT")
     p.add_argument("--beam", type=int, metavar="N",
-                   help="beam search with N beams (default: the run's setting; 1 = greedy)")
+                   help=f"beam search with N beams, 1 to {MAX_BEAM} (default: the run's setting; "
+                        f"1 = greedy)")
     p.add_argument("--length-penalty", type=float, metavar="F",
                    help="beam search: score = log-probability / length**F (default: the run's)")
     p.set_defaults(func=run)
@@ -26,6 +33,10 @@ def run(args) -> int:
 
     if args.beam is not None and args.beam < 1:
         raise UsageError(f"--beam must be a positive integer, got {args.beam}")
+    if args.beam is not None and args.beam > MAX_BEAM:
+        raise UsageError(f"--beam must be at most {MAX_BEAM}, got {args.beam}")
+    if args.length_penalty is not None and not math.isfinite(args.length_penalty):
+        raise UsageError(f"--length-penalty must be a finite number, got {args.length_penalty}")
     empty = [i + 1 for i, t in enumerate(args.texts) if not t.strip()]
     if empty:
         raise UsageError(f"TEXT number {empty[0]} is empty")

@@ -71,8 +71,13 @@ class Task:
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The large allocations a run with ``cfg`` will make, as (what, bytes) pairs, for
         ``attnlab train`` to refuse settings the machine cannot hold before anything runs
-        (``--seq-len 100000``). Count only what is surely allocated; the default knows none."""
-        return []
+        (``--seq-len 100000``, ``--dim-feedforward 10**11``). Count only what is surely
+        allocated; the default counts the encoder layers' weights with their gradients and
+        AdamW's two moments (4 float32 copies), and an embedding table of ``vocab_size``."""
+        d, ff = cfg.get("model_dim", 0), cfg.get("dim_feedforward", 0)
+        params = cfg.get("num_layers", 0) * (4 * d * d + 2 * d * ff) + (cfg.get("vocab_size") or 0) * d
+        return [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
+                 16 * params)]
 
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         """Train, test on the held-out split and write the run directory; return the metrics

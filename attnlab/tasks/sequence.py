@@ -102,7 +102,8 @@ class SequenceTask(Task):
         n = cfg["train_size"] + cfg["val_size"] + cfg["test_size"]
         T = cfg["seq_len"]
         maps = cfg["num_layers"] * cfg["num_heads"] * T * T * 4
-        return [(f"{n:,} sequences of --seq-len {T:,}", 2 * n * T * 8),
+        return [*super().memory_estimate(cfg),
+                (f"{n:,} sequences of --seq-len {T:,}", 2 * n * T * 8),
                 (f"the attention maps of one sequence ({T:,} x {T:,} per head and layer)", maps)]
 
     # ---- data and model -----------------------------------------------------------------

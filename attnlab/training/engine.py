@@ -23,7 +23,7 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 
 from ..errors import Interrupted, UsageError
-from ..runs import save_weights, write_json, write_yaml
+from ..runs import readable, save_weights, write_metrics, write_yaml
 
 __all__ = ["make_trainer", "fit", "finish", "FitResult", "checkpoint_dir", "parameter_count",
            "StopAtTarget", "NonFiniteLoss", "check_hardware"]
@@ -457,13 +457,14 @@ def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: 
     metrics = {k: v if isinstance(v, (list, str)) else float(v) for k, v in metrics.items()}
     metrics.update(steps=int(result.steps), train_seconds=round(result.train_seconds, 3),
                    parameters=parameter_count(model))
+    metrics = readable(metrics)  # what metrics.json holds: 6 significant digits (issue #8)
     if not result.is_global_zero:
         return metrics
     save_weights(model, run_dir / "model.safetensors")
     if tokenizer is not None:
         tokenizer.save(run_dir / "tokenizer.json")
     write_yaml(run_dir / "config.yaml", cfg)
-    write_json(run_dir / "metrics.json", metrics)
+    write_metrics(run_dir / "metrics.json", metrics)
     if not quiet:
         print_summary(cfg.get("task", "?"), run_dir, metrics)
     return metrics

@@ -316,3 +316,27 @@ def test_16_mixed_on_cpu_says_and_records_what_runs(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--precision 16-mixed is not available on cpu; running bf16-mixed" in err
     assert "precision: bf16-mixed" in (out / "config.yaml").read_text()
+
+
+# ---- the rest of the kind: values at the edge of their range ---------------------------------
+
+@pytest.mark.parametrize("flag,value,named", [
+    ("--seed", "99999999999999999999999", "--seed must be in 0..4294967295"),
+    ("--seed", "-1", "--seed must be in 0..4294967295"),
+    ("--dim-feedforward", "100000000000", "the model's weights, gradients and optimiser state"),
+])
+def test_values_past_what_can_run_exit_2_before_anything_is_written(tmp_path, capsys, flag,
+                                                                     value, named):
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), flag, value]) == 2
+    assert named in one_line_error(capsys)
+    assert not out.exists()
+
+
+def test_a_huge_budget_does_not_hang_the_warmup_check():
+    from attnlab.training.engine import warmup_note
+
+    start = time.perf_counter()
+    note = warmup_note({"warmup": 10**8, "lr": 1e-3}, 10**11)
+    assert time.perf_counter() - start < 1.0
+    assert note is None  # a warm-up of 0.1% of the run reaches ~--lr

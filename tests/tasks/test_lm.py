@@ -35,7 +35,8 @@ def test_run_directory_and_metrics(run):
     metrics = json.loads((run / "run" / "metrics.json").read_text())
     assert {"val_loss", "val_perplexity", "steps", "train_seconds", "parameters"} <= set(metrics)
     assert metrics["steps"] == 60
-    assert metrics["val_perplexity"] == pytest.approx(math.exp(metrics["val_loss"]), rel=1e-6)
+    # metrics.json holds 6 significant digits (#8), so exp of the written loss agrees to ~1e-5
+    assert metrics["val_perplexity"] == pytest.approx(math.exp(metrics["val_loss"]), rel=1e-5)
     # the text is nearly deterministic: a trained model is far better than uniform guessing
     assert metrics["val_loss"] < 0.5 * math.log(9)
 
