@@ -14,3 +14,13 @@ def load(run_dir):
     from .runs import load as _load  # lazy: keeps `import attnlab` light
 
     return _load(run_dir)
+
+
+def __getattr__(name):
+    # ``attnlab.capture`` is ``attnlab.nn.capture``, imported on first use so that
+    # ``import attnlab`` stays light (no torch until a model is touched)
+    if name == "capture":
+        from .nn.capture import capture
+
+        return capture
+    raise AttributeError(f"module 'attnlab' has no attribute {name!r}")

@@ -2,10 +2,13 @@
 
 Shapes: B batch, K beams, V vocabulary, T tokens so far, N new tokens.
 
-Everything here is model-agnostic. A model takes part through a *step function*: an object
-called with every token so far, ``step(tokens) -> logits``, tokens (B, T) -> next-token logits
-(B, V). A step function that keeps a key/value cache feeds the model only the tokens it has not
-seen yet (``tokens[:, cached:]``), so one step costs O(T) instead of O(T²). A step function
+Everything here is model-agnostic, and every generating model in attnlab goes through it. A
+model takes part through a *step function*: an object called with every token so far,
+``step(tokens) -> logits``, tokens (B, T) -> next-token logits (B, V). A step function that
+keeps a key/value cache feeds the model only the tokens it has not seen yet
+(``tokens[:, cached:]``), through the fast ``step`` of the modules that own the weights
+(``TransformerEncoder.step``, ``TransformerDecoder.step``), so one step costs O(T) instead of
+O(T²). A step function
 may also have ``reorder(index)``: keep batch rows ``index`` (row i becomes old row
 ``index[i]``) of whatever it holds (caches, encoder memory). Beam search needs it to follow the
 surviving beams; greedy decoding uses it to drop finished rows from the batch.
@@ -17,13 +20,13 @@ where length counts the generated tokens (the EOS included, the prompt not).
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Iterator, Protocol
 
 import torch
 from torch import Tensor
 
-__all__ = ["filter_top_k", "filter_top_p", "select_next_token", "StepFunction", "decode",
-           "beam_search"]
+__all__ = ["filter_top_k", "filter_top_p", "select_next_token", "selector", "StepFunction",
+           "decode", "decode_stream", "beam_search"]
 
 
 class StepFunction(Protocol):
@@ -77,8 +80,8 @@ def filter_top_p(logits: Tensor, p: float) -> Tensor:
         ValueError: if p is not in (0, 1].
 
     Example:
-        >>> filter_top_p(torch.tensor([[0.0, 2.0, 1.0]]).log_softmax(-1), 0.6)
-        tensor([[  -inf, -0.4076,   -inf]])
+        >>> filter_top_p(torch.tensor([[0.0, 2.0, 1.0]]).log_softmax(-1), 0.6).isinf().tolist()
+        [[True, False, True]]
     """
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
         raise ValueError(f"top_p must be in (0, 1], got {p!r}")
@@ -151,7 +154,82 @@ def _check_common(input_ids: Tensor, max_new_tokens: int) -> None:
     _check_positive_int("max_new_tokens", max_new_tokens)
 
 
-@torch.no_grad()
+def selector(do_sample: bool = False, temperature: float = 1.0, top_k: int | None = None,
+             top_p: float | None = None,
+             generator: torch.Generator | None = None) -> Callable[[Tensor], Tensor]:
+    """The next-token rule ``logits (B, V) -> ids (B,)``, its options checked once here (greedy
+    is then a bare argmax, with no per-step checks).
+
+    Raises:
+        ValueError: for a non-positive temperature or bad top_k/top_p.
+
+    Example:
+        >>> selector()(torch.tensor([[0.1, 2.0, -1.0]]))
+        tensor([1])
+    """
+    select_next_token(torch.zeros(1, 2), do_sample=do_sample, temperature=temperature,
+                      top_k=top_k, top_p=top_p)  # raises ValueError on bad options
+    if not do_sample:
+        return lambda logits: logits.argmax(dim=-1)
+    return lambda logits: select_next_token(logits, do_sample=True, temperature=temperature,
+                                            top_k=top_k, top_p=top_p, generator=generator)
+
+
+def decode_stream(
+    step: StepFunction,
+    input_ids: Tensor,
+    max_new_tokens: int,
+    *,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    eos_token_id: int | None = None,
+    pad_token_id: int = 0,
+    generator: torch.Generator | None = None,
+) -> Iterator[Tensor]:
+    """``decode``, yielding each step's new tokens (B, 1) as soon as they exist.
+
+    Each step runs in inference mode, which is never held across a ``yield`` (it is thread
+    state); the yielded tensors are ordinary ones. Arguments as in ``decode``.
+
+    Example:
+        >>> step = lambda tokens: torch.nn.functional.one_hot((tokens[:, -1] + 1) % 5, 5).float()
+        >>> [t.item() for t in decode_stream(step, torch.tensor([[0]]), 3)]
+        [1, 2, 3]
+    """
+    _check_common(input_ids, max_new_tokens)
+    select = selector(do_sample, temperature, top_k, top_p, generator)
+    (B, T0), n = input_ids.shape, max_new_tokens
+    compact = callable(getattr(step, "reorder", None))
+    alive = None if eos_token_id is None else torch.ones(B, dtype=torch.bool,
+                                                         device=input_ids.device)
+    rows = None  # the original row of each row the step holds; None: all rows, in order
+    # one buffer filled column by column (no per-step concatenation); the step sees a view of
+    # it, so a step function that keeps ``tokens`` beyond its call must copy them
+    seqs = torch.cat((input_ids, input_ids.new_zeros(B, n)), dim=1)  # (B', T0 + N)
+    for t in range(n):
+        with torch.inference_mode():
+            nxt = select(step(seqs[:, : T0 + t]))  # (B',)
+            seqs[:, T0 + t] = nxt
+            token = nxt if rows is None else (  # back to all B rows, dropped ones padded
+                nxt.new_full((B,), pad_token_id).index_copy(0, rows, nxt))
+            if alive is not None:
+                token = torch.where(alive, token, pad_token_id)  # (B,)
+                alive = alive & (token != eos_token_id)
+        yield token[:, None].clone()  # (B, 1), made outside inference mode
+        if alive is None or t + 1 == n:
+            continue
+        if not bool(alive.any()):
+            return
+        held = alive if rows is None else alive[rows]
+        if compact and not bool(held.all()):  # drop finished rows from the step's batch
+            with torch.inference_mode():
+                keep = held.nonzero().squeeze(1)
+                step.reorder(keep)
+                seqs, rows = seqs[keep], (keep if rows is None else rows[keep])
+
+
 def decode(
     step: StepFunction,
     input_ids: Tensor,
@@ -191,28 +269,11 @@ def decode(
         >>> decode(step, torch.tensor([[0]]), 3).tolist()
         [[0, 1, 2, 3]]
     """
-    _check_common(input_ids, max_new_tokens)
-    B = input_ids.shape[0]
-    compact = callable(getattr(step, "reorder", None))
-    new = input_ids.new_full((B, max_new_tokens), pad_token_id)  # (B, N)
-    alive = torch.ones(B, dtype=torch.bool, device=input_ids.device)
-    rows = torch.arange(B, device=input_ids.device)  # original row of each row the step holds
-    seqs, n = input_ids, 0
-    for t in range(max_new_tokens):
-        nxt = select_next_token(step(seqs), do_sample=do_sample, temperature=temperature,
-                                top_k=top_k, top_p=top_p, generator=generator)  # (B',)
-        new[rows, t] = torch.where(alive[rows], nxt, pad_token_id)
-        seqs, n = torch.cat((seqs, nxt[:, None]), dim=1), t + 1
-        if eos_token_id is None:
-            continue
-        alive[rows] &= nxt != eos_token_id
-        if not alive.any():
-            break
-        if compact and not alive[rows].all():
-            keep = alive[rows].nonzero().squeeze(1)
-            step.reorder(keep)
-            seqs, rows = seqs[keep], rows[keep]
-    return torch.cat((input_ids, new[:, :n]), dim=1)
+    new = list(decode_stream(step, input_ids, max_new_tokens, do_sample=do_sample,
+                             temperature=temperature, top_k=top_k, top_p=top_p,
+                             eos_token_id=eos_token_id, pad_token_id=pad_token_id,
+                             generator=generator))
+    return torch.cat((input_ids, *new), dim=1)
 
 
 def _add_hypothesis(found: list, limit: int, score: float, tokens: Tensor) -> None:
@@ -272,8 +333,13 @@ def beam_search(
             without ``reorder``.
 
     Example:
-        >>> ids = beam_search(step, torch.ones(2, 1, dtype=torch.long), 10, num_beams=4,
-        ...                   eos_token_id=2)  # step: a model's StepFunction
+        >>> class Step:  # next token = last + 1 (mod 5); a model's step also reorders caches
+        ...     def __call__(self, tokens):
+        ...         return torch.nn.functional.one_hot((tokens[:, -1] + 1) % 5, 5).float()
+        ...     def reorder(self, index):
+        ...         pass
+        >>> beam_search(Step(), torch.zeros(1, 1, dtype=torch.long), 3, num_beams=2).tolist()
+        [[0, 1, 2, 3]]
     """
     _check_common(input_ids, max_new_tokens)
     _check_positive_int("num_beams", num_beams)

@@ -3,7 +3,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab.generation import beam_search, decode, filter_top_k, filter_top_p, select_next_token
+from attnlab.generation import (
+    beam_search, decode, decode_stream, filter_top_k, filter_top_p, select_next_token,
+)
 
 NEG = float("-inf")
 
@@ -154,6 +156,23 @@ def test_sampled_decoding_is_reproducible_with_a_generator():
     a = decode(step, ids, 8, do_sample=True, generator=torch.Generator().manual_seed(3))
     b = decode(step, ids, 8, do_sample=True, generator=torch.Generator().manual_seed(3))
     assert a.tolist() == b.tolist() and len({tuple(r) for r in a.tolist()}) > 1
+
+
+def test_decode_stream_yields_each_steps_tokens_as_decode_returns_them():
+    """The one token loop every model goes through: streamed tokens (B, 1), ordinary tensors,
+    inference mode never left on between them, the same as ``decode``."""
+    ids = torch.tensor([[5], [7], [8]])
+    step = Counter(V=10)
+    tokens = []
+    for token in decode_stream(step, ids, 6, eos_token_id=9):
+        assert token.shape == (3, 1) and not token.is_inference()
+        assert not torch.is_inference_mode_enabled()
+        tokens.append(token)
+    assert torch.cat([ids, *tokens], 1).tolist() == decode(Counter(V=10), ids, 6,
+                                                           eos_token_id=9).tolist()
+    assert step.sizes == [3, 2, 1, 1] and step.reorders == [[0, 1], [0]]
+    with pytest.raises(ValueError, match="temperature"):
+        next(decode_stream(step, ids, 2, do_sample=True, temperature=0.0))
 
 
 #            to: pad  start eos   A     B

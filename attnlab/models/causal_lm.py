@@ -13,23 +13,26 @@ fused attention kernel's causal path.
 Generation keeps a key/value cache per layer, so each new token costs one position's work
 (O(T) attention) instead of re-running the whole sequence. Prompts of different lengths are
 left-padded; each row's positions count from its own first real token, and padded keys are
-masked, so a padded batch gives each row what that row gives alone. The token loop, the prompt
-checks and the cached step live in ``lm_generation.py`` (and ``decode_step.py``); this file
-holds the model and its public methods.
+masked, so a padded batch gives each row what that row gives alone. The token loop is
+``attnlab.generation.decode_stream``; the prompt checks and the step function are in
+``lm_generation.py``; the one-token fast path is ``CausalLM.step`` over the stack's own ``step``.
+
+Positions come from ``attnlab.nn.POSITIONAL_KINDS``: the kind named by ``positional`` builds the
+module added to the token embeddings (``pos_encoding``, None for rotary and ALiBi) and the
+positional parts of every attention (``pos_embeddings``, ``attn_bias``).
 """
 from __future__ import annotations
 
 from typing import Iterator
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn import KVCache, LearnedPositionalEncoding, PositionalEncoding, TransformerEncoder
+from ..nn import KVCache, TransformerEncoder, capture, positional_kind
 from .lm_generation import prepare, selector, stream_sliding, stream_tokens
 
-__all__ = ["CausalLM", "POSITIONAL"]
-
-POSITIONAL = ("learned", "sinusoidal", "rope")
+__all__ = ["CausalLM"]
 
 
 def positions_from_mask(attention_mask: Tensor) -> Tensor:
@@ -51,8 +54,9 @@ class CausalLM(nn.Module):
         dropout: dropout on the embeddings and in every block.
         norm_first: pre-LN blocks plus a final LayerNorm (GPT-2); False gives the paper's post-LN.
         tie_weights: share the token embedding with the output projection.
-        positional: "learned" (GPT-2), "sinusoidal" (Vaswani et al.) or "rope" (rotary, inside
-            attention).
+        positional: a name in ``attnlab.nn.POSITIONAL_KINDS``: "learned" (GPT-2), "sinusoidal"
+            (Vaswani et al.), "rope" (rotary, inside attention), "alibi" (a distance bias on the
+            scores) or "none".
         activation: feed-forward activation ("gelu", "gelu_tanh" = GPT-2's gelu_new, "relu", "silu").
         layer_norm_eps: LayerNorm epsilon.
         bias: biases in the linear layers and attention.
@@ -80,8 +84,7 @@ class CausalLM(nn.Module):
         for name, value in (("vocab_size", vocab_size), ("model_dim", model_dim), ("max_len", max_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if positional not in POSITIONAL:
-            raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
+        kind = positional_kind(positional)
         dim_feedforward = dim_feedforward or 4 * model_dim
         self.config = dict(vocab_size=vocab_size, model_dim=model_dim, num_heads=num_heads,
                            num_layers=num_layers, dim_feedforward=dim_feedforward, max_len=max_len,
@@ -93,35 +96,29 @@ class CausalLM(nn.Module):
         self.positional = positional
         self.token_embedding = nn.Embedding(vocab_size, model_dim)
         nn.init.normal_(self.token_embedding.weight, std=0.02)  # GPT-2's initialisation
-        if positional == "learned":
-            self.pos_encoding = LearnedPositionalEncoding(max_len, model_dim)
-        elif positional == "sinusoidal":
-            self.pos_encoding = PositionalEncoding(model_dim, max_len)
-        else:
-            self.pos_encoding = None  # rotary: applied to queries and keys inside attention
+        self.pos_encoding = kind.input_module(model_dim, max_len)  # None: it acts in attention
         self.embed_dropout = nn.Dropout(dropout)
+        if isinstance(num_heads, int) and num_heads > 0 and model_dim % num_heads:
+            # checked before the attention does: the positional parts need the head width
+            raise ValueError(f"model_dim ({model_dim}) must be divisible by num_heads ({num_heads})")
         self.encoder = TransformerEncoder(
             num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
             dropout=dropout, norm_first=norm_first, activation=activation,
             layer_norm_eps=layer_norm_eps, bias=bias, attention_dropout=attention_dropout,
-            rotary=positional == "rope", max_len=max_len)
+            **kind.attention_parts(num_heads, model_dim // max(num_heads, 1), max_len))
         self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
         if tie_weights:
             self.lm_head.weight = self.token_embedding.weight
 
     # ---- the forward pass ------------------------------------------------------------------
     def embed(self, input_ids: Tensor, positions: Tensor) -> Tensor:
-        """Token embeddings plus (learned or sinusoidal) position encodings: (B, T) -> (B, T, D).
+        """Token embeddings plus the positional module's term, if any: (B, T) -> (B, T, D).
 
-        ``positions`` is (T,) or (B, T); for rotary models the positions act in attention.
+        ``positions`` is (T,) or (B, T); rotary and ALiBi models use them in attention instead.
         """
         x = self.token_embedding(input_ids)  # (B, T, D)
-        if self.positional == "learned":
+        if self.pos_encoding is not None:
             x = self.pos_encoding(x, positions=positions)
-        elif self.positional == "sinusoidal":
-            if positions.numel() and int(positions.max()) >= self.max_len:
-                raise ValueError(f"position {int(positions.max())} exceeds max_len ({self.max_len})")
-            x = x + self.pos_encoding.pe[0, positions].to(x.dtype)
         return self.embed_dropout(x)
 
     def _check_ids(self, input_ids: Tensor) -> None:
@@ -146,8 +143,7 @@ class CausalLM(nn.Module):
         if positions is None:
             positions = torch.arange(T, device=input_ids.device)
         x = self.embed(input_ids, positions)
-        rope_pos = positions if self.positional == "rope" else None
-        return self.encoder(x, mask, is_causal=True, cache=cache, positions=rope_pos)
+        return self.encoder(x, mask, is_causal=True, cache=cache, positions=positions)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
                 positions: Tensor | None = None) -> Tensor:
@@ -166,10 +162,34 @@ class CausalLM(nn.Module):
 
     @torch.no_grad()
     def get_attention_maps(self, input_ids: Tensor) -> list[Tensor]:
-        """Every layer's causal attention weights on ``input_ids`` (B, T): L × (B, H, T, T)."""
-        self._check_ids(input_ids)
-        x = self.embed(input_ids, torch.arange(input_ids.shape[1], device=input_ids.device))
-        return self.encoder.get_attention_maps(x, is_causal=True)
+        """Every layer's causal attention weights on ``input_ids`` (B, T): L × (B, H, T, T),
+        recorded by ``attnlab.nn.capture`` during one forward pass."""
+        names = [f"encoder.layers.{i}.self_attn" for i in range(len(self.encoder.layers))]
+        with capture(self, names) as cache:
+            self.hidden_states(input_ids)
+        return [cache[name] for name in names]
+
+    def step(self, input_ids: Tensor, cache: list[KVCache], *, positions: Tensor,
+             key_mask: Tensor | None = None) -> Tensor:
+        """Next-token logits after one new token per row, from the per-layer caches: the fast
+        path of generation (eval mode), equal to the last position of ``forward``.
+
+        Args:
+            input_ids: (B, 1) the newest tokens.
+            cache: the per-layer caches holding every earlier token (``KVCache.reserve`` them).
+            positions: (B, 1) the new tokens' positions (counting real tokens only).
+            key_mask: bool (B, 1, 1, T_k), True at real keys (padded prompts), or None.
+
+        Returns:
+            logits (B, V).
+        """
+        m = self._modules  # dict lookups, not nn.Module.__getattr__: a step is call-bound
+        x = F.embedding(input_ids, m["token_embedding"]._parameters["weight"])  # (B, 1, D)
+        pos_encoding = m.get("pos_encoding")  # None (not a submodule) for rope and alibi
+        if pos_encoding is not None:
+            x = pos_encoding(x, positions=positions)
+        h = m["encoder"].step(x, cache, positions=positions, key_mask=key_mask)  # (B, 1, D)
+        return F.linear(h[:, 0], m["lm_head"]._parameters["weight"])  # (B, V)
 
     # ---- generation ----------------------------------------------------------------------
     def generate(self, input_ids: Tensor, max_new_tokens: int, *, do_sample: bool = False,

@@ -24,12 +24,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..nn import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoder
+from ..nn import TransformerEncoder, positional_kind
+from ..nn.positional import input_kinds
 
 __all__ = ["SequenceClassifier", "POOLINGS", "POSITIONALS", "HEADS"]
 
 POOLINGS = ("cls", "mean")
-POSITIONALS = ("sinusoidal", "learned", "none")
+POSITIONALS = input_kinds()  # the registry's kinds that act on the inputs, and "none"
 HEADS = ("sequence", "element")
 
 
@@ -56,7 +57,8 @@ class SequenceClassifier(nn.Module):
         input_dropout: dropout on the input features (before the input projection).
         pooling: ``"cls"`` (a learned [CLS] vector prepended; its final state is pooled, as in
             BERT) or ``"mean"`` (the mean over real elements). Unused by the element head.
-        positional: ``"sinusoidal"``, ``"learned"`` or ``"none"`` (sets: order carries nothing).
+        positional: a kind of ``attnlab.nn.POSITIONAL_KINDS`` acting on the inputs:
+            ``"sinusoidal"``, ``"learned"`` or ``"none"`` (sets: order carries nothing).
         head: ``"sequence"`` (logits (B, C)) or ``"element"`` (a score per element (B, T)).
         max_len: longest sequence (positional encodings), [CLS] not counted.
         pad_id: the padding id of token inputs.
@@ -84,7 +86,7 @@ class SequenceClassifier(nn.Module):
                  max_len: int = 512, pad_id: int = 0) -> None:
         super().__init__()
         _choice("pooling", pooling, POOLINGS)
-        _choice("positional", positional, POSITIONALS)
+        kind = positional_kind(positional, POSITIONALS)
         _choice("head", head, HEADS)
         if (vocab_size is None) == (input_dim is None):
             raise ValueError(f"give exactly one of vocab_size (token inputs) and input_dim "
@@ -107,11 +109,7 @@ class SequenceClassifier(nn.Module):
         if self.use_cls:
             self.cls = nn.Parameter(torch.randn(1, 1, model_dim) * 0.02)
         positions = max_len + int(self.use_cls)
-        self.positional_encoding = {
-            "sinusoidal": lambda: PositionalEncoding(model_dim, max_len=positions),
-            "learned": lambda: LearnedPositionalEncoding(positions, model_dim),
-            "none": nn.Identity,
-        }[positional]()
+        self.positional_encoding = kind.input_module(model_dim, positions) or nn.Identity()
         self.encoder = TransformerEncoder(
             num_layers, input_dim=model_dim, num_heads=num_heads,
             dim_feedforward=dim_feedforward or 2 * model_dim, dropout=dropout,

@@ -1,14 +1,14 @@
-"""How ``CausalLM`` generates: prompt checks, left alignment, the token loop, the sliding
-context, and the cached and uncached step generators.
+"""How ``CausalLM`` generates: prompt checks, left alignment, its ``attnlab.generation`` step
+function, and the sliding context.
 
-Shapes: B batch, T0 prompt length, N new tokens, V vocabulary.
+Shapes: B batch, T0 prompt length, N new tokens, V vocabulary, D model width.
 
 Why a module of its own: ``causal_lm.py`` holds the model (embedding, stack, head, forward
-pass); this one drives that forward pass token by token. Every function takes the model as its
-first argument instead of being mixed into the class, so ``CausalLM.generate`` and
-``CausalLM.stream`` stay short and each piece can be tested alone
-(``tests/models/test_causal_lm.py`` checks ``cached_steps`` against the full forward pass).
-After the prompt, each cached step runs ``decode_step._DecodeStep``.
+pass, and ``CausalLM.step``, its one-token fast path); this one adapts it to the step protocol
+of ``attnlab.generation``, whose ``decode_stream`` runs the token loop for every model.
+``LMStep`` prefills the prompt with the ordinary forward pass (filling a ``KVCache`` per layer,
+reserved for the whole generation) and then calls ``CausalLM.step`` once per token
+(``tests/models/test_causal_lm.py`` checks its logits against the full forward pass).
 
 Prompts of different lengths are left-padded (``left_align``); each row's positions count from
 its own first real token, and padded keys are masked, so a padded batch gives each row what that
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Iterator
 import torch
 from torch import Tensor
 
-from .decode_step import _DecodeStep
+from ..generation import decode_stream, selector
 
 if TYPE_CHECKING:  # only for the annotations: causal_lm imports this module
     from .causal_lm import CausalLM
 
-__all__ = ["left_align", "prepare", "selector", "stream_tokens", "stream_sliding",
+__all__ = ["left_align", "prepare", "selector", "LMStep", "stream_tokens", "stream_sliding",
            "uncached_steps", "cached_steps"]
 
 
@@ -63,16 +63,69 @@ def prepare(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
     return left_align(input_ids, attention_mask.bool())
 
 
-def selector(do_sample, temperature, top_k, top_p, generator):
-    """The next-token rule, validated once: greedy is a bare argmax (no per-step checks)."""
-    from ..generation import select_next_token
+class LMStep:
+    """The ``attnlab.generation`` step function of a ``CausalLM``: tokens (B, T) -> logits (B, V).
 
-    select_next_token(torch.zeros(1, 2), do_sample=do_sample, temperature=temperature,
-                      top_k=top_k, top_p=top_p)  # raises ValueError on bad options
-    if not do_sample:
-        return lambda logits: logits.argmax(dim=-1)
-    return lambda logits: select_next_token(logits, do_sample=True, temperature=temperature,
-                                            top_k=top_k, top_p=top_p, generator=generator)
+    The first call reads the prompt (left-padded rows described by ``attention_mask``); with
+    ``use_cache`` it fills a per-layer ``KVCache`` reserved for ``total`` tokens, and each later
+    call feeds only the newest token to ``CausalLM.step``. Without the cache every call re-runs
+    the whole sequence (the reference the cached path is tested on). ``reorder`` keeps batch
+    rows (generation drops finished rows).
+
+    Args:
+        model: the CausalLM, in eval mode.
+        attention_mask: (B, T0) 1 = real prompt token, or None when nothing is padded.
+        total: prompt length + new tokens.
+        use_cache: keep keys and values between calls.
+    """
+
+    def __init__(self, model: CausalLM, attention_mask: Tensor | None, total: int,
+                 use_cache: bool = True) -> None:
+        self.model, self.mask, self.total, self.use_cache = model, attention_mask, total, use_cache
+        self.cache = None
+        self.key_mask = self.pos = None  # (B, 1, 1, total) real keys; (B, N) new positions
+        self.t = 0  # new tokens fed so far
+
+    def __call__(self, tokens: Tensor) -> Tensor:
+        if not self.use_cache:
+            return self._uncached(tokens)
+        if self.cache is None:
+            return self._prefill(tokens)
+        t, self.t = self.t, self.t + 1
+        key_mask = None if self.key_mask is None else self.key_mask[..., : tokens.shape[1]]
+        return self.model.step(tokens[:, -1:], self.cache, positions=self.pos[:, t : t + 1],
+                               key_mask=key_mask)  # (B, V)
+
+    def _prefill(self, ids: Tensor) -> Tensor:
+        B, T0 = ids.shape
+        self.cache = self.model.encoder.make_cache()
+        h = self.model.hidden_states(ids, self.mask, cache=self.cache)  # (B, T0, D)
+        for cache in self.cache:
+            cache.reserve(self.total)
+        # the position of every new token, for all steps at once: (B, N)
+        start = (torch.full((B, 1), T0, device=ids.device) if self.mask is None
+                 else self.mask.long().sum(1, keepdim=True))  # (B, 1) real prompt tokens
+        self.pos = start + torch.arange(self.total - T0, device=ids.device)[None, :]
+        if self.mask is not None:
+            self.key_mask = torch.ones(B, 1, 1, self.total, dtype=torch.bool, device=ids.device)
+            self.key_mask[:, 0, 0, :T0] = self.mask
+        return self.model.lm_head(h[:, -1])  # (B, V)
+
+    def _uncached(self, ids: Tensor) -> Tensor:
+        mask = self.mask
+        if mask is not None and mask.shape[1] < ids.shape[1]:  # new tokens are real
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], ids.shape[1] - mask.shape[1])], 1)
+        return self.model(ids, mask)[:, -1]
+
+    def reorder(self, index: Tensor) -> None:
+        if self.mask is not None:
+            self.mask = self.mask.index_select(0, index)
+        if self.key_mask is not None:
+            self.key_mask = self.key_mask.index_select(0, index)
+        if self.pos is not None:
+            self.pos = self.pos.index_select(0, index)
+        for cache in self.cache or ():
+            cache.reorder(index)
 
 
 def stream_sliding(model: CausalLM, context: Tensor, n: int, options: dict) -> Iterator[Tensor]:
@@ -95,69 +148,38 @@ def stream_tokens(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
                   eos_token_id: int | None = None, use_cache: bool = True,
                   pad_token_id: int | None = None,
                   generator: torch.Generator | None = None) -> Iterator[Tensor]:
-    """Each step's new tokens (B, 1) after prompts that ``prepare`` has checked and aligned."""
-    select = selector(do_sample, temperature, top_k, top_p, generator)
+    """Each step's new tokens (B, 1) after prompts that ``prepare`` has checked and aligned:
+    ``attnlab.generation.decode_stream`` over an ``LMStep``, in eval mode."""
+    selector(do_sample, temperature, top_k, top_p, None)  # bad options fail even for n = 0
     if max_new_tokens == 0:
         return
-    B = input_ids.shape[0]
     pad = eos_token_id if pad_token_id is None else pad_token_id
-    finished = None
     was_training = model.training
     model.eval()  # dropout has no place in generation
-    # inference mode is entered per step, never held across a ``yield`` (it is thread
-    # state: holding it would leak into the caller's code between tokens)
     try:
-        steps = (cached_steps if use_cache else uncached_steps)(
-            model, input_ids, attention_mask, max_new_tokens)
-        with torch.inference_mode():
-            logits = next(steps)  # (B, V)
-        for i in range(max_new_tokens):
-            with torch.inference_mode():
-                token = select(logits)  # (B,)
-                if eos_token_id is not None:
-                    if finished is None:
-                        finished = torch.zeros(B, dtype=torch.bool, device=token.device)
-                    token = token.masked_fill(finished, pad)
-                    finished = finished | (token == eos_token_id)
-                token = token[:, None]  # (B, 1)
-            # a normal tensor (made outside inference mode), usable anywhere afterwards
-            yield token.clone()
-            if i + 1 == max_new_tokens or (finished is not None and bool(finished.all())):
-                break
-            with torch.inference_mode():
-                logits = steps.send(token)
+        step = LMStep(model, attention_mask, input_ids.shape[1] + max_new_tokens, use_cache)
+        yield from decode_stream(step, input_ids, max_new_tokens, do_sample=do_sample,
+                                 temperature=temperature, top_k=top_k, top_p=top_p,
+                                 eos_token_id=eos_token_id, pad_token_id=0 if pad is None else pad,
+                                 generator=generator)
     finally:
         model.train(was_training)
 
 
-# The step generators yield next-token logits (B, V) and are sent the chosen tokens (B, 1).
+# Generators of next-token logits (B, V), sent the chosen tokens (B, 1): an LMStep driven by
+# hand, as tests compare it with the full forward pass.
+def _steps(model: CausalLM, ids: Tensor, attention_mask: Tensor | None, n: int, use_cache: bool):
+    step = LMStep(model, attention_mask, ids.shape[1] + n, use_cache)
+    while True:
+        token = yield step(ids)
+        ids = torch.cat([ids, token], dim=1)
+
+
 def uncached_steps(model: CausalLM, ids: Tensor, attention_mask: Tensor | None, n: int):
     """Re-run the whole sequence at every step (the reference the cached path is tested on)."""
-    mask = attention_mask
-    while True:
-        token = yield model(ids, mask)[:, -1]
-        ids = torch.cat([ids, token], dim=1)
-        if mask is not None:
-            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+    return _steps(model, ids, attention_mask, n, use_cache=False)
 
 
 def cached_steps(model: CausalLM, ids: Tensor, attention_mask: Tensor | None, n: int):
-    """Prefill the prompt into a key/value cache, then run one ``_DecodeStep`` per token."""
-    B, T0 = ids.shape
-    total = T0 + n
-    cache = model.encoder.make_cache()
-    if attention_mask is None:
-        lengths = torch.full((B, 1), T0, device=ids.device)
-        key_mask = None
-    else:
-        lengths = attention_mask.long().sum(1, keepdim=True)  # (B, 1) real prompt tokens
-        key_mask = torch.ones(B, 1, 1, total, dtype=torch.bool, device=ids.device)
-        key_mask[:, 0, 0, :T0] = attention_mask
-    h = model.hidden_states(ids, attention_mask, cache=cache)  # prefill: (B, T0, D)
-    token = yield model.lm_head(h[:, -1])  # (B, V)
-    # the position of new token t in each row, for all steps at once: (B, n)
-    pos = lengths + torch.arange(n, device=ids.device)[None, :]
-    step = _DecodeStep(model, cache, total)
-    for t in range(n - 1):
-        mask_t = None if key_mask is None else key_mask[..., : T0 + t + 1]
-        token = yield step(token, pos[:, t : t + 1], T0 + t, mask_t)
+    """Prefill the prompt into a key/value cache, then one ``CausalLM.step`` per token."""
+    return _steps(model, ids, attention_mask, n, use_cache=True)

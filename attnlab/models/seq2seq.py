@@ -19,10 +19,14 @@ import torch
 from torch import Tensor, nn
 
 from ..generation import beam_search, decode
-from ..nn import LearnedPositionalEncoding, PositionalEncoding, Transformer
+from ..nn import Transformer, capture, positional_kind
+from ..nn.positional import input_kinds
 from ..nn.cache import KVCache
 
 __all__ = ["Seq2SeqTransformer"]
+
+# the registered kinds this model takes: both halves add them to their embeddings
+ADDITIVE = input_kinds(with_none=False)
 
 
 class Seq2SeqTransformer(nn.Module):
@@ -75,17 +79,13 @@ class Seq2SeqTransformer(nn.Module):
         for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        kind = positional_kind(positional, ADDITIVE)
         self.model_dim, self.pad_id, self.sos_id, self.eos_id = model_dim, pad_id, sos_id, eos_id
         self.src_embedding = nn.Embedding(src_vocab_size, model_dim)
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, model_dim)
         for emb in (self.src_embedding, self.tgt_embedding):
             nn.init.normal_(emb.weight, std=model_dim**-0.5)
-        if positional == "sinusoidal":
-            self.positional = PositionalEncoding(model_dim, max_len)
-        else:
-            self.positional = LearnedPositionalEncoding(max_len, model_dim)
+        self.positional = kind.input_module(model_dim, max_len)
         self.dropout = nn.Dropout(dropout)
         self.transformer = Transformer(
             num_encoder_layers or num_layers, num_decoder_layers or num_layers,
@@ -99,7 +99,9 @@ class Seq2SeqTransformer(nn.Module):
     # ---- the two halves ----------------------------------------------------------------
     def _embed(self, ids: Tensor, embedding: nn.Embedding, offset: int = 0) -> Tensor:
         x = embedding(ids) * math.sqrt(self.model_dim)  # (B, T, D)
-        return self.dropout(self.positional(x, offset=offset))
+        positions = None if offset == 0 else torch.arange(offset, offset + ids.shape[1],
+                                                          device=ids.device)
+        return self.dropout(self.positional(x, positions=positions))
 
     def source_mask(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """The (B, 1, 1, S) key mask of the source: ``src_mask`` if given, else ``src != pad_id``.
@@ -144,6 +146,14 @@ class Seq2SeqTransformer(nn.Module):
         """Per decoder layer: a growing self-attention cache and a once-computed cross one."""
         return self.transformer.decoder.make_cache()
 
+    def step(self, token: Tensor, memory: Tensor, memory_mask: Tensor | None,
+             cache: list[dict[str, KVCache]]) -> Tensor:
+        """Next-token logits (B, V_t) after one new target token (B, 1), from the caches: the fast
+        path of generation (eval mode), equal to ``decode(..., cache=cache)[:, -1]``."""
+        x = self._embed(token, self.tgt_embedding, cache[0]["self"].length)  # (B, 1, D)
+        h = self.transformer.decoder.step(x, memory, cache, memory_mask)  # (B, 1, D)
+        return self.output(h[:, 0])  # (B, V_t)
+
     def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """Teacher forcing: logits (B, T, V_t) for every target position at once."""
         memory, mask = self.encode(src, src_mask)
@@ -152,10 +162,13 @@ class Seq2SeqTransformer(nn.Module):
     @torch.no_grad()
     def cross_attention(self, src: Tensor, tgt: Tensor,
                         src_mask: Tensor | None = None) -> list[Tensor]:
-        """Every decoder layer's cross-attention weights for a given target: L × (B, H, T, S)."""
-        memory, mask = self.encode(src, src_mask)
-        x = self._embed(tgt, self.tgt_embedding)
-        return self.transformer.decoder.get_attention_maps(x, memory, memory_mask=mask)[1]
+        """Every decoder layer's cross-attention weights for a given target: L × (B, H, T, S),
+        recorded by ``attnlab.nn.capture`` during one forward pass."""
+        layers = self.transformer.decoder.layers
+        names = [f"transformer.decoder.layers.{i}.cross_attn" for i in range(len(layers))]
+        with capture(self, names) as cache:
+            self(src, tgt, src_mask)
+        return [cache[name] for name in names]
 
     # ---- generation --------------------------------------------------------------------
     @torch.no_grad()
@@ -182,7 +195,9 @@ class Seq2SeqTransformer(nn.Module):
             Hugging Face layout.
 
         Example:
-            >>> ids = model.generate(torch.tensor([[5, 6, 2]]), 20, num_beams=4)
+            >>> model = Seq2SeqTransformer(20, 30, model_dim=16, num_heads=2, num_layers=1)
+            >>> model.generate(torch.tensor([[5, 6, 2]]), 20, num_beams=4).shape[0]
+            1
         """
         was_training = self.training
         self.eval()
@@ -210,8 +225,11 @@ class _Seq2SeqStep:
         self.cache = model.make_cache() if use_cache else None
 
     def __call__(self, tokens: Tensor) -> Tensor:  # (B, T) -> (B, V_t)
-        if self.cache is not None:
-            tokens = tokens[:, self.cache[0]["self"].length:]  # only what the cache has not seen
+        if self.cache is None:
+            return self.model.decode(tokens, self.memory, self.mask, last_only=True)[:, -1]
+        tokens = tokens[:, self.cache[0]["self"].length:]  # only what the cache has not seen
+        if tokens.shape[1] == 1:  # the fast path: one new token through every layer's step
+            return self.model.step(tokens, self.memory, self.mask, self.cache)
         return self.model.decode(tokens, self.memory, self.mask, cache=self.cache,
                                  last_only=True)[:, -1]
 

@@ -1,91 +1,28 @@
-"""Scaled dot-product attention and multi-head attention.
+"""Multi-head attention: self or cross, fused or reference, full or one cached step.
 
 Shapes: B batch, H heads, T_q query length, T_k key length (S for an encoder memory),
 D model width, E = embed_dim = H·hd, hd head width.
 
-    Attention(Q, K, V) = softmax(QKᵀ / √d_k) V                      (Vaswani et al., 2017, eq. 1)
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) Wᴼ,
-    head_i = Attention(Q W_iQ, K W_iK, V W_iV)
+    head_i = Attention(Q W_iQ, K W_iK, V W_iV)                     (Vaswani et al., 2017, §3.2.2)
 
-The 1/√d_k keeps Var(q·k) ≈ 1 when q and k have unit-variance entries; unscaled it is d_k and the
-softmax saturates. Masks follow one convention (see ``masks.py``): True means "may attend".
+Attention itself (softmax(QKᵀ/√d_k)V, fused kernel and reference path) is in ``sdpa.py``.
+Positions enter through parts passed in: ``pos_embeddings`` (applied to q and k, e.g. rotary)
+and ``attn_bias`` (a score bias from the lengths, e.g. ALiBi); see ``positional.py``. Masks
+follow one convention (see ``masks.py``): True means "may attend".
 """
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .cache import KVCache
-from .masks import as_bool_mask, check_mask
+from .masks import check_mask
 from .positional import RotaryEmbedding
+from .sdpa import attend, scaled_dot_product
 
 __all__ = ["scaled_dot_product", "MultiheadAttention"]
-
-
-def _guard_empty_rows(mask: Tensor) -> tuple[Tensor, Tensor | None]:
-    """Let query rows that may attend to nothing attend to everything; report which they are.
-
-    Their output is zeroed afterwards. Attending to everything (instead of filling -inf) keeps
-    the softmax and its gradient finite in every dtype; the zeroing gives zero weights.
-    """
-    row_ok = mask.any(dim=-1, keepdim=True)  # (B?, H?, T_q, 1)
-    # Usually no row is empty (padding masks keep >= 1 key) and the zeroing is a wasted pass over
-    # the output, ~10% of a padded training step on CPU (benchmarks/encoder_speed.py). Checking
-    # is free on CPU; on an accelerator it would stall the stream, and under torch.compile it
-    # would break the graph, so there the guard is always applied.
-    if mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(row_ok.all()):
-        return mask, None
-    return mask | ~row_ok, row_ok
-
-
-def scaled_dot_product(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None = None,
-    *,
-    dropout_p: float = 0.0,
-) -> tuple[Tensor, Tensor]:
-    """The explicit reference path: softmax(QKᵀ/√d_k)·V, returning the weights too.
-
-    Args:
-        q: queries (..., T_q, d_k).
-        k: keys (..., T_k, d_k).
-        v: values (..., T_k, d_v).
-        mask: bool or 0/1, broadcastable to (..., T_q, T_k); True (1) = may attend. A query row
-            that may attend to nothing gets zero weights and a zero output.
-        dropout_p: dropout on the attention weights (the returned weights are before dropout).
-
-    Returns:
-        (values (..., T_q, d_v), attention (..., T_q, T_k)).
-
-    Raises:
-        ValueError: if q and k differ in width or k and v in length.
-
-    Example:
-        >>> q = k = v = torch.eye(3)[None]
-        >>> values, attention = scaled_dot_product(q, k, v)
-    """
-    if q.size(-1) != k.size(-1):
-        raise ValueError(f"q has width {q.size(-1)} but k has width {k.size(-1)}")
-    if k.size(-2) != v.size(-2):
-        raise ValueError(f"k has {k.size(-2)} positions but v has {v.size(-2)}")
-    d_k = q.size(-1)
-    attn_logits = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
-    row_ok = None
-    if mask is not None:
-        mask, row_ok = _guard_empty_rows(as_bool_mask(mask))
-        # the dtype's minimum, not a literal like -9e15 that overflows float16
-        attn_logits = attn_logits.masked_fill(~mask, torch.finfo(attn_logits.dtype).min)
-    attention = F.softmax(attn_logits, dim=-1)
-    if row_ok is not None:
-        attention = attention.masked_fill(~row_ok, 0.0)
-    dropped = F.dropout(attention, dropout_p) if dropout_p > 0 else attention
-    values = dropped @ v  # (..., T_q, d_v)
-    return values, attention
 
 
 class MultiheadAttention(nn.Module):
@@ -100,7 +37,9 @@ class MultiheadAttention(nn.Module):
 
     Without ``return_attention`` the forward pass calls
     ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels that never build the
-    T_q×T_k matrix); with it, the reference ``scaled_dot_product``. Both give the same output.
+    T_q×T_k matrix); with it, or inside ``attnlab.nn.capture``, the reference
+    ``scaled_dot_product``. Both give the same output. ``step`` is the fast path of generation:
+    one new token against a pre-allocated ``KVCache``.
 
     Args:
         input_dim: width of the query input x (and of the output).
@@ -110,9 +49,13 @@ class MultiheadAttention(nn.Module):
         bias: whether the projections have biases.
         kv_dim: width of the key/value sequence for cross-attention (implies ``cross``).
         cross: build a cross-attention module (keys/values from ``memory``).
-        rotary: apply rotary position embeddings to queries and keys (self-attention only).
-        max_len: longest sequence for rotary embeddings.
-        rope_base: rotary frequency base.
+        pos_embeddings: a module applied to queries and keys, ``pe(q, positions)``
+            (self-attention only; e.g. ``RotaryEmbedding``; torchtune's ``pos_embeddings``).
+        attn_bias: a module giving a score bias ``attn_bias(T_q, T_k)`` -> (H, T_q, T_k) or
+            (B, H, T_q, T_k) (self-attention only; e.g. ``ALiBi``).
+        rotary: shorthand for ``pos_embeddings=RotaryEmbedding(head_dim, max_len, rope_base)``.
+        max_len: longest sequence for ``rotary``.
+        rope_base: rotary frequency base for ``rotary``.
 
     Raises:
         ValueError: if embed_dim is not divisible by num_heads, or widths are not positive.
@@ -136,6 +79,8 @@ class MultiheadAttention(nn.Module):
         bias: bool = True,
         kv_dim: int | None = None,
         cross: bool = False,
+        pos_embeddings: nn.Module | None = None,
+        attn_bias: nn.Module | None = None,
         rotary: bool = False,
         max_len: int = 4096,
         rope_base: float = 10000.0,
@@ -161,13 +106,20 @@ class MultiheadAttention(nn.Module):
         else:
             self.qkv_proj = nn.Linear(input_dim, 3 * embed_dim, bias=bias)
         self.o_proj = nn.Linear(embed_dim, input_dim, bias=bias)
-        self.rotary = RotaryEmbedding(self.head_dim, max_len, rope_base) if rotary else None
+        if rotary and pos_embeddings is None:
+            pos_embeddings = RotaryEmbedding(self.head_dim, max_len, rope_base)
+        self.pos_embeddings, self.attn_bias = pos_embeddings, attn_bias
         self._reset_parameters()
+
+    # a capture (``attnlab.nn.capture``) adds callables here that receive the weights; empty,
+    # the forward pass stays on the fused kernel
+    _attention_sinks: tuple = ()
 
     def _reset_parameters(self) -> None:
         # Original Transformer initialisation (as in the course): Xavier-uniform, zero bias.
-        for module in self.children():
-            if isinstance(module, nn.Linear):
+        for name in ("q_proj", "kv_proj", "qkv_proj", "o_proj"):  # not the parts passed in
+            module = getattr(self, name, None)
+            if module is not None:
                 nn.init.xavier_uniform_(module.weight)
                 if module.bias is not None:
                     module.bias.data.fill_(0)
@@ -221,6 +173,7 @@ class MultiheadAttention(nn.Module):
         is_causal: bool = False,
         cache: KVCache | None = None,
         positions: Tensor | None = None,
+        score_bias: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
         """Attend from x to itself, or to ``memory`` (cross-attention).
 
@@ -233,12 +186,43 @@ class MultiheadAttention(nn.Module):
                 cache, positions count from the cached length.
             cache: a ``KVCache`` for incremental decoding: self-attention appends this call's
                 keys/values; cross-attention computes them from ``memory`` once and reuses them.
-            positions: (T_q,) or (B, T_q) integer positions for rotary embeddings (default:
+            positions: (T_q,) or (B, T_q) integer positions for ``pos_embeddings`` (default:
                 cached length + 0..T_q-1).
+            score_bias: float scores added before the softmax, broadcastable to
+                (B, H, T_q, T_k) (a per-input pairwise bias; added to ``attn_bias``'s).
 
         Returns:
             o (B, T_q, input_dim), or (o, attention) with ``return_attention``.
         """
+        self._check_inputs(x, memory)
+        B, T_q, _ = x.shape
+        self_attn = memory is None
+        offset = cache.length if (cache is not None and self_attn and not self.cross) else 0
+        q, k, v = self._project(x, memory, cache)  # (B, H, T_q, hd), (B, H, T_k, hd) ×2
+        if self.pos_embeddings is not None and self_attn:
+            if positions is None:
+                positions = torch.arange(offset, offset + T_q, device=x.device)
+            q, k = self.pos_embeddings(q, positions), self.pos_embeddings(k, positions)
+        if cache is not None and not cache.static:
+            k, v = cache.update(k, v)  # (B, H, T_k = cached + T_q, hd)
+        T_k = k.shape[2]
+        if mask is not None:
+            mask = check_mask(mask, B, self.num_heads, T_q, T_k)
+        mask, causal_flag = self._causal(mask, is_causal, T_q, T_k, x.device)
+        if self.attn_bias is not None and self_attn:
+            bias = self.attn_bias(T_q, T_k)
+            score_bias = bias if score_bias is None else score_bias + bias
+        sinks = self._attention_sinks
+        values, attention = attend(q, k, v, mask, is_causal=causal_flag, bias=score_bias,
+                                   dropout_p=self.dropout if self.training else 0.0,
+                                   need_weights=return_attention or bool(sinks))
+        for sink in sinks:
+            sink(attention)
+        values = values.permute(0, 2, 1, 3).reshape(B, T_q, self.embed_dim)  # (B, T_q, E)
+        o = self.o_proj(values)  # (B, T_q, input_dim)
+        return (o, attention) if return_attention else o
+
+    def _check_inputs(self, x: Tensor, memory: Tensor | None) -> None:
         if x.ndim != 3:
             raise ValueError(f"x must be (B, T, input_dim), got shape {tuple(x.shape)}")
         if x.shape[-1] != self.input_dim:
@@ -251,49 +235,64 @@ class MultiheadAttention(nn.Module):
                     f"memory must be (B={x.shape[0]}, S, kv_dim={self.kv_dim}), "
                     f"got shape {tuple(memory.shape)}"
                 )
-        B, T_q, _ = x.shape
-        offset = cache.length if (cache is not None and not self.cross and memory is None) else 0
-        q, k, v = self._project(x, memory, cache)  # (B, H, T_q, hd), (B, H, T_k, hd) ×2
-        if self.rotary is not None and memory is None:
+
+    @staticmethod
+    def _causal(mask: Tensor | None, is_causal: bool, T_q: int, T_k: int,
+                device: torch.device) -> tuple[Tensor | None, bool]:
+        """(mask with causality folded in, whether the kernel's own causal flag can do it)."""
+        if not is_causal:
+            return mask, False
+        if mask is None and T_q == T_k:
+            return None, True  # the kernels' own causal path, no mask tensor
+        if T_q == 1 and mask is None:
+            return None, False  # one new query sees every cached key
+        # bottom-right aligned: the query at position offset+i sees keys j <= offset+i
+        i = torch.arange(T_q, device=device)[:, None] + (T_k - T_q)
+        causal = torch.arange(T_k, device=device)[None, :] <= i  # (T_q, T_k)
+        return (causal if mask is None else mask & causal), False
+
+    # ---- one cached step of generation ------------------------------------------------------
+    def step(self, x: Tensor, cache: KVCache, *, positions: Tensor | None = None,
+             key_mask: Tensor | None = None) -> Tensor:
+        """Causal self-attention of one new token against its cache: the fast path of
+        generation, the same numbers as ``forward(x, is_causal=True, cache=cache)``.
+
+        Self-attention only. No validation, no mask building (the new query may see every
+        cached key), one write into the cache's buffer (``KVCache.reserve`` it first),
+        functional calls only; in training mode with dropout it takes ``forward``.
+
+        Args:
+            x: the new token's input (B, 1, input_dim).
+            cache: this layer's self-attention cache; the new key and value are appended.
+            positions: (B, 1) or (1,) positions for ``pos_embeddings`` (default: cache length).
+            key_mask: bool (B, 1, 1, T_k) with True at real keys (padded prompts), or None.
+
+        Returns:
+            o (B, 1, input_dim).
+        """
+        if self.training and self.dropout:
+            return self(x, key_mask, is_causal=True, cache=cache, positions=positions)
+        B, H, hd = x.shape[0], self.num_heads, self.head_dim
+        # parameters by dict lookup, not nn.Module.__getattr__: a step is bound by Python overhead
+        m = self._modules
+        w, o = m["qkv_proj"]._parameters, m["o_proj"]._parameters
+        # (B, 1, 3E) viewed per head [q; k; v]: (B, H, 1, 3·hd), then (B, H, 1, hd) each
+        q, k, v = F.linear(x, w["weight"], w["bias"]).view(B, H, 1, 3 * hd).chunk(3, dim=-1)
+        if self.pos_embeddings is not None:
             if positions is None:
-                positions = torch.arange(offset, offset + T_q, device=x.device)
-            q, k = self.rotary(q, positions), self.rotary(k, positions)
-        if cache is not None and not cache.static:
-            k, v = cache.update(k, v)  # (B, H, T_k = cached + T_q, hd)
-        T_k = k.shape[2]
-
-        causal_flag = False
-        if mask is not None:
-            mask = check_mask(mask, B, self.num_heads, T_q, T_k)
-        if is_causal:
-            if mask is None and T_q == T_k:
-                causal_flag = True  # the kernels' own causal path, no mask tensor
-            elif T_q > 1 or mask is not None:
-                # bottom-right aligned: the query at position offset+i sees keys j <= offset+i
-                i = torch.arange(T_q, device=x.device)[:, None] + (T_k - T_q)
-                causal = torch.arange(T_k, device=x.device)[None, :] <= i  # (T_q, T_k)
-                mask = causal if mask is None else mask & causal
-        row_ok = None
-        if mask is not None:
-            mask, row_ok = _guard_empty_rows(mask)
-
-        p = self.dropout if self.training else 0.0
-        attention = None
-        if return_attention:
-            if causal_flag:
-                mask = torch.ones(T_q, T_k, dtype=torch.bool, device=x.device).tril()
-            values, attention = scaled_dot_product(q, k, v, mask, dropout_p=p)
+                positions = torch.arange(cache.length, cache.length + 1, device=x.device)
+            q, k = self.pos_embeddings(q, positions), self.pos_embeddings(k, positions)
+        k, v = cache.update(k, v)  # (B, H, T_k, hd)
+        bias = None if self.attn_bias is None else self.attn_bias(1, k.shape[2])
+        if self._attention_sinks or bias is not None:
+            values, attention = attend(q, k, v, key_mask, bias=bias,
+                                       need_weights=bool(self._attention_sinks))
+            for sink in self._attention_sinks:
+                sink(attention)
         else:
-            values = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal_flag
-            )  # (B, H, T_q, hd)
-        if row_ok is not None:
-            values = values.masked_fill(~row_ok, 0.0)
-            if attention is not None:
-                attention = attention.masked_fill(~row_ok, 0.0)
-        values = values.permute(0, 2, 1, 3).reshape(B, T_q, self.embed_dim)  # (B, T_q, E)
-        o = self.o_proj(values)  # (B, T_q, input_dim)
-        return (o, attention) if return_attention else o
+            values = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)  # (B, H, 1, hd)
+        # (B, H, 1, hd) -> (B, 1, E): with one query the heads are already contiguous
+        return F.linear(values.view(B, 1, self.embed_dim), o["weight"], o["bias"])
 
     # ---- weight conversion at the boundary (torch.nn, Hugging Face) --------------------
     @torch.no_grad()

@@ -45,24 +45,39 @@ class KVCache:
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Append k, v of shape (B, H, t, hd); return all keys and values (B, H, T + t, hd)."""
-        t = k.shape[2]
-        need = self.length + t
+        start = self.length
+        need = start + k.shape[2]
         if self._k is None or need > self._k.shape[2]:
-            cap = max(self.capacity, need)
-            while cap < need:
-                cap *= 2
-            if self._k is not None:
-                cap = max(cap, 2 * self._k.shape[2])
-            new_k = k.new_empty(k.shape[0], k.shape[1], cap, k.shape[3])  # (B, H, cap, hd)
-            new_v = v.new_empty(v.shape[0], v.shape[1], cap, v.shape[3])
-            if self._k is not None and self.length:
-                new_k[:, :, : self.length] = self._k[:, :, : self.length]
-                new_v[:, :, : self.length] = self._v[:, :, : self.length]
-            self._k, self._v = new_k, new_v
-        self._k[:, :, self.length : need] = k
-        self._v[:, :, self.length : need] = v
+            self._grow(k, v, need)
+        kb, vb = self._k, self._v  # (B, H, capacity, hd)
+        kb[:, :, start:need] = k
+        vb[:, :, start:need] = v
         self.length = need
-        return self.k, self.v
+        return kb[:, :, :need], vb[:, :, :need]
+
+    def _grow(self, k: Tensor, v: Tensor, need: int) -> None:
+        cap = max(self.capacity, need)
+        while cap < need:
+            cap *= 2
+        if self._k is not None:
+            cap = max(cap, 2 * self._k.shape[2])
+        new_k = k.new_empty(k.shape[0], k.shape[1], cap, k.shape[3])  # (B, H, cap, hd)
+        new_v = v.new_empty(v.shape[0], v.shape[1], cap, v.shape[3])
+        if self._k is not None and self.length:
+            new_k[:, :, : self.length] = self._k[:, :, : self.length]
+            new_v[:, :, : self.length] = self._v[:, :, : self.length]
+        self._k, self._v = new_k, new_v
+
+    def reserve(self, total: int) -> None:
+        """Pre-allocate room for ``total`` steps, so later ``update`` calls only copy their own
+        keys and values (generation knows its length up front)."""
+        if self._k is None or self.static or total <= self._k.shape[2]:
+            return
+        B, H, _, hd = self._k.shape
+        new_k, new_v = self._k.new_empty(B, H, total, hd), self._v.new_empty(B, H, total, hd)
+        new_k[:, :, : self.length] = self._k[:, :, : self.length]
+        new_v[:, :, : self.length] = self._v[:, :, : self.length]
+        self._k, self._v = new_k, new_v
 
     def set_static(self, k: Tensor, v: Tensor) -> None:
         """Store keys and values computed once (cross-attention memory)."""

@@ -1,6 +1,18 @@
-"""Positional information: sinusoidal, learned and rotary.
+"""Positional information: sinusoidal, learned, rotary and ALiBi, and the registry of kinds.
 
-Shapes: B batch, T sequence length, D model width (d_model), H heads, hd head width.
+Shapes: B batch, T sequence length, D model width (d_model), H heads, hd head width,
+T_q query length, T_k key length.
+
+Three places a position can enter, one interface each:
+- added to the inputs: ``forward(x, *, positions=None)``, positions (T,) or (B, T), default
+  0..T-1 (``PositionalEncoding``, ``LearnedPositionalEncoding``);
+- applied to queries and keys inside attention, passed to it as ``pos_embeddings=``:
+  ``forward(x, positions)`` (``RotaryEmbedding``);
+- a bias added to the attention scores, passed to attention as ``attn_bias=``:
+  ``forward(T_q, T_k)`` -> (H, T_q, T_k), the queries being the last T_q of the T_k positions
+  (``ALiBi``).
+``POSITIONAL_KINDS`` maps each name ("learned", "rope", ...) to how it is built; models read it,
+so a new kind is a module here plus one line there.
 
 Attention is permutation-equivariant, so order must be injected. Vaswani et al. (2017, §3.5):
     PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
@@ -12,11 +24,15 @@ queries and keys, so q·k depends only on their relative distance.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "sinusoidal_table"]
+__all__ = ["PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
+           "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "input_kinds",
+           "sinusoidal_table"]
 
 
 def _check_length(T: int, max_len: int) -> None:
@@ -24,6 +40,29 @@ def _check_length(T: int, max_len: int) -> None:
         raise ValueError(
             f"sequence length ({T}) exceeds the positional encoding's max_len ({max_len})"
         )
+
+
+def _positions(x: Tensor, positions: Tensor | None, max_len: int) -> Tensor:
+    """Positions to look up: the given (T,) or (B, T) ones, or 0..T-1 for x (B, T, ...)."""
+    if positions is None:
+        _check_length(x.shape[1], max_len)
+        return torch.arange(x.shape[1], device=x.device)
+    if positions.device.type != "cpu" and positions.numel():
+        # an accelerator's out-of-range lookup is a device assert, not an error: check first
+        _check_length(int(positions.max()) + 1, max_len)
+    return positions
+
+
+def _lookup(table: Callable[[Tensor], Tensor], positions: Tensor, max_len: int) -> Tensor:
+    """``table(positions)``; on CPU an out-of-range lookup raises IndexError, turned here into
+    the ValueError naming max_len (so the common in-range case pays no check: a token step of
+    generation is bound by such per-call costs)."""
+    try:
+        return table(positions)
+    except IndexError:
+        if positions.numel() and int(positions.max()) >= max_len:
+            _check_length(int(positions.max()) + 1, max_len)
+        raise
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
@@ -49,8 +88,8 @@ class PositionalEncoding(nn.Module):
         ValueError: in ``forward``, if T > max_len.
 
     Shape:
-        x: (B, T, D) -> (B, T, D). The buffer ``pe`` is (1, max_len, D) and not saved in the
-        state dict (it is a function of the arguments).
+        x: (B, T, D), positions (T,) or (B, T) (default 0..T-1) -> (B, T, D). The buffer ``pe``
+        is (1, max_len, D) and not saved in the state dict (it is a function of the arguments).
 
     Example:
         >>> pe = PositionalEncoding(d_model=8, max_len=16)
@@ -65,10 +104,13 @@ class PositionalEncoding(nn.Module):
         self.d_model, self.max_len = d_model, max_len
         self.register_buffer("pe", sinusoidal_table(max_len, d_model)[None], persistent=False)
 
-    def forward(self, x: Tensor, *, offset: int = 0) -> Tensor:
-        T = x.shape[1]
-        _check_length(offset + T, self.max_len)
-        return x + self.pe[:, offset : offset + T].to(x.dtype)
+    def forward(self, x: Tensor, *, positions: Tensor | None = None) -> Tensor:
+        if positions is None:  # the course's x + pe[:, :T], a slice (no gather)
+            _check_length(x.shape[1], self.max_len)
+            return x + self.pe[:, : x.shape[1]].to(x.dtype)
+        positions = _positions(x, positions, self.max_len)
+        rows = _lookup(lambda p: self.pe[0, p], positions, self.max_len)  # (T, D) or (B, T, D)
+        return x + rows.to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -95,14 +137,10 @@ class LearnedPositionalEncoding(nn.Module):
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
-    def forward(self, x: Tensor, *, offset: int = 0, positions: Tensor | None = None) -> Tensor:
-        if positions is None:
-            T = x.shape[1]
-            _check_length(offset + T, self.max_len)
-            positions = torch.arange(offset, offset + T, device=x.device)
-        elif positions.numel() and int(positions.max()) >= self.max_len:
-            _check_length(int(positions.max()) + 1, self.max_len)
-        return x + self.embedding(positions).to(x.dtype)
+    def forward(self, x: Tensor, *, positions: Tensor | None = None) -> Tensor:
+        positions = _positions(x, positions, self.max_len)
+        rows = _lookup(self.embedding, positions, self.max_len)  # (T, D) or (B, T, D)
+        return x + rows.to(x.dtype)
 
 
 class RotaryEmbedding(nn.Module):
@@ -118,6 +156,11 @@ class RotaryEmbedding(nn.Module):
 
     Shape:
         x: (B, H, T, hd), positions: (T,) or (B, T) -> (B, H, T, hd).
+
+    Example:
+        >>> rope = RotaryEmbedding(head_dim=8, max_len=32)
+        >>> rope(torch.randn(1, 2, 5, 8), torch.arange(5)).shape
+        torch.Size([1, 2, 5, 8])
     """
 
     def __init__(self, head_dim: int, max_len: int = 4096, base: float = 10000.0) -> None:
@@ -131,11 +174,129 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("sin", angles.sin(), persistent=False)
 
     def forward(self, x: Tensor, positions: Tensor) -> Tensor:
-        if positions.numel():
-            _check_length(int(positions.max()) + 1, self.max_len)
-        cos = self.cos[positions].to(x.dtype)  # (T, hd/2) or (B, T, hd/2)
-        sin = self.sin[positions].to(x.dtype)
+        positions = _positions(x, positions, self.max_len)
+        cos = _lookup(self.cos.__getitem__, positions, self.max_len).to(x.dtype)  # (T, hd/2)
+        sin = self.sin[positions].to(x.dtype)  # or (B, T, hd/2)
         if cos.ndim == 3:
             cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, hd/2)
         x1, x2 = x.chunk(2, dim=-1)  # (B, H, T, hd/2) each
         return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+
+
+class ALiBi(nn.Module):
+    """Attention with Linear Biases (Press et al., 2022): head h adds −m_h·|i − j| to the score
+    of query position i and key position j, with slopes m_h = 2^(−8h/H), h = 1..H.
+
+    There is no positional term on the inputs; the bias penalises distance, so scores depend on
+    i − j only and the model reads sequences longer than it was trained on. The paper's causal
+    form −m_h·(i − j) equals −m_h·|i − j| wherever a causal mask lets i see j (j <= i).
+    Deviation: for H not a power of two the paper interleaves two geometric sequences; here the
+    formula above is used for every H (it equals the paper's for H = 2^k).
+
+    Args:
+        num_heads: heads H, one slope each.
+
+    Shape:
+        forward(T_q, T_k) -> (H, T_q, T_k) float32 bias; the queries are the last T_q of the T_k
+        positions (query i sits at position T_k − T_q + i, as in incremental decoding).
+
+    Example:
+        >>> ALiBi(2)(3, 3)[0]
+        tensor([[-0.0000, -0.0625, -0.1250],
+                [-0.0625, -0.0000, -0.0625],
+                [-0.1250, -0.0625, -0.0000]])
+    """
+
+    def __init__(self, num_heads: int) -> None:
+        super().__init__()
+        if not isinstance(num_heads, int) or num_heads < 1:
+            raise ValueError(f"num_heads must be a positive integer, got {num_heads!r}")
+        slopes = 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, dtype=torch.float32) / num_heads)
+        self.register_buffer("slopes", slopes, persistent=False)  # (H,)
+
+    def forward(self, T_q: int, T_k: int) -> Tensor:
+        i = torch.arange(T_k - T_q, T_k, device=self.slopes.device)[:, None]  # (T_q, 1)
+        j = torch.arange(T_k, device=self.slopes.device)[None, :]  # (1, T_k)
+        distance = (i - j).abs()  # (T_q, T_k)
+        return -self.slopes[:, None, None] * distance  # (H, T_q, T_k)
+
+    def extra_repr(self) -> str:
+        return f"num_heads={self.slopes.numel()}"
+
+
+@dataclass(frozen=True)
+class PositionalKind:
+    """How one kind of positional information is built, and where it enters.
+
+    Attributes:
+        name: the name models, config.yaml and the CLI use.
+        help: one line for documentation and ``--help``.
+        inputs: ``(d_model, max_len) -> module`` added to the inputs, or None.
+        qk: ``(head_dim, max_len) -> module`` applied to queries and keys, or None.
+        scores: ``(num_heads, max_len) -> module`` giving an attention-score bias, or None.
+    """
+
+    name: str
+    help: str
+    inputs: Callable[[int, int], nn.Module] | None = None
+    qk: Callable[[int, int], nn.Module] | None = None
+    scores: Callable[[int, int], nn.Module] | None = None
+
+    def input_module(self, d_model: int, max_len: int) -> nn.Module | None:
+        """The module added to the inputs (None when this kind adds nothing there)."""
+        return None if self.inputs is None else self.inputs(d_model, max_len)
+
+    def attention_parts(self, num_heads: int, head_dim: int, max_len: int) -> dict:
+        """Attention/block arguments: ``pos_embeddings`` and ``attn_bias`` where this kind has
+        them (one module, shared by every layer: they hold no parameters)."""
+        parts = {}
+        if self.qk is not None:
+            parts["pos_embeddings"] = self.qk(head_dim, max_len)
+        if self.scores is not None:
+            parts["attn_bias"] = self.scores(num_heads, max_len)
+        return parts
+
+
+# The registry: name -> how to build it. A new kind is a module above plus one line here.
+POSITIONAL_KINDS: dict[str, PositionalKind] = {k.name: k for k in (
+    PositionalKind("sinusoidal", "fixed sines and cosines (Vaswani et al., 2017)",
+                   inputs=lambda d, n: PositionalEncoding(d, n)),
+    PositionalKind("learned", "a trained embedding per position (GPT-2, BERT)",
+                   inputs=lambda d, n: LearnedPositionalEncoding(n, d)),
+    PositionalKind("rope", "rotary: queries and keys rotated by position (Su et al., 2021)",
+                   qk=lambda hd, n: RotaryEmbedding(hd, n)),
+    PositionalKind("alibi", "linear distance penalty on the scores (Press et al., 2022)",
+                   scores=lambda h, n: ALiBi(h)),
+    PositionalKind("none", "no positional information (sets; a causal mask still orders)"),
+)}
+
+
+def positional_kind(name: str, allowed: tuple[str, ...] | None = None) -> PositionalKind:
+    """The registered kind ``name``; ``allowed`` narrows the choice for one model.
+
+    Raises:
+        ValueError: naming the bad value and the choices.
+
+    Example:
+        >>> positional_kind("rope").qk is not None
+        True
+    """
+    choices = tuple(POSITIONAL_KINDS) if allowed is None else allowed
+    if name not in choices or name not in POSITIONAL_KINDS:
+        names = list(map(repr, choices))
+        expected = (" or ".join(names) if len(names) == 2
+                    else f"one of {', '.join(names)}")
+        raise ValueError(f"positional must be {expected}, got {name!r}")
+    return POSITIONAL_KINDS[name]
+
+
+def input_kinds(*, with_none: bool = True) -> tuple[str, ...]:
+    """The registered kinds that act on the inputs alone (no attention part): what a model
+    whose attention takes no positional part can use. Read from the registry.
+
+    Example:
+        >>> input_kinds(with_none=False)
+        ('sinusoidal', 'learned')
+    """
+    return tuple(name for name, k in POSITIONAL_KINDS.items()
+                 if k.qk is None and k.scores is None and (with_none or k.inputs is not None))

@@ -1,13 +1,18 @@
 """Stacks of blocks: encoder, decoder, and the encoder–decoder Transformer (no embeddings).
 
 Shapes: B batch, T target/sequence length, S source length, D model width, H heads, L layers.
+
+Attention maps come from ``attnlab.nn.capture`` (the blocks return only their outputs); ``step``
+runs one new token through every layer's own fast path (generation).
 """
 from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .blocks import DecoderBlock, EncoderBlock
+from .blocks import DecoderBlock, EncoderBlock, _norm
 from .cache import KVCache
+from .capture import capture
+from .positional import RotaryEmbedding
 
 __all__ = ["TransformerEncoder", "TransformerDecoder", "Transformer"]
 
@@ -26,13 +31,29 @@ def _check_layers(num_layers: int) -> None:
         raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
 
 
+def _rotary_shorthand(rotary: bool, max_len: int, block_args: dict) -> dict:
+    """``rotary=True``: one ``RotaryEmbedding`` (buffers only) shared by every layer's
+    self-attention, passed as its ``pos_embeddings``."""
+    if rotary and block_args.get("pos_embeddings") is None:
+        head_dim = block_args["input_dim"] // block_args["num_heads"]
+        block_args = {**block_args, "pos_embeddings": RotaryEmbedding(head_dim, max_len)}
+    return block_args
+
+
+def _maps(cache, names: list[str]) -> list[Tensor]:
+    return [cache[name] for name in names]
+
+
 class TransformerEncoder(nn.Module):
     """``num_layers`` encoder blocks applied in turn.
 
     Args:
         num_layers: number of blocks L.
         final_norm: a LayerNorm after the last block (default: only when norm_first).
-        **block_args: arguments of ``EncoderBlock`` (input_dim, num_heads, dim_feedforward, ...).
+        rotary: shorthand for a shared ``pos_embeddings=RotaryEmbedding(D // H, max_len)``.
+        max_len: longest sequence for ``rotary``.
+        **block_args: arguments of ``EncoderBlock`` (input_dim, num_heads, dim_feedforward, ...;
+            parts given as modules, such as ``pos_embeddings``, are shared by every layer).
 
     Shape:
         x (B, T, D), mask broadcastable to (B, H, T, T) (True = may attend) -> (B, T, D).
@@ -43,27 +64,41 @@ class TransformerEncoder(nn.Module):
         [torch.Size([1, 4, 5, 5]), torch.Size([1, 4, 5, 5])]
     """
 
-    def __init__(self, num_layers: int, *, final_norm: bool | None = None, **block_args) -> None:
+    def __init__(self, num_layers: int, *, final_norm: bool | None = None, rotary: bool = False,
+                 max_len: int = 4096, **block_args) -> None:
         super().__init__()
         _check_layers(num_layers)
+        block_args = _rotary_shorthand(rotary, max_len, block_args)
         self.layers = nn.ModuleList([EncoderBlock(**block_args) for _ in range(num_layers)])
         self.norm = _final_norm(final_norm, block_args)
 
     def forward(self, x: Tensor, mask: Tensor | None = None, *, is_causal: bool = False,
-                cache: list[KVCache] | None = None, positions: Tensor | None = None) -> Tensor:
+                cache: list[KVCache] | None = None, positions: Tensor | None = None,
+                score_bias: Tensor | None = None) -> Tensor:
+        """Args: see ``EncoderBlock.forward`` (``cache``: one ``KVCache`` per layer;
+        ``score_bias``: one float bias (B, H, T, T) added in every layer). Returns (B, T, D)."""
         for i, layer in enumerate(self.layers):
-            x = layer(x, mask, is_causal=is_causal, positions=positions,
+            x = layer(x, mask, is_causal=is_causal, positions=positions, score_bias=score_bias,
                       cache=None if cache is None else cache[i])
         return self.norm(x)
 
     def get_attention_maps(self, x: Tensor, mask: Tensor | None = None, *,
-                           is_causal: bool = False) -> list[Tensor]:
-        """Every layer's attention weights, a list of L tensors (B, H, T, T)."""
-        maps = []
-        for layer in self.layers:
-            x, attention = layer(x, mask, is_causal=is_causal, return_attention=True)
-            maps.append(attention)
-        return maps
+                           is_causal: bool = False, **kwargs) -> list[Tensor]:
+        """Every layer's attention weights, a list of L tensors (B, H, T, T), recorded by
+        ``attnlab.nn.capture`` during one forward pass (``kwargs`` go to ``forward``)."""
+        names = [f"layers.{i}.self_attn" for i in range(len(self.layers))]
+        with capture(self, names, detach=False) as cache:
+            self(x, mask, is_causal=is_causal, **kwargs)
+        return _maps(cache, names)
+
+    def step(self, x: Tensor, cache: list[KVCache], *, positions: Tensor | None = None,
+             key_mask: Tensor | None = None) -> Tensor:
+        """One new token (B, 1, D) through every layer's ``EncoderBlock.step`` (causal, cached),
+        then the final norm: the same as ``forward(x, key_mask, is_causal=True, cache=cache)``.
+        Returns (B, 1, D)."""
+        for layer, layer_cache in zip(self.layers, cache):
+            x = layer.step(x, layer_cache, positions=positions, key_mask=key_mask)
+        return _norm(self.norm, x)
 
     def make_cache(self) -> list[KVCache]:
         """An empty key/value cache for each layer (for causal, incremental use)."""
@@ -87,9 +122,11 @@ class TransformerDecoder(nn.Module):
         torch.Size([1, 3, 16])
     """
 
-    def __init__(self, num_layers: int, *, final_norm: bool | None = None, **block_args) -> None:
+    def __init__(self, num_layers: int, *, final_norm: bool | None = None, rotary: bool = False,
+                 max_len: int = 4096, **block_args) -> None:
         super().__init__()
         _check_layers(num_layers)
+        block_args = _rotary_shorthand(rotary, max_len, block_args)
         self.layers = nn.ModuleList([DecoderBlock(**block_args) for _ in range(num_layers)])
         self.norm = _final_norm(final_norm, block_args)
 
@@ -104,14 +141,22 @@ class TransformerDecoder(nn.Module):
     def get_attention_maps(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                            memory_mask: Tensor | None = None, *, is_causal: bool = True
                            ) -> tuple[list[Tensor], list[Tensor]]:
-        """(self-attention maps [(B, H, T, T)] × L, cross-attention maps [(B, H, T, S)] × L)."""
-        self_maps, cross_maps = [], []
-        for layer in self.layers:
-            x, s, c = layer(x, memory, tgt_mask, memory_mask, is_causal=is_causal,
-                            return_attention=True)
-            self_maps.append(s)
-            cross_maps.append(c)
-        return self_maps, cross_maps
+        """(self-attention maps [(B, H, T, T)] × L, cross-attention maps [(B, H, T, S)] × L),
+        recorded by ``attnlab.nn.capture`` during one forward pass."""
+        n = len(self.layers)
+        self_names = [f"layers.{i}.self_attn" for i in range(n)]
+        cross_names = [f"layers.{i}.cross_attn" for i in range(n)]
+        with capture(self, self_names + cross_names, detach=False) as cache:
+            self(x, memory, tgt_mask, memory_mask, is_causal=is_causal)
+        return _maps(cache, self_names), _maps(cache, cross_names)
+
+    def step(self, x: Tensor, memory: Tensor, cache: list[dict[str, KVCache]],
+             memory_mask: Tensor | None = None) -> Tensor:
+        """One new target token (B, 1, D) through every layer's ``DecoderBlock.step``, then the
+        final norm: the same as ``forward(x, memory, None, memory_mask, cache=cache)``."""
+        for layer, layer_cache in zip(self.layers, cache):
+            x = layer.step(x, memory, layer_cache, memory_mask)
+        return _norm(self.norm, x)
 
     def make_cache(self) -> list[dict[str, KVCache]]:
         """Per layer: a growing self-attention cache and a once-computed cross-attention one."""

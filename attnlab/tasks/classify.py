@@ -40,6 +40,7 @@ from typing import Any
 import torch
 
 from ..errors import UsageError
+from ..nn.positional import input_kinds
 from .base import Task
 from .classify_data import (_Batches, _check_labels, _inputs, _read, _targets, _test_batches,
                             encode, fit_tokenizer, load_splits, make_batches)
@@ -153,7 +154,7 @@ class ClassifyTask(Task):
         g.add_argument("--vocab-size", type=int, metavar="N", help="largest vocabulary (default 10000)")
         g.add_argument("--max-len", type=int, metavar="N", help="tokens kept per text (default 256)")
         g.add_argument("--pooling", choices=("cls", "mean"), help="default cls")
-        g.add_argument("--positional", choices=("sinusoidal", "learned", "none"),
+        g.add_argument("--positional", choices=input_kinds(),
                        help="positional encoding (default sinusoidal)")
         g.add_argument("--val-fraction", type=float, metavar="F", help="default 0.1")
         g.add_argument("--test-fraction", type=float, metavar="F", help="default 0.1")
@@ -197,7 +198,7 @@ class ClassifyTask(Task):
             raise UsageError(f"--val-fraction ({cfg['val_fraction']}) + --test-fraction "
                              f"({cfg['test_fraction']}) must be < 1: nothing would be left to train on")
         for key, choices in (("pooling", ("cls", "mean")),
-                             ("positional", ("sinusoidal", "learned", "none"))):
+                             ("positional", input_kinds())):
             if cfg[key] not in choices:
                 raise UsageError(f"--{key} must be one of {', '.join(choices)}, got {cfg[key]!r}")
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function

@@ -18,12 +18,13 @@ from typing import Any
 import torch
 
 from ..errors import UsageError
+from ..nn.positional import POSITIONAL_KINDS
 from .base import Task
 
 __all__ = ["LMTask", "TASK", "lm_metrics", "build_model"]
 
 _TOKENIZERS = ("char", "word", "bpe")
-_POSITIONAL = ("learned", "sinusoidal", "rope")
+_POSITIONAL = POSITIONAL_KINDS  # the one registry of position encodings (attnlab.nn.positional)
 
 
 def build_model(cfg: dict[str, Any]):

@@ -158,7 +158,7 @@ def test_errors_show_the_bad_values():
     with pytest.raises(ValueError, match="top_k"):
         lm.stream(ids[:, :3], 2, do_sample=True, top_k=0)
     with pytest.raises(ValueError, match="positional"):
-        CausalLM(10, positional="alibi")
+        CausalLM(10, positional="xpos")  # unknown (alibi is a registered kind since #9)
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         lm(torch.zeros(5, dtype=torch.long))
 

@@ -105,7 +105,7 @@ def test_causal_lm_logits_match_float32(norm_first, positional, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("positional", ["learned", "sinusoidal", "rope"])
 def test_cached_decoding_step_logits_match_float32(positional, dtype):
-    """The fast decoding step (``attnlab/models/decode_step.py``) in low precision, fed the
+    """The fast decoding step (``CausalLM.step``) in low precision, fed the
     float32 model's tokens after a left-padded prompt, gives float32's logits."""
     lm = _tiny_lm(positional=positional)
     prompts, n = torch.randint(0, 41, (3, 4)), 6

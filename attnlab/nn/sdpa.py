@@ -1,0 +1,129 @@
+"""Scaled dot-product attention: the explicit reference path and the fused kernel's call.
+
+Shapes: B batch, H heads, T_q query length, T_k key length, d_k key width, d_v value width.
+
+    Attention(Q, K, V) = softmax(QKᵀ / √d_k + bias) V              (Vaswani et al., 2017, eq. 1)
+
+The 1/√d_k keeps Var(q·k) ≈ 1 when q and k have unit-variance entries; unscaled it is d_k and the
+softmax saturates. ``bias`` is an optional additive score term (ALiBi, a pairwise bias); it is
+zero in the paper. Masks follow one convention (see ``masks.py``): True means "may attend".
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .masks import as_bool_mask
+
+__all__ = ["scaled_dot_product", "attend"]
+
+
+def _guard_empty_rows(mask: Tensor) -> tuple[Tensor, Tensor | None]:
+    """Let query rows that may attend to nothing attend to everything; report which they are.
+
+    Their output is zeroed afterwards. Attending to everything (instead of filling -inf) keeps
+    the softmax and its gradient finite in every dtype; the zeroing gives zero weights.
+    """
+    row_ok = mask.any(dim=-1, keepdim=True)  # (B?, H?, T_q, 1)
+    # Usually no row is empty (padding masks keep >= 1 key) and the zeroing is a wasted pass over
+    # the output, ~10% of a padded training step on CPU (benchmarks/encoder_speed.py). Checking
+    # is free on CPU; on an accelerator it would stall the stream, and under torch.compile it
+    # would break the graph, so there the guard is always applied.
+    if mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(row_ok.all()):
+        return mask, None
+    return mask | ~row_ok, row_ok
+
+
+def scaled_dot_product(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    *,
+    dropout_p: float = 0.0,
+    bias: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The explicit reference path: softmax(QKᵀ/√d_k)·V, returning the weights too.
+
+    Args:
+        q: queries (..., T_q, d_k).
+        k: keys (..., T_k, d_k).
+        v: values (..., T_k, d_v).
+        mask: bool or 0/1, broadcastable to (..., T_q, T_k); True (1) = may attend. A query row
+            that may attend to nothing gets zero weights and a zero output.
+        dropout_p: dropout on the attention weights (the returned weights are before dropout).
+        bias: float scores added before the softmax, broadcastable to (..., T_q, T_k) (ALiBi,
+            a pairwise bias).
+
+    Returns:
+        (values (..., T_q, d_v), attention (..., T_q, T_k)).
+
+    Raises:
+        ValueError: if q and k differ in width or k and v in length.
+
+    Example:
+        >>> q = k = v = torch.eye(3)[None]
+        >>> values, attention = scaled_dot_product(q, k, v)
+    """
+    if q.size(-1) != k.size(-1):
+        raise ValueError(f"q has width {q.size(-1)} but k has width {k.size(-1)}")
+    if k.size(-2) != v.size(-2):
+        raise ValueError(f"k has {k.size(-2)} positions but v has {v.size(-2)}")
+    d_k = q.size(-1)
+    attn_logits = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    if bias is not None:
+        attn_logits = attn_logits + bias.to(attn_logits.dtype)
+    row_ok = None
+    if mask is not None:
+        mask, row_ok = _guard_empty_rows(as_bool_mask(mask))
+        # the dtype's minimum, not a literal like -9e15 that overflows float16
+        attn_logits = attn_logits.masked_fill(~mask, torch.finfo(attn_logits.dtype).min)
+    attention = F.softmax(attn_logits, dim=-1)
+    if row_ok is not None:
+        attention = attention.masked_fill(~row_ok, 0.0)
+    dropped = F.dropout(attention, dropout_p) if dropout_p > 0 else attention
+    values = dropped @ v  # (..., T_q, d_v)
+    return values, attention
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *,
+           is_causal: bool = False, bias: Tensor | None = None, dropout_p: float = 0.0,
+           need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    """Attention of heads on the fused kernel, or on the reference path when the weights are
+    needed; query rows that may attend to nothing give zero weights and a zero output.
+
+    Args:
+        q, k, v: (B, H, T_q, hd), (B, H, T_k, hd), (B, H, T_k, hd).
+        mask: bool, broadcastable to (B, H, T_q, T_k), True = may attend (already checked).
+        is_causal: the kernel's own causal path (T_q == T_k, no mask given).
+        bias: float scores added before the softmax, broadcastable to (B, H, T_q, T_k).
+        dropout_p: dropout on the weights.
+        need_weights: compute and return the weights (reference path).
+
+    Returns:
+        (values (B, H, T_q, hd), weights (B, H, T_q, T_k) or None).
+    """
+    if is_causal and (need_weights or bias is not None):
+        # the explicit path and a float mask cannot use the kernel's causal flag
+        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+        is_causal = False
+    row_ok = None
+    if mask is not None:
+        mask, row_ok = _guard_empty_rows(mask)
+    attention = None
+    if need_weights:
+        values, attention = scaled_dot_product(q, k, v, mask, dropout_p=dropout_p, bias=bias)
+    else:
+        if bias is not None:  # one float mask: the bias where allowed, -inf where not
+            bias = bias.to(q.dtype)
+            mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+        values = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                                is_causal=is_causal)  # (B, H, T_q, hd)
+    if row_ok is not None:
+        values = values.masked_fill(~row_ok, 0.0)
+        if attention is not None:
+            attention = attention.masked_fill(~row_ok, 0.0)
+    return values, attention
