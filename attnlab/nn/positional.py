@@ -120,18 +120,21 @@ class LearnedPositionalEncoding(nn.Module):
     """Adds a trained embedding of each position (BERT, GPT-2): ``x + E[pos]``.
 
     Args:
-        max_len: number of positions.
         d_model: width D.
+        max_len: number of positions.
+
+    The arguments are in ``PositionalEncoding``'s order, (d_model, max_len) (DESIGN.md; #9
+    fixed the old reversed order).
 
     Shape:
         x: (B, T, D) -> (B, T, D); ``positions`` optional (B, T) or (T,) integer positions.
 
     Example:
-        >>> LearnedPositionalEncoding(16, 8)(torch.zeros(2, 5, 8)).shape
+        >>> LearnedPositionalEncoding(d_model=8, max_len=16)(torch.zeros(2, 5, 8)).shape
         torch.Size([2, 5, 8])
     """
 
-    def __init__(self, max_len: int, d_model: int) -> None:
+    def __init__(self, d_model: int, max_len: int = 5000) -> None:
         super().__init__()
         self.max_len = max_len
         self.embedding = nn.Embedding(max_len, d_model)
@@ -262,7 +265,7 @@ POSITIONAL_KINDS: dict[str, PositionalKind] = {k.name: k for k in (
     PositionalKind("sinusoidal", "fixed sines and cosines (Vaswani et al., 2017)",
                    inputs=lambda d, n: PositionalEncoding(d, n)),
     PositionalKind("learned", "a trained embedding per position (GPT-2, BERT)",
-                   inputs=lambda d, n: LearnedPositionalEncoding(n, d)),
+                   inputs=lambda d, n: LearnedPositionalEncoding(d, n)),
     PositionalKind("rope", "rotary: queries and keys rotated by position (Su et al., 2021)",
                    qk=lambda hd, n: RotaryEmbedding(hd, n)),
     PositionalKind("alibi", "linear distance penalty on the scores (Press et al., 2022)",

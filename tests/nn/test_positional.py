@@ -49,7 +49,7 @@ def test_pe_buffer_shape_and_not_in_state_dict():
 
 @pytest.mark.parametrize("make", [
     lambda: an.PositionalEncoding(d_model=8, max_len=10),
-    lambda: an.LearnedPositionalEncoding(10, 8),
+    lambda: an.LearnedPositionalEncoding(d_model=8, max_len=10),
 ], ids=["sinusoidal", "learned"])
 def test_sequence_longer_than_max_len_names_both_lengths(make):
     module = make()
@@ -59,7 +59,7 @@ def test_sequence_longer_than_max_len_names_both_lengths(make):
 
 
 def test_learned_encoding_is_trained_and_saved():
-    module = an.LearnedPositionalEncoding(10, 8)
+    module = an.LearnedPositionalEncoding(8, 10)  # (d_model, max_len), as PositionalEncoding
     assert "embedding.weight" in module.state_dict()
     x = torch.zeros(2, 4, 8)
     assert_close(module(x)[1], module.embedding.weight[:4], atol=0.0, rtol=0.0)
