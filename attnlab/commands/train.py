@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import signal
@@ -13,57 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Interrupted, UsageError
+from ..settings import TrainSettings, add_flags, check
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import resume_conflicts
 
-# flag -> (type, check, what is expected); the check runs on the merged configuration.
-_POSITIVE = ("max_steps", "batch_size", "model_dim", "num_heads", "num_layers",
-             "dim_feedforward", "devices", "num_nodes", "checkpoint_every")
-CHOICES = {
-    "strategy": ("auto", "ddp", "ddp_spawn", "fsdp"),
-    "accelerator": ("auto", "cpu", "gpu"),
-    "precision": ("32", "64", "bf16-mixed", "16-mixed", "bf16-true"),
-    "schedule": ("cosine", "noam"),
-}
-
-
-def flag(key: str) -> str:
-    return "--" + key.replace("_", "-")
-
-
 def add_shared_flags(p: argparse.ArgumentParser) -> None:
+    """The flags every task shares: --out, --config, and one per ``TrainSettings`` field."""
     g = p.add_argument_group("training (shared by every task; a --config YAML may set any)")
     g.add_argument("--out", metavar="DIR", help="run directory (default runs/TASK-<timestamp>)")
     g.add_argument("--config", metavar="FILE", help="YAML file of settings; flags win")
-    g.add_argument("--seed", type=int, metavar="N")
-    g.add_argument("--max-steps", type=int, metavar="N", help="optimiser steps to train for")
-    g.add_argument("--epochs", type=int, metavar="N", help="train for N passes instead of --max-steps")
-    g.add_argument("--batch-size", type=int, metavar="N")
-    g.add_argument("--lr", type=float, metavar="F", help="peak learning rate (Noam: its factor)")
-    g.add_argument("--warmup", type=int, metavar="N", help="warm-up steps")
-    g.add_argument("--schedule", choices=CHOICES["schedule"], help="learning-rate schedule")
-    g.add_argument("--model-dim", type=int, metavar="N")
-    g.add_argument("--num-heads", type=int, metavar="N")
-    g.add_argument("--num-layers", type=int, metavar="N")
-    g.add_argument("--dim-feedforward", type=int, metavar="N")
-    g.add_argument("--dropout", type=float, metavar="F")
-    g.add_argument("--norm-first", action=argparse.BooleanOptionalAction,
-                   help="pre-LN blocks (--no-norm-first: post-LN, the paper's)")
-    g.add_argument("--grad-clip", type=float, metavar="F", help="gradient-norm clipping (0: off)")
-    g.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints")
-    g.add_argument("--val-every", type=int, metavar="N", help="steps between validations")
-    g.add_argument("--threads", type=int, metavar="N",
-                   help="torch CPU threads (tiny models train fastest on 1)")
-    g.add_argument("--devices", type=int, metavar="N")
-    g.add_argument("--num-nodes", type=int, metavar="N")
-    g.add_argument("--strategy", choices=CHOICES["strategy"])
-    g.add_argument("--accelerator", choices=CHOICES["accelerator"])
-    g.add_argument("--precision", choices=CHOICES["precision"])
-    g.add_argument("--compile", action=argparse.BooleanOptionalAction,
-                   help="torch.compile the model")
-    g.add_argument("--resume", action=argparse.BooleanOptionalAction,
-                   help="continue the run in --out from its last checkpoint")
+    add_flags(g, TrainSettings)
 
 
 def register(sub) -> None:
@@ -91,52 +50,14 @@ def _show_defaults(parser: argparse.ArgumentParser, defaults: dict[str, Any]) ->
         action.help = f"{action.help or ''} (default: {shown})".lstrip()
 
 
-def _check_number(key: str, value: Any, kind: type) -> None:
-    ok = isinstance(value, kind) and not isinstance(value, bool)
-    if kind is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok:
-        name = "an integer" if kind is int else "a number"
-        raise UsageError(f"{flag(key)} must be {name}, got {value!r}")
-
-
 def validate_shared(cfg: dict[str, Any]) -> None:
-    """Check every shared setting; the message names the flag and shows the value."""
-    for key in _POSITIVE:
-        _check_number(key, cfg[key], int)
-        if cfg[key] < 1:
-            raise UsageError(f"{flag(key)} must be a positive integer, got {cfg[key]}")
-    for key in ("seed", "warmup"):
-        _check_number(key, cfg[key], int)
-    for key in ("val_every", "threads"):
-        if cfg.get(key) is not None:
-            _check_number(key, cfg[key], int)
-            if cfg[key] < 1:
-                raise UsageError(f"{flag(key)} must be a positive integer, got {cfg[key]}")
-    if not 0 <= cfg["seed"] < 2**32:  # numpy's range; larger seeds would overflow generators
-        raise UsageError(f"--seed must be in 0..{2**32 - 1}, got {cfg['seed']}")
-    if cfg["warmup"] < 0:
-        raise UsageError(f"--warmup must be >= 0, got {cfg['warmup']}")
-    if cfg.get("epochs") is not None:
-        _check_number("epochs", cfg["epochs"], int)
-        if cfg["epochs"] < 1:
-            raise UsageError(f"--epochs must be a positive integer, got {cfg['epochs']}")
-    for key in ("lr", "dropout", "grad_clip"):
-        _check_number(key, cfg[key], float)
-    if cfg["lr"] <= 0:
-        raise UsageError(f"--lr must be > 0, got {cfg['lr']}")
-    if not 0 <= cfg["dropout"] < 1:
-        raise UsageError(f"--dropout must be in [0, 1), got {cfg['dropout']}")
-    if cfg["grad_clip"] < 0:
-        raise UsageError(f"--grad-clip must be >= 0, got {cfg['grad_clip']}")
+    """Check every shared setting (types, ranges and choices come from ``TrainSettings``);
+    the message names the flag and shows the value."""
+    check(TrainSettings, cfg)
     if cfg["model_dim"] % cfg["num_heads"]:
         raise UsageError(
             f"--model-dim ({cfg['model_dim']}) must be divisible by --num-heads ({cfg['num_heads']})"
         )
-    for key, choices in CHOICES.items():
-        cfg[key] = str(cfg[key])
-        if cfg[key] not in choices:
-            raise UsageError(f"{flag(key)} must be one of {', '.join(choices)}, got {cfg[key]!r}")
 
 
 def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:

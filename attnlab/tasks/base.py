@@ -16,33 +16,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-# Shared training flags and their defaults (DESIGN.md, "Training flags shared by every task").
-SHARED_DEFAULTS: dict[str, Any] = {
-    "seed": 42,
-    "max_steps": 1000,
-    "epochs": None,          # when set, max_steps = epochs × batches per epoch
-    "batch_size": 64,
-    "lr": 1e-3,
-    "warmup": 100,
-    "schedule": "cosine",    # or "noam" (then --lr is the Noam factor)
-    "grad_clip": 1.0,        # gradient-norm clipping; 0 turns it off
-    "model_dim": 64,
-    "num_heads": 4,
-    "num_layers": 2,
-    "dim_feedforward": 128,
-    "dropout": 0.0,
-    "norm_first": False,
-    "devices": 1,
-    "num_nodes": 1,
-    "strategy": "auto",
-    "accelerator": "auto",
-    "precision": "32",
-    "resume": False,
-    "compile": False,
-    "threads": None,          # torch CPU threads (None: torch's default)
-    "checkpoint_every": 500,  # steps between checkpoints (plus the last one)
-    "val_every": None,        # steps between validations (default: once per epoch / at the end)
-}
+from ..settings import TrainSettings, defaults
+
+# Shared training flags and their defaults (DESIGN.md, "Training flags shared by every task"),
+# read from their one declaration, ``attnlab.settings.TrainSettings``.
+SHARED_DEFAULTS: dict[str, Any] = defaults(TrainSettings)
 
 
 class Task:

@@ -471,11 +471,10 @@ def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: 
 
 
 def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
-    width = max(len(k) for k in metrics)
+    numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+    width = max(map(len, numbers))
     print(f"\n{task} run: {run_dir}")
-    for key, value in metrics.items():
-        if not isinstance(value, (int, float)):
-            continue
+    for key, value in numbers.items():
         text = f"{value:,.0f}" if key in ("steps", "parameters") else f"{value:.4f}"
         print(f"  {key:<{width}}  {text}")
     sys.stdout.flush()

@@ -1,0 +1,165 @@
+"""Typed settings: one dataclass field per setting, from which the flag, its default, its help
+and its check are all read (issue #9, part 1).
+
+A field is declared with ``setting(default, help=..., low=..., choices=...)``; then
+``add_flags`` puts ``--the-name`` on an argparse parser (type from the annotation; a ``bool``
+gets ``--x/--no-x``), ``defaults`` gives the values, and ``check`` refuses a value of the wrong
+type, out of range or not among the choices with a ``UsageError`` that names the flag and shows
+the value. Adding a shared training hyper-parameter is one field of ``TrainSettings`` plus its
+use. Imports nothing heavy: the CLI builds every parser at start-up.
+
+Example:
+    >>> defaults(TrainSettings)["max_steps"]
+    1000
+    >>> check(TrainSettings, {**defaults(TrainSettings), "lr": -1.0})
+    Traceback (most recent call last):
+    ...
+    attnlab.errors.UsageError: --lr must be > 0, got -1.0
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import UsageError
+
+__all__ = ["setting", "TrainSettings", "add_flags", "defaults", "check", "flag"]
+
+
+def flag(name: str) -> str:
+    """The command-line spelling of a setting: ``max_steps`` -> ``--max-steps``."""
+    return "--" + name.replace("_", "-")
+
+
+def setting(default: Any, *, help: str = "", low: float | None = None, above: bool = False,
+            below: float | None = None, choices: tuple | None = None, metavar: str | None = None,
+            optional: bool = False) -> Any:
+    """A dataclass field carrying what its flag needs.
+
+    Args:
+        default: the value when nothing sets it.
+        help: one line for ``--help``.
+        low: the smallest value allowed (``above=True``: values must be greater than it).
+        below: values must be smaller than this.
+        choices: the values allowed (compared as text: YAML may give ``32`` for ``"32"``).
+        metavar: shown in ``--help`` (default N for integers, F for numbers).
+        optional: None is allowed (the setting is then "not set").
+    """
+    meta = {"help": help, "low": low, "above": above, "below": below, "choices": choices,
+            "metavar": metavar, "optional": optional}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclass
+class TrainSettings:
+    """The training settings every ``attnlab train TASK`` shares (DESIGN.md, "Training flags
+    shared by every task"). A task's ``defaults`` override these values, not their checks."""
+
+    seed: int = setting(42, help="random seed", low=0, below=2**32)
+    max_steps: int = setting(1000, help="optimiser steps to train for", low=1)
+    epochs: int = setting(None, help="train for N passes instead of --max-steps", low=1,
+                          optional=True)
+    batch_size: int = setting(64, help="examples per optimiser step (per device)", low=1)
+    lr: float = setting(1e-3, help="peak learning rate (Noam: its factor)", low=0, above=True)
+    warmup: int = setting(100, help="warm-up steps", low=0)
+    schedule: str = setting("cosine", help="learning-rate schedule", choices=("cosine", "noam"))
+    grad_clip: float = setting(1.0, help="gradient-norm clipping (0: off)", low=0)
+    model_dim: int = setting(64, help="model width D", low=1)
+    num_heads: int = setting(4, help="attention heads H (must divide --model-dim)", low=1)
+    num_layers: int = setting(2, help="Transformer blocks", low=1)
+    dim_feedforward: int = setting(128, help="feed-forward hidden width", low=1)
+    dropout: float = setting(0.0, help="dropout on each sub-layer's output", low=0, below=1)
+    norm_first: bool = setting(False, help="pre-LN blocks (--no-norm-first: post-LN, the paper's)")
+    checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
+    val_every: int = setting(None, help="steps between validations", low=1, optional=True)
+    threads: int = setting(None, help="torch CPU threads (tiny models train fastest on 1)",
+                           low=1, optional=True)
+    devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)
+    num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",
+                             low=1)
+    strategy: str = setting("auto", help="how devices share the work",
+                            choices=("auto", "ddp", "ddp_spawn", "fsdp"))
+    accelerator: str = setting("auto", help="what to run on", choices=("auto", "cpu", "gpu"))
+    precision: str = setting("32", help="number format (docs/scale.md)",
+                             choices=("32", "64", "bf16-mixed", "16-mixed", "bf16-true"))
+    compile: bool = setting(False, help="torch.compile the model")
+    resume: bool = setting(False, help="continue the run in --out from its last checkpoint")
+
+
+def _types(cls) -> dict[str, type]:
+    return typing.get_type_hints(cls)
+
+
+def defaults(cls) -> dict[str, Any]:
+    """Every setting's default, by name."""
+    return {f.name: f.default for f in dataclasses.fields(cls)}
+
+
+def add_flags(group, cls) -> None:
+    """One flag per field of ``cls``, with no argparse default (so that a ``--config`` file
+    can set what the command line does not)."""
+    types = _types(cls)
+    for f in dataclasses.fields(cls):
+        meta, kind = f.metadata, types[f.name]
+        if kind is bool:
+            group.add_argument(flag(f.name), action=argparse.BooleanOptionalAction,
+                               help=meta["help"] or None)
+        elif meta["choices"]:
+            group.add_argument(flag(f.name), choices=meta["choices"], help=meta["help"] or None)
+        else:
+            metavar = meta["metavar"] or ("N" if kind is int else "F")
+            group.add_argument(flag(f.name), type=kind, metavar=metavar, help=meta["help"] or None)
+
+
+def _range_text(meta: dict, kind: type) -> str | None:
+    """What the range asks for, in the words the messages have always used."""
+    low, below = meta["low"], meta["below"]
+    if below is not None and low is not None and kind is int:
+        return f"in {int(low)}..{int(below) - 1}"
+    if below is not None and low is not None:
+        return f"in [{low:g}, {below:g})"
+    if low is None:
+        return None
+    if meta["above"]:
+        return f"> {low:g}"
+    if kind is int and low == 1:
+        return "a positive integer"
+    return f">= {low:g}"
+
+
+def _check_one(name: str, value: Any, kind: type, meta: dict) -> Any:
+    if value is None and meta["optional"]:
+        return None
+    if meta["choices"]:
+        value = str(value)
+        if value not in meta["choices"]:
+            raise UsageError(f"{flag(name)} must be one of {', '.join(meta['choices'])}, "
+                             f"got {value!r}")
+        return value
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise UsageError(f"{flag(name)} must be true or false, got {value!r}")
+        return value
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int and not (number and isinstance(value, int)):
+        raise UsageError(f"{flag(name)} must be an integer, got {value!r}")
+    if kind is float and not (number and math.isfinite(value)):
+        raise UsageError(f"{flag(name)} must be a number, got {value!r}")
+    low, below = meta["low"], meta["below"]
+    bad = ((low is not None and (value <= low if meta["above"] else value < low))
+           or (below is not None and value >= below))
+    if bad:
+        raise UsageError(f"{flag(name)} must be {_range_text(meta, kind)}, got {value}")
+    return value
+
+
+def check(cls, cfg: dict[str, Any]) -> None:
+    """Check (and normalise: choices become text) every setting of ``cls`` in ``cfg``."""
+    types = _types(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in cfg:
+            cfg[f.name] = _check_one(f.name, cfg[f.name], types[f.name], f.metadata)
