@@ -1,0 +1,325 @@
+"""Every example in README.md and docs/*.md runs and prints what the page says it prints.
+
+The convention (also stated for writers in docs/index.md, "Every example is tested"):
+
+- A ```` ```console ```` block is a terminal session. Each line starting with ``$ `` is a
+  command (a line ending in ``\\`` continues on the next); the lines after it, up to the next
+  ``$ ``, are what it prints on stdout. A command must exit with status 0, unless its output
+  ends with a line ``[N]`` (as in cram): then it must exit with N, and the text is compared with
+  its stdout followed by its stderr (where errors go). Progress and warnings on stderr of a
+  successful command are not compared.
+- A ```` ```python ```` block is executed; if a ```` ```text ```` block follows it (only blank
+  lines between), that is its exact stdout.
+- In any expected output, ``...`` matches any text (doctest's ELLIPSIS); a line that is only
+  ``...`` matches any number of lines, none included. Use it for numbers that depend on
+  training or timing. Two or more spaces match any run of spaces (column alignment); trailing
+  spaces and leading/trailing blank lines are ignored.
+- A block whose info string has ``file=NAME`` (```` ```csv file=reviews.csv ````) is written to
+  NAME: example data for the commands after it.
+- The blocks of one page run in order, in one fresh temporary working directory and one Python
+  namespace, so a page can train a small run and then predict, evaluate or load it.
+- Not run: ``slow`` after the language (```` ```console slow ````) runs only with
+  ``ATTNLAB_SLOW_DOCS=1``; ``norun`` never runs (a checkpoint we cannot ship, a GPU cluster).
+  The page should say so in its prose. Any other block that looks like a shell or Python example
+  (a fenced ``sh``/``bash``/``shell``/unlabelled block with a command in it, a ```` ```text ````
+  or indented block with ``$ `` lines or with a command that has no placeholder) fails
+  ``test_every_example_is_run_or_marked``. Command *syntax* goes in a ```` ```text ```` (or
+  indented) block and shows its placeholders (``DIR``, ``FILE``, ``[--flag N]``, ``a|b``,
+  ``...``).
+
+Commands run through bash with the virtualenv's ``bin`` first on PATH, so ``attnlab`` is the
+working tree's.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+SLOW = os.environ.get("ATTNLAB_SLOW_DOCS") == "1"
+COMMAND_TIMEOUT = 600  # seconds; a docs example should take a small fraction of this
+SLOW_TIMEOUT = 3600    # a `slow` block is a full-size run (minutes), on a possibly busy machine
+
+FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*(.*)$")   # up to 3 spaces: inside a list item
+SHELL_LANGS = {"sh", "bash", "shell", "zsh", "shell-session", "sh-session", "pycon"}
+# What a command or a piece of Python looks like at the start of a line.
+COMMAND = re.compile(r"^(\$ |attnlab |make |python3? |pip |torchrun |srun |sbatch |export \w+=|"
+                     r"import \w|from [\w.]+ import )")
+# Placeholders that make a command syntax rather than an example.
+PLACEHOLDER = re.compile(r"\[|\||\.\.\.|<|\b[A-Z][A-Z0-9_]*\b")
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int                 # 1-based line of the opening fence (or first indented line)
+    lang: str
+    flags: set[str]
+    attrs: dict[str, str]
+    body: str
+    fenced: bool = True
+    output: "Block | None" = None      # a python block's ```text output
+    is_output: bool = False
+
+    @property
+    def where(self) -> str:
+        name = self.page.relative_to(ROOT) if self.page.is_relative_to(ROOT) else self.page.name
+        return f"{name}:{self.line}"
+
+
+def parse(page: Path) -> list[Block]:
+    """The page's code blocks in order: fenced ones, and indented (4-space) ones."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    i = 0
+    blank_before = True
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if m and not (m.group(2)[0] == "`" and "`" in m.group(3)):  # else inline code (CommonMark)
+            indent, fence, info = len(m.group(1)), m.group(2), m.group(3).split()
+            j = i + 1
+            while j < len(lines) and not lines[j].lstrip(" ").startswith(fence):
+                j += 1
+            if j == len(lines):
+                raise AssertionError(f"{page.name}:{i + 1}: unclosed code fence")
+            lang = info[0] if info else ""
+            flags = {w for w in info[1:] if "=" not in w}
+            attrs = dict(w.split("=", 1) for w in info[1:] if "=" in w)
+            body = "\n".join(l[indent:] if l[:indent].isspace() else l for l in lines[i + 1:j])
+            blocks.append(Block(page, i + 1, lang, flags, attrs, body + "\n"))
+            i, blank_before = j + 1, False
+            continue
+        if blank_before and lines[i].startswith("    ") and lines[i].strip():
+            j = i
+            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+                j += 1
+            body = "\n".join(l[4:] for l in lines[i:j]).strip("\n") + "\n"
+            blocks.append(Block(page, i + 1, "", set(), {}, body, fenced=False))
+            i, blank_before = j, True
+            continue
+        blank_before = not lines[i].strip()
+        i += 1
+    # A python block's output is the ```text block right after it (blank lines between only).
+    text = page.read_text(encoding="utf-8").splitlines()
+    for a, b in zip(blocks, blocks[1:]):
+        if a.lang == "python" and b.lang == "text" and b.fenced:
+            after_a = a.line + a.body.count("\n") + 1   # 1-based: the line after a's closing fence
+            if all(not l.strip() for l in text[after_a:b.line - 1]):
+                a.output, b.is_output = b, True
+    return blocks
+
+
+# ---- comparing output -------------------------------------------------------------------------
+def normalise(text: str) -> str:
+    return "\n".join(l.rstrip() for l in text.strip("\n").splitlines()).strip("\n")
+
+
+def _literal(text: str) -> str:
+    # Two or more spaces are column alignment: any run of spaces matches them, so a table whose
+    # columns widen does not fail every page that shows it. A single space must be one space.
+    return r" +".join(re.escape(part) for part in re.split(r"  +", text))
+
+
+def matches(expected: str, actual: str) -> bool:
+    """``actual`` fits ``expected``, where ``...`` stands for any text (a line of its own: any
+    number of lines) and two or more spaces for any run of spaces."""
+    pattern = ""
+    for line in normalise(expected).splitlines():
+        if line.strip() == "...":
+            pattern += r"(?:[^\n]*\n)*?"
+        else:
+            pattern += "(?s:.*?)".join(map(_literal, line.split("..."))) + r"\n"
+    return re.fullmatch(pattern, normalise(actual) + "\n" if normalise(actual) else "") is not None
+
+
+@dataclass
+class Command:
+    line: int
+    text: str
+    expected: list[str] = field(default_factory=list)
+
+
+def commands(block: Block) -> list[Command]:
+    """The ``$ `` commands of a console block, each with its expected output lines."""
+    found: list[Command] = []
+    continued = False
+    for n, line in enumerate(block.body.splitlines(), start=block.line + 1):
+        if continued:
+            found[-1].text += "\n" + line
+        elif line.startswith("$ "):
+            found.append(Command(n, line[2:]))
+        elif found:
+            found[-1].expected.append(line)
+        elif line.strip():
+            raise AssertionError(f"{block.page.name}:{n}: a console block starts with "
+                                 f"{line!r}, not with a '$ ' command")
+        continued = line.endswith("\\")
+    return found
+
+
+def run_command(cmd: Command, cwd: Path, where: str, timeout: float = COMMAND_TIMEOUT) -> None:
+    expected = list(cmd.expected)
+    while expected and not expected[-1].strip():
+        expected.pop()
+    status = 0
+    if expected and re.fullmatch(r"\[(\d+)\]", expected[-1].strip()):
+        status = int(expected.pop().strip()[1:-1])
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ATTNLAB_RUN_DIR", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["MPLBACKEND"] = "Agg"
+    done = subprocess.run(["bash", "-c", cmd.text], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    printed = done.stdout + (done.stderr if status else "")
+    assert done.returncode == status, (
+        f"{where}: `{cmd.text}` exited with {done.returncode}, the page expects {status}\n"
+        f"--- stdout\n{done.stdout}--- stderr\n{done.stderr[-3000:]}")
+    assert matches("\n".join(expected), printed), (
+        f"{where}: `{cmd.text}` printed\n{printed}\n--- the page says\n" + "\n".join(expected))
+
+
+def run_python(block: Block, scope: dict) -> None:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        # blank lines first, so that a traceback names the line of the page
+        exec(compile("\n" * block.line + block.body, str(block.page), "exec"), scope)
+    if block.output is not None:
+        assert matches(block.output.body, printed.getvalue()), (
+            f"{block.where}: the snippet printed\n{printed.getvalue()}\n--- the page says\n"
+            f"{block.output.body}")
+
+
+def runnable(block: Block) -> bool:
+    return block.fenced and block.lang in ("console", "python")
+
+
+def skipped(block: Block) -> bool:
+    return "norun" in block.flags or ("slow" in block.flags and not SLOW)
+
+
+# ---- the tests --------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_page_examples_print_what_the_page_says(page, tmp_path, monkeypatch):
+    blocks = parse(page)
+    todo = [b for b in blocks if (runnable(b) or "file" in b.attrs) and not skipped(b)]
+    if not todo:
+        pytest.skip(f"{page.name} has no example to run")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ATTNLAB_RUN_DIR", raising=False)
+    scope: dict = {"__name__": "__docs__"}
+    for block in todo:
+        if "file" in block.attrs:
+            target = tmp_path / block.attrs["file"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block.body, encoding="utf-8")
+        if block.lang == "python":
+            run_python(block, scope)
+        elif block.lang == "console":
+            for cmd in commands(block):
+                run_command(cmd, tmp_path, f"{page.relative_to(ROOT)}:{cmd.line}",
+                            SLOW_TIMEOUT if "slow" in block.flags else COMMAND_TIMEOUT)
+
+
+def unmarked_examples(page: Path) -> list[str]:
+    """Blocks that look like shell or Python examples but are neither run nor marked."""
+    problems = []
+    for b in parse(page):
+        looks = [l for l in b.body.splitlines() if COMMAND.match(l.strip())]
+        if b.lang in SHELL_LANGS or (b.fenced and b.lang == "" and looks):
+            problems.append(f"{b.where}: a ```{b.lang} block is not run: use ```console with "
+                            f"`$ ` commands (or mark it `norun`/`slow`)")
+        elif not b.fenced or (b.lang == "text" and not b.is_output):
+            kind = "an indented block" if not b.fenced else "a ```text block"
+            for l in b.body.splitlines():
+                s = l.strip()
+                if s.startswith("$ "):
+                    problems.append(f"{b.where}: {kind} with a `$ ` command: make it ```console")
+                elif COMMAND.match(s) and not PLACEHOLDER.search(s.split(" #")[0]):
+                    problems.append(f"{b.where}: {s!r} in {kind} is an example, not syntax (no "
+                                    f"placeholder): make it a ```console example or mark it")
+        elif b.lang == "console" and not commands(b):
+            problems.append(f"{b.where}: a ```console block without a `$ ` command")
+        elif (b.flags - {"slow", "norun"}) and b.lang in ("console", "python"):
+            problems.append(f"{b.where}: unknown flag(s) {sorted(b.flags - {'slow', 'norun'})}")
+    return problems
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_example_is_run_or_marked(page):
+    assert unmarked_examples(page) == []
+
+
+def test_index_links_every_page():
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    missing = [p.name for p in (ROOT / "docs").glob("*.md")
+               if p.name != "index.md" and f"({p.name})" not in index]
+    assert missing == []
+
+
+def test_ellipsis_matching():
+    assert matches("a ... c", "a b c")
+    assert matches("x\n...\ny", "x\ny")
+    assert matches("x\n...\ny", "x\n1\n2\ny")
+    assert matches("steps   ...", "steps   110")
+    assert not matches("a ... c", "a b d")
+    assert not matches("5 1 4 1 3", "5 1 4 1 3 0")
+    assert not matches("5 1 4 1 3", "5 1  4 1 3")
+    assert matches("  steps  60", "  steps          60")
+    assert not matches("  steps  60", "  steps60")
+    assert matches("", "")
+    assert not matches("", "something")
+
+
+def test_checker_flags_examples_that_nobody_runs(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("Text.\n\n    attnlab train reverse --out runs/x\n\n"
+                    "```sh\nattnlab evaluate runs/x\n```\n\n"
+                    "```text\n$ attnlab predict runs/x --input 1\n```\n\n"
+                    "```\nattnlab plot pe\n```\n")
+    assert len(unmarked_examples(page)) == 4
+    page.write_text("    attnlab train TASK [--out DIR]\n\n```text\nattnlab predict DIR --input TEXT\n```\n\n"
+                    "```console norun\n$ make run\n```\n\n```python slow\nimport torch\n```\n\n"
+                    "```python\nprint(1)\n```\n\n```text\n1\n```\n\n"
+                    "    attnlab: error: --data: file not found: x.csv\n")
+    assert unmarked_examples(page) == []
+
+
+def test_a_command_must_print_what_the_page_says_and_exit_as_it_says(tmp_path):
+    run_command(Command(1, "echo 5 1 4 1 3", ["5 1 4 1 3"]), tmp_path, "ok")
+    run_command(Command(1, "echo oops >&2; exit 2", ["oops", "[2]"]), tmp_path, "ok")
+    with pytest.raises(AssertionError, match="printed"):
+        run_command(Command(1, "echo 5 1 4 1 3", ["5 1 4 1 4"]), tmp_path, "wrong output")
+    with pytest.raises(AssertionError, match="exited with 2"):
+        run_command(Command(1, "exit 2", []), tmp_path, "unexpected failure")
+    with pytest.raises(AssertionError, match="exited with 0"):
+        run_command(Command(1, "true", ["[2]"]), tmp_path, "unexpected success")
+
+
+def test_a_python_block_must_print_its_text_block(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```python\nprint(6 * 7)\n```\n\n```text\n42\n```\n\n"
+                    "```python\nprint(1)\n```\n\nprose\n\n```text\nnot its output\n```\n")
+    first, _, second, _ = blocks = parse(page)
+    assert first.output is blocks[1] and second.output is None
+    run_python(first, {})
+    first.output.body = "41\n"
+    with pytest.raises(AssertionError, match="the snippet printed"):
+        run_python(first, {})
+
+
+def test_every_python_block_with_output_on_the_core_pages_is_found():
+    # the pages tests/nn/test_docs.py checks: each python block there has its output
+    for name in ["attention.md", "multihead.md", "masks.md", "blocks.md",
+                 "positional_encoding.md", "schedules.md"]:
+        blocks = [b for b in parse(ROOT / "docs" / name) if b.lang == "python"]
+        assert blocks and all(b.output is not None for b in blocks), name
