@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
 
-.PHONY: setup run test bench
+.PHONY: setup run test test-fast bench
 setup: $(VENV)/.installed
 
 # The CPU build of PyTorch first: an unpinned `torch` would pull a multi-gigabyte CUDA build.
@@ -13,14 +13,29 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -e ".[dev]"
 	touch $@
 
-# The latest run is always runs/reverse; a second `make run` first moves the previous one to
-# runs/reverse.previous (replacing an older one), so nothing piles up and nothing fails.
+# Every `make run` trains into a new directory, runs/reverse-YYYYMMDD-HHMMSS, and deletes
+# nothing: earlier runs stay where they are. runs/reverse-latest is then pointed at the new run,
+# but only when it is missing or is a symlink to a runs/reverse-* directory (one this target
+# made); a real directory or any other file of that name is left alone. The run's path is
+# printed at the end.
 run: setup
-	@if [ -e runs/reverse ]; then rm -rf runs/reverse.previous && mv runs/reverse runs/reverse.previous; fi
-	$(VENV)/bin/attnlab train reverse --out runs/reverse
+	@out=runs/reverse-$$(date +%Y%m%d-%H%M%S); \
+	$(VENV)/bin/attnlab train reverse --out $$out || exit $$?; \
+	link=runs/reverse-latest; \
+	if [ ! -e $$link ] && [ ! -L $$link ] || readlink $$link | grep -qx 'reverse-[0-9-]*'; then \
+		ln -sfn $${out#runs/} $$link && echo "the run: $$out (also $$link)"; \
+	else \
+		echo "the run: $$out ($$link is not a link made by make run: left as it is)"; \
+	fi
 
+# Every test and the library's docstring examples (pyproject.toml: testpaths and addopts).
 test: setup
 	$(PY) -m pytest -q -n 2
+
+# The inner loop, under 30 s on 2 cores: all but the tests marked slow (those that train a run,
+# start the CLI in a real process or take over ~10 s).
+test-fast: setup
+	$(PY) -m pytest -q -n 2 -m "not slow"
 
 bench: setup
 	$(PY) -m benchmarks

@@ -42,8 +42,12 @@ class CosineWarmupScheduler(optim.lr_scheduler._LRScheduler):
         max_iters: steps until the factor reaches 0.
 
     Example:
+        >>> model = torch.nn.Linear(4, 2)
         >>> opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         >>> sched = CosineWarmupScheduler(opt, warmup=100, max_iters=2000)  # sched.step() per batch
+        >>> for _ in range(100): opt.step(); sched.step()
+        >>> round(sched.get_last_lr()[0], 6)  # the end of warm-up: the peak, times the cosine
+        0.000994
     """
 
     def __init__(self, optimizer: optim.Optimizer, warmup: int, max_iters: int) -> None:
@@ -72,7 +76,10 @@ class NoamScheduler(optim.lr_scheduler._LRScheduler):
         factor: overall multiplier.
 
     Example:
+        >>> params = torch.nn.Linear(4, 2).parameters()
         >>> sched = NoamScheduler(torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98)), d_model=512)
+        >>> round(sched.get_last_lr()[0], 9)  # step 0 counts as step 1: 512^-0.5 · 4000^-1.5
+        1.75e-07
     """
 
     def __init__(self, optimizer: optim.Optimizer, d_model: int, warmup: int = 4000,

@@ -9,6 +9,7 @@ here opens a window.
 Example:
     >>> from attnlab.viz import plot_attention
     >>> plot_attention(torch.rand(2, 4, 4), list("abcd"), list("abcd"), "attention.png")
+    PosixPath('attention.png')
 """
 from __future__ import annotations
 
@@ -89,8 +90,12 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         ValueError: if a map is not 3-D or the labels do not match its size.
 
     Example:
+        >>> from attnlab.models import ElementPredictor
+        >>> model = ElementPredictor(10, 32, 10, num_heads=2, num_layers=2)
+        >>> x = torch.randint(10, (8, 6)); tokens = [str(t) for t in x[0].tolist()]
         >>> maps = model.get_attention_maps(x[:1])          # L × (1, H, T, T)
         >>> plot_attention(maps, tokens, tokens, "attention.png", title="reverse")
+        PosixPath('attention.png')
     """
     layers = _as_layers(maps)
     H, T_q, T_k = layers[0].shape
@@ -127,6 +132,7 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
 
     Example:
         >>> plot_positional_encoding(48, 96, "pe.png")
+        PosixPath('pe.png')
     """
     from .nn.positional import sinusoidal_table
 
@@ -196,6 +202,7 @@ def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
 
     Example:
         >>> plot_lr_schedule({"cosine": lr_curve("cosine", warmup=100, max_iters=2000)}, "lr.png")
+        PosixPath('lr.png')
     """
     plt = _pyplot()
     fig, axes = plt.subplots(len(curves), 1, figsize=(8, 3.2 * len(curves)), squeeze=False)

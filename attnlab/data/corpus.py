@@ -185,7 +185,12 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
         UsageError: naming a file that is missing or not UTF-8 text.
 
     Example:
-        >>> n = encode_file(["other.txt"], load_tokenizer("data/tokenizer.json"), "other.bin")
+        >>> from attnlab.tokenizers import load_tokenizer
+        >>> _ = Path("input.txt").write_text("to be or not to be\\n" * 20)
+        >>> _ = Path("other.txt").write_text("not to be\\n")
+        >>> _ = prepare(["input.txt"], "data", tokenizer="char")
+        >>> encode_file(["other.txt"], load_tokenizer("data/tokenizer.json"), "other.bin")
+        10
     """
     count = 0
     with _one_tokenizer_thread(), open(out_path, "wb") as f:
@@ -232,8 +237,10 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str 
             that changed while it was being read.
 
     Example:
+        >>> _ = Path("input.txt").write_text("to be or not to be\\n" * 20)
         >>> meta = prepare(["input.txt"], "data/shakespeare", tokenizer="char")
         >>> meta["train_tokens"] + meta["val_tokens"]
+        380
     """
     if tokenizer not in TOKENIZERS:
         raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
@@ -405,7 +412,9 @@ class TokenWindows(Dataset):
         item: (input (T,), target (T,)), int64.
 
     Example:
-        >>> ds = TokenWindows("data/train.bin", 128, dtype="uint16", stride=1)
+        >>> _ = Path("input.txt").write_text("to be or not to be\\n" * 20)
+        >>> meta = prepare(["input.txt"], "data", tokenizer="char")
+        >>> ds = TokenWindows("data/train.bin", 128, dtype=meta["dtype"], stride=1)
         >>> x, y = ds[0]; bool((x[1:] == y[:-1]).all())
         True
     """

@@ -94,9 +94,11 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
             with two labels (line, set, both labels).
 
     Example:
+        >>> rows = ["cloud,shape,x,y,z", "c1,sphere,0,0,1", "c2,cube,1,1,1", "c1,sphere,0,1,0"]
+        >>> _ = Path("points.csv").write_text("\\n".join(rows) + "\\n")
         >>> sets = read_feature_sets("points.csv", set_column="cloud", label_column="shape")
         >>> sets[0][0].shape, sets[0][1], sets.features
-        (torch.Size([12, 3]), 'sphere', ['x', 'y', 'z'])
+        (torch.Size([2, 3]), 'sphere', ['x', 'y', 'z'])
     """
     keys = [set_column, label_column]
     if set_column == label_column:

@@ -160,8 +160,11 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
             model type.
 
     Example:
+        >>> from attnlab.models import CausalLM, Seq2SeqTransformer
         >>> hf = to_hf(CausalLM(100, model_dim=32, num_heads=4, num_layers=2))
-        >>> mt = to_hf(Seq2SeqTransformer(40, 50, model_dim=16, num_heads=2))  # MarianMTModel
+        >>> mt = to_hf(Seq2SeqTransformer(40, 50, model_dim=16, num_heads=2))
+        >>> type(hf).__name__, type(mt).__name__
+        ('GPT2LMHeadModel', 'MarianMTModel')
     """
     from ..models.causal_lm import CausalLM
     from ..models.seq2seq import Seq2SeqTransformer

@@ -51,8 +51,15 @@ class TransformerPredictor(Float32AfterFit, ElementPredictor, L.LightningModule)
     weights are float32 again (``Float32AfterFit``).
 
     Example:
-        >>> model = TransformerPredictor(10, 32, 10, 1, 1, lr=5e-4, warmup=50, max_iters=500)
-        >>> L.Trainer(max_steps=500).fit(model, train_loader, val_loader)
+        >>> from torch.utils.data import DataLoader, TensorDataset
+        >>> x = torch.randint(10, (64, 8))                  # the reverse task: y = x reversed
+        >>> train_loader = val_loader = DataLoader(TensorDataset(x, x.flip(1)), batch_size=16)
+        >>> model = TransformerPredictor(10, 32, 10, 1, 1, lr=5e-4, warmup=5, max_iters=20)
+        >>> trainer = L.Trainer(max_steps=20, logger=False, enable_checkpointing=False,
+        ...                     enable_progress_bar=False, enable_model_summary=False)
+        >>> trainer.fit(model, train_loader, val_loader)
+        >>> trainer.global_step
+        20
     """
 
     def __init__(self, input_dim: int, model_dim: int, num_classes: int, num_heads: int,

@@ -63,6 +63,7 @@ def test_data_errors_exit_2_with_one_line_and_no_run_directory(tmp_path, capsys,
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_real_process_exits_2_without_a_traceback(tmp_path):
     data = tmp_path / "d.csv"
     data.write_bytes(GOOD.encode() + b"\xff\xfe,b\n")

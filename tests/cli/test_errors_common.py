@@ -21,6 +21,7 @@ def _fails(argv, capsys, *named):
     return lines[0]
 
 
+@pytest.mark.slow
 def test_model_dim_not_divisible_real_process_exit_2(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out),

@@ -34,6 +34,7 @@ def test_prepare_prints_a_summary(tmp_path, capsys):
     assert (tmp_path / "d" / "meta.json").is_file()
 
 
+@pytest.mark.slow
 def test_greedy_generation_prints_the_models_continuation(run, capsys):
     assert main(["generate", str(run), "--prompt", "hello", "--max-new-tokens", "12", "--greedy"]) == 0
     printed = capsys.readouterr().out
@@ -43,6 +44,7 @@ def test_greedy_generation_prints_the_models_continuation(run, capsys):
     assert printed == tok.decode(ids[0].tolist()) + "\n"
 
 
+@pytest.mark.slow
 def test_generation_beyond_the_context_and_seeded_sampling(run, capsys):
     args = ["generate", str(run), "--prompt", "hel", "--max-new-tokens", "40", "--seed", "3",
             "--temperature", "0.8", "--top-k", "5", "--top-p", "0.9"]
@@ -51,6 +53,7 @@ def test_generation_beyond_the_context_and_seeded_sampling(run, capsys):
     assert first == second and len(first) == 3 + 40  # 40 characters past a 16-token context
 
 
+@pytest.mark.slow
 def test_stop_string_ends_the_output_before_it(run, capsys):
     assert main(["generate", str(run), "--prompt", "hello", "--greedy", "--max-new-tokens", "30",
                  "--stop", "wor"]) == 0
@@ -77,6 +80,7 @@ def test_streamer_holds_back_possible_stop_prefixes_and_partial_characters():
     assert [s.add(i) for i in ids] == ["", "é", "!"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["--prompt", ""], "--prompt is empty"),
     (["--prompt", "hi", "--temperature", "0"], "--temperature"),
@@ -89,6 +93,7 @@ def test_generate_errors(run, args, message, capsys):
     assert message in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_generate_runs_without_lightning_and_fails_cleanly(run, tmp_path):
     code = ("import sys; from attnlab.cli import main; "
             f"rc = main(['generate', {str(run)!r}, '--prompt', 'he', '--max-new-tokens', '5']); "

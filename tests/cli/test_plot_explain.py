@@ -144,6 +144,7 @@ def test_plot_attention_rejects_mismatched_labels(tmp_path):
     assert path.read_bytes()[:8] == PNG
 
 
+@pytest.mark.slow
 def test_commands_that_do_not_train_never_import_lightning(tiny_run, tmp_path):
     import subprocess
     import sys

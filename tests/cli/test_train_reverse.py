@@ -10,6 +10,8 @@ import attnlab
 from attnlab.cli import main
 from attnlab.data import SequenceDataset, batch_loader
 
+pytestmark = pytest.mark.slow  # every test trains a run through the CLI or uses one
+
 TEST_KEYS = {"test_token_accuracy", "test_sequence_accuracy", "steps", "train_seconds", "parameters"}
 
 

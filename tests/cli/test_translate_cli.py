@@ -34,6 +34,7 @@ def run_dir(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_prints_one_translation_per_text_in_order(run_dir, capsys):
     from attnlab.runs import read_yaml
 
@@ -45,6 +46,7 @@ def test_prints_one_translation_per_text_in_order(run_dir, capsys):
     assert lines == expected and len(lines) == 2
 
 
+@pytest.mark.slow
 def test_digits_are_spelled_before_translating(run_dir, capsys):
     capsys.readouterr()
     main(["translate", str(run_dir), "105", "one hundred and five"])
@@ -52,6 +54,7 @@ def test_digits_are_spelled_before_translating(run_dir, capsys):
     assert a == b
 
 
+@pytest.mark.slow
 def test_translate_predict_and_evaluate_never_import_lightning(run_dir):
     d = str(run_dir)
     code = (f"import sys; from attnlab.cli import main; "
@@ -64,6 +67,7 @@ def test_translate_predict_and_evaluate_never_import_lightning(run_dir):
     assert '"test_exact_match"' in proc.stdout  # evaluate printed the metrics
 
 
+@pytest.mark.slow
 def test_missing_run_directory_exits_2_with_one_line_and_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "attnlab", "translate", str(tmp_path / "nope"), "seven"],
                           capture_output=True, text=True, timeout=120)
@@ -72,6 +76,7 @@ def test_missing_run_directory_exits_2_with_one_line_and_no_traceback(tmp_path):
     assert f"run directory not found: {tmp_path / 'nope'}" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra, needle", [
     (["seven", "--beam", "0"], "--beam must be a positive integer, got 0"),
     (["seven", " "], "TEXT number 2 is empty"),
@@ -95,6 +100,7 @@ def test_a_run_of_another_task_is_refused(tmp_path, capsys):
     assert "holds a 'reverse' run; this command needs one of: translate" in err
 
 
+@pytest.mark.slow
 def test_a_text_longer_than_the_model_reads_is_a_usage_error(run_dir, capsys):
     capsys.readouterr()
     assert main(["translate", str(run_dir), "seven", " ".join(["one"] * 70)]) == 2

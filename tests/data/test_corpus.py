@@ -122,6 +122,7 @@ def test_prepare_memory_does_not_grow_with_the_corpus(tmp_path):
     assert large < 400_000 / 2
 
 
+@pytest.mark.slow
 def test_prepare_bpe_peak_memory_does_not_grow_with_the_corpus(tmp_path):
     """The BPE trainer is Rust code (invisible to tracemalloc): measure each prepare's peak
     resident memory in its own process, for the same 100 kB of text repeated 40 and 200 times

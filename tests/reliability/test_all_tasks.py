@@ -28,6 +28,8 @@ from attnlab.training import engine
 
 from .conftest import TINY, task_data, tiny_args, train_ddp
 
+pytestmark = pytest.mark.slow  # every test trains runs through the CLI
+
 TASK_KEYS = {
     "anomaly": {"test_accuracy"},
     "classify": {"test_accuracy", "test_macro_f1"},

@@ -5,9 +5,13 @@ the offending flag, file, column or value, and no traceback.
 """
 from pathlib import Path
 
+import pytest
+
 from attnlab.cli import main
 
 from .conftest import write_reviews
+
+pytestmark = pytest.mark.slow  # uses trained runs of every task; starts a real process
 
 
 def _cases(tmp: Path, run: Path, runs: dict[str, Path]):

@@ -1,9 +1,12 @@
 """``--compile`` trains through torch.compile and leaves a run directory like any other."""
+import pytest
 from safetensors import safe_open
 
 from attnlab.cli import main
 
 from .conftest import TINY_REVERSE
+
+pytestmark = pytest.mark.slow  # trains a run through torch.compile
 
 
 def test_compiled_run_saves_plain_weight_names_and_predicts(tmp_path, capsys):

@@ -1,9 +1,13 @@
 """Two DDP processes on CPU (gloo) train one reversal model and leave one valid run directory."""
 import json
 
+import pytest
+
 from attnlab.cli import main
 
 from .conftest import train_ddp
+
+pytestmark = pytest.mark.slow  # trains with two DDP processes
 
 
 def test_two_process_ddp_run_writes_a_valid_run_directory(tmp_path, capsys):

@@ -7,7 +7,10 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
+
+pytestmark = pytest.mark.slow  # trains, kills and resumes real processes
 
 BUDGET = 1200
 ARGS = ["--max-steps", str(BUDGET), "--checkpoint-every", "50", "--no-early-stop",

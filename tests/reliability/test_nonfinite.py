@@ -6,6 +6,8 @@ import torch
 from attnlab.cli import main
 from attnlab.training import NonFiniteLoss, TaskModule, fit
 
+pytestmark = pytest.mark.slow  # trains runs until the loss diverges
+
 
 class _BlowsUpAt(TaskModule):
     """Regression whose loss turns NaN from step ``bad_step`` on."""

@@ -23,6 +23,8 @@ from attnlab.cli import main
 
 from .conftest import TINY_MODEL, task_data, tiny_args
 
+pytestmark = pytest.mark.slow  # trains every task at every precision
+
 PRECISIONS = ("32", "64", "bf16-mixed", "16-mixed", "bf16-true")
 TRUE_DTYPE = {"64": torch.float64, "bf16-true": torch.bfloat16}  # weights trained in this dtype
 

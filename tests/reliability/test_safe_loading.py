@@ -7,6 +7,8 @@ import pytest
 
 from attnlab.cli import main
 
+pytestmark = pytest.mark.slow  # every test uses a trained reverse run
+
 
 class _Payload:
     """Unpickling this runs ``touch MARKER`` — what a poisoned checkpoint would do."""

@@ -87,6 +87,7 @@ assert main(["plot", "pe", "--out", f"{tmp}/figs/pe.png"]) == 0
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask, file_mode, dir_mode", [(0o022, 0o644, 0o755),
                                                          (0o077, 0o600, 0o700)])
 def test_prepare_and_training_write_files_with_the_umask(tmp_path, umask, file_mode, dir_mode):
@@ -164,6 +165,7 @@ def _continuation(run, prompt, n, **sampling):
     return tok.decode(torch.cat(list(new), 1)[0].tolist())
 
 
+@pytest.mark.slow
 def test_stop_backslash_n_backslash_n_stops_at_the_first_blank_line(lm_run, capsys):
     full = _continuation(lm_run, "hello", 40)
     assert "\n\n" in full  # the model has learned the text: a blank line comes up
@@ -175,6 +177,7 @@ def test_stop_backslash_n_backslash_n_stops_at_the_first_blank_line(lm_run, caps
     assert "\n\n" not in printed
 
 
+@pytest.mark.slow
 def test_the_docs_example_stops_at_a_blank_line(lm_run, capsys):
     # docs/language_model.md: --temperature 0.8 --top-k 40 --seed 1 --stop "\n\n"
     args = ["generate", str(lm_run), "--prompt", "hello", "--max-new-tokens", "300",
@@ -187,6 +190,7 @@ def test_the_docs_example_stops_at_a_blank_line(lm_run, capsys):
     assert with_stop == without[: without.index("\n\n")] + "\n"
 
 
+@pytest.mark.slow
 def test_stop_escapes_tab_backslash_and_unknown(lm_run, capsys):
     from attnlab.commands.generate import unescape
 
@@ -219,6 +223,7 @@ def test_metrics_are_rounded_to_six_significant_digits_and_integers_stay_integer
     assert type(saved["steps"]) is int and type(saved["parameters"]) is int
 
 
+@pytest.mark.slow
 def test_evaluate_prints_readable_numbers(reverse_run, capsys):
     assert main(["evaluate", str(reverse_run)]) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -272,6 +277,7 @@ CONFIG_BREAKS = {  # name: (change to config.yaml, fragments the message must na
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["reverse", "lm", "translate"])
 def test_a_broken_config_yaml_is_named_by_every_command(task, reverse_run, task_runs, tmp_path,
                                                         capsys):
@@ -289,6 +295,7 @@ def test_a_broken_config_yaml_is_named_by_every_command(task, reverse_run, task_
             _fails(argv, capsys, *named)
 
 
+@pytest.mark.slow
 def test_a_setting_missing_from_config_yaml_that_the_task_needs(task_runs, tmp_path, capsys):
     run = _copy(task_runs["lm"], tmp_path)
     _edit_config(run, lambda c: c.pop("block_size"))
@@ -296,6 +303,7 @@ def test_a_setting_missing_from_config_yaml_that_the_task_needs(task_runs, tmp_p
         _fails(argv, capsys, str(run / "config.yaml"), "'block_size'")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task, missing", [("lm", "tokenizer.json"),
                                            ("translate", "tokenizer.json"),
                                            ("translate", "target_tokenizer.json")])
@@ -309,6 +317,7 @@ def test_a_missing_or_corrupt_tokenizer_is_named(task, missing, task_runs, tmp_p
         _fails(argv, capsys, run / missing)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["reverse", "lm", "translate"])
 def test_truncated_weights_are_named_by_every_command(task, reverse_run, task_runs, tmp_path,
                                                       capsys):
@@ -319,6 +328,7 @@ def test_truncated_weights_are_named_by_every_command(task, reverse_run, task_ru
         _fails(argv, capsys, weights)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["reverse", "lm", "translate"])
 def test_a_run_without_metrics_json_still_works(task, reverse_run, task_runs, tmp_path, capsys):
     run = _copy(_runs(reverse_run, task_runs)[task], tmp_path)
@@ -335,6 +345,7 @@ def _plots(reverse_run, out):
             ["plot", "attention", reverse_run, "--input", "1 2 3", "--out", out]]
 
 
+@pytest.mark.slow
 def test_plot_out_that_is_a_directory_writes_nothing_else(reverse_run, tmp_path, capsys):
     figs = tmp_path / "figs"
     figs.mkdir()
@@ -343,6 +354,7 @@ def test_plot_out_that_is_a_directory_writes_nothing_else(reverse_run, tmp_path,
     assert list(figs.iterdir()) == [] and not (tmp_path / "figs.png").exists()
 
 
+@pytest.mark.slow
 def test_plot_out_without_a_figure_suffix_is_refused(reverse_run, tmp_path, capsys):
     # matplotlib would have written "figure.png" and the command printed "figure"
     for bad in (tmp_path / "figure", tmp_path / "figure.txt"):
@@ -355,6 +367,7 @@ def test_plot_out_without_a_figure_suffix_is_refused(reverse_run, tmp_path, caps
     assert b"<svg" in (tmp_path / "pe.svg").read_bytes()[:400]
 
 
+@pytest.mark.slow
 def test_plot_out_under_a_file(reverse_run, tmp_path, capsys):
     afile = tmp_path / "notes.txt"
     afile.write_text("keep me")
@@ -363,12 +376,14 @@ def test_plot_out_under_a_file(reverse_run, tmp_path, capsys):
     assert afile.read_text() == "keep me"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc refuses new files")
 def test_plot_out_that_cannot_be_written(reverse_run, tmp_path, capsys):
     for argv in _plots(reverse_run, "/proc/attnlab-figure.png"):
         _fails(argv, capsys, "--out", "/proc/attnlab-figure.png", "cannot write")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
 def test_plot_out_in_a_read_only_directory(reverse_run, tmp_path, capsys):
     locked = tmp_path / "locked"
@@ -383,6 +398,7 @@ def test_plot_out_in_a_read_only_directory(reverse_run, tmp_path, capsys):
 
 # --- values at the edge of their ranges ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_values_at_the_edges_of_their_ranges(task_runs, capsys):
     lm, tr = task_runs["lm"], task_runs["translate"]
     gen = ["generate", lm, "--prompt", "the"]

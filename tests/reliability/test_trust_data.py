@@ -118,6 +118,7 @@ def lm_run(tmp_path_factory):
     return tmp, corpus, run
 
 
+@pytest.mark.slow
 def test_lm_evaluate_and_resume_refuse_a_replaced_corpus(lm_run, tmp_path, capsys):
     import shutil
 
@@ -144,6 +145,7 @@ def test_lm_evaluate_and_resume_refuse_a_replaced_corpus(lm_run, tmp_path, capsy
     assert checksums(run2) == run_files  # the refused resume wrote nothing
 
 
+@pytest.mark.slow
 def test_lm_on_a_text_file_records_it_and_resume_refuses_it_changed(tmp_path, capsys):
     text = write_corpus(tmp_path / "t.txt")
     run = tmp_path / "run"
@@ -206,6 +208,7 @@ def test_flags_that_name_one_column_twice_are_refused(tmp_path, capsys):
 
 # ---- 3. a class the test split does not have ----------------------------------------------------
 
+@pytest.mark.slow
 def test_a_class_without_test_examples_is_named_on_stderr_and_in_metrics(tmp_path, capsys):
     data = write_reviews(tmp_path / "train.csv")
     with open(data, "a") as f:  # a third class, in training only

@@ -100,6 +100,7 @@ def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_
 
 # ---- item 5: resuming a finished run is a no-op ----------------------------------------------
 
+@pytest.mark.slow
 def test_resuming_a_finished_run_rewrites_nothing(reverse_run, tmp_path, capsys):
     import shutil
 
@@ -113,6 +114,7 @@ def test_resuming_a_finished_run_rewrites_nothing(reverse_run, tmp_path, capsys)
     assert checksums(out) == before
 
 
+@pytest.mark.slow
 def test_a_finished_run_with_a_larger_budget_trains_on(reverse_run, tmp_path, capsys):
     import shutil
 
@@ -126,6 +128,7 @@ def test_a_finished_run_with_a_larger_budget_trains_on(reverse_run, tmp_path, ca
 
 # ---- item 6: a run that dies before its first checkpoint does not block the retry -------------
 
+@pytest.mark.slow
 def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a few words of text. " * 20)
@@ -170,6 +173,7 @@ def _train_in_subprocess(*argv):
     return proc, time.perf_counter() - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make,named", [
     (lambda t: (t / "f").write_text("x") and t / "f", "is a file"),
     (lambda t: (t / "f").write_text("x") and t / "f" / "run", "which is a file"),
@@ -209,6 +213,7 @@ def test_memory_check_compares_the_estimate_with_what_is_available():
 
 # ---- item 11: --resume with other settings names each one ---------------------------------
 
+@pytest.mark.slow
 def test_resume_with_other_settings_names_each_and_changes_nothing(reverse_run, tmp_path, capsys):
     import shutil
 
@@ -224,6 +229,7 @@ def test_resume_with_other_settings_names_each_and_changes_nothing(reverse_run, 
     assert checksums(out) == before
 
 
+@pytest.mark.slow
 def test_resume_with_a_config_file_that_differs_is_refused_too(reverse_run, tmp_path, capsys):
     import shutil
 
@@ -259,6 +265,7 @@ def test_a_cluster_environment_is_recognised():
 
 # ---- item 14: a warm-up that does not fit the budget is said -------------------------------
 
+@pytest.mark.slow
 def test_a_warmup_longer_than_the_budget_is_warned_about(tmp_path, capsys):
     assert main(["train", "reverse", "--out", str(tmp_path / "r"), *TINY_REVERSE,
                  "--warmup", "1000", "--max-steps", "10", "--no-early-stop"]) == 0
@@ -291,6 +298,7 @@ def test_every_boolean_training_flag_has_its_no_form():
                 pytest.fail(f"train {name} {action.option_strings}: no --no- form")
 
 
+@pytest.mark.slow
 def test_no_norm_first_on_lm_is_accepted_and_recorded(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the quick brown fox jumps over the lazy dog. " * 20)
@@ -309,6 +317,7 @@ def test_a_usage_error_has_one_prefix(capsys):
 
 # ---- item 18: what will really run is said and recorded --------------------------------------
 
+@pytest.mark.slow
 def test_16_mixed_on_cpu_says_and_records_what_runs(tmp_path, capsys):
     out = tmp_path / "r"
     assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "3",

@@ -56,6 +56,7 @@ def anomaly_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_tiny_anomaly_run_writes_the_run_directory_and_beats_chance(anomaly_run):
     metrics = json.loads((anomaly_run / "metrics.json").read_text())
     assert set(metrics) >= {"test_accuracy", "steps", "train_seconds", "parameters"}
@@ -65,6 +66,7 @@ def test_tiny_anomaly_run_writes_the_run_directory_and_beats_chance(anomaly_run)
     assert (anomaly_run / "sets.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_evaluate_and_predict_on_the_trained_run(anomaly_run, capsys):
     assert main(["evaluate", str(anomaly_run)]) == 0
     again = json.loads(capsys.readouterr().out)
@@ -82,6 +84,7 @@ def test_evaluate_and_predict_on_the_trained_run(anomaly_run, capsys):
     assert position == int(model.predict(x)[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, message", [
     (["--input", "1 2 x"], "--input must be 10 image indices"),
     (["--input", "1 2 99999"], "--input: digit image index 99999 is outside"),
@@ -98,6 +101,7 @@ def test_bad_set_size_exits_2_before_a_run_directory_is_made(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_plot_attention_labels_each_image_by_its_digit(anomaly_run, tmp_path):
     digits = digit_pools()["test"]
     chosen = digits.indices[:10].tolist()

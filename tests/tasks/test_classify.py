@@ -93,6 +93,7 @@ def classify_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_tiny_classify_run_learns_and_writes_the_run_directory(classify_run):
     metrics = json.loads((classify_run / "metrics.json").read_text())
     assert set(metrics) >= {"test_accuracy", "test_macro_f1", "steps", "train_seconds", "parameters"}
@@ -102,6 +103,7 @@ def test_tiny_classify_run_learns_and_writes_the_run_directory(classify_run):
     assert cfg["labels"] == ["meh", "neg", "pos"]
 
 
+@pytest.mark.slow
 def test_predict_prints_a_label_and_evaluate_reproduces_the_metrics(classify_run, capsys):
     cfg = read_yaml(classify_run / "config.yaml")
     assert main(["predict", str(classify_run), "--input", "the film was superb"]) == 0
@@ -116,6 +118,7 @@ def test_predict_prints_a_label_and_evaluate_reproduces_the_metrics(classify_run
         assert again[key] == pytest.approx(metrics[key], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_a_padded_test_batch_predicts_what_each_text_does_alone(classify_run):
     model, tokenizer = TASK.load(classify_run, read_yaml(classify_run / "config.yaml"))
     ids = [tokenizer.encode(t) for t in ["the movie was a lovely film and plot", "good", "awful acting"]]
@@ -126,6 +129,7 @@ def test_a_padded_test_batch_predicts_what_each_text_does_alone(classify_run):
     assert_close(model(x), alone, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_evaluate_on_another_file_and_predict_never_import_lightning(classify_run, tmp_path):
     other = write_csv(tmp_path / "other.tsv", n=30, seed=9)
     other.write_text(other.read_text().replace(",", "\t"))
@@ -143,6 +147,7 @@ def test_evaluate_on_another_file_and_predict_never_import_lightning(classify_ru
     assert proc.stdout.strip().splitlines()[-1] in ("meh", "neg", "pos")
 
 
+@pytest.mark.slow
 def test_plot_attention_labels_cls_and_the_texts_own_words(classify_run, tmp_path):
     cfg = read_yaml(classify_run / "config.yaml")
     maps, x_labels, y_labels = TASK.attention_maps(classify_run, cfg, "what a superb film")
@@ -155,6 +160,7 @@ def test_plot_attention_labels_cls_and_the_texts_own_words(classify_run, tmp_pat
     assert out.stat().st_size > 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenizer", ["bpe", "char"])
 def test_jsonl_with_bpe_or_char_tokenizer_and_cls_pooling_runs_end_to_end(tmp_path, capsys, tokenizer):
     rng = random.Random(1)
@@ -174,6 +180,7 @@ def test_jsonl_with_bpe_or_char_tokenizer_and_cls_pooling_runs_end_to_end(tmp_pa
     assert capsys.readouterr().out.strip().splitlines()[-1] in ("0", "1")
 
 
+@pytest.mark.slow
 def test_evaluate_refuses_a_training_file_that_changed_since(classify_run, tmp_path, capsys):
     """evaluate re-draws the test split from the training file with the run's seed: if the file
     changed, those rows are no longer the held-out ones, so it says so instead of scoring them."""
@@ -229,6 +236,7 @@ def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch
     assert [rows(b) for b in resumed] == [rows(b) for b in first[5:]]
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_training_file_that_changed_since_the_run_started(classify_run, tmp_path,
                                                                           capsys):
     import shutil

@@ -51,6 +51,7 @@ def sets_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_tiny_set_run_learns_and_writes_the_run_directory(sets_run):
     metrics = json.loads((sets_run / "metrics.json").read_text())
     assert set(metrics) >= {"test_accuracy", "test_macro_f1", "steps", "train_seconds", "parameters"}
@@ -62,6 +63,7 @@ def test_tiny_set_run_learns_and_writes_the_run_directory(sets_run):
     assert cfg["feature_std"][1] > 10 * cfg["feature_std"][0]  # y is on another scale
 
 
+@pytest.mark.slow
 def test_predictions_do_not_depend_on_the_order_of_a_sets_rows(sets_run, capsys):
     points = ["1.2,30", "-0.4,-80", "2.0,5", "0.7,12"]
     labels = []
@@ -74,6 +76,7 @@ def test_predictions_do_not_depend_on_the_order_of_a_sets_rows(sets_run, capsys)
     assert_close(model(x[:, torch.randperm(6)]), model(x), atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_a_padded_batch_of_sets_gives_each_sets_logits_alone(sets_run):
     model = attnlab.load(sets_run)
     sets = [torch.randn(n, 2) for n in (5, 2, 7)]
@@ -83,6 +86,7 @@ def test_a_padded_batch_of_sets_gives_each_sets_logits_alone(sets_run):
     assert_close(model(x, mask), alone, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_evaluate_reproduces_the_metrics_and_neither_command_imports_lightning(sets_run, tmp_path):
     run, other = str(sets_run), str(write_sets(tmp_path / "other.csv", n=20, seed=5))
     script = f"""
@@ -140,6 +144,7 @@ def test_data_errors_exit_2_with_one_line_and_no_run_directory(tmp_path, capsys,
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_predict_refuses_a_wrong_number_of_features(sets_run, capsys):
     assert main(["predict", str(sets_run), "--input", "1,2;3"]) == 2
     err = capsys.readouterr().err
@@ -163,6 +168,7 @@ def test_set_batches_resume_mid_epoch_where_they_stopped():
         assert torch.equal(x, x2) and torch.equal(m, m2) and torch.equal(y, y2)
 
 
+@pytest.mark.slow
 def test_predict_standardises_with_the_training_mean_and_std(sets_run, capsys):
     cfg = read_yaml(sets_run / "config.yaml")
     model = attnlab.load(sets_run)

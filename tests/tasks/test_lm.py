@@ -28,6 +28,7 @@ def run(tmp_path_factory):
     return tmp
 
 
+@pytest.mark.slow
 def test_run_directory_and_metrics(run):
     files = {p.name for p in (run / "run").iterdir()}
     assert {"config.yaml", "model.safetensors", "tokenizer.json", "metrics.json",
@@ -41,6 +42,7 @@ def test_run_directory_and_metrics(run):
     assert metrics["val_loss"] < 0.5 * math.log(9)
 
 
+@pytest.mark.slow
 def test_load_evaluate_and_greedy_continuation(run):
     model, tokenizer = attnlab.load(run / "run")
     assert isinstance(model, CausalLM) and not model.training
@@ -53,6 +55,7 @@ def test_load_evaluate_and_greedy_continuation(run):
     assert TASK.predict(run / "run", cfg, "abcab")  # one line of continuation
 
 
+@pytest.mark.slow
 def test_evaluate_on_a_text_file_scores_the_whole_file_in_windows(run):
     import numpy as np
 
@@ -86,6 +89,7 @@ def test_lm_metrics_is_the_token_mean_cross_entropy(tmp_path):
     assert_close(got["val_perplexity"], math.exp(float(expected)), atol=1e-5, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_train_on_a_plain_text_file_prepares_it_in_the_run(tmp_path):
     (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
     args = ["train", "lm", "--data", str(tmp_path / "t.txt"), "--out", str(tmp_path / "r"),

@@ -24,6 +24,7 @@ def number_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_number_run_writes_the_run_directory(number_run):
     for name in ("config.yaml", "model.safetensors", "tokenizer.json", "target_tokenizer.json",
                  "metrics.json", "cross_attention.png"):
@@ -39,6 +40,7 @@ def test_number_run_writes_the_run_directory(number_run):
     assert losses[-1] < losses[0] - 0.5
 
 
+@pytest.mark.slow
 def test_evaluate_reproduces_the_test_metrics_and_load_returns_model_and_tokenizers(number_run, capsys):
     saved = json.loads((number_run / "metrics.json").read_text())
     capsys.readouterr()
@@ -62,6 +64,7 @@ def _cfg(run_dir):
     return read_yaml(run_dir / "config.yaml")
 
 
+@pytest.mark.slow
 def test_user_data_file_with_custom_columns(tmp_path, capsys):
     data = tmp_path / "pairs.tsv"
     words = ["a", "b", "c", "d", "e"]
@@ -134,6 +137,7 @@ def test_bad_flags_are_usage_errors(capsys, tmp_path, argv, needle):
     assert code == 2 and err.count("\n") == 1 and needle in err, err
 
 
+@pytest.mark.slow
 def test_plot_attention_shows_cross_attention_of_the_models_translation(number_run, tmp_path):
     from attnlab.tasks.translate import cross_attention_maps
 

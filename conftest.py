@@ -1,0 +1,31 @@
+"""Settings of every pytest run in this repository: the tests in tests/ and the docstring
+examples (``>>>``) of attnlab's modules, which ``make test`` also runs.
+
+One thread. The tests and examples use tiny models: on a 2-core machine a second intra-op
+thread only adds contention, and under pytest-xdist two workers with two threads each would
+oversubscribe it (a 0.1 s Lightning fit then takes 5-10 s). So every test process, and every CLI
+subprocess a test starts, uses one thread. This file is at the root, not in tests/, so that the
+docstring examples get it too.
+
+Docstring examples. Each runs in a fresh temporary working directory, so an example that reads
+or writes files (``prepare(["input.txt"], "data")``, ``plot_attention(..., "attention.png")``)
+writes nothing into the checkout; an example creates the input files it reads itself, so it can
+be copied and run as it is. ``torch`` is in every example's namespace, as in a user's session.
+Every library module's examples are collected.
+"""
+import os
+
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["MKL_NUM_THREADS"] = "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402  (after the environment, so the thread pools see it)
+
+torch.set_num_threads(1)
+
+@pytest.fixture(autouse=True)
+def _doctest_in_tmp_path(request, doctest_namespace):
+    if not isinstance(request.node, pytest.DoctestItem):
+        return  # a test in tests/: no temporary directory is made for it
+    doctest_namespace["torch"] = torch
+    request.getfixturevalue("monkeypatch").chdir(request.getfixturevalue("tmp_path"))
