@@ -22,12 +22,13 @@ import argparse
 import dataclasses
 import math
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["setting", "TrainSettings", "add_flags", "defaults", "check", "flag"]
+__all__ = ["setting", "TrainSettings", "add_flags", "defaults", "check", "flag", "exposed"]
 
 
 def flag(name: str) -> str:
@@ -37,7 +38,7 @@ def flag(name: str) -> str:
 
 def setting(default: Any, *, help: str = "", low: float | None = None, above: bool = False,
             below: float | None = None, choices: tuple | None = None, metavar: str | None = None,
-            optional: bool = False) -> Any:
+            optional: bool = False, flag: bool = True) -> Any:
     """A dataclass field carrying what its flag needs.
 
     Args:
@@ -48,9 +49,12 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         choices: the values allowed (compared as text: YAML may give ``32`` for ``"32"``).
         metavar: shown in ``--help`` (default N for integers, F for numbers).
         optional: None is allowed (the setting is then "not set").
+        flag: whether a command line may set it (False for a value that is derived or read
+            from the data, such as a vocabulary size: ``exposed`` leaves it out).
     """
-    meta = {"help": help, "low": low, "above": above, "below": below, "choices": choices,
-            "metavar": metavar, "optional": optional}
+    meta = {"help": help, "low": low, "above": above, "below": below,
+            "choices": None if choices is None else tuple(choices), "metavar": metavar,
+            "optional": optional, "flag": flag}
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -94,16 +98,47 @@ def _types(cls) -> dict[str, type]:
     return typing.get_type_hints(cls)
 
 
-def defaults(cls) -> dict[str, Any]:
-    """Every setting's default, by name."""
-    return {f.name: f.default for f in dataclasses.fields(cls)}
+def _fields(cls, only: Iterable[str] | None) -> list[dataclasses.Field]:
+    """The fields of ``cls`` (only those named in ``only``, if given, in declaration order)."""
+    fields = dataclasses.fields(cls)
+    if only is None:
+        return list(fields)
+    only = set(only)
+    unknown = only - {f.name for f in fields}
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no setting {', '.join(sorted(unknown))}")
+    return [f for f in fields if f.name in only]
 
 
-def add_flags(group, cls) -> None:
-    """One flag per field of ``cls``, with no argparse default (so that a ``--config`` file
-    can set what the command line does not)."""
+def exposed(cls, *, besides: type | None = TrainSettings) -> tuple[str, ...]:
+    """The names of the fields of ``cls`` a command line may set (``flag=True``), leaving out
+    those ``besides`` declares already (by default the shared training flags: a model's
+    ``model_dim`` is the shared ``--model-dim``).
+
+    Example:
+        >>> @dataclass
+        ... class Net:
+        ...     model_dim: int = setting(64, low=1)
+        ...     depth: int = setting(2, help="blocks", low=1)
+        ...     vocab_size: int = setting(None, flag=False, optional=True)
+        >>> exposed(Net)
+        ('depth',)
+    """
+    shared = set() if besides is None else {f.name for f in dataclasses.fields(besides)}
+    return tuple(f.name for f in dataclasses.fields(cls)
+                 if f.metadata.get("flag", True) and f.name not in shared)
+
+
+def defaults(cls, *, only: Iterable[str] | None = None) -> dict[str, Any]:
+    """Every setting's default (or those named in ``only``), by name."""
+    return {f.name: f.default for f in _fields(cls, only)}
+
+
+def add_flags(group, cls, *, only: Iterable[str] | None = None) -> None:
+    """One flag per field of ``cls`` (or per field named in ``only``), with no argparse default
+    (so that a ``--config`` file can set what the command line does not)."""
     types = _types(cls)
-    for f in dataclasses.fields(cls):
+    for f in _fields(cls, only):
         meta, kind = f.metadata, types[f.name]
         if kind is bool:
             group.add_argument(flag(f.name), action=argparse.BooleanOptionalAction,
@@ -157,9 +192,10 @@ def _check_one(name: str, value: Any, kind: type, meta: dict) -> Any:
     return value
 
 
-def check(cls, cfg: dict[str, Any]) -> None:
-    """Check (and normalise: choices become text) every setting of ``cls`` in ``cfg``."""
+def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> None:
+    """Check (and normalise: choices become text) every setting of ``cls`` in ``cfg`` (or
+    those named in ``only``)."""
     types = _types(cls)
-    for f in dataclasses.fields(cls):
+    for f in _fields(cls, only):
         if f.name in cfg:
             cfg[f.name] = _check_one(f.name, cfg[f.name], types[f.name], f.metadata)

@@ -34,6 +34,7 @@ from pathlib import Path
 from .errors import UsageError
 
 __all__ = ["Tokenizer", "CharTokenizer", "WordTokenizer", "BPETokenizer", "load_tokenizer",
+           "TOKENIZER_KINDS",
            "SPECIAL_TOKENS", "PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID"]
 
 SPECIAL_TOKENS = ("<pad>", "<sos>", "<eos>", "<unk>")
@@ -302,7 +303,11 @@ class BPETokenizer(Tokenizer):
         return {"tokenizer": json.loads(self.tokenizer.to_str())}
 
 
-_KINDS = {cls.kind: cls for cls in (CharTokenizer, WordTokenizer, BPETokenizer)}
+# The one registry of tokeniser kinds: the name (config.yaml's ``tokenizer``, the CLI's
+# ``--tokenizer`` choices, tokenizer.json's ``type``) -> its class. A new kind is its class
+# plus its entry here.
+TOKENIZER_KINDS: dict[str, type[Tokenizer]] = {
+    cls.kind: cls for cls in (CharTokenizer, WordTokenizer, BPETokenizer)}
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
@@ -323,14 +328,14 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UsageError(f"{path} is not a JSON tokenizer file ({e})") from None
     kind = data.get("type") if isinstance(data, dict) else None
-    if kind not in _KINDS:
+    if kind not in TOKENIZER_KINDS:
         raise UsageError(f"{path}: unknown tokenizer type {kind!r}; expected one of "
-                         f"{', '.join(_KINDS)}")
+                         f"{', '.join(TOKENIZER_KINDS)}")
     try:
         if kind == "bpe":
             from tokenizers import Tokenizer as HFTokenizer
 
             return BPETokenizer(HFTokenizer.from_str(json.dumps(data["tokenizer"])))
-        return _KINDS[kind](data["pieces"])
+        return TOKENIZER_KINDS[kind](data["pieces"])
     except Exception as e:  # KeyError, ValueError, and the Rust side's plain Exception
         raise UsageError(f"{path} is not a valid {kind!r} tokenizer file ({e})") from None

@@ -34,6 +34,9 @@ def register(sub) -> None:
                              argument_default=argparse.SUPPRESS)
         add_shared_flags(tp)
         task.add_arguments(tp)
+        if task.model_settings():  # generated from the model's typed config
+            add_flags(tp.add_argument_group(f"{name} model"), task.model_config,
+                      only=task.model_settings())
         _show_defaults(tp, {**SHARED_DEFAULTS, **task.defaults})
         tp.set_defaults(func=run)
 
@@ -91,6 +94,8 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
     validate_shared(cfg)
+    if task.model_settings():
+        check(task.model_config, cfg, only=task.model_settings())
     task.validate(cfg)
     return cfg
 

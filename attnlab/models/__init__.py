@@ -7,6 +7,11 @@ _EXPORTS = {
     "CausalLM": ".causal_lm",
     "ElementPredictor": ".predictor",
     "BertEncoder": ".bert",
+    "CausalLMConfig": ".configs",
+    "SequenceClassifierConfig": ".configs",
+    "Seq2SeqConfig": ".configs",
+    "ElementPredictorConfig": ".configs",
+    "BertEncoderConfig": ".configs",
 }
 
 __all__ = list(_EXPORTS)

@@ -18,10 +18,9 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import TransformerEncoder
+from .configs import POSITION_STYLES, BertEncoderConfig
 
-__all__ = ["BertEncoder", "POSITION_STYLES"]
-
-POSITION_STYLES = ("absolute", "roberta")
+__all__ = ["BertEncoder", "BertEncoderConfig", "POSITION_STYLES"]
 
 
 class BertEncoder(nn.Module):
@@ -65,12 +64,8 @@ class BertEncoder(nn.Module):
         super().__init__()
         if position_style not in POSITION_STYLES:
             raise ValueError(f"position_style must be one of {POSITION_STYLES}, got {position_style!r}")
-        self.config = dict(vocab_size=vocab_size, model_dim=model_dim, num_heads=num_heads,
-                           num_layers=num_layers, dim_feedforward=dim_feedforward, max_len=max_len,
-                           type_vocab_size=type_vocab_size, activation=activation,
-                           layer_norm_eps=layer_norm_eps, dropout=dropout,
-                           attention_dropout=attention_dropout, pad_token_id=pad_token_id,
-                           position_style=position_style, pooler=pooler)
+        # every argument is a field of BertEncoderConfig (``from_config`` inverts this)
+        self.config = BertEncoderConfig.from_dict(locals())
         self.max_len, self.pad_token_id, self.position_style = max_len, pad_token_id, position_style
         self.word_embeddings = nn.Embedding(vocab_size, model_dim)
         self.position_embeddings = nn.Embedding(max_len, model_dim)
@@ -82,6 +77,16 @@ class BertEncoder(nn.Module):
             dropout=dropout, norm_first=False, activation=activation, layer_norm_eps=layer_norm_eps,
             attention_dropout=attention_dropout, final_norm=False)
         self.pooler = nn.Linear(model_dim, model_dim) if pooler else None
+
+    @classmethod
+    def from_config(cls, config: BertEncoderConfig) -> "BertEncoder":
+        """The model a ``BertEncoderConfig`` describes (randomly initialised).
+
+        Example:
+            >>> BertEncoder.from_config(BertEncoderConfig(vocab_size=50, model_dim=16, num_heads=2, num_layers=1, dim_feedforward=32)).config.pooler
+            False
+        """
+        return cls(**config.as_dict())
 
     def positions(self, input_ids: Tensor) -> Tensor:
         """Position ids (B, T) or (T,) for this model's ``position_style``."""

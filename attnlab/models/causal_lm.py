@@ -30,9 +30,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import KVCache, TransformerEncoder, capture, positional_kind
+from .configs import CausalLMConfig
 from .lm_generation import prepare, selector, stream_sliding, stream_tokens
 
-__all__ = ["CausalLM"]
+__all__ = ["CausalLM", "CausalLMConfig"]
 
 
 def positions_from_mask(attention_mask: Tensor) -> Tensor:
@@ -85,13 +86,9 @@ class CausalLM(nn.Module):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         kind = positional_kind(positional)
-        dim_feedforward = dim_feedforward or 4 * model_dim
-        self.config = dict(vocab_size=vocab_size, model_dim=model_dim, num_heads=num_heads,
-                           num_layers=num_layers, dim_feedforward=dim_feedforward, max_len=max_len,
-                           dropout=dropout, norm_first=norm_first, tie_weights=tie_weights,
-                           positional=positional, activation=activation,
-                           layer_norm_eps=layer_norm_eps, bias=bias,
-                           attention_dropout=attention_dropout)
+        # every argument is a field of CausalLMConfig (``from_config`` inverts this)
+        self.config = CausalLMConfig.from_dict(locals())
+        dim_feedforward = self.config.dim_feedforward  # 4·D unless given
         self.vocab_size, self.model_dim, self.max_len = vocab_size, model_dim, max_len
         self.positional = positional
         self.token_embedding = nn.Embedding(vocab_size, model_dim)
@@ -109,6 +106,16 @@ class CausalLM(nn.Module):
         self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
         if tie_weights:
             self.lm_head.weight = self.token_embedding.weight
+
+    @classmethod
+    def from_config(cls, config: CausalLMConfig) -> "CausalLM":
+        """The model a ``CausalLMConfig`` describes (randomly initialised).
+
+        Example:
+            >>> CausalLM.from_config(CausalLMConfig(vocab_size=50, model_dim=16)).config.num_heads
+            4
+        """
+        return cls(**config.as_dict())
 
     # ---- the forward pass ------------------------------------------------------------------
     def embed(self, input_ids: Tensor, positions: Tensor) -> Tensor:

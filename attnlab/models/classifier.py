@@ -26,12 +26,11 @@ from torch import Tensor, nn
 
 from ..nn import TransformerEncoder, positional_kind
 from ..nn.positional import input_kinds
+from .configs import HEADS, POOLINGS, SequenceClassifierConfig
 
-__all__ = ["SequenceClassifier", "POOLINGS", "POSITIONALS", "HEADS"]
+__all__ = ["SequenceClassifier", "SequenceClassifierConfig", "POOLINGS", "POSITIONALS", "HEADS"]
 
-POOLINGS = ("cls", "mean")
 POSITIONALS = input_kinds()  # the registry's kinds that act on the inputs, and "none"
-HEADS = ("sequence", "element")
 
 
 def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -97,6 +96,8 @@ class SequenceClassifier(nn.Module):
         if head == "element" and num_classes is not None:
             raise ValueError(f"head='element' scores each element (one output each); "
                              f"num_classes must be None, got {num_classes!r}")
+        # every argument is a field of SequenceClassifierConfig (``from_config`` inverts this)
+        self.config = SequenceClassifierConfig.from_dict(locals())
         self.num_classes, self.vocab_size, self.input_dim = num_classes, vocab_size, input_dim
         self.pooling, self.positional, self.head, self.pad_id = pooling, positional, head, pad_id
         self.use_cls = head == "sequence" and pooling == "cls"
@@ -112,9 +113,19 @@ class SequenceClassifier(nn.Module):
         self.positional_encoding = kind.input_module(model_dim, positions) or nn.Identity()
         self.encoder = TransformerEncoder(
             num_layers, input_dim=model_dim, num_heads=num_heads,
-            dim_feedforward=dim_feedforward or 2 * model_dim, dropout=dropout,
+            dim_feedforward=self.config.dim_feedforward, dropout=dropout,
             norm_first=norm_first, activation=activation)
         self.output_net = _output_net(model_dim, num_classes if head == "sequence" else 1, dropout)
+
+    @classmethod
+    def from_config(cls, config: SequenceClassifierConfig) -> "SequenceClassifier":
+        """The model a ``SequenceClassifierConfig`` describes (randomly initialised).
+
+        Example:
+            >>> SequenceClassifier.from_config(SequenceClassifierConfig(3, vocab_size=100)).config.dim_feedforward
+            128
+        """
+        return cls(**config.as_dict())
 
     def _embed(self, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
         """Inputs -> (encoder inputs (B, T', D), real-element mask (B, T')); T' = T (+1 for CLS)."""

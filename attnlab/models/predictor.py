@@ -21,8 +21,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import PositionalEncoding, TransformerEncoder
+from .configs import ElementPredictorConfig
 
-__all__ = ["ElementPredictor"]
+__all__ = ["ElementPredictor", "ElementPredictorConfig"]
 
 
 class ElementPredictor(nn.Module):
@@ -62,12 +63,14 @@ class ElementPredictor(nn.Module):
                             ("num_classes", num_classes)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        # every argument is a field of ElementPredictorConfig (``from_config`` inverts this)
+        self.config = ElementPredictorConfig.from_dict(locals())
         self.input_dim, self.num_classes = input_dim, num_classes
         self.input_net = nn.Sequential(nn.Dropout(input_dropout), nn.Linear(input_dim, model_dim))
         self.positional_encoding = PositionalEncoding(d_model=model_dim, max_len=max_len)
         self.transformer = TransformerEncoder(
             num_layers, input_dim=model_dim, num_heads=num_heads,
-            dim_feedforward=dim_feedforward or 2 * model_dim, dropout=dropout,
+            dim_feedforward=self.config.dim_feedforward, dropout=dropout,
             norm_first=norm_first,
         )
         self.output_net = nn.Sequential(
@@ -77,6 +80,16 @@ class ElementPredictor(nn.Module):
             nn.Dropout(dropout),
             nn.Linear(model_dim, num_classes),
         )
+
+    @classmethod
+    def from_config(cls, config: ElementPredictorConfig) -> "ElementPredictor":
+        """The model a ``ElementPredictorConfig`` describes (randomly initialised).
+
+        Example:
+            >>> ElementPredictor.from_config(ElementPredictorConfig(input_dim=10, num_classes=10)).config.dim_feedforward
+            64
+        """
+        return cls(**config.as_dict())
 
     def embed(self, x: Tensor, add_positional_encoding: bool = True) -> Tensor:
         """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""

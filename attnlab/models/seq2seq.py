@@ -22,8 +22,9 @@ from ..generation import beam_search, decode
 from ..nn import Transformer, capture, positional_kind
 from ..nn.positional import input_kinds
 from ..nn.cache import KVCache
+from .configs import Seq2SeqConfig
 
-__all__ = ["Seq2SeqTransformer"]
+__all__ = ["Seq2SeqTransformer", "Seq2SeqConfig"]
 
 # the registered kinds this model takes: both halves add them to their embeddings
 ADDITIVE = input_kinds(with_none=False)
@@ -80,6 +81,8 @@ class Seq2SeqTransformer(nn.Module):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         kind = positional_kind(positional, ADDITIVE)
+        # every argument is a field of Seq2SeqConfig (``from_config`` inverts this)
+        self.config = Seq2SeqConfig.from_dict(locals())
         self.model_dim, self.pad_id, self.sos_id, self.eos_id = model_dim, pad_id, sos_id, eos_id
         self.src_embedding = nn.Embedding(src_vocab_size, model_dim)
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, model_dim)
@@ -95,6 +98,16 @@ class Seq2SeqTransformer(nn.Module):
         self.output = nn.Linear(model_dim, tgt_vocab_size, bias=False)
         if tie_embeddings:
             self.output.weight = self.tgt_embedding.weight
+
+    @classmethod
+    def from_config(cls, config: Seq2SeqConfig) -> "Seq2SeqTransformer":
+        """The model a ``Seq2SeqConfig`` describes (randomly initialised).
+
+        Example:
+            >>> Seq2SeqTransformer.from_config(Seq2SeqConfig(src_vocab_size=20, tgt_vocab_size=30)).config.positional
+            'sinusoidal'
+        """
+        return cls(**config.as_dict())
 
     # ---- the two halves ----------------------------------------------------------------
     def _embed(self, ids: Tensor, embedding: nn.Embedding, offset: int = 0) -> Tensor:

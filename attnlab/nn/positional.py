@@ -11,8 +11,9 @@ Three places a position can enter, one interface each:
 - a bias added to the attention scores, passed to attention as ``attn_bias=``:
   ``forward(T_q, T_k)`` -> (H, T_q, T_k), the queries being the last T_q of the T_k positions
   (``ALiBi``).
-``POSITIONAL_KINDS`` maps each name ("learned", "rope", ...) to how it is built; models read it,
-so a new kind is a module here plus one line there.
+``POSITIONAL_KINDS`` maps each name ("learned", "rope", ...) to how it is built; models read it.
+It is built from the torch-free table ``attnlab.positional_names.POSITIONAL_NAMES``, so a new kind
+is a module here plus one line there.
 
 Attention is permutation-equivariant, so order must be injected. Vaswani et al. (2017, §3.5):
     PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
@@ -29,6 +30,8 @@ from typing import Callable
 
 import torch
 from torch import Tensor, nn
+
+from ..positional_names import POSITIONAL_NAMES, positional_names
 
 __all__ = ["PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
            "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "input_kinds",
@@ -260,18 +263,24 @@ class PositionalKind:
         return parts
 
 
-# The registry: name -> how to build it. A new kind is a module above plus one line here.
-POSITIONAL_KINDS: dict[str, PositionalKind] = {k.name: k for k in (
-    PositionalKind("sinusoidal", "fixed sines and cosines (Vaswani et al., 2017)",
-                   inputs=lambda d, n: PositionalEncoding(d, n)),
-    PositionalKind("learned", "a trained embedding per position (GPT-2, BERT)",
-                   inputs=lambda d, n: LearnedPositionalEncoding(d, n)),
-    PositionalKind("rope", "rotary: queries and keys rotated by position (Su et al., 2021)",
-                   qk=lambda hd, n: RotaryEmbedding(hd, n)),
-    PositionalKind("alibi", "linear distance penalty on the scores (Press et al., 2022)",
-                   scores=lambda h, n: ALiBi(h)),
-    PositionalKind("none", "no positional information (sets; a causal mask still orders)"),
-)}
+# How each place a kind acts builds its module from the class ``POSITIONAL_NAMES`` names.
+_BUILDERS: dict[str, Callable[[type], Callable[[int, int], nn.Module]]] = {
+    "inputs": lambda cls: lambda d_model, max_len: cls(d_model, max_len),
+    "qk": lambda cls: lambda head_dim, max_len: cls(head_dim, max_len),
+    "scores": lambda cls: lambda num_heads, max_len: cls(num_heads),
+}
+
+
+def _kind(name: str, where: str | None, module: str | None, help: str) -> PositionalKind:
+    parts = {} if where is None else {where: _BUILDERS[where](globals()[module])}
+    return PositionalKind(name, help, **parts)
+
+
+# The registry: name -> how to build it, from the one table of names (``POSITIONAL_NAMES``,
+# torch-free so that configs and the CLI read the choices without torch). A new kind is a module
+# above plus one line in that table.
+POSITIONAL_KINDS: dict[str, PositionalKind] = {
+    name: _kind(name, *entry) for name, entry in POSITIONAL_NAMES.items()}
 
 
 def positional_kind(name: str, allowed: tuple[str, ...] | None = None) -> PositionalKind:
@@ -301,5 +310,4 @@ def input_kinds(*, with_none: bool = True) -> tuple[str, ...]:
         >>> input_kinds(with_none=False)
         ('sinusoidal', 'learned')
     """
-    return tuple(name for name, k in POSITIONAL_KINDS.items()
-                 if k.qk is None and k.scores is None and (with_none or k.inputs is not None))
+    return positional_names(inputs_only=True, with_none=with_none)

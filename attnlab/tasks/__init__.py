@@ -1,4 +1,5 @@
-"""Registry of the tasks of ``attnlab train``: name → module holding a ``TASK`` instance."""
+"""Registry of the tasks of ``attnlab train``: name → the module whose ``TASKS`` dict holds the
+``Task`` of that name (every task module exposes ``TASKS``; one module may serve several)."""
 from __future__ import annotations
 
 from importlib import import_module
@@ -23,9 +24,7 @@ def get_task(name: str) -> Task:
     """The ``Task`` called ``name``; ``UsageError`` for an unknown one."""
     if name not in TASKS:
         raise UsageError(f"unknown task {name!r}; choose one of: {', '.join(TASKS)}")
-    module = import_module(TASKS[name])
-    tasks = getattr(module, "TASKS", None)  # a module may serve several tasks
-    return tasks[name] if tasks else module.TASK
+    return import_module(TASKS[name]).TASKS[name]
 
 
 def available_tasks() -> dict[str, Task]:

@@ -13,14 +13,37 @@ vocabulary sizes to it in ``run``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..settings import TrainSettings, defaults
+from ..settings import TrainSettings, defaults, exposed
 
 # Shared training flags and their defaults (DESIGN.md, "Training flags shared by every task"),
 # read from their one declaration, ``attnlab.settings.TrainSettings``.
 SHARED_DEFAULTS: dict[str, Any] = defaults(TrainSettings)
+
+
+def config_from_run(config: type, cfg: dict[str, Any], **overrides: Any):
+    """``config.from_dict(cfg, **overrides)``, with the shared settings every run has written
+    (model_dim, num_layers, ...) required: a config.yaml missing one is a ``KeyError`` naming
+    it, which ``attnlab.load`` reports; a key newer than the run takes the field's default."""
+    for f in dataclasses.fields(config):
+        if f.name in SHARED_DEFAULTS and f.name not in overrides:
+            cfg[f.name]  # KeyError(name) for a broken config.yaml
+    return config.from_dict(cfg, **overrides)
+
+
+def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The defaults of a model config's fields that a task exposes (``names``; default: every
+    field ``exposed`` gives), to spread into ``Task.defaults`` before the task's own values.
+
+    Example:
+        >>> from attnlab.models.configs import CausalLMConfig
+        >>> model_defaults(CausalLMConfig)
+        {'tie_weights': True, 'positional': 'learned', 'attention_dropout': 0.0}
+    """
+    return defaults(config, only=exposed(config) if names is None else names)
 
 
 class Task:
@@ -31,12 +54,25 @@ class Task:
         help: one line for ``attnlab train --help``.
         defaults: this task's values for shared flags and its own flags (override SHARED_DEFAULTS).
         has_tokenizer: whether the run directory holds ``tokenizer.json``.
+        model_config: the typed config of the task's model (``attnlab.models.configs``):
+            the CLI generates a flag, its help, its default and its check from each of its
+            fields that the command line may set (``model_flags``).
+        model_flags: the fields of ``model_config`` that are this task's flags; None: every
+            field with ``flag=True`` that is not a shared training flag (``exposed``).
     """
 
     name: str = ""
     help: str = ""
     defaults: dict[str, Any] = {}
     has_tokenizer: bool = False
+    model_config: type | None = None
+    model_flags: tuple[str, ...] | None = None
+
+    def model_settings(self) -> tuple[str, ...]:
+        """The names of the model-config fields this task's command line sets."""
+        if self.model_config is None:
+            return ()
+        return exposed(self.model_config) if self.model_flags is None else self.model_flags
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Add the task's own flags. Give them NO ``default=`` (the parser suppresses missing

@@ -40,17 +40,18 @@ from typing import Any
 import torch
 
 from ..errors import UsageError
-from ..nn.positional import input_kinds
-from .base import Task
+from ..models.configs import SequenceClassifierConfig
+from ..tokenizers import TOKENIZER_KINDS
+from .base import Task, config_from_run, model_defaults
 from .classify_data import (_Batches, _check_labels, _inputs, _read, _targets, _test_batches,
                             encode, fit_tokenizer, load_splits, make_batches)
 
 # Re-exported: ``load_splits`` and ``make_batches`` have always been importable from here.
-__all__ = ["ClassifyTask", "TASK", "build_model", "make_batches", "load_splits",
+__all__ = ["ClassifyTask", "TASKS", "TASK", "build_model", "model_config_of", "make_batches",
+           "load_splits",
            "collect_predictions", "classification_metrics", "per_class_table",
            "classes_without_examples", "MISSING_KEY"]
 
-TOKENIZERS = ("char", "word", "bpe")
 _MIN_VOCAB = {"char": 5, "word": 5, "bpe": 260}
 _DATA_FILES = ("data", "test", "val")  # the options that name data files
 MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
@@ -58,17 +59,29 @@ MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no te
 
 # ---- model and metrics (plain torch: predict and evaluate never import Lightning) ---------------
 
+_MODEL_FLAGS = ("pooling", "positional", "max_len")  # the classifier's fields with a flag here
+
+
+def model_config_of(cfg: dict[str, Any]) -> SequenceClassifierConfig:
+    """The ``SequenceClassifierConfig`` of a run's configuration (after ``run`` has added the
+    labels and the tokeniser's vocabulary, or the feature names of a feature-set run).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model_config_of({**SHARED_DEFAULTS, "labels": ["neg", "pos"], "max_len": 64,
+        ...                  "model_vocab_size": 300, "vocab_size": 10000}).vocab_size
+        300
+    """
+    inputs = ({"input_dim": len(cfg["feature_names"]), "vocab_size": None}
+              if cfg.get("set_column") else {"vocab_size": cfg["model_vocab_size"]})
+    return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg["labels"]), **inputs)
+
+
 def build_model(cfg: dict[str, Any]):
+    """The ``SequenceClassifier`` a run's configuration describes (randomly initialised)."""
     from ..models import SequenceClassifier
 
-    inputs = ({"input_dim": len(cfg["feature_names"])} if cfg.get("set_column")
-              else {"vocab_size": cfg["model_vocab_size"]})
-    return SequenceClassifier(
-        len(cfg["labels"]), **inputs, model_dim=cfg["model_dim"],
-        num_heads=cfg["num_heads"], num_layers=cfg["num_layers"],
-        dim_feedforward=cfg["dim_feedforward"], dropout=cfg["dropout"],
-        norm_first=cfg["norm_first"], pooling=cfg["pooling"], positional=cfg["positional"],
-        max_len=cfg["max_len"])
+    return SequenceClassifier.from_config(model_config_of(cfg))
 
 
 @torch.no_grad()
@@ -132,10 +145,12 @@ class ClassifyTask(Task):
     name = "classify"
     help = "text (or, with --set-column, feature-set) classification on your own file"
     has_tokenizer = True
+    model_config = SequenceClassifierConfig
+    model_flags = _MODEL_FLAGS
     defaults = {
+        **model_defaults(SequenceClassifierConfig, _MODEL_FLAGS),
         "data": None, "test": None, "val": None, "text_column": "text", "label_column": "label",
-        "tokenizer": "word", "vocab_size": 10000, "max_len": 256, "pooling": "cls",
-        "positional": "sinusoidal", "val_fraction": 0.1, "test_fraction": 0.1,
+        "tokenizer": "word", "vocab_size": 10000, "max_len": 256, "val_fraction": 0.1, "test_fraction": 0.1,
         "max_steps": 1000, "batch_size": 32, "lr": 1e-3, "warmup": 100, "dropout": 0.1,
         "threads": 1, "set_column": None, "feature_columns": None,
     }
@@ -150,12 +165,8 @@ class ClassifyTask(Task):
         g.add_argument("--val", metavar="FILE", help="validation data (default: 10%% of --data)")
         g.add_argument("--text-column", metavar="NAME", help="column of the texts (default text)")
         g.add_argument("--label-column", metavar="NAME", help="column of the labels (default label)")
-        g.add_argument("--tokenizer", choices=TOKENIZERS, help="default word")
+        g.add_argument("--tokenizer", choices=tuple(TOKENIZER_KINDS), help="default word")
         g.add_argument("--vocab-size", type=int, metavar="N", help="largest vocabulary (default 10000)")
-        g.add_argument("--max-len", type=int, metavar="N", help="tokens kept per text (default 256)")
-        g.add_argument("--pooling", choices=("cls", "mean"), help="default cls")
-        g.add_argument("--positional", choices=input_kinds(),
-                       help="positional encoding (default sinusoidal)")
         g.add_argument("--val-fraction", type=float, metavar="F", help="default 0.1")
         g.add_argument("--test-fraction", type=float, metavar="F", help="default 0.1")
         g.add_argument("--set-column", metavar="NAME",
@@ -182,25 +193,19 @@ class ClassifyTask(Task):
         return self._cache[1:]
 
     def validate(self, cfg: dict[str, Any]) -> None:
-        if cfg["tokenizer"] not in TOKENIZERS:
-            raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, "
+        if cfg["tokenizer"] not in TOKENIZER_KINDS:
+            raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZER_KINDS)}, "
                              f"got {cfg['tokenizer']!r}")
         least = _MIN_VOCAB[cfg["tokenizer"]]
         if not isinstance(cfg["vocab_size"], int) or cfg["vocab_size"] < least:
             raise UsageError(f"--vocab-size must be an integer >= {least} for --tokenizer "
                              f"{cfg['tokenizer']}, got {cfg['vocab_size']!r}")
-        if not isinstance(cfg["max_len"], int) or cfg["max_len"] < 1:
-            raise UsageError(f"--max-len must be a positive integer, got {cfg['max_len']!r}")
         for key in ("val_fraction", "test_fraction"):
             if not isinstance(cfg[key], (int, float)) or not 0 < cfg[key] < 1:
                 raise UsageError(f"--{key.replace('_', '-')} must be in (0, 1), got {cfg[key]!r}")
         if cfg["val_fraction"] + cfg["test_fraction"] >= 1:
             raise UsageError(f"--val-fraction ({cfg['val_fraction']}) + --test-fraction "
                              f"({cfg['test_fraction']}) must be < 1: nothing would be left to train on")
-        for key, choices in (("pooling", ("cls", "mean")),
-                             ("positional", input_kinds())):
-            if cfg[key] not in choices:
-                raise UsageError(f"--{key} must be one of {', '.join(choices)}, got {cfg[key]!r}")
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self._check_column_flags(cfg)
@@ -322,4 +327,5 @@ class ClassifyTask(Task):
         return {**classification_metrics(preds, targets, len(cfg["labels"])), MISSING_KEY: missing}
 
 
-TASK = ClassifyTask()
+TASKS = {"classify": ClassifyTask()}
+TASK = TASKS["classify"]  # the one task of this module, as it has always been importable

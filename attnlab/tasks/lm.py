@@ -18,24 +18,30 @@ from typing import Any
 import torch
 
 from ..errors import UsageError
-from ..nn.positional import POSITIONAL_KINDS
-from .base import Task
+from ..models.configs import CausalLMConfig
+from ..tokenizers import TOKENIZER_KINDS
+from .base import Task, config_from_run, model_defaults
 
-__all__ = ["LMTask", "TASK", "lm_metrics", "build_model"]
+__all__ = ["LMTask", "TASKS", "TASK", "lm_metrics", "build_model", "model_config_of"]
 
-_TOKENIZERS = ("char", "word", "bpe")
-_POSITIONAL = POSITIONAL_KINDS  # the one registry of position encodings (attnlab.nn.positional)
+
+def model_config_of(cfg: dict[str, Any]) -> CausalLMConfig:
+    """The ``CausalLMConfig`` of a run's configuration: its fields by name, the context length
+    ``block_size`` as ``max_len`` (``vocab_size`` is the prepared corpus' once ``run`` set it).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model_config_of({**SHARED_DEFAULTS, "vocab_size": 70, "block_size": 32}).max_len
+        32
+    """
+    return config_from_run(CausalLMConfig, cfg, max_len=cfg["block_size"])
 
 
 def build_model(cfg: dict[str, Any]):
     """The ``CausalLM`` a run's configuration describes."""
     from ..models.causal_lm import CausalLM
 
-    return CausalLM(cfg["vocab_size"], model_dim=cfg["model_dim"], num_heads=cfg["num_heads"],
-                    num_layers=cfg["num_layers"], dim_feedforward=cfg["dim_feedforward"],
-                    max_len=cfg["block_size"], dropout=cfg["dropout"],
-                    norm_first=bool(cfg["norm_first"]), positional=cfg["positional"],
-                    activation=cfg["activation"], tie_weights=bool(cfg["tie_weights"]))
+    return CausalLM.from_config(model_config_of(cfg))
 
 
 @torch.no_grad()
@@ -82,10 +88,11 @@ class LMTask(Task):
     name = "lm"
     help = "train a decoder-only (GPT-style) language model on your text (--data FILE or DIR)"
     has_tokenizer = True
+    model_config = CausalLMConfig  # its flags: every exposed field (--positional, ...)
     defaults: dict[str, Any] = {
+        **model_defaults(CausalLMConfig),
         "data": None, "tokenizer": "char", "vocab_size": None, "block_size": 128,
-        "positional": "learned", "activation": "gelu", "tie_weights": True,
-        "val_batches": 20, "predict_tokens": 100,
+        "activation": "gelu", "val_batches": 20, "predict_tokens": 100,
         "model_dim": 128, "num_heads": 4, "num_layers": 4, "dim_feedforward": 512,
         "dropout": 0.1, "norm_first": True, "batch_size": 32, "max_steps": 2000,
         "lr": 1e-3, "warmup": 100,
@@ -95,13 +102,12 @@ class LMTask(Task):
         g = parser.add_argument_group("lm task")
         g.add_argument("--data", metavar="PATH",
                        help="a directory from `attnlab prepare`, or a UTF-8 text file")
-        g.add_argument("--tokenizer", choices=_TOKENIZERS,
+        g.add_argument("--tokenizer", choices=tuple(TOKENIZER_KINDS),
                        help="for a text file: char (default), word or bpe")
         g.add_argument("--vocab-size", type=int, metavar="N",
                        help="for a text file: vocabulary cap (char/word) or size (bpe)")
         g.add_argument("--block-size", type=int, metavar="N",
                        help="context length in tokens, the model's max_len (default 128)")
-        g.add_argument("--positional", choices=_POSITIONAL, help="position encoding (default learned)")
         g.add_argument("--val-batches", type=int, metavar="N",
                        help="validation batches for val_loss (default 20)")
 
@@ -133,10 +139,9 @@ class LMTask(Task):
             from ..runs import check_data_files
 
             check_data_files(cfg, purpose="resume")
-        if cfg["tokenizer"] not in _TOKENIZERS:
-            raise UsageError(f"--tokenizer must be one of {', '.join(_TOKENIZERS)}, got {cfg['tokenizer']!r}")
-        if cfg["positional"] not in _POSITIONAL:
-            raise UsageError(f"--positional must be one of {', '.join(_POSITIONAL)}, got {cfg['positional']!r}")
+        if cfg["tokenizer"] not in TOKENIZER_KINDS:
+            raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZER_KINDS)}, "
+                             f"got {cfg['tokenizer']!r}")
         vs = cfg.get("vocab_size")
         if vs is not None and (isinstance(vs, bool) or not isinstance(vs, int) or vs < 5):
             raise UsageError(f"--vocab-size must be an integer >= 5, got {vs!r}")
@@ -314,4 +319,5 @@ def _file_metrics(model, tokenizer, path: Path, cfg: dict[str, Any]) -> dict[str
         return lm_metrics(model, windows, cfg["batch_size"])
 
 
-TASK = LMTask()
+TASKS = {"lm": LMTask()}
+TASK = TASKS["lm"]  # the one task of this module, as it has always been importable

@@ -21,9 +21,32 @@ from typing import Any
 import torch
 
 from ..errors import UsageError
-from .base import Task
+from ..models.configs import ElementPredictorConfig
+from .base import Task, config_from_run, model_defaults
 
-__all__ = ["SequenceTask", "TASKS", "sequence_metrics", "parse_tokens"]
+__all__ = ["SequenceTask", "TASKS", "sequence_metrics", "parse_tokens", "build_model",
+           "model_config_of"]
+
+
+def model_config_of(cfg: dict[str, Any]) -> ElementPredictorConfig:
+    """The ``ElementPredictorConfig`` of a run's configuration: one-hot symbols in, a class per
+    position out (both ``--num-categories``).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model_config_of({**SHARED_DEFAULTS, "num_categories": 12}).num_classes
+        12
+    """
+    C = cfg["num_categories"]
+    return config_from_run(ElementPredictorConfig, cfg, input_dim=C, num_classes=C)
+
+
+def build_model(cfg: dict[str, Any]):
+    """The pure-torch ``ElementPredictor`` a run's configuration describes (randomly
+    initialised); training builds ``TransformerPredictor`` from the same config."""
+    from ..models.predictor import ElementPredictor
+
+    return ElementPredictor.from_config(model_config_of(cfg))
 
 
 def parse_tokens(text: str, num_categories: int, seq_len: int, *, what: str = "--input") -> list[int]:
@@ -64,7 +87,9 @@ def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
 class SequenceTask(Task):
     """reverse, copy or sort ``--seq-len`` symbols out of ``--num-categories``."""
 
+    model_config = ElementPredictorConfig  # its flags: --input-dropout
     defaults: dict[str, Any] = {
+        **model_defaults(ElementPredictorConfig),
         # Found by timing on a 2-core CPU (docs/reverse.md): the course's 1-layer, 1-head, 32-wide
         # model, but a 20× higher peak lr with a short warm-up reaches 100% in ~100 steps.
         "num_categories": 10, "seq_len": 16,
@@ -113,14 +138,6 @@ class SequenceTask(Task):
         return SequenceDataset(self.name, cfg["num_categories"], cfg["seq_len"],
                                cfg[f"{split}_size"], seed=cfg["seed"], split=split)
 
-    @staticmethod
-    def model_args(cfg: dict[str, Any]) -> tuple[tuple, dict]:
-        """(args, kwargs) shared by ``ElementPredictor`` and ``TransformerPredictor``."""
-        C = cfg["num_categories"]
-        return ((C, cfg["model_dim"], C, cfg["num_heads"], cfg["num_layers"]),
-                {"dropout": cfg["dropout"], "dim_feedforward": cfg["dim_feedforward"],
-                 "norm_first": bool(cfg["norm_first"])})
-
     def budget(self, cfg: dict[str, Any]) -> int:
         """The step budget: --epochs × batches per epoch, or --max-steps."""
         if cfg.get("epochs"):
@@ -135,10 +152,10 @@ class SequenceTask(Task):
 
         train, val = self.dataset(cfg, "train"), self.dataset(cfg, "val")
         max_steps = self.budget(cfg)
-        args, kwargs = self.model_args(cfg)
-        dropout = kwargs.pop("dropout")
-        module = TransformerPredictor(*args, lr=cfg["lr"], warmup=cfg["warmup"], max_iters=max_steps,
-                                      dropout=dropout, schedule=cfg["schedule"], **kwargs)
+        model = model_config_of(cfg).as_dict()
+        del model["max_len"]  # the course's signature has none: both use the same default
+        module = TransformerPredictor(**model, lr=cfg["lr"], warmup=cfg["warmup"],
+                                      max_iters=max_steps, schedule=cfg["schedule"])
         callbacks = [StopAtTarget("val_seq_acc", 1.0, times=3)] if cfg["early_stop"] else []
         result = fit(module, batch_loader(train, cfg["batch_size"], shuffle=True, seed=cfg["seed"]),
                      batch_loader(val, len(val), shuffle=False), cfg, run_dir,
@@ -169,11 +186,9 @@ class SequenceTask(Task):
 
     # ---- using a trained run (no Lightning) ----------------------------------------------
     def load(self, run_dir: Path, cfg: dict[str, Any]):
-        from ..models.predictor import ElementPredictor
         from ..runs import load_weights
 
-        args, kwargs = self.model_args(cfg)
-        model = ElementPredictor(*args, **kwargs)
+        model = build_model(cfg)
         load_weights(model, Path(run_dir) / "model.safetensors")
         return model.eval()
 

@@ -29,7 +29,9 @@ from typing import Any
 import torch
 
 from ..errors import UsageError
-from .base import Task
+from ..models.configs import Seq2SeqConfig
+from ..tokenizers import TOKENIZER_KINDS
+from .base import Task, config_from_run, model_defaults
 from .translate_data import (TARGET_TOKENIZER_FILE, TranslationTokenizers, builtin_splits,
                              encode_pairs, file_splits, fit_tokenizer, padded_loader, read_pairs,
                              resolve_tokenizer, stream_batches)
@@ -37,20 +39,34 @@ from .translate_scoring import (BLEU_TOKENIZE, compute_test_metrics, resolve_ble
                                 score, translate_texts)
 
 # Re-exported: ``TranslationTokenizers`` and ``score`` have always been importable from here.
-__all__ = ["TranslateTask", "TASK", "TranslationTokenizers", "score", "cross_attention_maps"]
+__all__ = ["TranslateTask", "TASKS", "TASK", "build_model", "model_config_of",
+           "TranslationTokenizers", "score", "cross_attention_maps"]
 
-TOKENIZERS = ("auto", "char", "word", "bpe")
+TOKENIZERS = ("auto", *TOKENIZER_KINDS)  # auto: chosen from the data (resolve_tokenizer)
 DATASETS = ("numbers", "dates")
 
 
-def _build_model(cfg: dict[str, Any]):
+def model_config_of(cfg: dict[str, Any]) -> Seq2SeqConfig:
+    """The ``Seq2SeqConfig`` of a run's configuration (``run`` adds the vocabulary sizes and
+    ``max_len``; a run written before ``positional`` was a flag gets the paper's sinusoids).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model_config_of({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
+        ...                  "max_len": 64}).positional
+        'sinusoidal'
+    """
+    return config_from_run(Seq2SeqConfig, cfg)
+
+
+def build_model(cfg: dict[str, Any]):
+    """The ``Seq2SeqTransformer`` a run's configuration describes (randomly initialised)."""
     from ..models import Seq2SeqTransformer
 
-    return Seq2SeqTransformer(
-        cfg["src_vocab_size"], cfg["tgt_vocab_size"], model_dim=cfg["model_dim"],
-        num_heads=cfg["num_heads"], num_layers=cfg["num_layers"],
-        dim_feedforward=cfg["dim_feedforward"], dropout=cfg["dropout"],
-        norm_first=cfg["norm_first"], max_len=cfg["max_len"], tie_embeddings=cfg["tie_embeddings"])
+    return Seq2SeqTransformer.from_config(model_config_of(cfg))
+
+
+_build_model = build_model  # its name before #9 part 5 (tests/cli/test_translate_cli.py)
 
 
 def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, translation: str):
@@ -76,13 +92,14 @@ class TranslateTask(Task):
     name = "translate"
     help = "encoder-decoder translation: spelled-out numbers (num2words) or --data FILE"
     has_tokenizer = True
+    model_config = Seq2SeqConfig  # its flags: --num-encoder-layers, --positional, ...
     defaults = {
+        **model_defaults(Seq2SeqConfig),
         "src": "en", "tgt": "de", "dataset": "numbers", "data": None, "test": None,
         "src_column": "source", "tgt_column": "target",
         "src_tokenizer": "auto", "tgt_tokenizer": "auto", "vocab_size": 400,
         "max_number": 1_000_000, "test_size": 2000, "val_size": 200,
         "label_smoothing": 0.1, "beam": 1, "length_penalty": 1.0, "bleu_tokenize": "auto",
-        "tie_embeddings": True,
         "model_dim": 128, "num_heads": 4, "num_layers": 2, "dim_feedforward": 512,
         "batch_size": 128, "max_steps": 600, "lr": 1e-3, "warmup": 200, "dropout": 0.0,
         "threads": 1,
@@ -175,7 +192,7 @@ class TranslateTask(Task):
         cfg.update(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
                    max_target_len=tgt_len + max(4, tgt_len // 2),
                    max_len=max(64, src_len + 2, 2 * tgt_len + 8))
-        model = _build_model(cfg)
+        model = build_model(cfg)
         bs = cfg["batch_size"]
         if cfg["data"] is None:
             max_steps = cfg["max_steps"]
@@ -205,7 +222,7 @@ class TranslateTask(Task):
 
         tok = TranslationTokenizers(load_tokenizer(Path(run_dir) / "tokenizer.json"),
                                     load_tokenizer(Path(run_dir) / TARGET_TOKENIZER_FILE))
-        model = _build_model(cfg)
+        model = build_model(cfg)
         load_weights(model, Path(run_dir) / "model.safetensors")
         return model.eval(), tok
 
@@ -252,4 +269,5 @@ class TranslateTask(Task):
         return compute_test_metrics(model, tok, test, cfg)[0]
 
 
-TASK = TranslateTask()
+TASKS = {"translate": TranslateTask()}
+TASK = TASKS["translate"]  # the one task of this module, as it has always been importable

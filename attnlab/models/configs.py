@@ -1,0 +1,200 @@
+"""Typed configs: one dataclass per model, the one declaration of its hyper-parameters.
+
+Each field is an ``attnlab.settings.setting``: its default, help, range and choices. From it
+``Model.from_config(cfg)`` builds the model, ``model.config`` records what was built, the task's
+``attnlab train`` flags, defaults, help and checks are generated (``attnlab.settings``), and
+``config.yaml`` stores it as plain keys (``as_dict``; ``from_dict`` reads them back, a key
+missing from a run written before taking the field's default). A field with ``flag=False`` is
+derived or read from the data (vocabulary sizes, special ids) and has no flag. Derived values
+are set in ``__post_init__`` (the feed-forward width, when not given).
+
+This module imports no torch: the CLI builds every parser from these fields at start-up.
+
+Example:
+    >>> cfg = CausalLMConfig(vocab_size=100, model_dim=32)
+    >>> cfg.dim_feedforward, cfg["positional"]
+    (128, 'learned')
+    >>> CausalLMConfig.from_dict({"vocab_size": 100, "data": "notes.txt"}).as_dict()["model_dim"]
+    256
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..positional_names import positional_names
+from ..settings import setting
+
+__all__ = ["ModelConfig", "CausalLMConfig", "SequenceClassifierConfig", "Seq2SeqConfig",
+           "ElementPredictorConfig", "BertEncoderConfig", "POOLINGS", "HEADS", "POSITION_STYLES"]
+
+POOLINGS = ("cls", "mean")
+HEADS = ("sequence", "element")
+POSITION_STYLES = ("absolute", "roberta")
+
+C = TypeVar("C", bound="ModelConfig")
+
+
+class ModelConfig:
+    """What every model config shares: read like a mapping (``cfg["model_dim"]``, ``dict(cfg)``,
+    as ``model.config`` was read when it was a dict), and to and from plain keys."""
+
+    def keys(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self)]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as plain keys and values (what ``config.yaml`` holds)."""
+        return {name: getattr(self, name) for name in self.keys()}
+
+    @classmethod
+    def from_dict(cls: type[C], values: Mapping[str, Any], **overrides: Any) -> C:
+        """The config whose fields are the keys of ``values`` that name one (other keys, a
+        task's own, are ignored; missing ones take their defaults), then ``overrides``."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{**{k: v for k, v in values.items() if k in names}, **overrides})
+
+
+@dataclass
+class CausalLMConfig(ModelConfig):
+    """``attnlab.models.CausalLM``: a GPT-style decoder-only language model."""
+
+    vocab_size: int = setting(None, help="token ids V (from the data)", low=1, optional=True,
+                              flag=False)
+    model_dim: int = setting(256, help="model width D", low=1)
+    num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
+    num_layers: int = setting(4, help="Transformer blocks L", low=1)
+    dim_feedforward: int = setting(None, help="feed-forward width (default 4·D, GPT-2's)",
+                                   low=1, optional=True)
+    max_len: int = setting(1024, help="longest sequence (positions 0..max_len-1)", low=1,
+                           flag=False)
+    dropout: float = setting(0.0, help="dropout on the embeddings and in every block", low=0,
+                             below=1)
+    norm_first: bool = setting(True, help="pre-LN blocks and a final LayerNorm (GPT-2)")
+    tie_weights: bool = setting(True, help="share the token embedding with the output layer "
+                                           "(--no-tie-weights: a separate output matrix)")
+    positional: str = setting("learned", help="position encoding",
+                              choices=positional_names())
+    activation: str = setting("gelu", help="feed-forward activation", flag=False)
+    layer_norm_eps: float = setting(1e-5, help="LayerNorm epsilon", low=0, above=True,
+                                    flag=False)
+    bias: bool = setting(True, help="biases in the linear layers", flag=False)
+    attention_dropout: float = setting(0.0, help="dropout on the attention weights", low=0, below=1)
+
+    def __post_init__(self) -> None:
+        self.dim_feedforward = self.dim_feedforward or 4 * self.model_dim
+
+
+@dataclass
+class SequenceClassifierConfig(ModelConfig):
+    """``attnlab.models.SequenceClassifier``: an encoder with a per-sequence or per-element
+    head, over tokens (``vocab_size``) or feature vectors (``input_dim``)."""
+
+    num_classes: int = setting(None, help="classes C (None for the element head)", low=1,
+                               optional=True, flag=False)
+    vocab_size: int = setting(None, help="token inputs: vocabulary V", low=1, optional=True,
+                              flag=False)
+    input_dim: int = setting(None, help="feature inputs: features per element", low=1,
+                             optional=True, flag=False)
+    model_dim: int = setting(64, help="model width D", low=1)
+    num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
+    num_layers: int = setting(2, help="Transformer blocks L", low=1)
+    dim_feedforward: int = setting(None, help="feed-forward width (default 2·D)", low=1,
+                                   optional=True)
+    dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0, below=1)
+    input_dropout: float = setting(0.0, help="dropout on the input features (feature inputs)",
+                                   low=0, below=1)
+    norm_first: bool = setting(False, help="pre-LN blocks")
+    activation: str = setting("relu", help="feed-forward activation", flag=False)
+    pooling: str = setting("cls", help="sequence head: the [CLS] state or the mean of the "
+                                       "real elements", choices=POOLINGS)
+    positional: str = setting("sinusoidal", help="positional encoding",
+                              choices=positional_names(inputs_only=True))
+    head: str = setting("sequence", help="a class per sequence, or a score per element",
+                        choices=HEADS, flag=False)
+    max_len: int = setting(512, help="tokens kept per sequence", low=1)
+    pad_id: int = setting(0, help="the padding id of token inputs", low=0, flag=False)
+
+    def __post_init__(self) -> None:
+        self.dim_feedforward = self.dim_feedforward or 2 * self.model_dim
+
+
+@dataclass
+class Seq2SeqConfig(ModelConfig):
+    """``attnlab.models.Seq2SeqTransformer``: the paper's encoder–decoder."""
+
+    src_vocab_size: int = setting(None, help="source vocabulary", low=1, optional=True,
+                                  flag=False)
+    tgt_vocab_size: int = setting(None, help="target vocabulary", low=1, optional=True,
+                                  flag=False)
+    model_dim: int = setting(64, help="model width D", low=1)
+    num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
+    num_layers: int = setting(2, help="encoder and decoder layers (each)", low=1)
+    dim_feedforward: int = setting(128, help="feed-forward width", low=1)
+    dropout: float = setting(0.0, help="dropout on embeddings and every sub-layer", low=0, below=1)
+    num_encoder_layers: int = setting(None, help="encoder layers (default --num-layers)", low=1,
+                                      optional=True)
+    num_decoder_layers: int = setting(None, help="decoder layers (default --num-layers)", low=1,
+                                      optional=True)
+    norm_first: bool = setting(False, help="pre-LN blocks")
+    activation: str = setting("relu", help="feed-forward activation", flag=False)
+    max_len: int = setting(512, help="longest source or target", low=1, flag=False)
+    positional: str = setting("sinusoidal", help="positional encoding of both halves",
+                              choices=positional_names(inputs_only=True, with_none=False))
+    tie_embeddings: bool = setting(True, help="share the target embedding with the output layer")
+    pad_id: int = setting(0, help="padding id", low=0, flag=False)
+    sos_id: int = setting(1, help="start-of-sequence id", low=0, flag=False)
+    eos_id: int = setting(2, help="end-of-sequence id", low=0, flag=False)
+
+
+@dataclass
+class ElementPredictorConfig(ModelConfig):
+    """``attnlab.models.ElementPredictor``: the course's per-element predictor (and
+    ``attnlab.training.TransformerPredictor``, which has its state dict)."""
+
+    input_dim: int = setting(None, help="input features (symbols)", low=1, optional=True,
+                             flag=False)
+    model_dim: int = setting(32, help="model width D", low=1)
+    num_classes: int = setting(None, help="classes per position", low=1, optional=True,
+                               flag=False)
+    num_heads: int = setting(1, help="attention heads H (must divide D)", low=1)
+    num_layers: int = setting(1, help="encoder blocks L", low=1)
+    dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0, below=1)
+    input_dropout: float = setting(0.0, help="dropout on the one-hot inputs", low=0, below=1)
+    dim_feedforward: int = setting(None, help="feed-forward width (default 2·D)", low=1,
+                                   optional=True)
+    norm_first: bool = setting(False, help="pre-LN blocks")
+    max_len: int = setting(5000, help="longest sequence", low=1, flag=False)
+
+    def __post_init__(self) -> None:
+        self.dim_feedforward = self.dim_feedforward or 2 * self.model_dim
+
+
+@dataclass
+class BertEncoderConfig(ModelConfig):
+    """``attnlab.models.BertEncoder`` (BERT, RoBERTa, DistilBERT; built by interop)."""
+
+    vocab_size: int = setting(None, help="token ids V", low=1, optional=True, flag=False)
+    model_dim: int = setting(768, help="model width D (hidden_size)", low=1)
+    num_heads: int = setting(12, help="attention heads", low=1)
+    num_layers: int = setting(12, help="encoder blocks", low=1)
+    dim_feedforward: int = setting(3072, help="feed-forward width (intermediate_size)", low=1)
+    max_len: int = setting(512, help="position embeddings", low=1)
+    type_vocab_size: int = setting(2, help="token types (0: none)", low=0)
+    activation: str = setting("gelu", help="feed-forward activation")
+    layer_norm_eps: float = setting(1e-12, help="LayerNorm epsilon", low=0, above=True)
+    dropout: float = setting(0.0, help="dropout on embeddings and sub-layers", low=0, below=1)
+    attention_dropout: float = setting(0.0, help="dropout on attention weights", low=0, below=1)
+    pad_token_id: int = setting(0, help="padding id", low=0)
+    position_style: str = setting("absolute", help="how positions count",
+                                  choices=POSITION_STYLES)
+    pooler: bool = setting(False, help="BERT's pooler")
