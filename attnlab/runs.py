@@ -1,6 +1,6 @@
 """Run directories: atomic writes, configuration, weights, and ``attnlab.load``.
 
-A run directory (DESIGN.md) holds ``config.yaml``, ``model.safetensors``, ``metrics.json``,
+A run directory (docs/cli.md) holds ``config.yaml``, ``model.safetensors``, ``metrics.json``,
 ``tokenizer.json`` (when the task has one), ``checkpoints/`` and PNG figures. Every file is
 written to a temporary name and renamed, so a kill never leaves a half-written file behind.
 Weights are only ever read from safetensors (no pickle, so no code runs on load).

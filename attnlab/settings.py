@@ -60,8 +60,8 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
 
 @dataclass
 class TrainSettings:
-    """The training settings every ``attnlab train TASK`` shares (DESIGN.md, "Training flags
-    shared by every task"). A task's ``defaults`` override these values, not their checks."""
+    """The training settings every ``attnlab train TASK`` shares (docs/cli.md, "Train").
+    A task's ``defaults`` override these values, not their checks."""
 
     seed: int = setting(42, help="random seed", low=0, below=2**32)
     max_steps: int = setting(1000, help="optimiser steps to train for", low=1)

@@ -3,7 +3,7 @@
     Attention(Q, K, V) = softmax(QKᵀ / √d_k) V
 
 Prints Q, K, V, then QKᵀ, the scaling by √d_k, the mask (if any), the softmax weights and the
-weighted sum of the values. By default it uses the look-up example of DESIGN.md: keys are
+weighted sum of the values. By default it uses the look-up example of docs/attention.md: keys are
 one-hot "addresses", so a query that matches one key returns its value, and a query that
 matches two keys equally returns the mean of their values.
 

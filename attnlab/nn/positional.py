@@ -126,7 +126,7 @@ class LearnedPositionalEncoding(nn.Module):
         d_model: width D.
         max_len: number of positions.
 
-    The arguments are in ``PositionalEncoding``'s order, (d_model, max_len) (DESIGN.md; #9
+    The arguments are in ``PositionalEncoding``'s order, (d_model, max_len) (docs/positional_encoding.md; #9
     fixed the old reversed order).
 
     Shape:

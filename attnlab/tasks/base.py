@@ -19,7 +19,7 @@ from typing import Any
 
 from ..settings import TrainSettings, defaults, exposed
 
-# Shared training flags and their defaults (DESIGN.md, "Training flags shared by every task"),
+# Shared training flags and their defaults (docs/cli.md, "Train"),
 # read from their one declaration, ``attnlab.settings.TrainSettings``.
 SHARED_DEFAULTS: dict[str, Any] = defaults(TrainSettings)
 
@@ -95,7 +95,7 @@ class Task:
 
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         """Train, test on the held-out split and write the run directory; return the metrics
-        (the task's keys from DESIGN.md; ``steps``, ``train_seconds``, ``parameters`` are added
+        (the task's keys, as its docs page lists them; ``steps``, ``train_seconds``, ``parameters`` are added
         by ``attnlab.training.finish``)."""
         raise NotImplementedError
 

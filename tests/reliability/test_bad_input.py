@@ -1,6 +1,6 @@
 """Every mistake a user can make on the command line exits 2 with one line naming it.
 
-DESIGN.md: exit status 2 on a usage or input error, with a one-line message on stderr that names
+docs/cli.md: exit status 2 on a usage or input error, with a one-line message on stderr that names
 the offending flag, file, column or value, and no traceback.
 """
 from pathlib import Path
