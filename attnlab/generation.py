@@ -14,30 +14,21 @@ may also have ``reorder(index)``: keep batch rows ``index`` (row i becomes old r
 surviving beams; greedy decoding uses it to drop finished rows from the batch.
 
 Decoding stops for a row when it emits ``eos_token_id``; later positions hold ``pad_token_id``.
-Beam search scores a finished hypothesis the Hugging Face way:
-    score = sum of token log-probabilities / length ** length_penalty
-where length counts the generated tokens (the EOS included, the prompt not).
+Beam search lives in ``attnlab.beam`` (its scoring is described there) and is re-exported here;
+the step protocol and the argument checks both loops share are in ``attnlab.step_protocol``.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator
 
 import torch
 from torch import Tensor
 
+from .beam import beam_search
+from .step_protocol import StepFunction, check_positive_int, check_prompt
+
 __all__ = ["filter_top_k", "filter_top_p", "select_next_token", "selector", "StepFunction",
            "decode", "decode_stream", "beam_search"]
-
-
-class StepFunction(Protocol):
-    """``step(tokens (B, T)) -> logits (B, V)`` of the next token; optional ``reorder(index)``."""
-
-    def __call__(self, tokens: Tensor) -> Tensor: ...
-
-
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 # ---- choosing the next token ------------------------------------------------------------
@@ -58,7 +49,7 @@ def filter_top_k(logits: Tensor, k: int) -> Tensor:
         >>> filter_top_k(torch.tensor([[1.0, 3.0, 2.0]]), 2)
         tensor([[-inf, 3., 2.]])
     """
-    _check_positive_int("top_k", k)
+    check_positive_int("top_k", k)
     if k >= logits.shape[-1]:
         return logits.clone()
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest
@@ -147,13 +138,6 @@ def select_next_token(
 
 
 # ---- decoding loops ---------------------------------------------------------------------
-def _check_common(input_ids: Tensor, max_new_tokens: int) -> None:
-    if input_ids.ndim != 2 or input_ids.shape[1] < 1:
-        raise ValueError(f"input_ids must be (B, T) with T >= 1, got shape "
-                         f"{tuple(input_ids.shape)}")
-    _check_positive_int("max_new_tokens", max_new_tokens)
-
-
 def selector(do_sample: bool = False, temperature: float = 1.0, top_k: int | None = None,
              top_p: float | None = None,
              generator: torch.Generator | None = None) -> Callable[[Tensor], Tensor]:
@@ -198,7 +182,7 @@ def decode_stream(
         >>> [t.item() for t in decode_stream(step, torch.tensor([[0]]), 3)]
         [1, 2, 3]
     """
-    _check_common(input_ids, max_new_tokens)
+    check_prompt(input_ids, max_new_tokens)
     select = selector(do_sample, temperature, top_k, top_p, generator)
     (B, T0), n = input_ids.shape, max_new_tokens
     compact = callable(getattr(step, "reorder", None))
@@ -274,134 +258,3 @@ def decode(
                              eos_token_id=eos_token_id, pad_token_id=pad_token_id,
                              generator=generator))
     return torch.cat((input_ids, *new), dim=1)
-
-
-def _add_hypothesis(found: list, limit: int, score: float, tokens: Tensor) -> None:
-    """Keep the ``limit`` best (score, tokens) of one batch item, best first."""
-    found.append((score, tokens))
-    found.sort(key=lambda h: -h[0])
-    del found[limit:]
-
-
-def _can_improve(best_running: float, worst_found: float, length: int, max_length: int,
-                 length_penalty: float) -> bool:
-    """Whether a running beam might still finish with a better score than the worst kept one.
-
-    Log-probabilities only fall as a beam grows, so its sum s stays <= the current one; with a
-    positive length penalty the division by length**lp grows it back at most to s/max_len**lp.
-    """
-    longest = max_length if length_penalty > 0 else length
-    return best_running / longest**length_penalty > worst_found
-
-
-@torch.no_grad()
-def beam_search(
-    step: StepFunction,
-    input_ids: Tensor,
-    max_new_tokens: int,
-    *,
-    num_beams: int,
-    length_penalty: float = 1.0,
-    eos_token_id: int | None = None,
-    pad_token_id: int = 0,
-) -> Tensor:
-    """Beam search: keep the ``num_beams`` most probable continuations of each row.
-
-    Each step extends every beam by every token, keeps the 2K best candidates per row, files
-    those ending in EOS (among the top K) as finished hypotheses scored
-    ``sum logprob / length ** length_penalty``, and continues with the K best others. A row is
-    done when it holds K finished hypotheses and no running beam can beat the worst of them; at
-    ``max_new_tokens`` the running beams count as hypotheses too. The best hypothesis wins.
-
-    The step function must have ``reorder(index)``: it is first called to repeat each row K
-    times (B -> B·K rows), then after every step to follow the surviving beams.
-
-    Args:
-        step: ``step(tokens (B', T)) -> logits (B', V)`` with ``reorder``.
-        input_ids: (B, T0) the prompt (for an encoder–decoder model: the start token).
-        max_new_tokens: at most this many tokens are appended.
-        num_beams: beams K per row; 1 gives the same tokens as greedy decoding.
-        length_penalty: > 0 favours longer hypotheses, < 0 shorter ones (Hugging Face's meaning).
-        eos_token_id: the token that finishes a hypothesis (None: all run to max_new_tokens).
-        pad_token_id: fills the positions after a hypothesis's EOS.
-
-    Returns:
-        (B, T0 + N) int64 ids: the prompt, then each row's best hypothesis, padded.
-
-    Raises:
-        ValueError: for a bad num_beams, input_ids or max_new_tokens, or a step function
-            without ``reorder``.
-
-    Example:
-        >>> class Step:  # next token = last + 1 (mod 5); a model's step also reorders caches
-        ...     def __call__(self, tokens):
-        ...         return torch.nn.functional.one_hot((tokens[:, -1] + 1) % 5, 5).float()
-        ...     def reorder(self, index):
-        ...         pass
-        >>> beam_search(Step(), torch.zeros(1, 1, dtype=torch.long), 3, num_beams=2).tolist()
-        [[0, 1, 2, 3]]
-    """
-    _check_common(input_ids, max_new_tokens)
-    _check_positive_int("num_beams", num_beams)
-    if not callable(getattr(step, "reorder", None)):
-        raise ValueError("beam search needs a step function with reorder(index)")
-    B, T0 = input_ids.shape
-    K, device = num_beams, input_ids.device
-    step.reorder(torch.arange(B, device=device).repeat_interleave(K))
-    seqs = input_ids.repeat_interleave(K, dim=0)  # (B·K, T0)
-    # Only the first copy of each row may start: otherwise the K identical beams would all
-    # pick the same best token.
-    scores = torch.full((B, K), float("-inf"), device=device)
-    scores[:, 0] = 0.0
-    scores = scores.view(-1)  # (B·K,)
-    items = list(range(B))  # the batch row of each group of K rows the step holds
-    found: list[list] = [[] for _ in range(B)]
-    for t in range(max_new_tokens):
-        length = t + 1
-        logprobs = step(seqs).float().log_softmax(dim=-1)  # (A·K, V)
-        V = logprobs.shape[-1]
-        cand = (scores[:, None] + logprobs).view(len(items), K * V)  # (A, K·V)
-        top_scores, top_idx = cand.topk(min(2 * K, K * V), dim=1)  # (A, 2K), best first
-        top_scores = top_scores.tolist()
-        beam, token = (top_idx // V).tolist(), (top_idx % V).tolist()
-        rows, tokens, kept_scores, kept_items = [], [], [], []
-        for a, b in enumerate(items):
-            chosen = []
-            for rank, s in enumerate(top_scores[a]):
-                if s == float("-inf") or len(chosen) == K:
-                    break
-                row = a * K + beam[a][rank]
-                if eos_token_id is not None and token[a][rank] == eos_token_id:
-                    if rank < K:
-                        hyp = torch.cat((seqs[row, T0:], seqs.new_tensor([eos_token_id])))
-                        _add_hypothesis(found[b], K, s / length**length_penalty, hyp)
-                else:
-                    chosen.append((row, token[a][rank], s))
-            if not chosen or (len(found[b]) == K and not _can_improve(
-                    chosen[0][2], found[b][-1][0], length, max_new_tokens, length_penalty)):
-                continue  # this row is done
-            chosen += [(chosen[-1][0], pad_token_id, float("-inf"))] * (K - len(chosen))
-            for row, tok, s in chosen:
-                rows.append(row)
-                tokens.append(tok)
-                kept_scores.append(s)
-            kept_items.append(b)
-        if not kept_items:
-            items = []
-            break
-        index = torch.tensor(rows, device=device)
-        step.reorder(index)
-        seqs = torch.cat((seqs[index], torch.tensor(tokens, device=device)[:, None]), dim=1)
-        scores = torch.tensor(kept_scores, device=device)
-        items = kept_items
-    generated = seqs.shape[1] - T0
-    for a, b in enumerate(items):  # out of steps: running beams are hypotheses too
-        for j in range(K):
-            s = float(scores[a * K + j])
-            if s > float("-inf"):
-                _add_hypothesis(found[b], K, s / generated**length_penalty, seqs[a * K + j, T0:])
-    best = [found[b][0][1] if found[b] else seqs.new_empty(0) for b in range(B)]
-    out = input_ids.new_full((B, max(len(h) for h in best)), pad_token_id)
-    for b, h in enumerate(best):
-        out[b, : len(h)] = h
-    return torch.cat((input_ids, out), dim=1)

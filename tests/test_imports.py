@@ -98,3 +98,21 @@ def test_the_cycle_finder_finds_a_planted_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
     assert _cycle(graph) == ["a", "b", "c", "a"]
     assert _cycle({"p": {"p.x"}, "p.x": {"p"}}) is None  # a submodule using its package
+
+
+MAX_FUNCTION_LINES = 60  # issue #9 "Done when": no function in the package over 60 lines
+
+
+def test_no_function_in_the_package_is_over_60_lines():
+    """Counted from ``def`` to the function's last line, docstring included (decorators not);
+    methods and nested functions count on their own (a nested one also counts in its parent)."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    where = path.relative_to(PACKAGE.parent)
+                    long.append(f"{where}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, (f"{len(long)} function(s) over {MAX_FUNCTION_LINES} lines:\n"
+                      + "\n".join(long))

@@ -43,11 +43,12 @@ import torch
 from torch.utils.data import Dataset
 
 from ..errors import UsageError
+from ..tokenizers import TOKENIZER_KINDS
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
            "TokenWindows", "TOKENIZERS", "SPLITS", "CORPUS_FILES"]
 
-TOKENIZERS = ("char", "word", "bpe")
+TOKENIZERS = TOKENIZER_KINDS  # the one registry of tokenizer kinds (attnlab.tokenizers)
 SPLITS = ("train", "val")
 CORPUS_FILES = ("train.bin", "val.bin", "tokenizer.json", "meta.json")  # what prepare writes
 CHUNK_CHARS = 1 << 20  # characters read at a time
@@ -242,33 +243,50 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str 
         >>> meta["train_tokens"] + meta["val_tokens"]
         380
     """
+    _check_options(paths, tokenizer, val_fraction)
+    out = Path(out_dir)
+    _check_out_dir(out, paths, force)
+    read_first: list[str] = []
+    total = _count_characters(paths, chunk_chars, read_first)
+    created = not out.exists()
+    try:
+        return _write_corpus(paths, out, tokenizer, vocab_size, val_fraction, chunk_chars, total,
+                             read_first)
+    except BaseException:
+        _remove_temporary(out, created)
+        raise
+
+
+_TEMPORARY = (".train.bin.tmp", ".val.bin.tmp", ".tokenizer.json.tmp")
+
+
+def _check_options(paths, tokenizer: str, val_fraction: float) -> None:
     if tokenizer not in TOKENIZERS:
         raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
     if not 0 < val_fraction <= 0.5:
         raise UsageError(f"val_fraction must be in (0, 0.5], got {val_fraction}")
     if not paths:
         raise UsageError("no input files given")
-    out = Path(out_dir)
-    _check_out_dir(out, paths, force)
-    total, read_first = 0, []
-    for _, text in iter_text_chunks(paths, chunk_chars, digests=read_first):
+
+
+def _count_characters(paths, chunk_chars: int, digests: list[str]) -> int:
+    """The first pass: the files' character count (UsageError if 0); ``digests`` receives the
+    SHA-256 of each file as read, to be compared with the second pass's."""
+    total = 0
+    for _, text in iter_text_chunks(paths, chunk_chars, digests=digests):
         total += len(text)
     if total == 0:
         raise UsageError(f"the input files hold no text: {', '.join(map(str, paths))}")
-    created = not out.exists()
-    try:
-        meta = _write_corpus(paths, out, tokenizer, vocab_size, val_fraction, chunk_chars, total,
-                             read_first)
-    except BaseException:
-        for name in _TEMPORARY:
-            (out / name).unlink(missing_ok=True)
-        if created and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()  # a refused prepare leaves nothing behind
-        raise
-    return meta
+    return total
 
 
-_TEMPORARY = (".train.bin.tmp", ".val.bin.tmp", ".tokenizer.json.tmp")
+def _remove_temporary(out: Path, created: bool) -> None:
+    """After a failed or refused prepare: its temporary files go, and ``out`` too if this
+    prepare created it and it is empty, so nothing is left behind."""
+    for name in _TEMPORARY:
+        (out / name).unlink(missing_ok=True)
+    if created and out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
 
 
 def _check_out_dir(out: Path, paths, force: bool) -> None:

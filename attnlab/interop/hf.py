@@ -170,18 +170,36 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
     from ..models.seq2seq import Seq2SeqTransformer
 
     if isinstance(model, Seq2SeqTransformer):
-        ids = {"bos_token_id": bos_token_id, "eos_token_id": eos_token_id,
-               "pad_token_id": pad_token_id}
-        given = [f"{k}={v!r}" for k, v in ids.items() if v is not None]
-        if given:
-            raise ValueError(f"to_hf: {', '.join(given)} is for a CausalLM; a "
-                             f"Seq2SeqTransformer exports its own pad_id, sos_id and eos_id")
-
+        _refuse_gpt2_ids(bos_token_id=bos_token_id, eos_token_id=eos_token_id,
+                         pad_token_id=pad_token_id)
         return seq2seq_to_marian(model)
     if not isinstance(model, CausalLM):
         raise ValueError(f"to_hf exports a CausalLM or a Seq2SeqTransformer, "
                          f"got {type(model).__name__}")
-    cfg = model.config
+    return _causal_lm_to_gpt2(model, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
+                              pad_token_id=pad_token_id)
+
+
+def _refuse_gpt2_ids(**ids: int | None) -> None:
+    """A Seq2SeqTransformer exports its own ids: refuse the CausalLM-only arguments by name."""
+    given = [f"{k}={v!r}" for k, v in ids.items() if v is not None]
+    if given:
+        raise ValueError(f"to_hf: {', '.join(given)} is for a CausalLM; a "
+                         f"Seq2SeqTransformer exports its own pad_id, sos_id and eos_id")
+
+
+def _causal_lm_to_gpt2(model: nn.Module, **ids: int | None):
+    """The ``GPT2LMHeadModel`` equivalent to a ``CausalLM`` (see ``to_hf``)."""
+    _check_gpt2_exportable(model.config)  # before the import: a refusal needs no transformers
+    from transformers import GPT2LMHeadModel
+
+    hf = GPT2LMHeadModel(_gpt2_config(model.config, **ids))
+    _copy_to_gpt2(model, hf)
+    return hf.train(model.training)
+
+
+def _check_gpt2_exportable(cfg) -> None:
+    """ValueError naming the first CausalLM setting GPT-2 cannot represent."""
     needs = {"norm_first": True, "positional": "learned", "bias": True}
     for key, value in needs.items():
         if cfg[key] != value:
@@ -190,37 +208,44 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
     if cfg["activation"] not in _ACT_TO_HF:
         raise ValueError(f"to_hf: activation {cfg['activation']!r} has no GPT-2 equivalent; "
                          f"supported: {', '.join(_ACT_TO_HF)}")
-    from transformers import GPT2Config, GPT2LMHeadModel
 
-    D = cfg["model_dim"]
-    config = GPT2Config(
-        vocab_size=cfg["vocab_size"], n_positions=cfg["max_len"], n_embd=D,
+
+def _gpt2_config(cfg, *, bos_token_id: int | None, eos_token_id: int | None,
+                 pad_token_id: int | None):
+    """The ``GPT2Config`` of a CausalLM's settings."""
+    from transformers import GPT2Config
+
+    return GPT2Config(
+        vocab_size=cfg["vocab_size"], n_positions=cfg["max_len"], n_embd=cfg["model_dim"],
         n_layer=cfg["num_layers"], n_head=cfg["num_heads"], n_inner=cfg["dim_feedforward"],
         activation_function=_ACT_TO_HF[cfg["activation"]], resid_pdrop=cfg["dropout"],
         embd_pdrop=cfg["dropout"], attn_pdrop=cfg["attention_dropout"],
         layer_norm_epsilon=cfg["layer_norm_eps"], tie_word_embeddings=cfg["tie_weights"],
         bos_token_id=bos_token_id, eos_token_id=eos_token_id, pad_token_id=pad_token_id)
-    hf = GPT2LMHeadModel(config)
+
+
+@torch.no_grad()
+def _copy_to_gpt2(model: nn.Module, hf) -> None:
+    """Copy a CausalLM's weights into a GPT2LMHeadModel of the same sizes (the inverse of
+    ``_gpt2_to_causal_lm``'s walk: Conv1D weights are (in, out), Q/K/V stacked in ``c_attn``)."""
     t = hf.transformer
-    with torch.no_grad():
-        _copy(t.wte.weight, model.token_embedding.weight)
-        _copy(t.wpe.weight, model.pos_encoding.embedding.weight)
-        for ours, theirs in zip(model.encoder.layers, t.h):
-            wq, wk, wv, bq, bk, bv = ours.self_attn.get_qkv()
-            _copy(theirs.attn.c_attn.weight, torch.cat([wq, wk, wv], 0).T)  # (D, 3D)
-            _copy(theirs.attn.c_attn.bias, torch.cat([bq, bk, bv]))
-            _copy(theirs.attn.c_proj.weight, ours.self_attn.o_proj.weight.T)
-            _copy(theirs.attn.c_proj.bias, ours.self_attn.o_proj.bias)
-            _copy(theirs.mlp.c_fc.weight, ours.linear_net[0].weight.T)
-            _copy(theirs.mlp.c_fc.bias, ours.linear_net[0].bias)
-            _copy(theirs.mlp.c_proj.weight, ours.linear_net[3].weight.T)
-            _copy(theirs.mlp.c_proj.bias, ours.linear_net[3].bias)
-            _copy_norm(theirs.ln_1, ours.norm1)
-            _copy_norm(theirs.ln_2, ours.norm2)
-        _copy_norm(t.ln_f, model.encoder.norm)
-        if not cfg["tie_weights"]:
-            _copy(hf.lm_head.weight, model.lm_head.weight)
-    return hf.train(model.training)
+    _copy(t.wte.weight, model.token_embedding.weight)
+    _copy(t.wpe.weight, model.pos_encoding.embedding.weight)
+    for ours, theirs in zip(model.encoder.layers, t.h):
+        wq, wk, wv, bq, bk, bv = ours.self_attn.get_qkv()
+        _copy(theirs.attn.c_attn.weight, torch.cat([wq, wk, wv], 0).T)  # (D, 3D)
+        _copy(theirs.attn.c_attn.bias, torch.cat([bq, bk, bv]))
+        _copy(theirs.attn.c_proj.weight, ours.self_attn.o_proj.weight.T)
+        _copy(theirs.attn.c_proj.bias, ours.self_attn.o_proj.bias)
+        _copy(theirs.mlp.c_fc.weight, ours.linear_net[0].weight.T)
+        _copy(theirs.mlp.c_fc.bias, ours.linear_net[0].bias)
+        _copy(theirs.mlp.c_proj.weight, ours.linear_net[3].weight.T)
+        _copy(theirs.mlp.c_proj.bias, ours.linear_net[3].bias)
+        _copy_norm(theirs.ln_1, ours.norm1)
+        _copy_norm(theirs.ln_2, ours.norm2)
+    _copy_norm(t.ln_f, model.encoder.norm)
+    if not model.config["tie_weights"]:
+        _copy(hf.lm_head.weight, model.lm_head.weight)
 
 
 # ---- BERT family ----------------------------------------------------------------------------

@@ -76,6 +76,68 @@ def _check_config(hf) -> None:
                          "(Seq2SeqTransformer's output layer has no bias)")
 
 
+class _FeatureWalk:
+    """Copies weights between our modules and Marian's in one direction, renaming the residual
+    features: ``out[..., j] = in[..., idx[j]]`` with ``idx = perm`` on import and ``perm⁻¹`` on
+    export (the same walk with the inverse index)."""
+
+    def __init__(self, D: int, *, to_marian: bool):
+        perm = _halves_to_interleaved(D)
+        self.to_marian = to_marian
+        self.idx = torch.argsort(perm) if to_marian else perm
+
+    def reads(self, w: Tensor) -> Tensor:  # (out, D): input columns read the residual stream
+        return w[:, self.idx]
+
+    def writes(self, w: Tensor) -> Tensor:  # (D, in) or (D,): output rows write it
+        return w[self.idx]
+
+    @staticmethod
+    def keep(w: Tensor) -> Tensor:
+        return w
+
+    def move(self, ours: Tensor, theirs: Tensor, f) -> None:
+        if self.to_marian:
+            _copy(theirs, f(ours))
+        else:
+            _copy(ours, f(theirs))
+
+    def linear(self, ours: nn.Linear, theirs: nn.Linear, weight, bias) -> None:
+        self.move(ours.weight, theirs.weight, weight)
+        self.move(ours.bias, theirs.bias, bias)
+
+    def norm(self, ours: nn.LayerNorm, theirs: nn.LayerNorm) -> None:
+        self.linear(ours, theirs, self.writes, self.writes)
+
+    def attention(self, ours, theirs) -> None:  # cross-attention K/V read the encoder's stream
+        projs = (theirs.q_proj, theirs.k_proj, theirs.v_proj)
+        if self.to_marian:
+            wq, wk, wv, bq, bk, bv = ours.get_qkv()  # each (D, D) / (D,)
+            for proj, w, b in zip(projs, (wq, wk, wv), (bq, bk, bv)):
+                _copy_linear(proj, self.reads(w), b)
+        else:
+            ours.set_qkv(*(self.reads(p.weight) for p in projs), *(p.bias for p in projs))
+        self.linear(ours.o_proj, theirs.out_proj, self.writes, self.writes)
+
+    def feedforward(self, ours, theirs) -> None:
+        self.linear(ours[0], theirs.fc1, self.reads, self.keep)
+        self.linear(ours[3], theirs.fc2, self.writes, self.writes)
+
+    def encoder_layer(self, ours, theirs) -> None:
+        self.attention(ours.self_attn, theirs.self_attn)
+        self.feedforward(ours.linear_net, theirs)
+        self.norm(ours.norm1, theirs.self_attn_layer_norm)
+        self.norm(ours.norm2, theirs.final_layer_norm)
+
+    def decoder_layer(self, ours, theirs) -> None:
+        self.attention(ours.self_attn, theirs.self_attn)
+        self.attention(ours.cross_attn, theirs.encoder_attn)
+        self.feedforward(ours.linear_net, theirs)
+        self.norm(ours.norm1, theirs.self_attn_layer_norm)
+        self.norm(ours.norm2, theirs.encoder_attn_layer_norm)
+        self.norm(ours.norm3, theirs.final_layer_norm)
+
+
 @torch.no_grad()
 def _copy_weights(model: nn.Module, hf, *, to_marian: bool, embed_scale: float = 1.0) -> None:
     """Copy every weight between ``model`` and ``hf``, renaming the residual features.
@@ -84,62 +146,20 @@ def _copy_weights(model: nn.Module, hf, *, to_marian: bool, embed_scale: float =
     (export): ``marian[..., i] = ours[..., perm⁻¹[i]]`` — the same walk with the inverse index.
     ``embed_scale`` divides Marian's token embeddings on import (√D when Marian does not scale).
     """
-    perm = _halves_to_interleaved(model.model_dim)
-    idx = torch.argsort(perm) if to_marian else perm  # out[..., j] = in[..., idx[j]]
-
-    def reads(w: Tensor) -> Tensor:  # (out, D): input columns read the residual stream
-        return w[:, idx]
-
-    def writes(w: Tensor) -> Tensor:  # (D, in) or (D,): output rows write it
-        return w[idx]
-
-    def keep(w: Tensor) -> Tensor:
-        return w
-
-    def move(ours: Tensor, theirs: Tensor, f) -> None:
-        if to_marian:
-            _copy(theirs, f(ours))
-        else:
-            _copy(ours, f(theirs))
-
-    def linear(ours: nn.Linear, theirs: nn.Linear, weight, bias) -> None:
-        move(ours.weight, theirs.weight, weight)
-        move(ours.bias, theirs.bias, bias)
-
-    def norm(ours: nn.LayerNorm, theirs: nn.LayerNorm) -> None:
-        linear(ours, theirs, writes, writes)
-
-    def attention(ours, theirs) -> None:  # cross-attention K/V read the encoder's stream
-        projs = (theirs.q_proj, theirs.k_proj, theirs.v_proj)
-        if to_marian:
-            wq, wk, wv, bq, bk, bv = ours.get_qkv()  # each (D, D) / (D,)
-            for proj, w, b in zip(projs, (wq, wk, wv), (bq, bk, bv)):
-                _copy_linear(proj, reads(w), b)
-        else:
-            ours.set_qkv(*(reads(p.weight) for p in projs), *(p.bias for p in projs))
-        linear(ours.o_proj, theirs.out_proj, writes, writes)
-
-    def feedforward(ours, theirs) -> None:
-        linear(ours[0], theirs.fc1, reads, keep)
-        linear(ours[3], theirs.fc2, writes, writes)
-
+    walk = _FeatureWalk(model.model_dim, to_marian=to_marian)
     enc, dec = hf.model.encoder, hf.model.decoder
-    move(model.src_embedding.weight, enc.embed_tokens.weight, lambda w: reads(w) / embed_scale)
-    move(model.tgt_embedding.weight, dec.embed_tokens.weight, lambda w: reads(w) / embed_scale)
+
+    def embedding(w: Tensor) -> Tensor:
+        return walk.reads(w) / embed_scale
+
+    walk.move(model.src_embedding.weight, enc.embed_tokens.weight, embedding)
+    walk.move(model.tgt_embedding.weight, dec.embed_tokens.weight, embedding)
     if model.output.weight is not model.tgt_embedding.weight:  # untied on our side
-        move(model.output.weight, hf.lm_head.weight, reads)
+        walk.move(model.output.weight, hf.lm_head.weight, walk.reads)
     for ours, theirs in zip(model.transformer.encoder.layers, enc.layers, strict=True):
-        attention(ours.self_attn, theirs.self_attn)
-        feedforward(ours.linear_net, theirs)
-        norm(ours.norm1, theirs.self_attn_layer_norm)
-        norm(ours.norm2, theirs.final_layer_norm)
+        walk.encoder_layer(ours, theirs)
     for ours, theirs in zip(model.transformer.decoder.layers, dec.layers, strict=True):
-        attention(ours.self_attn, theirs.self_attn)
-        attention(ours.cross_attn, theirs.encoder_attn)
-        feedforward(ours.linear_net, theirs)
-        norm(ours.norm1, theirs.self_attn_layer_norm)
-        norm(ours.norm2, theirs.encoder_attn_layer_norm)
-        norm(ours.norm3, theirs.final_layer_norm)
+        walk.decoder_layer(ours, theirs)
 
 
 def marian_to_seq2seq(hf) -> nn.Module:

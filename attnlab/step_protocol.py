@@ -1,0 +1,35 @@
+"""The step protocol every generating model speaks, and the argument checks every decoding
+loop shares (``attnlab.generation``'s greedy/sampled loops and ``attnlab.beam``).
+
+Shapes: B batch, T tokens so far, V vocabulary.
+
+Kept apart from both loops so that ``generation`` can re-export ``beam_search`` without the two
+modules importing each other (``tests/test_imports.py`` refuses import cycles).
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from torch import Tensor
+
+__all__ = ["StepFunction", "check_positive_int", "check_prompt"]
+
+
+class StepFunction(Protocol):
+    """``step(tokens (B, T)) -> logits (B, V)`` of the next token; optional ``reorder(index)``."""
+
+    def __call__(self, tokens: Tensor) -> Tensor: ...
+
+
+def check_positive_int(name: str, value) -> None:
+    """ValueError naming ``name`` unless ``value`` is an int >= 1 (a bool is not)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_prompt(input_ids: Tensor, max_new_tokens: int) -> None:
+    """ValueError unless ``input_ids`` is (B, T) with T >= 1 and ``max_new_tokens`` >= 1."""
+    if input_ids.ndim != 2 or input_ids.shape[1] < 1:
+        raise ValueError(f"input_ids must be (B, T) with T >= 1, got shape "
+                         f"{tuple(input_ids.shape)}")
+    check_positive_int("max_new_tokens", max_new_tokens)
