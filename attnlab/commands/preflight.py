@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..settings import flag
 
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_cluster",
            "check_memory", "has_checkpoint", "discard_unstarted", "available_memory",
@@ -27,10 +28,6 @@ __all__ = ["check_out", "resume_conflicts", "finished_message", "check_cluster",
 RESUMABLE = frozenset({"max_steps", "epochs", "early_stop", "threads", "checkpoint_every",
                        "val_every", "devices", "num_nodes", "strategy", "accelerator", "out",
                        "resume", "config"})
-
-
-def _flag(key: str) -> str:
-    return "--" + key.replace("_", "-")
 
 
 def check_out(out: str | Path, *, resume: bool) -> Path:
@@ -88,7 +85,7 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
             continue
         saved_value = saved.get(key, defaults.get(key))
         if not _same(key, value, saved_value):
-            differ.append(f"{_flag(key)} {value} (the run has {saved_value})")
+            differ.append(f"{flag(key)} {value} (the run has {saved_value})")
     if differ:
         raise UsageError(f"--resume: {'; '.join(differ)} — a run continues with the settings of "
                          f"{run_dir}/config.yaml: drop the flag, or start a new run with another --out")

@@ -228,7 +228,8 @@ def _after_failure(e: BaseException, cfg: dict[str, Any], run_dir: Path,
     signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
     name = signal.Signals(signum).name
     if removed or not preflight.has_checkpoint(run_dir):
-        gone = gone if removed else f"nothing to resume in {run_dir}"
+        gone = gone if removed else (f"{run_dir} has no checkpoint yet; the same command "
+                                     f"starts it again from step 0")
         return Interrupted(f"interrupted ({name}) before the first checkpoint; {gone}", signum)
     from ..training.engine import resume_command
 
