@@ -163,6 +163,8 @@ def _range_text(meta: dict, kind: type) -> str | None:
         return f"> {low:g}"
     if kind is int and low == 1:
         return "a positive integer"
+    if kind is int:
+        return f"an integer >= {int(low)}"
     return f">= {low:g}"
 
 

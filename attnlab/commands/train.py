@@ -94,9 +94,7 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
     validate_shared(cfg)
-    if task.model_settings():
-        check(task.model_config, cfg, only=task.model_settings())
-    task.validate(cfg)
+    task.check_settings(cfg)
     return cfg
 
 

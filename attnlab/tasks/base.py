@@ -1,8 +1,17 @@
 """The interface every ``attnlab train TASK`` implements.
 
-A task is a ``Task`` subclass in its own module under ``attnlab/tasks/`` and registered by name
-in ``attnlab/tasks/__init__.py``. Importing a task module must not import Lightning (the CLI
-builds every task's parser at start-up); import ``attnlab.training`` inside ``run`` only.
+A task is two modules under ``attnlab/tasks/``, registered by name in ``attnlab/tasks/__init__.py``:
+
+- the **spec**, ``NAME.py``: a ``Task`` subclass with the task's typed settings (``settings``,
+  a dataclass of ``attnlab.settings.setting`` fields, from which its flags, their help, defaults
+  and checks are generated), its ``defaults``, its cross-setting ``validate`` and its
+  ``memory_estimate``. It imports neither torch nor Lightning: the CLI builds every task's
+  parser at start-up, and a flag error is reported before torch is loaded.
+- the **runtime**, ``NAME_runtime.py`` (named by ``Task.runtime``): module-level functions
+  ``run(task, cfg, run_dir)``, ``load(task, run_dir, cfg)``, ``predict``, ``evaluate``,
+  ``attention_maps`` (and any command-specific ones), which the ``Task`` methods of the same
+  names call. It imports torch, the models and the data at the top; Lightning only inside
+  ``run`` (``predict``, ``evaluate`` and ``plot`` never load it).
 
 The CLI merges a task's configuration, later sources winning:
     SHARED_DEFAULTS  <  Task.defaults  <  --config YAML  <  flags given on the command line
@@ -17,7 +26,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..settings import TrainSettings, defaults, exposed
+from importlib import import_module
+
+from ..errors import UsageError
+from ..settings import TrainSettings, add_flags, check, defaults, exposed
 
 # Shared training flags and their defaults (docs/cli.md, "Train"),
 # read from their one declaration, ``attnlab.settings.TrainSettings``.
@@ -59,6 +71,10 @@ class Task:
             fields that the command line may set (``model_flags``).
         model_flags: the fields of ``model_config`` that are this task's flags; None: every
             field with ``flag=True`` that is not a shared training flag (``exposed``).
+        settings: the task's own typed settings (data files, sizes, ...): a dataclass of
+            ``attnlab.settings.setting`` fields; ``add_arguments`` makes one flag per field and
+            ``check_settings`` checks them, so a new task setting is one field plus its use.
+        runtime: the dotted name of the module holding the task's heavy half (see above).
     """
 
     name: str = ""
@@ -67,6 +83,8 @@ class Task:
     has_tokenizer: bool = False
     model_config: type | None = None
     model_flags: tuple[str, ...] | None = None
+    settings: type | None = None
+    runtime: str = ""
 
     def model_settings(self) -> tuple[str, ...]:
         """The names of the model-config fields this task's command line sets."""
@@ -75,12 +93,25 @@ class Task:
         return exposed(self.model_config) if self.model_flags is None else self.model_flags
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Add the task's own flags. Give them NO ``default=`` (the parser suppresses missing
-        flags so that --config can set them); put their defaults in ``self.defaults``."""
+        """Add the task's own flags: one per field of ``settings``. A flag declared by hand
+        must have NO ``default=`` (the parser suppresses missing flags so that --config can set
+        them); its default goes in ``self.defaults``."""
+        if self.settings is not None:
+            add_flags(parser.add_argument_group(f"{self.name} task"), self.settings)
+
+    def check_settings(self, cfg: dict[str, Any]) -> None:
+        """Check every typed setting of the task (its ``settings`` and the model fields it
+        exposes: type, range, choices), then what ``validate`` adds."""
+        if self.settings is not None:
+            check(self.settings, cfg)
+        if self.model_settings():
+            check(self.model_config, cfg, only=self.model_settings())
+        self.validate(cfg)
 
     def validate(self, cfg: dict[str, Any]) -> None:
-        """Check task-specific values before anything heavy runs; raise ``UsageError`` naming
-        the flag (shared flags are validated by the CLI already)."""
+        """Check what the typed settings cannot (one setting against another, the data files)
+        before anything heavy runs; raise ``UsageError`` naming the flag. Shared flags and
+        ``settings`` are checked already."""
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The large allocations a run with ``cfg`` will make, as (what, bytes) pairs, for
@@ -93,29 +124,40 @@ class Task:
         return [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
                  16 * params)]
 
+    # ---- the heavy half: functions of the runtime module ----------------------------------
+    def runtime_function(self, name: str):
+        """The runtime module's function ``name`` (imported on first use), or None."""
+        return getattr(import_module(self.runtime), name, None) if self.runtime else None
+
+    def _call(self, name: str, *args: Any, **kwargs: Any):
+        function = self.runtime_function(name)
+        if function is None:
+            raise NotImplementedError(f"task {self.name!r} has no `{name}`")
+        return function(self, *args, **kwargs)
+
     def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         """Train, test on the held-out split and write the run directory; return the metrics
         (the task's keys, as its docs page lists them; ``steps``, ``train_seconds``, ``parameters`` are added
         by ``attnlab.training.finish``)."""
-        raise NotImplementedError
+        return self._call("run", cfg, run_dir)
 
     def load(self, run_dir: Path, cfg: dict[str, Any]):
         """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
         Return the model, or ``(model, tokenizer)`` when the task has a tokenizer."""
-        raise NotImplementedError
+        return self._call("load", run_dir, cfg)
 
     def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
         """``attnlab predict DIR --input TEXT``: the prediction as one line of text."""
-        raise NotImplementedError(f"task {self.name!r} has no `predict`")
+        return self._call("predict", run_dir, cfg, text)
 
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
         """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run."""
-        raise NotImplementedError(f"task {self.name!r} has no `evaluate`")
+        return self._call("evaluate", run_dir, cfg, data)
 
     def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab plot attention DIR --input TEXT``: the attention of the trained model on
         ``text`` as (maps, x_labels, y_labels): a list of (H, T_q, T_k) tensors (one per layer),
         the T_k key labels and the T_q query labels (see ``attnlab.viz.plot_attention``)."""
-        from ..errors import UsageError
-
-        raise UsageError(f"task {self.name!r} has no attention plot")
+        if self.runtime_function("attention_maps") is None:
+            raise UsageError(f"task {self.name!r} has no attention plot")
+        return self._call("attention_maps", run_dir, cfg, text)
