@@ -156,7 +156,7 @@ def _range_text(meta: dict, kind: type) -> str | None:
     if below is not None and low is not None and kind is int:
         return f"in {int(low)}..{int(below) - 1}"
     if below is not None and low is not None:
-        return f"in [{low:g}, {below:g})"
+        return f"in {'(' if meta['above'] else '['}{low:g}, {below:g})"
     if low is None:
         return None
     if meta["above"]:

@@ -39,7 +39,7 @@ def bandwidth_gbs(mib: int = 256, repeats: int = 5) -> float:
 
 def _step_weights(model) -> list[tuple]:
     """(weight, bias) of every matrix product in one decoding step: each Linear, then the head."""
-    linears = [m for m in model.encoder.modules() if isinstance(m, torch.nn.Linear)]
+    linears = [m for m in model.decoder.modules() if isinstance(m, torch.nn.Linear)]
     return [(m.weight, m.bias) for m in linears] + [(model.lm_head.weight, None)]
 
 
@@ -143,7 +143,7 @@ def main() -> None:
     ours = from_hf(hf).eval()
     n = args.new_tokens
     weight_bytes = sum(p.numel() * p.element_size() for name, p in ours.named_parameters()
-                       if "pos_encoding" not in name)  # one position row is read per step
+                       if "positional_encoding" not in name)  # one position row is read per step
     bw = bandwidth_gbs()
     floor_ms = weight_bytes / (bw * 1e9) * 1e3
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "

@@ -116,3 +116,30 @@ def test_no_function_in_the_package_is_over_60_lines():
                     long.append(f"{where}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, (f"{len(long)} function(s) over {MAX_FUNCTION_LINES} lines:\n"
                       + "\n".join(long))
+
+
+def test_task_specs_are_light_and_a_flag_error_needs_no_torch():
+    """Every task's spec module (the one ``attnlab.tasks.TASKS`` names) imports neither torch,
+    numpy nor Lightning, so ``attnlab train TASK --help`` and a refused flag answer before
+    torch loads; the heavy half lives in the module ``Task.runtime`` names (issue #9 part 5)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from attnlab.tasks import TASKS, get_task\n"
+        "from attnlab.cli import main\n"
+        "for name in TASKS: get_task(name)\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'numpy', 'lightning'})\n"
+        "assert not heavy, f'importing the task specs loaded {heavy}'\n"
+        "try:\n"
+        "    main(['train', 'reverse', '--seq-len', '0'])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 2, e.code\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'numpy', 'lightning'})\n"
+        "assert not heavy, f'refusing a flag loaded {heavy}'\n"
+        "print('light')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "light", out.stderr[-2000:]
+    assert "--seq-len must be a positive integer, got 0" in out.stderr

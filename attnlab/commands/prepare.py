@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    from ..data.corpus import TOKENIZERS
+    from ..tokenizers import TOKENIZER_KINDS  # the one registry of tokenizer kinds
 
     p = sub.add_parser(
         "prepare", help="tokenise text files into memory-mapped token files for `train lm`",
@@ -17,7 +17,7 @@ def register(sub) -> None:
                    help="replace the prepared corpus already in DIR (only a directory holding "
                         "meta.json and nothing but the files prepare writes); runs trained on "
                         "the old corpus will then refuse to evaluate or resume")
-    p.add_argument("--tokenizer", choices=TOKENIZERS, default="char",
+    p.add_argument("--tokenizer", choices=tuple(TOKENIZER_KINDS), default="char",
                    help="char (default), word, or byte-level bpe")
     p.add_argument("--vocab-size", type=int, metavar="N",
                    help="vocabulary cap (char/word) or target size (bpe; default 1000)")

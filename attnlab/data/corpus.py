@@ -23,7 +23,9 @@ tokenizer.json's (which also covers corpora prepared before the digests existed)
 it when it starts and ``evaluate`` / ``--resume`` compare it (``attnlab.tasks.lm``). ``read_meta``
 also checks, cheaply, that the token files have the sizes meta.json states and that
 tokenizer.json is the one it names. The token files' digests in meta.json let a user verify the
-content in full (``sha256sum train.bin``) when they suspect a file was edited in place.
+content in full (``sha256sum train.bin``) when they suspect a file was edited in place. Both
+live in ``corpus_meta`` (no numpy, no torch: ``attnlab train`` checks --data with them before
+loading either) and are re-exported here.
 
 ``prepare`` never overwrites: a non-empty ``out_dir`` is refused unless ``force=True``
 (``attnlab prepare --force``), and even then only a directory that holds a prepared corpus
@@ -32,7 +34,6 @@ content in full (``sha256sum train.bin``) when they suspect a file was edited in
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,12 +45,13 @@ from torch.utils.data import Dataset
 
 from ..errors import UsageError
 from ..tokenizers import TOKENIZER_KINDS
+# the light half (no numpy, no torch), re-exported: ``from attnlab.data.corpus import read_meta``
+from .corpus_meta import SPLITS, corpus_identity, read_meta
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
            "TokenWindows", "TOKENIZERS", "SPLITS", "CORPUS_FILES"]
 
 TOKENIZERS = TOKENIZER_KINDS  # the one registry of tokenizer kinds (attnlab.tokenizers)
-SPLITS = ("train", "val")
 CORPUS_FILES = ("train.bin", "val.bin", "tokenizer.json", "meta.json")  # what prepare writes
 CHUNK_CHARS = 1 << 20  # characters read at a time
 BPE_FIT_CHARS = 1 << 13  # ... when fitting BPE (see _one_tokenizer_thread)
@@ -357,57 +359,6 @@ def _write_corpus(paths, out: Path, kind: str, vocab_size, val_fraction: float,
     (out / ".tokenizer.json.tmp").replace(out / "tokenizer.json")
     write_json(out / "meta.json", meta)
     return meta
-
-
-def read_meta(data_dir: str | Path, *, what: str = "--data") -> dict:
-    """``meta.json`` of a prepared directory, checked against the files next to it.
-
-    Cheap checks only (no pass over the token files): each token file's size is the token count
-    meta.json states, and tokenizer.json is the one meta.json's digest names (corpora prepared
-    before the digests existed are checked for sizes only).
-
-    Raises:
-        UsageError: naming the directory (and file) when meta.json is missing or unreadable,
-            or a file is missing or does not match it.
-    """
-    data_dir = Path(data_dir)
-    path = data_dir / "meta.json"
-    if not path.is_file():
-        raise UsageError(f"{what} {data_dir} is not a prepared corpus (no meta.json); "
-                         f"run `attnlab prepare FILE... --out {data_dir}`")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-        itemsize = np.dtype(meta["dtype"]).itemsize
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:
-        raise UsageError(f"{what} {path} is not a meta.json written by `attnlab prepare` "
-                         f"({type(e).__name__}: {e}); prepare the corpus again") from None
-    for split in SPLITS:
-        bin_path = data_dir / f"{split}.bin"
-        if not bin_path.is_file():
-            raise UsageError(f"{what} {data_dir} has no {split}.bin; prepare it again")
-        tokens = meta.get(f"{split}_tokens")
-        if isinstance(tokens, int) and bin_path.stat().st_size != tokens * itemsize:
-            raise UsageError(f"{what} {bin_path} holds {bin_path.stat().st_size // itemsize:,} "
-                             f"tokens but meta.json says {tokens:,}: the file was changed after "
-                             f"`attnlab prepare` wrote it; prepare the corpus again")
-    expected = (meta.get("sha256") or {}).get("tokenizer.json")
-    if expected:
-        from ..runs import file_digest
-
-        tok = data_dir / "tokenizer.json"
-        if not tok.is_file() or file_digest(tok) != expected:
-            state = "is missing" if not tok.is_file() else "is not the one meta.json names"
-            raise UsageError(f"{what} {tok} {state} (token ids mean nothing without their "
-                             f"tokeniser); prepare the corpus again")
-    return meta
-
-
-def corpus_identity(data_dir: str | Path) -> dict[str, str]:
-    """SHA-256 of a prepared corpus' meta.json and tokenizer.json: what a run records to know
-    later that the corpus is the one it was trained on (see the module docstring)."""
-    from ..runs import file_digest
-
-    return {name: file_digest(Path(data_dir) / name) for name in ("meta.json", "tokenizer.json")}
 
 
 class TokenWindows(Dataset):

@@ -104,8 +104,8 @@ def _gpt2_to_causal_lm(hf) -> nn.Module:
                      layer_norm_eps=c.layer_norm_epsilon)
     t = hf.transformer
     _copy(model.token_embedding.weight, t.wte.weight)
-    _copy(model.pos_encoding.embedding.weight, t.wpe.weight)
-    for ours, theirs in zip(model.encoder.layers, t.h):
+    _copy(model.positional_encoding.embedding.weight, t.wpe.weight)
+    for ours, theirs in zip(model.decoder.layers, t.h):
         wq, wk, wv = theirs.attn.c_attn.weight.T.split(D, dim=0)  # Conv1D (D, 3D) -> 3 × (D, D)
         bq, bk, bv = theirs.attn.c_attn.bias.split(D)
         ours.self_attn.set_qkv(wq, wk, wv, bq, bk, bv)
@@ -114,7 +114,7 @@ def _gpt2_to_causal_lm(hf) -> nn.Module:
         _copy_linear(ours.linear_net[3], theirs.mlp.c_proj.weight.T, theirs.mlp.c_proj.bias)
         _copy_norm(ours.norm1, theirs.ln_1)
         _copy_norm(ours.norm2, theirs.ln_2)
-    _copy_norm(model.encoder.norm, t.ln_f)
+    _copy_norm(model.decoder.norm, t.ln_f)
     if not model.config["tie_weights"]:
         _copy(model.lm_head.weight, hf.lm_head.weight)
     return model
@@ -230,8 +230,8 @@ def _copy_to_gpt2(model: nn.Module, hf) -> None:
     ``_gpt2_to_causal_lm``'s walk: Conv1D weights are (in, out), Q/K/V stacked in ``c_attn``)."""
     t = hf.transformer
     _copy(t.wte.weight, model.token_embedding.weight)
-    _copy(t.wpe.weight, model.pos_encoding.embedding.weight)
-    for ours, theirs in zip(model.encoder.layers, t.h):
+    _copy(t.wpe.weight, model.positional_encoding.embedding.weight)
+    for ours, theirs in zip(model.decoder.layers, t.h):
         wq, wk, wv, bq, bk, bv = ours.self_attn.get_qkv()
         _copy(theirs.attn.c_attn.weight, torch.cat([wq, wk, wv], 0).T)  # (D, 3D)
         _copy(theirs.attn.c_attn.bias, torch.cat([bq, bk, bv]))
@@ -243,7 +243,7 @@ def _copy_to_gpt2(model: nn.Module, hf) -> None:
         _copy(theirs.mlp.c_proj.bias, ours.linear_net[3].bias)
         _copy_norm(theirs.ln_1, ours.norm1)
         _copy_norm(theirs.ln_2, ours.norm2)
-    _copy_norm(t.ln_f, model.encoder.norm)
+    _copy_norm(t.ln_f, model.decoder.norm)
     if not model.config["tie_weights"]:
         _copy(hf.lm_head.weight, model.lm_head.weight)
 

@@ -208,9 +208,9 @@ def _check_exportable(model: nn.Module) -> str:
     """The Hugging Face name of the model's one activation; ValueError for what Marian lacks."""
     from ..nn import PositionalEncoding
 
-    if not isinstance(model.positional, PositionalEncoding):
+    if not isinstance(model.positional_encoding, PositionalEncoding):
         raise ValueError(f"to_hf: Marian needs positional='sinusoidal', this Seq2SeqTransformer "
-                         f"has {type(model.positional).__name__} (positional='learned')")
+                         f"has {type(model.positional_encoding).__name__} (positional='learned')")
     layers = [*model.transformer.encoder.layers, *model.transformer.decoder.layers]
     if any(layer.norm_first for layer in layers):
         raise ValueError("to_hf: Marian is post-LN and needs norm_first=False, this "
@@ -250,7 +250,7 @@ def seq2seq_to_marian(model: nn.Module):
         decoder_ffn_dim=enc_layer.linear_net[0].out_features, activation_function=activation,
         dropout=model.dropout.p, attention_dropout=enc_layer.self_attn.dropout,
         activation_dropout=enc_layer.linear_net[1].p,
-        max_position_embeddings=model.positional.max_len,
+        max_position_embeddings=model.positional_encoding.max_len,
         scale_embedding=True,  # attnlab always multiplies by √D
         pad_token_id=model.pad_id, decoder_start_token_id=model.sos_id,
         eos_token_id=model.eos_id, forced_eos_token_id=None)

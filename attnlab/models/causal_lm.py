@@ -8,7 +8,8 @@ H heads, hd head width, L layers.
 
 A "decoder-only" model is the encoder stack with a causal mask: there is no cross-attention, so
 ``attnlab.nn.TransformerEncoder(is_causal=True)`` is exactly GPT-2's stack and goes through the
-fused attention kernel's causal path.
+fused attention kernel's causal path. The model calls that stack ``decoder`` (what it is here);
+weights saved when it was ``encoder`` still load (``renamed.accept_old_names``).
 
 Generation keeps a key/value cache per layer, so each new token costs one position's work
 (O(T) attention) instead of re-running the whole sequence. Prompts of different lengths are
@@ -18,7 +19,7 @@ masked, so a padded batch gives each row what that row gives alone. The token lo
 ``lm_generation.py``; the one-token fast path is ``CausalLM.step`` over the stack's own ``step``.
 
 Positions come from ``attnlab.nn.POSITIONAL_KINDS``: the kind named by ``positional`` builds the
-module added to the token embeddings (``pos_encoding``, None for rotary and ALiBi) and the
+module added to the token embeddings (``positional_encoding``, None for rotary and ALiBi) and the
 positional parts of every attention (``pos_embeddings``, ``attn_bias``).
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ from torch import Tensor, nn
 from ..nn import KVCache, TransformerEncoder, capture, positional_kind
 from .configs import CausalLMConfig
 from .lm_generation import prepare, selector, stream_sliding, stream_tokens
+from .renamed import accept_old_names
 
 __all__ = ["CausalLM", "CausalLMConfig"]
 
@@ -93,12 +95,13 @@ class CausalLM(nn.Module):
         self.positional = positional
         self.token_embedding = nn.Embedding(vocab_size, model_dim)
         nn.init.normal_(self.token_embedding.weight, std=0.02)  # GPT-2's initialisation
-        self.pos_encoding = kind.input_module(model_dim, max_len)  # None: it acts in attention
+        # None for kinds that act in attention (rope, alibi)
+        self.positional_encoding = kind.input_module(model_dim, max_len)
         self.embed_dropout = nn.Dropout(dropout)
         if isinstance(num_heads, int) and num_heads > 0 and model_dim % num_heads:
             # checked before the attention does: the positional parts need the head width
             raise ValueError(f"model_dim ({model_dim}) must be divisible by num_heads ({num_heads})")
-        self.encoder = TransformerEncoder(
+        self.decoder = TransformerEncoder(
             num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
             dropout=dropout, norm_first=norm_first, activation=activation,
             layer_norm_eps=layer_norm_eps, bias=bias, attention_dropout=attention_dropout,
@@ -106,6 +109,8 @@ class CausalLM(nn.Module):
         self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
         if tie_weights:
             self.lm_head.weight = self.token_embedding.weight
+        # runs and checkpoints saved before #9's renames (weights under the old names)
+        accept_old_names(self, {"encoder": "decoder", "pos_encoding": "positional_encoding"})
 
     @classmethod
     def from_config(cls, config: CausalLMConfig) -> "CausalLM":
@@ -124,8 +129,8 @@ class CausalLM(nn.Module):
         ``positions`` is (T,) or (B, T); rotary and ALiBi models use them in attention instead.
         """
         x = self.token_embedding(input_ids)  # (B, T, D)
-        if self.pos_encoding is not None:
-            x = self.pos_encoding(x, positions=positions)
+        if self.positional_encoding is not None:
+            x = self.positional_encoding(x, positions=positions)
         return self.embed_dropout(x)
 
     def _check_ids(self, input_ids: Tensor) -> None:
@@ -150,7 +155,7 @@ class CausalLM(nn.Module):
         if positions is None:
             positions = torch.arange(T, device=input_ids.device)
         x = self.embed(input_ids, positions)
-        return self.encoder(x, mask, is_causal=True, cache=cache, positions=positions)
+        return self.decoder(x, mask, is_causal=True, cache=cache, positions=positions)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
                 positions: Tensor | None = None) -> Tensor:
@@ -171,7 +176,7 @@ class CausalLM(nn.Module):
     def get_attention_maps(self, input_ids: Tensor) -> list[Tensor]:
         """Every layer's causal attention weights on ``input_ids`` (B, T): L × (B, H, T, T),
         recorded by ``attnlab.nn.capture`` during one forward pass."""
-        names = [f"encoder.layers.{i}.self_attn" for i in range(len(self.encoder.layers))]
+        names = [f"decoder.layers.{i}.self_attn" for i in range(len(self.decoder.layers))]
         with capture(self, names) as cache:
             self.hidden_states(input_ids)
         return [cache[name] for name in names]
@@ -192,10 +197,10 @@ class CausalLM(nn.Module):
         """
         m = self._modules  # dict lookups, not nn.Module.__getattr__: a step is call-bound
         x = F.embedding(input_ids, m["token_embedding"]._parameters["weight"])  # (B, 1, D)
-        pos_encoding = m.get("pos_encoding")  # None (not a submodule) for rope and alibi
-        if pos_encoding is not None:
-            x = pos_encoding(x, positions=positions)
-        h = m["encoder"].step(x, cache, positions=positions, key_mask=key_mask)  # (B, 1, D)
+        positional_encoding = m.get("positional_encoding")  # None (not a submodule): rope, alibi
+        if positional_encoding is not None:
+            x = positional_encoding(x, positions=positions)
+        h = m["decoder"].step(x, cache, positions=positions, key_mask=key_mask)  # (B, 1, D)
         return F.linear(h[:, 0], m["lm_head"]._parameters["weight"])  # (B, V)
 
     # ---- generation ----------------------------------------------------------------------

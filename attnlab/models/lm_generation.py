@@ -98,7 +98,7 @@ class LMStep:
 
     def _prefill(self, ids: Tensor) -> Tensor:
         B, T0 = ids.shape
-        self.cache = self.model.encoder.make_cache()
+        self.cache = self.model.decoder.make_cache()
         h = self.model.hidden_states(ids, self.mask, cache=self.cache)  # (B, T0, D)
         for cache in self.cache:
             cache.reserve(self.total)

@@ -23,6 +23,7 @@ from ..nn import Transformer, capture, positional_kind
 from ..nn.positional import input_kinds
 from ..nn.cache import KVCache
 from .configs import Seq2SeqConfig
+from .renamed import accept_old_names
 
 __all__ = ["Seq2SeqTransformer", "Seq2SeqConfig"]
 
@@ -88,7 +89,7 @@ class Seq2SeqTransformer(nn.Module):
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, model_dim)
         for emb in (self.src_embedding, self.tgt_embedding):
             nn.init.normal_(emb.weight, std=model_dim**-0.5)
-        self.positional = kind.input_module(model_dim, max_len)
+        self.positional_encoding = kind.input_module(model_dim, max_len)
         self.dropout = nn.Dropout(dropout)
         self.transformer = Transformer(
             num_encoder_layers or num_layers, num_decoder_layers or num_layers,
@@ -98,6 +99,8 @@ class Seq2SeqTransformer(nn.Module):
         self.output = nn.Linear(model_dim, tgt_vocab_size, bias=False)
         if tie_embeddings:
             self.output.weight = self.tgt_embedding.weight
+        # runs saved before #9 named the positional module as the other models do
+        accept_old_names(self, {"positional": "positional_encoding"})
 
     @classmethod
     def from_config(cls, config: Seq2SeqConfig) -> "Seq2SeqTransformer":
@@ -114,7 +117,7 @@ class Seq2SeqTransformer(nn.Module):
         x = embedding(ids) * math.sqrt(self.model_dim)  # (B, T, D)
         positions = None if offset == 0 else torch.arange(offset, offset + ids.shape[1],
                                                           device=ids.device)
-        return self.dropout(self.positional(x, positions=positions))
+        return self.dropout(self.positional_encoding(x, positions=positions))
 
     def source_mask(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """The (B, 1, 1, S) key mask of the source: ``src_mask`` if given, else ``src != pad_id``.

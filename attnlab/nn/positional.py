@@ -139,7 +139,7 @@ class LearnedPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000) -> None:
         super().__init__()
-        self.max_len = max_len
+        self.d_model, self.max_len = d_model, max_len  # as in PositionalEncoding
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
@@ -147,6 +147,9 @@ class LearnedPositionalEncoding(nn.Module):
         positions = _positions(x, positions, self.max_len)
         rows = _lookup(self.embedding, positions, self.max_len)  # (T, D) or (B, T, D)
         return x + rows.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, max_len={self.max_len}"
 
 
 class RotaryEmbedding(nn.Module):

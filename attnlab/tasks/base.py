@@ -93,11 +93,13 @@ class Task:
         return exposed(self.model_config) if self.model_flags is None else self.model_flags
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Add the task's own flags: one per field of ``settings``. A flag declared by hand
+        """Add the task's own flags: one per field of ``settings`` that a command line may set
+        (not those declared ``flag=False``, which only a --config file sets). A flag declared by hand
         must have NO ``default=`` (the parser suppresses missing flags so that --config can set
         them); its default goes in ``self.defaults``."""
         if self.settings is not None:
-            add_flags(parser.add_argument_group(f"{self.name} task"), self.settings)
+            add_flags(parser.add_argument_group(f"{self.name} task"), self.settings,
+                      only=exposed(self.settings, besides=None))
 
     def check_settings(self, cfg: dict[str, Any]) -> None:
         """Check every typed setting of the task (its ``settings`` and the model fields it

@@ -1,13 +1,15 @@
-"""The data side of ``attnlab train translate``: splits, tokenisers and padded batches.
+"""The text side of ``attnlab train translate``: the pairs of each split, the language checks and
+the two tokenisers.
 
-Shapes: B batch, S source tokens, T target tokens (SOS ... EOS).
-
-Why a module of its own: ``translate.py`` holds the task (flags, checks, training, loading);
-this holds what turns text into tensors, which training, ``evaluate`` and ``translate`` all
-need: the built-in splits (numbers by num2words, dates by babel, test and validation items held
-out from the training stream), the splits of the user's ``--data``/``--test`` files, the choice
-and fitting of the two tokenisers (``TranslationTokenizers``), and the padded batches. Nothing
-here imports Lightning, so the commands that do not train stay free of it.
+Why a module of its own: the task's spec (``translate.py``) checks the languages and reads a
+``--data`` file before a run starts, and the runtime (``translate_runtime.py``) needs the same
+splits to train, to ``evaluate`` and to ``translate``; everything here works on text, so it
+needs no torch (the tensors are the runtime's). It holds the built-in splits (numbers by
+num2words, dates by babel, test and validation items held out from the training stream), the
+splits of the user's ``--data``/``--test`` files, the choice and fitting of the two tokenisers
+(``TranslationTokenizers``), and the spelling of digits. The spec imports it only inside
+``validate``: every ``attnlab`` command builds its parsers from the specs, and need not load
+num2words to do so.
 """
 from __future__ import annotations
 
@@ -16,14 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import Tensor
-
+from ..data.dates import DatePairs, check_locale, held_out_days
+from ..data.numbers import NumberPairs, check_language, held_out_numbers, spell
+from ..data.tables import check_digest, read_table
 from ..errors import UsageError
+from ..runs import check_data_files
+from ..tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
 
-__all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "pad", "encode_pairs",
-           "stream_batches", "padded_loader", "builtin_splits", "read_pairs", "file_splits",
-           "resolve_tokenizer", "fit_tokenizer"]
+__all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "check_languages", "builtin_splits",
+           "read_pairs", "file_splits", "evaluation_pairs", "spell_digits", "resolve_tokenizer",
+           "fit_tokenizer"]
 
 TARGET_TOKENIZER_FILE = "target_tokenizer.json"
 
@@ -33,7 +37,8 @@ class TranslationTokenizers:
     """The source and target tokenisers of a translation run.
 
     ``encode`` reads source text, ``decode`` writes target text; ``save(path)`` writes the
-    source tokeniser to ``path`` and the target one next to it as ``target_tokenizer.json``.
+    source tokeniser to ``path`` and the target one next to it as ``target_tokenizer.json``,
+    which ``TranslationTokenizers.load(path)`` reads back.
     """
 
     src: Any
@@ -49,51 +54,30 @@ class TranslationTokenizers:
         self.src.save(path)
         self.tgt.save(Path(path).with_name(TARGET_TOKENIZER_FILE))
 
-
-# ---- batches ----------------------------------------------------------------------------
-def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
-    """Right-pad lists of ids into a (B, L) int64 tensor."""
-    out = torch.full((len(seqs), max(1, max(map(len, seqs)))), pad_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
-    return out
-
-
-def encode_pairs(tok: TranslationTokenizers, pairs: list[tuple[str, str]]) -> tuple[Tensor, Tensor]:
-    """(src (B, S), tgt (B, T)) of text pairs; targets are wrapped in SOS ... EOS."""
-    src = tok.src.encode_batch([s for s, _ in pairs])
-    tgt = tok.tgt.encode_batch([t for _, t in pairs], add_special_tokens=True)
-    return pad(src), pad(tgt)
-
-
-def stream_batches(pairs, tok: TranslationTokenizers, batch_size: int, steps: int):
-    """``steps`` fresh training batches of a built-in dataset; batch number n (see
-    ``numbered_batches``: different on each DDP rank, and computed directly when a run
-    resumes) is drawn by its own generator, seeded from (seed, n)."""
-    from ..data import numbered_batches
-
-    return numbered_batches(lambda n: encode_pairs(
-        tok, pairs.sample(batch_size, seed=f"train/{pairs.seed}/{n}")), steps)
-
-
-def padded_loader(tok: TranslationTokenizers, pairs: list[tuple[str, str]], batch_size: int):
-    """A loader of ready-made padded batches (validation)."""
-    batches = [encode_pairs(tok, pairs[i : i + batch_size])
-               for i in range(0, len(pairs), batch_size)]
-    return torch.utils.data.DataLoader(batches, batch_size=None)
+    @classmethod
+    def load(cls, path: str | Path) -> TranslationTokenizers:
+        """The pair ``save(path)`` wrote (a run directory's ``tokenizer.json`` and its sibling)."""
+        return cls(load_tokenizer(path), load_tokenizer(Path(path).with_name(TARGET_TOKENIZER_FILE)))
 
 
 # ---- splits -----------------------------------------------------------------------------
+def check_languages(cfg: dict[str, Any]) -> None:
+    """``UsageError`` naming ``--src`` or ``--tgt`` when the built-in dataset cannot be written
+    in it (numbers: a num2words language; dates: a babel locale)."""
+    check = check_locale if cfg["dataset"] == "dates" else check_language
+    for key in ("src", "tgt"):
+        try:
+            check(str(cfg[key]))
+        except ValueError as e:
+            raise UsageError(f"--{key}: {e}") from None
+
+
 def builtin_splits(cfg: dict[str, Any]):
     """(endless training stream, validation pairs, test pairs) of the built-in dataset."""
     if cfg.get("dataset", "numbers") == "dates":
-        from ..data.dates import DatePairs, held_out_days
-
         test, val = held_out_days(cfg["test_size"], cfg["val_size"])
         stream = DatePairs(cfg["src"], cfg["tgt"], exclude=set(test) | set(val), seed=cfg["seed"])
     else:
-        from ..data.numbers import NumberPairs, held_out_numbers
-
         test, val = held_out_numbers(cfg["max_number"], cfg["test_size"], cfg["val_size"])
         stream = NumberPairs(cfg["src"], cfg["tgt"], cfg["max_number"],
                              exclude=set(test) | set(val), seed=cfg["seed"])
@@ -107,8 +91,6 @@ def read_pairs(path: str, cfg: dict[str, Any], what: str, *, pinned: bool = Fals
     ``pinned``: the file is the run's own ``--data``/``--test``, so its bytes must be the ones
     config.yaml's ``data_sha256`` recorded (when it has), else ``UsageError``: between the
     check at the start and this read, the file changed."""
-    from ..data.tables import check_digest, read_table
-
     columns = [cfg["src_column"], cfg["tgt_column"]]
     if columns[0] == columns[1]:  # the model would learn to copy its input
         raise UsageError(f"--src-column and --tgt-column are both {columns[0]!r}; they must name "
@@ -135,6 +117,30 @@ def file_splits(cfg: dict[str, Any]):
     return train, val, test
 
 
+def evaluation_pairs(cfg: dict[str, Any], data: str | None) -> list[tuple[str, str]]:
+    """The pairs ``attnlab evaluate`` scores: those of ``--data FILE`` when given, else the
+    run's own held-out test pairs (refused if the run's ``--data`` changed since it was
+    trained: the same seed would then hold out other rows)."""
+    if data is not None:
+        return read_pairs(data, cfg, "--data")
+    if cfg.get("data") is None:
+        return builtin_splits(cfg)[2]
+    check_data_files(cfg)
+    return file_splits(cfg)[2]
+
+
+def spell_digits(cfg: dict[str, Any], texts: list[str]) -> list[str]:
+    """With the built-in numbers, a text of digits ("342") is spelled in the source language.
+
+    Example:
+        >>> spell_digits({"src": "en"}, ["342", "seven"])
+        ['three hundred and forty-two', 'seven']
+    """
+    if cfg.get("data") is not None or cfg.get("dataset", "numbers") != "numbers":
+        return texts
+    return [spell(int(t), cfg["src"]) if t.strip().isdigit() else t for t in texts]
+
+
 # ---- tokenisers -------------------------------------------------------------------------
 def resolve_tokenizer(kind: str, texts: list[str], *, builtin: bool) -> str:
     """``auto``: words for built-in numbers written as several words (English: ~12 words, none
@@ -148,8 +154,6 @@ def resolve_tokenizer(kind: str, texts: list[str], *, builtin: bool) -> str:
 
 def fit_tokenizer(kind: str, texts: list[str], vocab_size: int):
     """A ``kind`` ("char", "word" or "bpe") tokeniser fit on ``texts``."""
-    from ..tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
-
     if kind == "bpe":
         return BPETokenizer.fit(texts, vocab_size=vocab_size)
     return {"char": CharTokenizer, "word": WordTokenizer}[kind].fit(texts)

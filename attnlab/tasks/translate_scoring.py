@@ -5,20 +5,31 @@ Shapes: B batch, S source tokens, T target tokens (SOS ... EOS).
 
 Why a module of its own: the end of training, ``attnlab evaluate`` and ``attnlab translate`` all
 decode texts and score them the same way, and none of them needs the task's flags or its
-training; ``translate.py`` holds the task. Nothing here imports Lightning (sacrebleu is imported
-only when scoring).
+training; ``translate_runtime.py`` holds those. Nothing here imports Lightning.
 """
 from __future__ import annotations
 
+import sacrebleu
 import torch
+from torch import Tensor
 
 from ..errors import UsageError
-from .translate_data import TranslationTokenizers, pad
+from .translate_data import TranslationTokenizers
 
-__all__ = ["BLEU_TOKENIZE", "translate_texts", "resolve_bleu_tokenize", "score",
-           "compute_test_metrics"]
+__all__ = ["pad", "translate_texts", "resolve_bleu_tokenize", "score", "compute_test_metrics"]
 
-BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")
+
+def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
+    """Right-pad lists of ids into a (B, L) int64 tensor (L: the longest, at least 1).
+
+    Example:
+        >>> pad([[5, 6, 7], [8]]).tolist()
+        [[5, 6, 7], [8, 0, 0]]
+    """
+    out = torch.full((len(seqs), max(1, max(map(len, seqs)))), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+    return out
 
 
 @torch.no_grad()
@@ -32,9 +43,10 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     """
     ids = tok.src.encode_batch(texts)
     longest = max(range(len(ids)), key=lambda i: len(ids[i]), default=None)
-    if longest is not None and len(ids[longest]) > model.positional.max_len:
+    max_len = model.config.max_len  # the positions the model's encoding has
+    if longest is not None and len(ids[longest]) > max_len:
         raise UsageError(f"text number {longest + 1} has {len(ids[longest])} tokens; this model "
-                         f"reads at most {model.positional.max_len}")
+                         f"reads at most {max_len}")
     order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(texts)
     if num_beams > 1:
@@ -50,7 +62,12 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
 
 def resolve_bleu_tokenize(refs: list[str], choice: str) -> str:
     """BLEU counts up to 4-grams of words: text of one or two words (German numbers are one
-    word) always scores 0, so ``auto`` counts characters there and words elsewhere."""
+    word) always scores 0, so ``auto`` counts characters there and words elsewhere.
+
+    Example:
+        >>> resolve_bleu_tokenize(["dreihundert", "zweitausendeins"], "auto")
+        'char'
+    """
     if choice != "auto":
         return choice
     words = sum(len(r.split()) for r in refs) / max(1, len(refs))
@@ -59,8 +76,6 @@ def resolve_bleu_tokenize(refs: list[str], choice: str) -> str:
 
 def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> dict[str, float]:
     """test_exact_match (fraction), test_bleu and test_chrf (sacrebleu, 0-100)."""
-    import sacrebleu
-
     exact = sum(h.strip() == r.strip() for h, r in zip(hyps, refs)) / max(1, len(refs))
     bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize=resolve_bleu_tokenize(refs, bleu_tokenize))
     chrf = sacrebleu.corpus_chrf(hyps, [refs])

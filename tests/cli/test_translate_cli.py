@@ -8,7 +8,9 @@ import torch
 from attnlab.cli import main
 from attnlab.runs import save_weights, write_yaml
 from attnlab.tasks import get_task
-from attnlab.tasks.translate import TranslateTask, TranslationTokenizers, _build_model
+from attnlab.tasks.translate import TranslateTask
+from attnlab.tasks.translate_data import TranslationTokenizers
+from attnlab.tasks.translate_runtime import build_model
 from attnlab.tokenizers import BPETokenizer, WordTokenizer
 
 
@@ -28,7 +30,7 @@ def run_dir(tmp_path_factory):
            "src_vocab_size": tok.src.vocab_size, "tgt_vocab_size": tok.tgt.vocab_size,
            "max_target_len": 12, "max_len": 64, "test_size": 50}
     torch.manual_seed(0)
-    save_weights(_build_model(cfg), out / "model.safetensors")
+    save_weights(build_model(cfg), out / "model.safetensors")
     tok.save(out / "tokenizer.json")
     write_yaml(out / "config.yaml", cfg)
     return out

@@ -26,8 +26,8 @@ def alibi_lm(**kw):
 
 def test_alibi_lm_has_no_position_table_and_trains():
     lm = alibi_lm()
-    assert lm.pos_encoding is None and lm.positional == "alibi"
-    assert all(isinstance(layer.self_attn.attn_bias, an.ALiBi) for layer in lm.encoder.layers)
+    assert lm.positional_encoding is None and lm.positional == "alibi"
+    assert all(isinstance(layer.self_attn.attn_bias, an.ALiBi) for layer in lm.decoder.layers)
     data = torch.arange(12).repeat(4, 3)[:, :33] % 41  # (4, 33) a repeating pattern
     opt = torch.optim.Adam(lm.parameters(), lr=3e-3)
     losses = []
@@ -77,7 +77,7 @@ def test_causal_lm_step_equals_last_position_of_forward(positional):
     lm = CausalLM(41, model_dim=32, num_heads=4, num_layers=2, max_len=64,
                   positional=positional).eval()
     ids = torch.randint(0, 41, (2, 9))
-    cache = lm.encoder.make_cache()
+    cache = lm.decoder.make_cache()
     with torch.no_grad():
         lm.hidden_states(ids[:, :6], cache=cache)
         for c in cache:

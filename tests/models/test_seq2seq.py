@@ -54,8 +54,8 @@ def test_forward_is_scaled_embeddings_plus_positions_through_the_transformer():
     model = tiny(tie_embeddings=False)
     src, tgt = padded_sources(), torch.tensor([[1, 4, 5], [1, 6, 0], [1, 7, 8]])
     d = 32
-    x_src = model.src_embedding(src) * math.sqrt(d) + model.positional.pe[:, :6]
-    x_tgt = model.tgt_embedding(tgt) * math.sqrt(d) + model.positional.pe[:, :3]
+    x_src = model.src_embedding(src) * math.sqrt(d) + model.positional_encoding.pe[:, :6]
+    x_tgt = model.tgt_embedding(tgt) * math.sqrt(d) + model.positional_encoding.pe[:, :3]
     mask = (src != 0)[:, None, None, :]
     h = model.transformer(x_src, x_tgt, mask)
     expected = h @ model.output.weight.T  # (B, T, V)

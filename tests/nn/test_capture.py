@@ -140,8 +140,8 @@ def test_capture_during_cached_generation_records_each_step():
     lm = CausalLM(30, model_dim=16, num_heads=4, num_layers=2, max_len=32).eval()
     ids = torch.randint(0, 30, (1, 4))
     plain = lm.generate(ids, 5)
-    with an.capture(lm, "encoder.layers.1.self_attn", accumulate=True) as cache:
+    with an.capture(lm, "decoder.layers.1.self_attn", accumulate=True) as cache:
         captured = lm.generate(ids, 5)
     assert torch.equal(captured, plain)
-    shapes = [tuple(w.shape) for w in cache["encoder.layers.1.self_attn"]]
+    shapes = [tuple(w.shape) for w in cache["decoder.layers.1.self_attn"]]
     assert shapes == [(1, 4, 4, 4)] + [(1, 4, 1, 4 + t) for t in range(1, 5)]

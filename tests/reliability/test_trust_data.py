@@ -235,7 +235,7 @@ def test_a_class_without_test_examples_is_named_on_stderr_and_in_metrics(tmp_pat
 def test_macro_f1_averages_over_classes_in_the_test_labels_or_the_predictions():
     import torch
 
-    from attnlab.tasks.classify import classes_without_examples, classification_metrics
+    from attnlab.tasks.classify_runtime import classes_without_examples, classification_metrics
 
     targets = torch.tensor([0, 0, 1, 1])
     perfect = classification_metrics(targets.clone(), targets, 3)

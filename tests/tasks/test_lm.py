@@ -11,7 +11,10 @@ import attnlab
 from attnlab.cli import main
 from attnlab.data.corpus import TokenWindows, prepare
 from attnlab.models import CausalLM
-from attnlab.tasks.lm import TASK, lm_metrics
+from attnlab.tasks.lm import TASKS
+from attnlab.tasks.lm_runtime import lm_metrics
+
+TASK = TASKS["lm"]
 
 TEXT = "abcabdabcabe " * 300 + "\n"
 TINY = ["--max-steps", "60", "--model-dim", "32", "--num-heads", "2", "--num-layers", "1",

@@ -5,7 +5,7 @@ import torch
 from attnlab.data import SequenceDataset, batch_loader, make_labels, pad_to_length
 from attnlab.errors import UsageError
 from attnlab.tasks import get_task
-from attnlab.tasks.sequence import parse_tokens, sequence_metrics
+from attnlab.tasks.sequence_runtime import parse_tokens, sequence_metrics
 
 
 def test_labels_reverse_copy_sort():
@@ -106,7 +106,7 @@ def test_validate_rejects_bad_task_flags():
     task = get_task("reverse")
     cfg = {**task.defaults, "num_categories": 1}
     with pytest.raises(UsageError, match="--num-categories"):
-        task.validate(cfg)
+        task.check_settings(cfg)
 
 
 def test_config_file_and_epochs_set_the_budget(tmp_path):

@@ -9,7 +9,8 @@ import torch
 import attnlab
 from attnlab.cli import main
 from attnlab.tasks import get_task
-from attnlab.tasks.translate import TranslationTokenizers, score
+from attnlab.tasks.translate_data import TranslationTokenizers
+from attnlab.tasks.translate_scoring import score
 
 TINY = ["--model-dim", "16", "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "32",
         "--batch-size", "16", "--warmup", "5", "--vocab-size", "270"]
@@ -139,7 +140,7 @@ def test_bad_flags_are_usage_errors(capsys, tmp_path, argv, needle):
 
 @pytest.mark.slow
 def test_plot_attention_shows_cross_attention_of_the_models_translation(number_run, tmp_path):
-    from attnlab.tasks.translate import cross_attention_maps
+    from attnlab.tasks.translate_runtime import cross_attention_maps
 
     out = tmp_path / "a.png"
     assert main(["plot", "attention", str(number_run), "--input", "12", "--out", str(out)]) == 0

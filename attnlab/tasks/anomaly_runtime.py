@@ -1,0 +1,213 @@
+"""The heavy half of ``attnlab train anomaly`` (the spec: ``attnlab.tasks.anomaly``): the digit
+sets, the set classifier, training, the test accuracy, the figures and the use of a trained run.
+
+The model is a ``SequenceClassifier`` with no positional encoding (a set has no order) and the
+per-element head: a score s_i per image, and softmax_i(s) over the set's positions picks the
+anomaly. Validation and test sets are fixed (the same in every run, whatever ``--seed`` is);
+every training set is new. Lightning is imported inside ``run`` only, matplotlib inside
+``plot_sets`` only, so ``predict`` and ``evaluate`` load neither.
+
+Shapes: N sets, T = set_size images per set, F = 64 pixel features, L layers, H heads.
+"""
+from __future__ import annotations
+
+import math
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader
+
+from ..data import numbered_batches
+from ..data.digits_sets import (NUM_FEATURES, DigitSets, digit_images, digit_labels, digit_pools,
+                                features_of)
+from ..errors import UsageError
+from ..models import SequenceClassifier
+from ..models.configs import SequenceClassifierConfig
+from ..runs import atomic_write, load_weights
+from ..viz import plot_attention
+from .base import Task, config_from_run
+
+__all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
+           "predict", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
+
+_VAL_SEED, _TEST_SEED = 1, 2  # fixed: every run is tested on the same sets
+
+
+def model_config_of(cfg: dict[str, Any]) -> SequenceClassifierConfig:
+    """The set classifier's config: the run's sizes, and what a set needs — 64 pixel features
+    per element, a score per element, no positional encoding (a set has no order).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> config = model_config_of(dict(SHARED_DEFAULTS))
+        >>> config.input_dim, config.head, config.positional
+        (64, 'element', 'none')
+    """
+    return config_from_run(SequenceClassifierConfig, cfg, input_dim=NUM_FEATURES, head="element",
+                           positional="none")
+
+
+def build_model(cfg: dict[str, Any]) -> SequenceClassifier:
+    """The set classifier the configuration describes (randomly initialised)."""
+    return SequenceClassifier.from_config(model_config_of(cfg))
+
+
+def fixed_sets(split: str, cfg: dict[str, Any]) -> DigitSets:
+    """The ``--val-sets`` validation or ``--test-sets`` test sets ("val" or "test"): drawn with
+    a fixed seed from their pool, the same in every run."""
+    n, seed = (cfg["val_sets"], _VAL_SEED) if split == "val" else (cfg["test_sets"], _TEST_SEED)
+    return DigitSets(digit_pools()[split], n, set_size=cfg["set_size"], seed=seed)
+
+
+@torch.no_grad()
+def anomaly_accuracy(model, cfg: dict[str, Any]) -> float:
+    """Fraction of the fixed test sets whose anomaly the model finds (plain torch)."""
+    x, targets = fixed_sets("test", cfg).materialize().tensors  # (N, T, 64), (N,)
+    model.eval()
+    preds = torch.cat([model.predict(chunk) for chunk in x.split(500)])
+    return float((preds == targets).float().mean())
+
+
+def _training_batches(cfg: dict[str, Any], steps: int):
+    """``steps`` batches of new training sets. Every training index is a new set (seeded by
+    --seed and the index): no set repeats. Batch number n holds sets n·B ... n·B + B - 1, so DDP
+    ranks draw different sets and a resumed run goes on with the sets an uninterrupted run would
+    have drawn next."""
+    B = cfg["batch_size"]
+    train = DigitSets(digit_pools()["train"], steps * B, set_size=cfg["set_size"],
+                      seed=cfg["seed"])
+
+    def batch(n: int):
+        xs, ts = zip(*(train[i] for i in range(n * B, n * B + B)))
+        return torch.stack(xs), torch.tensor(ts)  # (B, T, 64), (B,)
+
+    return numbered_batches(batch, steps)
+
+
+def run(task: Task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+    """Train on new sets for --max-steps (or --epochs of --train-sets), validating on the fixed
+    validation sets; then test and draw the figures."""
+    from ..training import finish, fit  # Lightning: here only, never for predict
+    from ..training.classifier import ClassifierModule
+
+    if cfg.get("epochs"):
+        cfg["max_steps"] = cfg["epochs"] * math.ceil(cfg["train_sets"] / cfg["batch_size"])
+    steps = cfg["max_steps"]
+    val_loader = DataLoader(fixed_sets("val", cfg).materialize(), batch_size=500)
+    model = build_model(cfg)
+    module = ClassifierModule(model, cfg, steps)
+    result = fit(module, _training_batches(cfg, steps), val_loader, cfg, run_dir, max_steps=steps,
+                 val_check_interval=cfg.get("val_every") or max(1, steps // 5))
+    metrics = {}
+    if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
+        metrics = {"test_accuracy": anomaly_accuracy(model, cfg)}
+        plot_figures(model, cfg, Path(run_dir))
+    return finish(cfg, run_dir, model, metrics, result)
+
+
+# ---- using a trained run (no Lightning) ----------------------------------------------------
+def load(task: Task, run_dir: Path, cfg: dict[str, Any]) -> SequenceClassifier:
+    """The trained set classifier of ``run_dir`` (eval mode)."""
+    model = build_model(cfg)
+    load_weights(model, Path(run_dir) / "model.safetensors")
+    return model.eval()
+
+
+def predict(task: Task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    """``--input`` is the indices of ``set_size`` images in ``load_digits()`` separated by
+    spaces; prints the position (0-based) of the anomaly."""
+    _, x = _parse_input(text, cfg)
+    return str(int(load(task, run_dir, cfg).predict(x)[0]))
+
+
+def attention_maps(task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
+    """``attnlab plot attention DIR --input "i1 ... iT"``: L × (H, T, T) maps, elements
+    labelled by their position and digit."""
+    indices, x = _parse_input(text, cfg)
+    labels = [f"{i}:{d}" for i, d in enumerate(digit_labels(indices))]
+    maps = load(task, run_dir, cfg).get_attention_maps(x)  # L × (1, H, T, T)
+    return [m[0] for m in maps], labels, labels
+
+
+def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+    """The test accuracy on the fixed test sets (the task takes no data file)."""
+    if data is not None:
+        raise UsageError("--data: the anomaly task is evaluated on its fixed test sets; "
+                         "it takes no data file")
+    return {"test_accuracy": anomaly_accuracy(load(task, run_dir, cfg), cfg)}
+
+
+def _parse_input(text: str, cfg: dict[str, Any]) -> tuple[list[int], torch.Tensor]:
+    """Image indices from ``--input`` and their features (1, T, 64); ``UsageError`` if bad."""
+    try:
+        indices = [int(t) for t in text.split()]
+    except ValueError:
+        raise UsageError(f"--input must be {cfg['set_size']} image indices (0..1796) "
+                         f"separated by spaces, got {text!r}") from None
+    if len(indices) < 2:
+        raise UsageError(f"--input needs at least 2 image indices, got {len(indices)}")
+    try:
+        return indices, features_of(indices)[None]  # (1, T, 64)
+    except ValueError as e:
+        raise UsageError(f"--input: {e}") from None
+
+
+# ---- figures -------------------------------------------------------------------------------
+@torch.no_grad()
+def plot_figures(model, cfg: dict[str, Any], run_dir: Path) -> None:
+    """``attention.png``: every layer's and head's attention on the first test set, elements
+    labelled by digit with the anomaly starred (``attnlab.viz``); ``sets.png``: test sets as
+    images next to the last layer's attention (``plot_sets``)."""
+    sets = fixed_sets("test", cfg)
+    x, target = sets[0]  # (T, 64), int
+    rows, _ = sets.draw(0)
+    labels = [f"{d}*" if j == target else str(d) for j, d in enumerate(sets.pool.labels[rows])]
+    model.eval()
+    pred = int(model.predict(x[None])[0])
+    plot_attention(model.get_attention_maps(x[None]), labels, labels, run_dir / "attention.png",
+                   title=f"anomaly (starred) at {target}, predicted {pred}")
+    plot_sets(model, cfg, run_dir / "sets.png")
+
+
+@torch.no_grad()
+def plot_sets(model, cfg: dict[str, Any], path: Path, *, num_sets: int = 3) -> None:
+    """Test sets (images in a row; true anomaly framed red, prediction titled) next to the
+    last layer's attention averaged over heads, the anomaly's column outlined: a working model
+    attends to (or away from) the odd one out."""
+    # matplotlib only when drawing (as in attnlab.viz): predict and evaluate never load it.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = fixed_sets("test", cfg)
+    T = cfg["set_size"]
+    fig = plt.figure(figsize=(T * 0.9 + 3.6, num_sets * 1.9), constrained_layout=True)
+    grid = fig.add_gridspec(num_sets, T + 3)
+    model.eval()
+    for r in range(num_sets):
+        x, target = sets[r]  # (T, 64), int
+        pred = int(model.predict(x[None])[0])
+        attention = model.get_attention_maps(x[None])[-1][0].mean(0)  # (T, T), heads averaged
+        for j, image in enumerate(digit_images(sets.digit_indices(r))):
+            ax = fig.add_subplot(grid[r, j])
+            ax.imshow(image, cmap="gray_r")
+            ax.set_xticks([]), ax.set_yticks([])
+            if j == target:
+                for spine in ax.spines.values():
+                    spine.set(color="red", linewidth=2.5)
+            if j == pred:
+                ax.set_title("predicted", fontsize=7, color="green" if pred == target else "red")
+        ax = fig.add_subplot(grid[r, T:])
+        ax.imshow(attention.numpy(), cmap="viridis", vmin=0)
+        ax.add_patch(plt.Rectangle((target - 0.5, -0.5), 1, T, fill=False, edgecolor="red",
+                                   lw=1.5))
+        ax.set_title(f"last-layer attention; anomaly = {target}", fontsize=7)
+        ax.set_xlabel("key (attended)", fontsize=7), ax.set_ylabel("query", fontsize=7)
+        ax.tick_params(labelsize=6)
+    buffer = BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write(path, buffer.getvalue())

@@ -1,0 +1,346 @@
+"""The heavy half of ``attnlab train classify`` (the spec is ``classify.py``): the tokeniser and
+the padded batches, the ``SequenceClassifier``, the metrics, and the module-level ``run``,
+``load``, ``predict``, ``evaluate`` and ``attention_maps`` that ``ClassifyTask``'s methods call.
+
+Batches are grouped by length so that little padding is computed: texts become ids (B, T)
+padded with id 0 (the model masks id 0); sets become features (B, T, F) zero-padded with a mask
+(B, T), True = a real element. Metrics on the test split: ``test_accuracy`` and
+``test_macro_f1`` (see ``classification_metrics``), a per-class table, and the classes that have
+no test example (``MISSING_KEY``).
+
+Imports torch, the model and the data at the top; Lightning only inside ``run``, so predict,
+evaluate and ``plot attention`` never load it.
+
+Shapes: B batch, T tokens (or a set's elements), F features per element, K classes.
+"""
+from __future__ import annotations
+
+import math
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from ..data.feature_sets import feature_stats, parse_set, standardise
+from ..data.resumable import ResumableBatches, shard
+from ..errors import UsageError
+from ..models import SequenceClassifier
+from ..models.configs import SequenceClassifierConfig
+from ..nn import padding_mask
+from ..runs import check_data_files, load_weights
+from ..tokenizers import TOKENIZER_KINDS, load_tokenizer
+from .base import config_from_run
+from .classify_data import check_labels, read_examples
+
+__all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches",
+           "collect_predictions", "classification_metrics", "per_class_table",
+           "classes_without_examples", "MISSING_KEY",
+           "run", "load", "predict", "evaluate", "attention_maps"]
+
+MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
+
+
+# ---- model ------------------------------------------------------------------------------------
+
+def model_config_of(cfg: dict[str, Any]) -> SequenceClassifierConfig:
+    """The ``SequenceClassifierConfig`` of a run's configuration (after ``run`` has added the
+    labels and the tokeniser's vocabulary, or the feature names of a feature-set run).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model_config_of({**SHARED_DEFAULTS, "labels": ["neg", "pos"], "max_len": 64,
+        ...                  "model_vocab_size": 300, "vocab_size": 10000}).vocab_size
+        300
+    """
+    inputs = ({"input_dim": len(cfg["feature_names"]), "vocab_size": None}
+              if cfg.get("set_column") else {"vocab_size": cfg["model_vocab_size"]})
+    return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg["labels"]), **inputs)
+
+
+def build_model(cfg: dict[str, Any]) -> SequenceClassifier:
+    """The ``SequenceClassifier`` a run's configuration describes (randomly initialised)."""
+    return SequenceClassifier.from_config(model_config_of(cfg))
+
+
+# ---- tokens and batches -----------------------------------------------------------------------
+
+def fit_tokenizer(cfg: dict[str, Any], texts: list[str]):
+    """The ``--tokenizer`` kind fit on ``texts`` (the training split only), at most
+    ``--vocab-size`` ids."""
+    return TOKENIZER_KINDS[cfg["tokenizer"]].fit(texts, vocab_size=cfg["vocab_size"])
+
+
+def encode(tokenizer, texts: list[str], max_len: int) -> list[list[int]]:
+    """Token ids of each text, cut to the first ``max_len``."""
+    return [ids[:max_len] for ids in tokenizer.encode_batch(texts)]
+
+
+def _length_grouped(lengths: list[int], batch_size: int, shuffle: bool, seed: int) -> list[list[int]]:
+    """Indices in batches of similar length: sorted by length within windows of 50 batches;
+    ``shuffle`` mixes the windows and the batch order (seeded) so training batches still vary."""
+    order = list(range(len(lengths)))
+    rng = random.Random(seed)
+    if shuffle:
+        rng.shuffle(order)
+    window = batch_size * 50
+    order = [i for w in range(0, len(order), window)
+             for i in sorted(order[w : w + window], key=lambda i: lengths[i])]
+    batches = [order[b : b + batch_size] for b in range(0, len(order), batch_size)]
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+def _pad_sets(sets: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(features (B, T, F) zero-padded, mask (B, T) True = a real element)."""
+    x = pad_sequence(sets, batch_first=True)  # (B, T, F)
+    mask = padding_mask(torch.tensor([len(s) for s in sets]))[:, 0, 0]  # (B, 1, 1, T) -> (B, T)
+    return x, mask
+
+
+def _pad_ids(ids: list[list[int]]) -> torch.Tensor:
+    """Token ids (B, T) padded with 0 to the longest of the batch."""
+    x = torch.zeros(len(ids), max(map(len, ids)), dtype=torch.long)  # (B, T), 0 = pad
+    for row, seq in enumerate(ids):
+        x[row, : len(seq)] = torch.tensor(seq)
+    return x
+
+
+def make_batches(ids: list, targets: list[int], batch_size: int, *,
+                 shuffle: bool = False, seed: int = 0) -> list[tuple[torch.Tensor, ...]]:
+    """Padded batches (ids (B, T) with pad 0, targets (B,)) of sequences of similar length —
+    or, when ``ids`` are feature sets ((T, F) tensors), (features (B, T, F) zero-padded,
+    mask (B, T) True = real element, targets (B,)).
+
+    Sorting by length within windows of 50 batches keeps padding small; ``shuffle`` mixes the
+    windows and the batch order (seeded) so training batches still vary.
+
+    Example:
+        >>> [x.tolist() for x, _ in make_batches([[5, 6], [7], [8, 9, 4]], [0, 1, 0], 2)]
+        [[[7, 0], [5, 6]], [[8, 9, 4]]]
+    """
+    out = []
+    for batch in _length_grouped([len(i) for i in ids], batch_size, shuffle, seed):
+        y = torch.tensor([targets[i] for i in batch])  # (B,)
+        if torch.is_tensor(ids[batch[0]]):  # feature sets
+            out.append((*_pad_sets([ids[i] for i in batch]), y))
+        else:
+            out.append((_pad_ids([ids[i] for i in batch]), y))
+    return out
+
+
+class _Batches(ResumableBatches):
+    """A new shuffle of the length-grouped training batches every epoch; resumable mid-epoch.
+    Under DDP each rank takes every world-th batch, all ranks the same count."""
+
+    def __init__(self, ids, targets, batch_size: int, seed: int) -> None:
+        super().__init__()
+        self.ids, self.targets, self.batch_size, self.seed = ids, targets, batch_size, seed
+
+    def epoch_batches(self, epoch: int, start: int):
+        batches = make_batches(self.ids, self.targets, self.batch_size, shuffle=True,
+                               seed=self.seed * 100_003 + epoch + 1)
+        rank, world = shard()
+        return batches[: len(batches) - len(batches) % world][rank::world][start:]
+
+    def __len__(self) -> int:
+        return self.num_batches // shard()[1]
+
+    @property
+    def num_batches(self) -> int:
+        """Batches per epoch over all ranks."""
+        return math.ceil(len(self.ids) / self.batch_size)
+
+
+def _targets(pairs, labels: list[str]) -> list[int]:
+    index = {label: i for i, label in enumerate(labels)}
+    return [index[lab] for _, lab in pairs]
+
+
+def _inputs(cfg, tokenizer, xs) -> list:
+    """Model inputs: token ids of texts, or feature sets standardised as in training."""
+    if cfg.get("set_column"):
+        return standardise(xs, cfg["feature_mean"], cfg["feature_std"])
+    return encode(tokenizer, xs, cfg["max_len"])
+
+
+def _test_batches(cfg, tokenizer, pairs):
+    return make_batches(_inputs(cfg, tokenizer, [x for x, _ in pairs]),
+                        _targets(pairs, cfg["labels"]), 256)
+
+
+# ---- metrics ----------------------------------------------------------------------------------
+
+@torch.no_grad()
+def collect_predictions(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
+    """(predictions (N,), targets (N,)) of ``(inputs, [mask,] targets)`` batches, in eval mode."""
+    model.eval()
+    preds, targets = zip(*((model.predict(*b[:-1]), b[-1]) for b in batches))
+    return torch.cat(preds), torch.cat(targets)
+
+
+def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
+    """``test_accuracy`` and ``test_macro_f1`` (torchmetrics' multiclass F1, macro average).
+
+    The macro average is the mean F1 over the classes that occur in ``targets`` or in
+    ``preds``: a class in neither has F1 = 0/0 and is left out (scikit-learn's ``f1_score``
+    does the same); a class with no test example that the model predicted anyway counts with
+    F1 0. So a class missing from the test split does not lower the score unless it is
+    predicted: ``classes_without_examples`` names such classes, which callers report.
+
+    Example:
+        >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
+        {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666865348816}
+    """
+    # Here, not at the top: torchmetrics loads scipy, matplotlib and transformers (1.7 s
+    # measured), which predict and plot, the commands that need no metric, should not pay for.
+    from torchmetrics.functional.classification import multiclass_f1_score
+
+    return {"test_accuracy": float((preds == targets).float().mean()),
+            "test_macro_f1": float(multiclass_f1_score(preds, targets, num_classes, average="macro"))}
+
+
+def classes_without_examples(targets: torch.Tensor, labels: list[str]) -> list[str]:
+    """The labels (of training) that no test example has, in ``labels`` order."""
+    support = torch.bincount(targets, minlength=len(labels))  # (K,)
+    return [label for label, n in zip(labels, support.tolist()) if n == 0]
+
+
+def _say_missing(missing: list[str], labels: list[str]) -> None:
+    """One line on stderr naming the classes that the test split does not measure."""
+    if missing:
+        names = ", ".join(map(repr, missing[:10])) + (", ..." if len(missing) > 10 else "")
+        print(f"warning: the test split has no example of {len(missing)} of the {len(labels)} "
+              f"classes ({names}): their support is 0 and their recall is not measured; "
+              f"test_macro_f1 leaves them out unless the model predicted them (then their F1 is "
+              f"0)", file=sys.stderr, flush=True)
+
+
+def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str]) -> str:
+    """Precision, recall, F1 and support of each class, as aligned text.
+
+    With the confusion matrix C (true, predicted): precision_k = C_kk / Σ_i C_ik,
+    recall_k = C_kk / Σ_j C_kj, F1_k = 2·precision·recall / (precision + recall).
+    """
+    k = len(labels)
+    confusion = torch.bincount(targets * k + preds, minlength=k * k).reshape(k, k)  # (true, pred)
+    tp = confusion.diag().float()
+    precision = tp / confusion.sum(0).clamp(min=1)
+    recall = tp / confusion.sum(1).clamp(min=1)
+    f1 = 2 * precision * recall / (precision + recall).clamp(min=1e-12)
+    width = max(5, *(len(label) for label in labels))
+    lines = [f"{'class':<{width}}  precision  recall      f1  support"]
+    for i, label in enumerate(labels):
+        lines.append(f"{label:<{width}}  {precision[i]:9.4f}  {recall[i]:6.4f}  {f1[i]:6.4f}  "
+                     f"{int(confusion[i].sum()):7d}")
+    return "\n".join(lines)
+
+
+def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """(the metrics of ``pairs``, with ``MISSING_KEY``; predictions (N,); targets (N,)); the
+    missing classes are named on stderr."""
+    preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, pairs))
+    missing = classes_without_examples(targets, cfg["labels"])
+    metrics = {**classification_metrics(preds, targets, len(cfg["labels"])), MISSING_KEY: missing}
+    return metrics, preds, targets
+
+
+# ---- the task's functions (ClassifyTask's methods call these) ---------------------------------
+
+def _prepare(cfg: dict[str, Any], splits: dict[str, Any]) -> tuple[Any, list]:
+    """Fit what training sets up from the training split, recording it in ``cfg`` (so that
+    config.yaml rebuilds the model): the labels, and the tokeniser (texts; its vocabulary size)
+    or the features' names, mean and std (sets). Returns (tokenizer or None, model inputs)."""
+    cfg["labels"] = sorted({lab for _, lab in splits["train"]})
+    tokenizer, xs = None, [x for x, _ in splits["train"]]
+    if cfg.get("set_column"):
+        cfg["feature_names"] = splits["features"]
+        cfg["feature_mean"], cfg["feature_std"] = feature_stats(xs)
+    else:
+        tokenizer = fit_tokenizer(cfg, xs)
+        cfg["model_vocab_size"] = tokenizer.vocab_size
+    return tokenizer, _inputs(cfg, tokenizer, xs)
+
+
+def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+    """Train on the splits ``task.validate`` read, test on the test split, write the run."""
+    from ..training import finish, fit  # Lightning: only when training
+    from ..training.classifier import ClassifierModule
+
+    splits = task.splits(cfg)
+    tokenizer, inputs = _prepare(cfg, splits)
+    train = _Batches(inputs, _targets(splits["train"], cfg["labels"]), cfg["batch_size"], cfg["seed"])
+    if cfg.get("epochs"):
+        cfg["max_steps"] = cfg["epochs"] * train.num_batches
+    val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
+                                             batch_size=None)
+    model = build_model(cfg)
+    module = ClassifierModule(model, cfg, cfg["max_steps"])
+    result = fit(module, train, val_loader, cfg, run_dir, max_steps=cfg["max_steps"],
+                 val_check_interval=cfg.get("val_every") or min(train.num_batches, cfg["max_steps"]))
+    if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
+        return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
+    scores, preds, targets = _test_metrics(cfg, model, tokenizer, splits["test"])
+    metrics = finish(cfg, run_dir, model, scores, result, tokenizer=tokenizer)
+    print(f"\ntest split, per class ({len(targets)} {'sets' if tokenizer is None else 'texts'}):\n"
+          f"{per_class_table(preds, targets, cfg['labels'])}")
+    sys.stdout.flush()
+    _say_missing(scores[MISSING_KEY], cfg["labels"])
+    return metrics
+
+
+def _load(run_dir: Path, cfg: dict[str, Any]):
+    """(model in eval mode, tokenizer); the tokenizer is None for feature sets."""
+    tokenizer = None if cfg.get("set_column") else load_tokenizer(Path(run_dir) / "tokenizer.json")
+    model = build_model(cfg)
+    load_weights(model, Path(run_dir) / "model.safetensors")
+    return model.eval(), tokenizer
+
+
+def load(task, run_dir: Path, cfg: dict[str, Any]):
+    """The trained model, with its tokenizer for texts: ``(model, tokenizer)``; a set run
+    has none, so the model alone."""
+    model, tokenizer = _load(run_dir, cfg)
+    return model if tokenizer is None else (model, tokenizer)
+
+
+def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    """The label of one text, or of one set written ``"x1,y1;x2,y2;..."``."""
+    model, tokenizer = _load(run_dir, cfg)
+    if tokenizer is None:
+        x = _inputs(cfg, None, [parse_set(text, cfg["feature_names"])])[0][None]  # (1, T, F)
+    else:
+        x = torch.tensor([encode(tokenizer, [text], cfg["max_len"])[0]])  # (1, T)
+    return cfg["labels"][int(model.predict(x)[0])]
+
+
+def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
+    """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
+    with cls pooling), every layer's (H, T, T) map."""
+    if cfg.get("set_column"):
+        raise UsageError("plot attention: a feature-set classify run has no tokens to label")
+    model, tokenizer = _load(run_dir, cfg)
+    ids = encode(tokenizer, [text], cfg["max_len"])[0]
+    labels = (["[CLS]"] if model.use_cls else []) + tokenizer.tokenize(text)[: len(ids)]
+    maps = model.get_attention_maps(torch.tensor([ids]))  # L x (1, H, T, T)
+    return [m[0] for m in maps], labels, labels
+
+
+def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+    """The test metrics on ``data`` (same columns), or on the run's test split (re-drawn with
+    its seed from the training files, refused if they changed since); the per-class table on
+    stderr."""
+    model, tokenizer = _load(run_dir, cfg)
+    if data is not None:
+        pairs, lines, path, _ = read_examples({**cfg, "data": data}, "data", cfg.get("feature_names"))
+        check_labels(pairs, lines, path, set(cfg["labels"]), "data")
+    else:
+        check_data_files(cfg)
+        pairs = task.splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
+    metrics, preds, targets = _test_metrics(cfg, model, tokenizer, pairs)
+    print(per_class_table(preds, targets, cfg["labels"]), file=sys.stderr)
+    _say_missing(metrics[MISSING_KEY], cfg["labels"])
+    return metrics

@@ -1,0 +1,238 @@
+"""The heavy half of ``attnlab train lm`` (the spec, settings and checks are ``attnlab.tasks.lm``):
+the prepared corpus and its token windows, the ``CausalLM``, training, and the uses of a trained
+run — ``predict`` (a greedy continuation), ``evaluate``, ``attention_maps`` and the prompt of
+``attnlab generate``.
+
+The metrics, shared by ``run`` and ``evaluate`` (``lm_metrics``, plain torch): over the N target
+tokens of the non-overlapping windows of val.bin (or of ``evaluate --data FILE``),
+
+    val_loss = -(1/N) Σ_t log p(x_{t+1} | x_1..x_t)   (nats),   val_perplexity = exp(val_loss).
+
+Only ``run`` imports Lightning (``attnlab.training``), so predict, evaluate and plot never load it.
+
+Shapes: B batch, T block size (context length), V vocabulary, L layers, H heads.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+from ..data import numbered_batches
+from ..data.corpus import TokenWindows, corpus_identity, encode_file, prepare, read_meta
+from ..data.tables import check_digest
+from ..errors import UsageError
+from ..models import CausalLM
+from ..runs import load_weights, pin_data_files, write_yaml
+from ..tokenizers import load_tokenizer
+from ..viz import lr_curve, plot_lr_schedule
+from .lm import check_corpus, model_config_of
+
+__all__ = ["build_model", "lm_metrics", "random_windows", "corpus_dir", "pin_corpus",
+           "split_windows", "figures", "run", "load", "encode_prompt", "predict", "evaluate",
+           "attention_maps"]
+
+
+def build_model(cfg: dict[str, Any]) -> CausalLM:
+    """The ``CausalLM`` a run's configuration describes (``attnlab.tasks.lm.model_config_of``).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> build_model({**SHARED_DEFAULTS, "vocab_size": 70, "block_size": 32}).max_len
+        32
+    """
+    return CausalLM.from_config(model_config_of(cfg))
+
+
+@torch.no_grad()
+def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None) -> dict[str, float]:
+    """``val_loss`` (mean next-token cross-entropy, nats) and ``val_perplexity`` = exp(val_loss)
+    over the first ``max_batches`` batches of ``windows`` (a ``TokenWindows``), every token
+    weighted equally (a short last batch counts by its tokens, not as a whole batch)."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    n = len(windows) if max_batches is None else min(len(windows), max_batches * batch_size)
+    for start in range(0, n, batch_size):
+        inputs, targets = (torch.stack(t) for t in zip(*(windows[i] for i in
+                                                          range(start, min(start + batch_size, n)))))
+        logits = model(inputs)  # (B, T, V)
+        total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
+        count += targets.numel()
+    model.train(was_training)
+    loss = total / count
+    return {"val_loss": loss, "val_perplexity": math.exp(min(loss, 700.0))}  # exp(>709) overflows
+
+
+def random_windows(windows, batch_size: int, steps: int, seed: int):
+    """``steps`` training batches of windows drawn anywhere in the corpus (with replacement).
+
+    Batch number n (see ``numbered_batches``) is drawn by a generator seeded from (seed, n): the
+    DDP ranks see different windows, and a resumed run goes on with the batches it had not seen.
+    """
+    def batch(n: int):
+        g = torch.Generator().manual_seed(seed * 1_000_003 + n)
+        xs, ys = zip(*(windows[int(i)] for i in torch.randint(len(windows), (batch_size,),
+                                                               generator=g)))
+        return torch.stack(xs), torch.stack(ys)  # (B, T), (B, T)
+
+    return numbered_batches(batch, steps)
+
+
+# ---- the corpus -----------------------------------------------------------------------------
+def corpus_dir(cfg: dict[str, Any], run_dir: Path) -> Path:
+    """The prepared corpus: --data itself, or RUN_DIR/data prepared from a text file."""
+    data = Path(cfg["data"])
+    if data.is_dir():
+        return data
+    out = Path(run_dir) / "data"
+    if not (out / "meta.json").is_file():
+        print(f"preparing {data} -> {out} ({cfg['tokenizer']} tokenizer)", flush=True)
+        # force: RUN_DIR/data is the run's own; it replaces what a killed prepare left there
+        prepare([data], out, tokenizer=cfg["tokenizer"], vocab_size=cfg.get("vocab_size"),
+                force=True)
+    return out
+
+
+def pin_corpus(cfg: dict[str, Any], run_dir: Path, data_dir: Path) -> None:
+    """Record, when the run starts, what it trains on; on ``--resume``, refuse a change.
+
+    A prepared corpus is identified by the SHA-256 of its meta.json and tokenizer.json
+    (``corpus_sha256`` in config.yaml): meta.json holds the digests ``prepare`` computed of
+    the token files while writing them, so two small files stand for a corpus of any size
+    and ``evaluate`` stays fast (``attnlab.data.corpus``). A text file given as --data is
+    also recorded in ``data_sha256``, as classify records its file, and must be the text
+    RUN_DIR/data was prepared from. config.yaml is written again here, so that a run
+    killed before it finishes has the digests too.
+    """
+    if cfg.get("resume") and cfg.get("corpus_sha256"):
+        check_corpus(cfg, data_dir, "resume")
+    else:
+        cfg["corpus_sha256"] = corpus_identity(data_dir)
+    prepared_from = read_meta(data_dir).get("files_sha256") or [None]
+    if Path(cfg["data"]).is_file() and prepared_from[0]:  # prepare read the text recorded
+        check_digest(cfg["data"], prepared_from[0], cfg["data_sha256"]["data"], what="--data")
+    write_yaml(Path(run_dir) / "config.yaml", cfg)
+
+
+def split_windows(cfg: dict[str, Any], split: str, *, stride: int | None = None) -> TokenWindows:
+    """The windows of --block-size + 1 tokens of the run's ``split`` ("train" or "val"), every
+    ``stride`` tokens (default: --block-size, windows that do not overlap)."""
+    path = Path(cfg["data_dir"]) / f"{split}.bin"
+    if not path.is_file():
+        raise UsageError(f"{path} not found: the prepared corpus of this run moved or was "
+                         f"deleted (data_dir in config.yaml)")
+    return TokenWindows(path, cfg["block_size"], dtype=cfg["dtype"], stride=stride)
+
+
+# ---- training -------------------------------------------------------------------------------
+def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+    """Prepare (or check) the corpus, train, measure ``val_loss``/``val_perplexity`` and write
+    the run directory (``Task.run``)."""
+    from ..training import finish, fit  # Lightning: imported by training only
+    from ..training.lm import LMModule
+
+    tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
+    train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
+    B, max_steps = cfg["batch_size"], cfg["max_steps"]
+    if cfg.get("epochs"):  # an epoch: every token seen once, in non-overlapping windows
+        max_steps = cfg["epochs"] * max(1, train_tokens // (cfg["block_size"] * B))
+    model = build_model(cfg)
+    val_every = cfg.get("val_every")
+    result = fit(LMModule(model, cfg, max_steps), random_windows(train, B, max_steps, cfg["seed"]),
+                 DataLoader(val, batch_size=B), cfg, run_dir, max_steps=max_steps,
+                 val_check_interval=min(val_every, max_steps) if val_every else None,
+                 limit_val_batches=cfg["val_batches"])
+    metrics = {}
+    if result.is_global_zero:
+        metrics = lm_metrics(model, val, B, cfg["val_batches"])
+        figures(cfg, run_dir, result.steps, max_steps)
+    return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
+
+
+def _corpus_of_run(cfg: dict[str, Any], run_dir: Path):
+    """Pin --data, prepare it if it is a text file, pin the corpus, and add to ``cfg`` what
+    config.yaml needs from it (``data_dir``, ``vocab_size``, ``dtype``). Returns the tokenizer
+    and train.bin's token count."""
+    if Path(cfg["data"]).is_file():  # before preparing: a resumed run refuses a changed file
+        pin_data_files(cfg, ("data",))
+    data_dir = corpus_dir(cfg, run_dir)
+    pin_corpus(cfg, run_dir, data_dir)
+    meta = read_meta(data_dir)
+    cfg.update(data_dir=str(data_dir.resolve()), vocab_size=meta["vocab_size"],
+               dtype=meta["dtype"])
+    return load_tokenizer(data_dir / "tokenizer.json"), meta["train_tokens"]
+
+
+def figures(cfg: dict[str, Any], run_dir: Path, steps: int, max_steps: int) -> None:
+    """lr_schedule.png: the learning rate over the run (the step it stopped at marked)."""
+    curve = lr_curve(cfg["schedule"], warmup=cfg["warmup"], max_iters=max_steps,
+                     d_model=cfg["model_dim"], lr=cfg["lr"])
+    plot_lr_schedule({cfg["schedule"]: curve}, Path(run_dir) / "lr_schedule.png",
+                     mark_step=steps if steps < max_steps else None)
+
+
+# ---- using a trained run (no Lightning) -----------------------------------------------------
+def load(task, run_dir: Path, cfg: dict[str, Any]):
+    """The trained ``CausalLM`` (eval mode) and its tokenizer (``Task.load``)."""
+    model = build_model(cfg)
+    load_weights(model, Path(run_dir) / "model.safetensors")
+    return model.eval(), load_tokenizer(Path(run_dir) / "tokenizer.json")
+
+
+def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:
+    """The token ids of ``text``; ``UsageError`` naming ``what`` if it encodes to none."""
+    ids = tokenizer.encode(text)
+    if not ids:
+        raise UsageError(f"{what} is empty; give some text to continue")
+    return ids
+
+
+def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    """The greedy continuation of ``text`` (``predict_tokens`` tokens), on one line."""
+    model, tokenizer = load(task, run_dir, cfg)
+    ids = encode_prompt(task, tokenizer, text, what="--input")
+    n = min(cfg["predict_tokens"], model.max_len - 1)
+    ids = ids[-(model.max_len - n):]  # the prompt's end, so that prompt + continuation fit
+    out = model.generate(torch.tensor([ids]), n, eos_token_id=tokenizer.eos_id)  # (1, T)
+    return tokenizer.decode(out[0, len(ids):].tolist()).replace("\n", " ")
+
+
+def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+    """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE)."""
+    model, tokenizer = load(task, run_dir, cfg)
+    if data is not None:
+        return _file_metrics(model, tokenizer, Path(data), cfg)
+    if cfg.get("corpus_sha256"):  # the corpus is the one trained on (pin_corpus)
+        check_corpus(cfg, Path(cfg["data_dir"]), "evaluate")
+        read_meta(cfg["data_dir"])  # and val.bin has the size its meta.json states
+    return lm_metrics(model, split_windows(cfg, "val"), cfg["batch_size"], cfg["val_batches"])
+
+
+def _file_metrics(model, tokenizer, path: Path, cfg: dict[str, Any]) -> dict[str, float]:
+    """val_loss/val_perplexity over non-overlapping windows of a text file, encoded chunk by
+    chunk into a temporary token file and read through a memory map (any size of file)."""
+    if not path.is_file():
+        raise UsageError(f"--data: file not found: {path}")
+    with tempfile.TemporaryDirectory(prefix="attnlab-eval-") as tmp:
+        tokens = Path(tmp) / "tokens.bin"
+        n = encode_file([path], tokenizer, tokens, dtype=cfg["dtype"])
+        if n < 2:
+            raise UsageError(f"--data {path} holds fewer than 2 tokens")
+        windows = TokenWindows(tokens, min(cfg["block_size"], n - 1), dtype=cfg["dtype"])
+        return lm_metrics(model, windows, cfg["batch_size"])
+
+
+def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
+    """``attnlab plot attention`` on an lm run: the causal maps over the tokens of ``text``
+    (its first T tokens), labelled by the text of each token."""
+    model, tokenizer = load(task, run_dir, cfg)
+    ids = encode_prompt(task, tokenizer, text, what="--input")[: model.max_len]
+    maps = [m[0] for m in model.get_attention_maps(torch.tensor([ids]))]  # L × (H, T, T)
+    labels = [tokenizer.decode([i]) or "·" for i in ids]
+    return maps, labels, labels

@@ -1,0 +1,200 @@
+"""The heavy half of ``attnlab train reverse|copy|sort`` (the spec: ``attnlab.tasks.sequence``):
+data, model, training, test metrics, figures and the use of a trained run.
+
+Training uses ``attnlab.training.TransformerPredictor`` (Lightning, imported inside ``run``
+only); everything else — ``load``, ``predict``, ``evaluate``, the attention maps — uses the
+pure-torch ``attnlab.models.predictor.ElementPredictor`` with the same state dict, so it never
+imports Lightning. Test metrics are computed by ``sequence_metrics``, shared by ``run`` and
+``evaluate``. Each function takes the ``SequenceTask`` first: its ``name`` says which labels
+(reverse, copy or sort) the data carry.
+
+Shapes: N sequences, T = seq_len, C = num_categories, L layers, H heads.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data import SequenceDataset, batch_loader, make_labels, pad_to_length
+from ..errors import UsageError
+from ..models.configs import ElementPredictorConfig
+from ..models.predictor import ElementPredictor
+from ..runs import load_weights
+from ..viz import lr_curve, plot_attention, plot_lr_schedule
+from .base import Task, config_from_run
+
+__all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
+           "figures", "load", "predict", "evaluate", "attention_maps"]
+
+
+def model_config_of(cfg: dict[str, Any]) -> ElementPredictorConfig:
+    """The ``ElementPredictorConfig`` of a run's configuration: one-hot symbols in, a class per
+    position out (both ``--num-categories``).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model_config_of({**SHARED_DEFAULTS, "num_categories": 12}).num_classes
+        12
+    """
+    C = cfg["num_categories"]
+    return config_from_run(ElementPredictorConfig, cfg, input_dim=C, num_classes=C)
+
+
+def build_model(cfg: dict[str, Any]) -> ElementPredictor:
+    """The pure-torch ``ElementPredictor`` a run's configuration describes (randomly
+    initialised); training builds ``TransformerPredictor`` from the same config."""
+    return ElementPredictor.from_config(model_config_of(cfg))
+
+
+def parse_tokens(text: str, num_categories: int, seq_len: int, *,
+                 what: str = "--input") -> list[int]:
+    """Tokens separated by spaces -> symbols; ``UsageError`` naming a bad token or length.
+
+    Example:
+        >>> parse_tokens(" 3 1  4 ", 10, 16)
+        [3, 1, 4]
+    """
+    tokens = text.split()
+    if not tokens:
+        raise UsageError(f"{what} is empty; give up to {seq_len} symbols separated by spaces")
+    symbols = []
+    for token in tokens:
+        if not (token.isdigit() and int(token) < num_categories):
+            raise UsageError(f"{what}: token {token!r} is not a symbol of this model "
+                             f"(integers 0..{num_categories - 1})")
+        symbols.append(int(token))
+    if len(symbols) > seq_len:
+        raise UsageError(f"{what} has {len(symbols)} tokens; this model takes at most "
+                         f"--seq-len {seq_len} (the token past the end is {tokens[seq_len]!r})")
+    return symbols
+
+
+@torch.no_grad()
+def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
+                     lengths: torch.Tensor | None = None, *,
+                     prefix: str = "test_") -> dict[str, float]:
+    """Token and whole-sequence accuracy of ``model`` on inputs/labels (N, T).
+
+    With ``lengths`` (N,), only the first lengths[i] output positions of row i count (inputs of
+    a shorter sequence padded by ``pad_to_length``).
+    """
+    predictions = model.predict(inputs)  # (N, T)
+    correct = predictions == labels  # (N, T)
+    if lengths is None:
+        lengths = torch.full((len(inputs),), inputs.shape[1])
+    counted = torch.arange(inputs.shape[1])[None, :] < lengths[:, None]  # (N, T)
+    token = (correct & counted).sum() / counted.sum()
+    sequence = (correct | ~counted).all(-1).float().mean()
+    return {f"{prefix}token_accuracy": float(token), f"{prefix}sequence_accuracy": float(sequence)}
+
+
+def dataset(task: Task, cfg: dict[str, Any], split: str) -> SequenceDataset:
+    """The ``split`` ("train", "val" or "test") of ``cfg[split + "_size"]`` sequences, fixed by
+    ``--seed``."""
+    return SequenceDataset(task.name, cfg["num_categories"], cfg["seq_len"],
+                           cfg[f"{split}_size"], seed=cfg["seed"], split=split)
+
+
+# ---- training ------------------------------------------------------------------------------
+def run(task: Task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+    """Train the course's ``TransformerPredictor`` for ``task.budget(cfg)`` steps (or until
+    validation is perfect three times, with --early-stop), then test and draw the figures."""
+    from ..training import StopAtTarget, TransformerPredictor, finish, fit  # Lightning: here only
+
+    train, val = dataset(task, cfg, "train"), dataset(task, cfg, "val")
+    max_steps = task.budget(cfg)
+    model = model_config_of(cfg).as_dict()
+    del model["max_len"]  # the course's signature has none: both use the same default
+    module = TransformerPredictor(**model, lr=cfg["lr"], warmup=cfg["warmup"],
+                                  max_iters=max_steps, schedule=cfg["schedule"])
+    callbacks = [StopAtTarget("val_seq_acc", 1.0, times=3)] if cfg["early_stop"] else []
+    result = fit(module, batch_loader(train, cfg["batch_size"], shuffle=True, seed=cfg["seed"]),
+                 batch_loader(val, len(val), shuffle=False), cfg, run_dir,
+                 max_steps=max_steps, val_check_interval=min(cfg["val_every"], max_steps),
+                 callbacks=callbacks)
+    metrics = {}
+    if result.is_global_zero:
+        test = dataset(task, cfg, "test")
+        metrics = sequence_metrics(module, test.inputs, test.labels)
+        figures(task, module, cfg, run_dir, test.inputs[0].tolist(), result.steps, max_steps)
+    return finish(cfg, run_dir, module, metrics, result)
+
+
+def figures(task: Task, model, cfg: dict[str, Any], run_dir: Path, sequence: list[int],
+            steps: int, max_steps: int) -> None:
+    """attention.png (the maps of one test sequence) and lr_schedule.png."""
+    model.eval()
+    maps, x_labels, y_labels = _maps(task, model, cfg, sequence, len(sequence))
+    plot_attention(maps, x_labels, y_labels, Path(run_dir) / "attention.png",
+                   title=f"{task.name}: attention of a test sequence")
+    curve = lr_curve(cfg["schedule"], warmup=cfg["warmup"], max_iters=max_steps,
+                     d_model=cfg["model_dim"], lr=cfg["lr"])
+    label = (f"{cfg['schedule']} (--lr {cfg['lr']:g}, warm-up {cfg['warmup']}, "
+             f"budget {max_steps} steps)")
+    plot_lr_schedule({label: curve}, Path(run_dir) / "lr_schedule.png",
+                     title=f"{task.name}: learning-rate schedule",
+                     mark_step=steps if steps < max_steps else None)
+
+
+# ---- using a trained run (no Lightning) ----------------------------------------------------
+def load(task: Task, run_dir: Path, cfg: dict[str, Any]) -> ElementPredictor:
+    """The trained ``ElementPredictor`` of ``run_dir`` (eval mode)."""
+    model = build_model(cfg)
+    load_weights(model, Path(run_dir) / "model.safetensors")
+    return model.eval()
+
+
+def _padded(task: Task, cfg: dict[str, Any],
+            rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Rows of up to T symbols, each padded to T so that its answer fills the first positions:
+    inputs (N, T), lengths (N,), and where each row starts in its padded input."""
+    padded = [pad_to_length(task.name, r, cfg["seq_len"], cfg["num_categories"]) for r in rows]
+    return (torch.tensor([p for p, _ in padded]), torch.tensor([len(r) for r in rows]),
+            [start for _, start in padded])
+
+
+def predict(task: Task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    """The predicted symbols for the symbols of ``text``, separated by spaces."""
+    tokens = parse_tokens(text, cfg["num_categories"], cfg["seq_len"])
+    inputs, _, _ = _padded(task, cfg, [tokens])
+    prediction = load(task, run_dir, cfg).predict(inputs)[0, : len(tokens)]
+    return " ".join(str(int(t)) for t in prediction)
+
+
+def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+    """The test metrics on the run's test split, or on ``data`` (one sequence a line, symbols
+    separated by spaces, each up to --seq-len long)."""
+    model = load(task, run_dir, cfg)
+    if data is None:
+        test = dataset(task, cfg, "test")
+        return sequence_metrics(model, test.inputs, test.labels)
+    path = Path(data)
+    if not path.is_file():
+        raise UsageError(f"--data: file not found: {path}")
+    lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+    rows = [parse_tokens(line, cfg["num_categories"], cfg["seq_len"],
+                         what=f"--data {path} line {i}") for i, line in lines if line.strip()]
+    if not rows:
+        raise UsageError(f"--data {path} holds no sequences (one per line, tokens separated "
+                         f"by spaces)")
+    inputs, lengths, _ = _padded(task, cfg, rows)
+    labels = torch.zeros_like(inputs)  # (N, T); past each row's length, not counted
+    for i, r in enumerate(rows):
+        labels[i, : len(r)] = make_labels(task.name, torch.tensor([r]))[0]
+    return sequence_metrics(model, inputs, labels, lengths)
+
+
+def _maps(task: Task, model, cfg: dict[str, Any], tokens: list[int], n: int):
+    inputs, _, starts = _padded(task, cfg, [tokens])
+    maps = [m[0] for m in model.get_attention_maps(inputs)]  # L × (H, T, T)
+    labels = [str(t) if starts[0] <= i < starts[0] + n else f"({t})"
+              for i, t in enumerate(inputs[0].tolist())]  # padding in parentheses
+    return maps, labels, labels
+
+
+def attention_maps(task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
+    """``attnlab plot attention``: (L × (H, T, T) maps, key labels, query labels)."""
+    tokens = parse_tokens(text, cfg["num_categories"], cfg["seq_len"])
+    return _maps(task, load(task, run_dir, cfg), cfg, tokens, len(tokens))

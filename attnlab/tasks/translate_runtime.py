@@ -1,0 +1,213 @@
+"""The heavy half of ``attnlab train translate`` (the spec is ``translate.py``): the batches, the
+model, training, loading, and the commands that use a trained run (``predict``, ``evaluate``,
+``translate``, ``plot attention``).
+
+Shapes: B batch, S source tokens, T target tokens (SOS ... EOS), L decoder layers, H heads.
+
+Training feeds the whole target with SOS prepended (teacher forcing); testing decodes greedily
+(or with ``--beam``) in large batches with the KV cache, and scores with BLEU, chrF and exact
+match (``translate_scoring.py``). After training, ``cross_attention.png`` shows where each
+decoder layer looks in the source while it writes the model's translation of the first test
+item: the T × S maps that align, for example, "forty-two" with "zweiundvierzig".
+
+Lightning is imported inside ``run`` only: the commands that do not train never load it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, TensorDataset
+
+from ..data import BatchLoader, numbered_batches
+from ..models import Seq2SeqTransformer
+from ..models.configs import Seq2SeqConfig
+from ..runs import load_weights
+from ..viz import plot_attention
+from .base import config_from_run
+from .translate_data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
+                             fit_tokenizer, resolve_tokenizer, spell_digits)
+from .translate_scoring import compute_test_metrics, pad, resolve_bleu_tokenize, translate_texts
+
+__all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
+           "cross_attention_maps", "run", "load", "translate", "predict", "evaluate",
+           "attention_maps"]
+
+# Pairs drawn from the built-in stream to fit the tokenisers on: enough to see every word.
+TOKENIZER_SAMPLE = 5000
+
+
+# ---- batches ----------------------------------------------------------------------------
+def encode_pairs(tok: TranslationTokenizers, pairs: list[tuple[str, str]]) -> tuple[Tensor, Tensor]:
+    """(src (B, S), tgt (B, T)) of text pairs; targets are wrapped in SOS ... EOS."""
+    src = tok.src.encode_batch([s for s, _ in pairs])
+    tgt = tok.tgt.encode_batch([t for _, t in pairs], add_special_tokens=True)
+    return pad(src), pad(tgt)
+
+
+def stream_batches(pairs, tok: TranslationTokenizers, batch_size: int, steps: int):
+    """``steps`` fresh training batches of a built-in dataset; batch number n (see
+    ``numbered_batches``: different on each DDP rank, and computed directly when a run
+    resumes) is drawn by its own generator, seeded from (seed, n)."""
+    return numbered_batches(lambda n: encode_pairs(
+        tok, pairs.sample(batch_size, seed=f"train/{pairs.seed}/{n}")), steps)
+
+
+def padded_loader(tok: TranslationTokenizers, pairs: list[tuple[str, str]], batch_size: int):
+    """A loader of ready-made padded batches (validation)."""
+    batches = [encode_pairs(tok, pairs[i : i + batch_size])
+               for i in range(0, len(pairs), batch_size)]
+    return DataLoader(batches, batch_size=None)
+
+
+# ---- the model --------------------------------------------------------------------------
+def model_config_of(cfg: dict[str, Any]) -> Seq2SeqConfig:
+    """The ``Seq2SeqConfig`` of a run's configuration (``run`` adds the vocabulary sizes and
+    ``max_len``; a run written before ``positional`` was a flag gets the paper's sinusoids).
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model_config_of({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
+        ...                  "max_len": 64}).positional
+        'sinusoidal'
+    """
+    return config_from_run(Seq2SeqConfig, cfg)
+
+
+def build_model(cfg: dict[str, Any]) -> Seq2SeqTransformer:
+    """The model a run's configuration describes (randomly initialised): the one place that
+    chooses it, so training and loading always agree.
+
+    Example:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model = build_model({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
+        ...                      "max_len": 64})
+        >>> type(model).__name__, model.config.max_len
+        ('Seq2SeqTransformer', 64)
+    """
+    return Seq2SeqTransformer.from_config(model_config_of(cfg))
+
+
+def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, translation: str):
+    """The cross-attention of every decoder layer while it reads ``translation`` after the
+    source: (L × (H, T, S) maps, the S source tokens, the T decoder-input tokens)."""
+    src = torch.tensor([tok.src.encode(src_text)])  # (1, S)
+    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(translation)]
+    maps = [m[0] for m in model.cross_attention(src, torch.tensor([tgt_ids]))]  # L × (H, T, S)
+    y_labels = [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids]
+    return maps, [t.strip() or repr(t) for t in tok.src.tokenize(src_text)], y_labels
+
+
+def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path) -> None:
+    maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation)
+    plot_attention(maps, x_labels, y_labels, path,
+                   title=f"cross-attention (layers × heads): {src_text!r}")
+
+
+# ---- training ---------------------------------------------------------------------------
+def _splits(cfg: dict[str, Any]):
+    """(training pairs or the endless built-in stream, the pairs to fit the tokenisers on,
+    validation pairs, test pairs)."""
+    if cfg["data"] is None:
+        stream, val, test = builtin_splits(cfg)
+        return stream, stream.sample(TOKENIZER_SAMPLE), val, test
+    train, val, test = file_splits(cfg)
+    return train, train, val, test
+
+
+def _fit_tokenizers(cfg: dict[str, Any], sample, test) -> TranslationTokenizers:
+    """The two tokenisers, fit on ``sample``; records in ``cfg`` the kinds ``auto`` chose and
+    what the model's size depends on (vocabularies, longest source and target)."""
+    for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1)):
+        cfg[key] = resolve_tokenizer(cfg[key], [p[side] for p in sample],
+                                     builtin=cfg["data"] is None)
+    tok = TranslationTokenizers(
+        fit_tokenizer(cfg["src_tokenizer"], [s for s, _ in sample], cfg["vocab_size"]),
+        fit_tokenizer(cfg["tgt_tokenizer"], [t for _, t in sample], cfg["vocab_size"]))
+    src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
+    tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
+    cfg.update(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
+               max_target_len=tgt_len + max(4, tgt_len // 2),
+               max_len=max(64, src_len + 2, 2 * tgt_len + 8))
+    return tok
+
+
+def _train_loader(cfg: dict[str, Any], train, tok: TranslationTokenizers):
+    """(training batches, max_steps, validation interval): the built-in stream is endless, so
+    it trains for --max-steps and validates five times; --data trains for --max-steps or
+    --epochs and validates once per epoch."""
+    bs = cfg["batch_size"]
+    if cfg["data"] is None:
+        max_steps = cfg["max_steps"]
+        every = cfg.get("val_every") or max(1, max_steps // 5)
+        return stream_batches(train, tok, bs, max_steps), max_steps, every
+    loader = BatchLoader(TensorDataset(*encode_pairs(tok, train)), bs, shuffle=True,
+                         seed=cfg["seed"])
+    steps_per_epoch = -(-len(train) // bs)
+    max_steps = cfg["epochs"] * steps_per_epoch if cfg.get("epochs") else cfg["max_steps"]
+    return loader, max_steps, None
+
+
+def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+    """Train, test on the held-out pairs and write the run directory (with
+    ``cross_attention.png``); return test_exact_match, test_bleu and test_chrf."""
+    from ..training import finish, fit  # Lightning: loaded by training only
+    from ..training.seq2seq import Seq2SeqModule
+
+    train, sample, val, test = _splits(cfg)
+    tok = _fit_tokenizers(cfg, sample, test)
+    model = build_model(cfg)
+    loader, max_steps, every = _train_loader(cfg, train, tok)
+    result = fit(Seq2SeqModule(model, cfg, max_steps), loader,
+                 padded_loader(tok, val, cfg["batch_size"]), cfg, run_dir,
+                 max_steps=max_steps, val_check_interval=every)
+    model.eval()
+    cfg["bleu_tokenize"] = resolve_bleu_tokenize([t for _, t in test], cfg["bleu_tokenize"])
+    metrics = {}
+    if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
+        metrics, hyps = compute_test_metrics(model, tok, test, cfg)
+        _cross_attention_figure(model, tok, test[0][0], hyps[0], run_dir / "cross_attention.png")
+    return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
+
+
+# ---- a trained run ----------------------------------------------------------------------
+def load(task, run_dir: Path, cfg: dict[str, Any]):
+    """(model in eval mode, ``TranslationTokenizers``) of a run directory."""
+    tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json")
+    model = build_model(cfg)
+    load_weights(model, Path(run_dir) / "model.safetensors")
+    return model.eval(), tok
+
+
+def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
+              num_beams: int | None = None, length_penalty: float | None = None) -> list[str]:
+    """Translations of ``texts`` (the run's ``beam`` and ``length_penalty`` unless given);
+    with the built-in numbers, digits are spelled out first."""
+    model, tok = load(task, run_dir, cfg)
+    return translate_texts(model, tok, spell_digits(cfg, texts),
+                           max_new_tokens=cfg["max_target_len"],
+                           num_beams=num_beams or cfg["beam"],
+                           length_penalty=cfg["length_penalty"] if length_penalty is None
+                           else length_penalty)
+
+
+def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    """The translation of one text."""
+    return translate(task, run_dir, cfg, [text])[0]
+
+
+def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
+    """Cross-attention of the model reading its own (greedy) translation of ``text``."""
+    model, tok = load(task, run_dir, cfg)
+    text = spell_digits(cfg, [text])[0]
+    translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
+    return cross_attention_maps(model, tok, text, translation)
+
+
+def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+    """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs."""
+    test = evaluation_pairs(cfg, data)
+    model, tok = load(task, run_dir, cfg)
+    return compute_test_metrics(model, tok, test, cfg)[0]
