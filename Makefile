@@ -7,10 +7,11 @@ PIP := $(PY) -m pip -q --disable-pip-version-check
 setup: $(VENV)/.installed
 
 # The CPU build of PyTorch first: an unpinned `torch` would pull a multi-gigabyte CUDA build.
+# The `jets` extra (Pythia 8, FastJet, pandas) too, so the tests of `attnlab data jets` run.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e ".[dev]"
+	$(PIP) install -e ".[dev,jets]"
 	touch $@
 
 # Every `make run` trains into a new directory, runs/reverse-YYYYMMDD-HHMMSS, and deletes

@@ -16,7 +16,8 @@ from importlib import import_module
 
 from .errors import Interrupted, UsageError
 
-COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "explain")
+COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "explain",
+            "data")
 
 
 class ArgumentParser(argparse.ArgumentParser):

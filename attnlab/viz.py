@@ -220,3 +220,122 @@ def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
     axes[0, 0].set_title(title)
     fig.tight_layout()
     return _save(fig, path)
+
+
+# ---- jets (issue #10): ROC as background rejection, score distributions, a jet's attention ----
+
+def plot_jet_roc(curves: dict, path: str | Path, *, title: str = "top tagging") -> Path:
+    """Background rejection 1/ε_B against signal efficiency ε_S (log scale), as the field
+    draws a tagger's ROC curve; one line per tagger, with its AUC in the legend.
+
+    Args:
+        curves: name -> (signal_efficiency, background_efficiency, auc), arrays of one ROC
+            curve (``attnlab.data.jet_metrics.roc``) and the area under it.
+        path: the PNG file to write.
+
+    Example:
+        >>> import numpy as np
+        >>> eff = np.linspace(0.01, 1, 50)
+        >>> plot_jet_roc({"toy": (eff, eff ** 3, 0.75)}, "roc.png")
+        PosixPath('roc.png')
+    """
+    import numpy as np
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    for i, (name, (eff_s, eff_b, auc)) in enumerate(curves.items()):
+        eff_s, eff_b = np.asarray(eff_s, float), np.asarray(eff_b, float)
+        keep = (eff_b > 0) & (eff_s > 0)  # 1/ε_B is infinite where no background passes
+        ax.plot(eff_s[keep], 1.0 / eff_b[keep], color=f"C{i}", lw=2 if i == 0 else 1.2,
+                label=f"{name} (AUC {auc:.4f})")
+    for efficiency in (0.3, 0.5):
+        ax.axvline(efficiency, color="grey", ls=":", lw=1)
+    ax.set_yscale("log")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("signal efficiency ε_S (top jets kept)")
+    ax.set_ylabel("background rejection 1/ε_B (QCD)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_jet_scores(scores, labels, path: str | Path, *, title: str = "tagger scores",
+                    names: Sequence[str] = ("QCD", "top")) -> Path:
+    """Histograms of the score P(top) for each true class (normalised, log scale): a good
+    tagger pushes QCD jets to 0 and top jets to 1.
+
+    Example:
+        >>> import numpy as np
+        >>> plot_jet_scores(np.random.rand(100), np.arange(100) % 2, "scores.png")
+        PosixPath('scores.png')
+    """
+    import numpy as np
+
+    scores, labels = np.asarray(scores, float), np.asarray(labels)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    bins = np.linspace(0, 1, 41)
+    for label, name in enumerate(names):
+        chosen = scores[labels == label]
+        if len(chosen):
+            ax.hist(chosen, bins=bins, histtype="step", lw=1.8, density=True, color=f"C{label}",
+                    label=f"{name} jets ({len(chosen):,})")
+    ax.set_yscale("log")
+    ax.set_xlabel("score P(top)")
+    ax.set_ylabel("density")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 40,
+                       title: str | None = None, token_weights=None) -> Path:
+    """One jet in the (Δη, Δφ) plane: a disc per constituent, its area proportional to pT,
+    and the ``lines`` strongest attention weights between two different constituents drawn
+    as lines from the query to the key, darker and thicker for larger weights.
+
+    Args:
+        eta, phi, pt: (N,) each: the real constituents' Δη, Δφ from the jet axis and pT.
+        weights: (N, N) attention (query rows, key columns), e.g. one layer's, heads averaged.
+        lines: how many of the strongest off-diagonal weights to draw.
+        token_weights: (N,) optional, e.g. the class token's attention: colours the discs.
+
+    Example:
+        >>> import numpy as np
+        >>> r = np.random.default_rng(0); w = r.random((5, 5))
+        >>> plot_jet_attention(r.normal(0, .3, 5), r.normal(0, .3, 5), r.random(5) * 50,
+        ...                    w / w.sum(1, keepdims=True), "jet.png")
+        PosixPath('jet.png')
+    """
+    import numpy as np
+
+    eta, phi, pt = (np.asarray(a, float) for a in (eta, phi, pt))
+    w = np.array(weights, float)
+    np.fill_diagonal(w, 0.0)  # attention to itself is not a line
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.2, 5.6))
+    strongest = np.argsort(w, axis=None)[::-1][:min(lines, w.size)]
+    top = w.flat[strongest[0]] if len(strongest) and w.flat[strongest[0]] > 0 else 1.0
+    for flat in strongest[::-1]:  # weakest first, so the strongest are drawn on top
+        q, k = np.unravel_index(flat, w.shape)
+        share = w[q, k] / top
+        ax.plot([eta[q], eta[k]], [phi[q], phi[k]], color="C3", lw=0.5 + 2.5 * share,
+                alpha=0.15 + 0.75 * share, zorder=1)
+    colour = {"color": "C0"} if token_weights is None else {
+        "c": np.asarray(token_weights, float), "cmap": "viridis"}
+    dots = ax.scatter(eta, phi, s=400 * pt / max(pt.max(), 1e-9) + 4, edgecolors="k",
+                      linewidths=0.4, alpha=0.85, zorder=2, **colour)
+    if token_weights is not None:
+        fig.colorbar(dots, ax=ax, label="class token's attention")
+    ax.set_xlabel("Δη from the jet axis")
+    ax.set_ylabel("Δφ from the jet axis")
+    ax.set_aspect("equal")
+    reach = max(0.9, float(np.abs(np.concatenate([eta, phi])).max()) + 0.1)
+    ax.set_xlim(-reach, reach), ax.set_ylim(-reach, reach)
+    ax.set_title(title or f"{len(pt)} constituents; the {len(strongest)} strongest attention "
+                          f"weights", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)

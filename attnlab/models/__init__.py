@@ -12,6 +12,8 @@ _EXPORTS = {
     "Seq2SeqConfig": ".configs",
     "ElementPredictorConfig": ".configs",
     "BertEncoderConfig": ".configs",
+    "JetTagger": ".jet_tagger",
+    "JetTaggerConfig": ".configs",
 }
 
 __all__ = list(_EXPORTS)

@@ -198,3 +198,31 @@ class BertEncoderConfig(ModelConfig):
     position_style: str = setting("absolute", help="how positions count",
                                   choices=POSITION_STYLES)
     pooler: bool = setting(False, help="BERT's pooler")
+
+
+@dataclass
+class JetTaggerConfig(ModelConfig):
+    """``attnlab.models.JetTagger``: a set Transformer over a jet's constituents (issue #10):
+    the course's "embed → MHA → FFN → MHA → FFN → mean pool", with ParT's two options. Its
+    input is the constituents' four-momenta; the 7 features per constituent are computed."""
+
+    num_classes: int = setting(2, help="classes C (QCD, top)", low=2, flag=False)
+    model_dim: int = setting(64, help="model width D", low=1)
+    num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
+    num_layers: int = setting(2, help="encoder blocks L over the constituents", low=1)
+    dim_feedforward: int = setting(None, help="feed-forward width (default 2·D)", low=1,
+                                   optional=True)
+    dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0,
+                             below=1)
+    norm_first: bool = setting(False, help="pre-LN blocks")
+    activation: str = setting("relu", help="feed-forward activation", flag=False)
+    class_token: bool = setting(False, help="pool a learned class token that attends to the "
+                                            "constituents in extra blocks (ParT), not the mean")
+    class_layers: int = setting(2, help="class-attention blocks, with --class-token", low=1)
+    pair_bias: bool = setting(False, help="add a bias from each constituent pair's (ln kT, "
+                                          "ln z, ln ΔR, ln m²) to the attention logits (ParT)")
+    pair_dim: int = setting(16, help="hidden width of the per-pair net, with --pair-bias",
+                            low=1)
+
+    def __post_init__(self) -> None:
+        self.dim_feedforward = self.dim_feedforward or 2 * self.model_dim

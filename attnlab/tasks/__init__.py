@@ -15,6 +15,7 @@ TASKS = {
     "classify": "attnlab.tasks.classify",
     "translate": "attnlab.tasks.translate",
     "lm": "attnlab.tasks.lm",
+    "jets": "attnlab.tasks.jets",
 }
 
 __all__ = ["TASKS", "get_task", "available_tasks", "Task", "SHARED_DEFAULTS"]

@@ -10,7 +10,8 @@ A task is two modules under ``attnlab/tasks/``, registered by name in ``attnlab/
 - the **runtime**, ``NAME_runtime.py`` (named by ``Task.runtime``): module-level functions
   ``run(task, cfg, run_dir)``, ``load(task, run_dir, cfg)``, ``predict``, ``evaluate``,
   ``attention_maps`` (and any command-specific ones), which the ``Task`` methods of the same
-  names call. It imports torch, the models and the data at the top; Lightning only inside
+  names call; an ``attention_figure(task, run_dir, cfg, text, out)`` replaces the heat maps of
+  ``attnlab plot attention`` with the task's own picture (jets draw the jet). It imports torch, the models and the data at the top; Lightning only inside
   ``run`` (``predict``, ``evaluate`` and ``plot`` never load it).
 
 The CLI merges a task's configuration, later sources winning:

@@ -1,0 +1,365 @@
+"""Jet files in the Top Quark Tagging Reference Dataset's layout: write, check, read in chunks.
+
+Shapes: N jets, n constituents per jet (at most 200), 4 = (E, px, py, pz) in GeV.
+
+The layout is the reference dataset's (Kasieczka, Plehn et al., SciPost Phys. 7, 014 (2019);
+Zenodo record 2603256: train.h5, val.h5, test.h5): a pandas DataFrame in an HDF5 file under the
+key ``table``, one row per jet, with the columns
+
+    E_0, PX_0, PY_0, PZ_0, E_1, ..., PZ_199    the constituents, pT-ordered, zero-padded
+    is_signal_new                              1 = top jet, 0 = QCD jet
+
+The reference files also hold truthE, truthPX, truthPY, truthPZ and ttv; they are not read.
+Both of pandas' HDF formats are read ("table", which ``write_jets`` writes, and "fixed"), always
+a row range at a time (``store.select(start=, stop=)``), so ``iter_jets`` over the 1.2M-jet
+training file holds one chunk in memory, never the file (``tests/jets/test_reader.py``
+measures it).
+
+Every problem with a file is a ``UsageError`` whose one line names the flag (``what``), the file
+and, where there is one, the column and the row (rows count from 0, in file order):
+
+    --data train.h5: column PX_3 row 17 is NaN
+    --test test.h5: only one class (is_signal_new = 1 for all 500 jets); a test set needs both
+
+pandas and tables (the ``jets`` extra) are imported when a file is first touched, so importing
+this module needs numpy only; without them the error says what to install.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import UsageError
+
+__all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
+           "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
+           "check_jet_file"]
+
+MAX_CONSTITUENTS = 200     # the reference files' constituents per jet
+KEY = "table"              # the HDF key of the DataFrame
+LABEL_COLUMN = "is_signal_new"
+SETTINGS_ATTR = "attnlab_settings"  # the generator settings, JSON, on the table's HDF node
+SCAN_CHUNK = 20_000        # jets per read when a whole file is scanned (≈ 65 MB as float32)
+
+
+def jet_columns(n: int = MAX_CONSTITUENTS) -> list[str]:
+    """The four-momentum columns of ``n`` constituents, in the reference files' order.
+
+    Example:
+        >>> jet_columns(2)
+        ['E_0', 'PX_0', 'PY_0', 'PZ_0', 'E_1', 'PX_1', 'PY_1', 'PZ_1']
+    """
+    if not isinstance(n, int) or not 1 <= n <= MAX_CONSTITUENTS:
+        raise ValueError(f"n must be an integer in 1..{MAX_CONSTITUENTS}, got {n!r}")
+    return [f"{c}_{i}" for i in range(n) for c in ("E", "PX", "PY", "PZ")]
+
+
+def _pandas():
+    try:
+        import pandas as pd
+        importlib.import_module("tables")  # pandas' HDF5 backend: fail here, not inside pandas
+    except ImportError as exc:
+        raise UsageError(f"reading and writing jet files needs pandas and tables ({exc.name} "
+                         f"is missing): pip install 'attnlab[jets]'") from None
+    return pd
+
+
+def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
+               settings: dict[str, Any] | None = None) -> None:
+    """Write jets in the reference layout (pandas "table" format, blosc:lz4-compressed).
+
+    The momenta are stored as float32 (the reference's precision is no finer than that, and it
+    halves the file), zero-padded to 200 constituents; ``settings`` (JSON-serialisable: how the
+    jets were made) is stored as an attribute of the ``table`` node, for ``read_settings``. The
+    file is written next to ``path`` and renamed into place, so an interrupted write never
+    leaves a half file under the final name.
+
+    Args:
+        path: the .h5 file to (over)write.
+        p4: (N, n, 4) four-momenta [E, px, py, pz] in GeV, n ≤ 200, padding rows all zero.
+        labels: (N,) 1 for top jets, 0 for QCD jets.
+        settings: the generator settings to keep with the jets, or None.
+
+    Raises:
+        ValueError: on a bad shape, no jets, a label other than 0/1, a non-finite momentum,
+            or settings that JSON cannot hold.
+
+    Example:
+        >>> p4 = np.zeros((2, 3, 4)); p4[:, 0] = [100.0, 60.0, 0.0, 80.0]
+        >>> write_jets("jets.h5", p4, [1, 0], settings={"seed": 1})
+        >>> count_jets("jets.h5"), read_settings("jets.h5")
+        (2, {'seed': 1})
+    """
+    p4, labels = np.asarray(p4), np.asarray(labels)
+    if p4.ndim != 3 or p4.shape[2] != 4 or not 1 <= p4.shape[1] <= MAX_CONSTITUENTS:
+        raise ValueError(f"p4 must have shape (N, n, 4) with n <= {MAX_CONSTITUENTS}, "
+                         f"got {p4.shape}")
+    if labels.shape != p4.shape[:1] or len(labels) == 0:
+        raise ValueError(f"labels must have shape ({len(p4)},) with N >= 1, got {labels.shape}")
+    if not np.isin(labels, (0, 1)).all():
+        raise ValueError(f"labels must be 0 or 1, got {sorted(set(labels.tolist()) - {0, 1})[:5]}")
+    if not np.isfinite(p4).all():
+        raise ValueError("p4 holds NaN or inf")
+    try:
+        text = None if settings is None else json.dumps(settings, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"settings must be JSON-serialisable: {exc}") from None
+    pd = _pandas()
+    padded = np.zeros((len(p4), MAX_CONSTITUENTS, 4), np.float32)
+    padded[:, :p4.shape[1]] = p4
+    frame = pd.DataFrame(padded.reshape(len(p4), -1), columns=jet_columns())  # (N, 800)
+    frame[LABEL_COLUMN] = labels.astype(np.int64)
+    partial = Path(f"{path}.partial")
+    try:
+        frame.to_hdf(partial, key=KEY, mode="w", format="table", complevel=5,
+                     complib="blosc:lz4")
+        if text is not None:
+            with pd.HDFStore(partial, mode="a") as store:
+                store.get_storer(KEY).attrs[SETTINGS_ATTR] = text
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+class _JetFile:
+    """An open jet file: its row count and range reads, each checked (``UsageError``)."""
+
+    def __init__(self, path: str | Path, what: str = "",
+                 max_constituents: int = MAX_CONSTITUENTS) -> None:
+        self.path, self.where = Path(path), f"{what} {path}".strip()
+        self.columns = jet_columns(max_constituents)
+        self.store = _open_store(self.path, self.where)
+        try:
+            self.nrows, self.positions = self._layout()
+        except BaseException:
+            self.store.close()
+            raise
+
+    def __enter__(self) -> "_JetFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.store.close()
+
+    def _layout(self) -> tuple[int, np.ndarray]:
+        """(rows, positions of the momentum columns then the label) after checking the keys
+        and the columns."""
+        # pandas also lists "/" for a file whose key is "table" (the group /table holds a node
+        # named "table"); it is not a key
+        keys = [k.lstrip("/") for k in self.store.keys() if k != "/"]
+        if KEY not in keys:
+            raise UsageError(f"{self.where}: no key '{KEY}' (keys: {', '.join(keys) or 'none'}); "
+                             f"a jets file is a pandas HDF file with the table under '{KEY}'")
+        try:
+            head = self.store.select(KEY, start=0, stop=0)  # no rows: the columns only
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise UsageError(f"{self.where}: '{KEY}' is not a pandas table of jets "
+                             f"({exc.__class__.__name__}: {exc})") from None
+        present = [str(c) for c in getattr(head, "columns", [])]
+        missing = [c for c in [*self.columns, LABEL_COLUMN] if c not in set(present)]
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            raise UsageError(f"{self.where}: missing columns {', '.join(missing[:3])}{more} "
+                             f"(a jets file has E_i, PX_i, PY_i, PZ_i for i < "
+                             f"{MAX_CONSTITUENTS} and {LABEL_COLUMN})")
+        storer = self.store.get_storer(KEY)
+        nrows = storer.nrows if storer.is_table else storer.shape[0]  # "table" / "fixed"
+        index = {c: i for i, c in enumerate(present)}
+        return int(nrows), np.array([index[c] for c in [*self.columns, LABEL_COLUMN]])
+
+    def _range(self, start: int, stop: int | None) -> tuple[int, int]:
+        stop = self.nrows if stop is None else stop
+        if not 0 <= start <= stop <= self.nrows:
+            raise UsageError(f"{self.where}: jets {start}..{stop} are out of range (the file "
+                             f"has {self.nrows:,} jets)")
+        return start, stop
+
+    def read(self, start: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Rows start..stop-1 as (p4 (n, max_constituents, 4) float32, labels (n,) int64)."""
+        start, stop = self._range(start, stop)
+        frame = self.store.select(KEY, start=start, stop=stop)
+        values = frame.iloc[:, self.positions[:-1]].to_numpy(dtype=np.float32)  # (n, 4·nc)
+        if not values.flags.writeable:  # a read-only view (pandas' copy-on-write)
+            values = values.copy()
+        labels = frame.iloc[:, self.positions[-1]].to_numpy()
+        bad = np.argwhere(~np.isfinite(values))
+        if len(bad):
+            row, col = bad[0]
+            kind = "NaN" if np.isnan(values[row, col]) else "inf"
+            raise UsageError(f"{self.where}: column {self.columns[col]} row {start + row} "
+                             f"is {kind}")
+        return values.reshape(len(values), -1, 4), self._labels(labels, start)
+
+    def _labels(self, labels: np.ndarray, start: int) -> np.ndarray:
+        wrong = np.flatnonzero(~np.isin(labels, (0, 1)))  # NaN too
+        if len(wrong):
+            raise UsageError(f"{self.where}: column {LABEL_COLUMN} row {start + wrong[0]} is "
+                             f"{labels[wrong[0]].item()!r} (expected 0 or 1)")
+        return labels.astype(np.int64)
+
+
+def _open_store(path: Path, where: str):
+    """``pandas.HDFStore(path, "r")``, or a ``UsageError`` saying why not."""
+    pd = _pandas()
+    import tables
+
+    if not path.exists():
+        raise UsageError(f"{where}: not found")
+    if path.is_dir():
+        raise UsageError(f"{where}: is a directory, not a jets file")
+    try:
+        if not tables.is_hdf5_file(str(path)):
+            raise UsageError(f"{where}: not an HDF5 file (a jets file is a pandas HDF file, "
+                             f"e.g. the reference's train.h5)")
+        return pd.HDFStore(path, mode="r")
+    except (OSError, tables.HDF5ExtError) as exc:
+        raise UsageError(f"{where}: cannot be read as HDF5 ({exc.__class__.__name__})") from None
+
+
+def read_settings(path: str | Path) -> dict[str, Any] | None:
+    """The generator settings stored by ``write_jets``, or None (e.g. a reference file).
+
+    Raises:
+        UsageError: the file is missing or not HDF5, or has no key ``table``.
+
+    Example:
+        >>> write_jets("jets.h5", np.ones((1, 1, 4)), [0])
+        >>> read_settings("jets.h5") is None
+        True
+    """
+    store = _open_store(Path(path), str(path))
+    with store:
+        if f"/{KEY}" not in store.keys():
+            raise UsageError(f"{path}: no key '{KEY}'")
+        attrs = store.get_storer(KEY).attrs
+        return json.loads(attrs[SETTINGS_ATTR]) if SETTINGS_ATTR in attrs else None
+
+
+def count_jets(path: str | Path) -> int:
+    """The number of jets (rows) in a jets file, read from its metadata.
+
+    Raises:
+        UsageError: as ``check_jet_file`` for the file's structure (not its values).
+    """
+    with _JetFile(path) as jets:
+        return jets.nrows
+
+
+def read_jets(path: str | Path, start: int = 0, stop: int | None = None, *,
+              max_constituents: int = MAX_CONSTITUENTS) -> tuple[np.ndarray, np.ndarray]:
+    """Jets ``start`` .. ``stop - 1`` of a file (only those rows are read from disk).
+
+    Args:
+        path: a jets file (reference layout, "table" or "fixed" pandas format).
+        start, stop: the row range; ``stop=None`` is the end of the file.
+        max_constituents: keep the first (hardest) this many constituents of each jet.
+
+    Returns:
+        (p4, labels): p4 (n, max_constituents, 4) float32 [E, px, py, pz] in GeV, zero rows for
+        padding; labels (n,) int64, 1 = top.
+
+    Raises:
+        UsageError: a missing or unreadable file, missing columns, rows out of range, or a
+            NaN/inf momentum or a label other than 0/1 in the rows read (column and row named).
+
+    Example:
+        >>> p4 = np.zeros((3, 2, 4)); p4[:, 0] = [[50, 30, 0, 40], [10, 6, 8, 0], [5, 3, 0, 4]]
+        >>> write_jets("jets.h5", p4, [1, 0, 1])
+        >>> p4, labels = read_jets("jets.h5", 1, 3, max_constituents=2)
+        >>> p4.shape, p4[0, 0].tolist(), labels.tolist()
+        ((2, 2, 4), [10.0, 6.0, 8.0, 0.0], [0, 1])
+    """
+    with _JetFile(path, max_constituents=max_constituents) as jets:
+        return jets.read(start, stop)
+
+
+def read_labels(path: str | Path, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """The labels (n,) int64 of jets ``start`` .. ``stop - 1``, read a chunk at a time (the
+    "fixed" format cannot read one column alone), so memory stays at one chunk.
+
+    Raises:
+        UsageError: as ``read_jets``.
+    """
+    with _JetFile(path, max_constituents=1) as jets:
+        start, stop = jets._range(start, stop)
+        parts = [jets.read(a, min(a + SCAN_CHUNK, stop))[1] for a in range(start, stop, SCAN_CHUNK)]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def iter_jets(path: str | Path, chunk_size: int, *,
+              max_constituents: int = MAX_CONSTITUENTS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Stream a file's jets in order, ``chunk_size`` at a time, holding one chunk in memory.
+
+    The file is opened (and its structure checked) when this is called; each chunk is read and
+    checked as the loop reaches it. The chunks together equal ``read_jets(path)``.
+
+    Yields:
+        (p4 (n, max_constituents, 4) float32, labels (n,) int64), n = chunk_size except for
+        the last chunk.
+
+    Raises:
+        ValueError: chunk_size < 1.
+        UsageError: as ``read_jets`` (for a bad value: when its chunk is read).
+
+    Example:
+        >>> write_jets("jets.h5", np.ones((5, 1, 4)), [0, 1, 0, 1, 1])
+        >>> [labels.tolist() for _, labels in iter_jets("jets.h5", 2)]
+        [[0, 1], [0, 1], [1]]
+    """
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    jets = _JetFile(path, max_constituents=max_constituents)
+
+    def chunks():
+        with jets:
+            for a in range(0, jets.nrows, chunk_size):
+                yield jets.read(a, min(a + chunk_size, jets.nrows))
+
+    return chunks()
+
+
+def check_jet_file(path: str | Path, what: str = "--data", *,
+                   max_constituents: int = MAX_CONSTITUENTS) -> int:
+    """Check a whole jets file, reading it a chunk at a time; return its number of jets.
+
+    Checked: the file exists and is HDF5 with the key ``table``; the columns E_i, PX_i, PY_i,
+    PZ_i (i < max_constituents) and is_signal_new are there; no momentum is NaN or inf; every
+    label is 0 or 1; there is at least one jet, and both classes.
+
+    Args:
+        path: the file.
+        what: the flag it came from, to start the messages ("--test").
+        max_constituents: the constituents that will be read (the columns checked).
+
+    Returns:
+        The number of jets.
+
+    Raises:
+        UsageError: one line naming ``what``, the file, and the column and row at fault.
+
+    Example:
+        >>> write_jets("jets.h5", np.ones((3, 1, 4)), [1, 0, 1])
+        >>> check_jet_file("jets.h5")
+        3
+        >>> write_jets("tops.h5", np.ones((3, 1, 4)), [1, 1, 1])
+        >>> check_jet_file("tops.h5", what="--test")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: --test tops.h5: only one class (is_signal_new = 1 for all 3...
+    """
+    with _JetFile(path, what, max_constituents) as jets:
+        if jets.nrows == 0:
+            raise UsageError(f"{jets.where}: no jets")
+        signal = 0
+        for a in range(0, jets.nrows, SCAN_CHUNK):
+            signal += int(jets.read(a, min(a + SCAN_CHUNK, jets.nrows))[1].sum())
+        if signal in (0, jets.nrows):
+            raise UsageError(f"{jets.where}: only one class ({LABEL_COLUMN} = {int(signal > 0)} "
+                             f"for all {jets.nrows:,} jets); training and testing need top (1) "
+                             f"and QCD (0) jets")
+        return jets.nrows

@@ -1,0 +1,212 @@
+"""Jet tagging: a set Transformer over a jet's constituents (top quark against QCD, issue #10).
+
+Shapes: B jets, N constituents (zero-padded), F = 7 features per constituent, P = 4 pair
+features, D model width, H heads, L encoder blocks, C classes (2: QCD = 0, top = 1).
+
+    p4 (B, N, 4) [E, px, py, pz] ─ mask = E > 0 (B, N)
+      → constituent_features (B, N, 7): Δη, Δφ, log pT, log E, log pT/pT_jet, log E/E_jet, ΔR
+      → fixed shift and scale (ParT's) → embedding MLP 7 → D → D
+      → L encoder blocks, padding masked, no positional encoding       [+ pair bias (B, H, N, N)]
+      → mean over the real constituents (B, D)   [or a class token through class-attention blocks]
+      → MLP → logits (B, C)
+
+The default is the course's set classifier, "embed → MHA → FFN → MHA → FFN → mean pool" (2
+post-LN blocks). A jet has no order: without a positional encoding attention is permutation
+equivariant and the pooled output invariant (Zaheer et al., 2017; Lee et al., 2019), and padded
+constituents are never attended to or pooled, so neither the order nor the padding of the
+constituents changes the logits.
+
+Two options of the Particle Transformer (Qu, Li & Qian, 2022, "Particle Transformer for jet
+tagging", arXiv:2202.03772):
+- ``class_token``: a learned token that attends to the constituents in ``class_layers`` extra
+  blocks (``attnlab.nn.DecoderBlock``: its cross-attention reads the constituents) and is pooled
+  instead of the mean. ParT's class-attention blocks also let the token attend to itself among
+  the keys; here that is the decoder block's self-attention over the one token.
+- ``pair_bias``: ParT's interaction features of every pair (ln kT, ln z, ln ΔR, ln m²),
+  through a small per-pair MLP (a 1×1 convolution) to one number per head, added to the
+  attention logits of every block: ``softmax(QKᵀ/√d + U)`` (``score_bias`` of
+  ``attnlab.nn.TransformerEncoder``). Padded pairs get zero bias and are masked anyway.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..data.jet_physics import (NUM_FEATURES, NUM_PAIR_FEATURES, constituent_features,
+                                constituent_mask, pair_features)
+from ..nn import DecoderBlock, TransformerEncoder
+from .classifier import _output_net
+from .configs import JetTaggerConfig
+
+__all__ = ["JetTagger", "JetTaggerConfig", "PairBias", "scaled_features", "FEATURE_SHIFT",
+           "FEATURE_SCALE", "PAIR_SHIFT", "PAIR_SCALE", "PAIR_CLIP"]
+
+# (feature - shift) * scale brings each feature to about unit range for jets of pT ~ 600 GeV in
+# GeV units: ParT's preprocessing of the top-tagging features (its data/TopLandscape/top_kin.yaml).
+# Order: Δη, Δφ, log pT, log E, log(pT/pT_jet), log(E/E_jet), ΔR.
+FEATURE_SHIFT = (0.0, 0.0, 1.7, 2.0, -4.7, -4.7, 0.2)
+FEATURE_SCALE = (1.0, 1.0, 0.7, 0.7, 0.7, 0.7, 4.0)
+# The same for the pair features ln kT, ln z, ln ΔR, ln m² (about mean 0, spread 1 over the
+# pairs of particle-level top and QCD jets, measured on generated jets), then clipped to ±5:
+# a particle with itself, or an exactly collinear pair, gives ln ε = -18.4 (``jet_physics``),
+# an outlier that would otherwise dominate the first layer (ParT normalises with BatchNorm).
+PAIR_SHIFT = (-1.0, -2.0, -1.0, 0.0)
+PAIR_SCALE = (0.7, 0.8, 1.0, 0.45)
+PAIR_CLIP = 5.0
+
+
+def scaled_features(p4: Tensor) -> tuple[Tensor, Tensor]:
+    """The constituents' 7 features, shifted and scaled (``FEATURE_SHIFT``, ``FEATURE_SCALE``),
+    zero at padding, and the mask: ((B, N, 7) float32, (B, N) bool, True = real constituent).
+
+    Example:
+        >>> x, mask = scaled_features(torch.tensor([[[50.0, 30, 40, 0], [0, 0, 0, 0]]]))
+        >>> x.shape, mask.tolist()
+        (torch.Size([1, 2, 7]), [[True, False]])
+    """
+    if p4.ndim != 3 or p4.shape[-1] != 4:
+        raise ValueError(f"p4 must be (B, N, 4) [E, px, py, pz], got {tuple(p4.shape)}")
+    p4 = p4.float()  # the kinematics in float32 whatever the weights' dtype
+    mask = constituent_mask(p4)  # (B, N)
+    shift = p4.new_tensor(FEATURE_SHIFT)
+    scale = p4.new_tensor(FEATURE_SCALE)
+    x = (constituent_features(p4, mask) - shift) * scale  # (B, N, 7)
+    return x * mask.unsqueeze(-1), mask  # padding stays exactly zero
+
+
+class PairBias(nn.Module):
+    """Pair features (B, N, N, P) → a score bias per head (B, H, N, N), zero at padded pairs.
+
+    A per-pair MLP (P → pair_dim → H, ReLU): a 1×1 convolution over the N×N pairs, as ParT's
+    "pair embedding" (three layers of 64 there; one hidden layer here, as it runs B·N² times
+    per batch on a CPU), after a fixed shift, scale and clip (``PAIR_SHIFT``, ...).
+
+    Example:
+        >>> PairBias(4, 8, 2)(torch.zeros(1, 3, 3, 4), torch.ones(1, 3, dtype=torch.bool)).shape
+        torch.Size([1, 2, 3, 3])
+    """
+
+    def __init__(self, num_pair_features: int, hidden: int, num_heads: int) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(num_pair_features, hidden), nn.ReLU(),
+                                 nn.Linear(hidden, num_heads))
+
+    def forward(self, pairs: Tensor, mask: Tensor) -> Tensor:
+        shift, scale = pairs.new_tensor(PAIR_SHIFT), pairs.new_tensor(PAIR_SCALE)
+        pairs = ((pairs - shift) * scale).clamp(-PAIR_CLIP, PAIR_CLIP)  # (B, N, N, P)
+        both = (mask[:, :, None] & mask[:, None, :]).unsqueeze(1)  # (B, 1, N, N)
+        bias = self.net(pairs).permute(0, 3, 1, 2)  # (B, N, N, H) -> (B, H, N, N)
+        return bias.masked_fill(~both, 0.0)
+
+
+class JetTagger(nn.Module):
+    """Classify jets from their constituents' four-momenta (top = class 1).
+
+    Args:
+        num_classes: classes C (2: QCD, top).
+        model_dim, num_heads, num_layers, dim_feedforward, dropout, norm_first, activation:
+            the encoder over the constituents (``attnlab.nn.TransformerEncoder``);
+            dim_feedforward defaults to 2·D.
+        class_token: pool a learned class token (ParT) instead of the mean of the constituents.
+        class_layers: class-attention blocks with ``class_token``.
+        pair_bias: add the per-head bias of the pair features to every block's attention.
+        pair_dim: hidden width of the per-pair net.
+
+    Raises:
+        ValueError: if model_dim is not divisible by num_heads, or a size is not positive.
+
+    Shape:
+        p4: (B, N, 4) float, [E, px, py, pz] per constituent, zero rows for padding (E = 0)
+        -> logits (B, C).
+
+    Example:
+        >>> tagger = JetTagger(model_dim=16, num_heads=2)
+        >>> tagger(torch.rand(3, 10, 4) + torch.tensor([2.0, 0, 0, 0])).shape
+        torch.Size([3, 2])
+    """
+
+    def __init__(self, num_classes: int = 2, *, model_dim: int = 64, num_heads: int = 4,
+                 num_layers: int = 2, dim_feedforward: int | None = None, dropout: float = 0.0,
+                 norm_first: bool = False, activation: str = "relu", class_token: bool = False,
+                 class_layers: int = 2, pair_bias: bool = False, pair_dim: int = 16) -> None:
+        super().__init__()
+        # every argument is a field of JetTaggerConfig (``from_config`` inverts this)
+        self.config = JetTaggerConfig.from_dict(locals())
+        D, ff = model_dim, self.config.dim_feedforward
+        self.embedding = nn.Sequential(nn.Linear(NUM_FEATURES, D), nn.ReLU(), nn.Linear(D, D))
+        block = dict(input_dim=D, num_heads=num_heads, dim_feedforward=ff, dropout=dropout,
+                     norm_first=norm_first, activation=activation)
+        self.encoder = TransformerEncoder(num_layers, **block)
+        self.pair_net = PairBias(NUM_PAIR_FEATURES, pair_dim, num_heads) if pair_bias else None
+        self.class_token = nn.Parameter(torch.randn(1, 1, D) * 0.02) if class_token else None
+        self.class_blocks = nn.ModuleList(
+            [DecoderBlock(**block) for _ in range(class_layers)] if class_token else [])
+        self.class_norm = nn.LayerNorm(D) if class_token and norm_first else nn.Identity()
+        self.output_net = _output_net(D, num_classes, dropout)
+
+    @classmethod
+    def from_config(cls, config: JetTaggerConfig) -> "JetTagger":
+        """The tagger ``config`` describes (randomly initialised).
+
+        Example:
+            >>> JetTagger.from_config(JetTaggerConfig(pair_bias=True)).config.dim_feedforward
+            128
+        """
+        return cls(**config.as_dict())
+
+    def _dtype(self) -> torch.dtype:
+        return self.embedding[0].weight.dtype
+
+    def _embed(self, p4: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """(constituent states (B, N, D), mask (B, N), pair bias (B, H, N, N) or None)."""
+        x, mask = scaled_features(p4)  # (B, N, 7), (B, N)
+        bias = None
+        if self.pair_net is not None:
+            bias = self.pair_net(pair_features(p4.float(), mask).to(self._dtype()), mask)
+        return self.embedding(x.to(self._dtype())), mask, bias
+
+    def encode(self, p4: Tensor) -> tuple[Tensor, Tensor]:
+        """The pooled jet representation (B, D) and the mask (B, N)."""
+        h, mask, bias = self._embed(p4)
+        key_mask = mask[:, None, None, :]  # (B, 1, 1, N): padding is never attended to
+        h = self.encoder(h, key_mask, score_bias=bias)  # (B, N, D)
+        if self.class_token is None:
+            m = mask.unsqueeze(-1).to(h.dtype)  # (B, N, 1)
+            return (h * m).sum(1) / m.sum(1).clamp(min=1), mask  # (B, D); no constituent -> 0
+        c = self.class_token.expand(h.shape[0], -1, -1).to(h.dtype)  # (B, 1, D)
+        for block in self.class_blocks:
+            c = block(c, h, None, key_mask, is_causal=False)
+        return self.class_norm(c[:, 0]), mask  # (B, D)
+
+    def forward(self, p4: Tensor) -> Tensor:
+        return self.output_net(self.encode(p4)[0])  # (B, C)
+
+    @torch.no_grad()
+    def probabilities(self, p4: Tensor) -> Tensor:
+        """P(class) (B, C) in eval mode; column 1 is the top-quark score."""
+        was_training = self.training
+        self.eval()
+        try:
+            return self(p4).float().softmax(-1)
+        finally:
+            self.train(was_training)
+
+    @torch.no_grad()
+    def get_attention_maps(self, p4: Tensor) -> list[Tensor]:
+        """The constituents' attention in every encoder block: L tensors (B, H, N, N), rows
+        of padded queries included (their keys are the real constituents)."""
+        h, mask, bias = self._embed(p4)
+        return self.encoder.get_attention_maps(h, mask[:, None, None, :], score_bias=bias)
+
+    @torch.no_grad()
+    def class_attention_maps(self, p4: Tensor) -> list[Tensor]:
+        """With ``class_token``: the class token's attention over the constituents in every
+        class-attention block, a list of (B, H, 1, N); else an empty list."""
+        from ..nn import capture
+
+        if self.class_token is None:
+            return []
+        names = [f"class_blocks.{i}.cross_attn" for i in range(len(self.class_blocks))]
+        with capture(self, names) as cache:
+            self(p4)
+        return [cache[name] for name in names]

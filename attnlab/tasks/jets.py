@@ -1,0 +1,166 @@
+"""``attnlab train jets``: top-quark tagging with a set Transformer over a jet's constituents —
+the spec (flags, defaults, checks, memory); the heavy half is ``attnlab.tasks.jets_runtime``.
+
+    attnlab train jets --data FILE [--val FILE] [--test FILE] [--baselines]
+        [--max-constituents N] [--class-token] [--pair-bias]
+
+Files are in the Top Quark Tagging Reference Dataset's layout (``attnlab.data.jets``): the
+reference ``train.h5`` / ``val.h5`` / ``test.h5`` or what ``attnlab data jets`` generates. They
+are read in chunks of ``--chunk-size`` jets, never whole. Without ``--val`` (``--test``) the
+validation (test) jets are index ranges of ``--data``: of its N jets, the last
+``--test-fraction`` are the test jets, the ``--val-fraction`` before them the validation jets,
+and the rest train (the reference files and generated ones are shuffled already).
+
+Metrics on the test jets (signal = top): ``test_accuracy``, ``test_auc``, ``test_rejection_30``
+and ``test_rejection_50`` (1/ε_B at ε_S = 0.3 and 0.5). Figures: ``roc.png``, ``scores.png``,
+``attention.png``. ``--baselines`` scores the jet mass, τ3/τ2, their likelihood ratio and a
+Particle Flow Network on the same test jets (``baselines.json``).
+
+Imports neither torch nor Lightning (``attnlab.tasks.base``); ``validate`` reads the files'
+headers and labels with pandas only.
+
+Example:
+    >>> TASKS["jets"].defaults["max_constituents"], TASKS["jets"].defaults["pair_bias"]
+    (200, False)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UsageError
+from ..models.configs import JetTaggerConfig
+from ..settings import defaults, setting
+from .base import Task, model_defaults
+
+__all__ = ["JetsSettings", "JetsTask", "TASKS", "DATA_FILES", "split_ranges", "range_labels"]
+
+DATA_FILES = ("data", "val", "test")  # the settings that name jet files
+
+
+@dataclass
+class JetsSettings:
+    """The flags of ``attnlab train jets`` (docs/jets.md)."""
+
+    data: str = setting(None, help="jets to train on (.h5, the reference dataset's layout)",
+                        metavar="FILE", optional=True)
+    val: str = setting(None, help="validation jets (default: a range of --data)",
+                       metavar="FILE", optional=True)
+    test: str = setting(None, help="test jets (default: the last --test-fraction of --data)",
+                        metavar="FILE", optional=True)
+    val_fraction: float = setting(0.1, help="without --val: this share of --data validates",
+                                  low=0, above=True, below=1)
+    test_fraction: float = setting(0.2, help="without --test: this share of --data tests",
+                                   low=0, above=True, below=1)
+    max_constituents: int = setting(200, help="constituents kept per jet, hardest first "
+                                              "(fewer: faster)", low=1, below=201)
+    val_jets: int = setting(4000, help="validation jets looked at per validation (at most)",
+                            low=1)
+    chunk_size: int = setting(8192, help="jets read from a file at a time (memory: ~3 kB "
+                                         "each)", low=1)
+    baselines: bool = setting(False, help="also score the jet mass, τ3/τ2, their likelihood "
+                                          "ratio and a Particle Flow Network on the test jets")
+
+
+def split_ranges(n: int, cfg: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """The index ranges [start, stop) of --data's N jets: train, and val / test unless their
+    own file is given (the test jets last, the validation jets before them).
+
+    Example:
+        >>> split_ranges(1000, {"val": None, "test": None, "val_fraction": 0.1,
+        ...                     "test_fraction": 0.2})
+        {'train': (0, 700), 'val': (700, 800), 'test': (800, 1000)}
+    """
+    ranges, stop = {}, n
+    for name in ("test", "val"):
+        if not cfg.get(name):
+            size = math.ceil(n * cfg[f"{name}_fraction"])
+            ranges[name] = (stop - size, stop)
+            stop -= size
+    return {"train": (0, stop), **dict(reversed(ranges.items()))}
+
+
+def range_labels(path: str, start: int, stop: int, chunk: int) -> set[int]:
+    """The classes among jets ``start .. stop - 1`` of ``path``, read a chunk at a time and
+    only until both are seen (``attnlab.data.jets.read_labels``)."""
+    from ..data.jets import read_labels
+
+    seen: set[int] = set()
+    for a in range(start, stop, chunk):
+        seen.update(read_labels(path, a, min(a + chunk, stop)).tolist())
+        if len(seen) > 1:
+            break
+    return seen
+
+
+class JetsTask(Task):
+    """Top (signal, 1) against QCD (0) jets from their constituents' four-momenta."""
+
+    name = "jets"
+    help = "top-quark tagging: a set Transformer over particle jets (your .h5 files)"
+    model_config = JetTaggerConfig  # its flags: --class-token, --pair-bias, ...
+    settings = JetsSettings
+    runtime = "attnlab.tasks.jets_runtime"
+    # The course's set classifier: 2 post-LN blocks, D 64 (docs/jets.md, benchmarks/jets.py).
+    defaults: dict[str, Any] = {
+        **model_defaults(JetTaggerConfig),
+        **defaults(JetsSettings),
+        "model_dim": 64, "num_heads": 4, "num_layers": 2, "dim_feedforward": 128,
+        "dropout": 0.0, "batch_size": 128, "lr": 1e-3, "warmup": 200, "max_steps": 3000,
+        "val_every": 500,
+    }
+
+    def __init__(self) -> None:
+        self._checked: dict[str, tuple[Any, int]] = {}  # path -> (stamp, jets), for run
+
+    def validate(self, cfg: dict[str, Any]) -> None:
+        """--data is needed; every file named must be a readable jets file with both classes
+        (``attnlab.data.jets.check_jet_file``), and the split of --data must leave jets of
+        both classes in each part."""
+        if not cfg.get("data"):
+            raise UsageError("--data FILE is required: the jets to train on (.h5, see "
+                             "docs/jets.md)")
+        if not cfg.get("val") and not cfg.get("test") and \
+                cfg["val_fraction"] + cfg["test_fraction"] >= 1:
+            raise UsageError(f"--val-fraction ({cfg['val_fraction']}) + --test-fraction "
+                             f"({cfg['test_fraction']}) must be < 1: no jets would be left to "
+                             f"train on")
+        counts = {key: self.count(cfg[key], key, cfg["max_constituents"])
+                  for key in DATA_FILES if cfg.get(key)}
+        for part, (start, stop) in split_ranges(counts["data"], cfg).items():
+            labels = range_labels(cfg["data"], start, stop, cfg["chunk_size"])
+            if len(set(labels)) < 2:
+                raise UsageError(
+                    f"--data {cfg['data']}: its {part} range (jets {start}..{stop - 1} of "
+                    f"{counts['data']}) does not hold jets of both classes; use a larger file "
+                    f"or give --{'data' if part == 'train' else part} FILE")
+
+    def count(self, path: str, key: str, max_constituents: int) -> int:
+        """``check_jet_file(path)`` (its jets), checked once per file and modification."""
+        import os
+
+        from ..data.jets import check_jet_file
+
+        try:
+            stamp = (os.path.getsize(path), os.path.getmtime(path))
+        except OSError:
+            stamp = None
+        stamp = (stamp, max_constituents)
+        if path not in self._checked or self._checked[path][0] != stamp:
+            self._checked[path] = (stamp, check_jet_file(path, what=f"--{key}",
+                                                         max_constituents=max_constituents))
+        return self._checked[path][1]
+
+    def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
+        """The weights (default count), one chunk of jets, and one batch's attention logits
+        and pair features (N × N per jet; kept for the backward pass)."""
+        B, N, H = cfg["batch_size"], cfg["max_constituents"], cfg["num_heads"]
+        per_pair = cfg["num_layers"] * H * 3 + (2 * cfg["pair_dim"] + 4 + H
+                                                 if cfg["pair_bias"] else 0)
+        return [*super().memory_estimate(cfg),
+                (f"one --chunk-size of {cfg['chunk_size']:,} jets", cfg["chunk_size"] * N * 16 * 2),
+                (f"a batch of {B:,} jets' attention over {N} constituents", B * N * N * per_pair * 4)]
+
+
+TASKS = {"jets": JetsTask()}

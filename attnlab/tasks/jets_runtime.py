@@ -1,0 +1,407 @@
+"""The heavy half of ``attnlab train jets`` (the spec: ``attnlab.tasks.jets``): streaming the
+jets, training the ``JetTagger``, the test metrics, the baselines, the figures, and the use of
+a trained run (``evaluate``, ``predict``, ``plot attention``).
+
+Jets are read in chunks (``attnlab.data.jets.read_jets`` of an index range): a training step
+holds one chunk, never the file. A batch holds jets of similar length (``by_length``) and is
+cut to its own longest jet (the rest is padding, which the tagger ignores), so a batch of
+60-constituent jets costs 60², not 200². Lightning is imported inside ``run`` only. The
+baselines (``--baselines``) are here too: the jet mass, τ3/τ2, their likelihood ratio and a
+Particle Flow Network trained like the tagger.
+
+Shapes: B jets, N constituents, D model width, H heads, L layers.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+from ..data.jet_metrics import roc, tagging_metrics
+from ..data.jet_physics import constituent_features, constituent_mask
+from ..data.jets import check_jet_file, count_jets, read_jets
+from ..data.resumable import ResumableBatches, shard
+from ..errors import UsageError
+from ..models.configs import JetTaggerConfig
+from ..models.jet_tagger import JetTagger, scaled_features
+from ..runs import check_data_files, load_weights, pin_data_files, write_json
+from .base import config_from_run
+from .jets import DATA_FILES, split_ranges
+
+__all__ = ["Split", "splits", "trim", "JetBatches", "score_split", "model_config_of",
+           "build_model", "run", "load", "evaluate", "predict", "attention_maps", "figures",
+           "LABELS"]
+
+LABELS = ("QCD", "top")  # is_signal_new = 0, 1
+BASELINES = {"mass": "jet mass alone", "tau32": "τ3/τ2 alone",  # baselines.json key: its name
+             "likelihood": "(mass, τ3/τ2) likelihood", "pfn": "Particle Flow Network"}
+EVAL_BATCH = 256  # jets per forward pass when scoring (no gradients: memory is B·H·N² floats)
+WINDOW = 16  # batches whose jets are sorted by length together (``by_length``)
+
+
+# ---- the jets: index ranges of files, read in chunks ------------------------------------------
+
+@dataclass(frozen=True)
+class Split:
+    """Jets ``start`` .. ``stop - 1`` of ``path``."""
+
+    path: str
+    start: int
+    stop: int
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def chunks(self, size: int) -> list["Split"]:
+        return [Split(self.path, a, min(a + size, self.stop)) for a in range(self.start, self.stop, size)]
+
+    def read(self, max_constituents: int) -> tuple[np.ndarray, np.ndarray]:
+        """(p4 (n, max_constituents, 4) float32, labels (n,) int64)."""
+        return read_jets(self.path, self.start, self.stop, max_constituents=max_constituents)
+
+
+def splits(cfg: dict[str, Any]) -> dict[str, Split]:
+    """train / val / test: index ranges of --data, or the whole --val / --test files."""
+    found = {name: Split(cfg["data"], a, b)
+             for name, (a, b) in split_ranges(count_jets(cfg["data"]), cfg).items()}
+    for name in ("val", "test"):
+        if cfg.get(name):
+            found[name] = Split(cfg[name], 0, count_jets(cfg[name]))
+    return found
+
+
+def trim(p4: np.ndarray) -> torch.Tensor:
+    """The jets as a tensor without the padding columns that no jet of the batch uses."""
+    real = np.asarray(p4[..., 0] > 0)  # (B, N): E > 0, as ``constituent_mask``
+    used = max(1, int(real.sum(1).max())) if len(real) else 1
+    return torch.from_numpy(np.array(p4[:, :used], dtype=np.float32))  # (B, N'), a copy
+
+
+def by_length(p4: np.ndarray, rows: np.ndarray, size: int) -> list[np.ndarray]:
+    """``rows`` of ``p4`` in batches of ``size``, windows of ``WINDOW`` batches sorted by the
+    number of constituents: a batch's jets have similar lengths, so cutting it to its longest
+    (``trim``) leaves little padding. (Attention costs N² per jet; a batch padded to its longest
+    of ~150 constituents costs ~4x one of its ~70-constituent jets.)"""
+    lengths = (p4[rows, :, 0] > 0).sum(1)
+    batches, window = [], WINDOW * size
+    for a in range(0, len(rows), window):
+        part = rows[a:a + window][np.argsort(lengths[a:a + window], kind="stable")]
+        batches += [part[b:b + size] for b in range(0, len(part), size)]
+    return batches
+
+
+class JetBatches(ResumableBatches):
+    """Shuffled training batches ``(p4 (B, N', 4), labels (B,))`` streamed chunk by chunk.
+
+    Each epoch visits the chunks in a random order; a chunk's jets are shuffled, grouped into
+    batches of similar length (``by_length``) and the batches shuffled, all drawn from the seed,
+    the epoch and the chunk. So a batch needs one chunk in memory, and the ``start``-th batch of
+    an epoch is found without reading the chunks before it (``--resume``). Under DDP rank r
+    takes batches r, r + world, ...
+    """
+
+    def __init__(self, split: Split, cfg: dict[str, Any]) -> None:
+        super().__init__()
+        self.B, self.seed, self.n = cfg["batch_size"], cfg["seed"], cfg["max_constituents"]
+        # whole batches per chunk: only a split's last chunk ends with a short batch
+        self.parts = split.chunks(max(1, cfg["chunk_size"] // self.B) * self.B)
+        self.sizes = [-(-len(c) // self.B) for c in self.parts]  # batches per chunk (ceil)
+
+    def __len__(self) -> int:
+        return max(1, sum(self.sizes) // shard()[1])
+
+    def epoch_batches(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        rank, world = shard()
+        order = np.random.default_rng([self.seed, epoch]).permutation(len(self.parts))
+        first = 0  # the epoch's index of the chunk's first batch
+        for c in order:
+            wanted = [b for b in range(self.sizes[c])
+                      if (first + b) % world == rank and (first + b) // world >= start]
+            first += self.sizes[c]
+            if not wanted:
+                continue
+            p4, labels = self.parts[c].read(self.n)
+            rng = np.random.default_rng([self.seed, epoch, int(c)])
+            batches = by_length(p4, rng.permutation(len(labels)), self.B)
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+            for b in wanted:
+                yield trim(p4[batches[b]]), torch.as_tensor(labels[batches[b]])
+
+
+def fixed_batches(split: Split, cfg: dict[str, Any], limit: int | None = None):
+    """The first ``limit`` jets of ``split`` (all by default) as batches, in file order within
+    each window of ``WINDOW`` batches sorted by length (``by_length``)."""
+    stop = split.stop if limit is None else min(split.stop, split.start + limit)
+    for chunk in Split(split.path, split.start, stop).chunks(cfg["chunk_size"]):
+        p4, labels = chunk.read(cfg["max_constituents"])
+        for rows in by_length(p4, np.arange(len(labels)), EVAL_BATCH):
+            yield trim(p4[rows]), torch.as_tensor(labels[rows])
+
+
+@torch.no_grad()
+def score_split(model: JetTagger, split: Split, cfg: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(P(top) (n,), labels (n,)) of every jet of ``split``, streamed (in the order of
+    ``fixed_batches``: every scorer of a split sees its jets in the same order)."""
+    model.eval()
+    scores, labels = [], []
+    for p4, y in fixed_batches(split, cfg):
+        scores.append(model.probabilities(p4)[:, 1].numpy())
+        labels.append(y.numpy())
+    return np.concatenate(scores), np.concatenate(labels)
+
+
+# ---- the model --------------------------------------------------------------------------------
+
+def model_config_of(cfg: dict[str, Any]) -> JetTaggerConfig:
+    """The tagger's config from a run's configuration."""
+    return config_from_run(JetTaggerConfig, cfg)
+
+
+def build_model(cfg: dict[str, Any]) -> JetTagger:
+    """The (randomly initialised) tagger a run's configuration describes."""
+    return JetTagger.from_config(model_config_of(cfg))
+
+
+def load(task, run_dir: Path, cfg: dict[str, Any]) -> JetTagger:
+    model = build_model(cfg)
+    load_weights(model, Path(run_dir) / "model.safetensors")
+    return model.eval()
+
+
+# ---- training ---------------------------------------------------------------------------------
+
+def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+    """Train on the train jets, test, draw the figures (and score the baselines), write DIR."""
+    from torch.utils.data import DataLoader
+
+    from ..training import finish, fit
+    from ..training.classifier import ClassifierModule
+
+    pin_data_files(cfg, DATA_FILES)
+    parts = splits(cfg)
+    cfg["jets"] = {name: len(s) for name, s in parts.items()}
+    train = JetBatches(parts["train"], cfg)
+    steps = cfg["epochs"] * len(train) if cfg.get("epochs") else cfg["max_steps"]
+    val = list(fixed_batches(parts["val"], cfg, cfg["val_jets"]))
+    model = build_model(cfg)
+    result = fit(ClassifierModule(model, cfg, steps), train, DataLoader(val, batch_size=None),
+                 cfg, run_dir, max_steps=steps,
+                 val_check_interval=min(cfg.get("val_every") or steps, len(train)))
+    metrics, extra = {}, None
+    if result.is_global_zero:  # other DDP ranks write nothing
+        scores, labels = score_split(model, parts["test"], cfg)
+        metrics = tagging_metrics(scores, labels, prefix="test_")
+        extra = baselines(cfg, parts, labels, steps) if cfg.get("baselines") else None
+        figures(model, scores, labels, parts["test"], cfg, Path(run_dir), extra)
+    metrics = finish(cfg, run_dir, model, metrics, result)
+    if extra is not None:
+        write_json(Path(run_dir) / "baselines.json", _baselines_record(extra, len(labels)))
+        print(comparison_table(metrics, extra, len(labels)))
+    return metrics
+
+
+def baselines(cfg: dict[str, Any], parts: dict[str, Split], test_labels: np.ndarray,
+              steps: int) -> dict[str, tuple[dict[str, float], np.ndarray]]:
+    """name -> (test metrics, scores) of each baseline on the test jets: the jet mass alone,
+    τ3/τ2 alone, their likelihood ratio (each fit on the training jets), and a Particle Flow
+    Network trained on the same training jets for the same number of steps."""
+    from ..data.jet_metrics import baseline_scores
+
+    print("baselines: jet mass and τ3/τ2 of the training and test jets ...", file=sys.stderr,
+          flush=True)
+    train_x, train_y = physics_features(parts["train"], cfg)
+    test_x, _ = physics_features(parts["test"], cfg)
+    found = baseline_scores(train_x, train_y, test_x)  # mass, tau32, likelihood
+    found["pfn"] = score_split(train_pfn(cfg, parts["train"], steps), parts["test"], cfg)[0]
+    return {name: (tagging_metrics(s, test_labels, prefix="test_"), np.asarray(s))
+            for name, s in found.items()}
+
+
+@torch.no_grad()
+def physics_features(split: Split, cfg: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """((jet mass, τ3/τ2) (n, 2), labels (n,)) of every jet of ``split``, streamed."""
+    from ..data.jet_physics import jet_mass, tau32
+
+    features, labels = [], []
+    for p4, y in fixed_batches(split, cfg):
+        mask = constituent_mask(p4)
+        features.append(torch.stack([jet_mass(p4, mask), tau32(p4, mask)], -1).numpy())
+        labels.append(y.numpy())
+    return np.concatenate(features).astype(np.float64), np.concatenate(labels)
+
+
+class PFNTagger(torch.nn.Module):
+    """The Particle Flow Network on the tagger's inputs: four-momenta in, logits out, with
+    the same scaled constituent features, so ``score_split`` and the training loop serve both."""
+
+    def __init__(self) -> None:
+        from ..data.jet_physics import NUM_FEATURES
+        from ..models.pfn import ParticleFlowNetwork
+
+        super().__init__()
+        self.pfn = ParticleFlowNetwork(num_features=NUM_FEATURES)
+
+    def forward(self, p4: torch.Tensor) -> torch.Tensor:
+        return self.pfn(*scaled_features(p4))  # (B, 2)
+
+    @torch.no_grad()
+    def probabilities(self, p4: torch.Tensor) -> torch.Tensor:
+        return self(p4).softmax(-1)
+
+
+def train_pfn(cfg: dict[str, Any], train: Split, steps: int) -> PFNTagger:
+    """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps."""
+    import torch.nn.functional as F
+
+    from ..training.module import make_optimizer
+
+    torch.manual_seed(cfg["seed"])
+    pfn = PFNTagger()
+    opt, schedule = make_optimizer(pfn.parameters(), cfg, model_dim=cfg["model_dim"],
+                                   max_steps=steps)
+    batches, step = JetBatches(train, cfg), 0
+    while step < steps:
+        for p4, y in batches:
+            loss = F.cross_entropy(pfn(p4), y)
+            opt.zero_grad()
+            loss.backward()
+            if cfg.get("grad_clip"):
+                torch.nn.utils.clip_grad_norm_(pfn.parameters(), cfg["grad_clip"])
+            opt.step()
+            schedule.step()
+            step += 1
+            if step % max(1, steps // 5) == 0 or step == steps:
+                print(f"baselines: PFN step {step}/{steps}  train_loss {loss.item():.4f}",
+                      file=sys.stderr, flush=True)
+            if step == steps:
+                break
+    return pfn.eval()
+
+
+def _baselines_record(extra, test_jets: int) -> dict[str, Any]:
+    from ..runs import readable
+
+    return {"test_jets": test_jets, **{name: readable(m) for name, (m, _) in extra.items()}}
+
+
+def comparison_table(metrics: dict[str, float], extra, test_jets: int) -> str:
+    """The tagger and every baseline on the same test jets, one row each."""
+    rows = [("this run's tagger", metrics), *((BASELINES[k], m) for k, (m, _) in extra.items())]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"\non the same {test_jets:,} test jets:",
+             f"  {'':<{width}}  {'AUC':>6}  {'accuracy':>8}  {'1/eB@0.3':>8}  {'1/eB@0.5':>8}"]
+    for name, m in rows:
+        lines.append(f"  {name:<{width}}  {m['test_auc']:6.4f}  {m['test_accuracy']:8.4f}  "
+                     f"{m['test_rejection_30']:8.1f}  {m['test_rejection_50']:8.1f}")
+    return "\n".join(lines)
+
+
+# ---- figures ----------------------------------------------------------------------------------
+
+def figures(model: JetTagger, scores: np.ndarray, labels: np.ndarray, test: Split,
+            cfg: dict[str, Any], run_dir: Path, extra=None) -> None:
+    """``roc.png`` (the tagger, and the baselines when scored), ``scores.png`` and
+    ``attention.png`` (the first top jet of the test jets)."""
+    from ..data.jet_metrics import roc_auc
+    from ..viz import plot_jet_roc, plot_jet_scores
+
+    curves = {"tagger": (*roc(scores, labels), roc_auc(scores, labels))}
+    for key, (m, s) in (extra or {}).items():
+        curves[BASELINES[key]] = (*roc(s, labels), m["test_auc"])
+    plot_jet_roc(curves, run_dir / "roc.png", title=f"top tagging: {len(labels):,} test jets")
+    plot_jet_scores(scores, labels, run_dir / "scores.png", names=LABELS,
+                    title=f"tagger scores on {len(labels):,} test jets")
+    row, p4 = first_top(test, cfg)
+    draw_jet(model, p4, run_dir / "attention.png",
+             f"test jet {row} (top): P(top) = {float(model.probabilities(p4)[0, 1]):.3f}")
+
+
+def first_top(split: Split, cfg: dict[str, Any]) -> tuple[int, torch.Tensor]:
+    """(row in ``split``, p4 (1, N, 4)) of its first top jet."""
+    for chunk in split.chunks(EVAL_BATCH):
+        p4, labels = chunk.read(cfg["max_constituents"])
+        if labels.any():
+            row = int(np.argmax(labels == 1))
+            return chunk.start - split.start + row, trim(p4[row:row + 1])
+    raise ValueError("no top jet in the split")  # validate checked both classes
+
+
+@torch.no_grad()
+def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path:
+    """One jet (1, N, 4) in the (Δη, Δφ) plane with the last encoder block's attention
+    (heads averaged) as lines, and the class token's attention as colour when it has one."""
+    from ..viz import plot_jet_attention
+
+    mask = constituent_mask(p4)
+    n = int(mask.sum())
+    features = constituent_features(p4.float(), mask)[0, :n]  # (n, 7): Δη, Δφ, log pT, ...
+    weights = model.get_attention_maps(p4)[-1][0].mean(0)[:n, :n]  # (n, n), heads averaged
+    token = model.class_attention_maps(p4)
+    token = token[-1][0].mean(0)[0, :n].numpy() if token else None  # (n,)
+    return plot_jet_attention(features[:, 0].numpy(), features[:, 1].numpy(),
+                              features[:, 2].exp().numpy(), weights.numpy(), path,
+                              title=f"{title}\nlast block's attention (heads averaged)",
+                              token_weights=token)
+
+
+# ---- using a trained run ----------------------------------------------------------------------
+
+def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+    """The test metrics on the run's test jets, or on every jet of ``data``."""
+    if data is None:
+        check_data_files(cfg)
+        test = splits(cfg)["test"]
+    else:
+        test = Split(data, 0, check_jet_file(data, what="--data",
+                                             max_constituents=cfg["max_constituents"]))
+    scores, labels = score_split(load(task, run_dir, cfg), test, cfg)
+    return tagging_metrics(scores, labels, prefix="test_")
+
+
+def read_input(text: str, cfg: dict[str, Any]) -> tuple[torch.Tensor, int]:
+    """``FILE:ROW`` -> (that jet (1, N, 4), its label); ``UsageError`` naming --input."""
+    path, sep, row = text.strip().rpartition(":")
+    if not sep or not path or not row.strip().isdigit():
+        raise UsageError(f"--input must be FILE:ROW (a jets file and a row number from 0), "
+                         f"got {text.strip()!r}")
+    n, row = check_jet_file(path, "--input", max_constituents=cfg["max_constituents"]), int(row)
+    if row >= n:
+        raise UsageError(f"--input {text.strip()}: row {row} is past the end of {path} "
+                         f"({n:,} jets: rows 0..{n - 1})")
+    p4, labels = read_jets(path, row, row + 1, max_constituents=cfg["max_constituents"])
+    return trim(p4), int(labels[0])
+
+
+def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    """``--input FILE:ROW``: the label of the more probable class and its probability."""
+    p4, _ = read_input(text, cfg)
+    probabilities = load(task, run_dir, cfg).probabilities(p4)[0]  # (2,)
+    k = int(probabilities.argmax())
+    return f"{LABELS[k]} {float(probabilities[k]):.4f}"
+
+
+def attention_figure(task, run_dir: Path, cfg: dict[str, Any], text: str, out: Path) -> Path:
+    """``plot attention DIR --input FILE:ROW``: that jet in the (Δη, Δφ) plane, particles
+    sized by pT, the last block's strongest attention weights as lines (``draw_jet``)."""
+    p4, label = read_input(text, cfg)
+    model = load(task, run_dir, cfg)
+    top = float(model.probabilities(p4)[0, 1])
+    path, _, row = text.strip().rpartition(":")
+    return draw_jet(model, p4, Path(out),
+                    title=f"{Path(path).name} row {row}: a {LABELS[label]} jet, P(top) = {top:.3f}")
+
+
+def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str, *, most: int = 20):
+    """``plot attention DIR --input FILE:ROW``: every block's attention among the ``most``
+    hardest constituents (the files order them by pT), labelled by rank and pT in GeV."""
+    p4, _ = read_input(text, cfg)
+    n = min(most, int(constituent_mask(p4).sum()))
+    maps = load(task, run_dir, cfg).get_attention_maps(p4)  # L × (1, H, N, N)
+    pt = torch.hypot(p4[0, :n, 1], p4[0, :n, 2])
+    labels = [f"{i}:{v:.0f}" for i, v in enumerate(pt.tolist())]
+    return [m[0, :, :n, :n] for m in maps], labels, labels

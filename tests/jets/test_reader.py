@@ -1,0 +1,177 @@
+"""attnlab.data.jets: files in the Top Quark Tagging Reference Dataset's layout, written here by
+pandas exactly as the reference files are (with their truth and ttv columns), in both of pandas'
+HDF formats; read whole, by range and in chunks; errors that name the file, column and row."""
+import tracemalloc
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("tables")
+
+from attnlab.data.jets import (LABEL_COLUMN, MAX_CONSTITUENTS, check_jet_file,  # noqa: E402
+                               count_jets, iter_jets, jet_columns, read_jets, read_labels,
+                               read_settings, write_jets)
+from attnlab.errors import UsageError  # noqa: E402
+
+FORMATS = ["fixed", "table"]
+TRUTH = ["truthE", "truthPX", "truthPY", "truthPZ", "ttv"]
+
+
+def reference_jets(n_jets: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(p4 (n, 200, 4) float64, labels): random massless constituents, pT-ordered, zero-padded."""
+    rng = np.random.default_rng(seed)
+    p4 = np.zeros((n_jets, MAX_CONSTITUENTS, 4))
+    for j, n in enumerate(rng.integers(1, 120, n_jets)):
+        pt = np.sort(rng.exponential(20.0, n))[::-1]
+        eta, phi = rng.normal(0, 0.3, n), rng.uniform(-np.pi, np.pi, n)
+        p4[j, :n] = np.c_[pt * np.cosh(eta), pt * np.cos(phi), pt * np.sin(phi), pt * np.sinh(eta)]
+    return p4, np.arange(n_jets) % 2
+
+
+def reference_frame(p4: np.ndarray, labels: np.ndarray) -> "pd.DataFrame":
+    """The reference files' columns in their order: E_0..PZ_199, truth*, ttv, is_signal_new."""
+    frame = pd.DataFrame(p4.reshape(len(p4), -1), columns=jet_columns())
+    for name in TRUTH:
+        frame[name] = 1.0 if name != "ttv" else 0
+    frame[LABEL_COLUMN] = labels
+    return frame
+
+
+def write_reference(path, p4, labels, fmt: str, frame=None):
+    (reference_frame(p4, labels) if frame is None else frame).to_hdf(
+        path, key="table", mode="w", format=fmt)
+    return path
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_chunks_and_ranges_equal_the_whole_read(tmp_path, fmt):
+    p4, labels = reference_jets(23)
+    path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
+    whole, whole_labels = read_jets(path)
+    assert whole.dtype == np.float32 and whole.shape == (23, 200, 4)
+    np.testing.assert_array_equal(whole, p4.astype(np.float32))
+    assert whole_labels.dtype == np.int64 and whole_labels.tolist() == labels.tolist()
+    for size in (1, 5, 23, 100):
+        chunks = list(iter_jets(path, size))
+        assert [len(c[0]) for c in chunks][:-1] == [size] * (len(chunks) - 1)
+        np.testing.assert_array_equal(np.concatenate([c[0] for c in chunks]), whole)
+        np.testing.assert_array_equal(np.concatenate([c[1] for c in chunks]), whole_labels)
+    part, part_labels = read_jets(path, 4, 9, max_constituents=30)
+    np.testing.assert_array_equal(part, whole[4:9, :30])
+    np.testing.assert_array_equal(part_labels, whole_labels[4:9])
+    np.testing.assert_array_equal(read_labels(path, 3, 20), whole_labels[3:20])
+    assert count_jets(path) == check_jet_file(path) == 23
+    assert read_settings(path) is None  # a reference file has no generator settings
+    assert whole.flags.writeable  # torch.from_numpy must not warn
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_iter_jets_holds_one_chunk_not_the_file(tmp_path, fmt):
+    p4, labels = reference_jets(3000, seed=1)
+    path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
+    del p4
+    chunk, file_bytes = 100, 3000 * (4 * MAX_CONSTITUENTS + len(TRUTH) + 1) * 8  # float64 rows
+    tracemalloc.start()
+    try:
+        total = sum(float(c[0].sum()) for c in iter_jets(path, chunk))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total == pytest.approx(float(read_jets(path)[0].sum(dtype=np.float64)), rel=1e-6)
+    # a chunk is 100 · 806 · 8 B = 0.64 MB as pandas reads it; the file 19 MB
+    assert peak < 8 * chunk * file_bytes / 3000, f"peak {peak / 1e6:.1f} MB for 0.6 MB chunks"
+    assert peak < file_bytes / 4
+
+
+def test_write_jets_round_trip_in_the_reference_layout(tmp_path):
+    p4, labels = reference_jets(7, seed=2)
+    settings = {"generator": "attnlab data jets", "seed": 3, "recipe": {"common": ["a", "b"]}}
+    path = tmp_path / "gen.h5"
+    write_jets(path, p4[:, :60], labels, settings=settings)  # fewer columns: padded to 200
+    with pd.HDFStore(path, "r") as store:
+        assert "/table" in store.keys() and store.get_storer("table").is_table
+        columns = list(store.select("table", start=0, stop=0).columns)
+    assert columns == [*jet_columns(), LABEL_COLUMN]
+    back, back_labels = read_jets(path)
+    expected = np.zeros_like(p4, dtype=np.float32)
+    expected[:, :60] = p4[:, :60]
+    np.testing.assert_array_equal(back, expected)
+    assert back_labels.tolist() == labels.tolist()
+    assert read_settings(path) == settings
+    assert not (tmp_path / "gen.h5.partial").exists()
+
+
+@pytest.mark.parametrize("p4, labels, settings, message", [
+    (np.zeros((2, 3)), [0, 1], None, "shape"),
+    (np.zeros((2, 201, 4)), [0, 1], None, "shape"),
+    (np.zeros((0, 3, 4)), [], None, "N >= 1"),
+    (np.zeros((2, 3, 4)), [0, 2], None, "0 or 1"),
+    (np.full((2, 3, 4), np.nan), [0, 1], None, "NaN"),
+    (np.zeros((2, 3, 4)), [0, 1], {"f": object()}, "JSON"),
+])
+def test_write_jets_rejects_bad_input(tmp_path, p4, labels, settings, message):
+    with pytest.raises(ValueError, match=message):
+        write_jets(tmp_path / "x.h5", p4, labels, settings)
+    assert not (tmp_path / "x.h5").exists()
+
+
+def _frame_with(change):
+    p4, labels = reference_jets(12, seed=3)
+    return change(reference_frame(p4, labels))
+
+
+def _set(column, row, value):
+    def change(frame):
+        frame.loc[row, column] = value
+        return frame
+    return change
+
+
+BAD_FILES = {
+    "missing momenta": (lambda f: f.drop(columns=["PX_3", "E_150"]), "missing columns PX_3, E_150"),
+    "missing label": (lambda f: f.drop(columns=[LABEL_COLUMN]), f"missing columns {LABEL_COLUMN}"),
+    "NaN": (_set("PY_7", 5, np.nan), "column PY_7 row 5 is NaN"),
+    "inf": (_set("E_0", 11, np.inf), "column E_0 row 11 is inf"),
+    "NaN label": (_set(LABEL_COLUMN, 2, np.nan), f"column {LABEL_COLUMN} row 2 is nan"),
+    "label 2": (_set(LABEL_COLUMN, 4, 2), f"column {LABEL_COLUMN} row 4 is 2"),
+    "no jets": (lambda f: f.iloc[:0], "no jets"),
+    "one class": (_set(LABEL_COLUMN, slice(None), 1),
+                  f"only one class ({LABEL_COLUMN} = 1 for all 12 jets)"),
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_bad_files_are_usage_errors_naming_file_column_and_row(tmp_path, fmt, case):
+    change, message = BAD_FILES[case]
+    frame = _frame_with(change)
+    if case == "no jets" and fmt == "table":
+        fmt = "fixed"  # pandas writes nothing for an empty "table" frame
+    path = write_reference(tmp_path / "bad.h5", None, None, fmt, frame=frame)
+    with pytest.raises(UsageError) as caught:
+        check_jet_file(path, what="--test")
+    text = str(caught.value)
+    assert text.startswith(f"--test {path}: ") and message in text and "\n" not in text
+
+
+def test_files_that_are_not_jet_files(tmp_path):
+    cases = {tmp_path / "absent.h5": "not found", tmp_path: "is a directory",
+             tmp_path / "notes.txt": "not an HDF5 file", tmp_path / "other.h5": "no key 'table'"}
+    (tmp_path / "notes.txt").write_text("E_0,PX_0\n1,2\n")
+    pd.DataFrame({"a": [1.0]}).to_hdf(tmp_path / "other.h5", key="jets", mode="w")
+    for path, message in cases.items():
+        for read in (lambda p: check_jet_file(p, "--val"), count_jets, read_jets,
+                     lambda p: iter_jets(p, 10)):
+            with pytest.raises(UsageError, match=message) as caught:
+                read(path)
+            assert str(path) in str(caught.value)
+
+
+def test_a_range_past_the_end_names_it(tmp_path):
+    p4, labels = reference_jets(5)
+    path = write_reference(tmp_path / "j.h5", p4, labels, "table")
+    with pytest.raises(UsageError, match=r"jets 3\.\.9 are out of range \(the file has 5 jets\)"):
+        read_jets(path, 3, 9)
+    with pytest.raises(ValueError, match="chunk_size"):
+        iter_jets(path, 0)

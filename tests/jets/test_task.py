@@ -1,0 +1,228 @@
+"""`attnlab train jets` end to end on a tiny file in the reference layout (train → evaluate →
+predict → plot attention, and --baselines), and its input errors: exit 2, one line naming the
+flag, file, column or row, and no run directory written."""
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attnlab.cli import main
+from attnlab.data.jets import jet_columns, write_jets
+from attnlab.runs import read_yaml
+
+
+def synthetic_jets(n_per_class: int, *, seed: int = 0, most: int = 30):
+    """Toy jets at pT = 600 GeV (not physics: fast and separable): "top" jets spread their
+    constituents over three prongs 0.2-0.5 apart, "QCD" jets over one; shuffled, pT-ordered,
+    zero-padded to ``most`` constituents. Returns (p4 (2n, most, 4), labels (2n,))."""
+    rng = np.random.default_rng(seed)
+    labels = rng.permutation(np.repeat([1, 0], n_per_class))
+    p4 = np.zeros((len(labels), most, 4), np.float32)
+    for j, top in enumerate(labels):
+        k = int(rng.integers(4, most + 1))
+        prongs = rng.normal(0, 0.25, (3, 2)) if top else np.zeros((1, 2))
+        centre = prongs[rng.integers(len(prongs), size=k)]
+        eta = 0.2 + centre[:, 0] + rng.normal(0, 0.04, k)
+        phi = 1.0 + centre[:, 1] + rng.normal(0, 0.04, k)
+        pt = np.sort(rng.exponential(1.0, k))[::-1]
+        pt = 600 * pt / pt.sum()
+        px, py, pz = pt * np.cos(phi), pt * np.sin(phi), pt * np.sinh(eta)
+        p4[j, :k] = np.stack([np.sqrt(px ** 2 + py ** 2 + pz ** 2), px, py, pz], -1)
+    return p4, labels
+
+
+TINY = ["--max-steps", "16", "--batch-size", "16", "--model-dim", "16", "--num-heads", "2",
+        "--dim-feedforward", "32", "--max-constituents", "30", "--warmup", "2",
+        "--val-every", "8", "--lr", "3e-3", "--seed", "1"]
+
+
+@pytest.fixture(scope="module")
+def jets_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("jets") / "jets.h5"
+    write_jets(path, *synthetic_jets(120))
+    return path
+
+
+@pytest.fixture(scope="module")
+def jets_run(jets_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "run"
+    code = main(["train", "jets", "--data", str(jets_file), "--out", str(out), *TINY,
+                 "--class-token", "--pair-bias", "--baselines"])
+    assert code == 0
+    return out
+
+
+@pytest.mark.slow
+def test_a_tiny_run_writes_the_run_directory_and_the_metrics(jets_run, jets_file):
+    metrics = json.loads((jets_run / "metrics.json").read_text())
+    keys = {"test_accuracy", "test_auc", "test_rejection_30", "test_rejection_50", "steps",
+            "train_seconds", "parameters"}
+    assert keys <= set(metrics) and metrics["steps"] == 16
+    assert 0 <= metrics["test_auc"] <= 1
+    for name in ("config.yaml", "model.safetensors", "roc.png", "scores.png", "attention.png",
+                 "baselines.json"):
+        assert (jets_run / name).is_file(), name
+    assert (jets_run / "checkpoints" / "last.ckpt").is_file()
+    cfg = read_yaml(jets_run / "config.yaml")
+    assert cfg["class_token"] and cfg["pair_bias"] and cfg["max_constituents"] == 30
+    assert cfg["jets"] == {"train": 168, "val": 24, "test": 48}  # index ranges of 240 jets
+    baselines = json.loads((jets_run / "baselines.json").read_text())
+    assert set(baselines) == {"test_jets", "mass", "tau32", "likelihood", "pfn"}
+    assert baselines["test_jets"] == 48
+    assert all(0 <= b["test_auc"] <= 1 for k, b in baselines.items() if k != "test_jets")
+
+
+@pytest.mark.slow
+def test_evaluate_gives_the_metrics_of_the_run_and_of_another_file(jets_run, capsys, tmp_path):
+    assert main(["evaluate", str(jets_run)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    saved = json.loads((jets_run / "metrics.json").read_text())
+    assert again["test_auc"] == pytest.approx(saved["test_auc"], abs=1e-6)
+    other = tmp_path / "other.h5"
+    write_jets(other, *synthetic_jets(20, seed=5))
+    assert main(["evaluate", str(jets_run), "--data", str(other)]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {
+        "test_accuracy", "test_auc", "test_rejection_30", "test_rejection_50"}
+
+
+@pytest.mark.slow
+def test_predict_prints_the_label_and_its_probability(jets_run, jets_file, capsys):
+    assert main(["predict", str(jets_run), "--input", f"{jets_file}:3"]) == 0
+    assert re.fullmatch(r"(top|QCD) (0\.[5-9]\d{3}|1\.0000)",
+                        capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_plot_attention_draws_the_jet(jets_run, jets_file, tmp_path, capsys):
+    out = tmp_path / "a.png"
+    assert main(["plot", "attention", str(jets_run), "--input", f"{jets_file}:0",
+                 "--out", str(out)]) == 0
+    assert out.is_file() and capsys.readouterr().out.strip() == str(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, message", [
+    ("{file}:999", r"--input .*:999: row 999 is past the end of .* \(240 jets: rows 0\.\.239\)"),
+    ("{file}", r"--input must be FILE:ROW"),
+    ("nope.h5:1", r"--input nope.h5: not found"),
+])
+def test_predict_refuses_a_bad_input_with_exit_2(jets_run, jets_file, capsys, text, message):
+    assert main(["predict", str(jets_run), "--input", text.format(file=jets_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err), err
+
+
+@pytest.mark.slow
+def test_the_real_process_trains_with_the_flags_of_the_docs(tmp_path):
+    data = tmp_path / "jets.h5"
+    write_jets(data, *synthetic_jets(40))
+    done = subprocess.run([sys.executable, "-m", "attnlab", "train", "jets", "--data", str(data),
+                           "--out", str(tmp_path / "run"), *TINY], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "test_auc" in done.stdout
+
+
+# ---- input errors: exit 2 before anything is written ------------------------------------------
+
+def frame(p4, labels):
+    """A DataFrame in the reference layout (pandas writes what write_jets refuses: NaN)."""
+    padded = np.zeros((len(p4), 200, 4), np.float32)
+    padded[:, :p4.shape[1]] = p4
+    df = pd.DataFrame(padded.reshape(len(p4), -1), columns=jet_columns())
+    df["is_signal_new"] = labels
+    return df
+
+
+@pytest.fixture(scope="module")
+def bad_dir(tmp_path_factory):
+    """Jets files with one problem each (and a good one)."""
+    tmp_path = tmp_path_factory.mktemp("bad")
+    p4, labels = synthetic_jets(30)
+    (tmp_path / "text.h5").write_text("not a jets file\n")
+    frame(p4, labels).drop(columns=["PX_3", "PY_3"]).to_hdf(tmp_path / "columns.h5", key="table")
+    nan = frame(p4, labels)
+    nan.loc[17, "PX_3"] = np.nan
+    nan.to_hdf(tmp_path / "nan.h5", key="table")
+    write_jets(tmp_path / "tops.h5", p4, np.ones_like(labels))
+    order = np.argsort(-labels, kind="stable")  # every top jet first: the test range is QCD
+    write_jets(tmp_path / "sorted.h5", p4[order], labels[order])
+    write_jets(tmp_path / "good.h5", p4, labels)
+    frame(p4, labels).to_hdf(tmp_path / "otherkey.h5", key="jets")
+    return tmp_path
+
+
+ERRORS = {
+    "missing file": (["--data", "{tmp}/nope.h5"], r"--data .*nope.h5: not found"),
+    "not HDF5": (["--data", "{tmp}/text.h5"], r"--data .*text.h5: not an HDF5 file"),
+    "no key table": (["--data", "{tmp}/otherkey.h5"], r"--data .*otherkey.h5: no key 'table'"),
+    "missing columns": (["--data", "{tmp}/columns.h5"],
+                        r"--data .*columns.h5: missing columns PX_3, PY_3"),
+    "NaN": (["--data", "{tmp}/nan.h5"], r"--data .*nan.h5: column PX_3 row 17 is NaN"),
+    "one class": (["--data", "{tmp}/tops.h5"], r"--data .*tops.h5: only one class"),
+    "bad test file": (["--data", "{tmp}/good.h5", "--test", "{tmp}/nan.h5"],
+                      r"--test .*nan.h5: column PX_3 row 17 is NaN"),
+    "one class in a range": (["--data", "{tmp}/sorted.h5"],
+                             r"--data .*sorted.h5: its val range \(jets 42\.\.47 of 60\) does "
+                             r"not hold jets of both classes; .* give --val FILE"),
+    "no --data": ([], r"--data FILE is required"),
+    "fractions": (["--data", "{tmp}/good.h5", "--val-fraction", "0.5", "--test-fraction", "0.5"],
+                  r"--val-fraction \(0.5\) \+ --test-fraction \(0.5\) must be < 1"),
+    "too many constituents": (["--data", "{tmp}/good.h5", "--max-constituents", "300"],
+                              r"--max-constituents must be in 1\.\.200, got 300"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_input_errors_exit_2_with_one_line_and_no_run_directory(bad_dir, tmp_path, capsys,
+                                                                  case):
+    argv, message = ERRORS[case]
+    out = tmp_path / "run"
+    code = main(["train", "jets", "--out", str(out), *[a.format(tmp=bad_dir) for a in argv]])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("attnlab: error: "), err
+    assert re.search(message, err), err
+    assert not out.exists()
+
+
+def test_the_spec_imports_no_torch():
+    code = "import sys, attnlab.tasks.jets; assert 'torch' not in sys.modules, 'torch'"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# ---- the training stream ---------------------------------------------------------------------
+
+def test_an_epoch_of_batches_holds_every_training_jet_once_and_resumes_midway(jets_file):
+    from attnlab.tasks.jets_runtime import JetBatches, Split
+
+    cfg = {"batch_size": 16, "seed": 3, "max_constituents": 30, "chunk_size": 50}
+    train = Split(str(jets_file), 0, 168)
+    batches = list(JetBatches(train, cfg).epoch_batches(0, 0))
+    # chunks of 48 jets (whole batches): 48 + 48 + 48 + 24 -> 3 + 3 + 3 + 2 batches
+    assert len(batches) == len(JetBatches(train, cfg)) == 11
+    assert [len(y) for _, y in batches].count(16) == 10
+    energies = np.sort(np.concatenate([p4[:, 0, 0].numpy() for p4, _ in batches]))
+    from attnlab.data.jets import read_jets
+
+    p4, _ = read_jets(jets_file, 0, 168, max_constituents=30)
+    np.testing.assert_array_equal(energies, np.sort(p4[:, 0, 0]))  # each jet once
+    later = list(JetBatches(train, cfg).epoch_batches(0, 5))  # what --resume at batch 5 reads
+    assert len(later) == len(batches) - 5
+    for (a, ya), (b, yb) in zip(later, batches[5:]):
+        assert torch.equal(a, b) and torch.equal(ya, yb)
+    again = list(JetBatches(train, cfg).epoch_batches(1, 0))  # the next epoch: a new order
+    assert not torch.equal(again[0][1], batches[0][1]) or not torch.equal(again[0][0], batches[0][0])
+
+
+def test_a_batch_is_cut_to_its_longest_jet():
+    from attnlab.tasks.jets_runtime import trim
+
+    p4 = np.zeros((3, 200, 4), np.float32)
+    p4[0, :7] = p4[1, :12] = p4[2, :3] = 1.0
+    assert trim(p4).shape == (3, 12, 4)
