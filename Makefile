@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
 
-.PHONY: setup run test test-fast bench
+.PHONY: setup browser run test test-fast bench
 setup: $(VENV)/.installed
 
 # The CPU build of PyTorch first: an unpinned `torch` would pull a multi-gigabyte CUDA build.
@@ -29,13 +29,21 @@ run: setup
 		echo "the run: $$out ($$link is not a link made by make run: left as it is)"; \
 	fi
 
+# The explorer's browser tests drive Debian's Chromium through its ChromeDriver (Selenium, in the
+# dev extra). Installed once, as root, when missing; a test tool's own browser download cannot
+# work on a machine that reaches only the package registries.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			chromium chromium-driver >/dev/null; }
+
 # Every test and the library's docstring examples (pyproject.toml: testpaths and addopts).
-test: setup
+test: setup browser
 	$(PY) -m pytest -q -n 2
 
 # The inner loop, under 30 s on 2 cores: all but the tests marked slow (those that train a run,
 # start the CLI in a real process or take over ~10 s).
-test-fast: setup
+test-fast: setup browser
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
 bench: setup

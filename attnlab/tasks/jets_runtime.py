@@ -21,15 +21,19 @@ from typing import Any, Iterator
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-from ..data.jet_metrics import roc, tagging_metrics
-from ..data.jet_physics import constituent_features, constituent_mask
+from ..data.jet_metrics import baseline_scores, roc, roc_auc, tagging_metrics
+from ..data.jet_physics import (NUM_FEATURES, constituent_features, constituent_mask, jet_mass,
+                                tau32)
 from ..data.jets import check_jet_file, count_jets, read_jets
 from ..data.resumable import ResumableBatches, shard
 from ..errors import UsageError
 from ..models.configs import JetTaggerConfig
 from ..models.jet_tagger import JetTagger, scaled_features
-from ..runs import check_data_files, load_weights, pin_data_files, write_json
+from ..models.pfn import ParticleFlowNetwork
+from ..runs import check_data_files, load_weights, pin_data_files, readable, write_json
+from ..viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from .base import config_from_run
 from .jets import DATA_FILES, split_ranges
 
@@ -210,8 +214,6 @@ def baselines(cfg: dict[str, Any], parts: dict[str, Split], test_labels: np.ndar
     """name -> (test metrics, scores) of each baseline on the test jets: the jet mass alone,
     τ3/τ2 alone, their likelihood ratio (each fit on the training jets), and a Particle Flow
     Network trained on the same training jets for the same number of steps."""
-    from ..data.jet_metrics import baseline_scores
-
     print("baselines: jet mass and τ3/τ2 of the training and test jets ...", file=sys.stderr,
           flush=True)
     train_x, train_y = physics_features(parts["train"], cfg)
@@ -225,8 +227,6 @@ def baselines(cfg: dict[str, Any], parts: dict[str, Split], test_labels: np.ndar
 @torch.no_grad()
 def physics_features(split: Split, cfg: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """((jet mass, τ3/τ2) (n, 2), labels (n,)) of every jet of ``split``, streamed."""
-    from ..data.jet_physics import jet_mass, tau32
-
     features, labels = [], []
     for p4, y in fixed_batches(split, cfg):
         mask = constituent_mask(p4)
@@ -240,9 +240,6 @@ class PFNTagger(torch.nn.Module):
     the same scaled constituent features, so ``score_split`` and the training loop serve both."""
 
     def __init__(self) -> None:
-        from ..data.jet_physics import NUM_FEATURES
-        from ..models.pfn import ParticleFlowNetwork
-
         super().__init__()
         self.pfn = ParticleFlowNetwork(num_features=NUM_FEATURES)
 
@@ -256,9 +253,7 @@ class PFNTagger(torch.nn.Module):
 
 def train_pfn(cfg: dict[str, Any], train: Split, steps: int) -> PFNTagger:
     """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps."""
-    import torch.nn.functional as F
-
-    from ..training.module import make_optimizer
+    from ..training.module import make_optimizer  # Lightning: loaded by training only
 
     torch.manual_seed(cfg["seed"])
     pfn = PFNTagger()
@@ -284,8 +279,6 @@ def train_pfn(cfg: dict[str, Any], train: Split, steps: int) -> PFNTagger:
 
 
 def _baselines_record(extra, test_jets: int) -> dict[str, Any]:
-    from ..runs import readable
-
     return {"test_jets": test_jets, **{name: readable(m) for name, (m, _) in extra.items()}}
 
 
@@ -307,9 +300,6 @@ def figures(model: JetTagger, scores: np.ndarray, labels: np.ndarray, test: Spli
             cfg: dict[str, Any], run_dir: Path, extra=None) -> None:
     """``roc.png`` (the tagger, and the baselines when scored), ``scores.png`` and
     ``attention.png`` (the first top jet of the test jets)."""
-    from ..data.jet_metrics import roc_auc
-    from ..viz import plot_jet_roc, plot_jet_scores
-
     curves = {"tagger": (*roc(scores, labels), roc_auc(scores, labels))}
     for key, (m, s) in (extra or {}).items():
         curves[BASELINES[key]] = (*roc(s, labels), m["test_auc"])
@@ -335,8 +325,6 @@ def first_top(split: Split, cfg: dict[str, Any]) -> tuple[int, torch.Tensor]:
 def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path:
     """One jet (1, N, 4) in the (Δη, Δφ) plane with the last encoder block's attention
     (heads averaged) as lines, and the class token's attention as colour when it has one."""
-    from ..viz import plot_jet_attention
-
     mask = constituent_mask(p4)
     n = int(mask.sum())
     features = constituent_features(p4.float(), mask)[0, :n]  # (n, 7): Δη, Δφ, log pT, ...
