@@ -104,25 +104,79 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
                          f"the maps' (T_q={T_q}, T_k={T_k})")
     plt = _pyplot()
     L = len(layers)
-    cell = max(2.2, 0.28 * max(T_q, T_k) + 1.0)
-    fig, axes = plt.subplots(L, H, figsize=(cell * H + 0.8, cell * L + 0.6), squeeze=False)
+    fontsize = 7 if max(T_q, T_k) > 16 else 9
+    x_text, y_text = _short(x_labels), _short(y_labels)
+    cell = min(14.0, max(2.2, 0.28 * max(T_q, T_k) + 1.0))  # one panel, in inches
+    side = _text_inches(y_text, fontsize) + 0.5  # the query labels' column beside it
+    below = _text_inches(x_text, fontsize) + 0.6  # the key labels, upright at worst
+    fig, axes = plt.subplots(L, H, figsize=((cell + side + 0.9) * H, (cell + below + 0.5) * L + 0.6),
+                             squeeze=False)
     for row, layer in enumerate(layers):
         for col in range(layer.shape[0]):
             ax = axes[row][col]
             image = ax.imshow(layer[col].numpy(), vmin=0, vmax=max(1e-9, float(layer[col].max())),
                               cmap=cmap, aspect="auto")
-            ax.set_xticks(range(T_k), [str(t) for t in x_labels], rotation=90 if T_k > 12 else 0,
-                          fontsize=7 if max(T_q, T_k) > 16 else 9)
-            ax.set_yticks(range(T_q), [str(t) for t in y_labels],
-                          fontsize=7 if max(T_q, T_k) > 16 else 9)
+            _ticks(ax.xaxis, x_text, cell / max(1, T_k), fontsize)
+            _ticks(ax.yaxis, y_text, cell / max(1, T_q), fontsize)
             ax.set_xlabel("key")
             ax.set_ylabel("query")
             ax.set_title(f"layer {row + 1}, head {col + 1}", fontsize=9)
-            fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+            bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+            bar.set_label("attention weight", fontsize=7)
+            bar.ax.tick_params(labelsize=7)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    for ax in axes.flat:
+        for axis in (ax.xaxis, ax.yaxis):
+            _thin_overlapping(fig, axis)
     return _save(fig, path)
+
+
+def overlapping_ticks(fig, axis) -> bool:
+    """Whether two of ``axis``' tick labels overlap as drawn in ``fig``."""
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in axis.get_ticklabels() if t.get_text()]
+    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+
+def _thin_overlapping(fig, axis) -> None:
+    """Keep every other label until none overlaps (the estimate in ``_ticks`` is a guess of
+    the font's widths; this measures them)."""
+    while overlapping_ticks(fig, axis):
+        ticks, labels = list(axis.get_ticklocs()), [t.get_text() for t in axis.get_ticklabels()]
+        axis.set_ticks(ticks[::2], labels[::2])
+
+
+_CHAR_INCHES = 0.62 / 72  # a character's width in inches, per point of font size (DejaVu Sans)
+_LONGEST = 14  # characters kept of a tick label; longer ones end in "…"
+
+
+def _short(labels: Sequence[str]) -> list[str]:
+    """Tick labels as text: at most ``_LONGEST`` characters, whitespace made visible."""
+    out = []
+    for label in labels:
+        text = str(label).replace("\n", "⏎")
+        text = text if text.strip() else text.replace(" ", "␣") or "·"
+        out.append(text if len(text) <= _LONGEST else text[: _LONGEST - 1] + "…")
+    return out
+
+
+def _text_inches(labels: Sequence[str], fontsize: float) -> float:
+    return max((len(t) for t in labels), default=1) * fontsize * _CHAR_INCHES
+
+
+def _ticks(axis, labels: list[str], step: float, fontsize: float) -> None:
+    """Label ``axis`` so that no two labels overlap: keys lie flat while the longest fits in its
+    column, else stand upright; when a column (or row) is thinner than a line of text, only
+    every k-th token is labelled. ``step``: inches per token."""
+    line = fontsize * 1.25 / 72  # a line of text, in inches
+    is_x = axis.axis_name == "x"
+    upright = is_x and _text_inches(labels, fontsize) > 0.9 * step
+    every = 1 if step >= line else int(-(-line // step))  # a line per label, at least
+    positions = list(range(0, len(labels), every))
+    axis.set_ticks(positions, [labels[i] for i in positions], fontsize=fontsize,
+                   rotation=90 if upright else 0)
 
 
 def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | Path = "pe.png", *,
