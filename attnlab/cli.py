@@ -16,8 +16,8 @@ from importlib import import_module
 
 from .errors import Interrupted, UsageError
 
-COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "explain",
-            "data")
+COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "view",
+            "explain", "data")
 
 
 class ArgumentParser(argparse.ArgumentParser):

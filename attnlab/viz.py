@@ -4,7 +4,8 @@ learning-rate schedules.
 Shapes: L layers, H heads, T_q queries (rows), T_k keys (columns).
 
 matplotlib is imported inside each function, so ``import attnlab.viz`` stays light and nothing
-here opens a window.
+here opens a window. ``attention_view`` and ``attention_view_of`` (from ``attnlab.explorer``)
+make the interactive page instead: every layer and head, in a browser or inline in Jupyter.
 
 Example:
     >>> from attnlab.viz import plot_attention
@@ -18,8 +19,10 @@ from typing import Sequence
 
 import torch
 
+from .explorer.view import attention_view, attention_view_of  # the interactive page
+
 __all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr_curve",
-           "curve_steps"]
+           "curve_steps", "attention_view", "attention_view_of"]
 
 
 def _pyplot():
@@ -121,9 +124,7 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
             ax.set_xlabel("key")
             ax.set_ylabel("query")
             ax.set_title(f"layer {row + 1}, head {col + 1}", fontsize=9)
-            bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-            bar.set_label("attention weight", fontsize=7)
-            bar.ax.tick_params(labelsize=7)
+            _colour_bar(fig, image, ax, "attention weight")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -131,6 +132,12 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         for axis in (ax.xaxis, ax.yaxis):
             _thin_overlapping(fig, axis)
     return _save(fig, path)
+
+
+def _colour_bar(fig, image, ax, label: str) -> None:
+    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    bar.set_label(label, fontsize=7)
+    bar.ax.tick_params(labelsize=7)
 
 
 def overlapping_ticks(fig, axis) -> bool:

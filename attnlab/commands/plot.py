@@ -67,23 +67,24 @@ def _positive(flag: str, value: int, most: int | None = None) -> None:
         raise UsageError(f"{flag} must be at most {most} (a figure cannot show more), got {value}")
 
 
-def check_out(out, *, given: bool = True):
+def check_out(out, *, given: bool = True, formats: tuple[str, ...] = FORMATS):
     """The figure file ``out`` as a Path, or ``UsageError`` naming --out when it cannot be
     written as asked: empty, a directory, no known figure suffix (matplotlib would add ".png"
     and write another file than the one printed), under a file, or in a directory this
-    process may not write. ``given``: whether the user chose it (else it is the default)."""
+    process may not write. ``given``: whether the user chose it (else it is the default);
+    ``formats``: the suffixes it may have."""
     import os
     from pathlib import Path
 
     flag = "--out" if given else "the default --out"
     if not str(out).strip():
-        raise UsageError("--out is empty; name a .png file")
+        raise UsageError(f"--out is empty; name a {formats[0]} file")
     path = Path(out)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory; name a file in it, e.g. "
                          f"{path / 'figure.png'}")
-    if path.suffix.lower() not in FORMATS:
-        raise UsageError(f"{flag} {path}: name a {' or '.join(FORMATS)} file (the suffix sets the "
+    if path.suffix.lower() not in formats:
+        raise UsageError(f"{flag} {path}: name a {' or '.join(formats)} file (the suffix sets the "
                          f"format), got {path.suffix or 'no suffix'!r}")
     parent = path.absolute().parent
     while not parent.exists():

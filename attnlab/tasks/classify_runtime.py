@@ -319,13 +319,19 @@ def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
 
 def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
     """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
-    with cls pooling), every layer's (H, T, T) map."""
-    if cfg.get("set_column"):
-        raise UsageError("plot attention: a feature-set classify run has no tokens to label")
+    with cls pooling), every layer's (H, T, T) map. A feature set's elements are labelled by
+    their position and values, ``"0:(1.5,2)"``."""
     model, tokenizer = _load(run_dir, cfg)
-    ids = encode(tokenizer, [text], cfg["max_len"])[0]
-    labels = (["[CLS]"] if model.use_cls else []) + tokenizer.tokenize(text)[: len(ids)]
-    maps = model.get_attention_maps(torch.tensor([ids]))  # L x (1, H, T, T)
+    if tokenizer is None:
+        features = parse_set(text, cfg["feature_names"])  # (T, F), as the user wrote them
+        x = _inputs(cfg, None, [features])[0][None]  # (1, T, F) standardised
+        labels = [f"{i}:(" + ",".join(f"{v:g}" for v in row) + ")"
+                  for i, row in enumerate(features.tolist())]
+    else:
+        ids = encode(tokenizer, [text], cfg["max_len"])[0]
+        x, labels = torch.tensor([ids]), tokenizer.tokenize(text)[: len(ids)]
+    labels = (["[CLS]"] if model.use_cls else []) + labels
+    maps = model.get_attention_maps(x)  # L x (1, H, T, T)
     return [m[0] for m in maps], labels, labels
 
 

@@ -29,6 +29,7 @@ from ..data.jet_physics import (NUM_FEATURES, constituent_features, constituent_
 from ..data.jets import check_jet_file, count_jets, read_jets
 from ..data.resumable import ResumableBatches, shard
 from ..errors import UsageError
+from ..explorer.view import layers_of
 from ..models.configs import JetTaggerConfig
 from ..models.jet_tagger import JetTagger, scaled_features
 from ..models.pfn import ParticleFlowNetwork
@@ -393,3 +394,10 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str, *, most:
     pt = torch.hypot(p4[0, :n, 1], p4[0, :n, 2])
     labels = [f"{i}:{v:.0f}" for i, v in enumerate(pt.tolist())]
     return [m[0, :, :n, :n] for m in maps], labels, labels
+
+
+def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
+    """``attnlab view DIR --input FILE:ROW``: every block's attention among all the jet's
+    constituents (hardest first), labelled by rank and pT in GeV."""
+    maps, keys, queries = attention_maps(task, run_dir, cfg, text, most=cfg["max_constituents"])
+    return layers_of(maps, kind="self"), queries, keys

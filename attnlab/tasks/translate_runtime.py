@@ -22,6 +22,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from ..data import BatchLoader, numbered_batches
+from ..explorer.collect import collect_layers, with_tokens
 from ..models import Seq2SeqTransformer
 from ..models.configs import Seq2SeqConfig
 from ..runs import load_weights
@@ -90,14 +91,21 @@ def build_model(cfg: dict[str, Any]) -> Seq2SeqTransformer:
     return Seq2SeqTransformer.from_config(model_config_of(cfg))
 
 
+def _pair(tok: TranslationTokenizers, src_text: str, translation: str):
+    """(source ids (1, S), decoder input ids (1, T): SOS then the translation, their labels)."""
+    src = torch.tensor([tok.src.encode(src_text)])  # (1, S)
+    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(translation)]
+    tgt_labels = [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids]
+    src_labels = [t.strip() or repr(t) for t in tok.src.tokenize(src_text)]
+    return src, torch.tensor([tgt_ids]), src_labels, tgt_labels
+
+
 def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, translation: str):
     """The cross-attention of every decoder layer while it reads ``translation`` after the
     source: (L × (H, T, S) maps, the S source tokens, the T decoder-input tokens)."""
-    src = torch.tensor([tok.src.encode(src_text)])  # (1, S)
-    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(translation)]
-    maps = [m[0] for m in model.cross_attention(src, torch.tensor([tgt_ids]))]  # L × (H, T, S)
-    y_labels = [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids]
-    return maps, [t.strip() or repr(t) for t in tok.src.tokenize(src_text)], y_labels
+    src, tgt, src_labels, tgt_labels = _pair(tok, src_text, translation)
+    maps = [m[0] for m in model.cross_attention(src, tgt)]  # L × (H, T, S)
+    return maps, src_labels, tgt_labels
 
 
 def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path) -> None:
@@ -204,6 +212,18 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
     text = spell_digits(cfg, [text])[0]
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
     return cross_attention_maps(model, tok, text, translation)
+
+
+def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
+    """``attnlab view``: while the model reads its own (greedy) translation of ``text``, the
+    encoder's self-attention over the source (S × S), the decoder's causal self-attention over
+    its input (T × T) and the cross-attention between them (T × S)."""
+    model, tok = load(task, run_dir, cfg)
+    text = spell_digits(cfg, [text])[0]
+    translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
+    src, tgt, src_labels, tgt_labels = _pair(tok, text, translation)
+    layers = with_tokens(collect_layers(model, src, tgt), src_labels, tgt_labels)
+    return layers, src_labels, src_labels
 
 
 def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:

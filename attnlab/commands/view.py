@@ -1,0 +1,135 @@
+"""``attnlab view DIR --input TEXT [--out FILE.html] [--serve [--port N]]``: an interactive page
+of a trained run's attention on one input — every layer and head, tokens on both axes — as one
+self-contained HTML file (no network request; it can be mailed or committed).
+
+The page is written to ``--out`` (default ``DIR/attention.html``, never replaced unless named
+with ``--out``) and its path printed as the last line. ``--serve`` then also serves it on
+127.0.0.1 until Ctrl-C. Never imports Lightning.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..errors import UsageError
+
+PAGE_FORMATS = (".html", ".htm")
+DEFAULT_NAME = "attention.html"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("view", help="an interactive page of a run's attention on an input",
+                       description="Write an interactive page of a trained run's attention on "
+                                   "--input: a grid of every layer and head, a large view of "
+                                   "one with the tokens on both axes, the weights of a token "
+                                   "on hover. One HTML file that works offline.")
+    p.add_argument("run_dir", metavar="DIR")
+    p.add_argument("--input", required=True, metavar="TEXT",
+                   help="the input, as for `attnlab predict` (a translate run: the source text; "
+                        "jets: FILE:ROW)")
+    p.add_argument("--out", metavar="FILE.html",
+                   help=f"the page to write (default DIR/{DEFAULT_NAME}, which is never "
+                        f"replaced unless you name it here)")
+    p.add_argument("--serve", action="store_true",
+                   help="also serve the page on 127.0.0.1 until Ctrl-C")
+    p.add_argument("--port", type=int, metavar="N",
+                   help="the port for --serve (default: any free one)")
+    p.set_defaults(func=run)
+
+
+def _check_flags(args) -> None:
+    if not args.input.strip():
+        raise UsageError("--input is empty")
+    if args.port is not None and not args.serve:
+        raise UsageError("--port is for --serve; add --serve or leave --port out")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0 to 65535, got {args.port}")
+
+
+def _default_out(run_dir):
+    from .plot import check_out
+
+    out = check_out(run_dir / DEFAULT_NAME, given=False, formats=PAGE_FORMATS)
+    if out.exists():
+        raise UsageError(f"{out} exists (a page made earlier); to replace it, name it: "
+                         f"--out {out}; or choose another file with --out")
+    return out
+
+
+def attention_layers(task, run_dir, cfg, text):
+    """(layers, query tokens, key tokens) of the trained model on ``text``: the runtime's own
+    ``attention_layers`` (a translation's three groups, a jet's every constituent), else its
+    ``attention_maps`` as layers ("causal" where no weight lies above the diagonal)."""
+    from ..explorer.view import layers_of
+
+    own = task.runtime_function("attention_layers")
+    if own is not None:
+        return own(task, run_dir, cfg, text)
+    maps, x_labels, y_labels = task.attention_maps(run_dir, cfg, text)
+    return layers_of(maps), y_labels, x_labels
+
+
+def write_page(args):
+    """Check the flags and the run, then write the page; return its path."""
+    from pathlib import Path
+
+    from ..runs import check_run_dir
+    from ..tasks import get_task
+    from .plot import _write, check_out
+
+    _check_flags(args)
+    given = args.out is not None
+    if given:
+        check_out(args.out, formats=PAGE_FORMATS)
+    run_dir, cfg = check_run_dir(args.run_dir, command="view")
+    out = check_out(args.out, formats=PAGE_FORMATS) if given else _default_out(Path(run_dir))
+    layers, query_tokens, key_tokens = attention_layers(get_task(cfg["task"]), run_dir, cfg,
+                                                        args.input)
+    from ..explorer import AttentionView, attention_data
+
+    text = " ".join(args.input.split())
+    title = f"{cfg['task']}: attention on {text[:60] + ('…' if len(text) > 60 else '')!r}"
+    view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg["task"],
+                                        run=str(args.run_dir), title=title))
+    return Path(_write(lambda: view.save(out), out, given=given))
+
+
+def serve(path, port: int) -> None:
+    """Serve the file ``path`` (nothing else) on 127.0.0.1:``port`` until Ctrl-C."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = path.read_bytes()
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            if self.path.split("?")[0] not in ("/", f"/{path.name}"):
+                self.send_error(404, "only the attention page is served here")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # requests are not news
+            pass
+
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), Page)
+    except OSError as e:
+        raise UsageError(f"--port {port}: cannot serve on it ({e.strerror or e})") from None
+    print(f"serving http://127.0.0.1:{server.server_address[1]}/{path.name} (Ctrl-C stops)",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    finally:
+        server.server_close()
+
+
+def run(args: argparse.Namespace) -> int:
+    path = write_page(args)
+    print(path, flush=True)
+    if args.serve:
+        serve(path, args.port or 0)
+    return 0

@@ -1,0 +1,144 @@
+"""The attention page's data: layers of weights and the tokens they relate, as plain JSON.
+
+This is what ``attnlab view`` embeds in its page, in ``<script type="application/json"
+id="attnlab-attention">``, so that other tools can read it::
+
+    {"version": 1, "task": "translate", "run": "runs/numbers", "title": "...",
+     "query_tokens": [...], "key_tokens": [...],
+     "layers": [{"name": "transformer.encoder.layers.0.self_attn", "kind": "self",
+                 "group": "encoder", "weights": [[[...]]]},          # [head][query][key]
+                ...]}
+
+``kind`` is "self" (every token sees every token), "causal" (a token sees itself and the
+tokens before it) or "cross" (decoder queries over encoder keys). ``group`` names the part of
+the model a layer belongs to ("encoder", "decoder", "cross", ...); the page shows one group at a
+time and switches between them. A layer whose tokens differ from the page's (the translation's
+cross-attention: target queries over source keys) carries its own ``query_tokens`` and
+``key_tokens``. Weights are rounded to ``digits`` decimals (4: a page of 12 layers × 12 heads ×
+128 tokens is then about 14 MB).
+
+Torch is not needed here: weights may be tensors, NumPy arrays or nested lists.
+
+Shapes: H heads, T_q query tokens, T_k key tokens.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["KINDS", "Layer", "attention_data", "check_data"]
+
+KINDS = ("self", "causal", "cross")
+VERSION = 1
+
+
+@dataclass
+class Layer:
+    """One attention module's weights on one input.
+
+    Args:
+        name: the module's name in the model (``"encoder.layers.0.self_attn"``).
+        kind: "self", "causal" or "cross".
+        weights: (H, T_q, T_k) array-like; a leading batch of one, (1, H, T_q, T_k), is dropped
+            and a single (T_q, T_k) map is one head.
+        group: the part of the model it belongs to, for the page's switch (default: the kind).
+        query_tokens, key_tokens: this layer's own tokens, when they are not the page's.
+    """
+
+    name: str
+    kind: str
+    weights: Any
+    group: str | None = None
+    query_tokens: Sequence[str] | None = None
+    key_tokens: Sequence[str] | None = None
+
+
+def _as_heads(weights: Any, name: str) -> np.ndarray:
+    if hasattr(weights, "detach"):  # a torch tensor, without importing torch
+        weights = weights.detach().float().cpu().numpy()
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim == 4 and w.shape[0] == 1:
+        w = w[0]
+    if w.ndim == 2:
+        w = w[None]
+    if w.ndim != 3:
+        raise ValueError(f"layer {name!r}: weights must be (H, T_q, T_k), got shape {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError(f"layer {name!r}: weights are not all finite")
+    return w
+
+
+def _tokens(tokens: Sequence[Any], what: str) -> list[str]:
+    if isinstance(tokens, str):
+        raise ValueError(f"{what} must be a list of tokens, not the string {tokens!r}")
+    return [str(t) for t in tokens]
+
+
+def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
+                   key_tokens: Sequence[Any] | None = None, *, task: str | None = None,
+                   run: str | None = None, title: str | None = None,
+                   digits: int = 4) -> dict[str, Any]:
+    """The page's JSON-ready dict for ``layers`` over these tokens.
+
+    Args:
+        layers: the attention layers, in model order.
+        query_tokens: the T_q query tokens (rows) of the layers without tokens of their own.
+        key_tokens: the T_k key tokens (columns); default ``query_tokens``.
+        task, run: the task and run directory the maps come from (None in Python use).
+        title: a line over the page.
+        digits: decimals kept of each weight.
+
+    Returns:
+        ``{"version", "task", "run", "title", "query_tokens", "key_tokens", "layers"}``.
+
+    Raises:
+        ValueError: no layers, an unknown kind, weights not (H, T_q, T_k) or not finite, or
+            tokens that do not match a layer's size (naming the layer).
+
+    Example:
+        >>> data = attention_data([Layer("attn", "self", [[[0.25, 0.75], [1.0, 0.0]]])],
+        ...                       ["a", "b"])
+        >>> data["layers"][0]["weights"], data["key_tokens"]
+        ([[[0.25, 0.75], [1.0, 0.0]]], ['a', 'b'])
+    """
+    if not layers:
+        raise ValueError("no attention layers to show")
+    queries = _tokens(query_tokens, "query_tokens")
+    keys = queries if key_tokens is None else _tokens(key_tokens, "key_tokens")
+    out = []
+    for layer in layers:
+        if layer.kind not in KINDS:
+            raise ValueError(f"layer {layer.name!r}: kind must be one of {KINDS}, "
+                             f"got {layer.kind!r}")
+        w = _as_heads(layer.weights, layer.name)
+        q = queries if layer.query_tokens is None else _tokens(layer.query_tokens, "query_tokens")
+        k = keys if layer.key_tokens is None else _tokens(layer.key_tokens, "key_tokens")
+        if w.shape[1:] != (len(q), len(k)):
+            raise ValueError(f"layer {layer.name!r}: weights are {w.shape[1]} x {w.shape[2]} "
+                             f"(T_q x T_k) but there are {len(q)} query and {len(k)} key tokens")
+        entry = {"name": layer.name, "kind": layer.kind, "group": layer.group or layer.kind,
+                 "weights": np.round(w, digits).tolist()}
+        if layer.query_tokens is not None or layer.key_tokens is not None:
+            entry.update(query_tokens=q, key_tokens=k)
+        out.append(entry)
+    return {"version": VERSION, "task": task, "run": run, "title": title or "",
+            "query_tokens": queries, "key_tokens": keys, "layers": out}
+
+
+def check_data(data: dict[str, Any]) -> None:
+    """Raise ``ValueError`` unless ``data`` has the page's layout (what a reader may rely on)."""
+    for key in ("query_tokens", "key_tokens", "layers"):
+        if key not in data:
+            raise ValueError(f"attention data has no {key!r}")
+    for layer in data["layers"]:
+        q = layer.get("query_tokens", data["query_tokens"])
+        k = layer.get("key_tokens", data["key_tokens"])
+        w = layer["weights"]
+        if layer["kind"] not in KINDS or not w or any(
+                len(head) != len(q) or any(len(row) != len(k) for row in head) for head in w):
+            raise ValueError(f"layer {layer.get('name')!r} does not match its tokens or kind")
+        if any(not math.isfinite(x) for head in w for row in head for x in row):
+            raise ValueError(f"layer {layer.get('name')!r} has a weight that is not finite")

@@ -1,0 +1,343 @@
+// attnlab's attention explorer: the page around the JSON in #attnlab-attention.
+//
+// Model view: a grid of every layer (rows) and head (columns) of the shown group, each a small
+// map. Head view: the selected map, large, with the tokens on both axes; hover or click a token
+// (or a cell) to read the weights it gives (a query: its row) or receives (a key: its column).
+// No library, no network: everything here is drawn on canvases and plain elements.
+"use strict";
+
+(function () {
+  const data = JSON.parse(document.getElementById("attnlab-attention").textContent);
+
+  // ---- colours: viridis, interpolated from its published anchor colours -------------------
+  const ANCHORS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779",
+                   "#6ece58", "#b5de2b", "#fde725"];
+  const MASKED = [226, 226, 226];  // a key a causal query cannot see
+  const LUT = (function () {
+    const rgb = ANCHORS.map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
+    const lut = [];
+    for (let i = 0; i < 256; i++) {
+      const x = (i / 255) * (rgb.length - 1);
+      const a = Math.min(Math.floor(x), rgb.length - 2);
+      const f = x - a;
+      lut.push(rgb[a].map((c, k) => Math.round(c + f * (rgb[a + 1][k] - c))));
+    }
+    return lut;
+  })();
+  const colour = (w, max) => LUT[Math.max(0, Math.min(255, Math.round((w / max) * 255)))];
+  const css = (c) => `rgb(${c[0]},${c[1]},${c[2]})`;
+
+  // ---- the model: groups of layers, tokens per layer --------------------------------------
+  const groups = [];
+  data.layers.forEach((layer, index) => {
+    let g = groups.find((x) => x.name === layer.group);
+    if (!g) groups.push((g = { name: layer.group, layers: [] }));
+    g.layers.push(index);
+  });
+  const GROUP_NAMES = { encoder: "encoder self-attention", decoder: "decoder self-attention",
+                        cross: "cross-attention", self: "self-attention",
+                        causal: "causal self-attention" };
+  const queryTokens = (l) => l.query_tokens || data.query_tokens;
+  const keyTokens = (l) => l.key_tokens || data.key_tokens;
+  const masked = (l, i, j) => l.kind === "causal" && j > i;
+
+  const state = { group: 0, layer: 0, head: 0, average: false, pinned: null, active: null };
+  const meanCache = new Map();
+
+  const current = () => data.layers[groups[state.group].layers[state.layer]];
+  function shownMap() {  // [query][key] of the selected head, or the mean over heads
+    const layer = current();
+    if (!state.average) return layer.weights[state.head];
+    const key = groups[state.group].layers[state.layer];
+    if (!meanCache.has(key)) {
+      const H = layer.weights.length;
+      meanCache.set(key, layer.weights[0].map((row, i) =>
+        row.map((_, j) => layer.weights.reduce((s, head) => s + head[i][j], 0) / H)));
+    }
+    return meanCache.get(key);
+  }
+  const maxOf = (map) => map.reduce((m, row) => row.reduce((a, w) => Math.max(a, w), m), 1e-12);
+
+  // ---- page skeleton ----------------------------------------------------------------------
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else node.setAttribute(k, v);
+    }
+    children.forEach((c) => node.appendChild(c));
+    return node;
+  }
+  const short = (text, n) => (text.length > n ? text.slice(0, n - 1) + "…" : text);
+  const visible = (t) => (t === "" ? "·" : t.replace(/\n/g, "⏎").replace(/^ +$/, (s) => "␣".repeat(s.length)));
+
+  const body = document.body;
+  const header = el("header", {},
+    el("h1", { text: data.title || "attention" }),
+    el("p", { class: "meta", text: [data.task && `task ${data.task}`, data.run && `run ${data.run}`,
+      `${data.layers.length} attention layer${data.layers.length === 1 ? "" : "s"}`]
+      .filter(Boolean).join(" · ") }),
+    el("p", { class: "hint", text: "Hover a token or a cell to read its weights · click to pin, " +
+      "Esc to unpin · ←/→ head · ↑/↓ layer · a: average the heads · g: next group" }));
+  const groupBar = el("div", { class: "groups", role: "tablist" });
+  const average = el("input", { type: "checkbox", id: "average-heads" });
+  const toolbar = el("div", { class: "toolbar" }, groupBar,
+    el("label", { class: "average", for: "average-heads" }, average,
+       document.createTextNode(" average the heads")),
+    el("span", { id: "layer-label", "aria-live": "polite" }));
+  const grid = el("div", { class: "grid", id: "grid" });
+  const modelView = el("section", { class: "model-view" }, el("h2", { text: "every layer and head" }), grid);
+  const mainMap = el("canvas", { id: "main-map" });
+  const qLabels = el("div", { class: "qlabels" });
+  const kLabels = el("div", { class: "klabels" });
+  const mapBox = el("div", { class: "map-box" }, el("div", { class: "corner" },
+    el("span", { class: "axis-k", text: "keys →" }), el("span", { class: "axis-q", text: "queries ↓" })),
+    kLabels, qLabels, mainMap);
+  const legendBar = el("canvas", { class: "legend-bar", width: "160", height: "12" });
+  const legendMax = el("span", { class: "legend-max" });
+  const legendNote = el("span", { class: "legend-note" });
+  const legend = el("div", { id: "legend" }, el("span", { text: "0" }), legendBar, legendMax,
+    el("span", { class: "legend-title", text: "attention weight" }), legendNote);
+  const readout = el("div", { id: "readout" });
+  const headView = el("section", { class: "head-view" }, legend, el("div", { class: "scroll" }, mapBox));
+  body.append(header, toolbar, el("main", {}, modelView, headView, el("section", { class: "readout-box" },
+    el("h2", { text: "weights" }), readout)));
+  body.tabIndex = -1;
+
+  // ---- the model view ----------------------------------------------------------------------
+  function paint(canvas, layer, map) {  // one pixel per weight; CSS or drawImage scales it
+    const T = map.length, S = map[0].length, max = maxOf(map);
+    canvas.width = S; canvas.height = T;
+    const ctx = canvas.getContext("2d");
+    const img = ctx.createImageData(S, T);
+    for (let i = 0; i < T; i++) {
+      const row = map[i];
+      for (let j = 0; j < S; j++) {
+        const c = masked(layer, i, j) ? MASKED : colour(row[j], max);
+        const p = 4 * (i * S + j);
+        img.data[p] = c[0]; img.data[p + 1] = c[1]; img.data[p + 2] = c[2]; img.data[p + 3] = 255;
+      }
+    }
+    ctx.putImageData(img, 0, 0);
+  }
+
+  function buildGrid() {
+    grid.textContent = "";
+    const g = groups[state.group];
+    const H = data.layers[g.layers[0]].weights.length;
+    const size = Math.max(18, Math.min(64, Math.floor(330 / H) - 4));
+    grid.style.gridTemplateColumns = `2.6em repeat(${H}, ${size}px)`;
+    grid.appendChild(el("span", { class: "corner-label" }));
+    for (let h = 0; h < H; h++) grid.appendChild(el("span", { class: "head-label", text: `h${h + 1}` }));
+    g.layers.forEach((index, l) => {
+      const layer = data.layers[index];
+      grid.appendChild(el("span", { class: "layer-label", text: `L${l + 1}` }));
+      for (let h = 0; h < layer.weights.length; h++) {
+        const c = el("canvas", { class: "thumb", "data-layer": String(l), "data-head": String(h),
+                                 title: `layer ${l + 1}, head ${h + 1}` });
+        c.style.width = c.style.height = `${size}px`;
+        paint(c, layer, layer.weights[h]);
+        c.addEventListener("click", () => select(state.group, l, h));
+        grid.appendChild(c);
+      }
+    });
+  }
+
+  // ---- the head view -----------------------------------------------------------------------
+  const LINE = 14;  // px: one label's line
+  let cell = 12;
+  let pixels = null;  // the shown map, one pixel per weight
+
+  function placeLabels(box, tokens, axis) {
+    box.textContent = "";
+    const every = Math.max(1, Math.ceil(LINE / cell));  // thin the text when cells are small
+    tokens.forEach((token, i) => {
+      const text = visible(String(token));
+      const item = el("div", { class: axis === "q" ? "qtok" : "ktok", "data-index": String(i),
+                               title: `${axis === "q" ? "query" : "key"} ${i}: ${text}` });
+      const shown = i % every === 0;
+      item.appendChild(el("span", { class: shown ? "label" : "label thin",
+                                    text: short(text, axis === "q" ? 14 : 10) }));
+      if (axis === "q") { item.style.top = `${i * cell}px`; item.style.height = `${cell}px`; }
+      else { item.style.left = `${i * cell}px`; item.style.width = `${cell}px`; }
+      item.addEventListener("mouseenter", () => hover({ axis, index: i }));
+      item.addEventListener("mouseleave", () => hover(null));
+      item.addEventListener("click", () => pin({ axis, index: i }));
+      box.appendChild(item);
+    });
+  }
+
+  function drawMain() {
+    const layer = current(), map = shownMap();
+    const T = map.length, S = map[0].length, max = maxOf(map);
+    cell = Math.max(4, Math.min(40, Math.floor(520 / Math.max(T, S))));
+    mainMap.width = S * cell; mainMap.height = T * cell;
+    mainMap.dataset.rows = String(T); mainMap.dataset.cols = String(S);
+    const key = `${state.group}/${state.layer}/${state.average ? "mean" : state.head}`;
+    if (!pixels || pixels.key !== key) {  // painted once per map; a hover only redraws it
+      pixels = document.createElement("canvas");
+      pixels.key = key;
+      paint(pixels, layer, map);
+    }
+    const ctx = mainMap.getContext("2d");
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(pixels, 0, 0, S * cell, T * cell);
+    const focus = state.pinned || state.active;
+    if (focus) {
+      ctx.strokeStyle = "#ff3b30"; ctx.lineWidth = 2;
+      if (focus.axis === "q") ctx.strokeRect(1, focus.index * cell + 1, S * cell - 2, cell - 2);
+      else ctx.strokeRect(focus.index * cell + 1, 1, cell - 2, T * cell - 2);
+    }
+    mapBox.style.setProperty("--cols", `${S * cell}px`);
+    mapBox.style.setProperty("--rows", `${T * cell}px`);
+    // legend
+    const lctx = legendBar.getContext("2d");
+    for (let x = 0; x < legendBar.width; x++) {
+      lctx.fillStyle = css(LUT[Math.round((x / (legendBar.width - 1)) * 255)]);
+      lctx.fillRect(x, 0, 1, legendBar.height);
+    }
+    legendMax.textContent = max.toFixed(3);
+    legendNote.textContent = layer.kind === "causal" ? "grey: a later token, which a query cannot see"
+      : "scale: 0 to this map's largest weight";
+  }
+
+  function labelsFor() {
+    const layer = current();
+    placeLabels(qLabels, queryTokens(layer), "q");
+    placeLabels(kLabels, keyTokens(layer), "k");
+  }
+
+  function showReadout() {
+    const focus = state.pinned || state.active;
+    readout.textContent = "";
+    document.querySelectorAll(".qtok.on, .ktok.on, .covered").forEach(
+      (n) => n.classList.remove("on", "covered"));
+    if (!focus) {
+      readout.appendChild(el("p", { class: "empty", text: "Hover a token or a cell of the large map." }));
+      return;
+    }
+    const layer = current(), map = shownMap();
+    const qs = queryTokens(layer), ks = keyTokens(layer);
+    const isQuery = focus.axis === "q";
+    const others = isQuery ? ks : qs;
+    const values = isQuery ? map[focus.index] : map.map((row) => row[focus.index]);
+    const token = visible(String((isQuery ? qs : ks)[focus.index]));
+    const mark = document.querySelector(`.${isQuery ? "qtok" : "ktok"}[data-index="${focus.index}"]`);
+    if (mark) {  // its label shows; the thinned-in labels it would touch step aside
+      mark.classList.add("on");
+      const every = Math.max(1, Math.ceil(LINE / cell));
+      for (let n = focus.index - every + 1; n < focus.index + every; n++) {
+        const near = mark.parentNode.children[n];
+        if (n !== focus.index && near) near.classList.add("covered");
+      }
+    }
+    readout.appendChild(el("p", { class: "about", text: isQuery
+      ? `query ${focus.index} “${token}” gives its attention to:`
+      : `key ${focus.index} “${token}” receives from:` }));
+    const top = Math.max(...values, 1e-12);
+    const list = el("ol", { class: "weights" });
+    values.forEach((w, k) => {
+      const hidden = isQuery ? masked(layer, focus.index, k) : masked(layer, k, focus.index);
+      const bar = el("span", { class: "bar" }, el("i", {}));
+      bar.firstChild.style.width = `${(100 * w) / top}%`;
+      const weight = el("span", { class: "weight", text: w.toFixed(3) });
+      weight.setAttribute(isQuery ? "data-key" : "data-query", String(k));
+      const row = el("li", { class: hidden ? "masked" : "" },
+        el("span", { class: "tok" }, el("span", { class: "idx", text: String(k) }),
+           document.createTextNode(short(visible(String(others[k])), 16))), bar, weight);
+      if (focus.cell === k) row.classList.add("here");
+      list.appendChild(row);
+    });
+    readout.appendChild(list);
+    if (focus.cell !== undefined) {
+      const here = list.children[focus.cell];
+      if (here) here.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function render(full) {
+    const g = groups[state.group];
+    groupBar.querySelectorAll("button.group").forEach((b, i) => {
+      b.classList.toggle("active", i === state.group);
+      b.setAttribute("aria-selected", String(i === state.group));
+    });
+    if (full) { buildGrid(); }
+    grid.querySelectorAll("canvas.thumb").forEach((c) => {
+      const l = Number(c.dataset.layer), h = Number(c.dataset.head);
+      c.classList.toggle("selected", l === state.layer && (state.average || h === state.head));
+    });
+    const layer = current();
+    const place = groups.length > 1 ? `${GROUP_NAMES[g.name] || g.name} · ` : "";
+    document.getElementById("layer-label").textContent = state.average
+      ? `${place}layer ${state.layer + 1} · mean of ${layer.weights.length} heads`
+      : `${place}layer ${state.layer + 1} · head ${state.head + 1}`;
+    drawMain();
+    labelsFor();
+    showReadout();
+  }
+
+  function select(group, layer, head) {
+    const full = group !== state.group;
+    const g = groups[group];
+    state.group = group;
+    state.layer = Math.max(0, Math.min(layer, g.layers.length - 1));
+    state.head = Math.max(0, Math.min(head, data.layers[g.layers[state.layer]].weights.length - 1));
+    if (full) { state.pinned = null; state.active = null; }
+    render(full);
+  }
+
+  function hover(focus) {
+    state.active = focus;
+    if (!state.pinned) { drawMain(); showReadout(); }
+  }
+  function pin(focus) {
+    const same = state.pinned && focus && state.pinned.axis === focus.axis &&
+      state.pinned.index === focus.index && state.pinned.cell === focus.cell;
+    state.pinned = same ? null : focus;
+    drawMain(); showReadout();
+  }
+
+  // ---- events ------------------------------------------------------------------------------
+  groups.forEach((g, i) => {
+    const b = el("button", { class: "group", "data-group": g.name, role: "tab", type: "button",
+                             text: GROUP_NAMES[g.name] || g.name });
+    b.addEventListener("click", () => select(i, state.layer, state.head));
+    groupBar.appendChild(b);
+  });
+  average.addEventListener("change", () => { state.average = average.checked; render(false); });
+  const cellAt = (event) => {
+    const r = mainMap.getBoundingClientRect();
+    const j = Math.floor(((event.clientX - r.left) / r.width) * mainMap.width / cell);
+    const i = Math.floor(((event.clientY - r.top) / r.height) * mainMap.height / cell);
+    return { axis: "q", index: Math.max(0, Math.min(i, Number(mainMap.dataset.rows) - 1)),
+             cell: Math.max(0, Math.min(j, Number(mainMap.dataset.cols) - 1)) };
+  };
+  mainMap.addEventListener("mousemove", (e) => {
+    const f = cellAt(e);
+    const a = state.active;
+    if (!a || a.index !== f.index || a.cell !== f.cell || a.axis !== "q") hover(f);
+  });
+  mainMap.addEventListener("mouseleave", () => hover(null));
+  mainMap.addEventListener("click", (e) => pin(cellAt(e)));
+  document.addEventListener("keydown", (e) => {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const g = groups[state.group];
+    const H = current().weights.length;
+    const moves = {
+      ArrowLeft: () => select(state.group, state.layer, (state.head + H - 1) % H),
+      ArrowRight: () => select(state.group, state.layer, (state.head + 1) % H),
+      ArrowUp: () => select(state.group, (state.layer + g.layers.length - 1) % g.layers.length, state.head),
+      ArrowDown: () => select(state.group, (state.layer + 1) % g.layers.length, state.head),
+      a: () => { average.checked = !average.checked; state.average = average.checked; render(false); },
+      g: () => select((state.group + 1) % groups.length, state.layer, state.head),
+      Escape: () => { state.pinned = null; drawMain(); showReadout(); },
+    };
+    if (moves[e.key]) { e.preventDefault(); moves[e.key](); }
+  });
+
+  window.attnlab = { data, state, select };
+  render(true);
+  window.attnlab.readyMs = performance.now();  // since navigation started (benchmarks/explorer.py)
+  body.dataset.ready = "1";
+})();

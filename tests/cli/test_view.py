@@ -1,0 +1,188 @@
+"""`attnlab view`: the interactive attention page of a run of every task — the page's embedded
+data is the model's attention on that input, with the tokens a user reads — and its errors
+(exit 2, one line, nothing written) and `--serve`."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+import torch
+
+from attnlab.cli import main
+from attnlab.data.jets import write_jets
+from attnlab.explorer import read_data
+from attnlab.runs import read_yaml
+from attnlab.tasks import get_task
+
+from ..jets.test_task import synthetic_jets
+from ..reliability.conftest import task_data, tiny_args
+from ..tasks.test_classify_sets import SET_ARGS, write_sets
+
+pytestmark = pytest.mark.slow
+
+INPUTS = {"reverse": "3 1 4 1 5", "anomaly": "0 1 2 3 4", "classify": "the film was great",
+          "translate": "342", "lm": "the quick brown fox", "sets": "0.5,1;-1,2;0,0",
+          "jets": None}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """{name: (run directory, --input)} of a tiny trained run of every task."""
+    tmp = tmp_path_factory.mktemp("view_runs")
+    data = task_data(tmp)
+    jets = tmp / "jets.h5"
+    write_jets(jets, *synthetic_jets(40))
+    argv = {
+        "reverse": ["train", "reverse", "--max-steps", "5", "--train-size", "64", "--val-size",
+                    "16", "--test-size", "16", "--model-dim", "16", "--num-heads", "2",
+                    "--num-layers", "2", "--threads", "1"],
+        "sets": ["train", "classify", "--data", str(write_sets(tmp / "clouds.csv")), *SET_ARGS,
+                 "--max-steps", "5", "--batch-size", "16", "--model-dim", "16", "--num-heads",
+                 "2", "--num-layers", "1", "--dim-feedforward", "32"],
+        "jets": ["train", "jets", "--data", str(jets), "--max-steps", "4", "--batch-size", "16",
+                 "--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32",
+                 "--max-constituents", "30", "--val-every", "2", "--pair-bias"],
+    }
+    for task in ("anomaly", "classify", "translate", "lm"):
+        argv[task] = ["train", task, *tiny_args(task, data, "--max-steps", "5")]
+    out = {}
+    for name, args in argv.items():
+        run = tmp / name
+        assert main([*args, "--out", str(run)]) == 0, args
+        out[name] = (run, INPUTS[name] or f"{jets}:0")
+    return out
+
+
+def view(capsys, *argv) -> tuple[int, str, str]:
+    code = main(["view", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("name", ["reverse", "anomaly", "classify", "sets", "lm", "jets"])
+def test_the_page_holds_the_runs_attention_on_the_input(runs, name, capsys):
+    run, text = runs[name]
+    code, out, _ = view(capsys, run, "--input", text)
+    page = run / "attention.html"
+    assert code == 0 and out.strip().splitlines()[-1] == str(page)
+    data = read_data(page.read_text(encoding="utf-8"))
+    cfg = read_yaml(run / "config.yaml")
+    maps, keys, queries = get_task(cfg["task"]).attention_maps(run, cfg, text)
+    if name == "jets":  # the PNG's maps keep the 20 hardest; the page has every constituent
+        assert len(data["query_tokens"]) >= len(queries)
+        data["layers"] = [{**layer, "weights": [[row[: len(keys)] for row in head[: len(queries)]]
+                                                for head in layer["weights"]]}
+                          for layer in data["layers"]]
+        data["query_tokens"] = data["query_tokens"][: len(queries)]
+    assert data["task"] == cfg["task"] and data["run"] == str(run)
+    assert data["query_tokens"] == list(queries) and len(data["layers"]) == len(maps)
+    for layer, expected in zip(data["layers"], maps):
+        assert layer["kind"] == ("causal" if name == "lm" else "self")
+        torch.testing.assert_close(torch.tensor(layer["weights"]), expected.float(),
+                                   atol=5e-5, rtol=0)
+
+
+def test_classify_and_set_tokens_read_as_the_user_wrote_them(runs, capsys):
+    for name, expected in (("classify", ["[CLS]", "the", "film", "was", "great"]),
+                           ("sets", ["0:(0.5,1)", "1:(-1,2)", "2:(0,0)"])):  # mean-pooled
+        run, text = runs[name]
+        out = run / "tokens.html"
+        assert view(capsys, run, "--input", text, "--out", out)[0] == 0
+        tokens = read_data(out.read_text())["query_tokens"]  # word pieces keep their space
+        assert [t.strip() for t in tokens] == expected
+
+
+def test_translate_page_has_encoder_decoder_and_cross_groups(runs, capsys):
+    run, text = runs["translate"]
+    out = run / "t.html"
+    assert view(capsys, run, "--input", text, "--out", out)[0] == 0
+    data = read_data(out.read_text())
+    cfg = read_yaml(run / "config.yaml")
+    cross, source, target = get_task("translate").attention_maps(run, cfg, text)
+    groups = [layer["group"] for layer in data["layers"]]
+    assert sorted(set(groups)) == ["cross", "decoder", "encoder"]
+    assert data["query_tokens"] == data["key_tokens"] == source
+    for layer in data["layers"]:
+        kind = {"encoder": "self", "decoder": "causal", "cross": "cross"}[layer["group"]]
+        assert layer["kind"] == kind
+        heads = torch.tensor(layer["weights"])
+        if layer["group"] == "cross":
+            assert layer["query_tokens"] == target and layer["key_tokens"] == source
+            assert heads.shape[1:] == (len(target), len(source))
+        elif layer["group"] == "decoder":
+            assert heads.shape[1:] == (len(target), len(target))
+            assert torch.triu(heads, 1).abs().max() == 0  # no token sees a later one
+        else:
+            assert heads.shape[1:] == (len(source), len(source))
+    crosses = [torch.tensor(layer["weights"]) for layer in data["layers"]
+               if layer["group"] == "cross"]
+    for got, expected in zip(crosses, cross, strict=True):
+        torch.testing.assert_close(got, expected.float(), atol=5e-5, rtol=0)
+    assert all(" " not in t.strip() or len(t) < 20 for t in source)  # words, not run together
+
+
+def test_user_errors_exit_2_with_one_line_and_write_nothing(runs, tmp_path, capsys):
+    run, text = runs["reverse"]
+    (run / "attention.html").unlink(missing_ok=True)
+    before = sorted(p.name for p in run.iterdir())
+    cases = [
+        ((tmp_path / "nope", "--input", text), "nope"),
+        ((run, "--input", "  "), "--input"),
+        ((run, "--input", text, "--out", tmp_path / "page.png"), "--out"),
+        ((run, "--input", text, "--out", tmp_path), "--out"),
+        ((run, "--input", text, "--port", "8000"), "--port"),
+        ((run, "--input", text, "--serve", "--port", "70000"), "--port"),
+        ((run, "--input", "3 1 99"), "99"),
+    ]
+    for argv, named in cases:
+        code, out, err = view(capsys, *argv)
+        assert code == 2 and named in err and len(err.strip().splitlines()) == 1, (argv, err)
+        assert "Traceback" not in err
+    assert sorted(p.name for p in run.iterdir()) == before
+    assert not (tmp_path / "page.png").exists()
+
+
+def test_an_earlier_page_is_replaced_only_when_named(runs, capsys):
+    run, text = runs["reverse"]
+    page = run / "attention.html"
+    page.write_text("mine")
+    code, _, err = view(capsys, run, "--input", text)
+    assert code == 2 and str(page) in err and "--out" in err
+    assert page.read_text() == "mine"
+    assert view(capsys, run, "--input", text, "--out", page)[0] == 0
+    assert read_data(page.read_text())["layers"]
+
+
+def test_serve_serves_the_page_until_ctrl_c(runs, tmp_path):
+    run, text = runs["reverse"]
+    out = tmp_path / "served.html"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "attnlab", "view", str(run), "--input", text,
+                             "--out", str(out), "--serve"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == str(out)
+        line = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/served\.html", line).group(0)
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200 and response.read() == out.read_bytes()
+        with pytest.raises(urllib.error.HTTPError):  # the run's other files are not served
+            urllib.request.urlopen(url.replace("served.html", "model.safetensors"), timeout=10)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+        assert proc.stdout.read().strip() == "stopped"
+    finally:
+        proc.kill()
+
+
+def test_view_never_imports_lightning(runs, tmp_path):
+    run, text = runs["reverse"]
+    code = ("import sys\nfrom attnlab.cli import main\n"
+            f"assert main(['view', {str(run)!r}, '--input', {text!r}, '--out', "
+            f"{str(tmp_path / 'p.html')!r}]) == 0\n"
+            "assert 'lightning' not in sys.modules and 'pytorch_lightning' not in sys.modules\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

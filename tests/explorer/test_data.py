@@ -1,0 +1,87 @@
+"""The page's data without a browser: the JSON layout other tools read, its checks (naming the
+layer at fault), and the page around it (self-contained: nothing to fetch)."""
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.explorer import Layer, attention_data, check_data, read_data, render_html
+
+
+def test_layout_shapes_and_rounding():
+    w = torch.tensor([[[0.123456, 0.876544], [1.0, 0.0]]])  # (1, 2, 2): one head
+    data = attention_data([Layer("enc.0", "self", w[None]),  # a batch of one is dropped
+                           Layer("dec.0", "causal", w, group="decoder")],
+                          ["a", "b"], task="reverse", run="runs/r", title="t", digits=3)
+    assert set(data) == {"version", "task", "run", "title", "query_tokens", "key_tokens", "layers"}
+    assert data["query_tokens"] == data["key_tokens"] == ["a", "b"]
+    assert data["layers"][0] == {"name": "enc.0", "kind": "self", "group": "self",
+                                 "weights": [[[0.123, 0.877], [1.0, 0.0]]]}
+    assert data["layers"][1]["group"] == "decoder"
+    json.dumps(data, allow_nan=False)  # plain JSON
+
+
+def test_a_layer_with_its_own_tokens_keeps_them():
+    cross = np.full((2, 3, 4), 0.25)  # (H, T, S)
+    data = attention_data([Layer("enc", "self", np.eye(4)[None]),
+                           Layer("cross", "cross", cross, "cross", list("xyz"), list("abcd"))],
+                          list("abcd"))
+    assert "query_tokens" not in data["layers"][0]
+    assert data["layers"][1]["query_tokens"] == ["x", "y", "z"]
+    assert np.array(data["layers"][1]["weights"]).shape == (2, 3, 4)
+
+
+@pytest.mark.parametrize("layer, tokens, named", [
+    (Layer("L0", "sideways", np.ones((1, 2, 2))), ["a", "b"], "kind"),
+    (Layer("L1", "self", np.ones((2, 2))), ["a", "b", "c"], "3 query"),
+    (Layer("L2", "self", np.ones((1, 1, 2, 2, 2))), ["a", "b"], "(H, T_q, T_k)"),
+    (Layer("L3", "self", np.array([[[math.nan, 1], [0, 1]]])), ["a", "b"], "finite"),
+    (Layer("L4", "self", np.ones((1, 2, 2))), "ab", "not the string"),
+])
+def test_errors_name_the_layer(layer, tokens, named):
+    with pytest.raises(ValueError) as e:
+        attention_data([layer], tokens)
+    assert named in str(e.value)
+    assert layer.name in str(e.value) or isinstance(tokens, str)
+
+
+def test_no_layers_is_an_error():
+    with pytest.raises(ValueError, match="no attention layers"):
+        attention_data([], ["a"])
+
+
+@pytest.mark.parametrize("broken", [
+    {"query_tokens": ["a"], "layers": []},  # no key_tokens
+    {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
+                                                             "weights": [[[0.5, 0.5]]]}]},
+    {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "other",
+                                                             "weights": [[[1.0]]]}]},
+    {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
+                                                             "weights": [[[math.inf]]]}]},
+])
+def test_check_data_refuses_what_a_reader_could_not_use(broken):
+    with pytest.raises(ValueError):
+        check_data(broken)
+
+
+def test_the_page_carries_the_data_and_fetches_nothing():
+    tokens = ["</script><script>alert(1)</script>", 'say "hi"', "naïve ☃", "&lt;"]
+    data = attention_data([Layer("attn", "self", np.full((2, 4, 4), 0.25))], tokens,
+                          title="<b>title</b>")
+    page = render_html(data)
+    assert read_data(page) == data
+    assert page.count("</script>") == 2  # the data's own and the code's: a token cannot end one
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"\ssrc\s*=", page)  # no script, image or frame from elsewhere
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert "<title>&lt;b&gt;title&lt;/b&gt; · attnlab</title>" in page
+
+
+def test_non_finite_data_is_refused_by_the_page():
+    data = attention_data([Layer("attn", "self", np.ones((1, 1, 1)))], ["a"])
+    data["layers"][0]["weights"][0][0][0] = math.nan
+    with pytest.raises(ValueError, match="not finite"):
+        render_html(data)

@@ -1,0 +1,258 @@
+"""The attention page in a real browser (headless Chromium): it loads from a file with no
+console error and no network request, shows every layer and head, reads out the same weights
+as the model's ``get_attention_maps``, switches a translation to its cross-attention, keeps its
+labels apart, and renders a 12 × 12 × 128 model."""
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from attnlab.explorer import AttentionView, Layer, attention_data
+from attnlab.explorer.collect import collect_layers, with_tokens
+from attnlab.models import Seq2SeqTransformer
+from attnlab.training import TransformerPredictor
+
+from .conftest import ARTIFACTS
+
+pytestmark = pytest.mark.slow  # a browser and a reversal run: about 40 s for the module
+
+
+@pytest.fixture(scope="module")
+def course_model():
+    """The course's TransformerPredictor (3 layers × 2 heads) on a one-hot input of 6 tokens."""
+    torch.manual_seed(0)
+    model = TransformerPredictor(input_dim=10, model_dim=16, num_heads=2, num_classes=10,
+                                 num_layers=3, lr=1e-3, warmup=10, max_iters=100).eval()
+    tokens = [3, 1, 4, 1, 5, 9]
+    x = torch.nn.functional.one_hot(torch.tensor([tokens]), 10).float()
+    maps = [m[0] for m in model.get_attention_maps(x)]  # L × (H, T, T)
+    data = attention_data([Layer(f"layers.{i}", "self", m) for i, m in enumerate(maps)],
+                          [str(t) for t in tokens], digits=6)
+    return maps, data
+
+
+@pytest.fixture(scope="module")
+def translation():
+    """A tiny encoder–decoder's three groups: source 5 tokens, decoder input 4 tokens."""
+    torch.manual_seed(1)
+    model = Seq2SeqTransformer(12, 9, model_dim=16, num_heads=2, num_layers=2,
+                               dim_feedforward=32).eval()
+    src, tgt = torch.tensor([[5, 6, 7, 8, 2]]), torch.tensor([[1, 4, 5, 6]])
+    layers = collect_layers(model, src, tgt)
+    source, target = ["three", "hundred", "forty", "two", "</s>"], ["<s>", "342", "·", "x"]
+    return layers, attention_data(with_tokens(layers, source, target), source, digits=6,
+                                  title="translate: attention on '342'", task="translate")
+
+
+def ready(driver):
+    assert driver.execute_script("return document.body.dataset.ready") == "1"
+
+
+def console_errors(driver):
+    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+
+
+def requests(driver):
+    sent = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            sent.append(message["params"]["request"]["url"])
+    return sent
+
+
+def readout(driver, attribute):
+    """{index: text} of the readout's weights (``data-key`` or ``data-query``)."""
+    return {int(e.get_attribute(attribute)): e.text
+            for e in driver.find_elements(By.CSS_SELECTOR, f"#readout .weight[{attribute}]")}
+
+
+def hover(driver, selector):
+    ActionChains(driver).move_to_element(driver.find_element(By.CSS_SELECTOR, selector)).perform()
+
+
+def test_loads_offline_with_every_layer_and_head(page, course_model):
+    maps, data = course_model
+    driver = page(data)
+    ready(driver)
+    thumbs = driver.find_elements(By.CSS_SELECTOR, "canvas.thumb")
+    assert len(thumbs) == len(maps) * maps[0].shape[0] == 6
+    assert {(t.get_attribute("data-layer"), t.get_attribute("data-head")) for t in thumbs} == {
+        (str(l), str(h)) for l in range(3) for h in range(2)}
+    assert console_errors(driver) == []
+    assert requests(driver) == [driver.page_path.as_uri()]  # the page itself, nothing else
+
+
+def test_hover_reads_out_the_models_weights(page, course_model):
+    maps, data = course_model
+    driver = page(data)
+    driver.find_element(By.CSS_SELECTOR, 'canvas.thumb[data-layer="2"][data-head="1"]').click()
+    assert driver.find_element(By.ID, "layer-label").text == "layer 3 · head 2"
+    T = maps[0].shape[1]
+    for i in range(T):  # every query: the row it gives
+        hover(driver, f'.qtok[data-index="{i}"]')
+        assert readout(driver, "data-key") == {j: f"{maps[2][1, i, j]:.3f}" for j in range(T)}
+    hover(driver, '.ktok[data-index="4"]')  # a key: the column it receives
+    assert readout(driver, "data-query") == {i: f"{maps[2][1, i, 4]:.3f}" for i in range(T)}
+
+    body = driver.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.ARROW_UP, Keys.ARROW_LEFT)  # layer 2, head 1, by keyboard
+    assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 1"
+    hover(driver, '.qtok[data-index="2"]')
+    assert readout(driver, "data-key") == {j: f"{maps[1][0, 2, j]:.3f}" for j in range(T)}
+
+    driver.find_element(By.ID, "average-heads").click()
+    assert driver.find_element(By.ID, "layer-label").text == "layer 2 · mean of 2 heads"
+    hover(driver, '.qtok[data-index="2"]')
+    mean = maps[1].mean(0)
+    assert readout(driver, "data-key") == {j: f"{mean[2, j]:.3f}" for j in range(T)}
+
+
+def test_translation_switches_to_cross_attention(page, translation):
+    layers, data = translation
+    driver = page(data)
+    buttons = driver.find_elements(By.CSS_SELECTOR, "button.group")
+    assert [b.get_attribute("data-group") for b in buttons] == ["encoder", "decoder", "cross"]
+    main = driver.find_element(By.ID, "main-map")
+    assert (main.get_attribute("data-rows"), main.get_attribute("data-cols")) == ("5", "5")
+
+    driver.find_element(By.CSS_SELECTOR, 'button.group[data-group="cross"]').click()
+    assert "active" in driver.find_element(
+        By.CSS_SELECTOR, 'button.group[data-group="cross"]').get_attribute("class")
+    assert (main.get_attribute("data-rows"), main.get_attribute("data-cols")) == ("4", "5")
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".qtok")) == 4
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".ktok")) == 5
+    assert len(driver.find_elements(By.CSS_SELECTOR, "canvas.thumb")) == 2 * 2
+    cross = [layer.weights for layer in layers if layer.group == "cross"]
+    driver.find_element(By.CSS_SELECTOR, 'canvas.thumb[data-layer="1"][data-head="0"]').click()
+    hover(driver, '.qtok[data-index="3"]')
+    assert readout(driver, "data-key") == {j: f"{cross[1][0, 3, j]:.3f}" for j in range(5)}
+    assert driver.find_element(By.ID, "layer-label").text == "cross-attention · layer 2 · head 1"
+
+    driver.find_element(By.CSS_SELECTOR, 'button.group[data-group="decoder"]').click()
+    hover(driver, '.qtok[data-index="0"]')  # the first target token sees only itself
+    assert readout(driver, "data-key") == {0: "1.000", 1: "0.000", 2: "0.000", 3: "0.000"}
+    assert console_errors(driver) == []
+
+
+def test_embedded_json_parses_and_tokens_stay_text(page):
+    tokens = ['</script><b>x</b>', '"quoted" \'single\'', "naïve → ünïcode", "&amp;"]
+    data = attention_data([Layer("attn", "self", np.full((1, 4, 4), 0.25))], tokens)
+    driver = page(data)
+    ready(driver)
+    parsed = driver.execute_script(
+        "return JSON.parse(document.getElementById('attnlab-attention').textContent)")
+    assert parsed == data
+    assert driver.find_elements(By.TAG_NAME, "b") == []  # not markup
+    labels = [e.get_attribute("title") for e in driver.find_elements(By.CSS_SELECTOR, ".qtok")]
+    assert labels == [f"query {i}: {t}" for i, t in enumerate(tokens)]
+
+
+def _boxes(driver, selector):
+    return driver.execute_script("""
+        return [...document.querySelectorAll(arguments[0])]
+          .filter((e) => getComputedStyle(e).visibility !== 'hidden' && e.textContent)
+          .map((e) => { const r = e.getBoundingClientRect();
+                        return [r.left, r.top, r.right, r.bottom]; });""", selector)
+
+
+def _overlap(a, b):
+    return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+
+@pytest.mark.parametrize("T, word", [(128, "tok{}"), (40, "a-rather-long-word-piece-{}"),
+                                     (6, "antidisestablishment-{}")])
+def test_labels_never_overlap(page, T, word):
+    rng = np.random.default_rng(0)
+    w = rng.random((2, T, T))
+    tokens = [word.format(i) for i in range(T)]
+    driver = page(attention_data([Layer("attn", "self", w / w.sum(-1, keepdims=True))], tokens))
+    ready(driver)
+    for selector in (".qtok .label", ".ktok .label"):
+        boxes = _boxes(driver, selector)
+        assert len(boxes) >= min(T, 16)  # thinned, but labelled along the whole axis
+        assert not any(_overlap(a, b) for a, b in zip(boxes, boxes[1:])), selector
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".qtok")) == T  # every token hoverable
+    for i in (T // 2 + 1, T - 1):  # a hovered token's label shows, among the thinned ones
+        hover(driver, f'.qtok[data-index="{i}"]')
+        assert len(readout(driver, "data-key")) == T
+        boxes = _boxes(driver, ".qtok .label")
+        assert not any(_overlap(a, b) for a, b in zip(boxes, boxes[1:]))
+        assert driver.find_element(By.CSS_SELECTOR, f'.qtok[data-index="{i}"] .label').is_displayed()
+
+
+def test_twelve_layers_twelve_heads_128_tokens(page):
+    rng = np.random.default_rng(0)
+    w = rng.random((12, 12, 128, 128)) ** 4
+    w /= w.sum(-1, keepdims=True)
+    tokens = [f"t{i}" for i in range(128)]
+    driver = page(attention_data([Layer(f"layers.{i}", "self", w[i]) for i in range(12)], tokens))
+    ready(driver)
+    assert len(driver.find_elements(By.CSS_SELECTOR, "canvas.thumb")) == 144
+    driver.find_element(By.CSS_SELECTOR, 'canvas.thumb[data-layer="11"][data-head="11"]').click()
+    hover(driver, '.qtok[data-index="100"]')
+    got = readout(driver, "data-key")
+    assert got[7] == f"{round(w[11, 11, 100, 7], 4):.3f}" and len(got) == 128
+    assert console_errors(driver) == []
+
+
+@pytest.fixture(scope="module")
+def reverse_page(tmp_path_factory):
+    """`attnlab view` of a trained reversal run (the course's experiment, ~110 steps)."""
+    from attnlab.cli import main
+
+    tmp = tmp_path_factory.mktemp("reverse")
+    here = os.getcwd()
+    os.chdir(tmp)  # the page names the run as the user typed it: runs/reverse
+    try:
+        assert main(["train", "reverse", "--out", "runs/reverse", "--threads", "1"]) == 0
+        assert main(["view", "runs/reverse", "--input", "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3",
+                     "--out", "reverse.html"]) == 0
+    finally:
+        os.chdir(here)
+    return tmp / "reverse.html"
+
+
+def test_trained_reversal_page_shows_the_anti_diagonal(page, reverse_page):
+    driver = page(reverse_page.read_text(encoding="utf-8"))
+    ready(driver)
+    for i in (0, 5, 15):  # query i looks most at key 15 - i
+        hover(driver, f'.qtok[data-index="{i}"]')
+        weights = {j: float(w) for j, w in readout(driver, "data-key").items()}
+        assert max(weights, key=weights.get) == 15 - i
+
+
+def test_screenshot_at_1280_by_800_is_not_blank(page, reverse_page):
+    from PIL import Image
+
+    driver = page(reverse_page.read_text(encoding="utf-8"))
+    ready(driver)
+    hover(driver, '.qtok[data-index="4"]')
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "attention_explorer.png"  # docs/images/attention_explorer.png is this
+    assert driver.save_screenshot(str(shot))
+    image = np.asarray(Image.open(shot).convert("RGB"))
+    assert image.shape[:2] == (800, 1280)
+    assert len(np.unique(image.reshape(-1, 3), axis=0)) > 50  # the maps' colours, not a blank
+    main = driver.find_element(By.ID, "main-map").rect
+    crop = image[int(main["y"]):int(main["y"] + main["height"]),
+                 int(main["x"]):int(main["x"] + main["width"])]
+    assert crop.size and crop.std() > 10
+    assert console_errors(driver) == []
+
+
+def test_inline_view_renders_inside_its_iframe(page, course_model):
+    _, data = course_model
+    driver = page(f"<!DOCTYPE html><html><body>{AttentionView(data)._repr_html_()}</body></html>",
+                  name="notebook.html")
+    driver.switch_to.frame(driver.find_element(By.TAG_NAME, "iframe"))
+    try:
+        ready(driver)
+        assert len(driver.find_elements(By.CSS_SELECTOR, "canvas.thumb")) == 6
+    finally:
+        driver.switch_to.default_content()
