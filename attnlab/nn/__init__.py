@@ -9,6 +9,7 @@ from .blocks import DecoderBlock, EncoderBlock
 from .cache import KVCache
 from .capture import ActivationCache, capture
 from .feedforward import FeedForward
+from .graph import GraphAttention
 from .masks import causal_mask, expand_mask, padding_mask, window_mask
 from .positional import (
     POSITIONAL_KINDS, ALiBi, LearnedPositionalEncoding, PositionalEncoding, PositionalKind,
@@ -23,5 +24,5 @@ __all__ = [
     "PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
     "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "capture", "ActivationCache",
     "expand_mask", "causal_mask", "padding_mask", "window_mask",
-    "AdditiveAttention", "BilinearAttention",
+    "AdditiveAttention", "BilinearAttention", "GraphAttention",
 ]

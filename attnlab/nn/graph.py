@@ -1,0 +1,129 @@
+"""Graph attention (Veličković et al., 2018): attention over a node's neighbours.
+
+Shapes: N nodes, F input features, H heads, C features per head, E edges.
+
+Each head projects the nodes, h'_i = W h_i, and scores node i's neighbour j by
+
+    e_ij = LeakyReLU(aᵀ [W h_i ‖ W h_j])  =  LeakyReLU(a_dstᵀ W h_i + a_srcᵀ W h_j),
+
+then takes the softmax over i's neighbourhood (its neighbours and, by default, itself) and sums
+the neighbours' projections with those weights. The heads are concatenated (H·C features) or
+averaged (C features). The neighbourhood is a mask in attnlab's convention — True where node i
+may attend to node j — so this is the same masked softmax as a Transformer's, with a different
+score: a Transformer block whose mask is the adjacency attends over the graph, and with no mask
+over the complete graph (docs/history.md, "Graph attention").
+
+The graph is an adjacency (N, N), bool or 0/1 floats, ``adjacency[i, j]`` = j is a neighbour
+of i (i attends to j); or an integer ``edge_index`` (2, E) of (source j, target i) pairs as in
+PyTorch Geometric (messages flow from ``edge_index[0]`` to ``edge_index[1]``). The dtype tells
+them apart. Repeated edges count once.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .masks import as_bool_mask
+from .scores import attend
+
+__all__ = ["GraphAttention", "adjacency_from_edges"]
+
+
+def adjacency_from_edges(edge_index: Tensor, num_nodes: int) -> Tensor:
+    """The (N, N) boolean adjacency of ``edge_index`` (2, E): ``adj[target, source] = True``.
+
+    Raises:
+        ValueError: if ``edge_index`` is not (2, E) or names a node outside 0..N-1.
+    """
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
+        raise ValueError(f"edge_index must be (2, E), got shape {tuple(edge_index.shape)}")
+    if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
+        raise ValueError(f"edge_index names node {int(edge_index.max())} or "
+                         f"{int(edge_index.min())}, outside 0..{num_nodes - 1}")
+    adjacency = torch.zeros(num_nodes, num_nodes, dtype=torch.bool, device=edge_index.device)
+    adjacency[edge_index[1], edge_index[0]] = True
+    return adjacency
+
+
+class GraphAttention(nn.Module):
+    """One graph attention layer (GAT).
+
+    Args:
+        in_dim: input features per node F.
+        out_dim: features per head C.
+        num_heads: heads H.
+        concat: concatenate the heads (H·C outputs) or average them (C outputs).
+        negative_slope: LeakyReLU's slope for negative scores.
+        dropout: dropout on the attention weights (training only).
+        self_loops: every node also attends to itself (as in the paper).
+        bias: add a learned bias to the output.
+
+    Shape:
+        x (N, F) or (B, N, F); graph: adjacency (N, N) / (B, N, N) or edge_index (2, E)
+        -> (N, H·C) or (N, C) (with a leading B if given). With ``return_attention``, also the
+        weights (H, N, N) (or (B, H, N, N)), zero outside each neighbourhood.
+
+    A node with no neighbour (and no self-loop) gets zero weights and the bias as output:
+    finite, never NaN.
+
+    Example:
+        >>> gat = GraphAttention(4, 8, num_heads=2)
+        >>> edges = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])  # a path 0 - 1 - 2
+        >>> out, weights = gat(torch.randn(3, 4), edges, return_attention=True)
+        >>> out.shape, weights.shape, (weights[:, 0, 2] == 0).all().item()
+        (torch.Size([3, 16]), torch.Size([2, 3, 3]), True)
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, num_heads: int = 1, *, concat: bool = True,
+                 negative_slope: float = 0.2, dropout: float = 0.0, self_loops: bool = True,
+                 bias: bool = True) -> None:
+        super().__init__()
+        self.in_dim, self.out_dim, self.num_heads = in_dim, out_dim, num_heads
+        self.concat, self.negative_slope, self.self_loops = concat, negative_slope, self_loops
+        self.lin = nn.Linear(in_dim, num_heads * out_dim, bias=False)  # W, all heads
+        self.att_src = nn.Parameter(torch.empty(num_heads, out_dim))  # a's half for j
+        self.att_dst = nn.Parameter(torch.empty(num_heads, out_dim))  # a's half for i
+        self.bias = nn.Parameter(torch.zeros(num_heads * out_dim if concat else out_dim)) \
+            if bias else None
+        self.dropout = nn.Dropout(dropout)
+        nn.init.xavier_uniform_(self.lin.weight)
+        nn.init.xavier_uniform_(self.att_src)
+        nn.init.xavier_uniform_(self.att_dst)
+
+    def neighbourhood(self, graph: Tensor, num_nodes: int) -> Tensor:
+        """The boolean (…, N, N) mask of who attends to whom, self-loops included if asked."""
+        if not graph.dtype.is_floating_point and graph.dtype != torch.bool:  # integer: edges
+            mask = adjacency_from_edges(graph, num_nodes)
+        else:
+            mask = as_bool_mask(graph)
+            if mask.shape[-2:] != (num_nodes, num_nodes):
+                raise ValueError(f"adjacency must be (N, N) = ({num_nodes}, {num_nodes}), got "
+                                 f"shape {tuple(mask.shape)}")
+        if self.self_loops:
+            mask = mask | torch.eye(num_nodes, dtype=torch.bool, device=mask.device)
+        return mask
+
+    def forward(self, x: Tensor, graph: Tensor, *, return_attention: bool = False):
+        N, H, C = x.shape[-2], self.num_heads, self.out_dim
+        mask = self.neighbourhood(graph, N).unsqueeze(-3)  # (…, 1, N, N)
+        h = self.lin(x).unflatten(-1, (H, C)).transpose(-3, -2)  # (…, H, N, C)
+        e_dst = (h * self.att_dst[:, None]).sum(-1)  # (…, H, N): aᵀ's half for node i
+        e_src = (h * self.att_src[:, None]).sum(-1)  # (…, H, N): and for neighbour j
+        scores = F.leaky_relu(e_dst[..., :, None] + e_src[..., None, :], self.negative_slope)
+        scores, mask = torch.broadcast_tensors(scores, mask)  # (…, H, N, N)
+        lead = scores.shape[:-2]
+        out, weights = attend(scores.reshape(-1, N, N), h.reshape(-1, N, C),
+                              mask.reshape(-1, N, N))
+        if self.dropout.p and self.training:
+            weights = self.dropout(weights)
+            out = weights @ h.reshape(-1, N, C)
+        out, weights = out.reshape(*lead, N, C), weights.reshape(*lead, N, N)
+        out = out.transpose(-3, -2).flatten(-2) if self.concat else out.mean(-3)  # (…, N, ·)
+        if self.bias is not None:
+            out = out + self.bias
+        return (out, weights) if return_attention else out
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_dim}, {self.out_dim}, num_heads={self.num_heads}, "
+                f"concat={self.concat}, self_loops={self.self_loops}")
