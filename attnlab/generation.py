@@ -27,7 +27,7 @@ from torch import Tensor
 from .beam import beam_search
 from .step_protocol import StepFunction, check_positive_int, check_prompt
 
-__all__ = ["filter_top_k", "filter_top_p", "select_next_token", "selector", "StepFunction",
+__all__ = ["translate_from_start", "filter_top_k", "filter_top_p", "select_next_token", "selector", "StepFunction",
            "decode", "decode_stream", "beam_search"]
 
 
@@ -258,3 +258,26 @@ def decode(
                              eos_token_id=eos_token_id, pad_token_id=pad_token_id,
                              generator=generator))
     return torch.cat((input_ids, *new), dim=1)
+
+
+def translate_from_start(model, make_step: Callable[[], StepFunction], batch_size: int,
+                         max_new_tokens: int, *, num_beams: int = 1, length_penalty: float = 1.0,
+                         eos_token_id: int | None = None, device=None) -> Tensor:
+    """An encoder–decoder's ``generate``: in eval mode (restored after), ``make_step()``
+    encodes the source and returns the step function; then, from ``model.sos_id`` in every
+    row, greedy ``decode`` (one beam) or ``beam_search`` until ``eos_token_id`` (default
+    ``model.eos_id``), padding with ``model.pad_id``. Returns (B, 1 + N) ids."""
+    was_training = model.training
+    model.eval()
+    try:
+        step = make_step()
+        start = torch.full((batch_size, 1), model.sos_id, dtype=torch.long, device=device)
+        eos = model.eos_id if eos_token_id is None else eos_token_id
+        if num_beams == 1:
+            return decode(step, start, max_new_tokens, eos_token_id=eos,
+                          pad_token_id=model.pad_id)
+        return beam_search(step, start, max_new_tokens, num_beams=num_beams,
+                           length_penalty=length_penalty, eos_token_id=eos,
+                           pad_token_id=model.pad_id)
+    finally:
+        model.train(was_training)

@@ -18,7 +18,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..generation import beam_search, decode
+from ..generation import translate_from_start
 from ..nn import Transformer, capture, positional_kind
 from ..nn.positional import input_kinds
 from ..nn.cache import KVCache
@@ -215,21 +215,12 @@ class Seq2SeqTransformer(nn.Module):
             >>> model.generate(torch.tensor([[5, 6, 2]]), 20, num_beams=4).shape[0]
             1
         """
-        was_training = self.training
-        self.eval()
-        try:
-            memory, mask = self.encode(src, src_mask)
-            step = _Seq2SeqStep(self, memory, mask, use_cache)
-            start = torch.full((src.shape[0], 1), self.sos_id, dtype=torch.long, device=src.device)
-            eos = self.eos_id if eos_token_id is None else eos_token_id
-            if num_beams == 1:
-                return decode(step, start, max_new_tokens, eos_token_id=eos,
-                              pad_token_id=self.pad_id)
-            return beam_search(step, start, max_new_tokens, num_beams=num_beams,
-                               length_penalty=length_penalty, eos_token_id=eos,
-                               pad_token_id=self.pad_id)
-        finally:
-            self.train(was_training)
+        def encoded():  # the step function over the encoded source, made in eval mode
+            return _Seq2SeqStep(self, *self.encode(src, src_mask), use_cache)
+
+        return translate_from_start(self, encoded, src.shape[0], max_new_tokens,
+                                    num_beams=num_beams, length_penalty=length_penalty,
+                                    eos_token_id=eos_token_id, device=src.device)
 
 
 class _Seq2SeqStep:

@@ -36,10 +36,13 @@ from ..tokenizers import TOKENIZER_KINDS
 from .base import Task, model_defaults
 
 __all__ = ["TranslateSettings", "TranslateTask", "TASKS", "TOKENIZERS", "DATASETS",
-           "BLEU_TOKENIZE"]
+           "BLEU_TOKENIZE", "ARCHS"]
 
 TOKENIZERS = ("auto", *TOKENIZER_KINDS)  # auto: chosen from the data (resolve_tokenizer)
 DATASETS = ("numbers", "dates")
+# transformer: Seq2SeqTransformer; rnn*: RNNSeq2Seq (a GRU encoder-decoder) with no, additive
+# (Bahdanau) or bilinear (Luong) attention: docs/history.md
+ARCHS = ("transformer", "rnn", "rnn-additive", "rnn-bilinear")
 BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")  # sacrebleu's; auto: resolve_bleu_tokenize
 
 
@@ -47,6 +50,10 @@ BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")  # sacrebleu's; auto: re
 class TranslateSettings:
     """The flags of ``attnlab train translate`` besides the shared and the model ones."""
 
+    arch: str = setting("transformer", choices=ARCHS,
+                        help="the model: the Transformer, or a GRU encoder-decoder without (rnn) "
+                             "or with additive / bilinear attention; an rnn uses --model-dim, "
+                             "--num-layers and --dropout of the model flags")
     src: str = setting("en", help="source language of the built-in data", metavar="LANG")
     tgt: str = setting("de", metavar="LANG",
                        help="target language (any num2words language; for dates a babel locale)")

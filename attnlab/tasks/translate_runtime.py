@@ -22,9 +22,12 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from ..data import BatchLoader, numbered_batches
+from ..errors import UsageError
 from ..explorer.collect import collect_layers, with_tokens
+from ..explorer.data import Layer
 from ..models import Seq2SeqTransformer
 from ..models.configs import Seq2SeqConfig
+from ..models.rnn_seq2seq import RNNSeq2Seq
 from ..runs import load_weights
 from ..viz import plot_attention
 from .base import config_from_run
@@ -87,8 +90,32 @@ def build_model(cfg: dict[str, Any]) -> Seq2SeqTransformer:
         ...                      "max_len": 64})
         >>> type(model).__name__, model.config.max_len
         ('Seq2SeqTransformer', 64)
+        >>> type(build_model({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
+        ...                   "max_len": 64, "arch": "rnn-additive"})).__name__
+        'RNNSeq2Seq'
     """
-    return Seq2SeqTransformer.from_config(model_config_of(cfg))
+    arch = cfg.get("arch", "transformer")  # runs written before --arch are Transformers
+    if arch == "transformer":
+        return Seq2SeqTransformer.from_config(model_config_of(cfg))
+    config = model_config_of(cfg)  # the vocabularies, width, layers and special ids
+    return RNNSeq2Seq(config.src_vocab_size, config.tgt_vocab_size, model_dim=config.model_dim,
+                      num_layers=config.num_layers, dropout=config.dropout,
+                      attention=arch.removeprefix("rnn").removeprefix("-") or "none",
+                      pad_id=config.pad_id, sos_id=config.sos_id, eos_id=config.eos_id)
+
+
+def _alignment_layers(model, src, tgt):
+    """The attention layers of ``model`` reading ``tgt`` after ``src``, without tokens: every
+    layer of a Transformer; a recurrent model's one alignment ("cross"). ``UsageError`` for a
+    recurrent model without attention, which has none."""
+    if not isinstance(model, RNNSeq2Seq):
+        return collect_layers(model, src, tgt)
+    if model.attention is None:
+        raise UsageError("an --arch rnn model has no attention to show (the decoder sees the "
+                         "source only through its first state); train rnn-additive or "
+                         "rnn-bilinear")
+    (weights,) = model.cross_attention(src, tgt)  # (1, 1, T, S)
+    return [Layer("attention", "cross", weights[0], "cross")]
 
 
 def _pair(tok: TranslationTokenizers, src_text: str, translation: str):
@@ -104,7 +131,8 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, trans
     """The cross-attention of every decoder layer while it reads ``translation`` after the
     source: (L × (H, T, S) maps, the S source tokens, the T decoder-input tokens)."""
     src, tgt, src_labels, tgt_labels = _pair(tok, src_text, translation)
-    maps = [m[0] for m in model.cross_attention(src, tgt)]  # L × (H, T, S)
+    maps = [layer.weights for layer in _alignment_layers(model, src, tgt)
+            if layer.kind == "cross"]  # L × (H, T, S)
     return maps, src_labels, tgt_labels
 
 
@@ -176,7 +204,9 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics, hyps = compute_test_metrics(model, tok, test, cfg)
-        _cross_attention_figure(model, tok, test[0][0], hyps[0], run_dir / "cross_attention.png")
+        if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
+            _cross_attention_figure(model, tok, test[0][0], hyps[0],
+                                    run_dir / "cross_attention.png")
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
 
 
@@ -222,7 +252,7 @@ def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
     text = spell_digits(cfg, [text])[0]
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
     src, tgt, src_labels, tgt_labels = _pair(tok, text, translation)
-    layers = with_tokens(collect_layers(model, src, tgt), src_labels, tgt_labels)
+    layers = with_tokens(_alignment_layers(model, src, tgt), src_labels, tgt_labels)
     return layers, src_labels, src_labels
 
 

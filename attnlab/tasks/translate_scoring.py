@@ -43,8 +43,9 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     """
     ids = tok.src.encode_batch(texts)
     longest = max(range(len(ids)), key=lambda i: len(ids[i]), default=None)
-    max_len = model.config.max_len  # the positions the model's encoding has
-    if longest is not None and len(ids[longest]) > max_len:
+    # the positions a Transformer's encoding has (a recurrent model has no such limit)
+    max_len = getattr(getattr(model, "config", None), "max_len", None)
+    if max_len is not None and longest is not None and len(ids[longest]) > max_len:
         raise UsageError(f"text number {longest + 1} has {len(ids[longest])} tokens; this model "
                          f"reads at most {max_len}")
     order = sorted(range(len(texts)), key=lambda i: len(ids[i]))

@@ -1,0 +1,74 @@
+"""`attnlab train translate --arch transformer|rnn|rnn-additive|rnn-bilinear`: every arch
+trains, translates, evaluates and resumes from the command line; the recurrent ones with
+attention draw their alignment (PNG and page), the one without says it has none."""
+import json
+
+import pytest
+
+from attnlab import load
+from attnlab.cli import main
+from attnlab.explorer import read_data
+from attnlab.models.rnn_seq2seq import RNNSeq2Seq
+
+pytestmark = pytest.mark.slow
+
+TINY = ["--max-number", "1000", "--test-size", "20", "--val-size", "8", "--num-layers", "1",
+        "--batch-size", "16", "--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32",
+        "--max-steps", "4", "--checkpoint-every", "2", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("archs")
+    out = {}
+    for arch in ("transformer", "rnn", "rnn-additive", "rnn-bilinear"):
+        out[arch] = tmp / arch
+        assert main(["train", "translate", "--arch", arch, *TINY, "--out", str(out[arch])]) == 0
+    return out
+
+
+@pytest.mark.parametrize("arch", ["transformer", "rnn", "rnn-additive", "rnn-bilinear"])
+def test_every_arch_trains_translates_and_evaluates(runs, arch, capsys):
+    run = runs[arch]
+    model, _ = load(run)
+    assert isinstance(model, RNNSeq2Seq) == (arch != "transformer")
+    if arch != "transformer":
+        assert model.attention_kind == (arch.split("-")[1] if "-" in arch else "none")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["steps"] == 4 and {"test_exact_match", "test_chrf"} <= set(metrics)
+    capsys.readouterr()
+    assert main(["translate", str(run), "twelve", "three hundred"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2  # one line per text (may be empty)
+    assert main(["evaluate", str(run)]) == 0
+    assert (run / "cross_attention.png").exists() == (arch != "rnn")
+
+
+def test_a_recurrent_run_resumes(runs, capsys):
+    run = runs["rnn-additive"]
+    assert main(["train", "translate", "--arch", "rnn-additive", *TINY, "--out", str(run),
+                 "--resume", "--max-steps", "6"]) == 0
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 6
+
+
+def test_alignment_of_an_attentive_rnn_and_none_without(runs, tmp_path, capsys):
+    page = tmp_path / "a.html"
+    assert main(["view", str(runs["rnn-bilinear"]), "--input", "three hundred and five",
+                 "--out", str(page)]) == 0
+    (layer,) = read_data(page.read_text())["layers"]
+    assert layer["kind"] == "cross" and len(layer["weights"]) == 1  # one "head"
+    assert len(layer["weights"][0][0]) == 4  # T x S: the four source words
+    assert main(["plot", "attention", str(runs["rnn-additive"]), "--input", "twelve",
+                 "--out", str(tmp_path / "a.png")]) == 0
+    capsys.readouterr()
+    for argv in (["view", str(runs["rnn"]), "--input", "twelve", "--out", str(tmp_path / "n.html")],
+                 ["plot", "attention", str(runs["rnn"]), "--input", "twelve", "--out",
+                  str(tmp_path / "n.png")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "--arch rnn" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "n.html").exists() and not (tmp_path / "n.png").exists()
+
+
+def test_an_unknown_arch_is_refused_before_a_run_directory(tmp_path, capsys):
+    assert main(["train", "translate", "--arch", "lstm", "--out", str(tmp_path / "x")]) == 2
+    assert "--arch" in capsys.readouterr().err and not (tmp_path / "x").exists()
