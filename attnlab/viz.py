@@ -285,6 +285,32 @@ def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
 
 # ---- jets (issue #10): ROC as background rejection, score distributions, a jet's attention ----
 
+def plot_by_length(curves: dict[str, Sequence[float]], buckets: Sequence[str],
+                   path: str | Path, *, title: str = "score by source length",
+                   ylabel: str = "score") -> Path:
+    """Curves over source-length buckets (one point per bucket, in order): a translation's
+    exact match and chrF, or several models' scores (Bahdanau et al., 2015, figure 2).
+
+    Example:
+        >>> plot_by_length({"rnn": [0.9, 0.5], "rnn-additive": [0.9, 0.85]}, ["1-5", "6-10"],
+        ...                "by_length.png")
+        PosixPath('by_length.png')
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, values in curves.items():
+        ax.plot(range(len(values)), values, marker="o", label=label)
+    ax.set_xticks(range(len(buckets)), list(buckets))
+    ax.set_xlabel("source length (tokens)")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def plot_jet_roc(curves: dict, path: str | Path, *, title: str = "top tagging") -> Path:
     """Background rejection 1/ε_B against signal efficiency ε_S (log scale), as the field
     draws a tagger's ROC curve; one line per tagger, with its AUC in the legend.

@@ -9,15 +9,34 @@ def register(sub) -> None:
                        description="Evaluate a trained run on its test split (or --data FILE).")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--data", metavar="FILE", help="evaluate on this file instead")
+    p.add_argument("--by-length", action="store_true",
+                   help="translate runs: the scores per source-length bucket (a table on "
+                        "stderr, 'by_length' in the JSON) and DIR/by_length.png")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    import sys
+
+    from ..errors import UsageError
     from ..runs import check_run_dir, readable
     from ..tasks import get_task
 
     run_dir, cfg = check_run_dir(args.run_dir, command="evaluate")
-    metrics = get_task(cfg["task"]).evaluate(run_dir, cfg, args.data)
+    task = get_task(cfg["task"])
+    if args.by_length:
+        by_length = task.runtime_function("evaluate_by_length")
+        if by_length is None:
+            raise UsageError(f"--by-length is for translate runs; {run_dir} is a "
+                             f"{cfg['task']} run")
+        from ..tasks.translate_scoring import by_length_table
+
+        metrics, rows = by_length(task, run_dir, cfg, args.data)
+        print(by_length_table(rows), file=sys.stderr)
+        print(f"wrote {run_dir / 'by_length.png'}", file=sys.stderr)
+        metrics = {**metrics, "by_length": rows}
+    else:
+        metrics = task.evaluate(run_dir, cfg, args.data)
     # 6 significant digits, as metrics.json holds them (not float32 noise like 0.99800002574)
     print(json.dumps(readable(metrics), indent=2, sort_keys=True))
     return 0

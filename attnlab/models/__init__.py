@@ -4,6 +4,7 @@ from importlib import import_module
 _EXPORTS = {
     "SequenceClassifier": ".classifier",
     "Seq2SeqTransformer": ".seq2seq",
+    "RNNSeq2Seq": ".rnn_seq2seq",
     "CausalLM": ".causal_lm",
     "ElementPredictor": ".predictor",
     "BertEncoder": ".bert",

@@ -29,11 +29,12 @@ from ..models import Seq2SeqTransformer
 from ..models.configs import Seq2SeqConfig
 from ..models.rnn_seq2seq import RNNSeq2Seq
 from ..runs import load_weights
-from ..viz import plot_attention
+from ..viz import plot_attention, plot_by_length
 from .base import config_from_run
 from .translate_data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                              fit_tokenizer, resolve_tokenizer, spell_digits)
-from .translate_scoring import compute_test_metrics, pad, resolve_bleu_tokenize, translate_texts
+from .translate_scoring import (compute_test_metrics, pad, resolve_bleu_tokenize,
+                                scores_by_length, translate_texts)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "run", "load", "translate", "predict", "evaluate",
@@ -261,3 +262,18 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict
     test = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg)
     return compute_test_metrics(model, tok, test, cfg)[0]
+
+
+def evaluate_by_length(task, run_dir: Path, cfg: dict[str, Any], data: str | None):
+    """``attnlab evaluate DIR --by-length``: (the test metrics, their rows per source-length
+    bucket); draws ``DIR/by_length.png``."""
+    test = evaluation_pairs(cfg, data)
+    model, tok = load(task, run_dir, cfg)
+    metrics, hyps = compute_test_metrics(model, tok, test, cfg)
+    rows = scores_by_length(tok, test, hyps)
+    labels = [r["lengths"] for r in rows]
+    plot_by_length({"exact match": [r["exact_match"] for r in rows],
+                    "chrF / 100": [r["chrf"] / 100 for r in rows]}, labels,
+                   Path(run_dir) / "by_length.png",
+                   title=f"{cfg.get('arch', 'transformer')}: test score by source length")
+    return metrics, rows

@@ -88,3 +88,41 @@ def compute_test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list
     hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg["max_target_len"],
                            num_beams=cfg["beam"], length_penalty=cfg["length_penalty"])
     return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg["bleu_tokenize"]), hyps
+
+
+def length_buckets(lengths: list[int], most: int = 8) -> list[tuple[int, int]]:
+    """At most ``most`` ranges (first, last) of equal width covering ``lengths``.
+
+    Example:
+        >>> length_buckets([1, 2, 3, 9, 12, 25], most=4)
+        [(1, 7), (8, 14), (15, 21), (22, 28)]
+    """
+    low, high = min(lengths), max(lengths)
+    width = -(-(high - low + 1) // most)
+    return [(a, a + width - 1) for a in range(low, high + 1, width)]
+
+
+def scores_by_length(tok: TranslationTokenizers, pairs, hyps: list[str]) -> list[dict]:
+    """Exact match and chrF of the pairs grouped by their source's length in tokens: one row
+    per non-empty bucket, ``{"lengths": "a-b", "first", "last", "pairs", "exact_match",
+    "chrf"}``."""
+    lengths = [len(ids) for ids in tok.src.encode_batch([s for s, _ in pairs])]
+    rows = []
+    for first, last in length_buckets(lengths):
+        chosen = [i for i, n in enumerate(lengths) if first <= n <= last]
+        if not chosen:
+            continue
+        refs, outs = [pairs[i][1] for i in chosen], [hyps[i] for i in chosen]
+        exact = sum(h.strip() == r.strip() for h, r in zip(outs, refs)) / len(chosen)
+        rows.append({"lengths": f"{first}-{last}" if last > first else str(first),
+                     "first": first, "last": last, "pairs": len(chosen),
+                     "exact_match": exact, "chrf": sacrebleu.corpus_chrf(outs, [refs]).score})
+    return rows
+
+
+def by_length_table(rows: list[dict]) -> str:
+    """The rows of ``scores_by_length`` as an aligned text table."""
+    lines = [f"{'source tokens':>14}  {'pairs':>6}  {'exact match':>11}  {'chrF':>6}"]
+    lines += [f"{r['lengths']:>14}  {r['pairs']:>6}  {r['exact_match']:>11.4f}  {r['chrf']:>6.2f}"
+              for r in rows]
+    return "\n".join(lines)

@@ -72,3 +72,32 @@ def test_alignment_of_an_attentive_rnn_and_none_without(runs, tmp_path, capsys):
 def test_an_unknown_arch_is_refused_before_a_run_directory(tmp_path, capsys):
     assert main(["train", "translate", "--arch", "lstm", "--out", str(tmp_path / "x")]) == 2
     assert "--arch" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_evaluate_by_length_tables_every_test_pair_and_draws_the_figure(runs, capsys):
+    run = runs["rnn-additive"]
+    (run / "by_length.png").unlink(missing_ok=True)
+    assert main(["evaluate", str(run), "--by-length"]) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    rows = result["by_length"]
+    assert sum(r["pairs"] for r in rows) == 20  # --test-size
+    assert [r["first"] for r in rows] == sorted(r["first"] for r in rows)
+    assert all(0 <= r["exact_match"] <= 1 and 0 <= r["chrf"] <= 100 for r in rows)
+    assert "source tokens" in err and (run / "by_length.png").read_bytes()[:4] == b"\x89PNG"
+    exact = sum(r["exact_match"] * r["pairs"] for r in rows) / 20
+    assert abs(exact - result["test_exact_match"]) < 1e-4  # the buckets split the same pairs
+
+
+def test_by_length_is_refused_for_other_tasks(tmp_path, capsys):
+    from attnlab.models import ElementPredictor
+    from attnlab.runs import save_weights, write_yaml
+
+    save_weights(ElementPredictor(6, 8, 6, 2, 1, dim_feedforward=16), tmp_path / "model.safetensors")
+    write_yaml(tmp_path / "config.yaml", {"task": "reverse", "num_categories": 6, "seq_len": 5,
+                                          "model_dim": 8, "num_heads": 2, "num_layers": 1,
+                                          "dim_feedforward": 16, "dropout": 0.0, "seed": 0,
+                                          "norm_first": False, "test_size": 10})
+    assert main(["evaluate", str(tmp_path), "--by-length"]) == 2
+    err = capsys.readouterr().err
+    assert "--by-length is for translate runs" in err and len(err.strip().splitlines()) == 1
