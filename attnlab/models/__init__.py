@@ -15,6 +15,8 @@ _EXPORTS = {
     "BertEncoderConfig": ".configs",
     "JetTagger": ".jet_tagger",
     "JetTaggerConfig": ".configs",
+    "GraphNet": ".graph_net",
+    "GraphNetConfig": ".configs",
 }
 
 __all__ = list(_EXPORTS)

@@ -28,11 +28,13 @@ from ..positional_names import positional_names
 from ..settings import setting
 
 __all__ = ["ModelConfig", "CausalLMConfig", "SequenceClassifierConfig", "Seq2SeqConfig",
-           "ElementPredictorConfig", "BertEncoderConfig", "POOLINGS", "HEADS", "POSITION_STYLES"]
+           "ElementPredictorConfig", "BertEncoderConfig", "GraphNetConfig", "POOLINGS", "HEADS",
+           "POSITION_STYLES", "GRAPH_MODELS"]
 
 POOLINGS = ("cls", "mean")
 HEADS = ("sequence", "element")
 POSITION_STYLES = ("absolute", "roberta")
+GRAPH_MODELS = ("gat", "mean", "mlp")  # graph attention; mean over neighbours; edges ignored
 
 C = TypeVar("C", bound="ModelConfig")
 
@@ -226,3 +228,20 @@ class JetTaggerConfig(ModelConfig):
 
     def __post_init__(self) -> None:
         self.dim_feedforward = self.dim_feedforward or 2 * self.model_dim
+
+
+@dataclass
+class GraphNetConfig(ModelConfig):
+    """``attnlab.models.GraphNet``: a node classifier over one graph (issue #12): graph
+    attention layers, mean-neighbour layers (no attention) or an MLP that ignores the edges."""
+
+    in_dim: int = setting(None, help="node features F", low=1, optional=True, flag=False)
+    num_classes: int = setting(None, help="node classes C", low=2, optional=True, flag=False)
+    kind: str = setting("gat", choices=GRAPH_MODELS,
+                        help="gat: graph attention; mean: the mean of the neighbourhood (no "
+                             "attention); mlp: each node alone (the edges ignored)")
+    model_dim: int = setting(8, help="hidden features per head", low=1)
+    num_heads: int = setting(8, help="attention heads of the hidden layers (gat)", low=1)
+    num_layers: int = setting(2, help="layers, the output layer included", low=1)
+    dropout: float = setting(0.6, help="dropout on the features and the attention weights",
+                             low=0, below=1)

@@ -16,6 +16,7 @@ TASKS = {
     "translate": "attnlab.tasks.translate",
     "lm": "attnlab.tasks.lm",
     "jets": "attnlab.tasks.jets",
+    "graph": "attnlab.tasks.graph",
 }
 
 __all__ = ["TASKS", "get_task", "available_tasks", "Task", "SHARED_DEFAULTS"]

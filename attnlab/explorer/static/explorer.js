@@ -100,7 +100,8 @@
   const legend = el("div", { id: "legend" }, el("span", { text: "0" }), legendBar, legendMax,
     el("span", { class: "legend-title", text: "attention weight" }), legendNote);
   const readout = el("div", { id: "readout" });
-  const headView = el("section", { class: "head-view" }, legend, el("div", { class: "scroll" }, mapBox));
+  const scroller = el("div", { class: "scroll" }, mapBox);
+  const headView = el("section", { class: "head-view" }, legend, scroller);
   body.append(header, toolbar, el("main", {}, modelView, headView, el("section", { class: "readout-box" },
     el("h2", { text: "weights" }), readout)));
   body.tabIndex = -1;
@@ -171,7 +172,8 @@
   function drawMain() {
     const layer = current(), map = shownMap();
     const T = map.length, S = map[0].length, max = maxOf(map);
-    cell = Math.max(4, Math.min(40, Math.floor(520 / Math.max(T, S))));
+    const room = scroller.clientWidth ? scroller.clientWidth - 124 : 520;  // beside the labels
+    cell = Math.max(4, Math.min(40, Math.floor(Math.min(Math.max(200, room) / S, 520 / T))));
     mainMap.width = S * cell; mainMap.height = T * cell;
     mainMap.dataset.rows = String(T); mainMap.dataset.cols = String(S);
     const key = `${state.group}/${state.layer}/${state.average ? "mean" : state.head}`;

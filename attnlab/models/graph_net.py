@@ -1,0 +1,105 @@
+"""``GraphNet``: classify the nodes of one graph, with graph attention or without it.
+
+Shapes: N nodes, F input features, D hidden features per head, H heads, C classes.
+
+    gat:  h ← ELU(GAT_H(h))  (heads concatenated) ...,  logits = GAT_1(h)
+    mean: h ← ELU(W · mean_{j ∈ N(i) ∪ {i}} h_j) ...,    logits = W_out · mean(...)
+    mlp:  h ← ELU(W h) ...,                              logits = W_out h   (edges ignored)
+
+``gat`` is Veličković et al. (2018)'s network; ``mean`` weighs every neighbour the same (the
+same layers with the attention taken out); ``mlp`` sees each node alone, so it shows what the
+features alone are worth.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..nn import GraphAttention
+from .configs import GraphNetConfig
+
+__all__ = ["GraphNet"]
+
+
+class _MeanNeighbours(nn.Module):
+    """W · (the mean of the features of i and its neighbours): aggregation without attention."""
+
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(in_dim, out_dim)
+
+    def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
+        a = adjacency.float() + torch.eye(x.shape[-2], device=x.device)  # with self-loops
+        return self.lin((a @ x) / a.sum(-1, keepdim=True))
+
+
+class GraphNet(nn.Module):
+    """A node classifier: ``num_layers`` layers of the ``kind`` chosen.
+
+    Args:
+        in_dim: node features F.
+        num_classes: classes C.
+        kind: "gat", "mean" or "mlp".
+        model_dim: hidden features D (per head for gat).
+        num_heads: heads of gat's hidden layers (its output layer has one).
+        num_layers: layers, the output layer included.
+        dropout: on the input of every layer and on gat's attention weights.
+
+    Shape:
+        x (N, F), adjacency (N, N) bool (``adjacency[i, j]``: j is a neighbour of i)
+        -> logits (N, C).
+
+    Example:
+        >>> model = GraphNet(5, 3, kind="gat", model_dim=4, num_heads=2)
+        >>> model(torch.randn(6, 5), torch.rand(6, 6) > 0.5).shape
+        torch.Size([6, 3])
+    """
+
+    def __init__(self, in_dim: int, num_classes: int, *, kind: str = "gat", model_dim: int = 8,
+                 num_heads: int = 8, num_layers: int = 2, dropout: float = 0.6) -> None:
+        super().__init__()
+        self.config = GraphNetConfig(in_dim=in_dim, num_classes=num_classes, kind=kind,
+                                     model_dim=model_dim, num_heads=num_heads,
+                                     num_layers=num_layers, dropout=dropout)
+        widths = [in_dim] + [model_dim * (num_heads if kind == "gat" else 1)] * (num_layers - 1)
+        self.layers = nn.ModuleList()
+        for i, width in enumerate(widths):
+            last = i == num_layers - 1
+            out = num_classes if last else model_dim
+            if kind == "gat":
+                self.layers.append(GraphAttention(width, out, 1 if last else num_heads,
+                                                  dropout=dropout))
+            elif kind == "mean":
+                self.layers.append(_MeanNeighbours(width, out))
+            elif kind == "mlp":
+                self.layers.append(nn.Linear(width, out))
+            else:
+                raise ValueError(f"kind must be gat, mean or mlp, got {kind!r}")
+        self.kind, self.dropout = kind, nn.Dropout(dropout)
+
+    @classmethod
+    def from_config(cls, config: GraphNetConfig) -> "GraphNet":
+        return cls(config.in_dim, config.num_classes, kind=config.kind,
+                   model_dim=config.model_dim, num_heads=config.num_heads,
+                   num_layers=config.num_layers, dropout=config.dropout)
+
+    def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            x = self.dropout(x)
+            x = layer(x) if self.kind == "mlp" else layer(x, adjacency)
+            if i < len(self.layers) - 1:
+                x = F.elu(x)
+        return x  # (N, C)
+
+    @torch.no_grad()
+    def get_attention_maps(self, x: Tensor, adjacency: Tensor) -> list[Tensor]:
+        """Every graph attention layer's weights, L × (H, N, N) (gat only)."""
+        if self.kind != "gat":
+            raise ValueError(f"a {self.kind} network has no attention")
+        maps = []
+        for i, layer in enumerate(self.layers):
+            out, weights = layer(x, adjacency, return_attention=True)
+            maps.append(weights)
+            x = F.elu(out) if i < len(self.layers) - 1 else out
+        return maps

@@ -1,0 +1,78 @@
+"""``attnlab train graph``: classify the nodes of one graph — graph attention against the same
+network without attention and against an MLP that ignores the edges (the spec: flags, defaults,
+checks; the heavy half is ``attnlab.tasks.graph_runtime``).
+
+Graphs (``--graph``), made here, nothing downloaded: ``karate`` — Zachary's karate club (34
+members; which club each joined; one-hot identities as features, so only the edges tell) — and
+``sbm`` — a stochastic block model with ``--communities`` groups and noisy one-hot features.
+``--train-per-class`` and ``--val-per-class`` labelled nodes per class (seeded by
+``--graph-seed``); every other node is a test node. Training is full-batch: each step sees the
+whole graph and the loss counts the training nodes. Metric: ``test_accuracy``.
+
+Imports neither torch nor Lightning.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UsageError
+from ..models.configs import GraphNetConfig
+from ..settings import defaults, setting
+from .base import Task, model_defaults
+
+__all__ = ["GraphSettings", "GraphTask", "TASKS", "GRAPHS"]
+
+GRAPHS = ("karate", "sbm")
+
+
+@dataclass
+class GraphSettings:
+    """The flags of ``attnlab train graph`` (docs/history.md, "Graph attention")."""
+
+    graph: str = setting("karate", choices=GRAPHS,
+                         help="karate: Zachary's karate club; sbm: a stochastic block model")
+    nodes: int = setting(300, help="nodes of the sbm graph", low=4)
+    communities: int = setting(3, help="groups (classes) of the sbm graph", low=2)
+    p_in: float = setting(0.1, help="sbm: link probability within a group", low=0, below=1)
+    p_out: float = setting(0.01, help="sbm: link probability between groups", low=0, below=1)
+    feature_noise: float = setting(1.0, help="sbm: noise on the one-hot group features", low=0)
+    train_per_class: int = setting(4, help="labelled training nodes per class", low=1)
+    val_per_class: int = setting(4, help="validation nodes per class", low=1)
+    graph_seed: int = setting(0, help="seed of the sbm graph and of the node split", low=0)
+
+
+class GraphTask(Task):
+    """Node classification on one graph."""
+
+    name = "graph"
+    help = "node classification with graph attention (karate club, stochastic block model)"
+    model_config = GraphNetConfig
+    model_flags = ("kind",)  # --model-dim, --num-heads, --num-layers, --dropout are shared flags
+    settings = GraphSettings
+    runtime = "attnlab.tasks.graph_runtime"
+    # Veličković et al. (2018)'s Cora settings: 8 heads of 8, dropout 0.6, lr 5e-3.
+    defaults = {
+        **model_defaults(GraphNetConfig, model_flags),
+        **defaults(GraphSettings),
+        "model_dim": 8, "num_heads": 8, "num_layers": 2, "dropout": 0.6,
+        "max_steps": 200, "lr": 5e-3, "warmup": 10, "batch_size": 1, "threads": 1,
+    }
+
+    def validate(self, cfg: dict[str, Any]) -> None:
+        if cfg.get("epochs") is not None:
+            raise UsageError("--epochs: graph training is full-batch (one step sees the whole "
+                             "graph); use --max-steps")
+        if cfg["graph"] == "sbm":
+            least = cfg["nodes"] // cfg["communities"]
+            if least < cfg["train_per_class"] + cfg["val_per_class"] + 1:
+                raise UsageError(f"--train-per-class + --val-per-class must leave a test node "
+                                 f"in each group of the sbm graph ({least} nodes), got "
+                                 f"{cfg['train_per_class']} + {cfg['val_per_class']}")
+        elif cfg["train_per_class"] + cfg["val_per_class"] + 1 > 16:  # the smaller club has 16
+            raise UsageError(f"--train-per-class + --val-per-class must be at most 15 on the "
+                             f"karate club (its smaller club has 16 members), got "
+                             f"{cfg['train_per_class']} + {cfg['val_per_class']}")
+
+
+TASKS = {"graph": GraphTask()}

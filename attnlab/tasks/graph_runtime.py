@@ -1,0 +1,116 @@
+"""The heavy half of ``attnlab train graph`` (the spec: ``attnlab.tasks.graph``): the graph and
+its node split, the GraphNet, full-batch training, the test accuracy and a trained run's use.
+Lightning is imported inside ``run`` only.
+
+Shapes: N nodes, F features, C classes, L layers, H heads.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader
+
+from ..data import numbered_batches
+from ..data.graphs import block_model, karate, split_nodes
+from ..errors import UsageError
+from ..models.configs import GraphNetConfig
+from ..models.graph_net import GraphNet
+from ..runs import load_weights
+from .base import config_from_run
+
+__all__ = ["graph_of", "build_model", "run", "load", "predict", "evaluate", "attention_maps"]
+
+IGNORE = -100  # the target of a node the loss does not count (cross_entropy's ignore_index)
+
+
+def graph_of(cfg: dict[str, Any]):
+    """(features, adjacency, labels, class names, node names, masks) of the run's graph and
+    split: the same for every run with the same graph settings."""
+    if cfg["graph"] == "karate":
+        x, adjacency, labels, classes, names = karate()
+    else:
+        x, adjacency, labels, classes, names = block_model(
+            cfg["nodes"], cfg["communities"], cfg["p_in"], cfg["p_out"], cfg["feature_noise"],
+            seed=cfg["graph_seed"])
+    masks = split_nodes(labels, cfg["train_per_class"], cfg["val_per_class"], cfg["graph_seed"])
+    return x, adjacency, labels, classes, names, masks
+
+
+def build_model(cfg: dict[str, Any], in_dim: int, num_classes: int) -> GraphNet:
+    return GraphNet.from_config(config_from_run(GraphNetConfig, cfg, in_dim=in_dim,
+                                                num_classes=num_classes))
+
+
+def _targets(labels, mask):
+    return torch.where(mask, labels, torch.full_like(labels, IGNORE))
+
+
+@torch.no_grad()
+def _accuracy(model, x, adjacency, labels, mask) -> float:
+    model.eval()
+    return float((model(x, adjacency).argmax(-1)[mask] == labels[mask]).float().mean())
+
+
+def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+    """Full-batch training on the training nodes, validation on the validation nodes; then the
+    test accuracy on every other node."""
+    from ..training import finish, fit  # Lightning: here only
+    from ..training.graph import GraphModule
+
+    x, adjacency, labels, classes, _, masks = graph_of(cfg)
+    cfg["classes"], cfg["in_dim"], cfg["num_classes"] = classes, x.shape[1], len(classes)
+    model = build_model(cfg, x.shape[1], len(classes))
+    steps = cfg["max_steps"]
+    train = numbered_batches(lambda n: (x, adjacency, _targets(labels, masks["train"])), steps)
+    val = DataLoader([(x, adjacency, _targets(labels, masks["val"]))], batch_size=None)
+    result = fit(GraphModule(model, cfg, steps), train, val, cfg, run_dir, max_steps=steps,
+                 val_check_interval=cfg.get("val_every") or max(1, steps // 5))
+    metrics = {}
+    if result.is_global_zero:
+        metrics = {"test_accuracy": _accuracy(model, x, adjacency, labels, masks["test"])}
+    return finish(cfg, run_dir, model, metrics, result)
+
+
+# ---- a trained run (no Lightning) ------------------------------------------------------------
+def load(task, run_dir: Path, cfg: dict[str, Any]) -> GraphNet:
+    model = build_model(cfg, cfg["in_dim"], len(cfg["classes"]))
+    load_weights(model, Path(run_dir) / "model.safetensors")
+    return model.eval()
+
+
+def _node(text: str, names: list[str]) -> int:
+    if text.strip() not in names:
+        raise UsageError(f"--input must be a node of the graph, 0 to {len(names) - 1}, got "
+                         f"{text.strip()!r}")
+    return names.index(text.strip())
+
+
+def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    """``--input NODE``: the predicted class of that node."""
+    x, adjacency, _, classes, names, _ = graph_of(cfg)
+    node = _node(text, names)
+    return classes[int(load(task, run_dir, cfg)(x, adjacency)[node].argmax())]
+
+
+def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+    """The test accuracy on the run's test nodes (the graph is made again from its settings)."""
+    if data is not None:
+        raise UsageError("--data: a graph run is evaluated on its own graph's test nodes")
+    x, adjacency, labels, _, _, masks = graph_of(cfg)
+    return {"test_accuracy": _accuracy(load(task, run_dir, cfg), x, adjacency, labels,
+                                       masks["test"])}
+
+
+def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
+    """Every graph attention layer's weights over the whole graph, L × (H, N, N), the nodes
+    labelled ``node:class`` (``--input`` is ignored beyond being a node: the graph is the
+    input)."""
+    if cfg["kind"] != "gat":
+        raise UsageError(f"a --kind {cfg['kind']} run has no attention (train --kind gat)")
+    x, adjacency, labels, classes, names, _ = graph_of(cfg)
+    _node(text, names)
+    maps = load(task, run_dir, cfg).get_attention_maps(x, adjacency)
+    tokens = [f"{n}:{classes[int(c)]}" for n, c in zip(names, labels)]
+    return maps, tokens, tokens
