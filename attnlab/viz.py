@@ -305,7 +305,7 @@ def plot_by_length(curves: dict[str, Sequence[float]], buckets: Sequence[str],
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="center right")  # not over the curves near 1 or near 0
     ax.set_title(title)
     fig.tight_layout()
     return _save(fig, path)
