@@ -271,9 +271,11 @@ def evaluate_by_length(task, run_dir: Path, cfg: dict[str, Any], data: str | Non
     model, tok = load(task, run_dir, cfg)
     metrics, hyps = compute_test_metrics(model, tok, test, cfg)
     rows = scores_by_length(tok, test, hyps)
-    labels = [r["lengths"] for r in rows]
-    plot_by_length({"exact match": [r["exact_match"] for r in rows],
-                    "chrF / 100": [r["chrf"] / 100 for r in rows]}, labels,
-                   Path(run_dir) / "by_length.png",
-                   title=f"{cfg.get('arch', 'transformer')}: test score by source length")
+    labels, path = [r["lengths"] for r in rows], Path(run_dir) / "by_length.png"
+    try:
+        plot_by_length({"exact match": [r["exact_match"] for r in rows],
+                        "chrF / 100": [r["chrf"] / 100 for r in rows]}, labels, path,
+                       title=f"{cfg.get('arch', 'transformer')}: test score by source length")
+    except OSError as e:  # a read-only run directory: say which file, no traceback
+        raise UsageError(f"--by-length: cannot write {path} ({e.strerror or e})") from None
     return metrics, rows
