@@ -10,7 +10,7 @@ are set in ``__post_init__`` (the feed-forward width, when not given).
 
 This module imports no torch: the CLI builds every parser from these fields at start-up.
 
-Example:
+Examples:
     >>> cfg = CausalLMConfig(vocab_size=100, model_dim=32)
     >>> cfg.dim_feedforward, cfg["positional"]
     (128, 'learned')
@@ -205,7 +205,9 @@ class BertEncoderConfig(ModelConfig):
 @dataclass
 class JetTaggerConfig(ModelConfig):
     """``attnlab.models.JetTagger``: a set Transformer over a jet's constituents (issue #10):
-    the course's "embed → MHA → FFN → MHA → FFN → mean pool", with ParT's two options. Its
+    the course's "embed → MHA → FFN → MHA → FFN → mean pool", with ParT's pairwise bias on the
+    attention logits (on by default: it is what beats the physics likelihood; ``pair_bias=False``
+    is the course's model exactly) and ParT's class token (an option). Its
     input is the constituents' four-momenta; the 7 features per constituent are computed."""
 
     num_classes: int = setting(2, help="classes C (QCD, top)", low=2, flag=False)
@@ -221,8 +223,9 @@ class JetTaggerConfig(ModelConfig):
     class_token: bool = setting(False, help="pool a learned class token that attends to the "
                                             "constituents in extra blocks (ParT), not the mean")
     class_layers: int = setting(2, help="class-attention blocks, with --class-token", low=1)
-    pair_bias: bool = setting(False, help="add a bias from each constituent pair's (ln kT, "
-                                          "ln z, ln ΔR, ln m²) to the attention logits (ParT)")
+    pair_bias: bool = setting(True, help="add a bias from each constituent pair's (ln kT, "
+                                         "ln z, ln ΔR, ln m²) to the attention logits (ParT); "
+                                         "--no-pair-bias: the course's plain set classifier")
     pair_dim: int = setting(16, help="hidden width of the per-pair net, with --pair-bias",
                             low=1)
 

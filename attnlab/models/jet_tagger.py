@@ -10,14 +10,16 @@ features, D model width, H heads, L encoder blocks, C classes (2: QCD = 0, top =
       → mean over the real constituents (B, D)   [or a class token through class-attention blocks]
       → MLP → logits (B, C)
 
-The default is the course's set classifier, "embed → MHA → FFN → MHA → FFN → mean pool" (2
-post-LN blocks). A jet has no order: without a positional encoding attention is permutation
+The body is the course's set classifier, "embed → MHA → FFN → MHA → FFN → mean pool" (2
+post-LN blocks); ``pair_bias=False`` gives exactly that model. A jet has no order: without a positional encoding attention is permutation
 equivariant and the pooled output invariant (Zaheer et al., 2017; Lee et al., 2019), and padded
 constituents are never attended to or pooled, so neither the order nor the padding of the
 constituents changes the logits.
 
-Two options of the Particle Transformer (Qu, Li & Qian, 2022, "Particle Transformer for jet
-tagging", arXiv:2202.03772):
+Two parts of the Particle Transformer (Qu, Li & Qian, 2022, "Particle Transformer for jet
+tagging", arXiv:2202.03772), the pairwise bias on by default (on generated jets the course's plain
+model does not beat the (mass, τ3/τ2) likelihood by the exercise's margin; with it, it does:
+docs/jets.md "Numbers"), the class token an option:
 - ``class_token``: a learned token that attends to the constituents in ``class_layers`` extra
   blocks (``attnlab.nn.DecoderBlock``: its cross-attention reads the constituents) and is pooled
   instead of the mean. ParT's class-attention blocks also let the token attend to itself among
@@ -59,7 +61,7 @@ def scaled_features(p4: Tensor) -> tuple[Tensor, Tensor]:
     """The constituents' 7 features, shifted and scaled (``FEATURE_SHIFT``, ``FEATURE_SCALE``),
     zero at padding, and the mask: ((B, N, 7) float32, (B, N) bool, True = real constituent).
 
-    Example:
+    Examples:
         >>> x, mask = scaled_features(torch.tensor([[[50.0, 30, 40, 0], [0, 0, 0, 0]]]))
         >>> x.shape, mask.tolist()
         (torch.Size([1, 2, 7]), [[True, False]])
@@ -81,7 +83,7 @@ class PairBias(nn.Module):
     "pair embedding" (three layers of 64 there; one hidden layer here, as it runs B·N² times
     per batch on a CPU), after a fixed shift, scale and clip (``PAIR_SHIFT``, ...).
 
-    Example:
+    Examples:
         >>> PairBias(4, 8, 2)(torch.zeros(1, 3, 3, 4), torch.ones(1, 3, dtype=torch.bool)).shape
         torch.Size([1, 2, 3, 3])
     """
@@ -109,7 +111,8 @@ class JetTagger(nn.Module):
             dim_feedforward defaults to 2·D.
         class_token: pool a learned class token (ParT) instead of the mean of the constituents.
         class_layers: class-attention blocks with ``class_token``.
-        pair_bias: add the per-head bias of the pair features to every block's attention.
+        pair_bias: add the per-head bias of the pair features to every block's attention
+            (default); False: the course's plain set classifier.
         pair_dim: hidden width of the per-pair net.
 
     Raises:
@@ -119,7 +122,7 @@ class JetTagger(nn.Module):
         p4: (B, N, 4) float, [E, px, py, pz] per constituent, zero rows for padding (E = 0)
         -> logits (B, C).
 
-    Example:
+    Examples:
         >>> tagger = JetTagger(model_dim=16, num_heads=2)
         >>> tagger(torch.rand(3, 10, 4) + torch.tensor([2.0, 0, 0, 0])).shape
         torch.Size([3, 2])
@@ -128,7 +131,7 @@ class JetTagger(nn.Module):
     def __init__(self, num_classes: int = 2, *, model_dim: int = 64, num_heads: int = 4,
                  num_layers: int = 2, dim_feedforward: int | None = None, dropout: float = 0.0,
                  norm_first: bool = False, activation: str = "relu", class_token: bool = False,
-                 class_layers: int = 2, pair_bias: bool = False, pair_dim: int = 16) -> None:
+                 class_layers: int = 2, pair_bias: bool = True, pair_dim: int = 16) -> None:
         super().__init__()
         # every argument is a field of JetTaggerConfig (``from_config`` inverts this)
         self.config = JetTaggerConfig.from_dict(locals())
@@ -148,7 +151,7 @@ class JetTagger(nn.Module):
     def from_config(cls, config: JetTaggerConfig) -> "JetTagger":
         """The tagger ``config`` describes (randomly initialised).
 
-        Example:
+        Examples:
             >>> JetTagger.from_config(JetTaggerConfig(pair_bias=True)).config.dim_feedforward
             128
         """

@@ -2,7 +2,7 @@
 the spec (flags, defaults, checks, memory); the heavy half is ``attnlab.tasks.jets_runtime``.
 
     attnlab train jets --data FILE [--val FILE] [--test FILE] [--baselines]
-        [--max-constituents N] [--class-token] [--pair-bias]
+        [--max-constituents N] [--class-token] [--no-pair-bias]
 
 Files are in the Top Quark Tagging Reference Dataset's layout (``attnlab.data.jets``): the
 reference ``train.h5`` / ``val.h5`` / ``test.h5`` or what ``attnlab data jets`` generates. They
@@ -19,9 +19,9 @@ Particle Flow Network on the same test jets (``baselines.json``).
 Imports neither torch nor Lightning (``attnlab.tasks.base``); ``validate`` reads the files'
 headers and labels with pandas only.
 
-Example:
+Examples:
     >>> TASKS["jets"].defaults["max_constituents"], TASKS["jets"].defaults["pair_bias"]
-    (200, False)
+    (200, True)
 """
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def split_ranges(n: int, cfg: dict[str, Any]) -> dict[str, tuple[int, int]]:
     """The index ranges [start, stop) of --data's N jets: train, and val / test unless their
     own file is given (the test jets last, the validation jets before them).
 
-    Example:
+    Examples:
         >>> split_ranges(1000, {"val": None, "test": None, "val_fraction": 0.1,
         ...                     "test_fraction": 0.2})
         {'train': (0, 700), 'val': (700, 800), 'test': (800, 1000)}

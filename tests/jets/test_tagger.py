@@ -16,9 +16,9 @@ from attnlab.models.jet_tagger import PairBias, scaled_features
 ATOL, RTOL = 2e-5, 1e-4
 
 OPTIONS = {
-    "default": {},
-    "class token": {"class_token": True},
-    "pair bias": {"pair_bias": True},
+    "default (pair bias)": {},
+    "the course's model": {"pair_bias": False},
+    "class token": {"class_token": True, "pair_bias": False},
     "both, pre-LN": {"class_token": True, "pair_bias": True, "norm_first": True},
 }
 

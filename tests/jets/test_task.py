@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from attnlab.cli import main
 from attnlab.data.jets import jet_columns, write_jets
@@ -126,6 +127,17 @@ def test_the_real_process_trains_with_the_flags_of_the_docs(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "test_auc" in done.stdout
+    assert read_yaml(tmp_path / "run" / "config.yaml")["pair_bias"]  # ParT's bias by default
+
+
+def test_no_pair_bias_trains_the_courses_plain_set_classifier(jets_file, tmp_path):
+    out = tmp_path / "course"
+    assert main(["train", "jets", "--data", str(jets_file), "--out", str(out), *TINY,
+                 "--no-pair-bias", "--max-steps", "2"]) == 0
+    cfg = read_yaml(out / "config.yaml")
+    assert cfg["pair_bias"] is False and cfg["class_token"] is False
+    weights = load_file(out / "model.safetensors")
+    assert weights and not any("pair" in name for name in weights)  # no per-pair net
 
 
 # ---- input errors: exit 2 before anything is written ------------------------------------------
