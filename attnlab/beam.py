@@ -73,7 +73,7 @@ def beam_search(
         ValueError: for a bad num_beams, input_ids or max_new_tokens, or a step function
             without ``reorder``.
 
-    Example:
+    Examples:
         >>> class Step:  # next token = last + 1 (mod 5); a model's step also reorders caches
         ...     def __call__(self, tokens):
         ...         return torch.nn.functional.one_hot((tokens[:, -1] + 1) % 5, 5).float()

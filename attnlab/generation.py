@@ -45,7 +45,7 @@ def filter_top_k(logits: Tensor, k: int) -> Tensor:
     Raises:
         ValueError: if k is not a positive integer.
 
-    Example:
+    Examples:
         >>> filter_top_k(torch.tensor([[1.0, 3.0, 2.0]]), 2)
         tensor([[-inf, 3., 2.]])
     """
@@ -70,7 +70,7 @@ def filter_top_p(logits: Tensor, p: float) -> Tensor:
     Raises:
         ValueError: if p is not in (0, 1].
 
-    Example:
+    Examples:
         >>> filter_top_p(torch.tensor([[0.0, 2.0, 1.0]]).log_softmax(-1), 0.6).isinf().tolist()
         [[True, False, True]]
     """
@@ -113,7 +113,7 @@ def select_next_token(
     Raises:
         ValueError: for a non-positive temperature, bad top_k/top_p, or logits not (B, V).
 
-    Example:
+    Examples:
         >>> select_next_token(torch.tensor([[0.1, 2.0, -1.0]]))
         tensor([1])
     """
@@ -147,7 +147,7 @@ def selector(do_sample: bool = False, temperature: float = 1.0, top_k: int | Non
     Raises:
         ValueError: for a non-positive temperature or bad top_k/top_p.
 
-    Example:
+    Examples:
         >>> selector()(torch.tensor([[0.1, 2.0, -1.0]]))
         tensor([1])
     """
@@ -177,7 +177,7 @@ def decode_stream(
     Each step runs in inference mode, which is never held across a ``yield`` (it is thread
     state); the yielded tensors are ordinary ones. Arguments as in ``decode``.
 
-    Example:
+    Examples:
         >>> step = lambda tokens: torch.nn.functional.one_hot((tokens[:, -1] + 1) % 5, 5).float()
         >>> [t.item() for t in decode_stream(step, torch.tensor([[0]]), 3)]
         [1, 2, 3]
@@ -237,7 +237,11 @@ def decode(
         step: ``step(tokens (B', T)) -> logits (B', V)``, see the module docstring.
         input_ids: (B, T0) the prompt (for an encoder–decoder model: the start token).
         max_new_tokens: at most this many tokens are appended.
-        do_sample, temperature, top_k, top_p, generator: see ``select_next_token``.
+        do_sample: sample instead of taking the most likely token (``select_next_token``).
+        temperature: divides the logits before sampling (``select_next_token``).
+        top_k: sample among the k most likely tokens (``select_next_token``).
+        top_p: sample among the most likely tokens that hold p of the mass (``select_next_token``).
+        generator: the random generator of the sampling (``select_next_token``).
         eos_token_id: a row stops after emitting it (None: never stop early).
         pad_token_id: fills the positions after a row's EOS.
 
@@ -248,7 +252,7 @@ def decode(
     Raises:
         ValueError: if input_ids is not (B, T) or max_new_tokens is not positive.
 
-    Example:
+    Examples:
         >>> step = lambda tokens: torch.nn.functional.one_hot((tokens[:, -1] + 1) % 5, 5).float()
         >>> decode(step, torch.tensor([[0]]), 3).tolist()
         [[0, 1, 2, 3]]

@@ -11,7 +11,7 @@ Where a kind acts, and how ``attnlab.nn.positional`` builds its module (the clas
     "scores": a bias on the attention scores, ``Cls(num_heads)``;
     None:     no module at all.
 
-Example:
+Examples:
     >>> positional_names(inputs_only=True)
     ('sinusoidal', 'learned', 'none')
 """
@@ -40,7 +40,7 @@ def positional_names(*, inputs_only: bool = False, with_none: bool = True) -> tu
             model whose attention takes no positional part can use.
         with_none: include "none" (no positional information).
 
-    Example:
+    Examples:
         >>> positional_names(inputs_only=True, with_none=False)
         ('sinusoidal', 'learned')
     """

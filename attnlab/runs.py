@@ -93,7 +93,7 @@ def readable(metrics: Any, digits: int = 6) -> Any:
     lists and tuples are rounded element by element; a one-element tensor or NumPy scalar
     becomes a Python number first.
 
-    Example:
+    Examples:
         >>> readable({"test_accuracy": 0.9980000257492065, "steps": 600})
         {'test_accuracy': 0.998, 'steps': 600}
     """

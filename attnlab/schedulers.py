@@ -41,7 +41,7 @@ class CosineWarmupScheduler(optim.lr_scheduler._LRScheduler):
         warmup: warm-up steps.
         max_iters: steps until the factor reaches 0.
 
-    Example:
+    Examples:
         >>> model = torch.nn.Linear(4, 2)
         >>> opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         >>> sched = CosineWarmupScheduler(opt, warmup=100, max_iters=2000)  # sched.step() per batch
@@ -75,7 +75,7 @@ class NoamScheduler(optim.lr_scheduler._LRScheduler):
         warmup: warm-up steps (4000 in the paper).
         factor: overall multiplier.
 
-    Example:
+    Examples:
         >>> params = torch.nn.Linear(4, 2).parameters()
         >>> sched = NoamScheduler(torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98)), d_model=512)
         >>> round(sched.get_last_lr()[0], 9)  # step 0 counts as step 1: 512^-0.5 · 4000^-1.5

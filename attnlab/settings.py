@@ -8,7 +8,7 @@ type, out of range or not among the choices with a ``UsageError`` that names the
 the value. Adding a shared training hyper-parameter is one field of ``TrainSettings`` plus its
 use. Imports nothing heavy: the CLI builds every parser at start-up.
 
-Example:
+Examples:
     >>> defaults(TrainSettings)["max_steps"]
     1000
     >>> check(TrainSettings, {**defaults(TrainSettings), "lr": -1.0})
@@ -115,7 +115,7 @@ def exposed(cls, *, besides: type | None = TrainSettings) -> tuple[str, ...]:
     those ``besides`` declares already (by default the shared training flags: a model's
     ``model_dim`` is the shared ``--model-dim``).
 
-    Example:
+    Examples:
         >>> @dataclass
         ... class Net:
         ...     model_dim: int = setting(64, low=1)

@@ -187,7 +187,7 @@ class _VocabTokenizer(Tokenizer):
 class CharTokenizer(_VocabTokenizer):
     """One id per character (Unicode code point).
 
-    Example:
+    Examples:
         >>> tok = CharTokenizer.fit(["hello"])
         >>> tok.decode(tok.encode("hole")), tok.encode("x") == [tok.unk_id]
         ('hole', True)
@@ -203,7 +203,7 @@ class CharTokenizer(_VocabTokenizer):
 class WordTokenizer(_VocabTokenizer):
     """One id per word or punctuation mark, each with the space before it (see module doc).
 
-    Example:
+    Examples:
         >>> tok = WordTokenizer.fit(["the cat sat.", "the dog"])
         >>> tok.tokenize("the dog sat.")
         ['the', ' dog', ' sat', '.']
@@ -222,7 +222,7 @@ class BPETokenizer(Tokenizer):
     Args:
         tokenizer: a ``tokenizers.Tokenizer`` whose ids 0-3 are ``<pad> <sos> <eos> <unk>``.
 
-    Example:
+    Examples:
         >>> tok = BPETokenizer.fit(["low lower lowest"] * 10, vocab_size=280)
         >>> tok.decode(tok.encode("lowest, ünïcödé!"))
         'lowest, ünïcödé!'
@@ -316,7 +316,7 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     Raises:
         UsageError: naming the file if it is missing, not JSON, or not a tokeniser.
 
-    Example:
+    Examples:
         >>> CharTokenizer.fit(["ab"]).save("tok.json"); load_tokenizer("tok.json")
         CharTokenizer(vocab_size=6)
     """

@@ -7,7 +7,7 @@ matplotlib is imported inside each function, so ``import attnlab.viz`` stays lig
 here opens a window. ``attention_view`` and ``attention_view_of`` (from ``attnlab.explorer``)
 make the interactive page instead: every layer and head, in a browser or inline in Jupyter.
 
-Example:
+Examples:
     >>> from attnlab.viz import plot_attention
     >>> plot_attention(torch.rand(2, 4, 4), list("abcd"), list("abcd"), "attention.png")
     PosixPath('attention.png')
@@ -26,9 +26,17 @@ __all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr
 
 
 def _pyplot():
+    """matplotlib.pyplot, on the file-only Agg backend (no display is needed or opened) unless
+    a backend is chosen already: in Jupyter, whose kernel sets MPLBACKEND to its inline one, or
+    after the caller imported pyplot, attnlab leaves it alone so the user's own figures still
+    show. Figures made here are closed once written, so none of them is shown."""
+    import os
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")  # files only: no display is needed or opened
+    if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
@@ -92,7 +100,7 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
     Raises:
         ValueError: if a map is not 3-D or the labels do not match its size.
 
-    Example:
+    Examples:
         >>> from attnlab.models import ElementPredictor
         >>> model = ElementPredictor(10, 32, 10, num_heads=2, num_layers=2)
         >>> x = torch.randint(10, (8, 6)); tokens = [str(t) for t in x[0].tolist()]
@@ -141,7 +149,12 @@ def _colour_bar(fig, image, ax, label: str) -> None:
 
 
 def overlapping_ticks(fig, axis) -> bool:
-    """Whether two of ``axis``' tick labels overlap as drawn in ``fig``."""
+    """Whether two of ``axis``' tick labels overlap as drawn in ``fig`` (measured by an Agg
+    renderer, the one the PNG is drawn with, whatever backend the figure has)."""
+    if not hasattr(fig.canvas, "get_renderer"):  # e.g. a user's svg or pdf backend
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)  # the figure's canvas from now on
     renderer = fig.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in axis.get_ticklabels() if t.get_text()]
     return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
@@ -191,7 +204,7 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
     """The sinusoidal encoding as a heatmap over positions × hidden dimensions, and the curves
     of a few dimensions over the positions (even dimensions are sines, odd ones cosines).
 
-    Example:
+    Examples:
         >>> plot_positional_encoding(48, 96, "pe.png")
         PosixPath('pe.png')
     """
@@ -261,7 +274,7 @@ def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
         mark_step: draw a dashed vertical line there (e.g. where training stopped).
         steps: name -> the steps of that curve's values (default 0, 1, 2, ...).
 
-    Example:
+    Examples:
         >>> plot_lr_schedule({"cosine": lr_curve("cosine", warmup=100, max_iters=2000)}, "lr.png")
         PosixPath('lr.png')
     """
@@ -291,15 +304,18 @@ def plot_by_length(curves: dict[str, Sequence[float]], buckets: Sequence[str],
     """Curves over source-length buckets (one point per bucket, in order): a translation's
     exact match and chrF, or several models' scores (Bahdanau et al., 2015, figure 2).
 
-    Example:
+    Examples:
         >>> plot_by_length({"rnn": [0.9, 0.5], "rnn-additive": [0.9, 0.85]}, ["1-5", "6-10"],
         ...                "by_length.png")
         PosixPath('by_length.png')
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, values in curves.items():
-        ax.plot(range(len(values)), values, marker="o", label=label)
+    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":")]  # curves that coincide stay visible
+    for i, (label, values) in enumerate(curves.items()):
+        marker, line = styles[i % len(styles)]
+        ax.plot(range(len(values)), values, marker=marker, linestyle=line, markersize=6 - i % 3,
+                label=label)
     ax.set_xticks(range(len(buckets)), list(buckets))
     ax.set_xlabel("source length (tokens)")
     ax.set_ylabel(ylabel)
@@ -320,7 +336,7 @@ def plot_jet_roc(curves: dict, path: str | Path, *, title: str = "top tagging") 
             curve (``attnlab.data.jet_metrics.roc``) and the area under it.
         path: the PNG file to write.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> eff = np.linspace(0.01, 1, 50)
         >>> plot_jet_roc({"toy": (eff, eff ** 3, 0.75)}, "roc.png")
@@ -353,7 +369,7 @@ def plot_jet_scores(scores, labels, path: str | Path, *, title: str = "tagger sc
     """Histograms of the score P(top) for each true class (normalised, log scale): a good
     tagger pushes QCD jets to 0 and top jets to 1.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> plot_jet_scores(np.random.rand(100), np.arange(100) % 2, "scores.png")
         PosixPath('scores.png')
@@ -385,12 +401,14 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     as lines from the query to the key, darker and thicker for larger weights.
 
     Args:
-        eta, phi, pt: (N,) each: the real constituents' Δη, Δφ from the jet axis and pT.
+        eta: (N,) the real constituents' Δη from the jet axis.
+        phi: (N,) their Δφ from the jet axis.
+        pt: (N,) their transverse momenta.
         weights: (N, N) attention (query rows, key columns), e.g. one layer's, heads averaged.
         lines: how many of the strongest off-diagonal weights to draw.
         token_weights: (N,) optional, e.g. the class token's attention: colours the discs.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> r = np.random.default_rng(0); w = r.random((5, 5))
         >>> plot_jet_attention(r.normal(0, .3, 5), r.normal(0, .3, 5), r.random(5) * 50,

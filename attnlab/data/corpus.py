@@ -187,7 +187,7 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
     Raises:
         UsageError: naming a file that is missing or not UTF-8 text.
 
-    Example:
+    Examples:
         >>> from attnlab.tokenizers import load_tokenizer
         >>> _ = Path("input.txt").write_text("to be or not to be\\n" * 20)
         >>> _ = Path("other.txt").write_text("not to be\\n")
@@ -239,7 +239,7 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str 
             holds files prepare did not write, an input file inside ``out_dir``, or a text file
             that changed while it was being read.
 
-    Example:
+    Examples:
         >>> _ = Path("input.txt").write_text("to be or not to be\\n" * 20)
         >>> meta = prepare(["input.txt"], "data/shakespeare", tokenizer="char")
         >>> meta["train_tokens"] + meta["val_tokens"]
@@ -380,7 +380,7 @@ class TokenWindows(Dataset):
     Shape:
         item: (input (T,), target (T,)), int64.
 
-    Example:
+    Examples:
         >>> _ = Path("input.txt").write_text("to be or not to be\\n" * 20)
         >>> meta = prepare(["input.txt"], "data", tokenizer="char")
         >>> ds = TokenWindows("data/train.bin", 128, dtype=meta["dtype"], stride=1)

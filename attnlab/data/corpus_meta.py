@@ -7,7 +7,7 @@ tokenizer.json is the one it names; ``corpus_identity`` is what a run records to
 the corpus is the one it was trained on (the digests of meta.json and tokenizer.json; see
 ``attnlab.data.corpus``'s module docstring).
 
-Example:
+Examples:
     >>> from attnlab.data.corpus import prepare
     >>> _ = Path("input.txt").write_text("to be or not to be\\n" * 20)
     >>> _ = prepare(["input.txt"], "data", tokenizer="char")

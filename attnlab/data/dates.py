@@ -50,7 +50,7 @@ def held_out_days(test_size: int, val_size: int) -> tuple[list[int], list[int]]:
 class DatePairs(PairStream):
     """An endless stream of training pairs of dates, held-out days excluded.
 
-    Example:
+    Examples:
         >>> day, (en, de) = next(iter(DatePairs("en", "de")))
     """
 

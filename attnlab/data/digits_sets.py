@@ -82,7 +82,7 @@ class DigitSets(Dataset):
     Shape:
         item: (features (T, 64) float32, target: int position of the anomaly).
 
-    Example:
+    Examples:
         >>> sets = DigitSets(digit_pools()["test"], 100, seed=1)
         >>> x, target = sets[0]; x.shape, 0 <= target < 10
         (torch.Size([10, 64]), True)

@@ -93,7 +93,7 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
             column left; a feature value that is not a finite number (line, column, value); a set
             with two labels (line, set, both labels).
 
-    Example:
+    Examples:
         >>> rows = ["cloud,shape,x,y,z", "c1,sphere,0,0,1", "c2,cube,1,1,1", "c1,sphere,0,1,0"]
         >>> _ = Path("points.csv").write_text("\\n".join(rows) + "\\n")
         >>> sets = read_feature_sets("points.csv", set_column="cloud", label_column="shape")

@@ -25,7 +25,7 @@ def karate():
     joined after the split. Features: one-hot identities (a node's features say nothing of its
     club, so only the edges can).
 
-    Example:
+    Examples:
         >>> x, adjacency, labels, classes, names = karate()
         >>> x.shape, int(adjacency.sum()) // 2, classes
         (torch.Size([34, 34]), 78, ['Mr. Hi', 'Officer'])
@@ -45,7 +45,7 @@ def block_model(nodes: int = 300, communities: int = 3, p_in: float = 0.1, p_out
     the one-hot group plus Gaussian noise of standard deviation ``noise``, so a node's own
     features are an unreliable hint and its neighbours' a better one.
 
-    Example:
+    Examples:
         >>> x, adjacency, labels, classes, names = block_model(30, 3, seed=1)
         >>> x.shape, labels.bincount().tolist(), classes
         (torch.Size([30, 3]), [10, 10, 10], ['group 0', 'group 1', 'group 2'])

@@ -61,7 +61,7 @@ def roc(scores, labels) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         ValueError: shapes differ, a score is NaN/inf, a label is not 0/1, or one class only.
 
-    Example:
+    Examples:
         >>> roc([0.9, 0.8, 0.3, 0.1], [1, 0, 1, 0])
         (array([0. , 0.5, 0.5, 1. , 1. ]), array([0. , 0. , 0.5, 0.5, 1. ]))
     """
@@ -79,7 +79,7 @@ def roc_auc(scores, labels) -> float:
 
     Equal to scikit-learn's ``roc_auc_score(labels, scores)``.
 
-    Example:
+    Examples:
         >>> roc_auc([0.9, 0.8, 0.3, 0.1], [1, 0, 1, 0])  # 3 of 4 (top, QCD) pairs ordered
         0.75
     """
@@ -103,7 +103,7 @@ def rejection(scores, labels, signal_efficiency: float) -> float:
     Returns:
         1/ε_B, between 1 and N_B.
 
-    Example:
+    Examples:
         >>> scores, labels = [0.9, 0.8, 0.7, 0.6, 0.2, 0.1], [1, 1, 0, 1, 0, 0]
         >>> rejection(scores, labels, 1.0)  # all 3 tops need threshold 0.6: 1 of 3 QCD tagged
         3.0
@@ -131,7 +131,7 @@ def tagging_metrics(scores, labels, prefix: str = "test_") -> dict[str, float]:
     Returns:
         {prefix + "accuracy", prefix + "auc", prefix + "rejection_30", prefix + "rejection_50"}.
 
-    Example:
+    Examples:
         >>> m = tagging_metrics([0.9, 0.8, 0.3, 0.1], [1, 0, 1, 0])
         >>> m["test_accuracy"], m["test_auc"], m["test_rejection_50"]
         (0.5, 0.75, 2.0)
@@ -173,7 +173,7 @@ class LikelihoodRatio:
         smooth: smoothing passes (0: none).
         pseudocount: α, the count added to every bin (times N_c/N̄ for class c).
 
-    Example:
+    Examples:
         >>> rng = np.random.default_rng(0)
         >>> x = np.r_[rng.normal(0, 1, (500, 2)), rng.normal(3, 1, (500, 2))]
         >>> y = np.r_[np.zeros(500), np.ones(500)]
@@ -250,7 +250,7 @@ def baseline_scores(train_features, train_labels, test_features, *,
     Returns:
         {"mass": (M,), "tau32": (M,), "likelihood": (M,)} for M test jets.
 
-    Example:
+    Examples:
         >>> rng = np.random.default_rng(1)
         >>> top = np.c_[rng.normal(175, 15, 400), rng.uniform(0.2, 0.7, 400)]
         >>> qcd = np.c_[rng.uniform(20, 250, 400), rng.uniform(0.5, 1.0, 400)]

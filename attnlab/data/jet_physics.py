@@ -39,7 +39,7 @@ _CHUNK = 2048        # jets per kt reclustering pass (its distances are K × K p
 def constituent_mask(p4: Tensor) -> Tensor:
     """(B, N) True where a constituent is real: E > 0 (the files pad with zero rows).
 
-    Example:
+    Examples:
         >>> constituent_mask(torch.tensor([[[5.0, 3, 0, 4], [0, 0, 0, 0]]]))
         tensor([[ True, False]])
     """
@@ -49,7 +49,7 @@ def constituent_mask(p4: Tensor) -> Tensor:
 def wrap_phi(dphi: Tensor) -> Tensor:
     """An azimuthal difference wrapped into [−π, π): (Δφ + π) mod 2π − π.
 
-    Example:
+    Examples:
         >>> wrap_phi(torch.tensor([3.0, -3.5, 4.0]))
         tensor([ 3.0000,  2.7832, -2.2832])
     """
@@ -102,7 +102,7 @@ def constituent_features(p4: Tensor, mask: Tensor) -> Tensor:
     Returns:
         (B, N, 7) in the order of ``FEATURE_NAMES``; zeros at padding.
 
-    Example:
+    Examples:
         >>> p4 = torch.tensor([[[10.0, 10, 0, 0], [10, -10, 0, 0], [0, 0, 0, 0]]])
         >>> f = constituent_features(p4, constituent_mask(p4))
         >>> f[0, :, 0].tolist(), f[0, :, 3].tolist()  # Δη; log E, ln 10 = 2.3026
@@ -141,7 +141,7 @@ def pair_features(p4: Tensor, mask: Tensor) -> Tensor:
         (B, N, N, 4) in the order of ``PAIR_FEATURE_NAMES``; zeros where either particle is
         padding; finite everywhere.
 
-    Example:
+    Examples:
         >>> p4 = torch.tensor([[[10.0, 10, 0, 0], [10, 0, 10, 0]]])
         >>> u = pair_features(p4, constituent_mask(p4))[0, 0, 1]  # ΔR = π/2, m² = 200
         >>> [round(v, 4) for v in u.tolist()]  # ln(10·π/2), ln ½, ln(π/2), ln 200
@@ -170,7 +170,7 @@ def _jet(p4: Tensor, mask: Tensor) -> Tensor:
 def jet_mass(p4: Tensor, mask: Tensor) -> Tensor:
     """The jet's invariant mass m = √(max(E² − |p|², 0)) of the summed constituents, (B,).
 
-    Example:
+    Examples:
         >>> p4 = torch.tensor([[[10.0, 10, 0, 0], [10, -10, 0, 0]]])  # back to back
         >>> jet_mass(p4, constituent_mask(p4))
         tensor([20.])
@@ -316,7 +316,7 @@ def nsubjettiness(p4: Tensor, mask: Tensor, n: int, *, R: float = 0.8,
     Returns:
         (B,) τ_N in p4's dtype.
 
-    Example:
+    Examples:
         >>> p4 = torch.tensor([[[100.0, 100, 0, 0], [50, 40, 30, 0], [50, 0, 50, 0]]])
         >>> mask = constituent_mask(p4)  # φ = 0, 0.6435, π/2; the first two merge for N = 2
         >>> nsubjettiness(p4, mask, 2)  # (100·0.2111 + 50·(0.6435 − 0.2111)) / (200·0.8)
@@ -338,7 +338,7 @@ def tau32(p4: Tensor, mask: Tensor, *, R: float = 0.8,
     Returns:
         (B,) in p4's dtype.
 
-    Example:
+    Examples:
         >>> p4 = torch.tensor([[[100.0, 100, 0, 0], [50, 40, 30, 0], [50, 0, 50, 0]]])
         >>> tau32(p4, constituent_mask(p4))  # three particles: three exact prongs
         tensor([0.])
@@ -353,7 +353,7 @@ def baseline_features(p4: Tensor, mask: Tensor, *, R: float = 0.8) -> Tensor:
     """(B, 2): the jet mass (GeV) and τ3/τ2 of every jet, the inputs of the classical taggers
     (``attnlab.data.jet_metrics.baseline_scores``; its ``BASELINE_FEATURES`` names the columns).
 
-    Example:
+    Examples:
         >>> p4 = torch.tensor([[[100.0, 100, 0, 0], [50, 40, 30, 0], [50, 0, 50, 0]]])
         >>> baseline_features(p4, constituent_mask(p4))  # m² = 200² − 140² − 80²
         tensor([[118.3216,   0.0000]])

@@ -51,7 +51,7 @@ SCAN_CHUNK = 20_000        # jets per read when a whole file is scanned (≈ 65 
 def jet_columns(n: int = MAX_CONSTITUENTS) -> list[str]:
     """The four-momentum columns of ``n`` constituents, in the reference files' order.
 
-    Example:
+    Examples:
         >>> jet_columns(2)
         ['E_0', 'PX_0', 'PY_0', 'PZ_0', 'E_1', 'PX_1', 'PY_1', 'PZ_1']
     """
@@ -90,7 +90,7 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
         ValueError: on a bad shape, no jets, a label other than 0/1, a non-finite momentum,
             or settings that JSON cannot hold.
 
-    Example:
+    Examples:
         >>> p4 = np.zeros((2, 3, 4)); p4[:, 0] = [100.0, 60.0, 0.0, 80.0]
         >>> write_jets("jets.h5", p4, [1, 0], settings={"seed": 1})
         >>> count_jets("jets.h5"), read_settings("jets.h5")
@@ -228,7 +228,7 @@ def read_settings(path: str | Path) -> dict[str, Any] | None:
     Raises:
         UsageError: the file is missing or not HDF5, or has no key ``table``.
 
-    Example:
+    Examples:
         >>> write_jets("jets.h5", np.ones((1, 1, 4)), [0])
         >>> read_settings("jets.h5") is None
         True
@@ -268,7 +268,7 @@ def read_jets(path: str | Path, start: int = 0, stop: int | None = None, *,
         UsageError: a missing or unreadable file, missing columns, rows out of range, or a
             NaN/inf momentum or a label other than 0/1 in the rows read (column and row named).
 
-    Example:
+    Examples:
         >>> p4 = np.zeros((3, 2, 4)); p4[:, 0] = [[50, 30, 0, 40], [10, 6, 8, 0], [5, 3, 0, 4]]
         >>> write_jets("jets.h5", p4, [1, 0, 1])
         >>> p4, labels = read_jets("jets.h5", 1, 3, max_constituents=2)
@@ -307,7 +307,7 @@ def iter_jets(path: str | Path, chunk_size: int, *,
         ValueError: chunk_size < 1.
         UsageError: as ``read_jets`` (for a bad value: when its chunk is read).
 
-    Example:
+    Examples:
         >>> write_jets("jets.h5", np.ones((5, 1, 4)), [0, 1, 0, 1, 1])
         >>> [labels.tolist() for _, labels in iter_jets("jets.h5", 2)]
         [[0, 1], [0, 1], [1]]
@@ -343,7 +343,7 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
     Raises:
         UsageError: one line naming ``what``, the file, and the column and row at fault.
 
-    Example:
+    Examples:
         >>> write_jets("jets.h5", np.ones((3, 1, 4)), [1, 0, 1])
         >>> check_jet_file("jets.h5")
         3

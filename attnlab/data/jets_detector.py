@@ -78,7 +78,7 @@ def _by_eta(table, abs_eta, pick):
 def track_resolution(pt, abs_eta, kind: str = "hadron"):
     """The card's relative pT resolution σ(pT)/pT of a track (0 beyond |η| = 2.5).
 
-    Example:
+    Examples:
         >>> float(track_resolution(np.array([100.0]), np.array([0.2]))[0])  # √(.06² + .13²)
         0.14317821063276354
     """

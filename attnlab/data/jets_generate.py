@@ -326,7 +326,7 @@ def tasks(s: JetSettings) -> list[tuple[str, int, int]]:
     jets (the last one smaller), interleaved so that both classes advance at once. A function
     of the counts and the seed only, not of ``jobs``.
 
-    Example:
+    Examples:
         >>> [(kind, n) for kind, n, _ in tasks(JetSettings(signal=2500, background=1000))]
         [('background', 1000), ('signal', 2000), ('signal', 500)]
     """
@@ -402,7 +402,7 @@ def generate_jets(s: JetSettings, progress=None) -> tuple[np.ndarray, np.ndarray
             ``kind`` (``"signal"``/``"background"``) are accepted.
     Returns:
         (p4, labels): p4 (N, C, 4) float32 (E, px, py, pz), labels (N,) int64, 1 = top.
-    Example:
+    Examples:
         >>> p4, labels = generate_jets(JetSettings(signal=2, background=2, seed=1))
         >>> p4.shape, int(labels.sum())
         ((4, 200, 4), 2)

@@ -37,7 +37,7 @@ def check_language(lang: str) -> str:
     Raises:
         ValueError: naming the language and listing a few valid ones.
 
-    Example:
+    Examples:
         >>> check_language("de")
         'de'
     """
@@ -65,7 +65,7 @@ def held_out_numbers(max_number: int, test_size: int, val_size: int) -> tuple[li
     Raises:
         ValueError: if the held-out numbers would take more than half of the range.
 
-    Example:
+    Examples:
         >>> test, val = held_out_numbers(1_000_000, 2000, 200); len(set(test) | set(val))
         2200
     """
@@ -115,7 +115,7 @@ class NumberPairs(PairStream):
         exclude: numbers never to produce (the held-out ones).
         seed: the stream's seed (the run's ``--seed``).
 
-    Example:
+    Examples:
         >>> pairs = NumberPairs("en", "de", 1000, exclude={7})
         >>> number, (en, de) = next(iter(pairs))
     """

@@ -39,7 +39,7 @@ class ResumableBatches:
             ``start``-th on (subclasses may override the method of that name instead).
         length: batches per epoch on this process (a subclass may override ``__len__``).
 
-    Example:
+    Examples:
         >>> loader = ResumableBatches(lambda epoch, start: range(start, 4), length=4)
         >>> it = iter(loader); next(it), next(it)
         (0, 1)
@@ -89,7 +89,7 @@ def numbered_batches(make_batch: Callable[[int], Any], steps: int) -> ResumableB
     no two batches of a run (on any rank) share a number, and resuming at batch b costs nothing:
     batch b is computed directly.
 
-    Example:
+    Examples:
         >>> list(numbered_batches(lambda n: 10 * n, 3))
         [0, 10, 20]
     """

@@ -60,7 +60,7 @@ class SequenceDataset(Dataset):
     Raises:
         ValueError: if the task, sizes or split are invalid.
 
-    Example:
+    Examples:
         >>> ds = SequenceDataset("reverse", num_categories=10, seq_len=16, size=100, seed=0)
         >>> x, y = ds[0]; bool((y == x.flip(0)).all())
         True
@@ -108,7 +108,7 @@ class BatchLoader(ResumableBatches):
         seed: the run's seed.
         drop_last: drop a last, smaller batch.
 
-    Example:
+    Examples:
         >>> loader = BatchLoader(SequenceDataset("copy", 5, 4, 50), 16, shuffle=True)
         >>> [len(x) for x, y in loader]
         [16, 16, 16, 2]

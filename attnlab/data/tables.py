@@ -76,7 +76,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
             column (named; also when ``columns`` names one twice), an unclosed quote, a
             malformed row or an empty value (file and line).
 
-    Example:
+    Examples:
         >>> _ = Path("reviews.csv").write_text("text,label,stars\\nLoved it,pos,5\\nMeh,neg,2\\n")
         >>> rows = read_table("reviews.csv", columns=["text", "label"])
         >>> rows[0]

@@ -60,7 +60,7 @@ def collect_layers(model: nn.Module, *inputs, names=None, **kwargs) -> list[Laye
     Raises:
         ValueError: if no attention module ran.
 
-    Example:
+    Examples:
         >>> from attnlab.models import ElementPredictor
         >>> model = ElementPredictor(10, 16, 10, num_heads=2, num_layers=2).eval()
         >>> layers = collect_layers(model, torch.randint(10, (1, 5)))

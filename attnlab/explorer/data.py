@@ -45,7 +45,8 @@ class Layer:
         weights: (H, T_q, T_k) array-like; a leading batch of one, (1, H, T_q, T_k), is dropped
             and a single (T_q, T_k) map is one head.
         group: the part of the model it belongs to, for the page's switch (default: the kind).
-        query_tokens, key_tokens: this layer's own tokens, when they are not the page's.
+        query_tokens: this layer's own query tokens, when they are not the page's.
+        key_tokens: this layer's own key tokens, when they are not the page's.
     """
 
     name: str
@@ -87,7 +88,8 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         layers: the attention layers, in model order.
         query_tokens: the T_q query tokens (rows) of the layers without tokens of their own.
         key_tokens: the T_k key tokens (columns); default ``query_tokens``.
-        task, run: the task and run directory the maps come from (None in Python use).
+        task: the task the maps come from (None in Python use).
+        run: the run directory the maps come from (None in Python use).
         title: a line over the page.
         digits: decimals kept of each weight.
 
@@ -98,7 +100,7 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         ValueError: no layers, an unknown kind, weights not (H, T_q, T_k) or not finite, or
             tokens that do not match a layer's size (naming the layer).
 
-    Example:
+    Examples:
         >>> data = attention_data([Layer("attn", "self", [[[0.25, 0.75], [1.0, 0.0]]])],
         ...                       ["a", "b"])
         >>> data["layers"][0]["weights"], data["key_tokens"]

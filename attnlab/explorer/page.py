@@ -42,7 +42,7 @@ def render_html(data: dict[str, Any]) -> str:
     Raises:
         ValueError: if ``data`` does not have the page's layout, or holds NaN or infinity.
 
-    Example:
+    Examples:
         >>> from attnlab.explorer import Layer, attention_data
         >>> page = render_html(attention_data([Layer("attn", "self", [[[1.0]]])], ["a"]))
         >>> page.startswith("<!DOCTYPE html>"), "https://" in page
@@ -80,7 +80,7 @@ class AttentionView:
     Args:
         data: a dict made by ``attnlab.explorer.attention_data`` (checked here).
 
-    Example:
+    Examples:
         >>> from attnlab.explorer import Layer, attention_data
         >>> view = AttentionView(attention_data([Layer("attn", "self", [[[1.0]]])], ["a"]))
         >>> view.save("attention.html")

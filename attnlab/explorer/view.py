@@ -62,12 +62,14 @@ def attention_view(maps: Any, query_tokens: Sequence[Any],
         kind: "self", "causal" or "cross" for every layer (default: "causal" where every
             weight above the diagonal is 0, else "self").
         group: the name the page shows for these layers (default: the kind).
-        title, task, run: shown over the page and kept in its data.
+        title: shown over the page and kept in its data.
+        task: the task name, shown over the page and kept in its data.
+        run: the run directory, shown over the page and kept in its data.
 
     Returns:
         An ``AttentionView``: shown inline by Jupyter, written by ``.save(path)``.
 
-    Example:
+    Examples:
         >>> from attnlab.models import ElementPredictor
         >>> model = ElementPredictor(10, 16, 10, num_heads=2, num_layers=2).eval()
         >>> x = torch.randint(10, (1, 5))
@@ -95,14 +97,15 @@ def attention_view_of(model, *inputs, tokens: Sequence[Any] | None = None,
 
     Args:
         model: the model (put it in eval mode to see it without dropout).
-        *inputs, **kwargs: what ``model`` takes.
+        *inputs: what ``model`` takes, positionally.
+        **kwargs: what ``model`` takes by name (other than the arguments below).
         tokens: the input's tokens (the source's, for an encoder–decoder model); default
             their positions "0", "1", ...
         target_tokens: the decoder's input tokens of an encoder–decoder model; default their
             positions.
         title: a line over the page.
 
-    Example:
+    Examples:
         >>> from attnlab.training import TransformerPredictor
         >>> model = TransformerPredictor(input_dim=10, model_dim=16, num_heads=2, num_classes=10,
         ...                              num_layers=2, lr=1e-3, warmup=10, max_iters=100).eval()

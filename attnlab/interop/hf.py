@@ -61,7 +61,7 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
     Raises:
         ValueError: for a model type or configuration attnlab cannot represent.
 
-    Example:
+    Examples:
         >>> from transformers import GPT2Config, GPT2LMHeadModel
         >>> lm = from_hf(GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=4)))
     """
@@ -147,9 +147,11 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
 
     Args:
         model: the ``CausalLM`` or ``Seq2SeqTransformer`` to export.
-        bos_token_id, eos_token_id, pad_token_id: CausalLM only: written to the GPT-2 config
-            (and its generation config); attnlab tokenizers use sos 1, eos 2, pad 0. A
-            Seq2SeqTransformer carries its own ``pad_id``, ``sos_id`` and ``eos_id``.
+        bos_token_id: CausalLM only: written to the GPT-2 config (and its generation
+            config); attnlab tokenizers use sos 1. A Seq2SeqTransformer carries its own
+            ``sos_id``, ``eos_id`` and ``pad_id``.
+        eos_token_id: CausalLM only, likewise (attnlab tokenizers: 2).
+        pad_token_id: CausalLM only, likewise (attnlab tokenizers: 0).
 
     Returns:
         A ``transformers.GPT2LMHeadModel`` or ``MarianMTModel`` with the same logits, in the
@@ -159,7 +161,7 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
         ValueError: naming the setting the Hugging Face model cannot represent, or for another
             model type.
 
-    Example:
+    Examples:
         >>> from attnlab.models import CausalLM, Seq2SeqTransformer
         >>> hf = to_hf(CausalLM(100, model_dim=32, num_heads=4, num_layers=2))
         >>> mt = to_hf(Seq2SeqTransformer(40, 50, model_dim=16, num_heads=2))

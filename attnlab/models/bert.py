@@ -50,7 +50,7 @@ class BertEncoder(nn.Module):
         input_ids (B, T); attention_mask (B, T) with 1 = real token; token_type_ids (B, T)
         -> last hidden states (B, T, D).
 
-    Example:
+    Examples:
         >>> bert = BertEncoder(100, model_dim=32, num_heads=4, num_layers=2, dim_feedforward=64)
         >>> bert(torch.tensor([[1, 7, 9, 2]])).shape
         torch.Size([1, 4, 32])
@@ -82,7 +82,7 @@ class BertEncoder(nn.Module):
     def from_config(cls, config: BertEncoderConfig) -> "BertEncoder":
         """The model a ``BertEncoderConfig`` describes (randomly initialised).
 
-        Example:
+        Examples:
             >>> BertEncoder.from_config(BertEncoderConfig(vocab_size=50, model_dim=16, num_heads=2, num_layers=1, dim_feedforward=32)).config.pooler
             False
         """

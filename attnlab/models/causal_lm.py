@@ -71,7 +71,7 @@ class CausalLM(nn.Module):
     Shape:
         input_ids (B, T) int64, attention_mask (B, T) with 1 = real token -> logits (B, T, V).
 
-    Example:
+    Examples:
         >>> lm = CausalLM(100, model_dim=32, num_heads=4, num_layers=2, max_len=64)
         >>> lm.generate(torch.tensor([[1, 5, 7]]), 4).shape
         torch.Size([1, 7])
@@ -116,7 +116,7 @@ class CausalLM(nn.Module):
     def from_config(cls, config: CausalLMConfig) -> "CausalLM":
         """The model a ``CausalLMConfig`` describes (randomly initialised).
 
-        Example:
+        Examples:
             >>> CausalLM.from_config(CausalLMConfig(vocab_size=50, model_dim=16)).config.num_heads
             4
         """

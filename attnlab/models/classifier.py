@@ -71,7 +71,7 @@ class SequenceClassifier(nn.Module):
         (default: ``x != pad_id`` for tokens, all real for features)
         -> (B, C) for head="sequence", (B, T) for head="element" (padding at the dtype's min).
 
-    Example:
+    Examples:
         >>> model = SequenceClassifier(3, vocab_size=100, model_dim=32, num_heads=4)
         >>> model(torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])).shape
         torch.Size([2, 3])
@@ -121,7 +121,7 @@ class SequenceClassifier(nn.Module):
     def from_config(cls, config: SequenceClassifierConfig) -> "SequenceClassifier":
         """The model a ``SequenceClassifierConfig`` describes (randomly initialised).
 
-        Example:
+        Examples:
             >>> SequenceClassifier.from_config(SequenceClassifierConfig(3, vocab_size=100)).config.dim_feedforward
             128
         """

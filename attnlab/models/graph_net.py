@@ -50,7 +50,7 @@ class GraphNet(nn.Module):
         x (N, F), adjacency (N, N) bool (``adjacency[i, j]``: j is a neighbour of i)
         -> logits (N, C).
 
-    Example:
+    Examples:
         >>> model = GraphNet(5, 3, kind="gat", model_dim=4, num_heads=2)
         >>> model(torch.randn(6, 5), torch.rand(6, 6) > 0.5).shape
         torch.Size([6, 3])

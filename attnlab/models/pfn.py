@@ -51,7 +51,7 @@ class ParticleFlowNetwork(nn.Module):
     Shape:
         x: (B, N, F); mask: (B, N) bool, True for a real constituent; output (B, C).
 
-    Example:
+    Examples:
         >>> pfn = ParticleFlowNetwork(num_features=7, phi_sizes=(16, 8), f_sizes=(16,))
         >>> x, mask = torch.randn(3, 5, 7), torch.tensor([[1, 1, 1, 0, 0]] * 3).bool()
         >>> pfn(x, mask).shape

@@ -48,7 +48,7 @@ class ElementPredictor(nn.Module):
         x: (B, T, C) float features, or (B, T) integer symbols (one-hot encoded to C here);
         mask broadcastable to (B, H, T, T), True = may attend -> logits (B, T, K).
 
-    Example:
+    Examples:
         >>> model = ElementPredictor(10, 32, 10, num_heads=1, num_layers=1)
         >>> model(torch.randint(10, (2, 16))).shape
         torch.Size([2, 16, 10])
@@ -85,7 +85,7 @@ class ElementPredictor(nn.Module):
     def from_config(cls, config: ElementPredictorConfig) -> "ElementPredictor":
         """The model a ``ElementPredictorConfig`` describes (randomly initialised).
 
-        Example:
+        Examples:
             >>> ElementPredictor.from_config(ElementPredictorConfig(input_dim=10, num_classes=10)).config.dim_feedforward
             64
         """

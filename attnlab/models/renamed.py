@@ -29,7 +29,7 @@ def accept_old_names(module: nn.Module, renames: Mapping[str, str]) -> None:
         module: the model whose submodules were renamed.
         renames: old submodule name -> new name (top-level names of ``module``).
 
-    Example:
+    Examples:
         >>> lin = nn.Sequential(); lin.out = nn.Linear(2, 1)
         >>> accept_old_names(lin, {"head": "out"})
         >>> lin.load_state_dict({"head.weight": lin.out.weight, "head.bias": lin.out.bias})

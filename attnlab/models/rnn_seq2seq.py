@@ -56,7 +56,7 @@ class RNNSeq2Seq(nn.Module):
         forward: src (B, S), tgt (B, T) -> logits (B, T, V_t) (teacher forcing: tgt starts
         with SOS and position t predicts token t + 1).
 
-    Example:
+    Examples:
         >>> model = RNNSeq2Seq(20, 30, model_dim=16, attention="additive")
         >>> model(torch.tensor([[5, 6, 2]]), torch.tensor([[1, 7, 8]])).shape
         torch.Size([1, 3, 30])

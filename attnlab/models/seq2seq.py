@@ -63,7 +63,7 @@ class Seq2SeqTransformer(nn.Module):
         src (B, S), tgt (B, T) int64; src_mask (B, S) bool, True = real token (default:
         ``src != pad_id``) -> logits (B, T, V_t).
 
-    Example:
+    Examples:
         >>> model = Seq2SeqTransformer(20, 30, model_dim=16, num_heads=2, num_layers=1,
         ...                            dim_feedforward=32, dropout=0.0)
         >>> model(torch.tensor([[5, 6, 2]]), torch.tensor([[1, 7]])).shape
@@ -106,7 +106,7 @@ class Seq2SeqTransformer(nn.Module):
     def from_config(cls, config: Seq2SeqConfig) -> "Seq2SeqTransformer":
         """The model a ``Seq2SeqConfig`` describes (randomly initialised).
 
-        Example:
+        Examples:
             >>> Seq2SeqTransformer.from_config(Seq2SeqConfig(src_vocab_size=20, tgt_vocab_size=30)).config.positional
             'sinusoidal'
         """
@@ -210,7 +210,7 @@ class Seq2SeqTransformer(nn.Module):
             (B, 1 + N) ids: SOS, the generated tokens (EOS included), then padding — the
             Hugging Face layout.
 
-        Example:
+        Examples:
             >>> model = Seq2SeqTransformer(20, 30, model_dim=16, num_heads=2, num_layers=1)
             >>> model.generate(torch.tensor([[5, 6, 2]]), 20, num_beams=4).shape[0]
             1

@@ -64,7 +64,7 @@ class MultiheadAttention(nn.Module):
         x: (B, T_q, input_dim); memory: (B, S, kv_dim); mask broadcastable to (B, H, T_q, T_k);
         output (B, T_q, input_dim); attention (B, H, T_q, T_k).
 
-    Example:
+    Examples:
         >>> mha = MultiheadAttention(16, 16, 4)
         >>> o, attention = mha(torch.randn(2, 5, 16), return_attention=True)
     """

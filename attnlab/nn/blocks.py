@@ -91,7 +91,7 @@ class EncoderBlock(_Block):
     Shape:
         x (B, T, D), mask broadcastable to (B, H, T, T) with True = may attend -> (B, T, D).
 
-    Example:
+    Examples:
         >>> block = EncoderBlock(input_dim=16, num_heads=4, dim_feedforward=32)
         >>> block(torch.randn(2, 5, 16)).shape
         torch.Size([2, 5, 16])
@@ -170,15 +170,18 @@ class DecoderBlock(_Block):
         layer_norm_eps: LayerNorm epsilon.
         bias: biases in the linear layers.
         attention_dropout: dropout on the attention weights.
-        attn, cross_attn, ff: the parts (defaults built from the arguments above).
+        attn: the self-attention part (default built from the arguments above).
+        cross_attn: the cross-attention part (default built from the arguments above).
+        ff: the feed-forward part (default built from the arguments above).
         norm: a factory ``norm(D) -> module`` for the three norms (default: LayerNorm).
-        pos_embeddings, attn_bias: positional parts of the default self-attention.
+        pos_embeddings: positional part of the default self-attention (RoPE).
+        attn_bias: positional bias of the default self-attention's scores (ALiBi).
 
     Shape:
         x (B, T, D), memory (B, S, memory_dim); tgt_mask broadcastable to (B, H, T, T);
         memory_mask to (B, H, T, S) -> (B, T, D).
 
-    Example:
+    Examples:
         >>> block = DecoderBlock(input_dim=16, num_heads=4, dim_feedforward=32)
         >>> block(torch.randn(2, 5, 16), torch.randn(2, 7, 16)).shape
         torch.Size([2, 5, 16])

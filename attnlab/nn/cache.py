@@ -22,7 +22,7 @@ class KVCache:
     Args:
         capacity: initial number of steps to allocate for (grows by doubling when exceeded).
 
-    Example:
+    Examples:
         >>> cache = KVCache()
         >>> k, v = cache.update(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4)); cache.length
         3

@@ -96,7 +96,7 @@ def capture(model: nn.Module, names: Names = None, *, attention: bool = True,
     Shape:
         attention weights (B, H, T_q, T_k), True-masked keys at 0; outputs as the module returns.
 
-    Example:
+    Examples:
         >>> from attnlab.nn import TransformerEncoder
         >>> enc = TransformerEncoder(2, input_dim=8, num_heads=2, dim_feedforward=16)
         >>> with capture(enc) as cache:

@@ -45,7 +45,7 @@ class FeedForward(nn.Sequential):
     Shape:
         (B, T, D) -> (B, T, D).
 
-    Example:
+    Examples:
         >>> ffn = FeedForward(16, 64)
         >>> ffn(torch.randn(2, 5, 16)).shape
         torch.Size([2, 5, 16])

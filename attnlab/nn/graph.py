@@ -67,7 +67,7 @@ class GraphAttention(nn.Module):
     A node with no neighbour (and no self-loop) gets zero weights and the bias as output:
     finite, never NaN.
 
-    Example:
+    Examples:
         >>> gat = GraphAttention(4, 8, num_heads=2)
         >>> edges = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])  # a path 0 - 1 - 2
         >>> out, weights = gat(torch.randn(3, 4), edges, return_attention=True)

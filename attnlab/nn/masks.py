@@ -30,7 +30,7 @@ def expand_mask(mask: Tensor) -> Tensor:
     Raises:
         ValueError: if the mask has fewer than 2 dimensions.
 
-    Example:
+    Examples:
         >>> expand_mask(causal_mask(3)).shape
         torch.Size([1, 1, 3, 3])
     """
@@ -48,7 +48,7 @@ def expand_mask(mask: Tensor) -> Tensor:
 def causal_mask(T: int, *, device: torch.device | str | None = None) -> Tensor:
     """Lower-triangular (T, T) bool mask: query i may attend to keys j <= i.
 
-    Example:
+    Examples:
         >>> causal_mask(3).int().tolist()
         [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
@@ -62,7 +62,7 @@ def window_mask(T: int, radius: int, *, device: torch.device | str | None = None
 
     The course's complexity table lists it: O(r·n·d) work instead of O(n²·d).
 
-    Example:
+    Examples:
         >>> window_mask(4, 1).int().tolist()[0]
         [1, 1, 0, 0]
     """
@@ -91,7 +91,7 @@ def padding_mask(
     Returns:
         A bool tensor (B, 1, 1, T) that broadcasts over heads and queries.
 
-    Example:
+    Examples:
         >>> padding_mask(torch.tensor([2, 3])).int()[:, 0, 0].tolist()
         [[1, 1, 0], [1, 1, 1]]
     """

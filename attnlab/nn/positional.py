@@ -94,7 +94,7 @@ class PositionalEncoding(nn.Module):
         x: (B, T, D), positions (T,) or (B, T) (default 0..T-1) -> (B, T, D). The buffer ``pe``
         is (1, max_len, D) and not saved in the state dict (it is a function of the arguments).
 
-    Example:
+    Examples:
         >>> pe = PositionalEncoding(d_model=8, max_len=16)
         >>> pe(torch.zeros(2, 5, 8)).shape
         torch.Size([2, 5, 8])
@@ -132,7 +132,7 @@ class LearnedPositionalEncoding(nn.Module):
     Shape:
         x: (B, T, D) -> (B, T, D); ``positions`` optional (B, T) or (T,) integer positions.
 
-    Example:
+    Examples:
         >>> LearnedPositionalEncoding(d_model=8, max_len=16)(torch.zeros(2, 5, 8)).shape
         torch.Size([2, 5, 8])
     """
@@ -166,7 +166,7 @@ class RotaryEmbedding(nn.Module):
     Shape:
         x: (B, H, T, hd), positions: (T,) or (B, T) -> (B, H, T, hd).
 
-    Example:
+    Examples:
         >>> rope = RotaryEmbedding(head_dim=8, max_len=32)
         >>> rope(torch.randn(1, 2, 5, 8), torch.arange(5)).shape
         torch.Size([1, 2, 5, 8])
@@ -209,7 +209,7 @@ class ALiBi(nn.Module):
         forward(T_q, T_k) -> (H, T_q, T_k) float32 bias; the queries are the last T_q of the T_k
         positions (query i sits at position T_k − T_q + i, as in incremental decoding).
 
-    Example:
+    Examples:
         >>> ALiBi(2)(3, 3)[0]
         tensor([[-0.0000, -0.0625, -0.1250],
                 [-0.0625, -0.0000, -0.0625],
@@ -292,7 +292,7 @@ def positional_kind(name: str, allowed: tuple[str, ...] | None = None) -> Positi
     Raises:
         ValueError: naming the bad value and the choices.
 
-    Example:
+    Examples:
         >>> positional_kind("rope").qk is not None
         True
     """
@@ -309,7 +309,7 @@ def input_kinds(*, with_none: bool = True) -> tuple[str, ...]:
     """The registered kinds that act on the inputs alone (no attention part): what a model
     whose attention takes no positional part can use. Read from the registry.
 
-    Example:
+    Examples:
         >>> input_kinds(with_none=False)
         ('sinusoidal', 'learned')
     """

@@ -46,7 +46,7 @@ class AdditiveAttention(nn.Module):
     Shape:
         q (B, T_q, d_q), k (B, T_k, d_k), v (B, T_k, d_v) -> ((B, T_q, d_v), (B, T_q, T_k)).
 
-    Example:
+    Examples:
         >>> attn = AdditiveAttention(4, 4, 8)
         >>> values, weights = attn(torch.randn(1, 2, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 5))
     """
@@ -73,7 +73,7 @@ class BilinearAttention(nn.Module):
     Shape:
         q (B, T_q, d_q), k (B, T_k, d_k), v (B, T_k, d_v) -> ((B, T_q, d_v), (B, T_q, T_k)).
 
-    Example:
+    Examples:
         >>> attn = BilinearAttention(4, 6)
         >>> values, weights = attn(torch.randn(1, 2, 4), torch.randn(1, 3, 6), torch.randn(1, 3, 5))
     """

@@ -64,7 +64,7 @@ def scaled_dot_product(
     Raises:
         ValueError: if q and k differ in width or k and v in length.
 
-    Example:
+    Examples:
         >>> q = k = v = torch.eye(3)[None]
         >>> values, attention = scaled_dot_product(q, k, v)
     """

@@ -58,7 +58,7 @@ class TransformerEncoder(nn.Module):
     Shape:
         x (B, T, D), mask broadcastable to (B, H, T, T) (True = may attend) -> (B, T, D).
 
-    Example:
+    Examples:
         >>> enc = TransformerEncoder(2, input_dim=16, num_heads=4, dim_feedforward=32)
         >>> [m.shape for m in enc.get_attention_maps(torch.randn(1, 5, 16))]
         [torch.Size([1, 4, 5, 5]), torch.Size([1, 4, 5, 5])]
@@ -116,7 +116,7 @@ class TransformerDecoder(nn.Module):
     Shape:
         x (B, T, D), memory (B, S, D_mem) -> (B, T, D).
 
-    Example:
+    Examples:
         >>> dec = TransformerDecoder(2, input_dim=16, num_heads=4, dim_feedforward=32)
         >>> dec(torch.randn(1, 3, 16), torch.randn(1, 6, 16)).shape
         torch.Size([1, 3, 16])
@@ -176,7 +176,7 @@ class Transformer(nn.Module):
         src (B, S, D), tgt (B, T, D); src_mask: source padding, broadcastable to (B, 1, 1, S),
         True = real token; tgt_mask: extra target mask (causality is always applied) -> (B, T, D).
 
-    Example:
+    Examples:
         >>> model = Transformer(1, 1, input_dim=16, num_heads=4, dim_feedforward=32)
         >>> model(torch.randn(2, 6, 16), torch.randn(2, 3, 16)).shape
         torch.Size([2, 3, 16])

@@ -49,7 +49,7 @@ def smallest_pool_class() -> int:
     ``--set-size`` may be at most one more. Each class of n images gives round(0.6·n) to train,
     round(0.2·n) to validation and the rest to test.
 
-    Example:
+    Examples:
         >>> smallest_pool_class()
         35
         >>> import numpy as np; from attnlab.data.digits_sets import digit_pools

@@ -32,7 +32,7 @@ imported by ``attnlab train --help`` without torch. Reading the files and the sp
 ``classify_data.py``; the tokeniser, batches, model, metrics, training and inference are
 ``classify_runtime.py``.
 
-Example:
+Examples:
     >>> from attnlab.tasks import SHARED_DEFAULTS
     >>> task = TASKS["classify"]
     >>> cfg = {**SHARED_DEFAULTS, **task.defaults, "val_fraction": 0.5, "test_fraction": 0.5}

@@ -13,7 +13,7 @@ sorted, so the draw is the same on every machine), shuffle with ``random.Random(
 out ``round(f · n_class)`` examples, never a class's last one, where f is ``--{key}-fraction``
 rescaled to what is still left of ``--data``: fractions are of the whole file.
 
-Example:
+Examples:
     >>> import random
     >>> kept, held = _split({"a": [0, 1, 2, 3], "b": [4, 5]}, 0.5, random.Random(0))
     >>> len(held), sorted(kept + held) == list(range(6))

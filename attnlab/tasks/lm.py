@@ -9,7 +9,7 @@ This module is the task's spec (``attnlab.tasks.base``): its settings, defaults 
 no torch, so that ``attnlab train lm`` refuses a bad flag or corpus before torch is loaded. The
 heavy half (corpus, model, ``lm_metrics``, training, generation) is ``attnlab.tasks.lm_runtime``.
 
-Example:
+Examples:
     >>> TASKS["lm"].defaults["block_size"], TASKS["lm"].defaults["tokenizer"]
     (128, 'char')
 """
@@ -51,7 +51,7 @@ def model_config_of(cfg: dict[str, Any]) -> CausalLMConfig:
     """The ``CausalLMConfig`` of a run's configuration: its fields by name, the context length
     ``block_size`` as ``max_len`` (``vocab_size`` is the prepared corpus' once ``run`` set it).
 
-    Example:
+    Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS
         >>> model_config_of({**SHARED_DEFAULTS, "vocab_size": 70, "block_size": 32}).max_len
         32

@@ -10,7 +10,7 @@ start-up (``attnlab.tasks.base``).
 
 Shapes: N sequences, T = seq_len, C = num_categories.
 
-Example:
+Examples:
     >>> task = TASKS["sort"]
     >>> task.defaults["num_layers"], task.defaults["early_stop"], task.budget(task.defaults)
     (2, False, 2500)

@@ -132,7 +132,7 @@ def evaluation_pairs(cfg: dict[str, Any], data: str | None) -> list[tuple[str, s
 def spell_digits(cfg: dict[str, Any], texts: list[str]) -> list[str]:
     """With the built-in numbers, a text of digits ("342") is spelled in the source language.
 
-    Example:
+    Examples:
         >>> spell_digits({"src": "en"}, ["342", "seven"])
         ['three hundred and forty-two', 'seven']
     """

@@ -22,7 +22,7 @@ __all__ = ["pad", "translate_texts", "resolve_bleu_tokenize", "score", "compute_
 def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
     """Right-pad lists of ids into a (B, L) int64 tensor (L: the longest, at least 1).
 
-    Example:
+    Examples:
         >>> pad([[5, 6, 7], [8]]).tolist()
         [[5, 6, 7], [8, 0, 0]]
     """
@@ -65,7 +65,7 @@ def resolve_bleu_tokenize(refs: list[str], choice: str) -> str:
     """BLEU counts up to 4-grams of words: text of one or two words (German numbers are one
     word) always scores 0, so ``auto`` counts characters there and words elsewhere.
 
-    Example:
+    Examples:
         >>> resolve_bleu_tokenize(["dreihundert", "zweitausendeins"], "auto")
         'char'
     """
@@ -93,7 +93,7 @@ def compute_test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list
 def length_buckets(lengths: list[int], most: int = 8) -> list[tuple[int, int]]:
     """At most ``most`` ranges (first, last) of equal width covering ``lengths``.
 
-    Example:
+    Examples:
         >>> length_buckets([1, 2, 3, 9, 12, 25], most=4)
         [(1, 7), (8, 14), (15, 21), (22, 28)]
     """

@@ -2,6 +2,14 @@
 
 This is the only layer that imports Lightning.
 """
+import warnings
+
+# Lightning imports tqdm's notebook bar, which warns in Jupyter when ipywidgets is missing;
+# attnlab shows no progress bars (it prints ten progress lines), so the warning says nothing.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import lightning.pytorch  # noqa: F401  (first here, under the filter)
+
 from .engine import (FitResult, NonFiniteLoss, StopAtTarget, finish, fit, make_trainer,
                      parameter_count)
 from .module import TaskModule, make_optimizer

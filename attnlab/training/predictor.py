@@ -50,7 +50,7 @@ class TransformerPredictor(Float32AfterFit, ElementPredictor, L.LightningModule)
     (whole sequences right). After ``fit`` with ``precision="bf16-true"`` or ``"64"`` the
     weights are float32 again (``Float32AfterFit``).
 
-    Example:
+    Examples:
         >>> from torch.utils.data import DataLoader, TensorDataset
         >>> x = torch.randint(10, (64, 8))                  # the reverse task: y = x reversed
         >>> train_loader = val_loader = DataLoader(TensorDataset(x, x.flip(1)), batch_size=16)

@@ -256,3 +256,34 @@ def test_inline_view_renders_inside_its_iframe(page, course_model):
         assert len(driver.find_elements(By.CSS_SELECTOR, "canvas.thumb")) == 6
     finally:
         driver.switch_to.default_content()
+
+
+@pytest.mark.parametrize("width", [480, 700])
+def test_a_narrow_page_stacks_its_columns_and_nothing_overlaps(page, reverse_page, width):
+    """A notebook's output column or a docs page is narrower than a window: the three columns
+    become one, the map keeps its width and the legend, the map and the readout do not overlap."""
+    driver = page(reverse_page.read_text(encoding="utf-8"))
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 800, "deviceScaleFactor": 1,
+                            "mobile": False})
+    try:
+        driver.refresh()
+        ready(driver)
+        boxes = {name: driver.find_element(By.CSS_SELECTOR, css).rect for name, css in
+                 (("legend", "#legend"), ("map", "#main-map"), ("readout", ".readout-box"),
+                  ("thumbs", ".grid"))}
+        assert boxes["map"]["width"] >= 16 * 10  # 16 tokens, still drawn large
+        for a, b in (("legend", "readout"), ("map", "readout"), ("thumbs", "legend"),
+                     ("thumbs", "map")):
+            assert not overlap(boxes[a], boxes[b]), (a, b, boxes[a], boxes[b])
+        for box in boxes.values():  # all inside the page's width
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width
+    finally:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": 1280, "height": 800, "deviceScaleFactor": 1,
+                                "mobile": False})
+
+
+def overlap(a, b) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])

@@ -1,0 +1,120 @@
+"""Run the notebooks of ``examples/`` from top to bottom, in a fresh kernel each.
+
+    python -m examples.run                      # all of them at full size, outputs saved in place
+    python -m examples.run 03_translation       # one (a name, with or without .ipynb)
+    python -m examples.run --check 01_attention_from_scratch   # run, save nothing
+
+``make notebooks`` is the first line. Each notebook runs in its own new temporary directory, so
+what it writes (runs, figures, data) stays out of ``examples/``; its outputs are written back
+into the ``.ipynb`` file, which is how the committed notebooks got theirs.
+
+A notebook's first code cell holds its parameters (sizes, steps) and is tagged ``parameters``;
+``execute(path, overrides={...})`` runs a cell with the overrides right after it. The
+notebook's metadata ``attnlab.small`` holds the overrides the tests (``tests/test_notebooks.py``)
+run it with: ``--small`` here does the same.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def notebooks(names: list[str] | None = None) -> list[Path]:
+    """The notebooks of examples/ in order, or those named (``NAME`` or ``NAME.ipynb``)."""
+    found = sorted(HERE.glob("[0-9][0-9]_*.ipynb"))
+    if not names:
+        return found
+    by_name = {p.stem: p for p in found}
+    missing = [n for n in names if n.removesuffix(".ipynb") not in by_name]
+    if missing:
+        raise SystemExit(f"examples.run: no notebook {missing[0]!r} in {HERE} "
+                         f"(there are: {', '.join(by_name)})")
+    return [by_name[n.removesuffix(".ipynb")] for n in names]
+
+
+def parameters_index(nb) -> int:
+    """The index of the cell tagged ``parameters``: it must be the notebook's first code cell."""
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    tagged = [i for i in code if "parameters" in nb.cells[i].get("metadata", {}).get("tags", [])]
+    if tagged != code[:1]:
+        raise ValueError("the first code cell (and only it) must be tagged 'parameters'")
+    return tagged[0]
+
+
+def small_parameters(nb) -> dict:
+    """The sizes a notebook runs with in the tests: its metadata ``attnlab.small``, a dict of
+    parameter names (of the parameters cell) to values."""
+    small = nb.metadata.get("attnlab", {}).get("small")
+    if not isinstance(small, dict) or not small:
+        raise ValueError("the notebook's metadata has no attnlab.small (the test sizes)")
+    return dict(small)
+
+
+def execute(path: Path, *, overrides: dict | None = None, cwd: Path | None = None,
+            timeout: int = 1800):
+    """Run the notebook at ``path`` in a new kernel (working directory ``cwd``) and return it
+    with its outputs. ``overrides`` (name -> value) are assigned in a cell after the parameters
+    cell. Raises ``nbclient.exceptions.CellExecutionError`` on the first cell that fails."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    at = parameters_index(nb)
+    if overrides:
+        code = "\n".join(f"{name} = {value!r}" for name, value in overrides.items())
+        cell = nbformat.v4.new_code_cell("# injected by examples.run: smaller sizes\n" + code)
+        cell.metadata["tags"] = ["injected-parameters"]
+        nb.cells.insert(at + 1, cell)
+    with tempfile.TemporaryDirectory(prefix="attnlab-notebook-") as tmp:
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                resources={"metadata": {"path": str(cwd or tmp)}})
+        client.execute()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
+    return nb
+
+
+def coalesce_streams(outputs: list) -> list:
+    """Consecutive outputs of one stream (stdout or stderr) joined into one, as Jupyter shows
+    them: a cell that prints piece by piece (``print(..., end="", flush=True)``) is one block
+    of text in the saved notebook, not one output per piece."""
+    merged: list = []
+    for out in outputs:
+        last = merged[-1] if merged else None
+        if (out.get("output_type") == "stream" and last is not None
+                and last.get("output_type") == "stream" and last.get("name") == out.get("name")):
+            last["text"] += out["text"]
+        else:
+            merged.append(out)
+    return merged
+
+
+def main(argv: list[str] | None = None) -> int:
+    import nbformat
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("names", nargs="*", help="notebooks to run (default: all)")
+    p.add_argument("--check", action="store_true", help="run them, save nothing")
+    p.add_argument("--small", action="store_true",
+                   help="with the tests' sizes (implies --check: small outputs are not saved)")
+    args = p.parse_args(argv)
+    args.check = args.check or args.small
+    for path in notebooks(args.names):
+        start = time.perf_counter()
+        small = small_parameters(nbformat.read(path, as_version=4)) if args.small else None
+        nb = execute(path, overrides=small)
+        if not args.check:
+            nbformat.write(nb, path)
+        print(f"{path.name}: ran in {time.perf_counter() - start:.0f} s"
+              + ("" if args.check else ", outputs saved"), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""mkdocs hooks of the docs site (mkdocs.yml).
+
+Links to the code: the concept pages link to the code and tests they describe
+(``../attnlab/nn/blocks.py``), which live outside ``docs/``. Such a link works on a code host;
+for the site, each linked file that exists is copied to ``source/<its path>`` and the link
+pointed there. A link to a file that does not exist is left as it is, so the strict build still
+fails on it.
+
+Formulas: the site must work offline, so no MathJax is fetched. Every formula — ``$...$`` and
+``$$...$$`` of the pages (pymdownx.arithmatex) and of the notebooks' markdown cells — is turned
+into MathML when the site is built (latex2mathml), which browsers draw themselves. A formula
+that cannot be converted is a warning, so the strict build fails on it.
+"""
+from __future__ import annotations
+
+import html
+import logging
+import os
+import re
+from pathlib import Path
+
+from latex2mathml.converter import convert as latex_to_mathml
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parent
+LINK = re.compile(r"(\]\()([^)#\s]+)([#)\s])")
+SOURCE = "source"
+
+
+def _outside_target(page_dir: Path, link: str, docs: Path) -> Path | None:
+    """The repository file a relative link of a page points at, when it is outside docs/."""
+    if "://" in link or link.startswith(("/", "mailto:")):
+        return None
+    seen = Path(os.path.normpath(page_dir / link))  # as the site sees it: symlinks kept
+    if docs in seen.parents:
+        return None
+    target = seen.resolve()
+    if not target.is_file() or ROOT not in target.parents:
+        return None
+    return target
+
+
+def on_files(files, config):
+    docs = Path(config["docs_dir"]).resolve()
+    wanted = set()
+    for path in docs.rglob("*.md"):  # rglob keeps the symlinked examples/ under docs/
+        for match in LINK.finditer(path.read_text(encoding="utf-8")):
+            target = _outside_target(path.parent, match.group(2), docs)
+            if target is not None:
+                wanted.add(target)
+    for target in sorted(wanted):
+        uri = f"{SOURCE}/{target.relative_to(ROOT).as_posix()}"
+        files.append(File.generated(config, uri, abs_src_path=str(target)))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    docs = Path(config["docs_dir"]).resolve()
+    page_dir = (docs / page.file.src_uri).parent
+
+    def point(match):
+        target = _outside_target(page_dir, match.group(2), docs)
+        if target is None:
+            return match.group(0)
+        copy = docs / SOURCE / target.relative_to(ROOT)
+        return match.group(1) + os.path.relpath(copy, page_dir) + match.group(3)
+
+    return separate_lists(LINK.sub(point, markdown))
+
+
+# ---- lists ----------------------------------------------------------------------------------------
+
+LIST_ITEM = re.compile(r"([-*+]|1[.)])\s")   # what may start a list right after a paragraph line
+
+
+def separate_lists(markdown: str) -> str:
+    r"""A blank line before a list that follows a line of text directly.
+
+    The pages are written for a code host, where (as in CommonMark) a list may start right
+    under a paragraph; Python-Markdown, which builds the site, needs a blank line there and
+    would otherwise run the items into the paragraph. Only what CommonMark reads as a list is
+    separated: a bullet, or an ordered list that starts at 1. Code blocks are left alone.
+
+    Examples:
+        >>> separate_lists("Two kinds:\n- one\n- two\n")
+        'Two kinds:\n\n- one\n- two\n'
+        >>> separate_lists("in the year\n2019. Then\n")  # not a list on a code host either
+        'in the year\n2019. Then\n'
+    """
+    out: list[str] = []
+    fence = None
+    for line in markdown.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
+        elif fence is None and out and LIST_ITEM.match(line):
+            previous = out[-1]
+            if previous.strip() and not previous[0].isspace() and not LIST_ITEM.match(previous) \
+                    and not re.match(r"\d+[.)]\s|[#|>]", previous):
+                out.append("")
+        out.append(line)
+    return "\n".join(out)
+
+
+# ---- formulas -----------------------------------------------------------------------------------
+
+log = logging.getLogger("mkdocs.hooks.math")
+ARITHMATEX = re.compile(r'<(span|div) class="arithmatex">\\[(\[](.*?)\\[)\]]</\1>', re.S)
+MARKDOWN_CELL = re.compile(r'(<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown '
+                           r'jp-MarkdownOutput"[^>]*>)(.*?)(</div>)', re.S)
+CELL_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+CODE = re.compile(r"(<(pre|code)\b.*?</\2>)", re.S)
+NAV_LABEL = re.compile(r'(<span class="md-ellipsis">)(.*?)(</span>)', re.S)  # e.g. the contents
+MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
+
+
+def mathml(latex: str, display: bool, where: str) -> str | None:
+    """``latex`` (as it stands in the HTML, entities escaped) as MathML; None, with a warning
+    naming the page and the formula, when it cannot be converted."""
+    source = html.unescape(latex).strip()
+    try:
+        return latex_to_mathml(source, display="block" if display else "inline")
+    except Exception as error:  # latex2mathml raises its own errors and plain ones
+        log.warning("%s: cannot render the formula %r: %s", where, source, error)
+        return None
+
+
+def _cell_math(text: str, where: str) -> str:
+    def one(match):
+        display = match.group(1) is not None
+        return mathml(match.group(1) if display else match.group(2), display, where) or match.group(0)
+
+    # code spans and blocks keep their dollars: only prose is mathematics
+    return "".join(part if CODE.fullmatch(part) else CELL_MATH.sub(one, part)
+                   for part in _split_keeping_code(text))
+
+
+def _split_keeping_code(text: str) -> list[str]:
+    """``text`` cut into prose and whole <pre>/<code> elements, in order."""
+    parts, at = [], 0
+    for match in CODE.finditer(text):
+        parts += [text[at:match.start()], match.group(1)]
+        at = match.end()
+    return parts + [text[at:]]
+
+
+def on_post_page(output, page, config):
+    where = page.file.src_uri
+    output = ARITHMATEX.sub(
+        lambda m: mathml(m.group(2), m.group(1) == "div", where) or m.group(0), output)
+    if where.endswith(".ipynb"):
+        output = MATHJAX.sub("", output)  # nothing to typeset, and nothing to fetch
+        for part in (MARKDOWN_CELL, NAV_LABEL):  # a heading's formula is in the contents too
+            output = part.sub(
+                lambda m: m.group(1) + _cell_math(m.group(2), where) + m.group(3), output)
+    return output

@@ -1,0 +1,125 @@
+"""The docs site (issue #13): `make docs` builds docs/, the notebooks of examples/ and the API
+reference with mkdocs in strict mode, so a broken link or a docstring that fails to render
+fails here."""
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+
+pytestmark = pytest.mark.slow  # ~20 s: every notebook is converted to HTML
+
+
+def mkdocs(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "mkdocs", *args], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    done = mkdocs("build", "--strict", "--site-dir", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_the_site_builds_strictly_with_every_page_and_notebook(site):
+    pages = {p.stem for p in (ROOT / "docs").glob("*.md")}
+    assert pages <= {p.stem for p in site.glob("*.html")}
+    notebooks = sorted((ROOT / "examples").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks
+    for nb in notebooks:
+        assert (site / "examples" / f"{nb.stem}.html").is_file(), nb.name
+
+
+def test_a_notebook_page_shows_its_committed_outputs(site):
+    text = (site / "examples" / "01_attention_from_scratch.html").read_text(encoding="utf-8")
+    assert "attnlab equals the hand computation: True" in text  # a printed output
+    assert "data:image/png;base64" in text                       # a figure
+
+
+def test_the_api_reference_is_generated_from_the_docstrings(site):
+    text = (site / "api.html").read_text(encoding="utf-8")
+    for name in ("MultiheadAttention", "scaled_dot_product", "CausalLM", "CosineWarmupScheduler",
+                 "attention_view_of", "from_hf"):
+        assert f'id="attnlab.' in text and name in text, name
+    # a docstring's example is shown as code, not as text with brackets taken for links
+    shown = html.unescape(re.sub(r"<[^>]+>", "", text))  # the text a reader sees
+    assert ">>> window_mask(4, 1).int().tolist()[0]\n[1, 1, 0, 0]" in shown
+    assert '<span class="gp">&gt;&gt;&gt; </span><span class="n">window_mask</span>' in text
+
+
+def test_links_to_the_code_lead_to_a_copy_of_it(site):
+    copy = site / "source" / "attnlab" / "nn" / "blocks.py"
+    assert copy.read_text(encoding="utf-8") == (ROOT / "attnlab/nn/blocks.py").read_text(
+        encoding="utf-8")
+    assert 'href="source/attnlab/nn/blocks.py"' in (site / "blocks.html").read_text(
+        encoding="utf-8")
+
+
+def test_formulas_are_drawn_without_a_network(site):
+    # the pages' and the notebooks' formulas are MathML, made at build time: none is left as
+    # TeX for a script to typeset, and no page loads a script, style or image from the web
+    pages = sorted(site.glob("*.html")) + sorted((site / "examples").glob("*.html"))
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert 'class="arithmatex"' not in text, page.name
+        assert not re.search(r'<(script|link|img)[^>]*(src|href)="(https?:)?//', text), page.name
+    schedules = (site / "schedules.html").read_text(encoding="utf-8")
+    assert schedules.count("<math") >= 3 and "<mtable" in schedules  # the cases of f(e)
+    notebook = (site / "examples" / "01_attention_from_scratch.html").read_text(encoding="utf-8")
+    assert "MathJax" not in notebook
+    assert "$$" not in notebook.split('id="1-a-soft-dictionary-look-up"')[1].split("In&nbsp;[3]")[0]
+    assert re.search(r"Why divide by <math[^>]*>.*?<msqrt>", notebook)  # its heading, contents too
+    assert "$ attnlab" in (site / "examples" / "03_translation.html").read_text(encoding="utf-8")
+
+
+def test_lists_written_for_a_code_host_are_lists_on_the_site(site):
+    # a list right under a line of text, and one nested by two spaces, as the pages write them
+    history = (site / "history.html").read_text(encoding="utf-8")
+    intro = history.split("The course tells the Transformer")[1].split("This page lets you")[0]
+    assert intro.count("<li>") == 4 and "<ol>" in intro
+    steps = (site / "architecture.html").read_text(encoding="utf-8").split("What a training")[-1]
+    fit = steps.split("engine.fit")[1].split("The task evaluates")[0]
+    callbacks = fit.split("<ul>")[1].split("</ul>")[0]
+    assert callbacks.count("<li>") == 5  # the callbacks: a list inside item 5
+    assert "<li>" in steps.split("The task evaluates")[0][-60:]  # item 6 is an item of its own
+
+
+def test_a_formula_that_cannot_be_drawn_fails_the_strict_build(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\nFine: $x^2$. Broken: $\\left( x$.\n")
+    done = build_alone(tmp_path, docs)
+    assert done.returncode != 0
+    assert "index.md: cannot render the formula '\\\\left( x'" in done.stderr
+
+
+def build_alone(tmp_path, docs):
+    """Build ``docs`` (a directory with index.md) with this site's settings and hooks."""
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\n"
+                      f"hooks: [{ROOT / 'mkdocs_hooks.py'}]\nnav: [index.md]\n"
+                      "plugins: [search]\nexclude_docs: ''\n")
+    return mkdocs("build", "--strict", "-f", str(config), "--site-dir", str(tmp_path / "site"),
+                  cwd=tmp_path)
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    code = os.path.relpath(ROOT / "attnlab" / "nn" / "blocks.py", docs)
+    (docs / "index.md").write_text(f"# Home\n\nSee [the layers]({code}) and "
+                                   "[a page that is not there](missing.md).\n")
+    done = build_alone(tmp_path, docs)
+    assert done.returncode != 0
+    assert "missing.md" in done.stderr
+    assert "blocks.py" not in done.stderr  # the link to the code is not the broken one
