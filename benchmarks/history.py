@@ -2,6 +2,8 @@
 with additive or bilinear attention and against the Transformer, by source length.
 
     python -m benchmarks.history [--minutes 4] [--max-number 1000000000000] [--quick]
+    python -m benchmarks.history --minutes 2 --max-number 1000000 --lr 5e-3 --batch-size 64
+    python -m benchmarks.history --steps 400 --max-number 1000000 --lr 5e-3 --batch-size 64
 
 The data is spelled-out numbers up to ``--max-number`` (English → German, num2words), whose
 sources run from 1 to ~25 words. The German side is cut into BPE pieces (``--tgt-tokenizer
@@ -34,6 +36,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--minutes", type=float, default=4.0, help="training time per arch")
     p.add_argument("--max-number", type=int, default=10**12, help="numbers below N")
     p.add_argument("--test-size", type=int, default=2000)
+    p.add_argument("--steps", type=int,
+                   help="the same number of steps for every arch instead of the same minutes")
+    p.add_argument("--lr", type=float, help="every arch's --lr (default: the task's)")
+    p.add_argument("--batch-size", type=int, help="every arch's --batch-size (default: the task's)")
     p.add_argument("--dir", type=Path, default=HERE / "_history", help="the runs")
     p.add_argument("--quick", action="store_true", help="--minutes 0.5 --test-size 300")
     args = p.parse_args(argv)
@@ -51,6 +57,9 @@ def train(args, arch: str, out: Path, steps: int, width: int | None = None) -> d
            "--tgt-tokenizer", "bpe", "--threads", "1", "--out", str(out)]
     if width is not None:
         cmd += ["--model-dim", str(width)]
+    for flag, value in (("--lr", args.lr), ("--batch-size", args.batch_size)):
+        if value is not None:
+            cmd += [flag, str(value)]
     if out.exists():
         import shutil
 
@@ -107,8 +116,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
     budget = args.minutes * 60
+    each = f"{args.steps} steps" if args.steps else f"{args.minutes:g} min of training"
     print(f"history: numbers below {args.max_number:,}, {args.test_size} test pairs; "
-          f"{args.minutes:g} min of training per arch; {os.cpu_count()} CPUs, load average "
+          f"{each} per arch; lr {args.lr or 'default'}, batch "
+          f"{args.batch_size or 'default'}; {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.2f}", flush=True)
     lengths = length_test_file(args.dir / "by_digits.csv", args.max_number, args.test_size)
     probe = train(args, "transformer", args.dir / "probe-transformer", 20)
@@ -119,11 +130,14 @@ def main(argv=None) -> int:
     results = {}
     for arch in ARCHS:
         w = None if arch == "transformer" else width
-        speed = probe if arch == "transformer" else train(args, arch, args.dir / f"probe-{arch}",
-                                                          20, w)
-        per_step = speed["metrics"]["train_seconds"] / speed["metrics"]["steps"]
-        steps = max(20, int(budget / per_step))
-        print(f"{arch}: {per_step * 1000:.0f} ms per step -> --max-steps {steps}", flush=True)
+        if args.steps:
+            steps = args.steps
+        else:
+            speed = probe if arch == "transformer" else train(args, arch,
+                                                              args.dir / f"probe-{arch}", 20, w)
+            per_step = speed["metrics"]["train_seconds"] / speed["metrics"]["steps"]
+            steps = max(20, int(budget / per_step))
+            print(f"{arch}: {per_step * 1000:.0f} ms per step -> --max-steps {steps}", flush=True)
         start = time.perf_counter()
         found = train(args, arch, args.dir / arch, steps, w)
         found["seconds"] = time.perf_counter() - start
@@ -151,7 +165,9 @@ def report(args, results: dict) -> None:
     print(f"pairs per bucket: {pairs}")
     path = plot_by_length({arch: [row["exact_match"] for row in r["by_length"]["by_length"]]
                            for arch, r in results.items()}, buckets, args.dir / "history.png",
-                          title=f"exact match by source length ({args.minutes:g} min each)",
+                          title="exact match by source length ("
+                                + (f"{args.steps} steps" if args.steps else f"{args.minutes:g} min")
+                                + " each)",
                           ylabel="exact match")
     print(f"figure: {path}")
 
