@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from .threads import add_threads_flag, check_threads, use_threads
+
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="test metrics of a trained run",
@@ -12,6 +14,7 @@ def register(sub) -> None:
     p.add_argument("--by-length", action="store_true",
                    help="translate runs: the scores per source-length bucket (a table on "
                         "stderr, 'by_length' in the JSON) and DIR/by_length.png")
+    add_threads_flag(p)
     p.set_defaults(func=run)
 
 
@@ -22,7 +25,10 @@ def run(args) -> int:
     from ..runs import check_run_dir, readable
     from ..tasks import get_task
 
+    check_threads(args.threads)
     run_dir, cfg = check_run_dir(args.run_dir, command="evaluate")
+    # a whole test split: forward passes, or a translate run's batched greedy decoding
+    use_threads(args, "decode" if cfg["task"] == "translate" else "forward", run_dir)
     task = get_task(cfg["task"])
     if args.by_length:
         by_length = task.runtime_function("evaluate_by_length")

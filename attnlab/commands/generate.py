@@ -1,9 +1,15 @@
-"""``attnlab generate DIR --prompt TEXT``: continue a prompt with a trained language model,
-printing the text as it is produced. Never imports Lightning."""
+r"""``attnlab generate DIR --prompt TEXT``: continue a prompt with a trained language model,
+printing the text as it is produced. ``--input-file FILE`` (``-``: standard input) continues
+one prompt per line and prints one line per prompt (prompt and continuation, with newlines,
+tabs and backslashes written as ``\n``, ``\t``, ``\\``), or with ``--json`` a JSON object per
+line. Never imports Lightning."""
 from __future__ import annotations
 
 import math
 import sys
+
+from .inputs import add_input_file_flags, read_inputs
+from .threads import add_threads_flag, check_threads, use_threads
 
 # --stop's escapes (a shell passes "\n" as a backslash and an n; the docs' --stop "\n\n"
 # means a blank line). Any other backslash is refused rather than kept: a stop string that
@@ -20,7 +26,7 @@ def register(sub) -> None:
                     "default (--temperature, --top-k, --top-p); --greedy takes the most likely "
                     "token each step.")
     p.add_argument("run_dir", metavar="DIR")
-    p.add_argument("--prompt", required=True, metavar="TEXT")
+    p.add_argument("--prompt", metavar="TEXT")
     p.add_argument("--max-new-tokens", type=int, default=200, metavar="N",
                    help="tokens to generate at most (default 200)")
     p.add_argument("--temperature", type=float, default=1.0, metavar="T",
@@ -34,11 +40,16 @@ def register(sub) -> None:
                         r"blank line); any other backslash escape is an error")
     p.add_argument("--seed", type=int, metavar="N", help="seed for reproducible sampling")
     p.add_argument("--greedy", action="store_true", help="argmax decoding instead of sampling")
+    add_input_file_flags(p, "prompt")
+    add_threads_flag(p)
     p.set_defaults(func=run)
 
 
 def _check(args) -> None:
     from ..errors import UsageError
+
+    if (args.prompt is None) == (args.input_file is None):
+        raise UsageError("give --prompt TEXT or --input-file FILE (one of the two)")
 
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
@@ -54,13 +65,14 @@ def _check(args) -> None:
     args.stop = [unescape(s) for s in args.stop]
     if any(not s for s in args.stop):
         raise UsageError("--stop must not be empty")
+    check_threads(args.threads)
 
 
 def unescape(text: str, flag: str = "--stop") -> str:
     r"""``text`` with ``\n``, ``\t``, ``\r`` and ``\\`` turned into the characters they
     name; ``UsageError`` naming any other escape (or a lone backslash at the end).
 
-    Example:
+    Examples:
         >>> unescape(r"\n\n")
         '\n\n'
     """
@@ -121,32 +133,77 @@ class StopStreamer:
         return piece
 
 
-def run(args) -> int:
+def continuation(model, tokenizer, ids: list[int], args, generator, write=None) -> str:
+    """The text generated after the prompt ``ids`` (cut before any --stop string); each piece
+    is passed to ``write`` as soon as it is printable."""
     import torch
 
-    from ..runs import check_run_dir
-    from ..tasks import get_task
-
-    _check(args)
-    run_dir, cfg = check_run_dir(args.run_dir, tasks=("lm",), command="generate")
-    task = get_task("lm")
-    model, tokenizer = task.load(run_dir, cfg)
-    ids = task.encode_prompt(tokenizer, args.prompt)
-    generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
     stream = model.stream(torch.tensor([ids]), args.max_new_tokens, do_sample=not args.greedy,
                           temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                           eos_token_id=tokenizer.eos_id, generator=generator,
                           slide=True)  # past the context length: keep its last half
-    out = StopStreamer(tokenizer, args.stop)
-    sys.stdout.write(args.prompt)
+    out, pieces = StopStreamer(tokenizer, args.stop), []
     for token in stream:
         t = int(token[0, 0])
         if t == tokenizer.eos_id:
             break
-        sys.stdout.write(out.add(t))
-        sys.stdout.flush()
+        pieces.append(out.add(t))
+        if write is not None:
+            write(pieces[-1])
         if out.stopped:
             break
-    sys.stdout.write(out.flush() + "\n")
-    sys.stdout.flush()
+    pieces.append(out.flush())
+    if write is not None:
+        write(pieces[-1])
+    return "".join(pieces)
+
+
+def escape(text: str) -> str:
+    r"""``text`` on one line: a backslash, newline, tab or carriage return written as ``\\``,
+    ``\n``, ``\t`` or ``\r`` (what ``unescape`` reads back).
+
+    Examples:
+        >>> print(escape("a\\b\n\tc"))
+        a\\b\n\tc
+        >>> unescape(escape("x\n\\ny")) == "x\n\\ny"
+        True
+    """
+    inverse = {v: "\\" + k for k, v in ESCAPES.items()}
+    return "".join(inverse.get(c, c) for c in text)
+
+
+def run(args) -> int:
+    import json
+
+    import torch
+
+    from ..runs import check_run_dir
+    from ..tasks import get_task
+    from ..tasks.base import each_input
+
+    _check(args)
+    many = args.input_file is not None
+    prompts, labels = read_inputs(args.input_file) if many else ([args.prompt], ["--prompt"])
+    run_dir, cfg = check_run_dir(args.run_dir, tasks=("lm",), command="generate")
+    use_threads(args, "one", run_dir)  # one prompt at a time, token by token
+    task = get_task("lm")
+    model, tokenizer = task.load(run_dir, cfg)
+    all_ids = each_input(prompts, labels,
+                         lambda p: task.encode_prompt(tokenizer, p, what="--input"))
+    generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
+    if not many:  # one prompt: stream it
+        sys.stdout.write(args.prompt)
+        continuation(model, tokenizer, all_ids[0], args, generator, write=_write_now)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return 0
+    for prompt, ids in zip(prompts, all_ids):
+        text = continuation(model, tokenizer, ids, args, generator)
+        print(json.dumps({"prompt": prompt, "text": text}, ensure_ascii=False) if args.json
+              else escape(prompt + text), flush=True)
     return 0
+
+
+def _write_now(piece: str) -> None:
+    sys.stdout.write(piece)
+    sys.stdout.flush()

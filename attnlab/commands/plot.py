@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
+from .threads import add_threads_flag, check_threads, use_threads
 
 # per schedule: (warm-up, steps) the course and the paper plot
 _LR_DEFAULTS = {"cosine": (100, 2000), "noam": (4000, 20000)}
@@ -35,6 +36,7 @@ def register(sub) -> None:
                    help="the input, as for `attnlab predict` (e.g. tokens separated by spaces)")
     a.add_argument("--out", metavar="PNG", help="output file, .png (or .svg, .pdf) (default "
                                                 "DIR/attention_input.png)")
+    add_threads_flag(a)
     a.set_defaults(func=run)
 
     pe = what.add_parser("pe", help="the sinusoidal positional encoding",
@@ -115,10 +117,12 @@ def _attention(args) -> str:
 
     if not args.input.strip():
         raise UsageError("--input is empty")
+    check_threads(args.threads)
     given = args.out is not None
     if given:
         check_out(args.out)
     run_dir, cfg = check_run_dir(args.run_dir, command="plot attention")
+    use_threads(args, "one", run_dir)
     out = check_out(args.out if given else Path(run_dir) / "attention_input.png", given=given)
     task = get_task(cfg["task"])
     own = task.runtime_function("attention_figure")  # a task's own picture (jets: the jet itself)

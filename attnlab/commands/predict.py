@@ -1,13 +1,21 @@
-"""``attnlab predict DIR --input TEXT``: one prediction, printed as the last line."""
+"""``attnlab predict DIR --input TEXT``: one prediction, printed as the last line.
+``--input-file FILE`` (``-``: standard input): one input per line, the model loaded once and
+the inputs batched, one prediction per line; ``--json`` for a machine-readable line each."""
 from __future__ import annotations
+
+from .inputs import add_input_file_flags, read_inputs, write_results
+from .threads import add_threads_flag, check_threads, use_threads
 
 
 def register(sub) -> None:
     p = sub.add_parser("predict", help="predict with a trained run",
                        description="Predict with a trained run. Per-element tasks take tokens "
-                                   "separated by spaces and print the predicted sequence.")
+                                   "separated by spaces and print the predicted sequence. "
+                                   "Give one --input, or many with --input-file.")
     p.add_argument("run_dir", metavar="DIR")
-    p.add_argument("--input", required=True, metavar="TEXT")
+    p.add_argument("--input", metavar="TEXT")
+    add_input_file_flags(p)
+    add_threads_flag(p)
     p.set_defaults(func=run)
 
 
@@ -16,9 +24,17 @@ def run(args) -> int:
     from ..runs import check_run_dir
     from ..tasks import get_task
 
-    if not args.input.strip():
+    if (args.input is None) == (args.input_file is None):
+        raise UsageError("give --input TEXT or --input-file FILE (one of the two)")
+    if args.input is not None and not args.input.strip():
         raise UsageError("--input is empty")
+    check_threads(args.threads)
+    texts, labels = ([args.input], ["--input"]) if args.input is not None else \
+        read_inputs(args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict")
+    generative = cfg["task"] in ("translate", "lm")  # their predictions are decoded
+    work = "one" if len(texts) == 1 else "decode" if generative else "forward"
+    use_threads(args, work, run_dir)
     task = get_task(cfg["task"])
-    print(task.predict(run_dir, cfg, args.input))
+    write_results(task.predict_many(run_dir, cfg, texts, labels), texts, as_json=args.json)
     return 0

@@ -1,10 +1,15 @@
 """``attnlab translate DIR TEXT... [--beam N]``: translate with a trained translate run.
 
-Prints one translation per line, in the order of the texts. Never imports Lightning.
+Prints one translation per line, in the order of the texts; ``--input-file FILE`` (``-``:
+standard input) reads the texts one per line, ``--json`` writes a JSON object per line. Never
+imports Lightning.
 """
 from __future__ import annotations
 
 import math
+
+from .inputs import add_input_file_flags, read_inputs, write_results
+from .threads import add_threads_flag, check_threads, use_threads
 
 # More beams than this only cost time (each step scores beams × vocabulary candidates); a
 # mistyped --beam 100000 would otherwise seem to hang.
@@ -17,12 +22,14 @@ def register(sub) -> None:
         description="Translate each TEXT with the model of a `train translate` run; one line of "
                     "output per TEXT. With the built-in numbers a TEXT may also be digits (342).")
     p.add_argument("run_dir", metavar="DIR")
-    p.add_argument("texts", nargs="+", metavar="TEXT")
+    p.add_argument("texts", nargs="*", metavar="TEXT")
     p.add_argument("--beam", type=int, metavar="N",
                    help=f"beam search with N beams, 1 to {MAX_BEAM} (default: the run's setting; "
                         f"1 = greedy)")
     p.add_argument("--length-penalty", type=float, metavar="F",
                    help="beam search: score = log-probability / length**F (default: the run's)")
+    add_input_file_flags(p, "text")
+    add_threads_flag(p)
     p.set_defaults(func=run)
 
 
@@ -37,12 +44,19 @@ def run(args) -> int:
         raise UsageError(f"--beam must be at most {MAX_BEAM}, got {args.beam}")
     if args.length_penalty is not None and not math.isfinite(args.length_penalty):
         raise UsageError(f"--length-penalty must be a finite number, got {args.length_penalty}")
+    if bool(args.texts) == (args.input_file is not None):
+        raise UsageError("give the TEXTs to translate or --input-file FILE (one of the two)")
     empty = [i + 1 for i, t in enumerate(args.texts) if not t.strip()]
     if empty:
         raise UsageError(f"TEXT number {empty[0]} is empty")
+    check_threads(args.threads)
+    if args.input_file is not None:
+        args.texts, _ = read_inputs(args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=("translate",), command="translate")
+    use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     task = get_task("translate")
-    for line in task.translate(run_dir, cfg, args.texts, num_beams=args.beam,
-                               length_penalty=args.length_penalty):
-        print(line)
+    found = task.translate(run_dir, cfg, args.texts, num_beams=args.beam,
+                           length_penalty=args.length_penalty)
+    write_results([{"prediction": t} for t in found], args.texts, as_json=args.json,
+                  output_key="translation")
     return 0

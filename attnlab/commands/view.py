@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
+from .threads import add_threads_flag, check_threads, use_threads
 
 PAGE_FORMATS = (".html", ".htm")
 DEFAULT_NAME = "attention.html"
@@ -33,6 +34,7 @@ def register(sub) -> None:
                    help="also serve the page on 127.0.0.1 until Ctrl-C")
     p.add_argument("--port", type=int, metavar="N",
                    help="the port for --serve (default: any free one)")
+    add_threads_flag(p)
     p.set_defaults(func=run)
 
 
@@ -43,6 +45,7 @@ def _check_flags(args) -> None:
         raise UsageError("--port is for --serve; add --serve or leave --port out")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0 to 65535, got {args.port}")
+    check_threads(args.threads)
 
 
 def _default_out(run_dir):
@@ -81,6 +84,7 @@ def write_page(args):
     if given:
         check_out(args.out, formats=PAGE_FORMATS)
     run_dir, cfg = check_run_dir(args.run_dir, command="view")
+    use_threads(args, "one", run_dir)
     out = check_out(args.out, formats=PAGE_FORMATS) if given else _default_out(Path(run_dir))
     layers, query_tokens, key_tokens = attention_layers(get_task(cfg["task"]), run_dir, cfg,
                                                         args.input)

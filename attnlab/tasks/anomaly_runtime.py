@@ -27,10 +27,10 @@ from ..models import SequenceClassifier
 from ..models.configs import SequenceClassifierConfig
 from ..runs import atomic_write, load_weights
 from ..viz import plot_attention
-from .base import Task, config_from_run
+from .base import Task, config_from_run, each_input
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
-           "predict", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
+           "predict", "predict_many", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
 
 _VAL_SEED, _TEST_SEED = 1, 2  # fixed: every run is tested on the same sets
 
@@ -39,7 +39,7 @@ def model_config_of(cfg: dict[str, Any]) -> SequenceClassifierConfig:
     """The set classifier's config: the run's sizes, and what a set needs — 64 pixel features
     per element, a score per element, no positional encoding (a set has no order).
 
-    Example:
+    Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS
         >>> config = model_config_of(dict(SHARED_DEFAULTS))
         >>> config.input_dim, config.head, config.positional
@@ -118,8 +118,28 @@ def load(task: Task, run_dir: Path, cfg: dict[str, Any]) -> SequenceClassifier:
 def predict(task: Task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
     """``--input`` is the indices of ``set_size`` images in ``load_digits()`` separated by
     spaces; prints the position (0-based) of the anomaly."""
-    _, x = _parse_input(text, cfg)
-    return str(int(load(task, run_dir, cfg).predict(x)[0]))
+    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
+
+
+@torch.no_grad()
+def predict_many(task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                 labels: list[str]) -> list[dict[str, Any]]:
+    """Every set's anomaly position and the probability of each position; sets of one size
+    go through the model together."""
+    sets = each_input(texts, labels, lambda text: _parse_input(text, cfg)[1][0])  # (T_i, 64)
+    model = load(task, run_dir, cfg)
+    found: list[dict[str, Any]] = [{} for _ in sets]
+    by_size: dict[int, list[int]] = {}
+    for i, x in enumerate(sets):
+        by_size.setdefault(x.shape[0], []).append(i)
+    for rows in by_size.values():
+        for start in range(0, len(rows), 1024):
+            chunk = rows[start:start + 1024]
+            p = model(torch.stack([sets[i] for i in chunk])).float().softmax(-1)  # (B, T)
+            for i, row in zip(chunk, p):
+                found[i] = {"prediction": str(int(row.argmax())),
+                            "probabilities": [round(float(v), 6) for v in row]}
+    return found
 
 
 def attention_maps(task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
@@ -176,11 +196,10 @@ def plot_sets(model, cfg: dict[str, Any], path: Path, *, num_sets: int = 3) -> N
     """Test sets (images in a row; true anomaly framed red, prediction titled) next to the
     last layer's attention averaged over heads, the anomaly's column outlined: a working model
     attends to (or away from) the odd one out."""
-    # matplotlib only when drawing (as in attnlab.viz): predict and evaluate never load it.
-    import matplotlib
+    # matplotlib only when drawing (attnlab.viz's rule): predict and evaluate never load it.
+    from ..viz import _pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     sets = fixed_sets("test", cfg)
     T = cfg["set_size"]

@@ -51,7 +51,7 @@ def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[s
     """The defaults of a model config's fields that a task exposes (``names``; default: every
     field ``exposed`` gives), to spread into ``Task.defaults`` before the task's own values.
 
-    Example:
+    Examples:
         >>> from attnlab.models.configs import CausalLMConfig
         >>> model_defaults(CausalLMConfig)
         {'tie_weights': True, 'positional': 'learned', 'attention_dropout': 0.0}
@@ -153,6 +153,15 @@ class Task:
         """``attnlab predict DIR --input TEXT``: the prediction as one line of text."""
         return self._call("predict", run_dir, cfg, text)
 
+    def predict_many(self, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                     labels: list[str] | None = None) -> list[dict[str, Any]]:
+        """``attnlab predict DIR --input-file FILE``: the model loaded once, the inputs in
+        batches; one dict per input, in order: ``"prediction"`` (the line ``predict`` prints)
+        and, where the model gives them, ``"probabilities"``. A bad input is a UsageError
+        named by its label in ``labels`` (default ``--input``; the command passes
+        ``--input-file FILE line N``)."""
+        return self._call("predict_many", run_dir, cfg, texts, labels or ["--input"] * len(texts))
+
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
         """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run."""
         return self._call("evaluate", run_dir, cfg, data)
@@ -164,3 +173,36 @@ class Task:
         if self.runtime_function("attention_maps") is None:
             raise UsageError(f"task {self.name!r} has no attention plot")
         return self._call("attention_maps", run_dir, cfg, text)
+
+
+def relabel(message: str, label: str) -> str:
+    """An input error said of ``--input`` said of ``label`` instead (e.g. a line of a file).
+
+    Examples:
+        >>> relabel("--input: token 'x' is not a symbol", "--input-file a.txt line 3")
+        "--input-file a.txt line 3: token 'x' is not a symbol"
+        >>> relabel("no such node", "--input-file a.txt line 3")
+        '--input-file a.txt line 3: no such node'
+    """
+    if label == "--input":
+        return message
+    if message.startswith("--input"):
+        return label + message[len("--input"):]
+    return f"{label}: {message}"
+
+
+def each_input(texts: list[str], labels: list[str], parse) -> list:
+    """``[parse(text) for text in texts]``; the first bad one is a UsageError named by its
+    label, before any prediction is made."""
+    out = []
+    for text, label in zip(texts, labels, strict=True):
+        try:
+            out.append(parse(text))
+        except UsageError as e:
+            raise UsageError(relabel(str(e), label)) from None
+    return out
+
+
+def probabilities_of(names: list[str], p) -> dict[str, float]:
+    """{class name: probability} to 6 digits, for a machine-readable prediction."""
+    return {str(n): round(float(v), 6) for n, v in zip(names, p)}

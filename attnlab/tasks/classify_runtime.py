@@ -32,13 +32,13 @@ from ..models.configs import SequenceClassifierConfig
 from ..nn import padding_mask
 from ..runs import check_data_files, load_weights
 from ..tokenizers import TOKENIZER_KINDS, load_tokenizer
-from .base import config_from_run
+from .base import config_from_run, each_input, probabilities_of
 from .classify_data import check_labels, read_examples
 
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches",
            "collect_predictions", "classification_metrics", "per_class_table",
            "classes_without_examples", "MISSING_KEY",
-           "run", "load", "predict", "evaluate", "attention_maps"]
+           "run", "load", "predict", "predict_many", "evaluate", "attention_maps"]
 
 MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
 
@@ -49,7 +49,7 @@ def model_config_of(cfg: dict[str, Any]) -> SequenceClassifierConfig:
     """The ``SequenceClassifierConfig`` of a run's configuration (after ``run`` has added the
     labels and the tokeniser's vocabulary, or the feature names of a feature-set run).
 
-    Example:
+    Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS
         >>> model_config_of({**SHARED_DEFAULTS, "labels": ["neg", "pos"], "max_len": 64,
         ...                  "model_vocab_size": 300, "vocab_size": 10000}).vocab_size
@@ -118,7 +118,7 @@ def make_batches(ids: list, targets: list[int], batch_size: int, *,
     Sorting by length within windows of 50 batches keeps padding small; ``shuffle`` mixes the
     windows and the batch order (seeded) so training batches still vary.
 
-    Example:
+    Examples:
         >>> [x.tolist() for x, _ in make_batches([[5, 6], [7], [8, 9, 4]], [0, 1, 0], 2)]
         [[[7, 0], [5, 6]], [[8, 9, 4]]]
     """
@@ -191,7 +191,7 @@ def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_class
     F1 0. So a class missing from the test split does not lower the score unless it is
     predicted: ``classes_without_examples`` names such classes, which callers report.
 
-    Example:
+    Examples:
         >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
         {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666865348816}
     """
@@ -309,12 +309,26 @@ def load(task, run_dir: Path, cfg: dict[str, Any]):
 
 def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
     """The label of one text, or of one set written ``"x1,y1;x2,y2;..."``."""
+    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
+
+
+@torch.no_grad()
+def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                 labels: list[str]) -> list[dict[str, Any]]:
+    """Each text's (or set's) label and class probabilities, in padded batches of similar
+    length (``make_batches``; padding is masked, so a batch gives what each input alone gives)."""
     model, tokenizer = _load(run_dir, cfg)
     if tokenizer is None:
-        x = _inputs(cfg, None, [parse_set(text, cfg["feature_names"])])[0][None]  # (1, T, F)
+        xs = each_input(texts, labels, lambda text: parse_set(text, cfg["feature_names"]))
     else:
-        x = torch.tensor([encode(tokenizer, [text], cfg["max_len"])[0]])  # (1, T)
-    return cfg["labels"][int(model.predict(x)[0])]
+        xs = texts
+    inputs = _inputs(cfg, tokenizer, xs)
+    p = torch.empty(len(inputs), len(cfg["labels"]))
+    # make_batches reorders by length: each batch's "targets" are its inputs' positions
+    for *batch, where in make_batches(inputs, list(range(len(inputs))), 256):
+        p[where] = model(*batch).float().softmax(-1)
+    return [{"prediction": cfg["labels"][int(row.argmax())],
+             "probabilities": probabilities_of(cfg["labels"], row)} for row in p]
 
 
 def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):

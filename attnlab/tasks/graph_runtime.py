@@ -18,9 +18,10 @@ from ..errors import UsageError
 from ..models.configs import GraphNetConfig
 from ..models.graph_net import GraphNet
 from ..runs import load_weights
-from .base import config_from_run
+from .base import config_from_run, each_input, probabilities_of
 
-__all__ = ["graph_of", "build_model", "run", "load", "predict", "evaluate", "attention_maps"]
+__all__ = ["graph_of", "build_model", "run", "load", "predict", "predict_many", "evaluate",
+           "attention_maps"]
 
 IGNORE = -100  # the target of a node the loss does not count (cross_entropy's ignore_index)
 
@@ -89,9 +90,18 @@ def _node(text: str, names: list[str]) -> int:
 
 def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
     """``--input NODE``: the predicted class of that node."""
+    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
+
+
+@torch.no_grad()
+def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                 labels: list[str]) -> list[dict[str, Any]]:
+    """Each named node's class and class probabilities, from one pass over the graph."""
     x, adjacency, _, classes, names, _ = graph_of(cfg)
-    node = _node(text, names)
-    return classes[int(load(task, run_dir, cfg)(x, adjacency)[node].argmax())]
+    nodes = each_input(texts, labels, lambda text: _node(text, names))
+    p = load(task, run_dir, cfg)(x, adjacency).float().softmax(-1)  # (N, C)
+    return [{"prediction": classes[int(p[n].argmax())], "probabilities": probabilities_of(classes, p[n])}
+            for n in nodes]
 
 
 def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:

@@ -35,11 +35,11 @@ from ..models.jet_tagger import JetTagger, scaled_features
 from ..models.pfn import ParticleFlowNetwork
 from ..runs import check_data_files, load_weights, pin_data_files, readable, write_json
 from ..viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
-from .base import config_from_run
+from .base import config_from_run, each_input, probabilities_of
 from .jets import DATA_FILES, split_ranges
 
 __all__ = ["Split", "splits", "trim", "JetBatches", "score_split", "model_config_of",
-           "build_model", "run", "load", "evaluate", "predict", "attention_maps", "figures",
+           "build_model", "run", "load", "evaluate", "predict", "predict_many", "attention_maps", "figures",
            "LABELS"]
 
 LABELS = ("QCD", "top")  # is_signal_new = 0, 1
@@ -368,10 +368,23 @@ def read_input(text: str, cfg: dict[str, Any]) -> tuple[torch.Tensor, int]:
 
 def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
     """``--input FILE:ROW``: the label of the more probable class and its probability."""
-    p4, _ = read_input(text, cfg)
-    probabilities = load(task, run_dir, cfg).probabilities(p4)[0]  # (2,)
-    k = int(probabilities.argmax())
-    return f"{LABELS[k]} {float(probabilities[k]):.4f}"
+    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
+
+
+def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                 labels: list[str]) -> list[dict[str, Any]]:
+    """Each ``FILE:ROW`` jet's class and probabilities; the jets zero-padded into batches (the
+    tagger ignores padding)."""
+    jets = each_input(texts, labels, lambda text: read_input(text, cfg)[0][0])  # (N_i, 4)
+    model = load(task, run_dir, cfg)
+    found = []
+    for start in range(0, len(jets), EVAL_BATCH):
+        p4 = torch.nn.utils.rnn.pad_sequence(jets[start:start + EVAL_BATCH], batch_first=True)
+        for p in model.probabilities(p4):  # (2,)
+            k = int(p.argmax())
+            found.append({"prediction": f"{LABELS[k]} {float(p[k]):.4f}",
+                          "probabilities": probabilities_of(LABELS, p)})
+    return found
 
 
 def attention_figure(task, run_dir: Path, cfg: dict[str, Any], text: str, out: Path) -> Path:

@@ -31,17 +31,18 @@ from ..models import CausalLM
 from ..runs import load_weights, pin_data_files, write_yaml
 from ..tokenizers import load_tokenizer
 from ..viz import lr_curve, plot_lr_schedule
+from .base import each_input
 from .lm import check_corpus, model_config_of
 
 __all__ = ["build_model", "lm_metrics", "random_windows", "corpus_dir", "pin_corpus",
-           "split_windows", "figures", "run", "load", "encode_prompt", "predict", "evaluate",
+           "split_windows", "figures", "run", "load", "encode_prompt", "predict", "predict_many", "evaluate",
            "attention_maps"]
 
 
 def build_model(cfg: dict[str, Any]) -> CausalLM:
     """The ``CausalLM`` a run's configuration describes (``attnlab.tasks.lm.model_config_of``).
 
-    Example:
+    Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS
         >>> build_model({**SHARED_DEFAULTS, "vocab_size": 70, "block_size": 32}).max_len
         32
@@ -195,12 +196,31 @@ def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list
 
 def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
     """The greedy continuation of ``text`` (``predict_tokens`` tokens), on one line."""
+    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
+
+
+@torch.no_grad()
+def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                 labels: list[str]) -> list[dict[str, Any]]:
+    """Each text's greedy continuation, on one line; prompts of the same length in tokens are
+    generated together (no padding, so a batch gives what each prompt alone gives)."""
     model, tokenizer = load(task, run_dir, cfg)
-    ids = encode_prompt(task, tokenizer, text, what="--input")
     n = min(cfg["predict_tokens"], model.max_len - 1)
-    ids = ids[-(model.max_len - n):]  # the prompt's end, so that prompt + continuation fit
-    out = model.generate(torch.tensor([ids]), n, eos_token_id=tokenizer.eos_id)  # (1, T)
-    return tokenizer.decode(out[0, len(ids):].tolist()).replace("\n", " ")
+    prompts = each_input(  # each prompt's end, so that prompt + continuation fit
+        texts, labels, lambda text: encode_prompt(task, tokenizer, text, what="--input")[-(model.max_len - n):])
+    found: list[dict[str, Any]] = [{} for _ in prompts]
+    by_length: dict[int, list[int]] = {}
+    for i, ids in enumerate(prompts):
+        by_length.setdefault(len(ids), []).append(i)
+    for length, rows in by_length.items():
+        for start in range(0, len(rows), 64):
+            chunk = rows[start:start + 64]
+            out = model.generate(torch.tensor([prompts[i] for i in chunk]), n,
+                                 eos_token_id=tokenizer.eos_id)  # (B, length + n)
+            for i, new in zip(chunk, out[:, length:].tolist()):
+                new = new[:new.index(tokenizer.eos_id)] if tokenizer.eos_id in new else new
+                found[i] = {"prediction": tokenizer.decode(new).replace("\n", " ")}
+    return found
 
 
 def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:

@@ -23,17 +23,17 @@ from ..models.configs import ElementPredictorConfig
 from ..models.predictor import ElementPredictor
 from ..runs import load_weights
 from ..viz import lr_curve, plot_attention, plot_lr_schedule
-from .base import Task, config_from_run
+from .base import Task, config_from_run, each_input
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
-           "figures", "load", "predict", "evaluate", "attention_maps"]
+           "figures", "load", "predict", "predict_many", "evaluate", "attention_maps"]
 
 
 def model_config_of(cfg: dict[str, Any]) -> ElementPredictorConfig:
     """The ``ElementPredictorConfig`` of a run's configuration: one-hot symbols in, a class per
     position out (both ``--num-categories``).
 
-    Example:
+    Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS
         >>> model_config_of({**SHARED_DEFAULTS, "num_categories": 12}).num_classes
         12
@@ -52,7 +52,7 @@ def parse_tokens(text: str, num_categories: int, seq_len: int, *,
                  what: str = "--input") -> list[int]:
     """Tokens separated by spaces -> symbols; ``UsageError`` naming a bad token or length.
 
-    Example:
+    Examples:
         >>> parse_tokens(" 3 1  4 ", 10, 16)
         [3, 1, 4]
     """
@@ -157,10 +157,18 @@ def _padded(task: Task, cfg: dict[str, Any],
 
 def predict(task: Task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
     """The predicted symbols for the symbols of ``text``, separated by spaces."""
-    tokens = parse_tokens(text, cfg["num_categories"], cfg["seq_len"])
-    inputs, _, _ = _padded(task, cfg, [tokens])
-    prediction = load(task, run_dir, cfg).predict(inputs)[0, : len(tokens)]
-    return " ".join(str(int(t)) for t in prediction)
+    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
+
+
+def predict_many(task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                 labels: list[str]) -> list[dict[str, Any]]:
+    """Every input's predicted symbols, all inputs in batches of one forward pass."""
+    rows = each_input(texts, labels,
+                      lambda text: parse_tokens(text, cfg["num_categories"], cfg["seq_len"]))
+    inputs, _, _ = _padded(task, cfg, rows)
+    predicted = load(task, run_dir, cfg).predict(inputs)  # (N, T); an answer fills its row's start
+    return [{"prediction": " ".join(str(int(t)) for t in p[:len(row)])}
+            for p, row in zip(predicted, rows)]
 
 
 def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:

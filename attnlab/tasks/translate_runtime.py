@@ -37,7 +37,7 @@ from .translate_scoring import (compute_test_metrics, pad, resolve_bleu_tokenize
                                 scores_by_length, translate_texts)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
-           "cross_attention_maps", "run", "load", "translate", "predict", "evaluate",
+           "cross_attention_maps", "run", "load", "translate", "predict", "predict_many", "evaluate",
            "attention_maps"]
 
 # Pairs drawn from the built-in stream to fit the tokenisers on: enough to see every word.
@@ -72,7 +72,7 @@ def model_config_of(cfg: dict[str, Any]) -> Seq2SeqConfig:
     """The ``Seq2SeqConfig`` of a run's configuration (``run`` adds the vocabulary sizes and
     ``max_len``; a run written before ``positional`` was a flag gets the paper's sinusoids).
 
-    Example:
+    Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS
         >>> model_config_of({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
         ...                  "max_len": 64}).positional
@@ -85,7 +85,7 @@ def build_model(cfg: dict[str, Any]) -> Seq2SeqTransformer:
     """The model a run's configuration describes (randomly initialised): the one place that
     chooses it, so training and loading always agree.
 
-    Example:
+    Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS
         >>> model = build_model({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
         ...                      "max_len": 64})
@@ -235,6 +235,12 @@ def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
 def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
     """The translation of one text."""
     return translate(task, run_dir, cfg, [text])[0]
+
+
+def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                 labels: list[str]) -> list[dict[str, Any]]:
+    """Every text's translation (``translate``: the model loaded once, the texts batched)."""
+    return [{"prediction": t} for t in translate(task, run_dir, cfg, texts)]
 
 
 def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):

@@ -82,7 +82,7 @@ def test_missing_run_directory_exits_2_with_one_line_and_no_traceback(tmp_path):
 @pytest.mark.parametrize("extra, needle", [
     (["seven", "--beam", "0"], "--beam must be a positive integer, got 0"),
     (["seven", " "], "TEXT number 2 is empty"),
-    ([], "the following arguments are required: TEXT"),
+    ([], "give the TEXTs to translate or --input-file FILE (one of the two)"),
 ])
 def test_bad_arguments_exit_2(run_dir, capsys, extra, needle):
     capsys.readouterr()

@@ -1,0 +1,67 @@
+"""Many inputs in one process: ``--input-file FILE`` (``-``: standard input) and ``--json`` for
+``predict``, ``translate`` and ``generate`` (issue #17).
+
+A file holds one input per line (UTF-8; a final newline, ``\\r\\n`` endings and a byte-order
+mark are fine). Every line is read and checked before the model is loaded: an empty line, a
+file that is missing, a directory or not UTF-8 is one error naming the file and the line. The
+command then writes one line per input, in the order read: the prediction, or with ``--json``
+one JSON object (the input, the output and, where the model gives them, its probabilities).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+
+
+def add_input_file_flags(parser, what: str = "input") -> None:
+    parser.add_argument("--input-file", metavar="FILE",
+                        help=f"many inputs, one {what} per line ('-' reads standard input); "
+                             "one output line per input, in order")
+    parser.add_argument("--json", action="store_true",
+                        help="write each output line as a JSON object (the input, the output "
+                             "and, where the model gives them, its probabilities)")
+
+
+def read_inputs(path: str) -> tuple[list[str], list[str]]:
+    """(the lines of ``path``, each line's label ``--input-file PATH line N``); UsageError
+    naming the file, or the first empty line."""
+    where = "--input-file -" if path == "-" else f"--input-file {path}"
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        p = Path(path)
+        if p.is_dir():
+            raise UsageError(f"{where}: is a directory, not a file of inputs")
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            raise UsageError(f"{where}: not found") from None
+        except OSError as e:
+            raise UsageError(f"{where}: cannot read it ({e.strerror or e})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise UsageError(f"{where} line {line}: not UTF-8 text") from None
+    lines = text.splitlines()
+    if not lines:
+        raise UsageError(f"{where}: no inputs (the file is empty)")
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            raise UsageError(f"{where} line {n} is empty; give one input per line")
+    return lines, [f"{where} line {n}" for n in range(1, len(lines) + 1)]
+
+
+def write_results(results: list[dict], inputs: list[str], *, as_json: bool,
+                  input_key: str = "input", output_key: str = "prediction") -> None:
+    """One line per result: ``result["prediction"]``, or a JSON object with the input."""
+    for text, result in zip(inputs, results, strict=True):
+        if as_json:
+            record = {input_key: text, output_key: result["prediction"],
+                      **{k: v for k, v in result.items() if k != "prediction"}}
+            print(json.dumps(record, ensure_ascii=False))
+        else:
+            print(result["prediction"])

@@ -1,0 +1,93 @@
+"""``--threads N`` of the commands that run a trained model: ``predict``, ``evaluate``,
+``translate``, ``generate``, ``view`` and ``plot attention``.
+
+torch starts one thread per core, which is not what these commands want. Measured with
+``benchmarks/inference_threads.py`` for causal language models of 0.15 M to 57 M parameters on
+this 2-core machine (the numbers are in benchmarks/RESULTS.md), two threads against one:
+
+- a forward pass over a batch (16 windows of 128 tokens: ``evaluate``, many inputs of a
+  classifier) takes 0.51-0.61x the time, at every size, when the machine is otherwise idle;
+- decoding 16 sequences together token by token (many inputs of ``translate``) takes
+  0.66-0.81x the time from 3 M parameters up, but 1.0-1.3x below 1 M: the products are too
+  small to share out;
+- decoding one sequence (``generate``, one input) takes 0.98-1.16x: no gain at any size;
+- with another process busy on one core, two threads take 1.05-3.2x the time at everything:
+  the threads wait for each other.
+
+So without ``--threads``: one thread on a busy machine (the 1-minute load average leaves less
+than one core idle) or for one sequence; two for a batched forward pass, and for batched
+decoding of a model of at least ``DECODE_PARAMETERS`` parameters (read from the run's
+metrics.json).
+
+Nothing here imports torch until a number is applied, so argument errors stay fast.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..errors import UsageError
+
+MAX_THREADS = 256
+DECODE_PARAMETERS = 2_000_000  # between the measured 0.9 M (no gain) and 3.4 M (0.78x)
+WORK = ("one", "forward", "decode")  # one sequence; a batched forward pass; batched decoding
+
+
+def add_threads_flag(parser) -> None:
+    parser.add_argument(
+        "--threads", type=int, metavar="N",
+        help="torch CPU threads (default: 2 for batched work on an idle machine, else 1)")
+
+
+def check_threads(value: int | None) -> None:
+    """A UsageError naming --threads unless it is absent or 1..MAX_THREADS."""
+    if value is not None and not 1 <= value <= MAX_THREADS:
+        raise UsageError(f"--threads must be an integer from 1 to {MAX_THREADS}, got {value}")
+
+
+def run_parameters(run_dir: Path) -> int | None:
+    """The parameter count a run recorded in metrics.json, or None if it has none."""
+    try:
+        value = json.loads((Path(run_dir) / "metrics.json").read_text()).get("parameters")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+def default_threads(work: str, parameters: int | None = None, *, cores: int | None = None,
+                    load: float | None = None) -> int:
+    """The thread count for ``work`` (one of ``WORK``) with a model of ``parameters``, on
+    ``cores`` cores at ``load`` (the 1-minute load average; both default to this machine's).
+
+    Examples:
+        >>> default_threads("forward", cores=2, load=0.1)
+        2
+        >>> default_threads("one", cores=2, load=0.1)  # token by token
+        1
+        >>> default_threads("decode", 900_000, cores=2, load=0.1), default_threads(
+        ...     "decode", 3_000_000, cores=2, load=0.1)
+        (1, 2)
+        >>> default_threads("forward", cores=2, load=1.5)  # another job holds a core
+        1
+    """
+    if work not in WORK:
+        raise ValueError(f"work must be one of {WORK}, got {work!r}")
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    load = load if load is not None else os.getloadavg()[0]
+    if cores < 2 or cores - load < 1.0 or work == "one":
+        return 1
+    if work == "decode" and (parameters is None or parameters < DECODE_PARAMETERS):
+        return 1
+    return 2
+
+
+def use_threads(args, work: str, run_dir: Path) -> int:
+    """Apply ``args.threads`` (checked), or the default for ``work`` with the run in
+    ``run_dir``; returns the number of threads torch now uses."""
+    import torch
+
+    check_threads(args.threads)
+    threads = args.threads or default_threads(work, run_parameters(run_dir))
+    torch.set_num_threads(threads)
+    return threads
