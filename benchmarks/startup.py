@@ -1,0 +1,95 @@
+"""Start-up of the ``attnlab`` command (issue #17, target 3).
+
+    python -m benchmarks.startup [--quick]
+
+Times, as new processes (median of ``--repeats``): ``attnlab --help``, ``attnlab train --help``,
+a flag error, a missing run directory, and how long after its process starts ``attnlab train
+reverse`` finishes its first optimiser step (a global optimiser hook, installed by a small
+launcher before attnlab runs, prints it). Then the import time of what training loads, from
+``python -X importtime``: torch, Lightning and the largest parts of Lightning's import.
+Targets: the first four ≤ 0.3 s; the first step ≤ 2.5 s on a quiet machine. Not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+LAUNCH = r"""
+import os, sys, time
+with open("/proc/self/stat") as f:
+    ticks = int(f.read().split(")")[1].split()[19])
+with open("/proc/uptime") as f:
+    started = time.perf_counter() - (float(f.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK"))
+from torch.optim.optimizer import register_optimizer_step_post_hook
+def first(opt, args, kwargs, done=[]):
+    if not done:
+        done.append(1)
+        print(f"FIRST_STEP {time.perf_counter() - started:.3f}", file=sys.stderr, flush=True)
+register_optimizer_step_post_hook(first)
+from attnlab.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def seconds(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "attnlab", *argv], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def first_step(tmp: str, i: int) -> float:
+    done = subprocess.run([sys.executable, "-c", LAUNCH, "train", "reverse", "--max-steps", "2",
+                           "--out", os.path.join(tmp, f"r{i}")], capture_output=True, text=True)
+    found = re.search(r"FIRST_STEP ([\d.]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no first step:\n{done.stderr[-2000:]}")
+    return float(found.group(1))
+
+
+def import_times(module: str) -> list[tuple[float, str]]:
+    """(cumulative seconds, name) of every module ``import module`` loads, largest first."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
+                          capture_output=True, text=True)
+    rows = []
+    for line in done.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]) / 1e6, parts[2].strip()))
+    return sorted(rows, reverse=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--quick", action="store_true", help="--repeats 2")
+    args = p.parse_args(argv)
+    repeats = 2 if args.quick else args.repeats
+    print(f"start-up: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = {"attnlab --help": ["--help"], "attnlab train --help": ["train", "--help"],
+                 "a flag error (--lr -1)": ["train", "reverse", "--lr", "-1"],
+                 "a missing run directory": ["predict", os.path.join(tmp, "none"), "--input", "1"]}
+        for name, argv_ in cases.items():
+            times = [seconds(argv_) for _ in range(repeats)]
+            print(f"  {name:<28} {statistics.median(times):.2f} s  (target 0.3 s)")
+        steps = [first_step(tmp, i) for i in range(repeats)]
+        print(f"  {'train reverse: first step':<28} {statistics.median(steps):.2f} s  "
+              f"(target 2.5 s; each run: {', '.join(f'{s:.2f}' for s in steps)})")
+    rows = {name: s for s, name in sorted(import_times("lightning.pytorch"))}  # the largest wins
+    print("\nimport times (cumulative, one process, python -X importtime):")
+    for name in ("torch", "lightning.pytorch", "torchmetrics.functional", "transformers",
+                 "scipy.signal", "torch._dynamo", "lightning.fabric.wrappers"):
+        if name in rows:
+            print(f"  {name:<28} {rows[name]:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
