@@ -15,9 +15,10 @@ this 2-core machine (the numbers are in benchmarks/RESULTS.md), two threads agai
   the threads wait for each other.
 
 So without ``--threads``: one thread on a busy machine (the 1-minute load average leaves less
-than one core idle) or for one sequence; two for a batched forward pass, and for batched
-decoding of a model of at least ``DECODE_PARAMETERS`` parameters (read from the run's
-metrics.json).
+than one core idle) or for one sequence; one per idle core (two on an idle 2-core machine) for a
+batched forward pass, and for batched decoding of a model of at least ``DECODE_PARAMETERS``
+parameters (read from the run's metrics.json). Only one and two threads were measured: on a
+larger machine the idle cores are a guess that keeps torch's own default when nothing else runs.
 
 Nothing here imports torch until a number is applied, so argument errors stay fast.
 """
@@ -37,7 +38,7 @@ WORK = ("one", "forward", "decode")  # one sequence; a batched forward pass; bat
 def add_threads_flag(parser) -> None:
     parser.add_argument(
         "--threads", type=int, metavar="N",
-        help="torch CPU threads (default: 2 for batched work on an idle machine, else 1)")
+        help="torch CPU threads (default: one per idle core for batched work, else 1)")
 
 
 def check_threads(value: int | None) -> None:
@@ -70,16 +71,19 @@ def default_threads(work: str, parameters: int | None = None, *, cores: int | No
         (1, 2)
         >>> default_threads("forward", cores=2, load=1.5)  # another job holds a core
         1
+        >>> default_threads("forward", cores=16, load=4.2)  # twelve cores idle
+        12
     """
     if work not in WORK:
         raise ValueError(f"work must be one of {WORK}, got {work!r}")
     cores = cores if cores is not None else (os.cpu_count() or 1)
     load = load if load is not None else os.getloadavg()[0]
-    if cores < 2 or cores - load < 1.0 or work == "one":
+    idle = cores - load
+    if idle < 1.0 or work == "one":
         return 1
     if work == "decode" and (parameters is None or parameters < DECODE_PARAMETERS):
         return 1
-    return 2
+    return max(1, min(cores, round(idle)))
 
 
 def use_threads(args, work: str, run_dir: Path) -> int:

@@ -91,7 +91,8 @@ def test_the_default_follows_the_work_the_size_the_cores_and_the_load():
     assert default_threads("decode", DECODE_PARAMETERS, cores=2, load=0.0) == 2
     assert default_threads("decode", None, cores=2, load=0.0) == 1     # size unknown
     assert default_threads("forward", cores=2, load=1.2) == 1          # a job holds a core
-    assert default_threads("forward", cores=8, load=1.2) == 2          # six cores idle
+    assert default_threads("forward", cores=8, load=1.2) == 7          # 6.8 cores idle
+    assert default_threads("forward", cores=2, load=0.3) == 2
     assert default_threads("forward", cores=1, load=0.0) == 1
     with pytest.raises(ValueError, match="work must be one of"):
         default_threads("batch")
