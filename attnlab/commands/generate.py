@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import sys
 
-from .inputs import add_input_file_flags, read_inputs
+from .inputs import add_input_file_flags, one_or_file
 from .threads import add_threads_flag, check_threads, use_threads
 
 # --stop's escapes (a shell passes "\n" as a backslash and an n; the docs' --stop "\n\n"
@@ -47,9 +47,6 @@ def register(sub) -> None:
 
 def _check(args) -> None:
     from ..errors import UsageError
-
-    if (args.prompt is None) == (args.input_file is None):
-        raise UsageError("give --prompt TEXT or --input-file FILE (one of the two)")
 
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
@@ -182,8 +179,8 @@ def run(args) -> int:
     from ..tasks.base import each_input
 
     _check(args)
+    prompts, labels = one_or_file(args.prompt, "--prompt", args.input_file)
     many = args.input_file is not None
-    prompts, labels = read_inputs(args.input_file) if many else ([args.prompt], ["--prompt"])
     run_dir, cfg = check_run_dir(args.run_dir, tasks=("lm",), command="generate")
     use_threads(args, "one", run_dir)  # one prompt at a time, token by token
     task = get_task("lm")
@@ -191,7 +188,7 @@ def run(args) -> int:
     all_ids = each_input(prompts, labels,
                          lambda p: task.encode_prompt(tokenizer, p, what="--input"))
     generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
-    if not many:  # one prompt: stream it
+    if not many and not args.json:  # one prompt: stream it
         sys.stdout.write(args.prompt)
         continuation(model, tokenizer, all_ids[0], args, generator, write=_write_now)
         sys.stdout.write("\n")

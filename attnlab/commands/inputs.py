@@ -55,6 +55,15 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
     return lines, [f"{where} line {n}" for n in range(1, len(lines) + 1)]
 
 
+def one_or_file(value: str | None, flag: str, input_file: str | None
+                ) -> tuple[list[str], list[str]]:
+    """(inputs, their labels) from ``flag``'s one ``value`` or from ``--input-file``; a
+    UsageError unless exactly one of the two is given."""
+    if (value is None) == (input_file is None):
+        raise UsageError(f"give {flag} TEXT or --input-file FILE (one of the two)")
+    return ([value], [flag]) if value is not None else read_inputs(input_file)
+
+
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,
                   input_key: str = "input", output_key: str = "prediction") -> None:
     """One line per result: ``result["prediction"]``, or a JSON object with the input."""

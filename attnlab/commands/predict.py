@@ -3,7 +3,7 @@
 the inputs batched, one prediction per line; ``--json`` for a machine-readable line each."""
 from __future__ import annotations
 
-from .inputs import add_input_file_flags, read_inputs, write_results
+from .inputs import add_input_file_flags, one_or_file, write_results
 from .threads import add_threads_flag, check_threads, use_threads
 
 
@@ -24,13 +24,10 @@ def run(args) -> int:
     from ..runs import check_run_dir
     from ..tasks import get_task
 
-    if (args.input is None) == (args.input_file is None):
-        raise UsageError("give --input TEXT or --input-file FILE (one of the two)")
     if args.input is not None and not args.input.strip():
         raise UsageError("--input is empty")
     check_threads(args.threads)
-    texts, labels = ([args.input], ["--input"]) if args.input is not None else \
-        read_inputs(args.input_file)
+    texts, labels = one_or_file(args.input, "--input", args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict")
     generative = cfg["task"] in ("translate", "lm")  # their predictions are decoded
     work = "one" if len(texts) == 1 else "decode" if generative else "forward"

@@ -30,7 +30,7 @@ from ..viz import plot_attention
 from .base import Task, config_from_run, each_input
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
-           "predict", "predict_many", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
+           "predict_many", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
 
 _VAL_SEED, _TEST_SEED = 1, 2  # fixed: every run is tested on the same sets
 
@@ -115,17 +115,13 @@ def load(task: Task, run_dir: Path, cfg: dict[str, Any]) -> SequenceClassifier:
     return model.eval()
 
 
-def predict(task: Task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-    """``--input`` is the indices of ``set_size`` images in ``load_digits()`` separated by
-    spaces; prints the position (0-based) of the anomaly."""
-    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
-
 
 @torch.no_grad()
 def predict_many(task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
-    """Every set's anomaly position and the probability of each position; sets of one size
-    go through the model together."""
+    """Every set's anomaly position (0-based) and the probability of each position. An input
+    is the indices of images in ``load_digits()`` separated by spaces; sets of one size go
+    through the model together."""
     sets = each_input(texts, labels, lambda text: _parse_input(text, cfg)[1][0])  # (T_i, 64)
     model = load(task, run_dir, cfg)
     found: list[dict[str, Any]] = [{} for _ in sets]

@@ -150,8 +150,9 @@ class Task:
         return self._call("load", run_dir, cfg)
 
     def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-        """``attnlab predict DIR --input TEXT``: the prediction as one line of text."""
-        return self._call("predict", run_dir, cfg, text)
+        """``attnlab predict DIR --input TEXT``: the prediction as one line of text (the
+        runtime's ``predict_many`` of that one input)."""
+        return self.predict_many(run_dir, cfg, [text])[0]["prediction"]
 
     def predict_many(self, run_dir: Path, cfg: dict[str, Any], texts: list[str],
                      labels: list[str] | None = None) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ from .classify_data import check_labels, read_examples
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches",
            "collect_predictions", "classification_metrics", "per_class_table",
            "classes_without_examples", "MISSING_KEY",
-           "run", "load", "predict", "predict_many", "evaluate", "attention_maps"]
+           "run", "load", "predict_many", "evaluate", "attention_maps"]
 
 MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
 
@@ -306,10 +306,6 @@ def load(task, run_dir: Path, cfg: dict[str, Any]):
     model, tokenizer = _load(run_dir, cfg)
     return model if tokenizer is None else (model, tokenizer)
 
-
-def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-    """The label of one text, or of one set written ``"x1,y1;x2,y2;..."``."""
-    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
 
 
 @torch.no_grad()

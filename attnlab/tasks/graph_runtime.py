@@ -20,7 +20,7 @@ from ..models.graph_net import GraphNet
 from ..runs import load_weights
 from .base import config_from_run, each_input, probabilities_of
 
-__all__ = ["graph_of", "build_model", "run", "load", "predict", "predict_many", "evaluate",
+__all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
            "attention_maps"]
 
 IGNORE = -100  # the target of a node the loss does not count (cross_entropy's ignore_index)
@@ -87,10 +87,6 @@ def _node(text: str, names: list[str]) -> int:
                          f"{text.strip()!r}")
     return names.index(text.strip())
 
-
-def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-    """``--input NODE``: the predicted class of that node."""
-    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
 
 
 @torch.no_grad()

@@ -39,7 +39,7 @@ from .base import config_from_run, each_input, probabilities_of
 from .jets import DATA_FILES, split_ranges
 
 __all__ = ["Split", "splits", "trim", "JetBatches", "score_split", "model_config_of",
-           "build_model", "run", "load", "evaluate", "predict", "predict_many", "attention_maps", "figures",
+           "build_model", "run", "load", "evaluate", "predict_many", "attention_maps", "figures",
            "LABELS"]
 
 LABELS = ("QCD", "top")  # is_signal_new = 0, 1
@@ -352,13 +352,19 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict
     return tagging_metrics(scores, labels, prefix="test_")
 
 
-def read_input(text: str, cfg: dict[str, Any]) -> tuple[torch.Tensor, int]:
-    """``FILE:ROW`` -> (that jet (1, N, 4), its label); ``UsageError`` naming --input."""
+def read_input(text: str, cfg: dict[str, Any],
+               checked: dict[str, int] | None = None) -> tuple[torch.Tensor, int]:
+    """``FILE:ROW`` -> (that jet (1, N, 4), its label); ``UsageError`` naming --input.
+    ``checked`` (file -> its jets) keeps each file's whole-file check to once per call of many
+    inputs."""
     path, sep, row = text.strip().rpartition(":")
     if not sep or not path or not row.strip().isdigit():
         raise UsageError(f"--input must be FILE:ROW (a jets file and a row number from 0), "
                          f"got {text.strip()!r}")
-    n, row = check_jet_file(path, "--input", max_constituents=cfg["max_constituents"]), int(row)
+    checked = {} if checked is None else checked
+    if path not in checked:
+        checked[path] = check_jet_file(path, "--input", max_constituents=cfg["max_constituents"])
+    n, row = checked[path], int(row)
     if row >= n:
         raise UsageError(f"--input {text.strip()}: row {row} is past the end of {path} "
                          f"({n:,} jets: rows 0..{n - 1})")
@@ -366,16 +372,14 @@ def read_input(text: str, cfg: dict[str, Any]) -> tuple[torch.Tensor, int]:
     return trim(p4), int(labels[0])
 
 
-def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-    """``--input FILE:ROW``: the label of the more probable class and its probability."""
-    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
-
 
 def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each ``FILE:ROW`` jet's class and probabilities; the jets zero-padded into batches (the
     tagger ignores padding)."""
-    jets = each_input(texts, labels, lambda text: read_input(text, cfg)[0][0])  # (N_i, 4)
+    checked: dict[str, int] = {}  # each file is checked whole once, not once per line
+    jets = each_input(texts, labels,  # (N_i, 4) each
+                      lambda text: read_input(text, cfg, checked)[0][0])
     model = load(task, run_dir, cfg)
     found = []
     for start in range(0, len(jets), EVAL_BATCH):

@@ -35,7 +35,7 @@ from .base import each_input
 from .lm import check_corpus, model_config_of
 
 __all__ = ["build_model", "lm_metrics", "random_windows", "corpus_dir", "pin_corpus",
-           "split_windows", "figures", "run", "load", "encode_prompt", "predict", "predict_many", "evaluate",
+           "split_windows", "figures", "run", "load", "encode_prompt", "predict_many", "evaluate",
            "attention_maps"]
 
 
@@ -193,10 +193,6 @@ def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list
         raise UsageError(f"{what} is empty; give some text to continue")
     return ids
 
-
-def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-    """The greedy continuation of ``text`` (``predict_tokens`` tokens), on one line."""
-    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
 
 
 @torch.no_grad()

@@ -26,7 +26,7 @@ from ..viz import lr_curve, plot_attention, plot_lr_schedule
 from .base import Task, config_from_run, each_input
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
-           "figures", "load", "predict", "predict_many", "evaluate", "attention_maps"]
+           "figures", "load", "predict_many", "evaluate", "attention_maps"]
 
 
 def model_config_of(cfg: dict[str, Any]) -> ElementPredictorConfig:
@@ -154,10 +154,6 @@ def _padded(task: Task, cfg: dict[str, Any],
     return (torch.tensor([p for p, _ in padded]), torch.tensor([len(r) for r in rows]),
             [start for _, start in padded])
 
-
-def predict(task: Task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-    """The predicted symbols for the symbols of ``text``, separated by spaces."""
-    return predict_many(task, run_dir, cfg, [text], ["--input"])[0]["prediction"]
 
 
 def predict_many(task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],

@@ -37,7 +37,7 @@ from .translate_scoring import (compute_test_metrics, pad, resolve_bleu_tokenize
                                 scores_by_length, translate_texts)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
-           "cross_attention_maps", "run", "load", "translate", "predict", "predict_many", "evaluate",
+           "cross_attention_maps", "run", "load", "translate", "predict_many", "evaluate",
            "attention_maps"]
 
 # Pairs drawn from the built-in stream to fit the tokenisers on: enough to see every word.
@@ -231,10 +231,6 @@ def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
                            length_penalty=cfg["length_penalty"] if length_penalty is None
                            else length_penalty)
 
-
-def predict(task, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
-    """The translation of one text."""
-    return translate(task, run_dir, cfg, [text])[0]
 
 
 def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],

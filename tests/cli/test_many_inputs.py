@@ -164,3 +164,15 @@ def test_sampling_a_file_with_a_seed_is_reproducible(runs, tmp_path, capsys):
     outs = [call(capsys, "generate", run, "--input-file", path, "--seed", "3",
                  "--max-new-tokens", "10")[1] for _ in range(2)]
     assert outs[0] == outs[1] and len(outs[0].splitlines()) == 2
+
+
+def test_one_prompt_with_json_is_one_json_line(runs, capsys):
+    run, _ = runs["lm"]
+    code, streamed, _ = call(capsys, "generate", run, "--prompt", "a fox", "--greedy",
+                             "--max-new-tokens", "8")
+    code, out, err = call(capsys, "generate", run, "--prompt", "a fox", "--greedy",
+                          "--max-new-tokens", "8", "--json")
+    assert code == 0, err
+    (line,) = out.splitlines()
+    record = json.loads(line)
+    assert record["prompt"] + record["text"] == streamed[:-1]
