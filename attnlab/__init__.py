@@ -6,14 +6,16 @@ model from a run directory written by ``attnlab train``.
 __version__ = "0.1.0"
 
 
-def load(run_dir):
+def load(run_dir, *, quantize=None):
     """The trained model (and its tokenizer, where it has one) from a run directory.
 
     Returns the model in eval mode; for tasks with a tokenizer, ``(model, tokenizer)``.
+    ``quantize="int8"`` (lm and translate runs): the model's linear layers hold int8 weights,
+    for faster generation on the CPU (``attnlab.nn.quantize``).
     """
     from .runs import load as _load  # lazy: keeps `import attnlab` light
 
-    return _load(run_dir)
+    return _load(run_dir, quantize=quantize)
 
 
 def __getattr__(name):

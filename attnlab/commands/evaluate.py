@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from .quantize import add_quantize_flag, check_quantize
 from .threads import add_threads_flag, check_threads, use_threads
 
 
@@ -15,6 +16,7 @@ def register(sub) -> None:
                    help="translate runs: the scores per source-length bucket (a table on "
                         "stderr, 'by_length' in the JSON) and DIR/by_length.png")
     add_threads_flag(p)
+    add_quantize_flag(p)
     p.set_defaults(func=run)
 
 
@@ -27,6 +29,7 @@ def run(args) -> int:
 
     check_threads(args.threads)
     run_dir, cfg = check_run_dir(args.run_dir, command="evaluate")
+    check_quantize(args.quantize, cfg["task"], run_dir)
     # a whole test split: forward passes, or a translate run's batched greedy decoding
     use_threads(args, "decode" if cfg["task"] == "translate" else "forward", run_dir)
     task = get_task(cfg["task"])
@@ -37,12 +40,12 @@ def run(args) -> int:
                              f"{cfg['task']} run")
         from ..tasks.translate_scoring import by_length_table
 
-        metrics, rows = by_length(task, run_dir, cfg, args.data)
+        metrics, rows = by_length(task, run_dir, cfg, args.data, quantize=args.quantize)
         print(by_length_table(rows), file=sys.stderr)
         print(f"wrote {run_dir / 'by_length.png'}", file=sys.stderr)
         metrics = {**metrics, "by_length": rows}
     else:
-        metrics = task.evaluate(run_dir, cfg, args.data)
+        metrics = task.evaluate(run_dir, cfg, args.data, quantize=args.quantize)
     # 6 significant digits, as metrics.json holds them (not float32 noise like 0.99800002574)
     print(json.dumps(readable(metrics), indent=2, sort_keys=True))
     return 0

@@ -9,6 +9,7 @@ import math
 import sys
 
 from .inputs import add_input_file_flags, one_or_file
+from .quantize import add_quantize_flag
 from .threads import add_threads_flag, check_threads, use_threads
 
 # --stop's escapes (a shell passes "\n" as a backslash and an n; the docs' --stop "\n\n"
@@ -42,6 +43,7 @@ def register(sub) -> None:
     p.add_argument("--greedy", action="store_true", help="argmax decoding instead of sampling")
     add_input_file_flags(p, "prompt")
     add_threads_flag(p)
+    add_quantize_flag(p)
     p.set_defaults(func=run)
 
 
@@ -184,7 +186,7 @@ def run(args) -> int:
     run_dir, cfg = check_run_dir(args.run_dir, tasks=("lm",), command="generate")
     use_threads(args, "one", run_dir)  # one prompt at a time, token by token
     task = get_task("lm")
-    model, tokenizer = task.load(run_dir, cfg)
+    model, tokenizer = task.load(run_dir, cfg, quantize=args.quantize)
     all_ids = each_input(prompts, labels,
                          lambda p: task.encode_prompt(tokenizer, p, what="--input"))
     generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .inputs import add_input_file_flags, read_inputs, write_results
+from .quantize import add_quantize_flag
 from .threads import add_threads_flag, check_threads, use_threads
 
 # More beams than this only cost time (each step scores beams × vocabulary candidates); a
@@ -30,6 +31,7 @@ def register(sub) -> None:
                    help="beam search: score = log-probability / length**F (default: the run's)")
     add_input_file_flags(p, "text")
     add_threads_flag(p)
+    add_quantize_flag(p)
     p.set_defaults(func=run)
 
 
@@ -56,7 +58,7 @@ def run(args) -> int:
     use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     task = get_task("translate")
     found = task.translate(run_dir, cfg, args.texts, num_beams=args.beam,
-                           length_penalty=args.length_penalty)
+                           length_penalty=args.length_penalty, quantize=args.quantize)
     write_results([{"prediction": t} for t in found], args.texts, as_json=args.json,
                   output_key="translation")
     return 0

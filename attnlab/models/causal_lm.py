@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import KVCache, TransformerEncoder, capture, positional_kind
+from ..nn.quantize import linear
 from .configs import CausalLMConfig
 from .lm_generation import prepare, selector, stream_sliding, stream_tokens
 from .renamed import accept_old_names
@@ -201,7 +202,7 @@ class CausalLM(nn.Module):
         if positional_encoding is not None:
             x = positional_encoding(x, positions=positions)
         h = m["decoder"].step(x, cache, positions=positions, key_mask=key_mask)  # (B, 1, D)
-        return F.linear(h[:, 0], m["lm_head"]._parameters["weight"])  # (B, V)
+        return linear(m["lm_head"], h[:, 0])  # (B, V)
 
     # ---- generation ----------------------------------------------------------------------
     def generate(self, input_ids: Tensor, max_new_tokens: int, *, do_sample: bool = False,

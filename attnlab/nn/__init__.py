@@ -15,6 +15,7 @@ from .positional import (
     POSITIONAL_KINDS, ALiBi, LearnedPositionalEncoding, PositionalEncoding, PositionalKind,
     RotaryEmbedding, positional_kind,
 )
+from .quantize import quantize
 from .scores import AdditiveAttention, BilinearAttention
 from .stacks import Transformer, TransformerDecoder, TransformerEncoder
 
@@ -24,5 +25,5 @@ __all__ = [
     "PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
     "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "capture", "ActivationCache",
     "expand_mask", "causal_mask", "padding_mask", "window_mask",
-    "AdditiveAttention", "BilinearAttention", "GraphAttention",
+    "AdditiveAttention", "BilinearAttention", "GraphAttention", "quantize",
 ]

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from .cache import KVCache
 from .masks import check_mask
 from .positional import RotaryEmbedding
+from .quantize import linear
 from .sdpa import attend, scaled_dot_product
 
 __all__ = ["scaled_dot_product", "MultiheadAttention"]
@@ -275,9 +276,8 @@ class MultiheadAttention(nn.Module):
         B, H, hd = x.shape[0], self.num_heads, self.head_dim
         # parameters by dict lookup, not nn.Module.__getattr__: a step is bound by Python overhead
         m = self._modules
-        w, o = m["qkv_proj"]._parameters, m["o_proj"]._parameters
         # (B, 1, 3E) viewed per head [q; k; v]: (B, H, 1, 3·hd), then (B, H, 1, hd) each
-        q, k, v = F.linear(x, w["weight"], w["bias"]).view(B, H, 1, 3 * hd).chunk(3, dim=-1)
+        q, k, v = linear(m["qkv_proj"], x).view(B, H, 1, 3 * hd).chunk(3, dim=-1)
         if self.pos_embeddings is not None:
             if positions is None:
                 positions = torch.arange(cache.length, cache.length + 1, device=x.device)
@@ -292,7 +292,7 @@ class MultiheadAttention(nn.Module):
         else:
             values = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)  # (B, H, 1, hd)
         # (B, H, 1, hd) -> (B, 1, E): with one query the heads are already contiguous
-        return F.linear(values.view(B, 1, self.embed_dim), o["weight"], o["bias"])
+        return linear(m["o_proj"], values.view(B, 1, self.embed_dim))
 
     # ---- weight conversion at the boundary (torch.nn, Hugging Face) --------------------
     @torch.no_grad()

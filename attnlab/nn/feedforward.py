@@ -11,8 +11,9 @@ It has 2·D·F weights and F + D biases.
 """
 from __future__ import annotations
 
-import torch.nn.functional as F
 from torch import Tensor, nn
+
+from .quantize import linear
 
 __all__ = ["FeedForward", "make_activation", "ACTIVATIONS"]
 
@@ -70,6 +71,5 @@ class FeedForward(nn.Sequential):
         if self.training:
             return self(x)
         m = self._modules  # dict lookups, not nn.Module.__getattr__ (Python overhead per token)
-        first, last = m["0"]._parameters, m["3"]._parameters
-        h = F.linear(x, first["weight"], first["bias"])  # (B, 1, F)
-        return F.linear(m["2"].forward(h), last["weight"], last["bias"])
+        h = linear(m["0"], x)  # (B, 1, F)
+        return linear(m["3"], m["2"].forward(h))

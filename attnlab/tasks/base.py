@@ -144,10 +144,13 @@ class Task:
         by ``attnlab.training.finish``)."""
         return self._call("run", cfg, run_dir)
 
-    def load(self, run_dir: Path, cfg: dict[str, Any]):
+    def load(self, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = None):
         """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
-        Return the model, or ``(model, tokenizer)`` when the task has a tokenizer."""
-        return self._call("load", run_dir, cfg)
+        Return the model, or ``(model, tokenizer)`` when the task has a tokenizer. With
+        ``quantize="int8"`` (lm and translate runs), the model runs on int8 weights."""
+        if quantize is None:
+            return self._call("load", run_dir, cfg)
+        return self._call("load", run_dir, cfg, quantize=quantize)
 
     def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
         """``attnlab predict DIR --input TEXT``: the prediction as one line of text (the
@@ -163,9 +166,13 @@ class Task:
         ``--input-file FILE line N``)."""
         return self._call("predict_many", run_dir, cfg, texts, labels or ["--input"] * len(texts))
 
-    def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
-        """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run."""
-        return self._call("evaluate", run_dir, cfg, data)
+    def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
+                 quantize: str | None = None) -> dict[str, float]:
+        """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run; with
+        ``quantize="int8"`` (lm and translate runs), of the model on int8 weights."""
+        if quantize is None:
+            return self._call("evaluate", run_dir, cfg, data)
+        return self._call("evaluate", run_dir, cfg, data, quantize=quantize)
 
     def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab plot attention DIR --input TEXT``: the attention of the trained model on

@@ -28,6 +28,7 @@ from ..data.corpus import TokenWindows, corpus_identity, encode_file, prepare, r
 from ..data.tables import check_digest
 from ..errors import UsageError
 from ..models import CausalLM
+from ..nn.quantize import quantized
 from ..runs import load_weights, pin_data_files, write_yaml
 from ..tokenizers import load_tokenizer
 from ..viz import lr_curve, plot_lr_schedule
@@ -179,11 +180,12 @@ def figures(cfg: dict[str, Any], run_dir: Path, steps: int, max_steps: int) -> N
 
 
 # ---- using a trained run (no Lightning) -----------------------------------------------------
-def load(task, run_dir: Path, cfg: dict[str, Any]):
-    """The trained ``CausalLM`` (eval mode) and its tokenizer (``Task.load``)."""
+def load(task, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = None):
+    """The trained ``CausalLM`` (eval mode) and its tokenizer (``Task.load``); with
+    ``quantize="int8"``, its linear layers on int8 weights (``attnlab.nn.quantize``)."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
-    return model.eval(), load_tokenizer(Path(run_dir) / "tokenizer.json")
+    return quantized(model.eval(), quantize), load_tokenizer(Path(run_dir) / "tokenizer.json")
 
 
 def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:
@@ -219,9 +221,11 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
     return found
 
 
-def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
-    """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE)."""
-    model, tokenizer = load(task, run_dir, cfg)
+def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
+             quantize: str | None = None) -> dict[str, float]:
+    """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE); of the
+    int8 model with ``quantize="int8"``."""
+    model, tokenizer = load(task, run_dir, cfg, quantize=quantize)
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg)
     if cfg.get("corpus_sha256"):  # the corpus is the one trained on (pin_corpus)

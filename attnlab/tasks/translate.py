@@ -120,11 +120,13 @@ class TranslateTask(Task):
                              f"--max-number ({cfg['max_number']})")
 
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
-                  num_beams: int | None = None, length_penalty: float | None = None) -> list[str]:
+                  num_beams: int | None = None, length_penalty: float | None = None,
+                  quantize: str | None = None) -> list[str]:
         """``attnlab translate DIR TEXT...``: the translations of ``texts``, in order (with the
-        built-in numbers, digits are spelled out first)."""
+        built-in numbers, digits are spelled out first); ``quantize="int8"``: by the model on
+        int8 weights."""
         return self._call("translate", run_dir, cfg, texts, num_beams=num_beams,
-                          length_penalty=length_penalty)
+                          length_penalty=length_penalty, quantize=quantize)
 
 
 TASKS = {"translate": TranslateTask()}

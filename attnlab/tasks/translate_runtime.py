@@ -28,6 +28,7 @@ from ..explorer.data import Layer
 from ..models import Seq2SeqTransformer
 from ..models.configs import Seq2SeqConfig
 from ..models.rnn_seq2seq import RNNSeq2Seq
+from ..nn.quantize import quantized
 from ..runs import load_weights
 from ..viz import plot_attention, plot_by_length
 from .base import config_from_run
@@ -212,19 +213,22 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
 
 
 # ---- a trained run ----------------------------------------------------------------------
-def load(task, run_dir: Path, cfg: dict[str, Any]):
-    """(model in eval mode, ``TranslationTokenizers``) of a run directory."""
+def load(task, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = None):
+    """(model in eval mode, ``TranslationTokenizers``) of a run directory; with
+    ``quantize="int8"``, the model's linear layers on int8 weights (``attnlab.nn.quantize``)."""
     tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json")
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
-    return model.eval(), tok
+    return quantized(model.eval(), quantize), tok
 
 
 def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
-              num_beams: int | None = None, length_penalty: float | None = None) -> list[str]:
+              num_beams: int | None = None, length_penalty: float | None = None,
+              quantize: str | None = None) -> list[str]:
     """Translations of ``texts`` (the run's ``beam`` and ``length_penalty`` unless given);
-    with the built-in numbers, digits are spelled out first."""
-    model, tok = load(task, run_dir, cfg)
+    with the built-in numbers, digits are spelled out first; ``quantize="int8"``: by the int8
+    model."""
+    model, tok = load(task, run_dir, cfg, quantize=quantize)
     return translate_texts(model, tok, spell_digits(cfg, texts),
                            max_new_tokens=cfg["max_target_len"],
                            num_beams=num_beams or cfg["beam"],
@@ -259,18 +263,21 @@ def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
     return layers, src_labels, src_labels
 
 
-def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
-    """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs."""
+def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
+             quantize: str | None = None) -> dict[str, float]:
+    """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs (of the
+    int8 model with ``quantize="int8"``)."""
     test = evaluation_pairs(cfg, data)
-    model, tok = load(task, run_dir, cfg)
+    model, tok = load(task, run_dir, cfg, quantize=quantize)
     return compute_test_metrics(model, tok, test, cfg)[0]
 
 
-def evaluate_by_length(task, run_dir: Path, cfg: dict[str, Any], data: str | None):
+def evaluate_by_length(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
+                       quantize: str | None = None):
     """``attnlab evaluate DIR --by-length``: (the test metrics, their rows per source-length
     bucket); draws ``DIR/by_length.png``."""
     test = evaluation_pairs(cfg, data)
-    model, tok = load(task, run_dir, cfg)
+    model, tok = load(task, run_dir, cfg, quantize=quantize)
     metrics, hyps = compute_test_metrics(model, tok, test, cfg)
     rows = scores_by_length(tok, test, hyps)
     labels, path = [r["lengths"] for r in rows], Path(run_dir) / "by_length.png"

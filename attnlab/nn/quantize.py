@@ -1,0 +1,90 @@
+"""int8 weights for inference: every ``nn.Linear`` of a trained model becomes PyTorch's own
+dynamically quantised linear (fbgemm on x86, qnnpack on ARM).
+
+    y = x Wᵀ + b   becomes   y ≈ s_x s_W[c] (q_x q_Wᵀ) + b
+
+with the weight stored once as int8 and one scale ``s_W[c]`` per output channel c
+(``per_channel``; one per tensor otherwise), and the input quantised to 8 bits per call from
+its own range. A decoding step reads every weight once, so a quarter of the bytes is most of
+the gain; embeddings, LayerNorms and attention itself stay float32.
+
+For inference only: the result has no gradients and is not meant to be trained or saved as a
+checkpoint (save the float model). A tied output projection (``CausalLM.lm_head`` sharing the
+token embedding) gets its own int8 copy; the embedding lookup keeps the float table.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+QUANTIZE_KINDS = ("int8",)
+
+
+def linear(module: nn.Module, x: Tensor) -> Tensor:
+    """``module(x)`` for a linear layer on generation's per-token fast path: a plain
+    ``nn.Linear`` as one ``F.linear`` with its parameters read by dict lookup (no module call);
+    anything else, such as a quantised linear that has no float ``weight``, is called."""
+    p = module._parameters
+    weight = p.get("weight")
+    if weight is None:
+        return module(x)
+    return F.linear(x, weight, p.get("bias"))
+
+
+def quantized(model: nn.Module, kind: str | None) -> nn.Module:
+    """``model`` itself when ``kind`` is None, else ``quantize(model, kind, inplace=True)``:
+    for a model just loaded for inference, with no float copy kept."""
+    return model if kind is None else quantize(model, kind, inplace=True)
+
+
+def quantize(model: nn.Module, kind: str = "int8", *, per_channel: bool = True,
+             inplace: bool = False) -> nn.Module:
+    """``model`` (eval mode) with every ``nn.Linear`` holding int8 weights.
+
+    Args:
+        model: a trained float32 model, e.g. ``CausalLM`` or ``Seq2SeqTransformer``.
+        kind: "int8" (the only kind: PyTorch's dynamic int8 linear kernels).
+        per_channel: one scale per output channel (default; closer to float32) instead of one
+            per weight matrix.
+        inplace: convert ``model`` itself instead of a copy.
+
+    Returns:
+        The converted model, in eval mode; its ``generate``/``step`` run on the int8 kernels.
+
+    Examples:
+        >>> import torch
+        >>> from attnlab.models import CausalLM
+        >>> lm = CausalLM(vocab_size=50, model_dim=32, num_heads=2, num_layers=1, max_len=16)
+        >>> q = quantize(lm)
+        >>> type(q.lm_head).__name__, type(lm.lm_head).__name__  # the float model is untouched
+        ('Linear', 'Linear')
+        >>> q.lm_head.weight().dtype
+        torch.qint8
+        >>> q.generate(torch.tensor([[1, 2, 3]]), 4).shape
+        torch.Size([1, 7])
+    """
+    if kind not in QUANTIZE_KINDS:
+        raise ValueError(f"kind must be {' or '.join(map(repr, QUANTIZE_KINDS))}, got {kind!r}")
+    engines = torch.backends.quantized.supported_engines
+    engine = next((e for e in ("fbgemm", "x86", "qnnpack") if e in engines), None)
+    if engine is None:
+        raise RuntimeError(f"this PyTorch build has no int8 CPU kernels (engines: {engines})")
+    if torch.backends.quantized.engine != engine:
+        torch.backends.quantized.engine = engine
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        raise ValueError("int8 quantisation runs on the CPU: move the model there first (.cpu())")
+    from torch.ao import quantization as tq
+
+    qconfig = tq.per_channel_dynamic_qconfig if per_channel else tq.default_dynamic_qconfig
+    target = model if inplace else copy.deepcopy(model)
+    target.eval()
+    with warnings.catch_warnings():  # torch.ao.quantization's notice that it moves to torchao
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", message=".*torch.ao.quantization.*")
+        warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
+        return tq.quantize_dynamic(target, {nn.Linear: qconfig}, dtype=torch.qint8, inplace=True)

@@ -1,0 +1,90 @@
+"""``--quantize int8`` of generate, translate and evaluate, and ``attnlab.load(run,
+quantize="int8")`` (issue #14 part 6): the int8 model answers like the float one on a trained
+run, its perplexity is within 1% of float32's, and the flag is refused, in one line naming it,
+where it does not apply."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.cli import main
+
+from ..reliability.conftest import TINY, TINY_MODEL, reverse_run, write_corpus  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A character lm trained until it has learnt its text (perplexity ~1.5), and a tiny
+    translate run."""
+    tmp = tmp_path_factory.mktemp("quantize")
+    lm, translate = tmp / "lm", tmp / "translate"
+    assert main(["train", "lm", "--data", str(write_corpus(tmp / "corpus.txt")), "--out", str(lm),
+                 "--num-layers", "1", "--batch-size", "8", "--block-size", "16", "--val-batches",
+                 "2", "--model-dim", "32", "--num-heads", "2", "--dim-feedforward", "64",
+                 "--warmup", "5", "--threads", "1", "--max-steps", "300", "--lr", "3e-3"]) == 0
+    assert main(["train", "translate", "--out", str(translate), *TINY["translate"].split(),
+                 *TINY_MODEL.split(), "--max-steps", "5"]) == 0
+    return {"lm": lm, "translate": translate}
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("command", ["generate", "translate", "evaluate"])
+def test_help_lists_the_flag(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert "--quantize int8" in capsys.readouterr().out
+
+
+def test_int8_perplexity_is_within_one_percent_of_float32(runs, capsys):
+    code, out, _ = run_cli(capsys, "evaluate", runs["lm"])
+    code8, out8, _ = run_cli(capsys, "evaluate", runs["lm"], "--quantize", "int8")
+    fp32, int8 = json.loads(out)["val_perplexity"], json.loads(out8)["val_perplexity"]
+    assert code == code8 == 0
+    assert fp32 < 2.0  # the model has learnt its text, so the comparison means something
+    assert abs(int8 / fp32 - 1) < 0.01
+
+
+def test_int8_greedy_generation_writes_what_float32_writes(runs, capsys):
+    argv = ["generate", runs["lm"], "--prompt", "the quick", "--greedy", "--max-new-tokens", "40"]
+    code, out, _ = run_cli(capsys, *argv)
+    code8, out8, _ = run_cli(capsys, *argv, "--quantize", "int8")
+    assert code == code8 == 0
+    assert out8.startswith("the quick") and out8 == out
+
+
+def test_translate_and_its_evaluation_run_on_int8_weights(runs, capsys):
+    code, out, _ = run_cli(capsys, "translate", runs["translate"], "342", "17", "--beam", "2",
+                           "--quantize", "int8", "--json")
+    assert code == 0
+    assert [json.loads(line)["input"] for line in out.splitlines()] == ["342", "17"]
+    code, out, _ = run_cli(capsys, "evaluate", runs["translate"], "--quantize", "int8")
+    assert code == 0 and {"test_bleu", "test_chrf", "test_exact_match"} <= set(json.loads(out))
+
+
+def test_python_load_gives_the_int8_model(runs):
+    model, _ = attnlab.load(runs["lm"], quantize="int8")
+    assert isinstance(model.lm_head, torch.ao.nn.quantized.dynamic.Linear)
+    float_model, _ = attnlab.load(runs["lm"])
+    assert type(float_model.lm_head) is torch.nn.Linear
+
+
+def test_other_tasks_and_other_kinds_are_refused_in_one_line(runs, reverse_run, capsys):  # noqa: F811
+    code, out, err = run_cli(capsys, "evaluate", reverse_run, "--quantize", "int8")
+    assert (code, out) == (2, "")
+    assert err.strip() == (f"attnlab: error: --quantize is for lm and translate runs; "
+                           f"{reverse_run} is a reverse run")
+    code, _, err = run_cli(capsys, "generate", runs["lm"], "--prompt", "the", "--quantize", "int4")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "argument --quantize: invalid choice: 'int4'" in err
+    with pytest.raises(ValueError, match="quantize is for lm and translate runs"):
+        attnlab.load(reverse_run, quantize="int8")
