@@ -16,6 +16,7 @@ from ..settings import TrainSettings, add_flags, check
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import resume_conflicts
+from .threads import default_threads
 
 def add_shared_flags(p: argparse.ArgumentParser) -> None:
     """The flags every task shares: --out, --config, and one per ``TrainSettings`` field."""
@@ -176,12 +177,17 @@ def _train(cfg: dict[str, Any], run_dir: Path) -> None:
     if not cfg["resume"] and not _is_child():
         write_yaml(run_dir / "config.yaml", cfg)  # so that --resume can rebuild the run
     seed_all(cfg["seed"])
-    if cfg.get("threads"):
+    threads = cfg.get("threads")
+    if not threads and cfg.get("devices", 1) == 1 and default_threads("forward") == 1:
+        # Without --threads: torch's own count on an idle machine, but one thread when another
+        # job holds a core. A small model's kernels are too short to share between threads, and
+        # on a busy machine the threads' spin-waiting costs more than it gains (docs/reverse.md:
+        # the course recipe 207 s with torch's two threads, 9.3 s with one).
+        threads = 1
+    if threads:
         import torch
 
-        # A small model's kernels are too short to share between threads; on a busy machine the
-        # threads' spin-waiting costs more than it gains (docs/reverse.md).
-        torch.set_num_threads(cfg["threads"])
+        torch.set_num_threads(threads)
     if not _is_child():
         print(f"attnlab train {cfg['task']} -> {run_dir}", file=sys.stderr, flush=True)
     get_task(cfg["task"]).run(cfg, run_dir)

@@ -1,5 +1,5 @@
 """int8 weights for inference: every ``nn.Linear`` of a trained model becomes PyTorch's own
-dynamically quantised linear (fbgemm on x86, qnnpack on ARM).
+dynamically quantised linear (the x86 engine's fbgemm kernels on x86, qnnpack on ARM).
 
     y = x Wᵀ + b   becomes   y ≈ s_x s_W[c] (q_x q_Wᵀ) + b
 
@@ -69,11 +69,11 @@ def quantize(model: nn.Module, kind: str = "int8", *, per_channel: bool = True,
     """
     if kind not in QUANTIZE_KINDS:
         raise ValueError(f"kind must be {' or '.join(map(repr, QUANTIZE_KINDS))}, got {kind!r}")
-    engines = torch.backends.quantized.supported_engines
-    engine = next((e for e in ("fbgemm", "x86", "qnnpack") if e in engines), None)
-    if engine is None:
-        raise RuntimeError(f"this PyTorch build has no int8 CPU kernels (engines: {engines})")
-    if torch.backends.quantized.engine != engine:
+    if torch.backends.quantized.engine == "none":  # PyTorch picks x86 or qnnpack where it can
+        engines = torch.backends.quantized.supported_engines
+        engine = next((e for e in ("x86", "fbgemm", "qnnpack") if e in engines), None)
+        if engine is None:
+            raise RuntimeError(f"this PyTorch build has no int8 CPU kernels (engines: {engines})")
         torch.backends.quantized.engine = engine
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("int8 quantisation runs on the CPU: move the model there first (.cpu())")

@@ -13,7 +13,7 @@ from attnlab.cli import main
 from attnlab.commands import threads as threads_module
 from attnlab.commands.threads import DECODE_PARAMETERS, default_threads, run_parameters
 
-from ..reliability.conftest import TINY_REVERSE
+from ..reliability.conftest import TINY, TINY_REVERSE, write_corpus
 
 COMMANDS = {  # argv after the run directory is put in; each would load the model
     "predict": ["predict", "{run}", "--input", "3 1 4"],
@@ -104,3 +104,23 @@ def test_the_size_is_read_from_the_runs_metrics(tmp_path):
     assert run_parameters(tmp_path) == 12345
     (tmp_path / "metrics.json").write_text("{not json")
     assert run_parameters(tmp_path) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("load, expected", [(1.5, 1), (0.0, 4)])
+def test_train_without_the_flag_takes_one_thread_on_a_busy_machine(tmp_path, monkeypatch, load,
+                                                                   expected):
+    # lm has no --threads default of its own (the small tasks default to 1). Another job holds
+    # a core: one thread (torch's own count collapses there); an idle machine keeps torch's
+    # count (4, set here, stands for it)
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 2)
+    args = TINY["lm"].format(data=write_corpus(tmp_path / "corpus.txt")).split()
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(4)
+        assert main(["train", "lm", "--out", str(tmp_path / "r"), *args, "--model-dim", "16",
+                     "--num-heads", "2", "--max-steps", "2", "--warmup", "1"]) == 0
+        assert torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(before)
