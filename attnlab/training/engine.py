@@ -7,6 +7,7 @@ evaluates on its test split in plain PyTorch, then calls ``finish`` to write the
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import sys
@@ -62,9 +63,13 @@ class _PrintProgress(Callback):
         self.every = max(1, max_steps // 10)
         self.max_steps = max_steps
 
+    def reads_train_loss(self, step: int) -> bool:
+        """Whether the line after ``step`` steps prints ``train_loss`` (``logs_this_step``)."""
+        return step % self.every == 0 or step == self.max_steps
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         step = trainer.global_step
-        if trainer.is_global_zero and (step % self.every == 0 or step == self.max_steps):
+        if trainer.is_global_zero and self.reads_train_loss(step):
             loss = trainer.callback_metrics.get("train_loss")
             loss = f"{float(loss):.4f}" if loss is not None else "-"
             print(f"step {step}/{self.max_steps}  train_loss {loss}", file=sys.stderr, flush=True)
@@ -75,7 +80,10 @@ class _StopOnNonFinite(Callback):
 
     # Before backward: the optimiser has not yet applied the non-finite gradient.
     def on_before_backward(self, trainer, pl_module, loss):
-        if not torch.isfinite(loss).all():
+        # one number: a Python check (0.1 µs) instead of two tensor ops (~5 µs)
+        finite = (math.isfinite(loss.item()) if loss.numel() == 1
+                  else bool(torch.isfinite(loss).all()))
+        if not finite:
             last = checkpoint_dir(Path(trainer.default_root_dir)) / "last.ckpt"
             kept = (f"the last good checkpoint is kept: {last} (--resume continues from it)"
                     if last.is_file() else "no checkpoint had been written yet")

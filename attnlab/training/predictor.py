@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..models.predictor import ElementPredictor
-from .module import Float32AfterFit, make_optimizer
+from .module import CPUBatches, Float32AfterFit, logs_this_step, make_optimizer
 
 __all__ = ["TransformerPredictor", "element_metrics"]
 
@@ -25,7 +25,7 @@ def element_metrics(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
             "seq_acc": correct.all(-1).float().mean()}
 
 
-class TransformerPredictor(Float32AfterFit, ElementPredictor, L.LightningModule):
+class TransformerPredictor(CPUBatches, Float32AfterFit, ElementPredictor, L.LightningModule):
     """The course's ``TransformerPredictor``, trainable with a Lightning ``Trainer``.
 
     Args:
@@ -84,19 +84,9 @@ class TransformerPredictor(Float32AfterFit, ElementPredictor, L.LightningModule)
         inputs, labels = batch
         logits = self(inputs)  # (B, T, K)
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
-        if self._should_log_step():
+        if logs_this_step(self):
             self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
         return loss
-
-    def _should_log_step(self) -> bool:
-        """With a logger and no progress bar, log the training loss only on the steps the
-        logger writes: one ``self.log`` costs Lightning ~2.5 ms, a quarter of this model's step.
-        Otherwise (a live progress bar, or callbacks reading ``callback_metrics``) every step."""
-        trainer = self._trainer
-        if trainer is None or trainer.progress_bar_callback is not None or not trainer.loggers:
-            return True
-        # Lightning writes when (steps done + 1) is a multiple of log_every_n_steps
-        return (self.global_step + 1) % max(1, trainer.log_every_n_steps) == 0
 
     def _evaluation_step(self, batch, mode: str) -> None:
         inputs, labels = batch
@@ -109,8 +99,3 @@ class TransformerPredictor(Float32AfterFit, ElementPredictor, L.LightningModule)
 
     def test_step(self, batch, batch_idx):
         self._evaluation_step(batch, "test")
-
-    def transfer_batch_to_device(self, batch, device, dataloader_idx):
-        if device.type == "cpu":  # tensors made on the CPU: skip Lightning's walk over the batch
-            return batch
-        return super().transfer_batch_to_device(batch, device, dataloader_idx)

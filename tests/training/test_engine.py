@@ -34,3 +34,33 @@ def test_missing_metric_or_sanity_check_never_stops():
     assert not trainer.should_stop
     with pytest.raises(ValueError, match="mode"):
         StopAtTarget("val_loss", 0.1, mode="lowest")
+
+
+def _logged_steps(trainer, steps: int) -> list[int]:
+    """The step counts (after the step) at which ``training_step`` would ``self.log``."""
+    from attnlab.training.module import logs_this_step
+
+    module = SimpleNamespace(_trainer=trainer, global_step=0)
+    out = []
+    for done in range(1, steps + 1):
+        module.global_step = done - 1
+        if logs_this_step(module):
+            out.append(done)
+    return out
+
+
+def test_training_logs_only_the_steps_the_logger_writes_and_the_progress_lines_print():
+    # one self.log costs Lightning 0.1-0.7 ms (benchmarks/train_loop.py): with a logger and no
+    # progress bar, log where the CSV gets a row (every 7 steps here) and where a progress line
+    # prints train_loss (every 15 of 150, and the last), so that line shows that step's loss
+    from attnlab.training.engine import _PrintProgress
+
+    trainer = SimpleNamespace(progress_bar_callback=None, loggers=["csv"], log_every_n_steps=7,
+                              callbacks=[_PrintProgress(150)])
+    logged = _logged_steps(trainer, 150)
+    assert logged == sorted({*range(7, 151, 7), *range(15, 151, 15), 150})
+    # a live progress bar, or no logger, reads every step
+    assert _logged_steps(SimpleNamespace(progress_bar_callback=object(), loggers=["csv"],
+                                         log_every_n_steps=7, callbacks=[]), 5) == [1, 2, 3, 4, 5]
+    assert _logged_steps(SimpleNamespace(progress_bar_callback=None, loggers=[],
+                                         log_every_n_steps=7, callbacks=[]), 3) == [1, 2, 3]
