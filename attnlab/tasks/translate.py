@@ -43,6 +43,9 @@ DATASETS = ("numbers", "dates")
 # transformer: Seq2SeqTransformer; rnn*: RNNSeq2Seq (a GRU encoder-decoder) with no, additive
 # (Bahdanau) or bilinear (Luong) attention: docs/history.md
 ARCHS = ("transformer", "rnn", "rnn-additive", "rnn-bilinear")
+# the model settings a recurrent --arch has no use for (it reads model_dim, num_layers, dropout)
+TRANSFORMER_ONLY = ("num_heads", "dim_feedforward", "num_encoder_layers", "num_decoder_layers",
+                    "norm_first", "positional", "tie_embeddings")
 BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")  # sacrebleu's; auto: resolve_bleu_tokenize
 
 
@@ -106,6 +109,7 @@ class TranslateTask(Task):
         # run needs, and every attnlab command imports this module to build its parser
         from .translate_data import check_languages, file_splits
 
+        self._check_arch(cfg)
         if cfg["data"] is not None:
             file_splits(cfg)
             pin_data_files(cfg, ("data", "test"))  # saved with config.yaml: evaluate, --resume
@@ -118,6 +122,21 @@ class TranslateTask(Task):
         if cfg["dataset"] == "numbers" and 2 * held_out > cfg["max_number"]:
             raise UsageError(f"--test-size + --val-size ({held_out}) must be at most half of "
                              f"--max-number ({cfg['max_number']})")
+
+    def _check_arch(self, cfg: dict[str, Any]) -> None:
+        """A recurrent --arch refuses the Transformer's own settings when they differ from
+        their defaults: it would train without them and say nothing."""
+        if cfg.get("arch", "transformer") == "transformer":
+            return
+        from . import SHARED_DEFAULTS
+
+        defaults = {**SHARED_DEFAULTS, **self.defaults}
+        unused = [k for k in TRANSFORMER_ONLY if k in cfg and cfg[k] != defaults.get(k)]
+        if unused:
+            flags = ", ".join(("--no-" if cfg[k] is False else "--") + k.replace("_", "-")
+                              for k in unused)
+            raise UsageError(f"{flags}: for --arch transformer only; --arch {cfg['arch']} (a GRU "
+                             f"encoder-decoder) uses --model-dim, --num-layers and --dropout")
 
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
                   num_beams: int | None = None, length_penalty: float | None = None,

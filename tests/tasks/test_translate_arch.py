@@ -13,8 +13,9 @@ from attnlab.models.rnn_seq2seq import RNNSeq2Seq
 pytestmark = pytest.mark.slow
 
 TINY = ["--max-number", "1000", "--test-size", "20", "--val-size", "8", "--num-layers", "1",
-        "--batch-size", "16", "--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32",
-        "--max-steps", "4", "--checkpoint-every", "2", "--threads", "1"]
+        "--batch-size", "16", "--model-dim", "16", "--max-steps", "4", "--checkpoint-every", "2",
+        "--threads", "1"]
+TRANSFORMER = ["--num-heads", "2", "--dim-feedforward", "32"]  # refused by the recurrent archs
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,9 @@ def runs(tmp_path_factory):
     out = {}
     for arch in ("transformer", "rnn", "rnn-additive", "rnn-bilinear"):
         out[arch] = tmp / arch
-        assert main(["train", "translate", "--arch", arch, *TINY, "--out", str(out[arch])]) == 0
+        extra = TRANSFORMER if arch == "transformer" else []
+        assert main(["train", "translate", "--arch", arch, *TINY, *extra,
+                     "--out", str(out[arch])]) == 0
     return out
 
 
@@ -101,3 +104,18 @@ def test_by_length_is_refused_for_other_tasks(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path), "--by-length"]) == 2
     err = capsys.readouterr().err
     assert "--by-length is for translate runs" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--num-heads", "8"], "--num-heads"),
+    (["--dim-feedforward", "64", "--no-tie-embeddings"], "--dim-feedforward, --no-tie-embeddings"),
+    (["--positional", "learned", "--norm-first"], "--norm-first, --positional"),
+])
+def test_a_recurrent_arch_refuses_the_transformers_settings(tmp_path, capsys, flags, named):
+    # it would train without them and say nothing; refused before a run directory exists
+    out = tmp_path / "rnn"
+    assert main(["train", "translate", "--arch", "rnn-additive", *flags, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"attnlab: error: {named}: for --arch transformer only; --arch rnn-additive "
+                   f"(a GRU encoder-decoder) uses --model-dim, --num-layers and --dropout")
+    assert not out.exists()
