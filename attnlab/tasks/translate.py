@@ -126,8 +126,8 @@ class TranslateTask(Task):
     def _check_arch(self, cfg: dict[str, Any]) -> None:
         """A recurrent --arch refuses the Transformer's own settings when they differ from
         their defaults: it would train without them and say nothing."""
-        if cfg.get("arch", "transformer") == "transformer":
-            return
+        if cfg.get("arch", "transformer") == "transformer" or cfg.get("resume"):
+            return  # a run saved before this check resumes as it was trained
         from . import SHARED_DEFAULTS
 
         defaults = {**SHARED_DEFAULTS, **self.defaults}
