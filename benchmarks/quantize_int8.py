@@ -129,8 +129,8 @@ def cost(run: Path, args) -> None:
     int8 = task.evaluate(run_dir, cfg, None, quantize="int8")
     model, tokenizer = attnlab.load(run_dir)
     qmodel = quantize(model)
-    prompt = torch.tensor([tokenizer.encode("342 is three hundred")])
-    n = min(100, model.max_len - prompt.shape[1])
+    prompt = torch.tensor([tokenizer.encode("342 is three hundred")[: model.max_len // 2]])
+    n = min(100, model.max_len - prompt.shape[1])  # what fits the context
     a, b = model.generate(prompt, n)[0, prompt.shape[1]:], qmodel.generate(prompt, n)[0, prompt.shape[1]:]
     first = int((a != b).nonzero()[0]) if not torch.equal(a, b) else n
     print(f"cost on {run} ({cfg['model_dim']} wide, {cfg['num_layers']} layers, vocab "
