@@ -56,11 +56,20 @@ def _best_ms(step, repeats: int) -> float:
 
 def matmul_only_ms(model, B: int, repeats: int = 20) -> float:
     """ms per step of the step's fp32 matrix products alone (every weight once, batch B, no
-    attention, no Python between them)."""
+    attention, no Python between them), in the layout the step uses: up to
+    ``attnlab.nn.quantize.SMALL_BATCH`` rows, x W with W laid out (in, out) (``addmm``, the
+    faster kernel on the CPU at batch 1); above it, ``F.linear`` with W as (out, in)."""
+    from attnlab.nn.quantize import SMALL_BATCH
+
     weights = _step_weights(model)
     xs = {w.shape[1]: torch.randn(B, w.shape[1]) for w, _ in weights}
     with torch.inference_mode():
-        return _best_ms(lambda: [F.linear(xs[w.shape[1]], w, b) for w, b in weights], repeats)
+        if B > SMALL_BATCH:
+            return _best_ms(lambda: [F.linear(xs[w.shape[1]], w, b) for w, b in weights],
+                            repeats)
+        in_out = [(w.t().contiguous(), b) for w, b in weights]
+        return _best_ms(lambda: [torch.mm(xs[w.shape[0]], w) if b is None else
+                                 torch.addmm(b, xs[w.shape[0]], w) for w, b in in_out], repeats)
 
 
 def low_precision_matmul_ms(model, B: int = 1, repeats: int = 20) -> dict[str, float]:
