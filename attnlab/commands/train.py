@@ -95,8 +95,20 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
     validate_shared(cfg)
+    if not cfg["resume"]:  # a resumed run goes on as it was trained
+        _refuse_unused(task, cfg, set(file_cfg) | set(given))
     task.check_settings(cfg)
     return cfg
+
+
+def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
+    """A UsageError naming every setting given (flag or --config) that this run would not use."""
+    names, why = task.unused_settings(cfg)
+    named = [k for k in names if k in given]
+    if named:
+        flags = ", ".join(("--no-" if cfg[k] is False else "--") + k.replace("_", "-")
+                          for k in named)
+        raise UsageError(f"{flags}: {why}")
 
 
 def _is_child() -> bool:

@@ -134,6 +134,15 @@ class ClassifyTask(Task):
             self._cache = (self._key(cfg), load_splits(cfg, digests=digests), digests)
         return self._cache[1:]
 
+    def unused_settings(self, cfg: dict[str, Any]) -> tuple[list[str], str]:
+        """A set of feature rows is pooled by its mean and has no positions."""
+        if not cfg.get("set_column"):
+            return [], ""
+        forced = (("pooling", "mean"), ("positional", "none"))
+        unused = [k for k, kept in forced if cfg.get(k) != kept]
+        return unused, ("not with --set-column: a set has no order and no [CLS] position, so it "
+                        "is pooled by its mean and has no positional encoding")
+
     def validate(self, cfg: dict[str, Any]) -> None:
         """The checks one setting alone cannot make: the vocabulary the tokeniser needs, the
         two fractions together, the columns' roles; then the files themselves, read now so a

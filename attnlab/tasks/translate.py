@@ -109,7 +109,6 @@ class TranslateTask(Task):
         # run needs, and every attnlab command imports this module to build its parser
         from .translate_data import check_languages, file_splits
 
-        self._check_arch(cfg)
         if cfg["data"] is not None:
             file_splits(cfg)
             pin_data_files(cfg, ("data", "test"))  # saved with config.yaml: evaluate, --resume
@@ -123,20 +122,13 @@ class TranslateTask(Task):
             raise UsageError(f"--test-size + --val-size ({held_out}) must be at most half of "
                              f"--max-number ({cfg['max_number']})")
 
-    def _check_arch(self, cfg: dict[str, Any]) -> None:
-        """A recurrent --arch refuses the Transformer's own settings when they differ from
-        their defaults: it would train without them and say nothing."""
-        if cfg.get("arch", "transformer") == "transformer" or cfg.get("resume"):
-            return  # a run saved before this check resumes as it was trained
-        from . import SHARED_DEFAULTS
-
-        defaults = {**SHARED_DEFAULTS, **self.defaults}
-        unused = [k for k in TRANSFORMER_ONLY if k in cfg and cfg[k] != defaults.get(k)]
-        if unused:
-            flags = ", ".join(("--no-" if cfg[k] is False else "--") + k.replace("_", "-")
-                              for k in unused)
-            raise UsageError(f"{flags}: for --arch transformer only; --arch {cfg['arch']} (a GRU "
-                             f"encoder-decoder) uses --model-dim, --num-layers and --dropout")
+    def unused_settings(self, cfg: dict[str, Any]) -> tuple[list[str], str]:
+        """A recurrent --arch has no use for the Transformer's own settings."""
+        if cfg.get("arch", "transformer") == "transformer":
+            return [], ""
+        return list(TRANSFORMER_ONLY), (f"for --arch transformer only; --arch {cfg['arch']} (a "
+                                        f"GRU encoder-decoder) uses --model-dim, --num-layers "
+                                        f"and --dropout")
 
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
                   num_beams: int | None = None, length_penalty: float | None = None,

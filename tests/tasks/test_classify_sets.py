@@ -180,3 +180,34 @@ def test_predict_standardises_with_the_training_mean_and_std(sets_run, capsys):
         label = capsys.readouterr().out.strip().splitlines()[-1]
         x = torch.tensor([[float(f"{v:.4f}") for v in row] for row in x.tolist()])
         assert label == cfg["labels"][int(model(((x - mean) / std)[None]).argmax())]
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--pooling", "cls"], "--pooling"),
+    (["--positional", "learned"], "--positional"),
+    (["--pooling", "cls", "--positional", "sinusoidal"], "--pooling, --positional"),
+])
+def test_set_column_refuses_pooling_and_positions_it_would_not_use(tmp_path, capsys, flags,
+                                                                  named):
+    # a set is pooled by its mean and has no positions: a given --pooling cls or --positional
+    # would otherwise be dropped without a word; refused before a run directory exists
+    out = tmp_path / "run"
+    code = main(["train", "classify", "--data", str(write_sets(tmp_path / "c.csv")),
+                 "--out", str(out), *SET_ARGS, *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and not out.exists()
+    assert err == (f"attnlab: error: {named}: not with --set-column: a set has no order and no "
+                   f"[CLS] position, so it is pooled by its mean and has no positional encoding")
+
+
+def test_set_column_accepts_what_it_uses_and_a_config_file_is_checked_too(tmp_path, capsys):
+    data = write_sets(tmp_path / "c.csv")
+    assert main(["train", "classify", "--data", str(data), "--out", str(tmp_path / "ok"),
+                 *SET_ARGS, "--pooling", "mean", "--positional", "none", "--max-steps", "2",
+                 "--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32"]) == 0
+    config = tmp_path / "c.yaml"
+    config.write_text("pooling: cls\n")
+    capsys.readouterr()
+    assert main(["train", "classify", "--data", str(data), "--out", str(tmp_path / "no"),
+                 *SET_ARGS, "--config", str(config)]) == 2
+    assert capsys.readouterr().err.startswith("attnlab: error: --pooling: not with --set-column")

@@ -119,3 +119,11 @@ def test_a_recurrent_arch_refuses_the_transformers_settings(tmp_path, capsys, fl
     assert err == (f"attnlab: error: {named}: for --arch transformer only; --arch rnn-additive "
                    f"(a GRU encoder-decoder) uses --model-dim, --num-layers and --dropout")
     assert not out.exists()
+
+
+def test_a_recurrent_arch_refuses_a_transformer_setting_even_at_its_default(tmp_path, capsys):
+    # given is given: --num-heads 4 (the default) would be as unused as any other value
+    assert main(["train", "translate", "--arch", "rnn", "--num-heads", "4",
+                 "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.startswith("attnlab: error: --num-heads: for --arch "
+                                              "transformer only")
