@@ -88,8 +88,10 @@ class TrainSettings:
     strategy: str = setting("auto", help="how devices share the work",
                             choices=("auto", "ddp", "ddp_spawn", "fsdp"))
     accelerator: str = setting("auto", help="what to run on", choices=("auto", "cpu", "gpu"))
-    precision: str = setting("32", help="number format (docs/scale.md)",
-                             choices=("32", "64", "bf16-mixed", "16-mixed", "bf16-true"))
+    precision: str = setting("32", help="number format; auto: bf16-mixed on a CPU with bfloat16 "
+                                        "instructions for a model 128 wide or more, else 32 "
+                                        "(docs/scale.md)",
+                             choices=("32", "64", "bf16-mixed", "16-mixed", "bf16-true", "auto"))
     compile: bool = setting(False, help="torch.compile the model")
     resume: bool = setting(False, help="continue the run in --out from its last checkpoint")
 

@@ -135,8 +135,7 @@ def attnlab_run(work: Path, text_file: Path, iters: int, threads: int, variant: 
            "--block-size", str(s["block"]), "--batch-size", str(s["batch"]), "--lr", str(s["lr"]),
            "--warmup", str(s["warmup"]), "--dropout", "0", "--max-steps", str(iters),
            "--threads", str(threads), "--seed", str(seed)]
-    if variant == "bf16":
-        cmd += ["--precision", "bf16-mixed"]
+    cmd += ["--precision", "bf16-mixed" if variant == "bf16" else "32"]  # lm's default is auto
     seconds, _ = run(cmd, work, threads)
     import json
 

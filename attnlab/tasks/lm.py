@@ -84,6 +84,7 @@ class LMTask(Task):
         "activation": "gelu", "model_dim": 128, "num_heads": 4, "num_layers": 4,
         "dim_feedforward": 512, "dropout": 0.1, "norm_first": True, "batch_size": 32,
         "max_steps": 2000, "lr": 1e-3, "warmup": 100,
+        "precision": "auto",  # bf16-mixed where it pays: 1.33x per step, same loss (scale.md)
     }
 
     def validate(self, cfg: dict[str, Any]) -> None:

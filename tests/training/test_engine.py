@@ -64,3 +64,37 @@ def test_training_logs_only_the_steps_the_logger_writes_and_the_progress_lines_p
                                          log_every_n_steps=7, callbacks=[]), 5) == [1, 2, 3, 4, 5]
     assert _logged_steps(SimpleNamespace(progress_bar_callback=None, loggers=[],
                                          log_every_n_steps=7, callbacks=[]), 3) == [1, 2, 3]
+
+
+def test_auto_precision_is_bf16_only_on_a_bf16_cpu_for_a_wide_enough_model(monkeypatch):
+    import attnlab.training.engine as engine
+
+    monkeypatch.setattr(engine, "cpu_has_bf16", lambda: True)
+    assert engine.auto_precision("cpu", 128) == "bf16-mixed"
+    assert engine.auto_precision("cpu", 64) == "32"     # 1.5x slower in bf16 when this small
+    assert engine.auto_precision("gpu", 512) == "32"
+    monkeypatch.setattr(engine, "cpu_has_bf16", lambda: False)
+    assert engine.auto_precision("cpu", 512) == "32"    # emulated bf16 is slower than float32
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bf16_cpu, extra, expected", [
+    (True, [], "bf16-mixed"), (False, [], "32"), (True, ["--precision", "32"], "32"),
+])
+def test_lm_runs_in_the_precision_auto_chose_and_says_so(tmp_path, monkeypatch, capsys, bf16_cpu,
+                                                         extra, expected):
+    import attnlab.training.engine as engine
+    from attnlab.cli import main
+    from attnlab.runs import read_yaml
+
+    from ..reliability.conftest import write_corpus
+
+    monkeypatch.setattr(engine, "cpu_has_bf16", lambda: bf16_cpu)
+    out = tmp_path / "lm"
+    assert main(["train", "lm", "--data", str(write_corpus(tmp_path / "c.txt")), "--out", str(out),
+                 "--model-dim", "128", "--num-heads", "2", "--num-layers", "1", "--block-size",
+                 "16", "--batch-size", "4", "--max-steps", "2", "--warmup", "1",
+                 "--val-batches", "1", "--threads", "1", *extra]) == 0
+    assert read_yaml(out / "config.yaml")["precision"] == expected
+    said = "note: --precision auto: bf16-mixed on this cpu" in capsys.readouterr().err
+    assert said == (expected == "bf16-mixed")
