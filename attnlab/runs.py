@@ -318,11 +318,11 @@ def load_weights(model, path: str | Path) -> None:
 def load(run_dir: str | Path, *, quantize: str | None = None):
     """The trained model (and tokenizer, where the task has one) of a run directory; with
     ``quantize="int8"`` (lm and translate runs), on int8 weights (``attnlab.nn.quantize``)."""
-    from .commands.quantize import QUANTIZE_TASKS
+    from .commands.quantize import quantize_refusal
     from .tasks import get_task
 
     run_dir, cfg = check_run_dir(run_dir)
-    if quantize is not None and cfg["task"] not in QUANTIZE_TASKS:
-        raise ValueError(f"quantize is for {' and '.join(QUANTIZE_TASKS)} runs; {run_dir} is a "
-                         f"{cfg['task']} run (attnlab.nn.quantize converts any model)")
+    why = quantize_refusal(quantize, cfg["task"], run_dir)
+    if why:
+        raise ValueError(f"quantize {why} (attnlab.nn.quantize converts any model)")
     return get_task(cfg["task"]).load(run_dir, cfg, quantize=quantize)

@@ -80,7 +80,8 @@ class TrainSettings:
     norm_first: bool = setting(False, help="pre-LN blocks (--no-norm-first: post-LN, the paper's)")
     checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
     val_every: int = setting(None, help="steps between validations", low=1, optional=True)
-    threads: int = setting(None, help="torch CPU threads (default: torch's, or 1 when another job holds a core; tiny models train fastest on 1)",
+    threads: int = setting(None, help="torch CPU threads (default: torch's, or 1 when another "
+                                      "job holds a core; tiny models train fastest on 1)",
                            low=1, optional=True)
     devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)
     num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",

@@ -20,8 +20,15 @@ def add_quantize_flag(parser) -> None:
              "slightly different numbers: `evaluate --quantize int8` measures them)")
 
 
+def quantize_refusal(kind: str | None, task: str, run_dir) -> str | None:
+    """Why ``kind`` cannot apply to a run of ``task`` (to follow the option's name), or None."""
+    if kind is None or task in QUANTIZE_TASKS:
+        return None
+    return f"is for {' and '.join(QUANTIZE_TASKS)} runs; {run_dir} is a {task} run"
+
+
 def check_quantize(kind: str | None, task: str, run_dir) -> None:
     """A UsageError naming --quantize when ``kind`` is set for a run of another task."""
-    if kind is not None and task not in QUANTIZE_TASKS:
-        raise UsageError(f"--quantize is for {' and '.join(QUANTIZE_TASKS)} runs; {run_dir} "
-                         f"is a {task} run")
+    why = quantize_refusal(kind, task, run_dir)
+    if why:
+        raise UsageError(f"--quantize {why}")
