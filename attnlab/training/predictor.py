@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..models.predictor import ElementPredictor
-from .module import CPUBatches, Float32AfterFit, logs_this_step, make_optimizer
+from .module import CPUBatches, Float32AfterFit, fuse_for, logs_this_step, make_optimizer
 
 __all__ = ["TransformerPredictor", "element_metrics"]
 
@@ -76,7 +76,7 @@ class TransformerPredictor(CPUBatches, Float32AfterFit, ElementPredictor, L.Ligh
         cfg = {"lr": hp.lr, "warmup": hp.warmup, "schedule": hp.schedule,
                "weight_decay": hp.weight_decay}
         opt, sched = make_optimizer(self.parameters(), cfg, model_dim=hp.model_dim,
-                                    max_steps=hp.max_iters)
+                                    max_steps=hp.max_iters, fused=fuse_for(self))
         # stepped every iteration, not every epoch, as in the course
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 

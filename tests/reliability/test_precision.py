@@ -140,3 +140,26 @@ def test_a_loaded_model_moved_to_another_dtype_takes_float32_inputs(task_id, dat
         assert out.dtype == dtype and torch.isfinite(out).all()
         tol = 1e-5 if dtype == torch.float64 else 0.1
         torch.testing.assert_close(out.float(), expected, rtol=tol, atol=tol)
+
+
+def test_after_bf16_true_training_the_computed_tables_are_exact_again(tmp_path):
+    """Lightning casts the whole module to bfloat16 for ``bf16-true``, the sinusoidal table
+    too; after the fit the weights go back to float32 and the table must be the exact one
+    ``attnlab.load`` rebuilds, or the run's test metrics are not those of its saved model."""
+    import lightning.pytorch as L
+
+    from attnlab.training import TransformerPredictor
+
+    torch.manual_seed(0)
+    module = TransformerPredictor(5, 16, 5, 2, 1, lr=1e-3, warmup=1, max_iters=2)
+    exact = module.positional_encoding.pe.clone()
+    assert not torch.equal(exact.bfloat16().float(), exact)  # bfloat16 would round it
+    batches = [(torch.nn.functional.one_hot(torch.randint(5, (4, 6)), 5).float(),
+                torch.randint(5, (4, 6))) for _ in range(2)]
+    trainer = L.Trainer(max_steps=2, precision="bf16-true", logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, default_root_dir=tmp_path)
+    trainer.fit(module, torch.utils.data.DataLoader(batches, batch_size=None))
+    assert {p.dtype for p in module.parameters()} == {torch.float32}
+    assert module.positional_encoding.pe.dtype == torch.float32
+    assert torch.equal(module.positional_encoding.pe, exact)
