@@ -599,21 +599,10 @@ def _bare_trainer(trainer) -> None:
     trainer.loggers = []
 
 
-def _tqdm_bar(trainer) -> None:
-    """A terminal's progress bar as TQDMProgressBar(refresh_rate=20) instead of Lightning's
-    default RichProgressBar (which renders the bar at every step's end)."""
-    from lightning.pytorch.callbacks import TQDMProgressBar
-    from lightning.pytorch.callbacks.progress import ProgressBar
-
-    trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, ProgressBar)]
-    trainer.callbacks.append(TQDMProgressBar(refresh_rate=20))
-
-
 VARIANTS = [
     Variant("Lightning loop alone (no self.log, attnlab callbacks, logger)", module=_no_log,
             trainer=_bare_trainer),
-    Variant("a terminal: Lightning's (Rich) progress bar, not progress lines", tty=True),
-    Variant("a terminal, TQDMProgressBar(refresh_rate=20)", trainer=_tqdm_bar, tty=True),
+    Variant("a terminal: the progress line redrawn in place, not ten lines", tty=True),
 ]
 
 

@@ -57,22 +57,107 @@ def parameter_count(model: torch.nn.Module) -> int:
 
 
 class _PrintProgress(Callback):
-    """Progress lines when stderr is not a terminal (CI, logs): ten lines per run."""
+    """Training progress on standard error. On a terminal, one line redrawn in place at most
+    every ``REDRAW`` seconds (step, bar, losses and validation metrics, steps/s, time left);
+    otherwise (CI, logs) ten lines per run. Lightning's own bar is off: it redrew at every step
+    and needed every step logged for it, 1.08-1.95x a small task's step time
+    (benchmarks/RESULTS.md, train_loop), and it counted epochs, which these runs do not have.
+    """
 
-    def __init__(self, max_steps: int) -> None:
+    REDRAW = 0.1  # seconds between redraws on a terminal
+
+    def __init__(self, max_steps: int, stream=None) -> None:
         self.every = max(1, max_steps // 10)
         self.max_steps = max_steps
+        self.stream = stream
+        self.tty = (stream or sys.stderr).isatty()
+        self.start = self.drawn = time.perf_counter()
+        self.first_step = 0  # a resumed run's rate counts from where it started
+        self._due: tuple[int, bool] = (-1, False)
+        self._open = False  # a line is drawn and not yet ended
 
     def reads_train_loss(self, step: int) -> bool:
-        """Whether the line after ``step`` steps prints ``train_loss`` (``logs_this_step``)."""
-        return step % self.every == 0 or step == self.max_steps
+        """Whether the progress after ``step`` steps shows ``train_loss`` (``logs_this_step``):
+        on a terminal when a redraw is due, else every tenth of the run, and the last step."""
+        if self._due[0] != step:
+            due = (time.perf_counter() - self.drawn >= self.REDRAW if self.tty
+                   else step % self.every == 0)
+            self._due = (step, due or step == self.max_steps)
+        return self._due[1]
+
+    def _write(self, text: str) -> None:
+        stream = self.stream or sys.stderr
+        stream.write(text)
+        stream.flush()
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.start = self.drawn = time.perf_counter()
+        self.first_step = trainer.global_step
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         step = trainer.global_step
-        if trainer.is_global_zero and self.reads_train_loss(step):
+        if not trainer.is_global_zero or not self.reads_train_loss(step):
+            return
+        if self.tty:
+            self._draw(trainer)
+        else:
             loss = trainer.callback_metrics.get("train_loss")
             loss = f"{float(loss):.4f}" if loss is not None else "-"
-            print(f"step {step}/{self.max_steps}  train_loss {loss}", file=sys.stderr, flush=True)
+            self._write(f"step {step}/{self.max_steps}  train_loss {loss}\n")
+
+    def _redraw_due(self, trainer) -> bool:
+        return (self.tty and trainer.is_global_zero and not trainer.sanity_checking
+                and time.perf_counter() - self.drawn >= self.REDRAW)
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        if self._redraw_due(trainer):
+            self._draw(trainer, "validating")
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if self._redraw_due(trainer):
+            self._draw(trainer)
+
+    def _draw(self, trainer, note: str = "") -> None:
+        import shutil
+
+        now = time.perf_counter()
+        self.drawn = now
+        step, total = trainer.global_step, self.max_steps
+        share = min(1.0, step / max(1, total))
+        bar = "#" * int(16 * share)
+        parts = [f"step {step}/{total} [{bar:<16}] {100 * share:3.0f}%"]
+        rate = (step - self.first_step) / max(now - self.start, 1e-9)
+        if rate > 0:  # what fits a narrow terminal first; the line is cut at its width
+            parts.append(f"{_clock(now - self.start)}<{_clock((total - step) / rate)}  "
+                         f"{rate:.3g} steps/s")
+        if note:
+            parts.append(note)
+        metrics = trainer.progress_bar_metrics  # the losses first: the rest may be cut off
+        for name in sorted(metrics, key=lambda k: (k != "train_loss", k != "val_loss")):
+            parts.append(f"{name} {float(metrics[name]):.4g}")
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        self._write("\r" + "  ".join(parts)[:width] + "\x1b[K")
+        self._open = True
+
+    def _end_line(self) -> None:
+        if self._open:
+            self._write("\n")
+            self._open = False
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        if self.tty and trainer.is_global_zero:
+            self._draw(trainer)
+        self._end_line()
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        self._end_line()  # the error starts on a line of its own
+
+
+def _clock(seconds: float) -> str:
+    """``m:ss``, or ``h:mm:ss`` from an hour."""
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
 
 
 class _StopOnNonFinite(Callback):
@@ -265,9 +350,8 @@ def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
                            every_n_train_steps=cfg.get("checkpoint_every") or None,
                            save_top_k=1, save_last=True, auto_insert_metric_name=False,
                            save_on_train_epoch_end=False, enable_version_counter=False)
-    tty = sys.stderr.isatty()
-    cbs = [ckpt, _StopOnNonFinite(), _RandomState(),
-           *([] if tty else [_PrintProgress(max_steps)]), *(callbacks or [])]
+    cbs = [ckpt, _StopOnNonFinite(), _RandomState(), _PrintProgress(max_steps),
+           *(callbacks or [])]
     kwargs: dict[str, Any] = {}
     if val_check_interval is not None:
         kwargs.update(val_check_interval=val_check_interval, check_val_every_n_epoch=None)
@@ -280,7 +364,7 @@ def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
         logger=CSVLogger(str(run_dir), name="logs", version=""),
         log_every_n_steps=max(1, min(50, max_steps // 20)),
         callbacks=cbs,
-        enable_progress_bar=tty,
+        enable_progress_bar=False,  # _PrintProgress
         enable_model_summary=False,
         num_sanity_val_steps=0,
         limit_val_batches=limit_val_batches,

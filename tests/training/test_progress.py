@@ -1,0 +1,66 @@
+"""Training progress on standard error: on a terminal one line redrawn in place, at most ten
+times a second, with the step, the losses and the time left; in logs ten lines a run."""
+import io
+import re
+import sys
+
+import attnlab.training.engine as engine
+from attnlab.cli import main
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_redraws_at_most_ten_times_a_second_and_always_at_the_last_step(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(engine.time, "perf_counter", lambda: now[0])
+    progress = engine._PrintProgress(1000, stream=FakeTerminal())
+    read = []
+    for step in range(1, 1001):
+        now[0] += 0.004  # 250 steps a second
+        if progress.reads_train_loss(step):
+            read.append(step)
+            progress.drawn = now[0]  # what a draw does
+        assert progress.reads_train_loss(step) == (step in read)  # asked twice, one answer
+    assert 35 <= len(read) <= 41 and read[-1] == 1000  # 4 s of training: ~40 redraws
+    # not a terminal: every tenth of the run
+    lines = engine._PrintProgress(1000, stream=io.StringIO())
+    assert [s for s in range(1, 1001) if lines.reads_train_loss(s)] == list(range(100, 1001, 100))
+
+
+def test_a_run_in_a_terminal_shows_one_line_with_step_losses_and_time_left(monkeypatch, tmp_path):
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)  # here: pytest resets it after fixtures
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["train", "reverse", "--out", str(tmp_path / "run"), "--max-steps", "40",
+                 "--threads", "1"]) == 0
+    text = terminal.getvalue()
+    frames = [f.removesuffix("\x1b[K") for f in text.split("\r")[1:]]
+    assert frames, text
+    assert "Epoch" not in text  # Lightning's own bar (epochs these runs do not have) is off
+    last = frames[-1]
+    assert last.startswith("step 40/40 [################] 100%"), last
+    assert re.search(r"\d+:\d\d<0:00 ", last) and "steps/s" in last
+    assert re.search(r"train_loss \d", last) and re.search(r"val_loss \d", last)
+    assert last.endswith("\n")  # the summary and any error start on a line of their own
+    assert len(frames) <= 40  # redrawn on some steps, not on every one
+    assert not re.search(r"^step \d+/40  train_loss", text, re.M)  # no log lines as well
+
+
+def test_the_line_is_cut_to_the_terminal_width_so_it_redraws_in_place(monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("COLUMNS", "120")
+    out = FakeTerminal()
+    progress = engine._PrintProgress(1000, stream=out)
+    progress.start -= 10  # 500 steps in 10 s
+    trainer = SimpleNamespace(global_step=500, progress_bar_metrics={
+        "val_acc": 0.5, "val_loss": 0.25, "train_loss": 0.125, "val_seq_acc": 0.0,
+        "val_bleu": 12.5, "val_chrf": 40.25})
+    progress._draw(trainer)
+    line = out.getvalue().removeprefix("\r").removesuffix("\x1b[K")
+    assert len(line) == 119, line  # a longer line would wrap and not redraw in place
+    assert line.startswith("step 500/1000 [########        ]  50%  0:10<0:10  50 steps/s  "
+                           "train_loss 0.125  val_loss 0.25  ")  # the losses first
