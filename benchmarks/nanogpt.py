@@ -4,7 +4,7 @@
     git clone https://github.com/karpathy/nanoGPT /somewhere/nanoGPT    # outside this project
     python -m benchmarks.nanogpt --nanogpt /somewhere/nanoGPT [--threads 1] [--rounds 2]
                                  [--corpus numbers|stdlib] [--seeds 1 2]
-                                 [--iters 1000] [--variants fp32 bf16] [--quick]
+                                 [--iters 1000] [--variants fp32 bf16 default] [--quick]
 
 (``NANOGPT=/somewhere/nanoGPT`` instead of ``--nanogpt``; without either it prints why it
 skips, so ``python -m benchmarks`` still runs the rest.)
@@ -19,7 +19,8 @@ Each round runs, as new processes, in turns:
   --block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --dropout=0.0``),
   ``--max_iters`` = ``--lr_decay_iters`` = ``--iters`` and ``--always_save_checkpoint=True`` (so
   its checkpoint is the last step's);
-- **attnlab** (each of ``--variants``: ``fp32``, ``bf16`` = ``--precision bf16-mixed``):
+- **attnlab** (each of ``--variants``: ``fp32``, ``bf16`` = ``--precision bf16-mixed``, ``default``
+  = no ``--precision``, lm's ``auto``):
   ``attnlab train lm --data corpus.txt`` with the same shape, batch, learning rate, warm-up and
   steps (``--model-dim 128 --num-heads 4 --num-layers 4 --dim-feedforward 512 --block-size 64
   --batch-size 12 --lr 1e-3 --warmup 100 --dropout 0``), tokenising the text itself.
@@ -125,7 +126,8 @@ def nanogpt_run(repo: Path, work: Path, text_file: Path, iters: int, threads: in
 
 def attnlab_run(work: Path, text_file: Path, iters: int, threads: int, variant: str,
                 seed: int = 42):
-    """(seconds, run directory, the run's own val_loss, train_seconds) of ``attnlab train lm``."""
+    """(seconds, run directory, the run's own val_loss, train_seconds, the --precision it ran) of
+    ``attnlab train lm``."""
     out = work / f"attnlab-{variant}-{seed}"
     shutil.rmtree(out, ignore_errors=True)
     s = SHAPE
@@ -135,12 +137,16 @@ def attnlab_run(work: Path, text_file: Path, iters: int, threads: int, variant: 
            "--block-size", str(s["block"]), "--batch-size", str(s["batch"]), "--lr", str(s["lr"]),
            "--warmup", str(s["warmup"]), "--dropout", "0", "--max-steps", str(iters),
            "--threads", str(threads), "--seed", str(seed)]
-    cmd += ["--precision", "bf16-mixed" if variant == "bf16" else "32"]  # lm's default is auto
+    if variant != "default":  # default: what a user gets, lm's --precision auto
+        cmd += ["--precision", "bf16-mixed" if variant == "bf16" else "32"]
     seconds, _ = run(cmd, work, threads)
     import json
 
+    import yaml
+
     metrics = json.loads((out / "metrics.json").read_text())
-    return seconds, out, metrics.get("val_loss"), metrics.get("train_seconds")
+    chosen = yaml.safe_load((out / "config.yaml").read_text()).get("precision")
+    return seconds, out, metrics.get("val_loss"), metrics.get("train_seconds"), chosen
 
 
 def step_times(repo: Path, vocab: int = 65, repeats: int = 5, steps: int = 20) -> dict[str, float]:
@@ -257,7 +263,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="*", default=[],
                     help="after the timed rounds, train attnlab again with these seeds (val "
                          "loss only): how much the loss moves with the seed alone")
-    ap.add_argument("--variants", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    ap.add_argument("--variants", nargs="+", default=["fp32", "default"],
+                    choices=["fp32", "bf16", "default"],
+                    help="attnlab runs: fp32 (--precision 32), bf16 (--precision bf16-mixed), "
+                         "default (no --precision: lm's auto, bf16-mixed on a CPU with bf16 "
+                         "instructions)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 30 iterations, 1 round")
     args = ap.parse_args()
     if args.quick:
@@ -283,7 +293,7 @@ def main() -> None:
         val_text = text[int(len(text) * 0.9):]  # both hold out the last 10%
         sides = ["nanoGPT"] + [f"attnlab {v}" for v in args.variants]
         times = {s: [] for s in sides}
-        losses, own, train_s = {}, {}, {}
+        losses, own, train_s, precision = {}, {}, {}, {}
         for r in range(args.rounds):
             for side in sides:
                 if side == "nanoGPT":
@@ -293,10 +303,10 @@ def main() -> None:
                     own[side] = estimate
                 else:
                     variant = side.split()[1]
-                    seconds, out, val, tsec = attnlab_run(work, text_file, args.iters,
-                                                          args.threads, variant)
+                    seconds, out, val, tsec, chosen = attnlab_run(work, text_file, args.iters,
+                                                                  args.threads, variant)
                     losses[side], own[side] = attnlab_val_loss(out, val_text), val
-                    train_s[side] = tsec
+                    train_s[side], precision[side] = tsec, chosen
                 times[side].append(seconds)
                 print(f"round {r + 1}: {side:14s} {seconds:6.1f} s  val loss {losses[side]:.4f}",
                       flush=True)
@@ -315,7 +325,8 @@ def main() -> None:
           f"{'own estimate':>12s} {'runs':>s}")
     for side in sides:
         t = statistics.median(times[side])
-        extra = f"  train_seconds {train_s[side]:.1f}" if side in train_s else ""
+        extra = (f"  train_seconds {train_s[side]:.1f}, --precision {precision[side]}"
+                 if side in train_s else "")
         print(f"{side:14s} {t:11.1f} {t / base:10.2f} {losses[side]:8.4f} "
               f"{own[side] if own[side] is not None else float('nan'):12.4f} "
               f"{', '.join(f'{x:.1f}' for x in times[side])}{extra}")

@@ -5,7 +5,8 @@
 Times, as new processes (median of ``--repeats``): ``attnlab --help``, ``attnlab train --help``,
 a flag error, a missing run directory, and how long after its process starts ``attnlab train
 reverse`` finishes its first optimiser step (a global optimiser hook, installed by a small
-launcher before attnlab runs, prints it). Then the import time of what training loads, from
+launcher before attnlab runs, prints it), and the same for a bare PyTorch script taking that
+step with reverse's model (the floor: torch and the torch._dynamo its first step imports). Then the import time of what training loads, from
 ``python -X importtime``: torch, Lightning and the largest parts of Lightning's import.
 Targets: the first four ≤ 0.3 s; the first step ≤ 2.5 s on a quiet machine. Not a test.
 """
@@ -32,8 +33,24 @@ def first(opt, args, kwargs, done=[]):
         done.append(1)
         print(f"FIRST_STEP {time.perf_counter() - started:.3f}", file=sys.stderr, flush=True)
 register_optimizer_step_post_hook(first)
+"""
+
+ATTNLAB = LAUNCH + """
 from attnlab.cli import main
 sys.exit(main(sys.argv[1:]))
+"""
+
+# The same first step without the CLI or Lightning: reverse's default model (10 symbols, 32
+# wide, one head, one layer) on one batch of 128 sequences of 16, plain AdamW. The floor of a
+# training process: torch, and torch._dynamo, which the first optimiser step imports.
+BARE = LAUNCH + """
+import torch
+from attnlab.models.predictor import ElementPredictor
+model = ElementPredictor(10, 32, 10, 1, 1)
+opt = torch.optim.AdamW(model.parameters(), 1e-3)
+x = torch.nn.functional.one_hot(torch.randint(10, (128, 16)), 10).float()
+torch.nn.functional.cross_entropy(model(x).flatten(0, 1), x.argmax(-1).flatten()).backward()
+opt.step()
 """
 
 
@@ -44,8 +61,8 @@ def seconds(argv: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def first_step(tmp: str, i: int) -> float:
-    done = subprocess.run([sys.executable, "-c", LAUNCH, "train", "reverse", "--max-steps", "2",
+def first_step(tmp: str, i: int, script: str = ATTNLAB) -> float:
+    done = subprocess.run([sys.executable, "-c", script, "train", "reverse", "--max-steps", "2",
                            "--out", os.path.join(tmp, f"r{i}")], capture_output=True, text=True)
     found = re.search(r"FIRST_STEP ([\d.]+)", done.stderr)
     if found is None:
@@ -79,9 +96,15 @@ def main(argv=None) -> int:
         for name, argv_ in cases.items():
             times = [seconds(argv_) for _ in range(repeats)]
             print(f"  {name:<28} {statistics.median(times):.2f} s  (target 0.3 s)")
-        steps = [first_step(tmp, i) for i in range(repeats)]
+        steps, bare = [], []
+        for i in range(repeats):  # in turns
+            steps.append(first_step(tmp, i))
+            bare.append(first_step(tmp, i, BARE))
         print(f"  {'train reverse: first step':<28} {statistics.median(steps):.2f} s  "
               f"(target 2.5 s; each run: {', '.join(f'{s:.2f}' for s in steps)})")
+        print(f"  {'bare PyTorch: first step':<28} {statistics.median(bare):.2f} s  "
+              f"(no CLI, no Lightning; each run: {', '.join(f'{s:.2f}' for s in bare)}); "
+              f"attnlab {statistics.median(steps) / statistics.median(bare):.2f}x")
     rows = {name: s for s, name in sorted(import_times("lightning.pytorch"))}  # the largest wins
     print("\nimport times (cumulative, one process, python -X importtime):")
     for name in ("torch", "lightning.pytorch", "torchmetrics.functional", "transformers",
