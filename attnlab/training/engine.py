@@ -117,7 +117,7 @@ class _PrintProgress(Callback):
         if self._redraw_due(trainer):
             self._draw(trainer)
 
-    def _draw(self, trainer, note: str = "") -> None:
+    def _draw(self, trainer, note: str = "", *, final: bool = False) -> None:
         import shutil
 
         now = time.perf_counter()
@@ -128,8 +128,8 @@ class _PrintProgress(Callback):
         parts = [f"step {step}/{total} [{bar:<16}] {100 * share:3.0f}%"]
         rate = (step - self.first_step) / max(now - self.start, 1e-9)
         if rate > 0:  # what fits a narrow terminal first; the line is cut at its width
-            parts.append(f"{_clock(now - self.start)}<{_clock((total - step) / rate)}  "
-                         f"{rate:.3g} steps/s")
+            left = "" if final else f"<{_clock((total - step) / rate)}"
+            parts.append(f"{_clock(now - self.start)}{left}  {rate:.3g} steps/s")
         if note:
             parts.append(note)
         metrics = trainer.progress_bar_metrics  # the losses first: the rest may be cut off
@@ -146,7 +146,8 @@ class _PrintProgress(Callback):
 
     def on_train_end(self, trainer, pl_module) -> None:
         if self.tty and trainer.is_global_zero:
-            self._draw(trainer)
+            early = trainer.global_step < self.max_steps  # a target reached (--early-stop)
+            self._draw(trainer, "stopped early" if early else "", final=True)
         self._end_line()
 
     def on_exception(self, trainer, pl_module, exception) -> None:

@@ -42,11 +42,25 @@ def test_a_run_in_a_terminal_shows_one_line_with_step_losses_and_time_left(monke
     assert "Epoch" not in text  # Lightning's own bar (epochs these runs do not have) is off
     last = frames[-1]
     assert last.startswith("step 40/40 [################] 100%"), last
-    assert re.search(r"\d+:\d\d<0:00 ", last) and "steps/s" in last
+    assert re.search(r"  \d+:\d\d  [\d.]+ steps/s", last)  # elapsed; nothing is left
     assert re.search(r"train_loss \d", last) and re.search(r"val_loss \d", last)
     assert last.endswith("\n")  # the summary and any error start on a line of their own
     assert len(frames) <= 40  # redrawn on some steps, not on every one
     assert not re.search(r"^step \d+/40  train_loss", text, re.M)  # no log lines as well
+    assert all(re.search(r"\d:\d\d<\d+:\d\d", f) for f in frames[:-1] if "steps/s" in f)
+
+
+def test_a_run_stopped_by_its_target_says_so(monkeypatch, tmp_path):
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "200")
+    # reverse learns 3 symbols of length 4 within a few validations; the budget is far larger
+    assert main(["train", "reverse", "--out", str(tmp_path / "run"), "--num-categories", "3",
+                 "--seq-len", "4", "--val-every", "5", "--max-steps", "2000", "--threads", "1",
+                 "--lr", "3e-3", "--warmup", "5"]) == 0
+    last = terminal.getvalue().split("\r")[-1]
+    assert re.match(r"step (\d+)/2000 ", last) and int(re.match(r"step (\d+)", last)[1]) < 2000
+    assert "stopped early" in last and "<" not in last.split("steps/s")[0]
 
 
 def test_the_line_is_cut_to_the_terminal_width_so_it_redraws_in_place(monkeypatch):
