@@ -14,7 +14,9 @@ At batch 1 it also times those products through PyTorch's lower-precision CPU ke
 oneDNN-packed bf16, fbgemm fp16 weights and int8 dynamic quantisation) and prints the step time
 that 5x Hugging Face would need, to show whether any kernel leaves room for it.
 
-    python -m benchmarks.generate_lm [--threads 1] [--repeats 5] [--profile] [--quick]
+With ``--compile`` it also times the cached step through ``torch.compile`` against the eager one.
+
+    python -m benchmarks.generate_lm [--threads 1] [--repeats 5] [--profile] [--compile] [--quick]
 """
 from __future__ import annotations
 
@@ -114,6 +116,44 @@ def low_precision_matmul_ms(model, B: int = 1, repeats: int = 20) -> dict[str, f
     return out
 
 
+def step_ms(model, step, new: int = 200) -> tuple[float, torch.Tensor]:
+    """Median ms of ``step`` (``CausalLM.step`` or a compiled one) over ``new`` greedy tokens at
+    batch 1 after a 16-token prompt, the cache filled by ``LMStep``; and the tokens."""
+    import statistics
+
+    from attnlab.models.lm_generation import LMStep
+
+    ids = torch.randint(0, model.lm_head.out_features, (1, 16),
+                        generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        state = LMStep(model, None, 16 + new)
+        logits, tokens, times = state(ids), ids, []
+        for t in range(new - 1):
+            tokens = torch.cat([tokens, logits.argmax(-1, keepdim=True)], 1)
+            start = time.perf_counter()
+            logits = step(tokens[:, -1:], state.cache, positions=state.pos[:, t : t + 1])
+            times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3, tokens
+
+
+def compiled_step(model) -> None:
+    """The cached step through ``torch.compile`` (inductor, dynamic shapes for the growing
+    cache) against the eager step, batch 1: does compiling remove the step's time outside its
+    matrix products?"""
+    eager_ms, eager_tokens = step_ms(model, model.step)
+    compiled = torch.compile(model.step, dynamic=True)
+    start = time.perf_counter()
+    step_ms(model, compiled, new=8)
+    compile_s = time.perf_counter() - start
+    compiled_ms, compiled_tokens = step_ms(model, compiled)
+    eager_again, _ = step_ms(model, model.step)
+    print(f"torch.compile of the cached step (batch 1, median of 199 steps): eager "
+          f"{eager_ms:.2f} / {eager_again:.2f} ms, compiled {compiled_ms:.2f} ms "
+          f"({compiled_ms / min(eager_ms, eager_again):.2f}x eager; compiled in "
+          f"{compile_s:.1f} s), matmul-only {matmul_only_ms(model, 1):.2f} ms, same tokens "
+          f"{torch.equal(eager_tokens, compiled_tokens)}")
+
+
 def timed_alternating(fns: dict, repeats: int) -> tuple[dict, dict]:
     """Best-of-``repeats`` seconds of each function, run in turns (A, B, A, B, ...) so that a
     change in the machine's load hits both alike; returns (seconds, last outputs)."""
@@ -134,6 +174,8 @@ def main() -> None:
     ap.add_argument("--new-tokens", type=int, default=256)
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--profile", action="store_true", help="torch.profiler table of attnlab at batch 1")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time the cached step through torch.compile (compiles for ~10 s)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 32 new tokens, 1 repeat")
     args = ap.parse_args()
     if args.quick:
@@ -202,6 +244,8 @@ def main() -> None:
     print(f"overhead only (n_embd 12, batch 1): hf {seconds['hf'] / n * 1e3:.2f} ms/step, "
           f"attnlab {seconds['ours'] / n * 1e3:.2f} ms/step, ratio "
           f"{seconds['hf'] / seconds['ours']:.2f}, same {torch.equal(outs['hf'], outs['ours'])}")
+    if args.compile:
+        compiled_step(ours)
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
