@@ -69,8 +69,8 @@ class TranslateSettings:
     src_column: str = setting("source", help="source column of --data", metavar="NAME")
     tgt_column: str = setting("target", help="target column of --data", metavar="NAME")
     src_tokenizer: str = setting("auto", choices=TOKENIZERS,
-                                 help="source tokeniser (auto: word for built-in numbers written "
-                                      "as several words, else bpe)")
+                                 help="source tokeniser (auto: word for built-in data written "
+                                      "as several words that held-out rows share, else bpe)")
     tgt_tokenizer: str = setting("auto", choices=TOKENIZERS,
                                  help="target tokeniser (auto, as --src-tokenizer)")
     # 260: the byte-level BPE's 256 bytes and the four special tokens come first

@@ -150,3 +150,27 @@ def test_plot_attention_shows_cross_attention_of_the_models_translation(number_r
     assert x_labels == ["twelve"] and y_labels[0] == "<sos>"
     assert len(maps) == 1 and maps[0].shape == (2, len(y_labels), 1)  # L × (H, T, S)
     torch.testing.assert_close(maps[0].sum(-1), torch.ones(2, len(y_labels)))  # rows are softmaxes
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ({}, ("word", "bpe")),                            # English words; German numbers are one word
+    ({"max_number": 10_000_000}, ("word", "bpe")),    # German millions: words the sample lacks
+    ({"src": "de", "tgt": "en", "max_number": 10_000_000}, ("bpe", "word")),
+    ({"dataset": "dates"}, ("word", "word")),
+])
+def test_auto_tokenizers_can_write_every_test_target(flags, expected):
+    """``auto`` takes a word tokeniser only where the words are a closed set: with German
+    numbers up to 10^7 (several words, most rows with a word no other row has) words would make
+    most test targets <unk>, which no model can write."""
+    from attnlab.commands.train import build_config
+    from attnlab.tasks.translate_data import builtin_splits, fit_tokenizer, resolve_tokenizer
+
+    cfg = build_config("translate", {"out": "unused", **flags})
+    stream, _, test = builtin_splits(cfg)
+    sample = stream.sample(5000)  # what training fits its tokenisers on (TOKENIZER_SAMPLE)
+    kinds = tuple(resolve_tokenizer("auto", [p[side] for p in sample], builtin=True)
+                  for side in (0, 1))
+    assert kinds == expected
+    tgt = fit_tokenizer(kinds[1], [t for _, t in sample], cfg["vocab_size"])
+    targets = [t for _, t in test[:300]]
+    assert [tgt.decode(tgt.encode(t)) for t in targets] == targets
