@@ -255,9 +255,9 @@ def run_a_timer(setup: Setup, work: Path, warmup: int, steps: int,
             return trainer
         engine.make_trainer = make
     run_dir = Path(tempfile.mkdtemp(dir=work, prefix="a-"))
-    # The CLI's progress lines (stderr not a terminal) or bar (a terminal) are written, to
-    # /dev/null, so that they cost what they cost without filling this table's output.
-    # (Lightning's bar is Rich's, which writes to stdout: both streams then claim a terminal.)
+    # The CLI's progress lines (stderr not a terminal) or its line redrawn in place (a
+    # terminal) are written, to /dev/null, so that they cost what they cost without filling
+    # this table's output. (Both streams claim a terminal, as they would in one.)
     tty = bool(variant and variant.tty)
     err = _FakeTerminal(open(os.devnull, "wb"), write_through=True) if tty else open(os.devnull, "w")
     out = _FakeTerminal(open(os.devnull, "wb"), write_through=True) if tty else sys.stdout
