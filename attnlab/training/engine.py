@@ -73,6 +73,7 @@ class _PrintProgress(Callback):
         self.tty = (stream or sys.stderr).isatty()
         self.start = self.drawn = time.perf_counter()
         self.first_step = 0  # a resumed run's rate counts from where it started
+        self.draws = True  # False on DDP ranks other than 0, which show nothing
         self._due: tuple[int, bool] = (-1, False)
         self._open = False  # a line is drawn and not yet ended
 
@@ -80,8 +81,12 @@ class _PrintProgress(Callback):
         """Whether the progress after ``step`` steps shows ``train_loss`` (``logs_this_step``):
         on a terminal when a redraw is due, else every tenth of the run, and the last step."""
         if self._due[0] != step:
-            due = (time.perf_counter() - self.drawn >= self.REDRAW if self.tty
-                   else step % self.every == 0)
+            if not self.draws:
+                due = False
+            elif self.tty:
+                due = time.perf_counter() - self.drawn >= self.REDRAW
+            else:
+                due = step % self.every == 0
             self._due = (step, due or step == self.max_steps)
         return self._due[1]
 
@@ -93,6 +98,7 @@ class _PrintProgress(Callback):
     def on_train_start(self, trainer, pl_module) -> None:
         self.start = self.drawn = time.perf_counter()
         self.first_step = trainer.global_step
+        self.draws = trainer.is_global_zero
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         step = trainer.global_step
@@ -118,8 +124,6 @@ class _PrintProgress(Callback):
             self._draw(trainer)
 
     def _draw(self, trainer, note: str = "", *, final: bool = False) -> None:
-        import shutil
-
         now = time.perf_counter()
         self.drawn = now
         step, total = trainer.global_step, self.max_steps
@@ -135,9 +139,21 @@ class _PrintProgress(Callback):
         metrics = trainer.progress_bar_metrics  # the losses first: the rest may be cut off
         for name in sorted(metrics, key=lambda k: (k != "train_loss", k != "val_loss")):
             parts.append(f"{name} {float(metrics[name]):.4g}")
-        width = shutil.get_terminal_size((100, 20)).columns - 1
-        self._write("\r" + "  ".join(parts)[:width] + "\x1b[K")
+        self._write("\r" + "  ".join(parts)[:self._width() - 1] + "\x1b[K")
         self._open = True
+
+    def _width(self) -> int:
+        """Columns of the terminal this line goes to: $COLUMNS, else the stream's own terminal
+        (stderr can be one while stdout is piped), else 100."""
+        import shutil
+
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        try:
+            return os.get_terminal_size((self.stream or sys.stderr).fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            return shutil.get_terminal_size((100, 20)).columns
 
     def _end_line(self) -> None:
         if self._open:

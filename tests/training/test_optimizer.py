@@ -55,9 +55,10 @@ def test_fused_trains_the_weights_the_per_tensor_adamw_trains():
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
 
 
-def test_a_per_tensor_checkpoint_resumes_into_the_fused_optimizer():
-    """A run checkpointed before AdamW was fused resumes: the saved state loads and training
-    goes on exactly as the old optimizer would have gone on."""
+def test_a_per_tensor_checkpoint_resumes_with_the_per_tensor_update():
+    """A run checkpointed before AdamW was fused resumes: the saved state (its param group says
+    not fused) loads into the new optimiser, and training goes on exactly as the old optimiser
+    would have gone on."""
     net = _net()
     old, old_sched = make_optimizer(net.parameters(), CFG, model_dim=24, max_steps=60)
     for group in old.param_groups:
@@ -69,7 +70,9 @@ def test_a_per_tensor_checkpoint_resumes_into_the_fused_optimizer():
     resumed = _net()
     resumed.load_state_dict(saved[0])
     opt, sched = make_optimizer(resumed.parameters(), CFG, model_dim=24, max_steps=60)
+    assert opt.param_groups[0]["fused"] is True
     opt.load_state_dict(saved[1])
+    assert opt.param_groups[0]["fused"] is None  # the checkpoint's choice, kept on resume
     sched.load_state_dict(saved[2])
     _train(resumed, opt, sched, 20, seed=2)
     for a, b in zip(resumed.parameters(), net.parameters()):
@@ -89,3 +92,31 @@ def test_not_fused_under_a_mixed_precision_where_lightning_would_refuse_clipping
 
     assert fused_under("32") is True
     assert fused_under("bf16-mixed") is None
+
+
+def test_parameter_groups_are_accepted_and_fused():
+    net = _net()
+    groups = [{"params": list(net[0].parameters())},
+              {"params": list(net[2].parameters()), "weight_decay": 0.0}]
+    opt, _ = make_optimizer(groups, CFG, model_dim=24, max_steps=10)
+    assert [g["fused"] for g in opt.param_groups] == [True, True]
+    assert opt.param_groups[1]["weight_decay"] == 0.0
+
+
+def test_without_a_fused_kernel_the_per_tensor_update_is_used(monkeypatch):
+    """PyTorch before 2.4 has no fused AdamW for the CPU: it raises, and training goes on."""
+    real = torch.optim.AdamW
+
+    def old_adamw(params, *args, fused=None, **kwargs):
+        if fused:
+            raise RuntimeError("`fused=True` requires all the params to be floating point "
+                               "Tensors of supported devices: ['cuda', 'xpu', 'privateuseone']")
+        return real(params, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim, "AdamW", old_adamw)
+    net = _net()
+    before = [p.detach().clone() for p in net.parameters()]
+    opt, sched = make_optimizer(net.parameters(), CFG, model_dim=24, max_steps=10)
+    assert isinstance(opt, real) and not opt.param_groups[0]["fused"]
+    _train(net, opt, sched, 3)
+    assert any(not torch.equal(a, b) for a, b in zip(net.parameters(), before))
