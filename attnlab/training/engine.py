@@ -390,8 +390,9 @@ def make_trainer(cfg: dict[str, Any], run_dir: Path, *, max_steps: int,
     )
 
 
-def check_checkpoint(path: Path) -> None:
-    """Refuse a checkpoint that is truncated, corrupt or carries code, before Lightning reads it.
+def check_checkpoint(path: Path, module: torch.nn.Module | None = None) -> None:
+    """Refuse a checkpoint that is truncated, corrupt or carries code, or (given ``module``)
+    whose weights do not fit the model this configuration builds, before Lightning reads it.
 
     Checkpoints are unpickled with ``weights_only=True``: only tensors and plain containers are
     rebuilt, so a poisoned file raises instead of running its payload.
@@ -409,6 +410,16 @@ def check_checkpoint(path: Path) -> None:
         raise UsageError(f"--resume: refusing checkpoint {path}: {why}") from None
     if not isinstance(state, dict) or "state_dict" not in state:
         raise UsageError(f"--resume: {path} is not an attnlab training checkpoint")
+    if module is not None:
+        saved, built = state["state_dict"], module.state_dict()
+        wrong = [f"{k} is {tuple(saved[k].shape)} there, {tuple(v.shape)} here"
+                 for k, v in built.items()
+                 if k in saved and hasattr(saved[k], "shape") and saved[k].shape != v.shape]
+        if wrong:
+            more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+            raise UsageError(f"--resume: {path} does not fit the model its config.yaml builds "
+                             f"now: {wrong[0]}{more}; was config.yaml edited, or did a setting "
+                             f"'auto' choose differently than when the run started?")
 
 
 def _keep_previous_logs(run_dir: Path) -> None:
@@ -566,7 +577,7 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
     if cfg.get("resume"):
         last = checkpoint_dir(run_dir) / "last.ckpt"
         if last.is_file():
-            check_checkpoint(last)
+            check_checkpoint(last, module)
             ckpt_path = str(last)
         elif trainer.is_global_zero:  # killed before its first checkpoint: nothing to lose
             print(f"--resume: no checkpoint yet in {checkpoint_dir(run_dir)}; training from step 0",

@@ -98,3 +98,23 @@ def test_lm_runs_in_the_precision_auto_chose_and_says_so(tmp_path, monkeypatch, 
     assert read_yaml(out / "config.yaml")["precision"] == expected
     said = "note: --precision auto: bf16-mixed on this cpu" in capsys.readouterr().err
     assert said == (expected == "bf16-mixed")
+
+
+def test_a_checkpoint_that_does_not_fit_the_model_is_refused_in_one_line(tmp_path, capsys):
+    """--resume rebuilds the model from config.yaml; when that no longer matches the checkpoint
+    (an edited file, or an 'auto' setting that now chooses otherwise) the user gets exit 2 and
+    the first tensor that does not fit, not Lightning's traceback, and the run is untouched."""
+    from attnlab.cli import main
+
+    run = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(run), "--max-steps", "4", "--model-dim", "16",
+                 "--num-heads", "2", "--threads", "1", "--no-early-stop"]) == 0
+    config = run / "config.yaml"
+    config.write_text(config.read_text().replace("model_dim: 16", "model_dim: 32"))
+    kept = sorted(p.name for p in run.rglob("*"))
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("attnlab: error: --resume: ") and "does not fit" in err
+    assert "input_net.1.weight is (16, 10) there, (32, 10) here (and 17 more)" in err
+    assert sorted(p.name for p in run.rglob("*")) == kept
