@@ -67,6 +67,8 @@ def has_checkpoint(run_dir: Path) -> bool:
 
 
 def _same(key: str, given: Any, saved: Any) -> bool:
+    if given == "auto" and isinstance(saved, str):
+        return True  # config.yaml records what 'auto' chose when the run started
     if isinstance(saved, str) and os.path.isabs(saved) and isinstance(given, str):
         return Path(given).resolve() == Path(saved).resolve()  # a data file named another way
     if isinstance(saved, str) and not isinstance(given, str):

@@ -120,26 +120,34 @@ def _alignment_layers(model, src, tgt):
     return [Layer("attention", "cross", weights[0], "cross")]
 
 
-def _pair(tok: TranslationTokenizers, src_text: str, translation: str):
-    """(source ids (1, S), decoder input ids (1, T): SOS then the translation, their labels)."""
+def _pair(tok: TranslationTokenizers, src_text: str, translation: str,
+          max_len: int | None = None):
+    """(source ids (1, S), decoder input ids (1, T): SOS then the translation, their labels).
+
+    The decoder input is cut at ``max_len`` tokens (the run's ``max_len``, the most the model
+    reads; None: not cut): a translation that decodes to broken characters (an untrained
+    model's) encodes back to more tokens than were generated."""
     src = torch.tensor([tok.src.encode(src_text)])  # (1, S)
-    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(translation)]
+    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(translation)][:max_len]
     tgt_labels = [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids]
     src_labels = [t.strip() or repr(t) for t in tok.src.tokenize(src_text)]
     return src, torch.tensor([tgt_ids]), src_labels, tgt_labels
 
 
-def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, translation: str):
-    """The cross-attention of every decoder layer while it reads ``translation`` after the
-    source: (L × (H, T, S) maps, the S source tokens, the T decoder-input tokens)."""
-    src, tgt, src_labels, tgt_labels = _pair(tok, src_text, translation)
+def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, translation: str,
+                         max_len: int | None = None):
+    """The cross-attention of every decoder layer while it reads ``translation`` (at most
+    ``max_len`` tokens of it) after the source: (L × (H, T, S) maps, the S source tokens, the T
+    decoder-input tokens)."""
+    src, tgt, src_labels, tgt_labels = _pair(tok, src_text, translation, max_len)
     maps = [layer.weights for layer in _alignment_layers(model, src, tgt)
             if layer.kind == "cross"]  # L × (H, T, S)
     return maps, src_labels, tgt_labels
 
 
-def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path) -> None:
-    maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation)
+def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path,
+                           max_len: int) -> None:
+    maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
     plot_attention(maps, x_labels, y_labels, path,
                    title=f"cross-attention (layers × heads): {src_text!r}")
 
@@ -208,7 +216,7 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
         metrics, hyps = compute_test_metrics(model, tok, test, cfg)
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
             _cross_attention_figure(model, tok, test[0][0], hyps[0],
-                                    run_dir / "cross_attention.png")
+                                    run_dir / "cross_attention.png", cfg["max_len"])
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
 
 
@@ -248,7 +256,7 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
     model, tok = load(task, run_dir, cfg)
     text = spell_digits(cfg, [text])[0]
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
-    return cross_attention_maps(model, tok, text, translation)
+    return cross_attention_maps(model, tok, text, translation, cfg["max_len"])
 
 
 def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
@@ -258,7 +266,7 @@ def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
     model, tok = load(task, run_dir, cfg)
     text = spell_digits(cfg, [text])[0]
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
-    src, tgt, src_labels, tgt_labels = _pair(tok, text, translation)
+    src, tgt, src_labels, tgt_labels = _pair(tok, text, translation, cfg["max_len"])
     layers = with_tokens(_alignment_layers(model, src, tgt), src_labels, tgt_labels)
     return layers, src_labels, src_labels
 

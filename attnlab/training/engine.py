@@ -573,6 +573,10 @@ def fit(module: L.LightningModule, train_loader, val_loader, cfg: dict[str, Any]
     trainer = make_trainer(cfg, run_dir, max_steps=max_steps, val_check_interval=val_check_interval,
                            callbacks=[clock, *(callbacks or []), interrupt],
                            limit_val_batches=limit_val_batches)
+    if not cfg.get("resume") and trainer.is_global_zero:
+        # again, now that the task has resolved its 'auto' settings (translate's tokenisers):
+        # --resume then rebuilds what this run trains, even if a later rule would choose otherwise
+        write_yaml(run_dir / "config.yaml", cfg)
     ckpt_path = None
     if cfg.get("resume"):
         last = checkpoint_dir(run_dir) / "last.ckpt"

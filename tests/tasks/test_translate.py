@@ -174,3 +174,29 @@ def test_auto_tokenizers_can_write_every_test_target(flags, expected):
     tgt = fit_tokenizer(kinds[1], [t for _, t in sample], cfg["vocab_size"])
     targets = [t for _, t in test[:300]]
     assert [tgt.decode(tgt.encode(t)) for t in targets] == targets
+
+
+def test_config_yaml_records_the_tokenisers_auto_chose_before_training(tmp_path, monkeypatch):
+    """--resume rebuilds the run from config.yaml: it must hold the kinds ``auto`` chose when
+    training started (not ``auto``, which a later rule could resolve otherwise), and the same
+    command given again with --resume, ``auto`` and all, must continue the run."""
+    import attnlab.training.engine as engine
+    from attnlab.runs import read_yaml
+
+    run = tmp_path / "run"
+    real_fit, seen = engine.L.Trainer.fit, []
+
+    def fit(self, *args, **kwargs):
+        seen.append(read_yaml(run / "config.yaml"))
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(engine.L.Trainer, "fit", fit)
+    argv = ["train", "translate", "--out", str(run), "--max-number", "300", "--test-size", "8",
+            "--val-size", "4", "--tgt-tokenizer", "auto", *TINY]
+    assert main([*argv, "--max-steps", "2"]) == 0
+    assert (seen[0]["src_tokenizer"], seen[0]["tgt_tokenizer"]) == ("word", "bpe")
+    # two steps: an untrained model's translation, whose bytes decode to broken characters that
+    # encode back longer than the model reads; its figure once crashed the finished run
+    assert (run / "cross_attention.png").is_file() and (run / "metrics.json").is_file()
+    assert main([*argv, "--max-steps", "4", "--resume"]) == 0
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 4
