@@ -10,6 +10,7 @@ offending flag, file, column or value and no traceback; 1 only for an internal f
 from __future__ import annotations
 
 import argparse
+import errno
 import re
 import sys
 from importlib import import_module
@@ -69,11 +70,20 @@ def _glue_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+# A write that failed for want of room or a device, not for a bug: said in one line.
+_WRITE_FAULTS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, errno.EFBIG)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
+        if sys.stdout is None:  # started with `>&-`: print() would drop every result silently
+            raise UsageError("standard output is closed; attnlab writes its results there "
+                             "(send them to /dev/null to discard them)")
         argv = _glue_negative_values(sys.argv[1:] if argv is None else list(argv))
         args = build_parser().parse_args(argv)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, so a full disk is reported below, not at interpreter exit
+        return code
     except UsageError as e:
         print(f"attnlab: error: {e}", file=sys.stderr)
         return 2
@@ -85,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `attnlab generate ... | head`
         return 0
+    except OSError as e:
+        if e.errno not in _WRITE_FAULTS:
+            raise
+        where = e.filename or "standard output"
+        print(f"attnlab: cannot write to {where}: {e.strerror}", file=sys.stderr)
+        return 1
     except (MemoryError, RuntimeError) as e:
         # torch's out-of-memory is a RuntimeError (torch.OutOfMemoryError on GPUs): a resource
         # fault, not a bug, said in one line; anything else keeps its traceback

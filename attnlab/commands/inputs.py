@@ -30,6 +30,8 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
     naming the file, or the first empty line."""
     where = "--input-file -" if path == "-" else f"--input-file {path}"
     if path == "-":
+        if sys.stdin is None:  # started with standard input closed (`<&-`)
+            raise UsageError(f"{where}: standard input is closed; no inputs")
         data = sys.stdin.buffer.read()
     else:
         p = Path(path)
@@ -46,7 +48,12 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         raise UsageError(f"{where} line {line}: not UTF-8 text") from None
-    lines = text.splitlines()
+    # lines end at "\n" (and "\r\n") only: str.splitlines would also cut at a form feed,
+    # U+0085, U+2028 and others inside a line, and the outputs would no longer match the lines
+    lines = text.split("\n")
+    if lines[-1] == "":  # the last line's newline ends it; it does not start another
+        lines.pop()
+    lines = [line.removesuffix("\r") for line in lines]
     if not lines:
         raise UsageError(f"{where}: no inputs (the file is empty)")
     for n, line in enumerate(lines, 1):

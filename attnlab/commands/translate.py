@@ -52,13 +52,15 @@ def run(args) -> int:
     if empty:
         raise UsageError(f"TEXT number {empty[0]} is empty")
     check_threads(args.threads)
+    labels = [f"TEXT number {n}" for n in range(1, len(args.texts) + 1)]
     if args.input_file is not None:
-        args.texts, _ = read_inputs(args.input_file)
+        args.texts, labels = read_inputs(args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=("translate",), command="translate")
     use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     task = get_task("translate")
     found = task.translate(run_dir, cfg, args.texts, num_beams=args.beam,
-                           length_penalty=args.length_penalty, quantize=args.quantize)
+                           length_penalty=args.length_penalty, quantize=args.quantize,
+                           labels=labels)
     write_results([{"prediction": t} for t in found], args.texts, as_json=args.json,
                   output_key="translation")
     return 0

@@ -358,7 +358,7 @@ def read_input(text: str, cfg: dict[str, Any],
     ``checked`` (file -> its jets) keeps each file's whole-file check to once per call of many
     inputs."""
     path, sep, row = text.strip().rpartition(":")
-    if not sep or not path or not row.strip().isdigit():
+    if not sep or not path or not row.strip().isdecimal():
         raise UsageError(f"--input must be FILE:ROW (a jets file and a row number from 0), "
                          f"got {text.strip()!r}")
     checked = {} if checked is None else checked

@@ -61,7 +61,7 @@ def parse_tokens(text: str, num_categories: int, seq_len: int, *,
         raise UsageError(f"{what} is empty; give up to {seq_len} symbols separated by spaces")
     symbols = []
     for token in tokens:
-        if not (token.isdigit() and int(token) < num_categories):
+        if not (token.isdecimal() and int(token) < num_categories):
             raise UsageError(f"{what}: token {token!r} is not a symbol of this model "
                              f"(integers 0..{num_categories - 1})")
         symbols.append(int(token))
@@ -175,9 +175,16 @@ def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -
         test = dataset(task, cfg, "test")
         return sequence_metrics(model, test.inputs, test.labels)
     path = Path(data)
+    if path.is_dir():
+        raise UsageError(f"--data {path}: is a directory, not a file of sequences")
     if not path.is_file():
         raise UsageError(f"--data: file not found: {path}")
-    lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[:e.start].count(b"\n") + 1
+        raise UsageError(f"--data {path} line {line}: not UTF-8 text") from None
+    lines = enumerate(text.split("\n"), 1)  # "\n" only, as --input-file (a "\r" is white space)
     rows = [parse_tokens(line, cfg["num_categories"], cfg["seq_len"],
                          what=f"--data {path} line {i}") for i, line in lines if line.strip()]
     if not rows:

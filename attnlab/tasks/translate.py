@@ -132,12 +132,12 @@ class TranslateTask(Task):
 
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
                   num_beams: int | None = None, length_penalty: float | None = None,
-                  quantize: str | None = None) -> list[str]:
+                  quantize: str | None = None, labels: list[str] | None = None) -> list[str]:
         """``attnlab translate DIR TEXT...``: the translations of ``texts``, in order (with the
         built-in numbers, digits are spelled out first); ``quantize="int8"``: by the model on
-        int8 weights."""
+        int8 weights; ``labels`` name the texts in errors."""
         return self._call("translate", run_dir, cfg, texts, num_beams=num_beams,
-                          length_penalty=length_penalty, quantize=quantize)
+                          length_penalty=length_penalty, quantize=quantize, labels=labels)
 
 
 TASKS = {"translate": TranslateTask()}

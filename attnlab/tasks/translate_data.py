@@ -138,7 +138,7 @@ def spell_digits(cfg: dict[str, Any], texts: list[str]) -> list[str]:
     """
     if cfg.get("data") is not None or cfg.get("dataset", "numbers") != "numbers":
         return texts
-    return [spell(int(t), cfg["src"]) if t.strip().isdigit() else t for t in texts]
+    return [spell(int(t), cfg["src"]) if t.strip().isdecimal() else t for t in texts]
 
 
 # ---- tokenisers -------------------------------------------------------------------------

@@ -232,23 +232,26 @@ def load(task, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = Non
 
 def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
               num_beams: int | None = None, length_penalty: float | None = None,
-              quantize: str | None = None) -> list[str]:
+              quantize: str | None = None, labels: list[str] | None = None) -> list[str]:
     """Translations of ``texts`` (the run's ``beam`` and ``length_penalty`` unless given);
     with the built-in numbers, digits are spelled out first; ``quantize="int8"``: by the int8
-    model."""
+    model, one text at a time (its linear layers round each call's input to 8 bits by the
+    range of the whole call, so in a batch a text's translation would depend on the texts
+    beside it); ``labels`` name the texts in errors."""
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     return translate_texts(model, tok, spell_digits(cfg, texts),
                            max_new_tokens=cfg["max_target_len"],
                            num_beams=num_beams or cfg["beam"],
                            length_penalty=cfg["length_penalty"] if length_penalty is None
-                           else length_penalty)
+                           else length_penalty,
+                           batch_size=1 if quantize else 500, labels=labels)
 
 
 
 def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every text's translation (``translate``: the model loaded once, the texts batched)."""
-    return [{"prediction": t} for t in translate(task, run_dir, cfg, texts)]
+    return [{"prediction": t} for t in translate(task, run_dir, cfg, texts, labels=labels)]
 
 
 def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):

@@ -35,8 +35,9 @@ def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
 @torch.no_grad()
 def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_new_tokens: int,
                     num_beams: int = 1, length_penalty: float = 1.0,
-                    batch_size: int = 500) -> list[str]:
+                    batch_size: int = 500, labels: list[str] | None = None) -> list[str]:
     """Translate texts in batches of similar length (little padding), greedy or beam search.
+    ``labels`` name the texts in errors (``--input-file F line N``; default "text number N").
 
     Raises:
         UsageError: if a text is longer than the model's positional encoding reaches.
@@ -46,8 +47,9 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     # the positions a Transformer's encoding has (a recurrent model has no such limit)
     max_len = getattr(getattr(model, "config", None), "max_len", None)
     if max_len is not None and longest is not None and len(ids[longest]) > max_len:
-        raise UsageError(f"text number {longest + 1} has {len(ids[longest])} tokens; this model "
-                         f"reads at most {max_len}")
+        name = labels[longest] if labels else f"text number {longest + 1}"
+        raise UsageError(f"{name} has {len(ids[longest])} tokens; this model reads at most "
+                         f"{max_len}")
     order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(texts)
     if num_beams > 1:

@@ -148,7 +148,7 @@ class _PrintProgress(Callback):
         import shutil
 
         columns = os.environ.get("COLUMNS", "")
-        if columns.isdigit() and int(columns) > 0:
+        if columns.isdecimal() and int(columns) > 0:
             return int(columns)
         try:
             return os.get_terminal_size((self.stream or sys.stderr).fileno()).columns

@@ -1,5 +1,7 @@
 """User errors of train / predict / evaluate / plot: exit 2, one line on stderr naming the flag
 or value, no traceback, nothing trained."""
+import errno
+import io
 import subprocess
 import sys
 
@@ -88,6 +90,7 @@ def run_dir(tmp_path):
     ("3 a", ["'a'"]),
     ("1 2 3 4 5", ["5 tokens", "--seq-len 4", "'5'"]),
     ("   ", ["--input", "empty"]),
+    ("3 \u00b2", ["'\u00b2'", "0..9"]),  # a superscript two: a digit to str.isdigit, not to int()
 ])
 def test_predict_input_errors(run_dir, text, named, capsys):
     _fails(["predict", str(run_dir), "--input", text], capsys, *named)
@@ -100,6 +103,9 @@ def test_predict_and_evaluate_missing_or_broken_run(tmp_path, capsys, run_dir):
     bad = tmp_path / "bad.txt"
     bad.write_text("1 2\n1 12\n")
     _fails(["evaluate", str(run_dir), "--data", str(bad)], capsys, "line 2", "'12'")
+    bad.write_bytes(b"1 2\n3 \xff 4\n")
+    _fails(["evaluate", str(run_dir), "--data", str(bad)], capsys, "--data", "line 2", "UTF-8")
+    _fails(["evaluate", str(run_dir), "--data", str(tmp_path)], capsys, "--data", "directory")
     (run_dir / "model.safetensors").write_bytes(b"not a safetensors file")
     _fails(["predict", str(run_dir), "--input", "1 2"], capsys, "model.safetensors")
 
@@ -112,3 +118,22 @@ def test_a_text_value_that_starts_like_a_negative_number_is_a_value_not_a_flag()
     # a forgotten value is still missing, not swallowed
     assert glue(["predict", "d", "--input", "--out"]) == ["predict", "d", "--input", "--out"]
     assert glue(["predict", "d", "--input", "3 1 4"]) == ["predict", "d", "--input", "3 1 4"]
+
+
+def test_a_closed_standard_output_is_refused_not_written_into_nothing(run_dir, monkeypatch, capsys):
+    """`attnlab predict ... >&-`: Python's print() drops text when there is no stdout, so the
+    command would exit 0 having written nothing."""
+    monkeypatch.setattr(sys, "stdout", None)
+    _fails(["predict", str(run_dir), "--input", "1 2"], capsys, "standard output is closed")
+
+
+def test_a_full_disk_on_standard_output_is_one_line_and_exit_1(run_dir, monkeypatch, capsys):
+    """`attnlab predict ... > /dev/full`: the failed write is said in one line, no traceback."""
+    class Full(io.StringIO):
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    assert main(["predict", str(run_dir), "--input", "1 2"]) == 1
+    err = capsys.readouterr().err
+    assert err == "attnlab: cannot write to standard output: No space left on device\n"

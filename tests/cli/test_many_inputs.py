@@ -90,6 +90,29 @@ def test_standard_input_is_read_with_a_dash(runs, monkeypatch, capsys):
     assert len(out.splitlines()) == 2 and [len(x.split()) for x in out.splitlines()] == [3, 2]
 
 
+@pytest.mark.parametrize("inside", ["\x0c", "\x1e", "\x85", "\u2028", "\r"])
+def test_a_line_ends_only_at_a_newline(runs, inside, tmp_path, capsys):
+    """A form feed, NEL, a line or record separator or a lone carriage return inside a line
+    (str.splitlines cuts at each) leaves one output per line of the file, as `wc -l` counts."""
+    run, _ = runs["reverse"]
+    path = tmp_path / "inputs.txt"
+    path.write_text(f"3 1 4{inside}2 7\n9 9\n", encoding="utf-8", newline="")
+    code, out, err = call(capsys, "predict", run, "--input-file", path)
+    assert code == 0, err
+    assert len(out.splitlines()) == 2
+    code, alone, _ = call(capsys, "predict", run, "--input", f"3 1 4{inside}2 7")
+    assert out.splitlines()[0] == alone.strip()
+
+
+def test_standard_input_closed_is_one_error(runs, monkeypatch, capsys):
+    """`attnlab predict RUN --input-file - <&-`: Python has no sys.stdin at all."""
+    run, _ = runs["reverse"]
+    monkeypatch.setattr(sys, "stdin", None)
+    code, out, err = call(capsys, "predict", run, "--input-file", "-")
+    assert code == 2 and out == ""
+    assert err == "attnlab: error: --input-file -: standard input is closed; no inputs\n"
+
+
 @pytest.mark.parametrize("content, said", [
     (b"3 1 4\n\n2 7\n", "--input-file {p} line 2 is empty; give one input per line"),
     (b"3 1 4\n2 7\n3 x 1\n", "--input-file {p} line 3: token 'x' is not a symbol of this model"),
@@ -132,6 +155,12 @@ def test_translate_reads_a_file_like_its_arguments(runs, tmp_path, capsys):
         {"input": t, "translation": line} for t, line in zip(texts, out.splitlines())]
     code, _, err = call(capsys, "translate", run, "7", "--input-file", path)
     assert code == 2 and "(one of the two)" in err
+    path.write_text("7\n" + "three hundred " * 200 + "\n")  # longer than the model reads
+    code, out, err = call(capsys, "translate", run, "--input-file", path)
+    assert code == 2 and out == ""
+    assert err.startswith(f"attnlab: error: --input-file {path} line 2 has ")
+    code, _, err = call(capsys, "translate", run, "7", "three hundred " * 200)
+    assert code == 2 and err.startswith("attnlab: error: TEXT number 2 has ")
 
 
 def test_generate_continues_each_prompt_of_a_file_on_one_line(runs, tmp_path, capsys):

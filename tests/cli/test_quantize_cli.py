@@ -71,6 +71,30 @@ def test_translate_and_its_evaluation_run_on_int8_weights(runs, capsys):
     assert code == 0 and {"test_bleu", "test_chrf", "test_exact_match"} <= set(json.loads(out))
 
 
+def test_int8_translations_of_a_file_are_those_of_one_call_per_text(runs, tmp_path,
+                                                                     monkeypatch, capsys):
+    """Dynamic int8 rounds each call's input by the range of the whole call, so in a batch one
+    text's translation could depend on its neighbours: int8 translates one text at a time."""
+    from attnlab.models import Seq2SeqTransformer
+
+    texts = ["342", "17", "90017", "seven hundred and seventy-seven", "4", "1000"]
+    alone = []
+    for text in texts:
+        code, out, _ = run_cli(capsys, "translate", runs["translate"], text, "--quantize", "int8")
+        assert code == 0
+        alone.append(out.rstrip("\n"))
+    rows, generate = [], Seq2SeqTransformer.generate
+    monkeypatch.setattr(Seq2SeqTransformer, "generate",
+                        lambda self, src, *a, **k: rows.append(src.shape[0]) or generate(
+                            self, src, *a, **k))
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(texts) + "\n")
+    code, out, _ = run_cli(capsys, "translate", runs["translate"], "--input-file", path,
+                           "--quantize", "int8")
+    assert code == 0 and out.split("\n")[:-1] == alone
+    assert rows == [1] * len(texts)  # one text per call of the int8 model
+
+
 def test_python_load_gives_the_int8_model(runs):
     model, _ = attnlab.load(runs["lm"], quantize="int8")
     assert isinstance(model.lm_head, torch.ao.nn.quantized.dynamic.Linear)
