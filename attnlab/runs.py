@@ -121,11 +121,25 @@ def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
     """A YAML mapping from ``path``; ``UsageError`` naming the file when missing or broken."""
     import yaml
 
+    class UniqueKeys(yaml.SafeLoader):
+        """YAML's own rule, which PyYAML does not keep: a key once per mapping (otherwise the
+        last one would silently win)."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"{key!r} is set twice", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"{what}: file not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeys)  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UsageError(f"{what}: {path} is not valid YAML ({first})") from None

@@ -73,7 +73,12 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     known = set(cfg) | {"task", "out"}
     file_cfg: dict[str, Any] = {}
     if given.get("config"):
-        file_cfg = {k.replace("-", "_"): v for k, v in read_yaml(given["config"]).items()}
+        raw = read_yaml(given["config"])
+        file_cfg = {k.replace("-", "_"): v for k, v in raw.items()}
+        if len(file_cfg) < len(raw):
+            twice = sorted(k for k in file_cfg if sum(r.replace("-", "_") == k for r in raw) > 1)
+            raise UsageError(f"--config {given['config']}: {', '.join(twice)} is set twice "
+                             f"(as {' and '.join(r for r in raw if r.replace('-', '_') == twice[0])})")
         unknown = sorted(set(file_cfg) - known)
         if unknown:
             raise UsageError(f"--config {given['config']}: unknown setting(s) {', '.join(unknown)}")
@@ -92,6 +97,9 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
         cfg.update(previous)
     cfg.update(file_cfg)
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
+    if given.get("resume"):  # 'auto' given again keeps what it chose when the run started
+        cfg.update({k: previous[k] for k, v in cfg.items()
+                    if v == "auto" and isinstance(previous.get(k), str)})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
     validate_shared(cfg)

@@ -112,14 +112,16 @@ def pin_corpus(cfg: dict[str, Any], run_dir: Path, data_dir: Path) -> None:
     RUN_DIR/data was prepared from. config.yaml is written again here, so that a run
     killed before it finishes has the digests too.
     """
-    if cfg.get("resume") and cfg.get("corpus_sha256"):
+    recorded = cfg.get("resume") and cfg.get("corpus_sha256")
+    if recorded:
         check_corpus(cfg, data_dir, "resume")
     else:
         cfg["corpus_sha256"] = corpus_identity(data_dir)
     prepared_from = read_meta(data_dir).get("files_sha256") or [None]
     if Path(cfg["data"]).is_file() and prepared_from[0]:  # prepare read the text recorded
         check_digest(cfg["data"], prepared_from[0], cfg["data_sha256"]["data"], what="--data")
-    write_yaml(Path(run_dir) / "config.yaml", cfg)
+    if not recorded:  # a resumed run's config.yaml is rewritten only when it finishes, so a
+        write_yaml(Path(run_dir) / "config.yaml", cfg)  # refused --resume leaves it as it was
 
 
 def split_windows(cfg: dict[str, Any], split: str, *, stride: int | None = None) -> TokenWindows:

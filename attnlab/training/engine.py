@@ -40,6 +40,10 @@ warnings.filterwarnings("ignore", message=".*is an invalid version and will not 
 warnings.filterwarnings("ignore", message=".*Experiment logs directory .* exists and is not empty.*")
 warnings.filterwarnings("ignore", message=".*Checkpoint directory .* exists and is not empty.*")
 warnings.filterwarnings("ignore", message=".*isinstance.treespec, LeafSpec.*")
+# --resume of a run directory that was moved or copied, or with another --checkpoint-every:
+# the checkpoint's own record of its directory and interval is not this run's concern.
+warnings.filterwarnings("ignore", message=".*The dirpath has changed from.*")
+warnings.filterwarnings("ignore", message=".*Be aware that when using `ckpt_path`.*")
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -67,7 +71,6 @@ class _PrintProgress(Callback):
     REDRAW = 0.1  # seconds between redraws on a terminal
 
     def __init__(self, max_steps: int, stream=None) -> None:
-        self.every = max(1, max_steps // 10)
         self.max_steps = max_steps
         self.stream = stream
         self.tty = (stream or sys.stderr).isatty()
@@ -85,8 +88,8 @@ class _PrintProgress(Callback):
                 due = False
             elif self.tty:
                 due = time.perf_counter() - self.drawn >= self.REDRAW
-            else:
-                due = step % self.every == 0
+            else:  # the steps that end each tenth of the run: ten lines (fewer steps: each)
+                due = step * 10 // self.max_steps != (step - 1) * 10 // self.max_steps
             self._due = (step, due or step == self.max_steps)
         return self._due[1]
 
@@ -403,7 +406,7 @@ def check_checkpoint(path: Path, module: torch.nn.Module | None = None) -> None:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError,
             AttributeError, TypeError) as e:
-        if isinstance(e, pickle.UnpicklingError):
+        if isinstance(e, pickle.UnpicklingError) and "GLOBAL" in str(e):  # a class or function
             why = "it holds objects other than weights, which could run code when loaded"
         else:
             why = f"truncated or corrupt: {type(e).__name__}"

@@ -23,6 +23,10 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
     unknown_yaml.write_text("learning_rate: 0.1\n")
     typed_yaml = tmp / "typed.yaml"
     typed_yaml.write_text("dropout: lots\n")
+    twice_yaml = tmp / "twice.yaml"  # PyYAML lets the last one win: refused, naming the key
+    twice_yaml.write_text("max_steps: 3\nmax_steps: 4\n")
+    twice_spelt = tmp / "twice_spelt.yaml"
+    twice_spelt.write_text("max-steps: 3\nmax_steps: 4\n")
     unreadable = tmp / "unreadable.yaml"
     unreadable.write_bytes(b"\xff\xfe\x00bad")
     not_a_run = tmp / "empty_dir"
@@ -64,6 +68,8 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["train", "reverse", "--config", str(unknown_yaml)], "learning_rate"),
         (["train", "reverse", "--config", str(typed_yaml)], "--dropout"),
         (["train", "reverse", "--config", str(unreadable)], "unreadable.yaml"),
+        (["train", "reverse", "--config", str(twice_yaml)], "'max_steps' is set twice"),
+        (["train", "reverse", "--config", str(twice_spelt)], "max_steps is set twice (as max-steps"),
         (["train", "reverse", "--resume"], "--resume"),
         (["train", "reverse", "--resume", "--out", str(not_a_run)], "--resume"),
         (["train", "reverse", "--out", str(occupied)], "occupied"),

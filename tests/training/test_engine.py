@@ -100,6 +100,53 @@ def test_lm_runs_in_the_precision_auto_chose_and_says_so(tmp_path, monkeypatch, 
     assert said == (expected == "bf16-mixed")
 
 
+@pytest.mark.slow
+def test_auto_given_again_on_resume_keeps_the_precision_the_run_has(tmp_path, monkeypatch,
+                                                                    capsys):
+    """A float32 run resumed with --precision auto stays float32 (auto once resolved it
+    anew, and a bf16 CPU switched the run to bf16-mixed and rewrote config.yaml)."""
+    import attnlab.training.engine as engine
+    from attnlab.cli import main
+    from attnlab.runs import read_yaml
+
+    from ..reliability.conftest import write_corpus
+
+    monkeypatch.setattr(engine, "cpu_has_bf16", lambda: True)
+    out = tmp_path / "lm"
+    argv = ["train", "lm", "--out", str(out), "--model-dim", "128", "--num-heads", "2",
+            "--num-layers", "1", "--block-size", "16", "--batch-size", "4", "--warmup", "1",
+            "--val-batches", "1", "--threads", "1"]
+    assert main([*argv, "--data", str(write_corpus(tmp_path / "c.txt")), "--max-steps", "2",
+                 "--precision", "32"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--resume", "--max-steps", "3", "--precision", "auto"]) == 0
+    assert "note: --precision auto" not in capsys.readouterr().err
+    assert read_yaml(out / "config.yaml")["precision"] == "32"
+    assert main([*argv, "--resume", "--max-steps", "4", "--precision", "32"]) == 0
+
+
+@pytest.mark.slow
+def test_a_refused_resume_of_an_lm_run_leaves_its_config_yaml_as_it_was(tmp_path, capsys):
+    """lm records its corpus's digests in config.yaml when the run starts; a --resume that is
+    then refused (a checkpoint that no longer fits) must not have rewritten the file."""
+    from attnlab.cli import main
+
+    from ..reliability.conftest import write_corpus
+
+    out = tmp_path / "lm"
+    assert main(["train", "lm", "--data", str(write_corpus(tmp_path / "c.txt")), "--out",
+                 str(out), "--model-dim", "32", "--num-heads", "2", "--num-layers", "1",
+                 "--block-size", "16", "--batch-size", "4", "--max-steps", "2", "--warmup",
+                 "1", "--val-batches", "1", "--threads", "1"]) == 0
+    config = out / "config.yaml"
+    config.write_text(config.read_text().replace("model_dim: 32", "model_dim: 64"))
+    edited = config.read_bytes()
+    capsys.readouterr()
+    assert main(["train", "lm", "--out", str(out), "--resume", "--max-steps", "4"]) == 2
+    assert "does not fit" in capsys.readouterr().err
+    assert config.read_bytes() == edited
+
+
 def test_a_checkpoint_that_does_not_fit_the_model_is_refused_in_one_line(tmp_path, capsys):
     """--resume rebuilds the model from config.yaml; when that no longer matches the checkpoint
     (an edited file, or an 'auto' setting that now chooses otherwise) the user gets exit 2 and

@@ -30,6 +30,16 @@ def test_redraws_at_most_ten_times_a_second_and_always_at_the_last_step(monkeypa
     assert [s for s in range(1, 1001) if lines.reads_train_loss(s)] == list(range(100, 1001, 100))
 
 
+def test_a_log_gets_ten_lines_whatever_the_budget(monkeypatch):
+    """Ten lines a run, at the end of each tenth (13 steps once gave 13 lines, 25 gave 13)."""
+    for max_steps in (10, 13, 19, 25, 99, 101, 1234):
+        lines = engine._PrintProgress(max_steps, stream=io.StringIO())
+        read = [s for s in range(1, max_steps + 1) if lines.reads_train_loss(s)]
+        assert len(read) == 10 and read[-1] == max_steps, (max_steps, read)
+    few = engine._PrintProgress(7, stream=io.StringIO())
+    assert [s for s in range(1, 8) if few.reads_train_loss(s)] == list(range(1, 8))
+
+
 def test_a_run_in_a_terminal_shows_one_line_with_step_losses_and_time_left(monkeypatch, tmp_path):
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)  # here: pytest resets it after fixtures
