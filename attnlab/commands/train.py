@@ -111,12 +111,12 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
 
 def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
     """A UsageError naming every setting given (flag or --config) that this run would not use."""
-    names, why = task.unused_settings(cfg)
-    named = [k for k in names if k in given]
-    if named:
-        flags = ", ".join(("--no-" if cfg[k] is False else "--") + k.replace("_", "-")
-                          for k in named)
-        raise UsageError(f"{flags}: {why}")
+    for names, why in task.unused_settings(cfg):
+        named = [k for k in names if k in given]
+        if named:
+            flags = ", ".join(("--no-" if cfg[k] is False else "--") + k.replace("_", "-")
+                              for k in named)
+            raise UsageError(f"{flags}: {why}")
 
 
 def _is_child() -> bool:

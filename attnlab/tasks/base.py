@@ -111,11 +111,11 @@ class Task:
             check(self.model_config, cfg, only=self.model_settings())
         self.validate(cfg)
 
-    def unused_settings(self, cfg: dict[str, Any]) -> tuple[list[str], str]:
-        """(the settings that ``cfg`` would train without, why): ``attnlab train`` refuses any
-        of them that was given (a flag or ``--config``), naming it, instead of silently not
-        using it. Default: none."""
-        return [], ""
+    def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
+        """Groups of (settings that ``cfg`` would train without, why): ``attnlab train``
+        refuses any of them that was given (a flag or ``--config``), naming it, instead of
+        silently not using it. Default: none."""
+        return []
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """Check what the typed settings cannot (one setting against another, the data files)

@@ -134,14 +134,19 @@ class ClassifyTask(Task):
             self._cache = (self._key(cfg), load_splits(cfg, digests=digests), digests)
         return self._cache[1:]
 
-    def unused_settings(self, cfg: dict[str, Any]) -> tuple[list[str], str]:
-        """A set of feature rows is pooled by its mean and has no positions."""
+    def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
+        """A set of feature rows has no text, is pooled by its mean and has no positions;
+        texts have no feature columns."""
         if not cfg.get("set_column"):
-            return [], ""
+            return [(["feature_columns"], "only with --set-column (the numeric columns of a set "
+                                          "of feature rows); texts are read from --text-column")]
         forced = (("pooling", "mean"), ("positional", "none"))
-        unused = [k for k, kept in forced if cfg.get(k) != kept]
-        return unused, ("not with --set-column: a set has no order and no [CLS] position, so it "
-                        "is pooled by its mean and has no positional encoding")
+        return [([k for k, kept in forced if cfg.get(k) != kept],
+                 "not with --set-column: a set has no order and no [CLS] position, so it is "
+                 "pooled by its mean and has no positional encoding"),
+                (["text_column", "tokenizer", "vocab_size"],
+                 "not with --set-column: a set of feature rows has no text to tokenise (its "
+                 "features are --feature-columns)")]
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """The checks one setting alone cannot make: the vocabulary the tokeniser needs, the

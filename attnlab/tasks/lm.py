@@ -87,6 +87,14 @@ class LMTask(Task):
         "precision": "auto",  # bf16-mixed where it pays: 1.33x per step, same loss (scale.md)
     }
 
+    def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
+        """A prepared corpus has its tokeniser already."""
+        if cfg.get("data") and Path(cfg["data"]).is_dir():
+            return [(["tokenizer", "vocab_size"],
+                     f"for a text file only; --data {cfg['data']} is a prepared corpus, whose "
+                     f"tokeniser is its tokenizer.json (prepare another with `attnlab prepare`)")]
+        return []
+
     def validate(self, cfg: dict[str, Any]) -> None:
         """--data: a prepared corpus whose splits each hold a window of --block-size + 1 tokens,
         or a non-empty text file; on --resume, the one the run started with. Everything here is
@@ -96,12 +104,15 @@ class LMTask(Task):
         data = Path(cfg["data"])
         if data.is_dir():
             self._check_corpus_dir(cfg, data)
+            _record_tokenizer(cfg, data)
         elif not data.is_file():
             raise UsageError(f"--data: not found: {data}")
         elif data.stat().st_size == 0:
             raise UsageError(f"--data {data}: the file is empty")
         elif cfg.get("resume") and cfg.get("data_sha256"):
             check_data_files(cfg, purpose="resume")
+        if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
+            _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
 
     @staticmethod
     def _check_corpus_dir(cfg: dict[str, Any], data: Path) -> None:
@@ -132,3 +143,19 @@ class LMTask(Task):
 
 
 TASKS = {"lm": LMTask()}
+
+
+def _record_tokenizer(cfg: dict[str, Any], data: Path) -> None:
+    """config.yaml says the tokeniser the prepared corpus ``data`` was made with: a new run
+    records it (a prepared --data brings its own); a resumed run's config.yaml must still say
+    it (an edited ``tokenizer:`` would describe a run that was not trained)."""
+    from ..data.corpus_meta import read_meta
+
+    kind = read_meta(data).get("tokenizer")
+    if kind is None or kind == cfg.get("tokenizer"):
+        return
+    if cfg.get("resume"):
+        raise UsageError(f"--resume: {cfg['out']}/config.yaml says tokenizer: "
+                         f"{cfg.get('tokenizer')}, but the run's corpus {data} was prepared with "
+                         f"the {kind} tokeniser; put tokenizer: {kind} back, or start a new run")
+    cfg["tokenizer"] = kind

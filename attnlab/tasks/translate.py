@@ -122,13 +122,22 @@ class TranslateTask(Task):
             raise UsageError(f"--test-size + --val-size ({held_out}) must be at most half of "
                              f"--max-number ({cfg['max_number']})")
 
-    def unused_settings(self, cfg: dict[str, Any]) -> tuple[list[str], str]:
-        """A recurrent --arch has no use for the Transformer's own settings."""
-        if cfg.get("arch", "transformer") == "transformer":
-            return [], ""
-        return list(TRANSFORMER_ONLY), (f"for --arch transformer only; --arch {cfg['arch']} (a "
-                                        f"GRU encoder-decoder) uses --model-dim, --num-layers "
-                                        f"and --dropout")
+    def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
+        """A recurrent --arch has no use for the Transformer's own settings; --data has none
+        for the built-in data's, nor the built-in data for the columns of a file."""
+        groups = []
+        if cfg.get("arch", "transformer") != "transformer":
+            groups.append((list(TRANSFORMER_ONLY),
+                           f"for --arch transformer only; --arch {cfg['arch']} (a GRU "
+                           f"encoder-decoder) uses --model-dim, --num-layers and --dropout"))
+        if cfg.get("data") is not None:
+            groups.append((["dataset", "src", "tgt", "max_number", "test_size"],
+                           "for the built-in data only; --data's pairs are its --src-column "
+                           "and --tgt-column, its test rows --test or a tenth of --data"))
+        else:
+            groups.append((["src_column", "tgt_column", "test"],
+                           "for --data FILE only; the built-in data is --dataset"))
+        return groups
 
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
                   num_beams: int | None = None, length_penalty: float | None = None,

@@ -107,4 +107,4 @@ def test_a_text_longer_than_the_model_reads_is_a_usage_error(run_dir, capsys):
     capsys.readouterr()
     assert main(["translate", str(run_dir), "seven", " ".join(["one"] * 70)]) == 2
     err = capsys.readouterr().err
-    assert "text number 2 has 70 tokens; this model reads at most 64" in err
+    assert "TEXT number 2 has 70 tokens; this model reads at most 64" in err

@@ -200,6 +200,30 @@ def test_set_column_refuses_pooling_and_positions_it_would_not_use(tmp_path, cap
                    f"[CLS] position, so it is pooled by its mean and has no positional encoding")
 
 
+@pytest.mark.parametrize("flags, named, why", [
+    (["--tokenizer", "bpe", "--vocab-size", "300"], "--tokenizer, --vocab-size",
+     "not with --set-column: a set of feature rows has no text to tokenise"),
+    (["--text-column", "nosuch"], "--text-column", "not with --set-column"),
+])
+def test_set_column_refuses_the_settings_of_texts(tmp_path, capsys, flags, named, why):
+    # once taken and dropped without a word (--text-column even naming no column of the file)
+    out = tmp_path / "run"
+    code = main(["train", "classify", "--data", str(write_sets(tmp_path / "c.csv")),
+                 "--out", str(out), *SET_ARGS, *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and not out.exists()
+    assert err.startswith(f"attnlab: error: {named}: {why}") and len(err.splitlines()) == 1
+
+
+def test_feature_columns_without_set_column_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["train", "classify", "--data", str(write_sets(tmp_path / "c.csv")),
+                 "--out", str(out), "--feature-columns", "x,y"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and not out.exists()
+    assert err.startswith("attnlab: error: --feature-columns: only with --set-column")
+
+
 def test_set_column_accepts_what_it_uses_and_a_config_file_is_checked_too(tmp_path, capsys):
     data = write_sets(tmp_path / "c.csv")
     assert main(["train", "classify", "--data", str(data), "--out", str(tmp_path / "ok"),

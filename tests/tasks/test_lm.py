@@ -104,6 +104,38 @@ def test_train_on_a_plain_text_file_prepares_it_in_the_run(tmp_path):
     assert type(tokenizer).__name__ == "WordTokenizer" and model.positional == "rope"
 
 
+def test_a_prepared_corpus_brings_its_tokenizer(run, tmp_path, capsys):
+    """--tokenizer and --vocab-size are for a text file: with a prepared --data they were taken
+    without a word and config.yaml said `tokenizer: bpe` of a char corpus; config.yaml records
+    the corpus's own tokeniser."""
+    assert main(["train", "lm", "--data", str(run / "data"), "--out", str(tmp_path / "r"),
+                 "--tokenizer", "bpe", *TINY]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnlab: error: --tokenizer: for a text file only;")
+    assert not (tmp_path / "r").exists()
+    assert yaml.safe_load((run / "run" / "config.yaml").read_text())["tokenizer"] == "char"
+
+
+@pytest.mark.slow
+def test_resume_refuses_a_config_yaml_whose_tokenizer_was_edited(tmp_path, capsys):
+    """The run trains on RUN/data, prepared with the tokeniser config.yaml had: an edited
+    `tokenizer:` would be a config.yaml describing a run that was never trained."""
+    (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "r"
+    args = ["train", "lm", "--data", str(tmp_path / "t.txt"), "--out", str(out), *TINY]
+    args[args.index("--max-steps") + 1] = "2"
+    assert main(args) == 0
+    config = out / "config.yaml"
+    config.write_text(config.read_text().replace("tokenizer: char", "tokenizer: word"))
+    edited = config.read_bytes()
+    capsys.readouterr()
+    assert main(["train", "lm", "--out", str(out), "--resume", "--max-steps", "4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("was prepared with the char tokeniser; put tokenizer: char back, or "
+                        "start a new run") and len(err.splitlines()) == 1
+    assert config.read_bytes() == edited
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "--data is required"),
     (["--data", "/nonexistent/x.txt"], "--data: not found"),

@@ -127,3 +127,25 @@ def test_a_recurrent_arch_refuses_a_transformer_setting_even_at_its_default(tmp_
                  "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.startswith("attnlab: error: --num-heads: for --arch "
                                               "transformer only")
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--src", "fr", "--max-number", "100"], "--src, --max-number: for the built-in data only"),
+    (["--dataset", "dates"], "--dataset: for the built-in data only"),
+])
+def test_data_file_refuses_the_built_in_datas_settings(tmp_path, capsys, flags, named):
+    """Taken and dropped without a word before, and recorded in config.yaml (dataset: dates of
+    a run that trained on the file)."""
+    data = tmp_path / "pairs.csv"
+    data.write_text("source,target\n" + "".join(f"a{i},b{i}\n" for i in range(30)))
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--data", str(data), "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"attnlab: error: {named}") and not out.exists()
+
+
+def test_the_built_in_data_refuses_a_files_columns(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--src-column", "en", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "attnlab: error: --src-column: for --data FILE only; the built-in data is --dataset"
