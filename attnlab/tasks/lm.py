@@ -109,6 +109,14 @@ class LMTask(Task):
             raise UsageError(f"--data: not found: {data}")
         elif data.stat().st_size == 0:
             raise UsageError(f"--data {data}: the file is empty")
+        elif not cfg.get("resume") and data.stat().st_size + 1 < 10 * cfg["block_size"]:
+            # The validation split is a tenth of the tokens, and needs one window of
+            # --block-size + 1; no tokeniser makes more tokens than bytes (+1 for the EOS), so
+            # a file this small is refused now rather than after the run directory is made.
+            raise UsageError(f"--data {data}: {data.stat().st_size} bytes are too few for "
+                             f"--block-size {cfg['block_size']} (its validation tenth must hold "
+                             f"one window of --block-size + 1 tokens); give at least "
+                             f"{10 * cfg['block_size']} bytes of text or lower --block-size")
         elif cfg.get("resume") and cfg.get("data_sha256"):
             check_data_files(cfg, purpose="resume")
         if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():

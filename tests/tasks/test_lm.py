@@ -141,8 +141,12 @@ def test_resume_refuses_a_config_yaml_whose_tokenizer_was_edited(tmp_path, capsy
     (["--data", "/nonexistent/x.txt"], "--data: not found"),
     (["--data", "."], "not a prepared corpus"),
     (["--data", "README.md", "--block-size", "1"], "--block-size"),
+    (["--data", "{tiny}"], "tiny.txt: 3 bytes are too few for --block-size 128"),
 ])
 def test_bad_settings_name_the_flag(args, message, capsys, tmp_path):
+    (tmp_path / "tiny.txt").write_text("abc")  # once refused only after the run directory
+    args = [a.format(tiny=tmp_path / "tiny.txt") for a in args]
     assert main(["train", "lm", "--out", str(tmp_path / "r"), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "r").exists()
