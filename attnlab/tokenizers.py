@@ -96,6 +96,10 @@ class Tokenizer:
         """The readable piece of text behind each id of ``encode(text)`` (for plot labels)."""
         return [self.decode([i], skip_special_tokens=False) for i in self.encode(text)]
 
+    def unknown(self, text: str) -> list[str]:
+        """The pieces of ``text`` this tokeniser reads as unk (none for byte-level BPE)."""
+        return [p for p, i in zip(self.tokenize(text), self.encode(text)) if i == self.unk_id]
+
     def _payload(self) -> dict:
         raise NotImplementedError
 
@@ -167,6 +171,9 @@ class _VocabTokenizer(Tokenizer):
 
     def tokenize(self, text: str) -> list[str]:
         return self.split(text)  # the text's own pieces, unknown ones included
+
+    def unknown(self, text: str) -> list[str]:
+        return [p for p in self.split(text) if p not in self.index]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         out = []
@@ -339,3 +346,33 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         return TOKENIZER_KINDS[kind](data["pieces"])
     except Exception as e:  # KeyError, ValueError, and the Rust side's plain Exception
         raise UsageError(f"{path} is not a valid {kind!r} tokenizer file ({e})") from None
+
+
+def unknown_note(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> str | None:
+    """A line saying which inputs hold pieces ``tokenizer`` never saw (each read as unk, so the
+    model sees less than was written), or None when every piece is known.
+
+    Examples:
+        >>> tok = WordTokenizer.fit(["the film was good"])
+        >>> unknown_note(tok, ["the film", "the zzz film qqq"], ["TEXT number 1", "TEXT number 2"])
+        "TEXT number 2 holds pieces unknown to this model, each read as unk: 'zzz', 'qqq'"
+    """
+    found = [(label, pieces) for label, text in zip(labels, texts)
+             if (pieces := list(dict.fromkeys(tokenizer.unknown(text))))]
+    if not found:
+        return None
+    label, pieces = found[0]
+    shown = ", ".join(repr(p.strip() or p) for p in pieces[:5])  # words carry their space
+    if len(pieces) > 5:
+        shown += f" and {len(pieces) - 5} more"
+    more = f" (and {len(found) - 1} more inputs)" if len(found) > 1 else ""
+    return f"{label} holds pieces unknown to this model, each read as unk: {shown}{more}"
+
+
+def note_unknown(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> None:
+    """``unknown_note``'s line, if any, on standard error as a note."""
+    import sys
+
+    note = unknown_note(tokenizer, texts, labels)
+    if note:
+        print(f"note: {note}", file=sys.stderr, flush=True)

@@ -179,6 +179,7 @@ def run(args) -> int:
     from ..runs import check_run_dir
     from ..tasks import get_task
     from ..tasks.base import each_input
+    from ..tokenizers import note_unknown
 
     _check(args)
     prompts, labels = one_or_file(args.prompt, "--prompt", args.input_file)
@@ -189,6 +190,7 @@ def run(args) -> int:
     model, tokenizer = task.load(run_dir, cfg, quantize=args.quantize)
     all_ids = each_input(prompts, labels,
                          lambda p: task.encode_prompt(tokenizer, p, what="--input"))
+    note_unknown(tokenizer, prompts, labels)  # the model continues what it read
     generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
     if not many and not args.json:  # one prompt: stream it
         sys.stdout.write(args.prompt)

@@ -31,7 +31,7 @@ from ..models import SequenceClassifier
 from ..models.configs import SequenceClassifierConfig
 from ..nn import padding_mask
 from ..runs import check_data_files, load_weights
-from ..tokenizers import TOKENIZER_KINDS, load_tokenizer
+from ..tokenizers import TOKENIZER_KINDS, load_tokenizer, note_unknown
 from .base import config_from_run, each_input, probabilities_of
 from .classify_data import check_labels, read_examples
 
@@ -318,6 +318,7 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
         xs = each_input(texts, labels, lambda text: parse_set(text, cfg["feature_names"]))
     else:
         xs = texts
+        note_unknown(tokenizer, texts, labels)
     inputs = _inputs(cfg, tokenizer, xs)
     p = torch.empty(len(inputs), len(cfg["labels"]))
     # make_batches reorders by length: each batch's "targets" are its inputs' positions

@@ -30,7 +30,7 @@ from ..errors import UsageError
 from ..models import CausalLM
 from ..nn.quantize import quantized
 from ..runs import load_weights, pin_data_files, write_yaml
-from ..tokenizers import load_tokenizer
+from ..tokenizers import load_tokenizer, note_unknown
 from ..viz import lr_curve, plot_lr_schedule
 from .base import each_input
 from .lm import check_corpus, model_config_of
@@ -208,6 +208,7 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
     n = min(cfg["predict_tokens"], model.max_len - 1)
     prompts = each_input(  # each prompt's end, so that prompt + continuation fit
         texts, labels, lambda text: encode_prompt(task, tokenizer, text, what="--input")[-(model.max_len - n):])
+    note_unknown(tokenizer, texts, labels)
     found: list[dict[str, Any]] = [{} for _ in prompts]
     by_length: dict[int, list[int]] = {}
     for i, ids in enumerate(prompts):

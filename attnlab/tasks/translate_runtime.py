@@ -30,6 +30,7 @@ from ..models.configs import Seq2SeqConfig
 from ..models.rnn_seq2seq import RNNSeq2Seq
 from ..nn.quantize import quantized
 from ..runs import load_weights
+from ..tokenizers import note_unknown
 from ..viz import plot_attention, plot_by_length
 from .base import config_from_run
 from .translate_data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
@@ -239,12 +240,15 @@ def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
     range of the whole call, so in a batch a text's translation would depend on the texts
     beside it); ``labels`` name the texts in errors."""
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    return translate_texts(model, tok, spell_digits(cfg, texts),
-                           max_new_tokens=cfg["max_target_len"],
-                           num_beams=num_beams or cfg["beam"],
-                           length_penalty=cfg["length_penalty"] if length_penalty is None
-                           else length_penalty,
-                           batch_size=1 if quantize else 500, labels=labels)
+    texts = spell_digits(cfg, texts)
+    found = translate_texts(model, tok, texts, max_new_tokens=cfg["max_target_len"],
+                            num_beams=num_beams or cfg["beam"],
+                            length_penalty=cfg["length_penalty"] if length_penalty is None
+                            else length_penalty,
+                            batch_size=1 if quantize else 500, labels=labels)
+    # after the texts were accepted: a refusal stays the one line said
+    note_unknown(tok.src, texts, labels or [f"text number {n}" for n in range(1, len(texts) + 1)])
+    return found
 
 
 

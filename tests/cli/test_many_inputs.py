@@ -163,6 +163,27 @@ def test_translate_reads_a_file_like_its_arguments(runs, tmp_path, capsys):
     assert code == 2 and err.startswith("attnlab: error: TEXT number 2 has ")
 
 
+@pytest.mark.parametrize("name, argv, said", [
+    ("translate", ["translate", "{run}", "342", "zzz seven qqq"],
+     "TEXT number 2 holds pieces unknown to this model, each read as unk: 'zzz', 'qqq'"),
+    ("lm", ["generate", "{run}", "--prompt", "the \u20ac", "--max-new-tokens", "2", "--greedy"],
+     "--prompt holds pieces unknown to this model, each read as unk: '\u20ac'"),
+    ("classify", ["predict", "{run}", "--input", "the zzz film"],
+     "--input holds pieces unknown to this model, each read as unk: 'zzz'"),
+])
+def test_pieces_the_model_never_saw_are_named_on_stderr(runs, capsys, name, argv, said):
+    """A word or character outside the vocabulary is read as unk: the output is the model's
+    answer to less than was written, so a note says which (it once said nothing)."""
+    run, _ = runs[name]
+    code, out, err = call(capsys, *[a.format(run=run) for a in argv])
+    assert code == 0 and out
+    assert err == f"note: {said}\n"
+    known = [a.replace("zzz ", "").replace(" qqq", "").replace(" zzz", "").replace(" \u20ac", "")
+             for a in argv]
+    code, _, err = call(capsys, *[a.format(run=run) for a in known])
+    assert code == 0 and "note:" not in err
+
+
 def test_generate_continues_each_prompt_of_a_file_on_one_line(runs, tmp_path, capsys):
     run, _ = runs["lm"]
     prompts = MORE["lm"]
