@@ -18,7 +18,8 @@ from ..errors import UsageError
 from ..settings import flag
 
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_cluster",
-           "check_memory", "has_checkpoint", "discard_unstarted", "available_memory",
+           "check_memory", "has_checkpoint", "discard_unstarted", "first_missing",
+           "available_memory",
            "RESUMABLE"]
 
 # Settings a --resume may change: how long, where and how fast a run trains, not what it
@@ -165,17 +166,27 @@ def check_memory(parts: list[tuple[str, float]], *, available: int | None = None
                      f"{_gb(available)} available")
 
 
-def discard_unstarted(run_dir: Path, *, found: str) -> bool:
+def first_missing(path: Path) -> Path:
+    """The outermost directory of ``path`` that does not exist yet: what making ``path``
+    creates (``path`` itself when its parent exists)."""
+    top = Path(path)
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    return top
+
+
+def discard_unstarted(run_dir: Path, *, found: str, created: Path | None = None) -> bool:
     """Remove what a run wrote if it died before its first checkpoint (nothing in it can be
     resumed, and the same command can then simply run again). ``found`` is what ``--out`` was
-    before the run: ``"new"`` (the directory goes), ``"empty"`` (its contents go; the directory
-    the user made stays) or ``"run"`` (``--resume`` of an existing run: nothing goes). Returns
-    whether anything was removed."""
+    before the run: ``"new"`` (the directory goes, with the parents the run made for it, from
+    ``created`` down), ``"empty"`` (its contents go; the directory the user made stays) or
+    ``"run"`` (``--resume`` of an existing run: nothing goes). Returns whether anything was
+    removed."""
     run_dir = Path(run_dir)
     if found == "run" or has_checkpoint(run_dir) or not run_dir.is_dir():
         return False
     if found == "new":
-        shutil.rmtree(run_dir, ignore_errors=True)
+        shutil.rmtree(created or run_dir, ignore_errors=True)
         return True
     for child in run_dir.iterdir():
         if child.is_dir() and not child.is_symlink():

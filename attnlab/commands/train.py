@@ -178,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_hardware(cfg, quiet=_is_child())
     found = "run" if cfg["resume"] else ("empty" if run_dir.is_dir() else "new")
+    created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
     cfg["out"] = str(run_dir)
     try:
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     except BaseException as e:
         if _is_child():
             raise
-        raise _after_failure(e, cfg, run_dir, found) from None
+        raise _after_failure(e, cfg, run_dir, found, created) from None
     return 0
 
 
@@ -235,14 +236,16 @@ class _sigterm_as_exception:
 
 
 def _after_failure(e: BaseException, cfg: dict[str, Any], run_dir: Path,
-                   found: str) -> BaseException:
+                   found: str, created: Path | None = None) -> BaseException:
     """The exception to report for a run that stopped: an interruption says how to continue;
     a run that never reached its first checkpoint leaves nothing behind that would block the
     same command from running again."""
     if isinstance(e, Interrupted) and e.checkpointed:
         return e
-    removed = preflight.discard_unstarted(run_dir, found=found)
-    gone = f"removed {run_dir}, so the same command can run again"
+    removed = preflight.discard_unstarted(run_dir, found=found, created=created)
+    what = (f"removed what it wrote in {run_dir}" if found == "empty"  # the user's: it stays
+            else f"removed {created or run_dir}")
+    gone = f"{what}, so the same command can run again"
     if isinstance(e, UsageError) and removed:  # a data error found late: still one line
         return type(e)(f"{e} (the run stopped before its first checkpoint; {gone})")
     if not isinstance(e, (KeyboardInterrupt, Interrupted)):

@@ -133,13 +133,16 @@ def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(tmp_path, c
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a few words of text. " * 20)
     out = tmp_path / "lm"
-    argv = ["train", "lm", "--data", str(corpus), "--out", str(out), "--block-size", "5000",
-            "--max-steps", "2", "--model-dim", "16", "--num-heads", "2", "--num-layers", "1"]
+    # 420 bytes pass the check made before the run directory (a tenth of them holds a window
+    # of 41), but as ~120 words they do not: found once the text is tokenised, in the run
+    argv = ["train", "lm", "--data", str(corpus), "--out", str(out), "--block-size", "40",
+            "--tokenizer", "word", "--max-steps", "2", "--model-dim", "16", "--num-heads", "2",
+            "--num-layers", "1"]
     assert main(argv) == 2
     line = one_line_error(capsys)
     assert "--block-size" in line and f"removed {out}" in line
     assert not out.exists()
-    argv[argv.index("5000")] = "8"
+    argv[argv.index("40")] = "4"
     assert main(argv) == 0  # the same --out works at once
 
 
@@ -149,8 +152,19 @@ def test_an_empty_out_directory_the_user_made_stays(tmp_path, capsys):
     out = tmp_path / "mine"
     out.mkdir()
     assert main(["train", "lm", "--data", str(corpus), "--out", str(out), "--block-size",
-                 "5000", "--max-steps", "2"]) == 2
-    assert out.is_dir() and not any(out.iterdir())
+                 "40", "--tokenizer", "word", "--max-steps", "2"]) == 2  # found in the run
+    assert f"removed what it wrote in {out}, so the same command" in capsys.readouterr().err
+    assert out.is_dir() and not any(out.iterdir())  # once said "removed" of it
+
+
+def test_the_parents_a_failed_run_made_for_its_out_go_with_it(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a few words of text. " * 20)
+    out = tmp_path / "a" / "b" / "run"
+    assert main(["train", "lm", "--data", str(corpus), "--out", str(out), "--block-size",
+                 "40", "--tokenizer", "word", "--max-steps", "2"]) == 2
+    assert f"removed {tmp_path / 'a'}, so the same command" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
 
 
 def test_a_run_killed_before_its_first_checkpoint_says_how_to_start_again(tmp_path, capsys):
