@@ -82,22 +82,25 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(file_cfg) - known)
         if unknown:
             raise UsageError(f"--config {given['config']}: unknown setting(s) {', '.join(unknown)}")
-    if given.get("resume"):
-        if not given.get("out"):
+    # --resume and --out as flags, or else from the --config file
+    resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
+    out = given.get("out") or file_cfg.get("out")
+    if resuming:
+        if not out:
             raise UsageError("--resume needs --out DIR: the run directory to continue")
-        saved = Path(given["out"]) / "config.yaml"
+        saved = Path(out) / "config.yaml"
         if not saved.is_file():
             raise UsageError(f"--resume: {saved} not found; nothing to resume")
         previous = read_yaml(saved, what="--resume")
         if previous.get("task") != task_name:
-            raise UsageError(f"--resume: {given['out']} holds a {previous.get('task')!r} run, "
+            raise UsageError(f"--resume: {out} holds a {previous.get('task')!r} run, "
                              f"not {task_name!r}")
         settings = {**file_cfg, **{k: v for k, v in given.items() if k not in ("func", "command")}}
-        resume_conflicts(previous, settings, cfg, Path(given["out"]))
+        resume_conflicts(previous, settings, cfg, Path(out))
         cfg.update(previous)
     cfg.update(file_cfg)
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
-    if given.get("resume"):  # 'auto' given again keeps what it chose when the run started
+    if resuming:  # 'auto' given again keeps what it chose when the run started
         cfg.update({k: previous[k] for k, v in cfg.items()
                     if v == "auto" and isinstance(previous.get(k), str)})
     cfg["task"] = task_name
@@ -156,8 +159,8 @@ def _preflight(args: argparse.Namespace, cfg: dict[str, Any]) -> Path | None:
     if cfg["resume"]:
         from ..runs import read_yaml
 
-        given = {k: v for k, v in vars(args).items() if k not in ("task", "func", "command")}
-        done = preflight.finished_message(run_dir, read_yaml(run_dir / "config.yaml"), given)
+        # the budget as it now stands: the run's, unless a flag or --config raised it
+        done = preflight.finished_message(run_dir, read_yaml(run_dir / "config.yaml"), cfg)
         if done:
             print(f"attnlab: {done}", file=sys.stderr)
             return None

@@ -84,6 +84,8 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
     """
     path = Path(path)
     fmt = format or FORMATS.get(path.suffix.lower())
+    if not path.exists() and not path.is_symlink():  # first: the name may only be mistyped
+        raise UsageError(f"{what}: file not found: {path}")
     if fmt not in ("csv", "tsv", "jsonl") and not path.is_dir():
         raise UsageError(f"{what} {path}: unknown file type {path.suffix or '(none)'!r}; use "
                          f"{', '.join(FORMATS)}")

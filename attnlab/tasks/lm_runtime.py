@@ -240,6 +240,8 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
 def _file_metrics(model, tokenizer, path: Path, cfg: dict[str, Any]) -> dict[str, float]:
     """val_loss/val_perplexity over non-overlapping windows of a text file, encoded chunk by
     chunk into a temporary token file and read through a memory map (any size of file)."""
+    if path.is_dir():
+        raise UsageError(f"--data {path}: is a directory; give a text file to score")
     if not path.is_file():
         raise UsageError(f"--data: file not found: {path}")
     with tempfile.TemporaryDirectory(prefix="attnlab-eval-") as tmp:

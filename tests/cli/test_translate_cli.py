@@ -103,6 +103,14 @@ def test_a_run_of_another_task_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.slow
+def test_evaluate_on_a_missing_file_says_not_found(run_dir, tmp_path, capsys):
+    # not "unknown file type '.txt'", which sent users looking at the suffix of a typo
+    capsys.readouterr()
+    assert main(["evaluate", str(run_dir), "--data", str(tmp_path / "nope.txt")]) == 2
+    assert capsys.readouterr().err == f"attnlab: error: --data: file not found: {tmp_path / 'nope.txt'}\n"
+
+
+@pytest.mark.slow
 def test_a_text_longer_than_the_model_reads_is_a_usage_error(run_dir, capsys):
     capsys.readouterr()
     assert main(["translate", str(run_dir), "seven", " ".join(["one"] * 70)]) == 2

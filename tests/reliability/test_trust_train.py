@@ -256,6 +256,24 @@ def test_resume_with_a_config_file_that_differs_is_refused_too(reverse_run, tmp_
     assert "--num-layers 3 (the run has 1)" in one_line_error(capsys)
 
 
+@pytest.mark.slow
+def test_resume_and_out_in_a_config_file_continue_the_run_as_the_flags_do(tmp_path, capsys):
+    """`resume: true` in --config once skipped the run's config.yaml (the run went on with
+    the task's defaults, or failed naming --config) and its budget went unread."""
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), "--max-steps", "4", "--model-dim", "16",
+                 "--num-heads", "2", "--no-early-stop", "--threads", "1"]) == 0
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"resume: true\nout: {out}\nmax_steps: 8\n")
+    assert main(["train", "reverse", "--config", str(cfg)]) == 0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 8
+    assert "model_dim: 16" in (out / "config.yaml").read_text()
+    cfg.write_text(f"resume: true\nout: {tmp_path / 'nowhere'}\n")
+    capsys.readouterr()
+    assert main(["train", "reverse", "--config", str(cfg)]) == 2
+    assert one_line_error(capsys).startswith("attnlab: error: --resume: ")
+
+
 # ---- item 12: several nodes need a cluster --------------------------------------------------
 
 def test_num_nodes_without_a_cluster_environment_exits_2(tmp_path, capsys, monkeypatch):

@@ -104,6 +104,12 @@ def test_train_on_a_plain_text_file_prepares_it_in_the_run(tmp_path):
     assert type(tokenizer).__name__ == "WordTokenizer" and model.positional == "rope"
 
 
+def test_evaluate_names_a_directory_given_as_data(run, capsys):
+    assert main(["evaluate", str(run / "run"), "--data", str(run / "data")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"attnlab: error: --data {run / 'data'}: is a directory; give a text file to score\n"
+
+
 def test_a_prepared_corpus_brings_its_tokenizer(run, tmp_path, capsys):
     """--tokenizer and --vocab-size are for a text file: with a prepared --data they were taken
     without a word and config.yaml said `tokenizer: bpe` of a char corpus; config.yaml records
