@@ -83,6 +83,8 @@ def beam_search(
         [[0, 1, 2, 3]]
     """
     _check_arguments(step, input_ids, max_new_tokens, num_beams)
+    if eos_token_id is not None and not isinstance(eos_token_id, int):
+        raise ValueError(f"beam search takes one eos_token_id, got {eos_token_id!r}")
     B, T0 = input_ids.shape
     rules = _Rules(num_beams, T0, max_new_tokens, length_penalty, eos_token_id, pad_token_id)
     found: list[list] = [[] for _ in range(B)]  # per row: (score, tokens), best first

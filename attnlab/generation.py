@@ -159,6 +159,22 @@ def selector(do_sample: bool = False, temperature: float = 1.0, top_k: int | Non
                                             top_k=top_k, top_p=top_p, generator=generator)
 
 
+def stop_ids(eos_token_id, device=None) -> int | Tensor | None:
+    """``eos_token_id`` as ``decode_stream`` compares it: None, one id, or a tensor of several
+    (a row stops at any of them, as in Hugging Face's ``generate``).
+
+    Examples:
+        >>> stop_ids(2), stop_ids([2, 7]).tolist(), stop_ids([5])
+        (2, [2, 7], 5)
+    """
+    if eos_token_id is None or isinstance(eos_token_id, int):
+        return eos_token_id
+    ids = [int(i) for i in eos_token_id]
+    if not ids:
+        raise ValueError("eos_token_id is an empty list; give an id, several, or None")
+    return ids[0] if len(ids) == 1 else torch.tensor(ids, device=device)
+
+
 def decode_stream(
     step: StepFunction,
     input_ids: Tensor,
@@ -185,6 +201,7 @@ def decode_stream(
     check_prompt(input_ids, max_new_tokens)
     select = selector(do_sample, temperature, top_k, top_p, generator)
     (B, T0), n = input_ids.shape, max_new_tokens
+    stops = stop_ids(eos_token_id, input_ids.device)
     compact = callable(getattr(step, "reorder", None))
     alive = None if eos_token_id is None else torch.ones(B, dtype=torch.bool,
                                                          device=input_ids.device)
@@ -200,7 +217,8 @@ def decode_stream(
                 nxt.new_full((B,), pad_token_id).index_copy(0, rows, nxt))
             if alive is not None:
                 token = torch.where(alive, token, pad_token_id)  # (B,)
-                alive = alive & (token != eos_token_id)
+                alive = alive & (token != stops if isinstance(stops, int)
+                                 else ~torch.isin(token, stops))
         yield token[:, None].clone()  # (B, 1), made outside inference mode
         if alive is None or t + 1 == n:
             continue
@@ -242,7 +260,8 @@ def decode(
         top_k: sample among the k most likely tokens (``select_next_token``).
         top_p: sample among the most likely tokens that hold p of the mass (``select_next_token``).
         generator: the random generator of the sampling (``select_next_token``).
-        eos_token_id: a row stops after emitting it (None: never stop early).
+        eos_token_id: a row stops after emitting it, or any of a list of ids (None: never
+            stop early).
         pad_token_id: fills the positions after a row's EOS.
 
     Returns:

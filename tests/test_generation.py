@@ -228,3 +228,23 @@ def test_decoding_errors_show_the_values():
         beam_search(Counter(), torch.tensor([[1]]), 2, num_beams=0)
     with pytest.raises(ValueError, match=r"beam search needs a step function with reorder"):
         beam_search(lambda t: torch.zeros(1, 3), torch.tensor([[1]]), 2, num_beams=2)
+
+
+def test_a_list_of_eos_ids_stops_a_row_at_any_of_them():
+    """Hugging Face's generation configs often hold several EOS ids; a list once stopped no
+    row at all, without a word."""
+    from attnlab.generation import decode
+    from attnlab.models import CausalLM
+
+    step = lambda tokens: torch.nn.functional.one_hot((tokens[:, -1] + 1) % 5, 5).float()  # noqa: E731
+    out = decode(step, torch.tensor([[0], [2], [3]]), 4, eos_token_id=[2, 4], pad_token_id=9)
+    assert out.tolist() == [[0, 1, 2], [2, 3, 4], [3, 4, 9]]  # ends once every row has
+    assert decode(step, torch.tensor([[0]]), 4, eos_token_id=[2]).tolist() == [[0, 1, 2]]
+    lm = CausalLM(5, model_dim=8, num_heads=2, num_layers=1, dim_feedforward=16, max_len=16).eval()
+    free = lm.generate(torch.tensor([[1], [3]]), 5)
+    eos = [int(free[0, 2]), int(free[1, 2])]  # the second new token of each row
+    stopped = lm.generate(torch.tensor([[1], [3]]), 5, eos_token_id=eos)
+    for row in range(2):  # each row ends at its own id; the first id of the list pads
+        cut = next(i for i in range(1, 6) if int(free[row, i]) in eos)
+        assert stopped[row, : cut + 1].tolist() == free[row, : cut + 1].tolist()
+        assert set(stopped[row, cut + 1:].tolist()) <= {eos[0]}

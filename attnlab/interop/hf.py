@@ -264,6 +264,11 @@ def _bert_family(hf, model_type: str) -> nn.Module:
         if getattr(c, "sinusoidal_pos_embds", False):
             raise ValueError("distilbert with sinusoidal_pos_embds=True is not supported")
     else:
+        for flag in ("is_decoder", "add_cross_attention"):  # causal masking, cross-attention
+            if getattr(c, flag, False):
+                raise ValueError(f"{model_type}: {flag}=True (a causal decoder) is not supported: "
+                                 f"attnlab's BertEncoder attends both ways and has no "
+                                 f"cross-attention, so its outputs would differ")
         if getattr(c, "embedding_size", c.hidden_size) != c.hidden_size:
             raise ValueError(f"{model_type}: embedding_size ({c.embedding_size}) != hidden_size "
                              f"({c.hidden_size}) needs a projection attnlab's encoder lacks")

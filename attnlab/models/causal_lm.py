@@ -218,7 +218,8 @@ class CausalLM(nn.Module):
             max_new_tokens: how many tokens to add.
             do_sample: sample from softmax(logits / temperature) instead of the argmax.
             temperature, top_k, top_p: sampling controls (see ``attnlab.generation``).
-            eos_token_id: a row stops when it emits this; later positions hold ``pad_token_id``.
+            eos_token_id: a row stops when it emits this (or any id of a list, as in Hugging
+                Face); later positions hold ``pad_token_id`` (default: the first EOS id).
                 Generation ends early once every row has stopped.
             use_cache: keep keys/values (O(T) per step); False re-runs the whole sequence.
             attention_mask: (B, T0), 1 = real token. Right-padded rows are moved to left padding.

@@ -145,7 +145,7 @@ def stream_sliding(model: CausalLM, context: Tensor, n: int, options: dict) -> I
 def stream_tokens(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
                   attention_mask: Tensor | None, *, do_sample: bool = False,
                   temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-                  eos_token_id: int | None = None, use_cache: bool = True,
+                  eos_token_id: int | list[int] | None = None, use_cache: bool = True,
                   pad_token_id: int | None = None,
                   generator: torch.Generator | None = None) -> Iterator[Tensor]:
     """Each step's new tokens (B, 1) after prompts that ``prepare`` has checked and aligned:
@@ -153,7 +153,9 @@ def stream_tokens(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
     selector(do_sample, temperature, top_k, top_p, None)  # bad options fail even for n = 0
     if max_new_tokens == 0:
         return
-    pad = eos_token_id if pad_token_id is None else pad_token_id
+    first_eos = eos_token_id if not isinstance(eos_token_id, (list, tuple)) else (
+        eos_token_id[0] if eos_token_id else None)  # of several, the first pads (HF's rule)
+    pad = first_eos if pad_token_id is None else pad_token_id
     was_training = model.training
     model.eval()  # dropout has no place in generation
     try:

@@ -114,8 +114,31 @@ def padding_mask(
 
 
 def as_bool_mask(mask: Tensor) -> Tensor:
-    """Bool view of a bool or 0/1 mask (nonzero means "may attend")."""
-    return mask if mask.dtype == torch.bool else mask != 0
+    """Bool view of a bool or 0/1 mask (nonzero means "may attend").
+
+    Raises:
+        ValueError: for a floating-point mask holding anything but 0 and 1, such as the
+            additive masks of ``F.scaled_dot_product_attention`` (0 = attend, -inf = blocked),
+            which would otherwise be read backwards.
+
+    Examples:
+        >>> as_bool_mask(torch.tensor([1.0, 0.0]))
+        tensor([ True, False])
+        >>> as_bool_mask(torch.tensor([0.0, float("-inf")]))
+        Traceback (most recent call last):
+        ...
+        ValueError: a float mask must hold only 0 and 1 (1 = may attend), got -inf; an additive mask (0 = attend, -inf = blocked, as torch's attn_mask) is `mask == 0` in attnlab's convention
+    """
+    if mask.dtype == torch.bool:
+        return mask
+    if mask.is_floating_point():
+        odd = mask[(mask != 0) & (mask != 1)]
+        if odd.numel():
+            raise ValueError(f"a float mask must hold only 0 and 1 (1 = may attend), got "
+                             f"{float(odd.flatten()[0]):g}; an additive mask (0 = attend, -inf "
+                             f"= blocked, as torch's attn_mask) is `mask == 0` in attnlab's "
+                             f"convention")
+    return mask != 0
 
 
 def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:

@@ -254,10 +254,14 @@ def _file_metrics(model, tokenizer, path: Path, cfg: dict[str, Any]) -> dict[str
 
 
 def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
-    """``attnlab plot attention`` on an lm run: the causal maps over the tokens of ``text``
-    (its first T tokens), labelled by the text of each token."""
+    """``attnlab plot attention`` (and ``view``) on an lm run: the causal maps over the tokens
+    of ``text``, labelled by the text of each token; a text longer than the model reads
+    (--block-size) is refused, as the other tasks refuse theirs, not cut without a word."""
     model, tokenizer = load(task, run_dir, cfg)
-    ids = encode_prompt(task, tokenizer, text, what="--input")[: model.max_len]
+    ids = encode_prompt(task, tokenizer, text, what="--input")
+    if len(ids) > model.max_len:
+        raise UsageError(f"--input has {len(ids)} tokens; this model reads at most "
+                         f"--block-size {model.max_len}")
     maps = [m[0] for m in model.get_attention_maps(torch.tensor([ids]))]  # L × (H, T, T)
     labels = [tokenizer.decode([i]) or "·" for i in ids]
     return maps, labels, labels

@@ -111,6 +111,16 @@ def test_from_hf_refuses_unknown_models():
         from_hf(transformers.T5EncoderModel(t5))
 
 
+@pytest.mark.parametrize("flag", ["is_decoder", "add_cross_attention"])
+def test_from_hf_refuses_a_bert_built_as_a_causal_decoder(flag):
+    """A BERT with is_decoder=True (BertLMHeadModel's) masks causally; converted as an encoder
+    it once gave other outputs at every position but the last, without a word."""
+    hf = transformers.BertModel(transformers.BertConfig(**bert_config(**{flag: True,
+                                                                         "is_decoder": True})))
+    with pytest.raises(ValueError, match="is_decoder=True .a causal decoder. is not supported"):
+        from_hf(hf)
+
+
 # ---- BERT family ----------------------------------------------------------------------------
 @pytest.mark.parametrize("hidden_act", ["gelu", "gelu_new"])
 def test_bert_hidden_states_with_padding(hidden_act):

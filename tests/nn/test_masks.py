@@ -94,3 +94,20 @@ def test_adjacency_matrix_as_mask_is_graph_attention():
     o_changed = mha(changed, adjacency)
     assert_close(o_changed[0, [0, 1, 4]], o[0, [0, 1, 4]], atol=1e-6, rtol=1e-6)
     assert not torch.allclose(o_changed[0, 2], o[0, 2])
+
+
+@pytest.mark.parametrize("blocked", [float("-inf"), -1e9, 0.5])
+def test_an_additive_float_mask_is_refused_not_read_backwards(blocked):
+    """torch's float attn_mask is added to the scores (0 = attend, -inf = blocked); read as a
+    0/1 mask, every query once put all its weight on the key it meant to block."""
+    from attnlab.nn import MultiheadAttention, scaled_dot_product
+
+    q = k = v = torch.randn(1, 3, 4)
+    additive = torch.tensor([0.0, 0.0, blocked])
+    with pytest.raises(ValueError, match="a float mask must hold only 0 and 1"):
+        scaled_dot_product(q, k, v, additive)
+    with pytest.raises(ValueError, match="`mask == 0` in attnlab's convention"):
+        MultiheadAttention(4, 4, 1)(q, additive.expand(3, 3))
+    ones = torch.tensor([1.0, 1.0, 0.0])  # a 0/1 float mask is still a mask
+    _, attention = scaled_dot_product(q, k, v, ones)
+    assert attention[..., 2].abs().max() == 0

@@ -104,6 +104,18 @@ def test_train_on_a_plain_text_file_prepares_it_in_the_run(tmp_path):
     assert type(tokenizer).__name__ == "WordTokenizer" and model.positional == "rope"
 
 
+@pytest.mark.parametrize("command", [["plot", "attention"], ["view"]])
+def test_attention_of_a_text_longer_than_the_model_reads_is_refused(run, tmp_path, capsys,
+                                                                    command):
+    """Cut to its first --block-size tokens without a word once; reverse, translate and
+    classify refuse theirs too."""
+    out = tmp_path / ("a.png" if command[0] == "plot" else "a.html")
+    assert main([*command, str(run / "run"), "--input", "abcab " * 5, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == "attnlab: error: --input has 30 tokens; this model reads at most --block-size 24\n"
+    assert not out.exists()
+
+
 def test_evaluate_names_a_directory_given_as_data(run, capsys):
     assert main(["evaluate", str(run / "run"), "--data", str(run / "data")]) == 2
     err = capsys.readouterr().err
