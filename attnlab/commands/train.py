@@ -54,11 +54,11 @@ def _show_defaults(parser: argparse.ArgumentParser, defaults: dict[str, Any]) ->
         action.help = f"{action.help or ''} (default: {shown})".lstrip()
 
 
-def validate_shared(cfg: dict[str, Any]) -> None:
+def validate_shared(cfg: dict[str, Any], task=None) -> None:
     """Check every shared setting (types, ranges and choices come from ``TrainSettings``);
     the message names the flag and shows the value."""
     check(TrainSettings, cfg)
-    if cfg["model_dim"] % cfg["num_heads"]:
+    if (task is None or task.heads_split_width(cfg)) and cfg["model_dim"] % cfg["num_heads"]:
         raise UsageError(
             f"--model-dim ({cfg['model_dim']}) must be divisible by --num-heads ({cfg['num_heads']})"
         )
@@ -105,7 +105,7 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
                     if v == "auto" and isinstance(previous.get(k), str)})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
-    validate_shared(cfg)
+    validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run goes on as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
     task.check_settings(cfg)

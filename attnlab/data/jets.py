@@ -199,8 +199,9 @@ class _JetFile:
     def _labels(self, labels: np.ndarray, start: int) -> np.ndarray:
         wrong = np.flatnonzero(~np.isin(labels, (0, 1)))  # NaN too
         if len(wrong):
+            value = labels[wrong[0]]  # a NumPy number, or a Python str in an object column
             raise UsageError(f"{self.where}: column {LABEL_COLUMN} row {start + wrong[0]} is "
-                             f"{labels[wrong[0]].item()!r} (expected 0 or 1)")
+                             f"{getattr(value, 'item', lambda: value)()!r} (expected 0 or 1)")
         return labels.astype(np.int64)
 
 

@@ -251,6 +251,15 @@ def _copy_to_gpt2(model: nn.Module, hf) -> None:
 
 
 # ---- BERT family ----------------------------------------------------------------------------
+def _refuse_a_decoder(c, model_type: str) -> None:
+    """A BERT built as a decoder masks causally (and may cross-attend): not an encoder."""
+    for flag in ("is_decoder", "add_cross_attention"):
+        if getattr(c, flag, False):
+            raise ValueError(f"{model_type}: {flag}=True (a causal decoder) is not supported: "
+                             f"attnlab's BertEncoder attends both ways and has no "
+                             f"cross-attention, so its outputs would differ")
+
+
 def _bert_family(hf, model_type: str) -> nn.Module:
     from ..models.bert import BertEncoder
 
@@ -264,11 +273,7 @@ def _bert_family(hf, model_type: str) -> nn.Module:
         if getattr(c, "sinusoidal_pos_embds", False):
             raise ValueError("distilbert with sinusoidal_pos_embds=True is not supported")
     else:
-        for flag in ("is_decoder", "add_cross_attention"):  # causal masking, cross-attention
-            if getattr(c, flag, False):
-                raise ValueError(f"{model_type}: {flag}=True (a causal decoder) is not supported: "
-                                 f"attnlab's BertEncoder attends both ways and has no "
-                                 f"cross-attention, so its outputs would differ")
+        _refuse_a_decoder(c, model_type)
         if getattr(c, "embedding_size", c.hidden_size) != c.hidden_size:
             raise ValueError(f"{model_type}: embedding_size ({c.embedding_size}) != hidden_size "
                              f"({c.hidden_size}) needs a projection attnlab's encoder lacks")

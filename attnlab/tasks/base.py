@@ -111,6 +111,12 @@ class Task:
             check(self.model_config, cfg, only=self.model_settings())
         self.validate(cfg)
 
+    def heads_split_width(self, cfg: dict[str, Any]) -> bool:
+        """Whether --model-dim is split among --num-heads (so must be divisible by it): true of
+        a Transformer's attention; not of a recurrent model, nor of graph attention, whose
+        --model-dim is each head's width."""
+        return True
+
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """Groups of (settings that ``cfg`` would train without, why): ``attnlab train``
         refuses any of them that was given (a flag or ``--config``), naming it, instead of

@@ -59,6 +59,17 @@ class GraphTask(Task):
         "max_steps": 200, "lr": 5e-3, "warmup": 10, "batch_size": 1, "threads": 1,
     }
 
+    def heads_split_width(self, cfg: dict[str, Any]) -> bool:
+        """--model-dim is each head's width here (8 heads of 8), not split among them."""
+        return False
+
+    def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
+        """The karate club is one fixed graph: the sbm's settings have nothing to set there."""
+        if cfg.get("graph") == "sbm":
+            return []
+        return [(["nodes", "communities", "p_in", "p_out", "feature_noise"],
+                 f"for --graph sbm only; --graph {cfg.get('graph')} is a fixed graph")]
+
     def validate(self, cfg: dict[str, Any]) -> None:
         if cfg.get("epochs") is not None:
             raise UsageError("--epochs: graph training is full-batch (one step sees the whole "

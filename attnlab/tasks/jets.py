@@ -126,6 +126,14 @@ class JetsTask(Task):
             raise UsageError(f"--val-fraction ({cfg['val_fraction']}) + --test-fraction "
                              f"({cfg['test_fraction']}) must be < 1: no jets would be left to "
                              f"train on")
+        import os
+
+        for key in ("test", "val"):  # every jet of such a file would be one trained on
+            if cfg.get(key) and os.path.realpath(cfg[key]) == os.path.realpath(cfg["data"]):
+                raise UsageError(f"--{key} {cfg[key]} is the --data file: its jets would be "
+                                 f"trained on and {'tested' if key == 'test' else 'validated'} "
+                                 f"on; give another file, or drop --{key} to hold out "
+                                 f"--{key}-fraction of --data")
         counts = {key: self.count(cfg[key], key, cfg["max_constituents"])
                   for key in DATA_FILES if cfg.get(key)}
         for part, (start, stop) in split_ranges(counts["data"], cfg).items():

@@ -369,6 +369,9 @@ def read_input(text: str, cfg: dict[str, Any],
         raise UsageError(f"--input {text.strip()}: row {row} is past the end of {path} "
                          f"({n:,} jets: rows 0..{n - 1})")
     p4, labels = read_jets(path, row, row + 1, max_constituents=cfg["max_constituents"])
+    if not bool((p4[..., 0] > 0).any()):  # every energy zero: all padding, nothing to tag
+        raise UsageError(f"--input {text.strip()}: row {row} of {path} has no constituents "
+                         f"(every energy is 0)")
     return trim(p4), int(labels[0])
 
 

@@ -122,6 +122,11 @@ class TranslateTask(Task):
             raise UsageError(f"--test-size + --val-size ({held_out}) must be at most half of "
                              f"--max-number ({cfg['max_number']})")
 
+    def heads_split_width(self, cfg: dict[str, Any]) -> bool:
+        """A GRU encoder-decoder has no heads (--model-dim 30 was refused for --num-heads 4,
+        and --num-heads for not being used)."""
+        return cfg.get("arch", "transformer") == "transformer"
+
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A recurrent --arch has no use for the Transformer's own settings; --data has none
         for the built-in data's, nor the built-in data for the columns of a file."""

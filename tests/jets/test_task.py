@@ -119,6 +119,21 @@ def test_predict_refuses_a_bad_input_with_exit_2(jets_run, jets_file, capsys, te
 
 
 @pytest.mark.slow
+def test_predict_refuses_a_jet_with_no_constituents(jets_run, jets_file, tmp_path, capsys):
+    """An all-zero row is all padding: predict once gave it a confident-looking label, and
+    plot attention crashed on it."""
+    df = pd.read_hdf(jets_file, "table")
+    df.loc[df.index[7], [c for c in df.columns if c != "is_signal_new"]] = 0.0
+    empty = tmp_path / "empty.h5"
+    df.to_hdf(empty, key="table", format="table")
+    for command in (["predict"], ["plot", "attention"]):
+        assert main([*command, str(jets_run), "--input", f"{empty}:7"]) == 2
+        err = capsys.readouterr().err
+        assert err == f"attnlab: error: --input {empty}:7: row 7 of {empty} has no constituents (every energy is 0)\n"
+    assert main(["predict", str(jets_run), "--input", f"{empty}:6"]) == 0
+
+
+@pytest.mark.slow
 def test_the_real_process_trains_with_the_flags_of_the_docs(tmp_path):
     data = tmp_path / "jets.h5"
     write_jets(data, *synthetic_jets(40))
@@ -166,6 +181,9 @@ def bad_dir(tmp_path_factory):
     write_jets(tmp_path / "sorted.h5", p4[order], labels[order])
     write_jets(tmp_path / "good.h5", p4, labels)
     frame(p4, labels).to_hdf(tmp_path / "otherkey.h5", key="jets")
+    text_labels = frame(p4, labels)
+    text_labels["is_signal_new"] = text_labels["is_signal_new"].astype(str)
+    text_labels.to_hdf(tmp_path / "strlabel.h5", key="table")
     return tmp_path
 
 
@@ -183,6 +201,13 @@ ERRORS = {
                              r"--data .*sorted.h5: its val range \(jets 42\.\.47 of 60\) does "
                              r"not hold jets of both classes; .* give --val FILE"),
     "no --data": ([], r"--data FILE is required"),
+    # once a traceback: labels read as text ('1'), not numbers
+    "text labels": (["--data", "{tmp}/strlabel.h5"],
+                    r"--data .*strlabel.h5: column is_signal_new row 0 is '.' \(expected 0 or 1\)"),
+    # every test jet would have been a training jet, without a word
+    "test is data": (["--data", "{tmp}/good.h5", "--test", "{tmp}/good.h5"],
+                     r"--test .*good.h5 is the --data file: its jets would be trained on and "
+                     r"tested on"),
     "fractions": (["--data", "{tmp}/good.h5", "--val-fraction", "0.5", "--test-fraction", "0.5"],
                   r"--val-fraction \(0.5\) \+ --test-fraction \(0.5\) must be < 1"),
     "too many constituents": (["--data", "{tmp}/good.h5", "--max-constituents", "300"],

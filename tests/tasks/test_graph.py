@@ -79,3 +79,17 @@ def test_block_model_gat_learns(tmp_path):
     out = tmp_path / "sbm"
     assert main(["train", "graph", "--graph", "sbm", "--nodes", "90", "--out", str(out)]) == 0
     assert accuracy(out) >= 0.8  # 3 groups: chance is 1/3
+
+
+def test_model_dim_is_each_heads_width_and_karate_refuses_the_sbms_settings(tmp_path, capsys):
+    """--model-dim 12 with 8 heads is 8 heads of 12 here, not a width to split (it was refused
+    as not divisible by 8); --nodes and the like set nothing on the fixed karate graph (they
+    were taken, and recorded in config.yaml)."""
+    assert main(["train", "graph", "--out", str(tmp_path / "g"), "--model-dim", "12",
+                 "--max-steps", "2"]) == 0
+    assert main(["train", "graph", "--out", str(tmp_path / "k"), "--nodes", "50",
+                 "--p-in", "0.9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == ("attnlab: error: --nodes, --p-in: for --graph sbm only; --graph karate is a "
+                   "fixed graph")
+    assert not (tmp_path / "k").exists()

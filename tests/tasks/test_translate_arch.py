@@ -149,3 +149,11 @@ def test_the_built_in_data_refuses_a_files_columns(tmp_path, capsys):
     assert main(["train", "translate", "--src-column", "en", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "attnlab: error: --src-column: for --data FILE only; the built-in data is --dataset"
+
+
+def test_an_rnn_takes_a_model_dim_that_no_head_count_divides(tmp_path):
+    """A GRU has no heads: --model-dim 30 was refused for the default 4 heads, and
+    --num-heads for being a Transformer setting, so no 30-wide rnn could be trained."""
+    assert main(["train", "translate", "--arch", "rnn-additive", "--out", str(tmp_path / "r"),
+                 "--model-dim", "30", "--max-number", "200", "--test-size", "8", "--val-size",
+                 "4", "--max-steps", "2"]) == 0
