@@ -59,6 +59,17 @@ class GraphTask(Task):
         "max_steps": 200, "lr": 5e-3, "warmup": 10, "batch_size": 1, "threads": 1,
     }
 
+    def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
+        """The graph as an N x N mask, and for graph attention each head's N x N scores (float32)
+        of one layer: dense, so --nodes 10^8 would need ~10^17 bytes (it ran the machine out
+        of memory instead of being refused)."""
+        n = int(cfg.get("nodes") or 0) if cfg.get("graph") == "sbm" else 34
+        found = [(f"the graph's {n:,} x {n:,} neighbourhood mask", n * n)]
+        if cfg.get("kind", "gat") == "gat":
+            h = int(cfg.get("num_heads") or 1)
+            found.append((f"one layer's attention scores ({h} heads x {n:,} x {n:,})", 4 * h * n * n))
+        return found
+
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """--model-dim is each head's width here (8 heads of 8), not split among them."""
         return False

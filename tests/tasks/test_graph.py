@@ -93,3 +93,13 @@ def test_model_dim_is_each_heads_width_and_karate_refuses_the_sbms_settings(tmp_
     assert err == ("attnlab: error: --nodes, --p-in: for --graph sbm only; --graph karate is a "
                    "fixed graph")
     assert not (tmp_path / "k").exists()
+
+
+def test_a_graph_too_large_for_memory_is_refused_before_anything_runs(tmp_path, capsys):
+    """Dense N x N attention: --nodes 10^8 once ran the machine out of memory."""
+    out = tmp_path / "big"
+    assert main(["train", "graph", "--graph", "sbm", "--nodes", "100000000", "--out",
+                 str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnlab: error: these settings need about ") and "100,000,000" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
