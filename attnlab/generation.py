@@ -167,8 +167,10 @@ def stop_ids(eos_token_id, device=None) -> int | Tensor | None:
         >>> stop_ids(2), stop_ids([2, 7]).tolist(), stop_ids([5])
         (2, [2, 7], 5)
     """
-    if eos_token_id is None or isinstance(eos_token_id, int):
-        return eos_token_id
+    if eos_token_id is None:
+        return None
+    if not isinstance(eos_token_id, (list, tuple)) and getattr(eos_token_id, "ndim", 0) == 0:
+        return int(eos_token_id)  # an int, or a NumPy or 0-d tensor one
     ids = [int(i) for i in eos_token_id]
     if not ids:
         raise ValueError("eos_token_id is an empty list; give an id, several, or None")

@@ -74,11 +74,12 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     file_cfg: dict[str, Any] = {}
     if given.get("config"):
         raw = read_yaml(given["config"])
+        for key in raw:  # max-steps and max_steps are one setting: the file holds it once
+            spellings = [r for r in raw if r.replace("-", "_") == key.replace("-", "_")]
+            if len(spellings) > 1:
+                raise UsageError(f"--config {given['config']}: {key.replace('-', '_')} is set "
+                                 f"twice (as {' and '.join(spellings)})")
         file_cfg = {k.replace("-", "_"): v for k, v in raw.items()}
-        if len(file_cfg) < len(raw):
-            twice = sorted(k for k in file_cfg if sum(r.replace("-", "_") == k for r in raw) > 1)
-            raise UsageError(f"--config {given['config']}: {', '.join(twice)} is set twice "
-                             f"(as {' and '.join(r for r in raw if r.replace('-', '_') == twice[0])})")
         unknown = sorted(set(file_cfg) - known)
         if unknown:
             raise UsageError(f"--config {given['config']}: unknown setting(s) {', '.join(unknown)}")

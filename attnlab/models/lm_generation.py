@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Iterator
 import torch
 from torch import Tensor
 
-from ..generation import decode_stream, selector
+from ..generation import decode_stream, selector, stop_ids
 
 if TYPE_CHECKING:  # only for the annotations: causal_lm imports this module
     from .causal_lm import CausalLM
@@ -153,8 +153,8 @@ def stream_tokens(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
     selector(do_sample, temperature, top_k, top_p, None)  # bad options fail even for n = 0
     if max_new_tokens == 0:
         return
-    first_eos = eos_token_id if not isinstance(eos_token_id, (list, tuple)) else (
-        eos_token_id[0] if eos_token_id else None)  # of several, the first pads (HF's rule)
+    stops = stop_ids(eos_token_id)  # of several, the first pads (Hugging Face's rule)
+    first_eos = int(stops[0]) if isinstance(stops, Tensor) else stops
     pad = first_eos if pad_token_id is None else pad_token_id
     was_training = model.training
     model.eval()  # dropout has no place in generation

@@ -26,6 +26,7 @@ Examples:
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,8 +127,6 @@ class JetsTask(Task):
             raise UsageError(f"--val-fraction ({cfg['val_fraction']}) + --test-fraction "
                              f"({cfg['test_fraction']}) must be < 1: no jets would be left to "
                              f"train on")
-        import os
-
         for key in ("test", "val"):  # every jet of such a file would be one trained on
             if cfg.get(key) and os.path.realpath(cfg[key]) == os.path.realpath(cfg["data"]):
                 raise UsageError(f"--{key} {cfg[key]} is the --data file: its jets would be "
