@@ -72,6 +72,10 @@ class TrainSettings:
     warmup: int = setting(100, help="warm-up steps", low=0)
     schedule: str = setting("cosine", help="learning-rate schedule", choices=("cosine", "noam"))
     grad_clip: float = setting(1.0, help="gradient-norm clipping (0: off)", low=0)
+    weight_decay: float = setting(0.0, help="AdamW weight decay, on matrices only (not biases, "
+                                            "norms or learned positions)", low=0)
+    beta2: float = setting(0.999, help="AdamW's second-moment decay (the cosine schedule's; "
+                                       "Noam uses the paper's 0.98)", low=0, below=1)
     model_dim: int = setting(64, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide --model-dim)", low=1)
     num_layers: int = setting(2, help="Transformer blocks", low=1)
@@ -86,8 +90,8 @@ class TrainSettings:
     devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)
     num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",
                              low=1)
-    strategy: str = setting("auto", help="how devices share the work",
-                            choices=("auto", "ddp", "ddp_spawn", "fsdp"))
+    strategy: str = setting("auto", help="how devices share the work (docs/scale.md)",
+                            choices=("auto", "ddp", "fsdp"))
     accelerator: str = setting("auto", help="what to run on", choices=("auto", "cpu", "gpu"))
     precision: str = setting("32", help="number format; auto: bf16-mixed on a CPU with bfloat16 "
                                         "instructions for a model 128 wide or more, else 32 "

@@ -87,7 +87,8 @@ def test_model_flags_show_their_defaults_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["train", "lm", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "--attention-dropout F dropout on the attention weights (default: 0.0)" in help_text
+    assert "--attention-dropout F dropout on the attention weights (default: as --dropout)" in help_text
+    assert "--weight-decay F AdamW weight decay" in help_text and "(default: 0.1)" in help_text
     assert "position encoding (default: learned)" in help_text
 
 

@@ -89,8 +89,8 @@ def test_lists_written_for_a_code_host_are_lists_on_the_site(site):
     assert intro.count("<li>") == 4 and "<ol>" in intro
     steps = (site / "architecture.html").read_text(encoding="utf-8").split("What a training")[-1]
     fit = steps.split("engine.fit")[1].split("The task evaluates")[0]
-    callbacks = fit.split("<ul>")[1].split("</ul>")[0]
-    assert callbacks.count("<li>") == 5  # the callbacks: a list inside item 5
+    parts = fit.split("<ul>")[1].split("</ul>")[0]
+    assert parts.count("<li>") == 4  # the loop's parts: a list inside item 5
     assert "<li>" in steps.split("The task evaluates")[0][-60:]  # item 6 is an item of its own
 
 

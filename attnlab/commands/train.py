@@ -38,7 +38,7 @@ def register(sub) -> None:
         if task.model_settings():  # generated from the model's typed config
             add_flags(tp.add_argument_group(f"{name} model"), task.model_config,
                       only=task.model_settings())
-        _show_defaults(tp, {**SHARED_DEFAULTS, **task.defaults})
+        _show_defaults(tp, {**SHARED_DEFAULTS, **task.defaults, **task.default_notes})
         tp.set_defaults(func=run)
 
 
@@ -93,6 +93,8 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
         if not saved.is_file():
             raise UsageError(f"--resume: {saved} not found; nothing to resume")
         previous = read_yaml(saved, what="--resume")
+        # a run from before these settings existed trained with AdamW's own values
+        previous = {"weight_decay": 0.0, "beta2": 0.999, **previous}
         if previous.get("task") != task_name:
             raise UsageError(f"--resume: {out} holds a {previous.get('task')!r} run, "
                              f"not {task_name!r}")

@@ -66,6 +66,8 @@ class Task:
         name: the task's name on the command line.
         help: one line for ``attnlab train --help``.
         defaults: this task's values for shared flags and its own flags (override SHARED_DEFAULTS).
+        default_notes: what ``--help`` says is the default of a setting whose default is
+            derived from another one (its value in ``defaults`` is None).
         has_tokenizer: whether the run directory holds ``tokenizer.json``.
         model_config: the typed config of the task's model (``attnlab.models.configs``):
             the CLI generates a flag, its help, its default and its check from each of its
@@ -81,6 +83,7 @@ class Task:
     name: str = ""
     help: str = ""
     defaults: dict[str, Any] = {}
+    default_notes: dict[str, str] = {}
     has_tokenizer: bool = False
     model_config: type | None = None
     model_flags: tuple[str, ...] | None = None

@@ -85,7 +85,17 @@ class LMTask(Task):
         "dim_feedforward": 512, "dropout": 0.1, "norm_first": True, "batch_size": 32,
         "max_steps": 2000, "lr": 1e-3, "warmup": 100,
         "precision": "auto",  # bf16-mixed where it pays: 1.33x per step, same loss (scale.md)
+        # The GPT recipe (nanoGPT's): decay on matrices, beta2 0.99 for small batches of
+        # tokens, and dropout on the attention weights as well (None: --dropout's value)
+        "weight_decay": 0.1, "beta2": 0.99, "attention_dropout": None,
     }
+    default_notes = {"attention_dropout": "as --dropout"}
+
+    def check_settings(self, cfg: dict[str, Any]) -> None:
+        """--attention-dropout not given: the same as --dropout (recorded in config.yaml)."""
+        if cfg.get("attention_dropout") is None:
+            cfg["attention_dropout"] = cfg["dropout"]
+        super().check_settings(cfg)
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A prepared corpus has its tokeniser already."""

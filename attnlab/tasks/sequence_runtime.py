@@ -1,10 +1,10 @@
 """The heavy half of ``attnlab train reverse|copy|sort`` (the spec: ``attnlab.tasks.sequence``):
 data, model, training, test metrics, figures and the use of a trained run.
 
-Training uses ``attnlab.training.TransformerPredictor`` (Lightning, imported inside ``run``
-only); everything else — ``load``, ``predict``, ``evaluate``, the attention maps — uses the
-pure-torch ``attnlab.models.predictor.ElementPredictor`` with the same state dict, so it never
-imports Lightning. Test metrics are computed by ``sequence_metrics``, shared by ``run`` and
+Training and everything else — ``load``, ``predict``, ``evaluate``, the attention maps — use
+the pure-torch ``attnlab.models.predictor.ElementPredictor``, the model of the course's
+``TransformerPredictor`` (same state dict); only ``run`` imports the training loop (Lightning
+Fabric). Test metrics are computed by ``sequence_metrics``, shared by ``run`` and
 ``evaluate``. Each function takes the ``SequenceTask`` first: its ``name`` says which labels
 (reverse, copy or sort) the data carry.
 
@@ -99,27 +99,27 @@ def dataset(task: Task, cfg: dict[str, Any], split: str) -> SequenceDataset:
 
 # ---- training ------------------------------------------------------------------------------
 def run(task: Task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
-    """Train the course's ``TransformerPredictor`` for ``task.budget(cfg)`` steps (or until
-    validation is perfect three times, with --early-stop), then test and draw the figures."""
-    from ..training import StopAtTarget, TransformerPredictor, finish, fit  # Lightning: here only
+    """Train the course's model (the ``ElementPredictor`` of ``TransformerPredictor``) for
+    ``task.budget(cfg)`` steps (or until validation is perfect three times, with --early-stop),
+    then test and draw the figures."""
+    from ..training import StopAtTarget, finish, fit  # Lightning: here only
+    from ..training.element import ElementModule
 
     train, val = dataset(task, cfg, "train"), dataset(task, cfg, "val")
     max_steps = task.budget(cfg)
-    model = model_config_of(cfg).as_dict()
-    del model["max_len"]  # the course's signature has none: both use the same default
-    module = TransformerPredictor(**model, lr=cfg["lr"], warmup=cfg["warmup"],
-                                  max_iters=max_steps, schedule=cfg["schedule"])
+    model = build_model(cfg)
     callbacks = [StopAtTarget("val_seq_acc", 1.0, times=3)] if cfg["early_stop"] else []
-    result = fit(module, batch_loader(train, cfg["batch_size"], shuffle=True, seed=cfg["seed"]),
+    result = fit(ElementModule(model, cfg, max_steps),
+                 batch_loader(train, cfg["batch_size"], shuffle=True, seed=cfg["seed"]),
                  batch_loader(val, len(val), shuffle=False), cfg, run_dir,
                  max_steps=max_steps, val_check_interval=min(cfg["val_every"], max_steps),
                  callbacks=callbacks)
     metrics = {}
     if result.is_global_zero:
         test = dataset(task, cfg, "test")
-        metrics = sequence_metrics(module, test.inputs, test.labels)
-        figures(task, module, cfg, run_dir, test.inputs[0].tolist(), result.steps, max_steps)
-    return finish(cfg, run_dir, module, metrics, result)
+        metrics = sequence_metrics(model, test.inputs, test.labels)
+        figures(task, model, cfg, run_dir, test.inputs[0].tolist(), result.steps, max_steps)
+    return finish(cfg, run_dir, model, metrics, result)
 
 
 def figures(task: Task, model, cfg: dict[str, Any], run_dir: Path, sequence: list[int],

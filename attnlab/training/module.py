@@ -1,41 +1,54 @@
-"""The LightningModule base every task's training module extends.
+"""What the training loop trains: a task's ``TaskModule`` and its optimiser (torch only).
 
-A subclass implements ``step(batch) -> (loss, logs)``; this class logs ``train_loss`` and
-``val_loss`` (and the logs, prefixed ``val_``), and configures AdamW with a warm-up schedule
-stepped every iteration: the course's cosine warm-up (``schedule: cosine``) or the paper's
-Noam schedule (``schedule: noam``; then --lr is the Noam factor). After the fit the weights
-are float32 whatever ``--precision`` trained them in (``Float32AfterFit``).
+A ``TaskModule`` wraps a task's torch model and says what one batch costs:
+``step(batch) -> (loss, logs)``. Its ``forward`` is that step, so that the loop's call goes
+through whatever Lightning Fabric wrapped around it (DDP's gradient hooks, autocast). The
+optimiser is AdamW with a warm-up schedule stepped every iteration: the course's cosine warm-up
+(``schedule: cosine``) or the paper's Noam schedule (``schedule: noam``; then --lr is the Noam
+factor). Weight decay, where a run sets it, applies to matrices only (the GPT recipe): not to
+biases, norms or learned positions (``decay_groups``).
+
+Nothing here imports Lightning: ``attnlab.training.engine`` is the loop, on Fabric.
 """
 from __future__ import annotations
 
 from typing import Any
 
-import lightning.pytorch as L
 import torch
+from torch import nn
 
+from ..nn.positional import LearnedPositionalEncoding
 from ..schedulers import CosineWarmupScheduler, NoamScheduler
 
-__all__ = ["TaskModule", "make_optimizer", "fuse_for", "Float32AfterFit", "CPUBatches", "logs_this_step"]
+__all__ = ["TaskModule", "make_optimizer", "decay_groups", "fused_adamw_ok", "computed_tables",
+           "exact_tables", "back_to_float32"]
 
 
-def logs_this_step(module: L.LightningModule) -> bool:
-    """Whether ``training_step`` should ``self.log`` this step's training loss and metrics.
+class TaskModule(nn.Module):
+    """Wraps a torch model for training; ``cfg`` is the run's configuration dict.
 
-    One ``self.log`` costs Lightning 0.1-0.7 ms, up to a third of a small model's step
-    (``benchmarks/train_loop.py``). With a logger and no progress bar, only the steps something
-    reads need it: those the logger writes (when the step count after this step is a multiple
-    of ``log_every_n_steps``) and those a callback reads ``train_loss`` at (a callback with a
-    ``reads_train_loss(step)`` method, such as the progress lines). With a live progress bar, or
-    no logger, every step.
+    Args:
+        model: the task's torch model (saved as ``model.safetensors`` after training).
+        cfg: the run configuration (``lr``, ``warmup``, ``schedule``, ``model_dim`` ...).
+        max_steps: the step budget, for the schedule.
+
+    A subclass implements ``step(batch) -> (loss, logs)``: the mean loss of the batch and
+    named tensors (accuracies) that the loop logs as ``train_NAME`` and ``val_NAME``. Neither may
+    read a tensor's value on the host (``float(t)``, ``.item()``): the loop reads the numbers it
+    shows only at the steps it shows them.
     """
-    trainer = module._trainer
-    if trainer is None or trainer.progress_bar_callback is not None or not trainer.loggers:
-        return True
-    done = module.global_step + 1  # steps done once this one is
-    if done % max(1, trainer.log_every_n_steps) == 0:
-        return True
-    return any(cb.reads_train_loss(done) for cb in trainer.callbacks
-               if hasattr(cb, "reads_train_loss"))
+
+    def __init__(self, model: nn.Module, cfg: dict[str, Any], max_steps: int) -> None:
+        super().__init__()
+        self.model = model
+        self.cfg = dict(cfg)
+        self.max_steps = max_steps
+
+    def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        raise NotImplementedError
+
+    def forward(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return self.step(batch)
 
 
 # Devices with PyTorch's fused AdamW kernel (one kernel per parameter for the whole update).
@@ -56,36 +69,56 @@ def _tensors(params: list) -> list[torch.Tensor]:
 
 def fused_adamw_ok(params: list) -> bool:
     """Whether AdamW can take ``fused=True`` for these parameters (tensors or parameter
-    groups): floating point, all on the CPU or all on CUDA. On the CPU it is 3.8-5x faster than
-    the default per-tensor update (0.34 -> 0.07 ms a step for the reverse task's 20 tensors,
-    1.71 -> 0.44 ms for the lm task's 52; benchmarks/RESULTS.md, adamw) and agrees with it to
-    float32 rounding. (PyTorch before 2.4 has no CPU kernel: ``make_optimizer`` then falls
-    back to the per-tensor update.)"""
+    groups): floating point, all on the CPU or all on CUDA. On the CPU it is several times
+    faster than the default per-tensor update (benchmarks/RESULTS.md, adamw) and agrees with it
+    to float32 rounding. It works under every precision: Fabric's gradient scaler for
+    ``16-mixed`` hands a fused AdamW its scale, and the mixed precisions keep float32 weights.
+    (PyTorch before 2.4 has no CPU kernel: ``make_optimizer`` then falls back to the
+    per-tensor update.)"""
     params = _tensors(params)
     devices = {p.device.type for p in params}
     return (len(devices) == 1 and devices <= set(FUSED_DEVICES)
             and all(p.is_floating_point() for p in params))
 
 
-def fuse_for(module: L.LightningModule) -> bool:
-    """Whether ``module``'s optimiser may be fused: not under a mixed precision, where
-    Lightning refuses gradient clipping with an optimiser that unscales its own gradients."""
-    trainer = module._trainer
-    return trainer is None or "mixed" not in str(trainer.precision)
+def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """``module``'s trainable parameters in two AdamW groups: the matrices (linear layers'
+    weights, token embeddings) with ``weight_decay``, and the rest — biases, norms' scales,
+    learned position tables — without (the GPT recipe: decaying a norm's scale or a bias
+    pulls it towards a value that means nothing, and a position table is looked up, not
+    multiplied). A parameter shared by two modules (tied embeddings) is listed once.
+
+    Examples:
+        >>> net = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8))
+        >>> [(len(g["params"]), g["weight_decay"]) for g in decay_groups(net, 0.1)]
+        [(1, 0.1), (3, 0.0)]
+    """
+    positions = {id(p) for m in module.modules() if isinstance(m, LearnedPositionalEncoding)
+                 for p in m.parameters()}
+    decay, keep, seen = [], [], set()
+    for p in module.parameters():
+        if not p.requires_grad or id(p) in seen:
+            continue
+        seen.add(id(p))
+        (decay if p.ndim >= 2 and id(p) not in positions else keep).append(p)
+    return [{"params": decay, "weight_decay": weight_decay},
+            {"params": keep, "weight_decay": 0.0}]
 
 
 def make_optimizer(params, cfg: dict[str, Any], *, model_dim: int, max_steps: int,
                    fused: bool = True):
     """AdamW (with ``fused``, the fused kernel where PyTorch has it) and a per-step warm-up
-    scheduler from the configuration."""
+    scheduler from the configuration: ``lr``, ``warmup``, ``schedule``, ``weight_decay``
+    (default 0) and ``beta2`` (default 0.999, PyTorch's). ``params`` may be parameter groups
+    (``decay_groups``); a group's own ``weight_decay`` wins."""
     schedule = cfg.get("schedule", "cosine")
     warmup = max(1, min(int(cfg.get("warmup", 100)), max_steps))
-    wd = float(cfg.get("weight_decay", 0.0))
+    wd = float(cfg.get("weight_decay") or 0.0)
     params = list(params)
     fused = (fused and fused_adamw_ok(params)) or None  # None: PyTorch's per-tensor default
     noam = schedule == "noam"
-    options = (dict(lr=1.0, betas=(0.9, 0.98), eps=1e-9) if noam
-               else dict(lr=float(cfg["lr"])))
+    options = (dict(lr=1.0, betas=(0.9, 0.98), eps=1e-9) if noam  # the paper's betas
+               else dict(lr=float(cfg["lr"]), betas=(0.9, float(cfg.get("beta2") or 0.999))))
     try:
         opt = torch.optim.AdamW(params, weight_decay=wd, fused=fused, **options)
     except RuntimeError:  # a PyTorch without the fused kernel for this device
@@ -99,43 +132,9 @@ def make_optimizer(params, cfg: dict[str, Any], *, model_dim: int, max_steps: in
     return opt, sched
 
 
-class Float32AfterFit:
-    """Mixin for a LightningModule: back to float32 weights once ``trainer.fit`` is done.
-
-    ``--precision 64`` and ``bf16-true`` train float64 / bfloat16 weights (Lightning converts
-    the module when the fit starts). What comes after the fit — the test split in plain torch,
-    the figures, ``model.safetensors`` — then uses float32, the dtype ``attnlab.load``,
-    ``predict`` and ``evaluate`` build, so ``metrics.json`` is what ``attnlab evaluate`` reports
-    for the saved weights (bfloat16 -> float32 is exact; float64 -> float32 rounds to 24 bits).
-    The mixed precisions keep float32 weights already: nothing changes for them.
-
-    The tables a model computes rather than learns (non-persistent buffers: the sinusoidal
-    positions, RoPE's angles, ALiBi's slopes) are put back as they were before the fit, not
-    rounded through bfloat16: the test metrics in ``metrics.json`` are then those of the saved
-    model, which ``attnlab.load`` rebuilds with exact tables.
-    """
-
-    def setup(self, stage: str) -> None:
-        super().setup(stage)
-        if stage == "fit":  # before Lightning converts the module to a --precision *-true dtype
-            self._computed_tables = {name: b.detach().clone()
-                                     for name, b in _computed_tables(self).items()
-                                     if b.dtype == torch.float32}
-
-    def on_fit_end(self) -> None:
-        super().on_fit_end()
-        if any(p.is_floating_point() and p.dtype != torch.float32 for p in self.parameters()):
-            self.to(torch.float32)
-            tables = _computed_tables(self)
-            with torch.no_grad():
-                for name, exact in getattr(self, "_computed_tables", {}).items():
-                    if name in tables and tables[name].shape == exact.shape:
-                        tables[name].copy_(exact)
-        self._computed_tables = {}
-
-
-def _computed_tables(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """``module``'s non-persistent floating-point buffers (not in its state dict), by name."""
+def computed_tables(module: nn.Module) -> dict[str, torch.Tensor]:
+    """``module``'s non-persistent floating-point buffers (not in its state dict: the
+    sinusoidal positions, RoPE's angles, ALiBi's slopes), by name."""
     tables = {}
     for prefix, sub in module.named_modules():
         for name in sub._non_persistent_buffers_set:
@@ -145,51 +144,25 @@ def _computed_tables(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return tables
 
 
-class CPUBatches:
-    """Mixin for a LightningModule: batches stay as they are on the CPU (Lightning would walk
-    every batch to move each tensor to the device it is already on)."""
-
-    def transfer_batch_to_device(self, batch, device, dataloader_idx):
-        if device.type == "cpu":
-            return batch
-        return super().transfer_batch_to_device(batch, device, dataloader_idx)
+def exact_tables(module: nn.Module) -> dict[str, torch.Tensor]:
+    """Copies of ``module``'s float32 computed tables, to put back by ``back_to_float32``."""
+    return {name: b.detach().clone() for name, b in computed_tables(module).items()
+            if b.dtype == torch.float32}
 
 
-class TaskModule(CPUBatches, Float32AfterFit, L.LightningModule):
-    """Wraps a torch model for training; ``cfg`` is the run's configuration dict.
-
-    Args:
-        model: the task's torch model (saved as ``model.safetensors`` after training).
-        cfg: the run configuration (``lr``, ``warmup``, ``schedule``, ``model_dim`` ...).
-        max_steps: the step budget, for the schedule.
-    """
-
-    def __init__(self, model: torch.nn.Module, cfg: dict[str, Any], max_steps: int) -> None:
-        super().__init__()
-        self.model = model
-        self.cfg = dict(cfg)
-        self.max_steps = max_steps
-
-    def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        raise NotImplementedError
-
-    def training_step(self, batch, batch_idx):
-        loss, logs = self.step(batch)
-        if not logs_this_step(self):  # nothing reads this step's logs
-            return loss
-        self.log("train_loss", loss, prog_bar=True)
-        for k, v in logs.items():
-            self.log(f"train_{k}", v)
-        return loss
-
-    def validation_step(self, batch, batch_idx):
-        loss, logs = self.step(batch)
-        self.log("val_loss", loss, prog_bar=True, sync_dist=True)
-        for k, v in logs.items():
-            self.log(f"val_{k}", v, prog_bar=True, sync_dist=True)
-
-    def configure_optimizers(self):
-        opt, sched = make_optimizer(self.parameters(), self.cfg,
-                                    model_dim=int(self.cfg.get("model_dim", 64)),
-                                    max_steps=self.max_steps, fused=fuse_for(self))
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+@torch.no_grad()
+def back_to_float32(module: nn.Module, tables: dict[str, torch.Tensor]) -> None:
+    """Float32 weights again after training in ``64`` or ``bf16-true``, with the computed
+    tables put back exact (``tables`` from ``exact_tables`` before training), not rounded
+    through bfloat16: what comes after training — the test split, the figures,
+    ``model.safetensors`` — then uses the dtype ``attnlab.load`` builds, so ``metrics.json``
+    is what ``attnlab evaluate`` reports for the saved weights (bfloat16 -> float32 is exact;
+    float64 -> float32 rounds to 24 bits). The mixed precisions keep float32 weights: nothing
+    changes for them."""
+    if not any(p.is_floating_point() and p.dtype != torch.float32 for p in module.parameters()):
+        return
+    module.to(torch.float32)
+    now = computed_tables(module)
+    for name, exact in tables.items():
+        if name in now and now[name].shape == exact.shape:
+            now[name].copy_(exact.to(now[name].device))

@@ -1,31 +1,50 @@
 """``TransformerPredictor``: the course's LightningModule for per-element prediction.
 
 The model is ``attnlab.models.ElementPredictor`` (same submodules, same state dict); this class
-adds what Lightning needs: hyper-parameters, the optimiser with the cosine warm-up stepped every
-iteration, and training / validation / test steps for per-element classification (cross-entropy
-over every position; accuracy per token and per whole sequence).
+adds what Lightning's ``Trainer`` needs: hyper-parameters, the optimiser with the cosine warm-up
+stepped every iteration, and training / validation / test steps for per-element classification
+(cross-entropy over every position; accuracy per token and per whole sequence). It is the
+course's API, trained by a user's ``pl.Trainer``; ``attnlab train reverse`` trains the same
+``ElementPredictor`` in attnlab's own loop (``attnlab.training.engine``) and never imports this.
 """
 from __future__ import annotations
 
 import lightning.pytorch as L
 import torch.nn.functional as F
-from torch import Tensor
 
 from ..models.predictor import ElementPredictor
-from .module import CPUBatches, Float32AfterFit, fuse_for, logs_this_step, make_optimizer
+from .element import element_metrics
+from .module import back_to_float32, exact_tables, make_optimizer
 
 __all__ = ["TransformerPredictor", "element_metrics"]
 
 
-def element_metrics(logits: Tensor, labels: Tensor) -> dict[str, Tensor]:
-    """Loss and accuracies of per-element predictions, logits (B, T, K) and labels (B, T)."""
-    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))  # (B·T, K)
-    correct = logits.argmax(-1) == labels  # (B, T)
-    return {"loss": loss, "acc": correct.float().mean(),
-            "seq_acc": correct.all(-1).float().mean()}
+class _CPUBatches:
+    """Batches stay as they are on the CPU (Lightning would walk every batch to move each
+    tensor to the device it is already on)."""
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        if device.type == "cpu":
+            return batch
+        return super().transfer_batch_to_device(batch, device, dataloader_idx)
 
 
-class TransformerPredictor(CPUBatches, Float32AfterFit, ElementPredictor, L.LightningModule):
+class _Float32AfterFit:
+    """Back to float32 weights once ``trainer.fit`` is done (``back_to_float32``):
+    ``precision="64"`` and ``"bf16-true"`` train float64 / bfloat16 weights."""
+
+    def setup(self, stage: str) -> None:
+        super().setup(stage)
+        if stage == "fit":  # before Lightning converts the module to a *-true dtype
+            self._computed_tables = exact_tables(self)
+
+    def on_fit_end(self) -> None:
+        super().on_fit_end()
+        back_to_float32(self, getattr(self, "_computed_tables", {}))
+        self._computed_tables = {}
+
+
+class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.LightningModule):
     """The course's ``TransformerPredictor``, trainable with a Lightning ``Trainer``.
 
     Args:
@@ -48,7 +67,7 @@ class TransformerPredictor(CPUBatches, Float32AfterFit, ElementPredictor, L.Ligh
     (B, T, input_dim) floats; labels (B, T) class indices. Training logs ``train_loss``;
     validation and test log ``{mode}_loss``, ``{mode}_acc`` (per token) and ``{mode}_seq_acc``
     (whole sequences right). After ``fit`` with ``precision="bf16-true"`` or ``"64"`` the
-    weights are float32 again (``Float32AfterFit``).
+    weights are float32 again.
 
     Examples:
         >>> from torch.utils.data import DataLoader, TensorDataset
@@ -76,7 +95,7 @@ class TransformerPredictor(CPUBatches, Float32AfterFit, ElementPredictor, L.Ligh
         cfg = {"lr": hp.lr, "warmup": hp.warmup, "schedule": hp.schedule,
                "weight_decay": hp.weight_decay}
         opt, sched = make_optimizer(self.parameters(), cfg, model_dim=hp.model_dim,
-                                    max_steps=hp.max_iters, fused=fuse_for(self))
+                                    max_steps=hp.max_iters, fused=self._fused())
         # stepped every iteration, not every epoch, as in the course
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
@@ -84,9 +103,15 @@ class TransformerPredictor(CPUBatches, Float32AfterFit, ElementPredictor, L.Ligh
         inputs, labels = batch
         logits = self(inputs)  # (B, T, K)
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
-        if logs_this_step(self):
-            self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
         return loss
+
+    def _fused(self) -> bool:
+        """Whether the optimiser may be fused: not under a mixed precision, where Lightning's
+        Trainer refuses gradient clipping with an optimiser that unscales its own gradients
+        (attnlab's own loop, on Fabric, has no such limit)."""
+        trainer = self._trainer
+        return trainer is None or "mixed" not in str(trainer.precision)
 
     def _evaluation_step(self, batch, mode: str) -> None:
         inputs, labels = batch

@@ -32,11 +32,11 @@ def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path):
     deadline = time.time() + 120
     killed_after = None
     while time.time() < deadline and proc.poll() is None:
-        steps = [int(m.group(1)) for p in (out / "checkpoints").glob("step*.ckpt")
-                 if (m := re.match(r"step(\d+)\.ckpt", p.name))] if ckpt.parent.is_dir() else []
-        if steps and max(steps) >= 300:
+        # last.ckpt is written to another name and renamed: it is always whole
+        step = torch.load(ckpt, weights_only=True)["global_step"] if ckpt.is_file() else 0
+        if step >= 300:
             proc.send_signal(signal.SIGKILL)
-            killed_after = max(steps)
+            killed_after = step
             break
         time.sleep(0.05)
     proc.communicate(timeout=60)
@@ -45,8 +45,7 @@ def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path):
     assert not (out / "metrics.json").exists()
 
     saved_step = torch.load(ckpt, weights_only=True)["global_step"]
-    # last.ckpt is written just after stepN.ckpt: the kill may fall between the two
-    assert saved_step >= killed_after - 50 > BUDGET // 10
+    assert saved_step >= killed_after > BUDGET // 10  # a later checkpoint may have come since
 
     resumed = _train(out, "--resume")
     stdout, stderr = resumed.communicate(timeout=300)

@@ -14,17 +14,33 @@ class _BlowsUpAt(TaskModule):
 
     def __init__(self, model, cfg, max_steps, bad_step):
         super().__init__(model, cfg, max_steps)
-        self.bad_step = bad_step
+        self.bad_step, self.steps = bad_step, 0
 
-    def step(self, batch):
+    def step(self, batch):  # training only: these runs have no validation
         x, y = batch
         loss = torch.nn.functional.mse_loss(self.model(x), y)
-        if self.trainer.global_step >= self.bad_step:
+        self.steps += 1
+        if self.steps > self.bad_step:
             loss = loss * float("nan")
         return loss, {}
 
 
-def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+@pytest.mark.parametrize("on_device", [False, True])
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, on_device):
+    """On one CPU process the loss is checked at every step, before its gradients are applied;
+    on an accelerator (``on_device``: the same path, forced here on the CPU) the step of the
+    first non-finite loss is kept on the device and read before the next checkpoint."""
+    from attnlab.training import engine
+
+    if on_device:
+        real_setup = engine.Loop.setup
+
+        def setup(self):
+            resumed = real_setup(self)
+            self.immediate = False
+            return resumed
+
+        monkeypatch.setattr(engine.Loop, "setup", setup)
     torch.manual_seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
     loader = torch.utils.data.DataLoader(data, batch_size=8)

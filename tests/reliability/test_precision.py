@@ -106,7 +106,7 @@ def test_every_precision_trains_every_task(precision, task_id, data, tmp_path, c
     # ... though 64 and bf16-true really trained in their dtype (Adam's moments are kept in it)
     if precision in TRUE_DTYPE:
         ckpt = torch.load(run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
-        moments = {v.dtype for s in ckpt["optimizer_states"][0]["state"].values()
+        moments = {v.dtype for s in ckpt["optimizer"]["state"].values()
                    for name, v in s.items() if name == "exp_avg"}
         assert moments == {TRUE_DTYPE[precision]}
 

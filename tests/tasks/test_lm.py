@@ -168,3 +168,35 @@ def test_bad_settings_name_the_flag(args, message, capsys, tmp_path):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_lm_trains_with_the_gpt_recipe_by_default(run):
+    """Weight decay 0.1 on the matrices only, beta2 0.99, and dropout on the attention weights
+    as on the sub-layers (nanoGPT's recipe); config.yaml says so, and the optimiser's state in
+    the checkpoint shows which tensors were decayed."""
+    cfg = yaml.safe_load((run / "run" / "config.yaml").read_text())
+    assert (cfg["weight_decay"], cfg["beta2"], cfg["attention_dropout"]) == (0.1, 0.99, 0.0)
+    ckpt = torch.load(run / "run" / "checkpoints" / "last.ckpt", weights_only=True)
+    decayed, kept = ckpt["optimizer"]["param_groups"]
+    assert (decayed["weight_decay"], kept["weight_decay"]) == (0.1, 0.0)
+    assert decayed["betas"] == (0.9, 0.99)
+    from attnlab.training.module import decay_groups
+
+    model = attnlab.load(run / "run")[0]
+    matrices, rest = (g["params"] for g in decay_groups(model, 0.1))
+    assert (len(decayed["params"]), len(kept["params"])) == (len(matrices), len(rest))
+    assert {p.ndim for p in matrices} == {2}
+    assert any(p is model.positional_encoding.embedding.weight for p in rest)  # looked up
+    assert {p.ndim for p in rest} == {1, 2}  # biases, norms' scales and the position table
+    assert model.token_embedding.weight is model.lm_head.weight  # tied: one tensor, decayed
+    assert any(p is model.token_embedding.weight for p in matrices)
+
+
+def test_attention_dropout_follows_dropout_unless_given(tmp_path):
+    from attnlab.commands.train import build_config
+
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    given = {"data": str(tmp_path / "text.txt"), "dropout": 0.2}
+    assert build_config("lm", given)["attention_dropout"] == 0.2
+    assert build_config("lm", {**given, "attention_dropout": 0.0})["attention_dropout"] == 0.0

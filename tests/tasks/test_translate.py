@@ -184,13 +184,13 @@ def test_config_yaml_records_the_tokenisers_auto_chose_before_training(tmp_path,
     from attnlab.runs import read_yaml
 
     run = tmp_path / "run"
-    real_fit, seen = engine.L.Trainer.fit, []
+    real_run, seen = engine.Loop.run, []
 
-    def fit(self, *args, **kwargs):
+    def train(self):  # the loop, as it starts training
         seen.append(read_yaml(run / "config.yaml"))
-        return real_fit(self, *args, **kwargs)
+        return real_run(self)
 
-    monkeypatch.setattr(engine.L.Trainer, "fit", fit)
+    monkeypatch.setattr(engine.Loop, "run", train)
     argv = ["train", "translate", "--out", str(run), "--max-number", "300", "--test-size", "8",
             "--val-size", "4", "--tgt-tokenizer", "auto", *TINY]
     assert main([*argv, "--max-steps", "2"]) == 0

@@ -1,4 +1,4 @@
-"""Engine pieces that do not need a full run: early stopping at a target."""
+"""Engine pieces that do not need a full run: early stopping at a target, the CSV log."""
 from types import SimpleNamespace
 
 import pytest
@@ -7,67 +7,33 @@ import torch
 from attnlab.training import StopAtTarget
 
 
-def _validate(callback, trainer, value):
-    trainer.callback_metrics = {"val_seq_acc": torch.tensor(value)}
-    trainer.global_step += 10
-    callback.on_validation_end(trainer, None)
-    return trainer.should_stop
+def _validate(callback, loop, value):
+    loop.step += 10
+    callback.on_validation_end(loop, {"val_seq_acc": value})
+    return loop.should_stop
 
 
 def test_stops_after_target_reached_twice_in_a_row():
     cb = StopAtTarget("val_seq_acc", 1.0, times=2)
-    trainer = SimpleNamespace(sanity_checking=False, should_stop=False, global_step=0, callback_metrics={})
-    assert not _validate(cb, trainer, 1.0)
-    assert not _validate(cb, trainer, 0.99)  # the streak restarts
-    assert not _validate(cb, trainer, 1.0)
-    assert _validate(cb, trainer, 1.0)
+    loop = SimpleNamespace(should_stop=False, step=0)
+    assert not _validate(cb, loop, 1.0)
+    assert not _validate(cb, loop, 0.99)  # the streak restarts
+    assert not _validate(cb, loop, 1.0)
+    assert _validate(cb, loop, 1.0)
     assert cb.stopped_at == 40
 
 
-def test_missing_metric_or_sanity_check_never_stops():
+def test_a_missing_metric_never_stops():
     cb = StopAtTarget("val_seq_acc", 1.0, times=1)
-    trainer = SimpleNamespace(sanity_checking=True, should_stop=False, global_step=0,
-                              callback_metrics={"val_seq_acc": torch.tensor(1.0)})
-    cb.on_validation_end(trainer, None)
-    trainer.sanity_checking, trainer.callback_metrics = False, {}
-    cb.on_validation_end(trainer, None)
-    assert not trainer.should_stop
+    loop = SimpleNamespace(should_stop=False, step=0)
+    cb.on_validation_end(loop, {"val_loss": 0.0})
+    assert not loop.should_stop
     with pytest.raises(ValueError, match="mode"):
         StopAtTarget("val_loss", 0.1, mode="lowest")
 
 
-def _logged_steps(trainer, steps: int) -> list[int]:
-    """The step counts (after the step) at which ``training_step`` would ``self.log``."""
-    from attnlab.training.module import logs_this_step
-
-    module = SimpleNamespace(_trainer=trainer, global_step=0)
-    out = []
-    for done in range(1, steps + 1):
-        module.global_step = done - 1
-        if logs_this_step(module):
-            out.append(done)
-    return out
-
-
-def test_training_logs_only_the_steps_the_logger_writes_and_the_progress_lines_print():
-    # one self.log costs Lightning 0.1-0.7 ms (benchmarks/train_loop.py): with a logger and no
-    # progress bar, log where the CSV gets a row (every 7 steps here) and where a progress line
-    # prints train_loss (every 15 of 150, and the last), so that line shows that step's loss
-    from attnlab.training.engine import _PrintProgress
-
-    trainer = SimpleNamespace(progress_bar_callback=None, loggers=["csv"], log_every_n_steps=7,
-                              callbacks=[_PrintProgress(150)])
-    logged = _logged_steps(trainer, 150)
-    assert logged == sorted({*range(7, 151, 7), *range(15, 151, 15), 150})
-    # a live progress bar, or no logger, reads every step
-    assert _logged_steps(SimpleNamespace(progress_bar_callback=object(), loggers=["csv"],
-                                         log_every_n_steps=7, callbacks=[]), 5) == [1, 2, 3, 4, 5]
-    assert _logged_steps(SimpleNamespace(progress_bar_callback=None, loggers=[],
-                                         log_every_n_steps=7, callbacks=[]), 3) == [1, 2, 3]
-
-
 def test_auto_precision_is_bf16_only_on_a_bf16_cpu_for_a_wide_enough_model(monkeypatch):
-    import attnlab.training.engine as engine
+    import attnlab.training.hardware as engine
 
     monkeypatch.setattr(engine, "cpu_has_bf16", lambda: True)
     assert engine.auto_precision("cpu", 128) == "bf16-mixed"
@@ -83,7 +49,7 @@ def test_auto_precision_is_bf16_only_on_a_bf16_cpu_for_a_wide_enough_model(monke
 ])
 def test_lm_runs_in_the_precision_auto_chose_and_says_so(tmp_path, monkeypatch, capsys, bf16_cpu,
                                                          extra, expected):
-    import attnlab.training.engine as engine
+    import attnlab.training.hardware as engine
     from attnlab.cli import main
     from attnlab.runs import read_yaml
 
@@ -105,7 +71,7 @@ def test_auto_given_again_on_resume_keeps_the_precision_the_run_has(tmp_path, mo
                                                                     capsys):
     """A float32 run resumed with --precision auto stays float32 (auto once resolved it
     anew, and a bf16 CPU switched the run to bf16-mixed and rewrote config.yaml)."""
-    import attnlab.training.engine as engine
+    import attnlab.training.hardware as engine
     from attnlab.cli import main
     from attnlab.runs import read_yaml
 
@@ -165,3 +131,25 @@ def test_a_checkpoint_that_does_not_fit_the_model_is_refused_in_one_line(tmp_pat
     assert err.startswith("attnlab: error: --resume: ") and "does not fit" in err
     assert "input_net.1.weight is (16, 10) there, (32, 10) here (and 17 more)" in err
     assert sorted(p.name for p in run.rglob("*")) == kept
+
+
+@pytest.mark.slow
+def test_attnlab_train_imports_neither_lightnings_trainer_nor_torchmetrics(tmp_path):
+    """The loop runs on Lightning Fabric alone: Lightning's Trainer and torchmetrics (which
+    imports transformers and scipy.signal: 2.1 s of start-up) stay out of a training process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from attnlab.cli import main\n"
+        f"code = main(['train', 'reverse', '--out', {str(tmp_path / 'run')!r}, '--max-steps', '3',"
+        " '--model-dim', '8', '--num-heads', '1', '--train-size', '64', '--val-size', '8',"
+        " '--test-size', '8', '--threads', '1'])\n"
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & {'pytorch_lightning',"
+        " 'torchmetrics', 'transformers'} | {m for m in sys.modules if m.startswith("
+        "'lightning.')})\n"
+        "print(code, 'lightning_fabric' in sys.modules, loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip().splitlines()[-1] == "0 True []", out.stdout + out.stderr[-2000:]

@@ -2,6 +2,7 @@
 per-tensor AdamW, and checkpoints of either kind resume."""
 import copy
 
+import pytest
 import torch
 
 from attnlab.training.module import fused_adamw_ok, make_optimizer
@@ -79,13 +80,42 @@ def test_a_per_tensor_checkpoint_resumes_with_the_per_tensor_update():
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
 
 
-def test_not_fused_under_a_mixed_precision_where_lightning_would_refuse_clipping():
-    import lightning.pytorch as L
-
+@pytest.mark.parametrize("precision", ["32", "bf16-mixed", "bf16-true", "64"])
+def test_attnlabs_loop_takes_the_fused_kernel_under_every_precision(precision, tmp_path):
+    """Lightning's Trainer refused a fused optimiser under a mixed precision; attnlab's loop on
+    Fabric clips and steps it under each (16-mixed runs as bf16-mixed on a CPU)."""
+    from attnlab.training import Callback, fit
     from attnlab.training.module import TaskModule
 
+    class Regression(TaskModule):
+        def step(self, batch):
+            x, y = batch
+            return torch.nn.functional.mse_loss(self.model(x), y), {}
+
+    class Spy(Callback):
+        def on_train_batch_end(self, loop):
+            fused.append(loop.optimizer.param_groups[0]["fused"])
+            losses.append(float(loop.shown.get("train_loss", "nan")))
+
+    fused, losses = [], []
+    torch.manual_seed(0)
+    x = torch.randn(64, 12)
+    loader = [(x[i:i + 16], x[i:i + 16, :3]) for i in range(0, 64, 16)]
+    module = Regression(_net(), {**CFG, "precision": precision, "checkpoint_every": 100}, 12)
+    fit(module, loader, None, module.cfg, tmp_path, max_steps=12, callbacks=[Spy()])
+    assert fused and all(f is True for f in fused), fused
+    assert all(p.dtype == torch.float32 for p in module.parameters())  # float32 after the run
+
+
+def test_the_courses_lightning_module_is_not_fused_under_a_mixed_precision():
+    """The course's TransformerPredictor is trained by Lightning's Trainer, which refuses
+    gradient clipping with a fused optimiser under a mixed precision."""
+    import lightning.pytorch as L
+
+    from attnlab.training import TransformerPredictor
+
     def fused_under(precision: str):
-        module = TaskModule(_net(), {**CFG, "model_dim": 24}, max_steps=10)
+        module = TransformerPredictor(10, 16, 10, 1, 1, lr=1e-3, warmup=2, max_iters=10)
         module.trainer = L.Trainer(precision=precision, logger=False, enable_checkpointing=False,
                                    enable_progress_bar=False, enable_model_summary=False)
         return module.configure_optimizers()["optimizer"].param_groups[0]["fused"]

@@ -1,0 +1,115 @@
+"""Training checkpoints: what ``checkpoints/last.ckpt`` holds, how it is read back, and the
+random state that makes a resumed run draw what an uninterrupted one draws.
+
+A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole model on rank
+0 first) to a temporary name and renamed, so a kill while writing leaves the previous one:
+
+    format          2
+    global_step     optimiser steps done
+    state_dict      the TaskModule's weights (keys ``model.<the task model's names>``)
+    optimizer       AdamW's state; lr_scheduler: the schedule's
+    rng             the random generators' state after that step (``capture_rng``)
+    train_seconds   training time so far, across interruptions
+    train_loader    the position in the training data (``attnlab.data.ResumableBatches``)
+
+It is read with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt,
+so a poisoned file raises instead of running its payload. Checkpoints written by Lightning's
+Trainer (attnlab before its own loop) hold the same things under other keys; ``read_checkpoint``
+takes them as they are, so such a run continues.
+"""
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import UsageError
+
+__all__ = ["checkpoint_dir", "read_checkpoint", "check_fits", "capture_rng", "restore_rng",
+           "FORMAT"]
+
+FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
+
+
+def checkpoint_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / "checkpoints"
+
+
+def capture_rng() -> dict[str, Any]:
+    """The state of torch's generators (the CPU's, and CUDA's where it is in use)."""
+    state = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """The checkpoint at ``path`` in the current format; ``UsageError`` (naming the file) for
+    one that is truncated, corrupt, carries code or is not an attnlab training checkpoint."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError,
+            AttributeError, TypeError) as e:
+        if isinstance(e, pickle.UnpicklingError) and "GLOBAL" in str(e):  # a class or function
+            why = "it holds objects other than weights, which could run code when loaded"
+        else:
+            why = f"truncated or corrupt: {type(e).__name__}"
+        raise UsageError(f"--resume: refusing checkpoint {path}: {why}") from None
+    if not isinstance(state, dict) or "state_dict" not in state:
+        raise UsageError(f"--resume: {path} is not an attnlab training checkpoint")
+    if state.get("format") == FORMAT:
+        return state
+    if "format" in state:
+        raise UsageError(f"--resume: {path} is a checkpoint of format {state['format']!r}, "
+                         f"which this attnlab does not read (it reads {FORMAT} and Lightning's "
+                         f"Trainer's); continue it with the attnlab that wrote it")
+    return _from_trainer(path, state)
+
+
+def _from_trainer(path: Path, state: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint of Lightning's Trainer (attnlab before its own loop) in the current format.
+    The Trainer trained the per-element tasks' module itself (weights without the ``model.``
+    prefix the TaskModule now gives them), kept the data's position in its fit loop and the
+    random state and clock in attnlab's callbacks."""
+    fit_loop = state.get("loops", {}).get("fit_loop", {}).get("state_dict", {})
+    loader = (fit_loop.get("combined_loader") or [None])[0]
+    missing = [what for what, value in (("the position in the training data", loader),
+                                        ("the optimiser's state", state.get("optimizer_states")),
+                                        ("the step count", state.get("global_step")))
+               if value is None]
+    if missing:
+        raise UsageError(f"--resume: {path} was written by Lightning's Trainer and lacks "
+                         f"{missing[0]}, so the run cannot continue as it would have; "
+                         f"start it again with another --out")
+    weights = state["state_dict"]
+    if not any(k.startswith("model.") for k in weights):
+        weights = {f"model.{k}": v for k, v in weights.items()}
+    callbacks = state.get("callbacks", {})
+    return {"format": FORMAT, "global_step": int(state["global_step"]), "state_dict": weights,
+            "optimizer": state["optimizer_states"][0],
+            "lr_scheduler": (state.get("lr_schedulers") or [None])[0],
+            "rng": callbacks.get("_RandomState"),
+            "train_seconds": float(callbacks.get("_TrainClock", {}).get("seconds", 0.0)),
+            "train_loader": loader}
+
+
+def check_fits(path: Path, state: dict[str, Any], module: torch.nn.Module) -> None:
+    """``UsageError`` unless the checkpoint's weights fit ``module`` (the model config.yaml
+    builds now), naming the first tensor that does not and both shapes."""
+    saved, built = state["state_dict"], module.state_dict()
+    wrong = [f"{k.removeprefix('model.')} is {tuple(saved[k].shape)} there, {tuple(v.shape)} here"
+             for k, v in built.items()
+             if k in saved and hasattr(saved[k], "shape") and saved[k].shape != v.shape]
+    if wrong:
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        raise UsageError(f"--resume: {path} does not fit the model its config.yaml builds "
+                         f"now: {wrong[0]}{more}; was config.yaml edited, or did a setting "
+                         f"'auto' choose differently than when the run started?")

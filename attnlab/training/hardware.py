@@ -1,0 +1,154 @@
+"""Where a run trains: Lightning Fabric from the run's settings, checked before anything runs.
+
+``--accelerator``, ``--devices``, ``--num-nodes``, ``--strategy`` and ``--precision`` go to
+``lightning_fabric.Fabric`` as they are; ``check_hardware`` builds one (a Fabric only configures
+until ``launch``) to refuse what this machine cannot run, in one line, before the run directory
+exists, and records what will really run.
+
+Fabric is imported from the ``lightning_fabric`` package, not ``lightning.fabric``: the
+``lightning`` package's ``__init__`` imports Lightning's Trainer, which ``attnlab train`` does not
+use. And it is imported without torchmetrics (``fabric``), which it reads only for its version
+number and which, with what it imports in turn (transformers, scipy.signal), took 2.1 s of a
+run's start (benchmarks/RESULTS.md, startup).
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+import sys
+import types
+import warnings
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
+           "AUTO_BF16_WIDTH"]
+
+# Lightning's start-up chatter (GPU/TPU availability, "LOCAL_RANK") says nothing a user of this
+# CLI can act on.
+logging.getLogger("lightning_fabric").setLevel(logging.WARNING)
+
+
+def fabric():
+    """The ``lightning_fabric`` module, imported without importing torchmetrics.
+
+    lightning_fabric imports torchmetrics at its own import only to compare its version
+    (``lightning_fabric.utilities.imports``). A stand-in module that has just the installed
+    version answers that, and is removed again at once, so a later ``import torchmetrics``
+    (by a user's code, or Fabric's FSDP support) gets the real package.
+    """
+    if "lightning_fabric" in sys.modules:
+        return sys.modules["lightning_fabric"]
+    stand_in = None
+    if "torchmetrics" not in sys.modules:
+        try:
+            version = importlib.metadata.version("torchmetrics")
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        if version:
+            stand_in = types.ModuleType("torchmetrics")
+            stand_in.__version__ = version
+            sys.modules["torchmetrics"] = stand_in
+    try:
+        import lightning_fabric
+    finally:
+        if stand_in is not None and sys.modules.get("torchmetrics") is stand_in:
+            del sys.modules["torchmetrics"]
+    return lightning_fabric
+
+
+# The Fabric settings that depend on the machine, and their defaults.
+HARDWARE = {"accelerator": "auto", "devices": 1, "num_nodes": 1, "strategy": "auto",
+            "precision": "32"}
+
+
+def _strategy(name: str):
+    """``--strategy`` for Fabric: FSDP writes its checkpoints whole (one file, on rank 0), as
+    every other strategy does, so ``last.ckpt`` is one file whatever trained it."""
+    if name == "fsdp":
+        return fabric().strategies.FSDPStrategy(state_dict_type="full")
+    return name
+
+
+def make_fabric(cfg: dict[str, Any], *, callbacks: list | None = None):
+    """A ``Fabric`` with the run's ``--accelerator --devices --num-nodes --strategy
+    --precision``, and the callbacks the loop calls (``Fabric.call``)."""
+    settings = {key: cfg.get(key, default) for key, default in HARDWARE.items()}
+    settings["strategy"] = _strategy(str(settings["strategy"]))
+    settings["precision"] = _precision(str(settings["precision"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the substitutions are reported by check_hardware
+        return fabric().Fabric(**settings, callbacks=callbacks or [])
+
+
+def _precision(value: str) -> str:
+    """attnlab's ``--precision`` (32, 64, bf16-mixed ...) as Fabric spells it."""
+    return {"32": "32-true", "64": "64-true", "16": "16-mixed"}.get(value, value)
+
+
+AUTO_BF16_WIDTH = 128  # from this model width bf16 autocast pays on a CPU with bf16 instructions
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX on x86, read from
+    /proc/cpuinfo; elsewhere False: emulated bfloat16 is slower than float32)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def auto_precision(device: str, model_dim: int) -> str:
+    """``--precision auto``: ``bf16-mixed`` on a CPU with bf16 instructions for a model at least
+    ``AUTO_BF16_WIDTH`` wide, else ``32``. Measured (benchmarks/RESULTS.md, nanogpt): a
+    128-wide language model's step faster with the same validation loss; a 32-wide model
+    slower, its products too small to pay for the casts; a GPU keeps 32.
+
+    Examples:
+        >>> auto_precision("gpu", 512), auto_precision("cpu", 64)
+        ('32', '32')
+    """
+    if device == "cpu" and model_dim >= AUTO_BF16_WIDTH and cpu_has_bf16():
+        return "bf16-mixed"
+    return "32"
+
+
+def check_hardware(cfg: dict[str, Any], *, quiet: bool = False) -> None:
+    """Refuse a --accelerator/--devices/--num-nodes/--strategy/--precision combination this
+    machine cannot run (FSDP without a GPU, ``--accelerator gpu`` without one), before the run
+    directory is created: Fabric's own check (a Fabric is only configured here, nothing is
+    launched), its message on one line.
+
+    What Fabric will really run is said and recorded: ``16-mixed`` on a CPU runs as
+    ``bf16-mixed``, and ``cfg["precision"]`` (so config.yaml) says so (issue #8).
+    """
+    auto = cfg.get("precision") == "auto"
+    if auto:
+        cfg["precision"] = "32"  # until the device is known
+    try:
+        built = make_fabric(cfg)
+    except (ValueError, RuntimeError, TypeError) as e:
+        given = " ".join(f"--{k.replace('_', '-')} {cfg[k]}" for k in HARDWARE if k in cfg)
+        raise UsageError(f"{given}: {' '.join(str(e).split())}") from None
+    asked, runs = str(cfg.get("precision", "32")), str(built.strategy.precision.precision)
+    device = type(built.accelerator).__name__.removesuffix("Accelerator").lower() or "this device"
+    if auto:
+        cfg["precision"] = auto_precision(device, int(cfg.get("model_dim") or 0))
+        if cfg["precision"] != "32" and not quiet:  # not the float32 one might expect: say so
+            print(f"note: --precision auto: {cfg['precision']} on this {device} for a model "
+                  f"{cfg.get('model_dim')} wide (recorded in config.yaml; --precision 32 for "
+                  f"float32)", file=sys.stderr, flush=True)
+    elif runs.removesuffix("-true") != asked.removesuffix("-true"):
+        cfg["precision"] = runs.removesuffix("-true") if runs in ("32-true", "64-true") else runs
+        if not quiet:
+            print(f"note: --precision {asked} is not available on {device}; running "
+                  f"{cfg['precision']} (recorded in config.yaml)", file=sys.stderr, flush=True)
+    cores = os.cpu_count() or 1
+    devices = built.world_size // max(1, int(cfg.get("num_nodes") or 1))
+    if device == "cpu" and devices > cores and not quiet:
+        print(f"note: --devices {devices} on CPU starts {devices} training processes on "
+              f"{cores} cores; they will share them", file=sys.stderr, flush=True)

@@ -1,0 +1,85 @@
+"""Checkpoints: a run checkpointed by Lightning's Trainer (attnlab before its own loop)
+continues under the Fabric loop as the Trainer would have continued it, or is refused in one
+line naming why; and a checkpoint is never left half written.
+
+The fixture ``tests/fixtures/reverse-trainer`` is a reversal run of 20 steps (dropout 0.1,
+checkpoints every 10 steps) made by the Trainer-based attnlab (main at cf84a97, the code before
+the loop moved to Fabric); ``reverse-trainer-resumed-to-30.safetensors`` is the model that code
+made from it with ``--resume --max-steps 30``."""
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnlab.cli import main
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+pytestmark = pytest.mark.slow  # trains runs
+
+
+def _copy(tmp_path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "reverse-trainer", run)
+    return run
+
+
+def test_a_trainer_checkpoint_continues_exactly_as_the_trainer_continued_it(tmp_path):
+    run = _copy(tmp_path)
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30",
+                 "--threads", "1"]) == 0
+    ours = load_file(run / "model.safetensors")
+    theirs = load_file(FIXTURES / "reverse-trainer-resumed-to-30.safetensors")
+    assert ours.keys() == theirs.keys()
+    for name in ours:  # the same batches, dropout masks, optimiser state and schedule
+        torch.testing.assert_close(ours[name], theirs[name], rtol=0, atol=1e-6,
+                                   msg=lambda m: f"{name}: {m}")
+    saved = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    assert saved["format"] == 2 and saved["global_step"] == 30
+
+
+def test_a_trainer_checkpoint_without_the_data_position_is_refused_in_one_line(tmp_path, capsys):
+    run = _copy(tmp_path)
+    ckpt = run / "checkpoints" / "last.ckpt"
+    state = torch.load(ckpt, weights_only=True)
+    del state["loops"]  # e.g. saved with save_weights_only, or by another Lightning version
+    torch.save(state, ckpt)
+    kept = {p.name: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"attnlab: error: --resume: {ckpt} was written by Lightning's Trainer "
+                       f"and lacks the position in the training data, so the run cannot "
+                       f"continue as it would have; start it again with another --out")
+    assert {p.name: p.read_bytes() for p in run.rglob("*") if p.is_file()} == kept
+
+
+def test_a_checkpoint_of_an_unknown_format_is_refused(tmp_path, capsys):
+    run = _copy(tmp_path)
+    ckpt = run / "checkpoints" / "last.ckpt"
+    torch.save({"format": 7, "state_dict": {}}, ckpt)
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30"]) == 2
+    assert "checkpoint of format 7, which this attnlab does not read" in capsys.readouterr().err
+
+
+def test_a_checkpoint_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A failure while the checkpoint is written (a full disk, a kill) leaves the previous
+    last.ckpt as it was: the new one is written under another name and renamed."""
+    run = _copy(tmp_path)
+    ckpt = run / "checkpoints" / "last.ckpt"
+    before = ckpt.read_bytes()
+
+    class DiskFull(OSError):
+        pass
+
+    def fail(self, checkpoint, path, storage_options=None):
+        Path(path).write_bytes(b"half a checkpoint")
+        raise DiskFull("no space left on device")
+
+    import lightning_fabric.plugins.io.torch_io as torch_io
+
+    monkeypatch.setattr(torch_io.TorchCheckpointIO, "save_checkpoint", fail)
+    with pytest.raises(DiskFull):
+        main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30"])
+    assert ckpt.read_bytes() == before
