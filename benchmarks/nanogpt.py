@@ -98,8 +98,10 @@ def run(cmd: list[str], cwd: Path, threads: int) -> tuple[float, str]:
     return seconds, done.stdout + done.stderr
 
 
-def nanogpt_run(repo: Path, work: Path, text_file: Path, iters: int, threads: int):
-    """(seconds, checkpoint path, nanoGPT's own last val-loss estimate) of prepare + train."""
+def nanogpt_prepare(repo: Path, work: Path, text_file: Path, threads: int) -> float:
+    """Seconds of nanoGPT's own ``data/shakespeare_char/prepare.py`` run on ``text_file`` as
+    ``work/data/corpus`` (a copy next to the text, so its download never runs); ``train.py
+    --dataset=corpus`` run in ``work`` then reads it."""
     data = work / "data" / "corpus"
     if data.exists():
         shutil.rmtree(data)
@@ -107,9 +109,24 @@ def nanogpt_run(repo: Path, work: Path, text_file: Path, iters: int, threads: in
     shutil.copy(text_file, data / "input.txt")
     shutil.copy(repo / "data" / "shakespeare_char" / "prepare.py", data / "prepare.py")
     shutil.copy(repo / "configurator.py", work / "configurator.py")  # train.py opens it from cwd
+    return run([sys.executable, str(data / "prepare.py")], work, threads)[0]
+
+
+def nanogpt_classes(repo: Path):
+    """nanoGPT's ``GPT`` and ``GPTConfig``, imported from the checkout's ``model.py``."""
+    sys.path.insert(0, str(repo))
+    try:
+        from model import GPT, GPTConfig
+    finally:
+        sys.path.remove(str(repo))
+    return GPT, GPTConfig
+
+
+def nanogpt_run(repo: Path, work: Path, text_file: Path, iters: int, threads: int):
+    """(seconds, checkpoint path, nanoGPT's own last val-loss estimate) of prepare + train."""
     out = work / "out-nanogpt"
     shutil.rmtree(out, ignore_errors=True)
-    t_prep, _ = run([sys.executable, str(data / "prepare.py")], work, threads)
+    t_prep = nanogpt_prepare(repo, work, text_file, threads)
     s = SHAPE
     t_train, log = run([sys.executable, str(repo / "train.py"),
                         str(repo / "config" / "train_shakespeare_char.py"), "--dataset=corpus",
@@ -158,11 +175,7 @@ def step_times(repo: Path, vocab: int = 65, repeats: int = 5, steps: int = 20) -
 
     from attnlab.models import CausalLM
 
-    sys.path.insert(0, str(repo))
-    try:
-        from model import GPT, GPTConfig
-    finally:
-        sys.path.remove(str(repo))
+    GPT, GPTConfig = nanogpt_classes(repo)
     s = SHAPE
     torch.manual_seed(0)
     with contextlib.redirect_stdout(io.StringIO()):
@@ -219,14 +232,13 @@ def windows_loss(logits_of, ids: list[int], T: int) -> float:
     return total / (n * T)
 
 
-def nanogpt_val_loss(repo: Path, ckpt: Path, work: Path, val_text: str) -> float:
+def nanogpt_val_loss(repo: Path, ckpt: Path, work: Path, val_text: str,
+                     T: int = SHAPE["block"]) -> float:
+    """``windows_loss`` of nanoGPT's checkpoint ``ckpt`` on ``val_text`` (its own character ids,
+    from the ``meta.pkl`` its prepare.py wrote in ``work``)."""
     import pickle
 
-    sys.path.insert(0, str(repo))
-    try:
-        from model import GPT, GPTConfig  # nanoGPT's model.py, read from its checkout
-    finally:
-        sys.path.remove(str(repo))
+    GPT, GPTConfig = nanogpt_classes(repo)
     import contextlib
     import io
 
@@ -236,7 +248,6 @@ def nanogpt_val_loss(repo: Path, ckpt: Path, work: Path, val_text: str) -> float
     model.load_state_dict({k.removeprefix("_orig_mod."): v for k, v in state["model"].items()})
     model.eval()
     stoi = pickle.loads((work / "data" / "corpus" / "meta.pkl").read_bytes())["stoi"]
-    T = SHAPE["block"]
 
     def logits_of(x):  # nanoGPT returns every position's logits when given targets
         return model(x, x)[0]
@@ -244,11 +255,12 @@ def nanogpt_val_loss(repo: Path, ckpt: Path, work: Path, val_text: str) -> float
     return windows_loss(logits_of, [stoi[c] for c in val_text], T)
 
 
-def attnlab_val_loss(run_dir: Path, val_text: str) -> float:
+def attnlab_val_loss(run_dir: Path, val_text: str, T: int = SHAPE["block"]) -> float:
+    """``windows_loss`` of the run in ``run_dir`` on ``val_text`` (its own tokenizer)."""
     import attnlab
 
     model, tokenizer = attnlab.load(run_dir)
-    return windows_loss(model, tokenizer.encode(val_text), SHAPE["block"])
+    return windows_loss(model, tokenizer.encode(val_text), T)
 
 
 def main() -> None:
@@ -276,7 +288,7 @@ def main() -> None:
         print("skipped: no nanoGPT checkout; give --nanogpt DIR or set NANOGPT (git clone "
               "https://github.com/karpathy/nanoGPT outside this project)")
         return
-    args.nanogpt = Path(args.nanogpt)
+    args.nanogpt = Path(args.nanogpt).resolve()  # train.py runs in a temporary directory
     if not (args.nanogpt / "train.py").is_file():
         sys.exit(f"--nanogpt {args.nanogpt}: no train.py there (a nanoGPT checkout)")
     torch.set_num_threads(args.threads)
