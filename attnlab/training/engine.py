@@ -178,12 +178,18 @@ class Loop:
         self.tables = exact_tables(self.module)  # before a *-true precision rounds them
         self.model = fabric.setup_module(self.module)
         wd = float(cfg.get("weight_decay") or 0.0)
-        params = decay_groups(self.module, wd) if wd else list(self.model.parameters())
-        self.optimizer, self.scheduler = make_optimizer(
-            params, cfg, model_dim=int(cfg.get("model_dim", 64)), max_steps=self.max_steps)
-        resumed = self._resume() if cfg.get("resume") else None
+        # after setup_module: under FSDP these are the sharded parameters (use_orig_params)
+        params = decay_groups(self.model, wd) if wd else list(self.model.parameters())
+        self.optimizer, self.scheduler = self._optimizer(params)
+        last = checkpoint_dir(self.run_dir) / "last.ckpt"
+        state = self._checkpoint(last) if cfg.get("resume") else None
+        if state and len(state["optimizer"]["param_groups"]) != len(self.optimizer.param_groups):
+            # a run from before weight decay came in groups: its one group, as it trained
+            self.optimizer, self.scheduler = self._optimizer(list(self.model.parameters()))
         self.optimizer = fabric.setup_optimizers(self.optimizer)
-        if not cfg.get("resume") and fabric.is_global_zero:
+        if state:
+            self._restore(last, state)
+        elif not cfg.get("resume") and fabric.is_global_zero:
             # again, now that the task has resolved its 'auto' settings (translate's
             # tokenisers): --resume then rebuilds what this run trains
             write_yaml(self.run_dir / "config.yaml", cfg)
@@ -191,10 +197,15 @@ class Loop:
         self._bad = torch.zeros((), dtype=torch.long, device=fabric.device)  # step of a NaN
         self._bad_loss = torch.zeros((), device=fabric.device)
         self.device_batches = fabric.device.type != "cpu"
-        return resumed
+        return str(last) if state else None
 
-    def _resume(self) -> str | None:
-        last = checkpoint_dir(self.run_dir) / "last.ckpt"
+    def _optimizer(self, params):
+        return make_optimizer(params, self.cfg, model_dim=int(self.cfg.get("model_dim", 64)),
+                              max_steps=self.max_steps)
+
+    def _checkpoint(self, last: Path) -> dict[str, Any] | None:
+        """``--resume``: the checkpoint, checked against the model before anything changes
+        (a refused --resume leaves the run as it was); None when the run has none yet."""
         if not last.is_file():
             if self.fabric.is_global_zero:  # killed before its first checkpoint: nothing lost
                 print(f"--resume: no checkpoint yet in {checkpoint_dir(self.run_dir)}; "
@@ -202,27 +213,26 @@ class Loop:
                 keep_previous_log(self.run_dir / "logs")
             return None
         state = read_checkpoint(last)
-        check_fits(last, state, self.module)  # a refused --resume leaves the run as it was
+        check_fits(last, state, self.module)
         if self.fabric.is_global_zero:
             keep_previous_log(self.run_dir / "logs")
-        if self.cfg.get("strategy") == "fsdp":  # the sharded model loads through Fabric
-            self.fabric.load(last, {"state_dict": self.model}, strict=False, weights_only=True)
+        return state
+
+    def _restore(self, last: Path, state: dict[str, Any]) -> None:
+        """Weights, optimiser, schedule, the data's position, the step, the clock and (at the
+        first batch) the random state of the checkpoint."""
+        if self.cfg.get("strategy") == "fsdp":  # the sharded model and optimiser: via Fabric
+            self.fabric.load(last, {"state_dict": self.model, "optimizer": self.optimizer},
+                             strict=False, weights_only=True)
         else:
             self.module.load_state_dict(state["state_dict"])
-        saved = state["optimizer"]
-        if len(saved["param_groups"]) != len(self.optimizer.param_groups):
-            # a run from before weight decay came in groups: its one group, as it trained
-            self.optimizer, self.scheduler = make_optimizer(
-                list(self.model.parameters()), self.cfg,
-                model_dim=int(self.cfg.get("model_dim", 64)), max_steps=self.max_steps)
-        self.optimizer.load_state_dict(saved)
+            self.optimizer.load_state_dict(state["optimizer"])
         if state.get("lr_scheduler") is not None:
             self.scheduler.load_state_dict(state["lr_scheduler"])
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
         self.step, self.seconds_before = int(state["global_step"]), float(state["train_seconds"])
         self._rng_to_restore = state.get("rng")
-        return str(last)
 
     # ---- the step -------------------------------------------------------------------------
     def run(self) -> None:
