@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import torch
 from torch import Tensor
 
-__all__ = ["StepFunction", "check_positive_int", "check_prompt"]
+__all__ = ["StepFunction", "check_positive_int", "check_prompt", "check_token_ids"]
 
 
 class StepFunction(Protocol):
@@ -33,3 +34,18 @@ def check_prompt(input_ids: Tensor, max_new_tokens: int) -> None:
         raise ValueError(f"input_ids must be (B, T) with T >= 1, got shape "
                          f"{tuple(input_ids.shape)}")
     check_positive_int("max_new_tokens", max_new_tokens)
+
+
+def check_token_ids(ids: Tensor, vocab_size: int, name: str = "input_ids") -> None:
+    """ValueError unless every id of ``ids`` is in 0..vocab_size-1.
+
+    Where ids enter generation (``generate``'s arguments), once per call: one host read. The
+    models' forward passes read no values (#26), and there an id outside the embedding is an
+    ``IndexError`` on the CPU and a device-side assert on a GPU.
+    """
+    if not ids.numel() or ids.is_floating_point():
+        return
+    low, high = torch.stack(torch.aminmax(ids)).tolist()  # one read for both
+    if low < 0 or high >= vocab_size:
+        raise ValueError(f"{name} must be token ids in 0..{vocab_size - 1}, got values "
+                         f"{low}..{high}")

@@ -89,16 +89,23 @@ class BertEncoder(nn.Module):
         return cls(**config.as_dict())
 
     def positions(self, input_ids: Tensor) -> Tensor:
-        """Position ids (B, T) or (T,) for this model's ``position_style``."""
+        """Position ids (B, T) or (T,) for this model's ``position_style``.
+
+        Raises:
+            ValueError: if T tokens can need a position past the table. Checked on the shape
+                (RoBERTa's positions reach pad_token_id + T for a row without padding), not by
+                reading the ids: no host synchronisation in the forward pass (#26).
+        """
         T = input_ids.shape[1]
-        if self.position_style == "roberta":
+        roberta = self.position_style == "roberta"
+        limit = self.max_len - self.pad_token_id - 1 if roberta else self.max_len
+        if T > limit:
+            raise ValueError(f"sequence length ({T}) exceeds the {limit} tokens this model's "
+                             f"{self.max_len} positions hold")
+        if roberta:
             real = (input_ids != self.pad_token_id).long()
-            pos = real.cumsum(1) * real + self.pad_token_id  # (B, T): pads stay at pad_token_id
-        else:
-            pos = torch.arange(T, device=input_ids.device)
-        if pos.numel() and int(pos.max()) >= self.max_len:
-            raise ValueError(f"sequence length ({T}) exceeds the model's {self.max_len} positions")
-        return pos
+            return real.cumsum(1) * real + self.pad_token_id  # (B, T): pads stay at pad_token_id
+        return torch.arange(T, device=input_ids.device)
 
     def embed(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
         """LayerNorm(token + position + type embeddings): (B, T) -> (B, T, D)."""

@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 from ..nn import KVCache, TransformerEncoder, capture, positional_kind
 from ..nn.quantize import linear
+from ..step_protocol import check_token_ids
 from .configs import CausalLMConfig
 from .lm_generation import prepare, selector, stream_sliding, stream_tokens
 from .renamed import accept_old_names
@@ -124,10 +125,11 @@ class CausalLM(nn.Module):
         return cls(**config.as_dict())
 
     # ---- the forward pass ------------------------------------------------------------------
-    def embed(self, input_ids: Tensor, positions: Tensor) -> Tensor:
+    def embed(self, input_ids: Tensor, positions: Tensor | None = None) -> Tensor:
         """Token embeddings plus the positional module's term, if any: (B, T) -> (B, T, D).
 
-        ``positions`` is (T,) or (B, T); rotary and ALiBi models use them in attention instead.
+        ``positions`` is (T,) or (B, T) (default 0..T-1); rotary and ALiBi models use them in
+        attention instead.
         """
         x = self.token_embedding(input_ids)  # (B, T, D)
         if self.positional_encoding is not None:
@@ -153,8 +155,7 @@ class CausalLM(nn.Module):
             if positions is None:
                 positions = positions_from_mask(attention_mask)
             mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T) keys that are real
-        if positions is None:
-            positions = torch.arange(T, device=input_ids.device)
+        # positions None: 0..T-1, made by the positional parts (after the cache, in attention)
         x = self.embed(input_ids, positions)
         return self.decoder(x, mask, is_causal=True, cache=cache, positions=positions)
 
@@ -166,7 +167,10 @@ class CausalLM(nn.Module):
             input_ids: (B, T) token ids.
             attention_mask: (B, T), 1 for real tokens and 0 for padding. Padded keys are never
                 attended to and positions count real tokens only (left padding is then exact).
-            positions: (T,) or (B, T) explicit positions (default 0..T-1, or from the mask).
+            positions: (T,) or (B, T) explicit positions (default 0..T-1, or from the mask),
+                each below ``max_len``. Their values are not read here (no host
+                synchronisation in the forward pass, #26): one outside the table is an
+                ``IndexError`` on the CPU and a device-side assert on a GPU.
 
         Returns:
             logits (B, T, V); position t scores token t+1 from tokens 0..t.
@@ -231,8 +235,8 @@ class CausalLM(nn.Module):
             new tokens. Deterministic when ``do_sample=False``.
 
         Raises:
-            ValueError: if the prompt plus ``max_new_tokens`` exceeds ``max_len``, or for bad
-                sampling options.
+            ValueError: if the prompt plus ``max_new_tokens`` exceeds ``max_len``, for an id
+                outside the vocabulary, or for bad sampling options.
         """
         input_ids, attention_mask = prepare(self, input_ids, max_new_tokens, attention_mask)
         new = list(stream_tokens(self, input_ids, max_new_tokens, attention_mask,
@@ -256,7 +260,8 @@ class CausalLM(nn.Module):
         selector(options.get("do_sample", False), options.get("temperature", 1.0),
                  options.get("top_k"), options.get("top_p"), None)  # bad options fail here
         if slide and attention_mask is None and input_ids.shape[-1] + max_new_tokens > self.max_len:
-            prepare(self, input_ids[:, : 1], 0, None)  # validate the ids
+            prepare(self, input_ids[:, : 1], 0, None)  # validate the ids' shape and dtype
+            check_token_ids(input_ids, self.vocab_size)  # and all of their values
             return stream_sliding(self, input_ids[:, -(self.max_len - 1):], max_new_tokens,
                                   options)
         input_ids, attention_mask = prepare(self, input_ids, max_new_tokens, attention_mask)

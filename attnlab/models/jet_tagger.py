@@ -57,9 +57,19 @@ PAIR_SCALE = (0.7, 0.8, 1.0, 0.45)
 PAIR_CLIP = 5.0
 
 
-def scaled_features(p4: Tensor) -> tuple[Tensor, Tensor]:
-    """The constituents' 7 features, shifted and scaled (``FEATURE_SHIFT``, ``FEATURE_SCALE``),
-    zero at padding, and the mask: ((B, N, 7) float32, (B, N) bool, True = real constituent).
+def _float32_bits(values: tuple[float, ...]) -> Tensor:
+    """``values`` in float32, held as their int32 bit patterns (``.view(torch.float32)`` reads
+    them back): a buffer that moves with the model to its device, because a tensor made from
+    Python numbers in a forward pass is a host-to-device copy, which synchronises (#26), and
+    that ``.to(dtype)`` leaves exact (it converts floating-point buffers only)."""
+    return torch.tensor(values, dtype=torch.float32).view(torch.int32)
+
+
+def scaled_features(p4: Tensor, *, shift: Tensor | None = None,
+                    scale: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """The constituents' 7 features, shifted and scaled (``FEATURE_SHIFT``, ``FEATURE_SCALE``,
+    or the same constants as float32 tensors on p4's device: ``shift``, ``scale`` (7,)), zero
+    at padding, and the mask: ((B, N, 7) float32, (B, N) bool, True = real constituent).
 
     Examples:
         >>> x, mask = scaled_features(torch.tensor([[[50.0, 30, 40, 0], [0, 0, 0, 0]]]))
@@ -70,8 +80,8 @@ def scaled_features(p4: Tensor) -> tuple[Tensor, Tensor]:
         raise ValueError(f"p4 must be (B, N, 4) [E, px, py, pz], got {tuple(p4.shape)}")
     p4 = p4.float()  # the kinematics in float32 whatever the weights' dtype
     mask = constituent_mask(p4)  # (B, N)
-    shift = p4.new_tensor(FEATURE_SHIFT)
-    scale = p4.new_tensor(FEATURE_SCALE)
+    shift = p4.new_tensor(FEATURE_SHIFT) if shift is None else shift
+    scale = p4.new_tensor(FEATURE_SCALE) if scale is None else scale
     x = (constituent_features(p4, mask) - shift) * scale  # (B, N, 7)
     return x * mask.unsqueeze(-1), mask  # padding stays exactly zero
 
@@ -92,9 +102,12 @@ class PairBias(nn.Module):
         super().__init__()
         self.net = nn.Sequential(nn.Linear(num_pair_features, hidden), nn.ReLU(),
                                  nn.Linear(hidden, num_heads))
+        self.register_buffer("shift", _float32_bits(PAIR_SHIFT), persistent=False)
+        self.register_buffer("scale", _float32_bits(PAIR_SCALE), persistent=False)
 
     def forward(self, pairs: Tensor, mask: Tensor) -> Tensor:
-        shift, scale = pairs.new_tensor(PAIR_SHIFT), pairs.new_tensor(PAIR_SCALE)
+        shift = self.shift.view(torch.float32).to(pairs.dtype)  # (P,)
+        scale = self.scale.view(torch.float32).to(pairs.dtype)
         pairs = ((pairs - shift) * scale).clamp(-PAIR_CLIP, PAIR_CLIP)  # (B, N, N, P)
         both = (mask[:, :, None] & mask[:, None, :]).unsqueeze(1)  # (B, 1, N, N)
         bias = self.net(pairs).permute(0, 3, 1, 2)  # (B, N, N, H) -> (B, H, N, N)
@@ -146,6 +159,8 @@ class JetTagger(nn.Module):
             [DecoderBlock(**block) for _ in range(class_layers)] if class_token else [])
         self.class_norm = nn.LayerNorm(D) if class_token and norm_first else nn.Identity()
         self.output_net = _output_net(D, num_classes, dropout)
+        self.register_buffer("feature_shift", _float32_bits(FEATURE_SHIFT), persistent=False)
+        self.register_buffer("feature_scale", _float32_bits(FEATURE_SCALE), persistent=False)
 
     @classmethod
     def from_config(cls, config: JetTaggerConfig) -> "JetTagger":
@@ -162,7 +177,8 @@ class JetTagger(nn.Module):
 
     def _embed(self, p4: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
         """(constituent states (B, N, D), mask (B, N), pair bias (B, H, N, N) or None)."""
-        x, mask = scaled_features(p4)  # (B, N, 7), (B, N)
+        x, mask = scaled_features(p4, shift=self.feature_shift.view(torch.float32),
+                                  scale=self.feature_scale.view(torch.float32))  # (B, N, 7), (B, N)
         bias = None
         if self.pair_net is not None:
             bias = self.pair_net(pair_features(p4.float(), mask).to(self._dtype()), mask)

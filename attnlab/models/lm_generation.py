@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from ..generation import decode_stream, selector, stop_ids
+from ..step_protocol import check_token_ids
 
 if TYPE_CHECKING:  # only for the annotations: causal_lm imports this module
     from .causal_lm import CausalLM
@@ -49,9 +50,12 @@ def prepare(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
     B, T0 = input_ids.shape
     if T0 == 0:
         raise ValueError("input_ids must hold at least one token per row (got T0 = 0)")
+    # every position generation will use is below T0 + max_new_tokens: checked here, once,
+    # so that the forward passes read no positions (#26)
     if T0 + max_new_tokens > model.max_len:
         raise ValueError(f"prompt length ({T0}) + max_new_tokens ({max_new_tokens}) exceeds "
                          f"max_len ({model.max_len})")
+    check_token_ids(input_ids, model.vocab_size)
     if attention_mask is None or bool(attention_mask.bool().all()):
         return input_ids, None
     if attention_mask.shape != input_ids.shape:

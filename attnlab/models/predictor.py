@@ -91,12 +91,27 @@ class ElementPredictor(nn.Module):
         """
         return cls(**config.as_dict())
 
+    def check_symbols(self, x: Tensor) -> None:
+        """Where symbols enter (``predict``, ``get_attention_maps``; the tasks' readers check
+        theirs): integer inputs must lie in 0..input_dim-1. Not in ``forward``: reading the
+        values is a host synchronisation on a GPU and a graph break under torch.compile (#26);
+        there an out-of-range symbol is one_hot's ``RuntimeError`` on the CPU and a device-side
+        assert on a GPU.
+
+        Raises:
+            ValueError: naming the range of the values given and the one expected.
+        """
+        if x.is_floating_point() or not x.numel():
+            return
+        low, high = torch.aminmax(x)
+        low, high = int(low), int(high)
+        if low < 0 or high >= self.input_dim:
+            raise ValueError(f"symbols must be in 0..{self.input_dim - 1}, got values "
+                             f"{low}..{high}")
+
     def embed(self, x: Tensor, add_positional_encoding: bool = True) -> Tensor:
         """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""
         if not x.is_floating_point():
-            if x.numel() and (int(x.min()) < 0 or int(x.max()) >= self.input_dim):
-                raise ValueError(f"symbols must be in 0..{self.input_dim - 1}, got values "
-                                 f"{int(x.min())}..{int(x.max())}")
             x = F.one_hot(x, self.input_dim)  # (B, T, C)
         if x.shape[-1] != self.input_dim:
             raise ValueError(f"inputs have {x.shape[-1]} features, expected input_dim {self.input_dim}")
@@ -117,12 +132,18 @@ class ElementPredictor(nn.Module):
     def get_attention_maps(self, x: Tensor, mask: Tensor | None = None,
                            add_positional_encoding: bool = True) -> list[Tensor]:
         """Attention weights of every layer: a list of L tensors (B, H, T, T)."""
+        self.check_symbols(x)
         x = self.embed(x, add_positional_encoding)
         return self.transformer.get_attention_maps(x, mask=mask)
 
     @torch.no_grad()
     def predict(self, x: Tensor, *, batch_size: int = 4096) -> Tensor:
-        """Predicted class of every position, (B, T) -> (B, T), in batches, without gradients."""
+        """Predicted class of every position, (B, T) -> (B, T), in batches, without gradients.
+
+        Raises:
+            ValueError: for symbols outside 0..input_dim-1 (``check_symbols``).
+        """
+        self.check_symbols(x)
         was_training = self.training
         self.eval()
         try:

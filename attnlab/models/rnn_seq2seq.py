@@ -33,6 +33,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..generation import translate_from_start
 from ..nn import AdditiveAttention, BilinearAttention
+from ..step_protocol import check_token_ids
 
 __all__ = ["RNNSeq2Seq", "ATTENTIONS"]
 
@@ -159,7 +160,10 @@ class RNNSeq2Seq(nn.Module):
         """Translate: start from SOS and append tokens until EOS (greedy or beam search), as
         ``Seq2SeqTransformer.generate``. Returns (B, 1 + N) ids: SOS, the tokens (EOS
         included), then padding. ``use_cache=False`` re-runs the decoder over the whole prefix
-        at every step (slower; the same tokens)."""
+        at every step (slower; the same tokens). ValueError for a source id outside the
+        vocabulary."""
+        check_token_ids(src, self.src_embedding.num_embeddings, "src")  # once, here (#26)
+
         def encoded():  # the step function over the encoded source, made in eval mode
             return _RNNStep(self, *self.encode(src, src_mask), use_cache)
 

@@ -20,8 +20,9 @@ from torch import Tensor, nn
 
 from ..generation import translate_from_start
 from ..nn import Transformer, capture, positional_kind
-from ..nn.positional import input_kinds
+from ..nn.positional import input_kinds, position_range
 from ..nn.cache import KVCache
+from ..step_protocol import check_token_ids
 from .configs import Seq2SeqConfig
 from .renamed import accept_old_names
 
@@ -115,8 +116,9 @@ class Seq2SeqTransformer(nn.Module):
     # ---- the two halves ----------------------------------------------------------------
     def _embed(self, ids: Tensor, embedding: nn.Embedding, offset: int = 0) -> Tensor:
         x = embedding(ids) * math.sqrt(self.model_dim)  # (B, T, D)
-        positions = None if offset == 0 else torch.arange(offset, offset + ids.shape[1],
-                                                          device=ids.device)
+        # after a cache of ``offset`` tokens: checked as integers, no tensor read
+        positions = None if offset == 0 else position_range(
+            offset, ids.shape[1], max_len=self.positional_encoding.max_len, device=ids.device)
         return self.dropout(self.positional_encoding(x, positions=positions))
 
     def source_mask(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
@@ -210,11 +212,17 @@ class Seq2SeqTransformer(nn.Module):
             (B, 1 + N) ids: SOS, the generated tokens (EOS included), then padding — the
             Hugging Face layout.
 
+        Raises:
+            ValueError: for a source id outside the vocabulary, or a target longer than
+                ``max_len``.
+
         Examples:
             >>> model = Seq2SeqTransformer(20, 30, model_dim=16, num_heads=2, num_layers=1)
             >>> model.generate(torch.tensor([[5, 6, 2]]), 20, num_beams=4).shape[0]
             1
         """
+        check_token_ids(src, self.src_embedding.num_embeddings, "src")  # once, here (#26)
+
         def encoded():  # the step function over the encoded source, made in eval mode
             return _Seq2SeqStep(self, *self.encode(src, src_mask), use_cache)
 

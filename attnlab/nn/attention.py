@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from .cache import KVCache
 from .masks import check_mask
-from .positional import RotaryEmbedding
+from .positional import RotaryEmbedding, position_range
 from .quantize import linear
 from .sdpa import attend, scaled_dot_product
 
@@ -202,7 +202,7 @@ class MultiheadAttention(nn.Module):
         q, k, v = self._project(x, memory, cache)  # (B, H, T_q, hd), (B, H, T_k, hd) ×2
         if self.pos_embeddings is not None and self_attn:
             if positions is None:
-                positions = torch.arange(offset, offset + T_q, device=x.device)
+                positions = self._positions(offset, T_q, x.device)
             q, k = self.pos_embeddings(q, positions), self.pos_embeddings(k, positions)
         if cache is not None and not cache.static:
             k, v = cache.update(k, v)  # (B, H, T_k = cached + T_q, hd)
@@ -222,6 +222,12 @@ class MultiheadAttention(nn.Module):
         values = values.permute(0, 2, 1, 3).reshape(B, T_q, self.embed_dim)  # (B, T_q, E)
         o = self.o_proj(values)  # (B, T_q, input_dim)
         return (o, attention) if return_attention else o
+
+    def _positions(self, start: int, T: int, device: torch.device) -> Tensor:
+        """The default positions start..start+T-1 after ``start`` cached tokens, checked as
+        integers against the positional part's ``max_len`` (when it has one)."""
+        return position_range(start, T, max_len=getattr(self.pos_embeddings, "max_len", None),
+                              device=device)
 
     def _check_inputs(self, x: Tensor, memory: Tensor | None) -> None:
         if x.ndim != 3:
@@ -280,7 +286,7 @@ class MultiheadAttention(nn.Module):
         q, k, v = linear(m["qkv_proj"], x).view(B, H, 1, 3 * hd).chunk(3, dim=-1)
         if self.pos_embeddings is not None:
             if positions is None:
-                positions = torch.arange(cache.length, cache.length + 1, device=x.device)
+                positions = self._positions(cache.length, 1, x.device)
             q, k = self.pos_embeddings(q, positions), self.pos_embeddings(k, positions)
         k, v = cache.update(k, v)  # (B, H, T_k, hd)
         bias = None if self.attn_bias is None else self.attn_bias(1, k.shape[2])

@@ -15,6 +15,13 @@ Three places a position can enter, one interface each:
 It is built from the torch-free table ``attnlab.positional_names.POSITIONAL_NAMES``, so a new kind
 is a module here plus one line there.
 
+Only lengths are checked here (T against ``max_len``: a shape). The values of given positions are
+never read in a forward pass: on an accelerator a read is a host synchronisation, and under
+torch.compile it splits the graph (#26). Positions that continue a cache come from
+``position_range``, checked as Python integers; ``CausalLM.generate`` checks its prompt plus new
+tokens against ``max_len`` before it starts. An explicit position outside the table is an
+``IndexError`` on the CPU and a device-side assert on a GPU.
+
 Attention is permutation-equivariant, so order must be injected. Vaswani et al. (2017, §3.5):
     PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
@@ -35,7 +42,7 @@ from ..positional_names import POSITIONAL_NAMES, positional_names
 
 __all__ = ["PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
            "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "input_kinds",
-           "sinusoidal_table"]
+           "sinusoidal_table", "position_range"]
 
 
 def _check_length(T: int, max_len: int) -> None:
@@ -45,27 +52,32 @@ def _check_length(T: int, max_len: int) -> None:
         )
 
 
-def _positions(x: Tensor, positions: Tensor | None, max_len: int) -> Tensor:
-    """Positions to look up: the given (T,) or (B, T) ones, or 0..T-1 for x (B, T, ...)."""
-    if positions is None:
-        _check_length(x.shape[1], max_len)
-        return torch.arange(x.shape[1], device=x.device)
-    if positions.device.type != "cpu" and positions.numel():
-        # an accelerator's out-of-range lookup is a device assert, not an error: check first
-        _check_length(int(positions.max()) + 1, max_len)
-    return positions
+def _positions(T: int, positions: Tensor | None, max_len: int, device: torch.device) -> Tensor:
+    """Positions to look up for T inputs: the given (T,) or (B, T) ones, or 0..T-1.
+
+    Only the length is checked (a shape: free). The values of given positions are not read: a
+    read is a host synchronisation on an accelerator and splits a compiled graph (#26), so the
+    code that makes positions checks them where they enter (``position_range`` for positions
+    that follow a cached length; ``CausalLM.generate`` bounds its prompt plus new tokens)."""
+    _check_length(T, max_len)
+    return torch.arange(T, device=device) if positions is None else positions
 
 
-def _lookup(table: Callable[[Tensor], Tensor], positions: Tensor, max_len: int) -> Tensor:
-    """``table(positions)``; on CPU an out-of-range lookup raises IndexError, turned here into
-    the ValueError naming max_len (so the common in-range case pays no check: a token step of
-    generation is bound by such per-call costs)."""
-    try:
-        return table(positions)
-    except IndexError:
-        if positions.numel() and int(positions.max()) >= max_len:
-            _check_length(int(positions.max()) + 1, max_len)
-        raise
+def position_range(start: int, T: int, *, max_len: int | None = None,
+                   device: torch.device | str | None = None) -> Tensor:
+    """Positions start..start+T-1 (T,), e.g. after a cache of ``start`` tokens; checked against
+    ``max_len`` (when given) as Python integers, so no tensor is read.
+
+    Raises:
+        ValueError: if start + T > max_len, naming both.
+
+    Examples:
+        >>> position_range(3, 2, max_len=8)
+        tensor([3, 4])
+    """
+    if max_len is not None:
+        _check_length(start + T, max_len)
+    return torch.arange(start, start + T, device=device)
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
@@ -111,9 +123,8 @@ class PositionalEncoding(nn.Module):
         if positions is None:  # the course's x + pe[:, :T], a slice (no gather)
             _check_length(x.shape[1], self.max_len)
             return x + self.pe[:, : x.shape[1]].to(x.dtype)
-        positions = _positions(x, positions, self.max_len)
-        rows = _lookup(lambda p: self.pe[0, p], positions, self.max_len)  # (T, D) or (B, T, D)
-        return x + rows.to(x.dtype)
+        positions = _positions(x.shape[1], positions, self.max_len, x.device)
+        return x + self.pe[0, positions].to(x.dtype)  # rows (T, D) or (B, T, D)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -144,9 +155,8 @@ class LearnedPositionalEncoding(nn.Module):
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def forward(self, x: Tensor, *, positions: Tensor | None = None) -> Tensor:
-        positions = _positions(x, positions, self.max_len)
-        rows = _lookup(self.embedding, positions, self.max_len)  # (T, D) or (B, T, D)
-        return x + rows.to(x.dtype)
+        positions = _positions(x.shape[1], positions, self.max_len, x.device)
+        return x + self.embedding(positions).to(x.dtype)  # rows (T, D) or (B, T, D)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -183,8 +193,8 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("sin", angles.sin(), persistent=False)
 
     def forward(self, x: Tensor, positions: Tensor) -> Tensor:
-        positions = _positions(x, positions, self.max_len)
-        cos = _lookup(self.cos.__getitem__, positions, self.max_len).to(x.dtype)  # (T, hd/2)
+        positions = _positions(x.shape[-2], positions, self.max_len, x.device)
+        cos = self.cos[positions].to(x.dtype)  # (T, hd/2)
         sin = self.sin[positions].to(x.dtype)  # or (B, T, hd/2)
         if cos.ndim == 3:
             cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, hd/2)

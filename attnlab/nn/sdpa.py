@@ -21,19 +21,16 @@ from .masks import as_bool_mask
 __all__ = ["scaled_dot_product", "attend"]
 
 
-def _guard_empty_rows(mask: Tensor) -> tuple[Tensor, Tensor | None]:
+def _guard_empty_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
     """Let query rows that may attend to nothing attend to everything; report which they are.
 
     Their output is zeroed afterwards. Attending to everything (instead of filling -inf) keeps
     the softmax and its gradient finite in every dtype; the zeroing gives zero weights.
+    The guard is always applied: asking first whether any row is empty is a read of the mask,
+    a host synchronisation on an accelerator and a graph break under torch.compile (#26), and
+    the same path on every device lets a CPU test vouch for the GPU's.
     """
     row_ok = mask.any(dim=-1, keepdim=True)  # (B?, H?, T_q, 1)
-    # Usually no row is empty (padding masks keep >= 1 key) and the zeroing is a wasted pass over
-    # the output, ~10% of a padded training step on CPU (benchmarks/encoder_speed.py). Checking
-    # is free on CPU; on an accelerator it would stall the stream, and under torch.compile it
-    # would break the graph, so there the guard is always applied.
-    if mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(row_ok.all()):
-        return mask, None
     return mask | ~row_ok, row_ok
 
 
@@ -106,12 +103,13 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *,
     Returns:
         (values (B, H, T_q, hd), weights (B, H, T_q, T_k) or None).
     """
+    row_ok = None
     if is_causal and (need_weights or bias is not None):
-        # the explicit path and a float mask cannot use the kernel's causal flag
+        # the explicit path and a float mask cannot use the kernel's causal flag; every row of
+        # this mask sees its own key, so it needs no guard
         mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
         is_causal = False
-    row_ok = None
-    if mask is not None:
+    elif mask is not None:
         mask, row_ok = _guard_empty_rows(mask)
     attention = None
     if need_weights:

@@ -161,6 +161,11 @@ def test_errors_show_the_bad_values():
         CausalLM(10, positional="xpos")  # unknown (alibi is a registered kind since #9)
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         lm(torch.zeros(5, dtype=torch.long))
+    # ids are checked where they enter generation (#26: the forward pass reads no values)
+    with pytest.raises(ValueError, match=r"input_ids must be token ids in 0\.\.40, got values 0\.\.41"):
+        lm.generate(torch.tensor([[0, 41]]), 2)
+    with pytest.raises(ValueError, match=r"0\.\.40, got values -1\.\.3"):
+        list(lm.stream(torch.tensor([[3, -1]]), 80, slide=True))
 
 
 def test_sliding_stream_continues_past_max_len_from_the_last_half_of_the_context():

@@ -8,6 +8,7 @@ import torch
 from torch.testing import assert_close
 
 import attnlab.nn as an
+from attnlab.nn.positional import position_range
 
 
 def test_sinusoid_values_follow_the_formula():
@@ -56,6 +57,20 @@ def test_sequence_longer_than_max_len_names_both_lengths(make):
     assert module(torch.zeros(1, 10, 8)).shape == (1, 10, 8)
     with pytest.raises(ValueError, match=re.escape("length (12) exceeds") + r".*max_len \(10\)"):
         module(torch.zeros(1, 12, 8))
+
+
+def test_positions_after_a_cache_are_checked_as_integers_without_reading_a_tensor():
+    """#26: a forward pass reads no position values; positions that continue a cache are
+    checked where they are made, from the cache's length (a Python int)."""
+    assert position_range(3, 2, max_len=5).tolist() == [3, 4]
+    with pytest.raises(ValueError, match=re.escape("length (6) exceeds") + r".*max_len \(5\)"):
+        position_range(3, 3, max_len=5)
+    mha = an.MultiheadAttention(8, 8, 2, rotary=True, max_len=5)
+    cache = an.KVCache()
+    mha(torch.randn(1, 4, 8), is_causal=True, cache=cache)
+    mha(torch.randn(1, 1, 8), is_causal=True, cache=cache)  # position 4: the last one
+    with pytest.raises(ValueError, match=r"length \(6\) exceeds.*max_len \(5\)"):
+        mha(torch.randn(1, 1, 8), is_causal=True, cache=cache)
 
 
 def test_learned_encoding_is_trained_and_saved():

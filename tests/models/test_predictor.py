@@ -1,0 +1,30 @@
+"""ElementPredictor: symbols are checked where they enter (``predict``, the attention maps), not
+in the forward pass, which reads no values (#26)."""
+import pytest
+import torch
+
+from attnlab.models import ElementPredictor
+
+
+def tiny() -> ElementPredictor:
+    torch.manual_seed(0)
+    return ElementPredictor(10, 16, 10, num_heads=2, num_layers=1)
+
+
+@pytest.mark.parametrize("bad, shown", [(10, r"0\.\.10"), (-1, r"-1\.\.9")])
+def test_predict_and_attention_maps_refuse_symbols_outside_the_vocabulary(bad, shown):
+    model = tiny()
+    x = torch.tensor([[0, 9, bad]])
+    message = rf"symbols must be in 0\.\.9, got values {shown}$"
+    with pytest.raises(ValueError, match=message):
+        model.predict(x)
+    with pytest.raises(ValueError, match=message):
+        model.get_attention_maps(x)
+    assert model.predict(x.clamp(0, 9)).shape == (1, 3)
+
+
+def test_forward_on_the_cpu_still_refuses_an_out_of_range_symbol():
+    """Unchecked in forward, an out-of-range symbol is one_hot's own error on the CPU (a
+    device-side assert on a GPU), never a silent wrong answer."""
+    with pytest.raises(RuntimeError, match="Class values must be"):
+        tiny()(torch.tensor([[0, 10]]))
