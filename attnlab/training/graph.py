@@ -8,16 +8,25 @@ from torch import Tensor
 
 from .module import TaskModule
 
-__all__ = ["GraphModule"]
+__all__ = ["GraphModule", "graph_step"]
+
+
+def graph_step(model, batch) -> tuple[Tensor, dict[str, Tensor]]:
+    """Cross-entropy and accuracy of ``model`` over the nodes whose target is not -100.
+
+    No boolean indexing (``logits[targets != -100]``): its size is a value the host would
+    wait for, and it splits a compiled graph; -100 is cross-entropy's ``ignore_index``, and the
+    accuracy counts the same nodes."""
+    x, adjacency, targets = batch
+    logits = model(x, adjacency)  # (N, C)
+    loss = F.cross_entropy(logits, targets, ignore_index=-100)
+    counted = targets != -100  # (N,)
+    right = (logits.argmax(-1) == targets) & counted
+    return loss, {"acc": right.sum() / counted.sum().clamp(min=1)}
 
 
 class GraphModule(TaskModule):
-    """Cross-entropy and accuracy over the nodes whose target is not -100."""
+    """``graph_step`` for the training loop."""
 
     def step(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
-        x, adjacency, targets = batch
-        logits = self.model(x, adjacency)  # (N, C)
-        counted = targets != -100
-        loss = F.cross_entropy(logits[counted], targets[counted])
-        acc = (logits[counted].argmax(-1) == targets[counted]).float().mean()
-        return loss, {"acc": acc}
+        return graph_step(self.model, batch)

@@ -6,9 +6,7 @@ Each model comes from its task's own builder (``attnlab.tasks.*_runtime.build_mo
 task's defaults with small sizes, so the cases are what ``attnlab train TASK`` trains. The
 losses are the training step's: ``lm_loss`` and ``seq2seq_loss`` are called from
 ``attnlab.training``; the classifier's and the predictor's are the cross-entropy their modules
-compute. The graph task's loss is written here as ``cross_entropy(..., ignore_index=-100)``:
-its module's ``logits[counted]`` (boolean indexing, a data-dependent shape) would break the
-graph and synchronise, and is outside the model.
+compute; the graph task's is its training step, ``graph_step`` (loss and accuracy).
 """
 from __future__ import annotations
 
@@ -20,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.tasks import SHARED_DEFAULTS, get_task
+from attnlab.training.graph import graph_step
 from attnlab.training.lm import lm_loss
 from attnlab.training.seq2seq import seq2seq_loss
 
@@ -179,8 +178,7 @@ def _graph(kind: str) -> Case:
         return x.to(device), adjacency.to(device), targets.to(device)
 
     def loss(model, b):
-        x, adjacency, targets = b
-        return F.cross_entropy(model(x, adjacency), targets, ignore_index=-100)
+        return graph_step(model, b)[0]  # the accuracy is in the graph too
 
     return Case(f"graph-{kind}",
                 lambda: build_model(_cfg("graph", kind=kind, model_dim=4, num_heads=2,
