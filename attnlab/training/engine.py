@@ -61,7 +61,8 @@ class Callback:
     """Hooks the loop calls (through ``Fabric.call``), each optional: ``on_train_start(loop)``,
     ``on_train_batch_start(loop, batch)``, ``on_train_batch_end(loop)`` (after the optimiser
     step; ``loop.step`` counts it) and ``on_validation_end(loop, metrics)``. Setting
-    ``loop.should_stop`` ends training after the current step."""
+    ``loop.should_stop`` ends training after the current step (``loop.stopped`` says why, on
+    the progress output)."""
 
 
 class StopAtTarget(Callback):
@@ -86,6 +87,8 @@ class StopAtTarget(Callback):
             self.hits = self.hits + 1 if reached else 0
         if self.hits >= self.times:
             loop.should_stop = True
+            loop.stopped = (f"{self.monitor} reached {self.target:g} at {self.times} "
+                            f"validations in a row")
             self.stopped_at = loop.step
 
 
@@ -159,6 +162,7 @@ class Loop:
         self.fabric = make_fabric(cfg, callbacks=callbacks)
         self.module = module  # the TaskModule as built: its weights are what a run saves
         self.step, self.seconds_before, self.should_stop = 0, 0.0, False
+        self.stopped: str | None = None  # why training stopped before max_steps
         self.shown: dict[str, float] = {}  # what the progress line shows: the latest numbers
         self.progress = Progress(max_steps)
         self.log = CSVLog(self.run_dir / "logs" / "metrics.csv")
@@ -273,7 +277,7 @@ class Loop:
                     self.validate()
                 if self.step >= self.max_steps or self.should_stop:
                     break
-        self.progress.end(self.step, self.shown)
+        self.progress.end(self.step, self.shown, self.stopped)
 
     def _watch_finite(self, loss: torch.Tensor) -> None:
         """A non-finite loss: on one CPU process, raise before its gradients are applied;

@@ -64,12 +64,15 @@ class Progress:
         if self.tty and self.draws and time.perf_counter() - self.drawn >= self.REDRAW:
             self._draw(step, metrics, "" if done else "validating")
 
-    def end(self, step: int, metrics: dict[str, float]) -> None:
-        """Training ended at ``step`` (before ``max_steps``: a target was reached)."""
+    def end(self, step: int, metrics: dict[str, float], stopped: str | None = None) -> None:
+        """Training ended at ``step``; ``stopped`` says why, when it ended before ``max_steps``
+        (a target was reached)."""
+        early = step < self.max_steps and stopped
         if self.tty and self.draws:
-            self._draw(step, metrics, "stopped early" if step < self.max_steps else "",
-                       final=True)
+            self._draw(step, metrics, "stopped early" if early else "", final=True)
         self.end_line()
+        if early and self.draws:
+            self._write(f"stopped early at step {step}/{self.max_steps}: {stopped}\n")
 
     def end_line(self) -> None:
         """End a drawn line, so that what follows (an error, the summary) starts on its own."""

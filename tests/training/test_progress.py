@@ -61,17 +61,32 @@ def test_a_run_in_a_terminal_shows_one_line_with_step_losses_and_time_left(monke
     assert all(re.search(r"\d:\d\d<\d+:\d\d", f) for f in frames[:-1] if "steps/s" in f)
 
 
+# reverse learns 3 symbols of length 4 within a few validations; the budget is far larger
+EARLY = ["--num-categories", "3", "--seq-len", "4", "--val-every", "5", "--max-steps", "2000",
+         "--threads", "1", "--lr", "3e-3", "--warmup", "5"]
+
+
 def test_a_run_stopped_by_its_target_says_so(monkeypatch, tmp_path):
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     monkeypatch.setenv("COLUMNS", "200")
-    # reverse learns 3 symbols of length 4 within a few validations; the budget is far larger
-    assert main(["train", "reverse", "--out", str(tmp_path / "run"), "--num-categories", "3",
-                 "--seq-len", "4", "--val-every", "5", "--max-steps", "2000", "--threads", "1",
-                 "--lr", "3e-3", "--warmup", "5"]) == 0
-    last = terminal.getvalue().split("\r")[-1]
+    assert main(["train", "reverse", "--out", str(tmp_path / "run"), *EARLY]) == 0
+    frames = terminal.getvalue().split("\r")
+    last, said = frames[-1].splitlines()[0], frames[-1].splitlines()[-1]
     assert re.match(r"step (\d+)/2000 ", last) and int(re.match(r"step (\d+)", last)[1]) < 2000
     assert "stopped early" in last and "<" not in last.split("steps/s")[0]
+    step = re.match(r"step (\d+)", last)[1]
+    assert said == (f"stopped early at step {step}/2000: val_seq_acc reached 1 at 3 "
+                    f"validations in a row")
+
+
+def test_a_log_says_why_the_run_stopped_before_its_budget(tmp_path, capsys):
+    """Not on a terminal (CI, a log file) the last progress line was "step 60/2000" and the
+    summary then said 100 steps, with no word of the target reached."""
+    assert main(["train", "reverse", "--out", str(tmp_path / "run"), *EARLY]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert re.fullmatch(r"stopped early at step (\d+)/2000: val_seq_acc reached 1 at 3 "
+                        r"validations in a row", err[-1]), err[-3:]
 
 
 def test_the_line_is_cut_to_the_terminal_width_so_it_redraws_in_place(monkeypatch):
