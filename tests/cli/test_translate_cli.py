@@ -141,3 +141,15 @@ def test_the_largest_trained_number_is_translated(run_dir, capsys):
     capsys.readouterr()
     assert main(["translate", str(run_dir), "999999", "0"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["plot", "attention"], ["view"]])
+def test_the_attention_pictures_refuse_the_same_digits(run_dir, tmp_path, capsys, command):
+    capsys.readouterr()
+    out = tmp_path / ("a.png" if command[0] == "plot" else "a.html")
+    assert main([*command, str(run_dir), "--input", "1000000", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--input (1000000) is outside the numbers this run was " \
+        "trained on: 0 to 999,999" in err, err
+    assert not out.exists()
