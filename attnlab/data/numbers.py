@@ -14,10 +14,12 @@ that dominate a uniform draw. The test set is uniform below ``max_number``, as t
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from functools import lru_cache
 
-__all__ = ["LANGUAGES", "check_language", "spell", "held_out_numbers", "PairStream", "NumberPairs"]
+__all__ = ["LANGUAGES", "check_language", "spell", "german_cardinal_fix", "held_out_numbers",
+           "PairStream", "NumberPairs"]
 
 HELD_OUT_SEED = 20240605  # fixed: every run tests on the same numbers
 
@@ -51,10 +53,37 @@ def check_language(lang: str) -> str:
 
 @lru_cache(maxsize=1 << 17)  # num2words takes ~0.2 ms a call; small ranges repeat a lot
 def spell(number: int, lang: str) -> str:
-    """The number written out in words: ``spell(342, "de") == "dreihundertzweiundvierzig"``."""
+    """The number written out in words: ``spell(342, "de") == "dreihundertzweiundvierzig"``;
+    German corrected by ``german_cardinal_fix`` (#27)."""
     from num2words import num2words
 
-    return num2words(number, lang=lang)
+    words = num2words(number, lang=lang)
+    return german_cardinal_fix(words) if lang == "de" else words
+
+
+# "eins" that does not end the number: inside a word ("…hunderteinstausend") or before a noun
+# (Million, Milliarde, ...: capitalised, a word of its own)
+_EINS_IN_WORD = re.compile(r"eins(?=[a-zäöüß])")
+_EINS_BEFORE_NOUN = re.compile(r"eins(?= [A-ZÄÖÜ])")
+
+
+def german_cardinal_fix(words: str) -> str:
+    """num2words' German (0.5.14) with the form of one corrected: "eins" is the counting form
+    and stands only at the very end of a number; inside a word it is "ein", before the
+    feminine nouns Million, Milliarde, ... it is "eine" (as num2words already writes "eine
+    Million"). num2words writes "eins" before "tausend" and the nouns when the group of three
+    digits ends in 01 and is not 1: 101,000 "einhunderteinstausend", 101,000,000
+    "einhunderteins Millionen". Its other spellings (every number below one million, every
+    value of every group of three digits up to 10^12) match the speller written from the
+    rules in tests/data/test_german_numbers.py unchanged (docs/translation.md).
+
+    Examples:
+        >>> german_cardinal_fix("dreihunderteinstausendeinhundertachtundfünfzig")
+        'dreihunderteintausendeinhundertachtundfünfzig'
+        >>> german_cardinal_fix("einhunderteins Millionen einhunderteins")
+        'einhunderteine Millionen einhunderteins'
+    """
+    return _EINS_BEFORE_NOUN.sub("eine", _EINS_IN_WORD.sub("ein", words))
 
 
 def held_out_numbers(max_number: int, test_size: int, val_size: int) -> tuple[list[int], list[int]]:

@@ -14,6 +14,7 @@ num2words to do so.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,16 +130,40 @@ def evaluation_pairs(cfg: dict[str, Any], data: str | None) -> list[tuple[str, s
     return file_splits(cfg)[2]
 
 
-def spell_digits(cfg: dict[str, Any], texts: list[str]) -> list[str]:
+def spell_digits(cfg: dict[str, Any], texts: list[str], labels: list[str] | None = None
+                 ) -> list[str]:
     """With the built-in numbers, a text of digits ("342") is spelled in the source language.
 
+    ``labels`` name the texts in errors (default "text number N").
+
+    Raises:
+        UsageError: for digits outside 0 .. max_number - 1, the numbers the run learnt: its
+            German for them would be a guess of the wrong size (#27), however fluent.
+
     Examples:
-        >>> spell_digits({"src": "en"}, ["342", "seven"])
+        >>> spell_digits({"src": "en", "max_number": 1000}, ["342", "seven"])
         ['three hundred and forty-two', 'seven']
     """
     if cfg.get("data") is not None or cfg.get("dataset", "numbers") != "numbers":
         return texts
-    return [spell(int(t), cfg["src"]) if t.strip().isdecimal() else t for t in texts]
+    spelled = []
+    for i, text in enumerate(texts):
+        if not _DIGITS.fullmatch(text):
+            spelled.append(text)
+            continue
+        digits, top = text.strip(), cfg.get("max_number")
+        # a longer string of digits is out of range; int() refuses beyond 4,300 digits
+        huge = top is not None and len(digits.lstrip("+-").lstrip("0")) > len(str(top))
+        if top is not None and (huge or not 0 <= int(digits) < top):
+            name = labels[i] if labels else f"text number {i + 1}"
+            shown = digits if len(digits) <= 40 else f"{digits[:20]}… ({len(digits)} characters)"
+            raise UsageError(f"{name} ({shown}) is outside the numbers this run was trained "
+                             f"on: 0 to {top - 1:,} (max_number {top} in config.yaml)")
+        spelled.append(spell(int(digits), cfg["src"]))
+    return spelled
+
+
+_DIGITS = re.compile(r"\s*[+-]?\d+\s*")  # a sign too: "-5" is digits outside the range
 
 
 # ---- tokenisers -------------------------------------------------------------------------

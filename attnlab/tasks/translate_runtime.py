@@ -239,8 +239,8 @@ def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
     model, one text at a time (its linear layers round each call's input to 8 bits by the
     range of the whole call, so in a batch a text's translation would depend on the texts
     beside it); ``labels`` name the texts in errors."""
+    texts = spell_digits(cfg, texts, labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    texts = spell_digits(cfg, texts)
     found = translate_texts(model, tok, texts, max_new_tokens=cfg["max_target_len"],
                             num_beams=num_beams or cfg["beam"],
                             length_penalty=cfg["length_penalty"] if length_penalty is None
@@ -260,8 +260,8 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
 
 def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
     """Cross-attention of the model reading its own (greedy) translation of ``text``."""
+    text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    text = spell_digits(cfg, [text])[0]
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
     return cross_attention_maps(model, tok, text, translation, cfg["max_len"])
 
@@ -270,8 +270,8 @@ def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
     """``attnlab view``: while the model reads its own (greedy) translation of ``text``, the
     encoder's self-attention over the source (S × S), the decoder's causal self-attention over
     its input (T × T) and the cross-attention between them (T × S)."""
+    text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    text = spell_digits(cfg, [text])[0]
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
     src, tgt, src_labels, tgt_labels = _pair(tok, text, translation, cfg["max_len"])
     layers = with_tokens(_alignment_layers(model, src, tgt), src_labels, tgt_labels)

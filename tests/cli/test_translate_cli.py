@@ -116,3 +116,40 @@ def test_a_text_longer_than_the_model_reads_is_a_usage_error(run_dir, capsys):
     assert main(["translate", str(run_dir), "seven", " ".join(["one"] * 70)]) == 2
     err = capsys.readouterr().err
     assert "TEXT number 2 has 70 tokens; this model reads at most 64" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, shown", [
+    ("99999999999999999999999", "TEXT number 2 (99999999999999999999999)"),
+    ("1000000", "TEXT number 2 (1000000)"),
+    ("-5", "TEXT number 2 (-5)"),
+    ("9" * 5000, "TEXT number 2 (99999999999999999999… (5000 characters))"),
+])
+def test_digits_outside_the_trained_numbers_are_refused(run_dir, capsys, text, shown):
+    # #27: 99999999999999999999999 was answered (exit 0) with a German number of the wrong
+    # size and only a note about unknown words
+    capsys.readouterr()
+    assert main(["translate", str(run_dir), "7", text]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (
+        f"attnlab: error: {shown} is outside the numbers this run was trained on: "
+        f"0 to 999,999 (max_number 1000000 in config.yaml)\n")
+
+
+@pytest.mark.slow
+def test_the_largest_trained_number_is_translated(run_dir, capsys):
+    capsys.readouterr()
+    assert main(["translate", str(run_dir), "999999", "0"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["plot", "attention"], ["view"]])
+def test_the_attention_pictures_refuse_the_same_digits(run_dir, tmp_path, capsys, command):
+    capsys.readouterr()
+    out = tmp_path / ("a.png" if command[0] == "plot" else "a.html")
+    assert main([*command, str(run_dir), "--input", "1000000", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--input (1000000) is outside the numbers this run was " \
+        "trained on: 0 to 999,999" in err, err
+    assert not out.exists()

@@ -200,3 +200,19 @@ def test_config_yaml_records_the_tokenisers_auto_chose_before_training(tmp_path,
     assert (run / "cross_attention.png").is_file() and (run / "metrics.json").is_file()
     assert main([*argv, "--max-steps", "4", "--resume"]) == 0
     assert json.loads((run / "metrics.json").read_text())["steps"] == 4
+
+
+def test_only_the_built_in_numbers_refuse_digits_outside_their_range():
+    from attnlab.errors import UsageError
+    from attnlab.tasks.translate_data import spell_digits
+
+    numbers = {"src": "en", "max_number": 1000, "dataset": "numbers", "data": None}
+    assert spell_digits(numbers, ["999", " 7 ", "seven"]) == ["nine hundred and ninety-nine",
+                                                               "seven", "seven"]
+    with pytest.raises(UsageError, match=r"^--input \(1000\) is outside the numbers this run "
+                                         r"was trained on: 0 to 999 \(max_number 1000 in"):
+        spell_digits(numbers, ["1000"], ["--input"])
+    # a user's --data run and the dates learnt no numbers: digits are their text, unchanged
+    big = "99999999999999999999999"
+    assert spell_digits({**numbers, "data": "pairs.csv"}, [big]) == [big]
+    assert spell_digits({**numbers, "dataset": "dates"}, [big]) == [big]
