@@ -181,10 +181,12 @@ _SWITCH = ("norm_first", "tie_weights", "tie_embeddings")
 _NAME = ("activation", "positional", "pooling")
 
 
-def _check_settings(cfg: dict, cfg_path: Path) -> None:
+def _check_settings(cfg: dict, cfg_path: Path, task) -> None:
     """Refuse a config.yaml whose model settings have a type or value no trained run has,
     naming the file, the setting and the value. (A setting the file lacks is reported when it
-    is looked up: see ``RunConfig``.)"""
+    is looked up: see ``RunConfig``.) Whether the width is split among the heads is the
+    task's ``heads_split_width``, the declaration ``attnlab train`` checks too (#27: graph and
+    the recurrent translators trained runs that this check then refused to load)."""
     def bad(key: str, what: str) -> UsageError:
         return UsageError(f"{cfg_path}: {key} must be {what}, got {cfg[key]!r}")
 
@@ -204,7 +206,7 @@ def _check_settings(cfg: dict, cfg_path: Path) -> None:
     for key in _NAME:
         if key in cfg and not isinstance(cfg[key], str):
             raise bad(key, "a name")
-    if cfg.get("model_dim", 1) % cfg.get("num_heads", 1):
+    if task.heads_split_width(cfg) and cfg.get("model_dim", 1) % cfg.get("num_heads", 1):
         raise UsageError(f"{cfg_path}: model_dim ({cfg['model_dim']}) must be divisible by "
                          f"num_heads ({cfg['num_heads']})")
 
@@ -216,7 +218,7 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     The config is a ``RunConfig``: looking up a setting the file lacks is a ``UsageError``
     naming ``config.yaml`` and the setting.
     """
-    from .tasks import TASKS
+    from .tasks import TASKS, get_task
 
     run_dir = Path(run_dir)
     where = f"{command}: " if command else ""
@@ -238,7 +240,7 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
         )
     if not (run_dir / "model.safetensors").is_file():
         raise UsageError(f"{where}{run_dir} has no model.safetensors (did training finish?)")
-    _check_settings(cfg, cfg_path)
+    _check_settings(cfg, cfg_path, get_task(task))
     return run_dir, cfg
 
 
