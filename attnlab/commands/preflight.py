@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import UsageError
 from ..settings import flag
 
-__all__ = ["check_out", "resume_conflicts", "finished_message", "check_cluster",
+__all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "discard_unstarted", "first_missing",
            "available_memory",
            "RESUMABLE"]
@@ -114,6 +114,35 @@ def finished_message(run_dir: Path, saved: dict[str, Any], given: dict[str, Any]
               else f"--max-steps {saved.get('max_steps')}")
     return (f"{run_dir} is a finished run{done} (budget {budget}); nothing was trained or "
             f"rewritten — raise the budget to train further")
+
+
+def steps_done(run_dir: Path) -> int | None:
+    """The optimiser steps a run's ``checkpoints/last.ckpt`` has done (its "global_step"), or
+    None without a readable one (``--resume`` itself then reports a broken checkpoint). Only
+    ``--resume`` calls this, so only it imports torch here; the file is memory-mapped, so its
+    weights are not read."""
+    path = Path(run_dir) / "checkpoints" / "last.ckpt"
+    if not path.is_file():
+        return None
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 -- any unreadable file: the engine names what is wrong
+        return None
+    step = state.get("global_step") if isinstance(state, dict) else None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def check_budget(run_dir: Path, cfg: dict[str, Any]) -> None:
+    """``--resume`` with a ``--max-steps`` below the steps the run has done is refused: it
+    would stop at once, test the model and record the smaller budget in place of the run's
+    (#27)."""
+    budget = cfg.get("max_steps")
+    done = steps_done(run_dir) if budget is not None else None
+    if done is not None and budget < done:
+        raise UsageError(f"--max-steps {budget} is below the {done} steps this run has done; "
+                         f"give at least {done}, or start a new run with another --out")
 
 
 # The variables Lightning's cluster environments read (lightning.fabric.plugins.environments):

@@ -162,6 +162,7 @@ def _preflight(args: argparse.Namespace, cfg: dict[str, Any]) -> Path | None:
     if cfg["resume"]:
         from ..runs import read_yaml
 
+        preflight.check_budget(run_dir, cfg)
         # the budget as it now stands: the run's, unless a flag or --config raised it
         done = preflight.finished_message(run_dir, read_yaml(run_dir / "config.yaml"), cfg)
         if done:

@@ -126,6 +126,47 @@ def test_a_finished_run_with_a_larger_budget_trains_on(reverse_run, tmp_path, ca
     assert json.loads((out / "metrics.json").read_text())["steps"] == steps + 20
 
 
+class _Crash(Exception):
+    """Stands in for the process dying mid-run."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["flag", "config"])
+def test_resume_with_a_budget_below_the_steps_done_is_refused(tmp_path, capsys, monkeypatch, how):
+    """#27: an interrupted run resumed with --max-steps below its steps finished at once,
+    tested the model and recorded the smaller budget in config.yaml, losing the run's own."""
+    from attnlab.training import engine
+
+    class CrashAt(engine.Callback):
+        def on_train_batch_end(self, loop):
+            if loop.step == 12:
+                raise _Crash("died after step 12")
+
+    make_fabric = engine.make_fabric
+    out = tmp_path / "run"
+    argv = ["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "30",
+            "--checkpoint-every", "11"]
+    with monkeypatch.context() as m:
+        m.setattr(engine, "make_fabric",
+                  lambda cfg, *, callbacks=None: make_fabric(cfg, callbacks=[*(callbacks or []),
+                                                                             CrashAt()]))
+        with pytest.raises(_Crash):
+            main(argv)
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 11
+    before = checksums(out)
+    config = tmp_path / "budget.yaml"
+    config.write_text("max_steps: 5\n")
+    lower = ["--max-steps", "5"] if how == "flag" else ["--config", str(config)]
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(out), "--resume", *lower]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --max-steps 5 is below the 11 steps this "
+                                      "run has done; give at least 11, or start a new run with "
+                                      "another --out")
+    assert checksums(out) == before  # config.yaml keeps max_steps: 30
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "20"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 20
+
+
 # ---- item 6: a run that dies before its first checkpoint does not block the retry -------------
 
 @pytest.mark.slow
