@@ -139,7 +139,9 @@ def check_budget(run_dir: Path, cfg: dict[str, Any]) -> None:
     would stop at once, test the model and record the smaller budget in place of the run's
     (#27)."""
     budget = cfg.get("max_steps")
-    done = steps_done(run_dir) if budget is not None else None
+    if budget is None or cfg.get("epochs"):  # --epochs is the budget: max_steps is not used
+        return
+    done = steps_done(run_dir)
     if done is not None and budget < done:
         raise UsageError(f"--max-steps {budget} is below the {done} steps this run has done; "
                          f"give at least {done}, or start a new run with another --out")

@@ -167,6 +167,48 @@ def test_resume_with_a_budget_below_the_steps_done_is_refused(tmp_path, capsys, 
     assert json.loads((out / "metrics.json").read_text())["steps"] == 20
 
 
+def test_the_budget_check_reads_the_checkpoints_step_and_leaves_epoch_budgets_alone(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    torch.save({"global_step": 700}, tmp_path / "checkpoints" / "last.ckpt")
+    preflight.check_budget(tmp_path, {"max_steps": 700})
+    # an --epochs run records the default max_steps too, which its steps may pass
+    preflight.check_budget(tmp_path, {"max_steps": 600, "epochs": 2})
+    with pytest.raises(Exception, match=r"^--max-steps 600 is below the 700 steps this run has "
+                                        r"done"):
+        preflight.check_budget(tmp_path, {"max_steps": 600})
+
+
+@pytest.mark.parametrize("flags,config", [
+    (["--epochs", "1", "--max-steps", "5"], None),
+    (["--max-steps", "5"], "epochs: 1\n"),
+    ([], "epochs: 1\nmax-steps: 5\n"),
+])
+def test_epochs_and_max_steps_together_are_refused(tmp_path, capsys, flags, config):
+    """#27: with both, --max-steps was ignored (it ran 100 steps of an epoch) and config.yaml
+    recorded both."""
+    out = tmp_path / "run"
+    if config:
+        (tmp_path / "c.yaml").write_text(config)
+        flags = [*flags, "--config", str(tmp_path / "c.yaml")]
+    assert main(["train", "reverse", "--out", str(out), *flags]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --epochs 1 and --max-steps 5: give one "
+                                      "budget, not both (--epochs N trains N passes over the "
+                                      "training data)")
+    assert not out.exists()
+
+
+def test_max_steps_is_refused_when_resuming_a_run_whose_budget_is_epochs(tmp_path, capsys):
+    from attnlab.runs import write_yaml
+
+    out = tmp_path / "run"
+    write_yaml(out / "config.yaml", {"task": "reverse", "epochs": 2, "max_steps": 600})
+    before = checksums(out)
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "5"]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --max-steps 5: this run's budget is "
+                                      "--epochs 2 (its config.yaml); give --epochs to change it")
+    assert checksums(out) == before
+
+
 # ---- item 6: a run that dies before its first checkpoint does not block the retry -------------
 
 @pytest.mark.slow
