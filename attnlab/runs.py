@@ -136,6 +136,8 @@ def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
             return super().construct_mapping(node, deep=deep)
 
     path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{what}: {path} is a directory, not a YAML file")
     if not path.is_file():
         raise UsageError(f"{what}: file not found: {path}")
     try:

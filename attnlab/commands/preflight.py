@@ -182,7 +182,17 @@ def available_memory() -> int | None:
 
 
 def _gb(n: float) -> str:
-    return f"{n / 1e9:,.1f} GB"
+    """Bytes in the largest decimal unit, from GB up, that keeps the number below 1,000
+    (``3.3e17`` bytes is "330.0 PB", not "330,000,000.0 GB"); past that, in powers of ten.
+
+    Examples:
+        >>> _gb(2e9), _gb(3.3e17), _gb(4e8), _gb(5e24)
+        ('2.0 GB', '330.0 PB', '0.4 GB', '5.0e+24 bytes')
+    """
+    for unit, size in (("GB", 1e9), ("TB", 1e12), ("PB", 1e15), ("EB", 1e18)):
+        if n < 1000 * size:  # 999.96 GB rounds to "1,000.0 GB": rare, and still readable
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:.1e} bytes"
 
 
 def check_memory(parts: list[tuple[str, float]], *, available: int | None = None) -> None:

@@ -308,6 +308,23 @@ def test_memory_check_compares_the_estimate_with_what_is_available():
         preflight.check_memory([("a", 1e9), ("b", 2e9)], available=2 * 10**9)
 
 
+def test_a_huge_estimate_is_said_in_a_unit_that_fits_it():
+    """#27: the graph of 10^8 nodes needed "about 330,000,000.0 GB"."""
+    with pytest.raises(Exception, match=r"^these settings need about 330\.0 PB \(10\.0 PB for a "
+                                        r"\+ 320\.0 PB for b\); this machine has 2\.0 GB "
+                                        r"available$"):
+        preflight.check_memory([("a", 1e16), ("b", 3.2e17)], available=2 * 10**9)
+
+
+def test_a_config_that_is_a_directory_is_called_one(tmp_path, capsys):
+    """#27: `--config DIR` said "file not found"."""
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--config", str(tmp_path), "--out", str(out)]) == 2
+    assert one_line_error(capsys) == (f"attnlab: error: --config: {tmp_path} is a directory, "
+                                      f"not a YAML file")
+    assert not out.exists()
+
+
 # ---- item 11: --resume with other settings names each one ---------------------------------
 
 @pytest.mark.slow
