@@ -21,7 +21,7 @@ from .errors import UsageError
 __all__ = [
     "atomic_write", "write_json", "write_yaml", "read_yaml", "save_weights", "load_weights",
     "check_run_dir", "load", "record_data_files", "check_data_files", "pin_data_files",
-    "readable", "write_metrics", "RunConfig",
+    "readable", "write_metrics", "strict_json", "dumps", "RunConfig",
 ]
 
 
@@ -77,7 +77,32 @@ def _umask() -> int:
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    """``obj`` as strict JSON (``strict_json``), keys sorted, written atomically."""
+    atomic_write(path, dumps(obj, indent=2) + "\n")
+
+
+def strict_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by None, in dicts, lists and tuples:
+    JSON has no NaN, and strict readers (``JSON.parse``, ``jq``, Go, Rust's serde) refuse the
+    ``NaN`` that Python's ``json`` writes by default (#27).
+
+    Examples:
+        >>> strict_json({"val_loss": float("nan"), "steps": [1, float("inf")]})
+        {'val_loss': None, 'steps': [1, None]}
+    """
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(obj: Any, **options: Any) -> str:
+    """``json.dumps`` of ``strict_json(obj)``, keys sorted; a non-finite number left anywhere
+    (a NumPy one) is an error here, never a ``NaN`` in the file."""
+    return json.dumps(strict_json(obj), allow_nan=False, sort_keys=True, **options)
 
 
 def write_yaml(path: str | Path, obj: dict) -> None:
@@ -113,7 +138,8 @@ def readable(metrics: Any, digits: int = 6) -> Any:
 
 
 def write_metrics(path: str | Path, metrics: dict) -> None:
-    """``metrics.json``: ``readable`` numbers, keys sorted, written atomically."""
+    """``metrics.json``: ``readable`` numbers, keys sorted, written atomically; a metric that
+    is not a finite number (a NaN loss) is written as null (``strict_json``)."""
     write_json(path, readable(metrics))
 
 

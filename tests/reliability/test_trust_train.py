@@ -481,3 +481,33 @@ def test_a_huge_budget_does_not_hang_the_warmup_check():
     note = warmup_note({"warmup": 10**8, "lr": 1e-3}, 10**11)
     assert time.perf_counter() - start < 1.0
     assert note is None  # a warm-up of 0.1% of the run reaches ~--lr
+
+
+# ---- #27 item 20: metrics.json is strict JSON -------------------------------------------------
+
+def _refuse(constant):
+    raise ValueError(f"not strict JSON: {constant}")
+
+
+def test_a_nan_metric_is_written_as_null(tmp_path):
+    """Python's json wrote `NaN`, which JSON.parse, jq and Go's encoding/json refuse."""
+    from attnlab.runs import write_metrics
+
+    write_metrics(tmp_path / "metrics.json", {"val_loss": float("nan"), "val_perplexity":
+                                              float("inf"), "steps": 3, "test_accuracy": 0.5})
+    text = (tmp_path / "metrics.json").read_text()
+    assert json.loads(text, parse_constant=_refuse) == {
+        "val_loss": None, "val_perplexity": None, "steps": 3, "test_accuracy": 0.5}
+
+
+@pytest.mark.slow
+def test_evaluate_prints_a_nan_metric_as_null(reverse_run, monkeypatch, capsys):
+    from attnlab.tasks import get_task
+
+    task = type(get_task("reverse"))
+    monkeypatch.setattr(task, "evaluate", lambda self, *a, **k: {"test_token_accuracy":
+                                                                  float("nan")})
+    capsys.readouterr()
+    assert main(["evaluate", str(reverse_run)]) == 0
+    assert json.loads(capsys.readouterr().out, parse_constant=_refuse) == {
+        "test_token_accuracy": None}
