@@ -113,6 +113,8 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     if not cfg["resume"]:  # a resumed run goes on as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
     task.check_settings(cfg)
+    for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
+        cfg.pop(name, None)
     return cfg
 
 

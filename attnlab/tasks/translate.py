@@ -144,6 +144,12 @@ class TranslateTask(Task):
                            "for --data FILE only; the built-in data is --dataset"))
         return groups
 
+    def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
+        """The other data source's settings; a recurrent --arch still records the
+        Transformer's, as its model is built from the same ``Seq2SeqConfig`` (vocabularies,
+        special ids), which requires them."""
+        return [name for name in super().unrecorded_settings(cfg) if name not in TRANSFORMER_ONLY]
+
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
                   num_beams: int | None = None, length_penalty: float | None = None,
                   quantize: str | None = None, labels: list[str] | None = None) -> list[str]:
