@@ -18,11 +18,25 @@ def load(run_dir, *, quantize=None):
     return _load(run_dir, quantize=quantize)
 
 
+# The public subpackages, imported on first use (``attnlab.nn`` works after ``import attnlab``
+# alone), so that ``import attnlab`` stays light: no torch until a model is touched.
+_SUBMODULES = ("nn", "models", "schedulers", "generation", "tokenizers", "data", "training",
+               "interop", "viz")
+
+
 def __getattr__(name):
-    # ``attnlab.capture`` is ``attnlab.nn.capture``, imported on first use so that
-    # ``import attnlab`` stays light (no torch until a model is touched)
+    # ``attnlab.capture`` is ``attnlab.nn.capture``, imported on first use
     if name == "capture":
         from .nn.capture import capture
 
         return capture
+    if name in _SUBMODULES:
+        from importlib import import_module
+
+        return import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
+
+
+def __dir__():
+    """What tab completion offers: the lazily imported names too, not only the loader (#27)."""
+    return sorted({*globals(), "capture", *_SUBMODULES} - {"_SUBMODULES"})

@@ -21,7 +21,7 @@ from .errors import UsageError
 __all__ = [
     "atomic_write", "write_json", "write_yaml", "read_yaml", "save_weights", "load_weights",
     "check_run_dir", "load", "record_data_files", "check_data_files", "pin_data_files",
-    "readable", "write_metrics", "RunConfig",
+    "readable", "write_metrics", "strict_json", "dumps", "RunConfig",
 ]
 
 
@@ -77,7 +77,32 @@ def _umask() -> int:
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    """``obj`` as strict JSON (``strict_json``), keys sorted, written atomically."""
+    atomic_write(path, dumps(obj, indent=2) + "\n")
+
+
+def strict_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by None, in dicts, lists and tuples:
+    JSON has no NaN, and strict readers (``JSON.parse``, ``jq``, Go, Rust's serde) refuse the
+    ``NaN`` that Python's ``json`` writes by default (#27).
+
+    Examples:
+        >>> strict_json({"val_loss": float("nan"), "steps": [1, float("inf")]})
+        {'val_loss': None, 'steps': [1, None]}
+    """
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(obj: Any, **options: Any) -> str:
+    """``json.dumps`` of ``strict_json(obj)``, keys sorted; a non-finite number left anywhere
+    (a NumPy one) is an error here, never a ``NaN`` in the file."""
+    return json.dumps(strict_json(obj), allow_nan=False, sort_keys=True, **options)
 
 
 def write_yaml(path: str | Path, obj: dict) -> None:
@@ -113,7 +138,8 @@ def readable(metrics: Any, digits: int = 6) -> Any:
 
 
 def write_metrics(path: str | Path, metrics: dict) -> None:
-    """``metrics.json``: ``readable`` numbers, keys sorted, written atomically."""
+    """``metrics.json``: ``readable`` numbers, keys sorted, written atomically; a metric that
+    is not a finite number (a NaN loss) is written as null (``strict_json``)."""
     write_json(path, readable(metrics))
 
 
@@ -136,6 +162,8 @@ def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
             return super().construct_mapping(node, deep=deep)
 
     path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{what}: {path} is a directory, not a YAML file")
     if not path.is_file():
         raise UsageError(f"{what}: file not found: {path}")
     try:
@@ -181,10 +209,12 @@ _SWITCH = ("norm_first", "tie_weights", "tie_embeddings")
 _NAME = ("activation", "positional", "pooling")
 
 
-def _check_settings(cfg: dict, cfg_path: Path) -> None:
+def _check_settings(cfg: dict, cfg_path: Path, task) -> None:
     """Refuse a config.yaml whose model settings have a type or value no trained run has,
     naming the file, the setting and the value. (A setting the file lacks is reported when it
-    is looked up: see ``RunConfig``.)"""
+    is looked up: see ``RunConfig``.) Whether the width is split among the heads is the
+    task's ``heads_split_width``, the declaration ``attnlab train`` checks too (#27: graph and
+    the recurrent translators trained runs that this check then refused to load)."""
     def bad(key: str, what: str) -> UsageError:
         return UsageError(f"{cfg_path}: {key} must be {what}, got {cfg[key]!r}")
 
@@ -204,7 +234,7 @@ def _check_settings(cfg: dict, cfg_path: Path) -> None:
     for key in _NAME:
         if key in cfg and not isinstance(cfg[key], str):
             raise bad(key, "a name")
-    if cfg.get("model_dim", 1) % cfg.get("num_heads", 1):
+    if task.heads_split_width(cfg) and cfg.get("model_dim", 1) % cfg.get("num_heads", 1):
         raise UsageError(f"{cfg_path}: model_dim ({cfg['model_dim']}) must be divisible by "
                          f"num_heads ({cfg['num_heads']})")
 
@@ -216,7 +246,7 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     The config is a ``RunConfig``: looking up a setting the file lacks is a ``UsageError``
     naming ``config.yaml`` and the setting.
     """
-    from .tasks import TASKS
+    from .tasks import TASKS, get_task
 
     run_dir = Path(run_dir)
     where = f"{command}: " if command else ""
@@ -238,7 +268,7 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
         )
     if not (run_dir / "model.safetensors").is_file():
         raise UsageError(f"{where}{run_dir} has no model.safetensors (did training finish?)")
-    _check_settings(cfg, cfg_path)
+    _check_settings(cfg, cfg_path, get_task(task))
     return run_dir, cfg
 
 

@@ -1,8 +1,6 @@
 """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run."""
 from __future__ import annotations
 
-import json
-
 from .quantize import add_quantize_flag, check_quantize
 from .threads import add_threads_flag, check_threads, use_threads
 
@@ -24,7 +22,7 @@ def run(args) -> int:
     import sys
 
     from ..errors import UsageError
-    from ..runs import check_run_dir, readable
+    from ..runs import check_run_dir, dumps, readable
     from ..tasks import get_task
 
     check_threads(args.threads)
@@ -47,5 +45,6 @@ def run(args) -> int:
     else:
         metrics = task.evaluate(run_dir, cfg, args.data, quantize=args.quantize)
     # 6 significant digits, as metrics.json holds them (not float32 noise like 0.99800002574)
-    print(json.dumps(readable(metrics), indent=2, sort_keys=True))
+    # and strict JSON: a NaN metric is null, as in metrics.json
+    print(dumps(readable(metrics), indent=2))
     return 0

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
+from ..tasks.base import line_of
 
 
 def add_input_file_flags(parser, what: str = "input") -> None:
@@ -73,11 +74,12 @@ def one_or_file(value: str | None, flag: str, input_file: str | None
 
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,
                   input_key: str = "input", output_key: str = "prediction") -> None:
-    """One line per result: ``result["prediction"]``, or a JSON object with the input."""
+    """One line per result: its line (``Task.predict_many``), or a JSON object with the input,
+    the prediction and the other keys but ``"line"``."""
     for text, result in zip(inputs, results, strict=True):
         if as_json:
             record = {input_key: text, output_key: result["prediction"],
-                      **{k: v for k, v in result.items() if k != "prediction"}}
+                      **{k: v for k, v in result.items() if k not in ("prediction", "line")}}
             print(json.dumps(record, ensure_ascii=False))
         else:
-            print(result["prediction"])
+            print(line_of(result))

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import UsageError
 from ..settings import flag
 
-__all__ = ["check_out", "resume_conflicts", "finished_message", "check_cluster",
+__all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "discard_unstarted", "first_missing",
            "available_memory",
            "RESUMABLE"]
@@ -116,6 +116,37 @@ def finished_message(run_dir: Path, saved: dict[str, Any], given: dict[str, Any]
             f"rewritten — raise the budget to train further")
 
 
+def steps_done(run_dir: Path) -> int | None:
+    """The optimiser steps a run's ``checkpoints/last.ckpt`` has done (its "global_step"), or
+    None without a readable one (``--resume`` itself then reports a broken checkpoint). Only
+    ``--resume`` calls this, so only it imports torch here; the file is memory-mapped, so its
+    weights are not read."""
+    path = Path(run_dir) / "checkpoints" / "last.ckpt"
+    if not path.is_file():
+        return None
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 -- any unreadable file: the engine names what is wrong
+        return None
+    step = state.get("global_step") if isinstance(state, dict) else None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def check_budget(run_dir: Path, cfg: dict[str, Any]) -> None:
+    """``--resume`` with a ``--max-steps`` below the steps the run has done is refused: it
+    would stop at once, test the model and record the smaller budget in place of the run's
+    (#27)."""
+    budget = cfg.get("max_steps")
+    if budget is None or cfg.get("epochs"):  # --epochs is the budget: max_steps is not used
+        return
+    done = steps_done(run_dir)
+    if done is not None and budget < done:
+        raise UsageError(f"--max-steps {budget} is below the {done} steps this run has done; "
+                         f"give at least {done}, or start a new run with another --out")
+
+
 # The variables Lightning's cluster environments read (lightning.fabric.plugins.environments):
 # torchrun/TorchElastic, SLURM, LSF, Kubeflow/PyTorchJob, MPI, and the manual rendezvous.
 _CLUSTER_MARKERS = (("TORCHELASTIC_RUN_ID",), ("SLURM_NTASKS",), ("LSB_JOBID",),
@@ -151,7 +182,17 @@ def available_memory() -> int | None:
 
 
 def _gb(n: float) -> str:
-    return f"{n / 1e9:,.1f} GB"
+    """Bytes in the largest decimal unit, from GB up, that keeps the number below 1,000
+    (``3.3e17`` bytes is "330.0 PB", not "330,000,000.0 GB"); past that, in powers of ten.
+
+    Examples:
+        >>> _gb(2e9), _gb(3.3e17), _gb(4e8), _gb(5e24)
+        ('2.0 GB', '330.0 PB', '0.4 GB', '5.0e+24 bytes')
+    """
+    for unit, size in (("GB", 1e9), ("TB", 1e12), ("PB", 1e15), ("EB", 1e18)):
+        if n < 1000 * size:  # 999.96 GB rounds to "1,000.0 GB": rare, and still readable
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:.1e} bytes"
 
 
 def check_memory(parts: list[tuple[str, float]], *, available: int | None = None) -> None:

@@ -101,6 +101,7 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
         settings = {**file_cfg, **{k: v for k, v in given.items() if k not in ("func", "command")}}
         resume_conflicts(previous, settings, cfg, Path(out))
         cfg.update(previous)
+    _one_budget(file_cfg, given, previous if resuming else {})
     cfg.update(file_cfg)
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
     if resuming:  # 'auto' given again keeps what it chose when the run started
@@ -112,7 +113,23 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     if not cfg["resume"]:  # a resumed run goes on as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
     task.check_settings(cfg)
+    for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
+        cfg.pop(name, None)
     return cfg
+
+
+def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:
+    """--epochs and --max-steps are two ways to give one budget: with both, --epochs won and
+    --max-steps was ignored, yet config.yaml recorded both (#27). Refuse the pair, from flags
+    or --config, and a --max-steps given to --resume a run whose budget is --epochs."""
+    named = {**file_cfg, **given}
+    epochs, steps = named.get("epochs"), named.get("max_steps")
+    if epochs is not None and steps is not None:
+        raise UsageError(f"--epochs {epochs} and --max-steps {steps}: give one budget, not both "
+                         f"(--epochs N trains N passes over the training data)")
+    if steps is not None and saved.get("epochs"):
+        raise UsageError(f"--max-steps {steps}: this run's budget is --epochs {saved['epochs']} "
+                         f"(its config.yaml); give --epochs to change it")
 
 
 def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
@@ -162,6 +179,7 @@ def _preflight(args: argparse.Namespace, cfg: dict[str, Any]) -> Path | None:
     if cfg["resume"]:
         from ..runs import read_yaml
 
+        preflight.check_budget(run_dir, cfg)
         # the budget as it now stands: the run's, unless a flag or --config raised it
         done = preflight.finished_message(run_dir, read_yaml(run_dir / "config.yaml"), cfg)
         if done:

@@ -26,3 +26,7 @@ def __getattr__(name):  # lazy, so each model's module is imported only when use
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name], __name__), name)
     raise AttributeError(f"module 'attnlab.models' has no attribute {name!r}")
+
+
+def __dir__():  # tab completion finds the lazy names too (#27)
+    return sorted({*globals(), *_EXPORTS})

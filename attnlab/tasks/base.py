@@ -126,6 +126,13 @@ class Task:
         silently not using it. Default: none."""
         return []
 
+    def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
+        """The settings ``config.yaml`` leaves out because the run does not use them: by
+        default every one ``unused_settings`` names (a karate-club run recorded the block
+        model's --nodes and --p-in, #27). A task whose unused flags still stand for a value
+        the run records (lm's vocabulary size, read from a prepared corpus) returns less."""
+        return [name for names, _ in self.unused_settings(cfg) for name in names]
+
     def validate(self, cfg: dict[str, Any]) -> None:
         """Check what the typed settings cannot (one setting against another, the data files)
         before anything heavy runs; raise ``UsageError`` naming the flag. Shared flags and
@@ -170,13 +177,15 @@ class Task:
     def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
         """``attnlab predict DIR --input TEXT``: the prediction as one line of text (the
         runtime's ``predict_many`` of that one input)."""
-        return self.predict_many(run_dir, cfg, [text])[0]["prediction"]
+        return line_of(self.predict_many(run_dir, cfg, [text])[0])
 
     def predict_many(self, run_dir: Path, cfg: dict[str, Any], texts: list[str],
                      labels: list[str] | None = None) -> list[dict[str, Any]]:
         """``attnlab predict DIR --input-file FILE``: the model loaded once, the inputs in
-        batches; one dict per input, in order: ``"prediction"`` (the line ``predict`` prints)
-        and, where the model gives them, ``"probabilities"``. A bad input is a UsageError
+        batches; one dict per input, in order: ``"prediction"`` (the answer alone: a label, a
+        sequence, a text), where the model gives them ``"probabilities"``, and ``"line"``
+        where the line ``predict`` prints says more than the prediction (jets: the label and
+        its probability); ``--json`` writes every key but ``"line"``. A bad input is a UsageError
         named by its label in ``labels`` (default ``--input``; the command passes
         ``--input-file FILE line N``)."""
         return self._call("predict_many", run_dir, cfg, texts, labels or ["--input"] * len(texts))
@@ -196,6 +205,11 @@ class Task:
         if self.runtime_function("attention_maps") is None:
             raise UsageError(f"task {self.name!r} has no attention plot")
         return self._call("attention_maps", run_dir, cfg, text)
+
+
+def line_of(result: dict[str, Any]) -> str:
+    """The line ``attnlab predict`` prints for one result of ``predict_many``."""
+    return result.get("line", result["prediction"])
 
 
 def relabel(message: str, label: str) -> str:

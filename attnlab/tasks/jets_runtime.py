@@ -389,8 +389,11 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
         p4 = torch.nn.utils.rnn.pad_sequence(jets[start:start + EVAL_BATCH], batch_first=True)
         for p in model.probabilities(p4):  # (2,)
             k = int(p.argmax())
-            found.append({"prediction": f"{LABELS[k]} {float(p[k]):.4f}",
-                          "probabilities": probabilities_of(LABELS, p)})
+            probabilities = probabilities_of(LABELS, p)
+            # --json: the label alone, its score under "probabilities" as every task with
+            # scores gives it (#27: it was "top 0.9351", one string); the line keeps the score
+            found.append({"prediction": LABELS[k], "probabilities": probabilities,
+                          "line": f"{LABELS[k]} {probabilities[LABELS[k]]:.4f}"})
     return found
 
 

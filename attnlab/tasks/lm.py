@@ -105,6 +105,10 @@ class LMTask(Task):
                      f"tokeniser is its tokenizer.json (prepare another with `attnlab prepare`)")]
         return []
 
+    def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
+        """None: a prepared corpus's tokeniser and vocabulary size are the run's, recorded."""
+        return []
+
     def validate(self, cfg: dict[str, Any]) -> None:
         """--data: a prepared corpus whose splits each hold a window of --block-size + 1 tokens,
         or a non-empty text file; on --resume, the one the run started with. Everything here is

@@ -144,6 +144,14 @@ class TranslateTask(Task):
                            "for --data FILE only; the built-in data is --dataset"))
         return groups
 
+    def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
+        """The other data source's settings, but for --src-column and --tgt-column, by which
+        ``evaluate --data FILE`` reads a file's pairs for a run on the built-in data too; a
+        recurrent --arch still records the Transformer's settings, as its model is built from
+        the same ``Seq2SeqConfig`` (vocabularies, special ids), which requires them."""
+        kept = {*TRANSFORMER_ONLY, "src_column", "tgt_column"}
+        return [name for name in super().unrecorded_settings(cfg) if name not in kept]
+
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
                   num_beams: int | None = None, length_penalty: float | None = None,
                   quantize: str | None = None, labels: list[str] | None = None) -> list[str]:

@@ -24,6 +24,7 @@ MORE = {  # a few inputs per run, of different lengths where the task allows it
     "sets": ["0.5,1;-1,2;0,0", "1,1", "0,0;2,2;3,1;-1,-1", "0.2,0.1;0.3,0.3"],
     "translate": ["342", "7", "90017", "1000"],
     "lm": ["the quick brown fox", "the", "a fox", "quick"],
+    "graph": ["33", "0", "5", "16"],
 }
 
 
@@ -42,7 +43,7 @@ def inputs_of(name, runs_):
 
 
 @pytest.mark.parametrize("name", ["reverse", "anomaly", "classify", "sets", "translate", "lm",
-                                  "jets"])
+                                  "jets", "graph"])
 def test_a_file_of_inputs_gives_what_one_call_per_input_gives(runs, name, tmp_path, capsys):
     run, _ = runs[name]
     texts = inputs_of(name, runs)
@@ -58,7 +59,7 @@ def test_a_file_of_inputs_gives_what_one_call_per_input_gives(runs, name, tmp_pa
     assert out.splitlines() == alone
 
 
-@pytest.mark.parametrize("name", ["classify", "sets", "anomaly", "jets", "reverse"])
+@pytest.mark.parametrize("name", ["classify", "sets", "anomaly", "jets", "graph", "reverse"])
 def test_json_lines_carry_the_input_the_prediction_and_probabilities(runs, name, tmp_path,
                                                                       capsys):
     run, _ = runs[name]
@@ -70,16 +71,24 @@ def test_json_lines_carry_the_input_the_prediction_and_probabilities(runs, name,
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["input"] for r in records] == texts
-    assert [r["prediction"] for r in records] == plain.splitlines()
+    if name == "jets":  # the line adds the label's probability; the JSON keeps them apart (#27)
+        assert plain.splitlines() == [f"{r['prediction']} {r['probabilities'][r['prediction']]:.4f}"
+                                      for r in records]
+    else:
+        assert [r["prediction"] for r in records] == plain.splitlines()
     for r in records:
         if name == "reverse":
             assert "probabilities" not in r  # a per-symbol model gives no one distribution
             continue
+        # one shape for every task with a score: the prediction alone, its scores beside it
+        assert set(r) == {"input", "prediction", "probabilities"}
         p = r["probabilities"]
         values = list(p.values()) if isinstance(p, dict) else p
         assert sum(values) == pytest.approx(1.0, abs=1e-4)
         if isinstance(p, dict):  # named classes: the prediction is the most probable one
-            assert r["prediction"].split()[0] == max(p, key=p.get)
+            assert r["prediction"] == max(p, key=p.get)
+        else:  # positions of a set
+            assert int(r["prediction"]) == max(range(len(p)), key=p.__getitem__)
 
 
 def test_standard_input_is_read_with_a_dash(runs, monkeypatch, capsys):

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 INPUTS = {"reverse": "3 1 4 1 5", "anomaly": "0 1 2 3 4", "classify": "the film was great",
           "translate": "342", "lm": "the quick fox", "sets": "0.5,1;-1,2;0,0",  # lm: <= 16
-          "jets": None}
+          "jets": None, "graph": "33"}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,7 @@ def runs(tmp_path_factory):
         "jets": ["train", "jets", "--data", str(jets), "--max-steps", "4", "--batch-size", "16",
                  "--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32",
                  "--max-constituents", "30", "--val-every", "2", "--pair-bias"],
+        "graph": ["train", "graph", "--max-steps", "5"],
     }
     for task in ("anomaly", "classify", "translate", "lm"):
         argv[task] = ["train", task, *tiny_args(task, data, "--max-steps", "5")]

@@ -126,6 +126,89 @@ def test_a_finished_run_with_a_larger_budget_trains_on(reverse_run, tmp_path, ca
     assert json.loads((out / "metrics.json").read_text())["steps"] == steps + 20
 
 
+class _Crash(Exception):
+    """Stands in for the process dying mid-run."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["flag", "config"])
+def test_resume_with_a_budget_below_the_steps_done_is_refused(tmp_path, capsys, monkeypatch, how):
+    """#27: an interrupted run resumed with --max-steps below its steps finished at once,
+    tested the model and recorded the smaller budget in config.yaml, losing the run's own."""
+    from attnlab.training import engine
+
+    class CrashAt(engine.Callback):
+        def on_train_batch_end(self, loop):
+            if loop.step == 12:
+                raise _Crash("died after step 12")
+
+    make_fabric = engine.make_fabric
+    out = tmp_path / "run"
+    argv = ["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "30",
+            "--checkpoint-every", "11"]
+    with monkeypatch.context() as m:
+        m.setattr(engine, "make_fabric",
+                  lambda cfg, *, callbacks=None: make_fabric(cfg, callbacks=[*(callbacks or []),
+                                                                             CrashAt()]))
+        with pytest.raises(_Crash):
+            main(argv)
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 11
+    before = checksums(out)
+    config = tmp_path / "budget.yaml"
+    config.write_text("max_steps: 5\n")
+    lower = ["--max-steps", "5"] if how == "flag" else ["--config", str(config)]
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(out), "--resume", *lower]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --max-steps 5 is below the 11 steps this "
+                                      "run has done; give at least 11, or start a new run with "
+                                      "another --out")
+    assert checksums(out) == before  # config.yaml keeps max_steps: 30
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "20"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 20
+
+
+def test_the_budget_check_reads_the_checkpoints_step_and_leaves_epoch_budgets_alone(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    torch.save({"global_step": 700}, tmp_path / "checkpoints" / "last.ckpt")
+    preflight.check_budget(tmp_path, {"max_steps": 700})
+    # an --epochs run records the default max_steps too, which its steps may pass
+    preflight.check_budget(tmp_path, {"max_steps": 600, "epochs": 2})
+    with pytest.raises(Exception, match=r"^--max-steps 600 is below the 700 steps this run has "
+                                        r"done"):
+        preflight.check_budget(tmp_path, {"max_steps": 600})
+
+
+@pytest.mark.parametrize("flags,config", [
+    (["--epochs", "1", "--max-steps", "5"], None),
+    (["--max-steps", "5"], "epochs: 1\n"),
+    ([], "epochs: 1\nmax-steps: 5\n"),
+])
+def test_epochs_and_max_steps_together_are_refused(tmp_path, capsys, flags, config):
+    """#27: with both, --max-steps was ignored (it ran 100 steps of an epoch) and config.yaml
+    recorded both."""
+    out = tmp_path / "run"
+    if config:
+        (tmp_path / "c.yaml").write_text(config)
+        flags = [*flags, "--config", str(tmp_path / "c.yaml")]
+    assert main(["train", "reverse", "--out", str(out), *flags]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --epochs 1 and --max-steps 5: give one "
+                                      "budget, not both (--epochs N trains N passes over the "
+                                      "training data)")
+    assert not out.exists()
+
+
+def test_max_steps_is_refused_when_resuming_a_run_whose_budget_is_epochs(tmp_path, capsys):
+    from attnlab.runs import write_yaml
+
+    out = tmp_path / "run"
+    write_yaml(out / "config.yaml", {"task": "reverse", "epochs": 2, "max_steps": 600})
+    before = checksums(out)
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "5"]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --max-steps 5: this run's budget is "
+                                      "--epochs 2 (its config.yaml); give --epochs to change it")
+    assert checksums(out) == before
+
+
 # ---- item 6: a run that dies before its first checkpoint does not block the retry -------------
 
 @pytest.mark.slow
@@ -223,6 +306,23 @@ def test_memory_check_compares_the_estimate_with_what_is_available():
     with pytest.raises(Exception, match=r"about 3\.0 GB \(1\.0 GB for a \+ 2\.0 GB for b\); "
                                         r"this machine has 2\.0 GB available"):
         preflight.check_memory([("a", 1e9), ("b", 2e9)], available=2 * 10**9)
+
+
+def test_a_huge_estimate_is_said_in_a_unit_that_fits_it():
+    """#27: the graph of 10^8 nodes needed "about 330,000,000.0 GB"."""
+    with pytest.raises(Exception, match=r"^these settings need about 330\.0 PB \(10\.0 PB for a "
+                                        r"\+ 320\.0 PB for b\); this machine has 2\.0 GB "
+                                        r"available$"):
+        preflight.check_memory([("a", 1e16), ("b", 3.2e17)], available=2 * 10**9)
+
+
+def test_a_config_that_is_a_directory_is_called_one(tmp_path, capsys):
+    """#27: `--config DIR` said "file not found"."""
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--config", str(tmp_path), "--out", str(out)]) == 2
+    assert one_line_error(capsys) == (f"attnlab: error: --config: {tmp_path} is a directory, "
+                                      f"not a YAML file")
+    assert not out.exists()
 
 
 # ---- item 11: --resume with other settings names each one ---------------------------------
@@ -381,3 +481,33 @@ def test_a_huge_budget_does_not_hang_the_warmup_check():
     note = warmup_note({"warmup": 10**8, "lr": 1e-3}, 10**11)
     assert time.perf_counter() - start < 1.0
     assert note is None  # a warm-up of 0.1% of the run reaches ~--lr
+
+
+# ---- #27 item 20: metrics.json is strict JSON -------------------------------------------------
+
+def _refuse(constant):
+    raise ValueError(f"not strict JSON: {constant}")
+
+
+def test_a_nan_metric_is_written_as_null(tmp_path):
+    """Python's json wrote `NaN`, which JSON.parse, jq and Go's encoding/json refuse."""
+    from attnlab.runs import write_metrics
+
+    write_metrics(tmp_path / "metrics.json", {"val_loss": float("nan"), "val_perplexity":
+                                              float("inf"), "steps": 3, "test_accuracy": 0.5})
+    text = (tmp_path / "metrics.json").read_text()
+    assert json.loads(text, parse_constant=_refuse) == {
+        "val_loss": None, "val_perplexity": None, "steps": 3, "test_accuracy": 0.5}
+
+
+@pytest.mark.slow
+def test_evaluate_prints_a_nan_metric_as_null(reverse_run, monkeypatch, capsys):
+    from attnlab.tasks import get_task
+
+    task = type(get_task("reverse"))
+    monkeypatch.setattr(task, "evaluate", lambda self, *a, **k: {"test_token_accuracy":
+                                                                  float("nan")})
+    capsys.readouterr()
+    assert main(["evaluate", str(reverse_run)]) == 0
+    assert json.loads(capsys.readouterr().out, parse_constant=_refuse) == {
+        "test_token_accuracy": None}

@@ -95,6 +95,21 @@ def test_model_dim_is_each_heads_width_and_karate_refuses_the_sbms_settings(tmp_
     assert not (tmp_path / "k").exists()
 
 
+def test_a_karate_run_records_only_the_settings_it_uses(tmp_path):
+    """#27: a karate-club run's config.yaml held the block model's --nodes, --p-in, ...; a
+    block-model run keeps them (it is rebuilt from them)."""
+    from attnlab.runs import read_yaml
+
+    sbm = {"nodes", "communities", "p_in", "p_out", "feature_noise"}
+    assert main(["train", "graph", "--out", str(tmp_path / "k"), "--max-steps", "2"]) == 0
+    recorded = read_yaml(tmp_path / "k" / "config.yaml")
+    assert recorded["graph"] == "karate" and not sbm & set(recorded)
+    assert main(["predict", str(tmp_path / "k"), "--input", "33"]) == 0
+    assert main(["train", "graph", "--graph", "sbm", "--nodes", "30", "--out",
+                 str(tmp_path / "s"), "--max-steps", "2"]) == 0
+    assert sbm <= set(read_yaml(tmp_path / "s" / "config.yaml"))
+
+
 def test_a_graph_too_large_for_memory_is_refused_before_anything_runs(tmp_path, capsys):
     """Dense N x N attention: --nodes 10^8 once ran the machine out of memory."""
     out = tmp_path / "big"

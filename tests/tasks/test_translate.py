@@ -39,6 +39,10 @@ def test_number_run_writes_the_run_directory(number_run):
     rows = list(csv.DictReader(open(number_run / "logs" / "metrics.csv")))
     losses = [float(r["train_loss"]) for r in rows if r.get("train_loss")]
     assert losses[-1] < losses[0] - 0.5
+    # a file's settings are not recorded for a run on the built-in data (#27), but for the
+    # columns by which `evaluate --data FILE` reads one
+    cfg = _cfg(number_run)
+    assert "test" not in cfg and {"src_column", "tgt_column"} <= set(cfg)
 
 
 @pytest.mark.slow
@@ -80,6 +84,9 @@ def test_user_data_file_with_custom_columns(tmp_path, capsys):
     assert {"test_exact_match", "test_bleu", "test_chrf"} <= set(metrics)
     cfg = _cfg(out)
     assert cfg["data"] == str(data.resolve()) and cfg["tgt_tokenizer"] == "word"
+    # the built-in data's settings are not recorded for a run that trained on a file (#27)
+    assert not {"dataset", "src", "tgt", "max_number", "test_size"} & set(cfg)
+    assert main(["predict", str(out), "--input", "a b"]) == 0
     # evaluate re-draws the held-out rows from the same file; a changed file is refused
     assert main(["evaluate", str(out)]) == 0
     data.write_text("\n".join(lines[:-1]) + "\n")
