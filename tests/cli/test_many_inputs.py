@@ -22,7 +22,7 @@ MORE = {  # a few inputs per run, of different lengths where the task allows it
     "anomaly": ["0 1 2 3 4", "10 11 12 13 14 15", "7 8 9 20 21", "100 200 300 400 500"],
     "classify": ["the film was great", "dull", "a great great film, truly", "bad"],
     "sets": ["0.5,1;-1,2;0,0", "1,1", "0,0;2,2;3,1;-1,-1", "0.2,0.1;0.3,0.3"],
-    "translate": ["342", "7", "90017", "1000"],
+    "translate": ["342", "7", "901", "999"],  # within the run's numbers (max_number 1000)
     "lm": ["the quick brown fox", "the", "a fox", "quick"],
     "graph": ["33", "0", "5", "16"],
 }
