@@ -40,6 +40,7 @@ from .checkpoint import (FORMAT, capture_rng, check_fits, checkpoint_dir, read_c
                          restore_rng)
 from .csvlog import CSVLog, keep_previous_log
 from .hardware import auto_precision, check_hardware, cpu_has_bf16, make_fabric  # noqa: F401
+from .hardware import fabric as fabric_module
 from .module import TaskModule, back_to_float32, decay_groups, exact_tables, make_optimizer
 from .progress import Progress
 
@@ -241,8 +242,8 @@ class Loop:
     # ---- the step -------------------------------------------------------------------------
     def run(self) -> None:
         """Train from ``self.step`` to ``max_steps`` (or a stop)."""
-        fabric, model, optimizer = self.fabric, self.model, self.optimizer
-        clip = float(self.cfg.get("grad_clip") or 0.0)
+        fabric, model = self.fabric, self.model
+        forward, clip_gradients, optimizer = self._step_parts()
         self.start = time.perf_counter()
         self.progress.begin(self.step, draws=fabric.is_global_zero)
         model.train()
@@ -255,11 +256,10 @@ class Loop:
                 if self.device_batches:
                     batch = fabric.to_device(batch)
                 fabric.call("on_train_batch_start", self, batch)
-                loss, logs = model(batch)
+                loss, logs = forward(batch)
                 self._watch_finite(loss)
                 fabric.backward(loss)
-                if clip:
-                    fabric.clip_gradients(model, optimizer, max_norm=clip, error_if_nonfinite=False)
+                clip_gradients()
                 optimizer.step()
                 self.scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
@@ -278,6 +278,30 @@ class Loop:
                 if self.step >= self.max_steps or self.should_stop:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
+
+    def _step_parts(self):
+        """(forward, clip the gradients, optimiser) of a step: Fabric's wrappers, or — on one
+        process in float32, where they convert nothing and cost a small model more than 5% of
+        its step (benchmarks/RESULTS.md, train_loop) — the module, torch's clipping by norm
+        and the optimiser they wrap, which are what the wrappers call there."""
+        fabric, clip = self.fabric, float(self.cfg.get("grad_clip") or 0.0)
+        plain = (fabric.world_size == 1
+                 and type(fabric.strategy.precision) is fabric_module().plugins.Precision)
+        if plain:
+            params = [p for group in self.optimizer.param_groups for p in group["params"]]
+
+            def clip_gradients() -> None:  # the order Fabric's clipping sums the norms in
+                if clip:
+                    torch.nn.utils.clip_grad_norm_(params, clip, error_if_nonfinite=False)
+
+            return self.module, clip_gradients, self.optimizer.optimizer
+
+        def clip_gradients() -> None:  # by the global norm, across FSDP's shards too
+            if clip:
+                fabric.clip_gradients(self.model, self.optimizer, max_norm=clip,
+                                      error_if_nonfinite=False)
+
+        return self.model, clip_gradients, self.optimizer
 
     def _watch_finite(self, loss: torch.Tensor) -> None:
         """A non-finite loss: on one CPU process, raise before its gradients are applied;
