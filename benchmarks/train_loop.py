@@ -1,45 +1,47 @@
-"""The training loop's overhead: ``attnlab train`` against a bare PyTorch loop (issue #17, target 1).
+"""The training loop's overhead: ``attnlab train`` against a bare PyTorch loop (issue #26,
+CPU target 1; first written for issue #17, when the loop was Lightning's Trainer).
 
     OMP_NUM_THREADS=1 python -m benchmarks.train_loop [--threads 1] [--tasks reverse lm ...]
-        [--steps N] [--warmup 5] [--rounds 5] [--breakdown] [--quick]
+        [--steps N] [--warmup 5] [--rounds 5] [--breakdown [all]] [--quick]
 
 For every task of ``attnlab train`` with its default configuration (classify, lm and jets need
 data: a synthetic CSV, a synthetic text and a small file from ``attnlab data jets`` are made in a
 temporary directory), the task's own ``run`` builds what the CLI builds — the configuration
-(``build_config``), the seed, the data loaders, the model and the Lightning module — and is
+(``build_config``), the seed, the data loaders, the model and the ``TaskModule`` — and is
 stopped where it calls ``attnlab.training.fit`` (its arguments are kept, nothing trains). Then,
-in one process, alternating rounds A, B, A, B, ... (so changes of load hit both sides alike):
+in one process, alternating rounds A, B, B, A, ... (so changes of load hit both sides alike):
 
-- **A**: ``attnlab.training.engine.fit`` itself on a fresh copy of the module (the CLI's
-  Trainer: checkpoint callback, CSV logger, gradient clipping, attnlab's callbacks and the
-  task's, validation every ``--val-every`` steps, progress lines as when stderr is not a
-  terminal), stopped after ``--warmup`` + ``--steps`` steps (or earlier by the task's own early
-  stop); a callback notes ``time.perf_counter()`` at every ``on_train_batch_start``.
+- **A**: ``attnlab.training.engine.fit`` itself on a fresh copy of the module: attnlab's loop on
+  Lightning Fabric (``Loop.run``: Fabric's module and optimiser wrappers, ``fabric.backward``,
+  ``fabric.clip_gradients``, the non-finite check, the progress lines as when stderr is not a
+  terminal, the CSV log, the task's callbacks, validation every ``--val-every`` steps and
+  checkpoints every ``--checkpoint-every``), stopped after ``--warmup`` + ``--steps`` steps (or
+  earlier by the task's own early stop). A probe callback (an ``engine.Callback``) notes
+  ``time.perf_counter()`` at every ``on_train_batch_start`` (a hook made cheap to call: see
+  ``_probe``).
 - **B**: a bare loop on another fresh copy (the same initial weights) over the same loader from
-  the same position (so the same batches, and the same data cost): forward, the module's loss
-  alone (no accuracy), ``zero_grad``, ``backward``, ``clip_grad_norm_`` (when the task clips),
-  the optimiser's and scheduler's ``step`` — the objects ``configure_optimizers`` returns.
+  the same position (so the same batches and the same data cost): the module's ``step`` (forward,
+  loss and the logged accuracies, as A computes them), ``zero_grad``, ``backward``,
+  ``clip_grad_norm_`` (when the task clips), the optimiser's and scheduler's ``step``, both built
+  by ``make_optimizer`` as the loop builds them (weight-decay groups where the run decays).
 
-A step's time is the interval between two step starts; the first ``--warmup`` of each round
-are dropped, and so is, on both sides, any step in which Lightning validated (the bare loop does
-not validate; "val" counts them). A ms and B ms are medians over all rounds. A/B, the verdict,
-is the median over steps of A_i / B_i: step i of a round ran the same batch on both sides, and
-jets, classify and translate batches differ in cost, so a ratio of medians (also shown) can
-compare different batches. The "mean" columns are means of the same steps (they include
-periodic work such as writing the CSV log). "data" is the loader alone (median per batch),
-inside both A and B. Without ``--steps``, each task gets about ``--seconds`` of bare-loop steps
-per round (20 to 200); short rounds, alternated A B, B A, ..., let a change of load (other
-processes on the machine) hit both sides alike.
+A step's time is the interval between two step starts; the first ``--warmup`` of each round are
+dropped, and so is, on both sides, any step after which A validated or wrote a checkpoint ("val"
+counts them). A ms and B ms are medians over all rounds. A/B, the verdict, is the median over
+steps of A_i / B_i: step i of a round ran the same batch on both sides, and jets, classify and
+translate batches differ in cost, so a ratio of medians (also shown) can compare different
+batches. The "mean" columns are means of the same steps (they include periodic work such as the
+progress lines and the CSV log). "data" is the loader alone (median per batch), inside both A
+and B. Without ``--steps``, each task gets about ``--seconds`` of bare-loop steps per round (20
+to 200).
 
-Target (issue #17): A/B <= 1.05 for every task. ``--breakdown`` then, for each task over the
-target: (1) rounds of A and B with their parts timed by wrapping functions (data, forward, loss,
-``self.log``, backward, clipping, the optimiser's and scheduler's steps, Lightning's batch
-transfer and per-step logger bookkeeping, each callback's per-step hooks; the rest is the loop
-itself), µs per step side by side; (2) alternated rounds of full A, B and variants of A:
-Lightning's loop alone (no ``self.log``, no attnlab callbacks, no logger), a terminal's
-progress bar (Rich, Lightning's default; and TQDM every 20 steps), and B's loop on Lightning
-Fabric (monkeypatched in this process only). Not a test: the times depend on the machine and its load.
-Everything is written under a temporary directory, removed at the end.
+Target (issue #26): A/B <= 1.05 for every task. ``--breakdown`` then, for each task over the
+target (``--breakdown all``: every task), times the parts of a step on both sides by wrapping
+functions — data, the module's step, backward, clipping, the optimiser's, ``zero_grad`` and the
+scheduler's step, and on side A Fabric's wrappers around them, ``Fabric.call`` (the probe's own
+hook) and the loop's per-step methods; the rest is the loop itself — in µs per step side by side.
+Not a test: the times depend on the machine and its load. Everything is written under a
+temporary directory, removed at the end.
 """
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 TASKS = ("reverse", "copy", "sort", "anomaly", "classify", "translate", "lm", "jets", "graph")
 TARGET = 1.05
@@ -177,241 +179,129 @@ def fresh_loader(setup: Setup):
 
 
 # ---- side A: attnlab's own fit ----------------------------------------------------------------
-def _step_timer(total: int, clocks: "Clocks | None" = None):
-    from lightning.pytorch.callbacks import Callback
+def _probe(total: int, clocks: "Clocks | None" = None):
+    """An ``engine.Callback`` that notes perf_counter at each step's start (and, when timing
+    parts, a snapshot of the clocks), asks the loop to stop after ``total`` + 1 steps have
+    started (so ``total`` whole intervals), and notes the steps after which the loop validated
+    or saved a checkpoint.
 
-    class StepTimer(Callback):
-        """perf_counter at each training step's start (and, when timing parts, a snapshot of
-        the clocks); stops after ``total`` steps have started and one more (so ``total`` whole
-        intervals); notes validations."""
+    Its per-step hook is a plain function with its signature attached: ``Fabric.call`` reads
+    every hook's signature at every call (``inspect.signature``, to filter keyword arguments),
+    which for a bound method costs ~10 µs alone and ~45 µs a step inside graph's loop (cold
+    caches; benchmarks/RESULTS.md, issue #26) — the probe's own cost, which the CLI's loop,
+    with no per-step hook, does not pay. Attached, it costs ~1 µs."""
+    from attnlab.training.engine import Callback
 
+    class Probe(Callback):
         def __init__(self) -> None:
             self.starts: list[float] = []
             self.snaps: list[dict[str, float]] = []
-            self.validated_after: set[int] = set()  # step counts at which validation ran
+            self.busy_after: set[int] = set()  # step counts after which it validated or saved
+            starts, snaps = self.starts, self.snaps
 
-        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-            if clocks is not None:
-                self.snaps.append(clocks.snap())
-            self.starts.append(time.perf_counter())
+            def on_train_batch_start(loop, batch) -> None:
+                if clocks is not None:
+                    snaps.append(clocks.snap())
+                starts.append(time.perf_counter())
+                if len(starts) > total:  # this step is the last: its start ends the intervals
+                    loop.should_stop = True
 
-        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            if len(self.starts) > total:
-                trainer.should_stop = True
+            on_train_batch_start.__signature__ = inspect.signature(on_train_batch_start)
+            self.on_train_batch_start = on_train_batch_start
 
-        def on_validation_start(self, trainer, pl_module):
-            self.validated_after.add(len(self.starts))
+        def on_train_start(self, loop) -> None:
+            for name in ("validate", "save"):  # the instance's methods, noted then called
+                real = getattr(loop, name)
 
-    return StepTimer()
+                def noted(*a, real=real, **k):
+                    self.busy_after.add(len(self.starts))
+                    return real(*a, **k)
+                setattr(loop, name, noted)
 
-
-class _FakeTerminal(io.TextIOWrapper):
-    """stderr that says it is a terminal (so the CLI shows its progress bar) and writes to
-    /dev/null."""
-
-    def isatty(self) -> bool:
-        return True
-
-
-@dataclass
-class Variant:
-    """Side A changed (for ``--breakdown``)."""
-
-    name: str
-    module: Callable[[Any], None] | None = None  # changes the module before fit
-    trainer: Callable[[Any], None] | None = None  # changes the Trainer make_trainer built
-    tty: bool = False
+    return Probe()
 
 
-def run_a(setup: Setup, work: Path, warmup: int, steps: int, variant: Variant | None = None):
-    """One round of side A: (intervals in seconds, one per measured step; the indices of
-    those that held a validation)."""
-    timer = run_a_timer(setup, work, warmup, steps, variant)
-    return _intervals(timer.starts, timer.validated_after, warmup)
-
-
-def _intervals(t: list[float], validated_after: set[int], warmup: int):
-    intervals = [b - a for a, b in zip(t, t[1:])][warmup:]
-    validated = {i - warmup for i in range(len(t) - 1) if (i + 1) in validated_after}
-    return intervals, {i for i in validated if i >= 0}
-
-
-def run_a_timer(setup: Setup, work: Path, warmup: int, steps: int,
-                variant: Variant | None = None, clocks: "Clocks | None" = None):
-    """One round of side A; its StepTimer."""
+def run_a(setup: Setup, work: Path, warmup: int, steps: int, clocks: "Clocks | None" = None):
+    """One round of side A: its probe (step starts, clock snapshots, busy steps)."""
     import attnlab.training.engine as engine
 
     module = copy.deepcopy(setup.module)
-    if variant and variant.module:
-        variant.module(module)
-    timer = _step_timer(warmup + steps, clocks)
+    if clocks is not None:
+        clocks.wrap_instance(module, "step", "module.step")
+    probe = _probe(warmup + steps, clocks)
     kw = dict(setup.fit_kwargs)
-    kw["callbacks"] = [*copy.deepcopy(kw.get("callbacks") or []), timer]
-    real_make = engine.make_trainer
-    if variant and variant.trainer:
-        def make(*a, **k):
-            trainer = real_make(*a, **k)
-            variant.trainer(trainer)
-            return trainer
-        engine.make_trainer = make
+    kw["callbacks"] = [*copy.deepcopy(kw.get("callbacks") or []), probe]
     run_dir = Path(tempfile.mkdtemp(dir=work, prefix="a-"))
-    # The CLI's progress lines (stderr not a terminal) or its line redrawn in place (a
-    # terminal) are written, to /dev/null, so that they cost what they cost without filling
-    # this table's output. (Both streams claim a terminal, as they would in one.)
-    tty = bool(variant and variant.tty)
-    err = _FakeTerminal(open(os.devnull, "wb"), write_through=True) if tty else open(os.devnull, "w")
-    out = _FakeTerminal(open(os.devnull, "wb"), write_through=True) if tty else sys.stdout
+    loader = fresh_loader(setup)
+    if clocks is not None:
+        loader = timed_loader(loader, clocks)
+    # The progress lines (stderr not a terminal: ten a run) are written, to /dev/null, so that
+    # they cost what they cost without filling this table's output.
     try:
-        with err, contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-            engine.fit(module, fresh_loader(setup), setup.val_loader, setup.cfg, run_dir, **kw)
+        with open(os.devnull, "w") as null, contextlib.redirect_stderr(null), \
+                contextlib.redirect_stdout(null):
+            engine.fit(module, loader, setup.val_loader, setup.cfg, run_dir, **kw)
     finally:
-        engine.make_trainer = real_make
         shutil.rmtree(run_dir, ignore_errors=True)
-        if tty:
-            out.close()
-    return timer
+    return probe
 
 
-def kept(intervals: list[float], dropped: set[int]) -> list[float]:
-    return [d for i, d in enumerate(intervals) if i not in dropped]
+def intervals(starts: list[float], busy_after: set[int], warmup: int):
+    """(seconds between step starts after the warm-up; the indices of those that held a
+    validation or a checkpoint)."""
+    gaps = [b - a for a, b in zip(starts, starts[1:])][warmup:]
+    busy = {i - warmup for i in range(len(starts) - 1) if (i + 1) in busy_after}
+    return gaps, {i for i in busy if i >= 0}
+
+
+def kept(gaps: list[float], dropped: set[int]) -> list[float]:
+    return [d for i, d in enumerate(gaps) if i not in dropped]
 
 
 # ---- side B: a bare PyTorch loop --------------------------------------------------------------
-def bare_loss(module, net=None) -> Callable[[Any], Any]:
-    """The loss the module's ``training_step`` computes, and nothing else (no accuracy), with
-    ``net`` (default: the module's torch model) as the network."""
-    import torch.nn.functional as F
-
-    from attnlab.training.classifier import ClassifierModule
-    from attnlab.training.graph import GraphModule
-    from attnlab.training.lm import LMModule, lm_loss
-    from attnlab.training.predictor import TransformerPredictor
-    from attnlab.training.seq2seq import Seq2SeqModule
-
-    net = net if net is not None else _network(module)
-    if isinstance(module, TransformerPredictor):
-        def loss(batch):
-            inputs, labels = batch
-            logits = net(inputs)  # (B, T, K)
-            return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
-    elif isinstance(module, LMModule):
-        def loss(batch):
-            return lm_loss(net, *batch)
-    elif isinstance(module, Seq2SeqModule):
-        pad_id = module.model.pad_id
-
-        def loss(batch):  # seq2seq_loss without its token accuracy
-            src, tgt = batch
-            tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
-            logits = net(src, tgt_in)  # (B, T-1, V)
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
-                                   ignore_index=pad_id, label_smoothing=module.label_smoothing)
-    elif isinstance(module, GraphModule):
-        def loss(batch):
-            x, adjacency, targets = batch
-            logits = net(x, adjacency)  # (N, C)
-            counted = targets != -100
-            return F.cross_entropy(logits[counted], targets[counted])
-    elif isinstance(module, ClassifierModule):
-        def loss(batch):
-            *inputs, targets = batch
-            return F.cross_entropy(net(*inputs), targets)
-    else:
-        raise TypeError(f"no bare loss for {type(module).__name__}")
-    return loss
-
-
-def run_fabric(setup: Setup, warmup: int, steps: int) -> list[float]:
-    """A probe for --breakdown: side B's loop through Lightning Fabric (``fabric.setup``,
-    ``fabric.backward``, ``fabric.clip_gradients``) — what a training loop of attnlab's own
-    on Fabric, instead of the Trainer's, would cost per step."""
-    from lightning.fabric import Fabric
-
-    module = copy.deepcopy(setup.module)
-    conf = module.configure_optimizers()
-    opt, sched = conf["optimizer"], conf["lr_scheduler"]["scheduler"]
-    fabric = Fabric(accelerator="cpu", devices=1, precision=str(setup.cfg.get("precision", "32")))
-    net, fopt = fabric.setup(_network(module), opt)
-    loss_of = bare_loss(module, net)
-    clip = setup.cfg.get("grad_clip") or None
-    net.train()
-    loader = fresh_loader(setup)
-    it = iter(loader)
-    starts = []
-    for _ in range(warmup + steps):
-        starts.append(time.perf_counter())
-        try:
-            batch = next(it)
-        except StopIteration:
-            it = iter(loader)
-            batch = next(it)
-        loss = loss_of(batch)
-        fopt.zero_grad()
-        fabric.backward(loss)
-        if clip:
-            fabric.clip_gradients(net, fopt, max_norm=clip)
-        fopt.step()
-        sched.step()
-    starts.append(time.perf_counter())
-    return [b - a for a, b in zip(starts, starts[1:])][warmup:]
-
-
 def run_b(setup: Setup, warmup: int, steps: int, clocks: "Clocks | None" = None):
-    """One round of side B: the intervals (seconds) between step starts (with ``clocks``:
-    (starts, snapshots of the clocks at each start))."""
+    """One round of side B: the step starts (and, with ``clocks``, a snapshot at each)."""
     import torch
 
+    from attnlab.training.module import decay_groups, make_optimizer
+
     module = copy.deepcopy(setup.module)
-    loss_of = bare_loss(module)
-    conf = module.configure_optimizers()
-    opt, sched = conf["optimizer"], conf["lr_scheduler"]["scheduler"]
-    assert conf["lr_scheduler"].get("interval") == "step"
-    params = [p for group in opt.param_groups for p in group["params"]]
-    clip = setup.cfg.get("grad_clip") or None
-    module.train()
+    cfg, max_steps = setup.cfg, setup.fit_kwargs["max_steps"]
+    wd = float(cfg.get("weight_decay") or 0.0)
+    params = decay_groups(module, wd) if wd else list(module.parameters())
+    opt, sched = make_optimizer(params, cfg, model_dim=int(cfg.get("model_dim", 64)),
+                                max_steps=max_steps)
+    clip = float(cfg.get("grad_clip") or 0.0)
+    tensors = list(module.parameters())
     loader = fresh_loader(setup)
+    if clocks is not None:
+        clocks.wrap_instance(module, "step", "module.step")
+        loader = timed_loader(loader, clocks)
+    module.train()
     it = iter(loader)
 
     def fetch():
         nonlocal it
         try:
             return next(it)
-        except StopIteration:  # the next epoch, as Lightning starts it
+        except StopIteration:  # the next epoch, as the loop starts it
             it = iter(loader)
             return next(it)
 
-    snaps = []
-    if clocks is not None:
-        clocks.wrap_instance(_network(module), "forward", "forward")
-        loss_of = clocks.timed(loss_of, "training_step / loss")
-        fetch = clocks.timed(fetch, "data: next batch")
-    starts = []
-    for _ in range(warmup + steps):
+    starts, snaps = [], []
+    for _ in range(warmup + steps + 1):
         if clocks is not None:
             snaps.append(clocks.snap())
         starts.append(time.perf_counter())
         batch = fetch()
-        loss = loss_of(batch)
+        loss, _ = module.step(batch)
         opt.zero_grad()
         loss.backward()
         if clip:
-            torch.nn.utils.clip_grad_norm_(params, clip)
+            torch.nn.utils.clip_grad_norm_(tensors, clip)
         opt.step()
         sched.step()
-    if clocks is not None:
-        snaps.append(clocks.snap())
-    starts.append(time.perf_counter())
-    if clocks is not None:
-        return starts, snaps
-    return [b - a for a, b in zip(starts, starts[1:])][warmup:]
-
-
-def _network(module):
-    """The torch model whose forward the step runs: a TaskModule's ``model``, or the course's
-    TransformerPredictor itself."""
-    from attnlab.training.module import TaskModule
-
-    return module.model if isinstance(module, TaskModule) else module
+    return starts, snaps
 
 
 def data_only(setup: Setup, warmup: int, steps: int) -> float:
@@ -430,11 +320,10 @@ def data_only(setup: Setup, warmup: int, steps: int) -> float:
     return statistics.median(times[warmup:])
 
 
-# ---- --breakdown: what each part of side A costs ----------------------------------------------
+# ---- --breakdown: what each part of a step costs ----------------------------------------------
 class Clocks:
     """Wall time spent inside chosen functions, by label, accumulated; ``snap`` copies the
-    totals (taken at each step's start, so that the steps with a validation can be left
-    out)."""
+    totals (taken at each step's start, so that the busy steps can be left out)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -465,98 +354,116 @@ class Clocks:
         return dict(self.seconds)
 
 
-# the callback hooks Lightning calls once per training step
-STEP_HOOKS = ("on_train_batch_start", "on_train_batch_end", "on_before_backward",
-              "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad")
+class _TimedLoader:
+    """A loader whose batches are timed ("data"); every other attribute is the loader's."""
+
+    def __init__(self, loader, clocks: Clocks) -> None:
+        self._loader, self._clocks = loader, clocks
+
+    def __iter__(self):
+        it, seconds = iter(self._loader), self._clocks.seconds
+        while True:
+            start = time.perf_counter()
+            try:
+                batch = next(it)
+            except StopIteration:
+                return
+            finally:
+                seconds["data"] = seconds.get("data", 0.0) + time.perf_counter() - start
+            yield batch
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
 
 
-def _shared_targets():
-    """(owner, attribute, label) of what both sides run: torch's parts of a step."""
+class _TimedSizedLoader(_TimedLoader):
+    def __len__(self) -> int:
+        return len(self._loader)
+
+
+def timed_loader(loader, clocks: Clocks):
+    """``loader`` with its batches timed; sized when it is (the loop reads its length)."""
+    return (_TimedSizedLoader if hasattr(loader, "__len__") else _TimedLoader)(loader, clocks)
+
+
+def _targets():
+    """(owner, attribute, label) of the functions timed: torch's parts of a step (both sides),
+    Fabric's wrappers around them and the loop's per-step methods (side A)."""
     import torch
     from torch.optim.lr_scheduler import LRScheduler
 
-    found = [(torch.Tensor, "backward", "backward"),
-             (torch.nn.utils, "clip_grad_norm_", "clip_grad_norm_"),
-             (torch.optim.Optimizer, "zero_grad", "zero_grad"),
-             (LRScheduler, "step", "scheduler step")]
-    for cls in torch.optim.AdamW.__mro__:
-        if "step" in cls.__dict__:
-            found.append((cls, "step", "optimizer.step"))
-            break
-    return found
+    from attnlab.training import engine
+    from attnlab.training.hardware import fabric
+
+    lf = fabric()
+    from lightning_fabric.wrappers import _FabricModule, _FabricOptimizer
+
+    adam = next(c for c in torch.optim.AdamW.__mro__ if "step" in c.__dict__)
+    return [(torch.Tensor, "backward", "backward"),
+            (torch.nn.utils, "clip_grad_norm_", "clip_grad_norm_"),
+            (torch.optim.Optimizer, "zero_grad", "zero_grad"),
+            (adam, "step", "optimizer.step"),
+            (LRScheduler, "step", "scheduler step"),
+            (_FabricModule, "forward", "Fabric: module wrapper"),
+            (lf.Fabric, "backward", "Fabric: backward"),
+            (lf.Fabric, "clip_gradients", "Fabric: clip_gradients"),
+            (_FabricOptimizer, "step", "Fabric: optimizer wrapper"),
+            (lf.Fabric, "call", "Fabric.call (the probe's hook)"),
+            (engine.Loop, "_watch_finite", "loop: _watch_finite (loss.item())"),
+            (engine.Loop, "_show", "loop: _show (progress, CSV log)"),
+            (engine.Loop, "_told_to_stop", "loop: _told_to_stop")]
 
 
-def _lightning_targets():
-    """(owner, attribute, label) of what only side A runs."""
-    import lightning.pytorch as L
-    from lightning.pytorch.callbacks import ModelCheckpoint
-    from lightning.pytorch.loops.fetchers import _PrefetchDataFetcher
-    from lightning.pytorch.plugins.precision import Precision
-    from lightning.pytorch.strategies import Strategy
-    from lightning.pytorch.trainer.connectors.logger_connector.logger_connector import \
-        _LoggerConnector
-
-    import attnlab.training.engine as engine
-
-    found = [(L.LightningModule, "log", "self.log"),
-             (_LoggerConnector, "on_batch_start", "Lightning: logger connector"),
-             (_LoggerConnector, "on_batch_end", "Lightning: logger connector"),
-             (_LoggerConnector, "update_train_step_metrics", "Lightning: logger connector"),
-             (Strategy, "batch_to_device", "Lightning: batch_to_device"),
-             (_PrefetchDataFetcher, "__next__", "data: next batch"),
-             (Precision, "_wrap_closure", "closure")]
-    for cls in (ModelCheckpoint, engine._StopOnNonFinite, engine._RandomState,
-                engine._PrintProgress, engine._TrainClock, engine._SaveOnSignal,
-                engine.StopAtTarget):
-        found += [(cls, hook, f"callback {cls.__name__}") for hook in STEP_HOOKS
-                  if hook in cls.__dict__]
-    return found
-
-
-def _per_step(starts, snaps, validated_after: set[int], warmup: int) -> dict[str, float]:
-    """µs per step of each clock over the measured steps without a validation, the whole
-    step ("step") included."""
-    _, dropped = _intervals(starts, validated_after, warmup)
+def _per_step(starts, snaps, busy_after: set[int], warmup: int) -> dict[str, float]:
+    """µs per step of each clock over the measured steps that were not busy, the whole step
+    ("step") included."""
+    _, dropped = intervals(starts, busy_after, warmup)
     keep = [i for i in range(warmup, len(starts) - 1) if i - warmup not in dropped]
     totals: dict[str, float] = {"step": 0.0}
     for i in keep:
         totals["step"] += starts[i + 1] - starts[i]
         for k in snaps[i + 1]:
             totals[k] = totals.get(k, 0.0) + snaps[i + 1][k] - snaps[i].get(k, 0.0)
-    return {k: v / len(keep) * 1e6 for k, v in totals.items()}
+    return {k: v / max(1, len(keep)) * 1e6 for k, v in totals.items()}
 
 
 def _exclusive(raw: dict[str, float]) -> dict[str, float]:
     """Disjoint parts of a step from the nested clocks; "the loop itself" is the rest."""
     g = raw.get
-    parts = {"data: next batch": g("data: next batch", 0.0), "forward": g("forward", 0.0),
-             "loss (A: and train metrics)": g("training_step / loss", 0.0) - g("forward", 0.0)
-             - g("self.log", 0.0),
-             "self.log": g("self.log", 0.0), "zero_grad": g("zero_grad", 0.0),
-             "backward": g("backward", 0.0), "clip_grad_norm_": g("clip_grad_norm_", 0.0),
-             "optimizer.step (AdamW's own work)": g("optimizer.step", 0.0) - g("closure", 0.0),
-             "scheduler step": g("scheduler step", 0.0)}
-    parts.update({k: v for k, v in raw.items() if k.startswith(("Lightning:", "callback"))})
+
+    def around(wrapper: str, inner: str) -> float:  # side A only: Fabric's wrapper, less inside
+        return g(wrapper, 0.0) - g(inner, 0.0) if wrapper in raw else 0.0
+
+    parts = {"data": g("data", 0.0),
+             "forward + loss + accuracies (module.step)": g("module.step", 0.0),
+             "Fabric: module wrapper (around module.step)":
+                 around("Fabric: module wrapper", "module.step"),
+             "backward": g("backward", 0.0),
+             "Fabric: backward (around it)": around("Fabric: backward", "backward"),
+             "clip_grad_norm_": g("clip_grad_norm_", 0.0),
+             "Fabric: clip_gradients (around it)":
+                 around("Fabric: clip_gradients", "clip_grad_norm_"),
+             "optimizer.step (AdamW's own)": g("optimizer.step", 0.0),
+             "Fabric: optimizer wrapper (around it)":
+                 around("Fabric: optimizer wrapper", "optimizer.step"),
+             "zero_grad": g("zero_grad", 0.0), "scheduler step": g("scheduler step", 0.0)}
+    parts.update({k: v for k, v in raw.items() if k.startswith(("Fabric.call", "loop:"))})
     parts["the loop itself (step - all above)"] = raw["step"] - sum(parts.values())
     parts["step"] = raw["step"]
     return parts
 
 
-def instrumented_rounds(setup: Setup, work: Path, args, steps: int) -> dict[str, list]:
-    """Rounds of A and B (alternated) with their parts timed: {part: [(A µs, B µs), ...]}."""
+def breakdown(setup: Setup, task: str, work: Path, args, steps: int) -> None:
+    """Print where side A's extra time goes: rounds of A and B (alternated) with their parts
+    timed, µs per step."""
     found: dict[str, list] = {}
     for r in range(args.rounds):
         clocks = Clocks()
-        undo = [clocks.wrap(*t) for t in _shared_targets() + _lightning_targets()]
+        undo = [clocks.wrap(*t) for t in _targets()]
         try:
-            def timed_module(module):
-                clocks.wrap_instance(module, "training_step", "training_step / loss")
-                clocks.wrap_instance(_network(module), "forward", "forward")
-
             def side_a():
-                timer = run_a_timer(setup, work, args.warmup, steps, Variant("timed", timed_module),
-                                    clocks)
-                return _exclusive(_per_step(timer.starts, timer.snaps, timer.validated_after,
+                probe = run_a(setup, work, args.warmup, steps, clocks)
+                return _exclusive(_per_step(probe.starts, probe.snaps, probe.busy_after,
                                             args.warmup))
 
             def side_b():
@@ -573,74 +480,15 @@ def instrumented_rounds(setup: Setup, work: Path, args, steps: int) -> dict[str,
                 u()
         for k in dict.fromkeys([*a, *b]):
             found.setdefault(k, []).append((a.get(k, 0.0), b.get(k, 0.0)))
-    return found
-
-
-def _no_log(module) -> None:
-    """training_step computes the loss alone and logs nothing (a TaskModule's; the course's
-    TransformerPredictor computes no train metrics and logs on the logger's steps only)."""
-    from attnlab.training.module import TaskModule
-
-    if isinstance(module, TaskModule):
-        loss_of = bare_loss(module)
-        module.training_step = lambda batch, batch_idx: loss_of(batch)
-    module.log = lambda *a, **k: None
-    module.log_dict = lambda *a, **k: None
-
-
-def _bare_trainer(trainer) -> None:
-    """Only Lightning's own callbacks (none here) and the timer stay; no logger."""
-    import attnlab.training.engine as engine
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
-    ours = (ModelCheckpoint, engine._StopOnNonFinite, engine._RandomState, engine._PrintProgress,
-            engine._TrainClock, engine._SaveOnSignal, engine.StopAtTarget)
-    trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, ours)]
-    trainer.loggers = []
-
-
-VARIANTS = [
-    Variant("Lightning loop alone (no self.log, attnlab callbacks, logger)", module=_no_log,
-            trainer=_bare_trainer),
-    Variant("a terminal: the progress line redrawn in place, not ten lines", tty=True),
-]
-
-
-def breakdown(setup: Setup, row: "Row", work: Path, args, steps: int) -> None:
-    """Print where side A's extra time goes: the instrumented parts of A, then rounds of
-    full A, B and each variant of A, alternated."""
-    parts = instrumented_rounds(setup, work, args, steps)
-    print(f"  {row.task}: where a step's time goes, µs per step (mean of {args.rounds} "
-          f"instrumented rounds of each side, alternated; ~1 µs per timed call added):")
-    print(f"    {'part':<44} {'A':>8} {'B':>8} {'A - B':>8}")
-    for k, v in parts.items():
+    print(f"  {task}: where a step's time goes, µs per step (mean of {args.rounds} instrumented "
+          f"rounds of each side, alternated; each timed call adds ~1 µs):")
+    print(f"    {'part':<46} {'A':>8} {'B':>8} {'A - B':>8}")
+    for k, v in found.items():
         a, b = statistics.fmean(x for x, _ in v), statistics.fmean(y for _, y in v)
         if k == "step":
-            print(f"    {'-' * 70}")
+            print(f"    {'-' * 72}")
         if abs(a) >= 0.5 or abs(b) >= 0.5:
-            print(f"    {k:<44} {a:8.0f} {b:8.0f} {a - b:+8.0f}")
-    fabric = "B's loop on Lightning Fabric (a probe: no Trainer)"
-    names = ["full A", "B (bare loop)", *(v.name for v in VARIANTS), fabric]
-    found: dict[str, list[float]] = {n: [] for n in names}
-    jobs = {"full A": lambda: run_a(setup, work, args.warmup, steps),
-            "B (bare loop)": lambda: (run_b(setup, args.warmup, steps), set()),
-            **{v.name: (lambda v=v: run_a(setup, work, args.warmup, steps, v)) for v in VARIANTS},
-            fabric: lambda: (run_fabric(setup, args.warmup, steps), set())}
-    for r in range(args.rounds):
-        order = names[r % len(names):] + names[:r % len(names)]  # each round starts elsewhere
-        runs = {name: _clean(jobs[name]) for name in order}
-        n = min(len(x) for x, _ in runs.values())
-        dropped = set().union(*(d for _, d in runs.values()))
-        for name, (x, _) in runs.items():
-            found[name] += kept(x[:n], dropped)
-    full, bare = statistics.median(found["full A"]), found["B (bare loop)"]
-    print(f"  {row.task}: {args.rounds} rounds of each, alternated (median ms/step; its "
-          f"difference from full A; paired ratio to B, as A/B in the table):")
-    for name in names:
-        m = statistics.median(found[name])
-        ratio = statistics.median(x / y for x, y in zip(found[name], bare))
-        print(f"    {name:<66} {m * 1e3:7.2f} {(m - full) * 1e6:+7.0f} µs  {ratio:6.3f}",
-              flush=True)
+            print(f"    {k:<46} {a:8.0f} {b:8.0f} {a - b:+8.0f}", flush=True)
 
 
 # ---- the measurement --------------------------------------------------------------------------
@@ -650,10 +498,10 @@ class Row:
     steps: int = 0  # measured steps per round and side (asked for)
     a: list[float] = field(default_factory=list)
     b: list[float] = field(default_factory=list)
-    validations: int = 0
+    busy: int = 0
     data: float = float("nan")
     note: str = ""
-    per_round: list[float] = field(default_factory=list)  # each round's A/B of medians
+    per_round: list[float] = field(default_factory=list)  # each round's paired A/B
 
     @property
     def ratio(self) -> float:
@@ -674,7 +522,7 @@ def steps_for(setup: Setup, args) -> int:
     budget = setup.fit_kwargs["max_steps"] - args.warmup - 2
     if args.steps:
         return max(1, min(args.steps, budget))
-    probe = statistics.median(run_b(setup, args.warmup, 10))
+    probe = statistics.median(intervals(run_b(setup, args.warmup, 10)[0], set(), args.warmup)[0])
     return max(1, min(budget, 200, max(20, round(args.seconds / probe))))
 
 
@@ -684,22 +532,30 @@ def _clean(fn, *args, **kwargs):
 
 
 def measure(setup: Setup, work: Path, args, steps: int) -> Row:
-    """Alternating rounds of A and B (A first), the same steps of the same batches on both."""
+    """Alternating rounds of A and B (A B, B A, ...), the same steps of the same batches."""
     row = Row("", steps)
+
+    def side_a():
+        probe = run_a(setup, work, args.warmup, steps)
+        return intervals(probe.starts, probe.busy_after, args.warmup)
+
+    def side_b():
+        return intervals(run_b(setup, args.warmup, steps)[0], set(), args.warmup)[0]
+
     for r in range(args.rounds):
-        # A B, B A, A B, ...: neither side always runs first; each starts with no garbage left
+        # neither side always runs first; each starts with no garbage left
         if r % 2 == 0:
-            a, validated = _clean(run_a, setup, work, args.warmup, steps)
-            b = _clean(run_b, setup, args.warmup, steps)
+            a, busy = _clean(side_a)
+            b = _clean(side_b)
         else:
-            b = _clean(run_b, setup, args.warmup, steps)
-            a, validated = _clean(run_a, setup, work, args.warmup, steps)
-        # A may stop early (reverse's early stop); intervals in which A validated are dropped
-        # from both sides
-        a, b = kept(a, validated), kept(b[:len(a)], validated)
+            b = _clean(side_b)
+            a, busy = _clean(side_a)
+        # A may stop early (reverse's early stop); the steps after which A validated or saved
+        # a checkpoint are dropped from both sides
+        a, b = kept(a, busy), kept(b[:len(a)], busy)
         row.a += a
         row.b += b
-        row.validations += len(validated)
+        row.busy += len(busy)
         row.per_round.append(statistics.median(x / y for x, y in zip(a, b)))
     row.data = data_only(setup, args.warmup, steps)
     return row
@@ -780,6 +636,7 @@ def main(argv=None) -> int:
                 rows.append(Row(task, note=given))
                 continue
             start = time.perf_counter()
+            setup = None
             try:
                 with contextlib.redirect_stdout(io.StringIO()):  # a task's own prints
                     setup = capture(task, given, work / f"{task}-cli", args.threads)
@@ -790,14 +647,13 @@ def main(argv=None) -> int:
                 print(f"  {task}: A {statistics.median(row.a) * 1e3:.2f} ms/step, "
                       f"B {statistics.median(row.b) * 1e3:.2f} ms/step, paired A/B "
                       f"{row.paired:.3f} (rounds: {', '.join(f'{x:.3f}' for x in row.per_round)}; "
-                      f"{len(row.a)} steps per side, {time.perf_counter() - start:.0f} s)",
-                      flush=True)
+                      f"{len(row.a)} steps per side, {time.perf_counter() - start:.0f} s, "
+                      f"load {os.getloadavg()[0]:.2f})", flush=True)
                 if args.breakdown == "all" or args.breakdown and row.paired > TARGET:
-                    breakdown(setup, row, work, args, steps)
+                    breakdown(setup, task, work, args, steps)
             except Exception as e:  # one broken task must not hide the others
                 traceback.print_exc()
                 rows.append(Row(task, note=f"error: {type(e).__name__}: {e}"[:100]))
-                continue
             finally:
                 setup = None
     finally:
@@ -813,7 +669,7 @@ def print_table(rows: list[Row], args) -> None:
           f"(target: A/B <= {TARGET})")
     head = (f"{'task':<10} {'steps':>5} {'A ms':>8} {'B ms':>8} {'A/B':>6} {'medA/medB':>9} "
             f"{'target':>6} {'A-B µs':>7} {'A mean':>8} {'B mean':>8} {'mean A/B':>8} "
-            f"{'data ms':>7} {'val':>4}")
+            f"{'data ms':>7} {'busy':>4}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -825,12 +681,12 @@ def print_table(rows: list[Row], args) -> None:
         print(f"{r.task:<10} {len(r.a):5d} {a * 1e3:8.2f} {b * 1e3:8.2f} {r.paired:6.3f} "
               f"{r.ratio:9.3f} {'met' if r.paired <= TARGET else 'MISSED':>6} "
               f"{(a - b) * 1e6:7.0f} {am * 1e3:8.2f} {bm * 1e3:8.2f} {am / bm:8.3f} "
-              f"{r.data * 1e3:7.2f} {r.validations:4d}")
-    print("A: attnlab's fit (the CLI's Trainer, callbacks, logger, loaders); B: the bare loop on "
-          "the same batches.\nA ms, B ms: medians; A/B: median over steps of A_i/B_i (the same "
-          "batch on both sides; the verdict); medA/medB: ratio of the medians;\nsteps: measured "
-          "per side, all rounds; data: the loader alone (inside A and B); val: steps with a "
-          "validation, dropped from both sides.")
+              f"{r.data * 1e3:7.2f} {r.busy:4d}")
+    print("A: attnlab's fit (its loop on Lightning Fabric, the task's callbacks, the CSV log, the "
+          "loaders); B: the bare loop on the same batches.\nA ms, B ms: medians; A/B: median over "
+          "steps of A_i/B_i (the same batch on both sides; the verdict); medA/medB: ratio of the "
+          "medians;\nsteps: measured per side, all rounds; data: the loader alone (inside A and "
+          "B); busy: steps after which A validated or saved a checkpoint, dropped from both sides.")
 
 
 if __name__ == "__main__":
