@@ -84,7 +84,7 @@ def check_out(out, *, given: bool = True, formats: tuple[str, ...] = FORMATS):
     path = Path(out)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory; name a file in it, e.g. "
-                         f"{path / 'figure.png'}")
+                         f"{path / ('figure' + formats[0])}")
     if path.suffix.lower() not in formats:
         raise UsageError(f"{flag} {path}: name a {' or '.join(formats)} file (the suffix sets the "
                          f"format), got {path.suffix or 'no suffix'!r}")

@@ -259,6 +259,7 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
     (--block-size) is refused, as the other tasks refuse theirs, not cut without a word."""
     model, tokenizer = load(task, run_dir, cfg)
     ids = encode_prompt(task, tokenizer, text, what="--input")
+    note_unknown(tokenizer, [text], ["--input"])  # as predict and generate say it
     if len(ids) > model.max_len:
         raise UsageError(f"--input has {len(ids)} tokens; this model reads at most "
                          f"--block-size {model.max_len}")

@@ -148,6 +148,23 @@ def test_user_errors_exit_2_with_one_line_and_write_nothing(runs, tmp_path, caps
     assert not (tmp_path / "page.png").exists()
 
 
+def test_a_directory_given_as_out_is_answered_with_a_page_name(runs, tmp_path, capsys):
+    """view --out DIR suggested "DIR/figure.png" for an HTML page."""
+    run, text = runs["reverse"]
+    code, _, err = view(capsys, run, "--input", text, "--out", tmp_path)
+    assert code == 2 and err.strip().endswith(f"e.g. {tmp_path / 'figure.html'}"), err
+
+
+def test_an_lm_input_with_characters_the_model_lacks_is_noted(runs, capsys):
+    """predict and generate say which pieces were read as unknown; view (and plot attention)
+    of an lm run said nothing."""
+    run, _ = runs["lm"]
+    code, out, err = view(capsys, run, "--input", "the qu§ck fox", "--out",
+                          run / "unknown.html")
+    assert code == 0
+    assert "note: --input holds pieces unknown to this model, each read as unk: '§'" in err
+
+
 def test_an_earlier_page_is_replaced_only_when_named(runs, capsys):
     run, text = runs["reverse"]
     page = run / "attention.html"
