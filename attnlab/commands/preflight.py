@@ -24,7 +24,7 @@ __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", 
 
 # Settings a --resume may change: how long, where and how fast a run trains, not what it
 # learns. The step budget may grow; validation does not move the random state
-# (engine._RandomState), so --val-every is free too. Anything else (the model's shape, the
+# (engine.Loop.validate puts it back), so --val-every is free too. Anything else (the model's shape, the
 # data, the schedule, the precision...) would continue a different run than the one saved.
 RESUMABLE = frozenset({"max_steps", "epochs", "early_stop", "threads", "checkpoint_every",
                        "val_every", "devices", "num_nodes", "strategy", "accelerator", "out",

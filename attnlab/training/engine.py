@@ -39,7 +39,7 @@ from ..runs import readable, save_weights, write_metrics, write_yaml
 from .checkpoint import (FORMAT, capture_rng, check_fits, checkpoint_dir, read_checkpoint,
                          restore_rng)
 from .csvlog import CSVLog, keep_previous_log
-from .hardware import auto_precision, check_hardware, cpu_has_bf16, make_fabric  # noqa: F401
+from .hardware import check_hardware, make_fabric  # noqa: F401  (check_hardware: commands/train)
 from .hardware import fabric as fabric_module
 from .module import TaskModule, back_to_float32, decay_groups, exact_tables, make_optimizer
 from .progress import Progress
