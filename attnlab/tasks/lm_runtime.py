@@ -67,7 +67,11 @@ def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None) 
         total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
         count += targets.numel()
     model.train(was_training)
-    loss = total / count
+    return loss_metrics(total / count)
+
+
+def loss_metrics(loss: float) -> dict[str, float]:
+    """``val_loss`` and ``val_perplexity`` = exp(val_loss) of a mean cross-entropy (nats)."""
     return {"val_loss": loss, "val_perplexity": math.exp(min(loss, 700.0))}  # exp(>709) overflows
 
 
@@ -154,9 +158,21 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
                  limit_val_batches=cfg["val_batches"])
     metrics = {}
     if result.is_global_zero:
-        metrics = lm_metrics(model, val, B, cfg["val_batches"])
+        metrics = _last_validation(cfg, result) or lm_metrics(model, val, B, cfg["val_batches"])
         figures(cfg, run_dir, result.steps, max_steps)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
+
+
+def _last_validation(cfg: dict[str, Any], result) -> dict[str, float] | None:
+    """The loop's validation of the last step as the run's metrics, when it is the measurement
+    ``lm_metrics`` would repeat: the same windows (the first ``val_batches`` batches of val,
+    every window as long, so weighting by batch is weighting by token) in float32. Under any
+    other precision the model that ``evaluate`` and ``predict`` load (float32) is measured
+    again."""
+    loss = result.validation.get("val_loss")
+    if loss is None or cfg["precision"] != "32":
+        return None
+    return loss_metrics(loss)
 
 
 def _corpus_of_run(cfg: dict[str, Any], run_dir: Path):

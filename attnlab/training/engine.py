@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,9 @@ class FitResult:
     train_seconds: float
     resumed_from: str | None
     is_global_zero: bool
+    # the validation of the last step ({"val_loss": ...}), in the precision the run trained
+    # in; empty when the last step was not validated
+    validation: dict[str, float] = field(default_factory=dict)
 
 
 def _batch_size(batch) -> int:
@@ -169,6 +172,7 @@ class Loop:
         self.log = CSVLog(self.run_dir / "logs" / "metrics.csv")
         self.signals = _Signals(resume_command(cfg, self.run_dir))
         self._rng_to_restore: dict[str, Any] | None = None
+        self.validated: tuple[int, dict[str, float]] = (-1, {})  # the last validation's step
 
     # ---- set-up ---------------------------------------------------------------------------
     def setup(self) -> str | None:
@@ -382,6 +386,7 @@ class Loop:
         if self.fabric.is_global_zero and metrics:
             self.log.write(self.step, metrics)
         self.shown.update(metrics)
+        self.validated = (self.step, metrics)
         self.progress.validating(self.step, self.shown, done=True)
         self.fabric.call("on_validation_end", self, metrics)
         if self.fabric.world_size > 1:  # every rank stops at the same step, or DDP hangs
@@ -444,7 +449,9 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: dict[str, Any], run_d
     if cfg.get("compile"):  # ... and eager: each new shape of it would compile the model again
         module.model._compiled_call_impl = None
     back_to_float32(module, loop.tables)
-    return FitResult(loop.step, loop.seconds(), resumed, loop.fabric.is_global_zero)
+    step, metrics = loop.validated
+    return FitResult(loop.step, loop.seconds(), resumed, loop.fabric.is_global_zero,
+                     validation=metrics if step == loop.step else {})
 
 
 def resume_command(cfg: dict[str, Any], run_dir: Path) -> str:

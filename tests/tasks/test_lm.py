@@ -200,3 +200,28 @@ def test_attention_dropout_follows_dropout_unless_given(tmp_path):
     given = {"data": str(tmp_path / "text.txt"), "dropout": 0.2}
     assert build_config("lm", given)["attention_dropout"] == 0.2
     assert build_config("lm", {**given, "attention_dropout": 0.0})["attention_dropout"] == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision, measured_again", [("32", False), ("bf16-mixed", True)])
+def test_the_last_validation_is_the_runs_val_loss_in_float32(run, tmp_path, monkeypatch,
+                                                              precision, measured_again):
+    """A float32 run's last step is validated once: metrics.json's val_loss is the loop's last
+    validation (the log's last val_loss), not a second pass over the same windows; under
+    autocast the float32 model that evaluate loads is measured again."""
+    import pandas as pd
+
+    from attnlab.tasks import lm_runtime
+
+    calls = []
+    real = lm_runtime.lm_metrics
+    monkeypatch.setattr(lm_runtime, "lm_metrics", lambda *a, **k: calls.append(1) or real(*a, **k))
+    steps = ["--max-steps", "4", "--precision", precision]
+    assert main(["train", "lm", "--data", str(run / "data"), "--out", str(tmp_path / "r"),
+                 *TINY, *steps]) == 0
+    assert len(calls) == int(measured_again)
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    log = pd.read_csv(tmp_path / "r" / "logs" / "metrics.csv").dropna(subset=["val_loss"])
+    assert log["step"].iloc[-1] == 4
+    tolerance = 1e-5 if precision == "32" else 5e-2  # bf16 autocast against float32
+    assert metrics["val_loss"] == pytest.approx(log["val_loss"].iloc[-1], abs=tolerance)
