@@ -18,7 +18,7 @@ from importlib import import_module
 from .errors import Interrupted, UsageError
 
 COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "view",
-            "explain", "data")
+            "explain", "data", "export")
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -62,7 +62,7 @@ def _create_temporary(path: Path) -> tuple[int, Path]:
 _UMASK_LOCK = threading.Lock()
 
 
-def _umask() -> int:
+def process_umask() -> int:
     """The process's umask (Linux reports it in /proc; elsewhere set and restore it)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -332,7 +332,7 @@ def save_weights(model, path: str | Path) -> None:
     save_model(model, str(tmp))
     # safetensors writes its file with mode 0600 whatever the umask; give it the mode any
     # other new file gets, so that a group on a shared file system can read the model
-    os.chmod(tmp, 0o666 & ~_umask())
+    os.chmod(tmp, 0o666 & ~process_umask())
     os.replace(tmp, path)
 
 

@@ -1,0 +1,113 @@
+"""``attnlab export DIR --hf OUT``: a trained run as a Hugging Face model directory.
+
+OUT holds what ``transformers``' ``from_pretrained`` reads — ``config.json``, the weights and
+the tokenizer — with the run's logits:
+
+- an lm run becomes a ``GPT2LMHeadModel`` (``AutoModelForCausalLM.from_pretrained(OUT)``) and
+  its tokenizer (``AutoTokenizer.from_pretrained(OUT)``);
+- a translate run (``--arch transformer``) becomes a ``MarianMTModel``
+  (``AutoModelForSeq2SeqLM``) with the source tokenizer in OUT and the target tokenizer in
+  ``OUT/target_tokenizer`` (decode the generated ids with it).
+
+The tokenizers encode as the run's own (``attnlab.interop.tokenizer``). OUT is written whole
+or not at all (a temporary directory renamed) and never over an existing path.
+"""
+from __future__ import annotations
+
+from .threads import add_threads_flag, check_threads
+
+EXPORT_TASKS = ("lm", "translate")
+TARGET_TOKENIZER_DIR = "target_tokenizer"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="write a trained run as a Hugging Face model directory",
+                       description="Write a trained lm or translate run as a directory that "
+                                   "transformers' from_pretrained loads, with the same logits.")
+    p.add_argument("run_dir", metavar="DIR")
+    p.add_argument("--hf", metavar="OUT", required=True,
+                   help="the Hugging Face directory to write (must not exist)")
+    add_threads_flag(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import sys
+    from pathlib import Path
+
+    from ..errors import UsageError
+    from ..runs import check_run_dir
+
+    check_threads(args.threads)
+    out = Path(args.hf)
+    if out.exists() or out.is_symlink():
+        raise UsageError(f"--hf {out} already exists; give a new directory (export never "
+                         f"writes over a path)")
+    if not out.parent.is_dir():
+        raise UsageError(f"--hf {out}: the folder {out.parent} does not exist")
+    run_dir, cfg = check_run_dir(args.run_dir, tasks=EXPORT_TASKS, command="export")
+    try:
+        import transformers  # noqa: F401  (the hf extra)
+    except ImportError:
+        raise UsageError("export --hf needs transformers: pip install 'attnlab[hf]'") from None
+    model, tokenizers = _hf_parts(run_dir, cfg)
+    _write_atomically(out, model, tokenizers)
+    print(f"wrote {out} ({type(model).__name__}; load it with "
+          f"transformers.{_auto_class(cfg)}.from_pretrained({str(out)!r}))", file=sys.stderr)
+    return 0
+
+
+def _hf_parts(run_dir, cfg):
+    """(the Hugging Face model, {sub-directory: tokenizer}) of a run; a setting the Hugging
+    Face architecture cannot hold is a UsageError naming it."""
+    import attnlab
+
+    from ..errors import UsageError
+    from ..interop import to_hf
+    from ..interop.tokenizer import to_hf_tokenizer
+    from ..tokenizers import EOS_ID, PAD_ID, SOS_ID
+
+    if cfg["task"] == "translate" and cfg.get("arch", "transformer") != "transformer":
+        raise UsageError(f"export: {run_dir} is a --arch {cfg['arch']} run; Hugging Face has no "
+                         f"recurrent translation model to hold it (export --arch transformer "
+                         f"runs)")
+    model, tok = attnlab.load(run_dir)
+    try:
+        if cfg["task"] == "lm":
+            hf = to_hf(model, bos_token_id=SOS_ID, eos_token_id=EOS_ID, pad_token_id=PAD_ID)
+            return hf, {"": to_hf_tokenizer(tok)}
+        return to_hf(model), {"": to_hf_tokenizer(tok.src),
+                              TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}
+    except ValueError as e:  # what the architecture cannot represent, named by to_hf
+        raise UsageError(f"export: {run_dir}: {str(e).removeprefix('to_hf: ')}") from None
+
+
+def _write_atomically(out, model, tokenizers) -> None:
+    """``out`` whole: written as a hidden sibling, then renamed (a failure leaves nothing)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from ..runs import process_umask
+
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # "Writing model shards" on stderr
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        model.save_pretrained(partial)
+        for sub, tokenizer in tokenizers.items():
+            tokenizer.save_pretrained(partial / sub if sub else partial)
+        # mkdtemp makes the directory 0700 and safetensors its file 0600: the modes any
+        # other file gets under the umask
+        mask = process_umask()
+        for path in [partial, *partial.rglob("*")]:
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
+        partial.rename(out)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def _auto_class(cfg) -> str:
+    return "AutoModelForCausalLM" if cfg["task"] == "lm" else "AutoModelForSeq2SeqLM"

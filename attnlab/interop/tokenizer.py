@@ -1,0 +1,56 @@
+"""attnlab tokenisers as Hugging Face fast tokenisers (``PreTrainedTokenizerFast``).
+
+The exported tokeniser gives the ids attnlab's gives, for every text:
+
+- ``char``: a word-level model over single code points (every character its own piece);
+- ``word``: a word-level model over the pieces of attnlab's word pattern (a word or a
+  punctuation mark with the one space before it; runs of other white space);
+- ``bpe``: attnlab's byte-level BPE already is a ``tokenizers`` model and is exported as it is.
+
+Unknown pieces become ``<unk>`` (id 3) in both. The special tokens keep attnlab's ids (pad 0,
+sos 1 as ``bos_token``, eos 2, unk 3) and nothing is added around the text, as attnlab's
+``encode`` adds nothing. Decoding differs in one point: Hugging Face writes an unknown id as
+the text ``<unk>`` (or drops it with ``skip_special_tokens``) where attnlab writes U+FFFD.
+
+``transformers`` and ``tokenizers`` are imported inside the function (the ``hf`` extra).
+"""
+from __future__ import annotations
+
+from ..tokenizers import SPECIAL_TOKENS, Tokenizer
+
+__all__ = ["to_hf_tokenizer"]
+
+# attnlab's word pieces (``tokenizers._WORD_PIECES``) in the Oniguruma syntax of the tokenizers
+# library: the same alternatives; ``\w`` and ``\s`` are Unicode-aware in both.
+_WORD_PATTERN = r" ?\w+| ?[^\w\s]|\s+(?!\S)|\s+"
+_ONE_CHARACTER = r"[\s\S]"
+
+
+def to_hf_tokenizer(tokenizer: Tokenizer):
+    """A ``transformers.PreTrainedTokenizerFast`` that encodes as ``tokenizer`` does.
+
+    Examples:
+        >>> from attnlab.tokenizers import WordTokenizer
+        >>> ours = WordTokenizer.fit(["the cat sat.", "the dog"])
+        >>> theirs = to_hf_tokenizer(ours)
+        >>> theirs("the dog sat!")["input_ids"] == ours.encode("the dog sat!")
+        True
+    """
+    from tokenizers import Regex, decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer as HFTokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    if tokenizer.kind == "bpe":
+        inner = HFTokenizer.from_str(tokenizer.tokenizer.to_str())
+    elif tokenizer.kind in ("char", "word"):
+        pattern = _ONE_CHARACTER if tokenizer.kind == "char" else _WORD_PATTERN
+        vocab = {piece: i for i, piece in enumerate(tokenizer.pieces)}
+        inner = HFTokenizer(models.WordLevel(vocab, unk_token=SPECIAL_TOKENS[tokenizer.unk_id]))
+        inner.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
+        inner.decoder = decoders.Fuse()  # the pieces carry their own spaces
+    else:
+        raise ValueError(f"no Hugging Face form for a {tokenizer.kind!r} tokenizer")
+    pad, sos, eos, unk = SPECIAL_TOKENS
+    return PreTrainedTokenizerFast(tokenizer_object=inner, pad_token=pad, bos_token=sos,
+                                   eos_token=eos, unk_token=unk,
+                                   model_max_length=int(1e30), split_special_tokens=True)

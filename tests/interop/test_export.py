@@ -1,0 +1,131 @@
+"""``attnlab export RUN --hf OUT``: what ``transformers`` loads from OUT gives the run's ids and
+logits (exactly: the weights are copied), and every refusal is one line before OUT exists."""
+import os
+import stat
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import attnlab
+from attnlab.cli import main
+from attnlab.interop.tokenizer import to_hf_tokenizer
+from attnlab.tokenizers import TOKENIZER_KINDS
+
+STEPS = ["--max-steps", "3", "--warmup", "1", "--model-dim", "16", "--num-layers", "1",
+         "--batch-size", "8", "--threads", "1"]
+TINY = [*STEPS, "--num-heads", "2", "--dim-feedforward", "32"]
+TEXT = "the quick brown fox jumps over the lazy dog. " * 40
+TEXTS = ["the quick brown fox", "  two  spaces\tand a tab\n", "ünïcödé, punctuation!?",
+         "unseen: Ω ≠ ∑", "<pad> and <sos> are text here", "", "a\n\nb"]
+
+
+@pytest.mark.parametrize("kind", sorted(TOKENIZER_KINDS))
+def test_the_hf_tokenizer_encodes_as_attnlabs_after_a_save_and_load(kind, tmp_path):
+    from transformers import AutoTokenizer
+
+    options = {"vocab_size": 300} if kind == "bpe" else {}
+    ours = TOKENIZER_KINDS[kind].fit([TEXT, "ünïcödé, punctuation!?"] * 3, **options)
+    to_hf_tokenizer(ours).save_pretrained(tmp_path)
+    theirs = AutoTokenizer.from_pretrained(tmp_path)
+    for text in TEXTS:
+        ids = ours.encode(text)
+        assert theirs(text)["input_ids"] == ids, (kind, text)
+        if ours.unk_id not in ids:  # Hugging Face writes an unknown id as "<unk>", we as U+FFFD
+            assert theirs.decode(ids) == ours.decode(ids) == text
+    assert (theirs.pad_token_id, theirs.bos_token_id, theirs.eos_token_id,
+            theirs.unk_token_id) == (ours.pad_id, ours.sos_id, ours.eos_id, ours.unk_id)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("export")
+    (tmp / "text.txt").write_text(TEXT, encoding="utf-8")
+    for name, args in {
+        "lm": ["lm", "--data", str(tmp / "text.txt"), "--block-size", "16"],
+        "translate": ["translate"],
+        "rnn": ["translate", "--arch", "rnn-additive", *STEPS],
+        "preln": ["translate", "--norm-first"],
+        "rope": ["lm", "--data", str(tmp / "text.txt"), "--block-size", "16",
+                 "--positional", "rope"],
+        "reverse": ["reverse"],
+    }.items():
+        sizes = [] if name == "rnn" else TINY
+        assert main(["train", *args, "--out", str(tmp / name), *sizes]) == 0, name
+    return tmp
+
+
+def _modes(root):
+    return {p.relative_to(root).as_posix(): stat.S_IMODE(p.stat().st_mode)
+            for p in [root, *root.rglob("*")]}
+
+
+@pytest.mark.slow
+def test_an_lm_run_loads_in_transformers_with_its_logits_and_ids(runs, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = tmp_path / "hf"
+    assert main(["export", str(runs / "lm"), "--hf", str(out)]) == 0
+    ours, tokenizer = attnlab.load(runs / "lm")
+    hf = AutoModelForCausalLM.from_pretrained(out).eval()
+    hf_tokenizer = AutoTokenizer.from_pretrained(out)
+    text = "the lazy fox"  # within the 16 positions
+    ids = hf_tokenizer(text, return_tensors="pt")["input_ids"]
+    assert ids[0].tolist() == tokenizer.encode(text)
+    with torch.no_grad():
+        assert_close(hf(ids).logits, ours(ids), atol=1e-5, rtol=1e-5)
+    # files as any other the user writes: not safetensors' 0600
+    mask = os.umask(0)
+    os.umask(mask)
+    assert set(_modes(out).values()) <= {0o777 & ~mask, 0o666 & ~mask}
+
+
+@pytest.mark.slow
+def test_a_translate_run_loads_as_marian_with_both_tokenizers(runs, tmp_path):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    out = tmp_path / "hf"
+    assert main(["export", str(runs / "translate"), "--hf", str(out)]) == 0
+    ours, tok = attnlab.load(runs / "translate")
+    hf = AutoModelForSeq2SeqLM.from_pretrained(out).eval()
+    source = AutoTokenizer.from_pretrained(out)
+    target = AutoTokenizer.from_pretrained(out / "target_tokenizer")
+    texts = ["four hundred and two", "seven"]
+    batch = source(texts, padding=True, return_tensors="pt")
+    assert [[i for i in row if i != tok.src.pad_id] for row in batch["input_ids"].tolist()] == \
+        [tok.src.encode(t) for t in texts]
+    tgt = torch.tensor([[ours.sos_id, 5, 6, 7]] * 2)
+    with torch.no_grad():
+        theirs = hf(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                    decoder_input_ids=tgt).logits
+        assert_close(theirs, ours(batch["input_ids"], tgt), atol=1e-5, rtol=1e-5)
+        generated = hf.generate(**batch, max_new_tokens=8, do_sample=False, num_beams=1)
+    assert generated.tolist() == ours.generate(batch["input_ids"], 8).tolist()
+    assert [target.decode(row, skip_special_tokens=True) for row in generated.tolist()] == \
+        [tok.decode(row[1:]) for row in generated.tolist()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run, message", [
+    ("reverse", "holds a 'reverse' run; this command needs one of: lm, translate"),
+    ("rnn", "is a --arch rnn-additive run; Hugging Face has no recurrent translation model"),
+    ("preln", "Marian is post-LN and needs norm_first=False"),
+    ("rope", "GPT-2 needs positional='learned', this CausalLM has positional='rope'"),
+])
+def test_what_hugging_face_cannot_hold_is_refused_in_one_line(runs, run, message, tmp_path,
+                                                               capsys):
+    out = tmp_path / "hf"
+    assert main(["export", str(runs / run), "--hf", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []  # neither OUT nor a partial one
+
+
+def test_an_existing_out_is_never_written_over(tmp_path, capsys):
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "mine.txt").write_text("keep")
+    assert main(["export", str(tmp_path / "no-run"), "--hf", str(tmp_path / "hf")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"--hf {tmp_path / 'hf'} already exists" in err and len(err.splitlines()) == 1
+    assert (tmp_path / "hf" / "mine.txt").read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
