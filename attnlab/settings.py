@@ -28,7 +28,8 @@ from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["setting", "TrainSettings", "add_flags", "defaults", "check", "flag", "exposed"]
+__all__ = ["setting", "TrainSettings", "AdaptSettings", "check_adapt", "freeze_blocks",
+           "add_flags", "defaults", "check", "flag", "exposed"]
 
 
 def flag(name: str) -> str:
@@ -99,6 +100,74 @@ class TrainSettings:
                              choices=("32", "64", "bf16-mixed", "16-mixed", "bf16-true", "auto"))
     compile: bool = setting(False, help="torch.compile the model")
     resume: bool = setting(False, help="continue the run in --out from its last checkpoint")
+
+
+@dataclass
+class AdaptSettings:
+    """What a run trains of its model (lm, classify and translate): every weight, all but the
+    first blocks, or a low-rank update of the attention projections (``attnlab.nn.lora``).
+    The rules between them and the model are ``check_adapt``'s."""
+
+    freeze: str = setting("none", metavar="WHAT",
+                          help="none; encoder (classify, translate: train the head or the "
+                               "decoder only); all-but-last-N (train the last N blocks and "
+                               "what follows them)")
+    lora_rank: int = setting(None, low=1, optional=True, metavar="R",
+                             help="train a rank-R update (LoRA) of every attention projection "
+                                  "instead of the weights, merged into them at the end")
+    lora_alpha: float = setting(None, low=0, above=True, optional=True,
+                                help="the LoRA update's scale is alpha/R (default: R)")
+
+
+def freeze_blocks(value: str) -> int | None:
+    """N of ``--freeze all-but-last-N``; None for another value.
+
+    Examples:
+        >>> freeze_blocks("all-but-last-2"), freeze_blocks("encoder")
+        (2, None)
+    """
+    head, _, n = value.rpartition("-")
+    return int(n) if head == "all-but-last" and n.isdigit() else None
+
+
+def check_adapt(cfg: dict[str, Any], *, blocks: int, encoder: bool, attention: bool) -> None:
+    """--freeze, --lora-rank and --lora-alpha against each other and the model: ``blocks`` is
+    how many blocks all-but-last-N counts, ``encoder`` whether the model has an encoder to
+    freeze, ``attention`` whether it has attention projections for LoRA. Sets --lora-alpha to
+    --lora-rank when not given (a scale of 1).
+
+    Examples:
+        >>> cfg = {"freeze": "all-but-last-3", "lora_rank": None, "lora_alpha": None}
+        >>> check_adapt(cfg, blocks=2, encoder=False, attention=True)
+        Traceback (most recent call last):
+        ...
+        attnlab.errors.UsageError: --freeze all-but-last-3: the model has 2 blocks
+    """
+    freeze, rank = str(cfg.get("freeze") or "none"), cfg.get("lora_rank")
+    n = freeze_blocks(freeze)
+    if freeze not in ("none", "encoder") and n is None:
+        raise UsageError(f"--freeze must be none, encoder or all-but-last-N (N a number of "
+                         f"blocks), got {freeze!r}")
+    if freeze == "encoder" and not encoder:
+        raise UsageError("--freeze encoder: this model has no encoder (a decoder-only "
+                         "language model); all-but-last-N freezes its first blocks")
+    if n is not None and n > blocks:
+        raise UsageError(f"--freeze {freeze}: the model has {blocks} blocks")
+    if rank is None:
+        if cfg.get("lora_alpha") is not None:
+            raise UsageError("--lora-alpha scales a LoRA update: give --lora-rank too")
+        return
+    if freeze != "none":
+        raise UsageError(f"--freeze {freeze} with --lora-rank: LoRA trains only its update "
+                         f"(and a classifier's head) already")
+    if not attention:
+        raise UsageError("--lora-rank adapts attention projections; this model has none "
+                         "(--arch transformer has)")
+    if rank > cfg["model_dim"]:
+        raise UsageError(f"--lora-rank {rank} is above the model width (--model-dim "
+                         f"{cfg['model_dim']}); a rank-R update needs R <= the width")
+    if cfg.get("lora_alpha") is None:
+        cfg["lora_alpha"] = float(rank)
 
 
 def _types(cls) -> dict[str, type]:

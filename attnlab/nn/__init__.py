@@ -10,6 +10,7 @@ from .cache import KVCache
 from .capture import ActivationCache, capture
 from .feedforward import FeedForward
 from .graph import GraphAttention
+from .lora import LoRALinear, add_lora, merge_lora
 from .masks import causal_mask, expand_mask, padding_mask, window_mask
 from .positional import (
     POSITIONAL_KINDS, ALiBi, LearnedPositionalEncoding, PositionalEncoding, PositionalKind,
@@ -26,4 +27,5 @@ __all__ = [
     "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "capture", "ActivationCache",
     "expand_mask", "causal_mask", "padding_mask", "window_mask",
     "AdditiveAttention", "BilinearAttention", "GraphAttention", "quantize",
+    "LoRALinear", "add_lora", "merge_lora",
 ]

@@ -30,7 +30,8 @@ from typing import Any
 from importlib import import_module
 
 from ..errors import UsageError
-from ..settings import TrainSettings, add_flags, check, defaults, exposed
+from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
+                        defaults, exposed)
 
 # Shared training flags and their defaults (docs/cli.md, "Train"),
 # read from their one declaration, ``attnlab.settings.TrainSettings``.
@@ -112,7 +113,15 @@ class Task:
             check(self.settings, cfg)
         if self.model_settings():
             check(self.model_config, cfg, only=self.model_settings())
+        if self.settings is not None and issubclass(self.settings, AdaptSettings):
+            check_adapt(cfg, **self.adapt_layout(cfg))
         self.validate(cfg)
+
+    def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """For a task with ``AdaptSettings``: what ``check_adapt`` checks them against — the
+        blocks --freeze all-but-last-N counts, whether there is an encoder to freeze, whether
+        the model has attention projections for LoRA."""
+        return {"blocks": cfg["num_layers"], "encoder": False, "attention": True}
 
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """Whether --model-dim is split among --num-heads (so must be divisible by it): true of

@@ -52,7 +52,7 @@ from ..errors import UsageError
 from ..models.configs import SequenceClassifierConfig
 from ..runs import pin_data_files
 from ..settings import defaults as defaults_of
-from ..settings import flag, setting
+from ..settings import AdaptSettings, flag, setting
 from ..tokenizers import TOKENIZER_KINDS
 from .base import Task, model_defaults
 from .classify_data import load_splits
@@ -67,7 +67,7 @@ _MODEL_FLAGS = ("pooling", "positional", "max_len")  # the classifier's fields w
 
 
 @dataclass
-class ClassifySettings:
+class ClassifySettings(AdaptSettings):
     """The flags of ``attnlab train classify`` besides the shared and the model ones."""
 
     data: str = setting(None, help="training data: .csv, .tsv or .jsonl", metavar="FILE",
@@ -133,6 +133,10 @@ class ClassifyTask(Task):
             digests: dict[str, str] = {}
             self._cache = (self._key(cfg), load_splits(cfg, digests=digests), digests)
         return self._cache[1:]
+
+    def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The encoder is everything before the classifier's head."""
+        return {"blocks": cfg["num_layers"], "encoder": True, "attention": True}
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A set of feature rows has no text, is pooled by its mean and has no positions;

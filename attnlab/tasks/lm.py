@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import UsageError
 from ..models.configs import CausalLMConfig
 from ..runs import check_data_files
-from ..settings import setting
+from ..settings import AdaptSettings, setting
 from ..settings import defaults as defaults_of
 from ..tokenizers import TOKENIZER_KINDS
 from .base import Task, config_from_run, model_defaults
@@ -31,7 +31,7 @@ __all__ = ["LMTask", "LMSettings", "TASKS", "model_config_of", "check_corpus"]
 
 
 @dataclass
-class LMSettings:
+class LMSettings(AdaptSettings):
     """The lm task's own settings (its model's are ``CausalLMConfig``'s)."""
 
     data: str = setting(None, help="a directory from `attnlab prepare`, or a UTF-8 text file",

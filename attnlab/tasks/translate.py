@@ -31,7 +31,7 @@ from ..errors import UsageError
 from ..models.configs import Seq2SeqConfig
 from ..runs import pin_data_files
 from ..settings import defaults as setting_defaults
-from ..settings import setting
+from ..settings import AdaptSettings, setting
 from ..tokenizers import TOKENIZER_KINDS
 from .base import Task, model_defaults
 
@@ -50,7 +50,7 @@ BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")  # sacrebleu's; auto: re
 
 
 @dataclass
-class TranslateSettings:
+class TranslateSettings(AdaptSettings):
     """The flags of ``attnlab train translate`` besides the shared and the model ones."""
 
     arch: str = setting("transformer", choices=ARCHS,
@@ -121,6 +121,16 @@ class TranslateTask(Task):
         if cfg["dataset"] == "numbers" and 2 * held_out > cfg["max_number"]:
             raise UsageError(f"--test-size + --val-size ({held_out}) must be at most half of "
                              f"--max-number ({cfg['max_number']})")
+
+    def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """all-but-last-N counts the decoder's blocks; a GRU model has no attention
+        projections (nor blocks: --freeze needs a Transformer too)."""
+        transformer = cfg.get("arch", "transformer") == "transformer"
+        if not transformer and cfg.get("freeze", "none") != "none":
+            raise UsageError(f"--freeze is for --arch transformer; --arch {cfg['arch']} is a "
+                             f"GRU encoder-decoder")
+        return {"blocks": cfg.get("num_decoder_layers") or cfg["num_layers"],
+                "encoder": True, "attention": transformer}
 
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """A GRU encoder-decoder has no heads (--model-dim 30 was refused for --num-heads 4,

@@ -39,6 +39,7 @@ from ..runs import readable, save_weights, write_metrics, write_yaml
 from .checkpoint import (FORMAT, capture_rng, check_fits, checkpoint_dir, read_checkpoint,
                          restore_rng)
 from .csvlog import CSVLog, keep_previous_log
+from .adapt import adapt, merge_lora, parameter_share
 from .hardware import check_hardware, make_fabric  # noqa: F401  (check_hardware: commands/train)
 from .hardware import fabric as fabric_module
 from .module import TaskModule, back_to_float32, decay_groups, exact_tables, make_optimizer
@@ -50,12 +51,7 @@ __all__ = ["fit", "finish", "FitResult", "Callback", "StopAtTarget", "NonFiniteL
 
 def parameter_count(model: torch.nn.Module) -> int:
     """Trainable parameters, counting tied (shared) tensors once."""
-    seen, total = set(), 0
-    for p in model.parameters():
-        if p.requires_grad and p.data_ptr() not in seen:
-            seen.add(p.data_ptr())
-            total += p.numel()
-    return total
+    return parameter_share(model)[0]
 
 
 class Callback:
@@ -180,6 +176,11 @@ class Loop:
         last checkpoint when resuming. Returns the checkpoint resumed from, if any."""
         fabric, cfg = self.fabric, self.cfg
         fabric.launch()  # DDP: starts the other ranks, which re-run this command
+        # --freeze / --lora-rank: before the optimiser sees the parameters (and a checkpoint
+        # is restored into them: a LoRA run's holds its adapters)
+        adapted = adapt(self.module.model, cfg)
+        if adapted and fabric.is_global_zero:
+            print(f"note: {adapted}", file=sys.stderr, flush=True)
         if cfg.get("compile"):
             # In place (nn.Module.compile), so parameter names and the saved weights are
             # unchanged; the torch model inside the TaskModule.
@@ -188,7 +189,8 @@ class Loop:
         self.model = fabric.setup_module(self.module)
         wd = float(cfg.get("weight_decay") or 0.0)
         # after setup_module: under FSDP these are the sharded parameters (use_orig_params)
-        params = decay_groups(self.model, wd) if wd else list(self.model.parameters())
+        params = (decay_groups(self.model, wd) if wd else
+                  [p for p in self.model.parameters() if p.requires_grad])
         self.optimizer, self.scheduler = self._optimizer(params)
         last = checkpoint_dir(self.run_dir) / "last.ckpt"
         state = self._checkpoint(last) if cfg.get("resume") else None
@@ -449,6 +451,8 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: dict[str, Any], run_d
     if cfg.get("compile"):  # ... and eager: each new shape of it would compile the model again
         module.model._compiled_call_impl = None
     back_to_float32(module, loop.tables)
+    merge_lora(module.model)  # the saved model is an ordinary one ...
+    module.model.requires_grad_(True)  # ... which knows nothing of what --freeze froze
     step, metrics = loop.validated
     return FitResult(loop.step, loop.seconds(), resumed, loop.fabric.is_global_zero,
                      validation=metrics if step == loop.step else {})

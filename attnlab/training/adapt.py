@@ -1,0 +1,84 @@
+"""What a run trains of its model: ``--freeze`` and ``--lora-rank`` applied before training,
+and LoRA merged back after it (``attnlab.settings.AdaptSettings`` declares the flags and
+``check_adapt`` their rules).
+
+Each model the three tasks build is cut the same way:
+
+    embeddings → blocks[0] … blocks[L-1] → what follows (final norm, head)
+
+- ``--freeze all-but-last-N`` trains blocks[L-N:] and what follows them; the embeddings and
+  the first blocks keep their weights bit for bit. A head tied to the token embedding (the
+  language model's, by default) is the embedding: it trains with the head.
+- ``--freeze encoder`` trains the classifier's head, or the translator's decoder side (target
+  embedding, positional table, decoder, output); the source embedding and the encoder stay.
+- ``--lora-rank R`` freezes every weight and trains a rank-R update of each attention
+  projection (and a classifier's head, which a pretrained encoder does not have).
+
+The blocks are the language model's decoder, the classifier's encoder, the translator's
+decoder.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from ..models.causal_lm import CausalLM
+from ..models.classifier import SequenceClassifier
+from ..models.seq2seq import Seq2SeqTransformer
+from ..nn.lora import add_lora, merge_lora
+from ..settings import freeze_blocks
+
+__all__ = ["adapt", "merge_lora", "parameter_share"]
+
+
+def _parts(model: nn.Module) -> tuple[list[nn.Module], list[nn.Module], list[nn.Module]]:
+    """(blocks in order, what follows them, what trains under --freeze encoder)."""
+    if isinstance(model, CausalLM):
+        stack = model.decoder
+        return list(stack.layers), [stack.norm, model.lm_head], []
+    if isinstance(model, SequenceClassifier):
+        stack = model.encoder
+        return list(stack.layers), [stack.norm, model.output_net], [model.output_net]
+    if isinstance(model, Seq2SeqTransformer):
+        stack = model.transformer.decoder
+        return (list(stack.layers), [stack.norm, model.output],
+                [model.tgt_embedding, model.positional_encoding, stack, model.output])
+    raise ValueError(f"--freeze and --lora-rank know no {type(model).__name__}")
+
+
+def _train_only(model: nn.Module, modules: list[nn.Module | None]) -> None:
+    model.requires_grad_(False)
+    for module in modules:
+        if module is not None:
+            module.requires_grad_(True)
+
+
+def adapt(model: nn.Module, cfg: dict[str, Any]) -> str | None:
+    """Apply the run's --freeze or --lora-rank to ``model`` in place; the line that says what
+    trains, or None when everything does."""
+    freeze, rank = cfg.get("freeze") or "none", cfg.get("lora_rank")
+    if freeze == "none" and rank is None:
+        return None
+    blocks, after, decoder_side = _parts(model)
+    total = parameter_share(model)[1]  # before LoRA adds its own
+    if rank is not None:
+        wrapped = add_lora(model, rank, cfg["lora_alpha"])
+        if isinstance(model, SequenceClassifier):
+            model.output_net.requires_grad_(True)  # a new head has nothing to keep
+        what = (f"--lora-rank {rank} (alpha {cfg['lora_alpha']:g}) on {len(wrapped)} attention "
+                f"projections")
+    elif freeze == "encoder":
+        _train_only(model, decoder_side)
+        what = "--freeze encoder"
+    else:
+        n = freeze_blocks(freeze)
+        _train_only(model, [*blocks[len(blocks) - n:], *after] if n else after)
+        what = f"--freeze {freeze}"
+    return f"{what}: training {parameter_share(model)[0]:,} parameters; the model has {total:,}"
+
+
+def parameter_share(model: nn.Module) -> tuple[int, int]:
+    """(trainable, all) parameters of ``model``, a shared (tied) one counted once."""
+    unique = {id(p): p for p in model.parameters()}.values()
+    return sum(p.numel() for p in unique if p.requires_grad), sum(p.numel() for p in unique)

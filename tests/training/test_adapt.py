@@ -1,0 +1,176 @@
+"""``--freeze`` and ``--lora-rank`` (``attnlab.nn.lora``, ``attnlab.training.adapt``): what is
+frozen keeps its weights bit for bit, LoRA trains only its update and, merged, computes what
+the adapted model computed; the run saves an ordinary model."""
+import copy
+
+import pytest
+import torch
+from torch import nn
+from torch.testing import assert_close
+
+import attnlab
+from attnlab.cli import main
+from attnlab.models import CausalLM
+from attnlab.nn import LoRALinear, add_lora, merge_lora
+
+TEXT = "the quick brown fox jumps over the lazy dog. " * 40
+TINY = ["--max-steps", "4", "--warmup", "1", "--model-dim", "16", "--num-heads", "2",
+        "--num-layers", "2", "--dim-feedforward", "32", "--batch-size", "8", "--threads", "1",
+        "--lr", "1e-2"]
+
+
+def test_lora_linear_is_its_base_until_trained_and_merges_to_the_same_function():
+    torch.manual_seed(0)
+    base = nn.Linear(12, 6)
+    layer = LoRALinear(copy.deepcopy(base), rank=3, alpha=6.0)
+    x = torch.randn(5, 12)
+    assert torch.equal(layer(x), base(x))  # B starts at zero
+    with torch.no_grad():
+        layer.lora_B.normal_()
+    expected = x @ (base.weight + 2.0 * layer.lora_B @ layer.lora_A).T + base.bias  # α/r = 2
+    assert_close(layer(x), expected, atol=1e-6, rtol=1e-6)
+    merged = layer.merged()
+    assert type(merged) is nn.Linear
+    assert_close(merged(x), layer(x), atol=1e-6, rtol=1e-6)
+    for rank in (0, 7):
+        with pytest.raises(ValueError, match=r"rank must be in \[1, 6\]"):
+            LoRALinear(nn.Linear(12, 6), rank=rank, alpha=1.0)
+
+
+def test_lora_trains_only_its_update_and_the_merged_model_computes_the_same():
+    torch.manual_seed(0)
+    model = CausalLM(30, model_dim=16, num_heads=2, num_layers=2, max_len=16)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    wrapped = add_lora(model, rank=2, alpha=4.0)
+    assert len(wrapped) == 4  # qkv_proj and o_proj of each block
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2,
+                                  weight_decay=0.1)
+    ids = torch.randint(0, 30, (4, 16))
+    for _ in range(5):
+        model(ids).logsumexp(-1).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    trained = {k.replace(".base.", "."): v for k, v in model.state_dict().items()
+               if "lora_" not in k}
+    assert trained.keys() == before.keys()
+    assert all(torch.equal(trained[k], before[k]) for k in before)  # only A and B moved
+    assert any(not torch.equal(p, torch.zeros_like(p)) for n, p in model.named_parameters()
+               if n.endswith("lora_B"))
+    model.eval()
+    with torch.no_grad():
+        adapted = model(ids)
+        assert merge_lora(model) == 4
+        assert not any(isinstance(m, LoRALinear) for m in model.modules())
+        assert model.state_dict().keys() == before.keys()
+        assert_close(model(ids), adapted, atol=1e-5, rtol=1e-5)
+
+
+class _Snapshot:
+    """A callback keeping the model's weights as training starts."""
+
+    def __init__(self):
+        self.weights = None
+
+    def on_train_batch_start(self, loop, batch):
+        if self.weights is None:
+            self.weights = {k.replace(".base.", "."): v.detach().clone()
+                            for k, v in loop.module.model.state_dict().items()
+                            if "lora_" not in k}
+
+
+def _train_watched(monkeypatch, argv):
+    from attnlab.training import engine
+
+    snapshot = _Snapshot()
+    make_fabric = engine.make_fabric
+    monkeypatch.setattr(engine, "make_fabric", lambda cfg, *, callbacks=None: make_fabric(
+        cfg, callbacks=[*(callbacks or []), snapshot]))
+    assert main(argv) == 0
+    return snapshot.weights
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, moved", [
+    (["--lora-rank", "2"], lambda k: ".self_attn." in k and k.endswith("weight")),
+    (["--freeze", "all-but-last-1"],
+     lambda k: k.startswith(("decoder.layers.1.", "decoder.norm.", "token_embedding.",
+                             "lm_head."))),
+])
+def test_an_lm_run_trains_what_the_flags_say_and_saves_an_ordinary_model(
+        tmp_path, monkeypatch, capsys, flags, moved):
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "run"
+    start = _train_watched(monkeypatch, ["train", "lm", "--data", str(tmp_path / "text.txt"),
+                                         "--out", str(out), "--block-size", "16", *TINY, *flags])
+    err = capsys.readouterr().err
+    note = next(line for line in err.splitlines() if line.startswith("note: --"))
+    model, _ = attnlab.load(out)  # an ordinary CausalLM: its state dict loads as any other's
+    assert not any(isinstance(m, LoRALinear) for m in model.modules())
+    final = model.state_dict()
+    assert final.keys() == start.keys()
+    changed = {k for k in final if not torch.equal(final[k], start[k])}
+    # the tied head is the token embedding: it trains with the last block
+    assert changed and all(moved(k) for k in changed), sorted(changed)
+    # lm_head.weight is token_embedding.weight: counted once
+    trainable = sum(start[k].numel() for k in start if moved(k) and not k.startswith("lm_head."))
+    if flags[0] == "--freeze":
+        assert f"training {trainable:,} parameters; the model has" in note
+    else:  # A (2 x 16) and B (48 x 2 or 16 x 2) of 2 projections in 2 blocks
+        assert note.startswith("note: --lora-rank 2 (alpha 2) on 4 attention projections: "
+                               "training 384 parameters; the model has ")
+    import json
+    parameters = json.loads((out / "metrics.json").read_text())["parameters"]
+    assert note.endswith(f"the model has {parameters:,}")
+
+
+@pytest.mark.parametrize("task, flags, message", [
+    ("lm", ["--lora-rank", "17"], "--lora-rank 17 is above the model width (--model-dim 16)"),
+    ("lm", ["--lora-alpha", "4"], "--lora-alpha scales a LoRA update: give --lora-rank too"),
+    ("lm", ["--freeze", "encoder"], "--freeze encoder: this model has no encoder"),
+    ("lm", ["--freeze", "all-but-last-3"], "--freeze all-but-last-3: the model has 2 blocks"),
+    ("lm", ["--freeze", "last-2"], "--freeze must be none, encoder or all-but-last-N"),
+    ("lm", ["--freeze", "all-but-last-1", "--lora-rank", "2"],
+     "--freeze all-but-last-1 with --lora-rank: LoRA trains only its update"),
+    ("translate", ["--arch", "rnn", "--lora-rank", "2"],
+     "--lora-rank adapts attention projections; this model has none"),
+    ("translate", ["--arch", "rnn", "--freeze", "encoder"], "--freeze is for --arch transformer"),
+])
+def test_bad_adaptation_flags_are_one_line_before_the_run_directory(tmp_path, capsys, task,
+                                                                     flags, message):
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    data = ["--data", str(tmp_path / "text.txt")] if task == "lm" else []
+    sizes = ["--model-dim", "16", "--num-layers", "2"]
+    sizes += ["--num-heads", "2"] if "rnn" not in flags else []
+    assert main(["train", task, *data, "--out", str(tmp_path / "run"), *sizes, *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_translate_freeze_encoder_keeps_the_source_side(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    start = _train_watched(monkeypatch, ["train", "translate", "--out", str(out), *TINY,
+                                         "--freeze", "encoder", "--no-tie-embeddings"])
+    model, _ = attnlab.load(out)
+    final = model.state_dict()
+    source = [k for k in final if k.startswith(("src_embedding.", "transformer.encoder."))]
+    assert source and all(torch.equal(final[k], start[k]) for k in source)
+    assert any(not torch.equal(final[k], start[k]) for k in final
+               if k.startswith("transformer.decoder."))
+
+
+@pytest.mark.slow
+def test_classify_lora_trains_the_update_and_the_new_head(tmp_path, monkeypatch):
+    rows = ["text,label"] + [f"{w} is {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
+                             for i, w in enumerate(["this", "that", "it", "one"] * 20)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "run"
+    start = _train_watched(monkeypatch, ["train", "classify", "--data", str(tmp_path / "data.csv"),
+                                         "--out", str(out), *TINY, "--lora-rank", "2"])
+    model, _ = attnlab.load(out)
+    final = model.state_dict()
+    changed = {k for k in final if not torch.equal(final[k], start[k])}
+    assert any(k.startswith("output_net.") for k in changed)
+    assert any(".self_attn." in k for k in changed)
+    assert all(k.startswith("output_net.") or ".self_attn." in k for k in changed), changed
