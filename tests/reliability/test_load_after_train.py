@@ -1,8 +1,10 @@
-"""Every run `attnlab train` writes can be loaded again (#27): for each task and each
-architecture, a tiny run trains, then ``attnlab.load`` rebuilds its model and ``predict``
-answers. ``train`` and the loaders read one declaration of whether --model-dim is split among
+"""Every run `attnlab train` writes can be loaded again (#27, #28): for each task and each
+architecture, a tiny run trains, then ``attnlab.load`` rebuilds its model, ``predict`` answers,
+``evaluate`` scores its test split and ``view`` writes its attention page. ``train`` and the loaders read one declaration of whether --model-dim is split among
 --num-heads (``Task.heads_split_width``): graph attention and the recurrent translators
 trained with a width of 12 under 8 heads (or 10 under 4), and every command then refused the run."""
+import json
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ import attnlab
 from attnlab.cli import main
 from attnlab.data.jets import write_jets
 from tests.jets.test_task import synthetic_jets
+from tests.tasks.test_classify_sets import SET_ARGS, write_sets
 
 from .conftest import task_data
 
@@ -33,6 +36,8 @@ CASES = {
                             "--set-size", "5", "--batch-size", "16", *TRANSFORMER], "0 1 2 3 4"),
     "classify": ("classify", ["--data", "{classify}", "--batch-size", "16", *TRANSFORMER],
                  "the film was superb"),
+    "classify-sets": ("classify", ["--data", "{sets}", *SET_ARGS, "--batch-size", "16",
+                                   *TRANSFORMER], "-2,1;-1,3;0.5,2"),
     "translate-transformer": ("translate", ["--arch", "transformer", *TRANSLATE, *TRANSFORMER],
                               "seven"),
     "translate-rnn": ("translate", ["--arch", "rnn", *TRANSLATE, *UNSPLIT], "seven"),
@@ -44,16 +49,20 @@ CASES = {
                   "16", "--val-batches", "2", *TRANSFORMER], "the "),
     "jets": ("jets", ["--data", "{jets}", "--batch-size", "16", "--max-constituents", "30",
                       *TRANSFORMER], "{jets}:3"),
+    "jets-no-pair-bias": ("jets", ["--data", "{jets}", "--batch-size", "16", "--max-constituents",
+                                   "30", "--no-pair-bias", *TRANSFORMER], "{jets}:3"),
     "graph-gat": ("graph", ["--kind", "gat", *UNSPLIT], "33"),
     "graph-mean": ("graph", ["--kind", "mean", *UNSPLIT], "33"),
     "graph-mlp": ("graph", ["--kind", "mlp", *UNSPLIT], "33"),
 }
+NO_ATTENTION = {"graph-mean", "graph-mlp", "translate-rnn"}  # models with nothing to view
 
 
 @pytest.fixture(scope="module")
 def data_files(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("data")
     files = {k: str(v) for k, v in task_data(tmp).items()}
+    files["sets"] = str(write_sets(tmp / "clouds.csv"))
     files["jets"] = str(tmp / "jets.h5")
     write_jets(files["jets"], *synthetic_jets(40))
     return files
@@ -61,17 +70,28 @@ def data_files(tmp_path_factory):
 
 @pytest.mark.slow  # trains one run per case
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_trained_run_loads_and_predicts(case, data_files, tmp_path, capsys):
+def test_a_trained_run_loads_predicts_evaluates_and_views(case, data_files, tmp_path, capsys):
     task, flags, text = CASES[case]
     out = tmp_path / case
     flags = [f.format(**data_files) for f in flags]
+    text = text.format(**data_files)
     assert main(["train", task, "--out", str(out), *SMALL, *flags]) == 0
     loaded = attnlab.load(out)
     model = loaded[0] if isinstance(loaded, tuple) else loaded
     assert isinstance(model, torch.nn.Module) and not model.training
     capsys.readouterr()
-    assert main(["predict", str(out), "--input", text.format(**data_files)]) == 0
+    assert main(["predict", str(out), "--input", text]) == 0
     assert capsys.readouterr().out.strip()
+    assert main(["evaluate", str(out)]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics and all(isinstance(k, str) for k in metrics)
+    page = tmp_path / "view.html"
+    if case in NO_ATTENTION:  # refused in one line, naming what has attention
+        assert main(["view", str(out), "--input", text, "--out", str(page)]) == 2
+        assert "no attention" in capsys.readouterr().err and not page.exists()
+    else:
+        assert main(["view", str(out), "--input", text, "--out", str(page)]) == 0
+        assert page.stat().st_size > 1000
 
 
 @pytest.mark.parametrize("task, extra, refused", [
