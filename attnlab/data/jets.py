@@ -202,7 +202,15 @@ class _JetFile:
             raise UsageError(f"{self.where}: column E_{i} row {start + row} is "
                              f"{float(values[row, 4 * i]):g} (an energy must be >= 0; a zero "
                              f"row is padding)")
-        return values.reshape(len(values), -1, 4), self._labels(labels, start)
+        p4 = values.reshape(len(values), -1, 4)  # (n, nc, 4)
+        moving = np.argwhere((p4[..., 0] == 0) & (p4[..., 1:] != 0).any(-1))  # E = 0, p != 0
+        if len(moving):
+            row, i = moving[0]
+            c = int(np.flatnonzero(p4[row, i, 1:])[0]) + 1
+            raise UsageError(f"{self.where}: column E_{i} row {start + row} is 0 but "
+                             f"{self.columns[4 * i + c]} is {float(p4[row, i, c]):g} (a zero "
+                             f"energy marks padding, whose row is all zeros)")
+        return p4, self._labels(labels, start)
 
     def _labels(self, labels: np.ndarray, start: int) -> np.ndarray:
         wrong = np.flatnonzero(~np.isin(labels, (0, 1)))  # NaN too
@@ -343,7 +351,8 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
 
     Checked: the file exists and is HDF5 with the key ``table``; the columns E_i, PX_i, PY_i,
     PZ_i (i < max_constituents) and is_signal_new are there; no momentum is NaN or inf; no
-    energy is negative (zero rows are padding); every label is 0 or 1; there is at least one jet, and both classes.
+    energy is negative, nor zero beside a nonzero momentum (zero rows are padding); every
+    label is 0 or 1; there is at least one jet, and both classes.
 
     Args:
         path: the file.
