@@ -196,7 +196,8 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
     model = build_model(cfg)
     result = fit(ClassifierModule(model, cfg, steps), train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
-                 val_check_interval=min(cfg.get("val_every") or steps, len(train)))
+                 # --val-every as given (it was cut to one epoch, #27), else once an epoch
+                 val_check_interval=cfg.get("val_every") or min(steps, len(train)))
     metrics, extra = {}, None
     if result.is_global_zero:  # other DDP ranks write nothing
         scores, labels = score_split(model, parts["test"], cfg)

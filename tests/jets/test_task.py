@@ -172,6 +172,20 @@ def test_a_negative_energy_is_refused_where_the_jets_enter(jets_file, tmp_path, 
 
 
 @pytest.mark.slow
+def test_val_every_longer_than_an_epoch_is_honoured(jets_file, tmp_path):
+    """#27: --val-every N above the batches of an epoch was cut to one epoch without a word."""
+    import csv
+
+    out = tmp_path / "run"
+    assert main(["train", "jets", "--data", str(jets_file), "--out", str(out), *TINY,
+                 "--val-every", "14", "--max-steps", "28"]) == 0
+    epoch = -(-read_yaml(out / "config.yaml")["jets"]["train"] // 16)
+    assert epoch < 14  # the case: an epoch is shorter than --val-every
+    rows = list(csv.DictReader(open(out / "logs" / "metrics.csv")))
+    assert [int(r["step"]) for r in rows if r.get("val_loss")] == [14, 28]
+
+
+@pytest.mark.slow
 def test_the_real_process_trains_with_the_flags_of_the_docs(tmp_path):
     data = tmp_path / "jets.h5"
     write_jets(data, *synthetic_jets(40))
