@@ -9,7 +9,7 @@ import math
 import sys
 
 from .inputs import add_input_file_flags, one_or_file
-from .quantize import add_quantize_flag
+from .quantize import add_quantize_flag, note_if_slower
 from .threads import add_threads_flag, check_threads, use_threads
 
 # --stop's escapes (a shell passes "\n" as a backslash and an n; the docs' --stop "\n\n"
@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.add_argument("--prompt", metavar="TEXT")
     p.add_argument("--max-new-tokens", type=int, default=200, metavar="N",
                    help="tokens to generate at most (default 200)")
-    p.add_argument("--temperature", type=float, default=1.0, metavar="T",
+    p.add_argument("--temperature", type=float, metavar="T",
                    help="> 0 (at least 1e-6; for the most likely token use --greedy); lower is "
                         "more conservative (default 1.0)")
     p.add_argument("--top-k", type=int, metavar="K", help="sample among the K most likely tokens")
@@ -52,6 +52,16 @@ def _check(args) -> None:
 
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    # --greedy ignored every sampling option without a word (#27): refuse them together
+    sampling = [f"{name} {value}" for name, value in (
+        ("--temperature", args.temperature), ("--top-k", args.top_k), ("--top-p", args.top_p),
+        ("--seed", args.seed)) if value is not None]
+    if args.greedy and sampling:
+        raise UsageError(f"--greedy takes the most likely token, so {', '.join(sampling)} "
+                         f"would do nothing: drop {'it' if len(sampling) == 1 else 'them'}, or "
+                         f"drop --greedy to sample")
+    if args.temperature is None:
+        args.temperature = 1.0
     if not (args.temperature > 0 and math.isfinite(args.temperature)):
         raise UsageError(f"--temperature must be a finite number > 0, got {args.temperature}")
     if args.temperature < MIN_TEMPERATURE:  # logits / T would overflow float32 to inf (NaN)
@@ -187,6 +197,7 @@ def run(args) -> int:
     run_dir, cfg = check_run_dir(args.run_dir, tasks=("lm",), command="generate")
     use_threads(args, "one", run_dir)  # one prompt at a time, token by token
     task = get_task("lm")
+    note_if_slower(args.quantize, "lm", cfg)  # one prompt at a time: batch 1 each
     model, tokenizer = task.load(run_dir, cfg, quantize=args.quantize)
     all_ids = each_input(prompts, labels,
                          lambda p: task.encode_prompt(tokenizer, p, what="--input"))

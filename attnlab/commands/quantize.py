@@ -1,11 +1,21 @@
 """``--quantize int8`` of ``generate``, ``translate`` and ``evaluate`` (lm and translate runs):
 run the trained model with int8 weights in every linear layer (``attnlab.nn.quantize``).
 
-Measured by ``benchmarks/quantize_int8.py`` (numbers in benchmarks/RESULTS.md): greedy
-generation at batch 1 several times faster than float32 on the same weights, with validation
-perplexity within 1%. ``evaluate --quantize int8`` shows what it costs on your own run.
+Where it is faster depends on the model's width and, for ``translate``, on how many texts it
+is given (measured by ``benchmarks/quantize_where.py``; the numbers are in
+benchmarks/RESULTS.md, "quantize_where", #27 item 11): int8 weights save reading bytes, which
+pays only once the matrix products dominate a decoding step, while a narrower model's step is
+mostly Python and small kernels, and the int8 layer's per-call quantisation of its input costs
+more than it saves. ``translate --quantize int8`` decodes one text at a time (its rounding is
+by each call's range, so a batch would make a text's translation depend on its neighbours),
+while float32 decodes them all as one batch, so several texts are slower in int8 at any width.
+``INT8_FASTER_FROM`` and ``int8_slower`` state that rule once; ``generate`` and ``translate``
+print its one-line note on stderr. ``evaluate --quantize int8`` shows what int8 costs in
+accuracy on your own run.
 """
 from __future__ import annotations
+
+import sys
 
 from ..errors import UsageError
 
@@ -16,8 +26,10 @@ QUANTIZE_TASKS = ("lm", "translate")
 def add_quantize_flag(parser) -> None:
     parser.add_argument(
         "--quantize", choices=QUANTIZE_CHOICES, metavar="int8",
-        help="run the model with int8 weights in its linear layers (CPU; faster decoding, "
-             "slightly different numbers: `evaluate --quantize int8` measures them)")
+        help="run the model with int8 weights in its linear layers (CPU; faster decoding of "
+             "one sequence from about 256 model dims (lm) or 384 (translate), slower below "
+             "and for several texts to translate; slightly different numbers: `evaluate "
+             "--quantize int8` measures them)")
 
 
 def quantize_refusal(kind: str | None, task: str, run_dir) -> str | None:
@@ -32,3 +44,39 @@ def check_quantize(kind: str | None, task: str, run_dir) -> None:
     why = quantize_refusal(kind, task, run_dir)
     if why:
         raise UsageError(f"--quantize {why}")
+
+
+
+# The width (model_dim) from which int8 decoded one sequence faster than float32 here
+# (benchmarks/quantize_where.py; benchmarks/RESULTS.md, "quantize_where")
+INT8_FASTER_FROM = {"lm": 256, "translate": 384}
+
+
+def int8_slower(task: str, width: int, texts: int = 1) -> str | None:
+    """Why ``--quantize int8`` will likely be slower than float32 for a ``task`` model
+    ``width`` wide decoding ``texts`` inputs (``translate``: the texts float32 would batch),
+    as a note to print; None where int8 was measured faster.
+
+    Examples:
+        >>> int8_slower("lm", 384) is None
+        True
+        >>> int8_slower("lm", 128)  # doctest: +ELLIPSIS
+        '... this model is 128 wide, and int8 decoding was faster only from 256 wide ...'
+    """
+    if task == "translate" and texts > 1:
+        return (f"--quantize int8 is likely slower than float32 here: it translates the "
+                f"{texts} texts one at a time, float32 in one batch (int8 was slower for "
+                f"several texts at every width measured: benchmarks/RESULTS.md, quantize_where)")
+    least = INT8_FASTER_FROM.get(task)
+    if least is not None and width < least:
+        return (f"--quantize int8 is likely slower than float32 here: this model is {width} "
+                f"wide, and int8 decoding was faster only from {least} wide "
+                f"(benchmarks/RESULTS.md, quantize_where)")
+    return None
+
+
+def note_if_slower(kind: str | None, task: str, cfg: dict, texts: int = 1) -> None:
+    """Print ``int8_slower``'s note on stderr when ``--quantize`` is set and it applies."""
+    why = int8_slower(task, int(cfg.get("model_dim") or 0), texts) if kind else None
+    if why:
+        print(f"note: {why}", file=sys.stderr, flush=True)

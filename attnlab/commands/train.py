@@ -115,13 +115,16 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     task.check_settings(cfg)
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
         cfg.pop(name, None)
+    if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
+        cfg.pop("max_steps", None)     # recorded beside it, unused (#27)
     return cfg
 
 
 def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:
     """--epochs and --max-steps are two ways to give one budget: with both, --epochs won and
     --max-steps was ignored, yet config.yaml recorded both (#27). Refuse the pair, from flags
-    or --config, and a --max-steps given to --resume a run whose budget is --epochs."""
+    or --config, and a --max-steps given to --resume a run whose budget is --epochs (or
+    --epochs to one whose budget is --max-steps)."""
     named = {**file_cfg, **given}
     epochs, steps = named.get("epochs"), named.get("max_steps")
     if epochs is not None and steps is not None:
@@ -130,6 +133,10 @@ def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str
     if steps is not None and saved.get("epochs"):
         raise UsageError(f"--max-steps {steps}: this run's budget is --epochs {saved['epochs']} "
                          f"(its config.yaml); give --epochs to change it")
+    if epochs is not None and saved and not saved.get("epochs"):
+        raise UsageError(f"--epochs {epochs}: this run's budget is --max-steps "
+                         f"{saved.get('max_steps')} (its config.yaml); give --max-steps to "
+                         f"change it")
 
 
 def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:

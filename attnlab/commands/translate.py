@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .inputs import add_input_file_flags, read_inputs, write_results
-from .quantize import add_quantize_flag
+from .quantize import add_quantize_flag, note_if_slower
 from .threads import add_threads_flag, check_threads, use_threads
 
 # More beams than this only cost time (each step scores beams × vocabulary candidates); a
@@ -56,8 +56,15 @@ def run(args) -> int:
     if args.input_file is not None:
         args.texts, labels = read_inputs(args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=("translate",), command="translate")
+    beams = args.beam or cfg.get("beam") or 1
+    if args.length_penalty is not None and beams == 1:  # greedy ignored it without a word (#27)
+        whose = "" if args.beam else ", the run's setting"
+        raise UsageError(f"--length-penalty {args.length_penalty} is for beam search, and this "
+                         f"translation is greedy (--beam {beams}{whose}); give --beam N > 1 "
+                         f"with it, or drop it")
     use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     task = get_task("translate")
+    note_if_slower(args.quantize, "translate", cfg, len(args.texts))
     found = task.translate(run_dir, cfg, args.texts, num_beams=args.beam,
                            length_penalty=args.length_penalty, quantize=args.quantize,
                            labels=labels)

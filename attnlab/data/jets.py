@@ -194,7 +194,23 @@ class _JetFile:
             kind = "NaN" if np.isnan(values[row, col]) else "inf"
             raise UsageError(f"{self.where}: column {self.columns[col]} row {start + row} "
                              f"is {kind}")
-        return values.reshape(len(values), -1, 4), self._labels(labels, start)
+        # E <= 0 is how the files mark padding (``constituent_mask``: E > 0), so a negative
+        # energy was silently dropped as padding (#27 item 21): refuse it where it enters
+        negative = np.argwhere(values[:, 0::4] < 0)  # (hits, 2): row, constituent
+        if len(negative):
+            row, i = negative[0]
+            raise UsageError(f"{self.where}: column E_{i} row {start + row} is "
+                             f"{float(values[row, 4 * i]):g} (an energy must be >= 0; a zero "
+                             f"row is padding)")
+        p4 = values.reshape(len(values), -1, 4)  # (n, nc, 4)
+        moving = np.argwhere((p4[..., 0] == 0) & (p4[..., 1:] != 0).any(-1))  # E = 0, p != 0
+        if len(moving):
+            row, i = moving[0]
+            c = int(np.flatnonzero(p4[row, i, 1:])[0]) + 1
+            raise UsageError(f"{self.where}: column E_{i} row {start + row} is 0 but "
+                             f"{self.columns[4 * i + c]} is {float(p4[row, i, c]):g} (a zero "
+                             f"energy marks padding, whose row is all zeros)")
+        return p4, self._labels(labels, start)
 
     def _labels(self, labels: np.ndarray, start: int) -> np.ndarray:
         wrong = np.flatnonzero(~np.isin(labels, (0, 1)))  # NaN too
@@ -242,24 +258,27 @@ def read_settings(path: str | Path) -> dict[str, Any] | None:
         return json.loads(attrs[SETTINGS_ATTR]) if SETTINGS_ATTR in attrs else None
 
 
-def count_jets(path: str | Path) -> int:
-    """The number of jets (rows) in a jets file, read from its metadata.
+def count_jets(path: str | Path, what: str = "") -> int:
+    """The number of jets (rows) in a jets file, read from its metadata; ``what`` (the flag it
+    came from) starts the messages.
 
     Raises:
         UsageError: as ``check_jet_file`` for the file's structure (not its values).
     """
-    with _JetFile(path) as jets:
+    with _JetFile(path, what) as jets:
         return jets.nrows
 
 
 def read_jets(path: str | Path, start: int = 0, stop: int | None = None, *,
-              max_constituents: int = MAX_CONSTITUENTS) -> tuple[np.ndarray, np.ndarray]:
+              max_constituents: int = MAX_CONSTITUENTS,
+              what: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Jets ``start`` .. ``stop - 1`` of a file (only those rows are read from disk).
 
     Args:
         path: a jets file (reference layout, "table" or "fixed" pandas format).
         start, stop: the row range; ``stop=None`` is the end of the file.
         max_constituents: keep the first (hardest) this many constituents of each jet.
+        what: the flag the file came from, to start the messages ("--input").
 
     Returns:
         (p4, labels): p4 (n, max_constituents, 4) float32 [E, px, py, pz] in GeV, zero rows for
@@ -267,7 +286,8 @@ def read_jets(path: str | Path, start: int = 0, stop: int | None = None, *,
 
     Raises:
         UsageError: a missing or unreadable file, missing columns, rows out of range, or a
-            NaN/inf momentum or a label other than 0/1 in the rows read (column and row named).
+            NaN/inf momentum, a negative energy or a label other than 0/1 in the rows read
+            (column and row named).
 
     Examples:
         >>> p4 = np.zeros((3, 2, 4)); p4[:, 0] = [[50, 30, 0, 40], [10, 6, 8, 0], [5, 3, 0, 4]]
@@ -276,7 +296,7 @@ def read_jets(path: str | Path, start: int = 0, stop: int | None = None, *,
         >>> p4.shape, p4[0, 0].tolist(), labels.tolist()
         ((2, 2, 4), [10.0, 6.0, 8.0, 0.0], [0, 1])
     """
-    with _JetFile(path, max_constituents=max_constituents) as jets:
+    with _JetFile(path, what, max_constituents) as jets:
         return jets.read(start, stop)
 
 
@@ -330,7 +350,8 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
     """Check a whole jets file, reading it a chunk at a time; return its number of jets.
 
     Checked: the file exists and is HDF5 with the key ``table``; the columns E_i, PX_i, PY_i,
-    PZ_i (i < max_constituents) and is_signal_new are there; no momentum is NaN or inf; every
+    PZ_i (i < max_constituents) and is_signal_new are there; no momentum is NaN or inf; no
+    energy is negative, nor zero beside a nonzero momentum (zero rows are padding); every
     label is 0 or 1; there is at least one jet, and both classes.
 
     Args:

@@ -64,7 +64,8 @@ class CausalLM(nn.Module):
             scores) or "none".
         activation: feed-forward activation ("gelu", "gelu_tanh" = GPT-2's gelu_new, "relu", "silu").
         layer_norm_eps: LayerNorm epsilon.
-        bias: biases in the linear layers and attention.
+        bias: biases in the linear layers, attention and LayerNorms (False: none, as
+            nanoGPT's ``bias=False``).
         attention_dropout: dropout on the attention weights.
 
     Raises:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..activation_names import ACTIVATIONS
 from ..positional_names import positional_names
 from ..settings import setting
 
@@ -86,10 +87,11 @@ class CausalLMConfig(ModelConfig):
                                            "(--no-tie-weights: a separate output matrix)")
     positional: str = setting("learned", help="position encoding",
                               choices=positional_names())
-    activation: str = setting("gelu", help="feed-forward activation", flag=False)
-    layer_norm_eps: float = setting(1e-5, help="LayerNorm epsilon", low=0, above=True,
-                                    flag=False)
-    bias: bool = setting(True, help="biases in the linear layers", flag=False)
+    activation: str = setting("gelu", help="feed-forward activation (gelu_tanh: GPT-2's)",
+                              choices=ACTIVATIONS)
+    layer_norm_eps: float = setting(1e-5, help="LayerNorm epsilon", low=0, above=True)
+    bias: bool = setting(True, help="biases in the linear layers and LayerNorms "
+                                    "(--no-bias: none, nanoGPT's recipe)")
     attention_dropout: float = setting(0.0, help="dropout on the attention weights", low=0, below=1)
 
     def __post_init__(self) -> None:

@@ -54,9 +54,10 @@ class _Block(nn.Module):
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
 
     def _setup(self, input_dim: int, norm_first: bool, layer_norm_eps: float,
-               norm: NormFactory | None, count: int) -> None:
+               norm: NormFactory | None, count: int, bias: bool) -> None:
         self.norm_first = norm_first
-        make = norm or (lambda d: nn.LayerNorm(d, eps=layer_norm_eps))
+        # bias=False drops the LayerNorms' shift too, as nanoGPT's GPT(bias=False) does
+        make = norm or (lambda d: nn.LayerNorm(d, eps=layer_norm_eps, bias=bias))
         for i in range(1, count + 1):
             setattr(self, f"norm{i}", make(input_dim))
 
@@ -78,7 +79,7 @@ class EncoderBlock(_Block):
         norm_first: pre-LN instead of the paper's post-LN.
         activation: feed-forward activation ("relu", "gelu", "gelu_tanh", "silu").
         layer_norm_eps: LayerNorm epsilon (BERT uses 1e-12).
-        bias: biases in the linear layers.
+        bias: biases in the linear layers and the default LayerNorms.
         attention_dropout: dropout on the attention weights.
         attn: the self-attention module (default: ``MultiheadAttention(D, D, H)`` with the
             options above); generation calls its ``step``.
@@ -110,7 +111,7 @@ class EncoderBlock(_Block):
             pos_embeddings=pos_embeddings, attn_bias=attn_bias)
         self.linear_net = ff if ff is not None else FeedForward(
             input_dim, dim_feedforward, dropout, activation=activation, bias=bias)
-        self._setup(input_dim, norm_first, layer_norm_eps, norm, 2)
+        self._setup(input_dim, norm_first, layer_norm_eps, norm, 2, bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Tensor | None = None, *, is_causal: bool = False,
@@ -168,7 +169,7 @@ class DecoderBlock(_Block):
         activation: feed-forward activation.
         memory_dim: width of the encoder memory (default: D).
         layer_norm_eps: LayerNorm epsilon.
-        bias: biases in the linear layers.
+        bias: biases in the linear layers and the default LayerNorms.
         attention_dropout: dropout on the attention weights.
         attn: the self-attention part (default built from the arguments above).
         cross_attn: the cross-attention part (default built from the arguments above).
@@ -204,7 +205,7 @@ class DecoderBlock(_Block):
             kv_dim=memory_dim or input_dim)
         self.linear_net = ff if ff is not None else FeedForward(
             input_dim, dim_feedforward, dropout, activation=activation, bias=bias)
-        self._setup(input_dim, norm_first, layer_norm_eps, norm, 3)
+        self._setup(input_dim, norm_first, layer_norm_eps, norm, 3, bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,

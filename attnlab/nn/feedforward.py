@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from ..activation_names import ACTIVATIONS  # torch-free: configs offer them as choices
 from .quantize import linear
 
 __all__ = ["FeedForward", "make_activation", "ACTIVATIONS"]
-
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
 def make_activation(name: str) -> nn.Module:

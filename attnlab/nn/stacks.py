@@ -23,7 +23,8 @@ def _final_norm(final_norm: bool | None, block_args: dict) -> nn.Module:
         final_norm = block_args.get("norm_first", False)
     if not final_norm:
         return nn.Identity()
-    return nn.LayerNorm(block_args["input_dim"], eps=block_args.get("layer_norm_eps", 1e-5))
+    return nn.LayerNorm(block_args["input_dim"], eps=block_args.get("layer_norm_eps", 1e-5),
+                        bias=block_args.get("bias", True))
 
 
 def _check_layers(num_layers: int) -> None:

@@ -92,9 +92,9 @@ def run(task: Task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
     from ..training import finish, fit  # Lightning: here only, never for predict
     from ..training.classifier import ClassifierModule
 
-    if cfg.get("epochs"):
-        cfg["max_steps"] = cfg["epochs"] * math.ceil(cfg["train_sets"] / cfg["batch_size"])
-    steps = cfg["max_steps"]
+    # config.yaml keeps --epochs alone as the budget (#27): the steps are not written back
+    steps = (cfg["epochs"] * math.ceil(cfg["train_sets"] / cfg["batch_size"])
+             if cfg.get("epochs") else cfg["max_steps"])
     val_loader = DataLoader(fixed_sets("val", cfg).materialize(), batch_size=500)
     model = build_model(cfg)
     module = ClassifierModule(model, cfg, steps)

@@ -54,8 +54,9 @@ def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[s
 
     Examples:
         >>> from attnlab.models.configs import CausalLMConfig
-        >>> model_defaults(CausalLMConfig)
-        {'tie_weights': True, 'positional': 'learned', 'attention_dropout': 0.0}
+        >>> model_defaults(CausalLMConfig)  # doctest: +NORMALIZE_WHITESPACE
+        {'tie_weights': True, 'positional': 'learned', 'activation': 'gelu',
+         'layer_norm_eps': 1e-05, 'bias': True, 'attention_dropout': 0.0}
     """
     return defaults(config, only=exposed(config) if names is None else names)
 

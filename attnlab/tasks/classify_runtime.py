@@ -273,14 +273,14 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
     splits = task.splits(cfg)
     tokenizer, inputs = _prepare(cfg, splits)
     train = _Batches(inputs, _targets(splits["train"], cfg["labels"]), cfg["batch_size"], cfg["seed"])
-    if cfg.get("epochs"):
-        cfg["max_steps"] = cfg["epochs"] * train.num_batches
+    # config.yaml keeps --epochs alone as the budget (#27): the steps are not written back
+    steps = cfg["epochs"] * train.num_batches if cfg.get("epochs") else cfg["max_steps"]
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)
     model = build_model(cfg)
-    module = ClassifierModule(model, cfg, cfg["max_steps"])
-    result = fit(module, train, val_loader, cfg, run_dir, max_steps=cfg["max_steps"],
-                 val_check_interval=cfg.get("val_every") or min(train.num_batches, cfg["max_steps"]))
+    module = ClassifierModule(model, cfg, steps)
+    result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
+                 val_check_interval=cfg.get("val_every") or min(train.num_batches, steps))
     if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
     scores, preds, targets = _test_metrics(cfg, model, tokenizer, splits["test"])

@@ -196,7 +196,8 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
     model = build_model(cfg)
     result = fit(ClassifierModule(model, cfg, steps), train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
-                 val_check_interval=min(cfg.get("val_every") or steps, len(train)))
+                 # --val-every as given (it was cut to one epoch, #27), else once an epoch
+                 val_check_interval=cfg.get("val_every") or min(steps, len(train)))
     metrics, extra = {}, None
     if result.is_global_zero:  # other DDP ranks write nothing
         scores, labels = score_split(model, parts["test"], cfg)
@@ -353,22 +354,26 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict
 
 
 def read_input(text: str, cfg: dict[str, Any],
-               checked: dict[str, int] | None = None) -> tuple[torch.Tensor, int]:
+               counted: dict[str, int] | None = None) -> tuple[torch.Tensor, int]:
     """``FILE:ROW`` -> (that jet (1, N, 4), its label); ``UsageError`` naming --input.
-    ``checked`` (file -> its jets) keeps each file's whole-file check to once per call of many
-    inputs."""
+    Only the file's layout and that row are read and checked (#27 item 21: the whole file was,
+    and a bad value in another row refused the input); ``counted`` (file -> its jets) keeps
+    each file's layout check to once per call of many inputs."""
     path, sep, row = text.strip().rpartition(":")
     if not sep or not path or not row.strip().isdecimal():
         raise UsageError(f"--input must be FILE:ROW (a jets file and a row number from 0), "
                          f"got {text.strip()!r}")
-    checked = {} if checked is None else checked
-    if path not in checked:
-        checked[path] = check_jet_file(path, "--input", max_constituents=cfg["max_constituents"])
-    n, row = checked[path], int(row)
+    counted = {} if counted is None else counted
+    if path not in counted:
+        counted[path] = count_jets(path, "--input")
+    n, row = counted[path], int(row)
+    if n == 0:
+        raise UsageError(f"--input {text.strip()}: {path} has no jets")
     if row >= n:
         raise UsageError(f"--input {text.strip()}: row {row} is past the end of {path} "
                          f"({n:,} jets: rows 0..{n - 1})")
-    p4, labels = read_jets(path, row, row + 1, max_constituents=cfg["max_constituents"])
+    p4, labels = read_jets(path, row, row + 1, max_constituents=cfg["max_constituents"],
+                           what="--input")
     if not bool((p4[..., 0] > 0).any()):  # every energy zero: all padding, nothing to tag
         raise UsageError(f"--input {text.strip()}: row {row} of {path} has no constituents "
                          f"(every energy is 0)")
@@ -380,9 +385,9 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each ``FILE:ROW`` jet's class and probabilities; the jets zero-padded into batches (the
     tagger ignores padding)."""
-    checked: dict[str, int] = {}  # each file is checked whole once, not once per line
+    counted: dict[str, int] = {}  # each file's layout is checked once, not once per line
     jets = each_input(texts, labels,  # (N_i, 4) each
-                      lambda text: read_input(text, cfg, checked)[0][0])
+                      lambda text: read_input(text, cfg, counted)[0][0])
     model = load(task, run_dir, cfg)
     found = []
     for start in range(0, len(jets), EVAL_BATCH):

@@ -147,9 +147,11 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
 
     tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
-    B, max_steps = cfg["batch_size"], cfg["max_steps"]
+    B = cfg["batch_size"]
     if cfg.get("epochs"):  # an epoch: every token seen once, in non-overlapping windows
         max_steps = cfg["epochs"] * max(1, train_tokens // (cfg["block_size"] * B))
+    else:
+        max_steps = cfg["max_steps"]
     model = build_model(cfg)
     val_every = cfg.get("val_every")
     result = fit(LMModule(model, cfg, max_steps), random_windows(train, B, max_steps, cfg["seed"]),

@@ -152,14 +152,20 @@ class TranslateTask(Task):
         else:
             groups.append((["src_column", "tgt_column", "test"],
                            "for --data FILE only; the built-in data is --dataset"))
+        if cfg.get("beam", 1) == 1:  # it was taken and ignored (#27)
+            groups.append((["length_penalty"],
+                           "for beam search (--beam N > 1) only; with --beam 1 the test "
+                           "translations are greedy"))
         return groups
 
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
         """The other data source's settings, but for --src-column and --tgt-column, by which
-        ``evaluate --data FILE`` reads a file's pairs for a run on the built-in data too; a
+        ``evaluate --data FILE`` reads a file's pairs for a run on the built-in data too (and
+        --length-penalty, which ``translate --beam N`` of a greedy run uses); a
         recurrent --arch still records the Transformer's settings, as its model is built from
         the same ``Seq2SeqConfig`` (vocabularies, special ids), which requires them."""
-        kept = {*TRANSFORMER_ONLY, "src_column", "tgt_column"}
+        kept = {*TRANSFORMER_ONLY, "src_column", "tgt_column",
+                "length_penalty"}  # `translate --beam N` of the run reads it
         return [name for name in super().unrecorded_settings(cfg) if name not in kept]
 
     def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,

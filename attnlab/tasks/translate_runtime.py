@@ -184,7 +184,8 @@ def _fit_tokenizers(cfg: dict[str, Any], sample, test) -> TranslationTokenizers:
 def _train_loader(cfg: dict[str, Any], train, tok: TranslationTokenizers):
     """(training batches, max_steps, validation interval): the built-in stream is endless, so
     it trains for --max-steps and validates five times; --data trains for --max-steps or
-    --epochs and validates once per epoch."""
+    --epochs and validates once per epoch, or every --val-every steps when given (it was
+    ignored, #27)."""
     bs = cfg["batch_size"]
     if cfg["data"] is None:
         max_steps = cfg["max_steps"]
@@ -194,7 +195,8 @@ def _train_loader(cfg: dict[str, Any], train, tok: TranslationTokenizers):
                          seed=cfg["seed"])
     steps_per_epoch = -(-len(train) // bs)
     max_steps = cfg["epochs"] * steps_per_epoch if cfg.get("epochs") else cfg["max_steps"]
-    return loader, max_steps, None
+    every = cfg.get("val_every")
+    return loader, max_steps, min(every, max_steps) if every else None
 
 
 def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:

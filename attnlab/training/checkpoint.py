@@ -27,14 +27,34 @@ import torch
 
 from ..errors import UsageError
 
-__all__ = ["checkpoint_dir", "read_checkpoint", "check_fits", "capture_rng", "restore_rng",
-           "FORMAT"]
+__all__ = ["checkpoint_dir", "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
+           "restore_rng", "FORMAT"]
 
 FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "checkpoints"
+
+
+def check_epochs(epochs: int | None, max_steps: int, done: int) -> None:
+    """``--resume`` with an ``--epochs`` whose steps (``max_steps``: ``epochs`` times the task's
+    batches per epoch, known once its data is loaded) are fewer than the ``done`` steps of the
+    checkpoint is refused, as ``--max-steps`` below them is before the run starts (#27): it
+    would stop at once, test the model and record the smaller budget in place of the run's.
+
+    Examples:
+        >>> check_epochs(2, 64, 40)
+        >>> check_epochs(1, 32, 40)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: --epochs 1 (32 steps) is below the 40 steps this run has ...
+    """
+    if not epochs or done <= max_steps:
+        return
+    per_epoch = max(1, max_steps // epochs)
+    raise UsageError(f"--epochs {epochs} ({max_steps} steps) is below the {done} steps this run "
+                     f"has done (an epoch is {per_epoch} steps); give at least --epochs "
+                     f"{-(-done // per_epoch)}, or start a new run with another --out")
 
 
 def capture_rng() -> dict[str, Any]:

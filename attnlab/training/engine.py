@@ -36,8 +36,8 @@ import torch
 
 from ..errors import Interrupted, UsageError
 from ..runs import readable, save_weights, write_metrics, write_yaml
-from .checkpoint import (FORMAT, capture_rng, check_fits, checkpoint_dir, read_checkpoint,
-                         restore_rng)
+from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
+                         read_checkpoint, restore_rng)
 from .csvlog import CSVLog, keep_previous_log
 from .adapt import adapt, merge_lora, parameter_share
 from .hardware import check_hardware, make_fabric  # noqa: F401  (check_hardware: commands/train)
@@ -225,6 +225,7 @@ class Loop:
             return None
         state = read_checkpoint(last)
         check_fits(last, state, self.module)
+        check_epochs(self.cfg.get("epochs"), self.max_steps, int(state["global_step"]))
         if self.fabric.is_global_zero:
             keep_previous_log(self.run_dir / "logs")
         return state

@@ -108,3 +108,16 @@ def test_generate_runs_without_lightning_and_fails_cleanly(run, tmp_path):
     missing = subprocess.run([sys.executable, "-m", "attnlab", "prepare", str(tmp_path / "no.txt"),
                               "--out", str(tmp_path / "d")], capture_output=True, text=True)
     assert missing.returncode == 2 and missing.stderr.strip() == f"attnlab: error: file not found: {tmp_path / 'no.txt'}"
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--top-k", "5"], "--top-k 5 would do nothing: drop it"),
+    (["--temperature", "0.7", "--seed", "3"], "--temperature 0.7, --seed 3 would do nothing: "
+                                              "drop them"),
+])
+def test_greedy_refuses_the_sampling_options_it_would_ignore(tmp_path, capsys, flags, named):
+    """#27: `generate --greedy` with --temperature, --top-k, --top-p or --seed ignored them
+    without a word; refused before the run is read."""
+    assert main(["generate", str(tmp_path / "nope"), "--prompt", "x", "--greedy", *flags]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --greedy takes the most likely token, "
+                                       f"so {named}, or drop --greedy to sample\n")

@@ -153,3 +153,17 @@ def test_the_attention_pictures_refuse_the_same_digits(run_dir, tmp_path, capsys
     assert err.count("\n") == 1 and "--input (1000000) is outside the numbers this run was " \
         "trained on: 0 to 999,999" in err, err
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_length_penalty_for_greedy_decoding_is_refused(run_dir, capsys):
+    """#27: `translate --length-penalty F` of a greedy run (--beam 1, the run's setting) was
+    taken and ignored; with --beam N > 1 it applies."""
+    assert main(["translate", str(run_dir), "three", "--length-penalty", "0.5"]) == 2
+    assert capsys.readouterr().err == (
+        "attnlab: error: --length-penalty 0.5 is for beam search, and this translation is "
+        "greedy (--beam 1, the run's setting); give --beam N > 1 with it, or drop it\n")
+    assert main(["translate", str(run_dir), "three", "--length-penalty", "0.5", "--beam",
+                 "1"]) == 2
+    assert main(["translate", str(run_dir), "three", "--length-penalty", "0.5", "--beam",
+                 "2"]) == 0

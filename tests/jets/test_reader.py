@@ -175,3 +175,32 @@ def test_a_range_past_the_end_names_it(tmp_path):
         read_jets(path, 3, 9)
     with pytest.raises(ValueError, match="chunk_size"):
         iter_jets(path, 0)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_negative_energy_is_refused_not_taken_as_padding(tmp_path, fmt):
+    """#27 item 21: the mask is E > 0, so E < 0 silently became padding; every reader refuses
+    it, naming the column, row and value; a zero energy elsewhere (padding) is still read."""
+    p4, labels = reference_jets(6)
+    p4[4, 2, 0] = -3.25
+    path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
+    says = f"{path}: column E_2 row 4 is -3.25 (an energy must be >= 0; a zero row is padding)"
+    for read in (lambda: read_jets(path), lambda: list(iter_jets(path, 2)),
+                 lambda: check_jet_file(path, what="--data")):
+        with pytest.raises(UsageError) as err:
+            read()
+        assert str(err.value).endswith(says), err.value
+    assert str(err.value) == f"--data {says}"
+    assert read_jets(path, 0, 4)[0].shape == (4, 200, 4)  # the rows before it are fine
+
+
+def test_a_zero_energy_with_momentum_is_refused_not_taken_as_padding(tmp_path):
+    """#27: E = 0 marks padding, so a constituent with E = 0 but a momentum was dropped
+    silently, as a negative energy was."""
+    p4, labels = reference_jets(4)
+    p4[2, 1] = [0.0, 0.0, -7.5, 1.0]
+    path = write_reference(tmp_path / "zero.h5", p4, labels, "table")
+    with pytest.raises(UsageError) as err:
+        read_jets(path)
+    assert str(err.value) == (f"{path}: column E_1 row 2 is 0 but PY_1 is -7.5 (a zero energy "
+                              f"marks padding, whose row is all zeros)")

@@ -134,6 +134,58 @@ def test_predict_refuses_a_jet_with_no_constituents(jets_run, jets_file, tmp_pat
 
 
 @pytest.mark.slow
+def test_predict_reads_only_its_row_of_the_file(jets_run, jets_file, tmp_path, capsys):
+    """#27 item 21: a NaN or a negative energy in row 9 refused `--input FILE:3` (the whole
+    file was checked); row 3 is answered as in the clean file, and row 9 is refused, naming
+    the column, row and value."""
+    assert main(["predict", str(jets_run), "--input", f"{jets_file}:3"]) == 0
+    clean = capsys.readouterr().out.strip().splitlines()[-1]
+    df = pd.read_hdf(jets_file, "table")
+    for column, value, says in (("PX_2", float("nan"), "is NaN"),
+                                ("E_1", -4.5, "is -4.5 (an energy must be >= 0; a zero row is "
+                                              "padding)")):
+        bad = tmp_path / f"bad_{column}.h5"
+        broken = df.copy()
+        broken.loc[broken.index[9], column] = value
+        broken.to_hdf(bad, key="table", format="table")
+        assert main(["predict", str(jets_run), "--input", f"{bad}:3"]) == 0
+        assert capsys.readouterr().out.strip().splitlines()[-1] == clean
+        assert main(["predict", str(jets_run), "--input", f"{bad}:9"]) == 2
+        assert capsys.readouterr().err == (
+            f"attnlab: error: --input {bad}: column {column} row 9 {says}\n")
+
+
+@pytest.mark.slow
+def test_a_negative_energy_is_refused_where_the_jets_enter(jets_file, tmp_path, capsys):
+    """#27 item 21: E < 0 was taken as padding (the mask is E > 0), silently dropping the
+    constituent; train, evaluate and predict now refuse the file before a run directory."""
+    df = pd.read_hdf(jets_file, "table")
+    df.loc[df.index[17], "E_0"] = -120.0
+    bad = tmp_path / "negative.h5"
+    df.to_hdf(bad, key="table", format="table")
+    out = tmp_path / "run"
+    assert main(["train", "jets", "--data", str(bad), "--out", str(out), *TINY]) == 2
+    assert capsys.readouterr().err == (
+        f"attnlab: error: --data {bad}: column E_0 row 17 is -120 (an energy must be >= 0; a "
+        f"zero row is padding)\n")
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_val_every_longer_than_an_epoch_is_honoured(jets_file, tmp_path):
+    """#27: --val-every N above the batches of an epoch was cut to one epoch without a word."""
+    import csv
+
+    out = tmp_path / "run"
+    assert main(["train", "jets", "--data", str(jets_file), "--out", str(out), *TINY,
+                 "--val-every", "14", "--max-steps", "28"]) == 0
+    epoch = -(-read_yaml(out / "config.yaml")["jets"]["train"] // 16)
+    assert epoch < 14  # the case: an epoch is shorter than --val-every
+    rows = list(csv.DictReader(open(out / "logs" / "metrics.csv")))
+    assert [int(r["step"]) for r in rows if r.get("val_loss")] == [14, 28]
+
+
+@pytest.mark.slow
 def test_the_real_process_trains_with_the_flags_of_the_docs(tmp_path):
     data = tmp_path / "jets.h5"
     write_jets(data, *synthetic_jets(40))

@@ -130,28 +130,32 @@ class _Crash(Exception):
     """Stands in for the process dying mid-run."""
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("how", ["flag", "config"])
-def test_resume_with_a_budget_below_the_steps_done_is_refused(tmp_path, capsys, monkeypatch, how):
-    """#27: an interrupted run resumed with --max-steps below its steps finished at once,
-    tested the model and recorded the smaller budget in config.yaml, losing the run's own."""
+def crash_after(monkeypatch, step: int, argv: list[str]) -> None:
+    """Run ``attnlab`` with ``argv`` and let it die (``_Crash``) once ``step`` is done."""
     from attnlab.training import engine
 
     class CrashAt(engine.Callback):
         def on_train_batch_end(self, loop):
-            if loop.step == 12:
-                raise _Crash("died after step 12")
+            if loop.step == step:
+                raise _Crash(f"died after step {step}")
 
     make_fabric = engine.make_fabric
-    out = tmp_path / "run"
-    argv = ["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "30",
-            "--checkpoint-every", "11"]
     with monkeypatch.context() as m:
         m.setattr(engine, "make_fabric",
                   lambda cfg, *, callbacks=None: make_fabric(cfg, callbacks=[*(callbacks or []),
                                                                              CrashAt()]))
         with pytest.raises(_Crash):
             main(argv)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["flag", "config"])
+def test_resume_with_a_budget_below_the_steps_done_is_refused(tmp_path, capsys, monkeypatch, how):
+    """#27: an interrupted run resumed with --max-steps below its steps finished at once,
+    tested the model and recorded the smaller budget in config.yaml, losing the run's own."""
+    out = tmp_path / "run"
+    crash_after(monkeypatch, 12, ["train", "reverse", "--out", str(out), *TINY_REVERSE,
+                                  "--max-steps", "30", "--checkpoint-every", "11"])
     assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 11
     before = checksums(out)
     config = tmp_path / "budget.yaml"
@@ -165,6 +169,48 @@ def test_resume_with_a_budget_below_the_steps_done_is_refused(tmp_path, capsys, 
     assert checksums(out) == before  # config.yaml keeps max_steps: 30
     assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "20"]) == 0
     assert json.loads((out / "metrics.json").read_text())["steps"] == 20
+
+
+@pytest.mark.slow
+def test_an_epochs_run_records_no_max_steps_and_refuses_fewer_epochs_than_done(
+        tmp_path, capsys, monkeypatch):
+    """#27: a run trained with --epochs recorded the default max_steps beside it (600 for
+    reverse), which never governed it; and --resume with fewer --epochs than it had done
+    finished at once and recorded the smaller budget, as --max-steps below the steps did."""
+    from attnlab.runs import read_yaml
+
+    out = tmp_path / "run"
+    tiny = [a for a in TINY_REVERSE if a not in ("--max-steps", "30")]
+    # 256 training sequences in batches of 32: 8 steps an epoch
+    crash_after(monkeypatch, 21, ["train", "reverse", "--out", str(out), *tiny, "--epochs", "4",
+                                  "--no-early-stop"])
+    saved = read_yaml(out / "config.yaml")
+    assert saved["epochs"] == 4 and "max_steps" not in saved
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 20
+    before = checksums(out)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--epochs", "2"]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --epochs 2 (16 steps) is below the 20 "
+                                      "steps this run has done (an epoch is 8 steps); give at "
+                                      "least --epochs 3, or start a new run with another --out")
+    assert checksums(out) == before  # config.yaml keeps epochs: 4
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--epochs", "3"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 24
+    saved = read_yaml(out / "config.yaml")
+    assert saved["epochs"] == 3 and "max_steps" not in saved
+
+
+def test_epochs_is_refused_when_resuming_a_run_whose_budget_is_max_steps(tmp_path, capsys):
+    from attnlab.runs import write_yaml
+
+    out = tmp_path / "run"
+    write_yaml(out / "config.yaml", {"task": "reverse", "max_steps": 600})
+    before = checksums(out)
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--epochs", "5"]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --epochs 5: this run's budget is "
+                                      "--max-steps 600 (its config.yaml); give --max-steps to "
+                                      "change it")
+    assert checksums(out) == before
 
 
 def test_the_budget_check_reads_the_checkpoints_step_and_leaves_epoch_budgets_alone(tmp_path):

@@ -225,3 +225,58 @@ def test_the_last_validation_is_the_runs_val_loss_in_float32(run, tmp_path, monk
     assert log["step"].iloc[-1] == 4
     tolerance = 1e-5 if precision == "32" else 5e-2  # bf16 autocast against float32
     assert metrics["val_loss"] == pytest.approx(log["val_loss"].iloc[-1], abs=tolerance)
+
+
+def test_no_bias_activation_and_eps_flags_are_recorded_and_honoured_on_load(run, tmp_path,
+                                                                           capsys):
+    """#27 item 21: CausalLM's bias, activation and layer_norm_eps had no `train lm` flag
+    (nanoGPT's recipe has no biases). A --no-bias run has no bias parameter at all (LayerNorms
+    included), records the three in config.yaml, and loads, evaluates, predicts and resumes
+    with them."""
+    out = tmp_path / "nobias"
+    assert main(["train", "lm", "--data", str(run / "data"), "--out", str(out), *TINY,
+                 "--max-steps", "8", "--no-bias", "--activation", "relu",
+                 "--layer-norm-eps", "1e-6"]) == 0
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert (cfg["bias"], cfg["activation"], cfg["layer_norm_eps"]) == (False, "relu", 1e-6)
+    model, tokenizer = attnlab.load(out)
+    assert [n for n, _ in model.named_parameters() if "bias" in n] == []
+    assert isinstance(model.decoder.layers[0].linear_net[2], torch.nn.ReLU)
+    assert {m.eps for m in model.modules() if isinstance(m, torch.nn.LayerNorm)} == {1e-6}
+    assert main(["predict", str(out), "--input", "abcab"]) == 0
+    assert capsys.readouterr().out.strip()
+    assert main(["train", "lm", "--out", str(out), "--resume", "--max-steps", "10"]) == 0
+    assert yaml.safe_load((out / "config.yaml").read_text())["bias"] is False
+    assert [n for n, _ in attnlab.load(out)[0].named_parameters() if "bias" in n] == []
+
+
+@pytest.mark.slow
+def test_a_run_written_before_the_flags_loads_with_the_old_defaults(run, tmp_path):
+    """config.yaml of a run from before #27 has no bias, activation or layer_norm_eps: it
+    loads as it was built (biases, GELU, eps 1e-5) and gives the same loss."""
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(run / "run", old)
+    cfg = yaml.safe_load((old / "config.yaml").read_text())
+    for key in ("bias", "activation", "layer_norm_eps"):
+        cfg.pop(key, None)
+    (old / "config.yaml").write_text(yaml.safe_dump(cfg))
+    model = attnlab.load(old)[0]
+    assert model.config.bias and model.config.activation == "gelu"
+    assert model.config.layer_norm_eps == 1e-5
+    assert TASK.evaluate(old, cfg, None)["val_loss"] == pytest.approx(
+        json.loads((run / "run" / "metrics.json").read_text())["val_loss"], abs=1e-5)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--activation", "tanh"], "--activation"),
+    (["--layer-norm-eps", "0"], "--layer-norm-eps must be > 0, got 0.0"),
+])
+def test_bad_model_flags_are_refused_before_a_run_directory(args, message, tmp_path, capsys):
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "r"
+    assert main(["train", "lm", "--data", str(tmp_path / "text.txt"), "--out", str(out),
+                 *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not out.exists()

@@ -95,6 +95,35 @@ def test_user_data_file_with_custom_columns(tmp_path, capsys):
     assert f"--data {data.resolve()} changed since this run was trained" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_val_every_of_a_data_run_is_honoured(tmp_path):
+    """#27: `train translate --data FILE --val-every N` validated once an epoch whatever N was
+    (the flag was taken and ignored); it now validates every N steps."""
+    data = tmp_path / "pairs.tsv"
+    words = ["a", "b", "c", "d", "e", "f"]
+    lines = ["en\tde"] + [f"{x} {y}\t{y} {x}" for x in words for y in words]
+    data.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--data", str(data), "--src-column", "en",
+                 "--tgt-column", "de", "--tgt-tokenizer", "word", "--out", str(out),
+                 "--max-steps", "6", "--val-every", "3", "--val-size", "2", *TINY]) == 0
+    rows = list(csv.DictReader(open(out / "logs" / "metrics.csv")))
+    # 30 training pairs in batches of 16: an epoch is 2 steps (it validated at 2, 4 and 6)
+    assert [int(r["step"]) for r in rows if r.get("val_loss")] == [3, 6]
+    assert _cfg(out)["val_every"] == 3
+
+
+def test_length_penalty_of_a_greedy_run_is_refused(tmp_path, capsys):
+    """#27: `train translate --length-penalty F` with --beam 1 (greedy testing) was taken and
+    ignored."""
+    out = tmp_path / "r"
+    code, err = error_of(capsys, ["train", "translate", "--out", str(out),
+                                  "--length-penalty", "0.6"])
+    assert code == 2 and err == ("attnlab: error: --length-penalty: for beam search (--beam N > "
+                                 "1) only; with --beam 1 the test translations are greedy\n")
+    assert not out.exists()
+
+
 def test_score_counts_exact_matches_and_uses_character_bleu_for_one_word_targets():
     refs = ["dreihundert", "zweitausendeins", "null", "sieben"]
     perfect = score(refs, refs)
