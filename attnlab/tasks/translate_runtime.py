@@ -146,11 +146,15 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, trans
     return maps, src_labels, tgt_labels
 
 
+# what `plot attention` draws of a translation: the decoder's attention over the source only
+attention_kind = "cross"
+
+
 def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path,
                            max_len: int) -> None:
     maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
-    plot_attention(maps, x_labels, y_labels, path,
-                   title=f"cross-attention (layers × heads): {src_text!r}")
+    plot_attention(maps, x_labels, y_labels, path, kind=attention_kind,
+                   title=f"cross-attention (decoder over source) on {src_text!r}")
 
 
 # ---- training ---------------------------------------------------------------------------
