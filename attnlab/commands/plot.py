@@ -129,9 +129,20 @@ def _attention(args) -> str:
     if own is not None:
         return _write(lambda: own(task, run_dir, cfg, args.input, out), out, given=given)
     maps, x_labels, y_labels = task.attention_maps(run_dir, cfg, args.input)
-    title = f"{cfg['task']}: attention on {args.input.strip()[:60]!r}"
-    return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title), out,
-                  given=given)
+    row = attention_focus(task, run_dir, cfg, args.input)
+    kind = task.runtime_function("attention_kind")  # translate: "cross", all its maps are
+    title = f"{cfg['task']}: {kind + '-' if kind else ''}attention on {args.input.strip()[:60]!r}"
+    if row is not None:
+        title += f", query row {row} outlined"
+    return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title, kind=kind,
+                                         mark_row=row), out, given=given)
+
+
+def attention_focus(task, run_dir, cfg, text):
+    """The query row ``text`` singles out (a graph's node: the input is the whole graph and
+    ``--input`` names whose row to read), or None where every row is the input's."""
+    focus = task.runtime_function("attention_focus")
+    return None if focus is None else focus(task, run_dir, cfg, text)
 
 
 def _lr(args) -> str:

@@ -86,14 +86,18 @@ def write_page(args):
     run_dir, cfg = check_run_dir(args.run_dir, command="view")
     use_threads(args, "one", run_dir)
     out = check_out(args.out, formats=PAGE_FORMATS) if given else _default_out(Path(run_dir))
-    layers, query_tokens, key_tokens = attention_layers(get_task(cfg["task"]), run_dir, cfg,
-                                                        args.input)
+    task = get_task(cfg["task"])
+    layers, query_tokens, key_tokens = attention_layers(task, run_dir, cfg, args.input)
     from ..explorer import AttentionView, attention_data
+    from .plot import attention_focus
 
     text = " ".join(args.input.split())
     title = f"{cfg['task']}: attention on {text[:60] + ('…' if len(text) > 60 else '')!r}"
+    row = attention_focus(task, run_dir, cfg, args.input)  # a graph node's row: opened pinned
+    if row is not None:
+        title += f", query row {row} pinned"
     view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg["task"],
-                                        run=str(args.run_dir), title=title))
+                                        run=str(args.run_dir), title=title, focus=row))
     return Path(_write(lambda: view.save(out), out, given=given))
 
 

@@ -41,7 +41,9 @@
   const keyTokens = (l) => l.key_tokens || data.key_tokens;
   const masked = (l, i, j) => l.kind === "causal" && j > i;
 
-  const state = { group: 0, layer: 0, head: 0, average: false, pinned: null, active: null };
+  // data.focus: the row --input names (a graph's node), pinned from the start
+  const state = { group: 0, layer: 0, head: 0, average: false, pinned: data.focus || null,
+                  active: null };
   const meanCache = new Map();
 
   const current = () => data.layers[groups[state.group].layers[state.layer]];
