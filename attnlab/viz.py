@@ -235,6 +235,7 @@ def _short(labels: Sequence[str]) -> list[str]:
     out = []
     for label in labels:
         text = str(label).replace("\n", "⏎")
+        text = "".join(c if c.isprintable() else "�" for c in text)  # no font draws \x1b
         text = text if text.strip() else text.replace(" ", "␣") or "·"
         out.append(text if len(text) <= _LONGEST else text[: _LONGEST - 1] + "…")
     return out

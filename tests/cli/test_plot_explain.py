@@ -164,3 +164,39 @@ print("LOADED", loaded)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
+def _refused(argv, capsys, *named):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and all(n in err for n in named), err
+
+
+def test_no_figure_is_replaced_without_being_named(tiny_run, tmp_path, monkeypatch, capsys):
+    """#27: `plot attention RUN --input X` replaced an earlier attention_input.png, `plot pe`
+    and `plot lr` their files in the working directory: a default file that exists is refused
+    (exit 2, one line naming it and --out); one named with --out is replaced."""
+    default = tiny_run / "attention_input.png"
+    assert main(["plot", "attention", str(tiny_run), "--input", "1 2 3"]) == 0
+    before = default.read_bytes()
+    _refused(["plot", "attention", str(tiny_run), "--input", "4 5"], capsys, str(default),
+             "--out")
+    assert default.read_bytes() == before
+    assert main(["plot", "attention", str(tiny_run), "--input", "4 5", "--out",
+                 str(default)]) == 0  # named: the user asked
+    assert default.read_bytes() != before
+    monkeypatch.chdir(tmp_path)
+    for argv, name in ((["plot", "pe"], "positional_encoding.png"),
+                       (["plot", "lr"], "lr_cosine.png")):
+        (tmp_path / name).write_bytes(b"mine")
+        _refused(argv, capsys, name, "--out")
+        assert (tmp_path / name).read_bytes() == b"mine"
+
+
+def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys):
+    """#27: `plot attention RUN --out RUN/attention.png` replaced the figure training made."""
+    made = tiny_run / "attention.png"
+    made.write_bytes(b"training's figure")
+    _refused(["plot", "attention", str(tiny_run), "--input", "1 2", "--out", str(made)], capsys,
+             str(made), "--out")
+    assert made.read_bytes() == b"training's figure"
