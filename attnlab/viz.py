@@ -247,11 +247,12 @@ def _text_inches(labels: Sequence[str], fontsize: float) -> float:
 
 def thinned_labels(labels: Sequence[str], every: int, keep: int | None = None):
     """(positions, texts) of every ``every``-th label, starting so that ``keep`` is one of them.
-    Single characters (an lm's tokens) are labelled by the run of characters from there to the
-    next label ("the q", "uick ", ...), which reads as the text; every other label as itself."""
+    Single characters of a text (an lm's tokens, spaces among them) are labelled by the run of
+    characters from there to the next label ("the q", "uick ", ...), which reads as the text;
+    every other label (a reversal's one-digit symbols too) as itself."""
     start = 0 if keep is None else keep % every
     positions = list(range(start, len(labels), every))
-    if every > 1 and all(len(t) == 1 for t in labels):
+    if every > 1 and all(len(t) == 1 for t in labels) and "␣" in labels:  # text, not symbols
         return positions, ["".join(labels[i:i + every])[:_LONGEST] for i in positions]
     return positions, [labels[i] for i in positions]
 

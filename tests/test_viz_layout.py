@@ -84,8 +84,11 @@ def test_cross_attention_panels_say_cross(drawn):
 
 
 def test_thinned_character_labels_read_as_runs_of_text():
-    positions, texts = viz.thinned_labels(list("the quick brown"), 5)
-    assert positions == [0, 5, 10] and texts == ["the q", "uick ", "brown"]
+    text = [c if c != " " else "␣" for c in "the quick brown"]  # as viz._short shows them
+    positions, texts = viz.thinned_labels(text, 5)
+    assert positions == [0, 5, 10] and texts == ["the␣q", "uick␣", "brown"]
+    positions, texts = viz.thinned_labels(list("3141592653"), 2)  # symbols: not run together
+    assert texts == list("3141592653")[::2]
     positions, texts = viz.thinned_labels([f"w{i}" for i in range(7)], 3, keep=4)
     assert positions == [1, 4] and texts == ["w1", "w4"]
 

@@ -94,7 +94,11 @@ def test_attention_maps_hook_labels_padding(tiny_run):
            "num_layers": 2, "dim_feedforward": 16, "dropout": 0.0, "norm_first": False}
     maps, x_labels, y_labels = get_task("reverse").attention_maps(tiny_run, cfg, "4 5")
     assert len(maps) == 2 and maps[0].shape == (2, 5, 5)
-    assert x_labels == y_labels == ["(0)", "(0)", "(0)", "4", "5"]
+    assert x_labels == ["(0)", "(0)", "(0)", "4", "5"]  # the keys: the padded input
+    # the queries: the model's output at each row, the answer's two first, the rest in ()
+    outputs = get_task("reverse").predict_many(tiny_run, cfg, ["4 5"], ["--input"])[0]
+    assert y_labels[:2] == outputs["prediction"].split()
+    assert all(label.startswith("(") for label in y_labels[2:])
 
 
 def test_task_without_attention_hook_is_a_usage_error():
