@@ -158,11 +158,20 @@ def _attention(args) -> str:
     maps, x_labels, y_labels = task.attention_maps(run_dir, cfg, args.input)
     row = attention_focus(task, run_dir, cfg, args.input)
     kind = task.runtime_function("attention_kind")  # translate: "cross", all its maps are
-    title = f"{cfg['task']}: {kind + '-' if kind else ''}attention on {args.input.strip()[:60]!r}"
+    # the figure wraps its title: room for more of the input than a line holds, "…" if cut
+    title = (f"{cfg['task']}: {kind + '-' if kind else ''}attention on "
+             f"{shown_input(args.input, 120)!r}")
     if row is not None:
         title += f", query row {row} outlined"
     return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title, kind=kind,
                                          mark_row=row), out, given=given)
+
+
+def shown_input(text: str, most: int) -> str:
+    """``text`` as a title shows it: whitespace runs as one space, cut to ``most`` characters
+    with "…" where it was cut."""
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def attention_focus(task, run_dir, cfg, text):

@@ -79,10 +79,9 @@ def write_page(args):
     task = get_task(cfg["task"])
     layers, query_tokens, key_tokens = attention_layers(task, run_dir, cfg, args.input)
     from ..explorer import AttentionView, attention_data
-    from .plot import attention_focus
+    from .plot import attention_focus, shown_input
 
-    text = " ".join(args.input.split())
-    title = f"{cfg['task']}: attention on {text[:60] + ('…' if len(text) > 60 else '')!r}"
+    title = f"{cfg['task']}: attention on {shown_input(args.input, 61)!r}"
     row = attention_focus(task, run_dir, cfg, args.input)  # a graph node's row: opened pinned
     if row is not None:
         title += f", query row {row} pinned"

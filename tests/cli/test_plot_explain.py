@@ -204,3 +204,14 @@ def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys):
     _refused(["plot", "attention", str(tiny_run), "--input", "1 2", "--out", str(made)], capsys,
              str(made), "--out")
     assert made.read_bytes() == b"training's figure"
+
+
+def test_a_figure_title_holds_up_to_120_characters_of_the_input():
+    """#27: the figure's title cut the input at 60 characters with no mark (a translation's
+    source, "... seven hundred and sev'"); the title now wraps, so it holds twice that."""
+    from attnlab.commands.plot import shown_input
+
+    source = "nine hundred and ninety-eight thousand seven hundred and seventy-six"
+    assert shown_input(f"  {source} ", 120) == source
+    long = " ".join([source] * 3)
+    assert shown_input(long, 120) == long[:119] + "…"
