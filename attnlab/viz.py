@@ -142,9 +142,33 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         >>> plot_attention(maps, tokens, tokens, "attention.png", title="reverse")
         PosixPath('attention.png')
     """
-    import textwrap
-
     layers = _as_layers(maps)
+    T_q, T_k = _check_sizes(layers, x_labels, y_labels, mark_row)
+    rows, columns = _panels(layers)
+    fontsize = 7 if max(T_q, T_k) > 16 else 9
+    x_text, y_text = _short(x_labels), _short(y_labels)
+    (width, height), wrapped = _figure_size(rows, columns, max(T_q, T_k), x_text, y_text,
+                                            fontsize, title)
+    fig = _pyplot().figure(figsize=(width, height), layout="constrained")
+    grid = fig.add_gridspec(len(rows), columns)
+    axes = []
+    for r, panels in enumerate(rows):
+        for c, (l, h) in enumerate(panels):
+            which = f"mean of {layers[l].shape[0]} heads" if h is None else f"head {h + 1}"
+            axes.append(_panel(fig, grid[r, c], layers[l].mean(0) if h is None else layers[l][h],
+                               f"{kind + ' · ' if kind else ''}layer {l + 1}, {which}", cmap,
+                               mark_row))
+    if wrapped:
+        fig.suptitle(wrapped, fontsize=_TITLE_POINTS)
+    fig.draw_without_rendering()  # the layout, so that labels are measured where they are drawn
+    for ax in axes:
+        _label_axis(fig, ax.xaxis, x_text, fontsize)
+        _label_axis(fig, ax.yaxis, y_text, fontsize, keep=mark_row)
+    return _save(fig, path)
+
+
+def _check_sizes(layers, x_labels, y_labels, mark_row) -> tuple[int, int]:
+    """(T_q, T_k) of every layer's maps, or ValueError naming what does not match them."""
     _, T_q, T_k = layers[0].shape
     if any(layer.shape[1:] != (T_q, T_k) for layer in layers):
         raise ValueError(f"every layer's map must be T_q x T_k = {T_q} x {T_k}, got "
@@ -154,52 +178,43 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
                          f"the maps' (T_q={T_q}, T_k={T_k})")
     if mark_row is not None and not 0 <= mark_row < T_q:
         raise ValueError(f"mark_row must be a query row, 0 to {T_q - 1}, got {mark_row}")
-    plt = _pyplot()
-    rows, columns = _panels(layers)
-    fontsize = 7 if max(T_q, T_k) > 16 else 9
-    x_text, y_text = _short(x_labels), _short(y_labels)
+    return T_q, T_k
+
+
+def _panel(fig, where, weights: torch.Tensor, title: str, cmap: str, mark_row: int | None):
+    """One (T_q, T_k) map in the grid cell ``where``, scaled 0 to its largest weight, with its
+    colour bar (and ``mark_row`` outlined); returns its axes."""
+    ax = fig.add_subplot(where)
+    image = ax.imshow(weights.numpy(), vmin=0, vmax=max(1e-9, float(weights.max())), cmap=cmap,
+                      aspect="auto", interpolation="nearest")
+    ax.set_xlabel("key", fontsize=8)
+    ax.set_ylabel("query", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    if mark_row is not None:
+        ax.add_patch(_row_box(mark_row, weights.shape[1]))
+    _colour_bar(fig, image, ax, "attention weight")
+    return ax
+
+
+def _figure_size(rows, columns: int, T: int, x_text, y_text, fontsize: float,
+                 title: str | None):
+    """((width, height) in inches, the title wrapped to that width or None): each map as large
+    as its T tokens need (0.16 in a token) within _MAP_INCHES, all within MAX_INCHES."""
+    import textwrap
+
     side = _text_inches(y_text, fontsize) + 0.55  # the query labels and "query" beside a map
     bar = 0.75  # its colour bar
     below = min(_text_inches(x_text, fontsize), 1.2) + 0.55  # key labels, upright at worst
     head = 0.35  # the panel's title
-    top = 0.0
-    wrapped = None
-    if title:
-        per_line = int(MAX_INCHES * 72 / (_TITLE_POINTS * 0.62))
-        wrapped = textwrap.fill(title, per_line)  # refitted to the figure's width below
-    cell = min(_MAP_INCHES[1], max(_MAP_INCHES[0], 0.16 * max(T_q, T_k) + 0.6))
+    cell = min(_MAP_INCHES[1], max(_MAP_INCHES[0], 0.16 * T + 0.6))
     cell = max(_MAP_INCHES[0] * 0.75, min(cell, MAX_INCHES / columns - side - bar,
                                           (MAX_INCHES - 0.8) / len(rows) - below - head))
     width = columns * (cell + side + bar)
-    if title:
-        per_line = max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4)
-        wrapped = textwrap.fill(title, per_line)
+    wrapped, top = None, 0.0
+    if title:  # characters of the title's font in a line as wide as the figure
+        wrapped = textwrap.fill(title, max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4))
         top = 0.3 + 0.25 * wrapped.count("\n")
-    height = len(rows) * (cell + below + head) + top + 0.2
-    fig = plt.figure(figsize=(width, height), layout="constrained")
-    grid = fig.add_gridspec(len(rows), columns)
-    axes = []
-    for r, panels in enumerate(rows):
-        for c, (l, h) in enumerate(panels):
-            ax = fig.add_subplot(grid[r, c])
-            weights = layers[l].mean(0) if h is None else layers[l][h]
-            image = ax.imshow(weights.numpy(), vmin=0, vmax=max(1e-9, float(weights.max())),
-                              cmap=cmap, aspect="auto", interpolation="nearest")
-            ax.set_xlabel("key", fontsize=8)
-            ax.set_ylabel("query", fontsize=8)
-            which = f"mean of {layers[l].shape[0]} heads" if h is None else f"head {h + 1}"
-            ax.set_title(f"{kind + ' · ' if kind else ''}layer {l + 1}, {which}", fontsize=9)
-            if mark_row is not None:
-                ax.add_patch(_row_box(mark_row, T_k))
-            _colour_bar(fig, image, ax, "attention weight")
-            axes.append(ax)
-    if wrapped:
-        fig.suptitle(wrapped, fontsize=_TITLE_POINTS)
-    fig.draw_without_rendering()  # the layout, so that labels are measured where they are drawn
-    for ax in axes:
-        _label_axis(fig, ax.xaxis, x_text, fontsize)
-        _label_axis(fig, ax.yaxis, y_text, fontsize, keep=mark_row)
-    return _save(fig, path)
+    return (width, len(rows) * (cell + below + head) + top + 0.2), wrapped
 
 
 def _row_box(row: int, T_k: int):
