@@ -33,10 +33,13 @@ run: setup
 # The explorer's browser tests drive Debian's Chromium through its ChromeDriver (Selenium, in the
 # dev extra). Installed once, as root, when missing; a test tool's own browser download cannot
 # work on a machine that reaches only the package registries.
+# fonts-dejavu-extra: an OpenType math font, without which Chromium draws MathML's stretchy
+# fences small and Σ's limits off-centre (the docs site's formulas are tested in it).
+MATH_FONT := /usr/share/fonts/truetype/dejavu/DejaVuMathTeXGyre.ttf
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && [ -f $(MATH_FONT) ] || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			chromium chromium-driver >/dev/null; }
+			chromium chromium-driver fonts-dejavu-extra >/dev/null; }
 
 # Every test and the library's docstring examples (pyproject.toml: testpaths and addopts).
 test: setup browser

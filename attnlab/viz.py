@@ -81,18 +81,52 @@ def _as_layers(maps) -> list[torch.Tensor]:
     return layers
 
 
+# A figure fits a screen at 100 %: at most MAX_INCHES × MAX_INCHES at 100 dpi (2,000 px a
+# side, issue #27: a 40-character lm input made 5,800 px, a graph 10,018 px). Beyond
+# MAX_PANELS maps each layer is drawn once, as the mean of its heads, so every map stays large
+# enough to read its labels.
+MAX_INCHES, MAX_PANELS, MAX_COLUMNS = 20.0, 16, 4
+_MAP_INCHES = (1.8, 7.0)  # a map's side, in inches: at least, at most
+_TITLE_POINTS = 12
+
+
+def _panels(layers: list[torch.Tensor]):
+    """[(layer index, head index or None for the mean of the heads)] in reading order, and the
+    columns of the grid: every head while there are at most MAX_PANELS, else one mean per
+    layer. A layer starts a new row, so a row never mixes layers."""
+    heads = [layer.shape[0] for layer in layers]
+    if sum(heads) <= MAX_PANELS:
+        columns = min(max(heads), MAX_COLUMNS)
+        rows = []
+        for l, H in enumerate(heads):
+            for start in range(0, H, columns):
+                rows.append([(l, h) for h in range(start, min(H, start + columns))])
+        return rows, columns
+    columns = min(len(layers), MAX_COLUMNS)
+    means = [(l, None) for l in range(len(layers))]
+    return [means[i:i + columns] for i in range(0, len(means), columns)], columns
+
+
 def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path: str | Path, *,
-                   title: str | None = None, cmap: str = "viridis") -> Path:
-    """Heatmaps of attention weights, one panel per layer (rows) and head (columns).
+                   title: str | None = None, cmap: str = "viridis", kind: str | None = None,
+                   mark_row: int | None = None) -> Path:
+    """Heatmaps of attention weights, one panel per layer and head, at most about 2,000 px a
+    side: each layer starts a row of at most four heads; with more than 16 maps, each layer's
+    heads are averaged into one panel (its title says so). No empty panel is drawn.
 
     Args:
         maps: a (H, T_q, T_k) tensor, or a list of them (one per layer; a leading batch of one
-            is dropped). Row i is the attention of query i over the keys.
+            is dropped; layers may have different numbers of heads). Row i is the attention of
+            query i over the keys.
         x_labels: the T_k key tokens (columns).
         y_labels: the T_q query tokens (rows).
         path: the PNG file to write.
-        title: a title over the figure.
+        title: a title over the figure (wrapped to the figure's width).
         cmap: matplotlib colour map.
+        kind: what every map is, named in each panel's title (e.g. "cross" for a decoder's
+            attention over the source).
+        mark_row: a query row to outline in every panel, its label always shown (a graph
+            node's row).
 
     Returns:
         The path written.
@@ -109,37 +143,84 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         PosixPath('attention.png')
     """
     layers = _as_layers(maps)
-    H, T_q, T_k = layers[0].shape
+    T_q, T_k = _check_sizes(layers, x_labels, y_labels, mark_row)
+    rows, columns = _panels(layers)
+    fontsize = 7 if max(T_q, T_k) > 16 else 9
+    x_text, y_text = _short(x_labels), _short(y_labels)
+    (width, height), wrapped = _figure_size(rows, columns, max(T_q, T_k), x_text, y_text,
+                                            fontsize, title)
+    fig = _pyplot().figure(figsize=(width, height), layout="constrained")
+    grid = fig.add_gridspec(len(rows), columns)
+    axes = []
+    for r, panels in enumerate(rows):
+        for c, (l, h) in enumerate(panels):
+            which = f"mean of {layers[l].shape[0]} heads" if h is None else f"head {h + 1}"
+            axes.append(_panel(fig, grid[r, c], layers[l].mean(0) if h is None else layers[l][h],
+                               f"{kind + ' · ' if kind else ''}layer {l + 1}, {which}", cmap,
+                               mark_row))
+    if wrapped:
+        fig.suptitle(wrapped, fontsize=_TITLE_POINTS)
+    fig.draw_without_rendering()  # the layout, so that labels are measured where they are drawn
+    for ax in axes:
+        _label_axis(fig, ax.xaxis, x_text, fontsize)
+        _label_axis(fig, ax.yaxis, y_text, fontsize, keep=mark_row)
+    return _save(fig, path)
+
+
+def _check_sizes(layers, x_labels, y_labels, mark_row) -> tuple[int, int]:
+    """(T_q, T_k) of every layer's maps, or ValueError naming what does not match them."""
+    _, T_q, T_k = layers[0].shape
+    if any(layer.shape[1:] != (T_q, T_k) for layer in layers):
+        raise ValueError(f"every layer's map must be T_q x T_k = {T_q} x {T_k}, got "
+                         f"{[tuple(layer.shape[1:]) for layer in layers]}")
     if len(x_labels) != T_k or len(y_labels) != T_q:
         raise ValueError(f"labels ({len(y_labels)} rows, {len(x_labels)} columns) do not match "
                          f"the maps' (T_q={T_q}, T_k={T_k})")
-    plt = _pyplot()
-    L = len(layers)
-    fontsize = 7 if max(T_q, T_k) > 16 else 9
-    x_text, y_text = _short(x_labels), _short(y_labels)
-    cell = min(14.0, max(2.2, 0.28 * max(T_q, T_k) + 1.0))  # one panel, in inches
-    side = _text_inches(y_text, fontsize) + 0.5  # the query labels' column beside it
-    below = _text_inches(x_text, fontsize) + 0.6  # the key labels, upright at worst
-    fig, axes = plt.subplots(L, H, figsize=((cell + side + 0.9) * H, (cell + below + 0.5) * L + 0.6),
-                             squeeze=False)
-    for row, layer in enumerate(layers):
-        for col in range(layer.shape[0]):
-            ax = axes[row][col]
-            image = ax.imshow(layer[col].numpy(), vmin=0, vmax=max(1e-9, float(layer[col].max())),
-                              cmap=cmap, aspect="auto")
-            _ticks(ax.xaxis, x_text, cell / max(1, T_k), fontsize)
-            _ticks(ax.yaxis, y_text, cell / max(1, T_q), fontsize)
-            ax.set_xlabel("key")
-            ax.set_ylabel("query")
-            ax.set_title(f"layer {row + 1}, head {col + 1}", fontsize=9)
-            _colour_bar(fig, image, ax, "attention weight")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    for ax in axes.flat:
-        for axis in (ax.xaxis, ax.yaxis):
-            _thin_overlapping(fig, axis)
-    return _save(fig, path)
+    if mark_row is not None and not 0 <= mark_row < T_q:
+        raise ValueError(f"mark_row must be a query row, 0 to {T_q - 1}, got {mark_row}")
+    return T_q, T_k
+
+
+def _panel(fig, where, weights: torch.Tensor, title: str, cmap: str, mark_row: int | None):
+    """One (T_q, T_k) map in the grid cell ``where``, scaled 0 to its largest weight, with its
+    colour bar (and ``mark_row`` outlined); returns its axes."""
+    ax = fig.add_subplot(where)
+    image = ax.imshow(weights.numpy(), vmin=0, vmax=max(1e-9, float(weights.max())), cmap=cmap,
+                      aspect="auto", interpolation="nearest")
+    ax.set_xlabel("key", fontsize=8)
+    ax.set_ylabel("query", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    if mark_row is not None:
+        ax.add_patch(_row_box(mark_row, weights.shape[1]))
+    _colour_bar(fig, image, ax, "attention weight")
+    return ax
+
+
+def _figure_size(rows, columns: int, T: int, x_text, y_text, fontsize: float,
+                 title: str | None):
+    """((width, height) in inches, the title wrapped to that width or None): each map as large
+    as its T tokens need (0.16 in a token) within _MAP_INCHES, all within MAX_INCHES."""
+    import textwrap
+
+    side = _text_inches(y_text, fontsize) + 0.55  # the query labels and "query" beside a map
+    bar = 0.75  # its colour bar
+    below = min(_text_inches(x_text, fontsize), 1.2) + 0.55  # key labels, upright at worst
+    head = 0.35  # the panel's title
+    cell = min(_MAP_INCHES[1], max(_MAP_INCHES[0], 0.16 * T + 0.6))
+    cell = max(_MAP_INCHES[0] * 0.75, min(cell, MAX_INCHES / columns - side - bar,
+                                          (MAX_INCHES - 0.8) / len(rows) - below - head))
+    width = columns * (cell + side + bar)
+    wrapped, top = None, 0.0
+    if title:  # characters of the title's font in a line as wide as the figure
+        wrapped = textwrap.fill(title, max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4))
+        top = 0.3 + 0.25 * wrapped.count("\n")
+    return (width, len(rows) * (cell + below + head) + top + 0.2), wrapped
+
+
+def _row_box(row: int, T_k: int):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((-0.5, row - 0.5), T_k, 1, fill=False, edgecolor="#ff3b30", linewidth=1.6)
 
 
 def _colour_bar(fig, image, ax, label: str) -> None:
@@ -160,14 +241,6 @@ def overlapping_ticks(fig, axis) -> bool:
     return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
 
 
-def _thin_overlapping(fig, axis) -> None:
-    """Keep every other label until none overlaps (the estimate in ``_ticks`` is a guess of
-    the font's widths; this measures them)."""
-    while overlapping_ticks(fig, axis):
-        ticks, labels = list(axis.get_ticklocs()), [t.get_text() for t in axis.get_ticklabels()]
-        axis.set_ticks(ticks[::2], labels[::2])
-
-
 _CHAR_INCHES = 0.62 / 72  # a character's width in inches, per point of font size (DejaVu Sans)
 _LONGEST = 14  # characters kept of a tick label; longer ones end in "…"
 
@@ -177,6 +250,7 @@ def _short(labels: Sequence[str]) -> list[str]:
     out = []
     for label in labels:
         text = str(label).replace("\n", "⏎")
+        text = "".join(c if c.isprintable() else "�" for c in text)  # no font draws \x1b
         text = text if text.strip() else text.replace(" ", "␣") or "·"
         out.append(text if len(text) <= _LONGEST else text[: _LONGEST - 1] + "…")
     return out
@@ -186,17 +260,41 @@ def _text_inches(labels: Sequence[str], fontsize: float) -> float:
     return max((len(t) for t in labels), default=1) * fontsize * _CHAR_INCHES
 
 
-def _ticks(axis, labels: list[str], step: float, fontsize: float) -> None:
-    """Label ``axis`` so that no two labels overlap: keys lie flat while the longest fits in its
-    column, else stand upright; when a column (or row) is thinner than a line of text, only
-    every k-th token is labelled. ``step``: inches per token."""
-    line = fontsize * 1.25 / 72  # a line of text, in inches
-    is_x = axis.axis_name == "x"
-    upright = is_x and _text_inches(labels, fontsize) > 0.9 * step
-    every = 1 if step >= line else int(-(-line // step))  # a line per label, at least
-    positions = list(range(0, len(labels), every))
-    axis.set_ticks(positions, [labels[i] for i in positions], fontsize=fontsize,
-                   rotation=90 if upright else 0)
+def thinned_labels(labels: Sequence[str], every: int, keep: int | None = None):
+    """(positions, texts) of every ``every``-th label, starting so that ``keep`` is one of them.
+    Single characters of a text (an lm's tokens, spaces among them) are labelled by the run of
+    characters from there to the next label ("the q", "uick ", ...), which reads as the text;
+    every other label (a reversal's one-digit symbols too) as itself."""
+    start = 0 if keep is None else keep % every
+    positions = list(range(start, len(labels), every))
+    if every > 1 and all(len(t) == 1 for t in labels) and "␣" in labels:  # text, not symbols
+        return positions, ["".join(labels[i:i + every])[:_LONGEST] for i in positions]
+    return positions, [labels[i] for i in positions]
+
+
+def _label_axis(fig, axis, labels: list[str], fontsize: float, keep: int | None = None) -> None:
+    """Label ``axis`` so that no two labels overlap, measured as drawn: keys lie flat while the
+    longest fits in its column, else stand upright; when a row (or column) is thinner than a
+    line of text, only every k-th token is labelled (``keep`` always), k doubling until none
+    overlaps. A kept label is drawn bold."""
+    ax = axis.axes
+    box = ax.get_window_extent()
+    along = (box.width if axis.axis_name == "x" else box.height) / fig.dpi  # inches
+    step = along / max(1, len(labels))
+    line = fontsize * 1.25 / 72
+    upright = axis.axis_name == "x" and _text_inches(labels, fontsize) > 0.9 * step
+    every = 1 if step >= line else int(-(-line // step))
+    while True:
+        positions, texts = thinned_labels(labels, every, keep)
+        axis.set_ticks(positions, texts, fontsize=fontsize, rotation=90 if upright else 0)
+        if every >= len(labels) or not overlapping_ticks(fig, axis):
+            break
+        every *= 2
+    if keep is not None:
+        for position, tick in zip(positions, axis.get_ticklabels()):
+            if position == keep:
+                tick.set_color("#ff3b30")
+                tick.set_fontweight("bold")
 
 
 def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | Path = "pe.png", *,

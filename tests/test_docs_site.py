@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .explorer.conftest import browser  # noqa: F401  (headless Chromium)
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
@@ -123,3 +125,27 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     assert done.returncode != 0
     assert "missing.md" in done.stderr
     assert "blocks.py" not in done.stderr  # the link to the code is not the broken one
+
+
+def test_fences_stretch_around_fractions_and_sums_centre_their_limits(site, browser):
+    """#27: Chromium drew softmax's parentheses small around the tall fraction (MathML's
+    stretchy fences need an OpenType math font, which the site's stylesheet now names) and
+    Σ's limits off-centre in notebook 06."""
+    measure = """
+        const box = (e) => e.getBoundingClientRect();
+        const fences = [...document.querySelectorAll('mo[stretchy="true"]')]
+          .filter((mo) => mo.nextElementSibling && mo.nextElementSibling.tagName === 'mfrac')
+          .map((mo) => [box(mo).height, box(mo.nextElementSibling).height]);
+        const centre = (e) => (box(e).left + box(e).right) / 2;
+        const sums = [...document.querySelectorAll('math[display="block"] munderover')]
+          .filter((u) => u.firstElementChild.textContent === '∑')
+          .map((u) => [...u.children].map(centre));
+        return {fences, sums};"""
+    for page, fences, sums in (("attention.html", 1, 0), ("examples/06_history.html", 0, 1)):
+        browser.get((site / page).as_uri())
+        got = browser.execute_script(measure)
+        assert len(got["fences"]) >= fences and len(got["sums"]) >= sums, (page, got)
+        for fence, fraction in got["fences"]:  # the parenthesis as tall as what it encloses
+            assert fence >= 0.9 * fraction, (page, fence, fraction)
+        for base, under, over in got["sums"]:  # the limits centred on the Σ
+            assert abs(under - base) <= 1.5 and abs(over - base) <= 1.5, (page, base, under, over)

@@ -1,6 +1,8 @@
 """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run."""
 from __future__ import annotations
 
+from ..errors import UsageError
+from .plot import choose_out
 from .quantize import add_quantize_flag, check_quantize
 from .threads import add_threads_flag, check_threads, use_threads
 
@@ -12,7 +14,10 @@ def register(sub) -> None:
     p.add_argument("--data", metavar="FILE", help="evaluate on this file instead")
     p.add_argument("--by-length", action="store_true",
                    help="translate runs: the scores per source-length bucket (a table on "
-                        "stderr, 'by_length' in the JSON) and DIR/by_length.png")
+                        "stderr, 'by_length' in the JSON) and a figure (--out)")
+    p.add_argument("--out", metavar="PNG",
+                   help="with --by-length: the figure, .png (or .svg, .pdf) (default "
+                        "DIR/by_length.png, never replaced unless you name it here)")
     add_threads_flag(p)
     add_quantize_flag(p)
     p.set_defaults(func=run)
@@ -21,11 +26,14 @@ def register(sub) -> None:
 def run(args) -> int:
     import sys
 
-    from ..errors import UsageError
     from ..runs import check_run_dir, dumps, readable
     from ..tasks import get_task
 
     check_threads(args.threads)
+    if args.out is not None and not args.by_length:
+        raise UsageError("--out is the figure of --by-length; add --by-length or leave --out out")
+    if args.out is not None:
+        choose_out(args.out, None)
     run_dir, cfg = check_run_dir(args.run_dir, command="evaluate")
     check_quantize(args.quantize, cfg["task"], run_dir)
     # a whole test split: forward passes, or a translate run's batched greedy decoding
@@ -38,9 +46,10 @@ def run(args) -> int:
                              f"{cfg['task']} run")
         from ..tasks.translate_scoring import by_length_table
 
-        metrics, rows = by_length(task, run_dir, cfg, args.data, quantize=args.quantize)
+        out = choose_out(args.out, run_dir / "by_length.png")  # before the slow decoding
+        metrics, rows = by_length(task, run_dir, cfg, args.data, out, quantize=args.quantize)
         print(by_length_table(rows), file=sys.stderr)
-        print(f"wrote {run_dir / 'by_length.png'}", file=sys.stderr)
+        print(f"wrote {out}", file=sys.stderr)
         metrics = {**metrics, "by_length": rows}
     else:
         metrics = task.evaluate(run_dir, cfg, args.data, quantize=args.quantize)

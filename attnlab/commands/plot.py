@@ -35,7 +35,8 @@ def register(sub) -> None:
     a.add_argument("--input", required=True, metavar="TEXT",
                    help="the input, as for `attnlab predict` (e.g. tokens separated by spaces)")
     a.add_argument("--out", metavar="PNG", help="output file, .png (or .svg, .pdf) (default "
-                                                "DIR/attention_input.png)")
+                                                "DIR/attention_input.png, never replaced unless "
+                                                "you name it here)")
     add_threads_flag(a)
     a.set_defaults(func=run)
 
@@ -46,8 +47,9 @@ def register(sub) -> None:
                     help=f"hidden dimensions, 1 to {MAX_D_MODEL}; odd is allowed (48)")
     pe.add_argument("--max-len", type=int, default=96, metavar="N",
                     help=f"positions, 1 to {MAX_LEN} (96)")
-    pe.add_argument("--out", default="positional_encoding.png", metavar="PNG",
-                    help="output file, .png (or .svg, .pdf) (default positional_encoding.png)")
+    pe.add_argument("--out", metavar="PNG",
+                    help="output file, .png (or .svg, .pdf) (default positional_encoding.png, "
+                         "never replaced unless you name it here)")
     pe.set_defaults(func=run)
 
     lr = what.add_parser("lr", help="learning-rate schedules: cosine warm-up, Noam",
@@ -58,7 +60,8 @@ def register(sub) -> None:
     lr.add_argument("--max-iters", type=int, metavar="N", help="steps (cosine 2000, noam 20000)")
     lr.add_argument("--d-model", type=int, default=512, metavar="N", help="Noam's d_model (512)")
     lr.add_argument("--out", metavar="PNG",
-                    help="output file, .png (or .svg, .pdf) (default lr_SCHEDULE.png)")
+                    help="output file, .png (or .svg, .pdf) (default lr_SCHEDULE.png, never "
+                         "replaced unless you name it here)")
     lr.set_defaults(func=run)
 
 
@@ -99,6 +102,30 @@ def check_out(out, *, given: bool = True, formats: tuple[str, ...] = FORMATS):
     return path
 
 
+# What `attnlab train` writes into a run directory: the run's record, never replaced by a
+# command that draws or writes a file afterwards, even one named with --out (#27: `plot
+# attention --out RUN/attention.png` replaced the figure training made).
+RUN_RECORDS = ("config.yaml", "model.safetensors", "metrics.json", "tokenizer.json",
+               "target_tokenizer.json", "baselines.json", "attention.png", "cross_attention.png",
+               "lr_schedule.png", "roc.png", "scores.png", "sets.png")
+
+
+def choose_out(out, default, *, formats: tuple[str, ...] = FORMATS, what: str = "a figure"):
+    """The file a command writes, checked before any work: ``out`` (--out) when given, which
+    may replace a file of the user's, but not a run's record (``RUN_RECORDS`` in a directory
+    with a config.yaml); else ``default``, refused when it exists (#27: figures were replaced
+    without asking). ``what`` names the earlier file in the message."""
+    given = out is not None
+    path = check_out(out if given else default, given=given, formats=formats)
+    if not given and path.exists():
+        raise UsageError(f"{path} exists ({what} made earlier); to replace it, name it: --out "
+                         f"{path}; or choose another file with --out")
+    if given and path.name in RUN_RECORDS and (path.parent / "config.yaml").is_file():
+        raise UsageError(f"--out {path} is part of the run in {path.parent} (`attnlab train` "
+                         f"wrote it): choose another file with --out")
+    return path
+
+
 def _write(draw, out, *, given: bool = True) -> str:
     """``draw()`` (which writes ``out``), with a failed write named as --out's."""
     try:
@@ -120,25 +147,45 @@ def _attention(args) -> str:
     check_threads(args.threads)
     given = args.out is not None
     if given:
-        check_out(args.out)
+        choose_out(args.out, None)
     run_dir, cfg = check_run_dir(args.run_dir, command="plot attention")
     use_threads(args, "one", run_dir)
-    out = check_out(args.out if given else Path(run_dir) / "attention_input.png", given=given)
+    out = choose_out(args.out, Path(run_dir) / "attention_input.png")
     task = get_task(cfg["task"])
     own = task.runtime_function("attention_figure")  # a task's own picture (jets: the jet itself)
     if own is not None:
         return _write(lambda: own(task, run_dir, cfg, args.input, out), out, given=given)
     maps, x_labels, y_labels = task.attention_maps(run_dir, cfg, args.input)
-    title = f"{cfg['task']}: attention on {args.input.strip()[:60]!r}"
-    return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title), out,
-                  given=given)
+    row = attention_focus(task, run_dir, cfg, args.input)
+    kind = task.runtime_function("attention_kind")  # translate: "cross", all its maps are
+    # the figure wraps its title: room for more of the input than a line holds, "…" if cut
+    title = (f"{cfg['task']}: {kind + '-' if kind else ''}attention on "
+             f"{shown_input(args.input, 120)!r}")
+    if row is not None:
+        title += f", query row {row} outlined"
+    return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title, kind=kind,
+                                         mark_row=row), out, given=given)
+
+
+def shown_input(text: str, most: int) -> str:
+    """``text`` as a title shows it: whitespace runs as one space, cut to ``most`` characters
+    with "…" where it was cut."""
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def attention_focus(task, run_dir, cfg, text):
+    """The query row ``text`` singles out (a graph's node: the input is the whole graph and
+    ``--input`` names whose row to read), or None where every row is the input's."""
+    focus = task.runtime_function("attention_focus")
+    return None if focus is None else focus(task, run_dir, cfg, text)
 
 
 def _lr(args) -> str:
     from ..viz import curve_steps, lr_curve, plot_lr_schedule
 
     given = args.out is not None
-    out = check_out(args.out if given else f"lr_{args.schedule}.png", given=given)
+    out = choose_out(args.out, f"lr_{args.schedule}.png")
     names = ("cosine", "noam") if args.schedule == "both" else (args.schedule,)
     curves, steps = {}, {}
     for name in names:
@@ -166,8 +213,10 @@ def run(args: argparse.Namespace) -> int:
 
         _positive("--d-model", args.d_model, MAX_D_MODEL)
         _positive("--max-len", args.max_len, MAX_LEN)
-        out = check_out(args.out)
-        path = _write(lambda: plot_positional_encoding(args.d_model, args.max_len, out), out)
+        given = args.out is not None
+        out = choose_out(args.out, "positional_encoding.png")
+        path = _write(lambda: plot_positional_encoding(args.d_model, args.max_len, out), out,
+                      given=given)
     else:
         path = _lr(args)
     print(path)

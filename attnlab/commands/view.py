@@ -48,16 +48,6 @@ def _check_flags(args) -> None:
     check_threads(args.threads)
 
 
-def _default_out(run_dir):
-    from .plot import check_out
-
-    out = check_out(run_dir / DEFAULT_NAME, given=False, formats=PAGE_FORMATS)
-    if out.exists():
-        raise UsageError(f"{out} exists (a page made earlier); to replace it, name it: "
-                         f"--out {out}; or choose another file with --out")
-    return out
-
-
 def attention_layers(task, run_dir, cfg, text):
     """(layers, query tokens, key tokens) of the trained model on ``text``: the runtime's own
     ``attention_layers`` (a translation's three groups, a jet's every constituent), else its
@@ -77,23 +67,26 @@ def write_page(args):
 
     from ..runs import check_run_dir
     from ..tasks import get_task
-    from .plot import _write, check_out
+    from .plot import _write, choose_out
 
     _check_flags(args)
     given = args.out is not None
     if given:
-        check_out(args.out, formats=PAGE_FORMATS)
+        choose_out(args.out, None, formats=PAGE_FORMATS)
     run_dir, cfg = check_run_dir(args.run_dir, command="view")
     use_threads(args, "one", run_dir)
-    out = check_out(args.out, formats=PAGE_FORMATS) if given else _default_out(Path(run_dir))
-    layers, query_tokens, key_tokens = attention_layers(get_task(cfg["task"]), run_dir, cfg,
-                                                        args.input)
+    out = choose_out(args.out, Path(run_dir) / DEFAULT_NAME, formats=PAGE_FORMATS, what="a page")
+    task = get_task(cfg["task"])
+    layers, query_tokens, key_tokens = attention_layers(task, run_dir, cfg, args.input)
     from ..explorer import AttentionView, attention_data
+    from .plot import attention_focus, shown_input
 
-    text = " ".join(args.input.split())
-    title = f"{cfg['task']}: attention on {text[:60] + ('…' if len(text) > 60 else '')!r}"
+    title = f"{cfg['task']}: attention on {shown_input(args.input, 61)!r}"
+    row = attention_focus(task, run_dir, cfg, args.input)  # a graph node's row: opened pinned
+    if row is not None:
+        title += f", query row {row} pinned"
     view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg["task"],
-                                        run=str(args.run_dir), title=title))
+                                        run=str(args.run_dir), title=title, focus=row))
     return Path(_write(lambda: view.save(out), out, given=given))
 
 

@@ -4,7 +4,7 @@ This is what ``attnlab view`` embeds in its page, in ``<script type="application
 id="attnlab-attention">``, so that other tools can read it::
 
     {"version": 1, "task": "translate", "run": "runs/numbers", "title": "...",
-     "query_tokens": [...], "key_tokens": [...],
+     "query_tokens": [...], "key_tokens": [...], "focus": {"axis": "q", "index": 33},
      "layers": [{"name": "transformer.encoder.layers.0.self_attn", "kind": "self",
                  "group": "encoder", "weights": [[[...]]]},          # [head][query][key]
                 ...]}
@@ -14,7 +14,8 @@ tokens before it) or "cross" (decoder queries over encoder keys). ``group`` name
 the model a layer belongs to ("encoder", "decoder", "cross", ...); the page shows one group at a
 time and switches between them. A layer whose tokens differ from the page's (the translation's
 cross-attention: target queries over source keys) carries its own ``query_tokens`` and
-``key_tokens``. Weights are rounded to ``digits`` decimals (4: a page of 12 layers × 12 heads ×
+``key_tokens``. ``focus``, where there is one, is the query row the page opens pinned on (a
+graph node's, which ``--input`` names; absent or null: none). Weights are rounded to ``digits`` decimals (4: a page of 12 layers × 12 heads ×
 128 tokens is then about 14 MB).
 
 Torch is not needed here: weights may be tensors, NumPy arrays or nested lists.
@@ -81,7 +82,7 @@ def _tokens(tokens: Sequence[Any], what: str) -> list[str]:
 def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
                    key_tokens: Sequence[Any] | None = None, *, task: str | None = None,
                    run: str | None = None, title: str | None = None,
-                   digits: int = 4) -> dict[str, Any]:
+                   digits: int = 4, focus: int | None = None) -> dict[str, Any]:
     """The page's JSON-ready dict for ``layers`` over these tokens.
 
     Args:
@@ -92,9 +93,11 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         run: the run directory the maps come from (None in Python use).
         title: a line over the page.
         digits: decimals kept of each weight.
+        focus: a query row the page opens pinned on (its weights read out), or None.
 
     Returns:
-        ``{"version", "task", "run", "title", "query_tokens", "key_tokens", "layers"}``.
+        ``{"version", "task", "run", "title", "query_tokens", "key_tokens", "layers"}``, and
+        ``"focus"`` when given.
 
     Raises:
         ValueError: no layers, an unknown kind, weights not (H, T_q, T_k) or not finite, or
@@ -126,8 +129,13 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         if layer.query_tokens is not None or layer.key_tokens is not None:
             entry.update(query_tokens=q, key_tokens=k)
         out.append(entry)
-    return {"version": VERSION, "task": task, "run": run, "title": title or "",
+    data = {"version": VERSION, "task": task, "run": run, "title": title or "",
             "query_tokens": queries, "key_tokens": keys, "layers": out}
+    if focus is not None:
+        if not 0 <= focus < len(queries):
+            raise ValueError(f"focus must be a query row, 0 to {len(queries) - 1}, got {focus}")
+        data["focus"] = {"axis": "q", "index": int(focus)}
+    return data
 
 
 def check_data(data: dict[str, Any]) -> None:
@@ -144,3 +152,7 @@ def check_data(data: dict[str, Any]) -> None:
             raise ValueError(f"layer {layer.get('name')!r} does not match its tokens or kind")
         if any(not math.isfinite(x) for head in w for row in head for x in row):
             raise ValueError(f"layer {layer.get('name')!r} has a weight that is not finite")
+    focus = data.get("focus")
+    if focus is not None and not (focus.get("axis") == "q" and isinstance(focus.get("index"), int)
+                                  and 0 <= focus["index"] < len(data["query_tokens"])):
+        raise ValueError(f"focus {focus!r} is not a query row of the page")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import uuid
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -104,9 +105,17 @@ class AttentionView:
         return path
 
     def _repr_html_(self) -> str:
-        # An iframe keeps the page's script and style apart from the notebook's own.
-        return (f'<iframe srcdoc="{html.escape(self.html(), quote=True)}" '
-                'style="width:100%;height:760px;border:0" sandbox="allow-scripts"></iframe>')
+        # An iframe keeps the page's script and style apart from the notebook's own. The page
+        # posts its height and the script beside the frame sizes the frame to it (#27: a fixed
+        # 760 px clipped the map and hid the weights); 760 px where outputs run no script.
+        frame = f"attnlab-view-{uuid.uuid4().hex[:12]}"
+        return (f'<iframe srcdoc="{html.escape(self.html(), quote=True)}" id="{frame}" '
+                'style="width:100%;height:760px;border:0" sandbox="allow-scripts"></iframe>'
+                f'<script>(function () {{ const frame = document.getElementById("{frame}"); '
+                'window.addEventListener("message", (e) => { if (frame && e.source === '
+                'frame.contentWindow && e.data && e.data.attnlabHeight > 0) '
+                'frame.style.height = Math.min(e.data.attnlabHeight, 4000) + "px"; }); })();'
+                '</script>')
 
     def __repr__(self) -> str:
         layers = self.data["layers"]

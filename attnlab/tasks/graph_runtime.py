@@ -21,7 +21,7 @@ from ..runs import load_weights
 from .base import config_from_run, each_input, probabilities_of
 
 __all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
-           "attention_maps"]
+           "attention_maps", "attention_focus"]
 
 IGNORE = -100  # the target of a node the loss does not count (cross_entropy's ignore_index)
 
@@ -111,8 +111,8 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict
 
 def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
     """Every graph attention layer's weights over the whole graph, L × (H, N, N), the nodes
-    labelled ``node:class`` (``--input`` is ignored beyond being a node: the graph is the
-    input)."""
+    labelled ``node:class``. The graph is the input: ``--input`` names the node whose row
+    the figure and the page single out (``attention_focus``)."""
     if cfg["kind"] != "gat":
         raise UsageError(f"a --kind {cfg['kind']} run has no attention (train --kind gat)")
     x, adjacency, labels, classes, names, _ = graph_of(cfg)
@@ -120,3 +120,9 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
     maps = load(task, run_dir, cfg).get_attention_maps(x, adjacency)
     tokens = [f"{n}:{classes[int(c)]}" for n, c in zip(names, labels)]
     return maps, tokens, tokens
+
+
+def attention_focus(task, run_dir: Path, cfg: dict[str, Any], text: str) -> int:
+    """The query row ``--input`` names (issue #27: `plot attention` outlines it, `view` opens
+    pinned on it): the node's own row, its attention over its neighbours."""
+    return _node(text, graph_of(cfg)[4])

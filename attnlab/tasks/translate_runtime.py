@@ -146,11 +146,15 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, trans
     return maps, src_labels, tgt_labels
 
 
+# what `plot attention` draws of a translation: the decoder's attention over the source only
+attention_kind = "cross"
+
+
 def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path,
                            max_len: int) -> None:
     maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
-    plot_attention(maps, x_labels, y_labels, path,
-                   title=f"cross-attention (layers × heads): {src_text!r}")
+    plot_attention(maps, x_labels, y_labels, path, kind=attention_kind,
+                   title=f"cross-attention (decoder over source) on {src_text!r}")
 
 
 # ---- training ---------------------------------------------------------------------------
@@ -289,19 +293,21 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
     return compute_test_metrics(model, tok, test, cfg)[0]
 
 
-def evaluate_by_length(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
-                       quantize: str | None = None):
+def evaluate_by_length(task, run_dir: Path, cfg: dict[str, Any], data: str | None,
+                       out: Path, *, quantize: str | None = None):
     """``attnlab evaluate DIR --by-length``: (the test metrics, their rows per source-length
-    bucket); draws ``DIR/by_length.png``."""
+    bucket); draws the figure ``out``, its title naming the pairs scored."""
     test = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     metrics, hyps = compute_test_metrics(model, tok, test, cfg)
     rows = scores_by_length(tok, test, hyps)
-    labels, path = [r["lengths"] for r in rows], Path(run_dir) / "by_length.png"
+    scored = f"--data {Path(data).name}" if data is not None else "the run's test pairs"
     try:
         plot_by_length({"exact match": [r["exact_match"] for r in rows],
-                        "chrF / 100": [r["chrf"] / 100 for r in rows]}, labels, path,
-                       title=f"{cfg.get('arch', 'transformer')}: test score by source length")
+                        "chrF / 100": [r["chrf"] / 100 for r in rows]},
+                       [r["lengths"] for r in rows], out,
+                       title=f"{cfg.get('arch', 'transformer')}: score by source length, "
+                             f"{scored} ({len(test):,} pairs)")
     except OSError as e:  # a read-only run directory: say which file, no traceback
-        raise UsageError(f"--by-length: cannot write {path} ({e.strerror or e})") from None
+        raise UsageError(f"--out {out}: cannot write it ({e.strerror or e})") from None
     return metrics, rows

@@ -94,7 +94,11 @@ def test_attention_maps_hook_labels_padding(tiny_run):
            "num_layers": 2, "dim_feedforward": 16, "dropout": 0.0, "norm_first": False}
     maps, x_labels, y_labels = get_task("reverse").attention_maps(tiny_run, cfg, "4 5")
     assert len(maps) == 2 and maps[0].shape == (2, 5, 5)
-    assert x_labels == y_labels == ["(0)", "(0)", "(0)", "4", "5"]
+    assert x_labels == ["(0)", "(0)", "(0)", "4", "5"]  # the keys: the padded input
+    # the queries: the model's output at each row, the answer's two first, the rest in ()
+    outputs = get_task("reverse").predict_many(tiny_run, cfg, ["4 5"], ["--input"])[0]
+    assert y_labels[:2] == outputs["prediction"].split()
+    assert all(label.startswith("(") for label in y_labels[2:])
 
 
 def test_task_without_attention_hook_is_a_usage_error():
@@ -164,3 +168,50 @@ print("LOADED", loaded)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
+def _refused(argv, capsys, *named):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and all(n in err for n in named), err
+
+
+def test_no_figure_is_replaced_without_being_named(tiny_run, tmp_path, monkeypatch, capsys):
+    """#27: `plot attention RUN --input X` replaced an earlier attention_input.png, `plot pe`
+    and `plot lr` their files in the working directory: a default file that exists is refused
+    (exit 2, one line naming it and --out); one named with --out is replaced."""
+    default = tiny_run / "attention_input.png"
+    assert main(["plot", "attention", str(tiny_run), "--input", "1 2 3"]) == 0
+    before = default.read_bytes()
+    _refused(["plot", "attention", str(tiny_run), "--input", "4 5"], capsys, str(default),
+             "--out")
+    assert default.read_bytes() == before
+    assert main(["plot", "attention", str(tiny_run), "--input", "4 5", "--out",
+                 str(default)]) == 0  # named: the user asked
+    assert default.read_bytes() != before
+    monkeypatch.chdir(tmp_path)
+    for argv, name in ((["plot", "pe"], "positional_encoding.png"),
+                       (["plot", "lr"], "lr_cosine.png")):
+        (tmp_path / name).write_bytes(b"mine")
+        _refused(argv, capsys, name, "--out")
+        assert (tmp_path / name).read_bytes() == b"mine"
+
+
+def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys):
+    """#27: `plot attention RUN --out RUN/attention.png` replaced the figure training made."""
+    made = tiny_run / "attention.png"
+    made.write_bytes(b"training's figure")
+    _refused(["plot", "attention", str(tiny_run), "--input", "1 2", "--out", str(made)], capsys,
+             str(made), "--out")
+    assert made.read_bytes() == b"training's figure"
+
+
+def test_a_figure_title_holds_up_to_120_characters_of_the_input():
+    """#27: the figure's title cut the input at 60 characters with no mark (a translation's
+    source, "... seven hundred and sev'"); the title now wraps, so it holds twice that."""
+    from attnlab.commands.plot import shown_input
+
+    source = "nine hundred and ninety-eight thousand seven hundred and seventy-six"
+    assert shown_input(f"  {source} ", 120) == source
+    long = " ".join([source] * 3)
+    assert shown_input(long, 120) == long[:119] + "…"

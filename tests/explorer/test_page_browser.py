@@ -4,6 +4,7 @@ as the model's ``get_attention_maps``, switches a translation to its cross-atten
 labels apart, and renders a 12 × 12 × 128 model."""
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -227,6 +228,17 @@ def test_trained_reversal_page_shows_the_anti_diagonal(page, reverse_page):
         assert max(weights, key=weights.get) == 15 - i
 
 
+def test_a_reversal_pages_rows_are_labelled_with_what_they_output(reverse_page):
+    """#27: the rows were labelled with the input's symbols; row i is where output i is
+    predicted, so a trained reversal's rows read the input backwards."""
+    from attnlab.explorer import read_data
+
+    data = read_data(reverse_page.read_text(encoding="utf-8"))
+    given = "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3".split()
+    assert data["key_tokens"] == given
+    assert data["query_tokens"] == given[::-1]
+
+
 def test_screenshot_at_1280_by_800_is_not_blank(page, reverse_page):
     from PIL import Image
 
@@ -287,3 +299,129 @@ def test_a_narrow_page_stacks_its_columns_and_nothing_overlaps(page, reverse_pag
 def overlap(a, b) -> bool:
     return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
             and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+def _in_frame(driver, script):
+    driver.switch_to.frame(driver.find_element(By.TAG_NAME, "iframe"))
+    try:
+        return driver.execute_script(script)
+    finally:
+        driver.switch_to.default_content()
+
+
+@pytest.mark.parametrize("width", [600, 1280])
+def test_inline_view_is_sized_to_its_content_and_shows_every_key(page, reverse_page, width):
+    """#27: inline in a notebook (a 617 px output column) the frame was 760 px high whatever
+    its content, the map was drawn 630 px wide in 551 px, hiding the two rightmost key columns,
+    and the weights were below the fold. Now every key column is inside the frame, the weights
+    sit beside the map, and the frame is as high as the page in it."""
+    from attnlab.explorer import read_data
+
+    view = AttentionView(read_data(reverse_page.read_text(encoding="utf-8")))
+    host = ("<!DOCTYPE html><html><body style='margin:8px'><p>In [3]:</p>"
+            f"<div style='max-width:617px'>{view._repr_html_()}</div></body></html>")
+    driver = page(host, name="notebook.html")
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 800, "deviceScaleFactor": 1,
+                            "mobile": False})
+    try:
+        driver.refresh()
+        frame = driver.find_element(By.TAG_NAME, "iframe")
+        for _ in range(50):  # the page posts its height once drawn
+            inner = _in_frame(driver, "return document.body.dataset.ready === '1' && "
+                                      "Math.ceil(document.body.getBoundingClientRect().height)")
+            if inner and abs(frame.rect["height"] - inner) <= 4:
+                break
+            time.sleep(0.1)
+        assert inner and abs(frame.rect["height"] - inner) <= 4, (frame.rect, inner)
+        assert frame.rect["height"] != 760
+        got = _in_frame(driver, """
+            const r = (s) => document.querySelector(s).getBoundingClientRect();
+            const keys = [...document.querySelectorAll('.ktok')].map((k) => k.getBoundingClientRect());
+            const scroll = document.querySelector('.head-view .scroll');
+            return {width: window.innerWidth, map: r('#main-map'), readout: r('.readout-box'),
+                    keys: keys.map((k) => [k.left, k.right]), hidden: scroll.scrollWidth - scroll.clientWidth,
+                    scrollRight: scroll.getBoundingClientRect().right};""")
+        assert len(got["keys"]) == 16
+        assert all(right <= got["scrollRight"] + 0.5 for _, right in got["keys"])
+        assert got["hidden"] <= 0 and got["map"]["right"] <= got["width"]
+        assert got["map"]["width"] >= 16 * 12  # every key column, still large enough to read
+        # the weights beside the map, not under it
+        assert got["readout"]["left"] >= got["map"]["right"] and got["readout"]["top"] < got["map"]["bottom"]
+        assert got["readout"]["right"] <= got["width"]
+    finally:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": 1280, "height": 800, "deviceScaleFactor": 1,
+                                "mobile": False})
+
+
+def _causal(T):
+    rng = np.random.default_rng(0)
+    w = np.tril(rng.random((1, T, T)) + 0.05)
+    w /= w.sum(-1, keepdims=True)
+    return w
+
+
+def _pixel(driver, i, j):
+    """The RGB of cell (query i, key j) of the large map."""
+    return driver.execute_script("""
+        const c = document.getElementById('main-map'), n = Number(c.dataset.cols);
+        const cell = c.width / n;
+        return [...c.getContext('2d').getImageData(Math.floor((arguments[1] + .5) * cell),
+                Math.floor((arguments[0] + .5) * cell), 1, 1).data].slice(0, 3);""", i, j)
+
+
+def test_a_causal_map_is_scaled_row_by_row_unless_the_shared_scale_is_chosen(page):
+    """#27: query 0's weight of 1.0 set a causal map's scale and left the rest near-black."""
+    T = 12
+    w = _causal(T)
+    data = attention_data([Layer("causal", "causal", w), Layer("self", "self", w)],
+                          [f"t{i}" for i in range(T)])
+    driver = page(data)
+    ready(driver)
+    top = [253, 231, 37]  # viridis' brightest: the largest weight of the scale
+    box = driver.find_element(By.ID, "row-scale")
+    assert box.is_selected()
+    for i in range(T):  # every row's largest weight is drawn at the top of the scale
+        assert _pixel(driver, i, int(np.argmax(w[0, i]))) == top
+    assert "each row" in driver.find_element(By.ID, "legend").text
+    box.click()  # the shared scale: only query 0's weight of 1 reaches the top
+    assert not box.is_selected() and _pixel(driver, 0, 0) == top
+    assert _pixel(driver, T - 1, int(np.argmax(w[0, T - 1]))) != top
+    driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_DOWN)  # the choice holds
+    assert not driver.find_element(By.ID, "row-scale").is_selected()
+
+
+def test_a_self_attention_map_shares_one_scale_by_default(page):
+    data = attention_data([Layer("self", "self", _causal(6))], list("abcdef"))
+    driver = page(data)
+    ready(driver)
+    assert not driver.find_element(By.ID, "row-scale").is_selected()
+
+
+def test_thinned_character_labels_read_as_runs_of_the_text(page):
+    """#27: an lm's characters thinned to every other one read as gibberish ("t o t o s n")."""
+    text = "the quick brown fox jumps over the lazy dog; attention is all you need"
+    T = len(text)
+    data = attention_data([Layer("causal", "causal", _causal(T))], list(text))
+    driver = page(data)
+    ready(driver)
+    shown = driver.execute_script("""
+        return [...document.querySelectorAll('.qtok .label')]
+          .filter((e) => getComputedStyle(e).visibility !== 'hidden').map((e) => e.textContent);""")
+    assert 1 < len(shown) < T  # thinned
+    assert "".join(shown).replace("␣", " ") == text
+    hover(driver, '.qtok[data-index="5"]')  # a hovered token shows itself, not a run
+    assert driver.find_element(By.CSS_SELECTOR, '.qtok[data-index="5"] .label').text == "u"
+
+
+def test_a_hovered_long_label_keeps_its_first_letter(page):
+    """#27: a hovered truncated label ran past the label column and lost its first letter."""
+    tokens = [f"MMMMMMMMMMMMMMMMMM{i}" for i in range(8)]
+    driver = page(attention_data([Layer("self", "self", _causal(8))], tokens))
+    ready(driver)
+    hover(driver, '.qtok[data-index="3"]')
+    column = driver.find_element(By.CSS_SELECTOR, ".qlabels").rect
+    label = driver.find_element(By.CSS_SELECTOR, '.qtok[data-index="3"] .label')
+    assert label.text.startswith("M") and label.rect["x"] >= column["x"] - 0.5
+    assert label.rect["x"] + label.rect["width"] <= column["x"] + column["width"] + 0.5

@@ -157,3 +157,36 @@ def test_an_rnn_takes_a_model_dim_that_no_head_count_divides(tmp_path):
     assert main(["train", "translate", "--arch", "rnn-additive", "--out", str(tmp_path / "r"),
                  "--model-dim", "30", "--max-number", "200", "--test-size", "8", "--val-size",
                  "4", "--max-steps", "2"]) == 0
+
+
+def test_evaluate_by_length_never_replaces_a_figure_and_its_title_names_the_data(
+        runs, tmp_path, monkeypatch, capsys):
+    """#27: `evaluate RUN --data OTHER.csv --by-length` replaced the run's by_length.png with
+    a figure whose title still named the run's data."""
+    from attnlab.tasks import translate_runtime
+
+    titles = []
+    draw = translate_runtime.plot_by_length
+    monkeypatch.setattr(translate_runtime, "plot_by_length",
+                        lambda *a, **k: titles.append(k["title"]) or draw(*a, **k))
+    run = runs["rnn-additive"]
+    figure = run / "by_length.png"
+    figure.unlink(missing_ok=True)
+    assert main(["evaluate", str(run), "--by-length"]) == 0
+    assert titles[-1].endswith("the run's test pairs (20 pairs)")
+    before = figure.read_bytes()
+    other = tmp_path / "other.csv"
+    other.write_text("source,target\nseven,sieben\nforty-two,zweiundvierzig\n")
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--data", str(other), "--by-length"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(figure) in err and "--out" in err
+    assert figure.read_bytes() == before and len(titles) == 1  # refused before decoding
+    mine = tmp_path / "other.png"
+    assert main(["evaluate", str(run), "--data", str(other), "--by-length", "--out",
+                 str(mine)]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"wrote {mine}"
+    assert titles[-1].endswith("--data other.csv (2 pairs)") and mine.read_bytes()[:4] == b"\x89PNG"
+    assert figure.read_bytes() == before
+    assert main(["evaluate", str(run), "--out", str(mine)]) == 2  # a figure without --by-length
+    assert "--by-length" in capsys.readouterr().err

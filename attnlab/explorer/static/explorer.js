@@ -41,7 +41,10 @@
   const keyTokens = (l) => l.key_tokens || data.key_tokens;
   const masked = (l, i, j) => l.kind === "causal" && j > i;
 
-  const state = { group: 0, layer: 0, head: 0, average: false, pinned: null, active: null };
+  // data.focus: the row --input names (a graph's node), pinned from the start
+  // rowScale: colour each row from 0 to its own largest weight (null: the default, per layer)
+  const state = { group: 0, layer: 0, head: 0, average: false, pinned: data.focus || null,
+                  active: null, rowScale: null };
   const meanCache = new Map();
 
   const current = () => data.layers[groups[state.group].layers[state.layer]];
@@ -57,6 +60,11 @@
     return meanCache.get(key);
   }
   const maxOf = (map) => map.reduce((m, row) => row.reduce((a, w) => Math.max(a, w), m), 1e-12);
+  const rowMax = (row) => row.reduce((a, w) => Math.max(a, w), 1e-12);
+  // A causal map's first query can only see itself: its weight of 1 would set the scale and
+  // leave the rest near-black (#27), so causal layers are scaled row by row unless the user
+  // chooses the shared scale; other layers share one scale (rows there compare).
+  const byRow = (layer) => (state.rowScale === null ? layer.kind === "causal" : state.rowScale);
 
   // ---- page skeleton ----------------------------------------------------------------------
   function el(tag, attrs, ...children) {
@@ -79,12 +87,17 @@
       `${data.layers.length} attention layer${data.layers.length === 1 ? "" : "s"}`]
       .filter(Boolean).join(" · ") }),
     el("p", { class: "hint", text: "Hover a token or a cell to read its weights · click to pin, " +
-      "Esc to unpin · ←/→ head · ↑/↓ layer · a: average the heads · g: next group" }));
+      "Esc to unpin · ←/→ head · ↑/↓ layer · a: average the heads · r: scale each row · " +
+      "g: next group" }));
   const groupBar = el("div", { class: "groups", role: "tablist" });
   const average = el("input", { type: "checkbox", id: "average-heads" });
+  const rowScale = el("input", { type: "checkbox", id: "row-scale" });
   const toolbar = el("div", { class: "toolbar" }, groupBar,
     el("label", { class: "average", for: "average-heads" }, average,
        document.createTextNode(" average the heads")),
+    el("label", { class: "average", for: "row-scale",
+                  title: "colour each row from 0 to its own largest weight" }, rowScale,
+       document.createTextNode(" scale each row")),
     el("span", { id: "layer-label", "aria-live": "polite" }));
   const grid = el("div", { class: "grid", id: "grid" });
   const modelView = el("section", { class: "model-view" }, el("h2", { text: "every layer and head" }), grid);
@@ -108,12 +121,12 @@
 
   // ---- the model view ----------------------------------------------------------------------
   function paint(canvas, layer, map) {  // one pixel per weight; CSS or drawImage scales it
-    const T = map.length, S = map[0].length, max = maxOf(map);
+    const T = map.length, S = map[0].length, shared = maxOf(map), rows = byRow(layer);
     canvas.width = S; canvas.height = T;
     const ctx = canvas.getContext("2d");
     const img = ctx.createImageData(S, T);
     for (let i = 0; i < T; i++) {
-      const row = map[i];
+      const row = map[i], max = rows ? rowMax(row) : shared;
       for (let j = 0; j < S; j++) {
         const c = masked(layer, i, j) ? MASKED : colour(row[j], max);
         const p = 4 * (i * S + j);
@@ -153,13 +166,21 @@
   function placeLabels(box, tokens, axis) {
     box.textContent = "";
     const every = Math.max(1, Math.ceil(LINE / cell));  // thin the text when cells are small
+    const texts = tokens.map((t) => visible(String(t)));
+    // Single characters (an lm's) thinned to every k-th read as gibberish ("t o t o s n",
+    // #27): a shown label carries the run of characters up to the next one ("the q", "uick ").
+    // (text, not symbols: a reversal's one-digit tokens are not to be read as numbers)
+    const chars = every > 1 && texts.every((t) => [...t].length === 1) && texts.includes("␣");
     tokens.forEach((token, i) => {
-      const text = visible(String(token));
+      const text = texts[i];
       const item = el("div", { class: axis === "q" ? "qtok" : "ktok", "data-index": String(i),
                                title: `${axis === "q" ? "query" : "key"} ${i}: ${text}` });
       const shown = i % every === 0;
-      item.appendChild(el("span", { class: shown ? "label" : "label thin",
-                                    text: short(text, axis === "q" ? 14 : 10) }));
+      const run = short(shown && chars ? texts.slice(i, i + every).join("") : text,
+                        axis === "q" ? 14 : 10);
+      item.appendChild(el("span", { class: shown ? "label" : "label thin", "data-run": run,
+                                    "data-text": short(text, axis === "q" ? 14 : 10),
+                                    text: run }));
       if (axis === "q") { item.style.top = `${i * cell}px`; item.style.height = `${cell}px`; }
       else { item.style.left = `${i * cell}px`; item.style.width = `${cell}px`; }
       item.addEventListener("mouseenter", () => hover({ axis, index: i }));
@@ -169,14 +190,27 @@
     });
   }
 
+  // the query labels' column: as wide as the longest shown label needs (short symbols leave
+  // the map more room in a narrow frame), between the corner's words and 14 characters
+  function queryColumn() {
+    const longest = queryTokens(current()).reduce(
+      (n, t) => Math.max(n, [...short(visible(String(t)), 14)].length), 1);
+    return Math.max(64, Math.min(118, Math.ceil(longest * 7.6) + 10));
+  }
+
   function drawMain() {
     const layer = current(), map = shownMap();
     const T = map.length, S = map[0].length, max = maxOf(map);
-    const room = scroller.clientWidth ? scroller.clientWidth - 124 : 520;  // beside the labels
+    // beside the labels; before the first layout (an iframe not yet laid out) the window's
+    // width, so the map is never drawn wider than the page that shows it (#27)
+    const labelColumn = queryColumn();
+    mapBox.style.setProperty("--qcol", `${labelColumn}px`);
+    const room = (scroller.clientWidth || Math.max(0, window.innerWidth - 300)) - labelColumn - 6;
     cell = Math.max(4, Math.min(40, Math.floor(Math.min(Math.max(200, room) / S, 520 / T))));
     mainMap.width = S * cell; mainMap.height = T * cell;
     mainMap.dataset.rows = String(T); mainMap.dataset.cols = String(S);
-    const key = `${state.group}/${state.layer}/${state.average ? "mean" : state.head}`;
+    const key = `${state.group}/${state.layer}/${state.average ? "mean" : state.head}/` +
+      `${byRow(layer) ? "row" : "map"}`;
     if (!pixels || pixels.key !== key) {  // painted once per map; a hover only redraws it
       pixels = document.createElement("canvas");
       pixels.key = key;
@@ -199,9 +233,11 @@
       lctx.fillStyle = css(LUT[Math.round((x / (legendBar.width - 1)) * 255)]);
       lctx.fillRect(x, 0, 1, legendBar.height);
     }
-    legendMax.textContent = max.toFixed(3);
-    legendNote.textContent = layer.kind === "causal" ? "grey: a later token, which a query cannot see"
-      : "scale: 0 to this map's largest weight";
+    rowScale.checked = byRow(layer);
+    legendMax.textContent = byRow(layer) ? "row's largest" : max.toFixed(3);
+    legendNote.textContent = (byRow(layer) ? "scale: each row from 0 to its own largest weight"
+      : "scale: 0 to this map's largest weight") +
+      (layer.kind === "causal" ? " · grey: a later token, which a query cannot see" : "");
   }
 
   function labelsFor() {
@@ -213,8 +249,11 @@
   function showReadout() {
     const focus = state.pinned || state.active;
     readout.textContent = "";
-    document.querySelectorAll(".qtok.on, .ktok.on, .covered").forEach(
-      (n) => n.classList.remove("on", "covered"));
+    document.querySelectorAll(".qtok.on, .ktok.on, .covered").forEach((n) => {
+      n.classList.remove("on", "covered");
+      const label = n.querySelector(".label");  // back to the run of characters it stood for
+      if (label && label.dataset.run !== undefined) label.textContent = label.dataset.run;
+    });
     if (!focus) {
       readout.appendChild(el("p", { class: "empty", text: "Hover a token or a cell of the large map." }));
       return;
@@ -226,8 +265,10 @@
     const values = isQuery ? map[focus.index] : map.map((row) => row[focus.index]);
     const token = visible(String((isQuery ? qs : ks)[focus.index]));
     const mark = document.querySelector(`.${isQuery ? "qtok" : "ktok"}[data-index="${focus.index}"]`);
-    if (mark) {  // its label shows; the thinned-in labels it would touch step aside
+    if (mark) {  // its label shows (its own token); the thinned-in labels it would touch step aside
       mark.classList.add("on");
+      const label = mark.querySelector(".label");
+      if (label) label.textContent = label.dataset.text;
       const every = Math.max(1, Math.ceil(LINE / cell));
       for (let n = focus.index - every + 1; n < focus.index + every; n++) {
         const near = mark.parentNode.children[n];
@@ -308,6 +349,7 @@
     groupBar.appendChild(b);
   });
   average.addEventListener("change", () => { state.average = average.checked; render(false); });
+  rowScale.addEventListener("change", () => { state.rowScale = rowScale.checked; render(true); });
   const cellAt = (event) => {
     const r = mainMap.getBoundingClientRect();
     const j = Math.floor(((event.clientX - r.left) / r.width) * mainMap.width / cell);
@@ -332,14 +374,42 @@
       ArrowUp: () => select(state.group, (state.layer + g.layers.length - 1) % g.layers.length, state.head),
       ArrowDown: () => select(state.group, (state.layer + 1) % g.layers.length, state.head),
       a: () => { average.checked = !average.checked; state.average = average.checked; render(false); },
+      r: () => { state.rowScale = !byRow(current()); render(true); },
       g: () => select((state.group + 1) % groups.length, state.layer, state.head),
       Escape: () => { state.pinned = null; drawMain(); showReadout(); },
     };
     if (moves[e.key]) { e.preventDefault(); moves[e.key](); }
   });
 
+  // Inline in a notebook or a docs page (an iframe): no height tied to the iframe's (that
+  // would feed back), and the page tells the iframe its height, so nothing is clipped or
+  // left below the fold of a fixed-height frame (#27). A resize redraws the map to fit.
+  const embedded = window.parent !== window;
+  if (embedded) body.classList.add("embedded");
+  let lastHeight = 0;
+  function reportHeight() {
+    // the body's own height (the document's is at least the frame's, so it could only grow)
+    const height = Math.ceil(body.getBoundingClientRect().height) + 2;
+    if (embedded && height !== lastHeight) {
+      lastHeight = height;
+      window.parent.postMessage({ attnlabHeight: height }, "*");
+    }
+  }
+  let lastWidth = window.innerWidth, pending = false;
+  window.addEventListener("resize", () => {
+    if (pending || window.innerWidth === lastWidth) return;  // a height change alone: nothing
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false; lastWidth = window.innerWidth;
+      render(false); reportHeight();
+    });
+  });
+
+  if (embedded && window.ResizeObserver) new ResizeObserver(reportHeight).observe(body);
+
   window.attnlab = { data, state, select };
   render(true);
+  reportHeight();
   window.attnlab.readyMs = performance.now();  // since navigation started (benchmarks/explorer.py)
   body.dataset.ready = "1";
 })();

@@ -1,0 +1,80 @@
+"""`attnlab plot attention` of a run of every task (issue #27): a figure that fits a screen at
+100 % (about 2,000 px a side), one panel per map and no empty axes, a translation's panels
+named "cross"; a graph's figure and page single out the node --input names."""
+import pytest
+from PIL import Image
+
+from attnlab import viz
+from attnlab.cli import main
+from attnlab.explorer import read_data
+from attnlab.runs import read_yaml
+from attnlab.tasks import get_task
+
+from .test_view import runs  # noqa: F401  (the module's trained runs, one per task)
+
+pytestmark = pytest.mark.slow
+
+
+def panels(fig):
+    return [ax for ax in fig.axes if ax.get_images() and "layer" in ax.get_title()]
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """What the figures plot_attention writes show, noted before each is written (and closed):
+    {"axes": how many, "panels": their titles, "title", "boxes": each panel's outlined rows,
+    "bold": each panel's bold query labels}."""
+    figures, save = [], viz._save
+
+    def note(fig, path):
+        figures.append({
+            "axes": len(fig.axes), "panels": [ax.get_title() for ax in panels(fig)],
+            "title": fig._suptitle.get_text() if fig._suptitle else "",
+            "boxes": [[(p.get_y(), p.get_height()) for p in ax.patches] for ax in panels(fig)],
+            "bold": [[t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
+                     for ax in panels(fig)]})
+        return save(fig, path)
+    monkeypatch.setattr(viz, "_save", note)
+    return figures
+
+
+def plot(run, text, out, capsys):
+    code = main(["plot", "attention", str(run), "--input", text, "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return Image.open(out).size
+
+
+@pytest.mark.parametrize("name", ["reverse", "anomaly", "classify", "sets", "translate", "lm",
+                                  "jets", "graph"])
+def test_every_tasks_figure_fits_a_screen_and_draws_no_empty_axes(runs, name, drawn, tmp_path,
+                                                                   capsys):
+    run, text = runs[name]
+    width, height = plot(run, text, tmp_path / "figure.png", capsys)
+    assert width <= 2000 and height <= 2000, (width, height)
+    if name == "jets":  # its own figure: the jet in the (Δη, Δφ) plane
+        return
+    (fig,) = drawn
+    cfg = read_yaml(run / "config.yaml")
+    maps = get_task(cfg["task"]).attention_maps(run, cfg, text)[0]
+    heads = sum(m.shape[-3] if m.ndim >= 3 else 1 for m in maps)
+    assert len(fig["panels"]) == (heads if heads <= viz.MAX_PANELS else len(maps))
+    assert fig["axes"] == 2 * len(fig["panels"])  # a map and its colour bar each: none empty
+    if name == "translate":  # only the decoder's attention over the source, and it says so
+        assert all(title.startswith("cross · ") for title in fig["panels"])
+        assert "cross-attention" in fig["title"]
+
+
+def test_a_graph_figure_and_page_single_out_the_node_named(runs, drawn, tmp_path, capsys):
+    run, _ = runs["graph"]
+    for node in ("0", "33"):
+        plot(run, node, tmp_path / f"node{node}.png", capsys)
+        fig = drawn[-1]
+        assert f"query row {node} outlined" in fig["title"] and fig["panels"]
+        assert fig["boxes"] == [[(int(node) - 0.5, 1)]] * len(fig["panels"])
+        assert all([label.split(":")[0] for label in bold] == [node] for bold in fig["bold"])
+        page = tmp_path / f"node{node}.html"
+        assert main(["view", str(run), "--input", node, "--out", str(page)]) == 0
+        data = read_data(page.read_text(encoding="utf-8"))
+        assert data["focus"] == {"axis": "q", "index": int(node)}
+    assert (tmp_path / "node0.png").read_bytes() != (tmp_path / "node33.png").read_bytes()

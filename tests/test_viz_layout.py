@@ -1,0 +1,104 @@
+"""The PNG attention figures fit a screen at 100 % (issue #27: a 40-character lm input made
+5,800 × 2,900 px with its title struck through, a graph 10,018 × 2,504 px with 7 empty axes, a
+long translation's title was cut at both edges): at most about 2,000 px a side, one panel per
+map and no empty one, a title inside the figure and clear of the panels."""
+import pytest
+import torch
+
+from attnlab import viz
+
+DPI = 100  # viz._save's
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Figures plot_attention made, kept open (laid out as when written) instead of written."""
+    figures = []
+
+    def keep(fig, path):
+        fig.canvas.draw()
+        figures.append(fig)
+        return path
+    monkeypatch.setattr(viz, "_save", keep)
+    return figures
+
+
+def maps_of(heads, T_q, T_k=None):
+    return [torch.softmax(torch.randn(H, T_q, T_k or T_q), -1) for H in heads]
+
+
+def panels(fig):
+    return [ax for ax in fig.axes if ax.get_images() and "layer" in ax.get_title()]
+
+
+def pixels(fig):
+    w, h = fig.get_size_inches() * DPI
+    return round(w), round(h)
+
+
+@pytest.mark.parametrize("heads, T, expected", [
+    ([2, 2], 40, 4),             # an lm's 40 characters
+    ([8, 1], 34, 9),             # the karate club's GAT: layer 2 has one head
+    ([4] * 6, 64, 6),            # 24 maps: one mean per layer
+    ([12] * 12, 128, 12),        # a 12 × 12 model: one mean per layer
+    ([1], 3, 1),
+])
+def test_a_figure_fits_2000_px_with_a_panel_per_map_and_none_empty(drawn, heads, T, expected):
+    tokens = list("the quick brown fox jumps over the lazy dog" * 3)[:T]
+    viz.plot_attention(maps_of(heads, T), tokens, tokens, "unused.png", title="lm: attention")
+    (fig,) = drawn
+    width, height = pixels(fig)
+    assert width <= 2000 and height <= 2000, (width, height)
+    shown = panels(fig)
+    assert len(shown) == expected
+    # every axes of the figure is a drawn map or its colour bar: nothing empty
+    assert len(fig.axes) == 2 * expected
+    assert all(ax.get_images() or ax.get_ylabel() == "attention weight" for ax in fig.axes)
+    if expected < sum(heads):
+        assert all(f"mean of {heads[0]} heads" in ax.get_title() for ax in shown)
+    for ax in shown:  # a map drawn at least 1.3 inches a side (130 px): readable, not a stamp
+        box = ax.get_window_extent()
+        assert min(box.width, box.height) >= 130
+
+
+def test_the_title_is_inside_the_figure_and_clear_of_every_panel(drawn):
+    title = "cross-attention (decoder over source) on " + repr(
+        "neunhundertneunundneunzigtausendneunhundertneunundneunzig " * 2)
+    viz.plot_attention(maps_of([1], 12, 6), [f"w{i}" for i in range(6)],
+                       [f"t{i}" for i in range(12)], "unused.png", title=title, kind="cross")
+    (fig,) = drawn
+    renderer = fig.canvas.get_renderer()
+    box = fig._suptitle.get_window_extent(renderer)
+    width, height = pixels(fig)
+    assert 0 <= box.x0 and box.x1 <= width and box.y1 <= height  # not cut at either edge
+    assert "".join(fig._suptitle.get_text().split()) == "".join(title.split())  # all of it
+    for ax in panels(fig):
+        assert not box.overlaps(ax.get_tightbbox(renderer))  # no panel border through it
+
+
+def test_cross_attention_panels_say_cross(drawn):
+    viz.plot_attention(maps_of([2, 2], 5, 4), list("abcd"), list("vwxyz"), "unused.png",
+                       kind="cross")
+    assert [ax.get_title() for ax in panels(drawn[0])] == [
+        f"cross · layer {l}, head {h}" for l in (1, 2) for h in (1, 2)]
+
+
+def test_thinned_character_labels_read_as_runs_of_text():
+    text = [c if c != " " else "␣" for c in "the quick brown"]  # as viz._short shows them
+    positions, texts = viz.thinned_labels(text, 5)
+    assert positions == [0, 5, 10] and texts == ["the␣q", "uick␣", "brown"]
+    positions, texts = viz.thinned_labels(list("3141592653"), 2)  # symbols: not run together
+    assert texts == list("3141592653")[::2]
+    positions, texts = viz.thinned_labels([f"w{i}" for i in range(7)], 3, keep=4)
+    assert positions == [1, 4] and texts == ["w1", "w4"]
+
+
+def test_a_marked_row_is_outlined_in_every_panel_and_labelled(drawn):
+    tokens = [f"{i}:club" for i in range(34)]
+    viz.plot_attention(maps_of([8, 1], 34), tokens, tokens, "unused.png", mark_row=33)
+    (fig,) = drawn
+    for ax in panels(fig):
+        (box,) = [p for p in ax.patches if p.get_edgecolor()[:3] != (0, 0, 0)]
+        assert box.get_y() == 32.5 and box.get_height() == 1
+        labels = {t.get_text(): t for t in ax.get_yticklabels()}
+        assert labels["33:club"].get_fontweight() == "bold"
