@@ -26,7 +26,9 @@ Each round runs, as new processes, in turns:
   --batch-size 12 --lr 1e-3 --warmup 100 --dropout 0``) and nanoGPT's optimiser settings for
   this config (``--weight-decay 0.1 --beta2 0.99 --grad-clip 1.0``: train.py's weight decay
   and clipping, train_shakespeare_char.py's beta2; lm's defaults since issue #26, given here so
-  that the comparison does not move with them), tokenising the text itself. What stays
+  that the comparison does not move with them) and its architecture (``--no-bias``: train.py's
+  ``bias = False``, no biases in the linear layers nor the LayerNorms), tokenising the text
+  itself. What stays
   different: nanoGPT's learning rate decays to ``min_lr`` = lr/10 (1e-4) by ``lr_decay_iters``
   after a linear warm-up, attnlab's cosine schedule decays to 0 from step 0 (it has no minimum
   rate); nanoGPT decays its position table too, attnlab does not decay learned positions.
@@ -159,7 +161,7 @@ def attnlab_run(work: Path, text_file: Path, iters: int, threads: int, variant: 
            "--num-layers", str(s["layers"]), "--dim-feedforward", str(4 * s["width"]),
            "--block-size", str(s["block"]), "--batch-size", str(s["batch"]), "--lr", str(s["lr"]),
            "--warmup", str(s["warmup"]), "--dropout", "0", "--max-steps", str(iters),
-           "--weight-decay", "0.1", "--beta2", "0.99", "--grad-clip", "1.0",
+           "--weight-decay", "0.1", "--beta2", "0.99", "--grad-clip", "1.0", "--no-bias",
            "--threads", str(threads), "--seed", str(seed)]
     if variant != "default":  # default: what a user gets, lm's --precision auto
         cmd += ["--precision", "bf16-mixed" if variant == "bf16" else "32"]
@@ -189,7 +191,7 @@ def step_times(repo: Path, vocab: int = 65, repeats: int = 5, steps: int = 20) -
         theirs = GPT(GPTConfig(block_size=s["block"], vocab_size=vocab, n_layer=s["layers"],
                                n_head=s["heads"], n_embd=s["width"], dropout=0.0, bias=False))
     ours = CausalLM(vocab, model_dim=s["width"], num_heads=s["heads"], num_layers=s["layers"],
-                    dim_feedforward=4 * s["width"], max_len=s["block"], dropout=0.0)
+                    dim_feedforward=4 * s["width"], max_len=s["block"], dropout=0.0, bias=False)
     x = torch.randint(0, vocab, (s["batch"], s["block"]))
     y = torch.randint(0, vocab, (s["batch"], s["block"]))
 
