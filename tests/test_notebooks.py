@@ -4,6 +4,7 @@ of a run from top to bottom, so they read well where they are shown without bein
 from __future__ import annotations
 
 import ast
+import re
 
 import nbformat
 import pytest
@@ -40,6 +41,42 @@ def test_a_committed_notebook_holds_the_outputs_of_one_run_in_order(path):
                 if isinstance(target, ast.Name)}
     for name in small_parameters(nb):  # every test size names a parameter of the first cell
         assert name in assigned, f"{name} is not set in the parameters cell"
+
+
+# What a reader of a committed output must not meet (#27 item 12): a warning (a library's
+# notice, shown on stderr, that says nothing about the lesson), a path on the machine that ran
+# the notebook, or a float's full repr where the text reads a round number (37.000003814697266).
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~])(/(?:work|home|tmp|root|Users|var|private|mnt|opt|srv)/"
+                           r"|[A-Z]:\\)")
+WARNING = re.compile(r"\w*Warning\b|\bwarnings?\.warn")
+FLOAT_REPR = re.compile(r"\d\.\d{12,}")
+
+
+def output_texts(output) -> list[str]:
+    """The text a reader sees of one output: a stream's, or a result's plain, HTML and
+    markdown forms."""
+    if output.output_type == "stream":
+        return [output.text]
+    data = output.get("data", {})
+    return [data[kind] for kind in ("text/plain", "text/html", "text/markdown") if kind in data]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_committed_output_holds_a_warning_a_machines_path_or_a_floats_repr(path):
+    nb = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            where = f"{path.name}, cell {index}"
+            assert not (output.output_type == "stream" and output.name == "stderr"), \
+                f"{where} wrote to stderr: {output.text[:200]!r}"
+            for text in output_texts(output):
+                for pattern, what in ((WARNING, "a warning"), (ABSOLUTE_PATH, "an absolute path"),
+                                      (FLOAT_REPR, "a float's repr")):
+                    found = pattern.search(text)
+                    assert not found, (f"{where} shows {what}: "
+                                       f"{text[max(0, found.start() - 60):found.end() + 40]!r}")
 
 
 @pytest.mark.slow
