@@ -429,18 +429,21 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     def width(share):
         return 0.5 + 2.5 * share
 
+    biggest = max(pt.max(), 1e-9)
+    area = 400 * pt / biggest + 4  # a disc's area in points², proportional to pT
     for flat in strongest[::-1]:  # weakest first, so the strongest are drawn on top
         q, k = np.unravel_index(flat, w.shape)
         share = w[q, k] / top
         # an arrow from the query to the key it attends to: a star of arrows is many
-        # particles looking at one, which an undirected line cannot tell from the reverse
+        # particles looking at one, which an undirected line cannot tell from the reverse;
+        # its head stops at the key's disc (radius √area / 2 points), so it stays visible
         ax.annotate("", xy=(eta[k], phi[k]), xytext=(eta[q], phi[q]), zorder=1,
                     arrowprops={"arrowstyle": "-|>", "color": "C3", "lw": width(share),
-                                "alpha": 0.15 + 0.75 * share, "shrinkA": 0, "shrinkB": 2})
+                                "alpha": 0.15 + 0.75 * share, "shrinkA": 0,
+                                "shrinkB": float(np.sqrt(area[k])) / 2 + 1})
     colour = {"color": "C0"} if token_weights is None else {
         "c": np.asarray(token_weights, float), "cmap": "viridis"}
-    biggest = max(pt.max(), 1e-9)
-    dots = ax.scatter(eta, phi, s=400 * pt / biggest + 4, edgecolors="k",
+    dots = ax.scatter(eta, phi, s=area, edgecolors="k",
                       linewidths=0.4, alpha=0.85, zorder=2, **colour)
     _jet_legend(ax, w.flat[strongest] if len(strongest) else np.zeros(1), top, biggest, width)
     if token_weights is not None:

@@ -69,6 +69,12 @@ def test_the_jet_figure_says_what_its_arrows_and_discs_mean(drawn):
     arrows = [a for a in ax.texts if a.arrow_patch is not None]
     assert len(arrows) == 3
     assert {tuple(a.xy) for a in arrows} == {(0.0, 0.0)}        # every head on the key
+    drawn[0].canvas.draw()
+    centre = ax.transData.transform((0.0, 0.0))
+    radius = np.sqrt(404) / 2 * drawn[0].dpi / 72            # the hard disc, in pixels
+    for arrow in arrows:                                     # each head shows beside the disc
+        tip = arrow.arrow_patch.get_path().vertices
+        assert np.hypot(*(tip - centre).T).min() > radius
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["query → key, weight 0.90", "query → key, weight 0.30",
                       "pT 200 GeV (disc area ∝ pT)", "pT 50 GeV"]
