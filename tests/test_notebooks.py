@@ -85,3 +85,35 @@ def test_a_notebook_runs_from_top_to_bottom_at_its_test_sizes(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
     ran = execute(path, overrides=small_parameters(nb), cwd=tmp_path, timeout=600)
     assert all(c.execution_count for c in ran.cells if c.cell_type == "code")
+
+
+def full_size_flag(nb) -> ast.expr | None:
+    """The expression a notebook assigns to ``FULL_SIZE``, or None if it has no such flag."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id == "FULL_SIZE" for t in node.targets):
+                    return node.value
+    return None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_full_size_asserts_run_at_full_size_and_only_there(path):
+    """A notebook's asserts on results that need its full-size training are guarded by
+    ``FULL_SIZE`` (#27): the flag must be True with the parameters cell as committed and False
+    with the tests' sizes, so the full run checks the text and the small run skips only those."""
+    nb = nbformat.read(path, as_version=4)
+    flag = full_size_flag(nb)
+    guarded = any("FULL_SIZE" in c.source for c in nb.cells if c.cell_type == "code")
+    if flag is None:
+        assert not guarded, "FULL_SIZE is used but never assigned"
+        return
+    parameters = nb.cells[parameters_index(nb)].source
+    assert "FULL_SIZE" not in parameters, \
+        "FULL_SIZE must be computed after the parameters cell: the test sizes are injected there"
+    full: dict = {}
+    exec(parameters, full)  # the notebook's own parameters cell: names bound to numbers
+    expression = compile(ast.Expression(flag), "FULL_SIZE", "eval")
+    assert eval(expression, full) is True
+    assert eval(expression, {**full, **small_parameters(nb)}) is False
