@@ -426,26 +426,16 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     fig, ax = plt.subplots(figsize=(6.2, 5.6))
     strongest = np.argsort(w, axis=None)[::-1][:min(lines, w.size)]
     top = w.flat[strongest[0]] if len(strongest) and w.flat[strongest[0]] > 0 else 1.0
-    def width(share):
-        return 0.5 + 2.5 * share
-
     biggest = max(pt.max(), 1e-9)
     area = 400 * pt / biggest + 4  # a disc's area in points², proportional to pT
     for flat in strongest[::-1]:  # weakest first, so the strongest are drawn on top
         q, k = np.unravel_index(flat, w.shape)
-        share = w[q, k] / top
-        # an arrow from the query to the key it attends to: a star of arrows is many
-        # particles looking at one, which an undirected line cannot tell from the reverse;
-        # its head stops at the key's disc (radius √area / 2 points), so it stays visible
-        ax.annotate("", xy=(eta[k], phi[k]), xytext=(eta[q], phi[q]), zorder=1,
-                    arrowprops={"arrowstyle": "-|>", "color": "C3", "lw": width(share),
-                                "alpha": 0.15 + 0.75 * share, "shrinkA": 0,
-                                "shrinkB": float(np.sqrt(area[k])) / 2 + 1})
+        _jet_arrow(ax, (eta[q], phi[q]), (eta[k], phi[k]), w[q, k] / top, float(area[k]))
     colour = {"color": "C0"} if token_weights is None else {
         "c": np.asarray(token_weights, float), "cmap": "viridis"}
     dots = ax.scatter(eta, phi, s=area, edgecolors="k",
                       linewidths=0.4, alpha=0.85, zorder=2, **colour)
-    _jet_legend(ax, w.flat[strongest] if len(strongest) else np.zeros(1), top, biggest, width)
+    _jet_legend(ax, w.flat[strongest] if len(strongest) else np.zeros(1), top, biggest)
     if token_weights is not None:
         fig.colorbar(dots, ax=ax, label="class token's attention")
     ax.set_xlabel("Δη from the jet axis")
@@ -459,14 +449,29 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     return _save(fig, path)
 
 
-def _jet_legend(ax, drawn, top: float, biggest: float, width) -> None:
+def _arrow_width(share: float) -> float:
+    """The line width of a jet figure's arrow whose weight is ``share`` of the largest."""
+    return 0.5 + 2.5 * share
+
+
+def _jet_arrow(ax, query, key, share: float, key_area: float) -> None:
+    """An arrow from the query to the key it attends to: a star of arrows is many particles
+    looking at one, which an undirected line cannot tell from the reverse. Its head stops at
+    the key's disc (radius √area / 2 points), so it stays visible."""
+    ax.annotate("", xy=key, xytext=query, zorder=1,
+                arrowprops={"arrowstyle": "-|>", "color": "C3", "lw": _arrow_width(share),
+                            "alpha": 0.15 + 0.75 * share, "shrinkA": 0,
+                            "shrinkB": key_area ** 0.5 / 2 + 1})
+
+
+def _jet_legend(ax, drawn, top: float, biggest: float) -> None:
     """What plot_jet_attention's arrows and discs mean, on the figure (#27): the weights of
     the strongest and weakest arrow drawn, and two discs with their pT."""
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color="C3", lw=width(1.0), alpha=0.9,
+    handles = [Line2D([], [], color="C3", lw=_arrow_width(1.0), alpha=0.9,
                       label=f"query → key, weight {float(drawn.max()):.2f}"),
-               Line2D([], [], color="C3", lw=width(float(drawn.min()) / top),
+               Line2D([], [], color="C3", lw=_arrow_width(float(drawn.min()) / top),
                       alpha=0.15 + 0.75 * float(drawn.min()) / top,
                       label=f"query → key, weight {float(drawn.min()):.2f}"),
                ax.scatter([], [], s=404, color="C0", edgecolors="k", linewidths=0.4,
