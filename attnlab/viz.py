@@ -496,12 +496,14 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
                        title: str | None = None, token_weights=None) -> Path:
     """One jet in the (Δη, Δφ) plane: a disc per constituent, its area proportional to pT,
     and the ``lines`` strongest attention weights between two different constituents drawn
-    as lines from the query to the key, darker and thicker for larger weights.
+    as arrows from the query to the key, darker and thicker for larger weights; a legend
+    under the plane gives the weights of the strongest and weakest arrow and the pT of two
+    disc sizes.
 
     Args:
         eta: (N,) the real constituents' Δη from the jet axis.
         phi: (N,) their Δφ from the jet axis.
-        pt: (N,) their transverse momenta.
+        pt: (N,) their transverse momenta (GeV).
         weights: (N, N) attention (query rows, key columns), e.g. one layer's, heads averaged.
         lines: how many of the strongest off-diagonal weights to draw.
         token_weights: (N,) optional, e.g. the class token's attention: colours the discs.
@@ -522,15 +524,16 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     fig, ax = plt.subplots(figsize=(6.2, 5.6))
     strongest = np.argsort(w, axis=None)[::-1][:min(lines, w.size)]
     top = w.flat[strongest[0]] if len(strongest) and w.flat[strongest[0]] > 0 else 1.0
+    biggest = max(pt.max(), 1e-9)
+    area = 400 * pt / biggest + 4  # a disc's area in points², proportional to pT
     for flat in strongest[::-1]:  # weakest first, so the strongest are drawn on top
         q, k = np.unravel_index(flat, w.shape)
-        share = w[q, k] / top
-        ax.plot([eta[q], eta[k]], [phi[q], phi[k]], color="C3", lw=0.5 + 2.5 * share,
-                alpha=0.15 + 0.75 * share, zorder=1)
+        _jet_arrow(ax, (eta[q], phi[q]), (eta[k], phi[k]), w[q, k] / top, float(area[k]))
     colour = {"color": "C0"} if token_weights is None else {
         "c": np.asarray(token_weights, float), "cmap": "viridis"}
-    dots = ax.scatter(eta, phi, s=400 * pt / max(pt.max(), 1e-9) + 4, edgecolors="k",
+    dots = ax.scatter(eta, phi, s=area, edgecolors="k",
                       linewidths=0.4, alpha=0.85, zorder=2, **colour)
+    _jet_legend(ax, w.flat[strongest] if len(strongest) else np.zeros(1), top, biggest)
     if token_weights is not None:
         fig.colorbar(dots, ax=ax, label="class token's attention")
     ax.set_xlabel("Δη from the jet axis")
@@ -542,3 +545,36 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
                           f"weights", fontsize=9)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def _arrow_width(share: float) -> float:
+    """The line width of a jet figure's arrow whose weight is ``share`` of the largest."""
+    return 0.5 + 2.5 * share
+
+
+def _jet_arrow(ax, query, key, share: float, key_area: float) -> None:
+    """An arrow from the query to the key it attends to: a star of arrows is many particles
+    looking at one, which an undirected line cannot tell from the reverse. Its head stops at
+    the key's disc (radius √area / 2 points), so it stays visible."""
+    ax.annotate("", xy=key, xytext=query, zorder=1,
+                arrowprops={"arrowstyle": "-|>", "color": "C3", "lw": _arrow_width(share),
+                            "alpha": 0.15 + 0.75 * share, "shrinkA": 0,
+                            "shrinkB": key_area ** 0.5 / 2 + 1})
+
+
+def _jet_legend(ax, drawn, top: float, biggest: float) -> None:
+    """What plot_jet_attention's arrows and discs mean, on the figure (#27): the weights of
+    the strongest and weakest arrow drawn, and two discs with their pT."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color="C3", lw=_arrow_width(1.0), alpha=0.9,
+                      label=f"query → key, weight {float(drawn.max()):.2f}"),
+               Line2D([], [], color="C3", lw=_arrow_width(float(drawn.min()) / top),
+                      alpha=0.15 + 0.75 * float(drawn.min()) / top,
+                      label=f"query → key, weight {float(drawn.min()):.2f}"),
+               ax.scatter([], [], s=404, color="C0", edgecolors="k", linewidths=0.4,
+                          label=f"pT {biggest:.0f} GeV (disc area ∝ pT)"),
+               ax.scatter([], [], s=104, color="C0", edgecolors="k", linewidths=0.4,
+                          label=f"pT {biggest / 4:.0f} GeV")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
+              fontsize=8, labelspacing=1.2, borderpad=0.8, columnspacing=2.0, frameon=False)

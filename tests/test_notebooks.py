@@ -4,6 +4,7 @@ of a run from top to bottom, so they read well where they are shown without bein
 from __future__ import annotations
 
 import ast
+import re
 
 import nbformat
 import pytest
@@ -42,9 +43,77 @@ def test_a_committed_notebook_holds_the_outputs_of_one_run_in_order(path):
         assert name in assigned, f"{name} is not set in the parameters cell"
 
 
+# What a reader of a committed output must not meet (#27 item 12): a warning (a library's
+# notice, shown on stderr, that says nothing about the lesson), a path on the machine that ran
+# the notebook, or a float's full repr where the text reads a round number (37.000003814697266).
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~])(/(?:work|home|tmp|root|Users|var|private|mnt|opt|srv)/"
+                           r"|[A-Z]:\\)")
+WARNING = re.compile(r"\w*Warning\b|\bwarnings?\.warn")
+FLOAT_REPR = re.compile(r"\d\.\d{12,}")
+
+
+def output_texts(output) -> list[str]:
+    """The text a reader sees of one output: a stream's, or a result's plain, HTML and
+    markdown forms."""
+    if output.output_type == "stream":
+        return [output.text]
+    data = output.get("data", {})
+    return [data[kind] for kind in ("text/plain", "text/html", "text/markdown") if kind in data]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_committed_output_holds_a_warning_a_machines_path_or_a_floats_repr(path):
+    nb = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            where = f"{path.name}, cell {index}"
+            assert not (output.output_type == "stream" and output.name == "stderr"), \
+                f"{where} wrote to stderr: {output.text[:200]!r}"
+            for text in output_texts(output):
+                for pattern, what in ((WARNING, "a warning"), (ABSOLUTE_PATH, "an absolute path"),
+                                      (FLOAT_REPR, "a float's repr")):
+                    found = pattern.search(text)
+                    assert not found, (f"{where} shows {what}: "
+                                       f"{text[max(0, found.start() - 60):found.end() + 40]!r}")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_a_notebook_runs_from_top_to_bottom_at_its_test_sizes(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
     ran = execute(path, overrides=small_parameters(nb), cwd=tmp_path, timeout=600)
     assert all(c.execution_count for c in ran.cells if c.cell_type == "code")
+
+
+def full_size_flag(nb) -> ast.expr | None:
+    """The expression a notebook assigns to ``FULL_SIZE``, or None if it has no such flag."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id == "FULL_SIZE" for t in node.targets):
+                    return node.value
+    return None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_full_size_asserts_run_at_full_size_and_only_there(path):
+    """A notebook's asserts on results that need its full-size training are guarded by
+    ``FULL_SIZE`` (#27): the flag must be True with the parameters cell as committed and False
+    with the tests' sizes, so the full run checks the text and the small run skips only those."""
+    nb = nbformat.read(path, as_version=4)
+    flag = full_size_flag(nb)
+    guarded = any("FULL_SIZE" in c.source for c in nb.cells if c.cell_type == "code")
+    if flag is None:
+        assert not guarded, "FULL_SIZE is used but never assigned"
+        return
+    parameters = nb.cells[parameters_index(nb)].source
+    assert "FULL_SIZE" not in parameters, \
+        "FULL_SIZE must be computed after the parameters cell: the test sizes are injected there"
+    full: dict = {}
+    exec(parameters, full)  # the notebook's own parameters cell: names bound to numbers
+    expression = compile(ast.Expression(flag), "FULL_SIZE", "eval")
+    assert eval(expression, full) is True
+    assert eval(expression, {**full, **small_parameters(nb)}) is False

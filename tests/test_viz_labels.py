@@ -53,3 +53,28 @@ def test_colour_bars_are_labelled(drawn):
     viz.plot_attention([torch.rand(2, 3, 3)], list("abc"), list("abc"), "unused.png")
     labels = [bar.get_ylabel() for bar in bars(drawn[0])]
     assert labels == ["attention weight"] * 2
+
+
+def test_the_jet_figure_says_what_its_arrows_and_discs_mean(drawn):
+    """#27 item 10: a reader of the jet figure is told on it which way an arrow points (query
+    to key), the weights the thickest and thinnest arrows stand for, and the pT of a disc."""
+    import numpy as np
+
+    eta, phi = np.array([0.0, 0.3, -0.3, 0.1]), np.array([0.0, 0.2, 0.1, -0.4])
+    pt = np.array([200.0, 20.0, 10.0, 50.0])
+    w = np.full((4, 4), 0.02)
+    w[1:, 0] = [0.9, 0.6, 0.3]          # three soft particles look at the hard one: a star
+    viz.plot_jet_attention(eta, phi, pt, w, "unused.png", lines=3)
+    (ax,) = drawn[0].axes
+    arrows = [a for a in ax.texts if a.arrow_patch is not None]
+    assert len(arrows) == 3
+    assert {tuple(a.xy) for a in arrows} == {(0.0, 0.0)}        # every head on the key
+    drawn[0].canvas.draw()
+    centre = ax.transData.transform((0.0, 0.0))
+    radius = np.sqrt(404) / 2 * drawn[0].dpi / 72            # the hard disc, in pixels
+    for arrow in arrows:                                     # each head shows beside the disc
+        tip = arrow.arrow_patch.get_path().vertices
+        assert np.hypot(*(tip - centre).T).min() > radius
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["query → key, weight 0.90", "query → key, weight 0.30",
+                      "pT 200 GeV (disc area ∝ pT)", "pT 50 GeV"]
