@@ -148,6 +148,9 @@ def check_adapt(cfg: dict[str, Any], *, blocks: int, encoder: bool, attention: b
     if freeze not in ("none", "encoder") and n is None:
         raise UsageError(f"--freeze must be none, encoder or all-but-last-N (N a number of "
                          f"blocks), got {freeze!r}")
+    if freeze != "none" and not attention:
+        raise UsageError(f"--freeze is for --arch transformer; this model (a GRU "
+                         f"encoder-decoder) has no blocks to freeze")
     if freeze == "encoder" and not encoder:
         raise UsageError("--freeze encoder: this model has no encoder (a decoder-only "
                          "language model); all-but-last-N freezes its first blocks")

@@ -126,9 +126,6 @@ class TranslateTask(Task):
         """all-but-last-N counts the decoder's blocks; a GRU model has no attention
         projections (nor blocks: --freeze needs a Transformer too)."""
         transformer = cfg.get("arch", "transformer") == "transformer"
-        if not transformer and cfg.get("freeze", "none") != "none":
-            raise UsageError(f"--freeze is for --arch transformer; --arch {cfg['arch']} is a "
-                             f"GRU encoder-decoder")
         return {"blocks": cfg.get("num_decoder_layers") or cfg["num_layers"],
                 "encoder": True, "attention": transformer}
 
