@@ -25,7 +25,8 @@ import torch
 from torch import Tensor
 
 from .beam import beam_search
-from .step_protocol import StepFunction, check_positive_int, check_prompt
+from .settings import SamplingSettings, check_argument
+from .step_protocol import StepFunction, check_prompt
 
 __all__ = ["translate_from_start", "filter_top_k", "filter_top_p", "select_next_token", "selector", "StepFunction",
            "decode", "decode_stream", "beam_search"]
@@ -49,7 +50,7 @@ def filter_top_k(logits: Tensor, k: int) -> Tensor:
         >>> filter_top_k(torch.tensor([[1.0, 3.0, 2.0]]), 2)
         tensor([[-inf, 3., 2.]])
     """
-    check_positive_int("top_k", k)
+    check_argument(SamplingSettings, "top_k", k)
     if k >= logits.shape[-1]:
         return logits.clone()
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest
@@ -74,8 +75,7 @@ def filter_top_p(logits: Tensor, p: float) -> Tensor:
         >>> filter_top_p(torch.tensor([[0.0, 2.0, 1.0]]).log_softmax(-1), 0.6).isinf().tolist()
         [[True, False, True]]
     """
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {p!r}")
+    check_argument(SamplingSettings, "top_p", p)
     if p >= 1.0:
         return logits.clone()
     sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., V)
@@ -119,9 +119,7 @@ def select_next_token(
     """
     if logits.ndim != 2:
         raise ValueError(f"logits must be (B, V), got shape {tuple(logits.shape)}")
-    if (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
-            or not temperature > 0):
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    check_argument(SamplingSettings, "temperature", temperature)
     if not do_sample:
         if top_k is not None:
             filter_top_k(logits[:0], top_k)  # validate the option even when unused

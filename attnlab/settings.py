@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import typing
 from collections.abc import Iterable
@@ -28,8 +29,8 @@ from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["setting", "TrainSettings", "AdaptSettings", "check_adapt", "freeze_blocks",
-           "add_flags", "defaults", "check", "flag", "exposed"]
+__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "AdaptSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
+           "add_flags", "defaults", "check", "check_options", "check_argument", "flag", "exposed"]
 
 
 def flag(name: str) -> str:
@@ -38,7 +39,8 @@ def flag(name: str) -> str:
 
 
 def setting(default: Any, *, help: str = "", low: float | None = None, above: bool = False,
-            below: float | None = None, choices: tuple | None = None, metavar: str | None = None,
+            below: float | None = None, most: float | None = None,
+            choices: tuple | None = None, metavar: str | None = None,
             optional: bool = False, flag: bool = True) -> Any:
     """A dataclass field carrying what its flag needs.
 
@@ -47,16 +49,25 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         help: one line for ``--help``.
         low: the smallest value allowed (``above=True``: values must be greater than it).
         below: values must be smaller than this.
+        most: the largest value allowed (for a closed upper end: a probability's 1).
         choices: the values allowed (compared as text: YAML may give ``32`` for ``"32"``).
         metavar: shown in ``--help`` (default N for integers, F for numbers).
         optional: None is allowed (the setting is then "not set").
         flag: whether a command line may set it (False for a value that is derived or read
             from the data, such as a vocabulary size: ``exposed`` leaves it out).
     """
-    meta = {"help": help, "low": low, "above": above, "below": below,
+    meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
             "optional": optional, "flag": flag}
     return dataclasses.field(default=default, metadata=meta)
+
+
+MAX_THREADS = 256  # more torch threads than any machine attnlab runs on has cores
+
+
+def threads_setting(help: str) -> Any:
+    """``--threads N``: training's and every command's that runs a trained model."""
+    return setting(None, help=help, low=1, most=MAX_THREADS, optional=True)
 
 
 @dataclass
@@ -85,9 +96,8 @@ class TrainSettings:
     norm_first: bool = setting(False, help="pre-LN blocks (--no-norm-first: post-LN, the paper's)")
     checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
     val_every: int = setting(None, help="steps between validations", low=1, optional=True)
-    threads: int = setting(None, help="torch CPU threads (default: torch's, or 1 when another "
-                                      "job holds a core; tiny models train fastest on 1)",
-                           low=1, optional=True)
+    threads: int = threads_setting("torch CPU threads (default: torch's, or 1 when another job "
+                                   "holds a core; tiny models train fastest on 1)")
     devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)
     num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",
                              low=1)
@@ -100,6 +110,47 @@ class TrainSettings:
                              choices=("32", "64", "bf16-mixed", "16-mixed", "bf16-true", "auto"))
     compile: bool = setting(False, help="torch.compile the model")
     resume: bool = setting(False, help="continue the run in --out from its last checkpoint")
+
+
+def heads_divide_width(width: int, heads: int, *,
+                       names: tuple[str, str] = ("--model-dim", "--num-heads")) -> str | None:
+    """The rule where attention splits the width among its heads (each head gets width /
+    heads numbers): the heads must divide the width. The message saying it is broken, naming
+    ``names`` (the flags; a config file's keys; a library's arguments), or None where it holds.
+    ``attnlab train``, ``attnlab.load`` and the attention module all check this one rule.
+
+    Examples:
+        >>> heads_divide_width(30, 4)
+        '--model-dim (30) must be divisible by --num-heads (4)'
+        >>> heads_divide_width(32, 4) is None
+        True
+    """
+    if heads > 0 and width % heads:
+        return f"{names[0]} ({width}) must be divisible by {names[1]} ({heads})"
+    return None
+
+
+@dataclass
+class ModelRunSettings:
+    """What every command that runs a trained model shares (``predict``, ``evaluate``,
+    ``translate``, ``generate``, ``view``, ``plot attention``, ``export``)."""
+
+    threads: int = threads_setting("torch CPU threads (default: one per idle core for batched "
+                                   "work, else 1)")
+
+
+@dataclass
+class SamplingSettings:
+    """How the next token is chosen from the scores (``attnlab.generation.select_next_token``,
+    ``attnlab generate``): the one declaration the library and the command line both check."""
+
+    temperature: float = setting(1.0, low=0, above=True, metavar="T",
+                                 help="> 0; lower is more conservative (default 1.0; for the "
+                                      "most likely token use --greedy)")
+    top_k: int = setting(None, low=1, optional=True, metavar="K",
+                         help="sample among the K most likely tokens")
+    top_p: float = setting(None, low=0, above=True, most=1, optional=True, metavar="P",
+                           help="sample from the nucleus of mass P")
 
 
 @dataclass
@@ -173,6 +224,7 @@ def check_adapt(cfg: dict[str, Any], *, blocks: int, encoder: bool, attention: b
         cfg["lora_alpha"] = float(rank)
 
 
+@functools.cache
 def _types(cls) -> dict[str, type]:
     return typing.get_type_hints(cls)
 
@@ -231,7 +283,11 @@ def add_flags(group, cls, *, only: Iterable[str] | None = None) -> None:
 
 def _range_text(meta: dict, kind: type) -> str | None:
     """What the range asks for, in the words the messages have always used."""
-    low, below = meta["low"], meta["below"]
+    low, below, most = meta["low"], meta["below"], meta.get("most")
+    if most is not None and low is not None and kind is int:
+        return f"an integer from {int(low)} to {int(most)}"
+    if most is not None and low is not None:
+        return f"in {'(' if meta['above'] else '['}{low:g}, {most:g}]"
     if below is not None and low is not None and kind is int:
         return f"in {int(low)}..{int(below) - 1}"
     if below is not None and low is not None:
@@ -247,36 +303,67 @@ def _range_text(meta: dict, kind: type) -> str | None:
     return f">= {low:g}"
 
 
-def _check_one(name: str, value: Any, kind: type, meta: dict) -> Any:
+def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
+               whole: str = "an integer") -> Any:
     if value is None and meta["optional"]:
         return None
     if meta["choices"]:
         value = str(value)
         if value not in meta["choices"]:
-            raise UsageError(f"{flag(name)} must be one of {', '.join(meta['choices'])}, "
-                             f"got {value!r}")
+            raise error(f"{shown} must be one of {', '.join(meta['choices'])}, got {value!r}")
         return value
     if kind is bool:
         if not isinstance(value, bool):
-            raise UsageError(f"{flag(name)} must be true or false, got {value!r}")
+            raise error(f"{shown} must be true or false, got {value!r}")
         return value
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int and not (number and isinstance(value, int)):
-        raise UsageError(f"{flag(name)} must be an integer, got {value!r}")
+        raise error(f"{shown} must be {whole}, got {value!r}")
     if kind is float and not (number and math.isfinite(value)):
-        raise UsageError(f"{flag(name)} must be a number, got {value!r}")
-    low, below = meta["low"], meta["below"]
+        raise error(f"{shown} must be a number, got {value!r}")
+    low, below, most = meta["low"], meta["below"], meta.get("most")
     bad = ((low is not None and (value <= low if meta["above"] else value < low))
-           or (below is not None and value >= below))
+           or (below is not None and value >= below) or (most is not None and value > most))
     if bad:
-        raise UsageError(f"{flag(name)} must be {_range_text(meta, kind)}, got {value}")
+        raise error(f"{shown} must be {_range_text(meta, kind)}, got {value}")
     return value
 
 
 def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> None:
     """Check (and normalise: choices become text) every setting of ``cls`` in ``cfg`` (or
-    those named in ``only``)."""
+    those named in ``only``); a ``UsageError`` names the flag."""
     types = _types(cls)
     for f in _fields(cls, only):
         if f.name in cfg:
-            cfg[f.name] = _check_one(f.name, cfg[f.name], types[f.name], f.metadata)
+            cfg[f.name] = _check_one(flag(f.name), cfg[f.name], types[f.name], f.metadata,
+                                     UsageError)
+
+
+def check_options(args, cls, *, unset: Iterable[str] = ()) -> None:
+    """The parsed flags (``args``, an ``argparse.Namespace``) of a command whose options are
+    the fields of ``cls``: a flag not given takes its field's default (except those named in
+    ``unset``, which stay None for the command to ask whether they were given), then every one
+    is checked (``check``: a ``UsageError`` names the flag)."""
+    values = vars(args)
+    for name, value in defaults(cls).items():
+        if values.get(name) is None and name not in unset:
+            values[name] = value
+    check(cls, values)
+
+
+def check_argument(cls, name: str, value: Any) -> Any:
+    """``value`` checked against the declaration of setting ``name`` of ``cls``, for library
+    code handed it as an argument: a ``ValueError`` names the argument (the command line
+    checks the same declaration with ``check``, naming the flag).
+
+    Examples:
+        >>> check_argument(SamplingSettings, "top_p", 1.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: top_p must be in (0, 1], got 1.5
+    """
+    (f,) = _fields(cls, (name,))
+    kind = _types(cls)[name]
+    # a library argument's type error says the range too ("top_k must be a positive integer")
+    return _check_one(name, value, kind, f.metadata, ValueError,
+                      whole=_range_text(f.metadata, kind) or "an integer")

@@ -71,23 +71,13 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def check_out(out: str, *, force: bool) -> None:
-    """``UsageError`` naming --out when FILE cannot be written as asked."""
-    import os
-    from pathlib import Path
+    """``UsageError`` naming --out when FILE cannot be written as asked (``check_output``'s
+    rule), or exists without --force."""
+    from ..paths import check_output
 
-    path = Path(out)
-    if not str(out).strip():
-        raise UsageError("--out is empty; name an .h5 file")
-    if path.is_dir():
-        raise UsageError(f"--out {out} is a directory; name a file in it, e.g. "
-                         f"{path / 'jets.h5'}")
+    path = check_output(out, "--out", directory=False, make_parents=False, example="jets.h5")
     if path.exists() and not force:
         raise UsageError(f"--out {out} exists; choose another file or add --force to replace it")
-    parent = path.absolute().parent
-    if not parent.is_dir():
-        raise UsageError(f"--out {out}: the directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"--out {out}: cannot write in {parent} (permission denied)")
 
 
 class Progress:

@@ -33,18 +33,16 @@ def register(sub) -> None:
 
 def run(args) -> int:
     import sys
-    from pathlib import Path
 
     from ..errors import UsageError
+    from ..paths import check_output
     from ..runs import check_run_dir
 
     check_threads(args.threads)
-    out = Path(args.hf)
+    out = check_output(args.hf, "--hf", directory=True, make_parents=False)
     if out.exists() or out.is_symlink():
         raise UsageError(f"--hf {out} already exists; give a new directory (export never "
                          f"writes over a path)")
-    if not out.parent.is_dir():
-        raise UsageError(f"--hf {out}: the folder {out.parent} does not exist")
     run_dir, cfg = check_run_dir(args.run_dir, tasks=EXPORT_TASKS, command="export")
     try:
         import transformers  # noqa: F401  (the hf extra)

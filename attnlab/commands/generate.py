@@ -5,18 +5,35 @@ tabs and backslashes written as ``\n``, ``\t``, ``\\``), or with ``--json`` a JS
 line. Never imports Lightning."""
 from __future__ import annotations
 
-import math
 import sys
+from dataclasses import dataclass
 
+from ..settings import ModelRunSettings, SamplingSettings, add_flags, check_options, setting
 from .inputs import add_input_file_flags, one_or_file
 from .quantize import add_quantize_flag, note_if_slower
-from .threads import add_threads_flag, check_threads, use_threads
+from .threads import use_threads
 
 # --stop's escapes (a shell passes "\n" as a backslash and an n; the docs' --stop "\n\n"
 # means a blank line). Any other backslash is refused rather than kept: a stop string that
 # silently never matches would let generation run on.
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 MIN_TEMPERATURE = 1e-6  # below it, logits / T overflow float32 (inf - inf = NaN probabilities)
+
+
+@dataclass
+class GenerateOptions(SamplingSettings, ModelRunSettings):
+    """``attnlab generate``'s flags: how the next token is chosen (the library's declaration,
+    ``SamplingSettings``), --threads, and these."""
+
+    max_new_tokens: int = setting(200, low=1, metavar="N",
+                                  help="tokens to generate at most (default 200)")
+    seed: int = setting(None, low=0, below=2**64, optional=True, metavar="N",
+                        help="seed for reproducible sampling")
+    greedy: bool = setting(False, help="argmax decoding instead of sampling")
+
+
+# what --greedy makes pointless: given with it, they are refused
+SAMPLING_FLAGS = ("temperature", "top_k", "top_p", "seed")
 
 
 def register(sub) -> None:
@@ -28,21 +45,12 @@ def register(sub) -> None:
                     "token each step.")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--prompt", metavar="TEXT")
-    p.add_argument("--max-new-tokens", type=int, default=200, metavar="N",
-                   help="tokens to generate at most (default 200)")
-    p.add_argument("--temperature", type=float, metavar="T",
-                   help="> 0 (at least 1e-6; for the most likely token use --greedy); lower is "
-                        "more conservative (default 1.0)")
-    p.add_argument("--top-k", type=int, metavar="K", help="sample among the K most likely tokens")
-    p.add_argument("--top-p", type=float, metavar="P", help="sample from the nucleus of mass P")
+    add_flags(p, GenerateOptions)
     p.add_argument("--stop", action="append", metavar="S", default=[],
                    help=r"stop before this text appears (repeatable); \n is a newline, \t a "
                         r"tab, \r a carriage return, \\ a backslash (--stop '\n\n' stops at a "
                         r"blank line); any other backslash escape is an error")
-    p.add_argument("--seed", type=int, metavar="N", help="seed for reproducible sampling")
-    p.add_argument("--greedy", action="store_true", help="argmax decoding instead of sampling")
     add_input_file_flags(p, "prompt")
-    add_threads_flag(p)
     add_quantize_flag(p)
     p.set_defaults(func=run)
 
@@ -50,31 +58,20 @@ def register(sub) -> None:
 def _check(args) -> None:
     from ..errors import UsageError
 
-    if args.max_new_tokens < 1:
-        raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
-    # --greedy ignored every sampling option without a word (#27): refuse them together
-    sampling = [f"{name} {value}" for name, value in (
-        ("--temperature", args.temperature), ("--top-k", args.top_k), ("--top-p", args.top_p),
-        ("--seed", args.seed)) if value is not None]
+    # --greedy ignored every sampling option without a word: refuse them together
+    sampling = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in SAMPLING_FLAGS
+                if getattr(args, name) is not None]
     if args.greedy and sampling:
         raise UsageError(f"--greedy takes the most likely token, so {', '.join(sampling)} "
                          f"would do nothing: drop {'it' if len(sampling) == 1 else 'them'}, or "
                          f"drop --greedy to sample")
-    if args.temperature is None:
-        args.temperature = 1.0
-    if not (args.temperature > 0 and math.isfinite(args.temperature)):
-        raise UsageError(f"--temperature must be a finite number > 0, got {args.temperature}")
+    check_options(args, GenerateOptions)
     if args.temperature < MIN_TEMPERATURE:  # logits / T would overflow float32 to inf (NaN)
         raise UsageError(f"--temperature {args.temperature} is too small to sample with (at "
                          f"least {MIN_TEMPERATURE}); --greedy takes the most likely token")
-    if args.top_k is not None and args.top_k < 1:
-        raise UsageError(f"--top-k must be >= 1, got {args.top_k}")
-    if args.top_p is not None and not 0 < args.top_p <= 1:
-        raise UsageError(f"--top-p must be in (0, 1], got {args.top_p}")
     args.stop = [unescape(s) for s in args.stop]
     if any(not s for s in args.stop):
         raise UsageError("--stop must not be empty")
-    check_threads(args.threads)
 
 
 def unescape(text: str, flag: str = "--stop") -> str:

@@ -78,27 +78,14 @@ def check_out(out, *, given: bool = True, formats: tuple[str, ...] = FORMATS):
     and write another file than the one printed), under a file, or in a directory this
     process may not write. ``given``: whether the user chose it (else it is the default);
     ``formats``: the suffixes it may have."""
-    import os
-    from pathlib import Path
+    from ..paths import check_output
 
     flag = "--out" if given else "the default --out"
-    if not str(out).strip():
-        raise UsageError(f"--out is empty; name a {formats[0]} file")
-    path = Path(out)
-    if path.is_dir():
-        raise UsageError(f"{flag} {path} is a directory; name a file in it, e.g. "
-                         f"{path / ('figure' + formats[0])}")
+    path = check_output(out, flag, directory=False, example="figure" + formats[0],
+                        hint="" if given else "; choose another file with --out")
     if path.suffix.lower() not in formats:
         raise UsageError(f"{flag} {path}: name a {' or '.join(formats)} file (the suffix sets the "
                          f"format), got {path.suffix or 'no suffix'!r}")
-    parent = path.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UsageError(f"{flag} {path}: {parent} is a file, not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {path}: cannot write in {parent} (permission denied)"
-                         + ("" if given else "; choose another file with --out"))
     return path
 
 

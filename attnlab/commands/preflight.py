@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..paths import check_output
 from ..settings import flag
 
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
@@ -33,25 +33,8 @@ RESUMABLE = frozenset({"max_steps", "epochs", "early_stop", "threads", "checkpoi
 
 def check_out(out: str | Path, *, resume: bool) -> Path:
     """``--out`` must be a directory this process can create files in, or a path where one can
-    be made: not a file, not under a file, not on a read-only or special file system. Checked
-    by making (and removing) a temporary directory in the nearest existing ancestor, which is
-    the one test that also holds for root and for /proc."""
-    run_dir = Path(out)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise UsageError(f"--out {run_dir} is a file, not a directory")
-    ancestor = run_dir
-    while not ancestor.exists():
-        if ancestor.is_symlink():  # a dangling link, or a loop
-            raise UsageError(f"--out {run_dir}: {ancestor} is a broken or looping symbolic link")
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise UsageError(f"--out {run_dir} lies under {ancestor}, which is a file")
-    try:
-        probe = tempfile.mkdtemp(prefix=".attnlab-probe-", dir=ancestor)
-    except OSError as e:
-        why = e.strerror or type(e).__name__
-        raise UsageError(f"--out {run_dir}: cannot create files in {ancestor} ({why})") from None
-    os.rmdir(probe)
+    be made (``attnlab.paths.check_output``); and, unless resuming, empty."""
+    run_dir = check_output(out, "--out", directory=True)
     if resume:
         return run_dir
     if run_dir.is_dir() and any(run_dir.iterdir()):

@@ -28,23 +28,20 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import UsageError
+from ..settings import MAX_THREADS, ModelRunSettings, add_flags, check
 
-MAX_THREADS = 256
 DECODE_PARAMETERS = 2_000_000  # between the measured 0.9 M (no gain) and 3.4 M (0.78x)
 WORK = ("one", "forward", "decode")  # one sequence; a batched forward pass; batched decoding
 
 
 def add_threads_flag(parser) -> None:
-    parser.add_argument(
-        "--threads", type=int, metavar="N",
-        help="torch CPU threads (default: one per idle core for batched work, else 1)")
+    add_flags(parser, ModelRunSettings)
 
 
 def check_threads(value: int | None) -> None:
-    """A UsageError naming --threads unless it is absent or 1..MAX_THREADS."""
-    if value is not None and not 1 <= value <= MAX_THREADS:
-        raise UsageError(f"--threads must be an integer from 1 to {MAX_THREADS}, got {value}")
+    """A UsageError naming --threads unless it is absent or 1..MAX_THREADS (its declaration,
+    ``attnlab.settings.threads_setting``, which ``attnlab train --threads`` checks too)."""
+    check(ModelRunSettings, {"threads": value})
 
 
 def run_parameters(run_dir: Path) -> int | None:

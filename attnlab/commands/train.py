@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Interrupted, UsageError
-from ..settings import TrainSettings, add_flags, check
+from ..settings import TrainSettings, add_flags, check, heads_divide_width
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import resume_conflicts
@@ -58,10 +58,9 @@ def validate_shared(cfg: dict[str, Any], task=None) -> None:
     """Check every shared setting (types, ranges and choices come from ``TrainSettings``);
     the message names the flag and shows the value."""
     check(TrainSettings, cfg)
-    if (task is None or task.heads_split_width(cfg)) and cfg["model_dim"] % cfg["num_heads"]:
-        raise UsageError(
-            f"--model-dim ({cfg['model_dim']}) must be divisible by --num-heads ({cfg['num_heads']})"
-        )
+    if task is None or task.heads_split_width(cfg):
+        if broken := heads_divide_width(cfg["model_dim"], cfg["num_heads"]):
+            raise UsageError(broken)
 
 
 def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ import torch
 from torch.utils.data import Dataset
 
 from ..errors import UsageError
+from ..paths import check_output
 from ..tokenizers import TOKENIZER_KINDS
 # the light half (no numpy, no torch), re-exported: ``from attnlab.data.corpus import read_meta``
 from .corpus_meta import SPLITS, corpus_identity, read_meta
@@ -292,9 +293,9 @@ def _remove_temporary(out: Path, created: bool) -> None:
 
 
 def _check_out_dir(out: Path, paths, force: bool) -> None:
-    """Refuse to write where it would overwrite what the user did not ask to replace."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a directory")
+    """Refuse to write where nothing can be written (``check_output``), or where it would
+    overwrite what the user did not ask to replace."""
+    check_output(out, "--out", directory=True)
     inside = os.path.realpath(out)  # (not Path.resolve: it raises on a symbolic-link loop)
     for path in paths:  # `prepare data/c/meta.json --out data/c --force` would eat its input
         if os.path.dirname(os.path.realpath(path)) == inside:

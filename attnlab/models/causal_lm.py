@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 from ..nn import KVCache, TransformerEncoder, capture, positional_kind
 from ..nn.quantize import linear
+from ..settings import heads_divide_width
 from ..step_protocol import check_token_ids
 from .configs import CausalLMConfig
 from .lm_generation import prepare, selector, stream_sliding, stream_tokens
@@ -101,9 +102,10 @@ class CausalLM(nn.Module):
         # None for kinds that act in attention (rope, alibi)
         self.positional_encoding = kind.input_module(model_dim, max_len)
         self.embed_dropout = nn.Dropout(dropout)
-        if isinstance(num_heads, int) and num_heads > 0 and model_dim % num_heads:
-            # checked before the attention does: the positional parts need the head width
-            raise ValueError(f"model_dim ({model_dim}) must be divisible by num_heads ({num_heads})")
+        broken = (isinstance(num_heads, int) and isinstance(model_dim, int)
+                  and heads_divide_width(model_dim, num_heads, names=("model_dim", "num_heads")))
+        if broken:  # checked before the attention does: the positional parts need the head width
+            raise ValueError(broken)
         self.decoder = TransformerEncoder(
             num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
             dropout=dropout, norm_first=norm_first, activation=activation,

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..settings import heads_divide_width
 from .cache import KVCache
 from .masks import check_mask
 from .positional import RotaryEmbedding, position_range
@@ -90,10 +91,8 @@ class MultiheadAttention(nn.Module):
         for name, value in (("input_dim", input_dim), ("embed_dim", embed_dim), ("num_heads", num_heads)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if embed_dim % num_heads != 0:
-            raise ValueError(
-                f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})"
-            )
+        if broken := heads_divide_width(embed_dim, num_heads, names=("embed_dim", "num_heads")):
+            raise ValueError(broken)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.input_dim, self.embed_dim, self.num_heads = input_dim, embed_dim, num_heads

@@ -1,0 +1,66 @@
+"""Where a command writes: the one rule every output path is checked by before any work is
+done — a run directory (``train --out``), a figure or page (``plot``, ``view``, ``evaluate
+--by-length``), a prepared corpus (``prepare --out``), a jets file (``data jets --out``) and an
+exported model (``export --hf``). Each command adds only what is its own (whether an existing
+path may be replaced, the suffixes a figure may have).
+
+Torch-free and at the bottom of the package: ``attnlab.data`` uses it as the commands do.
+
+Examples:
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     check_output(f"{d}/runs/r1", "--out", directory=True).name
+    'r1'
+    >>> check_output("", "--out", directory=False)
+    Traceback (most recent call last):
+    ...
+    attnlab.errors.UsageError: --out is empty; name a file
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import UsageError
+
+__all__ = ["check_output"]
+
+
+def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
+                 make_parents: bool = True, hint: str = "", example: str = "out") -> Path:
+    """``out`` as a Path, or a ``UsageError`` naming ``flag`` and the path when nothing could
+    be written there: an empty name; a file where a directory is wanted (``directory``) or a
+    directory where a file is; a broken or looping symbolic link on the way; a file where a
+    parent directory should be; a missing parent when the command does not make parents
+    (``make_parents=False``); or a nearest existing directory this process cannot create files
+    in (tested by making and removing a temporary directory there: the one test that also holds
+    for root and for /proc). ``hint`` ends each message (e.g. how to choose another path);
+    ``example`` is the file name suggested inside a directory given for a file.
+    Whether an existing ``out`` may be replaced is the caller's rule."""
+    what = "directory" if directory else "file"
+    if not str(out).strip():
+        raise UsageError(f"{flag} is empty; name a {what}{hint}")
+    path = Path(out)
+    if directory and path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file, not a directory{hint}")
+    if not directory and path.is_dir():
+        raise UsageError(f"{flag} {path} is a directory; name a file in it, e.g. "
+                         f"{path / example}{hint}")
+    ancestor = path.absolute() if directory else path.absolute().parent  # where files go
+    while not ancestor.exists():
+        if ancestor.is_symlink():  # a dangling link, or a loop
+            raise UsageError(f"{flag} {path}: {ancestor} is a broken or looping symbolic "
+                             f"link{hint}")
+        if not make_parents and ancestor != path.absolute():
+            raise UsageError(f"{flag} {path}: the directory {ancestor} does not exist{hint}")
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"{flag} {path} lies under {ancestor}, which is a file{hint}")
+    try:
+        probe = tempfile.mkdtemp(prefix=".attnlab-probe-", dir=ancestor)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise UsageError(f"{flag} {path}: cannot create files in {ancestor} ({why}){hint}") from None
+    os.rmdir(probe)
+    return path
