@@ -56,11 +56,13 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
             raise UsageError(f"{flag} {path}: the directory {ancestor} does not exist{hint}")
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise UsageError(f"{flag} {path} lies under {ancestor}, which is a file{hint}")
+        raise UsageError(f"{flag} {path} lies under {ancestor}, which is a file, not a "
+                         f"directory{hint}")
     try:
         probe = tempfile.mkdtemp(prefix=".attnlab-probe-", dir=ancestor)
     except OSError as e:
         why = e.strerror or type(e).__name__
-        raise UsageError(f"{flag} {path}: cannot create files in {ancestor} ({why}){hint}") from None
+        raise UsageError(f"{flag} {path}: cannot write there (cannot create files in "
+                         f"{ancestor}: {why}){hint}") from None
     os.rmdir(probe)
     return path

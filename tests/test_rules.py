@@ -109,7 +109,7 @@ def test_every_command_refuses_a_path_under_a_file_in_the_same_words(tmp_path, c
         err = capsys.readouterr().err.strip()
         flag = what.split()[-1]
         assert err.startswith(f"attnlab: error: {flag} {blocker}/") and \
-            err.endswith(f"lies under {blocker}, which is a file"), (what, err)
+            err.endswith(f"lies under {blocker}, which is a file, not a directory"), (what, err)
     assert blocker.read_text() == "not a directory"
 
 
@@ -117,7 +117,7 @@ def test_every_command_refuses_a_path_under_a_file_in_the_same_words(tmp_path, c
     ("empty", True, "--out is empty; name a directory"),
     ("file for a directory", True, "--out {p} is a file, not a directory"),
     ("directory for a file", False, "--out {p} is a directory; name a file in it, e.g. {p}/out"),
-    ("under a file", False, "--out {p} lies under {parent}, which is a file"),
+    ("under a file", False, "--out {p} lies under {parent}, which is a file, not a directory"),
     ("dangling link", True, "--out {p}: {parent} is a broken or looping symbolic link"),
     ("missing parent", False, "--out {p}: the directory {parent} does not exist"),
 ])

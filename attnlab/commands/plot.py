@@ -9,8 +9,10 @@ Each prints the path it wrote as its last line. Never imports Lightning.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..settings import add_flags, check_options, setting
 from .threads import add_threads_flag, check_threads, use_threads
 
 # per schedule: (warm-up, steps) the course and the paper plot
@@ -43,10 +45,7 @@ def register(sub) -> None:
     pe = what.add_parser("pe", help="the sinusoidal positional encoding",
                          description="Heatmap of the sinusoidal encoding over positions and hidden "
                                      "dimensions, and the curves of the first dimensions.")
-    pe.add_argument("--d-model", type=int, default=48, metavar="N",
-                    help=f"hidden dimensions, 1 to {MAX_D_MODEL}; odd is allowed (48)")
-    pe.add_argument("--max-len", type=int, default=96, metavar="N",
-                    help=f"positions, 1 to {MAX_LEN} (96)")
+    add_flags(pe, PositionalOptions)
     pe.add_argument("--out", metavar="PNG",
                     help="output file, .png (or .svg, .pdf) (default positional_encoding.png, "
                          "never replaced unless you name it here)")
@@ -55,21 +54,33 @@ def register(sub) -> None:
     lr = what.add_parser("lr", help="learning-rate schedules: cosine warm-up, Noam",
                          description="Learning-rate schedule curves: the course's cosine warm-up "
                                      "(as a factor of the peak lr) and the paper's Noam schedule.")
-    lr.add_argument("--schedule", choices=("cosine", "noam", "both"), default="cosine")
-    lr.add_argument("--warmup", type=int, metavar="W", help="warm-up steps (cosine 100, noam 4000)")
-    lr.add_argument("--max-iters", type=int, metavar="N", help="steps (cosine 2000, noam 20000)")
-    lr.add_argument("--d-model", type=int, default=512, metavar="N", help="Noam's d_model (512)")
+    add_flags(lr, ScheduleOptions)
     lr.add_argument("--out", metavar="PNG",
                     help="output file, .png (or .svg, .pdf) (default lr_SCHEDULE.png, never "
                          "replaced unless you name it here)")
     lr.set_defaults(func=run)
 
 
-def _positive(flag: str, value: int, most: int | None = None) -> None:
-    if value < 1:
-        raise UsageError(f"{flag} must be a positive integer, got {value}")
-    if most is not None and value > most:
-        raise UsageError(f"{flag} must be at most {most} (a figure cannot show more), got {value}")
+@dataclass
+class PositionalOptions:
+    """``attnlab plot pe``'s flags."""
+
+    d_model: int = setting(48, low=1, most=MAX_D_MODEL, metavar="N",
+                           help="hidden dimensions; odd is allowed (default 48)")
+    max_len: int = setting(96, low=1, most=MAX_LEN, metavar="N", help="positions (default 96)")
+
+
+@dataclass
+class ScheduleOptions:
+    """``attnlab plot lr``'s flags (--warmup and --max-iters default to the schedule's own)."""
+
+    schedule: str = setting("cosine", choices=("cosine", "noam", "both"),
+                            help="which schedule (default cosine)")
+    warmup: int = setting(None, low=1, optional=True, metavar="W",
+                          help="warm-up steps (cosine 100, noam 4000)")
+    max_iters: int = setting(None, low=1, optional=True, metavar="N",
+                             help="steps (cosine 2000, noam 20000)")
+    d_model: int = setting(512, low=1, metavar="N", help="Noam's d_model (default 512)")
 
 
 def check_out(out, *, given: bool = True, formats: tuple[str, ...] = FORMATS):
@@ -171,6 +182,7 @@ def attention_focus(task, run_dir, cfg, text):
 def _lr(args) -> str:
     from ..viz import curve_steps, lr_curve, plot_lr_schedule
 
+    check_options(args, ScheduleOptions)
     given = args.out is not None
     out = choose_out(args.out, f"lr_{args.schedule}.png")
     names = ("cosine", "noam") if args.schedule == "both" else (args.schedule,)
@@ -178,9 +190,6 @@ def _lr(args) -> str:
     for name in names:
         warmup = args.warmup if args.warmup is not None else _LR_DEFAULTS[name][0]
         max_iters = args.max_iters if args.max_iters is not None else _LR_DEFAULTS[name][1]
-        _positive("--warmup", warmup)
-        _positive("--max-iters", max_iters)
-        _positive("--d-model", args.d_model)
         label = (f"cosine warm-up (warmup={warmup}, max_iters={max_iters})" if name == "cosine"
                  else f"Noam (d_model={args.d_model}, warmup={warmup})")
         steps[label] = curve_steps(max_iters, keep=(warmup,))  # a million steps: 20 000 points
@@ -198,8 +207,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.figure == "pe":
         from ..viz import plot_positional_encoding
 
-        _positive("--d-model", args.d_model, MAX_D_MODEL)
-        _positive("--max-len", args.max_len, MAX_LEN)
+        check_options(args, PositionalOptions)
         given = args.out is not None
         out = choose_out(args.out, "positional_encoding.png")
         path = _write(lambda: plot_positional_encoding(args.d_model, args.max_len, out), out,

@@ -1,10 +1,25 @@
 """``attnlab prepare FILE... --out DIR``: tokenise text once into memory-mapped token files."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..settings import add_flags, check_options, setting
+from ..tokenizers import TOKENIZER_KINDS  # the one registry of tokenizer kinds (torch-free)
+
+
+@dataclass
+class PrepareOptions:
+    """``attnlab prepare``'s typed flags."""
+
+    tokenizer: str = setting("char", choices=tuple(TOKENIZER_KINDS),
+                             help="char (default), word, or byte-level bpe")
+    vocab_size: int = setting(None, low=5, optional=True, metavar="N",
+                              help="vocabulary cap (char/word) or target size (bpe; default 1000)")
+    val_fraction: float = setting(0.1, low=0, above=True, most=0.5, metavar="F",
+                                  help="share of the text held out for validation (default 0.1)")
+
 
 def register(sub) -> None:
-    from ..tokenizers import TOKENIZER_KINDS  # the one registry of tokenizer kinds
-
     p = sub.add_parser(
         "prepare", help="tokenise text files into memory-mapped token files for `train lm`",
         description="Tokenise UTF-8 text files (streamed in chunks, so corpora larger than "
@@ -17,23 +32,14 @@ def register(sub) -> None:
                    help="replace the prepared corpus already in DIR (only a directory holding "
                         "meta.json and nothing but the files prepare writes); runs trained on "
                         "the old corpus will then refuse to evaluate or resume")
-    p.add_argument("--tokenizer", choices=tuple(TOKENIZER_KINDS), default="char",
-                   help="char (default), word, or byte-level bpe")
-    p.add_argument("--vocab-size", type=int, metavar="N",
-                   help="vocabulary cap (char/word) or target size (bpe; default 1000)")
-    p.add_argument("--val-fraction", type=float, default=0.1, metavar="F",
-                   help="share of the text held out for validation (default 0.1)")
+    add_flags(p, PrepareOptions)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..data.corpus import prepare
-    from ..errors import UsageError
 
-    if args.vocab_size is not None and args.vocab_size < 5:
-        raise UsageError(f"--vocab-size must be at least 5, got {args.vocab_size}")
-    if not 0 < args.val_fraction <= 0.5:
-        raise UsageError(f"--val-fraction must be in (0, 0.5], got {args.val_fraction}")
+    check_options(args, PrepareOptions)
     meta = prepare(args.files, args.out, tokenizer=args.tokenizer, vocab_size=args.vocab_size,
                    val_fraction=args.val_fraction, force=args.force)
     print(f"prepared {args.out}: {meta['train_tokens']:,} train and {meta['val_tokens']:,} val "

@@ -6,15 +6,28 @@ imports Lightning.
 """
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 
+from ..settings import ModelRunSettings, add_flags, check_options, setting
 from .inputs import add_input_file_flags, read_inputs, write_results
 from .quantize import add_quantize_flag, note_if_slower
-from .threads import add_threads_flag, check_threads, use_threads
+from .threads import use_threads
 
 # More beams than this only cost time (each step scores beams × vocabulary candidates); a
 # mistyped --beam 100000 would otherwise seem to hang.
 MAX_BEAM = 100
+
+
+@dataclass
+class TranslateOptions(ModelRunSettings):
+    """``attnlab translate``'s typed flags (and --threads); not given, the run's own."""
+
+    beam: int = setting(None, low=1, optional=True, metavar="N",
+                        help=f"beam search with N beams, 1 to {MAX_BEAM} (default: the run's "
+                             f"setting; 1 = greedy)")
+    length_penalty: float = setting(None, optional=True, metavar="F",
+                                    help="beam search: score = log-probability / length**F "
+                                         "(default: the run's)")
 
 
 def register(sub) -> None:
@@ -24,13 +37,8 @@ def register(sub) -> None:
                     "output per TEXT. With the built-in numbers a TEXT may also be digits (342).")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("texts", nargs="*", metavar="TEXT")
-    p.add_argument("--beam", type=int, metavar="N",
-                   help=f"beam search with N beams, 1 to {MAX_BEAM} (default: the run's setting; "
-                        f"1 = greedy)")
-    p.add_argument("--length-penalty", type=float, metavar="F",
-                   help="beam search: score = log-probability / length**F (default: the run's)")
+    add_flags(p, TranslateOptions)
     add_input_file_flags(p, "text")
-    add_threads_flag(p)
     add_quantize_flag(p)
     p.set_defaults(func=run)
 
@@ -40,18 +48,14 @@ def run(args) -> int:
     from ..runs import check_run_dir
     from ..tasks import get_task
 
-    if args.beam is not None and args.beam < 1:
-        raise UsageError(f"--beam must be a positive integer, got {args.beam}")
+    check_options(args, TranslateOptions, unset=("beam", "length_penalty"))  # the run's
     if args.beam is not None and args.beam > MAX_BEAM:
         raise UsageError(f"--beam must be at most {MAX_BEAM}, got {args.beam}")
-    if args.length_penalty is not None and not math.isfinite(args.length_penalty):
-        raise UsageError(f"--length-penalty must be a finite number, got {args.length_penalty}")
     if bool(args.texts) == (args.input_file is not None):
         raise UsageError("give the TEXTs to translate or --input-file FILE (one of the two)")
     empty = [i + 1 for i, t in enumerate(args.texts) if not t.strip()]
     if empty:
         raise UsageError(f"TEXT number {empty[0]} is empty")
-    check_threads(args.threads)
     labels = [f"TEXT number {n}" for n in range(1, len(args.texts) + 1)]
     if args.input_file is not None:
         args.texts, labels = read_inputs(args.input_file)

@@ -9,12 +9,22 @@ with ``--out``) and its path printed as the last line. ``--serve`` then also ser
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from ..errors import UsageError
-from .threads import add_threads_flag, check_threads, use_threads
+from ..settings import ModelRunSettings, add_flags, check_options, setting
+from .threads import use_threads
 
 PAGE_FORMATS = (".html", ".htm")
 DEFAULT_NAME = "attention.html"
+
+
+@dataclass
+class ViewOptions(ModelRunSettings):
+    """``attnlab view``'s typed flags (and --threads)."""
+
+    port: int = setting(None, low=0, most=65535, optional=True, metavar="N",
+                        help="the port for --serve (default: any free one)")
 
 
 def register(sub) -> None:
@@ -32,9 +42,7 @@ def register(sub) -> None:
                         f"replaced unless you name it here)")
     p.add_argument("--serve", action="store_true",
                    help="also serve the page on 127.0.0.1 until Ctrl-C")
-    p.add_argument("--port", type=int, metavar="N",
-                   help="the port for --serve (default: any free one)")
-    add_threads_flag(p)
+    add_flags(p, ViewOptions)
     p.set_defaults(func=run)
 
 
@@ -43,9 +51,7 @@ def _check_flags(args) -> None:
         raise UsageError("--input is empty")
     if args.port is not None and not args.serve:
         raise UsageError("--port is for --serve; add --serve or leave --port out")
-    if args.port is not None and not 0 <= args.port <= 65535:
-        raise UsageError(f"--port must be 0 to 65535, got {args.port}")
-    check_threads(args.threads)
+    check_options(args, ViewOptions)
 
 
 def attention_layers(task, run_dir, cfg, text):
