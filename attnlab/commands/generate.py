@@ -52,7 +52,7 @@ def _check(args) -> None:
 
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
-    # --greedy ignored every sampling option without a word (#27): refuse them together
+    # --greedy would ignore every sampling option without a word: refuse them together
     sampling = [f"{name} {value}" for name, value in (
         ("--temperature", args.temperature), ("--top-k", args.top_k), ("--top-p", args.top_p),
         ("--seed", args.seed)) if value is not None]
