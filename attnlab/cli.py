@@ -26,7 +26,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
-        # main() already prints "attnlab: error:" (issue #8: the prefix was doubled)
+        # main() already prints "attnlab: error:" (adding one here printed it twice)
         where = self.prog.removeprefix("attnlab").strip()
         raise UsageError(f"{where}: {message}" if where else message)
 

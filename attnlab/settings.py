@@ -1,5 +1,5 @@
 """Typed settings: one dataclass field per setting, from which the flag, its default, its help
-and its check are all read (issue #9, part 1).
+and its check are all read.
 
 A field is declared with ``setting(default, help=..., low=..., choices=...)``; then
 ``add_flags`` puts ``--the-name`` on an argparse parser (type from the annotation; a ``bool``

@@ -40,8 +40,8 @@ def check_token_ids(ids: Tensor, vocab_size: int, name: str = "input_ids") -> No
     """ValueError unless every id of ``ids`` is in 0..vocab_size-1.
 
     Where ids enter generation (``generate``'s arguments), once per call: one host read. The
-    models' forward passes read no values (#26), and there an id outside the embedding is an
-    ``IndexError`` on the CPU and a device-side assert on a GPU.
+    models' forward passes read no values (no host synchronisation), and there an id outside
+    the embedding is an ``IndexError`` on the CPU and a device-side assert on a GPU.
     """
     if not ids.numel() or ids.is_floating_point():
         return

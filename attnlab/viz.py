@@ -82,7 +82,7 @@ def _as_layers(maps) -> list[torch.Tensor]:
 
 
 # A figure fits a screen at 100 %: at most MAX_INCHES × MAX_INCHES at 100 dpi (2,000 px a
-# side, issue #27: a 40-character lm input made 5,800 px, a graph 10,018 px). Beyond
+# side; unbounded, a 40-character lm input made 5,800 px, a graph 10,018 px). Beyond
 # MAX_PANELS maps each layer is drawn once, as the mean of its heads, so every map stays large
 # enough to read its labels.
 MAX_INCHES, MAX_PANELS, MAX_COLUMNS = 20.0, 16, 4
@@ -394,7 +394,7 @@ def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
     return _save(fig, path)
 
 
-# ---- jets (issue #10): ROC as background rejection, score distributions, a jet's attention ----
+# ---- jets: ROC as background rejection, score distributions, a jet's attention ----
 
 def plot_by_length(curves: dict[str, Sequence[float]], buckets: Sequence[str],
                    path: str | Path, *, title: str = "score by source length",
@@ -563,7 +563,7 @@ def _jet_arrow(ax, query, key, share: float, key_area: float) -> None:
 
 
 def _jet_legend(ax, drawn, top: float, biggest: float) -> None:
-    """What plot_jet_attention's arrows and discs mean, on the figure (#27): the weights of
+    """What plot_jet_attention's arrows and discs mean, on the figure itself: the weights of
     the strongest and weakest arrow drawn, and two discs with their pT."""
     from matplotlib.lines import Line2D
 

@@ -1,5 +1,5 @@
 """AdamW's step on each task's parameters: PyTorch's per-tensor default, ``foreach`` and
-``fused`` (issue #17: what ``attnlab.training.make_optimizer`` chose).
+``fused`` (the measurement behind ``attnlab.training.make_optimizer``'s choice).
 
     python -m benchmarks.adamw [--threads 1] [--tasks reverse lm ...]
 

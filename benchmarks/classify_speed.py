@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/classify_speed.py [--skip-anomaly] [--threads 1]
 
 1. `attnlab train anomaly` with its defaults (in process): test accuracy and training seconds,
-   against the issue's target (>= 0.99 in about a minute).
+   against the target (>= 0.99 in about a minute).
 2. Text classification throughput, sequences per second, training (forward + backward + AdamW)
    and inference, for attnlab's SequenceClassifier and for the anchor: the same model built
    from torch.nn.TransformerEncoder (same width, depth, heads, feed-forward, embedding, mean

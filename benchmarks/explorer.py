@@ -1,5 +1,6 @@
-"""The attention page at the issue's size — 12 layers × 12 heads × 128 tokens — in headless
-Chromium: its size, the time to first render, and how fast it answers a hover and a key press.
+"""The attention page at a large model's size — 12 layers × 12 heads × 128 tokens — in
+headless Chromium: its size, the time to first render, and how fast it answers a hover and a key
+press.
 
     python -m benchmarks.explorer [--quick]
 

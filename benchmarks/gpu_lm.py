@@ -1,5 +1,5 @@
 """attnlab's ``CausalLM`` against nanoGPT's ``GPT`` on one GPU: the training step in one process,
-then whole runs of ``attnlab train lm`` against nanoGPT's ``train.py`` (issue #26, targets 1, 3).
+then whole runs of ``attnlab train lm`` against nanoGPT's ``train.py``.
 
     python -m benchmarks.gpu_lm --nanogpt DIR [--iters 1000] [--runs eager compiled]
                                 [--skip-step] [--skip-runs] [--json FILE] [--peak-tflops 989]

@@ -1,4 +1,4 @@
-"""How many torch threads should a command that runs a trained model use? (issue #17, target 4)
+"""How many torch threads should a command that runs a trained model use?
 
     python -m benchmarks.inference_threads [--quick]
 

@@ -1,6 +1,6 @@
-"""Top-quark tagging (issue #10): the tagger against the physics baselines on the same test jets.
+"""Top-quark tagging: the tagger against the physics baselines on the same test jets.
 
-    .venv/bin/python -m benchmarks.jets                    # the issue's sizes: ~1.5 h on 2 cores
+    .venv/bin/python -m benchmarks.jets                    # full size: over an hour on 2 cores
     .venv/bin/python -m benchmarks.jets --train 2000 --test 1000 --minutes 2    # a small run
     .venv/bin/python -m benchmarks.jets --quick            # the same small run
 
@@ -17,7 +17,7 @@
    ``--no-pair-bias`` (the course's plain set classifier): AUC, accuracy, 1/ε_B at ε_S = 0.3
    and 0.5, training jets/s. ``--models`` picks either.
 
-Target (issue #10): the default tagger's AUC >= 0.985 and its 1/ε_B at ε_S = 0.5 at least 1.5x
+Target: the default tagger's AUC >= 0.985 and its 1/ε_B at ε_S = 0.5 at least 1.5x
 the (mass, τ3/τ2) likelihood's. Not a test: timings depend on the machine and its load.
 """
 from __future__ import annotations

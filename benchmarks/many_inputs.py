@@ -1,4 +1,4 @@
-"""Many inputs in one process against one process per input (issue #17, target 5).
+"""Many inputs in one process against one process per input.
 
     python -m benchmarks.many_inputs [--quick]
 

@@ -1,5 +1,4 @@
-"""nanoGPT's CPU recipe against ``attnlab train lm``, whole runs, same corpus, same threads
-(issue #17, target 2; issue #26, CPU target 3).
+"""nanoGPT's CPU recipe against ``attnlab train lm``, whole runs, same corpus, same threads.
 
     git clone https://github.com/karpathy/nanoGPT /somewhere/nanoGPT    # outside this project
     python -m benchmarks.nanogpt --nanogpt /somewhere/nanoGPT [--threads 1] [--rounds 2]
@@ -25,7 +24,7 @@ Each round runs, as new processes, in turns:
   steps (``--model-dim 128 --num-heads 4 --num-layers 4 --dim-feedforward 512 --block-size 64
   --batch-size 12 --lr 1e-3 --warmup 100 --dropout 0``) and nanoGPT's optimiser settings for
   this config (``--weight-decay 0.1 --beta2 0.99 --grad-clip 1.0``: train.py's weight decay
-  and clipping, train_shakespeare_char.py's beta2; lm's defaults since issue #26, given here so
+  and clipping, train_shakespeare_char.py's beta2; lm's defaults too, given here so
   that the comparison does not move with them) and its architecture (``--no-bias``: train.py's
   ``bias = False``, no biases in the linear layers nor the LayerNorms), tokenising the text
   itself. What stays
@@ -39,8 +38,8 @@ time is the wall time of the processes (prepare + train for nanoGPT; one ``train
 which also tests and draws its figures). Validation loss is then computed here for every final
 model on the same text: the corpus' last 10% (both sides hold it out), cut into non-overlapping
 65-character windows, each model with its own character ids, mean cross-entropy over every
-predicted character (nats). Target (issue #26): attnlab's float32 whole run <= 0.9x
-nanoGPT's with a validation loss no worse (issue #17 asked 0.85x of the default run).
+predicted character (nats). Target: attnlab's float32 whole run <= 0.9x nanoGPT's with a
+validation loss no worse.
 """
 from __future__ import annotations
 

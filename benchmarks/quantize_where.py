@@ -1,9 +1,10 @@
-"""Where ``--quantize int8`` is faster than float32, and where slower (issue #27, item 11).
+"""Where ``--quantize int8`` is faster than float32, and where slower.
 
     python -m benchmarks.quantize_where [--threads 1] [--repeats 3] [--quick]
 
-``benchmarks/quantize_int8.py`` measured one shape: a 384-wide, 6-layer GPT-2 (int8 3-4x at
-batch 1). A user's trained translate run (64 wide, 500 lines) took 2.4x longer in int8. This
+``benchmarks/quantize_int8.py`` measured one shape: a 384-wide, 6-layer GPT-2 (int8 faster at
+batch 1). A user's trained translate run (64 wide, 500 lines) was slower in int8
+(benchmarks/RESULTS.md, "quantize_where", has both numbers). This
 script times, in turns in one process (random weights, greedy, best of ``--repeats``):
 
 1. ``CausalLM.generate`` in float32 and through ``attnlab.nn.quantize``, for model widths

@@ -1,4 +1,4 @@
-"""Start-up of the ``attnlab`` command (issue #17, target 3; issue #26, CPU target 2).
+"""Start-up of the ``attnlab`` command.
 
     python -m benchmarks.startup [--quick] [--repeats 5]
 
@@ -10,7 +10,7 @@ step with reverse's model (the floor: torch and the torch._dynamo its first step
 two in turns. Then what ``attnlab train reverse`` itself imports, from ``python -X importtime``
 on the command: its largest top-level imports, and whether Lightning's Trainer
 (``lightning.pytorch``) or torchmetrics is among them.
-Targets: the first four <= 0.3 s (#17); the first step <= the bare script's + 1.0 s (#26).
+Targets: the first four <= 0.3 s; the first step <= the bare script's + 1.0 s.
 Not a test.
 """
 from __future__ import annotations

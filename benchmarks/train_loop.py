@@ -1,5 +1,5 @@
-"""The training loop's overhead: ``attnlab train`` against a bare PyTorch loop (issue #26,
-CPU target 1; first written for issue #17, when the loop was Lightning's Trainer).
+"""The training loop's overhead: ``attnlab train`` against a bare PyTorch loop (first
+written when the loop was Lightning's Trainer).
 
     OMP_NUM_THREADS=1 python -m benchmarks.train_loop [--threads 1] [--tasks reverse lm ...]
         [--steps N] [--warmup 5] [--rounds 5] [--breakdown [all]] [--quick]
@@ -35,7 +35,7 @@ progress lines and the CSV log). "data" is the loader alone (median per batch), 
 and B. Without ``--steps``, each task gets about ``--seconds`` of bare-loop steps per round (20
 to 200).
 
-Target (issue #26): A/B <= 1.05 for every task. ``--breakdown`` then, for each task over the
+Target: A/B <= 1.05 for every task. ``--breakdown`` then, for each task over the
 target (``--breakdown all``: every task), times the parts of a step on both sides by wrapping
 functions — data, the module's step, backward, clipping, the optimiser's, ``zero_grad`` and the
 scheduler's step, and on side A Fabric's wrappers around them, ``Fabric.call`` (the probe's own
@@ -187,9 +187,10 @@ def _probe(total: int, clocks: "Clocks | None" = None):
 
     Its per-step hook is a plain function with its signature attached: ``Fabric.call`` reads
     every hook's signature at every call (``inspect.signature``, to filter keyword arguments),
-    which for a bound method costs ~10 µs alone and ~45 µs a step inside graph's loop (cold
-    caches; benchmarks/RESULTS.md, issue #26) — the probe's own cost, which the CLI's loop,
-    with no per-step hook, does not pay. Attached, it costs ~1 µs."""
+    which for a bound method is a measurable part of a step inside graph's loop (cold caches;
+    benchmarks/RESULTS.md, "train_loop — A/B per task", its footnote) — the probe's own cost,
+    which the CLI's loop, with no per-step hook, does not pay. Attached, it costs a fraction
+    of that."""
     from attnlab.training.engine import Callback
 
     class Probe(Callback):

@@ -1,4 +1,4 @@
-"""Typed model configs (#9 part 1): one declaration per hyper-parameter, read by the model, the
+"""Typed model configs: one declaration per hyper-parameter, read by the model, the
 CLI's flags and checks, and config.yaml."""
 import dataclasses
 import subprocess

@@ -1,4 +1,4 @@
-"""The docs site (issue #13): `make docs` builds docs/, the notebooks of examples/ and the API
+"""The docs site: `make docs` builds docs/, the notebooks of examples/ and the API
 reference with mkdocs in strict mode, so a broken link or a docstring that fails to render
 fails here."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .explorer.conftest import browser  # noqa: F401  (headless Chromium)
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
-pytestmark = pytest.mark.slow  # ~20 s: every notebook is converted to HTML
+pytestmark = pytest.mark.slow  # every notebook is converted to HTML
 
 
 def mkdocs(*args, cwd=ROOT):
@@ -128,7 +128,7 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
 
 
 def test_fences_stretch_around_fractions_and_sums_centre_their_limits(site, browser):
-    """#27: Chromium drew softmax's parentheses small around the tall fraction (MathML's
+    """Chromium once drew softmax's parentheses small around the tall fraction (MathML's
     stretchy fences need an OpenType math font, which the site's stylesheet now names) and
     Σ's limits off-centre in notebook 06."""
     measure = """

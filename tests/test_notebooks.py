@@ -1,4 +1,4 @@
-"""The notebooks of examples/ (issue #13): each runs from top to bottom with its test sizes
+"""The notebooks of examples/: each runs from top to bottom with its test sizes
 (its metadata ``attnlab.small``) and fails on any error; the committed files carry the outputs
 of a run from top to bottom, so they read well where they are shown without being run."""
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_a_committed_notebook_holds_the_outputs_of_one_run_in_order(path):
         assert name in assigned, f"{name} is not set in the parameters cell"
 
 
-# What a reader of a committed output must not meet (#27 item 12): a warning (a library's
+# What a reader of a committed output must not meet: a warning (a library's
 # notice, shown on stderr, that says nothing about the lesson), a path on the machine that ran
 # the notebook, or a float's full repr where the text reads a round number (37.000003814697266).
 ABSOLUTE_PATH = re.compile(r"(?<![\w.~])(/(?:work|home|tmp|root|Users|var|private|mnt|opt|srv)/"
@@ -101,7 +101,7 @@ def full_size_flag(nb) -> ast.expr | None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_full_size_asserts_run_at_full_size_and_only_there(path):
     """A notebook's asserts on results that need its full-size training are guarded by
-    ``FULL_SIZE`` (#27): the flag must be True with the parameters cell as committed and False
+    ``FULL_SIZE``: the flag must be True with the parameters cell as committed and False
     with the tests' sizes, so the full run checks the text and the small run skips only those."""
     nb = nbformat.read(path, as_version=4)
     flag = full_size_flag(nb)

@@ -1,6 +1,6 @@
 """Tab completion (Jupyter, IPython) lists what ``dir()`` gives: ``attnlab`` and
 ``attnlab.models`` import their names lazily, so without ``__dir__`` it found only the lazy
-loader (#27)."""
+loader."""
 import subprocess
 import sys
 

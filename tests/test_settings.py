@@ -1,4 +1,4 @@
-"""attnlab.settings: a setting declared once gives its flag, default, help and check (#9)."""
+"""attnlab.settings: a setting declared once gives its flag, default, help and check."""
 import argparse
 from dataclasses import dataclass
 

@@ -56,7 +56,7 @@ def test_colour_bars_are_labelled(drawn):
 
 
 def test_the_jet_figure_says_what_its_arrows_and_discs_mean(drawn):
-    """#27 item 10: a reader of the jet figure is told on it which way an arrow points (query
+    """A reader of the jet figure is told on it which way an arrow points (query
     to key), the weights the thickest and thinnest arrows stand for, and the pT of a disc."""
     import numpy as np
 

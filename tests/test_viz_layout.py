@@ -1,4 +1,4 @@
-"""The PNG attention figures fit a screen at 100 % (issue #27: a 40-character lm input made
+"""The PNG attention figures fit a screen at 100 % (unbounded, a 40-character lm input made
 5,800 × 2,900 px with its title struck through, a graph 10,018 × 2,504 px with 7 empty axes, a
 long translation's title was cut at both edges): at most about 2,000 px a side, one panel per
 map and no empty one, a title inside the figure and clear of the panels."""

@@ -1,4 +1,4 @@
-"""``attnlab data jets``: generate top-quark and QCD jets with Pythia 8 and FastJet (issue #10).
+"""``attnlab data jets``: generate top-quark and QCD jets with Pythia 8 and FastJet.
 
     attnlab data jets --signal N --background N --out FILE [--seed S] [--jobs J]
                       [--detector none|delphes-like] [--force]

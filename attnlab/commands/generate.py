@@ -58,7 +58,7 @@ def register(sub) -> None:
 def _check(args) -> None:
     from ..errors import UsageError
 
-    # --greedy ignored every sampling option without a word: refuse them together
+    # --greedy would ignore every sampling option without a word: refuse them together
     sampling = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in SAMPLING_FLAGS
                 if getattr(args, name) is not None]
     if args.greedy and sampling:

@@ -1,5 +1,5 @@
 """Many inputs in one process: ``--input-file FILE`` (``-``: standard input) and ``--json`` for
-``predict``, ``translate`` and ``generate`` (issue #17).
+``predict``, ``translate`` and ``generate``.
 
 A file holds one input per line (UTF-8; a final newline, ``\\r\\n`` endings and a byte-order
 mark are fine). Every line is read and checked before the model is loaded: an empty line, a

@@ -101,8 +101,8 @@ def check_out(out, *, given: bool = True, formats: tuple[str, ...] = FORMATS):
 
 
 # What `attnlab train` writes into a run directory: the run's record, never replaced by a
-# command that draws or writes a file afterwards, even one named with --out (#27: `plot
-# attention --out RUN/attention.png` replaced the figure training made).
+# command that draws or writes a file afterwards, even one named with --out (else `plot
+# attention --out RUN/attention.png` would replace the figure training made).
 RUN_RECORDS = ("config.yaml", "model.safetensors", "metrics.json", "tokenizer.json",
                "target_tokenizer.json", "baselines.json", "attention.png", "cross_attention.png",
                "lr_schedule.png", "roc.png", "scores.png", "sets.png")
@@ -111,8 +111,8 @@ RUN_RECORDS = ("config.yaml", "model.safetensors", "metrics.json", "tokenizer.js
 def choose_out(out, default, *, formats: tuple[str, ...] = FORMATS, what: str = "a figure"):
     """The file a command writes, checked before any work: ``out`` (--out) when given, which
     may replace a file of the user's, but not a run's record (``RUN_RECORDS`` in a directory
-    with a config.yaml); else ``default``, refused when it exists (#27: figures were replaced
-    without asking). ``what`` names the earlier file in the message."""
+    with a config.yaml); else ``default``, refused when it exists (a default name never replaces
+    a figure without asking). ``what`` names the earlier file in the message."""
     given = out is not None
     path = check_out(out if given else default, given=given, formats=formats)
     if not given and path.exists():

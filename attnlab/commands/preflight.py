@@ -1,4 +1,4 @@
-"""Checks ``attnlab train`` makes before anything is written (issue #8, "trust").
+"""Checks ``attnlab train`` makes before anything is written.
 
 Every check here is cheap and imports neither torch nor Lightning, so a mistake in ``--out``,
 ``--resume`` or ``--num-nodes`` is reported in about a second, with exit 2, before a run
@@ -119,8 +119,7 @@ def steps_done(run_dir: Path) -> int | None:
 
 def check_budget(run_dir: Path, cfg: dict[str, Any]) -> None:
     """``--resume`` with a ``--max-steps`` below the steps the run has done is refused: it
-    would stop at once, test the model and record the smaller budget in place of the run's
-    (#27)."""
+    would stop at once, test the model and record the smaller budget in place of the run's."""
     budget = cfg.get("max_steps")
     if budget is None or cfg.get("epochs"):  # --epochs is the budget: max_steps is not used
         return

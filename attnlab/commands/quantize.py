@@ -3,7 +3,7 @@ run the trained model with int8 weights in every linear layer (``attnlab.nn.quan
 
 Where it is faster depends on the model's width and, for ``translate``, on how many texts it
 is given (measured by ``benchmarks/quantize_where.py``; the numbers are in
-benchmarks/RESULTS.md, "quantize_where", #27 item 11): int8 weights save reading bytes, which
+benchmarks/RESULTS.md, "quantize_where"): int8 weights save reading bytes, which
 pays only once the matrix products dominate a decoding step, while a narrower model's step is
 mostly Python and small kernels, and the int8 layer's per-call quantisation of its input costs
 more than it saves. ``translate --quantize int8`` decodes one text at a time (its rounding is

@@ -3,16 +3,18 @@
 
 torch starts one thread per core, which is not what these commands want. Measured with
 ``benchmarks/inference_threads.py`` for causal language models of 0.15 M to 57 M parameters on
-this 2-core machine (the numbers are in benchmarks/RESULTS.md), two threads against one:
+a 2-core machine, two threads against one (the numbers: benchmarks/RESULTS.md,
+"inference_threads"):
 
 - a forward pass over a batch (16 windows of 128 tokens: ``evaluate``, many inputs of a
-  classifier) takes 0.51-0.61x the time, at every size, when the machine is otherwise idle;
-- decoding 16 sequences together token by token (many inputs of ``translate``) takes
-  0.66-0.81x the time from 3 M parameters up, but 1.0-1.3x below 1 M: the products are too
-  small to share out;
-- decoding one sequence (``generate``, one input) takes 0.98-1.16x: no gain at any size;
-- with another process busy on one core, two threads take 1.05-3.2x the time at everything:
-  the threads wait for each other.
+  classifier) is faster on two threads at every size, when the machine is otherwise idle;
+- decoding 16 sequences together token by token (many inputs of ``translate``) is faster on
+  two threads from 3 M parameters up, but not below 1 M: the products are too small to share
+  out;
+- decoding one sequence (``generate``, one input) gains nothing from a second thread at any
+  size;
+- with another process busy on one core, two threads are slower at everything: the threads
+  wait for each other.
 
 So without ``--threads``: one thread on a busy machine (the 1-minute load average leaves less
 than one core idle) or for one sequence; one per idle core (two on an idle 2-core machine) for a
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from ..settings import MAX_THREADS, ModelRunSettings, add_flags, check
 
-DECODE_PARAMETERS = 2_000_000  # between the measured 0.9 M (no gain) and 3.4 M (0.78x)
+DECODE_PARAMETERS = 2_000_000  # between the sizes measured: 0.9 M (no gain), 3.4 M (a gain)
 WORK = ("one", "forward", "decode")  # one sequence; a batched forward pass; batched decoding
 
 

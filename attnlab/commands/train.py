@@ -115,13 +115,13 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
         cfg.pop(name, None)
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
-        cfg.pop("max_steps", None)     # recorded beside it, unused (#27)
+        cfg.pop("max_steps", None)     # would be recorded beside it, unused
     return cfg
 
 
 def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:
-    """--epochs and --max-steps are two ways to give one budget: with both, --epochs won and
-    --max-steps was ignored, yet config.yaml recorded both (#27). Refuse the pair, from flags
+    """--epochs and --max-steps are two ways to give one budget: with both, --epochs would win
+    and --max-steps be ignored while config.yaml recorded both. Refuse the pair, from flags
     or --config, and a --max-steps given to --resume a run whose budget is --epochs (or
     --epochs to one whose budget is --max-steps)."""
     named = {**file_cfg, **given}
@@ -176,7 +176,7 @@ def seed_all(seed: int) -> None:
 
 
 def _preflight(args: argparse.Namespace, cfg: dict[str, Any]) -> Path | None:
-    """Everything that can be refused, checked before the run directory is touched (issue #8).
+    """Everything that can be refused, checked before the run directory is touched.
     Returns the run directory, or None for a finished run that --resume has nothing to add to."""
     run_dir = _choose_out(cfg)
     if _is_child():
@@ -232,8 +232,8 @@ def _train(cfg: dict[str, Any], run_dir: Path) -> None:
     if not threads and cfg.get("devices", 1) == 1 and default_threads("forward") == 1:
         # Without --threads: torch's own count on an idle machine, but one thread when another
         # job holds a core. A small model's kernels are too short to share between threads, and
-        # on a busy machine the threads' spin-waiting costs more than it gains (docs/reverse.md:
-        # the course recipe 207 s with torch's two threads, 9.3 s with one).
+        # on a busy machine the threads' spin-waiting costs more than it gains (docs/reverse.md,
+        # "The defaults, and why", times the course recipe on one thread and on two).
         threads = 1
     if threads:
         import torch

@@ -61,7 +61,7 @@ def run(args) -> int:
         args.texts, labels = read_inputs(args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=("translate",), command="translate")
     beams = args.beam or cfg.get("beam") or 1
-    if args.length_penalty is not None and beams == 1:  # greedy ignored it without a word (#27)
+    if args.length_penalty is not None and beams == 1:  # greedy would ignore it without a word
         whose = "" if args.beam else ", the run's setting"
         raise UsageError(f"--length-penalty {args.length_penalty} is for beam search, and this "
                          f"translation is greedy (--beam {beams}{whose}); give --beam N > 1 "

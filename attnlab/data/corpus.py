@@ -111,9 +111,9 @@ def _one_tokenizer_thread():
     """Keep the Rust ``tokenizers`` library on the calling thread while preparing.
 
     With its thread pool, and its BPE trainer fed 1 MB pieces, the peak memory of
-    ``attnlab prepare --tokenizer bpe`` grew with the corpus: 557, 630 and 719 MiB for 5, 50
-    and 100 MB of text. On one thread, with ``BPE_FIT_CHARS`` pieces for fitting: 446, 445
-    and 473 MiB, and the 50 MB file took 36 s instead of 57 s (2 cores, 2026-11-22).
+    ``attnlab prepare --tokenizer bpe`` grew with the corpus; on one thread, with
+    ``BPE_FIT_CHARS`` pieces for fitting, it stays flat from 5 to 100 MB of text, and preparing
+    is faster too (benchmarks/RESULTS.md, "Numbers once quoted in the code").
     """
     before = os.environ.get("TOKENIZERS_PARALLELISM")
     os.environ["TOKENIZERS_PARALLELISM"] = "false"

@@ -51,10 +51,12 @@ def check_language(lang: str) -> str:
     return lang
 
 
-@lru_cache(maxsize=1 << 17)  # num2words takes ~0.2 ms a call; small ranges repeat a lot
+# num2words costs far more than a cache lookup (benchmarks/RESULTS.md, "Numbers once quoted in
+# the code"), and small ranges repeat a lot
+@lru_cache(maxsize=1 << 17)
 def spell(number: int, lang: str) -> str:
     """The number written out in words: ``spell(342, "de") == "dreihundertzweiundvierzig"``;
-    German corrected by ``german_cardinal_fix`` (#27)."""
+    German corrected by ``german_cardinal_fix`` (num2words writes "eins" inside some numbers)."""
     from num2words import num2words
 
     words = num2words(number, lang=lang)

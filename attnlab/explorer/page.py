@@ -106,8 +106,8 @@ class AttentionView:
 
     def _repr_html_(self) -> str:
         # An iframe keeps the page's script and style apart from the notebook's own. The page
-        # posts its height and the script beside the frame sizes the frame to it (#27: a fixed
-        # 760 px clipped the map and hid the weights); 760 px where outputs run no script.
+        # posts its height and the script beside the frame sizes the frame to it (a fixed 760 px
+        # clipped the map and hid the weights); 760 px where outputs run no script.
         frame = f"attnlab-view-{uuid.uuid4().hex[:12]}"
         return (f'<iframe srcdoc="{html.escape(self.html(), quote=True)}" id="{frame}" '
                 'style="width:100%;height:760px;border:0" sandbox="allow-scripts"></iframe>'

@@ -1,7 +1,7 @@
 """Weight-copy helpers shared by every Hugging Face conversion (``hf.py``, ``marian.py``).
 
 Both conversion modules import from here and never from each other's privates, so the interop
-package has no import cycle (issue #9; ``tests/test_imports.py`` checks the whole package).
+package has no import cycle (``tests/test_imports.py`` checks the whole package).
 """
 from __future__ import annotations
 

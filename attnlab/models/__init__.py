@@ -28,5 +28,5 @@ def __getattr__(name):  # lazy, so each model's module is imported only when use
     raise AttributeError(f"module 'attnlab.models' has no attribute {name!r}")
 
 
-def __dir__():  # tab completion finds the lazy names too (#27)
+def __dir__():  # tab completion finds the lazy names too
     return sorted({*globals(), *_EXPORTS})

@@ -94,7 +94,7 @@ class BertEncoder(nn.Module):
         Raises:
             ValueError: if T tokens can need a position past the table. Checked on the shape
                 (RoBERTa's positions reach pad_token_id + T for a row without padding), not by
-                reading the ids: no host synchronisation in the forward pass (#26).
+                reading the ids: no host synchronisation in the forward pass.
         """
         T = input_ids.shape[1]
         roberta = self.position_style == "roberta"

@@ -114,7 +114,7 @@ class CausalLM(nn.Module):
         self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
         if tie_weights:
             self.lm_head.weight = self.token_embedding.weight
-        # runs and checkpoints saved before #9's renames (weights under the old names)
+        # runs and checkpoints saved before the renames (models/renamed.py: the old names)
         accept_old_names(self, {"encoder": "decoder", "pos_encoding": "positional_encoding"})
 
     @classmethod
@@ -172,7 +172,7 @@ class CausalLM(nn.Module):
                 attended to and positions count real tokens only (left padding is then exact).
             positions: (T,) or (B, T) explicit positions (default 0..T-1, or from the mask),
                 each below ``max_len``. Their values are not read here (no host
-                synchronisation in the forward pass, #26): one outside the table is an
+                synchronisation in the forward pass): one outside the table is an
                 ``IndexError`` on the CPU and a device-side assert on a GPU.
 
         Returns:

@@ -206,7 +206,7 @@ class BertEncoderConfig(ModelConfig):
 
 @dataclass
 class JetTaggerConfig(ModelConfig):
-    """``attnlab.models.JetTagger``: a set Transformer over a jet's constituents (issue #10):
+    """``attnlab.models.JetTagger``: a set Transformer over a jet's constituents:
     the course's "embed → MHA → FFN → MHA → FFN → mean pool", with ParT's pairwise bias on the
     attention logits (on by default: it is what beats the physics likelihood; ``pair_bias=False``
     is the course's model exactly) and ParT's class token (an option). Its
@@ -237,7 +237,7 @@ class JetTaggerConfig(ModelConfig):
 
 @dataclass
 class GraphNetConfig(ModelConfig):
-    """``attnlab.models.GraphNet``: a node classifier over one graph (issue #12): graph
+    """``attnlab.models.GraphNet``: a node classifier over one graph: graph
     attention layers, mean-neighbour layers (no attention) or an MLP that ignores the edges."""
 
     in_dim: int = setting(None, help="node features F", low=1, optional=True, flag=False)

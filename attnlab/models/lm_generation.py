@@ -51,7 +51,7 @@ def prepare(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
     if T0 == 0:
         raise ValueError("input_ids must hold at least one token per row (got T0 = 0)")
     # every position generation will use is below T0 + max_new_tokens: checked here, once,
-    # so that the forward passes read no positions (#26)
+    # so that the forward passes read no positions (no host synchronisation)
     if T0 + max_new_tokens > model.max_len:
         raise ValueError(f"prompt length ({T0}) + max_new_tokens ({max_new_tokens}) exceeds "
                          f"max_len ({model.max_len})")

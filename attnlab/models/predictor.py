@@ -94,7 +94,7 @@ class ElementPredictor(nn.Module):
     def check_symbols(self, x: Tensor) -> None:
         """Where symbols enter (``predict``, ``get_attention_maps``; the tasks' readers check
         theirs): integer inputs must lie in 0..input_dim-1. Not in ``forward``: reading the
-        values is a host synchronisation on a GPU and a graph break under torch.compile (#26);
+        values is a host synchronisation on a GPU and a graph break under torch.compile;
         there an out-of-range symbol is one_hot's ``RuntimeError`` on the CPU and a device-side
         assert on a GPU.
 

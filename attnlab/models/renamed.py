@@ -1,6 +1,6 @@
 """Reading weights saved under a submodule's old name.
 
-#9 gave each concept one name across models (``docs/architecture.md``, "Names"), which renamed
+Giving each concept one name across models (``docs/architecture.md``, "Names") renamed
 some submodules, and so some state-dict keys: ``CausalLM.encoder`` -> ``decoder``,
 ``CausalLM.pos_encoding`` and ``Seq2SeqTransformer.positional`` -> ``positional_encoding``. Runs
 and checkpoints written before that must still load, whether into the model itself

@@ -162,7 +162,8 @@ class RNNSeq2Seq(nn.Module):
         included), then padding. ``use_cache=False`` re-runs the decoder over the whole prefix
         at every step (slower; the same tokens). ValueError for a source id outside the
         vocabulary."""
-        check_token_ids(src, self.src_embedding.num_embeddings, "src")  # once, here (#26)
+        # checked once, here: the forward passes read no values
+        check_token_ids(src, self.src_embedding.num_embeddings, "src")
 
         def encoded():  # the step function over the encoded source, made in eval mode
             return _RNNStep(self, *self.encode(src, src_mask), use_cache)

@@ -100,7 +100,7 @@ class Seq2SeqTransformer(nn.Module):
         self.output = nn.Linear(model_dim, tgt_vocab_size, bias=False)
         if tie_embeddings:
             self.output.weight = self.tgt_embedding.weight
-        # runs saved before #9 named the positional module as the other models do
+        # runs saved before the positional module was named as in the other models
         accept_old_names(self, {"positional": "positional_encoding"})
 
     @classmethod
@@ -221,7 +221,8 @@ class Seq2SeqTransformer(nn.Module):
             >>> model.generate(torch.tensor([[5, 6, 2]]), 20, num_beams=4).shape[0]
             1
         """
-        check_token_ids(src, self.src_embedding.num_embeddings, "src")  # once, here (#26)
+        # checked once, here: the forward passes read no values
+        check_token_ids(src, self.src_embedding.num_embeddings, "src")
 
         def encoded():  # the step function over the encoded source, made in eval mode
             return _Seq2SeqStep(self, *self.encode(src, src_mask), use_cache)

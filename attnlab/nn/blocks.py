@@ -34,7 +34,8 @@ NormFactory = Callable[[int], nn.Module]
 def _norm(norm: nn.Module, x: Tensor) -> Tensor:
     """``norm(x)``; a plain LayerNorm as one functional call. Per-token steps are bound by
     Python overhead, so parameters are read from ``_parameters`` (a dict lookup) rather than
-    through ``nn.Module.__getattr__`` (~0.5 µs each, ~20 per layer and token)."""
+    through ``nn.Module.__getattr__``, a slower lookup made ~20 times per layer and token
+    (benchmarks/RESULTS.md, "Numbers once quoted in the code")."""
     if type(norm) is nn.LayerNorm:
         p = norm._parameters
         return torch.layer_norm(x, norm.normalized_shape, p["weight"], p["bias"], norm.eps)

@@ -19,7 +19,7 @@ PyTorch Geometric (messages flow from ``edge_index[0]`` to ``edge_index[1]``). T
 them apart. Repeated edges count once. An ``edge_index`` is turned into an adjacency, and its
 node numbers checked (a read of its values: a host synchronisation on a GPU, a graph break under
 torch.compile), on every call; to train, convert it once with ``adjacency_from_edges`` and pass
-the adjacency, which the forward pass only reads as a mask (#26).
+the adjacency, which the forward pass only reads as a mask (no host synchronisation).
 """
 from __future__ import annotations
 

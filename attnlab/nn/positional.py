@@ -17,7 +17,7 @@ is a module here plus one line there.
 
 Only lengths are checked here (T against ``max_len``: a shape). The values of given positions are
 never read in a forward pass: on an accelerator a read is a host synchronisation, and under
-torch.compile it splits the graph (#26). Positions that continue a cache come from
+torch.compile it splits the graph. Positions that continue a cache come from
 ``position_range``, checked as Python integers; ``CausalLM.generate`` checks its prompt plus new
 tokens against ``max_len`` before it starts. An explicit position outside the table is an
 ``IndexError`` on the CPU and a device-side assert on a GPU.
@@ -56,7 +56,7 @@ def _positions(T: int, positions: Tensor | None, max_len: int, device: torch.dev
     """Positions to look up for T inputs: the given (T,) or (B, T) ones, or 0..T-1.
 
     Only the length is checked (a shape: free). The values of given positions are not read: a
-    read is a host synchronisation on an accelerator and splits a compiled graph (#26), so the
+    read is a host synchronisation on an accelerator and splits a compiled graph, so the
     code that makes positions checks them where they enter (``position_range`` for positions
     that follow a cached length; ``CausalLM.generate`` bounds its prompt plus new tokens)."""
     _check_length(T, max_len)
@@ -137,8 +137,8 @@ class LearnedPositionalEncoding(nn.Module):
         d_model: width D.
         max_len: number of positions.
 
-    The arguments are in ``PositionalEncoding``'s order, (d_model, max_len) (docs/positional_encoding.md; #9
-    fixed the old reversed order).
+    The arguments are in ``PositionalEncoding``'s order, (d_model, max_len)
+    (docs/positional_encoding.md); older versions took them reversed.
 
     Shape:
         x: (B, T, D) -> (B, T, D); ``positions`` optional (B, T) or (T,) integer positions.

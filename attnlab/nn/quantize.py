@@ -38,8 +38,8 @@ def linear(module: nn.Module, x: Tensor) -> Tensor:
     On the CPU, without gradients, for at most ``SMALL_BATCH`` rows, it multiplies by a copy of
     the weight laid out (in, out), made once and remade when the weight changes (its storage or
     version): PyTorch's CPU kernels read a row-major (in, out) matrix for x W much faster than
-    the (out, in) one for x Wᵀ at batch 1 (1.62 vs 2.46 ms for the 25 products of a 6-layer,
-    384-wide step; equal at batch 8; ``benchmarks/generate_lm.py``). The copy doubles the
+    the (out, in) one for x Wᵀ at batch 1, and about as fast at batch 8 (benchmarks/RESULTS.md,
+    "generate_lm — the step's products with weights laid out (in, out)"). The copy doubles the
     memory of the weights used this way while the model lives.
     """
     p = module._parameters

@@ -27,7 +27,7 @@ def _guard_empty_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
     Their output is zeroed afterwards. Attending to everything (instead of filling -inf) keeps
     the softmax and its gradient finite in every dtype; the zeroing gives zero weights.
     The guard is always applied: asking first whether any row is empty is a read of the mask,
-    a host synchronisation on an accelerator and a graph break under torch.compile (#26), and
+    a host synchronisation on an accelerator and a graph break under torch.compile, and
     the same path on every device lets a CPU test vouch for the GPU's.
     """
     row_ok = mask.any(dim=-1, keepdim=True)  # (B?, H?, T_q, 1)

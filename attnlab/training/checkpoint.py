@@ -40,7 +40,7 @@ def checkpoint_dir(run_dir: Path) -> Path:
 def check_epochs(epochs: int | None, max_steps: int, done: int) -> None:
     """``--resume`` with an ``--epochs`` whose steps (``max_steps``: ``epochs`` times the task's
     batches per epoch, known once its data is loaded) are fewer than the ``done`` steps of the
-    checkpoint is refused, as ``--max-steps`` below them is before the run starts (#27): it
+    checkpoint is refused, as ``--max-steps`` below them is before the run starts: it
     would stop at once, test the model and record the smaller budget in place of the run's.
 
     Examples:

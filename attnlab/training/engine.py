@@ -97,7 +97,7 @@ class _Signals:
     """SIGINT (Ctrl-C) and SIGTERM (what a batch scheduler sends before it preempts a job)
     end training at the end of the current step, with a checkpoint of that step: the work
     since the last periodic checkpoint is kept, and ``--resume`` continues exactly as after
-    any checkpoint (issue #8). A second one stops at once, without that checkpoint.
+    any checkpoint. A second one stops at once, without that checkpoint.
 
     The handlers are installed while the loop runs and put back after it. Under DDP the ranks
     agree on stopping (``Loop._told_to_stop``), so all of them save and stop together.
@@ -288,9 +288,9 @@ class Loop:
 
     def _step_parts(self):
         """(forward, clip the gradients, optimiser) of a step: Fabric's wrappers, or — on one
-        process in float32, where they convert nothing and cost a small model more than 5% of
-        its step (benchmarks/RESULTS.md, train_loop) — the module, torch's clipping by norm
-        and the optimiser they wrap, which are what the wrappers call there."""
+        process in float32, where they convert nothing and slow a small model's step measurably
+        (benchmarks/RESULTS.md, "train_loop after the float32 fast path") — the module, torch's
+        clipping by norm and the optimiser they wrap, which are what the wrappers call there."""
         fabric, clip = self.fabric, float(self.cfg.get("grad_clip") or 0.0)
         plain = (fabric.world_size == 1
                  and type(fabric.strategy.precision) is fabric_module().plugins.Precision)
@@ -513,7 +513,7 @@ def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: 
     metrics = {k: v if isinstance(v, (list, str)) else float(v) for k, v in metrics.items()}
     metrics.update(steps=int(result.steps), train_seconds=round(result.train_seconds, 3),
                    parameters=parameter_count(model))
-    metrics = readable(metrics)  # what metrics.json holds: 6 significant digits (issue #8)
+    metrics = readable(metrics)  # what metrics.json holds: 6 significant digits, not float noise
     if not result.is_global_zero:
         return metrics
     save_weights(model, run_dir / "model.safetensors")

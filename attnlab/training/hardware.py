@@ -8,8 +8,9 @@ exists, and records what will really run.
 Fabric is imported from the ``lightning_fabric`` package, not ``lightning.fabric``: the
 ``lightning`` package's ``__init__`` imports Lightning's Trainer, which ``attnlab train`` does not
 use. And it is imported without torchmetrics (``fabric``), which it reads only for its version
-number and which, with what it imports in turn (transformers, scipy.signal), took 2.1 s of a
-run's start (benchmarks/RESULTS.md, startup).
+number and which, with what it imports in turn (transformers, scipy.signal), was the largest
+part of what a run's start spent beyond a bare PyTorch script's (benchmarks/RESULTS.md,
+"startup").
 """
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def check_hardware(cfg: dict[str, Any], *, quiet: bool = False) -> None:
     launched), its message on one line.
 
     What Fabric will really run is said and recorded: ``16-mixed`` on a CPU runs as
-    ``bf16-mixed``, and ``cfg["precision"]`` (so config.yaml) says so (issue #8).
+    ``bf16-mixed``, and ``cfg["precision"]`` (so config.yaml) says so: a run's record names
+    what it ran, not what was asked.
     """
     auto = cfg.get("precision") == "auto"
     if auto:

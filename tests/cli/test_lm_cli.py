@@ -116,8 +116,8 @@ def test_generate_runs_without_lightning_and_fails_cleanly(run, tmp_path):
                                               "drop them"),
 ])
 def test_greedy_refuses_the_sampling_options_it_would_ignore(tmp_path, capsys, flags, named):
-    """#27: `generate --greedy` with --temperature, --top-k, --top-p or --seed ignored them
-    without a word; refused before the run is read."""
+    """`generate --greedy` with --temperature, --top-k, --top-p or --seed would ignore them
+    without a word: refused before the run is read."""
     assert main(["generate", str(tmp_path / "nope"), "--prompt", "x", "--greedy", *flags]) == 2
     assert capsys.readouterr().err == (f"attnlab: error: --greedy takes the most likely token, "
                                        f"so {named}, or drop --greedy to sample\n")

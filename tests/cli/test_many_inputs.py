@@ -1,4 +1,4 @@
-"""Many inputs in one process (issue #17): `predict`, `translate` and `generate` read one input
+"""Many inputs in one process: `predict`, `translate` and `generate` read one input
 per line from `--input-file FILE` or standard input, load the model once, batch the inputs and
 write one line per input in order — the same lines one call per input writes — or a JSON object
 per line with `--json`. A bad line is one error naming the file and the line, before anything
@@ -71,7 +71,7 @@ def test_json_lines_carry_the_input_the_prediction_and_probabilities(runs, name,
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["input"] for r in records] == texts
-    if name == "jets":  # the line adds the label's probability; the JSON keeps them apart (#27)
+    if name == "jets":  # the line adds the label's probability; the JSON keeps them apart
         assert plain.splitlines() == [f"{r['prediction']} {r['probabilities'][r['prediction']]:.4f}"
                                       for r in records]
     else:

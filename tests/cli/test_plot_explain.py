@@ -177,7 +177,7 @@ def _refused(argv, capsys, *named):
 
 
 def test_no_figure_is_replaced_without_being_named(tiny_run, tmp_path, monkeypatch, capsys):
-    """#27: `plot attention RUN --input X` replaced an earlier attention_input.png, `plot pe`
+    """`plot attention RUN --input X` once replaced an earlier attention_input.png, `plot pe`
     and `plot lr` their files in the working directory: a default file that exists is refused
     (exit 2, one line naming it and --out); one named with --out is replaced."""
     default = tiny_run / "attention_input.png"
@@ -198,7 +198,7 @@ def test_no_figure_is_replaced_without_being_named(tiny_run, tmp_path, monkeypat
 
 
 def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys):
-    """#27: `plot attention RUN --out RUN/attention.png` replaced the figure training made."""
+    """`plot attention RUN --out RUN/attention.png` must not replace the figure training made."""
     made = tiny_run / "attention.png"
     made.write_bytes(b"training's figure")
     _refused(["plot", "attention", str(tiny_run), "--input", "1 2", "--out", str(made)], capsys,
@@ -207,7 +207,7 @@ def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys):
 
 
 def test_a_figure_title_holds_up_to_120_characters_of_the_input():
-    """#27: the figure's title cut the input at 60 characters with no mark (a translation's
+    """The figure's title once cut the input at 60 characters with no mark (a translation's
     source, "... seven hundred and sev'"); the title now wraps, so it holds twice that."""
     from attnlab.commands.plot import shown_input
 

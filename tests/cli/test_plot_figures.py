@@ -1,4 +1,4 @@
-"""`attnlab plot attention` of a run of every task (issue #27): a figure that fits a screen at
+"""`attnlab plot attention` of a run of every task: a figure that fits a screen at
 100 % (about 2,000 px a side), one panel per map and no empty axes, a translation's panels
 named "cross"; a graph's figure and page single out the node --input names."""
 import pytest

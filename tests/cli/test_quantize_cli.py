@@ -1,5 +1,5 @@
 """``--quantize int8`` of generate, translate and evaluate, and ``attnlab.load(run,
-quantize="int8")`` (issue #14 part 6): the int8 model answers like the float one on a trained
+quantize="int8")``: the int8 model answers like the float one on a trained
 run, its perplexity is within 1% of float32's, and the flag is refused, in one line naming it,
 where it does not apply."""
 from __future__ import annotations
@@ -115,10 +115,11 @@ def test_other_tasks_and_other_kinds_are_refused_in_one_line(runs, reverse_run, 
 
 
 def test_int8_says_on_stderr_where_it_will_be_slower(runs, capsys):
-    """#27 item 11: --help and README promised ~3x faster decoding; a 64-wide translate run
-    took 2.4x longer in int8 and lm generation was slower too. Where the measured rule says
-    int8 loses (a model narrower than int8 pays for, or several texts to translate, which
-    int8 decodes one at a time), the command prints one note on stderr and still answers."""
+    """--help and README once promised faster decoding everywhere, yet a 64-wide translate run
+    and lm generation were slower in int8 (benchmarks/RESULTS.md, "quantize_where"). Where the
+    measured rule says int8 loses (a model narrower than int8 pays for, or several texts to
+    translate, which int8 decodes one at a time), the command prints one note on stderr and
+    still answers."""
     argv = ["generate", runs["lm"], "--prompt", "the quick", "--greedy", "--max-new-tokens", "5"]
     code, out, err = run_cli(capsys, *argv, "--quantize", "int8")
     assert code == 0 and out.startswith("the quick")

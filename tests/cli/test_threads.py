@@ -1,4 +1,4 @@
-"""`--threads` of the commands that run a trained model (issue #17): every one takes it, a bad
+"""`--threads` of the commands that run a trained model: every one takes it, a bad
 value is one line naming the flag before the model is loaded, the number given is the number
 torch uses, and without it batched work on an idle machine gets two threads and everything
 else (one sequence, a busy machine) one."""

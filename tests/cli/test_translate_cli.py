@@ -126,7 +126,7 @@ def test_a_text_longer_than_the_model_reads_is_a_usage_error(run_dir, capsys):
     ("9" * 5000, "TEXT number 2 (99999999999999999999… (5000 characters))"),
 ])
 def test_digits_outside_the_trained_numbers_are_refused(run_dir, capsys, text, shown):
-    # #27: 99999999999999999999999 was answered (exit 0) with a German number of the wrong
+    # 99999999999999999999999 was once answered (exit 0) with a German number of the wrong
     # size and only a note about unknown words
     capsys.readouterr()
     assert main(["translate", str(run_dir), "7", text]) == 2
@@ -157,8 +157,8 @@ def test_the_attention_pictures_refuse_the_same_digits(run_dir, tmp_path, capsys
 
 @pytest.mark.slow
 def test_a_length_penalty_for_greedy_decoding_is_refused(run_dir, capsys):
-    """#27: `translate --length-penalty F` of a greedy run (--beam 1, the run's setting) was
-    taken and ignored; with --beam N > 1 it applies."""
+    """`translate --length-penalty F` of a greedy run (--beam 1, the run's setting) is refused
+    (it was once taken and ignored); with --beam N > 1 it applies."""
     assert main(["translate", str(run_dir), "three", "--length-penalty", "0.5"]) == 2
     assert capsys.readouterr().err == (
         "attnlab: error: --length-penalty 0.5 is for beam search, and this translation is "

@@ -1,4 +1,4 @@
-"""German cardinal numbers in the built-in translation data (#27): the generated spellings
+"""German cardinal numbers in the built-in translation data: the generated spellings
 agree with a speller written from the orthography's rules, not from num2words.
 
 The rules (Duden; docs/translation.md):

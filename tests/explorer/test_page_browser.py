@@ -20,7 +20,7 @@ from attnlab.training import TransformerPredictor
 
 from .conftest import ARTIFACTS
 
-pytestmark = pytest.mark.slow  # a browser and a reversal run: about 40 s for the module
+pytestmark = pytest.mark.slow  # a browser and a reversal run: too slow for `make test-fast`
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +229,7 @@ def test_trained_reversal_page_shows_the_anti_diagonal(page, reverse_page):
 
 
 def test_a_reversal_pages_rows_are_labelled_with_what_they_output(reverse_page):
-    """#27: the rows were labelled with the input's symbols; row i is where output i is
+    """The rows were once labelled with the input's symbols; row i is where output i is
     predicted, so a trained reversal's rows read the input backwards."""
     from attnlab.explorer import read_data
 
@@ -311,7 +311,7 @@ def _in_frame(driver, script):
 
 @pytest.mark.parametrize("width", [600, 1280])
 def test_inline_view_is_sized_to_its_content_and_shows_every_key(page, reverse_page, width):
-    """#27: inline in a notebook (a 617 px output column) the frame was 760 px high whatever
+    """Inline in a notebook (a 617 px output column) the frame was once 760 px high whatever
     its content, the map was drawn 630 px wide in 551 px, hiding the two rightmost key columns,
     and the weights were below the fold. Now every key column is inside the frame, the weights
     sit beside the map, and the frame is as high as the page in it."""
@@ -372,7 +372,7 @@ def _pixel(driver, i, j):
 
 
 def test_a_causal_map_is_scaled_row_by_row_unless_the_shared_scale_is_chosen(page):
-    """#27: query 0's weight of 1.0 set a causal map's scale and left the rest near-black."""
+    """Query 0's weight of 1.0 must not set a causal map's scale and leave the rest near-black."""
     T = 12
     w = _causal(T)
     data = attention_data([Layer("causal", "causal", w), Layer("self", "self", w)],
@@ -400,7 +400,8 @@ def test_a_self_attention_map_shares_one_scale_by_default(page):
 
 
 def test_thinned_character_labels_read_as_runs_of_the_text(page):
-    """#27: an lm's characters thinned to every other one read as gibberish ("t o t o s n")."""
+    """An lm's characters thinned to every other one read as gibberish ("t o t o s n"): shown
+    labels carry the characters up to the next one."""
     text = "the quick brown fox jumps over the lazy dog; attention is all you need"
     T = len(text)
     data = attention_data([Layer("causal", "causal", _causal(T))], list(text))
@@ -416,7 +417,8 @@ def test_thinned_character_labels_read_as_runs_of_the_text(page):
 
 
 def test_a_hovered_long_label_keeps_its_first_letter(page):
-    """#27: a hovered truncated label ran past the label column and lost its first letter."""
+    """A hovered truncated label stays inside the label column (it once ran past it and lost
+    its first letter)."""
     tokens = [f"MMMMMMMMMMMMMMMMMM{i}" for i in range(8)]
     driver = page(attention_data([Layer("self", "self", _causal(8))], tokens))
     ready(driver)

@@ -1,4 +1,4 @@
-"""The jet generator, ``attnlab data jets`` (issue #10): Pythia 8 + FastJet, a few seconds."""
+"""The jet generator, ``attnlab data jets``: Pythia 8 + FastJet, a few seconds."""
 import ctypes
 import subprocess
 import sys

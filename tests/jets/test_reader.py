@@ -179,7 +179,7 @@ def test_a_range_past_the_end_names_it(tmp_path):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_negative_energy_is_refused_not_taken_as_padding(tmp_path, fmt):
-    """#27 item 21: the mask is E > 0, so E < 0 silently became padding; every reader refuses
+    """The mask is E > 0, so E < 0 would silently become padding: every reader refuses
     it, naming the column, row and value; a zero energy elsewhere (padding) is still read."""
     p4, labels = reference_jets(6)
     p4[4, 2, 0] = -3.25
@@ -195,8 +195,8 @@ def test_a_negative_energy_is_refused_not_taken_as_padding(tmp_path, fmt):
 
 
 def test_a_zero_energy_with_momentum_is_refused_not_taken_as_padding(tmp_path):
-    """#27: E = 0 marks padding, so a constituent with E = 0 but a momentum was dropped
-    silently, as a negative energy was."""
+    """E = 0 marks padding, so a constituent with E = 0 but a momentum would be dropped
+    silently, as a negative energy would: refused."""
     p4, labels = reference_jets(4)
     p4[2, 1] = [0.0, 0.0, -7.5, 1.0]
     path = write_reference(tmp_path / "zero.h5", p4, labels, "table")

@@ -135,8 +135,8 @@ def test_predict_refuses_a_jet_with_no_constituents(jets_run, jets_file, tmp_pat
 
 @pytest.mark.slow
 def test_predict_reads_only_its_row_of_the_file(jets_run, jets_file, tmp_path, capsys):
-    """#27 item 21: a NaN or a negative energy in row 9 refused `--input FILE:3` (the whole
-    file was checked); row 3 is answered as in the clean file, and row 9 is refused, naming
+    """A NaN or a negative energy in row 9 once refused `--input FILE:3` (the whole file was
+    checked); row 3 is answered as in the clean file, and row 9 is refused, naming
     the column, row and value."""
     assert main(["predict", str(jets_run), "--input", f"{jets_file}:3"]) == 0
     clean = capsys.readouterr().out.strip().splitlines()[-1]
@@ -157,7 +157,7 @@ def test_predict_reads_only_its_row_of_the_file(jets_run, jets_file, tmp_path, c
 
 @pytest.mark.slow
 def test_a_negative_energy_is_refused_where_the_jets_enter(jets_file, tmp_path, capsys):
-    """#27 item 21: E < 0 was taken as padding (the mask is E > 0), silently dropping the
+    """E < 0 was once taken as padding (the mask is E > 0), silently dropping the
     constituent; train, evaluate and predict now refuse the file before a run directory."""
     df = pd.read_hdf(jets_file, "table")
     df.loc[df.index[17], "E_0"] = -120.0
@@ -173,7 +173,7 @@ def test_a_negative_energy_is_refused_where_the_jets_enter(jets_file, tmp_path, 
 
 @pytest.mark.slow
 def test_val_every_longer_than_an_epoch_is_honoured(jets_file, tmp_path):
-    """#27: --val-every N above the batches of an epoch was cut to one epoch without a word."""
+    """--val-every N above the batches of an epoch was once cut to one epoch without a word."""
     import csv
 
     out = tmp_path / "run"

@@ -1,6 +1,6 @@
 """Every model the tasks train, tiny, in train mode with dropout, with one batch and its loss:
 the cases of ``test_compile_clean.py`` (one graph under torch.compile) and ``test_cuda_sync.py``
-(no host synchronisation in a training step) (#26).
+(no host synchronisation in a training step).
 
 Each model comes from its task's own builder (``attnlab.tasks.*_runtime.build_model``) on the
 task's defaults with small sizes, so the cases are what ``attnlab train TASK`` trains. The
@@ -193,7 +193,7 @@ TRANSFORMER_CASES = [
     _jets(), _jets(class_token=True),
     *(_graph(kind) for kind in ("gat", "mean", "mlp")),
 ]
-# The recurrent translation models (#12): torch.compile does not trace nn.GRU (TorchDynamo
+# The recurrent translation models: torch.compile does not trace nn.GRU (TorchDynamo
 # leaves RNN modules to eager, ``torch._dynamo.config.allow_rnn``) and packing the padded
 # source needs its lengths on the host (``pack_padded_sequence``).
 RNN_CASES = [_translate(arch) for arch in ("rnn", "rnn-additive", "rnn-bilinear")]

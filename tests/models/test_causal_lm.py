@@ -158,10 +158,10 @@ def test_errors_show_the_bad_values():
     with pytest.raises(ValueError, match="top_k"):
         lm.stream(ids[:, :3], 2, do_sample=True, top_k=0)
     with pytest.raises(ValueError, match="positional"):
-        CausalLM(10, positional="xpos")  # unknown (alibi is a registered kind since #9)
+        CausalLM(10, positional="xpos")  # unknown (alibi is a registered kind)
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         lm(torch.zeros(5, dtype=torch.long))
-    # ids are checked where they enter generation (#26: the forward pass reads no values)
+    # ids are checked where they enter generation (the forward pass reads no values)
     with pytest.raises(ValueError, match=r"input_ids must be token ids in 0\.\.40, got values 0\.\.41"):
         lm.generate(torch.tensor([[0, 41]]), 2)
     with pytest.raises(ValueError, match=r"0\.\.40, got values -1\.\.3"):

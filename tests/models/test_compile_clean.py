@@ -1,4 +1,4 @@
-"""Every model the tasks train traces to one graph under torch.compile, loss included (#26).
+"""Every model the tasks train traces to one graph under torch.compile, loss included.
 
 A graph break is where TorchDynamo met something it cannot put in a graph: most often a read
 of a tensor's value (``.item()``, ``int(t)``, ``if t.any()``), which on a GPU is also a host
@@ -36,7 +36,7 @@ def test_training_forward_and_loss_are_one_graph(case):
         f"breaks:\n{breaks(explanation)}")
 
 
-@pytest.mark.slow  # ~2 s: kept out of the quick suite, which stays under ~10 s
+@pytest.mark.slow  # compiling: kept out of the quick suite (`make test-fast`)
 @pytest.mark.xfail(strict=True, reason="TorchDynamo leaves nn.GRU to eager (allow_rnn) and "
                    "skips pack_padded_sequence, whose lengths live on the host")
 @pytest.mark.parametrize("case", RNN_CASES, ids=lambda c: c.name)

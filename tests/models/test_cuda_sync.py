@@ -1,4 +1,4 @@
-"""A training step of every model the tasks train never waits for the GPU (#26).
+"""A training step of every model the tasks train never waits for the GPU.
 
 Forward, loss, backward and a fused AdamW step run under ``torch.cuda.set_sync_debug_mode
 ("error")``, which turns every host synchronisation (a ``.item()``, a copy to or from pageable

@@ -1,5 +1,5 @@
 """ElementPredictor: symbols are checked where they enter (``predict``, the attention maps), not
-in the forward pass, which reads no values (#26)."""
+in the forward pass, which reads no values."""
 import pytest
 import torch
 

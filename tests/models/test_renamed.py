@@ -1,4 +1,4 @@
-"""Weights saved before #9's renames still load: ``CausalLM.encoder`` -> ``decoder``,
+"""Weights saved before the submodule renames still load: ``CausalLM.encoder`` -> ``decoder``,
 ``CausalLM.pos_encoding`` and ``Seq2SeqTransformer.positional`` -> ``positional_encoding``.
 
 An "old" state dict is a fresh model's state dict with its keys renamed back; it must load with
@@ -20,7 +20,8 @@ SEQ2SEQ_OLD = {"positional_encoding.": "positional."}
 
 
 def old_names(state: dict, renames: dict, prefix: str = "") -> dict:
-    """``state`` with the submodule names before #9 (``renames``: new -> old, after ``prefix``)."""
+    """``state`` with the submodule names before the renames (``renames``: new -> old, after
+    ``prefix``)."""
     out = {}
     for key, value in state.items():
         rest = key[len(prefix):] if key.startswith(prefix) else None

@@ -103,7 +103,7 @@ def test_constructor_and_input_errors_show_the_values():
         tiny()(padded_sources(), torch.ones(3, 1, dtype=torch.long),
                src_mask=torch.ones(3, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"src must be token ids in 0\.\.13, got values 0\.\.20"):
-        tiny().generate(torch.tensor([[5, 20, 0]]), 3)  # where the ids enter (#26)
+        tiny().generate(torch.tensor([[5, 20, 0]]), 3)  # where the ids enter
 
 
 # ---- generation ---------------------------------------------------------------------------

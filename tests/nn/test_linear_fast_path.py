@@ -1,5 +1,6 @@
 """Generation's linear layers at small batch multiply by an (in, out) copy of each weight
-(``attnlab.nn.quantize.linear``; 1.5x faster products at batch 1 on the CPU). The copy must
+(``attnlab.nn.quantize.linear``; faster products at batch 1 on the CPU: benchmarks/RESULTS.md,
+"generate_lm — the step's products with weights laid out (in, out)"). The copy must
 never be stale: after the weights change in place, are loaded, or change dtype, the next token
 comes from the new weights; and with gradients on, the step uses the weights themselves."""
 from __future__ import annotations

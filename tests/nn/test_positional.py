@@ -60,8 +60,8 @@ def test_sequence_longer_than_max_len_names_both_lengths(make):
 
 
 def test_positions_after_a_cache_are_checked_as_integers_without_reading_a_tensor():
-    """#26: a forward pass reads no position values; positions that continue a cache are
-    checked where they are made, from the cache's length (a Python int)."""
+    """A forward pass reads no position values (no host synchronisation); positions that
+    continue a cache are checked where they are made, from the cache's length (a Python int)."""
     assert position_range(3, 2, max_len=5).tolist() == [3, 4]
     with pytest.raises(ValueError, match=re.escape("length (6) exceeds") + r".*max_len \(5\)"):
         position_range(3, 3, max_len=5)

@@ -1,4 +1,4 @@
-"""int8 weights (issue #14 part 6): ``attnlab.nn.quantize`` turns every linear layer into
+"""int8 weights: ``attnlab.nn.quantize`` turns every linear layer into
 PyTorch's dynamic int8 linear, leaves the float model alone, and the int8 model's numbers stay
 close to float32's on both of generation's paths (the full forward and the cached step).
 

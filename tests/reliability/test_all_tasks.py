@@ -1,4 +1,4 @@
-"""Issue #7's scale-out and resume promises on every training task, not only reversal.
+"""The scale-out and resume promises (docs/scale.md) on every training task, not only reversal.
 
 - ``--precision bf16-mixed`` trains each of anomaly, classify, translate and lm to a valid run
   directory with sane metrics (the shared ``task_runs`` fixture);
@@ -48,7 +48,7 @@ def test_bf16_mixed_run_is_valid_and_sane(task, task_runs, capsys):
     metrics = _metrics(run_dir)
     assert TASK_KEYS[task] | {"steps", "train_seconds", "parameters"} <= set(metrics)
     assert metrics["steps"] == 40
-    # classify also names the classes without a test example (#8): none in this data
+    # classify also names the classes without a test example: none in this data
     assert metrics.pop("test_classes_without_examples", []) == []
     assert all(math.isfinite(v) for v in metrics.values()), metrics
     for key in TASK_KEYS[task] - {"val_loss", "val_perplexity"}:
@@ -138,7 +138,7 @@ def test_a_run_killed_before_its_first_checkpoint_resumes_from_step_0(tmp_path, 
     with monkeypatch.context() as m:
         _crash_at(5, m)
         # a kill -9 gives the run no chance to clean up (an exception would remove the
-        # unstarted run directory, #8): what a kill leaves behind is what is resumed here
+        # unstarted run directory): what a kill leaves behind is what is resumed here
         m.setattr("attnlab.commands.preflight.discard_unstarted", lambda *a, **k: False)
         with pytest.raises(_Crash):
             main(argv)
@@ -159,7 +159,7 @@ def test_two_process_ddp_lm_run_writes_a_valid_run_directory(tmp_path, capsys):
     assert proc.stdout.count("lm run:") == 1  # rank 0 alone evaluates and writes
     metrics = _metrics(out)
     assert metrics["steps"] == 30 and math.isfinite(metrics["val_loss"])
-    # metrics.json holds 6 significant digits (#8), so exp of the written loss agrees to ~1e-5
+    # metrics.json holds 6 significant digits, so exp of the written loss agrees to ~1e-5
     assert metrics["val_perplexity"] == pytest.approx(math.exp(metrics["val_loss"]), rel=1e-5)
     capsys.readouterr()
     assert main(["generate", str(out), "--prompt", "the ", "--max-new-tokens", "8",

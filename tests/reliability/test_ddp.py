@@ -21,7 +21,7 @@ def test_two_process_ddp_run_writes_a_valid_run_directory(tmp_path, capsys):
     assert 0.0 <= metrics["test_token_accuracy"] <= 1.0
     # one summary (rank 0 only) and a model that loads and predicts
     assert proc.stdout.count("reverse run:") == 1
-    assert proc.stderr.count("attnlab train reverse ->") == 1, proc.stderr  # #8: not once a rank
+    assert proc.stderr.count("attnlab train reverse ->") == 1, proc.stderr  # not once a rank
     capsys.readouterr()
     assert main(["predict", str(out), "--input", "1 2 3 4"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()[-1].split()) == 4

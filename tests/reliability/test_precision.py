@@ -1,7 +1,6 @@
-"""Every ``--precision`` that ``attnlab train --help`` lists works on every task (issue "Trust",
-item 8): ``64`` and ``bf16-true`` used to stop with "mat1 and mat2 must have the same dtype"
-wherever float inputs (one-hot symbols, digit images, feature rows) met float64 / bfloat16
-weights.
+"""Every ``--precision`` that ``attnlab train --help`` lists works on every task: ``64`` and
+``bf16-true`` used to stop with "mat1 and mat2 must have the same dtype" wherever float inputs
+(one-hot symbols, digit images, feature rows) met float64 / bfloat16 weights.
 
 For each precision × task, a 4-step run of a width-16 model must exit 0 and write a
 metrics.json with the task's keys and finite values (no NaN after bfloat16 training); its

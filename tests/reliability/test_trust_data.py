@@ -1,4 +1,4 @@
-"""Trust: no silent wrong result from the data readers (issue "Trust", items 1-3 and their kind).
+"""Trust: no silent wrong result from the data readers.
 
 Each refusal is what a user sees: exit status 2, one line on stderr naming the flag, file,
 column or line, no traceback, and files' checksums before and after showing nothing of theirs

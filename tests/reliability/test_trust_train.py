@@ -1,5 +1,5 @@
-"""Issue #8, `attnlab train`: no lost work, no silent wrong result, no crash on an advertised
-flag. Each test names the item of the issue it holds to."""
+"""`attnlab train`: no lost work, no silent wrong result, no crash on an advertised flag. Each
+section names the promise it holds to."""
 import argparse
 import hashlib
 import json
@@ -36,7 +36,7 @@ def one_line_error(capsys) -> str:
     return lines[0]
 
 
-# ---- item 4: SIGINT / SIGTERM save the step and resume exactly ------------------------------
+# ---- SIGINT / SIGTERM save the step and resume exactly --------------------------------------
 
 BUDGET = 400
 SIGNAL_ARGS = ["--max-steps", str(BUDGET), "--no-early-stop", "--checkpoint-every", "100000",
@@ -98,7 +98,7 @@ def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_
         torch.testing.assert_close(weights[name], uninterrupted[name], rtol=1e-5, atol=1e-6)
 
 
-# ---- item 5: resuming a finished run is a no-op ----------------------------------------------
+# ---- resuming a finished run is a no-op ------------------------------------------------------
 
 @pytest.mark.slow
 def test_resuming_a_finished_run_rewrites_nothing(reverse_run, tmp_path, capsys):
@@ -151,8 +151,9 @@ def crash_after(monkeypatch, step: int, argv: list[str]) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["flag", "config"])
 def test_resume_with_a_budget_below_the_steps_done_is_refused(tmp_path, capsys, monkeypatch, how):
-    """#27: an interrupted run resumed with --max-steps below its steps finished at once,
-    tested the model and recorded the smaller budget in config.yaml, losing the run's own."""
+    """An interrupted run resumed with --max-steps below its steps is refused: it once finished
+    at once, tested the model and recorded the smaller budget in config.yaml, losing the run's
+    own."""
     out = tmp_path / "run"
     crash_after(monkeypatch, 12, ["train", "reverse", "--out", str(out), *TINY_REVERSE,
                                   "--max-steps", "30", "--checkpoint-every", "11"])
@@ -174,7 +175,7 @@ def test_resume_with_a_budget_below_the_steps_done_is_refused(tmp_path, capsys, 
 @pytest.mark.slow
 def test_an_epochs_run_records_no_max_steps_and_refuses_fewer_epochs_than_done(
         tmp_path, capsys, monkeypatch):
-    """#27: a run trained with --epochs recorded the default max_steps beside it (600 for
+    """A run trained with --epochs once recorded the default max_steps beside it (600 for
     reverse), which never governed it; and --resume with fewer --epochs than it had done
     finished at once and recorded the smaller budget, as --max-steps below the steps did."""
     from attnlab.runs import read_yaml
@@ -230,8 +231,8 @@ def test_the_budget_check_reads_the_checkpoints_step_and_leaves_epoch_budgets_al
     ([], "epochs: 1\nmax-steps: 5\n"),
 ])
 def test_epochs_and_max_steps_together_are_refused(tmp_path, capsys, flags, config):
-    """#27: with both, --max-steps was ignored (it ran 100 steps of an epoch) and config.yaml
-    recorded both."""
+    """--epochs with --max-steps is refused: with both, --max-steps was once ignored (it ran 100
+    steps of an epoch) and config.yaml recorded both."""
     out = tmp_path / "run"
     if config:
         (tmp_path / "c.yaml").write_text(config)
@@ -255,7 +256,7 @@ def test_max_steps_is_refused_when_resuming_a_run_whose_budget_is_epochs(tmp_pat
     assert checksums(out) == before
 
 
-# ---- item 6: a run that dies before its first checkpoint does not block the retry -------------
+# ---- a run that dies before its first checkpoint does not block the retry ---------------------
 
 @pytest.mark.slow
 def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(tmp_path, capsys):
@@ -304,7 +305,7 @@ def test_a_run_killed_before_its_first_checkpoint_says_how_to_start_again(tmp_pa
     assert "stopped before its first checkpoint; pass --resume" in one_line_error(capsys)
 
 
-# ---- item 9: a bad --out is refused at once, without importing Lightning ------------------
+# ---- a bad --out is refused at once, without importing Lightning --------------------------
 
 def _train_in_subprocess(*argv):
     code = ("import sys\nfrom attnlab.cli import main\nrc = main(sys.argv[1:])\n"
@@ -337,7 +338,7 @@ def test_out_through_a_symlink_loop_exits_2(tmp_path, capsys):
     assert "--out" in one_line_error(capsys)
 
 
-# ---- item 10: a length the machine cannot hold is refused with the numbers ------------------
+# ---- a length the machine cannot hold is refused with the numbers ---------------------------
 
 def test_a_huge_seq_len_is_refused_with_the_memory_it_needs(tmp_path, capsys):
     out = tmp_path / "run"
@@ -355,7 +356,8 @@ def test_memory_check_compares_the_estimate_with_what_is_available():
 
 
 def test_a_huge_estimate_is_said_in_a_unit_that_fits_it():
-    """#27: the graph of 10^8 nodes needed "about 330,000,000.0 GB"."""
+    """The size is in the largest unit that reads well: the graph of 10^8 nodes once needed
+    "about 330,000,000.0 GB"."""
     with pytest.raises(Exception, match=r"^these settings need about 330\.0 PB \(10\.0 PB for a "
                                         r"\+ 320\.0 PB for b\); this machine has 2\.0 GB "
                                         r"available$"):
@@ -363,7 +365,7 @@ def test_a_huge_estimate_is_said_in_a_unit_that_fits_it():
 
 
 def test_a_config_that_is_a_directory_is_called_one(tmp_path, capsys):
-    """#27: `--config DIR` said "file not found"."""
+    """`--config DIR` says it is a directory (it once said "file not found")."""
     out = tmp_path / "run"
     assert main(["train", "reverse", "--config", str(tmp_path), "--out", str(out)]) == 2
     assert one_line_error(capsys) == (f"attnlab: error: --config: {tmp_path} is a directory, "
@@ -371,7 +373,7 @@ def test_a_config_that_is_a_directory_is_called_one(tmp_path, capsys):
     assert not out.exists()
 
 
-# ---- item 11: --resume with other settings names each one ---------------------------------
+# ---- --resume with other settings names each one ------------------------------------------
 
 @pytest.mark.slow
 def test_resume_with_other_settings_names_each_and_changes_nothing(reverse_run, tmp_path, capsys):
@@ -420,7 +422,7 @@ def test_resume_and_out_in_a_config_file_continue_the_run_as_the_flags_do(tmp_pa
     assert one_line_error(capsys).startswith("attnlab: error: --resume: ")
 
 
-# ---- item 12: several nodes need a cluster --------------------------------------------------
+# ---- several nodes need a cluster -----------------------------------------------------------
 
 def test_num_nodes_without_a_cluster_environment_exits_2(tmp_path, capsys, monkeypatch):
     for name in ("MASTER_ADDR", "NODE_RANK", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID"):
@@ -441,7 +443,7 @@ def test_a_cluster_environment_is_recognised():
         preflight.check_cluster(cfg, {"MASTER_ADDR": "10.0.0.1"})
 
 
-# ---- item 14: a warm-up that does not fit the budget is said -------------------------------
+# ---- a warm-up that does not fit the budget is said ----------------------------------------
 
 @pytest.mark.slow
 def test_a_warmup_longer_than_the_budget_is_warned_about(tmp_path, capsys):
@@ -463,7 +465,7 @@ def test_the_default_schedules_are_not_warned_about():
         assert warmup_note(cfg, cfg["max_steps"]) is None, name
 
 
-# ---- item 17: every boolean flag has its --no- form; one prefix in messages -----------------
+# ---- every boolean flag has its --no- form; one prefix in messages --------------------------
 
 def test_every_boolean_training_flag_has_its_no_form():
     parser = build_parser()
@@ -493,7 +495,7 @@ def test_a_usage_error_has_one_prefix(capsys):
     assert line.count("attnlab") == 1, line
 
 
-# ---- item 18: what will really run is said and recorded --------------------------------------
+# ---- what will really run is said and recorded -----------------------------------------------
 
 @pytest.mark.slow
 def test_16_mixed_on_cpu_says_and_records_what_runs(tmp_path, capsys):
@@ -529,7 +531,7 @@ def test_a_huge_budget_does_not_hang_the_warmup_check():
     assert note is None  # a warm-up of 0.1% of the run reaches ~--lr
 
 
-# ---- #27 item 20: metrics.json is strict JSON -------------------------------------------------
+# ---- metrics.json is strict JSON -----------------------------------------------------------
 
 def _refuse(constant):
     raise ValueError(f"not strict JSON: {constant}")

@@ -60,7 +60,7 @@ def test_tiny_set_run_learns_and_writes_the_run_directory(sets_run):
     cfg = read_yaml(sets_run / "config.yaml")
     assert cfg["labels"] == ["left", "right"] and cfg["feature_names"] == ["x", "y"]
     assert cfg["positional"] == "none" and cfg["pooling"] == "mean"
-    assert not {"text_column", "tokenizer", "vocab_size"} & set(cfg)  # no text (#27)
+    assert not {"text_column", "tokenizer", "vocab_size"} & set(cfg)  # no text settings
     assert cfg["feature_std"][1] > 10 * cfg["feature_std"][0]  # y is on another scale
 
 

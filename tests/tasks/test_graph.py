@@ -96,8 +96,8 @@ def test_model_dim_is_each_heads_width_and_karate_refuses_the_sbms_settings(tmp_
 
 
 def test_a_karate_run_records_only_the_settings_it_uses(tmp_path):
-    """#27: a karate-club run's config.yaml held the block model's --nodes, --p-in, ...; a
-    block-model run keeps them (it is rebuilt from them)."""
+    """A karate-club run's config.yaml does not hold the block model's --nodes, --p-in, ...
+    (it once did); a block-model run keeps them (it is rebuilt from them)."""
     from attnlab.runs import read_yaml
 
     sbm = {"nodes", "communities", "p_in", "p_out", "feature_noise"}

@@ -39,7 +39,7 @@ def test_run_directory_and_metrics(run):
     metrics = json.loads((run / "run" / "metrics.json").read_text())
     assert {"val_loss", "val_perplexity", "steps", "train_seconds", "parameters"} <= set(metrics)
     assert metrics["steps"] == 60
-    # metrics.json holds 6 significant digits (#8), so exp of the written loss agrees to ~1e-5
+    # metrics.json holds 6 significant digits, so exp of the written loss agrees to ~1e-5
     assert metrics["val_perplexity"] == pytest.approx(math.exp(metrics["val_loss"]), rel=1e-5)
     # the text is nearly deterministic: a trained model is far better than uniform guessing
     assert metrics["val_loss"] < 0.5 * math.log(9)
@@ -229,7 +229,7 @@ def test_the_last_validation_is_the_runs_val_loss_in_float32(run, tmp_path, monk
 
 def test_no_bias_activation_and_eps_flags_are_recorded_and_honoured_on_load(run, tmp_path,
                                                                            capsys):
-    """#27 item 21: CausalLM's bias, activation and layer_norm_eps had no `train lm` flag
+    """CausalLM's bias, activation and layer_norm_eps once had no `train lm` flag
     (nanoGPT's recipe has no biases). A --no-bias run has no bias parameter at all (LayerNorms
     included), records the three in config.yaml, and loads, evaluates, predicts and resumes
     with them."""
@@ -252,7 +252,7 @@ def test_no_bias_activation_and_eps_flags_are_recorded_and_honoured_on_load(run,
 
 @pytest.mark.slow
 def test_a_run_written_before_the_flags_loads_with_the_old_defaults(run, tmp_path):
-    """config.yaml of a run from before #27 has no bias, activation or layer_norm_eps: it
+    """config.yaml of a run from before those flags has no bias, activation or layer_norm_eps: it
     loads as it was built (biases, GELU, eps 1e-5) and gives the same loss."""
     import shutil
 

@@ -39,7 +39,7 @@ def test_number_run_writes_the_run_directory(number_run):
     rows = list(csv.DictReader(open(number_run / "logs" / "metrics.csv")))
     losses = [float(r["train_loss"]) for r in rows if r.get("train_loss")]
     assert losses[-1] < losses[0] - 0.5
-    # a file's settings are not recorded for a run on the built-in data (#27), but for the
+    # a file's settings are not recorded for a run on the built-in data, but for the
     # columns by which `evaluate --data FILE` reads one
     cfg = _cfg(number_run)
     assert "test" not in cfg and {"src_column", "tgt_column"} <= set(cfg)
@@ -84,7 +84,7 @@ def test_user_data_file_with_custom_columns(tmp_path, capsys):
     assert {"test_exact_match", "test_bleu", "test_chrf"} <= set(metrics)
     cfg = _cfg(out)
     assert cfg["data"] == str(data.resolve()) and cfg["tgt_tokenizer"] == "word"
-    # the built-in data's settings are not recorded for a run that trained on a file (#27)
+    # the built-in data's settings are not recorded for a run that trained on a file
     assert not {"dataset", "src", "tgt", "max_number", "test_size"} & set(cfg)
     assert main(["predict", str(out), "--input", "a b"]) == 0
     # evaluate re-draws the held-out rows from the same file; a changed file is refused
@@ -97,7 +97,7 @@ def test_user_data_file_with_custom_columns(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_val_every_of_a_data_run_is_honoured(tmp_path):
-    """#27: `train translate --data FILE --val-every N` validated once an epoch whatever N was
+    """`train translate --data FILE --val-every N` once validated once an epoch whatever N was
     (the flag was taken and ignored); it now validates every N steps."""
     data = tmp_path / "pairs.tsv"
     words = ["a", "b", "c", "d", "e", "f"]
@@ -114,8 +114,8 @@ def test_val_every_of_a_data_run_is_honoured(tmp_path):
 
 
 def test_length_penalty_of_a_greedy_run_is_refused(tmp_path, capsys):
-    """#27: `train translate --length-penalty F` with --beam 1 (greedy testing) was taken and
-    ignored."""
+    """`train translate --length-penalty F` with --beam 1 (greedy testing) is refused: it was
+    once taken and ignored."""
     out = tmp_path / "r"
     code, err = error_of(capsys, ["train", "translate", "--out", str(out),
                                   "--length-penalty", "0.6"])

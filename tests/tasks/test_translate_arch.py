@@ -161,8 +161,8 @@ def test_an_rnn_takes_a_model_dim_that_no_head_count_divides(tmp_path):
 
 def test_evaluate_by_length_never_replaces_a_figure_and_its_title_names_the_data(
         runs, tmp_path, monkeypatch, capsys):
-    """#27: `evaluate RUN --data OTHER.csv --by-length` replaced the run's by_length.png with
-    a figure whose title still named the run's data."""
+    """`evaluate RUN --data OTHER.csv --by-length` must not replace the run's by_length.png (it
+    once did, with a figure whose title still named the run's data)."""
     from attnlab.tasks import translate_runtime
 
     titles = []

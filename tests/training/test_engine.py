@@ -37,7 +37,7 @@ def test_auto_precision_is_bf16_only_on_a_bf16_cpu_for_a_wide_enough_model(monke
 
     monkeypatch.setattr(engine, "cpu_has_bf16", lambda: True)
     assert engine.auto_precision("cpu", 128) == "bf16-mixed"
-    assert engine.auto_precision("cpu", 64) == "32"     # 1.5x slower in bf16 when this small
+    assert engine.auto_precision("cpu", 64) == "32"     # slower in bf16 when this small
     assert engine.auto_precision("gpu", 512) == "32"
     monkeypatch.setattr(engine, "cpu_has_bf16", lambda: False)
     assert engine.auto_precision("cpu", 512) == "32"    # emulated bf16 is slower than float32
@@ -136,7 +136,8 @@ def test_a_checkpoint_that_does_not_fit_the_model_is_refused_in_one_line(tmp_pat
 @pytest.mark.slow
 def test_attnlab_train_imports_neither_lightnings_trainer_nor_torchmetrics(tmp_path):
     """The loop runs on Lightning Fabric alone: Lightning's Trainer and torchmetrics (which
-    imports transformers and scipy.signal: 2.1 s of start-up) stay out of a training process."""
+    imports transformers and scipy.signal: the largest part of start-up, benchmarks/RESULTS.md,
+    "startup") stay out of a training process."""
     import subprocess
     import sys
 

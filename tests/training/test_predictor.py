@@ -70,7 +70,7 @@ def test_matches_course_formula_and_state_dict_interchangeable():
 
 def test_symbols_outside_vocabulary_rejected():
     model = ElementPredictor(5, 8, 5, 1, 1)
-    with pytest.raises(ValueError, match="0..4"):  # where symbols enter, not forward (#26)
+    with pytest.raises(ValueError, match="0..4"):  # where symbols enter, not forward
         model.predict(torch.tensor([[0, 5]]))
 
 

@@ -62,7 +62,7 @@
   const maxOf = (map) => map.reduce((m, row) => row.reduce((a, w) => Math.max(a, w), m), 1e-12);
   const rowMax = (row) => row.reduce((a, w) => Math.max(a, w), 1e-12);
   // A causal map's first query can only see itself: its weight of 1 would set the scale and
-  // leave the rest near-black (#27), so causal layers are scaled row by row unless the user
+  // leave the rest near-black, so causal layers are scaled row by row unless the user
   // chooses the shared scale; other layers share one scale (rows there compare).
   const byRow = (layer) => (state.rowScale === null ? layer.kind === "causal" : state.rowScale);
 
@@ -167,8 +167,8 @@
     box.textContent = "";
     const every = Math.max(1, Math.ceil(LINE / cell));  // thin the text when cells are small
     const texts = tokens.map((t) => visible(String(t)));
-    // Single characters (an lm's) thinned to every k-th read as gibberish ("t o t o s n",
-    // #27): a shown label carries the run of characters up to the next one ("the q", "uick ").
+    // Single characters (an lm's) thinned to every k-th read as gibberish ("t o t o s n"):
+    // a shown label carries the run of characters up to the next one ("the q", "uick ").
     // (text, not symbols: a reversal's one-digit tokens are not to be read as numbers)
     const chars = every > 1 && texts.every((t) => [...t].length === 1) && texts.includes("␣");
     tokens.forEach((token, i) => {
@@ -202,7 +202,7 @@
     const layer = current(), map = shownMap();
     const T = map.length, S = map[0].length, max = maxOf(map);
     // beside the labels; before the first layout (an iframe not yet laid out) the window's
-    // width, so the map is never drawn wider than the page that shows it (#27)
+    // width, so the map is never drawn wider than the page that shows it
     const labelColumn = queryColumn();
     mapBox.style.setProperty("--qcol", `${labelColumn}px`);
     const room = (scroller.clientWidth || Math.max(0, window.innerWidth - 300)) - labelColumn - 6;
@@ -383,7 +383,7 @@
 
   // Inline in a notebook or a docs page (an iframe): no height tied to the iframe's (that
   // would feed back), and the page tells the iframe its height, so nothing is clipped or
-  // left below the fold of a fixed-height frame (#27). A resize redraws the map to fit.
+  // left below the fold of a fixed-height frame. A resize redraws the map to fit.
   const embedded = window.parent !== window;
   if (embedded) body.classList.add("embedded");
   let lastHeight = 0;
