@@ -38,5 +38,5 @@ def __getattr__(name):
 
 
 def __dir__():
-    """What tab completion offers: the lazily imported names too, not only the loader (#27)."""
+    """What tab completion offers: the lazily imported names too, not only the loader."""
     return sorted({*globals(), "capture", *_SUBMODULES} - {"_SUBMODULES"})

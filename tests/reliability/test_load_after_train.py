@@ -1,4 +1,4 @@
-"""Every run `attnlab train` writes can be loaded again (#27, #28): for each task and each
+"""Every run `attnlab train` writes can be loaded again: for each task and each
 architecture, a tiny run trains, then ``attnlab.load`` rebuilds its model, ``predict`` answers,
 ``evaluate`` scores its test split and ``view`` writes its attention page. ``train`` and the loaders read one declaration of whether --model-dim is split among
 --num-heads (``Task.heads_split_width``): graph attention and the recurrent translators
