@@ -13,7 +13,7 @@ def load(run_dir, *, quantize=None):
     ``quantize="int8"`` (lm and translate runs): the model's linear layers hold int8 weights,
     for faster generation on the CPU (``attnlab.nn.quantize``).
     """
-    from .runs import load as _load  # lazy: keeps `import attnlab` light
+    from .loading import load as _load  # lazy: keeps `import attnlab` light
 
     return _load(run_dir, quantize=quantize)
 

@@ -30,7 +30,7 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "AdaptSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
-           "add_flags", "defaults", "check", "check_options", "check_argument", "flag", "exposed"]
+           "add_flags", "defaults", "check", "check_record", "check_options", "check_argument", "flag", "exposed"]
 
 
 def flag(name: str) -> str:
@@ -337,6 +337,24 @@ def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> Non
         if f.name in cfg:
             cfg[f.name] = _check_one(flag(f.name), cfg[f.name], types[f.name], f.metadata,
                                      UsageError)
+
+
+def check_record(cls, values: dict[str, Any], where: str) -> None:
+    """Check every setting of ``cls`` that ``values`` holds — a run's ``config.yaml``, read
+    back — against the same declaration ``check`` uses at train time; a ``UsageError`` names
+    ``where`` (the file) and the key as the file spells it.
+
+    Examples:
+        >>> check_record(TrainSettings, {"lr": 0}, "runs/r/config.yaml")
+        Traceback (most recent call last):
+        ...
+        attnlab.errors.UsageError: runs/r/config.yaml: lr must be > 0, got 0
+    """
+    types = _types(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in values:
+            _check_one(f"{where}: {f.name}", values[f.name], types[f.name], f.metadata,
+                       UsageError)
 
 
 def check_options(args, cls, *, unset: Iterable[str] = ()) -> None:

@@ -120,7 +120,7 @@ def train_run(tmp: Path, args) -> Path:
 def cost(run: Path, args) -> None:
     import attnlab
     from attnlab.nn import quantize
-    from attnlab.runs import check_run_dir
+    from attnlab.loading import check_run_dir
     from attnlab.tasks import get_task
 
     run_dir, cfg = check_run_dir(run)

@@ -35,8 +35,8 @@ def run(args) -> int:
     import sys
 
     from ..errors import UsageError
+    from ..loading import check_run_dir
     from ..paths import check_output
-    from ..runs import check_run_dir
 
     check_threads(args.threads)
     out = check_output(args.hf, "--hf", directory=True, make_parents=False)

@@ -45,7 +45,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..errors import UsageError
-    from ..runs import check_run_dir
+    from ..loading import check_run_dir
     from ..tasks import get_task
 
     check_options(args, TranslateOptions, unset=("beam", "length_penalty"))  # the run's
