@@ -62,7 +62,7 @@ def check_args(args: argparse.Namespace) -> None:
     if not 0 <= args.seed < SEED_LIMIT:
         raise UsageError(f"--seed must be in 0 .. {SEED_LIMIT - 1}, got {args.seed}")
     check_out(args.out, force=args.force)
-    from ..data.jets_generate import check_installed
+    from ..tasks.jets.generate import check_installed
 
     missing = check_installed()
     if missing is not None:
@@ -128,8 +128,8 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     check_args(args)
-    from ..data.jets import write_jets
-    from ..data.jets_generate import JetSettings, generate_jets
+    from ..tasks.jets.data import write_jets
+    from ..tasks.jets.generate import JetSettings, generate_jets
 
     settings = JetSettings(signal=args.signal, background=args.background, seed=args.seed,
                            jobs=args.jobs, detector=args.detector)

@@ -34,11 +34,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..data.jet_physics import (NUM_FEATURES, NUM_PAIR_FEATURES, constituent_features,
-                                constituent_mask, pair_features)
 from ..nn import DecoderBlock, TransformerEncoder
 from .classifier import _output_net
 from .configs import JetTaggerConfig
+from .jet_physics import (NUM_FEATURES, NUM_PAIR_FEATURES, constituent_features,
+                          constituent_mask, pair_features)
 
 __all__ = ["JetTagger", "JetTaggerConfig", "PairBias", "scaled_features", "FEATURE_SHIFT",
            "FEATURE_SCALE", "PAIR_SHIFT", "PAIR_SCALE", "PAIR_CLIP"]

@@ -240,7 +240,7 @@ def baseline_scores(train_features, train_labels, test_features, *,
     """The classical taggers' scores of the test jets, each fitted on the training jets.
 
     Features are (N, 2): the jet mass (GeV) and τ3/τ2, in that order (``BASELINE_FEATURES``;
-    ``attnlab.data.jet_physics.baseline_features`` computes them). Every score is a
+    ``attnlab.models.jet_physics.baseline_features`` computes them). Every score is a
     ``LikelihoodRatio`` (so in [0, 1] and comparable at 0.5):
 
     - "mass": on the mass alone (a top-mass window, chosen as well as the data allow);

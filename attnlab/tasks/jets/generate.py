@@ -2,7 +2,7 @@
 
 ``generate_jets(JetSettings(signal=N, background=N, seed=S, jobs=J))`` returns the constituents
 of N top jets and N QCD jets (shuffled together) and their labels, ready for
-``attnlab.data.jets.write_jets``. The recipe is the reference dataset's (Kasieczka, Plehn et
+``attnlab.tasks.jets.data.write_jets``. The recipe is the reference dataset's (Kasieczka, Plehn et
 al., SciPost Phys. 7, 014 (2019); issue #10):
 
 - pp at 14 TeV, multi-parton interactions off (the reference has none; ~3x faster);
@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .jets import MAX_CONSTITUENTS
+from .data import MAX_CONSTITUENTS
 
 __all__ = ["JetSettings", "generate_jets", "RECIPES", "PYTHIA_VERSION", "DETECTORS",
            "check_installed"]
@@ -68,7 +68,7 @@ class JetSettings:
         seed: the run's seed; piece k of class c gets a Pythia seed derived from (seed, c, k).
         jobs: worker processes (1 = in this process); the jets do not depend on it.
         detector: ``"none"`` (particle level) or ``"delphes-like"`` (tracks and towers,
-            ``attnlab.data.jets_detector``).
+            ``attnlab.tasks.jets.detector``).
         pt_min, pt_max, eta_max: the leading jet's window (GeV; |η|). radius: anti-kt R.
         max_constituents: constituents kept per jet (highest pT first).
     The Pythia settings are ``RECIPES`` (stored too, by ``as_dict``).
@@ -262,7 +262,7 @@ def select_jets(events, kind: str, s: JetSettings, detector=None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """The accepted jets of one batch of events: their constituents (jets, C, 4) and the
     indices of their events in the batch. ``detector``: particles → detector objects (e.g.
-    ``jets_detector.DelphesLike``), or None for particle level."""
+    ``detector.DelphesLike``), or None for particle level."""
     particles = visible_particles(events)
     if detector is not None:
         particles = detector(particles)
@@ -280,7 +280,7 @@ def make_detector(name: str, seed: int):
     if name == "none":
         return None
     if name == "delphes-like":
-        from .jets_detector import DelphesLike
+        from .detector import DelphesLike
 
         return DelphesLike(int(np.random.SeedSequence([seed, 7]).generate_state(1)[0]))
     raise ValueError(f"detector must be one of {DETECTORS}, got {name!r}")

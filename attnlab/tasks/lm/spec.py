@@ -7,7 +7,7 @@ nats) and ``val_perplexity`` = exp(val_loss) are measured on non-overlapping win
 
 This module is the task's spec (``attnlab.tasks.base``): its settings, defaults and checks, with
 no torch, so that ``attnlab train lm`` refuses a bad flag or corpus before torch is loaded. The
-heavy half (corpus, model, ``lm_metrics``, training, generation) is ``attnlab.tasks.lm_runtime``.
+heavy half (corpus, model, ``lm_metrics``, training, generation) is ``attnlab.tasks.lm.runtime``.
 
 Examples:
     >>> TASKS["lm"].defaults["block_size"], TASKS["lm"].defaults["tokenizer"]
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..models.configs import CausalLMConfig
-from ..runs import check_data_files
-from ..settings import AdaptSettings, setting
-from ..settings import defaults as defaults_of
-from ..tokenizers import TOKENIZER_KINDS
-from .base import Task, config_from_run, model_defaults
+from ...errors import UsageError
+from ...models.configs import CausalLMConfig
+from ...runs import check_data_files
+from ...settings import AdaptSettings, setting
+from ...settings import defaults as defaults_of
+from ...tokenizers import TOKENIZER_KINDS
+from ..base import Runtime, Task, config_from_run, model_defaults
 
 __all__ = ["LMTask", "LMSettings", "TASKS", "model_config_of", "check_corpus"]
 
@@ -71,14 +71,13 @@ def check_corpus(cfg: dict[str, Any], data_dir: str | Path, purpose: str) -> Non
 
 class LMTask(Task):
     """``attnlab train lm``: a ``CausalLM`` trained on --data; its heavy half is
-    ``attnlab.tasks.lm_runtime``."""
+    ``attnlab.tasks.lm.runtime``."""
 
     name = "lm"
     help = "train a decoder-only (GPT-style) language model on your text (--data FILE or DIR)"
     has_tokenizer = True
     model_config = CausalLMConfig  # its flags: every exposed field (--positional, ...)
     settings = LMSettings
-    runtime = "attnlab.tasks.lm_runtime"
     defaults: dict[str, Any] = {
         **model_defaults(CausalLMConfig), **defaults_of(LMSettings),
         "activation": "gelu", "model_dim": 128, "num_heads": 4, "num_layers": 4,
@@ -90,6 +89,12 @@ class LMTask(Task):
         "weight_decay": 0.1, "beta2": 0.99, "attention_dropout": None,
     }
     default_notes = {"attention_dropout": "as --dropout"}
+
+    def runtime_module(self) -> Runtime:
+        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
+        from . import runtime
+
+        return runtime
 
     def check_settings(self, cfg: dict[str, Any]) -> None:
         """--attention-dropout not given: the same as --dropout (recorded in config.yaml)."""
@@ -138,7 +143,7 @@ class LMTask(Task):
 
     @staticmethod
     def _check_corpus_dir(cfg: dict[str, Any], data: Path) -> None:
-        from ..data.corpus_meta import SPLITS, read_meta  # a light reader: no numpy, no torch
+        from ...data.corpus_meta import SPLITS, read_meta  # a light reader: no numpy, no torch
 
         meta = read_meta(data)
         if cfg.get("resume") and cfg.get("corpus_sha256"):
@@ -158,10 +163,12 @@ class LMTask(Task):
             found.append((f"the learned position table ({T:,} x {D:,})", 16 * T * D))
         return found
 
-    # ---- attnlab generate (the heavy half: lm_runtime.encode_prompt) ------------------------
+    # ---- attnlab generate (the heavy half: runtime.encode_prompt) ------------------------
     def encode_prompt(self, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:
         """The token ids of a prompt; ``UsageError`` naming ``what`` if it encodes to none."""
-        return self._call("encode_prompt", tokenizer, text, what=what)
+        from . import runtime
+
+        return runtime.encode_prompt(self, tokenizer, text, what=what)
 
 
 TASKS = {"lm": LMTask()}
@@ -171,7 +178,7 @@ def _record_tokenizer(cfg: dict[str, Any], data: Path) -> None:
     """config.yaml says the tokeniser the prepared corpus ``data`` was made with: a new run
     records it (a prepared --data brings its own); a resumed run's config.yaml must still say
     it (an edited ``tokenizer:`` would describe a run that was not trained)."""
-    from ..data.corpus_meta import read_meta
+    from ...data.corpus_meta import read_meta
 
     kind = read_meta(data).get("tokenizer")
     if kind is None or kind == cfg.get("tokenizer"):

@@ -17,13 +17,13 @@ from typing import Any
 
 import torch
 
-from ..data import SequenceDataset, batch_loader, make_labels, pad_to_length
-from ..errors import UsageError
-from ..models.configs import ElementPredictorConfig
-from ..models.predictor import ElementPredictor
-from ..runs import load_weights
-from ..viz import lr_curve, plot_attention, plot_lr_schedule
-from .base import Task, config_from_run, each_input
+from ...data import SequenceDataset, batch_loader, make_labels, pad_to_length
+from ...errors import UsageError
+from ...models.configs import ElementPredictorConfig
+from ...models.predictor import ElementPredictor
+from ...runs import load_weights
+from ...viz import lr_curve, plot_attention, plot_lr_schedule
+from ..base import Task, config_from_run, each_input
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
            "figures", "load", "predict_many", "evaluate", "attention_maps"]
@@ -98,12 +98,13 @@ def dataset(task: Task, cfg: dict[str, Any], split: str) -> SequenceDataset:
 
 
 # ---- training ------------------------------------------------------------------------------
-def run(task: Task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+def run(task: Task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
     """Train the course's model (the ``ElementPredictor`` of ``TransformerPredictor``) for
     ``task.budget(cfg)`` steps (or until validation is perfect three times, with --early-stop),
     then test and draw the figures."""
-    from ..training import StopAtTarget, finish, fit  # Lightning: here only
-    from ..training.element import ElementModule
+    from ...training import StopAtTarget, finish, fit  # Lightning: here only
+    from ...training.element import ElementModule
 
     train, val = dataset(task, cfg, "train"), dataset(task, cfg, "val")
     max_steps = task.budget(cfg)

@@ -1,5 +1,5 @@
 """``attnlab train anomaly``: find the odd digit in a set (set anomaly detection) — the spec
-(flags, defaults, checks); the heavy half is ``attnlab.tasks.anomaly_runtime``.
+(flags, defaults, checks); the heavy half is ``attnlab.tasks.anomaly.runtime``.
 
 Sets of ``--set-size`` 8×8 digit images from scikit-learn's bundled digits (``set_size - 1`` of
 one class, one of another, shuffled); a ``SequenceClassifier`` with no positional encoding (a
@@ -22,10 +22,10 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..models.configs import SequenceClassifierConfig
-from ..settings import defaults, setting
-from .base import Task, model_defaults
+from ...errors import UsageError
+from ...models.configs import SequenceClassifierConfig
+from ...settings import defaults, setting
+from ..base import Runtime, Task, model_defaults
 
 __all__ = ["AnomalySettings", "AnomalyTask", "TASKS", "smallest_pool_class"]
 
@@ -83,7 +83,6 @@ class AnomalyTask(Task):
     model_config = SequenceClassifierConfig
     model_flags = ("input_dropout",)
     settings = AnomalySettings
-    runtime = "attnlab.tasks.anomaly_runtime"
     # Measured (benchmarks/RESULTS.md, classify_speed): test accuracy 0.992-0.997 (seeds 1, 42)
     # with 57 s of CPU (one thread) for the whole command. D 64 takes half the time but gave
     # 0.989-0.993 over four seeds; without dropout the model fits its 1,078 training images
@@ -95,6 +94,12 @@ class AnomalyTask(Task):
         "num_heads": 4, "num_layers": 2, "dim_feedforward": 256, "dropout": 0.1,
         "input_dropout": 0.1, "threads": 1,
     }
+
+    def runtime_module(self) -> Runtime:
+        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
+        from . import runtime
+
+        return runtime
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """``--set-size`` against the data: every pool must hold T - 1 images of each class."""

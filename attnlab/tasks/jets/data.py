@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
-           "check_jet_file"]
+           "check_jet_file", "range_labels"]
 
 MAX_CONSTITUENTS = 200     # the reference files' constituents per jet
 KEY = "table"              # the HDF key of the DataFrame
@@ -385,3 +385,14 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
                              f"for all {jets.nrows:,} jets); training and testing need top (1) "
                              f"and QCD (0) jets")
         return jets.nrows
+
+
+def range_labels(path: str, start: int, stop: int, chunk: int) -> set[int]:
+    """The classes among jets ``start .. stop - 1`` of ``path``, read a chunk at a time and
+    only until both are seen (``read_labels``)."""
+    seen: set[int] = set()
+    for a in range(start, stop, chunk):
+        seen.update(read_labels(path, a, min(a + chunk, stop)).tolist())
+        if len(seen) > 1:
+            break
+    return seen

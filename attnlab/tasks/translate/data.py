@@ -1,8 +1,8 @@
 """The text side of ``attnlab train translate``: the pairs of each split, the language checks and
 the two tokenisers.
 
-Why a module of its own: the task's spec (``translate.py``) checks the languages and reads a
-``--data`` file before a run starts, and the runtime (``translate_runtime.py``) needs the same
+Why a module of its own: the task's spec (``spec.py``) checks the languages and reads a
+``--data`` file before a run starts, and the runtime (``runtime.py``) needs the same
 splits to train, to ``evaluate`` and to ``translate``; everything here works on text, so it
 needs no torch (the tensors are the runtime's). It holds the built-in splits (numbers by
 num2words, dates by babel, test and validation items held out from the training stream), the
@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.dates import DatePairs, check_locale, held_out_days
-from ..data.numbers import NumberPairs, check_language, held_out_numbers, spell
-from ..data.tables import check_digest, read_table
-from ..errors import UsageError
-from ..runs import check_data_files
-from ..tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
+from ...data.dates import DatePairs, check_locale, held_out_days
+from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
+from ...data.tables import check_digest, read_table
+from ...errors import UsageError
+from ...runs import check_data_files
+from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
 
 __all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "check_languages", "builtin_splits",
            "read_pairs", "file_splits", "evaluation_pairs", "spell_digits", "resolve_tokenizer",

@@ -23,17 +23,17 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from ..data import numbered_batches
-from ..data.corpus import TokenWindows, corpus_identity, encode_file, prepare, read_meta
-from ..data.tables import check_digest
-from ..errors import UsageError
-from ..models import CausalLM
-from ..nn.quantize import quantized
-from ..runs import load_weights, pin_data_files, write_yaml
-from ..tokenizers import load_tokenizer, note_unknown
-from ..viz import lr_curve, plot_lr_schedule
-from .base import each_input
-from .lm import check_corpus, model_config_of
+from ...data import numbered_batches
+from ...data.corpus import TokenWindows, corpus_identity, encode_file, prepare, read_meta
+from ...data.tables import check_digest
+from ...errors import UsageError
+from ...models import CausalLM
+from ...nn.quantize import quantized
+from ...runs import load_weights, pin_data_files, write_yaml
+from ...tokenizers import load_tokenizer, note_unknown
+from ...viz import lr_curve, plot_lr_schedule
+from ..base import each_input
+from .spec import check_corpus, model_config_of
 
 __all__ = ["build_model", "lm_metrics", "random_windows", "corpus_dir", "pin_corpus",
            "split_windows", "figures", "run", "load", "encode_prompt", "predict_many", "evaluate",
@@ -139,11 +139,12 @@ def split_windows(cfg: dict[str, Any], split: str, *, stride: int | None = None)
 
 
 # ---- training -------------------------------------------------------------------------------
-def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+def run(task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
     """Prepare (or check) the corpus, train, measure ``val_loss``/``val_perplexity`` and write
     the run directory (``Task.run``)."""
-    from ..training import finish, fit  # Lightning: imported by training only
-    from ..training.lm import LMModule
+    from ...training import finish, fit  # Lightning: imported by training only
+    from ...training.lm import LMModule
 
     tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
