@@ -13,7 +13,7 @@ def load(run_dir, *, quantize=None):
     ``quantize="int8"`` (lm and translate runs): the model's linear layers hold int8 weights,
     for faster generation on the CPU (``attnlab.nn.quantize``).
     """
-    from .runs import load as _load  # lazy: keeps `import attnlab` light
+    from .loading import load as _load  # lazy: keeps `import attnlab` light
 
     return _load(run_dir, quantize=quantize)
 
@@ -38,5 +38,5 @@ def __getattr__(name):
 
 
 def __dir__():
-    """What tab completion offers: the lazily imported names too, not only the loader (#27)."""
+    """What tab completion offers: the lazily imported names too, not only the loader."""
     return sorted({*globals(), "capture", *_SUBMODULES} - {"_SUBMODULES"})

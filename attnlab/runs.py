@@ -1,9 +1,15 @@
-"""Run directories: atomic writes, configuration, weights, and ``attnlab.load``.
+"""Run directories at the bottom of the package: atomic writes, YAML and JSON, weights, digests.
 
 A run directory (docs/cli.md) holds ``config.yaml``, ``model.safetensors``, ``metrics.json``,
 ``tokenizer.json`` (when the task has one), ``checkpoints/`` and PNG figures. Every file is
-written to a temporary name and renamed, so a kill never leaves a half-written file behind.
-Weights are only ever read from safetensors (no pickle, so no code runs on load).
+written to a temporary name and renamed, so a kill never leaves a half-written file behind, with
+the mode any new file gets under the process's umask. Weights are only ever read from
+safetensors (no pickle, so no code runs on load).
+
+This module imports nothing of attnlab but ``errors`` (and yaml and safetensors, inside the
+functions that use them), so every layer can write its files through it. Checking a run
+directory against its task and rebuilding its model (``check_run_dir``, ``attnlab.load``) need
+the tasks, so they live above them, in ``attnlab.loading``.
 """
 from __future__ import annotations
 
@@ -20,8 +26,8 @@ from .errors import UsageError
 
 __all__ = [
     "atomic_write", "write_json", "write_yaml", "read_yaml", "save_weights", "load_weights",
-    "check_run_dir", "load", "record_data_files", "check_data_files", "pin_data_files",
-    "readable", "write_metrics", "strict_json", "dumps", "RunConfig",
+    "record_data_files", "check_data_files", "pin_data_files", "file_digest", "process_umask",
+    "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
 ]
 
 
@@ -84,7 +90,7 @@ def write_json(path: str | Path, obj: Any) -> None:
 def strict_json(obj: Any) -> Any:
     """``obj`` with every NaN or infinite float replaced by None, in dicts, lists and tuples:
     JSON has no NaN, and strict readers (``JSON.parse``, ``jq``, Go, Rust's serde) refuse the
-    ``NaN`` that Python's ``json`` writes by default (#27).
+    ``NaN`` that Python's ``json`` writes by default.
 
     Examples:
         >>> strict_json({"val_loss": float("nan"), "steps": [1, float("inf")]})
@@ -106,6 +112,7 @@ def dumps(obj: Any, **options: Any) -> str:
 
 
 def write_yaml(path: str | Path, obj: dict) -> None:
+    """``obj`` as a YAML mapping, keys sorted, written atomically."""
     import yaml
 
     atomic_write(path, yaml.safe_dump(dict(obj), sort_keys=True))
@@ -199,79 +206,6 @@ class RunConfig(dict):
                              f"(was the file edited by hand?)")
 
 
-# Settings that fix the shape of a model (or how it is built): `attnlab train` checks them, so
-# another value in a run's config.yaml was put there by hand, and would crash deep in torch.
-_POSITIVE = ("model_dim", "num_heads", "num_layers", "dim_feedforward", "num_categories",
-             "seq_len", "set_size", "block_size", "max_len", "max_target_len", "vocab_size",
-             "src_vocab_size", "tgt_vocab_size")
-_FRACTION = ("dropout", "input_dropout")
-_SWITCH = ("norm_first", "tie_weights", "tie_embeddings")
-_NAME = ("activation", "positional", "pooling")
-
-
-def _check_settings(cfg: dict, cfg_path: Path, task) -> None:
-    """Refuse a config.yaml whose model settings have a type or value no trained run has,
-    naming the file, the setting and the value. (A setting the file lacks is reported when it
-    is looked up: see ``RunConfig``.) Whether the width is split among the heads is the
-    task's ``heads_split_width``, the declaration ``attnlab train`` checks too (#27: graph and
-    the recurrent translators trained runs that this check then refused to load)."""
-    def bad(key: str, what: str) -> UsageError:
-        return UsageError(f"{cfg_path}: {key} must be {what}, got {cfg[key]!r}")
-
-    for key in _POSITIVE:
-        value = cfg.get(key)
-        if value is None and key not in ("model_dim", "num_heads", "num_layers") and key in cfg:
-            continue  # e.g. lm's vocab_size before training sets it
-        if key in cfg and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise bad(key, "a positive integer")
-    for key in _FRACTION:
-        value = cfg.get(key, 0.0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-            raise bad(key, "a number in [0, 1)")
-    for key in _SWITCH:
-        if key in cfg and not isinstance(cfg[key], bool):
-            raise bad(key, "true or false")
-    for key in _NAME:
-        if key in cfg and not isinstance(cfg[key], str):
-            raise bad(key, "a name")
-    if task.heads_split_width(cfg) and cfg.get("model_dim", 1) % cfg.get("num_heads", 1):
-        raise UsageError(f"{cfg_path}: model_dim ({cfg['model_dim']}) must be divisible by "
-                         f"num_heads ({cfg['num_heads']})")
-
-
-def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
-                  command: str = "") -> tuple[Path, dict]:
-    """Validate a run directory and return (path, config). ``tasks`` limits the accepted kinds.
-
-    The config is a ``RunConfig``: looking up a setting the file lacks is a ``UsageError``
-    naming ``config.yaml`` and the setting.
-    """
-    from .tasks import TASKS, get_task
-
-    run_dir = Path(run_dir)
-    where = f"{command}: " if command else ""
-    if not run_dir.is_dir():
-        raise UsageError(f"{where}run directory not found: {run_dir}")
-    cfg_path = run_dir / "config.yaml"
-    if not cfg_path.is_file():
-        raise UsageError(f"{where}{run_dir} is not a run directory (no config.yaml)")
-    cfg = RunConfig(read_yaml(cfg_path, what=where.rstrip(": ") or "run directory"), cfg_path)
-    task = cfg.get("task")
-    if task is None:
-        raise UsageError(f"{where}{cfg_path} has no 'task' setting (was the file edited by hand?)")
-    if not isinstance(task, str) or task not in TASKS:
-        raise UsageError(f"{where}{cfg_path}: unknown task {task!r}; expected one of: "
-                         f"{', '.join(TASKS)}")
-    if tasks is not None and task not in tasks:
-        raise UsageError(
-            f"{where}{run_dir} holds a {task!r} run; this command needs one of: {', '.join(tasks)}"
-        )
-    if not (run_dir / "model.safetensors").is_file():
-        raise UsageError(f"{where}{run_dir} has no model.safetensors (did training finish?)")
-    _check_settings(cfg, cfg_path, get_task(task))
-    return run_dir, cfg
-
-
 def file_digest(path: str | Path) -> str:
     """SHA-256 of a file's bytes, read in 1 MiB pieces."""
     import hashlib
@@ -357,16 +291,3 @@ def load_weights(model, path: str | Path) -> None:
             f"{path} does not match config.yaml: missing {sorted(missing)[:5]}, "
             f"unexpected {sorted(unexpected)[:5]}"
         )
-
-
-def load(run_dir: str | Path, *, quantize: str | None = None):
-    """The trained model (and tokenizer, where the task has one) of a run directory; with
-    ``quantize="int8"`` (lm and translate runs), on int8 weights (``attnlab.nn.quantize``)."""
-    from .commands.quantize import quantize_refusal
-    from .tasks import get_task
-
-    run_dir, cfg = check_run_dir(run_dir)
-    why = quantize_refusal(quantize, cfg["task"], run_dir)
-    if why:
-        raise ValueError(f"quantize {why} (attnlab.nn.quantize converts any model)")
-    return get_task(cfg["task"]).load(run_dir, cfg, quantize=quantize)

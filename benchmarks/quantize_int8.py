@@ -1,10 +1,10 @@
-"""int8 weights against float32 for greedy generation (issue #17, target 6).
+"""int8 weights against float32 for greedy generation.
 
     python -m benchmarks.quantize_int8 [--threads 1] [--train-steps 300] [--run DIR] [--quick]
 
 Two questions, both sides in this process:
 
-1. **Speed**, on the #6 benchmark's GPT-2 shape (``benchmarks/generate_lm.py``: n_embd 384,
+1. **Speed**, on the GPT-2 shape of ``benchmarks/generate_lm.py`` (n_embd 384,
    6 layers, 6 heads, vocab 1024, 512 positions, random weights): new tokens/s of greedy
    generation (256 new tokens after a 16-token prompt, best of ``--repeats``, run in turns) for
    Hugging Face's ``GPT2LMHeadModel.generate``, attnlab's ``CausalLM.generate`` in float32, and
@@ -120,7 +120,7 @@ def train_run(tmp: Path, args) -> Path:
 def cost(run: Path, args) -> None:
     import attnlab
     from attnlab.nn import quantize
-    from attnlab.runs import check_run_dir
+    from attnlab.loading import check_run_dir
     from attnlab.tasks import get_task
 
     run_dir, cfg = check_run_dir(run)

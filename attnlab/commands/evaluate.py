@@ -26,7 +26,8 @@ def register(sub) -> None:
 def run(args) -> int:
     import sys
 
-    from ..runs import check_run_dir, dumps, readable
+    from ..loading import check_run_dir
+    from ..runs import dumps, readable
     from ..tasks import get_task
 
     check_threads(args.threads)

@@ -36,7 +36,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..errors import UsageError
-    from ..runs import check_run_dir
+    from ..loading import check_run_dir
 
     check_threads(args.threads)
     out = Path(args.hf)

@@ -186,7 +186,7 @@ def run(args) -> int:
 
     import torch
 
-    from ..runs import check_run_dir
+    from ..loading import check_run_dir
     from ..tasks import get_task
     from ..tasks.base import each_input
     from ..tokenizers import note_unknown

@@ -138,7 +138,7 @@ def _write(draw, out, *, given: bool = True) -> str:
 def _attention(args) -> str:
     from pathlib import Path
 
-    from ..runs import check_run_dir
+    from ..loading import check_run_dir
     from ..tasks import get_task
     from ..viz import plot_attention
 

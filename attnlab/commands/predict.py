@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..errors import UsageError
-    from ..runs import check_run_dir
+    from ..loading import check_run_dir
     from ..tasks import get_task
 
     if args.input is not None and not args.input.strip():

@@ -18,9 +18,9 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
+from ..loading import quantize_refusal
 
 QUANTIZE_CHOICES = ("int8",)
-QUANTIZE_TASKS = ("lm", "translate")
 
 
 def add_quantize_flag(parser) -> None:
@@ -30,13 +30,6 @@ def add_quantize_flag(parser) -> None:
              "one sequence from about 256 model dims (lm) or 384 (translate), slower below "
              "and for several texts to translate; slightly different numbers: `evaluate "
              "--quantize int8` measures them)")
-
-
-def quantize_refusal(kind: str | None, task: str, run_dir) -> str | None:
-    """Why ``kind`` cannot apply to a run of ``task`` (to follow the option's name), or None."""
-    if kind is None or task in QUANTIZE_TASKS:
-        return None
-    return f"is for {' and '.join(QUANTIZE_TASKS)} runs; {run_dir} is a {task} run"
 
 
 def check_quantize(kind: str | None, task: str, run_dir) -> None:

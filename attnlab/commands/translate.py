@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..errors import UsageError
-    from ..runs import check_run_dir
+    from ..loading import check_run_dir
     from ..tasks import get_task
 
     if args.beam is not None and args.beam < 1:

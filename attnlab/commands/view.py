@@ -65,7 +65,7 @@ def write_page(args):
     """Check the flags and the run, then write the page; return its path."""
     from pathlib import Path
 
-    from ..runs import check_run_dir
+    from ..loading import check_run_dir
     from ..tasks import get_task
     from .plot import _write, choose_out
 

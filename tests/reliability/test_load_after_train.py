@@ -1,4 +1,4 @@
-"""Every run `attnlab train` writes can be loaded again (#27, #28): for each task and each
+"""Every run `attnlab train` writes can be loaded again: for each task and each
 architecture, a tiny run trains, then ``attnlab.load`` rebuilds its model, ``predict`` answers,
 ``evaluate`` scores its test split and ``view`` writes its attention page. ``train`` and the loaders read one declaration of whether --model-dim is split among
 --num-heads (``Task.heads_split_width``): graph attention and the recurrent translators
@@ -101,7 +101,8 @@ def test_the_load_time_check_splits_the_width_where_training_does(task, extra, r
     """A hand-edited config.yaml whose width the heads do not divide is still refused, naming
     the file, for a model that splits it; graph and the recurrent translators load."""
     from attnlab.errors import UsageError
-    from attnlab.runs import check_run_dir, write_yaml
+    from attnlab.loading import check_run_dir
+    from attnlab.runs import write_yaml
 
     write_yaml(tmp_path / "config.yaml", {"task": task, "model_dim": 10, "num_heads": 4, **extra})
     (tmp_path / "model.safetensors").write_bytes(b"")
