@@ -1,4 +1,4 @@
-"""Jet tagging: a set Transformer over a jet's constituents (top quark against QCD, issue #10).
+"""Jet tagging: a set Transformer over a jet's constituents (top quark against QCD).
 
 Shapes: B jets, N constituents (zero-padded), F = 7 features per constituent, P = 4 pair
 features, D model width, H heads, L encoder blocks, C classes (2: QCD = 0, top = 1).
@@ -60,7 +60,7 @@ PAIR_CLIP = 5.0
 def _float32_bits(values: tuple[float, ...]) -> Tensor:
     """``values`` in float32, held as their int32 bit patterns (``.view(torch.float32)`` reads
     them back): a buffer that moves with the model to its device, because a tensor made from
-    Python numbers in a forward pass is a host-to-device copy, which synchronises (#26), and
+    Python numbers in a forward pass is a host-to-device copy, which synchronises, and
     that ``.to(dtype)`` leaves exact (it converts floating-point buffers only)."""
     return torch.tensor(values, dtype=torch.float32).view(torch.int32)
 

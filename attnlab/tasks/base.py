@@ -185,7 +185,7 @@ class Task:
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
         """The settings ``config.yaml`` leaves out because the run does not use them: by
         default every one ``unused_settings`` names (a karate-club run recorded the block
-        model's --nodes and --p-in, #27). A task whose unused flags still stand for a value
+        model's --nodes and --p-in). A task whose unused flags still stand for a value
         the run records (lm's vocabulary size, read from a prepared corpus) returns less."""
         return [name for names, _ in self.unused_settings(cfg) for name in names]
 

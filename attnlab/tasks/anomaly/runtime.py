@@ -93,7 +93,7 @@ def run(task: Task, cfg: dict[str, Any], run_dir: Path,
     from ...training import finish, fit  # Lightning: here only, never for predict
     from ...training.classifier import ClassifierModule
 
-    # config.yaml keeps --epochs alone as the budget (#27): the steps are not written back
+    # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = (cfg["epochs"] * math.ceil(cfg["train_sets"] / cfg["batch_size"])
              if cfg.get("epochs") else cfg["max_steps"])
     val_loader = DataLoader(fixed_sets("val", cfg).materialize(), batch_size=500)

@@ -195,8 +195,9 @@ def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_class
         >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
         {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666865348816}
     """
-    # Here, not at the top: torchmetrics loads scipy, matplotlib and transformers (1.7 s
-    # measured), which predict and plot, the commands that need no metric, should not pay for.
+    # Here, not at the top: torchmetrics loads scipy, matplotlib and transformers (seconds:
+    # benchmarks/RESULTS.md), which predict and plot, the commands that need no metric, should
+    # not pay for.
     from torchmetrics.functional.classification import multiclass_f1_score
 
     return {"test_accuracy": float((preds == targets).float().mean()),
@@ -275,7 +276,7 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     splits = checked if checked is not None else load_splits(cfg)
     tokenizer, inputs = _prepare(cfg, splits)
     train = _Batches(inputs, _targets(splits["train"], cfg["labels"]), cfg["batch_size"], cfg["seed"])
-    # config.yaml keeps --epochs alone as the budget (#27): the steps are not written back
+    # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = cfg["epochs"] * train.num_batches if cfg.get("epochs") else cfg["max_steps"]
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)

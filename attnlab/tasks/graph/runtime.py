@@ -124,6 +124,6 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
 
 
 def attention_focus(task, run_dir: Path, cfg: dict[str, Any], text: str) -> int:
-    """The query row ``--input`` names (issue #27: `plot attention` outlines it, `view` opens
+    """The query row ``--input`` names (`plot attention` outlines it, `view` opens
     pinned on it): the node's own row, its attention over its neighbours."""
     return _node(text, graph_of(cfg)[4])

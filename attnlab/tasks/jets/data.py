@@ -39,7 +39,7 @@ from ...errors import UsageError
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
-           "check_jet_file", "range_labels"]
+           "check_jet_file"]
 
 MAX_CONSTITUENTS = 200     # the reference files' constituents per jet
 KEY = "table"              # the HDF key of the DataFrame
@@ -195,7 +195,7 @@ class _JetFile:
             raise UsageError(f"{self.where}: column {self.columns[col]} row {start + row} "
                              f"is {kind}")
         # E <= 0 is how the files mark padding (``constituent_mask``: E > 0), so a negative
-        # energy was silently dropped as padding (#27 item 21): refuse it where it enters
+        # energy was silently dropped as padding: refuse it where it enters
         negative = np.argwhere(values[:, 0::4] < 0)  # (hits, 2): row, constituent
         if len(negative):
             row, i = negative[0]
@@ -386,13 +386,3 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
                              f"and QCD (0) jets")
         return jets.nrows
 
-
-def range_labels(path: str, start: int, stop: int, chunk: int) -> set[int]:
-    """The classes among jets ``start .. stop - 1`` of ``path``, read a chunk at a time and
-    only until both are seen (``read_labels``)."""
-    seen: set[int] = set()
-    for a in range(start, stop, chunk):
-        seen.update(read_labels(path, a, min(a + chunk, stop)).tolist())
-        if len(seen) > 1:
-            break
-    return seen

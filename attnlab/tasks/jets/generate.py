@@ -3,9 +3,10 @@
 ``generate_jets(JetSettings(signal=N, background=N, seed=S, jobs=J))`` returns the constituents
 of N top jets and N QCD jets (shuffled together) and their labels, ready for
 ``attnlab.tasks.jets.data.write_jets``. The recipe is the reference dataset's (Kasieczka, Plehn et
-al., SciPost Phys. 7, 014 (2019); issue #10):
+al., SciPost Phys. 7, 014 (2019)):
 
-- pp at 14 TeV, multi-parton interactions off (the reference has none; ~3x faster);
+- pp at 14 TeV, multi-parton interactions off (the reference has none; and faster:
+  benchmarks/RESULTS.md);
 - signal: hadronic tt̄ (``Top:gg2ttbar``, ``Top:qqbar2ttbar``, W → quarks only);
   background: ``HardQCD:all``;
 - the visible final state (neutrinos dropped) clustered with anti-kt, R = 0.8 (FastJet);
@@ -44,11 +45,10 @@ SIGNAL, BACKGROUND = "signal", "background"
 _COMMON = ("Beams:eCM = 14000.", "PartonLevel:MPI = off", "Print:quiet = on")
 # pT-hat windows (GeV). The lower the minimum, the more faithful the sample and the slower it
 # is made: jets land in 550-650 GeV from events of much lower pT-hat (hard initial-state
-# radiation recoils), and they are the less typical ones. Measured on 3000 events each: with a
-# minimum of 300, 17% of the accepted top jets and 28% of the QCD jets have pT-hat < 450 and
-# 2% (3%) < 340; a minimum of 500 loses ~40% of the QCD jets (issue #10). Chosen: QCD from
-# 400 (95 accepted jets/s on one core, vs 142/s from 450 and 25/s from 300), tops from 450
-# (114/s, vs 50/s from 400). No accepted jet had pT-hat > 800, hence the maxima of 1000.
+# radiation recoils), and they are the less typical ones. Chosen from the share of accepted
+# jets below each minimum and the accepted jets per second (benchmarks/RESULTS.md, "Numbers
+# once quoted in the tasks' code"): QCD from 400, tops from 450. No accepted jet had pT-hat >
+# 800, hence the maxima of 1000.
 RECIPES = {
     SIGNAL: ("Top:gg2ttbar = on", "Top:qqbar2ttbar = on", "24:onMode = off",
              "24:onIfAny = 1 2 3 4 5", "PhaseSpace:pTHatMin = 450.",
@@ -318,7 +318,9 @@ def generate_part(kind: str, n: int, seed: int, s: JetSettings, report=None) -> 
     return np.concatenate(parts) if parts else np.zeros((0, s.max_constituents, 4), np.float32)
 
 
-PIECE = 2000  # jets per piece of work: a Pythia initialisation (~1 s) per 20 s of generation
+# jets per piece of work: long enough that a Pythia initialisation is a small part of it
+# (benchmarks/RESULTS.md)
+PIECE = 2000
 
 
 def tasks(s: JetSettings) -> list[tuple[str, int, int]]:

@@ -15,7 +15,7 @@ The ROC has one point per distinct score (as scikit-learn's ``roc_curve`` with
 around the requested ε_S (``np.interp(ε_S, ε_S_points, ε_B_points)``, the usual
 ``interp1d(tpr, fpr)`` of top-tagging code).
 
-Baselines (issue #10): ``LikelihoodRatio`` estimates p(top | x) from histograms of x in each
+Baselines: ``LikelihoodRatio`` estimates p(top | x) from histograms of x in each
 class, fitted on training jets; on x = (jet mass, τ3/τ2) it is the classic two-variable
 tagger, and on one variable it is the best any cut on that variable can do (Neyman–Pearson).
 """

@@ -34,9 +34,9 @@ from ...models.pfn import ParticleFlowNetwork
 from ...runs import check_data_files, load_weights, pin_data_files, readable, write_json
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import config_from_run, each_input, probabilities_of
+from .checks import DATA_FILES, split_ranges
 from .data import check_jet_file, count_jets, read_jets
 from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
-from .spec import DATA_FILES, split_ranges
 
 __all__ = ["Split", "splits", "trim", "JetBatches", "score_split", "model_config_of",
            "build_model", "run", "load", "evaluate", "predict_many", "attention_maps", "figures",
@@ -197,7 +197,7 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     model = build_model(cfg)
     result = fit(ClassifierModule(model, cfg, steps), train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
-                 # --val-every as given (it was cut to one epoch, #27), else once an epoch
+                 # --val-every as given (not cut to one epoch), else once an epoch
                  val_check_interval=cfg.get("val_every") or min(steps, len(train)))
     metrics, extra = {}, None
     if result.is_global_zero:  # other DDP ranks write nothing
@@ -357,8 +357,8 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict
 def read_input(text: str, cfg: dict[str, Any],
                counted: dict[str, int] | None = None) -> tuple[torch.Tensor, int]:
     """``FILE:ROW`` -> (that jet (1, N, 4), its label); ``UsageError`` naming --input.
-    Only the file's layout and that row are read and checked (#27 item 21: the whole file was,
-    and a bad value in another row refused the input); ``counted`` (file -> its jets) keeps
+    Only the file's layout and that row are read and checked (not the whole file, so that a bad
+    value in another row does not refuse the input); ``counted`` (file -> its jets) keeps
     each file's layout check to once per call of many inputs."""
     path, sep, row = text.strip().rpartition(":")
     if not sep or not path or not row.strip().isdecimal():
@@ -397,7 +397,7 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
             k = int(p.argmax())
             probabilities = probabilities_of(LABELS, p)
             # --json: the label alone, its score under "probabilities" as every task with
-            # scores gives it (#27: it was "top 0.9351", one string); the line keeps the score
+            # scores gives it (not "top 0.9351", one string); the line keeps the score
             found.append({"prediction": LABELS[k], "probabilities": probabilities,
                           "line": f"{LABELS[k]} {probabilities[LABELS[k]]:.4f}"})
     return found

@@ -25,7 +25,6 @@ Examples:
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +34,9 @@ from ...errors import UsageError
 from ...models.configs import JetTaggerConfig
 from ...settings import defaults, setting
 from ..base import Runtime, Task, model_defaults
+from .checks import check_files
 
-__all__ = ["JetsSettings", "JetsTask", "TASKS", "DATA_FILES", "split_ranges"]
-
-DATA_FILES = ("data", "val", "test")  # the settings that name jet files
+__all__ = ["JetsSettings", "JetsTask", "TASKS"]
 
 
 @dataclass
@@ -65,24 +63,6 @@ class JetsSettings:
                                           "ratio and a Particle Flow Network on the test jets")
 
 
-def split_ranges(n: int, cfg: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    """The index ranges [start, stop) of --data's N jets: train, and val / test unless their
-    own file is given (the test jets last, the validation jets before them).
-
-    Examples:
-        >>> split_ranges(1000, {"val": None, "test": None, "val_fraction": 0.1,
-        ...                     "test_fraction": 0.2})
-        {'train': (0, 700), 'val': (700, 800), 'test': (800, 1000)}
-    """
-    ranges, stop = {}, n
-    for name in ("test", "val"):
-        if not cfg.get(name):
-            size = math.ceil(n * cfg[f"{name}_fraction"])
-            ranges[name] = (stop - size, stop)
-            stop -= size
-    return {"train": (0, stop), **dict(reversed(ranges.items()))}
-
-
 class JetsTask(Task):
     """Top (signal, 1) against QCD (0) jets from their constituents' four-momenta."""
 
@@ -107,8 +87,8 @@ class JetsTask(Task):
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """--data is needed; every file named must be a readable jets file with both classes
-        (``data.check_jet_file``), and the split of --data must leave jets of
-        both classes in each part."""
+        and the split of --data must leave jets of both classes in each part
+        (``checks.check_files``)."""
         if not cfg.get("data"):
             raise UsageError("--data FILE is required: the jets to train on (.h5, see "
                              "docs/jets.md)")
@@ -123,18 +103,7 @@ class JetsTask(Task):
                                  f"trained on and {'tested' if key == 'test' else 'validated'} "
                                  f"on; give another file, or drop --{key} to hold out "
                                  f"--{key}-fraction of --data")
-        from .data import check_jet_file, range_labels  # pandas: read the files only now
-
-        counts = {key: check_jet_file(cfg[key], what=f"--{key}",
-                                      max_constituents=cfg["max_constituents"])
-                  for key in DATA_FILES if cfg.get(key)}
-        for part, (start, stop) in split_ranges(counts["data"], cfg).items():
-            labels = range_labels(cfg["data"], start, stop, cfg["chunk_size"])
-            if len(set(labels)) < 2:
-                raise UsageError(
-                    f"--data {cfg['data']}: its {part} range (jets {start}..{stop - 1} of "
-                    f"{counts['data']}) does not hold jets of both classes; use a larger file "
-                    f"or give --{'data' if part == 'train' else part} FILE")
+        check_files(cfg)
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The weights (default count), one chunk of jets, and one batch's attention logits

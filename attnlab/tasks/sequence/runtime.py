@@ -201,8 +201,8 @@ def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -
 def _maps(task: Task, model, cfg: dict[str, Any], tokens: list[int], n: int):
     """(maps, key labels, query labels). Keys are the input's symbols where they sit in the
     padded row; query row i is where output i is predicted (the answer fills the row's
-    start), so it is labelled with the model's output there (#27: it was labelled with the
-    input symbol at i, which for a reversal is not what that row produces). Padding, and
+    start), so it is labelled with the model's output there (not with the input symbol at i,
+    which for a reversal is not what that row produces). Padding, and
     outputs past the answer, in parentheses."""
     inputs, _, starts = _padded(task, cfg, [tokens])
     maps = [m[0] for m in model.get_attention_maps(inputs)]  # L × (H, T, T)

@@ -138,7 +138,7 @@ def spell_digits(cfg: dict[str, Any], texts: list[str], labels: list[str] | None
 
     Raises:
         UsageError: for digits outside 0 .. max_number - 1, the numbers the run learnt: its
-            German for them would be a guess of the wrong size (#27), however fluent.
+            German for them would be a guess of the wrong size, however fluent.
 
     Examples:
         >>> spell_digits({"src": "en", "max_number": 1000}, ["342", "seven"])

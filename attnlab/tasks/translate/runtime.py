@@ -37,7 +37,6 @@ from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
                       translate_texts)
-from .spec import TranslateTask
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "run", "load", "translate", "predict_many", "evaluate",
@@ -150,7 +149,7 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, trans
 def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path,
                            max_len: int) -> None:
     maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
-    plot_attention(maps, x_labels, y_labels, path, kind=TranslateTask.attention_kind,
+    plot_attention(maps, x_labels, y_labels, path, kind="cross",
                    title=f"cross-attention (decoder over source) on {src_text!r}")
 
 
@@ -185,8 +184,7 @@ def _fit_tokenizers(cfg: dict[str, Any], sample, test) -> TranslationTokenizers:
 def _train_loader(cfg: dict[str, Any], train, tok: TranslationTokenizers):
     """(training batches, max_steps, validation interval): the built-in stream is endless, so
     it trains for --max-steps and validates five times; --data trains for --max-steps or
-    --epochs and validates once per epoch, or every --val-every steps when given (it was
-    ignored, #27)."""
+    --epochs and validates once per epoch, or every --val-every steps when given."""
     bs = cfg["batch_size"]
     if cfg["data"] is None:
         max_steps = cfg["max_steps"]

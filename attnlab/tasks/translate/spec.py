@@ -112,8 +112,9 @@ class TranslateTask(Task):
         """The languages of the built-in data, what it cannot do (--epochs; more held-out
         numbers than half of --max-number), and the --data files, read now: a malformed one
         fails before the run starts."""
-        # imported here, not at the top: it loads num2words (~40 ms), which only a translate
-        # run needs, and every attnlab command imports this module to build its parser
+        # imported here, not at the top: it loads num2words (tens of ms: benchmarks/RESULTS.md),
+        # which only a translate run needs, and every attnlab command imports this module to
+        # build its parser
         from .data import check_languages, file_splits
 
         if cfg["data"] is not None:
@@ -156,7 +157,7 @@ class TranslateTask(Task):
         else:
             groups.append((["src_column", "tgt_column", "test"],
                            "for --data FILE only; the built-in data is --dataset"))
-        if cfg.get("beam", 1) == 1:  # it was taken and ignored (#27)
+        if cfg.get("beam", 1) == 1:  # taken and ignored, it would mislead
             groups.append((["length_penalty"],
                            "for beam search (--beam N > 1) only; with --beam 1 the test "
                            "translations are greedy"))
