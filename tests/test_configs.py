@@ -13,7 +13,7 @@ from attnlab.models.configs import (CausalLMConfig, ElementPredictorConfig, Seq2
                                     SequenceClassifierConfig)
 from attnlab.nn.positional import POSITIONAL_KINDS, input_kinds
 from attnlab.positional_names import POSITIONAL_NAMES
-from attnlab.tasks import TASKS, get_task
+from attnlab.tasks import TASKS, Runtime, get_task
 from attnlab.tasks.lm import runtime as lm_task
 from attnlab.tokenizers import TOKENIZER_KINDS
 
@@ -115,6 +115,7 @@ def test_every_task_module_exposes_tasks_and_a_build_model():
         package = import_module(type(task).__module__.rpartition(".")[0])  # tasks/NAME/
         assert package.TASKS[name] is get_task(name) is task
         assert callable(task.runtime_module().build_model)
+        assert isinstance(task.runtime_module(), Runtime)  # run, load, predict_many, ...
 
 
 def test_one_tokenizer_registry():

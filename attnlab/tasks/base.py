@@ -35,7 +35,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UsageError
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
@@ -69,6 +69,7 @@ def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[s
     return defaults(config, only=exposed(config) if names is None else names)
 
 
+@runtime_checkable
 class Runtime(Protocol):
     """What a task's ``runtime.py`` provides: the heavy half of the ``Task`` methods of the same
     names, each taking the task first. A module satisfies it by defining these functions
@@ -253,7 +254,8 @@ class Task:
         runtime = self.runtime_module()
         if quantize is None:
             return runtime.evaluate(self, run_dir, cfg, data)
-        return runtime.evaluate(self, run_dir, cfg, data, quantize=quantize)  # type: ignore[call-arg]
+        return runtime.evaluate(self, run_dir, cfg, data,  # type: ignore[call-arg]
+                                quantize=quantize)
 
     def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab plot attention DIR --input TEXT``: the attention of the trained model on

@@ -36,9 +36,9 @@ from ...viz import lr_curve, plot_lr_schedule
 from ..base import config_from_run, each_input
 from .checks import check_corpus
 
-__all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir", "pin_corpus",
-           "split_windows", "figures", "run", "load", "encode_prompt", "predict_many", "evaluate",
-           "attention_maps"]
+__all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
+           "pin_corpus", "split_windows", "figures", "run", "load", "encode_prompt",
+           "predict_many", "evaluate", "attention_maps"]
 
 
 def model_config_of(cfg: dict[str, Any]) -> CausalLMConfig:
