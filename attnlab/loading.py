@@ -66,10 +66,27 @@ def _check_settings(cfg: dict, cfg_path: Path, task) -> None:
 
 def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
                   command: str = "") -> tuple[Path, dict]:
-    """Validate a run directory and return (path, config). ``tasks`` limits the accepted kinds.
+    """Check that ``run_dir`` is a finished run that can be loaded, and read its settings.
 
-    The config is a ``RunConfig``: looking up a setting the file lacks is a ``UsageError``
-    naming ``config.yaml`` and the setting.
+    Args:
+        run_dir: the run directory ``attnlab train`` wrote.
+        tasks: the tasks whose runs are accepted (``export`` takes lm and translate runs);
+            None accepts any.
+        command: the command's name, to start every message with ("predict: ...").
+
+    Returns:
+        ``(Path(run_dir), config)``; the config is a ``RunConfig``, so that looking up a setting
+        the file lacks is a ``UsageError`` naming ``config.yaml`` and the setting.
+
+    Raises:
+        UsageError: no such directory, no or a broken ``config.yaml``, an unknown task or one
+            outside ``tasks``, no ``model.safetensors``, or a model setting no trained run has
+            (a width the heads do not divide, where the task's model splits it).
+
+    Examples:
+        >>> check_run_dir("runs/none", command="predict")
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: predict: run directory not found: runs/none
     """
     run_dir = Path(run_dir)
     where = f"{command}: " if command else ""
@@ -96,8 +113,20 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
 
 
 def load(run_dir: str | Path, *, quantize: str | None = None):
-    """The trained model (and tokenizer, where the task has one) of a run directory; with
-    ``quantize="int8"`` (lm and translate runs), on int8 weights (``attnlab.nn.quantize``)."""
+    """The trained model (and tokenizer, where the task has one) of a run directory.
+
+    Args:
+        run_dir: the run directory ``attnlab train`` wrote (checked by ``check_run_dir``).
+        quantize: ``"int8"`` for lm and translate runs: every linear layer on int8 weights
+            (``attnlab.nn.quantize``); None keeps float32.
+
+    Returns:
+        The model in eval mode; ``(model, tokenizer)`` for a task with a tokenizer.
+
+    Raises:
+        UsageError: the directory is not a run that can be loaded (see ``check_run_dir``).
+        ValueError: ``quantize`` for a run of a task that does not take it.
+    """
     run_dir, cfg = check_run_dir(run_dir)
     why = quantize_refusal(quantize, cfg["task"], run_dir)
     if why:

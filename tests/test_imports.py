@@ -287,6 +287,24 @@ def test_the_tasks_are_reached_by_real_imports():
         assert f"attnlab.tasks.{p}.runtime" in real[f"attnlab.tasks.{p}.spec"], p
 
 
+def test_the_run_directory_layers_import_nothing_heavy():
+    """What the table says of ``runs.py`` (and the rest of the bottom row) and ``loading.py``:
+    importing them loads none of torch, numpy, yaml or safetensors, so a command can check a
+    run directory before it pays for torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import attnlab.errors, attnlab.settings, attnlab.runs, attnlab.activation_names\n"
+        "import attnlab.positional_names, attnlab.loading\n"
+        "heavy = {'torch', 'numpy', 'yaml', 'safetensors'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]
+
+
 MAX_FUNCTION_LINES = 60  # the package's "Done when" for function length
 
 
