@@ -1,4 +1,4 @@
-"""The Particle Flow Network: a Deep Sets classifier of particle jets (the jets baseline).
+"""The Particle Flow Network: a Deep Sets classifier of particle jets (the jets task's baseline).
 
 Shapes: B jets, N constituents (zero-padded), F features per constituent, L latent width,
 C classes.
