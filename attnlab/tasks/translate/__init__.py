@@ -2,8 +2,8 @@
 
 ``spec.py`` declares the task (settings, defaults, checks; no torch), ``runtime.py`` its heavy
 half (model, training, inference: the ``attnlab.tasks.base.Runtime`` functions); ``data.py`` the
-text side (splits, languages, tokenisers), ``scoring.py`` decoding and the metrics; only the
-spec is imported here.
+text side (splits, languages, tokenisers, and the files ``validate`` checks), ``scoring.py``
+decoding and the metrics; only the spec is imported here.
 """
 from .spec import TASKS, TranslateSettings, TranslateTask
 

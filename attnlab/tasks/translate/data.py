@@ -23,12 +23,12 @@ from ...data.dates import DatePairs, check_locale, held_out_days
 from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
 from ...data.tables import check_digest, read_table
 from ...errors import UsageError
-from ...runs import check_data_files
+from ...runs import check_data_files, pin_data_files
 from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
 
 __all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "check_languages", "builtin_splits",
-           "read_pairs", "file_splits", "evaluation_pairs", "spell_digits", "resolve_tokenizer",
-           "fit_tokenizer"]
+           "read_pairs", "file_splits", "check_files", "evaluation_pairs", "spell_digits",
+           "resolve_tokenizer", "fit_tokenizer"]
 
 TARGET_TOKENIZER_FILE = "target_tokenizer.json"
 
@@ -116,6 +116,15 @@ def file_splits(cfg: dict[str, Any]):
         raise UsageError(f"--data {cfg['data']}: {len(pairs)} rows are too few to hold out "
                          f"test and validation rows; give at least 3")
     return train, val, test
+
+
+def check_files(cfg: dict[str, Any]) -> None:
+    """``validate``'s reading of --data (and --test): their pairs split as ``file_splits``
+    splits them, so that a malformed file fails before the run starts, and each file's SHA-256
+    recorded in ``cfg["data_sha256"]`` (saved with config.yaml: evaluate and --resume check
+    it)."""
+    file_splits(cfg)
+    pin_data_files(cfg, ("data", "test"))
 
 
 def evaluation_pairs(cfg: dict[str, Any], data: str | None) -> list[tuple[str, str]]:

@@ -15,11 +15,11 @@ short; the test set is decoded greedily in large batches with the KV cache.
 The run directory holds ``tokenizer.json`` (the source tokeniser, which reads the user's text)
 and ``target_tokenizer.json``; ``attnlab.load(DIR)`` returns ``(model, TranslationTokenizers)``.
 
-The task is four modules. This one imports neither torch nor Lightning (``attnlab train
---help`` and the flag checks run before torch loads); ``data.py`` holds the text side
-(splits, language checks, tokenisers), ``scoring.py`` decoding and the metrics, and
-``runtime.py`` (``runtime``) the batches, the model, training, loading and the
-commands that use a trained run.
+The task is four modules of this package. This one imports neither torch nor Lightning
+(``attnlab train --help`` and the flag checks run before torch loads); ``data.py`` holds the
+text side (splits, language checks, tokenisers), ``scoring.py`` decoding and the metrics, and
+``runtime.py`` the batches, the model, training, loading and the commands that use a trained
+run.
 """
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ from typing import Any
 
 from ...errors import UsageError
 from ...models.configs import Seq2SeqConfig
-from ...runs import pin_data_files
 from ...settings import defaults as setting_defaults
 from ...settings import AdaptSettings, setting
 from ...tokenizers import TOKENIZER_KINDS
@@ -115,11 +114,10 @@ class TranslateTask(Task):
         # imported here, not at the top: it loads num2words (tens of ms: benchmarks/RESULTS.md),
         # which only a translate run needs, and every attnlab command imports this module to
         # build its parser
-        from .data import check_languages, file_splits
+        from .data import check_files, check_languages
 
         if cfg["data"] is not None:
-            file_splits(cfg)
-            pin_data_files(cfg, ("data", "test"))  # saved with config.yaml: evaluate, --resume
+            check_files(cfg)
             return
         check_languages(cfg)
         if cfg.get("epochs") is not None:
