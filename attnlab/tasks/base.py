@@ -92,7 +92,7 @@ class Runtime(Protocol):
         """The test metrics of a trained run (``Task.evaluate``)."""
 
     def attention_maps(self, task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
-        """(maps, x_labels, y_labels) of the trained model on ``text`` (``Task.attention_maps``)."""
+        """(maps, x_labels, y_labels) of the model on ``text`` (``Task.attention_maps``)."""
 
 
 class Task:
