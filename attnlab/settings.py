@@ -30,7 +30,7 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "AdaptSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
-           "add_flags", "defaults", "check", "check_record", "check_options", "check_argument", "flag", "exposed"]
+           "seed_setting", "threads_setting", "add_flags", "defaults", "check", "check_record", "check_options", "check_argument", "flag", "exposed"]
 
 
 def flag(name: str) -> str:
@@ -70,12 +70,19 @@ def threads_setting(help: str) -> Any:
     return setting(None, help=help, low=1, most=MAX_THREADS, optional=True)
 
 
+def seed_setting(default: int | None, help: str) -> Any:
+    """``--seed S``: training's, sampling's (``generate``) and the jets generator's (``data
+    jets``): one range, what NumPy and Pythia take (PyTorch takes more)."""
+    return setting(default, help=help, low=0, below=2**32, optional=default is None,
+                   metavar="S")
+
+
 @dataclass
 class TrainSettings:
     """The training settings every ``attnlab train TASK`` shares (docs/cli.md, "Train").
     A task's ``defaults`` override these values, not their checks."""
 
-    seed: int = setting(42, help="random seed", low=0, below=2**32)
+    seed: int = seed_setting(42, help="random seed")
     max_steps: int = setting(1000, help="optimiser steps to train for", low=1)
     epochs: int = setting(None, help="train for N passes instead of --max-steps", low=1,
                           optional=True)

@@ -431,7 +431,7 @@ def plot_jet_roc(curves: dict, path: str | Path, *, title: str = "top tagging") 
 
     Args:
         curves: name -> (signal_efficiency, background_efficiency, auc), arrays of one ROC
-            curve (``attnlab.data.jet_metrics.roc``) and the area under it.
+            curve (``attnlab.tasks.jets.metrics.roc``) and the area under it.
         path: the PNG file to write.
 
     Examples:

@@ -29,7 +29,7 @@ from torch import nn
 from attnlab.cli import main
 from attnlab.models import SequenceClassifier
 from attnlab.nn import PositionalEncoding
-from attnlab.tasks.classify_runtime import make_batches
+from attnlab.tasks.classify.runtime import make_batches
 from attnlab.tokenizers import WordTokenizer
 
 D, HEADS, LAYERS, FF, CLASSES = 64, 4, 2, 128, 3

@@ -6,7 +6,7 @@
 
 1. Generate ``--train`` top + ``--train`` QCD particle-level jets with seed ``--seed`` and a
    separate test set of ``--test`` + ``--test`` with ``--test-seed`` (attnlab's Pythia 8 +
-   FastJet generator, ``attnlab.data.jets_generate``): generation jets/s. Files already in
+   FastJet generator, ``attnlab.tasks.jets.generate``): generation jets/s. Files already in
    ``--dir`` with the same settings are reused.
 2. Time a few training steps of each model on those jets and choose ``--max-steps`` so that
    training takes about ``--minutes`` (85% of it: validation and the Lightning loop cost the
@@ -60,8 +60,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 def generate(path: Path, n: int, seed: int, jobs: int) -> float | None:
     """Write ``n`` top + ``n`` QCD jets to ``path``; jets per second, or None when a file
     with these settings was there already."""
-    from attnlab.data.jets import read_settings, write_jets
-    from attnlab.data.jets_generate import JetSettings, generate_jets
+    from attnlab.tasks.jets.data import read_settings, write_jets
+    from attnlab.tasks.jets.generate import JetSettings, generate_jets
 
     settings = JetSettings(signal=n, background=n, seed=seed, jobs=jobs)
     if path.is_file():
@@ -82,9 +82,9 @@ def seconds_per_step(train: Path, options: list[str], batch_size: int, threads: 
     ``train`` (grouped by length), after two warm-up steps: what ``--minutes`` buys."""
     import torch
 
-    from attnlab.data.jets import count_jets
+    from attnlab.tasks.jets.data import count_jets
     from attnlab.models import JetTagger
-    from attnlab.tasks.jets_runtime import JetBatches, Split
+    from attnlab.tasks.jets.runtime import JetBatches, Split
 
     if threads:
         torch.set_num_threads(threads)

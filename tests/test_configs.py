@@ -13,8 +13,8 @@ from attnlab.models.configs import (CausalLMConfig, ElementPredictorConfig, Seq2
                                     SequenceClassifierConfig)
 from attnlab.nn.positional import POSITIONAL_KINDS, input_kinds
 from attnlab.positional_names import POSITIONAL_NAMES
-from attnlab.tasks import TASKS, get_task
-from attnlab.tasks import lm as lm_task
+from attnlab.tasks import TASKS, Runtime, get_task
+from attnlab.tasks.lm import runtime as lm_task
 from attnlab.tokenizers import TOKENIZER_KINDS
 
 CASES = [
@@ -111,14 +111,16 @@ def test_every_task_module_exposes_tasks_and_a_build_model():
     """The spec module registers the task; its runtime module builds the model."""
     from importlib import import_module
 
-    for name, module in TASKS.items():
-        mod = import_module(module)
-        assert mod.TASKS[name] is get_task(name)
-        assert callable(import_module(get_task(name).runtime).build_model)
+    for name, task in TASKS.items():
+        package = import_module(type(task).__module__.rpartition(".")[0])  # tasks/NAME/
+        assert package.TASKS[name] is get_task(name) is task
+        assert callable(task.runtime_module().build_model)
+        assert isinstance(task.runtime_module(), Runtime)  # run, load, predict_many, ...
 
 
 def test_one_tokenizer_registry():
-    from attnlab.tasks import classify, translate
+    from attnlab.tasks.classify import spec as classify
+    from attnlab.tasks.translate import spec as translate
 
     assert tuple(TOKENIZER_KINDS) == ("char", "word", "bpe")
     assert translate.TOKENIZERS == ("auto", *TOKENIZER_KINDS)

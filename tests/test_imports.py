@@ -19,17 +19,7 @@ ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 
 # Imports that point up the layers today, each with the reason it is still there. The layer
 # test fails on any other, and on one of these once it is gone, so that its line goes too.
-UPWARD_ALLOWED = {
-    ("attnlab.models.jet_tagger", "attnlab.data.jet_physics"):
-        "the jet physics lives in data/ until it moves next to the jet models or the jets task",
-}
-
-# The tasks registry links modules of attnlab/tasks by name: tasks/__init__.py's TASKS and each
-# spec's ``runtime = "attnlab.tasks.NAME_runtime"``, while the runtime imports its spec, a loop
-# that runs only when a task trains or loads. Those named links are left out of the cycle search
-# until the tasks are packages reached by real imports; then this allowance fails and goes.
-NAMED_LOOPS_ALLOWED_IN = "attnlab.tasks"
-
+UPWARD_ALLOWED: dict[tuple[str, str], str] = {}
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
@@ -164,26 +154,10 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def _without_allowed_named_loops(real, named) -> dict[str, set[str]]:
-    """The import graph with every link by name, but those between two modules of
-    ``NAMED_LOOPS_ALLOWED_IN``."""
-    def inside(module):
-        return module == NAMED_LOOPS_ALLOWED_IN or module.startswith(NAMED_LOOPS_ALLOWED_IN + ".")
-
-    return {m: real[m] | {t for t in named[m] if not (inside(m) and inside(t))} for m in real}
-
-
 def test_the_import_graph_has_no_cycle():
-    cycle = _cycle(_without_allowed_named_loops(*_graphs()))
-    assert cycle is None, " -> ".join(cycle)
-
-
-def test_the_tasks_registry_allowance_is_still_needed():
     real, named = _graphs()
-    everything = {m: real[m] | named[m] for m in real}
-    assert _cycle(everything) is not None, (
-        f"no module of {NAMED_LOOPS_ALLOWED_IN} loops back through a name any more: remove "
-        f"NAMED_LOOPS_ALLOWED_IN from tests/test_imports.py")
+    cycle = _cycle({m: real[m] | named[m] for m in real})
+    assert cycle is None, " -> ".join(cycle)
 
 
 def test_the_cycle_finder_finds_a_planted_cycle():
@@ -290,6 +264,29 @@ def test_the_layer_check_finds_a_planted_upward_import():
     assert _upward(graph, layers) == {("attnlab.runs", "attnlab.tasks")}
 
 
+def test_models_import_neither_data_nor_tasks():
+    """``attnlab/models`` is built from ``attnlab/nn`` and the layers below it: no reader of
+    files, no task (the physics a jet model reads is ``models/jet_physics.py``). The layer test
+    says this too; this one names the two rows that once leaked in."""
+    real, named = _graphs()
+    leaks = sorted((m, t) for m in real if m.startswith("attnlab.models")
+                   for t in real[m] | named[m]
+                   if t.startswith(("attnlab.data", "attnlab.tasks", "attnlab.tokenizers")))
+    assert not leaks, f"models/ imports data or tasks: {leaks}"
+
+
+def test_the_tasks_are_reached_by_real_imports():
+    """The registry imports every task package, and nothing names a task module by a string
+    (a spec reaches its runtime by ``from . import runtime``)."""
+    real, named = _graphs()
+    by_name = sorted((m, t) for m in named for t in named[m] if t.startswith("attnlab.tasks"))
+    assert not by_name, f"task modules reached by name: {by_name}"
+    packages = {p.parent.name for p in (PACKAGE / "tasks").glob("*/spec.py")}
+    assert len(packages) >= 7 and {f"attnlab.tasks.{p}" for p in packages} <= real["attnlab.tasks"]
+    for p in packages:
+        assert f"attnlab.tasks.{p}.runtime" in real[f"attnlab.tasks.{p}.spec"], p
+
+
 def test_the_run_directory_layers_import_nothing_heavy():
     """What the table says of ``runs.py`` (and the rest of the bottom row) and ``loading.py``:
     importing them loads none of torch, numpy, yaml or safetensors, so a command can check a
@@ -327,9 +324,9 @@ def test_no_function_in_the_package_is_over_60_lines():
 
 
 def test_task_specs_are_light_and_a_flag_error_needs_no_torch():
-    """Every task's spec module (the one ``attnlab.tasks.TASKS`` names) imports neither torch,
-    numpy nor Lightning, so ``attnlab train TASK --help`` and a refused flag answer before
-    torch loads; the heavy half lives in the module ``Task.runtime`` names."""
+    """Every task's spec module (``attnlab/tasks/NAME/spec.py``, which the registry imports)
+    imports neither torch, numpy nor Lightning, so ``attnlab train TASK --help`` and a refused
+    flag answer before torch loads; the heavy half is the package's ``runtime.py``."""
     import subprocess
     import sys
 

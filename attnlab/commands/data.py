@@ -3,7 +3,7 @@
     attnlab data jets --signal N --background N --out FILE [--seed S] [--jobs J]
                       [--detector none|delphes-like] [--force]
 
-Writes FILE in the Top Quark Tagging Reference Dataset's layout (``attnlab.data.jets``), which
+Writes FILE in the Top Quark Tagging Reference Dataset's layout (``attnlab.tasks.jets.data``), which
 ``attnlab train jets --data FILE`` reads. Every flag is checked before the first event is made.
 Progress goes to standard error (a bar on a terminal, a line per tenth otherwise); the one line
 on standard output is the summary. Needs the `jets` extra (``pip install attnlab[jets]``).
@@ -13,11 +13,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..settings import add_flags, check_options, seed_setting
 
-DETECTORS = ("none", "delphes-like")  # attnlab.data.jets_generate.DETECTORS (checked by a test)
-SEED_LIMIT = 2**32
+DETECTORS = ("none", "delphes-like")  # attnlab.tasks.jets.generate.DETECTORS (checked by a test)
+
+
+@dataclass
+class JetsOptions:
+    """``attnlab data jets``'s typed flags (the others are checked in ``check_args``)."""
+
+    seed: int = seed_setting(42, help="random seed (default 42); the same seed and --jobs give "
+                                      "the same jets, so make a test set with another seed")
 
 
 def register(sub) -> None:
@@ -39,9 +48,7 @@ def register(sub) -> None:
     j.add_argument("--out", required=True, metavar="FILE",
                    help="the .h5 file to write; an existing file is refused (see --force)")
     j.add_argument("--force", action="store_true", help="replace FILE if it exists")
-    j.add_argument("--seed", type=int, default=42, metavar="S",
-                   help="random seed (42); the same seed and --jobs give the same jets, so "
-                        "make a test set with another seed")
+    add_flags(j, JetsOptions)
     j.add_argument("--jobs", type=int, default=1, metavar="J",
                    help="worker processes (1); each makes a share of both classes")
     j.add_argument("--detector", choices=DETECTORS, default="none",
@@ -59,10 +66,9 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--signal and --background are both 0: nothing to generate")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
-    if not 0 <= args.seed < SEED_LIMIT:
-        raise UsageError(f"--seed must be in 0 .. {SEED_LIMIT - 1}, got {args.seed}")
+    check_options(args, JetsOptions)
     check_out(args.out, force=args.force)
-    from ..data.jets_generate import check_installed
+    from ..tasks.jets.generate import check_installed
 
     missing = check_installed()
     if missing is not None:
@@ -118,8 +124,8 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     check_args(args)
-    from ..data.jets import write_jets
-    from ..data.jets_generate import JetSettings, generate_jets
+    from ..tasks.jets.data import write_jets
+    from ..tasks.jets.generate import JetSettings, generate_jets
 
     settings = JetSettings(signal=args.signal, background=args.background, seed=args.seed,
                            jobs=args.jobs, detector=args.detector)

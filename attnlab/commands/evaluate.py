@@ -41,14 +41,14 @@ def run(args) -> int:
     use_threads(args, "decode" if cfg["task"] == "translate" else "forward", run_dir)
     task = get_task(cfg["task"])
     if args.by_length:
-        by_length = task.runtime_function("evaluate_by_length")
+        by_length = task.evaluate_by_length
         if by_length is None:
             raise UsageError(f"--by-length is for translate runs; {run_dir} is a "
                              f"{cfg['task']} run")
-        from ..tasks.translate_scoring import by_length_table
+        from ..tasks.translate.scoring import by_length_table
 
         out = choose_out(args.out, run_dir / "by_length.png")  # before the slow decoding
-        metrics, rows = by_length(task, run_dir, cfg, args.data, out, quantize=args.quantize)
+        metrics, rows = by_length(run_dir, cfg, args.data, out, quantize=args.quantize)
         print(by_length_table(rows), file=sys.stderr)
         print(f"wrote {out}", file=sys.stderr)
         metrics = {**metrics, "by_length": rows}

@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from ..settings import ModelRunSettings, SamplingSettings, add_flags, check_options, setting
+from ..settings import (ModelRunSettings, SamplingSettings, add_flags, check_options,
+                        seed_setting, setting)
 from .inputs import add_input_file_flags, one_or_file
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
@@ -27,8 +28,7 @@ class GenerateOptions(SamplingSettings, ModelRunSettings):
 
     max_new_tokens: int = setting(200, low=1, metavar="N",
                                   help="tokens to generate at most (default 200)")
-    seed: int = setting(None, low=0, below=2**64, optional=True, metavar="N",
-                        help="seed for reproducible sampling")
+    seed: int = seed_setting(None, help="seed for reproducible sampling")
     greedy: bool = setting(False, help="argmax decoding instead of sampling")
 
 

@@ -65,6 +65,12 @@ def validate_shared(cfg: dict[str, Any], task=None) -> None:
 
 def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     """SHARED_DEFAULTS < task defaults < --config < flags given (or the saved config on --resume)."""
+    return configure(task_name, given)[0]
+
+
+def configure(task_name: str, given: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """``build_config``'s settings, and what the task's checks read that its run needs
+    (``Task.validate``'s result, handed to ``Task.run``: the task object keeps nothing)."""
     from ..runs import read_yaml
 
     task = get_task(task_name)
@@ -111,12 +117,12 @@ def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run goes on as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
-    task.check_settings(cfg)
+    checked = task.check_settings(cfg)
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
         cfg.pop(name, None)
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
         cfg.pop("max_steps", None)     # would be recorded beside it, unused
-    return cfg
+    return cfg, checked
 
 
 def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:
@@ -200,7 +206,7 @@ def _preflight(args: argparse.Namespace, cfg: dict[str, Any]) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in ("task", "func", "command")}
-    cfg = build_config(args.task, given)
+    cfg, checked = configure(args.task, given)
     run_dir = _preflight(args, cfg)
     if run_dir is None:
         return 0
@@ -213,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     cfg["out"] = str(run_dir)
     try:
         with _sigterm_as_exception():
-            _train(cfg, run_dir)
+            _train(cfg, run_dir, checked)
     except BaseException as e:
         if _is_child():
             raise
@@ -221,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train(cfg: dict[str, Any], run_dir: Path) -> None:
+def _train(cfg: dict[str, Any], run_dir: Path, checked: Any = None) -> None:
     from ..runs import write_yaml
 
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -241,7 +247,7 @@ def _train(cfg: dict[str, Any], run_dir: Path) -> None:
         torch.set_num_threads(threads)
     if not _is_child():
         print(f"attnlab train {cfg['task']} -> {run_dir}", file=sys.stderr, flush=True)
-    get_task(cfg["task"]).run(cfg, run_dir)
+    get_task(cfg["task"]).run(cfg, run_dir, checked)
 
 
 class _sigterm_as_exception:

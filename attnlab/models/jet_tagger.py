@@ -1,4 +1,4 @@
-"""Jet tagging: a set Transformer over a jet's constituents (top quark against QCD, issue #10).
+"""Jet tagging: a set Transformer over a jet's constituents (top quark against QCD).
 
 Shapes: B jets, N constituents (zero-padded), F = 7 features per constituent, P = 4 pair
 features, D model width, H heads, L encoder blocks, C classes (2: QCD = 0, top = 1).
@@ -34,11 +34,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..data.jet_physics import (NUM_FEATURES, NUM_PAIR_FEATURES, constituent_features,
-                                constituent_mask, pair_features)
 from ..nn import DecoderBlock, TransformerEncoder
 from .classifier import _output_net
 from .configs import JetTaggerConfig
+from .jet_physics import (NUM_FEATURES, NUM_PAIR_FEATURES, constituent_features,
+                          constituent_mask, pair_features)
 
 __all__ = ["JetTagger", "JetTaggerConfig", "PairBias", "scaled_features", "FEATURE_SHIFT",
            "FEATURE_SCALE", "PAIR_SHIFT", "PAIR_SCALE", "PAIR_CLIP"]
@@ -60,7 +60,7 @@ PAIR_CLIP = 5.0
 def _float32_bits(values: tuple[float, ...]) -> Tensor:
     """``values`` in float32, held as their int32 bit patterns (``.view(torch.float32)`` reads
     them back): a buffer that moves with the model to its device, because a tensor made from
-    Python numbers in a forward pass is a host-to-device copy, which synchronises (#26), and
+    Python numbers in a forward pass is a host-to-device copy, which synchronises, and
     that ``.to(dtype)`` leaves exact (it converts floating-point buffers only)."""
     return torch.tensor(values, dtype=torch.float32).view(torch.int32)
 

@@ -39,7 +39,7 @@ class ParticleFlowNetwork(nn.Module):
     """Deep Sets over the constituents: Φ per particle, a masked sum, then F to the logits.
 
     Args:
-        num_features: features F per constituent (7: ``attnlab.data.jet_physics``'s
+        num_features: features F per constituent (7: ``attnlab.models.jet_physics``'s
             ``constituent_features``).
         phi_sizes: widths of Φ's layers; the last is the latent width L.
         f_sizes: widths of F's hidden layers.

@@ -1,18 +1,27 @@
 """The interface every ``attnlab train TASK`` implements.
 
-A task is two modules under ``attnlab/tasks/``, registered by name in ``attnlab/tasks/__init__.py``:
+A task is a package ``attnlab/tasks/NAME/``, whose task object(s) the registry
+``attnlab/tasks/__init__.py`` imports by name:
 
-- the **spec**, ``NAME.py``: a ``Task`` subclass with the task's typed settings (``settings``,
-  a dataclass of ``attnlab.settings.setting`` fields, from which its flags, their help, defaults
-  and checks are generated), its ``defaults``, its cross-setting ``validate`` and its
-  ``memory_estimate``. It imports neither torch nor Lightning: the CLI builds every task's
-  parser at start-up, and a flag error is reported before torch is loaded.
-- the **runtime**, ``NAME_runtime.py`` (named by ``Task.runtime``): module-level functions
-  ``run(task, cfg, run_dir)``, ``load(task, run_dir, cfg)``, ``predict``, ``evaluate``,
-  ``attention_maps`` (and any command-specific ones), which the ``Task`` methods of the same
-  names call; an ``attention_figure(task, run_dir, cfg, text, out)`` replaces the heat maps of
-  ``attnlab plot attention`` with the task's own picture (jets draw the jet). It imports torch, the models and the data at the top; Lightning only inside
-  ``run`` (``predict``, ``evaluate`` and ``plot`` never load it).
+- the **spec**, ``NAME/spec.py``: a ``Task`` subclass with the task's typed settings
+  (``settings``, a dataclass of ``attnlab.settings.setting`` fields, from which its flags, their
+  help, defaults and checks are generated), its ``defaults``, its cross-setting ``validate`` and
+  its ``memory_estimate``. It imports neither torch nor Lightning: the CLI builds every task's
+  parser at start-up, and a flag error is reported before torch is loaded. It holds no state
+  between calls: what ``validate`` read that the run needs (classify's splits) is returned and
+  handed to ``run``.
+- the **runtime**, ``NAME/runtime.py``: module-level functions ``run(task, cfg, run_dir,
+  checked)``, ``load(task, run_dir, cfg)``, ``predict_many``, ``evaluate``, ``attention_maps``
+  (the ``Runtime`` protocol below), which the ``Task`` methods of the same names call; the spec
+  reaches it by ``from . import runtime`` inside ``Task.runtime_module``, so that importing the
+  spec imports no torch. A command that only some tasks serve (``attnlab translate``, ``attnlab
+  generate``'s prompts, jets' own attention figure) is a method of those tasks' ``Task``
+  subclass calling their runtime's function of the same name; ``Task`` declares each such
+  method as ``None``, which the command tests for. The runtime imports torch, the models and
+  the data at the top; Lightning only inside ``run`` (``predict``, ``evaluate`` and ``plot``
+  never load it).
+- the task's own data and scoring code beside them (``translate/data.py``,
+  ``translate/scoring.py``, ``jets/data.py``, ...).
 
 The CLI merges a task's configuration, later sources winning:
     SHARED_DEFAULTS  <  Task.defaults  <  --config YAML  <  flags given on the command line
@@ -24,10 +33,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from importlib import import_module
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UsageError
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
@@ -61,6 +69,32 @@ def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[s
     return defaults(config, only=exposed(config) if names is None else names)
 
 
+@runtime_checkable
+class Runtime(Protocol):
+    """What a task's ``runtime.py`` provides: the heavy half of the ``Task`` methods of the same
+    names, each taking the task first. A module satisfies it by defining these functions
+    (PEP 544: modules as implementations of protocols); ``load`` and ``evaluate`` of lm and
+    translate also take ``quantize=``."""
+
+    def run(self, task: Task, cfg: dict[str, Any], run_dir: Path,
+            checked: Any = None) -> dict[str, float]:
+        """Train, test and write the run directory (``Task.run``)."""
+
+    def load(self, task: Task, run_dir: Path, cfg: dict[str, Any]) -> Any:
+        """The trained model, or (model, tokenizer) (``Task.load``)."""
+
+    def predict_many(self, task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+                     labels: list[str]) -> list[dict[str, Any]]:
+        """One result per input (``Task.predict_many``)."""
+
+    def evaluate(self, task: Task, run_dir: Path, cfg: dict[str, Any],
+                 data: str | None) -> dict[str, float]:
+        """The test metrics of a trained run (``Task.evaluate``)."""
+
+    def attention_maps(self, task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
+        """(maps, x_labels, y_labels) of the model on ``text`` (``Task.attention_maps``)."""
+
+
 class Task:
     """One trainable task. Subclass it and fill in what the task supports.
 
@@ -79,7 +113,15 @@ class Task:
         settings: the task's own typed settings (data files, sizes, ...): a dataclass of
             ``attnlab.settings.setting`` fields; ``add_arguments`` makes one flag per field and
             ``check_settings`` checks them, so a new task setting is one field plus its use.
-        runtime: the dotted name of the module holding the task's heavy half (see above).
+
+    Optional commands (None where a task has none; the command tests for it):
+        attention_kind: what its attention maps are, for a figure's title (translate: "cross").
+        attention_figure(run_dir, cfg, text, out): a picture of its own that replaces the heat
+            maps of ``attnlab plot attention`` (jets draw the jet); returns the path written.
+        attention_layers(run_dir, cfg, text): ``attnlab view``'s (layers, query tokens, key
+            tokens), where the task has more than ``attention_maps`` to show.
+        attention_focus(run_dir, cfg, text): the query row ``text`` singles out (graph: a node).
+        evaluate_by_length(run_dir, cfg, data, out, *, quantize): ``evaluate --by-length``.
     """
 
     name: str = ""
@@ -90,7 +132,11 @@ class Task:
     model_config: type | None = None
     model_flags: tuple[str, ...] | None = None
     settings: type | None = None
-    runtime: str = ""
+    attention_kind: str | None = None
+    attention_figure: Callable[..., Path] | None = None
+    attention_layers: Callable[..., tuple] | None = None
+    attention_focus: Callable[..., int] | None = None
+    evaluate_by_length: Callable[..., tuple] | None = None
 
     def model_settings(self) -> tuple[str, ...]:
         """The names of the model-config fields this task's command line sets."""
@@ -107,16 +153,17 @@ class Task:
             add_flags(parser.add_argument_group(f"{self.name} task"), self.settings,
                       only=exposed(self.settings, besides=None))
 
-    def check_settings(self, cfg: dict[str, Any]) -> None:
+    def check_settings(self, cfg: dict[str, Any]) -> Any:
         """Check every typed setting of the task (its ``settings`` and the model fields it
-        exposes: type, range, choices), then what ``validate`` adds."""
+        exposes: type, range, choices), then what ``validate`` adds; return what ``validate``
+        returns (for ``run``'s ``checked``)."""
         if self.settings is not None:
             check(self.settings, cfg)
         if self.model_settings():
             check(self.model_config, cfg, only=self.model_settings())
         if self.settings is not None and issubclass(self.settings, AdaptSettings):
             check_adapt(cfg, **self.adapt_layout(cfg))
-        self.validate(cfg)
+        return self.validate(cfg)
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """For a task with ``AdaptSettings``: what ``check_adapt`` checks them against — the
@@ -139,14 +186,15 @@ class Task:
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
         """The settings ``config.yaml`` leaves out because the run does not use them: by
         default every one ``unused_settings`` names (a karate-club run recorded the block
-        model's --nodes and --p-in, #27). A task whose unused flags still stand for a value
+        model's --nodes and --p-in). A task whose unused flags still stand for a value
         the run records (lm's vocabulary size, read from a prepared corpus) returns less."""
         return [name for names, _ in self.unused_settings(cfg) for name in names]
 
-    def validate(self, cfg: dict[str, Any]) -> None:
+    def validate(self, cfg: dict[str, Any]) -> Any:
         """Check what the typed settings cannot (one setting against another, the data files)
         before anything heavy runs; raise ``UsageError`` naming the flag. Shared flags and
-        ``settings`` are checked already."""
+        ``settings`` are checked already. Return what the check read that ``run`` needs
+        (handed to it as ``checked``; the task keeps nothing), or None."""
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The large allocations a run with ``cfg`` will make, as (what, bytes) pairs, for
@@ -159,30 +207,28 @@ class Task:
         return [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
                  16 * params)]
 
-    # ---- the heavy half: functions of the runtime module ----------------------------------
-    def runtime_function(self, name: str):
-        """The runtime module's function ``name`` (imported on first use), or None."""
-        return getattr(import_module(self.runtime), name, None) if self.runtime else None
+    # ---- the heavy half: the functions of the package's runtime module --------------------
+    def runtime_module(self) -> Runtime:
+        """The task's ``runtime.py`` (a subclass returns it by ``from . import runtime``, inside
+        the method so that importing the spec stays light)."""
+        raise NotImplementedError(f"task {self.name!r} has no runtime")
 
-    def _call(self, name: str, *args: Any, **kwargs: Any):
-        function = self.runtime_function(name)
-        if function is None:
-            raise NotImplementedError(f"task {self.name!r} has no `{name}`")
-        return function(self, *args, **kwargs)
-
-    def run(self, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+    def run(self, cfg: dict[str, Any], run_dir: Path, checked: Any = None) -> dict[str, float]:
         """Train, test on the held-out split and write the run directory; return the metrics
-        (the task's keys, as its docs page lists them; ``steps``, ``train_seconds``, ``parameters`` are added
-        by ``attnlab.training.finish``)."""
-        return self._call("run", cfg, run_dir)
+        (the task's keys, as its docs page lists them; ``steps``, ``train_seconds``,
+        ``parameters`` are added by ``attnlab.training.finish``). ``checked``: what
+        ``check_settings`` returned for ``cfg`` (classify: the splits it read), or None to
+        read it again."""
+        return self.runtime_module().run(self, cfg, run_dir, checked)
 
     def load(self, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = None):
         """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
         Return the model, or ``(model, tokenizer)`` when the task has a tokenizer. With
         ``quantize="int8"`` (lm and translate runs), the model runs on int8 weights."""
+        runtime = self.runtime_module()
         if quantize is None:
-            return self._call("load", run_dir, cfg)
-        return self._call("load", run_dir, cfg, quantize=quantize)
+            return runtime.load(self, run_dir, cfg)
+        return runtime.load(self, run_dir, cfg, quantize=quantize)  # type: ignore[call-arg]
 
     def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
         """``attnlab predict DIR --input TEXT``: the prediction as one line of text (the
@@ -198,23 +244,28 @@ class Task:
         its probability); ``--json`` writes every key but ``"line"``. A bad input is a UsageError
         named by its label in ``labels`` (default ``--input``; the command passes
         ``--input-file FILE line N``)."""
-        return self._call("predict_many", run_dir, cfg, texts, labels or ["--input"] * len(texts))
+        return self.runtime_module().predict_many(self, run_dir, cfg, texts,
+                                                  labels or ["--input"] * len(texts))
 
     def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
                  quantize: str | None = None) -> dict[str, float]:
         """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run; with
         ``quantize="int8"`` (lm and translate runs), of the model on int8 weights."""
+        runtime = self.runtime_module()
         if quantize is None:
-            return self._call("evaluate", run_dir, cfg, data)
-        return self._call("evaluate", run_dir, cfg, data, quantize=quantize)
+            return runtime.evaluate(self, run_dir, cfg, data)
+        return runtime.evaluate(self, run_dir, cfg, data,  # type: ignore[call-arg]
+                                quantize=quantize)
 
     def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab plot attention DIR --input TEXT``: the attention of the trained model on
         ``text`` as (maps, x_labels, y_labels): a list of (H, T_q, T_k) tensors (one per layer),
         the T_k key labels and the T_q query labels (see ``attnlab.viz.plot_attention``)."""
-        if self.runtime_function("attention_maps") is None:
-            raise UsageError(f"task {self.name!r} has no attention plot")
-        return self._call("attention_maps", run_dir, cfg, text)
+        try:
+            runtime = self.runtime_module()
+        except NotImplementedError:  # a task declared without its heavy half
+            raise UsageError(f"task {self.name!r} has no attention plot") from None
+        return runtime.attention_maps(self, run_dir, cfg, text)
 
 
 def line_of(result: dict[str, Any]) -> str:

@@ -9,8 +9,8 @@ from attnlab.cli import main
 from attnlab.runs import save_weights, write_yaml
 from attnlab.tasks import get_task
 from attnlab.tasks.translate import TranslateTask
-from attnlab.tasks.translate_data import TranslationTokenizers
-from attnlab.tasks.translate_runtime import build_model
+from attnlab.tasks.translate.data import TranslationTokenizers
+from attnlab.tasks.translate.runtime import build_model
 from attnlab.tokenizers import BPETokenizer, WordTokenizer
 
 

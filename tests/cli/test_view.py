@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attnlab.cli import main
-from attnlab.data.jets import write_jets
+from attnlab.tasks.jets.data import write_jets
 from attnlab.explorer import read_data
 from attnlab.runs import read_yaml
 from attnlab.tasks import get_task

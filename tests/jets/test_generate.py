@@ -11,8 +11,8 @@ pytest.importorskip("fastjet")
 
 from attnlab.cli import main  # noqa: E402
 from attnlab.commands import data as data_command  # noqa: E402
-from attnlab.data import jets_generate as gen  # noqa: E402
-from attnlab.data.jets import read_jets, read_settings  # noqa: E402
+from attnlab.tasks.jets import generate as gen  # noqa: E402
+from attnlab.tasks.jets.data import read_jets, read_settings  # noqa: E402
 
 
 def _mass_pt_eta(p4):
@@ -176,7 +176,7 @@ def _particles(rows):
 
 
 def test_card_resolutions():
-    from attnlab.data.jets_detector import ecal_resolution, hcal_resolution, track_resolution
+    from attnlab.tasks.jets.detector import ecal_resolution, hcal_resolution, track_resolution
 
     # delphes_card_ATLAS.tcl: ECAL sqrt(E^2 0.0017^2 + E 0.101^2); HCAL (|eta| <= 1.7)
     # sqrt(E^2 0.0302^2 + E 0.5205^2 + 1.59^2); tracks sqrt(0.10^2 + pT^2 1.7e-3^2) at |eta| 1
@@ -189,7 +189,7 @@ def test_card_resolutions():
 
 
 def test_photons_in_one_cell_make_one_smeared_tower():
-    from attnlab.data.jets_detector import DelphesLike, ecal_resolution
+    from attnlab.tasks.jets.detector import DelphesLike, ecal_resolution
 
     # two 50 GeV photons 0.001 apart in eta: one ECAL cell (0.0174 x 1 degree), one tower
     e, eta = 50.0, np.array([0.3001, 0.3011])
@@ -204,7 +204,7 @@ def test_photons_in_one_cell_make_one_smeared_tower():
 
 
 def test_tracks_and_thresholds():
-    from attnlab.data.jets_detector import DelphesLike
+    from attnlab.tasks.jets.detector import DelphesLike
 
     rows = [(20.0, 20.0, 0.0, 0.0, 211),      # a charged pion: a track (pT 20, eta 0)
             (0.3, 0.3, 0.0, 0.0, 22),         # a 0.3 GeV photon: below the ECAL's 0.5 GeV

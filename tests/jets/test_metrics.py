@@ -1,4 +1,4 @@
-"""attnlab.data.jet_metrics against scikit-learn on fixed scores; the likelihood-ratio baselines;
+"""attnlab.tasks.jets.metrics against scikit-learn on fixed scores; the likelihood-ratio baselines;
 and the Particle Flow Network baseline (attnlab.models.pfn): order and padding do not matter."""
 import math
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from attnlab.data.jet_metrics import (BASELINES, LikelihoodRatio, baseline_scores, rejection, roc,
+from attnlab.tasks.jets.metrics import (BASELINES, LikelihoodRatio, baseline_scores, rejection, roc,
                                       roc_auc, tagging_metrics)
 from attnlab.models.pfn import ParticleFlowNetwork
 

@@ -1,4 +1,4 @@
-"""attnlab.data.jet_physics: features against values computed by hand (float64 numpy), Δφ
+"""attnlab.models.jet_physics: features against values computed by hand (float64 numpy), Δφ
 wrap-around at ±π, padding and coincident particles, and N-subjettiness on hand-built one-,
 two- and three-prong jets (and against FastJet's exclusive-kt axes)."""
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.data.jet_physics import (EPS, NUM_FEATURES, NUM_PAIR_FEATURES, baseline_features,
+from attnlab.models.jet_physics import (EPS, NUM_FEATURES, NUM_PAIR_FEATURES, baseline_features,
                                       constituent_features, constituent_mask, jet_mass, jet_pt,
                                       nsubjettiness, pair_features, tau32)
 

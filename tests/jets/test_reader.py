@@ -1,4 +1,4 @@
-"""attnlab.data.jets: files in the Top Quark Tagging Reference Dataset's layout, written here by
+"""attnlab.tasks.jets.data: files in the Top Quark Tagging Reference Dataset's layout, written here by
 pandas exactly as the reference files are (with their truth and ttv columns), in both of pandas'
 HDF formats; read whole, by range and in chunks; errors that name the file, column and row."""
 import tracemalloc
@@ -9,7 +9,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("tables")
 
-from attnlab.data.jets import (LABEL_COLUMN, MAX_CONSTITUENTS, check_jet_file,  # noqa: E402
+from attnlab.tasks.jets.data import (LABEL_COLUMN, MAX_CONSTITUENTS, check_jet_file,  # noqa: E402
                                count_jets, iter_jets, jet_columns, read_jets, read_labels,
                                read_settings, write_jets)
 from attnlab.errors import UsageError  # noqa: E402

@@ -85,7 +85,7 @@ def test_a_jet_with_no_constituent_gives_finite_logits():
 
 
 def test_pair_bias_is_finite_and_zero_where_either_constituent_is_padding():
-    from attnlab.data.jet_physics import pair_features
+    from attnlab.models.jet_physics import pair_features
 
     p4 = jets([6, 1], width=8)
     _, mask = scaled_features(p4)

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from attnlab.cli import main
-from attnlab.data.jets import jet_columns, write_jets
+from attnlab.tasks.jets.data import jet_columns, write_jets
 from attnlab.runs import read_yaml
 
 
@@ -288,7 +288,7 @@ def test_the_spec_imports_no_torch():
 # ---- the training stream ---------------------------------------------------------------------
 
 def test_an_epoch_of_batches_holds_every_training_jet_once_and_resumes_midway(jets_file):
-    from attnlab.tasks.jets_runtime import JetBatches, Split
+    from attnlab.tasks.jets.runtime import JetBatches, Split
 
     cfg = {"batch_size": 16, "seed": 3, "max_constituents": 30, "chunk_size": 50}
     train = Split(str(jets_file), 0, 168)
@@ -297,7 +297,7 @@ def test_an_epoch_of_batches_holds_every_training_jet_once_and_resumes_midway(je
     assert len(batches) == len(JetBatches(train, cfg)) == 11
     assert [len(y) for _, y in batches].count(16) == 10
     energies = np.sort(np.concatenate([p4[:, 0, 0].numpy() for p4, _ in batches]))
-    from attnlab.data.jets import read_jets
+    from attnlab.tasks.jets.data import read_jets
 
     p4, _ = read_jets(jets_file, 0, 168, max_constituents=30)
     np.testing.assert_array_equal(energies, np.sort(p4[:, 0, 0]))  # each jet once
@@ -310,7 +310,7 @@ def test_an_epoch_of_batches_holds_every_training_jet_once_and_resumes_midway(je
 
 
 def test_a_batch_is_cut_to_its_longest_jet():
-    from attnlab.tasks.jets_runtime import trim
+    from attnlab.tasks.jets.runtime import trim
 
     p4 = np.zeros((3, 200, 4), np.float32)
     p4[0, :7] = p4[1, :12] = p4[2, :3] = 1.0

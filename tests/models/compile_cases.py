@@ -2,7 +2,7 @@
 the cases of ``test_compile_clean.py`` (one graph under torch.compile) and ``test_cuda_sync.py``
 (no host synchronisation in a training step).
 
-Each model comes from its task's own builder (``attnlab.tasks.*_runtime.build_model``) on the
+Each model comes from its task's own builder (``attnlab.tasks.NAME.runtime.build_model``) on the
 task's defaults with small sizes, so the cases are what ``attnlab train TASK`` trains. The
 losses are the training step's: ``lm_loss`` and ``seq2seq_loss`` are called from
 ``attnlab.training``; the classifier's and the predictor's are the cross-entropy their modules
@@ -69,7 +69,7 @@ def _cross_entropy(model: nn.Module, batch: tuple) -> Tensor:
 
 # ---- the language model: every positional kind ----------------------------------------------
 def _lm(positional: str) -> Case:
-    from attnlab.tasks.lm_runtime import build_model
+    from attnlab.tasks.lm.runtime import build_model
 
     def batch(device):
         window = torch.randint(0, 40, (B, T + 1), generator=_generator()).to(device)
@@ -83,7 +83,7 @@ def _lm(positional: str) -> Case:
 
 # ---- translation: the Transformer and the recurrent models -------------------------------------
 def _translate(arch: str) -> Case:
-    from attnlab.tasks.translate_runtime import build_model
+    from attnlab.tasks.translate.runtime import build_model
 
     def batch(device):
         return _padded_ids(30, device), _padded_ids(40, device, start=1)
@@ -98,7 +98,7 @@ def _translate(arch: str) -> Case:
 
 # ---- classification: text tokens, feature sets with a mask, digit sets --------------------------
 def _classify_tokens() -> Case:
-    from attnlab.tasks.classify_runtime import build_model
+    from attnlab.tasks.classify.runtime import build_model
 
     def batch(device):
         return _padded_ids(50, device), torch.tensor([0, 2, 1], device=device)
@@ -110,7 +110,7 @@ def _classify_tokens() -> Case:
 
 
 def _classify_sets() -> Case:
-    from attnlab.tasks.classify_runtime import build_model
+    from attnlab.tasks.classify.runtime import build_model
 
     def batch(device):
         x = torch.randn(B, T, 5, generator=_generator())
@@ -124,7 +124,7 @@ def _classify_sets() -> Case:
 
 
 def _anomaly() -> Case:
-    from attnlab.tasks.anomaly_runtime import build_model
+    from attnlab.tasks.anomaly.runtime import build_model
 
     def batch(device):
         x = torch.rand(B, T, 64, generator=_generator())
@@ -135,7 +135,7 @@ def _anomaly() -> Case:
 
 # ---- per-element prediction (reverse / copy / sort) ---------------------------------------------
 def _sequence() -> Case:
-    from attnlab.tasks.sequence_runtime import build_model
+    from attnlab.tasks.sequence.runtime import build_model
 
     def batch(device):
         x = torch.randint(0, 10, (B, T), generator=_generator())
@@ -147,7 +147,7 @@ def _sequence() -> Case:
 
 # ---- jets ----------------------------------------------------------------------------------
 def _jets(**options: Any) -> Case:
-    from attnlab.tasks.jets_runtime import build_model
+    from attnlab.tasks.jets.runtime import build_model
 
     def batch(device):
         g = _generator()
@@ -164,7 +164,7 @@ def _jets(**options: Any) -> Case:
 
 # ---- graph ---------------------------------------------------------------------------------
 def _graph(kind: str) -> Case:
-    from attnlab.tasks.graph_runtime import build_model
+    from attnlab.tasks.graph.runtime import build_model
 
     N, F_in, C = 12, 6, 3
 

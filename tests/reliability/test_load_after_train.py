@@ -10,7 +10,7 @@ import torch
 
 import attnlab
 from attnlab.cli import main
-from attnlab.data.jets import write_jets
+from attnlab.tasks.jets.data import write_jets
 from tests.jets.test_task import synthetic_jets
 from tests.tasks.test_classify_sets import SET_ARGS, write_sets
 

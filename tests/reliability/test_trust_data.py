@@ -235,7 +235,7 @@ def test_a_class_without_test_examples_is_named_on_stderr_and_in_metrics(tmp_pat
 def test_macro_f1_averages_over_classes_in_the_test_labels_or_the_predictions():
     import torch
 
-    from attnlab.tasks.classify_runtime import classes_without_examples, classification_metrics
+    from attnlab.tasks.classify.runtime import classes_without_examples, classification_metrics
 
     targets = torch.tensor([0, 0, 1, 1])
     perfect = classification_metrics(targets.clone(), targets, 3)
@@ -292,7 +292,7 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
 
 def test_a_data_file_that_changed_after_it_was_recorded_is_refused(tmp_path):
     from attnlab.errors import UsageError
-    from attnlab.tasks.classify_data import load_splits
+    from attnlab.tasks.classify.data import load_splits
 
     data = write_reviews(tmp_path / "r.csv")
     cfg = {"data": str(data), "test": None, "val": None, "text_column": "text",

@@ -12,8 +12,8 @@ from torch.testing import assert_close
 from attnlab.cli import main
 from attnlab.runs import read_yaml
 from attnlab.tasks.classify import TASKS
-from attnlab.tasks.classify_data import load_splits
-from attnlab.tasks.classify_runtime import classification_metrics, make_batches, per_class_table
+from attnlab.tasks.classify.data import load_splits
+from attnlab.tasks.classify.runtime import classification_metrics, make_batches, per_class_table
 
 TASK = TASKS["classify"]
 
@@ -213,7 +213,7 @@ def test_evaluate_refuses_a_training_file_that_changed_since(classify_run, tmp_p
 
 
 def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch(monkeypatch):
-    from attnlab.tasks import classify_runtime as classify_data  # _Batches calls shard there
+    from attnlab.tasks.classify import runtime as classify_data  # _Batches calls shard there
 
     # 50 texts of varied length, each tagged by its first id; batches of 4: 13 an epoch
     ids = [[100 + i] + [5] * (i % 7) for i in range(50)]

@@ -15,7 +15,7 @@ import attnlab
 from attnlab.cli import main
 from attnlab.data.feature_sets import read_feature_sets
 from attnlab.runs import read_yaml
-from attnlab.tasks.classify_runtime import make_batches
+from attnlab.tasks.classify.runtime import make_batches
 
 
 def write_sets(path, n=160, seed=0):
@@ -153,7 +153,7 @@ def test_predict_refuses_a_wrong_number_of_features(sets_run, capsys):
 
 
 def test_set_batches_resume_mid_epoch_where_they_stopped():
-    from attnlab.tasks.classify_runtime import _Batches
+    from attnlab.tasks.classify.runtime import _Batches
 
     sets = [torch.randn(n % 5 + 1, 2) for n in range(20)]
     targets = [n % 2 for n in range(20)]

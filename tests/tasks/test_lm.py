@@ -12,7 +12,7 @@ from attnlab.cli import main
 from attnlab.data.corpus import TokenWindows, prepare
 from attnlab.models import CausalLM
 from attnlab.tasks.lm import TASKS
-from attnlab.tasks.lm_runtime import lm_metrics
+from attnlab.tasks.lm.runtime import lm_metrics
 
 TASK = TASKS["lm"]
 
@@ -211,7 +211,7 @@ def test_the_last_validation_is_the_runs_val_loss_in_float32(run, tmp_path, monk
     autocast the float32 model that evaluate loads is measured again."""
     import pandas as pd
 
-    from attnlab.tasks import lm_runtime
+    from attnlab.tasks.lm import runtime as lm_runtime
 
     calls = []
     real = lm_runtime.lm_metrics

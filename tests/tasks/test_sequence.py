@@ -5,7 +5,7 @@ import torch
 from attnlab.data import SequenceDataset, batch_loader, make_labels, pad_to_length
 from attnlab.errors import UsageError
 from attnlab.tasks import get_task
-from attnlab.tasks.sequence_runtime import parse_tokens, sequence_metrics
+from attnlab.tasks.sequence.runtime import parse_tokens, sequence_metrics
 
 
 def test_labels_reverse_copy_sort():

@@ -9,8 +9,8 @@ import torch
 import attnlab
 from attnlab.cli import main
 from attnlab.tasks import get_task
-from attnlab.tasks.translate_data import TranslationTokenizers
-from attnlab.tasks.translate_scoring import score
+from attnlab.tasks.translate.data import TranslationTokenizers
+from attnlab.tasks.translate.scoring import score
 
 TINY = ["--model-dim", "16", "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "32",
         "--batch-size", "16", "--warmup", "5", "--vocab-size", "270"]
@@ -176,7 +176,7 @@ def test_bad_flags_are_usage_errors(capsys, tmp_path, argv, needle):
 
 @pytest.mark.slow
 def test_plot_attention_shows_cross_attention_of_the_models_translation(number_run, tmp_path):
-    from attnlab.tasks.translate_runtime import cross_attention_maps
+    from attnlab.tasks.translate.runtime import cross_attention_maps
 
     out = tmp_path / "a.png"
     assert main(["plot", "attention", str(number_run), "--input", "12", "--out", str(out)]) == 0
@@ -199,7 +199,7 @@ def test_auto_tokenizers_can_write_every_test_target(flags, expected):
     numbers up to 10^7 (several words, most rows with a word no other row has) words would make
     most test targets <unk>, which no model can write."""
     from attnlab.commands.train import build_config
-    from attnlab.tasks.translate_data import builtin_splits, fit_tokenizer, resolve_tokenizer
+    from attnlab.tasks.translate.data import builtin_splits, fit_tokenizer, resolve_tokenizer
 
     cfg = build_config("translate", {"out": "unused", **flags})
     stream, _, test = builtin_splits(cfg)
@@ -240,7 +240,7 @@ def test_config_yaml_records_the_tokenisers_auto_chose_before_training(tmp_path,
 
 def test_only_the_built_in_numbers_refuse_digits_outside_their_range():
     from attnlab.errors import UsageError
-    from attnlab.tasks.translate_data import spell_digits
+    from attnlab.tasks.translate.data import spell_digits
 
     numbers = {"src": "en", "max_number": 1000, "dataset": "numbers", "data": None}
     assert spell_digits(numbers, ["999", " 7 ", "seven"]) == ["nine hundred and ninety-nine",

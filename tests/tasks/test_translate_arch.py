@@ -163,7 +163,7 @@ def test_evaluate_by_length_never_replaces_a_figure_and_its_title_names_the_data
         runs, tmp_path, monkeypatch, capsys):
     """`evaluate RUN --data OTHER.csv --by-length` must not replace the run's by_length.png (it
     once did, with a figure whose title still named the run's data)."""
-    from attnlab.tasks import translate_runtime
+    from attnlab.tasks.translate import runtime as translate_runtime
 
     titles = []
     draw = translate_runtime.plot_by_length

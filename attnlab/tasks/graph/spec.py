@@ -1,6 +1,6 @@
 """``attnlab train graph``: classify the nodes of one graph — graph attention against the same
 network without attention and against an MLP that ignores the edges (the spec: flags, defaults,
-checks; the heavy half is ``attnlab.tasks.graph_runtime``).
+checks; the heavy half is ``attnlab.tasks.graph.runtime``).
 
 Graphs (``--graph``), made here, nothing downloaded: ``karate`` — Zachary's karate club (34
 members; which club each joined; one-hot identities as features, so only the edges tell) — and
@@ -14,12 +14,13 @@ Imports neither torch nor Lightning.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..models.configs import GraphNetConfig
-from ..settings import defaults, setting
-from .base import Task, model_defaults
+from ...errors import UsageError
+from ...models.configs import GraphNetConfig
+from ...settings import defaults, setting
+from ..base import Runtime, Task, model_defaults
 
 __all__ = ["GraphSettings", "GraphTask", "TASKS", "GRAPHS"]
 
@@ -50,7 +51,6 @@ class GraphTask(Task):
     model_config = GraphNetConfig
     model_flags = ("kind",)  # --model-dim, --num-heads, --num-layers, --dropout are shared flags
     settings = GraphSettings
-    runtime = "attnlab.tasks.graph_runtime"
     # Veličković et al. (2018)'s Cora settings: 8 heads of 8, dropout 0.6, lr 5e-3.
     defaults = {
         **model_defaults(GraphNetConfig, model_flags),
@@ -58,6 +58,12 @@ class GraphTask(Task):
         "model_dim": 8, "num_heads": 8, "num_layers": 2, "dropout": 0.6,
         "max_steps": 200, "lr": 5e-3, "warmup": 10, "batch_size": 1, "threads": 1,
     }
+
+    def runtime_module(self) -> Runtime:
+        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
+        from . import runtime
+
+        return runtime
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The graph as an N x N mask, and for graph attention each head's N x N scores (float32)
@@ -95,6 +101,13 @@ class GraphTask(Task):
             raise UsageError(f"--train-per-class + --val-per-class must be at most 15 on the "
                              f"karate club (its smaller club has 16 members), got "
                              f"{cfg['train_per_class']} + {cfg['val_per_class']}")
+
+    def attention_focus(self, run_dir: Path, cfg: dict[str, Any], text: str) -> int:
+        """The node ``--input`` names: its row is the one ``plot attention`` outlines and
+        ``view`` opens pinned on (``runtime.attention_focus``)."""
+        from . import runtime
+
+        return runtime.attention_focus(self, run_dir, cfg, text)
 
 
 TASKS = {"graph": GraphTask()}

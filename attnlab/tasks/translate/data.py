@@ -1,8 +1,8 @@
 """The text side of ``attnlab train translate``: the pairs of each split, the language checks and
 the two tokenisers.
 
-Why a module of its own: the task's spec (``translate.py``) checks the languages and reads a
-``--data`` file before a run starts, and the runtime (``translate_runtime.py``) needs the same
+Why a module of its own: the task's spec (``spec.py``) checks the languages and reads a
+``--data`` file before a run starts, and the runtime (``runtime.py``) needs the same
 splits to train, to ``evaluate`` and to ``translate``; everything here works on text, so it
 needs no torch (the tensors are the runtime's). It holds the built-in splits (numbers by
 num2words, dates by babel, test and validation items held out from the training stream), the
@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.dates import DatePairs, check_locale, held_out_days
-from ..data.numbers import NumberPairs, check_language, held_out_numbers, spell
-from ..data.tables import check_digest, read_table
-from ..errors import UsageError
-from ..runs import check_data_files
-from ..tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
+from ...data.dates import DatePairs, check_locale, held_out_days
+from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
+from ...data.tables import check_digest, read_table
+from ...errors import UsageError
+from ...runs import check_data_files, pin_data_files
+from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
 
 __all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "check_languages", "builtin_splits",
-           "read_pairs", "file_splits", "evaluation_pairs", "spell_digits", "resolve_tokenizer",
-           "fit_tokenizer"]
+           "read_pairs", "file_splits", "check_files", "evaluation_pairs", "spell_digits",
+           "resolve_tokenizer", "fit_tokenizer"]
 
 TARGET_TOKENIZER_FILE = "target_tokenizer.json"
 
@@ -118,6 +118,15 @@ def file_splits(cfg: dict[str, Any]):
     return train, val, test
 
 
+def check_files(cfg: dict[str, Any]) -> None:
+    """``validate``'s reading of --data (and --test): their pairs split as ``file_splits``
+    splits them, so that a malformed file fails before the run starts, and each file's SHA-256
+    recorded in ``cfg["data_sha256"]`` (saved with config.yaml: evaluate and --resume check
+    it)."""
+    file_splits(cfg)
+    pin_data_files(cfg, ("data", "test"))
+
+
 def evaluation_pairs(cfg: dict[str, Any], data: str | None) -> list[tuple[str, str]]:
     """The pairs ``attnlab evaluate`` scores: those of ``--data FILE`` when given, else the
     run's own held-out test pairs (refused if the run's ``--data`` changed since it was
@@ -138,7 +147,7 @@ def spell_digits(cfg: dict[str, Any], texts: list[str], labels: list[str] | None
 
     Raises:
         UsageError: for digits outside 0 .. max_number - 1, the numbers the run learnt: its
-            German for them would be a guess of the wrong size (#27), however fluent.
+            German for them would be a guess of the wrong size, however fluent.
 
     Examples:
         >>> spell_digits({"src": "en", "max_number": 1000}, ["342", "seven"])

@@ -2,10 +2,11 @@
 
 ``generate_jets(JetSettings(signal=N, background=N, seed=S, jobs=J))`` returns the constituents
 of N top jets and N QCD jets (shuffled together) and their labels, ready for
-``attnlab.data.jets.write_jets``. The recipe is the reference dataset's (Kasieczka, Plehn et
-al., SciPost Phys. 7, 014 (2019); issue #10):
+``attnlab.tasks.jets.data.write_jets``. The recipe is the reference dataset's (Kasieczka, Plehn et
+al., SciPost Phys. 7, 014 (2019)):
 
-- pp at 14 TeV, multi-parton interactions off (the reference has none; ~3x faster);
+- pp at 14 TeV, multi-parton interactions off (the reference has none; and faster:
+  benchmarks/RESULTS.md);
 - signal: hadronic tt̄ (``Top:gg2ttbar``, ``Top:qqbar2ttbar``, W → quarks only);
   background: ``HardQCD:all``;
 - the visible final state (neutrinos dropped) clustered with anti-kt, R = 0.8 (FastJet);
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .jets import MAX_CONSTITUENTS
+from .data import MAX_CONSTITUENTS
 
 __all__ = ["JetSettings", "generate_jets", "RECIPES", "PYTHIA_VERSION", "DETECTORS",
            "check_installed"]
@@ -44,11 +45,10 @@ SIGNAL, BACKGROUND = "signal", "background"
 _COMMON = ("Beams:eCM = 14000.", "PartonLevel:MPI = off", "Print:quiet = on")
 # pT-hat windows (GeV). The lower the minimum, the more faithful the sample and the slower it
 # is made: jets land in 550-650 GeV from events of much lower pT-hat (hard initial-state
-# radiation recoils), and they are the less typical ones. Measured on 3000 events each: with a
-# minimum of 300, 17% of the accepted top jets and 28% of the QCD jets have pT-hat < 450 and
-# 2% (3%) < 340; a minimum of 500 loses ~40% of the QCD jets (issue #10). Chosen: QCD from
-# 400 (95 accepted jets/s on one core, vs 142/s from 450 and 25/s from 300), tops from 450
-# (114/s, vs 50/s from 400). No accepted jet had pT-hat > 800, hence the maxima of 1000.
+# radiation recoils), and they are the less typical ones. Chosen from the share of accepted
+# jets below each minimum and the accepted jets per second (benchmarks/RESULTS.md, "Numbers
+# once quoted in the tasks' code"): QCD from 400, tops from 450. No accepted jet had pT-hat >
+# 800, hence the maxima of 1000.
 RECIPES = {
     SIGNAL: ("Top:gg2ttbar = on", "Top:qqbar2ttbar = on", "24:onMode = off",
              "24:onIfAny = 1 2 3 4 5", "PhaseSpace:pTHatMin = 450.",
@@ -68,7 +68,7 @@ class JetSettings:
         seed: the run's seed; piece k of class c gets a Pythia seed derived from (seed, c, k).
         jobs: worker processes (1 = in this process); the jets do not depend on it.
         detector: ``"none"`` (particle level) or ``"delphes-like"`` (tracks and towers,
-            ``attnlab.data.jets_detector``).
+            ``attnlab.tasks.jets.detector``).
         pt_min, pt_max, eta_max: the leading jet's window (GeV; |η|). radius: anti-kt R.
         max_constituents: constituents kept per jet (highest pT first).
     The Pythia settings are ``RECIPES`` (stored too, by ``as_dict``).
@@ -262,7 +262,7 @@ def select_jets(events, kind: str, s: JetSettings, detector=None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """The accepted jets of one batch of events: their constituents (jets, C, 4) and the
     indices of their events in the batch. ``detector``: particles → detector objects (e.g.
-    ``jets_detector.DelphesLike``), or None for particle level."""
+    ``detector.DelphesLike``), or None for particle level."""
     particles = visible_particles(events)
     if detector is not None:
         particles = detector(particles)
@@ -280,7 +280,7 @@ def make_detector(name: str, seed: int):
     if name == "none":
         return None
     if name == "delphes-like":
-        from .jets_detector import DelphesLike
+        from .detector import DelphesLike
 
         return DelphesLike(int(np.random.SeedSequence([seed, 7]).generate_state(1)[0]))
     raise ValueError(f"detector must be one of {DETECTORS}, got {name!r}")
@@ -318,7 +318,9 @@ def generate_part(kind: str, n: int, seed: int, s: JetSettings, report=None) -> 
     return np.concatenate(parts) if parts else np.zeros((0, s.max_constituents, 4), np.float32)
 
 
-PIECE = 2000  # jets per piece of work: a Pythia initialisation (~1 s) per 20 s of generation
+# jets per piece of work: long enough that a Pythia initialisation is a small part of it
+# (benchmarks/RESULTS.md)
+PIECE = 2000
 
 
 def tasks(s: JetSettings) -> list[tuple[str, int, int]]:

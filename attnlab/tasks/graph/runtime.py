@@ -12,13 +12,13 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader
 
-from ..data import numbered_batches
-from ..data.graphs import block_model, karate, split_nodes
-from ..errors import UsageError
-from ..models.configs import GraphNetConfig
-from ..models.graph_net import GraphNet
-from ..runs import load_weights
-from .base import config_from_run, each_input, probabilities_of
+from ...data import numbered_batches
+from ...data.graphs import block_model, karate, split_nodes
+from ...errors import UsageError
+from ...models.configs import GraphNetConfig
+from ...models.graph_net import GraphNet
+from ...runs import load_weights
+from ..base import config_from_run, each_input, probabilities_of
 
 __all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
            "attention_maps", "attention_focus"]
@@ -54,11 +54,12 @@ def _accuracy(model, x, adjacency, labels, mask) -> float:
     return float((model(x, adjacency).argmax(-1)[mask] == labels[mask]).float().mean())
 
 
-def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+def run(task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
     """Full-batch training on the training nodes, validation on the validation nodes; then the
     test accuracy on every other node."""
-    from ..training import finish, fit  # Lightning: here only
-    from ..training.graph import GraphModule
+    from ...training import finish, fit  # Lightning: here only
+    from ...training.graph import GraphModule
 
     x, adjacency, labels, classes, _, masks = graph_of(cfg)
     cfg["classes"], cfg["in_dim"], cfg["num_classes"] = classes, x.shape[1], len(classes)
@@ -123,6 +124,6 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
 
 
 def attention_focus(task, run_dir: Path, cfg: dict[str, Any], text: str) -> int:
-    """The query row ``--input`` names (issue #27: `plot attention` outlines it, `view` opens
+    """The query row ``--input`` names (`plot attention` outlines it, `view` opens
     pinned on it): the node's own row, its attention over its neighbours."""
     return _node(text, graph_of(cfg)[4])

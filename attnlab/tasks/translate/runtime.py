@@ -1,4 +1,4 @@
-"""The heavy half of ``attnlab train translate`` (the spec is ``translate.py``): the batches, the
+"""The heavy half of ``attnlab train translate`` (the spec is ``spec.py``): the batches, the
 model, training, loading, and the commands that use a trained run (``predict``, ``evaluate``,
 ``translate``, ``plot attention``).
 
@@ -6,7 +6,7 @@ Shapes: B batch, S source tokens, T target tokens (SOS ... EOS), L decoder layer
 
 Training feeds the whole target with SOS prepended (teacher forcing); testing decodes greedily
 (or with ``--beam``) in large batches with the KV cache, and scores with BLEU, chrF and exact
-match (``translate_scoring.py``). After training, ``cross_attention.png`` shows where each
+match (``scoring.py``). After training, ``cross_attention.png`` shows where each
 decoder layer looks in the source while it writes the model's translation of the first test
 item: the T × S maps that align, for example, "forty-two" with "zweiundvierzig".
 
@@ -21,22 +21,22 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
-from ..data import BatchLoader, numbered_batches
-from ..errors import UsageError
-from ..explorer.collect import collect_layers, with_tokens
-from ..explorer.data import Layer
-from ..models import Seq2SeqTransformer
-from ..models.configs import Seq2SeqConfig
-from ..models.rnn_seq2seq import RNNSeq2Seq
-from ..nn.quantize import quantized
-from ..runs import load_weights
-from ..tokenizers import note_unknown
-from ..viz import plot_attention, plot_by_length
-from .base import config_from_run
-from .translate_data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
-                             fit_tokenizer, resolve_tokenizer, spell_digits)
-from .translate_scoring import (compute_test_metrics, pad, resolve_bleu_tokenize,
-                                scores_by_length, translate_texts)
+from ...data import BatchLoader, numbered_batches
+from ...errors import UsageError
+from ...explorer.collect import collect_layers, with_tokens
+from ...explorer.data import Layer
+from ...models import Seq2SeqTransformer
+from ...models.configs import Seq2SeqConfig
+from ...models.rnn_seq2seq import RNNSeq2Seq
+from ...nn.quantize import quantized
+from ...runs import load_weights
+from ...tokenizers import note_unknown
+from ...viz import plot_attention, plot_by_length
+from ..base import config_from_run
+from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
+                   fit_tokenizer, resolve_tokenizer, spell_digits)
+from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
+                      translate_texts)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "run", "load", "translate", "predict_many", "evaluate",
@@ -146,14 +146,10 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, trans
     return maps, src_labels, tgt_labels
 
 
-# what `plot attention` draws of a translation: the decoder's attention over the source only
-attention_kind = "cross"
-
-
 def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path,
                            max_len: int) -> None:
     maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
-    plot_attention(maps, x_labels, y_labels, path, kind=attention_kind,
+    plot_attention(maps, x_labels, y_labels, path, kind="cross",
                    title=f"cross-attention (decoder over source) on {src_text!r}")
 
 
@@ -188,8 +184,7 @@ def _fit_tokenizers(cfg: dict[str, Any], sample, test) -> TranslationTokenizers:
 def _train_loader(cfg: dict[str, Any], train, tok: TranslationTokenizers):
     """(training batches, max_steps, validation interval): the built-in stream is endless, so
     it trains for --max-steps and validates five times; --data trains for --max-steps or
-    --epochs and validates once per epoch, or every --val-every steps when given (it was
-    ignored, #27)."""
+    --epochs and validates once per epoch, or every --val-every steps when given."""
     bs = cfg["batch_size"]
     if cfg["data"] is None:
         max_steps = cfg["max_steps"]
@@ -203,11 +198,12 @@ def _train_loader(cfg: dict[str, Any], train, tok: TranslationTokenizers):
     return loader, max_steps, min(every, max_steps) if every else None
 
 
-def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+def run(task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
     """Train, test on the held-out pairs and write the run directory (with
     ``cross_attention.png``); return test_exact_match, test_bleu and test_chrf."""
-    from ..training import finish, fit  # Lightning: loaded by training only
-    from ..training.seq2seq import Seq2SeqModule
+    from ...training import finish, fit  # Lightning: loaded by training only
+    from ...training.seq2seq import Seq2SeqModule
 
     train, sample, val, test = _splits(cfg)
     tok = _fit_tokenizers(cfg, sample, test)

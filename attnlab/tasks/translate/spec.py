@@ -15,11 +15,11 @@ short; the test set is decoded greedily in large batches with the KV cache.
 The run directory holds ``tokenizer.json`` (the source tokeniser, which reads the user's text)
 and ``target_tokenizer.json``; ``attnlab.load(DIR)`` returns ``(model, TranslationTokenizers)``.
 
-The task is four modules. This one imports neither torch nor Lightning (``attnlab train
---help`` and the flag checks run before torch loads); ``translate_data.py`` holds the text side
-(splits, language checks, tokenisers), ``translate_scoring.py`` decoding and the metrics, and
-``translate_runtime.py`` (``runtime``) the batches, the model, training, loading and the
-commands that use a trained run.
+The task is four modules of this package. This one imports neither torch nor Lightning
+(``attnlab train --help`` and the flag checks run before torch loads); ``data.py`` holds the
+text side (splits, language checks, tokenisers), ``scoring.py`` decoding and the metrics, and
+``runtime.py`` the batches, the model, training, loading and the commands that use a trained
+run.
 """
 from __future__ import annotations
 
@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..models.configs import Seq2SeqConfig
-from ..runs import pin_data_files
-from ..settings import defaults as setting_defaults
-from ..settings import AdaptSettings, setting
-from ..tokenizers import TOKENIZER_KINDS
-from .base import Task, model_defaults
+from ...errors import UsageError
+from ...models.configs import Seq2SeqConfig
+from ...settings import defaults as setting_defaults
+from ...settings import AdaptSettings, setting
+from ...tokenizers import TOKENIZER_KINDS
+from ..base import Runtime, Task, model_defaults
 
 __all__ = ["TranslateSettings", "TranslateTask", "TASKS", "TOKENIZERS", "DATASETS",
            "BLEU_TOKENIZE", "ARCHS"]
@@ -92,7 +91,8 @@ class TranslateTask(Task):
     has_tokenizer = True
     model_config = Seq2SeqConfig  # its flags: --num-encoder-layers, --positional, ...
     settings = TranslateSettings
-    runtime = "attnlab.tasks.translate_runtime"
+    # what `plot attention` draws of a translation: the decoder's attention over the source only
+    attention_kind = "cross"
     defaults = {
         **model_defaults(Seq2SeqConfig),
         **setting_defaults(TranslateSettings),
@@ -101,17 +101,23 @@ class TranslateTask(Task):
         "threads": 1,
     }
 
+    def runtime_module(self) -> Runtime:
+        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
+        from . import runtime
+
+        return runtime
+
     def validate(self, cfg: dict[str, Any]) -> None:
         """The languages of the built-in data, what it cannot do (--epochs; more held-out
         numbers than half of --max-number), and the --data files, read now: a malformed one
         fails before the run starts."""
-        # imported here, not at the top: it loads num2words (~40 ms), which only a translate
-        # run needs, and every attnlab command imports this module to build its parser
-        from .translate_data import check_languages, file_splits
+        # imported here, not at the top: it loads num2words (tens of ms: benchmarks/RESULTS.md),
+        # which only a translate run needs, and every attnlab command imports this module to
+        # build its parser
+        from .data import check_files, check_languages
 
         if cfg["data"] is not None:
-            file_splits(cfg)
-            pin_data_files(cfg, ("data", "test"))  # saved with config.yaml: evaluate, --resume
+            check_files(cfg)
             return
         check_languages(cfg)
         if cfg.get("epochs") is not None:
@@ -149,7 +155,7 @@ class TranslateTask(Task):
         else:
             groups.append((["src_column", "tgt_column", "test"],
                            "for --data FILE only; the built-in data is --dataset"))
-        if cfg.get("beam", 1) == 1:  # it was taken and ignored (#27)
+        if cfg.get("beam", 1) == 1:  # taken and ignored, it would mislead
             groups.append((["length_penalty"],
                            "for beam search (--beam N > 1) only; with --beam 1 the test "
                            "translations are greedy"))
@@ -171,8 +177,25 @@ class TranslateTask(Task):
         """``attnlab translate DIR TEXT...``: the translations of ``texts``, in order (with the
         built-in numbers, digits are spelled out first); ``quantize="int8"``: by the model on
         int8 weights; ``labels`` name the texts in errors."""
-        return self._call("translate", run_dir, cfg, texts, num_beams=num_beams,
-                          length_penalty=length_penalty, quantize=quantize, labels=labels)
+        from . import runtime
+
+        return runtime.translate(self, run_dir, cfg, texts, num_beams=num_beams,
+                                 length_penalty=length_penalty, quantize=quantize, labels=labels)
+
+    def attention_layers(self, run_dir: Path, cfg: dict[str, Any], text: str):
+        """``attnlab view``: the encoder's, the decoder's and the cross-attention layers of the
+        translation of ``text`` (``runtime.attention_layers``)."""
+        from . import runtime
+
+        return runtime.attention_layers(self, run_dir, cfg, text)
+
+    def evaluate_by_length(self, run_dir: Path, cfg: dict[str, Any], data: str | None,
+                           out: Path, *, quantize: str | None = None):
+        """``attnlab evaluate --by-length``: (metrics, rows by source length), the figure
+        written to ``out`` (``runtime.evaluate_by_length``)."""
+        from . import runtime
+
+        return runtime.evaluate_by_length(self, run_dir, cfg, data, out, quantize=quantize)
 
 
 TASKS = {"translate": TranslateTask()}

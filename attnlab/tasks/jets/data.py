@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
@@ -195,7 +195,7 @@ class _JetFile:
             raise UsageError(f"{self.where}: column {self.columns[col]} row {start + row} "
                              f"is {kind}")
         # E <= 0 is how the files mark padding (``constituent_mask``: E > 0), so a negative
-        # energy was silently dropped as padding (#27 item 21): refuse it where it enters
+        # energy was silently dropped as padding: refuse it where it enters
         negative = np.argwhere(values[:, 0::4] < 0)  # (hits, 2): row, constituent
         if len(negative):
             row, i = negative[0]
@@ -385,3 +385,4 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
                              f"for all {jets.nrows:,} jets); training and testing need top (1) "
                              f"and QCD (0) jets")
         return jets.nrows
+

@@ -6,7 +6,7 @@ command before the run directory is written) and the runtime trains, evaluates a
 what it read; both call ``load_splits``. So this module is the light half of the data: its own
 imports are the standard library and ``attnlab.data.tables``; only ``--set-column`` files, whose
 sets are (T, F) tensors, need ``attnlab.data.feature_sets`` and with it torch. Turning the
-examples into tensors (tokeniser, padded batches) is the runtime's (``classify_runtime.py``).
+examples into tensors (tokeniser, padded batches) is the runtime's (``runtime.py``).
 
 The split, for each option ``key`` in (test, val) not given as a file: within each class (labels
 sorted, so the draw is the same on every machine), shuffle with ``random.Random(--seed)`` and hold
@@ -24,10 +24,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ..data.tables import check_digest, read_table
-from ..errors import UsageError
+from ...data.tables import check_digest, read_table
+from ...errors import UsageError
+from ...runs import pin_data_files
 
-__all__ = ["load_splits", "read_examples", "check_labels"]
+__all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "DATA_FILES"]
+
+DATA_FILES = ("data", "test", "val")  # the options that name data files
 
 
 def read_examples(cfg: dict[str, Any], key: str, features: list[str] | None = None, *,
@@ -48,7 +51,7 @@ def read_examples(cfg: dict[str, Any], key: str, features: list[str] | None = No
     """
     if cfg.get("set_column"):
         # only here: sets are tensors, and reading texts must not load torch
-        from ..data.feature_sets import parse_feature_columns, read_feature_sets
+        from ...data.feature_sets import parse_feature_columns, read_feature_sets
 
         found = read_feature_sets(cfg[key], set_column=cfg["set_column"],
                                   label_column=cfg["label_column"], what=f"--{key}",
@@ -135,4 +138,21 @@ def load_splits(cfg: dict[str, Any], *, digests: dict[str, str] | None = None
     splits["train"] = [pairs[i] for i in train_idx]
     if sets:
         splits["features"] = features
+    return splits
+
+
+def read_and_pin(cfg: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
+    """``validate``'s reading of the files: the splits (``load_splits``), with each file's
+    SHA-256 recorded in ``cfg["data_sha256"]`` (saved with config.yaml: evaluate and --resume
+    check it). The bytes trained on must be the ones pinned, and on --resume the ones the run
+    started with."""
+    resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
+    if resumed:  # first: its message says which file changed since the run started
+        pin_data_files(cfg, DATA_FILES)
+    digests: dict[str, str] = {}
+    splits = load_splits(cfg, digests=digests)  # data errors now, before the run directory
+    if not resumed:
+        pin_data_files(cfg, DATA_FILES)
+    for key, digest in digests.items():
+        check_digest(cfg[key], digest, cfg["data_sha256"].get(key), what=f"--{key}")
     return splits

@@ -1,11 +1,11 @@
-"""A Delphes-like detector: particles → smeared tracks and calorimeter towers (issue #10).
+"""A Delphes-like detector: particles → smeared tracks and calorimeter towers.
 
 The Top Quark Tagging Reference Dataset's jets were made of Delphes energy-flow objects with
 the ATLAS card. This module does the part of that simulation that shapes a jet's constituents,
 with the numbers of Delphes' ``cards/delphes_card_ATLAS.tcl`` (github.com/delphes/delphes):
 
 - **tracks**: charged particles with pT > 0.5 GeV and |η| < 2.5 (the card's tracker covers
-  |η| ≤ 2.5; the 0.5 GeV floor is ours, issue #10), kept with the card's tracking efficiency
+  |η| ≤ 2.5; the 0.5 GeV floor is ours), kept with the card's tracking efficiency
   (charged hadrons: 0.95 for pT > 1 GeV and 0.70 below in |η| ≤ 1.5, 0.85 / 0.60 in
   1.5 < |η| ≤ 2.5; electrons 0.95 / 0.73 and 0.83 / 0.50, 0.99 / 0.90 above 100 GeV; muons
   0.99 / 0.75 and 0.98 / 0.70); pT smeared log-normally (``MomentumSmearing``) with the

@@ -351,7 +351,7 @@ def tau32(p4: Tensor, mask: Tensor, *, R: float = 0.8,
 
 def baseline_features(p4: Tensor, mask: Tensor, *, R: float = 0.8) -> Tensor:
     """(B, 2): the jet mass (GeV) and τ3/τ2 of every jet, the inputs of the classical taggers
-    (``attnlab.data.jet_metrics.baseline_scores``; its ``BASELINE_FEATURES`` names the columns).
+    (``attnlab.tasks.jets.metrics.baseline_scores``; its ``BASELINE_FEATURES`` names the columns).
 
     Examples:
         >>> p4 = torch.tensor([[[100.0, 100, 0, 0], [50, 40, 30, 0], [50, 0, 50, 0]]])

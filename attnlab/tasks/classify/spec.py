@@ -9,7 +9,7 @@ on the training texts only; batches are padded with id 0 and masked, and grouped
 that little padding is computed. The model is a ``SequenceClassifier`` (per-sequence head;
 ``--pooling cls|mean``). Metrics on the test split: ``test_accuracy`` and ``test_macro_f1``
 (torchmetrics; the macro average is over the classes that occur in the test labels or in the
-predictions, see ``classify_runtime.classification_metrics``), then a per-class table. A class
+predictions, see ``runtime.classification_metrics``), then a per-class table. A class
 seen in training but with no test example is named on stderr and listed in metrics.json under
 ``test_classes_without_examples``, since its row of the table (support 0) measures nothing. The
 labels (strings, sorted) are stored in config.yaml, so ``attnlab predict DIR --input TEXT``
@@ -29,8 +29,8 @@ being read and being recorded in config.yaml's ``data_sha256``.
 
 This module is the task's spec (``attnlab/tasks/base.py``): its settings, defaults and checks,
 imported by ``attnlab train --help`` without torch. Reading the files and the splits is
-``classify_data.py``; the tokeniser, batches, model, metrics, training and inference are
-``classify_runtime.py``.
+``data.py``; the tokeniser, batches, model, metrics, training and inference are
+``runtime.py``.
 
 Examples:
     >>> from attnlab.tasks import SHARED_DEFAULTS
@@ -43,26 +43,22 @@ Examples:
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..data.tables import check_digest
-from ..errors import UsageError
-from ..models.configs import SequenceClassifierConfig
-from ..runs import pin_data_files
-from ..settings import defaults as defaults_of
-from ..settings import AdaptSettings, flag, setting
-from ..tokenizers import TOKENIZER_KINDS
-from .base import Task, model_defaults
-from .classify_data import load_splits
+from ...errors import UsageError
+from ...models.configs import SequenceClassifierConfig
+from ...settings import defaults as defaults_of
+from ...settings import AdaptSettings, flag, setting
+from ...tokenizers import TOKENIZER_KINDS
+from ..base import Runtime, Task, model_defaults
+from .data import read_and_pin
 
 __all__ = ["ClassifyTask", "ClassifySettings", "TASKS"]
 
 # The smallest vocabulary each tokeniser can fit: its 4 special ids and one piece (char, word),
 # or the 256 bytes BPE starts from.
 _MIN_VOCAB = {"char": 5, "word": 5, "bpe": 260}
-_DATA_FILES = ("data", "test", "val")  # the options that name data files
 _MODEL_FLAGS = ("pooling", "positional", "max_len")  # the classifier's fields with a flag here
 
 
@@ -103,7 +99,6 @@ class ClassifyTask(Task):
     model_config = SequenceClassifierConfig
     model_flags = _MODEL_FLAGS
     settings = ClassifySettings
-    runtime = "attnlab.tasks.classify_runtime"
     defaults = {
         **model_defaults(SequenceClassifierConfig, _MODEL_FLAGS),
         **defaults_of(ClassifySettings),
@@ -111,28 +106,11 @@ class ClassifyTask(Task):
         "dropout": 0.1, "threads": 1,
     }
 
-    def __init__(self) -> None:
-        self._cache: tuple | None = None  # splits read by validate, reused by run
+    def runtime_module(self) -> Runtime:
+        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
+        from . import runtime
 
-    def _key(self, cfg: dict[str, Any]) -> tuple:
-        # abspath, not resolve(): resolving a symbolic-link loop raises before the reader can
-        # name the file
-        files = tuple(cfg.get(k) and os.path.abspath(cfg[k]) for k in _DATA_FILES)
-        return files + tuple(str(cfg.get(k)) for k in (
-            "text_column", "label_column", "seed", "val_fraction", "test_fraction", "set_column",
-            "feature_columns"))
-
-    def splits(self, cfg: dict[str, Any]) -> dict[str, list]:
-        """The train / val / test examples of ``cfg``'s files (``classify_data.load_splits``),
-        read once per set of settings: ``validate`` reads them, ``run`` trains on them."""
-        return self._splits(cfg)[0]
-
-    def _splits(self, cfg: dict[str, Any]):
-        """(splits, {option: SHA-256 of the bytes read}), read once per set of settings."""
-        if self._cache is None or self._cache[0] != self._key(cfg):
-            digests: dict[str, str] = {}
-            self._cache = (self._key(cfg), load_splits(cfg, digests=digests), digests)
-        return self._cache[1:]
+        return runtime
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The encoder is everything before the classifier's head."""
@@ -152,10 +130,11 @@ class ClassifyTask(Task):
                  "not with --set-column: a set of feature rows has no text to tokenise (its "
                  "features are --feature-columns)")]
 
-    def validate(self, cfg: dict[str, Any]) -> None:
+    def validate(self, cfg: dict[str, Any]) -> dict[str, list]:
         """The checks one setting alone cannot make: the vocabulary the tokeniser needs, the
         two fractions together, the columns' roles; then the files themselves, read now so a
-        data error comes before the run directory is written, and pinned in ``data_sha256``."""
+        data error comes before the run directory is written, and pinned in ``data_sha256``.
+        Returns the splits read (``data.read_and_pin``), which ``run`` trains on."""
         least = _MIN_VOCAB[cfg["tokenizer"]]
         if cfg["vocab_size"] < least:
             raise UsageError(f"--vocab-size must be an integer >= {least} for --tokenizer "
@@ -166,20 +145,7 @@ class ClassifyTask(Task):
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self._check_column_flags(cfg)
-        self._read_and_pin(cfg)
-
-    def _read_and_pin(self, cfg: dict[str, Any]) -> None:
-        """Read the files and record their SHA-256 in ``cfg["data_sha256"]`` (saved with
-        config.yaml: evaluate and --resume check it); the bytes trained on must be the ones
-        pinned, and on --resume the ones the run started with."""
-        resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
-        if resumed:  # first: its message says which file changed since the run started
-            pin_data_files(cfg, _DATA_FILES)
-        _, digests = self._splits(cfg)  # data errors now, before the run directory is written
-        if not resumed:
-            pin_data_files(cfg, _DATA_FILES)
-        for key, digest in digests.items():
-            check_digest(cfg[key], digest, cfg["data_sha256"].get(key), what=f"--{key}")
+        return read_and_pin(cfg)
 
     @staticmethod
     def _check_column_flags(cfg: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ Shapes: B batch, S source tokens, T target tokens (SOS ... EOS).
 
 Why a module of its own: the end of training, ``attnlab evaluate`` and ``attnlab translate`` all
 decode texts and score them the same way, and none of them needs the task's flags or its
-training; ``translate_runtime.py`` holds those. Nothing here imports Lightning.
+training; ``runtime.py`` holds those. Nothing here imports Lightning.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import sacrebleu
 import torch
 from torch import Tensor
 
-from ..errors import UsageError
-from .translate_data import TranslationTokenizers
+from ...errors import UsageError
+from .data import TranslationTokenizers
 
 __all__ = ["pad", "translate_texts", "resolve_bleu_tokenize", "score", "compute_test_metrics"]
 

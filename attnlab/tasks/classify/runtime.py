@@ -1,4 +1,4 @@
-"""The heavy half of ``attnlab train classify`` (the spec is ``classify.py``): the tokeniser and
+"""The heavy half of ``attnlab train classify`` (the spec is ``spec.py``): the tokeniser and
 the padded batches, the ``SequenceClassifier``, the metrics, and the module-level ``run``,
 ``load``, ``predict``, ``evaluate`` and ``attention_maps`` that ``ClassifyTask``'s methods call.
 
@@ -24,16 +24,16 @@ from typing import Any
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from ..data.feature_sets import feature_stats, parse_set, standardise
-from ..data.resumable import ResumableBatches, shard
-from ..errors import UsageError
-from ..models import SequenceClassifier
-from ..models.configs import SequenceClassifierConfig
-from ..nn import padding_mask
-from ..runs import check_data_files, load_weights
-from ..tokenizers import TOKENIZER_KINDS, load_tokenizer, note_unknown
-from .base import config_from_run, each_input, probabilities_of
-from .classify_data import check_labels, read_examples
+from ...data.feature_sets import feature_stats, parse_set, standardise
+from ...data.resumable import ResumableBatches, shard
+from ...errors import UsageError
+from ...models import SequenceClassifier
+from ...models.configs import SequenceClassifierConfig
+from ...nn import padding_mask
+from ...runs import check_data_files, load_weights
+from ...tokenizers import TOKENIZER_KINDS, load_tokenizer, note_unknown
+from ..base import config_from_run, each_input, probabilities_of
+from .data import check_labels, load_splits, read_examples
 
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches",
            "collect_predictions", "classification_metrics", "per_class_table",
@@ -195,8 +195,9 @@ def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_class
         >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
         {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666865348816}
     """
-    # Here, not at the top: torchmetrics loads scipy, matplotlib and transformers (1.7 s
-    # measured), which predict and plot, the commands that need no metric, should not pay for.
+    # Here, not at the top: torchmetrics loads scipy, matplotlib and transformers (seconds:
+    # benchmarks/RESULTS.md), which predict and plot, the commands that need no metric, should
+    # not pay for.
     from torchmetrics.functional.classification import multiclass_f1_score
 
     return {"test_accuracy": float((preds == targets).float().mean()),
@@ -265,15 +266,17 @@ def _prepare(cfg: dict[str, Any], splits: dict[str, Any]) -> tuple[Any, list]:
     return tokenizer, _inputs(cfg, tokenizer, xs)
 
 
-def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
-    """Train on the splits ``task.validate`` read, test on the test split, write the run."""
-    from ..training import finish, fit  # Lightning: only when training
-    from ..training.classifier import ClassifierModule
+def run(task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
+    """Train on the splits ``task.validate`` read (``checked``; read again when None), test
+    on the test split, write the run."""
+    from ...training import finish, fit  # Lightning: only when training
+    from ...training.classifier import ClassifierModule
 
-    splits = task.splits(cfg)
+    splits = checked if checked is not None else load_splits(cfg)
     tokenizer, inputs = _prepare(cfg, splits)
     train = _Batches(inputs, _targets(splits["train"], cfg["labels"]), cfg["batch_size"], cfg["seed"])
-    # config.yaml keeps --epochs alone as the budget (#27): the steps are not written back
+    # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = cfg["epochs"] * train.num_batches if cfg.get("epochs") else cfg["max_steps"]
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)
@@ -356,7 +359,7 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict
         check_labels(pairs, lines, path, set(cfg["labels"]), "data")
     else:
         check_data_files(cfg)
-        pairs = task.splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
+        pairs = load_splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
     metrics, preds, targets = _test_metrics(cfg, model, tokenizer, pairs)
     print(per_class_table(preds, targets, cfg["labels"]), file=sys.stderr)
     _say_missing(metrics[MISSING_KEY], cfg["labels"])

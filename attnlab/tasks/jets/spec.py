@@ -1,10 +1,10 @@
 """``attnlab train jets``: top-quark tagging with a set Transformer over a jet's constituents —
-the spec (flags, defaults, checks, memory); the heavy half is ``attnlab.tasks.jets_runtime``.
+the spec (flags, defaults, checks, memory); the heavy half is ``attnlab.tasks.jets.runtime``.
 
     attnlab train jets --data FILE [--val FILE] [--test FILE] [--baselines]
         [--max-constituents N] [--class-token] [--no-pair-bias]
 
-Files are in the Top Quark Tagging Reference Dataset's layout (``attnlab.data.jets``): the
+Files are in the Top Quark Tagging Reference Dataset's layout (``attnlab.tasks.jets.data``): the
 reference ``train.h5`` / ``val.h5`` / ``test.h5`` or what ``attnlab data jets`` generates. They
 are read in chunks of ``--chunk-size`` jets, never whole. Without ``--val`` (``--test``) the
 validation (test) jets are index ranges of ``--data``: of its N jets, the last
@@ -25,19 +25,18 @@ Examples:
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..models.configs import JetTaggerConfig
-from ..settings import defaults, setting
-from .base import Task, model_defaults
+from ...errors import UsageError
+from ...models.configs import JetTaggerConfig
+from ...settings import defaults, setting
+from ..base import Runtime, Task, model_defaults
+from .checks import check_files
 
-__all__ = ["JetsSettings", "JetsTask", "TASKS", "DATA_FILES", "split_ranges", "range_labels"]
-
-DATA_FILES = ("data", "val", "test")  # the settings that name jet files
+__all__ = ["JetsSettings", "JetsTask", "TASKS"]
 
 
 @dataclass
@@ -64,37 +63,6 @@ class JetsSettings:
                                           "ratio and a Particle Flow Network on the test jets")
 
 
-def split_ranges(n: int, cfg: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    """The index ranges [start, stop) of --data's N jets: train, and val / test unless their
-    own file is given (the test jets last, the validation jets before them).
-
-    Examples:
-        >>> split_ranges(1000, {"val": None, "test": None, "val_fraction": 0.1,
-        ...                     "test_fraction": 0.2})
-        {'train': (0, 700), 'val': (700, 800), 'test': (800, 1000)}
-    """
-    ranges, stop = {}, n
-    for name in ("test", "val"):
-        if not cfg.get(name):
-            size = math.ceil(n * cfg[f"{name}_fraction"])
-            ranges[name] = (stop - size, stop)
-            stop -= size
-    return {"train": (0, stop), **dict(reversed(ranges.items()))}
-
-
-def range_labels(path: str, start: int, stop: int, chunk: int) -> set[int]:
-    """The classes among jets ``start .. stop - 1`` of ``path``, read a chunk at a time and
-    only until both are seen (``attnlab.data.jets.read_labels``)."""
-    from ..data.jets import read_labels
-
-    seen: set[int] = set()
-    for a in range(start, stop, chunk):
-        seen.update(read_labels(path, a, min(a + chunk, stop)).tolist())
-        if len(seen) > 1:
-            break
-    return seen
-
-
 class JetsTask(Task):
     """Top (signal, 1) against QCD (0) jets from their constituents' four-momenta."""
 
@@ -102,7 +70,6 @@ class JetsTask(Task):
     help = "top-quark tagging: a set Transformer over particle jets (your .h5 files)"
     model_config = JetTaggerConfig  # its flags: --class-token, --pair-bias, ...
     settings = JetsSettings
-    runtime = "attnlab.tasks.jets_runtime"
     # The course's set classifier: 2 post-LN blocks, D 64 (docs/jets.md, benchmarks/jets.py).
     defaults: dict[str, Any] = {
         **model_defaults(JetTaggerConfig),
@@ -112,13 +79,16 @@ class JetsTask(Task):
         "val_every": 500,
     }
 
-    def __init__(self) -> None:
-        self._checked: dict[str, tuple[Any, int]] = {}  # path -> (stamp, jets), for run
+    def runtime_module(self) -> Runtime:
+        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
+        from . import runtime
+
+        return runtime
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """--data is needed; every file named must be a readable jets file with both classes
-        (``attnlab.data.jets.check_jet_file``), and the split of --data must leave jets of
-        both classes in each part."""
+        and the split of --data must leave jets of both classes in each part
+        (``checks.check_files``)."""
         if not cfg.get("data"):
             raise UsageError("--data FILE is required: the jets to train on (.h5, see "
                              "docs/jets.md)")
@@ -133,31 +103,7 @@ class JetsTask(Task):
                                  f"trained on and {'tested' if key == 'test' else 'validated'} "
                                  f"on; give another file, or drop --{key} to hold out "
                                  f"--{key}-fraction of --data")
-        counts = {key: self.count(cfg[key], key, cfg["max_constituents"])
-                  for key in DATA_FILES if cfg.get(key)}
-        for part, (start, stop) in split_ranges(counts["data"], cfg).items():
-            labels = range_labels(cfg["data"], start, stop, cfg["chunk_size"])
-            if len(set(labels)) < 2:
-                raise UsageError(
-                    f"--data {cfg['data']}: its {part} range (jets {start}..{stop - 1} of "
-                    f"{counts['data']}) does not hold jets of both classes; use a larger file "
-                    f"or give --{'data' if part == 'train' else part} FILE")
-
-    def count(self, path: str, key: str, max_constituents: int) -> int:
-        """``check_jet_file(path)`` (its jets), checked once per file and modification."""
-        import os
-
-        from ..data.jets import check_jet_file
-
-        try:
-            stamp = (os.path.getsize(path), os.path.getmtime(path))
-        except OSError:
-            stamp = None
-        stamp = (stamp, max_constituents)
-        if path not in self._checked or self._checked[path][0] != stamp:
-            self._checked[path] = (stamp, check_jet_file(path, what=f"--{key}",
-                                                         max_constituents=max_constituents))
-        return self._checked[path][1]
+        check_files(cfg)
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The weights (default count), one chunk of jets, and one batch's attention logits
@@ -168,6 +114,20 @@ class JetsTask(Task):
         return [*super().memory_estimate(cfg),
                 (f"one --chunk-size of {cfg['chunk_size']:,} jets", cfg["chunk_size"] * N * 16 * 2),
                 (f"a batch of {B:,} jets' attention over {N} constituents", B * N * N * per_pair * 4)]
+
+    def attention_figure(self, run_dir: Path, cfg: dict[str, Any], text: str, out: Path) -> Path:
+        """``plot attention``: the jet ``--input FILE:ROW`` itself, with the last block's
+        strongest attention as lines, instead of heat maps (``runtime.attention_figure``)."""
+        from . import runtime
+
+        return runtime.attention_figure(self, run_dir, cfg, text, out)
+
+    def attention_layers(self, run_dir: Path, cfg: dict[str, Any], text: str):
+        """``attnlab view``: every block's attention among all the jet's constituents
+        (``runtime.attention_layers``)."""
+        from . import runtime
+
+        return runtime.attention_layers(self, run_dir, cfg, text)
 
 
 TASKS = {"jets": JetsTask()}

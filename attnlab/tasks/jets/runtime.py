@@ -2,7 +2,7 @@
 jets, training the ``JetTagger``, the test metrics, the baselines, the figures, and the use of
 a trained run (``evaluate``, ``predict``, ``plot attention``).
 
-Jets are read in chunks (``attnlab.data.jets.read_jets`` of an index range): a training step
+Jets are read in chunks (``attnlab.tasks.jets.data.read_jets`` of an index range): a training step
 holds one chunk, never the file. A batch holds jets of similar length (``by_length``) and is
 cut to its own longest jet (the rest is padding, which the tagger ignores), so a batch of
 60-constituent jets costs 60², not 200². Lightning is imported inside ``run`` only. The
@@ -23,20 +23,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..data.jet_metrics import baseline_scores, roc, roc_auc, tagging_metrics
-from ..data.jet_physics import (NUM_FEATURES, constituent_features, constituent_mask, jet_mass,
-                                tau32)
-from ..data.jets import check_jet_file, count_jets, read_jets
-from ..data.resumable import ResumableBatches, shard
-from ..errors import UsageError
-from ..explorer.view import layers_of
-from ..models.configs import JetTaggerConfig
-from ..models.jet_tagger import JetTagger, scaled_features
-from ..models.pfn import ParticleFlowNetwork
-from ..runs import check_data_files, load_weights, pin_data_files, readable, write_json
-from ..viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
-from .base import config_from_run, each_input, probabilities_of
-from .jets import DATA_FILES, split_ranges
+from ...data.resumable import ResumableBatches, shard
+from ...errors import UsageError
+from ...explorer.view import layers_of
+from ...models.configs import JetTaggerConfig
+from ...models.jet_physics import (NUM_FEATURES, constituent_features, constituent_mask, jet_mass,
+                                   tau32)
+from ...models.jet_tagger import JetTagger, scaled_features
+from ...models.pfn import ParticleFlowNetwork
+from ...runs import check_data_files, load_weights, pin_data_files, readable, write_json
+from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
+from ..base import config_from_run, each_input, probabilities_of
+from .checks import DATA_FILES, split_ranges
+from .data import check_jet_file, count_jets, read_jets
+from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
 
 __all__ = ["Split", "splits", "trim", "JetBatches", "score_split", "model_config_of",
            "build_model", "run", "load", "evaluate", "predict_many", "attention_maps", "figures",
@@ -180,12 +180,13 @@ def load(task, run_dir: Path, cfg: dict[str, Any]) -> JetTagger:
 
 # ---- training ---------------------------------------------------------------------------------
 
-def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+def run(task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
     """Train on the train jets, test, draw the figures (and score the baselines), write DIR."""
     from torch.utils.data import DataLoader
 
-    from ..training import finish, fit
-    from ..training.classifier import ClassifierModule
+    from ...training import finish, fit
+    from ...training.classifier import ClassifierModule
 
     pin_data_files(cfg, DATA_FILES)
     parts = splits(cfg)
@@ -196,7 +197,7 @@ def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
     model = build_model(cfg)
     result = fit(ClassifierModule(model, cfg, steps), train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
-                 # --val-every as given (it was cut to one epoch, #27), else once an epoch
+                 # --val-every as given (not cut to one epoch), else once an epoch
                  val_check_interval=cfg.get("val_every") or min(steps, len(train)))
     metrics, extra = {}, None
     if result.is_global_zero:  # other DDP ranks write nothing
@@ -255,7 +256,7 @@ class PFNTagger(torch.nn.Module):
 
 def train_pfn(cfg: dict[str, Any], train: Split, steps: int) -> PFNTagger:
     """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps."""
-    from ..training.module import make_optimizer  # Lightning: loaded by training only
+    from ...training.module import make_optimizer  # Lightning: loaded by training only
 
     torch.manual_seed(cfg["seed"])
     pfn = PFNTagger()
@@ -356,8 +357,8 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict
 def read_input(text: str, cfg: dict[str, Any],
                counted: dict[str, int] | None = None) -> tuple[torch.Tensor, int]:
     """``FILE:ROW`` -> (that jet (1, N, 4), its label); ``UsageError`` naming --input.
-    Only the file's layout and that row are read and checked (#27 item 21: the whole file was,
-    and a bad value in another row refused the input); ``counted`` (file -> its jets) keeps
+    Only the file's layout and that row are read and checked (not the whole file, so that a bad
+    value in another row does not refuse the input); ``counted`` (file -> its jets) keeps
     each file's layout check to once per call of many inputs."""
     path, sep, row = text.strip().rpartition(":")
     if not sep or not path or not row.strip().isdecimal():
@@ -396,7 +397,7 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
             k = int(p.argmax())
             probabilities = probabilities_of(LABELS, p)
             # --json: the label alone, its score under "probabilities" as every task with
-            # scores gives it (#27: it was "top 0.9351", one string); the line keeps the score
+            # scores gives it (not "top 0.9351", one string); the line keeps the score
             found.append({"prediction": LABELS[k], "probabilities": probabilities,
                           "line": f"{LABELS[k]} {probabilities[LABELS[k]]:.4f}"})
     return found

@@ -17,13 +17,13 @@ from typing import Any
 
 import torch
 
-from ..data import SequenceDataset, batch_loader, make_labels, pad_to_length
-from ..errors import UsageError
-from ..models.configs import ElementPredictorConfig
-from ..models.predictor import ElementPredictor
-from ..runs import load_weights
-from ..viz import lr_curve, plot_attention, plot_lr_schedule
-from .base import Task, config_from_run, each_input
+from ...data import SequenceDataset, batch_loader, make_labels, pad_to_length
+from ...errors import UsageError
+from ...models.configs import ElementPredictorConfig
+from ...models.predictor import ElementPredictor
+from ...runs import load_weights
+from ...viz import lr_curve, plot_attention, plot_lr_schedule
+from ..base import Task, config_from_run, each_input
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
            "figures", "load", "predict_many", "evaluate", "attention_maps"]
@@ -98,12 +98,13 @@ def dataset(task: Task, cfg: dict[str, Any], split: str) -> SequenceDataset:
 
 
 # ---- training ------------------------------------------------------------------------------
-def run(task: Task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+def run(task: Task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
     """Train the course's model (the ``ElementPredictor`` of ``TransformerPredictor``) for
     ``task.budget(cfg)`` steps (or until validation is perfect three times, with --early-stop),
     then test and draw the figures."""
-    from ..training import StopAtTarget, finish, fit  # Lightning: here only
-    from ..training.element import ElementModule
+    from ...training import StopAtTarget, finish, fit  # Lightning: here only
+    from ...training.element import ElementModule
 
     train, val = dataset(task, cfg, "train"), dataset(task, cfg, "val")
     max_steps = task.budget(cfg)
@@ -200,8 +201,8 @@ def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -
 def _maps(task: Task, model, cfg: dict[str, Any], tokens: list[int], n: int):
     """(maps, key labels, query labels). Keys are the input's symbols where they sit in the
     padded row; query row i is where output i is predicted (the answer fills the row's
-    start), so it is labelled with the model's output there (#27: it was labelled with the
-    input symbol at i, which for a reversal is not what that row produces). Padding, and
+    start), so it is labelled with the model's output there (not with the input symbol at i,
+    which for a reversal is not what that row produces). Padding, and
     outputs past the answer, in parentheses."""
     inputs, _, starts = _padded(task, cfg, [tokens])
     maps = [m[0] for m in model.get_attention_maps(inputs)]  # L × (H, T, T)

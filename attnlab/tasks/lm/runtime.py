@@ -23,25 +23,38 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from ..data import numbered_batches
-from ..data.corpus import TokenWindows, corpus_identity, encode_file, prepare, read_meta
-from ..data.tables import check_digest
-from ..errors import UsageError
-from ..models import CausalLM
-from ..nn.quantize import quantized
-from ..runs import load_weights, pin_data_files, write_yaml
-from ..tokenizers import load_tokenizer, note_unknown
-from ..viz import lr_curve, plot_lr_schedule
-from .base import each_input
-from .lm import check_corpus, model_config_of
+from ...data import numbered_batches
+from ...data.corpus import TokenWindows, corpus_identity, encode_file, prepare, read_meta
+from ...data.tables import check_digest
+from ...errors import UsageError
+from ...models import CausalLM
+from ...models.configs import CausalLMConfig
+from ...nn.quantize import quantized
+from ...runs import load_weights, pin_data_files, write_yaml
+from ...tokenizers import load_tokenizer, note_unknown
+from ...viz import lr_curve, plot_lr_schedule
+from ..base import config_from_run, each_input
+from .checks import check_corpus
 
-__all__ = ["build_model", "lm_metrics", "random_windows", "corpus_dir", "pin_corpus",
-           "split_windows", "figures", "run", "load", "encode_prompt", "predict_many", "evaluate",
-           "attention_maps"]
+__all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
+           "pin_corpus", "split_windows", "figures", "run", "load", "encode_prompt",
+           "predict_many", "evaluate", "attention_maps"]
+
+
+def model_config_of(cfg: dict[str, Any]) -> CausalLMConfig:
+    """The ``CausalLMConfig`` of a run's configuration: its fields by name, the context length
+    ``block_size`` as ``max_len`` (``vocab_size`` is the prepared corpus' once ``run`` set it).
+
+    Examples:
+        >>> from attnlab.tasks import SHARED_DEFAULTS
+        >>> model_config_of({**SHARED_DEFAULTS, "vocab_size": 70, "block_size": 32}).max_len
+        32
+    """
+    return config_from_run(CausalLMConfig, cfg, max_len=cfg["block_size"])
 
 
 def build_model(cfg: dict[str, Any]) -> CausalLM:
-    """The ``CausalLM`` a run's configuration describes (``attnlab.tasks.lm.model_config_of``).
+    """The ``CausalLM`` a run's configuration describes (``model_config_of``).
 
     Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS
@@ -139,11 +152,12 @@ def split_windows(cfg: dict[str, Any], split: str, *, stride: int | None = None)
 
 
 # ---- training -------------------------------------------------------------------------------
-def run(task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+def run(task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
     """Prepare (or check) the corpus, train, measure ``val_loss``/``val_perplexity`` and write
     the run directory (``Task.run``)."""
-    from ..training import finish, fit  # Lightning: imported by training only
-    from ..training.lm import LMModule
+    from ...training import finish, fit  # Lightning: imported by training only
+    from ...training.lm import LMModule
 
     tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")

@@ -15,7 +15,7 @@ The ROC has one point per distinct score (as scikit-learn's ``roc_curve`` with
 around the requested ε_S (``np.interp(ε_S, ε_S_points, ε_B_points)``, the usual
 ``interp1d(tpr, fpr)`` of top-tagging code).
 
-Baselines (issue #10): ``LikelihoodRatio`` estimates p(top | x) from histograms of x in each
+Baselines: ``LikelihoodRatio`` estimates p(top | x) from histograms of x in each
 class, fitted on training jets; on x = (jet mass, τ3/τ2) it is the classic two-variable
 tagger, and on one variable it is the best any cut on that variable can do (Neyman–Pearson).
 """
@@ -240,7 +240,7 @@ def baseline_scores(train_features, train_labels, test_features, *,
     """The classical taggers' scores of the test jets, each fitted on the training jets.
 
     Features are (N, 2): the jet mass (GeV) and τ3/τ2, in that order (``BASELINE_FEATURES``;
-    ``attnlab.data.jet_physics.baseline_features`` computes them). Every score is a
+    ``attnlab.models.jet_physics.baseline_features`` computes them). Every score is a
     ``LikelihoodRatio`` (so in [0, 1] and comparable at 0.5):
 
     - "mass": on the mass alone (a top-mass window, chosen as well as the data allow);

@@ -19,15 +19,15 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader
 
-from ..data import numbered_batches
-from ..data.digits_sets import (NUM_FEATURES, DigitSets, digit_images, digit_labels, digit_pools,
-                                features_of)
-from ..errors import UsageError
-from ..models import SequenceClassifier
-from ..models.configs import SequenceClassifierConfig
-from ..runs import atomic_write, load_weights
-from ..viz import plot_attention
-from .base import Task, config_from_run, each_input
+from ...data import numbered_batches
+from ...data.digits_sets import (NUM_FEATURES, DigitSets, digit_images, digit_labels, digit_pools,
+                                 features_of)
+from ...errors import UsageError
+from ...models import SequenceClassifier
+from ...models.configs import SequenceClassifierConfig
+from ...runs import atomic_write, load_weights
+from ...viz import plot_attention
+from ..base import Task, config_from_run, each_input
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
            "predict_many", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
@@ -86,13 +86,14 @@ def _training_batches(cfg: dict[str, Any], steps: int):
     return numbered_batches(batch, steps)
 
 
-def run(task: Task, cfg: dict[str, Any], run_dir: Path) -> dict[str, float]:
+def run(task: Task, cfg: dict[str, Any], run_dir: Path,
+        checked: Any = None) -> dict[str, float]:
     """Train on new sets for --max-steps (or --epochs of --train-sets), validating on the fixed
     validation sets; then test and draw the figures."""
-    from ..training import finish, fit  # Lightning: here only, never for predict
-    from ..training.classifier import ClassifierModule
+    from ...training import finish, fit  # Lightning: here only, never for predict
+    from ...training.classifier import ClassifierModule
 
-    # config.yaml keeps --epochs alone as the budget (#27): the steps are not written back
+    # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = (cfg["epochs"] * math.ceil(cfg["train_sets"] / cfg["batch_size"])
              if cfg.get("epochs") else cfg["max_steps"])
     val_loader = DataLoader(fixed_sets("val", cfg).materialize(), batch_size=500)
@@ -193,7 +194,7 @@ def plot_sets(model, cfg: dict[str, Any], path: Path, *, num_sets: int = 3) -> N
     last layer's attention averaged over heads, the anomaly's column outlined: a working model
     attends to (or away from) the odd one out."""
     # matplotlib only when drawing (attnlab.viz's rule): predict and evaluate never load it.
-    from ..viz import _pyplot
+    from ...viz import _pyplot
 
     plt = _pyplot()
 

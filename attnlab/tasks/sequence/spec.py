@@ -1,5 +1,5 @@
 """``attnlab train reverse|copy|sort``: per-element prediction on random symbol sequences — the
-spec (flags, defaults, checks, memory); the heavy half is ``attnlab.tasks.sequence_runtime``.
+spec (flags, defaults, checks, memory); the heavy half is ``attnlab.tasks.sequence.runtime``.
 
 The course's headline experiment (UvA DL Tutorial 6): a one-layer, one-head Transformer learns
 to reverse sequences of 16 digits; its attention map shows the anti-diagonal. Copy and sort are
@@ -21,10 +21,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
-from ..models.configs import ElementPredictorConfig
-from ..settings import defaults, setting
-from .base import Task, model_defaults
+from ...errors import UsageError
+from ...models.configs import ElementPredictorConfig
+from ...settings import defaults, setting
+from ..base import Runtime, Task, model_defaults
 
 __all__ = ["SequenceSettings", "SequenceTask", "TASKS"]
 
@@ -49,7 +49,6 @@ class SequenceTask(Task):
 
     model_config = ElementPredictorConfig  # its flags: --input-dropout
     settings = SequenceSettings
-    runtime = "attnlab.tasks.sequence_runtime"
     defaults: dict[str, Any] = {
         **model_defaults(ElementPredictorConfig),
         **defaults(SequenceSettings),
@@ -59,6 +58,12 @@ class SequenceTask(Task):
         "lr": 1e-2, "warmup": 20, "batch_size": 128, "max_steps": 600,
         "val_every": 10, "threads": 1, "grad_clip": 1.0,
     }
+
+    def runtime_module(self) -> Runtime:
+        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
+        from . import runtime
+
+        return runtime
 
     def __init__(self, name: str, help: str, **defaults: Any) -> None:
         self.name, self.help = name, help

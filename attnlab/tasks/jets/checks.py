@@ -1,0 +1,63 @@
+"""The jet files ``attnlab train jets`` checks before a run directory is written, and the index
+ranges of --data's split. Light at import (the standard library): the files are read with
+pandas (``data.py``) only when ``check_files`` runs.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...errors import UsageError
+
+__all__ = ["DATA_FILES", "split_ranges", "range_labels", "check_files"]
+
+DATA_FILES = ("data", "val", "test")  # the settings that name jet files
+
+
+def split_ranges(n: int, cfg: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """The index ranges [start, stop) of --data's N jets: train, and val / test unless their
+    own file is given (the test jets last, the validation jets before them).
+
+    Examples:
+        >>> split_ranges(1000, {"val": None, "test": None, "val_fraction": 0.1,
+        ...                     "test_fraction": 0.2})
+        {'train': (0, 700), 'val': (700, 800), 'test': (800, 1000)}
+    """
+    ranges, stop = {}, n
+    for name in ("test", "val"):
+        if not cfg.get(name):
+            size = math.ceil(n * cfg[f"{name}_fraction"])
+            ranges[name] = (stop - size, stop)
+            stop -= size
+    return {"train": (0, stop), **dict(reversed(ranges.items()))}
+
+
+def range_labels(path: str, start: int, stop: int, chunk: int) -> set[int]:
+    """The classes among jets ``start .. stop - 1`` of ``path``, read a chunk at a time and
+    only until both are seen (``data.read_labels``)."""
+    from .data import read_labels
+
+    seen: set[int] = set()
+    for a in range(start, stop, chunk):
+        seen.update(read_labels(path, a, min(a + chunk, stop)).tolist())
+        if len(seen) > 1:
+            break
+    return seen
+
+
+def check_files(cfg: dict[str, Any]) -> None:
+    """Every jets file ``cfg`` names is readable, with both classes (``data.check_jet_file``),
+    and each part of --data's split (``split_ranges``) holds jets of both classes; otherwise a
+    ``UsageError`` naming the flag."""
+    from .data import check_jet_file  # numpy and pandas: only when the files are read
+
+    counts = {key: check_jet_file(cfg[key], what=f"--{key}",
+                                  max_constituents=cfg["max_constituents"])
+              for key in DATA_FILES if cfg.get(key)}
+    for part, (start, stop) in split_ranges(counts["data"], cfg).items():
+        labels = range_labels(cfg["data"], start, stop, cfg["chunk_size"])
+        if len(set(labels)) < 2:
+            raise UsageError(
+                f"--data {cfg['data']}: its {part} range (jets {start}..{stop - 1} of "
+                f"{counts['data']}) does not hold jets of both classes; use a larger file "
+                f"or give --{'data' if part == 'train' else part} FILE")
