@@ -46,7 +46,7 @@ test: setup browser
 	$(PY) -m pytest -q -n 2
 
 # The inner loop, under 30 s on 2 cores: all but the tests marked slow (those that train a run,
-# start the CLI in a real process or take over ~10 s).
+# start a process, compile, generate jets or take over about a second).
 test-fast: setup browser
 	$(PY) -m pytest -q -n 2 -m "not slow"
 

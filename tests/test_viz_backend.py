@@ -25,12 +25,14 @@ def run(code: str, tmp_path, **env) -> str:
 REPORT = "import matplotlib, matplotlib.pyplot as plt\nprint(matplotlib.get_backend(), plt.get_fignums())\n"
 
 
+@pytest.mark.slow
 def test_a_backend_the_user_chose_is_kept(tmp_path):
     code = "import matplotlib\nmatplotlib.use('svg')\nimport matplotlib.pyplot as plt\n" + DRAW + REPORT
     assert run(code, tmp_path) == "svg []"
     assert (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_jupyters_inline_backend_is_kept(tmp_path):
     # the kernel says its backend through MPLBACKEND before any pyplot import
     pytest.importorskip("matplotlib_inline")
@@ -38,5 +40,6 @@ def test_jupyters_inline_backend_is_kept(tmp_path):
     assert run(DRAW + REPORT, tmp_path, MPLBACKEND=inline) == f"{inline} []"
 
 
+@pytest.mark.slow
 def test_with_no_backend_chosen_attnlab_draws_to_files_only(tmp_path):
     assert run(DRAW + REPORT, tmp_path).lower() == "agg []"

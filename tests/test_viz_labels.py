@@ -24,6 +24,7 @@ def bars(fig):
     return [ax for ax in fig.axes if not ax.get_title()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keys, queries", [
     (WORDS, list("abcde")),                                   # the translation's source words
     ([f"token_{i}_long" for i in range(40)], [f"q{i}" for i in range(40)]),

@@ -36,6 +36,7 @@ def pixels(fig):
     return round(w), round(h)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("heads, T, expected", [
     ([2, 2], 40, 4),             # an lm's 40 characters
     ([8, 1], 34, 9),             # the karate club's GAT: layer 2 has one head
@@ -76,6 +77,7 @@ def test_the_title_is_inside_the_figure_and_clear_of_every_panel(drawn):
         assert not box.overlaps(ax.get_tightbbox(renderer))  # no panel border through it
 
 
+@pytest.mark.slow
 def test_cross_attention_panels_say_cross(drawn):
     viz.plot_attention(maps_of([2, 2], 5, 4), list("abcd"), list("vwxyz"), "unused.png",
                        kind="cross")
@@ -93,6 +95,7 @@ def test_thinned_character_labels_read_as_runs_of_text():
     assert positions == [1, 4] and texts == ["w1", "w4"]
 
 
+@pytest.mark.slow
 def test_a_marked_row_is_outlined_in_every_panel_and_labelled(drawn):
     tokens = [f"{i}:club" for i in range(34)]
     viz.plot_attention(maps_of([8, 1], 34), tokens, tokens, "unused.png", mark_row=33)

@@ -78,6 +78,7 @@ def tiny_run(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_plot_attention_writes_png(tiny_run, tmp_path, capsys):
     out = tmp_path / "maps.png"
     assert main(["plot", "attention", str(tiny_run), "--input", "1 2 3", "--out", str(out)]) == 0
@@ -108,6 +109,7 @@ def test_task_without_attention_hook_is_a_usage_error():
         task.attention_maps(None, {}, "x")
 
 
+@pytest.mark.slow
 def test_plot_pe_and_lr_write_pngs(tmp_path, capsys):
     pe = tmp_path / "pe.png"
     assert main(["plot", "pe", "--d-model", "16", "--max-len", "32", "--out", str(pe)]) == 0
@@ -135,6 +137,7 @@ def test_lr_curve_matches_the_schedulers():
     assert noam[10] == pytest.approx(noam_factor(10, 64, 10)) and max(noam) == noam[10]
 
 
+@pytest.mark.slow
 def test_plot_attention_rejects_mismatched_labels(tmp_path):
     from attnlab.viz import plot_attention
 
@@ -176,6 +179,7 @@ def _refused(argv, capsys, *named):
     assert len(err.strip().splitlines()) == 1 and all(n in err for n in named), err
 
 
+@pytest.mark.slow
 def test_no_figure_is_replaced_without_being_named(tiny_run, tmp_path, monkeypatch, capsys):
     """`plot attention RUN --input X` once replaced an earlier attention_input.png, `plot pe`
     and `plot lr` their files in the working directory: a default file that exists is refused

@@ -79,6 +79,7 @@ def test_one_is_ein_inside_a_number_and_eins_only_at_its_end(number, words):
     assert spell(number, "de") == words == german(number)
 
 
+@pytest.mark.slow
 def test_every_group_of_three_digits_in_every_place_follows_the_rules():
     """Each value 0..999 of each group of three digits (with the groups beside it empty, one,
     or 101): the cases that make one a word ending differ only in the group they are in. The

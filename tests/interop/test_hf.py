@@ -241,6 +241,7 @@ def test_local_hf_tokenizer_works_with_converted_models(tmp_path):
     assert loaded.decode(out[0, :2]) == "the cat"
 
 
+@pytest.mark.slow
 def test_importing_interop_does_not_import_transformers():
     import subprocess
     import sys

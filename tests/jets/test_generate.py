@@ -26,6 +26,7 @@ def jets():
     return gen.generate_jets(gen.JetSettings(signal=100, background=100, seed=1))
 
 
+@pytest.mark.slow
 def test_shapes_labels_and_padding(jets):
     p4, labels = jets
     assert p4.shape == (200, 200, 4) and p4.dtype == np.float32
@@ -38,11 +39,13 @@ def test_shapes_labels_and_padding(jets):
         assert (jet[:n, 0] > 0).all() and not jet[n:].any()
 
 
+@pytest.mark.slow
 def test_constituents_ordered_by_pt(jets):
     pt = np.hypot(jets[0][..., 1], jets[0][..., 2])
     assert (np.diff(pt, axis=1) <= 0).all()
 
 
+@pytest.mark.slow
 def test_jets_in_the_window(jets):
     p4, _ = jets
     _, pt, eta = _mass_pt_eta(p4)
@@ -51,6 +54,7 @@ def test_jets_in_the_window(jets):
     assert (np.abs(eta) < 2.0).all()
 
 
+@pytest.mark.slow
 def test_top_mass_peak(jets):
     p4, labels = jets
     mass, _, _ = _mass_pt_eta(p4)
@@ -127,6 +131,7 @@ def test_missing_extra_names_the_install_command(capsys, tmp_path, monkeypatch):
     assert code == 2 and "pip install attnlab[jets]" in res.err and "pythia8mc" in res.err
 
 
+@pytest.mark.slow
 def test_cli_writes_the_reference_layout(capfd, tmp_path):
     out = tmp_path / "jets.h5"
     out.write_bytes(b"old")
@@ -188,6 +193,7 @@ def test_card_resolutions():
         np.sqrt(0.1**2 + (50 * 1.7e-3) ** 2))
 
 
+@pytest.mark.slow
 def test_photons_in_one_cell_make_one_smeared_tower():
     from attnlab.tasks.jets.detector import DelphesLike, ecal_resolution
 

@@ -44,6 +44,7 @@ def write_reference(path, p4, labels, fmt: str, frame=None):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_chunks_and_ranges_equal_the_whole_read(tmp_path, fmt):
     p4, labels = reference_jets(23)
@@ -66,6 +67,7 @@ def test_chunks_and_ranges_equal_the_whole_read(tmp_path, fmt):
     assert whole.flags.writeable  # torch.from_numpy must not warn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_iter_jets_holds_one_chunk_not_the_file(tmp_path, fmt):
     p4, labels = reference_jets(3000, seed=1)

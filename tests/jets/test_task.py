@@ -197,6 +197,7 @@ def test_the_real_process_trains_with_the_flags_of_the_docs(tmp_path):
     assert read_yaml(tmp_path / "run" / "config.yaml")["pair_bias"]  # ParT's bias by default
 
 
+@pytest.mark.slow
 def test_no_pair_bias_trains_the_courses_plain_set_classifier(jets_file, tmp_path):
     out = tmp_path / "course"
     assert main(["train", "jets", "--data", str(jets_file), "--out", str(out), *TINY,

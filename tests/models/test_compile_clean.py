@@ -28,6 +28,7 @@ def breaks(explanation) -> str:
                      for b in explanation.break_reasons)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", TRANSFORMER_CASES, ids=lambda c: c.name)
 def test_training_forward_and_loss_are_one_graph(case):
     explanation = explain(case)

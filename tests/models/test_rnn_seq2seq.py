@@ -81,6 +81,7 @@ def test_without_attention_there_is_no_alignment_and_the_source_enters_only_s0()
     assert model.attention is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_it_learns_to_copy_a_short_sequence(attention):
     torch.manual_seed(0)

@@ -107,6 +107,7 @@ def test_constructor_and_input_errors_show_the_values():
 
 
 # ---- generation ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_trained_model_generates_reversals_ending_in_eos_then_padding(trained):
     out = trained.generate(padded_sources(), 10)
     assert out[:, 0].tolist() == [SOS] * 3
@@ -119,6 +120,7 @@ def test_trained_model_generates_reversals_ending_in_eos_then_padding(trained):
     assert rows[1][1:4] == [4, 11, EOS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_beams", [1, 3])
 def test_cached_and_uncached_decoding_give_identical_tokens(trained, num_beams):
     src = padded_sources()
@@ -136,6 +138,7 @@ def test_cache_matches_past_its_initial_capacity():
     assert a.shape == (3, 71) and a.tolist() == b.tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_beams", [1, 3])
 def test_padded_batch_equals_each_sequence_alone(trained, num_beams):
     src = padded_sources()
@@ -147,6 +150,7 @@ def test_padded_batch_equals_each_sequence_alone(trained, num_beams):
         assert (batch[i, n:] == PAD).all()
 
 
+@pytest.mark.slow
 def test_one_beam_equals_greedy(trained):
     src = padded_sources()
     greedy = trained.generate(src, 10)
@@ -185,6 +189,7 @@ def test_beam_search_is_no_worse_than_greedy_in_model_score(length_penalty):
     assert (b > g + 1e-3).any()  # and it does find better sequences on some rows
 
 
+@pytest.mark.slow
 def test_generate_restores_training_mode(trained):
     trained.train()
     trained.generate(padded_sources(), 3)

@@ -124,6 +124,7 @@ def test_selecting_modules_and_outputs_and_accumulating():
             pass
 
 
+@pytest.mark.slow
 def test_capture_is_exported_from_attnlab_without_heavy_imports():
     import subprocess
     import sys

@@ -1,7 +1,10 @@
 """The fused attention path never materialises the (B, H, T, T) score matrix."""
+import pytest
+
 from benchmarks.attention_memory import measure
 
 
+@pytest.mark.slow
 def test_fused_attention_peak_memory_is_far_below_the_score_matrix():
     B, D, H, T = 1, 256, 8, 2048
     scores_mib = B * H * T * T * 4 / 2**20  # 128 MiB: one float32 (B, H, T, T) matrix

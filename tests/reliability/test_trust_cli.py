@@ -113,6 +113,7 @@ def test_prepare_and_training_write_files_with_the_umask(tmp_path, umask, file_m
     assert not [n for n in written if n.endswith(".tmp")]  # no temporary file left behind
 
 
+@pytest.mark.slow
 def test_every_writer_honours_the_umask(tmp_path):
     from attnlab.tokenizers import CharTokenizer
     from attnlab.viz import plot_positional_encoding
@@ -424,6 +425,7 @@ def test_values_at_the_edges_of_their_ranges(task_runs, capsys):
         _fails(argv, capsys, *named)
 
 
+@pytest.mark.slow
 def test_odd_d_model_and_a_long_schedule_still_plot(tmp_path, capsys):
     import time
 

@@ -104,6 +104,7 @@ def test_train_on_a_plain_text_file_prepares_it_in_the_run(tmp_path):
     assert type(tokenizer).__name__ == "WordTokenizer" and model.positional == "rope"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["plot", "attention"], ["view"]])
 def test_attention_of_a_text_longer_than_the_model_reads_is_refused(run, tmp_path, capsys,
                                                                     command):
@@ -227,6 +228,7 @@ def test_the_last_validation_is_the_runs_val_loss_in_float32(run, tmp_path, monk
     assert metrics["val_loss"] == pytest.approx(log["val_loss"].iloc[-1], abs=tolerance)
 
 
+@pytest.mark.slow
 def test_no_bias_activation_and_eps_flags_are_recorded_and_honoured_on_load(run, tmp_path,
                                                                            capsys):
     """CausalLM's bias, activation and layer_norm_eps once had no `train lm` flag

@@ -188,6 +188,7 @@ def test_plot_attention_shows_cross_attention_of_the_models_translation(number_r
     torch.testing.assert_close(maps[0].sum(-1), torch.ones(2, len(y_labels)))  # rows are softmaxes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags, expected", [
     ({}, ("word", "bpe")),                            # English words; German numbers are one word
     ({"max_number": 10_000_000}, ("word", "bpe")),    # German millions: words the sample lacks
@@ -212,6 +213,7 @@ def test_auto_tokenizers_can_write_every_test_target(flags, expected):
     assert [tgt.decode(tgt.encode(t)) for t in targets] == targets
 
 
+@pytest.mark.slow
 def test_config_yaml_records_the_tokenisers_auto_chose_before_training(tmp_path, monkeypatch):
     """--resume rebuilds the run from config.yaml: it must hold the kinds ``auto`` chose when
     training started (not ``auto``, which a later rule could resolve otherwise), and the same

@@ -37,6 +37,7 @@ def test_lora_linear_is_its_base_until_trained_and_merges_to_the_same_function()
             LoRALinear(nn.Linear(12, 6), rank=rank, alpha=1.0)
 
 
+@pytest.mark.slow
 def test_lora_trains_only_its_update_and_the_merged_model_computes_the_same():
     torch.manual_seed(0)
     model = CausalLM(30, model_dim=16, num_heads=2, num_layers=2, max_len=16)

@@ -113,6 +113,7 @@ def test_a_refused_resume_of_an_lm_run_leaves_its_config_yaml_as_it_was(tmp_path
     assert config.read_bytes() == edited
 
 
+@pytest.mark.slow
 def test_a_checkpoint_that_does_not_fit_the_model_is_refused_in_one_line(tmp_path, capsys):
     """--resume rebuilds the model from config.yaml; when that no longer matches the checkpoint
     (an edited file, or an 'auto' setting that now chooses otherwise) the user gets exit 2 and

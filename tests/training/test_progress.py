@@ -4,6 +4,8 @@ import io
 import re
 import sys
 
+import pytest
+
 import attnlab.training.progress as progress_module
 from attnlab.training.progress import Progress
 from attnlab.cli import main
@@ -41,6 +43,7 @@ def test_a_log_gets_ten_lines_whatever_the_budget(monkeypatch):
     assert [s for s in range(1, 8) if few.reads_train_loss(s)] == list(range(1, 8))
 
 
+@pytest.mark.slow
 def test_a_run_in_a_terminal_shows_one_line_with_step_losses_and_time_left(monkeypatch, tmp_path):
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)  # here: pytest resets it after fixtures
@@ -66,6 +69,7 @@ EARLY = ["--num-categories", "3", "--seq-len", "4", "--val-every", "5", "--max-s
          "--threads", "1", "--lr", "3e-3", "--warmup", "5"]
 
 
+@pytest.mark.slow
 def test_a_run_stopped_by_its_target_says_so(monkeypatch, tmp_path):
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
@@ -80,6 +84,7 @@ def test_a_run_stopped_by_its_target_says_so(monkeypatch, tmp_path):
                     f"validations in a row")
 
 
+@pytest.mark.slow
 def test_a_log_says_why_the_run_stopped_before_its_budget(tmp_path, capsys):
     """Not on a terminal (CI, a log file) the last progress line was "step 60/2000" and the
     summary then said 100 steps, with no word of the target reached."""
