@@ -29,7 +29,7 @@ from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "AdaptSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
+__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
            "seed_setting", "threads_setting", "add_flags", "defaults", "check", "check_record", "check_options", "check_argument", "flag", "exposed"]
 
 
@@ -158,6 +158,15 @@ class SamplingSettings:
                          help="sample among the K most likely tokens")
     top_p: float = setting(None, low=0, above=True, most=1, optional=True, metavar="P",
                            help="sample from the nucleus of mass P")
+
+
+@dataclass
+class GenerationSettings(SamplingSettings):
+    """A generation's length, and how its next tokens are chosen (``attnlab.generation``'s
+    loops and ``attnlab generate``)."""
+
+    max_new_tokens: int = setting(200, low=1, metavar="N",
+                                  help="tokens to generate at most (default 200)")
 
 
 @dataclass

@@ -13,6 +13,8 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from .settings import GenerationSettings, check_argument
+
 __all__ = ["StepFunction", "check_positive_int", "check_prompt", "check_token_ids"]
 
 
@@ -33,7 +35,7 @@ def check_prompt(input_ids: Tensor, max_new_tokens: int) -> None:
     if input_ids.ndim != 2 or input_ids.shape[1] < 1:
         raise ValueError(f"input_ids must be (B, T) with T >= 1, got shape "
                          f"{tuple(input_ids.shape)}")
-    check_positive_int("max_new_tokens", max_new_tokens)
+    check_argument(GenerationSettings, "max_new_tokens", max_new_tokens)
 
 
 def check_token_ids(ids: Tensor, vocab_size: int, name: str = "input_ids") -> None:

@@ -152,3 +152,16 @@ def test_generate_takes_its_sampling_flags_from_the_librarys_declaration(capsys)
         flag = "--" + f.name.replace("_", "-")
         assert f"{flag} {f.metadata['metavar']}" in shown
         assert " ".join(f.metadata["help"].split()) in shown
+
+
+@pytest.mark.slow
+def test_the_generation_length_is_one_rule_in_the_library_and_generate(lm_run, capsys):
+    from attnlab.generation import decode
+
+    step = lambda tokens: torch.zeros(tokens.shape[0], 5)  # noqa: E731
+    with pytest.raises(ValueError) as found:
+        decode(step, torch.tensor([[1]]), 0)
+    assert str(found.value) == "max_new_tokens must be a positive integer, got 0"
+    assert main(["generate", str(lm_run), "--prompt", "the", "--max-new-tokens", "0"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "attnlab: error: --max-new-tokens must be a positive integer, got 0"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from ..settings import (ModelRunSettings, SamplingSettings, add_flags, check_options,
+from ..settings import (GenerationSettings, ModelRunSettings, add_flags, check_options,
                         seed_setting, setting)
 from .inputs import add_input_file_flags, one_or_file
 from .quantize import add_quantize_flag, note_if_slower
@@ -22,12 +22,10 @@ MIN_TEMPERATURE = 1e-6  # below it, logits / T overflow float32 (inf - inf = NaN
 
 
 @dataclass
-class GenerateOptions(SamplingSettings, ModelRunSettings):
-    """``attnlab generate``'s flags: how the next token is chosen (the library's declaration,
-    ``SamplingSettings``), --threads, and these."""
+class GenerateOptions(GenerationSettings, ModelRunSettings):
+    """``attnlab generate``'s flags: the generation's length and how its next tokens are
+    chosen (the library's declaration, ``GenerationSettings``), --threads, and these."""
 
-    max_new_tokens: int = setting(200, low=1, metavar="N",
-                                  help="tokens to generate at most (default 200)")
     seed: int = seed_setting(None, help="seed for reproducible sampling")
     greedy: bool = setting(False, help="argmax decoding instead of sampling")
 
