@@ -122,7 +122,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[dict[str, Any], An
         cfg.pop(name, None)
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
         cfg.pop("max_steps", None)     # would be recorded beside it, unused
-    return cfg, checked
+    return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
 
 
 def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:
@@ -212,11 +212,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
 
-    check_hardware(cfg, quiet=_is_child())
+    cfg = check_hardware(cfg, quiet=_is_child()).derive(out=str(run_dir))
     found = "run" if cfg["resume"] else ("empty" if run_dir.is_dir() else "new")
     created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
-    cfg["out"] = str(run_dir)
     try:
         with _sigterm_as_exception():
             _train(cfg, run_dir, checked)
@@ -228,11 +227,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train(cfg: dict[str, Any], run_dir: Path, checked: Any = None) -> None:
-    from ..runs import write_yaml
+    from ..runs import write_config
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if not cfg["resume"] and not _is_child():
-        write_yaml(run_dir / "config.yaml", cfg)  # so that --resume can rebuild the run
+        write_config(run_dir, cfg)  # so that --resume can rebuild the run
     seed_all(cfg["seed"])
     threads = cfg.get("threads")
     if not threads and cfg.get("devices", 1) == 1 and default_threads("forward") == 1:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UsageError
+from ..run_config import RunSettings, make_config_class
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
                         defaults, exposed)
 
@@ -113,6 +114,9 @@ class Task:
         settings: the task's own typed settings (data files, sizes, ...): a dataclass of
             ``attnlab.settings.setting`` fields; ``add_arguments`` makes one flag per field and
             ``check_settings`` checks them, so a new task setting is one field plus its use.
+        derived: a dataclass of the values a run of the task derives while it runs (a
+            vocabulary size, the labels, what ``auto`` chose), set only through the run
+            config's ``derive``; a field may name a setting the run resolves.
 
     Optional commands (None where a task has none; the command tests for it):
         attention_kind: what its attention maps are, for a figure's title (translate: "cross").
@@ -132,11 +136,33 @@ class Task:
     model_config: type | None = None
     model_flags: tuple[str, ...] | None = None
     settings: type | None = None
+    derived: type | None = None
     attention_kind: str | None = None
     attention_figure: Callable[..., Path] | None = None
     attention_layers: Callable[..., tuple] | None = None
     attention_focus: Callable[..., int] | None = None
     evaluate_by_length: Callable[..., tuple] | None = None
+
+    def config_class(self) -> type[RunSettings]:
+        """The task's typed run config: a frozen dataclass with one field per field of
+        ``TrainSettings``, ``settings``, ``model_config`` and ``derived`` (and ``task``,
+        ``out``), generated from those declarations (``attnlab.run_config``)."""
+        cls = self.__dict__.get("_config_class")
+        if cls is None:
+            parts = [p for p in (TrainSettings, self.settings, self.model_config) if p]
+            name = "".join(w.capitalize() for w in self.name.split("_")) + "RunConfig"
+            cls = self.__dict__["_config_class"] = make_config_class(name, parts, self.derived)
+        return cls
+
+    def config(self, **values: Any) -> RunSettings:
+        """The typed run config of this task holding ``values`` (others absent), with
+        ``task`` this task's name unless given: ``get_task("lm").config(model_dim=32, ...)``."""
+        return self.config_class().from_values({"task": self.name, **values})
+
+    def read_config(self, values: dict[str, Any], where: str | Path) -> RunSettings:
+        """The typed run config of a run's ``config.yaml`` (``values``, read from ``where``):
+        keys as the file spells them; a key no field declares is kept, not refused."""
+        return self.config_class().from_values(values, where)
 
     def model_settings(self) -> tuple[str, ...]:
         """The names of the model-config fields this task's command line sets."""

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from ..errors import Interrupted, UsageError
-from ..runs import readable, save_weights, write_metrics, write_yaml
+from ..runs import readable, save_weights, write_config, write_metrics
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng)
 from .csvlog import CSVLog, keep_previous_log
@@ -203,7 +203,7 @@ class Loop:
         elif not cfg.get("resume") and fabric.is_global_zero:
             # again, now that the task has resolved its 'auto' settings (translate's
             # tokenisers): --resume then rebuilds what this run trains
-            write_yaml(self.run_dir / "config.yaml", cfg)
+            write_config(self.run_dir, cfg)
         self.immediate = fabric.world_size == 1 and fabric.device.type == "cpu"
         self._bad = torch.zeros((), dtype=torch.long, device=fabric.device)  # step of a NaN
         self._bad_loss = torch.zeros((), device=fabric.device)
@@ -519,7 +519,7 @@ def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: 
     save_weights(model, run_dir / "model.safetensors")
     if tokenizer is not None:
         tokenizer.save(run_dir / "tokenizer.json")
-    write_yaml(run_dir / "config.yaml", cfg)
+    write_config(run_dir, cfg)
     write_metrics(run_dir / "metrics.json", metrics)
     if not quiet:
         print_summary(cfg.get("task", "?"), run_dir, metrics)

@@ -25,7 +25,8 @@ __all__ = ["TaskModule", "make_optimizer", "decay_groups", "fused_adamw_ok", "co
 
 
 class TaskModule(nn.Module):
-    """Wraps a torch model for training; ``cfg`` is the run's configuration dict.
+    """Wraps a torch model for training; ``cfg`` is the run's typed config
+    (``attnlab.run_config``; frozen, so kept as given).
 
     Args:
         model: the task's torch model (saved as ``model.safetensors`` after training).
@@ -41,7 +42,7 @@ class TaskModule(nn.Module):
     def __init__(self, model: nn.Module, cfg: dict[str, Any], max_steps: int) -> None:
         super().__init__()
         self.model = model
-        self.cfg = dict(cfg)
+        self.cfg = cfg
         self.max_steps = max_steps
 
     def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

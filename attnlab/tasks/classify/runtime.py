@@ -251,19 +251,20 @@ def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, tor
 
 # ---- the task's functions (ClassifyTask's methods call these) ---------------------------------
 
-def _prepare(cfg: dict[str, Any], splits: dict[str, Any]) -> tuple[Any, list]:
-    """Fit what training sets up from the training split, recording it in ``cfg`` (so that
+def _prepare(cfg, splits: dict[str, Any]) -> tuple[Any, Any, list]:
+    """Fit what training sets up from the training split, derived into the run config (so that
     config.yaml rebuilds the model): the labels, and the tokeniser (texts; its vocabulary size)
-    or the features' names, mean and std (sets). Returns (tokenizer or None, model inputs)."""
-    cfg["labels"] = sorted({lab for _, lab in splits["train"]})
+    or the features' names, mean and std (sets). Returns (the run config, tokenizer or None,
+    model inputs)."""
+    cfg = cfg.derive(labels=sorted({lab for _, lab in splits["train"]}))
     tokenizer, xs = None, [x for x, _ in splits["train"]]
     if cfg.get("set_column"):
-        cfg["feature_names"] = splits["features"]
-        cfg["feature_mean"], cfg["feature_std"] = feature_stats(xs)
+        mean, std = feature_stats(xs)
+        cfg = cfg.derive(feature_names=splits["features"], feature_mean=mean, feature_std=std)
     else:
         tokenizer = fit_tokenizer(cfg, xs)
-        cfg["model_vocab_size"] = tokenizer.vocab_size
-    return tokenizer, _inputs(cfg, tokenizer, xs)
+        cfg = cfg.derive(model_vocab_size=tokenizer.vocab_size)
+    return cfg, tokenizer, _inputs(cfg, tokenizer, xs)
 
 
 def run(task, cfg: dict[str, Any], run_dir: Path,
@@ -274,7 +275,7 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training.classifier import ClassifierModule
 
     splits = checked if checked is not None else load_splits(cfg)
-    tokenizer, inputs = _prepare(cfg, splits)
+    cfg, tokenizer, inputs = _prepare(cfg, splits)
     train = _Batches(inputs, _targets(splits["train"], cfg["labels"]), cfg["batch_size"], cfg["seed"])
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = cfg["epochs"] * train.num_batches if cfg.get("epochs") else cfg["max_steps"]

@@ -62,7 +62,7 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training.graph import GraphModule
 
     x, adjacency, labels, classes, _, masks = graph_of(cfg)
-    cfg["classes"], cfg["in_dim"], cfg["num_classes"] = classes, x.shape[1], len(classes)
+    cfg = cfg.derive(classes=classes, in_dim=x.shape[1], num_classes=len(classes))
     model = build_model(cfg, x.shape[1], len(classes))
     steps = cfg["max_steps"]
     train = numbered_batches(lambda n: (x, adjacency, _targets(labels, masks["train"])), steps)

@@ -188,9 +188,9 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training import finish, fit
     from ...training.classifier import ClassifierModule
 
-    pin_data_files(cfg, DATA_FILES)
+    cfg = cfg.derive(**pin_data_files(cfg, DATA_FILES))
     parts = splits(cfg)
-    cfg["jets"] = {name: len(s) for name, s in parts.items()}
+    cfg = cfg.derive(jets={name: len(s) for name, s in parts.items()})
     train = JetBatches(parts["train"], cfg)
     steps = cfg["epochs"] * len(train) if cfg.get("epochs") else cfg["max_steps"]
     val = list(fixed_batches(parts["val"], cfg, cfg["val_jets"]))

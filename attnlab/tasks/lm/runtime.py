@@ -30,7 +30,7 @@ from ...errors import UsageError
 from ...models import CausalLM
 from ...models.configs import CausalLMConfig
 from ...nn.quantize import quantized
-from ...runs import load_weights, pin_data_files, write_yaml
+from ...runs import load_weights, pin_data_files
 from ...tokenizers import load_tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
 from ..base import config_from_run, each_input
@@ -118,7 +118,7 @@ def corpus_dir(cfg: dict[str, Any], run_dir: Path) -> Path:
     return out
 
 
-def pin_corpus(cfg: dict[str, Any], run_dir: Path, data_dir: Path) -> None:
+def pin_corpus(cfg, run_dir: Path, data_dir: Path):
     """Record, when the run starts, what it trains on; on ``--resume``, refuse a change.
 
     A prepared corpus is identified by the SHA-256 of its meta.json and tokenizer.json
@@ -126,19 +126,19 @@ def pin_corpus(cfg: dict[str, Any], run_dir: Path, data_dir: Path) -> None:
     the token files while writing them, so two small files stand for a corpus of any size
     and ``evaluate`` stays fast (``attnlab.data.corpus``). A text file given as --data is
     also recorded in ``data_sha256``, as classify records its file, and must be the text
-    RUN_DIR/data was prepared from. config.yaml is written again here, so that a run
-    killed before it finishes has the digests too.
+    RUN_DIR/data was prepared from. Returns the run config, with ``corpus_sha256`` for a
+    new run (``engine.fit`` writes config.yaml before the first step, so that a run killed
+    before it finishes has the digests too).
     """
     recorded = cfg.get("resume") and cfg.get("corpus_sha256")
     if recorded:
         check_corpus(cfg, data_dir, "resume")
     else:
-        cfg["corpus_sha256"] = corpus_identity(data_dir)
+        cfg = cfg.derive(corpus_sha256=corpus_identity(data_dir))
     prepared_from = read_meta(data_dir).get("files_sha256") or [None]
     if Path(cfg["data"]).is_file() and prepared_from[0]:  # prepare read the text recorded
         check_digest(cfg["data"], prepared_from[0], cfg["data_sha256"]["data"], what="--data")
-    if not recorded:  # a resumed run's config.yaml is rewritten only when it finishes, so a
-        write_yaml(Path(run_dir) / "config.yaml", cfg)  # refused --resume leaves it as it was
+    return cfg
 
 
 def split_windows(cfg: dict[str, Any], split: str, *, stride: int | None = None) -> TokenWindows:
@@ -159,7 +159,7 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training import finish, fit  # Lightning: imported by training only
     from ...training.lm import LMModule
 
-    tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
+    cfg, tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
     B = cfg["batch_size"]
     if cfg.get("epochs"):  # an epoch: every token seen once, in non-overlapping windows
@@ -191,18 +191,18 @@ def _last_validation(cfg: dict[str, Any], result) -> dict[str, float] | None:
     return loss_metrics(loss)
 
 
-def _corpus_of_run(cfg: dict[str, Any], run_dir: Path):
-    """Pin --data, prepare it if it is a text file, pin the corpus, and add to ``cfg`` what
-    config.yaml needs from it (``data_dir``, ``vocab_size``, ``dtype``). Returns the tokenizer
-    and train.bin's token count."""
+def _corpus_of_run(cfg, run_dir: Path):
+    """Pin --data, prepare it if it is a text file, pin the corpus, and derive what
+    config.yaml needs from it (``data_dir``, ``vocab_size``, ``dtype``). Returns the run
+    config, the tokenizer and train.bin's token count."""
     if Path(cfg["data"]).is_file():  # before preparing: a resumed run refuses a changed file
-        pin_data_files(cfg, ("data",))
+        cfg = cfg.derive(**pin_data_files(cfg, ("data",)))
     data_dir = corpus_dir(cfg, run_dir)
-    pin_corpus(cfg, run_dir, data_dir)
+    cfg = pin_corpus(cfg, run_dir, data_dir)
     meta = read_meta(data_dir)
-    cfg.update(data_dir=str(data_dir.resolve()), vocab_size=meta["vocab_size"],
-               dtype=meta["dtype"])
-    return load_tokenizer(data_dir / "tokenizer.json"), meta["train_tokens"]
+    cfg = cfg.derive(data_dir=str(data_dir.resolve()), vocab_size=meta["vocab_size"],
+                     dtype=meta["dtype"])
+    return cfg, load_tokenizer(data_dir / "tokenizer.json"), meta["train_tokens"]
 
 
 def figures(cfg: dict[str, Any], run_dir: Path, steps: int, max_steps: int) -> None:

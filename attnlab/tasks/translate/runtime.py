@@ -164,21 +164,22 @@ def _splits(cfg: dict[str, Any]):
     return train, train, val, test
 
 
-def _fit_tokenizers(cfg: dict[str, Any], sample, test) -> TranslationTokenizers:
-    """The two tokenisers, fit on ``sample``; records in ``cfg`` the kinds ``auto`` chose and
-    what the model's size depends on (vocabularies, longest source and target)."""
-    for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1)):
-        cfg[key] = resolve_tokenizer(cfg[key], [p[side] for p in sample],
-                                     builtin=cfg["data"] is None)
+def _fit_tokenizers(cfg, sample, test):
+    """(the run config, the two tokenisers fit on ``sample``): the config with the kinds
+    ``auto`` chose and what the model's size depends on (vocabularies, longest source and
+    target) derived."""
+    cfg = cfg.derive(**{key: resolve_tokenizer(cfg[key], [p[side] for p in sample],
+                                               builtin=cfg["data"] is None)
+                        for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1))})
     tok = TranslationTokenizers(
         fit_tokenizer(cfg["src_tokenizer"], [s for s, _ in sample], cfg["vocab_size"]),
         fit_tokenizer(cfg["tgt_tokenizer"], [t for _, t in sample], cfg["vocab_size"]))
     src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
     tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
-    cfg.update(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
-               max_target_len=tgt_len + max(4, tgt_len // 2),
-               max_len=max(64, src_len + 2, 2 * tgt_len + 8))
-    return tok
+    cfg = cfg.derive(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
+                     max_target_len=tgt_len + max(4, tgt_len // 2),
+                     max_len=max(64, src_len + 2, 2 * tgt_len + 8))
+    return cfg, tok
 
 
 def _train_loader(cfg: dict[str, Any], train, tok: TranslationTokenizers):
@@ -206,14 +207,15 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training.seq2seq import Seq2SeqModule
 
     train, sample, val, test = _splits(cfg)
-    tok = _fit_tokenizers(cfg, sample, test)
+    cfg, tok = _fit_tokenizers(cfg, sample, test)
     model = build_model(cfg)
     loader, max_steps, every = _train_loader(cfg, train, tok)
     result = fit(Seq2SeqModule(model, cfg, max_steps), loader,
                  padded_loader(tok, val, cfg["batch_size"]), cfg, run_dir,
                  max_steps=max_steps, val_check_interval=every)
     model.eval()
-    cfg["bleu_tokenize"] = resolve_bleu_tokenize([t for _, t in test], cfg["bleu_tokenize"])
+    cfg = cfg.derive(bleu_tokenize=resolve_bleu_tokenize([t for _, t in test],
+                                                         cfg["bleu_tokenize"]))
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics, hyps = compute_test_metrics(model, tok, test, cfg)

@@ -85,12 +85,28 @@ class TranslateSettings(AdaptSettings):
                                  help="sacrebleu tokenisation (auto: char for one-word targets)")
 
 
+@dataclass
+class TranslateDerived:
+    """What a translate run derives when it fits its tokenisers (``runtime._fit_tokenizers``):
+    the kinds ``auto`` chose, the vocabulary sizes, the longest source and target the model
+    must hold; and, when it tests, the BLEU tokenisation ``auto`` chose."""
+
+    src_tokenizer: str | None = None
+    tgt_tokenizer: str | None = None
+    src_vocab_size: int | None = None
+    tgt_vocab_size: int | None = None
+    max_target_len: int | None = None
+    max_len: int | None = None
+    bleu_tokenize: str | None = None
+
+
 class TranslateTask(Task):
     name = "translate"
     help = "encoder-decoder translation: spelled-out numbers (num2words) or --data FILE"
     has_tokenizer = True
     model_config = Seq2SeqConfig  # its flags: --num-encoder-layers, --positional, ...
     settings = TranslateSettings
+    derived = TranslateDerived
     # what `plot attention` draws of a translation: the decoder's attention over the source only
     attention_kind = "cross"
     defaults = {
