@@ -25,9 +25,11 @@ A task is a package ``attnlab/tasks/NAME/``, whose task object(s) the registry
 
 The CLI merges a task's configuration, later sources winning:
     SHARED_DEFAULTS  <  Task.defaults  <  --config YAML  <  flags given on the command line
-and passes it as a plain ``dict`` with underscored keys (``cfg["model_dim"]``). The dict is
-written to ``config.yaml`` and must be enough to rebuild the model (add derived values such as
-vocabulary sizes to it in ``run``).
+checks that plain dict (``check_settings``, which may normalise it), then freezes it into the
+task's typed run config (``Task.config_class``, generated from the declarations; code reads
+``cfg.model_dim``). ``runs.write_config`` writes it to ``config.yaml``, which must be enough to
+rebuild the model: ``run`` adds what it derives (vocabulary sizes, labels) with
+``cfg = cfg.derive(...)``, for the fields the task declares in ``derived``.
 """
 from __future__ import annotations
 
@@ -77,22 +79,22 @@ class Runtime(Protocol):
     (PEP 544: modules as implementations of protocols); ``load`` and ``evaluate`` of lm and
     translate also take ``quantize=``."""
 
-    def run(self, task: Task, cfg: dict[str, Any], run_dir: Path,
+    def run(self, task: Task, cfg: RunSettings, run_dir: Path,
             checked: Any = None) -> dict[str, float]:
         """Train, test and write the run directory (``Task.run``)."""
 
-    def load(self, task: Task, run_dir: Path, cfg: dict[str, Any]) -> Any:
+    def load(self, task: Task, run_dir: Path, cfg: RunSettings) -> Any:
         """The trained model, or (model, tokenizer) (``Task.load``)."""
 
-    def predict_many(self, task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+    def predict_many(self, task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                      labels: list[str]) -> list[dict[str, Any]]:
         """One result per input (``Task.predict_many``)."""
 
-    def evaluate(self, task: Task, run_dir: Path, cfg: dict[str, Any],
+    def evaluate(self, task: Task, run_dir: Path, cfg: RunSettings,
                  data: str | None) -> dict[str, float]:
         """The test metrics of a trained run (``Task.evaluate``)."""
 
-    def attention_maps(self, task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
+    def attention_maps(self, task: Task, run_dir: Path, cfg: RunSettings, text: str):
         """(maps, x_labels, y_labels) of the model on ``text`` (``Task.attention_maps``)."""
 
 
@@ -239,7 +241,7 @@ class Task:
         the method so that importing the spec stays light)."""
         raise NotImplementedError(f"task {self.name!r} has no runtime")
 
-    def run(self, cfg: dict[str, Any], run_dir: Path, checked: Any = None) -> dict[str, float]:
+    def run(self, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str, float]:
         """Train, test on the held-out split and write the run directory; return the metrics
         (the task's keys, as its docs page lists them; ``steps``, ``train_seconds``,
         ``parameters`` are added by ``attnlab.training.finish``). ``checked``: what
@@ -247,7 +249,7 @@ class Task:
         read it again."""
         return self.runtime_module().run(self, cfg, run_dir, checked)
 
-    def load(self, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = None):
+    def load(self, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
         """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
         Return the model, or ``(model, tokenizer)`` when the task has a tokenizer. With
         ``quantize="int8"`` (lm and translate runs), the model runs on int8 weights."""
@@ -256,12 +258,12 @@ class Task:
             return runtime.load(self, run_dir, cfg)
         return runtime.load(self, run_dir, cfg, quantize=quantize)  # type: ignore[call-arg]
 
-    def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    def predict(self, run_dir: Path, cfg: RunSettings, text: str) -> str:
         """``attnlab predict DIR --input TEXT``: the prediction as one line of text (the
         runtime's ``predict_many`` of that one input)."""
         return line_of(self.predict_many(run_dir, cfg, [text])[0])
 
-    def predict_many(self, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+    def predict_many(self, run_dir: Path, cfg: RunSettings, texts: list[str],
                      labels: list[str] | None = None) -> list[dict[str, Any]]:
         """``attnlab predict DIR --input-file FILE``: the model loaded once, the inputs in
         batches; one dict per input, in order: ``"prediction"`` (the answer alone: a label, a
@@ -273,7 +275,7 @@ class Task:
         return self.runtime_module().predict_many(self, run_dir, cfg, texts,
                                                   labels or ["--input"] * len(texts))
 
-    def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
+    def evaluate(self, run_dir: Path, cfg: RunSettings, data: str | None, *,
                  quantize: str | None = None) -> dict[str, float]:
         """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run; with
         ``quantize="int8"`` (lm and translate runs), of the model on int8 weights."""
@@ -283,7 +285,7 @@ class Task:
         return runtime.evaluate(self, run_dir, cfg, data,  # type: ignore[call-arg]
                                 quantize=quantize)
 
-    def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
+    def attention_maps(self, run_dir: Path, cfg: RunSettings, text: str):
         """``attnlab plot attention DIR --input TEXT``: the attention of the trained model on
         ``text`` as (maps, x_labels, y_labels): a list of (H, T_q, T_k) tensors (one per layer),
         the T_k key labels and the T_q query labels (see ``attnlab.viz.plot_attention``)."""

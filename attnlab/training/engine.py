@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from ..errors import Interrupted, UsageError
+from ..run_config import RunSettings
 from ..runs import readable, save_weights, write_config, write_metrics
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng)
@@ -148,7 +149,7 @@ def _batch_size(batch) -> int:
 class Loop:
     """One run of training: the state the step changes, and the step itself (``run``)."""
 
-    def __init__(self, module: TaskModule, train_loader, val_loader, cfg: dict[str, Any],
+    def __init__(self, module: TaskModule, train_loader, val_loader, cfg: RunSettings,
                  run_dir: Path, *, max_steps: int, val_check_interval: int | None,
                  callbacks: list, limit_val_batches: int | None) -> None:
         self.cfg, self.run_dir, self.max_steps = cfg, Path(run_dir), max_steps
@@ -421,13 +422,13 @@ class Loop:
         self.fabric.barrier()
 
 
-def fit(module: TaskModule, train_loader, val_loader, cfg: dict[str, Any], run_dir: Path, *,
+def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir: Path, *,
         max_steps: int, val_check_interval: int | None = None, callbacks: list | None = None,
         limit_val_batches: int | None = None) -> FitResult:
-    """Train ``module`` to ``max_steps``; with ``cfg["resume"]`` continue from the last
+    """Train ``module`` to ``max_steps``; with ``cfg.resume`` continue from the last
     checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch) on at
     most ``limit_val_batches`` batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
-    ``cfg["checkpoint_every"]`` steps and at the end. Afterwards the module is on the CPU with
+    ``cfg.checkpoint_every`` steps and at the end. Afterwards the module is on the CPU with
     float32 weights, whatever device and ``--precision`` trained it."""
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
                 val_check_interval=val_check_interval, callbacks=list(callbacks or []),
@@ -459,7 +460,7 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: dict[str, Any], run_d
                      validation=metrics if step == loop.step else {})
 
 
-def resume_command(cfg: dict[str, Any], run_dir: Path) -> str:
+def resume_command(cfg: RunSettings, run_dir: Path) -> str:
     """The command that continues this run (its config.yaml holds every other setting)."""
     import shlex
 
@@ -471,7 +472,7 @@ def resume_command(cfg: dict[str, Any], run_dir: Path) -> str:
 WARMUP_PEAK_WARNING = 0.7
 
 
-def warmup_note(cfg: dict[str, Any], max_steps: int) -> str | None:
+def warmup_note(cfg: RunSettings, max_steps: int) -> str | None:
     """A warning when the warm-up does not fit the step budget, so the learning rate never
     gets near its peak (an lm run of 200 steps with warm-up 100 peaked at half of --lr).
 
@@ -500,11 +501,11 @@ def warmup_note(cfg: dict[str, Any], max_steps: int) -> str | None:
     peak, at = max((cosine_warmup_factor(e, warmup, max_steps), e) for e in steps)
     if peak >= WARMUP_PEAK_WARNING:
         return None
-    return (f"--warmup {cfg['warmup']} with a {max_steps}-step budget: the learning rate peaks "
+    return (f"--warmup {cfg.warmup} with a {max_steps}-step budget: the learning rate peaks "
             f"at {peak:.2f} x --lr {lr:g} (step {at}); shorten --warmup or raise the budget")
 
 
-def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: dict[str, float],
+def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dict[str, float],
            result: FitResult, *, tokenizer=None, quiet: bool = False) -> dict[str, float]:
     """Write model.safetensors, tokenizer.json, config.yaml and metrics.json (all atomic), then
     print a summary table. Only the global-zero process writes."""

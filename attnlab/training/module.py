@@ -12,6 +12,7 @@ Nothing here imports Lightning: ``attnlab.training.engine`` is the loop, on Fabr
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -106,7 +107,7 @@ def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]
             {"params": keep, "weight_decay": 0.0}]
 
 
-def make_optimizer(params, cfg: dict[str, Any], *, model_dim: int, max_steps: int,
+def make_optimizer(params, cfg: Mapping[str, Any], *, model_dim: int, max_steps: int,
                    fused: bool = True):
     """AdamW (with ``fused``, the fused kernel where PyTorch has it) and a per-step warm-up
     scheduler from the configuration: ``lr``, ``warmup``, ``schedule``, ``weight_decay``
