@@ -37,7 +37,7 @@ def _check_settings(cfg, cfg_path: Path, task) -> None:
     for declared in (task.model_config, task.settings):
         if declared is not None:
             check_record(declared, cfg.record(), str(cfg_path))
-    if task.heads_split_width(cfg):
+    if task.heads_split_width(cfg.record()):  # the task's checks read the settings dict
         # a missing key is named by the run config's lookup
         broken = heads_divide_width(cfg.model_dim, cfg.num_heads,
                                     names=("model_dim", "num_heads"))

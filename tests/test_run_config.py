@@ -51,9 +51,10 @@ def test_a_key_no_setting_declares_is_kept_and_a_missing_one_named(tmp_path):
 
 def test_derive_sets_the_declared_derived_values_only():
     cfg = get_task("lm").config(model_dim=32, dropout=0.1)
-    derived = cfg.derive(vocab_size=50, precision="bf16-mixed")
-    assert (derived.vocab_size, derived.precision, cfg.is_set("vocab_size")) == (
-        50, "bf16-mixed", False)
+    assert (cfg.model_dim, cfg.block_size, cfg.is_set("corpus_sha256")) == (32, 128, False)
+    derived = cfg.derive(vocab_size=50, precision="bf16-mixed", corpus_sha256={"a": "b"})
+    assert (derived.vocab_size, derived.precision, derived.corpus_sha256) == (
+        50, "bf16-mixed", {"a": "b"})
     with pytest.raises(ValueError, match="model_dim is not a derived value"):
         cfg.derive(model_dim=64)
     with pytest.raises(AttributeError):  # frozen

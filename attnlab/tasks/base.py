@@ -157,14 +157,26 @@ class Task:
         return cls
 
     def config(self, **values: Any) -> RunSettings:
-        """The typed run config of this task holding ``values`` (others absent), with
-        ``task`` this task's name unless given: ``get_task("lm").config(model_dim=32, ...)``."""
-        return self.config_class().from_values({"task": self.name, **values})
+        """The typed run config of this task with ``values`` over the defaults ``attnlab
+        train`` starts from (``SHARED_DEFAULTS``, then ``defaults``), and ``task`` this task's
+        name unless given, unchecked: ``get_task("lm").config(model_dim=32, block_size=16)``.
+        Derived values stay absent until given, and so does a setting whose default the
+        checks derive from another one (``default_notes``: lm's ``attention_dropout``)."""
+        defaults = {k: v for k, v in self.defaults.items() if k not in self.default_notes}
+        return self.config_class().from_values({**SHARED_DEFAULTS, **defaults,
+                                                "task": self.name, **values})
 
     def read_config(self, values: dict[str, Any], where: str | Path) -> RunSettings:
         """The typed run config of a run's ``config.yaml`` (``values``, read from ``where``):
         keys as the file spells them; a key no field declares is kept, not refused."""
         return self.config_class().from_values(values, where)
+
+    def typed(self, cfg: RunSettings | dict[str, Any], run_dir: str | Path) -> RunSettings:
+        """``cfg`` as this task's typed run config: a plain mapping (a run's ``config.yaml`` read
+        by hand) is read as ``check_run_dir`` reads the file (``read_config``)."""
+        if isinstance(cfg, RunSettings):
+            return cfg
+        return self.read_config(dict(cfg), Path(run_dir) / "config.yaml")
 
     def model_settings(self) -> tuple[str, ...]:
         """The names of the model-config fields this task's command line sets."""
@@ -253,7 +265,7 @@ class Task:
         """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
         Return the model, or ``(model, tokenizer)`` when the task has a tokenizer. With
         ``quantize="int8"`` (lm and translate runs), the model runs on int8 weights."""
-        runtime = self.runtime_module()
+        runtime, cfg = self.runtime_module(), self.typed(cfg, run_dir)
         if quantize is None:
             return runtime.load(self, run_dir, cfg)
         return runtime.load(self, run_dir, cfg, quantize=quantize)  # type: ignore[call-arg]
@@ -272,14 +284,14 @@ class Task:
         its probability); ``--json`` writes every key but ``"line"``. A bad input is a UsageError
         named by its label in ``labels`` (default ``--input``; the command passes
         ``--input-file FILE line N``)."""
-        return self.runtime_module().predict_many(self, run_dir, cfg, texts,
+        return self.runtime_module().predict_many(self, run_dir, self.typed(cfg, run_dir), texts,
                                                   labels or ["--input"] * len(texts))
 
     def evaluate(self, run_dir: Path, cfg: RunSettings, data: str | None, *,
                  quantize: str | None = None) -> dict[str, float]:
         """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run; with
         ``quantize="int8"`` (lm and translate runs), of the model on int8 weights."""
-        runtime = self.runtime_module()
+        runtime, cfg = self.runtime_module(), self.typed(cfg, run_dir)
         if quantize is None:
             return runtime.evaluate(self, run_dir, cfg, data)
         return runtime.evaluate(self, run_dir, cfg, data,  # type: ignore[call-arg]
@@ -293,7 +305,7 @@ class Task:
             runtime = self.runtime_module()
         except NotImplementedError:  # a task declared without its heavy half
             raise UsageError(f"task {self.name!r} has no attention plot") from None
-        return runtime.attention_maps(self, run_dir, cfg, text)
+        return runtime.attention_maps(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 def line_of(result: dict[str, Any]) -> str:

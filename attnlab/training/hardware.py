@@ -153,7 +153,7 @@ def check_hardware(cfg, *, quiet: bool = False):
             print(f"note: --precision {asked} is not available on {device}; running "
                   f"{cfg.precision} (recorded in config.yaml)", file=sys.stderr, flush=True)
     cores = os.cpu_count() or 1
-    devices = built.world_size // max(1, int(cfg.get("num_nodes") or 1))
+    devices = built.world_size // max(1, int(cfg.num_nodes or 1))
     if device == "cpu" and devices > cores and not quiet:
         print(f"note: --devices {devices} on CPU starts {devices} training processes on "
               f"{cores} cores; they will share them", file=sys.stderr, flush=True)

@@ -96,12 +96,12 @@ def run(task: Task, cfg: RunSettings, run_dir: Path,
 
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = (cfg.epochs * math.ceil(cfg.train_sets / cfg.batch_size)
-             if cfg.get("epochs") else cfg.max_steps)
+             if cfg.epochs else cfg.max_steps)
     val_loader = DataLoader(fixed_sets("val", cfg).materialize(), batch_size=500)
     model = build_model(cfg)
     module = ClassifierModule(model, cfg, steps)
     result = fit(module, _training_batches(cfg, steps), val_loader, cfg, run_dir, max_steps=steps,
-                 val_check_interval=cfg.get("val_every") or max(1, steps // 5))
+                 val_check_interval=cfg.val_every or max(1, steps // 5))
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics = {"test_accuracy": anomaly_accuracy(model, cfg)}

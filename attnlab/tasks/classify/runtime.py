@@ -279,13 +279,13 @@ def run(task, cfg: RunSettings, run_dir: Path,
     cfg, tokenizer, inputs = _prepare(cfg, splits)
     train = _Batches(inputs, _targets(splits["train"], cfg.labels), cfg.batch_size, cfg.seed)
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
-    steps = cfg.epochs * train.num_batches if cfg.get("epochs") else cfg.max_steps
+    steps = cfg.epochs * train.num_batches if cfg.epochs else cfg.max_steps
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)
     model = build_model(cfg)
     module = ClassifierModule(model, cfg, steps)
     result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
-                 val_check_interval=cfg.get("val_every") or min(train.num_batches, steps))
+                 val_check_interval=cfg.val_every or min(train.num_batches, steps))
     if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
     scores, preds, targets = _test_metrics(cfg, model, tokenizer, splits["test"])

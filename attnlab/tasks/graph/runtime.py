@@ -69,7 +69,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     train = numbered_batches(lambda n: (x, adjacency, _targets(labels, masks["train"])), steps)
     val = DataLoader([(x, adjacency, _targets(labels, masks["val"]))], batch_size=None)
     result = fit(GraphModule(model, cfg, steps), train, val, cfg, run_dir, max_steps=steps,
-                 val_check_interval=cfg.get("val_every") or max(1, steps // 5))
+                 val_check_interval=cfg.val_every or max(1, steps // 5))
     metrics = {}
     if result.is_global_zero:
         metrics = {"test_accuracy": _accuracy(model, x, adjacency, labels, masks["test"])}

@@ -118,7 +118,7 @@ class GraphTask(Task):
         ``view`` opens pinned on (``runtime.attention_focus``)."""
         from . import runtime
 
-        return runtime.attention_focus(self, run_dir, cfg, text)
+        return runtime.attention_focus(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 TASKS = {"graph": GraphTask()}

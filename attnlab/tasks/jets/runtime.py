@@ -77,7 +77,7 @@ def splits(cfg: RunSettings) -> dict[str, Split]:
              for name, (a, b) in split_ranges(count_jets(cfg.data), cfg).items()}
     for name in ("val", "test"):
         if cfg.get(name):
-            found[name] = Split(cfg[name], 0, count_jets(cfg[name]))
+            found[name] = Split(getattr(cfg, name), 0, count_jets(getattr(cfg, name)))
     return found
 
 
@@ -193,18 +193,18 @@ def run(task, cfg: RunSettings, run_dir: Path,
     parts = splits(cfg)
     cfg = cfg.derive(jets={name: len(s) for name, s in parts.items()})
     train = JetBatches(parts["train"], cfg)
-    steps = cfg.epochs * len(train) if cfg.get("epochs") else cfg.max_steps
+    steps = cfg.epochs * len(train) if cfg.epochs else cfg.max_steps
     val = list(fixed_batches(parts["val"], cfg, cfg.val_jets))
     model = build_model(cfg)
     result = fit(ClassifierModule(model, cfg, steps), train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
                  # --val-every as given (not cut to one epoch), else once an epoch
-                 val_check_interval=cfg.get("val_every") or min(steps, len(train)))
+                 val_check_interval=cfg.val_every or min(steps, len(train)))
     metrics, extra = {}, None
     if result.is_global_zero:  # other DDP ranks write nothing
         scores, labels = score_split(model, parts["test"], cfg)
         metrics = tagging_metrics(scores, labels, prefix="test_")
-        extra = baselines(cfg, parts, labels, steps) if cfg.get("baselines") else None
+        extra = baselines(cfg, parts, labels, steps) if cfg.baselines else None
         figures(model, scores, labels, parts["test"], cfg, Path(run_dir), extra)
     metrics = finish(cfg, run_dir, model, metrics, result)
     if extra is not None:
@@ -269,7 +269,7 @@ def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
             loss = F.cross_entropy(pfn(p4), y)
             opt.zero_grad()
             loss.backward()
-            if cfg.get("grad_clip"):
+            if cfg.grad_clip:
                 torch.nn.utils.clip_grad_norm_(pfn.parameters(), cfg.grad_clip)
             opt.step()
             schedule.step()

@@ -132,14 +132,14 @@ class JetsTask(Task):
         strongest attention as lines, instead of heat maps (``runtime.attention_figure``)."""
         from . import runtime
 
-        return runtime.attention_figure(self, run_dir, cfg, text, out)
+        return runtime.attention_figure(self, run_dir, self.typed(cfg, run_dir), text, out)
 
     def attention_layers(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab view``: every block's attention among all the jet's constituents
         (``runtime.attention_layers``)."""
         from . import runtime
 
-        return runtime.attention_layers(self, run_dir, cfg, text)
+        return runtime.attention_layers(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 TASKS = {"jets": JetsTask()}

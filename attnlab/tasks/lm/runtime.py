@@ -133,7 +133,7 @@ def pin_corpus(cfg, run_dir: Path, data_dir: Path):
     new run (``engine.fit`` writes config.yaml before the first step, so that a run killed
     before it finishes has the digests too).
     """
-    recorded = cfg.get("resume") and cfg.get("corpus_sha256")
+    recorded = cfg.resume and cfg.get("corpus_sha256")
     if recorded:
         check_corpus(cfg, data_dir, "resume")
     else:
@@ -165,12 +165,12 @@ def run(task, cfg: RunSettings, run_dir: Path,
     cfg, tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
     B = cfg.batch_size
-    if cfg.get("epochs"):  # an epoch: every token seen once, in non-overlapping windows
+    if cfg.epochs:  # an epoch: every token seen once, in non-overlapping windows
         max_steps = cfg.epochs * max(1, train_tokens // (cfg.block_size * B))
     else:
         max_steps = cfg.max_steps
     model = build_model(cfg)
-    val_every = cfg.get("val_every")
+    val_every = cfg.val_every
     result = fit(LMModule(model, cfg, max_steps), random_windows(train, B, max_steps, cfg.seed),
                  DataLoader(val, batch_size=B), cfg, run_dir, max_steps=max_steps,
                  val_check_interval=min(val_every, max_steps) if val_every else None,

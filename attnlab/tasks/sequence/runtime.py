@@ -93,10 +93,10 @@ def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
 
 
 def dataset(task: Task, cfg: RunSettings, split: str) -> SequenceDataset:
-    """The ``split`` ("train", "val" or "test") of ``cfg[split + "_size"]`` sequences, fixed by
+    """The ``split`` ("train", "val" or "test") of ``--SPLIT-size`` sequences, fixed by
     ``--seed``."""
     return SequenceDataset(task.name, cfg.num_categories, cfg.seq_len,
-                           cfg[f"{split}_size"], seed=cfg.seed, split=split)
+                           getattr(cfg, f"{split}_size"), seed=cfg.seed, split=split)
 
 
 # ---- training ------------------------------------------------------------------------------

@@ -169,7 +169,7 @@ def _fit_tokenizers(cfg, sample, test):
     """(the run config, the two tokenisers fit on ``sample``): the config with the kinds
     ``auto`` chose and what the model's size depends on (vocabularies, longest source and
     target) derived."""
-    cfg = cfg.derive(**{key: resolve_tokenizer(cfg[key], [p[side] for p in sample],
+    cfg = cfg.derive(**{key: resolve_tokenizer(getattr(cfg, key), [p[side] for p in sample],
                                                builtin=cfg.data is None)
                         for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1))})
     tok = TranslationTokenizers(
@@ -190,13 +190,13 @@ def _train_loader(cfg: RunSettings, train, tok: TranslationTokenizers):
     bs = cfg.batch_size
     if cfg.data is None:
         max_steps = cfg.max_steps
-        every = cfg.get("val_every") or max(1, max_steps // 5)
+        every = cfg.val_every or max(1, max_steps // 5)
         return stream_batches(train, tok, bs, max_steps), max_steps, every
     loader = BatchLoader(TensorDataset(*encode_pairs(tok, train)), bs, shuffle=True,
                          seed=cfg.seed)
     steps_per_epoch = -(-len(train) // bs)
-    max_steps = cfg.epochs * steps_per_epoch if cfg.get("epochs") else cfg.max_steps
-    every = cfg.get("val_every")
+    max_steps = cfg.epochs * steps_per_epoch if cfg.epochs else cfg.max_steps
+    every = cfg.val_every
     return loader, max_steps, min(every, max_steps) if every else None
 
 

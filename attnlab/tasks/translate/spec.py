@@ -195,15 +195,16 @@ class TranslateTask(Task):
         int8 weights; ``labels`` name the texts in errors."""
         from . import runtime
 
-        return runtime.translate(self, run_dir, cfg, texts, num_beams=num_beams,
-                                 length_penalty=length_penalty, quantize=quantize, labels=labels)
+        return runtime.translate(self, run_dir, self.typed(cfg, run_dir), texts,
+                                 num_beams=num_beams, length_penalty=length_penalty,
+                                 quantize=quantize, labels=labels)
 
     def attention_layers(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab view``: the encoder's, the decoder's and the cross-attention layers of the
         translation of ``text`` (``runtime.attention_layers``)."""
         from . import runtime
 
-        return runtime.attention_layers(self, run_dir, cfg, text)
+        return runtime.attention_layers(self, run_dir, self.typed(cfg, run_dir), text)
 
     def evaluate_by_length(self, run_dir: Path, cfg: dict[str, Any], data: str | None,
                            out: Path, *, quantize: str | None = None):
@@ -211,7 +212,8 @@ class TranslateTask(Task):
         written to ``out`` (``runtime.evaluate_by_length``)."""
         from . import runtime
 
-        return runtime.evaluate_by_length(self, run_dir, cfg, data, out, quantize=quantize)
+        return runtime.evaluate_by_length(self, run_dir, self.typed(cfg, run_dir), data, out,
+                                          quantize=quantize)
 
 
 TASKS = {"translate": TranslateTask()}
