@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import UsageError
-from .runs import RunConfig, read_yaml
+from .runs import read_yaml
 from .settings import check_record, heads_divide_width
 from .tasks import TASKS, get_task
 
@@ -25,21 +25,21 @@ __all__ = ["check_run_dir", "load", "quantize_refusal", "QUANTIZE_TASKS"]
 # The tasks whose models run on int8 weights (``attnlab.nn.quantize``): the ones that decode
 QUANTIZE_TASKS = ("lm", "translate")
 
-def _check_settings(cfg: dict, cfg_path: Path, task) -> None:
+def _check_settings(cfg, cfg_path: Path, task) -> None:
     """Refuse a config.yaml whose model or task settings have a type or value no trained run
     has, naming the file, the setting and the value: checked against the declarations
     ``attnlab train`` checks them by (the model's typed config, the task's settings; a run's
     training settings do not matter to loading it). A setting the file lacks is reported
-    when it is looked up (see ``RunConfig``). Whether the heads split the width is the task's
+    when it is read (``attnlab.run_config``). Whether the heads split the width is the task's
     ``heads_split_width`` and the rule ``heads_divide_width``, both of which ``attnlab train``
     checks too (graph and the recurrent translators split no width, and a run of theirs must
     load)."""
     for declared in (task.model_config, task.settings):
         if declared is not None:
-            check_record(declared, cfg, str(cfg_path))
-    if task.heads_split_width(cfg):
-        # a missing key is named by RunConfig's lookup
-        broken = heads_divide_width(cfg["model_dim"], cfg["num_heads"],
+            check_record(declared, cfg.record(), str(cfg_path))
+    if task.heads_split_width(cfg.record()):  # the task's checks read the settings dict
+        # a missing key is named by the run config's lookup
+        broken = heads_divide_width(cfg.model_dim, cfg.num_heads,
                                     names=("model_dim", "num_heads"))
         if broken:
             raise UsageError(f"{cfg_path}: {broken}")
@@ -56,8 +56,9 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
         command: the command's name, to start every message with ("predict: ...").
 
     Returns:
-        ``(Path(run_dir), config)``; the config is a ``RunConfig``, so that looking up a setting
-        the file lacks is a ``UsageError`` naming ``config.yaml`` and the setting.
+        ``(Path(run_dir), config)``: the task's typed run config (``Task.read_config``), whose
+        keys are the file's; reading a setting the file lacks is a ``UsageError`` naming
+        ``config.yaml`` and the setting, and a key no setting declares is kept, not refused.
 
     Raises:
         UsageError: no such directory, no or a broken ``config.yaml``, an unknown task or one
@@ -76,8 +77,8 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     cfg_path = run_dir / "config.yaml"
     if not cfg_path.is_file():
         raise UsageError(f"{where}{run_dir} is not a run directory (no config.yaml)")
-    cfg = RunConfig(read_yaml(cfg_path, what=where.rstrip(": ") or "run directory"), cfg_path)
-    task = cfg.get("task")
+    values = read_yaml(cfg_path, what=where.rstrip(": ") or "run directory")
+    task = values.get("task")
     if task is None:
         raise UsageError(f"{where}{cfg_path} has no 'task' setting (was the file edited by hand?)")
     if not isinstance(task, str) or task not in TASKS:
@@ -89,6 +90,7 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
         )
     if not (run_dir / "model.safetensors").is_file():
         raise UsageError(f"{where}{run_dir} has no model.safetensors (did training finish?)")
+    cfg = get_task(task).read_config(values, cfg_path)
     _check_settings(cfg, cfg_path, get_task(task))
     return run_dir, cfg
 
@@ -109,10 +111,10 @@ def load(run_dir: str | Path, *, quantize: str | None = None):
         ValueError: ``quantize`` for a run of a task that does not take it.
     """
     run_dir, cfg = check_run_dir(run_dir)
-    why = quantize_refusal(quantize, cfg["task"], run_dir)
+    why = quantize_refusal(quantize, cfg.task, run_dir)
     if why:
         raise ValueError(f"quantize {why} (attnlab.nn.quantize converts any model)")
-    return get_task(cfg["task"]).load(run_dir, cfg, quantize=quantize)
+    return get_task(cfg.task).load(run_dir, cfg, quantize=quantize)
 
 
 def quantize_refusal(kind: str | None, task: str, run_dir) -> str | None:

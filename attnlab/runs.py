@@ -28,6 +28,7 @@ __all__ = [
     "atomic_write", "write_json", "write_yaml", "read_yaml", "save_weights", "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "process_umask",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
+    "write_config",
 ]
 
 
@@ -116,6 +117,13 @@ def write_yaml(path: str | Path, obj: dict) -> None:
     import yaml
 
     atomic_write(path, yaml.safe_dump(dict(obj), sort_keys=True))
+
+
+def write_config(run_dir: str | Path, cfg: Any) -> None:
+    """``RUN_DIR/config.yaml``: the run's typed config (``attnlab.run_config``) as the flat
+    mapping of its settings (``cfg.record()``: the keys are the settings' names), keys sorted,
+    written atomically. The one writer of a run's ``config.yaml``."""
+    write_yaml(Path(run_dir) / "config.yaml", cfg.record())
 
 
 def readable(metrics: Any, digits: int = 6) -> Any:
@@ -217,13 +225,14 @@ def file_digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def record_data_files(cfg: dict, keys: tuple[str, ...]) -> None:
-    """Make each data file path ``cfg[key]`` absolute (``evaluate`` may run from another
-    directory) and note its digest in ``cfg["data_sha256"]``, so that ``evaluate`` can tell
-    whether a split re-drawn from the same file is still the held-out one."""
-    present = [key for key in keys if cfg.get(key)]
-    cfg.update({key: str(Path(cfg[key]).resolve()) for key in present})
-    cfg["data_sha256"] = {key: file_digest(cfg[key]) for key in present}
+def record_data_files(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """What a run records of its data files ``cfg[key]``: each path made absolute
+    (``evaluate`` may run from another directory) and its digest under ``data_sha256``, so that
+    ``evaluate`` can tell whether a split re-drawn from the same file is still the held-out
+    one. Returns those values, for the caller to merge into its settings (``cfg`` is not
+    changed)."""
+    present = {key: str(Path(cfg[key]).resolve()) for key in keys if cfg.get(key)}
+    return {**present, "data_sha256": {key: file_digest(p) for key, p in present.items()}}
 
 
 _CHANGED = {  # purpose: (since when, why a changed file matters, what to do instead)
@@ -248,13 +257,13 @@ def check_data_files(cfg: dict, *, purpose: str = "evaluate") -> None:
                              f"differs from config.yaml's data_sha256), so {why}; {remedy}")
 
 
-def pin_data_files(cfg: dict, keys: tuple[str, ...]) -> None:
-    """``record_data_files`` for a new run; for ``--resume``, ``check_data_files`` against what
-    the run recorded when it started."""
+def pin_data_files(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """``record_data_files`` for a new run (its values returned); for ``--resume``,
+    ``check_data_files`` against what the run recorded when it started (nothing to add: {})."""
     if cfg.get("resume") and cfg.get("data_sha256"):
         check_data_files(cfg, purpose="resume")
-    else:
-        record_data_files(cfg, keys)
+        return {}
+    return record_data_files(cfg, keys)
 
 
 def save_weights(model, path: str | Path) -> None:

@@ -50,7 +50,7 @@ def test_config_of_a_run_written_before_takes_defaults_for_new_keys():
     old = {"vocab_size": 40, "block_size": 16, "model_dim": 16, "num_heads": 2, "num_layers": 1,
            "dim_feedforward": 32, "dropout": 0.1, "norm_first": True, "positional": "learned",
            "activation": "gelu", "tie_weights": True, "data": "x.txt", "task": "lm"}
-    cfg = lm_task.model_config_of(old)
+    cfg = lm_task.model_config_of(get_task("lm").read_config(old, "config.yaml"))
     assert cfg.max_len == 16 and cfg.attention_dropout == 0.0 and cfg.dim_feedforward == 32
 
 

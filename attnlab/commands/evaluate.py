@@ -36,15 +36,15 @@ def run(args) -> int:
     if args.out is not None:
         choose_out(args.out, None)
     run_dir, cfg = check_run_dir(args.run_dir, command="evaluate")
-    check_quantize(args.quantize, cfg["task"], run_dir)
+    check_quantize(args.quantize, cfg.task, run_dir)
     # a whole test split: forward passes, or a translate run's batched greedy decoding
-    use_threads(args, "decode" if cfg["task"] == "translate" else "forward", run_dir)
-    task = get_task(cfg["task"])
+    use_threads(args, "decode" if cfg.task == "translate" else "forward", run_dir)
+    task = get_task(cfg.task)
     if args.by_length:
         by_length = task.evaluate_by_length
         if by_length is None:
             raise UsageError(f"--by-length is for translate runs; {run_dir} is a "
-                             f"{cfg['task']} run")
+                             f"{cfg.task} run")
         from ..tasks.translate.scoring import by_length_table
 
         out = choose_out(args.out, run_dir / "by_length.png")  # before the slow decoding

@@ -65,13 +65,13 @@ def _hf_parts(run_dir, cfg):
     from ..interop.tokenizer import to_hf_tokenizer
     from ..tokenizers import EOS_ID, PAD_ID, SOS_ID
 
-    if cfg["task"] == "translate" and cfg.get("arch", "transformer") != "transformer":
-        raise UsageError(f"export: {run_dir} is a --arch {cfg['arch']} run; Hugging Face has no "
+    if cfg.task == "translate" and cfg.get("arch", "transformer") != "transformer":
+        raise UsageError(f"export: {run_dir} is a --arch {cfg.arch} run; Hugging Face has no "
                          f"recurrent translation model to hold it (export --arch transformer "
                          f"runs)")
     model, tok = attnlab.load(run_dir)
     try:
-        if cfg["task"] == "lm":
+        if cfg.task == "lm":
             hf = to_hf(model, bos_token_id=SOS_ID, eos_token_id=EOS_ID, pad_token_id=PAD_ID)
             return hf, {"": to_hf_tokenizer(tok)}
         return to_hf(model), {"": to_hf_tokenizer(tok.src),
@@ -108,4 +108,4 @@ def _write_atomically(out, model, tokenizers) -> None:
 
 
 def _auto_class(cfg) -> str:
-    return "AutoModelForCausalLM" if cfg["task"] == "lm" else "AutoModelForSeq2SeqLM"
+    return "AutoModelForCausalLM" if cfg.task == "lm" else "AutoModelForSeq2SeqLM"

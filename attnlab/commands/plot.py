@@ -149,7 +149,7 @@ def _attention(args) -> str:
     run_dir, cfg = check_run_dir(args.run_dir, command="plot attention")
     use_threads(args, "one", run_dir)
     out = choose_out(args.out, Path(run_dir) / "attention_input.png")
-    task = get_task(cfg["task"])
+    task = get_task(cfg.task)
     own = task.attention_figure  # a task's own picture (jets: the jet itself)
     if own is not None:
         return _write(lambda: own(run_dir, cfg, args.input, out), out, given=given)
@@ -157,7 +157,7 @@ def _attention(args) -> str:
     row = attention_focus(task, run_dir, cfg, args.input)
     kind = task.attention_kind  # translate: "cross", all its maps are
     # the figure wraps its title: room for more of the input than a line holds, "…" if cut
-    title = (f"{cfg['task']}: {kind + '-' if kind else ''}attention on "
+    title = (f"{cfg.task}: {kind + '-' if kind else ''}attention on "
              f"{shown_input(args.input, 120)!r}")
     if row is not None:
         title += f", query row {row} outlined"

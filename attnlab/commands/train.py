@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Interrupted, UsageError
+from ..run_config import RunSettings
 from ..settings import TrainSettings, add_flags, check, heads_divide_width
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
@@ -63,14 +64,17 @@ def validate_shared(cfg: dict[str, Any], task=None) -> None:
             raise UsageError(broken)
 
 
-def build_config(task_name: str, given: dict[str, Any]) -> dict[str, Any]:
-    """SHARED_DEFAULTS < task defaults < --config < flags given (or the saved config on --resume)."""
+def build_config(task_name: str, given: dict[str, Any]) -> RunSettings:
+    """SHARED_DEFAULTS < task defaults < --config < flags given (or the saved config on
+    --resume), checked and frozen into the task's typed run config."""
     return configure(task_name, given)[0]
 
 
-def configure(task_name: str, given: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     """``build_config``'s settings, and what the task's checks read that its run needs
-    (``Task.validate``'s result, handed to ``Task.run``: the task object keeps nothing)."""
+    (``Task.validate``'s result, handed to ``Task.run``: the task object keeps nothing).
+    Every check runs on the plain dict (and may normalise it); the dict is then frozen, once,
+    into the task's typed run config (``Task.config_class``)."""
     from ..runs import read_yaml
 
     task = get_task(task_name)
@@ -122,7 +126,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[dict[str, Any], An
         cfg.pop(name, None)
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
         cfg.pop("max_steps", None)     # would be recorded beside it, unused
-    return cfg, checked
+    return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
 
 
 def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:
@@ -160,15 +164,15 @@ def _is_child() -> bool:
     return os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
 
 
-def _choose_out(cfg: dict[str, Any]) -> Path:
+def _choose_out(cfg: RunSettings) -> Path:
     # Only DDP children reuse ATTNLAB_RUN_DIR: a second in-process `main` must not reuse the
     # first run's directory.
     out = cfg.get("out") or (os.environ.get("ATTNLAB_RUN_DIR") if _is_child() else None)
-    if not out and cfg["num_nodes"] > 1:
-        raise UsageError(f"--num-nodes {cfg['num_nodes']} needs --out DIR on a shared file "
+    if not out and cfg.num_nodes > 1:
+        raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
     if not out:
-        out = f"runs/{cfg['task']}-{time.strftime('%Y%m%d-%H%M%S')}"
+        out = f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}"
     return Path(out)
 
 
@@ -181,14 +185,14 @@ def seed_all(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _preflight(args: argparse.Namespace, cfg: dict[str, Any]) -> Path | None:
+def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
     """Everything that can be refused, checked before the run directory is touched.
     Returns the run directory, or None for a finished run that --resume has nothing to add to."""
     run_dir = _choose_out(cfg)
     if _is_child():
         return run_dir
-    preflight.check_out(run_dir, resume=cfg["resume"])
-    if cfg["resume"]:
+    preflight.check_out(run_dir, resume=cfg.resume)
+    if cfg.resume:
         from ..runs import read_yaml
 
         preflight.check_budget(run_dir, cfg)
@@ -200,7 +204,7 @@ def _preflight(args: argparse.Namespace, cfg: dict[str, Any]) -> Path | None:
         if not preflight.has_checkpoint(run_dir) and (run_dir / "model.safetensors").is_file():
             raise UsageError(f"--resume: no checkpoint to resume from in {run_dir}/checkpoints")
     preflight.check_cluster(cfg)
-    preflight.check_memory(get_task(cfg["task"]).memory_estimate(cfg))
+    preflight.check_memory(get_task(cfg.task).memory_estimate(cfg.record()))
     return run_dir
 
 
@@ -212,11 +216,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
 
-    check_hardware(cfg, quiet=_is_child())
-    found = "run" if cfg["resume"] else ("empty" if run_dir.is_dir() else "new")
+    cfg = check_hardware(cfg, quiet=_is_child()).derive(out=str(run_dir))
+    found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
     created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
-    cfg["out"] = str(run_dir)
     try:
         with _sigterm_as_exception():
             _train(cfg, run_dir, checked)
@@ -227,15 +230,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train(cfg: dict[str, Any], run_dir: Path, checked: Any = None) -> None:
-    from ..runs import write_yaml
+def _train(cfg: RunSettings, run_dir: Path, checked: Any = None) -> None:
+    from ..runs import write_config
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    if not cfg["resume"] and not _is_child():
-        write_yaml(run_dir / "config.yaml", cfg)  # so that --resume can rebuild the run
-    seed_all(cfg["seed"])
-    threads = cfg.get("threads")
-    if not threads and cfg.get("devices", 1) == 1 and default_threads("forward") == 1:
+    if not cfg.resume and not _is_child():
+        write_config(run_dir, cfg)  # so that --resume can rebuild the run
+    seed_all(cfg.seed)
+    threads = cfg.threads
+    if not threads and cfg.devices == 1 and default_threads("forward") == 1:
         # Without --threads: torch's own count on an idle machine, but one thread when another
         # job holds a core. A small model's kernels are too short to share between threads, and
         # on a busy machine the threads' spin-waiting costs more than it gains (docs/reverse.md,
@@ -246,8 +249,8 @@ def _train(cfg: dict[str, Any], run_dir: Path, checked: Any = None) -> None:
 
         torch.set_num_threads(threads)
     if not _is_child():
-        print(f"attnlab train {cfg['task']} -> {run_dir}", file=sys.stderr, flush=True)
-    get_task(cfg["task"]).run(cfg, run_dir, checked)
+        print(f"attnlab train {cfg.task} -> {run_dir}", file=sys.stderr, flush=True)
+    get_task(cfg.task).run(cfg, run_dir, checked)
 
 
 class _sigterm_as_exception:
@@ -271,7 +274,7 @@ class _sigterm_as_exception:
         return False
 
 
-def _after_failure(e: BaseException, cfg: dict[str, Any], run_dir: Path,
+def _after_failure(e: BaseException, cfg: RunSettings, run_dir: Path,
                    found: str, created: Path | None = None) -> BaseException:
     """The exception to report for a run that stopped: an interruption says how to continue;
     a run that never reached its first checkpoint leaves nothing behind that would block the

@@ -82,16 +82,16 @@ def write_page(args):
     run_dir, cfg = check_run_dir(args.run_dir, command="view")
     use_threads(args, "one", run_dir)
     out = choose_out(args.out, Path(run_dir) / DEFAULT_NAME, formats=PAGE_FORMATS, what="a page")
-    task = get_task(cfg["task"])
+    task = get_task(cfg.task)
     layers, query_tokens, key_tokens = attention_layers(task, run_dir, cfg, args.input)
     from ..explorer import AttentionView, attention_data
     from .plot import attention_focus, shown_input
 
-    title = f"{cfg['task']}: attention on {shown_input(args.input, 61)!r}"
+    title = f"{cfg.task}: attention on {shown_input(args.input, 61)!r}"
     row = attention_focus(task, run_dir, cfg, args.input)  # a graph node's row: opened pinned
     if row is not None:
         title += f", query row {row} pinned"
-    view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg["task"],
+    view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg.task,
                                         run=str(args.run_dir), title=title, focus=row))
     return Path(_write(lambda: view.save(out), out, given=given))
 

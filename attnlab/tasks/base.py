@@ -25,9 +25,11 @@ A task is a package ``attnlab/tasks/NAME/``, whose task object(s) the registry
 
 The CLI merges a task's configuration, later sources winning:
     SHARED_DEFAULTS  <  Task.defaults  <  --config YAML  <  flags given on the command line
-and passes it as a plain ``dict`` with underscored keys (``cfg["model_dim"]``). The dict is
-written to ``config.yaml`` and must be enough to rebuild the model (add derived values such as
-vocabulary sizes to it in ``run``).
+checks that plain dict (``check_settings``, which may normalise it), then freezes it into the
+task's typed run config (``Task.config_class``, generated from the declarations; code reads
+``cfg.model_dim``). ``runs.write_config`` writes it to ``config.yaml``, which must be enough to
+rebuild the model: ``run`` adds what it derives (vocabulary sizes, labels) with
+``cfg = cfg.derive(...)``, for the fields the task declares in ``derived``.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UsageError
+from ..run_config import RunSettings, make_config_class
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
                         defaults, exposed)
 
@@ -76,22 +79,22 @@ class Runtime(Protocol):
     (PEP 544: modules as implementations of protocols); ``load`` and ``evaluate`` of lm and
     translate also take ``quantize=``."""
 
-    def run(self, task: Task, cfg: dict[str, Any], run_dir: Path,
+    def run(self, task: Task, cfg: RunSettings, run_dir: Path,
             checked: Any = None) -> dict[str, float]:
         """Train, test and write the run directory (``Task.run``)."""
 
-    def load(self, task: Task, run_dir: Path, cfg: dict[str, Any]) -> Any:
+    def load(self, task: Task, run_dir: Path, cfg: RunSettings) -> Any:
         """The trained model, or (model, tokenizer) (``Task.load``)."""
 
-    def predict_many(self, task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+    def predict_many(self, task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                      labels: list[str]) -> list[dict[str, Any]]:
         """One result per input (``Task.predict_many``)."""
 
-    def evaluate(self, task: Task, run_dir: Path, cfg: dict[str, Any],
+    def evaluate(self, task: Task, run_dir: Path, cfg: RunSettings,
                  data: str | None) -> dict[str, float]:
         """The test metrics of a trained run (``Task.evaluate``)."""
 
-    def attention_maps(self, task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
+    def attention_maps(self, task: Task, run_dir: Path, cfg: RunSettings, text: str):
         """(maps, x_labels, y_labels) of the model on ``text`` (``Task.attention_maps``)."""
 
 
@@ -113,6 +116,9 @@ class Task:
         settings: the task's own typed settings (data files, sizes, ...): a dataclass of
             ``attnlab.settings.setting`` fields; ``add_arguments`` makes one flag per field and
             ``check_settings`` checks them, so a new task setting is one field plus its use.
+        derived: a dataclass of the values a run of the task derives while it runs (a
+            vocabulary size, the labels, what ``auto`` chose), set only through the run
+            config's ``derive``; a field may name a setting the run resolves.
 
     Optional commands (None where a task has none; the command tests for it):
         attention_kind: what its attention maps are, for a figure's title (translate: "cross").
@@ -132,11 +138,45 @@ class Task:
     model_config: type | None = None
     model_flags: tuple[str, ...] | None = None
     settings: type | None = None
+    derived: type | None = None
     attention_kind: str | None = None
     attention_figure: Callable[..., Path] | None = None
     attention_layers: Callable[..., tuple] | None = None
     attention_focus: Callable[..., int] | None = None
     evaluate_by_length: Callable[..., tuple] | None = None
+
+    def config_class(self) -> type[RunSettings]:
+        """The task's typed run config: a frozen dataclass with one field per field of
+        ``TrainSettings``, ``settings``, ``model_config`` and ``derived`` (and ``task``,
+        ``out``), generated from those declarations (``attnlab.run_config``)."""
+        cls = self.__dict__.get("_config_class")
+        if cls is None:
+            parts = [p for p in (TrainSettings, self.settings, self.model_config) if p]
+            name = "".join(w.capitalize() for w in self.name.split("_")) + "RunConfig"
+            cls = self.__dict__["_config_class"] = make_config_class(name, parts, self.derived)
+        return cls
+
+    def config(self, **values: Any) -> RunSettings:
+        """The typed run config of this task with ``values`` over the defaults ``attnlab
+        train`` starts from (``SHARED_DEFAULTS``, then ``defaults``), and ``task`` this task's
+        name unless given, unchecked: ``get_task("lm").config(model_dim=32, block_size=16)``.
+        Derived values stay absent until given, and so does a setting whose default the
+        checks derive from another one (``default_notes``: lm's ``attention_dropout``)."""
+        defaults = {k: v for k, v in self.defaults.items() if k not in self.default_notes}
+        return self.config_class().from_values({**SHARED_DEFAULTS, **defaults,
+                                                "task": self.name, **values})
+
+    def read_config(self, values: dict[str, Any], where: str | Path) -> RunSettings:
+        """The typed run config of a run's ``config.yaml`` (``values``, read from ``where``):
+        keys as the file spells them; a key no field declares is kept, not refused."""
+        return self.config_class().from_values(values, where)
+
+    def typed(self, cfg: RunSettings | dict[str, Any], run_dir: str | Path) -> RunSettings:
+        """``cfg`` as this task's typed run config: a plain mapping (a run's ``config.yaml`` read
+        by hand) is read as ``check_run_dir`` reads the file (``read_config``)."""
+        if isinstance(cfg, RunSettings):
+            return cfg
+        return self.read_config(dict(cfg), Path(run_dir) / "config.yaml")
 
     def model_settings(self) -> tuple[str, ...]:
         """The names of the model-config fields this task's command line sets."""
@@ -213,7 +253,7 @@ class Task:
         the method so that importing the spec stays light)."""
         raise NotImplementedError(f"task {self.name!r} has no runtime")
 
-    def run(self, cfg: dict[str, Any], run_dir: Path, checked: Any = None) -> dict[str, float]:
+    def run(self, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str, float]:
         """Train, test on the held-out split and write the run directory; return the metrics
         (the task's keys, as its docs page lists them; ``steps``, ``train_seconds``,
         ``parameters`` are added by ``attnlab.training.finish``). ``checked``: what
@@ -221,21 +261,21 @@ class Task:
         read it again."""
         return self.runtime_module().run(self, cfg, run_dir, checked)
 
-    def load(self, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = None):
+    def load(self, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
         """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
         Return the model, or ``(model, tokenizer)`` when the task has a tokenizer. With
         ``quantize="int8"`` (lm and translate runs), the model runs on int8 weights."""
-        runtime = self.runtime_module()
+        runtime, cfg = self.runtime_module(), self.typed(cfg, run_dir)
         if quantize is None:
             return runtime.load(self, run_dir, cfg)
         return runtime.load(self, run_dir, cfg, quantize=quantize)  # type: ignore[call-arg]
 
-    def predict(self, run_dir: Path, cfg: dict[str, Any], text: str) -> str:
+    def predict(self, run_dir: Path, cfg: RunSettings, text: str) -> str:
         """``attnlab predict DIR --input TEXT``: the prediction as one line of text (the
         runtime's ``predict_many`` of that one input)."""
         return line_of(self.predict_many(run_dir, cfg, [text])[0])
 
-    def predict_many(self, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+    def predict_many(self, run_dir: Path, cfg: RunSettings, texts: list[str],
                      labels: list[str] | None = None) -> list[dict[str, Any]]:
         """``attnlab predict DIR --input-file FILE``: the model loaded once, the inputs in
         batches; one dict per input, in order: ``"prediction"`` (the answer alone: a label, a
@@ -244,20 +284,20 @@ class Task:
         its probability); ``--json`` writes every key but ``"line"``. A bad input is a UsageError
         named by its label in ``labels`` (default ``--input``; the command passes
         ``--input-file FILE line N``)."""
-        return self.runtime_module().predict_many(self, run_dir, cfg, texts,
+        return self.runtime_module().predict_many(self, run_dir, self.typed(cfg, run_dir), texts,
                                                   labels or ["--input"] * len(texts))
 
-    def evaluate(self, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
+    def evaluate(self, run_dir: Path, cfg: RunSettings, data: str | None, *,
                  quantize: str | None = None) -> dict[str, float]:
         """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run; with
         ``quantize="int8"`` (lm and translate runs), of the model on int8 weights."""
-        runtime = self.runtime_module()
+        runtime, cfg = self.runtime_module(), self.typed(cfg, run_dir)
         if quantize is None:
             return runtime.evaluate(self, run_dir, cfg, data)
         return runtime.evaluate(self, run_dir, cfg, data,  # type: ignore[call-arg]
                                 quantize=quantize)
 
-    def attention_maps(self, run_dir: Path, cfg: dict[str, Any], text: str):
+    def attention_maps(self, run_dir: Path, cfg: RunSettings, text: str):
         """``attnlab plot attention DIR --input TEXT``: the attention of the trained model on
         ``text`` as (maps, x_labels, y_labels): a list of (H, T_q, T_k) tensors (one per layer),
         the T_k key labels and the T_q query labels (see ``attnlab.viz.plot_attention``)."""
@@ -265,7 +305,7 @@ class Task:
             runtime = self.runtime_module()
         except NotImplementedError:  # a task declared without its heavy half
             raise UsageError(f"task {self.name!r} has no attention plot") from None
-        return runtime.attention_maps(self, run_dir, cfg, text)
+        return runtime.attention_maps(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 def line_of(result: dict[str, Any]) -> str:

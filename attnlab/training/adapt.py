@@ -63,10 +63,10 @@ def adapt(model: nn.Module, cfg: dict[str, Any]) -> str | None:
     blocks, after, decoder_side = _parts(model)
     total = parameter_share(model)[1]  # before LoRA adds its own
     if rank is not None:
-        wrapped = add_lora(model, rank, cfg["lora_alpha"])
+        wrapped = add_lora(model, rank, cfg.lora_alpha)
         if isinstance(model, SequenceClassifier):
             model.output_net.requires_grad_(True)  # a new head has nothing to keep
-        what = (f"--lora-rank {rank} (alpha {cfg['lora_alpha']:g}) on {len(wrapped)} attention "
+        what = (f"--lora-rank {rank} (alpha {cfg.lora_alpha:g}) on {len(wrapped)} attention "
                 f"projections")
     elif freeze == "encoder":
         _train_only(model, decoder_side)

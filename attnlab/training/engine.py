@@ -35,7 +35,8 @@ from typing import Any
 import torch
 
 from ..errors import Interrupted, UsageError
-from ..runs import readable, save_weights, write_metrics, write_yaml
+from ..run_config import RunSettings
+from ..runs import readable, save_weights, write_config, write_metrics
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng)
 from .csvlog import CSVLog, keep_previous_log
@@ -148,7 +149,7 @@ def _batch_size(batch) -> int:
 class Loop:
     """One run of training: the state the step changes, and the step itself (``run``)."""
 
-    def __init__(self, module: TaskModule, train_loader, val_loader, cfg: dict[str, Any],
+    def __init__(self, module: TaskModule, train_loader, val_loader, cfg: RunSettings,
                  run_dir: Path, *, max_steps: int, val_check_interval: int | None,
                  callbacks: list, limit_val_batches: int | None) -> None:
         self.cfg, self.run_dir, self.max_steps = cfg, Path(run_dir), max_steps
@@ -157,7 +158,7 @@ class Loop:
         if val_check_interval is None:  # once an epoch of the training data
             val_check_interval = len(train_loader) if hasattr(train_loader, "__len__") else max_steps
         self.val_every = max(1, int(val_check_interval))
-        self.checkpoint_every = int(cfg.get("checkpoint_every") or 0)
+        self.checkpoint_every = int(cfg.checkpoint_every or 0)
         self.log_every = max(1, min(50, max_steps // 20))
         self.fabric = make_fabric(cfg, callbacks=callbacks)
         self.module = module  # the TaskModule as built: its weights are what a run saves
@@ -181,29 +182,29 @@ class Loop:
         adapted = adapt(self.module.model, cfg)
         if adapted and fabric.is_global_zero:
             print(f"note: {adapted}", file=sys.stderr, flush=True)
-        if cfg.get("compile"):
+        if cfg.compile:
             # In place (nn.Module.compile), so parameter names and the saved weights are
             # unchanged; the torch model inside the TaskModule.
             self.module.model.compile()
         self.tables = exact_tables(self.module)  # before a *-true precision rounds them
         self.model = fabric.setup_module(self.module)
-        wd = float(cfg.get("weight_decay") or 0.0)
+        wd = float(cfg.weight_decay or 0.0)
         # after setup_module: under FSDP these are the sharded parameters (use_orig_params)
         params = (decay_groups(self.model, wd) if wd else
                   [p for p in self.model.parameters() if p.requires_grad])
         self.optimizer, self.scheduler = self._optimizer(params)
         last = checkpoint_dir(self.run_dir) / "last.ckpt"
-        state = self._checkpoint(last) if cfg.get("resume") else None
+        state = self._checkpoint(last) if cfg.resume else None
         if state and len(state["optimizer"]["param_groups"]) != len(self.optimizer.param_groups):
             # a run from before weight decay came in groups: its one group, as it trained
             self.optimizer, self.scheduler = self._optimizer(list(self.model.parameters()))
         self.optimizer = fabric.setup_optimizers(self.optimizer)
         if state:
             self._restore(last, state)
-        elif not cfg.get("resume") and fabric.is_global_zero:
+        elif not cfg.resume and fabric.is_global_zero:
             # again, now that the task has resolved its 'auto' settings (translate's
             # tokenisers): --resume then rebuilds what this run trains
-            write_yaml(self.run_dir / "config.yaml", cfg)
+            write_config(self.run_dir, cfg)
         self.immediate = fabric.world_size == 1 and fabric.device.type == "cpu"
         self._bad = torch.zeros((), dtype=torch.long, device=fabric.device)  # step of a NaN
         self._bad_loss = torch.zeros((), device=fabric.device)
@@ -211,7 +212,7 @@ class Loop:
         return str(last) if state else None
 
     def _optimizer(self, params):
-        return make_optimizer(params, self.cfg, model_dim=int(self.cfg.get("model_dim", 64)),
+        return make_optimizer(params, self.cfg, model_dim=int(self.cfg.model_dim),
                               max_steps=self.max_steps)
 
     def _checkpoint(self, last: Path) -> dict[str, Any] | None:
@@ -225,7 +226,7 @@ class Loop:
             return None
         state = read_checkpoint(last)
         check_fits(last, state, self.module)
-        check_epochs(self.cfg.get("epochs"), self.max_steps, int(state["global_step"]))
+        check_epochs(self.cfg.epochs, self.max_steps, int(state["global_step"]))
         if self.fabric.is_global_zero:
             keep_previous_log(self.run_dir / "logs")
         return state
@@ -233,7 +234,7 @@ class Loop:
     def _restore(self, last: Path, state: dict[str, Any]) -> None:
         """Weights, optimiser, schedule, the data's position, the step, the clock and (at the
         first batch) the random state of the checkpoint."""
-        if self.cfg.get("strategy") == "fsdp":  # the sharded model and optimiser: via Fabric
+        if self.cfg.strategy == "fsdp":  # the sharded model and optimiser: via Fabric
             self.fabric.load(last, {"state_dict": self.model, "optimizer": self.optimizer},
                              strict=False, weights_only=True)
         else:
@@ -291,7 +292,7 @@ class Loop:
         process in float32, where they convert nothing and slow a small model's step measurably
         (benchmarks/RESULTS.md, "train_loop after the float32 fast path") — the module, torch's
         clipping by norm and the optimiser they wrap, which are what the wrappers call there."""
-        fabric, clip = self.fabric, float(self.cfg.get("grad_clip") or 0.0)
+        fabric, clip = self.fabric, float(self.cfg.grad_clip or 0.0)
         plain = (fabric.world_size == 1
                  and type(fabric.strategy.precision) is fabric_module().plugins.Precision)
         if plain:
@@ -421,13 +422,13 @@ class Loop:
         self.fabric.barrier()
 
 
-def fit(module: TaskModule, train_loader, val_loader, cfg: dict[str, Any], run_dir: Path, *,
+def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir: Path, *,
         max_steps: int, val_check_interval: int | None = None, callbacks: list | None = None,
         limit_val_batches: int | None = None) -> FitResult:
-    """Train ``module`` to ``max_steps``; with ``cfg["resume"]`` continue from the last
+    """Train ``module`` to ``max_steps``; with ``cfg.resume`` continue from the last
     checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch) on at
     most ``limit_val_batches`` batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
-    ``cfg["checkpoint_every"]`` steps and at the end. Afterwards the module is on the CPU with
+    ``cfg.checkpoint_every`` steps and at the end. Afterwards the module is on the CPU with
     float32 weights, whatever device and ``--precision`` trained it."""
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
                 val_check_interval=val_check_interval, callbacks=list(callbacks or []),
@@ -449,7 +450,7 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: dict[str, Any], run_d
                           f"{max_steps}); finish with: {loop.signals.resume_hint}",
                           loop.signals.signum, checkpointed=True)
     module.cpu()  # what follows (the test split, figures, saving) is plain torch on the CPU
-    if cfg.get("compile"):  # ... and eager: each new shape of it would compile the model again
+    if cfg.compile:  # ... and eager: each new shape of it would compile the model again
         module.model._compiled_call_impl = None
     back_to_float32(module, loop.tables)
     merge_lora(module.model)  # the saved model is an ordinary one ...
@@ -459,11 +460,11 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: dict[str, Any], run_d
                      validation=metrics if step == loop.step else {})
 
 
-def resume_command(cfg: dict[str, Any], run_dir: Path) -> str:
+def resume_command(cfg: RunSettings, run_dir: Path) -> str:
     """The command that continues this run (its config.yaml holds every other setting)."""
     import shlex
 
-    return f"attnlab train {cfg.get('task', 'TASK')} --out {shlex.quote(str(run_dir))} --resume"
+    return f"attnlab train {cfg.task} --out {shlex.quote(str(run_dir))} --resume"
 
 
 # Below this share of --lr the warm-up is said not to fit the budget. The translate defaults
@@ -471,7 +472,7 @@ def resume_command(cfg: dict[str, Any], run_dir: Path) -> str:
 WARMUP_PEAK_WARNING = 0.7
 
 
-def warmup_note(cfg: dict[str, Any], max_steps: int) -> str | None:
+def warmup_note(cfg: RunSettings, max_steps: int) -> str | None:
     """A warning when the warm-up does not fit the step budget, so the learning rate never
     gets near its peak (an lm run of 200 steps with warm-up 100 peaked at half of --lr).
 
@@ -500,11 +501,11 @@ def warmup_note(cfg: dict[str, Any], max_steps: int) -> str | None:
     peak, at = max((cosine_warmup_factor(e, warmup, max_steps), e) for e in steps)
     if peak >= WARMUP_PEAK_WARNING:
         return None
-    return (f"--warmup {cfg['warmup']} with a {max_steps}-step budget: the learning rate peaks "
+    return (f"--warmup {cfg.warmup} with a {max_steps}-step budget: the learning rate peaks "
             f"at {peak:.2f} x --lr {lr:g} (step {at}); shorten --warmup or raise the budget")
 
 
-def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: dict[str, float],
+def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dict[str, float],
            result: FitResult, *, tokenizer=None, quiet: bool = False) -> dict[str, float]:
     """Write model.safetensors, tokenizer.json, config.yaml and metrics.json (all atomic), then
     print a summary table. Only the global-zero process writes."""
@@ -519,10 +520,10 @@ def finish(cfg: dict[str, Any], run_dir: Path, model: torch.nn.Module, metrics: 
     save_weights(model, run_dir / "model.safetensors")
     if tokenizer is not None:
         tokenizer.save(run_dir / "tokenizer.json")
-    write_yaml(run_dir / "config.yaml", cfg)
+    write_config(run_dir, cfg)
     write_metrics(run_dir / "metrics.json", metrics)
     if not quiet:
-        print_summary(cfg.get("task", "?"), run_dir, metrics)
+        print_summary(cfg.task, run_dir, metrics)
     return metrics
 
 

@@ -118,39 +118,43 @@ def auto_precision(device: str, model_dim: int) -> str:
     return "32"
 
 
-def check_hardware(cfg: dict[str, Any], *, quiet: bool = False) -> None:
+def check_hardware(cfg, *, quiet: bool = False):
     """Refuse a --accelerator/--devices/--num-nodes/--strategy/--precision combination this
     machine cannot run (FSDP without a GPU, ``--accelerator gpu`` without one), before the run
     directory is created: Fabric's own check (a Fabric is only configured here, nothing is
-    launched), its message on one line.
+    launched), its message on one line. Returns the run config (``attnlab.run_config``) with
+    the precision Fabric will run.
 
     What Fabric will really run is said and recorded: ``16-mixed`` on a CPU runs as
-    ``bf16-mixed``, and ``cfg["precision"]`` (so config.yaml) says so: a run's record names
-    what it ran, not what was asked.
+    ``bf16-mixed``, and the returned config's ``precision`` (so config.yaml) says so: a run's
+    record names what it ran, not what was asked.
     """
-    auto = cfg.get("precision") == "auto"
+    auto = cfg.precision == "auto"
     if auto:
-        cfg["precision"] = "32"  # until the device is known
+        cfg = cfg.derive(precision="32")  # until the device is known
     try:
         built = make_fabric(cfg)
     except (ValueError, RuntimeError, TypeError) as e:
-        given = " ".join(f"--{k.replace('_', '-')} {cfg[k]}" for k in HARDWARE if k in cfg)
+        given = " ".join(f"--{k.replace('_', '-')} {cfg.record()[k]}" for k in HARDWARE
+                         if cfg.is_set(k))
         raise UsageError(f"{given}: {' '.join(str(e).split())}") from None
-    asked, runs = str(cfg.get("precision", "32")), str(built.strategy.precision.precision)
+    asked, runs = str(cfg.precision), str(built.strategy.precision.precision)
     device = type(built.accelerator).__name__.removesuffix("Accelerator").lower() or "this device"
     if auto:
-        cfg["precision"] = auto_precision(device, int(cfg.get("model_dim") or 0))
-        if cfg["precision"] != "32" and not quiet:  # not the float32 one might expect: say so
-            print(f"note: --precision auto: {cfg['precision']} on this {device} for a model "
-                  f"{cfg.get('model_dim')} wide (recorded in config.yaml; --precision 32 for "
+        cfg = cfg.derive(precision=auto_precision(device, int(cfg.model_dim or 0)))
+        if cfg.precision != "32" and not quiet:  # not the float32 one might expect: say so
+            print(f"note: --precision auto: {cfg.precision} on this {device} for a model "
+                  f"{cfg.model_dim} wide (recorded in config.yaml; --precision 32 for "
                   f"float32)", file=sys.stderr, flush=True)
     elif runs.removesuffix("-true") != asked.removesuffix("-true"):
-        cfg["precision"] = runs.removesuffix("-true") if runs in ("32-true", "64-true") else runs
+        cfg = cfg.derive(precision=runs.removesuffix("-true") if runs in ("32-true", "64-true")
+                         else runs)
         if not quiet:
             print(f"note: --precision {asked} is not available on {device}; running "
-                  f"{cfg['precision']} (recorded in config.yaml)", file=sys.stderr, flush=True)
+                  f"{cfg.precision} (recorded in config.yaml)", file=sys.stderr, flush=True)
     cores = os.cpu_count() or 1
-    devices = built.world_size // max(1, int(cfg.get("num_nodes") or 1))
+    devices = built.world_size // max(1, int(cfg.num_nodes or 1))
     if device == "cpu" and devices > cores and not quiet:
         print(f"note: --devices {devices} on CPU starts {devices} training processes on "
               f"{cores} cores; they will share them", file=sys.stderr, flush=True)
+    return cfg

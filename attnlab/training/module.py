@@ -12,6 +12,7 @@ Nothing here imports Lightning: ``attnlab.training.engine`` is the loop, on Fabr
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -25,7 +26,8 @@ __all__ = ["TaskModule", "make_optimizer", "decay_groups", "fused_adamw_ok", "co
 
 
 class TaskModule(nn.Module):
-    """Wraps a torch model for training; ``cfg`` is the run's configuration dict.
+    """Wraps a torch model for training; ``cfg`` is the run's typed config
+    (``attnlab.run_config``; frozen, so kept as given).
 
     Args:
         model: the task's torch model (saved as ``model.safetensors`` after training).
@@ -41,7 +43,7 @@ class TaskModule(nn.Module):
     def __init__(self, model: nn.Module, cfg: dict[str, Any], max_steps: int) -> None:
         super().__init__()
         self.model = model
-        self.cfg = dict(cfg)
+        self.cfg = cfg
         self.max_steps = max_steps
 
     def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -105,7 +107,7 @@ def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]
             {"params": keep, "weight_decay": 0.0}]
 
 
-def make_optimizer(params, cfg: dict[str, Any], *, model_dim: int, max_steps: int,
+def make_optimizer(params, cfg: Mapping[str, Any], *, model_dim: int, max_steps: int,
                    fused: bool = True):
     """AdamW (with ``fused``, the fused kernel where PyTorch has it) and a per-step warm-up
     scheduler from the configuration: ``lr``, ``warmup``, ``schedule``, ``weight_decay``

@@ -93,6 +93,7 @@ def test_attention_maps_hook_labels_padding(tiny_run):
 
     cfg = {"task": "reverse", "num_categories": 6, "seq_len": 5, "model_dim": 8, "num_heads": 2,
            "num_layers": 2, "dim_feedforward": 16, "dropout": 0.0, "norm_first": False}
+    cfg = get_task("reverse").config(**cfg)
     maps, x_labels, y_labels = get_task("reverse").attention_maps(tiny_run, cfg, "4 5")
     assert len(maps) == 2 and maps[0].shape == (2, 5, 5)
     assert x_labels == ["(0)", "(0)", "(0)", "4", "5"]  # the keys: the padded input

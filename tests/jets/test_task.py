@@ -289,9 +289,10 @@ def test_the_spec_imports_no_torch():
 # ---- the training stream ---------------------------------------------------------------------
 
 def test_an_epoch_of_batches_holds_every_training_jet_once_and_resumes_midway(jets_file):
+    from attnlab.tasks import get_task
     from attnlab.tasks.jets.runtime import JetBatches, Split
 
-    cfg = {"batch_size": 16, "seed": 3, "max_constituents": 30, "chunk_size": 50}
+    cfg = get_task("jets").config(batch_size=16, seed=3, max_constituents=30, chunk_size=50)
     train = Split(str(jets_file), 0, 168)
     batches = list(JetBatches(train, cfg).epoch_batches(0, 0))
     # chunks of 48 jets (whole batches): 48 + 48 + 48 + 24 -> 3 + 3 + 3 + 2 batches

@@ -41,9 +41,10 @@ class Case:
         return self.build().to(device).train()
 
 
-def _cfg(task: str, **values: Any) -> dict[str, Any]:
+def _cfg(task: str, **values: Any):
     """A run configuration of ``task``: its defaults, tiny sizes, then ``values``."""
-    return {**SHARED_DEFAULTS, **get_task(task).defaults, **TINY, **values}
+    return get_task(task).config(**{**SHARED_DEFAULTS, **get_task(task).defaults, **TINY,
+                                    **values})
 
 
 def _generator() -> torch.Generator:

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from attnlab.cli import main
+from attnlab.tasks import get_task
 from attnlab.training import NonFiniteLoss, TaskModule, fit
 
 pytestmark = pytest.mark.slow  # trains runs until the loss diverges
@@ -44,7 +45,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch
     torch.manual_seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
     loader = torch.utils.data.DataLoader(data, batch_size=8)
-    cfg = {"lr": 1e-2, "warmup": 2, "checkpoint_every": 5, "model_dim": 4}
+    cfg = get_task("reverse").config(lr=1e-2, warmup=2, checkpoint_every=5, model_dim=4)
     module = _BlowsUpAt(torch.nn.Linear(4, 1), cfg, 40, bad_step=12)
     with pytest.raises(NonFiniteLoss, match=r"loss became nan at step 13.*last good checkpoint"):
         fit(module, loader, None, cfg, tmp_path, max_steps=40)

@@ -84,6 +84,7 @@ def test_a_per_tensor_checkpoint_resumes_with_the_per_tensor_update():
 def test_attnlabs_loop_takes_the_fused_kernel_under_every_precision(precision, tmp_path):
     """Lightning's Trainer refused a fused optimiser under a mixed precision; attnlab's loop on
     Fabric clips and steps it under each (16-mixed runs as bf16-mixed on a CPU)."""
+    from attnlab.tasks import get_task
     from attnlab.training import Callback, fit
     from attnlab.training.module import TaskModule
 
@@ -101,7 +102,8 @@ def test_attnlabs_loop_takes_the_fused_kernel_under_every_precision(precision, t
     torch.manual_seed(0)
     x = torch.randn(64, 12)
     loader = [(x[i:i + 16], x[i:i + 16, :3]) for i in range(0, 64, 16)]
-    module = Regression(_net(), {**CFG, "precision": precision, "checkpoint_every": 100}, 12)
+    cfg = get_task("reverse").config(**{**CFG, "precision": precision, "checkpoint_every": 100})
+    module = Regression(_net(), cfg, 12)
     fit(module, loader, None, module.cfg, tmp_path, max_steps=12, callbacks=[Spy()])
     assert fused and all(f is True for f in fused), fused
     assert all(p.dtype == torch.float32 for p in module.parameters())  # float32 after the run

@@ -25,6 +25,7 @@ from ...data.digits_sets import (NUM_FEATURES, DigitSets, digit_images, digit_la
 from ...errors import UsageError
 from ...models import SequenceClassifier
 from ...models.configs import SequenceClassifierConfig
+from ...run_config import RunSettings
 from ...runs import atomic_write, load_weights
 from ...viz import plot_attention
 from ..base import Task, config_from_run, each_input
@@ -35,7 +36,7 @@ __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "
 _VAL_SEED, _TEST_SEED = 1, 2  # fixed: every run is tested on the same sets
 
 
-def model_config_of(cfg: dict[str, Any]) -> SequenceClassifierConfig:
+def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig:
     """The set classifier's config: the run's sizes, and what a set needs — 64 pixel features
     per element, a score per element, no positional encoding (a set has no order).
 
@@ -49,20 +50,20 @@ def model_config_of(cfg: dict[str, Any]) -> SequenceClassifierConfig:
                            positional="none")
 
 
-def build_model(cfg: dict[str, Any]) -> SequenceClassifier:
+def build_model(cfg: RunSettings) -> SequenceClassifier:
     """The set classifier the configuration describes (randomly initialised)."""
     return SequenceClassifier.from_config(model_config_of(cfg))
 
 
-def fixed_sets(split: str, cfg: dict[str, Any]) -> DigitSets:
+def fixed_sets(split: str, cfg: RunSettings) -> DigitSets:
     """The ``--val-sets`` validation or ``--test-sets`` test sets ("val" or "test"): drawn with
     a fixed seed from their pool, the same in every run."""
-    n, seed = (cfg["val_sets"], _VAL_SEED) if split == "val" else (cfg["test_sets"], _TEST_SEED)
-    return DigitSets(digit_pools()[split], n, set_size=cfg["set_size"], seed=seed)
+    n, seed = (cfg.val_sets, _VAL_SEED) if split == "val" else (cfg.test_sets, _TEST_SEED)
+    return DigitSets(digit_pools()[split], n, set_size=cfg.set_size, seed=seed)
 
 
 @torch.no_grad()
-def anomaly_accuracy(model, cfg: dict[str, Any]) -> float:
+def anomaly_accuracy(model, cfg: RunSettings) -> float:
     """Fraction of the fixed test sets whose anomaly the model finds (plain torch)."""
     x, targets = fixed_sets("test", cfg).materialize().tensors  # (N, T, 64), (N,)
     model.eval()
@@ -70,14 +71,14 @@ def anomaly_accuracy(model, cfg: dict[str, Any]) -> float:
     return float((preds == targets).float().mean())
 
 
-def _training_batches(cfg: dict[str, Any], steps: int):
+def _training_batches(cfg: RunSettings, steps: int):
     """``steps`` batches of new training sets. Every training index is a new set (seeded by
     --seed and the index): no set repeats. Batch number n holds sets n·B ... n·B + B - 1, so DDP
     ranks draw different sets and a resumed run goes on with the sets an uninterrupted run would
     have drawn next."""
-    B = cfg["batch_size"]
-    train = DigitSets(digit_pools()["train"], steps * B, set_size=cfg["set_size"],
-                      seed=cfg["seed"])
+    B = cfg.batch_size
+    train = DigitSets(digit_pools()["train"], steps * B, set_size=cfg.set_size,
+                      seed=cfg.seed)
 
     def batch(n: int):
         xs, ts = zip(*(train[i] for i in range(n * B, n * B + B)))
@@ -86,7 +87,7 @@ def _training_batches(cfg: dict[str, Any], steps: int):
     return numbered_batches(batch, steps)
 
 
-def run(task: Task, cfg: dict[str, Any], run_dir: Path,
+def run(task: Task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train on new sets for --max-steps (or --epochs of --train-sets), validating on the fixed
     validation sets; then test and draw the figures."""
@@ -94,13 +95,13 @@ def run(task: Task, cfg: dict[str, Any], run_dir: Path,
     from ...training.classifier import ClassifierModule
 
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
-    steps = (cfg["epochs"] * math.ceil(cfg["train_sets"] / cfg["batch_size"])
-             if cfg.get("epochs") else cfg["max_steps"])
+    steps = (cfg.epochs * math.ceil(cfg.train_sets / cfg.batch_size)
+             if cfg.epochs else cfg.max_steps)
     val_loader = DataLoader(fixed_sets("val", cfg).materialize(), batch_size=500)
     model = build_model(cfg)
     module = ClassifierModule(model, cfg, steps)
     result = fit(module, _training_batches(cfg, steps), val_loader, cfg, run_dir, max_steps=steps,
-                 val_check_interval=cfg.get("val_every") or max(1, steps // 5))
+                 val_check_interval=cfg.val_every or max(1, steps // 5))
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics = {"test_accuracy": anomaly_accuracy(model, cfg)}
@@ -109,7 +110,7 @@ def run(task: Task, cfg: dict[str, Any], run_dir: Path,
 
 
 # ---- using a trained run (no Lightning) ----------------------------------------------------
-def load(task: Task, run_dir: Path, cfg: dict[str, Any]) -> SequenceClassifier:
+def load(task: Task, run_dir: Path, cfg: RunSettings) -> SequenceClassifier:
     """The trained set classifier of ``run_dir`` (eval mode)."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
@@ -118,7 +119,7 @@ def load(task: Task, run_dir: Path, cfg: dict[str, Any]) -> SequenceClassifier:
 
 
 @torch.no_grad()
-def predict_many(task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every set's anomaly position (0-based) and the probability of each position. An input
     is the indices of images in ``load_digits()`` separated by spaces; sets of one size go
@@ -139,7 +140,7 @@ def predict_many(task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str
     return found
 
 
-def attention_maps(task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
+def attention_maps(task: Task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input "i1 ... iT"``: L × (H, T, T) maps, elements
     labelled by their position and digit."""
     indices, x = _parse_input(text, cfg)
@@ -148,7 +149,7 @@ def attention_maps(task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
     return [m[0] for m in maps], labels, labels
 
 
-def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test accuracy on the fixed test sets (the task takes no data file)."""
     if data is not None:
         raise UsageError("--data: the anomaly task is evaluated on its fixed test sets; "
@@ -156,12 +157,12 @@ def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -
     return {"test_accuracy": anomaly_accuracy(load(task, run_dir, cfg), cfg)}
 
 
-def _parse_input(text: str, cfg: dict[str, Any]) -> tuple[list[int], torch.Tensor]:
+def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:
     """Image indices from ``--input`` and their features (1, T, 64); ``UsageError`` if bad."""
     try:
         indices = [int(t) for t in text.split()]
     except ValueError:
-        raise UsageError(f"--input must be {cfg['set_size']} image indices (0..1796) "
+        raise UsageError(f"--input must be {cfg.set_size} image indices (0..1796) "
                          f"separated by spaces, got {text!r}") from None
     if len(indices) < 2:
         raise UsageError(f"--input needs at least 2 image indices, got {len(indices)}")
@@ -173,7 +174,7 @@ def _parse_input(text: str, cfg: dict[str, Any]) -> tuple[list[int], torch.Tenso
 
 # ---- figures -------------------------------------------------------------------------------
 @torch.no_grad()
-def plot_figures(model, cfg: dict[str, Any], run_dir: Path) -> None:
+def plot_figures(model, cfg: RunSettings, run_dir: Path) -> None:
     """``attention.png``: every layer's and head's attention on the first test set, elements
     labelled by digit with the anomaly starred (``attnlab.viz``); ``sets.png``: test sets as
     images next to the last layer's attention (``plot_sets``)."""
@@ -189,7 +190,7 @@ def plot_figures(model, cfg: dict[str, Any], run_dir: Path) -> None:
 
 
 @torch.no_grad()
-def plot_sets(model, cfg: dict[str, Any], path: Path, *, num_sets: int = 3) -> None:
+def plot_sets(model, cfg: RunSettings, path: Path, *, num_sets: int = 3) -> None:
     """Test sets (images in a row; true anomaly framed red, prediction titled) next to the
     last layer's attention averaged over heads, the anomaly's column outlined: a working model
     attends to (or away from) the odd one out."""
@@ -199,7 +200,7 @@ def plot_sets(model, cfg: dict[str, Any], path: Path, *, num_sets: int = 3) -> N
     plt = _pyplot()
 
     sets = fixed_sets("test", cfg)
-    T = cfg["set_size"]
+    T = cfg.set_size
     fig = plt.figure(figsize=(T * 0.9 + 3.6, num_sets * 1.9), constrained_layout=True)
     grid = fig.add_gridspec(num_sets, T + 3)
     model.eval()

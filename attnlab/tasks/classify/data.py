@@ -148,11 +148,11 @@ def read_and_pin(cfg: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
     started with."""
     resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resumed:  # first: its message says which file changed since the run started
-        pin_data_files(cfg, DATA_FILES)
+        pin_data_files(cfg, DATA_FILES)  # a check: a resumed run records nothing new
     digests: dict[str, str] = {}
     splits = load_splits(cfg, digests=digests)  # data errors now, before the run directory
-    if not resumed:
-        pin_data_files(cfg, DATA_FILES)
+    if not resumed:  # the settings dict, before the run config is frozen
+        cfg.update(pin_data_files(cfg, DATA_FILES))
     for key, digest in digests.items():
         check_digest(cfg[key], digest, cfg["data_sha256"].get(key), what=f"--{key}")
     return splits

@@ -30,6 +30,7 @@ from ...errors import UsageError
 from ...models import SequenceClassifier
 from ...models.configs import SequenceClassifierConfig
 from ...nn import padding_mask
+from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights
 from ...tokenizers import TOKENIZER_KINDS, load_tokenizer, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
@@ -45,32 +46,32 @@ MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no te
 
 # ---- model ------------------------------------------------------------------------------------
 
-def model_config_of(cfg: dict[str, Any]) -> SequenceClassifierConfig:
+def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig:
     """The ``SequenceClassifierConfig`` of a run's configuration (after ``run`` has added the
     labels and the tokeniser's vocabulary, or the feature names of a feature-set run).
 
     Examples:
-        >>> from attnlab.tasks import SHARED_DEFAULTS
-        >>> model_config_of({**SHARED_DEFAULTS, "labels": ["neg", "pos"], "max_len": 64,
-        ...                  "model_vocab_size": 300, "vocab_size": 10000}).vocab_size
+        >>> from attnlab.tasks import SHARED_DEFAULTS, get_task
+        >>> model_config_of(get_task("classify").config(**SHARED_DEFAULTS, labels=["neg", "pos"],
+        ...                 max_len=64, model_vocab_size=300, vocab_size=10000)).vocab_size
         300
     """
-    inputs = ({"input_dim": len(cfg["feature_names"]), "vocab_size": None}
-              if cfg.get("set_column") else {"vocab_size": cfg["model_vocab_size"]})
-    return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg["labels"]), **inputs)
+    inputs = ({"input_dim": len(cfg.feature_names), "vocab_size": None}
+              if cfg.get("set_column") else {"vocab_size": cfg.model_vocab_size})
+    return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg.labels), **inputs)
 
 
-def build_model(cfg: dict[str, Any]) -> SequenceClassifier:
+def build_model(cfg: RunSettings) -> SequenceClassifier:
     """The ``SequenceClassifier`` a run's configuration describes (randomly initialised)."""
     return SequenceClassifier.from_config(model_config_of(cfg))
 
 
 # ---- tokens and batches -----------------------------------------------------------------------
 
-def fit_tokenizer(cfg: dict[str, Any], texts: list[str]):
+def fit_tokenizer(cfg: RunSettings, texts: list[str]):
     """The ``--tokenizer`` kind fit on ``texts`` (the training split only), at most
     ``--vocab-size`` ids."""
-    return TOKENIZER_KINDS[cfg["tokenizer"]].fit(texts, vocab_size=cfg["vocab_size"])
+    return TOKENIZER_KINDS[cfg.tokenizer].fit(texts, vocab_size=cfg.vocab_size)
 
 
 def encode(tokenizer, texts: list[str], max_len: int) -> list[list[int]]:
@@ -163,13 +164,13 @@ def _targets(pairs, labels: list[str]) -> list[int]:
 def _inputs(cfg, tokenizer, xs) -> list:
     """Model inputs: token ids of texts, or feature sets standardised as in training."""
     if cfg.get("set_column"):
-        return standardise(xs, cfg["feature_mean"], cfg["feature_std"])
-    return encode(tokenizer, xs, cfg["max_len"])
+        return standardise(xs, cfg.feature_mean, cfg.feature_std)
+    return encode(tokenizer, xs, cfg.max_len)
 
 
 def _test_batches(cfg, tokenizer, pairs):
     return make_batches(_inputs(cfg, tokenizer, [x for x, _ in pairs]),
-                        _targets(pairs, cfg["labels"]), 256)
+                        _targets(pairs, cfg.labels), 256)
 
 
 # ---- metrics ----------------------------------------------------------------------------------
@@ -244,29 +245,30 @@ def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, tor
     """(the metrics of ``pairs``, with ``MISSING_KEY``; predictions (N,); targets (N,)); the
     missing classes are named on stderr."""
     preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, pairs))
-    missing = classes_without_examples(targets, cfg["labels"])
-    metrics = {**classification_metrics(preds, targets, len(cfg["labels"])), MISSING_KEY: missing}
+    missing = classes_without_examples(targets, cfg.labels)
+    metrics = {**classification_metrics(preds, targets, len(cfg.labels)), MISSING_KEY: missing}
     return metrics, preds, targets
 
 
 # ---- the task's functions (ClassifyTask's methods call these) ---------------------------------
 
-def _prepare(cfg: dict[str, Any], splits: dict[str, Any]) -> tuple[Any, list]:
-    """Fit what training sets up from the training split, recording it in ``cfg`` (so that
+def _prepare(cfg, splits: dict[str, Any]) -> tuple[Any, Any, list]:
+    """Fit what training sets up from the training split, derived into the run config (so that
     config.yaml rebuilds the model): the labels, and the tokeniser (texts; its vocabulary size)
-    or the features' names, mean and std (sets). Returns (tokenizer or None, model inputs)."""
-    cfg["labels"] = sorted({lab for _, lab in splits["train"]})
+    or the features' names, mean and std (sets). Returns (the run config, tokenizer or None,
+    model inputs)."""
+    cfg = cfg.derive(labels=sorted({lab for _, lab in splits["train"]}))
     tokenizer, xs = None, [x for x, _ in splits["train"]]
     if cfg.get("set_column"):
-        cfg["feature_names"] = splits["features"]
-        cfg["feature_mean"], cfg["feature_std"] = feature_stats(xs)
+        mean, std = feature_stats(xs)
+        cfg = cfg.derive(feature_names=splits["features"], feature_mean=mean, feature_std=std)
     else:
         tokenizer = fit_tokenizer(cfg, xs)
-        cfg["model_vocab_size"] = tokenizer.vocab_size
-    return tokenizer, _inputs(cfg, tokenizer, xs)
+        cfg = cfg.derive(model_vocab_size=tokenizer.vocab_size)
+    return cfg, tokenizer, _inputs(cfg, tokenizer, xs)
 
 
-def run(task, cfg: dict[str, Any], run_dir: Path,
+def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train on the splits ``task.validate`` read (``checked``; read again when None), test
     on the test split, write the run."""
@@ -274,28 +276,28 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training.classifier import ClassifierModule
 
     splits = checked if checked is not None else load_splits(cfg)
-    tokenizer, inputs = _prepare(cfg, splits)
-    train = _Batches(inputs, _targets(splits["train"], cfg["labels"]), cfg["batch_size"], cfg["seed"])
+    cfg, tokenizer, inputs = _prepare(cfg, splits)
+    train = _Batches(inputs, _targets(splits["train"], cfg.labels), cfg.batch_size, cfg.seed)
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
-    steps = cfg["epochs"] * train.num_batches if cfg.get("epochs") else cfg["max_steps"]
+    steps = cfg.epochs * train.num_batches if cfg.epochs else cfg.max_steps
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)
     model = build_model(cfg)
     module = ClassifierModule(model, cfg, steps)
     result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
-                 val_check_interval=cfg.get("val_every") or min(train.num_batches, steps))
+                 val_check_interval=cfg.val_every or min(train.num_batches, steps))
     if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
     scores, preds, targets = _test_metrics(cfg, model, tokenizer, splits["test"])
     metrics = finish(cfg, run_dir, model, scores, result, tokenizer=tokenizer)
     print(f"\ntest split, per class ({len(targets)} {'sets' if tokenizer is None else 'texts'}):\n"
-          f"{per_class_table(preds, targets, cfg['labels'])}")
+          f"{per_class_table(preds, targets, cfg.labels)}")
     sys.stdout.flush()
-    _say_missing(scores[MISSING_KEY], cfg["labels"])
+    _say_missing(scores[MISSING_KEY], cfg.labels)
     return metrics
 
 
-def _load(run_dir: Path, cfg: dict[str, Any]):
+def _load(run_dir: Path, cfg: RunSettings):
     """(model in eval mode, tokenizer); the tokenizer is None for feature sets."""
     tokenizer = None if cfg.get("set_column") else load_tokenizer(Path(run_dir) / "tokenizer.json")
     model = build_model(cfg)
@@ -303,7 +305,7 @@ def _load(run_dir: Path, cfg: dict[str, Any]):
     return model.eval(), tokenizer
 
 
-def load(task, run_dir: Path, cfg: dict[str, Any]):
+def load(task, run_dir: Path, cfg: RunSettings):
     """The trained model, with its tokenizer for texts: ``(model, tokenizer)``; a set run
     has none, so the model alone."""
     model, tokenizer = _load(run_dir, cfg)
@@ -312,55 +314,55 @@ def load(task, run_dir: Path, cfg: dict[str, Any]):
 
 
 @torch.no_grad()
-def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's (or set's) label and class probabilities, in padded batches of similar
     length (``make_batches``; padding is masked, so a batch gives what each input alone gives)."""
     model, tokenizer = _load(run_dir, cfg)
     if tokenizer is None:
-        xs = each_input(texts, labels, lambda text: parse_set(text, cfg["feature_names"]))
+        xs = each_input(texts, labels, lambda text: parse_set(text, cfg.feature_names))
     else:
         xs = texts
         note_unknown(tokenizer, texts, labels)
     inputs = _inputs(cfg, tokenizer, xs)
-    p = torch.empty(len(inputs), len(cfg["labels"]))
+    p = torch.empty(len(inputs), len(cfg.labels))
     # make_batches reorders by length: each batch's "targets" are its inputs' positions
     for *batch, where in make_batches(inputs, list(range(len(inputs))), 256):
         p[where] = model(*batch).float().softmax(-1)
-    return [{"prediction": cfg["labels"][int(row.argmax())],
-             "probabilities": probabilities_of(cfg["labels"], row)} for row in p]
+    return [{"prediction": cfg.labels[int(row.argmax())],
+             "probabilities": probabilities_of(cfg.labels, row)} for row in p]
 
 
-def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
+def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
     with cls pooling), every layer's (H, T, T) map. A feature set's elements are labelled by
     their position and values, ``"0:(1.5,2)"``."""
     model, tokenizer = _load(run_dir, cfg)
     if tokenizer is None:
-        features = parse_set(text, cfg["feature_names"])  # (T, F), as the user wrote them
+        features = parse_set(text, cfg.feature_names)  # (T, F), as the user wrote them
         x = _inputs(cfg, None, [features])[0][None]  # (1, T, F) standardised
         labels = [f"{i}:(" + ",".join(f"{v:g}" for v in row) + ")"
                   for i, row in enumerate(features.tolist())]
     else:
-        ids = encode(tokenizer, [text], cfg["max_len"])[0]
+        ids = encode(tokenizer, [text], cfg.max_len)[0]
         x, labels = torch.tensor([ids]), tokenizer.tokenize(text)[: len(ids)]
     labels = (["[CLS]"] if model.use_cls else []) + labels
     maps = model.get_attention_maps(x)  # L x (1, H, T, T)
     return [m[0] for m in maps], labels, labels
 
 
-def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on ``data`` (same columns), or on the run's test split (re-drawn with
     its seed from the training files, refused if they changed since); the per-class table on
     stderr."""
     model, tokenizer = _load(run_dir, cfg)
     if data is not None:
         pairs, lines, path, _ = read_examples({**cfg, "data": data}, "data", cfg.get("feature_names"))
-        check_labels(pairs, lines, path, set(cfg["labels"]), "data")
+        check_labels(pairs, lines, path, set(cfg.labels), "data")
     else:
         check_data_files(cfg)
         pairs = load_splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
     metrics, preds, targets = _test_metrics(cfg, model, tokenizer, pairs)
-    print(per_class_table(preds, targets, cfg["labels"]), file=sys.stderr)
-    _say_missing(metrics[MISSING_KEY], cfg["labels"])
+    print(per_class_table(preds, targets, cfg.labels), file=sys.stderr)
+    _say_missing(metrics[MISSING_KEY], cfg.labels)
     return metrics

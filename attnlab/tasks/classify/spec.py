@@ -89,6 +89,19 @@ class ClassifySettings(AdaptSettings):
                                    metavar="A,B,...", optional=True)
 
 
+@dataclass
+class ClassifyDerived:
+    """What a classify run derives from its training split (``runtime._prepare``): the labels
+    (sorted), and the tokeniser's vocabulary size (texts) or the features' names, mean and std
+    (sets)."""
+
+    labels: list[str] | None = None
+    model_vocab_size: int | None = None
+    feature_names: list[str] | None = None
+    feature_mean: list[float] | None = None
+    feature_std: list[float] | None = None
+
+
 class ClassifyTask(Task):
     """``attnlab train classify``: texts (or, with ``--set-column``, sets of feature rows) of
     the user's file, one label each."""
@@ -99,6 +112,7 @@ class ClassifyTask(Task):
     model_config = SequenceClassifierConfig
     model_flags = _MODEL_FLAGS
     settings = ClassifySettings
+    derived = ClassifyDerived
     defaults = {
         **model_defaults(SequenceClassifierConfig, _MODEL_FLAGS),
         **defaults_of(ClassifySettings),

@@ -17,6 +17,7 @@ from ...data.graphs import block_model, karate, split_nodes
 from ...errors import UsageError
 from ...models.configs import GraphNetConfig
 from ...models.graph_net import GraphNet
+from ...run_config import RunSettings
 from ...runs import load_weights
 from ..base import config_from_run, each_input, probabilities_of
 
@@ -26,20 +27,20 @@ __all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
 IGNORE = -100  # the target of a node the loss does not count (cross_entropy's ignore_index)
 
 
-def graph_of(cfg: dict[str, Any]):
+def graph_of(cfg: RunSettings):
     """(features, adjacency, labels, class names, node names, masks) of the run's graph and
     split: the same for every run with the same graph settings."""
-    if cfg["graph"] == "karate":
+    if cfg.graph == "karate":
         x, adjacency, labels, classes, names = karate()
     else:
         x, adjacency, labels, classes, names = block_model(
-            cfg["nodes"], cfg["communities"], cfg["p_in"], cfg["p_out"], cfg["feature_noise"],
-            seed=cfg["graph_seed"])
-    masks = split_nodes(labels, cfg["train_per_class"], cfg["val_per_class"], cfg["graph_seed"])
+            cfg.nodes, cfg.communities, cfg.p_in, cfg.p_out, cfg.feature_noise,
+            seed=cfg.graph_seed)
+    masks = split_nodes(labels, cfg.train_per_class, cfg.val_per_class, cfg.graph_seed)
     return x, adjacency, labels, classes, names, masks
 
 
-def build_model(cfg: dict[str, Any], in_dim: int, num_classes: int) -> GraphNet:
+def build_model(cfg: RunSettings, in_dim: int, num_classes: int) -> GraphNet:
     return GraphNet.from_config(config_from_run(GraphNetConfig, cfg, in_dim=in_dim,
                                                 num_classes=num_classes))
 
@@ -54,7 +55,7 @@ def _accuracy(model, x, adjacency, labels, mask) -> float:
     return float((model(x, adjacency).argmax(-1)[mask] == labels[mask]).float().mean())
 
 
-def run(task, cfg: dict[str, Any], run_dir: Path,
+def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Full-batch training on the training nodes, validation on the validation nodes; then the
     test accuracy on every other node."""
@@ -62,13 +63,13 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training.graph import GraphModule
 
     x, adjacency, labels, classes, _, masks = graph_of(cfg)
-    cfg["classes"], cfg["in_dim"], cfg["num_classes"] = classes, x.shape[1], len(classes)
+    cfg = cfg.derive(classes=classes, in_dim=x.shape[1], num_classes=len(classes))
     model = build_model(cfg, x.shape[1], len(classes))
-    steps = cfg["max_steps"]
+    steps = cfg.max_steps
     train = numbered_batches(lambda n: (x, adjacency, _targets(labels, masks["train"])), steps)
     val = DataLoader([(x, adjacency, _targets(labels, masks["val"]))], batch_size=None)
     result = fit(GraphModule(model, cfg, steps), train, val, cfg, run_dir, max_steps=steps,
-                 val_check_interval=cfg.get("val_every") or max(1, steps // 5))
+                 val_check_interval=cfg.val_every or max(1, steps // 5))
     metrics = {}
     if result.is_global_zero:
         metrics = {"test_accuracy": _accuracy(model, x, adjacency, labels, masks["test"])}
@@ -76,8 +77,8 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
 
 
 # ---- a trained run (no Lightning) ------------------------------------------------------------
-def load(task, run_dir: Path, cfg: dict[str, Any]) -> GraphNet:
-    model = build_model(cfg, cfg["in_dim"], len(cfg["classes"]))
+def load(task, run_dir: Path, cfg: RunSettings) -> GraphNet:
+    model = build_model(cfg, cfg.in_dim, len(cfg.classes))
     load_weights(model, Path(run_dir) / "model.safetensors")
     return model.eval()
 
@@ -91,7 +92,7 @@ def _node(text: str, names: list[str]) -> int:
 
 
 @torch.no_grad()
-def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each named node's class and class probabilities, from one pass over the graph."""
     x, adjacency, _, classes, names, _ = graph_of(cfg)
@@ -101,7 +102,7 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
             for n in nodes]
 
 
-def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test accuracy on the run's test nodes (the graph is made again from its settings)."""
     if data is not None:
         raise UsageError("--data: a graph run is evaluated on its own graph's test nodes")
@@ -110,12 +111,12 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict
                                        masks["test"])}
 
 
-def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
+def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """Every graph attention layer's weights over the whole graph, L × (H, N, N), the nodes
     labelled ``node:class``. The graph is the input: ``--input`` names the node whose row
     the figure and the page single out (``attention_focus``)."""
-    if cfg["kind"] != "gat":
-        raise UsageError(f"a --kind {cfg['kind']} run has no attention (train --kind gat)")
+    if cfg.kind != "gat":
+        raise UsageError(f"a --kind {cfg.kind} run has no attention (train --kind gat)")
     x, adjacency, labels, classes, names, _ = graph_of(cfg)
     _node(text, names)
     maps = load(task, run_dir, cfg).get_attention_maps(x, adjacency)
@@ -123,7 +124,7 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
     return maps, tokens, tokens
 
 
-def attention_focus(task, run_dir: Path, cfg: dict[str, Any], text: str) -> int:
+def attention_focus(task, run_dir: Path, cfg: RunSettings, text: str) -> int:
     """The query row ``--input`` names (`plot attention` outlines it, `view` opens
     pinned on it): the node's own row, its attention over its neighbours."""
     return _node(text, graph_of(cfg)[4])

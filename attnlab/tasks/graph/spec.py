@@ -43,6 +43,16 @@ class GraphSettings:
     graph_seed: int = setting(0, help="seed of the sbm graph and of the node split", low=0)
 
 
+@dataclass
+class GraphDerived:
+    """What a graph run derives from its graph (``runtime.run``): the class names, the node
+    features' width and the number of classes."""
+
+    classes: list[str] | None = None
+    in_dim: int | None = None
+    num_classes: int | None = None
+
+
 class GraphTask(Task):
     """Node classification on one graph."""
 
@@ -51,6 +61,7 @@ class GraphTask(Task):
     model_config = GraphNetConfig
     model_flags = ("kind",)  # --model-dim, --num-heads, --num-layers, --dropout are shared flags
     settings = GraphSettings
+    derived = GraphDerived
     # Veličković et al. (2018)'s Cora settings: 8 heads of 8, dropout 0.6, lr 5e-3.
     defaults = {
         **model_defaults(GraphNetConfig, model_flags),
@@ -107,7 +118,7 @@ class GraphTask(Task):
         ``view`` opens pinned on (``runtime.attention_focus``)."""
         from . import runtime
 
-        return runtime.attention_focus(self, run_dir, cfg, text)
+        return runtime.attention_focus(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 TASKS = {"graph": GraphTask()}

@@ -31,6 +31,7 @@ from ...models.jet_physics import (NUM_FEATURES, constituent_features, constitue
                                    tau32)
 from ...models.jet_tagger import JetTagger, scaled_features
 from ...models.pfn import ParticleFlowNetwork
+from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, pin_data_files, readable, write_json
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import config_from_run, each_input, probabilities_of
@@ -70,13 +71,13 @@ class Split:
         return read_jets(self.path, self.start, self.stop, max_constituents=max_constituents)
 
 
-def splits(cfg: dict[str, Any]) -> dict[str, Split]:
+def splits(cfg: RunSettings) -> dict[str, Split]:
     """train / val / test: index ranges of --data, or the whole --val / --test files."""
-    found = {name: Split(cfg["data"], a, b)
-             for name, (a, b) in split_ranges(count_jets(cfg["data"]), cfg).items()}
+    found = {name: Split(cfg.data, a, b)
+             for name, (a, b) in split_ranges(count_jets(cfg.data), cfg).items()}
     for name in ("val", "test"):
         if cfg.get(name):
-            found[name] = Split(cfg[name], 0, count_jets(cfg[name]))
+            found[name] = Split(getattr(cfg, name), 0, count_jets(getattr(cfg, name)))
     return found
 
 
@@ -110,11 +111,11 @@ class JetBatches(ResumableBatches):
     takes batches r, r + world, ...
     """
 
-    def __init__(self, split: Split, cfg: dict[str, Any]) -> None:
+    def __init__(self, split: Split, cfg: RunSettings) -> None:
         super().__init__()
-        self.B, self.seed, self.n = cfg["batch_size"], cfg["seed"], cfg["max_constituents"]
+        self.B, self.seed, self.n = cfg.batch_size, cfg.seed, cfg.max_constituents
         # whole batches per chunk: only a split's last chunk ends with a short batch
-        self.parts = split.chunks(max(1, cfg["chunk_size"] // self.B) * self.B)
+        self.parts = split.chunks(max(1, cfg.chunk_size // self.B) * self.B)
         self.sizes = [-(-len(c) // self.B) for c in self.parts]  # batches per chunk (ceil)
 
     def __len__(self) -> int:
@@ -138,18 +139,18 @@ class JetBatches(ResumableBatches):
                 yield trim(p4[batches[b]]), torch.as_tensor(labels[batches[b]])
 
 
-def fixed_batches(split: Split, cfg: dict[str, Any], limit: int | None = None):
+def fixed_batches(split: Split, cfg: RunSettings, limit: int | None = None):
     """The first ``limit`` jets of ``split`` (all by default) as batches, in file order within
     each window of ``WINDOW`` batches sorted by length (``by_length``)."""
     stop = split.stop if limit is None else min(split.stop, split.start + limit)
-    for chunk in Split(split.path, split.start, stop).chunks(cfg["chunk_size"]):
-        p4, labels = chunk.read(cfg["max_constituents"])
+    for chunk in Split(split.path, split.start, stop).chunks(cfg.chunk_size):
+        p4, labels = chunk.read(cfg.max_constituents)
         for rows in by_length(p4, np.arange(len(labels)), EVAL_BATCH):
             yield trim(p4[rows]), torch.as_tensor(labels[rows])
 
 
 @torch.no_grad()
-def score_split(model: JetTagger, split: Split, cfg: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def score_split(model: JetTagger, split: Split, cfg: RunSettings) -> tuple[np.ndarray, np.ndarray]:
     """(P(top) (n,), labels (n,)) of every jet of ``split``, streamed (in the order of
     ``fixed_batches``: every scorer of a split sees its jets in the same order)."""
     model.eval()
@@ -162,17 +163,17 @@ def score_split(model: JetTagger, split: Split, cfg: dict[str, Any]) -> tuple[np
 
 # ---- the model --------------------------------------------------------------------------------
 
-def model_config_of(cfg: dict[str, Any]) -> JetTaggerConfig:
+def model_config_of(cfg: RunSettings) -> JetTaggerConfig:
     """The tagger's config from a run's configuration."""
     return config_from_run(JetTaggerConfig, cfg)
 
 
-def build_model(cfg: dict[str, Any]) -> JetTagger:
+def build_model(cfg: RunSettings) -> JetTagger:
     """The (randomly initialised) tagger a run's configuration describes."""
     return JetTagger.from_config(model_config_of(cfg))
 
 
-def load(task, run_dir: Path, cfg: dict[str, Any]) -> JetTagger:
+def load(task, run_dir: Path, cfg: RunSettings) -> JetTagger:
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
     return model.eval()
@@ -180,7 +181,7 @@ def load(task, run_dir: Path, cfg: dict[str, Any]) -> JetTagger:
 
 # ---- training ---------------------------------------------------------------------------------
 
-def run(task, cfg: dict[str, Any], run_dir: Path,
+def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train on the train jets, test, draw the figures (and score the baselines), write DIR."""
     from torch.utils.data import DataLoader
@@ -188,22 +189,22 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training import finish, fit
     from ...training.classifier import ClassifierModule
 
-    pin_data_files(cfg, DATA_FILES)
+    cfg = cfg.derive(**pin_data_files(cfg, DATA_FILES))
     parts = splits(cfg)
-    cfg["jets"] = {name: len(s) for name, s in parts.items()}
+    cfg = cfg.derive(jets={name: len(s) for name, s in parts.items()})
     train = JetBatches(parts["train"], cfg)
-    steps = cfg["epochs"] * len(train) if cfg.get("epochs") else cfg["max_steps"]
-    val = list(fixed_batches(parts["val"], cfg, cfg["val_jets"]))
+    steps = cfg.epochs * len(train) if cfg.epochs else cfg.max_steps
+    val = list(fixed_batches(parts["val"], cfg, cfg.val_jets))
     model = build_model(cfg)
     result = fit(ClassifierModule(model, cfg, steps), train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
                  # --val-every as given (not cut to one epoch), else once an epoch
-                 val_check_interval=cfg.get("val_every") or min(steps, len(train)))
+                 val_check_interval=cfg.val_every or min(steps, len(train)))
     metrics, extra = {}, None
     if result.is_global_zero:  # other DDP ranks write nothing
         scores, labels = score_split(model, parts["test"], cfg)
         metrics = tagging_metrics(scores, labels, prefix="test_")
-        extra = baselines(cfg, parts, labels, steps) if cfg.get("baselines") else None
+        extra = baselines(cfg, parts, labels, steps) if cfg.baselines else None
         figures(model, scores, labels, parts["test"], cfg, Path(run_dir), extra)
     metrics = finish(cfg, run_dir, model, metrics, result)
     if extra is not None:
@@ -212,7 +213,7 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     return metrics
 
 
-def baselines(cfg: dict[str, Any], parts: dict[str, Split], test_labels: np.ndarray,
+def baselines(cfg: RunSettings, parts: dict[str, Split], test_labels: np.ndarray,
               steps: int) -> dict[str, tuple[dict[str, float], np.ndarray]]:
     """name -> (test metrics, scores) of each baseline on the test jets: the jet mass alone,
     τ3/τ2 alone, their likelihood ratio (each fit on the training jets), and a Particle Flow
@@ -228,7 +229,7 @@ def baselines(cfg: dict[str, Any], parts: dict[str, Split], test_labels: np.ndar
 
 
 @torch.no_grad()
-def physics_features(split: Split, cfg: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def physics_features(split: Split, cfg: RunSettings) -> tuple[np.ndarray, np.ndarray]:
     """((jet mass, τ3/τ2) (n, 2), labels (n,)) of every jet of ``split``, streamed."""
     features, labels = [], []
     for p4, y in fixed_batches(split, cfg):
@@ -254,13 +255,13 @@ class PFNTagger(torch.nn.Module):
         return self(p4).softmax(-1)
 
 
-def train_pfn(cfg: dict[str, Any], train: Split, steps: int) -> PFNTagger:
+def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
     """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps."""
     from ...training.module import make_optimizer  # Lightning: loaded by training only
 
-    torch.manual_seed(cfg["seed"])
+    torch.manual_seed(cfg.seed)
     pfn = PFNTagger()
-    opt, schedule = make_optimizer(pfn.parameters(), cfg, model_dim=cfg["model_dim"],
+    opt, schedule = make_optimizer(pfn.parameters(), cfg, model_dim=cfg.model_dim,
                                    max_steps=steps)
     batches, step = JetBatches(train, cfg), 0
     while step < steps:
@@ -268,8 +269,8 @@ def train_pfn(cfg: dict[str, Any], train: Split, steps: int) -> PFNTagger:
             loss = F.cross_entropy(pfn(p4), y)
             opt.zero_grad()
             loss.backward()
-            if cfg.get("grad_clip"):
-                torch.nn.utils.clip_grad_norm_(pfn.parameters(), cfg["grad_clip"])
+            if cfg.grad_clip:
+                torch.nn.utils.clip_grad_norm_(pfn.parameters(), cfg.grad_clip)
             opt.step()
             schedule.step()
             step += 1
@@ -300,7 +301,7 @@ def comparison_table(metrics: dict[str, float], extra, test_jets: int) -> str:
 # ---- figures ----------------------------------------------------------------------------------
 
 def figures(model: JetTagger, scores: np.ndarray, labels: np.ndarray, test: Split,
-            cfg: dict[str, Any], run_dir: Path, extra=None) -> None:
+            cfg: RunSettings, run_dir: Path, extra=None) -> None:
     """``roc.png`` (the tagger, and the baselines when scored), ``scores.png`` and
     ``attention.png`` (the first top jet of the test jets)."""
     curves = {"tagger": (*roc(scores, labels), roc_auc(scores, labels))}
@@ -314,10 +315,10 @@ def figures(model: JetTagger, scores: np.ndarray, labels: np.ndarray, test: Spli
              f"test jet {row} (top): P(top) = {float(model.probabilities(p4)[0, 1]):.3f}")
 
 
-def first_top(split: Split, cfg: dict[str, Any]) -> tuple[int, torch.Tensor]:
+def first_top(split: Split, cfg: RunSettings) -> tuple[int, torch.Tensor]:
     """(row in ``split``, p4 (1, N, 4)) of its first top jet."""
     for chunk in split.chunks(EVAL_BATCH):
-        p4, labels = chunk.read(cfg["max_constituents"])
+        p4, labels = chunk.read(cfg.max_constituents)
         if labels.any():
             row = int(np.argmax(labels == 1))
             return chunk.start - split.start + row, trim(p4[row:row + 1])
@@ -342,19 +343,19 @@ def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path
 
 # ---- using a trained run ----------------------------------------------------------------------
 
-def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on the run's test jets, or on every jet of ``data``."""
     if data is None:
         check_data_files(cfg)
         test = splits(cfg)["test"]
     else:
         test = Split(data, 0, check_jet_file(data, what="--data",
-                                             max_constituents=cfg["max_constituents"]))
+                                             max_constituents=cfg.max_constituents))
     scores, labels = score_split(load(task, run_dir, cfg), test, cfg)
     return tagging_metrics(scores, labels, prefix="test_")
 
 
-def read_input(text: str, cfg: dict[str, Any],
+def read_input(text: str, cfg: RunSettings,
                counted: dict[str, int] | None = None) -> tuple[torch.Tensor, int]:
     """``FILE:ROW`` -> (that jet (1, N, 4), its label); ``UsageError`` naming --input.
     Only the file's layout and that row are read and checked (not the whole file, so that a bad
@@ -373,7 +374,7 @@ def read_input(text: str, cfg: dict[str, Any],
     if row >= n:
         raise UsageError(f"--input {text.strip()}: row {row} is past the end of {path} "
                          f"({n:,} jets: rows 0..{n - 1})")
-    p4, labels = read_jets(path, row, row + 1, max_constituents=cfg["max_constituents"],
+    p4, labels = read_jets(path, row, row + 1, max_constituents=cfg.max_constituents,
                            what="--input")
     if not bool((p4[..., 0] > 0).any()):  # every energy zero: all padding, nothing to tag
         raise UsageError(f"--input {text.strip()}: row {row} of {path} has no constituents "
@@ -382,7 +383,7 @@ def read_input(text: str, cfg: dict[str, Any],
 
 
 
-def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each ``FILE:ROW`` jet's class and probabilities; the jets zero-padded into batches (the
     tagger ignores padding)."""
@@ -403,7 +404,7 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
     return found
 
 
-def attention_figure(task, run_dir: Path, cfg: dict[str, Any], text: str, out: Path) -> Path:
+def attention_figure(task, run_dir: Path, cfg: RunSettings, text: str, out: Path) -> Path:
     """``plot attention DIR --input FILE:ROW``: that jet in the (Δη, Δφ) plane, particles
     sized by pT, the last block's strongest attention weights as lines (``draw_jet``)."""
     p4, label = read_input(text, cfg)
@@ -414,7 +415,7 @@ def attention_figure(task, run_dir: Path, cfg: dict[str, Any], text: str, out: P
                     title=f"{Path(path).name} row {row}: a {LABELS[label]} jet, P(top) = {top:.3f}")
 
 
-def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str, *, most: int = 20):
+def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str, *, most: int = 20):
     """``plot attention DIR --input FILE:ROW``: every block's attention among the ``most``
     hardest constituents (the files order them by pT), labelled by rank and pT in GeV."""
     p4, _ = read_input(text, cfg)
@@ -425,8 +426,8 @@ def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str, *, most:
     return [m[0, :, :n, :n] for m in maps], labels, labels
 
 
-def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
+def attention_layers(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab view DIR --input FILE:ROW``: every block's attention among all the jet's
     constituents (hardest first), labelled by rank and pT in GeV."""
-    maps, keys, queries = attention_maps(task, run_dir, cfg, text, most=cfg["max_constituents"])
+    maps, keys, queries = attention_maps(task, run_dir, cfg, text, most=cfg.max_constituents)
     return layers_of(maps, kind="self"), queries, keys

@@ -63,6 +63,17 @@ class JetsSettings:
                                           "ratio and a Particle Flow Network on the test jets")
 
 
+@dataclass
+class JetsDerived:
+    """What a jets run derives when it reads its files (``runtime.run``): their paths made
+    absolute, and how many jets each split holds."""
+
+    data: str | None = None
+    val: str | None = None
+    test: str | None = None
+    jets: dict[str, int] | None = None
+
+
 class JetsTask(Task):
     """Top (signal, 1) against QCD (0) jets from their constituents' four-momenta."""
 
@@ -70,6 +81,7 @@ class JetsTask(Task):
     help = "top-quark tagging: a set Transformer over particle jets (your .h5 files)"
     model_config = JetTaggerConfig  # its flags: --class-token, --pair-bias, ...
     settings = JetsSettings
+    derived = JetsDerived
     # The course's set classifier: 2 post-LN blocks, D 64 (docs/jets.md, benchmarks/jets.py).
     defaults: dict[str, Any] = {
         **model_defaults(JetTaggerConfig),
@@ -120,14 +132,14 @@ class JetsTask(Task):
         strongest attention as lines, instead of heat maps (``runtime.attention_figure``)."""
         from . import runtime
 
-        return runtime.attention_figure(self, run_dir, cfg, text, out)
+        return runtime.attention_figure(self, run_dir, self.typed(cfg, run_dir), text, out)
 
     def attention_layers(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab view``: every block's attention among all the jet's constituents
         (``runtime.attention_layers``)."""
         from . import runtime
 
-        return runtime.attention_layers(self, run_dir, cfg, text)
+        return runtime.attention_layers(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 TASKS = {"jets": JetsTask()}

@@ -30,7 +30,8 @@ from ...errors import UsageError
 from ...models import CausalLM
 from ...models.configs import CausalLMConfig
 from ...nn.quantize import quantized
-from ...runs import load_weights, pin_data_files, write_yaml
+from ...run_config import RunSettings
+from ...runs import load_weights, pin_data_files
 from ...tokenizers import load_tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
 from ..base import config_from_run, each_input
@@ -41,24 +42,26 @@ __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "co
            "predict_many", "evaluate", "attention_maps"]
 
 
-def model_config_of(cfg: dict[str, Any]) -> CausalLMConfig:
+def model_config_of(cfg: RunSettings) -> CausalLMConfig:
     """The ``CausalLMConfig`` of a run's configuration: its fields by name, the context length
     ``block_size`` as ``max_len`` (``vocab_size`` is the prepared corpus' once ``run`` set it).
 
     Examples:
-        >>> from attnlab.tasks import SHARED_DEFAULTS
-        >>> model_config_of({**SHARED_DEFAULTS, "vocab_size": 70, "block_size": 32}).max_len
+        >>> from attnlab.tasks import SHARED_DEFAULTS, get_task
+        >>> cfg = get_task("lm").config(**SHARED_DEFAULTS, vocab_size=70, block_size=32)
+        >>> model_config_of(cfg).max_len
         32
     """
-    return config_from_run(CausalLMConfig, cfg, max_len=cfg["block_size"])
+    return config_from_run(CausalLMConfig, cfg, max_len=cfg.block_size)
 
 
-def build_model(cfg: dict[str, Any]) -> CausalLM:
+def build_model(cfg: RunSettings) -> CausalLM:
     """The ``CausalLM`` a run's configuration describes (``model_config_of``).
 
     Examples:
-        >>> from attnlab.tasks import SHARED_DEFAULTS
-        >>> build_model({**SHARED_DEFAULTS, "vocab_size": 70, "block_size": 32}).max_len
+        >>> from attnlab.tasks import SHARED_DEFAULTS, get_task
+        >>> build_model(get_task("lm").config(**SHARED_DEFAULTS, vocab_size=70,
+        ...                                   block_size=32)).max_len
         32
     """
     return CausalLM.from_config(model_config_of(cfg))
@@ -104,21 +107,21 @@ def random_windows(windows, batch_size: int, steps: int, seed: int):
 
 
 # ---- the corpus -----------------------------------------------------------------------------
-def corpus_dir(cfg: dict[str, Any], run_dir: Path) -> Path:
+def corpus_dir(cfg: RunSettings, run_dir: Path) -> Path:
     """The prepared corpus: --data itself, or RUN_DIR/data prepared from a text file."""
-    data = Path(cfg["data"])
+    data = Path(cfg.data)
     if data.is_dir():
         return data
     out = Path(run_dir) / "data"
     if not (out / "meta.json").is_file():
-        print(f"preparing {data} -> {out} ({cfg['tokenizer']} tokenizer)", flush=True)
+        print(f"preparing {data} -> {out} ({cfg.tokenizer} tokenizer)", flush=True)
         # force: RUN_DIR/data is the run's own; it replaces what a killed prepare left there
-        prepare([data], out, tokenizer=cfg["tokenizer"], vocab_size=cfg.get("vocab_size"),
+        prepare([data], out, tokenizer=cfg.tokenizer, vocab_size=cfg.get("vocab_size"),
                 force=True)
     return out
 
 
-def pin_corpus(cfg: dict[str, Any], run_dir: Path, data_dir: Path) -> None:
+def pin_corpus(cfg, run_dir: Path, data_dir: Path):
     """Record, when the run starts, what it trains on; on ``--resume``, refuse a change.
 
     A prepared corpus is identified by the SHA-256 of its meta.json and tokenizer.json
@@ -126,95 +129,95 @@ def pin_corpus(cfg: dict[str, Any], run_dir: Path, data_dir: Path) -> None:
     the token files while writing them, so two small files stand for a corpus of any size
     and ``evaluate`` stays fast (``attnlab.data.corpus``). A text file given as --data is
     also recorded in ``data_sha256``, as classify records its file, and must be the text
-    RUN_DIR/data was prepared from. config.yaml is written again here, so that a run
-    killed before it finishes has the digests too.
+    RUN_DIR/data was prepared from. Returns the run config, with ``corpus_sha256`` for a
+    new run (``engine.fit`` writes config.yaml before the first step, so that a run killed
+    before it finishes has the digests too).
     """
-    recorded = cfg.get("resume") and cfg.get("corpus_sha256")
+    recorded = cfg.resume and cfg.get("corpus_sha256")
     if recorded:
         check_corpus(cfg, data_dir, "resume")
     else:
-        cfg["corpus_sha256"] = corpus_identity(data_dir)
+        cfg = cfg.derive(corpus_sha256=corpus_identity(data_dir))
     prepared_from = read_meta(data_dir).get("files_sha256") or [None]
-    if Path(cfg["data"]).is_file() and prepared_from[0]:  # prepare read the text recorded
-        check_digest(cfg["data"], prepared_from[0], cfg["data_sha256"]["data"], what="--data")
-    if not recorded:  # a resumed run's config.yaml is rewritten only when it finishes, so a
-        write_yaml(Path(run_dir) / "config.yaml", cfg)  # refused --resume leaves it as it was
+    if Path(cfg.data).is_file() and prepared_from[0]:  # prepare read the text recorded
+        check_digest(cfg.data, prepared_from[0], cfg.data_sha256["data"], what="--data")
+    return cfg
 
 
-def split_windows(cfg: dict[str, Any], split: str, *, stride: int | None = None) -> TokenWindows:
+def split_windows(cfg: RunSettings, split: str, *, stride: int | None = None) -> TokenWindows:
     """The windows of --block-size + 1 tokens of the run's ``split`` ("train" or "val"), every
     ``stride`` tokens (default: --block-size, windows that do not overlap)."""
-    path = Path(cfg["data_dir"]) / f"{split}.bin"
+    path = Path(cfg.data_dir) / f"{split}.bin"
     if not path.is_file():
         raise UsageError(f"{path} not found: the prepared corpus of this run moved or was "
                          f"deleted (data_dir in config.yaml)")
-    return TokenWindows(path, cfg["block_size"], dtype=cfg["dtype"], stride=stride)
+    return TokenWindows(path, cfg.block_size, dtype=cfg.dtype, stride=stride)
 
 
 # ---- training -------------------------------------------------------------------------------
-def run(task, cfg: dict[str, Any], run_dir: Path,
+def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Prepare (or check) the corpus, train, measure ``val_loss``/``val_perplexity`` and write
     the run directory (``Task.run``)."""
     from ...training import finish, fit  # Lightning: imported by training only
     from ...training.lm import LMModule
 
-    tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
+    cfg, tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
-    B = cfg["batch_size"]
-    if cfg.get("epochs"):  # an epoch: every token seen once, in non-overlapping windows
-        max_steps = cfg["epochs"] * max(1, train_tokens // (cfg["block_size"] * B))
+    B = cfg.batch_size
+    if cfg.epochs:  # an epoch: every token seen once, in non-overlapping windows
+        max_steps = cfg.epochs * max(1, train_tokens // (cfg.block_size * B))
     else:
-        max_steps = cfg["max_steps"]
+        max_steps = cfg.max_steps
     model = build_model(cfg)
-    val_every = cfg.get("val_every")
-    result = fit(LMModule(model, cfg, max_steps), random_windows(train, B, max_steps, cfg["seed"]),
+    val_every = cfg.val_every
+    result = fit(LMModule(model, cfg, max_steps), random_windows(train, B, max_steps, cfg.seed),
                  DataLoader(val, batch_size=B), cfg, run_dir, max_steps=max_steps,
                  val_check_interval=min(val_every, max_steps) if val_every else None,
-                 limit_val_batches=cfg["val_batches"])
+                 limit_val_batches=cfg.val_batches)
     metrics = {}
     if result.is_global_zero:
-        metrics = _last_validation(cfg, result) or lm_metrics(model, val, B, cfg["val_batches"])
+        metrics = _last_validation(cfg, result) or lm_metrics(model, val, B, cfg.val_batches)
         figures(cfg, run_dir, result.steps, max_steps)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
 
 
-def _last_validation(cfg: dict[str, Any], result) -> dict[str, float] | None:
+def _last_validation(cfg: RunSettings, result) -> dict[str, float] | None:
     """The loop's validation of the last step as the run's metrics, when it is the measurement
     ``lm_metrics`` would repeat: the same windows (the first ``val_batches`` batches of val,
     every window as long, so weighting by batch is weighting by token) in float32. Under any
     other precision the model that ``evaluate`` and ``predict`` load (float32) is measured
     again."""
     loss = result.validation.get("val_loss")
-    if loss is None or cfg["precision"] != "32":
+    if loss is None or cfg.precision != "32":
         return None
     return loss_metrics(loss)
 
 
-def _corpus_of_run(cfg: dict[str, Any], run_dir: Path):
-    """Pin --data, prepare it if it is a text file, pin the corpus, and add to ``cfg`` what
-    config.yaml needs from it (``data_dir``, ``vocab_size``, ``dtype``). Returns the tokenizer
-    and train.bin's token count."""
-    if Path(cfg["data"]).is_file():  # before preparing: a resumed run refuses a changed file
-        pin_data_files(cfg, ("data",))
+def _corpus_of_run(cfg, run_dir: Path):
+    """Pin --data, prepare it if it is a text file, pin the corpus, and derive what
+    config.yaml needs from it (``data_dir``, ``vocab_size``, ``dtype``). Returns the run
+    config, the tokenizer and train.bin's token count."""
+    if Path(cfg.data).is_file():  # before preparing: a resumed run refuses a changed file
+        cfg = cfg.derive(**pin_data_files(cfg, ("data",)))
     data_dir = corpus_dir(cfg, run_dir)
-    pin_corpus(cfg, run_dir, data_dir)
+    cfg = pin_corpus(cfg, run_dir, data_dir)
     meta = read_meta(data_dir)
-    cfg.update(data_dir=str(data_dir.resolve()), vocab_size=meta["vocab_size"],
-               dtype=meta["dtype"])
-    return load_tokenizer(data_dir / "tokenizer.json"), meta["train_tokens"]
+    cfg = cfg.derive(data_dir=str(data_dir.resolve()), vocab_size=meta["vocab_size"],
+                     dtype=meta["dtype"])
+    return cfg, load_tokenizer(data_dir / "tokenizer.json"), meta["train_tokens"]
 
 
-def figures(cfg: dict[str, Any], run_dir: Path, steps: int, max_steps: int) -> None:
+def figures(cfg: RunSettings, run_dir: Path, steps: int, max_steps: int) -> None:
     """lr_schedule.png: the learning rate over the run (the step it stopped at marked)."""
-    curve = lr_curve(cfg["schedule"], warmup=cfg["warmup"], max_iters=max_steps,
-                     d_model=cfg["model_dim"], lr=cfg["lr"])
-    plot_lr_schedule({cfg["schedule"]: curve}, Path(run_dir) / "lr_schedule.png",
+    curve = lr_curve(cfg.schedule, warmup=cfg.warmup, max_iters=max_steps,
+                     d_model=cfg.model_dim, lr=cfg.lr)
+    plot_lr_schedule({cfg.schedule: curve}, Path(run_dir) / "lr_schedule.png",
                      mark_step=steps if steps < max_steps else None)
 
 
 # ---- using a trained run (no Lightning) -----------------------------------------------------
-def load(task, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = None):
+def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     """The trained ``CausalLM`` (eval mode) and its tokenizer (``Task.load``); with
     ``quantize="int8"``, its linear layers on int8 weights (``attnlab.nn.quantize``)."""
     model = build_model(cfg)
@@ -232,12 +235,12 @@ def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list
 
 
 @torch.no_grad()
-def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's greedy continuation, on one line; prompts of the same length in tokens are
     generated together (no padding, so a batch gives what each prompt alone gives)."""
     model, tokenizer = load(task, run_dir, cfg)
-    n = min(cfg["predict_tokens"], model.max_len - 1)
+    n = min(cfg.predict_tokens, model.max_len - 1)
     prompts = each_input(  # each prompt's end, so that prompt + continuation fit
         texts, labels, lambda text: encode_prompt(task, tokenizer, text, what="--input")[-(model.max_len - n):])
     note_unknown(tokenizer, texts, labels)
@@ -256,7 +259,7 @@ def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
     return found
 
 
-def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
+def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE); of the
     int8 model with ``quantize="int8"``."""
@@ -264,12 +267,12 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg)
     if cfg.get("corpus_sha256"):  # the corpus is the one trained on (pin_corpus)
-        check_corpus(cfg, Path(cfg["data_dir"]), "evaluate")
-        read_meta(cfg["data_dir"])  # and val.bin has the size its meta.json states
-    return lm_metrics(model, split_windows(cfg, "val"), cfg["batch_size"], cfg["val_batches"])
+        check_corpus(cfg, Path(cfg.data_dir), "evaluate")
+        read_meta(cfg.data_dir)  # and val.bin has the size its meta.json states
+    return lm_metrics(model, split_windows(cfg, "val"), cfg.batch_size, cfg.val_batches)
 
 
-def _file_metrics(model, tokenizer, path: Path, cfg: dict[str, Any]) -> dict[str, float]:
+def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, float]:
     """val_loss/val_perplexity over non-overlapping windows of a text file, encoded chunk by
     chunk into a temporary token file and read through a memory map (any size of file)."""
     if path.is_dir():
@@ -278,14 +281,14 @@ def _file_metrics(model, tokenizer, path: Path, cfg: dict[str, Any]) -> dict[str
         raise UsageError(f"--data: file not found: {path}")
     with tempfile.TemporaryDirectory(prefix="attnlab-eval-") as tmp:
         tokens = Path(tmp) / "tokens.bin"
-        n = encode_file([path], tokenizer, tokens, dtype=cfg["dtype"])
+        n = encode_file([path], tokenizer, tokens, dtype=cfg.dtype)
         if n < 2:
             raise UsageError(f"--data {path} holds fewer than 2 tokens")
-        windows = TokenWindows(tokens, min(cfg["block_size"], n - 1), dtype=cfg["dtype"])
-        return lm_metrics(model, windows, cfg["batch_size"])
+        windows = TokenWindows(tokens, min(cfg.block_size, n - 1), dtype=cfg.dtype)
+        return lm_metrics(model, windows, cfg.batch_size)
 
 
-def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
+def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention`` (and ``view``) on an lm run: the causal maps over the tokens
     of ``text``, labelled by the text of each token; a text longer than the model reads
     (--block-size) is refused, as the other tasks refuse theirs, not cut without a word."""

@@ -47,6 +47,19 @@ class LMSettings(AdaptSettings):
                                   low=1, flag=False)
 
 
+@dataclass
+class LMDerived:
+    """What an lm run derives from its prepared corpus (``runtime._corpus_of_run``): where it
+    is, its vocabulary size and token type, the digests that identify it, and --data made
+    absolute when it is a text file."""
+
+    data: str | None = None
+    data_dir: str | None = None
+    vocab_size: int | None = None
+    dtype: str | None = None
+    corpus_sha256: dict[str, str] | None = None
+
+
 class LMTask(Task):
     """``attnlab train lm``: a ``CausalLM`` trained on --data; its heavy half is
     ``attnlab.tasks.lm.runtime``."""
@@ -56,6 +69,7 @@ class LMTask(Task):
     has_tokenizer = True
     model_config = CausalLMConfig  # its flags: every exposed field (--positional, ...)
     settings = LMSettings
+    derived = LMDerived
     defaults: dict[str, Any] = {
         **model_defaults(CausalLMConfig), **defaults_of(LMSettings),
         "activation": "gelu", "model_dim": 128, "num_heads": 4, "num_layers": 4,

@@ -21,6 +21,7 @@ from ...data import SequenceDataset, batch_loader, make_labels, pad_to_length
 from ...errors import UsageError
 from ...models.configs import ElementPredictorConfig
 from ...models.predictor import ElementPredictor
+from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
 from ..base import Task, config_from_run, each_input
@@ -29,20 +30,21 @@ __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics",
            "figures", "load", "predict_many", "evaluate", "attention_maps"]
 
 
-def model_config_of(cfg: dict[str, Any]) -> ElementPredictorConfig:
+def model_config_of(cfg: RunSettings) -> ElementPredictorConfig:
     """The ``ElementPredictorConfig`` of a run's configuration: one-hot symbols in, a class per
     position out (both ``--num-categories``).
 
     Examples:
-        >>> from attnlab.tasks import SHARED_DEFAULTS
-        >>> model_config_of({**SHARED_DEFAULTS, "num_categories": 12}).num_classes
+        >>> from attnlab.tasks import SHARED_DEFAULTS, get_task
+        >>> model_config_of(get_task("reverse").config(**SHARED_DEFAULTS,
+        ...                                            num_categories=12)).num_classes
         12
     """
-    C = cfg["num_categories"]
+    C = cfg.num_categories
     return config_from_run(ElementPredictorConfig, cfg, input_dim=C, num_classes=C)
 
 
-def build_model(cfg: dict[str, Any]) -> ElementPredictor:
+def build_model(cfg: RunSettings) -> ElementPredictor:
     """The pure-torch ``ElementPredictor`` a run's configuration describes (randomly
     initialised); training builds ``TransformerPredictor`` from the same config."""
     return ElementPredictor.from_config(model_config_of(cfg))
@@ -90,15 +92,15 @@ def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
     return {f"{prefix}token_accuracy": float(token), f"{prefix}sequence_accuracy": float(sequence)}
 
 
-def dataset(task: Task, cfg: dict[str, Any], split: str) -> SequenceDataset:
-    """The ``split`` ("train", "val" or "test") of ``cfg[split + "_size"]`` sequences, fixed by
+def dataset(task: Task, cfg: RunSettings, split: str) -> SequenceDataset:
+    """The ``split`` ("train", "val" or "test") of ``--SPLIT-size`` sequences, fixed by
     ``--seed``."""
-    return SequenceDataset(task.name, cfg["num_categories"], cfg["seq_len"],
-                           cfg[f"{split}_size"], seed=cfg["seed"], split=split)
+    return SequenceDataset(task.name, cfg.num_categories, cfg.seq_len,
+                           getattr(cfg, f"{split}_size"), seed=cfg.seed, split=split)
 
 
 # ---- training ------------------------------------------------------------------------------
-def run(task: Task, cfg: dict[str, Any], run_dir: Path,
+def run(task: Task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train the course's model (the ``ElementPredictor`` of ``TransformerPredictor``) for
     ``task.budget(cfg)`` steps (or until validation is perfect three times, with --early-stop),
@@ -109,11 +111,11 @@ def run(task: Task, cfg: dict[str, Any], run_dir: Path,
     train, val = dataset(task, cfg, "train"), dataset(task, cfg, "val")
     max_steps = task.budget(cfg)
     model = build_model(cfg)
-    callbacks = [StopAtTarget("val_seq_acc", 1.0, times=3)] if cfg["early_stop"] else []
+    callbacks = [StopAtTarget("val_seq_acc", 1.0, times=3)] if cfg.early_stop else []
     result = fit(ElementModule(model, cfg, max_steps),
-                 batch_loader(train, cfg["batch_size"], shuffle=True, seed=cfg["seed"]),
+                 batch_loader(train, cfg.batch_size, shuffle=True, seed=cfg.seed),
                  batch_loader(val, len(val), shuffle=False), cfg, run_dir,
-                 max_steps=max_steps, val_check_interval=min(cfg["val_every"], max_steps),
+                 max_steps=max_steps, val_check_interval=min(cfg.val_every, max_steps),
                  callbacks=callbacks)
     metrics = {}
     if result.is_global_zero:
@@ -123,16 +125,16 @@ def run(task: Task, cfg: dict[str, Any], run_dir: Path,
     return finish(cfg, run_dir, model, metrics, result)
 
 
-def figures(task: Task, model, cfg: dict[str, Any], run_dir: Path, sequence: list[int],
+def figures(task: Task, model, cfg: RunSettings, run_dir: Path, sequence: list[int],
             steps: int, max_steps: int) -> None:
     """attention.png (the maps of one test sequence) and lr_schedule.png."""
     model.eval()
     maps, x_labels, y_labels = _maps(task, model, cfg, sequence, len(sequence))
     plot_attention(maps, x_labels, y_labels, Path(run_dir) / "attention.png",
                    title=f"{task.name}: attention of a test sequence")
-    curve = lr_curve(cfg["schedule"], warmup=cfg["warmup"], max_iters=max_steps,
-                     d_model=cfg["model_dim"], lr=cfg["lr"])
-    label = (f"{cfg['schedule']} (--lr {cfg['lr']:g}, warm-up {cfg['warmup']}, "
+    curve = lr_curve(cfg.schedule, warmup=cfg.warmup, max_iters=max_steps,
+                     d_model=cfg.model_dim, lr=cfg.lr)
+    label = (f"{cfg.schedule} (--lr {cfg.lr:g}, warm-up {cfg.warmup}, "
              f"budget {max_steps} steps)")
     plot_lr_schedule({label: curve}, Path(run_dir) / "lr_schedule.png",
                      title=f"{task.name}: learning-rate schedule",
@@ -140,35 +142,35 @@ def figures(task: Task, model, cfg: dict[str, Any], run_dir: Path, sequence: lis
 
 
 # ---- using a trained run (no Lightning) ----------------------------------------------------
-def load(task: Task, run_dir: Path, cfg: dict[str, Any]) -> ElementPredictor:
+def load(task: Task, run_dir: Path, cfg: RunSettings) -> ElementPredictor:
     """The trained ``ElementPredictor`` of ``run_dir`` (eval mode)."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
     return model.eval()
 
 
-def _padded(task: Task, cfg: dict[str, Any],
+def _padded(task: Task, cfg: RunSettings,
             rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     """Rows of up to T symbols, each padded to T so that its answer fills the first positions:
     inputs (N, T), lengths (N,), and where each row starts in its padded input."""
-    padded = [pad_to_length(task.name, r, cfg["seq_len"], cfg["num_categories"]) for r in rows]
+    padded = [pad_to_length(task.name, r, cfg.seq_len, cfg.num_categories) for r in rows]
     return (torch.tensor([p for p, _ in padded]), torch.tensor([len(r) for r in rows]),
             [start for _, start in padded])
 
 
 
-def predict_many(task: Task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every input's predicted symbols, all inputs in batches of one forward pass."""
     rows = each_input(texts, labels,
-                      lambda text: parse_tokens(text, cfg["num_categories"], cfg["seq_len"]))
+                      lambda text: parse_tokens(text, cfg.num_categories, cfg.seq_len))
     inputs, _, _ = _padded(task, cfg, rows)
     predicted = load(task, run_dir, cfg).predict(inputs)  # (N, T); an answer fills its row's start
     return [{"prediction": " ".join(str(int(t)) for t in p[:len(row)])}
             for p, row in zip(predicted, rows)]
 
 
-def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -> dict[str, float]:
+def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on the run's test split, or on ``data`` (one sequence a line, symbols
     separated by spaces, each up to --seq-len long)."""
     model = load(task, run_dir, cfg)
@@ -186,7 +188,7 @@ def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -
         line = path.read_bytes()[:e.start].count(b"\n") + 1
         raise UsageError(f"--data {path} line {line}: not UTF-8 text") from None
     lines = enumerate(text.split("\n"), 1)  # "\n" only, as --input-file (a "\r" is white space)
-    rows = [parse_tokens(line, cfg["num_categories"], cfg["seq_len"],
+    rows = [parse_tokens(line, cfg.num_categories, cfg.seq_len,
                          what=f"--data {path} line {i}") for i, line in lines if line.strip()]
     if not rows:
         raise UsageError(f"--data {path} holds no sequences (one per line, tokens separated "
@@ -198,7 +200,7 @@ def evaluate(task: Task, run_dir: Path, cfg: dict[str, Any], data: str | None) -
     return sequence_metrics(model, inputs, labels, lengths)
 
 
-def _maps(task: Task, model, cfg: dict[str, Any], tokens: list[int], n: int):
+def _maps(task: Task, model, cfg: RunSettings, tokens: list[int], n: int):
     """(maps, key labels, query labels). Keys are the input's symbols where they sit in the
     padded row; query row i is where output i is predicted (the answer fills the row's
     start), so it is labelled with the model's output there (not with the input symbol at i,
@@ -213,7 +215,7 @@ def _maps(task: Task, model, cfg: dict[str, Any], tokens: list[int], n: int):
     return maps, keys, queries
 
 
-def attention_maps(task: Task, run_dir: Path, cfg: dict[str, Any], text: str):
+def attention_maps(task: Task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention``: (L × (H, T, T) maps, key labels, query labels)."""
-    tokens = parse_tokens(text, cfg["num_categories"], cfg["seq_len"])
+    tokens = parse_tokens(text, cfg.num_categories, cfg.seq_len)
     return _maps(task, load(task, run_dir, cfg), cfg, tokens, len(tokens))

@@ -124,7 +124,7 @@ def check_files(cfg: dict[str, Any]) -> None:
     recorded in ``cfg["data_sha256"]`` (saved with config.yaml: evaluate and --resume check
     it)."""
     file_splits(cfg)
-    pin_data_files(cfg, ("data", "test"))
+    cfg.update(pin_data_files(cfg, ("data", "test")))  # the settings dict, not yet frozen
 
 
 def evaluation_pairs(cfg: dict[str, Any], data: str | None) -> list[tuple[str, str]]:

@@ -29,6 +29,7 @@ from ...models import Seq2SeqTransformer
 from ...models.configs import Seq2SeqConfig
 from ...models.rnn_seq2seq import RNNSeq2Seq
 from ...nn.quantize import quantized
+from ...run_config import RunSettings
 from ...runs import load_weights
 from ...tokenizers import note_unknown
 from ...viz import plot_attention, plot_by_length
@@ -70,7 +71,7 @@ def padded_loader(tok: TranslationTokenizers, pairs: list[tuple[str, str]], batc
 
 
 # ---- the model --------------------------------------------------------------------------
-def model_config_of(cfg: dict[str, Any]) -> Seq2SeqConfig:
+def model_config_of(cfg: RunSettings) -> Seq2SeqConfig:
     """The ``Seq2SeqConfig`` of a run's configuration (``run`` adds the vocabulary sizes and
     ``max_len``; a run written before ``positional`` was a flag gets the paper's sinusoids).
 
@@ -83,7 +84,7 @@ def model_config_of(cfg: dict[str, Any]) -> Seq2SeqConfig:
     return config_from_run(Seq2SeqConfig, cfg)
 
 
-def build_model(cfg: dict[str, Any]) -> Seq2SeqTransformer:
+def build_model(cfg: RunSettings) -> Seq2SeqTransformer:
     """The model a run's configuration describes (randomly initialised): the one place that
     chooses it, so training and loading always agree.
 
@@ -154,51 +155,52 @@ def _cross_attention_figure(model, tok, src_text: str, translation: str, path: P
 
 
 # ---- training ---------------------------------------------------------------------------
-def _splits(cfg: dict[str, Any]):
+def _splits(cfg: RunSettings):
     """(training pairs or the endless built-in stream, the pairs to fit the tokenisers on,
     validation pairs, test pairs)."""
-    if cfg["data"] is None:
+    if cfg.data is None:
         stream, val, test = builtin_splits(cfg)
         return stream, stream.sample(TOKENIZER_SAMPLE), val, test
     train, val, test = file_splits(cfg)
     return train, train, val, test
 
 
-def _fit_tokenizers(cfg: dict[str, Any], sample, test) -> TranslationTokenizers:
-    """The two tokenisers, fit on ``sample``; records in ``cfg`` the kinds ``auto`` chose and
-    what the model's size depends on (vocabularies, longest source and target)."""
-    for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1)):
-        cfg[key] = resolve_tokenizer(cfg[key], [p[side] for p in sample],
-                                     builtin=cfg["data"] is None)
+def _fit_tokenizers(cfg, sample, test):
+    """(the run config, the two tokenisers fit on ``sample``): the config with the kinds
+    ``auto`` chose and what the model's size depends on (vocabularies, longest source and
+    target) derived."""
+    cfg = cfg.derive(**{key: resolve_tokenizer(getattr(cfg, key), [p[side] for p in sample],
+                                               builtin=cfg.data is None)
+                        for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1))})
     tok = TranslationTokenizers(
-        fit_tokenizer(cfg["src_tokenizer"], [s for s, _ in sample], cfg["vocab_size"]),
-        fit_tokenizer(cfg["tgt_tokenizer"], [t for _, t in sample], cfg["vocab_size"]))
+        fit_tokenizer(cfg.src_tokenizer, [s for s, _ in sample], cfg.vocab_size),
+        fit_tokenizer(cfg.tgt_tokenizer, [t for _, t in sample], cfg.vocab_size))
     src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
     tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
-    cfg.update(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
-               max_target_len=tgt_len + max(4, tgt_len // 2),
-               max_len=max(64, src_len + 2, 2 * tgt_len + 8))
-    return tok
+    cfg = cfg.derive(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
+                     max_target_len=tgt_len + max(4, tgt_len // 2),
+                     max_len=max(64, src_len + 2, 2 * tgt_len + 8))
+    return cfg, tok
 
 
-def _train_loader(cfg: dict[str, Any], train, tok: TranslationTokenizers):
+def _train_loader(cfg: RunSettings, train, tok: TranslationTokenizers):
     """(training batches, max_steps, validation interval): the built-in stream is endless, so
     it trains for --max-steps and validates five times; --data trains for --max-steps or
     --epochs and validates once per epoch, or every --val-every steps when given."""
-    bs = cfg["batch_size"]
-    if cfg["data"] is None:
-        max_steps = cfg["max_steps"]
-        every = cfg.get("val_every") or max(1, max_steps // 5)
+    bs = cfg.batch_size
+    if cfg.data is None:
+        max_steps = cfg.max_steps
+        every = cfg.val_every or max(1, max_steps // 5)
         return stream_batches(train, tok, bs, max_steps), max_steps, every
     loader = BatchLoader(TensorDataset(*encode_pairs(tok, train)), bs, shuffle=True,
-                         seed=cfg["seed"])
+                         seed=cfg.seed)
     steps_per_epoch = -(-len(train) // bs)
-    max_steps = cfg["epochs"] * steps_per_epoch if cfg.get("epochs") else cfg["max_steps"]
-    every = cfg.get("val_every")
+    max_steps = cfg.epochs * steps_per_epoch if cfg.epochs else cfg.max_steps
+    every = cfg.val_every
     return loader, max_steps, min(every, max_steps) if every else None
 
 
-def run(task, cfg: dict[str, Any], run_dir: Path,
+def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train, test on the held-out pairs and write the run directory (with
     ``cross_attention.png``); return test_exact_match, test_bleu and test_chrf."""
@@ -206,25 +208,26 @@ def run(task, cfg: dict[str, Any], run_dir: Path,
     from ...training.seq2seq import Seq2SeqModule
 
     train, sample, val, test = _splits(cfg)
-    tok = _fit_tokenizers(cfg, sample, test)
+    cfg, tok = _fit_tokenizers(cfg, sample, test)
     model = build_model(cfg)
     loader, max_steps, every = _train_loader(cfg, train, tok)
     result = fit(Seq2SeqModule(model, cfg, max_steps), loader,
-                 padded_loader(tok, val, cfg["batch_size"]), cfg, run_dir,
+                 padded_loader(tok, val, cfg.batch_size), cfg, run_dir,
                  max_steps=max_steps, val_check_interval=every)
     model.eval()
-    cfg["bleu_tokenize"] = resolve_bleu_tokenize([t for _, t in test], cfg["bleu_tokenize"])
+    cfg = cfg.derive(bleu_tokenize=resolve_bleu_tokenize([t for _, t in test],
+                                                         cfg.bleu_tokenize))
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics, hyps = compute_test_metrics(model, tok, test, cfg)
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
             _cross_attention_figure(model, tok, test[0][0], hyps[0],
-                                    run_dir / "cross_attention.png", cfg["max_len"])
+                                    run_dir / "cross_attention.png", cfg.max_len)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
 
 
 # ---- a trained run ----------------------------------------------------------------------
-def load(task, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = None):
+def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     """(model in eval mode, ``TranslationTokenizers``) of a run directory; with
     ``quantize="int8"``, the model's linear layers on int8 weights (``attnlab.nn.quantize``)."""
     tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json")
@@ -233,7 +236,7 @@ def load(task, run_dir: Path, cfg: dict[str, Any], *, quantize: str | None = Non
     return quantized(model.eval(), quantize), tok
 
 
-def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
+def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
               num_beams: int | None = None, length_penalty: float | None = None,
               quantize: str | None = None, labels: list[str] | None = None) -> list[str]:
     """Translations of ``texts`` (the run's ``beam`` and ``length_penalty`` unless given);
@@ -243,9 +246,9 @@ def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
     beside it); ``labels`` name the texts in errors."""
     texts = spell_digits(cfg, texts, labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    found = translate_texts(model, tok, texts, max_new_tokens=cfg["max_target_len"],
-                            num_beams=num_beams or cfg["beam"],
-                            length_penalty=cfg["length_penalty"] if length_penalty is None
+    found = translate_texts(model, tok, texts, max_new_tokens=cfg.max_target_len,
+                            num_beams=num_beams or cfg.beam,
+                            length_penalty=cfg.length_penalty if length_penalty is None
                             else length_penalty,
                             batch_size=1 if quantize else 500, labels=labels)
     # after the texts were accepted: a refusal stays the one line said
@@ -254,33 +257,33 @@ def translate(task, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
 
 
 
-def predict_many(task, run_dir: Path, cfg: dict[str, Any], texts: list[str],
+def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every text's translation (``translate``: the model loaded once, the texts batched)."""
     return [{"prediction": t} for t in translate(task, run_dir, cfg, texts, labels=labels)]
 
 
-def attention_maps(task, run_dir: Path, cfg: dict[str, Any], text: str):
+def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """Cross-attention of the model reading its own (greedy) translation of ``text``."""
     text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
-    return cross_attention_maps(model, tok, text, translation, cfg["max_len"])
+    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len)[0]
+    return cross_attention_maps(model, tok, text, translation, cfg.max_len)
 
 
-def attention_layers(task, run_dir: Path, cfg: dict[str, Any], text: str):
+def attention_layers(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab view``: while the model reads its own (greedy) translation of ``text``, the
     encoder's self-attention over the source (S × S), the decoder's causal self-attention over
     its input (T × T) and the cross-attention between them (T × S)."""
     text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    translation = translate_texts(model, tok, [text], max_new_tokens=cfg["max_target_len"])[0]
-    src, tgt, src_labels, tgt_labels = _pair(tok, text, translation, cfg["max_len"])
+    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len)[0]
+    src, tgt, src_labels, tgt_labels = _pair(tok, text, translation, cfg.max_len)
     layers = with_tokens(_alignment_layers(model, src, tgt), src_labels, tgt_labels)
     return layers, src_labels, src_labels
 
 
-def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
+def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs (of the
     int8 model with ``quantize="int8"``)."""
@@ -289,7 +292,7 @@ def evaluate(task, run_dir: Path, cfg: dict[str, Any], data: str | None, *,
     return compute_test_metrics(model, tok, test, cfg)[0]
 
 
-def evaluate_by_length(task, run_dir: Path, cfg: dict[str, Any], data: str | None,
+def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
                        out: Path, *, quantize: str | None = None):
     """``attnlab evaluate DIR --by-length``: (the test metrics, their rows per source-length
     bucket); draws the figure ``out``, its title naming the pairs scored."""

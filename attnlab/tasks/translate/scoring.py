@@ -87,9 +87,9 @@ def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> d
 
 def compute_test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list[str]]:
     """(metrics, translations) of the (source, reference) ``pairs`` with the run's settings."""
-    hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg["max_target_len"],
-                           num_beams=cfg["beam"], length_penalty=cfg["length_penalty"])
-    return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg["bleu_tokenize"]), hyps
+    hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg.max_target_len,
+                           num_beams=cfg.beam, length_penalty=cfg.length_penalty)
+    return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize), hyps
 
 
 def length_buckets(lengths: list[int], most: int = 8) -> list[tuple[int, int]]:

@@ -85,12 +85,28 @@ class TranslateSettings(AdaptSettings):
                                  help="sacrebleu tokenisation (auto: char for one-word targets)")
 
 
+@dataclass
+class TranslateDerived:
+    """What a translate run derives when it fits its tokenisers (``runtime._fit_tokenizers``):
+    the kinds ``auto`` chose, the vocabulary sizes, the longest source and target the model
+    must hold; and, when it tests, the BLEU tokenisation ``auto`` chose."""
+
+    src_tokenizer: str | None = None
+    tgt_tokenizer: str | None = None
+    src_vocab_size: int | None = None
+    tgt_vocab_size: int | None = None
+    max_target_len: int | None = None
+    max_len: int | None = None
+    bleu_tokenize: str | None = None
+
+
 class TranslateTask(Task):
     name = "translate"
     help = "encoder-decoder translation: spelled-out numbers (num2words) or --data FILE"
     has_tokenizer = True
     model_config = Seq2SeqConfig  # its flags: --num-encoder-layers, --positional, ...
     settings = TranslateSettings
+    derived = TranslateDerived
     # what `plot attention` draws of a translation: the decoder's attention over the source only
     attention_kind = "cross"
     defaults = {
@@ -179,15 +195,16 @@ class TranslateTask(Task):
         int8 weights; ``labels`` name the texts in errors."""
         from . import runtime
 
-        return runtime.translate(self, run_dir, cfg, texts, num_beams=num_beams,
-                                 length_penalty=length_penalty, quantize=quantize, labels=labels)
+        return runtime.translate(self, run_dir, self.typed(cfg, run_dir), texts,
+                                 num_beams=num_beams, length_penalty=length_penalty,
+                                 quantize=quantize, labels=labels)
 
     def attention_layers(self, run_dir: Path, cfg: dict[str, Any], text: str):
         """``attnlab view``: the encoder's, the decoder's and the cross-attention layers of the
         translation of ``text`` (``runtime.attention_layers``)."""
         from . import runtime
 
-        return runtime.attention_layers(self, run_dir, cfg, text)
+        return runtime.attention_layers(self, run_dir, self.typed(cfg, run_dir), text)
 
     def evaluate_by_length(self, run_dir: Path, cfg: dict[str, Any], data: str | None,
                            out: Path, *, quantize: str | None = None):
@@ -195,7 +212,8 @@ class TranslateTask(Task):
         written to ``out`` (``runtime.evaluate_by_length``)."""
         from . import runtime
 
-        return runtime.evaluate_by_length(self, run_dir, cfg, data, out, quantize=quantize)
+        return runtime.evaluate_by_length(self, run_dir, self.typed(cfg, run_dir), data, out,
+                                          quantize=quantize)
 
 
 TASKS = {"translate": TranslateTask()}
