@@ -137,11 +137,13 @@ class HFTokenizer(Tokenizer):
             raise TypeError(f"encode() takes a str, got {type(text).__name__}")
         return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
 
-    def encode_batch(self, texts: Iterable[str], add_special_tokens: bool = False) -> list[list[int]]:
+    def encode_batch(self, texts: Iterable[str],
+                     add_special_tokens: bool = False) -> list[list[int]]:
         texts = list(texts)
         if not all(isinstance(t, str) for t in texts):
             raise TypeError("encode_batch() takes strings")
-        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)]
+        out = self.tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)
+        return [e.ids for e in out]
 
     def encode_pair(self, text: str, pair: str | None = None, *,
                     add_special_tokens: bool = True) -> tuple[list[int], list[int]]:

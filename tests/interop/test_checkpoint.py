@@ -11,8 +11,8 @@ import torch
 from torch.testing import assert_close
 
 transformers = pytest.importorskip("transformers")
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors  # noqa: E402
-from tokenizers import trainers  # noqa: E402
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers  # noqa: E402
+from tokenizers import processors, trainers  # noqa: E402
 
 from attnlab.errors import UsageError  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
@@ -24,7 +24,8 @@ TOL = dict(atol=1e-5, rtol=1e-5)
 CORPUS = ["the cat sat on the mat.", "a dog ran fast!", "hello world, hello there",
           "Transformers attend to every token.", "we're here; isn't it fine?"] * 20
 TEXTS = ["the cat sat.", "Hello   World!", "  leading and trailing  ", "ünïcödé à la café",
-         "日本語のテキスト", "emoji 🙂 and ☃", "tabs\tand\nnew lines", "zzqx unknown wörds",
+         "日本語のテキスト", "emoji 🙂 and ☃", "tabs\tand\nnew lines",
+         "zzqx unknown wörds",
          "we're here, isn't it?", "", "a", "numbers 12345 and symbols #$%^&*"]
 
 
@@ -257,7 +258,8 @@ def _edit_config(d, **changes):
 def test_weights_that_do_not_match_the_config_are_refused(dirs, tmp_path):
     d = _copy_dir(dirs["gpt2"], tmp_path / "wider")
     _edit_config(d, n_embd=64)
-    _refused(d, "lm", "does not match", "config.json", "transformer.h.0.attn.c_attn.bias is (96,) there, (192,) by the config")
+    _refused(d, "lm", "does not match", "config.json",
+             "transformer.h.0.attn.c_attn.bias is (96,) there, (192,) by the config")
     d = _copy_dir(dirs["gpt2"], tmp_path / "deeper")
     _edit_config(d, n_layer=3)
     _refused(d, "lm", "lacks tensors", "h.2.")
@@ -277,3 +279,79 @@ def test_loading_a_file_that_is_not_a_saved_adapter_names_it(tmp_path):
         HFTokenizer.load(tmp_path / "char.json")
     with pytest.raises(UsageError, match="tokenizer file not found"):
         HFTokenizer.load(tmp_path / "missing.json")
+
+
+# ---- Marian: SentencePiece models over a vocab.json of Marian's own ids --------------------
+def save_marian(d):
+    """A Marian directory: source and target SentencePiece models trained here, vocab.json in
+    Marian's layout (eos 0, unk 1, the pieces, pad last)."""
+    import io
+
+    spm = pytest.importorskip("sentencepiece")
+    d.mkdir()
+    pieces = {}
+    for side, extra in (("source", []), ("target", ["der Hund lief schnell!"] * 10)):
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS + extra), model_writer=model,
+                                       vocab_size=60, model_type="unigram",
+                                       minloglevel=2, hard_vocab_limit=False)
+        (d / f"{side}.spm").write_bytes(model.getvalue())
+        sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
+        pieces.update({sp.id_to_piece(i): None for i in range(sp.get_piece_size())
+                       if not sp.is_control(i) and not sp.is_unknown(i)})
+    vocab = {"</s>": 0, "<unk>": 1, **{p: i + 2 for i, p in enumerate(pieces)}}
+    vocab["<pad>"] = len(vocab)
+    (d / "vocab.json").write_text(json.dumps(vocab))
+    transformers.MarianTokenizer(*(str(d / n) for n in ("source.spm", "target.spm", "vocab.json")),
+                                 model_max_length=64).save_pretrained(d)
+    cfg = transformers.MarianConfig(
+        vocab_size=len(vocab), d_model=16, encoder_layers=2, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=24,
+        decoder_ffn_dim=24, max_position_embeddings=64, activation_function="swish",
+        scale_embedding=True, pad_token_id=vocab["<pad>"], eos_token_id=0,
+        decoder_start_token_id=vocab["<pad>"], forced_eos_token_id=None)
+    transformers.MarianMTModel(cfg).save_pretrained(d)
+    return d
+
+
+# without sacremoses installed, transformers' MarianTokenizer warns (it normalises nothing)
+SACREMOSES = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
+
+@SACREMOSES
+def test_marian_directory_gives_a_seq2seq_model_and_its_tokenizer(tmp_path):
+    from attnlab.interop.marian_tokenizer import MarianTokenizer
+    from attnlab.models import Seq2SeqTransformer
+
+    d = save_marian(tmp_path / "marian")
+    ckpt = read_checkpoint(d, task="translate")
+    tok = ckpt.tokenizer
+    theirs = transformers.AutoTokenizer.from_pretrained(d, local_files_only=True)
+    assert isinstance(ckpt.model, Seq2SeqTransformer) and isinstance(tok, MarianTokenizer)
+    assert (tok.pad_id, tok.sos_id, tok.eos_id, tok.unk_id) == (
+        theirs.pad_token_id, ckpt.model.sos_id, theirs.eos_token_id, theirs.unk_token_id)
+    assert tok.vocab_size == len(theirs) == ckpt.config.src_vocab_size
+    for text in TEXTS:
+        ids = theirs(text)["input_ids"]
+        assert tok.encode(text, add_special_tokens=True) == ids, text
+        assert tok.encode(text) == theirs(text, add_special_tokens=False)["input_ids"], text
+        assert tok.encode_target(text) == theirs(text_target=text)["input_ids"], text
+        for skip in (True, False):
+            assert tok.decode(ids, skip) == theirs.decode(ids, skip_special_tokens=skip), text
+    hf = transformers.MarianMTModel.from_pretrained(d, local_files_only=True).eval()
+    batch = theirs(["the cat sat on the mat.", "a dog"], padding=True, return_tensors="pt")
+    tgt = torch.tensor([[tok.sos_id, *tok.encode("hello world")]] * 2)
+    with torch.no_grad():
+        expected = hf(**batch, decoder_input_ids=tgt).logits
+        assert_close(ckpt.model(batch["input_ids"], tgt, src_mask=batch["attention_mask"]),
+                     expected, **TOL)
+    tok.save(tmp_path / "tokenizer.json")
+    again = MarianTokenizer.load(tmp_path / "tokenizer.json")
+    assert [again.encode(t, True) for t in TEXTS] == [tok.encode(t, True) for t in TEXTS]
+
+
+@SACREMOSES
+def test_marian_without_its_sentencepiece_files_is_refused(tmp_path):
+    d = save_marian(tmp_path / "marian")
+    (d / "target.spm").unlink()
+    _refused(d, "translate", "no tokenizer file target.spm", "source.spm, target.spm, vocab.json")
