@@ -75,7 +75,9 @@ def save_bert(d):
                                   num_hidden_layers=2, num_attention_heads=4,
                                   intermediate_size=48, max_position_embeddings=64)
     transformers.BertModel(cfg).save_pretrained(d)
-    transformers.BertTokenizerFast(tokenizer_object=tok).save_pretrained(d)
+    # clean_up_tokenization_spaces: decoded "is n't it ?" becomes "isn't it?", in both
+    transformers.BertTokenizerFast(tokenizer_object=tok,
+                                   clean_up_tokenization_spaces=True).save_pretrained(d)
     return d
 
 
@@ -154,6 +156,7 @@ def test_bert_directory_gives_an_encoder_with_the_same_hidden_states(dirs):
         assert_close(ours[real], out.last_hidden_state[real], **TOL)
         assert_close(ckpt.model.pool(ours), out.pooler_output, **TOL)
     assert (tok.sos_id, tok.eos_id) == (tok.specials["cls"], tok.specials["sep"])
+    assert tok.clean_up_tokenization_spaces
     _same_ids_as_transformers(tok, dirs["bert"], pairs=True)
 
 
