@@ -142,14 +142,11 @@ def test_gpt2_directory_gives_a_causal_lm_with_the_same_logits(dirs):
     _same_ids_as_transformers(ckpt.tokenizer, dirs["gpt2"])
 
 
-def test_bert_directory_gives_an_encoder_with_the_same_hidden_states(dirs):
-    ckpt = read_checkpoint(dirs["bert"], task="classify")
-    hf = transformers.BertModel.from_pretrained(dirs["bert"], local_files_only=True).eval()
-    tok = ckpt.tokenizer
-    assert isinstance(ckpt.model, BertEncoder) and tok.token_type_ids
-    batch = transformers.AutoTokenizer.from_pretrained(dirs["bert"], local_files_only=True)(
-        ["the cat sat on the mat.", "a dog"], ["hello", "we're here"], padding=True,
-        return_tensors="pt")
+def _same_encoder_outputs(ckpt, d, texts, pairs=None):
+    """The checkpoint's BertEncoder gives AutoModel's last hidden states (real positions) and
+    pooler output on a padded batch of ``texts`` (and ``pairs``), token types included."""
+    batch = _auto(d)(texts, pairs, padding=True, return_tensors="pt")
+    hf = transformers.AutoModel.from_pretrained(d, local_files_only=True).eval()
     with torch.no_grad():
         out = hf(**batch)
         ours = ckpt.model(batch["input_ids"], attention_mask=batch["attention_mask"],
@@ -157,6 +154,14 @@ def test_bert_directory_gives_an_encoder_with_the_same_hidden_states(dirs):
         real = batch["attention_mask"].bool()
         assert_close(ours[real], out.last_hidden_state[real], **TOL)
         assert_close(ckpt.model.pool(ours), out.pooler_output, **TOL)
+
+
+def test_bert_directory_gives_an_encoder_with_the_same_hidden_states(dirs):
+    ckpt = read_checkpoint(dirs["bert"], task="classify")
+    tok = ckpt.tokenizer
+    assert isinstance(ckpt.model, BertEncoder) and tok.token_type_ids
+    _same_encoder_outputs(ckpt, dirs["bert"], ["the cat sat on the mat.", "a dog"],
+                          ["hello", "we're here"])
     assert (tok.sos_id, tok.eos_id) == (tok.specials["cls"], tok.specials["sep"])
     assert tok.clean_up_tokenization_spaces
     _same_ids_as_transformers(tok, dirs["bert"], pairs=True)
@@ -416,12 +421,4 @@ def test_the_packaged_minilm_encoder_reads_with_equal_hidden_states():
     texts = ["The quick brown fox jumps over the lazy dog.", "Ünïcödé café 日本語 🙂", "a"]
     for text in texts:
         assert ckpt.tokenizer.encode(text, add_special_tokens=True) == theirs(text)["input_ids"]
-    batch = theirs(texts, padding=True, return_tensors="pt")
-    hf = transformers.AutoModel.from_pretrained(d, local_files_only=True).eval()
-    with torch.no_grad():
-        out = hf(**batch)
-        ours = ckpt.model(batch["input_ids"], attention_mask=batch["attention_mask"],
-                          token_type_ids=batch["token_type_ids"])
-    real = batch["attention_mask"].bool()
-    assert_close(ours[real], out.last_hidden_state[real], **TOL)
-    assert_close(ckpt.model.pool(ours), out.pooler_output, **TOL)
+    _same_encoder_outputs(ckpt, d, texts)
