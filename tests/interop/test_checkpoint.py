@@ -216,6 +216,18 @@ def test_a_hub_name_is_refused_without_touching_transformers(monkeypatch, tmp_pa
     _refused(tmp_path / "weights.bin", "lm", "is a file")
 
 
+def test_reading_opens_no_connection(dirs, monkeypatch):
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read_checkpoint tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    for name, task in (("gpt2", "lm"), ("bert", "classify"), ("roberta", "classify")):
+        assert read_checkpoint(dirs[name], task=task).model_type == name
+
+
 def test_a_model_type_the_task_does_not_take_is_named(dirs):
     _refused(dirs["bert"], "lm", "model_type 'bert'", "for lm", "supported: gpt2")
     _refused(dirs["gpt2"], "classify", "model_type 'gpt2'", "bert, roberta")
