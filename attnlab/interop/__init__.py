@@ -4,6 +4,8 @@
                         MarianMTModel -> Seq2SeqTransformer
     to_hf(model)        CausalLM -> GPT2LMHeadModel (pre-LN, learned positions, biases)
                         Seq2SeqTransformer -> MarianMTModel (post-LN, sinusoidal positions)
+    checkpoint.read_checkpoint(path, task=...)
+                        a Hugging Face directory on disk -> attnlab model + its own tokenizer
 """
 from .hf import from_hf, to_hf
 

@@ -1,0 +1,251 @@
+"""Read a Hugging Face model directory from disk as an attnlab model and tokeniser.
+
+``read_checkpoint(path, task=...)`` never downloads: a path that is not a directory is refused
+before ``transformers`` is imported, and every ``from_pretrained`` call passes
+``local_files_only=True``. What it reads, per task:
+
+    task        model_type           Hugging Face class -> attnlab model
+    lm          gpt2                 GPT2LMHeadModel    -> CausalLM
+    classify    the BERT family      AutoModel (encoder) -> BertEncoder
+    translate   marian               MarianMTModel      -> Seq2SeqTransformer
+
+Every bad input is a ``UsageError`` whose one-line message names the path: not a directory,
+a ``model_type`` the task does not take, a missing ``config.json``, weights file or tokeniser
+file, corrupt weights (a truncated file, tensors missing or of other shapes than the config's)
+and a tokeniser with more ids than the model has embedding rows. A tokeniser with fewer ids
+than rows is accepted (GPT-2-style vocabularies padded to a round number): the model keeps its
+rows, the extra ids are never produced by the tokeniser.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from .hf import BERT_FAMILY
+
+__all__ = ["Checkpoint", "read_checkpoint", "SUPPORTED", "WEIGHTS_FILES"]
+
+# task -> the model types attnlab converts for it
+SUPPORTED: dict[str, tuple[str, ...]] = {"lm": ("gpt2",), "classify": BERT_FAMILY,
+                                         "translate": ("marian",)}
+WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # the first present is read
+# the tokeniser files of a fast tokeniser (any one set) and of Marian's (all of them)
+_FAST_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("vocab.txt",))
+_MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What ``read_checkpoint`` read.
+
+    Attributes:
+        model: the attnlab model holding the checkpoint's weights, in eval mode.
+        config: its typed config (``model.config``: ``CausalLMConfig``, ``BertEncoderConfig``
+            or ``Seq2SeqConfig``).
+        tokenizer: the checkpoint's own tokeniser as an attnlab ``Tokenizer``.
+        source: the directory, resolved.
+        weights: the weights file read (``model.safetensors`` or ``pytorch_model.bin``).
+        sha256: the SHA-256 of ``weights`` (hex).
+        model_type: ``config.json``'s ``model_type``.
+    """
+
+    model: Any
+    config: Any
+    tokenizer: Any
+    source: Path
+    weights: Path
+    sha256: str
+    model_type: str
+
+
+def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
+    """The attnlab model and tokeniser of the Hugging Face directory ``path``, for ``task``.
+
+    Args:
+        path: a directory holding ``config.json``, ``model.safetensors`` or
+            ``pytorch_model.bin``, and the tokeniser's files.
+        task: ``"lm"``, ``"classify"`` or ``"translate"`` (see ``SUPPORTED``).
+
+    Returns:
+        A ``Checkpoint``; its model gives the Hugging Face model's outputs (logits for lm and
+        translate, last hidden states for classify).
+
+    Raises:
+        UsageError: one line naming ``path`` for every bad input (see the module doc).
+        ValueError: for a task not in ``SUPPORTED``.
+
+    Examples:
+        >>> read_checkpoint("gpt2", task="lm")
+        Traceback (most recent call last):
+        ...
+        attnlab.errors.UsageError: gpt2 is not a directory; attnlab never downloads: ...
+    """
+    if task not in SUPPORTED:
+        raise ValueError(f"task must be one of {', '.join(SUPPORTED)}, got {task!r}")
+    source = _check_directory(path)
+    model_type = _model_type(source, task)
+    weights = _weights_file(source)
+    _check_tokenizer_files(source, model_type)
+    _check_weights_readable(weights)
+    from ..runs import file_digest
+
+    digest = file_digest(weights)
+    hf_model = _load_model(source, task, weights)
+    tokenizer = _load_tokenizer(source, model_type)
+    _check_vocabulary(source, hf_model, tokenizer)
+    model = _convert(source, hf_model)
+    return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=source,
+                      weights=weights, sha256=digest, model_type=model_type)
+
+
+def _check_directory(path: str | Path) -> Path:
+    """The resolved directory; a hub name or file refused before ``transformers`` is touched."""
+    p = Path(path).expanduser()
+    if p.is_file():
+        raise UsageError(f"{path} is a file, not a Hugging Face model directory (config.json, "
+                         f"weights and tokenizer files)")
+    if not p.is_dir():
+        raise UsageError(f"{path} is not a directory; attnlab never downloads: fetch it with "
+                         f"`huggingface-cli download {path} --local-dir DIR` on a machine "
+                         f"online and pass DIR")
+    return p.resolve()
+
+
+def _model_type(source: Path, task: str) -> str:
+    config = source / "config.json"
+    if not config.is_file():
+        raise UsageError(f"{source} has no config.json: not a Hugging Face model directory")
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UsageError(f"{config} is not valid JSON ({e})") from None
+    model_type = data.get("model_type") if isinstance(data, dict) else None
+    if model_type not in SUPPORTED[task]:
+        raise UsageError(f"{source}: model_type {model_type!r} is not supported for {task}; "
+                         f"supported: {', '.join(SUPPORTED[task])}")
+    return model_type
+
+
+def _weights_file(source: Path) -> Path:
+    found = next((source / n for n in WEIGHTS_FILES if (source / n).is_file()), None)
+    if found is None:
+        raise UsageError(f"{source} has no weights file: expected {' or '.join(WEIGHTS_FILES)}")
+    return found
+
+
+def _check_tokenizer_files(source: Path, model_type: str) -> None:
+    if model_type == "marian":
+        missing = [n for n in _MARIAN_TOKENIZER_FILES if not (source / n).is_file()]
+        if missing:
+            raise UsageError(f"{source} has no tokenizer file {', '.join(missing)} (a Marian "
+                             f"tokenizer needs {', '.join(_MARIAN_TOKENIZER_FILES)})")
+        return
+    if not any(all((source / n).is_file() for n in names) for names in _FAST_TOKENIZER_FILES):
+        sets = " or ".join(" + ".join(names) for names in _FAST_TOKENIZER_FILES)
+        raise UsageError(f"{source} has no tokenizer files: expected {sets}")
+
+
+def _check_weights_readable(weights: Path) -> None:
+    """A weights file cut short or not of its format is refused here, before ``transformers``
+    reads it: safetensors' header and tensor extents, or ``torch.load(weights_only=True)``."""
+    try:
+        if weights.suffix == ".safetensors":
+            from safetensors import safe_open
+
+            with safe_open(str(weights), framework="pt") as f:
+                for name in f.keys():
+                    f.get_slice(name)
+        else:
+            import torch
+
+            torch.load(weights, map_location="cpu", weights_only=True)
+    except Exception as e:  # SafetensorError, pickle errors, the I/O errors of a short file
+        kind = "safetensors" if weights.suffix == ".safetensors" else "PyTorch weights"
+        raise UsageError(f"{weights} is not a readable {kind} file ({_one_line(e)})") from None
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _load_model(source: Path, task: str, weights: Path):
+    """The Hugging Face model, every tensor of it read from ``weights`` (none left random).
+
+    A BERT-family checkpoint saved without a pooler (``*ForSequenceClassification`` of
+    RoBERTa, a sentence encoder) is loaded without one rather than with a random one.
+    """
+    model, missing, mismatched = _from_pretrained(source, task, weights)
+    if missing and task == "classify" and all(k.startswith("pooler.") for k in missing):
+        model, missing, mismatched = _from_pretrained(source, task, weights,
+                                                      add_pooling_layer=False)
+    config = source / "config.json"
+    if mismatched:
+        name, stored, expected = mismatched[0]
+        raise UsageError(f"{weights} does not match {config}: {name} is "
+                         f"{_shape(stored)} there, {_shape(expected)} by the config"
+                         + (f" (and {len(mismatched) - 1} more)" if len(mismatched) > 1 else ""))
+    if missing:
+        shown = ", ".join(sorted(missing)[:3])
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise UsageError(f"{weights} lacks tensors that {config} describes ({shown}{more})")
+    return model.eval()
+
+
+def _shape(shape) -> str:
+    return str(tuple(int(n) for n in shape))
+
+
+def _from_pretrained(source: Path, task: str, weights: Path, **options):
+    """``(model, tensors not in weights, [(name, stored shape, config's shape)])``; tensors of
+    another shape are reported rather than raised, so the message can name them."""
+    import transformers
+
+    cls = {"lm": transformers.GPT2LMHeadModel, "classify": transformers.AutoModel,
+           "translate": transformers.MarianMTModel}[task]
+    try:
+        model, info = cls.from_pretrained(source, local_files_only=True,
+                                          output_loading_info=True,
+                                          ignore_mismatched_sizes=True, **options)
+    except Exception as e:  # unreadable pickles, bad config values
+        raise UsageError(f"{weights} cannot be loaded as the model {source / 'config.json'} "
+                         f"describes ({_one_line(e)})") from None
+    mismatched = sorted(k for k in info.get("mismatched_keys", ()) if isinstance(k, tuple))
+    mismatched_names = {k[0] for k in mismatched}
+    missing = [k for k in info.get("missing_keys", ()) if k not in mismatched_names]
+    return model, missing, mismatched
+
+
+def _load_tokenizer(source: Path, model_type: str):
+    if model_type == "marian":
+        from .marian_tokenizer import MarianTokenizer
+
+        return MarianTokenizer.from_directory(source)
+    from transformers import AutoTokenizer
+
+    from .hf_tokenizer import HFTokenizer
+
+    try:
+        theirs = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        return HFTokenizer.from_transformers(theirs)
+    except Exception as e:
+        raise UsageError(f"{source}: its tokenizer files cannot be read ({_one_line(e)})") from None
+
+
+def _check_vocabulary(source: Path, hf_model, tokenizer) -> None:
+    rows = hf_model.get_input_embeddings().num_embeddings
+    if tokenizer.vocab_size > rows:
+        raise UsageError(f"{source}: the tokenizer has {tokenizer.vocab_size} ids but the model's "
+                         f"embedding only {rows} rows; ids from {rows} on would index past it")
+
+
+def _convert(source: Path, hf_model):
+    from .hf import from_hf
+
+    try:
+        return from_hf(hf_model).eval()
+    except ValueError as e:
+        raise UsageError(f"{source}: {_one_line(e)}") from None

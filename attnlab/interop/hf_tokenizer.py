@@ -1,0 +1,223 @@
+"""A Hugging Face checkpoint's own tokeniser as an attnlab ``Tokenizer`` (``HFTokenizer``).
+
+attnlab's tokenisers share the ids pad 0, sos 1, eos 2, unk 3; a pretrained checkpoint has its
+own (GPT-2: ``<|endoftext|>`` 50256 as bos, eos and unk, no pad; BERT: ``[PAD]`` 0, ``[UNK]``
+100, ``[CLS]`` 101, ``[SEP]`` 102). ``HFTokenizer`` keeps the checkpoint's ids and gives the ids
+that ``transformers``' tokeniser of the same directory gives:
+
+- ``encode(text)`` equals ``tok(text, add_special_tokens=False)["input_ids"]`` and
+  ``encode(text, add_special_tokens=True)`` equals ``tok(text)["input_ids"]`` (BERT: ``[CLS]
+  ... [SEP]``; GPT-2: nothing added);
+- ``encode_pair(text, pair)`` gives ``(input_ids, token_type_ids)`` as ``tok(text, pair)`` does;
+- ``decode(ids)`` equals ``tok.decode(ids, skip_special_tokens=True)``.
+
+Which attnlab names the checkpoint's special tokens take: ``sos_id`` is its bos token, else its
+``[CLS]``; ``eos_id`` its eos token, else its ``[SEP]``; ``pad_id`` its pad token, else its eos
+token (``transformers``' usual stand-in for GPT-2, which has no pad token). The adapter is
+built from the fast (``tokenizers``) tokeniser that ``transformers`` loads from the directory,
+so it needs ``transformers`` once (``from_transformers``) and only ``tokenizers`` after
+``save``/``load``: a run trained from a checkpoint reloads without its source directory.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ..errors import UsageError
+from ..tokenizers import Tokenizer
+
+__all__ = ["HFTokenizer", "SPECIAL_ROLES", "clean_up", "read_saved"]
+
+SPECIAL_ROLES = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
+KIND = "hf"
+FORMAT_VERSION = 1
+
+# ``transformers``' clean-up of decoded text (``clean_up_tokenization_spaces``): a space
+# before punctuation and English contractions is dropped.
+_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+             (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def clean_up(text: str) -> str:
+    """``text`` cleaned as ``transformers`` cleans decoded text: no space before punctuation
+    or an English contraction.
+
+    Examples:
+        >>> clean_up("it 's here , is n't it ?")
+        "it's here, isn't it?"
+    """
+    for before, after in _CLEAN_UP:
+        text = text.replace(before, after)
+    return text
+
+
+def _first(*ids: int | None) -> int | None:
+    return next((i for i in ids if i is not None), None)
+
+
+class HFTokenizer(Tokenizer):
+    """A checkpoint's fast tokeniser with its own special ids (see the module doc).
+
+    Args:
+        tokenizer: a ``tokenizers.Tokenizer`` (its normaliser, pre-tokeniser, model,
+            post-processor and decoder are the checkpoint's).
+        specials: role -> id for the roles of ``SPECIAL_ROLES`` the checkpoint has.
+        padding_side: ``"right"`` or ``"left"``, where the checkpoint pads a batch.
+        clean_up_tokenization_spaces: whether decoded text is cleaned as ``transformers``
+            cleans it.
+        token_type_ids: whether the model reads ``token_type_ids`` (BERT does, RoBERTa,
+            DistilBERT and GPT-2 do not).
+
+    Examples:
+        >>> from tokenizers import Tokenizer as Fast, models, pre_tokenizers
+        >>> fast = Fast(models.WordLevel({"[UNK]": 0, "a": 1, "b": 2}, unk_token="[UNK]"))
+        >>> fast.pre_tokenizer = pre_tokenizers.Whitespace()
+        >>> tok = HFTokenizer(fast, {"unk": 0})
+        >>> tok.encode("a b c"), tok.unk_id
+        ([1, 2, 0], 0)
+    """
+
+    kind = KIND
+
+    def __init__(self, tokenizer, specials: dict[str, int], *, padding_side: str = "right",
+                 clean_up_tokenization_spaces: bool = False, token_type_ids: bool = False):
+        unknown = sorted(set(specials) - set(SPECIAL_ROLES))
+        if unknown:
+            raise ValueError(f"unknown special roles {unknown}; expected some of {SPECIAL_ROLES}")
+        if padding_side not in ("right", "left"):
+            raise ValueError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self.tokenizer = tokenizer
+        self.specials = {k: int(v) for k, v in specials.items() if v is not None}
+        self.padding_side = padding_side
+        self.clean_up_tokenization_spaces = bool(clean_up_tokenization_spaces)
+        self.token_type_ids = bool(token_type_ids)
+        s = self.specials
+        self.sos_id = _first(s.get("bos"), s.get("cls"))
+        self.eos_id = _first(s.get("eos"), s.get("sep"))
+        self.pad_id = _first(s.get("pad"), s.get("eos"))
+        self.unk_id = s.get("unk")
+
+    @classmethod
+    def from_transformers(cls, hf_tokenizer) -> "HFTokenizer":
+        """The adapter of a loaded ``transformers`` fast tokeniser (``AutoTokenizer``'s).
+
+        Raises:
+            ValueError: if ``hf_tokenizer`` has no ``tokenizers`` backend (a slow tokeniser).
+        """
+        from tokenizers import Tokenizer as Fast
+
+        backend = getattr(hf_tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            raise ValueError(f"{type(hf_tokenizer).__name__} is not a fast (tokenizers) tokenizer")
+        specials = {role: getattr(hf_tokenizer, f"{role}_token_id", None) for role in SPECIAL_ROLES}
+        return cls(Fast.from_str(backend.to_str()), specials,
+                   padding_side=hf_tokenizer.padding_side,
+                   clean_up_tokenization_spaces=bool(hf_tokenizer.clean_up_tokenization_spaces),
+                   token_type_ids="token_type_ids" in hf_tokenizer.model_input_names)
+
+    @property
+    def vocab_size(self) -> int:
+        """Every id the tokeniser can give, added tokens included (``len(tok)`` in HF)."""
+        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        """Token ids of ``text``; with ``add_special_tokens``, what the checkpoint's
+        post-processor adds (BERT: ``[CLS] ... [SEP]``), not attnlab's sos ... eos.
+
+        Raises:
+            TypeError: if ``text`` is not a string.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"encode() takes a str, got {type(text).__name__}")
+        return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def encode_batch(self, texts: Iterable[str],
+                     add_special_tokens: bool = False) -> list[list[int]]:
+        texts = list(texts)
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("encode_batch() takes strings")
+        out = self.tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)
+        return [e.ids for e in out]
+
+    def encode_pair(self, text: str, pair: str | None = None, *,
+                    add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
+        """``(input_ids, token_type_ids)`` of one text or a pair of texts, as
+        ``tok(text, pair)`` gives them (BERT: ``[CLS] a [SEP] b [SEP]`` with types 0 ... 1).
+
+        Examples:
+            >>> from tokenizers import Tokenizer as Fast, models, pre_tokenizers
+            >>> fast = Fast(models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
+            >>> fast.pre_tokenizer = pre_tokenizers.Whitespace()
+            >>> HFTokenizer(fast, {"unk": 0}).encode_pair("a", "a")
+            ([1, 1], [0, 1])
+        """
+        e = self.tokenizer.encode(text, pair, add_special_tokens=add_special_tokens)
+        return e.ids, e.type_ids
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
+        """Text of ``ids`` as ``transformers`` decodes it (special tokens dropped unless
+        ``skip_special_tokens=False``; an unknown piece is its unk token's text).
+
+        Raises:
+            ValueError: for an id outside ``[0, vocab_size)``.
+        """
+        ids = [int(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"id {bad[0]} is outside the vocabulary [0, {self.vocab_size})")
+        text = self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+        return clean_up(text) if self.clean_up_tokenization_spaces else text
+
+    def tokenize(self, text: str) -> list[str]:
+        return self.tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def unknown(self, text: str) -> list[str]:
+        e = self.tokenizer.encode(text, add_special_tokens=False)
+        return [text[a:b] for (a, b), i in zip(e.offsets, e.ids) if i == self.unk_id]
+
+    def _payload(self) -> dict:
+        return {"tokenizer": json.loads(self.tokenizer.to_str()), "specials": self.specials,
+                "padding_side": self.padding_side,
+                "clean_up_tokenization_spaces": self.clean_up_tokenization_spaces,
+                "token_type_ids": self.token_type_ids}
+
+    @classmethod
+    def load(cls, path: str | Path) -> "HFTokenizer":
+        """Read a tokeniser written by ``save`` (one JSON file; ``tokenizers`` only).
+
+        Raises:
+            UsageError: naming the file if it is missing or not an ``HFTokenizer`` file.
+        """
+        from tokenizers import Tokenizer as Fast
+
+        return read_saved(path, KIND, lambda data: cls(
+            Fast.from_str(json.dumps(data["tokenizer"])), data["specials"],
+            padding_side=data["padding_side"],
+            clean_up_tokenization_spaces=data["clean_up_tokenization_spaces"],
+            token_type_ids=data["token_type_ids"]))
+
+
+def read_saved(path: str | Path, kind: str, build: Callable[[dict], Tokenizer]) -> Tokenizer:
+    """``build(data)`` of the JSON file ``path`` that a tokeniser of ``kind`` saved.
+
+    Raises:
+        UsageError: naming the file if it is missing, not JSON, of another kind, or
+            ``build`` fails on it (a missing key, a bad value).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"tokenizer file not found: {path}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("type") != kind:
+            raise ValueError(f"type {data.get('type')!r}, expected {kind!r}")
+        return build(data)
+    except Exception as e:  # JSON, KeyError, ValueError, and the Rust side's plain Exception
+        raise UsageError(f"{path} is not a {kind!r} tokenizer file written by attnlab "
+                         f"({' '.join(str(e).split())})") from None
