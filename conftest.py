@@ -29,3 +29,15 @@ def _doctest_in_tmp_path(request, doctest_namespace):
         return  # a test in tests/: no temporary directory is made for it
     doctest_namespace["torch"] = torch
     request.getfixturevalue("monkeypatch").chdir(request.getfixturevalue("tmp_path"))
+
+
+# Modules whose docstring examples draw figures, generate jets with Pythia or fit with
+# Lightning's Trainer (seconds each, and the Trainer's import alone costs every worker seconds):
+# ``make test`` runs their examples, ``make test-fast`` (``-m "not slow"``) does not collect them.
+SLOW_EXAMPLES = ("attnlab/training/predictor.py", "attnlab/viz.py", "attnlab/tasks/jets/generate.py")
+
+
+def pytest_ignore_collect(collection_path, config):
+    if config.getoption("markexpr", "") != "not slow":
+        return None
+    return True if any(str(collection_path).endswith(m) for m in SLOW_EXAMPLES) else None

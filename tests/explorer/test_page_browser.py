@@ -16,7 +16,6 @@ from selenium.webdriver.common.keys import Keys
 from attnlab.explorer import AttentionView, Layer, attention_data
 from attnlab.explorer.collect import collect_layers, with_tokens
 from attnlab.models import Seq2SeqTransformer
-from attnlab.training import TransformerPredictor
 
 from .conftest import ARTIFACTS
 
@@ -26,6 +25,8 @@ pytestmark = pytest.mark.slow  # a browser and a reversal run: too slow for `mak
 @pytest.fixture(scope="module")
 def course_model():
     """The course's TransformerPredictor (3 layers × 2 heads) on a one-hot input of 6 tokens."""
+    from attnlab.training import TransformerPredictor  # Lightning's Trainer: when used
+
     torch.manual_seed(0)
     model = TransformerPredictor(input_dim=10, model_dim=16, num_heads=2, num_classes=10,
                                  num_layers=3, lr=1e-3, warmup=10, max_iters=100).eval()

@@ -7,12 +7,13 @@ import torch
 
 from attnlab.explorer import Layer, read_data
 from attnlab.models import CausalLM, Seq2SeqTransformer
-from attnlab.training import TransformerPredictor
 from attnlab.viz import attention_view, attention_view_of
 
 
 @pytest.fixture(scope="module")
 def course():
+    from attnlab.training import TransformerPredictor  # Lightning's Trainer: when used
+
     torch.manual_seed(0)
     model = TransformerPredictor(input_dim=10, model_dim=16, num_heads=2, num_classes=10,
                                  num_layers=2, lr=1e-3, warmup=10, max_iters=100).eval()

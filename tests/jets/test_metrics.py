@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from sklearn.metrics import roc_auc_score, roc_curve
 
 from attnlab.tasks.jets.metrics import (BASELINES, LikelihoodRatio, baseline_scores, rejection, roc,
                                       roc_auc, tagging_metrics)
@@ -26,6 +25,8 @@ def fixed_scores(ties: bool):
 
 @pytest.mark.parametrize("ties", [False, True])
 def test_roc_and_auc_equal_scikit_learn(ties):
+    from sklearn.metrics import roc_auc_score, roc_curve
+
     scores, labels = fixed_scores(ties)
     fpr, tpr, _ = roc_curve(labels, scores, drop_intermediate=False)
     eff_s, eff_b = roc(scores, labels)
@@ -37,6 +38,8 @@ def test_roc_and_auc_equal_scikit_learn(ties):
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("efficiency", [0.3, 0.5, 0.77])
 def test_rejection_interpolates_scikit_learns_roc(ties, efficiency):
+    from sklearn.metrics import roc_curve
+
     scores, labels = fixed_scores(ties)
     fpr, tpr, _ = roc_curve(labels, scores)  # default drop_intermediate: the same straight lines
     expected = 1 / np.interp(efficiency, tpr, fpr)
@@ -55,6 +58,8 @@ def test_rejection_is_bounded_by_the_number_of_qcd_jets():
 
 
 def test_tagging_metrics_keys_and_accuracy_threshold():
+    from sklearn.metrics import roc_auc_score
+
     scores, labels = np.array([0.9, 0.5, 0.51, 0.2, 0.7, 0.1]), np.array([1, 1, 0, 0, 1, 0])
     m = tagging_metrics(scores, labels, prefix="val_")
     assert set(m) == {"val_accuracy", "val_auc", "val_rejection_30", "val_rejection_50"}

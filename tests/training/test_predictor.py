@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from attnlab.models.predictor import ElementPredictor
 from attnlab.nn.positional import sinusoidal_table
-from attnlab.training.predictor import TransformerPredictor, element_metrics
+from attnlab.training.element import element_metrics
 
 
 def course_forward(model: ElementPredictor, x: torch.Tensor) -> torch.Tensor:
@@ -31,6 +31,8 @@ def course_forward(model: ElementPredictor, x: torch.Tensor) -> torch.Tensor:
 
 
 def test_course_usage_forward_maps_and_optimizer():
+    from attnlab.training.predictor import TransformerPredictor
+
     torch.manual_seed(0)
     model = TransformerPredictor(input_dim=10, model_dim=32, num_classes=10, num_heads=1,
                                  num_layers=1, lr=5e-4, warmup=50, max_iters=500)
@@ -54,6 +56,8 @@ def test_course_usage_forward_maps_and_optimizer():
 
 
 def test_matches_course_formula_and_state_dict_interchangeable():
+    from attnlab.training.predictor import TransformerPredictor
+
     torch.manual_seed(1)
     module = TransformerPredictor(10, 32, 10, 1, 1, lr=1e-3, warmup=10, max_iters=100).eval()
     plain = ElementPredictor(10, 32, 10, 1, 1).eval()
@@ -85,6 +89,7 @@ def test_lightning_fit_validate_test_run_the_steps(tmp_path):
     import lightning.pytorch as L
 
     from attnlab.data import SequenceDataset, batch_loader
+    from attnlab.training.predictor import TransformerPredictor
 
     torch.manual_seed(0)
     train = SequenceDataset("copy", 5, 6, 64, seed=0)
