@@ -25,7 +25,8 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = [
-    "atomic_write", "write_json", "write_yaml", "read_yaml", "save_weights", "load_weights",
+    "atomic_write", "read_json", "write_json", "write_yaml", "read_yaml", "save_weights",
+    "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "process_umask",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
     "write_config",
@@ -156,6 +157,23 @@ def write_metrics(path: str | Path, metrics: dict) -> None:
     """``metrics.json``: ``readable`` numbers, keys sorted, written atomically; a metric that
     is not a finite number (a NaN loss) is written as null (``strict_json``)."""
     write_json(path, readable(metrics))
+
+
+def read_json(path: str | Path, *, what: str = "a JSON file") -> Any:
+    """The JSON value in ``path`` (UTF-8); ``UsageError`` naming the file and ``what`` it
+    should have been when it is not valid JSON.
+
+    Examples:
+        >>> _ = Path("bad.json").write_text("{oops")
+        >>> read_json("bad.json", what="a config")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        attnlab.errors.UsageError: bad.json is not a config (Expecting property name ...)
+    """
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path} is not {what} ({e})") from None
 
 
 def read_yaml(path: str | Path, *, what: str = "--config") -> dict:

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import UsageError
+from .runs import atomic_write, read_json
 
 __all__ = ["Tokenizer", "CharTokenizer", "WordTokenizer", "BPETokenizer", "load_tokenizer",
            "TOKENIZER_KINDS",
@@ -105,8 +106,6 @@ class Tokenizer:
 
     def save(self, path: str | Path) -> None:
         """Write the tokeniser as one JSON file (atomically)."""
-        from .runs import atomic_write
-
         data = {"type": self.kind, "version": FORMAT_VERSION, **self._payload()}
         atomic_write(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
 
@@ -330,10 +329,7 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"tokenizer file not found: {path}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path} is not a JSON tokenizer file ({e})") from None
+    data = read_json(path, what="a JSON tokenizer file")
     kind = data.get("type") if isinstance(data, dict) else None
     if kind not in TOKENIZER_KINDS:
         raise UsageError(f"{path}: unknown tokenizer type {kind!r}; expected one of "

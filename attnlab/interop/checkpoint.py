@@ -18,12 +18,12 @@ rows, the extra ids are never produced by the tokeniser.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..runs import read_json
 from .hf import BERT_FAMILY
 
 __all__ = ["Checkpoint", "read_checkpoint", "SUPPORTED", "WEIGHTS_FILES"]
@@ -118,10 +118,7 @@ def _model_type(source: Path, task: str) -> str:
     config = source / "config.json"
     if not config.is_file():
         raise UsageError(f"{source} has no config.json: not a Hugging Face model directory")
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UsageError(f"{config} is not valid JSON ({e})") from None
+    data = read_json(config, what="valid JSON")
     model_type = data.get("model_type") if isinstance(data, dict) else None
     if model_type not in SUPPORTED[task]:
         raise UsageError(f"{source}: model_type {model_type!r} is not supported for {task}; "
