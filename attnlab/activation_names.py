@@ -12,8 +12,27 @@ Examples:
 """
 from __future__ import annotations
 
-__all__ = ["ACTIVATIONS"]
+__all__ = ["ACTIVATIONS", "ACT_FROM_HF", "ACT_TO_HF", "hf_activation"]
 
 # relu: the paper's; gelu: BERT's and GPT-2's (exact erf); gelu_tanh: GPT-2's "gelu_new"
 # (tanh approximation); silu: the gate of LLaMA's feed-forward, here without the gate
 ACTIVATIONS: tuple[str, ...] = ("relu", "gelu", "gelu_tanh", "silu")
+
+# Hugging Face activation names -> attnlab.nn activation names, and back (``attnlab.interop``
+# converts weights with them; ``attnlab train --init`` reads a config.json with them, torch-free)
+ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+               "gelu_fast": "gelu_tanh", "relu": "relu", "silu": "silu", "swish": "silu"}
+ACT_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
+
+
+def hf_activation(name: str, model_type: str) -> str:
+    """attnlab's name for a Hugging Face activation; ValueError naming an unsupported one.
+
+    Examples:
+        >>> hf_activation("gelu_new", "gpt2")
+        'gelu_tanh'
+    """
+    if name not in ACT_FROM_HF:
+        raise ValueError(f"{model_type}: activation {name!r} has no attnlab equivalent; "
+                         f"supported: {', '.join(sorted(ACT_FROM_HF))}")
+    return ACT_FROM_HF[name]

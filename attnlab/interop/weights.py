@@ -8,20 +8,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+# the activation names' tables live with the names (torch-free); re-exported for the converters
+from ..activation_names import ACT_FROM_HF, ACT_TO_HF
+from ..activation_names import hf_activation as activation
+
 __all__ = ["ACT_FROM_HF", "ACT_TO_HF", "activation", "copy", "copy_linear", "copy_norm"]
-
-# Hugging Face activation names -> attnlab.nn activation names
-ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-               "gelu_fast": "gelu_tanh", "relu": "relu", "silu": "silu", "swish": "silu"}
-ACT_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
-
-
-def activation(name: str, model_type: str) -> str:
-    """attnlab's name for a Hugging Face activation; ValueError naming an unsupported one."""
-    if name not in ACT_FROM_HF:
-        raise ValueError(f"{model_type}: activation {name!r} has no attnlab equivalent; "
-                         f"supported: {', '.join(sorted(ACT_FROM_HF))}")
-    return ACT_FROM_HF[name]
 
 
 @torch.no_grad()
