@@ -1,7 +1,13 @@
-"""``attnlab prepare FILE... --out DIR``: tokenise text once into memory-mapped token files."""
+"""``attnlab prepare FILE... --out DIR``: tokenise text once into memory-mapped token files.
+
+``--tokenizer`` is a kind to fit on the files (char, word, bpe), or a directory whose tokenizer
+is used as it is: a Hugging Face model directory (the tokenizer ``attnlab train lm --init DIR``
+trains with) or an attnlab lm run (its tokenizer.json).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..settings import add_flags, check_options, setting
 from ..tokenizers import TOKENIZER_KINDS  # the one registry of tokenizer kinds (torch-free)
@@ -11,8 +17,11 @@ from ..tokenizers import TOKENIZER_KINDS  # the one registry of tokenizer kinds 
 class PrepareOptions:
     """``attnlab prepare``'s typed flags."""
 
-    tokenizer: str = setting("char", choices=tuple(TOKENIZER_KINDS),
-                             help="char (default), word, or byte-level bpe")
+    # a kind, or a directory: checked by ``_tokenizer``, so no argparse choices
+    tokenizer: str = setting("char", metavar="KIND|DIR",
+                             help="char (default), word, or byte-level bpe; or a Hugging Face "
+                                  "model directory or an attnlab lm run, whose own tokenizer "
+                                  "is used (for `train lm --init DIR`)")
     vocab_size: int = setting(None, low=5, optional=True, metavar="N",
                               help="vocabulary cap (char/word) or target size (bpe; default 1000)")
     val_fraction: float = setting(0.1, low=0, above=True, most=0.5, metavar="F",
@@ -40,8 +49,31 @@ def run(args) -> int:
     from ..data.corpus import prepare
 
     check_options(args, PrepareOptions)
-    meta = prepare(args.files, args.out, tokenizer=args.tokenizer, vocab_size=args.vocab_size,
-                   val_fraction=args.val_fraction, force=args.force)
+    meta = prepare(args.files, args.out, tokenizer=_tokenizer(args.tokenizer),
+                   vocab_size=args.vocab_size, val_fraction=args.val_fraction, force=args.force)
     print(f"prepared {args.out}: {meta['train_tokens']:,} train and {meta['val_tokens']:,} val "
           f"tokens, {meta['tokenizer']} vocabulary of {meta['vocab_size']:,} ({meta['dtype']})")
     return 0
+
+
+def _tokenizer(value: str):
+    """--tokenizer: a kind, or the tokenizer of a directory (``UsageError`` naming the flag)."""
+    from ..errors import UsageError
+
+    if value in TOKENIZER_KINDS:
+        return value
+    if not Path(value).is_dir():
+        raise UsageError(f"--tokenizer {value!r}: not one of {', '.join(TOKENIZER_KINDS)} nor a "
+                         f"directory (a Hugging Face model directory or an attnlab lm run; "
+                         f"attnlab never downloads: fetch one with `huggingface-cli download "
+                         f"NAME --local-dir DIR`)")
+    from ..interop.source import read_init_source
+
+    source = read_init_source(value, task="lm", flag="--tokenizer")
+    if source.kind == "run":
+        from ..interop.saved import load_any_tokenizer
+
+        return load_any_tokenizer(source.path / "tokenizer.json")
+    from ..interop.checkpoint import read_tokenizer
+
+    return read_tokenizer(source.path, task="lm")

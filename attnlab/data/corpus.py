@@ -45,7 +45,7 @@ from torch.utils.data import Dataset
 
 from ..errors import UsageError
 from ..paths import check_output
-from ..tokenizers import TOKENIZER_KINDS
+from ..tokenizers import TOKENIZER_KINDS, Tokenizer
 # the light half (no numpy, no torch), re-exported: ``from attnlab.data.corpus import read_meta``
 from .corpus_meta import SPLITS, corpus_identity, read_meta
 
@@ -205,15 +205,18 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
     return count
 
 
-def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str = "char",
-            vocab_size: int | None = None, val_fraction: float = 0.1,
+def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
+            tokenizer: str | Tokenizer = "char", vocab_size: int | None = None,
+            val_fraction: float = 0.1,
             chunk_chars: int = CHUNK_CHARS, force: bool = False) -> dict:
     """Tokenise text files into ``out_dir/{train,val}.bin``, ``tokenizer.json`` and ``meta.json``.
 
     Two streaming passes over the files: one fits the tokeniser (and counts characters), one
     encodes chunk by chunk and appends to the token files, so memory use does not grow with the
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
-    boundary). The last ``val_fraction`` of the characters is the validation split.
+    boundary). The last ``val_fraction`` of the characters is the validation split. A
+    tokeniser given as an object (a pretrained checkpoint's, ``attnlab prepare --tokenizer
+    DIR``) is used as it is: the first pass only counts characters.
 
     Everything is written under temporary names first; only when the corpus is complete are
     they renamed into place, meta.json last, so an existing corpus is never left half replaced
@@ -223,8 +226,10 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str 
         paths: UTF-8 text files.
         out_dir: the directory to write (created if needed). It must be empty or missing unless
             ``force``.
-        tokenizer: "char", "word" or "bpe".
-        vocab_size: cap (char/word) or target size (bpe, default 1000) of the vocabulary.
+        tokenizer: "char", "word" or "bpe" (fitted on the files), or a ``Tokenizer`` already
+            fitted (its ``kind`` is recorded in meta.json).
+        vocab_size: cap (char/word) or target size (bpe, default 1000) of the vocabulary;
+            None with a fitted tokeniser.
         val_fraction: share of the text held out, in (0, 0.5].
         chunk_chars: characters read at a time.
         force: replace the prepared corpus in ``out_dir``; only a directory with meta.json that
@@ -246,7 +251,7 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str 
         >>> meta["train_tokens"] + meta["val_tokens"]
         380
     """
-    _check_options(paths, tokenizer, val_fraction)
+    _check_options(paths, tokenizer, vocab_size, val_fraction)
     out = Path(out_dir)
     _check_out_dir(out, paths, force)
     read_first: list[str] = []
@@ -263,8 +268,15 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *, tokenizer: str 
 _TEMPORARY = (".train.bin.tmp", ".val.bin.tmp", ".tokenizer.json.tmp")
 
 
-def _check_options(paths, tokenizer: str, val_fraction: float) -> None:
-    if tokenizer not in TOKENIZERS:
+def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float) -> None:
+    if isinstance(tokenizer, Tokenizer):
+        if vocab_size is not None:
+            raise UsageError(f"--vocab-size {vocab_size}: the {tokenizer.kind} tokenizer given "
+                             f"has its own vocabulary of {tokenizer.vocab_size:,}; drop the flag")
+        if len(paths) > 1 and tokenizer.eos_id is None:
+            raise UsageError(f"the {tokenizer.kind} tokenizer given has no end-of-text token to "
+                             f"put between the files; give one file")
+    elif tokenizer not in TOKENIZERS:
         raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
     if not 0 < val_fraction <= 0.5:
         raise UsageError(f"val_fraction must be in (0, 0.5], got {val_fraction}")
@@ -323,15 +335,18 @@ def _check_out_dir(out: Path, paths, force: bool) -> None:
                          f"choose another --out")
 
 
-def _write_corpus(paths, out: Path, kind: str, vocab_size, val_fraction: float,
+def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fraction: float,
                   chunk_chars: int, total: int, read_first: list[str]) -> dict:
     from ..runs import write_json
 
     with _one_tokenizer_thread():  # the BPE library would otherwise read ahead and hold the text
-        try:
-            tok = _fit_tokenizer(paths, kind, vocab_size, chunk_chars)
-        except ValueError as e:
-            raise UsageError(f"--vocab-size: {e}") from None
+        if isinstance(kind, Tokenizer):
+            tok, kind = kind, kind.kind
+        else:
+            try:
+                tok = _fit_tokenizer(paths, kind, vocab_size, chunk_chars)
+            except ValueError as e:
+                raise UsageError(f"--vocab-size: {e}") from None
         dtype = np.uint16 if tok.vocab_size <= 2**16 else np.uint32
         out.mkdir(parents=True, exist_ok=True)
         read_again: list[str] = []

@@ -26,7 +26,7 @@ from ..errors import UsageError
 from ..runs import read_json
 from .source import SUPPORTED, WEIGHTS_FILES, check_directory, check_tokenizer_files
 
-__all__ = ["Checkpoint", "read_checkpoint", "SUPPORTED", "WEIGHTS_FILES"]
+__all__ = ["Checkpoint", "read_checkpoint", "read_tokenizer", "SUPPORTED", "WEIGHTS_FILES"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,23 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
     model = _convert(source, hf_model)
     return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=source,
                       weights=weights, sha256=digest, model_type=model_type)
+
+
+def read_tokenizer(path: str | Path, *, task: str):
+    """The tokeniser alone of the Hugging Face directory ``path`` (its weights are not read),
+    as ``read_checkpoint`` gives it: ``HFTokenizer`` or ``MarianTokenizer``.
+
+    Raises:
+        UsageError: one line naming ``path``: not a directory, no config.json, a
+            ``model_type`` ``task`` does not take, missing or unreadable tokeniser files.
+        ValueError: for a task not in ``SUPPORTED``.
+    """
+    if task not in SUPPORTED:
+        raise ValueError(f"task must be one of {', '.join(SUPPORTED)}, got {task!r}")
+    source = check_directory(path)
+    model_type = _model_type(source, task)
+    check_tokenizer_files(source, model_type)
+    return _load_tokenizer(source, model_type)
 
 
 def _model_type(source: Path, task: str) -> str:
@@ -167,7 +184,9 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
     """``(model, tensors not in weights, [(name, stored shape, config's shape)])``; tensors of
     another shape are reported rather than raised, so the message can name them."""
     import transformers
+    from transformers.utils import logging
 
+    logging.disable_progress_bar()  # "Loading weights" on stderr, in the middle of a run's output
     cls = {"lm": transformers.GPT2LMHeadModel, "classify": transformers.AutoModel,
            "translate": transformers.MarianMTModel}[task]
     try:
