@@ -115,8 +115,11 @@ class StopStreamer:
         self.stopped = False
 
     def add(self, token: int) -> str:
-        """The new printable text after ``token``; sets ``stopped`` at a stop string."""
-        self.ids.append(token)
+        """The new printable text after ``token``; sets ``stopped`` at a stop string. An id past
+        the tokenizer's (a pretrained model's embedding rows beyond its vocabulary, as GPT-2
+        checkpoints pad it) has no text, as ``transformers`` decodes it."""
+        if token < self.tokenizer.vocab_size:
+            self.ids.append(token)
         text = self.tokenizer.decode(self.ids)
         hits = [i for i in (text.find(s, max(0, self.printed - len(s))) for s in self.stops) if i >= 0]
         if hits:

@@ -1,5 +1,6 @@
 """The files ``attnlab train lm`` checks before a run directory is written: --data, a prepared
-corpus or a text file, and on --resume the one the run started with. Light: the standard
+corpus or a text file, and on --resume the one the run started with; with --init, that a
+prepared corpus was made with --init's tokenizer. Light: the standard
 library and ``attnlab.data.corpus_meta`` (no numpy, no torch), so that the spec can call it
 before torch loads; the runtime checks a recorded corpus again with ``check_corpus``.
 """
@@ -9,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
-from ...runs import check_data_files
+from ...runs import check_data_files, read_json
 
-__all__ = ["check_data", "check_corpus"]
+__all__ = ["check_data", "check_corpus", "check_init_corpus", "init_is_run"]
 
 
 def check_data(cfg: dict[str, Any]) -> None:
@@ -76,3 +77,61 @@ def _record_tokenizer(cfg: dict[str, Any], data: Path) -> None:
                          f"{cfg.get('tokenizer')}, but the run's corpus {data} was prepared with "
                          f"the {kind} tokeniser; put tokenizer: {kind} back, or start a new run")
     cfg["tokenizer"] = kind
+
+
+def init_is_run(init: str | Path) -> bool:
+    """Whether the --init directory is an attnlab run (its config.yaml), not a Hugging Face
+    directory (config.json), as ``attnlab.interop.source.read_init_source`` tells them."""
+    return (Path(init) / "config.yaml").is_file() and not (Path(init) / "config.json").is_file()
+
+
+def check_init_corpus(init: str | Path, data: Path) -> None:
+    """A prepared --data trained with --init: its tokenizer must be --init's, else its token
+    ids would mean other tokens to the pretrained model. An attnlab run's tokenizer.json must
+    hold what the corpus's does; a Hugging Face directory's vocabulary (token -> id, added
+    tokens included) must be the corpus's. ``UsageError`` naming both otherwise."""
+    ours = read_json(data / "tokenizer.json", what="a tokenizer file written by attnlab")
+    kind = ours.get("type") if isinstance(ours, dict) else None
+    if init_is_run(init):
+        theirs = read_json(Path(init) / "tokenizer.json", what="a tokenizer file written by attnlab")
+        differs = None if ours == theirs else _kind_or(kind, "its tokenizer.json differs")
+    elif kind != "hf":
+        differs = f"the {kind} tokenizer"
+    else:
+        differs = _vocabulary_differs(_vocabulary(ours["tokenizer"]), hf_vocabulary(init))
+    if differs:
+        raise UsageError(f"--data {data} was prepared with another tokenizer than --init "
+                         f"{init}'s ({differs}); tokenise the text with `attnlab prepare "
+                         f"FILE... --tokenizer {init} --out CORPUS`")
+
+
+def _kind_or(kind: str | None, otherwise: str) -> str:
+    return f"the {kind} tokenizer" if kind != "hf" else otherwise
+
+
+def _vocabulary(fast: dict[str, Any]) -> dict[str, int]:
+    """token -> id of a ``tokenizers`` JSON document, added tokens included."""
+    return {**fast["model"]["vocab"], **{t["content"]: t["id"] for t in fast.get("added_tokens", [])}}
+
+
+def hf_vocabulary(directory: str | Path) -> dict[str, int]:
+    """token -> id of a Hugging Face directory's tokenizer: tokenizer.json's model and added
+    tokens, or vocab.json and added_tokens.json."""
+    directory = Path(directory)
+    if (directory / "tokenizer.json").is_file():
+        return _vocabulary(read_json(directory / "tokenizer.json", what="a tokenizer.json"))
+    vocab = read_json(directory / "vocab.json", what="a vocab.json")
+    added = directory / "added_tokens.json"
+    return {**vocab, **(read_json(added, what="an added_tokens.json") if added.is_file() else {})}
+
+
+def _vocabulary_differs(ours: dict[str, int], theirs: dict[str, int]) -> str | None:
+    """How two vocabularies differ, in words; None when they are the same."""
+    if ours == theirs:
+        return None
+    if len(ours) != len(theirs):
+        return f"a vocabulary of {len(ours):,} tokens, --init's has {len(theirs):,}"
+    token = next(t for t in sorted(ours) if theirs.get(t) != ours[t])
+    found = theirs.get(token)
+    return (f"token {token!r} is id {ours[token]} there, "
+            + (f"{found} in --init's" if found is not None else "absent from --init's"))

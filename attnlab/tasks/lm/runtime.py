@@ -10,6 +10,11 @@ tokens of the non-overlapping windows of val.bin (or of ``evaluate --data FILE``
 
 Only ``run`` imports Lightning (``attnlab.training``), so predict, evaluate and plot never load it.
 
+With ``--init DIR`` a new run starts from DIR's weights and tokenizer (``pretrained``): a GPT-2
+directory read by ``attnlab.interop.checkpoint.read_checkpoint``, or an attnlab lm run; the
+corpus is tokenised with that tokenizer, which the run saves as its own. A resumed run never
+reads DIR again: its weights are its checkpoint's, its tokenizer its corpus's.
+
 Shapes: B batch, T block size (context length), V vocabulary, L layers, H heads.
 """
 from __future__ import annotations
@@ -27,24 +32,29 @@ from ...data import numbered_batches
 from ...data.corpus import TokenWindows, corpus_identity, encode_file, prepare, read_meta
 from ...data.tables import check_digest
 from ...errors import UsageError
+from ...interop.checkpoint import read_checkpoint
+from ...interop.saved import load_any_tokenizer
+from ...interop.source import reread_init_source
 from ...models import CausalLM
 from ...models.configs import CausalLMConfig
 from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights, pin_data_files
-from ...tokenizers import load_tokenizer, note_unknown
+from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
 from ..base import config_from_run, each_input
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
-           "pin_corpus", "split_windows", "figures", "run", "load", "encode_prompt",
-           "predict_many", "evaluate", "attention_maps"]
+           "pin_corpus", "split_windows", "pretrained", "figures", "run", "load",
+           "encode_prompt", "predict_many", "evaluate", "attention_maps"]
 
 
 def model_config_of(cfg: RunSettings) -> CausalLMConfig:
     """The ``CausalLMConfig`` of a run's configuration: its fields by name, the context length
-    ``block_size`` as ``max_len`` (``vocab_size`` is the prepared corpus' once ``run`` set it).
+    ``block_size`` as ``max_len`` unless the run records a ``max_len`` of its own (an --init
+    model's positions, which training windows of --block-size may leave partly unused);
+    ``vocab_size`` is the prepared corpus' (or the --init model's) once ``run`` set it.
 
     Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS, get_task
@@ -52,7 +62,8 @@ def model_config_of(cfg: RunSettings) -> CausalLMConfig:
         >>> model_config_of(cfg).max_len
         32
     """
-    return config_from_run(CausalLMConfig, cfg, max_len=cfg.block_size)
+    return config_from_run(CausalLMConfig, cfg,
+                           max_len=cfg.max_len if cfg.is_set("max_len") else cfg.block_size)
 
 
 def build_model(cfg: RunSettings) -> CausalLM:
@@ -107,8 +118,9 @@ def random_windows(windows, batch_size: int, steps: int, seed: int):
 
 
 # ---- the corpus -----------------------------------------------------------------------------
-def corpus_dir(cfg: RunSettings, run_dir: Path) -> Path:
-    """The prepared corpus: --data itself, or RUN_DIR/data prepared from a text file."""
+def corpus_dir(cfg: RunSettings, run_dir: Path, tokenizer: Tokenizer | None = None) -> Path:
+    """The prepared corpus: --data itself, or RUN_DIR/data prepared from a text file (with
+    ``tokenizer``, --init's, when given; else one of --tokenizer's kind fitted on the text)."""
     data = Path(cfg.data)
     if data.is_dir():
         return data
@@ -116,8 +128,11 @@ def corpus_dir(cfg: RunSettings, run_dir: Path) -> Path:
     if not (out / "meta.json").is_file():
         print(f"preparing {data} -> {out} ({cfg.tokenizer} tokenizer)", flush=True)
         # force: RUN_DIR/data is the run's own; it replaces what a killed prepare left there
-        prepare([data], out, tokenizer=cfg.tokenizer, vocab_size=cfg.get("vocab_size"),
-                force=True)
+        if tokenizer is not None:
+            prepare([data], out, tokenizer=tokenizer, force=True)
+        else:
+            prepare([data], out, tokenizer=cfg.tokenizer, vocab_size=cfg.get("vocab_size"),
+                    force=True)
     return out
 
 
@@ -162,7 +177,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     from ...training import finish, fit  # Lightning: imported by training only
     from ...training.lm import LMModule
 
-    cfg, tokenizer, train_tokens = _corpus_of_run(cfg, run_dir)
+    start = pretrained(cfg)
+    cfg, tokenizer, train_tokens = _corpus_of_run(cfg, run_dir, start and start[1])
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
     B = cfg.batch_size
     if cfg.epochs:  # an epoch: every token seen once, in non-overlapping windows
@@ -170,6 +186,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     else:
         max_steps = cfg.max_steps
     model = build_model(cfg)
+    if start:  # strict: config.yaml's settings rebuild exactly the model --init read
+        model.load_state_dict(start[0])
     val_every = cfg.val_every
     result = fit(LMModule(model, cfg, max_steps), random_windows(train, B, max_steps, cfg.seed),
                  DataLoader(val, batch_size=B), cfg, run_dir, max_steps=max_steps,
@@ -194,18 +212,40 @@ def _last_validation(cfg: RunSettings, result) -> dict[str, float] | None:
     return loss_metrics(loss)
 
 
-def _corpus_of_run(cfg, run_dir: Path):
-    """Pin --data, prepare it if it is a text file, pin the corpus, and derive what
-    config.yaml needs from it (``data_dir``, ``vocab_size``, ``dtype``). Returns the run
-    config, the tokenizer and train.bin's token count."""
+def pretrained(cfg: RunSettings) -> tuple[dict[str, torch.Tensor], Tokenizer] | None:
+    """(state dict, tokenizer) of --init DIR for a new run: a GPT-2 directory's converted
+    weights and own tokenizer, or an attnlab lm run's; None without --init or on --resume
+    (the checkpoint holds the weights). ``UsageError`` if DIR's weights are not those whose
+    SHA-256 ``attnlab train`` recorded (``init_sha256``)."""
+    if not cfg.get("init") or cfg.resume:
+        return None
+    source = reread_init_source(cfg.init, cfg.init_sha256, task="lm")  # unchanged since train
+    if source.kind == "hf":
+        start = read_checkpoint(source.path, task="lm")
+        return start.model.state_dict(), start.tokenizer
+    model = build_model(cfg)  # the run's model: its settings are this run's (init_settings)
+    load_weights(model, source.weights)
+    return model.state_dict(), load_any_tokenizer(source.path / "tokenizer.json")
+
+
+def _corpus_of_run(cfg, run_dir: Path, tokenizer: Tokenizer | None = None):
+    """Pin --data, prepare it if it is a text file (with --init's ``tokenizer`` when given),
+    pin the corpus, and derive what config.yaml needs from it (``data_dir``, ``vocab_size``,
+    ``dtype``). An --init run keeps its model's vocabulary size (the embedding's rows, which
+    may be more than its tokenizer's ids). Returns the run config, the tokenizer and
+    train.bin's token count."""
     if Path(cfg.data).is_file():  # before preparing: a resumed run refuses a changed file
         cfg = cfg.derive(**pin_data_files(cfg, ("data",)))
-    data_dir = corpus_dir(cfg, run_dir)
+    data_dir = corpus_dir(cfg, run_dir, tokenizer)
     cfg = pin_corpus(cfg, run_dir, data_dir)
     meta = read_meta(data_dir)
-    cfg = cfg.derive(data_dir=str(data_dir.resolve()), vocab_size=meta["vocab_size"],
+    vocab_size = cfg.vocab_size if cfg.get("init") else meta["vocab_size"]
+    if meta["vocab_size"] > vocab_size:
+        raise UsageError(f"--data {cfg.data}: its tokenizer has {meta['vocab_size']:,} ids, "
+                         f"more than the --init model's {vocab_size:,} embedding rows")
+    cfg = cfg.derive(data_dir=str(data_dir.resolve()), vocab_size=vocab_size,
                      dtype=meta["dtype"])
-    return cfg, load_tokenizer(data_dir / "tokenizer.json"), meta["train_tokens"]
+    return cfg, load_any_tokenizer(data_dir / "tokenizer.json"), meta["train_tokens"]
 
 
 def figures(cfg: RunSettings, run_dir: Path, steps: int, max_steps: int) -> None:
@@ -222,7 +262,7 @@ def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     ``quantize="int8"``, its linear layers on int8 weights (``attnlab.nn.quantize``)."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
-    return quantized(model.eval(), quantize), load_tokenizer(Path(run_dir) / "tokenizer.json")
+    return quantized(model.eval(), quantize), load_any_tokenizer(Path(run_dir) / "tokenizer.json")
 
 
 def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:
@@ -255,6 +295,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                                  eos_token_id=tokenizer.eos_id)  # (B, length + n)
             for i, new in zip(chunk, out[:, length:].tolist()):
                 new = new[:new.index(tokenizer.eos_id)] if tokenizer.eos_id in new else new
+                new = [i for i in new if i < tokenizer.vocab_size]  # padded rows: no text
                 found[i] = {"prediction": tokenizer.decode(new).replace("\n", " ")}
     return found
 

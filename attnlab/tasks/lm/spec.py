@@ -19,15 +19,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...activation_names import hf_activation
 from ...errors import UsageError
 from ...models.configs import CausalLMConfig
 from ...settings import AdaptSettings, setting
 from ...settings import defaults as defaults_of
 from ...tokenizers import TOKENIZER_KINDS
 from ..base import Runtime, Task, model_defaults
-from .checks import check_data
+from .checks import check_data, check_init_corpus, init_is_run
 
-__all__ = ["LMTask", "LMSettings", "TASKS"]
+__all__ = ["LMTask", "LMSettings", "TASKS", "gpt2_settings", "INIT_TOKENIZER"]
+
+INIT_TOKENIZER = "hf"  # --tokenizer of a run whose tokenizer is a checkpoint's own
+
+# config.json's GPT2Config values where the file leaves them out (transformers' defaults)
+_GPT2_DEFAULTS = {"n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024,
+                  "n_inner": None, "activation_function": "gelu_new",
+                  "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True, "vocab_size": 50257}
 
 
 @dataclass
@@ -36,8 +44,9 @@ class LMSettings(AdaptSettings):
 
     data: str = setting(None, help="a directory from `attnlab prepare`, or a UTF-8 text file",
                         metavar="PATH", optional=True)  # required: validate says how to get one
-    tokenizer: str = setting("char", help="for a text file: char, word or bpe",
-                             choices=tuple(TOKENIZER_KINDS))
+    tokenizer: str = setting("char", help="for a text file: char, word or bpe (hf: an --init "
+                                          "checkpoint's own, set by --init)",
+                             choices=(*TOKENIZER_KINDS, INIT_TOKENIZER))
     vocab_size: int = setting(None, help="for a text file: vocabulary cap (char/word) or size "
                                          "(bpe)", low=5, optional=True)
     block_size: int = setting(128, help="context length in tokens, the model's max_len", low=2)
@@ -82,6 +91,21 @@ class LMTask(Task):
     }
     default_notes = {"attention_dropout": "as --dropout"}
 
+    def init_settings(self, source) -> dict[str, Any]:
+        """What --init fixes: a GPT-2 directory's sizes, activation, LayerNorm epsilon, tied
+        head, vocabulary (its embedding rows, which may be more than its tokenizer's ids) and
+        context length (``max_len``: --block-size may be shorter), with its tokenizer; an lm
+        run's model settings, tokenizer and context length (``gpt2_settings``)."""
+        if source.kind == "hf":
+            return gpt2_settings(source.config, source.path)
+        found = super().init_settings(source)
+        run = source.config  # (what a finished lm run records; a key it lacks is left free)
+        max_len = run.get("max_len") or run.get("block_size")  # its model's positions
+        found.update({k: v for k, v in (("tokenizer", run.get("tokenizer")),
+                                        ("vocab_size", run.get("vocab_size")),
+                                        ("max_len", max_len)) if v is not None})
+        return found
+
     def runtime_module(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
@@ -95,7 +119,7 @@ class LMTask(Task):
         super().check_settings(cfg)
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
-        """A prepared corpus has its tokeniser already."""
+        """A prepared corpus has its tokeniser already (and --init's must be it)."""
         if cfg.get("data") and Path(cfg["data"]).is_dir():
             return [(["tokenizer", "vocab_size"],
                      f"for a text file only; --data {cfg['data']} is a prepared corpus, whose "
@@ -112,6 +136,13 @@ class LMTask(Task):
         refused before the run directory is created (``checks.check_data``)."""
         if not cfg.get("data"):
             raise UsageError("--data is required: a directory from `attnlab prepare` or a text file")
+        if cfg.get("init") and not cfg.get("resume"):
+            _check_init(cfg)
+        elif (cfg.get("tokenizer") == INIT_TOKENIZER and not Path(cfg["data"]).is_dir()
+              and not cfg.get("resume")):
+            raise UsageError(f"--tokenizer {INIT_TOKENIZER} is a pretrained checkpoint's own "
+                             f"tokenizer: give --init DIR, or tokenise the text with `attnlab "
+                             f"prepare FILE... --tokenizer DIR --out CORPUS`")
         check_data(cfg)
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
@@ -119,7 +150,7 @@ class LMTask(Task):
         --block-size x --model-dim numbers, with their gradient and AdamW's two moments."""
         found = super().memory_estimate(cfg)
         if cfg.get("positional") == "learned":
-            T, D = cfg.get("block_size") or 0, cfg.get("model_dim") or 0
+            T, D = cfg.get("max_len") or cfg.get("block_size") or 0, cfg.get("model_dim") or 0
             found.append((f"the learned position table ({T:,} x {D:,})", 16 * T * D))
         return found
 
@@ -129,6 +160,43 @@ class LMTask(Task):
         from . import runtime
 
         return runtime.encode_prompt(self, tokenizer, text, what=what)
+
+
+def _check_init(cfg: dict[str, Any]) -> None:
+    """--block-size within the --init model's positions; a prepared --data made with its
+    tokenizer (``checks.check_init_corpus``)."""
+    if cfg["block_size"] > cfg.get("max_len", cfg["block_size"]):
+        what = "--block-size" if init_is_run(cfg["init"]) else "n_positions"
+        raise UsageError(f"--block-size {cfg['block_size']}: --init {cfg['init']}'s model reads "
+                         f"at most {cfg['max_len']} positions ({what}); give --block-size "
+                         f"{cfg['max_len']} or less")
+    if Path(cfg["data"]).is_dir():
+        check_init_corpus(cfg["init"], Path(cfg["data"]))
+
+
+def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str, Any]:
+    """The lm settings of a GPT-2 ``config.json`` (its dict), by setting name: everything that
+    shapes the ``CausalLM`` ``read_checkpoint`` builds from it, so that config.yaml rebuilds
+    it. ``UsageError`` naming ``path`` for an activation attnlab does not have.
+
+    Examples:
+        >>> s = gpt2_settings({"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 300})
+        >>> s["model_dim"], s["dim_feedforward"], s["activation"], s["max_len"]
+        (64, 256, 'gelu_tanh', 1024)
+    """
+    c = {**_GPT2_DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
+    try:
+        activation = hf_activation(c["activation_function"], "gpt2")
+    except ValueError as e:
+        raise UsageError(f"--init {path}: {e}") from None
+    return {"model_dim": c["n_embd"], "num_layers": c["n_layer"], "num_heads": c["n_head"],
+            "dim_feedforward": c["n_inner"] or 4 * c["n_embd"],
+            "max_len": c["n_positions"],
+            "vocab_size": c["vocab_size"], "activation": activation,
+            "layer_norm_eps": c["layer_norm_epsilon"], "tie_weights": bool(c["tie_word_embeddings"]),
+            # GPT-2's fixed architecture: pre-LN, learned positions, biases everywhere
+            "norm_first": True, "positional": "learned", "bias": True,
+            "tokenizer": INIT_TOKENIZER}
 
 
 TASKS = {"lm": LMTask()}
