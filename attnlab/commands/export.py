@@ -62,8 +62,7 @@ def _hf_parts(run_dir, cfg):
 
     from ..errors import UsageError
     from ..interop import to_hf
-    from ..interop.tokenizer import to_hf_tokenizer
-    from ..tokenizers import EOS_ID, PAD_ID, SOS_ID
+    from ..interop.tokenizer import special_ids, to_hf_tokenizer
 
     if cfg.task == "translate" and cfg.get("arch", "transformer") != "transformer":
         raise UsageError(f"export: {run_dir} is a --arch {cfg.arch} run; Hugging Face has no "
@@ -72,7 +71,7 @@ def _hf_parts(run_dir, cfg):
     model, tok = attnlab.load(run_dir)
     try:
         if cfg.task == "lm":
-            hf = to_hf(model, bos_token_id=SOS_ID, eos_token_id=EOS_ID, pad_token_id=PAD_ID)
+            hf = to_hf(model, **special_ids(tok))
             return hf, {"": to_hf_tokenizer(tok)}
         return to_hf(model), {"": to_hf_tokenizer(tok.src),
                               TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}

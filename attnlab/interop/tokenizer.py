@@ -7,6 +7,9 @@ The exported tokeniser gives the ids attnlab's gives, for every text:
   punctuation mark with the one space before it; runs of other white space);
 - ``bpe``: attnlab's byte-level BPE already is a ``tokenizers`` model and is exported as it is.
 
+A checkpoint's own tokeniser (kind ``hf``, ``attnlab.interop.hf_tokenizer``) goes back as it
+came: its ``tokenizers`` model with its own special tokens, ids and padding side.
+
 Unknown pieces become ``<unk>`` (id 3) in both. The special tokens keep attnlab's ids (pad 0,
 sos 1 as ``bos_token``, eos 2, unk 3) and nothing is added around the text, as attnlab's
 ``encode`` adds nothing. Decoding differs in one point: Hugging Face writes an unknown id as
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from ..tokenizers import SPECIAL_TOKENS, Tokenizer
 
-__all__ = ["to_hf_tokenizer"]
+__all__ = ["to_hf_tokenizer", "special_ids"]
 
 # attnlab's word pieces (``tokenizers._WORD_PIECES``) in the Oniguruma syntax of the tokenizers
 # library: the same alternatives; ``\w`` and ``\s`` are Unicode-aware in both.
@@ -40,6 +43,8 @@ def to_hf_tokenizer(tokenizer: Tokenizer):
     from tokenizers import Tokenizer as HFTokenizer
     from transformers import PreTrainedTokenizerFast
 
+    if tokenizer.kind == "hf":
+        return _checkpoint_tokenizer(tokenizer)
     if tokenizer.kind == "bpe":
         inner = HFTokenizer.from_str(tokenizer.tokenizer.to_str())
     elif tokenizer.kind in ("char", "word"):
@@ -54,3 +59,32 @@ def to_hf_tokenizer(tokenizer: Tokenizer):
     return PreTrainedTokenizerFast(tokenizer_object=inner, pad_token=pad, bos_token=sos,
                                    eos_token=eos, unk_token=unk,
                                    model_max_length=int(1e30), split_special_tokens=True)
+
+
+def _checkpoint_tokenizer(tokenizer):
+    """A checkpoint's tokeniser (``HFTokenizer``) as the ``PreTrainedTokenizerFast`` it was:
+    the same ``tokenizers`` model, each special role on its own token."""
+    from tokenizers import Tokenizer as Fast
+    from transformers import PreTrainedTokenizerFast
+
+    inner = Fast.from_str(tokenizer.tokenizer.to_str())
+    roles = {f"{role}_token": inner.id_to_token(i) for role, i in tokenizer.specials.items()}
+    return PreTrainedTokenizerFast(
+        tokenizer_object=inner, padding_side=tokenizer.padding_side,
+        clean_up_tokenization_spaces=tokenizer.clean_up_tokenization_spaces, **roles)
+
+
+def special_ids(tokenizer: Tokenizer) -> dict[str, int | None]:
+    """The ``bos_token_id``, ``eos_token_id`` and ``pad_token_id`` a Hugging Face config of a
+    model trained with ``tokenizer`` states: a checkpoint's own (GPT-2: ``<|endoftext|>`` as bos
+    and eos, no pad), else attnlab's sos, eos and pad.
+
+    Examples:
+        >>> from attnlab.tokenizers import CharTokenizer
+        >>> special_ids(CharTokenizer.fit(["ab"]))
+        {'bos_token_id': 1, 'eos_token_id': 2, 'pad_token_id': 0}
+    """
+    if tokenizer.kind == "hf":
+        return {f"{role}_token_id": tokenizer.specials.get(role) for role in ("bos", "eos", "pad")}
+    return {"bos_token_id": tokenizer.sos_id, "eos_token_id": tokenizer.eos_id,
+            "pad_token_id": tokenizer.pad_id}
