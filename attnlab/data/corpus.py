@@ -62,9 +62,11 @@ def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS
                      digests: list | None = None) -> Iterator[tuple[int, str]]:
     """Yield (file index, text) pieces of at most ``chunk_chars`` characters, file by file.
 
-    A piece ends after the last white space it holds when there is one, so a word is never cut
-    in two (word and BPE tokenisers see whole words); the rest starts the next piece. Joining
-    a file's pieces gives the file back exactly.
+    A piece ends before the last run of white space it holds when there is one, so a word is
+    never cut in two and keeps the white space before it: the word and byte-level BPE
+    tokenisers (attnlab's and GPT-2's) start a piece with the space before a word, so encoding
+    piece by piece gives the ids of the whole text. The rest starts the next piece. Joining a
+    file's pieces gives the file back exactly.
 
     Args:
         digests: when given, ``digests[i]`` becomes the SHA-256 (hex) of file i's bytes as read
@@ -90,8 +92,9 @@ def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS
                         if text:
                             yield i, text
                         break
-                    cut = max(text.rfind(" "), text.rfind("\n"))
-                    cut = len(text) if cut < len(text) // 2 else cut + 1  # no space: cut anyway
+                    last = max(text.rfind(" "), text.rfind("\n"))
+                    cut = len(text[:last].rstrip()) if last >= 0 else 0  # where its run starts
+                    cut = len(text) if cut < len(text) // 2 else cut  # no space: cut anyway
                     yield i, text[:cut]
                     carry = text[cut:]
         except UnicodeDecodeError as e:

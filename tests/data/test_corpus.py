@@ -28,8 +28,21 @@ def test_chunks_rebuild_each_file_and_never_cut_a_word(tmp_path):
     assert "".join(t for i, t in chunks if i == 1) == "x y\nz"
     assert all(len(t) <= 50 for _, t in chunks)
     words = set(TEXT.split())
-    for _, t in chunks[:-2]:  # every piece of file a ends at white space
-        assert t[-1] in " \n" and set(t.split()) <= words
+    pieces = [t for i, t in chunks if i == 0]
+    for t in pieces[:-1]:  # every piece of file a ends before white space, which starts the next
+        assert not t[-1].isspace() and set(t.split()) <= words
+    assert all(t[0].isspace() for t in pieces[1:])
+
+
+@pytest.mark.parametrize("kind", ["word", "bpe"])
+def test_prepare_word_and_bpe_tokens_equal_encoding_the_whole_text(tmp_path, kind):
+    """Pieces cut before white space: a word keeps the space its token starts with."""
+    a = write(tmp_path, "a.txt", TEXT)
+    prepare([a], tmp_path / "out", tokenizer=kind, vocab_size=300 if kind == "bpe" else None,
+            val_fraction=0.2, chunk_chars=64)
+    tok = load_tokenizer(tmp_path / "out" / "tokenizer.json")
+    train = np.fromfile(tmp_path / "out" / "train.bin", dtype=np.uint16)
+    assert train.tolist() == tok.encode(TEXT[:int(len(TEXT) * 0.8)])
 
 
 @pytest.mark.parametrize("chunk_chars", [37, 1 << 20])

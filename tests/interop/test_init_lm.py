@@ -23,7 +23,7 @@ from attnlab.training import engine  # noqa: E402
 from .test_checkpoint import CORPUS, save_gpt2  # noqa: E402
 
 TOL = dict(atol=1e-5, rtol=1e-5)
-TEXT = "\n".join(CORPUS) + "\n"  # 2.3 kB of text, in one piece for prepare (it ends at white space)
+TEXT = "\n".join(CORPUS)  # 2.3 kB of text
 PROBE = "the cat sat on the mat. a dog ran fast!"
 # tiny and quick: a window of 16 tokens of the 64 the model reads, 3 steps
 TRAIN = ["--block-size", "16", "--batch-size", "4", "--max-steps", "3", "--warmup", "1",
