@@ -259,6 +259,25 @@ def test_a_flag_the_checkpoint_fixes_is_refused(gpt2, text, tmp_path, capsys, fl
     assert all(s in err for s in says), err
 
 
+def test_a_checkpoint_with_fewer_rows_than_tokenizer_ids_is_refused(text, tmp_path, capsys):
+    short = save_gpt2(tmp_path / "short", extra_rows=-5)
+    err = _refused(capsys, tmp_path / "run", "--init", str(short), "--data", str(text))
+    assert "the tokenizer has 300 ids but the model's embedding only 295 rows" in err
+
+
+def test_a_refusal_loads_neither_torch_nor_transformers(gpt2, text, tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from attnlab.cli import main; "
+            f"rc = main(['train', 'lm', '--init', {str(gpt2)!r}, '--data', {str(text)!r}, "
+            f"'--num-heads', '2', '--out', {str(tmp_path / 'run')!r}]); "
+            "print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split() == ["2", "False", "False"], done.stderr
+    assert "--num-heads 2" in done.stderr and "num_heads 4" in done.stderr
+
+
 def test_a_corpus_prepared_with_another_tokenizer_is_refused(gpt2, text, tmp_path, capsys):
     chars = tmp_path / "chars"
     assert main(["prepare", str(text), "--out", str(chars)]) == 0

@@ -12,7 +12,8 @@ from typing import Any
 from ...errors import UsageError
 from ...runs import check_data_files, read_json
 
-__all__ = ["check_data", "check_corpus", "check_init_corpus", "init_is_run"]
+__all__ = ["check_data", "check_corpus", "check_init_corpus", "check_init_vocabulary",
+           "init_is_run", "hf_vocabulary"]
 
 
 def check_data(cfg: dict[str, Any]) -> None:
@@ -103,6 +104,17 @@ def check_init_corpus(init: str | Path, data: Path) -> None:
         raise UsageError(f"--data {data} was prepared with another tokenizer than --init "
                          f"{init}'s ({differs}); tokenise the text with `attnlab prepare "
                          f"FILE... --tokenizer {init} --out CORPUS`")
+
+
+def check_init_vocabulary(init: str | Path, rows: int) -> None:
+    """A Hugging Face directory whose tokenizer gives ids past its model's ``rows`` embedding
+    rows is refused (fewer ids than rows is GPT-2's padding, and fine); ``read_checkpoint``
+    checks it again when the weights are read."""
+    ids = max(hf_vocabulary(init).values(), default=-1) + 1
+    if ids > rows:
+        raise UsageError(f"--init {init}: the tokenizer has {ids:,} ids but the model's embedding "
+                         f"only {rows:,} rows (config.json's vocab_size); ids from {rows:,} on "
+                         f"would index past it")
 
 
 def _kind_or(kind: str | None, otherwise: str) -> str:

@@ -26,7 +26,7 @@ from ...settings import AdaptSettings, setting
 from ...settings import defaults as defaults_of
 from ...tokenizers import TOKENIZER_KINDS
 from ..base import Runtime, Task, model_defaults
-from .checks import check_data, check_init_corpus, init_is_run
+from .checks import check_data, check_init_corpus, check_init_vocabulary, init_is_run
 
 __all__ = ["LMTask", "LMSettings", "TASKS", "gpt2_settings", "INIT_TOKENIZER"]
 
@@ -163,13 +163,16 @@ class LMTask(Task):
 
 
 def _check_init(cfg: dict[str, Any]) -> None:
-    """--block-size within the --init model's positions; a prepared --data made with its
-    tokenizer (``checks.check_init_corpus``)."""
+    """--block-size within the --init model's positions; a Hugging Face directory whose
+    tokenizer's ids all have an embedding row; a prepared --data made with its tokenizer
+    (``checks``)."""
     if cfg["block_size"] > cfg.get("max_len", cfg["block_size"]):
         what = "--block-size" if init_is_run(cfg["init"]) else "n_positions"
         raise UsageError(f"--block-size {cfg['block_size']}: --init {cfg['init']}'s model reads "
                          f"at most {cfg['max_len']} positions ({what}); give --block-size "
                          f"{cfg['max_len']} or less")
+    if not init_is_run(cfg["init"]):
+        check_init_vocabulary(cfg["init"], cfg["vocab_size"])
     if Path(cfg["data"]).is_dir():
         check_init_corpus(cfg["init"], Path(cfg["data"]))
 
