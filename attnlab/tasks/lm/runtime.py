@@ -295,7 +295,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                                  eos_token_id=tokenizer.eos_id)  # (B, length + n)
             for i, new in zip(chunk, out[:, length:].tolist()):
                 new = new[:new.index(tokenizer.eos_id)] if tokenizer.eos_id in new else new
-                new = [i for i in new if i < tokenizer.vocab_size]  # padded rows: no text
+                new = [t for t in new if t < tokenizer.vocab_size]  # padded rows: no text
                 found[i] = {"prediction": tokenizer.decode(new).replace("\n", " ")}
     return found
 

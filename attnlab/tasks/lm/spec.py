@@ -49,7 +49,9 @@ class LMSettings(AdaptSettings):
                              choices=(*TOKENIZER_KINDS, INIT_TOKENIZER))
     vocab_size: int = setting(None, help="for a text file: vocabulary cap (char/word) or size "
                                          "(bpe)", low=5, optional=True)
-    block_size: int = setting(128, help="context length in tokens, the model's max_len", low=2)
+    block_size: int = setting(128, help="context length in tokens, the model's max_len (with "
+                                        "--init: the training window, at most DIR's positions)",
+                              low=2)
     val_batches: int = setting(20, help="validation batches for val_loss", low=1)
     # no flag: set in a --config file (the length of `attnlab predict`'s continuation)
     predict_tokens: int = setting(100, help="tokens `attnlab predict` continues its input by",
