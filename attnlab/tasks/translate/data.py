@@ -24,7 +24,7 @@ from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
 from ...data.tables import check_digest, read_table
 from ...errors import UsageError
 from ...runs import check_data_files, pin_data_files
-from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
+from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
 
 __all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "check_languages", "builtin_splits",
            "read_pairs", "file_splits", "check_files", "evaluation_pairs", "spell_digits",
@@ -54,8 +54,8 @@ class TranslationTokenizers:
         >>> from attnlab.tokenizers import WordTokenizer
         >>> tok = WordTokenizer.fit(["one two"])
         >>> pair = TranslationTokenizers(tok, tok)
-        >>> pair.encode_sources(["one two"]), pair.encode_targets(["two"])
-        ([[4, 5]], [[1, 5, 2]])
+        >>> pair.encode_sources(["one two"]), pair.encode_targets(["one two"])
+        ([[4, 5]], [[1, 4, 5, 2]])
     """
 
     src: Any
@@ -104,8 +104,12 @@ class TranslationTokenizers:
 
     @classmethod
     def load(cls, path: str | Path) -> TranslationTokenizers:
-        """The pair ``save(path)`` wrote (a run directory's ``tokenizer.json`` and its sibling)."""
-        return cls(load_tokenizer(path), load_tokenizer(Path(path).with_name(TARGET_TOKENIZER_FILE)))
+        """The pair ``save(path)`` wrote (a run directory's ``tokenizer.json`` and its sibling),
+        of any kind attnlab saves (a checkpoint's own too: ``load_any_tokenizer``)."""
+        from ...interop.saved import load_any_tokenizer
+
+        return cls(load_any_tokenizer(path),
+                   load_any_tokenizer(Path(path).with_name(TARGET_TOKENIZER_FILE)))
 
 
 # ---- splits -----------------------------------------------------------------------------

@@ -40,8 +40,8 @@ from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_b
                       translate_texts)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
-           "cross_attention_maps", "read_init", "run", "load", "translate", "predict_many",
-           "evaluate", "attention_maps"]
+           "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
+           "predict_many", "evaluate", "attention_maps"]
 
 # Pairs drawn from the built-in stream to fit the tokenisers on: enough to see every word.
 TOKENIZER_SAMPLE = 5000
@@ -184,26 +184,51 @@ def _fit_tokenizers(cfg, sample, test):
     return cfg, tok
 
 
-def read_init(cfg: dict[str, Any]) -> tuple[Seq2SeqTransformer, TranslationTokenizers]:
+def read_init(task, cfg: dict[str, Any]) -> tuple[Seq2SeqTransformer, TranslationTokenizers]:
     """(the model, its tokenisers) of ``--init DIR``: a Marian directory
     (``attnlab.interop.checkpoint.read_checkpoint``; its one tokeniser reads the source and
-    writes the target) or an attnlab translate run (``attnlab.load``). ``UsageError`` naming
-    DIR for what it cannot be (a run of --arch rnn; every refusal of ``read_checkpoint``)."""
+    writes the target) or an attnlab translate run (``load``, as ``attnlab.load`` opens it).
+    ``UsageError`` naming DIR for what it cannot be (a run of --arch rnn; every refusal of
+    ``read_checkpoint``)."""
     from ...interop.checkpoint import read_checkpoint
-    from ...interop.source import read_init_source
-    from ...loading import load
+    from ...interop.source import reread_init_source
 
-    source = read_init_source(cfg["init"], "translate")
+    # DIR as it was when the settings were checked (its digest recorded in init_sha256)
+    source = reread_init_source(cfg["init"], cfg["init_sha256"], task="translate")
     if source.kind == "hf":
+        from transformers.utils import logging
+
+        logging.disable_progress_bar()  # "Loading weights" on stderr, before the run's header
         ckpt = read_checkpoint(source.path, task="translate")
+        if ckpt.sha256 != source.sha256:
+            raise UsageError(f"--init {source.path}: {ckpt.weights.name} changed while it was "
+                             f"read; start the run again")
         return ckpt.model, TranslationTokenizers(ckpt.tokenizer, ckpt.tokenizer)
     if source.config.get("arch", "transformer") != "transformer":
         raise UsageError(f"--init {source.path}: a --arch {source.config['arch']} run; "
                          f"--init takes a Transformer's")
-    return load(source.path)
+    model, tok = load(task, source.path, task.typed(source.config, source.path))
+    return model, tok
 
 
-def _init_config(cfg, init, sample, test):
+def check_init_lengths(init, cfg: dict[str, Any]) -> None:
+    """``UsageError`` naming ``--data`` (or ``--test``) when a pair of it, encoded by the
+    ``--init`` checkpoint's tokeniser, is longer than its model's positions reach."""
+    model, tok = init
+    reach = model.config.max_len
+    train, val, test = file_splits(cfg)
+    for flag, pairs in (("--data", train + val), ("--test" if cfg.get("test") else "--data", test)):
+        # the decoder reads a target without its last id (teacher forcing)
+        for side, lengths in (("source", map(len, tok.encode_sources([s for s, _ in pairs]))),
+                              ("target", (len(ids) - 1 for ids in
+                                          tok.encode_targets([t for _, t in pairs])))):
+            longest = max(lengths, default=0)
+            if longest > reach:
+                raise UsageError(f"{flag} {cfg[flag.lstrip('-')]}: a {side} of {longest} "
+                                 f"tokens; --init {cfg['init']}'s model reads at most {reach}")
+
+
+def _init_config(cfg, init, sample):
     """(the run config, the model, the tokenisers) of a run from ``--init``: the model's
     weights and the checkpoint's tokenisers, the config deriving what the model holds
     (vocabularies, ``max_len``, a logits bias) and the longest target. The model is rebuilt
@@ -218,10 +243,10 @@ def _init_config(cfg, init, sample, test):
     rebuilt = build_model(cfg)
     differ = [name for name, value in made.as_dict().items()
               if name != "dropout" and getattr(rebuilt.config, name) != value]
-    if differ:  # config.json said one thing, the weights another (a tied head that is not)
+    if differ:  # the config said one thing, the weights another (a tied head that is not)
         name = differ[0]
         raise UsageError(f"--init {cfg.init}: its model has {name} {getattr(made, name)!r}, "
-                         f"its config.json gives {getattr(rebuilt.config, name)!r}")
+                         f"its settings give {getattr(rebuilt.config, name)!r}")
     rebuilt.load_state_dict(model.state_dict())
     return cfg, rebuilt, tok
 
@@ -246,7 +271,11 @@ def _train_loader(cfg: RunSettings, train, tok: TranslationTokenizers):
 def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train, test on the held-out pairs and write the run directory (with
-    ``cross_attention.png``); return test_exact_match, test_bleu and test_chrf."""
+    ``cross_attention.png``); return test_exact_match, test_bleu and test_chrf.
+
+    The model and tokenisers: fit on the data and random; with ``--init DIR``, DIR's (read by
+    ``validate``: ``checked``), the tokenisers saved at once so that ``--resume`` reads them
+    from the run directory and never from DIR."""
     from ...training import finish, fit  # Lightning: loaded by training only
     from ...training.seq2seq import Seq2SeqModule
 
@@ -257,8 +286,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     elif cfg.resume:  # goes on from its checkpoint: the tokenisers it saved when it started
         tok = TranslationTokenizers.load(run_dir / "tokenizer.json")
         model = build_model(cfg)
-    else:
-        cfg, model, tok = _init_config(cfg, checked, sample, test)
+    else:  # validate read DIR before the run directory existed
+        cfg, model, tok = _init_config(cfg, checked or read_init(task, cfg), sample)
         tok.save(run_dir / "tokenizer.json")  # now: --resume of this run reads them
     loader, max_steps, every = _train_loader(cfg, train, tok)
     result = fit(Seq2SeqModule(model, cfg, max_steps), loader,

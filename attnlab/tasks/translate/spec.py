@@ -136,8 +136,10 @@ class TranslateTask(Task):
             UsageError: naming DIR and the config.json setting ``Seq2SeqTransformer`` cannot
                 reproduce.
         """
-        if source.kind != "hf":
-            return super().init_settings(source)
+        if source.kind != "hf":  # with what the run's model was built from besides its flags
+            kept = ("arch", "activation", "pad_id", "sos_id", "eos_id")
+            return {**super().init_settings(source),
+                    **{k: source.config[k] for k in kept if k in source.config}}
         return marian_settings(source.config, source.path)
 
     def validate(self, cfg: dict[str, Any]) -> Any:
@@ -154,9 +156,11 @@ class TranslateTask(Task):
 
         init = None
         if cfg.get("init") is not None and not cfg.get("resume"):
-            init = self.runtime_module().read_init(cfg)
+            init = self.runtime_module().read_init(self, cfg)
         if cfg["data"] is not None:
             check_files(cfg)
+            if init is not None:
+                self.runtime_module().check_init_lengths(init, cfg)
             return init
         check_languages(cfg)
         if cfg.get("epochs") is not None:
