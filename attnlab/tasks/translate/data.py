@@ -67,7 +67,8 @@ class TranslationTokenizers:
         return self.src.kind == "marian"
 
     def encode(self, text: str) -> list[int]:
-        return self.src.encode(text)
+        """The encoder's input ids of ``text`` (``encode_sources``)."""
+        return self.encode_sources([text])[0]
 
     def decode(self, ids) -> str:
         return self.tgt.decode(ids)
