@@ -14,6 +14,11 @@ network commute with a permutation applied alike to their inputs and parameters,
 hidden state of ours is Marian's with its features permuted, and the logits are the same
 (tested in tests/interop/test_hf_marian.py). The export applies the inverse permutation with
 the same code (``_copy_weights``; tested in tests/interop/test_hf_marian_export.py).
+
+Marian adds a fixed buffer to its logits, ``final_logits_bias`` (the trained output bias of the
+original Marian model: non-zero in opus-mt checkpoints, zero in a model built from a config).
+A non-zero one becomes ``Seq2SeqTransformer(final_logits_bias=True)``'s buffer of the same name,
+indexed by token (nothing to permute), and is exported back.
 """
 from __future__ import annotations
 
