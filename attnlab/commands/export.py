@@ -7,7 +7,10 @@ the tokenizer — with the run's logits:
   its tokenizer (``AutoTokenizer.from_pretrained(OUT)``);
 - a translate run (``--arch transformer``) becomes a ``MarianMTModel``
   (``AutoModelForSeq2SeqLM``) with the source tokenizer in OUT and the target tokenizer in
-  ``OUT/target_tokenizer`` (decode the generated ids with it).
+  ``OUT/target_tokenizer`` (decode the generated ids with it); a run started from a Marian
+  checkpoint (``--init``) has Marian's one tokenizer, written as Marian's files
+  (``source.spm``, ``target.spm``, ``vocab.json``, ``tokenizer_config.json``:
+  ``MarianTokenizer.from_pretrained(OUT)``).
 
 The tokenizers encode as the run's own (``attnlab.interop.tokenizer``). OUT is written whole
 or not at all (a temporary directory renamed) and never over an existing path.
@@ -73,6 +76,8 @@ def _hf_parts(run_dir, cfg):
         if cfg.task == "lm":
             hf = to_hf(model, **special_ids(tok))
             return hf, {"": to_hf_tokenizer(tok)}
+        if tok.marian:  # a run from a Marian checkpoint: its one tokenizer, as Marian's files
+            return to_hf(model), {"": tok.src}
         return to_hf(model), {"": to_hf_tokenizer(tok.src),
                               TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}
     except ValueError as e:  # what the architecture cannot represent, named by to_hf

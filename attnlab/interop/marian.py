@@ -14,6 +14,11 @@ network commute with a permutation applied alike to their inputs and parameters,
 hidden state of ours is Marian's with its features permuted, and the logits are the same
 (tested in tests/interop/test_hf_marian.py). The export applies the inverse permutation with
 the same code (``_copy_weights``; tested in tests/interop/test_hf_marian_export.py).
+
+Marian adds a fixed buffer to its logits, ``final_logits_bias`` (the trained output bias of the
+original Marian model: non-zero in opus-mt checkpoints, zero in a model built from a config).
+A non-zero one becomes ``Seq2SeqTransformer(final_logits_bias=True)``'s buffer of the same name,
+indexed by token (nothing to permute), and is exported back.
 """
 from __future__ import annotations
 
@@ -71,9 +76,6 @@ def _check_config(hf) -> None:
                          f"Seq2SeqTransformer stops at one id")
     if c.pad_token_id is None:
         raise ValueError("marian: pad_token_id is None; the source mask and the start token need it")
-    if bool(hf.final_logits_bias.any()):
-        raise ValueError("marian: a non-zero final_logits_bias is not supported "
-                         "(Seq2SeqTransformer's output layer has no bias)")
 
 
 class _FeatureWalk:
@@ -160,6 +162,8 @@ def _copy_weights(model: nn.Module, hf, *, to_marian: bool, embed_scale: float =
         walk.encoder_layer(ours, theirs)
     for ours, theirs in zip(model.transformer.decoder.layers, dec.layers, strict=True):
         walk.decoder_layer(ours, theirs)
+    if model.config.final_logits_bias:  # indexed by token, not by feature: no renaming
+        walk.move(model.final_logits_bias, hf.final_logits_bias[0], walk.keep)
 
 
 def marian_to_seq2seq(hf) -> nn.Module:
@@ -186,6 +190,7 @@ def marian_to_seq2seq(hf) -> nn.Module:
         dropout=c.dropout, norm_first=False,
         activation=_activation(c.activation_function, "marian"),
         max_len=c.max_position_embeddings, positional="sinusoidal", tie_embeddings=tie,
+        final_logits_bias=bool(hf.final_logits_bias.any()),  # opus-mt's are non-zero
         pad_id=c.pad_token_id, sos_id=start, eos_id=c.eos_token_id)
     for module in model.modules():  # Marian's other two dropout rates (they act in training only)
         if isinstance(module, MultiheadAttention):
@@ -254,7 +259,7 @@ def seq2seq_to_marian(model: nn.Module):
         scale_embedding=True,  # attnlab always multiplies by √D
         pad_token_id=model.pad_id, decoder_start_token_id=model.sos_id,
         eos_token_id=model.eos_id, forced_eos_token_id=None)
-    hf = MarianMTModel(config)  # final_logits_bias starts at zero and stays there
+    hf = MarianMTModel(config)  # final_logits_bias starts at zero (ours, if any, is copied)
     _check_position_table(hf)
     _copy_weights(model, hf, to_marian=True)
     return hf.train(model.training)

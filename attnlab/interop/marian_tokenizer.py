@@ -152,6 +152,29 @@ class MarianTokenizer(Tokenizer):
             text = clean_up(text)
         return text
 
+    def save_pretrained(self, directory: str | Path) -> None:
+        """Write the directory ``transformers``' ``MarianTokenizer.from_pretrained`` reads (and
+        ``from_directory`` reads back): ``source.spm``, ``target.spm``, ``vocab.json`` and
+        ``tokenizer_config.json`` (the special pieces, one shared vocabulary).
+
+        Examples:
+            >>> tok.save_pretrained("exported")  # doctest: +SKIP
+            >>> transformers.MarianTokenizer.from_pretrained("exported")  # doctest: +SKIP
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "source.spm").write_bytes(self.source_spm)
+        (directory / "target.spm").write_bytes(self.target_spm)
+        unk, eos, pad = self.special_tokens
+        files = {"vocab.json": self.vocab,
+                 "tokenizer_config.json": {
+                     "tokenizer_class": "MarianTokenizer", "unk_token": unk, "eos_token": eos,
+                     "pad_token": pad, "separate_vocabs": False,
+                     "clean_up_tokenization_spaces": self.clean_up_tokenization_spaces}}
+        for name, data in files.items():
+            (directory / name).write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n",
+                                          encoding="utf-8")
+
     def _payload(self) -> dict:
         unk, eos, pad = self.special_tokens
         return {"source_spm": base64.b64encode(self.source_spm).decode("ascii"),

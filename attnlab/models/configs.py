@@ -155,6 +155,8 @@ class Seq2SeqConfig(ModelConfig):
     positional: str = setting("sinusoidal", help="positional encoding of both halves",
                               choices=positional_names(inputs_only=True, with_none=False))
     tie_embeddings: bool = setting(True, help="share the target embedding with the output layer")
+    final_logits_bias: bool = setting(False, help="a fixed (untrained) bias added to the logits "
+                                      "(Marian's final_logits_bias)", flag=False)
     pad_id: int = setting(0, help="padding id", low=0, flag=False)
     sos_id: int = setting(1, help="start-of-sequence id", low=0, flag=False)
     eos_id: int = setting(2, help="end-of-sequence id", low=0, flag=False)

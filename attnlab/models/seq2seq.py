@@ -9,7 +9,8 @@ L decoder layers.
 The decoder's self-attention is causal; its cross-attention takes queries from the target side
 and keys/values from the last encoder layer (a T×S map). Training feeds the whole target with
 SOS prepended (teacher forcing); ``generate`` starts from SOS and appends the predicted token
-until EOS. Token ids follow attnlab's tokenisers: pad 0, sos 1, eos 2.
+until EOS. Token ids default to attnlab's tokenisers' (pad 0, sos 1, eos 2); a model converted
+from Marian has Marian's (its decoder starts from the pad id).
 """
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ class Seq2SeqTransformer(nn.Module):
         max_len: longest source or target sequence.
         positional: "sinusoidal" (the paper) or "learned".
         tie_embeddings: share the target embedding with the output projection.
+        final_logits_bias: add a fixed bias buffer (V_t,) to the logits, saved in the state
+            dict and never trained (Marian's; zero until weights are copied in).
         pad_id, sos_id, eos_id: special token ids (0, 1, 2 in attnlab's tokenisers).
 
     Raises:
@@ -76,8 +79,8 @@ class Seq2SeqTransformer(nn.Module):
                  dropout: float = 0.0, num_encoder_layers: int | None = None,
                  num_decoder_layers: int | None = None, norm_first: bool = False,
                  activation: str = "relu", max_len: int = 512, positional: str = "sinusoidal",
-                 tie_embeddings: bool = True, pad_id: int = 0, sos_id: int = 1,
-                 eos_id: int = 2) -> None:
+                 tie_embeddings: bool = True, final_logits_bias: bool = False, pad_id: int = 0,
+                 sos_id: int = 1, eos_id: int = 2) -> None:
         super().__init__()
         for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
             if not isinstance(value, int) or value < 1:
@@ -100,6 +103,8 @@ class Seq2SeqTransformer(nn.Module):
         self.output = nn.Linear(model_dim, tgt_vocab_size, bias=False)
         if tie_embeddings:
             self.output.weight = self.tgt_embedding.weight
+        if final_logits_bias:  # a buffer, as in Marian: saved with the weights, never trained
+            self.register_buffer("final_logits_bias", torch.zeros(tgt_vocab_size))  # (V_t,)
         # runs saved before the positional module was named as in the other models
         accept_old_names(self, {"positional": "positional_encoding"})
 
@@ -158,7 +163,13 @@ class Seq2SeqTransformer(nn.Module):
         offset = 0 if cache is None else cache[0]["self"].length
         x = self._embed(tgt, self.tgt_embedding, offset)  # (B, T, D)
         h = self.transformer.decode(x, memory, memory_mask, cache=cache)  # (B, T, D)
-        return self.output(h[:, -1:] if last_only else h)
+        return self._logits(h[:, -1:] if last_only else h)
+
+    def _logits(self, h: Tensor) -> Tensor:  # (..., D) -> (..., V_t)
+        logits = self.output(h)
+        if self.config.final_logits_bias:
+            logits = logits + self.final_logits_bias
+        return logits
 
     def make_cache(self) -> list[dict[str, KVCache]]:
         """Per decoder layer: a growing self-attention cache and a once-computed cross one."""
@@ -170,7 +181,7 @@ class Seq2SeqTransformer(nn.Module):
         path of generation (eval mode), equal to ``decode(..., cache=cache)[:, -1]``."""
         x = self._embed(token, self.tgt_embedding, cache[0]["self"].length)  # (B, 1, D)
         h = self.transformer.decoder.step(x, memory, cache, memory_mask)  # (B, 1, D)
-        return self.output(h[:, 0])  # (B, V_t)
+        return self._logits(h[:, 0])  # (B, V_t)
 
     def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """Teacher forcing: logits (B, T, V_t) for every target position at once."""

@@ -7,7 +7,7 @@ import torch
 from torch.testing import assert_close
 
 transformers = pytest.importorskip("transformers")
-from attnlab.interop import from_hf  # noqa: E402
+from attnlab.interop import from_hf, to_hf  # noqa: E402
 from attnlab.models import Seq2SeqTransformer  # noqa: E402
 from attnlab.nn.positional import sinusoidal_table  # noqa: E402
 
@@ -96,11 +96,23 @@ def test_refuses_what_seq2seq_cannot_represent(overrides, setting):
         from_hf(tiny_marian(**overrides))
 
 
-def test_refuses_a_final_logits_bias_another_position_table_and_a_model_without_head():
+def test_a_final_logits_bias_is_kept_and_exported():
     hf = tiny_marian()
-    hf.final_logits_bias[0, 3] = 1.0
-    with pytest.raises(ValueError, match="final_logits_bias"):
-        from_hf(hf)
+    hf.final_logits_bias.normal_(std=1.0)  # opus-mt's output layer has a trained bias
+    ours = from_hf(hf)
+    assert ours.config.final_logits_bias
+    src, src_mask = right_padded_source()
+    tgt = torch.randint(0, V, (3, 5))
+    with torch.no_grad():
+        expected = hf(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt).logits
+        assert_close(ours(src, tgt, src_mask=src_mask.bool()), expected, **TOL)
+        back = to_hf(ours).eval()
+        assert torch.equal(back.final_logits_bias, hf.final_logits_bias)
+        assert_close(back(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt).logits,
+                     expected, **TOL)
+
+
+def test_refuses_another_position_table_and_a_model_without_head():
     hf = tiny_marian()
     with torch.no_grad():  # attnlab's interleaved layout, which the permutation would scramble
         hf.model.encoder.embed_positions.weight.copy_(sinusoidal_table(64, 16))

@@ -24,7 +24,7 @@ from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
 from ...data.tables import check_digest, read_table
 from ...errors import UsageError
 from ...runs import check_data_files, pin_data_files
-from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, load_tokenizer
+from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
 
 __all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "check_languages", "builtin_splits",
            "read_pairs", "file_splits", "check_files", "evaluation_pairs", "spell_digits",
@@ -40,16 +40,64 @@ class TranslationTokenizers:
     ``encode`` reads source text, ``decode`` writes target text; ``save(path)`` writes the
     source tokeniser to ``path`` and the target one next to it as ``target_tokenizer.json``,
     which ``TranslationTokenizers.load(path)`` reads back.
+
+    The model's inputs are made here, from the tokenisers' own special ids:
+
+    - attnlab's tokenisers (pad 0, sos 1, eos 2): a source is its pieces, a target
+      ``[sos, pieces..., eos]``;
+    - a Marian checkpoint's (``src`` and ``tgt`` the same ``MarianTokenizer``), as Marian was
+      trained: a source is its pieces then ``</s>``, a target ``[pad, pieces..., </s>]``
+      (Marian's decoder starts from its pad id), the target's pieces cut by its target
+      SentencePiece model.
+
+    Examples:
+        >>> from attnlab.tokenizers import WordTokenizer
+        >>> tok = WordTokenizer.fit(["one two"])
+        >>> pair = TranslationTokenizers(tok, tok)
+        >>> pair.encode_sources(["one two"]), pair.encode_targets(["one two"])
+        ([[4, 5]], [[1, 4, 5, 2]])
     """
 
     src: Any
     tgt: Any
 
+    @property
+    def marian(self) -> bool:
+        """Whether these are a Marian checkpoint's tokeniser (see the class doc)."""
+        return self.src.kind == "marian"
+
     def encode(self, text: str) -> list[int]:
-        return self.src.encode(text)
+        """The encoder's input ids of ``text`` (``encode_sources``)."""
+        return self.encode_sources([text])[0]
 
     def decode(self, ids) -> str:
         return self.tgt.decode(ids)
+
+    def encode_sources(self, texts: list[str]) -> list[list[int]]:
+        """The encoder's input ids of each text (without padding)."""
+        if self.marian:
+            return [self.src.encode(t, add_special_tokens=True) for t in texts]
+        return self.src.encode_batch(texts)
+
+    def source_pieces(self, text: str) -> list[str]:
+        """A readable label for each id of ``encode_sources([text])[0]``."""
+        pieces = [t.strip() or repr(t) for t in self.src.tokenize(text)]
+        return [*pieces, "</s>"] if self.marian else pieces
+
+    def encode_targets(self, texts: list[str]) -> list[list[int]]:
+        """The decoder's ids of each target text: start, pieces, end (teacher forcing reads all
+        but the last and predicts all but the first)."""
+        if self.marian:
+            return [[self.tgt.sos_id, *self.tgt.encode_target(t)] for t in texts]
+        return self.tgt.encode_batch(texts, add_special_tokens=True)
+
+    def decoder_input(self, translation: str) -> list[int]:
+        """The start id then the pieces of ``translation`` (no end): what the decoder reads while
+        it writes ``translation``."""
+        if self.marian:
+            return [self.tgt.sos_id, *self.tgt.encode_target(translation,
+                                                             add_special_tokens=False)]
+        return [self.tgt.sos_id, *self.tgt.encode(translation)]
 
     def save(self, path: str | Path) -> None:
         self.src.save(path)
@@ -57,8 +105,12 @@ class TranslationTokenizers:
 
     @classmethod
     def load(cls, path: str | Path) -> TranslationTokenizers:
-        """The pair ``save(path)`` wrote (a run directory's ``tokenizer.json`` and its sibling)."""
-        return cls(load_tokenizer(path), load_tokenizer(Path(path).with_name(TARGET_TOKENIZER_FILE)))
+        """The pair ``save(path)`` wrote (a run directory's ``tokenizer.json`` and its sibling),
+        of any kind attnlab saves (a checkpoint's own too: ``load_any_tokenizer``)."""
+        from ...interop.saved import load_any_tokenizer
+
+        return cls(load_any_tokenizer(path),
+                   load_any_tokenizer(Path(path).with_name(TARGET_TOKENIZER_FILE)))
 
 
 # ---- splits -----------------------------------------------------------------------------

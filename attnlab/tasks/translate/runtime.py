@@ -40,8 +40,8 @@ from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_b
                       translate_texts)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
-           "cross_attention_maps", "run", "load", "translate", "predict_many", "evaluate",
-           "attention_maps"]
+           "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
+           "predict_many", "evaluate", "attention_maps"]
 
 # Pairs drawn from the built-in stream to fit the tokenisers on: enough to see every word.
 TOKENIZER_SAMPLE = 5000
@@ -49,10 +49,11 @@ TOKENIZER_SAMPLE = 5000
 
 # ---- batches ----------------------------------------------------------------------------
 def encode_pairs(tok: TranslationTokenizers, pairs: list[tuple[str, str]]) -> tuple[Tensor, Tensor]:
-    """(src (B, S), tgt (B, T)) of text pairs; targets are wrapped in SOS ... EOS."""
-    src = tok.src.encode_batch([s for s, _ in pairs])
-    tgt = tok.tgt.encode_batch([t for _, t in pairs], add_special_tokens=True)
-    return pad(src), pad(tgt)
+    """(src (B, S), tgt (B, T)) of text pairs, each padded with its tokeniser's pad id; targets
+    are wrapped in start ... EOS (``TranslationTokenizers.encode_targets``)."""
+    src = tok.encode_sources([s for s, _ in pairs])
+    tgt = tok.encode_targets([t for _, t in pairs])
+    return pad(src, tok.src.pad_id), pad(tgt, tok.tgt.pad_id)
 
 
 def stream_batches(pairs, tok: TranslationTokenizers, batch_size: int, steps: int):
@@ -129,10 +130,10 @@ def _pair(tok: TranslationTokenizers, src_text: str, translation: str,
     The decoder input is cut at ``max_len`` tokens (the run's ``max_len``, the most the model
     reads; None: not cut): a translation that decodes to broken characters (an untrained
     model's) encodes back to more tokens than were generated."""
-    src = torch.tensor([tok.src.encode(src_text)])  # (1, S)
-    tgt_ids = [tok.tgt.sos_id, *tok.tgt.encode(translation)][:max_len]
+    src = torch.tensor(tok.encode_sources([src_text]))  # (1, S)
+    tgt_ids = tok.decoder_input(translation)[:max_len]
     tgt_labels = [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids]
-    src_labels = [t.strip() or repr(t) for t in tok.src.tokenize(src_text)]
+    src_labels = tok.source_pieces(src_text)
     return src, torch.tensor([tgt_ids]), src_labels, tgt_labels
 
 
@@ -183,6 +184,73 @@ def _fit_tokenizers(cfg, sample, test):
     return cfg, tok
 
 
+def read_init(task, cfg: dict[str, Any]) -> tuple[Seq2SeqTransformer, TranslationTokenizers]:
+    """(the model, its tokenisers) of ``--init DIR``: a Marian directory
+    (``attnlab.interop.checkpoint.read_checkpoint``; its one tokeniser reads the source and
+    writes the target) or an attnlab translate run (``load``, as ``attnlab.load`` opens it).
+    ``UsageError`` naming DIR for what it cannot be (a run of --arch rnn; every refusal of
+    ``read_checkpoint``)."""
+    from ...interop.checkpoint import read_checkpoint
+    from ...interop.source import reread_init_source
+
+    # DIR as it was when the settings were checked (its digest recorded in init_sha256)
+    source = reread_init_source(cfg["init"], cfg["init_sha256"], task="translate")
+    if source.kind == "hf":
+        from transformers.utils import logging
+
+        logging.disable_progress_bar()  # "Loading weights" on stderr, before the run's header
+        ckpt = read_checkpoint(source.path, task="translate")
+        if ckpt.sha256 != source.sha256:
+            raise UsageError(f"--init {source.path}: {ckpt.weights.name} changed while it was "
+                             f"read; start the run again")
+        return ckpt.model, TranslationTokenizers(ckpt.tokenizer, ckpt.tokenizer)
+    if source.config.get("arch", "transformer") != "transformer":
+        raise UsageError(f"--init {source.path}: a --arch {source.config['arch']} run; "
+                         f"--init takes a Transformer's")
+    model, tok = load(task, source.path, task.typed(source.config, source.path))
+    return model, tok
+
+
+def check_init_lengths(init, cfg: dict[str, Any]) -> None:
+    """``UsageError`` naming ``--data`` (or ``--test``) when a pair of it, encoded by the
+    ``--init`` checkpoint's tokeniser, is longer than its model's positions reach."""
+    model, tok = init
+    reach = model.config.max_len
+    train, val, test = file_splits(cfg)
+    for flag, pairs in (("--data", train + val), ("--test" if cfg.get("test") else "--data", test)):
+        # the decoder reads a target without its last id (teacher forcing)
+        for side, lengths in (("source", map(len, tok.encode_sources([s for s, _ in pairs]))),
+                              ("target", (len(ids) - 1 for ids in
+                                          tok.encode_targets([t for _, t in pairs])))):
+            longest = max(lengths, default=0)
+            if longest > reach:
+                raise UsageError(f"{flag} {cfg[flag.lstrip('-')]}: a {side} of {longest} "
+                                 f"tokens; --init {cfg['init']}'s model reads at most {reach}")
+
+
+def _init_config(cfg, init, sample):
+    """(the run config, the model, the tokenisers) of a run from ``--init``: the model's
+    weights and the checkpoint's tokenisers, the config deriving what the model holds
+    (vocabularies, ``max_len``, a logits bias) and the longest target. The model is rebuilt
+    from the config (``build_model``) and the checkpoint's weights copied in, so the run's
+    config.yaml alone rebuilds it (``load``, ``--resume``)."""
+    model, tok = init
+    made = model.config
+    tgt_len = max(map(len, tok.encode_targets([t for _, t in sample])))
+    cfg = cfg.derive(src_vocab_size=made.src_vocab_size, tgt_vocab_size=made.tgt_vocab_size,
+                     max_len=made.max_len, final_logits_bias=made.final_logits_bias,
+                     max_target_len=min(made.max_len - 1, tgt_len + max(4, tgt_len // 2)))
+    rebuilt = build_model(cfg)
+    differ = [name for name, value in made.as_dict().items()
+              if name != "dropout" and getattr(rebuilt.config, name) != value]
+    if differ:  # the config said one thing, the weights another (a tied head that is not)
+        name = differ[0]
+        raise UsageError(f"--init {cfg.init}: its model has {name} {getattr(made, name)!r}, "
+                         f"its settings give {getattr(rebuilt.config, name)!r}")
+    rebuilt.load_state_dict(model.state_dict())
+    return cfg, rebuilt, tok
+
+
 def _train_loader(cfg: RunSettings, train, tok: TranslationTokenizers):
     """(training batches, max_steps, validation interval): the built-in stream is endless, so
     it trains for --max-steps and validates five times; --data trains for --max-steps or
@@ -203,13 +271,24 @@ def _train_loader(cfg: RunSettings, train, tok: TranslationTokenizers):
 def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train, test on the held-out pairs and write the run directory (with
-    ``cross_attention.png``); return test_exact_match, test_bleu and test_chrf."""
+    ``cross_attention.png``); return test_exact_match, test_bleu and test_chrf.
+
+    The model and tokenisers: fit on the data and random; with ``--init DIR``, DIR's (read by
+    ``validate``: ``checked``), the tokenisers saved at once so that ``--resume`` reads them
+    from the run directory and never from DIR."""
     from ...training import finish, fit  # Lightning: loaded by training only
     from ...training.seq2seq import Seq2SeqModule
 
     train, sample, val, test = _splits(cfg)
-    cfg, tok = _fit_tokenizers(cfg, sample, test)
-    model = build_model(cfg)
+    if cfg.get("init") is None:
+        cfg, tok = _fit_tokenizers(cfg, sample, test)
+        model = build_model(cfg)
+    elif cfg.resume:  # goes on from its checkpoint: the tokenisers it saved when it started
+        tok = TranslationTokenizers.load(run_dir / "tokenizer.json")
+        model = build_model(cfg)
+    else:  # validate read DIR before the run directory existed
+        cfg, model, tok = _init_config(cfg, checked or read_init(task, cfg), sample)
+        tok.save(run_dir / "tokenizer.json")  # now: --resume of this run reads them
     loader, max_steps, every = _train_loader(cfg, train, tok)
     result = fit(Seq2SeqModule(model, cfg, max_steps), loader,
                  padded_loader(tok, val, cfg.batch_size), cfg, run_dir,

@@ -42,7 +42,7 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     Raises:
         UsageError: if a text is longer than the model's positional encoding reaches.
     """
-    ids = tok.src.encode_batch(texts)
+    ids = tok.encode_sources(texts)
     longest = max(range(len(ids)), key=lambda i: len(ids[i]), default=None)
     # the positions a Transformer's encoding has (a recurrent model has no such limit)
     max_len = getattr(getattr(model, "config", None), "max_len", None)
@@ -56,7 +56,7 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
         batch_size = max(1, batch_size // num_beams)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
-        generated = model.generate(pad([ids[i] for i in chunk]), max_new_tokens,
+        generated = model.generate(pad([ids[i] for i in chunk], tok.src.pad_id), max_new_tokens,
                                    num_beams=num_beams, length_penalty=length_penalty)
         for i, row in zip(chunk, generated.tolist()):
             out[i] = tok.decode(row[1:])  # after SOS; decode drops EOS and padding
@@ -108,7 +108,7 @@ def scores_by_length(tok: TranslationTokenizers, pairs, hyps: list[str]) -> list
     """Exact match and chrF of the pairs grouped by their source's length in tokens: one row
     per non-empty bucket, ``{"lengths": "a-b", "first", "last", "pairs", "exact_match",
     "chrf"}``."""
-    lengths = [len(ids) for ids in tok.src.encode_batch([s for s, _ in pairs])]
+    lengths = [len(ids) for ids in tok.encode_sources([s for s, _ in pairs])]
     rows = []
     for first, last in length_buckets(lengths):
         chosen = [i for i, n in enumerate(lengths) if first <= n <= last]

@@ -35,7 +35,7 @@ from ...tokenizers import TOKENIZER_KINDS
 from ..base import Runtime, Task, model_defaults
 
 __all__ = ["TranslateSettings", "TranslateTask", "TASKS", "TOKENIZERS", "DATASETS",
-           "BLEU_TOKENIZE", "ARCHS"]
+           "BLEU_TOKENIZE", "ARCHS", "marian_settings"]
 
 TOKENIZERS = ("auto", *TOKENIZER_KINDS)  # auto: chosen from the data (resolve_tokenizer)
 DATASETS = ("numbers", "dates")
@@ -46,6 +46,8 @@ ARCHS = ("transformer", "rnn", "rnn-additive", "rnn-bilinear")
 TRANSFORMER_ONLY = ("num_heads", "dim_feedforward", "num_encoder_layers", "num_decoder_layers",
                     "norm_first", "positional", "tie_embeddings")
 BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")  # sacrebleu's; auto: resolve_bleu_tokenize
+# what fits the tokenisers of a run from scratch; --init DIR brings its own
+TOKENIZER_SETTINGS = ("src_tokenizer", "tgt_tokenizer", "vocab_size")
 
 
 @dataclass
@@ -98,6 +100,7 @@ class TranslateDerived:
     max_target_len: int | None = None
     max_len: int | None = None
     bleu_tokenize: str | None = None
+    final_logits_bias: bool | None = None  # --init: whether the checkpoint's head has one
 
 
 class TranslateTask(Task):
@@ -123,18 +126,42 @@ class TranslateTask(Task):
 
         return runtime
 
-    def validate(self, cfg: dict[str, Any]) -> None:
+    def init_settings(self, source) -> dict[str, Any]:
+        """The settings a Marian directory fixes (``--init DIR``), read from its config.json:
+        the sizes, the activation, Marian's post-LN blocks and sinusoids, whether the head is
+        tied, and its special ids (its decoder starts from ``decoder_start_token_id``, the pad
+        id); an attnlab translate run's are its recorded ones (``Task.init_settings``).
+
+        Raises:
+            UsageError: naming DIR and the config.json setting ``Seq2SeqTransformer`` cannot
+                reproduce.
+        """
+        if source.kind != "hf":  # with what the run's model was built from besides its flags
+            kept = ("arch", "activation", "pad_id", "sos_id", "eos_id")
+            return {**super().init_settings(source),
+                    **{k: source.config[k] for k in kept if k in source.config}}
+        return marian_settings(source.config, source.path)
+
+    def validate(self, cfg: dict[str, Any]) -> Any:
         """The languages of the built-in data, what it cannot do (--epochs; more held-out
         numbers than half of --max-number), and the --data files, read now: a malformed one
-        fails before the run starts."""
+        fails before the run starts. With ``--init DIR`` (not resumed), DIR's model and
+        tokenizer are read now too (``runtime.read_init``), so that corrupt weights or a
+        tokenizer that disagrees with them are refused before the run directory exists; they
+        are returned, for ``run``."""
         # imported here, not at the top: it loads num2words (tens of ms: benchmarks/RESULTS.md),
         # which only a translate run needs, and every attnlab command imports this module to
         # build its parser
         from .data import check_files, check_languages
 
+        init = None
+        if cfg.get("init") is not None and not cfg.get("resume"):
+            init = self.runtime_module().read_init(self, cfg)
         if cfg["data"] is not None:
             check_files(cfg)
-            return
+            if init is not None:
+                self.runtime_module().check_init_lengths(init, cfg)
+            return init
         check_languages(cfg)
         if cfg.get("epochs") is not None:
             raise UsageError(f"--epochs: the built-in {cfg['dataset']} are generated without "
@@ -143,6 +170,7 @@ class TranslateTask(Task):
         if cfg["dataset"] == "numbers" and 2 * held_out > cfg["max_number"]:
             raise UsageError(f"--test-size + --val-size ({held_out}) must be at most half of "
                              f"--max-number ({cfg['max_number']})")
+        return init
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """all-but-last-N counts the decoder's blocks; a GRU model has no attention
@@ -160,6 +188,10 @@ class TranslateTask(Task):
         """A recurrent --arch has no use for the Transformer's own settings; --data has none
         for the built-in data's, nor the built-in data for the columns of a file."""
         groups = []
+        if cfg.get("init") is not None:
+            groups.append((list(TOKENIZER_SETTINGS),
+                           f"for fitting new tokenizers; --init {cfg['init']} brings its "
+                           f"checkpoint's own tokenizer"))
         if cfg.get("arch", "transformer") != "transformer":
             groups.append((list(TRANSFORMER_ONLY),
                            f"for --arch transformer only; --arch {cfg['arch']} (a GRU "
@@ -214,6 +246,57 @@ class TranslateTask(Task):
 
         return runtime.evaluate_by_length(self, run_dir, self.typed(cfg, run_dir), data, out,
                                           quantize=quantize)
+
+
+def marian_settings(config: dict[str, Any], where: Path) -> dict[str, Any]:
+    """The ``attnlab train translate`` settings of a Marian ``config.json`` (``config``, read
+    from the directory ``where``): what ``attnlab.interop.marian.marian_to_seq2seq`` builds
+    from the same config, without loading the weights.
+
+    Raises:
+        UsageError: naming ``where`` and the setting ``Seq2SeqTransformer`` cannot reproduce.
+
+    Examples:
+        >>> settings = marian_settings({"d_model": 16, "encoder_layers": 2, "decoder_layers": 1,
+        ...     "encoder_attention_heads": 2, "decoder_attention_heads": 2,
+        ...     "encoder_ffn_dim": 24, "decoder_ffn_dim": 24, "activation_function": "swish",
+        ...     "scale_embedding": True, "pad_token_id": 49, "eos_token_id": 0,
+        ...     "decoder_start_token_id": 49}, Path("marian"))
+        >>> settings["num_encoder_layers"], settings["activation"], settings["sos_id"]
+        (2, 'silu', 49)
+    """
+    from ...interop.weights import activation  # torch: an --init run trains anyway
+
+    c = dict(config)
+
+    def refuse(why: str):
+        return UsageError(f"--init {where}: {why} (config.json)")
+
+    for enc, dec in (("encoder_attention_heads", "decoder_attention_heads"),
+                     ("encoder_ffn_dim", "decoder_ffn_dim")):
+        if c.get(enc) != c.get(dec):
+            raise refuse(f"{enc} {c.get(enc)} and {dec} {c.get(dec)} differ; attnlab's "
+                         f"Seq2SeqTransformer has one value for both stacks")
+    for name in ("encoder_layerdrop", "decoder_layerdrop"):
+        if c.get(name):
+            raise refuse(f"{name} {c[name]} (skipping layers while training) is not supported")
+    pad, eos = c.get("pad_token_id"), c.get("eos_token_id")
+    if not isinstance(pad, int) or not isinstance(eos, int):
+        raise refuse(f"pad_token_id {pad!r} and eos_token_id {eos!r} must each be one id")
+    start = c.get("decoder_start_token_id")
+    try:
+        act = activation(c.get("activation_function", "gelu"), "marian")
+    except ValueError as e:
+        raise refuse(str(e).removeprefix("marian: ")) from None
+    scaled = bool(c.get("scale_embedding", False))
+    return {"arch": "transformer", "model_dim": c["d_model"],
+            "num_heads": c["encoder_attention_heads"], "num_layers": c["decoder_layers"],
+            "num_encoder_layers": c["encoder_layers"], "num_decoder_layers": c["decoder_layers"],
+            "dim_feedforward": c["encoder_ffn_dim"], "norm_first": False,
+            "positional": "sinusoidal", "activation": act,
+            # unscaled embeddings are stored divided by √D, so the head cannot share them
+            "tie_embeddings": scaled and bool(c.get("tie_word_embeddings", True)),
+            "pad_id": pad, "sos_id": pad if start is None else start, "eos_id": eos}
 
 
 TASKS = {"translate": TranslateTask()}
