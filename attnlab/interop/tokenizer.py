@@ -40,6 +40,8 @@ def to_hf_tokenizer(tokenizer: Tokenizer):
     from tokenizers import Tokenizer as HFTokenizer
     from transformers import PreTrainedTokenizerFast
 
+    if tokenizer.kind == "hf":  # a checkpoint's own: its fast tokeniser as it came
+        return tokenizer.to_transformers()
     if tokenizer.kind == "bpe":
         inner = HFTokenizer.from_str(tokenizer.tokenizer.to_str())
     elif tokenizer.kind in ("char", "word"):

@@ -8,12 +8,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ACT_FROM_HF", "ACT_TO_HF", "activation", "copy", "copy_linear", "copy_norm"]
+from ..activation_names import ACT_FROM_HF, ACT_TO_HF  # light: the specs read them too
 
-# Hugging Face activation names -> attnlab.nn activation names
-ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-               "gelu_fast": "gelu_tanh", "relu": "relu", "silu": "silu", "swish": "silu"}
-ACT_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
+__all__ = ["ACT_FROM_HF", "ACT_TO_HF", "activation", "copy", "copy_linear", "copy_norm"]
 
 
 def activation(name: str, model_type: str) -> str:

@@ -1,0 +1,148 @@
+"""What a Hugging Face BERT-family directory fixes of ``attnlab train classify --init DIR``:
+the encoder's shape and architecture, read from its ``config.json`` and the names in its
+weights file (light: no torch, so a disagreeing flag is refused before torch loads).
+
+    config.json (BERT, RoBERTa, XLM-R, CamemBERT)   (DistilBERT)      -> classify setting
+    hidden_size                                     dim               model_dim
+    num_attention_heads                             n_heads           num_heads
+    num_hidden_layers                               n_layers          num_layers
+    intermediate_size                               hidden_dim        dim_feedforward
+    max_position_embeddings                         (the same)        max_positions
+    type_vocab_size                                 (none: 0)         type_vocab_size
+    hidden_act                                      activation        activation
+    layer_norm_eps                                  (1e-12)           layer_norm_eps
+    pad_token_id                                    (the same)        pad_id
+    model_type                                      (the same)        arch
+
+RoBERTa's family counts positions from ``pad_token_id + 1`` (``position_style="roberta"``).
+``pooling`` is ``"cls"`` (BERT's pooler) when the weights hold a pooler, else ``"mean"``. What
+``config.json`` says that attnlab cannot build (a decoder, relative positions, an activation
+it lacks) is refused when the checkpoint is read (``attnlab.interop.checkpoint``), still before
+the run directory is written.
+
+Examples:
+    >>> settings_of_config("bert", {"hidden_size": 32, "num_attention_heads": 4,
+    ...     "num_hidden_layers": 2, "intermediate_size": 48, "max_position_embeddings": 64,
+    ...     "type_vocab_size": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12,
+    ...     "pad_token_id": 0})["position_style"]
+    'absolute'
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from ...activation_names import ACT_FROM_HF
+from ...errors import UsageError
+from ...models.configs import BertClassifierConfig
+
+__all__ = ["init_settings", "settings_of_config", "has_pooler", "check_pretrained",
+           "max_tokens", "read_init", "ARCHS", "ROBERTA_STYLE"]
+
+ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
+ARCHS = ("transformer", "bert", *ROBERTA_STYLE, "distilbert")  # classify's --arch values
+_POOLER = "pooler.dense.weight"  # the pooler's weight, under any prefix (bert., roberta.)
+
+
+def init_settings(source) -> dict[str, Any]:
+    """The classify settings a Hugging Face checkpoint (an ``InitSource`` of kind "hf") fixes.
+
+    Raises:
+        UsageError: naming the file when config.json lacks a size or the weights file cannot
+            be read.
+    """
+    settings = settings_of_config(source.model_type, source.config, where=source.path)
+    settings["pooling"] = "cls" if has_pooler(source.weights) else "mean"
+    return settings
+
+
+def settings_of_config(model_type: str, config: dict[str, Any], *,
+                       where: str | Path = "config.json") -> dict[str, Any]:
+    """The settings of a BERT-family ``config.json`` (``config``) of ``model_type``, but for
+    ``pooling``, which the weights say (see the module doc)."""
+    distil = model_type == "distilbert"
+    names = (("dim", "n_heads", "n_layers", "hidden_dim", "activation") if distil else
+             ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
+              "hidden_act"))
+
+    def need(key: str, default: Any = None) -> Any:
+        value = config.get(key, default)
+        if value is None:
+            raise UsageError(f"{Path(where) / 'config.json'} has no {key!r}")
+        return value
+
+    dim, heads, layers, ff, act = (need(k) for k in names)
+    pad = config.get("pad_token_id")
+    return {"arch": model_type, "model_dim": dim, "num_heads": heads, "num_layers": layers,
+            "dim_feedforward": ff, "max_positions": need("max_position_embeddings"),
+            "type_vocab_size": 0 if distil else need("type_vocab_size", 2),
+            "activation": ACT_FROM_HF.get(act, act),  # an unknown one: refused when read
+            "layer_norm_eps": 1e-12 if distil else need("layer_norm_eps", 1e-12),
+            "pad_id": 0 if pad is None else pad,
+            "position_style": "roberta" if model_type in ROBERTA_STYLE else "absolute",
+            "positional": "learned"}
+
+
+def has_pooler(weights: Path) -> bool:
+    """Whether ``weights`` holds BERT's pooler, read without torch: the tensor names of a
+    safetensors file's JSON header, or the pickled state dict's keys of a PyTorch zip file.
+
+    Raises:
+        UsageError: naming the file when it is neither.
+    """
+    try:
+        if weights.suffix == ".safetensors":
+            with open(weights, "rb") as f:
+                size = int.from_bytes(f.read(8), "little")
+                names = json.loads(f.read(size))
+            return any(name.endswith(_POOLER) for name in names)
+        with zipfile.ZipFile(weights) as z:  # torch.save's format: <name>/data.pkl
+            pickled = next(n for n in z.namelist() if n.endswith("data.pkl"))
+            return _POOLER.encode() in z.read(pickled)
+    except (OSError, ValueError, StopIteration, zipfile.BadZipFile) as e:
+        kind = "safetensors" if weights.suffix == ".safetensors" else "PyTorch weights"
+        raise UsageError(f"{weights} is not a readable {kind} file "
+                         f"({' '.join(str(e).split()) or type(e).__name__})") from None
+
+
+def max_tokens(cfg: dict[str, Any]) -> int:
+    """The longest text (in tokens, special ones included) the pretrained encoder of ``cfg``
+    holds: its position table, less what RoBERTa's counting skips."""
+    return BertClassifierConfig.from_dict(cfg).max_tokens
+
+
+def check_pretrained(cfg: dict[str, Any]) -> None:
+    """A pretrained encoder comes with ``--init``, and reads at most ``max_tokens`` tokens.
+
+    Raises:
+        UsageError: naming the setting.
+    """
+    if not cfg.get("init"):
+        raise UsageError(f"arch {cfg['arch']!r} is a pretrained encoder's: it comes from "
+                         f"--init DIR (a Hugging Face directory), never set alone")
+    most = max_tokens(cfg)
+    if cfg["max_len"] > most:
+        raise UsageError(f"--max-len {cfg['max_len']}: --init {cfg['init']}'s model holds at "
+                         f"most {most} tokens ({cfg['max_positions']} position embeddings); "
+                         f"give --max-len {most} or less")
+
+
+def read_init(cfg: dict[str, Any]):
+    """The ``attnlab.interop.checkpoint.Checkpoint`` of a Hugging Face ``--init`` directory
+    (None for an attnlab run: the runtime loads it), its weights the ones configured.
+
+    Raises:
+        UsageError: whatever ``read_checkpoint`` refuses, and weights that changed since the
+            run was configured (``init_sha256``).
+    """
+    if (Path(cfg["init"]) / "config.yaml").is_file():
+        return None
+    from ...interop.checkpoint import read_checkpoint  # torch and transformers
+
+    checkpoint = read_checkpoint(cfg["init"], task="classify")
+    if cfg.get("init_sha256") and checkpoint.sha256 != cfg["init_sha256"]:
+        raise UsageError(f"--init {cfg['init']} changed since the run was configured (its "
+                         f"weights' SHA-256 is not the one recorded); run the command again")
+    return checkpoint
