@@ -63,11 +63,13 @@ ABSENT: Any = _Absent()
 class SharedDerived:
     """What every run derives while it starts: the run directory chosen (``--out`` or
     ``runs/TASK-<timestamp>``), the number format Fabric runs (``--precision auto`` resolved;
-    a format the device lacks replaced), and the SHA-256 of each data file it reads."""
+    a format the device lacks replaced), the SHA-256 of each data file it reads, and the
+    SHA-256 of the weights file ``--init`` starts from."""
 
     out: str | None = None
     precision: str | None = None
     data_sha256: dict[str, str] | None = None
+    init_sha256: str | None = None
 
 
 class RunSettings:

@@ -171,9 +171,11 @@ class GenerationSettings(SamplingSettings):
 
 @dataclass
 class AdaptSettings:
-    """What a run trains of its model (lm, classify and translate): every weight, all but the
-    first blocks, or a low-rank update of the attention projections (``attnlab.nn.lora``).
-    The rules between them and the model are ``check_adapt``'s."""
+    """What a run trains of its model (lm, classify and translate), and from what: every weight,
+    all but the first blocks, or a low-rank update of the attention projections
+    (``attnlab.nn.lora``), starting from random weights or from ``--init DIR``'s. The rules
+    between them and the model are ``check_adapt``'s; ``--init`` is ``Task.init_settings``'s
+    and ``attnlab.interop.source``'s."""
 
     freeze: str = setting("none", metavar="WHAT",
                           help="none; encoder (classify, translate: train the head or the "
@@ -184,6 +186,10 @@ class AdaptSettings:
                                   "instead of the weights, merged into them at the end")
     lora_alpha: float = setting(None, low=0, above=True, optional=True,
                                 help="the LoRA update's scale is alpha/R (default: R)")
+    init: str = setting(None, optional=True, metavar="DIR",
+                        help="start from the weights and tokenizer of DIR, a Hugging Face model "
+                             "directory on disk or an attnlab run of this task (nothing is "
+                             "downloaded); the model's shape comes from DIR")
 
 
 def freeze_blocks(value: str) -> int | None:

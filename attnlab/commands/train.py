@@ -118,6 +118,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
                     if v == "auto" and isinstance(previous.get(k), str)})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
+    _apply_init(task, cfg, set(file_cfg) | set(given))
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run goes on as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
@@ -146,6 +147,31 @@ def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str
         raise UsageError(f"--epochs {epochs}: this run's budget is --max-steps "
                          f"{saved.get('max_steps')} (its config.yaml); give --max-steps to "
                          f"change it")
+
+
+def _apply_init(task, cfg: dict[str, Any], named: set[str]) -> None:
+    """``--init DIR``: the model's shape from DIR (``Task.init_settings``), a value named on the
+    command line or in ``--config`` that disagrees refused naming both; DIR resolved and its
+    weights' SHA-256 recorded. A resumed run continues from its own checkpoint: ``--init``
+    given with ``--resume`` is refused, and the recorded one is not read again."""
+    if cfg["resume"]:
+        if "init" in named:
+            raise UsageError(f"--init with --resume: a resumed run continues from its own "
+                             f"checkpoint in {cfg.get('out')}; drop --init")
+        return
+    if not cfg.get("init"):
+        return
+    from ..interop.source import read_init_source
+
+    source = read_init_source(cfg["init"], task=task.name)
+    for name, value in task.init_settings(source).items():
+        if name in named and cfg.get(name) != value:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} {cfg.get(name)}: --init {cfg['init']}'s model has "
+                             f"{name} {value}; drop {flag} (the shape comes from the "
+                             f"checkpoint)")
+        cfg[name] = value
+    cfg["init"], cfg["init_sha256"] = str(source.path), source.sha256
 
 
 def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:

@@ -6,7 +6,22 @@
                         Seq2SeqTransformer -> MarianMTModel (post-LN, sinusoidal positions)
     checkpoint.read_checkpoint(path, task=...)
                         a Hugging Face directory on disk -> attnlab model + its own tokenizer
+    source.read_init_source(path, task=...)
+                        what ``--init DIR`` names, checked without torch
+
+Importing the package imports nothing heavy: ``from_hf`` and ``to_hf`` load ``hf.py`` (and
+torch) on first use, so the command line's checks can read ``source`` before torch is loaded.
 """
-from .hf import from_hf, to_hf
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["from_hf", "to_hf"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import hf
+
+        return getattr(hf, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

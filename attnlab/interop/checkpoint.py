@@ -24,17 +24,9 @@ from typing import Any
 
 from ..errors import UsageError
 from ..runs import read_json
-from .hf import BERT_FAMILY
+from .source import SUPPORTED, WEIGHTS_FILES, check_directory, check_tokenizer_files
 
 __all__ = ["Checkpoint", "read_checkpoint", "SUPPORTED", "WEIGHTS_FILES"]
-
-# task -> the model types attnlab converts for it
-SUPPORTED: dict[str, tuple[str, ...]] = {"lm": ("gpt2",), "classify": BERT_FAMILY,
-                                         "translate": ("marian",)}
-WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # the first present is read
-# the tokeniser files of a fast tokeniser (any one set) and of Marian's (all of them)
-_FAST_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("vocab.txt",))
-_MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 
 
 @dataclass(frozen=True)
@@ -85,10 +77,10 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
     """
     if task not in SUPPORTED:
         raise ValueError(f"task must be one of {', '.join(SUPPORTED)}, got {task!r}")
-    source = _check_directory(path)
+    source = check_directory(path)
     model_type = _model_type(source, task)
     weights = _weights_file(source)
-    _check_tokenizer_files(source, model_type)
+    check_tokenizer_files(source, model_type)
     _check_weights_readable(weights)
     from ..runs import file_digest
 
@@ -99,19 +91,6 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
     model = _convert(source, hf_model)
     return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=source,
                       weights=weights, sha256=digest, model_type=model_type)
-
-
-def _check_directory(path: str | Path) -> Path:
-    """The resolved directory; a hub name or file refused before ``transformers`` is touched."""
-    p = Path(path).expanduser()
-    if p.is_file():
-        raise UsageError(f"{path} is a file, not a Hugging Face model directory (config.json, "
-                         f"weights and tokenizer files)")
-    if not p.is_dir():
-        raise UsageError(f"{path} is not a directory; attnlab never downloads: fetch it with "
-                         f"`huggingface-cli download {path} --local-dir DIR` on a machine "
-                         f"online and pass DIR")
-    return p.resolve()
 
 
 def _model_type(source: Path, task: str) -> str:
@@ -131,18 +110,6 @@ def _weights_file(source: Path) -> Path:
     if found is None:
         raise UsageError(f"{source} has no weights file: expected {' or '.join(WEIGHTS_FILES)}")
     return found
-
-
-def _check_tokenizer_files(source: Path, model_type: str) -> None:
-    if model_type == "marian":
-        missing = [n for n in _MARIAN_TOKENIZER_FILES if not (source / n).is_file()]
-        if missing:
-            raise UsageError(f"{source} has no tokenizer file {', '.join(missing)} (a Marian "
-                             f"tokenizer needs {', '.join(_MARIAN_TOKENIZER_FILES)})")
-        return
-    if not any(all((source / n).is_file() for n in names) for names in _FAST_TOKENIZER_FILES):
-        sets = " or ".join(" + ".join(names) for names in _FAST_TOKENIZER_FILES)
-        raise UsageError(f"{source} has no tokenizer files: expected {sets}")
 
 
 def _check_weights_readable(weights: Path) -> None:

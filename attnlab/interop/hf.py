@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from .marian import marian_to_seq2seq, seq2seq_to_marian
+from .source import BERT_FAMILY
 from .weights import ACT_TO_HF as _ACT_TO_HF
 from .weights import activation as _activation
 from .weights import copy as _copy
@@ -26,8 +27,6 @@ from .weights import copy_linear as _copy_linear
 from .weights import copy_norm as _copy_norm
 
 __all__ = ["from_hf", "to_hf", "BERT_FAMILY"]
-
-BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
 
 
 def from_hf(hf_model: nn.Module) -> nn.Module:

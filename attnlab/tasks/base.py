@@ -211,6 +211,21 @@ class Task:
         the model has attention projections for LoRA."""
         return {"blocks": cfg["num_layers"], "encoder": False, "attention": True}
 
+    def init_settings(self, source: Any) -> dict[str, Any]:
+        """The settings ``--init DIR`` fixes (``source``: an ``attnlab.interop.source.InitSource``),
+        by setting name: ``attnlab train`` refuses a flag or ``--config`` value that disagrees
+        with one, naming both values, and records the rest in config.yaml. Here: for an attnlab
+        run of this task (``source.kind == "run"``), the model settings it recorded (the shared
+        widths and depths and the task's model flags), except the dropouts (a fine-tuning run may change them). A task that starts from Hugging Face
+        directories overrides this for ``source.kind == "hf"`` and calls it for runs."""
+        if source.kind != "run":
+            raise UsageError(f"--init {source.path}: attnlab train {self.name} starts from "
+                             f"attnlab runs only, not from {source.model_type!r} directories")
+        fields = dataclasses.fields(self.model_config) if self.model_config else ()
+        names = [f.name for f in fields
+                 if f.name in SHARED_DEFAULTS or f.name in self.model_settings()]
+        return {k: source.config[k] for k in names if k in source.config and "dropout" not in k}
+
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """Whether --model-dim is split among --num-heads (so must be divisible by it): true of
         a Transformer's attention; not of a recurrent model, nor of graph attention, whose

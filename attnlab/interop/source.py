@@ -1,0 +1,159 @@
+"""What ``--init DIR`` names, read without torch: a Hugging Face model directory or an attnlab run.
+
+``attnlab train lm|classify|translate --init DIR`` starts from DIR's weights. Before a run
+directory exists, ``read_init_source(DIR, task=...)`` checks what it can without loading a
+model (the spec's checks import no torch) and returns an ``InitSource``: the directory's
+config, its weights file and that file's SHA-256, which config.yaml records. The weights
+themselves are read later, by the task's runtime (``attnlab.interop.checkpoint`` for a Hugging
+Face directory, ``attnlab.load`` for a run). Nothing is ever downloaded: a name that is not a
+directory is refused, saying how to fetch it.
+
+    kind   DIR holds                                   model_type
+    hf     config.json, model.safetensors or           config.json's: gpt2 (lm), the BERT
+           pytorch_model.bin, the tokeniser's files    family (classify), marian (translate)
+    run    config.yaml of the same task, model.safetensors   the task's name
+
+Every refusal is a ``UsageError`` of one line naming DIR.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..runs import file_digest, read_json
+
+__all__ = ["InitSource", "read_init_source", "reread_init_source", "SUPPORTED", "WEIGHTS_FILES", "BERT_FAMILY",
+           "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory"]
+
+BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
+# task -> the model types attnlab converts for it
+SUPPORTED: dict[str, tuple[str, ...]] = {"lm": ("gpt2",), "classify": BERT_FAMILY,
+                                         "translate": ("marian",)}
+WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # the first present is read
+# the tokeniser files of a fast tokeniser (any one set) and of Marian's (all of them)
+FAST_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("vocab.txt",))
+MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+RUN_WEIGHTS = "model.safetensors"
+
+
+@dataclass(frozen=True)
+class InitSource:
+    """A checked ``--init`` directory.
+
+    Attributes:
+        path: the directory, resolved.
+        kind: ``"hf"`` (a Hugging Face model directory) or ``"run"`` (an attnlab run).
+        config: config.json's mapping (hf) or config.yaml's (run).
+        model_type: config.json's ``model_type`` (hf); the task's name (run).
+        weights: the weights file the run will read.
+        sha256: the SHA-256 of ``weights`` (hex), recorded as config.yaml's ``init_sha256``.
+    """
+
+    path: Path
+    kind: str
+    config: dict[str, Any]
+    model_type: str
+    weights: Path
+    sha256: str
+
+
+def check_directory(path: str | Path, flag: str = "") -> Path:
+    """``path`` resolved, if it is a directory; a hub name or a file refused in one line.
+
+    Examples:
+        >>> check_directory("gpt2", "--init")
+        Traceback (most recent call last):
+        ...
+        attnlab.errors.UsageError: --init gpt2 is not a directory; attnlab never downloads: ...
+    """
+    name = f"{flag} {path}" if flag else str(path)
+    p = Path(path).expanduser()
+    if p.is_file():
+        raise UsageError(f"{name} is a file, not a Hugging Face model directory (config.json, "
+                         f"weights and tokenizer files) nor an attnlab run")
+    if not p.is_dir():
+        raise UsageError(f"{name} is not a directory; attnlab never downloads: fetch it with "
+                         f"`huggingface-cli download {path} --local-dir DIR` (or "
+                         f"`save_pretrained(DIR)`) on a machine online and pass DIR")
+    return p.resolve()
+
+
+def read_init_source(path: str | Path, *, task: str, flag: str = "--init") -> InitSource:
+    """The checked ``--init`` directory ``path`` for ``task`` (``"lm"``, ``"classify"`` or
+    ``"translate"``), its weights' digest computed; see the module doc.
+
+    Raises:
+        UsageError: one line naming ``flag`` and ``path``: not a directory; neither
+            config.json nor config.yaml; a ``model_type`` or run of another task (naming it
+            and what the task takes); no weights file; no tokeniser files.
+        ValueError: for a task not in ``SUPPORTED``.
+    """
+    if task not in SUPPORTED:
+        raise ValueError(f"task must be one of {', '.join(SUPPORTED)}, got {task!r}")
+    source = check_directory(path, flag)
+    name = f"{flag} {path}"
+    if (source / "config.yaml").is_file() and not (source / "config.json").is_file():
+        return _run_source(source, task, name)
+    config_file = source / "config.json"
+    if not config_file.is_file():
+        raise UsageError(f"{name}: no config.json (a Hugging Face model directory) nor "
+                         f"config.yaml (an attnlab run)")
+    config = read_json(config_file, what="valid JSON")
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if model_type not in SUPPORTED[task]:
+        raise UsageError(f"{name}: model_type {model_type!r} is not supported for {task}; "
+                         f"supported: {', '.join(SUPPORTED[task])}")
+    weights = next((source / n for n in WEIGHTS_FILES if (source / n).is_file()), None)
+    if weights is None:
+        raise UsageError(f"{name} has no weights file: expected {' or '.join(WEIGHTS_FILES)}")
+    check_tokenizer_files(source, model_type, name)
+    return InitSource(source, "hf", config, model_type, weights, file_digest(weights))
+
+
+def check_tokenizer_files(source: Path, model_type: str, name: str | None = None) -> None:
+    """A UsageError naming ``name`` (default: the directory) if the tokeniser's files of a
+    ``model_type`` checkpoint are not all there."""
+    name = name or str(source)
+    if model_type == "marian":
+        missing = [n for n in MARIAN_TOKENIZER_FILES if not (source / n).is_file()]
+        if missing:
+            raise UsageError(f"{name} has no tokenizer file {', '.join(missing)} (a Marian "
+                             f"tokenizer needs {', '.join(MARIAN_TOKENIZER_FILES)})")
+        return
+    if not any(all((source / n).is_file() for n in names) for names in FAST_TOKENIZER_FILES):
+        sets = " or ".join(" + ".join(names) for names in FAST_TOKENIZER_FILES)
+        raise UsageError(f"{name} has no tokenizer files: expected {sets}")
+
+
+def _run_source(source: Path, task: str, name: str) -> InitSource:
+    from ..runs import read_yaml
+
+    config = read_yaml(source / "config.yaml", what=name.split(" ", 1)[0])
+    if not isinstance(config, dict) or config.get("task") != task:
+        found = config.get("task") if isinstance(config, dict) else None
+        raise UsageError(f"{name} holds a {found!r} run, not {task!r}: --init takes a run of "
+                         f"the same task")
+    weights = source / RUN_WEIGHTS
+    if not weights.is_file():
+        raise UsageError(f"{name} has no {RUN_WEIGHTS}: the run has not finished (continue it "
+                         f"with --resume --out {source})")
+    return InitSource(source, "run", config, task, weights, file_digest(weights))
+
+
+
+def reread_init_source(path: str | Path, sha256: str, *, task: str) -> InitSource:
+    """``read_init_source`` again, when the run reads the weights: a file changed since the
+    run's settings were checked (and its digest recorded) is refused in one line.
+
+    Raises:
+        UsageError: as ``read_init_source``, or naming the weights file whose SHA-256 is no
+            longer ``sha256``.
+    """
+    source = read_init_source(path, task=task)
+    if source.sha256 != sha256:
+        raise UsageError(f"--init {path}: {source.weights.name} changed since the run was "
+                         f"configured (SHA-256 {source.sha256[:12]}..., config.yaml records "
+                         f"{sha256[:12]}...); start the run again")
+    return source
