@@ -168,6 +168,7 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
     another shape are reported rather than raised, so the message can name them."""
     import transformers
 
+    transformers.utils.logging.disable_progress_bar()  # "Loading weights" on stderr
     cls = {"lm": transformers.GPT2LMHeadModel, "classify": transformers.AutoModel,
            "translate": transformers.MarianMTModel}[task]
     try:

@@ -10,10 +10,10 @@ Shapes: B batch, T tokens, D model width, C classes.
 With ``pooling="cls"`` this is Hugging Face's ``BertForSequenceClassification`` (pooler, dropout,
 classifier) and, with the pooler as the head's dense layer, ``RobertaForSequenceClassification``
 (dropout, dense, tanh, dropout, out_proj: the same in eval mode). Both read position 0, which is
-the first real token ([CLS], ``<s>``) when the batch is padded on the right, as BERT-family
-tokenisers pad; reading the first real token instead keeps a left-padded batch's predictions
-those of each text alone. The head starts as Hugging Face starts one: weight ~ N(0, 0.02²),
-bias 0.
+the first real token ([CLS], ``<s>``) of a batch padded on the right, as BERT-family tokenisers
+pad it; this model reads the first real token, so a batch padded on the left pools the [CLS]
+state too (where Hugging Face would pool a pad's). Padded on the right, a batch gives what each
+text alone gives. The head starts as Hugging Face starts one: weight ~ N(0, 0.02²), bias 0.
 """
 from __future__ import annotations
 

@@ -31,18 +31,20 @@ from __future__ import annotations
 
 import json
 import zipfile
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from ...activation_names import ACT_FROM_HF
 from ...errors import UsageError
-from ...models.configs import BertClassifierConfig
+from ...interop.source import BERT_FAMILY
+from ...models.configs import BertClassifierConfig, PretrainedEncoderFields
 
 __all__ = ["init_settings", "settings_of_config", "has_pooler", "check_pretrained",
            "max_tokens", "read_init", "ARCHS", "ROBERTA_STYLE"]
 
 ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
-ARCHS = ("transformer", "bert", *ROBERTA_STYLE, "distilbert")  # classify's --arch values
+ARCHS = ("transformer", *BERT_FAMILY)  # classify's arch: its own encoder, or a checkpoint's
 _POOLER = "pooler.dense.weight"  # the pooler's weight, under any prefix (bert., roberta.)
 
 
@@ -53,9 +55,28 @@ def init_settings(source) -> dict[str, Any]:
         UsageError: naming the file when config.json lacks a size or the weights file cannot
             be read.
     """
+    if source.kind == "run":
+        return run_settings(source.config, source.path)
     settings = settings_of_config(source.model_type, source.config, where=source.path)
     settings["pooling"] = "cls" if has_pooler(source.weights) else "mean"
     return settings
+
+
+def run_settings(config: dict[str, Any], where: str | Path) -> dict[str, Any]:
+    """What an attnlab classify run (its config.yaml's ``config``) fixes beyond the settings
+    every task's run fixes: a pretrained encoder's architecture and fields (``arch``,
+    ``PretrainedEncoderFields``, activation, pad id), so that a run from it is one too.
+
+    Raises:
+        UsageError: for a ``--set-column`` run (a set classifier reads no text).
+    """
+    if config.get("set_column"):
+        raise UsageError(f"--init {where} is a --set-column run; --init takes a classify run "
+                         f"of texts")
+    if config.get("arch", "transformer") == "transformer":
+        return {}
+    names = ("arch", "activation", "pad_id", *(f.name for f in fields(PretrainedEncoderFields)))
+    return {k: config[k] for k in names if k in config}
 
 
 def settings_of_config(model_type: str, config: dict[str, Any], *,
@@ -142,7 +163,8 @@ def read_init(cfg: dict[str, Any]):
     from ...interop.checkpoint import read_checkpoint  # torch and transformers
 
     checkpoint = read_checkpoint(cfg["init"], task="classify")
-    if cfg.get("init_sha256") and checkpoint.sha256 != cfg["init_sha256"]:
-        raise UsageError(f"--init {cfg['init']} changed since the run was configured (its "
-                         f"weights' SHA-256 is not the one recorded); run the command again")
+    if checkpoint.sha256 != cfg["init_sha256"]:
+        raise UsageError(f"--init {cfg['init']}: {checkpoint.weights.name} changed since the "
+                         f"run was configured; start the run again")
+    assert checkpoint.config.pooler == (cfg["pooling"] == "cls"), "has_pooler disagrees"
     return checkpoint

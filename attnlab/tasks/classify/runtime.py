@@ -36,7 +36,7 @@ from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...nn import padding_mask
 from ...run_config import RunSettings
-from ...runs import check_data_files, load_weights
+from ...runs import check_data_files, load_weights, read_yaml
 from ...tokenizers import TOKENIZER_KINDS, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
 from .data import check_labels, load_splits, read_examples
@@ -340,7 +340,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     from ...training.classifier import ClassifierModule
 
     splits = checked if checked is not None else load_splits(cfg)
-    start = start_of(cfg, run_dir, splits.get("init"))
+    start = start_of(cfg, run_dir, splits.get("init"), load=lambda d: _load_run(task, d))
     cfg, tokenizer, inputs = _prepare(cfg, splits, start)
     train = _Batches(inputs, _targets(splits["train"], cfg.labels), cfg.batch_size, cfg.seed,
                      Padding.of(cfg, tokenizer))
@@ -371,6 +371,13 @@ def _load(run_dir: Path, cfg: RunSettings):
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
     return model.eval(), tokenizer
+
+
+def _load_run(task, run_dir: Path):
+    """(model, tokenizer, labels) of the classify run in ``run_dir`` (a run --init names)."""
+    where = Path(run_dir) / "config.yaml"
+    cfg = task.read_config(read_yaml(where), where)
+    return (*_load(run_dir, cfg), list(cfg.labels))
 
 
 def load(task, run_dir: Path, cfg: RunSettings):

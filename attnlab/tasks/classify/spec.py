@@ -137,10 +137,9 @@ class ClassifyTask(Task):
     def init_settings(self, source) -> dict[str, Any]:
         """What ``--init DIR`` fixes: a Hugging Face BERT-family encoder's shape and
         architecture (``pretrained.init_settings``); an attnlab classify run's, as for any
-        task."""
-        if source.kind != "hf":
-            return super().init_settings(source)
-        return pretrained.init_settings(source)
+        task, and its architecture when it was a pretrained encoder's."""
+        own = super().init_settings(source) if source.kind == "run" else {}
+        return {**own, **pretrained.init_settings(source)}
 
     def check_settings(self, cfg: dict[str, Any]) -> Any:
         """--max-len not given: 256 tokens, or with a pretrained encoder all it holds."""

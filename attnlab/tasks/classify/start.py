@@ -13,14 +13,13 @@ never reads DIR again. Imports torch (the runtime's half of the task).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 
-from ...errors import UsageError
-from ...runs import file_digest
 
 __all__ = ["Start", "start_of", "pretrained", "load_run_tokenizer"]
 
@@ -81,16 +80,20 @@ def _head_layer(model: nn.Module) -> str:
     return f"output_net.{len(model.output_net) - 1}"  # SequenceClassifier
 
 
-def start_of(cfg, run_dir: Path, checkpoint=None) -> Start:
+def start_of(cfg, run_dir: Path, checkpoint=None, *,
+             load: Callable[[Path], tuple[nn.Module, Any, list[str]]]) -> Start:
     """The start of the run ``cfg`` describes (see the module doc).
 
     Args:
         cfg: the run config (``init``, ``init_sha256``, ``resume``).
         run_dir: the run directory (a resumed run's tokeniser is there).
         checkpoint: the Hugging Face checkpoint ``validate`` read already, if it did.
+        load: ``run directory -> (model, tokenizer, labels)`` of an attnlab classify run
+            (the runtime's).
 
     Raises:
-        UsageError: --init DIR changed since the run was configured, or is no longer there.
+        UsageError: --init DIR changed since the run was configured, or is no longer what it
+            was (``reread_init_source``, ``pretrained.read_init``).
     """
     if not cfg.get("init") or cfg.get("set_column"):
         return Start()
@@ -104,17 +107,9 @@ def start_of(cfg, run_dir: Path, checkpoint=None) -> Start:
             checkpoint = read_init(dict(cfg))
         return Start(model=checkpoint.model, tokenizer=checkpoint.tokenizer,
                      vocab_size=checkpoint.config.vocab_size)
-    weights = source / "model.safetensors"
-    if cfg.get("init_sha256") and (not weights.is_file()
-                                   or file_digest(weights) != cfg.init_sha256):
-        raise UsageError(f"--init {source} changed since the run was configured (its "
-                         f"model.safetensors is not the one recorded); run the command again")
-    from ...runs import read_yaml
-    from . import runtime
-    from .spec import TASKS
+    from ...interop.source import reread_init_source
 
-    task, where = TASKS["classify"], source / "config.yaml"
-    source_cfg = task.read_config(read_yaml(where), where)
-    model, tokenizer = runtime.load(task, source, source_cfg)
-    return Start(model=model, labels=list(source_cfg.labels), tokenizer=tokenizer,
+    reread_init_source(source, cfg.init_sha256, task="classify")  # the weights configured
+    model, tokenizer, labels = load(source)
+    return Start(model=model, labels=labels, tokenizer=tokenizer,
                  vocab_size=model.config.vocab_size)
