@@ -189,6 +189,7 @@ def test_a_trained_run_loads_predicts_evaluates_and_resumes_without_dir(dirs, tm
     maps, x_labels, _ = attnlab.tasks.get_task("classify").attention_maps(
         run, attnlab.loading.check_run_dir(run)[1], "the cat")
     assert (x_labels[0], x_labels[-1], maps[0].shape[-1]) == ("[CLS]", "[SEP]", len(x_labels))
+    assert main(["view", str(run), "--input", "the cat", "--out", str(tmp_path / "v.html")]) == 0
     shutil.rmtree(src)  # --resume reads the run's own checkpoint and tokenizer, never DIR
     assert main(["train", "classify", "--out", str(run), "--resume", "--max-steps", "6"]) == 0
     assert attnlab.loading.check_run_dir(run)[1].max_steps == 6
@@ -298,6 +299,7 @@ def _refused(argv, capsys, out, *named):
     (["--num-layers", "3"], ["--num-layers 3", "num_layers 2"]),
     (["--pooling", "mean"], ["--pooling mean", "pooling cls"]),
     (["--tokenizer", "bpe"], ["--tokenizer", "not with --init", "checkpoint's own tokenizer"]),
+    (["--vocab-size", "500"], ["--vocab-size 500", "vocab_size 90"]),
     (["--set-column", "text"], ["--set-column", "not with --init"]),
     (["--max-len", "65"], ["--max-len 65", "at most 64 tokens"]),
     (["--lora-rank", "33"], ["--lora-rank 33", "above the model width"]),

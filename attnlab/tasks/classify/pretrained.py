@@ -3,6 +3,7 @@ the encoder's shape and architecture, read from its ``config.json`` and the name
 weights file (light: no torch, so a disagreeing flag is refused before torch loads).
 
     config.json (BERT, RoBERTa, XLM-R, CamemBERT)   (DistilBERT)      -> classify setting
+    vocab_size                                      (the same)        vocab_size (unrecorded)
     hidden_size                                     dim               model_dim
     num_attention_heads                             n_heads           num_heads
     num_hidden_layers                               n_layers          num_layers
@@ -96,7 +97,8 @@ def settings_of_config(model_type: str, config: dict[str, Any], *,
 
     dim, heads, layers, ff, act = (need(k) for k in names)
     pad = config.get("pad_token_id")
-    return {"arch": model_type, "model_dim": dim, "num_heads": heads, "num_layers": layers,
+    # vocab_size: the embedding's rows, for the memory estimate (--vocab-size is refused)
+    return {"arch": model_type, "vocab_size": need("vocab_size"), "model_dim": dim, "num_heads": heads, "num_layers": layers,
             "dim_feedforward": ff, "max_positions": need("max_position_embeddings"),
             "type_vocab_size": 0 if distil else need("type_vocab_size", 2),
             "activation": ACT_FROM_HF.get(act, act),  # an unknown one: refused when read

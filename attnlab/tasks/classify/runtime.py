@@ -411,7 +411,8 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
 
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
-    with cls pooling), every layer's (H, T, T) map. A feature set's elements are labelled by
+    with cls pooling; a pretrained encoder's special tokens as its tokenizer adds them), every
+    layer's (H, T, T) map. A feature set's elements are labelled by
     their position and values, ``"0:(1.5,2)"``."""
     model, tokenizer = _load(run_dir, cfg)
     if tokenizer is None:

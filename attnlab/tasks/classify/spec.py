@@ -21,6 +21,14 @@ mean/std (kept in config.yaml); no positional encoding and mean pooling over the
 so the prediction does not depend on the order of a set's rows. ``--feature-columns a,b`` picks
 the features (default: every other column); ``predict --input "x1,y1;x2,y2"`` takes one set.
 
+With ``--init DIR`` (a Hugging Face BERT, RoBERTa, XLM-R, CamemBERT or DistilBERT directory on
+disk, or a classify run) it fine-tunes a pretrained encoder under a new head (``BertClassifier``:
+the checkpoint's pooler on [CLS], or the mean of the real tokens where it has none), reading the
+texts with the checkpoint's own tokenizer; the shape, ``arch`` (its model_type) and the
+encoder's fields come from DIR (``pretrained.py``), ``--max-len`` defaults to all the model
+holds, and ``--tokenizer``, ``--vocab-size`` and ``--set-column`` are refused. A corrupt or
+unsupported checkpoint is refused before the run directory is written: ``validate`` reads it.
+
 Data problems stop the command before a run directory is written (exit 2, one line): missing
 file, missing or repeated column (also --text-column equal to --label-column), empty file,
 undecodable bytes or an unclosed quote (file and line), a single class, labels in the test or
