@@ -22,7 +22,7 @@ it lacks) is refused when the checkpoint is read (``attnlab.interop.checkpoint``
 the run directory is written.
 
 Examples:
-    >>> settings_of_config("bert", {"hidden_size": 32, "num_attention_heads": 4,
+    >>> settings_of_config("bert", {"vocab_size": 90, "hidden_size": 32, "num_attention_heads": 4,
     ...     "num_hidden_layers": 2, "intermediate_size": 48, "max_position_embeddings": 64,
     ...     "type_vocab_size": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12,
     ...     "pad_token_id": 0})["position_style"]
