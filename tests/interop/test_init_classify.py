@@ -101,7 +101,8 @@ def _capture(monkeypatch, at_step=0, probe=None):
             model = loop.module.model
             seen["logits"] = _eval_logits(model, *batch[:-1])
             seen["batch"] = [t.clone() for t in batch]
-            seen["head"] = [p.detach().clone() for p in model.classifier.parameters()]
+            head = getattr(model, "classifier", None)  # BertClassifier's
+            seen["head"] = [p.detach().clone() for p in head.parameters()] if head else None
             seen["trainable"] = sorted(n for n, p in model.named_parameters() if p.requires_grad)
 
     make = engine.make_fabric
@@ -271,17 +272,35 @@ def test_lora_trains_only_adapters_and_head_and_the_merged_model_gives_their_out
     assert_close(_eval_logits(model, *probe), seen["probe"], **TOL)
 
 
+@pytest.mark.parametrize("own", [False, True])
 def test_a_run_from_a_classify_run_starts_from_its_weights_and_tokenizer(dirs, tmp_path,
-                                                                         monkeypatch):
-    source = _train(dirs, "roberta", tmp_path / "source")
+                                                                         monkeypatch, own):
+    if own:  # attnlab's own encoder and word tokenizer
+        source = tmp_path / "source"
+        assert main(["train", "classify", "--data", str(dirs["data"]), "--out", str(source),
+                     "--max-steps", "2", "--model-dim", "16", "--num-layers", "1"]) == 0
+    else:
+        source = _train(dirs, "roberta", tmp_path / "source")
     seen = _capture(monkeypatch)
     run = _train({**dirs, "run": source}, "run", tmp_path / "run")
     cfg = attnlab.loading.check_run_dir(run)[1]
-    assert (cfg.arch, cfg.init, cfg.position_style) == ("roberta", str(source.resolve()),
-                                                        "roberta")
+    assert (cfg.arch, cfg.init) == ("transformer" if own else "roberta", str(source.resolve()))
     model, tok = attnlab.load(source)
-    assert isinstance(tok, HFTokenizer)
+    assert isinstance(tok, HFTokenizer) != own
     assert_close(seen["logits"], _eval_logits(model, *seen["batch"][:-1]), **TOL)
+
+
+def test_a_run_from_a_run_with_other_labels_keeps_all_but_the_heads_last_layer(dirs, tmp_path):
+    source = _train(dirs, "bert", tmp_path / "source")
+    data = tmp_path / "three.csv"
+    data.write_text("text,label\n" + "".join(f'"{TEXTS[i % 5]} {i}",{"abc"[i % 3]}\n'
+                                               for i in range(45)))
+    run = _train({**dirs, "run": source, "data": data}, "run", tmp_path / "run", "--lr", "1e-9",
+                 "--freeze", "encoder")
+    before, after = attnlab.load(source)[0].state_dict(), attnlab.load(run)[0].state_dict()
+    assert after["classifier.weight"].shape == (3, 32)
+    body = [k for k in before if not k.startswith(("classifier.", "bert.pooler."))]
+    assert body and all(torch.equal(after[k], before[k]) for k in body)
 
 
 def _refused(argv, capsys, out, *named):
