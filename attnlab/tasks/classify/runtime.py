@@ -243,8 +243,14 @@ def collect_predictions(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(preds), torch.cat(targets)
 
 
+def _confusion(preds: torch.Tensor, targets: torch.Tensor, k: int) -> torch.Tensor:
+    """The (true, predicted) counts (k, k) of ``k`` classes."""
+    return torch.bincount(targets * k + preds, minlength=k * k).reshape(k, k)
+
+
 def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
-    """``test_accuracy`` and ``test_macro_f1`` (torchmetrics' multiclass F1, macro average).
+    """``test_accuracy`` and ``test_macro_f1`` (multiclass F1, macro average, as torchmetrics'
+    and scikit-learn's): F1_k = 2 TP_k / (predicted_k + true_k).
 
     The macro average is the mean F1 over the classes that occur in ``targets`` or in
     ``preds``: a class in neither has F1 = 0/0 and is left out (scikit-learn's ``f1_score``
@@ -256,13 +262,13 @@ def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_class
         >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
         {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666865348816}
     """
-    # Here, not at the top: torchmetrics loads scipy, matplotlib and transformers (seconds:
-    # benchmarks/RESULTS.md), which predict and plot, the commands that need no metric, should
-    # not pay for.
-    from torchmetrics.functional.classification import multiclass_f1_score
-
+    # From the confusion matrix, not torchmetrics: importing it loads scipy, matplotlib and
+    # transformers (seconds: benchmarks/RESULTS.md), a fixed cost of every run's test split.
+    confusion = _confusion(preds, targets, num_classes)
+    seen = confusion.sum(0) + confusion.sum(1)  # (K,) predicted + true
+    f1 = 2 * confusion.diag().float() / seen.clamp(min=1)  # (K,)
     return {"test_accuracy": float((preds == targets).float().mean()),
-            "test_macro_f1": float(multiclass_f1_score(preds, targets, num_classes, average="macro"))}
+            "test_macro_f1": float(f1[seen > 0].mean())}
 
 
 def classes_without_examples(targets: torch.Tensor, labels: list[str]) -> list[str]:
@@ -288,7 +294,7 @@ def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str
     recall_k = C_kk / Σ_j C_kj, F1_k = 2·precision·recall / (precision + recall).
     """
     k = len(labels)
-    confusion = torch.bincount(targets * k + preds, minlength=k * k).reshape(k, k)  # (true, pred)
+    confusion = _confusion(preds, targets, k)  # (true, pred)
     tp = confusion.diag().float()
     precision = tp / confusion.sum(0).clamp(min=1)
     recall = tp / confusion.sum(1).clamp(min=1)

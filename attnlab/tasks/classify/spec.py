@@ -164,14 +164,14 @@ class ClassifyTask(Task):
         """A set of feature rows has no text, is pooled by its mean and has no positions;
         texts have no feature columns; a model from --init reads text with the checkpoint's
         own tokenizer; attnlab's own encoder has none of a pretrained one's fields."""
+        own = ([([f.name for f in fields(PretrainedEncoderFields)],
+                 "only with --init of a pretrained encoder (read from its checkpoint)")]
+               if cfg.get("arch", "transformer") == "transformer" else [])
         if cfg.get("init"):
-            return [(["tokenizer", "vocab_size"], "not with --init: the checkpoint's own "
-                                                  "tokenizer is used"),
+            return [*own, (["tokenizer", "vocab_size"], "not with --init: the checkpoint's own "
+                                                        "tokenizer is used"),
                     (["set_column", "feature_columns"], "not with --init: the model from "
                                                         "--init classifies texts")]
-        own = ([([f.name for f in fields(PretrainedEncoderFields)],
-                 "only with --init (a pretrained encoder's, read from its checkpoint)")]
-               if cfg.get("arch", "transformer") == "transformer" else [])
         if not cfg.get("set_column"):
             return [*own, (["feature_columns"], "only with --set-column (the numeric columns "
                                                 "of a set of feature rows); texts are read "
@@ -188,7 +188,9 @@ class ClassifyTask(Task):
         """The checks one setting alone cannot make: the vocabulary the tokeniser needs, the
         two fractions together, the columns' roles; then the files themselves, read now so a
         data error comes before the run directory is written, and pinned in ``data_sha256``.
-        Returns the splits read (``data.read_and_pin``), which ``run`` trains on."""
+        Returns the splits read (``data.read_and_pin``), which ``run`` trains on, and under
+        ``"init"`` the Hugging Face checkpoint ``--init`` names, read now so that a corrupt or
+        unsupported one is refused before the run directory exists (None for a run)."""
         if cfg.get("arch", "transformer") != "transformer":
             pretrained.check_pretrained(cfg)
         elif cfg["vocab_size"] < (least := _MIN_VOCAB[cfg["tokenizer"]]):
@@ -202,7 +204,6 @@ class ClassifyTask(Task):
         self._check_column_flags(cfg)
         splits = read_and_pin(cfg)
         if cfg.get("init") and not cfg.get("resume"):
-            # read now: a corrupt checkpoint is refused before the run directory exists
             splits["init"] = pretrained.read_init(cfg)
         return splits
 
