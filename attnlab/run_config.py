@@ -30,7 +30,7 @@ Examples:
     >>> cfg.derive(task="other")
     Traceback (most recent call last):
     ...
-    ValueError: Toy.derive: task is not a derived value (derived: data_sha256, out, precision, vocab_size)
+    ValueError: Toy.derive: task is not a derived value (derived: data_sha256, init_sha256, out, precision, vocab_size)
 """
 from __future__ import annotations
 
