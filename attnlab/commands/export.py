@@ -10,7 +10,12 @@ the tokenizer — with the run's logits:
   ``OUT/target_tokenizer`` (decode the generated ids with it); a run started from a Marian
   checkpoint (``--init``) has Marian's one tokenizer, written as Marian's files
   (``source.spm``, ``target.spm``, ``vocab.json``, ``tokenizer_config.json``:
-  ``MarianTokenizer.from_pretrained(OUT)``).
+  ``MarianTokenizer.from_pretrained(OUT)``);
+- a classify run from ``--init`` of a BERT-family checkpoint becomes its family's
+  ``*ForSequenceClassification`` (``AutoModelForSequenceClassification``; ``id2label`` the
+  run's labels) with the checkpoint's tokenizer (``attnlab.interop.bert_classify``). A run
+  pooled by the mean of its tokens (its encoder had no pooler) is refused: every Hugging Face
+  head reads the first token.
 
 The tokenizers encode as the run's own (``attnlab.interop.tokenizer``). OUT is written whole
 or not at all (a temporary directory renamed) and never over an existing path.
@@ -19,14 +24,15 @@ from __future__ import annotations
 
 from .threads import add_threads_flag, check_threads
 
-EXPORT_TASKS = ("lm", "translate")
+EXPORT_TASKS = ("lm", "translate", "classify")
 TARGET_TOKENIZER_DIR = "target_tokenizer"
 
 
 def register(sub) -> None:
     p = sub.add_parser("export", help="write a trained run as a Hugging Face model directory",
-                       description="Write a trained lm or translate run as a directory that "
-                                   "transformers' from_pretrained loads, with the same logits.")
+                       description="Write a trained lm, translate or classify (--init) run as a "
+                                   "directory that transformers' from_pretrained loads, with "
+                                   "the same logits.")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--hf", metavar="OUT", required=True,
                    help="the Hugging Face directory to write (must not exist)")
@@ -71,8 +77,18 @@ def _hf_parts(run_dir, cfg):
         raise UsageError(f"export: {run_dir} is a --arch {cfg.arch} run; Hugging Face has no "
                          f"recurrent translation model to hold it (export --arch transformer "
                          f"runs)")
+    if cfg.task == "classify" and cfg.get("arch", "transformer") == "transformer":
+        raise UsageError(f"export: {run_dir} is a classify run of attnlab's own encoder; "
+                         f"Hugging Face has a classification class only for a run from --init "
+                         f"of a BERT-family checkpoint")
     model, tok = attnlab.load(run_dir)
     try:
+        if cfg.task == "classify":
+            from ..interop.bert_classify import classifier_to_hf
+
+            hf = classifier_to_hf(model, model_type=cfg.arch, labels=list(cfg.labels),
+                                  specials=tok.specials)
+            return hf, {"": to_hf_tokenizer(tok)}
         if cfg.task == "lm":
             hf = to_hf(model, **special_ids(tok))
             return hf, {"": to_hf_tokenizer(tok)}
@@ -112,4 +128,5 @@ def _write_atomically(out, model, tokenizers) -> None:
 
 
 def _auto_class(cfg) -> str:
-    return "AutoModelForCausalLM" if cfg.task == "lm" else "AutoModelForSeq2SeqLM"
+    return {"lm": "AutoModelForCausalLM", "classify": "AutoModelForSequenceClassification"
+            }.get(cfg.task, "AutoModelForSeq2SeqLM")

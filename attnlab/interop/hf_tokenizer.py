@@ -160,6 +160,57 @@ class HFTokenizer(Tokenizer):
         e = self.tokenizer.encode(text, pair, add_special_tokens=add_special_tokens)
         return e.ids, e.type_ids
 
+    def encode_for_model(self, texts: Iterable[str], max_length: int
+                         ) -> list[tuple[list[int], list[int]]]:
+        """``(input_ids, token_type_ids)`` of each text as the model reads it: the
+        checkpoint's special tokens added (BERT: ``[CLS] ... [SEP]``), at most ``max_length``
+        ids, the text's end cut and the special tokens kept — ``tok(text, truncation=True,
+        max_length=max_length)``.
+
+        Raises:
+            ValueError: if ``max_length`` cannot hold the special tokens and one more.
+
+        Examples:
+            >>> from tokenizers import Tokenizer as Fast, models, pre_tokenizers, processors
+            >>> fast = Fast(models.WordLevel({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3},
+            ...                              unk_token="[UNK]"))
+            >>> fast.pre_tokenizer = pre_tokenizers.Whitespace()
+            >>> fast.post_processor = processors.TemplateProcessing(
+            ...     single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+            >>> HFTokenizer(fast, {"unk": 0, "cls": 1, "sep": 2}).encode_for_model(["a a a"], 4)
+            [([1, 3, 3, 2], [0, 0, 0, 0])]
+        """
+        texts = list(texts)
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("encode_for_model() takes strings")
+        added = self.tokenizer.num_special_tokens_to_add(False)
+        if max_length <= added:
+            raise ValueError(f"max_length ({max_length}) must exceed the {added} special "
+                             f"tokens the tokenizer adds")
+        self.tokenizer.enable_truncation(max_length)  # counts the special tokens too
+        try:
+            out = self.tokenizer.encode_batch(texts, add_special_tokens=True)
+        finally:
+            self.tokenizer.no_truncation()
+        return [(e.ids, e.type_ids) for e in out]
+
+    def to_transformers(self):
+        """A ``transformers.PreTrainedTokenizerFast`` that encodes, pads and decodes as this
+        tokeniser (and the checkpoint's tokeniser it came from) does: the same fast
+        tokeniser, special tokens, padding side and model inputs (``token_type_ids`` only
+        where the model reads them). ``AutoTokenizer.from_pretrained`` reads back what its
+        ``save_pretrained`` writes."""
+        from tokenizers import Tokenizer as Fast
+        from transformers import PreTrainedTokenizerFast
+
+        fast = Fast.from_str(self.tokenizer.to_str())
+        tokens = {f"{role}_token": fast.id_to_token(i) for role, i in self.specials.items()}
+        inputs = ["input_ids", *(["token_type_ids"] if self.token_type_ids else []),
+                  "attention_mask"]
+        return PreTrainedTokenizerFast(
+            tokenizer_object=fast, padding_side=self.padding_side, model_input_names=inputs,
+            clean_up_tokenization_spaces=self.clean_up_tokenization_spaces, **tokens)
+
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         """Text of ``ids`` as ``transformers`` decodes it (special tokens dropped unless
         ``skip_special_tokens=False``; an unknown piece is its unk token's text).

@@ -43,8 +43,8 @@ def to_hf_tokenizer(tokenizer: Tokenizer):
     from tokenizers import Tokenizer as HFTokenizer
     from transformers import PreTrainedTokenizerFast
 
-    if tokenizer.kind == "hf":
-        return _checkpoint_tokenizer(tokenizer)
+    if tokenizer.kind == "hf":  # a checkpoint's own: its fast tokeniser as it came
+        return tokenizer.to_transformers()
     if tokenizer.kind == "bpe":
         inner = HFTokenizer.from_str(tokenizer.tokenizer.to_str())
     elif tokenizer.kind in ("char", "word"):
@@ -59,19 +59,6 @@ def to_hf_tokenizer(tokenizer: Tokenizer):
     return PreTrainedTokenizerFast(tokenizer_object=inner, pad_token=pad, bos_token=sos,
                                    eos_token=eos, unk_token=unk,
                                    model_max_length=int(1e30), split_special_tokens=True)
-
-
-def _checkpoint_tokenizer(tokenizer):
-    """A checkpoint's tokeniser (``HFTokenizer``) as the ``PreTrainedTokenizerFast`` it was:
-    the same ``tokenizers`` model, each special role on its own token."""
-    from tokenizers import Tokenizer as Fast
-    from transformers import PreTrainedTokenizerFast
-
-    inner = Fast.from_str(tokenizer.tokenizer.to_str())
-    roles = {f"{role}_token": inner.id_to_token(i) for role, i in tokenizer.specials.items()}
-    return PreTrainedTokenizerFast(
-        tokenizer_object=inner, padding_side=tokenizer.padding_side,
-        clean_up_tokenization_spaces=tokenizer.clean_up_tokenization_spaces, **roles)
 
 
 def special_ids(tokenizer: Tokenizer) -> dict[str, int | None]:

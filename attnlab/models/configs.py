@@ -29,8 +29,9 @@ from ..positional_names import positional_names
 from ..settings import setting
 
 __all__ = ["ModelConfig", "CausalLMConfig", "SequenceClassifierConfig", "Seq2SeqConfig",
-           "ElementPredictorConfig", "BertEncoderConfig", "GraphNetConfig", "POOLINGS", "HEADS",
-           "POSITION_STYLES", "GRAPH_MODELS"]
+           "ElementPredictorConfig", "BertEncoderConfig", "BertClassifierConfig", "PretrainedEncoderFields",
+           "GraphNetConfig",
+           "POOLINGS", "HEADS", "POSITION_STYLES", "GRAPH_MODELS"]
 
 POOLINGS = ("cls", "mean")
 HEADS = ("sequence", "element")
@@ -204,6 +205,87 @@ class BertEncoderConfig(ModelConfig):
     position_style: str = setting("absolute", help="how positions count",
                                   choices=POSITION_STYLES)
     pooler: bool = setting(False, help="BERT's pooler")
+
+
+@dataclass
+class PretrainedEncoderFields:
+    """The fields of a pretrained BERT-family encoder that attnlab's own encoders lack, read
+    from its checkpoint (``flag=False``: ``attnlab train classify --init DIR`` sets them, and a
+    run's config.yaml records them). ``BertClassifierConfig`` and classify's settings both
+    have them."""
+
+    max_positions: int = setting(512, help="position embeddings", low=1, flag=False)
+    type_vocab_size: int = setting(2, help="token types (0: none)", low=0, flag=False)
+    layer_norm_eps: float = setting(1e-12, help="LayerNorm epsilon", low=0, above=True,
+                                    flag=False)
+    position_style: str = setting("absolute", help="how positions count",
+                                  choices=POSITION_STYLES, flag=False)
+
+
+@dataclass
+class BertClassifierConfig(ModelConfig, PretrainedEncoderFields):
+    """``attnlab.models.BertClassifier``: a BERT-family encoder (``BertEncoderConfig``'s
+    fields; its position table is ``max_positions``) and a new per-sequence head, pooled by
+    BERT's pooler on the first real token (``pooling="cls"``) or by the mean of the real
+    tokens (``"mean"``)."""
+
+    num_classes: int = setting(None, help="classes C", low=1, optional=True, flag=False)
+    vocab_size: int = setting(None, help="token ids V", low=1, optional=True, flag=False)
+    model_dim: int = setting(768, help="model width D (hidden_size)", low=1)
+    num_heads: int = setting(12, help="attention heads", low=1)
+    num_layers: int = setting(12, help="encoder blocks", low=1)
+    dim_feedforward: int = setting(3072, help="feed-forward width (intermediate_size)", low=1)
+    activation: str = setting("gelu", help="feed-forward activation", choices=ACTIVATIONS)
+    dropout: float = setting(0.1, help="dropout on embeddings, sub-layers and the head", low=0,
+                             below=1)
+    attention_dropout: float = setting(0.1, help="dropout on attention weights", low=0, below=1)
+    pad_id: int = setting(0, help="padding id", low=0)
+    pooling: str = setting("cls", help="BERT's pooler on [CLS], or the mean of the real tokens",
+                           choices=POOLINGS)
+
+    @classmethod
+    def of_encoder(cls, encoder: "BertEncoderConfig", *, num_classes: int,
+                   dropout: float | None = None) -> "BertClassifierConfig":
+        """The classifier over the encoder ``encoder`` describes: pooled by its pooler where
+        it has one, else by the mean; ``dropout``, when given, on the hidden states and the
+        attention weights both (default: the encoder's two).
+
+        Examples:
+            >>> enc = BertEncoderConfig(vocab_size=50, model_dim=16, num_heads=2, num_layers=1,
+            ...                         dim_feedforward=32, max_len=40)
+            >>> c = BertClassifierConfig.of_encoder(enc, num_classes=3)
+            >>> c.max_positions, c.pooling
+            (40, 'mean')
+        """
+        hidden = encoder.dropout if dropout is None else dropout
+        attention = encoder.attention_dropout if dropout is None else dropout
+        return cls(num_classes=num_classes, vocab_size=encoder.vocab_size,
+                   model_dim=encoder.model_dim, num_heads=encoder.num_heads,
+                   num_layers=encoder.num_layers, dim_feedforward=encoder.dim_feedforward,
+                   max_positions=encoder.max_len, type_vocab_size=encoder.type_vocab_size,
+                   activation=encoder.activation, layer_norm_eps=encoder.layer_norm_eps,
+                   dropout=hidden, attention_dropout=attention, pad_id=encoder.pad_token_id,
+                   position_style=encoder.position_style,
+                   pooling="cls" if encoder.pooler else "mean")
+
+    def encoder_config(self) -> "BertEncoderConfig":
+        """The ``BertEncoderConfig`` of the encoder (with a pooler for ``pooling="cls"``)."""
+        return BertEncoderConfig(
+            vocab_size=self.vocab_size, model_dim=self.model_dim, num_heads=self.num_heads,
+            num_layers=self.num_layers, dim_feedforward=self.dim_feedforward,
+            max_len=self.max_positions, type_vocab_size=self.type_vocab_size,
+            activation=self.activation, layer_norm_eps=self.layer_norm_eps,
+            dropout=self.dropout, attention_dropout=self.attention_dropout,
+            pad_token_id=self.pad_id, position_style=self.position_style,
+            pooler=self.pooling == "cls")
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest sequence the position table holds: ``max_positions``, less the
+        ``pad_id + 1`` positions RoBERTa's counting skips."""
+        if self.position_style == "roberta":
+            return self.max_positions - self.pad_id - 1
+        return self.max_positions
 
 
 @dataclass

@@ -23,6 +23,7 @@ from typing import Any
 
 from torch import nn
 
+from ..models.bert_classifier import BertClassifier
 from ..models.causal_lm import CausalLM
 from ..models.classifier import SequenceClassifier
 from ..models.seq2seq import Seq2SeqTransformer
@@ -40,6 +41,9 @@ def _parts(model: nn.Module) -> tuple[list[nn.Module], list[nn.Module], list[nn.
     if isinstance(model, SequenceClassifier):
         stack = model.encoder
         return list(stack.layers), [stack.norm, model.output_net], [model.output_net]
+    if isinstance(model, BertClassifier):  # post-LN: no final norm; the pooler is the head's
+        head = [model.pooler, model.classifier]
+        return list(model.bert.encoder.layers), head, head
     if isinstance(model, Seq2SeqTransformer):
         stack = model.transformer.decoder
         return (list(stack.layers), [stack.norm, model.output],
@@ -66,6 +70,8 @@ def adapt(model: nn.Module, cfg: dict[str, Any]) -> str | None:
         wrapped = add_lora(model, rank, cfg.lora_alpha)
         if isinstance(model, SequenceClassifier):
             model.output_net.requires_grad_(True)  # a new head has nothing to keep
+        elif isinstance(model, BertClassifier):
+            model.classifier.requires_grad_(True)
         what = (f"--lora-rank {rank} (alpha {cfg.lora_alpha:g}) on {len(wrapped)} attention "
                 f"projections")
     elif freeze == "encoder":

@@ -260,3 +260,14 @@ def test_resume_refuses_a_training_file_that_changed_since_the_run_started(class
     err = capsys.readouterr().err
     assert f"--data {data} changed since this run started" in err
     assert "put the file back or start a new run" in err and "Traceback" not in err
+
+
+def test_macro_f1_is_torchmetrics_multiclass_macro_f1():
+    torchmetrics = pytest.importorskip("torchmetrics.functional.classification")
+    g = torch.Generator().manual_seed(0)
+    for k, n in [(2, 1), (2, 7), (3, 4), (5, 30), (7, 3)]:
+        for _ in range(20):
+            preds, targets = torch.randint(0, k, (2, n), generator=g)
+            ours = classification_metrics(preds, targets, k)["test_macro_f1"]
+            theirs = float(torchmetrics.multiclass_f1_score(preds, targets, k, average="macro"))
+            assert ours == pytest.approx(theirs, abs=1e-6), (k, preds, targets)

@@ -1,10 +1,14 @@
 """The heavy half of ``attnlab train classify`` (the spec is ``spec.py``): the tokeniser and
-the padded batches, the ``SequenceClassifier``, the metrics, and the module-level ``run``,
-``load``, ``predict``, ``evaluate`` and ``attention_maps`` that ``ClassifyTask``'s methods call.
+the padded batches, the model (a ``SequenceClassifier``, or with ``--init`` a pretrained
+encoder's ``BertClassifier``), the metrics, and the module-level ``run``, ``load``,
+``predict``, ``evaluate`` and ``attention_maps`` that ``ClassifyTask``'s methods call.
 
 Batches are grouped by length so that little padding is computed: texts become ids (B, T)
 padded with id 0 (the model masks id 0); sets become features (B, T, F) zero-padded with a mask
-(B, T), True = a real element. Metrics on the test split: ``test_accuracy`` and
+(B, T), True = a real element. A pretrained encoder reads what its checkpoint's tokeniser gives
+(``HFTokenizer.encode_for_model``: its [CLS]/[SEP] or <s></s>, cut to ``--max-len``): ids
+padded with that tokeniser's pad id on its padding side, an attention mask (B, T) (1 = real),
+and token types (B, T) where the model reads them (``Padding``). Metrics on the test split: ``test_accuracy`` and
 ``test_macro_f1`` (see ``classification_metrics``), a per-class table, and the classes that have
 no test example (``MISSING_KEY``).
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +32,17 @@ from torch.nn.utils.rnn import pad_sequence
 from ...data.feature_sets import feature_stats, parse_set, standardise
 from ...data.resumable import ResumableBatches, shard
 from ...errors import UsageError
-from ...models import SequenceClassifier
-from ...models.configs import SequenceClassifierConfig
+from ...models import BertClassifier, SequenceClassifier
+from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...nn import padding_mask
 from ...run_config import RunSettings
-from ...runs import check_data_files, load_weights
-from ...tokenizers import TOKENIZER_KINDS, load_tokenizer, note_unknown
+from ...runs import check_data_files, load_weights, read_yaml
+from ...tokenizers import TOKENIZER_KINDS, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
 from .data import check_labels, load_splits, read_examples
+from .start import load_run_tokenizer, pretrained, start_of
 
-__all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches",
+__all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches", "Padding",
            "collect_predictions", "classification_metrics", "per_class_table",
            "classes_without_examples", "MISSING_KEY",
            "run", "load", "predict_many", "evaluate", "attention_maps"]
@@ -46,9 +52,11 @@ MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no te
 
 # ---- model ------------------------------------------------------------------------------------
 
-def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig:
+def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig | BertClassifierConfig:
     """The ``SequenceClassifierConfig`` of a run's configuration (after ``run`` has added the
-    labels and the tokeniser's vocabulary, or the feature names of a feature-set run).
+    labels and the tokeniser's vocabulary, or the feature names of a feature-set run); the
+    ``BertClassifierConfig`` of a run of a pretrained encoder (``arch`` its model_type; the
+    embedding's rows are ``model_vocab_size``; --dropout on the attention weights too).
 
     Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS, get_task
@@ -56,14 +64,19 @@ def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig:
         ...                 max_len=64, model_vocab_size=300, vocab_size=10000)).vocab_size
         300
     """
+    if pretrained(cfg):
+        return config_from_run(BertClassifierConfig, cfg, num_classes=len(cfg.labels),
+                               vocab_size=cfg.model_vocab_size, attention_dropout=cfg.dropout)
     inputs = ({"input_dim": len(cfg.feature_names), "vocab_size": None}
               if cfg.get("set_column") else {"vocab_size": cfg.model_vocab_size})
     return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg.labels), **inputs)
 
 
-def build_model(cfg: RunSettings) -> SequenceClassifier:
-    """The ``SequenceClassifier`` a run's configuration describes (randomly initialised)."""
-    return SequenceClassifier.from_config(model_config_of(cfg))
+def build_model(cfg: RunSettings) -> SequenceClassifier | BertClassifier:
+    """The model a run's configuration describes (randomly initialised)."""
+    config = model_config_of(cfg)
+    kind = BertClassifier if isinstance(config, BertClassifierConfig) else SequenceClassifier
+    return kind.from_config(config)
 
 
 # ---- tokens and batches -----------------------------------------------------------------------
@@ -110,11 +123,50 @@ def _pad_ids(ids: list[list[int]]) -> torch.Tensor:
     return x
 
 
+@dataclass(frozen=True)
+class Padding:
+    """How a pretrained encoder's batches are padded: its tokeniser's pad id and side
+    (``"right"`` or ``"left"``), and whether the model reads token types."""
+
+    pad_id: int
+    side: str = "right"
+    token_types: bool = False
+
+    @classmethod
+    def of(cls, cfg: RunSettings, tokenizer) -> "Padding | None":
+        """The padding of a run's batches: None for attnlab's own encoder (pad 0, right)."""
+        if not pretrained(cfg):
+            return None
+        pad = tokenizer.pad_id if tokenizer.pad_id is not None else cfg.pad_id
+        return cls(pad, tokenizer.padding_side,
+                   bool(tokenizer.token_type_ids and cfg.type_vocab_size))
+
+    def pad(self, encoded: list[tuple[list[int], list[int]]]) -> tuple[torch.Tensor, ...]:
+        """``(input_ids, token_type_ids)`` pairs -> input_ids (B, T), attention_mask (B, T)
+        (1 = real token) and, with ``token_types``, token_type_ids (B, T) (0 on padding).
+
+        Examples:
+            >>> [t.tolist() for t in Padding(9, "left").pad([([5, 6], [0, 0]), ([7], [0])])]
+            [[[5, 6], [9, 7]], [[1, 1], [0, 1]]]
+        """
+        T = max(len(ids) for ids, _ in encoded)
+        x = torch.full((len(encoded), T), self.pad_id, dtype=torch.long)  # (B, T)
+        mask, types = torch.zeros_like(x), torch.zeros_like(x)  # (B, T)
+        for row, (ids, type_ids) in enumerate(encoded):
+            cols = slice(0, len(ids)) if self.side == "right" else slice(T - len(ids), T)
+            x[row, cols], mask[row, cols] = torch.tensor(ids), 1
+            types[row, cols] = torch.tensor(type_ids)
+        return (x, mask, types) if self.token_types else (x, mask)
+
+
 def make_batches(ids: list, targets: list[int], batch_size: int, *,
-                 shuffle: bool = False, seed: int = 0) -> list[tuple[torch.Tensor, ...]]:
+                 shuffle: bool = False, seed: int = 0,
+                 padding: Padding | None = None) -> list[tuple[torch.Tensor, ...]]:
     """Padded batches (ids (B, T) with pad 0, targets (B,)) of sequences of similar length —
     or, when ``ids`` are feature sets ((T, F) tensors), (features (B, T, F) zero-padded,
-    mask (B, T) True = real element, targets (B,)).
+    mask (B, T) True = real element, targets (B,)) — or, with ``padding`` (a pretrained
+    encoder's), when ``ids`` are ``(input_ids, token_type_ids)`` pairs, ``padding.pad``'s
+    tensors and targets (B,).
 
     Sorting by length within windows of 50 batches keeps padding small; ``shuffle`` mixes the
     windows and the batch order (seeded) so training batches still vary.
@@ -124,9 +176,12 @@ def make_batches(ids: list, targets: list[int], batch_size: int, *,
         [[[7, 0], [5, 6]], [[8, 9, 4]]]
     """
     out = []
-    for batch in _length_grouped([len(i) for i in ids], batch_size, shuffle, seed):
+    lengths = [len(i[0]) if padding else len(i) for i in ids]
+    for batch in _length_grouped(lengths, batch_size, shuffle, seed):
         y = torch.tensor([targets[i] for i in batch])  # (B,)
-        if torch.is_tensor(ids[batch[0]]):  # feature sets
+        if padding is not None:
+            out.append((*padding.pad([ids[i] for i in batch]), y))
+        elif torch.is_tensor(ids[batch[0]]):  # feature sets
             out.append((*_pad_sets([ids[i] for i in batch]), y))
         else:
             out.append((_pad_ids([ids[i] for i in batch]), y))
@@ -137,13 +192,15 @@ class _Batches(ResumableBatches):
     """A new shuffle of the length-grouped training batches every epoch; resumable mid-epoch.
     Under DDP each rank takes every world-th batch, all ranks the same count."""
 
-    def __init__(self, ids, targets, batch_size: int, seed: int) -> None:
+    def __init__(self, ids, targets, batch_size: int, seed: int,
+                 padding: Padding | None = None) -> None:
         super().__init__()
         self.ids, self.targets, self.batch_size, self.seed = ids, targets, batch_size, seed
+        self.padding = padding
 
     def epoch_batches(self, epoch: int, start: int):
         batches = make_batches(self.ids, self.targets, self.batch_size, shuffle=True,
-                               seed=self.seed * 100_003 + epoch + 1)
+                               seed=self.seed * 100_003 + epoch + 1, padding=self.padding)
         rank, world = shard()
         return batches[: len(batches) - len(batches) % world][rank::world][start:]
 
@@ -162,15 +219,18 @@ def _targets(pairs, labels: list[str]) -> list[int]:
 
 
 def _inputs(cfg, tokenizer, xs) -> list:
-    """Model inputs: token ids of texts, or feature sets standardised as in training."""
+    """Model inputs: token ids of texts, or feature sets standardised as in training; a
+    pretrained encoder's (input_ids, token_type_ids) with its special tokens."""
     if cfg.get("set_column"):
         return standardise(xs, cfg.feature_mean, cfg.feature_std)
+    if pretrained(cfg):
+        return tokenizer.encode_for_model(xs, cfg.max_len)
     return encode(tokenizer, xs, cfg.max_len)
 
 
 def _test_batches(cfg, tokenizer, pairs):
     return make_batches(_inputs(cfg, tokenizer, [x for x, _ in pairs]),
-                        _targets(pairs, cfg.labels), 256)
+                        _targets(pairs, cfg.labels), 256, padding=Padding.of(cfg, tokenizer))
 
 
 # ---- metrics ----------------------------------------------------------------------------------
@@ -183,8 +243,14 @@ def collect_predictions(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(preds), torch.cat(targets)
 
 
+def _confusion(preds: torch.Tensor, targets: torch.Tensor, k: int) -> torch.Tensor:
+    """The (true, predicted) counts (k, k) of ``k`` classes."""
+    return torch.bincount(targets * k + preds, minlength=k * k).reshape(k, k)
+
+
 def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
-    """``test_accuracy`` and ``test_macro_f1`` (torchmetrics' multiclass F1, macro average).
+    """``test_accuracy`` and ``test_macro_f1`` (multiclass F1, macro average, as torchmetrics'
+    and scikit-learn's): F1_k = 2 TP_k / (predicted_k + true_k).
 
     The macro average is the mean F1 over the classes that occur in ``targets`` or in
     ``preds``: a class in neither has F1 = 0/0 and is left out (scikit-learn's ``f1_score``
@@ -196,13 +262,13 @@ def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_class
         >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
         {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666865348816}
     """
-    # Here, not at the top: torchmetrics loads scipy, matplotlib and transformers (seconds:
-    # benchmarks/RESULTS.md), which predict and plot, the commands that need no metric, should
-    # not pay for.
-    from torchmetrics.functional.classification import multiclass_f1_score
-
+    # From the confusion matrix, not torchmetrics: importing it loads scipy, matplotlib and
+    # transformers (seconds: benchmarks/RESULTS.md), a fixed cost of every run's test split.
+    confusion = _confusion(preds, targets, num_classes)
+    seen = confusion.sum(0) + confusion.sum(1)  # (K,) predicted + true
+    f1 = 2 * confusion.diag().float() / seen.clamp(min=1)  # (K,)
     return {"test_accuracy": float((preds == targets).float().mean()),
-            "test_macro_f1": float(multiclass_f1_score(preds, targets, num_classes, average="macro"))}
+            "test_macro_f1": float(f1[seen > 0].mean())}
 
 
 def classes_without_examples(targets: torch.Tensor, labels: list[str]) -> list[str]:
@@ -228,7 +294,7 @@ def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str
     recall_k = C_kk / Σ_j C_kj, F1_k = 2·precision·recall / (precision + recall).
     """
     k = len(labels)
-    confusion = torch.bincount(targets * k + preds, minlength=k * k).reshape(k, k)  # (true, pred)
+    confusion = _confusion(preds, targets, k)  # (true, pred)
     tp = confusion.diag().float()
     precision = tp / confusion.sum(0).clamp(min=1)
     recall = tp / confusion.sum(1).clamp(min=1)
@@ -252,16 +318,20 @@ def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, tor
 
 # ---- the task's functions (ClassifyTask's methods call these) ---------------------------------
 
-def _prepare(cfg, splits: dict[str, Any]) -> tuple[Any, Any, list]:
+def _prepare(cfg, splits: dict[str, Any], start) -> tuple[Any, Any, list]:
     """Fit what training sets up from the training split, derived into the run config (so that
     config.yaml rebuilds the model): the labels, and the tokeniser (texts; its vocabulary size)
-    or the features' names, mean and std (sets). Returns (the run config, tokenizer or None,
-    model inputs)."""
+    or the features' names, mean and std (sets). The tokeniser of a run started from --init
+    (``start``) is its source's, and so is the vocabulary. Returns (the run config, tokenizer
+    or None, model inputs)."""
     cfg = cfg.derive(labels=sorted({lab for _, lab in splits["train"]}))
     tokenizer, xs = None, [x for x, _ in splits["train"]]
     if cfg.get("set_column"):
         mean, std = feature_stats(xs)
         cfg = cfg.derive(feature_names=splits["features"], feature_mean=mean, feature_std=std)
+    elif start.tokenizer is not None:
+        tokenizer = start.tokenizer
+        cfg = cfg.derive(model_vocab_size=start.vocab_size or cfg.model_vocab_size)
     else:
         tokenizer = fit_tokenizer(cfg, xs)
         cfg = cfg.derive(model_vocab_size=tokenizer.vocab_size)
@@ -276,13 +346,17 @@ def run(task, cfg: RunSettings, run_dir: Path,
     from ...training.classifier import ClassifierModule
 
     splits = checked if checked is not None else load_splits(cfg)
-    cfg, tokenizer, inputs = _prepare(cfg, splits)
-    train = _Batches(inputs, _targets(splits["train"], cfg.labels), cfg.batch_size, cfg.seed)
+    start = start_of(cfg, run_dir, splits.get("init"), load=lambda d: _load_run(task, d))
+    cfg, tokenizer, inputs = _prepare(cfg, splits, start)
+    train = _Batches(inputs, _targets(splits["train"], cfg.labels), cfg.batch_size, cfg.seed,
+                     Padding.of(cfg, tokenizer))
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = cfg.epochs * train.num_batches if cfg.epochs else cfg.max_steps
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)
-    model = build_model(cfg)
+    model = start.weights_into(build_model(cfg), cfg.labels)
+    if start.tokenizer is not None:  # a resumed run reads it from here, never from --init
+        start.tokenizer.save(Path(run_dir) / "tokenizer.json")
     module = ClassifierModule(model, cfg, steps)
     result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
                  val_check_interval=cfg.val_every or min(train.num_batches, steps))
@@ -299,10 +373,17 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
 def _load(run_dir: Path, cfg: RunSettings):
     """(model in eval mode, tokenizer); the tokenizer is None for feature sets."""
-    tokenizer = None if cfg.get("set_column") else load_tokenizer(Path(run_dir) / "tokenizer.json")
+    tokenizer = None if cfg.get("set_column") else load_run_tokenizer(run_dir)
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
     return model.eval(), tokenizer
+
+
+def _load_run(task, run_dir: Path):
+    """(model, tokenizer, labels) of the classify run in ``run_dir`` (a run --init names)."""
+    where = Path(run_dir) / "config.yaml"
+    cfg = task.read_config(read_yaml(where), where)
+    return (*_load(run_dir, cfg), list(cfg.labels))
 
 
 def load(task, run_dir: Path, cfg: RunSettings):
@@ -327,7 +408,8 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     inputs = _inputs(cfg, tokenizer, xs)
     p = torch.empty(len(inputs), len(cfg.labels))
     # make_batches reorders by length: each batch's "targets" are its inputs' positions
-    for *batch, where in make_batches(inputs, list(range(len(inputs))), 256):
+    for *batch, where in make_batches(inputs, list(range(len(inputs))), 256,
+                                      padding=Padding.of(cfg, tokenizer)):
         p[where] = model(*batch).float().softmax(-1)
     return [{"prediction": cfg.labels[int(row.argmax())],
              "probabilities": probabilities_of(cfg.labels, row)} for row in p]
@@ -335,7 +417,8 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
 
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
-    with cls pooling), every layer's (H, T, T) map. A feature set's elements are labelled by
+    with cls pooling; a pretrained encoder's special tokens as its tokenizer adds them), every
+    layer's (H, T, T) map. A feature set's elements are labelled by
     their position and values, ``"0:(1.5,2)"``."""
     model, tokenizer = _load(run_dir, cfg)
     if tokenizer is None:
@@ -343,6 +426,11 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
         x = _inputs(cfg, None, [features])[0][None]  # (1, T, F) standardised
         labels = [f"{i}:(" + ",".join(f"{v:g}" for v in row) + ")"
                   for i, row in enumerate(features.tolist())]
+    elif pretrained(cfg):  # one text: no padding, every token real
+        (ids, types), = tokenizer.encode_for_model([text], cfg.max_len)
+        batch = Padding.of(cfg, tokenizer).pad([(ids, types)])
+        labels = [tokenizer.tokenizer.id_to_token(i) for i in ids]  # [CLS] ... [SEP] included
+        return [m[0] for m in model.get_attention_maps(*batch)], labels, labels
     else:
         ids = encode(tokenizer, [text], cfg.max_len)[0]
         x, labels = torch.tensor([ids]), tokenizer.tokenize(text)[: len(ids)]

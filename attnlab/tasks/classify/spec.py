@@ -21,6 +21,14 @@ mean/std (kept in config.yaml); no positional encoding and mean pooling over the
 so the prediction does not depend on the order of a set's rows. ``--feature-columns a,b`` picks
 the features (default: every other column); ``predict --input "x1,y1;x2,y2"`` takes one set.
 
+With ``--init DIR`` (a Hugging Face BERT, RoBERTa, XLM-R, CamemBERT or DistilBERT directory on
+disk, or a classify run) it fine-tunes a pretrained encoder under a new head (``BertClassifier``:
+the checkpoint's pooler on [CLS], or the mean of the real tokens where it has none), reading the
+texts with the checkpoint's own tokenizer; the shape, ``arch`` (its model_type) and the
+encoder's fields come from DIR (``pretrained.py``), ``--max-len`` defaults to all the model
+holds, and ``--tokenizer``, ``--vocab-size`` and ``--set-column`` are refused. A corrupt or
+unsupported checkpoint is refused before the run directory is written: ``validate`` reads it.
+
 Data problems stop the command before a run directory is written (exit 2, one line): missing
 file, missing or repeated column (also --text-column equal to --label-column), empty file,
 undecodable bytes or an unclosed quote (file and line), a single class, labels in the test or
@@ -43,15 +51,16 @@ Examples:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ...errors import UsageError
-from ...models.configs import SequenceClassifierConfig
+from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...settings import defaults as defaults_of
 from ...settings import AdaptSettings, flag, setting
 from ...tokenizers import TOKENIZER_KINDS
 from ..base import Runtime, Task, model_defaults
+from . import pretrained
 from .data import read_and_pin
 
 __all__ = ["ClassifyTask", "ClassifySettings", "TASKS"]
@@ -60,11 +69,14 @@ __all__ = ["ClassifyTask", "ClassifySettings", "TASKS"]
 # or the 256 bytes BPE starts from.
 _MIN_VOCAB = {"char": 5, "word": 5, "bpe": 260}
 _MODEL_FLAGS = ("pooling", "positional", "max_len")  # the classifier's fields with a flag here
+_MAX_LEN = 256  # tokens kept per text, without --init
 
 
 @dataclass
-class ClassifySettings(AdaptSettings):
-    """The flags of ``attnlab train classify`` besides the shared and the model ones."""
+class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
+    """The flags of ``attnlab train classify`` besides the shared and the model ones; and,
+    without a flag, what ``--init DIR`` reads from a pretrained encoder (``arch``, the
+    encoder's fields that attnlab's own lacks)."""
 
     data: str = setting(None, help="training data: .csv, .tsv or .jsonl", metavar="FILE",
                         optional=True)
@@ -87,6 +99,9 @@ class ClassifySettings(AdaptSettings):
     feature_columns: str = setting(None, help="with --set-column: the numeric features "
                                               "(default: every other column)",
                                    metavar="A,B,...", optional=True)
+    arch: str = setting("transformer", choices=pretrained.ARCHS, flag=False,
+                        help="the model: attnlab's own encoder ('transformer'), or the "
+                             "model_type of the pretrained encoder --init read")
 
 
 @dataclass
@@ -116,9 +131,10 @@ class ClassifyTask(Task):
     defaults = {
         **model_defaults(SequenceClassifierConfig, _MODEL_FLAGS),
         **defaults_of(ClassifySettings),
-        "max_len": 256, "max_steps": 1000, "batch_size": 32, "lr": 1e-3, "warmup": 100,
+        "max_len": None, "max_steps": 1000, "batch_size": 32, "lr": 1e-3, "warmup": 100,
         "dropout": 0.1, "threads": 1,
     }
+    default_notes = {"max_len": f"{_MAX_LEN}; with --init, what the model holds"}
 
     def runtime_module(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
@@ -126,18 +142,42 @@ class ClassifyTask(Task):
 
         return runtime
 
+    def init_settings(self, source) -> dict[str, Any]:
+        """What ``--init DIR`` fixes: a Hugging Face BERT-family encoder's shape and
+        architecture (``pretrained.init_settings``); an attnlab classify run's, as for any
+        task, and its architecture when it was a pretrained encoder's."""
+        own = super().init_settings(source) if source.kind == "run" else {}
+        return {**own, **pretrained.init_settings(source)}
+
+    def check_settings(self, cfg: dict[str, Any]) -> Any:
+        """--max-len not given: 256 tokens, or with a pretrained encoder all it holds."""
+        if cfg.get("max_len") is None:
+            cfg["max_len"] = (_MAX_LEN if cfg.get("arch", "transformer") == "transformer"
+                              else pretrained.max_tokens(cfg))
+        return super().check_settings(cfg)
+
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The encoder is everything before the classifier's head."""
         return {"blocks": cfg["num_layers"], "encoder": True, "attention": True}
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A set of feature rows has no text, is pooled by its mean and has no positions;
-        texts have no feature columns."""
+        texts have no feature columns; a model from --init reads text with the checkpoint's
+        own tokenizer; attnlab's own encoder has none of a pretrained one's fields."""
+        own = ([([f.name for f in fields(PretrainedEncoderFields)],
+                 "only with --init of a pretrained encoder (read from its checkpoint)")]
+               if cfg.get("arch", "transformer") == "transformer" else [])
+        if cfg.get("init"):
+            return [*own, (["tokenizer", "vocab_size"], "not with --init: the checkpoint's own "
+                                                        "tokenizer is used"),
+                    (["set_column", "feature_columns"], "not with --init: the model from "
+                                                        "--init classifies texts")]
         if not cfg.get("set_column"):
-            return [(["feature_columns"], "only with --set-column (the numeric columns of a set "
-                                          "of feature rows); texts are read from --text-column")]
+            return [*own, (["feature_columns"], "only with --set-column (the numeric columns "
+                                                "of a set of feature rows); texts are read "
+                                                "from --text-column")]
         forced = (("pooling", "mean"), ("positional", "none"))
-        return [([k for k, kept in forced if cfg.get(k) != kept],
+        return [*own, ([k for k, kept in forced if cfg.get(k) != kept],
                  "not with --set-column: a set has no order and no [CLS] position, so it is "
                  "pooled by its mean and has no positional encoding"),
                 (["text_column", "tokenizer", "vocab_size"],
@@ -148,9 +188,12 @@ class ClassifyTask(Task):
         """The checks one setting alone cannot make: the vocabulary the tokeniser needs, the
         two fractions together, the columns' roles; then the files themselves, read now so a
         data error comes before the run directory is written, and pinned in ``data_sha256``.
-        Returns the splits read (``data.read_and_pin``), which ``run`` trains on."""
-        least = _MIN_VOCAB[cfg["tokenizer"]]
-        if cfg["vocab_size"] < least:
+        Returns the splits read (``data.read_and_pin``), which ``run`` trains on, and under
+        ``"init"`` the Hugging Face checkpoint ``--init`` names, read now so that a corrupt or
+        unsupported one is refused before the run directory exists (None for a run)."""
+        if cfg.get("arch", "transformer") != "transformer":
+            pretrained.check_pretrained(cfg)
+        elif cfg["vocab_size"] < (least := _MIN_VOCAB[cfg["tokenizer"]]):
             raise UsageError(f"--vocab-size must be an integer >= {least} for --tokenizer "
                              f"{cfg['tokenizer']}, got {cfg['vocab_size']!r}")
         if cfg["val_fraction"] + cfg["test_fraction"] >= 1:
@@ -159,7 +202,10 @@ class ClassifyTask(Task):
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self._check_column_flags(cfg)
-        return read_and_pin(cfg)
+        splits = read_and_pin(cfg)
+        if cfg.get("init") and not cfg.get("resume"):
+            splits["init"] = pretrained.read_init(cfg)
+        return splits
 
     @staticmethod
     def _check_column_flags(cfg: dict[str, Any]) -> None:

@@ -1,0 +1,172 @@
+"""What a Hugging Face BERT-family directory fixes of ``attnlab train classify --init DIR``:
+the encoder's shape and architecture, read from its ``config.json`` and the names in its
+weights file (light: no torch, so a disagreeing flag is refused before torch loads).
+
+    config.json (BERT, RoBERTa, XLM-R, CamemBERT)   (DistilBERT)      -> classify setting
+    vocab_size                                      (the same)        vocab_size (unrecorded)
+    hidden_size                                     dim               model_dim
+    num_attention_heads                             n_heads           num_heads
+    num_hidden_layers                               n_layers          num_layers
+    intermediate_size                               hidden_dim        dim_feedforward
+    max_position_embeddings                         (the same)        max_positions
+    type_vocab_size                                 (none: 0)         type_vocab_size
+    hidden_act                                      activation        activation
+    layer_norm_eps                                  (1e-12)           layer_norm_eps
+    pad_token_id                                    (the same)        pad_id
+    model_type                                      (the same)        arch
+
+RoBERTa's family counts positions from ``pad_token_id + 1`` (``position_style="roberta"``).
+``pooling`` is ``"cls"`` (BERT's pooler) when the weights hold a pooler, else ``"mean"``. What
+``config.json`` says that attnlab cannot build (a decoder, relative positions, an activation
+it lacks) is refused when the checkpoint is read (``attnlab.interop.checkpoint``), still before
+the run directory is written.
+
+Examples:
+    >>> settings_of_config("bert", {"vocab_size": 90, "hidden_size": 32, "num_attention_heads": 4,
+    ...     "num_hidden_layers": 2, "intermediate_size": 48, "max_position_embeddings": 64,
+    ...     "type_vocab_size": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12,
+    ...     "pad_token_id": 0})["position_style"]
+    'absolute'
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from ...activation_names import ACT_FROM_HF
+from ...errors import UsageError
+from ...interop.source import BERT_FAMILY
+from ...models.configs import BertClassifierConfig, PretrainedEncoderFields
+
+__all__ = ["init_settings", "settings_of_config", "has_pooler", "check_pretrained",
+           "max_tokens", "read_init", "ARCHS", "ROBERTA_STYLE"]
+
+ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
+ARCHS = ("transformer", *BERT_FAMILY)  # classify's arch: its own encoder, or a checkpoint's
+_POOLER = "pooler.dense.weight"  # the pooler's weight, under any prefix (bert., roberta.)
+
+
+def init_settings(source) -> dict[str, Any]:
+    """The classify settings a Hugging Face checkpoint (an ``InitSource`` of kind "hf") fixes.
+
+    Raises:
+        UsageError: naming the file when config.json lacks a size or the weights file cannot
+            be read.
+    """
+    if source.kind == "run":
+        return run_settings(source.config, source.path)
+    settings = settings_of_config(source.model_type, source.config, where=source.path)
+    settings["pooling"] = "cls" if has_pooler(source.weights) else "mean"
+    return settings
+
+
+def run_settings(config: dict[str, Any], where: str | Path) -> dict[str, Any]:
+    """What an attnlab classify run (its config.yaml's ``config``) fixes beyond the settings
+    every task's run fixes: a pretrained encoder's architecture and fields (``arch``,
+    ``PretrainedEncoderFields``, activation, pad id), so that a run from it is one too.
+
+    Raises:
+        UsageError: for a ``--set-column`` run (a set classifier reads no text).
+    """
+    if config.get("set_column"):
+        raise UsageError(f"--init {where} is a --set-column run; --init takes a classify run "
+                         f"of texts")
+    if config.get("arch", "transformer") == "transformer":
+        return {}
+    names = ("arch", "activation", "pad_id", *(f.name for f in fields(PretrainedEncoderFields)))
+    return {k: config[k] for k in names if k in config}
+
+
+def settings_of_config(model_type: str, config: dict[str, Any], *,
+                       where: str | Path = "config.json") -> dict[str, Any]:
+    """The settings of a BERT-family ``config.json`` (``config``) of ``model_type``, but for
+    ``pooling``, which the weights say (see the module doc)."""
+    distil = model_type == "distilbert"
+    names = (("dim", "n_heads", "n_layers", "hidden_dim", "activation") if distil else
+             ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
+              "hidden_act"))
+
+    def need(key: str, default: Any = None) -> Any:
+        value = config.get(key, default)
+        if value is None:
+            raise UsageError(f"{Path(where) / 'config.json'} has no {key!r}")
+        return value
+
+    dim, heads, layers, ff, act = (need(k) for k in names)
+    pad = config.get("pad_token_id")
+    # vocab_size: the embedding's rows, for the memory estimate (--vocab-size is refused)
+    return {"arch": model_type, "vocab_size": need("vocab_size"), "model_dim": dim, "num_heads": heads, "num_layers": layers,
+            "dim_feedforward": ff, "max_positions": need("max_position_embeddings"),
+            "type_vocab_size": 0 if distil else need("type_vocab_size", 2),
+            "activation": ACT_FROM_HF.get(act, act),  # an unknown one: refused when read
+            "layer_norm_eps": 1e-12 if distil else need("layer_norm_eps", 1e-12),
+            "pad_id": 0 if pad is None else pad,
+            "position_style": "roberta" if model_type in ROBERTA_STYLE else "absolute",
+            "positional": "learned"}
+
+
+def has_pooler(weights: Path) -> bool:
+    """Whether ``weights`` holds BERT's pooler, read without torch: the tensor names of a
+    safetensors file's JSON header, or the pickled state dict's keys of a PyTorch zip file.
+
+    Raises:
+        UsageError: naming the file when it is neither.
+    """
+    try:
+        if weights.suffix == ".safetensors":
+            with open(weights, "rb") as f:
+                size = int.from_bytes(f.read(8), "little")
+                names = json.loads(f.read(size))
+            return any(name.endswith(_POOLER) for name in names)
+        with zipfile.ZipFile(weights) as z:  # torch.save's format: <name>/data.pkl
+            pickled = next(n for n in z.namelist() if n.endswith("data.pkl"))
+            return _POOLER.encode() in z.read(pickled)
+    except (OSError, ValueError, StopIteration, zipfile.BadZipFile) as e:
+        kind = "safetensors" if weights.suffix == ".safetensors" else "PyTorch weights"
+        raise UsageError(f"{weights} is not a readable {kind} file "
+                         f"({' '.join(str(e).split()) or type(e).__name__})") from None
+
+
+def max_tokens(cfg: dict[str, Any]) -> int:
+    """The longest text (in tokens, special ones included) the pretrained encoder of ``cfg``
+    holds: its position table, less what RoBERTa's counting skips."""
+    return BertClassifierConfig.from_dict(cfg).max_tokens
+
+
+def check_pretrained(cfg: dict[str, Any]) -> None:
+    """A pretrained encoder comes with ``--init``, and reads at most ``max_tokens`` tokens.
+
+    Raises:
+        UsageError: naming the setting.
+    """
+    if not cfg.get("init"):
+        raise UsageError(f"arch {cfg['arch']!r} is a pretrained encoder's: it comes from "
+                         f"--init DIR (a Hugging Face directory), never set alone")
+    most = max_tokens(cfg)
+    if cfg["max_len"] > most:
+        raise UsageError(f"--max-len {cfg['max_len']}: --init {cfg['init']}'s model holds at "
+                         f"most {most} tokens ({cfg['max_positions']} position embeddings); "
+                         f"give --max-len {most} or less")
+
+
+def read_init(cfg: dict[str, Any]):
+    """The ``attnlab.interop.checkpoint.Checkpoint`` of a Hugging Face ``--init`` directory
+    (None for an attnlab run: the runtime loads it), its weights the ones configured.
+
+    Raises:
+        UsageError: whatever ``read_checkpoint`` refuses, and weights that changed since the
+            run was configured (``init_sha256``).
+    """
+    if (Path(cfg["init"]) / "config.yaml").is_file():
+        return None
+    from ...interop.checkpoint import read_checkpoint  # torch and transformers
+
+    checkpoint = read_checkpoint(cfg["init"], task="classify")
+    if checkpoint.sha256 != cfg["init_sha256"]:
+        raise UsageError(f"--init {cfg['init']}: {checkpoint.weights.name} changed since the "
+                         f"run was configured; start the run again")
+    assert checkpoint.config.pooler == (cfg["pooling"] == "cls"), "has_pooler disagrees"
+    return checkpoint

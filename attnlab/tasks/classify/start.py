@@ -1,0 +1,115 @@
+"""Where a classify run's first weights and its tokeniser come from (``start_of``).
+
+    a new run, no --init            random weights; a tokeniser fit on the training split
+    --init DIR, a Hugging Face       the checkpoint's encoder (``read_checkpoint``) under a new
+        BERT-family directory        head; the checkpoint's own tokeniser
+    --init RUN, an attnlab           the run's model (a new head where the labels differ);
+        classify run                 the run's tokeniser
+    --resume of a run from --init    the run's last checkpoint (the training loop restores it);
+                                     the tokeniser the run saved in its directory
+
+A run from --init saves its tokeniser in its directory before training, so that ``--resume``
+never reads DIR again. Imports torch (the runtime's half of the task).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+
+__all__ = ["Start", "start_of", "pretrained", "load_run_tokenizer"]
+
+
+def pretrained(cfg) -> bool:
+    """Whether a run's model is a pretrained encoder's ``BertClassifier`` (``arch`` its
+    model_type) rather than attnlab's own ``SequenceClassifier``."""
+    return cfg.get("arch", "transformer") != "transformer"
+
+
+def load_run_tokenizer(run_dir: str | Path):
+    """The tokeniser a classify run saved (attnlab's own kinds, or a checkpoint's)."""
+    from ...interop.saved import load_any_tokenizer
+
+    return load_any_tokenizer(Path(run_dir) / "tokenizer.json")
+
+
+@dataclass(frozen=True)
+class Start:
+    """A run's start (see the module doc).
+
+    Attributes:
+        model: the model whose weights the run starts from (a ``BertEncoder`` of a checkpoint,
+            or an attnlab run's classifier); None: random weights.
+        labels: the labels of ``model``'s head (an attnlab run's); None for an encoder.
+        tokenizer: the tokeniser the run must use; None: fit one on the training split.
+        vocab_size: the embedding's rows of ``model``; None where the tokeniser fixes it.
+    """
+
+    model: nn.Module | None = None
+    labels: list[str] | None = None
+    tokenizer: Any = None
+    vocab_size: int | None = None
+
+    def weights_into(self, model: nn.Module, labels: list[str]) -> nn.Module:
+        """``model`` (just built from the run config) holding the start's weights: an
+        encoder's under its new head; an attnlab run's whole model, but for the last layer of
+        the head when the labels differ (a head of new classes starts anew)."""
+        if self.model is None:
+            return model
+        if self.labels is None:  # a pretrained encoder: the classifier's body
+            model.bert.load_state_dict(self.model.state_dict())
+            return model
+        state = self.model.state_dict()
+        if list(self.labels) != list(labels):
+            last = _head_layer(model)
+            state = {k: v for k, v in state.items() if not k.startswith(last + ".")}
+            model.load_state_dict(state, strict=False)
+        else:
+            model.load_state_dict(state)
+        return model
+
+
+def _head_layer(model: nn.Module) -> str:
+    """The name of the classifier's last layer (one row per class)."""
+    if hasattr(model, "classifier"):  # BertClassifier
+        return "classifier"
+    return f"output_net.{len(model.output_net) - 1}"  # SequenceClassifier
+
+
+def start_of(cfg, run_dir: Path, checkpoint=None, *,
+             load: Callable[[Path], tuple[nn.Module, Any, list[str]]]) -> Start:
+    """The start of the run ``cfg`` describes (see the module doc).
+
+    Args:
+        cfg: the run config (``init``, ``init_sha256``, ``resume``).
+        run_dir: the run directory (a resumed run's tokeniser is there).
+        checkpoint: the Hugging Face checkpoint ``validate`` read already, if it did.
+        load: ``run directory -> (model, tokenizer, labels)`` of an attnlab classify run
+            (the runtime's).
+
+    Raises:
+        UsageError: --init DIR changed since the run was configured, or is no longer what it
+            was (``reread_init_source``, ``pretrained.read_init``).
+    """
+    if not cfg.get("init") or cfg.get("set_column"):
+        return Start()
+    if cfg.resume:
+        return Start(tokenizer=load_run_tokenizer(run_dir))
+    source = Path(cfg.init)
+    if not (source / "config.yaml").is_file():  # a Hugging Face directory
+        if checkpoint is None:
+            from .pretrained import read_init
+
+            checkpoint = read_init(dict(cfg))
+        return Start(model=checkpoint.model, tokenizer=checkpoint.tokenizer,
+                     vocab_size=checkpoint.config.vocab_size)
+    from ...interop.source import reread_init_source
+
+    reread_init_source(source, cfg.init_sha256, task="classify")  # the weights configured
+    model, tokenizer, labels = load(source)
+    return Start(model=model, labels=labels, tokenizer=tokenizer,
+                 vocab_size=model.config.vocab_size)
