@@ -41,3 +41,70 @@ def pytest_ignore_collect(collection_path, config):
     if config.getoption("markexpr", "") != "not slow":
         return None
     return True if any(str(collection_path).endswith(m) for m in SLOW_EXAMPLES) else None
+
+
+# The typed run config (``attnlab.run_config.RunSettings``) is read by attribute. Its mapping
+# methods remain only for the modules listed here, which still read it as a dict; a call from
+# any other attnlab module fails the test that makes it. The list only shrinks
+# (tests/test_run_config.py checks that each module listed still has a mapping read).
+# ``models.configs`` reads one only because ``tasks.base.config_from_run`` hands it the config
+# (``ModelConfig.from_dict(cfg)``): it goes when that passes ``cfg.record()``.
+MAPPING_READERS = frozenset({
+    "attnlab.models.configs",
+    "attnlab.commands.export", "attnlab.commands.train",
+    "attnlab.commands.translate", "attnlab.interop.hf", "attnlab.settings", "attnlab.tasks.base",
+    "attnlab.tasks.classify.data", "attnlab.tasks.classify.runtime",
+    "attnlab.tasks.classify.spec", "attnlab.tasks.lm.checks", "attnlab.tasks.lm.runtime",
+    "attnlab.tasks.lm.spec", "attnlab.tasks.translate.data", "attnlab.tasks.translate.runtime",
+    "attnlab.tasks.translate.spec",
+})
+MAPPING_METHODS = ("__getitem__", "get", "__contains__", "keys", "items")
+
+
+def _guard_mapping_reads(cls) -> None:
+    import functools
+    import sys
+
+    def guarded(method):
+        @functools.wraps(method)
+        def read(self, *args, **kwargs):
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if caller.startswith("attnlab.") and caller not in MAPPING_READERS:
+                raise AssertionError(f"{caller} reads the typed run config as a mapping "
+                                     f"({method.__name__}{args!r}); read its attributes")
+            return method(self, *args, **kwargs)
+        return read
+
+    for name in MAPPING_METHODS:
+        setattr(cls, name, guarded(getattr(cls, name)))
+
+
+def pytest_configure(config):
+    from attnlab.run_config import RunSettings
+
+    _guard_mapping_reads(RunSettings)
+
+
+# ``make test-fast`` (``--dist loadgroup``): the tests that import a heavy library that few
+# tests use run on one worker, so that only that worker pays for its import (Lightning's
+# Trainer: ~3 CPU-seconds). pytest-xdist's own ``xdist_group`` mark renames the test's node id,
+# which pytest 9 no longer allows, so the groups are named here, by test module.
+ONE_WORKER = {
+    "tests/explorer/test_view_api.py": "lightning", "tests/training/test_predictor.py": "lightning",
+    "tests/training/test_optimizer.py": "lightning", "tests/models/test_renamed.py": "lightning",
+    "attnlab/explorer/view.py": "lightning",  # its example draws the course's model
+    **{f"tests/interop/{name}.py": "transformers" for name in (
+        "test_checkpoint", "test_hf", "test_hf_marian", "test_hf_marian_export", "test_export")},
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ByModule(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return ONE_WORKER.get(nodeid.split("::")[0], nodeid)
+
+    return ByModule(config, log)

@@ -13,10 +13,14 @@ A run derives some values while it runs (a vocabulary size, the labels, a file's
 changes a config in place.
 
 A field may be absent: a setting the run does not use is not recorded (``--epochs`` leaves
-``max_steps`` out), and a ``config.yaml`` written before a setting existed lacks it. Reading an
-absent field raises ``MissingSetting`` naming the file and the setting; ``is_set`` and
-``get`` ask without raising. Keys of a ``config.yaml`` that no field declares (written by an
-older attnlab) are kept as they were and written back unchanged.
+``max_steps`` out), and a ``config.yaml`` written before a setting existed lacks it. A setting
+added after runs were made declares what those runs used (``setting(absent=...)``, or
+``"absent"`` in a dataclass field's metadata: ``weight_decay`` reads 0.0 for a run that
+predates it, the value it trained with); reading any other absent field raises
+``MissingSetting`` naming the file and the setting, and ``is_set`` asks without raising.
+Code reads attributes: ``cfg.weight_decay``, not ``cfg["weight_decay"]``. Keys of a
+``config.yaml`` that no field declares (written by an older attnlab) are kept as they were and
+written back unchanged.
 
 Examples:
     >>> from dataclasses import dataclass
@@ -27,6 +31,18 @@ Examples:
     >>> cfg = Config.from_values({"task": "toy"})
     >>> cfg.derive(vocab_size=30).vocab_size
     30
+    >>> import dataclasses
+    >>> @dataclass
+    ... class Later:
+    ...     beta2: float = dataclasses.field(default=0.99, metadata={"absent": 0.999})
+    ...     seed: int = 0
+    >>> old = make_config_class("Toy", (Later,)).from_values({"task": "toy"}, "run/config.yaml")
+    >>> old.beta2, old.is_set("beta2")
+    (0.999, False)
+    >>> old.seed
+    Traceback (most recent call last):
+    ...
+    attnlab.runs.MissingSetting: run/config.yaml has no setting 'seed', which this command needs (was the file edited by hand?)
     >>> cfg.derive(task="other")
     Traceback (most recent call last):
     ...
@@ -77,12 +93,16 @@ class RunSettings:
     fields are the run's settings, each a value or ``ABSENT``."""
 
     _derived: ClassVar[frozenset[str]] = frozenset()
+    _absent: ClassVar[dict[str, Any]] = {}  # what a run lacking the field used, by name
     _where: Any  # the config.yaml the values were read from, for messages (None: the flags)
     _extra: Any  # keys of a config.yaml that no field declares, kept as they were
 
     def __getattribute__(self, name: str) -> Any:
         value = object.__getattribute__(self, name)
         if value is ABSENT:
+            absent = object.__getattribute__(self, "_absent")
+            if name in absent:
+                return absent[name]
             where = object.__getattribute__(self, "_where")
             raise MissingSetting(f"{where or 'the run config'} has no setting {name!r}, which "
                                  f"this command needs (was the file edited by hand?)")
@@ -102,8 +122,15 @@ class RunSettings:
     def _settings(cls) -> list[dataclasses.Field]:
         return [f for f in dataclasses.fields(cls) if not f.name.startswith("_")]
 
+    @classmethod
+    def declares(cls, name: str) -> bool:
+        """Whether this config has a field ``name`` (a setting of the task, set or absent):
+        ``--freeze`` is a field of lm's config, not of reverse's."""
+        return name in cls._field_names()
+
     def is_set(self, name: str) -> bool:
-        """Whether the run records setting ``name`` (a declared field, not absent)."""
+        """Whether the run records setting ``name`` (a declared field, not absent; a field read
+        as its declared ``absent`` value is not set)."""
         return object.__getattribute__(self, name) is not ABSENT
 
     def derive(self, **values: Any):
@@ -172,20 +199,25 @@ def _hints(cls: type) -> dict[str, Any]:
 def make_config_class(name: str, parts: Iterable[type], derived: type | None = None) -> type:
     """A frozen dataclass ``name`` (a ``RunSettings``) with one field per field of the
     dataclasses ``parts`` and ``derived``, then ``SharedDerived``'s and ``task``, each absent
-    by default; a name declared twice is one field (the first declaration's type). The fields
+    by default; a name declared twice is one field (the first declaration's type and
+    ``absent`` value: what a run lacking it reads, from the field's metadata). The fields
     of ``derived`` and ``SharedDerived`` are the ones ``derive`` may set (a derived field may
     name a setting the run resolves, such as a tokenizer chosen by ``auto``)."""
     parts = [*parts, *([derived] if derived is not None else []), SharedDerived]
     fields: dict[str, tuple] = {"task": ("task", str, dataclasses.field(default=ABSENT))}
+    absent: dict[str, Any] = {}
     for part in parts:
         hints = _hints(part)
         for f in dataclasses.fields(part):
             if f.name not in fields:
                 fields[f.name] = (f.name, hints.get(f.name, Any), dataclasses.field(default=ABSENT))
+                if "absent" in f.metadata:
+                    absent[f.name] = f.metadata["absent"]
     hidden = [("_where", Any, dataclasses.field(default=None, repr=False, compare=False)),
               ("_extra", Any, dataclasses.field(default=None, repr=False, compare=False))]
     cls = dataclasses.make_dataclass(name, [*fields.values(), *hidden], bases=(RunSettings,),
                                      frozen=True, repr=False, eq=False)
     declared = {f.name for p in ((derived,) if derived else ()) for f in dataclasses.fields(p)}
     cls._derived = frozenset(declared | {f.name for f in dataclasses.fields(SharedDerived)})
+    cls._absent = absent
     return cls

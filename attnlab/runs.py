@@ -19,6 +19,7 @@ import numbers
 import os
 import secrets
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -243,13 +244,23 @@ def file_digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def _recorded(cfg: Any, name: str) -> Any:
+    """Setting ``name`` of ``cfg``, None where it records none: a typed run config
+    (``attnlab.run_config``) read by attribute, or a plain settings dict (one not yet frozen)
+    by key."""
+    if isinstance(cfg, Mapping):
+        return cfg.get(name)
+    return getattr(cfg, name) if cfg.is_set(name) else None
+
+
 def record_data_files(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:
-    """What a run records of its data files ``cfg[key]``: each path made absolute
-    (``evaluate`` may run from another directory) and its digest under ``data_sha256``, so that
-    ``evaluate`` can tell whether a split re-drawn from the same file is still the held-out
-    one. Returns those values, for the caller to merge into its settings (``cfg`` is not
-    changed)."""
-    present = {key: str(Path(cfg[key]).resolve()) for key in keys if cfg.get(key)}
+    """What a run records of its data files (the settings ``keys`` of ``cfg``, a typed run
+    config or a settings dict): each path made absolute (``evaluate`` may run from another
+    directory) and its digest under ``data_sha256``, so that ``evaluate`` can tell whether a
+    split re-drawn from the same file is still the held-out one. Returns those values, for the
+    caller to merge into its settings (``cfg`` is not changed)."""
+    present = {key: str(Path(path).resolve()) for key in keys
+               if (path := _recorded(cfg, key))}
     return {**present, "data_sha256": {key: file_digest(p) for key, p in present.items()}}
 
 
@@ -261,13 +272,13 @@ _CHANGED = {  # purpose: (since when, why a changed file matters, what to do ins
 }
 
 
-def check_data_files(cfg: dict, *, purpose: str = "evaluate") -> None:
+def check_data_files(cfg: Any, *, purpose: str = "evaluate") -> None:
     """Refuse to re-draw a run's splits from a data file that changed since the run started
     (``purpose`` "resume") or was trained ("evaluate"): its "test" rows would no longer be the
-    rows the model never saw."""
+    rows the model never saw. ``cfg``: a typed run config or a settings dict."""
     when, why, remedy = _CHANGED[purpose]
-    for key, digest in (cfg.get("data_sha256") or {}).items():
-        path = Path(cfg[key])
+    for key, digest in (_recorded(cfg, "data_sha256") or {}).items():
+        path = Path(cfg[key] if isinstance(cfg, Mapping) else getattr(cfg, key))  # absent: named
         if not path.is_file():
             raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; {remedy}")
         if file_digest(path) != digest:
@@ -278,7 +289,7 @@ def check_data_files(cfg: dict, *, purpose: str = "evaluate") -> None:
 def pin_data_files(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     """``record_data_files`` for a new run (its values returned); for ``--resume``,
     ``check_data_files`` against what the run recorded when it started (nothing to add: {})."""
-    if cfg.get("resume") and cfg.get("data_sha256"):
+    if _recorded(cfg, "resume") and _recorded(cfg, "data_sha256"):
         check_data_files(cfg, purpose="resume")
         return {}
     return record_data_files(cfg, keys)

@@ -38,10 +38,13 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+NOT_DECLARED: Any = object()  # ``setting(absent=)`` not given
+
+
 def setting(default: Any, *, help: str = "", low: float | None = None, above: bool = False,
             below: float | None = None, most: float | None = None,
             choices: tuple | None = None, metavar: str | None = None,
-            optional: bool = False, flag: bool = True) -> Any:
+            optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED) -> Any:
     """A dataclass field carrying what its flag needs.
 
     Args:
@@ -55,10 +58,15 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         optional: None is allowed (the setting is then "not set").
         flag: whether a command line may set it (False for a value that is derived or read
             from the data, such as a vocabulary size: ``exposed`` leaves it out).
+        absent: the value a run whose ``config.yaml`` lacks the setting trained with (one
+            written before the setting existed); the typed run config reads it for such a run
+            (``attnlab.run_config``). Undeclared, a run lacking the setting is refused.
     """
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
             "optional": optional, "flag": flag}
+    if absent is not NOT_DECLARED:
+        meta["absent"] = absent
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -92,9 +100,11 @@ class TrainSettings:
     schedule: str = setting("cosine", help="learning-rate schedule", choices=("cosine", "noam"))
     grad_clip: float = setting(1.0, help="gradient-norm clipping (0: off)", low=0)
     weight_decay: float = setting(0.0, help="AdamW weight decay, on matrices only (not biases, "
-                                            "norms or learned positions)", low=0)
+                                            "norms or learned positions)", low=0,
+                           absent=0.0)
     beta2: float = setting(0.999, help="AdamW's second-moment decay (the cosine schedule's; "
-                                       "Noam uses the paper's 0.98)", low=0, below=1)
+                                       "Noam uses the paper's 0.98)", low=0, below=1,
+                        absent=0.999)
     model_dim: int = setting(64, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide --model-dim)", low=1)
     num_layers: int = setting(2, help="Transformer blocks", low=1)
@@ -177,14 +187,14 @@ class AdaptSettings:
     between them and the model are ``check_adapt``'s; ``--init`` is ``Task.init_settings``'s
     and ``attnlab.interop.source``'s."""
 
-    freeze: str = setting("none", metavar="WHAT",
+    freeze: str = setting("none", metavar="WHAT", absent="none",
                           help="none; encoder (classify, translate: train the head or the "
                                "decoder only); all-but-last-N (train the last N blocks and "
                                "what follows them)")
-    lora_rank: int = setting(None, low=1, optional=True, metavar="R",
+    lora_rank: int = setting(None, low=1, optional=True, metavar="R", absent=None,
                              help="train a rank-R update (LoRA) of every attention projection "
                                   "instead of the weights, merged into them at the end")
-    lora_alpha: float = setting(None, low=0, above=True, optional=True,
+    lora_alpha: float = setting(None, low=0, above=True, optional=True, absent=None,
                                 help="the LoRA update's scale is alpha/R (default: R)")
     init: str = setting(None, optional=True, metavar="DIR",
                         help="start from the weights and tokenizer of DIR, a Hugging Face model "

@@ -69,3 +69,98 @@ def test_one_field_per_declaration():
     assert len(names) == len(set(names))
     assert {"model_dim", "attention_dropout", "block_size", "vocab_size", "corpus_sha256",
             "task", "out"} <= set(names)
+
+
+# ---- a setting a run lacks: what the run used, or an error naming the file ----------------
+
+def test_a_run_made_before_a_setting_existed_reads_the_value_it_trained_with(tmp_path):
+    """``weight_decay``, ``beta2``, ``--freeze``, ``--lora-rank`` came after runs were made:
+    such a run's config reads what it trained with (no decay, PyTorch's 0.999, everything
+    trained), and writes back without them."""
+    values = read_yaml(FIXTURES / "lm.yaml")
+    for key in ("weight_decay", "beta2", "freeze", "lora_rank", "lora_alpha"):
+        del values[key]
+    _, cfg = check_run_dir(_run_dir(tmp_path, values))
+    assert (cfg.weight_decay, cfg.beta2, cfg.freeze, cfg.lora_rank, cfg.lora_alpha) == (
+        0.0, 0.999, "none", None, None)
+    assert not cfg.is_set("weight_decay")
+    write_config(tmp_path, cfg)
+    assert read_yaml(tmp_path / "config.yaml") == values  # nothing added to the record
+
+    import torch
+
+    from attnlab.training.module import make_optimizer
+
+    opt, _ = make_optimizer([torch.nn.Parameter(torch.zeros(2, 2))], cfg, model_dim=8,
+                            max_steps=10)
+    assert opt.param_groups[0]["weight_decay"] == 0.0
+    assert opt.param_groups[0]["betas"] == (0.9, 0.999)
+
+
+def test_a_setting_with_no_declared_past_is_still_named_when_missing(tmp_path):
+    values = read_yaml(FIXTURES / "lm.yaml")
+    del values["lr"]
+    _, cfg = check_run_dir(_run_dir(tmp_path, values))
+    with pytest.raises(UsageError, match=r"config.yaml has no setting 'lr', which this command "
+                                         r"needs"):
+        cfg.lr
+
+
+def test_the_optimiser_reads_a_run_config_and_the_course_dict_alike():
+    from attnlab.training.module import OptimizerSettings
+
+    cfg = get_task("lm").config(lr=0.01, warmup=7, weight_decay=0.1, beta2=0.99, model_dim=32)
+    assert OptimizerSettings.of(cfg) == OptimizerSettings.of(
+        {"lr": 0.01, "warmup": 7, "weight_decay": 0.1, "beta2": 0.99, "schedule": "cosine",
+         "model_dim": 32})
+
+
+# ---- mapping reads of the typed config: an allowance that only shrinks ---------------------
+
+def _allowance(request) -> frozenset[str]:
+    return next(p.MAPPING_READERS for p in request.config.pluginmanager.get_plugins()
+                if hasattr(p, "MAPPING_READERS"))
+
+
+def test_a_module_not_allowed_to_read_the_config_as_a_mapping_fails(request):
+    cfg = get_task("reverse").config()
+    allowed = sorted(_allowance(request))[0]
+    for module in ("attnlab.training.engine", "attnlab.tasks.graph.runtime", "attnlab.runs"):
+        for read in ("cfg['lr']", "cfg.get('lr')", "'lr' in cfg", "cfg.items()"):
+            with pytest.raises(AssertionError, match=f"^{module} reads the typed run config as "
+                                                     f"a mapping"):
+                exec(read, {"__name__": module, "cfg": cfg})  # noqa: S102
+    assert exec("value = cfg['lr']", scope := {"__name__": allowed, "cfg": cfg}) is None  # noqa: S102
+    assert scope["value"] == cfg.lr
+
+
+# the name a module reads the run config by, where it is not ``cfg``
+READ_AS = {"attnlab.models.configs": "values"}
+
+
+def _mapping_reads(path: Path, name: str = "cfg") -> list[int]:
+    """Lines of ``path`` that read a value called ``name`` (or ``x.name``) as a mapping."""
+    import ast
+
+    def named_cfg(node) -> bool:
+        return (isinstance(node, ast.Name) and node.id == name) or (
+            isinstance(node, ast.Attribute) and node.attr == name)
+
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Subscript) and named_cfg(node.value)) or (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("get", "keys", "items") and named_cfg(node.func.value)) or (
+                isinstance(node, ast.Compare) and any(named_cfg(c) for c in node.comparators)
+                and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_each_module_allowed_mapping_reads_still_has_one(request):
+    """Remove a module from conftest.py's MAPPING_READERS once it reads attributes only."""
+    root = Path(__file__).parents[1]
+    for module in sorted(_allowance(request)):
+        path = root / (module.replace(".", "/") + ".py")
+        assert _mapping_reads(path, READ_AS.get(module, "cfg")), (
+            f"{module} no longer reads the run config as a mapping: drop it from the list")

@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..paths import check_output
 from ..settings import flag
+
+if TYPE_CHECKING:
+    from ..run_config import RunSettings
 
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "discard_unstarted", "first_missing",
@@ -77,14 +80,22 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
                          f"{run_dir}/config.yaml: drop the flag, or start a new run with another --out")
 
 
-def finished_message(run_dir: Path, saved: dict[str, Any], given: dict[str, Any]) -> str | None:
+def _recorded(cfg: RunSettings, name: str) -> Any:
+    """``cfg``'s value of setting ``name``; None where the task has no such setting or the
+    run does not record it (``--epochs`` leaves ``max_steps`` out)."""
+    return getattr(cfg, name) if cfg.declares(name) and cfg.is_set(name) else None
+
+
+def finished_message(run_dir: Path, saved: dict[str, Any], given: RunSettings) -> str | None:
     """For ``--resume`` of a finished run (``metrics.json`` written) whose step budget is not
-    raised: the line that says there is nothing to do; otherwise None (train on)."""
+    raised: the line that says there is nothing to do; otherwise None (train on). ``saved``
+    is the run's ``config.yaml`` as read, ``given`` the typed config about to train."""
     metrics_path = Path(run_dir) / "metrics.json"
     if not metrics_path.is_file():
         return None
     budget_keys = ("max_steps", "epochs", "early_stop")
-    if any(given.get(k) is not None and not _same(k, given[k], saved.get(k)) for k in budget_keys):
+    if any(_recorded(given, k) is not None and not _same(k, _recorded(given, k), saved.get(k))
+           for k in budget_keys):
         return None
     import json
 
@@ -117,11 +128,11 @@ def steps_done(run_dir: Path) -> int | None:
     return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
-def check_budget(run_dir: Path, cfg: dict[str, Any]) -> None:
+def check_budget(run_dir: Path, cfg: RunSettings) -> None:
     """``--resume`` with a ``--max-steps`` below the steps the run has done is refused: it
     would stop at once, test the model and record the smaller budget in place of the run's."""
-    budget = cfg.get("max_steps")
-    if budget is None or cfg.get("epochs"):  # --epochs is the budget: max_steps is not used
+    budget = _recorded(cfg, "max_steps")
+    if budget is None or cfg.epochs:  # --epochs is the budget: max_steps is not used
         return
     done = steps_done(run_dir)
     if done is not None and budget < done:
@@ -136,15 +147,15 @@ _CLUSTER_MARKERS = (("TORCHELASTIC_RUN_ID",), ("SLURM_NTASKS",), ("LSB_JOBID",),
                     ("PMI_SIZE",), ("MASTER_ADDR", "NODE_RANK"))
 
 
-def check_cluster(cfg: dict[str, Any], environ: dict[str, str] | None = None) -> None:
+def check_cluster(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
     """``--num-nodes N`` > 1 needs a cluster environment; without one every node would wait for
     the others forever (a silent hang)."""
     env = os.environ if environ is None else environ
-    if cfg.get("num_nodes", 1) <= 1:
+    if cfg.num_nodes <= 1:
         return
     if any(all(env.get(name) for name in marker) for marker in _CLUSTER_MARKERS):
         return
-    raise UsageError(f"--num-nodes {cfg['num_nodes']} needs a cluster environment, and none was "
+    raise UsageError(f"--num-nodes {cfg.num_nodes} needs a cluster environment, and none was "
                      f"found: launch under SLURM (srun) or torchrun, or set MASTER_ADDR, "
                      f"MASTER_PORT and NODE_RANK on every node (docs/scale.md)")
 

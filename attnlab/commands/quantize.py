@@ -16,9 +16,13 @@ accuracy on your own run.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..loading import quantize_refusal
+
+if TYPE_CHECKING:
+    from ..run_config import RunSettings
 
 QUANTIZE_CHOICES = ("int8",)
 
@@ -68,8 +72,9 @@ def int8_slower(task: str, width: int, texts: int = 1) -> str | None:
     return None
 
 
-def note_if_slower(kind: str | None, task: str, cfg: dict, texts: int = 1) -> None:
-    """Print ``int8_slower``'s note on stderr when ``--quantize`` is set and it applies."""
-    why = int8_slower(task, int(cfg.get("model_dim") or 0), texts) if kind else None
+def note_if_slower(kind: str | None, task: str, cfg: RunSettings, texts: int = 1) -> None:
+    """Print ``int8_slower``'s note on stderr when ``--quantize`` is set and it applies
+    (``cfg``: the run's typed config, whose ``model_dim`` is the width)."""
+    why = int8_slower(task, int(cfg.model_dim or 0), texts) if kind else None
     if why:
         print(f"note: {why}", file=sys.stderr, flush=True)

@@ -19,7 +19,7 @@ decoder.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from torch import nn
 
@@ -29,6 +29,9 @@ from ..models.classifier import SequenceClassifier
 from ..models.seq2seq import Seq2SeqTransformer
 from ..nn.lora import add_lora, merge_lora
 from ..settings import freeze_blocks
+
+if TYPE_CHECKING:
+    from ..run_config import RunSettings
 
 __all__ = ["adapt", "merge_lora", "parameter_share"]
 
@@ -58,10 +61,12 @@ def _train_only(model: nn.Module, modules: list[nn.Module | None]) -> None:
             module.requires_grad_(True)
 
 
-def adapt(model: nn.Module, cfg: dict[str, Any]) -> str | None:
+def adapt(model: nn.Module, cfg: RunSettings) -> str | None:
     """Apply the run's --freeze or --lora-rank to ``model`` in place; the line that says what
     trains, or None when everything does."""
-    freeze, rank = cfg.get("freeze") or "none", cfg.get("lora_rank")
+    if not cfg.declares("freeze"):  # a task without --freeze / --lora-rank trains it all
+        return None
+    freeze, rank = cfg.freeze, cfg.lora_rank
     if freeze == "none" and rank is None:
         return None
     blocks, after, decoder_side = _parts(model)

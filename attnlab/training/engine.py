@@ -43,7 +43,8 @@ from .csvlog import CSVLog, keep_previous_log
 from .adapt import adapt, merge_lora, parameter_share
 from .hardware import check_hardware, make_fabric  # noqa: F401  (check_hardware: commands/train)
 from .hardware import fabric as fabric_module
-from .module import TaskModule, back_to_float32, decay_groups, exact_tables, make_optimizer
+from .module import (OptimizerSettings, TaskModule, back_to_float32, decay_groups, exact_tables,
+                     make_optimizer)
 from .progress import Progress
 
 __all__ = ["fit", "finish", "FitResult", "Callback", "StopAtTarget", "NonFiniteLoss",
@@ -472,9 +473,10 @@ def resume_command(cfg: RunSettings, run_dir: Path) -> str:
 WARMUP_PEAK_WARNING = 0.7
 
 
-def warmup_note(cfg: RunSettings, max_steps: int) -> str | None:
+def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> str | None:
     """A warning when the warm-up does not fit the step budget, so the learning rate never
     gets near its peak (an lm run of 200 steps with warm-up 100 peaked at half of --lr).
+    ``cfg`` is read through ``OptimizerSettings.of`` (a run config, or a plain mapping).
 
     "Peak" is --lr for the cosine schedule. Its rate is ``lr · f(e)`` with f = ½(1 +
     cos(π·e/max_steps)) · min(1, e/warmup): the decay starts at step 0, so the highest rate,
@@ -484,15 +486,16 @@ def warmup_note(cfg: RunSettings, max_steps: int) -> str | None:
     """
     from ..schedulers import cosine_warmup_factor, noam_factor
 
-    warmup, lr = max(1, int(cfg.get("warmup") or 0)), float(cfg.get("lr", 1.0))
-    if cfg.get("schedule", "cosine") == "noam":
-        d_model = int(cfg.get("model_dim", 512))
+    opt_cfg = OptimizerSettings.of(cfg)
+    warmup, lr = max(1, int(opt_cfg.warmup)), float(opt_cfg.lr)
+    if opt_cfg.schedule == "noam":
+        d_model = int(opt_cfg.model_dim)
         if warmup <= max_steps:
             return None
         reached = noam_factor(max_steps, d_model, warmup, lr) / noam_factor(warmup, d_model, warmup, lr)
         return (f"--warmup {warmup} is longer than the {max_steps}-step budget: the Noam "
                 f"schedule reaches {reached:.2f} of its peak; shorten --warmup or raise the budget")
-    if not cfg.get("warmup"):
+    if not opt_cfg.warmup:
         return None
     # The factor falls after the warm-up, so the peak lies in steps 0..min(warmup, budget);
     # at most ~10,000 of them are looked at (a budget of 10^11 steps must not hang here).

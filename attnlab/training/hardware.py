@@ -20,9 +20,12 @@ import os
 import sys
 import types
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..run_config import RunSettings
 
 __all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
            "AUTO_BF16_WIDTH"]
@@ -60,9 +63,8 @@ def fabric():
     return lightning_fabric
 
 
-# The Fabric settings that depend on the machine, and their defaults.
-HARDWARE = {"accelerator": "auto", "devices": 1, "num_nodes": 1, "strategy": "auto",
-            "precision": "32"}
+# The Fabric settings that depend on the machine (TrainSettings declares them).
+HARDWARE = ("accelerator", "devices", "num_nodes", "strategy", "precision")
 
 
 def _strategy(name: str):
@@ -73,10 +75,11 @@ def _strategy(name: str):
     return name
 
 
-def make_fabric(cfg: dict[str, Any], *, callbacks: list | None = None):
+def make_fabric(cfg: RunSettings, *, callbacks: list | None = None):
     """A ``Fabric`` with the run's ``--accelerator --devices --num-nodes --strategy
-    --precision``, and the callbacks the loop calls (``Fabric.call``)."""
-    settings = {key: cfg.get(key, default) for key, default in HARDWARE.items()}
+    --precision`` (``cfg``: the typed run config), and the callbacks the loop calls
+    (``Fabric.call``)."""
+    settings = {key: getattr(cfg, key) for key in HARDWARE}
     settings["strategy"] = _strategy(str(settings["strategy"]))
     settings["precision"] = _precision(str(settings["precision"]))
     with warnings.catch_warnings():
@@ -135,7 +138,7 @@ def check_hardware(cfg, *, quiet: bool = False):
     try:
         built = make_fabric(cfg)
     except (ValueError, RuntimeError, TypeError) as e:
-        given = " ".join(f"--{k.replace('_', '-')} {cfg.record()[k]}" for k in HARDWARE
+        given = " ".join(f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in HARDWARE
                          if cfg.is_set(k))
         raise UsageError(f"{given}: {' '.join(str(e).split())}") from None
     asked, runs = str(cfg.precision), str(built.strategy.precision.precision)

@@ -12,6 +12,7 @@ Nothing here imports Lightning: ``attnlab.training.engine`` is the loop, on Fabr
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +22,7 @@ from torch import nn
 from ..nn.positional import LearnedPositionalEncoding
 from ..schedulers import CosineWarmupScheduler, NoamScheduler
 
-__all__ = ["TaskModule", "make_optimizer", "decay_groups", "fused_adamw_ok", "computed_tables",
+__all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "decay_groups", "fused_adamw_ok", "computed_tables",
            "exact_tables", "back_to_float32"]
 
 
@@ -40,7 +41,7 @@ class TaskModule(nn.Module):
     shows only at the steps it shows them.
     """
 
-    def __init__(self, model: nn.Module, cfg: dict[str, Any], max_steps: int) -> None:
+    def __init__(self, model: nn.Module, cfg: Any, max_steps: int) -> None:
         super().__init__()
         self.model = model
         self.cfg = cfg
@@ -107,20 +108,51 @@ def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]
             {"params": keep, "weight_decay": 0.0}]
 
 
-def make_optimizer(params, cfg: Mapping[str, Any], *, model_dim: int, max_steps: int,
-                   fused: bool = True):
+@dataclasses.dataclass(frozen=True)
+class OptimizerSettings:
+    """What ``make_optimizer`` and the warm-up check read of a run: a typed view of the run's
+    config (``attnlab.run_config``), or of a plain mapping such as the course's
+    LightningModule passes (``TransformerPredictor``), where a key left out or None reads the
+    default here.
+
+    Examples:
+        >>> OptimizerSettings.of({"lr": 1e-3, "warmup": 10})
+        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta2=0.999, model_dim=512)
+    """
+
+    lr: float
+    warmup: int = 100
+    schedule: str = "cosine"
+    weight_decay: float = 0.0
+    beta2: float = 0.999  # PyTorch's
+    model_dim: int = 512  # the Noam schedule's d_model, when the caller does not give one
+
+    @classmethod
+    def of(cls, cfg: Any) -> OptimizerSettings:
+        """The settings of ``cfg``: a run config (its attributes: a setting a run lacks reads
+        what the run used), a mapping, or an ``OptimizerSettings``."""
+        if isinstance(cfg, cls):
+            return cfg
+        names = [f.name for f in dataclasses.fields(cls)]
+        if isinstance(cfg, Mapping):
+            return cls(**{k: cfg[k] for k in names if cfg.get(k) is not None})
+        return cls(**{k: getattr(cfg, k) for k in names})
+
+
+def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: bool = True):
     """AdamW (with ``fused``, the fused kernel where PyTorch has it) and a per-step warm-up
-    scheduler from the configuration: ``lr``, ``warmup``, ``schedule``, ``weight_decay``
-    (default 0) and ``beta2`` (default 0.999, PyTorch's). ``params`` may be parameter groups
-    (``decay_groups``); a group's own ``weight_decay`` wins."""
-    schedule = cfg.get("schedule", "cosine")
-    warmup = max(1, min(int(cfg.get("warmup", 100)), max_steps))
-    wd = float(cfg.get("weight_decay") or 0.0)
+    scheduler from ``cfg`` (``OptimizerSettings.of``: a run config or a mapping): ``lr``,
+    ``warmup``, ``schedule``, ``weight_decay`` (default 0) and ``beta2`` (default 0.999,
+    PyTorch's). ``params`` may be parameter groups (``decay_groups``); a group's own
+    ``weight_decay`` wins."""
+    opt_cfg = OptimizerSettings.of(cfg)
+    warmup = max(1, min(int(opt_cfg.warmup), max_steps))
+    wd = float(opt_cfg.weight_decay)
     params = list(params)
     fused = (fused and fused_adamw_ok(params)) or None  # None: PyTorch's per-tensor default
-    noam = schedule == "noam"
+    noam = opt_cfg.schedule == "noam"
     options = (dict(lr=1.0, betas=(0.9, 0.98), eps=1e-9) if noam  # the paper's betas
-               else dict(lr=float(cfg["lr"]), betas=(0.9, float(cfg.get("beta2") or 0.999))))
+               else dict(lr=float(opt_cfg.lr), betas=(0.9, float(opt_cfg.beta2))))
     try:
         opt = torch.optim.AdamW(params, weight_decay=wd, fused=fused, **options)
     except RuntimeError:  # a PyTorch without the fused kernel for this device
@@ -128,7 +160,7 @@ def make_optimizer(params, cfg: Mapping[str, Any], *, model_dim: int, max_steps:
             raise
         opt = torch.optim.AdamW(params, weight_decay=wd, **options)
     if noam:
-        sched = NoamScheduler(opt, model_dim, warmup=warmup, factor=float(cfg["lr"]))
+        sched = NoamScheduler(opt, model_dim, warmup=warmup, factor=float(opt_cfg.lr))
     else:
         sched = CosineWarmupScheduler(opt, warmup=warmup, max_iters=max(max_steps, warmup + 1))
     return opt, sched

@@ -11,13 +11,16 @@ accuracy and BLEU. The learning-rate schedule (cosine or Noam warm-up) is the sh
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from .module import TaskModule
+
+if TYPE_CHECKING:
+    from ..run_config import RunSettings
 
 __all__ = ["Seq2SeqModule", "seq2seq_loss"]
 
@@ -43,13 +46,13 @@ class Seq2SeqModule(TaskModule):
 
     Args:
         model: the ``Seq2SeqTransformer``.
-        cfg: the run configuration; ``label_smoothing`` (default 0.1) is read from it.
+        cfg: the typed run config (``attnlab.run_config``); its ``label_smoothing`` is read.
         max_steps: the step budget, for the schedule.
     """
 
-    def __init__(self, model, cfg: dict[str, Any], max_steps: int) -> None:
+    def __init__(self, model, cfg: RunSettings, max_steps: int) -> None:
         super().__init__(model, cfg, max_steps)
-        self.label_smoothing = float(cfg.get("label_smoothing", 0.1))
+        self.label_smoothing = float(cfg.label_smoothing)
 
     def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         src, tgt = batch

@@ -2,7 +2,6 @@
 100 % (about 2,000 px a side), one panel per map and no empty axes, a translation's panels
 named "cross"; a graph's figure and page single out the node --input names."""
 import pytest
-from PIL import Image
 
 from attnlab import viz
 from attnlab.cli import main
@@ -42,6 +41,8 @@ def plot(run, text, out, capsys):
     code = main(["plot", "attention", str(run), "--input", text, "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
+    from PIL import Image
+
     return Image.open(out).size
 
 

@@ -3,6 +3,18 @@ import pytest
 import torch
 
 
+class _OnFirstUse:
+    """``transformers``, imported when a test first reads one of its names, not when its module
+    is collected (every pytest-xdist worker collects every module; ``make test-fast`` runs
+    these tests on one of them); absent, the test that reads it is skipped."""
+
+    def __getattr__(self, name: str):
+        return getattr(pytest.importorskip("transformers"), name)
+
+
+transformers = _OnFirstUse()
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     # one thread: tiny models on a shared 2-core machine run many times faster without

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-transformers = pytest.importorskip("transformers")
+from .conftest import transformers  # noqa: E402  (imported when a test first uses it)
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers  # noqa: E402
 from tokenizers import processors, trainers  # noqa: E402
 

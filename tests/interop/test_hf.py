@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-transformers = pytest.importorskip("transformers")
+from .conftest import transformers  # noqa: E402  (imported when a test first uses it)
 from attnlab.interop import from_hf, to_hf  # noqa: E402
 from attnlab.models.bert import BertEncoder  # noqa: E402
 from attnlab.models.causal_lm import CausalLM  # noqa: E402

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-transformers = pytest.importorskip("transformers")
+from .conftest import transformers  # noqa: E402  (imported when a test first uses it)
 from attnlab.interop import from_hf, to_hf  # noqa: E402
 from attnlab.models import Seq2SeqTransformer  # noqa: E402
 from attnlab.nn.positional import sinusoidal_table  # noqa: E402

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -122,6 +121,8 @@ def test_predict_refuses_a_bad_input_with_exit_2(jets_run, jets_file, capsys, te
 def test_predict_refuses_a_jet_with_no_constituents(jets_run, jets_file, tmp_path, capsys):
     """An all-zero row is all padding: predict once gave it a confident-looking label, and
     plot attention crashed on it."""
+    import pandas as pd
+
     df = pd.read_hdf(jets_file, "table")
     df.loc[df.index[7], [c for c in df.columns if c != "is_signal_new"]] = 0.0
     empty = tmp_path / "empty.h5"
@@ -140,6 +141,8 @@ def test_predict_reads_only_its_row_of_the_file(jets_run, jets_file, tmp_path, c
     the column, row and value."""
     assert main(["predict", str(jets_run), "--input", f"{jets_file}:3"]) == 0
     clean = capsys.readouterr().out.strip().splitlines()[-1]
+    import pandas as pd
+
     df = pd.read_hdf(jets_file, "table")
     for column, value, says in (("PX_2", float("nan"), "is NaN"),
                                 ("E_1", -4.5, "is -4.5 (an energy must be >= 0; a zero row is "
@@ -159,6 +162,8 @@ def test_predict_reads_only_its_row_of_the_file(jets_run, jets_file, tmp_path, c
 def test_a_negative_energy_is_refused_where_the_jets_enter(jets_file, tmp_path, capsys):
     """E < 0 was once taken as padding (the mask is E > 0), silently dropping the
     constituent; train, evaluate and predict now refuse the file before a run directory."""
+    import pandas as pd
+
     df = pd.read_hdf(jets_file, "table")
     df.loc[df.index[17], "E_0"] = -120.0
     bad = tmp_path / "negative.h5"
@@ -214,6 +219,8 @@ def frame(p4, labels):
     """A DataFrame in the reference layout (pandas writes what write_jets refuses: NaN)."""
     padded = np.zeros((len(p4), 200, 4), np.float32)
     padded[:, :p4.shape[1]] = p4
+    import pandas as pd
+
     df = pd.DataFrame(padded.reshape(len(p4), -1), columns=jet_columns())
     df["is_signal_new"] = labels
     return df

@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 
 from attnlab.cli import build_parser, main
 from attnlab.commands import preflight
+from attnlab.tasks import get_task
 
 from .conftest import TINY_REVERSE
 
@@ -217,12 +218,12 @@ def test_epochs_is_refused_when_resuming_a_run_whose_budget_is_max_steps(tmp_pat
 def test_the_budget_check_reads_the_checkpoints_step_and_leaves_epoch_budgets_alone(tmp_path):
     (tmp_path / "checkpoints").mkdir()
     torch.save({"global_step": 700}, tmp_path / "checkpoints" / "last.ckpt")
-    preflight.check_budget(tmp_path, {"max_steps": 700})
+    preflight.check_budget(tmp_path, get_task("reverse").config(max_steps=700))
     # an --epochs run records the default max_steps too, which its steps may pass
-    preflight.check_budget(tmp_path, {"max_steps": 600, "epochs": 2})
+    preflight.check_budget(tmp_path, get_task("reverse").config(max_steps=600, epochs=2))
     with pytest.raises(Exception, match=r"^--max-steps 600 is below the 700 steps this run has "
                                         r"done"):
-        preflight.check_budget(tmp_path, {"max_steps": 600})
+        preflight.check_budget(tmp_path, get_task("reverse").config(max_steps=600))
 
 
 @pytest.mark.parametrize("flags,config", [
@@ -435,7 +436,7 @@ def test_num_nodes_without_a_cluster_environment_exits_2(tmp_path, capsys, monke
 
 
 def test_a_cluster_environment_is_recognised():
-    cfg = {"num_nodes": 2}
+    cfg = get_task("reverse").config(num_nodes=2)
     preflight.check_cluster(cfg, {"MASTER_ADDR": "10.0.0.1", "NODE_RANK": "1"})
     preflight.check_cluster(cfg, {"SLURM_NTASKS": "8"})
     preflight.check_cluster(cfg, {"TORCHELASTIC_RUN_ID": "x"})

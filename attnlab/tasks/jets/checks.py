@@ -14,19 +14,20 @@ __all__ = ["DATA_FILES", "split_ranges", "range_labels", "check_files"]
 DATA_FILES = ("data", "val", "test")  # the settings that name jet files
 
 
-def split_ranges(n: int, cfg: dict[str, Any]) -> dict[str, tuple[int, int]]:
+def split_ranges(n: int, *, val_fraction: float, test_fraction: float, val: str | None = None,
+                 test: str | None = None) -> dict[str, tuple[int, int]]:
     """The index ranges [start, stop) of --data's N jets: train, and val / test unless their
-    own file is given (the test jets last, the validation jets before them).
+    own file (``val``, ``test``) is given (the test jets last, the validation jets before
+    them).
 
     Examples:
-        >>> split_ranges(1000, {"val": None, "test": None, "val_fraction": 0.1,
-        ...                     "test_fraction": 0.2})
+        >>> split_ranges(1000, val_fraction=0.1, test_fraction=0.2)
         {'train': (0, 700), 'val': (700, 800), 'test': (800, 1000)}
     """
     ranges, stop = {}, n
-    for name in ("test", "val"):
-        if not cfg.get(name):
-            size = math.ceil(n * cfg[f"{name}_fraction"])
+    for name, own, fraction in (("test", test, test_fraction), ("val", val, val_fraction)):
+        if not own:
+            size = math.ceil(n * fraction)
             ranges[name] = (stop - size, stop)
             stop -= size
     return {"train": (0, stop), **dict(reversed(ranges.items()))}
@@ -46,7 +47,8 @@ def range_labels(path: str, start: int, stop: int, chunk: int) -> set[int]:
 
 
 def check_files(cfg: dict[str, Any]) -> None:
-    """Every jets file ``cfg`` names is readable, with both classes (``data.check_jet_file``),
+    """Every jets file ``cfg`` (the settings dict ``validate`` checks, before it is frozen)
+    names is readable, with both classes (``data.check_jet_file``),
     and each part of --data's split (``split_ranges``) holds jets of both classes; otherwise a
     ``UsageError`` naming the flag."""
     from .data import check_jet_file  # numpy and pandas: only when the files are read
@@ -54,7 +56,10 @@ def check_files(cfg: dict[str, Any]) -> None:
     counts = {key: check_jet_file(cfg[key], what=f"--{key}",
                                   max_constituents=cfg["max_constituents"])
               for key in DATA_FILES if cfg.get(key)}
-    for part, (start, stop) in split_ranges(counts["data"], cfg).items():
+    parts = split_ranges(counts["data"], val_fraction=cfg["val_fraction"],
+                         test_fraction=cfg["test_fraction"], val=cfg.get("val"),
+                         test=cfg.get("test"))
+    for part, (start, stop) in parts.items():
         labels = range_labels(cfg["data"], start, stop, cfg["chunk_size"])
         if len(set(labels)) < 2:
             raise UsageError(

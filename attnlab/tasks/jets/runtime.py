@@ -73,11 +73,12 @@ class Split:
 
 def splits(cfg: RunSettings) -> dict[str, Split]:
     """train / val / test: index ranges of --data, or the whole --val / --test files."""
-    found = {name: Split(cfg.data, a, b)
-             for name, (a, b) in split_ranges(count_jets(cfg.data), cfg).items()}
-    for name in ("val", "test"):
-        if cfg.get(name):
-            found[name] = Split(getattr(cfg, name), 0, count_jets(getattr(cfg, name)))
+    ranges = split_ranges(count_jets(cfg.data), val_fraction=cfg.val_fraction,
+                          test_fraction=cfg.test_fraction, val=cfg.val, test=cfg.test)
+    found = {name: Split(cfg.data, a, b) for name, (a, b) in ranges.items()}
+    for name, path in (("val", cfg.val), ("test", cfg.test)):
+        if path:
+            found[name] = Split(path, 0, count_jets(path))
     return found
 
 

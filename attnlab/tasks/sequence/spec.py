@@ -12,19 +12,22 @@ Shapes: N sequences, T = seq_len, C = num_categories.
 
 Examples:
     >>> task = TASKS["sort"]
-    >>> task.defaults["num_layers"], task.defaults["early_stop"], task.budget(task.defaults)
+    >>> task.defaults["num_layers"], task.defaults["early_stop"], task.budget(task.config())
     (2, False, 2500)
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError
 from ...models.configs import ElementPredictorConfig
 from ...settings import defaults, setting
 from ..base import Runtime, Task, model_defaults
+
+if TYPE_CHECKING:
+    from ...run_config import RunSettings
 
 __all__ = ["SequenceSettings", "SequenceTask", "TASKS"]
 
@@ -75,11 +78,12 @@ class SequenceTask(Task):
         if cfg.get("val_every") is None:
             raise UsageError(f"--val-every must be a positive integer for {self.name}, got None")
 
-    def budget(self, cfg: dict[str, Any]) -> int:
-        """The step budget: --epochs × batches per epoch, or --max-steps."""
-        if cfg.get("epochs"):
-            return cfg["epochs"] * math.ceil(cfg["train_size"] / cfg["batch_size"])
-        return cfg["max_steps"]
+    def budget(self, cfg: RunSettings) -> int:
+        """The step budget of the typed run config ``cfg``: --epochs × batches per epoch, or
+        --max-steps."""
+        if cfg.epochs:
+            return cfg.epochs * math.ceil(cfg.train_size / cfg.batch_size)
+        return cfg.max_steps
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The three splits' int64 inputs and labels, held in memory; and the attention maps
