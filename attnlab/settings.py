@@ -196,7 +196,7 @@ class AdaptSettings:
                                   "instead of the weights, merged into them at the end")
     lora_alpha: float = setting(None, low=0, above=True, optional=True, absent=None,
                                 help="the LoRA update's scale is alpha/R (default: R)")
-    init: str = setting(None, optional=True, metavar="DIR",
+    init: str = setting(None, optional=True, metavar="DIR", absent=None,
                         help="start from the weights and tokenizer of DIR, a Hugging Face model "
                              "directory on disk or an attnlab run of this task (nothing is "
                              "downloaded); the model's shape comes from DIR")

@@ -152,21 +152,22 @@ def check_pretrained(cfg: dict[str, Any]) -> None:
                          f"give --max-len {most} or less")
 
 
-def read_init(cfg: dict[str, Any]):
+def read_init(init: str, sha256: str, pooling: str):
     """The ``attnlab.interop.checkpoint.Checkpoint`` of a Hugging Face ``--init`` directory
-    (None for an attnlab run: the runtime loads it), its weights the ones configured.
+    ``init`` (None for an attnlab run: the runtime loads it), its weights the ones configured
+    (``sha256``, config.yaml's ``init_sha256``), its pooler the one ``pooling`` reads.
 
     Raises:
         UsageError: whatever ``read_checkpoint`` refuses, and weights that changed since the
-            run was configured (``init_sha256``).
+            run was configured.
     """
-    if (Path(cfg["init"]) / "config.yaml").is_file():
+    if (Path(init) / "config.yaml").is_file():
         return None
     from ...interop.checkpoint import read_checkpoint  # torch and transformers
 
-    checkpoint = read_checkpoint(cfg["init"], task="classify")
-    if checkpoint.sha256 != cfg["init_sha256"]:
-        raise UsageError(f"--init {cfg['init']}: {checkpoint.weights.name} changed since the "
+    checkpoint = read_checkpoint(init, task="classify")
+    if checkpoint.sha256 != sha256:
+        raise UsageError(f"--init {init}: {checkpoint.weights.name} changed since the "
                          f"run was configured; start the run again")
-    assert checkpoint.config.pooler == (cfg["pooling"] == "cls"), "has_pooler disagrees"
+    assert checkpoint.config.pooler == (pooling == "cls"), "has_pooler disagrees"
     return checkpoint

@@ -95,11 +95,12 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
     test_fraction: float = setting(0.1, help="share of --data held out for testing without --test",
                                    low=0, above=True, below=1)
     set_column: str = setting(None, help="classify sets of feature rows: rows with the same value "
-                                         "here form a set", metavar="NAME", optional=True)
+                                         "here form a set", metavar="NAME", optional=True,
+                              absent=None)  # a text run with --init leaves it out
     feature_columns: str = setting(None, help="with --set-column: the numeric features "
                                               "(default: every other column)",
                                    metavar="A,B,...", optional=True)
-    arch: str = setting("transformer", choices=pretrained.ARCHS, flag=False,
+    arch: str = setting("transformer", choices=pretrained.ARCHS, flag=False, absent="transformer",
                         help="the model: attnlab's own encoder ('transformer'), or the "
                              "model_type of the pretrained encoder --init read")
 
@@ -204,7 +205,8 @@ class ClassifyTask(Task):
         self._check_column_flags(cfg)
         splits = read_and_pin(cfg)
         if cfg.get("init") and not cfg.get("resume"):
-            splits["init"] = pretrained.read_init(cfg)
+            splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"],
+                                                     cfg["pooling"])
         return splits
 
     @staticmethod

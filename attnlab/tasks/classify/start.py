@@ -27,7 +27,7 @@ __all__ = ["Start", "start_of", "pretrained", "load_run_tokenizer"]
 def pretrained(cfg) -> bool:
     """Whether a run's model is a pretrained encoder's ``BertClassifier`` (``arch`` its
     model_type) rather than attnlab's own ``SequenceClassifier``."""
-    return cfg.get("arch", "transformer") != "transformer"
+    return cfg.arch != "transformer"
 
 
 def load_run_tokenizer(run_dir: str | Path):
@@ -95,7 +95,7 @@ def start_of(cfg, run_dir: Path, checkpoint=None, *,
         UsageError: --init DIR changed since the run was configured, or is no longer what it
             was (``reread_init_source``, ``pretrained.read_init``).
     """
-    if not cfg.get("init") or cfg.get("set_column"):
+    if not cfg.init or cfg.set_column:
         return Start()
     if cfg.resume:
         return Start(tokenizer=load_run_tokenizer(run_dir))
@@ -104,7 +104,7 @@ def start_of(cfg, run_dir: Path, checkpoint=None, *,
         if checkpoint is None:
             from .pretrained import read_init
 
-            checkpoint = read_init(dict(cfg))
+            checkpoint = read_init(cfg.init, cfg.init_sha256, cfg.pooling)
         return Start(model=checkpoint.model, tokenizer=checkpoint.tokenizer,
                      vocab_size=checkpoint.config.vocab_size)
     from ...interop.source import reread_init_source
