@@ -51,7 +51,7 @@ test: setup browser
 # (PYTHONDONTWRITEBYTECODE): compiling and assertion-rewriting every module again in each
 # worker costs the loop a third of its time.
 test-fast: setup browser
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 -m "not slow"
 
 bench: setup
 	$(PY) -m benchmarks

@@ -83,28 +83,3 @@ def pytest_configure(config):
     from attnlab.run_config import RunSettings
 
     _guard_mapping_reads(RunSettings)
-
-
-# ``make test-fast`` (``--dist loadgroup``): the tests that import a heavy library that few
-# tests use run on one worker, so that only that worker pays for its import (Lightning's
-# Trainer: ~3 CPU-seconds). pytest-xdist's own ``xdist_group`` mark renames the test's node id,
-# which pytest 9 no longer allows, so the groups are named here, by test module.
-ONE_WORKER = {
-    "tests/explorer/test_view_api.py": "lightning", "tests/training/test_predictor.py": "lightning",
-    "tests/training/test_optimizer.py": "lightning", "tests/models/test_renamed.py": "lightning",
-    "attnlab/explorer/view.py": "lightning",  # its example draws the course's model
-    **{f"tests/interop/{name}.py": "transformers" for name in (
-        "test_checkpoint", "test_hf", "test_hf_marian", "test_hf_marian_export", "test_export")},
-}
-
-
-def pytest_xdist_make_scheduler(config, log):
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadGroupScheduling
-
-    class ByModule(LoadGroupScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return ONE_WORKER.get(nodeid.split("::")[0], nodeid)
-
-    return ByModule(config, log)
