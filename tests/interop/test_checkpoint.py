@@ -304,18 +304,18 @@ def test_loading_a_file_that_is_not_a_saved_adapter_names_it(tmp_path):
 
 
 # ---- Marian: SentencePiece models over a vocab.json of Marian's own ids --------------------
-def save_marian(d):
-    """A Marian directory: source and target SentencePiece models trained here, vocab.json in
-    Marian's layout (eos 0, unk 1, the pieces, pad last)."""
+def write_marian_tokenizer(d, texts: dict, vocab_size: int) -> dict:
+    """Marian's tokenizer files in ``d`` (created): a SentencePiece model per side trained on
+    ``texts[side]``, vocab.json in Marian's layout (eos 0, unk 1, the pieces, pad last); the vocab."""
     import io
 
     spm = pytest.importorskip("sentencepiece")
     d.mkdir()
     pieces = {}
-    for side, extra in (("source", []), ("target", ["der Hund lief schnell!"] * 10)):
+    for side in ("source", "target"):
         model = io.BytesIO()
-        spm.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS + extra), model_writer=model,
-                                       vocab_size=60, model_type="unigram",
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(texts[side]), model_writer=model,
+                                       vocab_size=vocab_size, model_type="unigram",
                                        minloglevel=2, hard_vocab_limit=False)
         (d / f"{side}.spm").write_bytes(model.getvalue())
         sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
@@ -326,6 +326,14 @@ def save_marian(d):
     (d / "vocab.json").write_text(json.dumps(vocab))
     transformers.MarianTokenizer(*(str(d / n) for n in ("source.spm", "target.spm", "vocab.json")),
                                  model_max_length=64).save_pretrained(d)
+    return vocab
+
+
+def save_marian(d):
+    """A Marian directory: source and target SentencePiece models trained here, vocab.json in
+    Marian's layout (eos 0, unk 1, the pieces, pad last)."""
+    vocab = write_marian_tokenizer(
+        d, {"source": CORPUS, "target": CORPUS + ["der Hund lief schnell!"] * 10}, 60)
     cfg = transformers.MarianConfig(
         vocab_size=len(vocab), d_model=16, encoder_layers=2, decoder_layers=1,
         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=24,

@@ -7,7 +7,6 @@ compared in fp32 with atol = rtol = 1e-5 (the feature permutation of ``attnlab.i
 reorders sums); token ids and frozen weights exactly.
 """
 import csv
-import io
 import json
 import shutil
 
@@ -21,6 +20,7 @@ import attnlab  # noqa: E402
 from attnlab.cli import main  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
 from attnlab.training import engine  # noqa: E402
+from tests.interop.test_checkpoint import write_marian_tokenizer  # noqa: E402
 
 # without sacremoses installed, transformers' MarianTokenizer warns (it normalises nothing)
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -37,22 +37,7 @@ STEPS = ["--max-steps", "3", "--warmup", "1", "--batch-size", "8", "--threads", 
 def save_marian(d, texts):
     """A Marian directory in opus-mt's layout (eos 0, unk 1, pieces, pad last; shared and tied
     embeddings scaled by √D; swish), every weight random."""
-    d.mkdir()
-    pieces = {}
-    for side in ("source", "target"):
-        model = io.BytesIO()
-        spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=model,
-                                       vocab_size=40, model_type="unigram", minloglevel=2,
-                                       hard_vocab_limit=False)
-        (d / f"{side}.spm").write_bytes(model.getvalue())
-        sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
-        pieces.update({sp.id_to_piece(i): None for i in range(sp.get_piece_size())
-                       if not sp.is_control(i) and not sp.is_unknown(i)})
-    vocab = {"</s>": 0, "<unk>": 1, **{p: i + 2 for i, p in enumerate(pieces)}}
-    vocab["<pad>"] = len(vocab)
-    (d / "vocab.json").write_text(json.dumps(vocab))
-    transformers.MarianTokenizer(*(str(d / n) for n in ("source.spm", "target.spm", "vocab.json")),
-                                 model_max_length=64).save_pretrained(d)
+    vocab = write_marian_tokenizer(d, {"source": texts, "target": texts}, 40)
     config = transformers.MarianConfig(
         vocab_size=len(vocab), d_model=16, encoder_layers=2, decoder_layers=2,
         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=24,
