@@ -57,7 +57,7 @@ def wrap_phi(dphi: Tensor) -> Tensor:
 
 
 def _masked(p4: Tensor, mask: Tensor) -> Tensor:
-    return torch.where(mask[..., None], p4, torch.zeros((), dtype=p4.dtype))
+    return torch.where(mask[..., None], p4, 0.0)
 
 
 def _log(x: Tensor) -> Tensor:
@@ -118,7 +118,7 @@ def constituent_features(p4: Tensor, mask: Tensor) -> Tensor:
         _log(pt / _pt(jet).clamp(min=EPS)), _log(energy / jet[..., 0].clamp(min=EPS)),
         torch.hypot(deta, dphi),
     ], dim=-1)  # (B, N, 7)
-    return torch.where(mask[..., None], features, torch.zeros((), dtype=features.dtype))
+    return torch.where(mask[..., None], features, 0.0)
 
 
 def pair_features(p4: Tensor, mask: Tensor) -> Tensor:
@@ -159,7 +159,7 @@ def pair_features(p4: Tensor, mask: Tensor) -> Tensor:
     features = torch.stack([_log(pt_min * delta), _log(pt_min / (pt_a + pt_b).clamp(min=EPS)),
                             _log(delta), _log(m2)], dim=-1)  # (B, N, N, 4)
     both = (mask[:, :, None] & mask[:, None, :])[..., None]  # (B, N, N, 1)
-    return torch.where(both, features, torch.zeros((), dtype=features.dtype))
+    return torch.where(both, features, 0.0)
 
 
 def _jet(p4: Tensor, mask: Tensor) -> Tensor:
@@ -187,7 +187,7 @@ def jet_pt(p4: Tensor, mask: Tensor) -> Tensor:
 
 def _hardest(p4: Tensor, mask: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """The k highest-pT real constituents (B, k, 4) float64 and their mask (B, k)."""
-    pt = torch.where(mask, _pt(p4), torch.full((), -1.0, dtype=p4.dtype))  # padding last
+    pt = torch.where(mask, _pt(p4), -1.0)  # padding last
     order = pt.argsort(dim=1, descending=True)[:, :k]  # (B, k)
     hard = torch.gather(p4, 1, order[..., None].expand(-1, -1, 4)).double()
     return _masked(hard, torch.gather(mask, 1, order)), torch.gather(mask, 1, order)
@@ -257,7 +257,7 @@ def _tau(p4: Tensor, mask: Tensor, axes: tuple[Tensor, Tensor, Tensor], R: float
     dr = torch.hypot(y[:, :, None] - ay[:, None, :], wrap_phi(phi[:, :, None] - aphi[:, None, :]))
     nearest = dr.masked_fill(~alive[:, None, :], math.inf).amin(-1)  # (B, N)
     counted = mask & alive.any(1, keepdim=True)
-    nearest = torch.where(counted, nearest, torch.zeros((), dtype=dr.dtype))
+    nearest = torch.where(counted, nearest, 0.0)
     return (pt * nearest).sum(1) / (pt.sum(1) * R).clamp(min=EPS)
 
 
@@ -345,7 +345,7 @@ def tau32(p4: Tensor, mask: Tensor, *, R: float = 0.8,
     """
     _check_nsub(p4, 3, R, axis_particles)
     tau3, tau2 = _taus(p4, mask, (3, 2), R, axis_particles)
-    ratio = torch.where(tau2 > 0, tau3 / tau2.clamp(min=EPS), torch.ones((), dtype=tau2.dtype))
+    ratio = torch.where(tau2 > 0, tau3 / tau2.clamp(min=EPS), 1.0)
     return ratio.to(p4.dtype)
 
 
