@@ -212,9 +212,18 @@ class Loop:
         self.device_batches = fabric.device.type != "cpu"
         return str(last) if state else None
 
+    def _scaler(self):
+        """The gradient scaler of ``16-mixed`` on a GPU (None under every other precision)."""
+        return getattr(self.fabric.strategy.precision, "scaler", None)
+
     def _optimizer(self, params):
+        # Gradients are unscaled before they are clipped. Fabric refuses to do that for an
+        # optimiser that unscales inside its own step (fused AdamW); the loop does it itself
+        # (_step_parts), except under FSDP, whose clipping must be Fabric's: there, with a
+        # scaler and clipping, the per-tensor AdamW.
+        sharded = self._scaler() is not None and self.cfg.grad_clip and self.cfg.strategy == "fsdp"
         return make_optimizer(params, self.cfg, model_dim=int(self.cfg.model_dim),
-                              max_steps=self.max_steps)
+                              max_steps=self.max_steps, fused=not sharded)
 
     def _checkpoint(self, last: Path) -> dict[str, Any] | None:
         """``--resume``: the checkpoint, checked against the model before anything changes
@@ -304,6 +313,18 @@ class Loop:
                     torch.nn.utils.clip_grad_norm_(params, clip, error_if_nonfinite=False)
 
             return self.module, clip_gradients, self.optimizer.optimizer
+
+        scaler = self._scaler()
+        if scaler is not None and self.cfg.strategy != "fsdp":
+            raw = self.optimizer.optimizer
+            params = [p for group in raw.param_groups for p in group["params"]]
+
+            def clip_gradients() -> None:  # unscaled first; the scaler's step then skips the
+                if clip:                   # scale (and a step whose gradients overflowed)
+                    scaler.unscale_(raw)
+                    torch.nn.utils.clip_grad_norm_(params, clip, error_if_nonfinite=False)
+
+            return self.model, clip_gradients, self.optimizer
 
         def clip_gradients() -> None:  # by the global norm, across FSDP's shards too
             if clip:

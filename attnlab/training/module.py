@@ -74,8 +74,9 @@ def fused_adamw_ok(params: list) -> bool:
     """Whether AdamW can take ``fused=True`` for these parameters (tensors or parameter
     groups): floating point, all on the CPU or all on CUDA. On the CPU it is several times
     faster than the default per-tensor update (benchmarks/RESULTS.md, adamw) and agrees with it
-    to float32 rounding. It works under every precision: Fabric's gradient scaler for
-    ``16-mixed`` hands a fused AdamW its scale, and the mixed precisions keep float32 weights.
+    to float32 rounding. The mixed precisions keep float32 weights, and Fabric's gradient
+    scaler for ``16-mixed`` hands a fused AdamW its scale (the training loop unscales the
+    gradients itself before it clips them, which Fabric does not do for a fused optimiser).
     (PyTorch before 2.4 has no CPU kernel: ``make_optimizer`` then falls back to the
     per-tensor update.)"""
     params = _tensors(params)
