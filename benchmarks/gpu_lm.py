@@ -96,11 +96,10 @@ def as_flags(settings: dict) -> list[str]:
 
 def attnlab_model(settings: dict, vocab: int):
     """The ``CausalLM`` ``attnlab train lm`` builds for these flags on a ``vocab``-symbol corpus."""
-    from attnlab.tasks import SHARED_DEFAULTS, get_task
+    from attnlab.tasks import get_task
     from attnlab.tasks.lm.runtime import build_model
 
-    return build_model({**SHARED_DEFAULTS, **get_task("lm").defaults, **settings,
-                        "vocab_size": vocab})
+    return build_model(get_task("lm").config(**settings, vocab_size=vocab))
 
 
 def nanogpt_model(repo: Path, s: dict):
