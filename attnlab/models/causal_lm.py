@@ -24,6 +24,7 @@ positional parts of every attention (``pos_embeddings``, ``attn_bias``).
 """
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
 import torch
@@ -98,7 +99,6 @@ class CausalLM(nn.Module):
         self.vocab_size, self.model_dim, self.max_len = vocab_size, model_dim, max_len
         self.positional = positional
         self.token_embedding = nn.Embedding(vocab_size, model_dim)
-        nn.init.normal_(self.token_embedding.weight, std=0.02)  # GPT-2's initialisation
         # None for kinds that act in attention (rope, alibi)
         self.positional_encoding = kind.input_module(model_dim, max_len)
         self.embed_dropout = nn.Dropout(dropout)
@@ -112,10 +112,30 @@ class CausalLM(nn.Module):
             layer_norm_eps=layer_norm_eps, bias=bias, attention_dropout=attention_dropout,
             **kind.attention_parts(num_heads, model_dim // max(num_heads, 1), max_len))
         self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
+        self._init_as_gpt2(num_layers)
         if tie_weights:
             self.lm_head.weight = self.token_embedding.weight
         # runs and checkpoints saved before the renames (models/renamed.py: the old names)
         accept_old_names(self, {"encoder": "decoder", "pos_encoding": "positional_encoding"})
+
+    def _init_as_gpt2(self, num_layers: int) -> None:
+        """GPT-2's initialisation (Radford et al. 2019, section 2.3): every weight matrix and
+        embedding drawn from N(0, 0.02²), biases zero, and the two projections of each block
+        that add into the residual stream (attention's output, the feed-forward network's
+        second layer) from N(0, (0.02 / √(2L))²), so that the stream's variance does not grow
+        with the depth L. The layers' own defaults (attention's Xavier, ``nn.Linear``'s
+        uniform) start a language model several times larger and train it more slowly
+        (benchmarks/RESULTS.md, "lm_quality_probe")."""
+        into_stream = set()
+        for block in self.decoder.layers:
+            into_stream |= {id(block.self_attn.o_proj.weight), id(block.linear_net[-1].weight)}
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                weight = module.weight
+                std = 0.02 / math.sqrt(2 * num_layers) if id(weight) in into_stream else 0.02
+                nn.init.normal_(weight, std=std)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
 
     @classmethod
     def from_config(cls, config: CausalLMConfig) -> "CausalLM":

@@ -179,3 +179,24 @@ def test_sliding_stream_continues_past_max_len_from_the_last_half_of_the_context
     assert torch.equal(new[:, 10:18], second[:, 8:])
     with pytest.raises(ValueError, match="max_len"):
         lm.generate(ids, 30)  # generate itself never goes past the context
+
+
+@pytest.mark.parametrize("positional", ["learned", "rope"])
+def test_it_starts_from_gpt2s_initialisation(positional):
+    """Weights N(0, 0.02²), the residual stream's two projections per block N(0, (0.02/√(2L))²),
+    biases zero, norms at one: a language model started from the layers' own defaults (Xavier,
+    nn.Linear's uniform) trained visibly worse in the same steps (benchmarks/RESULTS.md)."""
+    torch.manual_seed(0)
+    L = 4
+    model = CausalLM(300, model_dim=256, num_heads=4, num_layers=L, positional=positional)
+    into_stream = 0.02 / (2 * L) ** 0.5
+    for name, p in model.named_parameters():
+        if name.endswith(("o_proj.weight", "linear_net.3.weight")):
+            assert abs(p.std().item() - into_stream) < 0.1 * into_stream, name
+        elif "norm" in name and name.endswith("weight"):
+            assert torch.equal(p, torch.ones_like(p)), name
+        elif name.endswith("weight"):
+            assert abs(p.std().item() - 0.02) < 0.002 and abs(p.mean().item()) < 0.002, name
+        else:  # biases
+            assert not p.any(), name
+    assert model.lm_head.weight is model.token_embedding.weight
