@@ -84,7 +84,9 @@ class SharedDerived:
 
     out: str | None = None
     precision: str | None = None
-    data_sha256: dict[str, str] | None = None
+    # a run on built-in data, or made before digests were recorded, has none
+    data_sha256: dict[str, str] | None = dataclasses.field(default=None,
+                                                           metadata={"absent": None})
     init_sha256: str | None = None
 
 
@@ -132,6 +134,11 @@ class RunSettings:
         """Whether the run records setting ``name`` (a declared field, not absent; a field read
         as its declared ``absent`` value is not set)."""
         return object.__getattribute__(self, name) is not ABSENT
+
+    def readable(self, name: str) -> bool:
+        """Whether reading setting ``name`` gives a value: the run records it, or the field
+        declares what a run lacking it used (``absent``), so no ``MissingSetting`` is raised."""
+        return self.is_set(name) or name in object.__getattribute__(self, "_absent")
 
     def derive(self, **values: Any):
         """A copy with derived ``values`` set (``dataclasses.replace`` restricted to the fields

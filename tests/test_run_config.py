@@ -97,6 +97,40 @@ def test_a_run_made_before_a_setting_existed_reads_the_value_it_trained_with(tmp
     assert opt.param_groups[0]["betas"] == (0.9, 0.999)
 
 
+def test_a_translate_run_made_before_its_later_settings_reads_what_it_used(tmp_path):
+    """--arch, --dataset, --data, --test, --beam and --length-penalty came after translate runs
+    were made (and a run on the built-in data leaves --test out): such a run is a Transformer
+    on the built-in numbers, tested greedily; its model is built and its digits spelled so,
+    and it writes back without them."""
+    from attnlab.models import Seq2SeqTransformer
+    from attnlab.tasks.translate.data import spell_digits
+    from attnlab.tasks.translate.runtime import build_model
+
+    values = read_yaml(FIXTURES / "translate-transformer.yaml")
+    for key in ("arch", "dataset", "data", "test", "beam", "length_penalty", "data_sha256"):
+        values.pop(key, None)
+    _, cfg = check_run_dir(_run_dir(tmp_path, values))
+    assert (cfg.arch, cfg.dataset, cfg.data, cfg.test, cfg.beam, cfg.length_penalty,
+            cfg.data_sha256) == ("transformer", "numbers", None, None, 1, 1.0, None)
+    assert isinstance(build_model(cfg), Seq2SeqTransformer)
+    assert spell_digits(cfg, ["42"]) == ["forty-two"]
+    write_config(tmp_path, cfg)
+    assert read_yaml(tmp_path / "config.yaml") == values
+
+
+def test_a_model_setting_every_run_records_is_named_when_missing(tmp_path):
+    """The model is built from the run's settings by attribute: a config.yaml without one that
+    every run writes (``num_layers``) is refused naming it, not built with a default."""
+    from attnlab.tasks.translate.runtime import build_model
+
+    values = read_yaml(FIXTURES / "translate-transformer.yaml")
+    del values["num_layers"]
+    _, cfg = check_run_dir(_run_dir(tmp_path, values))
+    with pytest.raises(UsageError, match=r"config.yaml has no setting 'num_layers', which this "
+                                         r"command needs"):
+        build_model(cfg)
+
+
 def test_a_setting_with_no_declared_past_is_still_named_when_missing(tmp_path):
     values = read_yaml(FIXTURES / "lm.yaml")
     del values["lr"]
@@ -134,10 +168,6 @@ def test_a_module_not_allowed_to_read_the_config_as_a_mapping_fails(request):
     assert scope["value"] == cfg.lr
 
 
-# the name a module reads the run config by, where it is not ``cfg``
-READ_AS = {"attnlab.models.configs": "values"}
-
-
 def _mapping_reads(path: Path, name: str = "cfg") -> list[int]:
     """Lines of ``path`` that read a value called ``name`` (or ``x.name``) as a mapping."""
     import ast
@@ -162,5 +192,5 @@ def test_each_module_allowed_mapping_reads_still_has_one(request):
     root = Path(__file__).parents[1]
     for module in sorted(_allowance(request)):
         path = root / (module.replace(".", "/") + ".py")
-        assert _mapping_reads(path, READ_AS.get(module, "cfg")), (
+        assert _mapping_reads(path), (
             f"{module} no longer reads the run config as a mapping: drop it from the list")

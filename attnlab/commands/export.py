@@ -73,11 +73,11 @@ def _hf_parts(run_dir, cfg):
     from ..interop import to_hf
     from ..interop.tokenizer import special_ids, to_hf_tokenizer
 
-    if cfg.task == "translate" and cfg.get("arch", "transformer") != "transformer":
+    if cfg.task == "translate" and cfg.arch != "transformer":
         raise UsageError(f"export: {run_dir} is a --arch {cfg.arch} run; Hugging Face has no "
                          f"recurrent translation model to hold it (export --arch transformer "
                          f"runs)")
-    if cfg.task == "classify" and cfg.get("arch", "transformer") == "transformer":
+    if cfg.task == "classify" and cfg.arch == "transformer":
         raise UsageError(f"export: {run_dir} is a classify run of attnlab's own encoder; "
                          f"Hugging Face has a classification class only for a run from --init "
                          f"of a BERT-family checkpoint")

@@ -60,7 +60,7 @@ def run(args) -> int:
     if args.input_file is not None:
         args.texts, labels = read_inputs(args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=("translate",), command="translate")
-    beams = args.beam or cfg.get("beam") or 1
+    beams = args.beam or cfg.beam
     if args.length_penalty is not None and beams == 1:  # greedy would ignore it without a word
         whose = "" if args.beam else ", the run's setting"
         raise UsageError(f"--length-penalty {args.length_penalty} is for beam search, and this "

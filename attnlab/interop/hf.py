@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..models.configs import CausalLMConfig
 from .marian import marian_to_seq2seq, seq2seq_to_marian
 from .source import BERT_FAMILY
 from .weights import ACT_TO_HF as _ACT_TO_HF
@@ -199,29 +200,29 @@ def _causal_lm_to_gpt2(model: nn.Module, **ids: int | None):
     return hf.train(model.training)
 
 
-def _check_gpt2_exportable(cfg) -> None:
+def _check_gpt2_exportable(cfg: CausalLMConfig) -> None:
     """ValueError naming the first CausalLM setting GPT-2 cannot represent."""
     needs = {"norm_first": True, "positional": "learned", "bias": True}
     for key, value in needs.items():
-        if cfg[key] != value:
+        if getattr(cfg, key) != value:
             raise ValueError(f"to_hf: GPT-2 needs {key}={value!r}, this CausalLM has "
-                             f"{key}={cfg[key]!r}")
-    if cfg["activation"] not in _ACT_TO_HF:
-        raise ValueError(f"to_hf: activation {cfg['activation']!r} has no GPT-2 equivalent; "
+                             f"{key}={getattr(cfg, key)!r}")
+    if cfg.activation not in _ACT_TO_HF:
+        raise ValueError(f"to_hf: activation {cfg.activation!r} has no GPT-2 equivalent; "
                          f"supported: {', '.join(_ACT_TO_HF)}")
 
 
-def _gpt2_config(cfg, *, bos_token_id: int | None, eos_token_id: int | None,
+def _gpt2_config(cfg: CausalLMConfig, *, bos_token_id: int | None, eos_token_id: int | None,
                  pad_token_id: int | None):
     """The ``GPT2Config`` of a CausalLM's settings."""
     from transformers import GPT2Config
 
     return GPT2Config(
-        vocab_size=cfg["vocab_size"], n_positions=cfg["max_len"], n_embd=cfg["model_dim"],
-        n_layer=cfg["num_layers"], n_head=cfg["num_heads"], n_inner=cfg["dim_feedforward"],
-        activation_function=_ACT_TO_HF[cfg["activation"]], resid_pdrop=cfg["dropout"],
-        embd_pdrop=cfg["dropout"], attn_pdrop=cfg["attention_dropout"],
-        layer_norm_epsilon=cfg["layer_norm_eps"], tie_word_embeddings=cfg["tie_weights"],
+        vocab_size=cfg.vocab_size, n_positions=cfg.max_len, n_embd=cfg.model_dim,
+        n_layer=cfg.num_layers, n_head=cfg.num_heads, n_inner=cfg.dim_feedforward,
+        activation_function=_ACT_TO_HF[cfg.activation], resid_pdrop=cfg.dropout,
+        embd_pdrop=cfg.dropout, attn_pdrop=cfg.attention_dropout,
+        layer_norm_epsilon=cfg.layer_norm_eps, tie_word_embeddings=cfg.tie_weights,
         bos_token_id=bos_token_id, eos_token_id=eos_token_id, pad_token_id=pad_token_id)
 
 

@@ -49,14 +49,28 @@ from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_ad
 SHARED_DEFAULTS: dict[str, Any] = defaults(TrainSettings)
 
 
-def config_from_run(config: type, cfg: dict[str, Any], **overrides: Any):
-    """``config.from_dict(cfg, **overrides)``, with the shared settings every run has written
-    (model_dim, num_layers, ...) required: a config.yaml missing one is a ``KeyError`` naming
-    it, which ``attnlab.load`` reports; a key newer than the run takes the field's default."""
+def config_from_run(config: type, cfg: RunSettings, **overrides: Any):
+    """The model config ``config`` (a dataclass of ``attnlab.models.configs``) of a run's typed
+    config ``cfg``, then ``overrides``: each of its fields read from the run, by attribute.
+    The shared settings every run has written (model_dim, num_layers, ...) are required: a
+    config.yaml missing one is a ``MissingSetting`` naming the file and the setting, which
+    ``attnlab.load`` reports. Another field the run lacks reads what its declaration says
+    such a run used (``setting(absent=...)``), else the model field's default.
+
+    Examples:
+        >>> from attnlab.models.configs import CausalLMConfig
+        >>> from attnlab.tasks import get_task
+        >>> cfg = get_task("lm").config(model_dim=32, vocab_size=70)
+        >>> config_from_run(CausalLMConfig, cfg, max_len=16).dim_feedforward
+        512
+    """
+    values = cfg.record()  # keys no field of the run declares, kept from an older attnlab, too
     for f in dataclasses.fields(config):
-        if f.name in SHARED_DEFAULTS and f.name not in overrides:
-            cfg[f.name]  # KeyError(name) for a broken config.yaml
-    return config.from_dict(cfg, **overrides)
+        if f.name in overrides or not cfg.declares(f.name):
+            continue
+        if f.name in SHARED_DEFAULTS or cfg.readable(f.name):
+            values[f.name] = getattr(cfg, f.name)  # a shared one absent: MissingSetting
+    return config.from_dict(values, **overrides)
 
 
 def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[str, Any]:

@@ -30,7 +30,7 @@ def run_dir(tmp_path_factory):
            "src_vocab_size": tok.src.vocab_size, "tgt_vocab_size": tok.tgt.vocab_size,
            "max_target_len": 12, "max_len": 64, "test_size": 50}
     torch.manual_seed(0)
-    save_weights(build_model(cfg), out / "model.safetensors")
+    save_weights(build_model(get_task("translate").typed(cfg, out)), out / "model.safetensors")
     tok.save(out / "tokenizer.json")
     write_yaml(out / "config.yaml", cfg)
     return out

@@ -271,6 +271,20 @@ def test_a_run_written_before_the_flags_loads_with_the_old_defaults(run, tmp_pat
         json.loads((run / "run" / "metrics.json").read_text())["val_loss"], abs=1e-5)
 
 
+def test_a_run_made_before_the_corpus_digests_evaluates_as_it_did(run, tmp_path):
+    """config.yaml of a run from before its corpus was identified by digests has no
+    corpus_sha256: evaluate has nothing to check the corpus against, and measures it."""
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(run / "run", old)
+    cfg = yaml.safe_load((old / "config.yaml").read_text())
+    del cfg["corpus_sha256"]
+    (old / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert TASK.evaluate(old, cfg, None)["val_loss"] == pytest.approx(
+        json.loads((run / "run" / "metrics.json").read_text())["val_loss"], abs=1e-5)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--activation", "tanh"], "--activation"),
     (["--layer-norm-eps", "0"], "--layer-norm-eps must be > 0, got 0.0"),

@@ -244,7 +244,8 @@ def test_only_the_built_in_numbers_refuse_digits_outside_their_range():
     from attnlab.errors import UsageError
     from attnlab.tasks.translate.data import spell_digits
 
-    numbers = {"src": "en", "max_number": 1000, "dataset": "numbers", "data": None}
+    numbers = get_task("translate").config(src="en", max_number=1000, dataset="numbers",
+                                           data=None)
     assert spell_digits(numbers, ["999", " 7 ", "seven"]) == ["nine hundred and ninety-nine",
                                                                "seven", "seven"]
     with pytest.raises(UsageError, match=r"^--input \(1000\) is outside the numbers this run "
@@ -252,5 +253,5 @@ def test_only_the_built_in_numbers_refuse_digits_outside_their_range():
         spell_digits(numbers, ["1000"], ["--input"])
     # a user's --data run and the dates learnt no numbers: digits are their text, unchanged
     big = "99999999999999999999999"
-    assert spell_digits({**numbers, "data": "pairs.csv"}, [big]) == [big]
-    assert spell_digits({**numbers, "dataset": "dates"}, [big]) == [big]
+    assert spell_digits(get_task("translate").config(data="pairs.csv"), [big]) == [big]
+    assert spell_digits(get_task("translate").config(dataset="dates"), [big]) == [big]

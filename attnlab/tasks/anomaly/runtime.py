@@ -41,8 +41,8 @@ def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig:
     per element, a score per element, no positional encoding (a set has no order).
 
     Examples:
-        >>> from attnlab.tasks import SHARED_DEFAULTS
-        >>> config = model_config_of(dict(SHARED_DEFAULTS))
+        >>> from attnlab.tasks import get_task
+        >>> config = model_config_of(get_task("anomaly").config())
         >>> config.input_dim, config.head, config.positional
         (64, 'element', 'none')
     """

@@ -42,11 +42,12 @@ def check_data(cfg: dict[str, Any]) -> None:
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
 
 
-def check_corpus(cfg: dict[str, Any], data_dir: str | Path, purpose: str) -> None:
+def check_corpus(corpus_sha256: dict[str, str], data_dir: str | Path, purpose: str) -> None:
     """``attnlab.runs.check_data_files`` on each file of the corpus identity a run recorded
-    (``cfg["corpus_sha256"]``: meta.json and tokenizer.json), named as --data's file; ``purpose``
-    is "resume" or "evaluate" (it words the message)."""
-    for name, digest in cfg["corpus_sha256"].items():
+    (``corpus_sha256`` in its config.yaml: the SHA-256 of meta.json and tokenizer.json, by
+    name), named as --data's file; ``purpose`` is "resume" or "evaluate" (it words the
+    message)."""
+    for name, digest in corpus_sha256.items():
         check_data_files({"data": str(Path(data_dir) / name), "data_sha256": {"data": digest}},
                          purpose=purpose)
 
@@ -56,7 +57,7 @@ def _check_corpus_dir(cfg: dict[str, Any], data: Path) -> None:
 
     meta = read_meta(data)
     if cfg.get("resume") and cfg.get("corpus_sha256"):
-        check_corpus(cfg, data, "resume")
+        check_corpus(cfg["corpus_sha256"], data, "resume")
     for split in SPLITS:
         if meta[f"{split}_tokens"] < cfg["block_size"] + 1:
             raise UsageError(f"--block-size {cfg['block_size']}: {data}/{split}.bin holds "

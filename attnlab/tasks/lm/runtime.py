@@ -131,7 +131,7 @@ def corpus_dir(cfg: RunSettings, run_dir: Path, tokenizer: Tokenizer | None = No
         if tokenizer is not None:
             prepare([data], out, tokenizer=tokenizer, force=True)
         else:
-            prepare([data], out, tokenizer=cfg.tokenizer, vocab_size=cfg.get("vocab_size"),
+            prepare([data], out, tokenizer=cfg.tokenizer, vocab_size=cfg.vocab_size,
                     force=True)
     return out
 
@@ -148,9 +148,8 @@ def pin_corpus(cfg, run_dir: Path, data_dir: Path):
     new run (``engine.fit`` writes config.yaml before the first step, so that a run killed
     before it finishes has the digests too).
     """
-    recorded = cfg.resume and cfg.get("corpus_sha256")
-    if recorded:
-        check_corpus(cfg, data_dir, "resume")
+    if cfg.resume and cfg.corpus_sha256:
+        check_corpus(cfg.corpus_sha256, data_dir, "resume")
     else:
         cfg = cfg.derive(corpus_sha256=corpus_identity(data_dir))
     prepared_from = read_meta(data_dir).get("files_sha256") or [None]
@@ -217,7 +216,7 @@ def pretrained(cfg: RunSettings) -> tuple[dict[str, torch.Tensor], Tokenizer] | 
     weights and own tokenizer, or an attnlab lm run's; None without --init or on --resume
     (the checkpoint holds the weights). ``UsageError`` if DIR's weights are not those whose
     SHA-256 ``attnlab train`` recorded (``init_sha256``)."""
-    if not cfg.get("init") or cfg.resume:
+    if not cfg.init or cfg.resume:
         return None
     source = reread_init_source(cfg.init, cfg.init_sha256, task="lm")  # unchanged since train
     if source.kind == "hf":
@@ -239,7 +238,7 @@ def _corpus_of_run(cfg, run_dir: Path, tokenizer: Tokenizer | None = None):
     data_dir = corpus_dir(cfg, run_dir, tokenizer)
     cfg = pin_corpus(cfg, run_dir, data_dir)
     meta = read_meta(data_dir)
-    vocab_size = cfg.vocab_size if cfg.get("init") else meta["vocab_size"]
+    vocab_size = cfg.vocab_size if cfg.init else meta["vocab_size"]
     if meta["vocab_size"] > vocab_size:
         raise UsageError(f"--data {cfg.data}: its tokenizer has {meta['vocab_size']:,} ids, "
                          f"more than the --init model's {vocab_size:,} embedding rows")
@@ -307,8 +306,8 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     model, tokenizer = load(task, run_dir, cfg, quantize=quantize)
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg)
-    if cfg.get("corpus_sha256"):  # the corpus is the one trained on (pin_corpus)
-        check_corpus(cfg, Path(cfg.data_dir), "evaluate")
+    if cfg.corpus_sha256:  # the corpus is the one trained on (pin_corpus)
+        check_corpus(cfg.corpus_sha256, Path(cfg.data_dir), "evaluate")
         read_meta(cfg.data_dir)  # and val.bin has the size its meta.json states
     return lm_metrics(model, split_windows(cfg, "val"), cfg.batch_size, cfg.val_batches)
 

@@ -15,7 +15,7 @@ Examples:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,9 @@ class LMDerived:
     data_dir: str | None = None
     vocab_size: int | None = None
     dtype: str | None = None
-    corpus_sha256: dict[str, str] | None = None
+    # a run made before the corpus was identified by its digests has none (evaluate then
+    # checks nothing), as has a new run until ``pin_corpus`` derives them
+    corpus_sha256: dict[str, str] | None = field(default=None, metadata={"absent": None})
 
 
 class LMTask(Task):

@@ -23,6 +23,7 @@ from ...data.dates import DatePairs, check_locale, held_out_days
 from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
 from ...data.tables import check_digest, read_table
 from ...errors import UsageError
+from ...run_config import RunSettings
 from ...runs import check_data_files, pin_data_files
 from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
 
@@ -114,84 +115,85 @@ class TranslationTokenizers:
 
 
 # ---- splits -----------------------------------------------------------------------------
-def check_languages(cfg: dict[str, Any]) -> None:
+def check_languages(cfg: RunSettings) -> None:
     """``UsageError`` naming ``--src`` or ``--tgt`` when the built-in dataset cannot be written
     in it (numbers: a num2words language; dates: a babel locale)."""
-    check = check_locale if cfg["dataset"] == "dates" else check_language
+    check = check_locale if cfg.dataset == "dates" else check_language
     for key in ("src", "tgt"):
         try:
-            check(str(cfg[key]))
+            check(str(getattr(cfg, key)))
         except ValueError as e:
             raise UsageError(f"--{key}: {e}") from None
 
 
-def builtin_splits(cfg: dict[str, Any]):
+def builtin_splits(cfg: RunSettings):
     """(endless training stream, validation pairs, test pairs) of the built-in dataset."""
-    if cfg.get("dataset", "numbers") == "dates":
-        test, val = held_out_days(cfg["test_size"], cfg["val_size"])
-        stream = DatePairs(cfg["src"], cfg["tgt"], exclude=set(test) | set(val), seed=cfg["seed"])
+    if cfg.dataset == "dates":
+        test, val = held_out_days(cfg.test_size, cfg.val_size)
+        stream = DatePairs(cfg.src, cfg.tgt, exclude=set(test) | set(val), seed=cfg.seed)
     else:
-        test, val = held_out_numbers(cfg["max_number"], cfg["test_size"], cfg["val_size"])
-        stream = NumberPairs(cfg["src"], cfg["tgt"], cfg["max_number"],
-                             exclude=set(test) | set(val), seed=cfg["seed"])
+        test, val = held_out_numbers(cfg.max_number, cfg.test_size, cfg.val_size)
+        stream = NumberPairs(cfg.src, cfg.tgt, cfg.max_number,
+                             exclude=set(test) | set(val), seed=cfg.seed)
     return stream, [stream.pair(n) for n in val], [stream.pair(n) for n in test]
 
 
-def read_pairs(path: str, cfg: dict[str, Any], what: str, *, pinned: bool = False
+def read_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
                ) -> list[tuple[str, str]]:
     """The (source, target) rows of a table file; ``what`` names its flag in errors.
 
     ``pinned``: the file is the run's own ``--data``/``--test``, so its bytes must be the ones
     config.yaml's ``data_sha256`` recorded (when it has), else ``UsageError``: between the
     check at the start and this read, the file changed."""
-    columns = [cfg["src_column"], cfg["tgt_column"]]
+    columns = [cfg.src_column, cfg.tgt_column]
     if columns[0] == columns[1]:  # the model would learn to copy its input
         raise UsageError(f"--src-column and --tgt-column are both {columns[0]!r}; they must name "
                          f"two different columns")
     rows = read_table(path, columns=columns, what=what)
     if pinned:
         key = what.lstrip("-")
-        check_digest(rows.path, rows.sha256, (cfg.get("data_sha256") or {}).get(key), what=what)
+        check_digest(rows.path, rows.sha256, (cfg.data_sha256 or {}).get(key), what=what)
     return [(r[columns[0]], r[columns[1]]) for r in rows]
 
 
-def file_splits(cfg: dict[str, Any]):
+def file_splits(cfg: RunSettings):
     """(train, val, test) pairs of --data (and --test); held-out rows chosen with the seed."""
-    pairs = read_pairs(cfg["data"], cfg, "--data", pinned=True)
-    random.Random(cfg["seed"]).shuffle(pairs)
-    test = read_pairs(cfg["test"], cfg, "--test", pinned=True) if cfg.get("test") else None
+    pairs = read_pairs(cfg.data, cfg, "--data", pinned=True)
+    random.Random(cfg.seed).shuffle(pairs)
+    test = read_pairs(cfg.test, cfg, "--test", pinned=True) if cfg.test else None
     held = max(1, len(pairs) // 10)
     if test is None:
         test, pairs = pairs[:held], pairs[held:]
-    val, train = pairs[: min(held, cfg["val_size"])], pairs[min(held, cfg["val_size"]) :]
+    val, train = pairs[: min(held, cfg.val_size)], pairs[min(held, cfg.val_size) :]
     if len(train) < 1 or not val:
-        raise UsageError(f"--data {cfg['data']}: {len(pairs)} rows are too few to hold out "
+        raise UsageError(f"--data {cfg.data}: {len(pairs)} rows are too few to hold out "
                          f"test and validation rows; give at least 3")
     return train, val, test
 
 
-def check_files(cfg: dict[str, Any]) -> None:
+def check_files(cfg: RunSettings) -> dict[str, Any]:
     """``validate``'s reading of --data (and --test): their pairs split as ``file_splits``
-    splits them, so that a malformed file fails before the run starts, and each file's SHA-256
-    recorded in ``cfg["data_sha256"]`` (saved with config.yaml: evaluate and --resume check
-    it)."""
+    splits them, so that a malformed file fails before the run starts. Returns what the run
+    records of them (``attnlab.runs.pin_data_files``: the paths made absolute, each file's
+    SHA-256 under ``data_sha256``, which evaluate and --resume check), for ``validate`` to
+    merge into the settings; on --resume, the files checked against those digests (``{}``)."""
     file_splits(cfg)
-    cfg.update(pin_data_files(cfg, ("data", "test")))  # the settings dict, not yet frozen
+    return pin_data_files(cfg, ("data", "test"))
 
 
-def evaluation_pairs(cfg: dict[str, Any], data: str | None) -> list[tuple[str, str]]:
+def evaluation_pairs(cfg: RunSettings, data: str | None) -> list[tuple[str, str]]:
     """The pairs ``attnlab evaluate`` scores: those of ``--data FILE`` when given, else the
     run's own held-out test pairs (refused if the run's ``--data`` changed since it was
     trained: the same seed would then hold out other rows)."""
     if data is not None:
         return read_pairs(data, cfg, "--data")
-    if cfg.get("data") is None:
+    if cfg.data is None:
         return builtin_splits(cfg)[2]
     check_data_files(cfg)
     return file_splits(cfg)[2]
 
 
-def spell_digits(cfg: dict[str, Any], texts: list[str], labels: list[str] | None = None
+def spell_digits(cfg: RunSettings, texts: list[str], labels: list[str] | None = None
                  ) -> list[str]:
     """With the built-in numbers, a text of digits ("342") is spelled in the source language.
 
@@ -202,25 +204,26 @@ def spell_digits(cfg: dict[str, Any], texts: list[str], labels: list[str] | None
             German for them would be a guess of the wrong size, however fluent.
 
     Examples:
-        >>> spell_digits({"src": "en", "max_number": 1000}, ["342", "seven"])
+        >>> from attnlab.tasks import get_task
+        >>> spell_digits(get_task("translate").config(max_number=1000), ["342", "seven"])
         ['three hundred and forty-two', 'seven']
     """
-    if cfg.get("data") is not None or cfg.get("dataset", "numbers") != "numbers":
+    if cfg.data is not None or cfg.dataset != "numbers":
         return texts
     spelled = []
     for i, text in enumerate(texts):
         if not _DIGITS.fullmatch(text):
             spelled.append(text)
             continue
-        digits, top = text.strip(), cfg.get("max_number")
+        digits, top = text.strip(), cfg.max_number
         # a longer string of digits is out of range; int() refuses beyond 4,300 digits
-        huge = top is not None and len(digits.lstrip("+-").lstrip("0")) > len(str(top))
-        if top is not None and (huge or not 0 <= int(digits) < top):
+        huge = len(digits.lstrip("+-").lstrip("0")) > len(str(top))
+        if huge or not 0 <= int(digits) < top:
             name = labels[i] if labels else f"text number {i + 1}"
             shown = digits if len(digits) <= 40 else f"{digits[:20]}… ({len(digits)} characters)"
             raise UsageError(f"{name} ({shown}) is outside the numbers this run was trained "
                              f"on: 0 to {top - 1:,} (max_number {top} in config.yaml)")
-        spelled.append(spell(int(digits), cfg["src"]))
+        spelled.append(spell(int(digits), cfg.src))
     return spelled
 
 

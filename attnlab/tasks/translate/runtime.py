@@ -77,9 +77,9 @@ def model_config_of(cfg: RunSettings) -> Seq2SeqConfig:
     ``max_len``; a run written before ``positional`` was a flag gets the paper's sinusoids).
 
     Examples:
-        >>> from attnlab.tasks import SHARED_DEFAULTS
-        >>> model_config_of({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
-        ...                  "max_len": 64}).positional
+        >>> from attnlab.tasks import get_task
+        >>> cfg = get_task("translate").config(src_vocab_size=40, tgt_vocab_size=50, max_len=64)
+        >>> model_config_of(cfg).positional
         'sinusoidal'
     """
     return config_from_run(Seq2SeqConfig, cfg)
@@ -90,16 +90,15 @@ def build_model(cfg: RunSettings) -> Seq2SeqTransformer:
     chooses it, so training and loading always agree.
 
     Examples:
-        >>> from attnlab.tasks import SHARED_DEFAULTS
-        >>> model = build_model({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
-        ...                      "max_len": 64})
+        >>> from attnlab.tasks import get_task
+        >>> sizes = {"src_vocab_size": 40, "tgt_vocab_size": 50, "max_len": 64}
+        >>> model = build_model(get_task("translate").config(**sizes))
         >>> type(model).__name__, model.config.max_len
         ('Seq2SeqTransformer', 64)
-        >>> type(build_model({**SHARED_DEFAULTS, "src_vocab_size": 40, "tgt_vocab_size": 50,
-        ...                   "max_len": 64, "arch": "rnn-additive"})).__name__
+        >>> type(build_model(get_task("translate").config(**sizes, arch="rnn-additive"))).__name__
         'RNNSeq2Seq'
     """
-    arch = cfg.get("arch", "transformer")  # runs written before --arch are Transformers
+    arch = cfg.arch  # a run written before --arch reads "transformer" (its declaration)
     if arch == "transformer":
         return Seq2SeqTransformer.from_config(model_config_of(cfg))
     config = model_config_of(cfg)  # the vocabularies, width, layers and special ids
@@ -184,7 +183,7 @@ def _fit_tokenizers(cfg, sample, test):
     return cfg, tok
 
 
-def read_init(task, cfg: dict[str, Any]) -> tuple[Seq2SeqTransformer, TranslationTokenizers]:
+def read_init(task, cfg: RunSettings) -> tuple[Seq2SeqTransformer, TranslationTokenizers]:
     """(the model, its tokenisers) of ``--init DIR``: a Marian directory
     (``attnlab.interop.checkpoint.read_checkpoint``; its one tokeniser reads the source and
     writes the target) or an attnlab translate run (``load``, as ``attnlab.load`` opens it).
@@ -194,7 +193,7 @@ def read_init(task, cfg: dict[str, Any]) -> tuple[Seq2SeqTransformer, Translatio
     from ...interop.source import reread_init_source
 
     # DIR as it was when the settings were checked (its digest recorded in init_sha256)
-    source = reread_init_source(cfg["init"], cfg["init_sha256"], task="translate")
+    source = reread_init_source(cfg.init, cfg.init_sha256, task="translate")
     if source.kind == "hf":
         from transformers.utils import logging
 
@@ -204,28 +203,29 @@ def read_init(task, cfg: dict[str, Any]) -> tuple[Seq2SeqTransformer, Translatio
             raise UsageError(f"--init {source.path}: {ckpt.weights.name} changed while it was "
                              f"read; start the run again")
         return ckpt.model, TranslationTokenizers(ckpt.tokenizer, ckpt.tokenizer)
-    if source.config.get("arch", "transformer") != "transformer":
-        raise UsageError(f"--init {source.path}: a --arch {source.config['arch']} run; "
+    run = task.typed(source.config, source.path)  # the --init run's own config.yaml
+    if run.arch != "transformer":
+        raise UsageError(f"--init {source.path}: a --arch {run.arch} run; "
                          f"--init takes a Transformer's")
-    model, tok = load(task, source.path, task.typed(source.config, source.path))
-    return model, tok
+    return load(task, source.path, run)
 
 
-def check_init_lengths(init, cfg: dict[str, Any]) -> None:
+def check_init_lengths(init, cfg: RunSettings) -> None:
     """``UsageError`` naming ``--data`` (or ``--test``) when a pair of it, encoded by the
     ``--init`` checkpoint's tokeniser, is longer than its model's positions reach."""
     model, tok = init
     reach = model.config.max_len
     train, val, test = file_splits(cfg)
-    for flag, pairs in (("--data", train + val), ("--test" if cfg.get("test") else "--data", test)):
+    for flag, pairs in (("--data", train + val), ("--test" if cfg.test else "--data", test)):
         # the decoder reads a target without its last id (teacher forcing)
         for side, lengths in (("source", map(len, tok.encode_sources([s for s, _ in pairs]))),
                               ("target", (len(ids) - 1 for ids in
                                           tok.encode_targets([t for _, t in pairs])))):
             longest = max(lengths, default=0)
             if longest > reach:
-                raise UsageError(f"{flag} {cfg[flag.lstrip('-')]}: a {side} of {longest} "
-                                 f"tokens; --init {cfg['init']}'s model reads at most {reach}")
+                raise UsageError(f"{flag} {getattr(cfg, flag.lstrip('-'))}: a {side} of "
+                                 f"{longest} tokens; --init {cfg.init}'s model reads at most "
+                                 f"{reach}")
 
 
 def _init_config(cfg, init, sample):
@@ -280,7 +280,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     from ...training.seq2seq import Seq2SeqModule
 
     train, sample, val, test = _splits(cfg)
-    if cfg.get("init") is None:
+    if cfg.init is None:
         cfg, tok = _fit_tokenizers(cfg, sample, test)
         model = build_model(cfg)
     elif cfg.resume:  # goes on from its checkpoint: the tokenisers it saved when it started
@@ -384,7 +384,7 @@ def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
         plot_by_length({"exact match": [r["exact_match"] for r in rows],
                         "chrF / 100": [r["chrf"] / 100 for r in rows]},
                        [r["lengths"] for r in rows], out,
-                       title=f"{cfg.get('arch', 'transformer')}: score by source length, "
+                       title=f"{cfg.arch}: score by source length, "
                              f"{scored} ({len(test):,} pairs)")
     except OSError as e:  # a read-only run directory: say which file, no traceback
         raise UsageError(f"--out {out}: cannot write it ({e.strerror or e})") from None

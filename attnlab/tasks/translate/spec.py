@@ -54,19 +54,21 @@ TOKENIZER_SETTINGS = ("src_tokenizer", "tgt_tokenizer", "vocab_size")
 class TranslateSettings(AdaptSettings):
     """The flags of ``attnlab train translate`` besides the shared and the model ones."""
 
-    arch: str = setting("transformer", choices=ARCHS,
+    # absent: what a run lacking the setting used (a run made before it existed, or one whose
+    # config.yaml leaves it out as unused: see unrecorded_settings)
+    arch: str = setting("transformer", choices=ARCHS, absent="transformer",
                         help="the model: the Transformer, or a GRU encoder-decoder without (rnn) "
                              "or with additive / bilinear attention; an rnn uses --model-dim, "
                              "--num-layers and --dropout of the model flags")
     src: str = setting("en", help="source language of the built-in data", metavar="LANG")
     tgt: str = setting("de", metavar="LANG",
                        help="target language (any num2words language; for dates a babel locale)")
-    dataset: str = setting("numbers", choices=DATASETS,
+    dataset: str = setting("numbers", choices=DATASETS, absent="numbers",
                            help="built-in data: numbers (num2words) or dates (babel locales)")
     data: str = setting(None, help="your parallel data (CSV/TSV/JSONL)", metavar="FILE",
-                        optional=True)
+                        optional=True, absent=None)
     test: str = setting(None, help="test pairs (default: 10%% of --data)", metavar="FILE",
-                        optional=True)
+                        optional=True, absent=None)
     src_column: str = setting("source", help="source column of --data", metavar="NAME")
     tgt_column: str = setting("target", help="target column of --data", metavar="NAME")
     src_tokenizer: str = setting("auto", choices=TOKENIZERS,
@@ -81,8 +83,8 @@ class TranslateSettings(AdaptSettings):
     val_size: int = setting(200, help="validation pairs", low=1)
     label_smoothing: float = setting(0.1, help="label smoothing of the training loss",
                                      low=0, below=1)
-    beam: int = setting(1, help="beams when testing (1: greedy)", low=1)
-    length_penalty: float = setting(1.0, help="beam search length penalty")
+    beam: int = setting(1, help="beams when testing (1: greedy)", low=1, absent=1)
+    length_penalty: float = setting(1.0, help="beam search length penalty", absent=1.0)
     bleu_tokenize: str = setting("auto", choices=BLEU_TOKENIZE,
                                  help="sacrebleu tokenisation (auto: char for one-word targets)")
 
@@ -154,15 +156,16 @@ class TranslateTask(Task):
         # build its parser
         from .data import check_files, check_languages
 
+        frozen = self.config_class().from_values  # the readers below read a typed config
         init = None
         if cfg.get("init") is not None and not cfg.get("resume"):
-            init = self.runtime_module().read_init(self, cfg)
+            init = self.runtime_module().read_init(self, frozen(cfg))
         if cfg["data"] is not None:
-            check_files(cfg)
+            cfg.update(check_files(frozen(cfg)))  # the settings dict records the files' digests
             if init is not None:
-                self.runtime_module().check_init_lengths(init, cfg)
+                self.runtime_module().check_init_lengths(init, frozen(cfg))
             return init
-        check_languages(cfg)
+        check_languages(frozen(cfg))
         if cfg.get("epochs") is not None:
             raise UsageError(f"--epochs: the built-in {cfg['dataset']} are generated without "
                              f"end; use --max-steps")
