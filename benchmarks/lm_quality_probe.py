@@ -1,10 +1,12 @@
 """How well attnlab's ``CausalLM`` trains against nanoGPT's ``GPT`` when nothing else differs:
 the same batches, optimiser, schedule, precision and steps, in one process.
 
-    python -m benchmarks.lm_quality_probe [--steps 1000] [--quick] [--nanogpt DIR] [VARIANT ...]
+    python -m benchmarks.lm_quality_probe [--steps 1000] [--quick] [--nanogpt DIR]
+                                          [--shape L,H,D,T,B] [VARIANT ...]
 
 On a GPU the shape is nanoGPT's shakespeare-char (6 layers, 6 heads, width 384, block 256, batch
-64, dropout 0.2 everywhere, bf16 autocast); on a CPU a tiny one (a smoke run, not a result).
+64, dropout 0.2 everywhere, bf16 autocast); on a CPU a tiny one (a smoke run, not a result),
+or any given as ``--shape`` (layers, heads, width, block, batch).
 Corpus: 1.1 M characters of the standard library's source (``benchmarks.nanogpt.write_corpus``),
 character level, the first 90% to train on and the last 10% held out. Both models: AdamW
 (β = (0.9, 0.99), weight decay 0.1 on matrices), nanoGPT's schedule (linear warm-up over 30
@@ -14,10 +16,12 @@ last training batch's loss and the mean loss of 50 held-out batches.
 Variants (default: all):
     nanogpt            nanoGPT's GPT (model.py of ``--nanogpt DIR``, default ``.nanogpt``, or
                        ``$NANOGPT``; ``bias=False``); skipped, saying so, where there is none
-    attnlab            CausalLM as ``attnlab train lm`` builds it
+    attnlab            CausalLM as ``attnlab train lm`` builds it (SmallInit's σ = √(2/5D),
+                       σ/√(2L) for the projections into the residual stream)
+    attnlab+gpt2-init  CausalLM with GPT-2's fixed σ = 0.02 (0.02/√(2L) into the stream)
     attnlab+layer-init CausalLM with its layers' own initialisation instead (attention's
                        Xavier, ``nn.Linear``'s uniform; embeddings N(0, 0.02²)): how it
-                       started before it took GPT-2's
+                       started before
     attnlab+no-ffn-dropout
                        CausalLM without the dropout inside each feed-forward network (the
                        course's block has one after the first layer; GPT-2's has none)
@@ -43,7 +47,8 @@ from benchmarks.nanogpt import nanogpt_classes, write_corpus
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 LAYERS, HEADS, WIDTH, BLOCK, BATCH = (6, 6, 384, 256, 64) if DEVICE == "cuda" else (2, 2, 64, 32, 8)
 DROPOUT, LR, WARMUP = 0.2, 1e-3, 30
-VARIANTS = ("nanogpt", "attnlab", "attnlab+layer-init", "attnlab+no-ffn-dropout")
+VARIANTS = ("nanogpt", "attnlab", "attnlab+gpt2-init", "attnlab+layer-init",
+            "attnlab+no-ffn-dropout")
 
 
 def batches(data: torch.Tensor, seed: int, count: int):
@@ -74,6 +79,11 @@ def build(variant: str, vocab: int, nanogpt: Path):
         for module in model.modules():
             if hasattr(module, "_reset_parameters"):  # attention's Xavier
                 module._reset_parameters()
+    elif variant == "attnlab+gpt2-init":
+        for name, p in model.named_parameters():
+            if p.dim() == 2:
+                into_stream = name.endswith(("o_proj.weight", "linear_net.3.weight"))
+                torch.nn.init.normal_(p, std=0.02 / math.sqrt(2 * LAYERS) if into_stream else 0.02)
     elif variant == "attnlab+no-ffn-dropout":
         for block in model.decoder.layers:
             block.linear_net[1].p = 0.0
@@ -118,7 +128,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--quick", action="store_true", help="50 steps: a smoke run")
     ap.add_argument("--nanogpt", type=Path, default=Path(os.environ.get("NANOGPT", ".nanogpt")))
+    ap.add_argument("--shape", help="L,H,D,T,B: layers, heads, width, block, batch")
     args = ap.parse_args()
+    if args.shape:
+        global LAYERS, HEADS, WIDTH, BLOCK, BATCH
+        LAYERS, HEADS, WIDTH, BLOCK, BATCH = (int(v) for v in args.shape.split(","))
     steps = 50 if args.quick else args.steps
     variants = args.variants or list(VARIANTS)
     for name in set(variants) - set(VARIANTS):

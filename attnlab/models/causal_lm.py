@@ -112,28 +112,30 @@ class CausalLM(nn.Module):
             layer_norm_eps=layer_norm_eps, bias=bias, attention_dropout=attention_dropout,
             **kind.attention_parts(num_heads, model_dim // max(num_heads, 1), max_len))
         self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
-        self._init_as_gpt2(num_layers)
+        self._init_weights(num_layers)
         if tie_weights:
             self.lm_head.weight = self.token_embedding.weight
         # runs and checkpoints saved before the renames (models/renamed.py: the old names)
         accept_old_names(self, {"encoder": "decoder", "pos_encoding": "positional_encoding"})
 
-    def _init_as_gpt2(self, num_layers: int) -> None:
-        """GPT-2's initialisation (Radford et al. 2019, section 2.3): every weight matrix and
-        embedding drawn from N(0, 0.02²), biases zero, and the two projections of each block
-        that add into the residual stream (attention's output, the feed-forward network's
-        second layer) from N(0, (0.02 / √(2L))²), so that the stream's variance does not grow
+    def _init_weights(self, num_layers: int) -> None:
+        """Every weight matrix and embedding from N(0, σ²) with σ = √(2 / 5D) (SmallInit,
+        Nguyen & Salazar 2019: 0.023 at GPT-2's D = 768, where GPT-2 draws 0.02), biases zero,
+        and the two projections of each block that add into the residual stream (attention's
+        output, the feed-forward network's second layer) from N(0, (σ / √(2L))²), GPT-2's
+        scaling (Radford et al. 2019, section 2.3), so that the stream's variance does not grow
         with the depth L. The layers' own defaults (attention's Xavier, ``nn.Linear``'s
-        uniform) start a language model several times larger and train it more slowly
-        (benchmarks/RESULTS.md, "lm_quality_probe")."""
+        uniform) train a language model more slowly, and GPT-2's fixed 0.02 starts a narrow one
+        too small to learn in the same steps (benchmarks/RESULTS.md, "lm_quality_probe")."""
+        std = math.sqrt(2 / (5 * self.model_dim))
         into_stream = set()
         for block in self.decoder.layers:
             into_stream |= {id(block.self_attn.o_proj.weight), id(block.linear_net[-1].weight)}
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 weight = module.weight
-                std = 0.02 / math.sqrt(2 * num_layers) if id(weight) in into_stream else 0.02
-                nn.init.normal_(weight, std=std)
+                nn.init.normal_(weight, std=std / math.sqrt(2 * num_layers)
+                                if id(weight) in into_stream else std)
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
 
