@@ -117,8 +117,9 @@ def console() -> int:
     the objects the process holds frozen out of the garbage collector's reach.
 
     The interpreter's exit searches every object for reference cycles once more; with torch
-    (and Lightning, transformers) imported that is about a second after the last line of
-    output, freeing memory the operating system takes back at once anyway. ``gc.freeze()``
+    (and Lightning, transformers) imported, a wait after the last line of output
+    (benchmarks/RESULTS.md, "finetune after the fixed costs"), freeing memory the operating
+    system takes back at once anyway. ``gc.freeze()``
     leaves them to it; atexit handlers still run, and every file attnlab writes is closed
     where it is written. Only for the process's own command line: a program that calls
     ``main`` keeps its collector.

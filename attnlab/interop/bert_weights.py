@@ -3,8 +3,9 @@
 
 Shapes: D model width, F feed-forward width, V vocabulary, P positions, N token types.
 
-Reading a checkpoint through ``transformers`` imports its model code (seconds of a run's
-start) to build a Hugging Face model that is converted and thrown away. The encoder needs only
+Reading a checkpoint through ``transformers`` imports its model code (a large part of a
+run's start: benchmarks/RESULTS.md, "finetune after the fixed costs") to build a Hugging Face
+model that is converted and thrown away. The encoder needs only
 ``config.json``'s sizes and the tensors by name (under no prefix in a saved ``BertModel``, under
 ``bert.``, ``roberta.`` or ``distilbert.`` in a task model built on one):
 
