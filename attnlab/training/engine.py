@@ -289,7 +289,10 @@ class Loop:
                     raise Interrupted(f"interrupted at step {self.step} of {self.max_steps}; "
                                       f"continue with: {self.signals.resume_hint}",
                                       self.signals.signum or signal.SIGTERM, checkpointed=True)
-                if self.checkpoint_every and self.step % self.checkpoint_every == 0:
+                # the last step's checkpoint is the one ``fit`` writes after the loop: written
+                # here too, the same weights and optimiser would be written twice
+                if (self.checkpoint_every and self.step % self.checkpoint_every == 0
+                        and self.step < self.max_steps):
                     self.save()
                 if self.val_loader is not None and self.step % self.val_every == 0:
                     self.validate()

@@ -1,5 +1,6 @@
 """Encoder/decoder blocks and the feed-forward network: the course's API, parameter counts and
 the post-LN / pre-LN formulas."""
+import pytest
 import torch
 from torch.testing import assert_close
 
@@ -60,3 +61,16 @@ def test_decoder_block_is_causal_and_returns_both_maps():
     changed = tgt.clone()
     changed[:, 3:] = torch.randn(2, 2, 16)
     assert_close(block(changed, memory)[:, :3], out[:, :3], atol=1e-6, rtol=1e-6)
+
+
+def test_ff_dropout_sets_the_feed_forwards_inner_dropout_alone():
+    """The course's block drops the feed-forward's hidden layer at ``dropout``; ``ff_dropout``
+    names another rate there (BERT's and GPT-2's: none), the sub-layer outputs keep theirs."""
+    course = an.EncoderBlock(16, 4, 32, dropout=0.3)
+    bert = an.EncoderBlock(16, 4, 32, dropout=0.3, ff_dropout=0.0).train()
+    assert course.linear_net[1].p == 0.3 and bert.linear_net[1].p == 0.0
+    assert bert.dropout.p == 0.3
+    x = torch.randn(2, 5, 16)
+    assert torch.equal(bert.linear_net(x), bert.linear_net(x))  # nothing dropped inside
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.0"):
+        an.EncoderBlock(16, 4, 32, ff_dropout=1.0)

@@ -155,3 +155,30 @@ def test_attnlab_train_imports_neither_lightnings_trainer_nor_torchmetrics(tmp_p
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip().splitlines()[-1] == "0 True []", out.stdout + out.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_the_last_steps_checkpoint_is_written_once(tmp_path, monkeypatch):
+    """A --checkpoint-every that divides --max-steps: the last step's checkpoint is the final
+    one, written once (a model's weights and AdamW's two moments: three times its size, a
+    second write of which a user waits for at the end of every such run)."""
+    import lightning_fabric.plugins.io.torch_io as torch_io
+
+    from attnlab.cli import main
+
+    written = []
+    save = torch_io.TorchCheckpointIO.save_checkpoint
+
+    def counted(self, checkpoint, path, storage_options=None):
+        written.append(checkpoint["global_step"])
+        return save(self, checkpoint, path, storage_options)
+
+    monkeypatch.setattr(torch_io.TorchCheckpointIO, "save_checkpoint", counted)
+    run = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(run), "--max-steps", "20",
+                 "--checkpoint-every", "10", "--val-every", "10", "--no-early-stop",
+                 "--train-size", "200", "--val-size", "32", "--test-size", "32",
+                 "--model-dim", "16", "--num-layers", "1", "--threads", "1"]) == 0
+    assert written == [10, 20]
+    last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    assert last["global_step"] == 20
