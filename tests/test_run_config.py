@@ -194,3 +194,20 @@ def test_each_module_allowed_mapping_reads_still_has_one(request):
         path = root / (module.replace(".", "/") + ".py")
         assert _mapping_reads(path), (
             f"{module} no longer reads the run config as a mapping: drop it from the list")
+
+
+def test_an_lm_run_made_before_ff_dropout_keeps_dropout_inside_its_feed_forward(tmp_path):
+    """``--ff-dropout`` came after lm runs were made, which had --dropout inside each
+    feed-forward network (the course's block); a new run has none there (GPT-2's)."""
+    from attnlab.tasks.lm.runtime import build_model
+
+    values = read_yaml(FIXTURES / "lm.yaml")
+    assert "ff_dropout" not in values and values["dropout"] == 0.1
+    _, cfg = check_run_dir(_run_dir(tmp_path, values))
+    assert [b.linear_net[1].p for b in build_model(cfg).decoder.layers] == [0.1]
+    write_config(tmp_path, cfg)
+    assert read_yaml(tmp_path / "config.yaml") == values  # nothing added to the record
+
+    new = get_task("lm").config(**{k: v for k, v in values.items() if k != "task"})
+    assert new.ff_dropout == 0.0
+    assert [b.linear_net[1].p for b in build_model(new).decoder.layers] == [0.0]

@@ -98,7 +98,8 @@ def _gpt2_to_causal_lm(hf) -> nn.Module:
     D = c.n_embd
     model = CausalLM(c.vocab_size, model_dim=D, num_heads=c.n_head, num_layers=c.n_layer,
                      dim_feedforward=c.n_inner or 4 * D, max_len=c.n_positions,
-                     dropout=c.resid_pdrop, attention_dropout=c.attn_pdrop, norm_first=True,
+                     dropout=c.resid_pdrop, attention_dropout=c.attn_pdrop, ff_dropout=0.0,
+                     norm_first=True,
                      tie_weights=bool(getattr(c, "tie_word_embeddings", True)),
                      positional="learned", activation=_activation(c.activation_function, "gpt2"),
                      layer_norm_eps=c.layer_norm_epsilon)

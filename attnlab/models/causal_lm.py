@@ -69,6 +69,9 @@ class CausalLM(nn.Module):
         bias: biases in the linear layers, attention and LayerNorms (False: none, as
             nanoGPT's ``bias=False``).
         attention_dropout: dropout on the attention weights.
+        ff_dropout: dropout inside each feed-forward network, after its first layer; None: the
+            same as ``dropout`` (the course's block). GPT-2's block has none there (0.0, what
+            ``attnlab train lm`` uses unless told otherwise).
 
     Raises:
         ValueError: for an unknown ``positional`` or non-positive sizes.
@@ -87,7 +90,7 @@ class CausalLM(nn.Module):
                  dropout: float = 0.0, norm_first: bool = True, tie_weights: bool = True,
                  positional: str = "learned", activation: str = "gelu",
                  layer_norm_eps: float = 1e-5, bias: bool = True,
-                 attention_dropout: float = 0.0) -> None:
+                 attention_dropout: float = 0.0, ff_dropout: float | None = None) -> None:
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("model_dim", model_dim), ("max_len", max_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -110,6 +113,7 @@ class CausalLM(nn.Module):
             num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
             dropout=dropout, norm_first=norm_first, activation=activation,
             layer_norm_eps=layer_norm_eps, bias=bias, attention_dropout=attention_dropout,
+            ff_dropout=ff_dropout,
             **kind.attention_parts(num_heads, model_dim // max(num_heads, 1), max_len))
         self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
         self._init_weights(num_layers)

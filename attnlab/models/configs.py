@@ -94,6 +94,10 @@ class CausalLMConfig(ModelConfig):
     bias: bool = setting(True, help="biases in the linear layers and LayerNorms "
                                     "(--no-bias: none, nanoGPT's recipe)")
     attention_dropout: float = setting(0.0, help="dropout on the attention weights", low=0, below=1)
+    # None: --dropout's value, as every run before this setting trained (the course's block)
+    ff_dropout: float = setting(None, help="dropout inside each feed-forward network, after its "
+                                "first layer (GPT-2's block has none there; the course's has "
+                                "--dropout's)", low=0, below=1, optional=True, absent=None)
 
     def __post_init__(self) -> None:
         self.dim_feedforward = self.dim_feedforward or 4 * self.model_dim

@@ -1,4 +1,5 @@
-"""Shared by the interop tests: every test starts from seed 0 with transformers' warnings off."""
+"""Shared by the interop tests: every test starts from seed 0 with transformers' warnings and
+progress bars off."""
 import pytest
 import torch
 
@@ -24,6 +25,7 @@ def _seed():
     torch.set_num_threads(1)
     torch.manual_seed(0)
     transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()  # save_pretrained's "Writing model shards"
     yield
     torch.set_num_threads(threads)
 

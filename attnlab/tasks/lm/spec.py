@@ -92,6 +92,9 @@ class LMTask(Task):
         # The GPT recipe (nanoGPT's): decay on matrices, beta2 0.99 for small batches of
         # tokens, and dropout on the attention weights as well (None: --dropout's value)
         "weight_decay": 0.1, "beta2": 0.99, "attention_dropout": None,
+        # and none inside the feed-forward network (GPT-2's block); a run without the key in
+        # config.yaml had --dropout there (CausalLMConfig's None)
+        "ff_dropout": 0.0,
     }
     default_notes = {"attention_dropout": "as --dropout"}
 
