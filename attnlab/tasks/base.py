@@ -81,7 +81,7 @@ def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[s
         >>> from attnlab.models.configs import CausalLMConfig
         >>> model_defaults(CausalLMConfig)  # doctest: +NORMALIZE_WHITESPACE
         {'tie_weights': True, 'positional': 'learned', 'activation': 'gelu',
-         'layer_norm_eps': 1e-05, 'bias': True, 'attention_dropout': 0.0}
+         'layer_norm_eps': 1e-05, 'bias': True, 'attention_dropout': 0.0, 'ff_dropout': None}
     """
     return defaults(config, only=exposed(config) if names is None else names)
 
