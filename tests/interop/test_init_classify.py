@@ -166,6 +166,7 @@ def test_a_padded_batch_predicts_what_each_text_alone_does(dirs, name):
     assert_close(batch, alone, **TOL)
 
 
+@pytest.mark.slow  # trains and resumes a run
 def test_a_trained_run_loads_predicts_evaluates_and_resumes_without_dir(dirs, tmp_path,
                                                                         capsys):
     import shutil

@@ -115,6 +115,7 @@ def trained(files, tmp_path_factory):
     return out, probe
 
 
+@pytest.mark.slow  # trains a run
 def test_the_runs_logits_at_step_0_are_the_checkpoints_on_its_own_batches(files, trained):
     run, probe = trained
     hf, theirs = _hf(files / "marian")
@@ -132,6 +133,7 @@ def test_the_runs_logits_at_step_0_are_the_checkpoints_on_its_own_batches(files,
     assert_close(probe.logits, expected, **TOL)
 
 
+@pytest.mark.slow  # trains a run
 def test_the_run_records_its_source_and_opens_as_any_run(files, trained, capsys, tmp_path):
     import yaml
 
@@ -165,6 +167,7 @@ def test_the_run_records_its_source_and_opens_as_any_run(files, trained, capsys,
     assert "attnlab-attention" in page.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # trains a run
 def test_export_writes_a_marian_directory_with_the_runs_logits_and_ids(trained, tmp_path):
     run, _ = trained
     out = tmp_path / "hf"
@@ -197,6 +200,7 @@ def _initial(files):
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+@pytest.mark.slow  # trains a run
 @pytest.mark.parametrize("freeze, kept, trained", [
     ("encoder", ("src_embedding.", "transformer.encoder."), ("transformer.decoder.layers.",)),
     # the decoder's blocks count: the last one trains (and the head, tied to the target
@@ -218,6 +222,7 @@ def test_freeze_keeps_the_frozen_weights_bit_identical(files, tmp_path, freeze, 
     assert torch.equal(before["final_logits_bias"], after["final_logits_bias"])  # a buffer
 
 
+@pytest.mark.slow  # trains a run
 def test_lora_trains_only_the_adapters_merged_into_the_attention(files, tmp_path, capsys):
     out = tmp_path / "lora"
     assert main(["train", "translate", "--init", str(files / "marian"), "--data",
@@ -243,6 +248,7 @@ def test_lora_trains_only_the_adapters_merged_into_the_attention(files, tmp_path
     assert not all(torch.equal(before[k], after[k]) for k in attention)
 
 
+@pytest.mark.slow  # trains a run
 def test_resume_goes_on_without_the_checkpoint_directory(files, tmp_path, monkeypatch):
     class Crash(engine.Callback):
         def on_train_batch_end(self, loop):
@@ -265,6 +271,7 @@ def test_resume_goes_on_without_the_checkpoint_directory(files, tmp_path, monkey
     assert tok.marian
 
 
+@pytest.mark.slow  # trains a run
 def test_an_attnlab_run_is_an_init_directory_too(files, trained, tmp_path, monkeypatch):
     run, _ = trained
     probe = Probe()

@@ -60,6 +60,7 @@ def _run(tmp_path, monkeypatch, name, scaler, fused=True):
     return model.state_dict(), norms, seen[0]
 
 
+@pytest.mark.slow  # trains three runs
 def test_clipping_under_the_scaler_trains_as_without_it(tmp_path, monkeypatch):
     if not hasattr(torch.amp, "GradScaler"):
         pytest.skip("this PyTorch has no device-generic GradScaler")
