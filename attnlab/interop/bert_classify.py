@@ -13,7 +13,7 @@ XLM-R and CamemBERT are RoBERTa's classes under their own names.) Every Hugging 
 the first token's state, so a classifier pooled by the mean of its tokens (``pooling="mean"``,
 every DistilBERT one) has no Hugging Face class: ``classifier_to_hf`` refuses it in one line.
 
-The encoder is the inverse of ``hf._bert_family``'s walk: attnlab's stacked Q/K/V become the
+The encoder is the inverse of ``bert_weights``' reading: attnlab's stacked Q/K/V become the
 three projections again, ``norm1`` the attention's LayerNorm and ``norm2`` the block's.
 """
 from __future__ import annotations

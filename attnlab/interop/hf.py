@@ -16,7 +16,7 @@ Layout differences handled here:
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from ..models.configs import CausalLMConfig
 from .marian import marian_to_seq2seq, seq2seq_to_marian
@@ -252,70 +252,15 @@ def _copy_to_gpt2(model: nn.Module, hf) -> None:
 
 
 # ---- BERT family ----------------------------------------------------------------------------
-def _refuse_a_decoder(c, model_type: str) -> None:
-    """A BERT built as a decoder masks causally (and may cross-attend): not an encoder."""
-    for flag in ("is_decoder", "add_cross_attention"):
-        if getattr(c, flag, False):
-            raise ValueError(f"{model_type}: {flag}=True (a causal decoder) is not supported: "
-                             f"attnlab's BertEncoder attends both ways and has no "
-                             f"cross-attention, so its outputs would differ")
-
-
 def _bert_family(hf, model_type: str) -> nn.Module:
-    from ..models.bert import BertEncoder
+    """The ``BertEncoder`` of a loaded BERT-family model: its tensors by name and its config,
+    read as a checkpoint file's are (``bert_weights.bert_encoder_of``: one set of checks)."""
+    from .bert_weights import bert_encoder_of
 
-    c = hf.config
-    distil = model_type == "distilbert"
-    if distil:
-        sizes = dict(model_dim=c.dim, num_heads=c.n_heads, num_layers=c.n_layers,
-                     dim_feedforward=c.hidden_dim, type_vocab_size=0,
-                     dropout=c.dropout, attention_dropout=c.attention_dropout)
-        act, eps = c.activation, 1e-12  # DistilBERT's LayerNorms are fixed at eps=1e-12
-        if getattr(c, "sinusoidal_pos_embds", False):
-            raise ValueError("distilbert with sinusoidal_pos_embds=True is not supported")
-    else:
-        _refuse_a_decoder(c, model_type)
-        if getattr(c, "embedding_size", c.hidden_size) != c.hidden_size:
-            raise ValueError(f"{model_type}: embedding_size ({c.embedding_size}) != hidden_size "
-                             f"({c.hidden_size}) needs a projection attnlab's encoder lacks")
-        if getattr(c, "position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"{model_type}: position_embedding_type "
-                             f"{c.position_embedding_type!r} is not supported (only 'absolute')")
-        sizes = dict(model_dim=c.hidden_size, num_heads=c.num_attention_heads,
-                     num_layers=c.num_hidden_layers, dim_feedforward=c.intermediate_size,
-                     type_vocab_size=c.type_vocab_size, dropout=c.hidden_dropout_prob,
-                     attention_dropout=c.attention_probs_dropout_prob)
-        act, eps = c.hidden_act, c.layer_norm_eps
-    roberta = model_type in ("roberta", "xlm-roberta", "camembert")
-    pooler = getattr(hf, "pooler", None)  # None without add_pooling_layer, and in DistilBERT
-    model = BertEncoder(c.vocab_size, max_len=c.max_position_embeddings,
-                        pooler=pooler is not None, activation=_activation(act, model_type), layer_norm_eps=eps,
-                        pad_token_id=c.pad_token_id if c.pad_token_id is not None else 0,
-                        position_style="roberta" if roberta else "absolute", **sizes)
-    emb = hf.embeddings
-    _copy(model.word_embeddings.weight, emb.word_embeddings.weight)
-    _copy(model.position_embeddings.weight, emb.position_embeddings.weight)
-    if model.token_type_embeddings is not None:
-        _copy(model.token_type_embeddings.weight, emb.token_type_embeddings.weight)
-    _copy_norm(model.embed_norm, emb.LayerNorm)
-    layers = hf.transformer.layer if distil else hf.encoder.layer
-    for ours, theirs in zip(model.encoder.layers, layers):
-        if distil:
-            a = theirs.attention
-            q, k, v, o = a.q_lin, a.k_lin, a.v_lin, a.out_lin
-            ff1, ff2 = theirs.ffn.lin1, theirs.ffn.lin2
-            n1, n2 = theirs.sa_layer_norm, theirs.output_layer_norm
-        else:
-            s = theirs.attention.self
-            q, k, v, o = s.query, s.key, s.value, theirs.attention.output.dense
-            ff1, ff2 = theirs.intermediate.dense, theirs.output.dense
-            n1, n2 = theirs.attention.output.LayerNorm, theirs.output.LayerNorm
-        ours.self_attn.set_qkv(q.weight, k.weight, v.weight, q.bias, k.bias, v.bias)
-        _copy_linear(ours.self_attn.o_proj, o.weight, o.bias)
-        _copy_linear(ours.linear_net[0], ff1.weight, ff1.bias)
-        _copy_linear(ours.linear_net[3], ff2.weight, ff2.bias)
-        _copy_norm(ours.norm1, n1)
-        _copy_norm(ours.norm2, n2)
-    if pooler is not None:
-        _copy_linear(model.pooler, pooler.dense.weight, pooler.dense.bias)
+    model, missing, mismatched = bert_encoder_of(hf.state_dict(), model_type,
+                                                 hf.config.to_dict())
+    if model is None:
+        wrong = missing + [f"{name} {theirs} (expected {ours})" for name, theirs, ours in mismatched]
+        raise ValueError(f"{model_type}: {type(hf).__name__} lacks or reshapes "
+                         f"{', '.join(wrong[:3])}")
     return model
