@@ -82,7 +82,8 @@ class SharedDerived:
     a format the device lacks replaced), the SHA-256 of each data file it reads, and the
     SHA-256 of the weights file ``--init`` starts from."""
 
-    out: str | None = None
+    # not chosen yet (a config before ``attnlab train`` derives it: runs/TASK-<timestamp>)
+    out: str | None = dataclasses.field(default=None, metadata={"absent": None})
     precision: str | None = None
     # a run on built-in data, or made before digests were recorded, has none
     data_sha256: dict[str, str] | None = dataclasses.field(default=None,
@@ -168,7 +169,7 @@ class RunSettings:
 
     __hash__ = None  # type: ignore[assignment]  # its values may be lists
 
-    # mapping-style reads, for code not yet reading attributes
+    # mapping-style reads, for users' scripts (attnlab itself reads attributes: conftest.py)
     def __getitem__(self, name: str) -> Any:
         if name in self._field_names():
             return getattr(self, name)

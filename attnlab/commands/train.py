@@ -193,7 +193,7 @@ def _is_child() -> bool:
 def _choose_out(cfg: RunSettings) -> Path:
     # Only DDP children reuse ATTNLAB_RUN_DIR: a second in-process `main` must not reuse the
     # first run's directory.
-    out = cfg.get("out") or (os.environ.get("ATTNLAB_RUN_DIR") if _is_child() else None)
+    out = cfg.out or (os.environ.get("ATTNLAB_RUN_DIR") if _is_child() else None)
     if not out and cfg.num_nodes > 1:
         raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")

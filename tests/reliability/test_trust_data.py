@@ -292,12 +292,13 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
 
 def test_a_data_file_that_changed_after_it_was_recorded_is_refused(tmp_path):
     from attnlab.errors import UsageError
+    from attnlab.tasks import get_task
     from attnlab.tasks.classify.data import load_splits
 
     data = write_reviews(tmp_path / "r.csv")
-    cfg = {"data": str(data), "test": None, "val": None, "text_column": "text",
+    cfg = get_task("classify").config(**{"data": str(data), "test": None, "val": None, "text_column": "text",
            "label_column": "label", "seed": 1, "val_fraction": 0.1, "test_fraction": 0.1,
-           "data_sha256": {"data": hashlib.sha256(data.read_bytes()).hexdigest()}}
+           "data_sha256": {"data": hashlib.sha256(data.read_bytes()).hexdigest()}})
     load_splits(cfg)  # the recorded bytes: fine
     with open(data, "a") as f:
         f.write("a late review,pos\n")

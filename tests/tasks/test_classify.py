@@ -37,8 +37,8 @@ def write_csv(path, n=240, seed=0, labels=tuple(WORDS)):
 
 
 def cfg_for(path, **kw):
-    return {"data": str(path), "test": None, "val": None, "text_column": "review",
-            "label_column": "sentiment", "seed": 3, "val_fraction": 0.1, "test_fraction": 0.2, **kw}
+    return TASK.config(**{"data": str(path), "test": None, "val": None, "text_column": "review",
+            "label_column": "sentiment", "seed": 3, "val_fraction": 0.1, "test_fraction": 0.2, **kw})
 
 
 def test_splits_are_disjoint_stratified_and_reproducible(tmp_path):

@@ -22,26 +22,32 @@ Examples:
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...data.tables import check_digest, read_table
 from ...errors import UsageError
 from ...runs import pin_data_files
+
+if TYPE_CHECKING:
+    from ...run_config import RunSettings
 
 __all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "DATA_FILES"]
 
 DATA_FILES = ("data", "test", "val")  # the options that name data files
 
 
-def read_examples(cfg: dict[str, Any], key: str, features: list[str] | None = None, *,
+def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | None = None, *,
                   pinned: bool = False):
-    """The ``(input, label)`` examples of the file ``cfg[key]`` — (text, label) rows, or
+    """The ``(input, label)`` examples of the file ``path`` — (text, label) rows, or
     ((T, F) tensor, label) sets with ``--set-column`` — their line numbers, the file, and the
     SHA-256 of the bytes read.
 
     Args:
-        cfg: the run's settings (columns, ``set_column``, ``feature_columns``, ``data_sha256``).
+        cfg: the run's typed config (its columns, ``set_column``, ``feature_columns``,
+            ``data_sha256``).
         key: the option naming the file: "data", "test" or "val" (errors name ``--key``).
+        path: the file.
         features: the feature columns a held-out set file must have (those of ``--data``).
         pinned: the file is one of the run's own, so its bytes must be the ones config.yaml's
             ``data_sha256`` recorded, when it recorded them.
@@ -49,20 +55,20 @@ def read_examples(cfg: dict[str, Any], key: str, features: list[str] | None = No
     Raises:
         UsageError: the file is missing, unreadable, lacks a column, or changed since recorded.
     """
-    if cfg.get("set_column"):
+    if cfg.set_column:
         # only here: sets are tensors, and reading texts must not load torch
         from ...data.feature_sets import parse_feature_columns, read_feature_sets
 
-        found = read_feature_sets(cfg[key], set_column=cfg["set_column"],
-                                  label_column=cfg["label_column"], what=f"--{key}",
-                                  feature_columns=features or parse_feature_columns(cfg["feature_columns"]))
+        found = read_feature_sets(path, set_column=cfg.set_column, label_column=cfg.label_column,
+                                  what=f"--{key}",
+                                  feature_columns=features or parse_feature_columns(cfg.feature_columns))
         examples = found
     else:
-        found = read_table(cfg[key], [cfg["text_column"], cfg["label_column"]], what=f"--{key}")
-        examples = [(row[cfg["text_column"]], row[cfg["label_column"]].strip()) for row in found]
+        text, label = cfg.text_column, cfg.label_column
+        found = read_table(path, [text, label], what=f"--{key}")
+        examples = [(row[text], row[label].strip()) for row in found]
     if pinned:
-        check_digest(found.path, found.sha256, (cfg.get("data_sha256") or {}).get(key),
-                     what=f"--{key}")
+        check_digest(found.path, found.sha256, (cfg.data_sha256 or {}).get(key), what=f"--{key}")
     return examples, found.lines, found.path, found.sha256
 
 
@@ -88,13 +94,14 @@ def check_labels(examples, lines, path, labels: set[str], key: str) -> None:
                              f"training (labels: {known})")
 
 
-def load_splits(cfg: dict[str, Any], *, digests: dict[str, str] | None = None
+def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
                 ) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
     with ``--set-column``, and then also ``"features"``, the feature columns' names.
 
     Args:
-        cfg: the run's settings (files, columns, ``seed``, ``val_fraction``, ``test_fraction``).
+        cfg: the run's typed config (files, columns, ``seed``, ``val_fraction``,
+            ``test_fraction``).
         digests: when given, receives the SHA-256 of the bytes read from each file, by option
             ("data", "test", "val").
 
@@ -103,34 +110,36 @@ def load_splits(cfg: dict[str, Any], *, digests: dict[str, str] | None = None
             split, an unseen label in a held-out file), and when a file's bytes are not those
             config.yaml's ``data_sha256`` recorded.
     """
-    sets = cfg.get("set_column")
-    if not cfg.get("data"):
+    sets = cfg.set_column
+    if not cfg.data:
         raise UsageError("--data FILE is required: a CSV, TSV or JSONL file with columns "
-                         f"{sets or cfg['text_column']!r} and {cfg['label_column']!r}")
+                         f"{sets or cfg.text_column!r} and {cfg.label_column!r}")
     digests = {} if digests is None else digests
-    pairs, _, path, digests["data"] = read_examples(cfg, "data", pinned=True)
+    pairs, _, path, digests["data"] = read_examples(cfg, "data", cfg.data, pinned=True)
     features = getattr(pairs, "features", None)  # held-out files must have the same features
     labels = {lab for _, lab in pairs}
     if len(labels) < 2:
-        raise UsageError(f"--data {path}: column {cfg['label_column']!r} has a single class "
+        raise UsageError(f"--data {path}: column {cfg.label_column!r} has a single class "
                          f"({next(iter(labels))!r}); a classifier needs at least 2")
     by_label: dict[str, list[int]] = {}
     for i, (_, lab) in enumerate(pairs):
         by_label.setdefault(lab, []).append(i)
-    rng = random.Random(cfg["seed"])
+    rng = random.Random(cfg.seed)
     splits: dict[str, Any] = {}
     train_idx = list(range(len(pairs)))
     left = 1.0  # the fraction of --data not yet held out: fractions are of the whole file
-    for key in ("test", "val"):
-        if cfg.get(key):
-            held, lines, held_path, digests[key] = read_examples(cfg, key, features, pinned=True)
+    for key, given, fraction in (("test", cfg.test, cfg.test_fraction),
+                                 ("val", cfg.val, cfg.val_fraction)):
+        if given:
+            held, lines, held_path, digests[key] = read_examples(cfg, key, given, features,
+                                                                 pinned=True)
             check_labels(held, lines, held_path, labels, key)
             splits[key] = list(held)
             continue
         keep = set(train_idx)
         subset = {lab: [i for i in idx if i in keep] for lab, idx in by_label.items()}
-        train_idx, held_idx = _split(subset, min(1.0, cfg[f"{key}_fraction"] / left), rng)
-        left -= cfg[f"{key}_fraction"]
+        train_idx, held_idx = _split(subset, min(1.0, fraction / left), rng)
+        left -= fraction
         if not held_idx:
             raise UsageError(f"--data {path}: too few {'sets' if sets else 'rows'} ({len(pairs)}) "
                              f"to hold out a {key} split; add rows or give --{key} FILE")
@@ -141,16 +150,17 @@ def load_splits(cfg: dict[str, Any], *, digests: dict[str, str] | None = None
     return splits
 
 
-def read_and_pin(cfg: dict[str, Any]) -> dict[str, list[tuple[Any, str]]]:
-    """``validate``'s reading of the files: the splits (``load_splits``), with each file's
-    SHA-256 recorded in ``cfg["data_sha256"]`` (saved with config.yaml: evaluate and --resume
-    check it). The bytes trained on must be the ones pinned, and on --resume the ones the run
-    started with."""
+def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSettings]
+                 ) -> dict[str, list[tuple[Any, str]]]:
+    """``validate``'s reading of the files: the splits (``load_splits`` of ``typed(cfg)``, the
+    settings dict as the task's run config), with each file's SHA-256 recorded in the settings
+    dict's ``data_sha256`` (saved with config.yaml: evaluate and --resume check it). The bytes
+    trained on must be the ones pinned, and on --resume the ones the run started with."""
     resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resumed:  # first: its message says which file changed since the run started
         pin_data_files(cfg, DATA_FILES)  # a check: a resumed run records nothing new
     digests: dict[str, str] = {}
-    splits = load_splits(cfg, digests=digests)  # data errors now, before the run directory
+    splits = load_splits(typed(cfg), digests=digests)  # data errors now, before the run directory
     if not resumed:  # the settings dict, before the run config is frozen
         cfg.update(pin_data_files(cfg, DATA_FILES))
     for key, digest in digests.items():

@@ -68,7 +68,7 @@ def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig | BertClassifi
         return config_from_run(BertClassifierConfig, cfg, num_classes=len(cfg.labels),
                                vocab_size=cfg.model_vocab_size, attention_dropout=cfg.dropout)
     inputs = ({"input_dim": len(cfg.feature_names), "vocab_size": None}
-              if cfg.get("set_column") else {"vocab_size": cfg.model_vocab_size})
+              if cfg.set_column else {"vocab_size": cfg.model_vocab_size})
     return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg.labels), **inputs)
 
 
@@ -221,7 +221,7 @@ def _targets(pairs, labels: list[str]) -> list[int]:
 def _inputs(cfg, tokenizer, xs) -> list:
     """Model inputs: token ids of texts, or feature sets standardised as in training; a
     pretrained encoder's (input_ids, token_type_ids) with its special tokens."""
-    if cfg.get("set_column"):
+    if cfg.set_column:
         return standardise(xs, cfg.feature_mean, cfg.feature_std)
     if pretrained(cfg):
         return tokenizer.encode_for_model(xs, cfg.max_len)
@@ -326,7 +326,7 @@ def _prepare(cfg, splits: dict[str, Any], start) -> tuple[Any, Any, list]:
     or None, model inputs)."""
     cfg = cfg.derive(labels=sorted({lab for _, lab in splits["train"]}))
     tokenizer, xs = None, [x for x, _ in splits["train"]]
-    if cfg.get("set_column"):
+    if cfg.set_column:
         mean, std = feature_stats(xs)
         cfg = cfg.derive(feature_names=splits["features"], feature_mean=mean, feature_std=std)
     elif start.tokenizer is not None:
@@ -373,7 +373,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
 def _load(run_dir: Path, cfg: RunSettings):
     """(model in eval mode, tokenizer); the tokenizer is None for feature sets."""
-    tokenizer = None if cfg.get("set_column") else load_run_tokenizer(run_dir)
+    tokenizer = None if cfg.set_column else load_run_tokenizer(run_dir)
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
     return model.eval(), tokenizer
@@ -445,7 +445,8 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     stderr."""
     model, tokenizer = _load(run_dir, cfg)
     if data is not None:
-        pairs, lines, path, _ = read_examples({**cfg, "data": data}, "data", cfg.get("feature_names"))
+        features = cfg.feature_names if cfg.set_column else None
+        pairs, lines, path, _ = read_examples(cfg, "data", data, features)
         check_labels(pairs, lines, path, set(cfg.labels), "data")
     else:
         check_data_files(cfg)

@@ -203,7 +203,7 @@ class ClassifyTask(Task):
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self._check_column_flags(cfg)
-        splits = read_and_pin(cfg)
+        splits = read_and_pin(cfg, self.config_class().from_values)
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"],
                                                      cfg["pooling"])
