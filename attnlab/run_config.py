@@ -141,6 +141,11 @@ class RunSettings:
         declares what a run lacking it used (``absent``), so no ``MissingSetting`` is raised."""
         return self.is_set(name) or name in object.__getattribute__(self, "_absent")
 
+    def recorded(self, name: str) -> Any:
+        """The value of setting ``name`` where the run records one; None where it records
+        none, or the task has no such setting (``--epochs`` leaves ``max_steps`` out)."""
+        return getattr(self, name) if self.declares(name) and self.is_set(name) else None
+
     def derive(self, **values: Any):
         """A copy with derived ``values`` set (``dataclasses.replace`` restricted to the fields
         the task declares derived); ``ValueError`` for any other name."""

@@ -248,9 +248,7 @@ def _recorded(cfg: Any, name: str) -> Any:
     """Setting ``name`` of ``cfg``, None where it records none: a typed run config
     (``attnlab.run_config``) read by attribute, or a plain settings dict (one not yet frozen)
     by key."""
-    if isinstance(cfg, Mapping):
-        return cfg.get(name)
-    return getattr(cfg, name) if cfg.is_set(name) else None
+    return cfg.get(name) if isinstance(cfg, Mapping) else cfg.recorded(name)
 
 
 def record_data_files(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:

@@ -23,8 +23,10 @@ def _run_dir(tmp_path, values: dict) -> Path:
 
 
 def test_every_task_and_arch_has_a_fixture():
-    assert {"reverse", "anomaly", "classify", "translate-transformer", "translate-rnn", "lm",
-            "jets", "graph-gat"} <= set(CASES)
+    from attnlab.interop.source import BERT_FAMILY
+    from tests.reliability.test_load_after_train import CASES as TRAINED
+
+    assert {*TRAINED, *(f"classify-{arch}" for arch in BERT_FAMILY)} <= set(CASES)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -80,12 +80,6 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
                          f"{run_dir}/config.yaml: drop the flag, or start a new run with another --out")
 
 
-def _recorded(cfg: RunSettings, name: str) -> Any:
-    """``cfg``'s value of setting ``name``; None where the task has no such setting or the
-    run does not record it (``--epochs`` leaves ``max_steps`` out)."""
-    return getattr(cfg, name) if cfg.declares(name) and cfg.is_set(name) else None
-
-
 def finished_message(run_dir: Path, saved: dict[str, Any], given: RunSettings) -> str | None:
     """For ``--resume`` of a finished run (``metrics.json`` written) whose step budget is not
     raised: the line that says there is nothing to do; otherwise None (train on). ``saved``
@@ -94,7 +88,7 @@ def finished_message(run_dir: Path, saved: dict[str, Any], given: RunSettings) -
     if not metrics_path.is_file():
         return None
     budget_keys = ("max_steps", "epochs", "early_stop")
-    if any(_recorded(given, k) is not None and not _same(k, _recorded(given, k), saved.get(k))
+    if any(given.recorded(k) is not None and not _same(k, given.recorded(k), saved.get(k))
            for k in budget_keys):
         return None
     import json
@@ -131,7 +125,7 @@ def steps_done(run_dir: Path) -> int | None:
 def check_budget(run_dir: Path, cfg: RunSettings) -> None:
     """``--resume`` with a ``--max-steps`` below the steps the run has done is refused: it
     would stop at once, test the model and record the smaller budget in place of the run's."""
-    budget = _recorded(cfg, "max_steps")
+    budget = cfg.recorded("max_steps")
     if budget is None or cfg.epochs:  # --epochs is the budget: max_steps is not used
         return
     done = steps_done(run_dir)

@@ -22,6 +22,7 @@ TRANSFORMER = ["--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32
 # where --model-dim is not split among the heads, a width the default heads (4; graph: 8) do
 # not divide
 UNSPLIT = ["--model-dim", "10"]
+GRAPH_UNSPLIT = ["--model-dim", "12"]  # graph's 8 heads: a run every command once refused
 SEQUENCE = ["--seq-len", "6", "--num-categories", "5", "--train-size", "64", "--val-size", "16",
             "--test-size", "16", "--batch-size", "16"]
 TRANSLATE = ["--max-number", "1000", "--test-size", "20", "--val-size", "8", "--num-layers", "1",
@@ -51,9 +52,9 @@ CASES = {
                       *TRANSFORMER], "{jets}:3"),
     "jets-no-pair-bias": ("jets", ["--data", "{jets}", "--batch-size", "16", "--max-constituents",
                                    "30", "--no-pair-bias", *TRANSFORMER], "{jets}:3"),
-    "graph-gat": ("graph", ["--kind", "gat", *UNSPLIT], "33"),
-    "graph-mean": ("graph", ["--kind", "mean", *UNSPLIT], "33"),
-    "graph-mlp": ("graph", ["--kind", "mlp", *UNSPLIT], "33"),
+    "graph-gat": ("graph", ["--kind", "gat", *GRAPH_UNSPLIT], "33"),
+    "graph-mean": ("graph", ["--kind", "mean", *GRAPH_UNSPLIT], "33"),
+    "graph-mlp": ("graph", ["--kind", "mlp", *GRAPH_UNSPLIT], "33"),
 }
 NO_ATTENTION = {"graph-mean", "graph-mlp", "translate-rnn"}  # models with nothing to view
 

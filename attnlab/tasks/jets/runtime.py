@@ -92,8 +92,8 @@ def trim(p4: np.ndarray) -> torch.Tensor:
 def by_length(p4: np.ndarray, rows: np.ndarray, size: int) -> list[np.ndarray]:
     """``rows`` of ``p4`` in batches of ``size``, windows of ``WINDOW`` batches sorted by the
     number of constituents: a batch's jets have similar lengths, so cutting it to its longest
-    (``trim``) leaves little padding. (Attention costs N² per jet; a batch padded to its longest
-    of ~150 constituents costs ~4x one of its ~70-constituent jets.)"""
+    (``trim``) leaves little padding. (Attention costs N² per jet: padded to 150 constituents, a
+    70-constituent jet costs (150 / 70)² ≈ 4.6 times its own.)"""
     lengths = (p4[rows, :, 0] > 0).sum(1)
     batches, window = [], WINDOW * size
     for a in range(0, len(rows), window):

@@ -21,7 +21,7 @@ def check_data(cfg: dict[str, Any]) -> None:
     tokens (its tokeniser recorded in ``cfg``), or a non-empty text file large enough; on
     --resume, the one the run started with. ``UsageError`` naming the flag otherwise."""
     data = Path(cfg["data"])
-    if data.is_dir():
+    if is_prepared(data):
         _check_corpus_dir(cfg, data)
         _record_tokenizer(cfg, data)
     elif not data.is_file():
@@ -79,6 +79,11 @@ def _record_tokenizer(cfg: dict[str, Any], data: Path) -> None:
                          f"{cfg.get('tokenizer')}, but the run's corpus {data} was prepared with "
                          f"the {kind} tokeniser; put tokenizer: {kind} back, or start a new run")
     cfg["tokenizer"] = kind
+
+
+def is_prepared(data: str | Path) -> bool:
+    """Whether --data names a corpus ``attnlab prepare`` wrote (a directory), not a text file."""
+    return Path(data).is_dir()
 
 
 def init_is_run(init: str | Path) -> bool:

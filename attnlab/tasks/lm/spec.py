@@ -26,7 +26,8 @@ from ...settings import AdaptSettings, setting
 from ...settings import defaults as defaults_of
 from ...tokenizers import TOKENIZER_KINDS
 from ..base import Runtime, Task, model_defaults
-from .checks import check_data, check_init_corpus, check_init_vocabulary, init_is_run
+from .checks import (check_data, check_init_corpus, check_init_vocabulary, init_is_run,
+                     is_prepared)
 
 __all__ = ["LMTask", "LMSettings", "TASKS", "gpt2_settings", "INIT_TOKENIZER"]
 
@@ -127,7 +128,7 @@ class LMTask(Task):
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A prepared corpus has its tokeniser already (and --init's must be it)."""
-        if cfg.get("data") and Path(cfg["data"]).is_dir():
+        if cfg.get("data") and is_prepared(cfg["data"]):
             return [(["tokenizer", "vocab_size"],
                      f"for a text file only; --data {cfg['data']} is a prepared corpus, whose "
                      f"tokeniser is its tokenizer.json (prepare another with `attnlab prepare`)")]
@@ -145,7 +146,7 @@ class LMTask(Task):
             raise UsageError("--data is required: a directory from `attnlab prepare` or a text file")
         if cfg.get("init") and not cfg.get("resume"):
             _check_init(cfg)
-        elif (cfg.get("tokenizer") == INIT_TOKENIZER and not Path(cfg["data"]).is_dir()
+        elif (cfg.get("tokenizer") == INIT_TOKENIZER and not is_prepared(cfg["data"])
               and not cfg.get("resume")):
             raise UsageError(f"--tokenizer {INIT_TOKENIZER} is a pretrained checkpoint's own "
                              f"tokenizer: give --init DIR, or tokenise the text with `attnlab "
@@ -180,7 +181,7 @@ def _check_init(cfg: dict[str, Any]) -> None:
                          f"{cfg['max_len']} or less")
     if not init_is_run(cfg["init"]):
         check_init_vocabulary(cfg["init"], cfg["vocab_size"])
-    if Path(cfg["data"]).is_dir():
+    if is_prepared(cfg["data"]):
         check_init_corpus(cfg["init"], Path(cfg["data"]))
 
 

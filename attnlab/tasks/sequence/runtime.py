@@ -95,8 +95,9 @@ def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
 def dataset(task: Task, cfg: RunSettings, split: str) -> SequenceDataset:
     """The ``split`` ("train", "val" or "test") of ``--SPLIT-size`` sequences, fixed by
     ``--seed``."""
-    return SequenceDataset(task.name, cfg.num_categories, cfg.seq_len,
-                           getattr(cfg, f"{split}_size"), seed=cfg.seed, split=split)
+    size = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}[split]
+    return SequenceDataset(task.name, cfg.num_categories, cfg.seq_len, size, seed=cfg.seed,
+                           split=split)
 
 
 # ---- training ------------------------------------------------------------------------------

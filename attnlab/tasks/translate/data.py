@@ -119,9 +119,9 @@ def check_languages(cfg: RunSettings) -> None:
     """``UsageError`` naming ``--src`` or ``--tgt`` when the built-in dataset cannot be written
     in it (numbers: a num2words language; dates: a babel locale)."""
     check = check_locale if cfg.dataset == "dates" else check_language
-    for key in ("src", "tgt"):
+    for key, language in (("src", cfg.src), ("tgt", cfg.tgt)):
         try:
-            check(str(getattr(cfg, key)))
+            check(str(language))
         except ValueError as e:
             raise UsageError(f"--{key}: {e}") from None
 

@@ -169,12 +169,11 @@ def _fit_tokenizers(cfg, sample, test):
     """(the run config, the two tokenisers fit on ``sample``): the config with the kinds
     ``auto`` chose and what the model's size depends on (vocabularies, longest source and
     target) derived."""
-    cfg = cfg.derive(**{key: resolve_tokenizer(getattr(cfg, key), [p[side] for p in sample],
-                                               builtin=cfg.data is None)
-                        for key, side in (("src_tokenizer", 0), ("tgt_tokenizer", 1))})
-    tok = TranslationTokenizers(
-        fit_tokenizer(cfg.src_tokenizer, [s for s, _ in sample], cfg.vocab_size),
-        fit_tokenizer(cfg.tgt_tokenizer, [t for _, t in sample], cfg.vocab_size))
+    sources, targets, builtin = [s for s, _ in sample], [t for _, t in sample], cfg.data is None
+    cfg = cfg.derive(src_tokenizer=resolve_tokenizer(cfg.src_tokenizer, sources, builtin=builtin),
+                     tgt_tokenizer=resolve_tokenizer(cfg.tgt_tokenizer, targets, builtin=builtin))
+    tok = TranslationTokenizers(fit_tokenizer(cfg.src_tokenizer, sources, cfg.vocab_size),
+                                fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size))
     src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
     tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
     cfg = cfg.derive(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
@@ -216,14 +215,15 @@ def check_init_lengths(init, cfg: RunSettings) -> None:
     model, tok = init
     reach = model.config.max_len
     train, val, test = file_splits(cfg)
-    for flag, pairs in (("--data", train + val), ("--test" if cfg.test else "--data", test)):
+    for flag, path, pairs in (("--data", cfg.data, train + val),
+                              ("--test", cfg.test, test) if cfg.test else ("--data", cfg.data, test)):
         # the decoder reads a target without its last id (teacher forcing)
         for side, lengths in (("source", map(len, tok.encode_sources([s for s, _ in pairs]))),
                               ("target", (len(ids) - 1 for ids in
                                           tok.encode_targets([t for _, t in pairs])))):
             longest = max(lengths, default=0)
             if longest > reach:
-                raise UsageError(f"{flag} {getattr(cfg, flag.lstrip('-'))}: a {side} of "
+                raise UsageError(f"{flag} {path}: a {side} of "
                                  f"{longest} tokens; --init {cfg.init}'s model reads at most "
                                  f"{reach}")
 
