@@ -63,12 +63,19 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
     return lines, [f"{where} line {n}" for n in range(1, len(lines) + 1)]
 
 
+def check_input(value: str | None, flag: str = "--input") -> None:
+    """``UsageError`` when ``flag``'s one input is given but blank: no model runs on nothing."""
+    if value is not None and not value.strip():
+        raise UsageError(f"{flag} is empty")
+
+
 def one_or_file(value: str | None, flag: str, input_file: str | None
                 ) -> tuple[list[str], list[str]]:
     """(inputs, their labels) from ``flag``'s one ``value`` or from ``--input-file``; a
     UsageError unless exactly one of the two is given."""
     if (value is None) == (input_file is None):
         raise UsageError(f"give {flag} TEXT or --input-file FILE (one of the two)")
+    check_input(value, flag)
     return ([value], [flag]) if value is not None else read_inputs(input_file)
 
 

@@ -139,9 +139,9 @@ def _attention(args) -> str:
     from ..loading import check_run_dir
     from ..tasks import get_task
     from ..viz import plot_attention
+    from .inputs import check_input
 
-    if not args.input.strip():
-        raise UsageError("--input is empty")
+    check_input(args.input)
     check_threads(args.threads)
     given = args.out is not None
     if given:

@@ -47,8 +47,9 @@ def register(sub) -> None:
 
 
 def _check_flags(args) -> None:
-    if not args.input.strip():
-        raise UsageError("--input is empty")
+    from .inputs import check_input
+
+    check_input(args.input)
     if args.port is not None and not args.serve:
         raise UsageError("--port is for --serve; add --serve or leave --port out")
     check_options(args, ViewOptions)
