@@ -44,7 +44,8 @@ NOT_DECLARED: Any = object()  # ``setting(absent=)`` not given
 def setting(default: Any, *, help: str = "", low: float | None = None, above: bool = False,
             below: float | None = None, most: float | None = None,
             choices: tuple | None = None, metavar: str | None = None,
-            optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED) -> Any:
+            optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED,
+            least: float | None = None, least_why: str = "") -> Any:
     """A dataclass field carrying what its flag needs.
 
     Args:
@@ -61,10 +62,14 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         absent: the value a run whose ``config.yaml`` lacks the setting trained with (one
             written before the setting existed); the typed run config reads it for such a run
             (``attnlab.run_config``). Undeclared, a run lacking the setting is refused.
+        least: the smallest value that works, where the range allows smaller ones that fail in
+            practice (a temperature of 1e-30 is > 0 but overflows float32); a value in range
+            and below it is refused with ``least_why``, the reason, after the range's message
+            has had its say (0 is still "must be > 0").
     """
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
-            "optional": optional, "flag": flag}
+            "optional": optional, "flag": flag, "least": least, "least_why": least_why}
     if absent is not NOT_DECLARED:
         meta["absent"] = absent
     return dataclasses.field(default=default, metadata=meta)
@@ -156,12 +161,18 @@ class ModelRunSettings:
                                    "work, else 1)")
 
 
+MIN_TEMPERATURE = 1e-6  # below it, logits / T overflow float32 (inf - inf = NaN probabilities)
+
+
 @dataclass
 class SamplingSettings:
     """How the next token is chosen from the scores (``attnlab.generation.select_next_token``,
     ``attnlab generate``): the one declaration the library and the command line both check."""
 
-    temperature: float = setting(1.0, low=0, above=True, metavar="T",
+    temperature: float = setting(1.0, low=0, above=True, least=MIN_TEMPERATURE, metavar="T",
+                                 least_why="logits / temperature would overflow float32; "
+                                           "greedy decoding (--greedy, do_sample=False) takes "
+                                           "the most likely token",
                                  help="> 0; lower is more conservative (default 1.0; for the "
                                       "most likely token use --greedy)")
     top_k: int = setting(None, low=1, optional=True, metavar="K",
@@ -358,6 +369,9 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
            or (below is not None and value >= below) or (most is not None and value > most))
     if bad:
         raise error(f"{shown} must be {_range_text(meta, kind)}, got {value}")
+    least = meta.get("least")
+    if least is not None and value < least:
+        raise error(f"{shown} {value} is too small (at least {least:g}): {meta['least_why']}")
     return value
 
 
