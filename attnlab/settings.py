@@ -90,6 +90,24 @@ def seed_setting(default: int | None, help: str) -> Any:
                    metavar="S")
 
 
+MAX_BEAM = 100  # more beams only cost time (each step scores beams x vocabulary candidates)
+
+
+def beam_setting(default: int | None, help: str, **absent: Any) -> Any:
+    """``--beam N``: ``train translate``'s (the beams its test translations use) and
+    ``translate``'s (the run's own when not given): one range, so the two refuse the same
+    values (a mistyped ``--beam 100000`` would otherwise seem to hang)."""
+    return setting(default, help=help, low=1, most=MAX_BEAM, optional=default is None,
+                   metavar="N", **absent)
+
+
+def length_penalty_setting(default: float | None, help: str, **absent: Any) -> Any:
+    """``--length-penalty F``: beam search's score is log-probability / length**F (any finite
+    number: > 0 favours longer translations, < 0 shorter), ``train translate``'s and
+    ``translate``'s."""
+    return setting(default, help=help, optional=default is None, metavar="F", **absent)
+
+
 @dataclass
 class TrainSettings:
     """The training settings every ``attnlab train TASK`` shares (docs/cli.md, "Train").
