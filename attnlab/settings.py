@@ -326,6 +326,18 @@ def defaults(cls, *, only: Iterable[str] | None = None) -> dict[str, Any]:
     return {f.name: f.default for f in _fields(cls, only)}
 
 
+def absent_values(cls) -> dict[str, Any]:
+    """What a run whose ``config.yaml`` lacks a setting of ``cls`` trained with, by name: the
+    fields that declare ``absent=`` (one written before the setting existed).
+
+    Examples:
+        >>> absent_values(TrainSettings)
+        {'weight_decay': 0.0, 'beta2': 0.999}
+    """
+    return {f.name: f.metadata["absent"] for f in dataclasses.fields(cls)
+            if "absent" in f.metadata}
+
+
 def add_flags(group, cls, *, only: Iterable[str] | None = None) -> None:
     """One flag per field of ``cls`` (or per field named in ``only``), with no argparse default
     (so that a ``--config`` file can set what the command line does not)."""
