@@ -209,6 +209,16 @@ class GenerationSettings(SamplingSettings):
 
 
 @dataclass
+class CorpusSettings:
+    """How a text corpus is split when it is prepared for ``attnlab train lm``
+    (``attnlab.data.corpus.prepare``, ``attnlab prepare``): the one declaration the library
+    and the command line both check."""
+
+    val_fraction: float = setting(0.1, low=0, above=True, most=0.5, metavar="F",
+                                  help="share of the text held out for validation (default 0.1)")
+
+
+@dataclass
 class AdaptSettings:
     """What a run trains of its model (lm, classify and translate), and from what: every weight,
     all but the first blocks, or a low-rank update of the attention projections
