@@ -29,8 +29,10 @@ from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
-           "seed_setting", "threads_setting", "add_flags", "defaults", "check", "check_record", "check_options", "check_argument", "flag", "exposed"]
+__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
+           "fractions_leave_training", "seed_setting", "threads_setting", "beam_setting",
+           "length_penalty_setting", "add_flags", "defaults", "absent_values", "check",
+           "check_record", "check_options", "check_argument", "flag", "exposed"]
 
 
 def flag(name: str) -> str:
@@ -168,6 +170,31 @@ def heads_divide_width(width: int, heads: int, *,
     if heads > 0 and width % heads:
         return f"{names[0]} ({width}) must be divisible by {names[1]} ({heads})"
     return None
+
+
+def fractions_leave_training(val_fraction: float, test_fraction: float, *,
+                             val_used: bool = True, test_used: bool = True,
+                             names: tuple[str, str] = ("--val-fraction", "--test-fraction")
+                             ) -> str | None:
+    """The rule where a task holds out a validation and a test share of its one data file
+    (classify, jets): the shares held out must leave something to train on. A share is not
+    held out where its own file is given (``--val FILE``, ``--test FILE``), and then does not
+    count (``val_used``, ``test_used`` False). The message saying it is broken, naming
+    ``names`` (the flags, or a config file's keys), or None where it holds. ``attnlab train``
+    and ``attnlab.load`` (a hand-edited config.yaml) check this one rule.
+
+    Examples:
+        >>> fractions_leave_training(0.5, 0.5)
+        '--val-fraction (0.5) + --test-fraction (0.5) must be < 1: nothing would be left to train on'
+        >>> fractions_leave_training(0.5, 0.5, val_used=False) is None
+        True
+    """
+    used = [(name, share) for name, share, held in zip(names, (val_fraction, test_fraction),
+                                                     (val_used, test_used)) if held]
+    if sum(share for _, share in used) < 1:
+        return None
+    shares = " + ".join(f"{name} ({share})" for name, share in used)
+    return f"{shares} must be < 1: nothing would be left to train on"
 
 
 @dataclass
