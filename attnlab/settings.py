@@ -47,7 +47,8 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
             below: float | None = None, most: float | None = None,
             choices: tuple | None = None, metavar: str | None = None,
             optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED,
-            least: float | None = None, least_why: str = "") -> Any:
+            floor: float | None = None, floor_why: str = "", cap: float | None = None,
+            cap_why: str = "") -> Any:
     """A dataclass field carrying what its flag needs.
 
     Args:
@@ -64,14 +65,18 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         absent: the value a run whose ``config.yaml`` lacks the setting trained with (one
             written before the setting existed); the typed run config reads it for such a run
             (``attnlab.run_config``). Undeclared, a run lacking the setting is refused.
-        least: the smallest value that works, where the range allows smaller ones that fail in
+        floor: the smallest value of use, where the range allows smaller ones that fail in
             practice (a temperature of 1e-30 is > 0 but overflows float32); a value in range
-            and below it is refused with ``least_why``, the reason, after the range's message
+            and below it is refused with ``floor_why``, the reason, after the range's message
             has had its say (0 is still "must be > 0").
+        cap: likewise the largest value of use (``cap_why``: why more is refused), where the
+            range allows larger ones that only cost time (``--beam 100000``; 0 is still "must
+            be a positive integer").
     """
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
-            "optional": optional, "flag": flag, "least": least, "least_why": least_why}
+            "optional": optional, "flag": flag, "floor": floor, "floor_why": floor_why,
+            "cap": cap, "cap_why": cap_why}
     if absent is not NOT_DECLARED:
         meta["absent"] = absent
     return dataclasses.field(default=default, metadata=meta)
@@ -92,15 +97,16 @@ def seed_setting(default: int | None, help: str) -> Any:
                    metavar="S")
 
 
-MAX_BEAM = 100  # more beams only cost time (each step scores beams x vocabulary candidates)
+MAX_BEAM = 100
 
 
 def beam_setting(default: int | None, help: str, **absent: Any) -> Any:
     """``--beam N``: ``train translate``'s (the beams its test translations use) and
     ``translate``'s (the run's own when not given): one range, so the two refuse the same
     values (a mistyped ``--beam 100000`` would otherwise seem to hang)."""
-    return setting(default, help=help, low=1, most=MAX_BEAM, optional=default is None,
-                   metavar="N", **absent)
+    return setting(default, help=help, low=1, cap=MAX_BEAM, optional=default is None,
+                   metavar="N", cap_why="more beams only cost time (each step scores beams x "
+                                        "vocabulary candidates)", **absent)
 
 
 def length_penalty_setting(default: float | None, help: str, **absent: Any) -> Any:
@@ -214,12 +220,12 @@ class SamplingSettings:
     """How the next token is chosen from the scores (``attnlab.generation.select_next_token``,
     ``attnlab generate``): the one declaration the library and the command line both check."""
 
-    temperature: float = setting(1.0, low=0, above=True, least=MIN_TEMPERATURE, metavar="T",
-                                 least_why="logits / temperature would overflow float32; "
+    temperature: float = setting(1.0, low=0, above=True, floor=MIN_TEMPERATURE, metavar="T",
+                                 floor_why="logits / temperature would overflow float32; "
                                            "greedy decoding (--greedy, do_sample=False) takes "
                                            "the most likely token",
-                                 help="> 0; lower is more conservative (default 1.0; for the "
-                                      "most likely token use --greedy)")
+                                 help="at least 1e-6; lower is more conservative (default "
+                                      "1.0; for the most likely token use --greedy)")
     top_k: int = setting(None, low=1, optional=True, metavar="K",
                          help="sample among the K most likely tokens")
     top_p: float = setting(None, low=0, above=True, most=1, optional=True, metavar="P",
@@ -436,9 +442,11 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
            or (below is not None and value >= below) or (most is not None and value > most))
     if bad:
         raise error(f"{shown} must be {_range_text(meta, kind)}, got {value}")
-    least = meta.get("least")
-    if least is not None and value < least:
-        raise error(f"{shown} {value} is too small (at least {least:g}): {meta['least_why']}")
+    floor, cap = meta.get("floor"), meta.get("cap")
+    if floor is not None and value < floor:
+        raise error(f"{shown} {value} is too small (at least {floor:g}): {meta['floor_why']}")
+    if cap is not None and value > cap:
+        raise error(f"{shown} {value} is too large (at most {cap:g}): {meta['cap_why']}")
     return value
 
 
