@@ -102,7 +102,9 @@ def select_next_token(
     Args:
         logits: (B, V) next-token scores.
         do_sample: sample instead of taking the argmax (then the other options apply).
-        temperature: > 0; below 1 sharpens the distribution, above 1 flattens it.
+        temperature: > 0 and at least 1e-6 (below it logits / temperature overflows
+            float32: ``SamplingSettings.temperature`` declares both bounds); below 1 sharpens
+            the distribution, above 1 flattens it.
         top_k: sample only among the k most probable tokens.
         top_p: sample only from the nucleus of mass p.
         generator: a ``torch.Generator`` for reproducible sampling.
@@ -111,7 +113,8 @@ def select_next_token(
         (B,) int64 token ids.
 
     Raises:
-        ValueError: for a non-positive temperature, bad top_k/top_p, or logits not (B, V).
+        ValueError: for a temperature not > 0 or below 1e-6, bad top_k/top_p, or logits not
+            (B, V).
 
     Examples:
         >>> select_next_token(torch.tensor([[0.1, 2.0, -1.0]]))

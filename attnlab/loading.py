@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .runs import read_yaml
-from .settings import check_record, heads_divide_width
+from .settings import check_record, fractions_leave_training, heads_divide_width
 from .tasks import TASKS, get_task
 
 __all__ = ["check_run_dir", "load", "quantize_refusal", "QUANTIZE_TASKS"]
@@ -33,7 +33,9 @@ def _check_settings(cfg, cfg_path: Path, task) -> None:
     when it is read (``attnlab.run_config``). Whether the heads split the width is the task's
     ``heads_split_width`` and the rule ``heads_divide_width``, both of which ``attnlab train``
     checks too (graph and the recurrent translators split no width, and a run of theirs must
-    load)."""
+    load). Likewise the fractions of its data a run held out, where the task holds any out
+    (``fractions_held_out``), must have left something to train on
+    (``fractions_leave_training``)."""
     for declared in (task.model_config, task.settings):
         if declared is not None:
             check_record(declared, cfg.record(), str(cfg_path))
@@ -41,6 +43,15 @@ def _check_settings(cfg, cfg_path: Path, task) -> None:
         # a missing key is named by the run config's lookup
         broken = heads_divide_width(cfg.model_dim, cfg.num_heads,
                                     names=("model_dim", "num_heads"))
+        if broken:
+            raise UsageError(f"{cfg_path}: {broken}")
+    values = cfg.record()
+    held = task.fractions_held_out(values)
+    if held is not None and {"val_fraction", "test_fraction"} <= values.keys():
+        # a run that records no fractions is refused, if at all, where they are read
+        broken = fractions_leave_training(values["val_fraction"], values["test_fraction"],
+                                          val_used=held[0], test_used=held[1],
+                                          names=("val_fraction", "test_fraction"))
         if broken:
             raise UsageError(f"{cfg_path}: {broken}")
 
@@ -63,7 +74,8 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     Raises:
         UsageError: no such directory, no or a broken ``config.yaml``, an unknown task or one
             outside ``tasks``, no ``model.safetensors``, or a model setting no trained run has
-            (a width the heads do not divide, where the task's model splits it).
+            (a width the heads do not divide, where the task's model splits it; fractions
+            held out of the data that leave nothing to train on).
 
     Examples:
         >>> check_run_dir("runs/none", command="predict")

@@ -29,8 +29,10 @@ from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
-           "seed_setting", "threads_setting", "add_flags", "defaults", "check", "check_record", "check_options", "check_argument", "flag", "exposed"]
+__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
+           "fractions_leave_training", "seed_setting", "threads_setting", "beam_setting",
+           "length_penalty_setting", "add_flags", "defaults", "absent_values", "check",
+           "check_record", "check_options", "check_argument", "flag", "exposed"]
 
 
 def flag(name: str) -> str:
@@ -44,7 +46,9 @@ NOT_DECLARED: Any = object()  # ``setting(absent=)`` not given
 def setting(default: Any, *, help: str = "", low: float | None = None, above: bool = False,
             below: float | None = None, most: float | None = None,
             choices: tuple | None = None, metavar: str | None = None,
-            optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED) -> Any:
+            optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED,
+            floor: float | None = None, floor_why: str = "", cap: float | None = None,
+            cap_why: str = "") -> Any:
     """A dataclass field carrying what its flag needs.
 
     Args:
@@ -61,10 +65,18 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         absent: the value a run whose ``config.yaml`` lacks the setting trained with (one
             written before the setting existed); the typed run config reads it for such a run
             (``attnlab.run_config``). Undeclared, a run lacking the setting is refused.
+        floor: the smallest value of use, where the range allows smaller ones that fail in
+            practice (a temperature of 1e-30 is > 0 but overflows float32); a value in range
+            and below it is refused with ``floor_why``, the reason, after the range's message
+            has had its say (0 is still "must be > 0").
+        cap: likewise the largest value of use (``cap_why``: why more is refused), where the
+            range allows larger ones that only cost time (``--beam 100000``; 0 is still "must
+            be a positive integer").
     """
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
-            "optional": optional, "flag": flag}
+            "optional": optional, "flag": flag, "floor": floor, "floor_why": floor_why,
+            "cap": cap, "cap_why": cap_why}
     if absent is not NOT_DECLARED:
         meta["absent"] = absent
     return dataclasses.field(default=default, metadata=meta)
@@ -83,6 +95,25 @@ def seed_setting(default: int | None, help: str) -> Any:
     jets``): one range, what NumPy and Pythia take (PyTorch takes more)."""
     return setting(default, help=help, low=0, below=2**32, optional=default is None,
                    metavar="S")
+
+
+MAX_BEAM = 100
+
+
+def beam_setting(default: int | None, help: str, **absent: Any) -> Any:
+    """``--beam N``: ``train translate``'s (the beams its test translations use) and
+    ``translate``'s (the run's own when not given): one range, so the two refuse the same
+    values (a mistyped ``--beam 100000`` would otherwise seem to hang)."""
+    return setting(default, help=help, low=1, cap=MAX_BEAM, optional=default is None,
+                   metavar="N", cap_why="more beams only cost time (each step scores beams x "
+                                        "vocabulary candidates)", **absent)
+
+
+def length_penalty_setting(default: float | None, help: str, **absent: Any) -> Any:
+    """``--length-penalty F``: beam search's score is log-probability / length**F (any finite
+    number: > 0 favours longer translations, < 0 shorter), ``train translate``'s and
+    ``translate``'s."""
+    return setting(default, help=help, optional=default is None, metavar="F", **absent)
 
 
 @dataclass
@@ -147,6 +178,31 @@ def heads_divide_width(width: int, heads: int, *,
     return None
 
 
+def fractions_leave_training(val_fraction: float, test_fraction: float, *,
+                             val_used: bool = True, test_used: bool = True,
+                             names: tuple[str, str] = ("--val-fraction", "--test-fraction")
+                             ) -> str | None:
+    """The rule where a task holds out a validation and a test share of its one data file
+    (classify, jets): the shares held out must leave something to train on. A share is not
+    held out where its own file is given (``--val FILE``, ``--test FILE``), and then does not
+    count (``val_used``, ``test_used`` False). The message saying it is broken, naming
+    ``names`` (the flags, or a config file's keys), or None where it holds. ``attnlab train``
+    and ``attnlab.load`` (a hand-edited config.yaml) check this one rule.
+
+    Examples:
+        >>> fractions_leave_training(0.5, 0.5)
+        '--val-fraction (0.5) + --test-fraction (0.5) must be < 1: nothing would be left to train on'
+        >>> fractions_leave_training(0.5, 0.5, val_used=False) is None
+        True
+    """
+    used = [(name, share) for name, share, held in zip(names, (val_fraction, test_fraction),
+                                                     (val_used, test_used)) if held]
+    if sum(share for _, share in used) < 1:
+        return None
+    shares = " + ".join(f"{name} ({share})" for name, share in used)
+    return f"{shares} must be < 1: nothing would be left to train on"
+
+
 @dataclass
 class ModelRunSettings:
     """What every command that runs a trained model shares (``predict``, ``evaluate``,
@@ -156,14 +212,20 @@ class ModelRunSettings:
                                    "work, else 1)")
 
 
+MIN_TEMPERATURE = 1e-6  # below it, logits / T overflow float32 (inf - inf = NaN probabilities)
+
+
 @dataclass
 class SamplingSettings:
     """How the next token is chosen from the scores (``attnlab.generation.select_next_token``,
     ``attnlab generate``): the one declaration the library and the command line both check."""
 
-    temperature: float = setting(1.0, low=0, above=True, metavar="T",
-                                 help="> 0; lower is more conservative (default 1.0; for the "
-                                      "most likely token use --greedy)")
+    temperature: float = setting(1.0, low=0, above=True, floor=MIN_TEMPERATURE, metavar="T",
+                                 floor_why="logits / temperature would overflow float32; "
+                                           "greedy decoding (--greedy, do_sample=False) takes "
+                                           "the most likely token",
+                                 help="at least 1e-6; lower is more conservative (default "
+                                      "1.0; for the most likely token use --greedy)")
     top_k: int = setting(None, low=1, optional=True, metavar="K",
                          help="sample among the K most likely tokens")
     top_p: float = setting(None, low=0, above=True, most=1, optional=True, metavar="P",
@@ -177,6 +239,16 @@ class GenerationSettings(SamplingSettings):
 
     max_new_tokens: int = setting(200, low=1, metavar="N",
                                   help="tokens to generate at most (default 200)")
+
+
+@dataclass
+class CorpusSettings:
+    """How a text corpus is split when it is prepared for ``attnlab train lm``
+    (``attnlab.data.corpus.prepare``, ``attnlab prepare``): the one declaration the library
+    and the command line both check."""
+
+    val_fraction: float = setting(0.1, low=0, above=True, most=0.5, metavar="F",
+                                  help="share of the text held out for validation (default 0.1)")
 
 
 @dataclass
@@ -297,6 +369,18 @@ def defaults(cls, *, only: Iterable[str] | None = None) -> dict[str, Any]:
     return {f.name: f.default for f in _fields(cls, only)}
 
 
+def absent_values(cls) -> dict[str, Any]:
+    """What a run whose ``config.yaml`` lacks a setting of ``cls`` trained with, by name: the
+    fields that declare ``absent=`` (one written before the setting existed).
+
+    Examples:
+        >>> absent_values(TrainSettings)
+        {'weight_decay': 0.0, 'beta2': 0.999}
+    """
+    return {f.name: f.metadata["absent"] for f in dataclasses.fields(cls)
+            if "absent" in f.metadata}
+
+
 def add_flags(group, cls, *, only: Iterable[str] | None = None) -> None:
     """One flag per field of ``cls`` (or per field named in ``only``), with no argparse default
     (so that a ``--config`` file can set what the command line does not)."""
@@ -358,6 +442,11 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
            or (below is not None and value >= below) or (most is not None and value > most))
     if bad:
         raise error(f"{shown} must be {_range_text(meta, kind)}, got {value}")
+    floor, cap = meta.get("floor"), meta.get("cap")
+    if floor is not None and value < floor:
+        raise error(f"{shown} {value} is too small (at least {floor:g}): {meta['floor_why']}")
+    if cap is not None and value > cap:
+        raise error(f"{shown} {value} is too large (at most {cap:g}): {meta['cap_why']}")
     return value
 
 

@@ -18,7 +18,6 @@ from .threads import use_threads
 # means a blank line). Any other backslash is refused rather than kept: a stop string that
 # silently never matches would let generation run on.
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
-MIN_TEMPERATURE = 1e-6  # below it, logits / T overflow float32 (inf - inf = NaN probabilities)
 
 
 @dataclass
@@ -63,10 +62,7 @@ def _check(args) -> None:
         raise UsageError(f"--greedy takes the most likely token, so {', '.join(sampling)} "
                          f"would do nothing: drop {'it' if len(sampling) == 1 else 'them'}, or "
                          f"drop --greedy to sample")
-    check_options(args, GenerateOptions)
-    if args.temperature < MIN_TEMPERATURE:  # logits / T would overflow float32 to inf (NaN)
-        raise UsageError(f"--temperature {args.temperature} is too small to sample with (at "
-                         f"least {MIN_TEMPERATURE}); --greedy takes the most likely token")
+    check_options(args, GenerateOptions)  # the temperature's floor included (SamplingSettings)
     args.stop = [unescape(s) for s in args.stop]
     if any(not s for s in args.stop):
         raise UsageError("--stop must not be empty")

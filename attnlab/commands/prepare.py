@@ -9,13 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..settings import add_flags, check_options, setting
+from ..settings import CorpusSettings, add_flags, check_options, setting
 from ..tokenizers import TOKENIZER_KINDS  # the one registry of tokenizer kinds (torch-free)
 
 
 @dataclass
-class PrepareOptions:
-    """``attnlab prepare``'s typed flags."""
+class PrepareOptions(CorpusSettings):
+    """``attnlab prepare``'s typed flags: how the corpus is split (``CorpusSettings``, which
+    ``attnlab.data.corpus.prepare`` checks too) and these."""
 
     # a kind, or a directory: checked by ``_tokenizer``, so no argparse choices
     tokenizer: str = setting("char", metavar="KIND|DIR",
@@ -24,8 +25,6 @@ class PrepareOptions:
                                   "is used (for `train lm --init DIR`)")
     vocab_size: int = setting(None, low=5, optional=True, metavar="N",
                               help="vocabulary cap (char/word) or target size (bpe; default 1000)")
-    val_fraction: float = setting(0.1, low=0, above=True, most=0.5, metavar="F",
-                                  help="share of the text held out for validation (default 0.1)")
 
 
 def register(sub) -> None:

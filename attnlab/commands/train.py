@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
-from ..settings import TrainSettings, add_flags, check, heads_divide_width
+from ..settings import TrainSettings, absent_values, add_flags, check, heads_divide_width
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import resume_conflicts
@@ -102,8 +102,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         if not saved.is_file():
             raise UsageError(f"--resume: {saved} not found; nothing to resume")
         previous = read_yaml(saved, what="--resume")
-        # a run from before these settings existed trained with AdamW's own values
-        previous = {"weight_decay": 0.0, "beta2": 0.999, **previous}
+        # a run from before a shared setting existed trained with its declared absent value
+        previous = {**absent_values(TrainSettings), **previous}
         if previous.get("task") != task_name:
             raise UsageError(f"--resume: {out} holds a {previous.get('task')!r} run, "
                              f"not {task_name!r}")

@@ -8,26 +8,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..settings import ModelRunSettings, add_flags, check_options, setting
+from ..settings import (MAX_BEAM, ModelRunSettings, add_flags, beam_setting, check_options,
+                        length_penalty_setting)
 from .inputs import add_input_file_flags, read_inputs, write_results
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
 
-# More beams than this only cost time (each step scores beams × vocabulary candidates); a
-# mistyped --beam 100000 would otherwise seem to hang.
-MAX_BEAM = 100
-
 
 @dataclass
 class TranslateOptions(ModelRunSettings):
-    """``attnlab translate``'s typed flags (and --threads); not given, the run's own."""
+    """``attnlab translate``'s typed flags (and --threads); not given, the run's own. --beam
+    and --length-penalty are declared as ``train translate``'s are (``beam_setting``,
+    ``length_penalty_setting``): the same values are refused by both."""
 
-    beam: int = setting(None, low=1, optional=True, metavar="N",
-                        help=f"beam search with N beams, 1 to {MAX_BEAM} (default: the run's "
-                             f"setting; 1 = greedy)")
-    length_penalty: float = setting(None, optional=True, metavar="F",
-                                    help="beam search: score = log-probability / length**F "
-                                         "(default: the run's)")
+    beam: int = beam_setting(None, help=f"beam search with N beams, 1 to {MAX_BEAM} (default: "
+                                        f"the run's setting; 1 = greedy)")
+    length_penalty: float = length_penalty_setting(
+        None, help="beam search: score = log-probability / length**F (default: the run's)")
 
 
 def register(sub) -> None:
@@ -49,8 +46,6 @@ def run(args) -> int:
     from ..tasks import get_task
 
     check_options(args, TranslateOptions, unset=("beam", "length_penalty"))  # the run's
-    if args.beam is not None and args.beam > MAX_BEAM:
-        raise UsageError(f"--beam must be at most {MAX_BEAM}, got {args.beam}")
     if bool(args.texts) == (args.input_file is not None):
         raise UsageError("give the TEXTs to translate or --input-file FILE (one of the two)")
     empty = [i + 1 for i, t in enumerate(args.texts) if not t.strip()]

@@ -45,6 +45,7 @@ from torch.utils.data import Dataset
 
 from ..errors import UsageError
 from ..paths import check_output
+from ..settings import CorpusSettings, check_argument
 from ..tokenizers import TOKENIZER_KINDS, Tokenizer
 # the light half (no numpy, no torch), re-exported: ``from attnlab.data.corpus import read_meta``
 from .corpus_meta import SPLITS, corpus_identity, read_meta
@@ -210,7 +211,7 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
 
 def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
             tokenizer: str | Tokenizer = "char", vocab_size: int | None = None,
-            val_fraction: float = 0.1,
+            val_fraction: float = CorpusSettings.val_fraction,
             chunk_chars: int = CHUNK_CHARS, force: bool = False) -> dict:
     """Tokenise text files into ``out_dir/{train,val}.bin``, ``tokenizer.json`` and ``meta.json``.
 
@@ -233,7 +234,7 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
             fitted (its ``kind`` is recorded in meta.json).
         vocab_size: cap (char/word) or target size (bpe, default 1000) of the vocabulary;
             None with a fitted tokeniser.
-        val_fraction: share of the text held out, in (0, 0.5].
+        val_fraction: share of the text held out, in (0, 0.5] (``CorpusSettings``).
         chunk_chars: characters read at a time.
         force: replace the prepared corpus in ``out_dir``; only a directory with meta.json that
             holds nothing but the files prepare writes is replaced (nothing else is deleted).
@@ -247,6 +248,7 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
             out a validation split, an ``out_dir`` that is not empty (without ``force``) or that
             holds files prepare did not write, an input file inside ``out_dir``, or a text file
             that changed while it was being read.
+        ValueError: a ``val_fraction`` outside (0, 0.5], naming the argument.
 
     Examples:
         >>> _ = Path("input.txt").write_text("to be or not to be\\n" * 20)
@@ -281,8 +283,7 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
                              f"put between the files; give one file")
     elif tokenizer not in TOKENIZERS:
         raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
-    if not 0 < val_fraction <= 0.5:
-        raise UsageError(f"val_fraction must be in (0, 0.5], got {val_fraction}")
+    check_argument(CorpusSettings, "val_fraction", val_fraction)
     if not paths:
         raise UsageError("no input files given")
 

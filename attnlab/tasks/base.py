@@ -246,6 +246,13 @@ class Task:
         --model-dim is each head's width."""
         return True
 
+    def fractions_held_out(self, cfg: dict[str, Any]) -> tuple[bool, bool] | None:
+        """For a task that holds out --val-fraction and --test-fraction of its --data: whether
+        each is held out (validation, test), which the rule ``fractions_leave_training``
+        counts; ``attnlab train`` and ``attnlab.load`` both check it. None (the default): the
+        task has no such fractions."""
+        return None
+
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """Groups of (settings that ``cfg`` would train without, why): ``attnlab train``
         refuses any of them that was given (a flag or ``--config``), naming it, instead of

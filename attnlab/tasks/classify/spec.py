@@ -57,7 +57,7 @@ from typing import Any
 from ...errors import UsageError
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...settings import defaults as defaults_of
-from ...settings import AdaptSettings, flag, setting
+from ...settings import AdaptSettings, flag, fractions_leave_training, setting
 from ...tokenizers import TOKENIZER_KINDS
 from ..base import Runtime, Task, model_defaults
 from . import pretrained
@@ -157,6 +157,11 @@ class ClassifyTask(Task):
                               else pretrained.max_tokens(cfg))
         return super().check_settings(cfg)
 
+    def fractions_held_out(self, cfg: dict[str, Any]) -> tuple[bool, bool]:
+        """--val-fraction (--test-fraction) of --data is held out unless --val (--test) FILE
+        is given."""
+        return not cfg.get("val"), not cfg.get("test")
+
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The encoder is everything before the classifier's head."""
         return {"blocks": cfg["num_layers"], "encoder": True, "attention": True}
@@ -187,8 +192,10 @@ class ClassifyTask(Task):
 
     def validate(self, cfg: dict[str, Any]) -> dict[str, list]:
         """The checks one setting alone cannot make: the vocabulary the tokeniser needs, the
-        two fractions together, the columns' roles; then the files themselves, read now so a
-        data error comes before the run directory is written, and pinned in ``data_sha256``.
+        fractions held out together (``fractions_leave_training``: a fraction whose own file
+        is given is not held out and does not count), the columns' roles; then the files
+        themselves, read now so a data error comes before the run directory is written, and
+        pinned in ``data_sha256``.
         Returns the splits read (``data.read_and_pin``), which ``run`` trains on, and under
         ``"init"`` the Hugging Face checkpoint ``--init`` names, read now so that a corrupt or
         unsupported one is refused before the run directory exists (None for a run)."""
@@ -197,9 +204,10 @@ class ClassifyTask(Task):
         elif cfg["vocab_size"] < (least := _MIN_VOCAB[cfg["tokenizer"]]):
             raise UsageError(f"--vocab-size must be an integer >= {least} for --tokenizer "
                              f"{cfg['tokenizer']}, got {cfg['vocab_size']!r}")
-        if cfg["val_fraction"] + cfg["test_fraction"] >= 1:
-            raise UsageError(f"--val-fraction ({cfg['val_fraction']}) + --test-fraction "
-                             f"({cfg['test_fraction']}) must be < 1: nothing would be left to train on")
+        val_used, test_used = self.fractions_held_out(cfg)
+        if broken := fractions_leave_training(cfg["val_fraction"], cfg["test_fraction"],
+                                              val_used=val_used, test_used=test_used):
+            raise UsageError(broken)
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self._check_column_flags(cfg)

@@ -32,7 +32,7 @@ from typing import Any
 
 from ...errors import UsageError
 from ...models.configs import JetTaggerConfig
-from ...settings import defaults, setting
+from ...settings import defaults, fractions_leave_training, setting
 from ..base import Runtime, Task, model_defaults
 from .checks import check_files
 
@@ -97,6 +97,11 @@ class JetsTask(Task):
 
         return runtime
 
+    def fractions_held_out(self, cfg: dict[str, Any]) -> tuple[bool, bool]:
+        """--val-fraction (--test-fraction) of --data is held out unless --val (--test) FILE
+        is given."""
+        return not cfg.get("val"), not cfg.get("test")
+
     def validate(self, cfg: dict[str, Any]) -> None:
         """--data is needed; every file named must be a readable jets file with both classes
         and the split of --data must leave jets of both classes in each part
@@ -104,11 +109,10 @@ class JetsTask(Task):
         if not cfg.get("data"):
             raise UsageError("--data FILE is required: the jets to train on (.h5, see "
                              "docs/jets.md)")
-        if not cfg.get("val") and not cfg.get("test") and \
-                cfg["val_fraction"] + cfg["test_fraction"] >= 1:
-            raise UsageError(f"--val-fraction ({cfg['val_fraction']}) + --test-fraction "
-                             f"({cfg['test_fraction']}) must be < 1: no jets would be left to "
-                             f"train on")
+        val_used, test_used = self.fractions_held_out(cfg)
+        if broken := fractions_leave_training(cfg["val_fraction"], cfg["test_fraction"],
+                                              val_used=val_used, test_used=test_used):
+            raise UsageError(broken)
         for key in ("test", "val"):  # every jet of such a file would be one trained on
             if cfg.get(key) and os.path.realpath(cfg[key]) == os.path.realpath(cfg["data"]):
                 raise UsageError(f"--{key} {cfg[key]} is the --data file: its jets would be "

@@ -30,7 +30,7 @@ from typing import Any
 from ...errors import UsageError
 from ...models.configs import Seq2SeqConfig
 from ...settings import defaults as setting_defaults
-from ...settings import AdaptSettings, setting
+from ...settings import MAX_BEAM, AdaptSettings, beam_setting, length_penalty_setting, setting
 from ...tokenizers import TOKENIZER_KINDS
 from ..base import Runtime, Task, model_defaults
 
@@ -83,8 +83,10 @@ class TranslateSettings(AdaptSettings):
     val_size: int = setting(200, help="validation pairs", low=1)
     label_smoothing: float = setting(0.1, help="label smoothing of the training loss",
                                      low=0, below=1)
-    beam: int = setting(1, help="beams when testing (1: greedy)", low=1, absent=1)
-    length_penalty: float = setting(1.0, help="beam search length penalty", absent=1.0)
+    beam: int = beam_setting(1, help=f"beams when testing, 1 to {MAX_BEAM} (1: greedy)",
+                             absent=1)
+    length_penalty: float = length_penalty_setting(1.0, help="beam search length penalty",
+                                                   absent=1.0)
     bleu_tokenize: str = setting("auto", choices=BLEU_TOKENIZE,
                                  help="sacrebleu tokenisation (auto: char for one-word targets)")
 

@@ -1,0 +1,188 @@
+"""One declaration per rule, continued (``test_rules.py``): the fractions held out of a data
+file, the sampling temperature's floor, the beam's range, what a run lacking a shared setting
+trained with, and a corpus's validation share are each declared once, and every place that
+checks them refuses the same values in the same words."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from attnlab.cli import main
+from attnlab.commands.prepare import PrepareOptions
+from attnlab.commands.train import build_config
+from attnlab.commands.translate import TranslateOptions
+from attnlab.errors import UsageError
+from attnlab.generation import select_next_token
+from attnlab.loading import check_run_dir
+from attnlab.runs import read_yaml, write_yaml
+from attnlab.settings import (CorpusSettings, TrainSettings, absent_values,
+                              fractions_leave_training)
+from attnlab.tasks.jets.data import write_jets
+from attnlab.tasks.translate.spec import TranslateSettings
+
+from .jets.test_task import synthetic_jets
+from .reliability.conftest import write_corpus, write_reviews
+from .test_run_config import FIXTURES
+
+TOO_MUCH = "attnlab: error: " + fractions_leave_training(0.5, 0.5)
+
+
+# --- the fractions held out: classify and jets, at train time and load time ------------------
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """For each task that holds out fractions of --data: its --data, --val and --test files."""
+    tmp = tmp_path_factory.mktemp("fractions")
+    files = {"classify": [write_reviews(tmp / f"{name}.csv", rows=40)
+                          for name in ("data", "val", "test")]}
+    files["jets"] = []
+    for seed, name in enumerate(("data", "val", "test")):
+        write_jets(tmp / f"{name}.h5", *synthetic_jets(20, seed=seed, most=8))
+        files["jets"].append(tmp / f"{name}.h5")
+    return {task: [str(p) for p in paths] for task, paths in files.items()}
+
+
+@pytest.mark.parametrize("task", ["classify", "jets"])
+def test_both_tasks_refuse_fractions_that_leave_nothing_to_train_on_in_one_message(
+        task, data, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", task, "--data", data[task][0], "--val-fraction", "0.5",
+                 "--test-fraction", "0.5", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == TOO_MUCH
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("task", ["classify", "jets"])
+def test_a_fraction_whose_own_file_is_given_is_not_held_out_and_does_not_count(task, data):
+    """--val FILE: --val-fraction holds nothing out, so 0.9 + 0.5 leaves half of --data to
+    train on; with both files neither fraction counts. Both tasks agree (classify once refused
+    these, though it held nothing out)."""
+    main_file, val, test = data[task]
+    with_val = build_config(task, {"data": main_file, "val": val, "val_fraction": 0.9,
+                                   "test_fraction": 0.5})
+    assert (with_val.val_fraction, with_val.test_fraction) == (0.9, 0.5)
+    with_both = build_config(task, {"data": main_file, "val": val, "test": test,
+                                    "val_fraction": 0.6, "test_fraction": 0.6})
+    assert (with_both.val_fraction, with_both.test_fraction) == (0.6, 0.6)
+
+
+def test_the_rule_counts_only_the_fractions_held_out():
+    assert fractions_leave_training(0.6, 0.6, val_used=False, test_used=False) is None
+    assert fractions_leave_training(0.9, 0.5, val_used=False) is None
+    assert fractions_leave_training(0.3, 0.7) == (
+        "--val-fraction (0.3) + --test-fraction (0.7) must be < 1: nothing would be left to "
+        "train on")
+    assert fractions_leave_training(0.2, 1.0, val_used=False) == (
+        "--test-fraction (1.0) must be < 1: nothing would be left to train on")
+
+
+@pytest.mark.parametrize("case", ["classify", "jets"])
+def test_a_hand_edited_config_yaml_whose_fractions_leave_nothing_is_refused_naming_it(
+        case, tmp_path):
+    values = {**read_yaml(FIXTURES / f"{case}.yaml"), "val_fraction": 0.5, "test_fraction": 0.5}
+    write_yaml(tmp_path / "config.yaml", values)
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(UsageError) as refused:
+        check_run_dir(tmp_path)
+    assert str(refused.value) == f"{tmp_path / 'config.yaml'}: " + fractions_leave_training(
+        0.5, 0.5, names=("val_fraction", "test_fraction"))
+    # a run that held nothing out (its own --val and --test files) loads
+    write_yaml(tmp_path / "config.yaml", {**values, "val": "v", "test": "t"})
+    assert check_run_dir(tmp_path)[1].val_fraction == 0.5
+
+
+# --- the temperature's floor: the library and `generate` ---------------------------------------
+
+@pytest.mark.parametrize("temperature", [1e-9, 1e-30, 9.9e-7])
+def test_a_temperature_too_small_to_sample_with_is_refused_by_the_library_and_generate(
+        temperature, tmp_path, capsys):
+    with pytest.raises(ValueError) as refused:
+        select_next_token(torch.zeros(2, 5), do_sample=True, temperature=temperature)
+    said = str(refused.value)
+    assert said.startswith(f"temperature {temperature} is too small (at least 1e-06)")
+    assert main(["generate", str(tmp_path / "run"), "--prompt", "a",
+                 "--temperature", str(temperature)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"attnlab: error: --{said}" and "--greedy" in err
+
+
+def test_the_smallest_temperature_allowed_samples():
+    torch.manual_seed(0)
+    ids = select_next_token(torch.tensor([[0.0, 1.0, 0.5]]), do_sample=True, temperature=1e-6)
+    assert ids.tolist() == [1]  # almost greedy, and no NaN probabilities
+
+
+# --- --beam and --length-penalty: train translate and translate --------------------------------
+
+def test_beam_and_length_penalty_have_one_range_in_both_commands():
+    ranges = ("low", "above", "below", "most", "floor", "cap", "choices")
+    for name in ("beam", "length_penalty"):
+        trained, given = (next(f for f in dataclasses.fields(cls) if f.name == name).metadata
+                          for cls in (TranslateSettings, TranslateOptions))
+        assert {k: trained[k] for k in ranges} == {k: given[k] for k in ranges}, name
+
+
+# (flags, the one line both commands answer): --length-penalty with beams, as it is for beams
+BEAM_CASES = [
+    (["--beam", "100000"], "--beam 100000 is too large (at most 100): more beams only cost "
+                           "time (each step scores beams x vocabulary candidates)"),
+    (["--beam", "0"], "--beam must be a positive integer, got 0"),
+    (["--beam", "2", "--length-penalty", "nan"], "--length-penalty must be a number, got nan"),
+]
+
+
+@pytest.mark.parametrize("flags, message", BEAM_CASES)
+def test_train_translate_and_translate_refuse_the_same_beam_settings(flags, message, tmp_path,
+                                                                     capsys):
+    """Both exit 2 with the same line naming the flag; train writes no run directory."""
+    out = tmp_path / "run"
+    for argv in (["train", "translate", *flags, "--out", str(out)],
+                 ["translate", str(tmp_path / "some-run"), "three", *flags]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.strip() == f"attnlab: error: {message}", argv
+    assert not out.exists()
+
+
+def test_the_largest_beam_is_taken_by_train_translate():
+    assert build_config("translate", {"beam": 100}).beam == 100
+
+
+# --- what a run lacking a shared setting trained with: read from the declarations -------------
+
+def test_absent_values_are_the_declared_ones():
+    declared = {f.name: f.metadata["absent"] for f in dataclasses.fields(TrainSettings)
+                if "absent" in f.metadata}
+    assert absent_values(TrainSettings) == declared == {"weight_decay": 0.0, "beta2": 0.999}
+
+
+@pytest.mark.parametrize("flag, value, had", [("--weight-decay", 0.1, 0.0), ("--beta2", 0.99, 0.999)])
+def test_resuming_an_lm_run_from_before_a_setting_existed_keeps_what_it_trained_with(
+        flag, value, had, tmp_path):
+    """lm's defaults (decay 0.1, beta2 0.99) are not what an older run trained with: resuming
+    it with them given is refused, naming the value the run had."""
+    values = read_yaml(FIXTURES / "lm.yaml")
+    del values["weight_decay"], values["beta2"]
+    write_yaml(tmp_path / "config.yaml", values)
+    key = flag[2:].replace("-", "_")
+    with pytest.raises(UsageError, match=rf"--resume: {flag} {value} \(the run has {had}\)"):
+        build_config("lm", {"resume": True, "out": str(tmp_path), key: value})
+
+
+# --- a corpus's validation share: prepare() and `attnlab prepare` -------------------------------
+
+@pytest.mark.parametrize("share", [0.0, 0.7, -0.1])
+def test_prepare_and_the_library_refuse_the_same_validation_share(share, tmp_path, capsys):
+    from attnlab.data.corpus import prepare
+
+    corpus = write_corpus(tmp_path / "c.txt")
+    with pytest.raises(ValueError) as refused:
+        prepare([corpus], tmp_path / "lib", val_fraction=share)
+    assert str(refused.value) == f"val_fraction must be in (0, 0.5], got {share}"
+    assert main(["prepare", str(corpus), "--out", str(tmp_path / "cli"),
+                 "--val-fraction", str(share)]) == 2
+    assert capsys.readouterr().err.strip() == \
+        f"attnlab: error: --{str(refused.value).replace('val_fraction', 'val-fraction')}"
+    assert not (tmp_path / "lib").exists() and not (tmp_path / "cli").exists()
+    assert issubclass(PrepareOptions, CorpusSettings)
