@@ -420,7 +420,7 @@ def _range_text(meta: dict, kind: type) -> str | None:
 
 
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
-               whole: str = "an integer") -> Any:
+               whole: str = "an integer", of_use: bool = True) -> Any:
     if value is None and meta["optional"]:
         return None
     if meta["choices"]:
@@ -442,6 +442,8 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
            or (below is not None and value >= below) or (most is not None and value > most))
     if bad:
         raise error(f"{shown} must be {_range_text(meta, kind)}, got {value}")
+    if not of_use:  # a value a run was made with: the range only, not floor and cap
+        return value
     floor, cap = meta.get("floor"), meta.get("cap")
     if floor is not None and value < floor:
         raise error(f"{shown} {value} is too small (at least {floor:g}): {meta['floor_why']}")
@@ -463,7 +465,8 @@ def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> Non
 def check_record(cls, values: dict[str, Any], where: str) -> None:
     """Check every setting of ``cls`` that ``values`` holds — a run's ``config.yaml``, read
     back — against the same declaration ``check`` uses at train time; a ``UsageError`` names
-    ``where`` (the file) and the key as the file spells it.
+    ``where`` (the file) and the key as the file spells it. A value outside a ``floor`` or
+    ``cap`` but in range was a run's own (``--beam 200`` before the cap): it loads.
 
     Examples:
         >>> check_record(TrainSettings, {"lr": 0}, "runs/r/config.yaml")
@@ -475,7 +478,7 @@ def check_record(cls, values: dict[str, Any], where: str) -> None:
     for f in dataclasses.fields(cls):
         if f.name in values:
             _check_one(f"{where}: {f.name}", values[f.name], types[f.name], f.metadata,
-                       UsageError)
+                       UsageError, of_use=False)
 
 
 def check_options(args, cls, *, unset: Iterable[str] = ()) -> None:

@@ -186,3 +186,17 @@ def test_prepare_and_the_library_refuse_the_same_validation_share(share, tmp_pat
         f"attnlab: error: --{str(refused.value).replace('val_fraction', 'val-fraction')}"
     assert not (tmp_path / "lib").exists() and not (tmp_path / "cli").exists()
     assert issubclass(PrepareOptions, CorpusSettings)
+
+
+def test_a_run_made_with_a_beam_above_the_cap_still_loads(tmp_path):
+    """The cap refuses a new --beam 100000; a run whose config.yaml records beam 200 (trained
+    before the cap) loads with it, and a beam out of range is still refused naming the file."""
+    from pathlib import Path
+
+    values = read_yaml(Path(__file__).parent / "fixtures" / "configs" / "translate-transformer.yaml")
+    write_yaml(tmp_path / "config.yaml", {**values, "beam": 200})
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert check_run_dir(tmp_path)[1].beam == 200
+    write_yaml(tmp_path / "config.yaml", {**values, "beam": 0})
+    with pytest.raises(UsageError, match=r"config.yaml: beam must be a positive integer, got 0"):
+        check_run_dir(tmp_path)
