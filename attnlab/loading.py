@@ -20,10 +20,9 @@ from .runs import read_yaml
 from .settings import check_record, fractions_leave_training, heads_divide_width
 from .tasks import TASKS, get_task
 
-__all__ = ["check_run_dir", "load", "quantize_refusal", "QUANTIZE_TASKS"]
+__all__ = ["check_run_dir", "load", "quantize_refusal", "quantize_tasks", "tasks_that",
+           "tasks_phrase"]
 
-# The tasks whose models run on int8 weights (``attnlab.nn.quantize``): the ones that decode
-QUANTIZE_TASKS = ("lm", "translate")
 
 def _check_settings(cfg, cfg_path: Path, task) -> None:
     """Refuse a config.yaml whose model or task settings have a type or value no trained run
@@ -135,6 +134,38 @@ def quantize_refusal(kind: str | None, task: str, run_dir) -> str | None:
     The one statement of which runs ``quantize`` takes: ``load(..., quantize=)`` raises it as a
     ``ValueError``, the commands' ``--quantize`` as a ``UsageError``.
     """
-    if kind is None or task in QUANTIZE_TASKS:
+    if kind is None or get_task(task).quantizable:
         return None
-    return f"is for {' and '.join(QUANTIZE_TASKS)} runs; {run_dir} is a {task} run"
+    return f"is for {tasks_phrase(quantize_tasks())} runs; {run_dir} is a {task} run"
+
+
+def quantize_tasks() -> tuple[str, ...]:
+    """The tasks whose models run on int8 weights (``attnlab.nn.quantize``): those that declare
+    ``Task.quantizable`` (``tasks_that``).
+
+    Examples:
+        >>> quantize_tasks()
+        ('lm', 'translate')
+    """
+    return tasks_that(lambda task: task.quantizable)
+
+
+def tasks_that(can) -> tuple[str, ...]:
+    """The names of the registered tasks of which ``can(task)`` is true, for a message to list
+    them: the latest registered first, the order these messages have always named them in.
+
+    Examples:
+        >>> tasks_that(lambda task: task.evaluate_by_length is not None)
+        ('translate',)
+    """
+    return tuple(name for name, task in reversed(TASKS.items()) if can(task))
+
+
+def tasks_phrase(names: tuple[str, ...] | list[str]) -> str:
+    """Task names as a message says them ("lm and translate", "classify, lm and translate").
+
+    Examples:
+        >>> tasks_phrase(("classify", "lm", "translate"))
+        'classify, lm and translate'
+    """
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)

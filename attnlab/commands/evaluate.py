@@ -26,7 +26,7 @@ def register(sub) -> None:
 def run(args) -> int:
     import sys
 
-    from ..loading import check_run_dir
+    from ..loading import check_run_dir, tasks_phrase, tasks_that
     from ..runs import dumps, readable
     from ..tasks import get_task
 
@@ -37,13 +37,14 @@ def run(args) -> int:
         choose_out(args.out, None)
     run_dir, cfg = check_run_dir(args.run_dir, command="evaluate")
     check_quantize(args.quantize, cfg.task, run_dir)
-    # a whole test split: forward passes, or a translate run's batched greedy decoding
-    use_threads(args, "decode" if cfg.task == "translate" else "forward", run_dir)
     task = get_task(cfg.task)
+    # a whole test split: forward passes, or (translate) batched greedy decoding
+    use_threads(args, "decode" if task.evaluate_decodes else "forward", run_dir)
     if args.by_length:
         by_length = task.evaluate_by_length
         if by_length is None:
-            raise UsageError(f"--by-length is for translate runs; {run_dir} is a "
+            served = tasks_that(lambda other: other.evaluate_by_length is not None)
+            raise UsageError(f"--by-length is for {tasks_phrase(served)} runs; {run_dir} is a "
                              f"{cfg.task} run")
         from ..tasks.translate.scoring import by_length_table
 

@@ -17,15 +17,27 @@ the tokenizer — with the run's logits:
   pooled by the mean of its tokens (its encoder had no pooler) is refused: every Hugging Face
   head reads the first token.
 
-The tokenizers encode as the run's own (``attnlab.interop.tokenizer``). OUT is written whole
-or not at all (a temporary directory renamed) and never over an existing path.
+Each task says how its runs are written (``Task.export_hf``, which calls the conversion of
+``attnlab.interop``, and ``Task.hf_auto_class``); a task without it is refused, naming the
+tasks that have it. The tokenizers encode as the run's own (``attnlab.interop.tokenizer``).
+OUT is written whole or not at all (a temporary directory renamed) and never over an existing
+path.
 """
 from __future__ import annotations
 
 from .threads import add_threads_flag, check_threads
 
-EXPORT_TASKS = ("lm", "translate", "classify")
-TARGET_TOKENIZER_DIR = "target_tokenizer"
+
+def export_tasks() -> tuple[str, ...]:
+    """The tasks whose runs ``export`` writes: those with ``Task.export_hf``.
+
+    Examples:
+        >>> export_tasks()
+        ('lm', 'translate', 'classify')
+    """
+    from ..loading import tasks_that
+
+    return tasks_that(lambda task: task.export_hf is not None)
 
 
 def register(sub) -> None:
@@ -46,58 +58,27 @@ def run(args) -> int:
     from ..errors import UsageError
     from ..loading import check_run_dir
     from ..paths import check_output
+    from ..tasks import get_task
 
     check_threads(args.threads)
     out = check_output(args.hf, "--hf", directory=True, make_parents=False)
     if out.exists() or out.is_symlink():
         raise UsageError(f"--hf {out} already exists; give a new directory (export never "
                          f"writes over a path)")
-    run_dir, cfg = check_run_dir(args.run_dir, tasks=EXPORT_TASKS, command="export")
+    run_dir, cfg = check_run_dir(args.run_dir, tasks=export_tasks(), command="export")
     try:
         import transformers  # noqa: F401  (the hf extra)
     except ImportError:
         raise UsageError("export --hf needs transformers: pip install 'attnlab[hf]'") from None
-    model, tokenizers = _hf_parts(run_dir, cfg)
-    _write_atomically(out, model, tokenizers)
-    print(f"wrote {out} ({type(model).__name__}; load it with "
-          f"transformers.{_auto_class(cfg)}.from_pretrained({str(out)!r}))", file=sys.stderr)
-    return 0
-
-
-def _hf_parts(run_dir, cfg):
-    """(the Hugging Face model, {sub-directory: tokenizer}) of a run; a setting the Hugging
-    Face architecture cannot hold is a UsageError naming it."""
-    import attnlab
-
-    from ..errors import UsageError
-    from ..interop import to_hf
-    from ..interop.tokenizer import special_ids, to_hf_tokenizer
-
-    if cfg.task == "translate" and cfg.arch != "transformer":
-        raise UsageError(f"export: {run_dir} is a --arch {cfg.arch} run; Hugging Face has no "
-                         f"recurrent translation model to hold it (export --arch transformer "
-                         f"runs)")
-    if cfg.task == "classify" and cfg.arch == "transformer":
-        raise UsageError(f"export: {run_dir} is a classify run of attnlab's own encoder; "
-                         f"Hugging Face has a classification class only for a run from --init "
-                         f"of a BERT-family checkpoint")
-    model, tok = attnlab.load(run_dir)
+    task = get_task(cfg.task)
     try:
-        if cfg.task == "classify":
-            from ..interop.bert_classify import classifier_to_hf
-
-            hf = classifier_to_hf(model, model_type=cfg.arch, labels=list(cfg.labels),
-                                  specials=tok.specials)
-            return hf, {"": to_hf_tokenizer(tok)}
-        if cfg.task == "lm":
-            hf = to_hf(model, **special_ids(tok))
-            return hf, {"": to_hf_tokenizer(tok)}
-        if tok.marian:  # a run from a Marian checkpoint: its one tokenizer, as Marian's files
-            return to_hf(model), {"": tok.src}
-        return to_hf(model), {"": to_hf_tokenizer(tok.src),
-                              TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}
+        model, tokenizers = task.export_hf(run_dir, cfg)
     except ValueError as e:  # what the architecture cannot represent, named by to_hf
         raise UsageError(f"export: {run_dir}: {str(e).removeprefix('to_hf: ')}") from None
+    _write_atomically(out, model, tokenizers)
+    print(f"wrote {out} ({type(model).__name__}; load it with "
+          f"transformers.{task.hf_auto_class}.from_pretrained({str(out)!r}))", file=sys.stderr)
+    return 0
 
 
 def _write_atomically(out, model, tokenizers) -> None:
@@ -125,8 +106,3 @@ def _write_atomically(out, model, tokenizers) -> None:
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-
-
-def _auto_class(cfg) -> str:
-    return {"lm": "AutoModelForCausalLM", "classify": "AutoModelForSequenceClassification"
-            }.get(cfg.task, "AutoModelForSeq2SeqLM")

@@ -29,9 +29,8 @@ def run(args) -> int:
     check_threads(args.threads)
     texts, labels = one_or_file(args.input, "--input", args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict")
-    generative = cfg.task in ("translate", "lm")  # their predictions are decoded
-    work = "one" if len(texts) == 1 else "decode" if generative else "forward"
-    use_threads(args, work, run_dir)
     task = get_task(cfg.task)
+    work = "one" if len(texts) == 1 else "decode" if task.generates else "forward"
+    use_threads(args, work, run_dir)
     write_results(task.predict_many(run_dir, cfg, texts, labels), texts, as_json=args.json)
     return 0

@@ -66,9 +66,9 @@ def _tokenizer(value: str):
                          f"directory (a Hugging Face model directory or an attnlab lm run; "
                          f"attnlab never downloads: fetch one with `huggingface-cli download "
                          f"NAME --local-dir DIR`)")
-    from ..interop.source import read_init_source
+    from ..tasks import get_task
 
-    source = read_init_source(value, task="lm", flag="--tokenizer")
+    source = get_task("lm").init_source(value, flag="--tokenizer")
     if source.kind == "run":
         from ..interop.saved import load_any_tokenizer
 

@@ -161,9 +161,7 @@ def _apply_init(task, cfg: dict[str, Any], named: set[str]) -> None:
         return
     if not cfg.get("init"):
         return
-    from ..interop.source import read_init_source
-
-    source = read_init_source(cfg["init"], task=task.name)
+    source = task.init_source(cfg["init"])
     for name, value in task.init_settings(source).items():
         if name in named and cfg.get(name) != value:
             flag = "--" + name.replace("_", "-")

@@ -6,7 +6,7 @@
                         Seq2SeqTransformer -> MarianMTModel (post-LN, sinusoidal positions)
     checkpoint.read_checkpoint(path, task=...)
                         a Hugging Face directory on disk -> attnlab model + its own tokenizer
-    source.read_init_source(path, task=...)
+    source.read_init_source(path, task=..., model_types=...)
                         what ``--init DIR`` names, checked without torch
 
 Importing the package imports nothing heavy: ``from_hf`` and ``to_hf`` load ``hf.py`` (and

@@ -1,17 +1,23 @@
 """What ``--init DIR`` names, read without torch: a Hugging Face model directory or an attnlab run.
 
 ``attnlab train lm|classify|translate --init DIR`` starts from DIR's weights. Before a run
-directory exists, ``read_init_source(DIR, task=...)`` checks what it can without loading a
-model (the spec's checks import no torch) and returns an ``InitSource``: the directory's
-config, its weights file and that file's SHA-256, which config.yaml records. The weights
-themselves are read later, by the task's runtime (``attnlab.interop.checkpoint`` for a Hugging
-Face directory, ``attnlab.load`` for a run). Nothing is ever downloaded: a name that is not a
-directory is refused, saying how to fetch it.
+directory exists, ``read_init_source(DIR, task=..., model_types=...)`` checks what it can
+without loading a model (the spec's checks import no torch) and returns an ``InitSource``:
+the directory's config, its weights file and that file's SHA-256, which config.yaml records.
+The weights themselves are read later, by the task's runtime (``attnlab.interop.checkpoint``
+for a Hugging Face directory, ``attnlab.load`` for a run). Nothing is ever downloaded: a name
+that is not a directory is refused, saying how to fetch it.
 
     kind   DIR holds                                   model_type
-    hf     config.json, model.safetensors or           config.json's: gpt2 (lm), the BERT
-           pytorch_model.bin, the tokeniser's files    family (classify), marian (translate)
+    hf     config.json, model.safetensors or           config.json's, one of ``model_types``:
+           pytorch_model.bin, the tokeniser's files    the task's ``Task.init_model_types``
+                                                       (lm: gpt2; classify: the BERT family;
+                                                       translate: marian)
     run    config.yaml of the same task, model.safetensors   the task's name
+
+Which model types a task converts from is the task's declaration, not this module's: the
+caller passes them (``Task.init_source`` does), so a task that starts only from its own runs
+needs nothing here.
 
 Every refusal is a ``UsageError`` of one line naming DIR.
 """
@@ -24,13 +30,10 @@ from typing import Any
 from ..errors import UsageError
 from ..runs import file_digest, read_json
 
-__all__ = ["InitSource", "read_init_source", "reread_init_source", "SUPPORTED", "WEIGHTS_FILES", "BERT_FAMILY",
+__all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory"]
 
 BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
-# task -> the model types attnlab converts for it
-SUPPORTED: dict[str, tuple[str, ...]] = {"lm": ("gpt2",), "classify": BERT_FAMILY,
-                                         "translate": ("marian",)}
 WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # the first present is read
 # the tokeniser files of a fast tokeniser (any one set) and of Marian's (all of them)
 FAST_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("vocab.txt",))
@@ -80,18 +83,35 @@ def check_directory(path: str | Path, flag: str = "") -> Path:
     return p.resolve()
 
 
-def read_init_source(path: str | Path, *, task: str, flag: str = "--init") -> InitSource:
-    """The checked ``--init`` directory ``path`` for ``task`` (``"lm"``, ``"classify"`` or
-    ``"translate"``), its weights' digest computed; see the module doc.
+def read_init_source(path: str | Path, *, task: str, model_types: tuple[str, ...] = (),
+                     flag: str = "--init") -> InitSource:
+    """The checked ``--init`` directory ``path`` for the task named ``task``, its weights'
+    digest computed; see the module doc.
+
+    Args:
+        path: a Hugging Face model directory or an attnlab run of ``task``.
+        task: the task's name: a run must be of it, and messages name it.
+        model_types: the Hugging Face ``model_type``s ``task`` converts from (its
+            ``Task.init_model_types``); empty: only attnlab runs of ``task``.
+        flag: the option ``path`` came from, to name in messages.
 
     Raises:
         UsageError: one line naming ``flag`` and ``path``: not a directory; neither
             config.json nor config.yaml; a ``model_type`` or run of another task (naming it
             and what the task takes); no weights file; no tokeniser files.
-        ValueError: for a task not in ``SUPPORTED``.
+
+    Examples:
+        >>> read_init_source("gpt2", task="lm", model_types=("gpt2",))
+        Traceback (most recent call last):
+        ...
+        attnlab.errors.UsageError: --init gpt2 is not a directory; attnlab never downloads: ...
     """
-    if task not in SUPPORTED:
-        raise ValueError(f"task must be one of {', '.join(SUPPORTED)}, got {task!r}")
+    return _read_source(path, task, model_types, flag)
+
+
+def _read_source(path: str | Path, task: str, model_types: tuple[str, ...] | None,
+                 flag: str) -> InitSource:
+    """``read_init_source``; ``model_types`` None: any (the digest pins the file)."""
     source = check_directory(path, flag)
     name = f"{flag} {path}"
     if (source / "config.yaml").is_file() and not (source / "config.json").is_file():
@@ -102,9 +122,12 @@ def read_init_source(path: str | Path, *, task: str, flag: str = "--init") -> In
                          f"config.yaml (an attnlab run)")
     config = read_json(config_file, what="valid JSON")
     model_type = config.get("model_type") if isinstance(config, dict) else None
-    if model_type not in SUPPORTED[task]:
+    if model_types is not None and not model_types:
+        raise UsageError(f"{name}: attnlab train {task} starts from attnlab {task} runs only, "
+                         f"not from Hugging Face directories (model_type {model_type!r})")
+    if model_types is not None and model_type not in model_types:
         raise UsageError(f"{name}: model_type {model_type!r} is not supported for {task}; "
-                         f"supported: {', '.join(SUPPORTED[task])}")
+                         f"supported: {', '.join(model_types)}")
     weights = next((source / n for n in WEIGHTS_FILES if (source / n).is_file()), None)
     if weights is None:
         raise UsageError(f"{name} has no weights file: expected {' or '.join(WEIGHTS_FILES)}")
@@ -145,13 +168,14 @@ def _run_source(source: Path, task: str, name: str) -> InitSource:
 
 def reread_init_source(path: str | Path, sha256: str, *, task: str) -> InitSource:
     """``read_init_source`` again, when the run reads the weights: a file changed since the
-    run's settings were checked (and its digest recorded) is refused in one line.
+    run's settings were checked (and its digest recorded) is refused in one line. Its model
+    type was checked then; the digest pins the file, so it is not checked again.
 
     Raises:
         UsageError: as ``read_init_source``, or naming the weights file whose SHA-256 is no
             longer ``sha256``.
     """
-    source = read_init_source(path, task=task)
+    source = _read_source(path, task, None, "--init")
     if source.sha256 != sha256:
         raise UsageError(f"--init {path}: {source.weights.name} changed since the run was "
                          f"configured (SHA-256 {source.sha256[:12]}..., config.yaml records "

@@ -90,8 +90,8 @@ def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[s
 class Runtime(Protocol):
     """What a task's ``runtime.py`` provides: the heavy half of the ``Task`` methods of the same
     names, each taking the task first. A module satisfies it by defining these functions
-    (PEP 544: modules as implementations of protocols); ``load`` and ``evaluate`` of lm and
-    translate also take ``quantize=``."""
+    (PEP 544: modules as implementations of protocols); ``load`` and ``evaluate`` of a
+    ``quantizable`` task also take ``quantize=``."""
 
     def run(self, task: Task, cfg: RunSettings, run_dir: Path,
             checked: Any = None) -> dict[str, float]:
@@ -134,6 +134,29 @@ class Task:
             vocabulary size, the labels, what ``auto`` chose), set only through the run
             config's ``derive``; a field may name a setting the run resolves.
 
+    What the task takes part in (declared here, in the task's own spec; the commands read these
+    from the task object, never from a list of names, so a new task sets them and nothing else):
+        quantizable: whether its models run on int8 weights: ``load`` and ``evaluate`` take
+            ``quantize="int8"`` and ``evaluate``, ``generate`` and ``translate`` take
+            ``--quantize int8`` (lm, translate). Default: False, refused naming the option.
+        int8_faster_from: the model width (``model_dim``) from which int8 decoded one sequence
+            faster than float32 (``benchmarks/quantize_where.py``); below it ``--quantize int8``
+            prints a note on stderr. None: no measured rule, no note.
+        int8_one_at_a_time: whether int8 decodes several inputs one at a time where float32
+            batches them (translate: int8 rounds by each call's range), so ``--quantize int8``
+            notes that it is slower for several inputs at any width.
+        generates: whether ``predict`` decodes its predictions token by token (lm, translate),
+            which ``--threads``' default for several inputs reads (``"decode"``).
+        evaluate_decodes: whether ``evaluate`` decodes the test split (translate's greedy
+            decoding) rather than running forward passes (``--threads``' default again).
+        init_model_types: the Hugging Face ``model_type``s (config.json's) that ``attnlab train
+            TASK --init DIR`` converts from (lm: gpt2; classify: the BERT family; translate:
+            marian), checked by ``attnlab.interop.source.read_init_source``; empty: ``--init``
+            takes only an attnlab run of the task (and only where ``settings`` has ``init``).
+        hf_auto_class: the ``transformers`` auto class that loads ``attnlab export --hf``'s
+            directory (``"AutoModelForCausalLM"``), named in the command's last line; set
+            together with ``export_hf``.
+
     Optional commands (None where a task has none; the command tests for it):
         attention_kind: what its attention maps are, for a figure's title (translate: "cross").
         attention_figure(run_dir, cfg, text, out): a picture of its own that replaces the heat
@@ -142,6 +165,10 @@ class Task:
             tokens), where the task has more than ``attention_maps`` to show.
         attention_focus(run_dir, cfg, text): the query row ``text`` singles out (graph: a node).
         evaluate_by_length(run_dir, cfg, data, out, *, quantize): ``evaluate --by-length``.
+        export_hf(run_dir, cfg): ``attnlab export DIR --hf OUT``'s (Hugging Face model,
+            {sub-directory of OUT: tokenizer}) of a trained run (``""``: OUT itself); a run the
+            Hugging Face architecture cannot hold is a UsageError naming why, and a setting
+            the conversion cannot represent a ValueError from ``attnlab.interop.to_hf``.
     """
 
     name: str = ""
@@ -158,6 +185,14 @@ class Task:
     attention_layers: Callable[..., tuple] | None = None
     attention_focus: Callable[..., int] | None = None
     evaluate_by_length: Callable[..., tuple] | None = None
+    export_hf: Callable[..., tuple] | None = None
+    hf_auto_class: str | None = None
+    quantizable: bool = False
+    int8_faster_from: int | None = None
+    int8_one_at_a_time: bool = False
+    generates: bool = False
+    evaluate_decodes: bool = False
+    init_model_types: tuple[str, ...] = ()
 
     def config_class(self) -> type[RunSettings]:
         """The task's typed run config: a frozen dataclass with one field per field of
@@ -224,6 +259,26 @@ class Task:
         blocks --freeze all-but-last-N counts, whether there is an encoder to freeze, whether
         the model has attention projections for LoRA."""
         return {"blocks": cfg["num_layers"], "encoder": False, "attention": True}
+
+    def init_source(self, path: str | Path, *, flag: str = "--init") -> Any:
+        """The checked ``--init`` directory ``path`` of this task (``read_init_source`` with
+        the task's ``init_model_types``): an ``attnlab.interop.source.InitSource``.
+
+        Raises:
+            UsageError: one line naming ``flag`` and ``path`` (not a directory, a model type
+                or run of another task, missing weights or tokeniser files).
+
+        Examples:
+            >>> from attnlab.tasks import get_task
+            >>> get_task("lm").init_source("gpt2")
+            Traceback (most recent call last):
+            ...
+            attnlab.errors.UsageError: --init gpt2 is not a directory; attnlab never downloads: ...
+        """
+        from ..interop.source import read_init_source
+
+        return read_init_source(path, task=self.name, model_types=self.init_model_types,
+                                flag=flag)
 
     def init_settings(self, source: Any) -> dict[str, Any]:
         """The settings ``--init DIR`` fixes (``source``: an ``attnlab.interop.source.InitSource``),
@@ -300,7 +355,7 @@ class Task:
     def load(self, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
         """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
         Return the model, or ``(model, tokenizer)`` when the task has a tokenizer. With
-        ``quantize="int8"`` (lm and translate runs), the model runs on int8 weights."""
+        ``quantize="int8"`` (a ``quantizable`` task), the model runs on int8 weights."""
         runtime, cfg = self.runtime_module(), self.typed(cfg, run_dir)
         if quantize is None:
             return runtime.load(self, run_dir, cfg)
@@ -326,7 +381,7 @@ class Task:
     def evaluate(self, run_dir: Path, cfg: RunSettings, data: str | None, *,
                  quantize: str | None = None) -> dict[str, float]:
         """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run; with
-        ``quantize="int8"`` (lm and translate runs), of the model on int8 weights."""
+        ``quantize="int8"`` (a ``quantizable`` task), of the model on int8 weights."""
         runtime, cfg = self.runtime_module(), self.typed(cfg, run_dir)
         if quantize is None:
             return runtime.evaluate(self, run_dir, cfg, data)

@@ -11,8 +11,9 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import UsageError
-from attnlab.interop.source import read_init_source, reread_init_source
+from attnlab.interop.source import reread_init_source
 from attnlab.runs import write_yaml
+from attnlab.tasks import get_task
 
 
 def _hf_dir(path, model_type="gpt2", weights="model.safetensors", tokenizer=("tokenizer.json",)):
@@ -36,7 +37,7 @@ def _run_dir(path, task="lm", weights=True, **settings):
 
 def test_a_hugging_face_directory_is_read_with_its_digest(tmp_path):
     d = _hf_dir(tmp_path / "gpt")
-    source = read_init_source(str(d), task="lm")
+    source = get_task("lm").init_source(str(d))
     assert (source.kind, source.model_type, source.path) == ("hf", "gpt2", d.resolve())
     assert source.weights.name == "model.safetensors"
     assert source.sha256 == hashlib.sha256(b"not read before the run starts").hexdigest()
@@ -46,12 +47,12 @@ def test_a_hugging_face_directory_is_read_with_its_digest(tmp_path):
 def test_pytorch_bin_weights_and_vocab_merges_tokenizer_are_accepted(tmp_path):
     d = _hf_dir(tmp_path / "gpt", weights="pytorch_model.bin",
                 tokenizer=("vocab.json", "merges.txt"))
-    assert read_init_source(d, task="lm").weights.name == "pytorch_model.bin"
+    assert get_task("lm").init_source(d).weights.name == "pytorch_model.bin"
 
 
 def test_an_attnlab_run_of_the_same_task_is_a_source(tmp_path):
     d = _run_dir(tmp_path / "run")
-    source = read_init_source(d, task="lm")
+    source = get_task("lm").init_source(d)
     assert (source.kind, source.model_type, source.config["model_dim"]) == ("run", "lm", 32)
 
 
@@ -77,7 +78,7 @@ def test_an_attnlab_run_of_the_same_task_is_a_source(tmp_path):
 def test_refusals_name_the_directory(tmp_path, make, task, named):
     path = make(tmp_path)
     with pytest.raises(UsageError) as e:
-        read_init_source(path, task=task)
+        get_task(task).init_source(path)
     message = str(e.value)
     assert "\n" not in message and str(path) in message
     for text in named:
@@ -86,7 +87,7 @@ def test_refusals_name_the_directory(tmp_path, make, task, named):
 
 def test_a_weights_file_changed_after_the_check_is_named(tmp_path):
     d = _hf_dir(tmp_path / "gpt")
-    recorded = read_init_source(d, task="lm").sha256
+    recorded = get_task("lm").init_source(d).sha256
     assert reread_init_source(d, recorded, task="lm").sha256 == recorded
     (d / "model.safetensors").write_bytes(b"other weights")
     with pytest.raises(UsageError, match="model.safetensors changed since the run was configured"):
@@ -95,8 +96,8 @@ def test_a_weights_file_changed_after_the_check_is_named(tmp_path):
 
 def test_the_check_imports_no_torch(tmp_path):
     d = _hf_dir(tmp_path / "gpt")
-    code = ("import sys; from attnlab.interop.source import read_init_source; "
-            f"read_init_source({str(d)!r}, task='lm'); print('torch' in sys.modules)")
+    code = ("import sys; from attnlab.tasks import get_task; "
+            f"get_task('lm').init_source({str(d)!r}); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

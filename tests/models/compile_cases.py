@@ -183,7 +183,7 @@ def _graph(kind: str) -> Case:
 
     return Case(f"graph-{kind}",
                 lambda: build_model(_cfg("graph", kind=kind, model_dim=4, num_heads=2,
-                                         dropout=0.6), F_in, C),
+                                         dropout=0.6, in_dim=F_in, num_classes=C)),
                 batch, loss)
 
 

@@ -55,6 +55,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ...errors import UsageError
+from ...interop.source import BERT_FAMILY
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...settings import defaults as defaults_of
 from ...settings import AdaptSettings, flag, fractions_leave_training, setting
@@ -136,12 +137,31 @@ class ClassifyTask(Task):
         "dropout": 0.1, "threads": 1,
     }
     default_notes = {"max_len": f"{_MAX_LEN}; with --init, what the model holds"}
+    init_model_types = BERT_FAMILY  # what it takes part in (``Task``)
+    hf_auto_class = "AutoModelForSequenceClassification"
 
     def runtime_module(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 
         return runtime
+
+    def export_hf(self, run_dir, cfg) -> tuple[Any, dict[str, Any]]:
+        """``attnlab export --hf``: a run from ``--init`` of a BERT-family checkpoint as its
+        family's ``*ForSequenceClassification`` (``id2label`` the run's labels;
+        ``attnlab.interop.bert_classify``) with the checkpoint's tokenizer. A run of
+        attnlab's own encoder is a UsageError: Hugging Face has no class for it."""
+        if cfg.arch == "transformer":
+            raise UsageError(f"export: {run_dir} is a classify run of attnlab's own encoder; "
+                             f"Hugging Face has a classification class only for a run from "
+                             f"--init of a BERT-family checkpoint")
+        from ...interop.bert_classify import classifier_to_hf
+        from ...interop.tokenizer import to_hf_tokenizer
+
+        model, tok = self.load(run_dir, cfg)
+        hf = classifier_to_hf(model, model_type=cfg.arch, labels=list(cfg.labels),
+                              specials=tok.specials)
+        return hf, {"": to_hf_tokenizer(tok)}
 
     def init_settings(self, source) -> dict[str, Any]:
         """What ``--init DIR`` fixes: a Hugging Face BERT-family encoder's shape and

@@ -40,9 +40,18 @@ def graph_of(cfg: RunSettings):
     return x, adjacency, labels, classes, names, masks
 
 
-def build_model(cfg: RunSettings, in_dim: int, num_classes: int) -> GraphNet:
-    return GraphNet.from_config(config_from_run(GraphNetConfig, cfg, in_dim=in_dim,
-                                                num_classes=num_classes))
+def build_model(cfg: RunSettings) -> GraphNet:
+    """The run's ``GraphNet``, from its settings and what it derived from its graph: the node
+    features' width ``in_dim`` and the number of classes ``num_classes`` (both recorded in
+    ``config.yaml`` by every graph run).
+
+    Examples:
+        >>> from attnlab.tasks import get_task
+        >>> cfg = get_task("graph").config(in_dim=34, num_classes=2, model_dim=4, num_heads=2)
+        >>> build_model(cfg)(torch.zeros(3, 34), torch.eye(3, dtype=torch.bool)).shape
+        torch.Size([3, 2])
+    """
+    return GraphNet.from_config(config_from_run(GraphNetConfig, cfg))
 
 
 def _targets(labels, mask):
@@ -64,7 +73,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
     x, adjacency, labels, classes, _, masks = graph_of(cfg)
     cfg = cfg.derive(classes=classes, in_dim=x.shape[1], num_classes=len(classes))
-    model = build_model(cfg, x.shape[1], len(classes))
+    model = build_model(cfg)
     steps = cfg.max_steps
     train = numbered_batches(lambda n: (x, adjacency, _targets(labels, masks["train"])), steps)
     val = DataLoader([(x, adjacency, _targets(labels, masks["val"]))], batch_size=None)
@@ -78,7 +87,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
 # ---- a trained run (no Lightning) ------------------------------------------------------------
 def load(task, run_dir: Path, cfg: RunSettings) -> GraphNet:
-    model = build_model(cfg, cfg.in_dim, len(cfg.classes))
+    model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
     return model.eval()
 

@@ -98,6 +98,12 @@ class LMTask(Task):
         "ff_dropout": 0.0,
     }
     default_notes = {"attention_dropout": "as --dropout"}
+    # what it takes part in (``Task``)
+    quantizable = True
+    int8_faster_from = 256  # benchmarks/RESULTS.md, "quantize_where"
+    generates = True
+    init_model_types = ("gpt2",)
+    hf_auto_class = "AutoModelForCausalLM"
 
     def init_settings(self, source) -> dict[str, Any]:
         """What --init fixes: a GPT-2 directory's sizes, activation, LayerNorm epsilon, tied
@@ -161,6 +167,15 @@ class LMTask(Task):
             T, D = cfg.get("max_len") or cfg.get("block_size") or 0, cfg.get("model_dim") or 0
             found.append((f"the learned position table ({T:,} x {D:,})", 16 * T * D))
         return found
+
+    def export_hf(self, run_dir: Path, cfg) -> tuple[Any, dict[str, Any]]:
+        """``attnlab export --hf``: the run as a ``GPT2LMHeadModel`` (``attnlab.interop.to_hf``)
+        and its tokenizer, in OUT itself."""
+        from ...interop import to_hf
+        from ...interop.tokenizer import special_ids, to_hf_tokenizer
+
+        model, tokenizer = self.load(run_dir, cfg)
+        return to_hf(model, **special_ids(tokenizer)), {"": to_hf_tokenizer(tokenizer)}
 
     # ---- attnlab generate (the heavy half: runtime.encode_prompt) ------------------------
     def encode_prompt(self, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:

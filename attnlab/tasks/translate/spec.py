@@ -48,6 +48,8 @@ TRANSFORMER_ONLY = ("num_heads", "dim_feedforward", "num_encoder_layers", "num_d
 BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")  # sacrebleu's; auto: resolve_bleu_tokenize
 # what fits the tokenisers of a run from scratch; --init DIR brings its own
 TOKENIZER_SETTINGS = ("src_tokenizer", "tgt_tokenizer", "vocab_size")
+# where ``attnlab export --hf OUT`` writes the target tokenizer, beside the source one in OUT
+TARGET_TOKENIZER_DIR = "target_tokenizer"
 
 
 @dataclass
@@ -116,6 +118,15 @@ class TranslateTask(Task):
     derived = TranslateDerived
     # what `plot attention` draws of a translation: the decoder's attention over the source only
     attention_kind = "cross"
+    # what it takes part in (``Task``)
+    quantizable = True
+    int8_faster_from = 384  # benchmarks/RESULTS.md, "quantize_where"
+    # int8 translates the texts one at a time (it rounds by each call's range), float32 batches
+    int8_one_at_a_time = True
+    generates = True
+    evaluate_decodes = True  # the test split's greedy decoding
+    init_model_types = ("marian",)
+    hf_auto_class = "AutoModelForSeq2SeqLM"
     defaults = {
         **model_defaults(Seq2SeqConfig),
         **setting_defaults(TranslateSettings),
@@ -242,6 +253,25 @@ class TranslateTask(Task):
         from . import runtime
 
         return runtime.attention_layers(self, run_dir, self.typed(cfg, run_dir), text)
+
+    def export_hf(self, run_dir: Path, cfg) -> tuple[Any, dict[str, Any]]:
+        """``attnlab export --hf``: a ``--arch transformer`` run as a ``MarianMTModel``
+        (``attnlab.interop.to_hf``) with the source tokenizer in OUT and the target one in
+        ``OUT/target_tokenizer``; a run from a Marian checkpoint has Marian's one tokenizer,
+        written as Marian's files. A recurrent run is a UsageError: Hugging Face has no
+        model to hold it."""
+        if cfg.arch != "transformer":
+            raise UsageError(f"export: {run_dir} is a --arch {cfg.arch} run; Hugging Face has "
+                             f"no recurrent translation model to hold it (export --arch "
+                             f"transformer runs)")
+        from ...interop import to_hf
+        from ...interop.tokenizer import to_hf_tokenizer
+
+        model, tok = self.load(run_dir, cfg)
+        if tok.marian:  # a run from a Marian checkpoint: its one tokenizer, as Marian's files
+            return to_hf(model), {"": tok.src}
+        return to_hf(model), {"": to_hf_tokenizer(tok.src),
+                              TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}
 
     def evaluate_by_length(self, run_dir: Path, cfg: dict[str, Any], data: str | None,
                            out: Path, *, quantize: str | None = None):
