@@ -41,6 +41,19 @@ def test_a_run_written_before_the_typed_config_loads_into_it(case, tmp_path):
     assert read_yaml(tmp_path / "config.yaml") == values
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_a_run_written_before_builds_the_model_it_trained(case, tmp_path):
+    """``attnlab.load`` builds the model from config.yaml before it reads the weights: each
+    fixture's model is built, as wide as the run recorded."""
+    import torch
+
+    values = read_yaml(FIXTURES / f"{case}.yaml")
+    _, cfg = check_run_dir(_run_dir(tmp_path, values))
+    model = get_task(values["task"]).runtime_module().build_model(cfg)
+    assert isinstance(model, torch.nn.Module)
+    assert values["model_dim"] in {n for p in model.parameters() for n in p.shape}
+
+
 def test_a_key_no_setting_declares_is_kept_and_a_missing_one_named(tmp_path):
     values = {**read_yaml(FIXTURES / "reverse.yaml"), "a_setting_of_long_ago": 3}
     del values["seq_len"]

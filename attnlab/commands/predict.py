@@ -20,12 +20,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..errors import UsageError
     from ..loading import check_run_dir
     from ..tasks import get_task
 
-    if args.input is not None and not args.input.strip():
-        raise UsageError("--input is empty")
     check_threads(args.threads)
     texts, labels = one_or_file(args.input, "--input", args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict")
