@@ -95,7 +95,9 @@ def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
 def dataset(task: Task, cfg: RunSettings, split: str) -> SequenceDataset:
     """The ``split`` ("train", "val" or "test") of ``--SPLIT-size`` sequences, fixed by
     ``--seed``."""
-    size = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}[split]
+    # only the split's own size: a run evaluated needs no --train-size
+    size = (cfg.train_size if split == "train" else cfg.val_size if split == "val"
+            else cfg.test_size)
     return SequenceDataset(task.name, cfg.num_categories, cfg.seq_len, size, seed=cfg.seed,
                            split=split)
 
