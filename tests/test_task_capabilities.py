@@ -191,3 +191,18 @@ def test_a_graph_run_made_before_loads_through_build_model_of_its_config(tmp_pat
     x = torch.zeros(34, cfg.in_dim)  # (N, F): the karate club's 34 one-hot members
     assert loaded(x, torch.eye(34, dtype=torch.bool)).shape == (34, len(cfg.classes))
     assert get_task("graph").predict(tmp_path, cfg, "0") in ("Mr. Hi", "Officer")
+
+
+def test_every_task_package_is_in_the_registry():
+    """A package in ``attnlab/tasks/`` that the registry's line leaves out would be a task no
+    command finds: each package's ``TASKS`` are the registry's, under the same names."""
+    import importlib
+
+    packages = sorted(d.name for d in (PACKAGE / "tasks").iterdir()
+                      if (d / "__init__.py").is_file())
+    assert packages, "no task packages found"
+    for name in packages:
+        own = importlib.import_module(f"attnlab.tasks.{name}").TASKS
+        assert own and all(TASKS.get(k) is task for k, task in own.items()), name
+    assert len(TASKS) == sum(len(importlib.import_module(f"attnlab.tasks.{n}").TASKS)
+                             for n in packages)
