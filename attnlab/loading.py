@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import UsageError
+from .run_config import RunSettings
 from .runs import read_yaml
 from .settings import check_record, fractions_leave_training, heads_divide_width
 from .tasks import TASKS, get_task
@@ -35,16 +36,16 @@ def _check_settings(cfg, cfg_path: Path, task) -> None:
     load). Likewise the fractions of its data a run held out, where the task holds any out
     (``fractions_held_out``), must have left something to train on
     (``fractions_leave_training``)."""
+    values = cfg.as_trained()  # the settings dict the task's checks read, as at train time
     for declared in (task.model_config, task.settings):
         if declared is not None:
             check_record(declared, cfg.record(), str(cfg_path))
-    if task.heads_split_width(cfg.record()):  # the task's checks read the settings dict
+    if task.heads_split_width(values):
         # a missing key is named by the run config's lookup
         broken = heads_divide_width(cfg.model_dim, cfg.num_heads,
                                     names=("model_dim", "num_heads"))
         if broken:
             raise UsageError(f"{cfg_path}: {broken}")
-    values = cfg.record()
     held = task.fractions_held_out(values)
     if held is not None and {"val_fraction", "test_fraction"} <= values.keys():
         # a run that records no fractions is refused, if at all, where they are read
@@ -56,7 +57,7 @@ def _check_settings(cfg, cfg_path: Path, task) -> None:
 
 
 def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
-                  command: str = "") -> tuple[Path, dict]:
+                  command: str = "") -> tuple[Path, RunSettings]:
     """Check that ``run_dir`` is a finished run that can be loaded, and read its settings.
 
     Args:

@@ -166,6 +166,13 @@ class RunSettings:
                 out[f.name] = value
         return out
 
+    def as_trained(self) -> dict[str, Any]:
+        """``record()`` with, for each field the run lacks that declares what such runs used
+        (``absent``), that value: the settings a run trained with, as the plain settings dict
+        ``attnlab train``'s checks read (the load-time checks read it too)."""
+        absent = object.__getattribute__(self, "_absent")
+        return {**{k: v for k, v in absent.items() if not self.is_set(k)}, **self.record()}
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.record()!r})"
 

@@ -193,3 +193,18 @@ def test_an_lm_run_made_before_ff_dropout_keeps_dropout_inside_its_feed_forward(
     new = get_task("lm").config(**{k: v for k, v in values.items() if k != "task"})
     assert new.ff_dropout == 0.0
     assert [b.linear_net[1].p for b in build_model(new).decoder.layers] == [0.0]
+
+
+def test_the_load_time_checks_read_a_missing_setting_as_the_run_trained_with_it(tmp_path):
+    """A translate run from before --arch trained a Transformer (its declared ``absent``):
+    loading it checks that its heads divide its width, as training did."""
+    from attnlab.runs import write_yaml
+
+    write_yaml(tmp_path / "config.yaml", {"task": "translate", "model_dim": 10, "num_heads": 4})
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(UsageError, match=r"config.yaml: model_dim \(10\) must be divisible by "
+                                         r"num_heads \(4\)"):
+        check_run_dir(tmp_path)
+    write_yaml(tmp_path / "config.yaml", {"task": "translate", "model_dim": 10, "num_heads": 4,
+                                          "arch": "rnn"})
+    assert check_run_dir(tmp_path)[1].model_dim == 10

@@ -31,9 +31,14 @@ from ..errors import UsageError
 from ..runs import file_digest, read_json
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
+           "GPT2_TYPES", "MARIAN_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory"]
 
-BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
+# the Hugging Face model types attnlab converts, by the model it converts them to (the tasks
+# declare the ones they take, Task.init_model_types; read_checkpoint's table is these too)
+GPT2_TYPES = ("gpt2",)  # to a CausalLM
+BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")  # an encoder
+MARIAN_TYPES = ("marian",)  # to a Seq2SeqTransformer
 WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # the first present is read
 # the tokeniser files of a fast tokeniser (any one set) and of Marian's (all of them)
 FAST_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("vocab.txt",))

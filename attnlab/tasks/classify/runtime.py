@@ -263,7 +263,7 @@ def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_class
         {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666865348816}
     """
     # From the confusion matrix, not torchmetrics: importing it loads scipy, matplotlib and
-    # transformers (seconds: benchmarks/RESULTS.md), a fixed cost of every run's test split.
+    # transformers (benchmarks/RESULTS.md has the cost), a fixed cost of every run's test split.
     confusion = _confusion(preds, targets, num_classes)
     seen = confusion.sum(0) + confusion.sum(1)  # (K,) predicted + true
     f1 = 2 * confusion.diag().float() / seen.clamp(min=1)  # (K,)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
+from ...interop.source import MARIAN_TYPES
 from ...models.configs import Seq2SeqConfig
 from ...settings import defaults as setting_defaults
 from ...settings import MAX_BEAM, AdaptSettings, beam_setting, length_penalty_setting, setting
@@ -125,7 +126,7 @@ class TranslateTask(Task):
     int8_one_at_a_time = True
     generates = True
     evaluate_decodes = True  # the test split's greedy decoding
-    init_model_types = ("marian",)
+    init_model_types = MARIAN_TYPES
     hf_auto_class = "AutoModelForSeq2SeqLM"
     defaults = {
         **model_defaults(Seq2SeqConfig),
@@ -164,7 +165,7 @@ class TranslateTask(Task):
         tokenizer are read now too (``runtime.read_init``), so that corrupt weights or a
         tokenizer that disagrees with them are refused before the run directory exists; they
         are returned, for ``run``."""
-        # imported here, not at the top: it loads num2words (tens of ms: benchmarks/RESULTS.md),
+        # imported here, not at the top: it loads num2words (its cost: benchmarks/RESULTS.md),
         # which only a translate run needs, and every attnlab command imports this module to
         # build its parser
         from .data import check_files, check_languages
@@ -198,7 +199,7 @@ class TranslateTask(Task):
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """A GRU encoder-decoder has no heads (--model-dim 30 was refused for --num-heads 4,
         and --num-heads for not being used)."""
-        return cfg.get("arch", "transformer") == "transformer"
+        return cfg["arch"] == "transformer"
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A recurrent --arch has no use for the Transformer's own settings; --data has none
