@@ -203,6 +203,41 @@ def fractions_leave_training(val_fraction: float, test_fraction: float, *,
     return f"{shares} must be < 1: nothing would be left to train on"
 
 
+def nodes_leave_a_test_node(train_per_class: int, val_per_class: int, smallest: int, *,
+                            why: str, names: tuple[str, str] = ("--train-per-class",
+                                                                "--val-per-class")) -> str | None:
+    """The rule of graph's per-class split: each class's train and validation nodes must leave
+    it one node to test, so they are at most ``smallest - 1`` (``smallest``: the fewest
+    members a class has, ``why`` saying where that comes from). The message naming ``names``
+    (the flags, or the library's arguments), or None where it holds. ``attnlab train graph``
+    checks it before the graph is built, ``attnlab.data.graphs.split_nodes`` on the graph.
+
+    Examples:
+        >>> nodes_leave_a_test_node(10, 6, 16, why="the smaller club has 16 members")
+        '--train-per-class + --val-per-class must be at most 15 (the smaller club has 16 members), got 10 + 6'
+    """
+    if train_per_class + val_per_class + 1 <= smallest:
+        return None
+    return (f"{names[0]} + {names[1]} must be at most {smallest - 1} ({why}), got "
+            f"{train_per_class} + {val_per_class}")
+
+
+def set_size_fits(set_size: int, smallest: int, *, name: str = "--set-size") -> str | None:
+    """The rule of anomaly's sets: a set holds ``set_size - 1`` images of one digit class and
+    one odd image, so 2 <= ``set_size`` <= ``smallest`` + 1, where ``smallest`` is the fewest
+    images a digit class of a split has. The message naming ``name``, or None where it holds;
+    ``attnlab train anomaly`` and ``attnlab.data.digits_sets.DigitSets`` check it.
+
+    Examples:
+        >>> set_size_fits(500, 40)
+        '--set-size must be in [2, 41] (the smallest digit class of a split has 40 images), got 500'
+    """
+    if 2 <= set_size <= smallest + 1:
+        return None
+    return (f"{name} must be in [2, {smallest + 1}] (the smallest digit class of a split has "
+            f"{smallest} images), got {set_size}")
+
+
 @dataclass
 class ModelRunSettings:
     """What every command that runs a trained model shares (``predict``, ``evaluate``,

@@ -200,3 +200,30 @@ def test_a_run_made_with_a_beam_above_the_cap_still_loads(tmp_path):
     write_yaml(tmp_path / "config.yaml", {**values, "beam": 0})
     with pytest.raises(UsageError, match=r"config.yaml: beam must be a positive integer, got 0"):
         check_run_dir(tmp_path)
+
+
+def test_graphs_per_class_split_is_one_rule_in_the_command_and_the_library(tmp_path, capsys):
+    """Ten nodes a class hold at most 9 train + validation nodes, for ``train graph`` (sbm,
+    30 nodes in 3 groups) and for ``split_nodes`` alike; 5 + 4 fits."""
+    from attnlab.data.graphs import split_nodes
+
+    labels = torch.arange(3).repeat_interleave(10)
+    with pytest.raises(ValueError, match=r"^train_per_class \+ val_per_class must be at most 9 "
+                                         r"\(class 0 has 10 nodes\), got 8 \+ 4$"):
+        split_nodes(labels, 8, 4, seed=0)
+    assert split_nodes(labels, 5, 4, seed=0)["test"].sum() == 3
+    out = tmp_path / "run"
+    assert main(["train", "graph", "--graph", "sbm", "--nodes", "30", "--communities", "3",
+                 "--train-per-class", "8", "--val-per-class", "4", "--out", str(out)]) == 2
+    assert "--train-per-class + --val-per-class must be at most 9 (" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_anomalys_set_size_is_one_rule_in_the_command_and_the_library(tmp_path, capsys):
+    from attnlab.data.digits_sets import DigitSets, digit_pools
+
+    pool = digit_pools()["test"]
+    with pytest.raises(ValueError, match=r"^set_size must be in \[2, (\d+)\]"):
+        DigitSets(pool, 4, set_size=500)
+    assert main(["train", "anomaly", "--set-size", "500", "--out", str(tmp_path / "r")]) == 2
+    assert "--set-size must be in [2, " in capsys.readouterr().err

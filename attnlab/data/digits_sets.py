@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, TensorDataset
 
+from ..settings import set_size_fits
+
 __all__ = ["DigitPool", "digit_pools", "DigitSets", "features_of", "digit_images", "digit_labels",
            "NUM_FEATURES", "POOL_SEED"]
 
@@ -90,9 +92,9 @@ class DigitSets(Dataset):
 
     def __init__(self, pool: DigitPool, num_sets: int, *, set_size: int = 10, seed: int = 0) -> None:
         smallest = int(np.bincount(pool.labels, minlength=NUM_CLASSES).min())
-        if set_size < 2 or set_size - 1 > smallest:
-            raise ValueError(f"set_size must be in [2, {smallest + 1}] (the smallest class of "
-                             f"the pool has {smallest} images), got {set_size}")
+        broken = set_size_fits(set_size, smallest, name="set_size")
+        if broken:
+            raise ValueError(broken)
         self.pool, self.num_sets, self.set_size, self.seed = pool, num_sets, set_size, seed
         self.by_class = [np.flatnonzero(pool.labels == c) for c in range(NUM_CLASSES)]
 

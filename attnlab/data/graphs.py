@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..settings import nodes_leave_a_test_node
+
 __all__ = ["karate", "block_model", "split_nodes"]
 
 
@@ -76,9 +78,11 @@ def split_nodes(labels: Tensor, train_per_class: int, val_per_class: int,
     masks = {name: torch.zeros(len(labels), dtype=torch.bool) for name in ("train", "val", "test")}
     for c in labels.unique().tolist():
         members = (labels == c).nonzero().squeeze(1)
-        if len(members) < train_per_class + val_per_class + 1:
-            raise ValueError(f"class {c} has {len(members)} nodes: fewer than "
-                             f"--train-per-class + --val-per-class + 1")
+        broken = nodes_leave_a_test_node(train_per_class, val_per_class, len(members),
+                                         why=f"class {c} has {len(members)} nodes",
+                                         names=("train_per_class", "val_per_class"))
+        if broken:
+            raise ValueError(broken)
         members = members[torch.randperm(len(members), generator=g)]
         masks["train"][members[:train_per_class]] = True
         masks["val"][members[train_per_class:train_per_class + val_per_class]] = True

@@ -20,7 +20,7 @@ from typing import Any
 
 from ...errors import UsageError
 from ...models.configs import SequenceClassifierConfig
-from ...settings import defaults, setting
+from ...settings import defaults, set_size_fits, setting
 from ..base import Runtime, Task, model_defaults
 from .checks import smallest_pool_class
 
@@ -66,10 +66,9 @@ class AnomalyTask(Task):
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """``--set-size`` against the data: every pool must hold T - 1 images of each class."""
-        smallest = smallest_pool_class()
-        if not 2 <= cfg["set_size"] <= smallest + 1:
-            raise UsageError(f"--set-size must be in [2, {smallest + 1}] (the smallest digit "
-                             f"class of a split has {smallest} images), got {cfg['set_size']}")
+        broken = set_size_fits(cfg["set_size"], smallest_pool_class())
+        if broken:
+            raise UsageError(broken)
 
 
 

@@ -19,12 +19,13 @@ from typing import Any
 
 from ...errors import UsageError
 from ...models.configs import GraphNetConfig
-from ...settings import defaults, setting
+from ...settings import defaults, nodes_leave_a_test_node, setting
 from ..base import Runtime, Task, model_defaults
 
 __all__ = ["GraphSettings", "GraphTask", "TASKS", "GRAPHS"]
 
 GRAPHS = ("karate", "sbm")
+KARATE_SMALLER_CLUB = 16  # members of the karate club's smaller class, as split_nodes counts
 
 
 @dataclass
@@ -104,14 +105,14 @@ class GraphTask(Task):
                              "graph); use --max-steps")
         if cfg["graph"] == "sbm":
             least = cfg["nodes"] // cfg["communities"]
-            if least < cfg["train_per_class"] + cfg["val_per_class"] + 1:
-                raise UsageError(f"--train-per-class + --val-per-class must leave a test node "
-                                 f"in each group of the sbm graph ({least} nodes), got "
-                                 f"{cfg['train_per_class']} + {cfg['val_per_class']}")
-        elif cfg["train_per_class"] + cfg["val_per_class"] + 1 > 16:  # the smaller club has 16
-            raise UsageError(f"--train-per-class + --val-per-class must be at most 15 on the "
-                             f"karate club (its smaller club has 16 members), got "
-                             f"{cfg['train_per_class']} + {cfg['val_per_class']}")
+            why = f"each group of the sbm graph has {least} nodes, and one is tested"
+        else:
+            least = KARATE_SMALLER_CLUB
+            why = f"on the karate club, whose smaller club has {least} members"
+        broken = nodes_leave_a_test_node(cfg["train_per_class"], cfg["val_per_class"], least,
+                                         why=why)
+        if broken:
+            raise UsageError(broken)
 
     def attention_focus(self, run_dir: Path, cfg: dict[str, Any], text: str) -> int:
         """The node ``--input`` names: its row is the one ``plot attention`` outlines and
