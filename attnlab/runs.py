@@ -244,21 +244,13 @@ def file_digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def _recorded(cfg: Any, name: str) -> Any:
-    """Setting ``name`` of ``cfg``, None where it records none: a typed run config
-    (``attnlab.run_config``) read by attribute, or a plain settings dict (one not yet frozen)
-    by key."""
-    return cfg.get(name) if isinstance(cfg, Mapping) else cfg.recorded(name)
-
-
-def record_data_files(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:
-    """What a run records of its data files (the settings ``keys`` of ``cfg``, a typed run
-    config or a settings dict): each path made absolute (``evaluate`` may run from another
+def record_data_files(paths: Mapping[str, str | None]) -> dict[str, Any]:
+    """What a run records of its data files (``paths``: each data option's file, by option
+    name; None where not given): each path made absolute (``evaluate`` may run from another
     directory) and its digest under ``data_sha256``, so that ``evaluate`` can tell whether a
     split re-drawn from the same file is still the held-out one. Returns those values, for the
-    caller to merge into its settings (``cfg`` is not changed)."""
-    present = {key: str(Path(path).resolve()) for key in keys
-               if (path := _recorded(cfg, key))}
+    caller to merge into its settings."""
+    present = {key: str(Path(path).resolve()) for key, path in paths.items() if path}
     return {**present, "data_sha256": {key: file_digest(p) for key, p in present.items()}}
 
 
@@ -270,13 +262,16 @@ _CHANGED = {  # purpose: (since when, why a changed file matters, what to do ins
 }
 
 
-def check_data_files(cfg: Any, *, purpose: str = "evaluate") -> None:
+def check_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str] | None, *,
+                     purpose: str = "evaluate") -> None:
     """Refuse to re-draw a run's splits from a data file that changed since the run started
     (``purpose`` "resume") or was trained ("evaluate"): its "test" rows would no longer be the
-    rows the model never saw. ``cfg``: a typed run config or a settings dict."""
+    rows the model never saw. ``paths``: the run's data files by option name; ``recorded``:
+    the digests its config.yaml's ``data_sha256`` holds, by option name (None: a run that
+    recorded none, so nothing to check)."""
     when, why, remedy = _CHANGED[purpose]
-    for key, digest in (_recorded(cfg, "data_sha256") or {}).items():
-        path = Path(cfg[key] if isinstance(cfg, Mapping) else getattr(cfg, key))  # absent: named
+    for key, digest in (recorded or {}).items():
+        path = Path(paths[key])
         if not path.is_file():
             raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; {remedy}")
         if file_digest(path) != digest:
@@ -284,13 +279,14 @@ def check_data_files(cfg: Any, *, purpose: str = "evaluate") -> None:
                              f"differs from config.yaml's data_sha256), so {why}; {remedy}")
 
 
-def pin_data_files(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:
-    """``record_data_files`` for a new run (its values returned); for ``--resume``,
-    ``check_data_files`` against what the run recorded when it started (nothing to add: {})."""
-    if _recorded(cfg, "resume") and _recorded(cfg, "data_sha256"):
-        check_data_files(cfg, purpose="resume")
+def pin_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str] | None, *,
+                   resuming: bool) -> dict[str, Any]:
+    """``record_data_files`` for a new run (its values returned); for ``--resume`` of a run
+    that ``recorded`` digests, ``check_data_files`` against them (nothing to add: {})."""
+    if resuming and recorded:
+        check_data_files(paths, recorded, purpose="resume")
         return {}
-    return record_data_files(cfg, keys)
+    return record_data_files(paths)
 
 
 def save_weights(model, path: str | Path) -> None:

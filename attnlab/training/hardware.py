@@ -20,7 +20,7 @@ import os
 import sys
 import types
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 
@@ -63,8 +63,11 @@ def fabric():
     return lightning_fabric
 
 
-# The Fabric settings that depend on the machine (TrainSettings declares them).
-HARDWARE = ("accelerator", "devices", "num_nodes", "strategy", "precision")
+def _hardware(cfg: RunSettings) -> dict[str, Any]:
+    """The Fabric settings that depend on the machine (``TrainSettings`` declares them), by
+    ``Fabric``'s argument name, as the run gives them."""
+    return {"accelerator": cfg.accelerator, "devices": cfg.devices, "num_nodes": cfg.num_nodes,
+            "strategy": cfg.strategy, "precision": cfg.precision}
 
 
 def _strategy(name: str):
@@ -79,7 +82,7 @@ def make_fabric(cfg: RunSettings, *, callbacks: list | None = None):
     """A ``Fabric`` with the run's ``--accelerator --devices --num-nodes --strategy
     --precision`` (``cfg``: the typed run config), and the callbacks the loop calls
     (``Fabric.call``)."""
-    settings = {key: getattr(cfg, key) for key in HARDWARE}
+    settings = _hardware(cfg)
     settings["strategy"] = _strategy(str(settings["strategy"]))
     settings["precision"] = _precision(str(settings["precision"]))
     with warnings.catch_warnings():
@@ -138,8 +141,7 @@ def check_hardware(cfg, *, quiet: bool = False):
     try:
         built = make_fabric(cfg)
     except (ValueError, RuntimeError, TypeError) as e:
-        given = " ".join(f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in HARDWARE
-                         if cfg.is_set(k))
+        given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in _hardware(cfg).items())
         raise UsageError(f"{given}: {' '.join(str(e).split())}") from None
     asked, runs = str(cfg.precision), str(built.strategy.precision.precision)
     device = type(built.accelerator).__name__.removesuffix("Accelerator").lower() or "this device"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...data.tables import check_digest, read_table
 from ...errors import UsageError
-from ...runs import pin_data_files
+from ...runs import check_data_files, record_data_files
 
 if TYPE_CHECKING:
     from ...run_config import RunSettings
@@ -35,6 +35,12 @@ if TYPE_CHECKING:
 __all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "DATA_FILES"]
 
 DATA_FILES = ("data", "test", "val")  # the options that name data files
+
+
+def files_of(cfg: RunSettings) -> dict[str, str | None]:
+    """The run's data files by option name (None where not given), as ``attnlab.runs``'
+    pinning and checking of data files take them."""
+    return {"data": cfg.data, "test": cfg.test, "val": cfg.val}
 
 
 def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | None = None, *,
@@ -156,13 +162,14 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     settings dict as the task's run config), with each file's SHA-256 recorded in the settings
     dict's ``data_sha256`` (saved with config.yaml: evaluate and --resume check it). The bytes
     trained on must be the ones pinned, and on --resume the ones the run started with."""
+    paths = {key: cfg.get(key) for key in DATA_FILES}
     resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resumed:  # first: its message says which file changed since the run started
-        pin_data_files(cfg, DATA_FILES)  # a check: a resumed run records nothing new
+        check_data_files(paths, cfg["data_sha256"], purpose="resume")
     digests: dict[str, str] = {}
     splits = load_splits(typed(cfg), digests=digests)  # data errors now, before the run directory
     if not resumed:  # the settings dict, before the run config is frozen
-        cfg.update(pin_data_files(cfg, DATA_FILES))
+        cfg.update(record_data_files(paths))
     for key, digest in digests.items():
         check_digest(cfg[key], digest, cfg["data_sha256"].get(key), what=f"--{key}")
     return splits

@@ -39,7 +39,7 @@ from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...tokenizers import TOKENIZER_KINDS, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
-from .data import check_labels, load_splits, read_examples
+from .data import check_labels, files_of, load_splits, read_examples
 from .start import load_run_tokenizer, pretrained, start_of
 
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches", "Padding",
@@ -449,7 +449,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         pairs, lines, path, _ = read_examples(cfg, "data", data, features)
         check_labels(pairs, lines, path, set(cfg.labels), "data")
     else:
-        check_data_files(cfg)
+        check_data_files(files_of(cfg), cfg.data_sha256)
         pairs = load_splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
     metrics, preds, targets = _test_metrics(cfg, model, tokenizer, pairs)
     print(per_class_table(preds, targets, cfg.labels), file=sys.stderr)

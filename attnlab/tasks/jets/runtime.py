@@ -35,7 +35,7 @@ from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, pin_data_files, readable, write_json
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import config_from_run, each_input, probabilities_of
-from .checks import DATA_FILES, split_ranges
+from .checks import split_ranges
 from .data import check_jet_file, count_jets, read_jets
 from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
 
@@ -182,6 +182,11 @@ def load(task, run_dir: Path, cfg: RunSettings) -> JetTagger:
 
 # ---- training ---------------------------------------------------------------------------------
 
+def _files_of(cfg: RunSettings) -> dict[str, str | None]:
+    """The run's jet files by option name (None where not given)."""
+    return {"data": cfg.data, "val": cfg.val, "test": cfg.test}
+
+
 def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train on the train jets, test, draw the figures (and score the baselines), write DIR."""
@@ -190,7 +195,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     from ...training import finish, fit
     from ...training.classifier import ClassifierModule
 
-    cfg = cfg.derive(**pin_data_files(cfg, DATA_FILES))
+    cfg = cfg.derive(**pin_data_files(_files_of(cfg), cfg.data_sha256, resuming=cfg.resume))
     parts = splits(cfg)
     cfg = cfg.derive(jets={name: len(s) for name, s in parts.items()})
     train = JetBatches(parts["train"], cfg)
@@ -347,7 +352,7 @@ def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on the run's test jets, or on every jet of ``data``."""
     if data is None:
-        check_data_files(cfg)
+        check_data_files(_files_of(cfg), cfg.data_sha256)
         test = splits(cfg)["test"]
     else:
         test = Split(data, 0, check_jet_file(data, what="--data",

@@ -37,7 +37,7 @@ def check_data(cfg: dict[str, Any]) -> None:
                          f"one window of --block-size + 1 tokens); give at least "
                          f"{10 * cfg['block_size']} bytes of text or lower --block-size")
     elif cfg.get("resume") and cfg.get("data_sha256"):
-        check_data_files(cfg, purpose="resume")
+        check_data_files({"data": cfg["data"]}, cfg["data_sha256"], purpose="resume")
     if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
 
@@ -48,8 +48,7 @@ def check_corpus(corpus_sha256: dict[str, str], data_dir: str | Path, purpose: s
     name), named as --data's file; ``purpose`` is "resume" or "evaluate" (it words the
     message)."""
     for name, digest in corpus_sha256.items():
-        check_data_files({"data": str(Path(data_dir) / name), "data_sha256": {"data": digest}},
-                         purpose=purpose)
+        check_data_files({"data": str(Path(data_dir) / name)}, {"data": digest}, purpose=purpose)
 
 
 def _check_corpus_dir(cfg: dict[str, Any], data: Path) -> None:

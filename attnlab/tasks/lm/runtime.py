@@ -234,7 +234,8 @@ def _corpus_of_run(cfg, run_dir: Path, tokenizer: Tokenizer | None = None):
     may be more than its tokenizer's ids). Returns the run config, the tokenizer and
     train.bin's token count."""
     if Path(cfg.data).is_file():  # before preparing: a resumed run refuses a changed file
-        cfg = cfg.derive(**pin_data_files(cfg, ("data",)))
+        cfg = cfg.derive(**pin_data_files({"data": cfg.data}, cfg.data_sha256,
+                                          resuming=cfg.resume))
     data_dir = corpus_dir(cfg, run_dir, tokenizer)
     cfg = pin_corpus(cfg, run_dir, data_dir)
     meta = read_meta(data_dir)

@@ -171,6 +171,10 @@ def file_splits(cfg: RunSettings):
     return train, val, test
 
 
+def _files_of(cfg: RunSettings) -> dict[str, str | None]:
+    return {"data": cfg.data, "test": cfg.test}
+
+
 def check_files(cfg: RunSettings) -> dict[str, Any]:
     """``validate``'s reading of --data (and --test): their pairs split as ``file_splits``
     splits them, so that a malformed file fails before the run starts. Returns what the run
@@ -178,7 +182,7 @@ def check_files(cfg: RunSettings) -> dict[str, Any]:
     SHA-256 under ``data_sha256``, which evaluate and --resume check), for ``validate`` to
     merge into the settings; on --resume, the files checked against those digests (``{}``)."""
     file_splits(cfg)
-    return pin_data_files(cfg, ("data", "test"))
+    return pin_data_files(_files_of(cfg), cfg.data_sha256, resuming=cfg.resume)
 
 
 def evaluation_pairs(cfg: RunSettings, data: str | None) -> list[tuple[str, str]]:
@@ -189,7 +193,7 @@ def evaluation_pairs(cfg: RunSettings, data: str | None) -> list[tuple[str, str]
         return read_pairs(data, cfg, "--data")
     if cfg.data is None:
         return builtin_splits(cfg)[2]
-    check_data_files(cfg)
+    check_data_files(_files_of(cfg), cfg.data_sha256)
     return file_splits(cfg)[2]
 
 
