@@ -48,7 +48,7 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
             choices: tuple | None = None, metavar: str | None = None,
             optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED,
             floor: float | None = None, floor_why: str = "", cap: float | None = None,
-            cap_why: str = "") -> Any:
+            cap_why: str = "", required: bool = False, wording: str | None = None) -> Any:
     """A dataclass field carrying what its flag needs.
 
     Args:
@@ -72,11 +72,14 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         cap: likewise the largest value of use (``cap_why``: why more is refused), where the
             range allows larger ones that only cost time (``--beam 100000``; 0 is still "must
             be a positive integer").
+        required: the command line must give the flag (argparse says so when it is missing).
+        wording: the range in this setting's own words, for its messages ("0 or more"),
+            instead of the words made from ``low`` and the others.
     """
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
             "optional": optional, "flag": flag, "floor": floor, "floor_why": floor_why,
-            "cap": cap, "cap_why": cap_why}
+            "cap": cap, "cap_why": cap_why, "required": required, "wording": wording}
     if absent is not NOT_DECLARED:
         meta["absent"] = absent
     return dataclasses.field(default=default, metadata=meta)
@@ -429,11 +432,14 @@ def add_flags(group, cls, *, only: Iterable[str] | None = None) -> None:
             group.add_argument(flag(f.name), choices=meta["choices"], help=meta["help"] or None)
         else:
             metavar = meta["metavar"] or ("N" if kind is int else "F")
-            group.add_argument(flag(f.name), type=kind, metavar=metavar, help=meta["help"] or None)
+            group.add_argument(flag(f.name), type=kind, metavar=metavar, help=meta["help"] or None,
+                               required=meta.get("required", False))
 
 
 def _range_text(meta: dict, kind: type) -> str | None:
     """What the range asks for, in the words the messages have always used."""
+    if meta.get("wording"):
+        return meta["wording"]
     low, below, most = meta["low"], meta["below"], meta.get("most")
     if most is not None and low is not None and kind is int:
         return f"an integer from {int(low)} to {int(most)}"

@@ -16,17 +16,28 @@ import time
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..settings import add_flags, check_options, seed_setting
+from ..settings import add_flags, check_options, seed_setting, setting
 
 DETECTORS = ("none", "delphes-like")  # attnlab.tasks.jets.generate.DETECTORS (checked by a test)
 
 
 @dataclass
 class JetsOptions:
-    """``attnlab data jets``'s typed flags (the others are checked in ``check_args``)."""
+    """``attnlab data jets``'s typed flags (``--out`` and ``--force`` are checked in
+    ``check_args``, with the rule that something is generated)."""
 
+    signal: int = setting(None, help="top jets to make", low=0, wording="0 or more",
+                          required=True)
+    background: int = setting(None, help="QCD jets to make", low=0, wording="0 or more",
+                              required=True)
     seed: int = seed_setting(42, help="random seed (default 42); the same seed and --jobs give "
                                       "the same jets, so make a test set with another seed")
+    jobs: int = setting(1, help="worker processes (1); each makes a share of both classes",
+                        low=1, wording="at least 1", metavar="J")
+    detector: str = setting("none", choices=DETECTORS,
+                            help="none: particle level (default); delphes-like: tracks and "
+                                 "calorimeter towers smeared with the Delphes ATLAS card's "
+                                 "resolutions")
 
 
 def register(sub) -> None:
@@ -42,31 +53,19 @@ def register(sub) -> None:
                     "|eta| < 2, up to 200 constituents. Particle level by default, which is "
                     "easier to tag than the reference's detector-level jets. Needs the jets "
                     "extra: pip install attnlab[jets].")
-    j.add_argument("--signal", type=int, required=True, metavar="N", help="top jets to make")
-    j.add_argument("--background", type=int, required=True, metavar="N",
-                   help="QCD jets to make")
+    add_flags(j, JetsOptions, only=("signal", "background"))
     j.add_argument("--out", required=True, metavar="FILE",
                    help="the .h5 file to write; an existing file is refused (see --force)")
     j.add_argument("--force", action="store_true", help="replace FILE if it exists")
-    add_flags(j, JetsOptions)
-    j.add_argument("--jobs", type=int, default=1, metavar="J",
-                   help="worker processes (1); each makes a share of both classes")
-    j.add_argument("--detector", choices=DETECTORS, default="none",
-                   help="none: particle level (default); delphes-like: tracks and calorimeter "
-                        "towers smeared with the Delphes ATLAS card's resolutions")
+    add_flags(j, JetsOptions, only=("seed", "jobs", "detector"))
     j.set_defaults(func=run)
 
 
 def check_args(args: argparse.Namespace) -> None:
     """Every user error, as a one-line ``UsageError``, before anything is generated."""
-    for flag, value in (("--signal", args.signal), ("--background", args.background)):
-        if value < 0:
-            raise UsageError(f"{flag} must be 0 or more, got {value}")
+    check_options(args, JetsOptions)
     if args.signal == 0 and args.background == 0:
         raise UsageError("--signal and --background are both 0: nothing to generate")
-    if args.jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
-    check_options(args, JetsOptions)
     check_out(args.out, force=args.force)
     from ..tasks.jets.generate import check_installed
 

@@ -237,3 +237,16 @@ def test_the_extra_pins_the_tested_pythia():
 
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert f'"pythia8mc=={gen.PYTHIA_VERSION}"' in pyproject
+
+
+def test_every_flag_comes_from_the_typed_options_and_signal_is_required(capsys, tmp_path):
+    """``data jets`` declares its numbers once (``JetsOptions``): the flags, their ranges and
+    the one that must be given."""
+    import dataclasses
+
+    from attnlab.commands.data import JetsOptions
+
+    assert {f.name for f in dataclasses.fields(JetsOptions)} == {
+        "signal", "background", "seed", "jobs", "detector"}
+    code, out = _cli(capsys, "--background", "5", "--out", str(tmp_path / "jets.h5"))
+    assert code == 2 and "required: --signal" in out.err and out.err.count("\n") == 1
