@@ -33,8 +33,9 @@ def _literal_names(node: ast.AST) -> set[str]:
 def task_name_comparisons(source: str) -> list[tuple[int, str]]:
     """(line, names) of each comparison (``==``, ``!=``, ``in``, ``not in``) of a value with a
     literal that spells a registered task name, directly or through a module-level name bound
-    to such a literal (``QUANTIZE_TASKS = ("lm", "translate")``), and of each ``.get`` or
-    subscript of such a dict (``{"lm": 256}.get(task)``)."""
+    to such a literal (``QUANTIZE_TASKS = ("lm", "translate")``), of each ``.get`` or
+    subscript of such a dict (``{"lm": 256}.get(task)``), and of each ``tasks=`` given such a
+    literal (``check_run_dir(..., tasks=("translate",))``)."""
     tree = ast.parse(source)
     bound = {}  # module-level name -> the task names its literal spells
     for node in tree.body:
@@ -59,6 +60,8 @@ def task_name_comparisons(source: str) -> list[tuple[int, str]]:
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr == "get"):
             names = names_of(node.func.value)
+        elif isinstance(node, ast.Call):  # check_run_dir(..., tasks=("lm",))
+            names = set().union(*(names_of(k.value) for k in node.keywords if k.arg == "tasks"))
         else:
             continue
         if names:
@@ -74,6 +77,7 @@ def task_name_comparisons(source: str) -> list[tuple[int, str]]:
     'FASTER = {"lm": 256, "translate": 384}\ndef f(task):\n    return FASTER.get(task)',
     'def f(cfg):\n    return {"lm": "AutoModelForCausalLM"}.get(cfg.task, "x")',
     'SUPPORTED = {"lm": ("gpt2",)}\ndef f(task):\n    return SUPPORTED[task]',
+    'run_dir, cfg = check_run_dir(path, tasks=("translate",))',
 ])
 def test_the_scan_finds_each_way_of_deciding_by_a_task_name(source):
     assert task_name_comparisons(source), source

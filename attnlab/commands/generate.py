@@ -180,7 +180,7 @@ def run(args) -> int:
 
     import torch
 
-    from ..loading import check_run_dir
+    from ..loading import check_run_dir, tasks_that
     from ..tasks import get_task
     from ..tasks.base import each_input
     from ..tokenizers import note_unknown
@@ -188,10 +188,11 @@ def run(args) -> int:
     _check(args)
     prompts, labels = one_or_file(args.prompt, "--prompt", args.input_file)
     many = args.input_file is not None
-    run_dir, cfg = check_run_dir(args.run_dir, tasks=("lm",), command="generate")
+    run_dir, cfg = check_run_dir(args.run_dir, command="generate",
+                                 tasks=tasks_that(lambda task: task.encode_prompt is not None))
     use_threads(args, "one", run_dir)  # one prompt at a time, token by token
-    task = get_task("lm")
-    note_if_slower(args.quantize, "lm", cfg)  # one prompt at a time: batch 1 each
+    task = get_task(cfg.task)
+    note_if_slower(args.quantize, cfg.task, cfg)  # one prompt at a time: batch 1 each
     model, tokenizer = task.load(run_dir, cfg, quantize=args.quantize)
     all_ids = each_input(prompts, labels,
                          lambda p: task.encode_prompt(tokenizer, p, what="--input"))

@@ -42,7 +42,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..errors import UsageError
-    from ..loading import check_run_dir
+    from ..loading import check_run_dir, tasks_that
     from ..tasks import get_task
 
     check_options(args, TranslateOptions, unset=("beam", "length_penalty"))  # the run's
@@ -54,7 +54,8 @@ def run(args) -> int:
     labels = [f"TEXT number {n}" for n in range(1, len(args.texts) + 1)]
     if args.input_file is not None:
         args.texts, labels = read_inputs(args.input_file)
-    run_dir, cfg = check_run_dir(args.run_dir, tasks=("translate",), command="translate")
+    run_dir, cfg = check_run_dir(args.run_dir, command="translate",
+                                 tasks=tasks_that(lambda task: task.translate is not None))
     beams = args.beam or cfg.beam
     if args.length_penalty is not None and beams == 1:  # greedy would ignore it without a word
         whose = "" if args.beam else ", the run's setting"
@@ -62,8 +63,8 @@ def run(args) -> int:
                          f"translation is greedy (--beam {beams}{whose}); give --beam N > 1 "
                          f"with it, or drop it")
     use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
-    task = get_task("translate")
-    note_if_slower(args.quantize, "translate", cfg, len(args.texts))
+    task = get_task(cfg.task)
+    note_if_slower(args.quantize, cfg.task, cfg, len(args.texts))
     found = task.translate(run_dir, cfg, args.texts, num_beams=args.beam,
                            length_penalty=args.length_penalty, quantize=args.quantize,
                            labels=labels)

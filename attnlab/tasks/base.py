@@ -165,6 +165,10 @@ class Task:
             tokens), where the task has more than ``attention_maps`` to show.
         attention_focus(run_dir, cfg, text): the query row ``text`` singles out (graph: a node).
         evaluate_by_length(run_dir, cfg, data, out, *, quantize): ``evaluate --by-length``.
+        encode_prompt(tokenizer, text, *, what): ``attnlab generate``'s prompt as token ids
+            (the command takes the runs of the tasks that have it).
+        translate(run_dir, cfg, texts, *, num_beams, length_penalty, quantize, labels):
+            ``attnlab translate`` (likewise).
         export_hf(run_dir, cfg): ``attnlab export DIR --hf OUT``'s (Hugging Face model,
             {sub-directory of OUT: tokenizer}) of a trained run (``""``: OUT itself); a run the
             Hugging Face architecture cannot hold is a UsageError naming why, and a setting
@@ -185,6 +189,8 @@ class Task:
     attention_layers: Callable[..., tuple] | None = None
     attention_focus: Callable[..., int] | None = None
     evaluate_by_length: Callable[..., tuple] | None = None
+    encode_prompt: Callable[..., list[int]] | None = None
+    translate: Callable[..., list] | None = None
     export_hf: Callable[..., tuple] | None = None
     hf_auto_class: str | None = None
     quantizable: bool = False
