@@ -30,7 +30,7 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
-           "fractions_leave_training", "seed_setting", "threads_setting", "beam_setting",
+           "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "add_flags", "defaults", "absent_values", "check",
            "check_record", "check_options", "check_argument", "flag", "exposed"]
 
