@@ -225,11 +225,13 @@ def nodes_leave_a_test_node(train_per_class: int, val_per_class: int, smallest: 
             f"{train_per_class} + {val_per_class}")
 
 
-def set_size_fits(set_size: int, smallest: int, *, name: str = "--set-size") -> str | None:
+def set_size_fits(set_size: int, smallest: int, *, name: str = "--set-size",
+                  of: str = "a split") -> str | None:
     """The rule of anomaly's sets: a set holds ``set_size - 1`` images of one digit class and
     one odd image, so 2 <= ``set_size`` <= ``smallest`` + 1, where ``smallest`` is the fewest
-    images a digit class of a split has. The message naming ``name``, or None where it holds;
-    ``attnlab train anomaly`` and ``attnlab.data.digits_sets.DigitSets`` check it.
+    images a digit class has (of every split's pool: ``of``). The message naming ``name``, or
+    None where it holds; ``attnlab train anomaly`` and ``attnlab.data.digits_sets.DigitSets``
+    check it.
 
     Examples:
         >>> set_size_fits(500, 40)
@@ -237,7 +239,7 @@ def set_size_fits(set_size: int, smallest: int, *, name: str = "--set-size") -> 
     """
     if 2 <= set_size <= smallest + 1:
         return None
-    return (f"{name} must be in [2, {smallest + 1}] (the smallest digit class of a split has "
+    return (f"{name} must be in [2, {smallest + 1}] (the smallest digit class of {of} has "
             f"{smallest} images), got {set_size}")
 
 
@@ -495,12 +497,14 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
 
 def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> None:
     """Check (and normalise: choices become text) every setting of ``cls`` in ``cfg`` (or
-    those named in ``only``); a ``UsageError`` names the flag."""
-    types = _types(cls)
+    those named in ``only``); a ``UsageError`` names the flag. For ``--resume``
+    (``cfg["resume"]`` true) the values are the run's own, which it goes on with: their
+    range is checked, not a ``floor`` or ``cap`` added after the run was made."""
+    types, of_use = _types(cls), not cfg.get("resume")
     for f in _fields(cls, only):
         if f.name in cfg:
             cfg[f.name] = _check_one(flag(f.name), cfg[f.name], types[f.name], f.metadata,
-                                     UsageError)
+                                     UsageError, of_use=of_use)
 
 
 def check_record(cls, values: dict[str, Any], where: str) -> None:

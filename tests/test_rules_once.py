@@ -227,3 +227,18 @@ def test_anomalys_set_size_is_one_rule_in_the_command_and_the_library(tmp_path, 
         DigitSets(pool, 4, set_size=500)
     assert main(["train", "anomaly", "--set-size", "500", "--out", str(tmp_path / "r")]) == 2
     assert "--set-size must be in [2, " in capsys.readouterr().err
+
+
+@pytest.mark.slow  # trains a run and resumes it
+def test_a_run_made_with_a_beam_above_the_cap_still_resumes(tmp_path):
+    """The cap is for a new choice: a run whose config.yaml records beam 200 (made before the
+    cap) goes on with it under --resume."""
+    from tests.reliability.test_load_after_train import CASES, SMALL
+
+    out = tmp_path / "run"
+    _, flags, _ = CASES["translate-transformer"]
+    assert main(["train", "translate", "--out", str(out), *SMALL, *flags]) == 0
+    values = read_yaml(out / "config.yaml")
+    write_yaml(out / "config.yaml", {**values, "beam": 200})
+    assert main(["train", "translate", "--out", str(out), "--resume", "--max-steps", "4"]) == 0
+    assert read_yaml(out / "config.yaml")["beam"] == 200

@@ -64,7 +64,10 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
 
 
 def check_input(value: str | None, flag: str = "--input") -> None:
-    """``UsageError`` when ``flag``'s one input is given but blank: no model runs on nothing."""
+    """``UsageError`` when ``flag``'s one input is given but blank: ``predict``, ``plot
+    attention`` and ``view`` run a model on tokens, words or elements, and blank has none. (A
+    language model's prompt is not checked here: a space is a token of a character model, and
+    ``encode_prompt`` refuses a prompt of no tokens.)"""
     if value is not None and not value.strip():
         raise UsageError(f"{flag} is empty")
 
@@ -75,7 +78,6 @@ def one_or_file(value: str | None, flag: str, input_file: str | None
     UsageError unless exactly one of the two is given."""
     if (value is None) == (input_file is None):
         raise UsageError(f"give {flag} TEXT or --input-file FILE (one of the two)")
-    check_input(value, flag)
     return ([value], [flag]) if value is not None else read_inputs(input_file)
 
 

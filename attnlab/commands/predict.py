@@ -3,7 +3,7 @@
 the inputs batched, one prediction per line; ``--json`` for a machine-readable line each."""
 from __future__ import annotations
 
-from .inputs import add_input_file_flags, one_or_file, write_results
+from .inputs import add_input_file_flags, check_input, one_or_file, write_results
 from .threads import add_threads_flag, check_threads, use_threads
 
 
@@ -23,6 +23,7 @@ def run(args) -> int:
     from ..loading import check_run_dir
     from ..tasks import get_task
 
+    check_input(args.input)
     check_threads(args.threads)
     texts, labels = one_or_file(args.input, "--input", args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict")

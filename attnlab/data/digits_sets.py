@@ -92,7 +92,7 @@ class DigitSets(Dataset):
 
     def __init__(self, pool: DigitPool, num_sets: int, *, set_size: int = 10, seed: int = 0) -> None:
         smallest = int(np.bincount(pool.labels, minlength=NUM_CLASSES).min())
-        broken = set_size_fits(set_size, smallest, name="set_size")
+        broken = set_size_fits(set_size, smallest, name="set_size", of="the pool")
         if broken:
             raise ValueError(broken)
         self.pool, self.num_sets, self.set_size, self.seed = pool, num_sets, set_size, seed

@@ -143,10 +143,10 @@ def test_a_full_disk_on_standard_output_is_one_line_and_exit_1(run_dir, monkeypa
     (["predict", "RUN", "--input", " "], "--input is empty"),
     (["plot", "attention", "RUN", "--input", "\t"], "--input is empty"),
     (["view", "RUN", "--input", "  "], "--input is empty"),
-    (["generate", "RUN", "--prompt", " "], "--prompt is empty"),
     (["translate", "RUN", " "], "TEXT number 1 is empty"),
 ])
 def test_a_blank_input_is_refused_before_the_run_is_read(argv, named, capsys, tmp_path):
-    """One rule for every command that runs a model on one input given on its command line:
-    blank is refused naming the flag (the run directory is not even looked at: RUN is absent)."""
+    """One rule for the commands that run a model on one input of words or elements given on
+    the command line: blank is refused naming the flag (the run directory is not even looked
+    at: RUN is absent). A language model's prompt may be a space (a character model's token)."""
     _fails([str(tmp_path / a) if a == "RUN" else a for a in argv], capsys, named)
