@@ -18,7 +18,7 @@ from pathlib import Path
 from .errors import UsageError
 from .run_config import RunSettings
 from .runs import read_yaml
-from .settings import check_record, fractions_leave_training, heads_divide_width
+from .settings import check_record, heads_divide_width
 from .tasks import TASKS, get_task
 
 __all__ = ["check_run_dir", "load", "quantize_refusal", "quantize_tasks", "tasks_that",
@@ -33,9 +33,8 @@ def _check_settings(cfg, cfg_path: Path, task) -> None:
     when it is read (``attnlab.run_config``). Whether the heads split the width is the task's
     ``heads_split_width`` and the rule ``heads_divide_width``, both of which ``attnlab train``
     checks too (graph and the recurrent translators split no width, and a run of theirs must
-    load). Likewise the fractions of its data a run held out, where the task holds any out
-    (``fractions_held_out``), must have left something to train on
-    (``fractions_leave_training``)."""
+    load). Likewise the fractions of its data a run held out must have left something to
+    train on (``Task.fractions_broken``)."""
     values = cfg.as_trained()  # the settings dict the task's checks read, as at train time
     for declared in (task.model_config, task.settings):
         if declared is not None:
@@ -46,14 +45,9 @@ def _check_settings(cfg, cfg_path: Path, task) -> None:
                                     names=("model_dim", "num_heads"))
         if broken:
             raise UsageError(f"{cfg_path}: {broken}")
-    held = task.fractions_held_out(values)
-    if held is not None and {"val_fraction", "test_fraction"} <= values.keys():
-        # a run that records no fractions is refused, if at all, where they are read
-        broken = fractions_leave_training(values["val_fraction"], values["test_fraction"],
-                                          val_used=held[0], test_used=held[1],
-                                          names=("val_fraction", "test_fraction"))
-        if broken:
-            raise UsageError(f"{cfg_path}: {broken}")
+    # a run that records no fractions is refused, if at all, where they are read
+    if broken := task.fractions_broken(values, names=("val_fraction", "test_fraction")):
+        raise UsageError(f"{cfg_path}: {broken}")
 
 
 def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,

@@ -42,7 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import UsageError
 from ..run_config import RunSettings, make_config_class
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
-                        defaults, exposed)
+                        defaults, exposed, fractions_leave_training)
 
 # Shared training flags and their defaults (docs/cli.md, "Train"),
 # read from their one declaration, ``attnlab.settings.TrainSettings``.
@@ -153,6 +153,9 @@ class Task:
             TASK --init DIR`` converts from (lm: gpt2; classify: the BERT family; translate:
             marian), checked by ``attnlab.interop.source.read_init_source``; empty: ``--init``
             takes only an attnlab run of the task (and only where ``settings`` has ``init``).
+        holds_out_fractions: whether it holds out --val-fraction and --test-fraction of its
+            --data (classify, jets), so that the rule ``fractions_leave_training`` applies, at
+            train time and to a run's config.yaml (``fractions_broken``).
         hf_auto_class: the ``transformers`` auto class that loads ``attnlab export --hf``'s
             directory (``"AutoModelForCausalLM"``), named in the command's last line; set
             together with ``export_hf``.
@@ -199,6 +202,7 @@ class Task:
     generates: bool = False
     evaluate_decodes: bool = False
     init_model_types: tuple[str, ...] = ()
+    holds_out_fractions: bool = False
 
     def config_class(self) -> type[RunSettings]:
         """The task's typed run config: a frozen dataclass with one field per field of
@@ -258,6 +262,8 @@ class Task:
             check(self.model_config, cfg, only=self.model_settings())
         if self.settings is not None and issubclass(self.settings, AdaptSettings):
             check_adapt(cfg, **self.adapt_layout(cfg))
+        if broken := self.fractions_broken(cfg):
+            raise UsageError(broken)
         return self.validate(cfg)
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -307,12 +313,19 @@ class Task:
         --model-dim is each head's width."""
         return True
 
-    def fractions_held_out(self, cfg: dict[str, Any]) -> tuple[bool, bool] | None:
-        """For a task that holds out --val-fraction and --test-fraction of its --data: whether
-        each is held out (validation, test), which the rule ``fractions_leave_training``
-        counts; ``attnlab train`` and ``attnlab.load`` both check it. None (the default): the
-        task has no such fractions."""
-        return None
+    def fractions_broken(self, cfg: dict[str, Any], *,
+                         names: tuple[str, str] = ("--val-fraction", "--test-fraction")
+                         ) -> str | None:
+        """The rule ``fractions_leave_training`` on the settings ``cfg`` of a task that holds
+        out --val-fraction and --test-fraction of its --data (``holds_out_fractions``): a
+        fraction whose own --val (--test) FILE is given is not held out. Its message naming
+        ``names``; None where it holds, or where the task (or a run's config.yaml) has no such
+        fractions. ``check_settings`` (the flags) and ``attnlab.load`` (the keys) call it."""
+        if not self.holds_out_fractions or not {"val_fraction", "test_fraction"} <= cfg.keys():
+            return None
+        return fractions_leave_training(cfg["val_fraction"], cfg["test_fraction"],
+                                        val_used=not cfg.get("val"), test_used=not cfg.get("test"),
+                                        names=names)
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """Groups of (settings that ``cfg`` would train without, why): ``attnlab train``

@@ -58,7 +58,7 @@ from ...errors import UsageError
 from ...interop.source import BERT_FAMILY
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...settings import defaults as defaults_of
-from ...settings import AdaptSettings, flag, fractions_leave_training, setting
+from ...settings import AdaptSettings, flag, setting
 from ...tokenizers import TOKENIZER_KINDS
 from ..base import Runtime, Task, model_defaults
 from . import pretrained
@@ -138,6 +138,7 @@ class ClassifyTask(Task):
     }
     default_notes = {"max_len": f"{_MAX_LEN}; with --init, what the model holds"}
     init_model_types = BERT_FAMILY  # what it takes part in (``Task``)
+    holds_out_fractions = True
     hf_auto_class = "AutoModelForSequenceClassification"
 
     def runtime_module(self) -> Runtime:
@@ -176,11 +177,6 @@ class ClassifyTask(Task):
             cfg["max_len"] = (_MAX_LEN if cfg.get("arch", "transformer") == "transformer"
                               else pretrained.max_tokens(cfg))
         return super().check_settings(cfg)
-
-    def fractions_held_out(self, cfg: dict[str, Any]) -> tuple[bool, bool]:
-        """--val-fraction (--test-fraction) of --data is held out unless --val (--test) FILE
-        is given."""
-        return not cfg.get("val"), not cfg.get("test")
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The encoder is everything before the classifier's head."""
@@ -224,10 +220,6 @@ class ClassifyTask(Task):
         elif cfg["vocab_size"] < (least := _MIN_VOCAB[cfg["tokenizer"]]):
             raise UsageError(f"--vocab-size must be an integer >= {least} for --tokenizer "
                              f"{cfg['tokenizer']}, got {cfg['vocab_size']!r}")
-        val_used, test_used = self.fractions_held_out(cfg)
-        if broken := fractions_leave_training(cfg["val_fraction"], cfg["test_fraction"],
-                                              val_used=val_used, test_used=test_used):
-            raise UsageError(broken)
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self._check_column_flags(cfg)

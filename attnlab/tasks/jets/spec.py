@@ -32,7 +32,7 @@ from typing import Any
 
 from ...errors import UsageError
 from ...models.configs import JetTaggerConfig
-from ...settings import defaults, fractions_leave_training, setting
+from ...settings import defaults, setting
 from ..base import Runtime, Task, model_defaults
 from .checks import check_files
 
@@ -82,6 +82,7 @@ class JetsTask(Task):
     model_config = JetTaggerConfig  # its flags: --class-token, --pair-bias, ...
     settings = JetsSettings
     derived = JetsDerived
+    holds_out_fractions = True  # --val-fraction, --test-fraction (``Task``)
     # The course's set classifier: 2 post-LN blocks, D 64 (docs/jets.md, benchmarks/jets.py).
     defaults: dict[str, Any] = {
         **model_defaults(JetTaggerConfig),
@@ -97,11 +98,6 @@ class JetsTask(Task):
 
         return runtime
 
-    def fractions_held_out(self, cfg: dict[str, Any]) -> tuple[bool, bool]:
-        """--val-fraction (--test-fraction) of --data is held out unless --val (--test) FILE
-        is given."""
-        return not cfg.get("val"), not cfg.get("test")
-
     def validate(self, cfg: dict[str, Any]) -> None:
         """--data is needed; every file named must be a readable jets file with both classes
         and the split of --data must leave jets of both classes in each part
@@ -109,10 +105,6 @@ class JetsTask(Task):
         if not cfg.get("data"):
             raise UsageError("--data FILE is required: the jets to train on (.h5, see "
                              "docs/jets.md)")
-        val_used, test_used = self.fractions_held_out(cfg)
-        if broken := fractions_leave_training(cfg["val_fraction"], cfg["test_fraction"],
-                                              val_used=val_used, test_used=test_used):
-            raise UsageError(broken)
         for key in ("test", "val"):  # every jet of such a file would be one trained on
             if cfg.get(key) and os.path.realpath(cfg[key]) == os.path.realpath(cfg["data"]):
                 raise UsageError(f"--{key} {cfg[key]} is the --data file: its jets would be "
