@@ -73,3 +73,47 @@ def pytest_configure(config):
     from attnlab.run_config import RunSettings
 
     _guard_mapping_reads(RunSettings)
+
+
+# ---- a suite that passes every time (make test-stress) -------------------------------------
+# `--shuffle SEED` runs the tests in an order drawn from SEED, to find a test that passes only
+# after (or fails only after) another. Every pytest-xdist worker draws the same order from the
+# same seed, as xdist requires; `--shuffle 0` is the order as written.
+def pytest_addoption(parser):
+    parser.addoption("--shuffle", type=int, default=0, metavar="SEED",
+                     help="run the tests in an order drawn from SEED (0: as written)")
+
+
+def pytest_report_header(config):
+    seed = config.getoption("shuffle")
+    return f"test order: shuffled with seed {seed}" if seed else None
+
+
+def pytest_collection_modifyitems(config, items):
+    seed = config.getoption("shuffle")
+    if seed:
+        import random
+
+        random.Random(seed).shuffle(items)
+
+
+@pytest.fixture
+def spawn():
+    """``spawn(argv, **popen_kwargs)`` (``subprocess.Popen``'s arguments) starts a process that the test ends whatever happens: at
+    the test's end each one still running is killed and reaped, so a failed assertion leaves no
+    server or training run behind to load the machine for the tests after it. Every test that
+    starts a process it does not wait for at once (``subprocess.Popen``) starts it with this."""
+    import subprocess
+
+    started: list[subprocess.Popen] = []
+
+    def start(*args, **kwargs):
+        proc = subprocess.Popen(*args, **kwargs)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()  # reaps it and closes its pipes

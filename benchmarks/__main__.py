@@ -21,9 +21,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+# Scripts here that measure no speed: suite_stress repeats the whole test suite for an hour
+# (`make test-stress`).
+NOT_TIMINGS = {"suite_stress"}
+
+
 def discover() -> list[str]:
     """Names of the benchmark scripts, sorted."""
-    return sorted(p.stem for p in HERE.glob("*.py") if not p.stem.startswith("_"))
+    return sorted(p.stem for p in HERE.glob("*.py")
+                  if not p.stem.startswith("_") and p.stem not in NOT_TIMINGS)
 
 
 def accepts_quick(name: str) -> bool:

@@ -176,26 +176,50 @@ def test_an_earlier_page_is_replaced_only_when_named(runs, capsys):
     assert read_data(page.read_text())["layers"]
 
 
-def test_serve_serves_the_page_until_ctrl_c(runs, tmp_path):
+def stop(proc, signum=signal.SIGINT) -> tuple[int, str, str]:
+    """Sends ``signum`` (Ctrl-C) and returns the exit status, stdout and stderr. A process still
+    running 20 s later fails the test with what each of its threads was doing then (Python's
+    faulthandler, which ``PYTHONFAULTHANDLER`` turns on, prints them on SIGABRT): a server that
+    does not stop is a bug to be read, not a wait to be lengthened."""
+    proc.send_signal(signum)
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=20)
+        pytest.fail(f"still serving 20 s after {signum.name}; its threads were:\n{err}")
+    return proc.returncode, out, err
+
+
+def test_serve_serves_the_page_until_ctrl_c(runs, tmp_path, spawn):
+    """Only the page is served, and Ctrl-C stops the server whatever clients hold connections
+    open: one connected that never sends a request (as a browser's preconnect) and one whose
+    response was read."""
+    import socket
+
     run, text = runs["reverse"]
     out = tmp_path / "served.html"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, "-m", "attnlab", "view", str(run), "--input", text,
-                             "--out", str(out), "--serve"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout.readline().strip() == str(out)
-        line = proc.stdout.readline()
-        url = re.search(r"http://127\.0\.0\.1:\d+/served\.html", line).group(0)
-        with urllib.request.urlopen(url, timeout=10) as response:
-            assert response.status == 200 and response.read() == out.read_bytes()
-        with pytest.raises(urllib.error.HTTPError):  # the run's other files are not served
-            urllib.request.urlopen(url.replace("served.html", "model.safetensors"), timeout=10)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
-        assert proc.stdout.read().strip() == "stopped"
-    finally:
-        proc.kill()
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONFAULTHANDLER="1")
+    proc = spawn([sys.executable, "-m", "attnlab", "view", str(run), "--input", text, "--out",
+                  str(out), "--serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True, env=env)
+    assert proc.stdout.readline().strip() == str(out)
+    line = proc.stdout.readline()
+    url = re.search(r"http://127\.0\.0\.1:(\d+)/served\.html", line)
+    with urllib.request.urlopen(url.group(0), timeout=10) as response:
+        assert response.status == 200 and response.read() == out.read_bytes()
+    with pytest.raises(urllib.error.HTTPError) as refused:  # the run's other files are not served
+        urllib.request.urlopen(url.group(0).replace("served.html", "model.safetensors"),
+                               timeout=10)
+    assert refused.value.code == 404
+    refused.value.close()
+    with socket.create_connection(("127.0.0.1", int(url.group(1))), timeout=10) as idle, \
+            urllib.request.urlopen(url.group(0), timeout=10) as held:
+        held.read()
+        code, rest, err = stop(proc)
+        idle.close()
+    assert code == 0, err
+    assert rest.strip() == "stopped"
 
 
 def test_view_never_imports_lightning(runs, tmp_path):

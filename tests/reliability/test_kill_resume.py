@@ -18,16 +18,15 @@ ARGS = ["--max-steps", str(BUDGET), "--checkpoint-every", "50", "--no-early-stop
         "--num-heads", "1", "--dim-feedforward", "16", "--batch-size", "16", "--val-every", "1000"]
 
 
-def _train(out, *extra, **kw):
+def _train(spawn, out, *extra):
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.Popen([sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out),
-                             *ARGS, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, **kw)
+    return spawn([sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out), *ARGS,
+                  *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path):
+def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path, spawn):
     out = tmp_path / "run"
-    proc = _train(out)
+    proc = _train(spawn, out)
     ckpt = out / "checkpoints" / "last.ckpt"
     deadline = time.time() + 120
     killed_after = None
@@ -47,7 +46,7 @@ def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path):
     saved_step = torch.load(ckpt, weights_only=True)["global_step"]
     assert saved_step >= killed_after > BUDGET // 10  # a later checkpoint may have come since
 
-    resumed = _train(out, "--resume")
+    resumed = _train(spawn, out, "--resume")
     stdout, stderr = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, stderr
     metrics = json.loads((out / "metrics.json").read_text())

@@ -46,29 +46,29 @@ SIGNAL_ARGS = ["--max-steps", str(BUDGET), "--no-early-stop", "--checkpoint-ever
                "--dim-feedforward", "16", "--batch-size", "16", "--threads", "1"]
 
 
-def _train(out, *extra):
+def _train(out, *extra) -> dict:
+    """The arguments of ``subprocess.run`` or ``spawn`` for ``attnlab train reverse``."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("ATTNLAB_RUN_DIR", None)
-    return subprocess.Popen([sys.executable, "-m", "attnlab", "train", "reverse", "--out",
-                             str(out), *SIGNAL_ARGS, *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return dict(args=[sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out),
+                      *SIGNAL_ARGS, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, env=env)
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("signal") / "whole"
-    proc = _train(out)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
+    proc = subprocess.run(**_train(out), timeout=300)  # killed if it outlives the timeout
+    assert proc.returncode == 0, proc.stderr
     return load_file(out / "model.safetensors")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_run_does(
-        tmp_path, uninterrupted, signum, status):
+        tmp_path, uninterrupted, signum, status, spawn):
     out = tmp_path / "run"
-    proc = _train(out)
+    proc = spawn(**_train(out))
     # wait until it has trained a while (progress lines every BUDGET/10 steps), then signal
     seen = ""
     while "step 80/" not in seen and proc.poll() is None:
@@ -89,7 +89,7 @@ def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_
     assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == step
     assert not (out / "metrics.json").exists()
 
-    resumed = _train(out, "--resume")
+    resumed = spawn(**_train(out, "--resume"))
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
     assert json.loads((out / "metrics.json").read_text())["steps"] == BUDGET
