@@ -81,25 +81,10 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
 
     task = get_task(task_name)
     cfg: dict[str, Any] = {**SHARED_DEFAULTS, **task.defaults}
-    known = set(cfg) | {"task", "out"}
-    file_cfg: dict[str, Any] = {}
-    if given.get("config"):
-        raw = read_yaml(given["config"])
-        for key in raw:  # max-steps and max_steps are one setting: the file holds it once
-            spellings = [r for r in raw if r.replace("-", "_") == key.replace("-", "_")]
-            if len(spellings) > 1:
-                raise UsageError(f"--config {given['config']}: {key.replace('-', '_')} is set "
-                                 f"twice (as {' and '.join(spellings)})")
-        file_cfg = {k.replace("-", "_"): v for k, v in raw.items()}
-        unknown = sorted(set(file_cfg) - known)
-        if unknown:
-            raise UsageError(f"--config {given['config']}: unknown setting(s) {', '.join(unknown)}")
+    file_cfg = _read_config_file(task, given, set(cfg) | {"task", "out"})
     # --resume and --out as flags, or else from the --config file
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     out = given.get("out") or file_cfg.get("out")
-    # the file's values as the file spells them (a flag given wins over its key, unread)
-    check_values(task, {k: v for k, v in file_cfg.items() if k not in given},
-                 f"--config {given.get('config')}", training=True, of_use=not resuming)
     if resuming:
         if not out:
             raise UsageError("--resume needs --out DIR: the run directory to continue")
@@ -137,6 +122,33 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
         cfg.pop("max_steps", None)     # would be recorded beside it, unused
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _read_config_file(task, given: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    """The settings of ``--config FILE`` (none without one), by setting name: a key set twice
+    (``max-steps`` and ``max_steps``) or one no setting of the task declares is refused, and
+    the file's values are checked as the file spells them (``--config FILE: lr must be ...``;
+    a flag given wins over its key, which is not read)."""
+    from ..loading import check_values
+    from ..runs import read_yaml
+
+    if not given.get("config"):
+        return {}
+    where = f"--config {given['config']}"
+    raw = read_yaml(given["config"])
+    for key in raw:  # max-steps and max_steps are one setting: the file holds it once
+        spellings = [r for r in raw if r.replace("-", "_") == key.replace("-", "_")]
+        if len(spellings) > 1:
+            raise UsageError(f"{where}: {key.replace('-', '_')} is set twice (as "
+                             f"{' and '.join(spellings)})")
+    file_cfg = {k.replace("-", "_"): v for k, v in raw.items()}
+    unknown = sorted(set(file_cfg) - known)
+    if unknown:
+        raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}")
+    resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
+    check_values(task, {k: v for k, v in file_cfg.items() if k not in given}, where,
+                 training=True, of_use=not resuming)
+    return file_cfg
 
 
 def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:
