@@ -18,27 +18,37 @@ from pathlib import Path
 from .errors import UsageError
 from .run_config import RunSettings
 from .runs import read_yaml
-from .settings import check_record, heads_divide_width
+from .settings import TrainSettings, check_record, heads_divide_width
 from .tasks import TASKS, get_task
 
-__all__ = ["check_run_dir", "load", "quantize_refusal", "quantize_tasks", "tasks_that",
+__all__ = ["check_run_dir", "check_config", "check_values", "load", "quantize_refusal", "quantize_tasks", "tasks_that",
            "tasks_phrase"]
 
 
-def _check_settings(cfg, cfg_path: Path, task) -> None:
+def check_values(task, values: dict, where: str, *, training: bool = False,
+                 of_use: bool = False) -> None:
+    """``values`` as a file holds them (a run's config.yaml, a ``--config`` file, named by
+    ``where``) against the declarations ``attnlab train`` checks them by: the model's typed
+    config and the task's settings, and with ``training`` the shared ``TrainSettings`` (they
+    do not matter to loading a run; they do to resuming it or training with the file). A
+    ``UsageError`` names ``where`` and the key as the file spells it (``settings.check_record``;
+    ``of_use``: its rules of use too)."""
+    for declared in ((TrainSettings,) if training else ()) + (task.model_config, task.settings):
+        if declared is not None:
+            check_record(declared, values, where, of_use=of_use)
+
+
+def check_config(cfg, cfg_path: Path, task, *, training: bool = False) -> None:
     """Refuse a config.yaml whose model or task settings have a type or value no trained run
-    has, naming the file, the setting and the value: checked against the declarations
-    ``attnlab train`` checks them by (the model's typed config, the task's settings; a run's
-    training settings do not matter to loading it). A setting the file lacks is reported
+    has, naming the file, the setting and the value (``check_values``; with ``training``,
+    for ``--resume``, its training settings too). A setting the file lacks is reported
     when it is read (``attnlab.run_config``). Whether the heads split the width is the task's
     ``heads_split_width`` and the rule ``heads_divide_width``, both of which ``attnlab train``
     checks too (graph and the recurrent translators split no width, and a run of theirs must
     load). Likewise the fractions of its data a run held out must have left something to
     train on (``Task.fractions_broken``)."""
     values = cfg.as_trained()  # the settings dict the task's checks read, as at train time
-    for declared in (task.model_config, task.settings):
-        if declared is not None:
-            check_record(declared, cfg.record(), str(cfg_path))
+    check_values(task, cfg.record(), str(cfg_path), training=training)
     if task.heads_split_width(values):
         # a missing key is named by the run config's lookup
         broken = heads_divide_width(cfg.model_dim, cfg.num_heads,
@@ -97,7 +107,7 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     if not (run_dir / "model.safetensors").is_file():
         raise UsageError(f"{where}{run_dir} has no model.safetensors (did training finish?)")
     cfg = get_task(task).read_config(values, cfg_path)
-    _check_settings(cfg, cfg_path, get_task(task))
+    check_config(cfg, cfg_path, get_task(task))
     return run_dir, cfg
 
 

@@ -178,7 +178,9 @@ def read_json(path: str | Path, *, what: str = "a JSON file") -> Any:
 
 
 def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
-    """A YAML mapping from ``path``; ``UsageError`` naming the file when missing or broken."""
+    """A YAML mapping from ``path``; ``UsageError`` naming the file when missing, broken or
+    empty (no settings at all: a run's config.yaml cut short, a --config file saved blank;
+    read as a mapping it was once "a None run", or the defaults trained without a word)."""
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):
@@ -206,7 +208,7 @@ def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UsageError(f"{what}: {path} is not valid YAML ({first})") from None
     if data is None:
-        data = {}
+        raise UsageError(f"{what}: {path} is empty: it holds no settings")
     if not isinstance(data, dict):
         raise UsageError(f"{what}: {path} must hold a mapping of settings, got {type(data).__name__}")
     return data

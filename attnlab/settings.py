@@ -32,12 +32,26 @@ from .errors import UsageError
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "add_flags", "defaults", "absent_values", "check",
-           "check_record", "check_options", "check_argument", "flag", "exposed"]
+           "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed"]
 
 
 def flag(name: str) -> str:
     """The command-line spelling of a setting: ``max_steps`` -> ``--max-steps``."""
     return "--" + name.replace("_", "-")
+
+
+def as_typed(name: str, value: Any) -> str:
+    """A setting and its value as a command line gives them, for messages: a ``bool`` is the
+    flag or its off-form (``--no-bias``, not ``--bias False``), anything else the flag and
+    the value.
+
+    Examples:
+        >>> as_typed("bias", False), as_typed("norm_first", True), as_typed("block_size", 64)
+        ('--no-bias', '--norm-first', '--block-size 64')
+    """
+    if isinstance(value, bool):
+        return flag(name) if value else "--no-" + name.replace("_", "-")
+    return f"{flag(name)} {value}"
 
 
 NOT_DECLARED: Any = object()  # ``setting(absent=)`` not given
@@ -48,7 +62,8 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
             choices: tuple | None = None, metavar: str | None = None,
             optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED,
             floor: float | None = None, floor_why: str = "", cap: float | None = None,
-            cap_why: str = "", required: bool = False, wording: str | None = None) -> Any:
+            cap_why: str = "", required: bool = False, wording: str | None = None,
+            blank_why: str = "") -> Any:
     """A dataclass field carrying what its flag needs.
 
     Args:
@@ -75,11 +90,16 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         required: the command line must give the flag (argparse says so when it is missing).
         wording: the range in this setting's own words, for its messages ("0 or more"),
             instead of the words made from ``low`` and the others.
+        blank_why: for a text that names something (``--init DIR``): an empty value (or
+            spaces only) is refused, with this reason, where it would otherwise be read as
+            something else (``Path("")`` is the current directory). Like ``floor``, a rule of
+            use: a run already made with such a value still loads.
     """
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
             "optional": optional, "flag": flag, "floor": floor, "floor_why": floor_why,
-            "cap": cap, "cap_why": cap_why, "required": required, "wording": wording}
+            "cap": cap, "cap_why": cap_why, "required": required, "wording": wording,
+            "blank_why": blank_why}
     if absent is not NOT_DECLARED:
         meta["absent"] = absent
     return dataclasses.field(default=default, metadata=meta)
@@ -309,6 +329,7 @@ class AdaptSettings:
     lora_alpha: float = setting(None, low=0, above=True, optional=True, absent=None,
                                 help="the LoRA update's scale is alpha/R (default: R)")
     init: str = setting(None, optional=True, metavar="DIR", absent=None,
+                        blank_why="give DIR (leave --init out to start from random weights)",
                         help="start from the weights and tokenizer of DIR, a Hugging Face model "
                              "directory on disk or an attnlab run of this task (nothing is "
                              "downloaded); the model's shape comes from DIR")
@@ -471,6 +492,8 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
         if value not in meta["choices"]:
             raise error(f"{shown} must be one of {', '.join(meta['choices'])}, got {value!r}")
         return value
+    if meta.get("blank_why") and of_use and isinstance(value, str) and not value.strip():
+        raise error(f"{shown} is empty: {meta['blank_why']}")
     if kind is bool:
         if not isinstance(value, bool):
             raise error(f"{shown} must be true or false, got {value!r}")
@@ -507,11 +530,13 @@ def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> Non
                                      UsageError, of_use=of_use)
 
 
-def check_record(cls, values: dict[str, Any], where: str) -> None:
+def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = False) -> None:
     """Check every setting of ``cls`` that ``values`` holds — a run's ``config.yaml``, read
-    back — against the same declaration ``check`` uses at train time; a ``UsageError`` names
-    ``where`` (the file) and the key as the file spells it. A value outside a ``floor`` or
-    ``cap`` but in range was a run's own (``--beam 200`` before the cap): it loads.
+    back, or a ``--config`` file — against the same declaration ``check`` uses at train time;
+    a ``UsageError`` names ``where`` (the file) and the key as the file spells it. A value
+    outside a ``floor`` or ``cap`` but in range was a run's own (``--beam 200`` before the
+    cap): it loads; ``of_use`` (a ``--config`` file's values, about to be used) checks those
+    rules of use too.
 
     Examples:
         >>> check_record(TrainSettings, {"lr": 0}, "runs/r/config.yaml")
@@ -523,7 +548,7 @@ def check_record(cls, values: dict[str, Any], where: str) -> None:
     for f in dataclasses.fields(cls):
         if f.name in values:
             _check_one(f"{where}: {f.name}", values[f.name], types[f.name], f.metadata,
-                       UsageError, of_use=False)
+                       UsageError, of_use=of_use)
 
 
 def check_options(args, cls, *, unset: Iterable[str] = ()) -> None:
@@ -538,10 +563,12 @@ def check_options(args, cls, *, unset: Iterable[str] = ()) -> None:
     check(cls, values)
 
 
-def check_argument(cls, name: str, value: Any) -> Any:
+def check_argument(cls, name: str, value: Any, *, shown: str | None = None,
+                   error: type[Exception] = ValueError) -> Any:
     """``value`` checked against the declaration of setting ``name`` of ``cls``, for library
     code handed it as an argument: a ``ValueError`` names the argument (the command line
-    checks the same declaration with ``check``, naming the flag).
+    checks the same declaration with ``check``, naming the flag). A function that names the
+    option its value came from passes it as ``shown`` (and ``error=UsageError``).
 
     Examples:
         >>> check_argument(SamplingSettings, "top_p", 1.5)
@@ -552,5 +579,5 @@ def check_argument(cls, name: str, value: Any) -> Any:
     (f,) = _fields(cls, (name,))
     kind = _types(cls)[name]
     # a library argument's type error says the range too ("top_k must be a positive integer")
-    return _check_one(name, value, kind, f.metadata, ValueError,
+    return _check_one(shown or name, value, kind, f.metadata, error,
                       whole=_range_text(f.metadata, kind) or "an integer")

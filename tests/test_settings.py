@@ -47,3 +47,34 @@ def test_choices_are_normalised_to_text_and_optional_settings_may_be_unset():
     cfg = {**defaults(TrainSettings), "precision": 32}  # YAML reads `precision: 32` as a number
     check(TrainSettings, cfg)
     assert cfg["precision"] == "32" and cfg["threads"] is None
+
+
+@dataclass
+class Named:
+    path: str = setting(None, optional=True, metavar="DIR", blank_why="give DIR")
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_a_blank_text_declared_to_name_something_is_refused_by_flag_file_and_library(value):
+    """#37: `--init ""` once trained random weights (Path("") is the current directory). The
+    one declaration (``blank_why``) is read by the command line, a --config file's reader and
+    the library, each naming what the user wrote."""
+    from attnlab.settings import check_argument, check_record
+
+    with pytest.raises(UsageError, match="^--path is empty: give DIR$"):
+        check(Named, {"path": value})
+    with pytest.raises(UsageError, match="^--config c.yaml: path is empty: give DIR$"):
+        check_record(Named, {"path": value}, "--config c.yaml", of_use=True)
+    with pytest.raises(ValueError, match="^path is empty: give DIR$"):
+        check_argument(Named, "path", value)
+    # a run already made with such a value (config.yaml, --resume) still loads
+    check_record(Named, {"path": value}, "runs/r/config.yaml")
+    check(Named, {"path": value, "resume": True})
+
+
+def test_a_boolean_flag_is_named_as_it_is_typed():
+    """#37: `--no-bias` was reported as `--bias False`."""
+    from attnlab.settings import as_typed
+
+    assert [as_typed("bias", False), as_typed("tie_weights", True),
+            as_typed("block_size", 64)] == ["--no-bias", "--tie-weights", "--block-size 64"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..paths import check_output
-from ..settings import flag
+from ..settings import as_typed
 
 if TYPE_CHECKING:
     from ..run_config import RunSettings
@@ -74,7 +74,8 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
             continue
         saved_value = saved.get(key, defaults.get(key))
         if not _same(key, value, saved_value):
-            differ.append(f"{flag(key)} {value} (the run has {saved_value})")
+            had = as_typed(key, saved_value) if isinstance(saved_value, bool) else saved_value
+            differ.append(f"{as_typed(key, value)} (the run has {had})")
     if differ:
         raise UsageError(f"--resume: {'; '.join(differ)} — a run continues with the settings of "
                          f"{run_dir}/config.yaml: drop the flag, or start a new run with another --out")

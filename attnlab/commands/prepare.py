@@ -20,6 +20,7 @@ class PrepareOptions(CorpusSettings):
 
     # a kind, or a directory: checked by ``_tokenizer``, so no argparse choices
     tokenizer: str = setting("char", metavar="KIND|DIR",
+                             blank_why=f"give {', '.join(TOKENIZER_KINDS)} or a directory",
                              help="char (default), word, or byte-level bpe; or a Hugging Face "
                                   "model directory or an attnlab lm run, whose own tokenizer "
                                   "is used (for `train lm --init DIR`)")

@@ -13,7 +13,8 @@ from typing import Any
 
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
-from ..settings import TrainSettings, absent_values, add_flags, check, heads_divide_width
+from ..settings import (TrainSettings, absent_values, add_flags, as_typed, check, flag,
+                        heads_divide_width)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import resume_conflicts
@@ -75,23 +76,12 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     (``Task.validate``'s result, handed to ``Task.run``: the task object keeps nothing).
     Every check runs on the plain dict (and may normalise it); the dict is then frozen, once,
     into the task's typed run config (``Task.config_class``)."""
+    from ..loading import check_values
     from ..runs import read_yaml
 
     task = get_task(task_name)
     cfg: dict[str, Any] = {**SHARED_DEFAULTS, **task.defaults}
-    known = set(cfg) | {"task", "out"}
-    file_cfg: dict[str, Any] = {}
-    if given.get("config"):
-        raw = read_yaml(given["config"])
-        for key in raw:  # max-steps and max_steps are one setting: the file holds it once
-            spellings = [r for r in raw if r.replace("-", "_") == key.replace("-", "_")]
-            if len(spellings) > 1:
-                raise UsageError(f"--config {given['config']}: {key.replace('-', '_')} is set "
-                                 f"twice (as {' and '.join(spellings)})")
-        file_cfg = {k.replace("-", "_"): v for k, v in raw.items()}
-        unknown = sorted(set(file_cfg) - known)
-        if unknown:
-            raise UsageError(f"--config {given['config']}: unknown setting(s) {', '.join(unknown)}")
+    file_cfg = _read_config_file(task, given, set(cfg) | {"task", "out"})
     # --resume and --out as flags, or else from the --config file
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     out = given.get("out") or file_cfg.get("out")
@@ -107,6 +97,9 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         if previous.get("task") != task_name:
             raise UsageError(f"--resume: {out} holds a {previous.get('task')!r} run, "
                              f"not {task_name!r}")
+        # a hand-edited value is named in the file, as generate and evaluate name it (the
+        # rules between settings are checked below, on the values the run goes on with)
+        check_values(task, previous, str(saved), training=True)
         settings = {**file_cfg, **{k: v for k, v in given.items() if k not in ("func", "command")}}
         resume_conflicts(previous, settings, cfg, Path(out))
         cfg.update(previous)
@@ -118,7 +111,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
                     if v == "auto" and isinstance(previous.get(k), str)})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
-    _apply_init(task, cfg, set(file_cfg) | set(given))
+    _apply_init(task, cfg, {**{k: f"--config {given.get('config')}" for k in file_cfg},
+                            **{k: "" for k in given}})
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run goes on as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
@@ -128,6 +122,33 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
         cfg.pop("max_steps", None)     # would be recorded beside it, unused
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _read_config_file(task, given: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    """The settings of ``--config FILE`` (none without one), by setting name: a key set twice
+    (``max-steps`` and ``max_steps``) or one no setting of the task declares is refused, and
+    the file's values are checked as the file spells them (``--config FILE: lr must be ...``;
+    a flag given wins over its key, which is not read)."""
+    from ..loading import check_values
+    from ..runs import read_yaml
+
+    if not given.get("config"):
+        return {}
+    where = f"--config {given['config']}"
+    raw = read_yaml(given["config"])
+    for key in raw:  # max-steps and max_steps are one setting: the file holds it once
+        spellings = [r for r in raw if r.replace("-", "_") == key.replace("-", "_")]
+        if len(spellings) > 1:
+            raise UsageError(f"{where}: {key.replace('-', '_')} is set twice (as "
+                             f"{' and '.join(spellings)})")
+    file_cfg = {k.replace("-", "_"): v for k, v in raw.items()}
+    unknown = sorted(set(file_cfg) - known)
+    if unknown:
+        raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}")
+    resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
+    check_values(task, {k: v for k, v in file_cfg.items() if k not in given}, where,
+                 training=True, of_use=not resuming)
+    return file_cfg
 
 
 def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:
@@ -149,11 +170,14 @@ def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str
                          f"change it")
 
 
-def _apply_init(task, cfg: dict[str, Any], named: set[str]) -> None:
+def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> None:
     """``--init DIR``: the model's shape from DIR (``Task.init_settings``), a value named on the
-    command line or in ``--config`` that disagrees refused naming both; DIR resolved and its
-    weights' SHA-256 recorded. A resumed run continues from its own checkpoint: ``--init``
-    given with ``--resume`` is refused, and the recorded one is not read again."""
+    command line or in ``--config`` that disagrees refused naming both; a default DIR's model
+    cannot take (``Task.init_fits``) fitted to it, saying so, and a value given refused; DIR
+    resolved and its weights' SHA-256 recorded. ``named``: the settings given, each with
+    where ("" for a flag, else "--config FILE"), for messages to name it as it was typed. A
+    resumed run continues from its own checkpoint: ``--init`` given with ``--resume`` is
+    refused, and the recorded one is not read again."""
     if cfg["resume"]:
         if "init" in named:
             raise UsageError(f"--init with --resume: a resumed run continues from its own "
@@ -164,12 +188,29 @@ def _apply_init(task, cfg: dict[str, Any], named: set[str]) -> None:
     source = task.init_source(cfg["init"])
     for name, value in task.init_settings(source).items():
         if name in named and cfg.get(name) != value:
-            flag = "--" + name.replace("_", "-")
-            raise UsageError(f"{flag} {cfg.get(name)}: --init {cfg['init']}'s model has "
-                             f"{name} {value}; drop {flag} (the shape comes from the "
-                             f"checkpoint)")
+            typed, key = _as_given(name, cfg.get(name), named[name])
+            raise UsageError(f"{typed}: --init {cfg['init']}'s model has {name} {value}; drop "
+                             f"{key} (the shape comes from the checkpoint)")
+        cfg[name] = value
+    for name, (value, why) in task.init_fits(cfg).items():
+        if name in named:  # the user's value: refused; a default is fitted, saying so
+            typed, key = _as_given(name, cfg[name], named[name])
+            raise UsageError(f"{typed}: {why}; give {key} {value} or less")
+        if not _is_child():
+            print(f"attnlab: {as_typed(name, value)} (the default {cfg[name]} would not fit): "
+                  f"{why}", file=sys.stderr)
         cfg[name] = value
     cfg["init"], cfg["init_sha256"] = str(source.path), source.sha256
+
+
+def _as_given(name: str, value: Any, where: str) -> tuple[str, str]:
+    """(the setting and its value as the user gave them, the setting alone): ``--no-bias``
+    and ``--no-bias``, ``--block-size 128`` and ``--block-size`` for a flag (``where`` "");
+    ``--config c.yaml: block_size 128`` and ``block_size`` for a key of that file."""
+    if not where:
+        typed = as_typed(name, value)
+        return typed, typed.split(" ")[0]
+    return f"{where}: {name} {value}", name
 
 
 def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
@@ -177,7 +218,7 @@ def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
     for names, why in task.unused_settings(cfg):
         named = [k for k in names if k in given]
         if named:
-            flags = ", ".join(("--no-" if cfg[k] is False else "--") + k.replace("_", "-")
+            flags = ", ".join(flag(k) if cfg[k] is not False else as_typed(k, False)
                               for k in named)
             raise UsageError(f"{flags}: {why}")
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..runs import file_digest, read_json
+from ..settings import AdaptSettings, check_argument
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
            "GPT2_TYPES", "MARIAN_TYPES",
@@ -101,7 +102,8 @@ def read_init_source(path: str | Path, *, task: str, model_types: tuple[str, ...
         flag: the option ``path`` came from, to name in messages.
 
     Raises:
-        UsageError: one line naming ``flag`` and ``path``: not a directory; neither
+        UsageError: one line naming ``flag`` and ``path``: empty (``Path("")`` would be
+            the current directory: ``AdaptSettings.init``'s rule); not a directory; neither
             config.json nor config.yaml; a ``model_type`` or run of another task (naming it
             and what the task takes); no weights file; no tokeniser files.
 
@@ -111,6 +113,7 @@ def read_init_source(path: str | Path, *, task: str, model_types: tuple[str, ...
         ...
         attnlab.errors.UsageError: --init gpt2 is not a directory; attnlab never downloads: ...
     """
+    check_argument(AdaptSettings, "init", path, shown=flag, error=UsageError)
     return _read_source(path, task, model_types, flag)
 
 
@@ -120,7 +123,7 @@ def _read_source(path: str | Path, task: str, model_types: tuple[str, ...] | Non
     source = check_directory(path, flag)
     name = f"{flag} {path}"
     if (source / "config.yaml").is_file() and not (source / "config.json").is_file():
-        return _run_source(source, task, name)
+        return _run_source(source, task, name, flag)
     config_file = source / "config.json"
     if not config_file.is_file():
         raise UsageError(f"{name}: no config.json (a Hugging Face model directory) nor "
@@ -155,14 +158,14 @@ def check_tokenizer_files(source: Path, model_type: str, name: str | None = None
         raise UsageError(f"{name} has no tokenizer files: expected {sets}")
 
 
-def _run_source(source: Path, task: str, name: str) -> InitSource:
+def _run_source(source: Path, task: str, name: str, flag: str) -> InitSource:
     from ..runs import read_yaml
 
-    config = read_yaml(source / "config.yaml", what=name.split(" ", 1)[0])
+    config = read_yaml(source / "config.yaml", what=flag)
     if not isinstance(config, dict) or config.get("task") != task:
         found = config.get("task") if isinstance(config, dict) else None
-        raise UsageError(f"{name} holds a {found!r} run, not {task!r}: --init takes a run of "
-                         f"the same task")
+        raise UsageError(f"{name} holds a {found!r} run, not {task!r}: {flag} takes "
+                         f"only {task} runs")
     weights = source / RUN_WEIGHTS
     if not weights.is_file():
         raise UsageError(f"{name} has no {RUN_WEIGHTS}: the run has not finished (continue it "

@@ -307,6 +307,13 @@ class Task:
                  if f.name in SHARED_DEFAULTS or f.name in self.model_settings()]
         return {k: source.config[k] for k in names if k in source.config and "dropout" not in k}
 
+    def init_fits(self, cfg: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+        """The settings of ``cfg`` (with what ``--init DIR`` fixes applied) that DIR's model
+        cannot take, each with the value it takes and why: ``attnlab train`` fits a default
+        the user did not give to that value, saying so, and ``validate`` refuses a value
+        given (lm: a --block-size above the checkpoint's positions). Default: none."""
+        return {}
+
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """Whether --model-dim is split among --num-heads (so must be divisible by it): true of
         a Transformer's attention; not of a recurrent model, nor of graph attention, whose

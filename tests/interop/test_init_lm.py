@@ -253,6 +253,9 @@ def _refused(capsys, out, *args):
     (["--tokenizer", "bpe"], ["--tokenizer bpe", "hf"]),
     (["--vocab-size", "100"], ["--vocab-size 100", "320"]),
     (["--block-size", "65"], ["--block-size 65", "64 positions"]),
+    (["--no-bias"], ["--no-bias: ", "bias True", "drop --no-bias"]),  # #37: was "--bias False"
+    (["--no-tie-weights"], ["--no-tie-weights: ", "drop --no-tie-weights"]),
+    (["--no-norm-first"], ["--no-norm-first: ", "drop --no-norm-first"]),
 ])
 def test_a_flag_the_checkpoint_fixes_is_refused(gpt2, text, tmp_path, capsys, flags, says):
     err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(text), *flags)
@@ -315,3 +318,41 @@ def test_prepare_refuses_a_tokenizer_that_is_no_kind_nor_directory(text, tmp_pat
     err = capsys.readouterr().err
     assert "--tokenizer 'gpt2'" in err and "never downloads" in err
     assert not (tmp_path / "c").exists()
+
+
+def _without_block_size(flags):
+    i = flags.index("--block-size")
+    return [*flags[:i], *flags[i + 2:]]
+
+
+@pytest.mark.slow
+def test_the_default_block_size_is_fitted_to_the_checkpoint(gpt2, text, tmp_path, capsys):
+    """#37: the default --block-size 128 on a checkpoint of 64 positions was refused as
+    "--block-size 128: ...", a flag the user never typed. Untyped, it becomes 64, said in
+    one line and recorded."""
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--out", str(out), *_without_block_size(TRAIN), "--init",
+                 str(gpt2), "--data", str(text)]) == 0
+    err = capsys.readouterr().err
+    fitted = [line for line in err.splitlines() if "--block-size" in line]
+    assert fitted == [f"attnlab: --block-size 64 (the default 128 would not fit): --init "
+                      f"{gpt2}'s model reads at most 64 positions (n_positions)"], err
+    assert attnlab.load(out)[0].max_len == 64
+    assert "block_size: 64" in (out / "config.yaml").read_text().splitlines()
+
+
+@pytest.mark.parametrize("how", ["flag", "config"])
+def test_a_block_size_given_above_the_checkpoints_positions_is_refused(gpt2, text, tmp_path,
+                                                                      capsys, how):
+    """A value the user gave (a flag, a --config key) is theirs: refused, named as given."""
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text("block_size: 128\n")
+    given = ["--block-size", "128"] if how == "flag" else ["--config", str(config)]
+    assert main(["train", "lm", "--out", str(out), *_without_block_size(TRAIN), "--init",
+                 str(gpt2), "--data", str(text), *given]) == 2
+    err = capsys.readouterr().err
+    named = ("--block-size 128: " if how == "flag" else f"--config {config}: block_size 128: ")
+    assert err == (f"attnlab: error: {named}--init {gpt2}'s model reads at most 64 positions "
+                   f"(n_positions); give {'--block-size' if how == 'flag' else 'block_size'} 64 "
+                   f"or less\n")
+    assert not out.exists()

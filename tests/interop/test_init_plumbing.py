@@ -109,6 +109,7 @@ def _fails(argv, capsys, *named):
     assert len(lines) == 1 and lines[0].startswith("attnlab: error:"), err
     for text in named:
         assert text in lines[0], (text, lines[0])
+    return lines[0]
 
 
 def test_train_refuses_a_hub_name_before_the_run_directory(tmp_path, capsys):
@@ -155,3 +156,65 @@ def test_init_with_resume_is_refused(tmp_path, capsys):
 def test_tasks_without_pretrained_models_have_no_init_flag(capsys):
     assert main(["train", "graph", "--init", "x"]) == 2
     assert "--init" in capsys.readouterr().err
+
+
+def _reviews(tmp_path):
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\n" + "".join(f"good film {i},pos\nbad film {i},neg\n"
+                                             for i in range(20)))
+    return data
+
+
+@pytest.mark.parametrize("task", ["classify", "lm", "translate"])
+@pytest.mark.parametrize("adapt", [[], ["--lora-rank", "2"], ["--freeze", "all-but-last-1"]])
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_init_is_refused_before_the_run_directory(tmp_path, capsys, task, adapt,
+                                                           value):
+    """#37: `--init ""` (a `$(...)` lookup that printed nothing) once trained random weights
+    and recorded `init: ''`."""
+    out = tmp_path / "run"
+    _fails(["train", task, "--init", value, "--data", str(_reviews(tmp_path)), "--out",
+            str(out), "--max-steps", "2", *adapt], capsys, "--init is empty", "random weights")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("task", ["classify", "lm", "translate"])
+def test_an_empty_init_in_a_config_file_is_refused_naming_the_file(tmp_path, capsys, task):
+    out, config = tmp_path / "run", tmp_path / "c.yaml"
+    config.write_text('init: ""\nlora_rank: 2\n')
+    _fails(["train", task, "--config", str(config), "--data", str(_reviews(tmp_path)),
+            "--out", str(out), "--max-steps", "2"], capsys, f"--config {config}: init is empty")
+    assert not out.exists()
+
+
+def test_the_library_refuses_an_empty_init_too(tmp_path, monkeypatch):
+    _run_dir(tmp_path / "cwd")  # an lm run where Path("") points
+    monkeypatch.chdir(tmp_path / "cwd")
+    with pytest.raises(UsageError, match="^--init is empty"):
+        get_task("lm").init_source("")
+
+
+def test_prepare_names_tokenizer_for_a_run_of_another_task(tmp_path, capsys):
+    """#37: `prepare --tokenizer RUN` of a classify run said "--init takes a run of the same
+    task", a flag the user never typed."""
+    classify = _run_dir(tmp_path / "cls", task="classify")
+    (tmp_path / "t.txt").write_text("some text\n" * 50)
+    out = tmp_path / "corpus"
+    line = _fails(["prepare", str(tmp_path / "t.txt"), "--tokenizer", str(classify), "--out",
+                   str(out)], capsys, f"--tokenizer {classify} holds a 'classify' run",
+                  "--tokenizer takes only lm runs")
+    assert "--init" not in line and not out.exists()
+    _fails(["prepare", str(tmp_path / "t.txt"), "--tokenizer", "", "--out", str(out)],
+           capsys, "--tokenizer is empty")
+
+
+@pytest.mark.parametrize("how", ["--init", "--tokenizer"])
+def test_a_run_whose_config_yaml_is_empty_is_named_as_empty(tmp_path, capsys, how):
+    """#37: an empty config.yaml once gave "holds a None run"."""
+    src = _run_dir(tmp_path / "src")
+    (src / "config.yaml").write_text("")
+    (tmp_path / "t.txt").write_text("some text\n" * 50)
+    argv = (["train", "lm", "--init", str(src), "--data", str(tmp_path / "t.txt")]
+            if how == "--init" else ["prepare", str(tmp_path / "t.txt"), "--tokenizer", str(src)])
+    _fails([*argv, "--out", str(tmp_path / "out")], capsys,
+           f"{how}: {src / 'config.yaml'} is empty")

@@ -66,7 +66,7 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["train", "reverse", "--config", str(broken_yaml)], "broken.yaml"),
         (["train", "reverse", "--config", str(list_yaml)], "list.yaml"),
         (["train", "reverse", "--config", str(unknown_yaml)], "learning_rate"),
-        (["train", "reverse", "--config", str(typed_yaml)], "--dropout"),
+        (["train", "reverse", "--config", str(typed_yaml)], "typed.yaml: dropout"),
         (["train", "reverse", "--config", str(unreadable)], "unreadable.yaml"),
         (["train", "reverse", "--config", str(twice_yaml)], "'max_steps' is set twice"),
         (["train", "reverse", "--config", str(twice_spelt)], "max_steps is set twice (as max-steps"),

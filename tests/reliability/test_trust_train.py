@@ -560,3 +560,73 @@ def test_evaluate_prints_a_nan_metric_as_null(reverse_run, monkeypatch, capsys):
     assert main(["evaluate", str(reverse_run)]) == 0
     assert json.loads(capsys.readouterr().out, parse_constant=_refuse) == {
         "test_token_accuracy": None}
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("model_dim", "abc", "model_dim must be an integer, got 'abc'"),
+    ("lr", "fast", "lr must be a number, got 'fast'"),
+    ("norm_first", "maybe", "norm_first must be true or false, got 'maybe'"),
+])
+def test_resume_names_a_bad_value_in_the_runs_config_yaml(tmp_path, capsys, key, value, says):
+    """#37: `--resume` of a run whose config.yaml holds `model_dim: abc` said "--model-dim
+    must be an integer", a flag the user never typed; generate and evaluate name the file."""
+    from attnlab.runs import write_yaml
+
+    out = tmp_path / "run"
+    write_yaml(out / "config.yaml", {"task": "reverse", "max_steps": 10, "model_dim": 8,
+                                     "num_heads": 2, key: value})
+    before = checksums(out)
+    assert main(["train", "reverse", "--out", str(out), "--resume"]) == 2
+    assert one_line_error(capsys) == f"attnlab: error: {out / 'config.yaml'}: {says}"
+    assert checksums(out) == before
+
+
+def test_a_config_file_names_its_own_bad_value(tmp_path, capsys):
+    """A --config value is named as the file spells it; a flag given instead is the flag's."""
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text("num_layers: 0\n")
+    assert main(["train", "reverse", "--config", str(config), "--out", str(out)]) == 2
+    assert one_line_error(capsys) == (f"attnlab: error: --config {config}: num_layers must be a "
+                                      f"positive integer, got 0")
+    assert main(["train", "reverse", "--config", str(config), "--out", str(out),
+                 "--num-layers", "-1"]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: --num-layers must be a positive "
+                                      "integer, got -1")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["resume", "predict", "load", "config"])
+def test_an_empty_config_yaml_is_named_as_empty(tmp_path, capsys, command):
+    """#37: an empty config.yaml once said "holds a None run" (--resume), "has no 'task'
+    setting" (predict, load), and an empty --config file trained the defaults unsaid."""
+    import attnlab
+    from attnlab.errors import UsageError
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("# nothing here\n")
+    (run / "model.safetensors").write_bytes(b"")
+    argv = {"resume": ["train", "reverse", "--out", str(run), "--resume"],
+            "predict": ["predict", str(run), "--input", "1 2"],
+            "config": ["train", "reverse", "--config", str(run / "config.yaml"),
+                       "--out", str(tmp_path / "new")]}
+    if command == "load":
+        with pytest.raises(UsageError, match=f"^run directory: {run / 'config.yaml'} is empty"):
+            attnlab.load(run)
+        return
+    assert main(argv[command]) == 2
+    what = {"resume": "--resume", "predict": "predict", "config": "--config"}[command]
+    assert one_line_error(capsys) == (f"attnlab: error: {what}: {run / 'config.yaml'} is empty: "
+                                      f"it holds no settings")
+    assert not (tmp_path / "new").exists()
+
+
+def test_resume_names_a_boolean_flag_as_typed(tmp_path, capsys):
+    """#37: a boolean that differs from the run's was reported as `--norm-first True`."""
+    from attnlab.runs import write_yaml
+
+    out = tmp_path / "run"
+    write_yaml(out / "config.yaml", {"task": "reverse", "max_steps": 10, "model_dim": 8,
+                                     "num_heads": 2, "norm_first": False})
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--norm-first"]) == 2
+    assert "--norm-first (the run has --no-norm-first)" in one_line_error(capsys)

@@ -121,6 +121,14 @@ class LMTask(Task):
                                         ("max_len", max_len)) if v is not None})
         return found
 
+    def init_fits(self, cfg: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+        """--block-size at most the positions the --init model reads (its ``max_len``)."""
+        if cfg["block_size"] <= cfg.get("max_len", cfg["block_size"]):
+            return {}
+        what = "--block-size" if init_is_run(cfg["init"]) else "n_positions"
+        return {"block_size": (cfg["max_len"], f"--init {cfg['init']}'s model reads at most "
+                                               f"{cfg['max_len']} positions ({what})")}
+
     def runtime_module(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
@@ -187,14 +195,10 @@ class LMTask(Task):
 
 
 def _check_init(cfg: dict[str, Any]) -> None:
-    """--block-size within the --init model's positions; a Hugging Face directory whose
-    tokenizer's ids all have an embedding row; a prepared --data made with its tokenizer
-    (``checks``)."""
-    if cfg["block_size"] > cfg.get("max_len", cfg["block_size"]):
-        what = "--block-size" if init_is_run(cfg["init"]) else "n_positions"
-        raise UsageError(f"--block-size {cfg['block_size']}: --init {cfg['init']}'s model reads "
-                         f"at most {cfg['max_len']} positions ({what}); give --block-size "
-                         f"{cfg['max_len']} or less")
+    """A Hugging Face directory whose tokenizer's ids all have an embedding row; a prepared
+    --data made with its tokenizer (``checks``). (--block-size within the model's positions
+    is ``LMTask.init_fits``, which ``attnlab train`` applies where it knows whether the value
+    was given.)"""
     if not init_is_run(cfg["init"]):
         check_init_vocabulary(cfg["init"], cfg["vocab_size"])
     if is_prepared(cfg["data"]):
