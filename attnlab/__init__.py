@@ -6,16 +6,18 @@ model from a run directory written by ``attnlab train``.
 __version__ = "0.1.0"
 
 
-def load(run_dir, *, quantize=None):
+def load(run_dir, *, quantize=None, checkpoint=None):
     """The trained model (and its tokenizer, where it has one) from a run directory.
 
     Returns the model in eval mode; for tasks with a tokenizer, ``(model, tokenizer)``.
     ``quantize="int8"`` (lm and translate runs): the model's linear layers hold int8 weights,
-    for faster generation on the CPU (``attnlab.nn.quantize``).
+    for faster generation on the CPU (``attnlab.nn.quantize``). ``checkpoint="last"``: the
+    weights of ``checkpoints/last.ckpt`` (an interrupted run's last saved step) instead of
+    ``model.safetensors``.
     """
     from .loading import load as _load  # lazy: keeps `import attnlab` light
 
-    return _load(run_dir, quantize=quantize)
+    return _load(run_dir, quantize=quantize, checkpoint=checkpoint)
 
 
 # The public subpackages, imported on first use (``attnlab.nn`` works after ``import attnlab``

@@ -13,6 +13,9 @@ Examples:
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import UsageError
@@ -21,8 +24,13 @@ from .runs import read_yaml
 from .settings import TrainSettings, check_record, heads_divide_width
 from .tasks import TASKS, get_task
 
-__all__ = ["check_run_dir", "check_config", "check_values", "load", "quantize_refusal", "quantize_tasks", "tasks_that",
-           "tasks_phrase"]
+__all__ = ["check_run_dir", "check_config", "check_values", "load", "weights_from", "CHECKPOINTS",
+           "checkpoint_file", "quantize_refusal", "quantize_tasks", "tasks_that", "tasks_phrase"]
+
+# what ``--checkpoint`` / ``checkpoint=`` may name instead of the final model.safetensors: the
+# state the training loop saved last (also the only weights of a run that was interrupted)
+CHECKPOINTS = ("last",)
+CHECKPOINT_FLAG = "--checkpoint"
 
 
 def check_values(task, values: dict, where: str, *, training: bool = False,
@@ -61,7 +69,8 @@ def check_config(cfg, cfg_path: Path, task, *, training: bool = False) -> None:
 
 
 def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
-                  command: str = "") -> tuple[Path, RunSettings]:
+                  command: str = "", checkpoint: str | None = None
+                  ) -> tuple[Path, RunSettings]:
     """Check that ``run_dir`` is a finished run that can be loaded, and read its settings.
 
     Args:
@@ -69,6 +78,9 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
         tasks: the tasks whose runs are accepted (``export`` takes lm and translate runs);
             None accepts any.
         command: the command's name, to start every message with ("predict: ...").
+        checkpoint: None for the final ``model.safetensors``; ``"last"`` for the training
+            checkpoint ``checkpoints/last.ckpt`` instead (``weights_from`` reads it), which an
+            interrupted run has without ``model.safetensors``.
 
     Returns:
         ``(Path(run_dir), config)``: the task's typed run config (``Task.read_config``), whose
@@ -77,7 +89,8 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
 
     Raises:
         UsageError: no such directory, no or a broken ``config.yaml``, an unknown task or one
-            outside ``tasks``, no ``model.safetensors``, or a model setting no trained run has
+            outside ``tasks``, no ``model.safetensors`` (no ``checkpoints/last.ckpt`` with
+            ``checkpoint="last"``), or a model setting no trained run has
             (a width the heads do not divide, where the task's model splits it; fractions
             held out of the data that leave nothing to train on).
 
@@ -104,20 +117,28 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
         raise UsageError(
             f"{where}{run_dir} holds a {task!r} run; this command needs one of: {', '.join(tasks)}"
         )
-    if not (run_dir / "model.safetensors").is_file():
-        raise UsageError(f"{where}{run_dir} has no model.safetensors (did training finish?)")
+    if checkpoint is not None:
+        _check_checkpoint(run_dir, checkpoint)
+    elif not (run_dir / "model.safetensors").is_file():
+        last = checkpoint_file(run_dir, "last")
+        hint = (f"; predict, generate, evaluate and export take {CHECKPOINT_FLAG} last to "
+                f"use {last}, its last saved step" if last.is_file() else "")
+        raise UsageError(f"{where}{run_dir} has no model.safetensors (did training "
+                         f"finish?){hint}")
     cfg = get_task(task).read_config(values, cfg_path)
     check_config(cfg, cfg_path, get_task(task))
     return run_dir, cfg
 
 
-def load(run_dir: str | Path, *, quantize: str | None = None):
+def load(run_dir: str | Path, *, quantize: str | None = None, checkpoint: str | None = None):
     """The trained model (and tokenizer, where the task has one) of a run directory.
 
     Args:
         run_dir: the run directory ``attnlab train`` wrote (checked by ``check_run_dir``).
         quantize: ``"int8"`` for lm and translate runs: every linear layer on int8 weights
             (``attnlab.nn.quantize``); None keeps float32.
+        checkpoint: ``"last"``: the weights of ``checkpoints/last.ckpt`` (the last step
+            saved; an interrupted run's only weights) instead of ``model.safetensors``.
 
     Returns:
         The model in eval mode; ``(model, tokenizer)`` for a task with a tokenizer.
@@ -126,11 +147,101 @@ def load(run_dir: str | Path, *, quantize: str | None = None):
         UsageError: the directory is not a run that can be loaded (see ``check_run_dir``).
         ValueError: ``quantize`` for a run of a task that does not take it.
     """
-    run_dir, cfg = check_run_dir(run_dir)
+    if checkpoint is not None and checkpoint not in CHECKPOINTS:
+        raise ValueError(f"checkpoint must be None or one of {CHECKPOINTS}, got {checkpoint!r}")
+    run_dir, cfg = check_run_dir(run_dir, checkpoint=checkpoint)
     why = quantize_refusal(quantize, cfg.task, run_dir)
     if why:
         raise ValueError(f"quantize {why} (attnlab.nn.quantize converts any model)")
-    return get_task(cfg.task).load(run_dir, cfg, quantize=quantize)
+    with weights_from(run_dir, cfg, checkpoint):
+        return get_task(cfg.task).load(run_dir, cfg, quantize=quantize)
+
+
+def checkpoint_file(run_dir: str | Path, checkpoint: str) -> Path:
+    """The file ``--checkpoint CHECKPOINT`` names in ``run_dir`` (``checkpoints/last.ckpt``)."""
+    return Path(run_dir) / "checkpoints" / f"{checkpoint}.ckpt"
+
+
+def _check_checkpoint(run_dir: Path, checkpoint: str) -> None:
+    path = checkpoint_file(run_dir, checkpoint)
+    if not path.is_file():
+        raise UsageError(f"{CHECKPOINT_FLAG} {checkpoint}: {path} not found (the run saved no "
+                         f"checkpoint yet)")
+
+
+@contextmanager
+def weights_from(run_dir: str | Path, cfg: RunSettings, checkpoint: str | None, *,
+                 say: bool = False) -> Iterator[int | None]:
+    """While open, loading the run ``run_dir`` (``Task.load``, ``attnlab.load``) reads the
+    weights of its training checkpoint ``checkpoint`` (``"last"``) instead of its
+    ``model.safetensors``; None changes nothing.
+
+    The checkpoint is read as ``--resume`` reads it (``torch.load(weights_only=True)``: no
+    code runs, and no Lightning is imported): the model's weights, a LoRA run's update merged
+    into them as training merges it at the end.
+
+    Args:
+        say: print on stderr which file and step the weights are (a command's one line).
+
+    Yields:
+        The checkpoint's step, or None for ``model.safetensors``.
+
+    Raises:
+        UsageError: naming the file, when it is missing, unreadable, not a checkpoint, or its
+            weights do not fit the model config.yaml builds.
+    """
+    if checkpoint is None:
+        yield None
+        return
+    import sys
+
+    from . import runs
+    from .training.checkpoint import read_checkpoint
+
+    path = checkpoint_file(run_dir, checkpoint)
+    _check_checkpoint(Path(run_dir), checkpoint)
+    flag = f"{CHECKPOINT_FLAG} {checkpoint}"
+    state = read_checkpoint(path, flag=flag)
+    step = int(state["global_step"])
+    # the TaskModule's keys: "model." + the task model's own (a compiled one adds _orig_mod.)
+    weights = {k.removeprefix("model.").replace("_orig_mod.", ""): v
+               for k, v in state["state_dict"].items()}
+
+    def load_into(model) -> None:
+        _load_checkpoint_weights(model, weights, cfg, path, flag)
+
+    token = runs.WEIGHTS_IN_PLACE.set((Path(os.path.abspath(Path(run_dir) / "model.safetensors")),
+                                       load_into))
+    if say:
+        print(f"using {path} (step {step})", file=sys.stderr, flush=True)
+    try:
+        yield step
+    finally:
+        runs.WEIGHTS_IN_PLACE.reset(token)
+
+
+def _load_checkpoint_weights(model, weights: dict, cfg: RunSettings, path: Path,
+                             flag: str) -> None:
+    """``weights`` (a checkpoint's) into ``model``, strictly; a LoRA run's adapters are added
+    first and merged after, as ``attnlab train`` merges them before saving."""
+    rank = cfg.lora_rank if cfg.declares("lora_rank") else None
+    if rank is not None:
+        from .nn.lora import add_lora
+
+        add_lora(model, rank, cfg.lora_alpha)
+    try:
+        model.load_state_dict(weights, strict=True)
+    except RuntimeError as e:
+        lines = str(e).strip().splitlines()
+        detail = next((line.strip() for line in lines if "size mismatch" in line),
+                      lines[-1].strip() if lines else "")
+        raise UsageError(f"{flag}: {path} does not fit the model config.yaml builds: "
+                         f"{detail}") from None
+    if rank is not None:
+        from .nn.lora import merge_lora
+
+        merge_lora(model)
+        model.requires_grad_(True)  # as a model read from model.safetensors
 
 
 def quantize_refusal(kind: str | None, task: str, run_dir) -> str | None:

@@ -19,7 +19,8 @@ import numbers
 import os
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -304,12 +305,25 @@ def save_weights(model, path: str | Path) -> None:
     os.replace(tmp, path)
 
 
+# Weights read in place of one file: (the file, a function that loads the weights into a
+# model), set by ``attnlab.loading.weights_from`` while a command or ``attnlab.load(...,
+# checkpoint="last")`` loads an interrupted run's checkpoint instead of its model.safetensors.
+# The tasks' loaders all read their run's weights through ``load_weights``, so they need not know.
+WEIGHTS_IN_PLACE: ContextVar[tuple[Path, Callable[[Any], None]] | None] = ContextVar(
+    "attnlab_weights_in_place", default=None)
+
+
 def load_weights(model, path: str | Path) -> None:
-    """Load safetensors weights into ``model``; ``UsageError`` naming the file on any mismatch."""
+    """Load safetensors weights into ``model``; ``UsageError`` naming the file on any mismatch.
+    Inside ``attnlab.loading.weights_from``, the weights it names in place of ``path``."""
     from safetensors import SafetensorError
     from safetensors.torch import load_model
 
     path = Path(path)
+    swap = WEIGHTS_IN_PLACE.get()
+    if swap is not None and swap[0] == Path(os.path.abspath(path)):
+        swap[1](model)
+        return
     if not path.is_file():
         raise UsageError(f"weights file not found: {path}")
     try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..errors import UsageError
+from .checkpoint import add_checkpoint_flag
 from .plot import choose_out
 from .quantize import add_quantize_flag, check_quantize
 from .threads import add_threads_flag, check_threads, use_threads
@@ -20,13 +21,12 @@ def register(sub) -> None:
                         "DIR/by_length.png, never replaced unless you name it here)")
     add_threads_flag(p)
     add_quantize_flag(p)
+    add_checkpoint_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    import sys
-
-    from ..loading import check_run_dir, tasks_phrase, tasks_that
+    from ..loading import check_run_dir, tasks_phrase, tasks_that, weights_from
     from ..runs import dumps, readable
     from ..tasks import get_task
 
@@ -35,17 +35,29 @@ def run(args) -> int:
         raise UsageError("--out is the figure of --by-length; add --by-length or leave --out out")
     if args.out is not None:
         choose_out(args.out, None)
-    run_dir, cfg = check_run_dir(args.run_dir, command="evaluate")
+    run_dir, cfg = check_run_dir(args.run_dir, command="evaluate", checkpoint=args.checkpoint)
     check_quantize(args.quantize, cfg.task, run_dir)
     task = get_task(cfg.task)
     # a whole test split: forward passes, or (translate) batched greedy decoding
     use_threads(args, "decode" if task.evaluate_decodes else "forward", run_dir)
+    if args.by_length and task.evaluate_by_length is None:
+        served = tasks_that(lambda other: other.evaluate_by_length is not None)
+        raise UsageError(f"--by-length is for {tasks_phrase(served)} runs; {run_dir} is a "
+                         f"{cfg.task} run")
+    with weights_from(run_dir, cfg, args.checkpoint, say=True):
+        metrics = _evaluate(args, task, run_dir, cfg)
+    # 6 significant digits, as metrics.json holds them (not float32 noise like 0.99800002574)
+    # and strict JSON: a NaN metric is null, as in metrics.json
+    print(dumps(readable(metrics), indent=2))
+    return 0
+
+
+def _evaluate(args, task, run_dir, cfg) -> dict:
+    """The metrics ``evaluate`` prints (with --by-length, its table and figure written)."""
+    import sys
+
     if args.by_length:
         by_length = task.evaluate_by_length
-        if by_length is None:
-            served = tasks_that(lambda other: other.evaluate_by_length is not None)
-            raise UsageError(f"--by-length is for {tasks_phrase(served)} runs; {run_dir} is a "
-                             f"{cfg.task} run")
         from ..tasks.translate.scoring import by_length_table
 
         out = choose_out(args.out, run_dir / "by_length.png")  # before the slow decoding
@@ -55,7 +67,4 @@ def run(args) -> int:
         metrics = {**metrics, "by_length": rows}
     else:
         metrics = task.evaluate(run_dir, cfg, args.data, quantize=args.quantize)
-    # 6 significant digits, as metrics.json holds them (not float32 noise like 0.99800002574)
-    # and strict JSON: a NaN metric is null, as in metrics.json
-    print(dumps(readable(metrics), indent=2))
-    return 0
+    return metrics

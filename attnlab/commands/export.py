@@ -25,6 +25,7 @@ path.
 """
 from __future__ import annotations
 
+from .checkpoint import add_checkpoint_flag
 from .threads import add_threads_flag, check_threads
 
 
@@ -49,6 +50,7 @@ def register(sub) -> None:
     p.add_argument("--hf", metavar="OUT", required=True,
                    help="the Hugging Face directory to write (must not exist)")
     add_threads_flag(p)
+    add_checkpoint_flag(p)
     p.set_defaults(func=run)
 
 
@@ -56,7 +58,7 @@ def run(args) -> int:
     import sys
 
     from ..errors import UsageError
-    from ..loading import check_run_dir
+    from ..loading import check_run_dir, weights_from
     from ..paths import check_output
     from ..tasks import get_task
 
@@ -65,19 +67,23 @@ def run(args) -> int:
     if out.exists() or out.is_symlink():
         raise UsageError(f"--hf {out} already exists; give a new directory (export never "
                          f"writes over a path)")
-    run_dir, cfg = check_run_dir(args.run_dir, tasks=export_tasks(), command="export")
+    run_dir, cfg = check_run_dir(args.run_dir, tasks=export_tasks(), command="export",
+                                 checkpoint=args.checkpoint)
     try:
         import transformers  # noqa: F401  (the hf extra)
     except ImportError:
         raise UsageError("export --hf needs transformers: pip install 'attnlab[hf]'") from None
     task = get_task(cfg.task)
     try:
-        model, tokenizers = task.export_hf(run_dir, cfg)
+        with weights_from(run_dir, cfg, args.checkpoint, say=True):
+            model, tokenizers = task.export_hf(run_dir, cfg)
     except ValueError as e:  # what the architecture cannot represent, named by to_hf
         raise UsageError(f"export: {run_dir}: {str(e).removeprefix('to_hf: ')}") from None
     _write_atomically(out, model, tokenizers)
     print(f"wrote {out} ({type(model).__name__}; load it with "
           f"transformers.{task.hf_auto_class}.from_pretrained({str(out)!r}))", file=sys.stderr)
+    if task.export_note is not None:
+        print(task.export_note(model, cfg), file=sys.stderr)
     return 0
 
 

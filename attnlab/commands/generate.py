@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..settings import (GenerationSettings, ModelRunSettings, add_flags, check_options,
                         seed_setting, setting)
+from .checkpoint import add_checkpoint_flag
 from .inputs import add_input_file_flags, one_or_file
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
@@ -49,6 +50,7 @@ def register(sub) -> None:
                         r"blank line); any other backslash escape is an error")
     add_input_file_flags(p, "prompt")
     add_quantize_flag(p)
+    add_checkpoint_flag(p)
     p.set_defaults(func=run)
 
 
@@ -95,70 +97,16 @@ def unescape(text: str, flag: str = "--stop") -> str:
     return "".join(out)
 
 
-class StopStreamer:
-    """Turns generated ids into printable text as they arrive, cut before any stop string.
-
-    Text is held back while it could still be the start of a stop string, and while it ends
-    in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
-    rest of its bytes arrive).
-    """
-
-    def __init__(self, tokenizer, stops: list[str]) -> None:
-        self.tokenizer, self.stops = tokenizer, stops
-        self.ids: list[int] = []
-        self.printed = 0
-        self.hold = max((len(s) for s in stops), default=1) - 1
-        self.stopped = False
-
-    def add(self, token: int) -> str:
-        """The new printable text after ``token``; sets ``stopped`` at a stop string. An id past
-        the tokenizer's (a pretrained model's embedding rows beyond its vocabulary, as GPT-2
-        checkpoints pad it) has no text, as ``transformers`` decodes it."""
-        if token < self.tokenizer.vocab_size:
-            self.ids.append(token)
-        text = self.tokenizer.decode(self.ids)
-        hits = [i for i in (text.find(s, max(0, self.printed - len(s))) for s in self.stops) if i >= 0]
-        if hits:
-            self.stopped = True
-            return self._emit(text, min(hits))
-        end = len(text) - self.hold
-        while end > self.printed and text[end - 1] == "\ufffd":
-            end -= 1
-        return self._emit(text, end)
-
-    def flush(self) -> str:
-        return "" if self.stopped else self._emit(self.tokenizer.decode(self.ids), None)
-
-    def _emit(self, text: str, end: int | None) -> str:
-        end = len(text) if end is None else end
-        piece = text[self.printed:end] if end > self.printed else ""
-        self.printed = max(self.printed, end)
-        return piece
-
-
-def continuation(model, tokenizer, ids: list[int], args, generator, write=None) -> str:
+def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
+                 label: str = "--prompt") -> str:
     """The text generated after the prompt ``ids`` (cut before any --stop string); each piece
-    is passed to ``write`` as soon as it is printable."""
-    import torch
+    is passed to ``write`` as soon as it is printable (``continue_prompt``, which ``predict``
+    on an lm run goes through too)."""
+    from ..tasks.lm.continuation import continue_prompt
 
-    stream = model.stream(torch.tensor([ids]), args.max_new_tokens, do_sample=not args.greedy,
-                          temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                          eos_token_id=tokenizer.eos_id, generator=generator,
-                          slide=True)  # past the context length: keep its last half
-    out, pieces = StopStreamer(tokenizer, args.stop), []
-    for token in stream:
-        t = int(token[0, 0])
-        if t == tokenizer.eos_id:
-            break
-        pieces.append(out.add(t))
-        if write is not None:
-            write(pieces[-1])
-        if out.stopped:
-            break
-    pieces.append(out.flush())
-    if write is not None:
-        write(pieces[-1])
-    return "".join(pieces)
+    return continue_prompt(model, tokenizer, ids, args.max_new_tokens, greedy=args.greedy,
+                           temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                           generator=generator, stops=args.stop, write=write, label=label)
 
 
 def escape(text: str) -> str:
@@ -180,7 +128,7 @@ def run(args) -> int:
 
     import torch
 
-    from ..loading import check_run_dir, tasks_that
+    from ..loading import check_run_dir, tasks_that, weights_from
     from ..tasks import get_task
     from ..tasks.base import each_input
     from ..tokenizers import note_unknown
@@ -188,24 +136,26 @@ def run(args) -> int:
     _check(args)
     prompts, labels = one_or_file(args.prompt, "--prompt", args.input_file)
     many = args.input_file is not None
-    run_dir, cfg = check_run_dir(args.run_dir, command="generate",
+    run_dir, cfg = check_run_dir(args.run_dir, command="generate", checkpoint=args.checkpoint,
                                  tasks=tasks_that(lambda task: task.encode_prompt is not None))
     use_threads(args, "one", run_dir)  # one prompt at a time, token by token
     task = get_task(cfg.task)
     note_if_slower(args.quantize, cfg.task, cfg)  # one prompt at a time: batch 1 each
-    model, tokenizer = task.load(run_dir, cfg, quantize=args.quantize)
+    with weights_from(run_dir, cfg, args.checkpoint, say=True):
+        model, tokenizer = task.load(run_dir, cfg, quantize=args.quantize)
     all_ids = each_input(prompts, labels,
                          lambda p: task.encode_prompt(tokenizer, p, what="--input"))
     note_unknown(tokenizer, prompts, labels)  # the model continues what it read
     generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
     if not many and not args.json:  # one prompt: stream it
         sys.stdout.write(args.prompt)
-        continuation(model, tokenizer, all_ids[0], args, generator, write=_write_now)
+        continuation(model, tokenizer, all_ids[0], args, generator, write=_write_now,
+                     label=labels[0])
         sys.stdout.write("\n")
         sys.stdout.flush()
         return 0
-    for prompt, ids in zip(prompts, all_ids):
-        text = continuation(model, tokenizer, ids, args, generator)
+    for prompt, ids, label in zip(prompts, all_ids, labels):
+        text = continuation(model, tokenizer, ids, args, generator, label=label)
         print(json.dumps({"prompt": prompt, "text": text}, ensure_ascii=False) if args.json
               else escape(prompt + text), flush=True)
     return 0

@@ -1,8 +1,13 @@
 """``attnlab predict DIR --input TEXT``: one prediction, printed as the last line.
 ``--input-file FILE`` (``-``: standard input): one input per line, the model loaded once and
-the inputs batched, one prediction per line; ``--json`` for a machine-readable line each."""
+the inputs batched, one prediction per line; ``--json`` for a machine-readable line each.
+
+On an lm run the prediction is the greedy continuation of the whole input, as ``attnlab
+generate --greedy`` makes it (one code path, ``attnlab.tasks.lm.continuation``), of
+``--max-new-tokens`` tokens (default: the run's ``predict_tokens``, 100)."""
 from __future__ import annotations
 
+from .checkpoint import add_checkpoint_flag
 from .inputs import add_input_file_flags, check_input, one_or_file, write_results
 from .threads import add_threads_flag, check_threads, use_threads
 
@@ -10,25 +15,44 @@ from .threads import add_threads_flag, check_threads, use_threads
 def register(sub) -> None:
     p = sub.add_parser("predict", help="predict with a trained run",
                        description="Predict with a trained run. Per-element tasks take tokens "
-                                   "separated by spaces and print the predicted sequence. "
-                                   "Give one --input, or many with --input-file.")
+                                   "separated by spaces and print the predicted sequence; an "
+                                   "lm run prints the greedy continuation of the whole input "
+                                   "(as `generate --greedy`). Give one --input, or many with "
+                                   "--input-file.")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--input", metavar="TEXT")
+    # the rule (at least 1) is generate's declaration of the same flag (GenerationSettings)
+    p.add_argument("--max-new-tokens", type=int, metavar="N",
+                   help="lm runs: tokens to continue each input by, as `generate --greedy "
+                        "--max-new-tokens N` does (default: the run's predict_tokens, 100)")
     add_input_file_flags(p)
     add_threads_flag(p)
+    add_checkpoint_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from ..loading import check_run_dir
+    from ..errors import UsageError
+    from ..loading import check_run_dir, tasks_phrase, tasks_that, weights_from
+    from ..settings import GenerationSettings, check
     from ..tasks import get_task
 
     check_input(args.input)
     check_threads(args.threads)
+    if args.max_new_tokens is not None:
+        check(GenerationSettings, {"max_new_tokens": args.max_new_tokens},
+              only=("max_new_tokens",))
     texts, labels = one_or_file(args.input, "--input", args.input_file)
-    run_dir, cfg = check_run_dir(args.run_dir, command="predict")
+    run_dir, cfg = check_run_dir(args.run_dir, command="predict", checkpoint=args.checkpoint)
     task = get_task(cfg.task)
+    if args.max_new_tokens is not None and task.encode_prompt is None:
+        continuing = tasks_that(lambda other: other.encode_prompt is not None)
+        raise UsageError(f"--max-new-tokens is for {tasks_phrase(continuing)} runs; {run_dir} "
+                         f"is a {cfg.task} run")
     work = "one" if len(texts) == 1 else "decode" if task.generates else "forward"
     use_threads(args, work, run_dir)
-    write_results(task.predict_many(run_dir, cfg, texts, labels), texts, as_json=args.json)
+    with weights_from(run_dir, cfg, args.checkpoint, say=True):
+        results = task.predict_many(run_dir, cfg, texts, labels,
+                                    max_new_tokens=args.max_new_tokens)
+    write_results(results, texts, as_json=args.json)
     return 0

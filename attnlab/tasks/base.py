@@ -176,6 +176,8 @@ class Task:
             {sub-directory of OUT: tokenizer}) of a trained run (``""``: OUT itself); a run the
             Hugging Face architecture cannot hold is a UsageError naming why, and a setting
             the conversion cannot represent a ValueError from ``attnlab.interop.to_hf``.
+        export_note(hf_model, cfg): a line ``export --hf`` prints after writing, about what
+            the written model cannot do that the run can (lm: generate past its positions).
     """
 
     name: str = ""
@@ -195,6 +197,7 @@ class Task:
     encode_prompt: Callable[..., list[int]] | None = None
     translate: Callable[..., list] | None = None
     export_hf: Callable[..., tuple] | None = None
+    export_note: Callable[..., str] | None = None
     hf_auto_class: str | None = None
     quantizable: bool = False
     int8_faster_from: int | None = None
@@ -393,16 +396,22 @@ class Task:
         return line_of(self.predict_many(run_dir, cfg, [text])[0])
 
     def predict_many(self, run_dir: Path, cfg: RunSettings, texts: list[str],
-                     labels: list[str] | None = None) -> list[dict[str, Any]]:
+                     labels: list[str] | None = None, *,
+                     max_new_tokens: int | None = None) -> list[dict[str, Any]]:
         """``attnlab predict DIR --input-file FILE``: the model loaded once, the inputs in
         batches; one dict per input, in order: ``"prediction"`` (the answer alone: a label, a
         sequence, a text), where the model gives them ``"probabilities"``, and ``"line"``
         where the line ``predict`` prints says more than the prediction (jets: the label and
         its probability); ``--json`` writes every key but ``"line"``. A bad input is a UsageError
         named by its label in ``labels`` (default ``--input``; the command passes
-        ``--input-file FILE line N``)."""
-        return self.runtime_module().predict_many(self, run_dir, self.typed(cfg, run_dir), texts,
-                                                  labels or ["--input"] * len(texts))
+        ``--input-file FILE line N``). ``max_new_tokens``: how long a continuation a task that
+        continues its input makes (lm: default its run's ``predict_tokens``)."""
+        runtime, labels = self.runtime_module(), labels or ["--input"] * len(texts)
+        cfg = self.typed(cfg, run_dir)
+        if max_new_tokens is None:
+            return runtime.predict_many(self, run_dir, cfg, texts, labels)
+        return runtime.predict_many(self, run_dir, cfg, texts, labels,  # type: ignore[call-arg]
+                                    max_new_tokens=max_new_tokens)
 
     def evaluate(self, run_dir: Path, cfg: RunSettings, data: str | None, *,
                  quantize: str | None = None) -> dict[str, float]:

@@ -71,9 +71,10 @@ def restore_rng(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def read_checkpoint(path: Path) -> dict[str, Any]:
-    """The checkpoint at ``path`` in the current format; ``UsageError`` (naming the file) for
-    one that is truncated, corrupt, carries code or is not an attnlab training checkpoint."""
+def read_checkpoint(path: Path, *, flag: str = "--resume") -> dict[str, Any]:
+    """The checkpoint at ``path`` in the current format; ``UsageError`` (naming ``flag``, the
+    option that reads it, and the file) for one that is truncated, corrupt, carries code or is
+    not an attnlab training checkpoint."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError,
@@ -82,19 +83,19 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
             why = "it holds objects other than weights, which could run code when loaded"
         else:
             why = f"truncated or corrupt: {type(e).__name__}"
-        raise UsageError(f"--resume: refusing checkpoint {path}: {why}") from None
+        raise UsageError(f"{flag}: refusing checkpoint {path}: {why}") from None
     if not isinstance(state, dict) or "state_dict" not in state:
-        raise UsageError(f"--resume: {path} is not an attnlab training checkpoint")
+        raise UsageError(f"{flag}: {path} is not an attnlab training checkpoint")
     if state.get("format") == FORMAT:
         return state
     if "format" in state:
-        raise UsageError(f"--resume: {path} is a checkpoint of format {state['format']!r}, "
+        raise UsageError(f"{flag}: {path} is a checkpoint of format {state['format']!r}, "
                          f"which this attnlab does not read (it reads {FORMAT} and Lightning's "
                          f"Trainer's); continue it with the attnlab that wrote it")
-    return _from_trainer(path, state)
+    return _from_trainer(path, state, flag)
 
 
-def _from_trainer(path: Path, state: dict[str, Any]) -> dict[str, Any]:
+def _from_trainer(path: Path, state: dict[str, Any], flag: str = "--resume") -> dict[str, Any]:
     """A checkpoint of Lightning's Trainer (attnlab before its own loop) in the current format.
     The Trainer trained the per-element tasks' module itself (weights without the ``model.``
     prefix the TaskModule now gives them), kept the data's position in its fit loop and the
@@ -106,7 +107,7 @@ def _from_trainer(path: Path, state: dict[str, Any]) -> dict[str, Any]:
                                         ("the step count", state.get("global_step")))
                if value is None]
     if missing:
-        raise UsageError(f"--resume: {path} was written by Lightning's Trainer and lacks "
+        raise UsageError(f"{flag}: {path} was written by Lightning's Trainer and lacks "
                          f"{missing[0]}, so the run cannot continue as it would have; "
                          f"start it again with another --out")
     weights = state["state_dict"]

@@ -7,7 +7,7 @@ import torch
 
 import attnlab
 from attnlab.cli import main
-from attnlab.commands.generate import StopStreamer
+from attnlab.tasks.lm.continuation import StopStreamer
 from attnlab.tokenizers import BPETokenizer, CharTokenizer
 
 TEXT = "hello world. " * 200

@@ -275,29 +275,21 @@ def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list
 
 
 @torch.no_grad()
-def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
-                 labels: list[str]) -> list[dict[str, Any]]:
-    """Each text's greedy continuation, on one line; prompts of the same length in tokens are
-    generated together (no padding, so a batch gives what each prompt alone gives)."""
+def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels: list[str], *,
+                 max_new_tokens: int | None = None) -> list[dict[str, Any]]:
+    """Each text's greedy continuation of ``max_new_tokens`` tokens (default: the run's
+    ``predict_tokens``), on one line: what ``attnlab generate --greedy`` continues it by
+    (``continue_prompt``: the whole prompt read, the window sliding past the block size; a
+    prompt longer than the model reads is cut to its end, said on stderr)."""
+    from .continuation import continue_prompt
+
     model, tokenizer = load(task, run_dir, cfg)
-    n = min(cfg.predict_tokens, model.max_len - 1)
-    prompts = each_input(  # each prompt's end, so that prompt + continuation fit
-        texts, labels, lambda text: encode_prompt(task, tokenizer, text, what="--input")[-(model.max_len - n):])
+    n = cfg.predict_tokens if max_new_tokens is None else max_new_tokens
+    prompts = each_input(texts, labels,
+                         lambda text: encode_prompt(task, tokenizer, text, what="--input"))
     note_unknown(tokenizer, texts, labels)
-    found: list[dict[str, Any]] = [{} for _ in prompts]
-    by_length: dict[int, list[int]] = {}
-    for i, ids in enumerate(prompts):
-        by_length.setdefault(len(ids), []).append(i)
-    for length, rows in by_length.items():
-        for start in range(0, len(rows), 64):
-            chunk = rows[start:start + 64]
-            out = model.generate(torch.tensor([prompts[i] for i in chunk]), n,
-                                 eos_token_id=tokenizer.eos_id)  # (B, length + n)
-            for i, new in zip(chunk, out[:, length:].tolist()):
-                new = new[:new.index(tokenizer.eos_id)] if tokenizer.eos_id in new else new
-                new = [t for t in new if t < tokenizer.vocab_size]  # padded rows: no text
-                found[i] = {"prediction": tokenizer.decode(new).replace("\n", " ")}
-    return found
+    return [{"prediction": continue_prompt(model, tokenizer, ids, n, label=label).replace("\n", " ")}
+            for ids, label in zip(prompts, labels)]
 
 
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,

@@ -55,9 +55,11 @@ class LMSettings(AdaptSettings):
                                         "--init: the training window, at most DIR's positions)",
                               low=2)
     val_batches: int = setting(20, help="validation batches for val_loss", low=1)
-    # no flag: set in a --config file (the length of `attnlab predict`'s continuation)
-    predict_tokens: int = setting(100, help="tokens `attnlab predict` continues its input by",
-                                  low=1, flag=False)
+    # no flag of train's: set in a --config file; `attnlab predict --max-new-tokens`
+    # chooses the length at prediction time, this run's value its default
+    predict_tokens: int = setting(100, help="the default of `attnlab predict "
+                                            "--max-new-tokens` for this run",
+                                  low=1, flag=False, absent=100)
 
 
 @dataclass
@@ -185,6 +187,18 @@ class LMTask(Task):
 
         model, tokenizer = self.load(run_dir, cfg)
         return to_hf(model, **special_ids(tokenizer)), {"": to_hf_tokenizer(tokenizer)}
+
+    def export_note(self, hf_model, cfg) -> str:
+        """What a ``GPT2LMHeadModel`` cannot do that ``attnlab generate`` does: go on past its
+        positions (``n_positions``, a learned table: transformers' ``generate`` fails there,
+        where attnlab slides the window), said with the numbers."""
+        n = hf_model.config.n_positions
+        source = (f"the run's --block-size" if cfg.block_size == n else
+                  f"--init's; the run trained on windows of --block-size {cfg.block_size}")
+        return (f"note: the exported model reads at most {n} positions (n_positions, "
+                f"{source}): transformers' generate fails once prompt + "
+                f"max_new_tokens pass {n} tokens; keep them within {n}, or continue longer "
+                f"texts with attnlab generate, which slides the window")
 
     # ---- attnlab generate (the heavy half: runtime.encode_prompt) ------------------------
     def encode_prompt(self, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:

@@ -1,0 +1,109 @@
+"""A language model's continuation of one prompt, as text: the one path of ``attnlab
+generate`` and of ``attnlab predict`` on an lm run (``--greedy`` there is predict's only way).
+
+The tokens come from ``CausalLM.stream(..., slide=True)``: past the context length the window
+slides (its last half kept and re-read), so a prompt and its continuation may be longer than
+the block size; a prompt longer than the model reads is cut to its end, and ``note_cut`` says
+so. ``StopStreamer`` turns the ids into printable text as they arrive, cut before any stop
+string.
+
+Shapes: T0 prompt length, max_len the model's context length (--block-size).
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import torch
+
+__all__ = ["StopStreamer", "continue_prompt", "prompt_read", "note_cut"]
+
+
+class StopStreamer:
+    """Turns generated ids into printable text as they arrive, cut before any stop string.
+
+    Text is held back while it could still be the start of a stop string, and while it ends
+    in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
+    rest of its bytes arrive).
+    """
+
+    def __init__(self, tokenizer, stops: list[str]) -> None:
+        self.tokenizer, self.stops = tokenizer, stops
+        self.ids: list[int] = []
+        self.printed = 0
+        self.hold = max((len(s) for s in stops), default=1) - 1
+        self.stopped = False
+
+    def add(self, token: int) -> str:
+        """The new printable text after ``token``; sets ``stopped`` at a stop string. An id past
+        the tokenizer's (a pretrained model's embedding rows beyond its vocabulary, as GPT-2
+        checkpoints pad it) has no text, as ``transformers`` decodes it."""
+        if token < self.tokenizer.vocab_size:
+            self.ids.append(token)
+        text = self.tokenizer.decode(self.ids)
+        hits = [i for i in (text.find(s, max(0, self.printed - len(s))) for s in self.stops) if i >= 0]
+        if hits:
+            self.stopped = True
+            return self._emit(text, min(hits))
+        end = len(text) - self.hold
+        while end > self.printed and text[end - 1] == "\ufffd":
+            end -= 1
+        return self._emit(text, end)
+
+    def flush(self) -> str:
+        return "" if self.stopped else self._emit(self.tokenizer.decode(self.ids), None)
+
+    def _emit(self, text: str, end: int | None) -> str:
+        end = len(text) if end is None else end
+        piece = text[self.printed:end] if end > self.printed else ""
+        self.printed = max(self.printed, end)
+        return piece
+
+
+def prompt_read(prompt_tokens: int, max_len: int) -> int:
+    """How many of a prompt's last tokens the model reads: all of them up to max_len - 1 (room
+    for the first new token), as ``CausalLM.stream(..., slide=True)`` cuts a longer one.
+
+    Examples:
+        >>> prompt_read(5, 32), prompt_read(40, 32)
+        (5, 31)
+    """
+    return min(prompt_tokens, max_len - 1)
+
+
+def note_cut(prompt_tokens: int, max_len: int, label: str) -> None:
+    """One line on stderr when the prompt ``label`` names is longer than the model reads."""
+    read = prompt_read(prompt_tokens, max_len)
+    if read < prompt_tokens:
+        print(f"note: {label} has {prompt_tokens} tokens; the model reads its last {read} "
+              f"(--block-size {max_len})", file=sys.stderr, flush=True)
+
+
+def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
+                    greedy: bool = True, temperature: float = 1.0,
+                    top_k: int | None = None, top_p: float | None = None,
+                    generator: torch.Generator | None = None, stops: list[str] | None = None,
+                    write: Callable[[str], None] | None = None, label: str = "--prompt") -> str:
+    """The text a ``CausalLM`` generates after the prompt ``ids``, up to ``max_new_tokens``
+    tokens, the tokenizer's EOS or a stop string (cut before it); each piece is passed to
+    ``write`` as soon as it is printable. A prompt longer than the model reads is cut to its
+    end, said on stderr naming ``label``."""
+    note_cut(len(ids), model.max_len, label)
+    stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=not greedy,
+                          temperature=temperature, top_k=top_k, top_p=top_p, eos_token_id=tokenizer.eos_id,
+                          generator=generator,
+                          slide=True)  # past the context length: keep its last half
+    out, pieces = StopStreamer(tokenizer, stops or []), []
+    for token in stream:
+        t = int(token[0, 0])
+        if t == tokenizer.eos_id:
+            break
+        pieces.append(out.add(t))
+        if write is not None:
+            write(pieces[-1])
+        if out.stopped:
+            break
+    pieces.append(out.flush())
+    if write is not None:
+        write(pieces[-1])
+    return "".join(pieces)

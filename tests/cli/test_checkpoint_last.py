@@ -1,0 +1,129 @@
+"""`--checkpoint last`: an interrupted run (checkpoints/last.ckpt, no model.safetensors) can be
+predicted from, generated from, evaluated and exported, each saying which step it uses; a
+missing or unreadable checkpoint is refused in one line naming the file (issue #37, item 9b)."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.cli import main
+
+pytestmark = pytest.mark.slow  # every test here reads a trained run
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+TEXT = "the quick brown fox jumps over the lazy dog. " * 60
+TINY = ["--model-dim", "16", "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "32",
+        "--block-size", "16", "--batch-size", "8", "--threads", "1", "--warmup", "2"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A finished lm run and a copy of it as an interrupted run leaves it (its final checkpoint,
+    no model.safetensors); a LoRA run likewise."""
+    tmp = tmp_path_factory.mktemp("ckpt")
+    (tmp / "t.txt").write_text(TEXT, encoding="utf-8")
+    assert main(["train", "lm", "--data", str(tmp / "t.txt"), "--out", str(tmp / "done"),
+                 "--max-steps", "12", *TINY]) == 0
+    assert main(["train", "lm", "--data", str(tmp / "done" / "data"), "--out",
+                 str(tmp / "lora_done"), "--init", str(tmp / "done"), "--lora-rank", "2",
+                 "--max-steps", "4", "--lr", "1e-2", *TINY]) == 0
+    for name in ("done", "lora_done"):
+        cut = tmp / name.replace("done", "cut")
+        shutil.copytree(tmp / name, cut)
+        (cut / "model.safetensors").unlink()
+    return tmp
+
+
+def _out(capsys, argv):
+    assert main(argv) == 0
+    return capsys.readouterr()
+
+
+@pytest.mark.parametrize("command", [
+    ["predict", "{run}", "--input", "the qu", "--max-new-tokens", "20"],
+    ["generate", "{run}", "--prompt", "the qu", "--greedy", "--max-new-tokens", "20"],
+    ["evaluate", "{run}"],
+])
+@pytest.mark.parametrize("name", ["cut", "lora_cut"])
+def test_an_interrupted_run_answers_as_the_finished_one_from_its_last_checkpoint(
+        runs, capsys, command, name):
+    finished = _out(capsys, [a.format(run=runs / name.replace("cut", "done")) for a in command])
+    run = runs / name
+    assert main([a.format(run=run) for a in command]) == 2  # no model.safetensors
+    assert capsys.readouterr().err.endswith(
+        f"has no model.safetensors (did training finish?); predict, generate, evaluate and "
+        f"export take --checkpoint last to use {run / 'checkpoints' / 'last.ckpt'}, its last "
+        f"saved step\n")
+    steps = 12 if name == "cut" else 4
+    resumed = _out(capsys, [a.format(run=run) for a in command] + ["--checkpoint", "last"])
+    assert resumed.out == finished.out  # the final checkpoint holds the final weights
+    assert resumed.err == f"using {run / 'checkpoints' / 'last.ckpt'} (step {steps})\n"
+
+
+def test_an_interrupted_run_exports_with_its_checkpoints_weights(runs, tmp_path, capsys):
+    transformers = pytest.importorskip("transformers")
+    run = runs / "cut"
+    assert main(["export", str(run), "--hf", str(tmp_path / "no")]) == 2
+    assert "--checkpoint last" in capsys.readouterr().err
+    err = _out(capsys, ["export", str(run), "--hf", str(tmp_path / "hf"),
+                        "--checkpoint", "last"]).err
+    assert err.startswith(f"using {run / 'checkpoints' / 'last.ckpt'} (step 12)\nwrote ")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf").eval()
+    ours, tokenizer = attnlab.load(runs / "done")
+    ids = torch.tensor([tokenizer.encode("the lazy dog")])
+    with torch.no_grad():
+        torch.testing.assert_close(hf(ids).logits, ours(ids), atol=1e-5, rtol=1e-5)
+
+
+def test_the_library_loads_the_checkpoint_on_request(runs):
+    finished, _ = attnlab.load(runs / "lora_done")
+    model, _ = attnlab.load(runs / "lora_cut", checkpoint="last")
+    assert model.state_dict().keys() == finished.state_dict().keys()  # LoRA merged
+    for key, value in finished.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[key], value)
+    with pytest.raises(ValueError, match="checkpoint must be None or one of"):
+        attnlab.load(runs / "cut", checkpoint="best")
+
+
+def test_a_missing_or_unreadable_checkpoint_is_refused_naming_it(runs, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(runs / "cut", run)
+    last = run / "checkpoints" / "last.ckpt"
+    last.unlink()
+    for command in (["predict", str(run), "--input", "the"], ["evaluate", str(run)],
+                    ["generate", str(run), "--prompt", "the"],
+                    ["export", str(run), "--hf", str(tmp_path / "hf")]):
+        assert main([*command, "--checkpoint", "last"]) == 2
+        assert capsys.readouterr().err == (f"attnlab: error: --checkpoint last: {last} not "
+                                           f"found (the run saved no checkpoint yet)\n")
+    last.write_bytes(b"not a checkpoint")
+    assert main(["predict", str(run), "--input", "the", "--checkpoint", "last"]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --checkpoint last: refusing checkpoint "
+                                       f"{last}: truncated or corrupt: UnpicklingError\n")
+    assert not (tmp_path / "hf").exists()
+
+
+def test_a_trainer_era_checkpoint_of_another_task_is_read_too(tmp_path, capsys):
+    run = tmp_path / "reverse"
+    shutil.copytree(FIXTURES / "reverse-trainer", run)
+    finished = _out(capsys, ["predict", str(run), "--input", "1 2 3 4"]).out
+    (run / "model.safetensors").unlink()
+    resumed = _out(capsys, ["predict", str(run), "--input", "1 2 3 4", "--checkpoint", "last"])
+    assert resumed.out == finished
+    assert resumed.err == f"using {run / 'checkpoints' / 'last.ckpt'} (step 20)\n"
+
+
+def test_reading_the_checkpoint_imports_no_lightning(runs):
+    code = ("import sys; from attnlab.cli import main; "
+            f"rc = main(['predict', {str(runs / 'cut')!r}, '--input', 'the', '--checkpoint', "
+            "'last']) or main(['generate', "
+            f"{str(runs / 'cut')!r}, '--prompt', 'the', '--checkpoint', 'last', "
+            "'--max-new-tokens', '3']); "
+            "assert 'lightning' not in str(list(sys.modules)), 'lightning imported'; "
+            "sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
