@@ -7,6 +7,7 @@ hidden states are compared in fp32 with atol = rtol = 1e-5; token ids and frozen
 exactly.
 """
 import json
+import re
 
 import pytest
 import torch
@@ -431,3 +432,17 @@ def test_export_of_a_run_of_attnlabs_own_encoder_is_refused(dirs, tmp_path, caps
     out = tmp_path / "hf"
     _refused(["export", str(run), "--hf", str(out)], capsys, out, "attnlab's own encoder",
              "--init")
+
+
+def test_freeze_encoder_trains_the_parameters_the_docs_list(dirs, tmp_path, monkeypatch):
+    """docs/cli.md's --freeze encoder line lists what trains of a pretrained encoder's
+    classifier (the pooler and the classifier layer): exactly those train."""
+    from pathlib import Path
+
+    cli = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    bullet = cli.split("- `--freeze encoder`", 1)[1].split("\n- ", 1)[0]
+    listed = set(re.findall(r"`([a-z_.]+)\.\*`", bullet))
+    assert listed == {"bert.pooler", "classifier"}, bullet
+    seen = _capture(monkeypatch)
+    _train(dirs, "bert", tmp_path / "run", "--freeze", "encoder")
+    assert {n.rsplit(".", 1)[0] for n in seen["trainable"]} == listed
