@@ -200,6 +200,11 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> None:
             print(f"attnlab: {as_typed(name, value)} (the default {cfg[name]} would not fit): "
                   f"{why}", file=sys.stderr)
         cfg[name] = value
+    for name, (value, where) in task.init_defaults(source).items():  # a named value wins
+        if name not in named and cfg.get(name) != value:
+            cfg[name], shown = value, "--" + name.replace("_", "-")
+            print(f"note: {shown} {value}, from --init {cfg['init']}'s {where}; a {shown} "
+                  f"given wins", file=sys.stderr, flush=True)
     cfg["init"], cfg["init_sha256"] = str(source.path), source.sha256
 
 

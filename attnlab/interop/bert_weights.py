@@ -47,7 +47,7 @@ from torch import Tensor, nn
 from ..activation_names import hf_activation
 from ..models.bert import BertEncoder
 
-__all__ = ["bert_tensors", "bert_encoder_of", "BASE_PREFIX"]
+__all__ = ["bert_tensors", "bert_encoder_of", "hf_tensors_of", "BASE_PREFIX"]
 
 # model_type -> the prefix of the encoder's tensors in a task model's checkpoint
 BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "xlm-roberta": "roberta.",
@@ -238,3 +238,30 @@ def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str,
         if kind != "embedding":
             module.bias.copy_(bias)
     return model.eval(), [], []
+
+
+@torch.no_grad()
+def hf_tensors_of(model: BertEncoder, model_type: str) -> dict[str, Tensor]:
+    """The inverse of ``bert_encoder_of``: ``model``'s weights under the names (no prefix) of
+    a Hugging Face ``model_type`` encoder, by the same table (the pooler left out: each
+    ``*ForSequenceClassification`` head holds it under its own name). Q, K and V are unstacked
+    from ``self_attn`` (``get_qkv``); a model without token types has none.
+
+    Examples:
+        >>> enc = BertEncoder(40, model_dim=8, num_heads=2, num_layers=1, dim_feedforward=16)
+        >>> hf_tensors_of(enc, "distilbert")["transformer.layer.0.attention.q_lin.weight"].shape
+        torch.Size([8, 8])
+    """
+    out: dict[str, Tensor] = {}
+    for name, module, kind in _targets(model, model_type):
+        if name.startswith("pooler."):
+            continue
+        if kind in ("q", "k", "v"):
+            wq, wk, wv, bq, bk, bv = module.get_qkv()
+            weight, bias = {"q": (wq, bq), "k": (wk, bk), "v": (wv, bv)}[kind]
+        else:
+            weight, bias = module.weight, getattr(module, "bias", None)
+        out[f"{name}.weight"] = weight.detach().clone()
+        if bias is not None and kind != "embedding":
+            out[f"{name}.bias"] = bias.detach().clone()
+    return out

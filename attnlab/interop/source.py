@@ -33,7 +33,8 @@ from ..settings import AdaptSettings, check_argument
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
            "GPT2_TYPES", "MARIAN_TYPES",
-           "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory"]
+           "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
+           "checkpoint_dropout"]
 
 # the Hugging Face model types attnlab converts, by the model it converts them to (the tasks
 # declare the ones they take, Task.init_model_types; read_checkpoint's table is these too)
@@ -189,3 +190,30 @@ def reread_init_source(path: str | Path, sha256: str, *, task: str) -> InitSourc
                          f"configured (SHA-256 {source.sha256[:12]}..., config.yaml records "
                          f"{sha256[:12]}...); start the run again")
     return source
+
+
+# model_type -> config.json's key of the dropout on the hidden states (the residual stream),
+# which attnlab's --dropout is; its default when the key is absent is transformers' own
+_DROPOUT_KEYS = {**{t: ("resid_pdrop", 0.1) for t in GPT2_TYPES},
+                 **{t: ("hidden_dropout_prob", 0.1) for t in BERT_FAMILY},
+                 "distilbert": ("dropout", 0.1),
+                 **{t: ("dropout", 0.1) for t in MARIAN_TYPES}}
+
+
+def checkpoint_dropout(source: InitSource) -> tuple[float, str] | None:
+    """(the dropout a Hugging Face checkpoint was trained with, config.json's key for it), the
+    value ``--dropout`` takes when a run from ``--init`` does not name it (a Marian
+    fine-tune ran at translate's default 0.0 where opus-mt says 0.1); None for an attnlab run
+    (its own dropout is a fine-tuning choice) or a value that is not a fraction in [0, 1).
+
+    Examples:
+        >>> s = InitSource(Path("m"), "hf", {"dropout": 0.1}, "marian", Path("w"), "")
+        >>> checkpoint_dropout(s)
+        (0.1, 'dropout')
+    """
+    if source.kind != "hf" or source.model_type not in _DROPOUT_KEYS:
+        return None
+    key, default = _DROPOUT_KEYS[source.model_type]
+    value = source.config.get(key, default)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+    return (float(value), key) if ok else None

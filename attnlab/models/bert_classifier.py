@@ -4,12 +4,16 @@ Shapes: B batch, T tokens, D model width, C classes.
 
     h = BertEncoder(input_ids, attention_mask, token_type_ids)         (B, T, D)
     pooled = tanh(W_p h[first real token] + b_p)      pooling="cls"  (BERT's pooler)
+           = relu(W_p h[first real token] + b_p)      pooling="cls", pooler_activation="relu"
+                                                                     (DistilBERT's head)
            = Σ_t m_t h_t / Σ_t m_t                    pooling="mean" (m the attention mask)
     logits = W_c Dropout(pooled) + b_c                                 (B, C)
 
 With ``pooling="cls"`` this is Hugging Face's ``BertForSequenceClassification`` (pooler, dropout,
 classifier) and, with the pooler as the head's dense layer, ``RobertaForSequenceClassification``
-(dropout, dense, tanh, dropout, out_proj: the same in eval mode). Both read position 0, which is
+(dropout, dense, tanh, dropout, out_proj: the same in eval mode); with ``pooler_activation="relu"``
+it is ``DistilBertForSequenceClassification`` (pre_classifier, ReLU, dropout, classifier). Each
+reads position 0, which is
 the first real token ([CLS], ``<s>``) of a batch padded on the right, as BERT-family tokenisers
 pad it; this model reads the first real token, so a batch padded on the left pools the [CLS]
 state too (where Hugging Face would pool a pad's). Padded on the right, a batch gives what each
@@ -21,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from .bert import BertEncoder
-from .configs import POOLINGS, BertClassifierConfig
+from .configs import POOLER_ACTIVATIONS, POOLINGS, BertClassifierConfig
 
 __all__ = ["BertClassifier", "BertClassifierConfig"]
 
@@ -38,6 +42,7 @@ class BertClassifier(nn.Module):
         dropout: on the embeddings, the sub-layers and the pooled vector.
         pooling: ``"cls"`` (the encoder gets BERT's pooler, a D x D layer and tanh on the first
             real token) or ``"mean"`` (the mean of the real tokens' states; no pooler).
+        pooler_activation: ``"tanh"`` (BERT's pooler) or ``"relu"`` (DistilBERT's head).
 
     Raises:
         ValueError: for an unknown pooling (and what ``BertEncoder`` refuses).
@@ -59,14 +64,19 @@ class BertClassifier(nn.Module):
                  max_positions: int = 512, type_vocab_size: int = 2, activation: str = "gelu",
                  layer_norm_eps: float = 1e-12, dropout: float = 0.1,
                  attention_dropout: float = 0.1, pad_id: int = 0,
-                 position_style: str = "absolute", pooling: str = "cls") -> None:
+                 position_style: str = "absolute", pooling: str = "cls",
+                 pooler_activation: str = "tanh") -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if pooler_activation not in POOLER_ACTIVATIONS:
+            raise ValueError(f"pooler_activation must be one of {POOLER_ACTIVATIONS}, got "
+                             f"{pooler_activation!r}")
         # every argument is a field of BertClassifierConfig (``from_config`` inverts this)
         self.config = BertClassifierConfig.from_dict(locals())
         self.bert = BertEncoder.from_config(self.config.encoder_config())
         self.dropout = nn.Dropout(dropout)
+        self.pooler_activation = torch.tanh if pooler_activation == "tanh" else torch.relu
         self.classifier = nn.Linear(model_dim, num_classes)
         nn.init.normal_(self.classifier.weight, std=0.02)  # transformers' initializer_range
         nn.init.zeros_(self.classifier.bias)
@@ -106,7 +116,7 @@ class BertClassifier(nn.Module):
         if self.bert.pooler is not None:
             first = attention_mask.long().argmax(1)  # (B,) the first real token's position
             cls_state = hidden[torch.arange(hidden.shape[0], device=hidden.device), first]
-            return torch.tanh(self.bert.pooler(cls_state))  # (B, D)
+            return self.pooler_activation(self.bert.pooler(cls_state))  # (B, D)
         m = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
         return (hidden * m).sum(1) / m.sum(1).clamp(min=1)  # (B, D)
 

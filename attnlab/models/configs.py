@@ -31,9 +31,10 @@ from ..settings import setting
 __all__ = ["ModelConfig", "CausalLMConfig", "SequenceClassifierConfig", "Seq2SeqConfig",
            "ElementPredictorConfig", "BertEncoderConfig", "BertClassifierConfig", "PretrainedEncoderFields",
            "GraphNetConfig",
-           "POOLINGS", "HEADS", "POSITION_STYLES", "GRAPH_MODELS"]
+           "POOLINGS", "POOLER_ACTIVATIONS", "HEADS", "POSITION_STYLES", "GRAPH_MODELS"]
 
 POOLINGS = ("cls", "mean")
+POOLER_ACTIVATIONS = ("tanh", "relu")  # BertClassifier's, after its pooler
 HEADS = ("sequence", "element")
 POSITION_STYLES = ("absolute", "roberta")
 GRAPH_MODELS = ("gat", "mean", "mlp")  # graph attention; mean over neighbours; edges ignored
@@ -246,6 +247,10 @@ class BertClassifierConfig(ModelConfig, PretrainedEncoderFields):
     pad_id: int = setting(0, help="padding id", low=0)
     pooling: str = setting("cls", help="BERT's pooler on [CLS], or the mean of the real tokens",
                            choices=POOLINGS)
+    # DistilBERT's head has a D x D layer and ReLU where BERT's pooler has tanh
+    pooler_activation: str = setting("tanh", help="after the pooler: tanh (BERT's pooler, "
+                                     "RoBERTa's head) or relu (DistilBERT's pre_classifier)",
+                                     choices=POOLER_ACTIVATIONS)
 
     @classmethod
     def of_encoder(cls, encoder: "BertEncoderConfig", *, num_classes: int,

@@ -317,6 +317,18 @@ class Task:
         given (lm: a --block-size above the checkpoint's positions). Default: none."""
         return {}
 
+    def init_defaults(self, source: Any) -> dict[str, tuple[Any, str]]:
+        """The settings ``--init DIR`` sets unless the user names them (a flag or ``--config``
+        value wins), by setting name: ``(value, where DIR says it)``; ``attnlab train`` says
+        each one that changes a default in a note, and config.yaml records it. Here: a Hugging
+        Face checkpoint's dropout (``checkpoint_dropout``: Marian's ``dropout``, BERT's
+        ``hidden_dropout_prob``, GPT-2's ``resid_pdrop``), which a fine-tune keeps unless
+        told otherwise."""
+        from ..interop.source import checkpoint_dropout
+
+        found = checkpoint_dropout(source)
+        return {} if found is None else {"dropout": (found[0], f"config.json's {found[1]}")}
+
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """Whether --model-dim is split among --num-heads (so must be divisible by it): true of
         a Transformer's attention; not of a recurrent model, nor of graph attention, whose

@@ -7,6 +7,7 @@ hidden states are compared in fp32 with atol = rtol = 1e-5; token ids and frozen
 exactly.
 """
 import json
+import re
 
 import pytest
 import torch
@@ -103,6 +104,8 @@ def _capture(monkeypatch, at_step=0, probe=None):
             seen["batch"] = [t.clone() for t in batch]
             head = getattr(model, "classifier", None)  # BertClassifier's
             seen["head"] = [p.detach().clone() for p in head.parameters()] if head else None
+            pooler = getattr(model, "pooler", None)
+            seen["pooler"] = [p.detach().clone() for p in pooler.parameters()] if pooler else None
             seen["trainable"] = sorted(n for n, p in model.named_parameters() if p.requires_grad)
 
     make = engine.make_fabric
@@ -197,10 +200,15 @@ def test_a_trained_run_loads_predicts_evaluates_and_resumes_without_dir(dirs, tm
     assert attnlab.loading.check_run_dir(run)[1].max_steps == 6
 
 
-@pytest.mark.parametrize("name, cls", [("bert", "BertForSequenceClassification"),
-                                       ("roberta", "RobertaForSequenceClassification")])
-def test_export_gives_the_runs_logits_in_transformers(dirs, tmp_path, name, cls):
-    run = _train(dirs, name, tmp_path / "run")
+@pytest.mark.parametrize("name, cls, extra", [
+    ("bert", "BertForSequenceClassification", []),
+    ("roberta", "RobertaForSequenceClassification", []),
+    # no pooler in the checkpoint: --pooling cls gives the family's own head (#37)
+    ("distilbert", "DistilBertForSequenceClassification", ["--pooling", "cls"]),
+    ("roberta-mean", "RobertaForSequenceClassification", ["--pooling", "cls"]),
+])
+def test_export_gives_the_runs_logits_in_transformers(dirs, tmp_path, name, cls, extra):
+    run = _train(dirs, name, tmp_path / "run", *extra)
     out = tmp_path / "hf"
     assert main(["export", str(run), "--hf", str(out)]) == 0
     hf = transformers.AutoModelForSequenceClassification.from_pretrained(out).eval()
@@ -226,6 +234,47 @@ def test_export_of_a_mean_pooled_run_is_refused_in_one_line(dirs, tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "mean" in err and "first token" in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name, head", [("distilbert", "relu"), ("roberta-mean", "tanh")])
+def test_pooling_cls_without_a_pooler_starts_a_new_head_on_the_first_token(
+        dirs, tmp_path, monkeypatch, capsys, name, head):
+    seen = _capture(monkeypatch)
+    run = _train(dirs, name, tmp_path / "run", "--pooling", "cls")
+    cfg = attnlab.loading.check_run_dir(run)[1]
+    assert cfg.pooling == "cls" and "no pooler" not in capsys.readouterr().err
+    hf = transformers.AutoModel.from_pretrained(dirs[name]).eval()
+    with torch.no_grad():
+        first = hf(**_hf_inputs(seen["batch"])).last_hidden_state[:, 0]  # (B, D)
+    model, _ = attnlab.load(run)
+    assert model.config.pooler_activation == head
+    # the new dense layer was drawn at step 0 as transformers draws one (std 0.02, bias 0):
+    # the run's logits are the checkpoint's first state through it and the new classifier
+    weight, bias = seen["head"]
+    pooler = seen["pooler"]
+    act = torch.relu if head == "relu" else torch.tanh
+    assert_close(seen["logits"], act(first @ pooler[0].T + pooler[1]) @ weight.T + bias, **TOL)
+    assert pooler[0].std().item() == pytest.approx(0.02, rel=0.2) and not pooler[1].any()
+
+
+def test_an_untyped_pooling_of_a_checkpoint_without_a_pooler_is_mean_and_said(
+        dirs, tmp_path, capsys):
+    run = _train(dirs, "distilbert", tmp_path / "run")
+    err = capsys.readouterr().err
+    assert attnlab.loading.check_run_dir(run)[1].pooling == "mean"
+    said = [line for line in err.splitlines() if line.startswith("note: --pooling mean")]
+    assert len(said) == 1 and "--pooling cls" in said[0], err
+    assert "DistilBertForSequenceClassification" in said[0]
+
+
+def test_a_head_whose_activation_is_not_the_familys_is_refused_by_to_hf():
+    from attnlab.interop.bert_classify import classifier_to_hf
+
+    for arch, act in (("bert", "relu"), ("distilbert", "tanh")):
+        ours = BertClassifier(2, vocab_size=40, model_dim=16, num_heads=2, num_layers=1,
+                              dim_feedforward=32, type_vocab_size=0, pooler_activation=act)
+        with pytest.raises(ValueError, match=f"{arch}'s classification head applies"):
+            classifier_to_hf(ours, model_type=arch, labels=["a", "b"])
 
 
 def _encoder_state(dir_):
@@ -383,3 +432,17 @@ def test_export_of_a_run_of_attnlabs_own_encoder_is_refused(dirs, tmp_path, caps
     out = tmp_path / "hf"
     _refused(["export", str(run), "--hf", str(out)], capsys, out, "attnlab's own encoder",
              "--init")
+
+
+def test_freeze_encoder_trains_the_parameters_the_docs_list(dirs, tmp_path, monkeypatch):
+    """docs/cli.md's --freeze encoder line lists what trains of a pretrained encoder's
+    classifier (the pooler and the classifier layer): exactly those train."""
+    from pathlib import Path
+
+    cli = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    bullet = cli.split("- `--freeze encoder`", 1)[1].split("\n- ", 1)[0]
+    listed = set(re.findall(r"`([a-z_.]+)\.\*`", bullet))
+    assert listed == {"bert.pooler", "classifier"}, bullet
+    seen = _capture(monkeypatch)
+    _train(dirs, "bert", tmp_path / "run", "--freeze", "encoder")
+    assert {n.rsplit(".", 1)[0] for n in seen["trainable"]} == listed

@@ -16,7 +16,12 @@ weights file (light: no torch, so a disagreeing flag is refused before torch loa
     model_type                                      (the same)        arch
 
 RoBERTa's family counts positions from ``pad_token_id + 1`` (``position_style="roberta"``).
-``pooling`` is ``"cls"`` (BERT's pooler) when the weights hold a pooler, else ``"mean"``. What
+``pooling`` is ``"cls"`` (BERT's pooler) when the weights hold a pooler. Where they hold none
+(DistilBERT, RoBERTa's ``*ForSequenceClassification``, a sentence encoder) it is ``"mean"``
+unless ``--pooling cls`` asks for a new head on the first token, the head of the family's
+``*ForSequenceClassification``: a D x D layer and ``pooler_activation(arch)`` (DistilBERT's
+pre_classifier and ReLU; BERT's and RoBERTa's dense layer and tanh), so that the run exports
+to that class. What
 ``config.json`` says that attnlab cannot build (a decoder, relative positions, an activation
 it lacks) is refused when the checkpoint is read (``attnlab.interop.checkpoint``), still before
 the run directory is written.
@@ -41,12 +46,15 @@ from ...errors import UsageError
 from ...interop.source import BERT_FAMILY
 from ...models.configs import BertClassifierConfig, PretrainedEncoderFields
 
-__all__ = ["init_settings", "settings_of_config", "has_pooler", "check_pretrained",
-           "max_tokens", "read_init", "ARCHS", "ROBERTA_STYLE"]
+__all__ = ["init_settings", "init_defaults", "settings_of_config", "has_pooler",
+           "check_pretrained", "max_tokens", "read_init", "pooler_activation", "ARCHS",
+           "ROBERTA_STYLE"]
 
 ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
 ARCHS = ("transformer", *BERT_FAMILY)  # classify's arch: its own encoder, or a checkpoint's
 _POOLER = "pooler.dense.weight"  # the pooler's weight, under any prefix (bert., roberta.)
+_HF_HEADS = {"bert": "Bert", "roberta": "Roberta", "xlm-roberta": "XLMRoberta",
+             "camembert": "Camembert", "distilbert": "DistilBert"}
 
 
 def init_settings(source) -> dict[str, Any]:
@@ -59,8 +67,25 @@ def init_settings(source) -> dict[str, Any]:
     if source.kind == "run":
         return run_settings(source.config, source.path)
     settings = settings_of_config(source.model_type, source.config, where=source.path)
-    settings["pooling"] = "cls" if has_pooler(source.weights) else "mean"
+    if has_pooler(source.weights):  # a pretrained pooler: pooled by it (init_defaults else)
+        settings["pooling"] = "cls"
     return settings
+
+
+def init_defaults(source) -> dict[str, tuple[Any, str]]:
+    """What a Hugging Face checkpoint without a pooler sets unless the user names it: mean
+    pooling (``--pooling cls`` gives a new head on the first token instead)."""
+    if source.kind != "hf" or has_pooler(source.weights):
+        return {}
+    head = f"{_HF_HEADS[source.model_type]}ForSequenceClassification"
+    return {"pooling": ("mean", f"{source.weights.name} (no pooler: --pooling cls adds a new "
+                                f"head on the first token, {head}'s)")}
+
+
+def pooler_activation(arch: str) -> str:
+    """The activation after the pooler of a classifier of ``arch``: the one its family's
+    ``*ForSequenceClassification`` head has (DistilBERT's ReLU; BERT's and RoBERTa's tanh)."""
+    return "relu" if arch == "distilbert" else "tanh"
 
 
 def run_settings(config: dict[str, Any], where: str | Path) -> dict[str, Any]:
@@ -169,5 +194,5 @@ def read_init(init: str, sha256: str, pooling: str):
     if checkpoint.sha256 != sha256:
         raise UsageError(f"--init {init}: {checkpoint.weights.name} changed since the "
                          f"run was configured; start the run again")
-    assert checkpoint.config.pooler == (pooling == "cls"), "has_pooler disagrees"
+    assert pooling == "cls" or not checkpoint.config.pooler, "has_pooler disagrees"
     return checkpoint

@@ -40,6 +40,7 @@ from ...runs import check_data_files, load_weights, read_yaml
 from ...tokenizers import TOKENIZER_KINDS, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
 from .data import check_labels, files_of, load_splits, read_examples
+from .pretrained import pooler_activation
 from .start import load_run_tokenizer, pretrained, start_of
 
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches", "Padding",
@@ -66,7 +67,8 @@ def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig | BertClassifi
     """
     if pretrained(cfg):
         return config_from_run(BertClassifierConfig, cfg, num_classes=len(cfg.labels),
-                               vocab_size=cfg.model_vocab_size, attention_dropout=cfg.dropout)
+                               vocab_size=cfg.model_vocab_size, attention_dropout=cfg.dropout,
+                               pooler_activation=pooler_activation(cfg.arch))
     inputs = ({"input_dim": len(cfg.feature_names), "vocab_size": None}
               if cfg.set_column else {"vocab_size": cfg.model_vocab_size})
     return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg.labels), **inputs)

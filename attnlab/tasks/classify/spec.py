@@ -171,6 +171,11 @@ class ClassifyTask(Task):
         own = super().init_settings(source) if source.kind == "run" else {}
         return {**own, **pretrained.init_settings(source)}
 
+    def init_defaults(self, source) -> dict[str, tuple[Any, str]]:
+        """The checkpoint's dropout (``Task.init_defaults``) and, for one without a pooler,
+        mean pooling unless ``--pooling cls`` asks for a new head (``pretrained``)."""
+        return {**super().init_defaults(source), **pretrained.init_defaults(source)}
+
     def check_settings(self, cfg: dict[str, Any]) -> Any:
         """--max-len not given: 256 tokens, or with a pretrained encoder all it holds."""
         if cfg.get("max_len") is None:

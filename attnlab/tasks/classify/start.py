@@ -61,7 +61,7 @@ class Start:
         if self.model is None:
             return model
         if self.labels is None:  # a pretrained encoder: the classifier's body
-            model.bert.load_state_dict(self.model.state_dict())
+            _encoder_into(model, self.model)
             return model
         state = self.model.state_dict()
         if list(self.labels) != list(labels):
@@ -71,6 +71,19 @@ class Start:
         else:
             model.load_state_dict(state)
         return model
+
+
+def _encoder_into(model: nn.Module, encoder: nn.Module) -> None:
+    """``encoder``'s weights into a ``BertClassifier``'s body. An encoder without a pooler
+    under ``--pooling cls`` leaves the classifier's new pooler (the first layer of the head of
+    the family's ``*ForSequenceClassification``) drawn as Hugging Face draws a new layer:
+    weight ~ N(0, 0.02²), bias 0."""
+    missing, unexpected = model.bert.load_state_dict(encoder.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("pooler.") for k in missing), (missing,
+                                                                               unexpected)
+    if missing:
+        nn.init.normal_(model.pooler.weight, std=0.02)
+        nn.init.zeros_(model.pooler.bias)
 
 
 def _head_layer(model: nn.Module) -> str:

@@ -1,0 +1,73 @@
+"""What the docs and notebooks say about attnlab, checked against attnlab itself (issue 37):
+a table of choices lists every registered choice, the commands' lists name every task that
+has the feature, a notebook's stated time agrees with the output it shows."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+from attnlab.commands.export import export_tasks
+from attnlab.models.configs import CausalLMConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def _row(page: str, flag: str) -> str:
+    """The table row of ``page`` that documents ``flag``."""
+    rows = [line for line in (DOCS / page).read_text().splitlines()
+            if line.startswith(f"| `{flag}")]
+    assert len(rows) == 1, (page, flag, rows)
+    return rows[0]
+
+
+def test_language_model_table_lists_every_positional_kind():
+    row = _row("language_model.md", "--positional")
+    listed = set(re.findall(r"`([a-z]+)`", row.split("|")[3]))
+    field = next(f for f in dataclasses.fields(CausalLMConfig) if f.name == "positional")
+    assert listed == set(field.metadata["choices"]), row  # the registry's kinds
+
+
+def _export_sections() -> dict[str, str]:
+    cli = (DOCS / "cli.md").read_text()
+    line = next(x for x in cli.splitlines() if x.startswith("attnlab export DIR --hf OUT"))
+    interop = (DOCS / "interop.md").read_text()
+    exporting = interop.split("## Exporting", 1)[1].split("\n## ", 1)[0]
+    return {"cli.md": line, "interop.md": exporting}
+
+
+def test_the_export_docs_name_every_task_that_exports():
+    for page, text in _export_sections().items():
+        for task in export_tasks():
+            assert re.search(rf"\b{task}\b", text), (page, task)
+
+
+def _notebook(name: str) -> list[dict]:
+    path = next((ROOT / "examples").glob(f"{name}_*.ipynb"))
+    return json.loads(path.read_text())["cells"]
+
+
+_SPOKEN = {"a minute": 60, "a minute and a half": 90, "two minutes": 120,
+           "three minutes": 180, "five minutes": 300}
+
+
+def test_notebook_04_says_the_training_time_its_output_shows():
+    cells = _notebook("04")
+    intro = "".join(cells[0]["source"]).replace("\n", " ")
+    said = re.search(r"train for about (.+?) on one CPU core", intro)
+    assert said and said.group(1) in _SPOKEN, intro
+    shown = [float(m) for c in cells if c["cell_type"] == "code"
+             for o in c.get("outputs", []) for m in re.findall(r"wall time: ([\d.]+) s",
+                                                               "".join(o.get("text", "")))]
+    assert len(shown) == 1
+    assert 2 / 3 <= _SPOKEN[said.group(1)] / shown[0] <= 3 / 2, (said.group(1), shown)
+
+
+def test_no_notebook_credits_lightning_with_attnlabs_csv_log():
+    for path in (ROOT / "examples").glob("[0-9][0-9]_*.ipynb"):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"]).replace("\n", " ")
+                assert "Lightning's CSV" not in text, path.name
