@@ -73,10 +73,13 @@ def adapt(model: nn.Module, cfg: RunSettings) -> str | None:
     total = parameter_share(model)[1]  # before LoRA adds its own
     if rank is not None:
         wrapped = add_lora(model, rank, cfg.lora_alpha)
-        if isinstance(model, SequenceClassifier):
-            model.output_net.requires_grad_(True)  # a new head has nothing to keep
-        elif isinstance(model, BertClassifier):
-            model.classifier.requires_grad_(True)
+        if isinstance(model, (SequenceClassifier, BertClassifier)):
+            # a classifier's head, as --freeze encoder trains it: a new one has nothing to
+            # keep, and a pretrained encoder's is its pooler (new too where the checkpoint
+            # had none: DistilBERT's pre_classifier) and the new classifier layer
+            for module in decoder_side:
+                if module is not None:
+                    module.requires_grad_(True)
         what = (f"--lora-rank {rank} (alpha {cfg.lora_alpha:g}) on {len(wrapped)} attention "
                 f"projections")
     elif freeze == "encoder":

@@ -309,17 +309,27 @@ def test_lora_trains_only_adapters_and_head_and_the_merged_model_gives_their_out
         tok.encode_for_model(PROBES, 64))
     seen = _capture(monkeypatch, at_step=3, probe=probe)  # after the last of 4 steps
     run = _train(dirs, "roberta", tmp_path / "run", "--lora-rank", "2")
-    assert seen["trainable"] and all(
-        ".lora_" in n or n.startswith("classifier.") for n in seen["trainable"])
+    assert seen["trainable"] and all(  # the adapters and the head (pooler, classifier)
+        ".lora_" in n or n.startswith(("classifier.", "bert.pooler.")) for n in seen["trainable"])
     assert any(".lora_" in n for n in seen["trainable"])
     model, _ = attnlab.load(run)  # the adapters merged into the weights: an ordinary model
     assert not any("lora" in n for n, _ in model.named_parameters())
     before, after = _encoder_state(dirs["roberta"]), model.bert.state_dict()
-    untouched = [k for k in before if "self_attn" not in k]  # only attention was adapted
+    # only attention was adapted, and the head's pooler trained
+    untouched = [k for k in before if "self_attn" not in k and not k.startswith("pooler.")]
     assert untouched and all(torch.equal(after[k], before[k]) for k in untouched)
     assert not torch.equal(after["encoder.layers.0.self_attn.o_proj.weight"],
                            before["encoder.layers.0.self_attn.o_proj.weight"])
     assert_close(_eval_logits(model, *probe), seen["probe"], **TOL)
+
+
+def test_lora_trains_a_new_head_on_the_first_token_whole(dirs, tmp_path, monkeypatch):
+    """DistilBERT has no pooler: ``--pooling cls`` draws its head's first layer new, and LoRA
+    trains it with the classifier (a frozen random layer would be a head that cannot learn)."""
+    seen = _capture(monkeypatch)
+    _train(dirs, "distilbert", tmp_path / "run", "--pooling", "cls", "--lora-rank", "2")
+    assert {"bert.pooler.weight", "bert.pooler.bias", "classifier.weight"} <= set(
+        seen["trainable"])
 
 
 @pytest.mark.parametrize("own", [False, True])
