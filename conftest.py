@@ -99,16 +99,31 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def spawn():
-    """``spawn(argv, **popen_kwargs)`` (``subprocess.Popen``'s arguments) starts a process that the test ends whatever happens: at
-    the test's end each one still running is killed and reaped, so a failed assertion leaves no
-    server or training run behind to load the machine for the tests after it. Every test that
-    starts a process it does not wait for at once (``subprocess.Popen``) starts it with this."""
+    """``spawn(argv, **popen_kwargs)`` (``subprocess.Popen``'s arguments) starts a process that
+    the test ends whatever happens: at the test's end each one still running is killed and
+    reaped, so a failed assertion leaves no server or training run behind to load the machine
+    for the tests after it. Every test that starts a process it does not wait for at once starts
+    it with this.
+
+    The process gets Ctrl-C as a terminal's foreground job does, SIGINT at its default, even
+    when the suite itself runs with SIGINT ignored: a shell without job control (a script's
+    ``make test &``, ``nohup``, some CI runners) starts a background job so, every process it
+    starts inherits that, and Python then installs no KeyboardInterrupt, so a test's "Ctrl-C"
+    would reach nothing. ``ctrl_c=False`` starts it with SIGINT ignored, as such a job."""
+    import signal
     import subprocess
 
     started: list[subprocess.Popen] = []
 
-    def start(*args, **kwargs):
-        proc = subprocess.Popen(*args, **kwargs)
+    def start(*args, ctrl_c: bool = True, **kwargs):
+        # A handler set here is reset to the default in the new program (exec keeps only an
+        # ignored signal ignored); only the main thread may set one, as pytest's tests run.
+        previous = signal.signal(signal.SIGINT,
+                                 signal.default_int_handler if ctrl_c else signal.SIG_IGN)
+        try:
+            proc = subprocess.Popen(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGINT, previous)
         started.append(proc)
         return proc
 

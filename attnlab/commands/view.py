@@ -4,11 +4,13 @@ self-contained HTML file (no network request; it can be mailed or committed).
 
 The page is written to ``--out`` (default ``DIR/attention.html``, never replaced unless named
 with ``--out``) and its path printed as the last line. ``--serve`` then also serves it on
-127.0.0.1 until Ctrl-C. Never imports Lightning.
+127.0.0.1 until Ctrl-C or SIGTERM (``kill PID``). Never imports Lightning.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 from dataclasses import dataclass
 
 from ..errors import UsageError
@@ -41,7 +43,7 @@ def register(sub) -> None:
                    help=f"the page to write (default DIR/{DEFAULT_NAME}, which is never "
                         f"replaced unless you name it here)")
     p.add_argument("--serve", action="store_true",
-                   help="also serve the page on 127.0.0.1 until Ctrl-C")
+                   help="also serve the page on 127.0.0.1 until Ctrl-C or SIGTERM")
     add_flags(p, ViewOptions)
     p.set_defaults(func=run)
 
@@ -98,7 +100,7 @@ def write_page(args):
 
 
 def serve(path, port: int) -> None:
-    """Serve the file ``path`` (nothing else) on 127.0.0.1:``port`` until Ctrl-C."""
+    """Serve the file ``path`` (nothing else) on 127.0.0.1:``port`` until Ctrl-C or SIGTERM."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     body = path.read_bytes()
@@ -121,14 +123,31 @@ def serve(path, port: int) -> None:
         server = ThreadingHTTPServer(("127.0.0.1", port), Page)
     except OSError as e:
         raise UsageError(f"--port {port}: cannot serve on it ({e.strerror or e})") from None
-    print(f"serving http://127.0.0.1:{server.server_address[1]}/{path.name} (Ctrl-C stops)",
+    print(f"serving http://127.0.0.1:{server.server_address[1]}/{path.name} ({_how_to_stop()})",
           flush=True)
+    previous = signal.signal(signal.SIGTERM, _stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         print("stopped", flush=True)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         server.server_close()
+
+
+def _stop(signum, frame) -> None:
+    """SIGTERM (``kill PID``) stops the server as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+def _how_to_stop() -> str:
+    """How this process stops. A process started with SIGINT ignored (a background job of a
+    shell without job control, ``nohup``, some supervisors) inherits that, and Python then
+    leaves Ctrl-C ignored: saying "Ctrl-C stops" would be untrue."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return (f"Ctrl-C is ignored by this process, which was started with SIGINT ignored, "
+                f"as a background job is; kill {os.getpid()} stops it")
+    return "Ctrl-C stops"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -191,6 +191,20 @@ def stop(proc, signum=signal.SIGINT) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
+def serve(spawn, run, text, out, **kwargs):
+    """``attnlab view RUN --input TEXT --out OUT --serve``: (the process, the page's URL match,
+    the "serving" line)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONFAULTHANDLER="1")
+    proc = spawn([sys.executable, "-m", "attnlab", "view", str(run), "--input", text, "--out",
+                  str(out), "--serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True, env=env, **kwargs)
+    assert proc.stdout.readline().strip() == str(out)
+    line = proc.stdout.readline()
+    url = re.search(rf"http://127\.0\.0\.1:(\d+)/{out.name}", line)
+    assert url, line
+    return proc, url, line
+
+
 def test_serve_serves_the_page_until_ctrl_c(runs, tmp_path, spawn):
     """Only the page is served, and Ctrl-C stops the server whatever clients hold connections
     open: one connected that never sends a request (as a browser's preconnect) and one whose
@@ -199,13 +213,8 @@ def test_serve_serves_the_page_until_ctrl_c(runs, tmp_path, spawn):
 
     run, text = runs["reverse"]
     out = tmp_path / "served.html"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONFAULTHANDLER="1")
-    proc = spawn([sys.executable, "-m", "attnlab", "view", str(run), "--input", text, "--out",
-                  str(out), "--serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                 text=True, env=env)
-    assert proc.stdout.readline().strip() == str(out)
-    line = proc.stdout.readline()
-    url = re.search(r"http://127\.0\.0\.1:(\d+)/served\.html", line)
+    proc, url, line = serve(spawn, run, text, out)
+    assert "(Ctrl-C stops)" in line
     with urllib.request.urlopen(url.group(0), timeout=10) as response:
         assert response.status == 200 and response.read() == out.read_bytes()
     with pytest.raises(urllib.error.HTTPError) as refused:  # the run's other files are not served
@@ -218,6 +227,18 @@ def test_serve_serves_the_page_until_ctrl_c(runs, tmp_path, spawn):
         held.read()
         code, rest, err = stop(proc)
         idle.close()
+    assert code == 0, err
+    assert rest.strip() == "stopped"
+
+
+def test_serve_started_with_ctrl_c_ignored_says_so_and_stops_on_sigterm(runs, tmp_path, spawn):
+    """A server started as a background job (SIGINT ignored, which Python keeps) does not claim
+    that Ctrl-C stops it: it names the kill command, and SIGTERM stops it as Ctrl-C would."""
+    run, text = runs["reverse"]
+    proc, _, line = serve(spawn, run, text, tmp_path / "bg.html", ctrl_c=False)
+    assert "Ctrl-C stops" not in line
+    assert "Ctrl-C is ignored by this process" in line and f"kill {proc.pid} stops it" in line
+    code, rest, err = stop(proc, signal.SIGTERM)
     assert code == 0, err
     assert rest.strip() == "stopped"
 
