@@ -41,7 +41,8 @@ from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoi
                          read_checkpoint, restore_rng)
 from .csvlog import CSVLog, keep_previous_log
 from .adapt import adapt, merge_lora, parameter_share
-from .hardware import check_hardware, make_fabric  # noqa: F401  (check_hardware: commands/train)
+# check_hardware: for commands/train
+from .hardware import check_hardware, launch, make_fabric  # noqa: F401
 from .hardware import fabric as fabric_module
 from .module import (OptimizerSettings, TaskModule, back_to_float32, decay_groups, exact_tables,
                      make_optimizer)
@@ -177,7 +178,7 @@ class Loop:
         """Launch the processes, put the model and optimiser where they train, and restore the
         last checkpoint when resuming. Returns the checkpoint resumed from, if any."""
         fabric, cfg = self.fabric, self.cfg
-        fabric.launch()  # DDP: starts the other ranks, which re-run this command
+        launch(fabric, cfg)  # DDP: starts the other ranks, which re-run this command
         # --freeze / --lora-rank: before the optimiser sees the parameters (and a checkpoint
         # is restored into them: a LoRA run's holds its adapters)
         adapted = adapt(self.module.model, cfg)
