@@ -1,4 +1,4 @@
-"""``--strategy ddp`` with one process on the CPU, against the default strategy (issue #37).
+"""``--strategy ddp`` with one process on the CPU, against the default strategy.
 
     python -m benchmarks.ddp_one_process [--steps 300] [--rounds 3] [--width 32] [--quick]
 
@@ -14,8 +14,9 @@ alternating rounds (A B C D, D C B A, ...) so that changes of load hit every sid
 - **ddp**: ``--devices 1 --strategy ddp`` as attnlab now runs it (without DDP, saying so);
 - **ddp, threads kept**: DDP on one process, with ``--threads`` put back after the launch
   (``attnlab.training.hardware.single_process_ddp`` patched to say no): what DDP itself costs;
-- **ddp before #37**: DDP on one process with the thread count Fabric's launcher sets (one
-  per core), as attnlab ran it before issue #37 (``hardware.launch`` patched to Fabric's own).
+- **ddp, launcher threads**: DDP on one process with the thread count Fabric's launcher sets
+  (one per core), as attnlab ran it before the fallback (``hardware.launch`` patched to
+  Fabric's own).
 
 A side's time is the run's ``train_seconds`` (metrics.json: the training loop alone, not the
 process's start or the test split), the median over rounds; the ratio is that over the
@@ -38,7 +39,7 @@ SIDES = {
     "default": [],
     "ddp": ["--devices", "1", "--strategy", "ddp"],
     "ddp, threads kept": ["--devices", "1", "--strategy", "ddp"],
-    "ddp before #37": ["--devices", "1", "--strategy", "ddp"],
+    "ddp, launcher threads": ["--devices", "1", "--strategy", "ddp"],
 }
 
 
@@ -48,9 +49,9 @@ def child(side: str, argv: list[str]) -> int:
     from attnlab.cli import main
     from attnlab.training import engine, hardware
 
-    if side in ("ddp, threads kept", "ddp before #37"):
+    if side in ("ddp, threads kept", "ddp, launcher threads"):
         hardware.single_process_ddp = lambda cfg: False
-    if side == "ddp before #37":
+    if side == "ddp, launcher threads":
         engine.launch = lambda built, cfg: built.launch()
     return main(argv)
 

@@ -116,7 +116,7 @@ class _Signals:
 
     def stopped(self, message: str) -> Interrupted:
         """The ``Interrupted`` that ends a run after a signal, the step saved: every rank
-        stops with it, and only global rank 0 says so (issue #37: one line a rank)."""
+        stops with it, and only global rank 0 says so (each rank used to say it)."""
         return Interrupted(message, self.signum or signal.SIGTERM, checkpointed=True,
                            quiet=self.quiet)
 

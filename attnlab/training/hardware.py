@@ -36,7 +36,7 @@ def _quiet_lightning() -> None:
     Automatic Mixed Precision (AMP)" once per Fabric built, so twice a run) says nothing a user
     of this CLI can act on; what attnlab changes of what was asked it says itself
     (``check_hardware``). Set again after ``lightning_fabric`` is imported: its ``__init__``
-    sets its logger to INFO (issue #37: the line printed twice)."""
+    sets its logger to INFO, which left the AMP line printed twice a run."""
     logging.getLogger("lightning_fabric").setLevel(logging.WARNING)
 
 
@@ -88,14 +88,14 @@ def processes(cfg: RunSettings) -> int:
 def single_process_ddp(cfg: RunSettings) -> bool:
     """``--strategy ddp`` with one process in all, which trains on the single-device strategy.
 
-    DDP on one process averages each gradient with itself; all it adds is cost. On a CPU
-    that cost was 15-40x a small model's step (issue #37): Fabric's launcher resets torch's
-    threads to one per core whatever ``--threads`` said (two threads of tiny kernels on a busy
-    2-core machine), and the gradients go through gloo's all-reduce. A run resumed with
-    ``--devices 1`` after two keeps ``strategy: ddp`` in its config.yaml, so this is decided
-    from the processes each time a run starts, never recorded. FSDP is left as asked: on a
-    CPU it is refused (``check_hardware``), and on one GPU it is the way to try its sharded
-    path before a run on several."""
+    DDP on one process averages each gradient with itself; all it adds is cost: a process
+    group, a wrapper, an all-reduce a step, and, on a CPU, most of all Fabric's launcher
+    setting torch's threads over ``--threads`` (``launch`` now puts them back), which made a
+    small model's run many times slower on a busy machine (benchmarks/RESULTS.md,
+    "ddp_one_process"). A run resumed with ``--devices 1`` after two keeps ``strategy: ddp``
+    in its config.yaml, so this is decided from the processes each time a run starts, never
+    recorded. FSDP is left as asked: on a CPU it is refused (``check_hardware``), and on one
+    GPU it is the way to try its sharded path before a run on several."""
     return str(cfg.strategy) == "ddp" and processes(cfg) == 1
 
 
