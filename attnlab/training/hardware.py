@@ -14,6 +14,7 @@ part of what a run's start spent beyond a bare PyTorch script's (benchmarks/RESU
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import logging
 import os
@@ -41,6 +42,23 @@ def _quiet_lightning() -> None:
 
 
 _quiet_lightning()
+
+
+@contextlib.contextmanager
+def _no_rank_zero_info():
+    """Lightning's ``rank_zero_info`` (the AMP line, DDP's banner) held back while attnlab
+    builds and launches a Fabric, whichever logger it writes to: importing the ``lightning``
+    package (``TransformerPredictor``'s Trainer) points it at ``lightning.fabric``'s, which
+    ``_quiet_lightning`` does not reach."""
+    from lightning_utilities.core import rank_zero
+
+    log = rank_zero.log
+    level = log.level
+    log.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def fabric():
@@ -117,7 +135,7 @@ def make_fabric(cfg: RunSettings, *, callbacks: list | None = None):
     settings = _hardware(cfg)
     settings["strategy"] = _strategy(cfg)
     settings["precision"] = _precision(str(settings["precision"]))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _no_rank_zero_info():
         warnings.simplefilter("ignore")  # the substitutions are reported by check_hardware
         return fabric().Fabric(**settings, callbacks=callbacks or [])
 
@@ -130,7 +148,8 @@ def launch(built, cfg: RunSettings) -> None:
     import torch
 
     threads = torch.get_num_threads()
-    built.launch()
+    with _no_rank_zero_info():
+        built.launch()
     if cfg.threads:
         torch.set_num_threads(threads)
 

@@ -94,7 +94,11 @@ def test_mixed_precision_runs_print_no_lightning_lines(tmp_path, capfd, caplog, 
     """"Using bfloat16 Automatic Mixed Precision (AMP)" came twice a run, from each Fabric
     built (the check before the run directory, and the loop's): Lightning's logger was set
     quiet before Lightning's import set it to INFO again. (Under pytest Lightning's records go
-    to pytest's handler, not to stderr: ``caplog`` holds what a user's terminal would show.)"""
+    to pytest's handler, not to stderr: ``caplog`` holds what a user's terminal would show.)
+    Lightning's Trainer imported beside it (``TransformerPredictor``'s) points Lightning's
+    line at another logger: imported here, so the test does not hang on the order of others."""
+    import lightning.pytorch  # noqa: F401
+
     assert main(["train", "reverse", "--out", str(tmp_path / "run"), "--precision", precision,
                  *TINY]) == 0
     captured = capfd.readouterr()
