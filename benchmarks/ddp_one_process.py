@@ -99,15 +99,15 @@ def main(argv=None) -> None:
             for i, side in enumerate(order if r % 2 == 0 else order[::-1]):
                 out = Path(tmp) / f"r{r}-{i}"
                 seconds[side].append(train(side, data, out, args))
-                print(f"round {r + 1}  {side:<18} {seconds[side][-1]:8.2f} s", flush=True)
+                print(f"round {r + 1}  {side:<22} {seconds[side][-1]:8.2f} s", flush=True)
     print(f"after:  {uptime()}")
     base = statistics.median(seconds["default"])
     print(f"\n{args.steps} steps of a {args.width}-wide lm, train_seconds, median of "
           f"{args.rounds} round(s)")
-    print(f"{'side':<20}{'s':>8}{'ms/step':>10}{'x default':>11}   all rounds (s)")
+    print(f"{'side':<24}{'s':>8}{'ms/step':>10}{'x default':>11}   all rounds (s)")
     for side, values in seconds.items():
         m = statistics.median(values)
-        print(f"{side:<20}{m:8.2f}{m / args.steps * 1e3:10.2f}{m / base:11.2f}   "
+        print(f"{side:<24}{m:8.2f}{m / args.steps * 1e3:10.2f}{m / base:11.2f}   "
               f"{' '.join(f'{v:.2f}' for v in values)}")
 
 
