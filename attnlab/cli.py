@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"attnlab: error: {e}", file=sys.stderr)
         return 2
     except Interrupted as e:
-        print(f"attnlab: {e}", file=sys.stderr)
+        if not e.quiet:
+            print(f"attnlab: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("attnlab: interrupted", file=sys.stderr)

@@ -18,10 +18,12 @@ class Interrupted(Exception):
     ``128 + signum`` (130 for SIGINT, 143 for SIGTERM).
     """
 
-    def __init__(self, message: str, signum: int, *, checkpointed: bool = False) -> None:
+    def __init__(self, message: str, signum: int, *, checkpointed: bool = False,
+                 quiet: bool = False) -> None:
         super().__init__(message)
         self.signum = int(signum)
         self.checkpointed = checkpointed  # a checkpoint of the interrupted step was written
+        self.quiet = quiet  # exit with the code but print nothing (a DDP rank but rank 0)
 
     @property
     def exit_code(self) -> int:

@@ -41,7 +41,8 @@ from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoi
                          read_checkpoint, restore_rng)
 from .csvlog import CSVLog, keep_previous_log
 from .adapt import adapt, merge_lora, parameter_share
-from .hardware import check_hardware, make_fabric  # noqa: F401  (check_hardware: commands/train)
+# check_hardware: for commands/train
+from .hardware import check_hardware, launch, make_fabric  # noqa: F401
 from .hardware import fabric as fabric_module
 from .module import (OptimizerSettings, TaskModule, back_to_float32, decay_groups, exact_tables,
                      make_optimizer)
@@ -110,7 +111,14 @@ class _Signals:
     def __init__(self, resume_hint: str) -> None:
         self.resume_hint = resume_hint
         self.signum: int | None = None
+        self.quiet = False  # a DDP rank but global rank 0: its line would repeat rank 0's
         self._previous: dict[int, Any] = {}
+
+    def stopped(self, message: str) -> Interrupted:
+        """The ``Interrupted`` that ends a run after a signal, the step saved: every rank
+        stops with it, and only global rank 0 says so (each rank used to say it)."""
+        return Interrupted(message, self.signum or signal.SIGTERM, checkpointed=True,
+                           quiet=self.quiet)
 
     def __enter__(self) -> "_Signals":
         if threading.current_thread() is threading.main_thread():
@@ -121,7 +129,8 @@ class _Signals:
         if self.signum is not None:
             raise Interrupted(f"interrupted again ({signal.Signals(signum).name}) before the "
                               f"step's checkpoint was written; the last checkpoint is kept; "
-                              f"continue with: {self.resume_hint}", signum, checkpointed=True)
+                              f"continue with: {self.resume_hint}", signum, checkpointed=True,
+                              quiet=self.quiet)
         self.signum = signum
 
     def __exit__(self, *exc) -> None:
@@ -177,7 +186,8 @@ class Loop:
         """Launch the processes, put the model and optimiser where they train, and restore the
         last checkpoint when resuming. Returns the checkpoint resumed from, if any."""
         fabric, cfg = self.fabric, self.cfg
-        fabric.launch()  # DDP: starts the other ranks, which re-run this command
+        launch(fabric, cfg)  # DDP: starts the other ranks, which re-run this command
+        self.signals.quiet = not fabric.is_global_zero
         # --freeze / --lora-rank: before the optimiser sees the parameters (and a checkpoint
         # is restored into them: a LoRA run's holds its adapters)
         adapted = adapt(self.module.model, cfg)
@@ -286,9 +296,9 @@ class Loop:
                 fabric.call("on_train_batch_end", self)
                 if self._told_to_stop():
                     self.save()
-                    raise Interrupted(f"interrupted at step {self.step} of {self.max_steps}; "
-                                      f"continue with: {self.signals.resume_hint}",
-                                      self.signals.signum or signal.SIGTERM, checkpointed=True)
+                    raise self.signals.stopped(f"interrupted at step {self.step} of "
+                                               f"{self.max_steps}; continue with: "
+                                               f"{self.signals.resume_hint}")
                 # the last step's checkpoint is the one ``fit`` writes after the loop: written
                 # here too, the same weights and optimiser would be written twice
                 if (self.checkpoint_every and self.step % self.checkpoint_every == 0
@@ -471,9 +481,8 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     finally:
         loop.progress.end_line()  # an error starts on a line of its own
     if loop.signals.signum is not None:  # the signal came during the last step's validation
-        raise Interrupted(f"interrupted at the end of training (step {loop.step} of "
-                          f"{max_steps}); finish with: {loop.signals.resume_hint}",
-                          loop.signals.signum, checkpointed=True)
+        raise loop.signals.stopped(f"interrupted at the end of training (step {loop.step} "
+                                   f"of {max_steps}); finish with: {loop.signals.resume_hint}")
     module.cpu()  # what follows (the test split, figures, saving) is plain torch on the CPU
     if cfg.compile:  # ... and eager: each new shape of it would compile the model again
         module.model._compiled_call_impl = None

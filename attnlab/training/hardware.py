@@ -14,6 +14,7 @@ part of what a run's start spent beyond a bare PyTorch script's (benchmarks/RESU
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import logging
 import os
@@ -28,11 +29,36 @@ if TYPE_CHECKING:
     from ..run_config import RunSettings
 
 __all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
-           "AUTO_BF16_WIDTH"]
+           "AUTO_BF16_WIDTH", "processes", "single_process_ddp", "launch"]
 
-# Lightning's start-up chatter (GPU/TPU availability, "LOCAL_RANK") says nothing a user of this
-# CLI can act on.
-logging.getLogger("lightning_fabric").setLevel(logging.WARNING)
+
+def _quiet_lightning() -> None:
+    """Lightning's start-up chatter (GPU/TPU availability, "LOCAL_RANK", "Using bfloat16
+    Automatic Mixed Precision (AMP)" once per Fabric built, so twice a run) says nothing a user
+    of this CLI can act on; what attnlab changes of what was asked it says itself
+    (``check_hardware``). Set again after ``lightning_fabric`` is imported: its ``__init__``
+    sets its logger to INFO, which left the AMP line printed twice a run."""
+    logging.getLogger("lightning_fabric").setLevel(logging.WARNING)
+
+
+_quiet_lightning()
+
+
+@contextlib.contextmanager
+def _no_rank_zero_info():
+    """Lightning's ``rank_zero_info`` (the AMP line, DDP's banner) held back while attnlab
+    builds and launches a Fabric, whichever logger it writes to: importing the ``lightning``
+    package (``TransformerPredictor``'s Trainer) points it at ``lightning.fabric``'s, which
+    ``_quiet_lightning`` does not reach."""
+    from lightning_utilities.core import rank_zero
+
+    log = rank_zero.log
+    level = log.level
+    log.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def fabric():
@@ -44,6 +70,7 @@ def fabric():
     (by a user's code, or Fabric's FSDP support) gets the real package.
     """
     if "lightning_fabric" in sys.modules:
+        _quiet_lightning()  # imported by someone else, who left its logger at INFO
         return sys.modules["lightning_fabric"]
     stand_in = None
     if "torchmetrics" not in sys.modules:
@@ -60,6 +87,7 @@ def fabric():
     finally:
         if stand_in is not None and sys.modules.get("torchmetrics") is stand_in:
             del sys.modules["torchmetrics"]
+    _quiet_lightning()
     return lightning_fabric
 
 
@@ -70,12 +98,34 @@ def _hardware(cfg: RunSettings) -> dict[str, Any]:
             "strategy": cfg.strategy, "precision": cfg.precision}
 
 
-def _strategy(name: str):
+def processes(cfg: RunSettings) -> int:
+    """The training processes a run starts in all: ``--devices`` × ``--num-nodes``."""
+    return int(cfg.devices or 1) * int(cfg.num_nodes or 1)
+
+
+def single_process_ddp(cfg: RunSettings) -> bool:
+    """``--strategy ddp`` with one process in all, which trains on the single-device strategy.
+
+    DDP on one process averages each gradient with itself; all it adds is cost: a process
+    group, a wrapper, an all-reduce a step, and, on a CPU, most of all Fabric's launcher
+    setting torch's threads over ``--threads`` (``launch`` now puts them back), which made a
+    small model's run many times slower on a busy machine (benchmarks/RESULTS.md,
+    "ddp_one_process"). A run resumed with ``--devices 1`` after two keeps ``strategy: ddp``
+    in its config.yaml, so this is decided from the processes each time a run starts, never
+    recorded. FSDP is left as asked: on a CPU it is refused (``check_hardware``), and on one
+    GPU it is the way to try its sharded path before a run on several."""
+    return str(cfg.strategy) == "ddp" and processes(cfg) == 1
+
+
+def _strategy(cfg: RunSettings):
     """``--strategy`` for Fabric: FSDP writes its checkpoints whole (one file, on rank 0), as
-    every other strategy does, so ``last.ckpt`` is one file whatever trained it."""
-    if name == "fsdp":
+    every other strategy does, so ``last.ckpt`` is one file whatever trained it; DDP on one
+    process is the single-device strategy (``single_process_ddp``)."""
+    if single_process_ddp(cfg):
+        return "auto"
+    if cfg.strategy == "fsdp":
         return fabric().strategies.FSDPStrategy(state_dict_type="full")
-    return name
+    return str(cfg.strategy)
 
 
 def make_fabric(cfg: RunSettings, *, callbacks: list | None = None):
@@ -83,11 +133,25 @@ def make_fabric(cfg: RunSettings, *, callbacks: list | None = None):
     --precision`` (``cfg``: the typed run config), and the callbacks the loop calls
     (``Fabric.call``)."""
     settings = _hardware(cfg)
-    settings["strategy"] = _strategy(str(settings["strategy"]))
+    settings["strategy"] = _strategy(cfg)
     settings["precision"] = _precision(str(settings["precision"]))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _no_rank_zero_info():
         warnings.simplefilter("ignore")  # the substitutions are reported by check_hardware
         return fabric().Fabric(**settings, callbacks=callbacks or [])
+
+
+def launch(built, cfg: RunSettings) -> None:
+    """``built.launch()`` (DDP and FSDP: start the other processes, join the process group),
+    keeping ``--threads``: Fabric's launcher sets torch's threads to the cores over the
+    processes on this node, over what the run asked (it leaves them only when
+    ``OMP_NUM_THREADS`` is set)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    with _no_rank_zero_info():
+        built.launch()
+    if cfg.threads:
+        torch.set_num_threads(threads)
 
 
 def _precision(value: str) -> str:
@@ -133,7 +197,9 @@ def check_hardware(cfg, *, quiet: bool = False):
 
     What Fabric will really run is said and recorded: ``16-mixed`` on a CPU runs as
     ``bf16-mixed``, and the returned config's ``precision`` (so config.yaml) says so: a run's
-    record names what it ran, not what was asked.
+    record names what it ran, not what was asked. ``--strategy ddp`` with one process trains
+    without DDP (``single_process_ddp``), said in one line; config.yaml keeps ``ddp``, which
+    with one process trains the same numbers and on more devices is what was asked.
     """
     auto = cfg.precision == "auto"
     if auto:
@@ -157,6 +223,10 @@ def check_hardware(cfg, *, quiet: bool = False):
         if not quiet:
             print(f"note: --precision {asked} is not available on {device}; running "
                   f"{cfg.precision} (recorded in config.yaml)", file=sys.stderr, flush=True)
+    if single_process_ddp(cfg) and not quiet:
+        print(f"note: --strategy ddp with one process (--devices {cfg.devices}): training as "
+              f"one process without DDP, which would only slow it (config.yaml keeps ddp, for a "
+              f"--resume on more devices)", file=sys.stderr, flush=True)
     cores = os.cpu_count() or 1
     devices = built.world_size // max(1, int(cfg.num_nodes or 1))
     if device == "cpu" and devices > cores and not quiet:

@@ -54,13 +54,26 @@ def tiny_args(task, data, *extra):
     return [*TINY[task].format(data=data.get(task)).split(), *TINY_MODEL.split(), *extra]
 
 
-def train_ddp(task, out, *args):
-    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in a real process."""
+def _ddp_command(task, out, *args):
+    """The command and environment of ``attnlab train TASK`` with two DDP processes on CPU."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("ATTNLAB_RUN_DIR", None)
-    return subprocess.run([sys.executable, "-m", "attnlab", "train", task, "--out", str(out),
-                           "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return ([sys.executable, "-m", "attnlab", "train", task, "--out", str(out), "--devices", "2",
+             "--strategy", "ddp", "--accelerator", "cpu", *args], env)
+
+
+def train_ddp(task, out, *args):
+    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in a real process."""
+    command, env = _ddp_command(task, out, *args)
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+
+def start_ddp(task, out, *args):
+    """``train_ddp`` started, not waited for: a ``Popen`` in a session of its own (so that
+    ``os.killpg`` ends both ranks), its stderr a pipe of text. The caller must end it."""
+    command, env = _ddp_command(task, out, *args)
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
 
 
 @pytest.fixture(scope="session")
