@@ -103,7 +103,8 @@ def spawn():
     the test ends whatever happens: at the test's end each one still running is killed and
     reaped, so a failed assertion leaves no server or training run behind to load the machine
     for the tests after it. Every test that starts a process it does not wait for at once starts
-    it with this.
+    it with this. A process started in a session of its own (``start_new_session=True``) is
+    ended with every process of its group, such as the other ranks of a DDP run.
 
     The process gets Ctrl-C as a terminal's foreground job does, SIGINT at its default, even
     when the suite itself runs with SIGINT ignored: a shell without job control (a script's
@@ -114,6 +115,7 @@ def spawn():
     import subprocess
 
     started: list[subprocess.Popen] = []
+    own_group: dict[int, bool] = {}
 
     def start(*args, ctrl_c: bool = True, **kwargs):
         # A handler set here is reset to the default in the new program (exec keeps only an
@@ -125,10 +127,17 @@ def spawn():
         finally:
             signal.signal(signal.SIGINT, previous)
         started.append(proc)
+        own_group[proc.pid] = bool(kwargs.get("start_new_session")
+                                   or kwargs.get("process_group") == 0)
         return proc
 
     yield start
     for proc in started:
         if proc.poll() is None:
             proc.kill()
+        if own_group[proc.pid]:  # every process of its group (DDP's other ranks), also
+            try:                 # when the first has exited
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         proc.communicate()  # reaps it and closes its pipes

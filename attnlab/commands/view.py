@@ -123,9 +123,9 @@ def serve(path, port: int) -> None:
         server = ThreadingHTTPServer(("127.0.0.1", port), Page)
     except OSError as e:
         raise UsageError(f"--port {port}: cannot serve on it ({e.strerror or e})") from None
+    previous = signal.signal(signal.SIGTERM, _stop)  # before the line that says how to stop
     print(f"serving http://127.0.0.1:{server.server_address[1]}/{path.name} ({_how_to_stop()})",
           flush=True)
-    previous = signal.signal(signal.SIGTERM, _stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

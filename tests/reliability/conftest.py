@@ -68,12 +68,12 @@ def train_ddp(task, out, *args):
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
-def start_ddp(task, out, *args):
-    """``train_ddp`` started, not waited for: a ``Popen`` in a session of its own (so that
-    ``os.killpg`` ends both ranks), its stderr a pipe of text. The caller must end it."""
+def start_ddp(spawn, task, out, *args):
+    """``train_ddp`` started by the ``spawn`` fixture, not waited for: in a session of its own,
+    so that the test's end kills both ranks whatever happened; its stderr a pipe of text."""
     command, env = _ddp_command(task, out, *args)
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
+    return spawn(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                 start_new_session=True)
 
 
 @pytest.fixture(scope="session")

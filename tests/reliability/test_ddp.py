@@ -30,24 +30,19 @@ def test_two_process_ddp_run_writes_a_valid_run_directory(tmp_path, capsys):
     assert len(capsys.readouterr().out.strip().splitlines()[-1].split()) == 4
 
 
-def test_an_interrupted_ddp_run_says_so_once_from_rank_zero(tmp_path):
+def test_an_interrupted_ddp_run_says_so_once_from_rank_zero(tmp_path, spawn):
     """SIGTERM to rank 0 stops both ranks at the same step, each saving; the line that says
     where it stopped and how to continue used to come from each rank (issue #37)."""
     out = tmp_path / "ddp"
-    proc = start_ddp("reverse", out, "--max-steps", "5000", "--train-size", "256",
+    proc = start_ddp(spawn, "reverse", out, "--max-steps", "5000", "--train-size", "256",
                      "--val-size", "32", "--test-size", "32", "--model-dim", "16",
                      "--num-heads", "1", "--batch-size", "16", "--val-every", "100000",
                      "--checkpoint-every", "100000", "--no-early-stop")
-    try:
-        seen = ""
-        while "step 500/" not in seen and proc.poll() is None:  # progress every 500 steps
-            seen += proc.stderr.readline()
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    seen = ""
+    while "step 500/" not in seen and proc.poll() is None:  # progress every 500 steps
+        seen += proc.stderr.readline()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
     err = seen + err
     assert proc.returncode == 143, err
     lines = [line for line in err.splitlines() if line.startswith("attnlab: interrupted")]

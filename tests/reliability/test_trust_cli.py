@@ -289,7 +289,7 @@ def test_a_broken_config_yaml_is_named_by_every_command(task, reverse_run, task_
         for argv in _commands(task, run):
             _fails(argv, capsys, *named)
     for text, named in (("- 1\n- 2\n", ["config.yaml", "mapping"]),
-                        ("", ["config.yaml", "'task'"])):
+                        ("", ["config.yaml", "is empty"])):
         run = _copy(src, tmp_path, f"raw{len(text)}")
         (run / "config.yaml").write_text(text)
         for argv in _commands(task, run):
