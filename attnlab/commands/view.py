@@ -123,10 +123,12 @@ def serve(path, port: int) -> None:
         server = ThreadingHTTPServer(("127.0.0.1", port), Page)
     except OSError as e:
         raise UsageError(f"--port {port}: cannot serve on it ({e.strerror or e})") from None
-    previous = signal.signal(signal.SIGTERM, _stop)  # before the line that says how to stop
-    print(f"serving http://127.0.0.1:{server.server_address[1]}/{path.name} ({_how_to_stop()})",
-          flush=True)
+    # Both before the line that says how to stop: a Ctrl-C or kill the moment it is read must
+    # find the handler set and land inside the try.
+    previous = signal.signal(signal.SIGTERM, _stop)
     try:
+        print(f"serving http://127.0.0.1:{server.server_address[1]}/{path.name} "
+              f"({_how_to_stop()})", flush=True)
         server.serve_forever()
     except KeyboardInterrupt:
         print("stopped", flush=True)
