@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import functools
 import math
+import os
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -483,6 +484,11 @@ def _range_text(meta: dict, kind: type) -> str | None:
     return f">= {low:g}"
 
 
+def _is_text(kind: Any) -> bool:
+    """``str``, ``str | None`` or ``Optional[str]``: a setting whose value is text."""
+    return kind is str or set(typing.get_args(kind)) == {str, type(None)}
+
+
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
                whole: str = "an integer", of_use: bool = True) -> Any:
     if value is None and meta["optional"]:
@@ -492,6 +498,10 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
         if value not in meta["choices"]:
             raise error(f"{shown} must be one of {', '.join(meta['choices'])}, got {value!r}")
         return value
+    if value is not None and _is_text(kind) and not isinstance(value, (str, os.PathLike)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):  # YAML's yes, [a]
+            raise error(f"{shown} must be text, got {value!r}")
+        value = str(value)  # YAML reads `label_column: 1` or `init: 5` as a number
     if meta.get("blank_why") and of_use and isinstance(value, str) and not value.strip():
         raise error(f"{shown} is empty: {meta['blank_why']}")
     if kind is bool:
@@ -536,7 +546,7 @@ def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = Fals
     a ``UsageError`` names ``where`` (the file) and the key as the file spells it. A value
     outside a ``floor`` or ``cap`` but in range was a run's own (``--beam 200`` before the
     cap): it loads; ``of_use`` (a ``--config`` file's values, about to be used) checks those
-    rules of use too.
+    rules of use too, and leaves each value in ``values`` as ``check`` normalises it.
 
     Examples:
         >>> check_record(TrainSettings, {"lr": 0}, "runs/r/config.yaml")
@@ -547,8 +557,10 @@ def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = Fals
     types = _types(cls)
     for f in dataclasses.fields(cls):
         if f.name in values:
-            _check_one(f"{where}: {f.name}", values[f.name], types[f.name], f.metadata,
-                       UsageError, of_use=of_use)
+            value = _check_one(f"{where}: {f.name}", values[f.name], types[f.name],
+                               f.metadata, UsageError, of_use=of_use)
+            if of_use:  # about to be used: as ``check`` reads it (``init: 5`` is the text 5)
+                values[f.name] = value
 
 
 def check_options(args, cls, *, unset: Iterable[str] = ()) -> None:

@@ -146,9 +146,9 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]) -> dict[str,
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}")
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
-    check_values(task, {k: v for k, v in file_cfg.items() if k not in given}, where,
-                 training=True, of_use=not resuming)
-    return file_cfg
+    read = {k: v for k, v in file_cfg.items() if k not in given}
+    check_values(task, read, where, training=True, of_use=not resuming)
+    return {**file_cfg, **read}  # as checked: ``init: 5`` is the text 5
 
 
 def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str, Any]) -> None:

@@ -187,6 +187,20 @@ def test_an_empty_init_in_a_config_file_is_refused_naming_the_file(tmp_path, cap
     assert not out.exists()
 
 
+@pytest.mark.parametrize("value, named", [
+    ("5", "--init 5"),  # YAML's number: read as the text it was typed as, a path
+    ("[a, b]", "init must be text, got ['a', 'b']"),
+    ("yes", "init must be text, got True")])
+def test_an_init_in_a_config_file_that_is_not_text_is_refused_in_one_line(tmp_path, capsys,
+                                                                          value, named):
+    """`init: 5` in a --config file ended in a TypeError's traceback (exit 1)."""
+    out, config = tmp_path / "run", tmp_path / "c.yaml"
+    config.write_text(f"init: {value}\n")
+    _fails(["train", "classify", "--config", str(config), "--data", str(_reviews(tmp_path)),
+            "--out", str(out), "--max-steps", "2"], capsys, named)
+    assert not out.exists()
+
+
 def test_the_library_refuses_an_empty_init_too(tmp_path, monkeypatch):
     _run_dir(tmp_path / "cwd")  # an lm run where Path("") points
     monkeypatch.chdir(tmp_path / "cwd")
