@@ -203,8 +203,9 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> None:
     for name, (value, where) in task.init_defaults(source).items():  # a named value wins
         if name not in named and cfg.get(name) != value:
             cfg[name], shown = value, "--" + name.replace("_", "-")
-            print(f"note: {shown} {value}, from --init {cfg['init']}'s {where}; a {shown} "
-                  f"given wins", file=sys.stderr, flush=True)
+            if not _is_child():  # once, as the fitted default above: not from each DDP rank
+                print(f"note: {shown} {value}, from --init {cfg['init']}'s {where}; a {shown} "
+                      f"given wins", file=sys.stderr, flush=True)
     cfg["init"], cfg["init_sha256"] = str(source.path), source.sha256
 
 
