@@ -142,8 +142,10 @@ def length_penalty_setting(default: float | None, help: str, **absent: Any) -> A
 
 @dataclass
 class TrainSettings:
-    """The training settings every ``attnlab train TASK`` shares (docs/cli.md, "Train").
-    A task's ``defaults`` override these values, not their checks."""
+    """What the training loop needs, for every ``attnlab train TASK`` (docs/cli.md, "Train"):
+    the budget, the optimiser and its schedule, checkpoints, devices and number format. The
+    model's shape and dropout are the model config's (``attnlab.models.configs``), the data's
+    the task's. A task's ``overrides`` change these defaults, not their checks."""
 
     seed: int = seed_setting(42, help="random seed")
     max_steps: int = setting(1000, help="optimiser steps to train for", low=1)
@@ -160,12 +162,6 @@ class TrainSettings:
     beta2: float = setting(0.999, help="AdamW's second-moment decay (the cosine schedule's; "
                                        "Noam uses the paper's 0.98)", low=0, below=1,
                         absent=0.999)
-    model_dim: int = setting(64, help="model width D", low=1)
-    num_heads: int = setting(4, help="attention heads H (must divide --model-dim)", low=1)
-    num_layers: int = setting(2, help="Transformer blocks", low=1)
-    dim_feedforward: int = setting(128, help="feed-forward hidden width", low=1)
-    dropout: float = setting(0.0, help="dropout on each sub-layer's output", low=0, below=1)
-    norm_first: bool = setting(False, help="pre-LN blocks (--no-norm-first: post-LN, the paper's)")
     checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
     val_every: int = setting(None, help="steps between validations", low=1, optional=True)
     threads: int = threads_setting("torch CPU threads (default: torch's, or 1 when another job "
@@ -407,10 +403,9 @@ def _fields(cls, only: Iterable[str] | None) -> list[dataclasses.Field]:
     return [f for f in fields if f.name in only]
 
 
-def exposed(cls, *, besides: type | None = TrainSettings) -> tuple[str, ...]:
+def exposed(cls, *, besides: type | None = None) -> tuple[str, ...]:
     """The names of the fields of ``cls`` a command line may set (``flag=True``), leaving out
-    those ``besides`` declares already (by default the shared training flags: a model's
-    ``model_dim`` is the shared ``--model-dim``).
+    those ``besides`` declares.
 
     Examples:
         >>> @dataclass
@@ -419,7 +414,7 @@ def exposed(cls, *, besides: type | None = TrainSettings) -> tuple[str, ...]:
         ...     depth: int = setting(2, help="blocks", low=1)
         ...     vocab_size: int = setting(None, flag=False, optional=True)
         >>> exposed(Net)
-        ('depth',)
+        ('model_dim', 'depth')
     """
     shared = set() if besides is None else {f.name for f in dataclasses.fields(besides)}
     return tuple(f.name for f in dataclasses.fields(cls)

@@ -315,6 +315,24 @@ class BPETokenizer(Tokenizer):
 TOKENIZER_KINDS: dict[str, type[Tokenizer]] = {
     cls.kind: cls for cls in (CharTokenizer, WordTokenizer, BPETokenizer)}
 
+# The smallest vocabulary each kind can fit: its 4 special ids and one piece (char, word), or
+# the 256 bytes BPE starts from. ``attnlab train`` refuses a smaller --vocab-size by it.
+SMALLEST_VOCAB = {"char": len(SPECIAL_TOKENS) + 1, "word": len(SPECIAL_TOKENS) + 1,
+                  "bpe": len(SPECIAL_TOKENS) + 256}
+
+
+def vocab_too_small(kind: str, vocab_size: int | None) -> str | None:
+    """The message refusing ``--vocab-size`` for tokeniser ``kind``, or None where it fits.
+
+    Examples:
+        >>> vocab_too_small("bpe", 100)
+        '--vocab-size must be an integer >= 260 for --tokenizer bpe, got 100'
+    """
+    least = SMALLEST_VOCAB.get(kind)
+    if vocab_size is None or least is None or vocab_size >= least:
+        return None
+    return f"--vocab-size must be an integer >= {least} for --tokenizer {kind}, got {vocab_size!r}"
+
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
     """The tokeniser saved in ``path`` by any ``save``, as the right class.

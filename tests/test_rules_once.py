@@ -242,3 +242,23 @@ def test_a_run_made_with_a_beam_above_the_cap_still_resumes(tmp_path):
     write_yaml(out / "config.yaml", {**values, "beam": 200})
     assert main(["train", "translate", "--out", str(out), "--resume", "--max-steps", "4"]) == 0
     assert read_yaml(out / "config.yaml")["beam"] == 200
+
+
+def test_resuming_an_lm_run_from_before_its_dropout_settings_trains_as_it_did(tmp_path,
+                                                                            monkeypatch):
+    """An lm run made before --ff-dropout and --attention-dropout had --dropout inside each
+    feed-forward network and none on the attention weights: resumed, it goes on so (lm's own
+    defaults, 0.0 and as --dropout, are for new runs), as ``attnlab.load`` builds it."""
+    from attnlab.tasks.lm.runtime import build_model
+
+    values = read_yaml(FIXTURES / "lm.yaml")
+    values.pop("ff_dropout", None)
+    del values["attention_dropout"]
+    write_yaml(tmp_path / "config.yaml", values)
+    from attnlab.tasks import get_task
+
+    # the fixture's corpus is not on this machine: its checks are another test's
+    monkeypatch.setattr(type(get_task("lm")), "validate", lambda self, cfg: None)
+    cfg = build_config("lm", {"resume": True, "out": str(tmp_path)})
+    block = build_model(cfg).decoder.layers[0]
+    assert (block.linear_net[1].p, block.self_attn.dropout) == (0.1, 0.0)

@@ -77,13 +77,16 @@ def test_derive_sets_the_declared_derived_values_only():
 
 
 def test_one_field_per_declaration():
-    """A setting the model and the command line both see is one field of the run config."""
-    cls = get_task("lm").config_class()
-    assert issubclass(cls, RunSettings)
-    names = [f.name for f in __import__("dataclasses").fields(cls)]
-    assert len(names) == len(set(names))
-    assert {"model_dim", "attention_dropout", "block_size", "vocab_size", "corpus_sha256",
-            "task", "out"} <= set(names)
+    """A setting the model and the command line both see is one field of one part of the run
+    config, read through that part or by its name alone."""
+    cfg = get_task("lm").config(model_dim=32, block_size=16, lr=0.01)
+    assert isinstance(cfg, RunSettings)
+    assert (cfg.model.model_dim, cfg.settings.block_size, cfg.train.lr) == (32, 16, 0.01)
+    assert (cfg.model_dim, cfg.block_size, cfg.lr) == (32, 16, 0.01)
+    owner = type(cfg).layout.owner
+    assert (owner["model_dim"], owner["vocab_size"], owner["block_size"], owner["lr"],
+            owner["corpus_sha256"], owner["out"]) == (
+        "model", "model", "settings", "train", "derived", "run")
 
 
 # ---- a setting a run lacks: what the run used, or an error naming the file ----------------

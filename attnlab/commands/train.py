@@ -13,8 +13,7 @@ from typing import Any
 
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
-from ..settings import (TrainSettings, absent_values, add_flags, as_typed, check, flag,
-                        heads_divide_width)
+from ..settings import TrainSettings, add_flags, as_typed, check, flag, heads_divide_width
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import resume_conflicts
@@ -22,7 +21,7 @@ from .threads import default_threads
 
 def add_shared_flags(p: argparse.ArgumentParser) -> None:
     """The flags every task shares: --out, --config, and one per ``TrainSettings`` field."""
-    g = p.add_argument_group("training (shared by every task; a --config YAML may set any)")
+    g = p.add_argument_group("training (every task's; a --config YAML may set any)")
     g.add_argument("--out", metavar="DIR", help="run directory (default runs/TASK-<timestamp>)")
     g.add_argument("--config", metavar="FILE", help="YAML file of settings; flags win")
     add_flags(g, TrainSettings)
@@ -92,8 +91,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         if not saved.is_file():
             raise UsageError(f"--resume: {saved} not found; nothing to resume")
         previous = read_yaml(saved, what="--resume")
-        # a run from before a shared setting existed trained with its declared absent value
-        previous = {**absent_values(TrainSettings), **previous}
+        # a setting the run lacks: what its declaration says such a run trained with
+        previous = {**task.run_config.layout.absent, **previous}
         if previous.get("task") != task_name:
             raise UsageError(f"--resume: {out} holds a {previous.get('task')!r} run, "
                              f"not {task_name!r}")

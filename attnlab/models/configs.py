@@ -73,8 +73,9 @@ class ModelConfig:
 class CausalLMConfig(ModelConfig):
     """``attnlab.models.CausalLM``: a GPT-style decoder-only language model."""
 
-    vocab_size: int = setting(None, help="token ids V (from the data)", low=1, optional=True,
-                              flag=False)
+    vocab_size: int = setting(None, help="token ids V: for a text file, the vocabulary's cap "
+                                         "(char, word) or size (bpe); else the corpus's",
+                              low=1, optional=True, metavar="N")
     model_dim: int = setting(256, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
     num_layers: int = setting(4, help="Transformer blocks L", low=1)
@@ -94,7 +95,8 @@ class CausalLMConfig(ModelConfig):
     layer_norm_eps: float = setting(1e-5, help="LayerNorm epsilon", low=0, above=True)
     bias: bool = setting(True, help="biases in the linear layers and LayerNorms "
                                     "(--no-bias: none, nanoGPT's recipe)")
-    attention_dropout: float = setting(0.0, help="dropout on the attention weights", low=0, below=1)
+    attention_dropout: float = setting(0.0, help="dropout on the attention weights", low=0, below=1,
+                                       absent=0.0)
     # None: --dropout's value, as every run before this setting trained (the course's block)
     ff_dropout: float = setting(None, help="dropout inside each feed-forward network, after its "
                                 "first layer (GPT-2's block has none there; the course's has "

@@ -24,12 +24,13 @@ A task is a package ``attnlab/tasks/NAME/``, whose task object(s) the registry
   ``translate/scoring.py``, ``jets/data.py``, ...).
 
 The CLI merges a task's configuration, later sources winning:
-    SHARED_DEFAULTS  <  Task.defaults  <  --config YAML  <  flags given on the command line
+    the declared defaults  <  Task.overrides  <  --config YAML  <  flags on the command line
 checks that plain dict (``check_settings``, which may normalise it), then freezes it into the
-task's typed run config (``Task.config_class``, generated from the declarations; code reads
-``cfg.model_dim``). ``runs.write_config`` writes it to ``config.yaml``, which must be enough to
-rebuild the model: ``run`` adds what it derives (vocabulary sizes, labels) with
-``cfg = cfg.derive(...)``, for the fields the task declares in ``derived``.
+task's run config (``Task.run_config``, a class written in the spec: ``cfg.model.model_dim``,
+or ``cfg.model_dim`` by name). ``runs.write_config`` writes it to ``config.yaml``, which must be
+enough to rebuild the model: ``run`` adds what it derives (vocabulary sizes, labels) with
+``cfg = cfg.derive(...)``, for the fields of the task's derived part and the settings it
+``resolves``.
 """
 from __future__ import annotations
 
@@ -40,22 +41,23 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UsageError
-from ..run_config import RunSettings, make_config_class
+from ..run_config import RunSettings
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
                         defaults, exposed, fractions_leave_training)
 
-# Shared training flags and their defaults (docs/cli.md, "Train"),
-# read from their one declaration, ``attnlab.settings.TrainSettings``.
+# The training loop's flags and their defaults (docs/cli.md, "Train"), read from their one
+# declaration, ``attnlab.settings.TrainSettings``.
 SHARED_DEFAULTS: dict[str, Any] = defaults(TrainSettings)
 
 
 def config_from_run(config: type, cfg: RunSettings, **overrides: Any):
-    """The model config ``config`` (a dataclass of ``attnlab.models.configs``) of a run's typed
-    config ``cfg``, then ``overrides``: each of its fields read from the run, by attribute.
-    The shared settings every run has written (model_dim, num_layers, ...) are required: a
-    config.yaml missing one is a ``MissingSetting`` naming the file and the setting, which
-    ``attnlab.load`` reports. Another field the run lacks reads what its declaration says
-    such a run used (``setting(absent=...)``), else the model field's default.
+    """The model config ``config`` (a dataclass of ``attnlab.models.configs``) of a run's
+    settings ``cfg``, then ``overrides``: each field the run recorded, else what its
+    declaration says a run lacking it used (``absent``), else its default. A field every run
+    records (``model_dim``, ``num_layers``, ...) lacking is a ``MissingSetting`` naming the
+    file and the setting, which ``attnlab.load`` reports. ``cfg.model`` is this for the task's
+    own model config; a task that builds another model (classify's pretrained encoders) names
+    its config here.
 
     Examples:
         >>> from attnlab.models.configs import CausalLMConfig
@@ -64,26 +66,7 @@ def config_from_run(config: type, cfg: RunSettings, **overrides: Any):
         >>> config_from_run(CausalLMConfig, cfg, max_len=16).dim_feedforward
         512
     """
-    values = cfg.record()  # keys no field of the run declares, kept from an older attnlab, too
-    for f in dataclasses.fields(config):
-        if f.name in overrides or not cfg.declares(f.name):
-            continue
-        if f.name in SHARED_DEFAULTS or cfg.readable(f.name):
-            values[f.name] = getattr(cfg, f.name)  # a shared one absent: MissingSetting
-    return config.from_dict(values, **overrides)
-
-
-def model_defaults(config: type, names: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """The defaults of a model config's fields that a task exposes (``names``; default: every
-    field ``exposed`` gives), to spread into ``Task.defaults`` before the task's own values.
-
-    Examples:
-        >>> from attnlab.models.configs import CausalLMConfig
-        >>> model_defaults(CausalLMConfig)  # doctest: +NORMALIZE_WHITESPACE
-        {'tie_weights': True, 'positional': 'learned', 'activation': 'gelu',
-         'layer_norm_eps': 1e-05, 'bias': True, 'attention_dropout': 0.0, 'ff_dropout': None}
-    """
-    return defaults(config, only=exposed(config) if names is None else names)
+    return type(cfg).layout.model_config(cfg, config, **overrides)
 
 
 @runtime_checkable
@@ -118,21 +101,22 @@ class Task:
     Attributes:
         name: the task's name on the command line.
         help: one line for ``attnlab train --help``.
-        defaults: this task's values for shared flags and its own flags (override SHARED_DEFAULTS).
+        run_config: the task's run config class, written in its spec as
+            ``class LMRunConfig(RunSettings[LMSettings, CausalLMConfig, LMDerived])``: its
+            parts are the task's own settings (``settings``: data files, sizes, ...), its
+            model's config (``model_config``, ``attnlab.models.configs``) and what a run
+            works out while it starts (``derived``: a vocabulary size, the labels, what
+            ``auto`` chose, set only through the run config's ``derive``). Every setting
+            is declared once, in one part or in ``TrainSettings``; the CLI makes its flag,
+            help, default and check from that declaration.
+        overrides: this task's own defaults for settings declared elsewhere (lm's
+            ``model_dim`` 128 where ``CausalLMConfig`` says 256); ``defaults`` is every
+            declared default with these over them.
         default_notes: what ``--help`` says is the default of a setting whose default is
             derived from another one (its value in ``defaults`` is None).
         has_tokenizer: whether the run directory holds ``tokenizer.json``.
-        model_config: the typed config of the task's model (``attnlab.models.configs``):
-            the CLI generates a flag, its help, its default and its check from each of its
-            fields that the command line may set (``model_flags``).
         model_flags: the fields of ``model_config`` that are this task's flags; None: every
-            field with ``flag=True`` that is not a shared training flag (``exposed``).
-        settings: the task's own typed settings (data files, sizes, ...): a dataclass of
-            ``attnlab.settings.setting`` fields; ``add_arguments`` makes one flag per field and
-            ``check_settings`` checks them, so a new task setting is one field plus its use.
-        derived: a dataclass of the values a run of the task derives while it runs (a
-            vocabulary size, the labels, what ``auto`` chose), set only through the run
-            config's ``derive``; a field may name a setting the run resolves.
+            field declared with a flag (``exposed``).
 
     What the task takes part in (declared here, in the task's own spec; the commands read these
     from the task object, never from a list of names, so a new task sets them and nothing else):
@@ -182,13 +166,11 @@ class Task:
 
     name: str = ""
     help: str = ""
-    defaults: dict[str, Any] = {}
+    run_config: type[RunSettings]
+    overrides: dict[str, Any] = {}
     default_notes: dict[str, str] = {}
     has_tokenizer: bool = False
-    model_config: type | None = None
     model_flags: tuple[str, ...] | None = None
-    settings: type | None = None
-    derived: type | None = None
     attention_kind: str | None = None
     attention_figure: Callable[..., Path] | None = None
     attention_layers: Callable[..., tuple] | None = None
@@ -207,41 +189,57 @@ class Task:
     init_model_types: tuple[str, ...] = ()
     holds_out_fractions: bool = False
 
+    @property
+    def settings(self) -> type:
+        """The task's own settings (``run_config``'s settings part)."""
+        return self.run_config.layout.settings
+
+    @property
+    def model_config(self) -> type | None:
+        """The typed config of the task's model (``run_config``'s model part)."""
+        return self.run_config.layout.model
+
+    @property
+    def derived(self) -> type:
+        """What a run of the task works out while it starts (``run_config``'s derived part)."""
+        return self.run_config.layout.derived
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """The value of each setting ``attnlab train`` starts from: its one declaration's
+        default (``TrainSettings``, the task's settings, the model fields its command line
+        sets), then this task's ``overrides``."""
+        model = defaults(self.model_config, only=self.model_settings()) if self.model_config else {}
+        return {**SHARED_DEFAULTS, **defaults(self.settings), **model, **self.overrides}
+
     def config_class(self) -> type[RunSettings]:
-        """The task's typed run config: a frozen dataclass with one field per field of
-        ``TrainSettings``, ``settings``, ``model_config`` and ``derived`` (and ``task``,
-        ``out``), generated from those declarations (``attnlab.run_config``)."""
-        cls = self.__dict__.get("_config_class")
-        if cls is None:
-            parts = [p for p in (TrainSettings, self.settings, self.model_config) if p]
-            name = "".join(w.capitalize() for w in self.name.split("_")) + "RunConfig"
-            cls = self.__dict__["_config_class"] = make_config_class(name, parts, self.derived)
-        return cls
+        """The task's run config class (``run_config``: written in the task's spec)."""
+        return self.run_config
 
     def config(self, **values: Any) -> RunSettings:
-        """The typed run config of this task with ``values`` over the defaults ``attnlab
-        train`` starts from (``SHARED_DEFAULTS``, then ``defaults``), and ``task`` this task's
-        name unless given, unchecked: ``get_task("lm").config(model_dim=32, block_size=16)``.
-        Derived values stay absent until given, and so does a setting whose default the
-        checks derive from another one (``default_notes``: lm's ``attention_dropout``)."""
+        """The run config of this task with ``values`` over the defaults ``attnlab train``
+        starts from, and ``task`` this task's name unless given, unchecked:
+        ``get_task("lm").config(model_dim=32, block_size=16)``. Derived values stay absent
+        until given, and so does a setting whose default the checks derive from another one
+        (``default_notes``: lm's ``attention_dropout``)."""
         defaults = {k: v for k, v in self.defaults.items() if k not in self.default_notes}
-        return self.config_class().from_values({**SHARED_DEFAULTS, **defaults,
-                                                "task": self.name, **values})
+        return self.run_config.from_values({**defaults, "task": self.name, **values})
 
     def read_config(self, values: dict[str, Any], where: str | Path) -> RunSettings:
-        """The typed run config of a run's ``config.yaml`` (``values``, read from ``where``):
-        keys as the file spells them; a key no field declares is kept, not refused."""
-        return self.config_class().from_values(values, where)
+        """The run config of a run's ``config.yaml`` (``values``, read from ``where``): keys
+        as the file spells them; a key no part declares is kept, not refused."""
+        return self.run_config.from_values(values, where)
 
     def typed(self, cfg: RunSettings | dict[str, Any], run_dir: str | Path) -> RunSettings:
-        """``cfg`` as this task's typed run config: a plain mapping (a run's ``config.yaml`` read
-        by hand) is read as ``check_run_dir`` reads the file (``read_config``)."""
+        """``cfg`` as this task's run config: a plain mapping (a run's ``config.yaml`` read by
+        hand) is read as ``check_run_dir`` reads the file (``read_config``)."""
         if isinstance(cfg, RunSettings):
             return cfg
         return self.read_config(dict(cfg), Path(run_dir) / "config.yaml")
 
     def model_settings(self) -> tuple[str, ...]:
-        """The names of the model-config fields this task's command line sets."""
+        """The names of the model-config fields this task's command line sets: ``model_flags``
+        or, if None, every field its declaration gives a flag."""
         if self.model_config is None:
             return ()
         return exposed(self.model_config) if self.model_flags is None else self.model_flags
@@ -305,9 +303,7 @@ class Task:
         if source.kind != "run":
             raise UsageError(f"--init {source.path}: attnlab train {self.name} starts from "
                              f"attnlab runs only, not from {source.model_type!r} directories")
-        fields = dataclasses.fields(self.model_config) if self.model_config else ()
-        names = [f.name for f in fields
-                 if f.name in SHARED_DEFAULTS or f.name in self.model_settings()]
+        names = self.model_settings()
         return {k: source.config[k] for k in names if k in source.config and "dropout" not in k}
 
     def init_fits(self, cfg: dict[str, Any]) -> dict[str, tuple[Any, str]]:

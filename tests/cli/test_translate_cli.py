@@ -8,7 +8,6 @@ import torch
 from attnlab.cli import main
 from attnlab.runs import save_weights, write_yaml
 from attnlab.tasks import get_task
-from attnlab.tasks.translate import TranslateTask
 from attnlab.tasks.translate.data import TranslationTokenizers
 from attnlab.tasks.translate.runtime import build_model
 from attnlab.tokenizers import BPETokenizer, WordTokenizer
@@ -25,7 +24,7 @@ def run_dir(tmp_path_factory):
     numbers = range(0, 300, 7)
     tok = TranslationTokenizers(WordTokenizer.fit([spell(n, "en") for n in numbers]),
                                 BPETokenizer.fit([spell(n, "de") for n in numbers], vocab_size=270))
-    cfg = {**TranslateTask.defaults, "task": "translate", "seed": 0, "norm_first": False,
+    cfg = {**get_task("translate").defaults, "task": "translate", "seed": 0, "norm_first": False,
            "model_dim": 16, "num_heads": 2, "num_layers": 1, "dim_feedforward": 32,
            "src_vocab_size": tok.src.vocab_size, "tgt_vocab_size": tok.tgt.vocab_size,
            "max_target_len": 12, "max_len": 64, "test_size": 50}

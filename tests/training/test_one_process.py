@@ -58,11 +58,10 @@ def test_ddp_on_one_process_trains_as_one_and_says_so_also_when_resumed(tmp_path
 
 
 def test_one_process_ddp_is_decided_from_the_processes_in_all():
-    from attnlab.run_config import make_config_class
-    from attnlab.settings import TrainSettings
+    from attnlab.tasks import get_task
 
     def cfg(**values):
-        return make_config_class("Run", (TrainSettings,)).from_values(values)
+        return get_task("reverse").config(**values)
 
     assert hardware.single_process_ddp(cfg(strategy="ddp", devices=1, num_nodes=1))
     assert not hardware.single_process_ddp(cfg(strategy="ddp", devices=2, num_nodes=1))

@@ -52,24 +52,22 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import UsageError
 from ...interop.source import BERT_FAMILY
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
-from ...settings import defaults as defaults_of
 from ...settings import AdaptSettings, flag, setting
-from ...tokenizers import TOKENIZER_KINDS
-from ..base import Runtime, Task, model_defaults
+from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
+from ...run_config import RunSettings
+from ..base import Runtime, Task
 from . import pretrained
 from .data import read_and_pin
 
 __all__ = ["ClassifyTask", "ClassifySettings", "TASKS"]
 
-# The smallest vocabulary each tokeniser can fit: its 4 special ids and one piece (char, word),
-# or the 256 bytes BPE starts from.
-_MIN_VOCAB = {"char": 5, "word": 5, "bpe": 260}
-_MODEL_FLAGS = ("pooling", "positional", "max_len")  # the classifier's fields with a flag here
+_MODEL_FLAGS = ("model_dim", "num_heads", "num_layers", "dim_feedforward", "dropout",
+                "norm_first", "pooling", "positional", "max_len")  # the classifier's flags here
 _MAX_LEN = 256  # tokens kept per text, without --init
 
 
@@ -90,7 +88,7 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
     tokenizer: str = setting("word", help="how texts become tokens",
                              choices=tuple(TOKENIZER_KINDS))
     vocab_size: int = setting(10000, help="largest vocabulary; bpe needs at least 260",
-                              low=min(_MIN_VOCAB.values()))
+                              low=min(SMALLEST_VOCAB.values()))
     val_fraction: float = setting(0.1, help="share of --data held out for validation without --val",
                                   low=0, above=True, below=1)
     test_fraction: float = setting(0.1, help="share of --data held out for testing without --test",
@@ -112,11 +110,21 @@ class ClassifyDerived:
     (sorted), and the tokeniser's vocabulary size (texts) or the features' names, mean and std
     (sets)."""
 
+    resolves: ClassVar[tuple[str, ...]] = ("model_vocab_size",)  # the model's vocab_size
+
     labels: list[str] | None = None
-    model_vocab_size: int | None = None
     feature_names: list[str] | None = None
     feature_mean: list[float] | None = None
     feature_std: list[float] | None = None
+
+
+class ClassifyRunConfig(RunSettings[ClassifySettings, SequenceClassifierConfig,
+                                    ClassifyDerived]):
+    """The settings of a classify run: ``cfg.model`` is attnlab's own encoder's config (a run
+    from a pretrained encoder builds its ``BertClassifierConfig`` from the same settings).
+    --vocab-size caps the tokeniser; the model's vocabulary is the one it fitted."""
+
+    model_keys = {"vocab_size": "model_vocab_size"}
 
 
 class ClassifyTask(Task):
@@ -126,16 +134,10 @@ class ClassifyTask(Task):
     name = "classify"
     help = "text (or, with --set-column, feature-set) classification on your own file"
     has_tokenizer = True
-    model_config = SequenceClassifierConfig
+    run_config = ClassifyRunConfig
     model_flags = _MODEL_FLAGS
-    settings = ClassifySettings
-    derived = ClassifyDerived
-    defaults = {
-        **model_defaults(SequenceClassifierConfig, _MODEL_FLAGS),
-        **defaults_of(ClassifySettings),
-        "max_len": None, "max_steps": 1000, "batch_size": 32, "lr": 1e-3, "warmup": 100,
-        "dropout": 0.1, "threads": 1,
-    }
+    overrides = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, "dropout": 0.1,
+                 "threads": 1}
     default_notes = {"max_len": f"{_MAX_LEN}; with --init, what the model holds"}
     init_model_types = BERT_FAMILY  # what it takes part in (``Task``)
     holds_out_fractions = True
@@ -222,9 +224,8 @@ class ClassifyTask(Task):
         unsupported one is refused before the run directory exists (None for a run)."""
         if cfg.get("arch", "transformer") != "transformer":
             pretrained.check_pretrained(cfg)
-        elif cfg["vocab_size"] < (least := _MIN_VOCAB[cfg["tokenizer"]]):
-            raise UsageError(f"--vocab-size must be an integer >= {least} for --tokenizer "
-                             f"{cfg['tokenizer']}, got {cfg['vocab_size']!r}")
+        elif small := vocab_too_small(cfg["tokenizer"], cfg["vocab_size"]):
+            raise UsageError(small)
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self._check_column_flags(cfg)

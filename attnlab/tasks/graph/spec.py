@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import UsageError
 from ...models.configs import GraphNetConfig
-from ...settings import defaults, nodes_leave_a_test_node, setting
-from ..base import Runtime, Task, model_defaults
+from ...run_config import RunSettings
+from ...settings import nodes_leave_a_test_node, setting
+from ..base import Runtime, Task
 
 __all__ = ["GraphSettings", "GraphTask", "TASKS", "GRAPHS"]
 
@@ -46,12 +47,16 @@ class GraphSettings:
 
 @dataclass
 class GraphDerived:
-    """What a graph run derives from its graph (``runtime.run``): the class names, the node
-    features' width and the number of classes."""
+    """What a graph run derives from its graph (``runtime.run``): the class names; and it
+    resolves the model's node features' width and number of classes."""
+
+    resolves: ClassVar[tuple[str, ...]] = ("in_dim", "num_classes")
 
     classes: list[str] | None = None
-    in_dim: int | None = None
-    num_classes: int | None = None
+
+
+class GraphRunConfig(RunSettings[GraphSettings, GraphNetConfig, GraphDerived]):
+    """The settings of a graph run: ``cfg.model`` is the ``GraphNet``'s config."""
 
 
 class GraphTask(Task):
@@ -59,17 +64,11 @@ class GraphTask(Task):
 
     name = "graph"
     help = "node classification with graph attention (karate club, stochastic block model)"
-    model_config = GraphNetConfig
-    model_flags = ("kind",)  # --model-dim, --num-heads, --num-layers, --dropout are shared flags
-    settings = GraphSettings
-    derived = GraphDerived
-    # Veličković et al. (2018)'s Cora settings: 8 heads of 8, dropout 0.6, lr 5e-3.
-    defaults = {
-        **model_defaults(GraphNetConfig, model_flags),
-        **defaults(GraphSettings),
-        "model_dim": 8, "num_heads": 8, "num_layers": 2, "dropout": 0.6,
-        "max_steps": 200, "lr": 5e-3, "warmup": 10, "batch_size": 1, "threads": 1,
-    }
+    run_config = GraphRunConfig
+    model_flags = ("kind", "model_dim", "num_heads", "num_layers", "dropout")
+    # Veličković et al. (2018)'s Cora settings (GraphNetConfig's: 8 heads of 8, dropout 0.6)
+    # and their lr 5e-3
+    overrides = {"max_steps": 200, "lr": 5e-3, "warmup": 10, "batch_size": 1, "threads": 1}
 
     def runtime_module(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""

@@ -28,12 +28,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import UsageError
 from ...models.configs import JetTaggerConfig
-from ...settings import defaults, setting
-from ..base import Runtime, Task, model_defaults
+from ...run_config import RunSettings
+from ...settings import setting
+from ..base import Runtime, Task
 from .checks import check_files
 
 __all__ = ["JetsSettings", "JetsTask", "TASKS"]
@@ -65,13 +66,16 @@ class JetsSettings:
 
 @dataclass
 class JetsDerived:
-    """What a jets run derives when it reads its files (``runtime.run``): their paths made
-    absolute, and how many jets each split holds."""
+    """What a jets run derives when it reads its files (``runtime.run``): how many jets each
+    split holds; and it resolves their paths (made absolute)."""
 
-    data: str | None = None
-    val: str | None = None
-    test: str | None = None
+    resolves: ClassVar[tuple[str, ...]] = ("data", "val", "test")
+
     jets: dict[str, int] | None = None
+
+
+class JetsRunConfig(RunSettings[JetsSettings, JetTaggerConfig, JetsDerived]):
+    """The settings of a jets run: ``cfg.model`` is the ``JetTagger``'s config."""
 
 
 class JetsTask(Task):
@@ -79,16 +83,11 @@ class JetsTask(Task):
 
     name = "jets"
     help = "top-quark tagging: a set Transformer over particle jets (your .h5 files)"
-    model_config = JetTaggerConfig  # its flags: --class-token, --pair-bias, ...
-    settings = JetsSettings
-    derived = JetsDerived
+    run_config = JetsRunConfig  # model flags: --class-token, --pair-bias, ...
     holds_out_fractions = True  # --val-fraction, --test-fraction (``Task``)
     # The course's set classifier: 2 post-LN blocks, D 64 (docs/jets.md, benchmarks/jets.py).
-    defaults: dict[str, Any] = {
-        **model_defaults(JetTaggerConfig),
-        **defaults(JetsSettings),
-        "model_dim": 64, "num_heads": 4, "num_layers": 2, "dim_feedforward": 128,
-        "dropout": 0.0, "batch_size": 128, "lr": 1e-3, "warmup": 200, "max_steps": 3000,
+    overrides: dict[str, Any] = {
+        "dim_feedforward": 128, "batch_size": 128, "warmup": 200, "max_steps": 3000,
         "val_every": 500,
     }
 

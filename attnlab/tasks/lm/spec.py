@@ -17,16 +17,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ...activation_names import hf_activation
 from ...errors import UsageError
 from ...interop.source import GPT2_TYPES
 from ...models.configs import CausalLMConfig
 from ...settings import AdaptSettings, setting
-from ...settings import defaults as defaults_of
 from ...tokenizers import TOKENIZER_KINDS
-from ..base import Runtime, Task, model_defaults
+from ...run_config import RunSettings
+from ...tokenizers import vocab_too_small
+from ..base import Runtime, Task
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, init_is_run,
                      is_prepared)
 
@@ -49,8 +50,6 @@ class LMSettings(AdaptSettings):
     tokenizer: str = setting("char", help="for a text file: char, word or bpe (hf: an --init "
                                           "checkpoint's own, set by --init)",
                              choices=(*TOKENIZER_KINDS, INIT_TOKENIZER))
-    vocab_size: int = setting(None, help="for a text file: vocabulary cap (char/word) or size "
-                                         "(bpe)", low=5, optional=True)
     block_size: int = setting(128, help="context length in tokens, the model's max_len (with "
                                         "--init: the training window, at most DIR's positions)",
                               low=2)
@@ -65,16 +64,20 @@ class LMSettings(AdaptSettings):
 @dataclass
 class LMDerived:
     """What an lm run derives from its prepared corpus (``runtime._corpus_of_run``): where it
-    is, its vocabulary size and token type, the digests that identify it, and --data made
-    absolute when it is a text file."""
+    is, its token type, the digests that identify it; and it resolves --data (made absolute
+    when it is a text file) and the vocabulary size (the corpus's)."""
 
-    data: str | None = None
+    resolves: ClassVar[tuple[str, ...]] = ("data", "vocab_size")
+
     data_dir: str | None = None
-    vocab_size: int | None = None
     dtype: str | None = None
     # a run made before the corpus was identified by its digests has none (evaluate then
     # checks nothing), as has a new run until ``pin_corpus`` derives them
     corpus_sha256: dict[str, str] | None = field(default=None, metadata={"absent": None})
+
+
+class LMRunConfig(RunSettings[LMSettings, CausalLMConfig, LMDerived]):
+    """The settings of an lm run: ``cfg.model`` is the ``CausalLM``'s config."""
 
 
 class LMTask(Task):
@@ -84,14 +87,10 @@ class LMTask(Task):
     name = "lm"
     help = "train a decoder-only (GPT-style) language model on your text (--data FILE or DIR)"
     has_tokenizer = True
-    model_config = CausalLMConfig  # its flags: every exposed field (--positional, ...)
-    settings = LMSettings
-    derived = LMDerived
-    defaults: dict[str, Any] = {
-        **model_defaults(CausalLMConfig), **defaults_of(LMSettings),
-        "activation": "gelu", "model_dim": 128, "num_heads": 4, "num_layers": 4,
-        "dim_feedforward": 512, "dropout": 0.1, "norm_first": True, "batch_size": 32,
-        "max_steps": 2000, "lr": 1e-3, "warmup": 100,
+    run_config = LMRunConfig  # its model flags: every field with a flag (--positional, ...)
+    overrides: dict[str, Any] = {
+        "model_dim": 128, "dim_feedforward": 512, "dropout": 0.1, "batch_size": 32,
+        "max_steps": 2000,
         "precision": "auto",  # bf16-mixed where it pays: faster steps, same loss (scale.md)
         # The GPT recipe (nanoGPT's): decay on matrices, beta2 0.99 for small batches of
         # tokens, and dropout on the attention weights as well (None: --dropout's value)
@@ -168,6 +167,9 @@ class LMTask(Task):
             raise UsageError(f"--tokenizer {INIT_TOKENIZER} is a pretrained checkpoint's own "
                              f"tokenizer: give --init DIR, or tokenise the text with `attnlab "
                              f"prepare FILE... --tokenizer DIR --out CORPUS`")
+        if not is_prepared(cfg["data"]) and (small := vocab_too_small(cfg["tokenizer"],
+                                                                       cfg.get("vocab_size"))):
+            raise UsageError(small)
         check_data(cfg)
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import UsageError
 from ...models.configs import ElementPredictorConfig
-from ...settings import defaults, setting
-from ..base import Runtime, Task, model_defaults
-
-if TYPE_CHECKING:
-    from ...run_config import RunSettings
+from ...run_config import RunSettings
+from ...settings import setting
+from ..base import Runtime, Task
 
 __all__ = ["SequenceSettings", "SequenceTask", "TASKS"]
 
@@ -47,19 +45,21 @@ class SequenceSettings:
                                           "upper bound)")
 
 
+class SequenceRunConfig(RunSettings[SequenceSettings, ElementPredictorConfig, None]):
+    """The settings of a reverse, copy or sort run: ``cfg.model`` is the
+    ``ElementPredictor``'s config."""
+
+
 class SequenceTask(Task):
     """reverse, copy or sort ``--seq-len`` symbols out of ``--num-categories``."""
 
-    model_config = ElementPredictorConfig  # its flags: --input-dropout
-    settings = SequenceSettings
-    defaults: dict[str, Any] = {
-        **model_defaults(ElementPredictorConfig),
-        **defaults(SequenceSettings),
-        # the course's 1-layer, 1-head, 32-wide model with a 20× higher peak lr and a short
-        # warm-up: docs/reverse.md, "The defaults, and why", has the measurements
-        "model_dim": 32, "num_heads": 1, "num_layers": 1, "dim_feedforward": 64,
-        "lr": 1e-2, "warmup": 20, "batch_size": 128, "max_steps": 600,
-        "val_every": 10, "threads": 1, "grad_clip": 1.0,
+    run_config = SequenceRunConfig  # model flags: --input-dropout, ...
+    # the course's 1-layer, 1-head, 32-wide model (ElementPredictorConfig's defaults) with a
+    # 20× higher peak lr and a short warm-up: docs/reverse.md, "The defaults, and why", has
+    # the measurements
+    overrides: dict[str, Any] = {
+        "dim_feedforward": 64, "lr": 1e-2, "warmup": 20, "batch_size": 128, "max_steps": 600,
+        "val_every": 10, "threads": 1,
     }
 
     def runtime_module(self) -> Runtime:
@@ -68,9 +68,9 @@ class SequenceTask(Task):
 
         return runtime
 
-    def __init__(self, name: str, help: str, **defaults: Any) -> None:
+    def __init__(self, name: str, help: str, **overrides: Any) -> None:
         self.name, self.help = name, help
-        self.defaults = {**SequenceTask.defaults, **defaults}
+        self.overrides = {**SequenceTask.overrides, **overrides}
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """``--val-every`` may not be unset here (the shared setting allows it): early stopping

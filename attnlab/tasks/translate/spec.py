@@ -25,15 +25,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import UsageError
 from ...interop.source import MARIAN_TYPES
 from ...models.configs import Seq2SeqConfig
-from ...settings import defaults as setting_defaults
 from ...settings import MAX_BEAM, AdaptSettings, beam_setting, length_penalty_setting, setting
 from ...tokenizers import TOKENIZER_KINDS
-from ..base import Runtime, Task, model_defaults
+from ...run_config import RunSettings
+from ..base import Runtime, Task
 
 __all__ = ["TranslateSettings", "TranslateTask", "TASKS", "TOKENIZERS", "DATASETS",
            "BLEU_TOKENIZE", "ARCHS", "marian_settings"]
@@ -100,23 +100,25 @@ class TranslateDerived:
     the kinds ``auto`` chose, the vocabulary sizes, the longest source and target the model
     must hold; and, when it tests, the BLEU tokenisation ``auto`` chose."""
 
-    src_tokenizer: str | None = None
-    tgt_tokenizer: str | None = None
-    src_vocab_size: int | None = None
-    tgt_vocab_size: int | None = None
+    # the kinds ``auto`` chose, the model's vocabulary sizes and length, and (--init) whether
+    # the checkpoint's head has a final_logits_bias
+    resolves: ClassVar[tuple[str, ...]] = ("src_tokenizer", "tgt_tokenizer", "bleu_tokenize",
+                                           "src_vocab_size", "tgt_vocab_size", "max_len",
+                                           "final_logits_bias")
+
     max_target_len: int | None = None
-    max_len: int | None = None
-    bleu_tokenize: str | None = None
-    final_logits_bias: bool | None = None  # --init: whether the checkpoint's head has one
+
+
+class TranslateRunConfig(RunSettings[TranslateSettings, Seq2SeqConfig, TranslateDerived]):
+    """The settings of a translate run: ``cfg.model`` is the ``Seq2SeqTransformer``'s config
+    (a GRU run reads its sizes from it too)."""
 
 
 class TranslateTask(Task):
     name = "translate"
     help = "encoder-decoder translation: spelled-out numbers (num2words) or --data FILE"
     has_tokenizer = True
-    model_config = Seq2SeqConfig  # its flags: --num-encoder-layers, --positional, ...
-    settings = TranslateSettings
-    derived = TranslateDerived
+    run_config = TranslateRunConfig  # model flags: --num-encoder-layers, --positional, ...
     # what `plot attention` draws of a translation: the decoder's attention over the source only
     attention_kind = "cross"
     # what it takes part in (``Task``)
@@ -128,12 +130,9 @@ class TranslateTask(Task):
     evaluate_decodes = True  # the test split's greedy decoding
     init_model_types = MARIAN_TYPES
     hf_auto_class = "AutoModelForSeq2SeqLM"
-    defaults = {
-        **model_defaults(Seq2SeqConfig),
-        **setting_defaults(TranslateSettings),
-        "model_dim": 128, "num_heads": 4, "num_layers": 2, "dim_feedforward": 512,
-        "batch_size": 128, "max_steps": 600, "lr": 1e-3, "warmup": 200, "dropout": 0.0,
-        "threads": 1,
+    overrides = {
+        "model_dim": 128, "dim_feedforward": 512, "batch_size": 128, "max_steps": 600,
+        "warmup": 200, "threads": 1,
     }
 
     def runtime_module(self) -> Runtime:
