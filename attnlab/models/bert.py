@@ -29,6 +29,11 @@ __all__ = ["BertEncoder", "BertEncoderConfig", "POSITION_STYLES"]
 class BertEncoder(nn.Module):
     """Embeddings (token + position + token type, then LayerNorm) and a post-LN encoder stack.
 
+    ``BertEncoder(config)`` builds the model a ``BertEncoderConfig`` describes (``model.config``
+    is that object); the keyword form ``BertEncoder(vocab_size, **fields)`` builds the config
+    once from its arguments (a name that is no field is a ``TypeError``) and then the same
+    model.
+
     Args:
         vocab_size: number of token ids V.
         model_dim: width D (BERT's hidden_size).

@@ -35,6 +35,11 @@ __all__ = ["BertClassifier", "BertClassifierConfig"]
 class BertClassifier(nn.Module):
     """``BertEncoder`` (``self.bert``) + pooling + dropout + a linear head (``self.classifier``).
 
+    ``BertClassifier(config)`` builds the model a ``BertClassifierConfig`` describes
+    (``model.config`` is that object); the keyword form ``BertClassifier(num_classes,
+    **fields)`` builds the config once from its arguments (a name that is no field is a
+    ``TypeError``) and then the same model.
+
     Args:
         num_classes: classes C.
         vocab_size, model_dim, num_heads, num_layers, dim_feedforward, type_vocab_size,

@@ -59,6 +59,11 @@ def _output_net(model_dim: int, out_dim: int, dropout: float) -> nn.Sequential:
 class SequenceClassifier(nn.Module):
     """Transformer encoder with a per-sequence or per-element classification head.
 
+    ``SequenceClassifier(config)`` builds the model a ``SequenceClassifierConfig`` describes
+    (``model.config`` is that object); the keyword form ``SequenceClassifier(num_classes,
+    **fields)`` builds the config once from its arguments (a name that is no field is a
+    ``TypeError``) and then the same model.
+
     Args:
         num_classes: classes C of the per-sequence head; must be None for ``head="element"``.
         vocab_size: token inputs: size V of the vocabulary (ids in [0, V), ``pad_id`` = padding).

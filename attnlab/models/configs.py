@@ -1,12 +1,14 @@
 """Typed configs: one dataclass per model, the one declaration of its hyper-parameters.
 
-Each field is an ``attnlab.settings.setting``: its default, help, range and choices. From it
-``Model.from_config(cfg)`` builds the model, ``model.config`` records what was built, the task's
-``attnlab train`` flags, defaults, help and checks are generated (``attnlab.settings``), and
-``config.yaml`` stores it as plain keys (``as_dict``; ``from_dict`` reads them back, a key
-missing from a run written before taking the field's default). A field with ``flag=False`` is
-derived or read from the data (vocabulary sizes, special ids) and has no flag. Derived values
-are set in ``__post_init__`` (the feed-forward width, when not given).
+Each field is an ``attnlab.settings.setting``: its default, help, range and choices; a config
+checks its fields against them when it is built (``ModelConfig.__post_init__``), so a config
+that exists is in range. ``Model(cfg)`` builds the model from it, reading its fields,
+``model.config`` is that object, the task's ``attnlab train`` flags, defaults, help and checks
+are generated (``attnlab.settings``), and ``config.yaml`` stores it as plain keys (``as_dict``;
+``from_dict`` reads them back, a key missing from a run written before taking the field's
+default). A field with ``flag=False`` is derived or read from the data (vocabulary sizes,
+special ids) and has no flag. Derived values are set in ``__post_init__`` (the feed-forward
+width, when not given).
 
 This module imports no torch: the CLI builds every parser from these fields at start-up.
 

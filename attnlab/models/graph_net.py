@@ -39,6 +39,11 @@ class _MeanNeighbours(nn.Module):
 class GraphNet(nn.Module):
     """A node classifier: ``num_layers`` layers of the ``kind`` chosen.
 
+    ``GraphNet(config)`` builds the model a ``GraphNetConfig`` describes (``model.config`` is
+    that object); the keyword form ``GraphNet(in_dim, num_classes, **fields)`` builds the config
+    once from its arguments (a name that is no field is a ``TypeError``) and then the same
+    model.
+
     Args:
         in_dim: node features F.
         num_classes: classes C.

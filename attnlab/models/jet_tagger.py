@@ -119,6 +119,10 @@ class PairBias(nn.Module):
 class JetTagger(nn.Module):
     """Classify jets from their constituents' four-momenta (top = class 1).
 
+    ``JetTagger(config)`` builds the model a ``JetTaggerConfig`` describes (``model.config`` is
+    that object); the keyword form ``JetTagger(num_classes, **fields)`` builds the config once
+    from its arguments (a name that is no field is a ``TypeError``) and then the same model.
+
     Args:
         num_classes: classes C (2: QCD, top).
         model_dim, num_heads, num_layers, dim_feedforward, dropout, norm_first, activation:

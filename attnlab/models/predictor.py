@@ -31,6 +31,12 @@ __all__ = ["ElementPredictor", "ElementPredictorConfig"]
 class ElementPredictor(nn.Module):
     """Transformer encoder that classifies every position of a sequence.
 
+    ``ElementPredictor(config)`` builds the model a ``ElementPredictorConfig`` describes
+    (``model.config`` is that object); the keyword form ``ElementPredictor(input_dim, model_dim,
+    num_classes, num_heads, num_layers, dropout, input_dropout, **fields)`` builds the config
+    once from its arguments (a name that is no field is a ``TypeError``) and then the same
+    model.
+
     Args:
         input_dim: input features C per position (the number of symbols, for one-hot inputs).
         model_dim: model width D.

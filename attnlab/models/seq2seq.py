@@ -37,6 +37,11 @@ ADDITIVE = input_kinds(with_none=False)
 class Seq2SeqTransformer(nn.Module):
     """Token embeddings, positional encoding, ``attnlab.nn.Transformer`` and an output layer.
 
+    ``Seq2SeqTransformer(config)`` builds the model a ``Seq2SeqConfig`` describes
+    (``model.config`` is that object); the keyword form ``Seq2SeqTransformer(src_vocab_size,
+    tgt_vocab_size, **fields)`` builds the config once from its arguments (a name that is no
+    field is a ``TypeError``) and then the same model.
+
     Embeddings are multiplied by √D (§3.4 of the paper) so that they are not drowned by the
     positional encoding; with ``tie_embeddings`` the output layer reuses the target embedding
     matrix (Press & Wolf, 2017), which is then initialised with std D^-1/2 so that √D·E has unit

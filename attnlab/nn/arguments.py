@@ -6,7 +6,7 @@ arguments it uses against these declarations, through the same ``attnlab.setting
 that checks a flag or a model config field; a ``ValueError`` names the argument and its value.
 The checks run once, when a block is built, never in ``forward``.
 
-This module imports no torch.
+This module itself imports no torch (the package attnlab.nn does).
 
 Examples:
     >>> checked("num_layers", 0)
