@@ -46,6 +46,7 @@ from torch import Tensor, nn
 
 from ..activation_names import hf_activation
 from ..models.bert import BertEncoder
+from ..models.configs import BertEncoderConfig
 
 __all__ = ["bert_tensors", "bert_encoder_of", "hf_tensors_of", "BASE_PREFIX"]
 
@@ -86,8 +87,9 @@ def _renamed(stored: Mapping[str, Tensor], model_type: str) -> dict[str, Tensor]
     return out
 
 
-def _encoder_arguments(model_type: str, config: Mapping[str, Any], pooler: bool) -> dict:
-    """``BertEncoder``'s arguments from ``config.json`` (``config``), with the defaults of
+def _encoder_config(model_type: str, config: Mapping[str, Any],
+                    pooler: bool) -> BertEncoderConfig:
+    """``BertEncoder``'s config from ``config.json`` (``config``), with the defaults of
     ``transformers``' config classes for what it leaves out; ValueError for a model the
     encoder cannot be."""
 
@@ -127,10 +129,11 @@ def _encoder_arguments(model_type: str, config: Mapping[str, Any], pooler: bool)
         act, eps = config.get("hidden_act", "gelu"), config.get("layer_norm_eps", 1e-12)
     roberta = model_type in _ROBERTA_STYLE
     pad = config.get("pad_token_id", 1 if roberta else 0)
-    return dict(vocab_size=need("vocab_size"), max_len=config.get("max_position_embeddings", 512),
-                pooler=pooler, activation=hf_activation(act, model_type), layer_norm_eps=eps,
-                pad_token_id=0 if pad is None else pad,
-                position_style="roberta" if roberta else "absolute", **sizes)
+    return BertEncoderConfig(
+        vocab_size=need("vocab_size"), max_len=config.get("max_position_embeddings", 512),
+        pooler=pooler, activation=hf_activation(act, model_type), layer_norm_eps=eps,
+        pad_token_id=0 if pad is None else pad,
+        position_style="roberta" if roberta else "absolute", **sizes)
 
 
 def _layer_names(model_type: str, i: int) -> dict[str, str]:
@@ -211,8 +214,8 @@ def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str,
         raise ValueError(f"model_type must be one of {', '.join(BASE_PREFIX)}, got "
                          f"{model_type!r}")
     tensors = _renamed(stored, model_type)
-    model = BertEncoder(**_encoder_arguments(model_type, config,
-                                             pooler="pooler.dense.weight" in tensors))
+    model = BertEncoder(_encoder_config(model_type, config,
+                                        pooler="pooler.dense.weight" in tensors))
     parts = _targets(model, model_type)
     missing, mismatched = [], []
     for name, module, kind in parts:

@@ -30,15 +30,14 @@ from typing import Any
 
 from ..errors import UsageError
 from ..runs import read_json
-from .source import (BERT_FAMILY, GPT2_TYPES, MARIAN_TYPES, WEIGHTS_FILES, check_directory,
+from .source import (INIT_MODEL_TYPES, WEIGHTS_FILES, check_directory,
                      check_tokenizer_files)
 
 __all__ = ["Checkpoint", "read_checkpoint", "read_tokenizer", "SUPPORTED", "WEIGHTS_FILES"]
 
 # the ``task=`` of ``read_checkpoint`` -> the model types its converters below read (the table
-# of the module doc); ``attnlab train --init`` checks a task's own ``Task.init_model_types``
-SUPPORTED: dict[str, tuple[str, ...]] = {"lm": GPT2_TYPES, "classify": BERT_FAMILY,
-                                         "translate": MARIAN_TYPES}
+# of the module doc): the tasks' own table, which ``Task.init_model_types`` reads too
+SUPPORTED: dict[str, tuple[str, ...]] = INIT_MODEL_TYPES
 
 
 @dataclass(frozen=True)

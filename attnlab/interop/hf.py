@@ -89,20 +89,20 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
 
 # ---- GPT-2 ----------------------------------------------------------------------------------
 def _gpt2_to_causal_lm(hf) -> nn.Module:
-    from ..models.causal_lm import CausalLM
+    from ..models.causal_lm import CausalLM, CausalLMConfig
 
     c = hf.config
     if not getattr(c, "scale_attn_weights", True) or getattr(c, "scale_attn_by_inverse_layer_idx", False):
         raise ValueError("GPT-2 with scale_attn_weights=False or scale_attn_by_inverse_layer_idx=True "
                          "uses a different attention scale than softmax(QKᵀ/√d_k)")
     D = c.n_embd
-    model = CausalLM(c.vocab_size, model_dim=D, num_heads=c.n_head, num_layers=c.n_layer,
-                     dim_feedforward=c.n_inner or 4 * D, max_len=c.n_positions,
-                     dropout=c.resid_pdrop, attention_dropout=c.attn_pdrop, ff_dropout=0.0,
-                     norm_first=True,
-                     tie_weights=bool(getattr(c, "tie_word_embeddings", True)),
-                     positional="learned", activation=_activation(c.activation_function, "gpt2"),
-                     layer_norm_eps=c.layer_norm_epsilon)
+    model = CausalLM(CausalLMConfig(
+        vocab_size=c.vocab_size, model_dim=D, num_heads=c.n_head, num_layers=c.n_layer,
+        dim_feedforward=c.n_inner or 4 * D, max_len=c.n_positions, dropout=c.resid_pdrop,
+        attention_dropout=c.attn_pdrop, ff_dropout=0.0, norm_first=True,
+        tie_weights=bool(getattr(c, "tie_word_embeddings", True)), positional="learned",
+        activation=_activation(c.activation_function, "gpt2"),
+        layer_norm_eps=c.layer_norm_epsilon))
     t = hf.transformer
     _copy(model.token_embedding.weight, t.wte.weight)
     _copy(model.positional_encoding.embedding.weight, t.wpe.weight)
@@ -169,7 +169,7 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
         >>> type(hf).__name__, type(mt).__name__
         ('GPT2LMHeadModel', 'MarianMTModel')
     """
-    from ..models.causal_lm import CausalLM
+    from ..models.causal_lm import CausalLM, CausalLMConfig
     from ..models.seq2seq import Seq2SeqTransformer
 
     if isinstance(model, Seq2SeqTransformer):

@@ -172,7 +172,7 @@ def marian_to_seq2seq(hf) -> nn.Module:
     Raises:
         ValueError: naming the setting ``Seq2SeqTransformer`` cannot reproduce.
     """
-    from ..models.seq2seq import Seq2SeqTransformer
+    from ..models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
     from ..nn import FeedForward, MultiheadAttention
 
     _check_config(hf)
@@ -183,15 +183,16 @@ def marian_to_seq2seq(hf) -> nn.Module:
     scale = 1.0 if c.scale_embedding else math.sqrt(D)
     tie = c.scale_embedding and hf.lm_head.weight.data_ptr() == dec.embed_tokens.weight.data_ptr()
     start = c.pad_token_id if c.decoder_start_token_id is None else c.decoder_start_token_id
-    model = Seq2SeqTransformer(
-        enc.embed_tokens.num_embeddings, dec.embed_tokens.num_embeddings, model_dim=D,
+    model = Seq2SeqTransformer(Seq2SeqConfig(
+        src_vocab_size=enc.embed_tokens.num_embeddings,
+        tgt_vocab_size=dec.embed_tokens.num_embeddings, model_dim=D,
         num_heads=c.encoder_attention_heads, num_encoder_layers=c.encoder_layers,
         num_decoder_layers=c.decoder_layers, dim_feedforward=c.encoder_ffn_dim,
         dropout=c.dropout, norm_first=False,
         activation=_activation(c.activation_function, "marian"),
         max_len=c.max_position_embeddings, positional="sinusoidal", tie_embeddings=tie,
         final_logits_bias=bool(hf.final_logits_bias.any()),  # opus-mt's are non-zero
-        pad_id=c.pad_token_id, sos_id=start, eos_id=c.eos_token_id)
+        pad_id=c.pad_token_id, sos_id=start, eos_id=c.eos_token_id))
     for module in model.modules():  # Marian's other two dropout rates (they act in training only)
         if isinstance(module, MultiheadAttention):
             module.dropout = c.attention_dropout

@@ -32,15 +32,18 @@ from ..runs import file_digest, read_json
 from ..settings import AdaptSettings, check_argument
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
-           "GPT2_TYPES", "MARIAN_TYPES",
+           "GPT2_TYPES", "MARIAN_TYPES", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
            "checkpoint_dropout"]
 
-# the Hugging Face model types attnlab converts, by the model it converts them to (the tasks
-# declare the ones they take, Task.init_model_types; read_checkpoint's table is these too)
+# the Hugging Face model types attnlab converts, by the model it converts them to
 GPT2_TYPES = ("gpt2",)  # to a CausalLM
 BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")  # an encoder
 MARIAN_TYPES = ("marian",)  # to a Seq2SeqTransformer
+# the one table of which Hugging Face model types each task starts from with --init: the
+# task's ``Task.init_model_types`` is its row, and ``read_checkpoint`` reads the same rows
+INIT_MODEL_TYPES: dict[str, tuple[str, ...]] = {"lm": GPT2_TYPES, "classify": BERT_FAMILY,
+                                                "translate": MARIAN_TYPES}
 WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # the first present is read
 # the tokeniser files of a fast tokeniser (any one set) and of Marian's (all of them)
 FAST_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("vocab.txt",))

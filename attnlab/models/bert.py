@@ -15,6 +15,8 @@ padding the position ``pad_token_id`` (``position_style="roberta"``).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -26,6 +28,11 @@ __all__ = ["BertEncoder", "BertEncoderConfig", "POSITION_STYLES"]
 
 class BertEncoder(nn.Module):
     """Embeddings (token + position + token type, then LayerNorm) and a post-LN encoder stack.
+
+    ``BertEncoder(config)`` builds the model a ``BertEncoderConfig`` describes (``model.config``
+    is that object); the keyword form ``BertEncoder(vocab_size, **fields)`` builds the config
+    once from its arguments (a name that is no field is a ``TypeError``) and then the same
+    model.
 
     Args:
         vocab_size: number of token ids V.
@@ -57,28 +64,29 @@ class BertEncoder(nn.Module):
         torch.Size([1, 4, 32])
     """
 
-    def __init__(self, vocab_size: int, *, model_dim: int, num_heads: int, num_layers: int,
-                 dim_feedforward: int, max_len: int = 512, type_vocab_size: int = 2,
-                 activation: str = "gelu", layer_norm_eps: float = 1e-12, dropout: float = 0.0,
-                 attention_dropout: float = 0.0, pad_token_id: int = 0,
-                 position_style: str = "absolute", pooler: bool = False) -> None:
+    def __init__(self, config: BertEncoderConfig | int | None = None, /, **fields: Any) -> None:
         super().__init__()
-        if position_style not in POSITION_STYLES:
-            raise ValueError(f"position_style must be one of {POSITION_STYLES}, got {position_style!r}")
-        # every argument is a field of BertEncoderConfig (``from_config`` inverts this)
-        self.config = BertEncoderConfig.from_dict(locals())
-        self.max_len, self.pad_token_id, self.position_style = max_len, pad_token_id, position_style
-        self.word_embeddings = nn.Embedding(vocab_size, model_dim)
-        self.position_embeddings = nn.Embedding(max_len, model_dim)
-        self.token_type_embeddings = nn.Embedding(type_vocab_size, model_dim) if type_vocab_size else None
-        self.embed_norm = nn.LayerNorm(model_dim, eps=layer_norm_eps)
-        self.embed_dropout = nn.Dropout(dropout)
+        args = () if config is None else (config,)
+        config = BertEncoderConfig.of_arguments("BertEncoder", args, fields, ("vocab_size",))
+        config.require("BertEncoder", "vocab_size")
+        self.config = config
+        D, eps = config.model_dim, config.layer_norm_eps
+        self.max_len, self.pad_token_id, self.position_style = (config.max_len,
+                                                                config.pad_token_id,
+                                                                config.position_style)
+        self.word_embeddings = nn.Embedding(config.vocab_size, D)
+        self.position_embeddings = nn.Embedding(config.max_len, D)
+        self.token_type_embeddings = (nn.Embedding(config.type_vocab_size, D)
+                                      if config.type_vocab_size else None)
+        self.embed_norm = nn.LayerNorm(D, eps=eps)
+        self.embed_dropout = nn.Dropout(config.dropout)
         self.encoder = TransformerEncoder(
-            num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
-            dropout=dropout, norm_first=False, activation=activation, layer_norm_eps=layer_norm_eps,
-            attention_dropout=attention_dropout, final_norm=False,
+            config.num_layers, input_dim=D, num_heads=config.num_heads,
+            dim_feedforward=config.dim_feedforward, dropout=config.dropout, norm_first=False,
+            activation=config.activation, layer_norm_eps=eps,
+            attention_dropout=config.attention_dropout, final_norm=False,
             ff_dropout=0.0)  # BERT drops the feed-forward's output only, not inside it
-        self.pooler = nn.Linear(model_dim, model_dim) if pooler else None
+        self.pooler = nn.Linear(D, D) if config.pooler else None
 
     @classmethod
     def from_config(cls, config: BertEncoderConfig) -> "BertEncoder":
@@ -88,7 +96,7 @@ class BertEncoder(nn.Module):
             >>> BertEncoder.from_config(BertEncoderConfig(vocab_size=50, model_dim=16, num_heads=2, num_layers=1, dim_feedforward=32)).config.pooler
             False
         """
-        return cls(**config.as_dict())
+        return cls(config)
 
     def positions(self, input_ids: Tensor) -> Tensor:
         """Position ids (B, T) or (T,) for this model's ``position_style``.

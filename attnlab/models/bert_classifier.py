@@ -21,17 +21,24 @@ text alone gives. The head starts as Hugging Face starts one: weight ~ N(0, 0.02
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
 from .bert import BertEncoder
-from .configs import POOLER_ACTIVATIONS, POOLINGS, BertClassifierConfig
+from .configs import BertClassifierConfig
 
 __all__ = ["BertClassifier", "BertClassifierConfig"]
 
 
 class BertClassifier(nn.Module):
     """``BertEncoder`` (``self.bert``) + pooling + dropout + a linear head (``self.classifier``).
+
+    ``BertClassifier(config)`` builds the model a ``BertClassifierConfig`` describes
+    (``model.config`` is that object); the keyword form ``BertClassifier(num_classes,
+    **fields)`` builds the config once from its arguments (a name that is no field is a
+    ``TypeError``) and then the same model.
 
     Args:
         num_classes: classes C.
@@ -59,32 +66,25 @@ class BertClassifier(nn.Module):
         torch.Size([2, 3])
     """
 
-    def __init__(self, num_classes: int, *, vocab_size: int, model_dim: int = 768,
-                 num_heads: int = 12, num_layers: int = 12, dim_feedforward: int = 3072,
-                 max_positions: int = 512, type_vocab_size: int = 2, activation: str = "gelu",
-                 layer_norm_eps: float = 1e-12, dropout: float = 0.1,
-                 attention_dropout: float = 0.1, pad_id: int = 0,
-                 position_style: str = "absolute", pooling: str = "cls",
-                 pooler_activation: str = "tanh") -> None:
+    def __init__(self, config: BertClassifierConfig | int | None = None, /,
+                 **fields: Any) -> None:
         super().__init__()
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        if pooler_activation not in POOLER_ACTIVATIONS:
-            raise ValueError(f"pooler_activation must be one of {POOLER_ACTIVATIONS}, got "
-                             f"{pooler_activation!r}")
-        # every argument is a field of BertClassifierConfig (``from_config`` inverts this)
-        self.config = BertClassifierConfig.from_dict(locals())
-        self.bert = BertEncoder.from_config(self.config.encoder_config())
-        self.dropout = nn.Dropout(dropout)
-        self.pooler_activation = torch.tanh if pooler_activation == "tanh" else torch.relu
-        self.classifier = nn.Linear(model_dim, num_classes)
+        args = () if config is None else (config,)
+        config = BertClassifierConfig.of_arguments("BertClassifier", args, fields,
+                                                   ("num_classes",))
+        config.require("BertClassifier", "num_classes", "vocab_size")
+        self.config = config
+        self.bert = BertEncoder(config.encoder_config())
+        self.dropout = nn.Dropout(config.dropout)
+        self.pooler_activation = torch.tanh if config.pooler_activation == "tanh" else torch.relu
+        self.classifier = nn.Linear(config.model_dim, config.num_classes)
         nn.init.normal_(self.classifier.weight, std=0.02)  # transformers' initializer_range
         nn.init.zeros_(self.classifier.bias)
 
     @classmethod
     def from_config(cls, config: BertClassifierConfig) -> "BertClassifier":
         """The model a ``BertClassifierConfig`` describes (randomly initialised)."""
-        return cls(**config.as_dict())
+        return cls(config)
 
     @classmethod
     def from_encoder(cls, encoder: BertEncoder, num_classes: int, *,
@@ -99,7 +99,7 @@ class BertClassifier(nn.Module):
             >>> BertClassifier.from_encoder(enc, 2).config.pooling
             'cls'
         """
-        model = cls.from_config(BertClassifierConfig.of_encoder(
+        model = cls(BertClassifierConfig.of_encoder(
             encoder.config, num_classes=num_classes, dropout=dropout))
         model.bert.load_state_dict(encoder.state_dict())
         return model

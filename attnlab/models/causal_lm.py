@@ -25,13 +25,14 @@ positional parts of every attention (``pos_embeddings``, ``attn_bias``).
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn import KVCache, TransformerEncoder, capture, positional_kind
+from ..nn import (EncoderBlock, KVCache, PositionalKind, TransformerEncoder, capture,
+                  positional_kind)
 from ..nn.quantize import linear
 from ..settings import heads_divide_width
 from ..step_protocol import check_token_ids
@@ -42,6 +43,25 @@ from .renamed import accept_old_names
 __all__ = ["CausalLM", "CausalLMConfig"]
 
 
+def causal_stack(config: CausalLMConfig, kind: PositionalKind) -> TransformerEncoder:
+    """The decoder stack ``config`` describes, built block by block from its fields: L
+    causal-attention blocks (pre-LN GPT-2 blocks with ``norm_first``) sharing the positional
+    parts of ``kind`` (rotary or ALiBi), then GPT-2's final LayerNorm when pre-LN."""
+    D, H = config.model_dim, config.num_heads
+    parts = kind.attention_parts(H, D // H, config.max_len)
+    blocks = [EncoderBlock(D, H, config.dim_feedforward, config.dropout,
+                           norm_first=config.norm_first, activation=config.activation,
+                           layer_norm_eps=config.layer_norm_eps, bias=config.bias,
+                           attention_dropout=config.attention_dropout,
+                           ff_dropout=config.ff_dropout,
+                           pos_embeddings=parts.get("pos_embeddings"),
+                           attn_bias=parts.get("attn_bias"))
+              for _ in range(config.num_layers)]
+    norm = (nn.LayerNorm(D, eps=config.layer_norm_eps, bias=config.bias) if config.norm_first
+            else None)
+    return TransformerEncoder.of_layers(blocks, norm)
+
+
 def positions_from_mask(attention_mask: Tensor) -> Tensor:
     """Per-row positions (B, T) that count real tokens only: a left-padded row's first real token
     is position 0, as if the row had no padding (padding itself gets position 0)."""
@@ -50,6 +70,11 @@ def positions_from_mask(attention_mask: Tensor) -> Tensor:
 
 class CausalLM(nn.Module):
     """A GPT-style language model built from ``attnlab.nn``.
+
+    ``CausalLM(config)`` builds the model a ``CausalLMConfig`` describes (``model.config`` is
+    that object). ``CausalLM(vocab_size, model_dim=..., ...)``, the keyword form, builds the
+    config once from the keywords (the config's field names; a keyword that names no field is
+    a ``TypeError``) and then the same model. The fields:
 
     Args:
         vocab_size: number of token ids V.
@@ -74,50 +99,41 @@ class CausalLM(nn.Module):
             ``attnlab train lm`` uses unless told otherwise).
 
     Raises:
-        ValueError: for an unknown ``positional`` or non-positive sizes.
+        ValueError: for a field outside its declared range or choices (``CausalLMConfig``
+            checks them, naming the field), no ``vocab_size``, or heads that do not divide D.
 
     Shape:
         input_ids (B, T) int64, attention_mask (B, T) with 1 = real token -> logits (B, T, V).
 
     Examples:
-        >>> lm = CausalLM(100, model_dim=32, num_heads=4, num_layers=2, max_len=64)
+        >>> lm = CausalLM(CausalLMConfig(vocab_size=100, model_dim=32, num_layers=2, max_len=64))
         >>> lm.generate(torch.tensor([[1, 5, 7]]), 4).shape
         torch.Size([1, 7])
+        >>> CausalLM(100, model_dim=32, num_layers=2, max_len=64).config == lm.config
+        True
     """
 
-    def __init__(self, vocab_size: int, *, model_dim: int = 256, num_heads: int = 4,
-                 num_layers: int = 4, dim_feedforward: int | None = None, max_len: int = 1024,
-                 dropout: float = 0.0, norm_first: bool = True, tie_weights: bool = True,
-                 positional: str = "learned", activation: str = "gelu",
-                 layer_norm_eps: float = 1e-5, bias: bool = True,
-                 attention_dropout: float = 0.0, ff_dropout: float | None = None) -> None:
+    def __init__(self, config: CausalLMConfig | int | None = None, /, **fields: Any) -> None:
         super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("model_dim", model_dim), ("max_len", max_len)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        kind = positional_kind(positional)
-        # every argument is a field of CausalLMConfig (``from_config`` inverts this)
-        self.config = CausalLMConfig.from_dict(locals())
-        dim_feedforward = self.config.dim_feedforward  # 4·D unless given
-        self.vocab_size, self.model_dim, self.max_len = vocab_size, model_dim, max_len
-        self.positional = positional
-        self.token_embedding = nn.Embedding(vocab_size, model_dim)
+        args = () if config is None else (config,)
+        config = CausalLMConfig.of_arguments("CausalLM", args, fields, ("vocab_size",))
+        config.require("CausalLM", "vocab_size")
+        if broken := heads_divide_width(config.model_dim, config.num_heads,
+                                        names=("model_dim", "num_heads")):
+            raise ValueError(broken)  # before the positional parts, which need the head width
+        self.config = config
+        self.vocab_size, self.model_dim, self.max_len = (config.vocab_size, config.model_dim,
+                                                         config.max_len)
+        self.positional = config.positional
+        kind = positional_kind(config.positional)
+        self.token_embedding = nn.Embedding(config.vocab_size, config.model_dim)
         # None for kinds that act in attention (rope, alibi)
-        self.positional_encoding = kind.input_module(model_dim, max_len)
-        self.embed_dropout = nn.Dropout(dropout)
-        broken = (isinstance(num_heads, int) and isinstance(model_dim, int)
-                  and heads_divide_width(model_dim, num_heads, names=("model_dim", "num_heads")))
-        if broken:  # checked before the attention does: the positional parts need the head width
-            raise ValueError(broken)
-        self.decoder = TransformerEncoder(
-            num_layers, input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
-            dropout=dropout, norm_first=norm_first, activation=activation,
-            layer_norm_eps=layer_norm_eps, bias=bias, attention_dropout=attention_dropout,
-            ff_dropout=ff_dropout,
-            **kind.attention_parts(num_heads, model_dim // max(num_heads, 1), max_len))
-        self.lm_head = nn.Linear(model_dim, vocab_size, bias=False)
-        self._init_weights(num_layers)
-        if tie_weights:
+        self.positional_encoding = kind.input_module(config.model_dim, config.max_len)
+        self.embed_dropout = nn.Dropout(config.dropout)
+        self.decoder = causal_stack(config, kind)
+        self.lm_head = nn.Linear(config.model_dim, config.vocab_size, bias=False)
+        self._init_weights(config.num_layers)
+        if config.tie_weights:
             self.lm_head.weight = self.token_embedding.weight
         # runs and checkpoints saved before the renames (models/renamed.py: the old names)
         accept_old_names(self, {"encoder": "decoder", "pos_encoding": "positional_encoding"})
@@ -145,13 +161,13 @@ class CausalLM(nn.Module):
 
     @classmethod
     def from_config(cls, config: CausalLMConfig) -> "CausalLM":
-        """The model a ``CausalLMConfig`` describes (randomly initialised).
+        """The model a ``CausalLMConfig`` describes (randomly initialised): ``CausalLM(config)``.
 
         Examples:
             >>> CausalLM.from_config(CausalLMConfig(vocab_size=50, model_dim=16)).config.num_heads
             4
         """
-        return cls(**config.as_dict())
+        return cls(config)
 
     # ---- the forward pass ------------------------------------------------------------------
     def embed(self, input_ids: Tensor, positions: Tensor | None = None) -> Tensor:

@@ -21,6 +21,8 @@ classifier, the shape of particle-jet and point-cloud models.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -33,9 +35,19 @@ __all__ = ["SequenceClassifier", "SequenceClassifierConfig", "POOLINGS", "POSITI
 POSITIONALS = input_kinds()  # the registry's kinds that act on the inputs, and "none"
 
 
-def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+def _check_inputs_and_head(config: SequenceClassifierConfig) -> None:
+    """The rules between fields (each field's range the config checks itself): one kind of
+    input, and classes for the sequence head only."""
+    vocab_size, input_dim, num_classes = config.vocab_size, config.input_dim, config.num_classes
+    if (vocab_size is None) == (input_dim is None):
+        raise ValueError(f"give exactly one of vocab_size (token inputs) and input_dim "
+                         f"(feature inputs), got vocab_size={vocab_size}, input_dim={input_dim}")
+    if config.head == "sequence" and num_classes is None:
+        raise ValueError(f"num_classes must be a positive integer for head='sequence', "
+                         f"got {num_classes!r}")
+    if config.head == "element" and num_classes is not None:
+        raise ValueError(f"head='element' scores each element (one output each); "
+                         f"num_classes must be None, got {num_classes!r}")
 
 
 def _output_net(model_dim: int, out_dim: int, dropout: float) -> nn.Sequential:
@@ -46,6 +58,11 @@ def _output_net(model_dim: int, out_dim: int, dropout: float) -> nn.Sequential:
 
 class SequenceClassifier(nn.Module):
     """Transformer encoder with a per-sequence or per-element classification head.
+
+    ``SequenceClassifier(config)`` builds the model a ``SequenceClassifierConfig`` describes
+    (``model.config`` is that object); the keyword form ``SequenceClassifier(num_classes,
+    **fields)`` builds the config once from its arguments (a name that is no field is a
+    ``TypeError``) and then the same model.
 
     Args:
         num_classes: classes C of the per-sequence head; must be None for ``head="element"``.
@@ -77,45 +94,39 @@ class SequenceClassifier(nn.Module):
         torch.Size([2, 3])
     """
 
-    def __init__(self, num_classes: int | None = None, *, vocab_size: int | None = None,
-                 input_dim: int | None = None, model_dim: int = 64, num_heads: int = 4,
-                 num_layers: int = 2, dim_feedforward: int | None = None, dropout: float = 0.0,
-                 input_dropout: float = 0.0, norm_first: bool = False, activation: str = "relu",
-                 pooling: str = "cls", positional: str = "sinusoidal", head: str = "sequence",
-                 max_len: int = 512, pad_id: int = 0) -> None:
+    def __init__(self, config: SequenceClassifierConfig | int | None = None, /,
+                 **fields: Any) -> None:
         super().__init__()
-        _choice("pooling", pooling, POOLINGS)
-        kind = positional_kind(positional, POSITIONALS)
-        _choice("head", head, HEADS)
-        if (vocab_size is None) == (input_dim is None):
-            raise ValueError(f"give exactly one of vocab_size (token inputs) and input_dim "
-                             f"(feature inputs), got vocab_size={vocab_size}, input_dim={input_dim}")
-        if head == "sequence" and (not isinstance(num_classes, int) or num_classes < 1):
-            raise ValueError(f"num_classes must be a positive integer for head='sequence', "
-                             f"got {num_classes!r}")
-        if head == "element" and num_classes is not None:
-            raise ValueError(f"head='element' scores each element (one output each); "
-                             f"num_classes must be None, got {num_classes!r}")
-        # every argument is a field of SequenceClassifierConfig (``from_config`` inverts this)
-        self.config = SequenceClassifierConfig.from_dict(locals())
-        self.num_classes, self.vocab_size, self.input_dim = num_classes, vocab_size, input_dim
-        self.pooling, self.positional, self.head, self.pad_id = pooling, positional, head, pad_id
-        self.use_cls = head == "sequence" and pooling == "cls"
-        if vocab_size is not None:
+        args = () if config is None else (config,)
+        config = SequenceClassifierConfig.of_arguments("SequenceClassifier", args, fields,
+                                                       ("num_classes",))
+        _check_inputs_and_head(config)
+        self.config = config
+        D, head = config.model_dim, config.head
+        self.num_classes, self.vocab_size, self.input_dim = (config.num_classes,
+                                                             config.vocab_size, config.input_dim)
+        self.pooling, self.positional, self.head, self.pad_id = (config.pooling,
+                                                                 config.positional, head,
+                                                                 config.pad_id)
+        self.use_cls = head == "sequence" and config.pooling == "cls"
+        if config.vocab_size is not None:
             # N(0, 1) entries, the scale of the sinusoidal encoding; no √D factor, which the
             # paper needs only because its embedding shares weights with the output layer.
-            self.embedding = nn.Embedding(vocab_size, model_dim, padding_idx=pad_id)
+            self.embedding = nn.Embedding(config.vocab_size, D, padding_idx=config.pad_id)
         else:
-            self.embedding = nn.Sequential(nn.Dropout(input_dropout), nn.Linear(input_dim, model_dim))
+            self.embedding = nn.Sequential(nn.Dropout(config.input_dropout),
+                                           nn.Linear(config.input_dim, D))
         if self.use_cls:
-            self.cls = nn.Parameter(torch.randn(1, 1, model_dim) * 0.02)
-        positions = max_len + int(self.use_cls)
-        self.positional_encoding = kind.input_module(model_dim, positions) or nn.Identity()
+            self.cls = nn.Parameter(torch.randn(1, 1, D) * 0.02)
+        positions = config.max_len + int(self.use_cls)
+        kind = positional_kind(config.positional, POSITIONALS)
+        self.positional_encoding = kind.input_module(D, positions) or nn.Identity()
         self.encoder = TransformerEncoder(
-            num_layers, input_dim=model_dim, num_heads=num_heads,
-            dim_feedforward=self.config.dim_feedforward, dropout=dropout,
-            norm_first=norm_first, activation=activation)
-        self.output_net = _output_net(model_dim, num_classes if head == "sequence" else 1, dropout)
+            config.num_layers, input_dim=D, num_heads=config.num_heads,
+            dim_feedforward=config.dim_feedforward, dropout=config.dropout,
+            norm_first=config.norm_first, activation=config.activation)
+        self.output_net = _output_net(D, config.num_classes if head == "sequence" else 1,
+                                      config.dropout)
 
     @classmethod
     def from_config(cls, config: SequenceClassifierConfig) -> "SequenceClassifier":
@@ -125,7 +136,7 @@ class SequenceClassifier(nn.Module):
             >>> SequenceClassifier.from_config(SequenceClassifierConfig(3, vocab_size=100)).config.dim_feedforward
             128
         """
-        return cls(**config.as_dict())
+        return cls(config)
 
     def _embed(self, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
         """Inputs -> (encoder inputs (B, T', D), real-element mask (B, T')); T' = T (+1 for CLS)."""

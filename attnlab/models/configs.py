@@ -1,12 +1,14 @@
 """Typed configs: one dataclass per model, the one declaration of its hyper-parameters.
 
-Each field is an ``attnlab.settings.setting``: its default, help, range and choices. From it
-``Model.from_config(cfg)`` builds the model, ``model.config`` records what was built, the task's
-``attnlab train`` flags, defaults, help and checks are generated (``attnlab.settings``), and
-``config.yaml`` stores it as plain keys (``as_dict``; ``from_dict`` reads them back, a key
-missing from a run written before taking the field's default). A field with ``flag=False`` is
-derived or read from the data (vocabulary sizes, special ids) and has no flag. Derived values
-are set in ``__post_init__`` (the feed-forward width, when not given).
+Each field is an ``attnlab.settings.setting``: its default, help, range and choices; a config
+checks its fields against them when it is built (``ModelConfig.__post_init__``), so a config
+that exists is in range. ``Model(cfg)`` builds the model from it, reading its fields,
+``model.config`` is that object, the task's ``attnlab train`` flags, defaults, help and checks
+are generated (``attnlab.settings``), and ``config.yaml`` stores it as plain keys (``as_dict``;
+``from_dict`` reads them back, a key missing from a run written before taking the field's
+default). A field with ``flag=False`` is derived or read from the data (vocabulary sizes,
+special ids) and has no flag. Derived values are set in ``__post_init__`` (the feed-forward
+width, when not given).
 
 This module imports no torch: the CLI builds every parser from these fields at start-up.
 
@@ -26,7 +28,7 @@ from typing import Any, TypeVar
 
 from ..activation_names import ACTIVATIONS
 from ..positional_names import positional_names
-from ..settings import setting
+from ..settings import check_argument, setting
 
 __all__ = ["ModelConfig", "CausalLMConfig", "SequenceClassifierConfig", "Seq2SeqConfig",
            "ElementPredictorConfig", "BertEncoderConfig", "BertClassifierConfig", "PretrainedEncoderFields",
@@ -43,8 +45,63 @@ C = TypeVar("C", bound="ModelConfig")
 
 
 class ModelConfig:
-    """What every model config shares: read like a mapping (``cfg["model_dim"]``, ``dict(cfg)``,
-    as ``model.config`` was read when it was a dict), and to and from plain keys."""
+    """What every model config shares: its fields checked against their declarations when it
+    is built (so a config that exists is in range), read like a mapping (``cfg["model_dim"]``,
+    ``dict(cfg)``, as ``model.config`` was read when it was a dict), and to and from plain
+    keys.
+
+    Examples:
+        >>> CausalLMConfig(vocab_size=100, model_dim=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: model_dim must be a positive integer, got 0
+    """
+
+    def __post_init__(self) -> None:
+        """Each field against its ``setting`` declaration (range, type, choices): a
+        ``ValueError`` names the field, as the flag's check names the flag."""
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            setattr(self, f.name, check_argument(type(self), f.name, getattr(self, f.name)))
+
+    @classmethod
+    def of_arguments(cls: type[C], model: str, args: tuple, fields: Mapping[str, Any],
+                     positional: tuple[str, ...]) -> C:
+        """The config a model's constructor was handed: ``Model(config)`` gives ``config``
+        itself; the keyword form ``Model(*args, **fields)`` (``args`` the fields named in
+        ``positional``, in order) builds the config once from them. A name that is no field
+        is a ``TypeError``, as a wrong keyword argument is.
+
+        Examples:
+            >>> cfg = CausalLMConfig(vocab_size=50)
+            >>> CausalLMConfig.of_arguments("CausalLM", (cfg,), {}, ("vocab_size",)) is cfg
+            True
+            >>> CausalLMConfig.of_arguments("CausalLM", (50,), {"width": 8}, ("vocab_size",))
+            Traceback (most recent call last):
+            ...
+            TypeError: CausalLM() got an unexpected keyword argument 'width'
+        """
+        if len(args) == 1 and isinstance(args[0], cls) and not fields:
+            return args[0]
+        if any(isinstance(a, ModelConfig) for a in args) or len(args) > len(positional):
+            raise TypeError(f"{model}() takes a {cls.__name__} alone, or up to "
+                            f"{len(positional)} positional arguments ({', '.join(positional)}) "
+                            f"and keyword arguments, got {len(args)} positional and "
+                            f"{len(fields)} keyword")
+        named = dict(zip(positional, args))
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        for name in fields:
+            if name in named:
+                raise TypeError(f"{model}() got multiple values for argument {name!r}")
+            if name not in names:
+                raise TypeError(f"{model}() got an unexpected keyword argument {name!r}")
+        return cls(**named, **fields)
+
+    def require(self, model: str, *names: str) -> None:
+        """Refuse a config whose fields ``names``, optional in the config (a task sets them
+        from its data), are unset: the model ``model`` cannot be built without them."""
+        for name in names:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name} must be set to build a {model}, got None")
 
     def keys(self) -> list[str]:
         return [f.name for f in dataclasses.fields(self)]
@@ -103,6 +160,7 @@ class CausalLMConfig(ModelConfig):
                                 "--dropout's)", low=0, below=1, optional=True, absent=None)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.dim_feedforward = self.dim_feedforward or 4 * self.model_dim
 
 
@@ -137,6 +195,7 @@ class SequenceClassifierConfig(ModelConfig):
     pad_id: int = setting(0, help="the padding id of token inputs", low=0, flag=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.dim_feedforward = self.dim_feedforward or 2 * self.model_dim
 
 
@@ -190,6 +249,7 @@ class ElementPredictorConfig(ModelConfig):
     max_len: int = setting(5000, help="longest sequence", low=1, flag=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.dim_feedforward = self.dim_feedforward or 2 * self.model_dim
 
 
@@ -327,6 +387,7 @@ class JetTaggerConfig(ModelConfig):
                             low=1)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.dim_feedforward = self.dim_feedforward or 2 * self.model_dim
 
 

@@ -12,6 +12,8 @@ features alone are worth.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -37,6 +39,11 @@ class _MeanNeighbours(nn.Module):
 class GraphNet(nn.Module):
     """A node classifier: ``num_layers`` layers of the ``kind`` chosen.
 
+    ``GraphNet(config)`` builds the model a ``GraphNetConfig`` describes (``model.config`` is
+    that object); the keyword form ``GraphNet(in_dim, num_classes, **fields)`` builds the config
+    once from its arguments (a name that is no field is a ``TypeError``) and then the same
+    model.
+
     Args:
         in_dim: node features F.
         num_classes: classes C.
@@ -56,33 +63,33 @@ class GraphNet(nn.Module):
         torch.Size([6, 3])
     """
 
-    def __init__(self, in_dim: int, num_classes: int, *, kind: str = "gat", model_dim: int = 8,
-                 num_heads: int = 8, num_layers: int = 2, dropout: float = 0.6) -> None:
+    def __init__(self, config: GraphNetConfig | int | None = None, /, *args: Any,
+                 **fields: Any) -> None:
         super().__init__()
-        self.config = GraphNetConfig(in_dim=in_dim, num_classes=num_classes, kind=kind,
-                                     model_dim=model_dim, num_heads=num_heads,
-                                     num_layers=num_layers, dropout=dropout)
-        widths = [in_dim] + [model_dim * (num_heads if kind == "gat" else 1)] * (num_layers - 1)
+        args = args if config is None else (config, *args)
+        config = GraphNetConfig.of_arguments("GraphNet", args, fields, ("in_dim", "num_classes"))
+        config.require("GraphNet", "in_dim", "num_classes")
+        self.config = config
+        kind, heads, layers = config.kind, config.num_heads, config.num_layers
+        hidden = config.model_dim * (heads if kind == "gat" else 1)
+        widths = [config.in_dim] + [hidden] * (layers - 1)
         self.layers = nn.ModuleList()
         for i, width in enumerate(widths):
-            last = i == num_layers - 1
-            out = num_classes if last else model_dim
+            last = i == layers - 1
+            out = config.num_classes if last else config.model_dim
             if kind == "gat":
-                self.layers.append(GraphAttention(width, out, 1 if last else num_heads,
-                                                  dropout=dropout))
+                self.layers.append(GraphAttention(width, out, 1 if last else heads,
+                                                  dropout=config.dropout))
             elif kind == "mean":
                 self.layers.append(_MeanNeighbours(width, out))
-            elif kind == "mlp":
+            else:  # "mlp", the config's last choice
                 self.layers.append(nn.Linear(width, out))
-            else:
-                raise ValueError(f"kind must be gat, mean or mlp, got {kind!r}")
-        self.kind, self.dropout = kind, nn.Dropout(dropout)
+        self.kind, self.dropout = kind, nn.Dropout(config.dropout)
 
     @classmethod
     def from_config(cls, config: GraphNetConfig) -> "GraphNet":
-        return cls(config.in_dim, config.num_classes, kind=config.kind,
-                   model_dim=config.model_dim, num_heads=config.num_heads,
-                   num_layers=config.num_layers, dropout=config.dropout)
+        """The model a ``GraphNetConfig`` describes (randomly initialised): ``GraphNet(config)``."""
+        return cls(config)
 
     def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
         for i, layer in enumerate(self.layers):

@@ -31,6 +31,8 @@ docs/jets.md "Numbers"), the class token an option:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -117,6 +119,10 @@ class PairBias(nn.Module):
 class JetTagger(nn.Module):
     """Classify jets from their constituents' four-momenta (top = class 1).
 
+    ``JetTagger(config)`` builds the model a ``JetTaggerConfig`` describes (``model.config`` is
+    that object); the keyword form ``JetTagger(num_classes, **fields)`` builds the config once
+    from its arguments (a name that is no field is a ``TypeError``) and then the same model.
+
     Args:
         num_classes: classes C (2: QCD, top).
         model_dim, num_heads, num_layers, dim_feedforward, dropout, norm_first, activation:
@@ -141,24 +147,26 @@ class JetTagger(nn.Module):
         torch.Size([3, 2])
     """
 
-    def __init__(self, num_classes: int = 2, *, model_dim: int = 64, num_heads: int = 4,
-                 num_layers: int = 2, dim_feedforward: int | None = None, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu", class_token: bool = False,
-                 class_layers: int = 2, pair_bias: bool = True, pair_dim: int = 16) -> None:
+    def __init__(self, config: JetTaggerConfig | int | None = None, /, **fields: Any) -> None:
         super().__init__()
-        # every argument is a field of JetTaggerConfig (``from_config`` inverts this)
-        self.config = JetTaggerConfig.from_dict(locals())
-        D, ff = model_dim, self.config.dim_feedforward
+        args = () if config is None else (config,)
+        config = JetTaggerConfig.of_arguments("JetTagger", args, fields, ("num_classes",))
+        self.config = config
+        D, H, ff, dropout = (config.model_dim, config.num_heads, config.dim_feedforward,
+                             config.dropout)
+        norm_first, class_token = config.norm_first, config.class_token
         self.embedding = nn.Sequential(nn.Linear(NUM_FEATURES, D), nn.ReLU(), nn.Linear(D, D))
-        block = dict(input_dim=D, num_heads=num_heads, dim_feedforward=ff, dropout=dropout,
-                     norm_first=norm_first, activation=activation)
-        self.encoder = TransformerEncoder(num_layers, **block)
-        self.pair_net = PairBias(NUM_PAIR_FEATURES, pair_dim, num_heads) if pair_bias else None
+        self.encoder = TransformerEncoder(config.num_layers, input_dim=D, num_heads=H,
+                                          dim_feedforward=ff, dropout=dropout,
+                                          norm_first=norm_first, activation=config.activation)
+        self.pair_net = (PairBias(NUM_PAIR_FEATURES, config.pair_dim, H) if config.pair_bias
+                         else None)
         self.class_token = nn.Parameter(torch.randn(1, 1, D) * 0.02) if class_token else None
         self.class_blocks = nn.ModuleList(
-            [DecoderBlock(**block) for _ in range(class_layers)] if class_token else [])
+            [DecoderBlock(D, H, ff, dropout, norm_first=norm_first, activation=config.activation)
+             for _ in range(config.class_layers)] if class_token else [])
         self.class_norm = nn.LayerNorm(D) if class_token and norm_first else nn.Identity()
-        self.output_net = _output_net(D, num_classes, dropout)
+        self.output_net = _output_net(D, config.num_classes, dropout)
         self.register_buffer("feature_shift", _float32_bits(FEATURE_SHIFT), persistent=False)
         self.register_buffer("feature_scale", _float32_bits(FEATURE_SCALE), persistent=False)
 
@@ -170,7 +178,7 @@ class JetTagger(nn.Module):
             >>> JetTagger.from_config(JetTaggerConfig(pair_bias=True)).config.dim_feedforward
             128
         """
-        return cls(**config.as_dict())
+        return cls(config)
 
     def _dtype(self) -> torch.dtype:
         return self.embedding[0].weight.dtype

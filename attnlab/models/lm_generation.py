@@ -16,19 +16,43 @@ row gives alone.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import Any, Iterator, Protocol
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ..generation import decode_stream, selector, stop_ids
+from ..nn import KVCache, TransformerEncoder
 from ..step_protocol import check_token_ids
 
-if TYPE_CHECKING:  # only for the annotations: causal_lm imports this module
-    from .causal_lm import CausalLM
-
 __all__ = ["left_align", "prepare", "selector", "LMStep", "stream_tokens", "stream_sliding",
-           "uncached_steps", "cached_steps"]
+           "uncached_steps", "cached_steps", "CausalModel"]
+
+
+class CausalModel(Protocol):
+    """What generation uses of a ``CausalLM``, named here rather than imported: the model's
+    module imports this one, and the import runs one way only."""
+
+    vocab_size: int
+    max_len: int
+    training: bool
+    decoder: TransformerEncoder
+    lm_head: nn.Module
+
+    def __call__(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor: ...
+
+    def _check_ids(self, input_ids: Tensor) -> None: ...
+
+    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                      positions: Tensor | None = None,
+                      cache: list[KVCache] | None = None) -> Tensor: ...
+
+    def step(self, input_ids: Tensor, cache: list[KVCache], *, positions: Tensor,
+             key_mask: Tensor | None = None) -> Tensor: ...
+
+    def train(self, mode: bool = True) -> Any: ...
+
+    def eval(self) -> Any: ...
 
 
 def left_align(input_ids: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tensor]:
@@ -41,7 +65,7 @@ def left_align(input_ids: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tenso
     return input_ids.gather(1, order), attention_mask.gather(1, order)
 
 
-def prepare(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
+def prepare(model: CausalModel, input_ids: Tensor, max_new_tokens: int,
             attention_mask: Tensor | None) -> tuple[Tensor, Tensor | None]:
     """Validate, and left-align padded prompts; the mask is None when nothing is padded."""
     model._check_ids(input_ids)
@@ -83,7 +107,7 @@ class LMStep:
         use_cache: keep keys and values between calls.
     """
 
-    def __init__(self, model: CausalLM, attention_mask: Tensor | None, total: int,
+    def __init__(self, model: CausalModel, attention_mask: Tensor | None, total: int,
                  use_cache: bool = True) -> None:
         self.model, self.mask, self.total, self.use_cache = model, attention_mask, total, use_cache
         self.cache = None
@@ -132,7 +156,7 @@ class LMStep:
             cache.reorder(index)
 
 
-def stream_sliding(model: CausalLM, context: Tensor, n: int, options: dict) -> Iterator[Tensor]:
+def stream_sliding(model: CausalModel, context: Tensor, n: int, options: dict) -> Iterator[Tensor]:
     """``n`` new tokens (B, 1) one by one past ``max_len``: when the context is full, keep its
     last max_len // 2 tokens, re-read them, and continue (each round is cached)."""
     keep = max(1, model.max_len // 2)
@@ -146,7 +170,7 @@ def stream_sliding(model: CausalLM, context: Tensor, n: int, options: dict) -> I
         context = torch.cat([context, *new], dim=1)[:, -keep:]
 
 
-def stream_tokens(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
+def stream_tokens(model: CausalModel, input_ids: Tensor, max_new_tokens: int,
                   attention_mask: Tensor | None, *, do_sample: bool = False,
                   temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
                   eos_token_id: int | list[int] | None = None, use_cache: bool = True,
@@ -174,18 +198,18 @@ def stream_tokens(model: CausalLM, input_ids: Tensor, max_new_tokens: int,
 
 # Generators of next-token logits (B, V), sent the chosen tokens (B, 1): an LMStep driven by
 # hand, as tests compare it with the full forward pass.
-def _steps(model: CausalLM, ids: Tensor, attention_mask: Tensor | None, n: int, use_cache: bool):
+def _steps(model: CausalModel, ids: Tensor, attention_mask: Tensor | None, n: int, use_cache: bool):
     step = LMStep(model, attention_mask, ids.shape[1] + n, use_cache)
     while True:
         token = yield step(ids)
         ids = torch.cat([ids, token], dim=1)
 
 
-def uncached_steps(model: CausalLM, ids: Tensor, attention_mask: Tensor | None, n: int):
+def uncached_steps(model: CausalModel, ids: Tensor, attention_mask: Tensor | None, n: int):
     """Re-run the whole sequence at every step (the reference the cached path is tested on)."""
     return _steps(model, ids, attention_mask, n, use_cache=False)
 
 
-def cached_steps(model: CausalLM, ids: Tensor, attention_mask: Tensor | None, n: int):
+def cached_steps(model: CausalModel, ids: Tensor, attention_mask: Tensor | None, n: int):
     """Prefill the prompt into a key/value cache, then one ``CausalLM.step`` per token."""
     return _steps(model, ids, attention_mask, n, use_cache=True)

@@ -16,6 +16,8 @@ here without it.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -28,6 +30,12 @@ __all__ = ["ElementPredictor", "ElementPredictorConfig"]
 
 class ElementPredictor(nn.Module):
     """Transformer encoder that classifies every position of a sequence.
+
+    ``ElementPredictor(config)`` builds the model a ``ElementPredictorConfig`` describes
+    (``model.config`` is that object); the keyword form ``ElementPredictor(input_dim, model_dim,
+    num_classes, num_heads, num_layers, dropout, input_dropout, **fields)`` builds the config
+    once from its arguments (a name that is no field is a ``TypeError``) and then the same
+    model.
 
     Args:
         input_dim: input features C per position (the number of symbols, for one-hot inputs).
@@ -54,31 +62,30 @@ class ElementPredictor(nn.Module):
         torch.Size([2, 16, 10])
     """
 
-    def __init__(self, input_dim: int, model_dim: int, num_classes: int, num_heads: int,
-                 num_layers: int, dropout: float = 0.0, input_dropout: float = 0.0, *,
-                 dim_feedforward: int | None = None, norm_first: bool = False,
-                 max_len: int = 5000) -> None:
+    def __init__(self, config: ElementPredictorConfig | int | None = None, /, *args: Any,
+                 **fields: Any) -> None:
         super().__init__()
-        for name, value in (("input_dim", input_dim), ("model_dim", model_dim),
-                            ("num_classes", num_classes)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        # every argument is a field of ElementPredictorConfig (``from_config`` inverts this)
-        self.config = ElementPredictorConfig.from_dict(locals())
-        self.input_dim, self.num_classes = input_dim, num_classes
-        self.input_net = nn.Sequential(nn.Dropout(input_dropout), nn.Linear(input_dim, model_dim))
-        self.positional_encoding = PositionalEncoding(d_model=model_dim, max_len=max_len)
+        args = args if config is None else (config, *args)
+        config = ElementPredictorConfig.of_arguments("ElementPredictor", args, fields, (
+            "input_dim", "model_dim", "num_classes", "num_heads", "num_layers", "dropout",
+            "input_dropout"))
+        config.require("ElementPredictor", "input_dim", "num_classes")
+        self.config = config
+        D = config.model_dim
+        self.input_dim, self.num_classes = config.input_dim, config.num_classes
+        self.input_net = nn.Sequential(nn.Dropout(config.input_dropout),
+                                       nn.Linear(config.input_dim, D))
+        self.positional_encoding = PositionalEncoding(d_model=D, max_len=config.max_len)
         self.transformer = TransformerEncoder(
-            num_layers, input_dim=model_dim, num_heads=num_heads,
-            dim_feedforward=self.config.dim_feedforward, dropout=dropout,
-            norm_first=norm_first,
-        )
+            config.num_layers, input_dim=D, num_heads=config.num_heads,
+            dim_feedforward=config.dim_feedforward, dropout=config.dropout,
+            norm_first=config.norm_first)
         self.output_net = nn.Sequential(
-            nn.Linear(model_dim, model_dim),
-            nn.LayerNorm(model_dim),
+            nn.Linear(D, D),
+            nn.LayerNorm(D),
             nn.ReLU(inplace=True),
-            nn.Dropout(dropout),
-            nn.Linear(model_dim, num_classes),
+            nn.Dropout(config.dropout),
+            nn.Linear(D, config.num_classes),
         )
 
     @classmethod
@@ -89,7 +96,7 @@ class ElementPredictor(nn.Module):
             >>> ElementPredictor.from_config(ElementPredictorConfig(input_dim=10, num_classes=10)).config.dim_feedforward
             64
         """
-        return cls(**config.as_dict())
+        return cls(config)
 
     def check_symbols(self, x: Tensor) -> None:
         """Where symbols enter (``predict``, ``get_attention_maps``; the tasks' readers check

@@ -15,6 +15,7 @@ from Marian has Marian's (its decoder starts from the pad id).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -35,6 +36,11 @@ ADDITIVE = input_kinds(with_none=False)
 
 class Seq2SeqTransformer(nn.Module):
     """Token embeddings, positional encoding, ``attnlab.nn.Transformer`` and an output layer.
+
+    ``Seq2SeqTransformer(config)`` builds the model a ``Seq2SeqConfig`` describes
+    (``model.config`` is that object); the keyword form ``Seq2SeqTransformer(src_vocab_size,
+    tgt_vocab_size, **fields)`` builds the config once from its arguments (a name that is no
+    field is a ``TypeError``) and then the same model.
 
     Embeddings are multiplied by √D (§3.4 of the paper) so that they are not drowned by the
     positional encoding; with ``tie_embeddings`` the output layer reuses the target embedding
@@ -74,37 +80,34 @@ class Seq2SeqTransformer(nn.Module):
         torch.Size([1, 2, 30])
     """
 
-    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, *, model_dim: int = 64,
-                 num_heads: int = 4, num_layers: int = 2, dim_feedforward: int = 128,
-                 dropout: float = 0.0, num_encoder_layers: int | None = None,
-                 num_decoder_layers: int | None = None, norm_first: bool = False,
-                 activation: str = "relu", max_len: int = 512, positional: str = "sinusoidal",
-                 tie_embeddings: bool = True, final_logits_bias: bool = False, pad_id: int = 0,
-                 sos_id: int = 1, eos_id: int = 2) -> None:
+    def __init__(self, config: Seq2SeqConfig | int | None = None, /, *args: Any,
+                 **fields: Any) -> None:
         super().__init__()
-        for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        kind = positional_kind(positional, ADDITIVE)
-        # every argument is a field of Seq2SeqConfig (``from_config`` inverts this)
-        self.config = Seq2SeqConfig.from_dict(locals())
-        self.model_dim, self.pad_id, self.sos_id, self.eos_id = model_dim, pad_id, sos_id, eos_id
-        self.src_embedding = nn.Embedding(src_vocab_size, model_dim)
-        self.tgt_embedding = nn.Embedding(tgt_vocab_size, model_dim)
+        args = args if config is None else (config, *args)
+        config = Seq2SeqConfig.of_arguments("Seq2SeqTransformer", args, fields,
+                                            ("src_vocab_size", "tgt_vocab_size"))
+        config.require("Seq2SeqTransformer", "src_vocab_size", "tgt_vocab_size")
+        kind = positional_kind(config.positional, ADDITIVE)
+        self.config = config
+        D, V_t = config.model_dim, config.tgt_vocab_size
+        self.model_dim, self.pad_id, self.sos_id, self.eos_id = (D, config.pad_id, config.sos_id,
+                                                                 config.eos_id)
+        self.src_embedding = nn.Embedding(config.src_vocab_size, D)
+        self.tgt_embedding = nn.Embedding(V_t, D)
         for emb in (self.src_embedding, self.tgt_embedding):
-            nn.init.normal_(emb.weight, std=model_dim**-0.5)
-        self.positional_encoding = kind.input_module(model_dim, max_len)
-        self.dropout = nn.Dropout(dropout)
+            nn.init.normal_(emb.weight, std=D**-0.5)
+        self.positional_encoding = kind.input_module(D, config.max_len)
+        self.dropout = nn.Dropout(config.dropout)
         self.transformer = Transformer(
-            num_encoder_layers or num_layers, num_decoder_layers or num_layers,
-            input_dim=model_dim, num_heads=num_heads, dim_feedforward=dim_feedforward,
-            dropout=dropout, norm_first=norm_first, activation=activation,
-        )
-        self.output = nn.Linear(model_dim, tgt_vocab_size, bias=False)
-        if tie_embeddings:
+            config.num_encoder_layers or config.num_layers,
+            config.num_decoder_layers or config.num_layers,
+            input_dim=D, num_heads=config.num_heads, dim_feedforward=config.dim_feedforward,
+            dropout=config.dropout, norm_first=config.norm_first, activation=config.activation)
+        self.output = nn.Linear(D, V_t, bias=False)
+        if config.tie_embeddings:
             self.output.weight = self.tgt_embedding.weight
-        if final_logits_bias:  # a buffer, as in Marian: saved with the weights, never trained
-            self.register_buffer("final_logits_bias", torch.zeros(tgt_vocab_size))  # (V_t,)
+        if config.final_logits_bias:  # a buffer, as in Marian: saved with the weights, never trained
+            self.register_buffer("final_logits_bias", torch.zeros(V_t))  # (V_t,)
         # runs saved before the positional module was named as in the other models
         accept_old_names(self, {"positional": "positional_encoding"})
 
@@ -116,7 +119,7 @@ class Seq2SeqTransformer(nn.Module):
             >>> Seq2SeqTransformer.from_config(Seq2SeqConfig(src_vocab_size=20, tgt_vocab_size=30)).config.positional
             'sinusoidal'
         """
-        return cls(**config.as_dict())
+        return cls(config)
 
     # ---- the two halves ----------------------------------------------------------------
     def _embed(self, ids: Tensor, embedding: nn.Embedding, offset: int = 0) -> Tensor:

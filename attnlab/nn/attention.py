@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..settings import heads_divide_width
+from .arguments import checked
 from .cache import KVCache
 from .masks import check_mask
 from .positional import RotaryEmbedding, position_range
@@ -88,13 +89,11 @@ class MultiheadAttention(nn.Module):
         rope_base: float = 10000.0,
     ) -> None:
         super().__init__()
-        for name, value in (("input_dim", input_dim), ("embed_dim", embed_dim), ("num_heads", num_heads)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name, value in (("input_dim", input_dim), ("embed_dim", embed_dim),
+                            ("num_heads", num_heads), ("dropout", dropout)):
+            checked(name, value)
         if broken := heads_divide_width(embed_dim, num_heads, names=("embed_dim", "num_heads")):
             raise ValueError(broken)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.input_dim, self.embed_dim, self.num_heads = input_dim, embed_dim, num_heads
         self.head_dim = embed_dim // num_heads
         self.dropout = dropout

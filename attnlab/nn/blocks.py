@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
+from .arguments import checked
 from .attention import MultiheadAttention
 from .cache import KVCache
 from .capture import capture
@@ -47,12 +48,7 @@ def _ff_step(ff: nn.Module, x: Tensor) -> Tensor:
 
 
 class _Block(nn.Module):
-    """What encoder and decoder blocks share: the residual sub-layer and argument checks."""
-
-    @staticmethod
-    def _check(dropout: float) -> None:
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    """What encoder and decoder blocks share: the residual sub-layer."""
 
     def _setup(self, input_dim: int, norm_first: bool, layer_norm_eps: float,
                norm: NormFactory | None, count: int, bias: bool) -> None:
@@ -108,9 +104,9 @@ class EncoderBlock(_Block):
                  pos_embeddings: nn.Module | None = None,
                  attn_bias: nn.Module | None = None, ff_dropout: float | None = None) -> None:
         super().__init__()
-        self._check(dropout)
-        ff_dropout = dropout if ff_dropout is None else ff_dropout
-        self._check(ff_dropout)
+        checked("dropout", dropout)
+        ff_dropout = dropout if checked("ff_dropout", ff_dropout) is None else ff_dropout
+        checked("attention_dropout", attention_dropout)
         self.self_attn = attn if attn is not None else MultiheadAttention(
             input_dim, input_dim, num_heads, bias=bias, dropout=attention_dropout,
             pos_embeddings=pos_embeddings, attn_bias=attn_bias)
@@ -201,7 +197,8 @@ class DecoderBlock(_Block):
                  pos_embeddings: nn.Module | None = None,
                  attn_bias: nn.Module | None = None) -> None:
         super().__init__()
-        self._check(dropout)
+        checked("dropout", dropout)
+        checked("attention_dropout", attention_dropout)
         self.self_attn = attn if attn is not None else MultiheadAttention(
             input_dim, input_dim, num_heads, bias=bias, dropout=attention_dropout,
             pos_embeddings=pos_embeddings, attn_bias=attn_bias)

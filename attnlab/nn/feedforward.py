@@ -14,6 +14,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ..activation_names import ACTIVATIONS  # torch-free: configs offer them as choices
+from .arguments import checked
 from .quantize import linear
 
 __all__ = ["FeedForward", "make_activation", "ACTIVATIONS"]
@@ -53,10 +54,9 @@ class FeedForward(nn.Sequential):
 
     def __init__(self, input_dim: int, dim_feedforward: int, dropout: float = 0.0, *,
                  activation: str = "relu", bias: bool = True) -> None:
-        if input_dim < 1 or dim_feedforward < 1:
-            raise ValueError(
-                f"input_dim ({input_dim}) and dim_feedforward ({dim_feedforward}) must be positive"
-            )
+        checked("input_dim", input_dim)
+        checked("dim_feedforward", dim_feedforward)
+        checked("dropout", dropout)
         super().__init__(
             nn.Linear(input_dim, dim_feedforward, bias=bias),
             nn.Dropout(dropout),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from .arguments import checked
 from .blocks import DecoderBlock, EncoderBlock, _norm
 from .cache import KVCache
 from .capture import capture
@@ -25,11 +26,6 @@ def _final_norm(final_norm: bool | None, block_args: dict) -> nn.Module:
         return nn.Identity()
     return nn.LayerNorm(block_args["input_dim"], eps=block_args.get("layer_norm_eps", 1e-5),
                         bias=block_args.get("bias", True))
-
-
-def _check_layers(num_layers: int) -> None:
-    if not isinstance(num_layers, int) or num_layers < 1:
-        raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
 
 
 def _rotary_shorthand(rotary: bool, max_len: int, block_args: dict) -> dict:
@@ -68,10 +64,30 @@ class TransformerEncoder(nn.Module):
     def __init__(self, num_layers: int, *, final_norm: bool | None = None, rotary: bool = False,
                  max_len: int = 4096, **block_args) -> None:
         super().__init__()
-        _check_layers(num_layers)
+        checked("num_layers", num_layers)
         block_args = _rotary_shorthand(rotary, max_len, block_args)
         self.layers = nn.ModuleList([EncoderBlock(**block_args) for _ in range(num_layers)])
         self.norm = _final_norm(final_norm, block_args)
+
+    @classmethod
+    def of_layers(cls, layers: list[nn.Module], norm: nn.Module | None = None
+                  ) -> "TransformerEncoder":
+        """The stack of ``layers``, blocks built by the caller (a model builds its own from its
+        config, as ``attnlab.models.CausalLM`` does), then ``norm`` (default: none). Its
+        parameters have the names the constructor gives them (``layers.0...``, ``norm``).
+
+        Examples:
+            >>> blocks = [EncoderBlock(16, 4, 32, norm_first=True) for _ in range(2)]
+            >>> enc = TransformerEncoder.of_layers(blocks, nn.LayerNorm(16))
+            >>> enc(torch.randn(1, 5, 16)).shape
+            torch.Size([1, 5, 16])
+        """
+        checked("num_layers", len(layers))
+        stack = cls.__new__(cls)
+        nn.Module.__init__(stack)
+        stack.layers = nn.ModuleList(layers)
+        stack.norm = nn.Identity() if norm is None else norm
+        return stack
 
     def forward(self, x: Tensor, mask: Tensor | None = None, *, is_causal: bool = False,
                 cache: list[KVCache] | None = None, positions: Tensor | None = None,
@@ -126,7 +142,7 @@ class TransformerDecoder(nn.Module):
     def __init__(self, num_layers: int, *, final_norm: bool | None = None, rotary: bool = False,
                  max_len: int = 4096, **block_args) -> None:
         super().__init__()
-        _check_layers(num_layers)
+        checked("num_layers", num_layers)
         block_args = _rotary_shorthand(rotary, max_len, block_args)
         self.layers = nn.ModuleList([DecoderBlock(**block_args) for _ in range(num_layers)])
         self.norm = _final_norm(final_norm, block_args)

@@ -122,7 +122,7 @@ def test_predict_returns_classes_and_restores_training_mode():
     (dict(num_classes=3), r"exactly one of vocab_size"),
     (dict(vocab_size=10), r"num_classes must be a positive integer for head='sequence', got None"),
     (dict(num_classes=2, input_dim=4, head="element"), r"num_classes must be None, got 2"),
-    (dict(num_classes=2, vocab_size=10, pooling="max"), r"pooling must be one of 'cls', 'mean', got 'max'"),
+    (dict(num_classes=2, vocab_size=10, pooling="max"), r"pooling must be one of cls, mean, got 'max'"),
     (dict(num_classes=2, vocab_size=10, positional="rope"), r"positional must be one of .*got 'rope'"),
 ])
 def test_bad_arguments_raise_value_errors_showing_the_values(kwargs, message):

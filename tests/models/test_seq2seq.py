@@ -97,7 +97,7 @@ def test_decoder_is_causal():
 def test_constructor_and_input_errors_show_the_values():
     with pytest.raises(ValueError, match=r"tgt_vocab_size must be a positive integer, got 0"):
         Seq2SeqTransformer(10, 0)
-    with pytest.raises(ValueError, match=r"positional must be 'sinusoidal' or 'learned', got 'rope'"):
+    with pytest.raises(ValueError, match=r"positional must be one of sinusoidal, learned, got 'rope'"):
         Seq2SeqTransformer(10, 10, positional="rope")
     with pytest.raises(ValueError, match=r"src_mask must have the shape of src \(3, 6\), got \(3, 5\)"):
         tiny()(padded_sources(), torch.ones(3, 1, dtype=torch.long),

@@ -52,7 +52,7 @@ def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig:
 
 def build_model(cfg: RunSettings) -> SequenceClassifier:
     """The set classifier the configuration describes (randomly initialised)."""
-    return SequenceClassifier.from_config(model_config_of(cfg))
+    return SequenceClassifier(model_config_of(cfg))
 
 
 def fixed_sets(split: str, cfg: RunSettings) -> DigitSets:

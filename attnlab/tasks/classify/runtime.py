@@ -78,7 +78,7 @@ def build_model(cfg: RunSettings) -> SequenceClassifier | BertClassifier:
     """The model a run's configuration describes (randomly initialised)."""
     config = model_config_of(cfg)
     kind = BertClassifier if isinstance(config, BertClassifierConfig) else SequenceClassifier
-    return kind.from_config(config)
+    return kind(config)
 
 
 # ---- tokens and batches -----------------------------------------------------------------------

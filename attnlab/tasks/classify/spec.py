@@ -55,7 +55,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ...errors import UsageError
-from ...interop.source import BERT_FAMILY
+from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...settings import AdaptSettings, flag, setting
 from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
@@ -139,7 +139,7 @@ class ClassifyTask(Task):
     overrides = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, "dropout": 0.1,
                  "threads": 1}
     default_notes = {"max_len": f"{_MAX_LEN}; with --init, what the model holds"}
-    init_model_types = BERT_FAMILY  # what it takes part in (``Task``)
+    init_model_types = INIT_MODEL_TYPES["classify"]  # what it takes part in (``Task``)
     holds_out_fractions = True
     hf_auto_class = "AutoModelForSequenceClassification"
 

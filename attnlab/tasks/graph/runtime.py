@@ -51,7 +51,7 @@ def build_model(cfg: RunSettings) -> GraphNet:
         >>> build_model(cfg)(torch.zeros(3, 34), torch.eye(3, dtype=torch.bool)).shape
         torch.Size([3, 2])
     """
-    return GraphNet.from_config(config_from_run(GraphNetConfig, cfg))
+    return GraphNet(config_from_run(GraphNetConfig, cfg))
 
 
 def _targets(labels, mask):

@@ -171,7 +171,7 @@ def model_config_of(cfg: RunSettings) -> JetTaggerConfig:
 
 def build_model(cfg: RunSettings) -> JetTagger:
     """The (randomly initialised) tagger a run's configuration describes."""
-    return JetTagger.from_config(model_config_of(cfg))
+    return JetTagger(model_config_of(cfg))
 
 
 def load(task, run_dir: Path, cfg: RunSettings) -> JetTagger:

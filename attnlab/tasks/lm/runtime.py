@@ -75,7 +75,7 @@ def build_model(cfg: RunSettings) -> CausalLM:
         ...                                   block_size=32)).max_len
         32
     """
-    return CausalLM.from_config(model_config_of(cfg))
+    return CausalLM(model_config_of(cfg))
 
 
 @torch.no_grad()

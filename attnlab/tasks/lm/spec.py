@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from ...activation_names import hf_activation
 from ...errors import UsageError
-from ...interop.source import GPT2_TYPES
+from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import CausalLMConfig
 from ...settings import AdaptSettings, setting
 from ...tokenizers import TOKENIZER_KINDS
@@ -104,7 +104,7 @@ class LMTask(Task):
     quantizable = True
     int8_faster_from = 256  # benchmarks/RESULTS.md, "quantize_where"
     generates = True
-    init_model_types = GPT2_TYPES
+    init_model_types = INIT_MODEL_TYPES["lm"]
     hf_auto_class = "AutoModelForCausalLM"
 
     def init_settings(self, source) -> dict[str, Any]:

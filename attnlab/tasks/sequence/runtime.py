@@ -47,7 +47,7 @@ def model_config_of(cfg: RunSettings) -> ElementPredictorConfig:
 def build_model(cfg: RunSettings) -> ElementPredictor:
     """The pure-torch ``ElementPredictor`` a run's configuration describes (randomly
     initialised); training builds ``TransformerPredictor`` from the same config."""
-    return ElementPredictor.from_config(model_config_of(cfg))
+    return ElementPredictor(model_config_of(cfg))
 
 
 def parse_tokens(text: str, num_categories: int, seq_len: int, *,

@@ -100,7 +100,7 @@ def build_model(cfg: RunSettings) -> Seq2SeqTransformer:
     """
     arch = cfg.arch  # a run written before --arch reads "transformer" (its declaration)
     if arch == "transformer":
-        return Seq2SeqTransformer.from_config(model_config_of(cfg))
+        return Seq2SeqTransformer(model_config_of(cfg))
     config = model_config_of(cfg)  # the vocabularies, width, layers and special ids
     return RNNSeq2Seq(config.src_vocab_size, config.tgt_vocab_size, model_dim=config.model_dim,
                       num_layers=config.num_layers, dropout=config.dropout,

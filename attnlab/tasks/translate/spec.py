@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import UsageError
-from ...interop.source import MARIAN_TYPES
+from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import Seq2SeqConfig
 from ...settings import MAX_BEAM, AdaptSettings, beam_setting, length_penalty_setting, setting
 from ...tokenizers import TOKENIZER_KINDS
@@ -128,7 +128,7 @@ class TranslateTask(Task):
     int8_one_at_a_time = True
     generates = True
     evaluate_decodes = True  # the test split's greedy decoding
-    init_model_types = MARIAN_TYPES
+    init_model_types = INIT_MODEL_TYPES["translate"]
     hf_auto_class = "AutoModelForSeq2SeqLM"
     overrides = {
         "model_dim": 128, "dim_feedforward": 512, "batch_size": 128, "max_steps": 600,
