@@ -280,3 +280,55 @@ def test_the_last_steps_checkpoint_is_written_once(tmp_path, monkeypatch):
     assert written == [10, 20]
     last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
     assert last["global_step"] == 20
+
+
+DDP_STEPS = '''
+import sys, tempfile
+import torch
+from lightning_fabric import Fabric
+from attnlab.tasks import get_task
+from attnlab.training import TaskModule, engine, fit
+
+
+class Regression(TaskModule):
+    def loss(self, batch):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.model(x), y), {}
+
+
+def work(fabric):
+    engine.make_fabric = lambda cfg: fabric       # the two spawned processes' Fabric
+    engine.launch = lambda built, cfg: None       # ... launched already
+    torch.manual_seed(0)
+    module = Regression(torch.nn.Linear(4, 1), None, 3)
+    torch.manual_seed(fabric.global_rank + 1)     # each rank its own batches
+    loader = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(3)]
+    cfg = get_task("reverse").config(lr=1e-1, warmup=1, model_dim=4, checkpoint_every=100)
+    fit(module, loader, None, cfg, sys.argv[1], max_steps=3)
+    weights = fabric.all_gather(torch.cat([p.detach().flatten() for p in module.parameters()]))
+    if fabric.global_rank == 0:
+        print("equal" if torch.equal(weights[0], weights[1]) else f"differ: {weights}")
+
+
+if __name__ == "__main__":
+    Fabric(accelerator="cpu", devices=2, strategy="ddp_spawn").launch(work)
+'''
+
+
+@pytest.mark.slow  # two processes
+def test_under_ddp_the_steps_loss_goes_through_ddp_and_the_ranks_stay_equal(tmp_path):
+    """Each rank trains on its own batches; the step calls the task's loss through DDP's
+    forward (``mark_forward_method``), so the gradients are averaged and both ranks end with
+    the same weights (called on the bare module, each rank would train its own model)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "ddp_steps.py"
+    script.write_text(DDP_STEPS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "equal", out.stdout + out.stderr[-2000:]
