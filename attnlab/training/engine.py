@@ -155,7 +155,8 @@ def _batch_size(batch) -> int:
 
 
 class Loop:
-    """One run of training: the state the step changes, and the step itself (``run``)."""
+    """One run of training: the state the step changes, the step itself (``train_step``) and the
+    loop around it (``run``)."""
 
     def __init__(self, module: TaskModule, train_loader, val_loader, cfg: RunSettings,
                  run_dir: Path, *, max_steps: int, val_check_interval: int | None,
