@@ -14,13 +14,12 @@ in one process, alternating rounds A, B, B, A, ... (so changes of load hit both 
 - **A**: ``attnlab.training.engine.fit`` itself on a fresh copy of the module: attnlab's loop on
   Lightning Fabric (``Loop.run``: Fabric's module and optimiser wrappers, ``fabric.backward``,
   ``fabric.clip_gradients``, the non-finite check, the progress lines as when stderr is not a
-  terminal, the CSV log, the task's callbacks, validation every ``--val-every`` steps and
-  checkpoints every ``--checkpoint-every``), stopped after ``--warmup`` + ``--steps`` steps (or
-  earlier by the task's own early stop). A probe callback (an ``engine.Callback``) notes
-  ``time.perf_counter()`` at every ``on_train_batch_start`` (a hook made cheap to call: see
-  ``_probe``).
+  terminal, the CSV log, the task's stop condition, validation every ``--val-every`` steps
+  and checkpoints every ``--checkpoint-every``), stopped after ``--warmup`` + ``--steps`` steps
+  (or earlier by the task's own early stop). A probe around ``Loop.train_step`` notes
+  ``time.perf_counter()`` as each step starts (see ``_probe``).
 - **B**: a bare loop on another fresh copy (the same initial weights) over the same loader from
-  the same position (so the same batches and the same data cost): the module's ``step`` (forward,
+  the same position (so the same batches and the same data cost): the module's ``loss`` (forward,
   loss and the logged accuracies, as A computes them), ``zero_grad``, ``backward``,
   ``clip_grad_norm_`` (when the task clips), the optimiser's and scheduler's ``step``, both built
   by ``make_optimizer`` as the loop builds them (weight-decay groups where the run decays).
@@ -37,9 +36,8 @@ to 200).
 
 Target: A/B <= 1.05 for every task. ``--breakdown`` then, for each task over the
 target (``--breakdown all``: every task), times the parts of a step on both sides by wrapping
-functions — data, the module's step, backward, clipping, the optimiser's, ``zero_grad`` and the
-scheduler's step, and on side A Fabric's wrappers around them, ``Fabric.call`` (the probe's own
-hook) and the loop's per-step methods; the rest is the loop itself — in µs per step side by side.
+functions — data, the module's loss, backward, clipping, the optimiser's, ``zero_grad`` and the
+scheduler's step, and on side A Fabric's wrappers around them and the loop's per-step methods; the rest is the loop itself — in µs per step side by side.
 Not a test: the times depend on the machine and its load. Everything is written under a
 temporary directory, removed at the end.
 """
@@ -62,6 +60,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,7 +124,7 @@ class Setup:
     train_loader: Any
     val_loader: Any
     cfg: dict[str, Any]
-    fit_kwargs: dict[str, Any]  # max_steps, val_check_interval, callbacks, limit_val_batches
+    fit_kwargs: dict[str, Any]  # max_steps, val_check_interval, stop_at, limit_val_batches
     loader_state: dict[str, int] | None = None
 
 
@@ -180,37 +179,19 @@ def fresh_loader(setup: Setup):
 
 # ---- side A: attnlab's own fit ----------------------------------------------------------------
 def _probe(total: int, clocks: "Clocks | None" = None):
-    """An ``engine.Callback`` that notes perf_counter at each step's start (and, when timing
-    parts, a snapshot of the clocks), asks the loop to stop after ``total`` + 1 steps have
-    started (so ``total`` whole intervals), and notes the steps after which the loop validated
-    or saved a checkpoint.
+    """A probe that notes perf_counter as each step starts (and, when timing parts, a snapshot
+    of the clocks), asks the loop to stop after ``total`` + 1 steps have started (so ``total``
+    whole intervals), and notes the steps after which the loop validated or saved a
+    checkpoint. ``probe.installed()`` puts it around ``engine.Loop.train_step`` for a run."""
+    import attnlab.training.engine as engine
 
-    Its per-step hook is a plain function with its signature attached: ``Fabric.call`` reads
-    every hook's signature at every call (``inspect.signature``, to filter keyword arguments),
-    which for a bound method is a measurable part of a step inside graph's loop (cold caches;
-    benchmarks/RESULTS.md, "train_loop — A/B per task", its footnote) — the probe's own cost,
-    which the CLI's loop, with no per-step hook, does not pay. Attached, it costs a fraction
-    of that."""
-    from attnlab.training.engine import Callback
-
-    class Probe(Callback):
+    class Probe:
         def __init__(self) -> None:
             self.starts: list[float] = []
             self.snaps: list[dict[str, float]] = []
             self.busy_after: set[int] = set()  # step counts after which it validated or saved
-            starts, snaps = self.starts, self.snaps
 
-            def on_train_batch_start(loop, batch) -> None:
-                if clocks is not None:
-                    snaps.append(clocks.snap())
-                starts.append(time.perf_counter())
-                if len(starts) > total:  # this step is the last: its start ends the intervals
-                    loop.should_stop = True
-
-            on_train_batch_start.__signature__ = inspect.signature(on_train_batch_start)
-            self.on_train_batch_start = on_train_batch_start
-
-        def on_train_start(self, loop) -> None:
+        def _note_busy(self, loop) -> None:
             for name in ("validate", "save"):  # the instance's methods, noted then called
                 real = getattr(loop, name)
 
@@ -218,6 +199,26 @@ def _probe(total: int, clocks: "Clocks | None" = None):
                     self.busy_after.add(len(self.starts))
                     return real(*a, **k)
                 setattr(loop, name, noted)
+
+        @contextlib.contextmanager
+        def installed(self):
+            real, starts, snaps = engine.Loop.train_step, self.starts, self.snaps
+
+            def train_step(loop, batch):
+                if not starts:
+                    self._note_busy(loop)
+                if clocks is not None:
+                    snaps.append(clocks.snap())
+                starts.append(time.perf_counter())
+                if len(starts) > total:  # this step is the last: its start ends the intervals
+                    loop.stopped = "the benchmark's steps are done"
+                return real(loop, batch)
+
+            engine.Loop.train_step = train_step
+            try:
+                yield
+            finally:
+                engine.Loop.train_step = real
 
     return Probe()
 
@@ -228,10 +229,9 @@ def run_a(setup: Setup, work: Path, warmup: int, steps: int, clocks: "Clocks | N
 
     module = copy.deepcopy(setup.module)
     if clocks is not None:
-        clocks.wrap_instance(module, "step", "module.step")
+        clocks.wrap_instance(module, "loss", "module.loss")
     probe = _probe(warmup + steps, clocks)
     kw = dict(setup.fit_kwargs)
-    kw["callbacks"] = [*copy.deepcopy(kw.get("callbacks") or []), probe]
     run_dir = Path(tempfile.mkdtemp(dir=work, prefix="a-"))
     loader = fresh_loader(setup)
     if clocks is not None:
@@ -240,7 +240,7 @@ def run_a(setup: Setup, work: Path, warmup: int, steps: int, clocks: "Clocks | N
     # they cost what they cost without filling this table's output.
     try:
         with open(os.devnull, "w") as null, contextlib.redirect_stderr(null), \
-                contextlib.redirect_stdout(null):
+                contextlib.redirect_stdout(null), probe.installed():
             engine.fit(module, loader, setup.val_loader, setup.cfg, run_dir, **kw)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -276,7 +276,7 @@ def run_b(setup: Setup, warmup: int, steps: int, clocks: "Clocks | None" = None)
     tensors = list(module.parameters())
     loader = fresh_loader(setup)
     if clocks is not None:
-        clocks.wrap_instance(module, "step", "module.step")
+        clocks.wrap_instance(module, "loss", "module.loss")
         loader = timed_loader(loader, clocks)
     module.train()
     it = iter(loader)
@@ -295,7 +295,7 @@ def run_b(setup: Setup, warmup: int, steps: int, clocks: "Clocks | None" = None)
             snaps.append(clocks.snap())
         starts.append(time.perf_counter())
         batch = fetch()
-        loss, _ = module.step(batch)
+        loss, _ = module.loss(batch)
         opt.zero_grad()
         loss.backward()
         if clip:
@@ -349,7 +349,10 @@ class Clocks:
         return lambda: setattr(owner, name, real)
 
     def wrap_instance(self, obj, name: str, label: str) -> None:
-        setattr(obj, name, self.timed(getattr(obj, name), label))
+        """Time ``obj.name``, still a method of ``obj`` (Fabric calls a module's ``loss``
+        through its wrapper only if it is one)."""
+        timed = self.timed(getattr(obj, name), label)
+        setattr(obj, name, types.MethodType(lambda _, *a, **k: timed(*a, **k), obj))
 
     def snap(self) -> dict[str, float]:
         return dict(self.seconds)
@@ -409,7 +412,6 @@ def _targets():
             (lf.Fabric, "backward", "Fabric: backward"),
             (lf.Fabric, "clip_gradients", "Fabric: clip_gradients"),
             (_FabricOptimizer, "step", "Fabric: optimizer wrapper"),
-            (lf.Fabric, "call", "Fabric.call (the probe's hook)"),
             (engine.Loop, "_watch_finite", "loop: _watch_finite (loss.item())"),
             (engine.Loop, "_show", "loop: _show (progress, CSV log)"),
             (engine.Loop, "_told_to_stop", "loop: _told_to_stop")]
@@ -436,9 +438,7 @@ def _exclusive(raw: dict[str, float]) -> dict[str, float]:
         return g(wrapper, 0.0) - g(inner, 0.0) if wrapper in raw else 0.0
 
     parts = {"data": g("data", 0.0),
-             "forward + loss + accuracies (module.step)": g("module.step", 0.0),
-             "Fabric: module wrapper (around module.step)":
-                 around("Fabric: module wrapper", "module.step"),
+             "forward + loss + accuracies (module.loss)": g("module.loss", 0.0),
              "backward": g("backward", 0.0),
              "Fabric: backward (around it)": around("Fabric: backward", "backward"),
              "clip_grad_norm_": g("clip_grad_norm_", 0.0),
@@ -448,7 +448,7 @@ def _exclusive(raw: dict[str, float]) -> dict[str, float]:
              "Fabric: optimizer wrapper (around it)":
                  around("Fabric: optimizer wrapper", "optimizer.step"),
              "zero_grad": g("zero_grad", 0.0), "scheduler step": g("scheduler step", 0.0)}
-    parts.update({k: v for k, v in raw.items() if k.startswith(("Fabric.call", "loop:"))})
+    parts.update({k: v for k, v in raw.items() if k.startswith("loop:")})
     parts["the loop itself (step - all above)"] = raw["step"] - sum(parts.values())
     parts["step"] = raw["step"]
     return parts
@@ -683,7 +683,7 @@ def print_table(rows: list[Row], args) -> None:
               f"{r.ratio:9.3f} {'met' if r.paired <= TARGET else 'MISSED':>6} "
               f"{(a - b) * 1e6:7.0f} {am * 1e3:8.2f} {bm * 1e3:8.2f} {am / bm:8.3f} "
               f"{r.data * 1e3:7.2f} {r.busy:4d}")
-    print("A: attnlab's fit (its loop on Lightning Fabric, the task's callbacks, the CSV log, the "
+    print("A: attnlab's fit (its loop on Lightning Fabric, the task's stop condition, the CSV log, the "
           "loaders); B: the bare loop on the same batches.\nA ms, B ms: medians; A/B: median over "
           "steps of A_i/B_i (the same batch on both sides; the verdict); medA/medB: ratio of the "
           "medians;\nsteps: measured per side, all rounds; data: the loader alone (inside A and "

@@ -5,11 +5,10 @@ This is the only layer that imports Lightning: ``lightning_fabric`` for the loop
 starts), and Lightning's Trainer only for ``TransformerPredictor``, the course's
 LightningModule, which is imported when asked for.
 """
-from .engine import (Callback, FitResult, NonFiniteLoss, StopAtTarget, finish, fit,
-                     parameter_count)
+from .engine import FitResult, NonFiniteLoss, StopAt, finish, fit, parameter_count
 from .module import TaskModule, make_optimizer
 
-__all__ = ["Callback", "FitResult", "NonFiniteLoss", "StopAtTarget", "finish", "fit",
+__all__ = ["FitResult", "NonFiniteLoss", "StopAt", "finish", "fit",
            "parameter_count", "TaskModule", "make_optimizer", "TransformerPredictor"]
 
 

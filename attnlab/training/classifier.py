@@ -21,7 +21,7 @@ class ClassifierModule(TaskModule):
     ``loss`` and ``acc`` (``val_acc`` during validation).
     """
 
-    def step(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
+    def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
         *inputs, targets = batch
         logits = self.model(*inputs)  # (B, C) or (B, T)
         loss = F.cross_entropy(logits, targets)

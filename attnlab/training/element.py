@@ -27,7 +27,8 @@ class ElementModule(TaskModule):
     """``TaskModule`` for an ``ElementPredictor``: batches are (inputs (B, T), labels (B, T)).
     Logs ``acc`` and ``seq_acc`` (``val_acc``, ``val_seq_acc`` in validation)."""
 
-    def step(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
+    def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
+        """Cross-entropy over every position, and the accuracies (``element_metrics``)."""
         inputs, labels = batch
         metrics = element_metrics(self.model(inputs), labels)
         return metrics.pop("loss"), metrics

@@ -1,10 +1,12 @@
 """The training loop every ``attnlab train`` run goes through, written out on Lightning Fabric.
 
-One step, in ``Loop.run``:
+One step, top to bottom in ``Loop.train_step``:
 
-    batch -> forward -> loss -> backward -> clip -> optimiser -> schedule
-    then, every N steps: log, validate, checkpoint; stop at the budget, a target, a signal or
-    a non-finite loss
+    batch to the device -> forward and the task's loss (``TaskModule.loss``) in the run's
+    precision -> backward -> clip -> optimiser (16-mixed: through the gradient scaler) -> schedule
+
+and around it, in ``Loop.run``: every N steps log, validate, checkpoint; stop at the budget, at
+a target (``StopAt``, checked after validation), at a signal or at a non-finite loss.
 
 Fabric (``attnlab.training.hardware``) brings what depends on the machine: the processes of
 DDP and FSDP across devices and nodes, mixed precision (autocast and, for ``16-mixed``, the
@@ -43,12 +45,11 @@ from .csvlog import CSVLog, keep_previous_log
 from .adapt import adapt, merge_lora, parameter_share
 # check_hardware: for commands/train
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
-from .hardware import fabric as fabric_module
 from .module import (OptimizerSettings, TaskModule, back_to_float32, decay_groups, exact_tables,
                      make_optimizer)
 from .progress import Progress
 
-__all__ = ["fit", "finish", "FitResult", "Callback", "StopAtTarget", "NonFiniteLoss",
+__all__ = ["fit", "finish", "FitResult", "StopAt", "NonFiniteLoss",
            "checkpoint_dir", "parameter_count", "check_hardware", "resume_command"]
 
 
@@ -57,39 +58,36 @@ def parameter_count(model: torch.nn.Module) -> int:
     return parameter_share(model)[0]
 
 
-class Callback:
-    """Hooks the loop calls (through ``Fabric.call``), each optional: ``on_train_start(loop)``,
-    ``on_train_batch_start(loop, batch)``, ``on_train_batch_end(loop)`` (after the optimiser
-    step; ``loop.step`` counts it) and ``on_validation_end(loop, metrics)``. Setting
-    ``loop.should_stop`` ends training after the current step (``loop.stopped`` says why, on
-    the progress output)."""
-
-
-class StopAtTarget(Callback):
-    """Stop training once a validation metric has reached ``target`` at ``times`` validations
-    in a row (e.g. ``val_seq_acc`` = 1.0): the step budget becomes an upper bound.
+@dataclass(frozen=True)
+class StopAt:
+    """Stop training once the validation metric ``metric`` has reached ``target`` at ``times``
+    validations in a row (e.g. ``val_seq_acc`` = 1.0): the step budget becomes an upper bound.
+    ``mode`` "max": reached means at least ``target``; "min": at most.
 
     Several in a row rather than one: a small validation set can be all right by chance a few
     steps before the model is right on a test set ten times larger.
     """
 
-    def __init__(self, monitor: str, target: float, *, times: int = 2, mode: str = "max") -> None:
-        if mode not in ("max", "min"):
-            raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
-        self.monitor, self.target, self.times, self.mode = monitor, target, times, mode
-        self.hits = 0
-        self.stopped_at: int | None = None
+    metric: str
+    target: float
+    times: int = 2
+    mode: str = "max"
 
-    def on_validation_end(self, loop, metrics: dict[str, float]) -> None:
-        if self.monitor in metrics:
-            value = metrics[self.monitor]
-            reached = value >= self.target if self.mode == "max" else value <= self.target
-            self.hits = self.hits + 1 if reached else 0
-        if self.hits >= self.times:
-            loop.should_stop = True
-            loop.stopped = (f"{self.monitor} reached {self.target:g} at {self.times} "
-                            f"validations in a row")
-            self.stopped_at = loop.step
+    def __post_init__(self) -> None:
+        if self.mode not in ("max", "min"):
+            raise ValueError(f"mode must be 'max' or 'min', got {self.mode!r}")
+
+    def streak(self, hits: int, metrics: dict[str, float]) -> int:
+        """Validations in a row that reached the target, ``hits`` before ``metrics``; a
+        validation without the metric leaves the count as it was."""
+        if self.metric not in metrics:
+            return hits
+        value = metrics[self.metric]
+        reached = value >= self.target if self.mode == "max" else value <= self.target
+        return hits + 1 if reached else 0
+
+    def reason(self) -> str:
+        return f"{self.metric} reached {self.target:g} at {self.times} validations in a row"
 
 
 class NonFiniteLoss(UsageError):
@@ -157,11 +155,12 @@ def _batch_size(batch) -> int:
 
 
 class Loop:
-    """One run of training: the state the step changes, and the step itself (``run``)."""
+    """One run of training: the state the step changes, the step itself (``train_step``) and the
+    loop around it (``run``)."""
 
     def __init__(self, module: TaskModule, train_loader, val_loader, cfg: RunSettings,
                  run_dir: Path, *, max_steps: int, val_check_interval: int | None,
-                 callbacks: list, limit_val_batches: int | None) -> None:
+                 stop_at: StopAt | None, limit_val_batches: int | None) -> None:
         self.cfg, self.run_dir, self.max_steps = cfg, Path(run_dir), max_steps
         self.train_loader, self.val_loader = train_loader, val_loader
         self.limit_val_batches = limit_val_batches
@@ -170,9 +169,11 @@ class Loop:
         self.val_every = max(1, int(val_check_interval))
         self.checkpoint_every = int(cfg.checkpoint_every or 0)
         self.log_every = max(1, min(50, max_steps // 20))
-        self.fabric = make_fabric(cfg, callbacks=callbacks)
+        self.fabric = make_fabric(cfg)
+        self.grad_clip = float(cfg.grad_clip or 0.0)  # 0: no clipping
+        self.stop_at, self.hits = stop_at, 0  # hits: validations in a row at stop_at's target
         self.module = module  # the TaskModule as built: its weights are what a run saves
-        self.step, self.seconds_before, self.should_stop = 0, 0.0, False
+        self.step, self.seconds_before = 0, 0.0
         self.stopped: str | None = None  # why training stopped before max_steps
         self.shown: dict[str, float] = {}  # what the progress line shows: the latest numbers
         self.progress = Progress(max_steps)
@@ -199,6 +200,9 @@ class Loop:
             self.module.model.compile()
         self.tables = exact_tables(self.module)  # before a *-true precision rounds them
         self.model = fabric.setup_module(self.module)
+        # the step calls the task's loss by name through Fabric's wrapper: under DDP and FSDP
+        # the call goes through their forward (gradient syncing, sharded parameters)
+        self.model.mark_forward_method("loss")
         wd = float(cfg.weight_decay or 0.0)
         # after setup_module: under FSDP these are the sharded parameters (use_orig_params)
         params = (decay_groups(self.model, wd) if wd else
@@ -220,6 +224,7 @@ class Loop:
         self._bad = torch.zeros((), dtype=torch.long, device=fabric.device)  # step of a NaN
         self._bad_loss = torch.zeros((), device=fabric.device)
         self.device_batches = fabric.device.type != "cpu"
+        self.scaler = self._scaler()
         return str(last) if state else None
 
     def _scaler(self):
@@ -229,7 +234,7 @@ class Loop:
     def _optimizer(self, params):
         # Gradients are unscaled before they are clipped. Fabric refuses to do that for an
         # optimiser that unscales inside its own step (fused AdamW); the loop does it itself
-        # (_step_parts), except under FSDP, whose clipping must be Fabric's: there, with a
+        # (train_step), except under FSDP, whose clipping must be Fabric's: there, with a
         # scaler and clipping, the per-tensor AdamW.
         sharded = self._scaler() is not None and self.cfg.grad_clip and self.cfg.strategy == "fsdp"
         return make_optimizer(params, self.cfg, model_dim=int(self.cfg.model_dim),
@@ -269,31 +274,19 @@ class Loop:
 
     # ---- the step -------------------------------------------------------------------------
     def run(self) -> None:
-        """Train from ``self.step`` to ``max_steps`` (or a stop)."""
-        fabric, model = self.fabric, self.model
-        forward, clip_gradients, optimizer = self._step_parts()
+        """Train from ``self.step`` to ``max_steps``, or until a stop: ``stop_at``'s target
+        reached at validation, a signal (the step is saved, then ``Interrupted``), or a
+        non-finite loss (``NonFiniteLoss``)."""
         self.start = time.perf_counter()
-        self.progress.begin(self.step, draws=fabric.is_global_zero)
-        model.train()
-        fabric.call("on_train_start", self)
-        while self.step < self.max_steps and not self.should_stop:
+        self.progress.begin(self.step, draws=self.fabric.is_global_zero)
+        self.model.train()
+        while self.step < self.max_steps and self.stopped is None:
             for batch in self.train_loader:
                 if self._rng_to_restore is not None:  # setting up drew numbers since the save
                     restore_rng(self._rng_to_restore)
                     self._rng_to_restore = None
-                if self.device_batches:
-                    batch = fabric.to_device(batch)
-                fabric.call("on_train_batch_start", self, batch)
-                loss, logs = forward(batch)
-                self._watch_finite(loss)
-                fabric.backward(loss)
-                clip_gradients()
-                optimizer.step()
-                self.scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                self.step += 1
+                loss, logs = self.train_step(batch)
                 self._show(loss, logs)
-                fabric.call("on_train_batch_end", self)
                 if self._told_to_stop():
                     self.save()
                     raise self.signals.stopped(f"interrupted at step {self.step} of "
@@ -305,46 +298,62 @@ class Loop:
                         and self.step < self.max_steps):
                     self.save()
                 if self.val_loader is not None and self.step % self.val_every == 0:
-                    self.validate()
-                if self.step >= self.max_steps or self.should_stop:
+                    self._check_target(self.validate())
+                if self.step >= self.max_steps or self.stopped is not None:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
 
-    def _step_parts(self):
-        """(forward, clip the gradients, optimiser) of a step: Fabric's wrappers, or — on one
-        process in float32, where they convert nothing and slow a small model's step measurably
-        (benchmarks/RESULTS.md, "train_loop after the float32 fast path") — the module, torch's
-        clipping by norm and the optimiser they wrap, which are what the wrappers call there."""
-        fabric, clip = self.fabric, float(self.cfg.grad_clip or 0.0)
-        plain = (fabric.world_size == 1
-                 and type(fabric.strategy.precision) is fabric_module().plugins.Precision)
-        if plain:
-            params = [p for group in self.optimizer.param_groups for p in group["params"]]
+    def train_step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One optimiser step on ``batch``, top to bottom; returns the loss and the task's other
+        numbers, still on the device (nothing here waits for the GPU: see the module's
+        docstring). ``self.model`` is Fabric's wrapper of the ``TaskModule``."""
+        fabric, optimizer, scaler = self.fabric, self.optimizer.optimizer, self.scaler
+        if self.device_batches:
+            batch = fabric.to_device(batch)
+        # forward and the task's loss, in the run's precision: autocast for bf16-mixed and
+        # 16-mixed; for 64 and bf16-true, inputs and new tensors in the weights' dtype; for 32,
+        # nothing. The numbers come out in float32, whatever computed them.
+        precision = fabric.strategy.precision
+        with precision.forward_context():
+            loss, logs = self.model.loss(precision.convert_input(batch))
+        loss, logs = precision.convert_output((loss, logs))
+        self._watch_finite(loss)  # one CPU process: raises here, before the update
+        # backward, through Fabric: DDP averages the gradients over the processes, and under
+        # 16-mixed the loss is first multiplied by the scaler's scale (small float16 gradients
+        # would otherwise round to zero)
+        fabric.backward(loss)
+        # clipping the gradients' global norm to --grad-clip (0: no clipping)
+        if self.grad_clip and self.cfg.strategy == "fsdp":  # the norm over all shards: Fabric's
+            fabric.clip_gradients(self.model, self.optimizer, max_norm=self.grad_clip,
+                                  error_if_nonfinite=False)
+        elif self.grad_clip:
+            if scaler is not None:  # 16-mixed: divide the scale out first
+                scaler.unscale_(optimizer)
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            torch.nn.utils.clip_grad_norm_(params, self.grad_clip, error_if_nonfinite=False)
+        # the update, then the learning rate of the next step
+        if scaler is not None:  # 16-mixed: skips a step whose gradients overflowed, and
+            scaler.step(optimizer)  # lowers the scale then (raises it after a run of good ones)
+            scaler.update()
+        else:
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.step += 1
+        return loss, logs
 
-            def clip_gradients() -> None:  # the order Fabric's clipping sums the norms in
-                if clip:
-                    torch.nn.utils.clip_grad_norm_(params, clip, error_if_nonfinite=False)
-
-            return self.module, clip_gradients, self.optimizer.optimizer
-
-        scaler = self._scaler()
-        if scaler is not None and self.cfg.strategy != "fsdp":
-            raw = self.optimizer.optimizer
-            params = [p for group in raw.param_groups for p in group["params"]]
-
-            def clip_gradients() -> None:  # unscaled first; the scaler's step then skips the
-                if clip:                   # scale (and a step whose gradients overflowed)
-                    scaler.unscale_(raw)
-                    torch.nn.utils.clip_grad_norm_(params, clip, error_if_nonfinite=False)
-
-            return self.model, clip_gradients, self.optimizer
-
-        def clip_gradients() -> None:  # by the global norm, across FSDP's shards too
-            if clip:
-                fabric.clip_gradients(self.model, self.optimizer, max_norm=clip,
-                                      error_if_nonfinite=False)
-
-        return self.model, clip_gradients, self.optimizer
+    def _check_target(self, metrics: dict[str, float]) -> None:
+        """After a validation: stop once ``stop_at``'s target was reached often enough in a
+        row. Under DDP every rank decides together (one that stopped alone would hang the
+        others); their metrics agree, as every rank validates on every batch."""
+        if self.stop_at is None:
+            return
+        self.hits = self.stop_at.streak(self.hits, metrics)
+        stop = self.hits >= self.stop_at.times
+        if self.fabric.world_size > 1:
+            stop = self.fabric.strategy.reduce_boolean_decision(stop, all=False)
+        if stop:
+            self.stopped = self.stop_at.reason()
 
     def _watch_finite(self, loss: torch.Tensor) -> None:
         """A non-finite loss: on one CPU process, raise before its gradients are applied;
@@ -414,7 +423,10 @@ class Loop:
                 break
             if self.device_batches:
                 batch = self.fabric.to_device(batch)
-            loss, logs = self.model(batch)
+            precision = self.fabric.strategy.precision  # as in train_step
+            with precision.forward_context():
+                loss, logs = self.model.loss(precision.convert_input(batch))
+            loss, logs = precision.convert_output((loss, logs))
             n = _batch_size(batch)
             for name, value in {"loss": loss, **logs}.items():
                 totals[name] = totals.get(name, 0) + value.detach().float() * n
@@ -427,10 +439,6 @@ class Loop:
         self.shown.update(metrics)
         self.validated = (self.step, metrics)
         self.progress.validating(self.step, self.shown, done=True)
-        self.fabric.call("on_validation_end", self, metrics)
-        if self.fabric.world_size > 1:  # every rank stops at the same step, or DDP hangs
-            self.should_stop = self.fabric.strategy.reduce_boolean_decision(self.should_stop,
-                                                                             all=False)
         return metrics
 
     # ---- checkpoints ----------------------------------------------------------------------
@@ -458,15 +466,16 @@ class Loop:
 
 
 def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir: Path, *,
-        max_steps: int, val_check_interval: int | None = None, callbacks: list | None = None,
+        max_steps: int, val_check_interval: int | None = None, stop_at: StopAt | None = None,
         limit_val_batches: int | None = None) -> FitResult:
     """Train ``module`` to ``max_steps``; with ``cfg.resume`` continue from the last
     checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch) on at
     most ``limit_val_batches`` batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
-    ``cfg.checkpoint_every`` steps and at the end. Afterwards the module is on the CPU with
-    float32 weights, whatever device and ``--precision`` trained it."""
+    ``cfg.checkpoint_every`` steps and at the end; with ``stop_at``, stops early once its
+    target is reached. Afterwards the module is on the CPU with float32 weights, whatever
+    device and ``--precision`` trained it."""
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
-                val_check_interval=val_check_interval, callbacks=list(callbacks or []),
+                val_check_interval=val_check_interval, stop_at=stop_at,
                 limit_val_batches=limit_val_batches)
     resumed = loop.setup()
     note = warmup_note(cfg, max_steps)

@@ -26,7 +26,7 @@ def graph_step(model, batch) -> tuple[Tensor, dict[str, Tensor]]:
 
 
 class GraphModule(TaskModule):
-    """``graph_step`` for the training loop."""
+    """The graph task's ``TaskModule``: its loss is ``graph_step``'s."""
 
-    def step(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
+    def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
         return graph_step(self.model, batch)

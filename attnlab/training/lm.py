@@ -31,6 +31,7 @@ class LMModule(TaskModule):
     exp(val_loss).
     """
 
-    def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Next-token cross-entropy (``lm_loss``); nothing else is logged."""
         inputs, targets = batch
         return lm_loss(self.model, inputs, targets), {}

@@ -1,12 +1,11 @@
 """What the training loop trains: a task's ``TaskModule`` and its optimiser (torch only).
 
 A ``TaskModule`` wraps a task's torch model and says what one batch costs:
-``step(batch) -> (loss, logs)``. Its ``forward`` is that step, so that the loop's call goes
-through whatever Lightning Fabric wrapped around it (DDP's gradient hooks, autocast). The
-optimiser is AdamW with a warm-up schedule stepped every iteration: the course's cosine warm-up
-(``schedule: cosine``) or the paper's Noam schedule (``schedule: noam``; then --lr is the Noam
-factor). Weight decay, where a run sets it, applies to matrices only (the GPT recipe): not to
-biases, norms or learned positions (``decay_groups``).
+``loss(batch) -> (loss, logs)``, which the loop's step (``engine.Loop.train_step``) calls by
+name. The optimiser is AdamW with a warm-up schedule stepped every iteration: the course's
+cosine warm-up (``schedule: cosine``) or the paper's Noam schedule (``schedule: noam``; then
+--lr is the Noam factor). Weight decay, where a run sets it, applies to matrices only (the GPT
+recipe): not to biases, norms or learned positions (``decay_groups``).
 
 Nothing here imports Lightning: ``attnlab.training.engine`` is the loop, on Fabric.
 """
@@ -35,10 +34,10 @@ class TaskModule(nn.Module):
         cfg: the run configuration (``lr``, ``warmup``, ``schedule``, ``model_dim`` ...).
         max_steps: the step budget, for the schedule.
 
-    A subclass implements ``step(batch) -> (loss, logs)``: the mean loss of the batch and
-    named tensors (accuracies) that the loop logs as ``train_NAME`` and ``val_NAME``. Neither may
-    read a tensor's value on the host (``float(t)``, ``.item()``): the loop reads the numbers it
-    shows only at the steps it shows them.
+    A subclass implements ``loss(batch) -> (loss, logs)``: the mean loss of the batch and
+    named tensors (accuracies) that the loop logs as ``train_NAME`` and ``val_NAME``. Neither
+    may read a tensor's value on the host (``float(t)``, ``.item()``): the loop reads the
+    numbers it shows only at the steps it shows them.
     """
 
     def __init__(self, model: nn.Module, cfg: Any, max_steps: int) -> None:
@@ -47,11 +46,8 @@ class TaskModule(nn.Module):
         self.cfg = cfg
         self.max_steps = max_steps
 
-    def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         raise NotImplementedError
-
-    def forward(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        return self.step(batch)
 
 
 # Devices with PyTorch's fused AdamW kernel (one kernel per parameter for the whole update).

@@ -54,7 +54,8 @@ class Seq2SeqModule(TaskModule):
         super().__init__(model, cfg, max_steps)
         self.label_smoothing = float(cfg.label_smoothing)
 
-    def step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Teacher-forced, label-smoothed cross-entropy (``seq2seq_loss``)."""
         src, tgt = batch
         return seq2seq_loss(self.model, src, tgt, label_smoothing=self.label_smoothing,
                             pad_id=self.model.pad_id)

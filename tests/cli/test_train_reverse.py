@@ -89,11 +89,11 @@ class _Interrupt(Exception):
 def test_resume_continues_from_checkpoint_to_the_budget(tmp_path, monkeypatch):
     """Crash at step 25 (checkpoints every 10), then --resume: training restarts at step 20
     (the last checkpoint, not 0) and ends at the budget of 40 steps."""
-    from attnlab.training import engine
+    from ..training.loop_probe import probe_loop
 
     starts, first_batches = [], []
 
-    class Probe(engine.Callback):
+    class Probe:
         def __init__(self, crash_at):
             self.crash_at = crash_at
 
@@ -108,23 +108,16 @@ def test_resume_continues_from_checkpoint_to_the_budget(tmp_path, monkeypatch):
             if loop.step == self.crash_at:
                 raise _Interrupt(f"simulated kill at step {loop.step}")
 
-    real = engine.make_fabric
-
-    def with_probe(crash_at):
-        def make(cfg, *, callbacks=None):
-            return real(cfg, callbacks=[*(callbacks or []), Probe(crash_at)])
-        return make
-
     out = tmp_path / "run"
     flags = [*TINY, "--max-steps", "40", "--checkpoint-every", "10"]
-    monkeypatch.setattr(engine, "make_fabric", with_probe(25))
+    probe_loop(monkeypatch, Probe(25))
     with pytest.raises(_Interrupt):
         main(["train", "reverse", "--out", str(out), *flags])
     assert not (out / "metrics.json").exists()
     ckpt = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 20
 
-    monkeypatch.setattr(engine, "make_fabric", with_probe(None))
+    probe_loop(monkeypatch, Probe(None))
     assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
     assert starts == [0, 20]  # the second run started from the checkpoint, not from scratch
     # ... and with the batch an uninterrupted run would see at step 20: epoch 1, batch 4

@@ -21,8 +21,8 @@ from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
 from attnlab.interop.hf_tokenizer import HFTokenizer  # noqa: E402
 from attnlab.models import BertClassifier  # noqa: E402
 from attnlab.tasks.classify.runtime import Padding  # noqa: E402
-from attnlab.training import engine  # noqa: E402
 from tests.interop.test_checkpoint import _wordpiece, save_bert, save_roberta  # noqa: E402
+from tests.training.loop_probe import probe_loop  # noqa: E402
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 TEXTS = ["the cat sat on the mat.", "a dog ran fast!", "hello world, hello there",
@@ -91,7 +91,7 @@ def _capture(monkeypatch, at_step=0, probe=None):
     step, its eval-mode logits of the tensors ``probe``."""
     seen = {}
 
-    class Capture(engine.Callback):
+    class Capture:
         def on_train_batch_end(self, loop):
             if probe is not None and loop.step == at_step + 1:
                 seen["probe"] = _eval_logits(loop.module.model, *probe)
@@ -108,9 +108,7 @@ def _capture(monkeypatch, at_step=0, probe=None):
             seen["pooler"] = [p.detach().clone() for p in pooler.parameters()] if pooler else None
             seen["trainable"] = sorted(n for n, p in model.named_parameters() if p.requires_grad)
 
-    make = engine.make_fabric
-    monkeypatch.setattr(engine, "make_fabric", lambda cfg, *, callbacks=None: make(
-        cfg, callbacks=[*(callbacks or []), Capture()]))
+    probe_loop(monkeypatch, Capture())
     return seen
 
 

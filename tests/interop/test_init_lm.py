@@ -18,8 +18,8 @@ import attnlab  # noqa: E402
 from attnlab.cli import main  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
 from attnlab.interop.hf_tokenizer import HFTokenizer  # noqa: E402
-from attnlab.training import engine  # noqa: E402
 
+from ..training.loop_probe import probe_loop  # noqa: E402
 from .test_checkpoint import CORPUS, save_gpt2  # noqa: E402
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -62,7 +62,7 @@ def _probe_ids(directory):
         transformers.AutoTokenizer.from_pretrained(directory)).encode(PROBE)])
 
 
-class Probe(engine.Callback):
+class Probe:
     """Records the model as training starts (its logits, what trains) and after the last step."""
 
     def __init__(self, ids):
@@ -80,9 +80,7 @@ class Probe(engine.Callback):
 
 def _train(monkeypatch, out, *flags, ids=None):
     probe = Probe(ids)
-    real = engine.make_fabric
-    monkeypatch.setattr(engine, "make_fabric", lambda cfg, *, callbacks=None: real(
-        cfg, callbacks=[*(callbacks or []), probe]))
+    probe_loop(monkeypatch, probe)
     assert main(["train", "lm", "--out", str(out), *TRAIN, *flags]) == 0
     return probe
 

@@ -19,8 +19,8 @@ spm = pytest.importorskip("sentencepiece")
 import attnlab  # noqa: E402
 from attnlab.cli import main  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
-from attnlab.training import engine  # noqa: E402
 from tests.interop.test_checkpoint import write_marian_tokenizer  # noqa: E402
+from tests.training.loop_probe import probe_loop  # noqa: E402
 
 # without sacremoses installed, transformers' MarianTokenizer warns (it normalises nothing)
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -63,7 +63,7 @@ def _hf(d):
     return model, transformers.MarianTokenizer.from_pretrained(d, local_files_only=True)
 
 
-class Probe(engine.Callback):
+class Probe:
     """The first training batch and the model's logits on it, taken before the first step."""
 
     def __init__(self):
@@ -78,13 +78,8 @@ class Probe(engine.Callback):
 
 
 def _with(monkeypatch, *extra):
-    """Hand ``extra`` callbacks to the training loops started while ``monkeypatch`` holds."""
-    real = engine.make_fabric
-
-    def make(cfg, *, callbacks=None):
-        return real(cfg, callbacks=[*(callbacks or []), *extra])
-
-    monkeypatch.setattr(engine, "make_fabric", make)
+    """Hand ``extra`` probes to the training loops started while ``monkeypatch`` holds."""
+    probe_loop(monkeypatch, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +245,7 @@ def test_lora_trains_only_the_adapters_merged_into_the_attention(files, tmp_path
 
 @pytest.mark.slow  # trains a run
 def test_resume_goes_on_without_the_checkpoint_directory(files, tmp_path, monkeypatch):
-    class Crash(engine.Callback):
+    class Crash:
         def on_train_batch_end(self, loop):
             if loop.step == 3:
                 raise KeyboardInterrupt

@@ -24,8 +24,8 @@ from safetensors.torch import load_file
 
 import attnlab
 from attnlab.cli import main
-from attnlab.training import engine
 
+from ..training.loop_probe import probe_loop
 from .conftest import TINY, task_data, tiny_args, train_ddp
 
 pytestmark = pytest.mark.slow  # every test trains runs through the CLI
@@ -74,17 +74,12 @@ class _Crash(Exception):
 def _crash_at(step, monkeypatch):
     """Make the next training run die right after optimiser step ``step``."""
 
-    class CrashAt(engine.Callback):
+    class CrashAt:
         def on_train_batch_end(self, loop):
             if loop.step == step:
                 raise _Crash(f"died after step {step}")
 
-    make_fabric = engine.make_fabric
-
-    def crashing(cfg, *, callbacks=None):
-        return make_fabric(cfg, callbacks=[*(callbacks or []), CrashAt()])
-
-    monkeypatch.setattr(engine, "make_fabric", crashing)
+    probe_loop(monkeypatch, CrashAt())
 
 
 BUDGET, EVERY, CRASH = 40, 10, 25

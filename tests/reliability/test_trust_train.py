@@ -133,18 +133,15 @@ class _Crash(Exception):
 
 def crash_after(monkeypatch, step: int, argv: list[str]) -> None:
     """Run ``attnlab`` with ``argv`` and let it die (``_Crash``) once ``step`` is done."""
-    from attnlab.training import engine
+    from ..training.loop_probe import probe_loop
 
-    class CrashAt(engine.Callback):
+    class CrashAt:
         def on_train_batch_end(self, loop):
             if loop.step == step:
                 raise _Crash(f"died after step {step}")
 
-    make_fabric = engine.make_fabric
     with monkeypatch.context() as m:
-        m.setattr(engine, "make_fabric",
-                  lambda cfg, *, callbacks=None: make_fabric(cfg, callbacks=[*(callbacks or []),
-                                                                             CrashAt()]))
+        probe_loop(m, CrashAt())
         with pytest.raises(_Crash):
             main(argv)
 

@@ -67,7 +67,7 @@ def test_lora_trains_only_its_update_and_the_merged_model_computes_the_same():
 
 
 class _Snapshot:
-    """A callback keeping the model's weights as training starts."""
+    """A probe (``loop_probe``) keeping the model's weights as training starts."""
 
     def __init__(self):
         self.weights = None
@@ -80,12 +80,10 @@ class _Snapshot:
 
 
 def _train_watched(monkeypatch, argv):
-    from attnlab.training import engine
+    from .loop_probe import probe_loop
 
     snapshot = _Snapshot()
-    make_fabric = engine.make_fabric
-    monkeypatch.setattr(engine, "make_fabric", lambda cfg, *, callbacks=None: make_fabric(
-        cfg, callbacks=[*(callbacks or []), snapshot]))
+    probe_loop(monkeypatch, snapshot)
     assert main(argv) == 0
     return snapshot.weights
 

@@ -36,11 +36,11 @@ def test_steps_that_log_nothing_never_synchronise(tmp_path, monkeypatch, precisi
     """Between the steps that log, show, validate or save, the loop queues work without
     waiting for the GPU: torch's sync debug mode, set to raise, is on for every such step's
     forward, backward, clipping, (fused, scaled) optimiser step and schedule."""
-    from attnlab.training import engine
+    from .loop_probe import probe_loop
 
     quiet = []
 
-    class NoSync(engine.Callback):
+    class NoSync:
         def on_train_batch_start(self, loop, batch):
             after = loop.step + 1
             if after % loop.log_every and not loop.progress.reads_train_loss(after):
@@ -50,9 +50,7 @@ def test_steps_that_log_nothing_never_synchronise(tmp_path, monkeypatch, precisi
         def on_train_batch_end(self, loop):
             torch.cuda.set_sync_debug_mode(0)
 
-    real = engine.make_fabric
-    monkeypatch.setattr(engine, "make_fabric", lambda cfg, *, callbacks=None: real(
-        cfg, callbacks=[*(callbacks or []), NoSync()]))
+    probe_loop(monkeypatch, NoSync())
     try:
         out = tmp_path / "lm"
         assert main(["train", "lm", "--data", str(write_corpus(tmp_path / "c.txt")), "--out",

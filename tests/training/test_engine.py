@@ -1,35 +1,133 @@
-"""Engine pieces that do not need a full run: early stopping at a target, the CSV log."""
+"""Engine pieces that do not need a full run: early stopping at a target, the CSV log; and the
+step's behaviours on small runs: the stop condition, the clipping of the gradients."""
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from attnlab.training import StopAtTarget
+from attnlab.training import StopAt
 
 
-def _validate(callback, loop, value):
+def _validate(stop_at, loop, value):
     loop.step += 10
-    callback.on_validation_end(loop, {"val_seq_acc": value})
-    return loop.should_stop
+    loop.hits = stop_at.streak(loop.hits, {"val_seq_acc": value})
+    return loop.hits >= stop_at.times
 
 
 def test_stops_after_target_reached_twice_in_a_row():
-    cb = StopAtTarget("val_seq_acc", 1.0, times=2)
-    loop = SimpleNamespace(should_stop=False, step=0)
-    assert not _validate(cb, loop, 1.0)
-    assert not _validate(cb, loop, 0.99)  # the streak restarts
-    assert not _validate(cb, loop, 1.0)
-    assert _validate(cb, loop, 1.0)
-    assert cb.stopped_at == 40
+    stop_at = StopAt("val_seq_acc", 1.0, times=2)
+    loop = SimpleNamespace(hits=0, step=0)
+    assert not _validate(stop_at, loop, 1.0)
+    assert not _validate(stop_at, loop, 0.99)  # the streak restarts
+    assert not _validate(stop_at, loop, 1.0)
+    assert _validate(stop_at, loop, 1.0)
+    assert loop.step == 40
 
 
 def test_a_missing_metric_never_stops():
-    cb = StopAtTarget("val_seq_acc", 1.0, times=1)
-    loop = SimpleNamespace(should_stop=False, step=0)
-    cb.on_validation_end(loop, {"val_loss": 0.0})
-    assert not loop.should_stop
+    stop_at = StopAt("val_seq_acc", 1.0, times=1)
+    assert stop_at.streak(0, {"val_loss": 0.0}) == 0
     with pytest.raises(ValueError, match="mode"):
-        StopAtTarget("val_loss", 0.1, mode="lowest")
+        StopAt("val_loss", 0.1, mode="lowest")
+
+
+class _Scripted(torch.nn.Module):
+    """A regression whose validation reports ``val_hit`` from ``script``, one value per
+    validation (the validation batch is one batch)."""
+
+    def __init__(self, script):
+        super().__init__()
+        self.linear, self.script, self.validations = torch.nn.Linear(4, 1), script, 0
+
+
+def _module(net, cfg, max_steps, *, scale=1.0):
+    from attnlab.training import TaskModule
+
+    class Regression(TaskModule):
+        def loss(self, batch):
+            x, y = batch
+            loss = scale * torch.nn.functional.mse_loss(self.model.linear(x), y)
+            if self.training:
+                return loss, {}
+            hit = self.model.script[min(self.model.validations, len(self.model.script) - 1)]
+            self.model.validations += 1
+            return loss, {"hit": torch.tensor(float(hit))}
+
+    return Regression(net, cfg, max_steps)
+
+
+def _data():
+    torch.manual_seed(0)
+    x, y = torch.randn(64, 4), torch.randn(64, 1)
+    return [(x[i:i + 8], y[i:i + 8]) for i in range(0, 64, 8)], [(x[:8], y[:8])]
+
+
+def _cfg(**kw):
+    from attnlab.tasks import get_task
+
+    return get_task("reverse").config(**{"lr": 1e-2, "warmup": 2, "model_dim": 4,
+                                         "checkpoint_every": 100, **kw})
+
+
+@pytest.mark.parametrize("mode, script, stops_at", [
+    ("max", [1, 0, 1, 1, 1], 8),   # the 3rd and 4th validations reach 1: stops at step 8
+    ("max", [1, 0] * 10, 20),      # never twice in a row: the whole budget
+    ("min", [1, 0, 0, 1, 1], 6),   # "min": at most 0, at the 2nd and 3rd
+])
+def test_fit_stops_where_stop_at_is_reached_and_says_why(tmp_path, capsys, mode, script,
+                                                        stops_at):
+    from attnlab.training import fit
+
+    train, val = _data()
+    cfg = _cfg()
+    module = _module(_Scripted(script), cfg, 20)
+    target = StopAt("val_hit", 1.0 if mode == "max" else 0.0, times=2, mode=mode)
+    result = fit(module, train, val, cfg, tmp_path, max_steps=20, val_check_interval=2,
+                 stop_at=target)
+    assert result.steps == stops_at
+    state = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
+    assert state["global_step"] == stops_at  # the final checkpoint is of the step it stopped at
+    said = f"stopped early at step {stops_at}/20: val_hit reached" in capsys.readouterr().err
+    assert said == (stops_at < 20)
+
+
+def _applied_gradient_norms(tmp_path, monkeypatch, **settings):
+    """The global gradient norm each optimiser step of a small run applies (read inside the
+    optimiser's step, so after any clipping)."""
+    from attnlab.training import engine, fit
+
+    norms = []
+
+    class Recording(torch.optim.SGD):
+        def step(self, closure=None):
+            grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
+            norms.append(float(torch.linalg.vector_norm(torch.stack(
+                [torch.linalg.vector_norm(g.float()) for g in grads]))))
+            return super().step(closure)
+
+    def make_optimizer(params, cfg, **_):
+        opt = Recording(params, lr=1e-3)
+        return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+
+    monkeypatch.setattr(engine, "make_optimizer", make_optimizer)
+    train, _ = _data()
+    cfg = _cfg(**settings)
+    fit(_module(_Scripted([0]), cfg, 8, scale=1000.0), train, None, cfg, tmp_path,
+        max_steps=8)
+    return norms
+
+
+@pytest.mark.parametrize("precision", ["32", "bf16-mixed", "64"])
+def test_the_gradients_applied_are_clipped_to_grad_clip(tmp_path, monkeypatch, precision):
+    """--grad-clip 0.5: every step applies gradients of global norm at most 0.5 (the loss is
+    scaled up so that each would be far larger); --grad-clip 0: the gradients as computed."""
+    clipped = _applied_gradient_norms(tmp_path / "on", monkeypatch, grad_clip=0.5,
+                                      precision=precision)
+    free = _applied_gradient_norms(tmp_path / "off", monkeypatch, grad_clip=0.0,
+                                   precision=precision)
+    assert len(clipped) == len(free) == 8
+    assert all(n <= 0.5 * 1.001 for n in clipped), clipped
+    assert min(free) > 10, free
 
 
 def test_auto_precision_is_bf16_only_on_a_bf16_cpu_for_a_wide_enough_model(monkeypatch):
@@ -182,3 +280,55 @@ def test_the_last_steps_checkpoint_is_written_once(tmp_path, monkeypatch):
     assert written == [10, 20]
     last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
     assert last["global_step"] == 20
+
+
+DDP_STEPS = '''
+import sys, tempfile
+import torch
+from lightning_fabric import Fabric
+from attnlab.tasks import get_task
+from attnlab.training import TaskModule, engine, fit
+
+
+class Regression(TaskModule):
+    def loss(self, batch):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.model(x), y), {}
+
+
+def work(fabric):
+    engine.make_fabric = lambda cfg: fabric       # the two spawned processes' Fabric
+    engine.launch = lambda built, cfg: None       # ... launched already
+    torch.manual_seed(0)
+    module = Regression(torch.nn.Linear(4, 1), None, 3)
+    torch.manual_seed(fabric.global_rank + 1)     # each rank its own batches
+    loader = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(3)]
+    cfg = get_task("reverse").config(lr=1e-1, warmup=1, model_dim=4, checkpoint_every=100)
+    fit(module, loader, None, cfg, sys.argv[1], max_steps=3)
+    weights = fabric.all_gather(torch.cat([p.detach().flatten() for p in module.parameters()]))
+    if fabric.global_rank == 0:
+        print("equal" if torch.equal(weights[0], weights[1]) else f"differ: {weights}")
+
+
+if __name__ == "__main__":
+    Fabric(accelerator="cpu", devices=2, strategy="ddp_spawn").launch(work)
+'''
+
+
+@pytest.mark.slow  # two processes
+def test_under_ddp_the_steps_loss_goes_through_ddp_and_the_ranks_stay_equal(tmp_path):
+    """Each rank trains on its own batches; the step calls the task's loss through DDP's
+    forward (``mark_forward_method``), so the gradients are averaged and both ranks end with
+    the same weights (called on the bare module, each rank would train its own model)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "ddp_steps.py"
+    script.write_text(DDP_STEPS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "equal", out.stdout + out.stderr[-2000:]

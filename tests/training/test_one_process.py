@@ -7,6 +7,8 @@ import yaml
 from attnlab.cli import main
 from attnlab.training import engine, hardware
 
+from .loop_probe import probe_loop
+
 TINY = ["--max-steps", "4", "--train-size", "64", "--val-size", "16", "--test-size", "16",
         "--model-dim", "16", "--num-heads", "1", "--batch-size", "16", "--val-every", "2",
         "--checkpoint-every", "2", "--threads", "1", "--accelerator", "cpu"]
@@ -19,15 +21,16 @@ def fabrics(monkeypatch):
     built = []
     make = engine.make_fabric
 
-    class Threads(engine.Callback):
+    class Threads:
         def on_train_start(self, loop):
             built[-1] = (built[-1][0], torch.get_num_threads())
 
     def recording(cfg, *, callbacks=None):
-        built.append((make(cfg, callbacks=[*(callbacks or []), Threads()]), None))
+        built.append((make(cfg), None))
         return built[-1][0]
 
     monkeypatch.setattr(engine, "make_fabric", recording)
+    probe_loop(monkeypatch, Threads())
     threads = torch.get_num_threads()
     yield built
     torch.set_num_threads(threads)

@@ -81,19 +81,22 @@ def test_a_per_tensor_checkpoint_resumes_with_the_per_tensor_update():
 
 
 @pytest.mark.parametrize("precision", ["32", "bf16-mixed", "bf16-true", "64"])
-def test_attnlabs_loop_takes_the_fused_kernel_under_every_precision(precision, tmp_path):
+def test_attnlabs_loop_takes_the_fused_kernel_under_every_precision(precision, tmp_path,
+                                                                  monkeypatch):
     """Lightning's Trainer refused a fused optimiser under a mixed precision; attnlab's loop on
     Fabric clips and steps it under each (16-mixed runs as bf16-mixed on a CPU)."""
     from attnlab.tasks import get_task
-    from attnlab.training import Callback, fit
+    from attnlab.training import fit
     from attnlab.training.module import TaskModule
 
+    from .loop_probe import probe_loop
+
     class Regression(TaskModule):
-        def step(self, batch):
+        def loss(self, batch):
             x, y = batch
             return torch.nn.functional.mse_loss(self.model(x), y), {}
 
-    class Spy(Callback):
+    class Spy:
         def on_train_batch_end(self, loop):
             fused.append(loop.optimizer.param_groups[0]["fused"])
             losses.append(float(loop.shown.get("train_loss", "nan")))
@@ -104,7 +107,8 @@ def test_attnlabs_loop_takes_the_fused_kernel_under_every_precision(precision, t
     loader = [(x[i:i + 16], x[i:i + 16, :3]) for i in range(0, 64, 16)]
     cfg = get_task("reverse").config(**{**CFG, "precision": precision, "checkpoint_every": 100})
     module = Regression(_net(), cfg, 12)
-    fit(module, loader, None, module.cfg, tmp_path, max_steps=12, callbacks=[Spy()])
+    probe_loop(monkeypatch, Spy())
+    fit(module, loader, None, module.cfg, tmp_path, max_steps=12)
     assert fused and all(f is True for f in fused), fused
     assert all(p.dtype == torch.float32 for p in module.parameters())  # float32 after the run
 

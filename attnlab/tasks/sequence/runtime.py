@@ -108,18 +108,17 @@ def run(task: Task, cfg: RunSettings, run_dir: Path,
     """Train the course's model (the ``ElementPredictor`` of ``TransformerPredictor``) for
     ``task.budget(cfg)`` steps (or until validation is perfect three times, with --early-stop),
     then test and draw the figures."""
-    from ...training import StopAtTarget, finish, fit  # Lightning: here only
+    from ...training import StopAt, finish, fit  # Lightning: here only
     from ...training.element import ElementModule
 
     train, val = dataset(task, cfg, "train"), dataset(task, cfg, "val")
     max_steps = task.budget(cfg)
     model = build_model(cfg)
-    callbacks = [StopAtTarget("val_seq_acc", 1.0, times=3)] if cfg.early_stop else []
     result = fit(ElementModule(model, cfg, max_steps),
                  batch_loader(train, cfg.batch_size, shuffle=True, seed=cfg.seed),
                  batch_loader(val, len(val), shuffle=False), cfg, run_dir,
                  max_steps=max_steps, val_check_interval=min(cfg.val_every, max_steps),
-                 callbacks=callbacks)
+                 stop_at=StopAt("val_seq_acc", 1.0, times=3) if cfg.early_stop else None)
     metrics = {}
     if result.is_global_zero:
         test = dataset(task, cfg, "test")
