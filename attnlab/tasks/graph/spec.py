@@ -14,13 +14,12 @@ Imports neither torch nor Lightning.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
 from ...models.configs import GraphNetConfig
 from ...settings import defaults, nodes_leave_a_test_node, setting
-from ..base import Runtime, Task, model_defaults
+from ..base import Capabilities, Runtime, Task, model_defaults
 
 __all__ = ["GraphSettings", "GraphTask", "TASKS", "GRAPHS"]
 
@@ -63,6 +62,8 @@ class GraphTask(Task):
     model_flags = ("kind",)  # --model-dim, --num-heads, --num-layers, --dropout are shared flags
     settings = GraphSettings
     derived = GraphDerived
+    # the node --input names: its row is the one `plot attention` outlines and `view` pins
+    capabilities = Capabilities(attention_focus=True)
     # Veličković et al. (2018)'s Cora settings: 8 heads of 8, dropout 0.6, lr 5e-3.
     defaults = {
         **model_defaults(GraphNetConfig, model_flags),
@@ -71,7 +72,7 @@ class GraphTask(Task):
         "max_steps": 200, "lr": 5e-3, "warmup": 10, "batch_size": 1, "threads": 1,
     }
 
-    def runtime_module(self) -> Runtime:
+    def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 
@@ -113,13 +114,6 @@ class GraphTask(Task):
                                          why=why)
         if broken:
             raise UsageError(broken)
-
-    def attention_focus(self, run_dir: Path, cfg: dict[str, Any], text: str) -> int:
-        """The node ``--input`` names: its row is the one ``plot attention`` outlines and
-        ``view`` opens pinned on (``runtime.attention_focus``)."""
-        from . import runtime
-
-        return runtime.attention_focus(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 TASKS = {"graph": GraphTask()}
