@@ -193,8 +193,8 @@ def test_each_tasks_capabilities_are_one_frozen_declaration_its_runtime_keeps(na
         task.capabilities.quantizable = True
     runtime = task.runtime()
     for function in RUNTIME_FUNCTIONS:
-        assert getattr(task.capabilities, function) == callable(getattr(runtime, function, None)), \
-            (name, function)
+        defined = callable(getattr(runtime, function, None))
+        assert getattr(task.capabilities, function) == defined, (name, function)
     exports = task.capabilities.hf_auto_class is not None
     assert exports == callable(getattr(runtime, "export_hf", None)), name
 
