@@ -23,6 +23,7 @@ from .run_config import RunSettings
 from .runs import read_yaml
 from .settings import TrainSettings, check_record, heads_divide_width
 from .tasks import TASKS, get_task
+from .tasks.base import set_options
 
 __all__ = ["check_run_dir", "check_config", "check_values", "load", "weights_from", "CHECKPOINTS",
            "checkpoint_file", "quantize_refusal", "quantize_tasks", "tasks_that", "tasks_phrase"]
@@ -153,8 +154,9 @@ def load(run_dir: str | Path, *, quantize: str | None = None, checkpoint: str | 
     why = quantize_refusal(quantize, cfg.task, run_dir)
     if why:
         raise ValueError(f"quantize {why} (attnlab.nn.quantize converts any model)")
+    task = get_task(cfg.task)
     with weights_from(run_dir, cfg, checkpoint):
-        return get_task(cfg.task).load(run_dir, cfg, quantize=quantize)
+        return task.runtime().load(task, run_dir, cfg, **set_options(quantize=quantize))
 
 
 def checkpoint_file(run_dir: str | Path, checkpoint: str) -> Path:
@@ -172,8 +174,8 @@ def _check_checkpoint(run_dir: Path, checkpoint: str) -> None:
 @contextmanager
 def weights_from(run_dir: str | Path, cfg: RunSettings, checkpoint: str | None, *,
                  say: bool = False) -> Iterator[int | None]:
-    """While open, loading the run ``run_dir`` (``Task.load``, ``attnlab.load``) reads the
-    weights of its training checkpoint ``checkpoint`` (``"last"``) instead of its
+    """While open, loading the run ``run_dir`` (its runtime's ``load``, ``attnlab.load``) reads
+    the weights of its training checkpoint ``checkpoint`` (``"last"``) instead of its
     ``model.safetensors``; None changes nothing.
 
     The checkpoint is read as ``--resume`` reads it (``torch.load(weights_only=True)``: no
@@ -250,20 +252,20 @@ def quantize_refusal(kind: str | None, task: str, run_dir) -> str | None:
     The one statement of which runs ``quantize`` takes: ``load(..., quantize=)`` raises it as a
     ``ValueError``, the commands' ``--quantize`` as a ``UsageError``.
     """
-    if kind is None or get_task(task).quantizable:
+    if kind is None or get_task(task).capabilities.quantizable:
         return None
     return f"is for {tasks_phrase(quantize_tasks())} runs; {run_dir} is a {task} run"
 
 
 def quantize_tasks() -> tuple[str, ...]:
     """The tasks whose models run on int8 weights (``attnlab.nn.quantize``): those that declare
-    ``Task.quantizable`` (``tasks_that``).
+    ``Capabilities.quantizable`` (``tasks_that``).
 
     Examples:
         >>> quantize_tasks()
         ('lm', 'translate')
     """
-    return tasks_that(lambda task: task.quantizable)
+    return tasks_that(lambda task: task.capabilities.quantizable)
 
 
 def tasks_that(can) -> tuple[str, ...]:
@@ -271,7 +273,7 @@ def tasks_that(can) -> tuple[str, ...]:
     them: the latest registered first, the order these messages have always named them in.
 
     Examples:
-        >>> tasks_that(lambda task: task.evaluate_by_length is not None)
+        >>> tasks_that(lambda task: task.capabilities.evaluate_by_length)
         ('translate',)
     """
     return tuple(name for name, task in reversed(TASKS.items()) if can(task))

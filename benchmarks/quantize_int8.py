@@ -14,9 +14,9 @@ Two questions, both sides in this process:
 2. **What int8 costs**, on a trained model of the same width, depth and vocabulary: an
    ``attnlab train lm`` run (BPE, vocabulary 1024, 128-token windows) on spelled-out numbers,
    ``--train-steps`` steps, then ``attnlab evaluate``'s validation perplexity in float32 and in
-   int8 (``Task.evaluate(..., quantize="int8")``, what ``evaluate --quantize int8`` prints), and
-   how many of 100 greedy tokens the int8 model picks as float32 does. ``--run DIR`` skips the
-   training and uses an lm run of yours.
+   int8 (the runtime's ``evaluate(..., quantize="int8")``, what ``evaluate --quantize int8``
+   prints), and how many of 100 greedy tokens the int8 model picks as float32 does. ``--run
+   DIR`` skips the training and uses an lm run of yours.
 
 Targets: int8 at least 1.5x attnlab's float32 tokens/s at batch 1 with perplexity within 1%;
 the float32 step within 1.1x of its matrix products.
@@ -124,9 +124,9 @@ def cost(run: Path, args) -> None:
     from attnlab.tasks import get_task
 
     run_dir, cfg = check_run_dir(run)
-    task = get_task(cfg["task"])
-    fp32 = task.evaluate(run_dir, cfg, None)
-    int8 = task.evaluate(run_dir, cfg, None, quantize="int8")
+    task = get_task(cfg.task)
+    fp32 = task.runtime().evaluate(task, run_dir, cfg, None)
+    int8 = task.runtime().evaluate(task, run_dir, cfg, None, quantize="int8")
     model, tokenizer = attnlab.load(run_dir)
     qmodel = quantize(model)
     prompt = torch.tensor([tokenizer.encode("342 is three hundred")[: model.max_len // 2]])

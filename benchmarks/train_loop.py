@@ -152,7 +152,8 @@ def capture(task_name: str, given: dict[str, Any], run_dir: Path, threads: int) 
 
     real, training.fit = training.fit, grab
     try:
-        get_task(task_name).run(cfg, run_dir)
+        task = get_task(task_name)
+        task.runtime().run(task, cfg, run_dir)
     except _Captured as c:
         given_args = inspect.signature(real).bind(*c.args, **c.kwargs).arguments
         train_loader = given_args.pop("train_loader")

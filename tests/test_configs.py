@@ -114,8 +114,8 @@ def test_every_task_module_exposes_tasks_and_a_build_model():
     for name, task in TASKS.items():
         package = import_module(type(task).__module__.rpartition(".")[0])  # tasks/NAME/
         assert package.TASKS[name] is get_task(name) is task
-        assert callable(task.runtime_module().build_model)
-        assert isinstance(task.runtime_module(), Runtime)  # run, load, predict_many, ...
+        assert callable(task.runtime().build_model)
+        assert isinstance(task.runtime(), Runtime)  # run, load, predict_many, ...
 
 
 def test_one_tokenizer_registry():

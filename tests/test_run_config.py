@@ -49,7 +49,7 @@ def test_a_run_written_before_builds_the_model_it_trained(case, tmp_path):
 
     values = read_yaml(FIXTURES / f"{case}.yaml")
     _, cfg = check_run_dir(_run_dir(tmp_path, values))
-    model = get_task(values["task"]).runtime_module().build_model(cfg)
+    model = get_task(values["task"]).runtime().build_model(cfg)
     assert isinstance(model, torch.nn.Module)
     assert values["model_dim"] in {n for p in model.parameters() for n in p.shape}
 

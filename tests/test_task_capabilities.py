@@ -1,15 +1,16 @@
-"""What a task takes part in is declared on its ``Task`` (``quantizable``, ``int8_faster_from``,
-``init_model_types``, ``export_hf``, ...) and read by the commands from the task object: a new
-task is one package plus one registry line, and takes part in ``--quantize``, ``export`` and
-``--init`` by setting those declarations, with no command edited. The rule is kept by a scan of
-the commands' source for a task's name compared with a literal."""
+"""What a task can do is declared on its ``Task`` (``capabilities``: ``quantizable``,
+``int8_faster_from``, ``hf_auto_class``, ...; ``init_model_types``) and read by the commands from
+the task object: a new task is one package plus one registry line, and takes part in
+``--quantize``, ``export`` and ``--init`` by setting those declarations, with no command edited.
+The rule is kept by a scan of the commands' source for a task's name compared with a literal."""
 import ast
 from pathlib import Path
 
 import pytest
 
 from attnlab.errors import UsageError
-from attnlab.tasks import TASKS, Task, get_task
+from attnlab.tasks import TASKS, Capabilities, Task, get_task
+from attnlab.tasks.base import line_of
 
 PACKAGE = Path(__file__).resolve().parents[1] / "attnlab"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
@@ -84,7 +85,7 @@ def test_the_scan_finds_each_way_of_deciding_by_a_task_name(source):
 
 
 def test_the_scan_lets_other_literals_and_declarations_through():
-    source = ('if args.by_length and task.evaluate_by_length is None: pass\n'
+    source = ('if args.by_length and not task.capabilities.evaluate_by_length: pass\n'
               'if name == "cosine": pass\n'
               'x = {"int8": 1}.get(kind)\n')
     assert task_name_comparisons(source) == []
@@ -92,7 +93,8 @@ def test_the_scan_lets_other_literals_and_declarations_through():
 
 @pytest.mark.parametrize("path", SCANNED, ids=lambda p: p.relative_to(PACKAGE).as_posix())
 def test_no_command_decides_by_comparing_a_task_name(path):
-    """What a task can do is its ``Task``'s declaration (``get_task(cfg.task).quantizable``),
+    """What a task can do is its ``Task``'s declaration
+    (``get_task(cfg.task).capabilities.quantizable``),
     so a new task needs no command edited; a comparison with a task's name here is a list of
     tasks kept outside the task packages."""
     found = task_name_comparisons(path.read_text())
@@ -105,14 +107,9 @@ class ToyTask(Task):
     """A task added the way docs/architecture.md says: declarations only, no command edited."""
 
     name = "toy"
-    quantizable = True
-    int8_faster_from = 64
-    int8_one_at_a_time = True
+    capabilities = Capabilities(quantizable=True, int8_faster_from=64, int8_one_at_a_time=True,
+                                hf_auto_class="AutoModelForCausalLM")
     init_model_types = ("gpt2",)
-    hf_auto_class = "AutoModelForCausalLM"
-
-    def export_hf(self, run_dir, cfg):
-        return None, {}
 
 
 @pytest.fixture
@@ -170,9 +167,87 @@ def test_a_task_that_declares_nothing_is_refused_naming_the_tasks_that_do(tmp_pa
 def test_each_task_declares_what_it_takes_part_in(name, quantizable, generates,
                                                   init_model_types):
     task = get_task(name)
-    assert (task.quantizable, task.generates, task.init_model_types) == \
-        (quantizable, generates, init_model_types)
-    assert (task.export_hf is None) == (task.hf_auto_class is None)
+    assert (task.capabilities.quantizable, task.capabilities.generates,
+            task.init_model_types) == (quantizable, generates, init_model_types)
+    exports = task.capabilities.hf_auto_class is not None
+    assert exports == hasattr(task.runtime(), "export_hf")
+
+
+# ---- one frozen declaration, read by the commands; the runtime called directly ---------------
+# the Capabilities fields that promise a function of the task's runtime.py of the same name
+RUNTIME_FUNCTIONS = ("translate", "encode_prompt", "evaluate_by_length", "attention_figure",
+                     "attention_layers", "attention_focus")
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_each_tasks_capabilities_are_one_frozen_declaration_its_runtime_keeps(name):
+    """A task's capabilities are one frozen ``Capabilities`` (a command cannot change what a
+    task can do for the next one), and each optional command it declares is a function of its
+    runtime, which a command calls; one it does not declare is none (a command would refuse
+    it while the runtime could serve it, or call what is not there)."""
+    import dataclasses
+
+    task = get_task(name)
+    assert type(task.capabilities) is Capabilities
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        task.capabilities.quantizable = True
+    runtime = task.runtime()
+    for function in RUNTIME_FUNCTIONS:
+        defined = callable(getattr(runtime, function, None))
+        assert getattr(task.capabilities, function) == defined, (name, function)
+    exports = task.capabilities.hf_auto_class is not None
+    assert exports == callable(getattr(runtime, "export_hf", None)), name
+
+
+def test_task_is_narrow_and_holds_no_capability_or_forwarding_method():
+    """``Task`` declares what a task is (its settings, model config, defaults and checks), one
+    ``capabilities`` and one ``runtime()``; the commands call the runtime's functions
+    themselves, so no method of ``Task`` forwards to them. Before: 26 attributes and 25
+    methods (each capability flag and optional command one by one; run, load, predict,
+    predict_many, evaluate and attention_maps forwarding to ``runtime_module()``)."""
+    import inspect
+
+    attributes = list(Task.__annotations__)
+    methods = [n for n, v in vars(Task).items() if inspect.isfunction(v)]
+    assert len(attributes) <= 10 and len(methods) <= 19, (attributes, methods)
+    gone = {"quantizable", "generates", "hf_auto_class", "attention_kind", "translate",
+            "encode_prompt", "export_hf", "runtime_module", "run", "load", "predict",
+            "predict_many", "evaluate", "attention_maps"}
+    assert gone.isdisjoint(dir(Task)), gone & set(dir(Task))
+
+
+def _lm_run_dir(tmp_path):
+    """A directory ``check_run_dir`` takes as an lm run (its config.yaml as an lm run writes
+    it; the weights are never read: the refusals below come first)."""
+    (tmp_path / "config.yaml").write_text((FIXTURES / "lm.yaml").read_text())
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    return tmp_path
+
+
+def test_the_commands_refuse_what_a_task_does_not_declare(toy, tmp_path, monkeypatch, capsys):
+    """The commands follow the declarations, not the tasks' names: with lm declared without
+    ``quantizable`` and ``encode_prompt`` and the toy task declaring them, ``evaluate --quantize
+    int8``, ``predict --max-new-tokens`` and ``generate`` refuse an lm run, naming the option
+    and the tasks that declare it, before any weight is read."""
+    import dataclasses
+
+    from attnlab.cli import main
+
+    run = _lm_run_dir(tmp_path)
+    lm = get_task("lm")
+    monkeypatch.setattr(lm, "capabilities", dataclasses.replace(
+        lm.capabilities, quantizable=False, encode_prompt=False))
+    monkeypatch.setattr(toy, "capabilities", dataclasses.replace(
+        toy.capabilities, encode_prompt=True))
+    assert main(["evaluate", str(run), "--quantize", "int8"]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --quantize is for toy and translate "
+                                       f"runs; {run} is a lm run\n")
+    assert main(["predict", str(run), "--input", "ab", "--max-new-tokens", "3"]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --max-new-tokens is for toy runs; "
+                                       f"{run} is a lm run\n")
+    assert main(["generate", str(run), "--prompt", "ab"]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: generate: {run} holds a 'lm' run; "
+                                       f"this command needs one of: toy\n")
 
 
 # ---- graph's build_model(cfg) ---------------------------------------------------------------
@@ -194,7 +269,9 @@ def test_a_graph_run_made_before_loads_through_build_model_of_its_config(tmp_pat
     loaded = attnlab.load(tmp_path)
     x = torch.zeros(34, cfg.in_dim)  # (N, F): the karate club's 34 one-hot members
     assert loaded(x, torch.eye(34, dtype=torch.bool)).shape == (34, len(cfg.classes))
-    assert get_task("graph").predict(tmp_path, cfg, "0") in ("Mr. Hi", "Officer")
+    task = get_task("graph")
+    found = task.runtime().predict_many(task, tmp_path, cfg, ["0"], ["--input"])
+    assert line_of(found[0]) in ("Mr. Hi", "Officer")
 
 
 def test_every_task_package_is_in_the_registry():

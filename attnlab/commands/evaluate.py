@@ -39,9 +39,9 @@ def run(args) -> int:
     check_quantize(args.quantize, cfg.task, run_dir)
     task = get_task(cfg.task)
     # a whole test split: forward passes, or (translate) batched greedy decoding
-    use_threads(args, "decode" if task.evaluate_decodes else "forward", run_dir)
-    if args.by_length and task.evaluate_by_length is None:
-        served = tasks_that(lambda other: other.evaluate_by_length is not None)
+    use_threads(args, "decode" if task.capabilities.evaluate_decodes else "forward", run_dir)
+    if args.by_length and not task.capabilities.evaluate_by_length:
+        served = tasks_that(lambda other: other.capabilities.evaluate_by_length)
         raise UsageError(f"--by-length is for {tasks_phrase(served)} runs; {run_dir} is a "
                          f"{cfg.task} run")
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
@@ -56,15 +56,19 @@ def _evaluate(args, task, run_dir, cfg) -> dict:
     """The metrics ``evaluate`` prints (with --by-length, its table and figure written)."""
     import sys
 
+    from ..tasks.base import set_options
+
+    runtime = task.runtime()
     if args.by_length:
-        by_length = task.evaluate_by_length
         from ..tasks.translate.scoring import by_length_table
 
         out = choose_out(args.out, run_dir / "by_length.png")  # before the slow decoding
-        metrics, rows = by_length(run_dir, cfg, args.data, out, quantize=args.quantize)
+        metrics, rows = runtime.evaluate_by_length(task, run_dir, cfg, args.data, out,
+                                                   quantize=args.quantize)
         print(by_length_table(rows), file=sys.stderr)
         print(f"wrote {out}", file=sys.stderr)
         metrics = {**metrics, "by_length": rows}
     else:
-        metrics = task.evaluate(run_dir, cfg, args.data, quantize=args.quantize)
+        metrics = runtime.evaluate(task, run_dir, cfg, args.data,
+                                   **set_options(quantize=args.quantize))
     return metrics

@@ -17,11 +17,11 @@ the tokenizer — with the run's logits:
   pooled by the mean of its tokens (its encoder had no pooler) is refused: every Hugging Face
   head reads the first token.
 
-Each task says how its runs are written (``Task.export_hf``, which calls the conversion of
-``attnlab.interop``, and ``Task.hf_auto_class``); a task without it is refused, naming the
-tasks that have it. The tokenizers encode as the run's own (``attnlab.interop.tokenizer``).
-OUT is written whole or not at all (a temporary directory renamed) and never over an existing
-path.
+Each task that can be written declares the ``transformers`` class that loads it
+(``Capabilities.hf_auto_class``), and its runtime's ``export_hf`` calls the conversion of
+``attnlab.interop``; a task without it is refused, naming the tasks that have it. The
+tokenizers encode as the run's own (``attnlab.interop.tokenizer``). OUT is written whole or
+not at all (a temporary directory renamed) and never over an existing path.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from .threads import add_threads_flag, check_threads
 
 
 def export_tasks() -> tuple[str, ...]:
-    """The tasks whose runs ``export`` writes: those with ``Task.export_hf``.
+    """The tasks whose runs ``export`` writes: those that declare ``hf_auto_class``.
 
     Examples:
         >>> export_tasks()
@@ -38,7 +38,7 @@ def export_tasks() -> tuple[str, ...]:
     """
     from ..loading import tasks_that
 
-    return tasks_that(lambda task: task.export_hf is not None)
+    return tasks_that(lambda task: task.capabilities.hf_auto_class is not None)
 
 
 def register(sub) -> None:
@@ -76,14 +76,15 @@ def run(args) -> int:
     task = get_task(cfg.task)
     try:
         with weights_from(run_dir, cfg, args.checkpoint, say=True):
-            model, tokenizers = task.export_hf(run_dir, cfg)
+            model, tokenizers, note = task.runtime().export_hf(task, run_dir, cfg)
     except ValueError as e:  # what the architecture cannot represent, named by to_hf
         raise UsageError(f"export: {run_dir}: {str(e).removeprefix('to_hf: ')}") from None
     _write_atomically(out, model, tokenizers)
     print(f"wrote {out} ({type(model).__name__}; load it with "
-          f"transformers.{task.hf_auto_class}.from_pretrained({str(out)!r}))", file=sys.stderr)
-    if task.export_note is not None:
-        print(task.export_note(model, cfg), file=sys.stderr)
+          f"transformers.{task.capabilities.hf_auto_class}.from_pretrained({str(out)!r}))",
+          file=sys.stderr)
+    if note is not None:  # what the written model cannot do that the run can (lm)
+        print(note, file=sys.stderr)
     return 0
 
 

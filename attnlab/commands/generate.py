@@ -130,21 +130,22 @@ def run(args) -> int:
 
     from ..loading import check_run_dir, tasks_that, weights_from
     from ..tasks import get_task
-    from ..tasks.base import each_input
+    from ..tasks.base import each_input, set_options
     from ..tokenizers import note_unknown
 
     _check(args)
     prompts, labels = one_or_file(args.prompt, "--prompt", args.input_file)
     many = args.input_file is not None
     run_dir, cfg = check_run_dir(args.run_dir, command="generate", checkpoint=args.checkpoint,
-                                 tasks=tasks_that(lambda task: task.encode_prompt is not None))
+                                 tasks=tasks_that(lambda task: task.capabilities.encode_prompt))
     use_threads(args, "one", run_dir)  # one prompt at a time, token by token
     task = get_task(cfg.task)
+    runtime = task.runtime()
     note_if_slower(args.quantize, cfg.task, cfg)  # one prompt at a time: batch 1 each
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
-        model, tokenizer = task.load(run_dir, cfg, quantize=args.quantize)
+        model, tokenizer = runtime.load(task, run_dir, cfg, **set_options(quantize=args.quantize))
     all_ids = each_input(prompts, labels,
-                         lambda p: task.encode_prompt(tokenizer, p, what="--input"))
+                         lambda p: runtime.encode_prompt(task, tokenizer, p, what="--input"))
     note_unknown(tokenizer, prompts, labels)  # the model continues what it read
     generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
     if not many and not args.json:  # one prompt: stream it

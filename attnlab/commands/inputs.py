@@ -83,8 +83,8 @@ def one_or_file(value: str | None, flag: str, input_file: str | None
 
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,
                   input_key: str = "input", output_key: str = "prediction") -> None:
-    """One line per result: its line (``Task.predict_many``), or a JSON object with the input,
-    the prediction and the other keys but ``"line"``."""
+    """One line per result: its line (a runtime's ``predict_many``), or a JSON object with the
+    input, the prediction and the other keys but ``"line"``."""
     for text, result in zip(inputs, results, strict=True):
         if as_json:
             record = {input_key: text, output_key: result["prediction"],

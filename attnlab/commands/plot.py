@@ -150,12 +150,13 @@ def _attention(args) -> str:
     use_threads(args, "one", run_dir)
     out = choose_out(args.out, Path(run_dir) / "attention_input.png")
     task = get_task(cfg.task)
-    own = task.attention_figure  # a task's own picture (jets: the jet itself)
-    if own is not None:
-        return _write(lambda: own(run_dir, cfg, args.input, out), out, given=given)
-    maps, x_labels, y_labels = task.attention_maps(run_dir, cfg, args.input)
+    runtime = task.runtime()
+    if task.capabilities.attention_figure:  # a task's own picture (jets: the jet itself)
+        return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out),
+                      out, given=given)
+    maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, args.input)
     row = attention_focus(task, run_dir, cfg, args.input)
-    kind = task.attention_kind  # translate: "cross", all its maps are
+    kind = task.capabilities.attention_kind  # translate: "cross", all its maps are
     # the figure wraps its title: room for more of the input than a line holds, "…" if cut
     title = (f"{cfg.task}: {kind + '-' if kind else ''}attention on "
              f"{shown_input(args.input, 120)!r}")
@@ -175,8 +176,9 @@ def shown_input(text: str, most: int) -> str:
 def attention_focus(task, run_dir, cfg, text):
     """The query row ``text`` singles out (a graph's node: the input is the whole graph and
     ``--input`` names whose row to read), or None where every row is the input's."""
-    focus = task.attention_focus
-    return None if focus is None else focus(run_dir, cfg, text)
+    if not task.capabilities.attention_focus:
+        return None
+    return task.runtime().attention_focus(task, run_dir, cfg, text)
 
 
 def _lr(args) -> str:

@@ -36,6 +36,7 @@ def run(args) -> int:
     from ..loading import check_run_dir, tasks_phrase, tasks_that, weights_from
     from ..settings import GenerationSettings, check
     from ..tasks import get_task
+    from ..tasks.base import set_options
 
     check_input(args.input)
     check_threads(args.threads)
@@ -45,14 +46,14 @@ def run(args) -> int:
     texts, labels = one_or_file(args.input, "--input", args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict", checkpoint=args.checkpoint)
     task = get_task(cfg.task)
-    if args.max_new_tokens is not None and task.encode_prompt is None:
-        continuing = tasks_that(lambda other: other.encode_prompt is not None)
+    if args.max_new_tokens is not None and not task.capabilities.encode_prompt:
+        continuing = tasks_that(lambda other: other.capabilities.encode_prompt)
         raise UsageError(f"--max-new-tokens is for {tasks_phrase(continuing)} runs; {run_dir} "
                          f"is a {cfg.task} run")
-    work = "one" if len(texts) == 1 else "decode" if task.generates else "forward"
+    work = "one" if len(texts) == 1 else "decode" if task.capabilities.generates else "forward"
     use_threads(args, work, run_dir)
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
-        results = task.predict_many(run_dir, cfg, texts, labels,
-                                    max_new_tokens=args.max_new_tokens)
+        results = task.runtime().predict_many(task, run_dir, cfg, texts, labels,
+                                              **set_options(max_new_tokens=args.max_new_tokens))
     write_results(results, texts, as_json=args.json)
     return 0

@@ -9,7 +9,8 @@ mostly Python and small kernels, and the int8 layer's per-call quantisation of i
 more than it saves. ``translate --quantize int8`` decodes one text at a time (its rounding is
 by each call's range, so a batch would make a text's translation depend on its neighbours),
 while float32 decodes them all as one batch, so several texts are slower in int8 at any width.
-Each task declares its side of that rule (``Task.int8_faster_from``, ``Task.int8_one_at_a_time``)
+Each task declares its side of that rule (``Capabilities.int8_faster_from``,
+``Capabilities.int8_one_at_a_time``)
 and ``int8_slower`` states it once; ``generate`` and ``translate`` print its one-line note on
 stderr. ``evaluate --quantize int8`` shows what int8 costs in
 accuracy on your own run.
@@ -49,8 +50,8 @@ def check_quantize(kind: str | None, task: str, run_dir) -> None:
 def int8_slower(task: str, width: int, texts: int = 1) -> str | None:
     """Why ``--quantize int8`` will likely be slower than float32 for a model of the task
     named ``task``, ``width`` wide, decoding ``texts`` inputs (the texts float32 would batch
-    where int8 decodes them one at a time: ``Task.int8_one_at_a_time``), as a note to print;
-    None where int8 was measured faster (from ``Task.int8_faster_from``).
+    where int8 decodes them one at a time: ``Capabilities.int8_one_at_a_time``), as a note to
+    print; None where int8 was measured faster (from ``Capabilities.int8_faster_from``).
 
     Examples:
         >>> int8_slower("lm", 384) is None
@@ -58,12 +59,12 @@ def int8_slower(task: str, width: int, texts: int = 1) -> str | None:
         >>> int8_slower("lm", 128)  # doctest: +ELLIPSIS
         '... this model is 128 wide, and int8 decoding was faster only from 256 wide ...'
     """
-    spec = get_task(task)
-    if spec.int8_one_at_a_time and texts > 1:
+    can = get_task(task).capabilities
+    if can.int8_one_at_a_time and texts > 1:
         return (f"--quantize int8 is likely slower than float32 here: it translates the "
                 f"{texts} texts one at a time, float32 in one batch (int8 was slower for "
                 f"several texts at every width measured: benchmarks/RESULTS.md, quantize_where)")
-    least = spec.int8_faster_from
+    least = can.int8_faster_from
     if least is not None and width < least:
         return (f"--quantize int8 is likely slower than float32 here: this model is {width} "
                 f"wide, and int8 decoding was faster only from {least} wide "

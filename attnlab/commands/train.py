@@ -320,7 +320,8 @@ def _train(cfg: RunSettings, run_dir: Path, checked: Any = None) -> None:
         torch.set_num_threads(threads)
     if not _is_child():
         print(f"attnlab train {cfg.task} -> {run_dir}", file=sys.stderr, flush=True)
-    get_task(cfg.task).run(cfg, run_dir, checked)
+    task = get_task(cfg.task)
+    task.runtime().run(task, cfg, run_dir, checked)
 
 
 class _sigterm_as_exception:

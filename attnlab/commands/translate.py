@@ -55,7 +55,7 @@ def run(args) -> int:
     if args.input_file is not None:
         args.texts, labels = read_inputs(args.input_file)
     run_dir, cfg = check_run_dir(args.run_dir, command="translate",
-                                 tasks=tasks_that(lambda task: task.translate is not None))
+                                 tasks=tasks_that(lambda task: task.capabilities.translate))
     beams = args.beam or cfg.beam
     if args.length_penalty is not None and beams == 1:  # greedy would ignore it without a word
         whose = "" if args.beam else ", the run's setting"
@@ -65,9 +65,9 @@ def run(args) -> int:
     use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     task = get_task(cfg.task)
     note_if_slower(args.quantize, cfg.task, cfg, len(args.texts))
-    found = task.translate(run_dir, cfg, args.texts, num_beams=args.beam,
-                           length_penalty=args.length_penalty, quantize=args.quantize,
-                           labels=labels)
+    found = task.runtime().translate(task, run_dir, cfg, args.texts, num_beams=args.beam,
+                                     length_penalty=args.length_penalty,
+                                     quantize=args.quantize, labels=labels)
     write_results([{"prediction": t} for t in found], args.texts, as_json=args.json,
                   output_key="translation")
     return 0

@@ -63,10 +63,10 @@ def attention_layers(task, run_dir, cfg, text):
     ``attention_maps`` as layers ("causal" where no weight lies above the diagonal)."""
     from ..explorer.view import layers_of
 
-    own = task.attention_layers
-    if own is not None:
-        return own(run_dir, cfg, text)
-    maps, x_labels, y_labels = task.attention_maps(run_dir, cfg, text)
+    runtime = task.runtime()
+    if task.capabilities.attention_layers:
+        return runtime.attention_layers(task, run_dir, cfg, text)
+    maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, text)
     return layers_of(maps), y_labels, x_labels
 
 

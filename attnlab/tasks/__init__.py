@@ -1,13 +1,14 @@
 """Registry of the tasks of ``attnlab train``: each task is a package here (``sequence/``,
 ``translate/``, ...; see ``base.py``), and its ``TASKS`` dict holds its ``Task`` objects by name
 (one package may serve several: reverse, copy, sort). Importing a package imports its light
-spec only, so the registry imports them all; adding a task is one package and one line below.
+spec only, so the registry imports them all (its ``runtime.py`` is imported by
+``Task.runtime`` when a command needs it); adding a task is one package and one line below.
 """
 from __future__ import annotations
 
 from ..errors import UsageError
 from . import anomaly, classify, graph, jets, lm, sequence, translate
-from .base import SHARED_DEFAULTS, Runtime, Task
+from .base import SHARED_DEFAULTS, Capabilities, Runtime, Task
 
 TASKS: dict[str, Task] = {
     **sequence.TASKS,  # reverse, copy, sort
@@ -19,7 +20,8 @@ TASKS: dict[str, Task] = {
     **graph.TASKS,
 }
 
-__all__ = ["TASKS", "get_task", "available_tasks", "Task", "Runtime", "SHARED_DEFAULTS"]
+__all__ = ["TASKS", "get_task", "available_tasks", "Task", "Capabilities", "Runtime",
+           "SHARED_DEFAULTS"]
 
 
 def get_task(name: str) -> Task:

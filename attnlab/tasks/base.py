@@ -12,14 +12,15 @@ A task is a package ``attnlab/tasks/NAME/``, whose task object(s) the registry
   handed to ``run``.
 - the **runtime**, ``NAME/runtime.py``: module-level functions ``run(task, cfg, run_dir,
   checked)``, ``load(task, run_dir, cfg)``, ``predict_many``, ``evaluate``, ``attention_maps``
-  (the ``Runtime`` protocol below), which the ``Task`` methods of the same names call; the spec
-  reaches it by ``from . import runtime`` inside ``Task.runtime_module``, so that importing the
-  spec imports no torch. A command that only some tasks serve (``attnlab translate``, ``attnlab
-  generate``'s prompts, jets' own attention figure) is a method of those tasks' ``Task``
-  subclass calling their runtime's function of the same name; ``Task`` declares each such
-  method as ``None``, which the command tests for. The runtime imports torch, the models and
-  the data at the top; Lightning only inside ``run`` (``predict``, ``evaluate`` and ``plot``
-  never load it).
+  (the ``Runtime`` protocol below), and the functions of the optional commands the task
+  serves (``translate``, ``encode_prompt``, ``export_hf``, ...). Commands call them directly,
+  ``task.runtime().evaluate(task, run_dir, cfg, data)``: the spec's ``Task.runtime`` imports
+  the module on first use (``from . import runtime``), so that importing the spec imports no
+  torch. The runtime imports torch, the models and the data at the top; Lightning only inside
+  ``run`` (``predict``, ``evaluate`` and ``plot`` never load it).
+- its **capabilities**, ``Task.capabilities``: one frozen ``Capabilities`` declared in the spec
+  (``--quantize int8``, the optional commands, ...), which the commands read from the task
+  object, never from a list of task names.
 - the task's own data and scoring code beside them (``translate/data.py``,
   ``translate/scoring.py``, ``jets/data.py``, ...).
 
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -71,28 +71,124 @@ def config_from_run(config: type, cfg: RunSettings, **overrides: Any):
 
 @runtime_checkable
 class Runtime(Protocol):
-    """What a task's ``runtime.py`` provides: the heavy half of the ``Task`` methods of the same
-    names, each taking the task first. A module satisfies it by defining these functions
-    (PEP 544: modules as implementations of protocols); ``load`` and ``evaluate`` of a
-    ``quantizable`` task also take ``quantize=``."""
+    """What every task's ``runtime.py`` defines, each function taking the task first and the
+    run's typed config (``RunSettings``), which commands call through ``task.runtime()``. A
+    module satisfies it by defining these functions (PEP 544: modules as implementations of
+    protocols). ``load`` and ``evaluate`` of a ``quantizable`` task also take ``quantize=``;
+    the functions of the optional commands are listed on ``Capabilities``."""
 
     def run(self, task: Task, cfg: RunSettings, run_dir: Path,
             checked: Any = None) -> dict[str, float]:
-        """Train, test and write the run directory (``Task.run``)."""
+        """Train, test on the held-out split and write the run directory; return the metrics
+        (the task's keys, as its docs page lists them; ``steps``, ``train_seconds``,
+        ``parameters`` are added by ``attnlab.training.finish``). ``checked``: what
+        ``check_settings`` returned for ``cfg`` (classify: the splits it read), or None to
+        read it again."""
 
     def load(self, task: Task, run_dir: Path, cfg: RunSettings) -> Any:
-        """The trained model, or (model, tokenizer) (``Task.load``)."""
+        """The trained model rebuilt from ``cfg`` and ``model.safetensors`` (eval mode), or
+        ``(model, tokenizer)`` where the run has a tokenizer."""
 
     def predict_many(self, task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                      labels: list[str]) -> list[dict[str, Any]]:
-        """One result per input (``Task.predict_many``)."""
+        """``attnlab predict``: the model loaded once, the inputs in batches; one dict per
+        input, in order: ``"prediction"`` (the answer alone: a label, a sequence, a text),
+        where the model gives them ``"probabilities"``, and ``"line"`` where the line
+        ``predict`` prints says more than the prediction (jets: the label and its
+        probability). A bad input is a UsageError named by its label in ``labels``
+        (``--input``, ``--input-file FILE line N``). lm's also takes ``max_new_tokens=``."""
 
     def evaluate(self, task: Task, run_dir: Path, cfg: RunSettings,
                  data: str | None) -> dict[str, float]:
-        """The test metrics of a trained run (``Task.evaluate``)."""
+        """``attnlab evaluate``: the test metrics of a trained run (of ``data``, a file, if
+        given)."""
 
     def attention_maps(self, task: Task, run_dir: Path, cfg: RunSettings, text: str):
-        """(maps, x_labels, y_labels) of the model on ``text`` (``Task.attention_maps``)."""
+        """``attnlab plot attention``: the attention of the trained model on ``text`` as (maps,
+        x_labels, y_labels): a list of (H, T_q, T_k) tensors (one per layer), the T_k key
+        labels and the T_q query labels (see ``attnlab.viz.plot_attention``)."""
+
+
+def set_options(**options: Any) -> dict[str, Any]:
+    """The keyword arguments among ``options`` that are set (not None): for an option only
+    some tasks' runtime functions take (``quantize=`` of a ``quantizable`` task's ``load`` and
+    ``evaluate``, lm's ``max_new_tokens=``), which the command refused for the others.
+
+    Examples:
+        >>> set_options(quantize=None, max_new_tokens=5)
+        {'max_new_tokens': 5}
+    """
+    return {k: v for k, v in options.items() if v is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a task can do besides train, load, predict, evaluate and plot attention: one
+    declaration in its spec (``capabilities = Capabilities(quantizable=True, ...)``), which
+    the commands read from the task object (``task.capabilities.quantizable``), never from a
+    list of task names, so a new task takes part by declaring it and no command is edited. The
+    defaults say "cannot"; a command refuses a task that cannot, naming the option and the
+    tasks that can. A field named after a function (``translate``, ``encode_prompt``, ...)
+    says the task's ``runtime.py`` defines that function, which the command calls.
+
+    Attributes:
+        quantizable: its models run on int8 weights: the runtime's ``load`` and ``evaluate``
+            take ``quantize="int8"``, and ``evaluate``, ``generate``, ``translate`` and
+            ``attnlab.load`` take ``--quantize int8`` (``quantize=``).
+        int8_faster_from: the model width (``model_dim``) from which int8 decoded one sequence
+            faster than float32 (``benchmarks/quantize_where.py``); below it ``--quantize
+            int8`` prints a note on stderr. None: no measured rule, no note.
+        int8_one_at_a_time: int8 decodes several inputs one at a time where float32 batches
+            them (translate: int8 rounds by each call's range), so ``--quantize int8`` notes
+            that it is slower for several inputs at any width.
+        generates: ``predict`` decodes its predictions token by token (``--threads``' default
+            for several inputs reads it: ``"decode"``).
+        evaluate_decodes: ``evaluate`` decodes the test split (translate's greedy decoding)
+            rather than running forward passes (``--threads``' default again).
+        holds_out_fractions: it holds out --val-fraction and --test-fraction of its --data, so
+            the rule ``fractions_leave_training`` applies, at train time and to a run's
+            config.yaml (``Task.fractions_broken``).
+        attention_kind: what its attention maps are, for a figure's title (translate:
+            ``"cross"``); None: self-attention.
+        hf_auto_class: ``attnlab export DIR --hf OUT`` writes its runs, and this
+            ``transformers`` auto class loads OUT (named in the command's last line). The
+            runtime's ``export_hf(task, run_dir, cfg)`` returns (Hugging Face model,
+            {sub-directory of OUT: tokenizer}, a note to print or None); a run the Hugging
+            Face architecture cannot hold is a UsageError naming why, a setting the conversion
+            cannot represent a ValueError from ``attnlab.interop.to_hf``.
+        translate: ``attnlab translate``: ``translate(task, run_dir, cfg, texts, *, num_beams,
+            length_penalty, quantize, labels)``, the translations in order.
+        encode_prompt: ``attnlab generate`` and ``predict --max-new-tokens``: ``encode_prompt(
+            task, tokenizer, text, *, what)``, a prompt's token ids.
+        evaluate_by_length: ``evaluate --by-length``: ``evaluate_by_length(task, run_dir, cfg,
+            data, out, *, quantize)``, (metrics, rows by source length), the figure at ``out``.
+        attention_figure: ``plot attention`` draws a picture of its own instead of the heat
+            maps (jets: the jet): ``attention_figure(task, run_dir, cfg, text, out)``, the path.
+        attention_layers: ``attnlab view`` shows more than ``attention_maps``:
+            ``attention_layers(task, run_dir, cfg, text)``, (layers, query tokens, key tokens).
+        attention_focus: the input singles out one query row (graph: a node):
+            ``attention_focus(task, run_dir, cfg, text)``, the row, outlined and pinned.
+
+    Examples:
+        >>> from attnlab.tasks import get_task
+        >>> get_task("lm").capabilities.quantizable, get_task("sort").capabilities.quantizable
+        (True, False)
+    """
+
+    quantizable: bool = False
+    int8_faster_from: int | None = None
+    int8_one_at_a_time: bool = False
+    generates: bool = False
+    evaluate_decodes: bool = False
+    holds_out_fractions: bool = False
+    attention_kind: str | None = None
+    hf_auto_class: str | None = None
+    translate: bool = False
+    encode_prompt: bool = False
+    evaluate_by_length: bool = False
+    attention_figure: bool = False
+    attention_layers: bool = False
+    attention_focus: bool = False
 
 
 class Task:
@@ -114,54 +210,18 @@ class Task:
             declared default with these over them.
         default_notes: what ``--help`` says is the default of a setting whose default is
             derived from another one (its value in ``defaults`` is None).
-        has_tokenizer: whether the run directory holds ``tokenizer.json``.
         model_flags: the fields of ``model_config`` that are this task's flags; None: every
             field declared with a flag (``exposed``).
-
-    What the task takes part in (declared here, in the task's own spec; the commands read these
-    from the task object, never from a list of names, so a new task sets them and nothing else):
-        quantizable: whether its models run on int8 weights: ``load`` and ``evaluate`` take
-            ``quantize="int8"`` and ``evaluate``, ``generate`` and ``translate`` take
-            ``--quantize int8`` (lm, translate). Default: False, refused naming the option.
-        int8_faster_from: the model width (``model_dim``) from which int8 decoded one sequence
-            faster than float32 (``benchmarks/quantize_where.py``); below it ``--quantize int8``
-            prints a note on stderr. None: no measured rule, no note.
-        int8_one_at_a_time: whether int8 decodes several inputs one at a time where float32
-            batches them (translate: int8 rounds by each call's range), so ``--quantize int8``
-            notes that it is slower for several inputs at any width.
-        generates: whether ``predict`` decodes its predictions token by token (lm, translate),
-            which ``--threads``' default for several inputs reads (``"decode"``).
-        evaluate_decodes: whether ``evaluate`` decodes the test split (translate's greedy
-            decoding) rather than running forward passes (``--threads``' default again).
+        capabilities: what the task can do besides train, load, predict, evaluate and plot
+            attention (``Capabilities``: ``--quantize int8``, ``export --hf``, ``translate``,
+            ...), declared once in its spec; the commands read it from the task object.
         init_model_types: the Hugging Face ``model_type``s (config.json's) that ``attnlab train
             TASK --init DIR`` converts from (lm: gpt2; classify: the BERT family; translate:
             marian), checked by ``attnlab.interop.source.read_init_source``; empty: ``--init``
             takes only an attnlab run of the task (and only where ``settings`` has ``init``).
-        holds_out_fractions: whether it holds out --val-fraction and --test-fraction of its
-            --data (classify, jets), so that the rule ``fractions_leave_training`` applies, at
-            train time and to a run's config.yaml (``fractions_broken``).
-        hf_auto_class: the ``transformers`` auto class that loads ``attnlab export --hf``'s
-            directory (``"AutoModelForCausalLM"``), named in the command's last line; set
-            together with ``export_hf``.
 
-    Optional commands (None where a task has none; the command tests for it):
-        attention_kind: what its attention maps are, for a figure's title (translate: "cross").
-        attention_figure(run_dir, cfg, text, out): a picture of its own that replaces the heat
-            maps of ``attnlab plot attention`` (jets draw the jet); returns the path written.
-        attention_layers(run_dir, cfg, text): ``attnlab view``'s (layers, query tokens, key
-            tokens), where the task has more than ``attention_maps`` to show.
-        attention_focus(run_dir, cfg, text): the query row ``text`` singles out (graph: a node).
-        evaluate_by_length(run_dir, cfg, data, out, *, quantize): ``evaluate --by-length``.
-        encode_prompt(tokenizer, text, *, what): ``attnlab generate``'s prompt as token ids
-            (the command takes the runs of the tasks that have it).
-        translate(run_dir, cfg, texts, *, num_beams, length_penalty, quantize, labels):
-            ``attnlab translate`` (likewise).
-        export_hf(run_dir, cfg): ``attnlab export DIR --hf OUT``'s (Hugging Face model,
-            {sub-directory of OUT: tokenizer}) of a trained run (``""``: OUT itself); a run the
-            Hugging Face architecture cannot hold is a UsageError naming why, and a setting
-            the conversion cannot represent a ValueError from ``attnlab.interop.to_hf``.
-        export_note(hf_model, cfg): a line ``export --hf`` prints after writing, about what
-            the written model cannot do that the run can (lm: generate past its positions).
+    The work itself (training, loading, prediction, the optional commands) is in the task's
+    ``runtime.py``, which commands reach by ``runtime()`` and call directly.
     """
 
     name: str = ""
@@ -169,25 +229,9 @@ class Task:
     run_config: type[RunSettings]
     overrides: dict[str, Any] = {}
     default_notes: dict[str, str] = {}
-    has_tokenizer: bool = False
     model_flags: tuple[str, ...] | None = None
-    attention_kind: str | None = None
-    attention_figure: Callable[..., Path] | None = None
-    attention_layers: Callable[..., tuple] | None = None
-    attention_focus: Callable[..., int] | None = None
-    evaluate_by_length: Callable[..., tuple] | None = None
-    encode_prompt: Callable[..., list[int]] | None = None
-    translate: Callable[..., list] | None = None
-    export_hf: Callable[..., tuple] | None = None
-    export_note: Callable[..., str] | None = None
-    hf_auto_class: str | None = None
-    quantizable: bool = False
-    int8_faster_from: int | None = None
-    int8_one_at_a_time: bool = False
-    generates: bool = False
-    evaluate_decodes: bool = False
+    capabilities: Capabilities = Capabilities()
     init_model_types: tuple[str, ...] = ()
-    holds_out_fractions: bool = False
 
     @property
     def settings(self) -> type:
@@ -339,7 +383,8 @@ class Task:
         fraction whose own --val (--test) FILE is given is not held out. Its message naming
         ``names``; None where it holds, or where the task (or a run's config.yaml) has no such
         fractions. ``check_settings`` (the flags) and ``attnlab.load`` (the keys) call it."""
-        if not self.holds_out_fractions or not {"val_fraction", "test_fraction"} <= cfg.keys():
+        if (not self.capabilities.holds_out_fractions
+                or not {"val_fraction", "test_fraction"} <= cfg.keys()):
             return None
         return fractions_leave_training(cfg["val_fraction"], cfg["test_fraction"],
                                         val_used=not cfg.get("val"), test_used=not cfg.get("test"),
@@ -375,71 +420,17 @@ class Task:
         return [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
                  16 * params)]
 
-    # ---- the heavy half: the functions of the package's runtime module --------------------
-    def runtime_module(self) -> Runtime:
-        """The task's ``runtime.py`` (a subclass returns it by ``from . import runtime``, inside
-        the method so that importing the spec stays light)."""
-        raise NotImplementedError(f"task {self.name!r} has no runtime")
+    def runtime(self) -> Runtime:
+        """The task's ``runtime.py`` (torch, its model, training, loading), whose functions the
+        commands call: ``task.runtime().evaluate(task, run_dir, cfg, data)``. A task's spec
+        returns it by ``from . import runtime`` inside this method, so that importing the
+        spec (every command's parser, ``--help``, a flag error) imports no torch.
 
-    def run(self, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str, float]:
-        """Train, test on the held-out split and write the run directory; return the metrics
-        (the task's keys, as its docs page lists them; ``steps``, ``train_seconds``,
-        ``parameters`` are added by ``attnlab.training.finish``). ``checked``: what
-        ``check_settings`` returned for ``cfg`` (classify: the splits it read), or None to
-        read it again."""
-        return self.runtime_module().run(self, cfg, run_dir, checked)
-
-    def load(self, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
-        """Rebuild the trained model from ``cfg`` and ``model.safetensors`` (eval mode).
-        Return the model, or ``(model, tokenizer)`` when the task has a tokenizer. With
-        ``quantize="int8"`` (a ``quantizable`` task), the model runs on int8 weights."""
-        runtime, cfg = self.runtime_module(), self.typed(cfg, run_dir)
-        if quantize is None:
-            return runtime.load(self, run_dir, cfg)
-        return runtime.load(self, run_dir, cfg, quantize=quantize)  # type: ignore[call-arg]
-
-    def predict(self, run_dir: Path, cfg: RunSettings, text: str) -> str:
-        """``attnlab predict DIR --input TEXT``: the prediction as one line of text (the
-        runtime's ``predict_many`` of that one input)."""
-        return line_of(self.predict_many(run_dir, cfg, [text])[0])
-
-    def predict_many(self, run_dir: Path, cfg: RunSettings, texts: list[str],
-                     labels: list[str] | None = None, *,
-                     max_new_tokens: int | None = None) -> list[dict[str, Any]]:
-        """``attnlab predict DIR --input-file FILE``: the model loaded once, the inputs in
-        batches; one dict per input, in order: ``"prediction"`` (the answer alone: a label, a
-        sequence, a text), where the model gives them ``"probabilities"``, and ``"line"``
-        where the line ``predict`` prints says more than the prediction (jets: the label and
-        its probability); ``--json`` writes every key but ``"line"``. A bad input is a UsageError
-        named by its label in ``labels`` (default ``--input``; the command passes
-        ``--input-file FILE line N``). ``max_new_tokens``: how long a continuation a task that
-        continues its input makes (lm: default its run's ``predict_tokens``)."""
-        runtime, labels = self.runtime_module(), labels or ["--input"] * len(texts)
-        cfg = self.typed(cfg, run_dir)
-        if max_new_tokens is None:
-            return runtime.predict_many(self, run_dir, cfg, texts, labels)
-        return runtime.predict_many(self, run_dir, cfg, texts, labels,  # type: ignore[call-arg]
-                                    max_new_tokens=max_new_tokens)
-
-    def evaluate(self, run_dir: Path, cfg: RunSettings, data: str | None, *,
-                 quantize: str | None = None) -> dict[str, float]:
-        """``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run; with
-        ``quantize="int8"`` (a ``quantizable`` task), of the model on int8 weights."""
-        runtime, cfg = self.runtime_module(), self.typed(cfg, run_dir)
-        if quantize is None:
-            return runtime.evaluate(self, run_dir, cfg, data)
-        return runtime.evaluate(self, run_dir, cfg, data,  # type: ignore[call-arg]
-                                quantize=quantize)
-
-    def attention_maps(self, run_dir: Path, cfg: RunSettings, text: str):
-        """``attnlab plot attention DIR --input TEXT``: the attention of the trained model on
-        ``text`` as (maps, x_labels, y_labels): a list of (H, T_q, T_k) tensors (one per layer),
-        the T_k key labels and the T_q query labels (see ``attnlab.viz.plot_attention``)."""
-        try:
-            runtime = self.runtime_module()
-        except NotImplementedError:  # a task declared without its heavy half
-            raise UsageError(f"task {self.name!r} has no attention plot") from None
-        return runtime.attention_maps(self, run_dir, self.typed(cfg, run_dir), text)
+        Raises:
+            UsageError: the task has no runtime (a ``Task`` made outside a task package).
+        """
+        raise UsageError(f"task {self.name!r} has no runtime: no runtime.py to train, load, "
+                         f"predict, evaluate or plot attention with")
 
 
 def line_of(result: dict[str, Any]) -> str:

@@ -94,11 +94,12 @@ def test_attention_maps_hook_labels_padding(tiny_run):
     cfg = {"task": "reverse", "num_categories": 6, "seq_len": 5, "model_dim": 8, "num_heads": 2,
            "num_layers": 2, "dim_feedforward": 16, "dropout": 0.0, "norm_first": False}
     cfg = get_task("reverse").config(**cfg)
-    maps, x_labels, y_labels = get_task("reverse").attention_maps(tiny_run, cfg, "4 5")
+    task = get_task("reverse")
+    maps, x_labels, y_labels = task.runtime().attention_maps(task, tiny_run, cfg, "4 5")
     assert len(maps) == 2 and maps[0].shape == (2, 5, 5)
     assert x_labels == ["(0)", "(0)", "(0)", "4", "5"]  # the keys: the padded input
     # the queries: the model's output at each row, the answer's two first, the rest in ()
-    outputs = get_task("reverse").predict_many(tiny_run, cfg, ["4 5"], ["--input"])[0]
+    outputs = task.runtime().predict_many(task, tiny_run, cfg, ["4 5"], ["--input"])[0]
     assert y_labels[:2] == outputs["prediction"].split()
     assert all(label.startswith("(") for label in y_labels[2:])
 
@@ -106,8 +107,8 @@ def test_attention_maps_hook_labels_padding(tiny_run):
 def test_task_without_attention_hook_is_a_usage_error():
     task = Task()
     task.name = "demo"
-    with pytest.raises(UsageError, match="task 'demo' has no attention plot"):
-        task.attention_maps(None, {}, "x")
+    with pytest.raises(UsageError, match="task 'demo' has no runtime: .* or plot attention"):
+        task.runtime().attention_maps(task, None, {}, "x")
 
 
 @pytest.mark.slow

@@ -57,7 +57,8 @@ def test_every_tasks_figure_fits_a_screen_and_draws_no_empty_axes(runs, name, dr
         return
     (fig,) = drawn
     cfg = read_yaml(run / "config.yaml")
-    maps = get_task(cfg["task"]).attention_maps(run, cfg, text)[0]
+    task = get_task(cfg["task"])
+    maps = task.runtime().attention_maps(task, run, task.typed(cfg, run), text)[0]
     heads = sum(m.shape[-3] if m.ndim >= 3 else 1 for m in maps)
     assert len(fig["panels"]) == (heads if heads <= viz.MAX_PANELS else len(maps))
     assert fig["axes"] == 2 * len(fig["panels"])  # a map and its colour bar each: none empty

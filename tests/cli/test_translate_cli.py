@@ -42,8 +42,10 @@ def test_prints_one_translation_per_text_in_order(run_dir, capsys):
     capsys.readouterr()
     assert main(["translate", str(run_dir), "seven", "one hundred and five", "--beam", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    expected = get_task("translate").translate(run_dir, read_yaml(run_dir / "config.yaml"),
-                                               ["seven", "one hundred and five"], num_beams=3)
+    task = get_task("translate")
+    cfg = task.typed(read_yaml(run_dir / "config.yaml"), run_dir)
+    expected = task.runtime().translate(task, run_dir, cfg, ["seven", "one hundred and five"],
+                                        num_beams=3)
     assert lines == expected and len(lines) == 2
 
 

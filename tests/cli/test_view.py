@@ -71,7 +71,8 @@ def test_the_page_holds_the_runs_attention_on_the_input(runs, name, capsys):
     assert code == 0 and out.strip().splitlines()[-1] == str(page)
     data = read_data(page.read_text(encoding="utf-8"))
     cfg = read_yaml(run / "config.yaml")
-    maps, keys, queries = get_task(cfg["task"]).attention_maps(run, cfg, text)
+    task = get_task(cfg["task"])
+    maps, keys, queries = task.runtime().attention_maps(task, run, task.typed(cfg, run), text)
     if name == "jets":  # the PNG's maps keep the 20 hardest; the page has every constituent
         assert len(data["query_tokens"]) >= len(queries)
         data["layers"] = [{**layer, "weights": [[row[: len(keys)] for row in head[: len(queries)]]
@@ -104,7 +105,8 @@ def test_translate_page_has_encoder_decoder_and_cross_groups(runs, capsys):
     assert view(capsys, run, "--input", text, "--out", out)[0] == 0
     data = read_data(out.read_text())
     cfg = read_yaml(run / "config.yaml")
-    cross, source, target = get_task("translate").attention_maps(run, cfg, text)
+    task = get_task("translate")
+    cross, source, target = task.runtime().attention_maps(task, run, task.typed(cfg, run), text)
     groups = [layer["group"] for layer in data["layers"]]
     assert sorted(set(groups)) == ["cross", "decoder", "encoder"]
     assert data["query_tokens"] == data["key_tokens"] == source

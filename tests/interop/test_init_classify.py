@@ -189,8 +189,9 @@ def test_a_trained_run_loads_predicts_evaluates_and_resumes_without_dir(dirs, tm
     assert "test_accuracy" in capsys.readouterr().out
     assert main(["plot", "attention", str(run), "--input", "the cat",
                  "--out", str(tmp_path / "a.png")]) == 0
-    maps, x_labels, _ = attnlab.tasks.get_task("classify").attention_maps(
-        run, attnlab.loading.check_run_dir(run)[1], "the cat")
+    classify = attnlab.tasks.get_task("classify")
+    maps, x_labels, _ = classify.runtime().attention_maps(
+        classify, run, attnlab.loading.check_run_dir(run)[1], "the cat")
     assert (x_labels[0], x_labels[-1], maps[0].shape[-1]) == ("[CLS]", "[SEP]", len(x_labels))
     assert main(["view", str(run), "--input", "the cat", "--out", str(tmp_path / "v.html")]) == 0
     shutil.rmtree(src)  # --resume reads the run's own checkpoint and tokenizer, never DIR

@@ -79,7 +79,9 @@ def test_evaluate_and_predict_on_the_trained_run(anomaly_run, capsys):
     assert main(["predict", str(anomaly_run), "--input", " ".join(map(str, zeros[:4] + [one] + zeros[4:]))]) == 0
     position = int(capsys.readouterr().out.strip().splitlines()[-1])
     assert 0 <= position < 10
-    model = TASKS["anomaly"].load(anomaly_run, read_yaml(anomaly_run / "config.yaml"))
+    task = TASKS["anomaly"]
+    model = task.runtime().load(task, anomaly_run,
+                                task.typed(read_yaml(anomaly_run / "config.yaml"), anomaly_run))
     x = features_of(zeros[:4] + [one] + zeros[4:])[None]
     assert position == int(model.predict(x)[0])
 
@@ -105,8 +107,10 @@ def test_bad_set_size_exits_2_before_a_run_directory_is_made(tmp_path, capsys):
 def test_plot_attention_labels_each_image_by_its_digit(anomaly_run, tmp_path):
     digits = digit_pools()["test"]
     chosen = digits.indices[:10].tolist()
-    maps, x_labels, _ = TASKS["anomaly"].attention_maps(
-        anomaly_run, read_yaml(anomaly_run / "config.yaml"), " ".join(map(str, chosen)))
+    task = TASKS["anomaly"]
+    maps, x_labels, _ = task.runtime().attention_maps(
+        task, anomaly_run, task.typed(read_yaml(anomaly_run / "config.yaml"), anomaly_run),
+        " ".join(map(str, chosen)))
     assert x_labels == [f"{i}:{d}" for i, d in enumerate(digits.labels[:10].tolist())]
     assert len(maps) == 1 and maps[0].shape == (2, 10, 10)
     out = tmp_path / "a.png"

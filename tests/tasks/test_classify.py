@@ -111,7 +111,7 @@ def test_predict_prints_a_label_and_evaluate_reproduces_the_metrics(classify_run
     cfg = read_yaml(classify_run / "config.yaml")
     assert main(["predict", str(classify_run), "--input", "the film was superb"]) == 0
     label = capsys.readouterr().out.strip().splitlines()[-1]
-    model, tokenizer = TASK.load(classify_run, cfg)
+    model, tokenizer = TASK.runtime().load(TASK, classify_run, TASK.typed(cfg, classify_run))
     logits = model(torch.tensor([tokenizer.encode("the film was superb")]))
     assert label == cfg["labels"][int(logits.argmax())]
     assert main(["evaluate", str(classify_run)]) == 0
@@ -123,7 +123,8 @@ def test_predict_prints_a_label_and_evaluate_reproduces_the_metrics(classify_run
 
 @pytest.mark.slow
 def test_a_padded_test_batch_predicts_what_each_text_does_alone(classify_run):
-    model, tokenizer = TASK.load(classify_run, read_yaml(classify_run / "config.yaml"))
+    cfg = TASK.typed(read_yaml(classify_run / "config.yaml"), classify_run)
+    model, tokenizer = TASK.runtime().load(TASK, classify_run, cfg)
     ids = [tokenizer.encode(t) for t in ["the movie was a lovely film and plot", "good", "awful acting"]]
     x, _ = make_batches(ids, [0, 0, 0], 3)[0]  # one batch, rows ordered by length, 0-padded
     by_length = sorted(ids, key=len)
@@ -153,7 +154,8 @@ def test_evaluate_on_another_file_and_predict_never_import_lightning(classify_ru
 @pytest.mark.slow
 def test_plot_attention_labels_cls_and_the_texts_own_words(classify_run, tmp_path):
     cfg = read_yaml(classify_run / "config.yaml")
-    maps, x_labels, y_labels = TASK.attention_maps(classify_run, cfg, "what a superb film")
+    maps, x_labels, y_labels = TASK.runtime().attention_maps(
+        TASK, classify_run, TASK.typed(cfg, classify_run), "what a superb film")
     assert x_labels == y_labels == ["what", " a", " superb", " film"]  # mean pooling: no [CLS]
     assert len(maps) == 1 and maps[0].shape == (2, 4, 4)
     assert_close(maps[0].sum(-1), torch.ones(2, 4), atol=1e-5, rtol=0)

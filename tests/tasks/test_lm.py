@@ -11,6 +11,7 @@ import attnlab
 from attnlab.cli import main
 from attnlab.data.corpus import TokenWindows, prepare
 from attnlab.models import CausalLM
+from attnlab.tasks.base import line_of
 from attnlab.tasks.lm import TASKS
 from attnlab.tasks.lm.runtime import lm_metrics
 
@@ -51,11 +52,13 @@ def test_load_evaluate_and_greedy_continuation(run):
     assert isinstance(model, CausalLM) and not model.training
     metrics = json.loads((run / "run" / "metrics.json").read_text())
     cfg = yaml.safe_load((run / "run" / "config.yaml").read_text())
-    again = TASK.evaluate(run / "run", cfg, None)
+    cfg = TASK.typed(cfg, run / "run")
+    again = TASK.runtime().evaluate(TASK, run / "run", cfg, None)
     assert again["val_loss"] == pytest.approx(metrics["val_loss"], abs=1e-5)
     out = model.generate(torch.tensor([tokenizer.encode("abcab")]), 7)
     assert tokenizer.decode(out[0].tolist()).startswith("abcab")
-    assert TASK.predict(run / "run", cfg, "abcab")  # one line of continuation
+    found = TASK.runtime().predict_many(TASK, run / "run", cfg, ["abcab"], ["--input"])
+    assert line_of(found[0])  # one line of continuation
 
 
 @pytest.mark.slow
@@ -66,7 +69,8 @@ def test_evaluate_on_a_text_file_scores_the_whole_file_in_windows(run):
     text = "abcabd " * 30 + "abcabe\n" * 20
     (run / "other.txt").write_text(text, encoding="utf-8")
     # encoded chunk by chunk into a token file (as prepare does: chunking is tested there)
-    metrics = TASK.evaluate(run / "run", cfg, str(run / "other.txt"))
+    metrics = TASK.runtime().evaluate(TASK, run / "run", TASK.typed(cfg, run / "run"),
+                                      str(run / "other.txt"))
     assert set(metrics) == {"val_loss", "val_perplexity"}
     # the same as encoding the whole text at once and scoring its non-overlapping windows
     model, tokenizer = attnlab.load(run / "run")
@@ -267,7 +271,8 @@ def test_a_run_written_before_the_flags_loads_with_the_old_defaults(run, tmp_pat
     model = attnlab.load(old)[0]
     assert model.config.bias and model.config.activation == "gelu"
     assert model.config.layer_norm_eps == 1e-5
-    assert TASK.evaluate(old, cfg, None)["val_loss"] == pytest.approx(
+    again = TASK.runtime().evaluate(TASK, old, TASK.typed(cfg, old), None)
+    assert again["val_loss"] == pytest.approx(
         json.loads((run / "run" / "metrics.json").read_text())["val_loss"], abs=1e-5)
 
 
@@ -281,7 +286,8 @@ def test_a_run_made_before_the_corpus_digests_evaluates_as_it_did(run, tmp_path)
     cfg = yaml.safe_load((old / "config.yaml").read_text())
     del cfg["corpus_sha256"]
     (old / "config.yaml").write_text(yaml.safe_dump(cfg))
-    assert TASK.evaluate(old, cfg, None)["val_loss"] == pytest.approx(
+    again = TASK.runtime().evaluate(TASK, old, TASK.typed(cfg, old), None)
+    assert again["val_loss"] == pytest.approx(
         json.loads((run / "run" / "metrics.json").read_text())["val_loss"], abs=1e-5)
 
 

@@ -9,6 +9,7 @@ import torch
 import attnlab
 from attnlab.cli import main
 from attnlab.tasks import get_task
+from attnlab.tasks.base import line_of
 from attnlab.tasks.translate.data import TranslationTokenizers
 from attnlab.tasks.translate.scoring import score
 
@@ -58,9 +59,13 @@ def test_evaluate_reproduces_the_test_metrics_and_load_returns_model_and_tokeniz
     src = torch.tensor([tok.encode("one hundred and seven")])
     out = model.generate(src, _cfg(number_run)["max_target_len"])
     expected = tok.decode(out[0, 1:].tolist())
-    assert get_task("translate").predict(number_run, _cfg(number_run), "one hundred and seven") == expected
+    task = get_task("translate")
+    cfg = task.typed(_cfg(number_run), number_run)
+    found = task.runtime().predict_many(task, number_run, cfg, ["one hundred and seven"],
+                                        ["--input"])
+    assert line_of(found[0]) == expected
     # digits are spelled in the source language first
-    assert get_task("translate").translate(number_run, _cfg(number_run), ["107"]) == [expected]
+    assert task.runtime().translate(task, number_run, cfg, ["107"]) == [expected]
 
 
 def _cfg(run_dir):

@@ -60,7 +60,7 @@ class AnomalyTask(Task):
         "input_dropout": 0.1, "threads": 1,
     }
 
-    def runtime_module(self) -> Runtime:
+    def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 

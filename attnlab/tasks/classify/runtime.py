@@ -1,7 +1,8 @@
 """The heavy half of ``attnlab train classify`` (the spec is ``spec.py``): the tokeniser and
 the padded batches, the model (a ``SequenceClassifier``, or with ``--init`` a pretrained
 encoder's ``BertClassifier``), the metrics, and the module-level ``run``, ``load``,
-``predict``, ``evaluate`` and ``attention_maps`` that ``ClassifyTask``'s methods call.
+``predict_many``, ``evaluate``, ``attention_maps`` and ``export_hf`` that the commands call
+(through ``Task.runtime``).
 
 Batches are grouped by length so that little padding is computed: texts become ids (B, T)
 padded with id 0 (the model masks id 0); sets become features (B, T, F) zero-padded with a mask
@@ -46,7 +47,7 @@ from .start import load_run_tokenizer, pretrained, start_of
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches", "Padding",
            "collect_predictions", "classification_metrics", "per_class_table",
            "classes_without_examples", "MISSING_KEY",
-           "run", "load", "predict_many", "evaluate", "attention_maps"]
+           "run", "load", "predict_many", "evaluate", "attention_maps", "export_hf"]
 
 MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
 
@@ -318,7 +319,7 @@ def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, tor
     return metrics, preds, targets
 
 
-# ---- the task's functions (ClassifyTask's methods call these) ---------------------------------
+# ---- the task's functions (the commands call these through Task.runtime) --------------------
 
 def _prepare(cfg, splits: dict[str, Any], start) -> tuple[Any, Any, list]:
     """Fit what training sets up from the training split, derived into the run config (so that
@@ -394,6 +395,23 @@ def load(task, run_dir: Path, cfg: RunSettings):
     model, tokenizer = _load(run_dir, cfg)
     return model if tokenizer is None else (model, tokenizer)
 
+
+def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], None]:
+    """``attnlab export --hf``: a run from ``--init`` of a BERT-family checkpoint as its
+    family's ``*ForSequenceClassification`` (``id2label`` the run's labels;
+    ``attnlab.interop.bert_classify``) with the checkpoint's tokenizer, and no note. A run of
+    attnlab's own encoder is a UsageError: Hugging Face has no class for it."""
+    if cfg.arch == "transformer":
+        raise UsageError(f"export: {run_dir} is a classify run of attnlab's own encoder; "
+                         f"Hugging Face has a classification class only for a run from "
+                         f"--init of a BERT-family checkpoint")
+    from ...interop.bert_classify import classifier_to_hf
+    from ...interop.tokenizer import to_hf_tokenizer
+
+    model, tok = _load(run_dir, cfg)
+    hf = classifier_to_hf(model, model_type=cfg.arch, labels=list(cfg.labels),
+                          specials=tok.specials)
+    return hf, {"": to_hf_tokenizer(tok)}, None
 
 
 @torch.no_grad()

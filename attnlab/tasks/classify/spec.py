@@ -60,7 +60,7 @@ from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...settings import AdaptSettings, flag, setting
 from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
 from ...run_config import RunSettings
-from ..base import Runtime, Task
+from ..base import Capabilities, Runtime, Task
 from . import pretrained
 from .data import read_and_pin
 
@@ -133,38 +133,22 @@ class ClassifyTask(Task):
 
     name = "classify"
     help = "text (or, with --set-column, feature-set) classification on your own file"
-    has_tokenizer = True
     run_config = ClassifyRunConfig
     model_flags = _MODEL_FLAGS
     overrides = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, "dropout": 0.1,
                  "threads": 1}
     default_notes = {"max_len": f"{_MAX_LEN}; with --init, what the model holds"}
-    init_model_types = INIT_MODEL_TYPES["classify"]  # what it takes part in (``Task``)
-    holds_out_fractions = True
-    hf_auto_class = "AutoModelForSequenceClassification"
+    init_model_types = INIT_MODEL_TYPES["classify"]
+    # holds out --val-fraction and --test-fraction of --data; `export --hf` writes a run from
+    # --init of a BERT-family checkpoint (runtime.export_hf)
+    capabilities = Capabilities(holds_out_fractions=True,
+                                hf_auto_class="AutoModelForSequenceClassification")
 
-    def runtime_module(self) -> Runtime:
+    def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 
         return runtime
-
-    def export_hf(self, run_dir, cfg) -> tuple[Any, dict[str, Any]]:
-        """``attnlab export --hf``: a run from ``--init`` of a BERT-family checkpoint as its
-        family's ``*ForSequenceClassification`` (``id2label`` the run's labels;
-        ``attnlab.interop.bert_classify``) with the checkpoint's tokenizer. A run of
-        attnlab's own encoder is a UsageError: Hugging Face has no class for it."""
-        if cfg.arch == "transformer":
-            raise UsageError(f"export: {run_dir} is a classify run of attnlab's own encoder; "
-                             f"Hugging Face has a classification class only for a run from "
-                             f"--init of a BERT-family checkpoint")
-        from ...interop.bert_classify import classifier_to_hf
-        from ...interop.tokenizer import to_hf_tokenizer
-
-        model, tok = self.load(run_dir, cfg)
-        hf = classifier_to_hf(model, model_type=cfg.arch, labels=list(cfg.labels),
-                              specials=tok.specials)
-        return hf, {"": to_hf_tokenizer(tok)}
 
     def init_settings(self, source) -> dict[str, Any]:
         """What ``--init DIR`` fixes: a Hugging Face BERT-family encoder's shape and

@@ -14,14 +14,13 @@ Imports neither torch nor Lightning.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import UsageError
 from ...models.configs import GraphNetConfig
 from ...run_config import RunSettings
 from ...settings import nodes_leave_a_test_node, setting
-from ..base import Runtime, Task
+from ..base import Capabilities, Runtime, Task
 
 __all__ = ["GraphSettings", "GraphTask", "TASKS", "GRAPHS"]
 
@@ -66,11 +65,13 @@ class GraphTask(Task):
     help = "node classification with graph attention (karate club, stochastic block model)"
     run_config = GraphRunConfig
     model_flags = ("kind", "model_dim", "num_heads", "num_layers", "dropout")
+    # the node --input names: its row is the one `plot attention` outlines and `view` pins
+    capabilities = Capabilities(attention_focus=True)
     # Veličković et al. (2018)'s Cora settings (GraphNetConfig's: 8 heads of 8, dropout 0.6)
     # and their lr 5e-3
     overrides = {"max_steps": 200, "lr": 5e-3, "warmup": 10, "batch_size": 1, "threads": 1}
 
-    def runtime_module(self) -> Runtime:
+    def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 
@@ -112,13 +113,6 @@ class GraphTask(Task):
                                          why=why)
         if broken:
             raise UsageError(broken)
-
-    def attention_focus(self, run_dir: Path, cfg: dict[str, Any], text: str) -> int:
-        """The node ``--input`` names: its row is the one ``plot attention`` outlines and
-        ``view`` opens pinned on (``runtime.attention_focus``)."""
-        from . import runtime
-
-        return runtime.attention_focus(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 TASKS = {"graph": GraphTask()}

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import UsageError
 from ...models.configs import JetTaggerConfig
 from ...run_config import RunSettings
 from ...settings import setting
-from ..base import Runtime, Task
+from ..base import Capabilities, Runtime, Task
 from .checks import check_files
 
 __all__ = ["JetsSettings", "JetsTask", "TASKS"]
@@ -84,14 +83,17 @@ class JetsTask(Task):
     name = "jets"
     help = "top-quark tagging: a set Transformer over particle jets (your .h5 files)"
     run_config = JetsRunConfig  # model flags: --class-token, --pair-bias, ...
-    holds_out_fractions = True  # --val-fraction, --test-fraction (``Task``)
+    # holds out --val-fraction and --test-fraction of --data; `plot attention` draws the jet
+    # itself with its strongest attention as lines, and `view` shows every constituent
+    capabilities = Capabilities(holds_out_fractions=True, attention_figure=True,
+                                attention_layers=True)
     # The course's set classifier: 2 post-LN blocks, D 64 (docs/jets.md, benchmarks/jets.py).
     overrides: dict[str, Any] = {
         "dim_feedforward": 128, "batch_size": 128, "warmup": 200, "max_steps": 3000,
         "val_every": 500,
     }
 
-    def runtime_module(self) -> Runtime:
+    def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 
@@ -121,20 +123,6 @@ class JetsTask(Task):
         return [*super().memory_estimate(cfg),
                 (f"one --chunk-size of {cfg['chunk_size']:,} jets", cfg["chunk_size"] * N * 16 * 2),
                 (f"a batch of {B:,} jets' attention over {N} constituents", B * N * N * per_pair * 4)]
-
-    def attention_figure(self, run_dir: Path, cfg: dict[str, Any], text: str, out: Path) -> Path:
-        """``plot attention``: the jet ``--input FILE:ROW`` itself, with the last block's
-        strongest attention as lines, instead of heat maps (``runtime.attention_figure``)."""
-        from . import runtime
-
-        return runtime.attention_figure(self, run_dir, self.typed(cfg, run_dir), text, out)
-
-    def attention_layers(self, run_dir: Path, cfg: dict[str, Any], text: str):
-        """``attnlab view``: every block's attention among all the jet's constituents
-        (``runtime.attention_layers``)."""
-        from . import runtime
-
-        return runtime.attention_layers(self, run_dir, self.typed(cfg, run_dir), text)
 
 
 TASKS = {"jets": JetsTask()}

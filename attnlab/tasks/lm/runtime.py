@@ -1,7 +1,7 @@
 """The heavy half of ``attnlab train lm`` (the spec, settings and checks are ``attnlab.tasks.lm``):
 the prepared corpus and its token windows, the ``CausalLM``, training, and the uses of a trained
-run — ``predict`` (a greedy continuation), ``evaluate``, ``attention_maps`` and the prompt of
-``attnlab generate``.
+run — ``predict`` (a greedy continuation), ``evaluate``, ``attention_maps``, the prompt of
+``attnlab generate`` and ``export --hf``.
 
 The metrics, shared by ``run`` and ``evaluate`` (``lm_metrics``, plain torch): over the N target
 tokens of the non-overlapping windows of val.bin (or of ``evaluate --data FILE``),
@@ -47,7 +47,7 @@ from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
            "pin_corpus", "split_windows", "pretrained", "figures", "run", "load",
-           "encode_prompt", "predict_many", "evaluate", "attention_maps"]
+           "encode_prompt", "predict_many", "evaluate", "attention_maps", "export_hf"]
 
 
 def model_config_of(cfg: RunSettings) -> CausalLMConfig:
@@ -172,7 +172,7 @@ def split_windows(cfg: RunSettings, split: str, *, stride: int | None = None) ->
 def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Prepare (or check) the corpus, train, measure ``val_loss``/``val_perplexity`` and write
-    the run directory (``Task.run``)."""
+    the run directory (``Runtime.run``)."""
     from ...training import finish, fit  # Lightning: imported by training only
     from ...training.lm import LMModule
 
@@ -258,7 +258,7 @@ def figures(cfg: RunSettings, run_dir: Path, steps: int, max_steps: int) -> None
 
 # ---- using a trained run (no Lightning) -----------------------------------------------------
 def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
-    """The trained ``CausalLM`` (eval mode) and its tokenizer (``Task.load``); with
+    """The trained ``CausalLM`` (eval mode) and its tokenizer (``attnlab.load``); with
     ``quantize="int8"``, its linear layers on int8 weights (``attnlab.nn.quantize``)."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
@@ -272,6 +272,25 @@ def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list
         raise UsageError(f"{what} is empty; give some text to continue")
     return ids
 
+
+def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], str]:
+    """``attnlab export --hf``: the run as a ``GPT2LMHeadModel`` (``attnlab.interop.to_hf``)
+    and its tokenizer, in OUT itself, with a note on what the exported model cannot do that
+    ``attnlab generate`` does: go on past its positions (``n_positions``, a learned table:
+    transformers' ``generate`` fails there, where attnlab slides the window)."""
+    from ...interop import to_hf
+    from ...interop.tokenizer import special_ids, to_hf_tokenizer
+
+    model, tokenizer = load(task, run_dir, cfg)
+    hf_model = to_hf(model, **special_ids(tokenizer))
+    n = hf_model.config.n_positions
+    source = (f"the run's --block-size" if cfg.block_size == n else
+              f"--init's; the run trained on windows of --block-size {cfg.block_size}")
+    note = (f"note: the exported model reads at most {n} positions (n_positions, "
+            f"{source}): transformers' generate fails once prompt + "
+            f"max_new_tokens pass {n} tokens; keep them within {n}, or continue longer "
+            f"texts with attnlab generate, which slides the window")
+    return hf_model, {"": to_hf_tokenizer(tokenizer)}, note
 
 
 @torch.no_grad()

@@ -27,7 +27,7 @@ from ...settings import AdaptSettings, setting
 from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
 from ...tokenizers import vocab_too_small
-from ..base import Runtime, Task
+from ..base import Capabilities, Runtime, Task
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, init_is_run,
                      is_prepared)
 
@@ -86,7 +86,6 @@ class LMTask(Task):
 
     name = "lm"
     help = "train a decoder-only (GPT-style) language model on your text (--data FILE or DIR)"
-    has_tokenizer = True
     run_config = LMRunConfig  # its model flags: every field with a flag (--positional, ...)
     overrides: dict[str, Any] = {
         "model_dim": 128, "dim_feedforward": 512, "dropout": 0.1, "batch_size": 32,
@@ -100,12 +99,17 @@ class LMTask(Task):
         "ff_dropout": 0.0,
     }
     default_notes = {"attention_dropout": "as --dropout"}
-    # what it takes part in (``Task``)
-    quantizable = True
-    int8_faster_from = 256  # benchmarks/RESULTS.md, "quantize_where"
-    generates = True
     init_model_types = INIT_MODEL_TYPES["lm"]
-    hf_auto_class = "AutoModelForCausalLM"
+    # int8 decoding was faster from 256 wide (benchmarks/RESULTS.md, "quantize_where");
+    # predict continues its input token by token, as generate does with a prompt
+    capabilities = Capabilities(quantizable=True, int8_faster_from=256, generates=True,
+                                hf_auto_class="AutoModelForCausalLM", encode_prompt=True)
+
+    def runtime(self) -> Runtime:
+        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
+        from . import runtime
+
+        return runtime
 
     def init_settings(self, source) -> dict[str, Any]:
         """What --init fixes: a GPT-2 directory's sizes, activation, LayerNorm epsilon, tied
@@ -129,12 +133,6 @@ class LMTask(Task):
         what = "--block-size" if init_is_run(cfg["init"]) else "n_positions"
         return {"block_size": (cfg["max_len"], f"--init {cfg['init']}'s model reads at most "
                                                f"{cfg['max_len']} positions ({what})")}
-
-    def runtime_module(self) -> Runtime:
-        """``runtime.py`` of this package (torch, the model, training), imported on first use."""
-        from . import runtime
-
-        return runtime
 
     def check_settings(self, cfg: dict[str, Any]) -> None:
         """--attention-dropout not given: the same as --dropout (recorded in config.yaml)."""
@@ -180,34 +178,6 @@ class LMTask(Task):
             T, D = cfg.get("max_len") or cfg.get("block_size") or 0, cfg.get("model_dim") or 0
             found.append((f"the learned position table ({T:,} x {D:,})", 16 * T * D))
         return found
-
-    def export_hf(self, run_dir: Path, cfg) -> tuple[Any, dict[str, Any]]:
-        """``attnlab export --hf``: the run as a ``GPT2LMHeadModel`` (``attnlab.interop.to_hf``)
-        and its tokenizer, in OUT itself."""
-        from ...interop import to_hf
-        from ...interop.tokenizer import special_ids, to_hf_tokenizer
-
-        model, tokenizer = self.load(run_dir, cfg)
-        return to_hf(model, **special_ids(tokenizer)), {"": to_hf_tokenizer(tokenizer)}
-
-    def export_note(self, hf_model, cfg) -> str:
-        """What a ``GPT2LMHeadModel`` cannot do that ``attnlab generate`` does: go on past its
-        positions (``n_positions``, a learned table: transformers' ``generate`` fails there,
-        where attnlab slides the window), said with the numbers."""
-        n = hf_model.config.n_positions
-        source = (f"the run's --block-size" if cfg.block_size == n else
-                  f"--init's; the run trained on windows of --block-size {cfg.block_size}")
-        return (f"note: the exported model reads at most {n} positions (n_positions, "
-                f"{source}): transformers' generate fails once prompt + "
-                f"max_new_tokens pass {n} tokens; keep them within {n}, or continue longer "
-                f"texts with attnlab generate, which slides the window")
-
-    # ---- attnlab generate (the heavy half: runtime.encode_prompt) ------------------------
-    def encode_prompt(self, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:
-        """The token ids of a prompt; ``UsageError`` naming ``what`` if it encodes to none."""
-        from . import runtime
-
-        return runtime.encode_prompt(self, tokenizer, text, what=what)
 
 
 def _check_init(cfg: dict[str, Any]) -> None:

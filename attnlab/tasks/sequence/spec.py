@@ -62,7 +62,7 @@ class SequenceTask(Task):
         "val_every": 10, "threads": 1,
     }
 
-    def runtime_module(self) -> Runtime:
+    def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 

@@ -1,6 +1,6 @@
 """The heavy half of ``attnlab train translate`` (the spec is ``spec.py``): the batches, the
 model, training, loading, and the commands that use a trained run (``predict``, ``evaluate``,
-``translate``, ``plot attention``).
+``translate``, ``plot attention``, ``view``, ``evaluate --by-length``, ``export --hf``).
 
 Shapes: B batch, S source tokens, T target tokens (SOS ... EOS), L decoder layers, H heads.
 
@@ -41,7 +41,11 @@ from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_b
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
-           "predict_many", "evaluate", "attention_maps"]
+           "predict_many", "evaluate", "attention_maps", "attention_layers", "evaluate_by_length",
+           "export_hf"]
+
+# where ``attnlab export --hf OUT`` writes the target tokenizer, beside the source one in OUT
+TARGET_TOKENIZER_DIR = "target_tokenizer"
 
 # Pairs drawn from the built-in stream to fit the tokenisers on: enough to see every word.
 TOKENIZER_SAMPLE = 5000
@@ -340,6 +344,26 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every text's translation (``translate``: the model loaded once, the texts batched)."""
     return [{"prediction": t} for t in translate(task, run_dir, cfg, texts, labels=labels)]
+
+
+def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], None]:
+    """``attnlab export --hf``: a ``--arch transformer`` run as a ``MarianMTModel``
+    (``attnlab.interop.to_hf``) with the source tokenizer in OUT and the target one in
+    ``OUT/target_tokenizer``, and no note; a run from a Marian checkpoint has Marian's one
+    tokenizer, written as Marian's files. A recurrent run is a UsageError: Hugging Face has no
+    model to hold it."""
+    if cfg.arch != "transformer":
+        raise UsageError(f"export: {run_dir} is a --arch {cfg.arch} run; Hugging Face has "
+                         f"no recurrent translation model to hold it (export --arch "
+                         f"transformer runs)")
+    from ...interop import to_hf
+    from ...interop.tokenizer import to_hf_tokenizer
+
+    model, tok = load(task, run_dir, cfg)
+    if tok.marian:  # a run from a Marian checkpoint: its one tokenizer, as Marian's files
+        return to_hf(model), {"": tok.src}, None
+    return to_hf(model), {"": to_hf_tokenizer(tok.src),
+                          TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}, None
 
 
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):

@@ -33,7 +33,7 @@ from ...models.configs import Seq2SeqConfig
 from ...settings import MAX_BEAM, AdaptSettings, beam_setting, length_penalty_setting, setting
 from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
-from ..base import Runtime, Task
+from ..base import Capabilities, Runtime, Task
 
 __all__ = ["TranslateSettings", "TranslateTask", "TASKS", "TOKENIZERS", "DATASETS",
            "BLEU_TOKENIZE", "ARCHS", "marian_settings"]
@@ -49,8 +49,6 @@ TRANSFORMER_ONLY = ("num_heads", "dim_feedforward", "num_encoder_layers", "num_d
 BLEU_TOKENIZE = ("auto", "13a", "char", "intl", "none")  # sacrebleu's; auto: resolve_bleu_tokenize
 # what fits the tokenisers of a run from scratch; --init DIR brings its own
 TOKENIZER_SETTINGS = ("src_tokenizer", "tgt_tokenizer", "vocab_size")
-# where ``attnlab export --hf OUT`` writes the target tokenizer, beside the source one in OUT
-TARGET_TOKENIZER_DIR = "target_tokenizer"
 
 
 @dataclass
@@ -117,25 +115,23 @@ class TranslateRunConfig(RunSettings[TranslateSettings, Seq2SeqConfig, Translate
 class TranslateTask(Task):
     name = "translate"
     help = "encoder-decoder translation: spelled-out numbers (num2words) or --data FILE"
-    has_tokenizer = True
     run_config = TranslateRunConfig  # model flags: --num-encoder-layers, --positional, ...
-    # what `plot attention` draws of a translation: the decoder's attention over the source only
-    attention_kind = "cross"
-    # what it takes part in (``Task``)
-    quantizable = True
-    int8_faster_from = 384  # benchmarks/RESULTS.md, "quantize_where"
-    # int8 translates the texts one at a time (it rounds by each call's range), float32 batches
-    int8_one_at_a_time = True
-    generates = True
-    evaluate_decodes = True  # the test split's greedy decoding
     init_model_types = INIT_MODEL_TYPES["translate"]
-    hf_auto_class = "AutoModelForSeq2SeqLM"
+    # `plot attention` draws the decoder's attention over the source only ("cross"); int8
+    # decoding was faster from 384 wide (benchmarks/RESULTS.md, "quantize_where") but
+    # translates the texts one at a time (it rounds by each call's range), where float32
+    # batches them; evaluate decodes the test split greedily
+    capabilities = Capabilities(
+        attention_kind="cross", quantizable=True, int8_faster_from=384,
+        int8_one_at_a_time=True, generates=True, evaluate_decodes=True,
+        hf_auto_class="AutoModelForSeq2SeqLM", translate=True, attention_layers=True,
+        evaluate_by_length=True)
     overrides = {
         "model_dim": 128, "dim_feedforward": 512, "batch_size": 128, "max_steps": 600,
         "warmup": 200, "threads": 1,
     }
 
-    def runtime_module(self) -> Runtime:
+    def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 
@@ -172,11 +168,11 @@ class TranslateTask(Task):
         frozen = self.config_class().from_values  # the readers below read a typed config
         init = None
         if cfg.get("init") is not None and not cfg.get("resume"):
-            init = self.runtime_module().read_init(self, frozen(cfg))
+            init = self.runtime().read_init(self, frozen(cfg))
         if cfg["data"] is not None:
             cfg.update(check_files(frozen(cfg)))  # the settings dict records the files' digests
             if init is not None:
-                self.runtime_module().check_init_lengths(init, frozen(cfg))
+                self.runtime().check_init_lengths(init, frozen(cfg))
             return init
         check_languages(frozen(cfg))
         if cfg.get("epochs") is not None:
@@ -234,53 +230,6 @@ class TranslateTask(Task):
         kept = {*TRANSFORMER_ONLY, "src_column", "tgt_column",
                 "length_penalty"}  # `translate --beam N` of the run reads it
         return [name for name in super().unrecorded_settings(cfg) if name not in kept]
-
-    def translate(self, run_dir: Path, cfg: dict[str, Any], texts: list[str], *,
-                  num_beams: int | None = None, length_penalty: float | None = None,
-                  quantize: str | None = None, labels: list[str] | None = None) -> list[str]:
-        """``attnlab translate DIR TEXT...``: the translations of ``texts``, in order (with the
-        built-in numbers, digits are spelled out first); ``quantize="int8"``: by the model on
-        int8 weights; ``labels`` name the texts in errors."""
-        from . import runtime
-
-        return runtime.translate(self, run_dir, self.typed(cfg, run_dir), texts,
-                                 num_beams=num_beams, length_penalty=length_penalty,
-                                 quantize=quantize, labels=labels)
-
-    def attention_layers(self, run_dir: Path, cfg: dict[str, Any], text: str):
-        """``attnlab view``: the encoder's, the decoder's and the cross-attention layers of the
-        translation of ``text`` (``runtime.attention_layers``)."""
-        from . import runtime
-
-        return runtime.attention_layers(self, run_dir, self.typed(cfg, run_dir), text)
-
-    def export_hf(self, run_dir: Path, cfg) -> tuple[Any, dict[str, Any]]:
-        """``attnlab export --hf``: a ``--arch transformer`` run as a ``MarianMTModel``
-        (``attnlab.interop.to_hf``) with the source tokenizer in OUT and the target one in
-        ``OUT/target_tokenizer``; a run from a Marian checkpoint has Marian's one tokenizer,
-        written as Marian's files. A recurrent run is a UsageError: Hugging Face has no
-        model to hold it."""
-        if cfg.arch != "transformer":
-            raise UsageError(f"export: {run_dir} is a --arch {cfg.arch} run; Hugging Face has "
-                             f"no recurrent translation model to hold it (export --arch "
-                             f"transformer runs)")
-        from ...interop import to_hf
-        from ...interop.tokenizer import to_hf_tokenizer
-
-        model, tok = self.load(run_dir, cfg)
-        if tok.marian:  # a run from a Marian checkpoint: its one tokenizer, as Marian's files
-            return to_hf(model), {"": tok.src}
-        return to_hf(model), {"": to_hf_tokenizer(tok.src),
-                              TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}
-
-    def evaluate_by_length(self, run_dir: Path, cfg: dict[str, Any], data: str | None,
-                           out: Path, *, quantize: str | None = None):
-        """``attnlab evaluate --by-length``: (metrics, rows by source length), the figure
-        written to ``out`` (``runtime.evaluate_by_length``)."""
-        from . import runtime
-
-        return runtime.evaluate_by_length(self, run_dir, self.typed(cfg, run_dir), data, out,
-                                          quantize=quantize)
 
 
 def marian_settings(config: dict[str, Any], where: Path) -> dict[str, Any]:
