@@ -1,4 +1,4 @@
-"""The names of the feed-forward activations: the light half of
+"""The names of the feed-forward activations, kept apart from
 ``attnlab.nn.feedforward.make_activation``, which builds each of them.
 
 It imports nothing (no torch), so that typed model configs (``attnlab.models.configs``) and the

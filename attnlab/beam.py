@@ -136,7 +136,7 @@ def _advance(logprobs: Tensor, scores: Tensor, seqs: Tensor, items: list[int],
              found: list[list], length: int, rules: _Rules):
     """One step of every row still searching: its 2K best candidates, EOS ones filed in
     ``found``. Returns the step's rows to continue from, their new tokens and scores (K per
-    row that goes on), and the batch rows that go on."""
+    row that continues), and the batch rows that continue."""
     K, V = rules.K, logprobs.shape[-1]
     cand = (scores[:, None] + logprobs).view(len(items), K * V)  # (A, K·V)
     top_scores, top_idx = cand.topk(min(2 * K, K * V), dim=1)  # (A, 2K), best first

@@ -27,7 +27,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
-        # main() already prints "attnlab: error:" (adding one here printed it twice)
+        # main() already prints "attnlab: error:" (adding one here would print it twice)
         where = self.prog.removeprefix("attnlab").strip()
         raise UsageError(f"{where}: {message}" if where else message)
 
@@ -71,7 +71,8 @@ def _glue_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
-# A write that failed for want of room or a device, not for a bug: said in one line.
+# A write that failed for lack of space or a failing device, not because of a bug: reported
+# in one line, without a traceback.
 _WRITE_FAULTS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, errno.EFBIG)
 
 
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (MemoryError, RuntimeError) as e:
         # torch's out-of-memory is a RuntimeError (torch.OutOfMemoryError on GPUs): a resource
-        # fault, not a bug, said in one line; anything else keeps its traceback
+        # fault, not a bug, so it is reported in one line; anything else keeps its traceback
         text = " ".join(str(e).split())
         if not isinstance(e, MemoryError) and "allocate" not in text and "out of memory" not in text:
             raise
@@ -117,13 +118,13 @@ def console() -> int:
     """The ``attnlab`` process (the console script and ``python -m attnlab``): ``main()``, then
     the objects the process holds frozen out of the garbage collector's reach.
 
-    The interpreter's exit searches every object for reference cycles once more; with torch
-    (and Lightning, transformers) imported, a wait after the last line of output
-    (benchmarks/RESULTS.md, "finetune after the fixed costs"), freeing memory the operating
-    system takes back at once anyway. ``gc.freeze()``
-    leaves them to it; atexit handlers still run, and every file attnlab writes is closed
-    where it is written. Only for the process's own command line: a program that calls
-    ``main`` keeps its collector.
+    When the interpreter exits it searches every object for reference cycles once more. With
+    torch (and Lightning, transformers) imported, that search is a noticeable wait after the
+    last line of output (benchmarks/RESULTS.md, "finetune after the fixed costs"), spent
+    freeing memory that the operating system takes back at once anyway. ``gc.freeze()`` moves
+    the objects out of the collector's reach, so the exit skips them; atexit handlers still
+    run, and every file attnlab writes is closed where it is written. This is done only for
+    the process's own command line: a program that calls ``main`` keeps its collector.
     """
     code = main()
     gc.freeze()

@@ -3,7 +3,7 @@
 Shapes: B batch, K beams, V vocabulary, T tokens so far, N new tokens.
 
 Everything here is model-agnostic, and every generating model in attnlab goes through it. A
-model takes part through a *step function*: an object called with every token so far,
+model is decoded through its *step function*: an object called with every token so far,
 ``step(tokens) -> logits``, tokens (B, T) -> next-token logits (B, V). A step function that
 keeps a key/value cache feeds the model only the tokens it has not seen yet
 (``tokens[:, cached:]``), through the fast ``step`` of the modules that own the weights

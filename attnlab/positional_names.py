@@ -1,4 +1,4 @@
-"""The names of the positional kinds and where each acts: the light half of the registry
+"""The names of the positional kinds and where each acts, kept apart from the registry
 ``attnlab.nn.positional.POSITIONAL_KINDS``, which builds its kinds from this table.
 
 It imports nothing (no torch), so that typed model configs (``attnlab.models.configs``) and the

@@ -180,8 +180,9 @@ def read_json(path: str | Path, *, what: str = "a JSON file") -> Any:
 
 def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
     """A YAML mapping from ``path``; ``UsageError`` naming the file when missing, broken or
-    empty (no settings at all: a run's config.yaml cut short, a --config file saved blank;
-    read as a mapping it was once "a None run", or the defaults trained without a word)."""
+    empty (no settings at all: a run's config.yaml cut short, a --config file saved blank).
+    An empty file read as an empty mapping would name no task, or train with the defaults
+    without any message, so it is refused."""
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):

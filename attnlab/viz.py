@@ -82,7 +82,7 @@ def _as_layers(maps) -> list[torch.Tensor]:
 
 
 # A figure fits a screen at 100 %: at most MAX_INCHES × MAX_INCHES at 100 dpi (2,000 px a
-# side; unbounded, a 40-character lm input made 5,800 px, a graph 10,018 px). Beyond
+# side; without the bound a 40-character lm input would take 5,800 px, a graph 10,018 px). Beyond
 # MAX_PANELS maps each layer is drawn once, as the mean of its heads, so every map stays large
 # enough to read its labels.
 MAX_INCHES, MAX_PANELS, MAX_COLUMNS = 20.0, 16, 4

@@ -13,14 +13,15 @@ the operating system pages in only the windows touched, so a 100 GB corpus train
 of memory (as nanoGPT does with its ``train.bin``).
 
 Identity ("Trust: no silent wrong result"). Token ids mean nothing without the tokeniser that
-made them, so a corpus replaced under a run's feet would give a different ``val_loss`` with no
-word. Hashing a multi-GB ``train.bin`` at every ``evaluate`` would be slow, so ``prepare``
+made them, so a corpus replaced under a run's feet would give a different ``val_loss`` without
+any warning. Hashing a multi-GB ``train.bin`` at every ``evaluate`` would be slow, so ``prepare``
 computes the SHA-256 of every token file *while writing it* (and of tokenizer.json and of each
 source text as it reads it) and stores them in ``meta.json["sha256"]``. meta.json is written
 last (the commit: a directory without it is not a corpus), so the digest of meta.json, a file of
 a few hundred bytes, identifies the whole corpus; ``corpus_identity`` returns it together with
-tokenizer.json's (which also covers corpora prepared before the digests existed). A run records
-it when it starts and ``evaluate`` / ``--resume`` compare it (``attnlab.tasks.lm``). ``read_meta``
+tokenizer.json's (which identifies the tokeniser also when meta.json holds no digests: see
+docs/compatibility.md). A run records it when it starts and ``evaluate`` / ``--resume``
+compare it (``attnlab.tasks.lm``). ``read_meta``
 also checks, cheaply, that the token files have the sizes meta.json states and that
 tokenizer.json is the one it names. The token files' digests in meta.json let a user verify the
 content in full (``sha256sum train.bin``) when they suspect a file was edited in place. Both
@@ -47,7 +48,8 @@ from ..errors import UsageError
 from ..paths import check_output
 from ..settings import CorpusSettings, check_argument
 from ..tokenizers import TOKENIZER_KINDS, Tokenizer
-# the light half (no numpy, no torch), re-exported: ``from attnlab.data.corpus import read_meta``
+# the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
+# read_meta`` works)
 from .corpus_meta import SPLITS, corpus_identity, read_meta
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",

@@ -1,6 +1,6 @@
-"""A prepared corpus' ``meta.json``, read and checked without numpy or torch: the light half of
-``attnlab.data.corpus`` (which re-exports these names), so that ``attnlab train lm --data DIR``
-checks the corpus before anything heavy is imported.
+"""A prepared corpus' ``meta.json``, read and checked without numpy or torch: the part of
+``attnlab.data.corpus`` (which re-exports these names) that imports neither, so that
+``attnlab train lm --data DIR`` checks the corpus before numpy or torch is imported.
 
 ``read_meta`` checks, cheaply, that the token files have the sizes meta.json states and that
 tokenizer.json is the one it names; ``corpus_identity`` is what a run records to know later that
@@ -35,8 +35,8 @@ def read_meta(data_dir: str | Path, *, what: str = "--data") -> dict:
     """``meta.json`` of a prepared directory, checked against the files next to it.
 
     Cheap checks only (no pass over the token files): each token file's size is the token count
-    meta.json states, and tokenizer.json is the one meta.json's digest names (corpora prepared
-    before the digests existed are checked for sizes only).
+    meta.json states, and tokenizer.json is the one meta.json's digest names (a meta.json
+    without digests is checked for sizes only: docs/compatibility.md).
 
     Args:
         data_dir: a directory written by ``attnlab prepare``.

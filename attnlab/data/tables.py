@@ -152,7 +152,7 @@ def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
 
     ``attnlab.runs.record_data_files`` hashes a data file when a run starts, and the run
     reads it (again) later: in ``--resume``, in ``evaluate``, or just after the check. If the
-    file changed in between, the rows now in hand are not the ones the digest vouches for.
+    file changed in between, the rows just read are not the ones the digest vouches for.
 
     Args:
         path: the file, for the message.
