@@ -69,6 +69,10 @@ def config_from_run(config: type, cfg: RunSettings, **overrides: Any):
     return type(cfg).layout.model_config(cfg, config, **overrides)
 
 
+class PlainRunConfig(RunSettings[None, None, None]):
+    """The run config of a task declared without settings or a model of its own."""
+
+
 @runtime_checkable
 class Runtime(Protocol):
     """What every task's ``runtime.py`` defines, each function taking the task first and the
@@ -226,7 +230,7 @@ class Task:
 
     name: str = ""
     help: str = ""
-    run_config: type[RunSettings]
+    run_config: type[RunSettings] = PlainRunConfig
     overrides: dict[str, Any] = {}
     default_notes: dict[str, str] = {}
     model_flags: tuple[str, ...] | None = None
