@@ -166,8 +166,8 @@ def test_the_cycle_finder_finds_a_planted_cycle():
     assert _cycle({"p": {"p.x"}, "p.x": {"p"}}) is None  # a submodule using its package
 
 
-PLANTED = {  # a package p whose two modules use each other as models/causal_lm.py and
-    # models/lm_generation.py do: one for real, the other for its annotations only
+PLANTED = {  # a package p whose two modules use each other, one for real, the other for its
+    # annotations only (a type-only import, which makes no circle)
     "p.lm": "from .generation import stream\n",
     "p.generation": (
         "from typing import TYPE_CHECKING\n"
@@ -326,7 +326,7 @@ def test_no_function_in_the_package_is_over_60_lines():
 def test_task_specs_are_light_and_a_flag_error_needs_no_torch():
     """Every task's spec module (``attnlab/tasks/NAME/spec.py``, which the registry imports)
     imports neither torch, numpy nor Lightning, so ``attnlab train TASK --help`` and a refused
-    flag answer before torch loads; the heavy half is the package's ``runtime.py``."""
+    flag answer before torch loads; the part that imports torch is the package's ``runtime.py``."""
     import subprocess
     import sys
 

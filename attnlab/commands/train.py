@@ -72,9 +72,9 @@ def build_config(task_name: str, given: dict[str, Any]) -> RunSettings:
 
 def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     """``build_config``'s settings, and what the task's checks read that its run needs
-    (``Task.validate``'s result, handed to ``Task.run``: the task object keeps nothing).
-    Every check runs on the plain dict (and may normalise it); the dict is then frozen, once,
-    into the task's typed run config (``Task.config_class``)."""
+    (``Task.validate``'s result, handed to the runtime's ``run``, ``task.runtime().run``: the
+    task object keeps nothing). Every check runs on the plain dict (and may normalise it); the
+    dict is then frozen, once, into the task's typed run config (``Task.config_class``)."""
     from ..loading import check_values
     from ..runs import read_yaml
 
@@ -97,7 +97,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
             raise UsageError(f"--resume: {out} holds a {previous.get('task')!r} run, "
                              f"not {task_name!r}")
         # a hand-edited value is named in the file, as generate and evaluate name it (the
-        # rules between settings are checked below, on the values the run goes on with)
+        # rules between settings are checked below, on the values the run continues with)
         check_values(task, previous, str(saved), training=True)
         settings = {**file_cfg, **{k: v for k, v in given.items() if k not in ("func", "command")}}
         resume_conflicts(previous, settings, cfg, Path(out))
@@ -113,7 +113,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     _apply_init(task, cfg, {**{k: f"--config {given.get('config')}" for k in file_cfg},
                             **{k: "" for k in given}})
     validate_shared(cfg, task)
-    if not cfg["resume"]:  # a resumed run goes on as it was trained
+    if not cfg["resume"]:  # a resumed run continues as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
     checked = task.check_settings(cfg)
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses

@@ -9,7 +9,7 @@ H heads, hd head width, L layers.
 A "decoder-only" model is the encoder stack with a causal mask: there is no cross-attention, so
 ``attnlab.nn.TransformerEncoder(is_causal=True)`` is exactly GPT-2's stack and goes through the
 fused attention kernel's causal path. The model calls that stack ``decoder`` (what it is here);
-weights saved when it was ``encoder`` still load (``renamed.accept_old_names``).
+weights stored under the old name ``encoder`` load too (``renamed.accept_old_names``).
 
 Generation keeps a key/value cache per layer, so each new token costs one position's work
 (O(T) attention) instead of re-running the whole sequence. Prompts of different lengths are
@@ -135,7 +135,7 @@ class CausalLM(nn.Module):
         self._init_weights(config.num_layers)
         if config.tie_weights:
             self.lm_head.weight = self.token_embedding.weight
-        # runs and checkpoints saved before the renames (models/renamed.py: the old names)
+        # weights under the old names load (models/renamed.py; docs/compatibility.md)
         accept_old_names(self, {"encoder": "decoder", "pos_encoding": "positional_encoding"})
 
     def _init_weights(self, num_layers: int) -> None:
@@ -297,7 +297,7 @@ class CausalLM(nn.Module):
         (the CLI prints them while the next one is computed). Same arguments, and:
 
         Args:
-            slide: for unpadded prompts, go on past ``max_len``: when the context is full,
+            slide: for unpadded prompts, continue past ``max_len``: when the context is full,
                 keep its last max_len // 2 tokens, re-read them, and continue (each round is
                 cached; the model never sees more than max_len tokens). The prompt is cut to
                 its last max_len - 1 tokens if longer.

@@ -5,10 +5,9 @@ checks its fields against them when it is built (``ModelConfig.__post_init__``),
 that exists is in range. ``Model(cfg)`` builds the model from it, reading its fields,
 ``model.config`` is that object, the task's ``attnlab train`` flags, defaults, help and checks
 are generated (``attnlab.settings``), and ``config.yaml`` stores it as plain keys (``as_dict``;
-``from_dict`` reads them back, a key missing from a run written before taking the field's
-default). A field with ``flag=False`` is derived or read from the data (vocabulary sizes,
-special ids) and has no flag. Derived values are set in ``__post_init__`` (the feed-forward
-width, when not given).
+``from_dict`` reads them back; a missing key takes the field's default). A field with
+``flag=False`` is derived or read from the data (vocabulary sizes, special ids) and has no
+flag. Derived values are set in ``__post_init__`` (the feed-forward width, when not given).
 
 This module imports no torch: the CLI builds every parser from these fields at start-up.
 
@@ -154,7 +153,7 @@ class CausalLMConfig(ModelConfig):
                                     "(--no-bias: none, nanoGPT's recipe)")
     attention_dropout: float = setting(0.0, help="dropout on the attention weights", low=0, below=1,
                                        absent=0.0)
-    # None: --dropout's value, as every run before this setting trained (the course's block)
+    # None: --dropout's value (the course's block; what a run without the key reads)
     ff_dropout: float = setting(None, help="dropout inside each feed-forward network, after its "
                                 "first layer (GPT-2's block has none there; the course's has "
                                 "--dropout's)", low=0, below=1, optional=True, absent=None)

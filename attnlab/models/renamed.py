@@ -1,11 +1,11 @@
 """Reading weights saved under a submodule's old name.
 
-Giving each concept one name across models (``docs/architecture.md``, "Names") renamed
-some submodules, and so some state-dict keys: ``CausalLM.encoder`` -> ``decoder``,
-``CausalLM.pos_encoding`` and ``Seq2SeqTransformer.positional`` -> ``positional_encoding``. Runs
-and checkpoints written before that must still load, whether into the model itself
-(``model.safetensors``: ``attnlab.load``, ``runs.load_weights``) or into a module that holds it
-(a Lightning checkpoint's ``model.encoder....`` keys, ``--resume``).
+Each concept has one name across models (``docs/architecture.md``, "Names"). Weights stored
+under a submodule's old name load under its new one (``CausalLM.encoder`` -> ``decoder``,
+``CausalLM.pos_encoding`` and ``Seq2SeqTransformer.positional`` -> ``positional_encoding``;
+docs/compatibility.md), whether into the model itself (``model.safetensors``: ``attnlab.load``,
+``runs.load_weights``) or into a module that holds it (a checkpoint's ``model.encoder....``
+keys, ``--resume``).
 """
 from __future__ import annotations
 

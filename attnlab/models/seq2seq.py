@@ -108,7 +108,7 @@ class Seq2SeqTransformer(nn.Module):
             self.output.weight = self.tgt_embedding.weight
         if config.final_logits_bias:  # a buffer, as in Marian: saved with the weights, never trained
             self.register_buffer("final_logits_bias", torch.zeros(V_t))  # (V_t,)
-        # runs saved before the positional module was named as in the other models
+        # weights under the old name "positional" load (docs/compatibility.md)
         accept_old_names(self, {"positional": "positional_encoding"})
 
     @classmethod

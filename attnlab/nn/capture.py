@@ -8,8 +8,8 @@ the cache under its module name, ``cache["encoder.layers.0.self_attn"]`` -> (B, 
 Module outputs can be captured too (forward hooks), under ``"<name>:output"``. Outside a
 capture, attention keeps the fused kernel and pays one attribute check per call.
 
-A module takes part in attention capture by having a tuple attribute ``_attention_sinks`` and
-calling each sink with its weights; ``MultiheadAttention`` does (so would any attention variant).
+A module's attention weights are captured when it has a tuple attribute ``_attention_sinks``
+and calls each sink with its weights; ``MultiheadAttention`` does (so would any attention variant).
 """
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ class LearnedPositionalEncoding(nn.Module):
         max_len: number of positions.
 
     The arguments are in ``PositionalEncoding``'s order, (d_model, max_len)
-    (docs/positional_encoding.md); older versions took them reversed.
+    (docs/positional_encoding.md).
 
     Shape:
         x: (B, T, D) -> (B, T, D); ``positions`` optional (B, T) or (T,) integer positions.

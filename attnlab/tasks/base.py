@@ -130,9 +130,9 @@ class Capabilities:
     """What a task can do besides train, load, predict, evaluate and plot attention: one
     declaration in its spec (``capabilities = Capabilities(quantizable=True, ...)``), which
     the commands read from the task object (``task.capabilities.quantizable``), never from a
-    list of task names, so a new task takes part by declaring it and no command is edited. The
-    defaults say "cannot"; a command refuses a task that cannot, naming the option and the
-    tasks that can. A field named after a function (``translate``, ``encode_prompt``, ...)
+    list of task names, so a new task gains a capability by declaring it and no command is
+    edited. The defaults say "cannot"; a command refuses a task that cannot, naming the option
+    and the tasks that can. A field named after a function (``translate``, ``encode_prompt``, ...)
     says the task's ``runtime.py`` defines that function, which the command calls.
 
     Attributes:

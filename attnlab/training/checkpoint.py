@@ -13,9 +13,10 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
     train_loader    the position in the training data (``attnlab.data.ResumableBatches``)
 
 It is read with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt,
-so a poisoned file raises instead of running its payload. Checkpoints written by Lightning's
-Trainer (attnlab before its own loop) hold the same things under other keys; ``read_checkpoint``
-takes them as they are, so such a run continues.
+so a poisoned file raises instead of running its payload. A checkpoint without a ``format`` key
+is in Lightning Trainer's layout, which holds the same things under other keys;
+``read_checkpoint`` converts it to the current format, so such a run continues
+(docs/compatibility.md).
 """
 from __future__ import annotations
 
@@ -96,10 +97,10 @@ def read_checkpoint(path: Path, *, flag: str = "--resume") -> dict[str, Any]:
 
 
 def _from_trainer(path: Path, state: dict[str, Any], flag: str = "--resume") -> dict[str, Any]:
-    """A checkpoint of Lightning's Trainer (attnlab before its own loop) in the current format.
-    The Trainer trained the per-element tasks' module itself (weights without the ``model.``
-    prefix the TaskModule now gives them), kept the data's position in its fit loop and the
-    random state and clock in attnlab's callbacks."""
+    """A checkpoint in Lightning Trainer's layout, in the current format. In that layout the
+    per-element tasks' weights may lack the ``model.`` prefix of the TaskModule's keys (the
+    Trainer trained their module itself), the data's position is in the fit loop's state, and
+    the random state and clock are in the state of attnlab's callbacks."""
     fit_loop = state.get("loops", {}).get("fit_loop", {}).get("state_dict", {})
     loader = (fit_loop.get("combined_loader") or [None])[0]
     missing = [what for what, value in (("the position in the training data", loader),

@@ -114,7 +114,7 @@ class _Signals:
 
     def stopped(self, message: str) -> Interrupted:
         """The ``Interrupted`` that ends a run after a signal, the step saved: every rank
-        stops with it, and only global rank 0 says so (each rank used to say it)."""
+        stops with it, and only global rank 0 says so."""
         return Interrupted(message, self.signum or signal.SIGTERM, checkpointed=True,
                            quiet=self.quiet)
 
@@ -211,7 +211,7 @@ class Loop:
         last = checkpoint_dir(self.run_dir) / "last.ckpt"
         state = self._checkpoint(last) if cfg.resume else None
         if state and len(state["optimizer"]["param_groups"]) != len(self.optimizer.param_groups):
-            # a run from before weight decay came in groups: its one group, as it trained
+            # a checkpoint with one parameter group resumes with one group (docs/compatibility.md)
             self.optimizer, self.scheduler = self._optimizer(list(self.model.parameters()))
         self.optimizer = fabric.setup_optimizers(self.optimizer)
         if state:

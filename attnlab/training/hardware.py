@@ -128,16 +128,15 @@ def _strategy(cfg: RunSettings):
     return str(cfg.strategy)
 
 
-def make_fabric(cfg: RunSettings, *, callbacks: list | None = None):
+def make_fabric(cfg: RunSettings):
     """A ``Fabric`` with the run's ``--accelerator --devices --num-nodes --strategy
-    --precision`` (``cfg``: the typed run config), and the callbacks the loop calls
-    (``Fabric.call``)."""
+    --precision`` (``cfg``: the typed run config)."""
     settings = _hardware(cfg)
     settings["strategy"] = _strategy(cfg)
     settings["precision"] = _precision(str(settings["precision"]))
     with warnings.catch_warnings(), _no_rank_zero_info():
         warnings.simplefilter("ignore")  # the substitutions are reported by check_hardware
-        return fabric().Fabric(**settings, callbacks=callbacks or [])
+        return fabric().Fabric(**settings)
 
 
 def launch(built, cfg: RunSettings) -> None:
@@ -195,10 +194,10 @@ def check_hardware(cfg, *, quiet: bool = False):
     launched), its message on one line. Returns the run config (``attnlab.run_config``) with
     the precision Fabric will run.
 
-    What Fabric will really run is said and recorded: ``16-mixed`` on a CPU runs as
+    What Fabric will really run is reported and recorded: ``16-mixed`` on a CPU runs as
     ``bf16-mixed``, and the returned config's ``precision`` (so config.yaml) says so: a run's
     record names what it ran, not what was asked. ``--strategy ddp`` with one process trains
-    without DDP (``single_process_ddp``), said in one line; config.yaml keeps ``ddp``, which
+    without DDP (``single_process_ddp``), reported in one line; config.yaml keeps ``ddp``, which
     with one process trains the same numbers and on more devices is what was asked.
     """
     auto = cfg.precision == "auto"

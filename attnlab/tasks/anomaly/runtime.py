@@ -1,5 +1,6 @@
-"""The heavy half of ``attnlab train anomaly`` (the spec: ``attnlab.tasks.anomaly``): the digit
-sets, the set classifier, training, the test accuracy, the figures and the use of a trained run.
+"""The runtime module of ``attnlab train anomaly``, the part that imports torch (the spec:
+``attnlab.tasks.anomaly``): the digit sets, the set classifier, training, the test accuracy, the
+figures and the use of a trained run.
 
 The model is a ``SequenceClassifier`` with no positional encoding (a set has no order) and the
 per-element head: a score s_i per image, and softmax_i(s) over the set's positions picks the
@@ -74,7 +75,7 @@ def anomaly_accuracy(model, cfg: RunSettings) -> float:
 def _training_batches(cfg: RunSettings, steps: int):
     """``steps`` batches of new training sets. Every training index is a new set (seeded by
     --seed and the index): no set repeats. Batch number n holds sets n·B ... n·B + B - 1, so DDP
-    ranks draw different sets and a resumed run goes on with the sets an uninterrupted run would
+    ranks draw different sets and a resumed run continues with the sets an uninterrupted run would
     have drawn next."""
     B = cfg.batch_size
     train = DigitSets(digit_pools()["train"], steps * B, set_size=cfg.set_size,

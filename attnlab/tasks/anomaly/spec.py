@@ -1,5 +1,6 @@
 """``attnlab train anomaly``: find the odd digit in a set (set anomaly detection) — the spec
-(flags, defaults, checks); the heavy half is ``attnlab.tasks.anomaly.runtime``.
+(flags, defaults, checks); the runtime module (the part that imports torch) is
+``attnlab.tasks.anomaly.runtime``.
 
 Sets of ``--set-size`` 8×8 digit images from scikit-learn's bundled digits (``set_size - 1`` of
 one class, one of another, shuffled); a ``SequenceClassifier`` with no positional encoding (a

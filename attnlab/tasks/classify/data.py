@@ -3,10 +3,11 @@ test splits, and the labels of held-out files checked against training.
 
 Why a module of its own: the spec's ``validate`` reads the files (a data error must stop the
 command before the run directory is written) and the runtime trains, evaluates and predicts on
-what it read; both call ``load_splits``. So this module is the light half of the data: its own
-imports are the standard library and ``attnlab.data.tables``; only ``--set-column`` files, whose
-sets are (T, F) tensors, need ``attnlab.data.feature_sets`` and with it torch. Turning the
-examples into tensors (tokeniser, padded batches) is the runtime's (``runtime.py``).
+what it read; both call ``load_splits``. So this module is the part of the data code that
+imports no torch: its own imports are the standard library and ``attnlab.data.tables``; only
+``--set-column`` files, whose sets are (T, F) tensors, need ``attnlab.data.feature_sets`` and
+with it torch. Turning the examples into tensors (tokeniser, padded batches) is the runtime's
+(``runtime.py``).
 
 The split, for each option ``key`` in (test, val) not given as a file: within each class (labels
 sorted, so the draw is the same on every machine), shuffle with ``random.Random(--seed)`` and hold

@@ -1,8 +1,8 @@
-"""The heavy half of ``attnlab train classify`` (the spec is ``spec.py``): the tokeniser and
-the padded batches, the model (a ``SequenceClassifier``, or with ``--init`` a pretrained
-encoder's ``BertClassifier``), the metrics, and the module-level ``run``, ``load``,
-``predict_many``, ``evaluate``, ``attention_maps`` and ``export_hf`` that the commands call
-(through ``Task.runtime``).
+"""The runtime module of ``attnlab train classify``, the part that imports torch (the spec is
+``spec.py``): the tokeniser and the padded batches, the model (a ``SequenceClassifier``, or with
+``--init`` a pretrained encoder's ``BertClassifier``), the metrics, and the module-level ``run``,
+``load``, ``predict_many``, ``evaluate``, ``attention_maps`` and ``export_hf`` that the commands
+call (through ``Task.runtime``).
 
 Batches are grouped by length so that little padding is computed: texts become ids (B, T)
 padded with id 0 (the model masks id 0); sets become features (B, T, F) zero-padded with a mask

@@ -1,5 +1,6 @@
-"""The heavy half of ``attnlab train graph`` (the spec: ``attnlab.tasks.graph``): the graph and
-its node split, the GraphNet, full-batch training, the test accuracy and a trained run's use.
+"""The runtime module of ``attnlab train graph``, the part that imports torch (the spec:
+``attnlab.tasks.graph``): the graph and its node split, the GraphNet, full-batch training, the
+test accuracy and a trained run's use.
 Lightning is imported inside ``run`` only.
 
 Shapes: N nodes, F features, C classes, L layers, H heads.

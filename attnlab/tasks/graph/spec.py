@@ -1,6 +1,6 @@
 """``attnlab train graph``: classify the nodes of one graph — graph attention against the same
 network without attention and against an MLP that ignores the edges (the spec: flags, defaults,
-checks; the heavy half is ``attnlab.tasks.graph.runtime``).
+checks; the runtime module, the part that imports torch, is ``attnlab.tasks.graph.runtime``).
 
 Graphs (``--graph``), made here, nothing downloaded: ``karate`` — Zachary's karate club (34
 members; which club each joined; one-hot identities as features, so only the edges tell) — and

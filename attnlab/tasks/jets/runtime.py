@@ -1,6 +1,7 @@
-"""The heavy half of ``attnlab train jets`` (the spec: ``attnlab.tasks.jets``): streaming the
-jets, training the ``JetTagger``, the test metrics, the baselines, the figures, and the use of
-a trained run (``evaluate``, ``predict``, ``plot attention``).
+"""The runtime module of ``attnlab train jets``, the part that imports torch (the spec:
+``attnlab.tasks.jets``): streaming the jets, training the ``JetTagger``, the test metrics, the
+baselines, the figures, and the use of a trained run (``evaluate``, ``predict``,
+``plot attention``).
 
 Jets are read in chunks (``attnlab.tasks.jets.data.read_jets`` of an index range): a training step
 holds one chunk, never the file. A batch holds jets of similar length (``by_length``) and is

@@ -1,5 +1,6 @@
 """``attnlab train jets``: top-quark tagging with a set Transformer over a jet's constituents —
-the spec (flags, defaults, checks, memory); the heavy half is ``attnlab.tasks.jets.runtime``.
+the spec (flags, defaults, checks, memory); the runtime module (the part that imports torch) is
+``attnlab.tasks.jets.runtime``.
 
     attnlab train jets --data FILE [--val FILE] [--test FILE] [--baselines]
         [--max-constituents N] [--class-token] [--no-pair-bias]

@@ -1,7 +1,7 @@
-"""The heavy half of ``attnlab train lm`` (the spec, settings and checks are ``attnlab.tasks.lm``):
-the prepared corpus and its token windows, the ``CausalLM``, training, and the uses of a trained
-run — ``predict`` (a greedy continuation), ``evaluate``, ``attention_maps``, the prompt of
-``attnlab generate`` and ``export --hf``.
+"""The runtime module of ``attnlab train lm``, the part that imports torch (the spec, settings and
+checks are ``attnlab.tasks.lm``): the prepared corpus and its token windows, the ``CausalLM``,
+training, and the uses of a trained run — ``predict`` (a greedy continuation), ``evaluate``,
+``attention_maps``, the prompt of ``attnlab generate`` and ``export --hf``.
 
 The metrics, shared by ``run`` and ``evaluate`` (``lm_metrics``, plain torch): over the N target
 tokens of the non-overlapping windows of val.bin (or of ``evaluate --data FILE``),
@@ -106,7 +106,7 @@ def random_windows(windows, batch_size: int, steps: int, seed: int):
     """``steps`` training batches of windows drawn anywhere in the corpus (with replacement).
 
     Batch number n (see ``numbered_batches``) is drawn by a generator seeded from (seed, n): the
-    DDP ranks see different windows, and a resumed run goes on with the batches it had not seen.
+    DDP ranks see different windows, and a resumed run continues with the batches it had not seen.
     """
     def batch(n: int):
         g = torch.Generator().manual_seed(seed * 1_000_003 + n)
@@ -276,7 +276,7 @@ def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list
 def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], str]:
     """``attnlab export --hf``: the run as a ``GPT2LMHeadModel`` (``attnlab.interop.to_hf``)
     and its tokenizer, in OUT itself, with a note on what the exported model cannot do that
-    ``attnlab generate`` does: go on past its positions (``n_positions``, a learned table:
+    ``attnlab generate`` does: continue past its positions (``n_positions``, a learned table:
     transformers' ``generate`` fails there, where attnlab slides the window)."""
     from ...interop import to_hf
     from ...interop.tokenizer import special_ids, to_hf_tokenizer

@@ -7,7 +7,8 @@ nats) and ``val_perplexity`` = exp(val_loss) are measured on non-overlapping win
 
 This module is the task's spec (``attnlab.tasks.base``): its settings, defaults and checks, with
 no torch, so that ``attnlab train lm`` refuses a bad flag or corpus before torch is loaded. The
-heavy half (corpus, model, ``lm_metrics``, training, generation) is ``attnlab.tasks.lm.runtime``.
+runtime module, the part that imports torch (corpus, model, ``lm_metrics``, training,
+generation), is ``attnlab.tasks.lm.runtime``.
 
 Examples:
     >>> TASKS["lm"].defaults["block_size"], TASKS["lm"].defaults["tokenizer"]
@@ -71,8 +72,8 @@ class LMDerived:
 
     data_dir: str | None = None
     dtype: str | None = None
-    # a run made before the corpus was identified by its digests has none (evaluate then
-    # checks nothing), as has a new run until ``pin_corpus`` derives them
+    # None: no corpus identity recorded (evaluate then checks nothing; docs/compatibility.md),
+    # as for a new run until ``pin_corpus`` derives it
     corpus_sha256: dict[str, str] | None = field(default=None, metadata={"absent": None})
 
 
@@ -81,8 +82,8 @@ class LMRunConfig(RunSettings[LMSettings, CausalLMConfig, LMDerived]):
 
 
 class LMTask(Task):
-    """``attnlab train lm``: a ``CausalLM`` trained on --data; its heavy half is
-    ``attnlab.tasks.lm.runtime``."""
+    """``attnlab train lm``: a ``CausalLM`` trained on --data; its runtime module (the part
+    that imports torch) is ``attnlab.tasks.lm.runtime``."""
 
     name = "lm"
     help = "train a decoder-only (GPT-style) language model on your text (--data FILE or DIR)"
@@ -95,7 +96,7 @@ class LMTask(Task):
         # tokens, and dropout on the attention weights as well (None: --dropout's value)
         "weight_decay": 0.1, "beta2": 0.99, "attention_dropout": None,
         # and none inside the feed-forward network (GPT-2's block); a run without the key in
-        # config.yaml had --dropout there (CausalLMConfig's None)
+        # config.yaml reads --dropout's value there (CausalLMConfig's None)
         "ff_dropout": 0.0,
     }
     default_notes = {"attention_dropout": "as --dropout"}

@@ -1,5 +1,6 @@
-"""The heavy half of ``attnlab train reverse|copy|sort`` (the spec: ``attnlab.tasks.sequence``):
-data, model, training, test metrics, figures and the use of a trained run.
+"""The runtime module of ``attnlab train reverse|copy|sort``, the part that imports torch (the
+spec: ``attnlab.tasks.sequence``): data, model, training, test metrics, figures and the use of a
+trained run.
 
 Training and everything else — ``load``, ``predict``, ``evaluate``, the attention maps — use
 the pure-torch ``attnlab.models.predictor.ElementPredictor``, the model of the course's

@@ -1,5 +1,6 @@
 """``attnlab train reverse|copy|sort``: per-element prediction on random symbol sequences — the
-spec (flags, defaults, checks, memory); the heavy half is ``attnlab.tasks.sequence.runtime``.
+spec (flags, defaults, checks, memory); the runtime module (the part that imports torch) is
+``attnlab.tasks.sequence.runtime``.
 
 The course's headline experiment (UvA DL Tutorial 6): a one-layer, one-head Transformer learns
 to reverse sequences of 16 digits; its attention map shows the anti-diagonal. Copy and sort are

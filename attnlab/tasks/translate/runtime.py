@@ -1,6 +1,7 @@
-"""The heavy half of ``attnlab train translate`` (the spec is ``spec.py``): the batches, the
-model, training, loading, and the commands that use a trained run (``predict``, ``evaluate``,
-``translate``, ``plot attention``, ``view``, ``evaluate --by-length``, ``export --hf``).
+"""The runtime module of ``attnlab train translate``, the part that imports torch (the spec is
+``spec.py``): the batches, the model, training, loading, and the commands that use a trained run
+(``predict``, ``evaluate``, ``translate``, ``plot attention``, ``view``, ``evaluate --by-length``,
+``export --hf``).
 
 Shapes: B batch, S source tokens, T target tokens (SOS ... EOS), L decoder layers, H heads.
 
@@ -78,7 +79,7 @@ def padded_loader(tok: TranslationTokenizers, pairs: list[tuple[str, str]], batc
 # ---- the model --------------------------------------------------------------------------
 def model_config_of(cfg: RunSettings) -> Seq2SeqConfig:
     """The ``Seq2SeqConfig`` of a run's configuration (``run`` adds the vocabulary sizes and
-    ``max_len``; a run written before ``positional`` was a flag gets the paper's sinusoids).
+    ``max_len``; a run without ``positional`` gets the paper's sinusoids).
 
     Examples:
         >>> from attnlab.tasks import get_task
@@ -102,7 +103,7 @@ def build_model(cfg: RunSettings) -> Seq2SeqTransformer:
         >>> type(build_model(get_task("translate").config(**sizes, arch="rnn-additive"))).__name__
         'RNNSeq2Seq'
     """
-    arch = cfg.arch  # a run written before --arch reads "transformer" (its declaration)
+    arch = cfg.arch  # a run without arch reads "transformer" (its declared absent value)
     if arch == "transformer":
         return Seq2SeqTransformer(model_config_of(cfg))
     config = model_config_of(cfg)  # the vocabularies, width, layers and special ids
@@ -287,7 +288,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     if cfg.init is None:
         cfg, tok = _fit_tokenizers(cfg, sample, test)
         model = build_model(cfg)
-    elif cfg.resume:  # goes on from its checkpoint: the tokenisers it saved when it started
+    elif cfg.resume:  # continues from its checkpoint: the tokenisers it saved when it started
         tok = TranslationTokenizers.load(run_dir / "tokenizer.json")
         model = build_model(cfg)
     else:  # validate read DIR before the run directory existed

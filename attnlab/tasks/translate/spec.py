@@ -55,8 +55,8 @@ TOKENIZER_SETTINGS = ("src_tokenizer", "tgt_tokenizer", "vocab_size")
 class TranslateSettings(AdaptSettings):
     """The flags of ``attnlab train translate`` besides the shared and the model ones."""
 
-    # absent: what a run lacking the setting used (a run made before it existed, or one whose
-    # config.yaml leaves it out as unused: see unrecorded_settings)
+    # absent: what a run lacking the setting reads (config.yaml may leave it out as unused: see
+    # unrecorded_settings; docs/compatibility.md)
     arch: str = setting("transformer", choices=ARCHS, absent="transformer",
                         help="the model: the Transformer, or a GRU encoder-decoder without (rnn) "
                              "or with additive / bilinear attention; an rnn uses --model-dim, "
