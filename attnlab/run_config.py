@@ -19,8 +19,8 @@ fields: ``cfg.model.model_dim`` is an ``int`` of ``CausalLMConfig`` in an lm run
 by its name alone, as a ``config.yaml`` key does.
 
 A setting may be absent: a run does not record one it does not use (``--epochs`` leaves
-``max_steps`` out), and a ``config.yaml`` written before a setting existed lacks it (what such
-a run gets is listed in docs/compatibility.md). A setting declared with ``absent=`` reads that
+``max_steps`` out), and a ``config.yaml`` may lack a setting (docs/compatibility.md lists what
+such a run reads). A setting declared with ``absent=`` reads that
 value when absent; the model reads its declared default for a field the run lacks, except the
 fields every run has recorded (``RECORDED_BY_EVERY_RUN``); reading anything else absent raises
 ``MissingSetting`` naming the file and the setting. ``is_set`` asks without raising.
@@ -28,7 +28,7 @@ fields every run has recorded (``RECORDED_BY_EVERY_RUN``); reading anything else
 Values the run derives are set only through ``derive``, which returns a new config: the fields
 of the derived parts, and the settings a derived part names in its ``resolves`` (what ``auto``
 chose, the vocabulary size read from the data). Keys of a ``config.yaml`` that no part
-declares (written by an older attnlab) are kept as they were and written back unchanged.
+declares are kept as they were and written back unchanged.
 
 Examples:
     >>> from dataclasses import dataclass
@@ -254,7 +254,7 @@ class RunSettings(_Frozen, Generic[S, M, D]):
         if name.startswith("_"):
             raise AttributeError(name)
         owner = self.layout.owner.get(name)
-        if owner is None and name in self._extra:  # a key an older attnlab wrote, kept
+        if owner is None and name in self._extra:  # a key no part declares, kept
             return self._extra[name]
         if owner is None:
             raise AttributeError(f"{type(self).__name__} of task {self.task!r} has no setting "

@@ -78,13 +78,13 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         optional: None is allowed (the setting is then "not set").
         flag: whether a command line may set it (False for a value that is derived or read
             from the data, such as a vocabulary size: ``exposed`` leaves it out).
-        absent: the value a run whose ``config.yaml`` lacks the setting trained with (one
-            written before the setting existed); the typed run config reads it for such a run
-            (``attnlab.run_config``). Undeclared, a run lacking the setting is refused.
+        absent: the value read for a run whose ``config.yaml`` lacks the setting: what it
+            trained with (docs/compatibility.md lists them). Undeclared, reading the setting
+            of such a run is refused naming the file (``attnlab.run_config``).
         floor: the smallest value of use, where the range allows smaller ones that fail in
             practice (a temperature of 1e-30 is > 0 but overflows float32); a value in range
-            and below it is refused with ``floor_why``, the reason, after the range's message
-            has had its say (0 is still "must be > 0").
+            and below it is refused with ``floor_why``, the reason (a value out of range gets
+            the range's message: 0 is still "must be > 0").
         cap: likewise the largest value of use (``cap_why``: why more is refused), where the
             range allows larger ones that only cost time (``--beam 100000``; 0 is still "must
             be a positive integer").
@@ -428,7 +428,7 @@ def defaults(cls, *, only: Iterable[str] | None = None) -> dict[str, Any]:
 
 def absent_values(cls) -> dict[str, Any]:
     """What a run whose ``config.yaml`` lacks a setting of ``cls`` trained with, by name: the
-    fields that declare ``absent=`` (one written before the setting existed).
+    fields that declare ``absent=``.
 
     Examples:
         >>> absent_values(TrainSettings)
@@ -526,8 +526,8 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
 def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> None:
     """Check (and normalise: choices become text) every setting of ``cls`` in ``cfg`` (or
     those named in ``only``); a ``UsageError`` names the flag. For ``--resume``
-    (``cfg["resume"]`` true) the values are the run's own, which it goes on with: their
-    range is checked, not a ``floor`` or ``cap`` added after the run was made."""
+    (``cfg["resume"]`` true) the values are the run's own, which it continues with: their
+    range is checked, not a ``floor`` or ``cap``, which apply to new values only."""
     types, of_use = _types(cls), not cfg.get("resume")
     for f in _fields(cls, only):
         if f.name in cfg:
@@ -539,8 +539,8 @@ def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = Fals
     """Check every setting of ``cls`` that ``values`` holds — a run's ``config.yaml``, read
     back, or a ``--config`` file — against the same declaration ``check`` uses at train time;
     a ``UsageError`` names ``where`` (the file) and the key as the file spells it. A value
-    outside a ``floor`` or ``cap`` but in range was a run's own (``--beam 200`` before the
-    cap): it loads; ``of_use`` (a ``--config`` file's values, about to be used) checks those
+    outside a ``floor`` or ``cap`` but in range is a run's own (a recorded ``beam: 200``,
+    above the cap): it loads; ``of_use`` (a ``--config`` file's values, about to be used) checks those
     rules of use too, and leaves each value in ``values`` as ``check`` normalises it.
 
     Examples:

@@ -141,10 +141,9 @@ def capture(task_name: str, given: dict[str, Any], run_dir: Path, threads: int) 
     # float32 on both sides: the bare loop has no autocast (lm's default --precision auto would
     # pick bf16-mixed on a CPU with bf16 instructions)
     cfg = build_config(task_name, {"out": str(run_dir), "precision": "32", **given})
-    check_hardware(cfg, quiet=True)
-    cfg["out"] = str(run_dir)
+    cfg = check_hardware(cfg, quiet=True).derive(out=str(run_dir))
     run_dir.mkdir(parents=True, exist_ok=True)
-    seed_all(cfg["seed"])
+    seed_all(cfg.seed)
     torch.set_num_threads(threads)
 
     def grab(*args, **kwargs):

@@ -211,3 +211,26 @@ def test_the_load_time_checks_read_a_missing_setting_as_the_run_trained_with_it(
     write_yaml(tmp_path / "config.yaml", {"task": "translate", "model_dim": 10, "num_heads": 4,
                                           "arch": "rnn"})
     assert check_run_dir(tmp_path)[1].model_dim == 10
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_run_written_before_resumes_with_every_value_it_recorded(case, tmp_path, monkeypatch):
+    """``attnlab train TASK --resume`` of each fixture goes on with the settings its
+    config.yaml records, none replaced by a default of today (the data checks, which need the
+    run's files, are the task tests')."""
+    from attnlab.commands.train import build_config
+
+    values = read_yaml(FIXTURES / f"{case}.yaml")
+    run_dir = _run_dir(tmp_path, values)
+    task = get_task(values["task"])
+    monkeypatch.setattr(type(task), "validate", lambda self, cfg: None)
+    cfg = build_config(values["task"], {"resume": True, "out": str(run_dir)})
+    resumed = cfg.record()
+    changed = {k: (v, resumed.get(k)) for k, v in values.items()  # --out: where it is now
+               if k not in ("resume", "out") and resumed.get(k, "missing") != v}
+    assert changed == {}
+    # and a setting it lacks: what its declaration says such a run trained with
+    lacking = {k: v for k, v in type(cfg).layout.absent.items() if k not in values}
+    assert {k: resumed.get(k) for k in lacking} == lacking
+    assert values["model_dim"] in {n for p in task.runtime().build_model(cfg).parameters()
+                                   for n in p.shape}
