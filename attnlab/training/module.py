@@ -20,6 +20,7 @@ from torch import nn
 
 from ..nn.positional import LearnedPositionalEncoding
 from ..schedulers import CosineWarmupScheduler, NoamScheduler
+from ..settings import TrainSettings, absent_values, defaults
 
 __all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "decay_groups", "fused_adamw_ok", "computed_tables",
            "exact_tables", "back_to_float32"]
@@ -105,24 +106,28 @@ def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]
             {"params": keep, "weight_decay": 0.0}]
 
 
+# What a mapping that leaves a setting out (the course's LightningModule passes one) reads: the
+# value ``TrainSettings`` declares for a run that lacks it, else its default
+_LOOP = {**defaults(TrainSettings), **absent_values(TrainSettings)}
+
+
 @dataclasses.dataclass(frozen=True)
 class OptimizerSettings:
     """What ``make_optimizer`` and the warm-up check read of a run: a typed view of the run's
     config (``attnlab.run_config``), or of a plain mapping such as the course's
-    LightningModule passes (``TransformerPredictor``), where a key left out or None reads the
-    default here.
+    LightningModule passes (``TransformerPredictor``), where a key left out or None reads
+    what ``TrainSettings`` declares for a run without it.
 
     Examples:
         >>> OptimizerSettings.of({"lr": 1e-3, "warmup": 10})
-        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta2=0.999, model_dim=512)
+        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta2=0.999)
     """
 
     lr: float
-    warmup: int = 100
-    schedule: str = "cosine"
-    weight_decay: float = 0.0
-    beta2: float = 0.999  # PyTorch's
-    model_dim: int = 512  # the Noam schedule's d_model, when the caller does not give one
+    warmup: int = _LOOP["warmup"]
+    schedule: str = _LOOP["schedule"]
+    weight_decay: float = _LOOP["weight_decay"]
+    beta2: float = _LOOP["beta2"]
 
     @classmethod
     def of(cls, cfg: Any) -> OptimizerSettings:
