@@ -128,11 +128,8 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
     Supported:
         - ``CausalLM`` -> ``GPT2LMHeadModel``: the same logits for ``hf(input_ids)``. GPT-2 is
           a pre-LN stack with learned positions, biases and a final LayerNorm, so the CausalLM
-          must have ``norm_first=True``, ``positional="learned"``, ``bias=True``, an
-          activation GPT-2 knows (gelu, gelu_tanh, relu, silu) and GPT-2's block: LayerNorm
-          (``norm="layer"``), the two-layer feed-forward network (``ff="mlp"``), every head
-          its own keys and values, no QK-norm, no sliding window (a Llama-family CausalLM is
-          refused, naming the setting).
+          must have ``norm_first=True``, ``positional="learned"``, ``bias=True``, a GPT-2
+          activation (gelu, gelu_tanh, relu, silu) and no Llama-family part (``norm`` ...).
         - ``Seq2SeqTransformer`` -> ``MarianMTModel`` (the inverse of ``from_hf``'s Marian
           import, residual features permuted back to Marian's sin-halves / cos-halves order):
           ``hf(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt).logits`` equals
