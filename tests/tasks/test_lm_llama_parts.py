@@ -141,3 +141,30 @@ def test_a_config_from_before_the_parts_builds_gpt2s_block():
     assert "decoder.layers.0.norm1.bias" in shapes and "decoder.norm.bias" in shapes
     assert (old.norm, old.ff, old.num_kv_heads, old.qk_norm, old.sliding_window) == (
         "layer", "mlp", None, False, None)
+
+
+@pytest.mark.slow
+def test_init_from_a_run_made_before_the_parts_keeps_gpt2s_block(tmp_path, capsys):
+    """--init of an lm run whose config.yaml predates the parts: its model is GPT-2's block,
+    so a part flag that disagrees is refused (its weights would not fit), naming both."""
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    old = tmp_path / "old"
+    assert main(["train", "lm", "--data", str(tmp_path / "small.txt"), "--out", str(old),
+                 *TINY]) == 0
+    cfg = yaml.safe_load((old / "config.yaml").read_text())
+    new_keys = [f for f in CausalLMConfig.__dataclass_fields__ if f in cfg
+                and (f.startswith("rope_") or f in ("norm", "ff", "num_kv_heads", "qkv_bias",
+                                                    "qk_norm", "sliding_window"))]
+    assert len(new_keys) == 12
+    (old / "config.yaml").write_text(yaml.safe_dump({k: v for k, v in cfg.items()
+                                                     if k not in new_keys}))
+    capsys.readouterr()
+    out = tmp_path / "again"
+    assert main(["train", "lm", "--init", str(old), "--data", str(tmp_path / "small.txt"),
+                 "--out", str(out), *TINY, "--norm", "rms"]) == 2
+    err = capsys.readouterr().err
+    assert "--norm rms: --init" in err and "has norm layer" in err and err.count("\n") == 1
+    assert not out.exists()
+    assert main(["train", "lm", "--init", str(old), "--data", str(tmp_path / "small.txt"),
+                 "--out", str(out), *TINY]) == 0
+    assert yaml.safe_load((out / "config.yaml").read_text())["norm"] == "layer"
