@@ -3,6 +3,7 @@
 logits and resumed; the rules between them refused in one line before a run directory; export
 to GPT-2 refused naming the setting; a run from before the settings builds GPT-2's block."""
 import json
+import re
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from torch.testing import assert_close
 
 import attnlab
 from attnlab.cli import main
+from attnlab.errors import UsageError
 from attnlab.models import CausalLM, CausalLMConfig
 from attnlab.nn import GatedFeedForward, RMSNorm
 from attnlab.tasks import get_task
@@ -56,6 +58,12 @@ def test_a_llama_style_run_trains_loads_with_equal_logits_and_resumes(tmp_path):
     assert torch.equal(model.generate(ids, 10), model.generate(ids, 10, use_cache=False))
     assert main(["train", "lm", "--out", str(out), "--resume", "--max-steps", "6"]) == 0
     assert yaml.safe_load((out / "config.yaml").read_text())["num_kv_heads"] == 2
+    # a config.yaml edited to break a rule between the settings: one line naming the file
+    config = out / "config.yaml"
+    config.write_text(config.read_text().replace("num_kv_heads: 2", "num_kv_heads: 3"))
+    with pytest.raises(UsageError, match="^" + re.escape(
+            f"{config}: num_heads (4) must be divisible by num_kv_heads (3)") + "$"):
+        attnlab.load(out)
 
 
 @pytest.mark.parametrize("args, message", [
