@@ -4,7 +4,11 @@ Shapes: B batch, T sequence length, T0 prompt length, N new tokens, D model widt
 H heads, hd head width, L layers.
 
     h_0 = E[x] + P[pos];   h_l = Block_l(h_{l-1}) with causal self-attention;
-    logits = LayerNorm(h_L) Wᵀ          (W = E when ``tie_weights``; Press & Wolf, 2017)
+    logits = Norm(h_L) Wᵀ               (W = E when ``tie_weights``; Press & Wolf, 2017)
+
+Norm is LayerNorm (GPT-2) or RMSNorm, and the blocks' parts are the config's: GPT-2's, or the
+Llama family's (RMSNorm, a gated feed-forward network, grouped-query attention, QK-norm, a
+sliding window, RoPE with θ and scaling; ``causal_stack``).
 
 A "decoder-only" model is the encoder stack with a causal mask: there is no cross-attention, so
 ``attnlab.nn.TransformerEncoder(is_causal=True)`` is exactly GPT-2's stack and goes through the
@@ -129,6 +133,16 @@ class CausalLM(nn.Module):
         ff_dropout: dropout inside each feed-forward network, after its first layer; None: the
             same as ``dropout`` (the course's block). GPT-2's block has none there (0.0, what
             ``attnlab train lm`` uses unless told otherwise).
+        norm: "layer" (LayerNorm) or "rms" (RMSNorm, Llama's) in the blocks and at the end.
+        ff: "mlp" (two layers with ``activation``), "swiglu" or "geglu" (gated, no
+            ``activation``).
+        num_kv_heads: key/value heads (grouped-query attention; None: ``num_heads``).
+        qkv_bias: biases on the query/key/value projection (None: ``bias``'s).
+        qk_norm: RMSNorm of each head's queries and keys before RoPE (Qwen3).
+        sliding_window: each token attends to the last W tokens only (None: all).
+        rope_theta, rope_scaling, rope_factor, rope_low_freq_factor, rope_high_freq_factor,
+            rope_original_max_len: RoPE's base θ and frequency scaling (``positional="rope"``;
+            ``attnlab.nn.positional.rope_frequencies``).
 
     Raises:
         ValueError: for a field outside its declared range or choices (``CausalLMConfig``

@@ -29,7 +29,8 @@ from ..activation_names import ACTIVATIONS, FEED_FORWARDS, NORMS
 from ..positional_names import ROPE_SCALINGS, positional_names
 from ..settings import check_argument, setting
 
-__all__ = ["ModelConfig", "CausalLMConfig", "lm_parts_broken", "SequenceClassifierConfig", "Seq2SeqConfig",
+__all__ = ["ModelConfig", "CausalLMConfig", "lm_parts_broken", "SequenceClassifierConfig",
+           "Seq2SeqConfig",
            "ElementPredictorConfig", "BertEncoderConfig", "BertClassifierConfig", "PretrainedEncoderFields",
            "GraphNetConfig",
            "POOLINGS", "POOLER_ACTIVATIONS", "HEADS", "POSITION_STYLES", "GRAPH_MODELS"]

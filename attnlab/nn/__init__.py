@@ -23,8 +23,8 @@ from .stacks import Transformer, TransformerDecoder, TransformerEncoder
 
 __all__ = [
     "scaled_dot_product", "MultiheadAttention", "EncoderBlock", "DecoderBlock",
-    "TransformerEncoder", "TransformerDecoder", "Transformer", "FeedForward", "GatedFeedForward", "RMSNorm",
-    "make_norm", "KVCache",
+    "TransformerEncoder", "TransformerDecoder", "Transformer", "FeedForward", "GatedFeedForward",
+    "RMSNorm", "make_norm", "KVCache",
     "PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
     "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "capture", "ActivationCache",
     "expand_mask", "causal_mask", "padding_mask", "window_mask",

@@ -133,7 +133,8 @@ class MultiheadAttention(nn.Module):
             self.qkv_proj = nn.Linear(input_dim, embed_dim + 2 * kv_width, bias=qkv_bias)
         self.o_proj = nn.Linear(embed_dim, input_dim, bias=bias)
         if qk_norm:
-            self.q_norm, self.k_norm = RMSNorm(self.head_dim, norm_eps), RMSNorm(self.head_dim, norm_eps)
+            self.q_norm = RMSNorm(self.head_dim, norm_eps)
+            self.k_norm = RMSNorm(self.head_dim, norm_eps)
         if rotary and pos_embeddings is None:
             pos_embeddings = RotaryEmbedding(self.head_dim, max_len, rope_base)
         self.pos_embeddings, self.attn_bias = pos_embeddings, attn_bias
@@ -141,12 +142,10 @@ class MultiheadAttention(nn.Module):
 
     def _check_options(self, qk_norm: bool) -> None:
         """The grouped-query, QK-norm and window options: self-attention's, in range."""
-        H, H_kv = self.num_heads, self.num_kv_heads
-        if not isinstance(H_kv, int) or isinstance(H_kv, bool) or H_kv < 1 or H % H_kv:
-            raise ValueError(f"num_heads ({H}) must be divisible by num_kv_heads ({H_kv!r}), "
-                             f"a positive integer")
-        if self.window is not None and (not isinstance(self.window, int) or self.window < 1):
-            raise ValueError(f"window must be a positive integer, got {self.window!r}")
+        H, H_kv = self.num_heads, checked("num_kv_heads", self.num_kv_heads)
+        checked("window", self.window)
+        if H % H_kv:
+            raise ValueError(f"num_heads ({H}) must be divisible by num_kv_heads ({H_kv})")
         if self.cross and (H_kv != H or qk_norm or self.window is not None):
             raise ValueError("num_kv_heads, qk_norm and window are options of self-attention; "
                              "this is a cross-attention module")
@@ -271,8 +270,6 @@ class MultiheadAttention(nn.Module):
         T_k = k.shape[2]
         if mask is not None:
             mask = check_mask(mask, B, self.num_heads, T_q, T_k)
-        if self.window is not None and not is_causal:
-            raise ValueError("a sliding window (window=) is causal attention's: pass is_causal=True")
         mask, causal_flag = self._causal(mask, is_causal, T_q, T_k, x.device, self.window)
         if self.attn_bias is not None and self_attn:
             bias = self.attn_bias(T_q, T_k)
@@ -312,6 +309,9 @@ class MultiheadAttention(nn.Module):
                 device: torch.device, window: int | None = None) -> tuple[Tensor | None, bool]:
         """(mask with causality, and the sliding ``window`` if any, folded in; whether the
         kernel's own causal flag can do it)."""
+        if not is_causal and window is not None:
+            raise ValueError("a sliding window (window=) is causal attention's: pass "
+                             "is_causal=True")
         if not is_causal:
             return mask, False
         if window is None or window >= T_k:
