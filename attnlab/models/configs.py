@@ -33,7 +33,7 @@ __all__ = ["ModelConfig", "CausalLMConfig", "lm_parts_broken", "SequenceClassifi
            "Seq2SeqConfig",
            "ElementPredictorConfig", "BertEncoderConfig", "BertClassifierConfig", "PretrainedEncoderFields",
            "GraphNetConfig",
-           "POOLINGS", "POOLER_ACTIVATIONS", "HEADS", "POSITION_STYLES", "GRAPH_MODELS"]
+           "ARCH_PARTS", "POOLINGS", "POOLER_ACTIVATIONS", "HEADS", "POSITION_STYLES", "GRAPH_MODELS"]
 
 POOLINGS = ("cls", "mean")
 POOLER_ACTIVATIONS = ("tanh", "relu")  # BertClassifier's, after its pooler
@@ -42,6 +42,13 @@ POSITION_STYLES = ("absolute", "roberta")
 GRAPH_MODELS = ("gat", "mean", "mlp")  # graph attention; mean over neighbours; edges ignored
 
 C = TypeVar("C", bound="ModelConfig")
+
+# CausalLMConfig's ``arch``: the parts each architecture sets (the other parts stay free:
+# --num-kv-heads, --rope-theta, --qk-norm, ... combine with either)
+ARCH_PARTS: dict[str, dict[str, Any]] = {
+    "gpt2": {"positional": "learned", "norm": "layer", "ff": "mlp", "bias": True},
+    "llama": {"positional": "rope", "norm": "rms", "ff": "swiglu", "bias": False},
+}
 
 
 class ModelConfig:
@@ -161,6 +168,11 @@ class CausalLMConfig(ModelConfig):
 
     # The Llama family's parts (docs/language_model.md, "Llama-family parts"); each default is
     # GPT-2's block, what a run made before these settings existed trained with (``absent``)
+    arch: str = setting(None, help="a block's parts at once: gpt2 (--positional learned, --norm "
+                                    "layer, --ff mlp, biases) or llama (--positional rope, "
+                                    "--norm rms, --ff swiglu, --no-bias); default: the part "
+                                    "flags as given", choices=tuple(ARCH_PARTS), optional=True,
+                        absent=None)
     norm: str = setting("layer", help="the blocks' norms: LayerNorm, or RMSNorm (Llama's)",
                         choices=NORMS, absent="layer")
     ff: str = setting("mlp", help="feed-forward network: two layers with --activation (GPT-2), "
@@ -210,8 +222,8 @@ def lm_parts_broken(values: Mapping[str, Any], name=lambda key: key) -> str | No
     """The rules between a ``CausalLM``'s settings (``values``, by field name), the message
     saying the first one broken, each setting shown as ``name(key)`` (``settings.flag`` for
     ``attnlab train``'s flags; the field itself for a config), or None. ``CausalLMConfig``
-    (and so ``attnlab.load``) and ``attnlab train lm`` check these one rules: the key/value
-    heads divide the heads; RoPE's settings are for --positional rope, whose head width is
+    (and so ``attnlab.load``) and ``attnlab train lm`` check these one rules: the parts an
+    ``arch`` sets are its own; the key/value heads divide the heads; RoPE's settings are for --positional rope, whose head width is
     even; a scaling's factors are for that scaling.
 
     Examples:
@@ -221,6 +233,11 @@ def lm_parts_broken(values: Mapping[str, Any], name=lambda key: key) -> str | No
         >>> lm_parts_broken({"positional": "learned", "rope_theta": 5e5}, flag)
         '--rope-theta is for --positional rope; this model has --positional learned'
     """
+    parts = ARCH_PARTS.get(values.get("arch"), {})
+    for key, value in parts.items():
+        if key in values and values[key] != value:
+            return (f"{name(key)} {values[key]} disagrees with {name('arch')} "
+                    f"{values['arch']}, which sets {name(key)} {value}")
     heads, kv = values.get("num_heads"), values.get("num_kv_heads")
     if heads and kv and heads % kv:
         return f"{name('num_heads')} ({heads}) must be divisible by {name('num_kv_heads')} ({kv})"

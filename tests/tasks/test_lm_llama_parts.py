@@ -86,6 +86,13 @@ def test_a_llama_style_run_trains_loads_with_equal_logits_and_resumes(tmp_path):
     (["--ff", "swiglu", "--activation", "relu"], "--activation"),
     (["--sliding-window", "0"], "--sliding-window must be a positive integer, got 0"),
     (["--rope-theta", "0"], "--rope-theta must be > 0, got 0.0"),
+    (["--arch", "llama", "--norm", "layer"], "--norm: --arch llama sets --positional rope, "
+                                             "--norm rms, --ff swiglu, --no-bias; drop it"),
+    (["--arch", "gpt2", "--positional", "rope"], "--positional: --arch gpt2 sets --positional "
+                                                 "learned, --norm layer, --ff mlp, --bias"),
+    (["--arch", "llama", "--activation", "relu"], "--activation: for --ff mlp; --ff swiglu "
+                                                  "gates with its own activation"),
+    (["--arch", "falcon"], "--arch"),
 ])
 def test_rules_between_the_parts_are_one_line_before_a_run_directory(args, message, tmp_path,
                                                                      capsys):
@@ -95,6 +102,22 @@ def test_rules_between_the_parts_are_one_line_before_a_run_directory(args, messa
                  *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_arch_llama_sets_its_parts_and_leaves_the_others_free(tmp_path):
+    from attnlab.commands.train import build_config
+
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    cfg = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
+                              "arch": "llama", "num_kv_heads": 2,
+                              "bias": False, "rope_theta": 500000.0})
+    model = cfg.model
+    assert (model.arch, model.positional, model.norm, model.ff, model.bias) == (
+        "llama", "rope", "rms", "swiglu", False)
+    assert (model.num_kv_heads, model.rope_theta) == (2, 500000.0)
+    with pytest.raises(ValueError, match="^norm layer disagrees with arch llama, which sets "
+                                         "norm rms$"):
+        CausalLMConfig(**{**dict(cfg.model), "vocab_size": 10, "norm": "layer"})
 
 
 def test_the_rules_refuse_before_torch_is_imported(tmp_path):
@@ -163,7 +186,8 @@ def test_init_from_a_run_made_before_the_parts_keeps_gpt2s_block(tmp_path, capsy
     new_keys = [f for f in CausalLMConfig.__dataclass_fields__ if f in cfg
                 and (f.startswith("rope_") or f in ("norm", "ff", "num_kv_heads", "qkv_bias",
                                                     "qk_norm", "sliding_window"))]
-    assert len(new_keys) == 12
+    assert len(new_keys) == 12 and "arch" in cfg
+    new_keys.append("arch")
     (old / "config.yaml").write_text(yaml.safe_dump({k: v for k, v in cfg.items()
                                                      if k not in new_keys}))
     capsys.readouterr()

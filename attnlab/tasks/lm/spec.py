@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 from ...activation_names import hf_activation
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
-from ...models.configs import CausalLMConfig, lm_parts_broken
-from ...settings import AdaptSettings, absent_values, flag, setting
+from ...models.configs import ARCH_PARTS, CausalLMConfig, lm_parts_broken
+from ...settings import AdaptSettings, absent_values, as_typed, flag, setting
 from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
 from ...tokenizers import vocab_too_small
@@ -139,22 +139,30 @@ class LMTask(Task):
                                                f"{cfg['max_len']} positions ({what})")}
 
     def check_settings(self, cfg: dict[str, Any]) -> None:
-        """--attention-dropout not given: the same as --dropout (recorded in config.yaml)."""
+        """--attention-dropout not given: the same as --dropout (recorded in config.yaml);
+        --arch sets its parts (a part flag that disagrees was refused by ``unused_settings``)."""
         if cfg.get("attention_dropout") is None:
             cfg["attention_dropout"] = cfg["dropout"]
+        cfg.update(ARCH_PARTS.get(cfg.get("arch"), {}))
         super().check_settings(cfg)
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A prepared corpus has its tokeniser already (and --init's must be it); a gated
-        feed-forward network has its own activation (SwiGLU's SiLU, GeGLU's GELU)."""
+        feed-forward network has its own activation (SwiGLU's SiLU, GeGLU's GELU); --arch
+        sets its parts, so a part flag that disagrees is refused."""
         unused = []
         if cfg.get("data") and is_prepared(cfg["data"]):
             unused.append((["tokenizer", "vocab_size"],
                            f"for a text file only; --data {cfg['data']} is a prepared corpus, "
                            f"whose tokeniser is its tokenizer.json (prepare another with "
                            f"`attnlab prepare`)"))
-        if cfg.get("ff", "mlp") != "mlp":
-            unused.append((["activation"], f"for --ff mlp; --ff {cfg['ff']} gates with its own "
+        parts = ARCH_PARTS.get(cfg.get("arch"), {})
+        if differ := [k for k, v in parts.items() if cfg.get(k) != v]:
+            sets = ", ".join(as_typed(k, v) for k, v in parts.items())
+            unused.append((differ, f"--arch {cfg['arch']} sets {sets}; drop it, or leave --arch "
+                                   f"out and give the parts"))
+        if (ff := parts.get("ff", cfg.get("ff", "mlp"))) != "mlp":
+            unused.append((["activation"], f"for --ff mlp; --ff {ff} gates with its own "
                                            f"activation"))
         return unused
 
@@ -229,6 +237,7 @@ def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str,
             # GPT-2's fixed architecture: pre-LN, learned positions, biases everywhere, its
             # block's parts
             "norm_first": True, "positional": "learned", "bias": True, "norm": "layer",
+            "arch": "gpt2",
             "ff": "mlp", "qk_norm": False, "num_kv_heads": None, "qkv_bias": None,
             "sliding_window": None,
             "tokenizer": INIT_TOKENIZER}
