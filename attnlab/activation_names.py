@@ -12,11 +12,20 @@ Examples:
 """
 from __future__ import annotations
 
-__all__ = ["ACTIVATIONS", "ACT_FROM_HF", "ACT_TO_HF", "hf_activation"]
+__all__ = ["ACTIVATIONS", "ACT_FROM_HF", "ACT_TO_HF", "hf_activation", "FEED_FORWARDS", "GATED",
+           "NORMS"]
 
 # relu: the paper's; gelu: BERT's and GPT-2's (exact erf); gelu_tanh: GPT-2's "gelu_new"
 # (tanh approximation); silu: the gate of LLaMA's feed-forward, here without the gate
 ACTIVATIONS: tuple[str, ...] = ("relu", "gelu", "gelu_tanh", "silu")
+
+# the feed-forward networks of a block: "mlp" (two layers, ``FeedForward``) or a gated one
+# (``GatedFeedForward``), whose gate's activation GATED names: SwiGLU (Llama, Qwen, Mistral),
+# GeGLU (Shazeer, 2020)
+GATED: dict[str, str] = {"swiglu": "silu", "geglu": "gelu"}
+FEED_FORWARDS: tuple[str, ...] = ("mlp", *GATED)
+# the norms of a block (``attnlab.nn.norms.make_norm``): LayerNorm, or RMSNorm (Llama's)
+NORMS: tuple[str, ...] = ("layer", "rms")
 
 # Hugging Face activation names -> attnlab.nn activation names, and back (``attnlab.interop``
 # converts weights with them; ``attnlab train --init`` reads a config.json with them, torch-free)

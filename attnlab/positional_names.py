@@ -17,7 +17,7 @@ Examples:
 """
 from __future__ import annotations
 
-__all__ = ["POSITIONAL_NAMES", "positional_names"]
+__all__ = ["POSITIONAL_NAMES", "positional_names", "ROPE_SCALINGS"]
 
 # name: (where it acts, its class in attnlab.nn.positional, one line of help)
 POSITIONAL_NAMES: dict[str, tuple[str | None, str | None, str]] = {
@@ -30,6 +30,11 @@ POSITIONAL_NAMES: dict[str, tuple[str | None, str | None, str]] = {
     "alibi": ("scores", "ALiBi", "linear distance penalty on the scores (Press et al., 2022)"),
     "none": (None, None, "no positional information (sets; a causal mask still orders)"),
 }
+
+# how rotary frequencies are stretched for contexts longer than training's
+# (``attnlab.nn.positional.rope_frequencies``): not at all, all by one factor (linear), or the
+# low frequencies only, with a smooth band between (llama3: Llama 3.1's)
+ROPE_SCALINGS: tuple[str, ...] = ("none", "linear", "llama3")
 
 
 def positional_names(*, inputs_only: bool = False, with_none: bool = True) -> tuple[str, ...]:

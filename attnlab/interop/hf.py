@@ -128,8 +128,8 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
     Supported:
         - ``CausalLM`` -> ``GPT2LMHeadModel``: the same logits for ``hf(input_ids)``. GPT-2 is
           a pre-LN stack with learned positions, biases and a final LayerNorm, so the CausalLM
-          must have ``norm_first=True``, ``positional="learned"``, ``bias=True`` and an
-          activation GPT-2 knows (gelu, gelu_tanh, relu, silu).
+          must have ``norm_first=True``, ``positional="learned"``, ``bias=True``, a GPT-2
+          activation (gelu, gelu_tanh, relu, silu) and no Llama-family part (``norm`` ...).
         - ``Seq2SeqTransformer`` -> ``MarianMTModel`` (the inverse of ``from_hf``'s Marian
           import, residual features permuted back to Marian's sin-halves / cos-halves order):
           ``hf(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt).logits`` equals
@@ -203,10 +203,14 @@ def _causal_lm_to_gpt2(model: nn.Module, **ids: int | None):
 
 def _check_gpt2_exportable(cfg: CausalLMConfig) -> None:
     """ValueError naming the first CausalLM setting GPT-2 cannot represent."""
-    needs = {"norm_first": True, "positional": "learned", "bias": True}
+    needs = {"norm_first": True, "positional": "learned", "bias": True,
+             # GPT-2's block has none of the Llama family's parts (no Llama export yet)
+             "norm": "layer", "ff": "mlp", "num_kv_heads": (None, cfg.num_heads),
+             "qkv_bias": (None, cfg.bias), "qk_norm": False, "sliding_window": None}
     for key, value in needs.items():
-        if getattr(cfg, key) != value:
-            raise ValueError(f"to_hf: GPT-2 needs {key}={value!r}, this CausalLM has "
+        allowed = value if isinstance(value, tuple) else (value,)
+        if getattr(cfg, key) not in allowed:
+            raise ValueError(f"to_hf: GPT-2 needs {key}={allowed[-1]!r}, this CausalLM has "
                              f"{key}={getattr(cfg, key)!r}")
     if cfg.activation not in _ACT_TO_HF:
         raise ValueError(f"to_hf: activation {cfg.activation!r} has no GPT-2 equivalent; "

@@ -4,7 +4,11 @@ Shapes: B batch, T sequence length, T0 prompt length, N new tokens, D model widt
 H heads, hd head width, L layers.
 
     h_0 = E[x] + P[pos];   h_l = Block_l(h_{l-1}) with causal self-attention;
-    logits = LayerNorm(h_L) Wᵀ          (W = E when ``tie_weights``; Press & Wolf, 2017)
+    logits = Norm(h_L) Wᵀ               (W = E when ``tie_weights``; Press & Wolf, 2017)
+
+Norm is LayerNorm (GPT-2) or RMSNorm, and the blocks' parts are the config's: GPT-2's, or the
+Llama family's (RMSNorm, a gated feed-forward network, grouped-query attention, QK-norm, a
+sliding window, RoPE with θ and scaling; ``causal_stack``).
 
 A "decoder-only" model is the encoder stack with a causal mask: there is no cross-attention, so
 ``attnlab.nn.TransformerEncoder(is_causal=True)`` is exactly GPT-2's stack and goes through the
@@ -31,8 +35,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn import (EncoderBlock, KVCache, PositionalKind, TransformerEncoder, capture,
-                  positional_kind)
+from ..activation_names import GATED
+from ..nn import (EncoderBlock, FeedForward, GatedFeedForward, KVCache, MultiheadAttention,
+                  PositionalKind, TransformerEncoder, capture, make_norm, positional_kind)
 from ..nn.quantize import linear
 from ..settings import heads_divide_width
 from ..step_protocol import check_token_ids
@@ -46,20 +51,51 @@ __all__ = ["CausalLM", "CausalLMConfig"]
 def causal_stack(config: CausalLMConfig, kind: PositionalKind) -> TransformerEncoder:
     """The decoder stack ``config`` describes, built block by block from its fields: L
     causal-attention blocks (pre-LN GPT-2 blocks with ``norm_first``) sharing the positional
-    parts of ``kind`` (rotary or ALiBi), then GPT-2's final LayerNorm when pre-LN."""
+    parts of ``kind`` (rotary, with ``rope_theta`` and ``rope_scaling``, or ALiBi), then the
+    final norm when pre-LN. The parts are the config's: LayerNorm or RMSNorm (``norm``), the
+    two-layer or a gated feed-forward network (``ff``), attention with ``num_kv_heads``
+    key/value heads, ``qkv_bias``, ``qk_norm`` and a ``sliding_window``."""
     D, H = config.model_dim, config.num_heads
-    parts = kind.attention_parts(H, D // H, config.max_len)
+    parts = kind.attention_parts(H, D // H, config.max_len, **_rope_options(config, kind))
+
+    def norm(width: int) -> nn.Module:
+        return make_norm(config.norm, width, eps=config.layer_norm_eps, bias=config.bias)
+
     blocks = [EncoderBlock(D, H, config.dim_feedforward, config.dropout,
-                           norm_first=config.norm_first, activation=config.activation,
-                           layer_norm_eps=config.layer_norm_eps, bias=config.bias,
-                           attention_dropout=config.attention_dropout,
-                           ff_dropout=config.ff_dropout,
-                           pos_embeddings=parts.get("pos_embeddings"),
-                           attn_bias=parts.get("attn_bias"))
+                           norm_first=config.norm_first, attn=_attention(config, parts),
+                           ff=_feed_forward(config), norm=norm)
               for _ in range(config.num_layers)]
-    norm = (nn.LayerNorm(D, eps=config.layer_norm_eps, bias=config.bias) if config.norm_first
-            else None)
-    return TransformerEncoder.of_layers(blocks, norm)
+    return TransformerEncoder.of_layers(blocks, norm(D) if config.norm_first else None)
+
+
+def _rope_options(config: CausalLMConfig, kind: PositionalKind) -> dict[str, Any]:
+    """``RotaryEmbedding``'s keyword options from the config's rope fields (rope only)."""
+    if kind.qk is None:
+        return {}
+    return {"base": config.rope_theta, "scaling": config.rope_scaling,
+            "factor": config.rope_factor, "low_freq_factor": config.rope_low_freq_factor,
+            "high_freq_factor": config.rope_high_freq_factor,
+            "original_max_len": config.rope_original_max_len}
+
+
+def _attention(config: CausalLMConfig, parts: dict[str, nn.Module]) -> MultiheadAttention:
+    D = config.model_dim
+    return MultiheadAttention(D, D, config.num_heads, bias=config.bias,
+                              dropout=config.attention_dropout, num_kv_heads=config.num_kv_heads,
+                              qkv_bias=config.qkv_bias, qk_norm=config.qk_norm,
+                              norm_eps=config.layer_norm_eps, window=config.sliding_window,
+                              pos_embeddings=parts.get("pos_embeddings"),
+                              attn_bias=parts.get("attn_bias"))
+
+
+def _feed_forward(config: CausalLMConfig) -> nn.Module:
+    """GPT-2's two-layer network with ``activation``, or the gated one ``ff`` names."""
+    ff_dropout = config.dropout if config.ff_dropout is None else config.ff_dropout
+    if config.ff in GATED:
+        return GatedFeedForward(config.model_dim, config.dim_feedforward, ff_dropout,
+                                activation=GATED[config.ff], bias=config.bias)
+    return FeedForward(config.model_dim, config.dim_feedforward, ff_dropout,
+                       activation=config.activation, bias=config.bias)
 
 
 def positions_from_mask(attention_mask: Tensor) -> Tensor:
@@ -97,6 +133,16 @@ class CausalLM(nn.Module):
         ff_dropout: dropout inside each feed-forward network, after its first layer; None: the
             same as ``dropout`` (the course's block). GPT-2's block has none there (0.0, what
             ``attnlab train lm`` uses unless told otherwise).
+        norm: "layer" (LayerNorm) or "rms" (RMSNorm, Llama's) in the blocks and at the end.
+        ff: "mlp" (two layers with ``activation``), "swiglu" or "geglu" (gated, no
+            ``activation``).
+        num_kv_heads: key/value heads (grouped-query attention; None: ``num_heads``).
+        qkv_bias: biases on the query/key/value projection (None: ``bias``'s).
+        qk_norm: RMSNorm of each head's queries and keys before RoPE (Qwen3).
+        sliding_window: each token attends to the last W tokens only (None: all).
+        rope_theta, rope_scaling, rope_factor, rope_low_freq_factor, rope_high_freq_factor,
+            rope_original_max_len: RoPE's base θ and frequency scaling (``positional="rope"``;
+            ``attnlab.nn.positional.rope_frequencies``).
 
     Raises:
         ValueError: for a field outside its declared range or choices (``CausalLMConfig``
@@ -150,7 +196,9 @@ class CausalLM(nn.Module):
         std = math.sqrt(2 / (5 * self.model_dim))
         into_stream = set()
         for block in self.decoder.layers:
-            into_stream |= {id(block.self_attn.o_proj.weight), id(block.linear_net[-1].weight)}
+            ff = block.linear_net  # its last layer: FeedForward's [-1], the gated one's down_proj
+            out = ff.down_proj if isinstance(ff, GatedFeedForward) else ff[-1]
+            into_stream |= {id(block.self_attn.o_proj.weight), id(out.weight)}
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 weight = module.weight

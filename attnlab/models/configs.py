@@ -25,14 +25,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..activation_names import ACTIVATIONS
-from ..positional_names import positional_names
+from ..activation_names import ACTIVATIONS, FEED_FORWARDS, NORMS
+from ..positional_names import ROPE_SCALINGS, positional_names
 from ..settings import check_argument, setting
 
-__all__ = ["ModelConfig", "CausalLMConfig", "SequenceClassifierConfig", "Seq2SeqConfig",
+__all__ = ["ModelConfig", "CausalLMConfig", "lm_parts_broken", "SequenceClassifierConfig",
+           "Seq2SeqConfig",
            "ElementPredictorConfig", "BertEncoderConfig", "BertClassifierConfig", "PretrainedEncoderFields",
            "GraphNetConfig",
-           "POOLINGS", "POOLER_ACTIVATIONS", "HEADS", "POSITION_STYLES", "GRAPH_MODELS"]
+           "ARCH_PARTS", "POOLINGS", "POOLER_ACTIVATIONS", "HEADS", "POSITION_STYLES", "GRAPH_MODELS"]
 
 POOLINGS = ("cls", "mean")
 POOLER_ACTIVATIONS = ("tanh", "relu")  # BertClassifier's, after its pooler
@@ -41,6 +42,13 @@ POSITION_STYLES = ("absolute", "roberta")
 GRAPH_MODELS = ("gat", "mean", "mlp")  # graph attention; mean over neighbours; edges ignored
 
 C = TypeVar("C", bound="ModelConfig")
+
+# CausalLMConfig's ``arch``: the parts each architecture sets (the other parts stay free:
+# --num-kv-heads, --rope-theta, --qk-norm, ... combine with either)
+ARCH_PARTS: dict[str, dict[str, Any]] = {
+    "gpt2": {"positional": "learned", "norm": "layer", "ff": "mlp", "bias": True},
+    "llama": {"positional": "rope", "norm": "rms", "ff": "swiglu", "bias": False},
+}
 
 
 class ModelConfig:
@@ -158,9 +166,101 @@ class CausalLMConfig(ModelConfig):
                                 "first layer (GPT-2's block has none there; the course's has "
                                 "--dropout's)", low=0, below=1, optional=True, absent=None)
 
+    # The Llama family's parts (docs/language_model.md, "Llama-family parts"); each default is
+    # GPT-2's block, what a run made before these settings existed trained with (``absent``)
+    arch: str = setting(None, help="a block's parts at once: gpt2 (--positional learned, --norm "
+                                    "layer, --ff mlp, biases) or llama (--positional rope, "
+                                    "--norm rms, --ff swiglu, --no-bias); default: the part "
+                                    "flags as given", choices=tuple(ARCH_PARTS), optional=True,
+                        absent=None)
+    norm: str = setting("layer", help="the blocks' norms: LayerNorm, or RMSNorm (Llama's)",
+                        choices=NORMS, absent="layer")
+    ff: str = setting("mlp", help="feed-forward network: two layers with --activation (GPT-2), "
+                                  "or gated: swiglu (Llama's), geglu", choices=FEED_FORWARDS,
+                      absent="mlp")
+    num_kv_heads: int = setting(None, help="key/value heads (grouped-query attention; 1: "
+                                           "multi-query; default --num-heads); must divide "
+                                           "--num-heads", low=1, optional=True, absent=None)
+    qkv_bias: bool = setting(None, help="biases on the query/key/value projection (default: "
+                                        "--bias's; --no-bias --qkv-bias is Qwen2's)",
+                             optional=True, absent=None)
+    qk_norm: bool = setting(False, help="RMSNorm of each head's queries and keys (Qwen3's)",
+                            absent=False)
+    sliding_window: int = setting(None, help="each token attends to the last W tokens only "
+                                             "(Mistral's; default: all)", low=1,
+                                  optional=True, metavar="W", absent=None)
+    rope_theta: float = setting(10000.0, help="RoPE's frequency base θ (Llama 3: 500000; "
+                                              "--positional rope)", low=0, above=True,
+                                absent=10000.0)
+    rope_scaling: str = setting("none", help="RoPE's frequency scaling (--positional rope)",
+                                choices=ROPE_SCALINGS, absent="none")
+    rope_factor: float = setting(1.0, help="--rope-scaling's factor (linear, llama3)", low=1,
+                                 absent=1.0)
+    rope_low_freq_factor: float = setting(1.0, help="llama3 scaling's low_freq_factor", low=0,
+                                          above=True, absent=1.0)
+    rope_high_freq_factor: float = setting(4.0, help="llama3 scaling's high_freq_factor",
+                                           low=0, above=True, absent=4.0)
+    rope_original_max_len: int = setting(8192, help="llama3 scaling's original context "
+                                                    "(original_max_position_embeddings)",
+                                         low=1, absent=8192)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         self.dim_feedforward = self.dim_feedforward or 4 * self.model_dim
+        if broken := lm_parts_broken(dataclasses.asdict(self)):
+            raise ValueError(broken)
+
+
+# the rotary settings beside --positional, with the values that leave RoPE as it was
+_ROPE_DEFAULTS = {"rope_theta": 10000.0, "rope_scaling": "none", "rope_factor": 1.0,
+                  "rope_low_freq_factor": 1.0, "rope_high_freq_factor": 4.0,
+                  "rope_original_max_len": 8192}
+_LLAMA3_ONLY = ("rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max_len")
+
+
+def lm_parts_broken(values: Mapping[str, Any], name=lambda key: key) -> str | None:
+    """The rules between a ``CausalLM``'s settings (``values``, by field name), the message
+    saying the first one broken, each setting shown as ``name(key)`` (``settings.flag`` for
+    ``attnlab train``'s flags; the field itself for a config), or None. ``CausalLMConfig``
+    (and so ``attnlab.load``) and ``attnlab train lm`` check these one rules: the parts an
+    ``arch`` sets are its own; the key/value heads divide the heads; RoPE's settings are for --positional rope, whose head width is
+    even; a scaling's factors are for that scaling.
+
+    Examples:
+        >>> lm_parts_broken({"num_heads": 4, "num_kv_heads": 3})
+        'num_heads (4) must be divisible by num_kv_heads (3)'
+        >>> from attnlab.settings import flag
+        >>> lm_parts_broken({"positional": "learned", "rope_theta": 5e5}, flag)
+        '--rope-theta is for --positional rope; this model has --positional learned'
+    """
+    parts = ARCH_PARTS.get(values.get("arch"), {})
+    for key, value in parts.items():
+        if key in values and values[key] != value:
+            return (f"{name(key)} {values[key]} disagrees with {name('arch')} "
+                    f"{values['arch']}, which sets {name(key)} {value}")
+    heads, kv = values.get("num_heads"), values.get("num_kv_heads")
+    if heads and kv and heads % kv:
+        return f"{name('num_heads')} ({heads}) must be divisible by {name('num_kv_heads')} ({kv})"
+    changed = [k for k, v in _ROPE_DEFAULTS.items() if k in values and values[k] != v]
+    if values.get("positional", "rope") != "rope" and changed:
+        return (f"{name(changed[0])} is for {name('positional')} rope; this model has "
+                f"{name('positional')} {values['positional']}")
+    if values.get("positional") == "rope" and heads and values.get("model_dim"):
+        width = values["model_dim"] // heads
+        if width % 2:
+            return (f"{name('positional')} rope rotates pairs of channels: the head width "
+                    f"{name('model_dim')} / {name('num_heads')} = {width} must be even")
+    scaling = values.get("rope_scaling", "none")
+    if scaling == "none" and values.get("rope_factor", 1.0) != 1.0:
+        return f"{name('rope_factor')} is for {name('rope_scaling')} linear or llama3"
+    wrong = [k for k in _LLAMA3_ONLY if k in values and values[k] != _ROPE_DEFAULTS[k]]
+    if scaling != "llama3" and wrong:
+        return f"{name(wrong[0])} is for {name('rope_scaling')} llama3"
+    low, high = values.get("rope_low_freq_factor", 1.0), values.get("rope_high_freq_factor", 4.0)
+    if scaling == "llama3" and high <= low:
+        return (f"{name('rope_high_freq_factor')} ({high}) must be above "
+                f"{name('rope_low_freq_factor')} ({low})")
+    return None
 
 
 @dataclass

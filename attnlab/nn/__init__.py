@@ -8,9 +8,10 @@ from .attention import MultiheadAttention, scaled_dot_product
 from .blocks import DecoderBlock, EncoderBlock
 from .cache import KVCache
 from .capture import ActivationCache, capture
-from .feedforward import FeedForward
+from .feedforward import FeedForward, GatedFeedForward
 from .graph import GraphAttention
 from .lora import LoRALinear, add_lora, merge_lora
+from .norms import RMSNorm, make_norm
 from .masks import causal_mask, expand_mask, padding_mask, window_mask
 from .positional import (
     POSITIONAL_KINDS, ALiBi, LearnedPositionalEncoding, PositionalEncoding, PositionalKind,
@@ -22,7 +23,8 @@ from .stacks import Transformer, TransformerDecoder, TransformerEncoder
 
 __all__ = [
     "scaled_dot_product", "MultiheadAttention", "EncoderBlock", "DecoderBlock",
-    "TransformerEncoder", "TransformerDecoder", "Transformer", "FeedForward", "KVCache",
+    "TransformerEncoder", "TransformerDecoder", "Transformer", "FeedForward", "GatedFeedForward",
+    "RMSNorm", "make_norm", "KVCache",
     "PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
     "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "capture", "ActivationCache",
     "expand_mask", "causal_mask", "padding_mask", "window_mask",

@@ -40,6 +40,9 @@ class BlockArguments:
                                 optional=True)
     attention_dropout: float = setting(0.0, help="dropout on the attention weights", low=0,
                                        below=1)
+    num_kv_heads: int = setting(None, help="key/value heads (grouped-query attention)", low=1)
+    window: int = setting(None, help="keys a query sees in sliding-window attention", low=1,
+                          optional=True)
 
 
 def checked(name: str, value: Any) -> Any:

@@ -6,6 +6,12 @@ D model width, E = embed_dim = H·hd, hd head width.
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) Wᴼ,
     head_i = Attention(Q W_iQ, K W_iK, V W_iV)                     (Vaswani et al., 2017, §3.2.2)
 
+Grouped-query attention (Ainslie et al., 2023) gives H_kv < H heads keys and values: query head
+i reads key/value head ⌊i / (H / H_kv)⌋ (H_kv = 1: multi-query attention, Shazeer 2019), so
+the projections and the KV cache hold H_kv heads, not H. QK-norm (Qwen3, OLMo 2) RMS-normalises
+each head's q and k before the rotation; a sliding window (Mistral) lets query i see keys
+i − W + 1..i only.
+
 Attention itself (softmax(QKᵀ/√d_k)V, fused kernel and reference path) is in ``sdpa.py``.
 Positions enter through parts passed in: ``pos_embeddings`` (applied to q and k, e.g. rotary)
 and ``attn_bias`` (a score bias from the lengths, e.g. ALiBi); see ``positional.py``. Masks
@@ -21,6 +27,7 @@ from ..settings import heads_divide_width
 from .arguments import checked
 from .cache import KVCache
 from .masks import check_mask
+from .norms import RMSNorm
 from .positional import RotaryEmbedding, position_range
 from .quantize import linear
 from .sdpa import attend, scaled_dot_product
@@ -59,9 +66,19 @@ class MultiheadAttention(nn.Module):
         rotary: shorthand for ``pos_embeddings=RotaryEmbedding(head_dim, max_len, rope_base)``.
         max_len: longest sequence for ``rotary``.
         rope_base: rotary frequency base for ``rotary``.
+        num_kv_heads: key/value heads H_kv (default H); must divide H. Fewer is grouped-query
+            attention, 1 multi-query; self-attention only.
+        qkv_bias: biases on the query/key/value projection (default: ``bias``); Qwen2 has
+            them and none on the output (``bias=False, qkv_bias=True``).
+        qk_norm: an ``RMSNorm`` of each head's q and k (``q_norm``, ``k_norm``, width hd)
+            before the positions act; self-attention only.
+        norm_eps: the epsilon of those norms.
+        window: sliding-window causal attention: with ``is_causal``, query i sees the W keys
+            i − W + 1..i (Mistral's ``sliding_window``); self-attention only.
 
     Raises:
-        ValueError: if embed_dim is not divisible by num_heads, or widths are not positive.
+        ValueError: if embed_dim is not divisible by num_heads, num_heads not by num_kv_heads,
+            or widths are not positive.
 
     Shape:
         x: (B, T_q, input_dim); memory: (B, S, kv_dim); mask broadcastable to (B, H, T_q, T_k);
@@ -87,6 +104,11 @@ class MultiheadAttention(nn.Module):
         rotary: bool = False,
         max_len: int = 4096,
         rope_base: float = 10000.0,
+        num_kv_heads: int | None = None,
+        qkv_bias: bool | None = None,
+        qk_norm: bool = False,
+        norm_eps: float = 1e-6,
+        window: int | None = None,
     ) -> None:
         super().__init__()
         for name, value in (("input_dim", input_dim), ("embed_dim", embed_dim),
@@ -99,16 +121,34 @@ class MultiheadAttention(nn.Module):
         self.dropout = dropout
         self.cross = cross or kv_dim is not None
         self.kv_dim = (kv_dim or input_dim) if self.cross else input_dim
+        self.num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        self.window = window
+        self._check_options(qk_norm)
+        qkv_bias = bias if qkv_bias is None else qkv_bias
         if self.cross:
-            self.q_proj = nn.Linear(input_dim, embed_dim, bias=bias)
-            self.kv_proj = nn.Linear(self.kv_dim, 2 * embed_dim, bias=bias)
-        else:
-            self.qkv_proj = nn.Linear(input_dim, 3 * embed_dim, bias=bias)
+            self.q_proj = nn.Linear(input_dim, embed_dim, bias=qkv_bias)
+            self.kv_proj = nn.Linear(self.kv_dim, 2 * embed_dim, bias=qkv_bias)
+        else:  # E for the queries, H_kv·hd each for the keys and the values
+            kv_width = self.num_kv_heads * self.head_dim
+            self.qkv_proj = nn.Linear(input_dim, embed_dim + 2 * kv_width, bias=qkv_bias)
         self.o_proj = nn.Linear(embed_dim, input_dim, bias=bias)
+        if qk_norm:
+            self.q_norm = RMSNorm(self.head_dim, norm_eps)
+            self.k_norm = RMSNorm(self.head_dim, norm_eps)
         if rotary and pos_embeddings is None:
             pos_embeddings = RotaryEmbedding(self.head_dim, max_len, rope_base)
         self.pos_embeddings, self.attn_bias = pos_embeddings, attn_bias
         self._reset_parameters()
+
+    def _check_options(self, qk_norm: bool) -> None:
+        """The grouped-query, QK-norm and window options: self-attention's, in range."""
+        H, H_kv = self.num_heads, checked("num_kv_heads", self.num_kv_heads)
+        checked("window", self.window)
+        if H % H_kv:
+            raise ValueError(f"num_heads ({H}) must be divisible by num_kv_heads ({H_kv})")
+        if self.cross and (H_kv != H or qk_norm or self.window is not None):
+            raise ValueError("num_kv_heads, qk_norm and window are options of self-attention; "
+                             "this is a cross-attention module")
 
     # a capture (``attnlab.nn.capture``) adds callables here that receive the weights; empty,
     # the forward pass stays on the fused kernel
@@ -124,25 +164,40 @@ class MultiheadAttention(nn.Module):
                     module.bias.data.fill_(0)
 
     # ---- projections -------------------------------------------------------------------
-    def _heads(self, y: Tensor, n: int) -> tuple[Tensor, ...]:
+    def _heads(self, y: Tensor, n: int, heads: int | None = None) -> tuple[Tensor, ...]:
         B, T, _ = y.shape
-        y = y.reshape(B, T, self.num_heads, n * self.head_dim)  # (B, T, H, n·hd)
+        y = y.reshape(B, T, heads or self.num_heads, n * self.head_dim)  # (B, T, H, n·hd)
         y = y.permute(0, 2, 1, 3)  # (B, H, T, n·hd)
         return y.chunk(n, dim=-1)  # n × (B, H, T, hd)
 
+    def _split_qkv(self, y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The stacked projection's output (B, T, E + 2·H_kv·hd), laid out per key/value head g
+        as [q of its r = H/H_kv query heads; k_g; v_g] (r = 1: the course's [q_h; k_h; v_h]),
+        as q (B, H, T, hd) and k, v (B, H_kv, T, hd); query head g·r + j reads head g."""
+        H, H_kv, hd = self.num_heads, self.num_kv_heads, self.head_dim
+        if H_kv == H:
+            return self._heads(y, 3)
+        B, T, _ = y.shape
+        r = H // H_kv
+        y = y.reshape(B, T, H_kv, (r + 2) * hd).permute(0, 2, 1, 3)  # (B, H_kv, T, (r+2)·hd)
+        q, k, v = y.split((r * hd, hd, hd), dim=-1)
+        q = q.reshape(B, H_kv, T, r, hd).transpose(2, 3).reshape(B, H, T, hd)
+        return q, k, v
+
     def _qkv_slices(self) -> tuple[tuple[Tensor, Tensor | None], ...]:
-        """Per-role (weight, bias) of the stacked projection, each (E, input_dim) and (E,)."""
-        E, H, hd = self.embed_dim, self.num_heads, self.head_dim
-        w = self.qkv_proj.weight.view(H, 3, hd, self.input_dim)  # per-head [q; k; v]
-        b = None if self.qkv_proj.bias is None else self.qkv_proj.bias.view(H, 3, hd)
-        return tuple(
-            (w[:, i].reshape(E, self.input_dim), None if b is None else b[:, i].reshape(E))
-            for i in range(3)
-        )
+        """Per-role (weight, bias) of the stacked projection: the queries' (E, input_dim) and
+        (E,), the keys' and the values' (H_kv·hd, input_dim) and (H_kv·hd,)."""
+        H_kv, hd, d_in = self.num_kv_heads, self.head_dim, self.input_dim
+        r = self.num_heads // H_kv
+        w = self.qkv_proj.weight.view(H_kv, r + 2, hd, d_in)  # per key/value head [q..; k; v]
+        b = None if self.qkv_proj.bias is None else self.qkv_proj.bias.view(H_kv, r + 2, hd)
+        roles = (slice(0, r), slice(r, r + 1), slice(r + 1, r + 2))
+        return tuple((w[:, i].reshape(-1, d_in), None if b is None else b[:, i].reshape(-1))
+                     for i in roles)
 
     def _project(self, x: Tensor, memory: Tensor | None, cache: KVCache | None):
         if not self.cross and memory is None:
-            return self._heads(self.qkv_proj(x), 3)
+            return self._qk_normed(*self._split_qkv(self.qkv_proj(x)))
         if memory is None:
             raise ValueError("a cross-attention module needs `memory` (the key/value sequence)")
         if self.cross:
@@ -154,12 +209,20 @@ class MultiheadAttention(nn.Module):
             (wq, bq), (wk, bk), (wv, bv) = self._qkv_slices()
             (q,) = self._heads(F.linear(x, wq, bq), 1)
             if cache is not None and cache.static:
-                return q, cache.k, cache.v
-            (k,) = self._heads(F.linear(memory, wk, bk), 1)
-            (v,) = self._heads(F.linear(memory, wv, bv), 1)
+                return self._qk_normed(q, None, None)[0], cache.k, cache.v
+            (k,) = self._heads(F.linear(memory, wk, bk), 1, self.num_kv_heads)
+            (v,) = self._heads(F.linear(memory, wv, bv), 1, self.num_kv_heads)
+            q, k, v = self._qk_normed(q, k, v)
         if cache is not None:
             cache.set_static(k, v)
         return q, k, v
+
+    def _qk_normed(self, q: Tensor, k: Tensor | None, v: Tensor | None):
+        """q and k through ``q_norm`` and ``k_norm`` (QK-norm), where this module has them."""
+        m = self._modules
+        if "q_norm" not in m:
+            return q, k, v
+        return m["q_norm"](q), None if k is None else m["k_norm"](k), v
 
     # ---- forward -----------------------------------------------------------------------
     def forward(
@@ -207,7 +270,7 @@ class MultiheadAttention(nn.Module):
         T_k = k.shape[2]
         if mask is not None:
             mask = check_mask(mask, B, self.num_heads, T_q, T_k)
-        mask, causal_flag = self._causal(mask, is_causal, T_q, T_k, x.device)
+        mask, causal_flag = self._causal(mask, is_causal, T_q, T_k, x.device, self.window)
         if self.attn_bias is not None and self_attn:
             bias = self.attn_bias(T_q, T_k)
             score_bias = bias if score_bias is None else score_bias + bias
@@ -243,17 +306,25 @@ class MultiheadAttention(nn.Module):
 
     @staticmethod
     def _causal(mask: Tensor | None, is_causal: bool, T_q: int, T_k: int,
-                device: torch.device) -> tuple[Tensor | None, bool]:
-        """(mask with causality folded in, whether the kernel's own causal flag can do it)."""
+                device: torch.device, window: int | None = None) -> tuple[Tensor | None, bool]:
+        """(mask with causality, and the sliding ``window`` if any, folded in; whether the
+        kernel's own causal flag can do it)."""
+        if not is_causal and window is not None:
+            raise ValueError("a sliding window (window=) is causal attention's: pass "
+                             "is_causal=True")
         if not is_causal:
             return mask, False
-        if mask is None and T_q == T_k:
-            return None, True  # the kernels' own causal path, no mask tensor
-        if T_q == 1 and mask is None:
-            return None, False  # one new query sees every cached key
+        if window is None or window >= T_k:
+            if mask is None and T_q == T_k:
+                return None, True  # the kernels' own causal path, no mask tensor
+            if T_q == 1 and mask is None:
+                return None, False  # one new query sees every cached key
         # bottom-right aligned: the query at position offset+i sees keys j <= offset+i
         i = torch.arange(T_q, device=device)[:, None] + (T_k - T_q)
-        causal = torch.arange(T_k, device=device)[None, :] <= i  # (T_q, T_k)
+        j = torch.arange(T_k, device=device)[None, :]
+        causal = j <= i  # (T_q, T_k)
+        if window is not None:
+            causal = causal & (j > i - window)  # and only the last `window` keys
         return (causal if mask is None else mask & causal), False
 
     # ---- one cached step of generation ------------------------------------------------------
@@ -280,21 +351,33 @@ class MultiheadAttention(nn.Module):
         B, H, hd = x.shape[0], self.num_heads, self.head_dim
         # parameters by dict lookup, not nn.Module.__getattr__: a step is bound by Python overhead
         m = self._modules
-        # (B, 1, 3E) viewed per head [q; k; v]: (B, H, 1, 3·hd), then (B, H, 1, hd) each
-        q, k, v = linear(m["qkv_proj"], x).view(B, H, 1, 3 * hd).chunk(3, dim=-1)
+        y = linear(m["qkv_proj"], x)  # (B, 1, E + 2·H_kv·hd)
+        if self.num_kv_heads == H:  # viewed per head [q; k; v]: (B, H, 1, 3·hd), then thirds
+            q, k, v = y.view(B, H, 1, 3 * hd).chunk(3, dim=-1)
+        else:  # per key/value head [q of its r heads; k; v]; with one step the heads of q follow
+            r = H // self.num_kv_heads
+            q, k, v = y.view(B, self.num_kv_heads, 1, (r + 2) * hd).split((r * hd, hd, hd), -1)
+            q = q.reshape(B, H, 1, hd)
+        if "q_norm" in m:
+            q, k = m["q_norm"](q), m["k_norm"](k)
         if self.pos_embeddings is not None:
             if positions is None:
                 positions = self._positions(cache.length, 1, x.device)
             q, k = self.pos_embeddings(q, positions), self.pos_embeddings(k, positions)
-        k, v = cache.update(k, v)  # (B, H, T_k, hd)
-        bias = None if self.attn_bias is None else self.attn_bias(1, k.shape[2])
+        k, v = cache.update(k, v)  # (B, H_kv, T_k, hd)
+        T_k = k.shape[2]
+        if self.window is not None and T_k > self.window:  # the last `window` keys only
+            recent = (torch.arange(T_k, device=x.device) >= T_k - self.window).view(1, 1, 1, T_k)
+            key_mask = recent if key_mask is None else key_mask & recent
+        bias = None if self.attn_bias is None else self.attn_bias(1, T_k)
         if self._attention_sinks or bias is not None:
             values, attention = attend(q, k, v, key_mask, bias=bias,
                                        need_weights=bool(self._attention_sinks))
             for sink in self._attention_sinks:
                 sink(attention)
         else:
-            values = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)  # (B, H, 1, hd)
+            values = F.scaled_dot_product_attention(  # (B, H, 1, hd)
+                q, k, v, attn_mask=key_mask, enable_gqa=self.num_kv_heads != H)
         # (B, H, 1, hd) -> (B, 1, E): with one query the heads are already contiguous
         return linear(m["o_proj"], values.view(B, 1, self.embed_dim))
 
@@ -302,7 +385,8 @@ class MultiheadAttention(nn.Module):
     @torch.no_grad()
     def set_qkv(self, wq: Tensor, wk: Tensor, wv: Tensor,
                 bq: Tensor | None = None, bk: Tensor | None = None, bv: Tensor | None = None) -> None:
-        """Load separate Q, K, V projections, each (E, in) as in ``nn.Linear`` (y = x Wᵀ + b)."""
+        """Load separate Q, K, V projections as in ``nn.Linear`` (y = x Wᵀ + b): wq (E, in),
+        wk and wv (H_kv·hd, in)."""
         E, H, hd = self.embed_dim, self.num_heads, self.head_dim
         if self.cross:
             self.q_proj.weight.copy_(wq)
@@ -312,14 +396,18 @@ class MultiheadAttention(nn.Module):
                 self.q_proj.bias.copy_(bq)
                 self.kv_proj.bias.copy_(torch.stack((bk.view(H, hd), bv.view(H, hd)), 1).reshape(-1))
             return
-        w = torch.stack([m.view(H, hd, -1) for m in (wq, wk, wv)], 1)  # (H, 3, hd, in)
-        self.qkv_proj.weight.copy_(w.reshape(3 * E, -1))
+        H_kv = self.num_kv_heads
+        r = H // H_kv
+        # per key/value head g: [q of heads g·r..g·r+r-1; k_g; v_g]  (H_kv, r + 2, hd, in)
+        w = torch.cat((wq.view(H_kv, r, hd, -1), wk.view(H_kv, 1, hd, -1),
+                       wv.view(H_kv, 1, hd, -1)), 1)
+        self.qkv_proj.weight.copy_(w.reshape(self.qkv_proj.weight.shape))
         if self.qkv_proj.bias is not None:
-            b = torch.stack([m.view(H, hd) for m in (bq, bk, bv)], 1)  # (H, 3, hd)
+            b = torch.cat((bq.view(H_kv, r, hd), bk.view(H_kv, 1, hd), bv.view(H_kv, 1, hd)), 1)
             self.qkv_proj.bias.copy_(b.reshape(-1))
 
     def get_qkv(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
-        """The Q, K, V projections as separate (E, in) weights and (E,) biases."""
+        """The Q, K, V projections as separate weights and biases (``set_qkv``'s shapes)."""
         E, H, hd = self.embed_dim, self.num_heads, self.head_dim
         if self.cross:
             w = self.kv_proj.weight.view(H, 2, hd, -1)
@@ -331,5 +419,7 @@ class MultiheadAttention(nn.Module):
         return wq, wk, wv, bq, bk, bv
 
     def extra_repr(self) -> str:
+        extra = "" if self.num_kv_heads == self.num_heads else f", num_kv_heads={self.num_kv_heads}"
+        extra += "" if self.window is None else f", window={self.window}"
         return (f"input_dim={self.input_dim}, embed_dim={self.embed_dim}, "
-                f"num_heads={self.num_heads}, cross={self.cross}")
+                f"num_heads={self.num_heads}{extra}, cross={self.cross}")

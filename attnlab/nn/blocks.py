@@ -25,7 +25,7 @@ from .arguments import checked
 from .attention import MultiheadAttention
 from .cache import KVCache
 from .capture import capture
-from .feedforward import FeedForward
+from .feedforward import FeedForward, GatedFeedForward
 
 __all__ = ["EncoderBlock", "DecoderBlock"]
 
@@ -44,7 +44,7 @@ def _norm(norm: nn.Module, x: Tensor) -> Tensor:
 
 
 def _ff_step(ff: nn.Module, x: Tensor) -> Tensor:
-    return ff.step(x) if isinstance(ff, FeedForward) else ff(x)
+    return ff.step(x) if isinstance(ff, (FeedForward, GatedFeedForward)) else ff(x)
 
 
 class _Block(nn.Module):

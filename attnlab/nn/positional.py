@@ -33,16 +33,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from torch import Tensor, nn
 
-from ..positional_names import POSITIONAL_NAMES, positional_names
+from ..positional_names import POSITIONAL_NAMES, ROPE_SCALINGS, positional_names
 
 __all__ = ["PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
            "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "input_kinds",
-           "sinusoidal_table", "position_range"]
+           "sinusoidal_table", "position_range", "rope_frequencies", "ROPE_SCALINGS"]
 
 
 def _check_length(T: int, max_len: int) -> None:
@@ -162,16 +162,58 @@ class LearnedPositionalEncoding(nn.Module):
         return f"d_model={self.d_model}, max_len={self.max_len}"
 
 
+def rope_frequencies(head_dim: int, base: float = 10000.0, *, scaling: str = "none",
+                     factor: float = 1.0, low_freq_factor: float = 1.0,
+                     high_freq_factor: float = 4.0, original_max_len: int = 8192) -> Tensor:
+    """The rotary angular frequencies ω_i (hd/2,) float32, for scaling kind ``scaling``.
+
+        none:    ω_i = θ^(−2i/hd)                               (θ = ``base``; Su et al., 2021)
+        linear:  ω_i / factor  (positions slowed by ``factor``: position interpolation)
+        llama3:  with wavelength λ_i = 2π/ω_i, L = ``original_max_len``:
+                 λ_i < L / high_freq_factor: ω_i (high frequencies untouched);
+                 λ_i > L / low_freq_factor:  ω_i / factor;
+                 between: (1 − s)·ω_i/factor + s·ω_i, s = (L/λ_i − low) / (high − low)
+
+    Raises:
+        ValueError: for a scaling kind not in ROPE_SCALINGS.
+
+    Examples:
+        >>> rope_frequencies(4, 100.0)
+        tensor([1.0000, 0.1000])
+        >>> rope_frequencies(4, 100.0, scaling="linear", factor=2.0)
+        tensor([0.5000, 0.0500])
+    """
+    inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim)
+    if scaling == "none":
+        return inv_freq
+    if scaling == "linear":
+        return inv_freq / factor
+    if scaling != "llama3":
+        raise ValueError(f"rope scaling must be one of {', '.join(ROPE_SCALINGS)}, "
+                         f"got {scaling!r}")
+    wavelength = 2 * math.pi / inv_freq
+    ratio = original_max_len / wavelength  # L / λ_i
+    smooth = ((ratio - low_freq_factor) / (high_freq_factor - low_freq_factor)).clamp(0, 1)
+    # smooth = 0 for λ_i > L/low (all scaled), 1 for λ_i < L/high (untouched)
+    return (1 - smooth) * inv_freq / factor + smooth * inv_freq
+
+
 class RotaryEmbedding(nn.Module):
     """Rotary position embedding (RoPE) applied to queries and keys inside attention.
 
-    Each pair of channels (i, i + hd/2) of a head is rotated by the angle pos·θ_i with
-    θ_i = base^(-2i/hd), so that q_m·k_n depends on m - n only.
+    Each pair of channels (i, i + hd/2) of a head is rotated by the angle pos·ω_i with
+    ω_i = θ^(-2i/hd) (θ = ``base``), so that q_m·k_n depends on m - n only; the pairing is
+    Llama's (its ``rotate_half``), so weights from such checkpoints rotate the same channels.
 
     Args:
         head_dim: per-head width hd (must be even).
         max_len: longest sequence supported.
-        base: the frequency base (10000 in the paper).
+        base: the frequency base θ (10000 in the paper; Llama 3 uses 500000).
+        scaling: how the frequencies are stretched: "none", "linear" or "llama3"
+            (``rope_frequencies``, with the factors below).
+        factor, low_freq_factor, high_freq_factor, original_max_len: the scaling's
+            parameters (Hugging Face's ``rope_scaling`` keys; ``original_max_position_embeddings``
+            is ``original_max_len``).
 
     Shape:
         x: (B, H, T, hd), positions: (T,) or (B, T) -> (B, H, T, hd).
@@ -182,12 +224,17 @@ class RotaryEmbedding(nn.Module):
         torch.Size([1, 2, 5, 8])
     """
 
-    def __init__(self, head_dim: int, max_len: int = 4096, base: float = 10000.0) -> None:
+    def __init__(self, head_dim: int, max_len: int = 4096, base: float = 10000.0, *,
+                 scaling: str = "none", factor: float = 1.0, low_freq_factor: float = 1.0,
+                 high_freq_factor: float = 4.0, original_max_len: int = 8192) -> None:
         super().__init__()
         if head_dim % 2:
             raise ValueError(f"rotary embeddings need an even head width, got {head_dim}")
-        self.max_len = max_len
-        inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        self.max_len, self.base, self.scaling = max_len, base, scaling
+        inv_freq = rope_frequencies(head_dim, base, scaling=scaling, factor=factor,
+                                    low_freq_factor=low_freq_factor,
+                                    high_freq_factor=high_freq_factor,
+                                    original_max_len=original_max_len)
         angles = torch.arange(max_len, dtype=torch.float32)[:, None] * inv_freq  # (max_len, hd/2)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
@@ -200,6 +247,9 @@ class RotaryEmbedding(nn.Module):
             cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, hd/2)
         x1, x2 = x.chunk(2, dim=-1)  # (B, H, T, hd/2) each
         return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"max_len={self.max_len}, base={self.base:g}, scaling={self.scaling}"
 
 
 class ALiBi(nn.Module):
@@ -265,12 +315,14 @@ class PositionalKind:
         """The module added to the inputs (None when this kind adds nothing there)."""
         return None if self.inputs is None else self.inputs(d_model, max_len)
 
-    def attention_parts(self, num_heads: int, head_dim: int, max_len: int) -> dict:
+    def attention_parts(self, num_heads: int, head_dim: int, max_len: int,
+                        **qk_options: Any) -> dict:
         """Attention/block arguments: ``pos_embeddings`` and ``attn_bias`` where this kind has
-        them (one module, shared by every layer: they hold no parameters)."""
+        them (one module, shared by every layer: they hold no parameters). ``qk_options`` are
+        keyword options of the query/key module (rotary's ``base``, ``scaling``...)."""
         parts = {}
         if self.qk is not None:
-            parts["pos_embeddings"] = self.qk(head_dim, max_len)
+            parts["pos_embeddings"] = self.qk(head_dim, max_len, **qk_options)
         if self.scores is not None:
             parts["attn_bias"] = self.scores(num_heads, max_len)
         return parts
@@ -279,7 +331,7 @@ class PositionalKind:
 # How each place a kind acts builds its module from the class ``POSITIONAL_NAMES`` names.
 _BUILDERS: dict[str, Callable[[type], Callable[[int, int], nn.Module]]] = {
     "inputs": lambda cls: lambda d_model, max_len: cls(d_model, max_len),
-    "qk": lambda cls: lambda head_dim, max_len: cls(head_dim, max_len),
+    "qk": lambda cls: lambda head_dim, max_len, **options: cls(head_dim, max_len, **options),
     "scores": lambda cls: lambda num_heads, max_len: cls(num_heads),
 }
 

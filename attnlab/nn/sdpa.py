@@ -93,7 +93,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *,
     needed; query rows that may attend to nothing give zero weights and a zero output.
 
     Args:
-        q, k, v: (B, H, T_q, hd), (B, H, T_k, hd), (B, H, T_k, hd).
+        q, k, v: (B, H, T_q, hd), (B, H_kv, T_k, hd), (B, H_kv, T_k, hd); H_kv < H (dividing
+            it) is grouped-query attention: query head i reads key/value head i // (H / H_kv).
         mask: bool, broadcastable to (B, H, T_q, T_k), True = may attend (already checked).
         is_causal: the kernel's own causal path (T_q == T_k, no mask given).
         bias: float scores added before the softmax, broadcastable to (B, H, T_q, T_k).
@@ -112,14 +113,19 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *,
     elif mask is not None:
         mask, row_ok = _guard_empty_rows(mask)
     attention = None
+    grouped = k.shape[-3] != q.shape[-3]
     if need_weights:
+        if grouped:  # each key/value head repeated for the query heads that read it
+            r = q.shape[-3] // k.shape[-3]
+            k, v = k.repeat_interleave(r, dim=-3), v.repeat_interleave(r, dim=-3)
         values, attention = scaled_dot_product(q, k, v, mask, dropout_p=dropout_p, bias=bias)
     else:
         if bias is not None:  # one float mask: the bias where allowed, -inf where not
             bias = bias.to(q.dtype)
             mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
         values = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                                is_causal=is_causal)  # (B, H, T_q, hd)
+                                                is_causal=is_causal,
+                                                enable_gqa=grouped)  # (B, H, T_q, hd)
     if row_ok is not None:
         values = values.masked_fill(~row_ok, 0.0)
         if attention is not None:

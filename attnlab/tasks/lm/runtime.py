@@ -55,6 +55,8 @@ def model_config_of(cfg: RunSettings) -> CausalLMConfig:
     ``block_size`` as ``max_len`` unless the run records a ``max_len`` of its own (an --init
     model's positions, which training windows of --block-size may leave partly unused);
     ``vocab_size`` is the prepared corpus' (or the --init model's) once ``run`` set it.
+    Settings that break a rule between them (a hand-edited config.yaml) are a ``UsageError``
+    naming the file.
 
     Examples:
         >>> from attnlab.tasks import SHARED_DEFAULTS, get_task
@@ -62,8 +64,11 @@ def model_config_of(cfg: RunSettings) -> CausalLMConfig:
         >>> model_config_of(cfg).max_len
         32
     """
-    return config_from_run(CausalLMConfig, cfg,
-                           max_len=cfg.max_len if cfg.is_set("max_len") else cfg.block_size)
+    try:
+        return config_from_run(CausalLMConfig, cfg,
+                               max_len=cfg.max_len if cfg.is_set("max_len") else cfg.block_size)
+    except ValueError as e:  # the rules between settings (``lm_parts_broken``), on a file's
+        raise UsageError(f"{cfg._where or 'the run config'}: {e}") from None
 
 
 def build_model(cfg: RunSettings) -> CausalLM:

@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 from ...activation_names import hf_activation
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
-from ...models.configs import CausalLMConfig
-from ...settings import AdaptSettings, setting
+from ...models.configs import ARCH_PARTS, CausalLMConfig, lm_parts_broken
+from ...settings import AdaptSettings, absent_values, as_typed, flag, setting
 from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
 from ...tokenizers import vocab_too_small
@@ -120,7 +120,10 @@ class LMTask(Task):
         if source.kind == "hf":
             return gpt2_settings(source.config, source.path)
         found = super().init_settings(source)
-        run = source.config  # (what a finished lm run records; a key it lacks is left free)
+        run = source.config  # (what a finished lm run records; a key it lacks is left free,
+        # but for the parts a run made before they existed trained with: GPT-2's block)
+        found.update({k: v for k, v in absent_values(CausalLMConfig).items()
+                      if k not in run and k in self.model_settings() and "dropout" not in k})
         max_len = run.get("max_len") or run.get("block_size")  # its model's positions
         found.update({k: v for k, v in (("tokenizer", run.get("tokenizer")),
                                         ("vocab_size", run.get("vocab_size")),
@@ -136,27 +139,46 @@ class LMTask(Task):
                                                f"{cfg['max_len']} positions ({what})")}
 
     def check_settings(self, cfg: dict[str, Any]) -> None:
-        """--attention-dropout not given: the same as --dropout (recorded in config.yaml)."""
+        """--attention-dropout not given: the same as --dropout (recorded in config.yaml);
+        --arch sets its parts (a part flag that disagrees was refused by ``unused_settings``)."""
         if cfg.get("attention_dropout") is None:
             cfg["attention_dropout"] = cfg["dropout"]
+        cfg.update(ARCH_PARTS.get(cfg.get("arch"), {}))
         super().check_settings(cfg)
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
-        """A prepared corpus has its tokeniser already (and --init's must be it)."""
+        """A prepared corpus has its tokeniser already (and --init's must be it); a gated
+        feed-forward network has its own activation (SwiGLU's SiLU, GeGLU's GELU); --arch
+        sets its parts, so a part flag that disagrees is refused."""
+        unused = []
         if cfg.get("data") and is_prepared(cfg["data"]):
-            return [(["tokenizer", "vocab_size"],
-                     f"for a text file only; --data {cfg['data']} is a prepared corpus, whose "
-                     f"tokeniser is its tokenizer.json (prepare another with `attnlab prepare`)")]
-        return []
+            unused.append((["tokenizer", "vocab_size"],
+                           f"for a text file only; --data {cfg['data']} is a prepared corpus, "
+                           f"whose tokeniser is its tokenizer.json (prepare another with "
+                           f"`attnlab prepare`)"))
+        parts = ARCH_PARTS.get(cfg.get("arch"), {})
+        if differ := [k for k, v in parts.items() if cfg.get(k) != v]:
+            sets = ", ".join(as_typed(k, v) for k, v in parts.items())
+            unused.append((differ, f"--arch {cfg['arch']} sets {sets}; drop it, or leave --arch "
+                                   f"out and give the parts"))
+        if (ff := parts.get("ff", cfg.get("ff", "mlp"))) != "mlp":
+            unused.append((["activation"], f"for --ff mlp; --ff {ff} gates with its own "
+                                           f"activation"))
+        return unused
 
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
-        """None: a prepared corpus's tokeniser and vocabulary size are the run's, recorded."""
+        """None: a prepared corpus's tokeniser and vocabulary size are the run's, recorded
+        (and --activation stays recorded beside a gated --ff, which does not read it)."""
         return []
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """--data: a prepared corpus whose splits each hold a window of --block-size + 1 tokens,
         or a non-empty text file; on --resume, the one the run started with. Everything here is
-        refused before the run directory is created (``checks.check_data``)."""
+        refused before the run directory is created (``checks.check_data``). First the model's
+        settings against each other (``lm_parts_broken``: the rules ``CausalLMConfig``, and so
+        ``attnlab.load``, checks too), each already in its own range."""
+        if broken := lm_parts_broken(cfg, flag):
+            raise UsageError(broken)
         if not cfg.get("data"):
             raise UsageError("--data is required: a directory from `attnlab prepare` or a text file")
         if cfg.get("init") and not cfg.get("resume"):
@@ -212,8 +234,12 @@ def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str,
             "max_len": c["n_positions"],
             "vocab_size": c["vocab_size"], "activation": activation,
             "layer_norm_eps": c["layer_norm_epsilon"], "tie_weights": bool(c["tie_word_embeddings"]),
-            # GPT-2's fixed architecture: pre-LN, learned positions, biases everywhere
-            "norm_first": True, "positional": "learned", "bias": True,
+            # GPT-2's fixed architecture: pre-LN, learned positions, biases everywhere, its
+            # block's parts
+            "norm_first": True, "positional": "learned", "bias": True, "norm": "layer",
+            "arch": "gpt2",
+            "ff": "mlp", "qk_norm": False, "num_kv_heads": None, "qkv_bias": None,
+            "sliding_window": None,
             "tokenizer": INIT_TOKENIZER}
 
 

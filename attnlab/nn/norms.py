@@ -1,0 +1,67 @@
+"""Normalisation layers: LayerNorm (torch's) and RMSNorm.
+
+Shapes: any (..., D); the statistics are over the last dimension D.
+
+    LayerNorm(x) = (x − mean(x)) / √(var(x) + ε) · γ + β            (Ba et al., 2016)
+    RMSNorm(x)   = x / √(mean(x²) + ε) · γ                          (Zhang & Sennrich, 2019)
+
+RMSNorm drops the centring and the shift: one statistic instead of two, and no bias. Llama,
+Qwen, Mistral and Gemma use it in place of LayerNorm.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..activation_names import NORMS  # torch-free: configs offer them as choices
+
+__all__ = ["RMSNorm", "make_norm", "NORMS"]
+
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square normalisation: ``x / √(mean(x²) + eps) · weight``.
+
+    The statistic is computed in float32 and the result cast back to the input's dtype (as
+    Llama's implementation does), so bf16 inputs are normalised as accurately as float32 ones.
+
+    Args:
+        dim: width D of the last dimension.
+        eps: added to the mean square (Llama uses 1e-5 or 1e-6).
+
+    Shape:
+        (..., D) -> (..., D).
+
+    Examples:
+        >>> norm = RMSNorm(4)
+        >>> norm(torch.tensor([[3.0, -3.0, 3.0, -3.0]]))
+        tensor([[ 1.0000, -1.0000,  1.0000, -1.0000]], grad_fn=<MulBackward0>)
+    """
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+        self.weight = nn.Parameter(torch.ones(dim))  # γ
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # x / RMS(x)
+        return self.weight * h.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"{self.dim}, eps={self.eps}"
+
+
+def make_norm(kind: str, dim: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:
+    """The norm ``kind`` ("layer": ``nn.LayerNorm`` with a shift when ``bias``; "rms":
+    ``RMSNorm``, which has none) of width ``dim``.
+
+    Examples:
+        >>> make_norm("rms", 8)
+        RMSNorm(8, eps=1e-05)
+    """
+    if kind == "layer":
+        return nn.LayerNorm(dim, eps=eps, bias=bias)
+    if kind == "rms":
+        return RMSNorm(dim, eps=eps)
+    raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {kind!r}")
