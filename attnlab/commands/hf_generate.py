@@ -6,8 +6,8 @@ conversion ``attnlab train lm --init DIR`` uses: a family it converts works here
 directory of another family is refused there, naming its ``model_type`` and the supported
 ones. The tokenizer is the directory's own (``HFTokenizer``): ``--prompt`` is encoded as
 ``transformers``' ``tok(prompt)`` encodes it (special tokens such as a bos included) and the
-continuation decoded as ``tok.decode(new_ids, skip_special_tokens=True)``, so ``--greedy``
-prints what ``transformers``' greedy ``generate`` continues the prompt with.
+continuation decoded as it reads after the prompt (``AfterPrompt``; special tokens skipped),
+so ``--greedy`` prints what ``transformers``' greedy ``generate`` continues the prompt with.
 
 ``--chat TEXT`` (``--system TEXT``) renders the message with the checkpoint's chat template
 and prints the assistant's reply alone, generation stopping at the template's end-of-turn
@@ -94,6 +94,8 @@ def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *
     from ..tasks.lm.continuation import StopStreamer, note_cut
 
     note_cut(len(ids), model.max_len, label)
+    if args.chat is None:  # the text goes on from the prompt printed before it
+        tokenizer = AfterPrompt(tokenizer, ids[-1:])
     stream = model.stream(torch.tensor([ids]), args.max_new_tokens, do_sample=not args.greedy,
                           temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                           eos_token_id=stops or None, generator=generator, slide=True)
@@ -110,3 +112,23 @@ def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *
     if write is not None:
         write(pieces[-1])
     return "".join(pieces)
+
+
+class AfterPrompt:
+    """``tokenizer``'s text of new ids as it reads after the prompt's last ids ``context``.
+
+    A SentencePiece-style tokenizer (Llama 2, Mistral) writes a word's leading space as part of
+    its token and drops the space that starts a decoded text, so the continuation decoded
+    alone would be glued to the prompt ("the cat" + "sat"): decoded after ``context`` and cut
+    after it, it keeps its space ("the cat" + " sat"), as ``transformers``' ``decode`` of the
+    whole output does. A byte-level BPE (GPT-2, Llama 3, Qwen) decodes the same either way.
+    """
+
+    def __init__(self, tokenizer, context: list[int]) -> None:
+        self.tokenizer, self.context = tokenizer, context
+        self.vocab_size = tokenizer.vocab_size
+        self.before = tokenizer.decode(context)
+
+    def decode(self, ids: list[int]) -> str:
+        text = self.tokenizer.decode([*self.context, *ids])
+        return text[len(self.before):] if text.startswith(self.before) else self.tokenizer.decode(ids)

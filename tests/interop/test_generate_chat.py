@@ -56,13 +56,32 @@ def _save(d, template):
     return d
 
 
+def _save_metaspace(d):
+    """A GPT-2 directory with a SentencePiece-style tokenizer (Llama 2's, Mistral's): a word's
+    leading space is part of its token, and decoding drops the space that starts a text."""
+    torch.manual_seed(0)
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first")
+    tok.decoder = decoders.Metaspace(prepend_scheme="first")
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=120, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False))
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>",
+                                              eos_token="</s>", unk_token="<unk>")
+    transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=len(hf), n_positions=64, n_embd=32, n_layer=2, n_head=4, bos_token_id=1,
+        eos_token_id=2)).save_pretrained(d)
+    hf.save_pretrained(d)
+    return d
+
+
 @pytest.fixture(scope="module")
 def dirs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hfgen")
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
     return {"chat": _save(tmp / "chat", CHATML), "base": _save(tmp / "base", None),
-            "no-system": _save(tmp / "no-system", NO_SYSTEM)}
+            "no-system": _save(tmp / "no-system", NO_SYSTEM),
+            "metaspace": _save_metaspace(tmp / "metaspace")}
 
 
 def _theirs(d):
@@ -100,6 +119,22 @@ def test_a_prompt_is_continued_as_transformers_greedy_generate_continues_it(dirs
 
 
 @pytest.mark.slow
+def test_a_continuation_keeps_its_leading_space_after_the_prompt(dirs, capsys):
+    """Decoded alone, a SentencePiece continuation loses the space before its first word and
+    is glued to the prompt ("the catcat"); printed, it reads as transformers decodes the
+    whole output."""
+    d = dirs["metaspace"]
+    assert main(["generate", str(d), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", "8", "--threads", "1"]) == 0
+    model, tok = _theirs(d)
+    ids = tok("the cat", return_tensors="pt")["input_ids"]
+    out = model.generate(ids, max_new_tokens=8, do_sample=False)
+    whole = tok.decode(out[0], skip_special_tokens=True)
+    assert whole.startswith("the cat ")  # the continuation's first word after a space
+    assert capsys.readouterr().out == whole + "\n"
+
+
+@pytest.mark.slow
 def test_a_chat_reply_is_the_templated_reply_cut_at_the_end_of_turn_token(dirs, capsys):
     d = dirs["chat"]
     assert main(["generate", str(d), "--chat", "hello there", "--system", "be brief",
@@ -124,13 +159,25 @@ def test_input_file_with_chat_answers_each_line_in_order(dirs, tmp_path, capsys)
     assert lines == [{"chat": m, "text": e} for m, e in zip(messages, expected)]
 
 
-def test_the_end_of_turn_token_is_read_from_the_template():
-    tok = _tokenizer(CHATML)
-    end = tok.convert_tokens_to_ids("<|im_end|>")
-    assert end_of_turn_id(tok) == end
-    # a template whose turns end with the eos token: that one
-    tok.chat_template = "{% for m in messages %}{{ m['content'] }}{{ eos_token }}{% endfor %}"
-    assert end_of_turn_id(tok) == tok.eos_token_id
+# templates in the layouts of real checkpoints, each with the token that ends a turn
+LLAMA3 = ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
+          "<|end_header_id|>\n\n{{ m['content'] | trim }}<|eot_id|>{% endfor %}"
+          "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n"
+          "{% endif %}")
+GEMMA = ("{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else "
+         "m['role'] }}\n{{ m['content'] | trim }}<end_of_turn>\n{% endfor %}"
+         "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+EOS_ENDS = "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}{{ eos_token }}{% endfor %}"
+
+
+@pytest.mark.parametrize("template, token", [
+    (CHATML, "<|im_end|>"), (LLAMA3, "<|eot_id|>"), (GEMMA, "<end_of_turn>"),
+    (EOS_ENDS, "<|endoftext|>")])
+def test_the_end_of_turn_token_is_read_from_the_template(template, token):
+    tok = _tokenizer(template)
+    tok.add_tokens(["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+                    "<start_of_turn>", "<end_of_turn>"], special_tokens=True)
+    assert end_of_turn_id(tok) == tok.convert_tokens_to_ids(token)
 
 
 def test_stop_ids_join_the_configs_eos_tokens_and_the_end_of_turn(tmp_path):
