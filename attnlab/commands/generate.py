@@ -2,7 +2,12 @@ r"""``attnlab generate DIR --prompt TEXT``: continue a prompt with a trained lan
 printing the text as it is produced. ``--input-file FILE`` (``-``: standard input) continues
 one prompt per line and prints one line per prompt (prompt and continuation, with newlines,
 tabs and backslashes written as ``\n``, ``\t``, ``\\``), or with ``--json`` a JSON object per
-line. Never imports Lightning."""
+line. Never imports Lightning.
+
+DIR is an ``attnlab train lm`` run, or a Hugging Face causal-LM directory (``hf_generate``):
+its model converted as ``--init`` converts it, with its own tokenizer; there ``--chat TEXT``
+(``--system TEXT``) answers a message through the checkpoint's chat template, and
+``--input-file FILE --chat`` answers one message per line."""
 from __future__ import annotations
 
 import sys
@@ -30,19 +35,31 @@ class GenerateOptions(GenerationSettings, ModelRunSettings):
     greedy: bool = setting(False, help="argmax decoding instead of sampling")
 
 
+# `--input-file FILE --chat`: --chat without TEXT, the messages being the file's lines
+CHAT_LINES = "(one message per line of --input-file)"
+
 # what --greedy makes pointless: given with it, they are refused
 SAMPLING_FLAGS = ("temperature", "top_k", "top_p", "seed")
 
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "generate", help="continue a prompt with a trained lm run (streams the text)",
-        description="Continue --prompt with the language model of an `attnlab train lm` run, "
-                    "printing each piece of text as soon as it is generated. Samples by "
+        "generate", help="continue a prompt with a trained lm run or a Hugging Face model "
+                         "directory; chat with an instruct model (streams the text)",
+        description="Continue --prompt with the language model of an `attnlab train lm` run "
+                    "or of a Hugging Face causal-LM directory (config.json, weights, tokenizer "
+                    "files; nothing is downloaded), printing each piece of text as soon as it "
+                    "is generated. With a directory whose tokenizer has a chat template, --chat "
+                    "TEXT answers TEXT as the assistant and prints the reply alone. Samples by "
                     "default (--temperature, --top-k, --top-p); --greedy takes the most likely "
                     "token each step.")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--prompt", metavar="TEXT")
+    p.add_argument("--chat", nargs="?", const=CHAT_LINES, metavar="TEXT",
+                   help="a Hugging Face DIR with a chat template: answer TEXT as the assistant "
+                        "(the template applied, stopping at its end-of-turn token) and print "
+                        "the reply alone; with --input-file and no TEXT, one message per line")
+    p.add_argument("--system", metavar="TEXT", help="the system message of --chat")
     add_flags(p, GenerateOptions)
     p.add_argument("--stop", action="append", metavar="S", default=[],
                    help=r"stop before this text appears (repeatable); \n is a newline, \t a "
@@ -64,10 +81,33 @@ def _check(args) -> None:
         raise UsageError(f"--greedy takes the most likely token, so {', '.join(sampling)} "
                          f"would do nothing: drop {'it' if len(sampling) == 1 else 'them'}, or "
                          f"drop --greedy to sample")
+    _check_chat(args)
     check_options(args, GenerateOptions)  # the temperature's floor included (SamplingSettings)
     args.stop = [unescape(s) for s in args.stop]
     if any(not s for s in args.stop):
         raise UsageError("--stop must not be empty")
+
+
+def _check_chat(args) -> None:
+    """--chat and --system against --prompt and each other; a blank message refused."""
+    from ..errors import UsageError
+
+    if args.system is not None and args.chat is None:
+        raise UsageError("--system is the system message of a chat: give it with --chat")
+    if args.chat is not None and args.prompt is not None:
+        raise UsageError("give --prompt TEXT (continue a text) or --chat TEXT (the assistant's "
+                         "reply to it), not both")
+    for flag, value in (("--chat", args.chat), ("--system", args.system)):
+        if value is not None and not value.strip():
+            raise UsageError(f"{flag} is empty")
+
+
+def inputs(args) -> tuple[list[str], list[str]]:
+    """(the prompts or chat messages, their labels): --prompt's or --chat's one text, or the
+    lines of --input-file."""
+    if args.chat is None:
+        return one_or_file(args.prompt, "--prompt", args.input_file)
+    return one_or_file(None if args.chat is CHAT_LINES else args.chat, "--chat", args.input_file)
 
 
 def unescape(text: str, flag: str = "--stop") -> str:
@@ -124,42 +164,65 @@ def escape(text: str) -> str:
 
 
 def run(args) -> int:
-    import json
+    from ..errors import UsageError
+    from ..interop.chat import is_hf_directory
+    from ..loading import check_run_dir, tasks_that
 
+    _check(args)
+    texts, labels = inputs(args)
+    if is_hf_directory(args.run_dir):  # a Hugging Face model directory, not a run
+        from .hf_generate import from_directory
+
+        all_ids, produce = from_directory(args, texts, labels)
+        chatting = args.chat is not None  # the reply alone, not the message before it
+        print_outputs(args, texts, labels, all_ids, produce,
+                      key="chat" if chatting else "prompt", echo=not chatting)
+        return 0
+    run_dir, cfg = check_run_dir(args.run_dir, command="generate", checkpoint=args.checkpoint,
+                                 tasks=tasks_that(lambda task: task.capabilities.encode_prompt))
+    if args.chat is not None:
+        raise UsageError(f"--chat: {run_dir} is an attnlab run, which has no chat template; "
+                         f"--chat takes a Hugging Face model directory whose tokenizer has one")
     import torch
 
-    from ..loading import check_run_dir, tasks_that, weights_from
+    from ..loading import weights_from
     from ..tasks import get_task
     from ..tasks.base import each_input, set_options
     from ..tokenizers import note_unknown
 
-    _check(args)
-    prompts, labels = one_or_file(args.prompt, "--prompt", args.input_file)
-    many = args.input_file is not None
-    run_dir, cfg = check_run_dir(args.run_dir, command="generate", checkpoint=args.checkpoint,
-                                 tasks=tasks_that(lambda task: task.capabilities.encode_prompt))
     use_threads(args, "one", run_dir)  # one prompt at a time, token by token
     task = get_task(cfg.task)
     runtime = task.runtime()
     note_if_slower(args.quantize, cfg.task, cfg)  # one prompt at a time: batch 1 each
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
         model, tokenizer = runtime.load(task, run_dir, cfg, **set_options(quantize=args.quantize))
-    all_ids = each_input(prompts, labels,
+    all_ids = each_input(texts, labels,
                          lambda p: runtime.encode_prompt(task, tokenizer, p, what="--input"))
-    note_unknown(tokenizer, prompts, labels)  # the model continues what it read
+    note_unknown(tokenizer, texts, labels)  # the model continues what it read
     generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
-    if not many and not args.json:  # one prompt: stream it
-        sys.stdout.write(args.prompt)
-        continuation(model, tokenizer, all_ids[0], args, generator, write=_write_now,
-                     label=labels[0])
+    print_outputs(args, texts, labels, all_ids, lambda ids, write, label: continuation(
+        model, tokenizer, ids, args, generator, write=write, label=label))
+    return 0
+
+
+def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[int]],
+                  produce, *, key: str = "prompt", echo: bool = True) -> None:
+    """Print what ``produce(ids, write, label)`` generates after each input's ``ids``: one
+    input streamed (after the input itself when ``echo``), else one line per input (escaped,
+    or with --json an object of the input under ``key`` and the generated ``"text"``)."""
+    import json
+
+    if args.input_file is None and not args.json:  # one input: stream it
+        if echo:
+            sys.stdout.write(texts[0])
+        produce(all_ids[0], _write_now, labels[0])
         sys.stdout.write("\n")
         sys.stdout.flush()
-        return 0
-    for prompt, ids, label in zip(prompts, all_ids, labels):
-        text = continuation(model, tokenizer, ids, args, generator, label=label)
-        print(json.dumps({"prompt": prompt, "text": text}, ensure_ascii=False) if args.json
-              else escape(prompt + text), flush=True)
-    return 0
+        return
+    for text, ids, label in zip(texts, all_ids, labels):
+        out = produce(ids, None, label)
+        print(json.dumps({key: text, "text": out}, ensure_ascii=False) if args.json
+              else escape(text + out if echo else out), flush=True)
 
 
 def _write_now(piece: str) -> None:

@@ -1,0 +1,134 @@
+"""``attnlab generate DIR`` where DIR is a Hugging Face causal-LM directory (config.json, the
+weights and the tokenizer's files) rather than an attnlab run.
+
+The model is converted to attnlab's ``CausalLM`` by ``read_checkpoint(DIR, task="lm")``, the
+conversion ``attnlab train lm --init DIR`` uses: a family it converts works here, and a
+directory of another family is refused there, naming its ``model_type`` and the supported
+ones. The tokenizer is the directory's own (``HFTokenizer``): ``--prompt`` is encoded as
+``transformers``' ``tok(prompt)`` encodes it (special tokens such as a bos included) and the
+continuation decoded as it reads after the prompt (``AfterPrompt``; special tokens skipped),
+so ``--greedy`` prints what ``transformers``' greedy ``generate`` continues the prompt with.
+
+``--chat TEXT`` (``--system TEXT``) renders the message with the checkpoint's chat template
+and prints the assistant's reply alone, generation stopping at the template's end-of-turn
+token (``attnlab.interop.chat``). Generation stops at the config's eos token(s) too.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UsageError
+from .quantize import int8_slower
+from .threads import use_threads
+
+LM = "lm"  # the task whose conversion (--init's) reads the directory
+
+
+def from_directory(args, texts: list[str], labels: list[str]):
+    """For ``attnlab generate DIR`` with a Hugging Face directory ``args.run_dir``: the inputs
+    ``texts`` (prompts, or chat messages with ``--chat``) checked and encoded, the model
+    loaded. Returns (each input's ids, ``produce(ids, write, label)``: the text generated
+    after ``ids``, each piece passed to ``write`` as it comes), for ``print_outputs``."""
+    from ..interop.chat import (chat_ids, check_chat_template, conversation,
+                                load_chat_tokenizer, stop_ids)
+    from ..tasks.base import each_input
+    from ..tokenizers import note_unknown
+
+    directory = Path(args.run_dir)
+    if args.checkpoint is not None:
+        raise UsageError(f"--checkpoint {args.checkpoint}: {directory} is a Hugging Face model "
+                         f"directory, which has no training checkpoints (an attnlab run has)")
+    chat_tokenizer = None
+    if args.chat is not None:  # before the model is read: it may take a while
+        check_chat_template(directory)
+    model, tokenizer = _load(directory, args)
+    if args.chat is not None:
+        chat_tokenizer = load_chat_tokenizer(directory)
+        all_ids = each_input(texts, labels, lambda message: chat_ids(
+            chat_tokenizer, conversation(message, args.system), directory))
+    else:
+        all_ids = each_input(texts, labels, lambda prompt: _encode(tokenizer, prompt))
+        note_unknown(tokenizer, texts, labels)
+    stops = stop_ids(directory, tokenizer.eos_id, chat_tokenizer)
+    generator = _generator(args.seed)
+    return all_ids, lambda ids, write, label: reply(model, tokenizer, ids, stops, args,
+                                                     generator, write=write, label=label)
+
+
+def _load(directory: Path, args):
+    """The directory's model (eval mode; int8 with --quantize) and tokenizer."""
+    from ..interop.checkpoint import read_checkpoint
+    from ..nn.quantize import quantized
+
+    checkpoint = read_checkpoint(directory, task=LM)
+    use_threads(args, "one", directory)  # one input at a time, token by token
+    slower = int8_slower(LM, int(checkpoint.config.model_dim)) if args.quantize else None
+    if slower:
+        import sys
+
+        print(f"note: {slower}", file=sys.stderr, flush=True)
+    return quantized(checkpoint.model, args.quantize), checkpoint.tokenizer
+
+
+def _encode(tokenizer, prompt: str) -> list[int]:
+    """``prompt``'s ids with the checkpoint's special tokens (``tok(prompt)``'s)."""
+    ids = tokenizer.encode(prompt, add_special_tokens=True)
+    if not ids:
+        raise UsageError("--input is empty; give some text to continue")  # each_input names it
+    return ids
+
+
+def _generator(seed: int | None):
+    import torch
+
+    return torch.Generator().manual_seed(seed) if seed is not None else None
+
+
+def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *,
+          write=None, label: str = "--prompt") -> str:
+    """The text generated after ``ids`` up to --max-new-tokens tokens, any id of ``stops``
+    (not printed) or a --stop string (cut before it); each printable piece is passed to
+    ``write`` as it comes. Past the model's positions the window slides, as for a run."""
+    import torch
+
+    from ..tasks.lm.continuation import StopStreamer, note_cut
+
+    note_cut(len(ids), model.max_len, label)
+    if args.chat is None:  # the text goes on from the prompt printed before it
+        tokenizer = AfterPrompt(tokenizer, ids[-1:])
+    stream = model.stream(torch.tensor([ids]), args.max_new_tokens, do_sample=not args.greedy,
+                          temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                          eos_token_id=stops or None, generator=generator, slide=True)
+    text, pieces = StopStreamer(tokenizer, args.stop), []
+    for token in stream:
+        if int(token[0, 0]) in stops:
+            break
+        pieces.append(text.add(int(token[0, 0])))
+        if write is not None:
+            write(pieces[-1])
+        if text.stopped:
+            break
+    pieces.append(text.flush())
+    if write is not None:
+        write(pieces[-1])
+    return "".join(pieces)
+
+
+class AfterPrompt:
+    """``tokenizer``'s text of new ids as it reads after the prompt's last ids ``context``.
+
+    A SentencePiece-style tokenizer (Llama 2, Mistral) writes a word's leading space as part of
+    its token and drops the space that starts a decoded text, so the continuation decoded
+    alone would be glued to the prompt ("the cat" + "sat"): decoded after ``context`` and cut
+    after it, it keeps its space ("the cat" + " sat"), as ``transformers``' ``decode`` of the
+    whole output does. A byte-level BPE (GPT-2, Llama 3, Qwen) decodes the same either way.
+    """
+
+    def __init__(self, tokenizer, context: list[int]) -> None:
+        self.tokenizer, self.context = tokenizer, context
+        self.vocab_size = tokenizer.vocab_size
+        self.before = tokenizer.decode(context)
+
+    def decode(self, ids: list[int]) -> str:
+        text = self.tokenizer.decode([*self.context, *ids])
+        return text[len(self.before):] if text.startswith(self.before) else self.tokenizer.decode(ids)

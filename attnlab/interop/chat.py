@@ -1,0 +1,157 @@
+"""A Hugging Face checkpoint's chat template: whether a directory has one, the token ids of a
+conversation rendered with it, and the ids that end the assistant's turn.
+
+``attnlab generate DIR --chat TEXT`` reads it. An instruct model is trained on conversations
+laid out by its template (Qwen's ``<|im_start|>user ... <|im_end|>``, Llama 3's
+``<|start_header_id|>user<|end_header_id|> ... <|eot_id|>``): given a message in another
+layout it answers poorly, and it ends its reply with the template's end-of-turn token, which
+is often not the tokenizer's eos token. So the message is rendered by the checkpoint's own
+template (``transformers``' ``apply_chat_template`` with ``add_generation_prompt=True``, the
+assistant's header last), and generation stops at any of ``stop_ids``:
+
+- the end-of-turn token, read from the template itself: a conversation with a known reply is
+  rendered, and the added token that follows the reply is the one that ends a turn;
+- the tokenizer's eos token;
+- the eos token(s) ``generation_config.json`` (else ``config.json``) names, where
+  ``transformers``' ``generate`` stops (Llama 3 Instruct lists ``<|eot_id|>`` there).
+
+Whether a directory has a template is read from its files without torch or ``transformers``
+(``tokenizer_config.json``'s ``chat_template``, or ``chat_template.jinja`` /
+``chat_template.json`` beside it), so ``--chat`` on a directory without one is refused before
+a model is loaded. ``transformers`` is imported inside the functions that render.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = ["is_hf_directory", "has_chat_template", "check_chat_template", "conversation",
+           "load_chat_tokenizer", "chat_ids", "end_of_turn_id", "stop_ids", "TEMPLATE_FILES"]
+
+# where transformers writes a template beside tokenizer_config.json (which older versions used)
+TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
+# a reply no template rewrites: what follows it in the rendered text ends the turn
+_PROBE_REPLY = "attnlab probe reply"
+
+
+def is_hf_directory(path: str | Path) -> bool:
+    """Whether ``path`` is a Hugging Face model directory: it holds a ``config.json`` (an
+    attnlab run holds a ``config.yaml``; ``--init`` reads config.json first too)."""
+    return (Path(path) / "config.json").is_file()
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def has_chat_template(directory: str | Path) -> bool:
+    """Whether the tokenizer in ``directory`` has a chat template (read from its files only).
+
+    Examples:
+        >>> has_chat_template("no/such/directory")
+        False
+    """
+    directory = Path(directory)
+    if any((directory / name).is_file() for name in TEMPLATE_FILES):
+        return True
+    config = _json(directory / "tokenizer_config.json")
+    return isinstance(config, dict) and bool(config.get("chat_template"))
+
+
+def check_chat_template(directory: str | Path, flag: str = "--chat") -> None:
+    """A one-line ``UsageError`` naming ``directory`` if its tokenizer has no chat template."""
+    if not has_chat_template(directory):
+        raise UsageError(f"{flag}: {directory} has no chat template (no chat_template in its "
+                         f"tokenizer_config.json, no {' or '.join(TEMPLATE_FILES)}): a base "
+                         f"model continues text; give --prompt TEXT instead")
+
+
+def conversation(message: str, system: str | None = None) -> list[dict[str, str]]:
+    """The messages of one user turn, after a system message when ``system`` is given.
+
+    Examples:
+        >>> conversation("hi", system="be brief")
+        [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
+    """
+    turn = [{"role": "user", "content": message}]
+    return [{"role": "system", "content": system}, *turn] if system is not None else turn
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def load_chat_tokenizer(directory: str | Path):
+    """``transformers``' tokenizer of ``directory`` (it renders the template); never
+    downloads. A ``UsageError`` naming the directory if it cannot be read."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(Path(directory), local_files_only=True)
+    except Exception as e:  # missing or broken files, a tokenizer class not installed
+        raise UsageError(f"{directory}: its tokenizer cannot be read ({_one_line(e)})") from None
+
+
+def chat_ids(tokenizer, messages: list[dict[str, str]], directory: str | Path) -> list[int]:
+    """The token ids of ``messages`` rendered by the chat template of ``tokenizer``, ending
+    with the assistant's header: what the model continues with its reply.
+
+    Raises:
+        UsageError: naming ``directory`` when the template refuses the conversation (some
+            refuse a system message) or renders nothing.
+    """
+    try:
+        out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    except Exception as e:  # jinja2's TemplateError (raise_exception in the template), ...
+        raise UsageError(f"{directory}: its chat template cannot render this conversation "
+                         f"({_one_line(e)})") from None
+    ids = out["input_ids"] if isinstance(out, Mapping) else out  # a BatchEncoding in v5
+    if not ids:
+        raise UsageError(f"{directory}: its chat template renders this conversation as no tokens")
+    return [int(i) for i in ids]
+
+
+def end_of_turn_id(tokenizer) -> int | None:
+    """The id of the added token that closes an assistant's turn in ``tokenizer``'s chat
+    template (``<|im_end|>``, ``<|eot_id|>``, ``<end_of_turn>``, or the eos token itself),
+    found by rendering a turn with a known reply; None if no added token follows it."""
+    turn = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": _PROBE_REPLY}]
+    try:
+        text = tokenizer.apply_chat_template(turn, tokenize=False)
+    except Exception:  # a template that refuses the probe: the eos token alone stops
+        return None
+    at = text.rfind(_PROBE_REPLY) if isinstance(text, str) else -1
+    if at < 0:
+        return None
+    after = text[at + len(_PROBE_REPLY):]
+    added = {token.content: i for i, token in tokenizer.added_tokens_decoder.items()}
+    found = [t for t in added if t and after.startswith(t)]
+    return added[max(found, key=len)] if found else None
+
+
+def _config_eos(directory: Path) -> list[int]:
+    """The eos id(s) ``generation_config.json`` names, else ``config.json``'s."""
+    for name in ("generation_config.json", "config.json"):
+        data = _json(directory / name)
+        value = data.get("eos_token_id") if isinstance(data, dict) else None
+        if value is not None:
+            values = value if isinstance(value, list) else [value]
+            return [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    return []
+
+
+def stop_ids(directory: str | Path, eos_id: int | None, chat_tokenizer=None) -> list[int]:
+    """The ids that end generation from ``directory``: its config's eos id(s), the tokenizer's
+    ``eos_id`` and, with ``chat_tokenizer`` (a chat), its template's end-of-turn token; each
+    once, in that order."""
+    ids = [*_config_eos(Path(directory)), eos_id,
+           end_of_turn_id(chat_tokenizer) if chat_tokenizer is not None else None]
+    return list(dict.fromkeys(i for i in ids if i is not None))
