@@ -55,7 +55,7 @@ def build_parser() -> ArgumentParser:
 
 # argparse reads a value that starts with "-" as a flag unless it is a plain number, so
 # `--input -0.4,1;0.2,3` (a set of feature rows) would fail; such values are glued to their flag.
-_TEXT_FLAGS = ("--input", "--prompt")
+_TEXT_FLAGS = ("--input", "--prompt", "--chat", "--system")
 _NEGATIVE_NUMBER = re.compile(r"-\.?\d")
 
 

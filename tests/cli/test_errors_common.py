@@ -115,6 +115,8 @@ def test_a_text_value_that_starts_like_a_negative_number_is_a_value_not_a_flag()
 
     assert glue(["predict", "d", "--input", "-0.4,1;2,3"]) == ["predict", "d", "--input=-0.4,1;2,3"]
     assert glue(["generate", "d", "--prompt", "-.5 is"]) == ["generate", "d", "--prompt=-.5 is"]
+    assert glue(["generate", "d", "--chat", "-5 + 3?", "--system", "-1 means no"]) == [
+        "generate", "d", "--chat=-5 + 3?", "--system=-1 means no"]
     # a forgotten value is still missing, not swallowed
     assert glue(["predict", "d", "--input", "--out"]) == ["predict", "d", "--input", "--out"]
     assert glue(["predict", "d", "--input", "3 1 4"]) == ["predict", "d", "--input", "3 1 4"]
