@@ -211,9 +211,14 @@ class RotaryEmbedding(nn.Module):
         base: the frequency base θ (10000 in the paper; Llama 3 uses 500000).
         scaling: how the frequencies are stretched: "none", "linear" or "llama3"
             (``rope_frequencies``, with the factors below).
-        factor, low_freq_factor, high_freq_factor, original_max_len: the scaling's
-            parameters (Hugging Face's ``rope_scaling`` keys; ``original_max_position_embeddings``
-            is ``original_max_len``).
+        factor: how much longer a context the scaling stretches to (Hugging Face's
+            ``rope_scaling["factor"]``).
+        low_freq_factor: llama3's: wavelengths longer than ``original_max_len /
+            low_freq_factor`` are divided by ``factor``.
+        high_freq_factor: llama3's: wavelengths shorter than ``original_max_len /
+            high_freq_factor`` are kept; those between are blended.
+        original_max_len: the context the checkpoint was trained on
+            (``original_max_position_embeddings``).
 
     Shape:
         x: (B, H, T, hd), positions: (T,) or (B, T) -> (B, H, T, hd).
