@@ -6,6 +6,8 @@ before ``transformers`` is imported, and every ``from_pretrained`` call passes
 
     task        model_type           Hugging Face class -> attnlab model
     lm          gpt2                 GPT2LMHeadModel    -> CausalLM
+    lm          llama, qwen2, qwen3, LlamaForCausalLM, ...  -> CausalLM (float32; bf16 and
+                mistral              sharded safetensors with their index are read)
     classify    the BERT family      (none: the tensors read by name, ``bert_weights``)
                                                         -> BertEncoder
     translate   marian               MarianMTModel      -> Seq2SeqTransformer
@@ -30,8 +32,9 @@ from typing import Any
 
 from ..errors import UsageError
 from ..runs import read_json
-from .source import (INIT_MODEL_TYPES, WEIGHTS_FILES, check_directory,
-                     check_tokenizer_files)
+from .llama_config import LLAMA_CLASSES
+from .source import (INIT_MODEL_TYPES, WEIGHTS_EXPECTED, WEIGHTS_FILES, check_directory,
+                     check_tokenizer_files, weight_files, weights_digest)
 
 __all__ = ["Checkpoint", "read_checkpoint", "read_tokenizer", "SUPPORTED", "WEIGHTS_FILES"]
 
@@ -50,8 +53,9 @@ class Checkpoint:
             or ``Seq2SeqConfig``).
         tokenizer: the checkpoint's own tokeniser as an attnlab ``Tokenizer``.
         source: the directory, resolved.
-        weights: the weights file read (``model.safetensors`` or ``pytorch_model.bin``).
-        sha256: the SHA-256 of ``weights`` (hex).
+        weights: the weights file read (``model.safetensors``, the shards' index
+            ``model.safetensors.index.json``, or ``pytorch_model.bin``).
+        sha256: the SHA-256 of ``weights`` (hex; ``source.weights_digest`` for an index).
         model_type: ``config.json``'s ``model_type``.
     """
 
@@ -93,9 +97,7 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
     weights = _weights_file(source)
     check_tokenizer_files(source, model_type)
     _check_weights_readable(weights)
-    from ..runs import file_digest
-
-    digest = file_digest(weights)
+    digest = weights_digest(weights)
     if task == "classify":  # read by name: none of transformers' model code is imported
         model = _read_encoder(source, model_type, weights)
         rows = model.word_embeddings.num_embeddings
@@ -142,13 +144,18 @@ def _model_type(source: Path, task: str) -> str:
 def _weights_file(source: Path) -> Path:
     found = next((source / n for n in WEIGHTS_FILES if (source / n).is_file()), None)
     if found is None:
-        raise UsageError(f"{source} has no weights file: expected {' or '.join(WEIGHTS_FILES)}")
+        raise UsageError(f"{source} has no weights file: expected {WEIGHTS_EXPECTED}")
     return found
 
 
 def _check_weights_readable(weights: Path) -> None:
     """A weights file cut short or not of its format is refused here, before ``transformers``
     reads it: safetensors' header and tensor extents, or ``torch.load(weights_only=True)``."""
+    for each in weight_files(weights):
+        _check_file_readable(each)
+
+
+def _check_file_readable(weights: Path) -> None:
     try:
         if weights.suffix == ".safetensors":
             from safetensors import safe_open
@@ -218,7 +225,7 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
 
     logging.disable_progress_bar()  # "Loading weights" on stderr, in the middle of a run's output
     # looked up by name: each class imports its own model code
-    cls = getattr(transformers, {"lm": "GPT2LMHeadModel", "translate": "MarianMTModel"}[task])
+    cls = getattr(transformers, _model_class(source, task))
     try:
         model, info = cls.from_pretrained(source, local_files_only=True,
                                           output_loading_info=True,
@@ -230,6 +237,14 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
     mismatched_names = {k[0] for k in mismatched}
     missing = [k for k in info.get("missing_keys", ()) if k not in mismatched_names]
     return model, missing, mismatched
+
+
+def _model_class(source: Path, task: str) -> str:
+    """The ``transformers`` class name of the directory's model (its ``model_type``, checked)."""
+    if task == "translate":
+        return "MarianMTModel"
+    model_type = read_json(source / "config.json").get("model_type")
+    return LLAMA_CLASSES.get(model_type, "GPT2LMHeadModel")
 
 
 def _load_tokenizer(source: Path, model_type: str):

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..models.configs import CausalLMConfig
+from .llama_config import LLAMA_CLASSES, LLAMA_FAMILY
 from .marian import marian_to_seq2seq, seq2seq_to_marian
 from .source import BERT_FAMILY
 from .weights import ACT_TO_HF as _ACT_TO_HF
@@ -36,6 +37,10 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
     Supported:
         - ``GPT2LMHeadModel`` -> ``attnlab.models.CausalLM``: ``m(input_ids)`` gives the same
           logits (B, T, V), and ``m.generate`` the same greedy continuations.
+        - ``LlamaForCausalLM``, ``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``,
+          ``MistralForCausalLM`` -> ``CausalLM`` with RMSNorm, SwiGLU, grouped-query
+          attention, RoPE (θ, none/linear/llama3 scaling), Qwen2's q/k/v biases, Qwen3's
+          QK-norm, Mistral's sliding window (``attnlab.interop.llama``), in float32.
         - ``BertModel`` and BERT-family encoders (RoBERTa, XLM-R, CamemBERT, DistilBERT; or a
           task model built on one, whose base model is converted) ->
           ``attnlab.models.bert.BertEncoder``: ``m(input_ids, attention_mask=None,
@@ -65,26 +70,27 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
         >>> from transformers import GPT2Config, GPT2LMHeadModel
         >>> lm = from_hf(GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=4)))
     """
-    config = getattr(hf_model, "config", None)
-    model_type = getattr(config, "model_type", None)
-    if model_type == "gpt2":
-        if not hasattr(hf_model, "lm_head"):
-            raise ValueError(f"from_hf converts GPT2LMHeadModel (with its LM head), "
-                             f"got {type(hf_model).__name__}")
-        model = _gpt2_to_causal_lm(hf_model)
-    elif model_type in BERT_FAMILY:
+    model_type = getattr(getattr(hf_model, "config", None), "model_type", None)
+    if model_type in BERT_FAMILY:
         model = _bert_family(getattr(hf_model, "base_model", hf_model), model_type)
-    elif model_type == "marian":
+    elif model_type in _WITH_HEAD:
+        name, convert = _WITH_HEAD[model_type]
         if not hasattr(hf_model, "lm_head"):
-            raise ValueError(f"from_hf converts MarianMTModel (with its LM head), "
+            raise ValueError(f"from_hf converts {name} (with its LM head), "
                              f"got {type(hf_model).__name__}")
-
-        model = marian_to_seq2seq(hf_model)
+        model = convert(hf_model)
     else:
         raise ValueError(f"from_hf: unsupported model {type(hf_model).__name__} "
                          f"(model_type {model_type!r}); supported: GPT2LMHeadModel, "
-                         f"MarianMTModel and {', '.join(BERT_FAMILY)} encoders")
+                         f"MarianMTModel, {', '.join(LLAMA_CLASSES.values())} and "
+                         f"{', '.join(BERT_FAMILY)} encoders")
     return model.train(hf_model.training)
+
+
+def _llama_family(hf) -> nn.Module:
+    from .llama import causal_lm_of
+
+    return causal_lm_of(hf)
 
 
 # ---- GPT-2 ----------------------------------------------------------------------------------
@@ -130,6 +136,8 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
           a pre-LN stack with learned positions, biases and a final LayerNorm, so the CausalLM
           must have ``norm_first=True``, ``positional="learned"``, ``bias=True``, a GPT-2
           activation (gelu, gelu_tanh, relu, silu) and no Llama-family part (``norm`` ...).
+        - ``CausalLM`` with RoPE and RMSNorm or a gated network -> the ``*ForCausalLM`` of
+          the Llama family holding its parts (``llama_config.llama_family_config``).
         - ``Seq2SeqTransformer`` -> ``MarianMTModel`` (the inverse of ``from_hf``'s Marian
           import, residual features permuted back to Marian's sin-halves / cos-halves order):
           ``hf(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt).logits`` equals
@@ -148,15 +156,14 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
 
     Args:
         model: the ``CausalLM`` or ``Seq2SeqTransformer`` to export.
-        bos_token_id: CausalLM only: written to the GPT-2 config (and its generation
+        bos_token_id: CausalLM only: written to the exported config (and its generation
             config); attnlab tokenizers use sos 1. A Seq2SeqTransformer carries its own
             ``sos_id``, ``eos_id`` and ``pad_id``.
         eos_token_id: CausalLM only, likewise (attnlab tokenizers: 2).
         pad_token_id: CausalLM only, likewise (attnlab tokenizers: 0).
 
     Returns:
-        A ``transformers.GPT2LMHeadModel`` or ``MarianMTModel`` with the same logits, in the
-        same train/eval mode.
+        The ``transformers`` model (above) with the same logits, in the same train/eval mode.
 
     Raises:
         ValueError: naming the setting the Hugging Face model cannot represent, or for another
@@ -169,18 +176,27 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
         >>> type(hf).__name__, type(mt).__name__
         ('GPT2LMHeadModel', 'MarianMTModel')
     """
-    from ..models.causal_lm import CausalLM, CausalLMConfig
+    from ..models.causal_lm import CausalLM
     from ..models.seq2seq import Seq2SeqTransformer
 
+    ids = dict(bos_token_id=bos_token_id, eos_token_id=eos_token_id, pad_token_id=pad_token_id)
     if isinstance(model, Seq2SeqTransformer):
-        _refuse_gpt2_ids(bos_token_id=bos_token_id, eos_token_id=eos_token_id,
-                         pad_token_id=pad_token_id)
+        _refuse_gpt2_ids(**ids)
         return seq2seq_to_marian(model)
     if not isinstance(model, CausalLM):
         raise ValueError(f"to_hf exports a CausalLM or a Seq2SeqTransformer, "
                          f"got {type(model).__name__}")
-    return _causal_lm_to_gpt2(model, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
-                              pad_token_id=pad_token_id)
+    return _causal_lm_to_hf(model, **ids)
+
+
+def _causal_lm_to_hf(model: nn.Module, **ids: int | None):
+    """A Llama-family block (RoPE with RMSNorm or a gated network) to its family, else GPT-2."""
+    c = model.config
+    if c.positional == "rope" and (c.norm == "rms" or c.ff != "mlp"):
+        from .llama import llama_family_of
+
+        return llama_family_of(model, **ids).train(model.training)
+    return _causal_lm_to_gpt2(model, **ids)
 
 
 def _refuse_gpt2_ids(**ids: int | None) -> None:
@@ -268,3 +284,9 @@ def _bert_family(hf, model_type: str) -> nn.Module:
         raise ValueError(f"{model_type}: {type(hf).__name__} lacks or reshapes "
                          f"{', '.join(wrong[:3])}")
     return model
+
+
+# model_type -> (the class from_hf converts, its converter) for models with an LM head
+_WITH_HEAD = {"gpt2": ("GPT2LMHeadModel", _gpt2_to_causal_lm),
+              "marian": ("MarianMTModel", marian_to_seq2seq),
+              **{t: (cls, _llama_family) for t, cls in LLAMA_CLASSES.items()}}

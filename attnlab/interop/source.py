@@ -9,9 +9,10 @@ for a Hugging Face directory, ``attnlab.load`` for a run). Nothing is ever downl
 that is not a directory is refused, saying how to fetch it.
 
     kind   DIR holds                                   model_type
-    hf     config.json, model.safetensors or           config.json's, one of ``model_types``:
-           pytorch_model.bin, the tokeniser's files    the task's ``Task.init_model_types``
-                                                       (lm: gpt2; classify: the BERT family;
+    hf     config.json, model.safetensors (or its      config.json's, one of ``model_types``:
+           shards and model.safetensors.index.json)    the task's ``Task.init_model_types``
+           or pytorch_model.bin, the tokeniser's files (lm: gpt2, llama, qwen2, qwen3,
+                                                       mistral; classify: the BERT family;
                                                        translate: marian)
     run    config.yaml of the same task, model.safetensors   the task's name
 
@@ -32,19 +33,23 @@ from ..runs import file_digest, read_json
 from ..settings import AdaptSettings, check_argument
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
-           "GPT2_TYPES", "MARIAN_TYPES", "INIT_MODEL_TYPES",
+           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
            "checkpoint_dropout"]
 
 # the Hugging Face model types attnlab converts, by the model it converts them to
 GPT2_TYPES = ("gpt2",)  # to a CausalLM
+LLAMA_TYPES = ("llama", "qwen2", "qwen3", "mistral")  # to a CausalLM (interop.llama_config)
 BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")  # an encoder
 MARIAN_TYPES = ("marian",)  # to a Seq2SeqTransformer
 # the one table of which Hugging Face model types each task starts from with --init: the
 # task's ``Task.init_model_types`` is its row, and ``read_checkpoint`` reads the same rows
-INIT_MODEL_TYPES: dict[str, tuple[str, ...]] = {"lm": GPT2_TYPES, "classify": BERT_FAMILY,
+INIT_MODEL_TYPES: dict[str, tuple[str, ...]] = {"lm": GPT2_TYPES + LLAMA_TYPES, "classify": BERT_FAMILY,
                                                 "translate": MARIAN_TYPES}
-WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # the first present is read
+# the first present is read; the index of sharded safetensors stands for its shards
+WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+WEIGHTS_EXPECTED = ("model.safetensors or pytorch_model.bin (or safetensors shards with their "
+                    "model.safetensors.index.json)")
 # the tokeniser files of a fast tokeniser (any one set) and of Marian's (all of them)
 FAST_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("vocab.txt",))
 MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
@@ -61,7 +66,8 @@ class InitSource:
         config: config.json's mapping (hf) or config.yaml's (run).
         model_type: config.json's ``model_type`` (hf); the task's name (run).
         weights: the weights file the run will read.
-        sha256: the SHA-256 of ``weights`` (hex), recorded as config.yaml's ``init_sha256``.
+        sha256: the SHA-256 of ``weights`` (hex; for sharded safetensors, of the index's and
+            the shards' digests: ``weights_digest``), recorded as config.yaml's ``init_sha256``.
     """
 
     path: Path
@@ -142,9 +148,39 @@ def _read_source(path: str | Path, task: str, model_types: tuple[str, ...] | Non
                          f"supported: {', '.join(model_types)}")
     weights = next((source / n for n in WEIGHTS_FILES if (source / n).is_file()), None)
     if weights is None:
-        raise UsageError(f"{name} has no weights file: expected {' or '.join(WEIGHTS_FILES)}")
+        raise UsageError(f"{name} has no weights file: expected {WEIGHTS_EXPECTED}")
     check_tokenizer_files(source, model_type, name)
-    return InitSource(source, "hf", config, model_type, weights, file_digest(weights))
+    return InitSource(source, "hf", config, model_type, weights, weights_digest(weights))
+
+
+def weight_files(weights: Path) -> list[Path]:
+    """The files holding the tensors of ``weights``: itself, or the shards a
+    ``model.safetensors.index.json`` maps tensors to (sorted); UsageError naming the index
+    when it is not valid or names a shard that is not there."""
+    if not weights.name.endswith(".index.json"):
+        return [weights]
+    index = read_json(weights, what="valid JSON")
+    names = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(names, dict) or not names:
+        raise UsageError(f"{weights} has no weight_map of tensor names to shard files")
+    shards = [weights.parent / n for n in sorted(set(map(str, names.values())))]
+    if missing := [p.name for p in shards if not p.is_file()]:
+        raise UsageError(f"{weights} names shard {missing[0]}, which is not in {weights.parent}")
+    return shards
+
+
+def weights_digest(weights: Path) -> str:
+    """The SHA-256 (hex) that pins ``weights``: the file's own; for a sharded checkpoint's
+    index, the SHA-256 of the index's digest and each shard's name and digest, in name order
+    (a changed shard or index changes it)."""
+    if not weights.name.endswith(".index.json"):
+        return file_digest(weights)
+    import hashlib
+
+    h = hashlib.sha256(file_digest(weights).encode())
+    for shard in weight_files(weights):
+        h.update(f"\n{shard.name} {file_digest(shard)}".encode())
+    return h.hexdigest()
 
 
 def check_tokenizer_files(source: Path, model_type: str, name: str | None = None) -> None:
@@ -174,7 +210,7 @@ def _run_source(source: Path, task: str, name: str, flag: str) -> InitSource:
     if not weights.is_file():
         raise UsageError(f"{name} has no {RUN_WEIGHTS}: the run has not finished (continue it "
                          f"with --resume --out {source})")
-    return InitSource(source, "run", config, task, weights, file_digest(weights))
+    return InitSource(source, "run", config, task, weights, weights_digest(weights))
 
 
 

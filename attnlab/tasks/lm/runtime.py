@@ -279,22 +279,32 @@ def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list
 
 
 def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], str]:
-    """``attnlab export --hf``: the run as a ``GPT2LMHeadModel`` (``attnlab.interop.to_hf``)
-    and its tokenizer, in OUT itself, with a note on what the exported model cannot do that
-    ``attnlab generate`` does: continue past its positions (``n_positions``, a learned table:
-    transformers' ``generate`` fails there, where attnlab slides the window)."""
+    """``attnlab export --hf``: the run as a ``GPT2LMHeadModel``, or for a Llama-family block
+    (RMSNorm, SwiGLU, RoPE) the ``*ForCausalLM`` of the family holding its parts
+    (``attnlab.interop.to_hf``), and its tokenizer, in OUT itself, with a note on what the
+    exported model does otherwise than ``attnlab generate``: a GPT-2's learned table cannot
+    continue past its positions (``n_positions``: transformers' ``generate`` fails there, where
+    attnlab slides the window); RoPE continues, past the context the model was trained on."""
     from ...interop import to_hf
     from ...interop.tokenizer import special_ids, to_hf_tokenizer
 
     model, tokenizer = load(task, run_dir, cfg)
     hf_model = to_hf(model, **special_ids(tokenizer))
-    n = hf_model.config.n_positions
+    n = getattr(hf_model.config, "n_positions", None)
+    name = "n_positions" if n else "max_position_embeddings"
+    n = n or hf_model.config.max_position_embeddings
     source = (f"the run's --block-size" if cfg.block_size == n else
               f"--init's; the run trained on windows of --block-size {cfg.block_size}")
-    note = (f"note: the exported model reads at most {n} positions (n_positions, "
-            f"{source}): transformers' generate fails once prompt + "
-            f"max_new_tokens pass {n} tokens; keep them within {n}, or continue longer "
-            f"texts with attnlab generate, which slides the window")
+    if name == "n_positions":
+        note = (f"note: the exported model reads at most {n} positions (n_positions, "
+                f"{source}): transformers' generate fails once prompt + "
+                f"max_new_tokens pass {n} tokens; keep them within {n}, or continue longer "
+                f"texts with attnlab generate, which slides the window")
+    else:
+        note = (f"note: the exported {type(hf_model).__name__} was trained on at most {n} "
+                f"positions ({name}, {source}); transformers' generate reads on past them "
+                f"where attnlab generate slides the window, so longer texts continue "
+                f"differently")
     return hf_model, {"": to_hf_tokenizer(tokenizer)}, note
 
 

@@ -22,7 +22,8 @@ from typing import Any, ClassVar
 
 from ...activation_names import hf_activation
 from ...errors import UsageError
-from ...interop.source import INIT_MODEL_TYPES
+from ...interop.llama_config import llama_family_settings
+from ...interop.source import INIT_MODEL_TYPES, LLAMA_TYPES
 from ...models.configs import ARCH_PARTS, CausalLMConfig, lm_parts_broken
 from ...settings import AdaptSettings, absent_values, as_typed, flag, setting
 from ...tokenizers import TOKENIZER_KINDS
@@ -32,7 +33,7 @@ from ..base import Capabilities, Runtime, Task
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, init_is_run,
                      is_prepared)
 
-__all__ = ["LMTask", "LMSettings", "TASKS", "gpt2_settings", "INIT_TOKENIZER"]
+__all__ = ["LMTask", "LMSettings", "TASKS", "gpt2_settings", "llama_settings", "INIT_TOKENIZER"]
 
 INIT_TOKENIZER = "hf"  # --tokenizer of a run whose tokenizer is a checkpoint's own
 
@@ -113,10 +114,13 @@ class LMTask(Task):
         return runtime
 
     def init_settings(self, source) -> dict[str, Any]:
-        """What --init fixes: a GPT-2 directory's sizes, activation, LayerNorm epsilon, tied
+        """What --init fixes: a Llama-family directory's settings (``llama_settings``); a
+        GPT-2 directory's sizes, activation, LayerNorm epsilon, tied
         head, vocabulary (its embedding rows, which may be more than its tokenizer's ids) and
         context length (``max_len``: --block-size may be shorter), with its tokenizer; an lm
         run's model settings, tokenizer and context length (``gpt2_settings``)."""
+        if source.kind == "hf" and source.model_type in LLAMA_TYPES:
+            return llama_settings(source.config, source.path)
         if source.kind == "hf":
             return gpt2_settings(source.config, source.path)
         found = super().init_settings(source)
@@ -241,6 +245,25 @@ def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str,
             "ff": "mlp", "qk_norm": False, "num_kv_heads": None, "qkv_bias": None,
             "sliding_window": None,
             "tokenizer": INIT_TOKENIZER}
+
+
+def llama_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str, Any]:
+    """The lm settings of a Llama, Qwen2, Qwen3 or Mistral ``config.json`` (its dict): the
+    ``CausalLM`` ``read_checkpoint`` builds from it (``interop.llama_config``, the one mapping
+    ``from_hf`` reads too), with its tokenizer. ``UsageError`` naming ``path`` and the key
+    attnlab cannot represent (a rope scaling kind, a head_dim, ...).
+
+    Examples:
+        >>> s = llama_settings({"model_type": "llama", "hidden_size": 64, "vocab_size": 300,
+        ...     "num_attention_heads": 4, "num_key_value_heads": 2, "rope_theta": 5e5})
+        >>> s["num_kv_heads"], s["rope_theta"], s["norm"], s["ff"], s["max_len"]
+        (2, 500000.0, 'rms', 'swiglu', 2048)
+    """
+    try:
+        found = llama_family_settings(config)
+    except ValueError as e:
+        raise UsageError(f"--init {path}: {e}") from None
+    return {**found, "tokenizer": INIT_TOKENIZER}
 
 
 TASKS = {"lm": LMTask()}

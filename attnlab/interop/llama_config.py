@@ -1,0 +1,184 @@
+"""The Llama family's ``config.json`` <-> ``CausalLMConfig`` settings, without torch.
+
+Llama, Qwen2, Qwen3 and Mistral checkpoints are one block with a few switches; this module
+reads those switches from a ``config.json`` mapping (or ``PretrainedConfig.to_dict()``) as
+attnlab's lm settings, and writes them back, so that ``--init`` (``tasks.lm.spec``), ``from_hf``
+and ``to_hf`` (``llama.py``) share one declaration of the mapping:
+
+    config.json                      attnlab setting
+    hidden_size, num_hidden_layers,  model_dim, num_layers, num_heads, num_kv_heads,
+    num_attention_heads,             dim_feedforward, max_len, vocab_size
+    num_key_value_heads,
+    intermediate_size,
+    max_position_embeddings
+    rms_norm_eps                     layer_norm_eps (RMSNorm's epsilon, also QK-norm's)
+    rope_theta / rope_parameters /   rope_theta, rope_scaling (none, linear, llama3),
+    rope_scaling                     rope_factor, rope_*_freq_factor, rope_original_max_len
+    attention_bias, mlp_bias         bias (both equal), qkv_bias (Qwen2: q/k/v only)
+    (qwen3)                          qk_norm=True
+    sliding_window (mistral)         sliding_window
+    hidden_act silu / gelu           ff swiglu / geglu
+    tie_word_embeddings              tie_weights
+
+What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a head
+width (``head_dim``) other than hidden_size / num_attention_heads, a RoPE kind other than
+none, linear and llama3, Qwen's per-layer sliding window, attention biases without the
+feed-forward's (Llama's ``attention_bias`` alone).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["LLAMA_FAMILY", "LLAMA_CLASSES", "llama_family_settings", "llama_family_config"]
+
+# model_type -> its transformers causal-LM class
+LLAMA_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                 "qwen3": "Qwen3ForCausalLM", "mistral": "MistralForCausalLM"}
+LLAMA_FAMILY = tuple(LLAMA_CLASSES)
+
+# transformers' defaults for keys a config.json may leave out (5.x configuration classes)
+_COMMON = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "num_key_value_heads": None, "hidden_act": "silu", "rms_norm_eps": 1e-6,
+           "tie_word_embeddings": False, "rope_theta": 10000.0, "attention_dropout": 0.0,
+           "attention_bias": False, "mlp_bias": False, "head_dim": None, "rope_scaling": None,
+           "sliding_window": None, "use_sliding_window": False}
+_DEFAULTS = {
+    "llama": {**_COMMON, "vocab_size": 32000, "intermediate_size": 11008,
+              "max_position_embeddings": 2048},
+    "mistral": {**_COMMON, "vocab_size": 32000, "intermediate_size": 14336,
+                "max_position_embeddings": 4096 * 32, "num_key_value_heads": 8,
+                "sliding_window": 4096},
+    "qwen2": {**_COMMON, "vocab_size": 151936, "intermediate_size": 22016,
+              "max_position_embeddings": 32768},
+    "qwen3": {**_COMMON, "vocab_size": 151936, "intermediate_size": 22016,
+              "max_position_embeddings": 32768, "head_dim": 128},
+}
+_GATES = {"silu": "swiglu", "gelu": "geglu"}
+_ROPE_KINDS = {"default": "none", "linear": "linear", "llama3": "llama3"}
+
+
+def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The ``CausalLMConfig`` settings of a Llama-family ``config.json`` mapping (see the module
+    doc); ``ValueError`` naming the key and value attnlab cannot represent.
+
+    Examples:
+        >>> s = llama_family_settings({"model_type": "qwen2", "hidden_size": 32,
+        ...     "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+        ...     "intermediate_size": 64, "vocab_size": 100})
+        >>> s["num_kv_heads"], s["qkv_bias"], s["bias"], s["ff"]
+        (2, True, False, 'swiglu')
+    """
+    model_type = config.get("model_type")
+    if model_type not in _DEFAULTS:
+        raise ValueError(f"model_type {model_type!r} is not of the Llama family; supported: "
+                         f"{', '.join(LLAMA_FAMILY)}")
+    c = {**_DEFAULTS[model_type], **{k: v for k, v in config.items() if v is not None}}
+    D, H = c["hidden_size"], c["num_attention_heads"]
+    if c["head_dim"] not in (None, D // H) or D % H:
+        raise ValueError(f"head_dim {c['head_dim']} differs from hidden_size / "
+                         f"num_attention_heads = {D} / {H}: attnlab's heads are "
+                         f"model_dim / num_heads wide")
+    if c["hidden_act"] not in _GATES:
+        raise ValueError(f"hidden_act {c['hidden_act']!r} has no gated feed-forward in "
+                         f"attnlab; supported: {', '.join(_GATES)}")
+    bias = bool(c["attention_bias"])
+    if bias != bool(c["mlp_bias"]):
+        raise ValueError(f"attention_bias {c['attention_bias']} with mlp_bias {c['mlp_bias']}: "
+                         f"attnlab's --bias sets both")
+    window = _window(model_type, c)
+    settings = {
+        "model_dim": D, "num_layers": c["num_hidden_layers"], "num_heads": H,
+        "num_kv_heads": c["num_key_value_heads"] or H,
+        "dim_feedforward": c["intermediate_size"], "max_len": c["max_position_embeddings"],
+        "vocab_size": c["vocab_size"], "layer_norm_eps": c["rms_norm_eps"],
+        "tie_weights": bool(c["tie_word_embeddings"]), "norm_first": True,
+        "positional": "rope", "norm": "rms", "ff": _GATES[c["hidden_act"]], "bias": bias,
+        "qkv_bias": True if model_type == "qwen2" else None, "qk_norm": model_type == "qwen3",
+        "sliding_window": window, "arch": "llama" if not bias and c["hidden_act"] == "silu"
+        else None, **_rope(c)}
+    return settings
+
+
+def _window(model_type: str, c: dict[str, Any]) -> int | None:
+    """Mistral's sliding window (every layer); Qwen's only where ``use_sliding_window``,
+    which attnlab does not represent (it windows some layers only)."""
+    if model_type == "mistral":
+        return c["sliding_window"]
+    if c["use_sliding_window"]:
+        raise ValueError("use_sliding_window true: Qwen's window on some layers only "
+                         "(max_window_layers) has no attnlab equivalent")
+    return None
+
+
+def _rope(c: dict[str, Any]) -> dict[str, Any]:
+    """The rope_* settings of ``rope_parameters`` (transformers 5) or ``rope_theta`` and
+    ``rope_scaling`` (earlier)."""
+    params = c.get("rope_parameters") or {**(c["rope_scaling"] or {}),
+                                          "rope_theta": c["rope_theta"]}
+    kind = params.get("rope_type", params.get("type", "default"))
+    if kind not in _ROPE_KINDS:
+        raise ValueError(f"rope scaling {kind!r} is not supported; supported: "
+                         f"{', '.join(_ROPE_KINDS)}")
+    found = {"rope_theta": float(params.get("rope_theta", c["rope_theta"])),
+             "rope_scaling": _ROPE_KINDS[kind]}
+    if kind != "default":
+        found["rope_factor"] = float(params["factor"])
+    if kind == "llama3":
+        found.update(rope_low_freq_factor=float(params.get("low_freq_factor", 1.0)),
+                     rope_high_freq_factor=float(params.get("high_freq_factor", 4.0)),
+                     rope_original_max_len=int(params.get("original_max_position_embeddings",
+                                                          8192)))
+    return found
+
+
+def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
+    """(model_type, the transformers config's keyword arguments) of a ``CausalLMConfig``
+    built from the Llama family's parts: the inverse of ``llama_family_settings``. The family
+    is the one that holds the parts: QK-norm -> qwen3, q/k/v biases alone -> qwen2, a sliding
+    window -> mistral, else llama. ``ValueError`` naming the first setting none holds."""
+    needs = {"norm_first": (True,), "positional": ("rope",), "norm": ("rms",),
+             "ff": tuple(_GATES.values())}
+    for key, allowed in needs.items():
+        if getattr(cfg, key) not in allowed:
+            raise ValueError(f"to_hf: the Llama family needs {key}={allowed[0]!r}, this "
+                             f"CausalLM has {key}={getattr(cfg, key)!r}")
+    qkv_only = cfg.qkv_bias is not None and cfg.qkv_bias != cfg.bias
+    if qkv_only and not cfg.qkv_bias:
+        raise ValueError("to_hf: qkv_bias=False with bias=True (biases everywhere but q/k/v) "
+                         "has no Hugging Face family")
+    parts = [name for name, on in (("qwen3", cfg.qk_norm), ("qwen2", qkv_only),
+                                   ("mistral", cfg.sliding_window is not None)) if on]
+    if len(parts) > 1:
+        raise ValueError(f"to_hf: qk_norm, qkv_bias alone and sliding_window belong to "
+                         f"different families ({', '.join(parts)}); this CausalLM has "
+                         f"{' and '.join(parts)}'s parts")
+    model_type = parts[0] if parts else "llama"
+    if model_type == "qwen2" and cfg.bias:
+        raise ValueError("to_hf: Qwen2 has q/k/v biases only; this CausalLM has bias=True")
+    rope: dict[str, Any] = {"rope_theta": cfg.rope_theta, "rope_type": {
+        v: k for k, v in _ROPE_KINDS.items()}[cfg.rope_scaling]}
+    if cfg.rope_scaling != "none":
+        rope["factor"] = cfg.rope_factor
+    if cfg.rope_scaling == "llama3":
+        rope.update(low_freq_factor=cfg.rope_low_freq_factor,
+                    high_freq_factor=cfg.rope_high_freq_factor,
+                    original_max_position_embeddings=cfg.rope_original_max_len)
+    kwargs = {"vocab_size": cfg.vocab_size, "hidden_size": cfg.model_dim,
+              "intermediate_size": cfg.dim_feedforward, "num_hidden_layers": cfg.num_layers,
+              "num_attention_heads": cfg.num_heads,
+              "num_key_value_heads": cfg.num_kv_heads or cfg.num_heads,
+              "head_dim": cfg.model_dim // cfg.num_heads,
+              "hidden_act": {v: k for k, v in _GATES.items()}[cfg.ff],
+              "max_position_embeddings": cfg.max_len, "rms_norm_eps": cfg.layer_norm_eps,
+              "tie_word_embeddings": cfg.tie_weights, "rope_parameters": rope,
+              "attention_dropout": cfg.attention_dropout}
+    if model_type in ("llama", "qwen3"):
+        kwargs["attention_bias"] = cfg.bias
+    if model_type == "llama":
+        kwargs["mlp_bias"] = cfg.bias
+    elif cfg.bias:
+        raise ValueError(f"to_hf: {model_type} has no feed-forward biases; this CausalLM has "
+                         f"bias=True")
+    if model_type == "mistral":
+        kwargs["sliding_window"] = cfg.sliding_window
+    return model_type, kwargs

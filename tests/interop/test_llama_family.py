@@ -1,0 +1,239 @@
+"""Llama, Qwen2, Qwen3 and Mistral directories (``read_checkpoint``, ``--init``) and the way
+back (``to_hf``, ``attnlab export --hf``).
+
+Offline: tiny random models of each family built with transformers' classes and
+``save_pretrained`` beside a byte-level BPE tokenizer trained in the test (weights drawn with
+std 0.2 so that the logits are far from flat and greedy ids are not decided by rounding).
+Logits are compared in float32 at atol = rtol = 1e-4, generated ids exactly.
+"""
+import json
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from .conftest import transformers  # (skips without the hf extra)
+from .test_checkpoint import CORPUS, _byte_level_bpe
+
+import attnlab  # noqa: E402
+from attnlab.cli import main  # noqa: E402
+from attnlab.errors import UsageError  # noqa: E402
+from attnlab.interop import from_hf, to_hf  # noqa: E402
+from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
+
+TOL = dict(atol=1e-4, rtol=1e-4)
+LLAMA3 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+          "high_freq_factor": 4.0, "original_max_position_embeddings": 16}
+FAMILIES = {  # name -> (config class, model class, config options)
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama3": ("LlamaConfig", "LlamaForCausalLM", {"rope_parameters": LLAMA3,
+                                                   "tie_word_embeddings": True}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 8}),
+}
+
+
+def _tiny(name, vocab_size=120, **options):
+    config_cls, model_cls, extra = FAMILIES[name]
+    sizes = dict(vocab_size=vocab_size, hidden_size=32, intermediate_size=64,
+                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                 max_position_embeddings=128, bos_token_id=None, eos_token_id=None,
+                 pad_token_id=None)
+    cfg = getattr(transformers, config_cls)(**{**sizes, **extra, **options})
+    torch.manual_seed(0)
+    hf = getattr(transformers, model_cls)(cfg).eval()
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.normal_(0, 0.2)
+    return hf
+
+
+def save_family(d, name, *, dtype=None, max_shard_size=None, **options):
+    """A directory of a tiny ``name`` model (FAMILIES) and a byte-level BPE tokenizer."""
+    tok = _byte_level_bpe(["<|endoftext|>"], vocab_size=120)
+    hf = _tiny(name, vocab_size=tok.get_vocab_size(), **options)
+    if dtype is not None:
+        hf = hf.to(dtype)
+    hf.save_pretrained(d, **({} if max_shard_size is None else {"max_shard_size": max_shard_size}))
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
+                                         bos_token="<|endoftext|>").save_pretrained(d)
+    return d
+
+
+def _ids(n=40, vocab=120, seed=1):
+    return torch.randint(0, vocab, (2, n), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_from_hf_gives_the_same_logits_greedy_ids_and_cache(name):
+    hf = _tiny(name)
+    ours = from_hf(hf).eval()
+    x = _ids()
+    with torch.no_grad():
+        assert_close(ours(x), hf(x).logits, **TOL)
+        prompt = x[:1, :6]
+        theirs = hf.generate(prompt, max_new_tokens=50, do_sample=False)
+        assert theirs.shape[1] == 56
+        assert ours.generate(prompt, 50).tolist() == theirs.tolist()
+        uncached = ours.generate(prompt, 50, use_cache=False)
+        whole = ours(theirs)  # the whole continuation at once
+    assert uncached.tolist() == theirs.tolist()
+    assert whole.argmax(-1)[0, 5:-1].tolist() == theirs[0, 6:].tolist()
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_to_hf_writes_the_same_family_back(name):
+    hf = _tiny(name)
+    back = to_hf(from_hf(hf)).eval()
+    assert type(back).__name__ == FAMILIES[name][1]
+    x = _ids(seed=2)
+    with torch.no_grad():
+        assert_close(back(x).logits, hf(x).logits, **TOL)
+
+
+def test_a_directory_reads_as_its_family(tmp_path):
+    d = save_family(tmp_path / "qwen3", "qwen3")
+    ckpt = read_checkpoint(d, task="lm")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+    assert ckpt.model_type == "qwen3" and ckpt.config.qk_norm and ckpt.config.num_kv_heads == 2
+    x = _ids(seed=3, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf(x).logits, **TOL)
+
+
+def test_a_sharded_bf16_directory_loads_and_its_digest_covers_the_shards(tmp_path):
+    d = save_family(tmp_path / "llama", "llama3", dtype=torch.bfloat16, max_shard_size="20KB")
+    index = d / "model.safetensors.index.json"
+    shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    assert len(shards) > 1 and not (d / "model.safetensors").exists()
+    ckpt = read_checkpoint(d, task="lm")
+    assert ckpt.weights == index and ckpt.config.rope_scaling == "llama3"
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    x = _ids(seed=4, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf(x).logits, **TOL)
+    shard = d / shards[-1]  # a changed shard changes the digest the run records
+    shard.write_bytes(shard.read_bytes()[:-2] + b"  ")
+    from attnlab.interop.source import weights_digest
+
+    assert weights_digest(index) != ckpt.sha256
+
+
+@pytest.mark.parametrize("options,needle", [
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0}},
+     "rope scaling 'yarn' is not supported; supported: default, linear, llama3"),
+    ({"head_dim": 16}, "head_dim 16 differs from hidden_size / num_attention_heads"),
+])
+def test_what_attnlab_cannot_represent_is_one_line_exit_2(tmp_path, capsys, options, needle):
+    d = save_family(tmp_path / "bad", "llama", **options)
+    with pytest.raises(UsageError, match=needle):
+        read_checkpoint(d, task="lm")
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out), "--max-steps", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle.split(";")[0] in err[0] and str(d) in err[0]
+    assert not out.exists()
+
+
+def test_an_unsupported_family_names_its_model_type_and_the_supported_list(tmp_path, capsys):
+    d = tmp_path / "t5"
+    transformers.T5ForConditionalGeneration(transformers.T5Config(
+        vocab_size=64, d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8)).save_pretrained(d)
+    tok = _byte_level_bpe(["<|endoftext|>"], vocab_size=64)
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(d)
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "model_type 't5'" in err[0]
+    assert "supported: gpt2, llama, qwen2, qwen3, mistral" in err[0]
+    assert not out.exists()
+
+
+def test_a_from_scratch_llama_block_exports_as_llama_and_the_rest_is_refused():
+    from attnlab.models import CausalLM
+
+    parts = dict(arch="llama", positional="rope", norm="rms", ff="swiglu", bias=False)
+    ours = CausalLM(80, model_dim=32, num_heads=4, num_layers=2, num_kv_heads=2, max_len=64,
+                    **parts).eval()
+    hf = to_hf(ours).eval()
+    assert type(hf).__name__ == "LlamaForCausalLM"
+    x = _ids(vocab=80, seed=5)
+    with torch.no_grad():
+        assert_close(hf(x).logits, ours(x), **TOL)
+    with pytest.raises(ValueError, match="GPT-2 needs norm='layer', this CausalLM has "
+                                         "norm='rms'"):  # without RoPE: no Llama family
+        to_hf(CausalLM(80, model_dim=32, num_heads=4, norm="rms", ff="swiglu"))
+    with pytest.raises(ValueError, match="Llama family needs ff='swiglu', this CausalLM has "
+                                         "ff='mlp'"):
+        to_hf(CausalLM(80, model_dim=32, num_heads=4, positional="rope", norm="rms"))
+    with pytest.raises(ValueError, match="different families"):
+        to_hf(CausalLM(80, model_dim=32, num_heads=4, qk_norm=True, sliding_window=8, **parts))
+    with pytest.raises(ValueError, match="qkv_bias=False with bias=True"):
+        to_hf(CausalLM(80, model_dim=32, num_heads=4, positional="rope", norm="rms",
+                       ff="swiglu", bias=True, qkv_bias=False))
+    biased = CausalLM(80, model_dim=32, num_heads=4, positional="rope", norm="rms",
+                      ff="swiglu", bias=True).eval()  # Llama's attention_bias and mlp_bias
+    with torch.no_grad():
+        for p in biased.parameters():
+            p.normal_(0, 0.2)
+        hf = to_hf(biased).eval()
+        assert hf.config.attention_bias and hf.config.mlp_bias
+        assert_close(hf(x).logits, biased(x), **TOL)
+        assert_close(from_hf(hf).eval()(x), biased(x), **TOL)
+
+
+def test_a_run_trained_with_arch_llama_exports_as_llama(tmp_path, capsys):
+    text = tmp_path / "t.txt"
+    text.write_text("\n".join(CORPUS * 4))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--data", str(text), "--out", str(out), "--arch", "llama",
+                 "--num-kv-heads", "1", "--model-dim", "16", "--num-heads", "2",
+                 "--num-layers", "1", "--max-steps", "2", "--block-size", "16",
+                 "--batch-size", "4", "--val-batches", "1", "--threads", "1"]) == 0
+    assert main(["export", str(out), "--hf", str(tmp_path / "hf")]) == 0
+    assert "LlamaForCausalLM" in capsys.readouterr().err
+    model, tokenizer = attnlab.load(out)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf").eval()
+    assert type(hf).__name__ == "LlamaForCausalLM" and hf.config.num_key_value_heads == 1
+    ids = torch.tensor([tokenizer.encode("the cat sat on the mat.")[:16]])
+    with torch.no_grad():
+        assert_close(hf(ids).logits, model.eval()(ids), **TOL)
+
+
+@pytest.mark.slow
+def test_init_trains_reloads_and_exports_the_family(tmp_path):
+    d = save_family(tmp_path / "qwen2", "qwen2")
+    text = tmp_path / "t.txt"
+    text.write_text("\n".join(CORPUS * 4))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(text), "--out", str(out),
+                 "--max-steps", "2", "--block-size", "16", "--batch-size", "2",
+                 "--val-batches", "1", "--threads", "1"]) == 0
+    model, tokenizer = attnlab.load(out)
+    assert model.config.qkv_bias and model.config.num_kv_heads == 2
+    assert main(["export", str(out), "--hf", str(tmp_path / "hf")]) == 0
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf").eval()
+    assert type(hf).__name__ == "Qwen2ForCausalLM"
+    x = _ids(vocab=tokenizer.vocab_size, seed=6)
+    with torch.no_grad():
+        assert_close(hf(x).logits, model.eval()(x), **TOL)
+
+
+@pytest.mark.slow
+def test_generate_on_a_llama_directory_equals_transformers_greedy(tmp_path, capsys):
+    d = save_family(tmp_path / "llama", "llama")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    prompt = "the cat sat"
+    ids = tok(prompt, return_tensors="pt").input_ids
+    theirs = hf.generate(ids, max_new_tokens=20, do_sample=False)
+    capsys.readouterr()
+    assert main(["generate", str(d), "--prompt", prompt, "--greedy",
+                 "--max-new-tokens", "20"]) == 0
+    printed = capsys.readouterr().out
+    assert tok.decode(theirs[0], skip_special_tokens=True).strip() in printed.strip()
