@@ -158,7 +158,7 @@ def test_a_task_that_declares_nothing_is_refused_naming_the_tasks_that_do(tmp_pa
 
 
 @pytest.mark.parametrize("name, quantizable, generates, init_model_types", [
-    ("lm", True, True, ("gpt2",)),
+    ("lm", True, True, ("gpt2", "llama", "qwen2", "qwen3", "mistral")),
     ("translate", True, True, ("marian",)),
     ("classify", False, False, ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")),
     ("reverse", False, False, ()),

@@ -72,7 +72,9 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     if model_type not in _DEFAULTS:
         raise ValueError(f"model_type {model_type!r} is not of the Llama family; supported: "
                          f"{', '.join(LLAMA_FAMILY)}")
-    c = {**_DEFAULTS[model_type], **{k: v for k, v in config.items() if v is not None}}
+    # a key set to null takes transformers' default, but for the window (null: none)
+    c = {**_DEFAULTS[model_type],
+         **{k: v for k, v in config.items() if v is not None or k == "sliding_window"}}
     D, H = c["hidden_size"], c["num_attention_heads"]
     if c["head_dim"] not in (None, D // H) or D % H:
         raise ValueError(f"head_dim {c['head_dim']} differs from hidden_size / "

@@ -92,6 +92,21 @@ def test_to_hf_writes_the_same_family_back(name):
         assert_close(back(x).logits, hf(x).logits, **TOL)
 
 
+def test_config_json_keys_left_out_or_null_read_as_transformers_does():
+    from attnlab.interop.llama_config import llama_family_settings
+
+    sizes = {"hidden_size": 32, "num_attention_heads": 4}
+    assert llama_family_settings({"model_type": "mistral", **sizes})["sliding_window"] == 4096
+    assert llama_family_settings({"model_type": "mistral", "sliding_window": None,
+                                  **sizes})["sliding_window"] is None
+    legacy = llama_family_settings({"model_type": "llama", "rope_theta": 5e5, **sizes,
+                                    "rope_scaling": {"type": "linear", "factor": 2.0}})
+    assert (legacy["rope_theta"], legacy["rope_scaling"], legacy["rope_factor"]) == \
+        (5e5, "linear", 2.0)
+    with pytest.raises(ValueError, match="use_sliding_window true"):
+        llama_family_settings({"model_type": "qwen2", "use_sliding_window": True, **sizes})
+
+
 def test_a_directory_reads_as_its_family(tmp_path):
     d = save_family(tmp_path / "qwen3", "qwen3")
     ckpt = read_checkpoint(d, task="lm")
