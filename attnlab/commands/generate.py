@@ -49,7 +49,7 @@ def register(sub) -> None:
                          "directory; chat with an instruct model (streams the text)",
         description="Continue --prompt with the language model of an `attnlab train lm` run "
                     "or of a Hugging Face causal-LM directory (config.json, weights, tokenizer "
-                    "files; nothing is downloaded), printing each piece of text as soon as it "
+                    "files) or .gguf file (nothing is downloaded), printing each piece of text as soon as it "
                     "is generated. With a directory whose tokenizer has a chat template, --chat "
                     "TEXT answers TEXT as the assistant and prints the reply alone. Samples by "
                     "default (--temperature, --top-k, --top-p); --greedy takes the most likely "

@@ -9,6 +9,8 @@ rounded to float16 for the F16 file): ``from_pretrained(gguf_file=...)`` needs `
 which is not installed. Logits compared at atol = rtol = 1e-4 in float32.
 """
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -200,6 +202,17 @@ def test_bad_files_are_one_line_naming_the_file_and_nothing_is_written(
              "type I32", "cannot dequantise", out=out)
     _refused(capsys, argv(files["dir"] / "missing.gguf"), "missing.gguf", "is not a file",
              out=out)
+
+
+@pytest.mark.slow
+def test_train_refuses_a_bad_file_before_torch_is_imported(bad, tmp_path):
+    code = ("import sys; from attnlab.cli import main; "
+            f"rc = main(['train', 'lm', '--init', {str(bad['arch'])!r}, '--data', "
+            f"{str(bad['text'])!r}, '--out', {str(tmp_path / 'run')!r}]); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "architecture 'bloom'" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
 def test_chat_on_a_file_without_a_template_is_one_line(bad, capsys):
