@@ -4,7 +4,8 @@ one prompt per line and prints one line per prompt (prompt and continuation, wit
 tabs and backslashes written as ``\n``, ``\t``, ``\\``), or with ``--json`` a JSON object per
 line. Never imports Lightning.
 
-DIR is an ``attnlab train lm`` run, or a Hugging Face causal-LM directory (``hf_generate``):
+DIR is an ``attnlab train lm`` run, or a Hugging Face causal-LM directory or GGUF file
+(``hf_generate``):
 its model converted as ``--init`` converts it, with its own tokenizer; there ``--chat TEXT``
 (``--system TEXT``) answers a message through the checkpoint's chat template, and
 ``--input-file FILE --chat`` answers one message per line."""
@@ -48,7 +49,7 @@ def register(sub) -> None:
                          "directory; chat with an instruct model (streams the text)",
         description="Continue --prompt with the language model of an `attnlab train lm` run "
                     "or of a Hugging Face causal-LM directory (config.json, weights, tokenizer "
-                    "files; nothing is downloaded), printing each piece of text as soon as it "
+                    "files) or .gguf file (nothing is downloaded), printing each piece of text as soon as it "
                     "is generated. With a directory whose tokenizer has a chat template, --chat "
                     "TEXT answers TEXT as the assistant and prints the reply alone. Samples by "
                     "default (--temperature, --top-k, --top-p); --greedy takes the most likely "
@@ -166,11 +167,12 @@ def escape(text: str) -> str:
 def run(args) -> int:
     from ..errors import UsageError
     from ..interop.chat import is_hf_directory
+    from ..interop.gguf import is_gguf
     from ..loading import check_run_dir, tasks_that
 
     _check(args)
     texts, labels = inputs(args)
-    if is_hf_directory(args.run_dir):  # a Hugging Face model directory, not a run
+    if is_hf_directory(args.run_dir) or is_gguf(args.run_dir):  # a checkpoint, not a run
         from .hf_generate import from_directory
 
         all_ids, produce = from_directory(args, texts, labels)

@@ -1,5 +1,6 @@
 """``attnlab generate DIR`` where DIR is a Hugging Face causal-LM directory (config.json, the
-weights and the tokenizer's files) rather than an attnlab run.
+weights and the tokenizer's files) or a ``.gguf`` file (its tokenizer and chat template in its
+metadata; ``attnlab.interop.gguf``) rather than an attnlab run.
 
 The model is converted to attnlab's ``CausalLM`` by ``read_checkpoint(DIR, task="lm")``, the
 conversion ``attnlab train lm --init DIR`` uses: a family it converts works here, and a
@@ -31,19 +32,21 @@ def from_directory(args, texts: list[str], labels: list[str]):
     after ``ids``, each piece passed to ``write`` as it comes), for ``print_outputs``."""
     from ..interop.chat import (chat_ids, check_chat_template, conversation,
                                 load_chat_tokenizer, stop_ids)
+    from ..interop.gguf import check_gguf_chat_template, is_gguf, load_gguf_tokenizer
     from ..tasks.base import each_input
     from ..tokenizers import note_unknown
 
     directory = Path(args.run_dir)
     if args.checkpoint is not None:
         raise UsageError(f"--checkpoint {args.checkpoint}: {directory} is a Hugging Face model "
-                         f"directory, which has no training checkpoints (an attnlab run has)")
-    chat_tokenizer = None
+                         f"directory or GGUF file, which has no training checkpoints (an "
+                         f"attnlab run has)")
+    chat_tokenizer, gguf = None, is_gguf(directory)
     if args.chat is not None:  # before the model is read: it may take a while
-        check_chat_template(directory)
+        (check_gguf_chat_template if gguf else check_chat_template)(directory)
     model, tokenizer = _load(directory, args)
     if args.chat is not None:
-        chat_tokenizer = load_chat_tokenizer(directory)
+        chat_tokenizer = (load_gguf_tokenizer if gguf else load_chat_tokenizer)(directory)
         all_ids = each_input(texts, labels, lambda message: chat_ids(
             chat_tokenizer, conversation(message, args.system), directory))
     else:

@@ -8,6 +8,7 @@ before ``transformers`` is imported, and every ``from_pretrained`` call passes
     lm          gpt2                 GPT2LMHeadModel    -> CausalLM
     lm          llama, qwen2, qwen3, LlamaForCausalLM, ...  -> CausalLM (float32; bf16 and
                 mistral              sharded safetensors with their index are read)
+                (also from a FILE.gguf of these, read as transformers reads it: ``gguf``)
     classify    the BERT family      (none: the tensors read by name, ``bert_weights``)
                                                         -> BertEncoder
     translate   marian               MarianMTModel      -> Seq2SeqTransformer
@@ -32,6 +33,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..runs import read_json
+from .gguf import is_gguf
 from .llama_config import LLAMA_CLASSES
 from .source import (INIT_MODEL_TYPES, WEIGHTS_EXPECTED, WEIGHTS_FILES, check_directory,
                      check_tokenizer_files, weight_files, weights_digest)
@@ -92,6 +94,8 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
     """
     if task not in SUPPORTED:
         raise ValueError(f"task must be one of {', '.join(SUPPORTED)}, got {task!r}")
+    if task == "lm" and is_gguf(path):
+        return _read_gguf(path, task)
     source = check_directory(path)
     model_type = _model_type(source, task)
     weights = _weights_file(source)
@@ -110,6 +114,24 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
         model = _convert(source, hf_model)
     return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=source,
                       weights=weights, sha256=digest, model_type=model_type)
+
+
+def _read_gguf(path: str | Path, task: str) -> Checkpoint:
+    """``read_checkpoint`` of a GGUF file: the ``transformers`` model and tokenizer read from
+    it (``attnlab.interop.gguf``), converted as a directory's are."""
+    from .gguf import gguf_source, load_gguf
+    from .hf_tokenizer import HFTokenizer
+
+    found = gguf_source(path, task=task, model_types=SUPPORTED[task], flag="")
+    hf_model, theirs = load_gguf(found.path, found)
+    try:
+        tokenizer = HFTokenizer.from_transformers(theirs)
+    except ValueError as e:
+        raise UsageError(f"{path}: its tokenizer cannot be read ({_one_line(e)})") from None
+    _check_vocabulary(found.path, hf_model.get_input_embeddings().num_embeddings, tokenizer)
+    model = _convert(found.path, hf_model)
+    return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=found.path,
+                      weights=found.path, sha256=found.sha256, model_type=found.model_type)
 
 
 def read_tokenizer(path: str | Path, *, task: str):

@@ -14,6 +14,8 @@ that is not a directory is refused, saying how to fetch it.
            or pytorch_model.bin, the tokeniser's files (lm: gpt2, llama, qwen2, qwen3,
                                                        mistral; classify: the BERT family;
                                                        translate: marian)
+    hf     DIR is a FILE.gguf (``attnlab.interop.gguf``: its general.architecture one of
+           ``model_types``; its config, tokenizer and tensors as transformers reads them)
     run    config.yaml of the same task, model.safetensors   the task's name
 
 Which model types a task converts from is the task's declaration, not this module's: the
@@ -31,6 +33,7 @@ from typing import Any
 from ..errors import UsageError
 from ..runs import file_digest, read_json
 from ..settings import AdaptSettings, check_argument
+from .gguf import gguf_source, is_gguf
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
            "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
@@ -130,6 +133,10 @@ def read_init_source(path: str | Path, *, task: str, model_types: tuple[str, ...
 def _read_source(path: str | Path, task: str, model_types: tuple[str, ...] | None,
                  flag: str) -> InitSource:
     """``read_init_source``; ``model_types`` None: any (the digest pins the file)."""
+    if is_gguf(path):  # a GGUF file: its config and model type as transformers reads them
+        found = gguf_source(path, task=task, model_types=model_types, flag=flag)
+        return InitSource(found.path, "hf", found.config, found.model_type, found.path,
+                          found.sha256)
     source = check_directory(path, flag)
     name = f"{flag} {path}"
     if (source / "config.yaml").is_file() and not (source / "config.json").is_file():

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
+from ...interop.gguf import gguf_vocabulary, is_gguf
 from ...runs import check_data_files, read_json
 
 __all__ = ["check_data", "check_corpus", "check_init_corpus", "check_init_vocabulary",
@@ -134,6 +135,8 @@ def _vocabulary(fast: dict[str, Any]) -> dict[str, int]:
 def hf_vocabulary(directory: str | Path) -> dict[str, int]:
     """token -> id of a Hugging Face directory's tokenizer: tokenizer.json's model and added
     tokens, or vocab.json and added_tokens.json."""
+    if is_gguf(directory):  # a GGUF file: its tokenizer.ggml.tokens
+        return gguf_vocabulary(directory)
     directory = Path(directory)
     if (directory / "tokenizer.json").is_file():
         return _vocabulary(read_json(directory / "tokenizer.json", what="a tokenizer.json"))

@@ -1,0 +1,186 @@
+"""A ``.gguf`` file (llama.cpp's format, how most small models are shared offline) read as
+``transformers`` reads it, for ``--init FILE.gguf`` and ``attnlab generate FILE.gguf``.
+
+A GGUF file holds a model's tensors (float or block-quantised), its hyperparameters under the
+architecture's name (``gpt2.embedding_length``, ``llama.block_count``, ...) and its tokenizer
+(``tokenizer.ggml.*``, the chat template included). ``transformers`` reads it through the
+``gguf`` package: the tensors dequantised to float32, the metadata renamed into the family's
+``config.json`` keys. This module asks it for the same, so that what follows is the path of a
+Hugging Face directory: ``gguf_source`` gives the config values and model type that
+``--init``'s settings are read from (``read_init_source``), ``load_gguf`` the
+``transformers`` model and tokenizer that ``read_checkpoint`` converts.
+
+The model is built from the config and loaded with ``transformers``' own GGUF reader
+(``load_gguf_checkpoint``): ``from_pretrained(gguf_file=...)`` would do the same but insists
+on the ``accelerate`` package. Where ``transformers`` leaves a GPT-2 key out (it reads
+``gpt2.context_length`` as ``n_ctx``, not ``n_positions``, so a file of another context length
+than 1024 does not load), the GGUF's value fills it (``_FILLED``).
+
+Refused in one line naming the file, before a run directory is written: a file that is not
+GGUF, an architecture attnlab does not convert (naming it and the supported ones: the caller's
+``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader
+cannot dequantise (naming the type and the tensor), and tensors the config does not describe.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from .chat import _one_line
+
+__all__ = ["GGUF_SUFFIX", "is_gguf", "GGUFSource", "gguf_source", "gguf_vocabulary",
+           "gguf_chat_template", "check_gguf_chat_template", "load_gguf", "load_gguf_tokenizer"]
+
+GGUF_SUFFIX = ".gguf"
+# per model type: the config key transformers leaves out <- the key it reads the GGUF value into
+_FILLED = {"gpt2": {"n_positions": "n_ctx", "n_inner": "feed_forward_length"}}
+
+
+def is_gguf(path: str | Path) -> bool:
+    """Whether ``path`` names a GGUF file (by its suffix; the file is read later).
+
+    Examples:
+        >>> is_gguf("models/SmolLM2-135M.Q8_0.gguf"), is_gguf("models/gpt2")
+        (True, False)
+    """
+    return str(path).lower().endswith(GGUF_SUFFIX)
+
+
+@dataclass(frozen=True)
+class GGUFSource:
+    """A checked GGUF file: ``model_type`` (transformers' name of its family), ``config``
+    (the family's config.json values), ``sha256`` (the file's, hex)."""
+
+    path: Path
+    model_type: str
+    config: dict[str, Any]
+    sha256: str
+
+
+def _reader(path: Path, name: str):
+    """``gguf``'s reader of ``path`` (a memory map: nothing is read but the header)."""
+    if not path.is_file():
+        raise UsageError(f"{name} is not a file; attnlab never downloads: fetch the .gguf file "
+                         f"on a machine online and pass its path")
+    from gguf import GGUFReader
+
+    try:
+        return GGUFReader(path)
+    except Exception as e:  # bad magic, a header cut short, an unknown value type
+        raise UsageError(f"{name} is not a readable GGUF file ({_one_line(e)})") from None
+
+
+def _field(reader, key: str):
+    """The value of the metadata field ``key`` (a str, a number or a list), None if absent."""
+    field = reader.fields.get(key)
+    return None if field is None else field.contents()
+
+
+def _check_tensor_types(reader, name: str) -> None:
+    """Every tensor of a type ``gguf`` dequantises (F32, F16 and the types it implements)."""
+    from gguf import GGMLQuantizationType as Q
+    from gguf.quants import _type_traits
+
+    for tensor in reader.tensors:
+        kind = tensor.tensor_type
+        if kind not in (Q.F32, Q.F16) and kind not in _type_traits:
+            raise UsageError(f"{name}: tensor {tensor.name} is of type {kind.name}, which the "
+                             f"gguf reader cannot dequantise; convert the file to another type "
+                             f"(F32, F16, BF16, Q8_0, Q4_K, ...)")
+
+
+def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | None,
+                flag: str = "--init") -> GGUFSource:
+    """The checked GGUF file ``path`` of a ``task`` that converts ``model_types`` (None: any,
+    the digest pinning the file): its family's config values and SHA-256.
+
+    Raises:
+        UsageError: one line naming ``flag`` and ``path`` (see the module doc).
+    """
+    from ..runs import file_digest
+
+    name = f"{flag} {path}" if flag else str(path)
+    p = Path(path).expanduser()
+    reader = _reader(p, name)
+    architecture = _field(reader, "general.architecture")
+    if model_types is not None and architecture not in model_types:
+        raise UsageError(f"{name}: architecture {architecture!r} (general.architecture) is not "
+                         f"supported for {task}; supported: {', '.join(model_types) or 'none'}")
+    _check_tensor_types(reader, name)
+    config = _config(p, name)
+    return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
+
+
+def _config(path: Path, name: str) -> dict[str, Any]:
+    """The config.json values ``transformers`` reads from the GGUF metadata (with ``_FILLED``),
+    completed with the family's defaults as ``save_pretrained`` writes them."""
+    from transformers import AutoConfig
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    try:
+        values = dict(load_gguf_checkpoint(str(path))["config"])
+        for key, read_as in _FILLED.get(values.get("model_type"), {}).items():
+            if key not in values and read_as in values:
+                values[key] = values.pop(read_as)
+        return AutoConfig.for_model(**values).to_dict()
+    except Exception as e:  # an architecture transformers does not read, a bad value
+        raise UsageError(f"{name}: transformers cannot read its metadata ({_one_line(e)})") from None
+
+
+def gguf_vocabulary(path: str | Path) -> dict[str, int]:
+    """token -> id of the GGUF file's tokenizer (``tokenizer.ggml.tokens``), without torch."""
+    tokens = _field(_reader(Path(path), str(path)), "tokenizer.ggml.tokens") or []
+    return {token: i for i, token in enumerate(tokens)}
+
+
+def gguf_chat_template(path: str | Path) -> str | None:
+    """The chat template the GGUF file's tokenizer carries (``tokenizer.chat_template``)."""
+    return _field(_reader(Path(path), str(path)), "tokenizer.chat_template") or None
+
+
+def check_gguf_chat_template(path: str | Path, flag: str = "--chat") -> None:
+    """A one-line ``UsageError`` naming ``path`` if it carries no chat template."""
+    if gguf_chat_template(path) is None:
+        raise UsageError(f"{flag}: {path} has no chat template (no tokenizer.chat_template in "
+                         f"its metadata): a base model continues text; give --prompt TEXT instead")
+
+
+def load_gguf_tokenizer(path: str | Path):
+    """``transformers``' tokenizer of the GGUF file (``AutoTokenizer``'s ``gguf_file``)."""
+    from transformers import AutoTokenizer
+
+    p = Path(path)
+    try:
+        return AutoTokenizer.from_pretrained(p.parent, gguf_file=p.name, local_files_only=True)
+    except Exception as e:
+        raise UsageError(f"{path}: its tokenizer cannot be read ({_one_line(e)})") from None
+
+
+def load_gguf(path: str | Path, source: GGUFSource):
+    """(the ``transformers`` model of the GGUF file, in eval mode and float32, every tensor
+    read from the file; its tokenizer). ``source`` is ``gguf_source``'s check of the file."""
+    import io
+    from contextlib import redirect_stderr
+
+    import transformers
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    config = transformers.AutoConfig.for_model(**source.config)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    try:
+        with redirect_stderr(io.StringIO()):  # its tqdm bar, whatever transformers' logging says
+            tensors = load_gguf_checkpoint(str(path), return_tensors=True,
+                                           model_to_load=model)["tensors"]
+        found = model.load_state_dict(tensors, strict=False)
+    except Exception as e:  # NotImplementedError of a type, a shape the config does not give
+        raise UsageError(f"{path}: its tensors cannot be read as the {source.model_type} model "
+                         f"its metadata describes ({_one_line(e)})") from None
+    tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
+    if missing := sorted(set(found.missing_keys) - tied):
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise UsageError(f"{path} lacks tensors its metadata describes ({', '.join(missing[:3])}"
+                         f"{more})")
+    model.tie_weights()
+    return model.eval(), load_gguf_tokenizer(path)
