@@ -153,6 +153,19 @@ def test_what_attnlab_cannot_represent_is_one_line_exit_2(tmp_path, capsys, opti
     assert not out.exists()
 
 
+def test_a_block_size_above_the_directorys_positions_names_its_key(tmp_path, capsys):
+    """A Llama directory's positions are config.json's max_position_embeddings (GPT-2's are
+    n_positions): a --block-size above them is refused naming that key."""
+    d = save_family(tmp_path / "llama", "llama")
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out), "--block-size", "200"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "reads at most 128 positions (max_position_embeddings)" in err[0]
+    assert not out.exists()
+
+
 def test_an_unsupported_family_names_its_model_type_and_the_supported_list(tmp_path, capsys):
     d = tmp_path / "t5"
     transformers.T5ForConditionalGeneration(transformers.T5Config(

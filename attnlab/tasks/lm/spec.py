@@ -138,7 +138,10 @@ class LMTask(Task):
         """--block-size at most the positions the --init model reads (its ``max_len``)."""
         if cfg["block_size"] <= cfg.get("max_len", cfg["block_size"]):
             return {}
-        what = "--block-size" if init_is_run(cfg["init"]) else "n_positions"
+        what = ("--block-size" if init_is_run(cfg["init"])
+                else "the file's context_length" if str(cfg["init"]).endswith(".gguf")
+                else "n_positions" if cfg.get("positional") == "learned"  # GPT-2's table
+                else "max_position_embeddings")
         return {"block_size": (cfg["max_len"], f"--init {cfg['init']}'s model reads at most "
                                                f"{cfg['max_len']} positions ({what})")}
 
