@@ -5,8 +5,25 @@ line naming why; and a checkpoint is never left half written.
 The fixture ``tests/fixtures/reverse-trainer`` is a reversal run of 20 steps (dropout 0.1,
 checkpoints every 10 steps) made by the Trainer-based attnlab (main at cf84a97, the code before
 the loop moved to Fabric); ``reverse-trainer-resumed-to-30.safetensors`` is the model that code
-made from it with ``--resume --max-steps 30``."""
+made from it with ``--resume --max-steps 30``.
+
+Exact equality across machines needs the same arithmetic: the same matrix product rounds
+differently with AVX2 and AVX-512 kernels, and Adam turns that rounding into differences of
+1e-4 in weights whose gradients are near zero. So the continuation runs in a process with
+the vector kernels fixed (``SAME_ARITHMETIC``: MKL's conditional numerical reproducibility,
+ATen's and oneDNN's kernels without vector extensions, one thread), and the fixture was made
+the same way, by that code on this fixture:
+
+    git worktree add /tmp/trainer cf84a97 && cp -r tests/fixtures/reverse-trainer /tmp/run
+    cd /tmp/trainer && env MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default \
+        ONEDNN_MAX_CPU_ISA=SSE41 OMP_NUM_THREADS=1 PYTHONPATH=$PWD \
+        python -m attnlab train reverse --out /tmp/run --resume --max-steps 30 --threads 1
+    cp /tmp/run/model.safetensors tests/fixtures/reverse-trainer-resumed-to-30.safetensors
+"""
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +33,10 @@ from safetensors.torch import load_file
 from attnlab.cli import main
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
+ROOT = Path(__file__).parent.parent.parent
+
+SAME_ARITHMETIC = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default",
+                   "ONEDNN_MAX_CPU_ISA": "SSE41", "OMP_NUM_THREADS": "1"}
 
 pytestmark = pytest.mark.slow  # trains runs
 
@@ -28,8 +49,12 @@ def _copy(tmp_path) -> Path:
 
 def test_a_trainer_checkpoint_continues_exactly_as_the_trainer_continued_it(tmp_path):
     run = _copy(tmp_path)
-    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30",
-                 "--threads", "1"]) == 0
+    env = {**os.environ, **SAME_ARITHMETIC,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(run),
+                           "--resume", "--max-steps", "30", "--threads", "1"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
     ours = load_file(run / "model.safetensors")
     theirs = load_file(FIXTURES / "reverse-trainer-resumed-to-30.safetensors")
     assert ours.keys() == theirs.keys()
