@@ -520,18 +520,21 @@ def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> 
     gets near its peak (an lm run of 200 steps with warm-up 100 peaked at half of --lr).
     ``cfg`` is read through ``OptimizerSettings.of`` (a run config, or a plain mapping).
 
-    "Peak" is --lr for the cosine schedule. Its rate is ``lr · f(e)`` with f = ½(1 +
+    "Peak" is --lr for the cosine schedule. The course's rate is ``lr · f(e)`` with f = ½(1 +
     cos(π·e/max_steps)) · min(1, e/warmup): the decay starts at step 0, so the highest rate,
     near the end of the warm-up, is below --lr, and close to it only when the warm-up is a
-    small part of the run (docs/schedules.md). Noam's peak is its rate at step ``warmup``.
-    The highest rate actually reached is read off the schedule itself, step by step.
+    small part of the run (docs/schedules.md). The schedules that decay from the end of the
+    warm-up (cosine with --min-lr, wsd, linear, constant) reach --lr where the warm-up fits.
+    Noam's peak is its rate at step ``warmup``. The highest rate actually reached is read off
+    the schedule itself (``schedule_lr``), step by step.
     """
-    from ..schedulers import cosine_warmup_factor, noam_factor
+    from ..schedulers import noam_factor, schedule_lr
 
     opt_cfg = OptimizerSettings.of(cfg)
     warmup, lr = max(1, int(opt_cfg.warmup)), float(opt_cfg.lr)
     if opt_cfg.schedule == "noam":
-        d_model = int(opt_cfg.model_dim)
+        # the model's width: the run config's (OptimizerSettings holds the optimiser's only)
+        d_model = int(cfg["model_dim"] if isinstance(cfg, dict) else cfg.model_dim)
         if warmup <= max_steps:
             return None
         reached = noam_factor(max_steps, d_model, warmup, lr) / noam_factor(warmup, d_model, warmup, lr)
@@ -543,7 +546,9 @@ def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> 
     # at most ~10,000 of them are looked at (a budget of 10^11 steps must not hang here).
     end = min(warmup, max_steps)
     steps = [*range(0, end, max(1, end // 10_000)), end]
-    peak, at = max((cosine_warmup_factor(e, warmup, max_steps), e) for e in steps)
+    peak, at = max((schedule_lr(opt_cfg.schedule, e, lr=1.0, warmup=warmup, max_iters=max_steps,
+                                min_lr=None if opt_cfg.min_lr is None else opt_cfg.min_lr / lr,
+                                cooldown=opt_cfg.cooldown), e) for e in steps)
     if peak >= WARMUP_PEAK_WARNING:
         return None
     return (f"--warmup {cfg.warmup} with a {max_steps}-step budget: the learning rate peaks "

@@ -256,7 +256,7 @@ def _corpus_of_run(cfg, run_dir: Path, tokenizer: Tokenizer | None = None):
 def figures(cfg: RunSettings, run_dir: Path, steps: int, max_steps: int) -> None:
     """lr_schedule.png: the learning rate over the run (the step it stopped at marked)."""
     curve = lr_curve(cfg.schedule, warmup=cfg.warmup, max_iters=max_steps,
-                     d_model=cfg.model_dim, lr=cfg.lr)
+                     d_model=cfg.model_dim, lr=cfg.lr, min_lr=cfg.min_lr, cooldown=cfg.cooldown)
     plot_lr_schedule({cfg.schedule: curve}, Path(run_dir) / "lr_schedule.png",
                      mark_step=steps if steps < max_steps else None)
 
