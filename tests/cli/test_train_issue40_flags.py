@@ -1,0 +1,46 @@
+"""Issue 40's training flags given wrong: one line, exit 2, before a run directory; given
+right, config.yaml records the schedule the run trains with."""
+import pytest
+
+from attnlab.cli import main
+from attnlab.commands.train import build_config
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--lr", "0.001", "--min-lr", "0.01"],
+     "--min-lr 0.01 is above --lr 0.001: the schedule decays from --lr down to --min-lr"),
+    (["--schedule", "wsd", "--cooldown", "1.5"], "--cooldown must be in (0, 1), got 1.5"),
+    (["--schedule", "wsd", "--cooldown", "0"], "--cooldown must be in (0, 1), got 0.0"),
+    (["--cooldown", "0.3"],
+     "--cooldown 0.3 is the decay share of --schedule wsd, not of --schedule cosine"),
+    (["--schedule", "noam", "--min-lr", "0"],
+     "--min-lr 0.0 with --schedule noam: Noam's rate has no floor (--lr is its factor)"),
+    (["--schedule", "constant", "--min-lr", "0"],
+     "--min-lr 0.0 with --schedule constant: constant holds --lr to the end"),
+    (["--accumulate", "0"], "--accumulate must be a positive integer, got 0"),
+    (["--label-smoothing", "1"], "--label-smoothing must be in [0, 1), got 1.0"),
+])
+def test_a_bad_schedule_or_accumulation_is_one_line_before_a_run_directory(flags, message,
+                                                                          tmp_path, capsys):
+    out = tmp_path / "run"
+    task = "lm" if "--label-smoothing" in flags else "reverse"
+    data = ["--data", str(tmp_path / "corpus.txt")] if task == "lm" else []
+    assert main(["train", task, *data, *flags, "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"attnlab: error: {message}"
+    assert not out.exists()
+
+
+def test_a_config_file_is_checked_by_the_same_rule(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text("schedule: linear\nlr: 0.001\nmin_lr: 0.5\n")
+    assert main(["train", "reverse", "--config", str(config), "--out", str(tmp_path / "r")]) == 2
+    assert "--min-lr 0.5 is above --lr 0.001" in capsys.readouterr().err
+
+
+def test_wsd_and_linear_record_the_defaults_they_train_with():
+    cfg = build_config("reverse", {"schedule": "wsd"})
+    assert (cfg.cooldown, cfg.min_lr) == (0.2, 0.0)
+    cfg = build_config("reverse", {"schedule": "linear", "min_lr": 1e-4})
+    assert (cfg.cooldown, cfg.min_lr) == (None, 1e-4)
+    cfg = build_config("reverse", {})  # the default stays the course's cosine
+    assert (cfg.schedule, cfg.min_lr, cfg.accumulate) == ("cosine", None, 1)
