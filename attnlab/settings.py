@@ -32,7 +32,7 @@ from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
-           "length_penalty_setting", "label_smoothing_setting", "min_lr_setting", "cooldown_setting", "check_schedule", "SCHEDULES",
+           "length_penalty_setting", "label_smoothing_setting", "min_lr_setting", "cooldown_setting", "check_schedule", "steps_of_epochs", "SCHEDULES",
            "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
            "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed"]
 
@@ -226,6 +226,17 @@ class TrainSettings:
                                                 "pass, recompute them (less memory, about a "
                                                 "third more compute)")
     resume: bool = setting(False, help="continue the run in --out from its last checkpoint")
+
+
+def steps_of_epochs(epochs: int, batches: int, accumulate: int = 1) -> int:
+    """The optimiser steps of ``epochs`` passes over ``batches`` batches when each step takes
+    ``accumulate`` of them (``--accumulate``): every task's ``--epochs`` budget.
+
+    Examples:
+        >>> steps_of_epochs(2, 10), steps_of_epochs(2, 10, accumulate=4)
+        (20, 6)
+    """
+    return epochs * max(1, -(-batches // accumulate))
 
 
 def check_schedule(cfg: dict[str, Any]) -> None:
