@@ -44,3 +44,16 @@ def test_wsd_and_linear_record_the_defaults_they_train_with():
     assert (cfg.cooldown, cfg.min_lr) == (None, 1e-4)
     cfg = build_config("reverse", {})  # the default stays the course's cosine
     assert (cfg.schedule, cfg.min_lr, cfg.accumulate) == ("cosine", None, 1)
+
+
+def test_plot_lr_draws_every_schedule_and_refuses_what_train_refuses(tmp_path, capsys):
+    out = tmp_path / "all.png"
+    assert main(["plot", "lr", "--schedule", "all", "--min-lr", "0.1", "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert main(["plot", "lr", "--schedule", "noam", "--min-lr", "0.1",
+                 "--out", str(tmp_path / "n.png")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "attnlab: error: --min-lr 0.1 with --schedule noam: Noam's rate has no floor "
+        "(--lr is its factor)")
+    assert not (tmp_path / "n.png").exists()
