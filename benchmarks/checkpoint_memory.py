@@ -1,5 +1,5 @@
 """Peak memory of one training step of a language model with and without
-``--checkpoint-activations`` (issue 40), on the CPU.
+``--checkpoint-activations``, on the CPU.
 
 Each side runs in a fresh subprocess: its peak resident memory (VmHWM) minus the resident
 memory just before the step (the model, its batch and a warm-up on a short input already

@@ -3,7 +3,7 @@
 
 Every row of ``logs/metrics.csv`` carries its reading as ``train_seconds`` (the name of
 ``metrics.json``'s total), so the time a run took to reach a loss is read off the log of any
-run (issue 40), and runs that validate often are not made to look slow by it.
+run, and runs that validate often are not made to look slow by it.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 40's loop features on tiny models:
+"""The loop's gradient accumulation, activation checkpointing, clock and label smoothing, on tiny models:
 
 - ``--accumulate N``: one optimiser step over N batches of B equals one step over one batch of
   N·B (copied weights; the update applied by plain SGD, so a wrong gradient scale shows, where

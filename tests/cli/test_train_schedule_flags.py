@@ -1,4 +1,4 @@
-"""Issue 40's training flags given wrong: one line, exit 2, before a run directory; given
+"""Training flags of the schedule, accumulation and label smoothing given wrong: one line, exit 2, before a run directory; given
 right, config.yaml records the schedule the run trains with."""
 import pytest
 
