@@ -32,7 +32,8 @@ from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
-           "length_penalty_setting", "label_smoothing_setting", "min_lr_setting", "cooldown_setting", "check_schedule", "steps_of_epochs", "SCHEDULES",
+           "length_penalty_setting", "label_smoothing_setting", "min_lr_setting", "cooldown_setting",
+           "check_schedule", "steps_of_epochs", "SCHEDULES",
            "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
            "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed"]
 
@@ -250,7 +251,7 @@ def check_schedule(cfg: dict[str, Any]) -> None:
         >>> check_schedule({"schedule": "cosine", "lr": 1e-3, "min_lr": 0.01, "cooldown": None})
         Traceback (most recent call last):
         ...
-        attnlab.errors.UsageError: --min-lr 0.01 is above --lr 0.001: the schedule decays from --lr down to --min-lr
+        attnlab.errors.UsageError: --min-lr 0.01 is above --lr 0.001: ...
     """
     schedule, min_lr, cooldown = cfg["schedule"], cfg.get("min_lr"), cfg.get("cooldown")
     if cooldown is not None and schedule != "wsd":

@@ -32,7 +32,8 @@ def checkpoint_activations(module: nn.Module, enabled: bool = True) -> int:
         >>> checkpoint_activations(enc)
         1
     """
-    stacks = [m for m in module.modules() if isinstance(m, (TransformerEncoder, TransformerDecoder))]
+    stacks = [m for m in module.modules()
+              if isinstance(m, (TransformerEncoder, TransformerDecoder))]
     for stack in stacks:
         stack.checkpointed = enabled
     return len(stacks)
@@ -42,7 +43,8 @@ def _through(stack: nn.Module, layer: nn.Module, *args, **kwargs) -> Tensor:
     """``layer(*args, **kwargs)``; in a ``checkpointed`` stack, while training with gradients
     and no cache, through ``torch.utils.checkpoint`` (non-reentrant: it replays the random
     state, so the recomputed dropout masks are the ones drawn, and the gradients equal)."""
-    if stack.checkpointed and stack.training and torch.is_grad_enabled() and kwargs.get("cache") is None:
+    training = stack.training and torch.is_grad_enabled()
+    if stack.checkpointed and training and kwargs.get("cache") is None:
         return checkpoint(layer, *args, use_reentrant=False, **kwargs)
     return layer(*args, **kwargs)
 

@@ -1,5 +1,6 @@
-"""Training flags of the schedule, accumulation and label smoothing given wrong: one line, exit 2, before a run directory; given
-right, config.yaml records the schedule the run trains with."""
+"""Training flags of the schedule, accumulation and label smoothing given wrong: one line,
+exit 2, before a run directory; given right, config.yaml records the schedule the run trains
+with; `plot lr` draws every schedule and refuses what train refuses."""
 import pytest
 
 from attnlab.cli import main
