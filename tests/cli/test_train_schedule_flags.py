@@ -58,3 +58,17 @@ def test_plot_lr_draws_every_schedule_and_refuses_what_train_refuses(tmp_path, c
         "attnlab: error: --min-lr 0.1 with --schedule noam: Noam's rate has no floor "
         "(--lr is its factor)")
     assert not (tmp_path / "n.png").exists()
+
+
+def test_the_warmup_warning_reads_each_schedule():
+    """Noam's warning reads the model's width from the run config (it raised AttributeError:
+    the optimiser's settings hold no width); a decaying schedule whose warm-up fits reaches
+    --lr and says nothing."""
+    from attnlab.training.engine import warmup_note
+
+    noam = build_config("reverse", {"schedule": "noam", "warmup": 4000, "max_steps": 100})
+    assert "the Noam schedule reaches 0.03 of its peak" in warmup_note(noam, 100)
+    wsd = build_config("reverse", {"schedule": "wsd", "warmup": 50, "max_steps": 100})
+    assert warmup_note(wsd, 100) is None
+    long = build_config("reverse", {"schedule": "linear", "warmup": 400, "max_steps": 100})
+    assert "peaks at 0.25 x --lr" in warmup_note(long, 100)
