@@ -32,7 +32,9 @@ from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
-           "length_penalty_setting", "add_flags", "defaults", "absent_values", "check",
+           "length_penalty_setting", "label_smoothing_setting", "min_lr_setting", "cooldown_setting",
+           "check_schedule", "steps_of_epochs", "SCHEDULES",
+           "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
            "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed"]
 
 
@@ -140,6 +142,36 @@ def length_penalty_setting(default: float | None, help: str, **absent: Any) -> A
     return setting(default, help=help, optional=default is None, metavar="F", **absent)
 
 
+def label_smoothing_setting(default: float, **absent: Any) -> Any:
+    """``--label-smoothing F``: the share of a target's probability spread over every class
+    (Szegedy et al., 2016; the Transformer paper's 0.1), for the tasks whose loss is a
+    cross-entropy over tokens or classes (translate, lm, classify): one range, [0, 1)."""
+    return setting(default, low=0, below=1, metavar="F", **absent,
+                   help="label smoothing of the training loss (0: none)")
+
+
+# --schedule's choices: the course's cosine and the paper's Noam, then the warm-up-and-decay
+# schedules (``attnlab.schedulers.decay_factor``), which end at --min-lr
+DECAY_SCHEDULES = ("cosine", "wsd", "linear", "constant")
+SCHEDULES = ("cosine", "noam", "wsd", "linear", "constant")
+# wsd's decay share when --cooldown is not given: the last fifth (MiniCPM decays over about a
+# tenth, modded-nanogpt's records over a third and more)
+WSD_COOLDOWN = 0.2
+
+
+def min_lr_setting(help: str, **absent: Any) -> Any:
+    """``--min-lr F``: the rate a decaying schedule ends at (``attnlab train``'s and ``plot
+    lr``'s); at most --lr, which ``check_schedule`` checks."""
+    return setting(None, low=0, optional=True, metavar="F", help=help, **absent)
+
+
+def cooldown_setting(help: str, **absent: Any) -> Any:
+    """``--cooldown F``: wsd's share of the steps that decay (``attnlab train``'s and ``plot
+    lr``'s): strictly between 0 (no decay) and 1 (no stable phase: that is --schedule linear)."""
+    return setting(None, low=0, above=True, below=1, optional=True, metavar="F", help=help,
+                   **absent)
+
+
 @dataclass
 class TrainSettings:
     """What the training loop needs, for every ``attnlab train TASK`` (docs/cli.md, "Train"):
@@ -151,10 +183,23 @@ class TrainSettings:
     max_steps: int = setting(1000, help="optimiser steps to train for", low=1)
     epochs: int = setting(None, help="train for N passes instead of --max-steps", low=1,
                           optional=True)
-    batch_size: int = setting(64, help="examples per optimiser step (per device)", low=1)
+    batch_size: int = setting(64, help="examples per batch (per device; an optimiser step "
+                                       "sees --accumulate batches)", low=1)
+    accumulate: int = setting(1, low=1, absent=1,
+                              help="batches per optimiser step (gradient accumulation: the "
+                                   "step of N x --batch-size examples, in N passes)")
     lr: float = setting(1e-3, help="peak learning rate (Noam: its factor)", low=0, above=True)
     warmup: int = setting(100, help="warm-up steps", low=0)
-    schedule: str = setting("cosine", help="learning-rate schedule", choices=("cosine", "noam"))
+    schedule: str = setting("cosine", choices=SCHEDULES,
+                            help="learning-rate schedule (docs/schedules.md): cosine (the "
+                                 "course's; with --min-lr, nanoGPT's), noam, wsd "
+                                 "(warm-up-stable-decay), linear, constant")
+    min_lr: float = min_lr_setting("the rate the schedule ends at; cosine with it decays "
+                                   "from the end of warm-up (nanoGPT's), without it from step "
+                                   "0 to 0 (the course's); wsd and linear default to 0",
+                                   absent=None)
+    cooldown: float = cooldown_setting(f"wsd: the share of the steps, at the end, that decay "
+                                       f"to --min-lr (default {WSD_COOLDOWN})", absent=None)
     grad_clip: float = setting(1.0, help="gradient-norm clipping (0: off)", low=0)
     weight_decay: float = setting(0.0, help="AdamW weight decay, on matrices only (not biases, "
                                             "norms or learned positions)", low=0,
@@ -177,7 +222,52 @@ class TrainSettings:
                                         "(docs/scale.md)",
                              choices=("32", "64", "bf16-mixed", "16-mixed", "bf16-true", "auto"))
     compile: bool = setting(False, help="torch.compile the model")
+    checkpoint_activations: bool = setting(False, absent=False,
+                                           help="keep no block's activations for the backward "
+                                                "pass, recompute them (less memory, about a "
+                                                "third more compute)")
     resume: bool = setting(False, help="continue the run in --out from its last checkpoint")
+
+
+def steps_of_epochs(epochs: int, batches: int, accumulate: int = 1) -> int:
+    """The optimiser steps of ``epochs`` passes over ``batches`` batches when each step takes
+    ``accumulate`` of them (``--accumulate``): every task's ``--epochs`` budget.
+
+    Examples:
+        >>> steps_of_epochs(2, 10), steps_of_epochs(2, 10, accumulate=4)
+        (20, 6)
+    """
+    return epochs * max(1, -(-batches // accumulate))
+
+
+def check_schedule(cfg: dict[str, Any]) -> None:
+    """--schedule, --min-lr and --cooldown against each other and --lr: --cooldown is wsd's
+    only, --min-lr ends a schedule that decays (not noam's, not constant's) and is at most
+    --lr. Sets what a wsd or linear run leaves out (--cooldown 0.2, --min-lr 0), so that
+    config.yaml records the schedule it trained with. A run without these settings (made
+    before them) passes: its cosine is the course's.
+
+    Examples:
+        >>> check_schedule({"schedule": "cosine", "lr": 1e-3, "min_lr": 0.01, "cooldown": None})
+        Traceback (most recent call last):
+        ...
+        attnlab.errors.UsageError: --min-lr 0.01 is above --lr 0.001: ...
+    """
+    schedule, min_lr, cooldown = cfg["schedule"], cfg.get("min_lr"), cfg.get("cooldown")
+    if cooldown is not None and schedule != "wsd":
+        raise UsageError(f"--cooldown {cooldown} is the decay share of --schedule wsd, not of "
+                         f"--schedule {schedule}")
+    if min_lr is not None and schedule not in DECAY_SCHEDULES[:-1]:
+        why = ("Noam's rate has no floor (--lr is its factor)" if schedule == "noam"
+               else "constant holds --lr to the end")
+        raise UsageError(f"--min-lr {min_lr} with --schedule {schedule}: {why}")
+    if min_lr is not None and min_lr > cfg["lr"]:
+        raise UsageError(f"--min-lr {min_lr} is above --lr {cfg['lr']}: the schedule decays from "
+                         f"--lr down to --min-lr")
+    if schedule == "wsd" and cooldown is None:
+        cfg["cooldown"] = WSD_COOLDOWN
+    if schedule in ("wsd", "linear") and min_lr is None:
+        cfg["min_lr"] = 0.0
 
 
 def heads_divide_width(width: int, heads: int, *,
@@ -431,8 +521,8 @@ def absent_values(cls) -> dict[str, Any]:
     fields that declare ``absent=``.
 
     Examples:
-        >>> absent_values(TrainSettings)
-        {'weight_decay': 0.0, 'beta2': 0.999}
+        >>> absent_values(TrainSettings)["weight_decay"], absent_values(TrainSettings)["beta2"]
+        (0.0, 0.999)
     """
     return {f.name: f.metadata["absent"] for f in dataclasses.fields(cls)
             if "absent" in f.metadata}

@@ -334,18 +334,16 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
 
 
 def lr_curve(schedule: str, *, warmup: int, max_iters: int, d_model: int = 512,
-             lr: float = 1.0, steps: Sequence[int] | None = None) -> list[float]:
-    """The learning rate at steps 0..max_iters (or at ``steps``): ``lr`` times the cosine
-    warm-up factor, or the Noam rate with ``lr`` as its factor (as ``attnlab train`` uses
-    them)."""
-    from .schedulers import cosine_warmup_factor, noam_factor
+             lr: float = 1.0, steps: Sequence[int] | None = None, min_lr: float | None = None,
+             cooldown: float | None = None) -> list[float]:
+    """The learning rate at steps 0..max_iters (or at ``steps``) as ``attnlab train`` uses it
+    (``attnlab.schedulers.schedule_lr``): ``lr`` times the schedule's factor, or the Noam
+    rate with ``lr`` as its factor; ``min_lr`` and ``cooldown`` as --min-lr and --cooldown."""
+    from .schedulers import schedule_lr
 
     steps = range(max_iters + 1) if steps is None else steps
-    if schedule == "cosine":
-        return [lr * cosine_warmup_factor(e, max(1, warmup), max_iters) for e in steps]
-    if schedule == "noam":
-        return [noam_factor(e, d_model, max(1, warmup), lr) for e in steps]
-    raise ValueError(f"schedule must be 'cosine' or 'noam', got {schedule!r}")
+    return [schedule_lr(schedule, e, lr=lr, warmup=warmup, max_iters=max_iters, min_lr=min_lr,
+                        cooldown=cooldown, d_model=d_model) for e in steps]
 
 
 def curve_steps(max_iters: int, *, points: int = 20_000, keep: Sequence[int] = ()) -> list[int]:

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from attnlab.schedulers import CosineWarmupScheduler, NoamScheduler
+from attnlab.schedulers import CosineWarmupScheduler, NoamScheduler, WarmupDecayScheduler
 
 
 def _optimizer(lr):
@@ -67,3 +67,87 @@ def test_noam_factor_scales_the_rate():
 def test_bad_schedule_arguments(make, message):
     with pytest.raises(ValueError, match=message):
         make(_optimizer(1.0))
+
+
+# ---- the schedules that decay from the end of warm-up to --min-lr (issue 40) ---------------
+# Values computed by hand: W warm-up steps, N steps, floor m = min_lr / lr.
+
+def test_cosine_to_min_lr_is_nanogpts_get_lr_at_named_steps():
+    from attnlab.schedulers import cosine_decay_factor
+
+    f = lambda e: cosine_decay_factor(e, 10, 110, floor=0.1)  # noqa: E731
+    assert f(0) == 0.0 and f(5) == 0.5  # the warm-up: e / W
+    assert f(10) == 1.0  # the peak: the decay starts where the warm-up ends
+    assert f(60) == pytest.approx(0.55, abs=1e-12)  # halfway: (1 + 0.1) / 2
+    # a quarter of the way: 0.1 + 0.9 * ½(1 + cos(π/4)) = 0.1 + 0.9 * 0.8535534 = 0.8681981
+    assert f(35) == pytest.approx(0.8681981, abs=1e-7)
+    assert f(110) == pytest.approx(0.1, abs=1e-12) and f(500) == pytest.approx(0.1, abs=1e-12)
+
+
+def test_linear_decay_at_named_steps():
+    from attnlab.schedulers import linear_decay_factor
+
+    f = lambda e: linear_decay_factor(e, 10, 110, floor=0.1)  # noqa: E731
+    assert (f(0), f(5), f(10)) == (0.0, 0.5, 1.0)
+    assert f(60) == pytest.approx(0.55) and f(85) == pytest.approx(0.325)  # 1 - 0.9 * 3/4
+    assert f(110) == pytest.approx(0.1) and f(200) == pytest.approx(0.1)
+    assert linear_decay_factor(0, 0, 100) == 1.0  # no warm-up: the first step at the peak
+
+
+def test_wsd_holds_the_peak_then_decays_over_the_last_share():
+    from attnlab.schedulers import wsd_factor
+
+    f = lambda e: wsd_factor(e, 10, 100, 0.1, cooldown=0.2)  # noqa: E731
+    assert (f(0), f(5), f(10)) == (0.0, 0.5, 1.0)
+    assert f(50) == 1.0 and f(80) == 1.0  # stable until the last 20 of the 100 steps
+    assert f(90) == pytest.approx(0.55) and f(95) == pytest.approx(0.325)
+    assert f(100) == pytest.approx(0.1)
+    # a cooldown longer than the steps after the warm-up starts decaying at the warm-up's end
+    assert wsd_factor(10, 10, 100, cooldown=0.95) == 1.0
+    assert wsd_factor(55, 10, 100, cooldown=0.95) == pytest.approx(0.5)
+
+
+def test_constant_warms_up_then_holds():
+    from attnlab.schedulers import constant_factor
+
+    assert [constant_factor(e, 4) for e in (0, 2, 4, 1000)] == [0.0, 0.5, 1.0, 1.0]
+
+
+def test_warmup_decay_scheduler_sets_each_groups_lr():
+    p, q = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(2))
+    optimizer = torch.optim.SGD([{"params": [p]}, {"params": [q], "lr": 1e-2}], lr=1e-3)
+    sched = WarmupDecayScheduler(optimizer, "cosine", warmup=10, max_iters=110, min_lr=1e-4)
+    assert optimizer.param_groups[0]["lr"] == 0.0
+    assert _advance(optimizer, sched, 10) == pytest.approx(1e-3)
+    assert _advance(optimizer, sched, 50) == pytest.approx(5.5e-4)  # (1e-3 + 1e-4) / 2
+    assert _advance(optimizer, sched, 50) == pytest.approx(1e-4)
+    # the second group ends at the same share of its own peak: a tenth
+    assert optimizer.param_groups[1]["lr"] == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda o: WarmupDecayScheduler(o, "noam", warmup=1, max_iters=10),
+     "schedule must be one of cosine, wsd"),
+    (lambda o: WarmupDecayScheduler(o, "linear", warmup=1, max_iters=10, min_lr=2.0),
+     r"min_lr must be in \[0, the peak"),
+])
+def test_bad_decay_arguments(make, message):
+    with pytest.raises(ValueError, match=message):
+        make(_optimizer(1.0))
+
+
+def test_a_run_without_min_lr_keeps_the_courses_cosine_and_with_it_gets_nanogpts():
+    """Every run made before --min-lr trained with the course's cosine (decaying from step 0):
+    resuming it must rebuild that schedule, not nanoGPT's."""
+    from attnlab.training.module import make_optimizer
+
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    _, old = make_optimizer(params, {"lr": 1e-3, "warmup": 10, "schedule": "cosine"},
+                            model_dim=8, max_steps=100)
+    assert type(old) is CosineWarmupScheduler
+    _, new = make_optimizer(params, {"lr": 1e-3, "warmup": 10, "schedule": "cosine",
+                                     "min_lr": 1e-4}, model_dim=8, max_steps=100)
+    assert isinstance(new, WarmupDecayScheduler) and new.get_lr_factor(10) == 1.0
+    _, wsd = make_optimizer(params, {"lr": 1e-3, "warmup": 0, "schedule": "wsd", "min_lr": 0.0,
+                                     "cooldown": 0.5}, model_dim=8, max_steps=100)
+    assert wsd.get_lr_factor(0) == 1.0 and wsd.get_lr_factor(75) == pytest.approx(0.5)

@@ -2,7 +2,8 @@
 
     attnlab plot attention DIR --input TEXT [--out PNG]   attention maps of a trained run
     attnlab plot pe [--d-model 48] [--max-len 96] [--out PNG]
-    attnlab plot lr [--schedule cosine|noam|both] [--warmup W] [--max-iters N] [--out PNG]
+    attnlab plot lr [--schedule cosine|noam|wsd|linear|constant|both|all] [--warmup W]
+                    [--max-iters N] [--lr F] [--min-lr F] [--cooldown F] [--out PNG]
 
 Each prints the path it wrote as its last line. Never imports Lightning.
 """
@@ -12,11 +13,14 @@ import argparse
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..settings import add_flags, check_options, setting
+from ..settings import (SCHEDULES, WSD_COOLDOWN, add_flags, check_options, check_schedule,
+                        cooldown_setting, min_lr_setting, setting)
 from .threads import add_threads_flag, check_threads, use_threads
 
-# per schedule: (warm-up, steps) the course and the paper plot
+# per schedule: (warm-up, steps) the course and the paper plot (the others: the course's)
 _LR_DEFAULTS = {"cosine": (100, 2000), "noam": (4000, 20000)}
+# --schedule's groups of curves: the course's two, and every kind
+_LR_GROUPS = {"both": ("cosine", "noam"), "all": SCHEDULES}
 # figure formats --out may name (matplotlib writes them without extra packages)
 FORMATS = (".png", ".svg", ".pdf")
 # A figure about 1000 pixels wide cannot show more; beyond these the table alone would take
@@ -51,9 +55,11 @@ def register(sub) -> None:
                          "never replaced unless you name it here)")
     pe.set_defaults(func=run)
 
-    lr = what.add_parser("lr", help="learning-rate schedules: cosine warm-up, Noam",
-                         description="Learning-rate schedule curves: the course's cosine warm-up "
-                                     "(as a factor of the peak lr) and the paper's Noam schedule.")
+    lr = what.add_parser("lr", help="learning-rate schedules: cosine, Noam, wsd, linear, constant",
+                         description="Learning-rate schedule curves as `attnlab train --schedule` "
+                                     "uses them: the course's cosine warm-up (as a factor of the "
+                                     "peak lr; with --min-lr, nanoGPT's cosine), the paper's "
+                                     "Noam schedule, warm-up-stable-decay, linear, constant.")
     add_flags(lr, ScheduleOptions)
     lr.add_argument("--out", metavar="PNG",
                     help="output file, .png (or .svg, .pdf) (default lr_SCHEDULE.png, never "
@@ -74,13 +80,20 @@ class PositionalOptions:
 class ScheduleOptions:
     """``attnlab plot lr``'s flags (--warmup and --max-iters default to the schedule's own)."""
 
-    schedule: str = setting("cosine", choices=("cosine", "noam", "both"),
-                            help="which schedule (default cosine)")
+    schedule: str = setting("cosine", choices=(*SCHEDULES, *_LR_GROUPS),
+                            help="which schedule; both: cosine and noam; all: every one, a "
+                                 "panel each (default cosine)")
     warmup: int = setting(None, low=1, optional=True, metavar="W",
                           help="warm-up steps (cosine 100, noam 4000)")
     max_iters: int = setting(None, low=1, optional=True, metavar="N",
                              help="steps (cosine 2000, noam 20000)")
     d_model: int = setting(512, low=1, metavar="N", help="Noam's d_model (default 512)")
+    lr: float = setting(1.0, low=0, above=True, help="the peak rate (Noam: its factor; "
+                                                     "default 1: the curves are factors)")
+    min_lr: float = min_lr_setting("the rate cosine, wsd and linear end at (cosine with it is "
+                                   "nanoGPT's; default: the course's cosine, the others 0)")
+    cooldown: float = cooldown_setting(f"wsd's share of the steps that decay (default "
+                                       f"{WSD_COOLDOWN})")
 
 
 def check_out(out, *, given: bool = True, formats: tuple[str, ...] = FORMATS):
@@ -186,21 +199,49 @@ def _lr(args) -> str:
 
     check_options(args, ScheduleOptions)
     given = args.out is not None
+    names = _LR_GROUPS.get(args.schedule, (args.schedule,))
+    chosen = [_schedule_of(args, name, alone=len(names) == 1) for name in names]
     out = choose_out(args.out, f"lr_{args.schedule}.png")
-    names = ("cosine", "noam") if args.schedule == "both" else (args.schedule,)
     curves, steps = {}, {}
-    for name in names:
-        warmup = args.warmup if args.warmup is not None else _LR_DEFAULTS[name][0]
-        max_iters = args.max_iters if args.max_iters is not None else _LR_DEFAULTS[name][1]
-        label = (f"cosine warm-up (warmup={warmup}, max_iters={max_iters})" if name == "cosine"
-                 else f"Noam (d_model={args.d_model}, warmup={warmup})")
+    for name, settings in zip(names, chosen):
+        warmup, max_iters = _LR_DEFAULTS.get(name, _LR_DEFAULTS["cosine"])
+        warmup = args.warmup if args.warmup is not None else warmup
+        max_iters = args.max_iters if args.max_iters is not None else max_iters
+        label = _lr_label(name, warmup, max_iters, args.d_model, settings)
         steps[label] = curve_steps(max_iters, keep=(warmup,))  # a million steps: 20 000 points
         curves[label] = lr_curve(name, warmup=warmup, max_iters=max_iters, d_model=args.d_model,
-                                 steps=steps[label])
-    ylabel = "learning-rate factor" if names == ("cosine",) else "learning rate (lr = 1)"
+                                 steps=steps[label], lr=args.lr, min_lr=settings["min_lr"],
+                                 cooldown=settings["cooldown"])
+    ylabel = ("learning-rate factor" if args.lr == 1 and "noam" not in names
+              else f"learning rate (lr = {args.lr:g})")
     return _write(lambda: plot_lr_schedule(curves, out, ylabel=ylabel, steps=steps,
                                            title="learning-rate schedule"),
                   out, given=given)
+
+
+def _schedule_of(args, name: str, *, alone: bool) -> dict:
+    """--lr, --min-lr and --cooldown as schedule ``name`` takes them, checked by the rule
+    ``attnlab train`` checks (``check_schedule``). Drawn alone, a flag the schedule does not
+    take is refused; among several, each schedule takes those it has."""
+    settings = {"schedule": name, "lr": args.lr, "min_lr": args.min_lr,
+                "cooldown": args.cooldown}
+    if not alone:
+        settings["min_lr"] = args.min_lr if name in ("cosine", "wsd", "linear") else None
+        settings["cooldown"] = args.cooldown if name == "wsd" else None
+    check_schedule(settings)
+    return settings
+
+
+def _lr_label(name: str, warmup: int, max_iters: int, d_model: int, settings: dict) -> str:
+    min_lr = settings["min_lr"]
+    if name == "noam":
+        return f"Noam (d_model={d_model}, warmup={warmup})"
+    if name == "cosine" and min_lr is None:
+        return f"cosine warm-up (warmup={warmup}, max_iters={max_iters})"
+    shown = {"cosine": "cosine to min_lr (nanoGPT's)", "linear": "linear decay",
+             "constant": "constant"}.get(name) or f"wsd (cooldown={settings['cooldown']:g})"
+    ends = f", min_lr={min_lr:g}" if name != "constant" else ""
+    return f"{shown} (warmup={warmup}, max_iters={max_iters}{ends})"
 
 
 def run(args: argparse.Namespace) -> int:

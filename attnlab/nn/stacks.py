@@ -3,11 +3,14 @@
 Shapes: B batch, T target/sequence length, S source length, D model width, H heads, L layers.
 
 Attention maps come from ``attnlab.nn.capture`` (the blocks return only their outputs); ``step``
-runs one new token through every layer's own fast path (generation).
+runs one new token through every layer's own fast path (generation). ``checkpoint_activations``
+makes a stack keep no block's activations while it trains (they are recomputed in backward).
 """
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 from .arguments import checked
 from .blocks import DecoderBlock, EncoderBlock, _norm
@@ -15,7 +18,35 @@ from .cache import KVCache
 from .capture import capture
 from .positional import RotaryEmbedding
 
-__all__ = ["TransformerEncoder", "TransformerDecoder", "Transformer"]
+__all__ = ["TransformerEncoder", "TransformerDecoder", "Transformer", "checkpoint_activations"]
+
+
+def checkpoint_activations(module: nn.Module, enabled: bool = True) -> int:
+    """Activation checkpointing per block in every encoder and decoder stack inside ``module``:
+    while training, a block's inner activations are not kept for the backward pass but
+    recomputed there from its input (Chen et al., 2016), trading about one more forward per
+    block for the memory of all but one block's activations. Returns the stacks changed.
+
+    Examples:
+        >>> enc = TransformerEncoder(2, input_dim=16, num_heads=4, dim_feedforward=32)
+        >>> checkpoint_activations(enc)
+        1
+    """
+    stacks = [m for m in module.modules()
+              if isinstance(m, (TransformerEncoder, TransformerDecoder))]
+    for stack in stacks:
+        stack.checkpointed = enabled
+    return len(stacks)
+
+
+def _through(stack: nn.Module, layer: nn.Module, *args, **kwargs) -> Tensor:
+    """``layer(*args, **kwargs)``; in a ``checkpointed`` stack, while training with gradients
+    and no cache, through ``torch.utils.checkpoint`` (non-reentrant: it replays the random
+    state, so the recomputed dropout masks are the ones drawn, and the gradients equal)."""
+    training = stack.training and torch.is_grad_enabled()
+    if stack.checkpointed and training and kwargs.get("cache") is None:
+        return checkpoint(layer, *args, use_reentrant=False, **kwargs)
+    return layer(*args, **kwargs)
 
 
 def _final_norm(final_norm: bool | None, block_args: dict) -> nn.Module:
@@ -61,6 +92,8 @@ class TransformerEncoder(nn.Module):
         [torch.Size([1, 4, 5, 5]), torch.Size([1, 4, 5, 5])]
     """
 
+    checkpointed = False  # ``checkpoint_activations``
+
     def __init__(self, num_layers: int, *, final_norm: bool | None = None, rotary: bool = False,
                  max_len: int = 4096, **block_args) -> None:
         super().__init__()
@@ -95,8 +128,8 @@ class TransformerEncoder(nn.Module):
         """Args: see ``EncoderBlock.forward`` (``cache``: one ``KVCache`` per layer;
         ``score_bias``: one float bias (B, H, T, T) added in every layer). Returns (B, T, D)."""
         for i, layer in enumerate(self.layers):
-            x = layer(x, mask, is_causal=is_causal, positions=positions, score_bias=score_bias,
-                      cache=None if cache is None else cache[i])
+            x = _through(self, layer, x, mask, is_causal=is_causal, positions=positions,
+                         score_bias=score_bias, cache=None if cache is None else cache[i])
         return self.norm(x)
 
     def get_attention_maps(self, x: Tensor, mask: Tensor | None = None, *,
@@ -139,6 +172,8 @@ class TransformerDecoder(nn.Module):
         torch.Size([1, 3, 16])
     """
 
+    checkpointed = False  # ``checkpoint_activations``
+
     def __init__(self, num_layers: int, *, final_norm: bool | None = None, rotary: bool = False,
                  max_len: int = 4096, **block_args) -> None:
         super().__init__()
@@ -151,8 +186,8 @@ class TransformerDecoder(nn.Module):
                 memory_mask: Tensor | None = None, *, is_causal: bool = True,
                 cache: list[dict[str, KVCache]] | None = None) -> Tensor:
         for i, layer in enumerate(self.layers):
-            x = layer(x, memory, tgt_mask, memory_mask, is_causal=is_causal,
-                      cache=None if cache is None else cache[i])
+            x = _through(self, layer, x, memory, tgt_mask, memory_mask, is_causal=is_causal,
+                         cache=None if cache is None else cache[i])
         return self.norm(x)
 
     def get_attention_maps(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,

@@ -21,8 +21,16 @@ class ClassifierModule(TaskModule):
     ``loss`` and ``acc`` (``val_acc`` during validation).
     """
 
+    def __init__(self, model, cfg, max_steps: int) -> None:
+        super().__init__(model, cfg, max_steps)
+        # classify's --label-smoothing (an older run's: 0.0); anomaly and jets have none
+        self.label_smoothing = (float(cfg.label_smoothing) if cfg.readable("label_smoothing")
+                                else 0.0)
+
     def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
         *inputs, targets = batch
         logits = self.model(*inputs)  # (B, C) or (B, T)
-        loss = F.cross_entropy(logits, targets)
+        # smoothed in training only: val_loss is the plain cross-entropy, as in lm
+        smoothing = self.label_smoothing if self.training else 0.0
+        loss = F.cross_entropy(logits, targets, label_smoothing=smoothing)
         return loss, {"acc": (logits.argmax(-1) == targets).float().mean()}

@@ -1,8 +1,9 @@
 """The training log of a run: ``logs/metrics.csv``, one row per logged step, that pandas reads.
 
-Columns: ``step`` (optimiser steps done), then the metrics in the order first logged
-(``train_loss``, ``train_acc`` ..., ``val_loss`` ...); a cell is empty where a row has no value
-(training rows have no validation metrics). ``--resume`` keeps the interrupted part of the log
+Columns: ``step`` (optimiser steps done), ``train_seconds`` (seconds of training since the first
+step, validation left out, across ``--resume``: ``attnlab.training.clock``), then the metrics in
+the order first logged (``train_loss``, ``train_acc`` ..., ``val_loss`` ...); a cell is empty
+where a row has no value (training rows have no validation metrics). ``--resume`` keeps the interrupted part of the log
 as ``metrics.partN.csv`` and starts a new ``metrics.csv``.
 """
 from __future__ import annotations
@@ -20,18 +21,19 @@ class CSVLog:
 
     Examples:
         >>> log = CSVLog("metrics.csv")
-        >>> log.write(1, {"train_loss": 2.5}); log.write(2, {"val_loss": 2.0})
+        >>> log.write(1, {"train_loss": 2.5}, seconds=0.5); log.write(2, {"val_loss": 2.0}, seconds=1.0)
         >>> open("metrics.csv").read().splitlines()
-        ['step,train_loss,val_loss', '1,2.5,', '2,,2.0']
+        ['step,train_seconds,train_loss,val_loss', '1,0.5,2.5,', '2,1.0,,2.0']
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.columns: list[str] = ["step"]
+        self.columns: list[str] = ["step", "train_seconds"]
         self.rows: list[dict[str, float]] = []
 
-    def write(self, step: int, metrics: dict[str, float]) -> None:
-        row = {"step": step, **metrics}
+    def write(self, step: int, metrics: dict[str, float], *, seconds: float) -> None:
+        """A row of ``metrics`` at ``step``, ``seconds`` of training after the first step."""
+        row = {"step": step, "train_seconds": round(seconds, 3), **metrics}
         self.rows.append(row)
         new = [k for k in row if k not in self.columns]
         self.columns += new

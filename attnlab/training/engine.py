@@ -5,6 +5,10 @@ One step, top to bottom in ``Loop.train_step``:
     batch to the device -> forward and the task's loss (``TaskModule.loss``) in the run's
     precision -> backward -> clip -> optimiser (16-mixed: through the gradient scaler) -> schedule
 
+With ``--accumulate N`` the step takes N batches, each through forward and backward on its own
+with its loss divided by N (the gradients add up to those of the mean of the N losses); under
+DDP the processes average the gradients after the last one only.
+
 and around it, in ``Loop.run``: every N steps log, validate, checkpoint; stop at the budget, at
 a target (``StopAt``, checked after validation), at a signal or at a non-finite loss.
 
@@ -29,7 +33,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,12 +42,14 @@ import torch
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
 from ..runs import readable, save_weights, write_config, write_metrics
+from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng)
 from .csvlog import CSVLog, keep_previous_log
 from .adapt import adapt, merge_lora, parameter_share
 # check_hardware: for commands/train
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
+from ..nn.stacks import checkpoint_activations
 from .module import (OptimizerSettings, TaskModule, back_to_float32, decay_groups, exact_tables,
                      make_optimizer)
 from .progress import Progress
@@ -148,6 +153,15 @@ class FitResult:
     validation: dict[str, float] = field(default_factory=dict)
 
 
+def _mean(losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
+          ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The mean loss and logged numbers of a step's batches (one batch: its own, as given)."""
+    if len(losses) == 1:
+        return losses[0], logged[0]
+    mean = torch.stack([loss.detach() for loss in losses]).mean()
+    return mean, {k: torch.stack([logs[k].detach() for logs in logged]).mean() for k in logged[0]}
+
+
 def _batch_size(batch) -> int:
     """Examples in a batch: the length of its first tensor (weights validation's mean)."""
     first = batch[0] if isinstance(batch, (tuple, list)) else batch
@@ -173,7 +187,8 @@ class Loop:
         self.grad_clip = float(cfg.grad_clip or 0.0)  # 0: no clipping
         self.stop_at, self.hits = stop_at, 0  # hits: validations in a row at stop_at's target
         self.module = module  # the TaskModule as built: its weights are what a run saves
-        self.step, self.seconds_before = 0, 0.0
+        self.step, self.clock = 0, TrainClock()
+        self.accumulate = int(cfg.accumulate)  # batches per optimiser step
         self.stopped: str | None = None  # why training stopped before max_steps
         self.shown: dict[str, float] = {}  # what the progress line shows: the latest numbers
         self.progress = Progress(max_steps)
@@ -194,6 +209,10 @@ class Loop:
         adapted = adapt(self.module.model, cfg)
         if adapted and fabric.is_global_zero:
             print(f"note: {adapted}", file=sys.stderr, flush=True)
+        if cfg.checkpoint_activations and not checkpoint_activations(self.module.model):
+            if fabric.is_global_zero:  # a GRU translator, a graph network: no blocks
+                print("note: --checkpoint-activations: this model has no Transformer blocks; "
+                      "every activation is kept", file=sys.stderr, flush=True)
         if cfg.compile:
             # In place (nn.Module.compile), so parameter names and the saved weights are
             # unchanged; the torch model inside the TaskModule.
@@ -269,7 +288,7 @@ class Loop:
             self.scheduler.load_state_dict(state["lr_scheduler"])
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
-        self.step, self.seconds_before = int(state["global_step"]), float(state["train_seconds"])
+        self.step, self.clock = int(state["global_step"]), TrainClock(float(state["train_seconds"]))
         self._rng_to_restore = state.get("rng")
 
     # ---- the step -------------------------------------------------------------------------
@@ -277,15 +296,20 @@ class Loop:
         """Train from ``self.step`` to ``max_steps``, or until a stop: ``stop_at``'s target
         reached at validation, a signal (the step is saved, then ``Interrupted``), or a
         non-finite loss (``NonFiniteLoss``)."""
-        self.start = time.perf_counter()
         self.progress.begin(self.step, draws=self.fabric.is_global_zero)
         self.model.train()
+        batches: list = []  # --accumulate: the step's batches so far (an epoch may end among them)
         while self.step < self.max_steps and self.stopped is None:
             for batch in self.train_loader:
                 if self._rng_to_restore is not None:  # setting up drew numbers since the save
                     restore_rng(self._rng_to_restore)
                     self._rng_to_restore = None
-                loss, logs = self.train_step(batch)
+                batches.append(batch)
+                if len(batches) < self.accumulate:
+                    continue
+                self.clock.start()  # train_seconds count from the first step
+                loss, logs = self.train_step(*batches)
+                batches = []
                 self._show(loss, logs)
                 if self._told_to_stop():
                     self.save()
@@ -298,30 +322,42 @@ class Loop:
                         and self.step < self.max_steps):
                     self.save()
                 if self.val_loader is not None and self.step % self.val_every == 0:
-                    self._check_target(self.validate())
+                    with self.clock.paused():  # train_seconds leave validation out
+                        self._check_target(self.validate())
                 if self.step >= self.max_steps or self.stopped is not None:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
 
-    def train_step(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """One optimiser step on ``batch``, top to bottom; returns the loss and the task's other
-        numbers, still on the device (nothing here waits for the GPU: see the module's
-        docstring). ``self.model`` is Fabric's wrapper of the ``TaskModule``."""
+    def train_step(self, *batches) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One optimiser step on ``batches`` (one batch, or ``--accumulate`` of them), top to
+        bottom; returns the loss and the task's other numbers (their means over the batches),
+        still on the device (nothing here waits for the GPU: see the module's docstring).
+        ``self.model`` is Fabric's wrapper of the ``TaskModule``."""
         fabric, optimizer, scaler = self.fabric, self.optimizer.optimizer, self.scaler
-        if self.device_batches:
-            batch = fabric.to_device(batch)
-        # forward and the task's loss, in the run's precision: autocast for bf16-mixed and
-        # 16-mixed; for 64 and bf16-true, inputs and new tensors in the weights' dtype; for 32,
-        # nothing. The numbers come out in float32, whatever computed them.
-        precision = fabric.strategy.precision
-        with precision.forward_context():
-            loss, logs = self.model.loss(precision.convert_input(batch))
-        loss, logs = precision.convert_output((loss, logs))
-        self._watch_finite(loss)  # one CPU process: raises here, before the update
-        # backward, through Fabric: DDP averages the gradients over the processes, and under
-        # 16-mixed the loss is first multiplied by the scaler's scale (small float16 gradients
-        # would otherwise round to zero)
-        fabric.backward(loss)
+        n, losses, logged = len(batches), [], []
+        for i, batch in enumerate(batches):
+            if self.device_batches:
+                batch = fabric.to_device(batch)
+            # DDP: the gradients are synced after the step's last batch only (its forward and
+            # backward both inside, as DDP asks); one process: nothing to skip
+            with fabric.no_backward_sync(self.model, enabled=i < n - 1):
+                # forward and the task's loss, in the run's precision: autocast for bf16-mixed
+                # and 16-mixed; for 64 and bf16-true, inputs and new tensors in the weights'
+                # dtype; for 32, nothing. The numbers come out in float32.
+                precision = fabric.strategy.precision
+                with precision.forward_context():
+                    loss, logs = self.model.loss(precision.convert_input(batch))
+                loss, logs = precision.convert_output((loss, logs))
+                self._watch_finite(loss)  # one CPU process: raises here, before the update
+                # backward, through Fabric: DDP averages the gradients over the processes, and
+                # under 16-mixed the loss is first multiplied by the scaler's scale (small
+                # float16 gradients would otherwise round to zero). Each of N batches' loss is
+                # divided by N: the gradients add up to those of the N losses' mean (x / 1 is
+                # x exactly: one batch trains as it always did).
+                fabric.backward(loss / n)
+            losses.append(loss)
+            logged.append(logs)
+        loss, logs = _mean(losses, logged)
         # clipping the gradients' global norm to --grad-clip (0: no clipping)
         if self.grad_clip and self.cfg.strategy == "fsdp":  # the norm over all shards: Fabric's
             fabric.clip_gradients(self.model, self.optimizer, max_norm=self.grad_clip,
@@ -395,7 +431,7 @@ class Loop:
                    **{f"train_{k}": float(v.detach()) for k, v in logs.items()}}
         self.shown["train_loss"] = numbers["train_loss"]
         if logged:
-            self.log.write(self.step, numbers)
+            self.log.write(self.step, numbers, seconds=self.seconds())
         if shown:
             self.progress.show(self.step, self.shown)
 
@@ -435,7 +471,7 @@ class Loop:
         restore_rng(rng)
         metrics = {f"val_{k}": float(v) / max(count, 1) for k, v in totals.items()}
         if self.fabric.is_global_zero and metrics:
-            self.log.write(self.step, metrics)
+            self.log.write(self.step, metrics, seconds=self.seconds())
         self.shown.update(metrics)
         self.validated = (self.step, metrics)
         self.progress.validating(self.step, self.shown, done=True)
@@ -443,8 +479,9 @@ class Loop:
 
     # ---- checkpoints ----------------------------------------------------------------------
     def seconds(self) -> float:
-        """Training seconds across interruptions (the checkpoint keeps the earlier ones)."""
-        return self.seconds_before + time.perf_counter() - self.start
+        """Training seconds since the first step, validation left out, across interruptions
+        (the checkpoint keeps the earlier ones)."""
+        return self.clock.seconds()
 
     def save(self) -> None:
         """``checkpoints/last.ckpt`` of this step, written whole or not at all (a temporary
@@ -520,18 +557,21 @@ def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> 
     gets near its peak (an lm run of 200 steps with warm-up 100 peaked at half of --lr).
     ``cfg`` is read through ``OptimizerSettings.of`` (a run config, or a plain mapping).
 
-    "Peak" is --lr for the cosine schedule. Its rate is ``lr · f(e)`` with f = ½(1 +
+    "Peak" is --lr for the cosine schedule. The course's rate is ``lr · f(e)`` with f = ½(1 +
     cos(π·e/max_steps)) · min(1, e/warmup): the decay starts at step 0, so the highest rate,
     near the end of the warm-up, is below --lr, and close to it only when the warm-up is a
-    small part of the run (docs/schedules.md). Noam's peak is its rate at step ``warmup``.
-    The highest rate actually reached is read off the schedule itself, step by step.
+    small part of the run (docs/schedules.md). The schedules that decay from the end of the
+    warm-up (cosine with --min-lr, wsd, linear, constant) reach --lr where the warm-up fits.
+    Noam's peak is its rate at step ``warmup``. The highest rate actually reached is read off
+    the schedule itself (``schedule_lr``), step by step.
     """
-    from ..schedulers import cosine_warmup_factor, noam_factor
+    from ..schedulers import noam_factor, schedule_lr
 
     opt_cfg = OptimizerSettings.of(cfg)
     warmup, lr = max(1, int(opt_cfg.warmup)), float(opt_cfg.lr)
     if opt_cfg.schedule == "noam":
-        d_model = int(opt_cfg.model_dim)
+        # the model's width: the run config's (OptimizerSettings holds the optimiser's only)
+        d_model = int(cfg["model_dim"] if isinstance(cfg, dict) else cfg.model_dim)
         if warmup <= max_steps:
             return None
         reached = noam_factor(max_steps, d_model, warmup, lr) / noam_factor(warmup, d_model, warmup, lr)
@@ -543,7 +583,9 @@ def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> 
     # at most ~10,000 of them are looked at (a budget of 10^11 steps must not hang here).
     end = min(warmup, max_steps)
     steps = [*range(0, end, max(1, end // 10_000)), end]
-    peak, at = max((cosine_warmup_factor(e, warmup, max_steps), e) for e in steps)
+    peak, at = max((schedule_lr(opt_cfg.schedule, e, lr=1.0, warmup=warmup, max_iters=max_steps,
+                                min_lr=None if opt_cfg.min_lr is None else opt_cfg.min_lr / lr,
+                                cooldown=opt_cfg.cooldown), e) for e in steps)
     if peak >= WARMUP_PEAK_WARNING:
         return None
     return (f"--warmup {cfg.warmup} with a {max_steps}-step budget: the learning rate peaks "

@@ -17,11 +17,13 @@ from .module import TaskModule
 __all__ = ["LMModule", "lm_loss"]
 
 
-def lm_loss(model, inputs: Tensor, targets: Tensor) -> Tensor:
+def lm_loss(model, inputs: Tensor, targets: Tensor, *, label_smoothing: float = 0.0) -> Tensor:
     """Mean next-token cross-entropy of ``model`` on inputs/targets (B, T), targets = inputs
-    shifted by one."""
+    shifted by one; with ``label_smoothing`` ε, against a target of 1 - ε on the next token
+    and ε spread over the whole vocabulary (``--label-smoothing``)."""
     logits = model(inputs)  # (B, T, V)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                           label_smoothing=label_smoothing)
 
 
 class LMModule(TaskModule):
@@ -31,7 +33,14 @@ class LMModule(TaskModule):
     exp(val_loss).
     """
 
+    def __init__(self, model, cfg, max_steps: int) -> None:
+        super().__init__(model, cfg, max_steps)
+        self.label_smoothing = float(cfg.label_smoothing)  # an older run's: 0.0
+
     def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Next-token cross-entropy (``lm_loss``); nothing else is logged."""
+        """Next-token cross-entropy (``lm_loss``); nothing else is logged. Training's is
+        label-smoothed by ``--label-smoothing``; validation's is not, so that ``val_loss`` and
+        ``val_perplexity`` = exp(val_loss) measure the model, whatever it was trained with."""
         inputs, targets = batch
-        return lm_loss(self.model, inputs, targets), {}
+        smoothing = self.label_smoothing if self.training else 0.0
+        return lm_loss(self.model, inputs, targets, label_smoothing=smoothing), {}

@@ -3,8 +3,9 @@
 A ``TaskModule`` wraps a task's torch model and says what one batch costs:
 ``loss(batch) -> (loss, logs)``, which the loop's step (``engine.Loop.train_step``) calls by
 name. The optimiser is AdamW with a warm-up schedule stepped every iteration: the course's
-cosine warm-up (``schedule: cosine``) or the paper's Noam schedule (``schedule: noam``; then
---lr is the Noam factor). Weight decay, where a run sets it, applies to matrices only (the GPT
+cosine warm-up (``schedule: cosine``), the paper's Noam schedule (``schedule: noam``; then
+--lr is the Noam factor), or one that decays to ``min_lr`` (nanoGPT's cosine, wsd, linear,
+constant: ``make_scheduler``). Weight decay, where a run sets it, applies to matrices only (the GPT
 recipe): not to biases, norms or learned positions (``decay_groups``).
 
 Nothing here imports Lightning: ``attnlab.training.engine`` is the loop, on Fabric.
@@ -19,10 +20,10 @@ import torch
 from torch import nn
 
 from ..nn.positional import LearnedPositionalEncoding
-from ..schedulers import CosineWarmupScheduler, NoamScheduler
+from ..schedulers import CosineWarmupScheduler, NoamScheduler, WarmupDecayScheduler
 from ..settings import TrainSettings, absent_values, defaults
 
-__all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "decay_groups", "fused_adamw_ok", "computed_tables",
+__all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "make_scheduler", "decay_groups", "fused_adamw_ok", "computed_tables",
            "exact_tables", "back_to_float32"]
 
 
@@ -120,7 +121,7 @@ class OptimizerSettings:
 
     Examples:
         >>> OptimizerSettings.of({"lr": 1e-3, "warmup": 10})
-        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta2=0.999)
+        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta2=0.999, min_lr=None, cooldown=None)
     """
 
     lr: float
@@ -128,6 +129,8 @@ class OptimizerSettings:
     schedule: str = _LOOP["schedule"]
     weight_decay: float = _LOOP["weight_decay"]
     beta2: float = _LOOP["beta2"]
+    min_lr: float | None = _LOOP["min_lr"]
+    cooldown: float | None = _LOOP["cooldown"]
 
     @classmethod
     def of(cls, cfg: Any) -> OptimizerSettings:
@@ -148,7 +151,6 @@ def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: b
     PyTorch's). ``params`` may be parameter groups (``decay_groups``); a group's own
     ``weight_decay`` wins."""
     opt_cfg = OptimizerSettings.of(cfg)
-    warmup = max(1, min(int(opt_cfg.warmup), max_steps))
     wd = float(opt_cfg.weight_decay)
     params = list(params)
     fused = (fused and fused_adamw_ok(params)) or None  # None: PyTorch's per-tensor default
@@ -161,11 +163,24 @@ def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: b
         if not fused:
             raise
         opt = torch.optim.AdamW(params, weight_decay=wd, **options)
-    if noam:
-        sched = NoamScheduler(opt, model_dim, warmup=warmup, factor=float(opt_cfg.lr))
-    else:
-        sched = CosineWarmupScheduler(opt, warmup=warmup, max_iters=max(max_steps, warmup + 1))
-    return opt, sched
+    return opt, make_scheduler(opt, opt_cfg, model_dim=model_dim, max_steps=max_steps)
+
+
+def make_scheduler(opt: torch.optim.Optimizer, cfg: Any, *, model_dim: int, max_steps: int):
+    """The per-step schedule of ``cfg`` (``OptimizerSettings.of``) for ``opt``: Noam; the
+    course's cosine (``schedule: cosine`` without ``min_lr``: every run made before --min-lr);
+    or a warm-up-and-decay schedule ending at ``min_lr`` (``WarmupDecayScheduler``)."""
+    opt_cfg = OptimizerSettings.of(cfg)
+    warmup = max(1, min(int(opt_cfg.warmup), max_steps))
+    if opt_cfg.schedule == "noam":
+        return NoamScheduler(opt, model_dim, warmup=warmup, factor=float(opt_cfg.lr))
+    if opt_cfg.schedule == "cosine" and opt_cfg.min_lr is None:
+        return CosineWarmupScheduler(opt, warmup=warmup, max_iters=max(max_steps, warmup + 1))
+    # --warmup 0 means none here (the first step trains at the peak); a warm-up longer than
+    # the run ramps to the end, as warmup_note says and lr_schedule.png draws
+    return WarmupDecayScheduler(opt, opt_cfg.schedule, warmup=int(opt_cfg.warmup),
+                                max_iters=max_steps, min_lr=float(opt_cfg.min_lr or 0.0),
+                                peak_lr=float(opt_cfg.lr), cooldown=opt_cfg.cooldown)
 
 
 def computed_tables(module: nn.Module) -> dict[str, torch.Tensor]:

@@ -4,7 +4,7 @@ probe's methods, each optional, around the loop's own functions while ``monkeypa
 - ``on_train_start(loop)`` as ``Loop.run`` begins (after set-up: a resumed run's ``loop.step``
   is the checkpoint's);
 - ``on_train_batch_start(loop, batch)`` before each ``Loop.train_step``, with the batch on the
-  device it trains on;
+  device it trains on (with ``--accumulate``, once for each of the step's batches);
 - ``on_train_batch_end(loop)`` after it (``loop.step`` counts that step).
 
 A probe may raise to stand in for a crash or a kill at that point.
@@ -26,12 +26,13 @@ def probe_loop(monkeypatch, *probes) -> None:
             hook(loop)
         return RUN(loop)
 
-    def train_step(loop, batch):
+    def train_step(loop, *batches):  # --accumulate: several batches to a step
         if loop.device_batches:
-            batch = loop.fabric.to_device(batch)
-        for hook in hooks("on_train_batch_start"):
-            hook(loop, batch)
-        out = TRAIN_STEP(loop, batch)
+            batches = [loop.fabric.to_device(batch) for batch in batches]
+        for batch in batches:
+            for hook in hooks("on_train_batch_start"):
+                hook(loop, batch)
+        out = TRAIN_STEP(loop, *batches)
         for hook in hooks("on_train_batch_end"):
             hook(loop)
         return out

@@ -38,6 +38,7 @@ from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...nn import padding_mask
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
+from ...settings import steps_of_epochs
 from ...tokenizers import TOKENIZER_KINDS, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
 from .data import check_labels, files_of, load_splits, read_examples
@@ -354,7 +355,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     train = _Batches(inputs, _targets(splits["train"], cfg.labels), cfg.batch_size, cfg.seed,
                      Padding.of(cfg, tokenizer))
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
-    steps = cfg.epochs * train.num_batches if cfg.epochs else cfg.max_steps
+    steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
+             else cfg.max_steps)
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)
     model = start.weights_into(build_model(cfg), cfg.labels)

@@ -57,7 +57,7 @@ from typing import Any, ClassVar
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
-from ...settings import AdaptSettings, flag, setting
+from ...settings import AdaptSettings, flag, label_smoothing_setting, setting
 from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
@@ -93,6 +93,7 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
                                   low=0, above=True, below=1)
     test_fraction: float = setting(0.1, help="share of --data held out for testing without --test",
                                    low=0, above=True, below=1)
+    label_smoothing: float = label_smoothing_setting(0.0, absent=0.0)
     set_column: str = setting(None, help="classify sets of feature rows: rows with the same value "
                                          "here form a set", metavar="NAME", optional=True,
                               absent=None)  # a text run with --init leaves it out

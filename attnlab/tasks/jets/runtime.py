@@ -34,6 +34,7 @@ from ...models.jet_tagger import JetTagger, scaled_features
 from ...models.pfn import ParticleFlowNetwork
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, pin_data_files, readable, write_json
+from ...settings import steps_of_epochs
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import config_from_run, each_input, probabilities_of
 from .checks import split_ranges
@@ -200,7 +201,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     parts = splits(cfg)
     cfg = cfg.derive(jets={name: len(s) for name, s in parts.items()})
     train = JetBatches(parts["train"], cfg)
-    steps = cfg.epochs * len(train) if cfg.epochs else cfg.max_steps
+    steps = steps_of_epochs(cfg.epochs, len(train), cfg.accumulate) if cfg.epochs else cfg.max_steps
     val = list(fixed_batches(parts["val"], cfg, cfg.val_jets))
     model = build_model(cfg)
     result = fit(ClassifierModule(model, cfg, steps), train, DataLoader(val, batch_size=None),

@@ -40,6 +40,7 @@ from ...models.configs import CausalLMConfig
 from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights, pin_data_files
+from ...settings import steps_of_epochs
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
 from ..base import config_from_run, each_input
@@ -186,7 +187,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
     B = cfg.batch_size
     if cfg.epochs:  # an epoch: every token seen once, in non-overlapping windows
-        max_steps = cfg.epochs * max(1, train_tokens // (cfg.block_size * B))
+        max_steps = steps_of_epochs(cfg.epochs, max(1, train_tokens // (cfg.block_size * B)),
+                                    cfg.accumulate)
     else:
         max_steps = cfg.max_steps
     model = build_model(cfg)
@@ -256,7 +258,7 @@ def _corpus_of_run(cfg, run_dir: Path, tokenizer: Tokenizer | None = None):
 def figures(cfg: RunSettings, run_dir: Path, steps: int, max_steps: int) -> None:
     """lr_schedule.png: the learning rate over the run (the step it stopped at marked)."""
     curve = lr_curve(cfg.schedule, warmup=cfg.warmup, max_iters=max_steps,
-                     d_model=cfg.model_dim, lr=cfg.lr)
+                     d_model=cfg.model_dim, lr=cfg.lr, min_lr=cfg.min_lr, cooldown=cfg.cooldown)
     plot_lr_schedule({cfg.schedule: curve}, Path(run_dir) / "lr_schedule.png",
                      mark_step=steps if steps < max_steps else None)
 

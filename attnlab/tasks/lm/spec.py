@@ -25,7 +25,8 @@ from ...errors import UsageError
 from ...interop.llama_config import llama_family_settings
 from ...interop.source import INIT_MODEL_TYPES, LLAMA_TYPES
 from ...models.configs import ARCH_PARTS, CausalLMConfig, lm_parts_broken
-from ...settings import AdaptSettings, absent_values, as_typed, flag, setting
+from ...settings import (AdaptSettings, absent_values, as_typed, flag, label_smoothing_setting,
+                         setting)
 from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
 from ...tokenizers import vocab_too_small
@@ -56,6 +57,7 @@ class LMSettings(AdaptSettings):
                                         "--init: the training window, at most DIR's positions)",
                               low=2)
     val_batches: int = setting(20, help="validation batches for val_loss", low=1)
+    label_smoothing: float = label_smoothing_setting(0.0, absent=0.0)
     # no flag of train's: set in a --config file; `attnlab predict --max-new-tokens`
     # chooses the length at prediction time, this run's value its default
     predict_tokens: int = setting(100, help="the default of `attnlab predict "

@@ -136,7 +136,7 @@ def figures(task: Task, model, cfg: RunSettings, run_dir: Path, sequence: list[i
     plot_attention(maps, x_labels, y_labels, Path(run_dir) / "attention.png",
                    title=f"{task.name}: attention of a test sequence")
     curve = lr_curve(cfg.schedule, warmup=cfg.warmup, max_iters=max_steps,
-                     d_model=cfg.model_dim, lr=cfg.lr)
+                     d_model=cfg.model_dim, lr=cfg.lr, min_lr=cfg.min_lr, cooldown=cfg.cooldown)
     label = (f"{cfg.schedule} (--lr {cfg.lr:g}, warm-up {cfg.warmup}, "
              f"budget {max_steps} steps)")
     plot_lr_schedule({label: curve}, Path(run_dir) / "lr_schedule.png",

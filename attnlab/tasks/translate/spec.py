@@ -30,7 +30,8 @@ from typing import Any, ClassVar
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import Seq2SeqConfig
-from ...settings import MAX_BEAM, AdaptSettings, beam_setting, length_penalty_setting, setting
+from ...settings import (MAX_BEAM, AdaptSettings, beam_setting, label_smoothing_setting,
+                         length_penalty_setting, setting)
 from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
@@ -82,8 +83,7 @@ class TranslateSettings(AdaptSettings):
     max_number: int = setting(1_000_000, help="built-in numbers are below N", low=10)
     test_size: int = setting(2000, help="held-out test pairs of the built-in data", low=1)
     val_size: int = setting(200, help="validation pairs", low=1)
-    label_smoothing: float = setting(0.1, help="label smoothing of the training loss",
-                                     low=0, below=1)
+    label_smoothing: float = label_smoothing_setting(0.1)  # the paper's (§5.4)
     beam: int = beam_setting(1, help=f"beams when testing, 1 to {MAX_BEAM} (1: greedy)",
                              absent=1)
     length_penalty: float = length_penalty_setting(1.0, help="beam search length penalty",

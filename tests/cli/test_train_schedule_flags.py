@@ -1,0 +1,74 @@
+"""Training flags of the schedule, accumulation and label smoothing given wrong: one line,
+exit 2, before a run directory; given right, config.yaml records the schedule the run trains
+with; `plot lr` draws every schedule and refuses what train refuses."""
+import pytest
+
+from attnlab.cli import main
+from attnlab.commands.train import build_config
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--lr", "0.001", "--min-lr", "0.01"],
+     "--min-lr 0.01 is above --lr 0.001: the schedule decays from --lr down to --min-lr"),
+    (["--schedule", "wsd", "--cooldown", "1.5"], "--cooldown must be in (0, 1), got 1.5"),
+    (["--schedule", "wsd", "--cooldown", "0"], "--cooldown must be in (0, 1), got 0.0"),
+    (["--cooldown", "0.3"],
+     "--cooldown 0.3 is the decay share of --schedule wsd, not of --schedule cosine"),
+    (["--schedule", "noam", "--min-lr", "0"],
+     "--min-lr 0.0 with --schedule noam: Noam's rate has no floor (--lr is its factor)"),
+    (["--schedule", "constant", "--min-lr", "0"],
+     "--min-lr 0.0 with --schedule constant: constant holds --lr to the end"),
+    (["--accumulate", "0"], "--accumulate must be a positive integer, got 0"),
+    (["--label-smoothing", "1"], "--label-smoothing must be in [0, 1), got 1.0"),
+])
+def test_a_bad_schedule_or_accumulation_is_one_line_before_a_run_directory(flags, message,
+                                                                          tmp_path, capsys):
+    out = tmp_path / "run"
+    task = "lm" if "--label-smoothing" in flags else "reverse"
+    data = ["--data", str(tmp_path / "corpus.txt")] if task == "lm" else []
+    assert main(["train", task, *data, *flags, "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"attnlab: error: {message}"
+    assert not out.exists()
+
+
+def test_a_config_file_is_checked_by_the_same_rule(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text("schedule: linear\nlr: 0.001\nmin_lr: 0.5\n")
+    assert main(["train", "reverse", "--config", str(config), "--out", str(tmp_path / "r")]) == 2
+    assert "--min-lr 0.5 is above --lr 0.001" in capsys.readouterr().err
+
+
+def test_wsd_and_linear_record_the_defaults_they_train_with():
+    cfg = build_config("reverse", {"schedule": "wsd"})
+    assert (cfg.cooldown, cfg.min_lr) == (0.2, 0.0)
+    cfg = build_config("reverse", {"schedule": "linear", "min_lr": 1e-4})
+    assert (cfg.cooldown, cfg.min_lr) == (None, 1e-4)
+    cfg = build_config("reverse", {})  # the default stays the course's cosine
+    assert (cfg.schedule, cfg.min_lr, cfg.accumulate) == ("cosine", None, 1)
+
+
+def test_plot_lr_draws_every_schedule_and_refuses_what_train_refuses(tmp_path, capsys):
+    out = tmp_path / "all.png"
+    assert main(["plot", "lr", "--schedule", "all", "--min-lr", "0.1", "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert main(["plot", "lr", "--schedule", "noam", "--min-lr", "0.1",
+                 "--out", str(tmp_path / "n.png")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "attnlab: error: --min-lr 0.1 with --schedule noam: Noam's rate has no floor "
+        "(--lr is its factor)")
+    assert not (tmp_path / "n.png").exists()
+
+
+def test_the_warmup_warning_reads_each_schedule():
+    """Noam's warning reads the model's width from the run config (it raised AttributeError:
+    the optimiser's settings hold no width); a decaying schedule whose warm-up fits reaches
+    --lr and says nothing."""
+    from attnlab.training.engine import warmup_note
+
+    noam = build_config("reverse", {"schedule": "noam", "warmup": 4000, "max_steps": 100})
+    assert "the Noam schedule reaches 0.03 of its peak" in warmup_note(noam, 100)
+    wsd = build_config("reverse", {"schedule": "wsd", "warmup": 50, "max_steps": 100})
+    assert warmup_note(wsd, 100) is None
+    long = build_config("reverse", {"schedule": "linear", "warmup": 400, "max_steps": 100})
+    assert "peaks at 0.25 x --lr" in warmup_note(long, 100)
