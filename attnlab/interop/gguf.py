@@ -109,21 +109,40 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
         raise UsageError(f"{name}: architecture {architecture!r} (general.architecture) is not "
                          f"supported for {task}; supported: {', '.join(model_types) or 'none'}")
     _check_tensor_types(reader, name)
-    config = _config(p, name)
+    config = _config(p, name, _head_dim(reader, architecture, name))
     return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
 
 
-def _config(path: Path, name: str) -> dict[str, Any]:
-    """The config.json values ``transformers`` reads from the GGUF metadata (with ``_FILLED``),
-    completed with the family's defaults as ``save_pretrained`` writes them."""
+def _head_dim(reader, architecture: str, name: str) -> int | None:
+    """The head width ``{arch}.attention.key_length`` declares, None where the file has none.
+
+    ``transformers`` leaves the key out for Qwen3 (whose config then says 128, right for
+    Qwen3-0.6B and wrong for any other width) and reads Llama's from the rotary dimension
+    count; the attention's own key length is the head width, so it wins. A value length other
+    than it has no attnlab equivalent (one head width for keys and values)."""
+    key, value = (_field(reader, f"{architecture}.attention.{k}_length") for k in ("key", "value"))
+    if key is not None and value is not None and key != value:
+        raise UsageError(f"{name}: {architecture}.attention.key_length {key} differs from "
+                         f"value_length {value}; attnlab's keys and values are one head width")
+    return None if key is None else int(key)
+
+
+def _config(path: Path, name: str, head_dim: int | None = None) -> dict[str, Any]:
+    """The config.json values ``transformers`` reads from the GGUF metadata (with ``_FILLED``
+    and the Llama family's ``head_dim``), completed with the family's defaults as
+    ``save_pretrained`` writes them."""
     from transformers import AutoConfig
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    from .llama_config import LLAMA_FAMILY
 
     try:
         values = dict(load_gguf_checkpoint(str(path))["config"])
         for key, read_as in _FILLED.get(values.get("model_type"), {}).items():
             if key not in values and read_as in values:
                 values[key] = values.pop(read_as)
+        if head_dim is not None and values.get("model_type") in LLAMA_FAMILY:
+            values["head_dim"] = head_dim
         return AutoConfig.for_model(**values).to_dict()
     except Exception as e:  # an architecture transformers does not read, a bad value
         raise UsageError(f"{name}: transformers cannot read its metadata ({_one_line(e)})") from None
