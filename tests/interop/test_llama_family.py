@@ -160,6 +160,9 @@ def test_what_attnlab_cannot_represent_is_one_line_exit_2(tmp_path, capsys, opti
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle.split(";")[0] in err[0] and str(d) in err[0]
     assert not out.exists()
+    assert main(["generate", str(d), "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0] and str(d) in err[0]
 
 
 def test_a_block_size_above_the_directorys_positions_names_its_key(tmp_path, capsys):
@@ -175,18 +178,33 @@ def test_a_block_size_above_the_directorys_positions_names_its_key(tmp_path, cap
     assert not out.exists()
 
 
-def test_an_unsupported_family_names_its_model_type_and_the_supported_list(tmp_path, capsys):
-    d = tmp_path / "t5"
-    transformers.T5ForConditionalGeneration(transformers.T5Config(
-        vocab_size=64, d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8)).save_pretrained(d)
+def _other_family(d, name):
+    """A tiny T5 (encoder-decoder) or Phi (a causal LM of another block) directory."""
+    if name == "t5":
+        model = transformers.T5ForConditionalGeneration(transformers.T5Config(
+            vocab_size=64, d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8))
+    else:
+        model = transformers.PhiForCausalLM(transformers.PhiConfig(
+            vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+            num_attention_heads=2, max_position_embeddings=32))
+    model.save_pretrained(d)
     tok = _byte_level_bpe(["<|endoftext|>"], vocab_size=64)
     transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(d)
+    return d
+
+
+@pytest.mark.parametrize("name", ["t5", "phi"])
+@pytest.mark.parametrize("command", ["train", "generate"])
+def test_an_unsupported_family_names_its_model_type_and_the_supported_list(
+        tmp_path, capsys, name, command):
+    d = _other_family(tmp_path / name, name)
     (tmp_path / "t.txt").write_text("\n".join(CORPUS))
     out = tmp_path / "run"
-    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
-                 "--out", str(out)]) == 2
+    argv = (["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"), "--out",
+             str(out)] if command == "train" else ["generate", str(d), "--prompt", "hi"])
+    assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "model_type 't5'" in err[0]
+    assert len(err) == 1 and f"model_type {name!r}" in err[0] and str(d) in err[0]
     assert "supported: gpt2, llama, qwen2, qwen3, mistral" in err[0]
     assert not out.exists()
 
