@@ -226,6 +226,9 @@ def test_a_from_scratch_llama_block_exports_as_llama_and_the_rest_is_refused():
     with pytest.raises(ValueError, match="Llama family needs ff='swiglu', this CausalLM has "
                                          "ff='mlp'"):
         to_hf(CausalLM(80, model_dim=32, num_heads=4, positional="rope", norm="rms"))
+    with pytest.raises(ValueError, match="GPT-2 needs head_dim=8, this CausalLM has "
+                                         "head_dim=16"):  # heads wider than D / H
+        to_hf(CausalLM(80, model_dim=32, num_heads=4, head_dim=16))
     with pytest.raises(ValueError, match="different families"):
         to_hf(CausalLM(80, model_dim=32, num_heads=4, qk_norm=True, sliding_window=8, **parts))
     with pytest.raises(ValueError, match="qkv_bias=False with bias=True"):
