@@ -91,30 +91,16 @@ def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *
           write=None, label: str = "--prompt") -> str:
     """The text generated after ``ids`` up to --max-new-tokens tokens, any id of ``stops``
     (not printed) or a --stop string (cut before it); each printable piece is passed to
-    ``write`` as it comes. Past the model's positions the window slides, as for a run."""
-    import torch
+    ``write`` as it comes. Past the model's positions the window slides, as for a run: the
+    one loop of ``continue_prompt``, with the checkpoint's stop ids."""
+    from ..tasks.lm.continuation import continue_prompt
 
-    from ..tasks.lm.continuation import StopStreamer, note_cut
-
-    note_cut(len(ids), model.max_len, label)
     if args.chat is None:  # the text goes on from the prompt printed before it
         tokenizer = AfterPrompt(tokenizer, ids[-1:])
-    stream = model.stream(torch.tensor([ids]), args.max_new_tokens, do_sample=not args.greedy,
-                          temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                          eos_token_id=stops or None, generator=generator, slide=True)
-    text, pieces = StopStreamer(tokenizer, args.stop), []
-    for token in stream:
-        if int(token[0, 0]) in stops:
-            break
-        pieces.append(text.add(int(token[0, 0])))
-        if write is not None:
-            write(pieces[-1])
-        if text.stopped:
-            break
-    pieces.append(text.flush())
-    if write is not None:
-        write(pieces[-1])
-    return "".join(pieces)
+    return continue_prompt(model, tokenizer, ids, args.max_new_tokens, greedy=args.greedy,
+                           temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                           generator=generator, stops=args.stop, write=write, label=label,
+                           stop_ids=stops)
 
 
 class AfterPrompt:

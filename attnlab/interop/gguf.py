@@ -16,10 +16,15 @@ on the ``accelerate`` package. Where ``transformers`` leaves a GPT-2 key out (it
 ``gpt2.context_length`` as ``n_ctx``, not ``n_positions``, so a file of another context length
 than 1024 does not load), the GGUF's value fills it (``_FILLED``).
 
+What ``transformers`` leaves out of a Llama-family file is read here (``_head_dim``,
+``_rope_scaling``): the head width ``{arch}.attention.key_length`` and RoPE's scaling, linear
+from the metadata or Llama 3.1's llama3 from llama.cpp's ``rope_freqs`` tensor.
+
 Refused in one line naming the file, before a run directory is written: a file that is not
 GGUF, an architecture attnlab does not convert (naming it and the supported ones: the caller's
 ``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader
-cannot dequantise (naming the type and the tensor), and tensors the config does not describe.
+cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab cannot run (yarn,
+longrope, other rope_freqs), and tensors the config does not describe.
 """
 from __future__ import annotations
 
@@ -109,21 +114,103 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
         raise UsageError(f"{name}: architecture {architecture!r} (general.architecture) is not "
                          f"supported for {task}; supported: {', '.join(model_types) or 'none'}")
     _check_tensor_types(reader, name)
-    config = _config(p, name)
+    config = _config(p, name, _head_dim(reader, architecture, name),
+                     _rope_scaling(reader, architecture, name))
     return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
 
 
-def _config(path: Path, name: str) -> dict[str, Any]:
-    """The config.json values ``transformers`` reads from the GGUF metadata (with ``_FILLED``),
-    completed with the family's defaults as ``save_pretrained`` writes them."""
+def _head_dim(reader, architecture: str, name: str) -> int | None:
+    """The head width ``{arch}.attention.key_length`` declares, None where the file has none.
+
+    ``transformers`` leaves the key out for Qwen3 (whose config then says 128, right for
+    Qwen3-0.6B and wrong for any other width) and reads Llama's from the rotary dimension
+    count; the attention's own key length is the head width, so it wins. A value length other
+    than it has no attnlab equivalent (one head width for keys and values)."""
+    key, value = (_field(reader, f"{architecture}.attention.{k}_length") for k in ("key", "value"))
+    if key is not None and value is not None and key != value:
+        raise UsageError(f"{name}: {architecture}.attention.key_length {key} differs from "
+                         f"value_length {value}; attnlab's keys and values are one head width")
+    return None if key is None else int(key)
+
+
+# llama3 scaling's factors as Llama 3.1 and 3.2 set them, besides ``factor`` itself: what a
+# file's rope_freqs tensor is matched against (llama.cpp stores the factors, not these)
+_LLAMA3 = {"low_freq_factor": 1.0, "high_freq_factor": 4.0,
+           "original_max_position_embeddings": 8192}
+
+
+def _rope_scaling(reader, architecture: str, name: str) -> dict[str, Any] | None:
+    """RoPE's scaling as ``rope_parameters`` entries, from ``{arch}.rope.scaling.type`` (linear)
+    or a ``rope_freqs.weight`` tensor (llama.cpp's per-frequency divisors of Llama 3.1's llama3
+    scaling, matched against the factors of ``_LLAMA3``); None without scaling.
+
+    ``transformers`` reads neither (but for gpt-oss) and would run such a file without its
+    scaling, a silent wrong result: a scaling attnlab cannot represent is refused in one line
+    naming the file, the key and the supported kinds."""
+    kind = _field(reader, f"{architecture}.rope.scaling.type")
+    freqs = next((t for t in reader.tensors if t.name == "rope_freqs.weight"), None)
+    if freqs is not None:
+        return _llama3_of(freqs.data, reader, architecture, name)
+    if kind in (None, "none"):
+        return None
+    if kind == "linear":
+        return {"rope_type": "linear",
+                "factor": float(_field(reader, f"{architecture}.rope.scaling.factor") or 1.0)}
+    raise UsageError(f"{name}: rope scaling {kind!r} ({architecture}.rope.scaling.type) is not "
+                     f"supported; supported: none, linear, and llama3 (a rope_freqs tensor)")
+
+
+def _llama3_of(divisors, reader, architecture: str, name: str) -> dict[str, Any]:
+    """The llama3 ``rope_parameters`` whose frequencies a ``rope_freqs`` tensor's ``divisors``
+    (ω_i / ω_i scaled, per frequency) give, or a one-line refusal where none of ``_LLAMA3``'s
+    does."""
+    import numpy as np
+    import torch
+
+    from ..nn.positional import rope_frequencies
+
+    divisors = np.asarray(divisors, dtype=np.float64).reshape(-1)
+    theta = float(_field(reader, f"{architecture}.rope.freq_base") or 10000.0)
+    params = {"rope_type": "llama3", "factor": float(divisors.max()), "rope_theta": theta,
+              **_LLAMA3}
+    head_dim = 2 * divisors.size
+    with torch.no_grad():
+        plain = rope_frequencies(head_dim, theta).double()
+        scaled = rope_frequencies(
+            head_dim, theta, scaling="llama3", factor=params["factor"],
+            low_freq_factor=_LLAMA3["low_freq_factor"],
+            high_freq_factor=_LLAMA3["high_freq_factor"],
+            original_max_len=_LLAMA3["original_max_position_embeddings"]).double()
+    if not np.allclose((plain / scaled).numpy(), divisors, rtol=1e-4, atol=0):
+        raise UsageError(f"{name}: its rope_freqs tensor scales RoPE's frequencies otherwise "
+                         f"than llama3 scaling with factor {params['factor']:g} and "
+                         f"low_freq_factor 1, high_freq_factor 4, original context 8192; "
+                         f"attnlab supports those")
+    return params
+
+
+def _config(path: Path, name: str, head_dim: int | None = None,
+            rope: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The config.json values ``transformers`` reads from the GGUF metadata (with ``_FILLED``
+    and the Llama family's ``head_dim`` and RoPE scaling ``rope``), completed with the family's
+    defaults as ``save_pretrained`` writes them."""
     from transformers import AutoConfig
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    from .llama_config import LLAMA_FAMILY
 
     try:
         values = dict(load_gguf_checkpoint(str(path))["config"])
         for key, read_as in _FILLED.get(values.get("model_type"), {}).items():
             if key not in values and read_as in values:
                 values[key] = values.pop(read_as)
+        if values.get("model_type") in LLAMA_FAMILY:
+            if head_dim is not None:
+                values["head_dim"] = head_dim
+            if rope is not None:
+                theta = values.pop("rope_theta", None) or values.get("rope_parameters", {}).get(
+                    "rope_theta", 10000.0)
+                values["rope_parameters"] = {"rope_theta": float(theta), **rope}
         return AutoConfig.for_model(**values).to_dict()
     except Exception as e:  # an architecture transformers does not read, a bad value
         raise UsageError(f"{name}: transformers cannot read its metadata ({_one_line(e)})") from None

@@ -220,9 +220,10 @@ def _causal_lm_to_gpt2(model: nn.Module, **ids: int | None):
 def _check_gpt2_exportable(cfg: CausalLMConfig) -> None:
     """ValueError naming the first CausalLM setting GPT-2 cannot represent."""
     needs = {"norm_first": True, "positional": "learned", "bias": True,
-             # GPT-2's block has none of the Llama family's parts (no Llama export yet)
+             # GPT-2's block has none of the Llama family's parts (those export as that family)
              "norm": "layer", "ff": "mlp", "num_kv_heads": (None, cfg.num_heads),
-             "qkv_bias": (None, cfg.bias), "qk_norm": False, "sliding_window": None}
+             "qkv_bias": (None, cfg.bias), "qk_norm": False, "sliding_window": None,
+             "head_dim": (None, cfg.model_dim // cfg.num_heads)}
     for key, value in needs.items():
         allowed = value if isinstance(value, tuple) else (value,)
         if getattr(cfg, key) not in allowed:

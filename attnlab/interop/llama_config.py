@@ -11,6 +11,7 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     num_key_value_heads,
     intermediate_size,
     max_position_embeddings
+    head_dim                         head_dim (None where it is hidden_size / heads)
     rms_norm_eps                     layer_norm_eps (RMSNorm's epsilon, also QK-norm's)
     rope_theta / rope_parameters /   rope_theta, rope_scaling (none, linear, llama3),
     rope_scaling                     rope_factor, rope_*_freq_factor, rope_original_max_len
@@ -20,9 +21,8 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     hidden_act silu / gelu           ff swiglu / geglu
     tie_word_embeddings              tie_weights
 
-What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a head
-width (``head_dim``) other than hidden_size / num_attention_heads, a RoPE kind other than
-none, linear and llama3, Qwen's per-layer sliding window, attention biases without the
+What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a
+RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), Qwen's per-layer sliding window, attention biases without the
 feed-forward's (Llama's ``attention_bias`` alone).
 """
 from __future__ import annotations
@@ -76,10 +76,12 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     c = {**_DEFAULTS[model_type],
          **{k: v for k, v in config.items() if v is not None or k == "sliding_window"}}
     D, H = c["hidden_size"], c["num_attention_heads"]
-    if c["head_dim"] not in (None, D // H) or D % H:
-        raise ValueError(f"head_dim {c['head_dim']} differs from hidden_size / "
-                         f"num_attention_heads = {D} / {H}: attnlab's heads are "
-                         f"model_dim / num_heads wide")
+    # a head width of its own (Qwen3's 128 whatever the width), recorded only where it is not
+    # D / H, so that a checkpoint without one reads as before
+    head_dim = None if c["head_dim"] == D // H and not D % H else c["head_dim"]
+    if head_dim is None and D % H:
+        raise ValueError(f"hidden_size {D} is not divisible by num_attention_heads {H} and "
+                         f"no head_dim is given")
     if c["hidden_act"] not in _GATES:
         raise ValueError(f"hidden_act {c['hidden_act']!r} has no gated feed-forward in "
                          f"attnlab; supported: {', '.join(_GATES)}")
@@ -90,7 +92,7 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     window = _window(model_type, c)
     settings = {
         "model_dim": D, "num_layers": c["num_hidden_layers"], "num_heads": H,
-        "num_kv_heads": c["num_key_value_heads"] or H,
+        "num_kv_heads": c["num_key_value_heads"] or H, "head_dim": head_dim,
         "dim_feedforward": c["intermediate_size"], "max_len": c["max_position_embeddings"],
         "vocab_size": c["vocab_size"], "layer_norm_eps": c["rms_norm_eps"],
         "tie_weights": bool(c["tie_word_embeddings"]), "norm_first": True,
@@ -169,7 +171,7 @@ def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
               "intermediate_size": cfg.dim_feedforward, "num_hidden_layers": cfg.num_layers,
               "num_attention_heads": cfg.num_heads,
               "num_key_value_heads": cfg.num_kv_heads or cfg.num_heads,
-              "head_dim": cfg.model_dim // cfg.num_heads,
+              "head_dim": cfg.head_dim or cfg.model_dim // cfg.num_heads,
               "hidden_act": {v: k for k, v in _GATES.items()}[cfg.ff],
               "max_position_embeddings": cfg.max_len, "rms_norm_eps": cfg.layer_norm_eps,
               "tie_word_embeddings": cfg.tie_weights, "rope_parameters": rope,

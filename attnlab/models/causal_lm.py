@@ -56,7 +56,8 @@ def causal_stack(config: CausalLMConfig, kind: PositionalKind) -> TransformerEnc
     two-layer or a gated feed-forward network (``ff``), attention with ``num_kv_heads``
     key/value heads, ``qkv_bias``, ``qk_norm`` and a ``sliding_window``."""
     D, H = config.model_dim, config.num_heads
-    parts = kind.attention_parts(H, D // H, config.max_len, **_rope_options(config, kind))
+    parts = kind.attention_parts(H, head_width(config), config.max_len,
+                                 **_rope_options(config, kind))
 
     def norm(width: int) -> nn.Module:
         return make_norm(config.norm, width, eps=config.layer_norm_eps, bias=config.bias)
@@ -66,6 +67,12 @@ def causal_stack(config: CausalLMConfig, kind: PositionalKind) -> TransformerEnc
                            ff=_feed_forward(config), norm=norm)
               for _ in range(config.num_layers)]
     return TransformerEncoder.of_layers(blocks, norm(D) if config.norm_first else None)
+
+
+def head_width(config: CausalLMConfig) -> int:
+    """Each head's width hd: ``head_dim`` where the config declares one (Qwen3-0.6B: 1024
+    wide, 16 heads of 128), else model_dim / num_heads."""
+    return config.head_dim or config.model_dim // config.num_heads
 
 
 def _rope_options(config: CausalLMConfig, kind: PositionalKind) -> dict[str, Any]:
@@ -79,8 +86,10 @@ def _rope_options(config: CausalLMConfig, kind: PositionalKind) -> dict[str, Any
 
 
 def _attention(config: CausalLMConfig, parts: dict[str, nn.Module]) -> MultiheadAttention:
-    D = config.model_dim
-    return MultiheadAttention(D, D, config.num_heads, bias=config.bias,
+    # embed_dim = H·hd: the queries' width, which o_proj maps back to D (the course's
+    # input_dim/embed_dim split; equal unless the config declares its own head_dim)
+    D, H = config.model_dim, config.num_heads
+    return MultiheadAttention(D, H * head_width(config), H, bias=config.bias,
                               dropout=config.attention_dropout, num_kv_heads=config.num_kv_heads,
                               qkv_bias=config.qkv_bias, qk_norm=config.qk_norm,
                               norm_eps=config.layer_norm_eps, window=config.sliding_window,
@@ -115,7 +124,7 @@ class CausalLM(nn.Module):
     Args:
         vocab_size: number of token ids V.
         model_dim: width D.
-        num_heads: attention heads H (D must be divisible by H).
+        num_heads: attention heads H (D must be divisible by H unless ``head_dim`` is given).
         num_layers: blocks L.
         dim_feedforward: feed-forward width (default 4·D, as in GPT-2).
         max_len: longest sequence (positions 0..max_len-1).
@@ -137,6 +146,8 @@ class CausalLM(nn.Module):
         ff: "mlp" (two layers with ``activation``), "swiglu" or "geglu" (gated, no
             ``activation``).
         num_kv_heads: key/value heads (grouped-query attention; None: ``num_heads``).
+        head_dim: each head's width (None: model_dim / num_heads); the attention's queries are
+            num_heads · head_dim wide and its output projection maps them back to D.
         qkv_bias: biases on the query/key/value projection (None: ``bias``'s).
         qk_norm: RMSNorm of each head's queries and keys before RoPE (Qwen3).
         sliding_window: each token attends to the last W tokens only (None: all).
@@ -164,8 +175,8 @@ class CausalLM(nn.Module):
         args = () if config is None else (config,)
         config = CausalLMConfig.of_arguments("CausalLM", args, fields, ("vocab_size",))
         config.require("CausalLM", "vocab_size")
-        if broken := heads_divide_width(config.model_dim, config.num_heads,
-                                        names=("model_dim", "num_heads")):
+        if config.head_dim is None and (broken := heads_divide_width(
+                config.model_dim, config.num_heads, names=("model_dim", "num_heads"))):
             raise ValueError(broken)  # before the positional parts, which need the head width
         self.config = config
         self.vocab_size, self.model_dim, self.max_len = (config.vocab_size, config.model_dim,

@@ -181,6 +181,10 @@ class CausalLMConfig(ModelConfig):
     num_kv_heads: int = setting(None, help="key/value heads (grouped-query attention; 1: "
                                            "multi-query; default --num-heads); must divide "
                                            "--num-heads", low=1, optional=True, absent=None)
+    head_dim: int = setting(None, help="each attention head's width (default --model-dim / "
+                                       "--num-heads; Qwen3 and Gemma declare their own); the "
+                                       "queries are --num-heads x this wide", low=1,
+                            optional=True, absent=None)
     qkv_bias: bool = setting(None, help="biases on the query/key/value projection (default: "
                                         "--bias's; --no-bias --qkv-bias is Qwen2's)",
                              optional=True, absent=None)
@@ -223,8 +227,9 @@ def lm_parts_broken(values: Mapping[str, Any], name=lambda key: key) -> str | No
     saying the first one broken, each setting shown as ``name(key)`` (``settings.flag`` for
     ``attnlab train``'s flags; the field itself for a config), or None. ``CausalLMConfig``
     (and so ``attnlab.load``) and ``attnlab train lm`` check these one rules: the parts an
-    ``arch`` sets are its own; the key/value heads divide the heads; RoPE's settings are for --positional rope, whose head width is
-    even; a scaling's factors are for that scaling.
+    ``arch`` sets are its own; the key/value heads divide the heads; RoPE's settings are for --positional rope, whose
+    head width (``head_dim``, else model_dim / num_heads) is even; a scaling's factors are for
+    that scaling.
 
     Examples:
         >>> lm_parts_broken({"num_heads": 4, "num_kv_heads": 3})
@@ -245,7 +250,11 @@ def lm_parts_broken(values: Mapping[str, Any], name=lambda key: key) -> str | No
     if values.get("positional", "rope") != "rope" and changed:
         return (f"{name(changed[0])} is for {name('positional')} rope; this model has "
                 f"{name('positional')} {values['positional']}")
-    if values.get("positional") == "rope" and heads and values.get("model_dim"):
+    if values.get("positional") == "rope" and values.get("head_dim"):
+        if values["head_dim"] % 2:
+            return (f"{name('positional')} rope rotates pairs of channels: "
+                    f"{name('head_dim')} ({values['head_dim']}) must be even")
+    elif values.get("positional") == "rope" and heads and values.get("model_dim"):
         width = values["model_dim"] // heads
         if width % 2:
             return (f"{name('positional')} rope rotates pairs of channels: the head width "

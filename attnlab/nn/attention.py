@@ -53,7 +53,9 @@ class MultiheadAttention(nn.Module):
 
     Args:
         input_dim: width of the query input x (and of the output).
-        embed_dim: total width E of all heads; must be divisible by num_heads.
+        embed_dim: total width E of all heads; must be divisible by num_heads. Each head is
+            hd = E / H wide; E other than input_dim gives the heads a width of their own
+            (Qwen3-0.6B: input_dim 1024, 16 heads of 128, so E = 2048; Gemma's head_dim).
         num_heads: number of heads H.
         dropout: dropout on attention weights during training.
         bias: whether the projections have biases.
@@ -74,7 +76,8 @@ class MultiheadAttention(nn.Module):
             before the positions act; self-attention only.
         norm_eps: the epsilon of those norms.
         window: sliding-window causal attention: with ``is_causal``, query i sees the W keys
-            i − W + 1..i (Mistral's ``sliding_window``); self-attention only.
+            i − W + 1..i (Mistral's ``sliding_window``); self-attention only. A
+            ``KVCache(window=W)`` then keeps only the keys the window reads.
 
     Raises:
         ValueError: if embed_dim is not divisible by num_heads, num_heads not by num_kv_heads,
@@ -267,6 +270,7 @@ class MultiheadAttention(nn.Module):
             q, k = self.pos_embeddings(q, positions), self.pos_embeddings(k, positions)
         if cache is not None and not cache.static:
             k, v = cache.update(k, v)  # (B, H, T_k = cached + T_q, hd)
+            mask = cache.kept(mask)  # a windowed cache dropped its oldest keys
         T_k = k.shape[2]
         if mask is not None:
             mask = check_mask(mask, B, self.num_heads, T_q, T_k)
@@ -364,7 +368,8 @@ class MultiheadAttention(nn.Module):
             if positions is None:
                 positions = self._positions(cache.length, 1, x.device)
             q, k = self.pos_embeddings(q, positions), self.pos_embeddings(k, positions)
-        k, v = cache.update(k, v)  # (B, H_kv, T_k, hd)
+        k, v = cache.update(k, v)  # (B, H_kv, T_k, hd): a windowed cache's last keys only
+        key_mask = cache.kept(key_mask)
         T_k = k.shape[2]
         if self.window is not None and T_k > self.window:  # the last `window` keys only
             recent = (torch.arange(T_k, device=x.device) >= T_k - self.window).view(1, 1, 1, T_k)

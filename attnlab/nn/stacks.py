@@ -151,8 +151,9 @@ class TransformerEncoder(nn.Module):
         return _norm(self.norm, x)
 
     def make_cache(self) -> list[KVCache]:
-        """An empty key/value cache for each layer (for causal, incremental use)."""
-        return [KVCache() for _ in self.layers]
+        """An empty key/value cache for each layer (for causal, incremental use); a layer whose
+        attention has a sliding window gets a cache that keeps only what the window reads."""
+        return [KVCache(window=getattr(layer.self_attn, "window", None)) for layer in self.layers]
 
 
 class TransformerDecoder(nn.Module):

@@ -8,7 +8,6 @@ F32 or F16. The reference is the transformers model the file was written from (i
 rounded to float16 for the F16 file): ``from_pretrained(gguf_file=...)`` needs ``accelerate``,
 which is not installed. Logits compared at atol = rtol = 1e-4 in float32.
 """
-import json
 import subprocess
 import sys
 
@@ -24,6 +23,7 @@ from attnlab.interop.gguf import gguf_source, load_gguf
 from attnlab.interop.source import INIT_MODEL_TYPES
 
 from .conftest import transformers
+from .gguf_files import _add_tokenizer, _close, write_llama_gguf
 from .test_generate_chat import CHATML, _tokenizer
 
 gguf = pytest.importorskip("gguf")
@@ -45,21 +45,6 @@ def _gguf_name(name):
         return _TOP[name]
     _, _, block, *rest = name.split(".")
     return f"blk.{block}.{_BLOCK['.'.join(rest[:-1])]}.{rest[-1]}"
-
-
-def _add_tokenizer(w, tok, template):
-    vocab = tok.get_vocab()
-    tokens = sorted(vocab, key=vocab.get)
-    w.add_tokenizer_model("gpt2")
-    w.add_token_list(tokens)
-    w.add_token_types([gguf.TokenType.CONTROL if t.startswith("<|") else gguf.TokenType.NORMAL
-                       for t in tokens])
-    merges = json.loads(tok.backend_tokenizer.to_str())["model"]["merges"]
-    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
-    w.add_bos_token_id(tok.bos_token_id)
-    w.add_eos_token_id(tok.eos_token_id)
-    if template:
-        w.add_chat_template(template)
 
 
 def write_gpt2_gguf(path, hf, tok, *, f16=False, template=CHATML, arch="gpt2", broken=None):
@@ -89,14 +74,6 @@ def write_gpt2_gguf(path, hf, tok, *, f16=False, template=CHATML, arch="gpt2", b
             a = a.astype(np.float16)
         w.add_tensor(key, np.ascontiguousarray(a))
     return _close(w, path)
-
-
-def _close(w, path):
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
 
 
 def _gpt2(seed=0):
@@ -243,38 +220,6 @@ def test_train_from_a_gguf_records_it_and_load_rebuilds_the_run(files, tmp_path)
     assert not torch.allclose(logits, files["model"](ids).logits)  # it trained: 2 steps moved it
 
 
-# Qwen2's names -> llama.cpp's (llama.cpp permutes Llama's q and k for its RoPE, not Qwen2's)
-_QWEN2_TOP = {"model.embed_tokens.weight": "token_embd.weight",
-              "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
-_QWEN2_BLOCK = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
-                "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-                "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
-                "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
-
-
-def write_qwen2_gguf(path, hf, tok):
-    """A Qwen2ForCausalLM ``hf`` and ``tok`` as an F32 GGUF file at ``path``."""
-    c = hf.config
-    w = gguf.GGUFWriter(str(path), "qwen2")
-    w.add_context_length(c.max_position_embeddings)
-    w.add_embedding_length(c.hidden_size)
-    w.add_block_count(c.num_hidden_layers)
-    w.add_feed_forward_length(c.intermediate_size)
-    w.add_head_count(c.num_attention_heads)
-    w.add_head_count_kv(c.num_key_value_heads)
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(c.rms_norm_eps)
-    _add_tokenizer(w, tok, CHATML)
-    for name, value in hf.state_dict().items():
-        if name in _QWEN2_TOP:
-            key = _QWEN2_TOP[name]
-        else:
-            _, _, block, *rest = name.split(".")
-            key = f"blk.{block}.{_QWEN2_BLOCK['.'.join(rest[:-1])]}.{rest[-1]}"
-        w.add_tensor(key, np.ascontiguousarray(value.numpy().astype(np.float32)))
-    return _close(w, path)
-
-
 @pytest.fixture(scope="module")
 def qwen2(files):
     torch.manual_seed(1)
@@ -287,7 +232,7 @@ def qwen2(files):
         for name, p in hf.named_parameters():
             if name.endswith("bias"):
                 p.normal_(0, 0.1)
-    return write_qwen2_gguf(files["dir"] / "tiny-qwen2.gguf", hf, tok), hf
+    return write_llama_gguf(files["dir"] / "tiny-qwen2.gguf", hf, tok, arch="qwen2")[0], hf
 
 
 def test_a_qwen2_file_is_read_as_the_model_it_was_written_from(files, qwen2):

@@ -31,6 +31,10 @@ FAMILIES = {  # name -> (config class, model class, config options)
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 8}),
+    # a head width of its own (hidden 32, 4 heads): Qwen3-0.6B's 1024 = 16 x 64 with heads of
+    # 128, in small; Llama's of 12 also keeps o_proj's input (48) off the model width
+    "qwen3-head-dim": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
+    "llama-head-dim": ("LlamaConfig", "LlamaForCausalLM", {"head_dim": 12}),
 }
 
 
@@ -138,7 +142,12 @@ def test_a_sharded_bf16_directory_loads_and_its_digest_covers_the_shards(tmp_pat
 @pytest.mark.parametrize("options,needle", [
     ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0}},
      "rope scaling 'yarn' is not supported; supported: default, linear, llama3"),
-    ({"head_dim": 16}, "head_dim 16 differs from hidden_size / num_attention_heads"),
+    ({"rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}},
+     "rope scaling 'dynamic' is not supported; supported: default, linear, llama3"),
+    ({"rope_parameters": {"rope_type": "longrope", "rope_theta": 1e4, "factor": 2.0,
+                          "short_factor": [1.0] * 4, "long_factor": [1.0] * 4,
+                          "original_max_position_embeddings": 64}},
+     "rope scaling 'longrope' is not supported; supported: default, linear, llama3"),
 ])
 def test_what_attnlab_cannot_represent_is_one_line_exit_2(tmp_path, capsys, options, needle):
     d = save_family(tmp_path / "bad", "llama", **options)
@@ -151,6 +160,9 @@ def test_what_attnlab_cannot_represent_is_one_line_exit_2(tmp_path, capsys, opti
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle.split(";")[0] in err[0] and str(d) in err[0]
     assert not out.exists()
+    assert main(["generate", str(d), "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0] and str(d) in err[0]
 
 
 def test_a_block_size_above_the_directorys_positions_names_its_key(tmp_path, capsys):
@@ -166,18 +178,33 @@ def test_a_block_size_above_the_directorys_positions_names_its_key(tmp_path, cap
     assert not out.exists()
 
 
-def test_an_unsupported_family_names_its_model_type_and_the_supported_list(tmp_path, capsys):
-    d = tmp_path / "t5"
-    transformers.T5ForConditionalGeneration(transformers.T5Config(
-        vocab_size=64, d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8)).save_pretrained(d)
+def _other_family(d, name):
+    """A tiny T5 (encoder-decoder) or Phi (a causal LM of another block) directory."""
+    if name == "t5":
+        model = transformers.T5ForConditionalGeneration(transformers.T5Config(
+            vocab_size=64, d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8))
+    else:
+        model = transformers.PhiForCausalLM(transformers.PhiConfig(
+            vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+            num_attention_heads=2, max_position_embeddings=32))
+    model.save_pretrained(d)
     tok = _byte_level_bpe(["<|endoftext|>"], vocab_size=64)
     transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(d)
+    return d
+
+
+@pytest.mark.parametrize("name", ["t5", "phi"])
+@pytest.mark.parametrize("command", ["train", "generate"])
+def test_an_unsupported_family_names_its_model_type_and_the_supported_list(
+        tmp_path, capsys, name, command):
+    d = _other_family(tmp_path / name, name)
     (tmp_path / "t.txt").write_text("\n".join(CORPUS))
     out = tmp_path / "run"
-    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
-                 "--out", str(out)]) == 2
+    argv = (["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"), "--out",
+             str(out)] if command == "train" else ["generate", str(d), "--prompt", "hi"])
+    assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "model_type 't5'" in err[0]
+    assert len(err) == 1 and f"model_type {name!r}" in err[0] and str(d) in err[0]
     assert "supported: gpt2, llama, qwen2, qwen3, mistral" in err[0]
     assert not out.exists()
 
@@ -199,6 +226,9 @@ def test_a_from_scratch_llama_block_exports_as_llama_and_the_rest_is_refused():
     with pytest.raises(ValueError, match="Llama family needs ff='swiglu', this CausalLM has "
                                          "ff='mlp'"):
         to_hf(CausalLM(80, model_dim=32, num_heads=4, positional="rope", norm="rms"))
+    with pytest.raises(ValueError, match="GPT-2 needs head_dim=8, this CausalLM has "
+                                         "head_dim=16"):  # heads wider than D / H
+        to_hf(CausalLM(80, model_dim=32, num_heads=4, head_dim=16))
     with pytest.raises(ValueError, match="different families"):
         to_hf(CausalLM(80, model_dim=32, num_heads=4, qk_norm=True, sliding_window=8, **parts))
     with pytest.raises(ValueError, match="qkv_bias=False with bias=True"):
@@ -234,8 +264,12 @@ def test_a_run_trained_with_arch_llama_exports_as_llama(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_init_trains_reloads_and_exports_the_family(tmp_path):
-    d = save_family(tmp_path / "qwen2", "qwen2")
+@pytest.mark.parametrize("name,cls,settings", [
+    ("qwen2", "Qwen2ForCausalLM", {"qkv_bias": True, "num_kv_heads": 2}),
+    ("qwen3-head-dim", "Qwen3ForCausalLM", {"head_dim": 16, "qk_norm": True}),
+])
+def test_init_trains_reloads_and_exports_the_family(tmp_path, name, cls, settings):
+    d = save_family(tmp_path / name, name)
     text = tmp_path / "t.txt"
     text.write_text("\n".join(CORPUS * 4))
     out = tmp_path / "run"
@@ -243,10 +277,11 @@ def test_init_trains_reloads_and_exports_the_family(tmp_path):
                  "--max-steps", "2", "--block-size", "16", "--batch-size", "2",
                  "--val-batches", "1", "--threads", "1"]) == 0
     model, tokenizer = attnlab.load(out)
-    assert model.config.qkv_bias and model.config.num_kv_heads == 2
+    assert {k: getattr(model.config, k) for k in settings} == settings
     assert main(["export", str(out), "--hf", str(tmp_path / "hf")]) == 0
     hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf").eval()
-    assert type(hf).__name__ == "Qwen2ForCausalLM"
+    assert type(hf).__name__ == cls
+    assert hf.config.head_dim == settings.get("head_dim", 32 // 4)
     x = _ids(vocab=tokenizer.vocab_size, seed=6)
     with torch.no_grad():
         assert_close(hf(x).logits, model.eval()(x), **TOL)
@@ -265,3 +300,24 @@ def test_generate_on_a_llama_directory_equals_transformers_greedy(tmp_path, caps
                  "--max-new-tokens", "20"]) == 0
     printed = capsys.readouterr().out
     assert tok.decode(theirs[0], skip_special_tokens=True).strip() in printed.strip()
+
+
+def test_a_head_width_of_its_own_is_read_recorded_and_written_back(tmp_path):
+    """Qwen3's head_dim (16 here, hidden 32 / 4 heads = 8): the settings carry it, the model's
+    projections have its shapes, and to_hf writes it back."""
+    d = save_family(tmp_path / "qwen3", "qwen3-head-dim")
+    ckpt = read_checkpoint(d, task="lm")
+    assert ckpt.config.head_dim == 16 and ckpt.config.model_dim == 32
+    attn = ckpt.model.decoder.layers[0].self_attn
+    assert attn.qkv_proj.weight.shape == (4 * 16 + 2 * 2 * 16, 32)  # q: H·hd; k, v: H_kv·hd
+    assert attn.o_proj.weight.shape == (32, 4 * 16)
+    back = to_hf(ckpt.model)
+    assert back.config.head_dim == 16
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+    x = _ids(seed=7, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(back.eval()(x).logits, hf(x).logits, **TOL)
+    # a checkpoint whose head_dim is hidden / heads records none (as before the setting)
+    plain = read_checkpoint(save_family(tmp_path / "llama", "llama"), task="lm")
+    assert plain.config.head_dim is None
+

@@ -53,7 +53,12 @@ def test_cached_generation_equals_uncached(cfg):
     assert torch.equal(cached, lm.generate(ids, 25, use_cache=False))
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c['positional']}-nf{c['norm_first']}")
+# a sliding window of 3 over a padded batch: the windowed cache drops keys from the 3rd step,
+# and its step reads the padding mask's last keys only
+@pytest.mark.parametrize("cfg", CONFIGS + [dict(positional="rope", norm_first=True,
+                                                sliding_window=3)],
+                         ids=lambda c: f"{c['positional']}-nf{c['norm_first']}"
+                                       f"{'-window' if 'sliding_window' in c else ''}")
 def test_cached_step_logits_equal_full_forward(cfg):
     # the optimised decode step must compute the same numbers as the plain forward pass
     lm = tiny(**cfg)
@@ -206,3 +211,25 @@ def test_it_starts_from_small_init_with_gpt2s_residual_scaling(positional, width
         assert abs(p.std().item() - expected) < 0.1 * expected, name
         assert abs(p.mean().item()) < 0.1 * expected, name
     assert model.lm_head.weight is model.token_embedding.weight
+
+
+@pytest.mark.parametrize("positional", ["rope", "learned", "alibi"])
+def test_a_sliding_window_generates_as_uncached_with_a_bounded_cache(positional):
+    """--sliding-window 4: 60 new tokens, far past the window, are the uncached path's token
+    for token, and each layer's cache holds at most 2·W steps (not the 66 generated)."""
+    from attnlab.models.lm_generation import LMStep
+
+    W = 4
+    lm = tiny(positional=positional, sliding_window=W, max_len=128)
+    ids = torch.randint(0, 41, (2, 6))
+    cached = lm.generate(ids, 60)
+    assert torch.equal(cached, lm.generate(ids, 60, use_cache=False))
+    step, seq = LMStep(lm, None, 66), ids
+    with torch.inference_mode():
+        for _ in range(60):
+            seq = torch.cat([seq, step(seq).argmax(-1, keepdim=True)], 1)
+            assert all(c.stored <= 2 * W for c in step.cache)
+    assert torch.equal(seq, cached)
+    assert [c.length for c in step.cache] == [65] * 2  # the last token is never fed back
+    assert all(c.stored <= 2 * W and c.k.shape[2] == c.stored for c in step.cache)
+

@@ -61,3 +61,43 @@ def test_reorder_selects_batch_rows_for_beam_search():
     cache.reorder(index)
     step = mha(x[index, 3:], cache=cache, is_causal=True)
     assert_close(step, mha(x[index], is_causal=True)[:, 3:], **TOL)
+
+
+@pytest.mark.parametrize("window", [1, 3, 8])
+def test_a_windowed_cache_keeps_only_what_the_window_reads_and_gives_the_same_outputs(window):
+    """KVCache(window=W) drops keys older than the window: chunks through ``forward`` and
+    single steps through ``step`` (a left-padded row's key mask included) equal the whole
+    sequence at once, while the cache holds at most 2·W steps after the prompt."""
+    B, H_kv, hd, T, T0 = 2, 2, 4, 40, 10
+    attn = an.MultiheadAttention(16, 16, 4, num_kv_heads=H_kv, window=window, rotary=True,
+                                 max_len=64).eval()
+    x = torch.randn(B, T, 16)
+    mask = torch.ones(B, 1, 1, T, dtype=torch.bool)
+    mask[1, ..., :5] = False  # row 1 left-padded
+    with torch.no_grad():
+        whole = attn(x, mask, is_causal=True)
+        for fast in (False, True):
+            cache, parts, held = an.KVCache(window=window), [], []
+            parts.append(attn(x[:, :T0], mask[..., :T0], is_causal=True, cache=cache))
+            for t in range(T0, T):
+                part, m = x[:, t : t + 1], mask[..., : t + 1]  # the mask over every key so far
+                parts.append(attn.step(part, cache, key_mask=m) if fast
+                             else attn(part, m, is_causal=True, cache=cache))
+                held.append((cache.stored, cache.nbytes()))
+            assert_close(torch.cat(parts, 1), whole, **TOL)
+            assert cache.length == T and cache.start > 0
+            assert max(s for s, _ in held) <= 2 * window
+            assert max(n for _, n in held) <= 2 * B * H_kv * max(2 * window, T0) * hd * 4
+    unbounded = an.KVCache()
+    unbounded.update(torch.zeros(B, H_kv, T, hd), torch.zeros(B, H_kv, T, hd))
+    assert unbounded.stored == T  # without a window every key stays
+
+
+def test_a_mask_of_another_length_is_still_refused_by_a_windowed_cache():
+    attn = an.MultiheadAttention(16, 16, 4, window=2).eval()
+    cache = an.KVCache(window=2)
+    x = torch.randn(1, 6, 16)
+    for t in range(5):
+        attn(x[:, t : t + 1], is_causal=True, cache=cache)
+    with pytest.raises(ValueError, match="mask"):
+        attn(x[:, 5:], torch.ones(1, 1, 1, 4, dtype=torch.bool), is_causal=True, cache=cache)

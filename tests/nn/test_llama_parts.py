@@ -123,14 +123,14 @@ def test_an_unknown_rope_scaling_is_refused():
 
 
 # ---- attention: grouped-query, QKV bias, QK-norm against transformers ------------------------
-def _reference(family: str, num_kv_heads: int, theta: float):
+def _reference(family: str, num_kv_heads: int, theta: float, head_dim: int = D // H):
     import importlib
 
     name = {"llama": "Llama", "qwen2": "Qwen2", "qwen3": "Qwen3"}[family]
     config = getattr(transformers, f"{name}Config")(
         hidden_size=D, num_attention_heads=H, num_key_value_heads=num_kv_heads,
         intermediate_size=64, num_hidden_layers=1, vocab_size=50, rope_theta=theta,
-        max_position_embeddings=64, head_dim=D // H, rms_norm_eps=1e-6)
+        max_position_embeddings=64, head_dim=head_dim, rms_norm_eps=1e-6)
     config._attn_implementation = "eager"
     module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
     attention = getattr(module, f"{name}Attention")(config, layer_idx=0).eval()
@@ -141,11 +141,12 @@ def _reference(family: str, num_kv_heads: int, theta: float):
     return attention, rotary
 
 
-def _ours_like(family: str, theirs, num_kv_heads: int, theta: float) -> an.MultiheadAttention:
-    ours = an.MultiheadAttention(
-        D, D, H, num_kv_heads=num_kv_heads, bias=False, qkv_bias=family == "qwen2",
+def _ours_like(family: str, theirs, num_kv_heads: int, theta: float,
+               head_dim: int = D // H) -> an.MultiheadAttention:
+    ours = an.MultiheadAttention(  # embed_dim H·hd: the queries' width, o_proj's input
+        D, H * head_dim, H, num_kv_heads=num_kv_heads, bias=False, qkv_bias=family == "qwen2",
         qk_norm=family == "qwen3", norm_eps=1e-6,
-        pos_embeddings=an.RotaryEmbedding(D // H, 64, theta)).eval()
+        pos_embeddings=an.RotaryEmbedding(head_dim, 64, theta)).eval()
     ours.set_qkv(theirs.q_proj.weight, theirs.k_proj.weight, theirs.v_proj.weight,
                  theirs.q_proj.bias, theirs.k_proj.bias, theirs.v_proj.bias)
     with torch.no_grad():
@@ -176,6 +177,27 @@ def test_attention_equals_transformers(family, num_kv_heads):
     assert ours.qkv_proj.weight.shape == (D + 2 * num_kv_heads * (D // H), D)
     assert_close(torch.cat(ours.get_qkv()[:3]),
                  torch.cat([theirs.q_proj.weight, theirs.k_proj.weight, theirs.v_proj.weight]))
+
+
+@pytest.mark.parametrize("family,head_dim", [("qwen3", 16), ("llama", 12), ("qwen2", 4)])
+def test_a_head_width_of_its_own_equals_transformers(family, head_dim):
+    """head_dim != D / H (Qwen3-0.6B: 1024 wide, 16 heads of 128): embed_dim = H·head_dim, so
+    q is D -> H·hd, k and v D -> H_kv·hd, o H·hd -> D; fused, reference and stepped paths."""
+    theirs, rotary = _reference(family, 2, 10000.0, head_dim)
+    ours = _ours_like(family, theirs, 2, 10000.0, head_dim)
+    x = torch.randn(2, T, D)
+    positions = torch.arange(T)[None].expand(2, T)
+    mask = torch.full((T, T), torch.finfo(torch.float32).min).triu(1)[None, None]
+    with torch.no_grad():
+        expected, _ = theirs(x, rotary(x, positions), mask)
+        fused = ours(x, is_causal=True)
+        explicit, _ = ours(x, is_causal=True, return_attention=True)
+        cache = an.KVCache()
+        stepped = torch.cat([ours.step(x[:, t:t + 1], cache) for t in range(T)], 1)
+    for got in (fused, explicit, stepped):
+        assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    assert ours.o_proj.weight.shape == (D, H * head_dim)
+    assert cache.k.shape == (2, 2, T, head_dim)
 
 
 @pytest.mark.parametrize("num_kv_heads,qk_norm,window", [(2, False, None), (1, True, None),

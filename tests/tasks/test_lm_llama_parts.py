@@ -76,6 +76,11 @@ def test_a_llama_style_run_trains_loads_with_equal_logits_and_resumes(tmp_path):
     (["--positional", "rope", "--model-dim", "12", "--num-heads", "4"],
      "--positional rope rotates pairs of channels: the head width --model-dim / --num-heads "
      "= 3 must be even"),
+    (["--positional", "rope", "--head-dim", "7"],
+     "--positional rope rotates pairs of channels: --head-dim (7) must be even"),
+    (["--head-dim", "0"], "--head-dim must be a positive integer, got 0"),
+    (["--model-dim", "30", "--num-heads", "4"], "--model-dim (30) must be divisible by "
+                                                "--num-heads (4)"),
     (["--positional", "rope", "--rope-factor", "4"],
      "--rope-factor is for --rope-scaling linear or llama3"),
     (["--positional", "rope", "--rope-scaling", "linear", "--rope-original-max-len", "64"],
@@ -200,3 +205,24 @@ def test_init_from_a_run_made_before_the_parts_keeps_gpt2s_block(tmp_path, capsy
     assert main(["train", "lm", "--init", str(old), "--data", str(tmp_path / "small.txt"),
                  "--out", str(out), *TINY]) == 0
     assert yaml.safe_load((out / "config.yaml").read_text())["norm"] == "layer"
+
+
+def test_head_dim_gives_the_heads_a_width_of_their_own(tmp_path):
+    """--head-dim: the heads need not divide --model-dim; the model's projections are H·hd
+    wide; config.yaml records it and a config without the key reads None (D / H)."""
+    from attnlab.commands.train import build_config
+
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    cfg = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
+                              "arch": "llama", "model_dim": 30, "num_heads": 4,
+                              "num_kv_heads": 2, "head_dim": 8})
+    assert cfg.model.head_dim == 8 and cfg.record()["head_dim"] == 8
+    model = CausalLM(CausalLMConfig(**{**dict(cfg.model), "vocab_size": 10})).eval()
+    attn = model.decoder.layers[0].self_attn
+    assert (attn.head_dim, attn.qkv_proj.weight.shape, attn.o_proj.weight.shape) == (
+        8, (4 * 8 + 2 * 2 * 8, 30), (30, 32))
+    ids = torch.randint(0, 10, (1, 5))
+    assert torch.equal(model.generate(ids, 8), model.generate(ids, 8, use_cache=False))
+    assert CausalLMConfig.from_dict({"vocab_size": 10}).head_dim is None
+    with pytest.raises(ValueError, match="model_dim .30. must be divisible by num_heads .4."):
+        CausalLM(10, model_dim=30, num_heads=4)

@@ -1,5 +1,6 @@
 """A language model's continuation of one prompt, as text: the one path of ``attnlab
-generate`` and of ``attnlab predict`` on an lm run (``--greedy`` there is predict's only way).
+generate`` (on a run, a Hugging Face directory or a GGUF file) and of ``attnlab predict`` on an
+lm run (``--greedy`` there is predict's only way).
 
 The tokens come from ``CausalLM.stream(..., slide=True)``: past the context length the window
 slides (its last half kept and re-read), so a prompt and its continuation may be longer than
@@ -83,20 +84,29 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                     greedy: bool = True, temperature: float = 1.0,
                     top_k: int | None = None, top_p: float | None = None,
                     generator: torch.Generator | None = None, stops: list[str] | None = None,
-                    write: Callable[[str], None] | None = None, label: str = "--prompt") -> str:
+                    write: Callable[[str], None] | None = None, label: str = "--prompt",
+                    stop_ids: list[int] | None = None) -> str:
     """The text a ``CausalLM`` generates after the prompt ``ids``, up to ``max_new_tokens``
-    tokens, the tokenizer's EOS or a stop string (cut before it); each piece is passed to
-    ``write`` as soon as it is printable. A prompt longer than the model reads is cut to its
-    end, said on stderr naming ``label``."""
+    tokens, a stop id or a stop string (cut before it); each piece is passed to ``write`` as
+    soon as it is printable. A prompt longer than the model reads is cut to its end, said on
+    stderr naming ``label``, and past the context length the window slides.
+
+    Args:
+        stops: strings that end the text, cut before the first one found.
+        stop_ids: ids that end generation, not printed: a checkpoint's eos ids and a chat
+            template's end-of-turn (``attnlab generate DIR``); default the tokenizer's EOS.
+    """
     note_cut(len(ids), model.max_len, label)
+    ends = ([] if tokenizer.eos_id is None else [tokenizer.eos_id]) if stop_ids is None \
+        else stop_ids
     stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=not greedy,
-                          temperature=temperature, top_k=top_k, top_p=top_p, eos_token_id=tokenizer.eos_id,
-                          generator=generator,
+                          temperature=temperature, top_k=top_k, top_p=top_p,
+                          eos_token_id=ends or None, generator=generator,
                           slide=True)  # past the context length: keep its last half
     out, pieces = StopStreamer(tokenizer, stops or []), []
     for token in stream:
         t = int(token[0, 0])
-        if t == tokenizer.eos_id:
+        if t in ends:
             break
         pieces.append(out.add(t))
         if write is not None:

@@ -136,6 +136,11 @@ class LMTask(Task):
                                         ("max_len", max_len)) if v is not None})
         return found
 
+    def heads_split_width(self, cfg: dict[str, Any]) -> bool:
+        """Whether --model-dim is split among --num-heads: not when --head-dim gives the
+        heads a width of their own (the queries are then --num-heads x --head-dim wide)."""
+        return cfg.get("head_dim") is None
+
     def init_fits(self, cfg: dict[str, Any]) -> dict[str, tuple[Any, str]]:
         """--block-size at most the positions the --init model reads (its ``max_len``)."""
         if cfg["block_size"] <= cfg.get("max_len", cfg["block_size"]):
@@ -247,7 +252,7 @@ def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str,
             # block's parts
             "norm_first": True, "positional": "learned", "bias": True, "norm": "layer",
             "arch": "gpt2",
-            "ff": "mlp", "qk_norm": False, "num_kv_heads": None, "qkv_bias": None,
+            "ff": "mlp", "qk_norm": False, "num_kv_heads": None, "qkv_bias": None, "head_dim": None,
             "sliding_window": None,
             "tokenizer": INIT_TOKENIZER}
 

@@ -1,0 +1,150 @@
+"""Llama-family ``.gguf`` files: Llama (llama.cpp's permuted q and k), Qwen3 with a head width
+of its own (``attention.key_length``), and block-quantised tensors (Q8_0, Q4_0 written by
+``gguf.quants.quantize``; Q4_K, which ``gguf`` dequantises but cannot write, as blocks built
+here byte by byte).
+
+Offline: tiny random transformers models written with ``gguf.GGUFWriter`` in llama.cpp's
+layout, beside ``test_gguf``'s byte-level BPE and ChatML template. Two references, both float32
+at atol = rtol = 1e-4: transformers' own reading of the file (``load_gguf``: its GGUF loader,
+which dequantises), and the model it was written from with each matrix replaced by what the
+file holds (``gguf.quants.dequantize`` of the written bytes), so that the file is proven to
+read as written. Greedy generation is compared token for token for 50 tokens, cached against
+uncached.
+"""
+import pytest
+import torch
+from torch.testing import assert_close
+
+from attnlab.cli import main
+from attnlab.interop.checkpoint import read_checkpoint
+from attnlab.interop.gguf import gguf_source, load_gguf
+
+from .conftest import transformers
+from .gguf_files import Q, write_llama_gguf
+from .test_gguf import PROMPT, _refused, files  # noqa: F401 (a fixture)
+
+TOL = dict(atol=1e-4, rtol=1e-4)
+N = 50
+
+
+def _tiny(cls, tok, **options):
+    config_cls = getattr(transformers, cls.replace("ForCausalLM", "Config"))
+    torch.manual_seed(2)
+    hf = getattr(transformers, cls)(config_cls(
+        vocab_size=len(tok), max_position_embeddings=128, hidden_size=32,
+        intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, tie_word_embeddings=False, rope_theta=10000.0,
+        bos_token_id=None, eos_token_id=None, pad_token_id=None, **options)).eval()
+    with torch.no_grad():  # logits far from flat, so greedy ids are not decided by rounding
+        for p in hf.parameters():
+            p.normal_(0, 0.2)
+    return hf
+
+
+LLAMA3 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
+          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+CASES = {  # name -> (class, gguf architecture, config options, tensor types)
+    "llama-f32": ("LlamaForCausalLM", "llama", {}, None),
+    "llama-q8_0": ("LlamaForCausalLM", "llama", {}, {"*": Q.Q8_0}),
+    "llama-q4_0": ("LlamaForCausalLM", "llama", {}, {"*": Q.Q4_0}),
+    "llama-q4_k": ("LlamaForCausalLM", "llama", {}, {"ffn_down.weight": Q.Q4_K, "*": Q.Q8_0}),
+    "qwen3-head-dim": ("Qwen3ForCausalLM", "qwen3", {"head_dim": 16}, {"*": Q.Q8_0}),
+    # RoPE scaling, which transformers' GGUF reader leaves out: linear from the metadata,
+    # Llama 3.1's llama3 from the rope_freqs tensor llama.cpp writes in its place
+    "llama-linear": ("LlamaForCausalLM", "llama", {"rope_parameters": {
+        "rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}}, None),
+    "llama3-rope-freqs": ("LlamaForCausalLM", "llama", {"rope_parameters": LLAMA3}, None),
+}
+
+
+@pytest.fixture(scope="module")
+def written(files):
+    found = {}
+    for name, (cls, arch, options, types) in CASES.items():
+        hf = _tiny(cls, files["tok"], **options)
+        path, stored = write_llama_gguf(files["dir"] / f"{name}.gguf", hf, files["tok"],
+                                        arch=arch, types=types)
+        reference = type(hf)(hf.config).eval()
+        reference.load_state_dict(stored)
+        found[name] = (path, reference)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_llama_family_file_reads_as_written_and_converts_to_the_same_model(
+        files, written, name):
+    path, reference = written[name]
+    source = gguf_source(path, task="lm", model_types=None)
+    theirs, _ = load_gguf(source.path, source)  # transformers' reader, dequantising
+    ckpt = read_checkpoint(path, task="lm")
+    ids = torch.tensor([files["tok"].encode("the cat sat on the mat. a dog ran fast!")])
+    with torch.no_grad():
+        assert_close(theirs(ids).logits, reference(ids).logits, **TOL)  # as written
+        assert_close(ckpt.model(ids), theirs(ids).logits, **TOL)
+    prompt = ids[:, :6]
+    expected = theirs.generate(prompt, max_new_tokens=N, do_sample=False, eos_token_id=None,
+                               pad_token_id=0)
+    assert expected.shape[1] == 6 + N
+    assert ckpt.model.generate(prompt, N).tolist() == expected.tolist()
+    assert ckpt.model.generate(prompt, N, use_cache=False).tolist() == expected.tolist()
+
+
+def test_the_qwen3_files_head_width_is_its_key_length(written):
+    """transformers reads no head width from a qwen3 file (its config would say 128): the
+    file's ``qwen3.attention.key_length`` is read."""
+    source = gguf_source(written["qwen3-head-dim"][0], task="lm", model_types=None)
+    assert source.config["head_dim"] == 16
+    ckpt = read_checkpoint(source.path, task="lm")
+    assert ckpt.config.head_dim == 16 and ckpt.config.qk_norm
+
+
+def test_generate_on_a_quantised_llama_file_equals_transformers_greedy(files, written, capsys):
+    path, _ = written["llama-q4_k"]
+    source = gguf_source(path, task="lm", model_types=None)
+    theirs, _ = load_gguf(source.path, source)
+    tok = files["tok"]
+    ids = tok(PROMPT, return_tensors="pt")["input_ids"]
+    end = tok.convert_tokens_to_ids("<|endoftext|>")
+    out = theirs.generate(ids, max_new_tokens=20, do_sample=False, eos_token_id=end,
+                          pad_token_id=end)[0, ids.shape[1]:].tolist()
+    out = out[:out.index(end)] if end in out else out
+    assert main(["generate", str(path), "--prompt", PROMPT, "--greedy",
+                 "--max-new-tokens", "20", "--threads", "1"]) == 0
+    assert capsys.readouterr().out == PROMPT + tok.decode(out, skip_special_tokens=True) + "\n"
+
+
+def test_rope_scaling_the_metadata_or_rope_freqs_declare_is_read(written):
+    read = {name: gguf_source(written[name][0], task="lm", model_types=None).config
+            for name in ("llama-linear", "llama3-rope-freqs", "llama-f32")}
+    assert read["llama-linear"]["rope_parameters"]["rope_type"] == "linear"
+    assert read["llama-linear"]["rope_parameters"]["factor"] == 4.0
+    assert {k: read["llama3-rope-freqs"]["rope_parameters"][k] for k in LLAMA3} == LLAMA3
+    assert read["llama-f32"]["rope_parameters"]["rope_type"] == "default"
+
+
+@pytest.fixture(scope="module")
+def unsupported(files):
+    tok, found = files["tok"], {}
+    yarn = _tiny("LlamaForCausalLM", tok, rope_parameters={
+        "rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
+        "original_max_position_embeddings": 32})
+    found["yarn"] = write_llama_gguf(files["dir"] / "yarn.gguf", yarn, tok, arch="llama")[0]
+    other = _tiny("LlamaForCausalLM", tok, rope_parameters={**LLAMA3, "high_freq_factor": 2.0})
+    found["freqs"] = write_llama_gguf(files["dir"] / "freqs.gguf", other, tok, arch="llama")[0]
+    return found
+
+
+@pytest.mark.parametrize("command", ["train", "generate"])
+@pytest.mark.parametrize("kind,needle", [
+    ("yarn", "rope scaling 'yarn' (llama.rope.scaling.type) is not supported; supported: none, "
+             "linear"),
+    ("freqs", "its rope_freqs tensor scales RoPE's frequencies otherwise than llama3 scaling"),
+])
+def test_a_rope_scaling_attnlab_cannot_run_is_one_line_and_nothing_is_written(
+        files, unsupported, command, kind, needle, tmp_path, capsys):
+    path, out = unsupported[kind], tmp_path / "run"
+    text = tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat.\n" * 20)
+    argv = (["train", "lm", "--init", str(path), "--data", str(text), "--out", str(out)]
+            if command == "train" else ["generate", str(path), "--prompt", "hi"])
+    _refused(capsys, argv, str(path), needle, out=out)
