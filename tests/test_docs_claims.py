@@ -71,3 +71,43 @@ def test_no_notebook_credits_lightning_with_attnlabs_csv_log():
             if cell["cell_type"] == "markdown":
                 text = "".join(cell["source"]).replace("\n", " ")
                 assert "Lightning's CSV" not in text, path.name
+
+
+def _train_lm_parser():
+    from attnlab.cli import build_parser
+
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    return train._subparsers._group_actions[0].choices["lm"]
+
+
+def test_the_llama_page_names_flags_and_values_train_lm_takes():
+    parser = _train_lm_parser()
+    text = (DOCS / "llama_family.md").read_text()
+    spans = [s.split() for s in re.findall(r"`(--[^`]+)`", text)]
+    assert len(spans) > 15
+    for words in spans:
+        for flag, value in zip(words, words[1:] + [""]):
+            if not flag.startswith("--"):
+                continue
+            action = parser._option_string_actions.get(flag)
+            assert action is not None, f"llama_family.md names {flag}, not a flag of train lm"
+            if action.choices and value and not value.startswith("--"):
+                assert set(value.split("|")) <= set(action.choices), (flag, value)
+
+
+def test_the_llama_page_says_what_arch_llama_sets():
+    from attnlab.models.configs import ARCH_PARTS
+
+    text = (DOCS / "llama_family.md").read_text().replace("\n", " ")
+    said = re.search(r"`--arch llama` sets four parts at once: `([^`]+)`", text).group(1)
+    parts = dict(re.findall(r"--(positional|norm|ff) (\w+)", said), bias="--no-bias" not in said)
+    assert parts == ARCH_PARTS["llama"]
+
+
+def test_notebook_08_trains_on_notebook_04s_text():
+    def prepared(name: str) -> list[str]:
+        return [line for c in _notebook(name) if c["cell_type"] == "code"
+                for o in c.get("outputs", []) for line in "".join(o.get("text", "")).splitlines()
+                if line.startswith("prepared data/pyref:")]
+
+    assert len(prepared("08")) == 1 and prepared("08") == prepared("04")
