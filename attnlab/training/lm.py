@@ -8,6 +8,8 @@ mean negative log-likelihood per token in nats; perplexity = exp(loss).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -35,7 +37,9 @@ class LMModule(TaskModule):
 
     def __init__(self, model, cfg, max_steps: int) -> None:
         super().__init__(model, cfg, max_steps)
-        self.label_smoothing = float(cfg.label_smoothing)  # an older run's: 0.0
+        # a mapping (the library's form of cfg) may leave it out; an older run's reads 0.0
+        smoothing = cfg.get("label_smoothing") if isinstance(cfg, Mapping) else cfg.label_smoothing
+        self.label_smoothing = float(smoothing or 0.0)
 
     def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Next-token cross-entropy (``lm_loss``); nothing else is logged. Training's is
