@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..data.chat_rows import IGNORE
 from .module import TaskModule
 
 __all__ = ["LMModule", "lm_loss"]
@@ -19,9 +20,11 @@ __all__ = ["LMModule", "lm_loss"]
 
 def lm_loss(model, inputs: Tensor, targets: Tensor) -> Tensor:
     """Mean next-token cross-entropy of ``model`` on inputs/targets (B, T), targets = inputs
-    shifted by one."""
+    shifted by one; a target of ``IGNORE`` (-100: padding, and in instruction rows every token
+    but the assistant's) is not counted, the mean taken over the others."""
     logits = model(inputs)  # (B, T, V)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                           ignore_index=IGNORE)
 
 
 class LMModule(TaskModule):

@@ -1,6 +1,7 @@
 """The runtime module of ``attnlab train lm``, the part that imports torch (the spec, settings and
 checks are ``attnlab.tasks.lm``): the prepared corpus and its token windows, the ``CausalLM``,
-training, and the uses of a trained run — ``predict`` (a greedy continuation), ``evaluate``,
+training (instruction rows, --data FILE.jsonl: ``instruct.py``), and the uses of a trained run
+— ``predict`` (a greedy continuation; on a run trained on chat rows, the reply), ``evaluate``,
 ``attention_maps``, the prompt of ``attnlab generate`` and ``export --hf``.
 
 The metrics, shared by ``run`` and ``evaluate`` (``lm_metrics``, plain torch): over the N target
@@ -29,6 +30,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from ...data import numbered_batches
+from ...data.chat_rows import is_rows_file
 from ...data.corpus import TokenWindows, corpus_identity, encode_file, prepare, read_meta
 from ...data.tables import check_digest
 from ...errors import UsageError
@@ -178,6 +180,10 @@ def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Prepare (or check) the corpus, train, measure ``val_loss``/``val_perplexity`` and write
     the run directory (``Runtime.run``)."""
+    if cfg.instruction:  # --data FILE.jsonl: instruction rows, which validate read
+        from .instruct import run as fine_tune
+
+        return fine_tune(task, cfg, run_dir, checked)
     from ...training import finish, fit  # Lightning: imported by training only
     from ...training.lm import LMModule
 
@@ -290,6 +296,11 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 
     model, tokenizer = load(task, run_dir, cfg)
     hf_model = to_hf(model, **special_ids(tokenizer))
+    if getattr(tokenizer, "chat_template", None):  # transformers' generate stops at the turn's end
+        from .instruct import ChatSession
+
+        stops = ChatSession(tokenizer, Path(run_dir)).stops
+        hf_model.generation_config.eos_token_id = stops if len(stops) > 1 else stops[0]
     n = getattr(hf_model.config, "n_positions", None)
     name = "n_positions" if n else "max_position_embeddings"
     n = n or hf_model.config.max_position_embeddings
@@ -319,6 +330,10 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
 
     model, tokenizer = load(task, run_dir, cfg)
     n = cfg.predict_tokens if max_new_tokens is None else max_new_tokens
+    if cfg.instruction == "chat":  # trained on conversations: each text is a user's message
+        from .instruct import chat_predictions
+
+        return chat_predictions(model, tokenizer, Path(run_dir), texts, labels, n)
     prompts = each_input(texts, labels,
                          lambda text: encode_prompt(task, tokenizer, text, what="--input"))
     note_unknown(tokenizer, texts, labels)
@@ -331,6 +346,10 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE); of the
     int8 model with ``quantize="int8"``."""
     model, tokenizer = load(task, run_dir, cfg, quantize=quantize)
+    if cfg.instruction and (data is None or is_rows_file(data)):
+        from .instruct import evaluate_rows
+
+        return evaluate_rows(cfg, model, tokenizer, data)
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg)
     if cfg.corpus_sha256:  # the corpus is the one trained on (pin_corpus)
