@@ -114,13 +114,28 @@ def encode_rows(cfg, tokenizer, rows: Rows, which: list[int], *, say: bool = Fal
         raise UsageError(f"{where}: no {split}conversation has an assistant token within "
                          f"--block-size {cfg.block_size}; raise --block-size")
     if say and said["cut"]:
-        dropped = (f"; {said['dropped']} left with none are not trained on"
-                   if said["dropped"] else "")
-        print(f"note: {where}: {said['cut']} of {len(examples)} {split}conversations are "
-              f"longer than --block-size {cfg.block_size} + 1 tokens and were cut at the end: "
-              f"{said['lost']:,} of their {said['labelled']:,} assistant tokens are left out"
-              f"{dropped}", file=sys.stderr, flush=True)
+        print(f"note: {where}: {cut_note(said, len(examples), cfg.block_size, split)}",
+              file=sys.stderr, flush=True)
     return kept
+
+
+def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "") -> str:
+    """What ``cut_to`` cut, in words (``said``: its counts; ``n`` conversations in all).
+
+    Examples:
+        >>> cut_note({"cut": 2, "dropped": 1, "lost": 30, "labelled": 400}, 50, 64)
+        '2 of 50 conversations are longer than --block-size 64 + 1 tokens and were cut at the end: 30 of 400 assistant tokens are left out (1 conversation has none left and is not trained on)'
+    """
+    one = said["cut"] == 1
+    text = (f"{said['cut']} of {n} {split}conversations {'is' if one else 'are'} longer than "
+            f"--block-size {block_size} + 1 tokens and {'was' if one else 'were'} cut at the "
+            f"end: {said['lost']:,} of {said['labelled']:,} assistant tokens are left out")
+    if said["dropped"]:
+        one = said["dropped"] == 1
+        text += (f" ({said['dropped']} conversation{'' if one else 's'} "
+                 f"{'has' if one else 'have'} none left and {'is' if one else 'are'} not "
+                 f"trained on)")
+    return text
 
 
 def _encoder(cfg, tokenizer):

@@ -149,13 +149,13 @@ class LMTask(Task):
         return {"block_size": (cfg["max_len"], f"--init {cfg['init']}'s model reads at most "
                                                f"{cfg['max_len']} positions ({what})")}
 
-    def check_settings(self, cfg: dict[str, Any]) -> None:
+    def check_settings(self, cfg: dict[str, Any]) -> Any:
         """--attention-dropout not given: the same as --dropout (recorded in config.yaml);
         --arch sets its parts (a part flag that disagrees was refused by ``unused_settings``)."""
         if cfg.get("attention_dropout") is None:
             cfg["attention_dropout"] = cfg["dropout"]
         cfg.update(ARCH_PARTS.get(cfg.get("arch"), {}))
-        super().check_settings(cfg)
+        return super().check_settings(cfg)  # instruction rows, for ``run``'s ``checked``
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A prepared corpus has its tokeniser already (and --init's must be it); a gated
