@@ -29,7 +29,7 @@ from attnlab.cli import main  # noqa: E402
 from attnlab.data.chat_rows import IGNORE, chat_example, cut_to  # noqa: E402
 from attnlab.interop.chat import end_of_turn_id, render  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
-from attnlab.tasks.lm.instruct import assistant_metrics, padded  # noqa: E402
+from attnlab.tasks.lm.instruct import assistant_loss, padded  # noqa: E402
 from attnlab.training.lm import lm_loss  # noqa: E402
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
@@ -198,7 +198,7 @@ class _Start:
 
     def on_train_start(self, loop):
         model = loop.module.model
-        self.val_loss = assistant_metrics(model, loop.val_loader)["val_loss"]
+        self.val_loss = assistant_loss(model, loop.val_loader)
         self.trains = sorted(n for n, p in model.named_parameters() if p.requires_grad)
         self.weights = {k.replace(".base.", "."): v.detach().clone()  # a LoRA layer's base
                         for k, v in model.state_dict().items() if "lora_" not in k}

@@ -1,6 +1,7 @@
 """Instruction fine-tuning: ``attnlab train lm --init DIR --data FILE.jsonl`` (the rows and
 their labels are ``attnlab.data.chat_rows``'s; the spec read and checked them). This is the
-part of the lm runtime that turns rows into batches, trains, measures and answers chats.
+part of the lm runtime that turns rows into batches, measures and answers chats; the run
+itself is ``runtime.fine_tune``.
 
 - Tokens: each conversation rendered by the --init checkpoint's chat template (the rendering
   ``attnlab generate --chat`` uses, ``attnlab.interop.chat.render``), or prompt + response +
@@ -23,7 +24,6 @@ Shapes: B batch, T the longest example of a batch less one, V vocabulary.
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,39 +40,27 @@ from ...interop.chat import chat_ids, conversation, end_of_turn_id, render
 from ...interop.saved import load_any_tokenizer
 from ...runs import check_data_files, file_digest
 
-__all__ = ["run", "encode_rows", "padded", "example_batches", "assistant_metrics",
-           "ChatSession", "evaluate_rows", "chat_predictions"]
+__all__ = ["prepare", "encode_rows", "padded", "batched", "pad_id", "example_batches",
+           "assistant_loss", "evaluate_loss", "ChatSession", "chat_predictions", "cut_note"]
 
 Example = tuple[list[int], list[int]]  # (ids, labels)
 
 
-def run(task, cfg, run_dir: Path, rows: Rows) -> dict[str, float]:
-    """Fine-tune on the rows and write the run directory (``Runtime.run`` for a rows file)."""
-    from ...training import finish, fit  # Lightning: imported by training only
-    from ...training.lm import LMModule
-    from .runtime import build_model, figures, pretrained
-
-    start = pretrained(cfg)
-    cfg, tokenizer = _tokenizer_of_run(cfg, Path(run_dir), start and start[1])
+def prepare(cfg, run_dir: Path, rows: Rows, tokenizer=None):
+    """What a fine-tuning run trains on: (the run config with its tokenizer's place and digest
+    derived, the tokenizer, the training examples, the held-out ones). ``tokenizer`` is
+    --init's (a new run); None on --resume (read back from the run)."""
+    cfg, tokenizer = _tokenizer_of_run(cfg, Path(run_dir), tokenizer)
     train_rows, val_rows = holdout(len(rows.conversations), cfg.seed, where=f"--data {cfg.data}")
     train = encode_rows(cfg, tokenizer, rows, train_rows, say=True)
     val = encode_rows(cfg, tokenizer, rows, val_rows, say=True, split="held-out ")
-    B, pad = cfg.batch_size, _pad_id(tokenizer)
-    max_steps = cfg.epochs * math.ceil(len(train) / B) if cfg.epochs else cfg.max_steps
-    model = build_model(cfg)
-    if start:
-        model.load_state_dict(start[0])
-    val_batches = [padded(val[i:i + B], pad) for i in range(0, len(val), B)]
-    result = fit(LMModule(model, cfg, max_steps),
-                 example_batches(train, B, max_steps, cfg.seed, pad), val_batches, cfg, run_dir,
-                 max_steps=max_steps,
-                 val_check_interval=min(cfg.val_every, max_steps) if cfg.val_every else None,
-                 limit_val_batches=cfg.val_batches)
-    metrics = {}
-    if result.is_global_zero:  # every held-out token (the loop's validation weighs batches)
-        metrics = assistant_metrics(model, val_batches)
-        figures(cfg, run_dir, result.steps, max_steps)
-    return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
+    return cfg, tokenizer, train, val
+
+
+def batched(examples: list[Example], batch_size: int, tokenizer) -> list:
+    """The examples in order, ``padded`` ``batch_size`` at a time (validation's batches)."""
+    pad = pad_id(tokenizer)
+    return [padded(examples[i:i + batch_size], pad) for i in range(0, len(examples), batch_size)]
 
 
 def _tokenizer_of_run(cfg, run_dir: Path, tokenizer):
@@ -90,7 +78,7 @@ def _tokenizer_of_run(cfg, run_dir: Path, tokenizer):
     return cfg, load_any_tokenizer(Path(cfg.data_dir) / "tokenizer.json")
 
 
-def _pad_id(tokenizer) -> int:
+def pad_id(tokenizer) -> int:
     """Any id the model can read: padding is never a target and no real position sees it."""
     return tokenizer.pad_id if tokenizer.pad_id is not None else 0
 
@@ -196,11 +184,9 @@ def example_batches(examples: list[Example], batch_size: int, steps: int, seed: 
 
 
 @torch.no_grad()
-def assistant_metrics(model, batches) -> dict[str, float]:
-    """``val_loss`` (mean cross-entropy over every assistant token of ``batches``, nats) and
-    ``val_perplexity`` = exp(val_loss)."""
-    from .runtime import loss_metrics
-
+def assistant_loss(model, batches) -> float:
+    """The mean cross-entropy (nats) over every assistant token of ``batches`` (each token
+    weighted equally, however the batches are cut): the run's ``val_loss``."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
@@ -210,10 +196,10 @@ def assistant_metrics(model, batches) -> dict[str, float]:
                                        ignore_index=IGNORE, reduction="sum"))
         count += int((targets != IGNORE).sum())
     model.train(was_training)
-    return loss_metrics(total / count)
+    return total / count
 
 
-def evaluate_rows(cfg, model, tokenizer, data: str | None) -> dict[str, float]:
+def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
     """``attnlab evaluate`` of an instruction run: the held-out rows of its --data (the file
     checked against config.yaml's digest), or every row of another rows file ``data``."""
     if data is None:
@@ -225,9 +211,7 @@ def evaluate_rows(cfg, model, tokenizer, data: str | None) -> dict[str, float]:
         rows = read_rows(data)
         which = list(range(len(rows.conversations)))
     examples = encode_rows(cfg, tokenizer, rows, which, say=True)
-    pad, B = _pad_id(tokenizer), cfg.batch_size
-    return assistant_metrics(model, [padded(examples[i:i + B], pad)
-                                     for i in range(0, len(examples), B)])
+    return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer))
 
 
 class ChatSession:

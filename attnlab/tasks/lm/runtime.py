@@ -49,7 +49,8 @@ from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
            "pin_corpus", "split_windows", "pretrained", "figures", "run", "load",
-           "encode_prompt", "predict_many", "evaluate", "attention_maps", "export_hf"]
+           "encode_prompt", "predict_many", "evaluate", "attention_maps", "export_hf",
+           "fine_tune"]
 
 
 def model_config_of(cfg: RunSettings) -> CausalLMConfig:
@@ -181,8 +182,6 @@ def run(task, cfg: RunSettings, run_dir: Path,
     """Prepare (or check) the corpus, train, measure ``val_loss``/``val_perplexity`` and write
     the run directory (``Runtime.run``)."""
     if cfg.instruction:  # --data FILE.jsonl: instruction rows, which validate read
-        from .instruct import run as fine_tune
-
         return fine_tune(task, cfg, run_dir, checked)
     from ...training import finish, fit  # Lightning: imported by training only
     from ...training.lm import LMModule
@@ -206,6 +205,34 @@ def run(task, cfg: RunSettings, run_dir: Path,
     metrics = {}
     if result.is_global_zero:
         metrics = _last_validation(cfg, result) or lm_metrics(model, val, B, cfg.val_batches)
+        figures(cfg, run_dir, result.steps, max_steps)
+    return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
+
+
+def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
+    """``run`` on instruction rows (``rows``, which validate read): the loss on the
+    assistant's tokens only, batches padded per batch, ``val_loss`` over every held-out
+    assistant token (``instruct``)."""
+    from ...training import finish, fit  # Lightning: imported by training only
+    from ...training.lm import LMModule
+    from .instruct import assistant_loss, batched, example_batches, pad_id, prepare
+
+    start = pretrained(cfg)
+    cfg, tokenizer, train, val = prepare(cfg, run_dir, rows, start and start[1])
+    B = cfg.batch_size
+    max_steps = cfg.epochs * math.ceil(len(train) / B) if cfg.epochs else cfg.max_steps
+    model = build_model(cfg)
+    if start:
+        model.load_state_dict(start[0])
+    val_batches = batched(val, B, tokenizer)
+    result = fit(LMModule(model, cfg, max_steps),
+                 example_batches(train, B, max_steps, cfg.seed, pad_id(tokenizer)), val_batches,
+                 cfg, run_dir, max_steps=max_steps,
+                 val_check_interval=min(cfg.val_every, max_steps) if cfg.val_every else None,
+                 limit_val_batches=cfg.val_batches)
+    metrics = {}
+    if result.is_global_zero:  # every held-out token (the loop's validation weighs batches)
+        metrics = loss_metrics(assistant_loss(model, val_batches))
         figures(cfg, run_dir, result.steps, max_steps)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
 
@@ -347,9 +374,9 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     int8 model with ``quantize="int8"``."""
     model, tokenizer = load(task, run_dir, cfg, quantize=quantize)
     if cfg.instruction and (data is None or is_rows_file(data)):
-        from .instruct import evaluate_rows
+        from .instruct import evaluate_loss
 
-        return evaluate_rows(cfg, model, tokenizer, data)
+        return loss_metrics(evaluate_loss(cfg, model, tokenizer, data))
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg)
     if cfg.corpus_sha256:  # the corpus is the one trained on (pin_corpus)
