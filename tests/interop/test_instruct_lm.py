@@ -278,9 +278,10 @@ def test_lora_on_all_linear_layers_trains_the_named_adapters_only(dirs, tmp_path
     assert last["base"].keys() == probe.weights.keys()
     for k, v in last["base"].items():
         assert torch.equal(v, probe.weights[k]), k
-    model, _ = attnlab.load(out)
-    with torch.no_grad():
-        assert_close(model(torch.arange(12)[None]), last["logits"], atol=1e-5, rtol=1e-5)
+    for checkpoint in (None, "last"):  # the saved model, and the checkpoint's adapters merged
+        model, _ = attnlab.load(out, checkpoint=checkpoint)
+        with torch.no_grad():
+            assert_close(model(torch.arange(12)[None]), last["logits"], atol=1e-5, rtol=1e-5)
     saved = load_file(out / "model.safetensors")
     assert not any("lora_" in k for k in saved)
     assert any(not torch.equal(saved[k], probe.weights[k]) for k in saved if "gate_proj" in k)

@@ -199,16 +199,20 @@ def test_translate_freeze_encoder_keeps_the_source_side(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_classify_lora_trains_the_update_and_the_new_head(tmp_path, monkeypatch):
+@pytest.mark.parametrize("targets, adapted", [("attention", ".self_attn."),
+                                              ("mlp", ".linear_net.")])
+def test_classify_lora_trains_the_update_and_the_new_head(tmp_path, monkeypatch, targets,
+                                                         adapted):
     rows = ["text,label"] + [f"{w} is {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
                              for i, w in enumerate(["this", "that", "it", "one"] * 20)]
     (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
     out = tmp_path / "run"
     start = _train_watched(monkeypatch, ["train", "classify", "--data", str(tmp_path / "data.csv"),
-                                         "--out", str(out), *TINY, "--lora-rank", "2"])
+                                         "--out", str(out), *TINY, "--lora-rank", "2",
+                                         "--lora-targets", targets])
     model, _ = attnlab.load(out)
     final = model.state_dict()
     changed = {k for k in final if not torch.equal(final[k], start[k])}
     assert any(k.startswith("output_net.") for k in changed)
-    assert any(".self_attn." in k for k in changed)
-    assert all(k.startswith("output_net.") or ".self_attn." in k for k in changed), changed
+    assert any(adapted in k for k in changed)
+    assert all(k.startswith("output_net.") or adapted in k for k in changed), changed
