@@ -12,6 +12,8 @@ loss, 1e-4 for models.
 import json
 import random
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -26,7 +28,8 @@ from ..training.loop_probe import probe_loop
 
 import attnlab  # noqa: E402
 from attnlab.cli import main  # noqa: E402
-from attnlab.data.chat_rows import IGNORE, chat_example, cut_to  # noqa: E402
+from attnlab.data.chat_rows import IGNORE, chat_example, cut_to, read_rows  # noqa: E402
+from attnlab.errors import UsageError  # noqa: E402
 from attnlab.interop.chat import end_of_turn_id, render  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
 from attnlab.tasks.lm.instruct import assistant_loss, padded  # noqa: E402
@@ -141,6 +144,7 @@ def test_the_labels_are_each_reply_and_its_end_of_turn_token(style):
     assert labels[len(prompt) - 1] == IGNORE and labels[len(prompt)] == ids[len(prompt)]
 
 
+@pytest.mark.slow
 def test_the_loss_is_the_cross_entropy_of_the_assistant_positions_only(dirs):
     d = dirs["chatml"]
     model = read_checkpoint(d, task="lm").model.eval()  # the directory's weights, copied
@@ -336,7 +340,18 @@ BAD = [
 
 
 @pytest.mark.parametrize("text, message", BAD)
-def test_bad_rows_are_one_line_naming_the_file_and_line(dirs, tmp_path, capsys, text, message):
+def test_bad_rows_are_one_line_naming_the_file_and_line(tmp_path, text, message):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(text, encoding="utf-8")
+    with pytest.raises(UsageError) as refused:
+        read_rows(data)
+    assert str(refused.value).startswith(f"--data {data}") and message in str(refused.value)
+    assert len(str(refused.value).splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, message", BAD[:2])
+def test_train_refuses_bad_rows_before_the_run_directory(dirs, tmp_path, capsys, text, message):
     data = tmp_path / "bad.jsonl"
     data.write_text(text, encoding="utf-8")
     out = tmp_path / "run"
@@ -347,6 +362,20 @@ def test_bad_rows_are_one_line_naming_the_file_and_line(dirs, tmp_path, capsys, 
     assert len(err.splitlines()) == 1 and not out.exists()
 
 
+@pytest.mark.slow
+def test_bad_rows_are_refused_before_torch_is_imported(dirs, tmp_path):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(BAD[2][0], encoding="utf-8")
+    code = ("import sys; from attnlab.cli import main; "
+            f"rc = main(['train', 'lm', '--init', {str(dirs['chatml'])!r}, '--data', "
+            f"{str(data)!r}, '--out', {str(tmp_path / 'run')!r}]); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [f"attnlab: error: --data {data} {BAD[2][1]}"]
+
+
+@pytest.mark.slow
 def test_messages_rows_need_a_chat_template_and_rows_need_init(dirs, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["train", "lm", "--init", str(dirs["base"]), "--data", str(dirs["rows"]),
