@@ -98,13 +98,27 @@ def _write(path, rows):
     return path
 
 
+class _Dirs(dict):
+    """The test directories, each written when a test first asks for it (pytest-xdist spreads
+    the tests over workers, each building only what its tests read)."""
+
+    MAKE = {"chatml": lambda d: save_chat_model(d / "qwen2"),
+            "llama3": lambda d: save_chat_model(d / "llama", "llama3"),
+            "base": lambda d: save_chat_model(d / "base", template=False),
+            "rows": lambda d: _write(d / "rows.jsonl", _rows())}
+
+    def __init__(self, tmp):
+        super().__init__()
+        self.tmp = tmp
+
+    def __missing__(self, key):
+        self[key] = self.MAKE[key](self.tmp)
+        return self[key]
+
+
 @pytest.fixture(scope="module")
 def dirs(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("instruct")
-    return {"chatml": save_chat_model(tmp / "qwen2"),
-            "llama3": save_chat_model(tmp / "llama", "llama3"),
-            "base": save_chat_model(tmp / "base", template=False),
-            "rows": _write(tmp / "rows.jsonl", _rows())}
+    return _Dirs(tmp_path_factory.mktemp("instruct"))
 
 
 # ---- which tokens the loss counts -------------------------------------------------------------
