@@ -13,7 +13,7 @@ Examples:
 from __future__ import annotations
 
 __all__ = ["ACTIVATIONS", "ACT_FROM_HF", "ACT_TO_HF", "hf_activation", "FEED_FORWARDS", "GATED",
-           "NORMS"]
+           "NORMS", "LORA_TARGETS"]
 
 # relu: the paper's; gelu: BERT's and GPT-2's (exact erf); gelu_tanh: GPT-2's "gelu_new"
 # (tanh approximation); silu: the gate of LLaMA's feed-forward, here without the gate
@@ -26,6 +26,9 @@ GATED: dict[str, str] = {"swiglu": "silu", "geglu": "gelu"}
 FEED_FORWARDS: tuple[str, ...] = ("mlp", *GATED)
 # the norms of a block (``attnlab.nn.norms.make_norm``): LayerNorm, or RMSNorm (Llama's)
 NORMS: tuple[str, ...] = ("layer", "rms")
+# the linear layers --lora-targets adapts (``attnlab.nn.lora.add_lora``): the attention
+# projections, the feed-forward network's layers, or both (peft's "all-linear")
+LORA_TARGETS: tuple[str, ...] = ("attention", "mlp", "all-linear")
 
 # Hugging Face activation names -> attnlab.nn activation names, and back (``attnlab.interop``
 # converts weights with them; ``attnlab train --init`` reads a config.json with them, torch-free)

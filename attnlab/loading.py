@@ -230,7 +230,8 @@ def _load_checkpoint_weights(model, weights: dict, cfg: RunSettings, path: Path,
     if rank is not None:
         from .nn.lora import add_lora
 
-        add_lora(model, rank, cfg.lora_alpha)
+        targets = cfg.lora_targets if cfg.declares("lora_targets") else "attention"
+        add_lora(model, rank, cfg.lora_alpha, targets=targets)
     try:
         model.load_state_dict(weights, strict=True)
     except RuntimeError as e:

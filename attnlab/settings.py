@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .activation_names import LORA_TARGETS
 from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
@@ -411,8 +412,12 @@ class AdaptSettings:
                                "decoder only); all-but-last-N (train the last N blocks and "
                                "what follows them)")
     lora_rank: int = setting(None, low=1, optional=True, metavar="R", absent=None,
-                             help="train a rank-R update (LoRA) of every attention projection "
-                                  "instead of the weights, merged into them at the end")
+                             help="train a rank-R update (LoRA) of the layers --lora-targets "
+                                  "names instead of the weights, merged into them at the end")
+    lora_targets: str = setting("attention", choices=LORA_TARGETS, absent="attention",
+                                help="the layers --lora-rank adapts: attention (its "
+                                     "projections), mlp (the feed-forward network's layers) "
+                                     "or all-linear (both)")
     lora_alpha: float = setting(None, low=0, above=True, optional=True, absent=None,
                                 help="the LoRA update's scale is alpha/R (default: R)")
     init: str = setting(None, optional=True, metavar="DIR", absent=None,
@@ -462,6 +467,9 @@ def check_adapt(cfg: dict[str, Any], *, blocks: int, encoder: bool, attention: b
     if rank is None:
         if cfg.get("lora_alpha") is not None:
             raise UsageError("--lora-alpha scales a LoRA update: give --lora-rank too")
+        if cfg.get("lora_targets", "attention") != "attention":
+            raise UsageError(f"--lora-targets {cfg['lora_targets']} names the layers of a LoRA "
+                             f"update: give --lora-rank too")
         return
     if freeze != "none":
         raise UsageError(f"--freeze {freeze} with --lora-rank: LoRA trains only its update "

@@ -6,9 +6,10 @@ line. Never imports Lightning.
 
 DIR is an ``attnlab train lm`` run, or a Hugging Face causal-LM directory or GGUF file
 (``hf_generate``):
-its model converted as ``--init`` converts it, with its own tokenizer; there ``--chat TEXT``
+its model converted as ``--init`` converts it, with its own tokenizer. ``--chat TEXT``
 (``--system TEXT``) answers a message through the checkpoint's chat template, and
-``--input-file FILE --chat`` answers one message per line."""
+``--input-file FILE --chat`` answers one message per line: on a checkpoint, or on a run whose
+tokenizer kept the chat template of the checkpoint it was trained from."""
 from __future__ import annotations
 
 import sys
@@ -57,7 +58,8 @@ def register(sub) -> None:
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--prompt", metavar="TEXT")
     p.add_argument("--chat", nargs="?", const=CHAT_LINES, metavar="TEXT",
-                   help="a Hugging Face DIR with a chat template: answer TEXT as the assistant "
+                   help="a DIR with a chat template (a checkpoint's, or a run's trained from "
+                        "one): answer TEXT as the assistant "
                         "(the template applied, stopping at its end-of-turn token) and print "
                         "the reply alone; with --input-file and no TEXT, one message per line")
     p.add_argument("--system", metavar="TEXT", help="the system message of --chat")
@@ -165,7 +167,6 @@ def escape(text: str) -> str:
 
 
 def run(args) -> int:
-    from ..errors import UsageError
     from ..interop.chat import is_hf_directory
     from ..interop.gguf import is_gguf
     from ..loading import check_run_dir, tasks_that
@@ -182,9 +183,10 @@ def run(args) -> int:
         return 0
     run_dir, cfg = check_run_dir(args.run_dir, command="generate", checkpoint=args.checkpoint,
                                  tasks=tasks_that(lambda task: task.capabilities.encode_prompt))
-    if args.chat is not None:
-        raise UsageError(f"--chat: {run_dir} is an attnlab run, which has no chat template; "
-                         f"--chat takes a Hugging Face model directory whose tokenizer has one")
+    if args.chat is not None:  # before the model is read
+        from ..interop.chat import check_chat_template
+
+        check_chat_template(run_dir)
     import torch
 
     from ..loading import weights_from
@@ -198,10 +200,20 @@ def run(args) -> int:
     note_if_slower(args.quantize, cfg.task, cfg)  # one prompt at a time: batch 1 each
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
         model, tokenizer = runtime.load(task, run_dir, cfg, **set_options(quantize=args.quantize))
+    generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
+    if args.chat is not None:  # a run trained from a checkpoint with a chat template
+        from ..tasks.lm.instruct import ChatSession
+        from .hf_generate import reply
+
+        session = ChatSession(tokenizer, run_dir)
+        all_ids = each_input(texts, labels, lambda message: session.ids(message, args.system))
+        print_outputs(args, texts, labels, all_ids, lambda ids, write, label: reply(
+            model, tokenizer, ids, session.stops, args, generator, write=write, label=label),
+            key="chat", echo=False)
+        return 0
     all_ids = each_input(texts, labels,
                          lambda p: runtime.encode_prompt(task, tokenizer, p, what="--input"))
     note_unknown(tokenizer, texts, labels)  # the model continues what it read
-    generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
     print_outputs(args, texts, labels, all_ids, lambda ids, write, label: continuation(
         model, tokenizer, ids, args, generator, write=write, label=label))
     return 0

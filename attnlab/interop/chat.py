@@ -29,8 +29,9 @@ from typing import Any
 
 from ..errors import UsageError
 
-__all__ = ["is_hf_directory", "has_chat_template", "check_chat_template", "conversation",
-           "load_chat_tokenizer", "chat_ids", "end_of_turn_id", "stop_ids", "TEMPLATE_FILES"]
+__all__ = ["is_hf_directory", "is_run", "has_chat_template", "check_chat_template",
+           "conversation", "load_chat_tokenizer", "chat_ids", "render", "end_of_turn_id",
+           "stop_ids", "TEMPLATE_FILES"]
 
 # where transformers writes a template beside tokenizer_config.json (which older versions used)
 TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
@@ -52,25 +53,40 @@ def _json(path: Path) -> Any:
 
 
 def has_chat_template(directory: str | Path) -> bool:
-    """Whether the tokenizer in ``directory`` has a chat template (read from its files only).
+    """Whether the tokenizer in ``directory`` has a chat template (read from its files only):
+    a Hugging Face directory's, or an attnlab run's (its tokenizer.json keeps the template of
+    the checkpoint it was trained from, ``HFTokenizer.chat_template``).
 
     Examples:
         >>> has_chat_template("no/such/directory")
         False
     """
     directory = Path(directory)
+    if is_run(directory):
+        saved = _json(directory / "tokenizer.json")
+        return isinstance(saved, dict) and bool(saved.get("chat_template"))
     if any((directory / name).is_file() for name in TEMPLATE_FILES):
         return True
     config = _json(directory / "tokenizer_config.json")
     return isinstance(config, dict) and bool(config.get("chat_template"))
 
 
+def is_run(path: str | Path) -> bool:
+    """Whether ``path`` is an attnlab run (its config.yaml), not a Hugging Face directory."""
+    return (Path(path) / "config.yaml").is_file() and not is_hf_directory(path)
+
+
 def check_chat_template(directory: str | Path, flag: str = "--chat") -> None:
     """A one-line ``UsageError`` naming ``directory`` if its tokenizer has no chat template."""
-    if not has_chat_template(directory):
-        raise UsageError(f"{flag}: {directory} has no chat template (no chat_template in its "
-                         f"tokenizer_config.json, no {' or '.join(TEMPLATE_FILES)}): a base "
-                         f"model continues text; give --prompt TEXT instead")
+    if has_chat_template(directory):
+        return
+    if is_run(directory):
+        raise UsageError(f"{flag}: {directory} has no chat template (its tokenizer.json has "
+                         f"none: the run was not trained from a checkpoint that has one); give "
+                         f"--prompt TEXT instead")
+    raise UsageError(f"{flag}: {directory} has no chat template (no chat_template in its "
+                     f"tokenizer_config.json, no {' or '.join(TEMPLATE_FILES)}): a base "
+                     f"model continues text; give --prompt TEXT instead")
 
 
 def conversation(message: str, system: str | None = None) -> list[dict[str, str]]:
@@ -108,14 +124,29 @@ def chat_ids(tokenizer, messages: list[dict[str, str]], directory: str | Path) -
         UsageError: naming ``directory`` when the template refuses the conversation (some
             refuse a system message) or renders nothing.
     """
+    ids = render(tokenizer, messages, directory, generation_prompt=True)
+    if not ids:
+        raise UsageError(f"{directory}: its chat template renders this conversation as no tokens")
+    return ids
+
+
+def render(tokenizer, messages: list[dict[str, str]], directory: str | Path, *,
+           generation_prompt: bool) -> list[int]:
+    """The token ids of ``messages`` rendered by ``tokenizer``'s chat template: with
+    ``generation_prompt``, ending with the assistant's header (what ``chat_ids`` gives the
+    model); without, the conversation as it stands (what instruction fine-tuning trains on,
+    ``attnlab.data.chat_rows``). The one rendering of both.
+
+    Raises:
+        UsageError: naming ``directory`` when the template refuses the conversation.
+    """
     try:
-        out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        out = tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt,
+                                            tokenize=True)
     except Exception as e:  # jinja2's TemplateError (raise_exception in the template), ...
         raise UsageError(f"{directory}: its chat template cannot render this conversation "
                          f"({_one_line(e)})") from None
     ids = out["input_ids"] if isinstance(out, Mapping) else out  # a BatchEncoding in v5
-    if not ids:
-        raise UsageError(f"{directory}: its chat template renders this conversation as no tokens")
     return [int(i) for i in ids]
 
 

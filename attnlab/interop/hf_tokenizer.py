@@ -16,7 +16,8 @@ Which attnlab names the checkpoint's special tokens take: ``sos_id`` is its bos 
 token (``transformers``' usual stand-in for GPT-2, which has no pad token). The adapter is
 built from the fast (``tokenizers``) tokeniser that ``transformers`` loads from the directory,
 so it needs ``transformers`` once (``from_transformers``) and only ``tokenizers`` after
-``save``/``load``: a run trained from a checkpoint reloads without its source directory.
+``save``/``load``: a run trained from a checkpoint reloads without its source directory. The
+checkpoint's chat template travels with it (``chat_template``).
 """
 from __future__ import annotations
 
@@ -68,6 +69,10 @@ class HFTokenizer(Tokenizer):
             cleans it.
         token_type_ids: whether the model reads ``token_type_ids`` (BERT does, RoBERTa,
             DistilBERT and GPT-2 do not).
+        chat_template: the checkpoint's chat template (Jinja text, or transformers' dict of
+            named templates), None for a base model: kept so that a run trained from the
+            checkpoint renders conversations as it did (``attnlab.interop.chat``) and its
+            export writes the template back.
 
     Examples:
         >>> from tokenizers import Tokenizer as Fast, models, pre_tokenizers
@@ -81,7 +86,8 @@ class HFTokenizer(Tokenizer):
     kind = KIND
 
     def __init__(self, tokenizer, specials: dict[str, int], *, padding_side: str = "right",
-                 clean_up_tokenization_spaces: bool = False, token_type_ids: bool = False):
+                 clean_up_tokenization_spaces: bool = False, token_type_ids: bool = False,
+                 chat_template: str | dict | None = None):
         unknown = sorted(set(specials) - set(SPECIAL_ROLES))
         if unknown:
             raise ValueError(f"unknown special roles {unknown}; expected some of {SPECIAL_ROLES}")
@@ -94,6 +100,7 @@ class HFTokenizer(Tokenizer):
         self.padding_side = padding_side
         self.clean_up_tokenization_spaces = bool(clean_up_tokenization_spaces)
         self.token_type_ids = bool(token_type_ids)
+        self.chat_template = chat_template or None
         s = self.specials
         self.sos_id = _first(s.get("bos"), s.get("cls"))
         self.eos_id = _first(s.get("eos"), s.get("sep"))
@@ -116,7 +123,8 @@ class HFTokenizer(Tokenizer):
         return cls(Fast.from_str(backend.to_str()), specials,
                    padding_side=hf_tokenizer.padding_side,
                    clean_up_tokenization_spaces=bool(hf_tokenizer.clean_up_tokenization_spaces),
-                   token_type_ids="token_type_ids" in hf_tokenizer.model_input_names)
+                   token_type_ids="token_type_ids" in hf_tokenizer.model_input_names,
+                   chat_template=getattr(hf_tokenizer, "chat_template", None))
 
     @property
     def vocab_size(self) -> int:
@@ -207,9 +215,11 @@ class HFTokenizer(Tokenizer):
         tokens = {f"{role}_token": fast.id_to_token(i) for role, i in self.specials.items()}
         inputs = ["input_ids", *(["token_type_ids"] if self.token_type_ids else []),
                   "attention_mask"]
-        return PreTrainedTokenizerFast(
+        theirs = PreTrainedTokenizerFast(
             tokenizer_object=fast, padding_side=self.padding_side, model_input_names=inputs,
             clean_up_tokenization_spaces=self.clean_up_tokenization_spaces, **tokens)
+        theirs.chat_template = self.chat_template
+        return theirs
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         """Text of ``ids`` as ``transformers`` decodes it (special tokens dropped unless
@@ -236,7 +246,8 @@ class HFTokenizer(Tokenizer):
         return {"tokenizer": json.loads(self.tokenizer.to_str()), "specials": self.specials,
                 "padding_side": self.padding_side,
                 "clean_up_tokenization_spaces": self.clean_up_tokenization_spaces,
-                "token_type_ids": self.token_type_ids}
+                "token_type_ids": self.token_type_ids,
+                **({"chat_template": self.chat_template} if self.chat_template else {})}
 
     @classmethod
     def load(cls, path: str | Path) -> "HFTokenizer":
@@ -251,7 +262,7 @@ class HFTokenizer(Tokenizer):
             Fast.from_str(json.dumps(data["tokenizer"])), data["specials"],
             padding_side=data["padding_side"],
             clean_up_tokenization_spaces=data["clean_up_tokenization_spaces"],
-            token_type_ids=data["token_type_ids"]))
+            token_type_ids=data["token_type_ids"], chat_template=data.get("chat_template")))
 
 
 def read_saved(path: str | Path, kind: str, build: Callable[[dict], Tokenizer]) -> Tokenizer:

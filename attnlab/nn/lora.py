@@ -11,11 +11,20 @@ B starts at zero, so the adapted layer starts as exactly the layer it wraps; A s
 ``merged()`` folds the update into an ordinary ``nn.Linear``, so a model trained this way is
 saved and loaded as any other.
 
-``add_lora(model, rank, alpha)`` wraps the projections of every ``MultiheadAttention`` (the
-stacked Q/K/V or Q and K/V projections, and the output projection — the paper adapts W_q and
-W_v; attnlab's self-attention stacks Q, K and V per head in one matrix, which is adapted as
-one) and freezes every other parameter; ``merge_lora(model)`` replaces each wrapper by its
-merged layer.
+``add_lora(model, rank, alpha, targets=...)`` wraps linear layers and freezes every other
+parameter; ``merge_lora(model)`` replaces each wrapper by its merged layer. ``targets`` names
+which layers, as peft's ``target_modules`` does (``LORA_TARGETS``):
+
+- ``"attention"`` (the default): the projections of every ``MultiheadAttention`` (the stacked
+  Q/K/V or Q and K/V projections, and the output projection — the paper adapts W_q and W_v;
+  attnlab's self-attention stacks Q, K and V per head in one matrix, which is adapted as one);
+- ``"mlp"``: the linear layers of every feed-forward network (GPT-2's fc and proj, Llama's
+  gate, up and down projections);
+- ``"all-linear"``: both (peft's "all-linear": every linear layer of the blocks; the output
+  head is left alone, as peft leaves it).
+
+QLoRA (Dettmers et al., 2023) found adapting every linear layer of the blocks needed to match
+full fine-tuning; the original paper adapted attention only.
 """
 from __future__ import annotations
 
@@ -25,9 +34,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..activation_names import LORA_TARGETS  # torch-free: the flag offers them as choices
 from .attention import MultiheadAttention
+from .feedforward import FeedForward, GatedFeedForward
 
-__all__ = ["LoRALinear", "add_lora", "merge_lora", "ATTENTION_PROJECTIONS"]
+__all__ = ["LoRALinear", "add_lora", "merge_lora", "ATTENTION_PROJECTIONS", "LORA_TARGETS"]
 
 # the linear layers of a MultiheadAttention (self-attention: qkv_proj; cross: q_proj, kv_proj)
 ATTENTION_PROJECTIONS = ("qkv_proj", "q_proj", "kv_proj", "o_proj")
@@ -104,13 +115,23 @@ class LoRALinear(nn.Module):
         return f"rank={self.rank}, alpha={self.alpha:g}"
 
 
-def add_lora(model: nn.Module, rank: int, alpha: float) -> list[str]:
-    """Freeze every parameter of ``model`` and wrap each attention projection in a
-    ``LoRALinear`` (in place). Returns the wrapped layers' names.
+def _adapted(module: nn.Module, targets: str) -> tuple[str, ...]:
+    """The names of ``module``'s own linear layers that ``targets`` adapts (none: empty)."""
+    if isinstance(module, MultiheadAttention) and targets in ("attention", "all-linear"):
+        return ATTENTION_PROJECTIONS
+    if isinstance(module, (FeedForward, GatedFeedForward)) and targets in ("mlp", "all-linear"):
+        return tuple(module._modules)  # the nn.Linear among them: fc/proj, gate/up/down
+    return ()
+
+
+def add_lora(model: nn.Module, rank: int, alpha: float, *, targets: str = "attention") -> list[str]:
+    """Freeze every parameter of ``model`` and wrap each linear layer ``targets`` names
+    (``"attention"``, ``"mlp"`` or ``"all-linear"``: see the module doc) in a ``LoRALinear``
+    (in place). Returns the wrapped layers' names.
 
     Raises:
-        ValueError: if the model has no ``MultiheadAttention``, or ``rank`` is too large for
-            a projection.
+        ValueError: if ``targets`` is not one of ``LORA_TARGETS``, the model has no layer it
+            names, or ``rank`` is too large for one of them.
 
     Examples:
         >>> from attnlab.models import CausalLM
@@ -119,19 +140,21 @@ def add_lora(model: nn.Module, rank: int, alpha: float) -> list[str]:
         ['decoder.layers.0.self_attn.qkv_proj', 'decoder.layers.0.self_attn.o_proj', 'decoder.layers.1.self_attn.qkv_proj', 'decoder.layers.1.self_attn.o_proj']
         >>> sum(p.numel() for p in lm.parameters() if p.requires_grad)
         768
+        >>> add_lora(CausalLM(50, model_dim=16, num_heads=2, num_layers=1), 4, 4, targets="mlp")
+        ['decoder.layers.0.linear_net.0', 'decoder.layers.0.linear_net.3']
     """
+    if targets not in LORA_TARGETS:
+        raise ValueError(f"targets must be one of {LORA_TARGETS}, got {targets!r}")
     model.requires_grad_(False)
     wrapped = []
     for name, module in list(model.named_modules()):
-        if not isinstance(module, MultiheadAttention):
-            continue
-        for attr in ATTENTION_PROJECTIONS:
+        for attr in _adapted(module, targets):
             layer = module._modules.get(attr)
             if isinstance(layer, nn.Linear):
                 setattr(module, attr, LoRALinear(layer, rank, alpha))
                 wrapped.append(f"{name}.{attr}" if name else attr)
     if not wrapped:
-        raise ValueError(f"{type(model).__name__} has no MultiheadAttention to adapt")
+        raise ValueError(f"{type(model).__name__} has no {targets} layers to adapt")
     return wrapped
 
 

@@ -11,8 +11,10 @@ Each model the three tasks build is cut the same way:
   language model's, by default) is the embedding: it trains with the head.
 - ``--freeze encoder`` trains the classifier's head, or the translator's decoder side (target
   embedding, positional table, decoder, output); the source embedding and the encoder stay.
-- ``--lora-rank R`` freezes every weight and trains a rank-R update of each attention
-  projection (and a classifier's head, which a pretrained encoder does not have).
+- ``--lora-rank R`` freezes every weight and trains a rank-R update of each layer
+  ``--lora-targets`` names: the attention projections (the default), the feed-forward
+  network's layers (``mlp``) or both (``all-linear``); and a classifier's head, which a
+  pretrained encoder does not have.
 
 The blocks are the language model's decoder, the classifier's encoder, the translator's
 decoder.
@@ -33,7 +35,11 @@ from ..settings import freeze_blocks
 if TYPE_CHECKING:
     from ..run_config import RunSettings
 
-__all__ = ["adapt", "merge_lora", "parameter_share"]
+__all__ = ["adapt", "merge_lora", "parameter_share", "lora_targets"]
+
+# what adapt's note calls the layers of each --lora-targets
+_LAYERS = {"attention": "attention projections", "mlp": "feed-forward layers",
+           "all-linear": "attention and feed-forward layers"}
 
 
 def _parts(model: nn.Module) -> tuple[list[nn.Module], list[nn.Module], list[nn.Module]]:
@@ -72,7 +78,8 @@ def adapt(model: nn.Module, cfg: RunSettings) -> str | None:
     blocks, after, decoder_side = _parts(model)
     total = parameter_share(model)[1]  # before LoRA adds its own
     if rank is not None:
-        wrapped = add_lora(model, rank, cfg.lora_alpha)
+        targets = lora_targets(cfg)
+        wrapped = add_lora(model, rank, cfg.lora_alpha, targets=targets)
         if isinstance(model, (SequenceClassifier, BertClassifier)):
             # a classifier's head, as --freeze encoder trains it: a new one has nothing to
             # keep, and a pretrained encoder's is its pooler (new too where the checkpoint
@@ -80,8 +87,8 @@ def adapt(model: nn.Module, cfg: RunSettings) -> str | None:
             for module in decoder_side:
                 if module is not None:
                     module.requires_grad_(True)
-        what = (f"--lora-rank {rank} (alpha {cfg.lora_alpha:g}) on {len(wrapped)} attention "
-                f"projections")
+        what = (f"--lora-rank {rank} (alpha {cfg.lora_alpha:g}) on {len(wrapped)} "
+                f"{_LAYERS[targets]}")
     elif freeze == "encoder":
         _train_only(model, decoder_side)
         what = "--freeze encoder"
@@ -90,6 +97,11 @@ def adapt(model: nn.Module, cfg: RunSettings) -> str | None:
         _train_only(model, [*blocks[len(blocks) - n:], *after] if n else after)
         what = f"--freeze {freeze}"
     return f"{what}: training {parameter_share(model)[0]:,} parameters; the model has {total:,}"
+
+
+def lora_targets(cfg: RunSettings) -> str:
+    """The run's --lora-targets; "attention" for a run of a task that does not declare it."""
+    return cfg.lora_targets if cfg.declares("lora_targets") else "attention"
 
 
 def parameter_share(model: nn.Module) -> tuple[int, int]:

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..data.chat_rows import IGNORE
 from .module import TaskModule
 
 __all__ = ["LMModule", "lm_loss"]
@@ -21,11 +22,13 @@ __all__ = ["LMModule", "lm_loss"]
 
 def lm_loss(model, inputs: Tensor, targets: Tensor, *, label_smoothing: float = 0.0) -> Tensor:
     """Mean next-token cross-entropy of ``model`` on inputs/targets (B, T), targets = inputs
-    shifted by one; with ``label_smoothing`` ε, against a target of 1 - ε on the next token
-    and ε spread over the whole vocabulary (``--label-smoothing``)."""
+    shifted by one; a target of ``IGNORE`` (-100: padding, and in instruction rows every token
+    but the assistant's) is not counted, the mean taken over the others. With
+    ``label_smoothing`` ε, each counted target is 1 - ε on the next token and ε spread over the
+    whole vocabulary (``--label-smoothing``)."""
     logits = model(inputs)  # (B, T, V)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                           label_smoothing=label_smoothing)
+                           ignore_index=IGNORE, label_smoothing=label_smoothing)
 
 
 class LMModule(TaskModule):

@@ -86,7 +86,7 @@ def test_streamer_holds_back_possible_stop_prefixes_and_partial_characters():
     (["--prompt", "hi", "--temperature", "0"], "--temperature"),
     (["--prompt", "hi", "--top-k", "0"], "--top-k"),
     (["--prompt", "hi", "--stop", ""], "--stop"),
-    (["--chat", "hi"], "is an attnlab run, which has no chat template"),
+    (["--chat", "hi"], "has no chat template (its tokenizer.json has none"),
 ])
 def test_generate_errors(run, args, message, capsys):
     assert main(["generate", str(run), *args]) == 2

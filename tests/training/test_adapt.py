@@ -66,6 +66,42 @@ def test_lora_trains_only_its_update_and_the_merged_model_computes_the_same():
         assert_close(model(ids), adapted, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("arch, targets, layers", [
+    ("gpt2", "mlp", ["linear_net.0", "linear_net.3"]),  # GPT-2's fc and proj
+    ("llama", "mlp", ["linear_net.gate_proj", "linear_net.up_proj", "linear_net.down_proj"]),
+    ("llama", "attention", ["self_attn.qkv_proj", "self_attn.o_proj"]),
+    ("llama", "all-linear", ["self_attn.qkv_proj", "self_attn.o_proj", "linear_net.gate_proj",
+                             "linear_net.up_proj", "linear_net.down_proj"]),
+])
+def test_lora_targets_adapt_the_layers_they_name_and_merge_to_the_same_function(
+        arch, targets, layers):
+    torch.manual_seed(0)
+    parts = {"gpt2": {}, "llama": dict(norm="rms", ff="swiglu", positional="rope", bias=False)}
+    model = CausalLM(30, model_dim=16, num_heads=2, num_layers=2, max_len=16, **parts[arch])
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ids = torch.randint(0, 30, (2, 16))
+    with torch.no_grad():
+        plain = model.eval()(ids)
+    wrapped = add_lora(model, rank=2, alpha=4.0, targets=targets)
+    assert wrapped == [f"decoder.layers.{i}.{name}" for i in range(2) for name in layers]
+    trains = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trains == {f"{w}.lora_{ab}" for w in wrapped for ab in "AB"}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("lora_B"):
+                p.normal_()  # an update that changes the model
+    with torch.no_grad():
+        adapted = model(ids)
+        assert not torch.allclose(adapted, plain)  # the update reaches the output
+        base = {k.replace(".base.", "."): v for k, v in model.state_dict().items()
+                if "lora_" not in k}
+        assert all(torch.equal(base[k], before[k]) for k in before)  # the base weights stay
+        assert merge_lora(model) == len(wrapped)
+        assert_close(model(ids), adapted, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="targets must be one of"):
+        add_lora(model, 2, 2.0, targets="mlps")
+
+
 class _Snapshot:
     """A probe (``loop_probe``) keeping the model's weights as training starts."""
 
@@ -125,6 +161,9 @@ def test_an_lm_run_trains_what_the_flags_say_and_saves_an_ordinary_model(
 @pytest.mark.parametrize("task, flags, message", [
     ("lm", ["--lora-rank", "17"], "--lora-rank 17 is above the model width (--model-dim 16)"),
     ("lm", ["--lora-alpha", "4"], "--lora-alpha scales a LoRA update: give --lora-rank too"),
+    ("lm", ["--lora-targets", "mlp"], "--lora-targets mlp names the layers of a LoRA update: "
+                                      "give --lora-rank too"),
+    ("lm", ["--lora-rank", "2", "--lora-targets", "ffn"], "--lora-targets"),
     ("lm", ["--freeze", "encoder"], "--freeze encoder: this model has no encoder"),
     ("lm", ["--freeze", "all-but-last-3"], "--freeze all-but-last-3: the model has 2 blocks"),
     ("lm", ["--freeze", "last-2"], "--freeze must be none, encoder or all-but-last-N"),
@@ -160,16 +199,20 @@ def test_translate_freeze_encoder_keeps_the_source_side(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_classify_lora_trains_the_update_and_the_new_head(tmp_path, monkeypatch):
+@pytest.mark.parametrize("targets, adapted", [("attention", ".self_attn."),
+                                              ("mlp", ".linear_net.")])
+def test_classify_lora_trains_the_update_and_the_new_head(tmp_path, monkeypatch, targets,
+                                                         adapted):
     rows = ["text,label"] + [f"{w} is {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
                              for i, w in enumerate(["this", "that", "it", "one"] * 20)]
     (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
     out = tmp_path / "run"
     start = _train_watched(monkeypatch, ["train", "classify", "--data", str(tmp_path / "data.csv"),
-                                         "--out", str(out), *TINY, "--lora-rank", "2"])
+                                         "--out", str(out), *TINY, "--lora-rank", "2",
+                                         "--lora-targets", targets])
     model, _ = attnlab.load(out)
     final = model.state_dict()
     changed = {k for k in final if not torch.equal(final[k], start[k])}
     assert any(k.startswith("output_net.") for k in changed)
-    assert any(".self_attn." in k for k in changed)
-    assert all(k.startswith("output_net.") or ".self_attn." in k for k in changed), changed
+    assert any(adapted in k for k in changed)
+    assert all(k.startswith("output_net.") or adapted in k for k in changed), changed

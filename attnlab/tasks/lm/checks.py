@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
-from ...interop.gguf import gguf_vocabulary, is_gguf
-from ...runs import check_data_files, read_json
+from ...interop.gguf import gguf_chat_template, gguf_vocabulary, is_gguf
+from ...runs import check_data_files, read_json, record_data_files
 
 __all__ = ["check_data", "check_corpus", "check_init_corpus", "check_init_vocabulary",
-           "init_is_run", "hf_vocabulary"]
+           "init_is_run", "hf_vocabulary", "check_rows", "init_has_chat_template"]
 
 
 def check_data(cfg: dict[str, Any]) -> None:
@@ -155,3 +155,51 @@ def _vocabulary_differs(ours: dict[str, int], theirs: dict[str, int]) -> str | N
     found = theirs.get(token)
     return (f"token {token!r} is id {ours[token]} there, "
             + (f"{found} in --init's" if found is not None else "absent from --init's"))
+
+
+def check_rows(cfg: dict[str, Any], check_init) -> Any:
+    """--data FILE.jsonl, instruction rows (``attnlab.data.chat_rows``): read and checked now,
+    before the run directory is made; returns them (``Rows``) for the runtime.
+
+    A new run needs --init (the rows fine-tune a pretrained model; ``check_init`` checks it)
+    and records how its rows become tokens (``instruction``): "chat" through --init's chat
+    template, or "plain" (prompt + response + eos) for a checkpoint without one, which then
+    refuses a "messages" row. The file's SHA-256 is recorded (``data_sha256``) and on
+    --resume must be the one the run started with; the held-out tenth must have a row.
+    """
+    from ...data.chat_rows import holdout, read_rows
+    from ...data.tables import check_digest
+
+    data, resuming = cfg["data"], bool(cfg.get("resume") and cfg.get("data_sha256"))
+    if resuming:  # first: its message says the file changed since the run started
+        check_data_files({"data": data}, cfg["data_sha256"], purpose="resume")
+    elif not cfg.get("init"):
+        raise UsageError(f"--data {data} holds instruction rows, which fine-tune a pretrained "
+                         f"model: give --init DIR (a Hugging Face directory, a .gguf file or an "
+                         f"lm run)")
+    else:
+        check_init(cfg)
+    rows = read_rows(data)
+    if not cfg.get("resume"):
+        cfg["instruction"] = "chat" if init_has_chat_template(cfg["init"]) else "plain"
+    if cfg.get("instruction") == "plain" and True in rows.as_messages:
+        line = rows.lines[rows.as_messages.index(True)]
+        raise UsageError(f"--data {data} line {line}: a \"messages\" row needs a chat template, "
+                         f"and --init {cfg.get('init')} has none (a base model); write it as "
+                         f"\"prompt\" and \"response\", or start from an instruct checkpoint")
+    holdout(len(rows.conversations), cfg["seed"], where=f"--data {data}")
+    if not resuming:  # the settings dict, before the run config is frozen
+        cfg.update(record_data_files({"data": data}))
+    check_digest(cfg["data"], rows.sha256, (cfg.get("data_sha256") or {}).get("data"),
+                 what="--data")
+    return rows
+
+
+def init_has_chat_template(init: str | Path) -> bool:
+    """Whether --init's tokenizer has a chat template: a Hugging Face directory's files, a
+    GGUF file's metadata, or an lm run's tokenizer.json (read without torch)."""
+    from ...interop.chat import has_chat_template
+
+    if is_gguf(init):
+        return gguf_chat_template(init) is not None
+    return has_chat_template(init)

@@ -1,6 +1,7 @@
 """The runtime module of ``attnlab train lm``, the part that imports torch (the spec, settings and
 checks are ``attnlab.tasks.lm``): the prepared corpus and its token windows, the ``CausalLM``,
-training, and the uses of a trained run — ``predict`` (a greedy continuation), ``evaluate``,
+training (instruction rows, --data FILE.jsonl: ``instruct.py``), and the uses of a trained run
+— ``predict`` (a greedy continuation; on a run trained on chat rows, the reply), ``evaluate``,
 ``attention_maps``, the prompt of ``attnlab generate`` and ``export --hf``.
 
 The metrics, shared by ``run`` and ``evaluate`` (``lm_metrics``, plain torch): over the N target
@@ -29,6 +30,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from ...data import numbered_batches
+from ...data.chat_rows import is_rows_file
 from ...data.corpus import TokenWindows, corpus_identity, encode_file, prepare, read_meta
 from ...data.tables import check_digest
 from ...errors import UsageError
@@ -48,7 +50,8 @@ from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
            "pin_corpus", "split_windows", "pretrained", "figures", "run", "load",
-           "encode_prompt", "predict_many", "evaluate", "attention_maps", "export_hf"]
+           "encode_prompt", "predict_many", "evaluate", "attention_maps", "export_hf",
+           "fine_tune"]
 
 
 def model_config_of(cfg: RunSettings) -> CausalLMConfig:
@@ -179,6 +182,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Prepare (or check) the corpus, train, measure ``val_loss``/``val_perplexity`` and write
     the run directory (``Runtime.run``)."""
+    if cfg.instruction:  # --data FILE.jsonl: instruction rows, which validate read
+        return fine_tune(task, cfg, run_dir, checked)
     from ...training import finish, fit  # Lightning: imported by training only
     from ...training.lm import LMModule
 
@@ -202,6 +207,34 @@ def run(task, cfg: RunSettings, run_dir: Path,
     metrics = {}
     if result.is_global_zero:
         metrics = _last_validation(cfg, result) or lm_metrics(model, val, B, cfg.val_batches)
+        figures(cfg, run_dir, result.steps, max_steps)
+    return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
+
+
+def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
+    """``run`` on instruction rows (``rows``, which validate read): the loss on the
+    assistant's tokens only, batches padded per batch, ``val_loss`` over every held-out
+    assistant token (``instruct``)."""
+    from ...training import finish, fit  # Lightning: imported by training only
+    from ...training.lm import LMModule
+    from .instruct import assistant_loss, batched, example_batches, pad_id, prepare
+
+    start = pretrained(cfg)
+    cfg, tokenizer, train, val = prepare(cfg, run_dir, rows, start and start[1])
+    B = cfg.batch_size
+    max_steps = cfg.epochs * math.ceil(len(train) / B) if cfg.epochs else cfg.max_steps
+    model = build_model(cfg)
+    if start:
+        model.load_state_dict(start[0])
+    val_batches = batched(val, B, tokenizer)
+    result = fit(LMModule(model, cfg, max_steps),
+                 example_batches(train, B, max_steps, cfg.seed, pad_id(tokenizer)), val_batches,
+                 cfg, run_dir, max_steps=max_steps,
+                 val_check_interval=min(cfg.val_every, max_steps) if cfg.val_every else None,
+                 limit_val_batches=cfg.val_batches)
+    metrics = {}
+    if result.is_global_zero:  # every held-out token (the loop's validation weighs batches)
+        metrics = loss_metrics(assistant_loss(model, val_batches))
         figures(cfg, run_dir, result.steps, max_steps)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
 
@@ -292,6 +325,11 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 
     model, tokenizer = load(task, run_dir, cfg)
     hf_model = to_hf(model, **special_ids(tokenizer))
+    if getattr(tokenizer, "chat_template", None):  # transformers' generate stops at the turn's end
+        from .instruct import ChatSession
+
+        stops = ChatSession(tokenizer, Path(run_dir)).stops
+        hf_model.generation_config.eos_token_id = stops if len(stops) > 1 else stops[0]
     n = getattr(hf_model.config, "n_positions", None)
     name = "n_positions" if n else "max_position_embeddings"
     n = n or hf_model.config.max_position_embeddings
@@ -321,6 +359,10 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
 
     model, tokenizer = load(task, run_dir, cfg)
     n = cfg.predict_tokens if max_new_tokens is None else max_new_tokens
+    if cfg.instruction == "chat":  # trained on conversations: each text is a user's message
+        from .instruct import chat_predictions
+
+        return chat_predictions(model, tokenizer, Path(run_dir), texts, labels, n)
     prompts = each_input(texts, labels,
                          lambda text: encode_prompt(task, tokenizer, text, what="--input"))
     note_unknown(tokenizer, texts, labels)
@@ -333,6 +375,10 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE); of the
     int8 model with ``quantize="int8"``."""
     model, tokenizer = load(task, run_dir, cfg, quantize=quantize)
+    if cfg.instruction and (data is None or is_rows_file(data)):
+        from .instruct import evaluate_loss
+
+        return loss_metrics(evaluate_loss(cfg, model, tokenizer, data))
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg)
     if cfg.corpus_sha256:  # the corpus is the one trained on (pin_corpus)

@@ -31,8 +31,9 @@ from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
-from .checks import (check_data, check_init_corpus, check_init_vocabulary, init_is_run,
-                     is_prepared)
+from ...data.chat_rows import is_rows_file
+from .checks import (check_data, check_init_corpus, check_init_vocabulary, check_rows,
+                     init_is_run, is_prepared)
 
 __all__ = ["LMTask", "LMSettings", "TASKS", "gpt2_settings", "llama_settings", "INIT_TOKENIZER"]
 
@@ -78,6 +79,9 @@ class LMDerived:
     # None: no corpus identity recorded (evaluate then checks nothing; docs/compatibility.md),
     # as for a new run until ``pin_corpus`` derives it
     corpus_sha256: dict[str, str] | None = field(default=None, metadata={"absent": None})
+    # --data FILE.jsonl (instruction rows): "chat" (rendered by the --init checkpoint's chat
+    # template) or "plain" (prompt + response + eos); None: a text corpus
+    instruction: str | None = field(default=None, metadata={"absent": None})
 
 
 class LMRunConfig(RunSettings[LMSettings, CausalLMConfig, LMDerived]):
@@ -152,13 +156,13 @@ class LMTask(Task):
         return {"block_size": (cfg["max_len"], f"--init {cfg['init']}'s model reads at most "
                                                f"{cfg['max_len']} positions ({what})")}
 
-    def check_settings(self, cfg: dict[str, Any]) -> None:
+    def check_settings(self, cfg: dict[str, Any]) -> Any:
         """--attention-dropout not given: the same as --dropout (recorded in config.yaml);
         --arch sets its parts (a part flag that disagrees was refused by ``unused_settings``)."""
         if cfg.get("attention_dropout") is None:
             cfg["attention_dropout"] = cfg["dropout"]
         cfg.update(ARCH_PARTS.get(cfg.get("arch"), {}))
-        super().check_settings(cfg)
+        return super().check_settings(cfg)  # instruction rows, for ``run``'s ``checked``
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A prepared corpus has its tokeniser already (and --init's must be it); a gated
@@ -185,9 +189,10 @@ class LMTask(Task):
         (and --activation stays recorded beside a gated --ff, which does not read it)."""
         return []
 
-    def validate(self, cfg: dict[str, Any]) -> None:
+    def validate(self, cfg: dict[str, Any]) -> Any:
         """--data: a prepared corpus whose splits each hold a window of --block-size + 1 tokens,
-        or a non-empty text file; on --resume, the one the run started with. Everything here is
+        a non-empty text file, or instruction rows (a .jsonl file, with --init: returns its
+        rows, ``checks.check_rows``); on --resume, the one the run started with. Everything here is
         refused before the run directory is created (``checks.check_data``). First the model's
         settings against each other (``lm_parts_broken``: the rules ``CausalLMConfig``, and so
         ``attnlab.load``, checks too), each already in its own range."""
@@ -195,6 +200,8 @@ class LMTask(Task):
             raise UsageError(broken)
         if not cfg.get("data"):
             raise UsageError("--data is required: a directory from `attnlab prepare` or a text file")
+        if is_rows_file(cfg["data"]) and not is_prepared(cfg["data"]):
+            return check_rows(cfg, _check_init)  # instruction rows (``checks.check_rows``)
         if cfg.get("init") and not cfg.get("resume"):
             _check_init(cfg)
         elif (cfg.get("tokenizer") == INIT_TOKENIZER and not is_prepared(cfg["data"])

@@ -1,0 +1,249 @@
+"""Instruction rows for ``attnlab train lm --init DIR --data FILE.jsonl``: reading them, and
+turning one conversation into token ids and the labels the loss counts.
+
+A row (one JSON object per line) is either
+
+    {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}, ...]}
+    {"prompt": "...", "response": "..."}     (read as a user turn and an assistant turn)
+
+Other keys of a row (an id, a source) are kept out of the way; a message has a role and a
+content only. Every problem is one ``UsageError`` naming the flag, the file and the line.
+
+Labels: the loss counts the assistant's tokens only, as TRL's ``assistant_only_loss`` does.
+Every other position holds ``IGNORE`` (-100, ``F.cross_entropy``'s ``ignore_index``). Where
+the assistant's reply starts and ends is read from the chat template itself, without knowing
+its layout (``chat_example``):
+
+- the start: the conversation up to the reply, rendered with the generation prompt (the
+  assistant's header last), is a prefix of the whole conversation; the reply starts after it.
+  That prefix is exactly what ``attnlab generate --chat`` feeds the model;
+- the end: the template's end-of-turn token (``<|im_end|>``, ``<|eot_id|>``), included, as
+  generation stops there; what follows it before the next turn (ChatML's newline) is not
+  the reply. A template with no such token: the end of the turn as rendered alone.
+
+Without a chat template (a base model) a prompt/response row is ``prompt`` + ``response`` +
+eos, the loss on the response and the eos (``plain_example``), so the model learns to stop.
+
+This module imports no torch: the spec reads the rows before the run directory is made.
+
+Examples:
+    >>> render = lambda msgs, gen: [ord(c) for c in "".join(
+    ...     f"<{m['role'][0]}>{m['content']}|" for m in msgs) + ("<a>" if gen else "")]
+    >>> ids, labels = chat_example(render, [{"role": "user", "content": "hi"},
+    ...                                     {"role": "assistant", "content": "yo"}], ord("|"))
+    >>> "".join(chr(i) for i, lab in zip(ids, labels) if lab != IGNORE)
+    'yo|'
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UsageError
+from .tables import _decode, _Object, read_bytes
+
+__all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
+           "holdout", "chat_example", "plain_example", "cut_to", "VAL_SHARE"]
+
+IGNORE = -100  # the label of a position the loss skips (``F.cross_entropy``'s ignore_index)
+ROLES = ("system", "user", "assistant")
+ROWS_SUFFIXES = (".jsonl", ".ndjson")  # --data FILE with these is instruction rows
+VAL_SHARE = 0.1  # the share of rows held out for val_loss, as prepare holds out a tenth
+
+Messages = list[dict[str, str]]
+Render = Callable[[Messages, bool], list[int]]  # (messages, generation prompt) -> ids
+
+
+def is_rows_file(path: str | Path) -> bool:
+    """Whether --data names instruction rows (a .jsonl or .ndjson file), not text."""
+    return Path(path).suffix.lower() in ROWS_SUFFIXES
+
+
+@dataclass
+class Rows:
+    """The conversations of a rows file, with the line of each, whether each was written as
+    ``messages`` (not ``prompt``/``response``), and the SHA-256 of the bytes read."""
+
+    path: Path
+    conversations: list[Messages] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    as_messages: list[bool] = field(default_factory=list)
+    sha256: str = ""
+
+
+def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
+    """The rows of the JSONL file ``path`` (``what``: its flag, for the messages).
+
+    Raises:
+        UsageError: one line naming the file (and line) for a missing or unreadable file, no
+            rows, a line that is not a JSON object, a row with neither ``messages`` nor
+            ``prompt``, a role other than system/user/assistant, a content that is not text,
+            or a conversation without an assistant turn.
+    """
+    data = read_bytes(path, what=what)
+    where = f"{what} {path}"
+    rows = Rows(Path(path), sha256=hashlib.sha256(data).hexdigest())
+    for number, line in enumerate(_decode(data, where).split("\n"), start=1):
+        if not line.strip():
+            continue
+        at = f"{where} line {number}"
+        try:
+            obj = json.loads(line, object_pairs_hook=_Object)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{at}: not valid JSON ({e.msg}, column {e.colno})") from None
+        if not isinstance(obj, dict):
+            raise UsageError(f"{at}: expected a JSON object, got {type(obj).__name__}")
+        rows.conversations.append(_conversation(obj, at))
+        rows.lines.append(number)
+        rows.as_messages.append("messages" in obj)
+    if not rows.conversations:
+        raise UsageError(f"{where}: the file has no rows; each line is a JSON object with "
+                         f"\"messages\" or \"prompt\" and \"response\"")
+    return rows
+
+
+def _conversation(obj: dict, at: str) -> Messages:
+    """The messages of one row (a prompt/response row as a user and an assistant turn)."""
+    if obj.duplicates:
+        raise UsageError(f"{at}: field {obj.duplicates[0]!r} appears twice in one object")
+    if "messages" in obj and "prompt" in obj:
+        raise UsageError(f"{at}: a row has \"messages\" or \"prompt\", not both")
+    if "messages" in obj:
+        messages = obj["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise UsageError(f"{at}: \"messages\" must be a non-empty list of "
+                             f"{{\"role\", \"content\"}} objects")
+        found = [_message(m, f"{at}, message {i}") for i, m in enumerate(messages, start=1)]
+    elif "prompt" in obj:
+        if "response" not in obj:
+            raise UsageError(f"{at}: a \"prompt\" row needs a \"response\" (the text the loss "
+                             f"counts)")
+        found = [_message({"role": "user", "content": obj["prompt"]}, f"{at}, \"prompt\""),
+                 _message({"role": "assistant", "content": obj["response"]},
+                          f"{at}, \"response\"")]
+    else:
+        keys = ", ".join(obj) or "none"
+        raise UsageError(f"{at}: no \"messages\" or \"prompt\" (fields: {keys}); a row is "
+                         f"{{\"messages\": [...]}} or {{\"prompt\": ..., \"response\": ...}}")
+    if not any(m["role"] == "assistant" for m in found):
+        raise UsageError(f"{at}: the conversation has no assistant turn, so nothing for the "
+                         f"loss to count")
+    return found
+
+
+def _message(message, at: str) -> dict[str, str]:
+    if isinstance(message, dict) and "role" not in message:
+        raise UsageError(f"{at}: no \"role\"")
+    if not isinstance(message, dict) or set(message) != {"role", "content"}:
+        shown = ", ".join(message) if isinstance(message, dict) else type(message).__name__
+        raise UsageError(f"{at}: a message is {{\"role\", \"content\"}} only, got {shown}")
+    if message["role"] not in ROLES:
+        raise UsageError(f"{at}: role {message['role']!r} is not one of {', '.join(ROLES)}")
+    if not isinstance(message["content"], str):
+        raise UsageError(f"{at}: \"content\" must be text, got "
+                         f"{json.dumps(message['content'])[:40]}")
+    return {"role": message["role"], "content": message["content"]}
+
+
+def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:
+    """(train, val) row indices: ``round(VAL_SHARE · n)`` rows held out, drawn with
+    ``random.Random(seed)`` as classify draws its splits (one class), never every row.
+
+    Raises:
+        UsageError: naming ``where`` when too few rows leave none to hold out.
+
+    Examples:
+        >>> holdout(10, 0, where="x")[1]
+        [7]
+    """
+    rows = list(range(n))  # classify's draw (``tasks.classify.data._split``), one class
+    random.Random(seed).shuffle(rows)
+    k = min(round(VAL_SHARE * n), n - 1)
+    train, val = sorted(rows[k:]), sorted(rows[:k])
+    if not val:
+        raise UsageError(f"{where}: too few rows ({n}) to hold out a tenth for val_loss; give "
+                         f"at least {round(0.5 / VAL_SHARE)} rows")
+    return train, val
+
+
+def chat_example(render: Render, messages: Messages, end_of_turn: int | None
+                 ) -> tuple[list[int], list[int]]:
+    """(ids, labels) of one conversation rendered by ``render(messages, generation_prompt)``
+    (the chat template's ids); labels are the ids on the assistant's replies, each with its
+    end-of-turn token ``end_of_turn``, and ``IGNORE`` elsewhere (see the module doc).
+
+    Raises:
+        ValueError: when the template renders the conversation up to a reply otherwise than
+            the start of the whole (so where the reply starts is not clear).
+    """
+    ids = render(messages, False)
+    labels = [IGNORE] * len(ids)
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        head = render(messages[:i], True)
+        if ids[:len(head)] != head:
+            raise ValueError(f"the chat template renders the conversation before assistant "
+                             f"turn {i + 1} otherwise than as the start of the whole")
+        start, end = len(head), _turn_end(render, messages[:i + 1], ids, len(head), end_of_turn)
+        labels[start:end] = ids[start:end]
+    return ids, labels
+
+
+def _turn_end(render: Render, upto: Messages, ids: list[int], start: int,
+              end_of_turn: int | None) -> int:
+    """Where the reply starting at ``start`` ends in ``ids``: after its end-of-turn token,
+    within the turn as rendered alone (``upto``, the conversation up to the reply) where that
+    is a prefix of the whole (some templates, Qwen3's, render the last reply otherwise)."""
+    turn = render(upto, False)
+    bound = len(turn) if ids[:len(turn)] == turn else len(ids)
+    if end_of_turn is not None and end_of_turn in ids[start:bound]:
+        return ids.index(end_of_turn, start, bound) + 1
+    if bound == len(ids) and ids[:len(turn)] != turn:
+        raise ValueError("the chat template renders a reply otherwise than within the whole "
+                         "conversation, and has no end-of-turn token to find its end by")
+    return bound
+
+
+def plain_example(prompt: list[int], response: list[int], eos: int
+                  ) -> tuple[list[int], list[int]]:
+    """(ids, labels) of a prompt/response row without a chat template: prompt + response +
+    eos, the labels on the response and the eos.
+
+    Examples:
+        >>> plain_example([5, 6], [7], 2)
+        ([5, 6, 7, 2], [-100, -100, 7, 2])
+    """
+    return [*prompt, *response, eos], [IGNORE] * len(prompt) + [*response, eos]
+
+
+def cut_to(examples: list[tuple[list[int], list[int]]], length: int
+           ) -> tuple[list[tuple[list[int], list[int]]], dict[str, int]]:
+    """The examples cut to their first ``length`` tokens (the model reads --block-size
+    inputs, and the last token is only a target: length = --block-size + 1), those left
+    with no label dropped; and what was cut: ``cut`` conversations, ``dropped`` of them left
+    with no assistant token, ``lost`` of ``labelled`` assistant tokens.
+
+    Examples:
+        >>> kept, said = cut_to([([1, 2, 3, 4], [-100, 2, 3, 4])], 3)
+        >>> kept, said["lost"], said["labelled"]
+        ([([1, 2, 3], [-100, 2, 3])], 1, 3)
+    """
+    kept, said = [], {"cut": 0, "dropped": 0, "lost": 0, "labelled": 0}
+    for ids, labels in examples:
+        counted = sum(lab != IGNORE for lab in labels[1:])  # the first token is no target
+        said["labelled"] += counted
+        if len(ids) > length:
+            said["cut"] += 1
+            ids, labels = ids[:length], labels[:length]
+        left = sum(lab != IGNORE for lab in labels[1:])
+        said["lost"] += counted - left
+        if left:
+            kept.append((ids, labels))
+        else:
+            said["dropped"] += 1
+    return kept, said

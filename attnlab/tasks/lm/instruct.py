@@ -1,0 +1,254 @@
+"""Instruction fine-tuning: ``attnlab train lm --init DIR --data FILE.jsonl`` (the rows and
+their labels are ``attnlab.data.chat_rows``'s; the spec read and checked them). This is the
+part of the lm runtime that turns rows into batches, measures and answers chats; the run
+itself is ``runtime.fine_tune``.
+
+- Tokens: each conversation rendered by the --init checkpoint's chat template (the rendering
+  ``attnlab generate --chat`` uses, ``attnlab.interop.chat.render``), or prompt + response +
+  eos without a template. The loss counts the assistant's tokens only (the other targets are
+  ``IGNORE``), a mean over them.
+- Too long: a conversation longer than --block-size + 1 tokens is cut at its end, and one line
+  on stderr says how many were cut and how many assistant tokens that left out.
+- Batches: padded per batch to its longest example, on the right (the causal mask keeps the
+  padding out of every real position; its targets are ``IGNORE``). Epochs of the training
+  rows, shuffled with --seed per epoch; batch n is a function of n alone
+  (``numbered_batches``), so --resume continues with the batches an unbroken run would see.
+- Held out: a tenth of the rows (``chat_rows.holdout``, drawn with --seed); ``val_loss`` is the
+  mean cross-entropy over their assistant tokens, every token weighted equally.
+- The run's tokenizer (with the template) is written to RUN_DIR/data/tokenizer.json when the
+  run starts, and its SHA-256 recorded (``corpus_sha256``): a resumed run reads it there,
+  never --init DIR again.
+
+Shapes: B batch, T the longest example of a batch less one, V vocabulary.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ...data import numbered_batches
+from ...data.chat_rows import (IGNORE, Rows, chat_example, cut_to, holdout, plain_example,
+                               read_rows)
+from ...data.tables import check_digest
+from ...errors import UsageError
+from ...interop.chat import chat_ids, conversation, end_of_turn_id, render
+from ...interop.saved import load_any_tokenizer
+from ...runs import check_data_files, file_digest
+
+__all__ = ["prepare", "encode_rows", "padded", "batched", "pad_id", "example_batches",
+           "assistant_loss", "evaluate_loss", "ChatSession", "chat_predictions", "cut_note"]
+
+Example = tuple[list[int], list[int]]  # (ids, labels)
+
+
+def prepare(cfg, run_dir: Path, rows: Rows, tokenizer=None):
+    """What a fine-tuning run trains on: (the run config with its tokenizer's place and digest
+    derived, the tokenizer, the training examples, the held-out ones). ``tokenizer`` is
+    --init's (a new run); None on --resume (read back from the run)."""
+    cfg, tokenizer = _tokenizer_of_run(cfg, Path(run_dir), tokenizer)
+    train_rows, val_rows = holdout(len(rows.conversations), cfg.seed, where=f"--data {cfg.data}")
+    train = encode_rows(cfg, tokenizer, rows, train_rows, say=True)
+    val = encode_rows(cfg, tokenizer, rows, val_rows, say=True, split="held-out ")
+    return cfg, tokenizer, train, val
+
+
+def batched(examples: list[Example], batch_size: int, tokenizer) -> list:
+    """The examples in order, ``padded`` ``batch_size`` at a time (validation's batches)."""
+    pad = pad_id(tokenizer)
+    return [padded(examples[i:i + batch_size], pad) for i in range(0, len(examples), batch_size)]
+
+
+def _tokenizer_of_run(cfg, run_dir: Path, tokenizer):
+    """The run's tokenizer: --init's (a new run), written to RUN_DIR/data/tokenizer.json and
+    its SHA-256 derived into ``corpus_sha256``; on --resume, read back from there, checked."""
+    from .checks import check_corpus
+
+    data_dir = run_dir / "data"
+    if tokenizer is not None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        tokenizer.save(data_dir / "tokenizer.json")
+        return cfg.derive(data_dir=str(data_dir.resolve()), corpus_sha256={
+            "tokenizer.json": file_digest(data_dir / "tokenizer.json")}), tokenizer
+    check_corpus(cfg.corpus_sha256, cfg.data_dir, "resume")
+    return cfg, load_any_tokenizer(Path(cfg.data_dir) / "tokenizer.json")
+
+
+def pad_id(tokenizer) -> int:
+    """Any id the model can read: padding is never a target and no real position sees it."""
+    return tokenizer.pad_id if tokenizer.pad_id is not None else 0
+
+
+def encode_rows(cfg, tokenizer, rows: Rows, which: list[int], *, say: bool = False,
+                split: str = "") -> list[Example]:
+    """The (ids, labels) of the rows numbered ``which``, as the run's ``instruction`` turns
+    them into tokens, cut to --block-size + 1; with ``say``, one line on stderr for what was
+    cut. ``UsageError`` naming the file and line of a row the template refuses, or when no
+    assistant token is left within --block-size."""
+    encode = _encoder(cfg, tokenizer)
+    examples = []
+    for i in which:
+        try:
+            examples.append(encode(rows.conversations[i]))
+        except (UsageError, ValueError) as e:
+            raise UsageError(f"--data {rows.path} line {rows.lines[i]}: {e}") from None
+    kept, said = cut_to(examples, cfg.block_size + 1)
+    where = f"--data {rows.path}"
+    if not kept:
+        raise UsageError(f"{where}: no {split}conversation has an assistant token within "
+                         f"--block-size {cfg.block_size}; raise --block-size")
+    if say and said["cut"]:
+        print(f"note: {where}: {cut_note(said, len(examples), cfg.block_size, split)}",
+              file=sys.stderr, flush=True)
+    return kept
+
+
+def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "") -> str:
+    """What ``cut_to`` cut, in words (``said``: its counts; ``n`` conversations in all).
+
+    Examples:
+        >>> cut_note({"cut": 2, "dropped": 1, "lost": 30, "labelled": 400}, 50, 64)
+        '2 of 50 conversations are longer than --block-size 64 + 1 tokens and were cut at the end: 30 of 400 assistant tokens are left out (1 conversation has none left and is not trained on)'
+    """
+    one = said["cut"] == 1
+    text = (f"{said['cut']} of {n} {split}conversations {'is' if one else 'are'} longer than "
+            f"--block-size {block_size} + 1 tokens and {'was' if one else 'were'} cut at the "
+            f"end: {said['lost']:,} of {said['labelled']:,} assistant tokens are left out")
+    if said["dropped"]:
+        one = said["dropped"] == 1
+        text += (f" ({said['dropped']} conversation{'' if one else 's'} "
+                 f"{'has' if one else 'have'} none left and {'is' if one else 'are'} not "
+                 f"trained on)")
+    return text
+
+
+def _encoder(cfg, tokenizer):
+    """``messages -> (ids, labels)`` for the run: through the chat template, or plain."""
+    if cfg.instruction == "chat":
+        theirs = tokenizer.to_transformers()
+        source = cfg.init or cfg.out
+
+        def rendered(messages, generation_prompt):
+            return render(theirs, messages, source, generation_prompt=generation_prompt)
+
+        end = end_of_turn_id(theirs)
+        end = end if end is not None else tokenizer.eos_id
+        return lambda messages: chat_example(rendered, messages, end)
+    if tokenizer.eos_id is None:
+        raise UsageError(f"--init {cfg.init}: its tokenizer has no eos token to end a response "
+                         f"with")
+    return lambda messages: plain_example(tokenizer.encode(messages[0]["content"]),
+                                          tokenizer.encode(messages[1]["content"]),
+                                          tokenizer.eos_id)
+
+
+def padded(examples: list[Example], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs (B, T), targets (B, T)) of examples: inputs = ids[:-1], targets = labels[1:],
+    padded on the right with ``pad`` and ``IGNORE``.
+
+    Examples:
+        >>> x, y = padded([([5, 6, 7], [-100, 6, 7]), ([5, 8], [-100, 8])], pad=0)
+        >>> x.tolist(), y.tolist()
+        ([[5, 6], [5, 0]], [[6, 7], [8, -100]])
+    """
+    T = max(len(ids) for ids, _ in examples) - 1
+    inputs = torch.full((len(examples), T), pad, dtype=torch.long)
+    targets = torch.full((len(examples), T), IGNORE, dtype=torch.long)
+    for b, (ids, labels) in enumerate(examples):
+        inputs[b, :len(ids) - 1] = torch.tensor(ids[:-1])
+        targets[b, :len(ids) - 1] = torch.tensor(labels[1:])
+    return inputs, targets
+
+
+def example_batches(examples: list[Example], batch_size: int, steps: int, seed: int, pad: int):
+    """``steps`` training batches: example k of the run (k = n·B + j for slot j of batch n) is
+    row k mod N of epoch k // N's shuffle (seeded from (seed, epoch)); so every row is seen
+    once an epoch, and batch n is a function of n (``numbered_batches``: DDP ranks and a
+    resumed run take the numbers they are given)."""
+    N = len(examples)
+
+    @functools.lru_cache(maxsize=4)
+    def order(epoch: int) -> list[int]:
+        g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+        return torch.randperm(N, generator=g).tolist()
+
+    def batch(n: int):
+        picks = [divmod(k, N) for k in range(n * batch_size, (n + 1) * batch_size)]
+        return padded([examples[order(epoch)[i]] for epoch, i in picks], pad)
+
+    return numbered_batches(batch, steps)
+
+
+@torch.no_grad()
+def assistant_loss(model, batches) -> float:
+    """The mean cross-entropy (nats) over every assistant token of ``batches`` (each token
+    weighted equally, however the batches are cut): the run's ``val_loss``."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for inputs, targets in batches:
+        logits = model(inputs)  # (B, T, V)
+        total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(),
+                                       ignore_index=IGNORE, reduction="sum"))
+        count += int((targets != IGNORE).sum())
+    model.train(was_training)
+    return total / count
+
+
+def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
+    """``attnlab evaluate`` of an instruction run: the held-out rows of its --data (the file
+    checked against config.yaml's digest), or every row of another rows file ``data``."""
+    if data is None:
+        check_data_files({"data": cfg.data}, cfg.data_sha256, purpose="evaluate")
+        rows = read_rows(cfg.data)
+        check_digest(cfg.data, rows.sha256, (cfg.data_sha256 or {}).get("data"), what="--data")
+        which = holdout(len(rows.conversations), cfg.seed, where=f"--data {cfg.data}")[1]
+    else:
+        rows = read_rows(data)
+        which = list(range(len(rows.conversations)))
+    examples = encode_rows(cfg, tokenizer, rows, which, say=True)
+    return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer))
+
+
+class ChatSession:
+    """A run's chat: a message (and system message) as the ids the model continues, through
+    the run's chat template (its tokenizer.json's), and the ids that end the reply (eos and the
+    template's end-of-turn token). ``attnlab generate RUN --chat`` and ``predict`` on a run
+    trained on chat rows answer through it."""
+
+    def __init__(self, tokenizer, run_dir: Path) -> None:
+        self.theirs, self.run_dir = tokenizer.to_transformers(), run_dir
+        end = end_of_turn_id(self.theirs)
+        self.stops = list(dict.fromkeys(i for i in (tokenizer.eos_id, end) if i is not None))
+
+    def ids(self, message: str, system: str | None = None) -> list[int]:
+        return chat_ids(self.theirs, conversation(message, system), self.run_dir)
+
+    def reply(self, model, tokenizer, ids: list[int], max_new_tokens: int, *, label: str) -> str:
+        """The greedy reply after ``ids``: up to ``max_new_tokens`` tokens, cut at a stop id."""
+        from .continuation import StopStreamer, note_cut
+
+        note_cut(len(ids), model.max_len, label)
+        stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=False,
+                              eos_token_id=self.stops, slide=True)
+        text, pieces = StopStreamer(tokenizer, []), []
+        for token in stream:
+            if int(token[0, 0]) in self.stops:
+                break
+            pieces.append(text.add(int(token[0, 0])))
+        return "".join(pieces) + text.flush()
+
+
+def chat_predictions(model, tokenizer, run_dir: Path, texts: list[str], labels: list[str],
+                     n: int) -> list[dict[str, Any]]:
+    """``predict`` on a run trained on chat rows: each text answered as the user's message."""
+    from ..base import each_input
+
+    session = ChatSession(tokenizer, run_dir)
+    all_ids = each_input(texts, labels, session.ids)
+    return [{"prediction": session.reply(model, tokenizer, ids, n, label=label).replace("\n", " ")}
+            for ids, label in zip(all_ids, labels)]

@@ -1,0 +1,444 @@
+"""Instruction fine-tuning: ``attnlab train lm --init DIR --data FILE.jsonl``.
+
+Offline: tiny random Qwen2 (ChatML template) and Llama (Llama 3 template) directories with a
+byte-level BPE trained here (``test_llama_family.save_family``'s model, our tokenizer and
+template). What is checked: the loss counts the assistant's tokens only, found in both
+template layouts; a few dozen steps on "reverse: abc" -> "cba" lower the assistant-only
+val_loss; the run answers ``generate --chat`` and ``predict`` through the same template, and
+its export generates the same greedy tokens in transformers; resume is exact; bad rows and
+long conversations are said in one line. Logits are compared in float32 at atol 1e-6 for the
+loss, 1e-4 for models.
+"""
+import json
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from torch.testing import assert_close
+
+from .conftest import transformers  # (skips without the hf extra)
+from .test_llama_family import _tiny
+from ..training.loop_probe import probe_loop
+
+import attnlab  # noqa: E402
+from attnlab.cli import main  # noqa: E402
+from attnlab.data.chat_rows import IGNORE, chat_example, cut_to, read_rows  # noqa: E402
+from attnlab.errors import UsageError  # noqa: E402
+from attnlab.interop.chat import end_of_turn_id, render  # noqa: E402
+from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
+from attnlab.tasks.lm.instruct import assistant_loss, padded  # noqa: E402
+from attnlab.training.lm import lm_loss  # noqa: E402
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+          "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+LLAMA3 = ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
+          "<|end_header_id|>\n\n{{ m['content'] | trim }}<|eot_id|>{% endfor %}"
+          "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n"
+          "{% endif %}")
+STYLES = {  # family, template, special tokens (bos/eos first), end-of-turn token
+    "chatml": ("qwen2", CHATML, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "<|im_end|>"),
+    "llama3": ("llama", LLAMA3, ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                                 "<|end_header_id|>", "<|eot_id|>"], "<|eot_id|>"),
+}
+WORDS = ["abc", "hello", "dog", "tea", "moon", "sun", "cat", "bed", "ace", "bad", "cab", "fed"]
+CORPUS = [f"reverse: {w}" for w in WORDS] + WORDS[::-1] + ["system user assistant be brief"]
+TRAIN = ["--max-steps", "40", "--warmup", "2", "--batch-size", "8", "--lr", "1e-2",
+         "--block-size", "96", "--val-every", "20", "--threads", "1"]
+
+
+def _tokenizer(style, template=True):
+    _, chat, specials, _ = STYLES[style]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(CORPUS * 5, trainers.BpeTrainer(
+        vocab_size=160, special_tokens=specials, show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    eos = specials[-1] if style == "llama3" else specials[0]
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=specials[0],
+                                              eos_token=eos)
+    hf.chat_template = chat if template else None
+    return hf
+
+
+def save_chat_model(d, style="chatml", template=True):
+    """A tiny random model of the style's family with its tokenizer and chat template."""
+    tok = _tokenizer(style, template)
+    hf = _tiny(STYLES[style][0], vocab_size=len(tok))
+    with torch.no_grad():  # smaller weights than the family tests': a model that trains
+        for p in hf.parameters():
+            p.mul_(0.25)
+    hf.save_pretrained(d)
+    tok.save_pretrained(d)
+    return d
+
+
+def _rows(n=60, seed=0):
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        w = "".join(rng.choice("abcdefgh") for _ in range(rng.randint(2, 5)))
+        if i % 2:
+            rows.append({"prompt": f"reverse: {w}", "response": w[::-1]})
+        else:
+            rows.append({"messages": [{"role": "system", "content": "be brief"},
+                                      {"role": "user", "content": f"reverse: {w}"},
+                                      {"role": "assistant", "content": w[::-1]}]})
+    return rows
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+class _Dirs(dict):
+    """The test directories, each written when a test first asks for it (pytest-xdist spreads
+    the tests over workers, each building only what its tests read)."""
+
+    MAKE = {"chatml": lambda d: save_chat_model(d / "qwen2"),
+            "llama3": lambda d: save_chat_model(d / "llama", "llama3"),
+            "base": lambda d: save_chat_model(d / "base", template=False),
+            "rows": lambda d: _write(d / "rows.jsonl", _rows())}
+
+    def __init__(self, tmp):
+        super().__init__()
+        self.tmp = tmp
+
+    def __missing__(self, key):
+        self[key] = self.MAKE[key](self.tmp)
+        return self[key]
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    return _Dirs(tmp_path_factory.mktemp("instruct"))
+
+
+# ---- which tokens the loss counts -------------------------------------------------------------
+CONVERSATION = [{"role": "system", "content": "be brief"},
+                {"role": "user", "content": "reverse: abc"},
+                {"role": "assistant", "content": "cba"},
+                {"role": "user", "content": "reverse: dog"},
+                {"role": "assistant", "content": "god"}]
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_the_labels_are_each_reply_and_its_end_of_turn_token(style):
+    tok = _tokenizer(style)
+    end = tok.convert_tokens_to_ids(STYLES[style][3])
+    assert end_of_turn_id(tok) == end
+
+    def rendered(messages, generation_prompt):
+        return render(tok, messages, "DIR", generation_prompt=generation_prompt)
+
+    ids, labels = chat_example(rendered, CONVERSATION, end)
+    assert ids == tok.apply_chat_template(CONVERSATION, return_dict=False)
+    spans, span = [], []
+    for i, lab in zip(ids, labels):
+        if lab != IGNORE:
+            assert lab == i
+            span.append(i)
+        elif span:
+            spans.append(span)
+            span = []
+    spans += [span] if span else []  # Llama 3's last reply ends the text
+    # exactly the two replies, each ending at its end-of-turn token; nothing of the headers,
+    # the system or user turns, nor ChatML's newline after <|im_end|>
+    assert [tok.decode(s) for s in spans] == ["cba" + STYLES[style][3], "god" + STYLES[style][3]]
+    # and each reply starts where `generate --chat` lets the model start it
+    prompt = tok.apply_chat_template(CONVERSATION[:2], add_generation_prompt=True,
+                                     return_dict=False)
+    assert labels[len(prompt) - 1] == IGNORE and labels[len(prompt)] == ids[len(prompt)]
+
+
+@pytest.mark.slow
+def test_the_loss_is_the_cross_entropy_of_the_assistant_positions_only(dirs):
+    d = dirs["chatml"]
+    model = read_checkpoint(d, task="lm").model.eval()  # the directory's weights, copied
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+
+    def rendered(messages, generation_prompt):
+        return render(tok, messages, d, generation_prompt=generation_prompt)
+
+    short = CONVERSATION[:3]
+    examples = [chat_example(rendered, CONVERSATION, end), chat_example(rendered, short, end)]
+    inputs, targets = padded(examples, pad=0)
+    with torch.no_grad():
+        loss = lm_loss(model, inputs, targets)
+        logp = F.log_softmax(model(inputs), -1)  # (B, T, V)
+    # by hand: the positions whose next token is a reply's or its <|im_end|>, found from the
+    # text (each reply's tokens after "<|im_start|>assistant\n"), nothing else
+    header = tok.encode("<|im_start|>assistant\n")
+    terms = []
+    for b, (ids, _) in enumerate(examples):
+        for at in range(len(ids) - len(header)):
+            if ids[at:at + len(header)] == header:
+                start = at + len(header)
+                stop = ids.index(end, start)
+                terms += [-logp[b, t - 1, ids[t]] for t in range(start, stop + 1)]
+    replies = ["cba", "god", "cba"]  # the two of the long conversation, the one of the short
+    assert len(terms) == sum(len(tok.encode(r)) + 1 for r in replies)  # each with <|im_end|>
+    assert_close(loss, torch.stack(terms).mean(), atol=1e-6, rtol=0)
+    # a user token's target does not count: changed, the loss stays; counted (no mask), it moves
+    user = tok.encode("reverse")[0]
+    at = examples[0][0].index(user)  # the user's token, as a target of the position before it
+    assert targets[0, at - 1] == IGNORE
+    whole = torch.tensor(examples[0][0][1:])
+    changed = whole.clone()
+    changed[at - 1] = (user + 1) % len(tok)
+    with torch.no_grad():
+        unmasked = [lm_loss(model, inputs[:1, :len(whole)], t[None]) for t in (whole, changed)]
+    assert not torch.equal(*unmasked)
+
+
+def test_a_conversation_longer_than_the_block_is_cut_at_its_end_and_counted():
+    examples = [([1, 2, 3, 4, 5], [IGNORE, IGNORE, 3, 4, 5]), ([1, 2, 3], [IGNORE, 2, 3]),
+                ([1, 2, 3, 4, 5, 6], [IGNORE] * 4 + [5, 6])]
+    kept, said = cut_to(examples, 4)
+    assert kept == [([1, 2, 3, 4], [IGNORE, IGNORE, 3, 4]), ([1, 2, 3], [IGNORE, 2, 3])]
+    assert said == {"cut": 2, "dropped": 1, "lost": 3, "labelled": 7}
+
+
+# ---- training ------------------------------------------------------------------------------
+class _Start:
+    """The assistant-only val_loss of the model as training starts, on the run's own batches."""
+
+    def __init__(self):
+        self.val_loss, self.trains, self.weights = None, None, None
+
+    def on_train_start(self, loop):
+        model = loop.module.model
+        self.val_loss = assistant_loss(model, loop.val_loader)
+        self.trains = sorted(n for n, p in model.named_parameters() if p.requires_grad)
+        self.weights = {k.replace(".base.", "."): v.detach().clone()  # a LoRA layer's base
+                        for k, v in model.state_dict().items() if "lora_" not in k}
+
+
+@pytest.fixture(scope="module")
+def trained(dirs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "sft"
+    probe = _Start()
+    with pytest.MonkeyPatch.context() as mp:
+        probe_loop(mp, probe)
+        assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(dirs["rows"]),
+                     "--out", str(out), *TRAIN]) == 0
+    return out, probe
+
+
+@pytest.mark.slow
+def test_fine_tuning_lowers_the_assistant_only_val_loss(trained, dirs):
+    out, start = trained
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == 40
+    assert metrics["val_loss"] < 0.7 * start.val_loss, (metrics["val_loss"], start.val_loss)
+    cfg = attnlab.loading.check_run_dir(out)[1]
+    assert cfg.instruction == "chat" and cfg.data_sha256["data"]
+    # evaluate measures the same held-out assistant tokens from the saved model
+    assert main(["evaluate", str(out)]) == 0
+
+
+@pytest.mark.slow
+def test_the_run_answers_through_the_template_and_its_export_generates_the_same(
+        trained, tmp_path, capsys):
+    out, _ = trained
+    capsys.readouterr()
+    assert main(["generate", str(out), "--chat", "reverse: abc", "--greedy",
+                 "--max-new-tokens", "12", "--threads", "1"]) == 0
+    ours = capsys.readouterr().out
+    assert main(["predict", str(out), "--input", "reverse: abc", "--max-new-tokens", "12"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == ours.rstrip("\n")
+    exported = tmp_path / "hf"
+    assert main(["export", str(out), "--hf", str(exported)]) == 0
+    tok = transformers.AutoTokenizer.from_pretrained(exported)
+    model = transformers.AutoModelForCausalLM.from_pretrained(exported).eval()
+    assert tok.chat_template == CHATML
+    ids = tok.apply_chat_template([{"role": "user", "content": "reverse: abc"}],
+                                  add_generation_prompt=True, return_dict=False)
+    new = model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False,
+                         pad_token_id=tok.eos_token_id)[0, len(ids):].tolist()
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    assert model.generation_config.eos_token_id == [tok.eos_token_id, end]
+    cut = new[:new.index(end)] if end in new else new  # generate stops after the stop token
+    assert ours == tok.decode(cut, skip_special_tokens=True) + "\n"
+
+
+@pytest.mark.slow
+def test_lora_on_all_linear_layers_trains_the_named_adapters_only(dirs, tmp_path, monkeypatch):
+    out = tmp_path / "lora"
+    probe, last = _Start(), {}
+
+    class Last:
+        def on_train_batch_end(self, loop):
+            if loop.step == loop.max_steps:
+                model = loop.module.model.eval()
+                with torch.no_grad():
+                    last["logits"] = model(torch.arange(12)[None])
+                last["base"] = {k.replace(".base.", "."): v.clone()
+                                for k, v in model.state_dict().items() if "lora_" not in k}
+
+    probe_loop(monkeypatch, probe, Last())
+    assert main(["train", "lm", "--init", str(dirs["llama3"]), "--data", str(dirs["rows"]),
+                 "--out", str(out), *TRAIN, "--max-steps", "6", "--lora-rank", "2",
+                 "--lora-targets", "all-linear"]) == 0
+    per_block = ["self_attn.qkv_proj", "self_attn.o_proj", "linear_net.gate_proj",
+                 "linear_net.up_proj", "linear_net.down_proj"]
+    assert probe.trains == sorted(f"decoder.layers.{i}.{name}.lora_{ab}" for i in range(2)
+                                  for name in per_block for ab in "AB")
+    # the base weights did not move; the merged run computes what the adapted model did
+    assert last["base"].keys() == probe.weights.keys()
+    for k, v in last["base"].items():
+        assert torch.equal(v, probe.weights[k]), k
+    for checkpoint in (None, "last"):  # the saved model, and the checkpoint's adapters merged
+        model, _ = attnlab.load(out, checkpoint=checkpoint)
+        with torch.no_grad():
+            assert_close(model(torch.arange(12)[None]), last["logits"], atol=1e-5, rtol=1e-5)
+    saved = load_file(out / "model.safetensors")
+    assert not any("lora_" in k for k in saved)
+    assert any(not torch.equal(saved[k], probe.weights[k]) for k in saved if "gate_proj" in k)
+
+
+# ---- resume --------------------------------------------------------------------------------
+class _Crash(Exception):
+    pass
+
+
+@pytest.mark.slow
+def test_resume_is_exact_and_refuses_a_changed_file(dirs, tmp_path, monkeypatch, capsys):
+    rows = _write(tmp_path / "rows.jsonl", _rows(30, seed=1))
+    args = ["--init", str(dirs["chatml"]), "--data", str(rows), *TRAIN, "--max-steps", "12",
+            "--checkpoint-every", "5", "--dropout", "0.1"]
+    out = tmp_path / "resumed"
+
+    class CrashAt:
+        def on_train_batch_end(self, loop):
+            if loop.step == 7:
+                raise _Crash
+
+    with monkeypatch.context() as m:
+        probe_loop(m, CrashAt())
+        with pytest.raises(_Crash):
+            main(["train", "lm", "--out", str(out), *args])
+    assert main(["train", "lm", "--out", str(out), "--resume"]) == 0  # the rest: config.yaml's
+    whole = tmp_path / "whole"
+    assert main(["train", "lm", "--out", str(whole), *args]) == 0
+    resumed, uninterrupted = load_file(out / "model.safetensors"), load_file(whole / "model.safetensors")
+    for name in resumed:
+        assert_close(resumed[name], uninterrupted[name], rtol=1e-5, atol=1e-6)
+    _write(rows, _rows(30, seed=2))
+    capsys.readouterr()
+    assert main(["train", "lm", "--out", str(out), "--resume", "--max-steps", "14"]) == 2
+    assert "changed since this run started" in capsys.readouterr().err
+
+
+# ---- what is refused, in one line, with nothing written --------------------------------------
+BAD = [
+    ('{"messages": [}\n', "line 1: not valid JSON"),
+    ('{"prompt": "a", "response": "b"}\n{"text": "x"}\n', "line 2: no \"messages\" or \"prompt\""),
+    ('{"messages": [{"role": "tool", "content": "x"}, {"role": "assistant", "content": "y"}]}\n',
+     "line 1, message 1: role 'tool' is not one of system, user, assistant"),
+    ('{"messages": [{"role": "user", "content": "x"}]}\n',
+     "line 1: the conversation has no assistant turn"),
+    ('{"prompt": "x"}\n', "line 1: a \"prompt\" row needs a \"response\""),
+    ('{"messages": [{"role": "user", "content": 3}, {"role": "assistant", "content": "y"}]}\n',
+     "line 1, message 1: \"content\" must be text"),
+    ("\n\n", ": the file has no rows"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD)
+def test_bad_rows_are_one_line_naming_the_file_and_line(tmp_path, text, message):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(text, encoding="utf-8")
+    with pytest.raises(UsageError) as refused:
+        read_rows(data)
+    assert str(refused.value).startswith(f"--data {data}") and message in str(refused.value)
+    assert len(str(refused.value).splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, message", BAD[:2])
+def test_train_refuses_bad_rows_before_the_run_directory(dirs, tmp_path, capsys, text, message):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(text, encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(data),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"attnlab: error: --data {data}") and message in err, err
+    assert len(err.splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.slow
+def test_bad_rows_are_refused_before_torch_is_imported(dirs, tmp_path):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(BAD[2][0], encoding="utf-8")
+    code = ("import sys; from attnlab.cli import main; "
+            f"rc = main(['train', 'lm', '--init', {str(dirs['chatml'])!r}, '--data', "
+            f"{str(data)!r}, '--out', {str(tmp_path / 'run')!r}]); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [f"attnlab: error: --data {data} {BAD[2][1]}"]
+
+
+@pytest.mark.slow
+def test_messages_rows_need_a_chat_template_and_rows_need_init(dirs, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(dirs["base"]), "--data", str(dirs["rows"]),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"attnlab: error: --data {dirs['rows']} line 1: a \"messages\" row needs a "
+                   f"chat template, and --init {dirs['base']} has none (a base model); write it "
+                   f"as \"prompt\" and \"response\", or start from an instruct checkpoint")
+    assert main(["train", "lm", "--data", str(dirs["rows"]), "--out", str(out)]) == 2
+    assert "fine-tune a pretrained model: give --init DIR" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_long_conversations_are_cut_and_said_and_none_left_is_refused(dirs, tmp_path, capsys):
+    long = {"messages": [{"role": "user", "content": "reverse: abc"},
+                         {"role": "assistant", "content": "cba " * 60}]}
+    data = _write(tmp_path / "long.jsonl", [long, *_rows(20)])
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(data),
+                 "--out", str(out), *TRAIN, "--max-steps", "2"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "cut at the end" in line]
+    assert len(notes) == 1, notes
+    said = re.fullmatch(rf"note: --data {re.escape(str(data))}: 1 of 19 conversations is longer "
+                        rf"than --block-size 96 \+ 1 tokens and was cut at the end: (\d+) of "
+                        rf"(\d+) assistant tokens are left out", notes[0])
+    assert said and 0 < int(said[1]) < int(said[2]), notes[0]
+    long = {"messages": [{"role": "user", "content": "reverse: " + "abc " * 30},
+                         {"role": "assistant", "content": "cba"}]}
+    # every reply beyond the block: nothing to train on, refused, the run directory removed
+    data = _write(tmp_path / "all-long.jsonl", [long] * 10)
+    out = tmp_path / "none"
+    assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(data),
+                 "--out", str(out), *TRAIN, "--block-size", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"attnlab: error: --data {data}: no conversation has an assistant "
+                              f"token within --block-size 8; raise --block-size (the run "
+                              f"stopped before its first checkpoint; removed {out}")
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_base_model_learns_prompt_then_response_then_eos(dirs, tmp_path, capsys):
+    rows = _write(tmp_path / "plain.jsonl", [r for r in _rows(40) if "prompt" in r])
+    out = tmp_path / "plain"
+    assert main(["train", "lm", "--init", str(dirs["base"]), "--data", str(rows),
+                 "--out", str(out), *TRAIN, "--max-steps", "3"]) == 0
+    cfg = attnlab.loading.check_run_dir(out)[1]
+    assert cfg.instruction == "plain"
+    capsys.readouterr()
+    assert main(["generate", str(out), "--chat", "hi"]) == 2
+    assert "has no chat template (its tokenizer.json has none" in capsys.readouterr().err
