@@ -154,7 +154,8 @@ def test_the_largest_beam_is_taken_by_train_translate():
 def test_absent_values_are_the_declared_ones():
     declared = {f.name: f.metadata["absent"] for f in dataclasses.fields(TrainSettings)
                 if "absent" in f.metadata}
-    assert absent_values(TrainSettings) == declared == {"weight_decay": 0.0, "beta2": 0.999}
+    assert absent_values(TrainSettings) == declared == {"weight_decay": 0.0, "beta2": 0.999,
+                                                         "optimizer": "adamw", "muon_lr": None}
 
 
 @pytest.mark.parametrize("flag, value, had", [("--weight-decay", 0.1, 0.0), ("--beta2", 0.99, 0.999)])
