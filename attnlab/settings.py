@@ -168,8 +168,8 @@ class TrainSettings:
                              help="adamw; or muon: Muon for the weight matrices of the "
                                   "Transformer blocks, AdamW for the rest (docs/schedules.md)")
     muon_lr: float = setting(None, low=0, above=True, optional=True, absent=None,
-                             help="Muon's peak learning rate (default: --lr, whose AdamW update "
-                                  "size Muon's is scaled to; Noam: Muon's factor)")
+                             help="Muon's peak learning rate (default: --lr, as Muon's update is "
+                                  "scaled to AdamW's size; under Noam, Muon's factor)")
     checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
     val_every: int = setting(None, help="steps between validations", low=1, optional=True)
     threads: int = threads_setting("torch CPU threads (default: torch's, or 1 when another job "
@@ -193,7 +193,7 @@ def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str) -> str 
     ``--optimizer muon`` (rather than be silently unused); and Muon orthogonalises each weight
     matrix whole, which ``--strategy fsdp`` splits across devices. The message naming the
     flags, or None where it holds; ``attnlab train`` checks it before the run starts. Whether
-    the model has weight matrices for Muon is the task's to say (``Task.no_muon_weights``).
+    the model has weight matrices for Muon is ``muon_finds_matrices``'s rule.
 
     Examples:
         >>> optimizer_fits("adamw", 0.02, "auto")

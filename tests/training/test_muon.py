@@ -313,3 +313,19 @@ def test_freeze_encoder_of_a_translator_leaves_its_decoder_to_muon(tmp_path):
     cfg = build_config("translate", {"optimizer": "muon", "freeze": "encoder",
                                      "out": str(tmp_path / "r")})
     assert (cfg.optimizer, cfg.freeze) == ("muon", "encoder")
+
+
+def test_resuming_a_run_made_before_optimizer_with_muon_is_refused(tmp_path):
+    """A run whose config.yaml predates --optimizer trained with AdamW: --resume with
+    --optimizer muon would continue another run (and fail on the checkpoint), so it is refused
+    naming the value the run has."""
+    from attnlab.commands.train import build_config
+    from attnlab.runs import read_yaml, write_yaml
+
+    from ..test_run_config import FIXTURES
+
+    values = read_yaml(FIXTURES / "lm.yaml")
+    assert "optimizer" not in values
+    write_yaml(tmp_path / "config.yaml", values)
+    with pytest.raises(UsageError, match=r"--resume: --optimizer muon \(the run has adamw\)"):
+        build_config("lm", {"resume": True, "out": str(tmp_path), "optimizer": "muon"})
