@@ -26,8 +26,19 @@
 #
 #   ITERS=5000 RUNS=compiled SKIP_TESTS=1 SKIP_STEP=1 bash benchmarks/gpu_check.sh
 #
+# Issue #39 item 6's GPU half (benchmarks/llama_real.py --parts gpu: bf16 generation tokens/s
+# against transformers, and a LoRA step against peft + transformers, on SmolLM2-135M's and
+# Qwen2.5-0.5B's shapes with random weights built there) is a third call:
+#
+#   LLAMA_REAL=1 SKIP_TESTS=1 SKIP_GPU_LM=1 bash benchmarks/gpu_check.sh
+#
+# It needs transformers (and peft for the LoRA comparison) importable on the GPU machine:
+# carry them in .gpu-site (`pip install --no-compile --target .gpu-site transformers peft
+# --no-deps`, beside tokenizers and huggingface_hub wheels for Python 3.12) if the machine lacks
+# them; without transformers it prints "not measured" and why.
+#
 # Knobs (environment): ITERS (1000), RUNS ("eager compiled"), SKIP_TESTS, SKIP_STEP,
-# TEST_TIMEOUT (120 s), BENCH_TIMEOUT (430 s).
+# SKIP_GPU_LM, LLAMA_REAL, TEST_TIMEOUT (120 s), BENCH_TIMEOUT (430 s), LLAMA_TIMEOUT (500 s).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -62,10 +73,26 @@ if [ -z "${SKIP_TESTS:-}" ]; then
     fi
 fi
 
-timeout -k 10 "${BENCH_TIMEOUT:-430}" python3 -m benchmarks.gpu_lm --nanogpt .nanogpt \
-    --iters "${ITERS:-1000}" --runs ${RUNS:-eager compiled} ${SKIP_STEP:+--skip-step} \
-    --json "$OUT/gpu_lm.json" 2>&1 | tee "$OUT/gpu_lm.txt"
-code=${PIPESTATUS[0]}
-echo "benchmarks.gpu_lm: exit $code$([ "$code" = 124 ] && echo ' (timed out)')"
-[ "$code" = 0 ] || status=1
+if [ -z "${SKIP_GPU_LM:-}" ]; then
+    timeout -k 10 "${BENCH_TIMEOUT:-430}" python3 -m benchmarks.gpu_lm --nanogpt .nanogpt \
+        --iters "${ITERS:-1000}" --runs ${RUNS:-eager compiled} ${SKIP_STEP:+--skip-step} \
+        --json "$OUT/gpu_lm.json" 2>&1 | tee "$OUT/gpu_lm.txt"
+    code=${PIPESTATUS[0]}
+    echo "benchmarks.gpu_lm: exit $code$([ "$code" = 124 ] && echo ' (timed out)')"
+    [ "$code" = 0 ] || status=1
+fi
+
+if [ -n "${LLAMA_REAL:-}" ]; then
+    if python3 -c "import transformers" 2>/dev/null; then
+        ATTNLAB_BENCH_CACHE=${ATTNLAB_BENCH_CACHE:-/tmp/attnlab-bench} \
+            timeout -k 10 "${LLAMA_TIMEOUT:-500}" python3 -m benchmarks.llama_real \
+            --parts gpu --device cuda 2>&1 | tee "$OUT/llama_real.txt"
+        code=${PIPESTATUS[0]}
+        echo "benchmarks.llama_real: exit $code$([ "$code" = 124 ] && echo ' (timed out)')"
+        [ "$code" = 0 ] || status=1
+    else
+        echo "benchmarks.llama_real: not measured: transformers is not importable on this" \
+             "machine (carry it in .gpu-site)" | tee "$OUT/llama_real.txt"
+    fi
+fi
 exit $status

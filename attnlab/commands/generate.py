@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from ..interop.source import LOAD_DTYPES
 from ..settings import (GenerationSettings, ModelRunSettings, add_flags, check_options,
                         seed_setting, setting)
 from .checkpoint import add_checkpoint_flag
@@ -35,6 +36,12 @@ class GenerateOptions(GenerationSettings, ModelRunSettings):
 
     seed: int = seed_setting(None, help="seed for reproducible sampling")
     greedy: bool = setting(False, help="argmax decoding instead of sampling")
+    # "auto" as transformers 5's from_pretrained: the checkpoint's own dtype (bf16 for most
+    # published ones), read straight into the model, so it takes the memory it takes on disk
+    dtype: str = setting("auto", choices=LOAD_DTYPES,
+                         help="the model's weights and arithmetic: auto (the checkpoint's own "
+                              "dtype; float32 for an attnlab run), bfloat16, float16 or "
+                              "float32; --quantize int8 runs float32")
 
 
 # `--input-file FILE --chat`: --chat without TEXT, the messages being the file's lines
@@ -86,6 +93,9 @@ def _check(args) -> None:
                          f"drop --greedy to sample")
     _check_chat(args)
     check_options(args, GenerateOptions)  # the temperature's floor included (SamplingSettings)
+    if args.quantize and args.dtype not in ("auto", "float32"):
+        raise UsageError(f"--dtype {args.dtype}: --quantize {args.quantize} multiplies int8 "
+                         f"weights in float32 (PyTorch's int8 kernels); drop one of them")
     args.stop = [unescape(s) for s in args.stop]
     if any(not s for s in args.stop):
         raise UsageError("--stop must not be empty")
@@ -200,6 +210,10 @@ def run(args) -> int:
     note_if_slower(args.quantize, cfg.task, cfg)  # one prompt at a time: batch 1 each
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
         model, tokenizer = runtime.load(task, run_dir, cfg, **set_options(quantize=args.quantize))
+    if args.dtype not in ("auto", "float32"):  # a run's weights are float32 ("auto")
+        from ..interop.weights import TORCH_DTYPES
+
+        model = model.to(TORCH_DTYPES[args.dtype])
     generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
     if args.chat is not None:  # a run trained from a checkpoint with a chat template
         from ..tasks.lm.instruct import ChatSession

@@ -63,7 +63,9 @@ def _load(directory: Path, args):
     from ..interop.checkpoint import read_checkpoint
     from ..nn.quantize import quantized
 
-    checkpoint = read_checkpoint(directory, task=LM)
+    # --quantize int8 quantises float32 linear layers (--dtype other than float32 is refused)
+    checkpoint = read_checkpoint(directory, task=LM,
+                                 dtype="float32" if args.quantize else args.dtype)
     use_threads(args, "one", directory)  # one input at a time, token by token
     slower = int8_slower(LM, int(checkpoint.config.model_dim)) if args.quantize else None
     if slower:

@@ -6,12 +6,19 @@ before ``transformers`` is imported, and every ``from_pretrained`` call passes
 
     task        model_type           Hugging Face class -> attnlab model
     lm          gpt2                 GPT2LMHeadModel    -> CausalLM
-    lm          llama, qwen2, qwen3, LlamaForCausalLM, ...  -> CausalLM (float32; bf16 and
-                mistral              sharded safetensors with their index are read)
+    lm          llama, qwen2, qwen3, (safetensors, one file or shards with their index: read
+                mistral              straight into a CausalLM, ``direct_read``; a
+                                     pytorch_model.bin: LlamaForCausalLM, ...) -> CausalLM
                 (also from a FILE.gguf of these, read as transformers reads it: ``gguf``)
     classify    the BERT family      (none: the tensors read by name, ``bert_weights``)
                                                         -> BertEncoder
     translate   marian               MarianMTModel      -> Seq2SeqTransformer
+
+The model comes in float32 (what training from ``--init`` needs), or in the ``dtype`` asked
+for: ``"auto"`` is the checkpoint's own, as ``transformers``' ``from_pretrained`` reads it by
+default (config.json's ``dtype``, else the stored weights'). A Llama-family safetensors
+checkpoint is read straight into parameters of that dtype, so a bf16 one loaded in bf16 takes
+about its own size in memory.
 
 A BERT-family encoder is read without building a Hugging Face model, so without importing
 ``transformers``' model code (its tokeniser still comes from ``transformers``); a checkpoint
@@ -35,8 +42,8 @@ from ..errors import UsageError
 from ..runs import read_json
 from .gguf import is_gguf
 from .llama_config import LLAMA_CLASSES
-from .source import (INIT_MODEL_TYPES, WEIGHTS_EXPECTED, WEIGHTS_FILES, check_directory,
-                     check_tokenizer_files, weight_files, weights_digest)
+from .source import (INIT_MODEL_TYPES, LOAD_DTYPES, WEIGHTS_EXPECTED, WEIGHTS_FILES,
+                     check_directory, check_tokenizer_files, weight_files, weights_digest)
 
 __all__ = ["Checkpoint", "read_checkpoint", "read_tokenizer", "SUPPORTED", "WEIGHTS_FILES"]
 
@@ -70,13 +77,15 @@ class Checkpoint:
     model_type: str
 
 
-def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
+def read_checkpoint(path: str | Path, *, task: str, dtype: str | None = None) -> Checkpoint:
     """The attnlab model and tokeniser of the Hugging Face directory ``path``, for ``task``.
 
     Args:
         path: a directory holding ``config.json``, ``model.safetensors`` or
             ``pytorch_model.bin``, and the tokeniser's files.
         task: ``"lm"``, ``"classify"`` or ``"translate"`` (see ``SUPPORTED``).
+        dtype: the model's floating dtype, one of ``LOAD_DTYPES``: ``"auto"`` (the
+            checkpoint's own), ``"bfloat16"``, ``"float16"`` or ``"float32"``; None: float32.
 
     Returns:
         A ``Checkpoint``; its model gives the Hugging Face model's outputs (logits for lm and
@@ -84,7 +93,7 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
 
     Raises:
         UsageError: one line naming ``path`` for every bad input (see the module doc).
-        ValueError: for a task not in ``SUPPORTED``.
+        ValueError: for a task not in ``SUPPORTED`` or a dtype not in ``LOAD_DTYPES``.
 
     Examples:
         >>> read_checkpoint("gpt2", task="lm")
@@ -94,26 +103,68 @@ def read_checkpoint(path: str | Path, *, task: str) -> Checkpoint:
     """
     if task not in SUPPORTED:
         raise ValueError(f"task must be one of {', '.join(SUPPORTED)}, got {task!r}")
+    if dtype is not None and dtype not in LOAD_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(LOAD_DTYPES)}, got {dtype!r}")
     if task == "lm" and is_gguf(path):
-        return _read_gguf(path, task)
+        found = _read_gguf(path, task)  # dequantised to float32 by transformers
+        _cast(found.model, {}, dtype)
+        return found
     source = check_directory(path)
     model_type = _model_type(source, task)
     weights = _weights_file(source)
     check_tokenizer_files(source, model_type)
     _check_weights_readable(weights)
     digest = weights_digest(weights)
+    hf_model = None
     if task == "classify":  # read by name: none of transformers' model code is imported
-        model = _read_encoder(source, model_type, weights)
+        model = _cast(_read_encoder(source, model_type, weights),
+                      read_json(source / "config.json"), dtype)
         rows = model.word_embeddings.num_embeddings
+    elif _reads_directly(task, model_type, weights):  # no transformers model, no copy
+        model = _read_direct(source, weights, dtype or "float32")
+        rows = model.token_embedding.num_embeddings
     else:
         hf_model = _load_model(source, task, weights)
         rows = hf_model.get_input_embeddings().num_embeddings
     tokenizer = _load_tokenizer(source, model_type)
     _check_vocabulary(source, rows, tokenizer)
-    if task != "classify":
-        model = _convert(source, hf_model)
+    if hf_model is not None:
+        model = _cast(_convert(source, hf_model), read_json(source / "config.json"), dtype)
     return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=source,
                       weights=weights, sha256=digest, model_type=model_type)
+
+
+def _reads_directly(task: str, model_type: str, weights: Path) -> bool:
+    """Whether ``direct_read`` reads this checkpoint: a Llama-family language model stored
+    as safetensors (one file or shards)."""
+    return (task == "lm" and model_type in LLAMA_CLASSES
+            and weights.name.endswith((".safetensors", ".safetensors.index.json")))
+
+
+def _read_direct(source: Path, weights: Path, dtype: str):
+    """The ``CausalLM`` of a Llama-family safetensors directory, read into ``dtype``."""
+    from .direct_read import read_llama_family
+    from .weights import TORCH_DTYPES
+
+    try:
+        model, missing, mismatched = read_llama_family(
+            read_json(source / "config.json"), weights, TORCH_DTYPES.get(dtype, dtype))
+    except ValueError as e:  # a setting attnlab cannot represent; a file cut short
+        raise UsageError(f"{source}: {_one_line(e)}") from None
+    _refuse_incomplete(source, weights, missing, mismatched)
+    return model
+
+
+def _cast(model, config: dict, dtype: str | None):
+    """A model converted from ``transformers``' (float32) in ``dtype``; ``"auto"``:
+    config.json's ``dtype`` (``torch_dtype`` before transformers 5), else float32, as
+    ``from_pretrained`` reads a checkpoint that names none."""
+    from .weights import TORCH_DTYPES
+
+    if dtype == "auto":
+        declared = config.get("dtype") or config.get("torch_dtype")
+        dtype = declared if declared in TORCH_DTYPES else None
+    return model if dtype in (None, "float32") else model.to(TORCH_DTYPES[dtype])
 
 
 def _read_gguf(path: str | Path, task: str) -> Checkpoint:

@@ -38,7 +38,7 @@ from .gguf import gguf_source, is_gguf
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
            "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
-           "checkpoint_dropout"]
+           "checkpoint_dropout", "LOAD_DTYPES"]
 
 # the Hugging Face model types attnlab converts, by the model it converts them to
 GPT2_TYPES = ("gpt2",)  # to a CausalLM
@@ -57,6 +57,9 @@ WEIGHTS_EXPECTED = ("model.safetensors or pytorch_model.bin (or safetensors shar
 FAST_TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("vocab.txt",))
 MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 RUN_WEIGHTS = "model.safetensors"
+# the dtypes a checkpoint's model can be loaded in (``read_checkpoint(dtype=)``, ``generate
+# --dtype``): "auto" is the checkpoint's own, as ``transformers``' ``from_pretrained`` reads it
+LOAD_DTYPES = ("auto", "bfloat16", "float16", "float32")
 
 
 @dataclass(frozen=True)

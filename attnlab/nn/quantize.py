@@ -41,6 +41,11 @@ def linear(module: nn.Module, x: Tensor) -> Tensor:
     the (out, in) one for x Wᵀ at batch 1, and about as fast at batch 8 (benchmarks/RESULTS.md,
     "generate_lm — the step's products with weights laid out (in, out)"). The copy doubles the
     memory of the weights used this way while the model lives.
+
+    Only float32 weights take that path: for bfloat16 (and float16) PyTorch's CPU ``mm`` with
+    an (in, out) matrix is many times slower than ``F.linear`` (benchmarks/RESULTS.md,
+    "llama_real"), and a second copy of a half-precision checkpoint would undo the memory it
+    saves.
     """
     p = module._parameters
     weight = p.get("weight")
@@ -48,8 +53,8 @@ def linear(module: nn.Module, x: Tensor) -> Tensor:
         return module(x)
     bias = p.get("bias")
     K = x.shape[-1]
-    if (weight.device.type != "cpu" or torch.is_grad_enabled()
-            or x.numel() > SMALL_BATCH * K or weight.dim() != 2):
+    if (weight.device.type != "cpu" or weight.dtype != torch.float32
+            or torch.is_grad_enabled() or x.numel() > SMALL_BATCH * K or weight.dim() != 2):
         return F.linear(x, weight, bias)
     key = (weight.data_ptr(), weight._version, weight.dtype)
     cached = module.__dict__.get("_in_out_weight")

@@ -1,0 +1,129 @@
+"""A Llama-family directory's safetensors read straight into a ``CausalLM``, in the dtype asked.
+
+``read_checkpoint`` of a Llama, Qwen2, Qwen3 or Mistral directory stored as safetensors (one
+file, or shards with their ``model.safetensors.index.json``) comes here instead of building
+``transformers``' model and converting it: the ``CausalLM`` is built with its parameters on
+the meta device (``weights.parameters_on_meta``), each parameter is then given memory of the
+requested dtype and the checkpoint's bytes are read into it (``weights.SafetensorsTensors``),
+so a bf16 checkpoint loaded in bf16 costs about its own size in memory, with no float32 copy
+and no second model (benchmarks/RESULTS.md, "llama_real").
+
+The tensors are found by Hugging Face's names, attnlab's with these parts renamed:
+
+    attnlab                         Hugging Face
+    token_embedding.                model.embed_tokens.
+    decoder.layers.{i}.             model.layers.{i}.
+      norm1. / norm2.                 input_layernorm. / post_attention_layernorm.
+      linear_net.                     mlp.         (gate_proj, up_proj, down_proj)
+      self_attn.qkv_proj.             self_attn.{q,k,v}_proj.  (stacked by ``set_qkv``)
+    decoder.norm.                   model.norm.
+    (the rest: self_attn.o_proj, self_attn.q_norm/k_norm, lm_head: the same names)
+
+Tensors the model does not use (a tied checkpoint's ``lm_head.weight``) are ignored, as
+``transformers`` ignores them; every tensor it does use must be there with its shape, else
+nothing is allocated and the caller refuses the directory naming them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .llama_config import llama_family_settings
+from .source import weight_files
+from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
+
+__all__ = ["read_llama_family", "hf_names", "stored_dtype"]
+
+# attnlab's name parts -> Hugging Face's (the table of the module doc)
+_RENAMED = (("token_embedding.", "model.embed_tokens."), ("decoder.layers.", "model.layers."),
+            ("decoder.norm.", "model.norm."), (".norm1.", ".input_layernorm."),
+            (".norm2.", ".post_attention_layernorm."), (".linear_net.", ".mlp."))
+_STACKED = ".qkv_proj."
+
+
+def hf_names(name: str) -> tuple[str, ...]:
+    """The Hugging Face tensor name(s) of attnlab's parameter ``name``: three (q, k, v) for
+    the stacked projection, else one.
+
+    Examples:
+        >>> hf_names("decoder.layers.3.norm2.weight")
+        ('model.layers.3.post_attention_layernorm.weight',)
+        >>> hf_names("decoder.layers.0.self_attn.qkv_proj.bias")[1]
+        'model.layers.0.self_attn.k_proj.bias'
+    """
+    for ours, theirs in _RENAMED:
+        name = name.replace(ours, theirs, 1)
+    if _STACKED in name:
+        return tuple(name.replace(_STACKED, f".{x}_proj.") for x in "qkv")
+    return (name,)
+
+
+def _expected(model: nn.Module, name: str, param: torch.Tensor) -> list[tuple[str, tuple]]:
+    """(Hugging Face name, the shape the config gives it) for each tensor of parameter
+    ``name``; q, k and v have their own heads' rows."""
+    names = hf_names(name)
+    if len(names) == 1:
+        return [(names[0], tuple(param.shape))]
+    attn = model.get_submodule(name.rsplit(".", 2)[0])  # ...self_attn
+    rows = [attn.num_heads * attn.head_dim] + [attn.num_kv_heads * attn.head_dim] * 2
+    return [(n, (r, *param.shape[1:])) for n, r in zip(names, rows)]
+
+
+def stored_dtype(config: dict[str, Any], tensors: SafetensorsTensors) -> torch.dtype:
+    """The dtype ``"auto"`` means, as ``transformers``' ``from_pretrained(dtype="auto")``
+    reads it: config.json's ``dtype`` (``torch_dtype`` before transformers 5) when it is a
+    floating dtype, else the stored embedding's."""
+    declared = config.get("dtype") or config.get("torch_dtype")
+    if declared in TORCH_DTYPES:
+        return TORCH_DTYPES[declared]
+    name = hf_names("token_embedding.weight")[0]
+    return tensors.dtype(name) if name in tensors else torch.float32
+
+
+def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype | str):
+    """``(model, missing, mismatched)``: the ``CausalLM`` of a Llama-family ``config.json``
+    mapping with the tensors of ``weights`` (a ``.safetensors`` file or the shards' index)
+    read into parameters of ``dtype`` (``"auto"``: ``stored_dtype``), in eval mode; or
+    ``(None, names not in the files, [(name, stored shape, config's shape)])`` when a tensor is
+    absent or of another shape, before any parameter memory is allocated.
+
+    Raises:
+        ValueError: naming the config key and value attnlab cannot represent.
+    """
+    from ..models.causal_lm import CausalLM, CausalLMConfig
+
+    settings = llama_family_settings(config)
+    dropout = float(config.get("attention_dropout", 0.0) or 0.0)
+    with parameters_on_meta():
+        model = CausalLM(CausalLMConfig(**settings, dropout=0.0, ff_dropout=0.0,
+                                        attention_dropout=dropout))
+    params = dict(model.named_parameters())  # a tied head is listed once, as the embedding
+    with SafetensorsTensors(weight_files(weights)) as tensors:
+        wanted = [(name, e) for name, p in params.items() for e in _expected(model, name, p)]
+        missing = [hf for _, (hf, _) in wanted if hf not in tensors]
+        mismatched = sorted((hf, tensors.shape(hf), shape) for _, (hf, shape) in wanted
+                            if hf in tensors and tensors.shape(hf) != shape)
+        if missing or mismatched:
+            return None, missing, mismatched
+        if dtype == "auto":
+            dtype = stored_dtype(config, tensors)
+        materialize(model, dtype)
+        _fill(model, tensors)
+    return model.eval(), [], []
+
+
+@torch.no_grad()
+def _fill(model: nn.Module, tensors: SafetensorsTensors) -> None:
+    """Read every parameter's tensor(s) into it; q, k and v through ``set_qkv``."""
+    for name, param in model.named_parameters():
+        names = hf_names(name)
+        if len(names) == 1:
+            tensors.read(names[0], out=param)
+        elif name.endswith(".weight"):  # the stacked projection, with its biases if any
+            prefix = name[: -len("qkv_proj.weight")]  # "decoder.layers.{i}.self_attn."
+            attn = model.get_submodule(prefix[:-1])
+            biases = () if attn.qkv_proj.bias is None else hf_names(prefix + "qkv_proj.bias")
+            attn.set_qkv(*map(tensors.read, names), *map(tensors.read, biases))
