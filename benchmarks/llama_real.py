@@ -1,4 +1,4 @@
-"""Real sizes, measured (issue #39, item 6): attnlab against ``transformers`` on checkpoints of
+"""Real sizes, measured: attnlab against ``transformers`` on checkpoints of
 SmolLM2-135M's and Qwen2.5-0.5B's shapes, both sides in this script.
 
 The checkpoints are built here (``benchmarks/_real_checkpoints.py``): transformers' own classes
