@@ -1,4 +1,4 @@
-"""``benchmarks/llama_real.py --parts gpu``: the half of the real-size measurements that needs a GPU.
+"""``benchmarks/llama_real.py --parts gpu``: the real-size measurements that need a GPU.
 
 On each real-shaped checkpoint, in bf16 on ``--device`` (cuda on a lent GPU; ``--device cpu``
 runs the same code as a smoke test):
