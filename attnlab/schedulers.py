@@ -187,7 +187,8 @@ class CosineWarmupScheduler(optim.lr_scheduler._LRScheduler):
 class NoamScheduler(optim.lr_scheduler._LRScheduler):
     """The paper's schedule: lr = factor·d_model^-0.5·min(step^-0.5, step·warmup^-1.5).
 
-    The optimizer's own lr is ignored (the schedule sets the absolute value); set it to 1.0.
+    The schedule sets the absolute value: set the optimizer's lr to 1.0 (a group's own lr
+    multiplies it, as Muon's ``--muon-lr`` / ``--lr`` does under ``--optimizer muon``).
 
     Args:
         optimizer: the wrapped optimizer.
@@ -211,7 +212,7 @@ class NoamScheduler(optim.lr_scheduler._LRScheduler):
 
     def get_lr(self) -> list[float]:
         lr = self.get_lr_factor(self.last_epoch)
-        return [lr for _ in self.base_lrs]
+        return [base_lr * lr for base_lr in self.base_lrs]
 
     def get_lr_factor(self, epoch: int) -> float:
         return noam_factor(epoch, self.d_model, self.warmup, self.factor)

@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width",
+__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "label_smoothing_setting", "min_lr_setting", "cooldown_setting",
            "check_schedule", "steps_of_epochs", "SCHEDULES",
@@ -107,6 +107,8 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         meta["absent"] = absent
     return dataclasses.field(default=default, metadata=meta)
 
+
+OPTIMIZERS = ("adamw", "muon")  # --optimizer: attnlab.training.module.make_optimizer builds each
 
 MAX_THREADS = 256  # more torch threads than any machine attnlab runs on has cores
 
@@ -207,6 +209,12 @@ class TrainSettings:
     beta2: float = setting(0.999, help="AdamW's second-moment decay (the cosine schedule's; "
                                        "Noam uses the paper's 0.98)", low=0, below=1,
                         absent=0.999)
+    optimizer: str = setting("adamw", choices=OPTIMIZERS, absent="adamw",
+                             help="adamw; or muon: Muon for the weight matrices of the "
+                                  "Transformer blocks, AdamW for the rest (docs/schedules.md)")
+    muon_lr: float = setting(None, low=0, above=True, optional=True, absent=None,
+                             help="Muon's peak learning rate (default: --lr, as Muon's update is "
+                                  "scaled to AdamW's size; under Noam, Muon's factor)")
     checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
     val_every: int = setting(None, help="steps between validations", low=1, optional=True)
     threads: int = threads_setting("torch CPU threads (default: torch's, or 1 when another job "
@@ -268,6 +276,28 @@ def check_schedule(cfg: dict[str, Any]) -> None:
         cfg["cooldown"] = WSD_COOLDOWN
     if schedule in ("wsd", "linear") and min_lr is None:
         cfg["min_lr"] = 0.0
+
+
+def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str) -> str | None:
+    """The rule of ``--optimizer`` and its settings: ``--muon-lr`` is Muon's, so it needs
+    ``--optimizer muon`` (rather than be silently unused); and Muon orthogonalises each weight
+    matrix whole, which ``--strategy fsdp`` splits across devices. The message naming the
+    flags, or None where it holds; ``attnlab train`` checks it before the run starts. Whether
+    the model has weight matrices for Muon is ``muon_finds_matrices``'s rule.
+
+    Examples:
+        >>> optimizer_fits("adamw", 0.02, "auto")
+        '--muon-lr 0.02 is the learning rate of --optimizer muon; the run trains with --optimizer adamw'
+        >>> optimizer_fits("muon", 0.02, "ddp") is None
+        True
+    """
+    if muon_lr is not None and optimizer != "muon":
+        return (f"--muon-lr {muon_lr:g} is the learning rate of --optimizer muon; the run "
+                f"trains with --optimizer {optimizer}")
+    if optimizer == "muon" and strategy == "fsdp":
+        return ("--optimizer muon orthogonalises each weight matrix whole, and --strategy fsdp "
+                "splits them across devices; use --strategy ddp")
+    return None
 
 
 def heads_divide_width(width: int, heads: int, *,
@@ -476,6 +506,38 @@ def check_adapt(cfg: dict[str, Any], *, blocks: int, encoder: bool, attention: b
         cfg["lora_alpha"] = float(rank)
 
 
+def muon_finds_matrices(cfg: dict[str, Any], layout: dict[str, Any]) -> str | None:
+    """The rule of ``--optimizer muon`` against the model and what a run trains of it: Muon
+    trains the weight matrices of the Transformer blocks' attention and feed-forward networks
+    (``attnlab.training.muon.hidden_matrices``), so the model must have blocks and ``--freeze``
+    or ``--lora-rank`` must leave some of those matrices training. ``layout`` is the task's
+    ``Task.adapt_layout``: ``attention`` (the model has Transformer blocks) and ``decoder``
+    (blocks train beside a frozen encoder: a translator's decoder; without it --freeze encoder
+    leaves the head alone). The message naming the flags, or None where it holds. ``attnlab
+    train`` checks it before the run starts; the optimiser refuses such a model again.
+
+    Examples:
+        >>> muon_finds_matrices({"optimizer": "muon", "task": "graph"}, {"attention": False})
+        '--optimizer muon: the graph model has no Transformer blocks, whose attention and feed-forward weight matrices are what Muon trains; use --optimizer adamw'
+    """
+    if cfg.get("optimizer") != "muon":
+        return None
+    freeze, rank, arch = str(cfg.get("freeze") or "none"), cfg.get("lora_rank"), cfg.get("arch")
+    if not layout["attention"]:
+        named = f" (--arch {arch})" if arch else ""
+        why = f"the {cfg.get('task', 'task')} model{named} has no Transformer blocks"
+    elif rank is not None:
+        why = f"--lora-rank {rank} trains low-rank updates beside the blocks, not the blocks"
+    elif freeze_blocks(freeze) == 0:
+        why = f"--freeze {freeze} trains none of the blocks"
+    elif freeze == "encoder" and not layout.get("decoder"):
+        why = "--freeze encoder trains the head alone, none of the blocks"
+    else:
+        return None
+    return (f"--optimizer muon: {why}, whose attention and feed-forward weight matrices are "
+            f"what Muon trains; use --optimizer adamw")
+
+
 @functools.cache
 def _types(cls) -> dict[str, type]:
     return typing.get_type_hints(cls)
@@ -521,8 +583,8 @@ def absent_values(cls) -> dict[str, Any]:
     fields that declare ``absent=``.
 
     Examples:
-        >>> absent_values(TrainSettings)["weight_decay"], absent_values(TrainSettings)["beta2"]
-        (0.0, 0.999)
+        >>> absent_values(TrainSettings)["weight_decay"], absent_values(TrainSettings)["optimizer"]
+        (0.0, 'adamw')
     """
     return {f.name: f.metadata["absent"] for f in dataclasses.fields(cls)
             if "absent" in f.metadata}

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
 from ..settings import (TrainSettings, add_flags, as_typed, check, check_schedule, flag,
-                        heads_divide_width)
+                        heads_divide_width, optimizer_fits)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import resume_conflicts
@@ -61,6 +61,8 @@ def validate_shared(cfg: dict[str, Any], task=None) -> None:
     the message names the flag and shows the value."""
     check(TrainSettings, cfg)
     check_schedule(cfg)
+    if broken := optimizer_fits(cfg["optimizer"], cfg.get("muon_lr"), cfg["strategy"]):
+        raise UsageError(broken)
     if task is None or task.heads_split_width(cfg):
         if broken := heads_divide_width(cfg["model_dim"], cfg["num_heads"]):
             raise UsageError(broken)

@@ -43,7 +43,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import UsageError
 from ..run_config import RunSettings
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
-                        defaults, exposed, fractions_leave_training)
+                        defaults, exposed, fractions_leave_training, muon_finds_matrices)
 
 # The training loop's flags and their defaults (docs/cli.md, "Train"), read from their one
 # declaration, ``attnlab.settings.TrainSettings``.
@@ -309,17 +309,23 @@ class Task:
             check(self.settings, cfg)
         if self.model_settings():
             check(self.model_config, cfg, only=self.model_settings())
+        layout = self.adapt_layout(cfg)
         if self.settings is not None and issubclass(self.settings, AdaptSettings):
-            check_adapt(cfg, **self.adapt_layout(cfg))
-        if broken := self.fractions_broken(cfg):
-            raise UsageError(broken)
+            check_adapt(cfg, blocks=layout["blocks"], encoder=layout["encoder"],
+                        attention=layout["attention"])
+        for broken in (self.fractions_broken(cfg), muon_finds_matrices(cfg, layout)):
+            if broken:
+                raise UsageError(broken)
         return self.validate(cfg)
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
-        """For a task with ``AdaptSettings``: what ``check_adapt`` checks them against — the
-        blocks --freeze all-but-last-N counts, whether there is an encoder to freeze, whether
-        the model has attention projections for LoRA."""
-        return {"blocks": cfg["num_layers"], "encoder": False, "attention": True}
+        """The blocks of the model ``cfg`` builds, as the rules about what a run trains read
+        them: ``check_adapt`` (a task with ``AdaptSettings``) and ``muon_finds_matrices``
+        (``--optimizer muon``, every task): ``blocks``, how many --freeze all-but-last-N
+        counts; ``encoder``, whether there is an encoder to freeze; ``attention``, whether the
+        model has Transformer blocks (with attention projections for LoRA); ``decoder``
+        (optional), whether blocks train beside a frozen encoder."""
+        return {"blocks": cfg.get("num_layers", 0), "encoder": False, "attention": True}
 
     def init_source(self, path: str | Path, *, flag: str = "--init") -> Any:
         """The checked ``--init`` directory ``path`` of this task (``read_init_source`` with

@@ -50,8 +50,8 @@ from .adapt import adapt, merge_lora, parameter_share
 # check_hardware: for commands/train
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
 from ..nn.stacks import checkpoint_activations
-from .module import (OptimizerSettings, TaskModule, back_to_float32, decay_groups, exact_tables,
-                     make_optimizer)
+from .module import (OptimizerSettings, TaskModule, back_to_float32, exact_tables, make_optimizer,
+                     optimizer_groups)
 from .progress import Progress
 
 __all__ = ["fit", "finish", "FitResult", "StopAt", "NonFiniteLoss",
@@ -222,10 +222,8 @@ class Loop:
         # the step calls the task's loss by name through Fabric's wrapper: under DDP and FSDP
         # the call goes through their forward (gradient syncing, sharded parameters)
         self.model.mark_forward_method("loss")
-        wd = float(cfg.weight_decay or 0.0)
         # after setup_module: under FSDP these are the sharded parameters (use_orig_params)
-        params = (decay_groups(self.model, wd) if wd else
-                  [p for p in self.model.parameters() if p.requires_grad])
+        params = optimizer_groups(self.model, cfg)
         self.optimizer, self.scheduler = self._optimizer(params)
         last = checkpoint_dir(self.run_dir) / "last.ckpt"
         state = self._checkpoint(last) if cfg.resume else None

@@ -6,7 +6,9 @@ name. The optimiser is AdamW with a warm-up schedule stepped every iteration: th
 cosine warm-up (``schedule: cosine``), the paper's Noam schedule (``schedule: noam``; then
 --lr is the Noam factor), or one that decays to ``min_lr`` (nanoGPT's cosine, wsd, linear,
 constant: ``make_scheduler``). Weight decay, where a run sets it, applies to matrices only (the GPT
-recipe): not to biases, norms or learned positions (``decay_groups``).
+recipe): not to biases, norms or learned positions (``decay_groups``). ``--optimizer muon``
+gives the blocks' weight matrices to Muon instead, in one optimiser with AdamW
+(``attnlab.training.muon``).
 
 Nothing here imports Lightning: ``attnlab.training.engine`` is the loop, on Fabric.
 """
@@ -19,11 +21,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..errors import UsageError
 from ..nn.positional import LearnedPositionalEncoding
 from ..schedulers import CosineWarmupScheduler, NoamScheduler, WarmupDecayScheduler
 from ..settings import TrainSettings, absent_values, defaults
+from . import muon
 
-__all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "make_scheduler", "decay_groups", "fused_adamw_ok", "computed_tables",
+__all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "make_scheduler", "optimizer_groups", "decay_groups", "fused_adamw_ok", "computed_tables",
            "exact_tables", "back_to_float32"]
 
 
@@ -83,12 +87,14 @@ def fused_adamw_ok(params: list) -> bool:
             and all(p.is_floating_point() for p in params))
 
 
-def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+def decay_groups(module: nn.Module, weight_decay: float, *,
+                 leave: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
     """``module``'s trainable parameters in two AdamW groups: the matrices (linear layers'
     weights, token embeddings) with ``weight_decay``, and the rest — biases, norms' scales,
     learned position tables — without (the GPT recipe: decaying a norm's scale or a bias
     pulls it towards a value that means nothing, and a position table is looked up, not
-    multiplied). A parameter shared by two modules (tied embeddings) is listed once.
+    multiplied). A parameter shared by two modules (tied embeddings) is listed once; one
+    whose ``id`` is in ``leave`` (another optimiser's) is not listed.
 
     Examples:
         >>> net = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8))
@@ -97,7 +103,7 @@ def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]
     """
     positions = {id(p) for m in module.modules() if isinstance(m, LearnedPositionalEncoding)
                  for p in m.parameters()}
-    decay, keep, seen = [], [], set()
+    decay, keep, seen = [], [], set(leave)
     for p in module.parameters():
         if not p.requires_grad or id(p) in seen:
             continue
@@ -121,7 +127,7 @@ class OptimizerSettings:
 
     Examples:
         >>> OptimizerSettings.of({"lr": 1e-3, "warmup": 10})
-        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta2=0.999, min_lr=None, cooldown=None)
+        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta2=0.999, min_lr=None, cooldown=None, optimizer='adamw', muon_lr=None)
     """
 
     lr: float
@@ -131,6 +137,8 @@ class OptimizerSettings:
     beta2: float = _LOOP["beta2"]
     min_lr: float | None = _LOOP["min_lr"]
     cooldown: float | None = _LOOP["cooldown"]
+    optimizer: str = _LOOP["optimizer"]
+    muon_lr: float | None = _LOOP["muon_lr"]
 
     @classmethod
     def of(cls, cfg: Any) -> OptimizerSettings:
@@ -144,15 +152,42 @@ class OptimizerSettings:
         return cls(**{k: getattr(cfg, k) for k in names})
 
 
+def optimizer_groups(module: nn.Module, cfg: Any) -> list:
+    """What ``make_optimizer`` trains of ``module`` under ``cfg`` (``OptimizerSettings.of``):
+    its trainable parameters, in ``decay_groups`` where a run sets weight decay, and for
+    ``--optimizer muon`` the blocks' weight matrices (``muon.hidden_matrices``) in a group
+    of their own marked ``"muon"``, with the same weight decay.
+
+    Raises:
+        UsageError: ``--optimizer muon`` with nothing for Muon to train (the task's
+            ``Task.no_muon_weights`` should have refused it before the run started).
+    """
+    opt_cfg = OptimizerSettings.of(cfg)
+    wd = float(opt_cfg.weight_decay)
+    if opt_cfg.optimizer == "muon":
+        hidden = list(muon.hidden_matrices(module).values())
+        if not hidden:
+            raise UsageError(f"--optimizer muon: this {type(module).__name__} trains no weight "
+                             f"matrix of a Transformer block, which are what Muon trains; use "
+                             f"--optimizer adamw")
+        rest = decay_groups(module, wd, leave=frozenset(map(id, hidden)))
+        return [*rest, {"params": hidden, "weight_decay": wd, "muon": True}]
+    return decay_groups(module, wd) if wd else [p for p in module.parameters() if p.requires_grad]
+
+
 def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: bool = True):
     """AdamW (with ``fused``, the fused kernel where PyTorch has it) and a per-step warm-up
     scheduler from ``cfg`` (``OptimizerSettings.of``: a run config or a mapping): ``lr``,
     ``warmup``, ``schedule``, ``weight_decay`` (default 0) and ``beta2`` (default 0.999,
     PyTorch's). ``params`` may be parameter groups (``decay_groups``); a group's own
-    ``weight_decay`` wins."""
+    ``weight_decay`` wins. Groups marked ``"muon"`` (``optimizer_groups`` of an
+    ``--optimizer muon`` run) go to ``torch.optim.Muon`` at ``muon_lr`` (default ``lr``),
+    the rest to AdamW, joined as one ``muon.MuonWithAdamW`` that the schedule scales whole."""
     opt_cfg = OptimizerSettings.of(cfg)
     wd = float(opt_cfg.weight_decay)
     params = list(params)
+    hidden = [g for g in params if isinstance(g, dict) and g.get("muon")]
+    params = [g for g in params if not (isinstance(g, dict) and g.get("muon"))]
     fused = (fused and fused_adamw_ok(params)) or None  # None: PyTorch's per-tensor default
     noam = opt_cfg.schedule == "noam"
     options = (dict(lr=1.0, betas=(0.9, 0.98), eps=1e-9) if noam  # the paper's betas
@@ -163,6 +198,8 @@ def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: b
         if not fused:
             raise
         opt = torch.optim.AdamW(params, weight_decay=wd, **options)
+    if hidden:
+        opt = muon.MuonWithAdamW(_muon(hidden, opt_cfg, noam), opt)
     return opt, make_scheduler(opt, opt_cfg, model_dim=model_dim, max_steps=max_steps)
 
 
@@ -181,6 +218,19 @@ def make_scheduler(opt: torch.optim.Optimizer, cfg: Any, *, model_dim: int, max_
     return WarmupDecayScheduler(opt, opt_cfg.schedule, warmup=int(opt_cfg.warmup),
                                 max_iters=max_steps, min_lr=float(opt_cfg.min_lr or 0.0),
                                 peak_lr=float(opt_cfg.lr), cooldown=opt_cfg.cooldown)
+
+
+def _muon(groups: list[dict[str, Any]], opt_cfg: OptimizerSettings, noam: bool):
+    """``torch.optim.Muon`` over ``groups`` with its authors' momentum (0.95, Nesterov) and
+    five Newton–Schulz steps, its update scaled to AdamW's size (``match_rms_adamw``), so
+    that ``muon_lr`` defaults to AdamW's ``lr``. Under Noam, whose schedule multiplies each
+    group's rate (AdamW's is 1: ``lr`` is the factor), Muon's is ``muon_lr / lr``."""
+    lr = float(opt_cfg.muon_lr or opt_cfg.lr)
+    if noam:
+        lr /= float(opt_cfg.lr)
+    return torch.optim.Muon(groups, lr=lr, weight_decay=float(opt_cfg.weight_decay),
+                            momentum=0.95, nesterov=True, ns_steps=5,
+                            adjust_lr_fn="match_rms_adamw")
 
 
 def computed_tables(module: nn.Module) -> dict[str, torch.Tensor]:

@@ -88,6 +88,10 @@ class GraphTask(Task):
             found.append((f"one layer's attention scores ({h} heads x {n:,} x {n:,})", 4 * h * n * n))
         return found
 
+    def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """Graph attention (or mean-neighbour, or MLP) layers, not Transformer blocks."""
+        return {"blocks": 0, "encoder": False, "attention": False}
+
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """--model-dim is each head's width here (8 heads of 8), not split among them."""
         return False

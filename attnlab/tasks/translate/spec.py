@@ -185,11 +185,11 @@ class TranslateTask(Task):
         return init
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
-        """all-but-last-N counts the decoder's blocks; a GRU model has no attention
-        projections (nor blocks: --freeze needs a Transformer too)."""
+        """all-but-last-N counts the decoder's blocks, which train beside a frozen encoder; a
+        GRU model has no attention projections (nor blocks: --freeze needs a Transformer too)."""
         transformer = cfg.get("arch", "transformer") == "transformer"
         return {"blocks": cfg.get("num_decoder_layers") or cfg["num_layers"],
-                "encoder": True, "attention": transformer}
+                "encoder": True, "attention": transformer, "decoder": transformer}
 
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """A GRU encoder-decoder has no heads (--model-dim 30 was refused for --num-heads 4,
