@@ -31,6 +31,7 @@ from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
+from .recipes import RECIPES, recipe_text
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, init_is_run,
                      is_prepared)
 
@@ -58,6 +59,10 @@ class LMSettings(AdaptSettings):
                               low=2)
     val_batches: int = setting(20, help="validation batches for val_loss", low=1)
     label_smoothing: float = label_smoothing_setting(0.0, absent=0.0)
+    recipe: str = setting(None, help="a named set of settings, under --config and the flags "
+                                     "(which win): " + "; ".join(
+                                         f"{k}: {recipe_text(k)}" for k in RECIPES),
+                          choices=tuple(RECIPES), optional=True, absent=None)
     # no flag of train's: set in a --config file; `attnlab predict --max-new-tokens`
     # chooses the length at prediction time, this run's value its default
     predict_tokens: int = setting(100, help="the default of `attnlab predict "
@@ -104,6 +109,7 @@ class LMTask(Task):
     }
     default_notes = {"attention_dropout": "as --dropout"}
     init_model_types = INIT_MODEL_TYPES["lm"]
+    recipes = RECIPES  # --recipe NAME (attnlab.tasks.lm.recipes)
     # int8 decoding was faster from 256 wide (benchmarks/RESULTS.md, "quantize_where");
     # predict continues its input token by token, as generate does with a prompt
     capabilities = Capabilities(quantizable=True, int8_faster_from=256, generates=True,
