@@ -4,10 +4,11 @@ A recipe's settings go over lm's defaults and under ``--config`` and the flags: 
 wins over the recipe's value, and ``attnlab train`` says so in one line. ``config.yaml``
 records the recipe's name and every setting the run trained with.
 
-``fast`` is the recipe that reached nanoGPT's held-out loss soonest on a CPU at nanoGPT's
-CPU shape (4 layers x 128, block 64; ``benchmarks/time_to_loss.py``, benchmarks/RESULTS.md):
-Llama's parts (RoPE, RMSNorm, SwiGLU, no biases), QK-norm, warm-up-stable-decay at a higher
-learning rate, a short warm-up, and no dropout. It sets no size: give the shape as usual.
+``fast`` is the recipe chosen for time-to-loss at nanoGPT's CPU shape (4 layers x 128, block
+64): Llama's parts (RoPE, RMSNorm, SwiGLU, no biases), QK-norm, warm-up-stable-decay at three
+times nanoGPT's learning rate, a short warm-up, and no dropout. What it measured against
+nanoGPT's recipe, and each piece's share, is in benchmarks/RESULTS.md ("time_to_loss",
+``benchmarks/time_to_loss.py``). It sets no size: give the shape as usual.
 
 Examples:
     >>> RECIPES["fast"]["positional"], RECIPES["fast"]["schedule"]
