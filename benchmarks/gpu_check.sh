@@ -37,8 +37,19 @@
 # --no-deps`, beside tokenizers and huggingface_hub wheels for Python 3.12) if the machine lacks
 # them; without transformers it prints "not measured" and why.
 #
-# Knobs (environment): ITERS (1000), RUNS ("eager compiled"), SKIP_TESTS, SKIP_STEP,
-# SKIP_GPU_LM, LLAMA_REAL, TEST_TIMEOUT (120 s), BENCH_TIMEOUT (430 s), LLAMA_TIMEOUT (500 s).
+#
+# Issue #40's GPU half, each a call of its own (SKIP_GPU_LM=1 leaves out the gpu_lm run above):
+#
+#   # time-to-loss at the shakespeare-char shape, nanoGPT's 5,000 iterations against
+#   # attnlab --recipe fast, both compiled, bf16; loss-vs-time PNG and CSV under $OUT
+#   TTL=1 SKIP_TESTS=1 SKIP_GPU_LM=1 bash benchmarks/gpu_check.sh
+#   # GPT-2-small's shape (12 x 768, block 1024, vocabulary 50,304): the compiled step of
+#   # both, and the MFU of each (gpu_lm's part 1 only)
+#   GPT2_STEP=1 SKIP_TESTS=1 SKIP_GPU_LM=1 bash benchmarks/gpu_check.sh
+#
+# Knobs (environment): ITERS (1000), RUNS ("eager compiled"), SKIP_TESTS, SKIP_STEP, SKIP_GPU_LM,
+# TEST_TIMEOUT (120 s), BENCH_TIMEOUT (430 s); LLAMA_REAL, LLAMA_TIMEOUT (500 s); TTL, TTL_STEPS
+# (attnlab's steps, 1500), TTL_TIMEOUT (560 s); GPT2_STEP, GPT2_BATCH (8), GPT2_TIMEOUT (400 s).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -94,5 +105,24 @@ if [ -n "${LLAMA_REAL:-}" ]; then
         echo "benchmarks.llama_real: not measured: transformers is not importable on this" \
              "machine (carry it in .gpu-site)" | tee "$OUT/llama_real.txt"
     fi
+fi
+
+if [ -n "${TTL:-}" ]; then
+    timeout -k 10 "${TTL_TIMEOUT:-560}" python3 -m benchmarks.time_to_loss --nanogpt .nanogpt \
+        --shape gpu --corpus stdlib --threads "$(nproc)" --attnlab-steps "${TTL_STEPS:-1500}" \
+        --every 100 --plot "$OUT/time_to_loss_gpu.png" 2>&1 | tee "$OUT/time_to_loss_gpu.txt"
+    code=${PIPESTATUS[0]}
+    echo "benchmarks.time_to_loss: exit $code$([ "$code" = 124 ] && echo ' (timed out)')"
+    [ "$code" = 0 ] || status=1
+fi
+
+if [ -n "${GPT2_STEP:-}" ]; then
+    timeout -k 10 "${GPT2_TIMEOUT:-400}" python3 -m benchmarks.gpu_lm --nanogpt .nanogpt \
+        --layers 12 --heads 12 --width 768 --block 1024 --vocab 50304 \
+        --batch "${GPT2_BATCH:-8}" --dropout 0 --skip-runs \
+        --json "$OUT/gpu_lm_gpt2.json" 2>&1 | tee "$OUT/gpu_lm_gpt2.txt"
+    code=${PIPESTATUS[0]}
+    echo "benchmarks.gpu_lm (GPT-2 small): exit $code$([ "$code" = 124 ] && echo ' (timed out)')"
+    [ "$code" = 0 ] || status=1
 fi
 exit $status

@@ -445,7 +445,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nanogpt", type=Path, default=os.environ.get("NANOGPT"),
                     help="a nanoGPT checkout (default: $NANOGPT)")
-    for key in ("layers", "heads", "width", "block", "batch"):
+    for key in ("layers", "heads", "width", "block", "batch", "vocab"):
         ap.add_argument(f"--{key}", type=int, help=f"default {FULL[key]} ({QUICK[key]} quick)")
     ap.add_argument("--dropout", type=float, help=f"default {FULL['dropout']}")
     ap.add_argument("--dtype", choices=["bfloat16", "float32"], default="bfloat16",
@@ -468,7 +468,7 @@ def main() -> None:
         print("skipped: no CUDA device; this benchmark is for a GPU (--quick: a CPU smoke run)")
         return
     s = dict(QUICK if args.quick else FULL)
-    s.update({k: v for k in ("layers", "heads", "width", "block", "batch", "dropout")
+    s.update({k: v for k in ("layers", "heads", "width", "block", "batch", "vocab", "dropout")
               if (v := getattr(args, k)) is not None})
     args.iters = args.iters or (20 if args.quick else 1000)
     args.threads = args.threads or (os.cpu_count() if cuda else 1)

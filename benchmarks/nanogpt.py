@@ -22,15 +22,18 @@ Each round runs, as new processes, in turns:
   = no ``--precision``, lm's ``auto``):
   ``attnlab train lm --data corpus.txt`` with the same shape, batch, learning rate, warm-up and
   steps (``--model-dim 128 --num-heads 4 --num-layers 4 --dim-feedforward 512 --block-size 64
-  --batch-size 12 --lr 1e-3 --warmup 100 --dropout 0``) and nanoGPT's optimiser settings for
+  --batch-size 12 --lr 1e-3 --warmup 100 --dropout 0``), nanoGPT's schedule (``--schedule
+  cosine --min-lr 1e-4``: a linear warm-up, then a cosine from the end of the warm-up down to
+  min_lr = lr/10 at the last step, as its ``get_lr``) and nanoGPT's optimiser settings for
   this config (``--weight-decay 0.1 --beta2 0.99 --grad-clip 1.0``: train.py's weight decay
   and clipping, train_shakespeare_char.py's beta2; lm's defaults too, given here so
   that the comparison does not move with them) and its architecture (``--no-bias``: train.py's
   ``bias = False``, no biases in the linear layers nor the LayerNorms), tokenising the text
   itself. What stays
-  different: nanoGPT's learning rate decays to ``min_lr`` = lr/10 (1e-4) by ``lr_decay_iters``
-  after a linear warm-up, attnlab's cosine schedule decays to 0 from step 0 (it has no minimum
-  rate); nanoGPT decays its position table too, attnlab does not decay learned positions.
+  different: nanoGPT decays its position table too, attnlab does not decay learned positions;
+  nanoGPT warms up as ``lr * (it + 1) / (warmup + 1)``, attnlab as ``lr * step / warmup``
+  (the course's; its first step at 0), the same line a step apart. Both run eagerly: ``torch.compile`` is not measured here (on this
+  CPU it takes minutes to start for each side; ``benchmarks/gpu_lm.py`` compiles both).
 
 First, in this process, the training step alone of both models (same batch, float32 and under
 bf16 autocast). Both sides get ``OMP_NUM_THREADS`` = ``--threads`` (attnlab also ``--threads``). The whole-run
@@ -159,7 +162,8 @@ def attnlab_run(work: Path, text_file: Path, iters: int, threads: int, variant: 
            "--out", str(out), "--model-dim", str(s["width"]), "--num-heads", str(s["heads"]),
            "--num-layers", str(s["layers"]), "--dim-feedforward", str(4 * s["width"]),
            "--block-size", str(s["block"]), "--batch-size", str(s["batch"]), "--lr", str(s["lr"]),
-           "--warmup", str(s["warmup"]), "--dropout", "0", "--max-steps", str(iters),
+           "--warmup", str(s["warmup"]), "--schedule", "cosine", "--min-lr", str(s["lr"] / 10),
+           "--dropout", "0", "--max-steps", str(iters),
            "--weight-decay", "0.1", "--beta2", "0.99", "--grad-clip", "1.0", "--no-bias",
            "--threads", str(threads), "--seed", str(seed)]
     if variant != "default":  # default: what a user gets, lm's --precision auto

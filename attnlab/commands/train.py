@@ -107,6 +107,9 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         resume_conflicts(previous, settings, cfg, Path(out))
         cfg.update(previous)
     _one_budget(file_cfg, given, previous if resuming else {})
+    recipe = None if resuming else given.get("recipe", file_cfg.get("recipe"))
+    if recipe:  # over the defaults, under --config and the flags
+        cfg.update(task.recipes[recipe])
     cfg.update(file_cfg)
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
     if resuming:  # 'auto' given again keeps what it chose when the run started
@@ -120,11 +123,23 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     if not cfg["resume"]:  # a resumed run continues as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
     checked = task.check_settings(cfg)
+    if recipe:
+        _say_recipe_overridden(recipe, task.recipes[recipe], cfg)
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
         cfg.pop(name, None)
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
         cfg.pop("max_steps", None)     # would be recorded beside it, unused
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any]) -> None:
+    """One line naming each setting of ``--recipe name`` that the run does not train with
+    (a flag or ``--config`` given over it, or an ``--arch`` that sets that part): what the
+    user gave wins, and says so."""
+    won = [f"{as_typed(k, cfg[k])} (the recipe's {as_typed(k, v)})"
+           for k, v in recipe.items() if cfg.get(k) != v]
+    if won:
+        print(f"--recipe {name}: given, and used instead: {', '.join(won)}", file=sys.stderr)
 
 
 def _read_config_file(task, given: dict[str, Any], known: set[str]) -> dict[str, Any]:

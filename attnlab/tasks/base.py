@@ -223,6 +223,9 @@ class Task:
             TASK --init DIR`` converts from (lm: gpt2; classify: the BERT family; translate:
             marian), checked by ``attnlab.interop.source.read_init_source``; empty: ``--init``
             takes only an attnlab run of the task (and only where ``settings`` has ``init``).
+        recipes: named sets of settings that ``--recipe NAME`` puts over the defaults, under
+            ``--config`` and the flags (which win; lm's ``attnlab.tasks.lm.recipes``); the
+            task declares a ``recipe`` setting when it has some.
 
     The work itself (training, loading, prediction, the optional commands) is in the task's
     ``runtime.py``, which commands reach by ``runtime()`` and call directly.
@@ -236,6 +239,7 @@ class Task:
     model_flags: tuple[str, ...] | None = None
     capabilities: Capabilities = Capabilities()
     init_model_types: tuple[str, ...] = ()
+    recipes: dict[str, dict[str, Any]] = {}
 
     @property
     def settings(self) -> type:

@@ -34,6 +34,7 @@ from ..base import Capabilities, Runtime, Task
 from ...data.chat_rows import is_rows_file
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, check_rows,
                      init_is_run, is_prepared)
+from .recipes import RECIPES, recipe_text
 
 __all__ = ["LMTask", "LMSettings", "TASKS", "gpt2_settings", "llama_settings", "INIT_TOKENIZER"]
 
@@ -59,6 +60,10 @@ class LMSettings(AdaptSettings):
                               low=2)
     val_batches: int = setting(20, help="validation batches for val_loss", low=1)
     label_smoothing: float = label_smoothing_setting(0.0, absent=0.0)
+    recipe: str = setting(None, help="a named set of settings, under --config and the flags "
+                                     "(which win): " + "; ".join(
+                                         f"{k}: {recipe_text(k)}" for k in RECIPES),
+                          choices=tuple(RECIPES), optional=True, absent=None)
     # no flag of train's: set in a --config file; `attnlab predict --max-new-tokens`
     # chooses the length at prediction time, this run's value its default
     predict_tokens: int = setting(100, help="the default of `attnlab predict "
@@ -108,6 +113,7 @@ class LMTask(Task):
     }
     default_notes = {"attention_dropout": "as --dropout"}
     init_model_types = INIT_MODEL_TYPES["lm"]
+    recipes = RECIPES  # --recipe NAME (attnlab.tasks.lm.recipes)
     # int8 decoding was faster from 256 wide (benchmarks/RESULTS.md, "quantize_where");
     # predict continues its input token by token, as generate does with a prompt
     capabilities = Capabilities(quantizable=True, int8_faster_from=256, generates=True,

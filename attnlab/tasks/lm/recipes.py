@@ -1,0 +1,38 @@
+"""``attnlab train lm --recipe NAME``: named sets of settings, declared once here.
+
+A recipe's settings go over lm's defaults and under ``--config`` and the flags: a flag given
+wins over the recipe's value, and ``attnlab train`` says so in one line. ``config.yaml``
+records the recipe's name and every setting the run trained with.
+
+``fast`` is the recipe chosen for time-to-loss at nanoGPT's CPU shape (4 layers x 128, block
+64): Llama's parts (RoPE, RMSNorm, SwiGLU, no biases), QK-norm, warm-up-stable-decay at three
+times nanoGPT's learning rate, a short warm-up, and no dropout. What it measured against
+nanoGPT's recipe, and each piece's share, is in benchmarks/RESULTS.md ("time_to_loss",
+``benchmarks/time_to_loss.py``). It sets no size: give the shape as usual.
+
+Examples:
+    >>> RECIPES["fast"]["positional"], RECIPES["fast"]["schedule"]
+    ('rope', 'wsd')
+    >>> recipe_text("fast")[:40]
+    'positional rope, norm rms, ff swiglu, no'
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["RECIPES", "recipe_text"]
+
+RECIPES: dict[str, dict[str, Any]] = {
+    "fast": {
+        "positional": "rope", "norm": "rms", "ff": "swiglu", "bias": False, "qk_norm": True,
+        "schedule": "wsd", "lr": 3e-3, "warmup": 20, "dropout": 0.0,
+    },
+}
+
+
+def recipe_text(name: str) -> str:
+    """What recipe ``name`` sets, as ``--help`` and the docs show it."""
+    return ", ".join(f"no {k.replace('_', '-')}" if v is False else k.replace("_", "-")
+                     if v is True else f"{k.replace('_', '-')} {v:g}"
+                     if isinstance(v, float) else f"{k.replace('_', '-')} {v}"
+                     for k, v in RECIPES[name].items())

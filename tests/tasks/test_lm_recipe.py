@@ -1,0 +1,75 @@
+"""``attnlab train lm --recipe fast``: it sets what its declaration says (config.yaml records
+the name and every setting), a flag given wins over the recipe and is named in one line, a
+recipe name that does not exist is refused before a run directory; and the time-to-loss
+benchmark's reading of a run's metrics.csv."""
+import yaml
+
+from attnlab.cli import main
+from attnlab.commands.train import build_config
+from attnlab.tasks.lm.recipes import RECIPES
+from benchmarks.time_to_loss import loss_curve, time_to_loss
+
+TEXT = "abcabdabcabe " * 300 + "\n"
+TINY = ["--max-steps", "3", "--model-dim", "32", "--num-heads", "4", "--num-layers", "1",
+        "--dim-feedforward", "48", "--block-size", "16", "--batch-size", "8",
+        "--val-batches", "2", "--threads", "1", "--precision", "32"]
+
+
+def _recorded(cfg, name):
+    return getattr(cfg.model, name) if name in dict(cfg.model) else getattr(cfg, name)
+
+
+def test_the_recipe_sets_every_setting_it_declares_and_config_yaml_records_them(tmp_path):
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "r"
+    assert main(["train", "lm", "--data", str(tmp_path / "small.txt"), "--out", str(out),
+                 "--recipe", "fast", *TINY]) == 0
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["recipe"] == "fast"
+    assert {k: saved[k] for k in RECIPES["fast"]} == RECIPES["fast"]
+    # and without --recipe, lm's defaults (the recipe changes something a user would see)
+    plain = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "p")})
+    assert plain.recipe is None
+    assert {k: _recorded(plain, k) for k in RECIPES["fast"]} != RECIPES["fast"]
+
+
+def test_a_flag_given_wins_over_the_recipe_and_is_named_in_one_line(tmp_path, capsys):
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    cfg = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
+                              "recipe": "fast", "lr": 1e-3, "positional": "learned"})
+    assert (cfg.lr, cfg.model.positional) == (1e-3, "learned")
+    assert (cfg.schedule, cfg.model.norm) == ("wsd", "rms")  # the rest is the recipe's
+    err = capsys.readouterr().err.strip()
+    assert err == ("--recipe fast: given, and used instead: --positional learned (the "
+                   "recipe's --positional rope), --lr 0.001 (the recipe's --lr 0.003)")
+    # an --arch given sets its parts over the recipe's, and is named the same way
+    cfg = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
+                              "recipe": "fast", "arch": "gpt2"})
+    assert (cfg.model.positional, cfg.model.norm, cfg.model.bias) == ("learned", "layer", True)
+    assert "--positional learned (the recipe's --positional rope)" in capsys.readouterr().err
+    # the recipe alone: nothing to say
+    build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
+                        "recipe": "fast"})
+    assert capsys.readouterr().err == ""
+
+
+def test_an_unknown_recipe_is_refused_before_a_run_directory(tmp_path, capsys):
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "r"
+    assert main(["train", "lm", "--data", str(tmp_path / "small.txt"), "--out", str(out),
+                 "--recipe", "fastest"]) == 2
+    assert "argument --recipe: invalid choice: 'fastest'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_time_to_loss_is_the_first_validation_at_or_below_the_target(tmp_path):
+    path = tmp_path / "metrics.csv"
+    # training rows (no val_loss) are skipped; equal to the target counts as reached
+    path.write_text("step,train_seconds,train_loss,val_loss\n"
+                    "5,0.8,2.10,\n10,1.6,1.90,\n10,1.6,,1.80\n20,3.3,,1.25\n"
+                    "30,5.1,,1.20\n40,6.9,,1.10\n")
+    assert loss_curve(path) == [(1.6, 10, 1.80), (3.3, 20, 1.25), (5.1, 30, 1.20),
+                                (6.9, 40, 1.10)]
+    assert time_to_loss(path, 1.20) == (5.1, 30)
+    assert time_to_loss(path, 1.5) == (3.3, 20)
+    assert time_to_loss(path, 1.0) is None
