@@ -1,5 +1,8 @@
 """Shared by the interop tests: every test starts from seed 0 with transformers' warnings and
 progress bars off."""
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -43,3 +46,12 @@ def same_greedy():
             assert torch.equal(got, expected), f"use_cache={use_cache}"
         return expected
     return check
+
+
+def cli_without_torch(argv: list[str]) -> subprocess.CompletedProcess:
+    """``attnlab`` with ``argv`` in a fresh interpreter that fails if torch was imported by the
+    time it returns: a refusal that should come before torch is loaded. Exits with main's code."""
+    code = ("import sys; from attnlab.cli import main; "
+            f"rc = main({argv!r}); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

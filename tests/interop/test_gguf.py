@@ -8,7 +8,6 @@ F32 or F16. The reference is the transformers model the file was written from (i
 rounded to float16 for the F16 file): ``from_pretrained(gguf_file=...)`` needs ``accelerate``,
 which is not installed. Logits compared at atol = rtol = 1e-4 in float32.
 """
-import subprocess
 import sys
 
 import numpy as np
@@ -22,7 +21,7 @@ from attnlab.interop.checkpoint import read_checkpoint
 from attnlab.interop.gguf import gguf_source, load_gguf
 from attnlab.interop.source import INIT_MODEL_TYPES
 
-from .conftest import transformers
+from .conftest import cli_without_torch, transformers
 from .gguf_files import _add_tokenizer, _close, write_llama_gguf
 from .test_generate_chat import CHATML, _tokenizer
 
@@ -183,11 +182,8 @@ def test_bad_files_are_one_line_naming_the_file_and_nothing_is_written(
 
 @pytest.mark.slow
 def test_train_refuses_a_bad_file_before_torch_is_imported(bad, tmp_path):
-    code = ("import sys; from attnlab.cli import main; "
-            f"rc = main(['train', 'lm', '--init', {str(bad['arch'])!r}, '--data', "
-            f"{str(bad['text'])!r}, '--out', {str(tmp_path / 'run')!r}]); "
-            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = cli_without_torch(["train", "lm", "--init", str(bad["arch"]), "--data",
+                              str(bad["text"]), "--out", str(tmp_path / "run")])
     assert done.returncode == 2, done.stderr
     assert "architecture 'bloom'" in done.stderr and len(done.stderr.splitlines()) == 1
 

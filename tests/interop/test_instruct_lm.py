@@ -12,7 +12,6 @@ loss, 1e-4 for models.
 import json
 import random
 import re
-import subprocess
 import sys
 
 import pytest
@@ -22,7 +21,7 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from torch.testing import assert_close
 
-from .conftest import transformers  # (skips without the hf extra)
+from .conftest import cli_without_torch, transformers  # (skips without the hf extra)
 from .test_llama_family import _tiny
 from ..training.loop_probe import probe_loop
 
@@ -380,11 +379,8 @@ def test_train_refuses_bad_rows_before_the_run_directory(dirs, tmp_path, capsys,
 def test_bad_rows_are_refused_before_torch_is_imported(dirs, tmp_path):
     data = tmp_path / "bad.jsonl"
     data.write_text(BAD[2][0], encoding="utf-8")
-    code = ("import sys; from attnlab.cli import main; "
-            f"rc = main(['train', 'lm', '--init', {str(dirs['chatml'])!r}, '--data', "
-            f"{str(data)!r}, '--out', {str(tmp_path / 'run')!r}]); "
-            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = cli_without_torch(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(data),
+                              "--out", str(tmp_path / "run")])
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [f"attnlab: error: --data {data} {BAD[2][1]}"]
 
