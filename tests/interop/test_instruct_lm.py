@@ -328,7 +328,8 @@ def test_resume_is_exact_and_refuses_a_changed_file(dirs, tmp_path, monkeypatch,
     assert main(["train", "lm", "--out", str(out), "--resume"]) == 0  # the rest: config.yaml's
     whole = tmp_path / "whole"
     assert main(["train", "lm", "--out", str(whole), *args]) == 0
-    resumed, uninterrupted = load_file(out / "model.safetensors"), load_file(whole / "model.safetensors")
+    resumed = load_file(out / "model.safetensors")
+    uninterrupted = load_file(whole / "model.safetensors")
     for name in resumed:
         assert_close(resumed[name], uninterrupted[name], rtol=1e-5, atol=1e-6)
     _write(rows, _rows(30, seed=2))
