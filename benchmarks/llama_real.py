@@ -30,7 +30,8 @@ on the values.
    projections, AdamW, bf16 weights) against ``peft`` + transformers.
 
     python -m benchmarks.llama_real [--parts load speed int8] [--models smollm2-135m ...]
-                                    [--repeats 3] [--new-tokens 128] [--threads 1] [--quick]
+                                    [--dtypes float32 bfloat16] [--repeats 3]
+                                    [--new-tokens 128] [--threads 1] [--quick]
     python -m benchmarks.llama_real --device cuda --parts gpu
 """
 from __future__ import annotations
@@ -161,7 +162,7 @@ def speed(args) -> None:
           f"  same tokens")
     for name in args.models:
         d = str(checkpoint(name))
-        for dtype in (torch.float32, torch.bfloat16):
+        for dtype in (getattr(torch, t) for t in args.dtypes):
             hf, ours = _models(d, dtype)
             ids = _prompt(ours.vocab_size, args.prompt_tokens)
             mask = torch.ones_like(ids)
@@ -231,6 +232,8 @@ def main() -> None:
                     choices=["load", "speed", "int8", "gpu"])
     ap.add_argument("--models", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     ap.add_argument("--load-dtypes", nargs="+", default=["bfloat16", "float32"])
+    ap.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
+                    choices=["float32", "bfloat16"], help="the speed part's dtypes")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--prompt-tokens", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=128)
