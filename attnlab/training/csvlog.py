@@ -2,8 +2,9 @@
 
 Columns: ``step`` (optimiser steps done), ``train_seconds`` (seconds of training since the first
 step, validation left out, across ``--resume``: ``attnlab.training.clock``), then the metrics in
-the order first logged (``train_loss``, ``train_acc`` ..., ``val_loss`` ...); a cell is empty
-where a row has no value (training rows have no validation metrics). ``--resume`` keeps the interrupted part of the log
+the order first logged (``train_loss``, ``train_acc`` ..., the step's ``lr``, ``grad_norm`` and
+throughput: ``stepstats``, ``val_loss`` ...); a cell is empty where a row has no value (training
+rows have no validation metrics). ``--resume`` keeps the interrupted part of the log
 as ``metrics.partN.csv`` and starts a new ``metrics.csv``. One of the sinks of ``runlog.RunLog``.
 """
 from __future__ import annotations
