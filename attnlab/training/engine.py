@@ -16,7 +16,8 @@ Fabric (``attnlab.training.hardware``) brings what depends on the machine: the p
 DDP and FSDP across devices and nodes, mixed precision (autocast and, for ``16-mixed``, the
 gradient scaler), the gradients' clipping where FSDP shards them, and checkpoint I/O. The rest
 is here, in attnlab's own words: resuming mid-epoch with the random state of an uninterrupted
-run, Ctrl-C and SIGTERM that save the current step, the progress line, the CSV log.
+run, Ctrl-C and SIGTERM that save the current step, the progress line, the training log
+(``runlog``: CSV and TensorBoard).
 
 The step reads nothing off the device (no ``.item()``) except at the steps that show or log
 it, so on a GPU the host queues work ahead; on one CPU process a non-finite loss is caught
