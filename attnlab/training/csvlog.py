@@ -2,9 +2,10 @@
 
 Columns: ``step`` (optimiser steps done), ``train_seconds`` (seconds of training since the first
 step, validation left out, across ``--resume``: ``attnlab.training.clock``), then the metrics in
-the order first logged (``train_loss``, ``train_acc`` ..., ``val_loss`` ...); a cell is empty
-where a row has no value (training rows have no validation metrics). ``--resume`` keeps the interrupted part of the log
-as ``metrics.partN.csv`` and starts a new ``metrics.csv``.
+the order first logged (``train_loss``, ``train_acc`` ..., the step's ``lr``, ``grad_norm`` and
+throughput: ``stepstats``, ``val_loss`` ...); a cell is empty where a row has no value (training
+rows have no validation metrics). ``--resume`` keeps the interrupted part of the log
+as ``metrics.partN.csv`` and starts a new ``metrics.csv``. One of the sinks of ``runlog.RunLog``.
 """
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ class CSVLog:
         self.path = Path(path)
         self.columns: list[str] = ["step", "train_seconds"]
         self.rows: list[dict[str, float]] = []
+
+    def begin(self, step: int) -> None:
+        """Nothing to do: a resumed run's earlier rows were kept by ``keep_previous_log``."""
+
+    def close(self) -> None:
+        """Nothing to do: each row is written when it comes."""
 
     def write(self, step: int, metrics: dict[str, float], *, seconds: float) -> None:
         """A row of ``metrics`` at ``step``, ``seconds`` of training after the first step."""

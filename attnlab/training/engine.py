@@ -16,7 +16,8 @@ Fabric (``attnlab.training.hardware``) brings what depends on the machine: the p
 DDP and FSDP across devices and nodes, mixed precision (autocast and, for ``16-mixed``, the
 gradient scaler), the gradients' clipping where FSDP shards them, and checkpoint I/O. The rest
 is here, in attnlab's own words: resuming mid-epoch with the random state of an uninterrupted
-run, Ctrl-C and SIGTERM that save the current step, the progress line, the CSV log.
+run, Ctrl-C and SIGTERM that save the current step, the progress line, the training log
+(``runlog``: CSV and TensorBoard).
 
 The step reads nothing off the device (no ``.item()``) except at the steps that show or log
 it, so on a GPU the host queues work ahead; on one CPU process a non-finite loss is caught
@@ -45,7 +46,9 @@ from ..runs import readable, save_weights, write_config, write_metrics
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng)
-from .csvlog import CSVLog, keep_previous_log
+from .csvlog import keep_previous_log
+from .runlog import RunLog
+from .stepstats import StepStats
 from .adapt import adapt, merge_lora, parameter_share
 # check_hardware: for commands/train
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
@@ -192,7 +195,8 @@ class Loop:
         self.stopped: str | None = None  # why training stopped before max_steps
         self.shown: dict[str, float] = {}  # what the progress line shows: the latest numbers
         self.progress = Progress(max_steps)
-        self.log = CSVLog(self.run_dir / "logs" / "metrics.csv")
+        self.log = RunLog.for_run(self.run_dir / "logs")  # metrics.csv and TensorBoard's events
+        self.stats = StepStats(size=_batch_size, tokens=module.tokens)  # lr, norm, throughput
         self.signals = _Signals(resume_command(cfg, self.run_dir))
         self._rng_to_restore: dict[str, Any] | None = None
         self.validated: tuple[int, dict[str, float]] = (-1, {})  # the last validation's step
@@ -249,11 +253,11 @@ class Loop:
         return getattr(self.fabric.strategy.precision, "scaler", None)
 
     def _optimizer(self, params):
-        # Gradients are unscaled before they are clipped. Fabric refuses to do that for an
-        # optimiser that unscales inside its own step (fused AdamW); the loop does it itself
-        # (train_step), except under FSDP, whose clipping must be Fabric's: there, with a
-        # scaler and clipping, the per-tensor AdamW.
-        sharded = self._scaler() is not None and self.cfg.grad_clip and self.cfg.strategy == "fsdp"
+        # Gradients are unscaled before they are clipped (or their norm is measured, at the
+        # steps that log). Fabric refuses to do that for an optimiser that unscales inside its
+        # own step (fused AdamW); the loop does it itself (train_step), except under FSDP,
+        # whose clipping must be Fabric's: there, with a scaler, the per-tensor AdamW.
+        sharded = self._scaler() is not None and self.cfg.strategy == "fsdp"
         return make_optimizer(params, self.cfg, model_dim=int(self.cfg.model_dim),
                               max_steps=self.max_steps, fused=not sharded)
 
@@ -295,6 +299,9 @@ class Loop:
         reached at validation, a signal (the step is saved, then ``Interrupted``), or a
         non-finite loss (``NonFiniteLoss``)."""
         self.progress.begin(self.step, draws=self.fabric.is_global_zero)
+        if self.fabric.is_global_zero:  # the only rank that writes the log
+            self.log.begin(self.step)
+        self.stats.begin(self.seconds())
         self.model.train()
         batches: list = []  # --accumulate: the step's batches so far (an epoch may end among them)
         while self.step < self.max_steps and self.stopped is None:
@@ -356,15 +363,21 @@ class Loop:
             losses.append(loss)
             logged.append(logs)
         loss, logs = _mean(losses, logged)
-        # clipping the gradients' global norm to --grad-clip (0: no clipping)
-        if self.grad_clip and self.cfg.strategy == "fsdp":  # the norm over all shards: Fabric's
-            fabric.clip_gradients(self.model, self.optimizer, max_norm=self.grad_clip,
-                                  error_if_nonfinite=False)
-        elif self.grad_clip:
+        self.stats.count(batches)
+        # clipping the gradients' global norm to --grad-clip (0: no clipping); a step that logs
+        # measures the norm even without clipping (a limit of inf scales by exactly 1)
+        logs_step = self._logs(self.step + 1)
+        max_norm, norm = self.grad_clip or (math.inf if logs_step else 0.0), None
+        if max_norm and self.cfg.strategy == "fsdp":  # the norm over all shards: Fabric's
+            norm = fabric.clip_gradients(self.model, self.optimizer, max_norm=max_norm,
+                                         error_if_nonfinite=False)
+        elif max_norm:
             if scaler is not None:  # 16-mixed: divide the scale out first
                 scaler.unscale_(optimizer)
             params = [p for group in optimizer.param_groups for p in group["params"]]
-            torch.nn.utils.clip_grad_norm_(params, self.grad_clip, error_if_nonfinite=False)
+            norm = torch.nn.utils.clip_grad_norm_(params, max_norm, error_if_nonfinite=False)
+        if logs_step:  # the rate this step trains at, before the schedule moves it on
+            self.stats.note(optimizer, norm)
         # the update, then the learning rate of the next step
         if scaler is not None:  # 16-mixed: skips a step whose gradients overflowed, and
             scaler.step(optimizer)  # lowers the scale then (raises it after a run of good ones)
@@ -419,7 +432,7 @@ class Loop:
 
     def _show(self, loss: torch.Tensor, logs: dict[str, torch.Tensor]) -> None:
         """Read this step's numbers off the device only where they are logged or shown."""
-        logged = self.step % self.log_every == 0 and self.fabric.is_global_zero
+        logged = self._logs(self.step) and self.fabric.is_global_zero
         shown = self.progress.reads_train_loss(self.step)
         if not (logged or shown):
             return
@@ -429,9 +442,15 @@ class Loop:
                    **{f"train_{k}": float(v.detach()) for k, v in logs.items()}}
         self.shown["train_loss"] = numbers["train_loss"]
         if logged:
-            self.log.write(self.step, numbers, seconds=self.seconds())
+            seconds = self.seconds()  # after the loss was read: the device has caught up
+            numbers.update(self.stats.row(seconds, processes=self.fabric.world_size))
+            self.log.write(self.step, numbers, seconds=seconds)
         if shown:
             self.progress.show(self.step, self.shown)
+
+    def _logs(self, step: int) -> bool:
+        """Whether the log has a training row after ``step`` steps."""
+        return step % self.log_every == 0
 
     def _told_to_stop(self) -> bool:
         """Whether a signal asks to stop; under DDP, whether it reached any rank (every rank
@@ -524,6 +543,7 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
             loop.save()
     finally:
         loop.progress.end_line()  # an error starts on a line of its own
+        loop.log.close()
     if loop.signals.signum is not None:  # the signal came during the last step's validation
         raise loop.signals.stopped(f"interrupted at the end of training (step {loop.step} "
                                    f"of {max_steps}); finish with: {loop.signals.resume_hint}")

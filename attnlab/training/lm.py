@@ -51,3 +51,8 @@ class LMModule(TaskModule):
         inputs, targets = batch
         smoothing = self.label_smoothing if self.training else 0.0
         return lm_loss(self.model, inputs, targets, label_smoothing=smoothing), {}
+
+    def tokens(self, batch) -> int:
+        """Every position of every window (padding of instruction rows included), as nanoGPT
+        counts tokens per step."""
+        return batch[0].numel()

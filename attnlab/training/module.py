@@ -55,6 +55,11 @@ class TaskModule(nn.Module):
     def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         raise NotImplementedError
 
+    def tokens(self, batch) -> int | None:
+        """Tokens in ``batch``, for the log's ``tokens_per_second``; None: not counted. Read off
+        shapes only (it runs at every step)."""
+        return None
+
 
 # Devices with PyTorch's fused AdamW kernel (one kernel per parameter for the whole update).
 FUSED_DEVICES = ("cpu", "cuda")

@@ -154,7 +154,7 @@ def test_plot_attention_rejects_mismatched_labels(tmp_path):
 
 
 @pytest.mark.slow
-def test_commands_that_do_not_train_never_import_lightning(tiny_run, tmp_path):
+def test_commands_that_do_not_train_never_import_lightning_or_tensorboard(tiny_run, tmp_path):
     import subprocess
     import sys
 
@@ -167,7 +167,8 @@ for argv in (["explain"], ["predict", run, "--input", "1 2"], ["evaluate", run],
              ["plot", "pe", "--out", {str(tmp_path / "pe.png")!r}],
              ["plot", "lr", "--out", {str(tmp_path / "lr.png")!r}]):
     assert main(argv) == 0, argv
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("lightning", "pytorch_lightning"))
+heavy = ("lightning", "pytorch_lightning", "tensorboard", "torch.utils.tensorboard")
+loaded = sorted(m for m in sys.modules if m in heavy or m.split(".")[0] in heavy)
 print("LOADED", loaded)
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)

@@ -10,7 +10,8 @@
   training loop, which stops the run as a kill would: no final checkpoint, no model, no
   metrics);
 - two DDP processes on CPU train an lm run (the task with the most DDP-specific code paths:
-  a corpus prepared on the fly, training batches drawn per rank, rank-0-only evaluation).
+  a corpus prepared on the fly, training batches drawn per rank, rank-0-only evaluation and
+  training log).
 The SIGKILL itself is tested once, on reversal, in test_kill_resume.py.
 """
 import csv
@@ -25,6 +26,7 @@ from safetensors.torch import load_file
 import attnlab
 from attnlab.cli import main
 
+from ..training.event_files import as_scalars, csv_rows, scalars
 from ..training.loop_probe import probe_loop
 from .conftest import TINY, task_data, tiny_args, train_ddp
 
@@ -162,6 +164,18 @@ def test_two_process_ddp_lm_run_writes_a_valid_run_directory(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("the ")
     assert main(["evaluate", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["val_loss"] == pytest.approx(metrics["val_loss"])
+    # the training log: rank 0's alone (one event file, the CSV's numbers), its throughput
+    # counting both processes: a row a step, each step 2 x 8 windows of 16 tokens
+    logs = out / "logs"
+    assert len(list(logs.glob("events.out.tfevents.*"))) == 1
+    rows = csv_rows(logs / "metrics.csv")
+    assert scalars(logs) == as_scalars(rows)
+    rows = [r for r in rows if r["train_loss"]]
+    for before, row in zip(rows, rows[1:]):
+        rate = float(row["samples_per_second"])
+        elapsed = float(row["train_seconds"]) - float(before["train_seconds"])
+        assert abs(rate * elapsed - 2 * 8) <= rate * 0.001 + 1e-9, (row, before)  # ms rounding
+        assert float(row["tokens_per_second"]) == pytest.approx(16 * rate, rel=1e-12)
 
 
 def test_how_often_a_run_validates_does_not_change_its_training(tmp_path):
