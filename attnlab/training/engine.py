@@ -324,16 +324,20 @@ class Loop:
                     raise self.signals.stopped(f"interrupted at step {self.step} of "
                                                f"{self.max_steps}; continue with: "
                                                f"{self.signals.resume_hint}")
-                # the last step's checkpoint is the one ``fit`` writes after the loop: written
-                # here too, the same weights and optimiser would be written twice
-                if (self.checkpoint_every and self.step % self.checkpoint_every == 0
-                        and self.step < self.max_steps):
-                    self.save()
+                # validation before the checkpoint of the same step: the checkpoint holds what
+                # it decided (the best so far, --patience's count), which a resumed run,
+                # starting after that step, would otherwise never see
                 if self.val_loader is not None and self.step % self.val_every == 0:
                     with self.clock.paused():  # train_seconds leave validation out
                         metrics = self.validate()
                         self._check_target(metrics)
                         self._watch(metrics)
+                # the last step's checkpoint (and that of a step training stops at) is the one
+                # ``fit`` writes after the loop: written here too, the same weights and
+                # optimiser would be written twice
+                if (self.checkpoint_every and self.step % self.checkpoint_every == 0
+                        and self.step < self.max_steps and self.stopped is None):
+                    self.save()
                 if self.step >= self.max_steps or self.stopped is not None:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
