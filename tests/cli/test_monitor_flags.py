@@ -80,3 +80,23 @@ def test_every_task_declares_metrics_whose_direction_is_declared():
     for name, task in available_tasks().items():
         assert task.val_metrics[0] == "val_loss", name  # the default --monitor
         assert set(task.val_metrics) <= set(VAL_METRICS), name
+
+
+def test_the_cli_page_lists_each_tasks_validation_metrics_and_flags_train_takes():
+    import re
+    from pathlib import Path
+
+    from attnlab.cli import build_parser
+
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    section = text.split("### Keep the best, stop early")[1].split("\n#")[0]
+    listed = {}
+    for names, metrics in re.findall(r"^\| ([a-z, ]+) \| (.+) \|$", section, flags=re.M):
+        for name in names.split(", "):
+            if name != "task":  # the header
+                listed[name] = set(re.findall(r"`(val_\w+)`", metrics))
+    assert listed == {name: set(task.val_metrics) for name, task in available_tasks().items()}
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    tasks = train._subparsers._group_actions[0].choices
+    for flag in set(re.findall(r"`(--[a-z-]+)", section)):
+        assert any(flag in p._option_string_actions for p in tasks.values()), flag
