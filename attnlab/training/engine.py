@@ -664,8 +664,10 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
     run_dir = Path(run_dir)
     # numbers, and lists that say something about them (classify's classes with no test example)
     metrics = {k: v if isinstance(v, (list, str)) else float(v) for k, v in metrics.items()}
-    for key, value in result.validation.items():  # the saved weights' validation (a task's
-        metrics.setdefault(key, float(value))     # own measurement of a key wins: lm's)
+    # the saved weights' validation (a task's own measurement of a key wins: lm's val_loss),
+    # recorded but not printed: the summary stays the test split's numbers
+    validation = {k: float(v) for k, v in result.validation.items() if k not in metrics}
+    metrics.update(validation)
     metrics.update(result.best)  # --keep-best: which validation the weights are of
     if result.stopped is not None:
         metrics["stopped_early"] = result.stopped
@@ -680,7 +682,7 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
     write_config(run_dir, cfg)
     write_metrics(run_dir / "metrics.json", metrics)
     if not quiet:
-        print_summary(cfg.task, run_dir, metrics)
+        print_summary(cfg.task, run_dir, {k: v for k, v in metrics.items() if k not in validation})
     return metrics
 
 
