@@ -26,8 +26,8 @@ spread of the reference, and the ratios the targets are stated in (benchmarks/RE
 attnlab's accuracy within the reference's seed spread in <= 0.8x its wall time, LoRA within
 1 point of full fine-tuning.
 
-With ``--early-stop`` it compares, instead, the best-model and early-stopping recipes of both
-(issue #41): attnlab's ``--keep-best --monitor val_acc --patience P`` against transformers'
+With ``--early-stop`` it compares, instead, the best-model and early-stopping recipes of both:
+attnlab's ``--keep-best --monitor val_acc --patience P`` against transformers'
 ``Trainer`` with ``load_best_model_at_end=True``, ``metric_for_best_model="accuracy"`` and an
 ``EarlyStoppingCallback(P)``, both validating every ``--val-every`` steps up to ``--steps``:
 the best validation accuracy each kept, the steps each trained, its test accuracy, and the wall
