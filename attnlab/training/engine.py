@@ -544,8 +544,10 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch) on at
     most ``limit_val_batches`` batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
     ``cfg.checkpoint_every`` steps and at the end; with ``stop_at``, stops early once its
-    target is reached. Afterwards the module is on the CPU with float32 weights, whatever
-    device and ``--precision`` trained it."""
+    target is reached; with ``cfg.patience``, after that many validations without improvement
+    of ``cfg.monitor``. Afterwards the module is on the CPU with float32 weights, whatever
+    device and ``--precision`` trained it: with ``cfg.keep_best`` the best validation's, else
+    the last step's (the task then scores its test split on them)."""
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
                 val_check_interval=val_check_interval, stop_at=stop_at,
                 limit_val_batches=limit_val_batches)
