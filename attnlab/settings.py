@@ -31,7 +31,7 @@ from typing import Any
 from .activation_names import LORA_TARGETS
 from .errors import UsageError
 
-__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "muon_finds_matrices",
+__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "label_smoothing_setting", "min_lr_setting", "cooldown_setting",
            "check_schedule", "steps_of_epochs", "SCHEDULES",
@@ -110,6 +110,57 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
 
 
 OPTIMIZERS = ("adamw", "muon")  # --optimizer: attnlab.training.module.make_optimizer builds each
+
+# Every validation metric a task may compute (``Task.val_metrics`` names them), each with the
+# direction it improves in: ``--monitor``'s names and its mode (min: lower is better), declared
+# once. A task's validation logs them as ``logs/metrics.csv``'s columns of the same names.
+VAL_METRICS: dict[str, str] = {
+    "val_loss": "min", "val_perplexity": "min",
+    "val_acc": "max", "val_seq_acc": "max", "val_token_accuracy": "max", "val_f1": "max",
+    "val_auc": "max", "val_bleu": "max", "val_chrf": "max",
+}
+
+
+def monitoring_fits(cfg: dict[str, Any], computed: tuple[str, ...], *,
+                    off: dict[str, str] | None = None, unvalidated: str | None = None
+                    ) -> str | None:
+    """The rule of ``--monitor``, ``--keep-best``, ``--patience`` and ``--min-delta`` against
+    the run: ``computed`` is what its validation computes (``Task.val_metrics_of``), ``off``
+    why a metric the task can compute is not computed by this run (translate's BLEU without
+    --val-bleu), ``unvalidated`` why the run does not validate during training (lm without
+    --val-every validates at its end only). --monitor and --min-delta serve --keep-best and
+    --patience, so alone they would be silently unused; --keep-best copies the whole model,
+    which --strategy fsdp splits. The message naming the flags, or None where it holds;
+    ``attnlab train`` checks it before the run starts.
+
+    Examples:
+        >>> monitoring_fits({"monitor": "val_bleu", "patience": 3}, ("val_loss", "val_acc"))
+        '--monitor val_bleu: this run computes val_loss, val_acc at each validation'
+        >>> monitoring_fits({"monitor": "val_acc", "keep_best": True}, ("val_loss", "val_acc"))
+    """
+    monitor, keep, patience = cfg.get("monitor", "val_loss"), cfg.get("keep_best"), cfg.get("patience")
+    delta = cfg.get("min_delta") or 0.0
+    if not keep and patience is None:
+        if monitor != "val_loss":
+            return (f"--monitor {monitor} chooses what --keep-best and --patience watch; give "
+                    f"one of them")
+        if delta:
+            return (f"--min-delta {delta:g} is the smallest improvement --keep-best and "
+                    f"--patience count; give one of them")
+        return None
+    named = "--keep-best" if keep else f"--patience {patience}"
+    if unvalidated:
+        return f"{named}: {unvalidated}"
+    if monitor not in computed:
+        why = (off or {}).get(monitor)
+        listed = ", ".join(computed)
+        return (f"--monitor {monitor}: {why}; this run computes {listed}" if why
+                else f"--monitor {monitor}: this run computes {listed} at each validation")
+    if keep and cfg.get("strategy") == "fsdp":
+        return ("--keep-best copies the whole model at each improvement, which --strategy fsdp "
+                "splits across devices; use --strategy ddp")
+    return None
+
 
 MAX_THREADS = 256  # more torch threads than any machine attnlab runs on has cores
 
@@ -218,6 +269,20 @@ class TrainSettings:
                                   "scaled to AdamW's size; under Noam, Muon's factor)")
     checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
     val_every: int = setting(None, help="steps between validations", low=1, optional=True)
+    monitor: str = setting("val_loss", metavar="METRIC", absent="val_loss",
+                           help="the validation metric --keep-best and --patience watch (the "
+                                "task's: val_loss, val_acc, ...; lower or higher is better as "
+                                "the metric says)")
+    keep_best: bool = setting(False, absent=False,
+                              help="model.safetensors holds the weights of the best validation "
+                                   "(by --monitor), not the last step's; the test split is "
+                                   "scored on them")
+    patience: int = setting(None, low=1, optional=True, absent=None,
+                            help="stop after N validations in a row without improvement of "
+                                 "--monitor")
+    min_delta: float = setting(0.0, low=0, absent=0.0,
+                               help="an improvement is a change of --monitor by more than F in "
+                                    "its better direction")
     threads: int = threads_setting("torch CPU threads (default: torch's, or 1 when another job "
                                    "holds a core; tiny models train fastest on 1)")
     devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)

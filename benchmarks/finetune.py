@@ -26,6 +26,13 @@ spread of the reference, and the ratios the targets are stated in (benchmarks/RE
 attnlab's accuracy within the reference's seed spread in <= 0.8x its wall time, LoRA within
 1 point of full fine-tuning.
 
+With ``--early-stop`` it compares, instead, the best-model and early-stopping recipes of both:
+attnlab's ``--keep-best --monitor val_acc --patience P`` against transformers'
+``Trainer`` with ``load_best_model_at_end=True``, ``metric_for_best_model="accuracy"`` and an
+``EarlyStoppingCallback(P)``, both validating every ``--val-every`` steps up to ``--steps``:
+the best validation accuracy each kept, the steps each trained, its test accuracy, and the wall
+time ratio.
+
 Not a test: timings depend on the machine and its load.
 """
 from __future__ import annotations
@@ -179,6 +186,91 @@ def _reference(ckpt: str, files: dict[str, str], out: str, seed: int, steps: int
     Path(out).write_text(json.dumps(result))
 
 
+def run_trainer(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
+                threads: int, env: dict[str, str], every: int, patience: int) -> dict:
+    cmd = [sys.executable, __file__, "--trainer", str(ckpt), "--files",
+           json.dumps({k: str(v) for k, v in files.items()}), "--out", str(out), "--seed",
+           str(seed), "--steps", str(steps), "--threads", str(threads), "--val-every",
+           str(every), "--patience", str(patience)]
+    seconds = _timed(cmd, env)
+    return {**json.loads((out / "result.json").read_text()), "seconds": seconds}
+
+
+def _trainer(ckpt: str, files: dict[str, str], out: str, seed: int, steps: int, threads: int,
+             every: int, patience: int) -> None:
+    """transformers' ``Trainer`` keeping the best model and stopping early (run in its own
+    process by ``run_trainer``): the same hyper-parameters as ``_reference``; it saves a
+    checkpoint at each evaluation, which is how it finds the best model again at the end."""
+    import torch
+    from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
+                              DataCollatorWithPadding, EarlyStoppingCallback, Trainer,
+                              TrainingArguments)
+
+    torch.set_num_threads(threads)
+    rows = {s: list(csv.DictReader(open(p, encoding="utf-8"))) for s, p in files.items()}
+    labels = sorted({r["label"] for r in rows["train"]})
+    index = {lab: i for i, lab in enumerate(labels)}
+    tok = AutoTokenizer.from_pretrained(ckpt, local_files_only=True)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        ckpt, num_labels=len(labels), local_files_only=True,
+        hidden_dropout_prob=HYPER["dropout"], attention_probs_dropout_prob=HYPER["dropout"])
+
+    def encoded(split):
+        enc = tok([r["text"] for r in rows[split]], truncation=True, max_length=HYPER["max_len"])
+        return [{"input_ids": ids, "attention_mask": mask, "labels": index[r["label"]]}
+                for ids, mask, r in zip(enc["input_ids"], enc["attention_mask"], rows[split])]
+
+    def accuracy(prediction):
+        return {"accuracy": float((prediction.predictions.argmax(-1)
+                                   == prediction.label_ids).mean())}
+
+    args = TrainingArguments(
+        output_dir=str(Path(out) / "trainer"), max_steps=steps, seed=seed,
+        per_device_train_batch_size=HYPER["batch_size"], per_device_eval_batch_size=64,
+        learning_rate=HYPER["lr"], warmup_steps=HYPER["warmup"], lr_scheduler_type="cosine",
+        weight_decay=HYPER["weight_decay"], max_grad_norm=HYPER["grad_clip"],
+        eval_strategy="steps", eval_steps=every, save_strategy="steps", save_steps=every,
+        save_total_limit=2, load_best_model_at_end=True, metric_for_best_model="accuracy",
+        greater_is_better=True, logging_steps=every, report_to=[], use_cpu=True,
+        dataloader_num_workers=0, disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=encoded("train"),
+                      eval_dataset=encoded("val"), data_collator=DataCollatorWithPadding(tok),
+                      compute_metrics=accuracy,
+                      callbacks=[EarlyStoppingCallback(early_stopping_patience=patience)])
+    trainer.train()
+    test = trainer.evaluate(encoded("test"), metric_key_prefix="test")
+    best_step = int(trainer.state.best_model_checkpoint.rsplit("-", 1)[1])
+    result = {"best_val_accuracy": trainer.state.best_metric, "best_step": best_step,
+              "steps": trainer.state.global_step, "test_accuracy": test["test_accuracy"]}
+    (Path(out) / "result.json").write_text(json.dumps(result))
+
+
+def early_stop(args, ckpt: Path, files: dict[str, Path], tmp: Path, env: dict[str, str]) -> None:
+    """``--early-stop``: attnlab's --keep-best --patience against the Trainer's, seed by seed."""
+    every, patience = args.val_every, args.patience
+    ratios = []
+    for seed in range(args.seeds):
+        (tmp / f"trainer{seed}").mkdir()
+        ref = run_trainer(ckpt, files, tmp / f"trainer{seed}", seed, args.steps, args.threads,
+                          env, every, patience)
+        out = tmp / f"best{seed}"
+        # this --val-every comes after run_attnlab's own (one validation at the end): it wins
+        _, seconds = run_attnlab(ckpt, files, out, seed, args.steps, args.threads, env,
+                                 ["--val-every", str(every), "--keep-best", "--monitor",
+                                  "val_acc", "--patience", str(patience)])
+        ours = json.loads((out / "metrics.json").read_text())
+        ratios.append(seconds / ref["seconds"])
+        print(f"seed {seed}: Trainer best val acc {ref['best_val_accuracy']:.4f} at step "
+              f"{ref['best_step']}, stopped at {ref['steps']}, test acc "
+              f"{ref['test_accuracy']:.4f}, {ref['seconds']:.1f} s | attnlab best val acc "
+              f"{ours['best_value']:.4f} at step {ours['best_step']}, stopped at "
+              f"{ours['steps']}, test acc {ours['test_accuracy']:.4f}, {seconds:.1f} s | "
+              f"CPU s {CPU_SECONDS[-2]:.1f} / {CPU_SECONDS[-1]:.1f}; load average "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
+    print(f"attnlab / Trainer wall time: {statistics.mean(ratios):.2f}x (mean over "
+          f"{len(ratios)} seeds)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 seed, 40 steps")
@@ -188,7 +280,15 @@ def main() -> None:
     ap.add_argument("--lora-lr", type=float, default=3e-3,
                     help="the LoRA run's peak learning rate (LoRA is trained with a larger one)")
     ap.add_argument("--model", metavar="DIR", help="a BERT-family directory (default: MiniLM)")
+    ap.add_argument("--early-stop", action="store_true",
+                    help="compare --keep-best --patience with the Trainer's best model and "
+                         "early stopping instead")
+    ap.add_argument("--val-every", type=int, default=20, help="--early-stop: steps between "
+                                                              "validations")
+    ap.add_argument("--patience", type=int, default=3, help="--early-stop: validations without "
+                                                            "improvement before stopping")
     ap.add_argument("--reference", help=argparse.SUPPRESS)  # the reference side's process
+    ap.add_argument("--trainer", help=argparse.SUPPRESS)  # the Trainer side's process
     ap.add_argument("--files", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, help=argparse.SUPPRESS)
@@ -197,12 +297,21 @@ def main() -> None:
         _reference(args.reference, json.loads(args.files), args.out, args.seed, args.steps,
                    args.threads)
         return
+    if args.trainer:
+        _trainer(args.trainer, json.loads(args.files), args.out, args.seed, args.steps,
+                 args.threads, args.val_every, args.patience)
+        return
     seeds, steps = (1, 40) if args.quick else (args.seeds, args.steps)
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "TRANSFORMERS_VERBOSITY": "error"}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         files = write_split(tmp)
         ckpt, what = checkpoint(args.model)
+        if args.early_stop:
+            print(f"checkpoint: {what}; {SIZES}; at most {args.steps} steps, validation every "
+                  f"{args.val_every}, patience {args.patience}, threads {args.threads}")
+            early_stop(args, ckpt, files, tmp, env)
+            return
         print(f"checkpoint: {what}; data: num2words language of a number, {len(LANGS)} classes, "
               f"{SIZES}; {steps} steps, batch {HYPER['batch_size']}, threads {args.threads}, "
               f"seeds {seeds}, lr {HYPER['lr']:g} (LoRA {args.lora_lr:g})")

@@ -156,7 +156,8 @@ def test_absent_values_are_the_declared_ones():
                 if "absent" in f.metadata}
     assert absent_values(TrainSettings) == declared == {
         "weight_decay": 0.0, "beta2": 0.999, "accumulate": 1, "min_lr": None, "cooldown": None,
-        "checkpoint_activations": False, "optimizer": "adamw", "muon_lr": None}
+        "checkpoint_activations": False, "optimizer": "adamw", "muon_lr": None,
+        "monitor": "val_loss", "keep_best": False, "patience": None, "min_delta": 0.0}
 
 
 @pytest.mark.parametrize("flag, value, had", [("--weight-decay", 0.1, 0.0), ("--beta2", 0.99, 0.999)])

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
 from ..settings import (TrainSettings, add_flags, as_typed, check, check_schedule, flag,
-                        heads_divide_width, optimizer_fits)
+                        heads_divide_width, monitoring_fits, optimizer_fits)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import resume_conflicts
@@ -123,6 +123,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     if not cfg["resume"]:  # a resumed run continues as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
     checked = task.check_settings(cfg)
+    _check_monitoring(task, cfg)
     if recipe:
         _say_recipe_overridden(recipe, task.recipes[recipe], cfg)
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
@@ -130,6 +131,16 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
         cfg.pop("max_steps", None)     # would be recorded beside it, unused
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _check_monitoring(task, cfg: dict[str, Any]) -> None:
+    """--monitor, --keep-best, --patience and --min-delta against what the task's validation
+    computes (``Task.val_metrics``, less ``val_metrics_off``) and whether it validates during
+    training: the rule ``monitoring_fits``."""
+    off = task.val_metrics_off(cfg)
+    computed = tuple(m for m in task.val_metrics if m not in off)
+    if broken := monitoring_fits(cfg, computed, off=off, unvalidated=task.unvalidated(cfg)):
+        raise UsageError(broken)
 
 
 def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any]) -> None:

@@ -226,6 +226,10 @@ class Task:
         recipes: named sets of settings that ``--recipe NAME`` puts over the defaults, under
             ``--config`` and the flags (which win; lm's ``attnlab.tasks.lm.recipes``); the
             task declares a ``recipe`` setting when it has some.
+        val_metrics: the metrics its validation computes, as ``logs/metrics.csv`` names them
+            (each one of ``attnlab.settings.VAL_METRICS``, which says whether lower or higher
+            is better): what ``--monitor`` may name. ``val_metrics_off`` says which of them a
+            run leaves out, and why.
 
     The work itself (training, loading, prediction, the optional commands) is in the task's
     ``runtime.py``, which commands reach by ``runtime()`` and call directly.
@@ -240,6 +244,7 @@ class Task:
     capabilities: Capabilities = Capabilities()
     init_model_types: tuple[str, ...] = ()
     recipes: dict[str, dict[str, Any]] = {}
+    val_metrics: tuple[str, ...] = ("val_loss",)
 
     @property
     def settings(self) -> type:
@@ -416,6 +421,17 @@ class Task:
         model's --nodes and --p-in). A task whose unused flags still stand for a value
         the run records (lm's vocabulary size, read from a prepared corpus) returns less."""
         return [name for names, _ in self.unused_settings(cfg) for name in names]
+
+    def val_metrics_off(self, cfg: dict[str, Any]) -> dict[str, str]:
+        """Of ``val_metrics``, those a run with ``cfg`` does not compute, each with why (and
+        what would compute it), for ``--monitor``'s message. Default: none."""
+        return {}
+
+    def unvalidated(self, cfg: dict[str, Any]) -> str | None:
+        """Why a run with ``cfg`` validates at its end only, where ``--keep-best`` and
+        ``--patience`` need validations during training; None where it validates during
+        training (the default: every task validates at least once an epoch)."""
+        return None
 
     def validate(self, cfg: dict[str, Any]) -> Any:
         """Check what the typed settings cannot (one setting against another, the data files)

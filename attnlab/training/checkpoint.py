@@ -11,6 +11,9 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
     rng             the random generators' state after that step (``capture_rng``)
     train_seconds   training time so far, across interruptions
     train_loader    the position in the training data (``attnlab.data.ResumableBatches``)
+    best            with --keep-best or --patience: the best validation so far and the
+                    validations since it, with --keep-best its weights too
+                    (``attnlab.training.best.BestWatch.state_dict``)
 
 It is read with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt,
 so a poisoned file raises instead of running its payload. A checkpoint without a ``format`` key

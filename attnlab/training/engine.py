@@ -10,7 +10,9 @@ with its loss divided by N (the gradients add up to those of the mean of the N l
 DDP the processes average the gradients after the last one only.
 
 and around it, in ``Loop.run``: every N steps log, validate, checkpoint; stop at the budget, at
-a target (``StopAt``, checked after validation), at a signal or at a non-finite loss.
+a target (``StopAt``, checked after validation), after ``--patience`` validations without
+improvement (``BestWatch``, which with ``--keep-best`` also keeps the best validation's weights
+for ``fit`` to hand back), at a signal or at a non-finite loss.
 
 Fabric (``attnlab.training.hardware``) brings what depends on the machine: the processes of
 DDP and FSDP across devices and nodes, mixed precision (autocast and, for ``16-mixed``, the
@@ -50,6 +52,7 @@ from .csvlog import keep_previous_log
 from .runlog import RunLog
 from .stepstats import StepStats
 from .adapt import adapt, merge_lora, parameter_share
+from .best import BestWatch, cpu_copy
 # check_hardware: for commands/train
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
 from ..nn.stacks import checkpoint_activations
@@ -151,9 +154,13 @@ class FitResult:
     train_seconds: float
     resumed_from: str | None
     is_global_zero: bool
-    # the validation of the last step ({"val_loss": ...}), in the precision the run trained
-    # in; empty when the last step was not validated
+    # the validation of the weights fit hands back ({"val_loss": ...}), in the precision the
+    # run trained in: with --keep-best the best one's; else the last step's, empty when the
+    # last step was not validated
     validation: dict[str, float] = field(default_factory=dict)
+    # --keep-best: best_step, best_metric, best_value (BestWatch.summary); else empty
+    best: dict[str, Any] = field(default_factory=dict)
+    stopped: str | None = None  # why training stopped before its budget
 
 
 def _mean(losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
@@ -189,6 +196,7 @@ class Loop:
         self.fabric = make_fabric(cfg)
         self.grad_clip = float(cfg.grad_clip or 0.0)  # 0: no clipping
         self.stop_at, self.hits = stop_at, 0  # hits: validations in a row at stop_at's target
+        self.watch = watch_of(cfg)  # --keep-best, --patience
         self.module = module  # the TaskModule as built: its weights are what a run saves
         self.step, self.clock = 0, TrainClock()
         self.accumulate = int(cfg.accumulate)  # batches per optimiser step
@@ -291,6 +299,8 @@ class Loop:
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
         self.step, self.clock = int(state["global_step"]), TrainClock(float(state["train_seconds"]))
+        if self.watch is not None and state.get("best") is not None:  # the best so far
+            self.watch.load_state_dict(state["best"], str(last))
         self._rng_to_restore = state.get("rng")
 
     # ---- the step -------------------------------------------------------------------------
@@ -321,14 +331,20 @@ class Loop:
                     raise self.signals.stopped(f"interrupted at step {self.step} of "
                                                f"{self.max_steps}; continue with: "
                                                f"{self.signals.resume_hint}")
-                # the last step's checkpoint is the one ``fit`` writes after the loop: written
-                # here too, the same weights and optimiser would be written twice
-                if (self.checkpoint_every and self.step % self.checkpoint_every == 0
-                        and self.step < self.max_steps):
-                    self.save()
+                # validation before the checkpoint of the same step: the checkpoint holds what
+                # it decided (the best so far, --patience's count), which a resumed run,
+                # starting after that step, would otherwise never see
                 if self.val_loader is not None and self.step % self.val_every == 0:
                     with self.clock.paused():  # train_seconds leave validation out
-                        self._check_target(self.validate())
+                        metrics = self.validate()
+                        self._check_target(metrics)
+                        self._watch(metrics)
+                # the last step's checkpoint (and that of a step training stops at) is the one
+                # ``fit`` writes after the loop: written here too, the same weights and
+                # optimiser would be written twice
+                if (self.checkpoint_every and self.step % self.checkpoint_every == 0
+                        and self.step < self.max_steps and self.stopped is None):
+                    self.save()
                 if self.step >= self.max_steps or self.stopped is not None:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
@@ -402,6 +418,21 @@ class Loop:
         if stop:
             self.stopped = self.stop_at.reason()
 
+    def _watch(self, metrics: dict[str, float]) -> None:
+        """After a validation: a new best (with --keep-best, a copy of its weights, on the
+        process that writes them), or one more validation without; stop when --patience
+        such validations have gone by. Under DDP every rank decides together, as in
+        ``_check_target``."""
+        if self.watch is None:
+            return
+        keeps = self.watch.keep and self.fabric.is_global_zero
+        self.watch.see(self.step, metrics, (lambda: cpu_copy(self.module.model)) if keeps else None)
+        stop = self.watch.exhausted()
+        if self.fabric.world_size > 1:
+            stop = self.fabric.strategy.reduce_boolean_decision(stop, all=False)
+        if stop and self.stopped is None:
+            self.stopped = self.watch.reason()
+
     def _watch_finite(self, loss: torch.Tensor) -> None:
         """A non-finite loss: on one CPU process, raise before its gradients are applied;
         elsewhere, note the first step on the device (no synchronisation) for ``_check_finite``."""
@@ -469,6 +500,7 @@ class Loop:
         rng = capture_rng()
         self.progress.validating(self.step, self.shown)
         self.model.eval()
+        self.module.validation_start()
         totals: dict[str, torch.Tensor] = {}
         count = 0
         for i, batch in enumerate(self.val_loader):
@@ -484,9 +516,12 @@ class Loop:
             for name, value in {"loss": loss, **logs}.items():
                 totals[name] = totals.get(name, 0) + value.detach().float() * n
             count += n
+        metrics = {f"val_{k}": float(v) / max(count, 1) for k, v in totals.items()}
+        # what is measured on the whole split at once (jets' AUC, translate's BLEU)
+        with self.fabric.strategy.precision.forward_context():
+            metrics.update(self.module.validation_end())
         self.model.train()
         restore_rng(rng)
-        metrics = {f"val_{k}": float(v) / max(count, 1) for k, v in totals.items()}
         if self.fabric.is_global_zero and metrics:
             self.log.write(self.step, metrics, seconds=self.seconds())
         self.shown.update(metrics)
@@ -511,6 +546,8 @@ class Loop:
                  "optimizer": self.optimizer, "lr_scheduler": self.scheduler.state_dict(),
                  "rng": capture_rng(), "train_seconds": self.seconds(),
                  "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None}
+        if self.watch is not None:  # the best so far, and its weights (training/best.py)
+            state["best"] = self.watch.state_dict()
         if self.fabric.is_global_zero:
             path.parent.mkdir(parents=True, exist_ok=True)
         self.fabric.save(temporary, state)
@@ -526,8 +563,10 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch) on at
     most ``limit_val_batches`` batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
     ``cfg.checkpoint_every`` steps and at the end; with ``stop_at``, stops early once its
-    target is reached. Afterwards the module is on the CPU with float32 weights, whatever
-    device and ``--precision`` trained it."""
+    target is reached; with ``cfg.patience``, after that many validations without improvement
+    of ``cfg.monitor``. Afterwards the module is on the CPU with float32 weights, whatever
+    device and ``--precision`` trained it: with ``cfg.keep_best`` the best validation's, else
+    the last step's (the task then scores its test split on them)."""
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
                 val_check_interval=val_check_interval, stop_at=stop_at,
                 limit_val_batches=limit_val_batches)
@@ -548,14 +587,44 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
         raise loop.signals.stopped(f"interrupted at the end of training (step {loop.step} "
                                    f"of {max_steps}); finish with: {loop.signals.resume_hint}")
     module.cpu()  # what follows (the test split, figures, saving) is plain torch on the CPU
+    validation = keep_best(loop)
     if cfg.compile:  # ... and eager: each new shape of it would compile the model again
         module.model._compiled_call_impl = None
     back_to_float32(module, loop.tables)
     merge_lora(module.model)  # the saved model is an ordinary one ...
     module.model.requires_grad_(True)  # ... which knows nothing of what --freeze froze
-    step, metrics = loop.validated
+    if validation is None:
+        step, metrics = loop.validated
+        validation = metrics if step == loop.step else {}
+    watch = loop.watch
     return FitResult(loop.step, loop.seconds(), resumed, loop.fabric.is_global_zero,
-                     validation=metrics if step == loop.step else {})
+                     validation=validation,
+                     stopped=loop.stopped if loop.step < max_steps else None,
+                     best=watch.summary() if watch is not None and watch.keep else {})
+
+
+def watch_of(cfg: RunSettings) -> BestWatch | None:
+    """The ``BestWatch`` of a run with --keep-best or --patience (None without either)."""
+    if not cfg.keep_best and cfg.patience is None:
+        return None
+    return BestWatch(cfg.monitor, min_delta=cfg.min_delta, patience=cfg.patience,
+                     keep=cfg.keep_best)
+
+
+def keep_best(loop: Loop) -> dict[str, float] | None:
+    """--keep-best, after training: the best validation's weights into the model (on the CPU,
+    before the loop puts its float32 weights back and merges LoRA: the copy is of the weights
+    as they trained), and that validation's numbers; None without --keep-best or on a process
+    that keeps no copy (a DDP rank but 0, which writes nothing)."""
+    watch = loop.watch
+    if watch is None or not watch.keep or not loop.fabric.is_global_zero:
+        return None
+    if watch.weights is None:  # no validation gave a finite value
+        print(f"warning: --keep-best: no validation measured a finite {watch.metric}; "
+              f"model.safetensors holds the last step's weights", file=sys.stderr, flush=True)
+        return None
+    loop.module.model.load_state_dict(watch.weights)
+    return watch.metrics
 
 
 def resume_command(cfg: RunSettings, run_dir: Path) -> str:
@@ -617,6 +686,13 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
     run_dir = Path(run_dir)
     # numbers, and lists that say something about them (classify's classes with no test example)
     metrics = {k: v if isinstance(v, (list, str)) else float(v) for k, v in metrics.items()}
+    # the saved weights' validation (a task's own measurement of a key wins: lm's val_loss),
+    # recorded but not printed: the summary stays the test split's numbers
+    validation = {k: float(v) for k, v in result.validation.items() if k not in metrics}
+    metrics.update(validation)
+    metrics.update(result.best)  # --keep-best: which validation the weights are of
+    if result.stopped is not None:
+        metrics["stopped_early"] = result.stopped
     metrics.update(steps=int(result.steps), train_seconds=round(result.train_seconds, 3),
                    parameters=parameter_count(model))
     metrics = readable(metrics)  # what metrics.json holds: 6 significant digits, not float noise
@@ -628,7 +704,7 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
     write_config(run_dir, cfg)
     write_metrics(run_dir / "metrics.json", metrics)
     if not quiet:
-        print_summary(cfg.task, run_dir, metrics)
+        print_summary(cfg.task, run_dir, {k: v for k, v in metrics.items() if k not in validation})
     return metrics
 
 
@@ -637,6 +713,6 @@ def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
     width = max(map(len, numbers))
     print(f"\n{task} run: {run_dir}")
     for key, value in numbers.items():
-        text = f"{value:,.0f}" if key in ("steps", "parameters") else f"{value:.4f}"
+        text = f"{value:,.0f}" if key in ("steps", "parameters", "best_step") else f"{value:.4f}"
         print(f"  {key:<{width}}  {text}")
     sys.stdout.flush()

@@ -60,6 +60,17 @@ class TaskModule(nn.Module):
         shapes only (it runs at every step)."""
         return None
 
+    def validation_start(self) -> None:
+        """Called before a validation's first batch (the model in eval mode): forget what the
+        last one kept for ``validation_end``. Default: nothing kept."""
+
+    def validation_end(self) -> dict[str, float]:
+        """Called after a validation's last batch, the model still in eval mode: the metrics
+        measured on the whole split at once, by their ``val_`` names (an AUC or a BLEU score is
+        not a mean of per-batch values), which the loop logs beside the batch means. Default:
+        none."""
+        return {}
+
 
 # Devices with PyTorch's fused AdamW kernel (one kernel per parameter for the whole update).
 FUSED_DEVICES = ("cpu", "cuda")

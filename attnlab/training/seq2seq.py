@@ -11,6 +11,7 @@ accuracy and BLEU. The learning-rate schedule (cosine or Noam warm-up) is the sh
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -48,14 +49,24 @@ class Seq2SeqModule(TaskModule):
         model: the ``Seq2SeqTransformer``.
         cfg: the typed run config (``attnlab.run_config``); its ``label_smoothing`` is read.
         max_steps: the step budget, for the schedule.
+        decoded_metrics: a function of the model that decodes validation pairs and scores
+            them (translate's ``--val-bleu N``: ``val_bleu``, ``val_chrf``), called at the end of
+            each validation; None: no decoding.
     """
 
-    def __init__(self, model, cfg: RunSettings, max_steps: int) -> None:
+    def __init__(self, model, cfg: RunSettings, max_steps: int, *,
+                 decoded_metrics: Callable[[torch.nn.Module], dict[str, float]] | None = None
+                 ) -> None:
         super().__init__(model, cfg, max_steps)
         self.label_smoothing = float(cfg.label_smoothing)
+        self.decoded_metrics = decoded_metrics
 
     def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Teacher-forced, label-smoothed cross-entropy (``seq2seq_loss``)."""
         src, tgt = batch
         return seq2seq_loss(self.model, src, tgt, label_smoothing=self.label_smoothing,
                             pad_id=self.model.pad_id)
+
+    def validation_end(self) -> dict[str, float]:
+        """``decoded_metrics`` of the model (none without)."""
+        return {} if self.decoded_metrics is None else self.decoded_metrics(self.model)

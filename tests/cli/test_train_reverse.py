@@ -13,6 +13,8 @@ from attnlab.data import SequenceDataset, batch_loader
 pytestmark = pytest.mark.slow  # every test trains a run through the CLI or uses one
 
 TEST_KEYS = {"test_token_accuracy", "test_sequence_accuracy", "steps", "train_seconds", "parameters"}
+# the validation of the saved weights (the last step is validated: --val-every divides the steps)
+VAL_KEYS = {"val_loss", "val_acc", "val_seq_acc"}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,10 @@ def test_run_directory_is_complete(run_dir, capsys):
         assert (run_dir / name).is_file(), name
     assert (run_dir / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert set(metrics) == TEST_KEYS
+    stopped = metrics["steps"] < 600  # and why the run stopped before its budget
+    assert set(metrics) == TEST_KEYS | VAL_KEYS | ({"stopped_early"} if stopped else set())
+    assert metrics.get("stopped_early", "") == ("val_seq_acc reached 1 at 3 validations in a row"
+                                                if stopped else "")
     # the defaults' promise (docs/reverse.md): every one of the 10,000 test sequences reversed
     assert metrics["test_sequence_accuracy"] == 1.0 and metrics["test_token_accuracy"] == 1.0
     assert 0 < metrics["steps"] <= 600 and metrics["parameters"] > 0

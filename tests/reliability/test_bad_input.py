@@ -127,6 +127,13 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         # evaluate --data of a missing file, on each kind of run
         *[(["evaluate", str(r), "--data", str(tmp / "missing.csv")],
            "--data" if task == "anomaly" else "missing.csv") for task, r in runs.items()],
+        # --monitor, --keep-best, --patience, --min-delta (tests/cli/test_monitor_flags.py)
+        (["train", "reverse", "--monitor", "val_bleu", "--patience", "2"], "val_seq_acc"),
+        (["train", "reverse", "--patience", "0"], "--patience"),
+        (["train", "reverse", "--patience", "2", "--min-delta", "-1"], "--min-delta"),
+        (["train", "translate", "--keep-best", "--monitor", "val_bleu"], "--val-bleu N"),
+        (["train", "reverse", "--out", str(run), "--resume", "--keep-best", "--monitor",
+          "val_acc"], "--monitor val_acc (the run has val_loss)"),
         # resume a run of another task
         (["train", "lm", "--resume", "--out", str(run), "--data", str(empty_txt)], "'reverse'"),
     ]

@@ -50,6 +50,7 @@ class AnomalyTask(Task):
     name = "anomaly"
     help = "set anomaly detection: find the odd digit among 10 (scikit-learn's digits)"
     run_config = AnomalyRunConfig
+    val_metrics = ("val_loss", "val_acc")  # the odd image's position found
     model_flags = ("model_dim", "num_heads", "num_layers", "dim_feedforward", "dropout",
                    "norm_first", "input_dropout")
     # Chosen by measuring the test accuracy and the time of the whole command against a

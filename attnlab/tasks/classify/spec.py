@@ -135,6 +135,7 @@ class ClassifyTask(Task):
     name = "classify"
     help = "text (or, with --set-column, feature-set) classification on your own file"
     run_config = ClassifyRunConfig
+    val_metrics = ("val_loss", "val_acc", "val_f1")  # val_f1: macro F1 over the split
     model_flags = _MODEL_FLAGS
     overrides = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, "dropout": 0.1,
                  "threads": 1}

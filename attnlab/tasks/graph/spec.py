@@ -64,6 +64,7 @@ class GraphTask(Task):
     name = "graph"
     help = "node classification with graph attention (karate club, stochastic block model)"
     run_config = GraphRunConfig
+    val_metrics = ("val_loss", "val_acc")  # over the validation nodes
     model_flags = ("kind", "model_dim", "num_heads", "num_layers", "dropout")
     # the node --input names: its row is the one `plot attention` outlines and `view` pins
     capabilities = Capabilities(attention_focus=True)

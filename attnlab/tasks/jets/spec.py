@@ -84,6 +84,8 @@ class JetsTask(Task):
     name = "jets"
     help = "top-quark tagging: a set Transformer over particle jets (your .h5 files)"
     run_config = JetsRunConfig  # model flags: --class-token, --pair-bias, ...
+    # val_auc: the ROC's area over the validation jets (runtime.validation_auc)
+    val_metrics = ("val_loss", "val_acc", "val_auc")
     # holds out --val-fraction and --test-fraction of --data; `plot attention` draws the jet
     # itself with its strongest attention as lines, and `view` shows every constituent
     capabilities = Capabilities(holds_out_fractions=True, attention_figure=True,

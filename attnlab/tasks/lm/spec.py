@@ -119,6 +119,13 @@ class LMTask(Task):
     capabilities = Capabilities(quantizable=True, int8_faster_from=256, generates=True,
                                 hf_auto_class="AutoModelForCausalLM", encode_prompt=True)
 
+    def unvalidated(self, cfg: dict[str, Any]) -> str | None:
+        """Without --val-every an lm run validates once, at its end (its batches are drawn
+        from the whole corpus: there are no epochs to validate after)."""
+        if cfg.get("val_every"):
+            return None
+        return "lm validates at the end of the run only; give --val-every N"
+
     def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime

@@ -55,6 +55,7 @@ class SequenceTask(Task):
     """reverse, copy or sort ``--seq-len`` symbols out of ``--num-categories``."""
 
     run_config = SequenceRunConfig  # model flags: --input-dropout, ...
+    val_metrics = ("val_loss", "val_acc", "val_seq_acc")  # training.element.element_metrics
     # the course's 1-layer, 1-head, 32-wide model (ElementPredictorConfig's defaults) with a
     # 20× higher peak lr and a short warm-up: docs/reverse.md, "The defaults, and why", has
     # the measurements

@@ -39,7 +39,7 @@ from ..base import config_from_run
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
-                      translate_texts)
+                      translate_texts, validation_scores)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
@@ -297,12 +297,14 @@ def run(task, cfg: RunSettings, run_dir: Path,
         cfg, model, tok = _init_config(cfg, checked or read_init(task, cfg), sample)
         tok.save(run_dir / "tokenizer.json")  # now: --resume of this run reads them
     loader, max_steps, every = _train_loader(cfg, train, tok)
-    result = fit(Seq2SeqModule(model, cfg, max_steps), loader,
+    # before training: --val-bleu scores the validation pairs as the test pairs are scored
+    cfg = cfg.derive(bleu_tokenize=resolve_bleu_tokenize([t for _, t in test],
+                                                         cfg.bleu_tokenize))
+    decoded = validation_scores(tok, val[:cfg.val_bleu], cfg) if cfg.val_bleu else None
+    result = fit(Seq2SeqModule(model, cfg, max_steps, decoded_metrics=decoded), loader,
                  padded_loader(tok, val, cfg.batch_size), cfg, run_dir,
                  max_steps=max_steps, val_check_interval=every)
     model.eval()
-    cfg = cfg.derive(bleu_tokenize=resolve_bleu_tokenize([t for _, t in test],
-                                                         cfg.bleu_tokenize))
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics, hyps = compute_test_metrics(model, tok, test, cfg)

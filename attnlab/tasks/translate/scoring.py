@@ -16,7 +16,8 @@ from torch import Tensor
 from ...errors import UsageError
 from .data import TranslationTokenizers
 
-__all__ = ["pad", "translate_texts", "resolve_bleu_tokenize", "score", "compute_test_metrics"]
+__all__ = ["pad", "translate_texts", "resolve_bleu_tokenize", "score", "compute_test_metrics",
+           "validation_scores"]
 
 
 def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
@@ -35,9 +36,11 @@ def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
 @torch.no_grad()
 def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_new_tokens: int,
                     num_beams: int = 1, length_penalty: float = 1.0,
-                    batch_size: int = 500, labels: list[str] | None = None) -> list[str]:
+                    batch_size: int = 500, labels: list[str] | None = None,
+                    device: torch.device | str = "cpu") -> list[str]:
     """Translate texts in batches of similar length (little padding), greedy or beam search.
-    ``labels`` name the texts in errors (``--input-file F line N``; default "text number N").
+    ``labels`` name the texts in errors (``--input-file F line N``; default "text number N");
+    ``device``: where the model is (training's validation decodes on the GPU it trains on).
 
     Raises:
         UsageError: if a text is longer than the model's positional encoding reaches.
@@ -56,7 +59,8 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
         batch_size = max(1, batch_size // num_beams)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
-        generated = model.generate(pad([ids[i] for i in chunk], tok.src.pad_id), max_new_tokens,
+        src = pad([ids[i] for i in chunk], tok.src.pad_id).to(device)  # (B, S)
+        generated = model.generate(src, max_new_tokens,
                                    num_beams=num_beams, length_penalty=length_penalty)
         for i, row in zip(chunk, generated.tolist()):
             out[i] = tok.decode(row[1:])  # after SOS; decode drops EOS and padding
@@ -90,6 +94,22 @@ def compute_test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list
     hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg.max_target_len,
                            num_beams=cfg.beam, length_penalty=cfg.length_penalty)
     return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize), hyps
+
+
+def validation_scores(tok, pairs, cfg):
+    """The measurement of ``val_bleu`` and ``val_chrf`` (``--val-bleu N``): a function of the
+    model that translates ``pairs`` (the first N validation pairs) greedily where the model is
+    and scores them as the test split is scored (``score``, the run's BLEU tokenisation)."""
+    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+
+    def measure(model) -> dict[str, float]:
+        device = next(model.parameters()).device
+        hyps = translate_texts(model, tok, sources, max_new_tokens=cfg.max_target_len,
+                               device=device)
+        scores = score(hyps, refs, bleu_tokenize=cfg.bleu_tokenize)
+        return {"val_bleu": scores["test_bleu"], "val_chrf": scores["test_chrf"]}
+
+    return measure
 
 
 def length_buckets(lengths: list[int], most: int = 8) -> list[tuple[int, int]]:

@@ -90,6 +90,10 @@ class TranslateSettings(AdaptSettings):
                                                    absent=1.0)
     bleu_tokenize: str = setting("auto", choices=BLEU_TOKENIZE,
                                  help="sacrebleu tokenisation (auto: char for one-word targets)")
+    val_bleu: int = setting(None, low=1, optional=True, absent=None, metavar="N",
+                            help="at each validation, translate the first N validation pairs "
+                                 "greedily for val_bleu and val_chrf (decoding costs time: off "
+                                 "unless given)")
 
 
 @dataclass
@@ -117,6 +121,8 @@ class TranslateTask(Task):
     help = "encoder-decoder translation: spelled-out numbers (num2words) or --data FILE"
     run_config = TranslateRunConfig  # model flags: --num-encoder-layers, --positional, ...
     init_model_types = INIT_MODEL_TYPES["translate"]
+    # val_bleu and val_chrf: with --val-bleu N only (greedy decoding of N validation pairs)
+    val_metrics = ("val_loss", "val_token_accuracy", "val_bleu", "val_chrf")
     # `plot attention` draws the decoder's attention over the source only ("cross"); int8
     # decoding was faster from 384 wide (benchmarks/RESULTS.md, "quantize_where") but
     # translates the texts one at a time (it rounds by each call's range), where float32
@@ -130,6 +136,14 @@ class TranslateTask(Task):
         "model_dim": 128, "dim_feedforward": 512, "batch_size": 128, "max_steps": 600,
         "warmup": 200, "threads": 1,
     }
+
+    def val_metrics_off(self, cfg: dict[str, Any]) -> dict[str, str]:
+        """val_bleu and val_chrf without --val-bleu N: decoding is off unless asked for."""
+        if cfg.get("val_bleu"):
+            return {}
+        return dict.fromkeys(("val_bleu", "val_chrf"), "computed with --val-bleu N only (N "
+                                                        "validation pairs decoded at each "
+                                                        "validation)")
 
     def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
