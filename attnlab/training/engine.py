@@ -450,6 +450,7 @@ class Loop:
         rng = capture_rng()
         self.progress.validating(self.step, self.shown)
         self.model.eval()
+        self.module.start_validation()
         totals: dict[str, torch.Tensor] = {}
         count = 0
         for i, batch in enumerate(self.val_loader):
@@ -468,6 +469,8 @@ class Loop:
         self.model.train()
         restore_rng(rng)
         metrics = {f"val_{k}": float(v) / max(count, 1) for k, v in totals.items()}
+        # scores of the whole split (a macro F1), from every batch's outputs
+        metrics.update({f"val_{k}": float(v) for k, v in self.module.end_validation().items()})
         if self.fabric.is_global_zero and metrics:
             self.log.write(self.step, metrics, seconds=self.seconds())
         self.shown.update(metrics)
@@ -595,8 +598,10 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
     """Write model.safetensors, tokenizer.json, config.yaml and metrics.json (all atomic), then
     print a summary table. Only the global-zero process writes."""
     run_dir = Path(run_dir)
-    # numbers, and lists that say something about them (classify's classes with no test example)
-    metrics = {k: v if isinstance(v, (list, str)) else float(v) for k, v in metrics.items()}
+    # numbers, and lists and tables that say something about them (classify's classes with no
+    # test example, its per-class scores)
+    metrics = {k: v if isinstance(v, (list, str, dict)) else float(v)
+               for k, v in metrics.items()}
     metrics.update(steps=int(result.steps), train_seconds=round(result.train_seconds, 3),
                    parameters=parameter_count(model))
     metrics = readable(metrics)  # what metrics.json holds: 6 significant digits, not float noise

@@ -55,6 +55,16 @@ class TaskModule(nn.Module):
     def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         raise NotImplementedError
 
+    def start_validation(self) -> None:
+        """Called before a validation's first batch (a module that scores the whole split at
+        once starts keeping its outputs here). Default: nothing."""
+
+    def end_validation(self) -> dict[str, float]:
+        """Called after a validation's last batch: the scores of the whole split that are no
+        mean of per-batch numbers (a macro F1), by name; the loop logs them as ``val_NAME``.
+        Default: none."""
+        return {}
+
 
 # Devices with PyTorch's fused AdamW kernel (one kernel per parameter for the whole update).
 FUSED_DEVICES = ("cpu", "cuda")
