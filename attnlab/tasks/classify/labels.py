@@ -177,8 +177,10 @@ def resolve_class_weights(spec: str, train_labels: list[str], labels: list[str]
     missing = [c for c in labels if c not in given]
     extra = [c for c in given if c not in labels]
     if missing or extra:
-        what = (f"has no weight for class {missing[0]!r}" if missing
-                else f"names class {extra[0]!r}, which the training data does not have")
+        parts = ([f"has no weight for class {', '.join(map(repr, missing[:5]))}"] if missing
+                 else []) + ([f"names class {', '.join(map(repr, extra[:5]))}, which the "
+                              f"training data does not have"] if extra else [])
+        what = "; ".join(parts)
         known = ", ".join(map(repr, labels[:10])) + (", ..." if len(labels) > 10 else "")
         raise UsageError(f"--class-weights {spec}: {what} (classes: {known})")
     return {c: given[c] for c in labels}
