@@ -229,6 +229,13 @@ class ClassifyTask(Task):
                  "not with --set-column: a set of feature rows has no text to tokenise (its "
                  "features are --feature-columns)")]
 
+    def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
+        """``Task``'s, but what a label is (--multi-label, --regression, --label-sep,
+        --threshold) is recorded whatever the objective: every run reads it (a run made
+        before them reads their declared values)."""
+        kept = ("multi_label", "regression", "label_sep", "threshold")
+        return [k for k in super().unrecorded_settings(cfg) if k not in kept]
+
     @staticmethod
     def _objective_unused(cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """The flags of one objective (``labels.py``) that another does not use."""
