@@ -157,6 +157,8 @@ def test_regression_scores_agree_with_sklearn_and_scipy_and_predict_prints_the_n
     assert main(["predict", str(regression_run), "--input", "good good film"]) == 0
     assert float(capsys.readouterr().out.strip().splitlines()[-1]) == pytest.approx(
         _predictions(regression_run, ["good good film"])[1][0]["prediction"], rel=1e-5)
+    assert main(["evaluate", str(regression_run), "--data", cfg.data]) == 0  # another file
+    assert set(json.loads(capsys.readouterr().out)) == {"test_mse", "test_r2", "test_spearman"}
 
 
 def test_regression_scores_are_sklearns_and_scipys_with_ties():

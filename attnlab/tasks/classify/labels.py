@@ -1,11 +1,11 @@
 """What a classify row's label is, and the class weights of ``--class-weights``: read where the
 data enters (light: no torch).
 
-    objective     the label column holds             the model's head            loss
-    single        one class name                     K logits, softmax           cross-entropy
-    multi         class names joined by --label-sep  K logits, a sigmoid each    binary cross-entropy
-                  (a JSON list in a .jsonl file)
-    regression    a number                           1 output                    mean squared error
+    objective    the label column holds             the model's head          loss
+    single       one class name                     K logits, softmax         cross-entropy
+    multi        class names joined by --label-sep  K logits, a sigmoid each  binary cross-entropy
+                 (a JSON list in a .jsonl file)
+    regression   a number                           1 output                  mean squared error
 
 ``--multi-label`` and ``--regression`` choose the objective (``objective_of``); a label that does
 not fit it (an empty set, a word where a number belongs) is refused here, naming the file and

@@ -556,7 +556,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     if data is not None:
         features = cfg.feature_names if cfg.set_column else None
         pairs, lines, path, _ = read_examples(cfg, "data", data, features)
-        check_labels(pairs, lines, path, set(cfg.labels), "data")
+        check_labels(pairs, lines, path, None if cfg.regression else set(cfg.labels), "data")
     else:
         check_data_files(files_of(cfg), cfg.data_sha256)
         pairs = load_splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
