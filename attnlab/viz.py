@@ -22,7 +22,7 @@ import torch
 from .explorer.view import attention_view, attention_view_of  # the interactive page
 
 __all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr_curve",
-           "curve_steps", "attention_view", "attention_view_of"]
+           "curve_steps", "attention_view", "attention_view_of", "plot_confusion"]
 
 
 def _pyplot():
@@ -576,3 +576,51 @@ def _jet_legend(ax, drawn, top: float, biggest: float) -> None:
                           label=f"pT {biggest / 4:.0f} GeV")]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
               fontsize=8, labelspacing=1.2, borderpad=0.8, columnspacing=2.0, frameon=False)
+
+
+_CLASS_CHARS = 24  # characters kept of a class name in plot_confusion (20 Newsgroups' fit)
+
+
+def plot_confusion(matrix, labels: Sequence[str], path: str | Path, *,
+                   title: str = "confusion matrix, test split") -> Path:
+    """A confusion matrix as a grid: a row per true class, a column per predicted one, the
+    count in each cell, and the colour the cell's share of its row (the true class's
+    examples), so that a rare class's row is as visible as a common one's; the diagonal's
+    colour is each class's recall. Column labels stand at 45° once any name is longer than a
+    cell is wide; names longer than ``_CLASS_CHARS`` end in "…".
+
+    Args:
+        matrix: (K, K) counts, rows the true class (``attnlab.tasks.classify.metrics.confusion``).
+        labels: the K class names, in the matrix's order.
+        path: the PNG to write.
+
+    Returns:
+        ``path``.
+    """
+    plt = _pyplot()
+    counts = torch.as_tensor(matrix).double()
+    k = len(labels)
+    share = counts / counts.sum(1, keepdim=True).clamp(min=1)  # (K, K) of each true class
+    names = ["".join(c if c.isprintable() else "�" for c in str(x)) or "·" for x in labels]
+    names = [t if len(t) <= _CLASS_CHARS else t[: _CLASS_CHARS - 1] + "…" for t in names]
+    fontsize = 9 if k <= 10 else 7 if k <= 30 else 5
+    # inches: room for a count of 4 digits, and a few classes' grid not smaller than 3 inches
+    cell = max(0.45, fontsize * 3.2 / 72, 3.0 / k)
+    margin = _text_inches(names, fontsize) + 0.6
+    fig, ax = plt.subplots(figsize=(k * cell + margin + 1.4, k * cell + margin * 0.75 + 0.8))
+    image = ax.imshow(share.numpy(), cmap="Blues", vmin=0, vmax=1)
+    flat = all(len(n) * fontsize * _CHAR_INCHES <= cell for n in names)
+    ax.set_xticks(range(k), names, fontsize=fontsize, rotation=0 if flat else 45,
+                  ha="center" if flat else "right", rotation_mode="anchor")
+    ax.set_yticks(range(k), names, fontsize=fontsize)
+    for i in range(k):
+        for j in range(k):
+            ax.text(j, i, f"{int(counts[i, j])}", ha="center", va="center", fontsize=fontsize,
+                    color="white" if share[i, j] > 0.5 else "black")
+    ax.set_xlabel("predicted class", fontsize=fontsize + 1)
+    ax.set_ylabel("true class", fontsize=fontsize + 1)
+    ax.set_title(title, fontsize=fontsize + 1)
+    _colour_bar(fig, image, ax, "share of the true class's examples")
+    fig.tight_layout()
+    return _save(fig, path)
+

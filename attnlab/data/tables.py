@@ -56,7 +56,8 @@ class Table(list):
 
 
 def read_table(path: str | Path, columns: list[str] | None = None, *, what: str = "--data",
-               format: str | None = None, allow_empty_values: bool = False) -> Table:
+               format: str | None = None, allow_empty_values: bool = False,
+               lists: tuple[str, ...] = ()) -> Table:
     """Read a CSV, TSV or JSONL file into a list of rows.
 
     Args:
@@ -66,6 +67,8 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         what: the flag the file came from, to start error messages (``"--test"``).
         format: ``"csv"``, ``"tsv"`` or ``"jsonl"``; default from the extension.
         allow_empty_values: accept empty strings in the named columns.
+        lists: columns where a .jsonl row may hold a list of strings and numbers (classify's
+            --multi-label labels), kept as its JSON text.
 
     Returns:
         A ``Table``: a list of dicts ``{column: str}`` with ``.lines`` and ``.path``.
@@ -96,8 +99,10 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
     text = _decode(data, where)
     if not text.strip():
         raise UsageError(f"{where}: the file is empty")
-    reader = _read_jsonl if fmt == "jsonl" else _read_delimited
-    rows, lines, columns = reader(text, columns, where, "\t" if fmt == "tsv" else ",")
+    if fmt == "jsonl":
+        rows, lines, columns = _read_jsonl(text, columns, where, lists)
+    else:
+        rows, lines, columns = _read_delimited(text, columns, where, "\t" if fmt == "tsv" else ",")
     if not rows:
         raise UsageError(f"{where}: the file has no data rows")
     if not allow_empty_values:
@@ -237,7 +242,7 @@ def _quote_error(e: csv.Error, where: str, start: int, end: int) -> UsageError:
     return UsageError(f"{where} line {end}: {e}")
 
 
-def _read_jsonl(text: str, columns, where: str, _delimiter: str):
+def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = ()):
     rows, lines = [], []
     for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is no line end
         if not line.strip():
@@ -263,6 +268,10 @@ def _read_jsonl(text: str, columns, where: str, _delimiter: str):
         row = {}
         for c in columns:
             value = obj[c]
+            if c in lists and isinstance(value, list) and not any(
+                    isinstance(v, (dict, list)) or v is None for v in value):
+                row[c] = json.dumps(value)
+                continue
             if isinstance(value, (dict, list)) or value is None:
                 raise UsageError(f"{where} line {number}: field {c!r} must be a string or "
                                  f"number, got {json.dumps(value)[:40]}")

@@ -684,8 +684,10 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
     """Write model.safetensors, tokenizer.json, config.yaml and metrics.json (all atomic), then
     print a summary table. Only the global-zero process writes."""
     run_dir = Path(run_dir)
-    # numbers, and lists that say something about them (classify's classes with no test example)
-    metrics = {k: v if isinstance(v, (list, str)) else float(v) for k, v in metrics.items()}
+    # numbers, and lists and tables that say something about them (classify's classes with no
+    # test example, its per-class scores)
+    metrics = {k: v if isinstance(v, (list, str, dict)) else float(v)
+               for k, v in metrics.items()}
     # the saved weights' validation (a task's own measurement of a key wins: lm's val_loss),
     # recorded but not printed: the summary stays the test split's numbers
     validation = {k: float(v) for k, v in result.validation.items() if k not in metrics}

@@ -41,6 +41,12 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
     no_label.write_text("text,sentiment\ngood film,pos\nbad film,neg\n")
     one_class = tmp / "one_class.csv"
     one_class.write_text("text,label\n" + "".join(f"film {i},pos\n" for i in range(20)))
+    weights = tmp / "weights.json"  # reviews' classes are neg and pos
+    weights.write_text('{"pos": 1, "meh": 2}')
+    words = tmp / "words.csv"
+    words.write_text("text,label\ngood film,4.5\nbad film,lots\n")
+    no_labels = tmp / "no_labels.csv"
+    no_labels.write_text("text,label\ngood film,a|b\nbad film,|\n")
     # (argv, a fragment the one-line message must contain)
     return [
         (["train", "nosuchtask"], "nosuchtask"),
@@ -117,6 +123,18 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["train", "classify", "--data", str(no_label)], "'label'"),
         (["train", "classify", "--data", str(reviews), "--label-column", "stars"], "'stars'"),
         (["train", "classify", "--data", str(one_class)], "single class"),
+        (["train", "classify", "--data", str(reviews), "--class-weights", str(weights),
+          "--out", str(tmp / "c2")],
+         "no weight for class 'neg'; names class 'meh'"),
+        (["train", "classify", "--data", str(words), "--regression", "--out", str(tmp / "c3")],
+         "words.csv line 3"),
+        (["train", "classify", "--data", str(reviews), "--regression", "--multi-label"],
+         "--multi-label and --regression"),
+        (["train", "classify", "--data", str(reviews), "--multi-label", "--threshold", "1"],
+         "--threshold"),
+        (["train", "classify", "--data", str(no_labels), "--multi-label", "--out",
+          str(tmp / "c4")],
+         "no_labels.csv line 3: empty label set"),
         (["train", "lm", "--out", str(tmp / "l1")], "--data"),
         (["train", "lm", "--data", str(tmp / "missing.txt")], "missing.txt"),
         (["train", "lm", "--data", str(empty_txt), "--out", str(tmp / "l2")], "empty.txt"),
@@ -155,7 +173,8 @@ def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs,
     # nothing was lost: the occupied directory still holds the user's file
     assert (tmp_path / "occupied" / "something.txt").read_text() == "keep me"
     # a refused run leaves no directory behind (it would block the corrected command)
-    assert not [p.name for p in tmp_path.iterdir() if p.name in ("c1", "l1", "l2", "f1")]
+    refused = ("c1", "c2", "c3", "c4", "l1", "l2", "f1")
+    assert not [p.name for p in tmp_path.iterdir() if p.name in refused]
 
 
 def test_real_process_exit_status_and_no_traceback(tmp_path):

@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...data.tables import check_digest, read_table
 from ...errors import UsageError
+from .labels import label_set, objective_of, parse_label
 from ...runs import check_data_files, record_data_files
 
 if TYPE_CHECKING:
     from ...run_config import RunSettings
 
-__all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "DATA_FILES"]
+__all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "classes_of",
+           "DATA_FILES"]
 
 DATA_FILES = ("data", "test", "val")  # the options that name data files
 
@@ -72,8 +74,12 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
         examples = found
     else:
         text, label = cfg.text_column, cfg.label_column
-        found = read_table(path, [text, label], what=f"--{key}")
-        examples = [(row[text], row[label].strip()) for row in found]
+        objective = objective_of(cfg.multi_label, cfg.regression)
+        found = read_table(path, [text, label], what=f"--{key}",
+                           lists=(label,) if objective == "multi" else ())
+        examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
+                                            f"--{key} {found.path} line {line}"))
+                    for row, line in zip(found, found.lines)]
     if pinned:
         check_digest(found.path, found.sha256, (cfg.data_sha256 or {}).get(key), what=f"--{key}")
     return examples, found.lines, found.path, found.sha256
@@ -91,20 +97,61 @@ def _split(indices_by_label: dict[str, list[int]], fraction: float, rng: random.
     return sorted(kept), sorted(held)
 
 
-def check_labels(examples, lines, path, labels: set[str], key: str) -> None:
-    """``UsageError`` naming the file and line of the first example whose label is not in
-    ``labels`` (those seen in training): the model has no output for it."""
-    for (_, label), line in zip(examples, lines):
-        if label not in labels:
+def check_labels(examples, lines, path, labels: set[str] | None, key: str) -> None:
+    """``UsageError`` naming the file and line of the first example whose label (one of its
+    labels, --multi-label) is not in ``labels`` (those seen in training): the model has no
+    output for it. ``labels`` None (--regression): nothing to check."""
+    if labels is None:
+        return
+    for (_, found), line in zip(examples, lines):
+        label = next((c for c in label_set(found) if c not in labels), None)
+        if label is not None:
             known = ", ".join(sorted(labels)[:10]) + (", ..." if len(labels) > 10 else "")
             raise UsageError(f"--{key} {path} line {line}: label {label!r} never seen in "
                              f"training (labels: {known})")
 
 
+def _classes(cfg: RunSettings, pairs, path) -> tuple[set[str] | None, dict[Any, list[int]]]:
+    """(the classes of --data, None under --regression; the rows' indices by the group each
+    split holds out its share of): a class each for one label per row, so that every class
+    keeps its share; one group of all rows for label sets and numbers, which a per-class draw
+    cannot keep whole.
+
+    Raises:
+        UsageError: a single class (or, --regression, a single value) in the label column.
+    """
+    objective = objective_of(cfg.multi_label, cfg.regression)
+    if objective == "regression":
+        values = {lab for _, lab in pairs}
+        if len(values) < 2:
+            raise UsageError(f"--data {path}: column {cfg.label_column!r} has a single value "
+                             f"({next(iter(values))!r}); --regression needs at least 2")
+        return None, {"": list(range(len(pairs)))}
+    labels = {c for _, lab in pairs for c in label_set(lab)}
+    if len(labels) < 2:
+        raise UsageError(f"--data {path}: column {cfg.label_column!r} has a single class "
+                         f"({next(iter(labels))!r}); a classifier needs at least 2")
+    if objective == "multi":
+        return labels, {"": list(range(len(pairs)))}
+    by_label: dict[Any, list[int]] = {}
+    for i, (_, lab) in enumerate(pairs):
+        by_label.setdefault(lab, []).append(i)
+    return labels, by_label
+
+
+def classes_of(splits: dict[str, Any]) -> list[str]:
+    """The classes of the splits, sorted: those of --data, since a held-out file's are
+    checked to be among them and a held-out share of --data is in one split or another (a
+    class whose every row of label sets was drawn for testing still has an output)."""
+    return sorted({c for key in ("train", "val", "test") for _, lab in splits[key]
+                   for c in label_set(lab)})
+
+
 def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
                 ) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
-    with ``--set-column``, and then also ``"features"``, the feature columns' names.
+    with ``--set-column``, and then also ``"features"``, the feature columns' names. A label
+    is a class name, a tuple of them (--multi-label) or a number (--regression): ``labels.py``.
 
     Args:
         cfg: the run's typed config (files, columns, ``seed``, ``val_fraction``,
@@ -124,13 +171,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
     digests = {} if digests is None else digests
     pairs, _, path, digests["data"] = read_examples(cfg, "data", cfg.data, pinned=True)
     features = getattr(pairs, "features", None)  # held-out files must have the same features
-    labels = {lab for _, lab in pairs}
-    if len(labels) < 2:
-        raise UsageError(f"--data {path}: column {cfg.label_column!r} has a single class "
-                         f"({next(iter(labels))!r}); a classifier needs at least 2")
-    by_label: dict[str, list[int]] = {}
-    for i, (_, lab) in enumerate(pairs):
-        by_label.setdefault(lab, []).append(i)
+    labels, by_label = _classes(cfg, pairs, path)
     rng = random.Random(cfg.seed)
     splits: dict[str, Any] = {}
     train_idx = list(range(len(pairs)))

@@ -41,16 +41,29 @@ from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import steps_of_epochs
 from ...tokenizers import TOKENIZER_KINDS, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
-from .data import check_labels, files_of, load_splits, read_examples
+from .data import check_labels, classes_of, files_of, load_splits, read_examples
+from .labels import objective_of
+from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
+                      per_class, regression_scores, validation_scores)
 from .pretrained import pooler_activation
 from .start import load_run_tokenizer, pretrained, start_of
 
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches", "Padding",
-           "collect_predictions", "classification_metrics", "per_class_table",
-           "classes_without_examples", "MISSING_KEY",
+           "collect_predictions", "classification_metrics", "per_class_table", "test_scores",
+           "classes_without_examples", "objective", "MISSING_KEY",
            "run", "load", "predict_many", "evaluate", "attention_maps", "export_hf"]
 
 MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
+
+
+def objective(cfg: RunSettings) -> str:
+    """What a run's labels are: "single", "multi" (--multi-label) or "regression"."""
+    return objective_of(cfg.multi_label, cfg.regression)
+
+
+def _outputs(cfg: RunSettings) -> int:
+    """The head's outputs: one per class, or one number (--regression)."""
+    return 1 if cfg.regression else len(cfg.labels)
 
 
 # ---- model ------------------------------------------------------------------------------------
@@ -68,12 +81,12 @@ def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig | BertClassifi
         300
     """
     if pretrained(cfg):
-        return config_from_run(BertClassifierConfig, cfg, num_classes=len(cfg.labels),
+        return config_from_run(BertClassifierConfig, cfg, num_classes=_outputs(cfg),
                                vocab_size=cfg.model_vocab_size, attention_dropout=cfg.dropout,
                                pooler_activation=pooler_activation(cfg.arch))
     inputs = ({"input_dim": len(cfg.feature_names), "vocab_size": None}
               if cfg.set_column else {"vocab_size": cfg.model_vocab_size})
-    return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg.labels), **inputs)
+    return config_from_run(SequenceClassifierConfig, cfg, num_classes=_outputs(cfg), **inputs)
 
 
 def build_model(cfg: RunSettings) -> SequenceClassifier | BertClassifier:
@@ -163,10 +176,11 @@ class Padding:
         return (x, mask, types) if self.token_types else (x, mask)
 
 
-def make_batches(ids: list, targets: list[int], batch_size: int, *,
+def make_batches(ids: list, targets: list, batch_size: int, *,
                  shuffle: bool = False, seed: int = 0,
                  padding: Padding | None = None) -> list[tuple[torch.Tensor, ...]]:
-    """Padded batches (ids (B, T) with pad 0, targets (B,)) of sequences of similar length —
+    """Padded batches (ids (B, T) with pad 0, targets (B,) — (B, K) of label sets) of sequences
+    of similar length —
     or, when ``ids`` are feature sets ((T, F) tensors), (features (B, T, F) zero-padded,
     mask (B, T) True = real element, targets (B,)) — or, with ``padding`` (a pretrained
     encoder's), when ``ids`` are ``(input_ids, token_type_ids)`` pairs, ``padding.pad``'s
@@ -217,8 +231,19 @@ class _Batches(ResumableBatches):
         return math.ceil(len(self.ids) / self.batch_size)
 
 
-def _targets(pairs, labels: list[str]) -> list[int]:
-    index = {label: i for i, label in enumerate(labels)}
+def _targets(cfg, pairs) -> list:
+    """What the loss compares the outputs with: each row's class index; its label set as 0/1
+    per class (--multi-label); its number standardised by the training targets' mean and std
+    (--regression)."""
+    if cfg.regression:
+        return [(y - cfg.target_mean) / cfg.target_std for _, y in pairs]
+    index = {label: i for i, label in enumerate(cfg.labels)}
+    if cfg.multi_label:
+        rows = [[0.0] * len(index) for _ in pairs]
+        for row, (_, names) in zip(rows, pairs):
+            for name in names:
+                row[index[name]] = 1.0
+        return rows
     return [index[lab] for _, lab in pairs]
 
 
@@ -234,50 +259,24 @@ def _inputs(cfg, tokenizer, xs) -> list:
 
 def _test_batches(cfg, tokenizer, pairs):
     return make_batches(_inputs(cfg, tokenizer, [x for x, _ in pairs]),
-                        _targets(pairs, cfg.labels), 256, padding=Padding.of(cfg, tokenizer))
+                        _targets(cfg, pairs), 256, padding=Padding.of(cfg, tokenizer))
 
 
 # ---- metrics ----------------------------------------------------------------------------------
 
 @torch.no_grad()
 def collect_predictions(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
-    """(predictions (N,), targets (N,)) of ``(inputs, [mask,] targets)`` batches, in eval mode."""
+    """(outputs (N, K), targets) of ``(inputs, [mask,] targets)`` batches, in eval mode."""
     model.eval()
-    preds, targets = zip(*((model.predict(*b[:-1]), b[-1]) for b in batches))
-    return torch.cat(preds), torch.cat(targets)
-
-
-def _confusion(preds: torch.Tensor, targets: torch.Tensor, k: int) -> torch.Tensor:
-    """The (true, predicted) counts (k, k) of ``k`` classes."""
-    return torch.bincount(targets * k + preds, minlength=k * k).reshape(k, k)
-
-
-def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
-    """``test_accuracy`` and ``test_macro_f1`` (multiclass F1, macro average, as torchmetrics'
-    and scikit-learn's): F1_k = 2 TP_k / (predicted_k + true_k).
-
-    The macro average is the mean F1 over the classes that occur in ``targets`` or in
-    ``preds``: a class in neither has F1 = 0/0 and is left out (scikit-learn's ``f1_score``
-    does the same); a class with no test example that the model predicted anyway counts with
-    F1 0. So a class missing from the test split does not lower the score unless it is
-    predicted: ``classes_without_examples`` names such classes, which callers report.
-
-    Examples:
-        >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
-        {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666865348816}
-    """
-    # From the confusion matrix, not torchmetrics: importing it loads scipy, matplotlib and
-    # transformers (benchmarks/RESULTS.md has the cost), a fixed cost of every run's test split.
-    confusion = _confusion(preds, targets, num_classes)
-    seen = confusion.sum(0) + confusion.sum(1)  # (K,) predicted + true
-    f1 = 2 * confusion.diag().float() / seen.clamp(min=1)  # (K,)
-    return {"test_accuracy": float((preds == targets).float().mean()),
-            "test_macro_f1": float(f1[seen > 0].mean())}
+    outputs, targets = zip(*((model(*b[:-1]).float(), b[-1]) for b in batches))
+    return torch.cat(outputs), torch.cat(targets)
 
 
 def classes_without_examples(targets: torch.Tensor, labels: list[str]) -> list[str]:
-    """The labels (of training) that no test example has, in ``labels`` order."""
-    support = torch.bincount(targets, minlength=len(labels))  # (K,)
+    """The labels (of training) that no test example has, in ``labels`` order: ``targets``
+    are class indices (N,), or label sets (N, K)."""
+    support = (targets.sum(0) if targets.ndim == 2
+               else torch.bincount(targets, minlength=len(labels)))  # (K,)
     return [label for label, n in zip(labels, support.tolist()) if n == 0]
 
 
@@ -291,33 +290,68 @@ def _say_missing(missing: list[str], labels: list[str]) -> None:
               f"0)", file=sys.stderr, flush=True)
 
 
-def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str]) -> str:
-    """Precision, recall, F1 and support of each class, as aligned text.
-
-    With the confusion matrix C (true, predicted): precision_k = C_kk / Σ_i C_ik,
-    recall_k = C_kk / Σ_j C_kj, F1_k = 2·precision·recall / (precision + recall).
-    """
-    k = len(labels)
-    confusion = _confusion(preds, targets, k)  # (true, pred)
-    tp = confusion.diag().float()
-    precision = tp / confusion.sum(0).clamp(min=1)
-    recall = tp / confusion.sum(1).clamp(min=1)
-    f1 = 2 * precision * recall / (precision + recall).clamp(min=1e-12)
-    width = max(5, *(len(label) for label in labels))
+def _table(report: dict[str, dict[str, float]]) -> str:
+    """A ``test_per_class`` report as aligned text."""
+    width = max(5, *(len(label) for label in report))
     lines = [f"{'class':<{width}}  precision  recall      f1  support"]
-    for i, label in enumerate(labels):
-        lines.append(f"{label:<{width}}  {precision[i]:9.4f}  {recall[i]:6.4f}  {f1[i]:6.4f}  "
-                     f"{int(confusion[i].sum()):7d}")
+    for label, r in report.items():
+        lines.append(f"{label:<{width}}  {r['precision']:9.4f}  {r['recall']:6.4f}  "
+                     f"{r['f1']:6.4f}  {r['support']:7d}")
     return "\n".join(lines)
 
 
+def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str]) -> str:
+    """Precision, recall, F1 and support of each class (one class per example), as aligned
+    text (``metrics.per_class``)."""
+    matrix = confusion(preds, targets, len(labels))
+    return _table(per_class(matrix.diag(), matrix.sum(0), matrix.sum(1), labels))
+
+
+def test_scores(cfg, answers: torch.Tensor, truth: torch.Tensor) -> dict[str, Any]:
+    """metrics.json's test scores of a run's answers and the truth (``metrics`` module doc):
+    classes (N,), label sets (N, K) or numbers (N,)."""
+    if cfg.regression:
+        return {f"test_{k}": v for k, v in regression_scores(answers, truth).items()}
+    if cfg.multi_label:
+        counts = multi_label_counts(answers, truth)
+        f1 = f1_scores(*counts)
+        exact = (answers.bool() == truth.bool()).all(1).float().mean()
+        scores = {"test_accuracy": float(exact), "test_macro_f1": f1["macro_f1"],
+                  "test_micro_f1": f1["micro_f1"]}
+    else:
+        scores = classification_metrics(answers, truth, len(cfg.labels))
+        matrix = confusion(answers, truth, len(cfg.labels))
+        counts = (matrix.diag(), matrix.sum(0), matrix.sum(1))
+    return {**scores, "test_per_class": per_class(*counts, cfg.labels),
+            MISSING_KEY: classes_without_examples(truth, cfg.labels)}
+
+
+def _decide(cfg, outputs: torch.Tensor) -> torch.Tensor:
+    """The run's answers of its model's outputs (``metrics.decide``)."""
+    return decide(outputs, objective(cfg), threshold=cfg.threshold,
+                  mean=cfg.target_mean or 0.0, std=cfg.target_std or 1.0)
+
+
 def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    """(the metrics of ``pairs``, with ``MISSING_KEY``; predictions (N,); targets (N,)); the
-    missing classes are named on stderr."""
-    preds, targets = collect_predictions(model, _test_batches(cfg, tokenizer, pairs))
-    missing = classes_without_examples(targets, cfg.labels)
-    metrics = {**classification_metrics(preds, targets, len(cfg.labels)), MISSING_KEY: missing}
-    return metrics, preds, targets
+    """(the metrics of ``pairs`` (``test_scores``); the answers; the truth: classes, label
+    sets as 0/1, or the numbers as read), in the same order."""
+    inputs = _inputs(cfg, tokenizer, [x for x, _ in pairs])
+    # make_batches reorders by length: each batch's "targets" are its rows' positions
+    outputs, where = collect_predictions(model, make_batches(
+        inputs, list(range(len(pairs))), 256, padding=Padding.of(cfg, tokenizer)))
+    rows = [pairs[i] for i in where.tolist()]
+    truth = (torch.tensor([y for _, y in rows], dtype=torch.float64) if cfg.regression
+             else torch.tensor(_targets(cfg, rows)))
+    answers = _decide(cfg, outputs)
+    return test_scores(cfg, answers, truth), answers, truth
+
+
+def _report(cfg, metrics: dict[str, Any], count: str, stream) -> None:
+    """The per-class table (classes) and the classes without a test example, for people."""
+    if cfg.regression:
+        return
+    print(f"{count}{_table(metrics['test_per_class'])}", file=stream, flush=True)
+    _say_missing(metrics[MISSING_KEY], cfg.labels)
 
 
 # ---- the task's functions (the commands call these through Task.runtime) --------------------
@@ -325,10 +359,15 @@ def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, tor
 def _prepare(cfg, splits: dict[str, Any], start) -> tuple[Any, Any, list]:
     """Fit what training sets up from the training split, derived into the run config (so that
     config.yaml rebuilds the model): the labels, and the tokeniser (texts; its vocabulary size)
-    or the features' names, mean and std (sets). The tokeniser of a run started from --init
-    (``start``) is its source's, and so is the vocabulary. Returns (the run config, tokenizer
-    or None, model inputs)."""
-    cfg = cfg.derive(labels=sorted({lab for _, lab in splits["train"]}))
+    or the features' names, mean and std (sets); with --regression the targets' mean and std
+    (the model learns the standardised number, whose scale does not depend on the data's
+    units). The tokeniser of a run started from --init (``start``) is its source's, and so is
+    the vocabulary. Returns (the run config, tokenizer or None, model inputs)."""
+    cfg = cfg.derive(labels=None if cfg.regression else classes_of(splits))
+    if cfg.regression:
+        ys = torch.tensor([y for _, y in splits["train"]], dtype=torch.float64)
+        std = float(ys.std(unbiased=False))
+        cfg = cfg.derive(target_mean=float(ys.mean()), target_std=std if std > 0 else 1.0)
     tokenizer, xs = None, [x for x, _ in splits["train"]]
     if cfg.set_column:
         mean, std = feature_stats(xs)
@@ -352,7 +391,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     splits = checked if checked is not None else load_splits(cfg)
     start = start_of(cfg, run_dir, splits.get("init"), load=lambda d: _load_run(task, d))
     cfg, tokenizer, inputs = _prepare(cfg, splits, start)
-    train = _Batches(inputs, _targets(splits["train"], cfg.labels), cfg.batch_size, cfg.seed,
+    train = _Batches(inputs, _targets(cfg, splits["train"]), cfg.batch_size, cfg.seed,
                      Padding.of(cfg, tokenizer))
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
@@ -362,18 +401,48 @@ def run(task, cfg: RunSettings, run_dir: Path,
     model = start.weights_into(build_model(cfg), cfg.labels)
     if start.tokenizer is not None:  # a resumed run reads it from here, never from --init
         start.tokenizer.save(Path(run_dir) / "tokenizer.json")
-    module = ClassifierModule(model, cfg, steps)
+    module = _module(ClassifierModule, model, cfg, steps)
     result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
                  val_check_interval=cfg.val_every or min(train.num_batches, steps))
     if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
-    scores, preds, targets = _test_metrics(cfg, model, tokenizer, splits["test"])
+    scores, answers, truth = _test_metrics(cfg, model, tokenizer, splits["test"])
+    # (finish adds the saved weights' validation: val_acc, val_f1, ...)
     metrics = finish(cfg, run_dir, model, scores, result, tokenizer=tokenizer)
-    print(f"\ntest split, per class ({len(targets)} {'sets' if tokenizer is None else 'texts'}):\n"
-          f"{per_class_table(preds, targets, cfg.labels)}")
-    sys.stdout.flush()
-    _say_missing(scores[MISSING_KEY], cfg.labels)
+    if objective(cfg) == "single":
+        _write_confusion(Path(run_dir), confusion(answers, truth, len(cfg.labels)), cfg.labels)
+    what = "sets" if tokenizer is None else "texts"
+    _report(cfg, scores, f"\ntest split, per class ({len(truth)} {what}):\n", sys.stdout)
     return metrics
+
+
+def _module(kind, model, cfg, steps: int):
+    """The ``ClassifierModule`` of a run: its objective, --class-weights in the labels'
+    order, and its validation scores (``metrics.validation_scores``)."""
+    weights = cfg.class_weight_values
+    weight = (None if not weights
+              else torch.tensor([float(weights[c]) for c in cfg.labels], dtype=torch.float32))
+    scores = validation_scores(objective(cfg), _outputs(cfg), threshold=cfg.threshold,
+                               mean=cfg.target_mean or 0.0, std=cfg.target_std or 1.0)
+    return kind(model, cfg, steps, objective=objective(cfg), class_weight=weight, scores=scores)
+
+
+def _write_confusion(run_dir: Path, matrix: torch.Tensor, labels: list[str]) -> None:
+    """``confusion.csv`` (a row per true class, a column per predicted one, headed by the
+    class names) and ``confusion.png`` of the test split."""
+    import csv
+    import io
+
+    from ...runs import atomic_write
+    from ...viz import plot_confusion
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["true \\ predicted", *labels])
+    for label, row in zip(labels, matrix.tolist()):
+        writer.writerow([label, *row])
+    atomic_write(run_dir / "confusion.csv", buffer.getvalue().encode())
+    plot_confusion(matrix, labels, run_dir / "confusion.png")
 
 
 def _load(run_dir: Path, cfg: RunSettings):
@@ -411,8 +480,14 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     from ...interop.tokenizer import to_hf_tokenizer
 
     model, tok = _load(run_dir, cfg)
-    hf = classifier_to_hf(model, model_type=cfg.arch, labels=list(cfg.labels),
-                          specials=tok.specials)
+    if cfg.regression:  # the number in the data's units: the standardisation into the head
+        with torch.no_grad():
+            model.classifier.weight.mul_(cfg.target_std)
+            model.classifier.bias.mul_(cfg.target_std).add_(cfg.target_mean)
+    labels = [cfg.label_column] if cfg.regression else list(cfg.labels)
+    hf = classifier_to_hf(model, model_type=cfg.arch, labels=labels, specials=tok.specials)
+    hf.config.problem_type = {"single": "single_label_classification", "regression": "regression",
+                              "multi": "multi_label_classification"}[objective(cfg)]
     return hf, {"": to_hf_tokenizer(tok)}, None
 
 
@@ -420,7 +495,9 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's (or set's) label and class probabilities, in padded batches of similar
-    length (``make_batches``; padding is masked, so a batch gives what each input alone gives)."""
+    length (``make_batches``; padding is masked, so a batch gives what each input alone gives).
+    --multi-label: the labels whose probability is above the run's threshold (the line joins
+    them with --label-sep; none: an empty line); --regression: the number."""
     model, tokenizer = _load(run_dir, cfg)
     if tokenizer is None:
         xs = each_input(texts, labels, lambda text: parse_set(text, cfg.feature_names))
@@ -428,13 +505,22 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
         xs = texts
         note_unknown(tokenizer, texts, labels)
     inputs = _inputs(cfg, tokenizer, xs)
-    p = torch.empty(len(inputs), len(cfg.labels))
+    outputs = torch.empty(len(inputs), _outputs(cfg))
     # make_batches reorders by length: each batch's "targets" are its inputs' positions
     for *batch, where in make_batches(inputs, list(range(len(inputs))), 256,
                                       padding=Padding.of(cfg, tokenizer)):
-        p[where] = model(*batch).float().softmax(-1)
-    return [{"prediction": cfg.labels[int(row.argmax())],
-             "probabilities": probabilities_of(cfg.labels, row)} for row in p]
+        outputs[where] = model(*batch).float()
+    answers = _decide(cfg, outputs)
+    if cfg.regression:
+        return [{"prediction": float(f"{y:.6g}"), "line": f"{y:.6g}"} for y in answers.tolist()]
+    if cfg.multi_label:
+        found = [[c for c, on in zip(cfg.labels, row) if on] for row in answers.tolist()]
+        return [{"prediction": names, "line": cfg.label_sep.join(names),
+                 "probabilities": probabilities_of(cfg.labels, row)}
+                for names, row in zip(found, outputs.sigmoid())]
+    return [{"prediction": cfg.labels[int(i)],
+             "probabilities": probabilities_of(cfg.labels, row)}
+            for i, row in zip(answers.tolist(), outputs.softmax(-1))]
 
 
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
@@ -469,11 +555,10 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     if data is not None:
         features = cfg.feature_names if cfg.set_column else None
         pairs, lines, path, _ = read_examples(cfg, "data", data, features)
-        check_labels(pairs, lines, path, set(cfg.labels), "data")
+        check_labels(pairs, lines, path, None if cfg.regression else set(cfg.labels), "data")
     else:
         check_data_files(files_of(cfg), cfg.data_sha256)
         pairs = load_splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
-    metrics, preds, targets = _test_metrics(cfg, model, tokenizer, pairs)
-    print(per_class_table(preds, targets, cfg.labels), file=sys.stderr)
-    _say_missing(metrics[MISSING_KEY], cfg.labels)
+    metrics, _, _ = _test_metrics(cfg, model, tokenizer, pairs)
+    _report(cfg, metrics, "", sys.stderr)
     return metrics

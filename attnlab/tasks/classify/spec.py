@@ -51,7 +51,7 @@ Examples:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from ...errors import UsageError
@@ -62,7 +62,8 @@ from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
 from . import pretrained
-from .data import read_and_pin
+from .data import classes_of, read_and_pin
+from .labels import LABEL_SEP, resolve_class_weights
 
 __all__ = ["ClassifyTask", "ClassifySettings", "TASKS"]
 
@@ -100,6 +101,24 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
     feature_columns: str = setting(None, help="with --set-column: the numeric features "
                                               "(default: every other column)",
                                    metavar="A,B,...", optional=True)
+    class_weights: str = setting(None, optional=True, absent=None, metavar="balanced|FILE",
+                                 blank_why="give balanced or a .json/.csv file of class, weight",
+                                 help="weigh each class in the cross-entropy: balanced (n / "
+                                      "(K * n_class) of the training split) or a .json / .csv "
+                                      "file of class, weight")
+    multi_label: bool = setting(False, absent=False,
+                                help="several labels per row, joined by --label-sep (a list in "
+                                     ".jsonl): a sigmoid per class and binary cross-entropy")
+    label_sep: str = setting(LABEL_SEP, absent=LABEL_SEP, metavar="S",
+                             blank_why="give the text between a row's labels",
+                             help="with --multi-label: what separates a row's labels")
+    threshold: float = setting(0.5, low=0, above=True, below=1, absent=0.5, metavar="F",
+                               help="with --multi-label: a class is predicted when its "
+                                    "probability is above this")
+    regression: bool = setting(False, absent=False,
+                               help="predict a number per row: one output and the mean "
+                                    "squared error (the target standardised by the training "
+                                    "split's mean and std)")
     arch: str = setting("transformer", choices=pretrained.ARCHS, flag=False, absent="transformer",
                         help="the model: attnlab's own encoder ('transformer'), or the "
                              "model_type of the pretrained encoder --init read")
@@ -109,11 +128,18 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
 class ClassifyDerived:
     """What a classify run derives from its training split (``runtime._prepare``): the labels
     (sorted), and the tokeniser's vocabulary size (texts) or the features' names, mean and std
-    (sets)."""
+    (sets); the targets' mean and std (--regression). ``validate`` resolves --class-weights
+    into ``class_weight_values`` ({class: weight}), so that --resume trains with the weights
+    the run started with even if the file changed."""
 
     resolves: ClassVar[tuple[str, ...]] = ("model_vocab_size",)  # the model's vocab_size
 
     labels: list[str] | None = None
+    # --class-weights, resolved; --regression: the training targets' mean and std (a run
+    # without them had neither: None)
+    class_weight_values: dict[str, float] | None = field(default=None, metadata={"absent": None})
+    target_mean: float | None = field(default=None, metadata={"absent": None})
+    target_std: float | None = field(default=None, metadata={"absent": None})
     feature_names: list[str] | None = None
     feature_mean: list[float] | None = None
     feature_std: list[float] | None = None
@@ -135,7 +161,9 @@ class ClassifyTask(Task):
     name = "classify"
     help = "text (or, with --set-column, feature-set) classification on your own file"
     run_config = ClassifyRunConfig
-    val_metrics = ("val_loss", "val_acc", "val_f1")  # val_f1: macro F1 over the split
+    # val_f1: macro F1 over the split; which of these a run computes: ``val_metrics_off``
+    val_metrics = ("val_loss", "val_acc", "val_f1", "val_micro_f1", "val_mse", "val_r2",
+                   "val_spearman")
     model_flags = _MODEL_FLAGS
     overrides = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, "dropout": 0.1,
                  "threads": 1}
@@ -145,6 +173,20 @@ class ClassifyTask(Task):
     # --init of a BERT-family checkpoint (runtime.export_hf)
     capabilities = Capabilities(holds_out_fractions=True,
                                 hf_auto_class="AutoModelForSequenceClassification")
+
+    def val_metrics_off(self, cfg: dict[str, Any]) -> dict[str, str]:
+        """What each objective's validation leaves out: one class per row has no micro F1 (it
+        equals the accuracy) and no regression scores; --multi-label no accuracy of one class;
+        --regression none of the class scores."""
+        if cfg.get("regression"):
+            return dict.fromkeys(("val_acc", "val_f1", "val_micro_f1"),
+                                 "a score of classes, not of --regression's numbers")
+        numbers = dict.fromkeys(("val_mse", "val_r2", "val_spearman"), "computed with "
+                                                                        "--regression only")
+        if cfg.get("multi_label"):
+            return {"val_acc": "a score of one class per row, not of --multi-label's label "
+                               "sets", **numbers}
+        return {"val_micro_f1": "computed with --multi-label only", **numbers}
 
     def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
@@ -165,7 +207,11 @@ class ClassifyTask(Task):
         return {**super().init_defaults(source), **pretrained.init_defaults(source)}
 
     def check_settings(self, cfg: dict[str, Any]) -> Any:
-        """--max-len not given: 256 tokens, or with a pretrained encoder all it holds."""
+        """--max-len not given: 256 tokens, or with a pretrained encoder all it holds.
+        --multi-label and --regression are two answers to what a label is: not both."""
+        if cfg.get("multi_label") and cfg.get("regression"):
+            raise UsageError("--multi-label and --regression exclude each other: a row holds "
+                             "either class names or a number")
         if cfg.get("max_len") is None:
             cfg["max_len"] = (_MAX_LEN if cfg.get("arch", "transformer") == "transformer"
                               else pretrained.max_tokens(cfg))
@@ -182,6 +228,7 @@ class ClassifyTask(Task):
         own = ([([f.name for f in fields(PretrainedEncoderFields)],
                  "only with --init of a pretrained encoder (read from its checkpoint)")]
                if cfg.get("arch", "transformer") == "transformer" else [])
+        own += self._objective_unused(cfg)
         if cfg.get("init"):
             return [*own, (["tokenizer", "vocab_size"], "not with --init: the checkpoint's own "
                                                         "tokenizer is used"),
@@ -198,6 +245,28 @@ class ClassifyTask(Task):
                 (["text_column", "tokenizer", "vocab_size"],
                  "not with --set-column: a set of feature rows has no text to tokenise (its "
                  "features are --feature-columns)")]
+
+    def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
+        """``Task``'s, but what a label is (--multi-label, --regression, --label-sep,
+        --threshold) is recorded whatever the objective: every run reads it (a run made
+        before them reads their declared values)."""
+        kept = ("multi_label", "regression", "label_sep", "threshold")
+        return [k for k in super().unrecorded_settings(cfg) if k not in kept]
+
+    @staticmethod
+    def _objective_unused(cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
+        """The flags of one objective (``labels.py``) that another does not use."""
+        unused = []
+        if not cfg.get("multi_label"):
+            unused.append((["label_sep", "threshold"], "only with --multi-label"))
+        if cfg.get("multi_label") or cfg.get("regression"):
+            unused.append((["class_weights", "label_smoothing"],
+                           "only with one class per row (a cross-entropy over the classes), "
+                           "not with --multi-label or --regression"))
+        if cfg.get("set_column"):
+            unused.append((["multi_label", "regression"],
+                           "not with --set-column: a set of feature rows has one class"))
+        return unused
 
     def validate(self, cfg: dict[str, Any]) -> dict[str, list]:
         """The checks one setting alone cannot make: the vocabulary the tokeniser needs, the
@@ -216,6 +285,10 @@ class ClassifyTask(Task):
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self._check_column_flags(cfg)
         splits = read_and_pin(cfg, self.config_class().from_values)
+        if cfg.get("class_weights") and cfg.get("class_weight_values") is None:
+            # not on --resume: the run keeps the weights it started with
+            cfg["class_weight_values"] = resolve_class_weights(
+                cfg["class_weights"], [lab for _, lab in splits["train"]], classes_of(splits))
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"],
                                                      cfg["pooling"])

@@ -204,7 +204,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     steps = steps_of_epochs(cfg.epochs, len(train), cfg.accumulate) if cfg.epochs else cfg.max_steps
     val = list(fixed_batches(parts["val"], cfg, cfg.val_jets))
     model = build_model(cfg)
-    module = ClassifierModule(model, cfg, steps, split_metrics=validation_auc)
+    module = ClassifierModule(model, cfg, steps, scores=validation_auc)
     result = fit(module, train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
                  # --val-every as given (not cut to one epoch), else once an epoch
@@ -223,13 +223,13 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
 
 def validation_auc(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
-    """``val_auc``: the ROC's area over the validation jets (logits (N, 2), labels (N,)), with
-    P(top) as the score, as the test split's ``test_auc``; NaN where the jets validated hold one
-    class only, which has no ROC."""
+    """``auc`` (logged as ``val_auc``): the ROC's area over the validation jets (logits (N, 2),
+    labels (N,)), with P(top) as the score, as the test split's ``test_auc``; NaN where the jets
+    validated hold one class only, which has no ROC."""
     labels_np = labels.cpu().numpy()
     if len(np.unique(labels_np)) < 2:
-        return {"val_auc": float("nan")}
-    return {"val_auc": roc_auc(logits.softmax(-1)[:, 1].cpu().numpy(), labels_np)}
+        return {"auc": float("nan")}
+    return {"auc": roc_auc(logits.softmax(-1)[:, 1].cpu().numpy(), labels_np)}
 
 
 def baselines(cfg: RunSettings, parts: dict[str, Split], test_labels: np.ndarray,

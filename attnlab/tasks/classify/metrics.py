@@ -1,0 +1,149 @@
+"""The scores of ``attnlab train classify``, from all of a split's predictions at once: on the
+validation split while training (``validation_scores``, logged as ``val_*``) and on the test
+split after it (``test_scores``, in metrics.json).
+
+    objective    validation                     test (metrics.json)
+    single       val_acc, val_f1 (macro)        test_accuracy, test_macro_f1, test_per_class
+    multi        val_f1 (macro), val_micro_f1   test_accuracy (every label right),
+                                                test_macro_f1, test_micro_f1, test_per_class
+    regression   val_mse, val_r2, val_spearman  test_mse, test_r2, test_spearman
+
+With the confusion matrix C (rows the true class, columns the predicted one):
+precision_k = C_kk / Σ_i C_ik, recall_k = C_kk / Σ_j C_kj, F1_k = 2 TP_k / (predicted_k +
+true_k), 0 where a count is 0 (scikit-learn's ``zero_division=0``). The macro F1 is the mean
+over the classes that occur in the targets or the predictions (scikit-learn's ``f1_score``
+does the same for one label per row; for label sets it counts a class in neither as 0, which
+this leaves out too, so that a class missing from a small split does not lower the score).
+The micro F1 pools every class's counts: 2 ΣTP / (Σpredicted + Σtrue).
+
+R² = 1 − Σ(y − ŷ)² / Σ(y − ȳ)²; Spearman's ρ is Pearson's correlation of the ranks, a tie
+given the mean of its ranks (``scipy.stats.spearmanr``).
+
+Computed from the confusion counts in torch rather than torchmetrics, whose import loads
+scipy, matplotlib and transformers (benchmarks/RESULTS.md has the cost) into every run.
+
+Shapes: N examples, K classes.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+__all__ = ["confusion", "per_class", "classification_metrics", "multi_label_counts",
+           "f1_scores", "regression_scores", "spearman", "validation_scores", "decide"]
+
+
+def confusion(preds: torch.Tensor, targets: torch.Tensor, k: int) -> torch.Tensor:
+    """The (true, predicted) counts (K, K) of ``k`` classes.
+
+    Examples:
+        >>> confusion(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2).tolist()
+        [[1, 1], [0, 1]]
+    """
+    return torch.bincount(targets * k + preds, minlength=k * k).reshape(k, k)
+
+
+def _counts_of(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(true positives, predicted, true) per class (K,) of a confusion matrix."""
+    return matrix.diag(), matrix.sum(0), matrix.sum(1)
+
+
+def multi_label_counts(pred: torch.Tensor, true: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(true positives, predicted, true) per class (K,) of label sets (N, K), booleans."""
+    pred, true = pred.bool(), true.bool()
+    return (pred & true).sum(0), pred.sum(0), true.sum(0)
+
+
+def f1_scores(tp: torch.Tensor, predicted: torch.Tensor, true: torch.Tensor) -> dict[str, float]:
+    """``macro_f1`` and ``micro_f1`` of per-class counts (K,) (see the module doc)."""
+    seen = predicted + true  # (K,)
+    f1 = 2 * tp.double() / seen.clamp(min=1)  # (K,)
+    micro = 2 * tp.sum().double() / seen.sum().clamp(min=1)
+    return {"macro_f1": float(f1[seen > 0].mean()) if bool((seen > 0).any()) else 0.0,
+            "micro_f1": float(micro)}
+
+
+def per_class(tp: torch.Tensor, predicted: torch.Tensor, true: torch.Tensor,
+              labels: list[str]) -> dict[str, dict[str, float]]:
+    """{class: {precision, recall, f1, support}} of per-class counts (K,), as scikit-learn's
+    ``classification_report`` (zero_division=0)."""
+    tp = tp.double()
+    precision = tp / predicted.clamp(min=1)
+    recall = tp / true.clamp(min=1)
+    f1 = 2 * tp / (predicted + true).clamp(min=1)
+    return {label: {"precision": float(precision[i]), "recall": float(recall[i]),
+                    "f1": float(f1[i]), "support": int(true[i])}
+            for i, label in enumerate(labels)}
+
+
+def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
+    """``test_accuracy`` and ``test_macro_f1`` of one class per example (multiclass F1, macro
+    average, as scikit-learn's ``f1_score``: see the module doc).
+
+    Examples:
+        >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
+        {'test_accuracy': 0.6666666865348816, 'test_macro_f1': 0.6666666666666666}
+    """
+    scores = f1_scores(*_counts_of(confusion(preds, targets, num_classes)))
+    return {"test_accuracy": float((preds == targets).float().mean()),
+            "test_macro_f1": scores["macro_f1"]}
+
+
+def _ranks(x: torch.Tensor) -> torch.Tensor:
+    """1-based ranks of ``x`` (N,), ties given their mean rank."""
+    order = x.argsort()
+    ranks = torch.empty_like(x, dtype=torch.float64)
+    ranks[order] = torch.arange(1, len(x) + 1, dtype=torch.float64)
+    _, group, counts = torch.unique(x, return_inverse=True, return_counts=True)
+    sums = torch.zeros(len(counts), dtype=torch.float64).index_add_(0, group, ranks)
+    return (sums / counts)[group]
+
+
+def spearman(pred: torch.Tensor, true: torch.Tensor) -> float:
+    """Spearman's rank correlation of two (N,) tensors (NaN where one is constant)."""
+    a, b = _ranks(pred.double()), _ranks(true.double())
+    a, b = a - a.mean(), b - b.mean()
+    return float((a * b).sum() / (a.norm() * b.norm()))
+
+
+def regression_scores(pred: torch.Tensor, true: torch.Tensor) -> dict[str, float]:
+    """``mse``, ``r2`` and ``spearman`` of predicted and true numbers (N,)."""
+    pred, true = pred.double(), true.double()
+    residual = ((true - pred) ** 2).sum()
+    total = ((true - true.mean()) ** 2).sum()
+    return {"mse": float(residual / len(true)), "r2": float(1 - residual / total),
+            "spearman": spearman(pred, true)}
+
+
+def decide(outputs: torch.Tensor, objective: str, *, threshold: float = 0.5,
+           mean: float = 0.0, std: float = 1.0) -> torch.Tensor:
+    """The model's answers of its outputs (N, K): the class (N,); the label set (N, K), the
+    classes whose probability is above ``threshold``; or the number (N,), standardised
+    back with the training targets' ``mean`` and ``std``."""
+    if objective == "single":
+        return outputs.argmax(-1)
+    if objective == "multi":
+        return outputs.float().sigmoid() > threshold
+    return outputs[:, 0].double() * std + mean
+
+
+def validation_scores(objective: str, num_classes: int, *, threshold: float = 0.5,
+                      mean: float = 0.0, std: float = 1.0
+                      ) -> Callable[[torch.Tensor, torch.Tensor], dict[str, float]]:
+    """The function of a validation's outputs (N, K) and targets that gives its scores (the
+    training loop logs them as ``val_NAME``): ``f1`` (macro) for one class per row;
+    ``f1`` and ``micro_f1`` for label sets; ``mse``, ``r2`` and ``spearman`` of numbers in
+    the data's own units (the targets arrive standardised)."""
+    def scores(outputs: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
+        answers = decide(outputs, objective, threshold=threshold, mean=mean, std=std)
+        if objective == "regression":
+            return regression_scores(answers, targets.double() * std + mean)
+        if objective == "single":
+            counts = _counts_of(confusion(answers, targets, num_classes))
+            return {"f1": f1_scores(*counts)["macro_f1"]}
+        found = f1_scores(*multi_label_counts(answers, targets))
+        return {"f1": found["macro_f1"], "micro_f1": found["micro_f1"]}
+
+    return scores
