@@ -5,6 +5,11 @@ Shapes: I input width, O output width, r the rank (r ≤ min(I, O)).
 
     W = W₀ + (α / r) · B A        W₀ (O, I) frozen,  A (r, I),  B (O, r) trained
     y = x Wᵀ + b                  b frozen
+      = (x W₀ᵀ + b) + (α / r) · (x Aᵀ) Bᵀ
+
+The forward computes the second line: two thin products of width r beside the frozen layer,
+as peft does. Forming W first costs an O×I matrix (and its gradient's O×I product) every step,
+more than the layer's own product for a short batch (issue 39; ``benchmarks/lora_step.py``).
 
 B starts at zero, so the adapted layer starts as exactly the layer it wraps; A starts as
 ``nn.Linear`` initialises a weight. Only r·(I + O) numbers train per layer instead of I·O.
@@ -51,6 +56,8 @@ class LoRALinear(nn.Module):
         base: the linear layer to adapt; its weight and bias are frozen (not copied).
         rank: r, at least 1 and at most min(in_features, out_features).
         alpha: the update's scale numerator (α / r multiplies B A).
+        dropout: dropout on the update's input only (peft's ``lora_dropout``); the frozen
+            layer sees x unchanged. 0 (the default) is none.
 
     Shape:
         (..., I) -> (..., O), as ``base``.
@@ -64,7 +71,7 @@ class LoRALinear(nn.Module):
         ['lora_A', 'lora_B']
     """
 
-    def __init__(self, base: nn.Linear, rank: int, alpha: float) -> None:
+    def __init__(self, base: nn.Linear, rank: int, alpha: float, *, dropout: float = 0.0) -> None:
         super().__init__()
         limit = min(base.in_features, base.out_features)
         if not 1 <= rank <= limit:
@@ -78,6 +85,7 @@ class LoRALinear(nn.Module):
         self.lora_B = nn.Parameter(torch.zeros(base.out_features, rank, dtype=weight.dtype,
                                                device=weight.device))
         nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))  # nn.Linear's weight init
+        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
 
     @property
     def in_features(self) -> int:
@@ -90,7 +98,7 @@ class LoRALinear(nn.Module):
     @property
     def weight(self) -> Tensor:
         """W = W₀ + (α / r) B A: what every reader of ``.weight`` (e.g. a cross-attention
-        slice of the stacked projection) sees."""
+        slice of the stacked projection) sees; the forward never forms it."""
         return self.base.weight + self.scale * (self.lora_B @ self.lora_A)
 
     @property
@@ -98,7 +106,8 @@ class LoRALinear(nn.Module):
         return self.base.bias
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight, self.bias)
+        update = F.linear(F.linear(self.dropout(x), self.lora_A), self.lora_B)  # (..., r) -> (..., O)
+        return self.base(x) + update * self.scale
 
     @torch.no_grad()
     def merged(self) -> nn.Linear:
