@@ -43,7 +43,8 @@ from ..activation_names import LORA_TARGETS  # torch-free: the flag offers them 
 from .attention import MultiheadAttention
 from .feedforward import FeedForward, GatedFeedForward
 
-__all__ = ["LoRALinear", "add_lora", "merge_lora", "ATTENTION_PROJECTIONS", "LORA_TARGETS"]
+__all__ = ["LoRALinear", "add_lora", "merge_lora", "lora_factors", "ATTENTION_PROJECTIONS",
+           "LORA_TARGETS"]
 
 # the linear layers of a MultiheadAttention (self-attention: qkv_proj; cross: q_proj, kv_proj)
 ATTENTION_PROJECTIONS = ("qkv_proj", "q_proj", "kv_proj", "o_proj")
@@ -165,6 +166,22 @@ def add_lora(model: nn.Module, rank: int, alpha: float, *, targets: str = "atten
     if not wrapped:
         raise ValueError(f"{type(model).__name__} has no {targets} layers to adapt")
     return wrapped
+
+
+@torch.no_grad()
+def lora_factors(model: nn.Module) -> dict[str, tuple[Tensor, Tensor]]:
+    """A copy of every ``LoRALinear``'s (A, B), by the wrapped layer's name (``add_lora``'s):
+    what a LoRA run writes as its adapter, taken before ``merge_lora`` folds them away.
+
+    Examples:
+        >>> from attnlab.models import CausalLM
+        >>> lm = CausalLM(50, model_dim=16, num_heads=2, num_layers=1)
+        >>> _ = add_lora(lm, rank=4, alpha=4)
+        >>> {k: [tuple(t.shape) for t in ab] for k, ab in lora_factors(lm).items()}["decoder.layers.0.self_attn.o_proj"]
+        [(4, 16), (16, 4)]
+    """
+    return {name: (m.lora_A.detach().clone(), m.lora_B.detach().clone())
+            for name, m in model.named_modules() if isinstance(m, LoRALinear)}
 
 
 def merge_lora(model: nn.Module) -> int:

@@ -46,9 +46,10 @@ from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng)
 from .csvlog import CSVLog, keep_previous_log
-from .adapt import adapt, merge_lora, parameter_share
+from .adapt import adapt, merge_lora, parameter_share, save_adapter
 # check_hardware: for commands/train
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
+from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
 from .module import (OptimizerSettings, TaskModule, back_to_float32, exact_tables, make_optimizer,
                      optimizer_groups)
@@ -151,6 +152,8 @@ class FitResult:
     # the validation of the last step ({"val_loss": ...}), in the precision the run trained
     # in; empty when the last step was not validated
     validation: dict[str, float] = field(default_factory=dict)
+    # a --lora-rank run's update, (A, B) by layer, as trained (``nn.lora.lora_factors``)
+    lora: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
 
 def _mean(losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
@@ -531,11 +534,12 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     if cfg.compile:  # ... and eager: each new shape of it would compile the model again
         module.model._compiled_call_impl = None
     back_to_float32(module, loop.tables)
+    lora = lora_factors(module.model)  # --lora-rank: finish writes them as a peft adapter
     merge_lora(module.model)  # the saved model is an ordinary one ...
     module.model.requires_grad_(True)  # ... which knows nothing of what --freeze froze
     step, metrics = loop.validated
     return FitResult(loop.step, loop.seconds(), resumed, loop.fabric.is_global_zero,
-                     validation=metrics if step == loop.step else {})
+                     validation=metrics if step == loop.step else {}, lora=lora)
 
 
 def resume_command(cfg: RunSettings, run_dir: Path) -> str:
@@ -603,6 +607,8 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
     if not result.is_global_zero:
         return metrics
     save_weights(model, run_dir / "model.safetensors")
+    if result.lora:
+        save_adapter(run_dir, cfg, model, result.lora)
     if tokenizer is not None:
         tokenizer.save(run_dir / "tokenizer.json")
     write_config(run_dir, cfg)
