@@ -11,7 +11,7 @@ linear layer of the blocks. A step is a forward over (batch 8, 256 tokens; ``--q
 the next-token cross-entropy, the backward and an AdamW step over the trainable parameters.
 
 Three sides run in turns in this process, with the same threads: attnlab, attnlab with the
-forward it had before issue 39 (the merged weight W₀ + (α/r) B A formed every step, then one
+forward it had before (the merged weight W₀ + (α/r) B A formed every step, then one
 product), and peft over transformers. Each turn times ``--steps`` steps after one warm-up step;
 the best turn of ``--repeats`` counts. Printed: ms per step of each and the ratios to peft's.
 
@@ -48,7 +48,7 @@ def hf_model(size: dict):
 
 
 def _merged_forward(self, x):
-    """``LoRALinear.forward`` before issue 39: form W, then one product."""
+    """``LoRALinear.forward`` before the thin products: form W, then one product."""
     return F.linear(x, self.weight, self.bias)
 
 
@@ -128,7 +128,7 @@ def main() -> None:
     ids = torch.randint(0, size["vocab"], (size["batch"], size["tokens"]), device=device)
     sides = {
         "attnlab": make_step(ours.to(device), lambda m, x: m(x), ids),
-        "attnlab, merged-weight forward (before #39)": make_step(
+        "attnlab, merged-weight forward (before)": make_step(
             OldLoRA(old).to(device), lambda m, x: m(x), ids),
         "peft + transformers": make_step(peft_model.to(device),
                                          lambda m, x: m(input_ids=x, use_cache=False).logits, ids),

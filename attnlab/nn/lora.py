@@ -8,8 +8,9 @@ Shapes: I input width, O output width, r the rank (r ≤ min(I, O)).
       = (x W₀ᵀ + b) + (α / r) · (x Aᵀ) Bᵀ
 
 The forward computes the second line: two thin products of width r beside the frozen layer,
-as peft does. Forming W first costs an O×I matrix (and its gradient's O×I product) every step,
-more than the layer's own product for a short batch (issue 39; ``benchmarks/lora_step.py``).
+as peft does. Forming W first writes an O×I matrix every step, and makes the backward compute
+W's full O×I gradient, a product as large as the layer's own, which a frozen layer skips; the
+thin products cost r·(I + O) per token each way (``benchmarks/lora_step.py``).
 
 B starts at zero, so the adapted layer starts as exactly the layer it wraps; A starts as
 ``nn.Linear`` initialises a weight. Only r·(I + O) numbers train per layer instead of I·O.

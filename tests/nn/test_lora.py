@@ -1,4 +1,4 @@
-"""``LoRALinear``'s forward, computed as two thin products beside the frozen layer (issue 39),
+"""``LoRALinear``'s forward, computed as two thin products beside the frozen layer,
 against the forward it replaced, which formed W = W₀ + (α/r) B A first: the same outputs and
 the same gradients with copied weights."""
 import pytest
@@ -14,7 +14,7 @@ TOL = dict(atol=1e-5, rtol=1e-5)
 
 
 def _merged_forward(layer: LoRALinear, x):
-    """The forward before issue 39: the merged weight, then one product."""
+    """The forward it replaced: the merged weight, then one product."""
     weight = layer.base.weight + layer.scale * (layer.lora_B @ layer.lora_A)
     return F.linear(x, weight, layer.base.bias)
 
