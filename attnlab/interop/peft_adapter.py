@@ -9,22 +9,21 @@ up to how rows and columns are stacked or renamed, and each such change moves B'
 columns only, because W₀ + (α/r) B A with its rows taken by P and its columns by Q is
 P W₀ Q + (α/r) (P B)(A Q):
 
-    attnlab (per block)          GPT-2           Llama family       BERT family        Marian
-    self_attn.qkv_proj  B rows   attn.c_attn     self_attn.q/k/v    query/key/value    self_attn.q/k/v
-                                 [Q | K | V]     _proj (one A)      (one A)            _proj (one A,
-                                                                                        columns renamed)
-    self_attn.o_proj             attn.c_proj     self_attn.o_proj   attention output   out_proj (rows
-                                                                                        renamed)
-    linear_net (mlp)             mlp.c_fc, c_proj mlp.gate/up/down  intermediate,      fc1, fc2
-                                                                    output
-    cross_attn q_proj, kv_proj                                                         encoder_attn.q,
-                                                                                        k/v_proj
+    attnlab (per block)     GPT-2          Llama family      BERT family       Marian
+    self_attn.qkv_proj      attn.c_attn    self_attn.q_proj, query, key,       self_attn.q_proj,
+                            ([Q | K | V])  k_proj, v_proj    value             k_proj, v_proj
+    self_attn.o_proj        attn.c_proj    self_attn.o_proj  attention.output  self_attn.out_proj
+    linear_net (mlp)        mlp.c_fc,      mlp.gate_proj,    intermediate,     fc1, fc2
+                            mlp.c_proj     up_proj, down_proj output
+    cross_attn.q_proj,                                                         encoder_attn.q_proj,
+    cross_attn.kv_proj                                                         k_proj, v_proj
 
 A stacked Q/K/V projection with one A (r, D) and B (O, r) is three LoRA layers in peft that
 share the A, each with its role's rows of B (``MultiheadAttention.qkv_rows``): the same
-update, exactly, at 3·r·D numbers more in the file. GPT-2 keeps Q, K, V stacked in ``c_attn``
-(a ``Conv1D``: ``fan_in_fan_out``); Marian's residual features are renamed (``marian.py``), so
-a layer reading the stream has A's columns renamed and one writing it B's rows.
+update, exactly, with A stored three times (2·r·D numbers more in the file). GPT-2 keeps Q,
+K, V stacked in ``c_attn`` (a ``Conv1D``: ``fan_in_fan_out``); Marian's residual features are
+renamed (``marian.py``), so a layer reading the stream has A's columns renamed and one
+writing it B's rows.
 
 A classifier's head trains whole beside the update (``--lora-rank`` on classify): it is saved as
 peft's ``modules_to_save`` under the names of the family's ``*ForSequenceClassification``
@@ -164,7 +163,8 @@ def adapter_refusal(task: str, init_kind: str | None, model_type: str | None,
         try:
             check_exportable(model.config, model_type, [""] * model.config.num_classes)
         except ValueError as e:
-            return f"the classifier's head has no Hugging Face class: {str(e).removeprefix('to_hf: ')}"
+            why = str(e).removeprefix("to_hf: ")
+            return f"the classifier's head has no Hugging Face class: {why}"
     return None
 
 

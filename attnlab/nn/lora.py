@@ -178,8 +178,9 @@ def lora_factors(model: nn.Module) -> dict[str, tuple[Tensor, Tensor]]:
         >>> from attnlab.models import CausalLM
         >>> lm = CausalLM(50, model_dim=16, num_heads=2, num_layers=1)
         >>> _ = add_lora(lm, rank=4, alpha=4)
-        >>> {k: [tuple(t.shape) for t in ab] for k, ab in lora_factors(lm).items()}["decoder.layers.0.self_attn.o_proj"]
-        [(4, 16), (16, 4)]
+        >>> A, B = lora_factors(lm)["decoder.layers.0.self_attn.o_proj"]
+        >>> tuple(A.shape), tuple(B.shape)
+        ((4, 16), (16, 4))
     """
     return {name: (m.lora_A.detach().clone(), m.lora_B.detach().clone())
             for name, m in model.named_modules() if isinstance(m, LoRALinear)}
