@@ -1,7 +1,7 @@
 """A LoRA fine-tuning step: attnlab's ``LoRALinear`` against peft + transformers on one model.
 
     python -m benchmarks.lora_step [--quick] [--threads 2] [--repeats 5] [--steps 5]
-        [--device cpu|cuda] [--targets attention|all-linear]
+        [--device cpu|cuda] [--targets attention|all-linear] [--layers]
 
 A random Llama-shaped ``LlamaForCausalLM`` (width 512, 8 layers, 8 heads of which 2 key/value
 heads, SwiGLU width 1408, vocabulary 8000; ``--quick``: width 256, 4 layers) is converted with
@@ -14,6 +14,10 @@ Three sides run in turns in this process, with the same threads: attnlab, attnla
 forward it had before (the merged weight W₀ + (α/r) B A formed every step, then one
 product), and peft over transformers. Each turn times ``--steps`` steps after one warm-up step;
 the best turn of ``--repeats`` counts. Printed: ms per step of each and the ratios to peft's.
+
+With ``--layers`` it times one ``LoRALinear`` alone instead (rank 8, forward and backward of
+the update, the input not trained), both forwards in turns, at a few (tokens, in, out) shapes:
+where forming the merged weight costs most (few tokens, wide layers) and least.
 
 Not a test: timings depend on the machine and its load (benchmarks/RESULTS.md).
 """
@@ -94,6 +98,31 @@ def best_ms(step, steps: int, sync) -> float:
     return (time.perf_counter() - t) / steps * 1e3
 
 
+LAYER_SHAPES = ((64, 512, 1536), (2048, 512, 1536), (2048, 2048, 2048))
+
+
+def layer_times(device, repeats: int, sync) -> None:
+    """Best ms of one LoRALinear's forward and backward, thin products against the merged
+    weight, per shape of LAYER_SHAPES."""
+    from attnlab.nn.lora import LoRALinear
+
+    for n, d_in, d_out in LAYER_SHAPES:
+        layer = LoRALinear(torch.nn.Linear(d_in, d_out), rank=RANK, alpha=ALPHA).to(device)
+        x = torch.randn(n, d_in, device=device)
+        best = {}
+        for _ in range(repeats):
+            for name, forward in (("thin", LoRALinear.forward), ("merged", _merged_forward)):
+                sync()
+                t = time.perf_counter()
+                forward(layer, x).sum().backward()
+                sync()
+                best[name] = min(best.get(name, float("inf")), time.perf_counter() - t)
+                layer.lora_A.grad = layer.lora_B.grad = None
+        print(f"  {n} tokens, {d_in} -> {d_out}: thin products {best['thin'] * 1e3:.1f} ms, "
+              f"merged weight {best['merged'] * 1e3:.1f} ms, ratio "
+              f"{best['thin'] / best['merged']:.2f}")
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -106,17 +135,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--targets", choices=tuple(PEFT_TARGETS), default="attention")
+    parser.add_argument("--layers", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    if args.layers:
+        print(f"machine: {uptime()} ({os.cpu_count()} CPUs); device {device}, "
+              f"{torch.get_num_threads()} thread(s); one LoRALinear, rank {RANK}")
+        layer_times(device, args.repeats, sync)
+        print(f"after: {uptime()}")
+        return
     from peft import LoraConfig, get_peft_model
 
     from attnlab.interop import from_hf
     from attnlab.nn import add_lora
 
     size = SIZES["quick" if args.quick else "full"]
-    device = torch.device(args.device)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     hf = hf_model(size)
     ours = from_hf(hf).train()
     old = from_hf(hf).train()
