@@ -28,7 +28,10 @@ FEED_FORWARDS: tuple[str, ...] = ("mlp", *GATED)
 NORMS: tuple[str, ...] = ("layer", "rms")
 # the linear layers --lora-targets adapts (``attnlab.nn.lora.add_lora``): the attention
 # projections, the feed-forward network's layers, or both (peft's "all-linear")
-LORA_TARGETS: tuple[str, ...] = ("attention", "mlp", "all-linear")
+# each as the messages name its layers
+LORA_LAYERS: dict[str, str] = {"attention": "attention projections", "mlp": "feed-forward layers",
+                               "all-linear": "attention and feed-forward layers"}
+LORA_TARGETS: tuple[str, ...] = tuple(LORA_LAYERS)
 
 # Hugging Face activation names -> attnlab.nn activation names, and back (``attnlab.interop``
 # converts weights with them; ``attnlab train --init`` reads a config.json with them, torch-free)

@@ -27,7 +27,7 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = [
-    "atomic_write", "read_json", "write_json", "write_yaml", "read_yaml", "save_weights",
+    "atomic_write", "read_json", "write_json", "write_yaml", "read_yaml", "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "process_umask",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
@@ -297,9 +297,20 @@ def save_weights(model, path: str | Path) -> None:
     """Save a module's state dict as safetensors, atomically (shared tensors are de-duplicated)."""
     from safetensors.torch import save_model
 
+    _save_safetensors(lambda tmp: save_model(model, tmp), path)
+
+
+def save_tensors(tensors: Mapping[str, Any], path: str | Path) -> None:
+    """Save tensors by name as safetensors, atomically (a LoRA run's adapter)."""
+    from safetensors.torch import save_file
+
+    _save_safetensors(lambda tmp: save_file(dict(tensors), tmp), path)
+
+
+def _save_safetensors(save: Callable[[str], None], path: str | Path) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    save_model(model, str(tmp))
+    save(str(tmp))
     # safetensors writes its file with mode 0600 whatever the umask; give it the mode any
     # other new file gets, so that a group on a shared file system can read the model
     os.chmod(tmp, 0o666 & ~process_umask())

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .activation_names import LORA_TARGETS
+from .activation_names import LORA_LAYERS, LORA_TARGETS
 from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
@@ -570,9 +570,11 @@ def check_adapt(cfg: dict[str, Any], *, blocks: int, encoder: bool, attention: b
     if freeze != "none":
         raise UsageError(f"--freeze {freeze} with --lora-rank: LoRA trains only its update "
                          f"(and a classifier's head) already")
-    if not attention:
-        raise UsageError("--lora-rank adapts attention projections; this model has none "
-                         "(--arch transformer has)")
+    if not attention:  # the one model without Transformer blocks: no target set matches
+        targets = str(cfg.get("lora_targets") or "attention")
+        named = "" if targets == "attention" else f" (--lora-targets {targets})"
+        raise UsageError(f"--lora-rank adapts {LORA_LAYERS[targets]}{named}; this model has "
+                         f"none (--arch transformer has)")
     if rank > cfg["model_dim"]:
         raise UsageError(f"--lora-rank {rank} is above the model width (--model-dim "
                          f"{cfg['model_dim']}); a rank-R update needs R <= the width")

@@ -30,7 +30,7 @@ from .bert_weights import hf_tensors_of
 from .weights import ACT_TO_HF
 from .weights import copy_linear as _copy_linear
 
-__all__ = ["classifier_to_hf", "EXPORTED_TYPES"]
+__all__ = ["classifier_to_hf", "check_exportable", "EXPORTED_TYPES"]
 
 EXPORTED_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
 # model_type -> the activation its *ForSequenceClassification head applies after its dense layer
@@ -69,7 +69,7 @@ def classifier_to_hf(model: nn.Module, *, model_type: str, labels: list[str],
         'BertForSequenceClassification'
     """
     c = model.config
-    _check_exportable(c, model_type, labels)
+    check_exportable(c, model_type, labels)
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     specials = specials or {}
@@ -118,7 +118,7 @@ def _family_config(c, model_type: str) -> dict:
                 type_vocab_size=max(c.type_vocab_size, 1), layer_norm_eps=c.layer_norm_eps)
 
 
-def _check_exportable(c, model_type: str, labels: list[str]) -> None:
+def check_exportable(c, model_type: str, labels: list[str]) -> None:
     """ValueError naming the first thing a Hugging Face classification class cannot hold."""
     if c.pooling != "cls":
         raise ValueError("to_hf: this classifier pools the mean of its tokens (--pooling "

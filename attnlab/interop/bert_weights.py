@@ -48,7 +48,7 @@ from ..activation_names import hf_activation
 from ..models.bert import BertEncoder
 from ..models.configs import BertEncoderConfig
 
-__all__ = ["bert_tensors", "bert_encoder_of", "hf_tensors_of", "BASE_PREFIX"]
+__all__ = ["bert_tensors", "bert_encoder_of", "hf_tensors_of", "layer_names", "BASE_PREFIX"]
 
 # model_type -> the prefix of the encoder's tensors in a task model's checkpoint
 BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "xlm-roberta": "roberta.",
@@ -136,7 +136,7 @@ def _encoder_config(model_type: str, config: Mapping[str, Any],
         position_style="roberta" if roberta else "absolute", **sizes)
 
 
-def _layer_names(model_type: str, i: int) -> dict[str, str]:
+def layer_names(model_type: str, i: int) -> dict[str, str]:
     """Role -> the Hugging Face module name of layer ``i``'s parts."""
     if model_type == "distilbert":
         p = f"transformer.layer.{i}."
@@ -161,7 +161,7 @@ def _targets(model: BertEncoder, model_type: str) -> list[tuple[str, nn.Module |
         parts.append(("embeddings.token_type_embeddings", model.token_type_embeddings,
                       "embedding"))
     for i, block in enumerate(model.encoder.layers):
-        names = _layer_names(model_type, i)
+        names = layer_names(model_type, i)
         parts += [(names[r], block.self_attn, r) for r in ("q", "k", "v")]
         parts += [(names["o"], block.self_attn.o_proj, "linear"),
                   (names["ff1"], block.linear_net[0], "linear"),

@@ -32,7 +32,7 @@ from .weights import activation as _activation
 from .weights import copy as _copy
 from .weights import copy_linear as _copy_linear
 
-__all__ = ["marian_to_seq2seq", "seq2seq_to_marian"]
+__all__ = ["marian_to_seq2seq", "seq2seq_to_marian", "residual_index"]
 
 # positions compared with Marian's own table: the tables are computed in float64 (Marian) and
 # float32 (attnlab) and drift apart by ~pos·1e-8, so only a prefix is held to 1e-5
@@ -46,6 +46,13 @@ def _halves_to_interleaved(D: int) -> Tensor:
     perm[0::2] = torch.arange(n_sin)
     perm[1::2] = n_sin + torch.arange(D // 2)
     return perm
+
+
+def residual_index(D: int, *, to_marian: bool) -> Tensor:
+    """idx (D,) with ``out[..., j] = in[..., idx[j]]`` from attnlab's residual features to
+    Marian's (``to_marian``) or back: ``perm`` on import, ``perm⁻¹`` on export."""
+    perm = _halves_to_interleaved(D)
+    return torch.argsort(perm) if to_marian else perm
 
 
 def _check_position_table(hf) -> None:
@@ -84,9 +91,8 @@ class _FeatureWalk:
     export (the same walk with the inverse index)."""
 
     def __init__(self, D: int, *, to_marian: bool):
-        perm = _halves_to_interleaved(D)
         self.to_marian = to_marian
-        self.idx = torch.argsort(perm) if to_marian else perm
+        self.idx = residual_index(D, to_marian=to_marian)
 
     def reads(self, w: Tensor) -> Tensor:  # (out, D): input columns read the residual stream
         return w[:, self.idx]

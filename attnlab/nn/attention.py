@@ -190,13 +190,25 @@ class MultiheadAttention(nn.Module):
     def _qkv_slices(self) -> tuple[tuple[Tensor, Tensor | None], ...]:
         """Per-role (weight, bias) of the stacked projection: the queries' (E, input_dim) and
         (E,), the keys' and the values' (H_kv·hd, input_dim) and (H_kv·hd,)."""
-        H_kv, hd, d_in = self.num_kv_heads, self.head_dim, self.input_dim
+        b = self.qkv_proj.bias
+        biases = (None,) * 3 if b is None else self.qkv_rows(b)
+        return tuple(zip(self.qkv_rows(self.qkv_proj.weight), biases))
+
+    def qkv_rows(self, t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The query, key and value rows of ``t``, whose rows are the outputs of a
+        self-attention's stacked ``qkv_proj`` (its weight, its bias, or the B of a LoRA update
+        of it, ``attnlab.interop.peft_adapter``): (E, ...), (H_kv·hd, ...), (H_kv·hd, ...)."""
+        H_kv, hd, rest = self.num_kv_heads, self.head_dim, t.shape[1:]
         r = self.num_heads // H_kv
-        w = self.qkv_proj.weight.view(H_kv, r + 2, hd, d_in)  # per key/value head [q..; k; v]
-        b = None if self.qkv_proj.bias is None else self.qkv_proj.bias.view(H_kv, r + 2, hd)
+        w = t.reshape(H_kv, r + 2, hd, *rest)  # per key/value head [q..; k; v]
         roles = (slice(0, r), slice(r, r + 1), slice(r + 1, r + 2))
-        return tuple((w[:, i].reshape(-1, d_in), None if b is None else b[:, i].reshape(-1))
-                     for i in roles)
+        return tuple(w[:, i].reshape(-1, *rest) for i in roles)
+
+    def kv_rows(self, t: Tensor) -> tuple[Tensor, Tensor]:
+        """The key and value rows of ``t``, whose rows are the outputs of a cross-attention's
+        stacked ``kv_proj``: (E, ...) each."""
+        w = t.reshape(self.num_heads, 2, self.head_dim, *t.shape[1:])  # per head [k; v]
+        return w[:, 0].reshape(-1, *t.shape[1:]), w[:, 1].reshape(-1, *t.shape[1:])
 
     def _project(self, x: Tensor, memory: Tensor | None, cache: KVCache | None):
         if not self.cross and memory is None:
@@ -413,13 +425,10 @@ class MultiheadAttention(nn.Module):
 
     def get_qkv(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
         """The Q, K, V projections as separate weights and biases (``set_qkv``'s shapes)."""
-        E, H, hd = self.embed_dim, self.num_heads, self.head_dim
         if self.cross:
-            w = self.kv_proj.weight.view(H, 2, hd, -1)
-            b = None if self.kv_proj.bias is None else self.kv_proj.bias.view(H, 2, hd)
-            return (self.q_proj.weight, w[:, 0].reshape(E, -1), w[:, 1].reshape(E, -1),
-                    self.q_proj.bias, None if b is None else b[:, 0].reshape(E),
-                    None if b is None else b[:, 1].reshape(E))
+            wk, wv = self.kv_rows(self.kv_proj.weight)
+            bk, bv = (None, None) if self.kv_proj.bias is None else self.kv_rows(self.kv_proj.bias)
+            return self.q_proj.weight, wk, wv, self.q_proj.bias, bk, bv
         (wq, bq), (wk, bk), (wv, bv) = self._qkv_slices()
         return wq, wk, wv, bq, bk, bv
 

@@ -5,6 +5,12 @@ Shapes: I input width, O output width, r the rank (r ≤ min(I, O)).
 
     W = W₀ + (α / r) · B A        W₀ (O, I) frozen,  A (r, I),  B (O, r) trained
     y = x Wᵀ + b                  b frozen
+      = (x W₀ᵀ + b) + (α / r) · (x Aᵀ) Bᵀ
+
+The forward computes the second line: two thin products of width r beside the frozen layer,
+as peft does. Forming W first writes an O×I matrix every step, and makes the backward compute
+W's full O×I gradient, a product as large as the layer's own, which a frozen layer skips; the
+thin products cost r·(I + O) per token each way (``benchmarks/lora_step.py``).
 
 B starts at zero, so the adapted layer starts as exactly the layer it wraps; A starts as
 ``nn.Linear`` initialises a weight. Only r·(I + O) numbers train per layer instead of I·O.
@@ -38,7 +44,8 @@ from ..activation_names import LORA_TARGETS  # torch-free: the flag offers them 
 from .attention import MultiheadAttention
 from .feedforward import FeedForward, GatedFeedForward
 
-__all__ = ["LoRALinear", "add_lora", "merge_lora", "ATTENTION_PROJECTIONS", "LORA_TARGETS"]
+__all__ = ["LoRALinear", "add_lora", "merge_lora", "lora_factors", "ATTENTION_PROJECTIONS",
+           "LORA_TARGETS"]
 
 # the linear layers of a MultiheadAttention (self-attention: qkv_proj; cross: q_proj, kv_proj)
 ATTENTION_PROJECTIONS = ("qkv_proj", "q_proj", "kv_proj", "o_proj")
@@ -51,6 +58,8 @@ class LoRALinear(nn.Module):
         base: the linear layer to adapt; its weight and bias are frozen (not copied).
         rank: r, at least 1 and at most min(in_features, out_features).
         alpha: the update's scale numerator (α / r multiplies B A).
+        dropout: dropout on the update's input only (peft's ``lora_dropout``); the frozen
+            layer sees x unchanged. 0 (the default) is none.
 
     Shape:
         (..., I) -> (..., O), as ``base``.
@@ -64,7 +73,7 @@ class LoRALinear(nn.Module):
         ['lora_A', 'lora_B']
     """
 
-    def __init__(self, base: nn.Linear, rank: int, alpha: float) -> None:
+    def __init__(self, base: nn.Linear, rank: int, alpha: float, *, dropout: float = 0.0) -> None:
         super().__init__()
         limit = min(base.in_features, base.out_features)
         if not 1 <= rank <= limit:
@@ -78,6 +87,7 @@ class LoRALinear(nn.Module):
         self.lora_B = nn.Parameter(torch.zeros(base.out_features, rank, dtype=weight.dtype,
                                                device=weight.device))
         nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))  # nn.Linear's weight init
+        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
 
     @property
     def in_features(self) -> int:
@@ -90,7 +100,7 @@ class LoRALinear(nn.Module):
     @property
     def weight(self) -> Tensor:
         """W = W₀ + (α / r) B A: what every reader of ``.weight`` (e.g. a cross-attention
-        slice of the stacked projection) sees."""
+        slice of the stacked projection) sees; the forward never forms it."""
         return self.base.weight + self.scale * (self.lora_B @ self.lora_A)
 
     @property
@@ -98,7 +108,8 @@ class LoRALinear(nn.Module):
         return self.base.bias
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight, self.bias)
+        update = F.linear(F.linear(self.dropout(x), self.lora_A), self.lora_B)  # (..., r) -> (..., O)
+        return self.base(x) + update * self.scale
 
     @torch.no_grad()
     def merged(self) -> nn.Linear:
@@ -156,6 +167,23 @@ def add_lora(model: nn.Module, rank: int, alpha: float, *, targets: str = "atten
     if not wrapped:
         raise ValueError(f"{type(model).__name__} has no {targets} layers to adapt")
     return wrapped
+
+
+@torch.no_grad()
+def lora_factors(model: nn.Module) -> dict[str, tuple[Tensor, Tensor]]:
+    """A copy of every ``LoRALinear``'s (A, B), by the wrapped layer's name (``add_lora``'s):
+    what a LoRA run writes as its adapter, taken before ``merge_lora`` folds them away.
+
+    Examples:
+        >>> from attnlab.models import CausalLM
+        >>> lm = CausalLM(50, model_dim=16, num_heads=2, num_layers=1)
+        >>> _ = add_lora(lm, rank=4, alpha=4)
+        >>> A, B = lora_factors(lm)["decoder.layers.0.self_attn.o_proj"]
+        >>> tuple(A.shape), tuple(B.shape)
+        ((4, 16), (16, 4))
+    """
+    return {name: (m.lora_A.detach().clone(), m.lora_B.detach().clone())
+            for name, m in model.named_modules() if isinstance(m, LoRALinear)}
 
 
 def merge_lora(model: nn.Module) -> int:

@@ -14,17 +14,21 @@ Each model the three tasks build is cut the same way:
 - ``--lora-rank R`` freezes every weight and trains a rank-R update of each layer
   ``--lora-targets`` names: the attention projections (the default), the feed-forward
   network's layers (``mlp``) or both (``all-linear``); and a classifier's head, which a
-  pretrained encoder does not have.
+  pretrained encoder does not have. The run saves the merged model, and, when it started
+  from a Hugging Face directory, the update alone as a peft adapter (``save_adapter``).
 
 The blocks are the language model's decoder, the classifier's encoder, the translator's
 decoder.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torch import nn
+from torch import Tensor, nn
 
+from ..activation_names import LORA_LAYERS
 from ..models.bert_classifier import BertClassifier
 from ..models.causal_lm import CausalLM
 from ..models.classifier import SequenceClassifier
@@ -35,11 +39,8 @@ from ..settings import freeze_blocks
 if TYPE_CHECKING:
     from ..run_config import RunSettings
 
-__all__ = ["adapt", "merge_lora", "parameter_share", "lora_targets"]
+__all__ = ["adapt", "merge_lora", "parameter_share", "lora_targets", "save_adapter"]
 
-# what adapt's note calls the layers of each --lora-targets
-_LAYERS = {"attention": "attention projections", "mlp": "feed-forward layers",
-           "all-linear": "attention and feed-forward layers"}
 
 
 def _parts(model: nn.Module) -> tuple[list[nn.Module], list[nn.Module], list[nn.Module]]:
@@ -88,7 +89,7 @@ def adapt(model: nn.Module, cfg: RunSettings) -> str | None:
                 if module is not None:
                     module.requires_grad_(True)
         what = (f"--lora-rank {rank} (alpha {cfg.lora_alpha:g}) on {len(wrapped)} "
-                f"{_LAYERS[targets]}")
+                f"{LORA_LAYERS[targets]}")
     elif freeze == "encoder":
         _train_only(model, decoder_side)
         what = "--freeze encoder"
@@ -108,3 +109,37 @@ def parameter_share(model: nn.Module) -> tuple[int, int]:
     """(trainable, all) parameters of ``model``, a shared (tied) one counted once."""
     unique = {id(p): p for p in model.parameters()}.values()
     return sum(p.numel() for p in unique if p.requires_grad), sum(p.numel() for p in unique)
+
+
+def save_adapter(run_dir: Path, cfg: RunSettings, model: nn.Module,
+                 factors: dict[str, tuple[Tensor, Tensor]]) -> Path | None:
+    """Write ``run_dir/adapter/`` (``attnlab.interop.peft_adapter``) from a LoRA run's
+    ``factors``, taken before they were merged into ``model``; a run peft cannot load over a
+    Hugging Face base (one started from random weights, an attnlab run or a GGUF file; a
+    classifier whose head no Hugging Face class has) gets a note on stderr instead. Returns
+    the directory written, or None."""
+    from ..interop.peft_adapter import ADAPTER_DIR, adapter_refusal, write_adapter
+
+    kind, model_type = _init_kind(cfg)
+    why = adapter_refusal(cfg.task, kind, model_type, model)
+    if why:
+        print(f"note: no {ADAPTER_DIR}/ for this --lora-rank run: {why}", file=sys.stderr,
+              flush=True)
+        return None
+    return write_adapter(run_dir, model, factors, task=cfg.task, model_type=model_type,
+                         init=cfg.init, rank=cfg.lora_rank, alpha=cfg.lora_alpha)
+
+
+def _init_kind(cfg: RunSettings) -> tuple[str | None, str | None]:
+    """(what --init named: "hf", "run", "gguf" or None, config.json's model_type)."""
+    from ..runs import read_json
+
+    init = cfg.init if cfg.declares("init") else None
+    if not init:
+        return None, None
+    path = Path(init)
+    if path.is_file():
+        return "gguf", None
+    if (path / "config.json").is_file():
+        return "hf", read_json(path / "config.json").get("model_type")
+    return "run", None

@@ -51,10 +51,11 @@ from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoi
 from .csvlog import keep_previous_log
 from .runlog import RunLog
 from .stepstats import StepStats
-from .adapt import adapt, merge_lora, parameter_share
+from .adapt import adapt, merge_lora, parameter_share, save_adapter
 from .best import BestWatch, cpu_copy
 # check_hardware: for commands/train
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
+from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
 from .module import (OptimizerSettings, TaskModule, back_to_float32, exact_tables, make_optimizer,
                      optimizer_groups)
@@ -161,6 +162,8 @@ class FitResult:
     # --keep-best: best_step, best_metric, best_value (BestWatch.summary); else empty
     best: dict[str, Any] = field(default_factory=dict)
     stopped: str | None = None  # why training stopped before its budget
+    # a --lora-rank run's update, (A, B) by layer, as trained (``nn.lora.lora_factors``)
+    lora: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
 
 def _mean(losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
@@ -591,6 +594,7 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     if cfg.compile:  # ... and eager: each new shape of it would compile the model again
         module.model._compiled_call_impl = None
     back_to_float32(module, loop.tables)
+    lora = lora_factors(module.model)  # --lora-rank: finish writes them as a peft adapter
     merge_lora(module.model)  # the saved model is an ordinary one ...
     module.model.requires_grad_(True)  # ... which knows nothing of what --freeze froze
     if validation is None:
@@ -600,7 +604,8 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     return FitResult(loop.step, loop.seconds(), resumed, loop.fabric.is_global_zero,
                      validation=validation,
                      stopped=loop.stopped if loop.step < max_steps else None,
-                     best=watch.summary() if watch is not None and watch.keep else {})
+                     best=watch.summary() if watch is not None and watch.keep else {},
+                     lora=lora)
 
 
 def watch_of(cfg: RunSettings) -> BestWatch | None:
@@ -701,6 +706,8 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
     if not result.is_global_zero:
         return metrics
     save_weights(model, run_dir / "model.safetensors")
+    if result.lora:
+        save_adapter(run_dir, cfg, model, result.lora)
     if tokenizer is not None:
         tokenizer.save(run_dir / "tokenizer.json")
     write_config(run_dir, cfg)

@@ -153,6 +153,10 @@ def test_an_lm_run_trains_what_the_flags_say_and_saves_an_ordinary_model(
     else:  # A (2 x 16) and B (48 x 2 or 16 x 2) of 2 projections in 2 blocks
         assert note.startswith("note: --lora-rank 2 (alpha 2) on 4 attention projections: "
                                "training 384 parameters; the model has ")
+        # no Hugging Face base for peft to load an adapter onto: said, and none written
+        assert ("note: no adapter/ for this --lora-rank run: started from random weights"
+                in err)
+        assert not (out / "adapter").exists()
     import json
     parameters = json.loads((out / "metrics.json").read_text())["parameters"]
     assert note.endswith(f"the model has {parameters:,}")
@@ -171,12 +175,23 @@ def test_an_lm_run_trains_what_the_flags_say_and_saves_an_ordinary_model(
      "--freeze all-but-last-1 with --lora-rank: LoRA trains only its update"),
     ("translate", ["--arch", "rnn", "--lora-rank", "2"],
      "--lora-rank adapts attention projections; this model has none"),
+    # a target set that matches no layer of the model: a GRU translator has no blocks
+    ("translate", ["--arch", "rnn", "--lora-rank", "2", "--lora-targets", "mlp"],
+     "--lora-rank adapts feed-forward layers (--lora-targets mlp); this model has none"),
+    # --lora-targets without --lora-rank, on every task that takes them
+    ("translate", ["--lora-targets", "all-linear"], "--lora-targets all-linear names the layers "
+                                                    "of a LoRA update: give --lora-rank too"),
+    ("classify", ["--lora-targets", "mlp"], "--lora-targets mlp names the layers of a LoRA "
+                                            "update: give --lora-rank too"),
     ("translate", ["--arch", "rnn", "--freeze", "encoder"], "--freeze is for --arch transformer"),
 ])
 def test_bad_adaptation_flags_are_one_line_before_the_run_directory(tmp_path, capsys, task,
                                                                      flags, message):
     (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
-    data = ["--data", str(tmp_path / "text.txt")] if task == "lm" else []
+    (tmp_path / "labels.csv").write_text("text,label\n" + "".join(
+        f"text {i},{'ab'[i % 2]}\n" for i in range(20)), encoding="utf-8")
+    data = {"lm": ["--data", str(tmp_path / "text.txt")],
+            "classify": ["--data", str(tmp_path / "labels.csv")]}.get(task, [])
     sizes = ["--model-dim", "16", "--num-layers", "2"]
     sizes += ["--num-heads", "2"] if "rnn" not in flags else []
     assert main(["train", task, *data, "--out", str(tmp_path / "run"), *sizes, *flags]) == 2
