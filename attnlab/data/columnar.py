@@ -82,7 +82,8 @@ class ColumnarFile:
             raise UsageError(f"{where}: no column{s} {', '.join(map(repr, missing))} "
                              f"(columns: {', '.join(have) or 'none'}){hint}")
         names = _class_names(schema)
-        self._convert = {c: _converter(c, schema.field(c).type, names.get(c), where)
+        self._types = {c: schema.field(c).type for c in self.columns}
+        self._convert = {c: _converter(c, self._types[c], names.get(c), where)
                          for c in self.columns}
 
     @property
@@ -130,7 +131,10 @@ class ColumnarFile:
         return shards
 
     def _read_small(self, path: Path) -> bytes:
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise UsageError(f"{self.where}: cannot read {path.name} ({e.strerror or e})") from None
         self._digests[path.relative_to(self.path).as_posix()] = hashlib.sha256(data).hexdigest()
         return data
 
@@ -172,6 +176,10 @@ class ColumnarFile:
                 return
             with self._open(path) as f:
                 reader = pa.ipc.open_stream(f)
+                for c, kind in self._types.items():  # each shard as the first one
+                    if c not in reader.schema.names or reader.schema.field(c).type != kind:
+                        raise UsageError(f"{self.where}: column {c!r} of {path.name} is not the "
+                                         f"{kind} column of {self._files[0].name}")
                 for batch in reader:
                     for start in range(0, batch.num_rows, batch_rows):
                         yield batch.slice(start, batch_rows)

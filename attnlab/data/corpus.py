@@ -266,27 +266,24 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
 def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
             tokenizer: str | Tokenizer = "char", vocab_size: int | None = None,
             val_fraction: float = CorpusSettings.val_fraction,
-            chunk_chars: int = CHUNK_CHARS, force: bool = False,
-            text_column: str = TEXT_COLUMN) -> dict:
+            chunk_chars: int = CHUNK_CHARS, force: bool = False, text_column: str = TEXT_COLUMN
+            ) -> dict:
     """Tokenise text files into ``out_dir/{train,val}.bin``, ``tokenizer.json`` and ``meta.json``.
 
     Two streaming passes over the files: one fits the tokeniser (and counts characters), one
     encodes chunk by chunk and appends to the token files, so memory use does not grow with the
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
-    boundary), and so are the rows of a table (``iter_text_chunks``). The last
-    ``val_fraction`` of the characters is the validation split. A
-    tokeniser given as an object (a pretrained checkpoint's, ``attnlab prepare --tokenizer
-    DIR``) is used as it is: the first pass only counts characters.
+    boundary), and so are a table's rows. The last ``val_fraction`` of the characters is the
+    validation split. A tokeniser given as an object (a pretrained checkpoint's, ``attnlab
+    prepare --tokenizer DIR``) is used as it is: the first pass only counts characters.
 
     Everything is written under temporary names first; only when the corpus is complete are
     they renamed into place, meta.json last, so an existing corpus is never left half replaced
     by a failed run (and a kill mid-way leaves no meta.json, which ``read_meta`` refuses).
 
     Args:
-        paths: UTF-8 text files; Parquet files or Hugging Face datasets directories, whose
-            column ``text_column`` is read row by row, a row a document.
-        out_dir: the directory to write (created if needed). It must be empty or missing unless
-            ``force``.
+        paths: UTF-8 text files; Parquet files or datasets directories (``iter_text_chunks``).
+        out_dir: the directory to write (created if needed), empty or missing unless ``force``.
         tokenizer: "char", "word" or "bpe" (fitted on the files), or a ``Tokenizer`` already
             fitted (its ``kind`` is recorded in meta.json).
         vocab_size: cap (char/word) or target size (bpe, default 1000) of the vocabulary;

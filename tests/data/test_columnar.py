@@ -49,6 +49,14 @@ def test_parquet_and_datasets_directories_give_the_rows_of_the_same_csv(tmp_path
         assert rows.sha256 == file_digest(path)
 
 
+def test_the_shards_of_a_datasets_directory_are_read_in_their_order(tmp_path):
+    data = {"text": [f"row {i}" for i in range(10)], "label": ["pos", "neg"] * 5}
+    datasets.Dataset.from_dict(data).save_to_disk(str(tmp_path / "ds"), num_shards=3)
+    assert len(list((tmp_path / "ds").glob("data-*.arrow"))) == 3
+    rows = read_table(tmp_path / "ds", ["text", "label"])
+    assert rows.column("text") == data["text"] and rows.sha256 == file_digest(tmp_path / "ds")
+
+
 def test_a_split_of_a_dataset_dict_is_its_own_directory(tmp_path):
     full = datasets.Dataset.from_dict(ROWS)
     datasets.DatasetDict({"train": full, "test": full.select([2, 0])}).save_to_disk(str(tmp_path / "dd"))

@@ -41,6 +41,8 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
     no_label.write_text("text,sentiment\ngood film,pos\nbad film,neg\n")
     one_class = tmp / "one_class.csv"
     one_class.write_text("text,label\n" + "".join(f"film {i},pos\n" for i in range(20)))
+    parquet, not_datasets, splits, lists, corrupt = _columnar(tmp)
+    c2 = ["--out", str(tmp / "c2")]  # a refused run leaves no directory behind
     # (argv, a fragment the one-line message must contain)
     return [
         (["train", "nosuchtask"], "nosuchtask"),
@@ -117,6 +119,21 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["train", "classify", "--data", str(no_label)], "'label'"),
         (["train", "classify", "--data", str(reviews), "--label-column", "stars"], "'stars'"),
         (["train", "classify", "--data", str(one_class)], "single class"),
+        # Parquet files and datasets directories
+        (["train", "classify", "--data", str(parquet), *c2],
+         "no column 'text' (columns: review, label)"),
+        (["train", "classify", "--data", str(not_datasets), *c2],
+         "not a Hugging Face datasets directory"),
+        (["train", "classify", "--data", str(splits / "validation"), *c2],
+         "no split 'validation' (splits: train)"),
+        (["train", "classify", "--data", str(lists), *c2], "column 'text' holds list<"),
+        (["train", "classify", "--data", str(corrupt), *c2], "not a readable Parquet file"),
+        (["train", "translate", "--data", str(parquet), *c2], "no columns 'source', 'target'"),
+        (["evaluate", str(runs["classify"]), "--data", str(corrupt)],
+         "not a readable Parquet file"),
+        (["prepare", str(parquet), "--out", str(tmp / "p4")], "name it with --text-column"),
+        (["train", "lm", "--data", str(parquet), "--out", str(tmp / "l1")],
+         "prepare this table first"),
         (["train", "lm", "--out", str(tmp / "l1")], "--data"),
         (["train", "lm", "--data", str(tmp / "missing.txt")], "missing.txt"),
         (["train", "lm", "--data", str(empty_txt), "--out", str(tmp / "l2")], "empty.txt"),
@@ -130,6 +147,29 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         # resume a run of another task
         (["train", "lm", "--resume", "--out", str(run), "--data", str(empty_txt)], "'reverse'"),
     ]
+
+
+def _columnar(tmp: Path):
+    """A Parquet file without a text column, a directory that is no datasets directory, a
+    DatasetDict with a train split only, a list column, a corrupt Parquet file."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = tmp / "reviews.parquet"
+    pq.write_table(pa.table({"review": ["good film", "bad film"], "label": ["pos", "neg"]}),
+                   parquet)
+    lists = tmp / "lists.parquet"
+    pq.write_table(pa.table({"text": [["good"], ["bad"]], "label": ["pos", "neg"]}), lists)
+    corrupt = tmp / "corrupt.parquet"
+    corrupt.write_bytes(parquet.read_bytes()[:-40])
+    not_datasets = tmp / "plain_dir"
+    not_datasets.mkdir(exist_ok=True)
+    (not_datasets / "reviews.csv").write_text("text,label\ngood,pos\n")
+    splits = tmp / "dataset_dict"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["x"], "label": ["pos"]})}
+                         ).save_to_disk(str(splits))
+    return parquet, not_datasets, splits, lists, corrupt
 
 
 def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs, capsys):
@@ -148,7 +188,8 @@ def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs,
     # nothing was lost: the occupied directory still holds the user's file
     assert (tmp_path / "occupied" / "something.txt").read_text() == "keep me"
     # a refused run leaves no directory behind (it would block the corrected command)
-    assert not [p.name for p in tmp_path.iterdir() if p.name in ("c1", "l1", "l2", "f1")]
+    left = ("c1", "c2", "l1", "l2", "f1", "p4")
+    assert not [p.name for p in tmp_path.iterdir() if p.name in left]
 
 
 def test_real_process_exit_status_and_no_traceback(tmp_path):
