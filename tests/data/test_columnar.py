@@ -95,6 +95,25 @@ def test_a_large_file_is_read_in_batches_of_rows(tmp_path):
     assert [t for _, b in batches for t in b["text"]] == table.column("text").to_pylist()
 
 
+def test_feature_sets_read_from_parquet_are_those_of_the_csv(tmp_path):
+    from torch.testing import assert_close
+
+    from attnlab.data.feature_sets import read_feature_sets
+
+    data = {"cloud": ["c1", "c2", "c1"], "shape": ["ball", "cube", "ball"], "x": [0.0, 1.0, 0.5],
+            "y": [2, 3, 4]}
+    kw = dict(set_column="cloud", label_column="shape")
+    want = read_feature_sets(write_csv(tmp_path / "p.csv", data), **kw)
+    found = read_feature_sets(write_parquet(tmp_path / "p.parquet", data), **kw)
+    assert [label for _, label in found] == [label for _, label in want] == ["ball", "cube"]
+    assert_close([s for s, _ in found], [s for s, _ in want], rtol=0, atol=0)
+    assert found.features == ["x", "y"] and found.lines == [1, 2]
+    write_parquet(tmp_path / "two.parquet", {**data, "shape": ["ball", "cube", "cone"]})
+    with pytest.raises(UsageError, match=r"two.parquet row 3: set 'c1' has label 'cone' here but "
+                                         r"'ball' on row 1; a set has one label$"):
+        read_feature_sets(tmp_path / "two.parquet", **kw)
+
+
 def _bad(tmp_path, case):
     if case == "no column":
         return write_parquet(tmp_path / "d.parquet", {"review": ["x"], "label": ["pos"]})
