@@ -4,8 +4,8 @@
 reads the two columnar kinds, with pyarrow alone (``datasets`` is not needed to read what
 ``Dataset.save_to_disk`` wrote):
 
-- ``reviews.parquet``: a Parquet file, read one row group's batch at a time
-  (``ParquetFile.iter_batches``).
+- ``reviews.parquet``: a Parquet file, read one row group at a time
+  (``ParquetFile.read_row_group``), converted a batch of rows at a time.
 - ``DIR``, written by ``Dataset.save_to_disk(DIR)``: ``state.json`` lists the shards
   (``data-00000-of-00001.arrow``, ...), Arrow IPC stream files read batch by batch, in that order.
 - ``DIR/train``: one split of a ``DatasetDict.save_to_disk(DIR)`` (DIR holds
@@ -170,9 +170,14 @@ class ColumnarFile:
         pa = self._pa
         try:
             if path == self.path:
+                # A row group at a time, on this thread: iter_batches' peak memory grew with the
+                # file (benchmarks/columnar_prepare.py), this one's is that of one row group.
                 with self._fh:  # closed once the rows are read
-                    yield from self._parquet.iter_batches(batch_size=batch_rows,
-                                                          columns=self.columns)
+                    for i in range(self._parquet.metadata.num_row_groups):
+                        group = self._parquet.read_row_group(i, columns=self.columns,
+                                                             use_threads=False)
+                        yield from group.to_batches(max_chunksize=batch_rows)
+                        del group
                 return
             with self._open(path) as f:
                 reader = pa.ipc.open_stream(f)
