@@ -75,8 +75,7 @@ def _number(text: str, where: str) -> float:
 
 def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
                       feature_columns: list[str] | None = None, what: str = "--data") -> FeatureSets:
-    """Read a file of set elements (CSV, TSV, JSONL, Parquet or a datasets directory) into
-    labelled feature sets.
+    """Read a file of set elements (any kind ``read_table`` reads) into labelled feature sets.
 
     Args:
         path: the file (format from the extension, see ``attnlab.data.tables``).
@@ -129,8 +128,7 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
             raise UsageError(f"{where} {place(path, line)}: set {key!r} has label {label!r} here "
                              f"but {first[0]!r} on {place(path, first[1])}; a set has one label")
         rows.setdefault(key, []).append(
-            [_number(row[c].strip(), f"{where} {place(path, line)}: column {c!r}: value")
-             for c in feature_columns])
+            [_number(row[c].strip(), f"{where} {place(path, line)}: column {c!r}: value") for c in feature_columns])
     ids = list(rows)  # dicts keep insertion order: sets in order of their first row
     sets = [(torch.tensor(rows[k], dtype=torch.float32), labels[k][0]) for k in ids]  # (T, F) each
     return FeatureSets(sets, path=table.path, features=list(feature_columns), ids=ids,
