@@ -29,7 +29,8 @@ from .errors import UsageError
 __all__ = [
     "atomic_write", "read_json", "write_json", "write_yaml", "read_yaml", "save_weights", "save_tensors",
     "load_weights",
-    "record_data_files", "check_data_files", "pin_data_files", "file_digest", "process_umask",
+    "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
+    "process_umask",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
     "write_config",
 ]
@@ -238,13 +239,38 @@ class RunConfig(dict):
 
 
 def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB pieces."""
+    """SHA-256 of a file's bytes, read in 1 MiB pieces; of a directory (a Hugging Face
+    datasets directory given as a data file), its ``tree_digest``."""
     import hashlib
 
+    if Path(path).is_dir():
+        return tree_digest(path)
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
+    return h.hexdigest()
+
+
+def tree_digest(root: str | Path, known: Mapping[str, str] | None = None) -> str:
+    """SHA-256 over a directory's files: each file's path relative to ``root`` (``/``-separated,
+    sorted) and its SHA-256, so a file added, removed, renamed or changed anywhere under it
+    changes the digest. ``known``: digests already taken of some files (by relative path), as
+    a reader hashed them while reading them, used instead of reading those files again.
+
+    Examples:
+        >>> _ = Path("d").mkdir(), Path("d/a.txt").write_text("a")
+        >>> tree_digest("d") == tree_digest("d", known={"a.txt": file_digest("d/a.txt")})
+        True
+    """
+    import hashlib
+
+    root = Path(root)
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        name = path.relative_to(root).as_posix()
+        digest = (known or {}).get(name) or file_digest(path)
+        h.update(f"{name}\0{digest}\n".encode())
     return h.hexdigest()
 
 
@@ -276,7 +302,7 @@ def check_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str
     when, why, remedy = _CHANGED[purpose]
     for key, digest in (recorded or {}).items():
         path = Path(paths[key])
-        if not path.is_file():
+        if not path.exists():  # a file, or a datasets directory
             raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; {remedy}")
         if file_digest(path) != digest:
             raise UsageError(f"--{key} {path} changed since this run {when} (its SHA-256 "

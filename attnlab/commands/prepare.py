@@ -26,15 +26,21 @@ class PrepareOptions(CorpusSettings):
                                   "is used (for `train lm --init DIR`)")
     vocab_size: int = setting(None, low=5, optional=True, metavar="N",
                               help="vocabulary cap (char/word) or target size (bpe; default 1000)")
+    text_column: str = setting("text", metavar="NAME",
+                               help="the column of the texts in a .parquet file or a Hugging Face "
+                                    "datasets directory (each row a document)")
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "prepare", help="tokenise text files into memory-mapped token files for `train lm`",
-        description="Tokenise UTF-8 text files (streamed in chunks, so corpora larger than "
+        description="Tokenise UTF-8 text files, or the --text-column of Parquet files and "
+                    "datasets directories (streamed in chunks, so corpora larger than "
                     "memory work) into DIR/train.bin and DIR/val.bin, with tokenizer.json and "
                     "meta.json. Train on them with `attnlab train lm --data DIR`.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="UTF-8 text files, .parquet files or Hugging Face datasets directories "
+                        "(save_to_disk; a DatasetDict's split: DIR/train)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="directory to write: new or empty (see --force)")
     p.add_argument("--force", action="store_true",
@@ -50,7 +56,8 @@ def run(args) -> int:
 
     check_options(args, PrepareOptions)
     meta = prepare(args.files, args.out, tokenizer=_tokenizer(args.tokenizer),
-                   vocab_size=args.vocab_size, val_fraction=args.val_fraction, force=args.force)
+                   vocab_size=args.vocab_size, val_fraction=args.val_fraction, force=args.force,
+                   text_column=args.text_column)
     print(f"prepared {args.out}: {meta['train_tokens']:,} train and {meta['val_tokens']:,} val "
           f"tokens, {meta['tokenizer']} vocabulary of {meta['vocab_size']:,} ({meta['dtype']})")
     return 0

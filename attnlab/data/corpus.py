@@ -51,6 +51,7 @@ from ..tokenizers import TOKENIZER_KINDS, Tokenizer
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import SPLITS, corpus_identity, read_meta
+from .tables import COLUMNAR, file_format
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
            "TokenWindows", "TOKENIZERS", "SPLITS", "CORPUS_FILES"]
@@ -59,10 +60,12 @@ TOKENIZERS = TOKENIZER_KINDS  # the one registry of tokenizer kinds (attnlab.tok
 CORPUS_FILES = ("train.bin", "val.bin", "tokenizer.json", "meta.json")  # what prepare writes
 CHUNK_CHARS = 1 << 20  # characters read at a time
 BPE_FIT_CHARS = 1 << 13  # ... when fitting BPE (see _one_tokenizer_thread)
+TEXT_COLUMN = "text"  # the column of a Parquet file or datasets directory read by default
 
 
 def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS, *,
-                     digests: list | None = None) -> Iterator[tuple[int, str]]:
+                     digests: list | None = None, text_column: str = TEXT_COLUMN
+                     ) -> Iterator[tuple[int, str]]:
     """Yield (file index, text) pieces of at most ``chunk_chars`` characters, file by file.
 
     A piece ends before the last run of white space it holds when there is one, so a word is
@@ -71,45 +74,93 @@ def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS
     piece by piece gives the ids of the whole text. The rest starts the next piece. Joining a
     file's pieces gives the file back exactly.
 
+    A Parquet file or Hugging Face datasets directory (``attnlab.data.tables.file_format``)
+    gives the texts of its column ``text_column``, row by row, read a batch of rows at a time;
+    each row is a document of its own (``prepare`` puts the EOS id between rows, as between
+    files), and a row of no text ("") is no document and is skipped.
+
     Args:
         digests: when given, ``digests[i]`` becomes the SHA-256 (hex) of file i's bytes as read
-            (UTF-8 decoding is exact, so the text encodes back to the same bytes).
+            (UTF-8 decoding is exact, so the text encodes back to the same bytes); of a
+            directory, ``attnlab.runs.tree_digest``.
+        text_column: the column of a Parquet file or datasets directory to read.
 
     Raises:
         UsageError: naming a file that is missing, a directory, a symbolic-link loop,
-            unreadable or not UTF-8 text.
+            unreadable or not UTF-8 text; a table without ``text_column``, or whose column
+            is not text.
     """
+    for (i, _), text in _documents(paths, chunk_chars, digests, text_column):
+        yield i, text
+
+
+def _documents(paths, chunk_chars: int, digests: list | None, text_column: str
+               ) -> Iterator[tuple[tuple[int, int], str]]:
+    """``iter_text_chunks``' pieces, each keyed by its document: (file index, row index; 0 for
+    a text file), so that ``_encoded`` knows where one document ends."""
     if chunk_chars < 2:
         raise ValueError(f"chunk_chars must be >= 2, got {chunk_chars}")
     for i, path in enumerate(paths):
-        path = Path(path)
-        h = hashlib.sha256()
-        carry = ""
-        try:
-            with open(path, encoding="utf-8", newline="") as f:
-                while True:
-                    block = f.read(chunk_chars - len(carry))
-                    h.update(block.encode("utf-8"))
-                    text = carry + block
-                    if not block:  # end of file
-                        if text:
-                            yield i, text
-                        break
-                    last = max(text.rfind(" "), text.rfind("\n"))
-                    cut = len(text[:last].rstrip()) if last >= 0 else 0  # where its run starts
-                    cut = len(text) if cut < len(text) // 2 else cut  # no space: cut anyway
-                    yield i, text[:cut]
-                    carry = text[cut:]
-        except UnicodeDecodeError as e:
-            raise UsageError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
-        except FileNotFoundError:
-            raise UsageError(f"file not found: {path}") from None
-        except IsADirectoryError:
-            raise UsageError(f"{path} is a directory; give text files") from None
-        except OSError as e:  # a symbolic-link loop, no permission, ...
-            raise UsageError(f"{path}: cannot read the file ({e.strerror or e})") from None
-        if digests is not None:
-            digests.append(h.hexdigest())
+        if not Path(path).exists() or file_format(path) in COLUMNAR:
+            yield from _table_documents(i, Path(path), chunk_chars, digests, text_column)
+        else:
+            yield from (((i, 0), text) for text in _text_file(Path(path), chunk_chars, digests))
+
+
+def _cut(text: str) -> int:
+    """Where a piece of ``text`` ends: before its last run of white space (a word keeps the
+    space before it), or at its end when that run would leave less than half of it."""
+    last = max(text.rfind(" "), text.rfind("\n"))
+    cut = len(text[:last].rstrip()) if last >= 0 else 0  # where its run starts
+    return len(text) if cut < len(text) // 2 else cut  # no space: cut anyway
+
+
+def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[str]:
+    h = hashlib.sha256()
+    carry = ""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            while True:
+                block = f.read(chunk_chars - len(carry))
+                h.update(block.encode("utf-8"))
+                text = carry + block
+                if not block:  # end of file
+                    if text:
+                        yield text
+                    break
+                cut = _cut(text)
+                yield text[:cut]
+                carry = text[cut:]
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except FileNotFoundError:
+        raise UsageError(f"file not found: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; give text files") from None
+    except OSError as e:  # a symbolic-link loop, no permission, ...
+        raise UsageError(f"{path}: cannot read the file ({e.strerror or e})") from None
+    if digests is not None:
+        digests.append(h.hexdigest())
+
+
+def _table_documents(i: int, path: Path, chunk_chars: int, digests: list | None,
+                     text_column: str) -> Iterator[tuple[tuple[int, int], str]]:
+    from .columnar import ColumnarFile, split_hint
+
+    if not path.exists():
+        split_hint(path, "")  # DIR/test of a DatasetDict without that split: its splits
+        raise UsageError(f"file not found: {path}")
+    table = ColumnarFile(path, [text_column], str(path), hint="; name it with --text-column")
+    for first, batch in table.batches():
+        for row, text in enumerate(batch[text_column], start=first - 1):  # from 0, as files
+            while len(text) > chunk_chars:  # a long document: pieces as a text file's
+                cut = _cut(text[:chunk_chars])
+                yield (i, row), text[:cut]
+                text = text[cut:]
+            if text:
+                yield (i, row), text
+    if digests is not None:
+        digests.append(table.sha256)
 
 
 @contextmanager
@@ -132,12 +183,12 @@ def _one_tokenizer_thread():
             os.environ["TOKENIZERS_PARALLELISM"] = before
 
 
-def _fit_tokenizer(paths, kind: str, vocab_size: int | None, chunk_chars: int):
+def _fit_tokenizer(paths, kind: str, vocab_size: int | None, chunk_chars: int, text_column: str):
     from ..tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
 
     if kind == "bpe":  # small pieces: large ones made the trainer's peak grow with the corpus
         chunk_chars = min(chunk_chars, BPE_FIT_CHARS)
-    texts = (text for _, text in iter_text_chunks(paths, chunk_chars))  # streamed, not stored
+    texts = (text for _, text in iter_text_chunks(paths, chunk_chars, text_column=text_column))
     if kind == "char":
         return CharTokenizer.fit(texts, vocab_size=vocab_size)
     if kind == "word":
@@ -145,17 +196,17 @@ def _fit_tokenizer(paths, kind: str, vocab_size: int | None, chunk_chars: int):
     return BPETokenizer.fit(texts, **({} if vocab_size is None else {"vocab_size": vocab_size}))
 
 
-def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=None
-             ) -> Iterator[tuple[str, list[int]]]:
+def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=None,
+             text_column: str = TEXT_COLUMN) -> Iterator[tuple[str, list[int]]]:
     """(split, token ids) pieces of the files, encoded chunk by chunk, with the EOS id between
-    files (a document boundary, in the split where the new file starts); character
-    ``split_at`` starts the validation split (None: everything is "train")."""
-    seen, last_file = 0, 0
-    for i, text in iter_text_chunks(paths, chunk_chars, digests=digests):
+    documents (files, and a table's rows: a boundary, in the split where the new one starts);
+    character ``split_at`` starts the validation split (None: everything is "train")."""
+    seen, last = 0, (0, 0)
+    for doc, text in _documents(paths, chunk_chars, digests, text_column):
         split = "train" if split_at is None or seen < split_at else "val"
-        if i != last_file:
+        if doc != last:
             yield split, [tok.eos_id]
-            last_file = i
+            last = doc
         if split_at is not None and seen < split_at < seen + len(text):  # split inside the chunk
             yield "train", tok.encode(text[: split_at - seen])
             yield "val", tok.encode(text[split_at - seen :])
@@ -165,7 +216,7 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
 
 
 def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int,
-                   sources: list) -> tuple[dict, dict]:
+                   sources: list, text_column: str) -> tuple[dict, dict]:
     """Encode the files into ``out/.{train,val}.bin.tmp``; character ``split_at`` starts the
     validation split. Returns the token count and the SHA-256 of each split's file (hashed as
     it is written, so no second pass over a large file); ``sources`` receives the digest of
@@ -174,7 +225,7 @@ def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int
     hashes = {s: hashlib.sha256() for s in SPLITS}
     files = {s: open(out / f".{s}.bin.tmp", "wb") for s in SPLITS}
     try:
-        for split, ids in _encoded(paths, tok, chunk_chars, split_at, sources):
+        for split, ids in _encoded(paths, tok, chunk_chars, split_at, sources, text_column):
             data = np.asarray(ids, dtype=dtype).tobytes()
             files[split].write(data)
             hashes[split].update(data)
@@ -187,7 +238,8 @@ def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int
 
 
 def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
-                dtype: str = "uint16", chunk_chars: int = CHUNK_CHARS) -> int:
+                dtype: str = "uint16", chunk_chars: int = CHUNK_CHARS,
+                text_column: str = TEXT_COLUMN) -> int:
     """Encode text files with an already fitted tokeniser into one token file (EOS ids between
     files), streaming as ``prepare`` does; ``TokenWindows`` reads it. Returns the token count.
 
@@ -204,7 +256,7 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
     """
     count = 0
     with _one_tokenizer_thread(), open(out_path, "wb") as f:
-        for _, ids in _encoded(paths, tokenizer, chunk_chars):
+        for _, ids in _encoded(paths, tokenizer, chunk_chars, text_column=text_column):
             np.asarray(ids, dtype=dtype).tofile(f)
             count += len(ids)
             del ids  # as in _encode_splits
@@ -214,24 +266,24 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
 def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
             tokenizer: str | Tokenizer = "char", vocab_size: int | None = None,
             val_fraction: float = CorpusSettings.val_fraction,
-            chunk_chars: int = CHUNK_CHARS, force: bool = False) -> dict:
+            chunk_chars: int = CHUNK_CHARS, force: bool = False, text_column: str = TEXT_COLUMN
+            ) -> dict:
     """Tokenise text files into ``out_dir/{train,val}.bin``, ``tokenizer.json`` and ``meta.json``.
 
     Two streaming passes over the files: one fits the tokeniser (and counts characters), one
     encodes chunk by chunk and appends to the token files, so memory use does not grow with the
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
-    boundary). The last ``val_fraction`` of the characters is the validation split. A
-    tokeniser given as an object (a pretrained checkpoint's, ``attnlab prepare --tokenizer
-    DIR``) is used as it is: the first pass only counts characters.
+    boundary), and so are a table's rows. The last ``val_fraction`` of the characters is the
+    validation split. A tokeniser given as an object (a pretrained checkpoint's, ``attnlab
+    prepare --tokenizer DIR``) is used as it is: the first pass only counts characters.
 
     Everything is written under temporary names first; only when the corpus is complete are
     they renamed into place, meta.json last, so an existing corpus is never left half replaced
     by a failed run (and a kill mid-way leaves no meta.json, which ``read_meta`` refuses).
 
     Args:
-        paths: UTF-8 text files.
-        out_dir: the directory to write (created if needed). It must be empty or missing unless
-            ``force``.
+        paths: UTF-8 text files; Parquet files or datasets directories (``iter_text_chunks``).
+        out_dir: the directory to write (created if needed), empty or missing unless ``force``.
         tokenizer: "char", "word" or "bpe" (fitted on the files), or a ``Tokenizer`` already
             fitted (its ``kind`` is recorded in meta.json).
         vocab_size: cap (char/word) or target size (bpe, default 1000) of the vocabulary;
@@ -240,6 +292,7 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
         chunk_chars: characters read at a time.
         force: replace the prepared corpus in ``out_dir``; only a directory with meta.json that
             holds nothing but the files prepare writes is replaced (nothing else is deleted).
+        text_column: the column of the texts in a Parquet file or datasets directory.
 
     Returns:
         The metadata written to ``meta.json``: also ``sha256`` (of train.bin, val.bin and
@@ -262,11 +315,11 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     out = Path(out_dir)
     _check_out_dir(out, paths, force)
     read_first: list[str] = []
-    total = _count_characters(paths, chunk_chars, read_first)
+    total = _count_characters(paths, chunk_chars, read_first, text_column)
     created = not out.exists()
     try:
         return _write_corpus(paths, out, tokenizer, vocab_size, val_fraction, chunk_chars, total,
-                             read_first)
+                             read_first, text_column)
     except BaseException:
         _remove_temporary(out, created)
         raise
@@ -280,9 +333,10 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
         if vocab_size is not None:
             raise UsageError(f"--vocab-size {vocab_size}: the {tokenizer.kind} tokenizer given "
                              f"has its own vocabulary of {tokenizer.vocab_size:,}; drop the flag")
-        if len(paths) > 1 and tokenizer.eos_id is None:
+        if tokenizer.eos_id is None and (len(paths) > 1 or any(
+                file_format(p) in COLUMNAR for p in paths)):
             raise UsageError(f"the {tokenizer.kind} tokenizer given has no end-of-text token to "
-                             f"put between the files; give one file")
+                             f"put between the files (or a table's rows); give one text file")
     elif tokenizer not in TOKENIZERS:
         raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
     check_argument(CorpusSettings, "val_fraction", val_fraction)
@@ -290,11 +344,11 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
         raise UsageError("no input files given")
 
 
-def _count_characters(paths, chunk_chars: int, digests: list[str]) -> int:
+def _count_characters(paths, chunk_chars: int, digests: list[str], text_column: str) -> int:
     """The first pass: the files' character count (UsageError if 0); ``digests`` receives the
     SHA-256 of each file as read, to be compared with the second pass's."""
     total = 0
-    for _, text in iter_text_chunks(paths, chunk_chars, digests=digests):
+    for _, text in iter_text_chunks(paths, chunk_chars, digests=digests, text_column=text_column):
         total += len(text)
     if total == 0:
         raise UsageError(f"the input files hold no text: {', '.join(map(str, paths))}")
@@ -342,7 +396,7 @@ def _check_out_dir(out: Path, paths, force: bool) -> None:
 
 
 def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fraction: float,
-                  chunk_chars: int, total: int, read_first: list[str]) -> dict:
+                  chunk_chars: int, total: int, read_first: list[str], text_column: str) -> dict:
     from ..runs import write_json
 
     with _one_tokenizer_thread():  # the BPE library would otherwise read ahead and hold the text
@@ -350,14 +404,14 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
             tok, kind = kind, kind.kind
         else:
             try:
-                tok = _fit_tokenizer(paths, kind, vocab_size, chunk_chars)
+                tok = _fit_tokenizer(paths, kind, vocab_size, chunk_chars, text_column)
             except ValueError as e:
                 raise UsageError(f"--vocab-size: {e}") from None
         dtype = np.uint16 if tok.vocab_size <= 2**16 else np.uint32
         out.mkdir(parents=True, exist_ok=True)
         read_again: list[str] = []
         counts, digests = _encode_splits(paths, tok, out, dtype, int(total * (1 - val_fraction)),
-                                         chunk_chars, read_again)
+                                         chunk_chars, read_again, text_column)
     for path, first, again in zip(paths, read_first, read_again):
         if first != again:  # the tokeniser was fit on, and the split placed in, other text
             raise UsageError(f"{path} changed while it was being prepared; prepare it again "

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UsageError
-from .tables import _missing, check_unique, read_table
+from .tables import _missing, check_unique, place, read_table
 
 __all__ = ["FeatureSets", "read_feature_sets", "parse_feature_columns", "parse_set",
            "feature_stats", "standardise"]
@@ -75,7 +75,7 @@ def _number(text: str, where: str) -> float:
 
 def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
                       feature_columns: list[str] | None = None, what: str = "--data") -> FeatureSets:
-    """Read a CSV, TSV or JSONL file of set elements into labelled feature sets.
+    """Read a file of set elements (any kind ``read_table`` reads) into labelled feature sets.
 
     Args:
         path: the file (format from the extension, see ``attnlab.data.tables``).
@@ -125,10 +125,10 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
         key, label = row[set_column].strip(), row[label_column].strip()
         first = labels.setdefault(key, (label, line))
         if first[0] != label:
-            raise UsageError(f"{where} line {line}: set {key!r} has label {label!r} here but "
-                             f"{first[0]!r} on line {first[1]}; a set has one label")
+            raise UsageError(f"{where} {place(path, line)}: set {key!r} has label {label!r} here "
+                             f"but {first[0]!r} on {place(path, first[1])}; a set has one label")
         rows.setdefault(key, []).append(
-            [_number(row[c].strip(), f"{where} line {line}: column {c!r}: value") for c in feature_columns])
+            [_number(row[c].strip(), f"{where} {place(path, line)}: column {c!r}: value") for c in feature_columns])
     ids = list(rows)  # dicts keep insertion order: sets in order of their first row
     sets = [(torch.tensor(rows[k], dtype=torch.float32), labels[k][0]) for k in ids]  # (T, F) each
     return FeatureSets(sets, path=table.path, features=list(feature_columns), ids=ids,

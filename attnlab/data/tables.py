@@ -1,4 +1,5 @@
-"""Readers for users' own data files: CSV, TSV and JSON Lines with named columns.
+"""Readers for users' own data files: CSV, TSV, JSON Lines, Parquet and Hugging Face datasets
+directories, with named columns.
 
 ``read_table(path, columns=["text", "label"])`` returns the rows as a list of dicts holding the
 named columns (all strings). Every problem is a ``UsageError`` whose one-line message names the
@@ -8,8 +9,12 @@ flag, the file and — where there is one — the column and line, e.g.
     --data reviews.csv: no column 'label' (columns: text, sentiment)
 
 The file type comes from the extension: ``.csv``; ``.tsv`` / ``.tab``; ``.jsonl`` / ``.ndjson``
-(one JSON object per line). Text is UTF-8 (a byte-order mark is allowed). Line numbers are the
-file's physical lines, counting from 1 (the header is line 1 of a CSV).
+(one JSON object per line); ``.parquet``. A directory is a Hugging Face datasets directory
+(``Dataset.save_to_disk``; one split of a ``DatasetDict`` is its subdirectory, ``DIR/train``),
+read by ``attnlab.data.columnar``. ``file_format`` is the one place the kind is decided. Text is
+UTF-8 (a byte-order mark is allowed). Line numbers are the file's physical lines, counting from
+1 (the header is line 1 of a CSV); a columnar file has rows instead, counting from 1
+(``place`` words a position either way).
 
 Nothing is read silently wrong ("Trust: no silent wrong result"): a column named twice in the
 header (or a key twice in one JSON object) is an error, not "the first one wins" (csv) or "the
@@ -30,9 +35,26 @@ from pathlib import Path
 
 from ..errors import UsageError
 
-__all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS"]
+__all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
+           "COLUMNAR", "file_format", "place", "KINDS"]
 
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+           ".parquet": "parquet"}
+COLUMNAR = ("parquet", "datasets")  # the formats ``attnlab.data.columnar`` reads, by rows
+KINDS = "a .csv, .tsv, .jsonl or .parquet file or a Hugging Face datasets directory"
+
+
+def file_format(path: str | Path) -> str | None:
+    """The kind of data file ``path`` is: a value of ``FORMATS`` (by its extension), or
+    ``"datasets"`` for a directory; None for an unknown extension."""
+    path = Path(path)
+    return "datasets" if path.is_dir() else FORMATS.get(path.suffix.lower())
+
+
+def place(path: str | Path, number: int) -> str:
+    """Where row ``number`` of a data file is, in its own terms: "line 7" of a text file (as
+    ``Table.lines`` counts), "row 7" of a Parquet file or datasets directory."""
+    return f"{'row' if file_format(path) in COLUMNAR else 'line'} {number}"
 
 
 class Table(list):
@@ -77,7 +99,9 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         UsageError: missing file, a directory or a symbolic-link loop, unknown extension,
             undecodable bytes (file and line), empty file, no data rows, missing or repeated
             column (named; also when ``columns`` names one twice), an unclosed quote, a
-            malformed row or an empty value (file and line).
+            malformed row or an empty value (file and line); a Parquet file or datasets
+            directory that cannot be read, a DatasetDict (or a split it lacks), a column that
+            does not hold text or numbers, a null (``attnlab.data.columnar``).
 
     Examples:
         >>> _ = Path("reviews.csv").write_text("text,label,stars\\nLoved it,pos,5\\nMeh,neg,2\\n")
@@ -86,15 +110,20 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         {'text': 'Loved it', 'label': 'pos'}
     """
     path = Path(path)
-    fmt = format or FORMATS.get(path.suffix.lower())
+    fmt = format or file_format(path)
     if not path.exists() and not path.is_symlink():  # first: the name may only be mistyped
+        from .columnar import split_hint
+
+        split_hint(path, what)  # DIR/test of a DatasetDict without a test split
         raise UsageError(f"{what}: file not found: {path}")
-    if fmt not in ("csv", "tsv", "jsonl") and not path.is_dir():
+    if fmt is None:
         raise UsageError(f"{what} {path}: unknown file type {path.suffix or '(none)'!r}; use "
-                         f"{', '.join(FORMATS)}")
+                         f"{', '.join(FORMATS)} or a Hugging Face datasets directory")
     where = f"{what} {path}"
     if columns is not None:
         check_unique(columns, what="the columns asked for", where=where)
+    if fmt in COLUMNAR:
+        return _read_columnar(path, columns, where, allow_empty_values)
     data = read_bytes(path, what=what)
     text = _decode(data, where)
     if not text.strip():
@@ -112,6 +141,27 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
                     raise UsageError(f"{where} line {line}: empty value in column {c!r}")
     return Table(rows, path=path, columns=columns, lines=lines,
                  sha256=hashlib.sha256(data).hexdigest())
+
+
+def _read_columnar(path: Path, columns, where: str, allow_empty_values: bool) -> Table:
+    """``read_table`` of a Parquet file or datasets directory (``attnlab.data.columnar``): the
+    same rows of strings, numbered by row."""
+    from .columnar import ColumnarFile
+
+    source = ColumnarFile(path, columns, where)
+    rows: list[dict[str, str]] = []
+    for first, batch in source.batches():
+        values = [batch[c] for c in source.columns]
+        for i, row in enumerate(zip(*values)):
+            if not allow_empty_values:
+                for c, v in zip(source.columns, row):
+                    if not v.strip():
+                        raise UsageError(f"{where} row {first + i}: empty value in column {c!r}")
+            rows.append(dict(zip(source.columns, row)))
+    if not rows:
+        raise UsageError(f"{where}: no data rows")
+    return Table(rows, path=path, columns=source.columns, lines=list(range(1, len(rows) + 1)),
+                 sha256=source.sha256)
 
 
 def read_bytes(path: str | Path, *, what: str = "--data") -> bytes:

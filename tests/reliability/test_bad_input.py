@@ -47,6 +47,8 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
     words.write_text("text,label\ngood film,4.5\nbad film,lots\n")
     no_labels = tmp / "no_labels.csv"
     no_labels.write_text("text,label\ngood film,a|b\nbad film,|\n")
+    parquet, not_datasets, splits, lists, corrupt = _columnar(tmp)
+    c5 = ["--out", str(tmp / "c5")]  # a refused run leaves no directory behind
     # (argv, a fragment the one-line message must contain)
     return [
         (["train", "nosuchtask"], "nosuchtask"),
@@ -135,6 +137,21 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["train", "classify", "--data", str(no_labels), "--multi-label", "--out",
           str(tmp / "c4")],
          "no_labels.csv line 3: empty label set"),
+        # Parquet files and datasets directories
+        (["train", "classify", "--data", str(parquet), *c5],
+         "no column 'text' (columns: review, label)"),
+        (["train", "classify", "--data", str(not_datasets), *c5],
+         "not a Hugging Face datasets directory"),
+        (["train", "classify", "--data", str(splits / "validation"), *c5],
+         "no split 'validation' (splits: train)"),
+        (["train", "classify", "--data", str(lists), *c5], "column 'text' holds list<"),
+        (["train", "classify", "--data", str(corrupt), *c5], "not a readable Parquet file"),
+        (["train", "translate", "--data", str(parquet), *c5], "no columns 'source', 'target'"),
+        (["evaluate", str(runs["classify"]), "--data", str(corrupt)],
+         "not a readable Parquet file"),
+        (["prepare", str(parquet), "--out", str(tmp / "p4")], "name it with --text-column"),
+        (["train", "lm", "--data", str(parquet), "--out", str(tmp / "l1")],
+         "prepare this table first"),
         (["train", "lm", "--out", str(tmp / "l1")], "--data"),
         (["train", "lm", "--data", str(tmp / "missing.txt")], "missing.txt"),
         (["train", "lm", "--data", str(empty_txt), "--out", str(tmp / "l2")], "empty.txt"),
@@ -157,6 +174,29 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
     ]
 
 
+def _columnar(tmp: Path):
+    """A Parquet file without a text column, a directory that is no datasets directory, a
+    DatasetDict with a train split only, a list column, a corrupt Parquet file."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = tmp / "reviews.parquet"
+    pq.write_table(pa.table({"review": ["good film", "bad film"], "label": ["pos", "neg"]}),
+                   parquet)
+    lists = tmp / "lists.parquet"
+    pq.write_table(pa.table({"text": [["good"], ["bad"]], "label": ["pos", "neg"]}), lists)
+    corrupt = tmp / "corrupt.parquet"
+    corrupt.write_bytes(parquet.read_bytes()[:-40])
+    not_datasets = tmp / "plain_dir"
+    not_datasets.mkdir(exist_ok=True)
+    (not_datasets / "reviews.csv").write_text("text,label\ngood,pos\n")
+    splits = tmp / "dataset_dict"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["x"], "label": ["pos"]})}
+                         ).save_to_disk(str(splits))
+    return parquet, not_datasets, splits, lists, corrupt
+
+
 def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs, capsys):
     failures = []
     for argv, fragment in _cases(tmp_path, reverse_run, task_runs):
@@ -173,7 +213,7 @@ def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs,
     # nothing was lost: the occupied directory still holds the user's file
     assert (tmp_path / "occupied" / "something.txt").read_text() == "keep me"
     # a refused run leaves no directory behind (it would block the corrected command)
-    refused = ("c1", "c2", "c3", "c4", "l1", "l2", "f1")
+    refused = ("c1", "c2", "c3", "c4", "c5", "l1", "l2", "f1", "p4")
     assert not [p.name for p in tmp_path.iterdir() if p.name in refused]
 
 

@@ -26,7 +26,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...data.tables import check_digest, read_table
+from ...data.tables import KINDS, check_digest, place, read_table
 from ...errors import UsageError
 from .labels import label_set, objective_of, parse_label
 from ...runs import check_data_files, record_data_files
@@ -107,7 +107,7 @@ def check_labels(examples, lines, path, labels: set[str] | None, key: str) -> No
         label = next((c for c in label_set(found) if c not in labels), None)
         if label is not None:
             known = ", ".join(sorted(labels)[:10]) + (", ..." if len(labels) > 10 else "")
-            raise UsageError(f"--{key} {path} line {line}: label {label!r} never seen in "
+            raise UsageError(f"--{key} {path} {place(path, line)}: label {label!r} never seen in "
                              f"training (labels: {known})")
 
 
@@ -166,7 +166,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
     """
     sets = cfg.set_column
     if not cfg.data:
-        raise UsageError("--data FILE is required: a CSV, TSV or JSONL file with columns "
+        raise UsageError(f"--data FILE is required: {KINDS} with columns "
                          f"{sets or cfg.text_column!r} and {cfg.label_column!r}")
     digests = {} if digests is None else digests
     pairs, _, path, digests["data"] = read_examples(cfg, "data", cfg.data, pinned=True)

@@ -3,7 +3,8 @@
     attnlab train classify --data reviews.csv [--test test.csv] [--text-column text]
         [--label-column label] [--tokenizer char|word|bpe] [--vocab-size N]
 
-The file is CSV, TSV or JSONL (``attnlab.data.tables``). Without ``--test`` (or ``--val``) the
+The file is CSV, TSV, JSONL or Parquet, or a Hugging Face datasets directory
+(``attnlab.data.tables``). Without ``--test`` (or ``--val``) the
 rows are split per class, with ``--seed``, into train / validation / test. The tokeniser is fit
 on the training texts only; batches are padded with id 0 and masked, and grouped by length so
 that little padding is computed. The model is a ``SequenceClassifier`` (per-sequence head;
@@ -78,7 +79,9 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
     without a flag, what ``--init DIR`` reads from a pretrained encoder (``arch``, the
     encoder's fields that attnlab's own lacks)."""
 
-    data: str = setting(None, help="training data: .csv, .tsv or .jsonl", metavar="FILE",
+    data: str = setting(None, help="training data: .csv, .tsv, .jsonl, .parquet or a datasets "
+                                        "directory (a DatasetDict's split: DIR/train)",
+                        metavar="FILE",
                         optional=True)
     test: str = setting(None, help="test data (default: --test-fraction of --data, per class)",
                         metavar="FILE", optional=True)

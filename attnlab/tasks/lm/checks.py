@@ -9,9 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...data.tables import file_format
 from ...errors import UsageError
 from ...interop.gguf import gguf_chat_template, gguf_vocabulary, is_gguf
 from ...runs import check_data_files, read_json, record_data_files
+
+DATASETS_MARKS = ("state.json", "dataset_dict.json")  # what save_to_disk writes in its directory
 
 __all__ = ["check_data", "check_corpus", "check_init_corpus", "check_init_vocabulary",
            "init_is_run", "hf_vocabulary", "check_rows", "init_has_chat_template"]
@@ -25,6 +28,11 @@ def check_data(cfg: dict[str, Any]) -> None:
     if is_prepared(data):
         _check_corpus_dir(cfg, data)
         _record_tokenizer(cfg, data)
+    elif file_format(data) == "parquet" or any((data / f).is_file() for f in DATASETS_MARKS):
+        # a table's text is a column of it, which only `attnlab prepare` has a flag to name
+        raise UsageError(f"--data {data}: train lm reads a text file or a prepared corpus; "
+                         f"prepare this table first (attnlab prepare {data} --text-column NAME "
+                         f"--out CORPUS), then give --data CORPUS")
     elif not data.is_file():
         raise UsageError(f"--data: not found: {data}")
     elif data.stat().st_size == 0:

@@ -5,7 +5,7 @@ Built-in data: numbers spelled out by num2words (``--src en --tgt de``: "three h
 forty-two" → "dreihundertzweiundvierzig"), tested on held-out numbers never seen in training;
 ``--dataset dates``: dates written by babel in two locales ("Friday, March 5, 2021" →
 "Freitag, 5. März 2021"). Users' data: ``--data FILE`` with a source and a target column
-(CSV, TSV or JSONL).
+(CSV, TSV, JSONL, Parquet or a Hugging Face datasets directory).
 
 Why the defaults are fast: the source is tokenised into words (~12 per number) and the German
 target into byte-level BPE pieces ("vierhundert", "sieben", "tausend", ...; ~5 per number)
@@ -67,7 +67,8 @@ class TranslateSettings(AdaptSettings):
                        help="target language (any num2words language; for dates a babel locale)")
     dataset: str = setting("numbers", choices=DATASETS, absent="numbers",
                            help="built-in data: numbers (num2words) or dates (babel locales)")
-    data: str = setting(None, help="your parallel data (CSV/TSV/JSONL)", metavar="FILE",
+    data: str = setting(None, help="your parallel data (CSV/TSV/JSONL/Parquet or a datasets "
+                                         "directory)", metavar="FILE",
                         optional=True, absent=None)
     test: str = setting(None, help="test pairs (default: 10%% of --data)", metavar="FILE",
                         optional=True, absent=None)

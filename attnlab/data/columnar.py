@@ -1,0 +1,275 @@
+"""Columnar data files: Apache Parquet files and Hugging Face ``datasets`` directories.
+
+``attnlab.data.tables`` picks the reader by the path (``tables.file_format``); this module
+reads the two columnar kinds, with pyarrow alone (``datasets`` is not needed to read what
+``Dataset.save_to_disk`` wrote):
+
+- ``reviews.parquet``: a Parquet file, read one row group at a time
+  (``ParquetFile.read_row_group``), converted a batch of rows at a time.
+- ``DIR``, written by ``Dataset.save_to_disk(DIR)``: ``state.json`` lists the shards
+  (``data-00000-of-00001.arrow``, ...), Arrow IPC stream files read batch by batch, in that order.
+- ``DIR/train``: one split of a ``DatasetDict.save_to_disk(DIR)`` (DIR holds
+  ``dataset_dict.json`` and one such directory per split). The split is named by its own
+  directory, so the path is the one on disk and nothing new is parsed; ``DIR`` alone, or a
+  split DIR lacks, is refused with the splits it has.
+
+Values become the strings the CSV and JSONL readers give: text as it is, integers in decimal,
+floats and booleans as JSON writes them (``1.5``, ``true``). A ``datasets`` ``ClassLabel``
+column (integers with names, in the schema's ``huggingface`` metadata) gives the names, as a
+user who wrote the labels sees them. A null, or a column of any other type (a list, a struct,
+bytes, a date), is refused by name: read as text it would be a string nobody wrote.
+
+Why the digest is taken through the open file: ``Table.sha256`` must be the digest of what was
+read, so that a run can tell a changed file on ``--resume``. Each file is hashed through the
+descriptor it is then read from (a file replaced by rename in between is not the one read); a
+directory's digest is ``attnlab.runs.tree_digest`` over its files, as ``runs.file_digest``
+computes it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..runs import tree_digest
+
+__all__ = ["ColumnarFile", "open_columnar", "split_hint", "BATCH_ROWS"]
+
+BATCH_ROWS = 8192  # rows converted to Python at a time
+
+
+def split_hint(path: Path, what: str) -> None:
+    """``UsageError`` when the missing ``path`` is a split that a DatasetDict directory lacks
+    (its parent holds ``dataset_dict.json``), listing the splits it has."""
+    splits = _splits(path.parent)
+    if splits is not None:
+        start = f"{what} {path}".strip()
+        raise UsageError(f"{start}: the DatasetDict {path.parent} has no split {path.name!r} "
+                         f"(splits: {', '.join(splits) or 'none'})")
+
+
+class ColumnarFile:
+    """An open Parquet file or datasets directory, checked: the columns asked for exist and
+    hold text or numbers. ``batches()`` then yields the rows, converted, a batch at a time;
+    ``sha256`` is complete once they are all read.
+
+    Args:
+        path: the ``.parquet`` file or the directory.
+        columns: the columns to read (``None``: all of them).
+        where: how messages start (``"--data reviews.parquet"``).
+        hint: ends the message of a missing column (``"; name it with --text-column"``).
+    """
+
+    def __init__(self, path: Path, columns: list[str] | None, where: str, hint: str = "") -> None:
+        self.path, self.where = path, where
+        self._digests: dict[str, str] = {}
+        if path.is_dir():
+            self._files = self._shards()
+        else:
+            self._files = [path]
+        import pyarrow as pa
+
+        self._pa = pa
+        schema = self._schema()
+        have = list(schema.names)
+        self.columns = list(have if columns is None else columns)
+        missing = [c for c in self.columns if c not in have]
+        if missing:
+            s = "s" if len(missing) > 1 else ""
+            raise UsageError(f"{where}: no column{s} {', '.join(map(repr, missing))} "
+                             f"(columns: {', '.join(have) or 'none'}){hint}")
+        names = _class_names(schema)
+        self._types = {c: schema.field(c).type for c in self.columns}
+        self._convert = {c: _converter(c, self._types[c], names.get(c), where)
+                         for c in self.columns}
+
+    @property
+    def sha256(self) -> str:
+        """The digest of the bytes read: the file's, or the directory's ``tree_digest``."""
+        if self.path.is_dir():
+            return tree_digest(self.path, known=self._digests)
+        return self._digests[self.path.name]
+
+    def batches(self, batch_rows: int = BATCH_ROWS) -> Iterator[tuple[int, dict[str, list]]]:
+        """(number of the batch's first row, counting from 1; {column: values}) per batch."""
+        first = 1
+        for path in self._files:
+            for batch in self._read(path, batch_rows):
+                yield first, {c: self._convert[c](batch.column(c), first) for c in self.columns}
+                first += batch.num_rows
+
+    # -- reading --------------------------------------------------------------------------------
+    def _shards(self) -> list[Path]:
+        """The Arrow files of a ``save_to_disk`` directory, in ``state.json``'s order."""
+        path, where = self.path, self.where
+        splits = _splits(path)
+        if splits is not None:
+            first = f"{path}/{splits[0]}" if splits else f"{path}/SPLIT"
+            raise UsageError(f"{where} is a DatasetDict (splits: {', '.join(splits) or 'none'}); "
+                             f"name a split's directory, e.g. {first}")
+        state = path / "state.json"
+        if not state.is_file():
+            raise UsageError(f"{where} is a directory but not a Hugging Face datasets directory "
+                             f"(no state.json; write one with Dataset.save_to_disk, or give a "
+                             f"data file)")
+        data = self._read_small(state)
+        try:
+            files = [entry["filename"] for entry in json.loads(data)["_data_files"]]
+        except (ValueError, KeyError, TypeError):
+            raise UsageError(f"{where}/state.json does not list the data files (_data_files); "
+                             f"write the directory again with save_to_disk") from None
+        shards = [path / name for name in files]
+        for shard in shards:
+            if not shard.is_file() or shard.parent != path:
+                raise UsageError(f"{where}: state.json lists {shard.name}, which is not in the "
+                                 f"directory")
+        if not shards:
+            raise UsageError(f"{where}: state.json lists no data files")
+        return shards
+
+    def _read_small(self, path: Path) -> bytes:
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise UsageError(f"{self.where}: cannot read {path.name} ({e.strerror or e})") from None
+        self._digests[path.relative_to(self.path).as_posix()] = hashlib.sha256(data).hexdigest()
+        return data
+
+    def _open(self, path: Path):
+        """The file, opened once and hashed through that descriptor, then rewound."""
+        f = open(path, "rb")  # noqa: SIM115 - closed by the reader that takes it
+        h = hashlib.sha256()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+        key = path.name if path == self.path else path.relative_to(self.path).as_posix()
+        self._digests[key] = h.hexdigest()
+        f.seek(0)
+        return f
+
+    def _schema(self):
+        pa = self._pa
+        try:
+            if self._files[0] == self.path:  # a Parquet file
+                import pyarrow.parquet as pq
+
+                self._fh = self._open(self.path)
+                self._parquet = pq.ParquetFile(self._fh)
+                return self._parquet.schema_arrow
+            with pa.OSFile(str(self._files[0])) as f:
+                return pa.ipc.open_stream(f).schema
+        except (pa.ArrowException, OSError) as e:
+            if getattr(self, "_fh", None) is not None:
+                self._fh.close()
+            raise UsageError(f"{self.where}: not a readable {self._kind()} "
+                             f"({_first_line(e)})") from None
+
+    def _read(self, path: Path, batch_rows: int):
+        pa = self._pa
+        try:
+            if path == self.path:
+                # A row group at a time, on this thread: iter_batches' peak memory grew with the
+                # file (benchmarks/columnar_prepare.py), this one's is that of one row group.
+                with self._fh:  # closed once the rows are read
+                    for i in range(self._parquet.metadata.num_row_groups):
+                        group = self._parquet.read_row_group(i, columns=self.columns,
+                                                             use_threads=False)
+                        yield from group.to_batches(max_chunksize=batch_rows)
+                        del group
+                return
+            with self._open(path) as f:
+                reader = pa.ipc.open_stream(f)
+                for c, kind in self._types.items():  # each shard as the first one
+                    if c not in reader.schema.names or reader.schema.field(c).type != kind:
+                        raise UsageError(f"{self.where}: column {c!r} of {path.name} is not the "
+                                         f"{kind} column of {self._files[0].name}")
+                for batch in reader:
+                    for start in range(0, batch.num_rows, batch_rows):
+                        yield batch.slice(start, batch_rows)
+        except (pa.ArrowException, OSError) as e:
+            name = "" if path == self.path else f" ({path.name})"
+            raise UsageError(f"{self.where}{name}: not a readable {self._kind()} "
+                             f"({_first_line(e)})") from None
+
+    def _kind(self) -> str:
+        return "datasets directory" if self.path.is_dir() else "Parquet file"
+
+
+def open_columnar(path: str | Path, columns: list[str] | None, *, what: str) -> ColumnarFile:
+    """``ColumnarFile(path, columns, f"{what} {path}")``: see the class."""
+    return ColumnarFile(Path(path), columns, f"{what} {path}")
+
+
+def _splits(path: Path) -> list[str] | None:
+    """The splits a DatasetDict directory names in ``dataset_dict.json`` (None: not one)."""
+    try:
+        splits = json.loads((path / "dataset_dict.json").read_text(encoding="utf-8"))["splits"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return [str(s) for s in splits]
+
+
+def _class_names(schema) -> dict[str, list[str]]:
+    """{column: names} of the ``ClassLabel`` columns that ``datasets`` recorded in the schema's
+    ``huggingface`` metadata (Parquet files from ``to_parquet`` and save_to_disk's shards)."""
+    raw = (schema.metadata or {}).get(b"huggingface")
+    try:
+        features = json.loads(raw)["info"]["features"] if raw else {}
+        return {name: list(f["names"]) for name, f in features.items()
+                if isinstance(f, dict) and f.get("_type") == "ClassLabel"}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _converter(column: str, arrow_type, names: list[str] | None, where: str):
+    """A function (Arrow array, number of its first row) → list of str, as the CSV and JSONL
+    readers give them; ``UsageError`` for a type that is not text or numbers."""
+    import pyarrow.types as t
+
+    value_type = arrow_type.value_type if t.is_dictionary(arrow_type) else arrow_type
+    if t.is_string(value_type) or t.is_large_string(value_type) or _is_string_view(value_type):
+        spell = None
+    elif t.is_integer(value_type) and names is not None:
+        spell = _class_name(names)
+    elif t.is_integer(value_type):
+        spell = str
+    elif t.is_floating(value_type) or t.is_boolean(value_type):
+        spell = json.dumps  # as the JSONL reader spells a number or true/false
+    else:
+        raise UsageError(f"{where}: column {column!r} holds {arrow_type} values; it must hold "
+                         f"text or numbers")
+
+    def convert(array, first: int) -> list[Any]:
+        values = array.to_pylist()
+        if array.null_count:
+            row = first + values.index(None)
+            raise UsageError(f"{where} row {row}: column {column!r} is null; give a value")
+        try:
+            return values if spell is None else [spell(v) for v in values]
+        except IndexError:  # a ClassLabel's -1 ("no label") or a number past its names
+            row, v = next((first + i, v) for i, v in enumerate(values)
+                          if not 0 <= v < len(names or ()))
+            raise UsageError(f"{where} row {row}: column {column!r} holds {v}, which is no "
+                             f"class of its ClassLabel (names: {', '.join(names[:10])})") from None
+
+    return convert
+
+
+def _class_name(names: list[str]):
+    def spell(v: int) -> str:
+        if not 0 <= v < len(names):
+            raise IndexError(v)
+        return names[v]
+    return spell
+
+
+def _is_string_view(arrow_type) -> bool:
+    import pyarrow.types as t
+
+    return bool(getattr(t, "is_string_view", lambda _: False)(arrow_type))
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
