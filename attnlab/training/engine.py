@@ -467,7 +467,8 @@ class Loop:
             count += n
         self.model.train()
         restore_rng(rng)
-        metrics = {f"val_{k}": float(v) / max(count, 1) for k, v in totals.items()}
+        means = {k: float(v) / max(count, 1) for k, v in totals.items()}
+        metrics = {f"val_{k}": v for k, v in self.module.summarise(means).items()}
         if self.fabric.is_global_zero and metrics:
             self.log.write(self.step, metrics, seconds=self.seconds())
         self.shown.update(metrics)
