@@ -75,6 +75,7 @@ def test_the_tagger_is_bert_for_token_classification(bert):
     assert_close(ours(ids, mask, types), expected, **TOL)
 
 
+@pytest.mark.slow
 def test_a_run_from_bert_trains_predicts_evaluates_and_views(bert, tmp_path, capsys):
     data = write_conll(tmp_path / "caps.conll", capitalised(40))
     out = tmp_path / "run"

@@ -8,7 +8,6 @@ import random
 import pytest
 
 from attnlab.cli import main
-from attnlab.errors import UsageError
 from attnlab.tasks.tag.data import bio_problem, read_sentences
 
 NAMES = ["John", "Mary", "Paris", "London", "Alice", "Bob", "Berlin", "Rome"]
@@ -83,6 +82,7 @@ BAD = {
 }
 
 
+@pytest.mark.slow  # the CLI, in process
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_a_bad_file_exits_2_naming_file_and_line_and_writes_nothing(name, tmp_path, capsys):
     text, fragment = BAD[name]
@@ -94,6 +94,7 @@ def test_a_bad_file_exits_2_naming_file_and_line_and_writes_nothing(name, tmp_pa
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_test_tag_never_seen_in_training_is_refused(tmp_path, capsys):
     data = write_conll(tmp_path / "d.conll", capitalised(20))
     test = write_conll(tmp_path / "t.conll", [(["Rome"], ["B-LOC"])])
@@ -102,6 +103,7 @@ def test_a_test_tag_never_seen_in_training_is_refused(tmp_path, capsys):
     assert "t.conll line 3: tag 'B-LOC' never seen in training" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_jsonl_flag_on_conll_files_is_refused(tmp_path, capsys):
     data = write_conll(tmp_path / "d.conll", capitalised(20))
     assert main(["train", "tag", "--data", str(data), "--tokens-column", "w",
@@ -111,6 +113,7 @@ def test_a_jsonl_flag_on_conll_files_is_refused(tmp_path, capsys):
 
 # ---- a run from scratch, and the commands on it ------------------------------------------------
 
+@pytest.mark.slow
 def test_a_run_from_scratch_learns_that_names_are_entities(tag_run):
     metrics = json.loads((tag_run / "metrics.json").read_text())
     assert metrics["test_f1"] == 1.0 and metrics["test_accuracy"] == 1.0
@@ -123,6 +126,7 @@ def test_a_run_from_scratch_learns_that_names_are_entities(tag_run):
     assert len(f1) == 3 and f1[0] < f1[-1] and f1[-1] > 0.95  # at steps 20, 40, 60
 
 
+@pytest.mark.slow
 def test_predict_prints_each_word_with_its_tag(tag_run, capsys):
     assert main(["predict", str(tag_run), "--input", "Alice walks to Rome"]) == 0
     assert capsys.readouterr().out.strip() == "Alice/B-X walks/O to/O Rome/B-X"
@@ -131,6 +135,7 @@ def test_predict_prints_each_word_with_its_tag(tag_run, capsys):
         "input": "the city", "prediction": ["O", "O"], "tokens": ["the", "city"]}
 
 
+@pytest.mark.slow
 def test_evaluate_gives_the_runs_test_metrics_and_takes_a_file(tag_run, tmp_path, capsys):
     metrics = json.loads((tag_run / "metrics.json").read_text())
     assert main(["evaluate", str(tag_run)]) == 0
@@ -145,6 +150,7 @@ def test_evaluate_gives_the_runs_test_metrics_and_takes_a_file(tag_run, tmp_path
     assert (scores["test_precision"], scores["test_recall"]) == (0.5, 1.0)
 
 
+@pytest.mark.slow
 def test_view_and_plot_attention_show_one_row_per_word(tag_run, tmp_path):
     page = tmp_path / "v.html"
     assert main(["view", str(tag_run), "--input", "John lives in Paris", "--out",
@@ -155,8 +161,7 @@ def test_view_and_plot_attention_show_one_row_per_word(tag_run, tmp_path):
     assert len(data["layers"]) == 1 and len(data["layers"][0]["weights"][0]) == 4
 
 
-def test_an_empty_input_is_refused(tag_run, capsys):
-    with pytest.raises(UsageError, match="no words"):
-        from attnlab.tasks.tag.runtime import _words
-
-        _words("   ", "--input")
+@pytest.mark.slow
+def test_an_input_of_white_space_is_refused(tag_run, capsys):
+    assert main(["predict", str(tag_run), "--input", " \t "]) == 2
+    assert "--input is empty" in capsys.readouterr().err

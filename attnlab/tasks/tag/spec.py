@@ -30,7 +30,7 @@ Examples:
     >>> task.check_settings(cfg)
     Traceback (most recent call last):
     ...
-    attnlab.errors.UsageError: --tag-column must be an integer >= 1, got 0
+    attnlab.errors.UsageError: --tag-column must be a positive integer, got 0
 """
 from __future__ import annotations
 
@@ -46,9 +46,10 @@ from ...settings import flag, setting
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
+from .checkpoint import read_init
 from .data import JSONL_SUFFIXES, check_tags, known_tags, read_and_pin
 
-__all__ = ["TagTask", "TagSettings", "TASKS", "read_init"]
+__all__ = ["TagTask", "TagSettings", "TASKS"]
 
 _MODEL_FLAGS = ("model_dim", "num_heads", "num_layers", "dim_feedforward", "dropout",
                 "norm_first", "positional", "max_len")
@@ -183,20 +184,6 @@ class TagTask(Task):
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = read_init(cfg["init"], cfg["init_sha256"])
         return splits
-
-
-def read_init(init: str, sha256: str):
-    """The checkpoint of a Hugging Face ``--init`` directory (None for an attnlab run), its
-    weights the ones configured."""
-    if (Path(init) / "config.yaml").is_file():
-        return None
-    from ...interop.checkpoint import read_checkpoint  # torch and transformers
-
-    checkpoint = read_checkpoint(init, task="tag")
-    if checkpoint.sha256 != sha256:
-        raise UsageError(f"--init {init}: {checkpoint.weights.name} changed since the run was "
-                         f"configured; start the run again")
-    return checkpoint
 
 
 TASKS = {"tag": TagTask()}
