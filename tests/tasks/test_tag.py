@@ -165,3 +165,18 @@ def test_view_and_plot_attention_show_one_row_per_word(tag_run, tmp_path):
 def test_an_input_of_white_space_is_refused(tag_run, capsys):
     assert main(["predict", str(tag_run), "--input", " \t "]) == 2
     assert "--input is empty" in capsys.readouterr().err
+
+
+def test_the_tagging_page_names_only_flags_the_commands_take():
+    import re
+    from pathlib import Path
+
+    from attnlab.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    train = commands["train"]._subparsers._group_actions[0].choices["tag"]
+    known = {flag for parser in (train, commands["predict"], commands["evaluate"],
+                                 commands["view"]) for flag in parser._option_string_actions}
+    text = (Path(__file__).resolve().parents[2] / "docs" / "tagging.md").read_text()
+    named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text))
+    assert len(named) > 10 and named <= known, named - known
