@@ -41,6 +41,14 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
     no_label.write_text("text,sentiment\ngood film,pos\nbad film,neg\n")
     one_class = tmp / "one_class.csv"
     one_class.write_text("text,label\n" + "".join(f"film {i},pos\n" for i in range(20)))
+    fields = tmp / "fields.conll"
+    fields.write_text("John NNP B-PER\nlives VBZ\n")
+    not_bio = tmp / "not_bio.conll"
+    not_bio.write_text("John NNP B-PER\nSmith NNP PER\n")
+    lengths = tmp / "lengths.jsonl"
+    lengths.write_text('{"tokens": ["a", "b"], "tags": ["O"]}\n')
+    empty_conll = tmp / "empty.conll"
+    empty_conll.write_text("\n\n")
     # (argv, a fragment the one-line message must contain)
     return [
         (["train", "nosuchtask"], "nosuchtask"),
@@ -117,6 +125,12 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["train", "classify", "--data", str(no_label)], "'label'"),
         (["train", "classify", "--data", str(reviews), "--label-column", "stars"], "'stars'"),
         (["train", "classify", "--data", str(one_class)], "single class"),
+        (["train", "tag", "--out", str(tmp / "t1")], "--data"),
+        (["train", "tag", "--data", str(fields), "--out", str(tmp / "t2")], "fields.conll line 2"),
+        (["train", "tag", "--data", str(not_bio)], "not_bio.conll line 2: tag 'PER'"),
+        (["train", "tag", "--data", str(lengths)], "lengths.jsonl line 1: 2 tokens but 1 tags"),
+        (["train", "tag", "--data", str(empty_conll)], "empty.conll: no sentence"),
+        (["predict", str(runs["tag"]), "--input", "  "], "--input"),
         (["train", "lm", "--out", str(tmp / "l1")], "--data"),
         (["train", "lm", "--data", str(tmp / "missing.txt")], "missing.txt"),
         (["train", "lm", "--data", str(empty_txt), "--out", str(tmp / "l2")], "empty.txt"),
@@ -148,7 +162,8 @@ def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs,
     # nothing was lost: the occupied directory still holds the user's file
     assert (tmp_path / "occupied" / "something.txt").read_text() == "keep me"
     # a refused run leaves no directory behind (it would block the corrected command)
-    assert not [p.name for p in tmp_path.iterdir() if p.name in ("c1", "l1", "l2", "f1")]
+    assert not [p.name for p in tmp_path.iterdir()
+                if p.name in ("c1", "l1", "l2", "f1", "t1", "t2")]
 
 
 def test_real_process_exit_status_and_no_traceback(tmp_path):
