@@ -180,3 +180,16 @@ def test_the_tagging_page_names_only_flags_the_commands_take():
     text = (Path(__file__).resolve().parents[2] / "docs" / "tagging.md").read_text()
     named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text))
     assert len(named) > 10 and named <= known, named - known
+
+
+@pytest.mark.slow
+def test_a_run_from_a_tag_run_keeps_its_vocabulary_and_takes_new_tags(tag_run, tmp_path):
+    sentences = [(w, ["B-Y" if t == "B-X" else t for t in tags]) for w, tags in capitalised(30)]
+    data = write_conll(tmp_path / "y.conll", sentences)
+    out = tmp_path / "from_run"
+    assert main(["train", "tag", "--init", str(tag_run), "--data", str(data), "--out", str(out),
+                 "--max-steps", "3", "--threads", "1"]) == 0
+    from attnlab.runs import read_yaml
+
+    assert read_yaml(out / "config.yaml")["tags"] == ["B-Y", "O"]
+    assert (out / "tokenizer.json").read_text() == (tag_run / "tokenizer.json").read_text()

@@ -318,7 +318,7 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
              else cfg.max_steps)
     val = make_batches(*_batches_of(cfg, tokenizer, splits["val"])[:2], 64,
                        **_batching(cfg, tokenizer))
-    if pretrained(cfg):  # a resumed run reads it from here, never from --init
+    if cfg.init:  # a resumed run reads it from here, never from --init
         tokenizer.save(Path(run_dir) / "tokenizer.json")
     module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
     result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
