@@ -37,7 +37,8 @@ __all__ = ["ModelConfig", "CausalLMConfig", "lm_parts_broken", "SequenceClassifi
 
 POOLINGS = ("cls", "mean")
 POOLER_ACTIVATIONS = ("tanh", "relu")  # BertClassifier's, after its pooler
-HEADS = ("sequence", "element", "token")  # a class per sequence, a score per element, a class per token
+# a class per sequence, a score per element, a class per token
+HEADS = ("sequence", "element", "token")
 POSITION_STYLES = ("absolute", "roberta")
 GRAPH_MODELS = ("gat", "mean", "mlp")  # graph attention; mean over neighbours; edges ignored
 

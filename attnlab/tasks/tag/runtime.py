@@ -63,7 +63,8 @@ def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig | BertClassifi
 def build_model(cfg: RunSettings) -> SequenceClassifier | BertTagger:
     """The model a run's configuration describes (randomly initialised)."""
     config = model_config_of(cfg)
-    return BertTagger(config) if isinstance(config, BertClassifierConfig) else SequenceClassifier(config)
+    kind = BertTagger if isinstance(config, BertClassifierConfig) else SequenceClassifier
+    return kind(config)
 
 
 # ---- words to ids -----------------------------------------------------------------------------

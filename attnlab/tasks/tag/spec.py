@@ -68,13 +68,10 @@ class TagSettings(PretrainedEncoderFields):
     val: str = setting(None, help="validation data (default: --val-fraction of --data's "
                                   "sentences)", metavar="FILE", optional=True)
     tag_column: int = setting(None, help="CoNLL: the field of the tag, counting the word as 0 "
-                                         "(default: the last)", low=1, optional=True,
-                              absent=None)  # a run of JSON Lines files does not record it
-    # nor a run of CoNLL files these: evaluate --data FILE.jsonl reads the defaults
+                                         "(default: the last)", low=1, optional=True)
     tokens_column: str = setting("tokens", help="JSON Lines: the field of the words",
-                                 metavar="NAME", absent="tokens")
-    tags_column: str = setting("tags", help="JSON Lines: the field of the tags", metavar="NAME",
-                               absent="tags")
+                                 metavar="NAME")
+    tags_column: str = setting("tags", help="JSON Lines: the field of the tags", metavar="NAME")
     vocab_size: int = setting(20000, help="largest word vocabulary (from scratch)", low=5)
     val_fraction: float = setting(0.1, help="share of --data held out for validation without --val",
                                   low=0, above=True, below=1)
@@ -160,6 +157,12 @@ class TagTask(Task):
             out.append((["tokens_column", "tags_column"], "only for JSON Lines files (these "
                                                           "are CoNLL)"))
         return out
+
+    def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
+        """What ``unused_settings`` names, but the format's columns: ``evaluate --data`` may
+        read a file of the other format, with the columns the run was given."""
+        kept = {"tag_column", "tokens_column", "tags_column"}
+        return [name for name in super().unrecorded_settings(cfg) if name not in kept]
 
     def validate(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The vocabulary or the pretrained encoder's length, the columns; then the files,
