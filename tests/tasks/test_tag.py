@@ -151,7 +151,7 @@ def test_evaluate_gives_the_runs_test_metrics_and_takes_a_file(tag_run, tmp_path
 
 
 @pytest.mark.slow
-def test_view_and_plot_attention_show_one_row_per_word(tag_run, tmp_path):
+def test_view_shows_one_row_and_column_per_word(tag_run, tmp_path):
     page = tmp_path / "v.html"
     assert main(["view", str(tag_run), "--input", "John lives in Paris", "--out",
                  str(page)]) == 0
