@@ -1,7 +1,7 @@
 """``attnlab train tag``: the readers (CoNLL, JSON Lines), the BIO check, the refusals of bad
 files (exit 2, one line naming file and line, no run directory), a run from scratch that
-learns a tagging anyone can check (capitalised words are entities), and predict, evaluate,
-view and plot attention on it."""
+learns a tagging anyone can check (capitalised words are entities), and predict, evaluate
+and view on it."""
 import json
 import random
 
