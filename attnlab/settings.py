@@ -118,7 +118,8 @@ VAL_METRICS: dict[str, str] = {
     "val_loss": "min", "val_perplexity": "min",
     "val_acc": "max", "val_seq_acc": "max", "val_token_accuracy": "max", "val_f1": "max",
     "val_auc": "max", "val_bleu": "max", "val_chrf": "max", "val_micro_f1": "max",
-    "val_mse": "min", "val_r2": "max", "val_spearman": "max",
+    "val_mse": "min", "val_r2": "max", "val_spearman": "max", "val_precision": "max",
+    "val_recall": "max",
 }
 
 

@@ -10,8 +10,8 @@ before ``transformers`` is imported, and every ``from_pretrained`` call passes
                 mistral              straight into a CausalLM, ``direct_read``; a
                                      pytorch_model.bin: LlamaForCausalLM, ...) -> CausalLM
                 (also from a FILE.gguf of these, read as transformers reads it: ``gguf``)
-    classify    the BERT family      (none: the tensors read by name, ``bert_weights``)
-                                                        -> BertEncoder
+    classify,   the BERT family      (none: the tensors read by name, ``bert_weights``)
+    tag                                                 -> BertEncoder
     translate   marian               MarianMTModel      -> Seq2SeqTransformer
 
 The model comes in float32 (what training from ``--init`` needs), or in the ``dtype`` asked
@@ -42,7 +42,7 @@ from ..errors import UsageError
 from ..runs import read_json
 from .gguf import is_gguf
 from .llama_config import LLAMA_CLASSES
-from .source import (INIT_MODEL_TYPES, LOAD_DTYPES, WEIGHTS_EXPECTED, WEIGHTS_FILES,
+from .source import (BERT_FAMILY, INIT_MODEL_TYPES, LOAD_DTYPES, WEIGHTS_EXPECTED, WEIGHTS_FILES,
                      check_directory, check_tokenizer_files, weight_files, weights_digest)
 
 __all__ = ["Checkpoint", "read_checkpoint", "read_tokenizer", "SUPPORTED", "WEIGHTS_FILES"]
@@ -83,7 +83,7 @@ def read_checkpoint(path: str | Path, *, task: str, dtype: str | None = None) ->
     Args:
         path: a directory holding ``config.json``, ``model.safetensors`` or
             ``pytorch_model.bin``, and the tokeniser's files.
-        task: ``"lm"``, ``"classify"`` or ``"translate"`` (see ``SUPPORTED``).
+        task: ``"lm"``, ``"classify"``, ``"tag"`` or ``"translate"`` (see ``SUPPORTED``).
         dtype: the model's floating dtype, one of ``LOAD_DTYPES``: ``"auto"`` (the
             checkpoint's own), ``"bfloat16"``, ``"float16"`` or ``"float32"``; None: float32.
 
@@ -116,7 +116,7 @@ def read_checkpoint(path: str | Path, *, task: str, dtype: str | None = None) ->
     _check_weights_readable(weights)
     digest = weights_digest(weights)
     hf_model = None
-    if task == "classify":  # read by name: none of transformers' model code is imported
+    if model_type in BERT_FAMILY:  # read by name: none of transformers' model code is imported
         model = _cast(_read_encoder(source, model_type, weights),
                       read_json(source / "config.json"), dtype)
         rows = model.word_embeddings.num_embeddings

@@ -9,6 +9,7 @@ _EXPORTS = {
     "ElementPredictor": ".predictor",
     "BertEncoder": ".bert",
     "BertClassifier": ".bert_classifier",
+    "BertTagger": ".bert_tagger",
     "CausalLMConfig": ".configs",
     "SequenceClassifierConfig": ".configs",
     "Seq2SeqConfig": ".configs",

@@ -9,6 +9,9 @@ C classes, H heads, L layers.
         → head="sequence": pool (CLS vector, or mean over real elements) → MLP → logits (B, C)
         → head="element":  MLP per element → one score per element (B, T); a softmax over the
                            positions picks the element (set anomaly detection, UvA Tutorial 6)
+        → head="token":    MLP per token → logits (B, T, C): a class for every token (token
+                           classification, ``attnlab train tag``; the course's per-element
+                           prediction over a padded vocabulary input)
 
 Padding: token ids equal to ``pad_id`` (0) are padding; feature inputs take an explicit mask
 (B, T) with True = real element. Padded elements are never attended to, never pooled and get
@@ -42,8 +45,8 @@ def _check_inputs_and_head(config: SequenceClassifierConfig) -> None:
     if (vocab_size is None) == (input_dim is None):
         raise ValueError(f"give exactly one of vocab_size (token inputs) and input_dim "
                          f"(feature inputs), got vocab_size={vocab_size}, input_dim={input_dim}")
-    if config.head == "sequence" and num_classes is None:
-        raise ValueError(f"num_classes must be a positive integer for head='sequence', "
+    if config.head in ("sequence", "token") and num_classes is None:
+        raise ValueError(f"num_classes must be a positive integer for head={config.head!r}, "
                          f"got {num_classes!r}")
     if config.head == "element" and num_classes is not None:
         raise ValueError(f"head='element' scores each element (one output each); "
@@ -75,7 +78,8 @@ class SequenceClassifier(nn.Module):
             BERT) or ``"mean"`` (the mean over real elements). Unused by the element head.
         positional: a kind of ``attnlab.nn.POSITIONAL_KINDS`` acting on the inputs:
             ``"sinusoidal"``, ``"learned"`` or ``"none"`` (sets: order carries nothing).
-        head: ``"sequence"`` (logits (B, C)) or ``"element"`` (a score per element (B, T)).
+        head: ``"sequence"`` (logits (B, C)), ``"element"`` (a score per element (B, T)) or
+            ``"token"`` (logits per token (B, T, C)).
         max_len: longest sequence (positional encodings), [CLS] not counted.
         pad_id: the padding id of token inputs.
 
@@ -86,7 +90,8 @@ class SequenceClassifier(nn.Module):
     Shape:
         x: (B, T) int64 token ids or (B, T, F) features; mask: optional (B, T), True = real
         (default: ``x != pad_id`` for tokens, all real for features)
-        -> (B, C) for head="sequence", (B, T) for head="element" (padding at the dtype's min).
+        -> (B, C) for head="sequence", (B, T) for head="element" (padding at the dtype's min),
+        (B, T, C) for head="token".
 
     Examples:
         >>> model = SequenceClassifier(3, vocab_size=100, model_dim=32, num_heads=4)
@@ -125,7 +130,7 @@ class SequenceClassifier(nn.Module):
             config.num_layers, input_dim=D, num_heads=config.num_heads,
             dim_feedforward=config.dim_feedforward, dropout=config.dropout,
             norm_first=config.norm_first, activation=config.activation)
-        self.output_net = _output_net(D, config.num_classes if head == "sequence" else 1,
+        self.output_net = _output_net(D, 1 if head == "element" else config.num_classes,
                                       config.dropout)
 
     @classmethod
@@ -171,6 +176,8 @@ class SequenceClassifier(nn.Module):
         if self.head == "element":
             scores = self.output_net(h).squeeze(-1)  # (B, T)
             return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        if self.head == "token":  # padding's logits are computed and never read (the loss
+            return self.output_net(h)  # and the predictions skip them): (B, T, C)
         if self.use_cls:
             pooled = h[:, 0]  # (B, D)
         else:
@@ -186,7 +193,8 @@ class SequenceClassifier(nn.Module):
 
     @torch.no_grad()
     def predict(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """The predicted class (B,) — or, for the element head, the chosen element (B,)."""
+        """The predicted class (B,) — for the element head the chosen element (B,), for the
+        token head each token's class (B, T)."""
         was_training = self.training
         self.eval()
         try:

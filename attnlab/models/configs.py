@@ -37,7 +37,8 @@ __all__ = ["ModelConfig", "CausalLMConfig", "lm_parts_broken", "SequenceClassifi
 
 POOLINGS = ("cls", "mean")
 POOLER_ACTIVATIONS = ("tanh", "relu")  # BertClassifier's, after its pooler
-HEADS = ("sequence", "element")
+# a class per sequence, a score per element, a class per token
+HEADS = ("sequence", "element", "token")
 POSITION_STYLES = ("absolute", "roberta")
 GRAPH_MODELS = ("gat", "mean", "mlp")  # graph attention; mean over neighbours; edges ignored
 
@@ -297,7 +298,8 @@ class SequenceClassifierConfig(ModelConfig):
                                        "real elements", choices=POOLINGS)
     positional: str = setting("sinusoidal", help="positional encoding",
                               choices=positional_names(inputs_only=True))
-    head: str = setting("sequence", help="a class per sequence, or a score per element",
+    head: str = setting("sequence", help="a class per sequence, a score per element, or a "
+                                         "class per token",
                         choices=HEADS, flag=False)
     max_len: int = setting(512, help="tokens kept per sequence", low=1)
     pad_id: int = setting(0, help="the padding id of token inputs", low=0, flag=False)

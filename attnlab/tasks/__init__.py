@@ -7,13 +7,14 @@ spec only, so the registry imports them all (its ``runtime.py`` is imported by
 from __future__ import annotations
 
 from ..errors import UsageError
-from . import anomaly, classify, graph, jets, lm, sequence, translate
+from . import anomaly, classify, graph, jets, lm, sequence, tag, translate
 from .base import SHARED_DEFAULTS, Capabilities, Runtime, Task
 
 TASKS: dict[str, Task] = {
     **sequence.TASKS,  # reverse, copy, sort
     **anomaly.TASKS,
     **classify.TASKS,
+    **tag.TASKS,
     **translate.TASKS,
     **lm.TASKS,
     **jets.TASKS,

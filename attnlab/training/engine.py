@@ -519,8 +519,10 @@ class Loop:
             for name, value in {"loss": loss, **logs}.items():
                 totals[name] = totals.get(name, 0) + value.detach().float() * n
             count += n
-        metrics = {f"val_{k}": float(v) / max(count, 1) for k, v in totals.items()}
-        # what is measured on the whole split at once (jets' AUC, translate's BLEU)
+        means = {k: float(v) / max(count, 1) for k, v in totals.items()}
+        # a measure derived from the means of counts (tag's entity F1), then what is measured
+        # on the whole split at once (classify's macro F1, jets' AUC, translate's BLEU)
+        metrics = {f"val_{k}": v for k, v in self.module.summarise(means).items()}
         with self.fabric.strategy.precision.forward_context():
             metrics.update(self.module.validation_end())
         self.model.train()

@@ -71,6 +71,13 @@ class TaskModule(nn.Module):
         none."""
         return {}
 
+    def summarise(self, means: dict[str, float]) -> dict[str, float]:
+        """The validation numbers (``val_NAME``) from the means of ``loss``'s numbers over the
+        validation batches, weighted by batch size: the means themselves. A measure that is
+        no mean of per-batch numbers (entity F1, a ratio of counts over the whole split) is
+        derived here from the means of its counts (``attnlab.training.tagger``)."""
+        return means
+
 
 # Devices with PyTorch's fused AdamW kernel (one kernel per parameter for the whole update).
 FUSED_DEVICES = ("cpu", "cuda")

@@ -43,6 +43,17 @@ def test_padded_batch_predicts_what_each_sequence_does_alone(pooling, positional
         assert_close(batch[i], model(torch.tensor([s]))[0], **TOL)
 
 
+def test_token_head_gives_each_real_token_what_its_sequence_alone_gives():
+    """The token head (``attnlab train tag``): logits (B, T, C), a class for every token; the
+    real tokens of a padded batch get what their sequence alone gets."""
+    model = tokens_model(head="token")
+    seqs = [[5, 6, 7, 8, 9, 10], [11, 12], [13, 14, 15, 16]]
+    batch = model(pad(seqs))
+    assert batch.shape == (3, 6, 3) and model.predict(pad(seqs)).shape == (3, 6)
+    for i, s in enumerate(seqs):
+        assert_close(batch[i, : len(s)], model(torch.tensor([s]))[0], **TOL)
+
+
 def test_padded_feature_sets_with_explicit_mask_match_each_set_alone():
     for head in ("sequence", "element"):
         model = set_model(head, pooling="mean")

@@ -19,6 +19,7 @@ TINY_REVERSE = ["--max-steps", "30", "--train-size", "256", "--val-size", "32", 
 TINY = {
     "anomaly": "--train-sets 256 --val-sets 32 --test-sets 64 --set-size 5 --batch-size 16",
     "classify": "--data {data} --batch-size 16",
+    "tag": "--data {data} --batch-size 16",
     "translate": "--max-number 1000 --test-size 40 --val-size 16 --num-layers 1 --batch-size 16",
     "lm": "--data {data} --num-layers 1 --batch-size 8 --block-size 16 --val-batches 2",
 }
@@ -46,8 +47,21 @@ def write_corpus(path):
     return path
 
 
+def write_people(path, sentences=120):
+    """A CoNLL file for the tag task: sentences whose capitalised words are B-PER."""
+    rng = random.Random(0)
+    names, words = ["John", "Mary", "Rome", "Paris"], ["lives", "in", "the", "city", "and"]
+    with open(path, "w") as f:
+        for _ in range(sentences):
+            for w in (rng.choice(names + words) for _ in range(rng.randint(2, 6))):
+                f.write(f"{w} {'B-PER' if w[0].isupper() else 'O'}\n")
+            f.write("\n")
+    return path
+
+
 def task_data(tmp):
-    return {"classify": write_reviews(tmp / "reviews.csv"), "lm": write_corpus(tmp / "corpus.txt")}
+    return {"classify": write_reviews(tmp / "reviews.csv"), "lm": write_corpus(tmp / "corpus.txt"),
+            "tag": write_people(tmp / "people.conll")}
 
 
 def tiny_args(task, data, *extra):

@@ -1,6 +1,6 @@
 """The scale-out and resume promises (docs/scale.md) on every training task, not only reversal.
 
-- ``--precision bf16-mixed`` trains each of anomaly, classify, translate and lm to a valid run
+- ``--precision bf16-mixed`` trains each of anomaly, classify, tag, translate and lm to a valid run
   directory with sane metrics (the shared ``task_runs`` fixture);
 - a run that dies after a checkpoint resumes with ``--resume`` from that checkpoint and
   finishes at the same step budget with the same weights as a run that never died (so it saw
@@ -35,6 +35,7 @@ pytestmark = pytest.mark.slow  # every test trains runs through the CLI
 TASK_KEYS = {
     "anomaly": {"test_accuracy"},
     "classify": {"test_accuracy", "test_macro_f1"},
+    "tag": {"test_f1", "test_precision", "test_recall", "test_accuracy"},
     "translate": {"test_exact_match", "test_bleu", "test_chrf"},
     "lm": {"val_loss", "val_perplexity"},
 }
@@ -52,6 +53,8 @@ def test_bf16_mixed_run_is_valid_and_sane(task, task_runs, capsys):
     assert metrics["steps"] == 40
     # classify also names the classes without a test example: none in this data
     assert metrics.pop("test_classes_without_examples", []) == []
+    # tag also has a row per entity type
+    assert [row["type"] for row in metrics.pop("test_per_type", [{"type": "PER"}])] == ["PER"]
     assert all(math.isfinite(v) for v in metrics.values()), metrics
     for key in TASK_KEYS[task] - {"val_loss", "val_perplexity"}:
         assert 0 <= metrics[key] <= (100 if key in ("test_bleu", "test_chrf") else 1), metrics

@@ -49,6 +49,14 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
     no_labels.write_text("text,label\ngood film,a|b\nbad film,|\n")
     parquet, not_datasets, splits, lists, corrupt = _columnar(tmp)
     c5 = ["--out", str(tmp / "c5")]  # a refused run leaves no directory behind
+    fields = tmp / "fields.conll"
+    fields.write_text("John NNP B-PER\nlives VBZ\n")
+    not_bio = tmp / "not_bio.conll"
+    not_bio.write_text("John NNP B-PER\nSmith NNP PER\n")
+    lengths = tmp / "lengths.jsonl"
+    lengths.write_text('{"tokens": ["a", "b"], "tags": ["O"]}\n')
+    empty_conll = tmp / "empty.conll"
+    empty_conll.write_text("\n\n")
     # (argv, a fragment the one-line message must contain)
     return [
         (["train", "nosuchtask"], "nosuchtask"),
@@ -152,6 +160,12 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["prepare", str(parquet), "--out", str(tmp / "p4")], "name it with --text-column"),
         (["train", "lm", "--data", str(parquet), "--out", str(tmp / "l1")],
          "prepare this table first"),
+        (["train", "tag", "--out", str(tmp / "t1")], "--data"),
+        (["train", "tag", "--data", str(fields), "--out", str(tmp / "t2")], "fields.conll line 2"),
+        (["train", "tag", "--data", str(not_bio)], "not_bio.conll line 2: tag 'PER'"),
+        (["train", "tag", "--data", str(lengths)], "lengths.jsonl line 1: 2 tokens but 1 tags"),
+        (["train", "tag", "--data", str(empty_conll)], "empty.conll: no sentence"),
+        (["predict", str(runs["tag"]), "--input", "  "], "--input"),
         (["train", "lm", "--out", str(tmp / "l1")], "--data"),
         (["train", "lm", "--data", str(tmp / "missing.txt")], "missing.txt"),
         (["train", "lm", "--data", str(empty_txt), "--out", str(tmp / "l2")], "empty.txt"),
@@ -213,7 +227,7 @@ def test_every_bad_input_exits_2_with_one_line(tmp_path, reverse_run, task_runs,
     # nothing was lost: the occupied directory still holds the user's file
     assert (tmp_path / "occupied" / "something.txt").read_text() == "keep me"
     # a refused run leaves no directory behind (it would block the corrected command)
-    refused = ("c1", "c2", "c3", "c4", "c5", "l1", "l2", "f1", "p4")
+    refused = ("c1", "c2", "c3", "c4", "c5", "l1", "l2", "f1", "p4", "t1", "t2")
     assert not [p.name for p in tmp_path.iterdir() if p.name in refused]
 
 

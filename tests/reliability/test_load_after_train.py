@@ -37,6 +37,7 @@ CASES = {
                             "--set-size", "5", "--batch-size", "16", *TRANSFORMER], "0 1 2 3 4"),
     "classify": ("classify", ["--data", "{classify}", "--batch-size", "16", *TRANSFORMER],
                  "the film was superb"),
+    "tag": ("tag", ["--data", "{tag}", "--batch-size", "16", *TRANSFORMER], "John lives in Rome"),
     "classify-sets": ("classify", ["--data", "{sets}", *SET_ARGS, "--batch-size", "16",
                                    *TRANSFORMER], "-2,1;-1,3;0.5,2"),
     "translate-transformer": ("translate", ["--arch", "transformer", *TRANSLATE, *TRANSFORMER],

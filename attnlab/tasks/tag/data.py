@@ -1,0 +1,258 @@
+"""The files of ``attnlab train tag``: sentences of words, each word with a BIO tag.
+
+Two formats, told apart by the extension:
+
+    CoNLL (any other extension: .conll, .txt, .iob, ...)     JSON Lines (.jsonl, .ndjson)
+    John  NNP  B-PER                                         {"tokens": ["John", "lives"],
+    lives VBZ  O                                              "tags": ["B-PER", "O"]}
+                                      (a blank line ends a sentence)
+
+A CoNLL line is one word and its fields, separated by white space; the word is the first field
+and the tag the last (``--tag-column N``: the N-th, counting from 0). Every line of a file has
+the same number of fields; ``-DOCSTART-`` lines (CoNLL-2003's document breaks) are skipped. A
+JSON Lines row has a list of words and a list of tags of the same length (``--tokens-column``,
+``--tags-column`` name them).
+
+Tags are BIO (IOB2): ``O``, or ``B-TYPE`` / ``I-TYPE`` with a non-empty type. ``PER`` alone,
+``I-`` without a type or ``E-PER`` (IOBES) are refused, naming the file, the line and the tag:
+entity scores read the prefix, and a tag they cannot read would be scored as something else.
+Light: no torch, so the spec's ``validate`` reads the files before the run directory exists.
+
+The split, for each of test and val not given as a file: the sentences of ``--data`` shuffled
+with ``random.Random(--seed)``, and ``round(fraction · n)`` of them held out (at least one; the
+fractions are of the whole file).
+
+Examples:
+    >>> bio_problem("B-PER"), bio_problem("PER")
+    (None, "tag 'PER' is not BIO: use O, B-TYPE or I-TYPE")
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...data.tables import _decode, check_digest, read_bytes
+from ...errors import UsageError
+from ...runs import check_data_files, record_data_files
+
+if TYPE_CHECKING:
+    from ...run_config import RunSettings
+
+__all__ = ["Sentences", "read_sentences", "bio_problem", "load_splits", "read_and_pin",
+           "files_of", "known_tags", "check_tags", "read_file", "JSONL_SUFFIXES", "DATA_FILES"]
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+DATA_FILES = ("data", "test", "val")
+DOCSTART = "-DOCSTART-"
+_BIO = re.compile(r"[BI]-\S+")
+
+
+def bio_problem(tag: str) -> str | None:
+    """Why ``tag`` is not a BIO tag, or None when it is one (``O``, ``B-X``, ``I-X``)."""
+    if tag == "O" or _BIO.fullmatch(tag):
+        return None
+    return f"tag {tag!r} is not BIO: use O, B-TYPE or I-TYPE"
+
+
+@dataclass
+class Sentences:
+    """The sentences of one file: ``words[i]`` and ``tags[i]`` (lists of the same length),
+    ``lines[i]`` the line sentence i starts at, and the SHA-256 of the bytes read."""
+
+    path: Path
+    words: list[list[str]] = field(default_factory=list)
+    tags: list[list[str]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    sha256: str = ""
+
+    def subset(self, rows: list[int]) -> "Sentences":
+        """The sentences ``rows``, in that order."""
+        return Sentences(self.path, [self.words[i] for i in rows],
+                         [self.tags[i] for i in rows], [self.lines[i] for i in rows],
+                         self.sha256)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+def _check_tag(tag: str, where: str) -> str:
+    problem = bio_problem(tag)
+    if problem:
+        raise UsageError(f"{where}: {problem}")
+    return tag
+
+
+def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) -> None:
+    width, words, tags, start = None, [], [], 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        where = f"{what} {found.path} line {number}"
+        if fields and fields[0] == DOCSTART:
+            fields = []
+        if not fields:
+            if words:
+                found.words.append(words), found.tags.append(tags), found.lines.append(start)
+            words, tags = [], []
+            continue
+        if width is None:
+            width = len(fields)
+            column = width - 1 if tag_column is None else tag_column
+            if width < 2 or column >= width or column == 0:
+                raise UsageError(f"{where}: {width} field(s); a CoNLL line needs the word "
+                                 f"first and its tag in field {column} (--tag-column)")
+        elif len(fields) != width:
+            raise UsageError(f"{where}: {len(fields)} fields where the file's first line has "
+                             f"{width}")
+        if not words:
+            start = number
+        words.append(fields[0])
+        tags.append(_check_tag(fields[column], where))
+    if words:
+        found.words.append(words), found.tags.append(tags), found.lines.append(start)
+
+
+def _strings(value: Any, name: str, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise UsageError(f"{where}: field {name!r} must be a list of non-empty strings, got "
+                         f"{json.dumps(value)[:40]}")
+    return value
+
+
+def _read_jsonl(text: str, found: Sentences, what: str, columns: tuple[str, str]) -> None:
+    tokens, tags_key = columns
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{what} {found.path} line {number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{where}: not valid JSON ({e.msg}, column {e.colno})") from None
+        if not isinstance(row, dict) or tokens not in row or tags_key not in row:
+            have = ", ".join(row) if isinstance(row, dict) else type(row).__name__
+            raise UsageError(f"{where}: needs fields {tokens!r} and {tags_key!r} (has: "
+                             f"{have or 'none'})")
+        words, tags = _strings(row[tokens], tokens, where), _strings(row[tags_key], tags_key,
+                                                                      where)
+        if len(words) != len(tags):
+            raise UsageError(f"{where}: {len(words)} {tokens} but {len(tags)} {tags_key}")
+        if words:
+            found.words.append([w.strip() for w in words])
+            found.tags.append([_check_tag(t, where) for t in tags])
+            found.lines.append(number)
+
+
+def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | None = None,
+                   columns: tuple[str, str] = ("tokens", "tags")) -> Sentences:
+    """The sentences of a CoNLL or JSON Lines file (see the module doc).
+
+    Args:
+        path: the file.
+        what: its flag, to start each message.
+        tag_column: CoNLL: the field holding the tag (0 is the word); None: the last.
+        columns: JSON Lines: the fields of the words and of the tags.
+
+    Raises:
+        UsageError: one line naming the file (and the line): missing or unreadable, not UTF-8,
+            a line with another number of fields, a tag not in BIO form, words and tags of
+            different lengths, no sentence at all.
+    """
+    data = read_bytes(path, what=what)
+    found = Sentences(Path(path))
+    text = _decode(data, f"{what} {path}")
+    if Path(path).suffix.lower() in JSONL_SUFFIXES:
+        _read_jsonl(text, found, what, columns)
+    else:
+        _read_conll(text, found, what, tag_column)
+    if not found.words:
+        raise UsageError(f"{what} {path}: no sentence (the file is empty)")
+    found.sha256 = hashlib.sha256(data).hexdigest()
+    return found
+
+
+def known_tags(part: Sentences) -> set[str]:
+    """The tags a model trained on ``part`` has an output for: its tags, and ``O``."""
+    return {t for tags in part.tags for t in tags} | {"O"}
+
+
+def check_tags(part: Sentences, known: set[str], key: str) -> None:
+    """A tag of ``part`` (the file of option ``key``) that training never saw: the model has no
+    output for it. Refused naming the file, the line of the sentence and the tag."""
+    for tags, line in zip(part.tags, part.lines):
+        for tag in tags:
+            if tag not in known:
+                shown = ", ".join(sorted(known)[:10]) + (", ..." if len(known) > 10 else "")
+                raise UsageError(f"--{key} {part.path} line {line}: tag {tag!r} never seen in "
+                                 f"training (tags: {shown})")
+
+
+def files_of(cfg: RunSettings) -> dict[str, str | None]:
+    """The run's data files by option name (None where not given)."""
+    return {"data": cfg.data, "test": cfg.test, "val": cfg.val}
+
+
+def read_file(cfg: RunSettings, key: str, path: str) -> Sentences:
+    """``read_sentences`` of the file of option ``key`` with the run's column settings."""
+    return read_sentences(path, what=f"--{key}", tag_column=cfg.tag_column,
+                          columns=(cfg.tokens_column, cfg.tags_column))
+
+
+def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
+                ) -> dict[str, Sentences]:
+    """The train / val / test sentences (see the module doc for the split); ``digests``, when
+    given, receives each file's SHA-256 by option.
+
+    Raises:
+        UsageError: no --data, too few sentences to hold out a split, a file whose bytes are
+            not those config.yaml's ``data_sha256`` recorded, and what ``read_sentences``
+            refuses.
+    """
+    if not cfg.data:
+        raise UsageError("--data FILE is required: a CoNLL file (a word and its tag per line) "
+                         "or JSON Lines with 'tokens' and 'tags'")
+    digests = {} if digests is None else digests
+    recorded = cfg.data_sha256 or {}
+    data = read_file(cfg, "data", cfg.data)
+    check_digest(data.path, data.sha256, recorded.get("data"), what="--data")
+    digests["data"] = data.sha256
+    rng = random.Random(cfg.seed)
+    order = list(range(len(data)))
+    rng.shuffle(order)
+    splits: dict[str, Sentences] = {}
+    for key, given, fraction in (("test", cfg.test, cfg.test_fraction),
+                                 ("val", cfg.val, cfg.val_fraction)):
+        if given:
+            splits[key] = read_file(cfg, key, given)
+            check_digest(splits[key].path, splits[key].sha256, recorded.get(key), what=f"--{key}")
+            digests[key] = splits[key].sha256
+            continue
+        n = max(1, round(fraction * len(data)))
+        if n >= len(order):
+            raise UsageError(f"--data {data.path}: too few sentences ({len(data)}) to hold out "
+                             f"a {key} split; add sentences or give --{key} FILE")
+        splits[key], order = data.subset(sorted(order[:n])), order[n:]
+    splits["train"] = data.subset(sorted(order))
+    return splits
+
+
+def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSettings]
+                 ) -> dict[str, Sentences]:
+    """``validate``'s reading of the files: the splits, each file's SHA-256 recorded in the
+    settings dict's ``data_sha256`` (a resumed run: checked against it first)."""
+    paths = {key: cfg.get(key) for key in DATA_FILES}
+    resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
+    if resumed:
+        check_data_files(paths, cfg["data_sha256"], purpose="resume")
+    digests: dict[str, str] = {}
+    splits = load_splits(typed(cfg), digests=digests)
+    if not resumed:
+        cfg.update(record_data_files(paths))
+    for key, digest in digests.items():
+        check_digest(cfg[key], digest, cfg["data_sha256"].get(key), what=f"--{key}")
+    return splits

@@ -1,0 +1,402 @@
+"""The runtime module of ``attnlab train tag``, the part that imports torch (the spec is
+``spec.py``): word ids or subword alignment, padded batches, the model (a
+``SequenceClassifier(head="token")``, or with ``--init`` a ``BertTagger``), the entity metrics,
+and the module-level ``run``, ``load``, ``predict_many``, ``evaluate`` and ``attention_maps``.
+
+From scratch a sentence is its words' ids (B, T) in a vocabulary of the training split's words
+(``<unk>`` for the others), padded with id 0; labels (B, T) are tag indices, -100 on padding.
+A pretrained encoder reads the words joined by single spaces, as its tokenizer splits them:
+each subword belongs to the word its characters fall in (its offsets), the first subword of a
+word carries the word's label, every other position -100; batches are padded on the right with
+the tokenizer's pad id and an attention mask (B, T) (1 = real). A word past ``--max-len`` (words
+from scratch, subwords with ``--init``) has no prediction: it is read as ``O``, and a warning
+says how many there were.
+
+Shapes: B batch, T tokens (words or subwords), C tags.
+"""
+from __future__ import annotations
+
+import math
+import random
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ...data.resumable import ResumableBatches, shard
+from ...errors import UsageError
+from ...models import BertTagger, SequenceClassifier
+from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
+from ...run_config import RunSettings
+from ...runs import check_data_files, load_weights, read_yaml
+from ...settings import steps_of_epochs
+from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer
+from ...training.tagger import IGNORE
+from ..base import config_from_run
+from .checkpoint import read_init
+from .data import Sentences, check_tags, files_of, known_tags, load_splits, read_file
+from .scoring import entity_scores, format_table, per_type_table
+
+__all__ = ["build_model", "model_config_of", "Encoded", "encode_words", "make_batches",
+           "run", "load", "predict_many", "evaluate", "attention_maps"]
+
+
+def pretrained(cfg: RunSettings) -> bool:
+    """Whether the run's model is a pretrained encoder's ``BertTagger``."""
+    return cfg.arch != "transformer"
+
+
+# ---- model ------------------------------------------------------------------------------------
+
+def model_config_of(cfg: RunSettings) -> SequenceClassifierConfig | BertClassifierConfig:
+    """The model config of a run (after ``run`` derived the tags and the vocabulary size)."""
+    if pretrained(cfg):
+        return config_from_run(BertClassifierConfig, cfg, num_classes=len(cfg.tags),
+                               vocab_size=cfg.model_vocab_size, attention_dropout=cfg.dropout,
+                               pooling="mean")
+    return config_from_run(SequenceClassifierConfig, cfg, num_classes=len(cfg.tags),
+                           vocab_size=cfg.model_vocab_size, head="token")
+
+
+def build_model(cfg: RunSettings) -> SequenceClassifier | BertTagger:
+    """The model a run's configuration describes (randomly initialised)."""
+    config = model_config_of(cfg)
+    kind = BertTagger if isinstance(config, BertClassifierConfig) else SequenceClassifier
+    return kind(config)
+
+
+# ---- words to ids -----------------------------------------------------------------------------
+
+@dataclass
+class Encoded:
+    """One sentence as the model reads it: ``ids`` (and ``types``, a pretrained encoder's
+    token types), and ``first[i]``, the position of word i's first token (None: cut off)."""
+
+    ids: list[int]
+    types: list[int]
+    first: list[int | None]
+
+
+def fit_vocabulary(cfg: RunSettings, sentences: list[list[str]]) -> WordTokenizer:
+    """The words of the training split, most frequent first, at most ``--vocab-size`` ids with
+    the four special ones (a ``WordTokenizer`` whose pieces are whole words)."""
+    from collections import Counter
+
+    counts = Counter(w for words in sentences for w in words)
+    kept = [w for w, _ in counts.most_common(cfg.vocab_size - len(SPECIAL_TOKENS))]
+    return WordTokenizer([*SPECIAL_TOKENS, *kept])
+
+
+def _word_spans(words: list[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The words joined by single spaces, and each word's (start, end) in that text."""
+    spans, at = [], 0
+    for w in words:
+        spans.append((at, at + len(w)))
+        at += len(w) + 1
+    return " ".join(words), spans
+
+
+def _encode_subwords(tokenizer, words: list[str], max_len: int) -> Encoded:
+    """A pretrained tokenizer's ids of ``words`` (special tokens added, cut to ``max_len``)
+    and each word's first subword, found by the subwords' character offsets."""
+    text, spans = _word_spans(words)
+    fast = tokenizer.tokenizer
+    fast.enable_truncation(max_len)
+    try:
+        e = fast.encode(text, add_special_tokens=True)
+    finally:
+        fast.no_truncation()
+    first: list[int | None] = [None] * len(words)
+    word = 0
+    for pos, ((a, b), special) in enumerate(zip(e.offsets, e.special_tokens_mask)):
+        if special or b <= a:
+            continue
+        while word < len(words) and spans[word][1] < b:  # its last character's word
+            word += 1
+        if word < len(words) and first[word] is None:
+            first[word] = pos
+    return Encoded(list(e.ids), list(e.type_ids), first)
+
+
+def encode_words(cfg: RunSettings, tokenizer, sentences: list[list[str]]) -> list[Encoded]:
+    """Each sentence as the model reads it (see the module doc)."""
+    if pretrained(cfg):
+        return [_encode_subwords(tokenizer, words, cfg.max_len) for words in sentences]
+    out = []
+    for words in sentences:
+        ids = [tokenizer.index.get(w, UNK_ID) for w in words[: cfg.max_len]]
+        out.append(Encoded(ids, [0] * len(ids),
+                           [i if i < cfg.max_len else None for i in range(len(words))]))
+    return out
+
+
+def _labels(encoded: Encoded, tags: list[str], index: dict[str, int]) -> list[int]:
+    """The label of each position: a word's tag index at its first token, -100 elsewhere."""
+    labels = [IGNORE] * len(encoded.ids)
+    for pos, tag in zip(encoded.first, tags):
+        if pos is not None:
+            labels[pos] = index[tag]
+    return labels
+
+
+def make_batches(encoded: list[Encoded], labels: list[list[int]], batch_size: int, *,
+                 pad_id: int = 0, types: bool = False, mask: bool = False,
+                 shuffle: bool = False, seed: int = 0) -> list[tuple[torch.Tensor, ...]]:
+    """Padded batches of sentences of similar length: ids (B, T) padded with ``pad_id`` on
+    the right, then with ``mask`` the attention mask (B, T) (1 = real) and with ``types`` the
+    token types (B, T), then labels (B, T) (-100 on padding). Sorted by length within windows
+    of 50 batches; ``shuffle`` mixes windows and batches (seeded).
+
+    Examples:
+        >>> e = [Encoded([5, 6], [0, 0], [0, 1]), Encoded([7], [0], [0])]
+        >>> [t.tolist() for t in make_batches(e, [[1, 0], [2]], 2)[0]]
+        [[[7, 0], [5, 6]], [[2, -100], [1, 0]]]
+    """
+    order = list(range(len(encoded)))
+    rng = random.Random(seed)
+    if shuffle:
+        rng.shuffle(order)
+    window = batch_size * 50
+    order = [i for w in range(0, len(order), window)
+             for i in sorted(order[w: w + window], key=lambda i: len(encoded[i].ids))]
+    groups = [order[b: b + batch_size] for b in range(0, len(order), batch_size)]
+    if shuffle:
+        rng.shuffle(groups)
+    return [_pad([encoded[i] for i in g], [labels[i] for i in g], pad_id, types, mask)
+            for g in groups]
+
+
+def _pad(rows: list[Encoded], labels: list[list[int]], pad_id: int, types: bool,
+         mask: bool) -> tuple[torch.Tensor, ...]:
+    T = max(len(r.ids) for r in rows)
+    x = torch.full((len(rows), T), pad_id, dtype=torch.long)  # (B, T)
+    y = torch.full((len(rows), T), IGNORE, dtype=torch.long)  # (B, T)
+    m, t = torch.zeros_like(x), torch.zeros_like(x)  # (B, T)
+    for row, (r, lab) in enumerate(zip(rows, labels)):
+        n = len(r.ids)
+        x[row, :n], y[row, :n], m[row, :n] = torch.tensor(r.ids), torch.tensor(lab), 1
+        t[row, :n] = torch.tensor(r.types)
+    return (x, *([m] if mask else []), *([t] if types else []), y)
+
+
+def _batching(cfg: RunSettings, tokenizer) -> dict[str, Any]:
+    """``make_batches``' padding options for the run's model."""
+    if not pretrained(cfg):
+        return {"pad_id": 0}
+    pad = tokenizer.pad_id if tokenizer.pad_id is not None else cfg.pad_id
+    return {"pad_id": pad, "mask": True,
+            "types": bool(tokenizer.token_type_ids and cfg.type_vocab_size)}
+
+
+class _Batches(ResumableBatches):
+    """A new shuffle of the length-grouped training batches every epoch; resumable mid-epoch.
+    Under DDP each rank takes every world-th batch."""
+
+    def __init__(self, encoded, labels, batch_size: int, seed: int, options: dict) -> None:
+        super().__init__()
+        self.encoded, self.labels, self.batch_size, self.seed = encoded, labels, batch_size, seed
+        self.options = options
+
+    def epoch_batches(self, epoch: int, start: int):
+        batches = make_batches(self.encoded, self.labels, self.batch_size, shuffle=True,
+                               seed=self.seed * 100_003 + epoch + 1, **self.options)
+        rank, world = shard()
+        return batches[: len(batches) - len(batches) % world][rank::world][start:]
+
+    def __len__(self) -> int:
+        return self.num_batches // shard()[1]
+
+    @property
+    def num_batches(self) -> int:
+        """Batches per epoch over all ranks."""
+        return math.ceil(len(self.encoded) / self.batch_size)
+
+
+def _batches_of(cfg, tokenizer, part: Sentences, **options) -> tuple[list, list, dict]:
+    """(encoded sentences, their labels, the padding options) of a split."""
+    encoded = encode_words(cfg, tokenizer, part.words)
+    index = {t: i for i, t in enumerate(cfg.tags)}
+    labels = [_labels(e, tags, index) for e, tags in zip(encoded, part.tags)]
+    return encoded, labels, {**_batching(cfg, tokenizer), **options}
+
+
+# ---- predictions and metrics ------------------------------------------------------------------
+
+@torch.no_grad()
+def predict_tags(cfg: RunSettings, model, tokenizer, sentences: list[list[str]]
+                 ) -> tuple[list[list[str]], int]:
+    """(each sentence's predicted tags, one per word; how many words were cut off and read as
+    ``O``), in batches of 64 sentences (padding is masked, so a batch gives what each sentence
+    alone gives)."""
+    model.eval()
+    encoded = encode_words(cfg, tokenizer, sentences)
+    out: list[list[str]] = [[] for _ in sentences]
+    # make_batches reorders by length: each batch's "labels" hold its sentences' positions
+    where = [[i] for i in range(len(encoded))]
+    for *inputs, rows in make_batches(encoded, where, 64, **_batching(cfg, tokenizer)):
+        preds = model(*inputs).argmax(-1)  # (B, T)
+        for row, p in zip(rows[:, 0].tolist(), preds.tolist()):
+            out[row] = ["O" if pos is None else cfg.tags[p[pos]] for pos in encoded[row].first]
+    cut = sum(pos is None for e in encoded for pos in e.first)
+    return out, cut
+
+
+def _say_cut(cut: int, cfg: RunSettings) -> None:
+    if cut:
+        what = "subword" if pretrained(cfg) else "word"
+        print(f"warning: {cut} word(s) lie past --max-len {cfg.max_len} ({what}s) and have no "
+              f"prediction: they are read as O", file=sys.stderr, flush=True)
+
+
+def tag_metrics(true: list[list[str]], predicted: list[list[str]]) -> dict[str, Any]:
+    """``test_f1``, ``test_precision``, ``test_recall`` (entities), ``test_accuracy``
+    (words) and ``test_per_type``."""
+    s = entity_scores(true, predicted)
+    words = sum(map(len, true))
+    correct = sum(a == b for t, p in zip(true, predicted) for a, b in zip(t, p))
+    return {"test_f1": s["f1"], "test_precision": s["precision"], "test_recall": s["recall"],
+            "test_accuracy": correct / words if words else 0.0,
+            "test_per_type": per_type_table(true, predicted)}
+
+
+def _test(cfg, model, tokenizer, part: Sentences) -> dict[str, Any]:
+    predicted, cut = predict_tags(cfg, model, tokenizer, part.words)
+    _say_cut(cut, cfg)
+    return tag_metrics(part.tags, predicted)
+
+
+# ---- the task's functions (the commands call these through Task.runtime) --------------------
+
+def _start(cfg, splits, run_dir: Path, task):
+    """(the run config with the tags and vocabulary derived, the tokenizer, the model holding
+    its first weights): random, a Hugging Face encoder's (``--init DIR``) or a tag run's."""
+    tags = sorted(known_tags(splits["train"]))
+    cfg = cfg.derive(tags=tags)
+    checkpoint = splits.get("init")
+    if cfg.init and cfg.resume:
+        return cfg, _tokenizer(run_dir, cfg), build_model(cfg)
+    if cfg.init and checkpoint is None and not (Path(cfg.init) / "config.yaml").is_file():
+        checkpoint = read_init(cfg.init, cfg.init_sha256)
+    if checkpoint is not None:
+        cfg = cfg.derive(model_vocab_size=checkpoint.config.vocab_size)
+        model = build_model(cfg)
+        missing, unexpected = model.bert.load_state_dict(checkpoint.model.state_dict(),
+                                                         strict=False)
+        assert not missing and all(k.startswith("pooler.") for k in unexpected), unexpected
+        return cfg, checkpoint.tokenizer, model
+    if cfg.init:  # an attnlab tag run: its model, a new head where its tags differ
+        from ...interop.source import reread_init_source
+
+        reread_init_source(Path(cfg.init), cfg.init_sha256, task="tag")
+        source = task.read_config(read_yaml(Path(cfg.init) / "config.yaml"), cfg.init)
+        old, tokenizer = _load(Path(cfg.init), source)
+        cfg = cfg.derive(model_vocab_size=source.model_vocab_size)
+        model = build_model(cfg)
+        state = old.state_dict()
+        if list(source.tags) != tags:
+            head = "classifier." if pretrained(cfg) else f"output_net.{len(model.output_net) - 1}."
+            state = {k: v for k, v in state.items() if not k.startswith(head)}
+        model.load_state_dict(state, strict=list(source.tags) == tags)
+        return cfg, tokenizer, model
+    tokenizer = fit_vocabulary(cfg, splits["train"].words)
+    cfg = cfg.derive(model_vocab_size=tokenizer.vocab_size)
+    return cfg, tokenizer, build_model(cfg)
+
+
+def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str, float]:
+    """Train on the splits ``task.validate`` read (``checked``; read again when None), test on
+    the test split, write the run."""
+    from ...training import finish, fit  # Lightning: only when training
+    from ...training.tagger import TaggerModule
+
+    splits = checked if checked is not None else load_splits(cfg)
+    cfg, tokenizer, model = _start(cfg, splits, run_dir, task)
+    encoded, labels, options = _batches_of(cfg, tokenizer, splits["train"])
+    train = _Batches(encoded, labels, cfg.batch_size, cfg.seed, options)
+    steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
+             else cfg.max_steps)
+    val = make_batches(*_batches_of(cfg, tokenizer, splits["val"])[:2], 64,
+                       **_batching(cfg, tokenizer))
+    if cfg.init:  # a resumed run reads it from here, never from --init
+        tokenizer.save(Path(run_dir) / "tokenizer.json")
+    module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
+    result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
+                 max_steps=steps, val_check_interval=cfg.val_every or min(train.num_batches, steps))
+    if not result.is_global_zero:
+        return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
+    scores = _test(cfg, model, tokenizer, splits["test"])
+    metrics = finish(cfg, run_dir, model, scores, result, tokenizer=tokenizer)
+    print(f"\ntest split, per entity type ({len(splits['test'])} sentences):\n"
+          f"{format_table(scores['test_per_type'])}")
+    sys.stdout.flush()
+    return metrics
+
+
+def _tokenizer(run_dir: Path, cfg: RunSettings):
+    from ...interop.saved import load_any_tokenizer
+
+    return load_any_tokenizer(Path(run_dir) / "tokenizer.json")
+
+
+def _load(run_dir: Path, cfg: RunSettings):
+    """(model in eval mode, tokenizer)."""
+    model = build_model(cfg)
+    load_weights(model, Path(run_dir) / "model.safetensors")
+    return model.eval(), _tokenizer(run_dir, cfg)
+
+
+def load(task, run_dir: Path, cfg: RunSettings):
+    """The trained model and its tokenizer: ``(model, tokenizer)``."""
+    return _load(run_dir, cfg)
+
+
+def _words(text: str, label: str) -> list[str]:
+    words = text.split()
+    if not words:
+        raise UsageError(f"{label}: no words to tag")
+    return words
+
+
+def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
+                 labels: list[str]) -> list[dict[str, Any]]:
+    """Each text's words (split at white space) with their tags: ``"prediction"`` the tags,
+    ``"tokens"`` the words, and the printed ``"line"`` ``word/TAG word/TAG ...``."""
+    model, tokenizer = _load(run_dir, cfg)
+    sentences = [_words(t, label) for t, label in zip(texts, labels)]
+    predicted, cut = predict_tags(cfg, model, tokenizer, sentences)
+    _say_cut(cut, cfg)
+    return [{"prediction": tags, "tokens": words,
+             "line": " ".join(f"{w}/{t}" for w, t in zip(words, tags))}
+            for words, tags in zip(sentences, predicted)]
+
+
+def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, Any]:
+    """The test metrics on ``data`` (a file in the run's format), or on the run's test split
+    (re-drawn with its seed, refused if the files changed); the per-type table on stderr."""
+    model, tokenizer = _load(run_dir, cfg)
+    if data is not None:
+        part = read_file(cfg, "data", data)
+        check_tags(part, set(cfg.tags), "data")
+    else:
+        check_data_files(files_of(cfg), cfg.data_sha256)
+        part = load_splits(cfg)["test"]
+    metrics = _test(cfg, model, tokenizer, part)
+    print(format_table(metrics["test_per_type"]), file=sys.stderr)
+    return metrics
+
+
+def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
+    """``plot attention`` and ``view``: every layer's (H, T, T) map of one sentence, one row
+    and column per word (from scratch) or per subword, special tokens included (``--init``)."""
+    model, tokenizer = _load(run_dir, cfg)
+    words = _words(text, "--input")
+    e = encode_words(cfg, tokenizer, [words])[0]
+    if pretrained(cfg):
+        inputs = _pad([e], [[IGNORE] * len(e.ids)], 0, bool(_batching(cfg, tokenizer)["types"]),
+                      True)[:-1]
+        labels = [tokenizer.tokenizer.id_to_token(i) for i in e.ids]
+    else:
+        inputs, labels = (torch.tensor([e.ids]),), words[: len(e.ids)]
+    return [m[0] for m in model.get_attention_maps(*inputs)], labels, labels

@@ -1,0 +1,79 @@
+"""Training a token tagger (``attnlab train tag``): a class for every labelled token.
+
+Shapes: B batch, T tokens (words, or a pretrained encoder's subwords), C tags.
+
+The loss is the cross-entropy over the labelled tokens: labels (B, T) hold -100 where a token
+carries no label (padding; a word's later subwords), which the loss skips, as Hugging Face's
+token classification does. In training the loop logs the accuracy over labelled tokens. In
+validation it also counts entities with the ``score`` it is given (the task's
+``attnlab.tasks.tag.scoring.entity_scores``, which this layer may not import), on the host:
+validation reads its numbers anyway; and ``summarise`` turns the split's counts into ``val_f1``,
+``val_precision``, ``val_recall`` and the token accuracy ``val_acc``: entity F1 is a ratio
+of counts over the whole split, not a mean of per-batch scores.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .module import TaskModule
+
+__all__ = ["TaggerModule", "IGNORE"]
+
+IGNORE = -100  # a label the loss skips (torch's and Hugging Face's ignore_index)
+_COUNTS = ("right", "predicted", "true", "correct", "labelled")
+
+
+class TaggerModule(TaskModule):
+    """``TaskModule`` for batches ``(*inputs, labels)``: inputs as the model takes them
+    (token ids (B, T); or ids, attention mask and token types), labels (B, T).
+
+    Args:
+        model, cfg, max_steps: as ``TaskModule``.
+        tags: the tag of each class index, to count entities in validation.
+        score: ``(true tags, predicted tags) -> {"right", "predicted", "true", ...}``, each
+            a list of sentences of tags: the entity counts.
+    """
+
+    def __init__(self, model, cfg, max_steps: int, tags: list[str],
+                 score: Callable[[list[list[str]], list[list[str]]], dict]) -> None:
+        super().__init__(model, cfg, max_steps)
+        self.tags, self.score = list(tags), score
+
+    def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
+        *inputs, labels = batch
+        logits = self.model(*inputs)  # (B, T, C)
+        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+        preds, kept = logits.argmax(-1), labels != IGNORE  # (B, T)
+        if self.training:
+            acc = ((preds == labels) & kept).sum() / kept.sum().clamp(min=1)
+            return loss, {"acc": acc}
+        return loss, self._counts(preds, labels, kept)
+
+    def _counts(self, preds: Tensor, labels: Tensor, kept: Tensor) -> dict[str, Tensor]:
+        """Entity and token counts of a validation batch, each divided by the batch size (the
+        loop multiplies each batch's numbers by it before taking the mean)."""
+        true, guessed = [], []
+        for p, y, k in zip(preds.tolist(), labels.tolist(), kept.tolist()):
+            true.append([self.tags[t] for t, keep in zip(y, k) if keep])
+            guessed.append([self.tags[t] for t, keep in zip(p, k) if keep])
+        s = self.score(true, guessed)
+        correct = sum(a == b for t, g in zip(true, guessed) for a, b in zip(t, g))
+        labelled = sum(map(len, true))
+        n = len(true)
+        values = (s["right"], s["predicted"], s["true"], correct, labelled)
+        return {k: torch.tensor(v / n, device=preds.device) for k, v in zip(_COUNTS, values)}
+
+    def summarise(self, means: dict[str, float]) -> dict[str, float]:
+        """``loss``; ``acc`` (token accuracy); entity ``precision``, ``recall``, ``f1`` from
+        the counts' means (their ratio is the ratio of the split's counts)."""
+        if not set(_COUNTS) <= means.keys():
+            return means
+        right, predicted, true, correct, labelled = (means[k] for k in _COUNTS)
+        p = right / predicted if predicted else 0.0
+        r = right / true if true else 0.0
+        return {"loss": means["loss"], "acc": correct / labelled if labelled else 0.0,
+                "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}

