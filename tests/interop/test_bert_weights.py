@@ -66,6 +66,7 @@ def _same_weights(ours, theirs):
     assert ours.config == theirs.config
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SAVERS))
 def test_the_encoder_read_by_name_is_the_one_transformers_loads(dirs, name):
     ckpt = read_checkpoint(dirs[name], task="classify")
