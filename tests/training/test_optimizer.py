@@ -114,6 +114,7 @@ def test_attnlabs_loop_takes_the_fused_kernel_under_every_precision(precision, t
     assert all(p.dtype == torch.float32 for p in module.parameters())  # float32 after the run
 
 
+@pytest.mark.slow  # imports Lightning (10 s of CPU where nothing imported it before)
 def test_the_courses_lightning_module_is_not_fused_under_a_mixed_precision():
     """The course's TransformerPredictor is trained by Lightning's Trainer, which refuses
     gradient clipping with a fused optimiser under a mixed precision."""
