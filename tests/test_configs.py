@@ -54,6 +54,7 @@ def test_config_of_a_run_written_before_takes_defaults_for_new_keys():
     assert cfg.max_len == 16 and cfg.attention_dropout == 0.0 and cfg.dim_feedforward == 32
 
 
+@pytest.mark.slow
 def test_attention_dropout_reaches_the_model_from_the_command_line(tmp_path):
     text = tmp_path / "t.txt"
     text.write_text("the cat sat on the mat. " * 40)

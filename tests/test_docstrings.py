@@ -77,6 +77,7 @@ def _scanned_files() -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_no_ticket_numbers_in_docstrings_or_comments():
     found = [f"{path.relative_to(ROOT).as_posix()}:{line}: {text.strip()}"
              for path in _scanned_files()

@@ -14,6 +14,8 @@ import functools
 import re
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "attnlab"
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 
@@ -154,6 +156,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+@pytest.mark.slow
 def test_the_import_graph_has_no_cycle():
     real, named = _graphs()
     cycle = _cycle({m: real[m] | named[m] for m in real})
@@ -308,6 +311,7 @@ def test_the_run_directory_layers_import_nothing_heavy():
 MAX_FUNCTION_LINES = 60  # the package's "Done when" for function length
 
 
+@pytest.mark.slow
 def test_no_function_in_the_package_is_over_60_lines():
     """Counted from ``def`` to the function's last line, docstring included (decorators not);
     methods and nested functions count on their own (a nested one also counts in its parent)."""
@@ -323,6 +327,7 @@ def test_no_function_in_the_package_is_over_60_lines():
                       + "\n".join(long))
 
 
+@pytest.mark.slow
 def test_task_specs_are_light_and_a_flag_error_needs_no_torch():
     """Every task's spec module (``attnlab/tasks/NAME/spec.py``, which the registry imports)
     imports neither torch, numpy nor Lightning, so ``attnlab train TASK --help`` and a refused

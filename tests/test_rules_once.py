@@ -54,6 +54,7 @@ def test_both_tasks_refuse_fractions_that_leave_nothing_to_train_on_in_one_messa
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["classify", "jets"])
 def test_a_fraction_whose_own_file_is_given_is_not_held_out_and_does_not_count(task, data):
     """--val FILE: --val-fraction holds nothing out, so 0.9 + 0.5 leaves half of --data to
@@ -222,6 +223,7 @@ def test_graphs_per_class_split_is_one_rule_in_the_command_and_the_library(tmp_p
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_anomalys_set_size_is_one_rule_in_the_command_and_the_library(tmp_path, capsys):
     from attnlab.data.digits_sets import DigitSets, digit_pools
 

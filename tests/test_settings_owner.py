@@ -109,6 +109,7 @@ def test_the_defaults_of_a_task_come_from_its_declarations():
     assert lm.defaults["lr"] == defaults(TrainSettings)["lr"]
 
 
+@pytest.mark.slow
 def test_a_type_checker_sees_the_model_fields_through_the_run_config(tmp_path):
     """mypy reads an lm run's ``cfg.model.model_dim`` as an int, and refuses a misspelt field
     of any part."""

@@ -251,6 +251,7 @@ def test_the_commands_refuse_what_a_task_does_not_declare(toy, tmp_path, monkeyp
 
 
 # ---- graph's build_model(cfg) ---------------------------------------------------------------
+@pytest.mark.slow
 def test_a_graph_run_made_before_loads_through_build_model_of_its_config(tmp_path):
     """graph's ``build_model(cfg)`` reads the features' width and the classes the run derived,
     as every other task's does; a run written before (its config.yaml as such a run wrote it)

@@ -43,6 +43,7 @@ def test_no_two_tick_labels_overlap(drawn, keys, queries):
         assert all(len(t.get_text()) <= 14 for t in ax.get_xticklabels())
 
 
+@pytest.mark.slow
 def test_every_key_is_labelled_when_there_is_room(drawn):
     viz.plot_attention([torch.rand(1, 5, 9)], WORDS, list("abcde"), "unused.png")
     (ax,) = panels(drawn[0])
@@ -50,12 +51,14 @@ def test_every_key_is_labelled_when_there_is_room(drawn):
     assert [t.get_text() for t in ax.get_yticklabels()] == list("abcde")
 
 
+@pytest.mark.slow
 def test_colour_bars_are_labelled(drawn):
     viz.plot_attention([torch.rand(2, 3, 3)], list("abc"), list("abc"), "unused.png")
     labels = [bar.get_ylabel() for bar in bars(drawn[0])]
     assert labels == ["attention weight"] * 2
 
 
+@pytest.mark.slow
 def test_the_jet_figure_says_what_its_arrows_and_discs_mean(drawn):
     """A reader of the jet figure is told on it which way an arrow points (query
     to key), the weights the thickest and thinnest arrows stand for, and the pT of a disc."""

@@ -62,6 +62,7 @@ def test_a_figure_fits_2000_px_with_a_panel_per_map_and_none_empty(drawn, heads,
         assert min(box.width, box.height) >= 130
 
 
+@pytest.mark.slow
 def test_the_title_is_inside_the_figure_and_clear_of_every_panel(drawn):
     title = "cross-attention (decoder over source) on " + repr(
         "neunhundertneunundneunzigtausendneunhundertneunundneunzig " * 2)

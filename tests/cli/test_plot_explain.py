@@ -51,6 +51,7 @@ def test_explain_given_qkv_and_mask(capsys):
     assert _rows(capsys.readouterr().out, "5. Weighted sum") == [[10, 0, 2]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, named", [
     (["--q", "[[1,0]"], "--q"),
     (["--k", "[[1,'a']]"], "--k"),

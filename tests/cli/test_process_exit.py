@@ -18,6 +18,7 @@ def test_console_returns_mains_status_then_freezes_the_collector(monkeypatch):
     assert calls == ["main", "freeze"]
 
 
+@pytest.mark.slow
 def test_main_called_from_a_program_leaves_the_collector_alone(tmp_path):
     frozen = gc.get_freeze_count()
     assert cli.main(["plot", "lr", "--warmup", "5", "--max-iters", "50",

@@ -47,6 +47,7 @@ def test_wsd_and_linear_record_the_defaults_they_train_with():
     assert (cfg.schedule, cfg.min_lr, cfg.accumulate) == ("cosine", None, 1)
 
 
+@pytest.mark.slow
 def test_plot_lr_draws_every_schedule_and_refuses_what_train_refuses(tmp_path, capsys):
     out = tmp_path / "all.png"
     assert main(["plot", "lr", "--schedule", "all", "--min-lr", "0.1", "--out", str(out)]) == 0

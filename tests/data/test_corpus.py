@@ -119,6 +119,7 @@ def test_windows_never_load_the_whole_file(tmp_path):
     assert grown < 32, f"resident memory grew by {grown:.0f} MiB reading 200 windows"
 
 
+@pytest.mark.slow
 def test_prepare_memory_does_not_grow_with_the_corpus(tmp_path):
     def peak_bytes(n_chars: int) -> int:
         text = "".join(random.Random(n_chars).choices("abcdefgh \n", k=n_chars))

@@ -14,6 +14,7 @@ def test_dates_are_written_in_each_locales_full_format():
     assert write_date(DAYS - 1, "en") == "Thursday, December 31, 2099"
 
 
+@pytest.mark.slow
 def test_training_stream_never_yields_a_held_out_date():
     test, val = held_out_days(2000, 200)
     assert (test, val) == held_out_days(2000, 200) and len(set(test) | set(val)) == 2200

@@ -7,6 +7,7 @@ from attnlab.explorer.collect import collect_layers, with_tokens
 from attnlab.models import CausalLM, ElementPredictor, Seq2SeqTransformer
 
 
+@pytest.mark.slow
 def test_element_predictor_equals_get_attention_maps():
     torch.manual_seed(0)
     model = ElementPredictor(10, 16, 10, num_heads=2, num_layers=3).eval()

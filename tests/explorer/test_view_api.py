@@ -25,6 +25,7 @@ def weights(view, i):
     return torch.tensor(view.data["layers"][i]["weights"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["list of batches", "list", "stacked", "dict", "one layer"])
 def test_every_form_of_maps(course, form):
     _, _, maps = course  # L × (1, H, T, T)
@@ -40,6 +41,7 @@ def test_every_form_of_maps(course, form):
         assert [layer["name"] for layer in layers] == ["layer0", "layer1"]
 
 
+@pytest.mark.slow
 def test_kind_and_layers_given(course):
     _, _, maps = course
     causal = torch.tril(torch.ones(2, 4, 4))
@@ -50,6 +52,7 @@ def test_kind_and_layers_given(course):
     assert view.data["key_tokens"] == ["k1", "k2", "k3"]
 
 
+@pytest.mark.slow
 def test_course_model_with_a_one_hot_batch(course, tmp_path):
     model, x, maps = course
     view = attention_view_of(model, x, tokens=list("31415"), title="reverse")

@@ -66,6 +66,7 @@ def _same_weights(ours, theirs):
     assert ours.config == theirs.config
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SAVERS))
 def test_the_encoder_read_by_name_is_the_one_transformers_loads(dirs, name):
     ckpt = read_checkpoint(dirs[name], task="classify")
@@ -81,6 +82,7 @@ def test_the_encoder_read_by_name_is_the_one_transformers_loads(dirs, name):
                      hf(input_ids=ids, attention_mask=mask).last_hidden_state[real], **TOL)
 
 
+@pytest.mark.slow  # transformers' reading of a pytorch_model.bin imports torch._dynamo (5 s)
 def test_gamma_beta_layer_norms_and_a_pytorch_bin_read_as_transformers_reads_them(dirs,
                                                                                   tmp_path):
     """Old TensorFlow ports name a LayerNorm's scale and shift gamma and beta."""

@@ -126,6 +126,7 @@ def _same_ids_as_transformers(ours, d, pairs=False):
     assert ours.padding_side == theirs.padding_side
 
 
+@pytest.mark.slow
 def test_gpt2_directory_gives_a_causal_lm_with_the_same_logits(dirs):
     ckpt = read_checkpoint(dirs["gpt2"], task="lm")
     hf = transformers.GPT2LMHeadModel.from_pretrained(dirs["gpt2"], local_files_only=True)
@@ -348,6 +349,7 @@ def save_marian(d):
 SACREMOSES = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
 
+@pytest.mark.slow
 @SACREMOSES
 def test_marian_directory_gives_a_seq2seq_model_and_its_tokenizer(tmp_path):
     from attnlab.interop.marian_tokenizer import MarianTokenizer
@@ -388,6 +390,7 @@ def test_marian_without_its_sentencepiece_files_is_refused(tmp_path):
 
 
 # ---- any text: the adapter's ids are AutoTokenizer's ----------------------------------------
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(text=st.text(max_size=40))
 def test_any_text_encodes_as_transformers_encodes_it(dirs, text):

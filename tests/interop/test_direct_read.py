@@ -29,6 +29,7 @@ def _reference(d, dtype):
     return from_hf(hf).to(dtype).eval()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_every_family_reads_the_values_transformers_reads(tmp_path, name):
     d = save_family(tmp_path / name, name, dtype=torch.bfloat16)
@@ -130,6 +131,7 @@ def test_parameters_on_meta_skips_the_initialisers_and_keeps_buffers():
     assert not torch.nn.Linear(2, 2).weight.is_meta  # outside the block, as usual
 
 
+@pytest.mark.slow
 def test_generate_dtype_reads_the_directory_in_it_and_refuses_it_with_quantize(tmp_path, capsys):
     d = save_family(tmp_path / "llama", "llama", dtype=torch.bfloat16)
     prompt = ["generate", str(d), "--prompt", "the cat", "--greedy", "--max-new-tokens", "6"]

@@ -180,6 +180,7 @@ def test_the_end_of_turn_token_is_read_from_the_template(template, token):
     assert end_of_turn_id(tok) == tok.convert_tokens_to_ids(token)
 
 
+@pytest.mark.slow
 def test_stop_ids_join_the_configs_eos_tokens_and_the_end_of_turn(tmp_path):
     (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [5, 7]}))
     tok = _tokenizer(CHATML)
@@ -205,6 +206,7 @@ def test_a_template_that_refuses_the_conversation_is_one_line_naming_the_directo
                    f"conversation (System role not supported)\n")
 
 
+@pytest.mark.slow
 def test_chat_without_a_template_is_refused_before_torch_is_imported(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"eos_token": "</s>"}))

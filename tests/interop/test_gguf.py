@@ -26,6 +26,8 @@ from .gguf_files import _add_tokenizer, _close, write_llama_gguf
 from .test_generate_chat import CHATML, _tokenizer
 
 gguf = pytest.importorskip("gguf")
+# every test reads files written from tiny transformers models by a module fixture (seconds)
+pytestmark = pytest.mark.slow
 
 TOL = dict(atol=1e-4, rtol=1e-4)
 N = 30  # new tokens compared

@@ -23,6 +23,8 @@ from .conftest import transformers
 from .gguf_files import Q, write_llama_gguf
 from .test_gguf import PROMPT, _refused, files  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.slow  # test_gguf.py's files fixture and seven more files
+
 TOL = dict(atol=1e-4, rtol=1e-4)
 N = 50
 

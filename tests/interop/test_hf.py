@@ -105,6 +105,7 @@ def test_to_hf_refuses_what_gpt2_cannot_represent(setting):
         to_hf(lm)
 
 
+@pytest.mark.slow  # building a T5 imports torch._dynamo: about 6 s of CPU, once per worker
 def test_from_hf_refuses_unknown_models():
     t5 = transformers.T5Config(vocab_size=20, d_model=16, d_kv=4, d_ff=16, num_layers=1, num_heads=2)
     with pytest.raises(ValueError, match="unsupported model"):

@@ -85,6 +85,7 @@ def test_exported_marian_gives_the_same_logits(name):
         assert not torch.allclose(unmasked, expected, **TOL)  # the mask does matter
 
 
+@pytest.mark.slow
 def test_greedy_generations_identical(same_greedy):
     # tiny random models tend to repeat one token whatever the source; with this seed the three
     # rows differ, two change token midway, and no step's top two logits are closer than 1e-2

@@ -121,6 +121,7 @@ def _named(padded):
     return {k: t.tolist() for k, t in _hf_inputs([*padded, None]).items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, pooling", [("bert", "cls"), ("roberta", "cls"),
                                            ("roberta-mean", "mean"), ("distilbert", "mean")])
 def test_the_runs_logits_at_step_0_are_the_checkpoints(dirs, tmp_path, monkeypatch, name,
@@ -199,6 +200,7 @@ def test_a_trained_run_loads_predicts_evaluates_and_resumes_without_dir(dirs, tm
     assert attnlab.loading.check_run_dir(run)[1].max_steps == 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, cls, extra", [
     ("bert", "BertForSequenceClassification", []),
     ("roberta", "RobertaForSequenceClassification", []),
@@ -224,6 +226,7 @@ def test_export_gives_the_runs_logits_in_transformers(dirs, tmp_path, name, cls,
         assert_close(hf(**inputs).logits, model(*mine), **TOL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["roberta-mean", "distilbert"])
 def test_export_of_a_mean_pooled_run_is_refused_in_one_line(dirs, tmp_path, capsys, name):
     run = _train(dirs, name, tmp_path / "run")
@@ -235,6 +238,7 @@ def test_export_of_a_mean_pooled_run_is_refused_in_one_line(dirs, tmp_path, caps
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, head", [("distilbert", "relu"), ("roberta-mean", "tanh")])
 def test_pooling_cls_without_a_pooler_starts_a_new_head_on_the_first_token(
         dirs, tmp_path, monkeypatch, capsys, name, head):
@@ -301,6 +305,7 @@ def test_freeze_all_but_last_1_trains_only_the_last_block_and_the_head(dirs, tmp
                            before["encoder.layers.1.norm2.weight"])
 
 
+@pytest.mark.slow
 def test_lora_trains_only_adapters_and_head_and_the_merged_model_gives_their_outputs(
         dirs, tmp_path, monkeypatch):
     tok = read_checkpoint(dirs["roberta"], task="classify").tokenizer
@@ -331,6 +336,7 @@ def test_lora_trains_a_new_head_on_the_first_token_whole(dirs, tmp_path, monkeyp
         seen["trainable"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("own", [False, True])
 def test_a_run_from_a_classify_run_starts_from_its_weights_and_tokenizer(dirs, tmp_path,
                                                                          monkeypatch, own):
@@ -349,6 +355,7 @@ def test_a_run_from_a_classify_run_starts_from_its_weights_and_tokenizer(dirs, t
     assert_close(seen["logits"], _eval_logits(model, *seen["batch"][:-1]), **TOL)
 
 
+@pytest.mark.slow
 def test_a_run_from_a_run_with_other_labels_keeps_all_but_the_heads_last_layer(dirs, tmp_path):
     source = _train(dirs, "bert", tmp_path / "source")
     data = tmp_path / "three.csv"

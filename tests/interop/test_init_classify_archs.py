@@ -77,6 +77,7 @@ def test_every_model_type_attnlab_reads_has_a_checkpoint_here():
     assert {name.removesuffix("-mean") for name in ALL_SAVERS} == set(BERT_FAMILY)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["xlm-roberta", "camembert"])
 def test_the_runs_logits_at_step_0_are_the_checkpoints(dirs, tmp_path, monkeypatch, name):
     seen = _capture(monkeypatch)

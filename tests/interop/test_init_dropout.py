@@ -57,6 +57,7 @@ def _configure(made, name, tmp_path, **given):
                             **fits, **given})[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["translate", "classify", "distilbert", "lm"])
 def test_an_untyped_dropout_is_the_checkpoints_and_said_once(made, name, tmp_path, capsys):
     d, _, key, value = made[name]

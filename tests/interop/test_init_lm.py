@@ -266,6 +266,7 @@ def test_a_checkpoint_with_fewer_rows_than_tokenizer_ids_is_refused(text, tmp_pa
     assert "the tokenizer has 300 ids but the model's embedding only 295 rows" in err
 
 
+@pytest.mark.slow
 def test_a_refusal_loads_neither_torch_nor_transformers(gpt2, text, tmp_path):
     import subprocess
     import sys

@@ -165,6 +165,7 @@ def _reviews(tmp_path):
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["classify", "lm", "translate"])
 @pytest.mark.parametrize("adapt", [[], ["--lora-rank", "2"], ["--freeze", "all-but-last-1"]])
 @pytest.mark.parametrize("value", ["", " "])

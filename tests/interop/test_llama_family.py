@@ -69,6 +69,7 @@ def _ids(n=40, vocab=120, seed=1):
     return torch.randint(0, vocab, (2, n), generator=torch.Generator().manual_seed(seed))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_from_hf_gives_the_same_logits_greedy_ids_and_cache(name):
     hf = _tiny(name)
@@ -245,6 +246,7 @@ def test_a_from_scratch_llama_block_exports_as_llama_and_the_rest_is_refused():
         assert_close(from_hf(hf).eval()(x), biased(x), **TOL)
 
 
+@pytest.mark.slow
 def test_a_run_trained_with_arch_llama_exports_as_llama(tmp_path, capsys):
     text = tmp_path / "t.txt"
     text.write_text("\n".join(CORPUS * 4))

@@ -209,6 +209,7 @@ def test_photons_in_one_cell_make_one_smeared_tower():
     assert np.std(energies) == pytest.approx(ecal_resolution(100.0, 0.3), rel=0.15)
 
 
+@pytest.mark.slow
 def test_tracks_and_thresholds():
     from attnlab.tasks.jets.detector import DelphesLike
 

@@ -23,6 +23,7 @@ def fixed_scores(ties: bool):
     return (np.round(scores, 2) if ties else scores), labels
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ties", [False, True])
 def test_roc_and_auc_equal_scikit_learn(ties):
     from sklearn.metrics import roc_auc_score, roc_curve
@@ -168,6 +169,7 @@ def test_pfn_ignores_padding_whatever_it_holds():
     torch.testing.assert_close(logits[3], pfn.f(torch.zeros(16)))  # no constituents: F(0)
 
 
+@pytest.mark.slow
 def test_pfn_learns_to_count():
     torch.manual_seed(0)
     x, mask = torch.ones(64, 10, 1), torch.arange(10)[None] < torch.randint(1, 11, (64, 1))

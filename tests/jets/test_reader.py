@@ -179,6 +179,7 @@ def test_a_range_past_the_end_names_it(tmp_path):
         iter_jets(path, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_negative_energy_is_refused_not_taken_as_padding(tmp_path, fmt):
     """The mask is E > 0, so E < 0 would silently become padding: every reader refuses

@@ -128,6 +128,7 @@ def test_bad_input_shape_is_a_value_error_naming_it():
         tagger()(torch.ones(2, 5, 3))
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(counts=st.lists(st.integers(1, 12), min_size=1, max_size=4), seed=st.integers(0, 10**6),
        extra=st.integers(0, 6))

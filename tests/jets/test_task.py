@@ -288,6 +288,7 @@ def test_input_errors_exit_2_with_one_line_and_no_run_directory(bad_dir, tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_spec_imports_no_torch():
     code = "import sys, attnlab.tasks.jets; assert 'torch' not in sys.modules, 'torch'"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
@@ -295,6 +296,7 @@ def test_the_spec_imports_no_torch():
 
 # ---- the training stream ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_an_epoch_of_batches_holds_every_training_jet_once_and_resumes_midway(jets_file):
     from attnlab.tasks import get_task
     from attnlab.tasks.jets.runtime import JetBatches, Split

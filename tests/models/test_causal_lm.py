@@ -101,6 +101,7 @@ def test_greedy_is_deterministic_and_seeded_sampling_reproducible():
     assert torch.equal(a, b) and not torch.equal(a, c)
 
 
+@pytest.mark.slow
 def test_sampling_keeps_exactly_the_top_k_and_top_p_tokens():
     lm = tiny()
     with torch.no_grad():  # a peaked, known next-token distribution after the prompt
@@ -213,6 +214,7 @@ def test_it_starts_from_small_init_with_gpt2s_residual_scaling(positional, width
     assert model.lm_head.weight is model.token_embedding.weight
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("positional", ["rope", "learned", "alibi"])
 def test_a_sliding_window_generates_as_uncached_with_a_bounded_cache(positional):
     """--sliding-window 4: 60 new tokens, far past the window, are the uncached path's token

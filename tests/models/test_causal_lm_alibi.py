@@ -24,6 +24,7 @@ def alibi_lm(**kw):
     return CausalLM(41, **args)
 
 
+@pytest.mark.slow
 def test_alibi_lm_has_no_position_table_and_trains():
     lm = alibi_lm()
     assert lm.positional_encoding is None and lm.positional == "alibi"

@@ -83,6 +83,7 @@ def test_without_positional_encoding_the_set_prediction_is_permutation_invariant
     assert_close(model(x[:, perm]), model(x), **TOL)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(st.permutations(list(range(6))))
 def test_element_head_is_permutation_equivariant(perm):

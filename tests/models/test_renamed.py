@@ -82,6 +82,7 @@ def test_safetensors_file_with_the_old_names_loads_through_load_weights(tmp_path
     torch.testing.assert_close(fresh(IDS), saved(IDS), atol=0, rtol=0)
 
 
+@pytest.mark.slow
 def test_lightning_checkpoint_with_the_old_names_restores_through_the_strategy():
     """``--resume`` goes through ``Strategy.load_model_state_dict`` -> the LightningModule's
     ``load_state_dict(checkpoint["state_dict"], strict=True)``, keys prefixed by ``model.``."""

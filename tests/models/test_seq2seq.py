@@ -129,6 +129,7 @@ def test_cached_and_uncached_decoding_give_identical_tokens(trained, num_beams):
     assert a.tolist() == b.tolist()
 
 
+@pytest.mark.slow
 def test_cache_matches_past_its_initial_capacity():
     torch.manual_seed(1)
     model = tiny()  # untrained: runs the full length; 70 > the cache's first 64 slots

@@ -96,6 +96,7 @@ def attention_cases(draw):
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(case=attention_cases())
 def test_fused_path_equals_reference_path(case):

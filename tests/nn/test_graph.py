@@ -34,6 +34,7 @@ def copied(gat: GraphAttention, concat: bool, self_loops: bool):
     return pyg.eval()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("concat", [True, False])
 @pytest.mark.parametrize("self_loops", [True, False])
 def test_equals_pyg_gatconv_with_copied_weights(concat, self_loops):

@@ -121,6 +121,7 @@ def test_attention_of_a_text_longer_than_the_model_reads_is_refused(run, tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_evaluate_names_a_directory_given_as_data(run, capsys):
     assert main(["evaluate", str(run / "run"), "--data", str(run / "data")]) == 2
     err = capsys.readouterr().err

@@ -125,6 +125,7 @@ def test_arch_llama_sets_its_parts_and_leaves_the_others_free(tmp_path):
         CausalLMConfig(**{**dict(cfg.model), "vocab_size": 10, "norm": "layer"})
 
 
+@pytest.mark.slow
 def test_the_rules_refuse_before_torch_is_imported(tmp_path):
     (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
     code = ("import sys; from attnlab.cli import main; "

@@ -2,6 +2,7 @@
 the name and every setting), a flag given wins over the recipe and is named in one line, a
 recipe name that does not exist is refused before a run directory; and the time-to-loss
 benchmark's reading of a run's metrics.csv."""
+import pytest
 import yaml
 
 from attnlab.cli import main
@@ -19,6 +20,7 @@ def _recorded(cfg, name):
     return getattr(cfg.model, name) if name in dict(cfg.model) else getattr(cfg, name)
 
 
+@pytest.mark.slow
 def test_the_recipe_sets_every_setting_it_declares_and_config_yaml_records_them(tmp_path):
     (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
     out = tmp_path / "r"

@@ -69,6 +69,7 @@ def _step(make, tmp_path, accumulate: int):
     return before, model.state_dict()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [_lm, _classify], ids=["lm", "classify"])
 def test_n_batches_of_b_make_the_step_of_one_batch_of_n_times_b(make, tmp_path, monkeypatch):
     _sgd(monkeypatch)
@@ -81,6 +82,7 @@ def test_n_batches_of_b_make_the_step_of_one_batch_of_n_times_b(make, tmp_path, 
                                    msg=lambda m: f"{name}: {m}")
 
 
+@pytest.mark.slow
 def test_ddp_syncs_the_gradients_on_each_steps_last_batch_only(tmp_path, monkeypatch):
     from lightning_fabric import Fabric
 
@@ -134,6 +136,7 @@ def test_label_smoothing_in_lms_loss_is_torchs_smoothed_cross_entropy():
     torch.testing.assert_close(smoothed, 0.9 * nll + 0.1 * uniform)
 
 
+@pytest.mark.slow
 def test_train_seconds_rise_on_every_row_and_leave_validation_out(tmp_path, monkeypatch):
     """Each validation is made to last 100 s more on the loop's clock: the training seconds
     of the log must not count them (6 validations: 600 s)."""
@@ -162,6 +165,7 @@ def test_train_seconds_rise_on_every_row_and_leave_validation_out(tmp_path, monk
     assert 0 < seconds[-1] < 100  # none of the 600 s of validation
 
 
+@pytest.mark.slow
 def test_a_run_with_the_new_settings_resumes_to_the_weights_of_one_never_killed(tmp_path,
                                                                               monkeypatch):
     args = ["--max-steps", "12", "--checkpoint-every", "4", "--val-every", "6",

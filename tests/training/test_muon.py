@@ -258,6 +258,7 @@ def _one_line(capsys) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task, flags, why", [
     ("graph", [], r"the graph model has no Transformer blocks"),
     ("translate", ["--arch", "rnn"], r"the translate model \(--arch rnn\) has no Transformer blocks"),

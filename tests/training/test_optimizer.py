@@ -39,6 +39,7 @@ def test_cpu_parameters_get_the_fused_kernel_and_others_the_default():
     assert make_optimizer(on_meta, CFG, model_dim=3, max_steps=10)[0].param_groups[0]["fused"] is None
 
 
+@pytest.mark.slow
 def test_fused_trains_the_weights_the_per_tensor_adamw_trains():
     """Copied weights, the same batches, 150 steps of warm-up, cosine decay, clipping and
     weight decay: the fused and the per-tensor updates agree to float32 rounding (1e-5)."""
@@ -113,6 +114,7 @@ def test_attnlabs_loop_takes_the_fused_kernel_under_every_precision(precision, t
     assert all(p.dtype == torch.float32 for p in module.parameters())  # float32 after the run
 
 
+@pytest.mark.slow  # imports Lightning (10 s of CPU where nothing imported it before)
 def test_the_courses_lightning_module_is_not_fused_under_a_mixed_precision():
     """The course's TransformerPredictor is trained by Lightning's Trainer, which refuses
     gradient clipping with a fused optimiser under a mixed precision."""

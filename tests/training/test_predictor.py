@@ -30,6 +30,7 @@ def course_forward(model: ElementPredictor, x: torch.Tensor) -> torch.Tensor:
     return F.linear(o, sd["output_net.4.weight"], sd["output_net.4.bias"])  # (B, T, K)
 
 
+@pytest.mark.slow
 def test_course_usage_forward_maps_and_optimizer():
     from attnlab.training.predictor import TransformerPredictor
 
@@ -55,6 +56,7 @@ def test_course_usage_forward_maps_and_optimizer():
     assert opt.param_groups[0]["lr"] == pytest.approx(expected, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_matches_course_formula_and_state_dict_interchangeable():
     from attnlab.training.predictor import TransformerPredictor
 
@@ -85,6 +87,7 @@ def test_element_metrics_counts_tokens_and_whole_sequences():
     assert float(m["acc"]) == 0.75 and float(m["seq_acc"]) == 0.5
 
 
+@pytest.mark.slow
 def test_lightning_fit_validate_test_run_the_steps(tmp_path):
     import lightning.pytorch as L
 
