@@ -124,13 +124,12 @@ VAL_METRICS: dict[str, str] = {
 
 
 def monitoring_fits(cfg: dict[str, Any], computed: tuple[str, ...], *,
-                    off: dict[str, str] | None = None, unvalidated: str | None = None
-                    ) -> str | None:
+                    off: dict[str, str] | None = None) -> str | None:
     """The rule of ``--monitor``, ``--keep-best``, ``--patience`` and ``--min-delta`` against
-    the run: ``computed`` is what its validation computes (``Task.val_metrics_of``), ``off``
-    why a metric the task can compute is not computed by this run (translate's BLEU without
-    --val-bleu), ``unvalidated`` why the run does not validate during training (lm without
-    --val-every validates at its end only). --monitor and --min-delta serve --keep-best and
+    the run: ``computed`` is what its validation computes during training (``Task.val_metrics``
+    less ``Task.val_metrics_off``), ``off`` why a metric the task can compute is not computed
+    by this run (translate's BLEU without --val-bleu; every one where the run validates at its
+    end only: lm without --val-every). --monitor and --min-delta serve --keep-best and
     --patience, so alone they would be silently unused; --keep-best copies the whole model,
     which --strategy fsdp splits. The message naming the flags, or None where it holds;
     ``attnlab train`` checks it before the run starts.
@@ -151,8 +150,8 @@ def monitoring_fits(cfg: dict[str, Any], computed: tuple[str, ...], *,
                     f"--patience count; give one of them")
         return None
     named = "--keep-best" if keep else f"--patience {patience}"
-    if unvalidated:
-        return f"{named}: {unvalidated}"
+    if not computed and off:  # no validation during training: the one reason for all
+        return f"{named}: {next(iter(off.values()))}"
     if monitor not in computed:
         why = (off or {}).get(monitor)
         listed = ", ".join(computed)

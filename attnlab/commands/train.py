@@ -139,7 +139,7 @@ def _check_monitoring(task, cfg: dict[str, Any]) -> None:
     training: the rule ``monitoring_fits``."""
     off = task.val_metrics_off(cfg)
     computed = tuple(m for m in task.val_metrics if m not in off)
-    if broken := monitoring_fits(cfg, computed, off=off, unvalidated=task.unvalidated(cfg)):
+    if broken := monitoring_fits(cfg, computed, off=off):
         raise UsageError(broken)
 
 

@@ -89,8 +89,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         what: the flag the file came from, to start error messages (``"--test"``).
         format: ``"csv"``, ``"tsv"`` or ``"jsonl"``; default from the extension.
         allow_empty_values: accept empty strings in the named columns.
-        lists: columns where a .jsonl row may hold a list of strings and numbers (classify's
-            --multi-label labels), kept as its JSON text.
+        lists: columns where a .jsonl row may hold a list (--multi-label), kept as JSON text.
 
     Returns:
         A ``Table``: a list of dicts ``{column: str}`` with ``.lines`` and ``.path``.
@@ -135,12 +134,17 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
     if not rows:
         raise UsageError(f"{where}: the file has no data rows")
     if not allow_empty_values:
-        for row, line in zip(rows, lines):
-            for c in columns:
-                if not row[c].strip():
-                    raise UsageError(f"{where} line {line}: empty value in column {c!r}")
+        _no_empty_values(rows, lines, columns, where)
     return Table(rows, path=path, columns=columns, lines=lines,
                  sha256=hashlib.sha256(data).hexdigest())
+
+
+def _no_empty_values(rows: list[dict[str, str]], lines: list[int], columns, where: str) -> None:
+    """``UsageError`` naming the file, line and column of the first empty (or blank) value."""
+    for row, line in zip(rows, lines):
+        for c in columns:
+            if not row[c].strip():
+                raise UsageError(f"{where} line {line}: empty value in column {c!r}")
 
 
 def _read_columnar(path: Path, columns, where: str, allow_empty_values: bool) -> Table:

@@ -423,15 +423,12 @@ class Task:
         return [name for names, _ in self.unused_settings(cfg) for name in names]
 
     def val_metrics_off(self, cfg: dict[str, Any]) -> dict[str, str]:
-        """Of ``val_metrics``, those a run with ``cfg`` does not compute, each with why (and
-        what would compute it), for ``--monitor``'s message. Default: none."""
+        """Of ``val_metrics``, those a run with ``cfg`` does not compute during training, each
+        with why (and what would compute it), for ``--monitor``'s message; all of them where
+        the run validates at its end only (lm without --val-every), which ``--keep-best`` and
+        ``--patience`` cannot use. Default: none (every task validates at least once an
+        epoch)."""
         return {}
-
-    def unvalidated(self, cfg: dict[str, Any]) -> str | None:
-        """Why a run with ``cfg`` validates at its end only, where ``--keep-best`` and
-        ``--patience`` need validations during training; None where it validates during
-        training (the default: every task validates at least once an epoch)."""
-        return None
 
     def validate(self, cfg: dict[str, Any]) -> Any:
         """Check what the typed settings cannot (one setting against another, the data files)

@@ -55,6 +55,10 @@ def test_bf16_mixed_run_is_valid_and_sane(task, task_runs, capsys):
     assert metrics.pop("test_classes_without_examples", []) == []
     # tag also has a row per entity type
     assert [row["type"] for row in metrics.pop("test_per_type", [{"type": "PER"}])] == ["PER"]
+    # classify has a row per class (precision, recall, f1, support), of finite numbers too
+    per_class = metrics.pop("test_per_class", {})
+    assert bool(per_class) == (task == "classify"), per_class
+    assert all(math.isfinite(v) for row in per_class.values() for v in row.values()), per_class
     assert all(math.isfinite(v) for v in metrics.values()), metrics
     for key in TASK_KEYS[task] - {"val_loss", "val_perplexity"}:
         assert 0 <= metrics[key] <= (100 if key in ("test_bleu", "test_chrf") else 1), metrics

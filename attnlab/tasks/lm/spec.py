@@ -119,12 +119,13 @@ class LMTask(Task):
     capabilities = Capabilities(quantizable=True, int8_faster_from=256, generates=True,
                                 hf_auto_class="AutoModelForCausalLM", encode_prompt=True)
 
-    def unvalidated(self, cfg: dict[str, Any]) -> str | None:
+    def val_metrics_off(self, cfg: dict[str, Any]) -> dict[str, str]:
         """Without --val-every an lm run validates once, at its end (its batches are drawn
-        from the whole corpus: there are no epochs to validate after)."""
+        from the whole corpus: there are no epochs to validate after): none during training."""
         if cfg.get("val_every"):
-            return None
-        return "lm validates at the end of the run only; give --val-every N"
+            return {}
+        return dict.fromkeys(self.val_metrics, "lm validates at the end of the run only; give "
+                                               "--val-every N")
 
     def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
