@@ -457,9 +457,9 @@ def main() -> None:
                                                  args.threads, val_text, s["block"])
                 reached = time_to_loss(out / "logs" / "metrics.csv", target)
                 results[name, seed] = (curve, final, reached)
-                when = (f"step {reached[1]} ({reached[0]:.1f} s of training)" if reached
+                when = (f"at step {reached[1]} ({reached[0]:.1f} s of training)" if reached
                         else "not reached")
-                print(f"{name}, seed {seed}: target at {when}; final held-out loss "
+                print(f"{name}, seed {seed}: target {when}; final held-out loss "
                       f"{final:.4f} (the run's own val_loss {curve[-1][2]:.4f}, differs by "
                       f"{abs(final - curve[-1][2]):.1e}); {curve[-1][0]:.1f} s for "
                       f"{curve[-1][1]} steps", flush=True)
@@ -474,11 +474,12 @@ def main() -> None:
 
     def line(name, seed, steps_, c, final, wall):
         t = steps_ * c if steps_ is not None and c is not None else None
-        print(f"{name:44s} {seed:>4} {steps_ if steps_ is not None else '-':>6} "
-              f"{c * 1e3 if c else float('nan'):8.1f} "
-              f"{t if t is not None else float('nan'):9.1f} "
-              f"{t / base if t is not None and base else float('nan'):10.3f} {final:10.4f} "
-              f"{wall if wall is not None else float('nan'):7.1f}")
+
+        def cell(value, width, fmt):  # "-": not reached, not timed, not run here
+            return f"{'-' if value is None else format(value, fmt):>{width}}"
+        print(f"{name:44s} {seed:>4} {cell(steps_, 6, 'd')} {cell(c and c * 1e3, 8, '.1f')} "
+              f"{cell(t, 9, '.1f')} {cell(t and base and t / base, 10, '.3f')} "
+              f"{final:10.4f} {cell(wall, 7, '.1f')}")
 
     line("nanoGPT (its recipe, to its end)", "-", their_steps,
          cost["nanoGPT"] if timed else None, target, their_wall)
