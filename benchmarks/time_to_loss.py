@@ -468,7 +468,7 @@ def main() -> None:
           f"characters of {args.corpus}, threads {args.threads}; load average "
           f"{' / '.join(f'{x:.2f}' for x in load)} (start / after the step timing / end)")
     their_steps = theirs[-1][0]
-    print(f"{'side':44s} {'seed':>4s} {'steps':>6s} {'ms/step':>8s} {'steps x s':>9s} "
+    print(f"{'side':48s} {'seed':>4s} {'steps':>6s} {'ms/step':>8s} {'steps x s':>9s} "
           f"{'vs nanoGPT':>10s} {'final loss':>10s} {'wall s':>7s}")
     base = their_steps * cost["nanoGPT"] if timed else None
 
@@ -477,7 +477,7 @@ def main() -> None:
 
         def cell(value, width, fmt):  # "-": not reached, not timed, not run here
             return f"{'-' if value is None else format(value, fmt):>{width}}"
-        print(f"{name:44s} {seed:>4} {cell(steps_, 6, 'd')} {cell(c and c * 1e3, 8, '.1f')} "
+        print(f"{name:48s} {seed:>4} {cell(steps_, 6, 'd')} {cell(c and c * 1e3, 8, '.1f')} "
               f"{cell(t, 9, '.1f')} {cell(t and base and t / base, 10, '.3f')} "
               f"{final:10.4f} {cell(wall, 7, '.1f')}")
 
