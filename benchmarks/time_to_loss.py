@@ -1,7 +1,8 @@
 """Time to nanoGPT's held-out loss: nanoGPT's recipe against ``attnlab train lm --recipe fast``.
 
     python -m benchmarks.time_to_loss --nanogpt /somewhere/nanoGPT [--threads 1] [--shape cpu]
-                                      [--attnlab-steps 400] [--every 25] [--ablate]
+                                      [--nanogpt-from CSV] [--seeds 42 7]
+                                      [--attnlab-steps 500] [--every 25] [--ablate]
                                       [--plot docs/images/time_to_loss.png] [--quick]
 
 (``NANOGPT=DIR`` instead of ``--nanogpt``; without either it prints why it skips.)
@@ -12,6 +13,13 @@ default); both sides hold out its last 10%, and one evaluator scores every model
 characters: ``benchmarks.nanogpt.windows_loss``, non-overlapping block-long windows, each model
 with its own character ids.
 
+Time-to-loss = steps to the target x seconds per step. The steps do not depend on the
+machine's load (a seed fixes them); the seconds do, and on a shared machine the load moves
+within seconds. So the seconds per step of both sides are timed in this one process, in
+turns (``step_seconds``: two steps of nanoGPT's, two of attnlab's, over and over, the median
+of each), and each side's time is its steps times its seconds per step. The two runs'
+own clocks (wall seconds of training, validation excluded) are printed too, for reference.
+
 - **nanoGPT**: its ``prepare.py`` and ``train.py`` with the recipe's flags (``--shape cpu``: the
   README's CPU recipe, 4 layers x 128, block 64, batch 12, lr 1e-3 to 1e-4 by cosine over
   ``--iters`` 1,000, warm-up 100, no dropout; ``--shape gpu``: shakespeare-char's, 6 x 384,
@@ -21,25 +29,30 @@ with its own character ids.
   after an evaluation, so the ``time`` it logs per iteration is training only. It evaluates
   every ``--every`` iterations (the recipe's 250 on the CPU) with its own 20 random batches,
   which draw from its random stream: the training batches differ from a run evaluating every
-  250, as a seed would. Its curve: this script's loss of each kept checkpoint against the sum
-  of its logged iteration times up to it. Its time-to-loss is that sum at the end (the target
-  is its last checkpoint's loss).
-- **attnlab**: ``attnlab train lm --recipe fast`` with the recipe's shape, ``--max-steps``
+  250, as a seed would. Its curve: this script's loss of each kept checkpoint. Its steps to
+  the target are its iterations (the target is its last checkpoint's loss).
+  ``--nanogpt-from CSV`` reads that curve from an earlier run's ``--plot`` CSV instead of
+  training nanoGPT again (its step is still timed here).
+- **attnlab**: ``attnlab train lm --recipe fast`` with the recipe's shape (SwiGLU's
+  ``--dim-feedforward`` is ``swiglu_width``: GPT-2's parameters), ``--max-steps``
   ``--attnlab-steps``, a validation every ``--every`` steps over every window of the held-out
-  split (``--val-batches`` large enough: the same windows as the evaluator). Its curve is
-  ``logs/metrics.csv``'s ``val_loss`` against ``train_seconds`` (training only, validation
-  excluded); its time-to-loss is the first validation at or below the target
-  (``time_to_loss``). At the end the evaluator scores its final model too, and the script
-  prints the difference from the run's own last ``val_loss`` (they should agree to float
-  rounding: that is the check that the two measure the same thing).
+  split (``--val-batches`` large enough: the same windows as the evaluator), once per
+  ``--seeds``. Its steps to the target: the first validation at or below it
+  (``time_to_loss``), so they are exact to ``--every``. At the end the evaluator scores its
+  final model too, and the script prints the difference from the run's own last
+  ``val_loss`` (they should agree to float rounding: the two measure the same thing).
+- **The step**, timed on the CPU shapes: nanoGPT's model and its optimiser as ``train.py``
+  builds them (``nanogpt_step``), attnlab's as ``attnlab train`` builds them from the same
+  flags (``attnlab_step``), forward, loss, backward, clipping, update, on one fixed batch
+  each; data loading and the loops around the step are not timed on either side.
 
 ``--ablate`` then trains attnlab once more per row of ``ABLATIONS`` (the recipe with one piece
-put back to nanoGPT's), with the same steps and validations, and prints each one's
-time-to-loss and final loss: which pieces buy what. One seed each.
+put back to nanoGPT's), with the same steps and validations and the first seed, and times each
+row's step in the same turns: which pieces buy what, in steps and in seconds per step.
 
-Both sides run as new processes with ``OMP_NUM_THREADS`` = ``--threads`` (attnlab also
-``--threads``), one after the other. ``--plot`` writes held-out loss against training seconds
-for both (PNG).
+Both sides use ``--threads`` threads (``OMP_NUM_THREADS`` for the runs, attnlab also
+``--threads``). ``--plot`` writes held-out loss against steps x seconds per step for nanoGPT
+and the first seed (PNG, and the points as CSV).
 """
 from __future__ import annotations
 
@@ -48,13 +61,14 @@ import csv
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.nanogpt import (attnlab_val_loss, nanogpt_prepare, nanogpt_val_loss, run,
-                                write_corpus)
+from benchmarks.nanogpt import (attnlab_val_loss, nanogpt_classes, nanogpt_prepare,
+                                nanogpt_val_loss, run, write_corpus)
 
 # nanoGPT's recipes: the README's CPU one, and shakespeare-char's for a GPU
 SHAPES = {
@@ -66,16 +80,21 @@ SHAPES = {
 QUICK = dict(layers=2, heads=2, width=32, block=32, batch=8, lr=1e-3, min_lr=1e-4, warmup=5,
              iters=40, dropout=0.0, every=10, device="cpu", compile=False)
 
+STEPS = 500  # --attnlab-steps: where the recipe reached the target at the CPU shape (RESULTS.md)
+
 # --ablate: the recipe with one piece put back to nanoGPT's (flags given after --recipe fast,
-# which win over the recipe's)
+# which win over the recipe's); a function of the shape where the flag is a size
 ABLATIONS = {
     "schedule: nanoGPT's cosine to min-lr": ["--schedule", "cosine", "--min-lr", "1e-4",
                                              "--warmup", "100"],
-    "optimizer: AdamW (lr 1e-3)": ["--optimizer", "adamw", "--lr", "1e-3"],
+    "learning rate: nanoGPT's 1e-3": ["--lr", "1e-3"],
     "qk-norm off": ["--no-qk-norm"],
     "positions: learned (no RoPE)": ["--positional", "learned"],
     "norm: LayerNorm": ["--norm", "layer"],
-    "feed-forward: GELU MLP (no SwiGLU)": ["--ff", "mlp"],
+    "feed-forward: GELU MLP of 4·D (no SwiGLU)":
+        lambda s: ["--ff", "mlp", "--dim-feedforward", str(4 * s["width"])],
+    "feed-forward: SwiGLU of 4·D (1.5x the matrices)":
+        lambda s: ["--dim-feedforward", str(4 * s["width"])],
     "precision: float32": ["--precision", "32"],
 }
 
@@ -161,11 +180,23 @@ def nanogpt_side(repo: Path, work: Path, text_file: Path, s: dict, threads: int,
     return curve, sum(dt[i] for i in range(s["iters"]))
 
 
+def swiglu_width(width: int) -> int:
+    """SwiGLU's feed-forward width with the parameters (and multiply-adds) of GPT-2's 4·D MLP:
+    three matrices of 8/3·D where GPT-2 has two of 4·D (Llama's rule), rounded up to a
+    multiple of 8.
+
+    Examples:
+        >>> swiglu_width(128), swiglu_width(384)
+        (344, 1024)
+    """
+    return -(-8 * width // 3 // 8) * 8
+
+
 def attnlab_flags(s: dict, steps: int, every: int, threads: int) -> list[str]:
     """``attnlab train lm``'s flags for nanoGPT's shape at ``--recipe fast``, validating every
     ``every`` steps over all held-out windows."""
     flags = ["--recipe", "fast", "--model-dim", str(s["width"]), "--num-heads", str(s["heads"]),
-             "--num-layers", str(s["layers"]), "--dim-feedforward", str(4 * s["width"]),
+             "--num-layers", str(s["layers"]), "--dim-feedforward", str(swiglu_width(s["width"])),
              "--block-size", str(s["block"]), "--batch-size", str(s["batch"]),
              "--max-steps", str(steps),
              "--val-every", str(every), "--val-batches", "100000", "--threads", str(threads)]
@@ -187,9 +218,110 @@ def attnlab_side(work: Path, name: str, text_file: Path, flags: list[str], threa
     return out, loss_curve(out / "logs" / "metrics.csv"), attnlab_val_loss(out, val_text, block)
 
 
+def nanogpt_step(repo: Path, s: dict, vocab: int):
+    """One training step of nanoGPT's ``GPT`` at shape ``s``, as its ``train.py`` takes it on
+    a CPU: forward with targets, backward, clipping to 1.0, the AdamW of its
+    ``configure_optimizers`` (weight decay 0.1, betas 0.9/0.99), gradients dropped. One
+    fixed random batch: the data loading of neither side is timed."""
+    import contextlib
+    import io
+
+    import torch
+
+    GPT, GPTConfig = nanogpt_classes(repo)
+    torch.manual_seed(0)
+    with contextlib.redirect_stdout(io.StringIO()):  # its parameter count, its optimizer note
+        model = GPT(GPTConfig(block_size=s["block"], vocab_size=vocab, n_layer=s["layers"],
+                              n_head=s["heads"], n_embd=s["width"], dropout=s["dropout"],
+                              bias=False))
+        opt = model.configure_optimizers(0.1, s["lr"], (0.9, 0.99), "cpu")
+    x, y = (torch.randint(0, vocab, (s["batch"], s["block"])) for _ in range(2))
+
+    def step():
+        _, loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
+def attnlab_step(text_file: Path, flags: list[str], vocab: int):
+    """One training step of what ``attnlab train lm --data text_file FLAGS`` trains, built by
+    attnlab's own code from those flags (the recipe, flags over it, the model, the optimiser
+    groups, the optimiser and its schedule) and taken as ``engine.Loop.train_step`` takes it
+    in float32 on one CPU process: the task's loss, backward, clipping, the update, the
+    schedule. One fixed random batch of the run's --batch-size x --block-size."""
+    import contextlib
+    import io
+
+    import torch
+
+    from attnlab.cli import build_parser
+    from attnlab.commands.train import build_config
+    from attnlab.tasks.lm.runtime import build_model
+    from attnlab.training.hardware import auto_precision
+    from attnlab.training.lm import LMModule
+    from attnlab.training.module import make_optimizer, optimizer_groups
+
+    args = build_parser().parse_args(["train", "lm", "--data", str(text_file), "--out",
+                                      str(text_file.parent / "unused"), *flags])
+    given = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
+    with contextlib.redirect_stderr(io.StringIO()):  # the recipe's "used instead" line
+        cfg = build_config("lm", given).derive(vocab_size=vocab)
+    precision = str(cfg.precision)
+    if precision == "auto":  # what the run resolves it to on this CPU
+        precision = auto_precision("cpu", int(cfg.model_dim))
+    if precision not in ("32", "bf16-mixed"):
+        sys.exit(f"attnlab_step: --precision {precision} is not timed here (32, bf16-mixed)")
+    steps = int(cfg.max_steps)
+    torch.manual_seed(0)
+    module = LMModule(build_model(cfg), cfg, steps)
+    opt, schedule = make_optimizer(optimizer_groups(module, cfg), cfg,
+                                   model_dim=int(cfg.model_dim), max_steps=steps)
+    params = [p for group in opt.param_groups for p in group["params"]]
+    x, y = (torch.randint(0, vocab, (int(cfg.batch_size), int(cfg.block_size)))
+            for _ in range(2))
+    clip = float(cfg.grad_clip or 0.0)
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed"):
+            loss, _ = module.loss((x, y))
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(params, clip, error_if_nonfinite=False)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        schedule.step()
+    return step
+
+
+def step_seconds(steps: dict, threads: int, repeats: int, chunk: int = 2) -> dict[str, float]:
+    """Median seconds per step of each of ``steps`` (name -> step function), all in this
+    process with ``threads`` threads, in turns: ``chunk`` steps of the first, ``chunk`` of the
+    second, ..., ``repeats`` times over. On a shared machine the load moves within seconds;
+    turns that short put every side under the same load, and the median drops the turns a
+    burst of someone else's work fell into."""
+    import torch
+
+    torch.set_num_threads(threads)
+    for step in steps.values():  # warm-up: first calls allocate
+        for _ in range(3):
+            step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            for _ in range(chunk):
+                step()
+            times[name].append((time.perf_counter() - start) / chunk)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float,
          title: str) -> None:
-    """Held-out loss against training seconds, one line per side, the target dashed."""
+    """Held-out loss against training seconds (each side's steps times its seconds per step),
+    one line per side, the target dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -201,7 +333,7 @@ def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float
                 label=label)
     ax.axhline(target, color="grey", linestyle="--", linewidth=1,
                label=f"target: nanoGPT's final loss {target:.4f}")
-    ax.set_xlabel("training seconds (validation excluded)")
+    ax.set_xlabel("training seconds: steps x seconds per step, both timed in one process")
     ax.set_ylabel("held-out loss (nats per character)")
     ax.set_yscale("log")
     ax.set_title(title, fontsize=10)
@@ -213,36 +345,57 @@ def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float
     plt.close(fig)
 
 
-def write_curves(path: Path, curves: dict[str, list[tuple[float, float]]]) -> None:
-    """The plotted points as CSV (side, train_seconds, val_loss), for the notebook."""
+def write_curves(path: Path, curves: dict[str, list[tuple[int, float, float]]]) -> None:
+    """The plotted points as CSV (side, step, train_seconds, val_loss; the seconds are the
+    step times the side's seconds per step), for the notebook and for ``--nanogpt-from``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["side", "train_seconds", "val_loss"])
+        w.writerow(["side", "step", "train_seconds", "val_loss"])
         for side, points in curves.items():
-            w.writerows([side, f"{t:.3f}", f"{loss:.5f}"] for t, loss in points)
+            w.writerows([side, step, f"{t:.3f}", f"{loss:.5f}"] for step, t, loss in points)
+
+
+def read_nanogpt_curve(path: Path) -> list[tuple[int, float]]:
+    """(iteration, held-out loss) of the ``nanoGPT`` rows of a CSV ``write_curves`` wrote."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["side"] == "nanoGPT"]
+    if not rows or "step" not in rows[0]:
+        sys.exit(f"--nanogpt-from {path}: no nanoGPT rows with a step column (a CSV that "
+                 f"--plot wrote)")
+    return [(int(r["step"]), float(r["val_loss"])) for r in rows]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nanogpt", type=Path, default=os.environ.get("NANOGPT"),
                     help="a nanoGPT checkout (default: $NANOGPT)")
+    ap.add_argument("--nanogpt-from", type=Path,
+                    help="nanoGPT's curve from an earlier run's --plot CSV instead of training "
+                         "it again (its last row's loss is the target); its step is still timed")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="cpu")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--chars", type=int, default=1_160_000)
     ap.add_argument("--corpus", choices=["numbers", "stdlib"], default="numbers")
-    ap.add_argument("--attnlab-steps", type=int, default=400,
+    ap.add_argument("--attnlab-steps", type=int, default=STEPS,
                     help="attnlab's --max-steps (its schedule's length)")
     ap.add_argument("--every", type=int, default=25, help="attnlab's steps between validations")
     ap.add_argument("--nanogpt-every", type=int,
                     help="nanoGPT's iterations between evaluations (default: the recipe's 250)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[42],
+                    help="attnlab's --seed, one run each (steps to the target per seed)")
+    ap.add_argument("--repeats", type=int, default=15,
+                    help="turns of the step timing (each side 2 steps a turn)")
     ap.add_argument("--ablate", action="store_true", help="also one run per ABLATIONS row")
+    ap.add_argument("--time-only", action="store_true",
+                    help="only time the steps (nanoGPT's, the recipe's, with --ablate each "
+                         "row's): no training")
     ap.add_argument("--plot", type=Path, help="write the loss-vs-time PNG here (and a .csv)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: a tiny shape")
     args = ap.parse_args()
     s = dict(QUICK if args.quick else SHAPES[args.shape])
     if args.quick:
-        args.chars, args.attnlab_steps, args.every = 60_000, 30, 10
+        args.chars, args.attnlab_steps, args.every, args.repeats = 60_000, 30, 10, 3
     if args.nanogpt_every:
         s["every"] = args.nanogpt_every
     if args.nanogpt is None:
@@ -251,50 +404,97 @@ def main() -> None:
     args.nanogpt = Path(args.nanogpt).resolve()
     if not (args.nanogpt / "train.py").is_file():
         sys.exit(f"--nanogpt {args.nanogpt}: no train.py there (a nanoGPT checkout)")
-    load = os.getloadavg()
+    if args.time_only and s["device"] != "cpu":
+        sys.exit(f"--time-only: the step is timed on the CPU shapes only, not --shape "
+                 f"{args.shape}")
+    load = [os.getloadavg()[0]]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="attnlab-ttl-") as tmp:
         work = Path(tmp)
         text_file = work / "corpus.txt"
         text = write_corpus(text_file, args.chars, args.corpus)
         val_text = text[int(len(text) * 0.9):]  # both hold out the last 10%
-        theirs, their_seconds = nanogpt_side(args.nanogpt, work, text_file, s, args.threads,
+        if args.time_only:
+            theirs, their_wall = [(s["iters"], float("nan"))], None  # no target needed
+        elif args.nanogpt_from:
+            theirs = read_nanogpt_curve(args.nanogpt_from)
+            their_wall = None
+            print(f"nanoGPT: its curve from {args.nanogpt_from} (not trained again)")
+        else:
+            curve, their_wall = nanogpt_side(args.nanogpt, work, text_file, s, args.threads,
                                              val_text, "bfloat16" if s["compile"] else None)
-        target = theirs[-1][2]
-        print(f"nanoGPT: {s['iters']} iterations in {their_seconds:.1f} s of training; "
-              f"held-out loss {target:.4f} (the target)", flush=True)
+            theirs = [(it, loss) for _, it, loss in curve]
+            print(f"nanoGPT: {s['iters']} iterations in {their_wall:.1f} s of training",
+                  flush=True)
+        target = theirs[-1][1]
+        if not args.time_only:
+            print(f"target: nanoGPT's held-out loss after {theirs[-1][0]} iterations, "
+                  f"{target:.4f}", flush=True)
         flags = attnlab_flags(s, args.attnlab_steps, args.every, args.threads)
         rows = {"attnlab --recipe fast": []}
         if args.ablate:
-            rows.update({name: extra for name, extra in ABLATIONS.items()})
+            rows.update({name: extra(s) if callable(extra) else extra
+                         for name, extra in ABLATIONS.items()})
+        vocab = len(set(text))
+        timed = s["device"] == "cpu"
+        if timed:
+            steps = {"nanoGPT": nanogpt_step(args.nanogpt, s, vocab)}
+            steps.update({name: attnlab_step(text_file, flags + extra, vocab)
+                          for name, extra in rows.items()})
+            cost = step_seconds(steps, args.threads, args.repeats)
+            load.append(os.getloadavg()[0])
+            print("seconds per step, in this process, in turns: " + ", ".join(
+                f"{name} {c * 1e3:.1f} ms ({c / cost['nanoGPT']:.2f}x)"
+                for name, c in cost.items()), flush=True)
+            if args.time_only:
+                print(f"load average {' / '.join(f'{x:.2f}' for x in load)} (start / end)")
+                return
         results = {}
         for name, extra in rows.items():
-            out, curve, final = attnlab_side(work, str(len(results)), text_file,
-                                             flags + extra, args.threads, val_text, s["block"])
-            reached = time_to_loss(out / "logs" / "metrics.csv", target)
-            results[name] = (curve, final, reached)
-            when = (f"{reached[0]:.1f} s (step {reached[1]})" if reached
-                    else "not reached")
-            print(f"{name}: target at {when}; final held-out loss {final:.4f} (the run's own "
-                  f"val_loss {curve[-1][2]:.4f}, differs by {abs(final - curve[-1][2]):.1e}); "
-                  f"{curve[-1][0]:.1f} s for {curve[-1][1]} steps", flush=True)
+            for seed in args.seeds if name == "attnlab --recipe fast" else args.seeds[:1]:
+                out, curve, final = attnlab_side(work, f"{len(results)}", text_file,
+                                                 flags + extra + ["--seed", str(seed)],
+                                                 args.threads, val_text, s["block"])
+                reached = time_to_loss(out / "logs" / "metrics.csv", target)
+                results[name, seed] = (curve, final, reached)
+                when = (f"at step {reached[1]} ({reached[0]:.1f} s of training)" if reached
+                        else "not reached")
+                print(f"{name}, seed {seed}: target {when}; final held-out loss "
+                      f"{final:.4f} (the run's own val_loss {curve[-1][2]:.4f}, differs by "
+                      f"{abs(final - curve[-1][2]):.1e}); {curve[-1][0]:.1f} s for "
+                      f"{curve[-1][1]} steps", flush=True)
+    load.append(os.getloadavg()[0])
     print(f"\n{started}, --shape {'quick' if args.quick else args.shape}, {len(text):,} "
-          f"characters of {args.corpus}, threads {args.threads}; load average {load[0]:.2f} at "
-          f"the start, {os.getloadavg()[0]:.2f} at the end")
-    fast = results["attnlab --recipe fast"]
-    print(f"{'side':40s} {'time-to-loss s':>14s} {'vs nanoGPT':>10s} {'final loss':>10s}")
-    print(f"{'nanoGPT (its recipe, to its end)':40s} {their_seconds:14.1f} {1.0:10.2f} "
-          f"{target:10.4f}")
-    for name, (curve, final, reached) in results.items():
-        t = f"{reached[0]:14.1f} {reached[0] / their_seconds:10.2f}" if reached else \
-            f"{'not reached':>14s} {'-':>10s}"
-        print(f"{name:40s} {t} {final:10.4f}")
-    if args.plot:
-        curves = {"nanoGPT": [(t, loss) for t, _, loss in theirs],
-                  "attnlab --recipe fast": [(t, loss) for t, _, loss in fast[0]]}
-        plot(args.plot, curves, target,
-             f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's recipe "
-             f"({s['iters']} it.) vs attnlab --recipe fast")
+          f"characters of {args.corpus}, threads {args.threads}; load average "
+          f"{' / '.join(f'{x:.2f}' for x in load)} (start / after the step timing / end)")
+    their_steps = theirs[-1][0]
+    print(f"{'side':48s} {'seed':>4s} {'steps':>6s} {'ms/step':>8s} {'steps x s':>9s} "
+          f"{'vs nanoGPT':>10s} {'final loss':>10s} {'wall s':>7s}")
+    base = their_steps * cost["nanoGPT"] if timed else None
+
+    def line(name, seed, steps_, c, final, wall):
+        t = steps_ * c if steps_ is not None and c is not None else None
+
+        def cell(value, width, fmt):  # "-": not reached, not timed, not run here
+            return f"{'-' if value is None else format(value, fmt):>{width}}"
+        print(f"{name:48s} {seed:>4} {cell(steps_, 6, 'd')} {cell(c and c * 1e3, 8, '.1f')} "
+              f"{cell(t, 9, '.1f')} {cell(t and base and t / base, 10, '.3f')} "
+              f"{final:10.4f} {cell(wall, 7, '.1f')}")
+
+    line("nanoGPT (its recipe, to its end)", "-", their_steps,
+         cost["nanoGPT"] if timed else None, target, their_wall)
+    for (name, seed), (curve, final, reached) in results.items():
+        line(name, seed, reached[1] if reached else None, cost[name] if timed else None,
+             final, reached[0] if reached else None)
+    if args.plot and timed:
+        seed = args.seeds[0]
+        fast = results["attnlab --recipe fast", seed][0]
+        curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
+                  "attnlab --recipe fast": [(st, st * cost["attnlab --recipe fast"], loss)
+                                            for _, st, loss in fast]}
+        plot(args.plot, {k: [(t, loss) for _, t, loss in v] for k, v in curves.items()},
+             target, f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's "
+             f"recipe ({their_steps} it.) vs attnlab --recipe fast (seed {seed})")
         write_curves(args.plot.with_suffix(".csv"), curves)
         print(f"wrote {args.plot} and {args.plot.with_suffix('.csv')}")
 

@@ -8,7 +8,7 @@ import yaml
 from attnlab.cli import main
 from attnlab.commands.train import build_config
 from attnlab.tasks.lm.recipes import RECIPES
-from benchmarks.time_to_loss import loss_curve, time_to_loss
+from benchmarks.time_to_loss import loss_curve, read_nanogpt_curve, time_to_loss, write_curves
 
 TEXT = "abcabdabcabe " * 300 + "\n"
 TINY = ["--max-steps", "3", "--model-dim", "32", "--num-heads", "4", "--num-layers", "1",
@@ -75,3 +75,16 @@ def test_time_to_loss_is_the_first_validation_at_or_below_the_target(tmp_path):
     assert time_to_loss(path, 1.20) == (5.1, 30)
     assert time_to_loss(path, 1.5) == (3.3, 20)
     assert time_to_loss(path, 1.0) is None
+
+
+def test_the_plot_csv_gives_nanogpts_curve_back_to_nanogpt_from(tmp_path):
+    path = tmp_path / "curves.csv"
+    write_curves(path, {"nanoGPT": [(500, 60.0, 0.3172), (1000, 120.0, 0.2728)],
+                        "attnlab --recipe fast": [(100, 14.0, 0.5), (400, 56.0, 0.27)]})
+    # nanoGPT's rows only, by iteration, in order: its last loss is the target
+    assert read_nanogpt_curve(path) == [(500, 0.3172), (1000, 0.2728)]
+    # a CSV without steps (an older --plot's) is refused, not read as iteration 0
+    old = tmp_path / "old.csv"
+    old.write_text("side,train_seconds,val_loss\nnanoGPT,885.9,0.2728\n")
+    with pytest.raises(SystemExit, match="no nanoGPT rows with a step column"):
+        read_nanogpt_curve(old)

@@ -8,7 +8,10 @@ records the recipe's name and every setting the run trained with.
 64): Llama's parts (RoPE, RMSNorm, SwiGLU, no biases), QK-norm, warm-up-stable-decay at three
 times nanoGPT's learning rate, a short warm-up, and no dropout. What it measured against
 nanoGPT's recipe, and each piece's share, is in benchmarks/RESULTS.md ("time_to_loss",
-``benchmarks/time_to_loss.py``). It sets no size: give the shape as usual.
+``benchmarks/time_to_loss.py``). It sets no size: give the shape as usual. SwiGLU has three
+matrices where GPT-2's feed-forward network has two, so the benchmark gives it
+``--dim-feedforward`` 8/3·D (344 at D = 128): GPT-2's parameters and multiply-adds. At 4·D
+a step cost 1.24x as much on the benchmark's CPU (benchmarks/RESULTS.md).
 
 Examples:
     >>> RECIPES["fast"]["positional"], RECIPES["fast"]["schedule"]
