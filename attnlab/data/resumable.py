@@ -17,6 +17,8 @@ Endless streams (freshly generated examples) use one "epoch" as long as the whol
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any, Callable, Iterable, Iterator
 
 __all__ = ["ResumableBatches", "numbered_batches", "shard"]
@@ -99,3 +101,38 @@ def numbered_batches(make_batch: Callable[[int], Any], steps: int) -> ResumableB
             yield make_batch((epoch * steps + b) * world + rank)
 
     return ResumableBatches(batches, length=steps)
+
+
+class ShuffledBatches(ResumableBatches):
+    """A new shuffle of a split's training batches every epoch, resumable mid-epoch:
+    ``make(shuffle=True, seed=S)`` builds an epoch's batches (classify's and tag's
+    length-grouped ones), S drawn from the run's seed and the epoch. Under DDP each rank takes
+    every world-th batch, all ranks the same count.
+
+    Args:
+        make: ``(shuffle, seed) -> list`` of one epoch's batches.
+        rows: examples in the split; ``batch_size``: examples per batch.
+        seed: the run's seed.
+
+    Examples:
+        >>> batches = ShuffledBatches(lambda shuffle, seed: [seed, seed + 1], 4, 2, seed=0)
+        >>> list(batches), list(batches), batches.num_batches
+        ([1, 2], [2, 3], 2)
+    """
+
+    def __init__(self, make: Callable[..., list], rows: int, batch_size: int, seed: int) -> None:
+        super().__init__()
+        self.make, self.rows, self.batch_size, self.seed = make, rows, batch_size, seed
+
+    def epoch_batches(self, epoch: int, start: int):
+        batches = self.make(shuffle=True, seed=self.seed * 100_003 + epoch + 1)
+        rank, world = shard()
+        return batches[: len(batches) - len(batches) % world][rank::world][start:]
+
+    def __len__(self) -> int:
+        return self.num_batches // shard()[1]
+
+    @property
+    def num_batches(self) -> int:
+        """Batches per epoch over all ranks."""
+        return math.ceil(self.rows / self.batch_size)

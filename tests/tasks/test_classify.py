@@ -215,7 +215,8 @@ def test_evaluate_refuses_a_training_file_that_changed_since(classify_run, tmp_p
 
 
 def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch(monkeypatch):
-    from attnlab.tasks.classify import runtime as classify_data  # _Batches calls shard there
+    from attnlab.data import resumable  # the batches call shard there
+    from attnlab.tasks.classify import runtime as classify_data
 
     # 50 texts of varied length, each tagged by its first id; batches of 4: 13 an epoch
     ids = [[100 + i] + [5] * (i % 7) for i in range(50)]
@@ -226,14 +227,14 @@ def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch
 
     shares = {}
     for rank in (0, 1):
-        monkeypatch.setattr(classify_data, "shard", lambda rank=rank: (rank, 2))
+        monkeypatch.setattr(resumable, "shard", lambda rank=rank: (rank, 2))
         loader = classify_data._Batches(ids, targets, 4, seed=3)
         shares[rank] = [rows(b) for b in loader]
         assert len(shares[rank]) == len(loader) == 6  # 13 // 2: both ranks take the same count
     seen = [i for share in shares.values() for batch in share for i in batch]
     assert len(seen) == len(set(seen))  # no text on both ranks
 
-    monkeypatch.setattr(classify_data, "shard", lambda: (0, 1))
+    monkeypatch.setattr(resumable, "shard", lambda: (0, 1))
     whole = classify_data._Batches(ids, targets, 4, seed=3)
     first = list(whole)
     resumed = classify_data._Batches(ids, targets, 4, seed=3)

@@ -20,7 +20,7 @@ Shapes: B batch, T tokens (or a set's elements), F features per element, K class
 """
 from __future__ import annotations
 
-import math
+from functools import partial
 import random
 import sys
 from dataclasses import dataclass
@@ -31,7 +31,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from ...data.feature_sets import feature_stats, parse_set, standardise
-from ...data.resumable import ResumableBatches, shard
+from ...data.resumable import ShuffledBatches
 from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
@@ -206,29 +206,12 @@ def make_batches(ids: list, targets: list, batch_size: int, *,
     return out
 
 
-class _Batches(ResumableBatches):
-    """A new shuffle of the length-grouped training batches every epoch; resumable mid-epoch.
-    Under DDP each rank takes every world-th batch, all ranks the same count."""
-
-    def __init__(self, ids, targets, batch_size: int, seed: int,
-                 padding: Padding | None = None) -> None:
-        super().__init__()
-        self.ids, self.targets, self.batch_size, self.seed = ids, targets, batch_size, seed
-        self.padding = padding
-
-    def epoch_batches(self, epoch: int, start: int):
-        batches = make_batches(self.ids, self.targets, self.batch_size, shuffle=True,
-                               seed=self.seed * 100_003 + epoch + 1, padding=self.padding)
-        rank, world = shard()
-        return batches[: len(batches) - len(batches) % world][rank::world][start:]
-
-    def __len__(self) -> int:
-        return self.num_batches // shard()[1]
-
-    @property
-    def num_batches(self) -> int:
-        """Batches per epoch over all ranks."""
-        return math.ceil(len(self.ids) / self.batch_size)
+def _Batches(ids, targets, batch_size: int, seed: int,
+             padding: Padding | None = None) -> ShuffledBatches:
+    """The training batches of a run: a new shuffle of the length-grouped batches every epoch,
+    resumable mid-epoch, every world-th batch on each DDP rank."""
+    return ShuffledBatches(partial(make_batches, ids, targets, batch_size, padding=padding),
+                           len(ids), batch_size, seed)
 
 
 def _targets(cfg, pairs) -> list:

@@ -16,7 +16,7 @@ Shapes: B batch, T tokens (words or subwords), C tags.
 """
 from __future__ import annotations
 
-import math
+from functools import partial
 import random
 import sys
 from dataclasses import dataclass
@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from ...data.resumable import ResumableBatches, shard
+from ...data.resumable import ShuffledBatches
 from ...errors import UsageError
 from ...models import BertTagger, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
@@ -190,30 +190,6 @@ def _batching(cfg: RunSettings, tokenizer) -> dict[str, Any]:
             "types": bool(tokenizer.token_type_ids and cfg.type_vocab_size)}
 
 
-class _Batches(ResumableBatches):
-    """A new shuffle of the length-grouped training batches every epoch; resumable mid-epoch.
-    Under DDP each rank takes every world-th batch."""
-
-    def __init__(self, encoded, labels, batch_size: int, seed: int, options: dict) -> None:
-        super().__init__()
-        self.encoded, self.labels, self.batch_size, self.seed = encoded, labels, batch_size, seed
-        self.options = options
-
-    def epoch_batches(self, epoch: int, start: int):
-        batches = make_batches(self.encoded, self.labels, self.batch_size, shuffle=True,
-                               seed=self.seed * 100_003 + epoch + 1, **self.options)
-        rank, world = shard()
-        return batches[: len(batches) - len(batches) % world][rank::world][start:]
-
-    def __len__(self) -> int:
-        return self.num_batches // shard()[1]
-
-    @property
-    def num_batches(self) -> int:
-        """Batches per epoch over all ranks."""
-        return math.ceil(len(self.encoded) / self.batch_size)
-
-
 def _batches_of(cfg, tokenizer, part: Sentences, **options) -> tuple[list, list, dict]:
     """(encoded sentences, their labels, the padding options) of a split."""
     encoded = encode_words(cfg, tokenizer, part.words)
@@ -314,7 +290,8 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
     splits = checked if checked is not None else load_splits(cfg)
     cfg, tokenizer, model = _start(cfg, splits, run_dir, task)
     encoded, labels, options = _batches_of(cfg, tokenizer, splits["train"])
-    train = _Batches(encoded, labels, cfg.batch_size, cfg.seed, options)
+    train = ShuffledBatches(partial(make_batches, encoded, labels, cfg.batch_size, **options),
+                            len(encoded), cfg.batch_size, cfg.seed)
     steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
              else cfg.max_steps)
     val = make_batches(*_batches_of(cfg, tokenizer, splits["val"])[:2], 64,
