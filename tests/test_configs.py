@@ -9,8 +9,8 @@ import torch
 
 from attnlab.cli import main
 from attnlab.models import CausalLM, ElementPredictor, Seq2SeqTransformer, SequenceClassifier
-from attnlab.models.configs import (CausalLMConfig, ElementPredictorConfig, Seq2SeqConfig,
-                                    SequenceClassifierConfig)
+from attnlab.models.configs import (ARCH_PARTS, CausalLMConfig, ElementPredictorConfig,
+                                    Seq2SeqConfig, SequenceClassifierConfig)
 from attnlab.nn.positional import POSITIONAL_KINDS, input_kinds
 from attnlab.positional_names import POSITIONAL_NAMES
 from attnlab.tasks import TASKS, Runtime, get_task
@@ -126,3 +126,41 @@ def test_one_tokenizer_registry():
     assert tuple(TOKENIZER_KINDS) == ("char", "word", "bpe")
     assert translate.TOKENIZERS == ("auto", *TOKENIZER_KINDS)
     assert not hasattr(classify, "TOKENIZERS")
+
+
+def test_arch_sets_the_parts_left_out_in_python_and_refuses_one_that_disagrees():
+    """``CausalLMConfig(arch="llama")`` is the model ``--arch llama`` builds: the four parts
+    filled in, the same weights' shapes and outputs as naming them; a part named with another
+    value (even the field's default) is refused, not silently replaced."""
+    named = dict(positional="rope", norm="rms", ff="swiglu", bias=False)
+    short = CausalLMConfig(vocab_size=40, model_dim=16, num_heads=4, num_kv_heads=2, arch="llama")
+    assert short == CausalLMConfig(vocab_size=40, model_dim=16, num_heads=4, num_kv_heads=2,
+                                   arch="llama", **named)
+    torch.manual_seed(0)
+    a = CausalLM(short).eval()
+    b = CausalLM(40, model_dim=16, num_heads=4, num_kv_heads=2, **named).eval()
+    b.load_state_dict(a.state_dict())  # strict: the same parameters by name and shape
+    x = torch.randint(0, 40, (2, 7))
+    torch.testing.assert_close(a(x), b(x), atol=0, rtol=0)
+    for part in named:  # each of GPT-2's values, given by hand, disagrees with llama's
+        with pytest.raises(ValueError, match=f"{part} .* disagrees with arch llama"):
+            CausalLMConfig(vocab_size=40, arch="llama",
+                           **{part: ARCH_PARTS["gpt2"][part]})
+
+
+@pytest.mark.parametrize("settings", [
+    {},  # GPT-2's block, learned positions, tied
+    {"arch": "llama", "num_kv_heads": 2, "head_dim": 32, "tie_weights": False},  # wide heads
+    {"arch": "llama", "num_kv_heads": 1, "dim_feedforward": 96},  # multi-query, gated
+])
+def test_the_lm_memory_estimate_counts_the_parameters_the_model_has(settings):
+    """``attnlab train lm`` refuses settings the machine cannot hold from this count, so it
+    must follow --head-dim, --num-kv-heads and a gated --ff (it once counted 4·D² per block
+    for attention whatever the heads' width). Norm weights and biases are left out: a few
+    thousandths of the model."""
+    cfg = {"vocab_size": 90, "model_dim": 32, "num_heads": 4, "num_layers": 2, "max_len": 48,
+           **settings}
+    model_cfg = CausalLMConfig(**cfg)
+    found = get_task("lm").memory_estimate(model_cfg.as_dict())
+    has = sum(p.numel() for p in CausalLM(model_cfg).parameters())
+    assert 0.97 * has <= sum(size for _, size in found) / 16 <= has

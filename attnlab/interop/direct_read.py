@@ -26,7 +26,7 @@ nothing is allocated and the caller refuses the directory naming them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -35,7 +35,7 @@ from .llama_config import llama_family_settings
 from .source import weight_files
 from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
 
-__all__ = ["read_llama_family", "hf_names", "stored_dtype"]
+__all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype"]
 
 # attnlab's name parts -> Hugging Face's (the table of the module doc)
 _RENAMED = (("token_embedding.", "model.embed_tokens."), ("decoder.layers.", "model.layers."),
@@ -111,19 +111,39 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
         if dtype == "auto":
             dtype = stored_dtype(config, tensors)
         materialize(model, dtype)
-        _fill(model, tensors)
+        read_named(model, tensors.read)
     return model.eval(), [], []
 
 
 @torch.no_grad()
-def _fill(model: nn.Module, tensors: SafetensorsTensors) -> None:
-    """Read every parameter's tensor(s) into it; q, k and v through ``set_qkv``."""
+def read_named(model: nn.Module, read: Callable[..., torch.Tensor]) -> None:
+    """Fill every parameter of ``model`` (a ``CausalLM``) from ``read(hf_name, out=None)``,
+    which returns the Hugging Face tensor of that name, copied into ``out`` when given; q, k
+    and v through ``set_qkv``."""
     for name, param in model.named_parameters():
         names = hf_names(name)
         if len(names) == 1:
-            tensors.read(names[0], out=param)
+            read(names[0], out=param)
         elif name.endswith(".weight"):  # the stacked projection, with its biases if any
-            prefix = name[: -len("qkv_proj.weight")]  # "decoder.layers.{i}.self_attn."
-            attn = model.get_submodule(prefix[:-1])
-            biases = () if attn.qkv_proj.bias is None else hf_names(prefix + "qkv_proj.bias")
-            attn.set_qkv(*map(tensors.read, names), *map(tensors.read, biases))
+            attn = model.get_submodule(name[: -len(".qkv_proj.weight")])  # ...self_attn
+            biases = () if attn.qkv_proj.bias is None else hf_names(name[:-6] + "bias")
+            attn.set_qkv(*map(read, names), *map(read, biases))
+
+
+@torch.no_grad()
+def write_named(model: nn.Module, theirs: dict[str, torch.Tensor]) -> None:
+    """Copy every parameter of ``model`` (a ``CausalLM``) into ``theirs``, a Hugging Face
+    model's ``state_dict()`` (tensors sharing its parameters' memory), by the same names as
+    ``read_named``; q, k and v through ``get_qkv``."""
+    for name, param in model.named_parameters():
+        names = hf_names(name)
+        if len(names) == 1:
+            theirs[names[0]].copy_(param)
+        elif name.endswith(".weight"):
+            attn = model.get_submodule(name[: -len(".qkv_proj.weight")])
+            wq, wk, wv, bq, bk, bv = attn.get_qkv()
+            stacked = [*zip(names, (wq, wk, wv))]
+            if bq is not None:
+                stacked += zip(hf_names(name[:-6] + "bias"), (bq, bk, bv))
+            for hf_name, tensor in stacked:
+                theirs[hf_name].copy_(tensor)

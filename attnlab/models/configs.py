@@ -21,9 +21,10 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from ..activation_names import ACTIVATIONS, FEED_FORWARDS, NORMS
 from ..positional_names import ROPE_SCALINGS, positional_names
@@ -208,13 +209,44 @@ class CausalLMConfig(ModelConfig):
     rope_original_max_len: int = setting(8192, help="llama3 scaling's original context "
                                                     "(original_max_position_embeddings)",
                                          low=1, absent=8192)
+    # the fields the caller named (``_noting_given``); not a field itself
+    _given: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:
+        """``arch`` sets each of its parts that was not given (as ``--arch`` does); a part
+        given with another value is refused by ``lm_parts_broken``.
+
+        Examples:
+            >>> cfg = CausalLMConfig(vocab_size=50, arch="llama", num_kv_heads=2)
+            >>> cfg.positional, cfg.norm, cfg.ff, cfg.bias
+            ('rope', 'rms', 'swiglu', False)
+            >>> CausalLMConfig(vocab_size=50, arch="llama", norm="layer")
+            Traceback (most recent call last):
+            ...
+            ValueError: norm layer disagrees with arch llama, which sets norm rms
+        """
+        for key, value in ARCH_PARTS.get(self.arch, {}).items():
+            if key not in self._given:
+                setattr(self, key, value)
         super().__post_init__()
         self.dim_feedforward = self.dim_feedforward or 4 * self.model_dim
         if broken := lm_parts_broken(dataclasses.asdict(self)):
             raise ValueError(broken)
 
+
+
+def _noting_given(init):
+    """``CausalLMConfig``'s generated ``__init__``, first noting which fields the caller gave
+    (``_given``): a default and the same value given by hand differ for ``arch``, which fills
+    only the parts left out."""
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        self._given = frozenset(kwargs) | {f.name for f in dataclasses.fields(self)[:len(args)]}
+        init(self, *args, **kwargs)
+    return __init__
+
+
+CausalLMConfig.__init__ = _noting_given(CausalLMConfig.__init__)  # type: ignore[method-assign]
 
 # the rotary settings beside --positional, with the values that leave RoPE as it was
 _ROPE_DEFAULTS = {"rope_theta": 10000.0, "rope_scaling": "none", "rope_factor": 1.0,

@@ -229,12 +229,33 @@ class LMTask(Task):
         check_data(cfg)
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
-        """The default's weights, plus the learned position table (--positional learned):
-        --block-size x --model-dim numbers, with their gradient and AdamW's two moments."""
-        found = super().memory_estimate(cfg)
+        """The ``CausalLM``'s matrices with their gradient and AdamW's two moments (4 float32
+        copies): per block the attention's projections (queries and output --num-heads x
+        --head-dim wide, keys and values --num-kv-heads x --head-dim) and the feed-forward
+        network's two matrices (three when gated); the token embedding (and a separate output
+        matrix, --no-tie-weights); the learned position table (--positional learned).
+
+        Examples:
+            >>> parts = LMTask().memory_estimate({"model_dim": 64, "num_heads": 4,
+            ...     "num_layers": 2, "vocab_size": 100, "positional": "rope", "ff": "swiglu",
+            ...     "dim_feedforward": 128, "num_kv_heads": 2, "head_dim": 32})
+            >>> parts[0][0]
+            "the model's weights, gradients and optimiser state (~104,704 parameters)"
+        """
+        d, layers = cfg.get("model_dim") or 0, cfg.get("num_layers") or 0
+        heads = cfg.get("num_heads") or 1
+        width = cfg.get("head_dim") or d // heads
+        kv_heads = cfg.get("num_kv_heads") or heads
+        ff = cfg.get("dim_feedforward") or 4 * d
+        attention = 2 * d * heads * width + 2 * d * kv_heads * width
+        feed_forward = (2 if cfg.get("ff", "mlp") == "mlp" else 3) * d * ff
+        tables = 1 if cfg.get("tie_weights", True) else 2
+        params = layers * (attention + feed_forward) + tables * (cfg.get("vocab_size") or 0) * d
+        found = [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
+                  16 * params)]
         if cfg.get("positional") == "learned":
-            T, D = cfg.get("max_len") or cfg.get("block_size") or 0, cfg.get("model_dim") or 0
-            found.append((f"the learned position table ({T:,} x {D:,})", 16 * T * D))
+            T = cfg.get("max_len") or cfg.get("block_size") or 0
+            found.append((f"the learned position table ({T:,} x {d:,})", 16 * T * d))
         return found
 
 
