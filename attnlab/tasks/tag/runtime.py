@@ -35,7 +35,7 @@ from ...settings import steps_of_epochs
 from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer
 from ...training.tagger import IGNORE
 from ..base import config_from_run
-from .checkpoint import read_init
+from ..classify.pretrained import read_init
 from .data import Sentences, check_tags, files_of, known_tags, load_splits, read_file
 from .scoring import entity_scores, format_table, per_type_table
 
@@ -254,7 +254,7 @@ def _start(cfg, splits, run_dir: Path, task):
     if cfg.init and cfg.resume:
         return cfg, _tokenizer(run_dir, cfg), build_model(cfg)
     if cfg.init and checkpoint is None and not (Path(cfg.init) / "config.yaml").is_file():
-        checkpoint = read_init(cfg.init, cfg.init_sha256)
+        checkpoint = read_init(cfg.init, cfg.init_sha256, task="tag")
     if checkpoint is not None:
         cfg = cfg.derive(model_vocab_size=checkpoint.config.vocab_size)
         model = build_model(cfg)

@@ -46,7 +46,6 @@ from ...settings import flag, setting
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
-from .checkpoint import read_init
 from .data import JSONL_SUFFIXES, check_tags, known_tags, read_and_pin
 
 __all__ = ["TagTask", "TagSettings", "TASKS"]
@@ -187,7 +186,7 @@ class TagTask(Task):
         for key in ("val", "test"):
             check_tags(splits[key], seen, key)
         if cfg.get("init") and not cfg.get("resume"):
-            splits["init"] = read_init(cfg["init"], cfg["init_sha256"])
+            splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag")
         return splits
 
 
