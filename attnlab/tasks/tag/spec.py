@@ -2,6 +2,8 @@
 
     attnlab train tag --data train.conll [--val FILE] [--test FILE] [--tag-column N]
         [--tokens-column tokens] [--tags-column tags] [--init DIR]
+        [--freeze none|encoder|all-but-last-N] [--lora-rank R [--lora-alpha A]
+         [--lora-targets attention|mlp|all-linear]]
 
 The file is CoNLL (a word and its fields per line, the tag last; a blank line between
 sentences) or JSON Lines with lists of words and tags (``data.py``); tags are BIO. Without
@@ -11,7 +13,9 @@ vocabulary of the training split (an unseen word reads as unknown). With ``--ini
 Hugging Face BERT-family directory, or a tag run) it fine-tunes the pretrained encoder under a
 new per-token layer (``BertTagger``), reading the words with the checkpoint's tokenizer: the
 first subword of each word carries the word's label, the others none (-100), and a word's
-prediction is read at its first subword.
+prediction is read at its first subword. ``--freeze`` and ``--lora-rank`` are classify's
+(``attnlab.training.adapt``): the head is the per-token layer; a LoRA run from a Hugging Face
+directory writes a peft adapter (``TOKEN_CLS``, the head in ``modules_to_save``).
 
 Metrics on the test split (``scoring.py``, as seqeval counts them): ``test_f1``,
 ``test_precision``, ``test_recall`` (entity level), ``test_accuracy`` (words), and
@@ -42,7 +46,7 @@ from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...run_config import RunSettings
-from ...settings import flag, setting
+from ...settings import AdaptSettings, flag, setting
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
@@ -56,7 +60,7 @@ _MAX_LEN = 256  # words kept per sentence, without --init
 
 
 @dataclass
-class TagSettings(PretrainedEncoderFields):
+class TagSettings(AdaptSettings, PretrainedEncoderFields):
     """The flags of ``attnlab train tag`` besides the shared and the model ones; and, without
     a flag, what ``--init DIR`` reads from a pretrained encoder (``arch``, its fields)."""
 
@@ -116,13 +120,19 @@ class TagTask(Task):
                  "threads": 1}
     default_notes = {"max_len": f"{_MAX_LEN} words; with --init, the subwords the model holds"}
     init_model_types = INIT_MODEL_TYPES["tag"]
-    capabilities = Capabilities(holds_out_fractions=True)
+    # `export --hf` writes a run from --init of a BERT-family checkpoint (runtime.export_hf)
+    capabilities = Capabilities(holds_out_fractions=True,
+                                hf_auto_class="AutoModelForTokenClassification")
 
     def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 
         return runtime
+
+    def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The encoder is everything before the per-token head (classify's cut)."""
+        return {"blocks": cfg["num_layers"], "encoder": True, "attention": True}
 
     def init_settings(self, source) -> dict[str, Any]:
         """What ``--init DIR`` fixes: a Hugging Face BERT-family encoder's shape and
