@@ -6,7 +6,8 @@
          [--lora-targets attention|mlp|all-linear]]
 
 The file is CoNLL (a word and its fields per line, the tag last; a blank line between
-sentences) or JSON Lines with lists of words and tags (``data.py``); tags are BIO. Without
+sentences), or JSON Lines, Parquet or a datasets directory with lists of words and tags
+(``data.py``); tags are BIO. Without
 ``--test`` (or ``--val``) the sentences are split with ``--seed``. From scratch the model is
 attnlab's encoder with a class per token (``SequenceClassifier(head="token")``) over a word
 vocabulary of the training split (an unseen word reads as unknown). With ``--init DIR`` (a
@@ -39,7 +40,6 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import UsageError
@@ -50,7 +50,7 @@ from ...settings import AdaptSettings, flag, setting
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
-from .data import JSONL_SUFFIXES, check_tags, known_tags, read_and_pin
+from .data import check_tags, file_kind, known_tags, read_and_pin
 
 __all__ = ["TagTask", "TagSettings", "TASKS"]
 
@@ -64,17 +64,19 @@ class TagSettings(AdaptSettings, PretrainedEncoderFields):
     """The flags of ``attnlab train tag`` besides the shared and the model ones; and, without
     a flag, what ``--init DIR`` reads from a pretrained encoder (``arch``, its fields)."""
 
-    data: str = setting(None, help="training data: CoNLL (a word and its tag per line) or "
-                                   ".jsonl", metavar="FILE", optional=True)
+    data: str = setting(None, help="training data: CoNLL (a word and its tag per line), .jsonl, "
+                                   ".parquet or a datasets directory", metavar="FILE",
+                        optional=True)
     test: str = setting(None, help="test data (default: --test-fraction of --data's sentences)",
                         metavar="FILE", optional=True)
     val: str = setting(None, help="validation data (default: --val-fraction of --data's "
                                   "sentences)", metavar="FILE", optional=True)
     tag_column: int = setting(None, help="CoNLL: the field of the tag, counting the word as 0 "
                                          "(default: the last)", low=1, optional=True)
-    tokens_column: str = setting("tokens", help="JSON Lines: the field of the words",
-                                 metavar="NAME")
-    tags_column: str = setting("tags", help="JSON Lines: the field of the tags", metavar="NAME")
+    tokens_column: str = setting("tokens", help="JSON Lines, Parquet, datasets: the field of "
+                                                "the words", metavar="NAME")
+    tags_column: str = setting("tags", help="JSON Lines, Parquet, datasets: the field of the "
+                                            "tags", metavar="NAME")
     vocab_size: int = setting(20000, help="largest word vocabulary (from scratch)", low=5)
     val_fraction: float = setting(0.1, help="share of --data held out for validation without --val",
                                   low=0, above=True, below=1)
@@ -161,12 +163,13 @@ class TagTask(Task):
             out.append((["vocab_size"], "not with --init: the checkpoint's own tokenizer is "
                                         "used"))
         files = [cfg.get(k) for k in ("data", "val", "test") if cfg.get(k)]
-        jsonl = [Path(f).suffix.lower() in JSONL_SUFFIXES for f in files]
-        if files and all(jsonl):
-            out.append((["tag_column"], "only for CoNLL files (these are JSON Lines)"))
-        if files and not any(jsonl):
-            out.append((["tokens_column", "tags_column"], "only for JSON Lines files (these "
-                                                          "are CoNLL)"))
+        named = [file_kind(f) != "conll" for f in files]  # JSON Lines or columnar: named fields
+        if files and all(named):
+            out.append((["tag_column"], "only for CoNLL files (these are JSON Lines, Parquet "
+                                        "or datasets directories)"))
+        if files and not any(named):
+            out.append((["tokens_column", "tags_column"], "only for JSON Lines, Parquet and "
+                                                          "datasets files (these are CoNLL)"))
         return out
 
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
