@@ -221,6 +221,7 @@ def _class_names(schema) -> dict[str, list[str]]:
     """{column: names} of the ``ClassLabel`` columns that ``datasets`` recorded in the schema's
     ``huggingface`` metadata (Parquet files from ``to_parquet`` and save_to_disk's shards)."""
     raw = (schema.metadata or {}).get(b"huggingface")
+
     def names(f: dict) -> list[str] | None:
         if f.get("_type") in ("Sequence", "List") and isinstance(f.get("feature"), dict):
             f = f["feature"]  # a list of class labels per row (tag's ner_tags)
