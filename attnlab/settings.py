@@ -497,15 +497,15 @@ class CorpusSettings:
 
 @dataclass
 class AdaptSettings:
-    """What a run trains of its model (lm, classify and translate), and from what: every weight,
-    all but the first blocks, or a low-rank update of the attention projections
+    """What a run trains of its model (lm, classify, tag and translate), and from what: every
+    weight, all but the first blocks, or a low-rank update of the attention projections
     (``attnlab.nn.lora``), starting from random weights or from ``--init DIR``'s. The rules
     between them and the model are ``check_adapt``'s; ``--init`` is ``Task.init_settings``'s
     and ``attnlab.interop.source``'s."""
 
     freeze: str = setting("none", metavar="WHAT", absent="none",
-                          help="none; encoder (classify, translate: train the head or the "
-                               "decoder only); all-but-last-N (train the last N blocks and "
+                          help="none; encoder (classify, tag, translate: train the head or "
+                               "the decoder only); all-but-last-N (train the last N blocks and "
                                "what follows them)")
     lora_rank: int = setting(None, low=1, optional=True, metavar="R", absent=None,
                              help="train a rank-R update (LoRA) of the layers --lora-targets "

@@ -145,7 +145,7 @@ def test_a_task_that_declares_nothing_is_refused_naming_the_tasks_that_do(tmp_pa
 
     # the lists in the messages come from the declarations, as the messages always read
     assert quantize_tasks() == ("lm", "translate")
-    assert export_tasks() == ("lm", "translate", "classify")
+    assert export_tasks() == ("lm", "translate", "tag", "classify")
     assert quantize_refusal("int8", "sort", "runs/s") == \
         "is for lm and translate runs; runs/s is a sort run"
     d = tmp_path / "gpt"

@@ -15,7 +15,11 @@ the tokenizer — with the run's logits:
   ``*ForSequenceClassification`` (``AutoModelForSequenceClassification``; ``id2label`` the
   run's labels) with the checkpoint's tokenizer (``attnlab.interop.bert_classify``). A run
   pooled by the mean of its tokens (its encoder had no pooler) is refused: every Hugging Face
-  head reads the first token.
+  head reads the first token;
+- a tag run from ``--init`` of a BERT-family checkpoint becomes its family's
+  ``*ForTokenClassification`` (``AutoModelForTokenClassification``; ``id2label`` the run's
+  tags) with the checkpoint's tokenizer. A tag or classify run of attnlab's own encoder is
+  refused: Hugging Face has no class for it.
 
 Each task that can be written declares the ``transformers`` class that loads it
 (``Capabilities.hf_auto_class``), and its runtime's ``export_hf`` calls the conversion of
@@ -34,7 +38,7 @@ def export_tasks() -> tuple[str, ...]:
 
     Examples:
         >>> export_tasks()
-        ('lm', 'translate', 'classify')
+        ('lm', 'translate', 'tag', 'classify')
     """
     from ..loading import tasks_that
 
@@ -43,9 +47,9 @@ def export_tasks() -> tuple[str, ...]:
 
 def register(sub) -> None:
     p = sub.add_parser("export", help="write a trained run as a Hugging Face model directory",
-                       description="Write a trained lm, translate or classify (--init) run as a "
-                                   "directory that transformers' from_pretrained loads, with "
-                                   "the same logits.")
+                       description="Write a trained lm, translate, classify (--init) or tag "
+                                   "(--init) run as a directory that transformers' "
+                                   "from_pretrained loads, with the same logits.")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--hf", metavar="OUT", required=True,
                    help="the Hugging Face directory to write (must not exist)")

@@ -17,7 +17,10 @@ Values become the strings the CSV and JSONL readers give: text as it is, integer
 floats and booleans as JSON writes them (``1.5``, ``true``). A ``datasets`` ``ClassLabel``
 column (integers with names, in the schema's ``huggingface`` metadata) gives the names, as a
 user who wrote the labels sees them. A null, or a column of any other type (a list, a struct,
-bytes, a date), is refused by name: read as text it would be a string nobody wrote.
+bytes, a date), is refused by name: read as text it would be a string nobody wrote. Only where
+a task reads a list per row (tag's words and tags: ``lists``) may a column hold lists, and
+then lists of text (or a ``datasets`` ``Sequence`` of ``ClassLabel``: the names), each row a
+Python list of str; lists of numbers, and null items, are refused naming the column (and row).
 
 Why the digest is taken through the open file: ``Table.sha256`` must be the digest of what was
 read, so that a run can tell a changed file on ``--resume``. Each file is hashed through the
@@ -61,9 +64,11 @@ class ColumnarFile:
         columns: the columns to read (``None``: all of them).
         where: how messages start (``"--data reviews.parquet"``).
         hint: ends the message of a missing column (``"; name it with --text-column"``).
+        lists: the columns that hold a list of text per row (see the module doc).
     """
 
-    def __init__(self, path: Path, columns: list[str] | None, where: str, hint: str = "") -> None:
+    def __init__(self, path: Path, columns: list[str] | None, where: str, hint: str = "",
+                 lists: tuple[str, ...] = ()) -> None:
         self.path, self.where = path, where
         self._digests: dict[str, str] = {}
         if path.is_dir():
@@ -83,8 +88,8 @@ class ColumnarFile:
                              f"(columns: {', '.join(have) or 'none'}){hint}")
         names = _class_names(schema)
         self._types = {c: schema.field(c).type for c in self.columns}
-        self._convert = {c: _converter(c, self._types[c], names.get(c), where)
-                         for c in self.columns}
+        self._convert = {c: (_list_converter if c in lists else _converter)(
+            c, self._types[c], names.get(c), where) for c in self.columns}
 
     @property
     def sha256(self) -> str:
@@ -197,9 +202,10 @@ class ColumnarFile:
         return "datasets directory" if self.path.is_dir() else "Parquet file"
 
 
-def open_columnar(path: str | Path, columns: list[str] | None, *, what: str) -> ColumnarFile:
-    """``ColumnarFile(path, columns, f"{what} {path}")``: see the class."""
-    return ColumnarFile(Path(path), columns, f"{what} {path}")
+def open_columnar(path: str | Path, columns: list[str] | None, *, what: str, hint: str = "",
+                  lists: tuple[str, ...] = ()) -> ColumnarFile:
+    """``ColumnarFile(path, columns, f"{what} {path}", hint, lists)``: see the class."""
+    return ColumnarFile(Path(path), columns, f"{what} {path}", hint, lists)
 
 
 def _splits(path: Path) -> list[str] | None:
@@ -215,10 +221,16 @@ def _class_names(schema) -> dict[str, list[str]]:
     """{column: names} of the ``ClassLabel`` columns that ``datasets`` recorded in the schema's
     ``huggingface`` metadata (Parquet files from ``to_parquet`` and save_to_disk's shards)."""
     raw = (schema.metadata or {}).get(b"huggingface")
+
+    def names(f: dict) -> list[str] | None:
+        if f.get("_type") in ("Sequence", "List") and isinstance(f.get("feature"), dict):
+            f = f["feature"]  # a list of class labels per row (tag's ner_tags)
+        return list(f["names"]) if f.get("_type") == "ClassLabel" else None
+
     try:
         features = json.loads(raw)["info"]["features"] if raw else {}
-        return {name: list(f["names"]) for name, f in features.items()
-                if isinstance(f, dict) and f.get("_type") == "ClassLabel"}
+        found = {name: names(f) for name, f in features.items() if isinstance(f, dict)}
+        return {name: n for name, n in found.items() if n is not None}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {}
 
@@ -253,6 +265,40 @@ def _converter(column: str, arrow_type, names: list[str] | None, where: str):
                           if not 0 <= v < len(names or ()))
             raise UsageError(f"{where} row {row}: column {column!r} holds {v}, which is no "
                              f"class of its ClassLabel (names: {', '.join(names[:10])})") from None
+
+    return convert
+
+
+def _list_converter(column: str, arrow_type, names: list[str] | None, where: str):
+    """A function (Arrow array of lists, number of its first row) → list of lists of str, for
+    a column of lists of text or of class labels (``names``); ``UsageError`` for lists of
+    anything else, a null list or a null item (naming the row)."""
+    import pyarrow.types as t
+
+    if not (t.is_list(arrow_type) or t.is_large_list(arrow_type)):
+        raise UsageError(f"{where}: column {column!r} holds {arrow_type} values; it must hold "
+                         f"a list of text per row")
+    item = arrow_type.value_type
+    text = t.is_string(item) or t.is_large_string(item) or _is_string_view(item)
+    if not text and not (t.is_integer(item) and names is not None):
+        raise UsageError(f"{where}: column {column!r} holds lists of {item}; it must hold "
+                         f"lists of text (or a datasets Sequence of ClassLabel)")
+    spell = None if text else _class_name(names)
+
+    def convert(array, first: int) -> list[list[str]]:
+        out = []
+        for i, value in enumerate(array.to_pylist()):
+            if value is None or None in value:
+                what = "is null" if value is None else "holds a null item"
+                raise UsageError(f"{where} row {first + i}: column {column!r} {what}; give a "
+                                 f"list of text")
+            try:
+                out.append(value if spell is None else [spell(v) for v in value])
+            except IndexError as e:
+                raise UsageError(f"{where} row {first + i}: column {column!r} holds {e.args[0]}, "
+                                 f"which is no class of its ClassLabel (names: "
+                                 f"{', '.join(names[:10])})") from None
+        return out
 
     return convert
 

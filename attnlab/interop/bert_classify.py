@@ -1,4 +1,6 @@
-"""A ``BertClassifier`` as Hugging Face's ``*ForSequenceClassification`` (``classifier_to_hf``).
+"""A ``BertClassifier`` as Hugging Face's ``*ForSequenceClassification`` (``classifier_to_hf``),
+and a ``BertTagger`` as its ``*ForTokenClassification`` (``tagger_to_hf``: the encoder, then
+one linear layer per token called ``classifier`` in every family).
 
 Shapes: D model width, C classes.
 
@@ -30,7 +32,7 @@ from .bert_weights import hf_tensors_of
 from .weights import ACT_TO_HF
 from .weights import copy_linear as _copy_linear
 
-__all__ = ["classifier_to_hf", "check_exportable", "EXPORTED_TYPES"]
+__all__ = ["classifier_to_hf", "tagger_to_hf", "check_exportable", "EXPORTED_TYPES"]
 
 EXPORTED_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
 # model_type -> the activation its *ForSequenceClassification head applies after its dense layer
@@ -68,12 +70,47 @@ def classifier_to_hf(model: nn.Module, *, model_type: str, labels: list[str],
         >>> type(classifier_to_hf(ours, model_type="bert", labels=["neg", "pos"])).__name__
         'BertForSequenceClassification'
     """
-    c = model.config
-    check_exportable(c, model_type, labels)
-    from transformers import AutoConfig, AutoModelForSequenceClassification
+    check_exportable(model.config, model_type, labels)
+    hf = _with_encoder(model, "AutoModelForSequenceClassification", model_type, labels, specials)
+    with torch.no_grad():
+        dense, out = _head_layers(hf, model_type)
+        _copy_linear(dense, model.pooler.weight, model.pooler.bias)
+        _copy_linear(out, model.classifier.weight, model.classifier.bias)
+    return hf.train(model.training)
 
-    specials = specials or {}
-    hf = AutoModelForSequenceClassification.from_config(AutoConfig.for_model(
+
+def tagger_to_hf(model: nn.Module, *, model_type: str, labels: list[str],
+                 specials: dict[str, int] | None = None):
+    """The ``transformers`` ``*ForTokenClassification`` equivalent to a ``BertTagger``: the
+    encoder as ``classifier_to_hf`` writes it, and the per-token layer as ``classifier`` (its
+    name in every family). Args, Returns and Raises as ``classifier_to_hf``'s, but that a
+    tagger has no pooling and no head activation to refuse; the logits are (B, T, C).
+
+    Examples:
+        >>> from attnlab.models import BertTagger
+        >>> from attnlab.models.configs import BertClassifierConfig
+        >>> ours = BertTagger(BertClassifierConfig(num_classes=2, vocab_size=40, model_dim=16,
+        ...                   num_heads=2, num_layers=1, dim_feedforward=32))
+        >>> type(tagger_to_hf(ours, model_type="bert", labels=["B-X", "O"])).__name__
+        'BertForTokenClassification'
+    """
+    check_exportable(model.config, model_type, labels, tokens=True)
+    hf = _with_encoder(model, "AutoModelForTokenClassification", model_type, labels, specials)
+    with torch.no_grad():
+        _copy_linear(hf.classifier, model.classifier.weight, model.classifier.bias)
+    return hf.train(model.training)
+
+
+def _with_encoder(model: nn.Module, auto_class: str, model_type: str, labels: list[str],
+                  specials: dict[str, int] | None):
+    """A new ``transformers`` model of ``auto_class`` (a task class of the family) of
+    ``model``'s shape and labels, holding ``model``'s encoder; its head is left to the
+    caller."""
+    import transformers
+    from transformers import AutoConfig
+
+    c, specials = model.config, specials or {}
+    hf = getattr(transformers, auto_class).from_config(AutoConfig.for_model(
         model_type, **_family_config(c, model_type), pad_token_id=specials.get("pad", c.pad_id),
         bos_token_id=specials.get("bos"), eos_token_id=specials.get("eos"),
         num_labels=len(labels), id2label=dict(enumerate(labels)),
@@ -82,15 +119,12 @@ def classifier_to_hf(model: nn.Module, *, model_type: str, labels: list[str],
         tensors = hf_tensors_of(model.bert, model_type)
         missing, unexpected = hf.base_model.load_state_dict(tensors, strict=False)
         assert not unexpected, unexpected
-        for name in missing:  # what the table has not: BERT's pooler (the head's, below),
+        for name in missing:  # what the table has not: BERT's pooler (the caller's: a head's),
             # the index buffers transformers makes, token types where attnlab's encoder has none
             assert name.startswith(("embeddings.token_type", "pooler.", "embeddings.position_ids")), name
             if name == "embeddings.token_type_embeddings.weight":  # one type that adds nothing
                 hf.base_model.get_parameter(name).zero_()
-        dense, out = _head_layers(hf, model_type)
-        _copy_linear(dense, model.pooler.weight, model.pooler.bias)
-        _copy_linear(out, model.classifier.weight, model.classifier.bias)
-    return hf.train(model.training)
+    return hf
 
 
 def _head_layers(hf, model_type: str) -> tuple[nn.Linear, nn.Linear]:
@@ -118,21 +152,23 @@ def _family_config(c, model_type: str) -> dict:
                 type_vocab_size=max(c.type_vocab_size, 1), layer_norm_eps=c.layer_norm_eps)
 
 
-def check_exportable(c, model_type: str, labels: list[str]) -> None:
-    """ValueError naming the first thing a Hugging Face classification class cannot hold."""
-    if c.pooling != "cls":
+def check_exportable(c, model_type: str, labels: list[str], *, tokens: bool = False) -> None:
+    """ValueError naming the first thing a Hugging Face classification class cannot hold
+    (``tokens``: a token classification class, which reads every token: no pooling)."""
+    if not tokens and c.pooling != "cls":
         raise ValueError("to_hf: this classifier pools the mean of its tokens (--pooling "
                          "mean); Hugging Face's *ForSequenceClassification heads read the first "
                          "token only, so no class gives its logits (a run with --pooling cls "
                          "exports)")
     if model_type not in EXPORTED_TYPES:
-        raise ValueError(f"to_hf: model_type {model_type!r} has no pooled classification "
+        kind = "token" if tokens else "pooled"
+        raise ValueError(f"to_hf: model_type {model_type!r} has no {kind} classification "
                          f"class; exported: {', '.join(EXPORTED_TYPES)}")
     style = "roberta" if model_type in ("roberta", "xlm-roberta", "camembert") else "absolute"
     if c.position_style != style:
         raise ValueError(f"to_hf: {model_type} counts positions {style!r}, this classifier "
                          f"{c.position_style!r}")
-    if c.pooler_activation != _HEAD_ACTIVATION[model_type]:
+    if not tokens and c.pooler_activation != _HEAD_ACTIVATION[model_type]:
         raise ValueError(f"to_hf: {model_type}'s classification head applies "
                          f"{_HEAD_ACTIVATION[model_type]} after its dense layer, this "
                          f"classifier {c.pooler_activation}; no class gives its logits")

@@ -27,7 +27,8 @@ writing it B's rows.
 
 A classifier's head trains whole beside the update (``--lora-rank`` on classify): it is saved as
 peft's ``modules_to_save`` under the names of the family's ``*ForSequenceClassification``
-(``bert_classify``), whose new head peft then replaces.
+(``bert_classify``), whose new head peft then replaces; a tagger's per-token layer likewise,
+as the ``classifier`` of the family's ``*ForTokenClassification`` (``--lora-rank`` on tag).
 
 ``target_modules`` names each adapted module by the shortest end of its name that names no
 module left alone (GPT-2's ``attn.c_proj``, not ``c_proj``, which ``mlp.c_proj`` ends with too).
@@ -44,7 +45,8 @@ __all__ = ["ADAPTER_DIR", "adapter_refusal", "write_adapter", "adapter_tensors",
 
 ADAPTER_DIR = "adapter"
 # attnlab's task -> peft's task_type (the PeftModel class from_pretrained builds)
-PEFT_TASK_TYPES = {"lm": "CAUSAL_LM", "classify": "SEQ_CLS", "translate": "SEQ_2_SEQ_LM"}
+PEFT_TASK_TYPES = {"lm": "CAUSAL_LM", "classify": "SEQ_CLS", "tag": "TOKEN_CLS",
+                   "translate": "SEQ_2_SEQ_LM"}
 
 Rows = Callable[[Tensor], Tensor]
 # one peft LoRA layer: (Hugging Face module name, B -> its rows, A -> its columns)
@@ -93,7 +95,17 @@ _BERT_HEADS = {"bert": (["pooler", "classifier"], ("bert.pooler.dense", "classif
                                (["classifier"], ("classifier.dense", "classifier.out_proj")))}
 
 
-def _bert(model: nn.Module, model_type: str) -> tuple[dict[str, list[Piece]], list[str]]:
+def _head(task: str, model_type: str) -> tuple[list[str], tuple[str, ...]]:
+    """(modules_to_save, the Hugging Face names of the head's layers) of a BERT-family model of
+    ``task``: classify's ``*ForSequenceClassification`` head (pooler and classifier), or tag's
+    ``*ForTokenClassification`` head, one layer called ``classifier`` in every family."""
+    if task == "tag":
+        return ["classifier"], ("classifier",)
+    return _BERT_HEADS[model_type]
+
+
+def _bert(model: nn.Module, model_type: str, task: str
+          ) -> tuple[dict[str, list[Piece]], list[str]]:
     from .bert_weights import BASE_PREFIX, layer_names
 
     pieces = {}
@@ -105,7 +117,7 @@ def _bert(model: nn.Module, model_type: str) -> tuple[dict[str, list[Piece]], li
                    f"{p}.self_attn.o_proj": [(names["o"], _same, _same)],
                    f"{p}.linear_net.0": [(names["ff1"], _same, _same)],
                    f"{p}.linear_net.3": [(names["ff2"], _same, _same)]}
-    return pieces, list(_BERT_HEADS[model_type][1])
+    return pieces, list(_head(task, model_type)[1])
 
 
 def _marian(model: nn.Module) -> tuple[dict[str, list[Piece]], list[str]]:
@@ -142,8 +154,8 @@ def _marian(model: nn.Module) -> tuple[dict[str, list[Piece]], list[str]]:
 
 
 def _layout(model: nn.Module, task: str, model_type: str):
-    if task == "classify":
-        return _bert(model, model_type)
+    if task in ("classify", "tag"):
+        return _bert(model, model_type, task)
     if task == "translate":
         return _marian(model)
     return _gpt2(model) if model_type == "gpt2" else _llama(model)
@@ -157,14 +169,16 @@ def adapter_refusal(task: str, init_kind: str | None, model_type: str | None,
         start = {"run": "an attnlab run", "gguf": "a GGUF file"}.get(init_kind, "random weights")
         return (f"started from {start}, so peft has no Hugging Face base to load it onto; "
                 f"`attnlab export RUN --hf DIR` writes the merged model")
-    if task == "classify":
+    if task in ("classify", "tag"):
         from .bert_classify import check_exportable
 
         try:
-            check_exportable(model.config, model_type, [""] * model.config.num_classes)
+            check_exportable(model.config, model_type, [""] * model.config.num_classes,
+                             tokens=task == "tag")
         except ValueError as e:
             why = str(e).removeprefix("to_hf: ")
-            return f"the classifier's head has no Hugging Face class: {why}"
+            model_name = "tagger" if task == "tag" else "classifier"
+            return f"the {model_name}'s head has no Hugging Face class: {why}"
     return None
 
 
@@ -190,9 +204,10 @@ def adapter_tensors(model: nn.Module, factors: dict[str, tuple[Tensor, Tensor]],
             adapted.append(hf)
     left_alone = [hf for name, ps in pieces.items() if name not in factors for hf, _, _ in ps]
     saved: list[str] = []
-    if task == "classify":
-        saved, (dense, out) = _BERT_HEADS[model_type]
-        for hf, layer in ((dense, model.pooler), (out, model.classifier)):
+    if task in ("classify", "tag"):
+        saved, names = _head(task, model_type)
+        layers = (model.classifier,) if task == "tag" else (model.pooler, model.classifier)
+        for hf, layer in zip(names, layers, strict=True):
             tensors[f"base_model.model.{hf}.weight"] = layer.weight.detach().clone()
             tensors[f"base_model.model.{hf}.bias"] = layer.bias.detach().clone()
     return tensors, _short_names(adapted, left_alone + others), saved

@@ -21,6 +21,7 @@ text alone gives. The head starts as Hugging Face starts one: weight ~ N(0, 0.02
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -29,10 +30,44 @@ from torch import Tensor, nn
 from .bert import BertEncoder
 from .configs import BertClassifierConfig
 
-__all__ = ["BertClassifier", "BertClassifierConfig"]
+__all__ = ["BertClassifier", "BertWithHead", "BertClassifierConfig"]
 
 
-class BertClassifier(nn.Module):
+class BertWithHead(nn.Module):
+    """What ``BertClassifier`` and ``BertTagger`` share: a ``BertEncoder`` (``self.bert``),
+    dropout, and a linear layer of ``num_classes`` outputs (``self.classifier``) drawn as Hugging
+    Face draws a new head (weight ~ N(0, 0.02²), bias 0). They differ only in what that layer
+    reads, a pooled vector or every token: their ``forward``.
+
+    Args:
+        config: the ``BertClassifierConfig`` (``model.config``).
+        pooler: whether the encoder has BERT's pooler (a D x D layer on the first token).
+    """
+
+    def __init__(self, config: BertClassifierConfig, *, pooler: bool) -> None:
+        super().__init__()
+        self.config = config
+        self.bert = BertEncoder(dataclasses.replace(config.encoder_config(), pooler=pooler))
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(config.model_dim, config.num_classes)
+        nn.init.normal_(self.classifier.weight, std=0.02)  # transformers' initializer_range
+        nn.init.zeros_(self.classifier.bias)
+
+    @classmethod
+    def from_config(cls, config: BertClassifierConfig) -> "BertWithHead":
+        """The model a ``BertClassifierConfig`` describes (randomly initialised)."""
+        return cls(config)
+
+    @torch.no_grad()
+    def get_attention_maps(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+                           token_type_ids: Tensor | None = None) -> list[Tensor]:
+        """Every layer's attention weights: L tensors (B, H, T, T)."""
+        mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
+        h = self.bert.embed(input_ids, token_type_ids)  # (B, T, D)
+        return self.bert.encoder.get_attention_maps(h, mask)
+
+
+class BertClassifier(BertWithHead):
     """``BertEncoder`` (``self.bert``) + pooling + dropout + a linear head (``self.classifier``).
 
     ``BertClassifier(config)`` builds the model a ``BertClassifierConfig`` describes
@@ -68,23 +103,12 @@ class BertClassifier(nn.Module):
 
     def __init__(self, config: BertClassifierConfig | int | None = None, /,
                  **fields: Any) -> None:
-        super().__init__()
         args = () if config is None else (config,)
         config = BertClassifierConfig.of_arguments("BertClassifier", args, fields,
                                                    ("num_classes",))
         config.require("BertClassifier", "num_classes", "vocab_size")
-        self.config = config
-        self.bert = BertEncoder(config.encoder_config())
-        self.dropout = nn.Dropout(config.dropout)
+        super().__init__(config, pooler=config.pooling == "cls")
         self.pooler_activation = torch.tanh if config.pooler_activation == "tanh" else torch.relu
-        self.classifier = nn.Linear(config.model_dim, config.num_classes)
-        nn.init.normal_(self.classifier.weight, std=0.02)  # transformers' initializer_range
-        nn.init.zeros_(self.classifier.bias)
-
-    @classmethod
-    def from_config(cls, config: BertClassifierConfig) -> "BertClassifier":
-        """The model a ``BertClassifierConfig`` describes (randomly initialised)."""
-        return cls(config)
 
     @classmethod
     def from_encoder(cls, encoder: BertEncoder, num_classes: int, *,
@@ -124,14 +148,6 @@ class BertClassifier(nn.Module):
                 token_type_ids: Tensor | None = None) -> Tensor:
         hidden = self.bert(input_ids, attention_mask, token_type_ids)  # (B, T, D)
         return self.classifier(self.dropout(self.pool(hidden, attention_mask)))  # (B, C)
-
-    @torch.no_grad()
-    def get_attention_maps(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                           token_type_ids: Tensor | None = None) -> list[Tensor]:
-        """Every layer's attention weights: L tensors (B, H, T, T)."""
-        mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
-        h = self.bert.embed(input_ids, token_type_ids)  # (B, T, D)
-        return self.bert.encoder.get_attention_maps(h, mask)
 
     @torch.no_grad()
     def predict(self, input_ids: Tensor, attention_mask: Tensor | None = None,

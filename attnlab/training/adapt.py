@@ -9,8 +9,9 @@ Each model the three tasks build is cut the same way:
 - ``--freeze all-but-last-N`` trains blocks[L-N:] and what follows them; the embeddings and
   the first blocks keep their weights bit for bit. A head tied to the token embedding (the
   language model's, by default) is the embedding: it trains with the head.
-- ``--freeze encoder`` trains the classifier's head, or the translator's decoder side (target
-  embedding, positional table, decoder, output); the source embedding and the encoder stay.
+- ``--freeze encoder`` trains the classifier's (or the tagger's) head, or the translator's
+  decoder side (target embedding, positional table, decoder, output); the source embedding
+  and the encoder stay.
 - ``--lora-rank R`` freezes every weight and trains a rank-R update of each layer
   ``--lora-targets`` names: the attention projections (the default), the feed-forward
   network's layers (``mlp``) or both (``all-linear``); and a classifier's head, which a
@@ -30,6 +31,7 @@ from torch import Tensor, nn
 
 from ..activation_names import LORA_LAYERS
 from ..models.bert_classifier import BertClassifier
+from ..models.bert_tagger import BertTagger
 from ..models.causal_lm import CausalLM
 from ..models.classifier import SequenceClassifier
 from ..models.seq2seq import Seq2SeqTransformer
@@ -54,6 +56,8 @@ def _parts(model: nn.Module) -> tuple[list[nn.Module], list[nn.Module], list[nn.
     if isinstance(model, BertClassifier):  # post-LN: no final norm; the pooler is the head's
         head = [model.pooler, model.classifier]
         return list(model.bert.encoder.layers), head, head
+    if isinstance(model, BertTagger):  # tag's: the per-token layer is the head
+        return list(model.bert.encoder.layers), [model.classifier], [model.classifier]
     if isinstance(model, Seq2SeqTransformer):
         stack = model.transformer.decoder
         return (list(stack.layers), [stack.norm, model.output],
@@ -81,7 +85,7 @@ def adapt(model: nn.Module, cfg: RunSettings) -> str | None:
     if rank is not None:
         targets = lora_targets(cfg)
         wrapped = add_lora(model, rank, cfg.lora_alpha, targets=targets)
-        if isinstance(model, (SequenceClassifier, BertClassifier)):
+        if isinstance(model, (SequenceClassifier, BertClassifier, BertTagger)):
             # a classifier's head, as --freeze encoder trains it: a new one has nothing to
             # keep, and a pretrained encoder's is its pooler (new too where the checkpoint
             # had none: DistilBERT's pre_classifier) and the new classifier layer

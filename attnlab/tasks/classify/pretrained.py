@@ -177,10 +177,12 @@ def check_pretrained(cfg: dict[str, Any]) -> None:
                          f"give --max-len {most} or less")
 
 
-def read_init(init: str, sha256: str, pooling: str):
+def read_init(init: str, sha256: str, pooling: str | None = None, *, task: str = "classify"):
     """The ``attnlab.interop.checkpoint.Checkpoint`` of a Hugging Face ``--init`` directory
     ``init`` (None for an attnlab run: the runtime loads it), its weights the ones configured
-    (``sha256``, config.yaml's ``init_sha256``), its pooler the one ``pooling`` reads.
+    (``sha256``, config.yaml's ``init_sha256``), its pooler the one ``pooling`` reads (None:
+    a model that reads no pooler, tag's). ``task``: the task that reads it (classify, tag),
+    whose ``--init`` model types ``read_checkpoint`` takes.
 
     Raises:
         UsageError: whatever ``read_checkpoint`` refuses, and weights that changed since the
@@ -190,9 +192,9 @@ def read_init(init: str, sha256: str, pooling: str):
         return None
     from ...interop.checkpoint import read_checkpoint  # torch and transformers
 
-    checkpoint = read_checkpoint(init, task="classify")
+    checkpoint = read_checkpoint(init, task=task)
     if checkpoint.sha256 != sha256:
         raise UsageError(f"--init {init}: {checkpoint.weights.name} changed since the "
                          f"run was configured; start the run again")
-    assert pooling == "cls" or not checkpoint.config.pooler, "has_pooler disagrees"
+    assert pooling in (None, "cls") or not checkpoint.config.pooler, "has_pooler disagrees"
     return checkpoint

@@ -1,6 +1,6 @@
 """The files of ``attnlab train tag``: sentences of words, each word with a BIO tag.
 
-Two formats, told apart by the extension:
+Three formats, told apart by the path (``file_kind``):
 
     CoNLL (any other extension: .conll, .txt, .iob, ...)     JSON Lines (.jsonl, .ndjson)
     John  NNP  B-PER                                         {"tokens": ["John", "lives"],
@@ -11,7 +11,10 @@ A CoNLL line is one word and its fields, separated by white space; the word is t
 and the tag the last (``--tag-column N``: the N-th, counting from 0). Every line of a file has
 the same number of fields; ``-DOCSTART-`` lines (CoNLL-2003's document breaks) are skipped. A
 JSON Lines row has a list of words and a list of tags of the same length (``--tokens-column``,
-``--tags-column`` name them).
+``--tags-column`` name them). A Parquet file or a Hugging Face ``datasets`` directory
+(``attnlab.data.columnar``) holds the same two columns, lists of text per row (the tags may be
+a ``datasets`` ``Sequence`` of ``ClassLabel``: read as their names), checked as JSON Lines rows
+are, each message naming the row.
 
 Tags are BIO (IOB2): ``O``, or ``B-TYPE`` / ``I-TYPE`` with a non-empty type. ``PER`` alone,
 ``I-`` without a type or ``E-PER`` (IOBES) are refused, naming the file, the line and the tag:
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...data.tables import _decode, check_digest, read_bytes
+from ...data.tables import COLUMNAR, _decode, check_digest, file_format, place, read_bytes
 from ...errors import UsageError
 from ...runs import check_data_files, record_data_files
 
@@ -45,12 +48,21 @@ if TYPE_CHECKING:
     from ...run_config import RunSettings
 
 __all__ = ["Sentences", "read_sentences", "bio_problem", "load_splits", "read_and_pin",
-           "files_of", "known_tags", "check_tags", "read_file", "JSONL_SUFFIXES", "DATA_FILES"]
+           "files_of", "known_tags", "check_tags", "read_file", "file_kind", "JSONL_SUFFIXES",
+           "DATA_FILES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DATA_FILES = ("data", "test", "val")
 DOCSTART = "-DOCSTART-"
 _BIO = re.compile(r"[BI]-\S+")
+
+
+def file_kind(path: str | Path) -> str:
+    """How ``read_sentences`` reads ``path``: ``"jsonl"`` (by its extension), ``"columnar"`` (a
+    .parquet file or a datasets directory) or ``"conll"`` (anything else)."""
+    if Path(path).suffix.lower() in JSONL_SUFFIXES:
+        return "jsonl"
+    return "columnar" if file_format(path) in COLUMNAR else "conll"
 
 
 def bio_problem(tag: str) -> str | None:
@@ -63,7 +75,8 @@ def bio_problem(tag: str) -> str | None:
 @dataclass
 class Sentences:
     """The sentences of one file: ``words[i]`` and ``tags[i]`` (lists of the same length),
-    ``lines[i]`` the line sentence i starts at, and the SHA-256 of the bytes read."""
+    ``lines[i]`` the line sentence i starts at (a columnar file's row), and the SHA-256 of
+    the bytes read."""
 
     path: Path
     words: list[list[str]] = field(default_factory=list)
@@ -124,6 +137,20 @@ def _strings(value: Any, name: str, where: str) -> list[str]:
     return value
 
 
+def _add_row(found: Sentences, words: Any, tags: Any, columns: tuple[str, str], where: str,
+             number: int) -> None:
+    """One JSON Lines or columnar row's sentence, checked: lists of non-empty strings of one
+    length, BIO tags (a row without words adds nothing)."""
+    tokens, tags_key = columns
+    words, tags = _strings(words, tokens, where), _strings(tags, tags_key, where)
+    if len(words) != len(tags):
+        raise UsageError(f"{where}: {len(words)} {tokens} but {len(tags)} {tags_key}")
+    if words:
+        found.words.append([w.strip() for w in words])
+        found.tags.append([_check_tag(t, where) for t in tags])
+        found.lines.append(number)
+
+
 def _read_jsonl(text: str, found: Sentences, what: str, columns: tuple[str, str]) -> None:
     tokens, tags_key = columns
     for number, line in enumerate(text.split("\n"), start=1):
@@ -138,41 +165,56 @@ def _read_jsonl(text: str, found: Sentences, what: str, columns: tuple[str, str]
             have = ", ".join(row) if isinstance(row, dict) else type(row).__name__
             raise UsageError(f"{where}: needs fields {tokens!r} and {tags_key!r} (has: "
                              f"{have or 'none'})")
-        words, tags = _strings(row[tokens], tokens, where), _strings(row[tags_key], tags_key,
-                                                                      where)
-        if len(words) != len(tags):
-            raise UsageError(f"{where}: {len(words)} {tokens} but {len(tags)} {tags_key}")
-        if words:
-            found.words.append([w.strip() for w in words])
-            found.tags.append([_check_tag(t, where) for t in tags])
-            found.lines.append(number)
+        _add_row(found, row[tokens], row[tags_key], columns, where, number)
+
+
+def _read_columnar(found: Sentences, what: str, columns: tuple[str, str]) -> str:
+    """The rows of a Parquet file or datasets directory into ``found``; returns the SHA-256
+    of what was read."""
+    from ...data.columnar import open_columnar, split_hint
+
+    path = found.path
+    if not path.exists() and not path.is_symlink():
+        split_hint(path, what)  # DIR/test of a DatasetDict without a test split
+        raise UsageError(f"{what}: file not found: {path}")
+    source = open_columnar(path, list(columns), what=what, lists=columns,
+                           hint="; name them with --tokens-column and --tags-column")
+    for first, batch in source.batches():
+        for i, (words, tags) in enumerate(zip(*(batch[c] for c in columns))):
+            _add_row(found, words, tags, columns, f"{what} {path} row {first + i}", first + i)
+    return source.sha256
 
 
 def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | None = None,
                    columns: tuple[str, str] = ("tokens", "tags")) -> Sentences:
-    """The sentences of a CoNLL or JSON Lines file (see the module doc).
+    """The sentences of a CoNLL, JSON Lines or columnar file (see the module doc).
 
     Args:
         path: the file.
         what: its flag, to start each message.
         tag_column: CoNLL: the field holding the tag (0 is the word); None: the last.
-        columns: JSON Lines: the fields of the words and of the tags.
+        columns: JSON Lines, Parquet, datasets: the fields of the words and of the tags.
 
     Raises:
         UsageError: one line naming the file (and the line): missing or unreadable, not UTF-8,
             a line with another number of fields, a tag not in BIO form, words and tags of
-            different lengths, no sentence at all.
+            different lengths, no sentence at all; a columnar file without the columns, or
+            whose columns do not hold lists of text (``attnlab.data.columnar``).
     """
-    data = read_bytes(path, what=what)
     found = Sentences(Path(path))
-    text = _decode(data, f"{what} {path}")
-    if Path(path).suffix.lower() in JSONL_SUFFIXES:
-        _read_jsonl(text, found, what, columns)
+    kind = file_kind(path)
+    if kind == "columnar":
+        found.sha256 = _read_columnar(found, what, columns)
     else:
-        _read_conll(text, found, what, tag_column)
+        data = read_bytes(path, what=what)
+        text = _decode(data, f"{what} {path}")
+        if kind == "jsonl":
+            _read_jsonl(text, found, what, columns)
+        else:
+            _read_conll(text, found, what, tag_column)
+        found.sha256 = hashlib.sha256(data).hexdigest()
     if not found.words:
         raise UsageError(f"{what} {path}: no sentence (the file is empty)")
-    found.sha256 = hashlib.sha256(data).hexdigest()
     return found
 
 
@@ -188,8 +230,8 @@ def check_tags(part: Sentences, known: set[str], key: str) -> None:
         for tag in tags:
             if tag not in known:
                 shown = ", ".join(sorted(known)[:10]) + (", ..." if len(known) > 10 else "")
-                raise UsageError(f"--{key} {part.path} line {line}: tag {tag!r} never seen in "
-                                 f"training (tags: {shown})")
+                raise UsageError(f"--{key} {part.path} {place(part.path, line)}: tag {tag!r} "
+                                 f"never seen in training (tags: {shown})")
 
 
 def files_of(cfg: RunSettings) -> dict[str, str | None]:
@@ -214,8 +256,9 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
             refuses.
     """
     if not cfg.data:
-        raise UsageError("--data FILE is required: a CoNLL file (a word and its tag per line) "
-                         "or JSON Lines with 'tokens' and 'tags'")
+        raise UsageError("--data FILE is required: a CoNLL file (a word and its tag per line), "
+                         "or JSON Lines, Parquet or a datasets directory with 'tokens' and "
+                         "'tags'")
     digests = {} if digests is None else digests
     recorded = cfg.data_sha256 or {}
     data = read_file(cfg, "data", cfg.data)

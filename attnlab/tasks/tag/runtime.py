@@ -35,12 +35,12 @@ from ...settings import steps_of_epochs
 from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer
 from ...training.tagger import IGNORE
 from ..base import config_from_run
-from .checkpoint import read_init
+from ..classify.pretrained import read_init
 from .data import Sentences, check_tags, files_of, known_tags, load_splits, read_file
 from .scoring import entity_scores, format_table, per_type_table
 
 __all__ = ["build_model", "model_config_of", "Encoded", "encode_words", "make_batches",
-           "run", "load", "predict_many", "evaluate", "attention_maps"]
+           "run", "load", "predict_many", "evaluate", "attention_maps", "export_hf"]
 
 
 def pretrained(cfg: RunSettings) -> bool:
@@ -254,7 +254,7 @@ def _start(cfg, splits, run_dir: Path, task):
     if cfg.init and cfg.resume:
         return cfg, _tokenizer(run_dir, cfg), build_model(cfg)
     if cfg.init and checkpoint is None and not (Path(cfg.init) / "config.yaml").is_file():
-        checkpoint = read_init(cfg.init, cfg.init_sha256)
+        checkpoint = read_init(cfg.init, cfg.init_sha256, task="tag")
     if checkpoint is not None:
         cfg = cfg.derive(model_vocab_size=checkpoint.config.vocab_size)
         model = build_model(cfg)
@@ -327,6 +327,24 @@ def _load(run_dir: Path, cfg: RunSettings):
 def load(task, run_dir: Path, cfg: RunSettings):
     """The trained model and its tokenizer: ``(model, tokenizer)``."""
     return _load(run_dir, cfg)
+
+
+def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], None]:
+    """``attnlab export --hf``: a run from ``--init`` of a BERT-family checkpoint as its
+    family's ``*ForTokenClassification`` (``id2label`` the run's tags;
+    ``attnlab.interop.bert_classify.tagger_to_hf``) with the checkpoint's tokenizer, and no
+    note. A run of attnlab's own encoder is a UsageError, as classify's: Hugging Face has no
+    class for it (nor a tokenizer for its word vocabulary)."""
+    if not pretrained(cfg):
+        raise UsageError(f"export: {run_dir} is a tag run of attnlab's own encoder; Hugging "
+                         f"Face has a token classification class only for a run from --init "
+                         f"of a BERT-family checkpoint")
+    from ...interop.bert_classify import tagger_to_hf
+    from ...interop.tokenizer import to_hf_tokenizer
+
+    model, tok = _load(run_dir, cfg)
+    hf = tagger_to_hf(model, model_type=cfg.arch, labels=list(cfg.tags), specials=tok.specials)
+    return hf, {"": to_hf_tokenizer(tok)}, None
 
 
 def _words(text: str, label: str) -> list[str]:

@@ -2,16 +2,21 @@
 
     attnlab train tag --data train.conll [--val FILE] [--test FILE] [--tag-column N]
         [--tokens-column tokens] [--tags-column tags] [--init DIR]
+        [--freeze none|encoder|all-but-last-N] [--lora-rank R [--lora-alpha A]
+         [--lora-targets attention|mlp|all-linear]]
 
 The file is CoNLL (a word and its fields per line, the tag last; a blank line between
-sentences) or JSON Lines with lists of words and tags (``data.py``); tags are BIO. Without
+sentences), or JSON Lines, Parquet or a datasets directory with lists of words and tags
+(``data.py``); tags are BIO. Without
 ``--test`` (or ``--val``) the sentences are split with ``--seed``. From scratch the model is
 attnlab's encoder with a class per token (``SequenceClassifier(head="token")``) over a word
 vocabulary of the training split (an unseen word reads as unknown). With ``--init DIR`` (a
 Hugging Face BERT-family directory, or a tag run) it fine-tunes the pretrained encoder under a
 new per-token layer (``BertTagger``), reading the words with the checkpoint's tokenizer: the
 first subword of each word carries the word's label, the others none (-100), and a word's
-prediction is read at its first subword.
+prediction is read at its first subword. ``--freeze`` and ``--lora-rank`` are classify's
+(``attnlab.training.adapt``): the head is the per-token layer; a LoRA run from a Hugging Face
+directory writes a peft adapter (``TOKEN_CLS``, the head in ``modules_to_save``).
 
 Metrics on the test split (``scoring.py``, as seqeval counts them): ``test_f1``,
 ``test_precision``, ``test_recall`` (entity level), ``test_accuracy`` (words), and
@@ -35,19 +40,17 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...run_config import RunSettings
-from ...settings import flag, setting
+from ...settings import AdaptSettings, flag, setting
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
-from .checkpoint import read_init
-from .data import JSONL_SUFFIXES, check_tags, known_tags, read_and_pin
+from .data import check_tags, file_kind, known_tags, read_and_pin
 
 __all__ = ["TagTask", "TagSettings", "TASKS"]
 
@@ -57,21 +60,23 @@ _MAX_LEN = 256  # words kept per sentence, without --init
 
 
 @dataclass
-class TagSettings(PretrainedEncoderFields):
+class TagSettings(AdaptSettings, PretrainedEncoderFields):
     """The flags of ``attnlab train tag`` besides the shared and the model ones; and, without
     a flag, what ``--init DIR`` reads from a pretrained encoder (``arch``, its fields)."""
 
-    data: str = setting(None, help="training data: CoNLL (a word and its tag per line) or "
-                                   ".jsonl", metavar="FILE", optional=True)
+    data: str = setting(None, help="training data: CoNLL (a word and its tag per line), .jsonl, "
+                                   ".parquet or a datasets directory", metavar="FILE",
+                        optional=True)
     test: str = setting(None, help="test data (default: --test-fraction of --data's sentences)",
                         metavar="FILE", optional=True)
     val: str = setting(None, help="validation data (default: --val-fraction of --data's "
                                   "sentences)", metavar="FILE", optional=True)
     tag_column: int = setting(None, help="CoNLL: the field of the tag, counting the word as 0 "
                                          "(default: the last)", low=1, optional=True)
-    tokens_column: str = setting("tokens", help="JSON Lines: the field of the words",
-                                 metavar="NAME")
-    tags_column: str = setting("tags", help="JSON Lines: the field of the tags", metavar="NAME")
+    tokens_column: str = setting("tokens", help="JSON Lines, Parquet, datasets: the field of "
+                                                "the words", metavar="NAME")
+    tags_column: str = setting("tags", help="JSON Lines, Parquet, datasets: the field of the "
+                                            "tags", metavar="NAME")
     vocab_size: int = setting(20000, help="largest word vocabulary (from scratch)", low=5)
     val_fraction: float = setting(0.1, help="share of --data held out for validation without --val",
                                   low=0, above=True, below=1)
@@ -117,13 +122,19 @@ class TagTask(Task):
                  "threads": 1}
     default_notes = {"max_len": f"{_MAX_LEN} words; with --init, the subwords the model holds"}
     init_model_types = INIT_MODEL_TYPES["tag"]
-    capabilities = Capabilities(holds_out_fractions=True)
+    # `export --hf` writes a run from --init of a BERT-family checkpoint (runtime.export_hf)
+    capabilities = Capabilities(holds_out_fractions=True,
+                                hf_auto_class="AutoModelForTokenClassification")
 
     def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
         from . import runtime
 
         return runtime
+
+    def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The encoder is everything before the per-token head (classify's cut)."""
+        return {"blocks": cfg["num_layers"], "encoder": True, "attention": True}
 
     def init_settings(self, source) -> dict[str, Any]:
         """What ``--init DIR`` fixes: a Hugging Face BERT-family encoder's shape and
@@ -152,12 +163,13 @@ class TagTask(Task):
             out.append((["vocab_size"], "not with --init: the checkpoint's own tokenizer is "
                                         "used"))
         files = [cfg.get(k) for k in ("data", "val", "test") if cfg.get(k)]
-        jsonl = [Path(f).suffix.lower() in JSONL_SUFFIXES for f in files]
-        if files and all(jsonl):
-            out.append((["tag_column"], "only for CoNLL files (these are JSON Lines)"))
-        if files and not any(jsonl):
-            out.append((["tokens_column", "tags_column"], "only for JSON Lines files (these "
-                                                          "are CoNLL)"))
+        named = [file_kind(f) != "conll" for f in files]  # JSON Lines or columnar: named fields
+        if files and all(named):
+            out.append((["tag_column"], "only for CoNLL files (these are JSON Lines, Parquet "
+                                        "or datasets directories)"))
+        if files and not any(named):
+            out.append((["tokens_column", "tags_column"], "only for JSON Lines, Parquet and "
+                                                          "datasets files (these are CoNLL)"))
         return out
 
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
@@ -187,7 +199,7 @@ class TagTask(Task):
         for key in ("val", "test"):
             check_tags(splits[key], seen, key)
         if cfg.get("init") and not cfg.get("resume"):
-            splits["init"] = read_init(cfg["init"], cfg["init_sha256"])
+            splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag")
         return splits
 
 
