@@ -16,8 +16,10 @@ Portuguese, Italian; German, Dutch; English, French), numbers 0-99,999, 1,000 tr
 Each seed runs the two sides in turns, each in its own process (a fresh interpreter: what a
 user waits for, imports included): attnlab's command line, and ``_reference`` below, a loop
 over ``AutoModelForSequenceClassification`` with the same AdamW (weight decay on matrices only),
-warm-up then cosine schedule, gradient clipping, batch size, steps, maximum length and
-dropout, evaluated once on the validation split at the end (as attnlab's run is, with
+warm-up then cosine schedule (transformers' ``get_cosine_schedule_with_warmup``, which is
+attnlab's ``--schedule cosine --min-lr 0``; without ``--min-lr`` attnlab's cosine is the
+course's, which decays from the first step), gradient clipping, batch size, steps, maximum
+length and dropout, evaluated once on the validation split at the end (as attnlab's run is, with
 ``--val-every`` = the steps) and then on the test split. A third run per seed adds
 ``--lora-rank 8`` to attnlab's, with its own peak learning rate (``--lora-lr``, default 3e-3:
 a rank-8 update moves far less per step than the weights; at 1e-3 it reached 0.77-0.86 in 120
@@ -113,7 +115,8 @@ def run_attnlab(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps:
            "--test", str(files["test"]), "--out", str(out), "--seed", str(seed),
            "--max-steps", str(steps), "--val-every", str(steps),
            "--checkpoint-every", str(steps), "--threads", str(threads),
-           "--schedule", "cosine", "--lr", str(HYPER["lr"]), "--warmup", str(HYPER["warmup"]),
+           "--schedule", "cosine", "--min-lr", "0", "--lr", str(HYPER["lr"]),
+           "--warmup", str(HYPER["warmup"]),
            "--batch-size", str(HYPER["batch_size"]), "--weight-decay", str(HYPER["weight_decay"]),
            "--grad-clip", str(HYPER["grad_clip"]), "--max-len", str(HYPER["max_len"]),
            "--dropout", str(HYPER["dropout"]), *extra]

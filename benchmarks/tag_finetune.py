@@ -15,7 +15,14 @@ same files for both sides.
 
 Both sides label a word's first subword and skip the others (-100), read predictions there,
 and use AdamW (weight decay on matrices only), warm-up then cosine, gradient clipping, the
-batch size, steps, maximum length and dropout below. The reference's entity scores are
+batch size, steps, maximum length and dropout below. The schedule is transformers'
+``get_cosine_schedule_with_warmup`` on both: attnlab's ``--schedule cosine --min-lr 0`` (a
+linear warm-up to the peak, then a cosine to 0 at the last step). Without ``--min-lr`` attnlab's
+cosine is the course's, which decays from the first step and so trains at a lower rate: at 40
+steps that alone cost 0.07 of F1 (0.659 against 0.726, seed 0). With copied weights, dropout
+off and the same batches, the two loops' weights agree to 4e-9 after 12 steps. What still
+differs is the batches: attnlab sorts sentences by length within windows of 50 batches (less
+padding), the reference draws them at random. The reference's entity scores are
 seqeval's; attnlab's are its own (equal to seqeval's: tests/tasks/test_tag_scoring.py). Each
 side runs in its own process (a fresh interpreter: what a user waits for, imports included).
 Printed: test entity F1, wall and CPU seconds of each, and the ratios.
@@ -106,7 +113,8 @@ def run_attnlab(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps:
            "--test", str(files["test"]), "--out", str(out), "--seed", str(seed),
            "--max-steps", str(steps), "--val-every", str(steps),
            "--checkpoint-every", str(steps), "--threads", str(threads),
-           "--schedule", "cosine", "--lr", str(HYPER["lr"]), "--warmup", str(HYPER["warmup"]),
+           "--schedule", "cosine", "--min-lr", "0", "--lr", str(HYPER["lr"]),
+           "--warmup", str(HYPER["warmup"]),
            "--batch-size", str(HYPER["batch_size"]), "--weight-decay", str(HYPER["weight_decay"]),
            "--grad-clip", str(HYPER["grad_clip"]), "--max-len", str(HYPER["max_len"]),
            "--dropout", str(HYPER["dropout"])]
