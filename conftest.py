@@ -111,6 +111,18 @@ def spawn():
     ``make test &``, ``nohup``, some CI runners) starts a background job so, every process it
     starts inherits that, and Python then installs no KeyboardInterrupt, so a test's "Ctrl-C"
     would reach nothing. ``ctrl_c=False`` starts it with SIGINT ignored, as such a job."""
+    yield from _spawning()
+
+
+@pytest.fixture(scope="session")
+def spawn_session():
+    """``spawn`` for a process that serves a worker's whole session (tests/test_docs_examples.py's
+    fork server): ended at the session's end."""
+    yield from _spawning()
+
+
+def _spawning():
+    """The processes of ``spawn`` and ``spawn_session``."""
     import signal
     import subprocess
 

@@ -28,7 +28,11 @@ The convention (also stated for writers in docs/index.md, "Every example is test
   ``...``).
 
 Commands run through bash with the virtualenv's ``bin`` first on PATH, so ``attnlab`` is the
-working tree's.
+working tree's. Before it on PATH, an ``attnlab`` that runs the command in a process forked from
+a server that has imported torch and Lightning once (tests/forkserver.py): each command still
+runs in a process of its own, with its own directory, environment, streams and exit status,
+without the 4-16 s of CPU a fresh process spends importing, which was most of these tests' cost.
+``test_the_fork_server_runs_a_command_as_its_own_process`` checks that it does.
 """
 from __future__ import annotations
 
@@ -166,7 +170,10 @@ def commands(block: Block) -> list[Command]:
     return found
 
 
-def run_command(cmd: Command, cwd: Path, where: str, timeout: float = COMMAND_TIMEOUT) -> None:
+def run_command(cmd: Command, cwd: Path, where: str, timeout: float = COMMAND_TIMEOUT,
+                forks: Path | None = None) -> None:
+    """Runs ``cmd`` in bash in ``cwd`` and checks its output and exit status; ``forks``: the
+    directory of the fork server's ``attnlab`` (put first on PATH), or None for the real one."""
     expected = list(cmd.expected)
     while expected and not expected[-1].strip():
         expected.pop()
@@ -176,6 +183,8 @@ def run_command(cmd: Command, cwd: Path, where: str, timeout: float = COMMAND_TI
     env = {k: v for k, v in os.environ.items()
            if k not in ("ATTNLAB_RUN_DIR", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if forks is not None:
+        env["PATH"] = f"{forks}{os.pathsep}{env['PATH']}"
     env["MPLBACKEND"] = "Agg"
     done = subprocess.run(["bash", "-c", cmd.text], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
@@ -206,16 +215,46 @@ def skipped(block: Block) -> bool:
     return "norun" in block.flags or ("slow" in block.flags and not SLOW)
 
 
+@pytest.fixture(scope="session")
+def forks(spawn_session, tmp_path_factory):
+    """The directory of an ``attnlab`` that runs each command in a process forked from this
+    worker's fork server (tests/forkserver.py), started at the first page that needs it."""
+    from . import forkserver
+
+    where = tmp_path_factory.mktemp("forks")
+    address = str(where / "socket")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ATTNLAB_RUN_DIR", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE")}
+    env["MPLBACKEND"] = "Agg"   # as run_command sets it for every command
+    log = open(where / "server.log", "w")
+    server = spawn_session([sys.executable, forkserver.__file__, address], env=env,
+                           stdout=subprocess.PIPE, stderr=log, text=True)
+    ready = server.stdout.readline()
+    assert ready == "ready\n", (f"the docs' fork server did not start:\n"
+                                f"{(where / 'server.log').read_text()}")
+    forkserver.write_shim(str(where), address)
+    yield where
+    server.terminate()  # it waits for any command still running, then exits
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pass  # spawn_session kills it
+    log.close()
+
+
 # ---- the tests --------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_page_examples_print_what_the_page_says(page, tmp_path, monkeypatch):
+def test_page_examples_print_what_the_page_says(page, tmp_path, monkeypatch, request):
     blocks = parse(page)
     todo = [b for b in blocks if (runnable(b) or "file" in b.attrs) and not skipped(b)]
     if not todo:
         pytest.skip(f"{page.name} has no example to run")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ATTNLAB_RUN_DIR", raising=False)
+    runs_attnlab = any(re.search(r"(^|[\s;|&(`])attnlab\s", c.text)
+                       for b in todo if b.lang == "console" for c in commands(b))
+    bin_dir = request.getfixturevalue("forks") if runs_attnlab else None
     scope: dict = {"__name__": "__docs__"}
     for block in todo:
         if "file" in block.attrs:
@@ -227,7 +266,30 @@ def test_page_examples_print_what_the_page_says(page, tmp_path, monkeypatch):
         elif block.lang == "console":
             for cmd in commands(block):
                 run_command(cmd, tmp_path, f"{page.relative_to(ROOT)}:{cmd.line}",
-                            SLOW_TIMEOUT if "slow" in block.flags else COMMAND_TIMEOUT)
+                            SLOW_TIMEOUT if "slow" in block.flags else COMMAND_TIMEOUT, bin_dir)
+
+
+@pytest.mark.slow
+def test_the_fork_server_runs_a_command_as_its_own_process(forks, tmp_path):
+    """Through the fork server's ``attnlab`` a command prints, reads its standard input, works
+    in the shell's directory and exits as the real ``attnlab`` process does."""
+    run = ROOT / "tests" / "fixtures" / "reverse-trainer"
+    script = (f"mkdir sub && cd sub && printf '3 4 5\\n1 2\\n' | attnlab predict {run} "
+              f"--input-file - && attnlab plot lr --warmup 5 --max-iters 50 --out lr.png >/dev/null"
+              f" && ls && attnlab plot lr --warmup -1")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               MPLBACKEND="Agg")
+    done = {}
+    for name, path in (("real", env["PATH"]), ("forked", f"{forks}{os.pathsep}{env['PATH']}")):
+        (tmp_path / name).mkdir()
+        done[name] = subprocess.run(["bash", "-c", script], cwd=tmp_path / name, text=True,
+                                    env=dict(env, PATH=path), capture_output=True, timeout=300)
+    real, forked = done["real"], done["forked"]
+    assert (forked.returncode, forked.stdout, forked.stderr) == (
+        real.returncode, real.stdout, real.stderr)
+    assert real.returncode == 2 and real.stdout.endswith("lr.png\n")
+    assert real.stderr.startswith("attnlab: error: --warmup")
+    assert len(real.stdout.splitlines()) == 3   # two predictions, then ls
 
 
 def unmarked_examples(page: Path) -> list[str]:

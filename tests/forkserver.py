@@ -1,0 +1,211 @@
+"""A fork server for ``attnlab`` commands, so that the docs pages' examples do not each pay for
+starting Python and importing torch and Lightning (tests/test_docs_examples.py).
+
+A fresh ``attnlab train`` process spends about 16 s of CPU importing before it does anything:
+torch 4 s, Lightning 12 s (it imports torchmetrics, which imports transformers and scipy).
+The pages run about a hundred commands, most of them in a process of their own, so the imports
+were most of what the docs tests cost. This server imports them once; each command then runs
+in a process forked from it, so every command still has a process of its own (its own
+working directory, environment, standard streams, exit status and exit handlers), started
+from a state a fresh ``attnlab`` process would also reach (modules imported, nothing run).
+
+How a command gets here: the docs test puts a directory first on PATH whose ``attnlab``
+(``SHIM``, a small Python script without site packages) connects to this server's Unix
+socket and passes it its argument list, working directory, environment and standard streams
+(the file descriptors themselves). The server forks a monitor for it, which forks the command:
+``sys.exit(console())`` with ``sys.argv`` as the console script's, the real ``attnlab`` on
+PATH as ``sys.argv[0]`` (Lightning's DDP launcher starts the other ranks from it), the shim's
+directory taken off PATH. The monitor reports the command's exit status to the shim, which
+exits with it (or dies of the same signal), and kills the command if the shim goes away (a
+timeout). Shell syntax around a command (pipes, redirections, ``$(...)``) is still bash's.
+
+Not a test module: run as ``python forkserver.py SOCKET``.
+"""
+from __future__ import annotations
+
+import gc
+import io
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+
+HEADER = struct.Struct("!Q")  # the length of the JSON request that follows
+
+# The `attnlab` the docs test puts first on PATH. {python}: this interpreter; {socket}: the
+# server's. `-S`: no site packages, so it starts in a few milliseconds.
+SHIM = '''#!{python} -S
+import json, os, shutil, signal, socket, struct, sys
+here = os.path.dirname(os.path.abspath(__file__))
+path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                       if p and os.path.abspath(p) != here)
+real = shutil.which("attnlab", path=path)
+if real is None:
+    print("bash: attnlab: command not found", file=sys.stderr)
+    sys.exit(127)
+env = dict(os.environ, PATH=path)
+request = json.dumps({{"argv": [real, *sys.argv[1:]], "cwd": os.getcwd(), "env": env}}).encode()
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.connect({socket!r})
+socket.send_fds(server, [struct.pack("!Q", len(request))], [0, 1, 2])
+server.sendall(request)
+answer = b""
+while len(answer) < 8:
+    part = server.recv(8 - len(answer))
+    if not part:
+        print("attnlab (docs fork server): the server closed the connection", file=sys.stderr)
+        sys.exit(1)
+    answer += part
+code = struct.unpack("!q", answer)[0]
+if code < 0:  # killed by signal -code: die of it too, as the command's own process would
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+'''
+
+
+def write_shim(directory: str, address: str) -> str:
+    """Writes the ``attnlab`` shim into ``directory`` (to be put first on PATH); its path."""
+    path = os.path.join(directory, "attnlab")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(SHIM.format(python=sys.executable, socket=address))
+    os.chmod(path, 0o755)
+    return path
+
+
+def _preload() -> None:
+    """What any ``attnlab`` command may import: torch, Lightning (and what it imports), the
+    command modules. Nothing here reads the working directory or environment at import."""
+    import torch  # noqa: F401
+    import lightning.pytorch  # noqa: F401
+
+    from attnlab import cli
+    import attnlab.training.predictor  # noqa: F401
+
+    cli.build_parser()  # imports every command's module
+    # Out of the collector's reach: a command's collections then do not touch (and so copy)
+    # the server's pages. What the imports made lives as long as the process anyway.
+    gc.collect()
+    gc.freeze()
+    threads = os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ["main"]
+    if len(threads) != 1:  # a forked child keeps only the forking thread: locks could hang it
+        sys.exit(f"forkserver: {len(threads)} threads after the imports; forking is unsafe")
+
+
+def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
+    head, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
+    (size,) = HEADER.unpack(head)
+    body = b""
+    while len(body) < size:
+        part = conn.recv(min(size - len(body), 1 << 16))
+        if not part:
+            raise EOFError("the shim went away")
+        body += part
+    return json.loads(body), fds
+
+
+def _become_the_command(request: dict, fds: list[int]) -> None:
+    """In the forked command process: its streams, directory, environment and argv, then the
+    console script's ``sys.exit(console())`` (raised up through the server's frames to the
+    interpreter's exit, which runs the exit handlers and flushes as any process's does)."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
+        old = getattr(sys, name)
+        new = io.TextIOWrapper(io.open(fd, mode + "b", closefd=False), encoding=old.encoding,
+                               errors=old.errors, line_buffering=name == "stderr" or os.isatty(fd))
+        setattr(sys, name, new)
+        setattr(sys, f"__{name}__", new)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = list(request["argv"])
+    sys.path[0] = os.path.dirname(sys.argv[0])  # the console script's directory, as Python sets it
+    for sig in (signal.SIGCHLD, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    from attnlab.cli import console
+
+    sys.exit(console())
+
+
+def _monitor(conn: socket.socket) -> tuple[dict, list[int]] | None:
+    """In the monitor process: forks the command, waits for it, sends its exit status (negative:
+    the signal that killed it); kills it if the shim's connection closes first. Returns only
+    in the command's process: what it is to run."""
+    request, fds = _receive(conn)
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        return request, fds
+    for fd in fds:
+        os.close(fd)
+    done = os.pidfd_open(pid)
+    ready, _, _ = select.select([done, conn], [], [])
+    if done not in ready:  # the shim was killed (its test timed out): end the command too
+        os.kill(pid, signal.SIGKILL)
+    _, status, usage = os.wait4(pid, 0)
+    # the command's CPU seconds, in the server's log (its stderr)
+    print(f"{usage.ru_utime + usage.ru_stime:.3f}\t{' '.join(request['argv'][1:])}",
+          file=sys.stderr, flush=True)
+    try:
+        conn.sendall(struct.pack("!q", os.waitstatus_to_exitcode(status)))
+    except OSError:
+        pass
+    return None
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+
+
+def _stop(signum, frame):
+    """SIGTERM: waits for the commands still running (so that their CPU time is counted in
+    this process's children, and in the test process that waits for it), then exits."""
+    _reap_all()
+    os._exit(0)
+
+
+def serve(address: str) -> tuple[dict, list[int]]:
+    """Accepts commands until SIGTERM. Returns only in a command's process (no ``finally`` on
+    the way: the command's exit must be its own)."""
+    _preload()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(address)
+    server.listen(16)
+    signal.signal(signal.SIGTERM, _stop)
+    print("ready", flush=True)
+    parent = os.getppid()
+    while True:
+        if not select.select([server], [], [], 5)[0]:
+            if os.getppid() != parent:  # the test process is gone (killed): so is the server
+                _stop(None, None)
+            continue
+        conn, _ = server.accept()
+        if os.fork() == 0:  # the monitor
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            server.close()
+            command = _monitor(conn)
+            if command is not None:
+                return command
+            os._exit(0)
+        conn.close()
+        while True:  # reap the monitors that have finished
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+
+
+if __name__ == "__main__":
+    _become_the_command(*serve(sys.argv[1]))
