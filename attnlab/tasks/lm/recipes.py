@@ -30,7 +30,7 @@ __all__ = ["RECIPES", "recipe_text"]
 RECIPES: dict[str, dict[str, Any]] = {
     "fast": {
         "positional": "rope", "norm": "layer", "ff": "swiglu", "bias": False, "qk_norm": True,
-        "schedule": "wsd", "lr": 3e-3, "warmup": 20, "dropout": 0.0,
+        "schedule": "wsd", "cooldown": 0.8, "lr": 3e-3, "warmup": 20, "dropout": 0.0,
     },
 }
 
