@@ -112,6 +112,10 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         cfg.update(task.recipes[recipe])
     cfg.update(file_cfg)
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
+    # the recipe's wsd decay share goes with its wsd: a --schedule given over the recipe is
+    # not refused for the recipe's --cooldown (nor named as overriding it)
+    if recipe and cfg["schedule"] != "wsd" and "cooldown" not in {**file_cfg, **given}:
+        cfg["cooldown"] = None
     if resuming:  # 'auto' given again keeps what it chose when the run started
         cfg.update({k: previous[k] for k, v in cfg.items()
                     if v == "auto" and isinstance(previous.get(k), str)})
@@ -148,7 +152,7 @@ def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any
     (a flag or ``--config`` given over it, or an ``--arch`` that sets that part): what the
     user gave wins, and says so."""
     won = [f"{as_typed(k, cfg[k])} (the recipe's {as_typed(k, v)})"
-           for k, v in recipe.items() if cfg.get(k) != v]
+           for k, v in recipe.items() if cfg.get(k) not in (v, None)]
     if won:
         print(f"--recipe {name}: given, and used instead: {', '.join(won)}", file=sys.stderr)
 
