@@ -2,7 +2,7 @@
 
     python -m benchmarks.time_to_loss --nanogpt /somewhere/nanoGPT [--threads 1] [--shape cpu]
                                       [--nanogpt-from CSV] [--seeds 42 7]
-                                      [--attnlab-steps 500] [--every 25] [--ablate]
+                                      [--attnlab-steps 350] [--every 25] [--ablate]
                                       [--plot docs/images/time_to_loss.png] [--quick]
 
 (``NANOGPT=DIR`` instead of ``--nanogpt``; without either it prints why it skips.)
