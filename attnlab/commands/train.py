@@ -112,10 +112,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         cfg.update(task.recipes[recipe])
     cfg.update(file_cfg)
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
-    # the recipe's wsd decay share goes with its wsd: a --schedule given over the recipe is
-    # not refused for the recipe's --cooldown (nor named as overriding it)
-    if recipe and cfg["schedule"] != "wsd" and "cooldown" not in {**file_cfg, **given}:
-        cfg["cooldown"] = None
+    if recipe:
+        _drop_recipe_cooldown(cfg, {**file_cfg, **given})
     if resuming:  # 'auto' given again keeps what it chose when the run started
         cfg.update({k: previous[k] for k, v in cfg.items()
                     if v == "auto" and isinstance(previous.get(k), str)})
@@ -145,6 +143,14 @@ def _check_monitoring(task, cfg: dict[str, Any]) -> None:
     computed = tuple(m for m in task.val_metrics if m not in off)
     if broken := monitoring_fits(cfg, computed, off=off):
         raise UsageError(broken)
+
+
+def _drop_recipe_cooldown(cfg: dict[str, Any], set_by_user: dict[str, Any]) -> None:
+    """A recipe's --cooldown is its wsd's decay share and goes with its wsd: a --schedule given
+    over the recipe is not refused for the recipe's --cooldown (nor named as overriding it);
+    a --cooldown the user gave stays, and is checked as given."""
+    if cfg["schedule"] != "wsd" and "cooldown" not in set_by_user:
+        cfg["cooldown"] = None
 
 
 def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any]) -> None:
