@@ -112,6 +112,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         cfg.update(task.recipes[recipe])
     cfg.update(file_cfg)
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
+    if recipe:
+        _drop_recipe_cooldown(cfg, {**file_cfg, **given})
     if resuming:  # 'auto' given again keeps what it chose when the run started
         cfg.update({k: previous[k] for k, v in cfg.items()
                     if v == "auto" and isinstance(previous.get(k), str)})
@@ -143,12 +145,20 @@ def _check_monitoring(task, cfg: dict[str, Any]) -> None:
         raise UsageError(broken)
 
 
+def _drop_recipe_cooldown(cfg: dict[str, Any], set_by_user: dict[str, Any]) -> None:
+    """A recipe's --cooldown is its wsd's decay share and goes with its wsd: a --schedule given
+    over the recipe is not refused for the recipe's --cooldown (nor named as overriding it);
+    a --cooldown the user gave stays, and is checked as given."""
+    if cfg["schedule"] != "wsd" and "cooldown" not in set_by_user:
+        cfg["cooldown"] = None
+
+
 def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any]) -> None:
     """One line naming each setting of ``--recipe name`` that the run does not train with
     (a flag or ``--config`` given over it, or an ``--arch`` that sets that part): what the
     user gave wins, and says so."""
     won = [f"{as_typed(k, cfg[k])} (the recipe's {as_typed(k, v)})"
-           for k, v in recipe.items() if cfg.get(k) != v]
+           for k, v in recipe.items() if cfg.get(k) not in (v, None)]
     if won:
         print(f"--recipe {name}: given, and used instead: {', '.join(won)}", file=sys.stderr)
 

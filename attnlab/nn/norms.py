@@ -44,12 +44,43 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))  # γ
 
     def forward(self, x: Tensor) -> Tensor:
+        if (x.dtype in (torch.float32, torch.float64) and x.dtype == self.weight.dtype
+                and torch.is_grad_enabled() and not torch.compiler.is_compiling()):
+            return _RMSNormFunction.apply(x, self.weight, self.eps)
         h = x.float()
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # x / RMS(x)
         return self.weight * h.to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"{self.dim}, eps={self.eps}"
+
+
+class _RMSNormFunction(torch.autograd.Function):
+    """RMSNorm in float32 or float64 with its gradient written out: with n = x·r and
+    r = 1/√(mean(x²) + ε), ∂L/∂x = r·(g·γ − n·mean(g·γ·n)) and ∂L/∂γ = Σ g·n. Why: on a CPU
+    autograd's gradients of the five operations above take a fifth longer than these few
+    (benchmarks/RESULTS.md, "time_to_loss"); the values are the same to float rounding
+    (tests/nn/test_llama_parts.py). A second derivative is refused, not silently wrong;
+    under ``torch.compile`` the plain operations are used, which the compiler fuses."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, eps: float) -> Tensor:
+        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))
+        n = x * r
+        ctx.save_for_backward(n, r, weight)
+        return n * weight
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor):
+        n, r, weight = ctx.saved_tensors
+        gx = gw = None
+        if ctx.needs_input_grad[0]:
+            gn = grad * weight
+            gx = (gn - n * (gn * n).mean(-1, keepdim=True)).mul_(r)
+        if ctx.needs_input_grad[1]:
+            gw = (grad * n).reshape(-1, n.shape[-1]).sum(0)
+        return gx, gw, None
 
 
 def make_norm(kind: str, dim: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:

@@ -24,14 +24,34 @@ D, H, T = 32, 4, 7
 
 # ---- RMSNorm --------------------------------------------------------------------------------
 @pytest.mark.parametrize("eps", [1e-6, 1e-5])
-def test_rms_norm_equals_torch_rms_norm(eps):
+def test_rms_norm_and_its_gradients_equal_torch_rms_norms(eps):
+    """The output, and the written-out gradient (float32) against autograd's of
+    torch.nn.RMSNorm."""
     ours, theirs = an.RMSNorm(D, eps=eps), torch.nn.RMSNorm(D, eps=eps)
     with torch.no_grad():
         ours.weight.copy_(torch.randn(D))
         theirs.weight.copy_(ours.weight)
-    x = 3 * torch.randn(2, T, D) + 1
-    assert_close(ours(x), theirs(x), atol=1e-6, rtol=1e-6)
+    x = (3 * torch.randn(2, T, D) + 1).requires_grad_()
+    x2 = x.detach().clone().requires_grad_()
+    out = ours(x)
+    assert_close(out, theirs(x2), atol=1e-6, rtol=1e-6)
+    with torch.no_grad():  # the plain operations
+        assert_close(ours(x), out.detach(), atol=1e-6, rtol=1e-6)
     assert sum(p.numel() for p in ours.parameters()) == D  # a scale, no shift
+    g = torch.randn(2, T, D)
+    out.backward(g)
+    theirs(x2).backward(g)
+    assert_close(x.grad, x2.grad, atol=1e-5, rtol=1e-5)
+    assert_close(ours.weight.grad, theirs.weight.grad, atol=1e-5, rtol=1e-5)
+    # float64: the gradient against finite differences; a second derivative is refused
+    norm = an.RMSNorm(D, eps=eps).double()
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(D))
+    x = torch.randn(2, 3, D, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(norm, (x,))
+    (grad,) = torch.autograd.grad(norm(x).pow(2).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError):
+        grad.sum().backward()
 
 
 def test_rms_norm_keeps_a_low_precision_dtype():

@@ -40,10 +40,16 @@ def test_a_flag_given_wins_over_the_recipe_and_is_named_in_one_line(tmp_path, ca
     cfg = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
                               "recipe": "fast", "lr": 1e-3, "positional": "learned"})
     assert (cfg.lr, cfg.model.positional) == (1e-3, "learned")
-    assert (cfg.schedule, cfg.model.norm) == ("wsd", "rms")  # the rest is the recipe's
+    assert (cfg.schedule, cfg.model.norm) == ("wsd", "layer")  # the rest is the recipe's
     err = capsys.readouterr().err.strip()
     assert err == ("--recipe fast: given, and used instead: --positional learned (the "
                    "recipe's --positional rope), --lr 0.001 (the recipe's --lr 0.003)")
+    # another --schedule: the recipe's wsd decay share (--cooldown) goes with its wsd
+    cfg = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
+                              "recipe": "fast", "schedule": "cosine", "min_lr": 1e-4})
+    assert (cfg.schedule, cfg.cooldown) == ("cosine", None)
+    assert capsys.readouterr().err.strip() == ("--recipe fast: given, and used instead: "
+                                               "--schedule cosine (the recipe's --schedule wsd)")
     # an --arch given sets its parts over the recipe's, and is named the same way
     cfg = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
                               "recipe": "fast", "arch": "gpt2"})
