@@ -18,10 +18,11 @@ Endless streams (freshly generated examples) use one "epoch" as long as the whol
 from __future__ import annotations
 
 import math
+import random
 
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["ResumableBatches", "numbered_batches", "shard"]
+__all__ = ["ResumableBatches", "numbered_batches", "shard", "length_grouped"]
 
 
 def shard() -> tuple[int, int]:
@@ -136,3 +137,27 @@ class ShuffledBatches(ResumableBatches):
     def num_batches(self) -> int:
         """Batches per epoch over all ranks."""
         return math.ceil(self.rows / self.batch_size)
+
+
+def length_grouped(lengths: list[int], batch_size: int, shuffle: bool,
+                   seed: int) -> list[list[int]]:
+    """Indices in batches of similar length (classify's texts, tag's sentences), so that a
+    batch padded to its longest input holds little padding: sorted by length within windows
+    of 50 batches; ``shuffle`` mixes the inputs, then the batch order (seeded), so training
+    batches still vary.
+
+    Examples:
+        >>> length_grouped([3, 1, 2, 1], 2, shuffle=False, seed=0)
+        [[1, 3], [2, 0]]
+    """
+    order = list(range(len(lengths)))
+    rng = random.Random(seed)
+    if shuffle:
+        rng.shuffle(order)
+    window = batch_size * 50
+    order = [i for w in range(0, len(order), window)
+             for i in sorted(order[w: w + window], key=lambda i: lengths[i])]
+    batches = [order[b: b + batch_size] for b in range(0, len(order), batch_size)]
+    if shuffle:
+        rng.shuffle(batches)
+    return batches

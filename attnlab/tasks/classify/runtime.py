@@ -21,7 +21,6 @@ Shapes: B batch, T tokens (or a set's elements), F features per element, K class
 from __future__ import annotations
 
 from functools import partial
-import random
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from ...data.feature_sets import feature_stats, parse_set, standardise
-from ...data.resumable import ShuffledBatches
+from ...data.resumable import ShuffledBatches, length_grouped
 from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
@@ -109,22 +108,6 @@ def encode(tokenizer, texts: list[str], max_len: int) -> list[list[int]]:
     return [ids[:max_len] for ids in tokenizer.encode_batch(texts)]
 
 
-def _length_grouped(lengths: list[int], batch_size: int, shuffle: bool, seed: int) -> list[list[int]]:
-    """Indices in batches of similar length: sorted by length within windows of 50 batches;
-    ``shuffle`` mixes the windows and the batch order (seeded) so training batches still vary."""
-    order = list(range(len(lengths)))
-    rng = random.Random(seed)
-    if shuffle:
-        rng.shuffle(order)
-    window = batch_size * 50
-    order = [i for w in range(0, len(order), window)
-             for i in sorted(order[w : w + window], key=lambda i: lengths[i])]
-    batches = [order[b : b + batch_size] for b in range(0, len(order), batch_size)]
-    if shuffle:
-        rng.shuffle(batches)
-    return batches
-
-
 def _pad_sets(sets: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """(features (B, T, F) zero-padded, mask (B, T) True = a real element)."""
     x = pad_sequence(sets, batch_first=True)  # (B, T, F)
@@ -195,7 +178,7 @@ def make_batches(ids: list, targets: list, batch_size: int, *,
     """
     out = []
     lengths = [len(i[0]) if padding else len(i) for i in ids]
-    for batch in _length_grouped(lengths, batch_size, shuffle, seed):
+    for batch in length_grouped(lengths, batch_size, shuffle, seed):
         y = torch.tensor([targets[i] for i in batch])  # (B,)
         if padding is not None:
             out.append((*padding.pad([ids[i] for i in batch]), y))

@@ -17,7 +17,6 @@ Shapes: B batch, T tokens (words or subwords), C tags.
 from __future__ import annotations
 
 from functools import partial
-import random
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ...data.resumable import ShuffledBatches
+from ...data.resumable import ShuffledBatches, length_grouped
 from ...errors import UsageError
 from ...models import BertTagger, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
@@ -154,16 +153,7 @@ def make_batches(encoded: list[Encoded], labels: list[list[int]], batch_size: in
         >>> [t.tolist() for t in make_batches(e, [[1, 0], [2]], 2)[0]]
         [[[7, 0], [5, 6]], [[2, -100], [1, 0]]]
     """
-    order = list(range(len(encoded)))
-    rng = random.Random(seed)
-    if shuffle:
-        rng.shuffle(order)
-    window = batch_size * 50
-    order = [i for w in range(0, len(order), window)
-             for i in sorted(order[w: w + window], key=lambda i: len(encoded[i].ids))]
-    groups = [order[b: b + batch_size] for b in range(0, len(order), batch_size)]
-    if shuffle:
-        rng.shuffle(groups)
+    groups = length_grouped([len(e.ids) for e in encoded], batch_size, shuffle, seed)
     return [_pad([encoded[i] for i in g], [labels[i] for i in g], pad_id, types, mask)
             for g in groups]
 
