@@ -126,30 +126,42 @@ def run_attnlab(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps:
 
 
 def run_reference(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
-                  threads: int, env: dict[str, str]) -> tuple[float, float]:
-    cmd = [sys.executable, __file__, "--reference", str(ckpt), "--files",
+                  threads: int, env: dict[str, str], *, module: str = "benchmarks.finetune",
+                  score: str = "test_accuracy") -> tuple[float, float]:
+    """(``score`` of the reference loop, its wall seconds): ``python -m module --reference``
+    in its own process (this benchmark's loop, or ``tag_finetune``'s)."""
+    cmd = [sys.executable, "-m", module, "--reference", str(ckpt), "--files",
            json.dumps({k: str(v) for k, v in files.items()}), "--out", str(out), "--seed",
            str(seed), "--steps", str(steps), "--threads", str(threads)]
     seconds = _timed(cmd, env)
-    return json.loads(out.read_text())["test_accuracy"], seconds
+    return json.loads(Path(out).read_text())[score], seconds
+
+
+def pretrained(auto_class, ckpt: str, num_labels: int, dropout: float):
+    """(tokenizer, ``auto_class`` model with ``num_labels`` outputs) of the checkpoint, its
+    hidden and attention dropout set to ``dropout``, as attnlab's ``--dropout`` sets both."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(ckpt, local_files_only=True)
+    model = auto_class.from_pretrained(ckpt, num_labels=num_labels, local_files_only=True,
+                                       hidden_dropout_prob=dropout,
+                                       attention_probs_dropout_prob=dropout)
+    return tok, model
 
 
 def _reference(ckpt: str, files: dict[str, str], out: str, seed: int, steps: int,
                threads: int) -> None:
     """The plain ``transformers`` loop (run in its own process by ``run_reference``)."""
     import torch
-    from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                              get_cosine_schedule_with_warmup)
+    from transformers import AutoModelForSequenceClassification, get_cosine_schedule_with_warmup
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rows = {s: list(csv.DictReader(open(p, encoding="utf-8"))) for s, p in files.items()}
     labels = sorted({r["label"] for r in rows["train"]})
     index = {lab: i for i, lab in enumerate(labels)}
-    tok = AutoTokenizer.from_pretrained(ckpt, local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        ckpt, num_labels=len(labels), local_files_only=True,
-        hidden_dropout_prob=HYPER["dropout"], attention_probs_dropout_prob=HYPER["dropout"])
+    tok, model = pretrained(AutoModelForSequenceClassification, ckpt, len(labels),
+                            HYPER["dropout"])
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": HYPER["weight_decay"]},
@@ -205,18 +217,15 @@ def _trainer(ckpt: str, files: dict[str, str], out: str, seed: int, steps: int, 
     process by ``run_trainer``): the same hyper-parameters as ``_reference``; it saves a
     checkpoint at each evaluation, which is how it finds the best model again at the end."""
     import torch
-    from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                              DataCollatorWithPadding, EarlyStoppingCallback, Trainer,
-                              TrainingArguments)
+    from transformers import (AutoModelForSequenceClassification, DataCollatorWithPadding,
+                              EarlyStoppingCallback, Trainer, TrainingArguments)
 
     torch.set_num_threads(threads)
     rows = {s: list(csv.DictReader(open(p, encoding="utf-8"))) for s, p in files.items()}
     labels = sorted({r["label"] for r in rows["train"]})
     index = {lab: i for i, lab in enumerate(labels)}
-    tok = AutoTokenizer.from_pretrained(ckpt, local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        ckpt, num_labels=len(labels), local_files_only=True,
-        hidden_dropout_prob=HYPER["dropout"], attention_probs_dropout_prob=HYPER["dropout"])
+    tok, model = pretrained(AutoModelForSequenceClassification, ckpt, len(labels),
+                            HYPER["dropout"])
 
     def encoded(split):
         enc = tok([r["text"] for r in rows[split]], truncation=True, max_length=HYPER["max_len"])

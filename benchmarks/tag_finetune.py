@@ -40,7 +40,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.finetune import CPU_SECONDS, _timed, checkpoint
+from benchmarks.finetune import CPU_SECONDS, _timed, checkpoint, pretrained, run_reference
 
 SIZES = {"train": 1000, "val": 200, "test": 400}
 HYPER = {"lr": 1e-4, "warmup": 10, "batch_size": 16, "weight_decay": 0.01, "grad_clip": 1.0,
@@ -122,32 +122,19 @@ def run_attnlab(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps:
     return json.loads((out / "metrics.json").read_text())["test_f1"], seconds
 
 
-def run_reference(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
-                  threads: int, env: dict[str, str]) -> tuple[float, float]:
-    cmd = [sys.executable, "-m", "benchmarks.tag_finetune", "--reference", str(ckpt),
-           "--files", json.dumps({k: str(v) for k, v in files.items()}), "--out", str(out),
-           "--seed", str(seed), "--steps", str(steps), "--threads", str(threads)]
-    seconds = _timed(cmd, env)
-    return json.loads(out.read_text())["test_f1"], seconds
-
-
 def _reference(ckpt: str, files: dict[str, str], out: str, seed: int, steps: int,
                threads: int) -> None:
     """The plain ``transformers`` loop (run in its own process by ``run_reference``)."""
     import torch
     from seqeval.metrics import f1_score
-    from transformers import (AutoModelForTokenClassification, AutoTokenizer,
-                              get_cosine_schedule_with_warmup)
+    from transformers import AutoModelForTokenClassification, get_cosine_schedule_with_warmup
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rows = {s: [json.loads(line) for line in open(p, encoding="utf-8")] for s, p in files.items()}
     tags = sorted({t for r in rows["train"] for t in r["tags"]} | {"O"})
     index = {t: i for i, t in enumerate(tags)}
-    tok = AutoTokenizer.from_pretrained(ckpt, local_files_only=True)
-    model = AutoModelForTokenClassification.from_pretrained(
-        ckpt, num_labels=len(tags), local_files_only=True,
-        hidden_dropout_prob=HYPER["dropout"], attention_probs_dropout_prob=HYPER["dropout"])
+    tok, model = pretrained(AutoModelForTokenClassification, ckpt, len(tags), HYPER["dropout"])
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": HYPER["weight_decay"]},
@@ -231,7 +218,8 @@ def main() -> None:
         rows, cpu = [], []
         for seed in range(args.first_seed, args.first_seed + seeds):
             ref = run_reference(ckpt, files, tmp / f"ref{seed}.json", seed, steps,
-                                args.threads, env)
+                                args.threads, env, module="benchmarks.tag_finetune",
+                                score="test_f1")
             ours = run_attnlab(ckpt, files, tmp / f"tag{seed}", seed, steps, args.threads, env)
             rows.append((ref, ours))
             cpu.append(CPU_SECONDS[-2:])
