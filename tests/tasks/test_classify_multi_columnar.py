@@ -30,7 +30,7 @@ def _rows(tmp_path, n=60):
 
 
 @pytest.mark.slow  # trains three runs
-def test_jsonl_parquet_and_datasets_label_lists_train_the_same_run(tmp_path):
+def test_jsonl_parquet_and_datasets_label_lists_train_the_same_run(tmp_path, capsys):
     jsonl, rows = _rows(tmp_path)
     table = pa.table({"text": [t for t, _ in rows], "label": [labels for _, labels in rows]})
     pq.write_table(table, tmp_path / "t.parquet", row_group_size=11)  # several row groups
@@ -47,6 +47,13 @@ def test_jsonl_parquet_and_datasets_label_lists_train_the_same_run(tmp_path):
         results.append(first_loss_and_metrics(out))
     assert {"test_micro_f1", "test_macro_f1", "test_per_class"} <= set(results[0][1])
     assert results[1] == results[0] and results[2] == results[0]
+    # evaluate --data: the datasets directory scores a run as the JSON Lines file does
+    scores = []
+    for data in (jsonl, tmp_path / "ds"):
+        capsys.readouterr()
+        assert main(["evaluate", str(tmp_path / "run-topics.jsonl"), "--data", str(data)]) == 0
+        scores.append(json.loads(capsys.readouterr().out))
+    assert scores[1] == scores[0] and "test_micro_f1" in scores[0]
 
 
 def test_a_parquet_list_gives_the_label_sets_of_the_jsonl_and_the_csv(tmp_path):

@@ -108,8 +108,9 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
                                       "(K * n_class) of the training split) or a .json / .csv "
                                       "file of class, weight")
     multi_label: bool = setting(False, absent=False,
-                                help="several labels per row, joined by --label-sep (a list in "
-                                     ".jsonl): a sigmoid per class and binary cross-entropy")
+                                help="several labels per row, joined by --label-sep (or a "
+                                     "list: .jsonl, .parquet, datasets): a sigmoid per class "
+                                     "and binary cross-entropy")
     label_sep: str = setting(LABEL_SEP, absent=LABEL_SEP, metavar="S",
                              blank_why="give the text between a row's labels",
                              help="with --multi-label: what separates a row's labels")
