@@ -33,7 +33,7 @@ from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
-           "length_penalty_setting", "label_smoothing_setting", "min_lr_setting", "cooldown_setting",
+           "length_penalty_setting", "label_smoothing_setting", "held_out_setting", "min_lr_setting", "cooldown_setting",
            "check_schedule", "steps_of_epochs", "SCHEDULES",
            "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
            "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed"]
@@ -203,6 +203,15 @@ def label_smoothing_setting(default: float, **absent: Any) -> Any:
     cross-entropy over tokens or classes (translate, lm, classify): one range, [0, 1)."""
     return setting(default, low=0, below=1, metavar="F", **absent,
                    help="label smoothing of the training loss (0: none)")
+
+
+def held_out_setting(split: str) -> Any:
+    """``--val-fraction`` / ``--test-fraction`` (``split`` "val" or "test") of classify and
+    tag, which hold out a share of --data for a split whose file is not given; together they
+    must leave rows to train on (``fractions_leave_training``)."""
+    purpose = {"val": "validation", "test": "testing"}[split]
+    return setting(0.1, help=f"share of --data held out for {purpose} without --{split}",
+                   low=0, above=True, below=1)
 
 
 # --schedule's choices: the course's cosine and the paper's Noam, then the warm-up-and-decay

@@ -18,9 +18,12 @@ floats and booleans as JSON writes them (``1.5``, ``true``). A ``datasets`` ``Cl
 column (integers with names, in the schema's ``huggingface`` metadata) gives the names, as a
 user who wrote the labels sees them. A null, or a column of any other type (a list, a struct,
 bytes, a date), is refused by name: read as text it would be a string nobody wrote. Only where
-a task reads a list per row (tag's words and tags: ``lists``) may a column hold lists, and
-then lists of text (or a ``datasets`` ``Sequence`` of ``ClassLabel``: the names), each row a
-Python list of str; lists of numbers, and null items, are refused naming the column (and row).
+a task reads a list per row may a column hold lists, each row then a Python list of str:
+tag's words and tags (``lists``) must be lists of text (or a ``datasets`` ``Sequence`` of
+``ClassLabel``: the names), and lists of numbers are refused; classify's ``--multi-label``
+labels (``maybe_lists``) may be one value or a list per row, and a list's items are read as a
+column's values are (text, numbers, class names), as the JSON Lines reader reads a list. A
+null list or a null item is refused naming the column and the row.
 
 Why the digest is taken through the open file: ``Table.sha256`` must be the digest of what was
 read, so that a run can tell a changed file on ``--resume``. Each file is hashed through the
@@ -65,10 +68,11 @@ class ColumnarFile:
         where: how messages start (``"--data reviews.parquet"``).
         hint: ends the message of a missing column (``"; name it with --text-column"``).
         lists: the columns that hold a list of text per row (see the module doc).
+        maybe_lists: the columns that may hold a list of values per row instead of one value.
     """
 
     def __init__(self, path: Path, columns: list[str] | None, where: str, hint: str = "",
-                 lists: tuple[str, ...] = ()) -> None:
+                 lists: tuple[str, ...] = (), *, maybe_lists: tuple[str, ...] = ()) -> None:
         self.path, self.where = path, where
         self._digests: dict[str, str] = {}
         if path.is_dir():
@@ -88,8 +92,9 @@ class ColumnarFile:
                              f"(columns: {', '.join(have) or 'none'}){hint}")
         names = _class_names(schema)
         self._types = {c: schema.field(c).type for c in self.columns}
-        self._convert = {c: (_list_converter if c in lists else _converter)(
-            c, self._types[c], names.get(c), where) for c in self.columns}
+        self._convert = {c: _converter_of(c, self._types[c], names.get(c), where,
+                                          lists=c in lists, maybe_list=c in maybe_lists)
+                         for c in self.columns}
 
     @property
     def sha256(self) -> str:
@@ -235,21 +240,45 @@ def _class_names(schema) -> dict[str, list[str]]:
         return {}
 
 
-def _converter(column: str, arrow_type, names: list[str] | None, where: str):
-    """A function (Arrow array, number of its first row) → list of str, as the CSV and JSONL
-    readers give them; ``UsageError`` for a type that is not text or numbers."""
+def _converter_of(column: str, arrow_type, names: list[str] | None, where: str, *,
+                  lists: bool, maybe_list: bool):
+    """The converter of one column: a list of text per row (``lists``), a list of values or
+    one value per row (``maybe_list``: a list if its type is one), or one value per row."""
+    import pyarrow.types as t
+
+    if lists or (maybe_list and (t.is_list(arrow_type) or t.is_large_list(arrow_type))):
+        return _list_converter(column, arrow_type, names, where, numbers=not lists)
+    return _converter(column, arrow_type, names, where)
+
+
+_UNREADABLE = object()  # ``_spelling`` of a type that is neither text nor numbers
+
+
+def _spelling(arrow_type, names: list[str] | None, *, numbers: bool = True):
+    """How a value of ``arrow_type`` becomes the text the CSV and JSONL readers give: None
+    (text, kept as it is), a function (a number; a ``ClassLabel``'s integer → its name), or
+    ``_UNREADABLE`` (another type; numbers too when not ``numbers``)."""
     import pyarrow.types as t
 
     value_type = arrow_type.value_type if t.is_dictionary(arrow_type) else arrow_type
     if t.is_string(value_type) or t.is_large_string(value_type) or _is_string_view(value_type):
-        spell = None
-    elif t.is_integer(value_type) and names is not None:
-        spell = _class_name(names)
-    elif t.is_integer(value_type):
-        spell = str
-    elif t.is_floating(value_type) or t.is_boolean(value_type):
-        spell = json.dumps  # as the JSONL reader spells a number or true/false
-    else:
+        return None
+    if t.is_integer(value_type) and names is not None:
+        return _class_name(names)
+    if not numbers:
+        return _UNREADABLE
+    if t.is_integer(value_type):
+        return str
+    if t.is_floating(value_type) or t.is_boolean(value_type):
+        return json.dumps  # as the JSONL reader spells a number or true/false
+    return _UNREADABLE
+
+
+def _converter(column: str, arrow_type, names: list[str] | None, where: str):
+    """A function (Arrow array, number of its first row) → list of str, as the CSV and JSONL
+    readers give them; ``UsageError`` for a type that is not text or numbers."""
+    spell = _spelling(arrow_type, names)
+    if spell is _UNREADABLE:
         raise UsageError(f"{where}: column {column!r} holds {arrow_type} values; it must hold "
                          f"text or numbers")
 
@@ -269,21 +298,23 @@ def _converter(column: str, arrow_type, names: list[str] | None, where: str):
     return convert
 
 
-def _list_converter(column: str, arrow_type, names: list[str] | None, where: str):
+def _list_converter(column: str, arrow_type, names: list[str] | None, where: str, *,
+                    numbers: bool = False):
     """A function (Arrow array of lists, number of its first row) → list of lists of str, for
-    a column of lists of text or of class labels (``names``); ``UsageError`` for lists of
-    anything else, a null list or a null item (naming the row)."""
+    a column of lists of text or of class labels (``names``), or of numbers too
+    (``numbers``); ``UsageError`` for lists of anything else, a null list or a null item
+    (naming the row)."""
     import pyarrow.types as t
 
     if not (t.is_list(arrow_type) or t.is_large_list(arrow_type)):
         raise UsageError(f"{where}: column {column!r} holds {arrow_type} values; it must hold "
                          f"a list of text per row")
     item = arrow_type.value_type
-    text = t.is_string(item) or t.is_large_string(item) or _is_string_view(item)
-    if not text and not (t.is_integer(item) and names is not None):
+    spell = _spelling(item, names, numbers=numbers)
+    if spell is _UNREADABLE:
+        what = "text or numbers" if numbers else "text (or a datasets Sequence of ClassLabel)"
         raise UsageError(f"{where}: column {column!r} holds lists of {item}; it must hold "
-                         f"lists of text (or a datasets Sequence of ClassLabel)")
-    spell = None if text else _class_name(names)
+                         f"lists of {what}")
 
     def convert(array, first: int) -> list[list[str]]:
         out = []

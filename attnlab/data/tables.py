@@ -2,7 +2,7 @@
 directories, with named columns.
 
 ``read_table(path, columns=["text", "label"])`` returns the rows as a list of dicts holding the
-named columns (all strings). Every problem is a ``UsageError`` whose one-line message names the
+named columns (all strings; a column named in ``lists`` may hold a list of strings instead). Every problem is a ``UsageError`` whose one-line message names the
 flag, the file and — where there is one — the column and line, e.g.
 
     --data reviews.csv line 7: not valid UTF-8 (byte 0xff at column 12)
@@ -58,7 +58,8 @@ def place(path: str | Path, number: int) -> str:
 
 
 class Table(list):
-    """A list of rows (dicts of column → str) that also knows where each row came from.
+    """A list of rows (dicts of column → str, or list of str in a ``lists`` column) that also
+    knows where each row came from.
 
     Attributes:
         path: the file read.
@@ -89,10 +90,14 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         what: the flag the file came from, to start error messages (``"--test"``).
         format: ``"csv"``, ``"tsv"`` or ``"jsonl"``; default from the extension.
         allow_empty_values: accept empty strings in the named columns.
-        lists: columns where a .jsonl row may hold a list (--multi-label), kept as JSON text.
+        lists: columns where a row may hold a list of values instead of one (--multi-label's
+            labels): a JSON Lines list, or a Parquet or datasets list column; the row then
+            holds a list of str, each item spelled as a value of the column would be.
+            Emptiness is the caller's to check (an empty list is not an empty value).
 
     Returns:
-        A ``Table``: a list of dicts ``{column: str}`` with ``.lines`` and ``.path``.
+        A ``Table``: a list of dicts ``{column: str}`` (or ``list[str]``, see ``lists``) with
+        ``.lines`` and ``.path``.
 
     Raises:
         UsageError: missing file, a directory or a symbolic-link loop, unknown extension,
@@ -122,7 +127,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
     if columns is not None:
         check_unique(columns, what="the columns asked for", where=where)
     if fmt in COLUMNAR:
-        return _read_columnar(path, columns, where, allow_empty_values)
+        return _read_columnar(path, columns, where, allow_empty_values, lists)
     data = read_bytes(path, what=what)
     text = _decode(data, where)
     if not text.strip():
@@ -143,23 +148,24 @@ def _no_empty_values(rows: list[dict[str, str]], lines: list[int], columns, wher
     """``UsageError`` naming the file, line and column of the first empty (or blank) value."""
     for row, line in zip(rows, lines):
         for c in columns:
-            if not row[c].strip():
+            if isinstance(row[c], str) and not row[c].strip():
                 raise UsageError(f"{where} line {line}: empty value in column {c!r}")
 
 
-def _read_columnar(path: Path, columns, where: str, allow_empty_values: bool) -> Table:
+def _read_columnar(path: Path, columns, where: str, allow_empty_values: bool,
+                   lists: tuple[str, ...]) -> Table:
     """``read_table`` of a Parquet file or datasets directory (``attnlab.data.columnar``): the
-    same rows of strings, numbered by row."""
+    same rows of strings (lists of them in a list column of ``lists``), numbered by row."""
     from .columnar import ColumnarFile
 
-    source = ColumnarFile(path, columns, where)
+    source = ColumnarFile(path, columns, where, maybe_lists=lists)
     rows: list[dict[str, str]] = []
     for first, batch in source.batches():
         values = [batch[c] for c in source.columns]
         for i, row in enumerate(zip(*values)):
             if not allow_empty_values:
                 for c, v in zip(source.columns, row):
-                    if not v.strip():
+                    if isinstance(v, str) and not v.strip():
                         raise UsageError(f"{where} row {first + i}: empty value in column {c!r}")
             rows.append(dict(zip(source.columns, row)))
     if not rows:
@@ -322,18 +328,28 @@ def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = ()):
         row = {}
         for c in columns:
             value = obj[c]
-            if c in lists and isinstance(value, list) and not any(
-                    isinstance(v, (dict, list)) or v is None for v in value):
-                row[c] = json.dumps(value)
+            if c in lists and isinstance(value, list) and not any(map(_not_scalar, value)):
+                row[c] = [_scalar_text(v) for v in value]
                 continue
-            if isinstance(value, (dict, list)) or value is None:
+            if _not_scalar(value):
+                listed = " or a list of them" if c in lists else ""
                 raise UsageError(f"{where} line {number}: field {c!r} must be a string or "
-                                 f"number, got {json.dumps(value)[:40]}")
-            # JSON true/1/"1" are different labels to a user; keep JSON's spelling of scalars.
-            row[c] = value if isinstance(value, str) else json.dumps(value)
+                                 f"number{listed}, got {json.dumps(value)[:40]}")
+            row[c] = _scalar_text(value)
         rows.append(row)
         lines.append(number)
     return rows, lines, list(columns or [])
+
+
+def _not_scalar(value) -> bool:
+    """A JSON value that is not a string, number or boolean (an object, a list, null)."""
+    return isinstance(value, (dict, list)) or value is None
+
+
+def _scalar_text(value) -> str:
+    """A JSON string as it is, any other scalar as JSON spells it: true/1/"1" are different
+    labels to a user (as ``attnlab.data.columnar`` spells a column's numbers)."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 class _Object(dict):

@@ -73,7 +73,9 @@ def regression_run(tmp_path_factory):
 def test_a_label_set_is_split_stripped_and_sorted_and_a_jsonl_list_is_one():
     assert parse_label("music | sport", "multi", "|", "here") == ("music", "sport")
     assert parse_label("a,b,a", "multi", ",", "here") == ("a", "b")
-    assert parse_label('["x", 3]', "multi", "|", "here") == ("3", "x")
+    assert parse_label(["x", "3", " x"], "multi", "|", "here") == ("3", "x")
+    # only a list read as one (read_table's lists) is a list: text that looks like JSON is text
+    assert parse_label('["x", "y"]', "multi", ",", "here") == ('"y"]', '["x"')
     assert parse_label(" 2.5e1 ", "regression", "|", "here") == 25.0
 
 

@@ -78,7 +78,7 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
         found = read_table(path, [text, label], what=f"--{key}",
                            lists=(label,) if objective == "multi" else ())
         examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
-                                            f"--{key} {found.path} line {line}"))
+                                            f"--{key} {found.path} {place(path, line)}"))
                     for row, line in zip(found, found.lines)]
     if pinned:
         check_digest(found.path, found.sha256, (cfg.data_sha256 or {}).get(key), what=f"--{key}")

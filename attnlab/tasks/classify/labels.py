@@ -4,7 +4,7 @@ data enters (light: no torch).
     objective    the label column holds             the model's head          loss
     single       one class name                     K logits, softmax         cross-entropy
     multi        class names joined by --label-sep  K logits, a sigmoid each  binary cross-entropy
-                 (a JSON list in a .jsonl file)
+                 (or a list: .jsonl, .parquet, datasets)
     regression   a number                           1 output                  mean squared error
 
 ``--multi-label`` and ``--regression`` choose the objective (``objective_of``); a label that does
@@ -45,10 +45,10 @@ def objective_of(multi_label: bool, regression: bool) -> str:
     return "multi" if multi_label else "regression" if regression else "single"
 
 
-def parse_label(raw: str, objective: str, sep: str, where: str):
-    """A label as read from the file (text; a .jsonl list arrives as its JSON text) -> the
-    label the objective trains on: the class name, the sorted tuple of class names, or the
-    number.
+def parse_label(raw: str | list[str], objective: str, sep: str, where: str):
+    """A label as read from the file (text; --multi-label: text or a list of str, as
+    ``read_table(lists=...)`` reads a list) -> the label the objective trains on: the class
+    name, the sorted tuple of class names, or the number.
 
     Raises:
         UsageError: naming ``where`` (file and line): an empty label set, or a value that is
@@ -65,29 +65,12 @@ def parse_label(raw: str, objective: str, sep: str, where: str):
             raise UsageError(f"{where}: label {raw.strip()!r} is not a finite number "
                              f"(--regression needs a number in every row)")
         return value
-    names = _listed(raw)
-    if names is None:
-        names = raw.split(sep)
+    names = raw if isinstance(raw, list) else raw.split(sep)
     found = tuple(sorted({name.strip() for name in names if name.strip()}))
     if not found:
         raise UsageError(f"{where}: empty label set {raw!r} (--multi-label needs at least one "
                          f"label per row, separated by --label-sep {sep!r})")
     return found
-
-
-def _listed(raw: str) -> list[str] | None:
-    """The names of a JSON list of strings or numbers (a .jsonl file's list), else None."""
-    text = raw.strip()
-    if not text.startswith("["):
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(value, list) or any(isinstance(v, (list, dict)) or v is None
-                                          for v in value):
-        return None
-    return [v if isinstance(v, str) else json.dumps(v) for v in value]
 
 
 def label_set(label) -> tuple[str, ...]:

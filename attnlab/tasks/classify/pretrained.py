@@ -45,16 +45,33 @@ from ...activation_names import ACT_FROM_HF
 from ...errors import UsageError
 from ...interop.source import BERT_FAMILY
 from ...models.configs import BertClassifierConfig, PretrainedEncoderFields
+from ...settings import setting
 
 __all__ = ["init_settings", "init_defaults", "settings_of_config", "has_pooler",
            "check_pretrained", "max_tokens", "read_init", "pooler_activation", "ARCHS",
-           "ROBERTA_STYLE"]
+           "ROBERTA_STYLE", "arch_setting", "ENCODER_OVERRIDES", "OWN_MAX_LEN", "resolve_max_len"]
 
 ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
 ARCHS = ("transformer", *BERT_FAMILY)  # classify's arch: its own encoder, or a checkpoint's
+
+# The defaults of the encoder tasks (classify, tag) that differ from the shared ones; --max-len
+# is left None until ``resolve_max_len`` knows whether a pretrained encoder sets it.
+ENCODER_OVERRIDES = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, "dropout": 0.1,
+                     "threads": 1}
+OWN_MAX_LEN = 256  # tokens (tag: words) kept per input by attnlab's own encoder
+
 _POOLER = "pooler.dense.weight"  # the pooler's weight, under any prefix (bert., roberta.)
 _HF_HEADS = {"bert": "Bert", "roberta": "Roberta", "xlm-roberta": "XLMRoberta",
              "camembert": "Camembert", "distilbert": "DistilBert"}
+
+
+def arch_setting() -> Any:
+    """The ``arch`` setting of a task that fine-tunes a pretrained encoder (classify, tag): no
+    flag; ``--init DIR`` sets it to the checkpoint's model_type, and it picks the model the
+    run builds and loads."""
+    return setting("transformer", choices=ARCHS, flag=False, absent="transformer",
+                   help="the model: attnlab's own encoder ('transformer'), or the model_type "
+                        "of the pretrained encoder --init read")
 
 
 def init_settings(source) -> dict[str, Any]:
@@ -159,6 +176,14 @@ def max_tokens(cfg: dict[str, Any]) -> int:
     """The longest text (in tokens, special ones included) the pretrained encoder of ``cfg``
     holds: its position table, less what RoBERTa's counting skips."""
     return BertClassifierConfig.from_dict(cfg).max_tokens
+
+
+def resolve_max_len(cfg: dict[str, Any]) -> None:
+    """--max-len not given (None in ``cfg``): ``OWN_MAX_LEN`` for attnlab's own encoder, or all
+    that the pretrained encoder holds (``max_tokens``)."""
+    if cfg.get("max_len") is None:
+        cfg["max_len"] = (OWN_MAX_LEN if cfg.get("arch", "transformer") == "transformer"
+                          else max_tokens(cfg))
 
 
 def check_pretrained(cfg: dict[str, Any]) -> None:

@@ -58,7 +58,8 @@ from typing import Any, ClassVar
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
-from ...settings import AdaptSettings, flag, label_smoothing_setting, setting
+from ...settings import (AdaptSettings, flag, held_out_setting, label_smoothing_setting,
+                         setting)
 from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
@@ -70,7 +71,6 @@ __all__ = ["ClassifyTask", "ClassifySettings", "TASKS"]
 
 _MODEL_FLAGS = ("model_dim", "num_heads", "num_layers", "dim_feedforward", "dropout",
                 "norm_first", "pooling", "positional", "max_len")  # the classifier's flags here
-_MAX_LEN = 256  # tokens kept per text, without --init
 
 
 @dataclass
@@ -93,10 +93,8 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
                              choices=tuple(TOKENIZER_KINDS))
     vocab_size: int = setting(10000, help="largest vocabulary; bpe needs at least 260",
                               low=min(SMALLEST_VOCAB.values()))
-    val_fraction: float = setting(0.1, help="share of --data held out for validation without --val",
-                                  low=0, above=True, below=1)
-    test_fraction: float = setting(0.1, help="share of --data held out for testing without --test",
-                                   low=0, above=True, below=1)
+    val_fraction: float = held_out_setting("val")
+    test_fraction: float = held_out_setting("test")
     label_smoothing: float = label_smoothing_setting(0.0, absent=0.0)
     set_column: str = setting(None, help="classify sets of feature rows: rows with the same value "
                                          "here form a set", metavar="NAME", optional=True,
@@ -110,8 +108,9 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
                                       "(K * n_class) of the training split) or a .json / .csv "
                                       "file of class, weight")
     multi_label: bool = setting(False, absent=False,
-                                help="several labels per row, joined by --label-sep (a list in "
-                                     ".jsonl): a sigmoid per class and binary cross-entropy")
+                                help="several labels per row, joined by --label-sep (or a "
+                                     "list: .jsonl, .parquet, datasets): a sigmoid per class "
+                                     "and binary cross-entropy")
     label_sep: str = setting(LABEL_SEP, absent=LABEL_SEP, metavar="S",
                              blank_why="give the text between a row's labels",
                              help="with --multi-label: what separates a row's labels")
@@ -122,9 +121,7 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
                                help="predict a number per row: one output and the mean "
                                     "squared error (the target standardised by the training "
                                     "split's mean and std)")
-    arch: str = setting("transformer", choices=pretrained.ARCHS, flag=False, absent="transformer",
-                        help="the model: attnlab's own encoder ('transformer'), or the "
-                             "model_type of the pretrained encoder --init read")
+    arch: str = pretrained.arch_setting()
 
 
 @dataclass
@@ -168,9 +165,8 @@ class ClassifyTask(Task):
     val_metrics = ("val_loss", "val_acc", "val_f1", "val_micro_f1", "val_mse", "val_r2",
                    "val_spearman")
     model_flags = _MODEL_FLAGS
-    overrides = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, "dropout": 0.1,
-                 "threads": 1}
-    default_notes = {"max_len": f"{_MAX_LEN}; with --init, what the model holds"}
+    overrides = dict(pretrained.ENCODER_OVERRIDES)  # a copy: a task may change its own
+    default_notes = {"max_len": f"{pretrained.OWN_MAX_LEN}; with --init, what the model holds"}
     init_model_types = INIT_MODEL_TYPES["classify"]
     # holds out --val-fraction and --test-fraction of --data; `export --hf` writes a run from
     # --init of a BERT-family checkpoint (runtime.export_hf)
@@ -215,9 +211,7 @@ class ClassifyTask(Task):
         if cfg.get("multi_label") and cfg.get("regression"):
             raise UsageError("--multi-label and --regression exclude each other: a row holds "
                              "either class names or a number")
-        if cfg.get("max_len") is None:
-            cfg["max_len"] = (_MAX_LEN if cfg.get("arch", "transformer") == "transformer"
-                              else pretrained.max_tokens(cfg))
+        pretrained.resolve_max_len(cfg)
         return super().check_settings(cfg)
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...run_config import RunSettings
-from ...settings import AdaptSettings, flag, setting
+from ...settings import AdaptSettings, flag, held_out_setting, setting
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
@@ -56,7 +56,6 @@ __all__ = ["TagTask", "TagSettings", "TASKS"]
 
 _MODEL_FLAGS = ("model_dim", "num_heads", "num_layers", "dim_feedforward", "dropout",
                 "norm_first", "positional", "max_len")
-_MAX_LEN = 256  # words kept per sentence, without --init
 
 
 @dataclass
@@ -78,18 +77,14 @@ class TagSettings(AdaptSettings, PretrainedEncoderFields):
     tags_column: str = setting("tags", help="JSON Lines, Parquet, datasets: the field of the "
                                             "tags", metavar="NAME")
     vocab_size: int = setting(20000, help="largest word vocabulary (from scratch)", low=5)
-    val_fraction: float = setting(0.1, help="share of --data held out for validation without --val",
-                                  low=0, above=True, below=1)
-    test_fraction: float = setting(0.1, help="share of --data held out for testing without --test",
-                                   low=0, above=True, below=1)
+    val_fraction: float = held_out_setting("val")
+    test_fraction: float = held_out_setting("test")
     init: str = setting(None, optional=True, metavar="DIR", absent=None,
                         blank_why="give DIR (leave --init out to start from random weights)",
                         help="start from the weights and tokenizer of DIR, a Hugging Face "
                              "BERT-family directory on disk or an attnlab tag run (nothing is "
                              "downloaded); the model's shape comes from DIR")
-    arch: str = setting("transformer", choices=pretrained.ARCHS, flag=False, absent="transformer",
-                        help="the model: attnlab's own encoder ('transformer'), or the "
-                             "model_type of the pretrained encoder --init read")
+    arch: str = pretrained.arch_setting()
 
 
 @dataclass
@@ -118,9 +113,8 @@ class TagTask(Task):
     # the entity scores over the whole split (seqeval's), the words' accuracy
     val_metrics = ("val_loss", "val_acc", "val_f1", "val_precision", "val_recall")
     model_flags = _MODEL_FLAGS
-    overrides = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, "dropout": 0.1,
-                 "threads": 1}
-    default_notes = {"max_len": f"{_MAX_LEN} words; with --init, the subwords the model holds"}
+    overrides = dict(pretrained.ENCODER_OVERRIDES)  # a copy: a task may change its own
+    default_notes = {"max_len": f"{pretrained.OWN_MAX_LEN} words; with --init, the subwords the model holds"}
     init_model_types = INIT_MODEL_TYPES["tag"]
     # `export --hf` writes a run from --init of a BERT-family checkpoint (runtime.export_hf)
     capabilities = Capabilities(holds_out_fractions=True,
@@ -147,9 +141,7 @@ class TagTask(Task):
 
     def check_settings(self, cfg: dict[str, Any]) -> Any:
         """--max-len not given: 256 words, or with a pretrained encoder all it holds."""
-        if cfg.get("max_len") is None:
-            cfg["max_len"] = (_MAX_LEN if cfg.get("arch", "transformer") == "transformer"
-                              else pretrained.max_tokens(cfg))
+        pretrained.resolve_max_len(cfg)
         return super().check_settings(cfg)
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
