@@ -9,8 +9,6 @@ from attnlab.explorer import read_data
 from attnlab.runs import read_yaml
 from attnlab.tasks import get_task
 
-from .test_view import runs  # noqa: F401  (the module's trained runs, one per task)
-
 pytestmark = pytest.mark.slow
 
 
