@@ -24,6 +24,23 @@ import torch  # noqa: E402  (after the environment, so the thread pools see it)
 torch.set_num_threads(1)
 
 @pytest.fixture(autouse=True)
+def _same_random_state():
+    """Every test and example starts from seed 0 in torch's, Python's and NumPy's global
+    generators. pytest-xdist hands a worker its tests as the workers free up, so which tests
+    ran before one in its process, and the random state they left it, differ from run to run:
+    a test that draws numbers without a seed of its own (``torch.randn`` for a model's input)
+    checked different numbers each run, and a draw that fails it came one run in many. Now a
+    failure reproduces, in any order (``--shuffle``), as tests/nn already did for its own."""
+    import random
+
+    import numpy
+
+    random.seed(0)
+    numpy.random.seed(0)
+    torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
 def _doctest_in_tmp_path(request, doctest_namespace):
     if not isinstance(request.node, pytest.DoctestItem):
         return  # a test in tests/: no temporary directory is made for it

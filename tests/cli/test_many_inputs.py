@@ -13,8 +13,6 @@ import pytest
 
 from attnlab.cli import main
 
-from .test_view import runs  # noqa: F401  (the fixture: a tiny trained run of every task)
-
 pytestmark = pytest.mark.slow
 
 MORE = {  # a few inputs per run, of different lengths where the task allows it

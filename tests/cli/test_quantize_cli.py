@@ -12,7 +12,7 @@ import torch
 import attnlab
 from attnlab.cli import main
 
-from ..reliability.conftest import TINY, TINY_MODEL, reverse_run, write_corpus  # noqa: F401
+from ..reliability.conftest import TINY, TINY_MODEL, write_corpus
 
 pytestmark = pytest.mark.slow
 
@@ -102,7 +102,7 @@ def test_python_load_gives_the_int8_model(runs):
     assert type(float_model.lm_head) is torch.nn.Linear
 
 
-def test_other_tasks_and_other_kinds_are_refused_in_one_line(runs, reverse_run, capsys):  # noqa: F811
+def test_other_tasks_and_other_kinds_are_refused_in_one_line(runs, reverse_run, capsys):
     code, out, err = run_cli(capsys, "evaluate", reverse_run, "--quantize", "int8")
     assert (code, out) == (2, "")
     assert err.strip() == (f"attnlab: error: --quantize is for lm and translate runs; "

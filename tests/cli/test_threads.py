@@ -13,7 +13,7 @@ from attnlab.cli import main
 from attnlab.commands import threads as threads_module
 from attnlab.commands.threads import DECODE_PARAMETERS, default_threads, run_parameters
 
-from ..reliability.conftest import TINY, TINY_REVERSE, write_corpus
+from ..reliability.conftest import TINY, write_corpus
 
 COMMANDS = {  # argv after the run directory is put in; each would load the model
     "predict": ["predict", "{run}", "--input", "3 1 4"],
@@ -43,13 +43,6 @@ def test_every_model_command_lists_threads_in_its_help(name, capsys):
     with pytest.raises(SystemExit):
         main([*COMMANDS[name][:2 if name == "plot attention" else 1], "--help"])
     assert "--threads N" in capsys.readouterr().out
-
-
-@pytest.fixture(scope="module")
-def reverse_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("threads") / "reverse"
-    assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE]) == 0
-    return out
 
 
 @pytest.mark.slow

@@ -12,49 +12,11 @@ import pytest
 import torch
 
 from attnlab.cli import main
-from attnlab.tasks.jets.data import write_jets
 from attnlab.explorer import read_data
 from attnlab.runs import read_yaml
 from attnlab.tasks import get_task
 
-from ..jets.test_task import synthetic_jets
-from ..reliability.conftest import task_data, tiny_args
-from ..tasks.test_classify_sets import SET_ARGS, write_sets
-
 pytestmark = pytest.mark.slow
-
-INPUTS = {"reverse": "3 1 4 1 5", "anomaly": "0 1 2 3 4", "classify": "the film was great",
-          "translate": "342", "lm": "the quick fox", "sets": "0.5,1;-1,2;0,0",  # lm: <= 16
-          "jets": None, "graph": "33"}
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """{name: (run directory, --input)} of a tiny trained run of every task."""
-    tmp = tmp_path_factory.mktemp("view_runs")
-    data = task_data(tmp)
-    jets = tmp / "jets.h5"
-    write_jets(jets, *synthetic_jets(40))
-    argv = {
-        "reverse": ["train", "reverse", "--max-steps", "5", "--train-size", "64", "--val-size",
-                    "16", "--test-size", "16", "--model-dim", "16", "--num-heads", "2",
-                    "--num-layers", "2", "--threads", "1"],
-        "sets": ["train", "classify", "--data", str(write_sets(tmp / "clouds.csv")), *SET_ARGS,
-                 "--max-steps", "5", "--batch-size", "16", "--model-dim", "16", "--num-heads",
-                 "2", "--num-layers", "1", "--dim-feedforward", "32"],
-        "jets": ["train", "jets", "--data", str(jets), "--max-steps", "4", "--batch-size", "16",
-                 "--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32",
-                 "--max-constituents", "30", "--val-every", "2", "--pair-bias"],
-        "graph": ["train", "graph", "--max-steps", "5"],
-    }
-    for task in ("anomaly", "classify", "translate", "lm"):
-        argv[task] = ["train", task, *tiny_args(task, data, "--max-steps", "5")]
-    out = {}
-    for name, args in argv.items():
-        run = tmp / name
-        assert main([*args, "--out", str(run)]) == 0, args
-        out[name] = (run, INPUTS[name] or f"{jets}:0")
-    return out
 
 
 def view(capsys, *argv) -> tuple[int, str, str]:
@@ -64,8 +26,8 @@ def view(capsys, *argv) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("name", ["reverse", "anomaly", "classify", "sets", "lm", "jets"])
-def test_the_page_holds_the_runs_attention_on_the_input(runs, name, capsys):
-    run, text = runs[name]
+def test_the_page_holds_the_runs_attention_on_the_input(run_copy, name, capsys):
+    run, text = run_copy(name)  # the page is written into the run
     code, out, _ = view(capsys, run, "--input", text)
     page = run / "attention.html"
     assert code == 0 and out.strip().splitlines()[-1] == str(page)
@@ -89,19 +51,19 @@ def test_the_page_holds_the_runs_attention_on_the_input(runs, name, capsys):
                                    atol=5e-5 + 2e-7, rtol=0)
 
 
-def test_classify_and_set_tokens_read_as_the_user_wrote_them(runs, capsys):
+def test_classify_and_set_tokens_read_as_the_user_wrote_them(runs, tmp_path, capsys):
     for name, expected in (("classify", ["[CLS]", "the", "film", "was", "great"]),
                            ("sets", ["0:(0.5,1)", "1:(-1,2)", "2:(0,0)"])):  # mean-pooled
         run, text = runs[name]
-        out = run / "tokens.html"
+        out = tmp_path / f"{name}.html"
         assert view(capsys, run, "--input", text, "--out", out)[0] == 0
         tokens = read_data(out.read_text())["query_tokens"]  # word pieces keep their space
         assert [t.strip() for t in tokens] == expected
 
 
-def test_translate_page_has_encoder_decoder_and_cross_groups(runs, capsys):
+def test_translate_page_has_encoder_decoder_and_cross_groups(runs, tmp_path, capsys):
     run, text = runs["translate"]
-    out = run / "t.html"
+    out = tmp_path / "t.html"
     assert view(capsys, run, "--input", text, "--out", out)[0] == 0
     data = read_data(out.read_text())
     cfg = read_yaml(run / "config.yaml")
@@ -131,7 +93,6 @@ def test_translate_page_has_encoder_decoder_and_cross_groups(runs, capsys):
 
 def test_user_errors_exit_2_with_one_line_and_write_nothing(runs, tmp_path, capsys):
     run, text = runs["reverse"]
-    (run / "attention.html").unlink(missing_ok=True)
     before = sorted(p.name for p in run.iterdir())
     cases = [
         ((tmp_path / "nope", "--input", text), "nope"),
@@ -157,18 +118,18 @@ def test_a_directory_given_as_out_is_answered_with_a_page_name(runs, tmp_path, c
     assert code == 2 and err.strip().endswith(f"e.g. {tmp_path / 'figure.html'}"), err
 
 
-def test_an_lm_input_with_characters_the_model_lacks_is_noted(runs, capsys):
+def test_an_lm_input_with_characters_the_model_lacks_is_noted(runs, tmp_path, capsys):
     """predict and generate say which pieces were read as unknown; view (and plot attention)
     of an lm run said nothing."""
     run, _ = runs["lm"]
     code, out, err = view(capsys, run, "--input", "the qu§ck fox", "--out",
-                          run / "unknown.html")
+                          tmp_path / "unknown.html")
     assert code == 0
     assert "note: --input holds pieces unknown to this model, each read as unk: '§'" in err
 
 
-def test_an_earlier_page_is_replaced_only_when_named(runs, capsys):
-    run, text = runs["reverse"]
+def test_an_earlier_page_is_replaced_only_when_named(run_copy, capsys):
+    run, text = run_copy("reverse")  # the earlier page is the run's own
     page = run / "attention.html"
     page.write_text("mine")
     code, _, err = view(capsys, run, "--input", text)

@@ -328,10 +328,13 @@ def test_inline_view_is_sized_to_its_content_and_shows_every_key(page, reverse_p
     try:
         driver.refresh()
         frame = driver.find_element(By.TAG_NAME, "iframe")
-        for _ in range(50):  # the page posts its height once drawn
+        # the page posts its height once drawn; a busy machine's Chromium takes seconds to
+        # draw, so the wait ends on the height (or after 60 s), not after a count of tries
+        deadline = time.monotonic() + 60
+        while True:
             inner = _in_frame(driver, "return document.body.dataset.ready === '1' && "
                                       "Math.ceil(document.body.getBoundingClientRect().height)")
-            if inner and abs(frame.rect["height"] - inner) <= 4:
+            if inner and abs(frame.rect["height"] - inner) <= 4 or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         assert inner and abs(frame.rect["height"] - inner) <= 4, (frame.rect, inner)

@@ -11,11 +11,6 @@ CONFIGS = [dict(positional=p, norm_first=nf) for p in ("learned", "sinusoidal", 
            for nf in (True, False)]
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(0)
-
-
 def tiny(**kw):
     args = dict(model_dim=32, num_heads=4, num_layers=2, dim_feedforward=48, max_len=64)
     args.update(kw)

@@ -12,11 +12,6 @@ from attnlab.models.lm_generation import LMStep, cached_steps
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(0)
-
-
 def alibi_lm(**kw):
     args = dict(model_dim=32, num_heads=4, num_layers=2, dim_feedforward=48, max_len=64,
                 positional="alibi")

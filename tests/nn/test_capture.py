@@ -17,11 +17,6 @@ ARGS = dict(input_dim=16, num_heads=4, dim_feedforward=32)
 TOL = dict(atol=1e-6, rtol=1e-6)
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(0)
-
-
 def _reference_maps(model, run):
     """Each attention module's weights from ``return_attention=True`` on the inputs it got."""
     calls = {}

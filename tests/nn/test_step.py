@@ -16,11 +16,6 @@ PARTS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(0)
-
-
 def _prefill_then_steps(model, x, T0, step):
     """Forward the first T0 positions with a cache, then the rest one ``step`` at a time."""
     cache = model.make_cache() if hasattr(model, "make_cache") else an.KVCache()

@@ -1,5 +1,6 @@
-"""Tiny trained runs shared by the reliability tests (trained once per worker): a reversal run,
-and one bf16-mixed run of each other training task (``task_runs``)."""
+"""Tiny trained runs shared by the reliability tests (trained once per worker): one bf16-mixed
+run of each training task but reverse (``task_runs``; the reversal run, ``reverse_run``, is
+tests/conftest.py's, shared with tests/cli)."""
 import csv
 import os
 import random
@@ -88,13 +89,6 @@ def start_ddp(spawn, task, out, *args):
     command, env = _ddp_command(task, out, *args)
     return spawn(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                  start_new_session=True)
-
-
-@pytest.fixture(scope="session")
-def reverse_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "reverse"
-    assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE]) == 0
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -523,9 +523,11 @@ def test_values_past_what_can_run_exit_2_before_anything_is_written(tmp_path, ca
 def test_a_huge_budget_does_not_hang_the_warmup_check():
     from attnlab.training.engine import warmup_note
 
-    start = time.perf_counter()
+    # CPU seconds: a busy shared machine stretches the wall time of its few milliseconds of
+    # work toward the bound, and a hang is what the bound is for
+    start = time.process_time()
     note = warmup_note({"warmup": 10**8, "lr": 1e-3}, 10**11)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert note is None  # a warm-up of 0.1% of the run reaches ~--lr
 
 
