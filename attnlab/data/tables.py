@@ -114,15 +114,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         {'text': 'Loved it', 'label': 'pos'}
     """
     path = Path(path)
-    fmt = format or file_format(path)
-    if not path.exists() and not path.is_symlink():  # first: the name may only be mistyped
-        from .columnar import split_hint
-
-        split_hint(path, what)  # DIR/test of a DatasetDict without a test split
-        raise UsageError(f"{what}: file not found: {path}")
-    if fmt is None:
-        raise UsageError(f"{what} {path}: unknown file type {path.suffix or '(none)'!r}; use "
-                         f"{', '.join(FORMATS)} or a Hugging Face datasets directory")
+    fmt = _found_format(path, format, what)
     where = f"{what} {path}"
     if columns is not None:
         check_unique(columns, what="the columns asked for", where=where)
@@ -142,6 +134,21 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         _no_empty_values(rows, lines, columns, where)
     return Table(rows, path=path, columns=columns, lines=lines,
                  sha256=hashlib.sha256(data).hexdigest())
+
+
+def _found_format(path: Path, format: str | None, what: str) -> str:
+    """The file's format (``format``, else from its name); ``UsageError`` first when the file
+    is missing (the name may only be mistyped), then when its type is unknown."""
+    fmt = format or file_format(path)
+    if not path.exists() and not path.is_symlink():
+        from .columnar import split_hint
+
+        split_hint(path, what)  # DIR/test of a DatasetDict without a test split
+        raise UsageError(f"{what}: file not found: {path}")
+    if fmt is None:
+        raise UsageError(f"{what} {path}: unknown file type {path.suffix or '(none)'!r}; use "
+                         f"{', '.join(FORMATS)} or a Hugging Face datasets directory")
+    return fmt
 
 
 def _no_empty_values(rows: list[dict[str, str]], lines: list[int], columns, where: str) -> None:
