@@ -79,21 +79,13 @@ HYPER = {"lr": 1e-4, "warmup": 10, "batch_size": 32, "weight_decay": 0.01, "grad
 
 def write_split(directory: Path, seed: int = 0) -> dict[str, Path]:
     """The three CSV files (text,label), disjoint numbers, seeded."""
-    from num2words import num2words
-
     rng = random.Random(seed)
     numbers = rng.sample(range(100_000), sum(SIZES.values()))
-    files, start = {}, 0
+    splits, start = {}, 0
     for split, n in SIZES.items():
-        path = directory / f"{split}.csv"
-        with path.open("w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(["text", "label"])
-            for number in numbers[start:start + n]:
-                lang = rng.choice(LANGS)
-                w.writerow([num2words(number, lang=lang), lang])
-        files[split], start = path, start + n
-    return files
+        splits[split] = [(number, rng.choice(LANGS)) for number in numbers[start:start + n]]
+        start += n
+    return _write_csv(directory, splits)
 
 
 SMALL = {"train": 50, "val": 25, "test": 25}  # --early-stop: numbers below 100 per split
@@ -104,18 +96,25 @@ def write_small_numbers(directory: Path, seed: int = 0) -> dict[str, Path]:
     splits (``SMALL``: 50, 25, 25 numbers), each number spelled in every language of ``LANGS``
     (500, 250 and 250 texts). A number of the validation or test split is never seen in
     training, in any language (module docstring)."""
+    numbers = random.Random(seed).sample(range(100), sum(SMALL.values()))
+    splits, start = {}, 0
+    for split, n in SMALL.items():
+        splits[split] = [(number, lang) for number in numbers[start:start + n] for lang in LANGS]
+        start += n
+    return _write_csv(directory, splits)
+
+
+def _write_csv(directory: Path, splits: dict[str, list[tuple[int, str]]]) -> dict[str, Path]:
+    """``directory/<split>.csv`` (text,label) of each split's (number, language) pairs."""
     from num2words import num2words
 
-    numbers = random.Random(seed).sample(range(100), sum(SMALL.values()))
-    files, start = {}, 0
-    for split, n in SMALL.items():
-        path = directory / f"{split}.csv"
-        with path.open("w", newline="", encoding="utf-8") as f:
+    files = {}
+    for split, pairs in splits.items():
+        files[split] = directory / f"{split}.csv"
+        with files[split].open("w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(["text", "label"])
-            w.writerows([num2words(number, lang=lang), lang]
-                        for number in numbers[start:start + n] for lang in LANGS)
-        files[split], start = path, start + n
+            w.writerows([num2words(number, lang=lang), lang] for number, lang in pairs)
     return files
 
 
