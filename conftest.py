@@ -23,6 +23,7 @@ import torch  # noqa: E402  (after the environment, so the thread pools see it)
 
 torch.set_num_threads(1)
 
+
 @pytest.fixture(autouse=True)
 def _same_random_state():
     """Every test and example starts from seed 0 in torch's, Python's and NumPy's global
