@@ -109,6 +109,25 @@ def test_a_bad_parquet_label_column_exits_2_naming_row_and_column_and_writes_not
     assert not out.exists()
 
 
+@pytest.mark.slow  # the CLI, in process (refused before training)
+@pytest.mark.parametrize("objective", [[], ["--regression"]])
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_a_list_label_without_multi_label_says_give_multi_label(suffix, objective, tmp_path,
+                                                                capsys):
+    jsonl, rows = _rows(tmp_path, n=20)
+    path = jsonl if suffix == "jsonl" else tmp_path / "d.parquet"
+    if suffix == "parquet":
+        pq.write_table(_table([ls for _, ls in rows], [t for t, _ in rows]), path)
+    out = tmp_path / "run"
+    assert main(["train", "classify", "--data", str(path), "--out", str(out), *TINY[1:],
+                 *objective]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    place = "line 1" if suffix == "jsonl" else "row 1"
+    assert len(err) == 1 and f"--data {path} {place}: label {json.dumps(rows[0][1])} is a " \
+                             f"list; give --multi-label" in err[0], err
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_a_held_out_label_never_seen_in_training_is_named_by_its_row(tmp_path, capsys):
     _, rows = _rows(tmp_path)

@@ -75,8 +75,8 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
     else:
         text, label = cfg.text_column, cfg.label_column
         objective = objective_of(cfg.multi_label, cfg.regression)
-        found = read_table(path, [text, label], what=f"--{key}",
-                           lists=(label,) if objective == "multi" else ())
+        # a list is read whatever the objective, so that parse_label can say --multi-label
+        found = read_table(path, [text, label], what=f"--{key}", lists=(label,))
         examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
                                             f"--{key} {found.path} {place(path, line)}"))
                     for row, line in zip(found, found.lines)]

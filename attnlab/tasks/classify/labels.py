@@ -51,9 +51,12 @@ def parse_label(raw: str | list[str], objective: str, sep: str, where: str):
     name, the sorted tuple of class names, or the number.
 
     Raises:
-        UsageError: naming ``where`` (file and line): an empty label set, or a value that is
-            not a finite number under --regression.
+        UsageError: naming ``where`` (file and line): an empty label set, a value that is
+            not a finite number under --regression, or a list without --multi-label.
     """
+    if objective != "multi" and isinstance(raw, list):
+        raise UsageError(f"{where}: label {json.dumps(raw)[:40]} is a list; give --multi-label "
+                         f"to train on several labels per row")
     if objective == "single":
         return raw.strip()
     if objective == "regression":
