@@ -32,6 +32,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     "fast": {
         "positional": "rope", "norm": "layer", "ff": "swiglu", "bias": False, "qk_norm": True,
         "schedule": "wsd", "cooldown": 0.8, "lr": 3e-3, "warmup": 20, "dropout": 0.0,
+        "beta1": 0.8,
     },
 }
 
