@@ -2,7 +2,7 @@
 
     python -m benchmarks.time_to_loss --nanogpt /somewhere/nanoGPT [--threads 1] [--shape cpu]
                                       [--nanogpt-from CSV] [--seeds 42 7]
-                                      [--attnlab-steps 350] [--every 25] [--ablate]
+                                      [--attnlab-steps 300] [--every 25] [--ablate]
                                       [--plot docs/images/time_to_loss.png] [--quick]
 
 (``NANOGPT=DIR`` instead of ``--nanogpt``; without either it prints why it skips.)
@@ -80,7 +80,7 @@ SHAPES = {
 QUICK = dict(layers=2, heads=2, width=32, block=32, batch=8, lr=1e-3, min_lr=1e-4, warmup=5,
              iters=40, dropout=0.0, every=10, device="cpu", compile=False)
 
-STEPS = 350  # --attnlab-steps: where the recipe reached the target at the CPU shape (RESULTS.md)
+STEPS = 300  # --attnlab-steps: where the recipe reached the target at the CPU shape (RESULTS.md)
 
 # --ablate: the recipe with one piece put back to nanoGPT's (flags given after --recipe fast,
 # which win over the recipe's); a function of the shape where the flag is a size

@@ -156,16 +156,18 @@ def test_absent_values_are_the_declared_ones():
     declared = {f.name: f.metadata["absent"] for f in dataclasses.fields(TrainSettings)
                 if "absent" in f.metadata}
     assert absent_values(TrainSettings) == declared == {
-        "weight_decay": 0.0, "beta2": 0.999, "accumulate": 1, "min_lr": None, "cooldown": None,
-        "checkpoint_activations": False, "optimizer": "adamw", "muon_lr": None,
+        "weight_decay": 0.0, "beta1": 0.9, "beta2": 0.999, "accumulate": 1, "min_lr": None,
+        "cooldown": None, "checkpoint_activations": False, "optimizer": "adamw", "muon_lr": None,
         "monitor": "val_loss", "keep_best": False, "patience": None, "min_delta": 0.0}
 
 
-@pytest.mark.parametrize("flag, value, had", [("--weight-decay", 0.1, 0.0), ("--beta2", 0.99, 0.999)])
+@pytest.mark.parametrize("flag, value, had", [("--weight-decay", 0.1, 0.0),
+                                              ("--beta2", 0.99, 0.999), ("--beta1", 0.8, 0.9)])
 def test_resuming_an_lm_run_from_before_a_setting_existed_keeps_what_it_trained_with(
         flag, value, had, tmp_path):
-    """lm's defaults (decay 0.1, beta2 0.99) are not what an older run trained with: resuming
-    it with them given is refused, naming the value the run had."""
+    """lm's defaults (decay 0.1, beta2 0.99), and a beta1 other than PyTorch's 0.9, are not
+    what an older run trained with: resuming it with them given is refused, naming the value
+    the run had."""
     values = read_yaml(FIXTURES / "lm.yaml")
     del values["weight_decay"], values["beta2"]
     write_yaml(tmp_path / "config.yaml", values)

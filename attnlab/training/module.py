@@ -150,13 +150,14 @@ class OptimizerSettings:
 
     Examples:
         >>> OptimizerSettings.of({"lr": 1e-3, "warmup": 10})
-        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta2=0.999, min_lr=None, cooldown=None, optimizer='adamw', muon_lr=None)
+        OptimizerSettings(lr=0.001, warmup=10, schedule='cosine', weight_decay=0.0, beta1=0.9, beta2=0.999, min_lr=None, cooldown=None, optimizer='adamw', muon_lr=None)
     """
 
     lr: float
     warmup: int = _LOOP["warmup"]
     schedule: str = _LOOP["schedule"]
     weight_decay: float = _LOOP["weight_decay"]
+    beta1: float = _LOOP["beta1"]
     beta2: float = _LOOP["beta2"]
     min_lr: float | None = _LOOP["min_lr"]
     cooldown: float | None = _LOOP["cooldown"]
@@ -201,9 +202,9 @@ def optimizer_groups(module: nn.Module, cfg: Any) -> list:
 def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: bool = True):
     """AdamW (with ``fused``, the fused kernel where PyTorch has it) and a per-step warm-up
     scheduler from ``cfg`` (``OptimizerSettings.of``: a run config or a mapping): ``lr``,
-    ``warmup``, ``schedule``, ``weight_decay`` (default 0) and ``beta2`` (default 0.999,
-    PyTorch's). ``params`` may be parameter groups (``decay_groups``); a group's own
-    ``weight_decay`` wins. Groups marked ``"muon"`` (``optimizer_groups`` of an
+    ``warmup``, ``schedule``, ``weight_decay`` (default 0), ``beta1`` (default 0.9) and
+    ``beta2`` (default 0.999, PyTorch's; Noam's is the paper's 0.98). ``params`` may be
+    parameter groups (``decay_groups``); a group's own ``weight_decay`` wins. Groups marked ``"muon"`` (``optimizer_groups`` of an
     ``--optimizer muon`` run) go to ``torch.optim.Muon`` at ``muon_lr`` (default ``lr``),
     the rest to AdamW, joined as one ``muon.MuonWithAdamW`` that the schedule scales whole."""
     opt_cfg = OptimizerSettings.of(cfg)
@@ -213,8 +214,9 @@ def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: b
     params = [g for g in params if not (isinstance(g, dict) and g.get("muon"))]
     fused = (fused and fused_adamw_ok(params)) or None  # None: PyTorch's per-tensor default
     noam = opt_cfg.schedule == "noam"
-    options = (dict(lr=1.0, betas=(0.9, 0.98), eps=1e-9) if noam  # the paper's betas
-               else dict(lr=float(opt_cfg.lr), betas=(0.9, float(opt_cfg.beta2))))
+    beta1 = float(opt_cfg.beta1)
+    options = (dict(lr=1.0, betas=(beta1, 0.98), eps=1e-9) if noam  # the paper's beta2
+               else dict(lr=float(opt_cfg.lr), betas=(beta1, float(opt_cfg.beta2))))
     try:
         opt = torch.optim.AdamW(params, weight_decay=wd, fused=fused, **options)
     except RuntimeError:  # a PyTorch without the fused kernel for this device

@@ -172,7 +172,7 @@ def test_a_run_with_the_new_settings_resumes_to_the_weights_of_one_never_killed(
             "--train-size", "96", "--val-size", "8", "--test-size", "8", "--model-dim", "16",
             "--num-heads", "2", "--batch-size", "8", "--threads", "1", "--dropout", "0.1",
             "--accumulate", "3", "--schedule", "wsd", "--cooldown", "0.5", "--min-lr", "1e-4",
-            "--warmup", "2", "--checkpoint-activations"]
+            "--warmup", "2", "--checkpoint-activations", "--beta1", "0.7"]
     out, whole = tmp_path / "killed", tmp_path / "whole"
 
     class Die:
@@ -186,6 +186,7 @@ def test_a_run_with_the_new_settings_resumes_to_the_weights_of_one_never_killed(
             main(["train", "reverse", "--out", str(out), *args])
     saved = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)
     assert saved["global_step"] == 4
+    assert {g["betas"] for g in saved["optimizer"]["param_groups"]} == {(0.7, 0.999)}
     assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
     assert main(["train", "reverse", "--out", str(whole), *args]) == 0
     resumed = load_file(out / "model.safetensors")
