@@ -1,9 +1,12 @@
 """``attnlab train classify --init``'s training against transformers' ``Trainer`` fine-tuning
-``BertForSequenceClassification``: copied weights (encoder, pooler, head), dropout off, the
-same batches, and the Trainer's own optimiser and schedule (AdamW with weight decay on what
+``BertForSequenceClassification``: copied weights (encoder, pooler, head), the same batches,
+and the Trainer's own optimiser and schedule (AdamW with weight decay on what
 ``Trainer.get_decay_parameter_names`` names, ``lr_scheduler_type="cosine"`` with warm-up,
 ``max_grad_norm``), which are attnlab's ``--weight-decay``, ``--schedule cosine --min-lr 0``
-and ``--grad-clip``. After eight steps every weight agrees (fp32, atol 1e-5, rtol 1e-4).
+and ``--grad-clip``. After eight steps every weight agrees (fp32, atol 1e-5, rtol 1e-4):
+with dropout off, and with dropout 0.1 and the same seed, which draws the same masks on both
+sides only if both drop the same tensors (embeddings, attention weights, each sub-layer's
+output, the pooled vector), at the same rate, in the same order.
 ``benchmarks/finetune.py --early-stop`` compares the two recipes on this premise: what is
 left between them is their random draws (head, dropout masks, batch order)."""
 import json
@@ -25,42 +28,45 @@ LABELS = ["a", "b", "c"]
 
 
 class _GivenBatches(transformers.Trainer):
-    """The Trainer, its training batches given (its sampler draws its own order)."""
+    """The Trainer, its training batches given (its sampler draws its own order) as a list:
+    a DataLoader would draw its base seed from torch's generator at each epoch, one number
+    that attnlab's loop, which iterates the batches it is given, does not draw."""
 
     def __init__(self, *args, batches, **kwargs):
         super().__init__(*args, **kwargs)
         self.batches = batches
 
     def get_train_dataloader(self):
-        return torch.utils.data.DataLoader(self.batches, batch_size=None)
+        return self.batches
 
 
-def _trainer_fit(model, batches, out):
+def _trainer_fit(model, batches, out, seed):
     """Trainer.train() over ``batches`` with benchmarks/finetune.py's ``_trainer`` arguments
     (less evaluation and checkpoints, which do not change the weights)."""
     args = transformers.TrainingArguments(
         output_dir=str(out), max_steps=STEPS, per_device_train_batch_size=BATCH,
         learning_rate=LR, warmup_steps=WARMUP, lr_scheduler_type="cosine", weight_decay=DECAY,
         max_grad_norm=CLIP, save_strategy="no", report_to=[], use_cpu=True,
-        dataloader_num_workers=0, disable_tqdm=True)
+        dataloader_num_workers=0, disable_tqdm=True, seed=seed)
     dicts = [{"input_ids": ids, "attention_mask": mask, "token_type_ids": types, "labels": y}
              for ids, mask, types, y in batches]
     _GivenBatches(model=model, args=args, batches=dicts).train()
 
 
 @pytest.mark.slow  # the training loop imports Lightning
-def test_classify_training_with_min_lr_0_is_the_trainers(tmp_path):
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_classify_training_with_min_lr_0_is_the_trainers(tmp_path, dropout):
     from attnlab.training import fit
     from attnlab.training.classifier import ClassifierModule
 
     checkpoint, hf = tiny_bert(tmp_path, "classify", transformers.BertForSequenceClassification,
-                               len(LABELS))
+                               len(LABELS), dropout)
     encoder = settings_of_config("bert", json.loads((checkpoint.source / "config.json")
                                                     .read_text()))
     cfg = get_task("classify").config(
         **encoder, init="x", pooling="cls", labels=LABELS, max_len=64, threads=1,
         model_vocab_size=checkpoint.config.vocab_size, schedule="cosine", min_lr=0.0, lr=LR,
-        warmup=WARMUP, weight_decay=DECAY, grad_clip=CLIP, dropout=0.0, max_steps=STEPS,
+        warmup=WARMUP, weight_decay=DECAY, grad_clip=CLIP, dropout=dropout, max_steps=STEPS,
         batch_size=BATCH, val_every=STEPS)
     # the encoder and its pooler from the checkpoint, as a run from --init loads them
     ours = Start(model=checkpoint.model).weights_into(build_model(cfg), LABELS)
@@ -73,8 +79,9 @@ def test_classify_training_with_min_lr_0_is_the_trainers(tmp_path):
     assert len(batches) == STEPS and batches[0][2].shape == batches[0][0].shape  # token types
     before = hf.classifier.weight.detach().clone()
 
-    _trainer_fit(hf, batches, tmp_path / "trainer")
+    _trainer_fit(hf, batches, tmp_path / "trainer", cfg.seed)  # it seeds torch with it
     module = _module(ClassifierModule, ours, cfg, STEPS)  # as classify's run builds it
+    torch.manual_seed(cfg.seed)  # as `attnlab train` does
     fit(module, batches, torch.utils.data.DataLoader(batches[:1], batch_size=None), cfg,
         tmp_path / "run", max_steps=STEPS, val_check_interval=STEPS)
 

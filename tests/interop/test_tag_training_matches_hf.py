@@ -41,14 +41,14 @@ def _hf_loop(model, batches):
         schedule.step()
 
 
-def tiny_bert(tmp_path, task, hf_class, num_labels):
+def tiny_bert(tmp_path, task, hf_class, num_labels, dropout=0.0):
     """(attnlab's ``read_checkpoint`` of a tiny random BERT directory, ``hf_class`` of it with
-    ``num_labels`` outputs and dropout off), the global seed set first."""
+    ``num_labels`` outputs and ``dropout`` everywhere), the global seed set first."""
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)
     bert = save_bert(tmp_path / "bert")
-    hf = hf_class.from_pretrained(bert, num_labels=num_labels, hidden_dropout_prob=0.0,
-                                  attention_probs_dropout_prob=0.0)
+    hf = hf_class.from_pretrained(bert, num_labels=num_labels, hidden_dropout_prob=dropout,
+                                  attention_probs_dropout_prob=dropout)
     return read_checkpoint(bert, task=task), hf
 
 
