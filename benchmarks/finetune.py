@@ -267,12 +267,20 @@ def _trainer(ckpt: str, files: dict[str, str], out: str, seed: int, steps: int, 
              every: int, patience: int) -> None:
     """transformers' ``Trainer`` keeping the best model and stopping early (run in its own
     process by ``run_trainer``): the same hyper-parameters as ``_reference``; it saves a
-    checkpoint at each evaluation, which is how it finds the best model again at the end."""
+    checkpoint at each evaluation, which is how it finds the best model again at the end.
+
+    The seed is set before the model is built, as a user who wants a repeatable run does:
+    the Trainer sets it only when it is built, after the new head was drawn, so without this
+    each run of a seed drew another head (benchmarks/RESULTS.md, "validation curves without
+    early stopping"). The training itself is the Trainer's, step for step, with
+    ``attnlab train classify --init``'s when the weights and batches are the same
+    (tests/interop/test_classify_training_matches_hf.py)."""
     import torch
     from transformers import (AutoModelForSequenceClassification, DataCollatorWithPadding,
-                              EarlyStoppingCallback, Trainer, TrainingArguments)
+                              EarlyStoppingCallback, Trainer, TrainingArguments, set_seed)
 
     torch.set_num_threads(threads)
+    set_seed(seed)  # the new head's draw (see above)
     rows = {s: list(csv.DictReader(open(p, encoding="utf-8"))) for s, p in files.items()}
     labels = sorted({r["label"] for r in rows["train"]})
     index = {lab: i for i, lab in enumerate(labels)}

@@ -41,18 +41,34 @@ def _hf_loop(model, batches):
         schedule.step()
 
 
+def tiny_bert(tmp_path, task, hf_class, num_labels, dropout=0.0):
+    """(attnlab's ``read_checkpoint`` of a tiny random BERT directory, ``hf_class`` of it with
+    ``num_labels`` outputs and ``dropout`` everywhere), the global seed set first."""
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    bert = save_bert(tmp_path / "bert")
+    hf = hf_class.from_pretrained(bert, num_labels=num_labels, hidden_dropout_prob=dropout,
+                                  attention_probs_dropout_prob=dropout)
+    return read_checkpoint(bert, task=task), hf
+
+
+def assert_same_weights(ours, hf):
+    """Every weight of attnlab's ``ours`` (``bert``, ``classifier``; a pooler in ``bert``) is
+    the Hugging Face model ``hf``'s, after training: fp32, atol 1e-5, rtol 1e-4."""
+    theirs = {**{f"bert.{k}": v for k, v in from_hf(hf.bert).state_dict().items()},
+              **{f"classifier.{k}": v for k, v in hf.classifier.state_dict().items()}}
+    for name, p in ours.named_parameters():
+        assert_close(p, theirs[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
 @pytest.mark.slow  # the training loop imports Lightning
 def test_tag_training_with_min_lr_0_is_the_transformers_loop(tmp_path):
     from attnlab.training import fit
     from attnlab.training.tagger import TaggerModule
 
-    transformers.logging.set_verbosity_error()
-    torch.manual_seed(0)
-    bert = save_bert(tmp_path / "bert")
-    checkpoint = read_checkpoint(bert, task="tag")
     tags = ["B-X", "O"]
-    hf = transformers.BertForTokenClassification.from_pretrained(
-        bert, num_labels=len(tags), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    checkpoint, hf = tiny_bert(tmp_path, "tag", transformers.BertForTokenClassification,
+                               len(tags))
     ours = BertTagger(BertClassifierConfig.of_encoder(checkpoint.config, num_classes=len(tags),
                                                       dropout=0.0))
     ours.bert.load_state_dict(checkpoint.model.state_dict(), strict=False)
@@ -75,7 +91,4 @@ def test_tag_training_with_min_lr_0_is_the_transformers_loop(tmp_path):
         tmp_path / "run", max_steps=STEPS, val_check_interval=STEPS)
 
     assert (hf.classifier.weight - before).abs().max() > 1e-3  # the steps moved the weights
-    theirs = {**{f"bert.{k}": v for k, v in from_hf(hf.bert).state_dict().items()},
-              **{f"classifier.{k}": v for k, v in hf.classifier.state_dict().items()}}
-    for name, p in ours.named_parameters():
-        assert_close(p, theirs[name], atol=1e-5, rtol=1e-4, msg=name)
+    assert_same_weights(ours, hf)

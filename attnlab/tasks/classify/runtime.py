@@ -54,6 +54,13 @@ __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_ba
 
 MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
 
+# Texts per batch when nothing trains (validation, the test split, predict): batches are
+# sorted by length, and a batch is padded to its longest text, so fewer texts per batch means
+# less padding computed. 256 padded the 250 short validation texts of benchmarks/finetune.py
+# --early-stop into one batch of 2.2x their tokens and took twice the CPU time of 64 (1.3x);
+# 32 saved no more (benchmarks/RESULTS.md, "finetune --early-stop, training equal").
+EVAL_BATCH = 64
+
 
 def objective(cfg: RunSettings) -> str:
     """What a run's labels are: "single", "multi" (--multi-label) or "regression"."""
@@ -225,7 +232,7 @@ def _inputs(cfg, tokenizer, xs) -> list:
 
 def _test_batches(cfg, tokenizer, pairs):
     return make_batches(_inputs(cfg, tokenizer, [x for x, _ in pairs]),
-                        _targets(cfg, pairs), 256, padding=Padding.of(cfg, tokenizer))
+                        _targets(cfg, pairs), EVAL_BATCH, padding=Padding.of(cfg, tokenizer))
 
 
 # ---- metrics ----------------------------------------------------------------------------------
@@ -304,7 +311,7 @@ def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, tor
     inputs = _inputs(cfg, tokenizer, [x for x, _ in pairs])
     # make_batches reorders by length: each batch's "targets" are its rows' positions
     outputs, where = collect_predictions(model, make_batches(
-        inputs, list(range(len(pairs))), 256, padding=Padding.of(cfg, tokenizer)))
+        inputs, list(range(len(pairs))), EVAL_BATCH, padding=Padding.of(cfg, tokenizer)))
     rows = [pairs[i] for i in where.tolist()]
     truth = (torch.tensor([y for _, y in rows], dtype=torch.float64) if cfg.regression
              else torch.tensor(_targets(cfg, rows)))
@@ -473,7 +480,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     inputs = _inputs(cfg, tokenizer, xs)
     outputs = torch.empty(len(inputs), _outputs(cfg))
     # make_batches reorders by length: each batch's "targets" are its inputs' positions
-    for *batch, where in make_batches(inputs, list(range(len(inputs))), 256,
+    for *batch, where in make_batches(inputs, list(range(len(inputs))), EVAL_BATCH,
                                       padding=Padding.of(cfg, tokenizer)):
         outputs[where] = model(*batch).float()
     answers = _decide(cfg, outputs)
