@@ -269,7 +269,8 @@ class TrainSettings:
                                             "norms or learned positions)", low=0,
                            absent=0.0)
     beta1: float = setting(0.9, help="AdamW's first-moment decay (its momentum; "
-                                     "PyTorch's 0.9, the papers' and Noam's too)", low=0, below=1, absent=0.9)
+                                     "PyTorch's 0.9, the papers' and Noam's too)", low=0,
+                           below=1, absent=0.9)
     beta2: float = setting(0.999, help="AdamW's second-moment decay (the cosine schedule's; "
                                        "Noam uses the paper's 0.98)", low=0, below=1,
                         absent=0.999)

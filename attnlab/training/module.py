@@ -204,9 +204,10 @@ def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: b
     scheduler from ``cfg`` (``OptimizerSettings.of``: a run config or a mapping): ``lr``,
     ``warmup``, ``schedule``, ``weight_decay`` (default 0), ``beta1`` (default 0.9) and
     ``beta2`` (default 0.999, PyTorch's; Noam's is the paper's 0.98). ``params`` may be
-    parameter groups (``decay_groups``); a group's own ``weight_decay`` wins. Groups marked ``"muon"`` (``optimizer_groups`` of an
-    ``--optimizer muon`` run) go to ``torch.optim.Muon`` at ``muon_lr`` (default ``lr``),
-    the rest to AdamW, joined as one ``muon.MuonWithAdamW`` that the schedule scales whole."""
+    parameter groups (``decay_groups``); a group's own ``weight_decay`` wins. Groups marked
+    ``"muon"`` (``optimizer_groups`` of an ``--optimizer muon`` run) go to
+    ``torch.optim.Muon`` at ``muon_lr`` (default ``lr``), the rest to AdamW, joined as one
+    ``muon.MuonWithAdamW`` that the schedule scales whole."""
     opt_cfg = OptimizerSettings.of(cfg)
     wd = float(opt_cfg.weight_decay)
     params = list(params)

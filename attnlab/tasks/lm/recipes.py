@@ -9,13 +9,14 @@ records the recipe's name and every setting the run trained with.
 three times nanoGPT's learning rate with its decay over the last 80% of the steps (in a run of
 a few hundred steps the loss falls most while the rate decays), a short warm-up, no
 dropout, and AdamW's beta1 at 0.8 (modded-nanogpt's): a momentum that forgets faster reached
-the target loss in fewer steps. LayerNorm, not RMSNorm: on a CPU ``nn.LayerNorm`` is one fused kernel where RMSNorm
-is several operations, and with it the recipe reached the same loss in the same steps at a
-cheaper step. What it measured against nanoGPT's recipe, and each piece's share, is in
-benchmarks/RESULTS.md ("time_to_loss", ``benchmarks/time_to_loss.py``). It sets no size: give
-the shape as usual. SwiGLU has three matrices where GPT-2's feed-forward network has two, so
-the benchmark gives it ``--dim-feedforward`` 8/3·D (344 at D = 128): GPT-2's parameters and
-multiply-adds. At 4·D a step cost 1.24x as much on the benchmark's CPU (benchmarks/RESULTS.md).
+the target loss in fewer steps. LayerNorm, not RMSNorm: on a CPU ``nn.LayerNorm`` is one
+fused kernel where RMSNorm is several operations, and with it the recipe reached the same
+loss in the same steps at a cheaper step. What it measured against nanoGPT's recipe, and
+each piece's share, is in benchmarks/RESULTS.md ("time_to_loss",
+``benchmarks/time_to_loss.py``). It sets no size: give the shape as usual. SwiGLU has three
+matrices where GPT-2's feed-forward network has two, so the benchmark gives it
+``--dim-feedforward`` 8/3·D (344 at D = 128): GPT-2's parameters and multiply-adds. At 4·D
+a step cost 1.24x as much on the benchmark's CPU (benchmarks/RESULTS.md).
 
 Examples:
     >>> RECIPES["fast"]["positional"], RECIPES["fast"]["schedule"]
