@@ -129,8 +129,9 @@ def monitoring_fits(cfg: dict[str, Any], computed: tuple[str, ...], *,
     the run: ``computed`` is what its validation computes during training (``Task.val_metrics``
     less ``Task.val_metrics_off``), ``off`` why a metric the task can compute is not computed
     by this run (translate's BLEU without --val-bleu; every one where the run validates at its
-    end only: lm without --val-every). --monitor and --min-delta serve --keep-best and
-    --patience, so alone they would be silently unused; --keep-best copies the whole model,
+    end only: lm without --val-every). --monitor serves --keep-best and --patience, and
+    --min-delta --patience only (``attnlab.training.best``), so without them each would be
+    silently unused; --keep-best copies the whole model,
     which --strategy fsdp splits. The message naming the flags, or None where it holds;
     ``attnlab train`` checks it before the run starts.
 
@@ -141,13 +142,13 @@ def monitoring_fits(cfg: dict[str, Any], computed: tuple[str, ...], *,
     """
     monitor, keep, patience = cfg.get("monitor", "val_loss"), cfg.get("keep_best"), cfg.get("patience")
     delta = cfg.get("min_delta") or 0.0
+    if delta and patience is None:
+        return (f"--min-delta {delta:g} is the gain that ends --patience's wait (--keep-best "
+                f"keeps the best whatever its gain); give --patience N")
     if not keep and patience is None:
         if monitor != "val_loss":
             return (f"--monitor {monitor} chooses what --keep-best and --patience watch; give "
                     f"one of them")
-        if delta:
-            return (f"--min-delta {delta:g} is the smallest improvement --keep-best and "
-                    f"--patience count; give one of them")
         return None
     named = "--keep-best" if keep else f"--patience {patience}"
     if not computed and off:  # no validation during training: the one reason for all
@@ -294,8 +295,8 @@ class TrainSettings:
                             help="stop after N validations in a row without improvement of "
                                  "--monitor")
     min_delta: float = setting(0.0, low=0, absent=0.0,
-                               help="an improvement is a change of --monitor by more than F in "
-                                    "its better direction")
+                               help="--patience's wait ends when --monitor gains more than F "
+                                    "on where the wait began (--keep-best keeps any gain)")
     threads: int = threads_setting("torch CPU threads (default: torch's, or 1 when another job "
                                    "holds a core; tiny models train fastest on 1)")
     devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)

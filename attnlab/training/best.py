@@ -1,10 +1,16 @@
 """``--keep-best`` and ``--patience``: which validation has been the best so far, its weights,
 and when to stop waiting for a better one.
 
-One definition of "better" serves both: a validation improves on the best so far when its
-``--monitor`` metric is lower (a metric whose mode is "min", ``attnlab.settings.VAL_METRICS``)
-or higher ("max") by more than ``--min-delta``. Keras's ``EarlyStopping`` with
-``restore_best_weights`` counts the same way; a NaN never improves.
+The best validation is the one whose ``--monitor`` metric is lowest (a metric whose mode is
+"min", ``attnlab.settings.VAL_METRICS``) or highest ("max"); a NaN is never the best. That is
+the validation whose weights ``--keep-best`` keeps, as transformers' ``Trainer`` keeps its
+``best_model_checkpoint`` and Lightning's ``ModelCheckpoint`` its best: every improvement
+counts there, however small. ``--min-delta`` serves ``--patience`` only, as in Lightning's and
+Keras's ``EarlyStopping``: the wait ends when the metric beats the value the last wait ended
+at (its *reference*) by more than the delta, so a run that creeps by less than the delta
+each time stops, while one that gains more than the delta over several validations goes on.
+(Keras also keeps, with ``restore_best_weights``, only the weights of such a gain; the
+Trainer compares with its best so far. With the default delta of 0 all of them agree.)
 
 The watch is part of what a run resumes from: ``state_dict`` goes into
 ``checkpoints/last.ckpt`` (key ``best``), the best weights with it. Kept there rather than in
@@ -34,12 +40,13 @@ def cpu_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 class BestWatch:
-    """The best validation so far by ``metric``, and the validations since it.
+    """The best validation so far by ``metric``, and the validations since the wait began.
 
     Args:
         metric: the validation metric watched (``--monitor``), one of ``VAL_METRICS``.
-        min_delta: the smallest change that counts as an improvement (``--min-delta``).
-        patience: validations in a row without improvement after which to stop; None: never.
+        min_delta: the gain over the reference that ends a wait (``--min-delta``, module
+            docstring); the best itself moves with any gain.
+        patience: validations in a row without such a gain after which to stop; None: never.
         keep: keep a copy of the best validation's weights (``--keep-best``).
 
     Examples:
@@ -59,18 +66,18 @@ class BestWatch:
         self.step: int | None = None  # of the best validation
         self.value: float | None = None
         self.metrics: dict[str, float] = {}  # everything that validation measured
-        self.waited = 0  # validations since the best
+        self.reference: float | None = None  # the value the wait is counted from
+        self.waited = 0  # validations without a gain of more than min_delta on the reference
         self.weights: dict[str, torch.Tensor] | None = None
 
-    def improves(self, value: float) -> bool:
-        """Whether ``value`` is better than the best so far by more than ``min_delta``."""
+    def beats(self, value: float, than: float | None, by: float = 0.0) -> bool:
+        """Whether ``value`` is better than ``than`` by more than ``by`` (anything finite
+        beats None; a NaN or an infinity beats nothing)."""
         if not math.isfinite(value):
             return False
-        if self.value is None:
+        if than is None:
             return True
-        if self.mode == "min":
-            return value < self.value - self.min_delta
-        return value > self.value + self.min_delta
+        return value < than - by if self.mode == "min" else value > than + by
 
     def see(self, step: int, metrics: dict[str, float],
             weights: Callable[[], dict[str, torch.Tensor]] | None = None) -> bool:
@@ -86,10 +93,13 @@ class BestWatch:
                                f"(it computed {', '.join(sorted(metrics)) or 'nothing'}), "
                                f"though the task declares it")
         value = float(metrics[self.metric])
-        if not self.improves(value):
+        if self.beats(value, self.reference, self.min_delta):
+            self.reference, self.waited = value, 0
+        else:
             self.waited += 1
+        if not self.beats(value, self.value):
             return False
-        self.step, self.value, self.metrics, self.waited = step, value, dict(metrics), 0
+        self.step, self.value, self.metrics = step, value, dict(metrics)
         if self.keep and weights is not None:
             self.weights = weights()
         return True
@@ -114,7 +124,8 @@ class BestWatch:
     # ---- in the checkpoint --------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "step": self.step, "value": self.value,
-                "metrics": dict(self.metrics), "waited": self.waited, "weights": self.weights}
+                "metrics": dict(self.metrics), "reference": self.reference,
+                "waited": self.waited, "weights": self.weights}
 
     def load_state_dict(self, state: dict[str, Any], where: str) -> None:
         if state["metric"] != self.metric:  # config.yaml and the checkpoint disagree
@@ -122,5 +133,7 @@ class BestWatch:
                              f"--monitor {self.metric}; start a new run with another --out")
         self.step, self.value = state["step"], state["value"]
         self.metrics, self.waited = dict(state["metrics"]), int(state["waited"])
+        # a checkpoint of a run before the reference was kept apart from the best: they were one
+        self.reference = state.get("reference", self.value)
         if self.keep:
             self.weights = state["weights"]

@@ -22,8 +22,9 @@ def _refused(argv, capsys):
     (["--monitor", "val_bleu", "--patience", "2"],
      "--monitor val_bleu: this run computes val_loss, val_acc, val_seq_acc at each validation"),
     (["--monitor", "val_acc"], "--monitor val_acc chooses what --keep-best and --patience watch"),
-    (["--min-delta", "0.1"], "--min-delta 0.1 is the smallest improvement --keep-best and "
-                             "--patience count"),
+    (["--min-delta", "0.1"], "--min-delta 0.1 is the gain that ends --patience's wait"),
+    (["--keep-best", "--min-delta", "0.1"], "--min-delta 0.1 is the gain that ends --patience's "
+                                            "wait (--keep-best keeps the best whatever its gain)"),
     (["--patience", "0"], "--patience must be a positive integer, got 0"),
     (["--patience", "-2"], "--patience must be a positive integer, got -2"),
     (["--patience", "2", "--min-delta", "-0.5"], "--min-delta must be >= 0, got -0.5"),

@@ -114,8 +114,12 @@ def test_without_keep_best_the_last_steps_weights_are_saved(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("script, settings, stops_at, best", [
     ([0.5, 0.6, 0.6, 0.55, 0.7], {"patience": 2}, 8, "best 0.6 at step 4"),
-    # 0.52 and 0.54 are within --min-delta 0.05 of 0.5: no improvement
-    ([0.5, 0.52, 0.54, 0.9], {"patience": 2, "min_delta": 0.05}, 6, "best 0.5 at step 2"),
+    # 0.52 and 0.54 gain less than --min-delta 0.05 on 0.5: the wait goes on, though each is
+    # the best so far
+    ([0.5, 0.52, 0.54, 0.9], {"patience": 2, "min_delta": 0.05}, 6, "best 0.54 at step 6"),
+    # 0.03 a validation: more than 0.05 on the wait's start every second one, so it goes on
+    # (transformers' EarlyStoppingCallback, which compares with the best so far, would stop)
+    ([0.5 + 0.03 * i for i in range(10)], {"patience": 2, "min_delta": 0.05}, None, None),
     ([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], {"patience": 1}, None, None),
 ])
 def test_patience_stops_after_that_many_validations_without_improvement(
@@ -183,9 +187,20 @@ def test_the_best_survives_an_interrupted_and_resumed_run(tmp_path, monkeypatch)
 
 def test_a_lower_is_better_metric_improves_downwards():
     watch = BestWatch("val_loss", min_delta=0.1)
-    assert [watch.see(s, {"val_loss": v}) for s, v in [(1, 1.0), (2, 0.95), (3, 0.8),
-                                                        (4, float("nan"))]] == [True, False, True, False]
+    seen = [(watch.see(s, {"val_loss": v}), watch.waited)
+            for s, v in [(1, 1.0), (2, 0.95), (3, 0.8), (4, float("nan")), (5, 1.2)]]
+    # 0.95 is the best so far but not 0.1 below 1.0; 0.8 is both; NaN and 1.2 are neither
+    assert seen == [(True, 0), (True, 1), (True, 0), (False, 1), (False, 2)]
     assert watch.summary() == {"best_step": 3, "best_metric": "val_loss", "best_value": 0.8}
+
+
+def test_keep_best_keeps_a_gain_smaller_than_min_delta(tmp_path, monkeypatch):
+    """--min-delta decides when the wait of --patience ends; the weights kept are the best
+    validation's whatever its gain, as the Trainer's and Lightning's best checkpoint."""
+    _, metrics, at = _train(tmp_path, [0.5, 0.52, 0.1], monkeypatch, keep_best=True,
+                            min_delta=0.05)
+    assert (metrics["best_step"], metrics["best_value"]) == (4, 0.52)
+    assert _equal(load_file(tmp_path / "model.safetensors"), at[4])
 
 
 def test_a_validation_without_the_declared_metric_is_attnlabs_fault_and_says_so():
