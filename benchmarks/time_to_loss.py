@@ -522,9 +522,12 @@ def main() -> None:
         ours = results[fast, seed][0]
         curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
                   fast: [(st, st * cost[fast], loss) for _, st, loss in ours]}
+        title = (f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's recipe "
+                 f"({their_steps} it.) vs {fast} (seed {seed})" if a is s else  # both sizes:
+                 f"block {s['block']}: nanoGPT {s['layers']}x{s['width']}x{s['heads']}, "
+                 f"{their_steps} it. vs {fast}, seed {seed}")  # a title that fits the figure
         plot(args.plot, {k: [(t, loss) for _, t, loss in v] for k, v in curves.items()},
-             target, f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's "
-             f"recipe ({their_steps} it.) vs {fast} (seed {seed})")
+             target, title)
         write_curves(args.plot.with_suffix(".csv"), curves)
         print(f"wrote {args.plot} and {args.plot.with_suffix('.csv')}")
 
