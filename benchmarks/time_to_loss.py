@@ -3,6 +3,7 @@
     python -m benchmarks.time_to_loss --nanogpt /somewhere/nanoGPT [--threads 1] [--shape cpu]
                                       [--nanogpt-from CSV] [--seeds 42 7]
                                       [--attnlab-steps 300] [--every 25] [--ablate]
+                                      [--attnlab-shape LAYERSxWIDTHxHEADS]
                                       [--plot docs/images/time_to_loss.png] [--quick]
 
 (``NANOGPT=DIR`` instead of ``--nanogpt``; without either it prints why it skips.)
@@ -41,6 +42,10 @@ own clocks (wall seconds of training, validation excluded) are printed too, for 
   (``time_to_loss``), so they are exact to ``--every``. At the end the evaluator scores its
   final model too, and the script prints the difference from the run's own last
   ``val_loss`` (they should agree to float rounding: the two measure the same thing).
+  ``--attnlab-shape`` trains attnlab at another size than nanoGPT's (layers x width x heads,
+  e.g. ``2x96x3``; SwiGLU's width follows the width): a run of a few hundred steps sees far
+  fewer tokens than a model of nanoGPT's size could use, so a smaller one may reach the target
+  in more steps but less time. nanoGPT keeps its recipe's shape either way.
 - **The step**, timed on the CPU shapes: nanoGPT's model and its optimiser as ``train.py``
   builds them (``nanogpt_step``), attnlab's as ``attnlab train`` builds them from the same
   flags (``attnlab_step``), forward, loss, backward, clipping, update, on one fixed batch
@@ -191,8 +196,31 @@ def swiglu_width(width: int) -> int:
     return -(-8 * width // 3 // 8) * 8
 
 
+def attnlab_shape(s: dict, text: str | None) -> dict:
+    """Shape ``s`` with attnlab's layers, width and heads from ``--attnlab-shape`` ``text``
+    (``LAYERSxWIDTHxHEADS``); ``s`` itself without one. A malformed value, or a width the
+    heads do not divide, is refused here, before anything is trained.
+
+    Examples:
+        >>> a = attnlab_shape(SHAPES["cpu"], "2x96x3")
+        >>> a["layers"], a["width"], a["heads"], a["block"]
+        (2, 96, 3, 64)
+    """
+    if text is None:
+        return s
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        sys.exit(f"--attnlab-shape {text}: expected LAYERSxWIDTHxHEADS, three positive "
+                 f"integers (e.g. 2x96x3)")
+    layers, width, heads = map(int, parts)
+    if width % heads:
+        sys.exit(f"--attnlab-shape {text}: the width {width} is not a multiple of the "
+                 f"heads {heads}")
+    return dict(s, layers=layers, width=width, heads=heads)
+
+
 def attnlab_flags(s: dict, steps: int, every: int, threads: int) -> list[str]:
-    """``attnlab train lm``'s flags for nanoGPT's shape at ``--recipe fast``, validating every
+    """``attnlab train lm``'s flags for shape ``s`` at ``--recipe fast``, validating every
     ``every`` steps over all held-out windows."""
     flags = ["--recipe", "fast", "--model-dim", str(s["width"]), "--num-heads", str(s["heads"]),
              "--num-layers", str(s["layers"]), "--dim-feedforward", str(swiglu_width(s["width"])),
@@ -379,6 +407,8 @@ def main() -> None:
     ap.add_argument("--attnlab-steps", type=int, default=STEPS,
                     help="attnlab's --max-steps (its schedule's length)")
     ap.add_argument("--every", type=int, default=25, help="attnlab's steps between validations")
+    ap.add_argument("--attnlab-shape", metavar="LAYERSxWIDTHxHEADS",
+                    help="attnlab's model size, e.g. 2x96x3 (default: nanoGPT's shape)")
     ap.add_argument("--nanogpt-every", type=int,
                     help="nanoGPT's iterations between evaluations (default: the recipe's 250)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[42],
@@ -397,6 +427,7 @@ def main() -> None:
         args.chars, args.attnlab_steps, args.every, args.repeats = 60_000, 30, 10, 3
     if args.nanogpt_every:
         s["every"] = args.nanogpt_every
+    a = attnlab_shape(s, args.attnlab_shape)
     if args.nanogpt is None:
         print("skipped: no nanoGPT checkout; give --nanogpt DIR or set NANOGPT")
         return
@@ -406,6 +437,7 @@ def main() -> None:
     if args.time_only and s["device"] != "cpu":
         sys.exit(f"--time-only: the step is timed on the CPU shapes only, not --shape "
                  f"{args.shape}")
+    fast = "attnlab --recipe fast" + ("" if a is s else f" {args.attnlab_shape}")
     load = [os.getloadavg()[0]]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="attnlab-ttl-") as tmp:
@@ -429,10 +461,10 @@ def main() -> None:
         if not args.time_only:
             print(f"target: nanoGPT's held-out loss after {theirs[-1][0]} iterations, "
                   f"{target:.4f}", flush=True)
-        flags = attnlab_flags(s, args.attnlab_steps, args.every, args.threads)
-        rows = {"attnlab --recipe fast": []}
+        flags = attnlab_flags(a, args.attnlab_steps, args.every, args.threads)
+        rows = {fast: []}
         if args.ablate:
-            rows.update({name: extra(s) if callable(extra) else extra
+            rows.update({name: extra(a) if callable(extra) else extra
                          for name, extra in ABLATIONS.items()})
         vocab = len(set(text))
         timed = s["device"] == "cpu"
@@ -450,7 +482,7 @@ def main() -> None:
                 return
         results = {}
         for name, extra in rows.items():
-            for seed in args.seeds if name == "attnlab --recipe fast" else args.seeds[:1]:
+            for seed in args.seeds if name == fast else args.seeds[:1]:
                 out, curve, final = attnlab_side(work, f"{len(results)}", text_file,
                                                  flags + extra + ["--seed", str(seed)],
                                                  args.threads, val_text, s["block"])
@@ -487,13 +519,15 @@ def main() -> None:
              final, reached[0] if reached else None)
     if args.plot and timed:
         seed = args.seeds[0]
-        fast = results["attnlab --recipe fast", seed][0]
+        ours = results[fast, seed][0]
         curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
-                  "attnlab --recipe fast": [(st, st * cost["attnlab --recipe fast"], loss)
-                                            for _, st, loss in fast]}
+                  fast: [(st, st * cost[fast], loss) for _, st, loss in ours]}
+        title = (f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's recipe "
+                 f"({their_steps} it.) vs {fast} (seed {seed})" if a is s else  # both sizes:
+                 f"block {s['block']}: nanoGPT {s['layers']}x{s['width']}x{s['heads']}, "
+                 f"{their_steps} it. vs {fast}, seed {seed}")  # a title that fits the figure
         plot(args.plot, {k: [(t, loss) for _, t, loss in v] for k, v in curves.items()},
-             target, f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's "
-             f"recipe ({their_steps} it.) vs attnlab --recipe fast (seed {seed})")
+             target, title)
         write_curves(args.plot.with_suffix(".csv"), curves)
         print(f"wrote {args.plot} and {args.plot.with_suffix('.csv')}")
 

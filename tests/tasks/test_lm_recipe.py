@@ -1,14 +1,16 @@
 """``attnlab train lm --recipe fast``: it sets what its declaration says (config.yaml records
 the name and every setting), a flag given wins over the recipe and is named in one line, a
 recipe name that does not exist is refused before a run directory; and the time-to-loss
-benchmark's reading of a run's metrics.csv."""
+benchmark's reading of a run's metrics.csv and its --attnlab-shape."""
 import pytest
 import yaml
 
 from attnlab.cli import main
 from attnlab.commands.train import build_config
 from attnlab.tasks.lm.recipes import RECIPES
-from benchmarks.time_to_loss import loss_curve, read_nanogpt_curve, time_to_loss, write_curves
+from benchmarks.time_to_loss import SHAPES, attnlab_flags, attnlab_shape, loss_curve
+from benchmarks.time_to_loss import main as time_to_loss_main
+from benchmarks.time_to_loss import read_nanogpt_curve, time_to_loss, write_curves
 
 TEXT = "abcabdabcabe " * 300 + "\n"
 TINY = ["--max-steps", "3", "--model-dim", "32", "--num-heads", "4", "--num-layers", "1",
@@ -110,3 +112,29 @@ def test_the_plot_csv_gives_nanogpts_curve_back_to_nanogpt_from(tmp_path):
     old.write_text("side,train_seconds,val_loss\nnanoGPT,885.9,0.2728\n")
     with pytest.raises(SystemExit, match="no nanoGPT rows with a step column"):
         read_nanogpt_curve(old)
+
+
+def test_attnlab_shape_trains_attnlab_at_that_size_and_leaves_nanogpts_alone():
+    cpu = SHAPES["cpu"]
+    flags = attnlab_flags(attnlab_shape(cpu, "2x96x3"), 500, 25, 1)
+
+    def value(flag):
+        return flags[flags.index(flag) + 1]
+    assert [value(f) for f in ("--num-layers", "--model-dim", "--num-heads",
+                               "--dim-feedforward", "--block-size", "--batch-size")] == \
+        ["2", "96", "3", "256", "64", "12"]  # SwiGLU 8/3 of the new width; block, batch kept
+    assert (cpu["layers"], cpu["width"], cpu["heads"]) == (4, 128, 4)  # nanoGPT's not changed
+    assert attnlab_shape(cpu, None) is cpu
+
+
+@pytest.mark.parametrize("text, says", [("2x96", "LAYERSxWIDTHxHEADS"),
+                                        ("2x0x3", "LAYERSxWIDTHxHEADS"),
+                                        ("2x96x5", "not a multiple of the heads 5")])
+def test_a_bad_attnlab_shape_is_refused_before_anything_runs(monkeypatch, tmp_path, text, says):
+    # no --nanogpt: a good shape would print "skipped"; a bad one stops first, naming the flag
+    monkeypatch.delenv("NANOGPT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["time_to_loss", "--attnlab-shape", text])
+    with pytest.raises(SystemExit, match=f"--attnlab-shape {text}: .*{says}"):
+        time_to_loss_main()
+    assert list(tmp_path.iterdir()) == []
