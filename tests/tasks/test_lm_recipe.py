@@ -138,3 +138,26 @@ def test_a_bad_attnlab_shape_is_refused_before_anything_runs(monkeypatch, tmp_pa
     with pytest.raises(SystemExit, match=f"--attnlab-shape {text}: .*{says}"):
         time_to_loss_main()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_fast_small_is_fast_at_the_benchmarks_2x80x2(tmp_path, capsys):
+    """``--recipe fast-small`` trains what time_to_loss measured as ``--attnlab-shape
+    2x80x2`` (``--recipe fast`` with that size, SwiGLU's width from ``swiglu_width``), and
+    a size flag given wins over it as over any of a recipe's settings."""
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    base = {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r")}
+    small = build_config("lm", {**base, "recipe": "fast-small"})
+    shape = attnlab_shape(SHAPES["cpu"], "2x80x2")
+    flags = attnlab_flags(shape, 500, 25, 1)
+    sized = dict(zip((f[2:].replace("-", "_") for f in flags[2:10:2]), flags[3:10:2]))
+    assert sized == {"model_dim": "80", "num_heads": "2", "num_layers": "2",
+                     "dim_feedforward": "216"}
+    fast = build_config("lm", {**base, "recipe": "fast", **{k: int(v) for k, v in sized.items()}})
+    capsys.readouterr()
+    assert dict(small.model) == dict(fast.model)
+    assert {k: _recorded(small, k) for k in RECIPES["fast"]} == RECIPES["fast"]
+    assert build_config("lm", {**base, "recipe": "fast-small", "model_dim": 96,
+                               "num_heads": 3}).model.model_dim == 96
+    assert capsys.readouterr().err.strip() == (
+        "--recipe fast-small: given, and used instead: --model-dim 96 (the recipe's "
+        "--model-dim 80), --num-heads 3 (the recipe's --num-heads 2)")

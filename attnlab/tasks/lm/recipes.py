@@ -18,11 +18,19 @@ matrices where GPT-2's feed-forward network has two, so the benchmark gives it
 ``--dim-feedforward`` 8/3·D (344 at D = 128): GPT-2's parameters and multiply-adds. At 4·D
 a step cost 1.24x as much on the benchmark's CPU (benchmarks/RESULTS.md).
 
+``fast-small`` is ``fast`` with a size: 2 layers x 80, 2 heads, SwiGLU 216 (158k parameters,
+a fifth of nanoGPT's CPU model). A run of a few hundred steps of 12 x 64 characters sees far
+fewer characters than a model of nanoGPT's size could use; the smaller model needs more steps
+to nanoGPT's loss (500 against 300) at under a third of the step's cost, and got there in
+0.14-0.15x nanoGPT's time (benchmarks/RESULTS.md, "time_to_loss, model shapes").
+
 Examples:
     >>> RECIPES["fast"]["positional"], RECIPES["fast"]["schedule"]
     ('rope', 'wsd')
     >>> recipe_text("fast")[:40]
     'positional rope, norm layer, ff swiglu, '
+    >>> recipe_text("fast-small").split(", ")[-4:]
+    ['num-layers 2', 'model-dim 80', 'num-heads 2', 'dim-feedforward 216']
 """
 from __future__ import annotations
 
@@ -30,12 +38,15 @@ from typing import Any
 
 __all__ = ["RECIPES", "recipe_text"]
 
+_FAST = {
+    "positional": "rope", "norm": "layer", "ff": "swiglu", "bias": False, "qk_norm": True,
+    "schedule": "wsd", "cooldown": 0.8, "lr": 3e-3, "warmup": 20, "dropout": 0.0, "beta1": 0.8,
+}
 RECIPES: dict[str, dict[str, Any]] = {
-    "fast": {
-        "positional": "rope", "norm": "layer", "ff": "swiglu", "bias": False, "qk_norm": True,
-        "schedule": "wsd", "cooldown": 0.8, "lr": 3e-3, "warmup": 20, "dropout": 0.0,
-        "beta1": 0.8,
-    },
+    "fast": _FAST,
+    # fast at 2 layers x 80 (SwiGLU of 8/3·D, rounded up to a multiple of 8: 216)
+    "fast-small": {**_FAST, "num_layers": 2, "model_dim": 80, "num_heads": 2,
+                   "dim_feedforward": 216},
 }
 
 
