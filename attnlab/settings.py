@@ -124,14 +124,16 @@ VAL_METRICS: dict[str, str] = {
 
 
 def monitoring_fits(cfg: dict[str, Any], computed: tuple[str, ...], *,
-                    off: dict[str, str] | None = None) -> str | None:
+                    off: dict[str, str] | None = None, resuming: bool = False) -> str | None:
     """The rule of ``--monitor``, ``--keep-best``, ``--patience`` and ``--min-delta`` against
     the run: ``computed`` is what its validation computes during training (``Task.val_metrics``
     less ``Task.val_metrics_off``), ``off`` why a metric the task can compute is not computed
     by this run (translate's BLEU without --val-bleu; every one where the run validates at its
     end only: lm without --val-every). --monitor serves --keep-best and --patience, and
     --min-delta --patience only (``attnlab.training.best``), so without them each would be
-    silently unused; --keep-best copies the whole model,
+    silently unused (``resuming``: a run's own config.yaml, which may come from before
+    --min-delta served --patience only, when it also chose --keep-best's best: it goes on
+    with any gain kept); --keep-best copies the whole model,
     which --strategy fsdp splits. The message naming the flags, or None where it holds;
     ``attnlab train`` checks it before the run starts.
 
@@ -142,7 +144,7 @@ def monitoring_fits(cfg: dict[str, Any], computed: tuple[str, ...], *,
     """
     monitor, keep, patience = cfg.get("monitor", "val_loss"), cfg.get("keep_best"), cfg.get("patience")
     delta = cfg.get("min_delta") or 0.0
-    if delta and patience is None:
+    if delta and patience is None and not resuming:
         return (f"--min-delta {delta:g} is the gain that ends --patience's wait (--keep-best "
                 f"keeps the best whatever its gain); give --patience N")
     if not keep and patience is None:

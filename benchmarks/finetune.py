@@ -160,18 +160,25 @@ def _timed(cmd: list[str], env: dict[str, str]) -> float:
     return seconds
 
 
+def attnlab_argv(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
+                 threads: int, extra: list[str]) -> list[str]:
+    """``attnlab train classify --init``'s arguments at ``HYPER`` (after ``attnlab``); a flag
+    in ``extra`` comes later and wins."""
+    return ["train", "classify", "--init", str(ckpt),
+            "--data", str(files["train"]), "--val", str(files["val"]),
+            "--test", str(files["test"]), "--out", str(out), "--seed", str(seed),
+            "--max-steps", str(steps), "--val-every", str(steps),
+            "--checkpoint-every", str(steps), "--threads", str(threads),
+            "--schedule", "cosine", "--min-lr", "0", "--lr", str(HYPER["lr"]),
+            "--warmup", str(HYPER["warmup"]), "--batch-size", str(HYPER["batch_size"]),
+            "--weight-decay", str(HYPER["weight_decay"]), "--grad-clip", str(HYPER["grad_clip"]),
+            "--max-len", str(HYPER["max_len"]), "--dropout", str(HYPER["dropout"]), *extra]
+
+
 def run_attnlab(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
                 threads: int, env: dict[str, str], extra: list[str]) -> tuple[float, float]:
-    cmd = [sys.executable, "-m", "attnlab", "train", "classify", "--init", str(ckpt),
-           "--data", str(files["train"]), "--val", str(files["val"]),
-           "--test", str(files["test"]), "--out", str(out), "--seed", str(seed),
-           "--max-steps", str(steps), "--val-every", str(steps),
-           "--checkpoint-every", str(steps), "--threads", str(threads),
-           "--schedule", "cosine", "--min-lr", "0", "--lr", str(HYPER["lr"]),
-           "--warmup", str(HYPER["warmup"]),
-           "--batch-size", str(HYPER["batch_size"]), "--weight-decay", str(HYPER["weight_decay"]),
-           "--grad-clip", str(HYPER["grad_clip"]), "--max-len", str(HYPER["max_len"]),
-           "--dropout", str(HYPER["dropout"]), *extra]
+    cmd = [sys.executable, "-m", "attnlab",
+           *attnlab_argv(ckpt, files, out, seed, steps, threads, extra)]
     seconds = _timed(cmd, env)
     metrics = json.loads((out / "metrics.json").read_text())
     return metrics["test_accuracy"], seconds

@@ -132,16 +132,9 @@ def attnlab_curve(files, ckpt: Path, head: dict, batches, seed: int, dropout: fl
 
     training.fit, runtime._module = fit, module
     try:
-        code = main(["train", "classify", "--init", str(ckpt), "--data", str(files["train"]),
-                     "--val", str(files["val"]), "--test", str(files["test"]), "--out",
-                     str(run), "--seed", str(seed), "--max-steps", str(STEPS), "--val-every",
-                     str(EVERY), "--checkpoint-every", str(STEPS), "--threads", "1",
-                     "--schedule", "cosine", "--min-lr", "0", "--lr", str(H["lr"]),
-                     "--warmup", str(H["warmup"]), "--batch-size", str(H["batch_size"]),
-                     "--weight-decay", str(H["weight_decay"]), "--grad-clip",
-                     str(H["grad_clip"]), "--max-len", str(H["max_len"]), "--dropout",
-                     str(dropout), "--keep-best", "--monitor", "val_acc", "--patience",
-                     str(PATIENCE)])
+        code = main(fb.attnlab_argv(ckpt, files, run, seed, STEPS, 1, [
+            "--val-every", str(EVERY), "--dropout", str(dropout), "--keep-best", "--monitor",
+            "val_acc", "--patience", str(PATIENCE)]))
     finally:
         training.fit, runtime._module = real_fit, real_module
     if code:

@@ -141,7 +141,7 @@ def _check_monitoring(task, cfg: dict[str, Any]) -> None:
     training: the rule ``monitoring_fits``."""
     off = task.val_metrics_off(cfg)
     computed = tuple(m for m in task.val_metrics if m not in off)
-    if broken := monitoring_fits(cfg, computed, off=off):
+    if broken := monitoring_fits(cfg, computed, off=off, resuming=bool(cfg.get("resume"))):
         raise UsageError(broken)
 
 

@@ -77,6 +77,21 @@ def test_resume_with_another_monitor_or_patience_is_refused(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["config.yaml"]
 
 
+def test_a_run_from_before_min_delta_served_patience_only_still_resumes(tmp_path, capsys):
+    """--keep-best --min-delta without --patience was a run's choice before --min-delta
+    stopped deciding the best: its config.yaml still resumes (from then on any gain is kept)."""
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), "--max-steps", "4", "--val-every", "2",
+                 "--keep-best", "--patience", "3", "--min-delta", "0.1", "--threads", "1"]) == 0
+    saved = (out / "config.yaml").read_text()
+    assert "patience: 3\n" in saved
+    (out / "config.yaml").write_text(saved.replace("patience: 3\n", "patience: null\n"))
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "6",
+                 "--threads", "1"]) == 0
+    assert "error" not in capsys.readouterr().err
+
+
 def test_every_task_declares_metrics_whose_direction_is_declared():
     for name, task in available_tasks().items():
         assert task.val_metrics[0] == "val_loss", name  # the default --monitor
