@@ -206,3 +206,14 @@ def test_keep_best_keeps_a_gain_smaller_than_min_delta(tmp_path, monkeypatch):
 def test_a_validation_without_the_declared_metric_is_attnlabs_fault_and_says_so():
     with pytest.raises(RuntimeError, match="computed no val_f1 .*computed val_acc, val_loss"):
         BestWatch("val_f1").see(10, {"val_loss": 1.0, "val_acc": 0.5})
+
+
+def test_a_checkpoint_from_before_the_reference_counts_its_wait_from_its_best():
+    """A watch saved before ``reference`` was kept apart from the best (they were the same
+    value then) resumes counting from the best's value."""
+    old = {"metric": "val_loss", "step": 4, "value": 0.5, "metrics": {"val_loss": 0.5},
+           "waited": 1, "weights": None}
+    watch = BestWatch("val_loss", min_delta=0.1, patience=2)
+    watch.load_state_dict(old, "last.ckpt")
+    assert (watch.reference, watch.waited) == (0.5, 1)
+    assert watch.see(6, {"val_loss": 0.45}) and watch.exhausted()  # a best, not 0.1 below 0.5
