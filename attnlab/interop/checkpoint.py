@@ -21,7 +21,8 @@ checkpoint is read straight into parameters of that dtype, so a bf16 one loaded 
 about its own size in memory.
 
 A BERT-family encoder is read without building a Hugging Face model, so without importing
-``transformers``' model code (its tokeniser still comes from ``transformers``); a checkpoint
+``transformers``' model code; its tokeniser too, where it is BERT's or DistilBERT's WordPiece
+and its files say what ``transformers`` builds from them (``wordpiece_files``); a checkpoint
 saved without a pooler (RoBERTa's ``*ForSequenceClassification``, a sentence encoder) gives an
 encoder without one.
 
@@ -325,6 +326,11 @@ def _load_tokenizer(source: Path, model_type: str):
         from .marian_tokenizer import MarianTokenizer
 
         return MarianTokenizer.from_directory(source)
+    from .wordpiece_files import read_wordpiece
+
+    direct = read_wordpiece(source)  # BERT's and DistilBERT's, without importing transformers
+    if direct is not None:
+        return direct
     from transformers import AutoTokenizer
 
     from .hf_tokenizer import HFTokenizer

