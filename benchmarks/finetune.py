@@ -160,6 +160,29 @@ def _timed(cmd: list[str], env: dict[str, str]) -> float:
     return seconds
 
 
+def timed_together(cmds: list[list[str]], env: dict[str, str], logs: Path
+                   ) -> list[tuple[float, float]]:
+    """(wall seconds, CPU seconds) of each of ``cmds``, started at the same moment and run
+    side by side (``--together``): each side meets the same machine, as fast or as slow as it
+    is at that minute, which the sides run in turn do not (the machine's speed moved by a third
+    between turns, RESULTS.md). Their output goes to ``logs``/N.log."""
+    start = time.perf_counter()
+    procs = {}
+    for i, cmd in enumerate(cmds):
+        with (logs / f"{i}.log").open("w") as log:
+            procs[subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).pid] = i
+    done: dict[int, tuple[float, float]] = {}
+    while len(done) < len(cmds):
+        pid, status, usage = os.wait4(-1, 0)
+        if pid not in procs:
+            continue
+        i = procs[pid]
+        done[i] = (time.perf_counter() - start, usage.ru_utime + usage.ru_stime)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"failed: {' '.join(cmds[i])}\n{(logs / f'{i}.log').read_text()[-3000:]}")
+    return [done[i] for i in range(len(cmds))]
+
+
 def attnlab_argv(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
                  threads: int, extra: list[str]) -> list[str]:
     """``attnlab train classify --init``'s arguments at ``HYPER`` (after ``attnlab``); a flag
@@ -260,12 +283,18 @@ def _reference(ckpt: str, files: dict[str, str], out: str, seed: int, steps: int
     Path(out).write_text(json.dumps(result))
 
 
+def trainer_argv(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
+                 threads: int, every: int, patience: int) -> list[str]:
+    """The command of ``_trainer``'s process."""
+    return [sys.executable, __file__, "--trainer", str(ckpt), "--files",
+            json.dumps({k: str(v) for k, v in files.items()}), "--out", str(out), "--seed",
+            str(seed), "--steps", str(steps), "--threads", str(threads), "--val-every",
+            str(every), "--patience", str(patience)]
+
+
 def run_trainer(ckpt: Path, files: dict[str, Path], out: Path, seed: int, steps: int,
                 threads: int, env: dict[str, str], every: int, patience: int) -> dict:
-    cmd = [sys.executable, __file__, "--trainer", str(ckpt), "--files",
-           json.dumps({k: str(v) for k, v in files.items()}), "--out", str(out), "--seed",
-           str(seed), "--steps", str(steps), "--threads", str(threads), "--val-every",
-           str(every), "--patience", str(patience)]
+    cmd = trainer_argv(ckpt, files, out, seed, steps, threads, every, patience)
     seconds = _timed(cmd, env)
     return {**json.loads((out / "result.json").read_text()), "seconds": seconds}
 
@@ -334,13 +363,25 @@ def early_stop(args, ckpt: Path, files: dict[str, Path], tmp: Path, env: dict[st
     records = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         (tmp / f"trainer{seed}").mkdir()
-        ref = run_trainer(ckpt, files, tmp / f"trainer{seed}", seed, args.steps, args.threads,
-                          env, every, patience)
         out = tmp / f"best{seed}"
-        # this --val-every comes after run_attnlab's own (one validation at the end): it wins
-        _, seconds = run_attnlab(ckpt, files, out, seed, args.steps, args.threads, env,
-                                 ["--val-every", str(every), "--keep-best", "--monitor",
-                                  "val_acc", "--patience", str(patience)])
+        # this --val-every comes after attnlab_argv's own (one validation at the end): it wins
+        extra = ["--val-every", str(every), "--keep-best", "--monitor", "val_acc", "--patience",
+                 str(patience)]
+        if args.together:
+            trainer_cmd = trainer_argv(ckpt, files, tmp / f"trainer{seed}", seed, args.steps,
+                                       args.threads, every, patience)
+            ours_cmd = [sys.executable, "-m", "attnlab",
+                        *attnlab_argv(ckpt, files, out, seed, args.steps, args.threads, extra)]
+            (ref_wall, ref_cpu), (seconds, cpu) = timed_together(
+                [trainer_cmd, ours_cmd], env, tmp / f"trainer{seed}")
+            CPU_SECONDS.extend((ref_cpu, cpu))
+            ref = {**json.loads((tmp / f"trainer{seed}" / "result.json").read_text()),
+                   "seconds": ref_wall}
+        else:
+            ref = run_trainer(ckpt, files, tmp / f"trainer{seed}", seed, args.steps,
+                              args.threads, env, every, patience)
+            _, seconds = run_attnlab(ckpt, files, out, seed, args.steps, args.threads, env,
+                                     extra)
         ours = json.loads((out / "metrics.json").read_text())
         record = {"seed": seed,
                   "trainer": {"best_val": ref["best_val_accuracy"], "best_step": ref["best_step"],
@@ -349,7 +390,7 @@ def early_stop(args, ckpt: Path, files: dict[str, Path], tmp: Path, env: dict[st
                   "attnlab": {"best_val": ours["best_value"], "best_step": ours["best_step"],
                               "steps": ours["steps"], "test": ours["test_accuracy"],
                               "wall": seconds, "cpu": CPU_SECONDS[-1]},
-                  "load": os.getloadavg()[0]}
+                  "load": os.getloadavg()[0], "together": args.together}
         records.append(record)
         print(f"seed {seed}: Trainer best val acc {ref['best_val_accuracy']:.4f} at step "
               f"{ref['best_step']}, stopped at {ref['steps']}, test acc "
@@ -432,6 +473,10 @@ def main() -> None:
                                                               "validations")
     ap.add_argument("--patience", type=int, default=3, help="--early-stop: validations without "
                                                             "improvement before stopping")
+    ap.add_argument("--together", action="store_true",
+                    help="--early-stop: run the two sides of a seed at the same time, side by "
+                         "side (give each --threads at most half the cores), so that both meet "
+                         "the machine at the same speed")
     ap.add_argument("--combine", nargs="+", metavar="LOG",
                     help="--early-stop: only the summary over these runs' saved output")
     ap.add_argument("--reference", help=argparse.SUPPRESS)  # the reference side's process
@@ -462,7 +507,8 @@ def main() -> None:
                   f"split {SMALL} (validation ceiling {ceiling(files['val']):.4f}, test "
                   f"{ceiling(files['test']):.4f}); at most {args.steps} steps, validation every "
                   f"{args.val_every}, patience {args.patience}, threads {args.threads}, seeds "
-                  f"{args.first_seed}-{args.first_seed + args.seeds - 1}", flush=True)
+                  f"{args.first_seed}-{args.first_seed + args.seeds - 1}"
+                  f"{'; the two sides side by side' if args.together else ''}", flush=True)
             early_stop(args, ckpt, files, tmp, env)
             return
         files = write_split(tmp)
