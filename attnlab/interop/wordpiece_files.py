@@ -49,7 +49,8 @@ def read_wordpiece(source: Path) -> HFTokenizer | None:
     if (not _transformers_5_or_absent() or not isinstance(config, dict)
             or (source / "added_tokens.json").exists()
             or not (source / "tokenizer.json").is_file()
-            or config.get("tokenizer_class") not in _CLASSES or set(config) - _READ - _INERT):
+            or not isinstance(config.get("tokenizer_class"), str)
+            or config["tokenizer_class"] not in _CLASSES or set(config) - _READ - _INERT):
         return None
     names = _special_names(source, config)
     if names is None:
@@ -59,10 +60,10 @@ def read_wordpiece(source: Path) -> HFTokenizer | None:
     try:
         fast = Fast.from_file(str(source / "tokenizer.json"))
         file = json.loads(fast.to_str())
-    except Exception:  # noqa: BLE001 - transformers reports a bad file in its own words
-        return None
-    if not _as_transformers_builds(file, config, names):
-        return None
+        if not _as_transformers_builds(file, config, names):
+            return None
+    except Exception:  # noqa: BLE001 - a bad file (transformers names it in its own words),
+        return None  # a setting of a type its own build would not take
     inputs = config.get("model_input_names")
     type_ids = (_CLASSES[config["tokenizer_class"]] if inputs is None
                 else isinstance(inputs, list) and "token_type_ids" in inputs)

@@ -134,3 +134,10 @@ def test_reading_a_bert_checkpoint_imports_no_transformers(dirs):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("changes", [{"strip_accents": "yes"}, {"tokenizer_class": ["Bert"]},
+                                     {"do_lower_case": [1]}])
+def test_a_setting_of_another_type_is_left_to_transformers(dirs, tmp_path, changes):
+    d = _edited(dirs["bert"], tmp_path / "edited", "tokenizer_config.json", **changes)
+    assert read_wordpiece(d) is None
