@@ -36,7 +36,9 @@ _READ = {"tokenizer_class", "do_lower_case", "strip_accents", "tokenize_chinese_
          "added_tokens_decoder", *(f"{role}_token" for role in _NAMED)}
 # keys that change nothing a tokeniser of these classes encodes or decodes
 _INERT = {"name_or_path", "model_max_length", "backend", "do_basic_tokenize", "never_split",
-          "special_tokens_map_file", "truncation_side", "tokenizer_file"}
+          "special_tokens_map_file", "tokenizer_file"}
+# files beside tokenizer.json that transformers reads into the tokenizer too
+_OTHER_FILES = ("added_tokens.json", "chat_template.jinja", "chat_template.json")
 _FLAGS = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
           "special": True}
 
@@ -47,7 +49,7 @@ def read_wordpiece(source: Path) -> HFTokenizer | None:
     doc)."""
     config = _json(source / "tokenizer_config.json")
     if (not _transformers_5_or_absent() or not isinstance(config, dict)
-            or (source / "added_tokens.json").exists()
+            or any((source / name).exists() for name in _OTHER_FILES)
             or not (source / "tokenizer.json").is_file()
             or not isinstance(config.get("tokenizer_class"), str)
             or config["tokenizer_class"] not in _CLASSES or set(config) - _READ - _INERT):
@@ -139,6 +141,7 @@ def _as_transformers_builds(file: dict, config: dict, names: dict[str, str]) -> 
                 for key, part in expected.items())
             and model.get("type") == "WordPiece" and model.get("unk_token") == names["unk"]
             and model.get("continuing_subword_prefix") == "##"
+            and model.get("max_input_chars_per_word") == 100  # WordPiece's own, rebuilt
             and (file.get("padding") or {}).get("pad_token", names["pad"]) == names["pad"]
             and _added_are_the_specials(file.get("added_tokens", []), names, vocab,
                                         config.get("added_tokens_decoder")))

@@ -97,6 +97,16 @@ def _extra_added_token(d):
     (d / "tokenizer.json").write_text(json.dumps(data))
 
 
+def _longer_words(d):
+    data = json.loads((d / "tokenizer.json").read_text())
+    data["model"]["max_input_chars_per_word"] = 5
+    (d / "tokenizer.json").write_text(json.dumps(data))
+
+
+def _chat_template(d):
+    (d / "chat_template.jinja").write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+
+
 # where it declines, transformers' own reading gives the tokeniser
 @pytest.mark.parametrize("file, changes", [
     ("tokenizer_config.json", {"do_lower_case": False}),  # tokenizer.json lowercases
@@ -107,6 +117,9 @@ def _extra_added_token(d):
     ("special_tokens_map.json", {"cls_token": "[SEP]"}),  # the two files disagree
     ("tokenizer.json", _no_final_sep),
     ("tokenizer.json", _extra_added_token),
+    ("tokenizer.json", _longer_words),
+    ("chat_template.jinja", _chat_template),
+    ("tokenizer_config.json", {"truncation_side": "left"}),
 ])
 def test_files_that_do_not_say_it_alone_are_read_by_transformers(dirs, tmp_path, file, changes):
     if callable(changes):
