@@ -74,6 +74,10 @@ def _glue_negative_values(argv: list[str]) -> list[str]:
 # A write that failed for lack of space or a failing device, not because of a bug: reported
 # in one line, without a traceback.
 _WRITE_FAULTS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, errno.EFBIG)
+# the packages of the optional `hf` extra (pyproject.toml): a command that needs one that is not
+# installed says which to install, in one line (a BERT checkpoint reads without them, a GPT-2,
+# Llama-family, Marian or GGUF one does not)
+_HF_EXTRA = ("transformers", "sentencepiece", "gguf")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `attnlab generate ... | head`
         return 0
+    except ModuleNotFoundError as e:
+        package = (e.name or "").split(".")[0]
+        if package not in _HF_EXTRA:
+            raise
+        print(f"attnlab: error: this needs the {package} package, which is not installed: "
+              f"pip install 'attnlab[hf]'", file=sys.stderr)
+        return 2
     except OSError as e:
         if e.errno not in _WRITE_FAULTS:
             raise

@@ -161,7 +161,26 @@ def _read_source(path: str | Path, task: str, model_types: tuple[str, ...] | Non
     if weights is None:
         raise UsageError(f"{name} has no weights file: expected {WEIGHTS_EXPECTED}")
     check_tokenizer_files(source, model_type, name)
+    _check_transformers(source, model_type, name)
     return InitSource(source, "hf", config, model_type, weights, weights_digest(weights))
+
+
+def _check_transformers(source: Path, model_type: str, name: str) -> None:
+    """A UsageError naming what to install where reading this checkpoint needs
+    ``transformers`` (the optional ``hf`` extra) and it is not installed: found here, before a
+    run directory exists, not once the run reads the weights. Only a BERT-family checkpoint
+    whose tokeniser ``wordpiece_files`` reads needs none."""
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is not None:
+        return
+    if model_type in BERT_FAMILY:
+        from .wordpiece_files import read_wordpiece
+
+        if read_wordpiece(source) is not None:
+            return
+    raise UsageError(f"{name}: reading a {model_type} checkpoint needs the transformers "
+                     f"package, which is not installed: pip install 'attnlab[hf]'")
 
 
 def weight_files(weights: Path) -> list[Path]:

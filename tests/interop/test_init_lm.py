@@ -7,6 +7,7 @@ byte-level BPE tokenizer trained in the test (``test_checkpoint.save_gpt2``: its
 float32 with atol = rtol = 1e-5; frozen weights and token ids exactly.
 """
 import json
+import sys
 
 import pytest
 import torch
@@ -355,3 +356,14 @@ def test_a_block_size_given_above_the_checkpoints_positions_is_refused(gpt2, tex
                    f"(n_positions); give {'--block-size' if how == 'flag' else 'block_size'} 64 "
                    f"or less\n")
     assert not out.exists()
+
+
+def test_without_transformers_a_gpt2_init_names_the_extra_to_install(gpt2, text, tmp_path,
+                                                                      capsys, monkeypatch):
+    """GPT-2's model is read by transformers (the optional `hf` extra): without it, one line
+    names the flag and what to install, exit 2, and no run directory, in place of a
+    traceback."""
+    monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now fails
+    err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(text))
+    assert f"--init {gpt2}: reading a gpt2 checkpoint needs the transformers package" in err
+    assert "pip install 'attnlab[hf]'" in err

@@ -154,3 +154,24 @@ def test_reading_a_bert_checkpoint_imports_no_transformers(dirs):
 def test_a_setting_of_another_type_is_left_to_transformers(dirs, tmp_path, changes):
     d = _edited(dirs["bert"], tmp_path / "edited", "tokenizer_config.json", **changes)
     assert read_wordpiece(d) is None
+
+
+def test_without_transformers_a_bert_checkpoint_still_reads(dirs, monkeypatch):
+    """The `hf` extra is optional: BERT's weights and tokenizer need none of it."""
+    theirs = _theirs(dirs["bert"])
+    monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now fails
+    from attnlab.interop.checkpoint import read_checkpoint
+    from attnlab.interop.source import BERT_FAMILY, read_init_source
+
+    read_init_source(dirs["bert"], task="classify", model_types=BERT_FAMILY)
+    _same(read_checkpoint(dirs["bert"], task="classify").tokenizer, theirs)
+
+
+def test_without_transformers_a_roberta_init_names_what_to_install(dirs, monkeypatch):
+    from attnlab.errors import UsageError
+    from attnlab.interop.source import BERT_FAMILY, read_init_source
+
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(UsageError, match=r"^--init .*roberta: reading a roberta checkpoint needs "
+                                         r"the transformers package.*pip install 'attnlab\[hf\]'"):
+        read_init_source(dirs["roberta"], task="classify", model_types=BERT_FAMILY)
