@@ -4,7 +4,7 @@ against a plain ``transformers`` loop, same checkpoint, split, hyper-parameters 
     .venv/bin/python -m benchmarks.finetune [--quick] [--seeds 3] [--first-seed 0] [--steps 120]
         [--threads 2] [--model DIR]
     .venv/bin/python -m benchmarks.finetune --early-stop [--seeds 2] [--steps 200]
-        [--val-every 20] [--patience 3] [--threads 1]
+        [--val-every 20] [--patience 3] [--threads 1] [--together]
     .venv/bin/python -m benchmarks.finetune --combine LOG [LOG ...]
 
 The checkpoint is all-MiniLM-L6-v2 (BERT, 6 layers, width 384, ~22 M parameters) as shipped by
@@ -49,7 +49,9 @@ number is never seen in training in any language, so the model must tell "syvogt
 from "sekstisyv" (no) from parts it has seen in other numbers; and some texts are spelled the
 same in several languages ("fem" is five in da, no and sv; "seis" six in es and pt), so no
 classifier of the text alone can score 1.0. That ceiling is computed from the files and
-printed (``ceiling``). Early stopping is also what a small training set like this one needs:
+printed (``ceiling``). With ``--together`` a seed's two sides run side by side, started at
+the same moment (``timed_together``), so that both meet the machine at the same speed; in
+turns, the machine's speed can move between them. Early stopping is also what a small training set like this one needs:
 500 texts are seen many times over in 200 steps, and the validation score stops following the
 training loss. ``--combine LOG ...`` prints the summary over the saved output of runs made in
 parallel (``--first-seed``).
