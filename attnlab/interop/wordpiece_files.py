@@ -12,8 +12,10 @@ parts already is what that build gives, every setting in the config is one it re
 special tokens are named alike in ``tokenizer_config.json`` and ``special_tokens_map.json``. The
 file's padding and truncation settings (MiniLM's pad every text to 128) are not applied, by
 either path: ``HFTokenizer`` turns them off.
-Anything else, an older ``transformers`` (4.x reads ``tokenizer.json`` by other rules) and every
-other model type give None, and the caller asks ``transformers``
+Anything else, an older ``transformers`` (4.x reads ``tokenizer.json`` by other rules) and a
+``config.json`` model type outside the BERT family (for some, such as qwen2 and mistral,
+``AutoTokenizer`` builds a class of its own choosing) give None, and the caller asks
+``transformers``
 (``attnlab.interop.checkpoint``); tests/interop/test_wordpiece_files.py holds the two paths equal.
 """
 from __future__ import annotations
@@ -37,8 +39,14 @@ _READ = {"tokenizer_class", "do_lower_case", "strip_accents", "tokenize_chinese_
 # keys that change nothing a tokeniser of these classes encodes or decodes
 _INERT = {"name_or_path", "model_max_length", "backend", "do_basic_tokenize", "never_split",
           "special_tokens_map_file", "tokenizer_file"}
-# files beside tokenizer.json that transformers reads into the tokenizer too
-_OTHER_FILES = ("added_tokens.json", "chat_template.jinja", "chat_template.json")
+# files beside tokenizer.json that transformers reads into the tokenizer too (the folder holds
+# named chat templates)
+_OTHER_FILES = ("added_tokens.json", "chat_template.jinja", "chat_template.json",
+                "additional_chat_templates")
+# config.json model types for which AutoTokenizer builds the tokenizer_class as given (for
+# some others it builds its own class instead: Qwen2's BPE for qwen2, a bare TokenizersBackend
+# for mistral)
+_MODEL_TYPES = ("bert", "distilbert", "roberta", "xlm-roberta", "camembert")
 _FLAGS = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
           "special": True}
 
@@ -48,7 +56,10 @@ def read_wordpiece(source: Path) -> HFTokenizer | None:
     read without ``transformers``; None where the files do not say it alone (see the module
     doc)."""
     config = _json(source / "tokenizer_config.json")
+    described = _json(source / "config.json")  # the model's
     if (not _transformers_5_or_absent() or not isinstance(config, dict)
+            or not isinstance(described, dict) or described.get("model_type") not in _MODEL_TYPES
+            or any(config.get(k, "") is None for k in _READ - {"strip_accents"})
             or any((source / name).exists() for name in _OTHER_FILES)
             or not (source / "tokenizer.json").is_file()
             or not isinstance(config.get("tokenizer_class"), str)
@@ -101,16 +112,19 @@ def _transformers_5_or_absent() -> bool:
 
 def _special_names(source: Path, config: dict) -> dict[str, str] | None:
     """Role -> token text: the config's, else special_tokens_map.json's, else the class's
-    default; None if the two files name a role differently or not as plain text."""
+    default; None if the two files name a role differently or not as plain text (a null
+    too: transformers then has no such token), or if only special_tokens_map.json names it
+    where the config lists its added tokens (transformers then reads no such file)."""
     mapped = _json(source / "special_tokens_map.json") if (
         source / "special_tokens_map.json").exists() else {}
     if not isinstance(mapped, dict) or set(mapped) - {f"{r}_token" for r in _NAMED}:
         return None
     names = {}
     for role, default in _NAMED.items():
-        given = [v for v in (config.get(f"{role}_token"), mapped.get(f"{role}_token"))
-                 if v is not None]
-        if not all(isinstance(v, str) for v in given) or len(set(given)) > 1:
+        key = f"{role}_token"
+        given = [f[key] for f in (config, mapped) if key in f]
+        if (not all(isinstance(v, str) for v in given) or len(set(given)) > 1
+                or (key in mapped and key not in config and "added_tokens_decoder" in config)):
             return None
         names[role] = given[0] if given else default
     return names

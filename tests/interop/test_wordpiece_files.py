@@ -107,6 +107,40 @@ def _chat_template(d):
     (d / "chat_template.jinja").write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
 
 
+def _named_chat_template(d):  # transformers' chat_template becomes {"tool_use": ...}
+    (d / "additional_chat_templates").mkdir()
+    (d / "additional_chat_templates" / "tool_use.jinja").write_text("{{ messages }}")
+
+
+def _with_null(file, key):  # a key given as JSON null: transformers then has no such token
+    def edit(d):
+        data = json.loads((d / file).read_text()) if (d / file).exists() else {}
+        (d / file).write_text(json.dumps({**data, key: None}))
+    return edit
+
+
+def _map_names_what_the_config_does_not(d):
+    """The config lists its added tokens, so transformers reads no special_tokens_map.json: its
+    cls token is the default [CLS], not the map's [MASK] (which the tokenizer.json's template
+    and added tokens follow)."""
+    from tokenizers import processors
+
+    config = json.loads((d / "tokenizer_config.json").read_text())
+    data = json.loads((d / "tokenizer.json").read_text())
+    del config["cls_token"]
+    data["added_tokens"] = [t for t in data["added_tokens"] if t["content"] != "[CLS]"]
+    config["added_tokens_decoder"] = {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                      for t in data["added_tokens"]}
+    mask, sep = (next(t["id"] for t in data["added_tokens"] if t["content"] == name)
+                 for name in ("[MASK]", "[SEP]"))
+    data["post_processor"] = json.loads(processors.TemplateProcessing(
+        single="[MASK]:0 $A:0 [SEP]:0", pair="[MASK]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[MASK]", mask), ("[SEP]", sep)]).__getstate__())
+    (d / "tokenizer_config.json").write_text(json.dumps(config))
+    (d / "tokenizer.json").write_text(json.dumps(data))
+    (d / "special_tokens_map.json").write_text(json.dumps({"cls_token": "[MASK]"}))
+
+
 # where it declines, transformers' own reading gives the tokeniser
 @pytest.mark.parametrize("file, changes", [
     ("tokenizer_config.json", {"do_lower_case": False}),  # tokenizer.json lowercases
@@ -120,6 +154,10 @@ def _chat_template(d):
     ("tokenizer.json", _longer_words),
     ("chat_template.jinja", _chat_template),
     ("tokenizer_config.json", {"truncation_side": "left"}),
+    ("additional_chat_templates", _named_chat_template),
+    ("tokenizer_config.json", _with_null("tokenizer_config.json", "pad_token")),
+    ("special_tokens_map.json", _with_null("special_tokens_map.json", "mask_token")),
+    ("special_tokens_map.json", _map_names_what_the_config_does_not),
 ])
 def test_files_that_do_not_say_it_alone_are_read_by_transformers(dirs, tmp_path, file, changes):
     if callable(changes):
@@ -129,6 +167,18 @@ def test_files_that_do_not_say_it_alone_are_read_by_transformers(dirs, tmp_path,
         d = _edited(dirs["bert"], tmp_path / "edited", file, **changes)
     assert read_wordpiece(d) is None
     _same(read_tokenizer(d, task="classify"), _theirs(d))
+
+
+@pytest.mark.parametrize("model_type", ["qwen2", "mistral"])
+def test_a_model_type_whose_tokenizer_transformers_chooses_is_left_to_it(dirs, tmp_path,
+                                                                          model_type):
+    """Whatever its tokenizer_class, AutoTokenizer builds Qwen2's BPE tokenizer for a qwen2
+    model and a plain TokenizersBackend (token_type_ids, no cls or sep) for a mistral one."""
+    d = _copy_dir(dirs["bert"], tmp_path / "edited")
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "model_type": model_type}))
+    assert read_wordpiece(d) is None
+    _same(read_tokenizer(d, task="lm"), _theirs(d))
 
 
 def test_another_tokenizer_class_is_left_to_transformers(dirs):
