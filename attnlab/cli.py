@@ -103,11 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `attnlab generate ... | head`
         return 0
     except ModuleNotFoundError as e:
-        package = (e.name or "").split(".")[0]
+        name = e.name or ""
+        package = name.split(".")[0]
         if package not in _HF_EXTRA:
             raise
-        print(f"attnlab: error: this needs the {package} package, which is not installed: "
-              f"pip install 'attnlab[hf]'", file=sys.stderr)
+        # a module the installed package lacks (transformers 4.40, which the extra allows,
+        # has no modeling_gguf_pytorch_utils) is not a package that is not installed
+        what = (f"the {package} package, which is not installed: pip install" if name == package
+                else f"{name}, which the installed {package} lacks: pip install --upgrade")
+        print(f"attnlab: error: this needs {what} 'attnlab[hf]'", file=sys.stderr)
         return 2
     except OSError as e:
         if e.errno not in _WRITE_FAULTS:

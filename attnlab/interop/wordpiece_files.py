@@ -15,8 +15,8 @@ either path: ``HFTokenizer`` turns them off.
 Anything else, an older ``transformers`` (4.x reads ``tokenizer.json`` by other rules) and a
 ``config.json`` model type outside the BERT family (for some, such as qwen2 and mistral,
 ``AutoTokenizer`` builds a class of its own choosing) give None, and the caller asks
-``transformers``
-(``attnlab.interop.checkpoint``); tests/interop/test_wordpiece_files.py holds the two paths equal.
+``transformers`` (``attnlab.interop.checkpoint``); tests/interop/test_wordpiece_files.py holds
+the two paths equal.
 """
 from __future__ import annotations
 

@@ -367,3 +367,18 @@ def test_without_transformers_a_gpt2_init_names_the_extra_to_install(gpt2, text,
     err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(text))
     assert f"--init {gpt2}: reading a gpt2 checkpoint needs the transformers package" in err
     assert "pip install 'attnlab[hf]'" in err
+
+
+def test_a_module_the_installed_transformers_lacks_is_not_called_a_missing_package(
+        gpt2, text, tmp_path, capsys, monkeypatch):
+    """transformers installed but without a module a command imports (4.40, which the `hf`
+    extra allows, has no modeling_gguf_pytorch_utils): one line names the module and says to
+    upgrade, not to install a package that is there."""
+    monkeypatch.setitem(sys.modules, "transformers.utils", None)  # its import now fails
+    assert main(["train", "lm", "--out", str(tmp_path / "run"), *TRAIN, "--init", str(gpt2),
+                 "--data", str(text)]) == 2
+    err = capsys.readouterr().err  # after the run's own lines: it had started, and is removed
+    assert err.splitlines()[-1] == ("attnlab: error: this needs transformers.utils, which the "
+                                    "installed transformers lacks: pip install --upgrade "
+                                    "'attnlab[hf]'")
+    assert not (tmp_path / "run").exists()
