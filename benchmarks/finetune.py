@@ -51,9 +51,9 @@ same in several languages ("fem" is five in da, no and sv; "seis" six in es and 
 classifier of the text alone can score 1.0. That ceiling is computed from the files and
 printed (``ceiling``). With ``--together`` a seed's two sides run side by side, started at
 the same moment (``timed_together``), so that both meet the machine at the same speed; in
-turns, the machine's speed can move between them. Early stopping is also what a small training set like this one needs:
-500 texts are seen many times over in 200 steps, and the validation score stops following the
-training loss. ``--combine LOG ...`` prints the summary over the saved output of runs made in
+turns, the machine's speed can move between them. Early stopping is also what a small
+training set like this one needs: 500 texts are seen many times over in 200 steps, and the
+validation score stops following the training loss. ``--combine LOG ...`` prints the summary over the saved output of runs made in
 parallel (``--first-seed``).
 
 Not a test: timings depend on the machine and its load.
@@ -167,20 +167,27 @@ def timed_together(cmds: list[list[str]], env: dict[str, str], logs: Path
     """(wall seconds, CPU seconds) of each of ``cmds``, started at the same moment and run
     side by side (``--together``): each side meets the same machine, as fast or as slow as it
     is at that minute, which the sides run in turn do not (the machine's speed moved by a third
-    between turns, RESULTS.md). Their output goes to ``logs``/N.log."""
+    between turns, RESULTS.md). Their output goes to ``logs``/N.log. If one fails, the others
+    are stopped before the exit, not left running on."""
     start = time.perf_counter()
-    procs = {}
+    procs: dict[int, tuple[int, subprocess.Popen]] = {}  # pid -> (index, process)
     for i, cmd in enumerate(cmds):
+        # each Popen is kept: one dropped is polled, so reaped unseen by wait4, at the next Popen
         with (logs / f"{i}.log").open("w") as log:
-            procs[subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).pid] = i
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        procs[proc.pid] = (i, proc)
     done: dict[int, tuple[float, float]] = {}
     while len(done) < len(cmds):
         pid, status, usage = os.wait4(-1, 0)
         if pid not in procs:
             continue
-        i = procs[pid]
+        i, proc = procs[pid]
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         done[i] = (time.perf_counter() - start, usage.ru_utime + usage.ru_stime)
-        if os.waitstatus_to_exitcode(status) != 0:
+        if proc.returncode != 0:
+            for other in (p for j, p in procs.values() if j not in done):
+                other.kill()
+                other.wait()
             sys.exit(f"failed: {' '.join(cmds[i])}\n{(logs / f'{i}.log').read_text()[-3000:]}")
     return [done[i] for i in range(len(cmds))]
 
