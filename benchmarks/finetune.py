@@ -53,8 +53,8 @@ printed (``ceiling``). With ``--together`` a seed's two sides run side by side, 
 the same moment (``timed_together``), so that both meet the machine at the same speed; in
 turns, the machine's speed can move between them. Early stopping is also what a small
 training set like this one needs: 500 texts are seen many times over in 200 steps, and the
-validation score stops following the training loss. ``--combine LOG ...`` prints the summary over the saved output of runs made in
-parallel (``--first-seed``).
+validation score stops following the training loss. ``--combine LOG ...`` prints the summary
+over the saved output of runs made in parallel (``--first-seed``).
 
 Not a test: timings depend on the machine and its load.
 """
