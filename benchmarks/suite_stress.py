@@ -106,7 +106,8 @@ def run_suite(kind: str, index: int, logs: Path, shuffle: int, busy: int,
     print(f"[{started}] run {index} ({kind}): {' '.join(cmd[2:])}", flush=True)
     t0 = time.perf_counter()
     with Load(busy), LoadAverage() as load, open(log, "w") as f:
-        code = subprocess.call(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+        code = subprocess.call(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
+                               env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})  # as make test
     seconds = time.perf_counter() - t0
     output = log.read_text(errors="replace")
     row = dict(index=index, kind=kind + (f" (seed {shuffle})" if shuffle else "")
