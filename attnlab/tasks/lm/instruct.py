@@ -141,7 +141,10 @@ def _encoder(cfg, tokenizer):
     if tokenizer.eos_id is None:
         raise UsageError(f"--init {cfg.init}: its tokenizer has no eos token to end a response "
                          f"with")
-    return lambda messages: plain_example(tokenizer.encode(messages[0]["content"]),
+    from .continuation import prompt_ids
+
+    # the prompt as generate and predict read it (a checkpoint's bos first)
+    return lambda messages: plain_example(prompt_ids(tokenizer, messages[0]["content"], None),
                                           tokenizer.encode(messages[1]["content"]),
                                           tokenizer.eos_id)
 

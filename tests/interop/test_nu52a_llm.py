@@ -1,0 +1,109 @@
+"""A new user's pass over today's language models: a Llama directory whose tokenizer is
+Llama 2's kind (SentencePiece-style pieces that carry their word's leading space, and a bos
+token put before every text), given to ``train lm --init``, ``generate`` and ``export``.
+
+What a user would see if these broke: a run's continuation glued to its prompt ("the catsat"),
+a run that reads a prompt without the bos token its checkpoint and ``transformers`` put
+there (so its export continues a prompt otherwise than ``attnlab generate RUN`` does).
+
+Offline: the family tests' tiny random LlamaForCausalLM (weights drawn with std 0.2, so greedy
+ids are not decided by rounding) beside a tokenizer trained here.
+"""
+import pytest
+from tokenizers import Tokenizer, decoders, models, normalizers, processors, trainers
+
+from .conftest import transformers  # (skips without the hf extra)
+from .test_llama_family import _tiny
+
+from attnlab.cli import main  # noqa: E402
+
+CORPUS = ["the cat sat on the mat.", "a dog ran fast!", "hello world, hello there"] * 20
+TEXT = " ".join(CORPUS * 5)  # 7 kB: a validation tenth of over 17 tokens
+N = 12  # new tokens
+
+
+def _llama2_tokenizer():
+    """Llama 2's layout: a "▁" before the text and for every space, pieces that carry it,
+    decoding that drops the space starting a text, and "<s>" before every text."""
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
+                                           normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=120, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False))
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>",
+                                                eos_token="</s>", unk_token="<unk>")
+
+
+def save_llama2(d):
+    tok = _llama2_tokenizer()
+    _tiny("llama", vocab_size=len(tok), max_position_embeddings=64, bos_token_id=1,
+          eos_token_id=2).save_pretrained(d)
+    tok.save_pretrained(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """The checkpoint, a text file, a run of one step from it and the run's export."""
+    root = tmp_path_factory.mktemp("nu52a")
+    d = save_llama2(root / "llama2")
+    text = root / "text.txt"
+    text.write_text(TEXT, encoding="utf-8")
+    return {"dir": d, "text": text, "root": root}
+
+
+@pytest.fixture(scope="module")
+def run(made):
+    out = made["root"] / "run"
+    assert main(["train", "lm", "--init", str(made["dir"]), "--data", str(made["text"]),
+                 "--out", str(out), "--max-steps", "2", "--warmup", "1", "--lr", "1e-2",
+                 "--block-size", "16", "--batch-size", "2", "--val-batches", "1",
+                 "--precision", "32", "--threads", "1"]) == 0
+    assert main(["export", str(out), "--hf", str(made["root"] / "exported")]) == 0
+    return out
+
+
+def _transformers_greedy(directory, prompt, n=N):
+    """transformers' greedy continuation of ``prompt`` (tok(prompt): its bos first), the whole
+    output decoded as transformers decodes it."""
+    tok = transformers.AutoTokenizer.from_pretrained(directory)
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory).eval()
+    enc = tok(prompt, return_tensors="pt")
+    out = model.generate(**enc, max_new_tokens=n, do_sample=False, pad_token_id=tok.eos_token_id)
+    return tok.decode(out[0], skip_special_tokens=True)
+
+
+@pytest.mark.slow
+def test_a_run_continues_after_the_space_its_first_word_carries(run, capsys):
+    """The continuation of a run from a SentencePiece checkpoint is printed after the prompt
+    with the space its first piece carries ("the cat sat"), as ``generate DIR`` prints it,
+    not decoded alone and glued to the prompt ("the catsat")."""
+    capsys.readouterr()
+    assert main(["generate", str(run), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", str(N), "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the cat ") and not out.startswith("the cat  ")
+
+
+@pytest.mark.slow
+def test_a_run_reads_a_prompt_as_its_checkpoint_and_its_export_do(made, run, capsys):
+    """``generate RUN``, ``predict RUN`` and transformers on ``export RUN``'s directory read
+    the prompt the same way (bos first) and so continue it with the same greedy text."""
+    expected = _transformers_greedy(made["root"] / "exported", "the cat")
+    capsys.readouterr()
+    assert main(["generate", str(run), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", str(N), "--threads", "1"]) == 0
+    assert capsys.readouterr().out == expected + "\n"
+    assert main(["predict", str(run), "--input", "the cat", "--max-new-tokens", str(N)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == expected[len("the cat "):]
+
+
+def test_the_checkpoint_itself_is_continued_as_transformers_continues_it(made, capsys):
+    """The reference the run is held to: ``generate DIR`` on the checkpoint."""
+    assert main(["generate", str(made["dir"]), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", str(N), "--threads", "1"]) == 0
+    assert capsys.readouterr().out == _transformers_greedy(made["dir"], "the cat") + "\n"
