@@ -4,7 +4,8 @@ token put before every text), given to ``train lm --init``, ``generate`` and ``e
 
 What a user would see if these broke: a run's continuation glued to its prompt ("the catsat"),
 a run that reads a prompt without the bos token its checkpoint and ``transformers`` put
-there (so its export continues a prompt otherwise than ``attnlab generate RUN`` does).
+there (so its export continues a prompt otherwise than ``attnlab generate RUN`` does), and a
+Llama fine-tune trained at lm's dropout 0.1 where the checkpoint has none.
 
 Offline: the family tests' tiny random LlamaForCausalLM (weights drawn with std 0.2, so greedy
 ids are not decided by rounding) beside a tokenizer trained here.
@@ -16,6 +17,7 @@ from .conftest import transformers  # (skips without the hf extra)
 from .test_llama_family import _tiny
 
 from attnlab.cli import main  # noqa: E402
+from attnlab.commands.train import configure  # noqa: E402
 
 CORPUS = ["the cat sat on the mat.", "a dog ran fast!", "hello world, hello there"] * 20
 TEXT = " ".join(CORPUS * 5)  # 7 kB: a validation tenth of over 17 tokens
@@ -107,3 +109,26 @@ def test_the_checkpoint_itself_is_continued_as_transformers_continues_it(made, c
     assert main(["generate", str(made["dir"]), "--prompt", "the cat", "--greedy",
                  "--max-new-tokens", str(N), "--threads", "1"]) == 0
     assert capsys.readouterr().out == _transformers_greedy(made["dir"], "the cat") + "\n"
+
+
+def _configure(made, **given):
+    return configure("lm", {"init": str(made["dir"]), "data": str(made["text"]),
+                            "out": str(made["root"] / "unmade"), "block_size": 16, **given})[0]
+
+
+def test_a_llama_fine_tune_keeps_the_checkpoints_dropout_and_says_so(made, capsys):
+    """Llama has no dropout on its residual stream and config.json's attention_dropout 0.0:
+    the run trains so (lm's own default is 0.1 on both), as a GPT-2 fine-tune keeps
+    resid_pdrop (#37); the note names where each value comes from."""
+    cfg = _configure(made)
+    assert (cfg.dropout, cfg.attention_dropout) == (0.0, 0.0)
+    assert (cfg.record()["dropout"], cfg.record()["attention_dropout"]) == (0.0, 0.0)
+    notes = [line for line in capsys.readouterr().err.splitlines() if "dropout" in line]
+    assert len(notes) == 2 and "config.json's attention_dropout" in notes[1]
+    assert not (made["root"] / "unmade").exists()
+
+
+def test_a_dropout_given_wins_over_the_llama_checkpoints(made, capsys):
+    cfg = _configure(made, dropout=0.05, attention_dropout=0.02)
+    assert (cfg.dropout, cfg.attention_dropout) == (0.05, 0.02)
+    assert "dropout" not in capsys.readouterr().err

@@ -154,6 +154,19 @@ class LMTask(Task):
                                         ("max_len", max_len)) if v is not None})
         return found
 
+    def init_defaults(self, source) -> dict[str, tuple[Any, str]]:
+        """A Llama-family checkpoint's dropout, which a fine-tune keeps unless told otherwise
+        (#37's rule, as for GPT-2's ``resid_pdrop``): none on the embeddings and the residual
+        stream (Llama, Qwen and Mistral have none there), and config.json's
+        ``attention_dropout`` (0.0 in every published one) on the attention weights, not lm's
+        default 0.1 for both. Other checkpoints: ``Task.init_defaults``."""
+        if source.kind != "hf" or source.model_type not in LLAMA_TYPES:
+            return super().init_defaults(source)
+        attention = source.config.get("attention_dropout") or 0.0
+        return {"dropout": (0.0, f"{source.model_type} block, which has no dropout outside "
+                                 f"attention"),
+                "attention_dropout": (float(attention), "config.json's attention_dropout")}
+
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """Whether --model-dim is split among --num-heads: not when --head-dim gives the
         heads a width of their own (the queries are then --num-heads x --head-dim wide)."""
