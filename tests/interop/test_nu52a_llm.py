@@ -10,8 +10,11 @@ Llama fine-tune trained at lm's dropout 0.1 where the checkpoint has none.
 Offline: the family tests' tiny random LlamaForCausalLM (weights drawn with std 0.2, so greedy
 ids are not decided by rounding) beside a tokenizer trained here.
 """
+import json
+
 import pytest
-from tokenizers import Tokenizer, decoders, models, normalizers, processors, trainers
+from tokenizers import (Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
 
 from .conftest import transformers  # (skips without the hf extra)
 from .test_llama_family import _tiny
@@ -25,15 +28,18 @@ N = 12  # new tokens
 
 
 def _llama2_tokenizer():
-    """Llama 2's layout: a "▁" before the text and for every space, pieces that carry it,
-    decoding that drops the space starting a text, and "<s>" before every text."""
+    """Llama 2's layout (its tokenizer.json as transformers converts it): a "▁" before the text
+    and for every space, word pieces that carry it (learnt here word by word, as SentencePiece
+    learns them), decoding that drops the space starting a text, and "<s>" before every text."""
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=120, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False))
+    tok.pre_tokenizer = None
     tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
                                            normalizers.Replace(" ", "▁")])
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.Fuse(),
                                      decoders.Strip(" ", 1, 0)])
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        vocab_size=120, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False))
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
     return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>",
@@ -132,3 +138,30 @@ def test_a_dropout_given_wins_over_the_llama_checkpoints(made, capsys):
     cfg = _configure(made, dropout=0.05, attention_dropout=0.02)
     assert (cfg.dropout, cfg.attention_dropout) == (0.05, 0.02)
     assert "dropout" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("prompt, response", [("hello ", "world"), ("a dog", " ran fast!"),
+                                              ("the cat", "sat")])
+def test_a_plain_rows_text_is_its_prompt_and_response_as_written(made, tmp_path, prompt,
+                                                                   response):
+    """A base model's prompt/response row trains on prompt + response as the row has them
+    (``tok(prompt + response)``: bos, one text, then eos), the labels on the response and the
+    eos; not on a response encoded alone, which a SentencePiece tokenizer starts with a space
+    the row does not have ("hello  world", "the cat sat")."""
+    from types import SimpleNamespace
+
+    from attnlab.data.chat_rows import IGNORE, read_rows
+    from attnlab.interop.checkpoint import read_tokenizer
+    from attnlab.tasks.lm.instruct import encode_rows
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": prompt, "response": response}) + "\n")
+    tok = read_tokenizer(made["dir"], task="lm")
+    cfg = SimpleNamespace(instruction="plain", init=str(made["dir"]), out=None, block_size=64)
+    [(ids, labels)] = encode_rows(cfg, tok, read_rows(rows), [0])
+    theirs = transformers.AutoTokenizer.from_pretrained(made["dir"])
+    assert ids == theirs(prompt + response)["input_ids"] + [tok.eos_id]
+    assert tok.decode(ids) == prompt + response
+    first = next(i for i, label in enumerate(labels) if label != IGNORE)
+    assert labels[first:] == ids[first:] and set(labels[:first]) == {IGNORE}
+    assert tok.decode(ids[:first]) == prompt.rstrip()  # the response's first piece holds its space

@@ -82,7 +82,7 @@ class AfterPrompt:
         return text[len(self.before):] if text.startswith(self.before) else self.tokenizer.decode(ids)
 
 
-def prompt_ids(tokenizer, text: str, what: str | None = "--prompt") -> list[int]:
+def prompt_ids(tokenizer, text: str, what: str = "--prompt") -> list[int]:
     """The ids a language model continues ``text`` from. A checkpoint's own tokenizer (kind
     "hf") adds what it adds around every text, as ``tok(text)`` does: Llama's and Mistral's
     bos first (GPT-2 and Qwen add nothing). So a run from ``--init`` reads a prompt as its
@@ -91,8 +91,7 @@ def prompt_ids(tokenizer, text: str, what: str | None = "--prompt") -> list[int]
 
     Raises:
         UsageError: naming ``what`` when ``text`` itself encodes to no token (a bos alone is
-            no prompt to continue); ``what=None`` allows it (a plain instruction row's prompt:
-            its response is what the loss counts).
+            no prompt to continue).
 
     Examples:
         >>> from attnlab.tokenizers import CharTokenizer
@@ -102,7 +101,7 @@ def prompt_ids(tokenizer, text: str, what: str | None = "--prompt") -> list[int]
     """
     from ...errors import UsageError
 
-    if what is not None and not tokenizer.encode(text):
+    if not tokenizer.encode(text):
         raise UsageError(f"{what} is empty; give some text to continue")
     if tokenizer.kind == "hf":
         return tokenizer.encode(text, add_special_tokens=True)

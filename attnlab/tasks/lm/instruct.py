@@ -141,12 +141,20 @@ def _encoder(cfg, tokenizer):
     if tokenizer.eos_id is None:
         raise UsageError(f"--init {cfg.init}: its tokenizer has no eos token to end a response "
                          f"with")
-    from .continuation import prompt_ids
-
-    # the prompt as generate and predict read it (a checkpoint's bos first)
-    return lambda messages: plain_example(prompt_ids(tokenizer, messages[0]["content"], None),
-                                          tokenizer.encode(messages[1]["content"]),
+    return lambda messages: plain_example(*_plain_split(tokenizer, messages[0]["content"],
+                                                        messages[1]["content"]),
                                           tokenizer.eos_id)
+
+
+def _plain_split(tokenizer, prompt: str, response: str) -> tuple[list[int], list[int]]:
+    """(the prompt's ids, the response's) of a plain row, the text prompt + response as the
+    row has it: a checkpoint's tokenizer reads it as one text, its bos first, as generate and
+    predict read a prompt (``HFTokenizer.encode_split``; encoded alone, a SentencePiece
+    response would gain a space before it); attnlab's own tokenizers encode each part, which
+    joins to the same text."""
+    if tokenizer.kind == "hf":
+        return tokenizer.encode_split(prompt + response, len(prompt))
+    return tokenizer.encode(prompt), tokenizer.encode(response)
 
 
 def padded(examples: list[Example], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
