@@ -126,9 +126,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
     checked = task.check_settings(cfg)
     _check_monitoring(task, cfg)
-    if not _is_child():  # once, not from each DDP rank; after the checks, so that a refusal
-        for note in notes:  # stays the one line of its error
-            print(note, file=sys.stderr, flush=True)
+    _say(notes)  # after the checks: a refusal stays the one line of its error
     if recipe:
         _say_recipe_overridden(recipe, task.recipes[recipe], cfg)
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
@@ -210,6 +208,13 @@ def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str
         raise UsageError(f"--epochs {epochs}: this run's budget is --max-steps "
                          f"{saved.get('max_steps')} (its config.yaml); give --max-steps to "
                          f"change it")
+
+
+def _say(notes: list[str]) -> None:
+    """Each of ``notes`` on stderr, once: not from each DDP rank."""
+    if not _is_child():
+        for note in notes:
+            print(note, file=sys.stderr, flush=True)
 
 
 def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> list[str]:
