@@ -157,7 +157,7 @@ class LMTask(Task):
 
     def init_defaults(self, source) -> dict[str, tuple[Any, str]]:
         """A Llama-family checkpoint's dropout, which a fine-tune keeps unless told otherwise
-        (#37's rule, as for GPT-2's ``resid_pdrop``): none on the embeddings and the residual
+        (as a GPT-2 run keeps its ``resid_pdrop``): none on the embeddings and the residual
         stream (Llama, Qwen and Mistral have none there), and config.json's
         ``attention_dropout`` (0.0 in every published one) on the attention weights, not lm's
         default 0.1 for both. Other checkpoints: ``Task.init_defaults``."""
