@@ -11,6 +11,7 @@ Offline: the family tests' tiny random LlamaForCausalLM (weights drawn with std 
 ids are not decided by rounding) beside a tokenizer trained here.
 """
 import json
+from types import SimpleNamespace
 
 import pytest
 from tokenizers import (Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
@@ -148,8 +149,6 @@ def test_a_plain_rows_text_is_its_prompt_and_response_as_written(made, tmp_path,
     (``tok(prompt + response)``: bos, one text, then eos), the labels on the response and the
     eos; not on a response encoded alone, which a SentencePiece tokenizer starts with a space
     the row does not have ("hello  world", "the cat sat")."""
-    from types import SimpleNamespace
-
     from attnlab.data.chat_rows import IGNORE, read_rows
     from attnlab.interop.checkpoint import read_tokenizer
     from attnlab.tasks.lm.instruct import encode_rows
@@ -165,3 +164,25 @@ def test_a_plain_rows_text_is_its_prompt_and_response_as_written(made, tmp_path,
     first = next(i for i, label in enumerate(labels) if label != IGNORE)
     assert labels[first:] == ids[first:] and set(labels[:first]) == {IGNORE}
     assert tok.decode(ids[:first]) == prompt.rstrip()  # the response's first piece holds its space
+
+
+def test_a_plain_rows_prompt_stays_as_generate_reads_it_where_the_text_allows(tmp_path):
+    """A byte-level BPE (GPT-2's, Qwen's) encodes prompt and response apart to the same text:
+    the prompt's tokens stay those generate and predict give the model ("reverse: dog" then
+    "god"), not those of the text read whole (" doggod" may merge across the two)."""
+    from attnlab.data.chat_rows import IGNORE, read_rows
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_rows
+
+    from .test_checkpoint import _byte_level_bpe
+
+    tok = HFTokenizer.from_transformers(transformers.PreTrainedTokenizerFast(
+        tokenizer_object=_byte_level_bpe(["<|endoftext|>"]), eos_token="<|endoftext|>"))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "the cat sat on the m", "response": "at."}) + "\n")
+    cfg = SimpleNamespace(instruction="plain", init="gpt2", out=None, block_size=64)
+    [(ids, labels)] = encode_rows(cfg, tok, read_rows(rows), [0])
+    n = len(tok.encode("the cat sat on the m"))
+    assert ids[:n] == tok.encode("the cat sat on the m") and set(labels[:n]) == {IGNORE}
+    assert labels[n:] == ids[n:] == tok.encode("at.") + [tok.eos_id]
+    assert tok.encode("the cat sat on the mat.") != ids[:-1]  # read whole, "mat" is one token

@@ -147,14 +147,18 @@ def _encoder(cfg, tokenizer):
 
 
 def _plain_split(tokenizer, prompt: str, response: str) -> tuple[list[int], list[int]]:
-    """(the prompt's ids, the response's) of a plain row, the text prompt + response as the
-    row has it: a checkpoint's tokenizer reads it as one text, its bos first, as generate and
-    predict read a prompt (``HFTokenizer.encode_split``; encoded alone, a SentencePiece
-    response would gain a space before it); attnlab's own tokenizers encode each part, which
-    joins to the same text."""
-    if tokenizer.kind == "hf":
-        return tokenizer.encode_split(prompt + response, len(prompt))
-    return tokenizer.encode(prompt), tokenizer.encode(response)
+    """(the prompt's ids, the response's) of a plain row. Each is encoded apart, the prompt as
+    generate and predict read one (a checkpoint's bos first), so the model learns to answer
+    the prompt's tokens as it will see them; unless that changes the row's text: a
+    SentencePiece response (Llama 2's, Mistral's) encoded alone starts a new text, with a
+    space the row lacks ("hello " + "world" read as "hello  world"). Then prompt + response is
+    read as one text and split where the response starts (``HFTokenizer.encode_split``)."""
+    if tokenizer.kind != "hf":  # attnlab's own tokenizers: the parts join to the same text
+        return tokenizer.encode(prompt), tokenizer.encode(response)
+    apart = tokenizer.encode(prompt, add_special_tokens=True), tokenizer.encode(response)
+    whole = tokenizer.encode_split(prompt + response, len(prompt))
+    same = tokenizer.decode([*apart[0], *apart[1]]) == tokenizer.decode([*whole[0], *whole[1]])
+    return apart if same else whole
 
 
 def padded(examples: list[Example], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
