@@ -161,8 +161,8 @@ def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
 
     return continue_prompt(model, AfterPrompt(tokenizer, ids[-1:]), ids, args.max_new_tokens,
                            greedy=args.greedy, temperature=args.temperature, top_k=args.top_k,
-                           top_p=args.top_p,
-                           generator=generator, stops=args.stop, write=write, label=label)
+                           top_p=args.top_p, generator=generator, stops=args.stop, write=write,
+                           label=label)
 
 
 def escape(text: str) -> str:
