@@ -154,12 +154,15 @@ def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
                  label: str = "--prompt") -> str:
     """The text generated after the prompt ``ids`` (cut before any --stop string); each piece
     is passed to ``write`` as soon as it is printable (``continue_prompt``, which ``predict``
-    on an lm run goes through too)."""
-    from ..tasks.lm.continuation import continue_prompt
+    on an lm run goes through too). The text is printed after the prompt, so it is decoded as
+    it reads after it (``AfterPrompt``: a run from a SentencePiece checkpoint keeps the space
+    before its first word, as ``attnlab generate DIR`` does)."""
+    from ..tasks.lm.continuation import AfterPrompt, continue_prompt
 
-    return continue_prompt(model, tokenizer, ids, args.max_new_tokens, greedy=args.greedy,
-                           temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                           generator=generator, stops=args.stop, write=write, label=label)
+    return continue_prompt(model, AfterPrompt(tokenizer, ids[-1:]), ids, args.max_new_tokens,
+                           greedy=args.greedy, temperature=args.temperature, top_k=args.top_k,
+                           top_p=args.top_p, generator=generator, stops=args.stop, write=write,
+                           label=label)
 
 
 def escape(text: str) -> str:

@@ -76,11 +76,11 @@ def _load(directory: Path, args):
 
 
 def _encode(tokenizer, prompt: str) -> list[int]:
-    """``prompt``'s ids with the checkpoint's special tokens (``tok(prompt)``'s)."""
-    ids = tokenizer.encode(prompt, add_special_tokens=True)
-    if not ids:
-        raise UsageError("--input is empty; give some text to continue")  # each_input names it
-    return ids
+    """``prompt``'s ids with the checkpoint's special tokens (``tok(prompt)``'s): the one rule
+    of a prompt, ``prompt_ids``, which a run from the checkpoint reads by too."""
+    from ..tasks.lm.continuation import prompt_ids
+
+    return prompt_ids(tokenizer, prompt, "--input")  # each_input names it
 
 
 def _generator(seed: int | None):
@@ -95,7 +95,7 @@ def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *
     (not printed) or a --stop string (cut before it); each printable piece is passed to
     ``write`` as it comes. Past the model's positions the window slides, as for a run: the
     one loop of ``continue_prompt``, with the checkpoint's stop ids."""
-    from ..tasks.lm.continuation import continue_prompt
+    from ..tasks.lm.continuation import AfterPrompt, continue_prompt
 
     if args.chat is None:  # the text goes on from the prompt printed before it
         tokenizer = AfterPrompt(tokenizer, ids[-1:])
@@ -103,23 +103,3 @@ def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *
                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            generator=generator, stops=args.stop, write=write, label=label,
                            stop_ids=stops)
-
-
-class AfterPrompt:
-    """``tokenizer``'s text of new ids as it reads after the prompt's last ids ``context``.
-
-    A SentencePiece-style tokenizer (Llama 2, Mistral) writes a word's leading space as part of
-    its token and drops the space that starts a decoded text, so the continuation decoded
-    alone would be glued to the prompt ("the cat" + "sat"): decoded after ``context`` and cut
-    after it, it keeps its space ("the cat" + " sat"), as ``transformers``' ``decode`` of the
-    whole output does. A byte-level BPE (GPT-2, Llama 3, Qwen) decodes the same either way.
-    """
-
-    def __init__(self, tokenizer, context: list[int]) -> None:
-        self.tokenizer, self.context = tokenizer, context
-        self.vocab_size = tokenizer.vocab_size
-        self.before = tokenizer.decode(context)
-
-    def decode(self, ids: list[int]) -> str:
-        text = self.tokenizer.decode([*self.context, *ids])
-        return text[len(self.before):] if text.startswith(self.before) else self.tokenizer.decode(ids)

@@ -2,7 +2,8 @@
 
 ``--tokenizer`` is a kind to fit on the files (char, word, bpe), or a directory whose tokenizer
 is used as it is: a Hugging Face model directory (the tokenizer ``attnlab train lm --init DIR``
-trains with) or an attnlab lm run (its tokenizer.json).
+trains with) or an attnlab lm run (its tokenizer.json); or a ``.gguf`` file (its metadata's
+tokenizer, which ``--init FILE.gguf`` trains with).
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ class PrepareOptions(CorpusSettings):
     tokenizer: str = setting("char", metavar="KIND|DIR",
                              blank_why=f"give {', '.join(TOKENIZER_KINDS)} or a directory",
                              help="char (default), word, or byte-level bpe; or a Hugging Face "
-                                  "model directory or an attnlab lm run, whose own tokenizer "
-                                  "is used (for `train lm --init DIR`)")
+                                  "model directory, a .gguf file or an attnlab lm run, whose "
+                                  "own tokenizer is used (for `train lm --init DIR`)")
     vocab_size: int = setting(None, low=5, optional=True, metavar="N",
                               help="vocabulary cap (char/word) or target size (bpe; default 1000)")
     text_column: str = setting("text", metavar="NAME",
@@ -66,14 +67,15 @@ def run(args) -> int:
 def _tokenizer(value: str):
     """--tokenizer: a kind, or the tokenizer of a directory (``UsageError`` naming the flag)."""
     from ..errors import UsageError
+    from ..interop.gguf import is_gguf
 
     if value in TOKENIZER_KINDS:
         return value
-    if not Path(value).is_dir():
+    if not Path(value).is_dir() and not (is_gguf(value) and Path(value).is_file()):
         raise UsageError(f"--tokenizer {value!r}: not one of {', '.join(TOKENIZER_KINDS)} nor a "
-                         f"directory (a Hugging Face model directory or an attnlab lm run; "
-                         f"attnlab never downloads: fetch one with `huggingface-cli download "
-                         f"NAME --local-dir DIR`)")
+                         f"directory (a Hugging Face model directory or an attnlab lm run) or a "
+                         f".gguf file; attnlab never downloads: fetch one with `huggingface-cli "
+                         f"download NAME --local-dir DIR`")
     from ..tasks import get_task
 
     source = get_task("lm").init_source(value, flag="--tokenizer")

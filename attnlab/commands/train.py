@@ -119,13 +119,14 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
                     if v == "auto" and isinstance(previous.get(k), str)})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
-    _apply_init(task, cfg, {**{k: f"--config {given.get('config')}" for k in file_cfg},
-                            **{k: "" for k in given}})
+    notes = _apply_init(task, cfg, {**{k: f"--config {given.get('config')}" for k in file_cfg},
+                                    **{k: "" for k in given}})
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run continues as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
     checked = task.check_settings(cfg)
     _check_monitoring(task, cfg)
+    _say(notes)  # after the checks: a refusal stays the one line of its error
     if recipe:
         _say_recipe_overridden(recipe, task.recipes[recipe], cfg)
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
@@ -209,21 +210,31 @@ def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str
                          f"change it")
 
 
-def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> None:
+def _say(notes: list[str]) -> None:
+    """Each of ``notes`` on stderr, once: not from each DDP rank."""
+    if not _is_child():
+        for note in notes:
+            print(note, file=sys.stderr, flush=True)
+
+
+def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> list[str]:
     """``--init DIR``: the model's shape from DIR (``Task.init_settings``), a value named on the
     command line or in ``--config`` that disagrees refused naming both; a default DIR's model
     cannot take (``Task.init_fits``) fitted to it, saying so, and a value given refused; DIR
     resolved and its weights' SHA-256 recorded. ``named``: the settings given, each with
     where ("" for a flag, else "--config FILE"), for messages to name it as it was typed. A
     resumed run continues from its own checkpoint: ``--init`` given with ``--resume`` is
-    refused, and the recorded one is not read again."""
+    refused, and the recorded one is not read again. Returns the lines that say what DIR
+    changed (a fitted default, a default DIR sets), printed once the settings pass their
+    checks."""
     if cfg["resume"]:
         if "init" in named:
             raise UsageError(f"--init with --resume: a resumed run continues from its own "
                              f"checkpoint in {cfg.get('out')}; drop --init")
-        return
+        return []
     if not cfg.get("init"):
-        return
+        return []
+    notes = []
     source = task.init_source(cfg["init"])
     for name, value in task.init_settings(source).items():
         if name in named and cfg.get(name) != value:
@@ -235,17 +246,16 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> None:
         if name in named:  # the user's value: refused; a default is fitted, saying so
             typed, key = _as_given(name, cfg[name], named[name])
             raise UsageError(f"{typed}: {why}; give {key} {value} or less")
-        if not _is_child():
-            print(f"attnlab: {as_typed(name, value)} (the default {cfg[name]} would not fit): "
-                  f"{why}", file=sys.stderr)
+        notes.append(f"attnlab: {as_typed(name, value)} (the default {cfg[name]} would not "
+                     f"fit): {why}")
         cfg[name] = value
     for name, (value, where) in task.init_defaults(source).items():  # a named value wins
         if name not in named and cfg.get(name) != value:
             cfg[name], shown = value, "--" + name.replace("_", "-")
-            if not _is_child():  # once, as the fitted default above: not from each DDP rank
-                print(f"note: {shown} {value}, from --init {cfg['init']}'s {where}; a {shown} "
-                      f"given wins", file=sys.stderr, flush=True)
+            notes.append(f"note: {shown} {value}, from --init {cfg['init']}'s {where}; a "
+                         f"{shown} given wins")
     cfg["init"], cfg["init_sha256"] = str(source.path), source.sha256
+    return notes
 
 
 def _as_given(name: str, value: Any, where: str) -> tuple[str, str]:

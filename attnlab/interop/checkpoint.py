@@ -172,14 +172,10 @@ def _read_gguf(path: str | Path, task: str) -> Checkpoint:
     """``read_checkpoint`` of a GGUF file: the ``transformers`` model and tokenizer read from
     it (``attnlab.interop.gguf``), converted as a directory's are."""
     from .gguf import gguf_source, load_gguf
-    from .hf_tokenizer import HFTokenizer
 
     found = gguf_source(path, task=task, model_types=SUPPORTED[task], flag="")
     hf_model, theirs = load_gguf(found.path, found)
-    try:
-        tokenizer = HFTokenizer.from_transformers(theirs)
-    except ValueError as e:
-        raise UsageError(f"{path}: its tokenizer cannot be read ({_one_line(e)})") from None
+    tokenizer = _gguf_tokenizer(path, theirs)
     _check_vocabulary(found.path, hf_model.get_input_embeddings().num_embeddings, tokenizer)
     model = _convert(found.path, hf_model)
     return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=found.path,
@@ -187,8 +183,9 @@ def _read_gguf(path: str | Path, task: str) -> Checkpoint:
 
 
 def read_tokenizer(path: str | Path, *, task: str):
-    """The tokeniser alone of the Hugging Face directory ``path`` (its weights are not read),
-    as ``read_checkpoint`` gives it: ``HFTokenizer`` or ``MarianTokenizer``.
+    """The tokeniser alone of the Hugging Face directory ``path`` (or, for lm, the GGUF file:
+    its metadata's tokenizer), its weights not read, as ``read_checkpoint`` gives it:
+    ``HFTokenizer`` or ``MarianTokenizer``.
 
     Raises:
         UsageError: one line naming ``path``: not a directory, no config.json, a
@@ -197,10 +194,25 @@ def read_tokenizer(path: str | Path, *, task: str):
     """
     if task not in SUPPORTED:
         raise ValueError(f"task must be one of {', '.join(SUPPORTED)}, got {task!r}")
+    if task == "lm" and is_gguf(path):
+        from .gguf import gguf_source, load_gguf_tokenizer
+
+        found = gguf_source(path, task=task, model_types=SUPPORTED[task], flag="")
+        return _gguf_tokenizer(path, load_gguf_tokenizer(found.path))
     source = check_directory(path)
     model_type = _model_type(source, task)
     check_tokenizer_files(source, model_type)
     return _load_tokenizer(source, model_type)
+
+
+def _gguf_tokenizer(path: str | Path, theirs):
+    """The ``HFTokenizer`` of a GGUF file's tokenizer as ``transformers`` reads it."""
+    from .hf_tokenizer import HFTokenizer
+
+    try:
+        return HFTokenizer.from_transformers(theirs)
+    except ValueError as e:
+        raise UsageError(f"{path}: its tokenizer cannot be read ({_one_line(e)})") from None
 
 
 def _model_type(source: Path, task: str) -> str:

@@ -153,6 +153,28 @@ class HFTokenizer(Tokenizer):
         out = self.tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)
         return [e.ids for e in out]
 
+    def encode_split(self, text: str, at: int) -> tuple[list[int], list[int]]:
+        """``tok(text)``'s ids (the checkpoint's special tokens added), split before the first
+        token that holds a character of ``text[at:]``: the ids of a prompt ``text[:at]`` and
+        of what follows it, read as one text. Encoded apart, what follows would start a new
+        text, and a SentencePiece-style tokenizer (Llama 2's, Mistral's) would put a space
+        before it that ``text`` does not have.
+
+        Examples:
+            >>> from tokenizers import Tokenizer as Fast, models, normalizers, pre_tokenizers
+            >>> fast = Fast(models.WordLevel({"<unk>": 0, "▁": 1, "▁a": 2, "▁b": 3},
+            ...                              unk_token="<unk>"))
+            >>> fast.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
+            ...                                         normalizers.Replace(" ", "▁")])
+            >>> fast.pre_tokenizer = pre_tokenizers.Split("▁", "merged_with_next")
+            >>> tok = HFTokenizer(fast, {"unk": 0})
+            >>> tok.encode_split("a b", 1), tok.encode("a") + tok.encode(" b")
+            (([2], [3]), [2, 1, 3])
+        """
+        e = self.tokenizer.encode(text, add_special_tokens=True)
+        n = next((i for i, (_, end) in enumerate(e.offsets) if end > at), len(e.ids))
+        return e.ids[:n], e.ids[n:]
+
     def encode_pair(self, text: str, pair: str | None = None, *,
                     add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
         """``(input_ids, token_type_ids)`` of one text or a pair of texts, as

@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["StopStreamer", "continue_prompt", "prompt_read", "note_cut"]
+__all__ = ["StopStreamer", "AfterPrompt", "prompt_ids", "continue_prompt", "prompt_read",
+           "note_cut"]
 
 
 class StopStreamer:
@@ -59,6 +60,52 @@ class StopStreamer:
         piece = text[self.printed:end] if end > self.printed else ""
         self.printed = max(self.printed, end)
         return piece
+
+
+class AfterPrompt:
+    """``tokenizer``'s text of new ids as it reads after the prompt's last ids ``context``.
+
+    A SentencePiece-style tokenizer (Llama 2, Mistral) writes a word's leading space as part of
+    its token and drops the space that starts a decoded text, so the continuation decoded
+    alone would be glued to the prompt ("the cat" + "sat"): decoded after ``context`` and cut
+    after it, it keeps its space ("the cat" + " sat"), as ``transformers``' ``decode`` of the
+    whole output does. A byte-level BPE (GPT-2, Llama 3, Qwen) decodes the same either way.
+    """
+
+    def __init__(self, tokenizer, context: list[int]) -> None:
+        self.tokenizer, self.context = tokenizer, context
+        self.vocab_size, self.eos_id = tokenizer.vocab_size, tokenizer.eos_id
+        self.before = tokenizer.decode(context)
+
+    def decode(self, ids: list[int]) -> str:
+        text = self.tokenizer.decode([*self.context, *ids])
+        return text[len(self.before):] if text.startswith(self.before) else self.tokenizer.decode(ids)
+
+
+def prompt_ids(tokenizer, text: str, what: str = "--prompt") -> list[int]:
+    """The ids a language model continues ``text`` from. A checkpoint's own tokenizer (kind
+    "hf") adds what it adds around every text, as ``tok(text)`` does: Llama's and Mistral's
+    bos first (GPT-2 and Qwen add nothing). So a run from ``--init`` reads a prompt as its
+    checkpoint was trained to, and as ``attnlab generate DIR`` and ``transformers`` on its
+    export read it. attnlab's own tokenizers add nothing.
+
+    Raises:
+        UsageError: naming ``what`` when ``text`` itself encodes to no token (a bos alone is
+            no prompt to continue).
+
+    Examples:
+        >>> from attnlab.tokenizers import CharTokenizer
+        >>> tok = CharTokenizer.fit(["ab"])
+        >>> prompt_ids(tok, "ab") == tok.encode("ab")
+        True
+    """
+    from ...errors import UsageError
+
+    if not tokenizer.encode(text):
+        raise UsageError(f"{what} is empty; give some text to continue")
+    if tokenizer.kind == "hf":
+        return tokenizer.encode(text, add_special_tokens=True)
+    return tokenizer.encode(text)
 
 
 def prompt_read(prompt_tokens: int, max_len: int) -> int:

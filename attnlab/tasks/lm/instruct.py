@@ -141,9 +141,24 @@ def _encoder(cfg, tokenizer):
     if tokenizer.eos_id is None:
         raise UsageError(f"--init {cfg.init}: its tokenizer has no eos token to end a response "
                          f"with")
-    return lambda messages: plain_example(tokenizer.encode(messages[0]["content"]),
-                                          tokenizer.encode(messages[1]["content"]),
+    return lambda messages: plain_example(*_plain_split(tokenizer, messages[0]["content"],
+                                                        messages[1]["content"]),
                                           tokenizer.eos_id)
+
+
+def _plain_split(tokenizer, prompt: str, response: str) -> tuple[list[int], list[int]]:
+    """(the prompt's ids, the response's) of a plain row. Each is encoded apart, the prompt as
+    generate and predict read one (a checkpoint's bos first), so the model learns to answer
+    the prompt's tokens as it will see them; unless that changes the row's text: a
+    SentencePiece response (Llama 2's, Mistral's) encoded alone starts a new text, with a
+    space the row lacks ("hello " + "world" read as "hello  world"). Then prompt + response is
+    read as one text and split where the response starts (``HFTokenizer.encode_split``)."""
+    if tokenizer.kind != "hf":  # attnlab's own tokenizers: the parts join to the same text
+        return tokenizer.encode(prompt), tokenizer.encode(response)
+    apart = tokenizer.encode(prompt, add_special_tokens=True), tokenizer.encode(response)
+    whole = tokenizer.encode_split(prompt + response, len(prompt))
+    same = tokenizer.decode([*apart[0], *apart[1]]) == tokenizer.decode([*whole[0], *whole[1]])
+    return apart if same else whole
 
 
 def padded(examples: list[Example], pad: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -306,11 +306,11 @@ def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
 
 
 def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:
-    """The token ids of ``text``; ``UsageError`` naming ``what`` if it encodes to none."""
-    ids = tokenizer.encode(text)
-    if not ids:
-        raise UsageError(f"{what} is empty; give some text to continue")
-    return ids
+    """The token ids of the prompt ``text`` (``continuation.prompt_ids``: with the bos a
+    checkpoint's tokenizer puts first); ``UsageError`` naming ``what`` if it encodes to none."""
+    from .continuation import prompt_ids
+
+    return prompt_ids(tokenizer, text, what)
 
 
 def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], str]:

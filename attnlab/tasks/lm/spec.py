@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from ...activation_names import hf_activation
 from ...errors import UsageError
+from ...interop.gguf import is_gguf
 from ...interop.llama_config import llama_family_settings
 from ...interop.source import INIT_MODEL_TYPES, LLAMA_TYPES
 from ...models.configs import ARCH_PARTS, CausalLMConfig, lm_parts_broken
@@ -153,6 +154,21 @@ class LMTask(Task):
                                         ("vocab_size", run.get("vocab_size")),
                                         ("max_len", max_len)) if v is not None})
         return found
+
+    def init_defaults(self, source) -> dict[str, tuple[Any, str]]:
+        """A Llama-family checkpoint's dropout, which a fine-tune keeps unless told otherwise
+        (as a GPT-2 run keeps its ``resid_pdrop``): none on the embeddings and the residual
+        stream (Llama, Qwen and Mistral have none there), and config.json's
+        ``attention_dropout`` (0.0 in every published one) on the attention weights, not lm's
+        default 0.1 for both. Other checkpoints: ``Task.init_defaults``."""
+        if source.kind != "hf" or source.model_type not in LLAMA_TYPES:
+            return super().init_defaults(source)
+        attention = source.config.get("attention_dropout") or 0.0
+        where = ("config.json's attention_dropout" if not is_gguf(source.path) else
+                 f"{source.model_type} family's attention_dropout (a GGUF file records none)")
+        return {"dropout": (0.0, f"{source.model_type} block, which has no dropout outside "
+                                 f"attention"),
+                "attention_dropout": (float(attention), where)}
 
     def heads_split_width(self, cfg: dict[str, Any]) -> bool:
         """Whether --model-dim is split among --num-heads: not when --head-dim gives the

@@ -1,0 +1,188 @@
+"""A new user's pass over today's language models: a Llama directory whose tokenizer is
+Llama 2's kind (SentencePiece-style pieces that carry their word's leading space, and a bos
+token put before every text), given to ``train lm --init``, ``generate`` and ``export``.
+
+What a user would see if these broke: a run's continuation glued to its prompt ("the catsat"),
+a run that reads a prompt without the bos token its checkpoint and ``transformers`` put
+there (so its export continues a prompt otherwise than ``attnlab generate RUN`` does), and a
+Llama fine-tune trained at lm's dropout 0.1 where the checkpoint has none.
+
+Offline: the family tests' tiny random LlamaForCausalLM (weights drawn with std 0.2, so greedy
+ids are not decided by rounding) beside a tokenizer trained here.
+"""
+import json
+from types import SimpleNamespace
+
+import pytest
+from tokenizers import (Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
+
+from .conftest import transformers  # (skips without the hf extra)
+from .test_llama_family import _tiny
+
+from attnlab.cli import main  # noqa: E402
+from attnlab.commands.train import configure  # noqa: E402
+
+CORPUS = ["the cat sat on the mat.", "a dog ran fast!", "hello world, hello there"] * 20
+TEXT = " ".join(CORPUS * 5)  # 7 kB: a validation tenth of over 17 tokens
+N = 12  # new tokens
+
+
+def _llama2_tokenizer():
+    """Llama 2's layout (its tokenizer.json as transformers converts it): a "▁" before the text
+    and for every space, word pieces that carry it (learnt here word by word, as SentencePiece
+    learns them), decoding that drops the space starting a text, and "<s>" before every text."""
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=120, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False))
+    tok.pre_tokenizer = None
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
+                                           normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>",
+                                                eos_token="</s>", unk_token="<unk>")
+
+
+def save_llama2(d):
+    tok = _llama2_tokenizer()
+    _tiny("llama", vocab_size=len(tok), max_position_embeddings=64, bos_token_id=1,
+          eos_token_id=2).save_pretrained(d)
+    tok.save_pretrained(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """The checkpoint, a text file, a run of one step from it and the run's export."""
+    root = tmp_path_factory.mktemp("nu52a")
+    d = save_llama2(root / "llama2")
+    text = root / "text.txt"
+    text.write_text(TEXT, encoding="utf-8")
+    return {"dir": d, "text": text, "root": root}
+
+
+@pytest.fixture(scope="module")
+def run(made):
+    out = made["root"] / "run"
+    assert main(["train", "lm", "--init", str(made["dir"]), "--data", str(made["text"]),
+                 "--out", str(out), "--max-steps", "2", "--warmup", "1", "--lr", "1e-2",
+                 "--block-size", "16", "--batch-size", "2", "--val-batches", "1",
+                 "--precision", "32", "--threads", "1"]) == 0
+    assert main(["export", str(out), "--hf", str(made["root"] / "exported")]) == 0
+    return out
+
+
+def _transformers_greedy(directory, prompt, n=N):
+    """transformers' greedy continuation of ``prompt`` (tok(prompt): its bos first), the whole
+    output decoded as transformers decodes it."""
+    tok = transformers.AutoTokenizer.from_pretrained(directory)
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory).eval()
+    enc = tok(prompt, return_tensors="pt")
+    out = model.generate(**enc, max_new_tokens=n, do_sample=False, pad_token_id=tok.eos_token_id)
+    return tok.decode(out[0], skip_special_tokens=True)
+
+
+@pytest.mark.slow
+def test_a_run_continues_after_the_space_its_first_word_carries(run, capsys):
+    """The continuation of a run from a SentencePiece checkpoint is printed after the prompt
+    with the space its first piece carries ("the cat sat"), as ``generate DIR`` prints it,
+    not decoded alone and glued to the prompt ("the catsat")."""
+    capsys.readouterr()
+    assert main(["generate", str(run), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", str(N), "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the cat ") and not out.startswith("the cat  ")
+
+
+@pytest.mark.slow
+def test_a_run_reads_a_prompt_as_its_checkpoint_and_its_export_do(made, run, capsys):
+    """``generate RUN``, ``predict RUN`` and transformers on ``export RUN``'s directory read
+    the prompt the same way (bos first) and so continue it with the same greedy text."""
+    expected = _transformers_greedy(made["root"] / "exported", "the cat")
+    capsys.readouterr()
+    assert main(["generate", str(run), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", str(N), "--threads", "1"]) == 0
+    assert capsys.readouterr().out == expected + "\n"
+    assert main(["predict", str(run), "--input", "the cat", "--max-new-tokens", str(N)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == expected[len("the cat "):]
+
+
+def test_the_checkpoint_itself_is_continued_as_transformers_continues_it(made, capsys):
+    """The reference the run is held to: ``generate DIR`` on the checkpoint."""
+    assert main(["generate", str(made["dir"]), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", str(N), "--threads", "1"]) == 0
+    assert capsys.readouterr().out == _transformers_greedy(made["dir"], "the cat") + "\n"
+
+
+def _configure(made, **given):
+    return configure("lm", {"init": str(made["dir"]), "data": str(made["text"]),
+                            "out": str(made["root"] / "unmade"), "block_size": 16, **given})[0]
+
+
+def test_a_llama_fine_tune_keeps_the_checkpoints_dropout_and_says_so(made, capsys):
+    """Llama has no dropout on its residual stream and config.json's attention_dropout 0.0:
+    the run trains so (lm's own default is 0.1 on both), as a GPT-2 fine-tune keeps
+    resid_pdrop (#37); the note names where each value comes from."""
+    cfg = _configure(made)
+    assert (cfg.dropout, cfg.attention_dropout) == (0.0, 0.0)
+    assert (cfg.record()["dropout"], cfg.record()["attention_dropout"]) == (0.0, 0.0)
+    notes = [line for line in capsys.readouterr().err.splitlines() if "dropout" in line]
+    assert len(notes) == 2 and "config.json's attention_dropout" in notes[1]
+    assert not (made["root"] / "unmade").exists()
+
+
+def test_a_dropout_given_wins_over_the_llama_checkpoints(made, capsys):
+    cfg = _configure(made, dropout=0.05, attention_dropout=0.02)
+    assert (cfg.dropout, cfg.attention_dropout) == (0.05, 0.02)
+    assert "dropout" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("prompt, response", [("hello ", "world"), ("a dog", " ran fast!"),
+                                              ("the cat", "sat")])
+def test_a_plain_rows_text_is_its_prompt_and_response_as_written(made, tmp_path, prompt,
+                                                                   response):
+    """A base model's prompt/response row trains on prompt + response as the row has them
+    (``tok(prompt + response)``: bos, one text, then eos), the labels on the response and the
+    eos; not on a response encoded alone, which a SentencePiece tokenizer starts with a space
+    the row does not have ("hello  world", "the cat sat")."""
+    from attnlab.data.chat_rows import IGNORE, read_rows
+    from attnlab.interop.checkpoint import read_tokenizer
+    from attnlab.tasks.lm.instruct import encode_rows
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": prompt, "response": response}) + "\n")
+    tok = read_tokenizer(made["dir"], task="lm")
+    cfg = SimpleNamespace(instruction="plain", init=str(made["dir"]), out=None, block_size=64)
+    [(ids, labels)] = encode_rows(cfg, tok, read_rows(rows), [0])
+    theirs = transformers.AutoTokenizer.from_pretrained(made["dir"])
+    assert ids == theirs(prompt + response)["input_ids"] + [tok.eos_id]
+    assert tok.decode(ids) == prompt + response
+    first = next(i for i, label in enumerate(labels) if label != IGNORE)
+    assert labels[first:] == ids[first:] and set(labels[:first]) == {IGNORE}
+    assert tok.decode(ids[:first]) == prompt.rstrip()  # the response's first piece holds its space
+
+
+def test_a_plain_rows_prompt_stays_as_generate_reads_it_where_the_text_allows(tmp_path):
+    """A byte-level BPE (GPT-2's, Qwen's) encodes prompt and response apart to the same text:
+    the prompt's tokens stay those generate and predict give the model ("reverse: dog" then
+    "god"), not those of the text read whole (" doggod" may merge across the two)."""
+    from attnlab.data.chat_rows import IGNORE, read_rows
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_rows
+
+    from .test_checkpoint import _byte_level_bpe
+
+    tok = HFTokenizer.from_transformers(transformers.PreTrainedTokenizerFast(
+        tokenizer_object=_byte_level_bpe(["<|endoftext|>"]), eos_token="<|endoftext|>"))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "the cat sat on the m", "response": "at."}) + "\n")
+    cfg = SimpleNamespace(instruction="plain", init="gpt2", out=None, block_size=64)
+    [(ids, labels)] = encode_rows(cfg, tok, read_rows(rows), [0])
+    n = len(tok.encode("the cat sat on the m"))
+    assert ids[:n] == tok.encode("the cat sat on the m") and set(labels[:n]) == {IGNORE}
+    assert labels[n:] == ids[n:] == tok.encode("at.") + [tok.eos_id]
+    assert tok.encode("the cat sat on the mat.") != ids[:-1]  # read whole, "mat" is one token
