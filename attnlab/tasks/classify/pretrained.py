@@ -14,6 +14,7 @@ weights file (light: no torch, so a disagreeing flag is refused before torch loa
     layer_norm_eps                                  (1e-12)           layer_norm_eps
     pad_token_id                                    (the same)        pad_id
     model_type                                      (the same)        arch
+    (post-LN blocks: every family)                                    norm_first False
 
 RoBERTa's family counts positions from ``pad_token_id + 1`` (``position_style="roberta"``).
 ``pooling`` is ``"cls"`` (BERT's pooler) when the weights hold a pooler. Where they hold none
@@ -147,7 +148,9 @@ def settings_of_config(model_type: str, config: dict[str, Any], *,
             "layer_norm_eps": 1e-12 if distil else need("layer_norm_eps", 1e-12),
             "pad_id": 0 if pad is None else pad,
             "position_style": "roberta" if model_type in ROBERTA_STYLE else "absolute",
-            "positional": "learned"}
+            # every BERT-family block is post-LN (``attnlab.models.bert``): a --norm-first
+            # given would be recorded in config.yaml but train the checkpoint's post-LN blocks
+            "positional": "learned", "norm_first": False}
 
 
 def has_pooler(weights: Path) -> bool:
