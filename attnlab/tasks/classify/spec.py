@@ -239,6 +239,8 @@ class ClassifyTask(Task):
         return [*own, ([k for k, kept in forced if cfg.get(k) != kept],
                  "not with --set-column: a set has no order and no [CLS] position, so it is "
                  "pooled by its mean and has no positional encoding"),
+                (["max_len"], "not with --set-column: a set is read whole, every element "
+                              "(it has no positions to cut it at)"),
                 (["text_column", "tokenizer", "vocab_size"],
                  "not with --set-column: a set of feature rows has no text to tokenise (its "
                  "features are --feature-columns)")]
@@ -246,8 +248,10 @@ class ClassifyTask(Task):
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
         """``Task``'s, but what a label is (--multi-label, --regression, --label-sep,
         --threshold) is recorded whatever the objective: every run reads it (a run made
-        before them reads their declared values)."""
-        kept = ("multi_label", "regression", "label_sep", "threshold")
+        before them reads their declared values); and --max-len, which a set run has always
+        recorded though it reads its sets whole."""
+        kept = ("multi_label", "regression", "label_sep", "threshold",
+                "max_len")  # a set run's too: the model config reads it (no table is built)
         return [k for k in super().unrecorded_settings(cfg) if k not in kept]
 
     @staticmethod
