@@ -334,7 +334,8 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 
     model, tok = _load(run_dir, cfg)
     hf = tagger_to_hf(model, model_type=cfg.arch, labels=list(cfg.tags), specials=tok.specials)
-    return hf, {"": to_hf_tokenizer(tok)}, None
+    # truncation=True cuts where the run cut its inputs (--max-len)
+    return hf, {"": to_hf_tokenizer(tok, model_max_length=cfg.max_len)}, None
 
 
 def _words(text: str, label: str) -> list[str]:
