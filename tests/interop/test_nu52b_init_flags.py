@@ -32,3 +32,17 @@ def test_norm_first_with_init_of_a_post_ln_checkpoint_is_refused(bert, tmp_path,
     assert code == 2, err
     assert len(err.splitlines()) == 1 and "--norm-first" in err and "norm_first False" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("task", ["classify", "tag"])
+def test_a_max_len_that_holds_only_cls_and_sep_is_refused(bert, tmp_path, capsys, task):
+    # classify: a ValueError traceback, exit 1; tag: "the training loss became nan", exit 2
+    out = tmp_path / "run"
+    capsys.readouterr()
+    code = main(["train", task, "--init", str(bert), "--data", str(_files(tmp_path)[task]),
+                 "--max-len", "2", "--max-steps", "1", "--threads", "1", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert "--max-len 2" in err and "2 special tokens" in err and "--max-len 3" in err
+    assert not out.exists()

@@ -292,7 +292,7 @@ class ClassifyTask(Task):
                 cfg["class_weights"], [lab for _, lab in splits["train"]], classes_of(splits))
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"],
-                                                     cfg["pooling"])
+                                                     cfg["pooling"], max_len=cfg["max_len"])
         return splits
 
     @staticmethod

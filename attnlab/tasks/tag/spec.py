@@ -191,7 +191,8 @@ class TagTask(Task):
         for key in ("val", "test"):
             check_tags(splits[key], seen, key)
         if cfg.get("init") and not cfg.get("resume"):
-            splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag")
+            splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag",
+                                                  max_len=cfg["max_len"])
         return splits
 
 
