@@ -31,7 +31,7 @@ from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import steps_of_epochs
-from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer
+from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer, note_unknown
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
@@ -368,6 +368,18 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     return hf, {"": to_hf_tokenizer(tok, model_max_length=cfg.max_len)}, None
 
 
+class _WholeWords:
+    """A tag run's word vocabulary as ``note_unknown`` reads it: each word of a text (split at
+    white space) that the vocabulary lacks is read as ``<unk>``, as ``encode_words`` reads it
+    (``WordTokenizer.unknown`` would split it into attnlab's word pieces instead)."""
+
+    def __init__(self, vocabulary: WordTokenizer) -> None:
+        self.index = vocabulary.index
+
+    def unknown(self, text: str) -> list[str]:
+        return [w for w in text.split() if w not in self.index]
+
+
 def _words(text: str, label: str) -> list[str]:
     words = text.split()
     if not words:
@@ -381,6 +393,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     ``"tokens"`` the words, and the printed ``"line"`` ``word/TAG word/TAG ...``."""
     model, tokenizer = _load(run_dir, cfg)
     sentences = [_words(t, label) for t, label in zip(texts, labels)]
+    note_unknown(tokenizer if pretrained(cfg) else _WholeWords(tokenizer), texts, labels)
     predicted, unread = predict_tags(cfg, model, tokenizer, sentences)
     unread.say(cfg)
     return [{"prediction": tags, "tokens": words,
