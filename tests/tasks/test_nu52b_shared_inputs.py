@@ -16,6 +16,7 @@ def _csv(path, rows):
     return path
 
 
+@pytest.mark.slow  # trains a run
 @pytest.mark.parametrize("test_rows, expected", [
     (None, "20 of its 20 rows have an input that a training row has too (first: line 2)"),
     ([("brand new", "a"), ("text 2", "a"), ("text 3", "b")],
@@ -33,6 +34,7 @@ def test_a_test_file_sharing_training_texts_is_named(tmp_path, capsys, test_rows
     assert warning[0].startswith(f"warning: --test {test}: {expected}"), warning
 
 
+@pytest.mark.slow  # trains a run
 def test_a_disjoint_test_file_gets_no_warning(tmp_path, capsys):
     data = _csv(tmp_path / "d.csv", [(f"text {i}", "ab"[i % 2]) for i in range(20)])
     test = _csv(tmp_path / "t.csv", [("other", "a"), ("another", "b")])
@@ -42,6 +44,7 @@ def test_a_disjoint_test_file_gets_no_warning(tmp_path, capsys):
     assert "training row" not in capsys.readouterr().err
 
 
+@pytest.mark.slow  # trains a run
 def test_a_tag_test_file_that_is_the_training_file_is_named(tmp_path, capsys):
     data = write_conll(tmp_path / "d.conll", capitalised(20))
     capsys.readouterr()

@@ -2,6 +2,8 @@
 --val draws the held-out sentences itself, and a sentence whose tag no other sentence has must
 stay in training. Drawn into the test split, it made the run stop with "--test FILE line N:
 tag 'B-ORG' never seen in training", naming a --test the user never gave."""
+import pytest
+
 from attnlab.cli import main
 from attnlab.tasks import get_task
 from attnlab.tasks.tag.data import known_tags, load_splits
@@ -28,6 +30,7 @@ def test_a_drawn_sentence_with_a_tag_training_lacks_stays_in_training(tmp_path):
     assert moved == 7  # the rare sentence was drawn for a held-out split, and kept back
 
 
+@pytest.mark.slow  # trains a run
 def test_a_run_whose_draw_held_out_the_only_sentence_of_a_tag_trains(tmp_path, capsys):
     data, _ = _data(tmp_path)
     out = tmp_path / "run"
