@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,11 @@ from ..runs import tree_digest
 __all__ = ["ColumnarFile", "open_columnar", "split_hint", "BATCH_ROWS"]
 
 BATCH_ROWS = 8192  # rows converted to Python at a time
+# An unnamed index that pandas' ``to_parquet`` (or ``Dataset.from_pandas``) stored as a column,
+# as it does for any index but 0..n-1 (a filtered or shuffled frame). pandas reads it back as
+# the index, not a column, as the CSV reader leaves out ``to_csv``'s nameless index column; so
+# "every column" (--set-column's features) leaves it out, where it was a feature nobody chose.
+_PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 
 
 def split_hint(path: Path, what: str) -> None:
@@ -84,7 +90,9 @@ class ColumnarFile:
         self._pa = pa
         schema = self._schema()
         have = list(schema.names)
-        self.columns = list(have if columns is None else columns)
+        # all of them: the columns a user wrote, not pandas' unnamed index (``_PANDAS_INDEX``)
+        self.columns = list([c for c in have if not _PANDAS_INDEX.fullmatch(c)]
+                            if columns is None else columns)
         missing = [c for c in self.columns if c not in have]
         if missing:
             s = "s" if len(missing) > 1 else ""

@@ -224,12 +224,13 @@ class HFTokenizer(Tokenizer):
             self.tokenizer.no_truncation()
         return [(e.ids, e.type_ids) for e in out]
 
-    def to_transformers(self):
+    def to_transformers(self, *, model_max_length: int | None = None):
         """A ``transformers.PreTrainedTokenizerFast`` that encodes, pads and decodes as this
         tokeniser (and the checkpoint's tokeniser it came from) does: the same fast
         tokeniser, special tokens, padding side and model inputs (``token_type_ids`` only
         where the model reads them). ``AutoTokenizer.from_pretrained`` reads back what its
-        ``save_pretrained`` writes."""
+        ``save_pretrained`` writes. ``model_max_length``, when given, is where
+        ``truncation=True`` cuts (without it transformers does not cut at all)."""
         from tokenizers import Tokenizer as Fast
         from transformers import PreTrainedTokenizerFast
 
@@ -239,7 +240,8 @@ class HFTokenizer(Tokenizer):
                   "attention_mask"]
         theirs = PreTrainedTokenizerFast(
             tokenizer_object=fast, padding_side=self.padding_side, model_input_names=inputs,
-            clean_up_tokenization_spaces=self.clean_up_tokenization_spaces, **tokens)
+            clean_up_tokenization_spaces=self.clean_up_tokenization_spaces, **tokens,
+            **({"model_max_length": model_max_length} if model_max_length else {}))
         theirs.chat_template = self.chat_template
         return theirs
 

@@ -29,8 +29,12 @@ _WORD_PATTERN = r" ?\w+| ?[^\w\s]|\s+(?!\S)|\s+"
 _ONE_CHARACTER = r"[\s\S]"
 
 
-def to_hf_tokenizer(tokenizer: Tokenizer):
+def to_hf_tokenizer(tokenizer: Tokenizer, *, model_max_length: int | None = None):
     """A ``transformers.PreTrainedTokenizerFast`` that encodes as ``tokenizer`` does.
+
+    ``model_max_length``: the most ids the exported model reads, special tokens included (a
+    classifier's or tagger's ``--max-len``), so that ``tok(text, truncation=True)`` cuts a long
+    text where the run cut it, as the checkpoint's own tokenizer would; None: no limit.
 
     Examples:
         >>> from attnlab.tokenizers import WordTokenizer
@@ -44,7 +48,7 @@ def to_hf_tokenizer(tokenizer: Tokenizer):
     from transformers import PreTrainedTokenizerFast
 
     if tokenizer.kind == "hf":  # a checkpoint's own: its fast tokeniser as it came
-        return tokenizer.to_transformers()
+        return tokenizer.to_transformers(model_max_length=model_max_length)
     if tokenizer.kind == "bpe":
         inner = HFTokenizer.from_str(tokenizer.tokenizer.to_str())
     elif tokenizer.kind in ("char", "word"):
@@ -58,7 +62,8 @@ def to_hf_tokenizer(tokenizer: Tokenizer):
     pad, sos, eos, unk = SPECIAL_TOKENS
     return PreTrainedTokenizerFast(tokenizer_object=inner, pad_token=pad, bos_token=sos,
                                    eos_token=eos, unk_token=unk,
-                                   model_max_length=int(1e30), split_special_tokens=True)
+                                   model_max_length=model_max_length or int(1e30),
+                                   split_special_tokens=True)
 
 
 def special_ids(tokenizer: Tokenizer) -> dict[str, int | None]:

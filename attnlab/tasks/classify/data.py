@@ -23,9 +23,11 @@ Examples:
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...data.overlap import shared_inputs
 from ...data.tables import KINDS, check_digest, place, read_table
 from ...errors import UsageError
 from .labels import label_set, objective_of, parse_label
@@ -147,8 +149,8 @@ def classes_of(splits: dict[str, Any]) -> list[str]:
                    for c in label_set(lab)})
 
 
-def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
-                ) -> dict[str, list[tuple[Any, str]]]:
+def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
+                notes: list[str] | None = None) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
     with ``--set-column``, and then also ``"features"``, the feature columns' names. A label
     is a class name, a tuple of them (--multi-label) or a number (--regression): ``labels.py``.
@@ -158,6 +160,8 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
             ``test_fraction``).
         digests: when given, receives the SHA-256 of the bytes read from each file, by option
             ("data", "test", "val").
+        notes: when given, receives a warning per --test or --val file of texts that has
+            texts of the training split too (``attnlab.data.overlap``).
 
     Raises:
         UsageError: on data errors (no ``--data``, a single class, too few rows to hold out a
@@ -176,6 +180,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
     splits: dict[str, Any] = {}
     train_idx = list(range(len(pairs)))
     left = 1.0  # the fraction of --data not yet held out: fractions are of the whole file
+    given_lines: dict[str, tuple[list[int], Any]] = {}  # a held-out file's lines, its path
     for key, given, fraction in (("test", cfg.test, cfg.test_fraction),
                                  ("val", cfg.val, cfg.val_fraction)):
         if given:
@@ -183,6 +188,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
                                                                  pinned=True)
             check_labels(held, lines, held_path, labels, key)
             splits[key] = list(held)
+            given_lines[key] = (lines, held_path)
             continue
         keep = set(train_idx)
         subset = {lab: [i for i in idx if i in keep] for lab, idx in by_label.items()}
@@ -193,6 +199,12 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
                              f"to hold out a {key} split; add rows or give --{key} FILE")
         splits[key] = [pairs[i] for i in held_idx]
     splits["train"] = [pairs[i] for i in train_idx]
+    for key, (lines, held_path) in given_lines.items():
+        note = None if sets or notes is None else shared_inputs(
+            (x for x, _ in splits["train"]), [x for x, _ in splits[key]],
+            [place(held_path, line) for line in lines], what=f"--{key} {held_path}")
+        if note:
+            notes.append(note)
     if sets:
         splits["features"] = features
     return splits
@@ -209,9 +221,14 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     if resumed:  # first: its message says which file changed since the run started
         check_data_files(paths, cfg["data_sha256"], purpose="resume")
     digests: dict[str, str] = {}
-    splits = load_splits(typed(cfg), digests=digests)  # data errors now, before the run directory
+    notes: list[str] = []
+    splits = load_splits(typed(cfg), digests=digests, notes=notes)  # data errors now, before
+    # the run directory
     if not resumed:  # the settings dict, before the run config is frozen
         cfg.update(record_data_files(paths))
     for key, digest in digests.items():
         check_digest(cfg[key], digest, cfg["data_sha256"].get(key), what=f"--{key}")
+    if not resumed:  # said when the run starts, not again on --resume
+        for note in notes:
+            print(note, file=sys.stderr, flush=True)
     return splits

@@ -14,6 +14,7 @@ weights file (light: no torch, so a disagreeing flag is refused before torch loa
     layer_norm_eps                                  (1e-12)           layer_norm_eps
     pad_token_id                                    (the same)        pad_id
     model_type                                      (the same)        arch
+    (post-LN blocks: every family)                                    norm_first False
 
 RoBERTa's family counts positions from ``pad_token_id + 1`` (``position_style="roberta"``).
 ``pooling`` is ``"cls"`` (BERT's pooler) when the weights hold a pooler. Where they hold none
@@ -49,7 +50,8 @@ from ...settings import setting
 
 __all__ = ["init_settings", "init_defaults", "settings_of_config", "has_pooler",
            "check_pretrained", "max_tokens", "read_init", "pooler_activation", "ARCHS",
-           "ROBERTA_STYLE", "arch_setting", "ENCODER_OVERRIDES", "OWN_MAX_LEN", "resolve_max_len"]
+           "ROBERTA_STYLE", "arch_setting", "ENCODER_OVERRIDES", "OWN_MAX_LEN", "resolve_max_len",
+           "check_room"]
 
 ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
 ARCHS = ("transformer", *BERT_FAMILY)  # classify's arch: its own encoder, or a checkpoint's
@@ -147,7 +149,9 @@ def settings_of_config(model_type: str, config: dict[str, Any], *,
             "layer_norm_eps": 1e-12 if distil else need("layer_norm_eps", 1e-12),
             "pad_id": 0 if pad is None else pad,
             "position_style": "roberta" if model_type in ROBERTA_STYLE else "absolute",
-            "positional": "learned"}
+            # every BERT-family block is post-LN (``attnlab.models.bert``): a --norm-first
+            # given would be recorded in config.yaml but train the checkpoint's post-LN blocks
+            "positional": "learned", "norm_first": False}
 
 
 def has_pooler(weights: Path) -> bool:
@@ -202,18 +206,24 @@ def check_pretrained(cfg: dict[str, Any]) -> None:
                          f"give --max-len {most} or less")
 
 
-def read_init(init: str, sha256: str, pooling: str | None = None, *, task: str = "classify"):
+def read_init(init: str, sha256: str, pooling: str | None = None, *, task: str = "classify",
+              max_len: int | None = None):
     """The ``attnlab.interop.checkpoint.Checkpoint`` of a Hugging Face ``--init`` directory
     ``init`` (None for an attnlab run: the runtime loads it), its weights the ones configured
     (``sha256``, config.yaml's ``init_sha256``), its pooler the one ``pooling`` reads (None:
     a model that reads no pooler, tag's). ``task``: the task that reads it (classify, tag),
-    whose ``--init`` model types ``read_checkpoint`` takes.
+    whose ``--init`` model types ``read_checkpoint`` takes. ``max_len`` (``validate``'s
+    --max-len): checked to leave room for a token of text (``check_room``).
 
     Raises:
-        UsageError: whatever ``read_checkpoint`` refuses, and weights that changed since the
-            run was configured.
+        UsageError: whatever ``read_checkpoint`` refuses, weights that changed since the run
+            was configured, and a --max-len that holds only the special tokens.
     """
     if (Path(init) / "config.yaml").is_file():
+        if max_len is not None:  # a run of a pretrained encoder adds its special tokens too
+            from ...interop.saved import load_any_tokenizer
+
+            check_room(max_len, init, load_any_tokenizer(Path(init) / "tokenizer.json"))
         return None
     from ...interop.checkpoint import read_checkpoint  # torch and transformers
 
@@ -222,4 +232,24 @@ def read_init(init: str, sha256: str, pooling: str | None = None, *, task: str =
         raise UsageError(f"--init {init}: {checkpoint.weights.name} changed since the "
                          f"run was configured; start the run again")
     assert pooling in (None, "cls") or not checkpoint.config.pooler, "has_pooler disagrees"
+    if max_len is not None:
+        check_room(max_len, init, checkpoint.tokenizer)
     return checkpoint
+
+
+def check_room(max_len: int, init: str, tokenizer) -> None:
+    """--max-len must hold a token of text beside the special tokens the checkpoint's
+    tokenizer adds to every input ([CLS] and [SEP]). With no room, a classifier's tokenizer
+    stopped the run with a traceback, and a tagger trained on no labelled token at all, which
+    ended as "the training loss became nan", blaming --lr.
+
+    Raises:
+        UsageError: naming --max-len, the special tokens and the least value that works.
+    """
+    fast = getattr(tokenizer, "tokenizer", None)  # an HFTokenizer's; attnlab's own add none
+    added = (fast.num_special_tokens_to_add(False)
+             if hasattr(fast, "num_special_tokens_to_add") else 0)
+    if max_len <= added:
+        raise UsageError(f"--max-len {max_len}: --init {init}'s tokenizer adds {added} special "
+                         f"tokens to every input, so no token of the text would be read; give "
+                         f"--max-len {added + 1} or more")

@@ -461,7 +461,8 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     hf = classifier_to_hf(model, model_type=cfg.arch, labels=labels, specials=tok.specials)
     hf.config.problem_type = {"single": "single_label_classification", "regression": "regression",
                               "multi": "multi_label_classification"}[objective(cfg)]
-    return hf, {"": to_hf_tokenizer(tok)}, None
+    # truncation=True cuts where the run cut its inputs (--max-len)
+    return hf, {"": to_hf_tokenizer(tok, model_max_length=cfg.max_len)}, None
 
 
 @torch.no_grad()

@@ -58,8 +58,8 @@ from typing import Any, ClassVar
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
-from ...settings import (AdaptSettings, flag, held_out_setting, label_smoothing_setting,
-                         setting)
+from ...settings import (AdaptSettings, flag, held_out_setting, held_out_unused,
+                         label_smoothing_setting, setting)
 from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
@@ -225,7 +225,7 @@ class ClassifyTask(Task):
         own = ([([f.name for f in fields(PretrainedEncoderFields)],
                  "only with --init of a pretrained encoder (read from its checkpoint)")]
                if cfg.get("arch", "transformer") == "transformer" else [])
-        own += self._objective_unused(cfg)
+        own += self._objective_unused(cfg) + held_out_unused(cfg)
         if cfg.get("init"):
             return [*own, (["tokenizer", "vocab_size"], "not with --init: the checkpoint's own "
                                                         "tokenizer is used"),
@@ -239,6 +239,8 @@ class ClassifyTask(Task):
         return [*own, ([k for k, kept in forced if cfg.get(k) != kept],
                  "not with --set-column: a set has no order and no [CLS] position, so it is "
                  "pooled by its mean and has no positional encoding"),
+                (["max_len"], "not with --set-column: a set is read whole, every element "
+                              "(it has no positions to cut it at)"),
                 (["text_column", "tokenizer", "vocab_size"],
                  "not with --set-column: a set of feature rows has no text to tokenise (its "
                  "features are --feature-columns)")]
@@ -246,8 +248,12 @@ class ClassifyTask(Task):
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
         """``Task``'s, but what a label is (--multi-label, --regression, --label-sep,
         --threshold) is recorded whatever the objective: every run reads it (a run made
-        before them reads their declared values)."""
-        kept = ("multi_label", "regression", "label_sep", "threshold")
+        before them reads their declared values); and --max-len, which a set run has always
+        recorded though it reads its sets whole, and the held-out fractions, which a run with
+        --val or --test FILE has always recorded."""
+        kept = ("multi_label", "regression", "label_sep", "threshold",
+                "max_len",  # a set run's too: the model config reads it (no table is built)
+                "val_fraction", "test_fraction")  # recorded with --val/--test FILE as before
         return [k for k in super().unrecorded_settings(cfg) if k not in kept]
 
     @staticmethod
@@ -288,7 +294,7 @@ class ClassifyTask(Task):
                 cfg["class_weights"], [lab for _, lab in splits["train"]], classes_of(splits))
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"],
-                                                     cfg["pooling"])
+                                                     cfg["pooling"], max_len=cfg["max_len"])
         return splits
 
     @staticmethod

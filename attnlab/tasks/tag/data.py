@@ -23,7 +23,8 @@ Light: no torch, so the spec's ``validate`` reads the files before the run direc
 
 The split, for each of test and val not given as a file: the sentences of ``--data`` shuffled
 with ``random.Random(--seed)``, and ``round(fraction · n)`` of them held out (at least one; the
-fractions are of the whole file).
+fractions are of the whole file); a drawn sentence with a tag that no training sentence has
+stays in training (``_keep_new_tags_in_training``).
 
 Examples:
     >>> bio_problem("B-PER"), bio_problem("PER")
@@ -268,6 +269,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
     order = list(range(len(data)))
     rng.shuffle(order)
     splits: dict[str, Sentences] = {}
+    held: dict[str, list[int]] = {}  # the sentences of --data drawn for test and val
     for key, given, fraction in (("test", cfg.test, cfg.test_fraction),
                                  ("val", cfg.val, cfg.val_fraction)):
         if given:
@@ -279,9 +281,35 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
         if n >= len(order):
             raise UsageError(f"--data {data.path}: too few sentences ({len(data)}) to hold out "
                              f"a {key} split; add sentences or give --{key} FILE")
-        splits[key], order = data.subset(sorted(order[:n])), order[n:]
+        held[key], order = sorted(order[:n]), order[n:]
+    _keep_new_tags_in_training(data, held, order)
+    for key, rows in held.items():
+        if not rows:
+            raise UsageError(f"--data {data.path}: too few sentences ({len(data)}) to hold out "
+                             f"a {key} split whose tags training also has; add sentences or "
+                             f"give --{key} FILE")
+        splits[key] = data.subset(rows)
     splits["train"] = data.subset(sorted(order))
     return splits
+
+
+def _keep_new_tags_in_training(data: Sentences, held: dict[str, list[int]],
+                               train: list[int]) -> None:
+    """Move back to ``train`` each sentence drawn for a held-out split (``held``, test first)
+    that has a tag no training sentence has: the model would have no output for that tag, so
+    the run would be refused (naming a --test or --val the user never gave). So a rare tag's
+    first sentence trains, as classify keeps a class's last example in training; its later
+    sentences may still be held out. Draws without such a sentence are unchanged."""
+    known = known_tags(data.subset(train))
+    for key, rows in held.items():
+        kept = []
+        for i in rows:
+            if set(data.tags[i]) <= known:
+                kept.append(i)
+            else:
+                train.append(i)
+                known |= set(data.tags[i])
+        held[key] = kept
 
 
 def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSettings]

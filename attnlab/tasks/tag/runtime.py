@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from functools import partial
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import steps_of_epochs
-from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer
+from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer, note_unknown
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
@@ -71,11 +71,15 @@ def build_model(cfg: RunSettings) -> SequenceClassifier | BertTagger:
 @dataclass
 class Encoded:
     """One sentence as the model reads it: ``ids`` (and ``types``, a pretrained encoder's
-    token types), and ``first[i]``, the position of word i's first token (None: cut off)."""
+    token types), and ``first[i]``, the position of word i's first token (None: no token),
+    and ``empty``, the words of None that are not cut off by --max-len but give no subword at
+    all (a zero-width space, a control character, an accent alone: the checkpoint's
+    normaliser removes them), so that a warning names the right cause."""
 
     ids: list[int]
     types: list[int]
     first: list[int | None]
+    empty: list[int] = field(default_factory=list)
 
 
 def fit_vocabulary(cfg: RunSettings, sentences: list[list[str]]) -> WordTokenizer:
@@ -116,7 +120,11 @@ def _encode_subwords(tokenizer, words: list[str], max_len: int) -> Encoded:
             word += 1
         if word < len(words) and first[word] is None:
             first[word] = pos
-    return Encoded(list(e.ids), list(e.type_ids), first)
+    # cut by --max-len: the words after the last one read, when the text was cut at all
+    read = [i for i, pos in enumerate(first) if pos is not None]
+    end = (read[-1] if read else 0) if e.overflowing else len(words)
+    return Encoded(list(e.ids), list(e.type_ids), first,
+                   [i for i in range(end) if first[i] is None])
 
 
 def encode_words(cfg: RunSettings, tokenizer, sentences: list[list[str]]) -> list[Encoded]:
@@ -190,12 +198,41 @@ def _batches_of(cfg, tokenizer, part: Sentences, **options) -> tuple[list, list,
 
 # ---- predictions and metrics ------------------------------------------------------------------
 
+@dataclass
+class Unread:
+    """The words of some sentences that the model read nothing of: ``cut`` of them past
+    --max-len, and ``empty`` (their text) giving no subword to the checkpoint's tokenizer."""
+
+    cut: int
+    empty: list[str]
+
+    @classmethod
+    def of(cls, encoded: list[Encoded], sentences: list[list[str]]) -> "Unread":
+        empty = [words[i] for e, words in zip(encoded, sentences) for i in e.empty]
+        return cls(sum(pos is None for e in encoded for pos in e.first) - len(empty), empty)
+
+    def say(self, cfg: RunSettings) -> None:
+        """A warning line on stderr per cause (none when every word was read)."""
+        if self.cut:
+            what = "subword" if pretrained(cfg) else "word"
+            print(f"warning: {self.cut} word(s) lie past --max-len {cfg.max_len} ({what}s) and "
+                  f"have no prediction: they are read as O", file=sys.stderr, flush=True)
+        self.say_empty(cfg, "they are read as O")
+
+    def say_empty(self, cfg: RunSettings, then: str) -> None:
+        if self.empty:
+            print(f"warning: {len(self.empty)} word(s) give no subword to --init "
+                  f"{cfg.init}'s tokenizer (first {self.empty[0]!r}; its normaliser removes "
+                  f"such characters), so the model reads nothing of them: {then}",
+                  file=sys.stderr, flush=True)
+
+
 @torch.no_grad()
 def predict_tags(cfg: RunSettings, model, tokenizer, sentences: list[list[str]]
-                 ) -> tuple[list[list[str]], int]:
-    """(each sentence's predicted tags, one per word; how many words were cut off and read as
-    ``O``), in batches of 64 sentences (padding is masked, so a batch gives what each sentence
-    alone gives)."""
+                 ) -> tuple[list[list[str]], Unread]:
+    """(each sentence's predicted tags, one per word; the words the model did not read and
+    that were read as ``O``), in batches of 64 sentences (padding is masked, so a batch gives
+    what each sentence alone gives)."""
     model.eval()
     encoded = encode_words(cfg, tokenizer, sentences)
     out: list[list[str]] = [[] for _ in sentences]
@@ -205,15 +242,7 @@ def predict_tags(cfg: RunSettings, model, tokenizer, sentences: list[list[str]]
         preds = model(*inputs).argmax(-1)  # (B, T)
         for row, p in zip(rows[:, 0].tolist(), preds.tolist()):
             out[row] = ["O" if pos is None else cfg.tags[p[pos]] for pos in encoded[row].first]
-    cut = sum(pos is None for e in encoded for pos in e.first)
-    return out, cut
-
-
-def _say_cut(cut: int, cfg: RunSettings) -> None:
-    if cut:
-        what = "subword" if pretrained(cfg) else "word"
-        print(f"warning: {cut} word(s) lie past --max-len {cfg.max_len} ({what}s) and have no "
-              f"prediction: they are read as O", file=sys.stderr, flush=True)
+    return out, Unread.of(encoded, sentences)
 
 
 def tag_metrics(true: list[list[str]], predicted: list[list[str]]) -> dict[str, Any]:
@@ -228,8 +257,8 @@ def tag_metrics(true: list[list[str]], predicted: list[list[str]]) -> dict[str, 
 
 
 def _test(cfg, model, tokenizer, part: Sentences) -> dict[str, Any]:
-    predicted, cut = predict_tags(cfg, model, tokenizer, part.words)
-    _say_cut(cut, cfg)
+    predicted, unread = predict_tags(cfg, model, tokenizer, part.words)
+    unread.say(cfg)
     return tag_metrics(part.tags, predicted)
 
 
@@ -280,6 +309,7 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
     splits = checked if checked is not None else load_splits(cfg)
     cfg, tokenizer, model = _start(cfg, splits, run_dir, task)
     encoded, labels, options = _batches_of(cfg, tokenizer, splits["train"])
+    Unread.of(encoded, splits["train"].words).say_empty(cfg, "their tags are not trained")
     train = ShuffledBatches(partial(make_batches, encoded, labels, cfg.batch_size, **options),
                             len(encoded), cfg.batch_size, cfg.seed)
     steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
@@ -334,7 +364,20 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 
     model, tok = _load(run_dir, cfg)
     hf = tagger_to_hf(model, model_type=cfg.arch, labels=list(cfg.tags), specials=tok.specials)
-    return hf, {"": to_hf_tokenizer(tok)}, None
+    # truncation=True cuts where the run cut its inputs (--max-len)
+    return hf, {"": to_hf_tokenizer(tok, model_max_length=cfg.max_len)}, None
+
+
+class _WholeWords:
+    """A tag run's word vocabulary as ``note_unknown`` reads it: each word of a text (split at
+    white space) that the vocabulary lacks is read as ``<unk>``, as ``encode_words`` reads it
+    (``WordTokenizer.unknown`` would split it into attnlab's word pieces instead)."""
+
+    def __init__(self, vocabulary: WordTokenizer) -> None:
+        self.index = vocabulary.index
+
+    def unknown(self, text: str) -> list[str]:
+        return [w for w in text.split() if w not in self.index]
 
 
 def _words(text: str, label: str) -> list[str]:
@@ -350,8 +393,9 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     ``"tokens"`` the words, and the printed ``"line"`` ``word/TAG word/TAG ...``."""
     model, tokenizer = _load(run_dir, cfg)
     sentences = [_words(t, label) for t, label in zip(texts, labels)]
-    predicted, cut = predict_tags(cfg, model, tokenizer, sentences)
-    _say_cut(cut, cfg)
+    note_unknown(tokenizer if pretrained(cfg) else _WholeWords(tokenizer), texts, labels)
+    predicted, unread = predict_tags(cfg, model, tokenizer, sentences)
+    unread.say(cfg)
     return [{"prediction": tags, "tokens": words,
              "line": " ".join(f"{w}/{t}" for w, t in zip(words, tags))}
             for words, tags in zip(sentences, predicted)]

@@ -39,14 +39,17 @@ Examples:
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
+from ...data.overlap import shared_inputs
+from ...data.tables import place
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...run_config import RunSettings
-from ...settings import AdaptSettings, flag, held_out_setting, setting
+from ...settings import AdaptSettings, flag, held_out_setting, held_out_unused, setting
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
@@ -147,7 +150,7 @@ class TagTask(Task):
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A pretrained encoder's fields only with --init; the word vocabulary only without;
         each format's columns only where a file is in that format."""
-        out = []
+        out = held_out_unused(cfg)
         if cfg.get("arch", "transformer") == "transformer":
             out.append(([f.name for f in fields(PretrainedEncoderFields)],
                         "only with --init of a pretrained encoder (read from its checkpoint)"))
@@ -166,8 +169,10 @@ class TagTask(Task):
 
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
         """What ``unused_settings`` names, but the format's columns: ``evaluate --data`` may
-        read a file of the other format, with the columns the run was given."""
-        kept = {"tag_column", "tokens_column", "tags_column"}
+        read a file of the other format, with the columns the run was given; and the held-out
+        fractions, which a run with --val or --test FILE has always recorded."""
+        kept = {"tag_column", "tokens_column", "tags_column",
+                "val_fraction", "test_fraction"}  # recorded with --val/--test FILE as before
         return [name for name in super().unrecorded_settings(cfg) if name not in kept]
 
     def validate(self, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -190,9 +195,26 @@ class TagTask(Task):
         seen = known_tags(splits["train"])
         for key in ("val", "test"):
             check_tags(splits[key], seen, key)
+        self._say_shared(cfg, splits)
         if cfg.get("init") and not cfg.get("resume"):
-            splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag")
+            splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag",
+                                                  max_len=cfg["max_len"])
         return splits
+
+    @staticmethod
+    def _say_shared(cfg: dict[str, Any], splits: dict[str, Any]) -> None:
+        """A warning per --val or --test file with sentences that training has too (when the
+        run starts, not on --resume): its scores are partly of trained sentences."""
+        if cfg.get("resume"):
+            return
+        trained = {tuple(words) for words in splits["train"].words}
+        for key in ("val", "test"):
+            part = splits[key]
+            note = cfg.get(key) and shared_inputs(
+                trained, [tuple(words) for words in part.words],
+                [place(part.path, line) for line in part.lines], what=f"--{key} {part.path}")
+            if note:
+                print(note, file=sys.stderr, flush=True)
 
 
 TASKS = {"tag": TagTask()}

@@ -1,0 +1,34 @@
+"""Held-out rows that the training split has too: a ``--test`` or ``--val`` file that shares
+inputs with the training data scores the model partly on what it trained on, and nothing in the
+scores shows it. The usual causes are a file given twice (``--data train.csv --test
+train.csv``) and a test file cut from an older copy of the training data.
+
+``shared_inputs`` words the warning that ``attnlab train`` prints on stderr before training
+starts: how many of the file's rows have an input (a text; a sentence's words) that a training
+row has, and the first of them. A warning, not a refusal: a user may mean it (a check that the
+model fits its training data). Light: no torch.
+
+Examples:
+    >>> shared_inputs(["a b", "c"], ["c", "d", "c"], ["line 2", "line 3", "line 4"],
+    ...               what="--test t.csv")
+    'warning: --test t.csv: 2 of its 3 rows have an input that a training row has too (first: line 2), so its scores are partly of inputs the model trained on'
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+
+__all__ = ["shared_inputs"]
+
+
+def shared_inputs(train: Iterable[Hashable], held: Sequence[Hashable], places: Sequence[str],
+                  *, what: str) -> str | None:
+    """The warning for the held-out file ``what`` (inputs ``held``, at ``places``: "line 7",
+    "row 7") when some of its rows have an input that a row of ``train`` has; None when none
+    has."""
+    seen = set(train)
+    shared = [where for x, where in zip(held, places) if x in seen]
+    if not shared:
+        return None
+    return (f"warning: {what}: {len(shared)} of its {len(held)} rows have an input that a "
+            f"training row has too (first: {shared[0]}), so its scores are partly of "
+            f"inputs the model trained on")

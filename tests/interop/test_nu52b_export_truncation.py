@@ -1,0 +1,58 @@
+"""A new user's export of a fine-tuned BERT run, used as transformers users use it: the
+exported tokenizer with ``truncation=True`` must cut a long text where the run cut it
+(``--max-len``), so that the exported model gives the run's logits on it. It did not cut at all
+(``model_max_length`` was lost, even a checkpoint's own 512), so a text past --max-len got other
+logits than ``attnlab predict`` gave, and one past the positions an IndexError."""
+import pytest
+import torch
+from torch.testing import assert_close
+
+transformers = pytest.importorskip("transformers")
+
+import attnlab  # noqa: E402
+from attnlab.cli import main  # noqa: E402
+from attnlab.tasks.classify.runtime import Padding  # noqa: E402
+from tests.interop.test_checkpoint import save_bert  # noqa: E402
+from tests.tasks.test_tag import capitalised, write_conll  # noqa: E402
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+LONG = "the cat sat on the mat and a dog ran fast " * 4  # far more than 8 subwords
+RUN = ["--max-len", "8", "--max-steps", "2", "--batch-size", "8", "--warmup", "0",
+       "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    return save_bert(tmp_path_factory.mktemp("nu52b_export") / "bert")
+
+
+@pytest.mark.slow  # trains a run
+def test_an_exported_classifier_cuts_a_long_text_where_the_run_did(bert, tmp_path):
+    data = tmp_path / "r.csv"
+    data.write_text("text,label\n" + "".join(f"the cat {i},{'ab'[i % 2]}\n" for i in range(20)))
+    run, out = tmp_path / "run", tmp_path / "hf"
+    assert main(["train", "classify", "--init", str(bert), "--data", str(data),
+                 "--out", str(run), *RUN]) == 0
+    assert main(["export", str(run), "--hf", str(out)]) == 0
+    theirs = transformers.AutoTokenizer.from_pretrained(out)
+    hf = transformers.AutoModelForSequenceClassification.from_pretrained(out).eval()
+    model, ours = attnlab.load(run)
+    mine = Padding(ours.pad_id, ours.padding_side, ours.token_type_ids).pad(
+        ours.encode_for_model([LONG], 8))
+    batch = theirs([LONG], truncation=True, return_tensors="pt")
+    assert batch["input_ids"].tolist() == mine[0].tolist()  # 8 ids, [SEP] last
+    with torch.no_grad():
+        assert_close(hf(**batch).logits, model.eval()(*mine), **TOL)
+
+
+@pytest.mark.slow  # trains a run
+def test_an_exported_tagger_cuts_a_long_sentence_where_the_run_did(bert, tmp_path):
+    data = write_conll(tmp_path / "t.conll", capitalised(20))
+    run, out = tmp_path / "run", tmp_path / "hf"
+    assert main(["train", "tag", "--init", str(bert), "--data", str(data),
+                 "--out", str(run), *RUN]) == 0
+    assert main(["export", str(run), "--hf", str(out)]) == 0
+    theirs = transformers.AutoTokenizer.from_pretrained(out)
+    _, ours = attnlab.load(run)
+    ids = theirs(LONG, truncation=True)["input_ids"]
+    assert len(ids) == 8 and ids == ours.encode_for_model([LONG], 8)[0][0]
