@@ -1,7 +1,7 @@
-"""A new user's pass: a large corpus for ``train lm --init FILE.gguf`` is tokenised once with
-``attnlab prepare FILE... --tokenizer FILE.gguf``, as for a directory (prepare refused a .gguf
-file, "not ... a directory", while ``--init FILE.gguf --data CORPUS`` takes only a corpus made
-with the file's tokenizer). The tiny GPT-2 GGUF file of ``test_gguf``."""
+"""A large corpus for ``train lm --init FILE.gguf`` is tokenised once with ``attnlab prepare
+FILE... --tokenizer FILE.gguf``, as for a directory (prepare refused a .gguf file, "not ... a
+directory", while ``--init FILE.gguf --data CORPUS`` takes only a corpus made with the file's
+tokenizer). The tiny GPT-2 GGUF file of ``test_gguf``."""
 import json
 
 import numpy as np

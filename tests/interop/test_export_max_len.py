@@ -23,7 +23,7 @@ RUN = ["--max-len", "8", "--max-steps", "2", "--batch-size", "8", "--warmup", "0
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
-    return save_bert(tmp_path_factory.mktemp("nu52b_export") / "bert")
+    return save_bert(tmp_path_factory.mktemp("export") / "bert")
 
 
 @pytest.mark.slow  # trains a run

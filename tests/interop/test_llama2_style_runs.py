@@ -1,6 +1,6 @@
-"""A new user's pass over today's language models: a Llama directory whose tokenizer is
-Llama 2's kind (SentencePiece-style pieces that carry their word's leading space, and a bos
-token put before every text), given to ``train lm --init``, ``generate`` and ``export``.
+"""A Llama directory whose tokenizer is Llama 2's kind (SentencePiece-style pieces that carry their
+word's leading space, and a bos token put before every text), given to ``train lm --init``,
+``generate`` and ``export``.
 
 What a user would see if these broke: a run's continuation glued to its prompt ("the catsat"),
 a run that reads a prompt without the bos token its checkpoint and ``transformers`` put
@@ -58,7 +58,7 @@ def save_llama2(d):
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """The checkpoint, a text file, a run of one step from it and the run's export."""
-    root = tmp_path_factory.mktemp("nu52a")
+    root = tmp_path_factory.mktemp("llama2_style")
     d = save_llama2(root / "llama2")
     text = root / "text.txt"
     text.write_text(TEXT, encoding="utf-8")

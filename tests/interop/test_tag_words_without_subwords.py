@@ -18,7 +18,7 @@ ZWSP, ACCENT = "\u200b", "\u0301"
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
-    return save_bert(tmp_path_factory.mktemp("nu52b_unread") / "bert")
+    return save_bert(tmp_path_factory.mktemp("unread") / "bert")
 
 
 def test_a_word_without_subwords_is_told_apart_from_one_past_max_len(bert):

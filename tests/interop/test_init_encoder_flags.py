@@ -13,7 +13,7 @@ from tests.tasks.test_tag import capitalised, write_conll  # noqa: E402
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
-    return save_bert(tmp_path_factory.mktemp("nu52b_bert") / "bert")
+    return save_bert(tmp_path_factory.mktemp("bert") / "bert")
 
 
 def _files(tmp_path):
