@@ -32,7 +32,7 @@ from .activation_names import LORA_LAYERS, LORA_TARGETS
 from .errors import UsageError
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
-           "fractions_leave_training", "held_out_unused", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
+           "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "label_smoothing_setting", "held_out_setting", "min_lr_setting", "cooldown_setting",
            "check_schedule", "steps_of_epochs", "SCHEDULES",
            "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
@@ -215,15 +215,6 @@ def held_out_setting(split: str) -> Any:
     purpose = {"val": "validation", "test": "testing"}[split]
     return setting(0.1, help=f"share of --data held out for {purpose} without --{split}",
                    low=0, above=True, below=1)
-
-
-def held_out_unused(cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
-    """``Task.unused_settings``' group for ``held_out_setting``: a fraction whose split comes
-    from its own file (``--val-fraction`` with ``--val FILE``) holds nothing out, so a value
-    given for it would be silently not used."""
-    return [([f"{split}_fraction"], f"not with --{split} FILE: the {split} split is that "
-                                     f"file's rows, so nothing of --data is held out for it")
-            for split in ("val", "test") if cfg.get(split)]
 
 
 # --schedule's choices: the course's cosine and the paper's Noam, then the warm-up-and-decay

@@ -58,8 +58,8 @@ from typing import Any, ClassVar
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
-from ...settings import (AdaptSettings, flag, held_out_setting, held_out_unused,
-                         label_smoothing_setting, setting)
+from ...settings import (AdaptSettings, flag, held_out_setting, label_smoothing_setting,
+                         setting)
 from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
@@ -225,7 +225,7 @@ class ClassifyTask(Task):
         own = ([([f.name for f in fields(PretrainedEncoderFields)],
                  "only with --init of a pretrained encoder (read from its checkpoint)")]
                if cfg.get("arch", "transformer") == "transformer" else [])
-        own += self._objective_unused(cfg) + held_out_unused(cfg)
+        own += self._objective_unused(cfg)
         if cfg.get("init"):
             return [*own, (["tokenizer", "vocab_size"], "not with --init: the checkpoint's own "
                                                         "tokenizer is used"),
@@ -249,11 +249,9 @@ class ClassifyTask(Task):
         """``Task``'s, but what a label is (--multi-label, --regression, --label-sep,
         --threshold) is recorded whatever the objective: every run reads it (a run made
         before them reads their declared values); and --max-len, which a set run has always
-        recorded though it reads its sets whole, and the held-out fractions, which a run with
-        --val or --test FILE has always recorded."""
+        recorded though it reads its sets whole."""
         kept = ("multi_label", "regression", "label_sep", "threshold",
-                "max_len",  # a set run's too: the model config reads it (no table is built)
-                "val_fraction", "test_fraction")  # recorded with --val/--test FILE as before
+                "max_len")  # a set run's too: the model config reads it (no table is built)
         return [k for k in super().unrecorded_settings(cfg) if k not in kept]
 
     @staticmethod

@@ -49,7 +49,7 @@ from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...run_config import RunSettings
-from ...settings import AdaptSettings, flag, held_out_setting, held_out_unused, setting
+from ...settings import AdaptSettings, flag, held_out_setting, setting
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
@@ -150,7 +150,7 @@ class TagTask(Task):
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A pretrained encoder's fields only with --init; the word vocabulary only without;
         each format's columns only where a file is in that format."""
-        out = held_out_unused(cfg)
+        out = []
         if cfg.get("arch", "transformer") == "transformer":
             out.append(([f.name for f in fields(PretrainedEncoderFields)],
                         "only with --init of a pretrained encoder (read from its checkpoint)"))
@@ -169,10 +169,8 @@ class TagTask(Task):
 
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
         """What ``unused_settings`` names, but the format's columns: ``evaluate --data`` may
-        read a file of the other format, with the columns the run was given; and the held-out
-        fractions, which a run with --val or --test FILE has always recorded."""
-        kept = {"tag_column", "tokens_column", "tags_column",
-                "val_fraction", "test_fraction"}  # recorded with --val/--test FILE as before
+        read a file of the other format, with the columns the run was given."""
+        kept = {"tag_column", "tokens_column", "tags_column"}
         return [name for name in super().unrecorded_settings(cfg) if name not in kept]
 
     def validate(self, cfg: dict[str, Any]) -> dict[str, Any]:
