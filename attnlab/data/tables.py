@@ -268,7 +268,9 @@ def _read_delimited(text: str, columns, where: str, delimiter: str):
     start = 1  # the line where the current record starts
     try:
         header = next(reader)
-        while not any(h.strip() for h in header):  # skip leading blank lines
+        # before the header no row is lost: a line with no text (blank, or separators
+        # only, as a spreadsheet writes an empty row) is skipped
+        while not any(h.strip() for h in header):
             start = reader.line_num + 1
             header = next(reader)
     except StopIteration:
@@ -284,7 +286,7 @@ def _read_delimited(text: str, columns, where: str, delimiter: str):
     start = reader.line_num + 1
     try:
         for record in reader:
-            if any(field.strip() for field in record):  # blank lines are skipped
+            if not _blank_line(record):
                 if len(record) != len(header):
                     raise UsageError(f"{where} line {start}: {len(record)} fields, but the header "
                                      f"has {len(header)}")
@@ -294,6 +296,22 @@ def _read_delimited(text: str, columns, where: str, delimiter: str):
     except csv.Error as e:
         raise _quote_error(e, where, start, reader.line_num) from None
     return rows, lines, columns
+
+
+def _blank_line(record: list[str]) -> bool:
+    """Whether a CSV/TSV record (as the csv module reads one line) is a blank line, which the
+    reader skips: nothing on the line, or white space only (one field of spaces).
+
+    A line of separators only (``,,``; in a TSV, tabs), as a spreadsheet writes an empty row,
+    is not blank, nor is ``""``: it is a row whose values are empty, refused as any empty value
+    is (``_no_empty_values`` names its line and first column). Skipping it would change the
+    number of rows without a word.
+
+    Examples:
+        >>> _blank_line([]), _blank_line(["  "]), _blank_line(["", "", ""]), _blank_line([""])
+        (True, True, False, False)
+    """
+    return not record or (len(record) == 1 and record[0].isspace())
 
 
 def _quote_error(e: csv.Error, where: str, start: int, end: int) -> UsageError:

@@ -9,7 +9,14 @@ validation it also counts entities with the ``score`` it is given (the task's
 ``attnlab.tasks.tag.scoring.entity_scores``, which this layer may not import), on the host:
 validation reads its numbers anyway; and ``summarise`` turns the split's counts into ``val_f1``,
 ``val_precision``, ``val_recall`` and the token accuracy ``val_acc``: entity F1 is a ratio
-of counts over the whole split, not a mean of per-batch scores.
+of counts over the whole split, not a mean of per-batch scores. ``val_loss`` is such a ratio
+too, the summed cross-entropy of the split over its labelled tokens,
+
+    val_loss = Σ_split CE / (labelled tokens of the split),
+
+each labelled token weighted equally, as lm's ``val_loss`` weighs every token. The loop's mean
+of per-batch losses would weigh a batch by its sentences, so that a batch of short sentences
+(few labelled tokens) would count as much as one of long sentences.
 """
 from __future__ import annotations
 
@@ -24,7 +31,7 @@ from .module import TaskModule
 __all__ = ["TaggerModule", "IGNORE"]
 
 IGNORE = -100  # a label the loss skips (torch's and Hugging Face's ignore_index)
-_COUNTS = ("right", "predicted", "true", "correct", "labelled")
+_COUNTS = ("right", "predicted", "true", "correct", "labelled", "summed_loss")
 
 
 class TaggerModule(TaskModule):
@@ -51,11 +58,15 @@ class TaggerModule(TaskModule):
         if self.training:
             acc = ((preds == labels) & kept).sum() / kept.sum().clamp(min=1)
             return loss, {"acc": acc}
-        return loss, self._counts(preds, labels, kept)
+        summed = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE,
+                                 reduction="sum")
+        return loss, self._counts(preds, labels, kept, summed)
 
-    def _counts(self, preds: Tensor, labels: Tensor, kept: Tensor) -> dict[str, Tensor]:
-        """Entity and token counts of a validation batch, each divided by the batch size (the
-        loop multiplies each batch's numbers by it before taking the mean)."""
+    def _counts(self, preds: Tensor, labels: Tensor, kept: Tensor,
+                summed: Tensor) -> dict[str, Tensor]:
+        """Entity and token counts of a validation batch and its summed loss (``summed``),
+        each divided by the batch size (the loop multiplies each batch's numbers by it before
+        taking the mean)."""
         true, guessed = [], []
         for p, y, k in zip(preds.tolist(), labels.tolist(), kept.tolist()):
             true.append([self.tags[t] for t, keep in zip(y, k) if keep])
@@ -64,16 +75,19 @@ class TaggerModule(TaskModule):
         correct = sum(a == b for t, g in zip(true, guessed) for a, b in zip(t, g))
         labelled = sum(map(len, true))
         n = len(true)
-        values = (s["right"], s["predicted"], s["true"], correct, labelled)
-        return {k: torch.tensor(v / n, device=preds.device) for k, v in zip(_COUNTS, values)}
+        values = (s["right"], s["predicted"], s["true"], correct, labelled, summed.detach())
+        return {k: torch.as_tensor(v / n, device=preds.device) for k, v in zip(_COUNTS, values)}
 
     def summarise(self, means: dict[str, float]) -> dict[str, float]:
-        """``loss``; ``acc`` (token accuracy); entity ``precision``, ``recall``, ``f1`` from
-        the counts' means (their ratio is the ratio of the split's counts)."""
+        """``loss`` (per labelled token of the split; NaN when it has none, as the
+        cross-entropy of no token is); ``acc`` (token accuracy); entity ``precision``,
+        ``recall``, ``f1``: each a ratio of the means of counts, which is the ratio of the
+        split's counts."""
         if not set(_COUNTS) <= means.keys():
             return means
-        right, predicted, true, correct, labelled = (means[k] for k in _COUNTS)
+        right, predicted, true, correct, labelled, summed = (means[k] for k in _COUNTS)
         p = right / predicted if predicted else 0.0
         r = right / true if true else 0.0
-        return {"loss": means["loss"], "acc": correct / labelled if labelled else 0.0,
+        return {"loss": summed / labelled if labelled else float("nan"),
+                "acc": correct / labelled if labelled else 0.0,
                 "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
