@@ -6,7 +6,8 @@ line. Never imports Lightning.
 
 DIR is an ``attnlab train lm`` run, or a Hugging Face causal-LM directory or GGUF file
 (``hf_generate``):
-its model converted as ``--init`` converts it, with its own tokenizer. ``--chat TEXT``
+its model converted as ``--init`` converts it, with its own tokenizer, sampling as its
+``generation_config.json`` says where no flag says otherwise. ``--chat TEXT``
 (``--system TEXT``) answers a message through the checkpoint's chat template, and
 ``--input-file FILE --chat`` answers one message per line: on a checkpoint, or on a run whose
 tokenizer kept the chat template of the checkpoint it was trained from."""
@@ -35,7 +36,9 @@ class GenerateOptions(GenerationSettings, ModelRunSettings):
     chosen (the library's declaration, ``GenerationSettings``), --threads, and these."""
 
     seed: int = seed_setting(None, help="seed for reproducible sampling")
-    greedy: bool = setting(False, help="argmax decoding instead of sampling")
+    greedy: bool = setting(False, help="argmax decoding instead of sampling (--no-greedy: "
+                                       "sample where DIR's generation_config.json says "
+                                       "do_sample false)")
     # "auto" as transformers 5's from_pretrained: the checkpoint's own dtype (bf16 for most
     # published ones), read straight into the model, so it takes the memory it takes on disk
     dtype: str = setting("auto", choices=LOAD_DTYPES,
@@ -49,6 +52,9 @@ CHAT_LINES = "(one message per line of --input-file)"
 
 # what --greedy makes pointless: given with it, they are refused
 SAMPLING_FLAGS = ("temperature", "top_k", "top_p", "seed")
+# the flags a checkpoint's generation_config.json stands in for when they are not given
+# (``attnlab.interop.generation_config.resolve``)
+FILE_DEFAULTED = ("greedy", "temperature", "top_k", "top_p")
 
 
 def register(sub) -> None:
@@ -61,7 +67,8 @@ def register(sub) -> None:
                     "is generated. With a directory whose tokenizer has a chat template, --chat "
                     "TEXT answers TEXT as the assistant and prints the reply alone. Samples by "
                     "default (--temperature, --top-k, --top-p); --greedy takes the most likely "
-                    "token each step.")
+                    "token each step. A directory's generation_config.json sets the ones not "
+                    "given, as transformers' generate reads it (a note says which).")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--prompt", metavar="TEXT")
     p.add_argument("--chat", nargs="?", const=CHAT_LINES, metavar="TEXT",
@@ -92,6 +99,7 @@ def _check(args) -> None:
                          f"would do nothing: drop {'it' if len(sampling) == 1 else 'them'}, or "
                          f"drop --greedy to sample")
     _check_chat(args)
+    args.given = {name: getattr(args, name) for name in FILE_DEFAULTED}  # before the defaults
     check_options(args, GenerateOptions)  # the temperature's floor included (SamplingSettings)
     if args.quantize and args.dtype not in ("auto", "float32"):
         raise UsageError(f"--dtype {args.dtype}: --quantize {args.quantize} multiplies int8 "
@@ -200,6 +208,7 @@ def run(args) -> int:
         from ..interop.chat import check_chat_template
 
         check_chat_template(run_dir)
+    _note_init_defaults(run_dir, cfg, args)
     import torch
 
     from ..loading import weights_from
@@ -234,6 +243,27 @@ def run(args) -> int:
     print_outputs(args, texts, labels, all_ids, lambda ids, write, label: continuation(
         model, tokenizer, ids, args, generator, write=write, label=label))
     return 0
+
+
+def _note_init_defaults(run_dir, cfg, args) -> None:
+    """A run keeps its --init DIR's weights, tokenizer and chat template, not DIR's sampling
+    defaults (training changed the distribution they were chosen for), so it decodes by
+    attnlab's. When DIR is still there and its generation_config.json would decode otherwise,
+    one note on stderr names the flags that decode as DIR says."""
+    from ..errors import UsageError
+    from ..interop.chat import is_hf_directory
+    from ..interop.generation_config import FILE, as_flags, read_sampling, resolve
+
+    init = getattr(cfg, "init", None)
+    if not init or not is_hf_directory(init):
+        return
+    try:
+        taken, _ = resolve(args.given, read_sampling(init))
+    except UsageError:  # advice only: a file broken since training stops nothing here
+        return
+    if taken:
+        print(f"note: {run_dir} decodes by attnlab's defaults, not by --init {init}'s {FILE}; "
+              f"give {as_flags(taken)} to decode as it says", file=sys.stderr, flush=True)
 
 
 def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[int]],

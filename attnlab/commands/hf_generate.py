@@ -13,6 +13,10 @@ so ``--greedy`` prints what ``transformers``' greedy ``generate`` continues the 
 ``--chat TEXT`` (``--system TEXT``) renders the message with the checkpoint's chat template
 and prints the assistant's reply alone, generation stopping at the template's end-of-turn
 token (``attnlab.interop.chat``). Generation stops at the config's eos token(s) too.
+
+The sampling settings not given as flags come from the directory's ``generation_config.json``
+(do_sample, temperature, top_k, top_p: ``attnlab.interop.generation_config``), as
+``transformers``' ``generate`` takes them, said in one note on stderr.
 """
 from __future__ import annotations
 
@@ -44,6 +48,8 @@ def from_directory(args, texts: list[str], labels: list[str]):
     chat_tokenizer, gguf = None, is_gguf(directory)
     if args.chat is not None:  # before the model is read: it may take a while
         (check_gguf_chat_template if gguf else check_chat_template)(directory)
+    if not gguf:  # a GGUF file holds no sampling defaults
+        _sample_as_the_directory_says(directory, args)
     model, tokenizer = _load(directory, args)
     if args.chat is not None:
         chat_tokenizer = (load_gguf_tokenizer if gguf else load_chat_tokenizer)(directory)
@@ -56,6 +62,22 @@ def from_directory(args, texts: list[str], labels: list[str]):
     generator = _generator(args.seed)
     return all_ids, lambda ids, write, label: reply(model, tokenizer, ids, stops, args,
                                                      generator, write=write, label=label)
+
+
+def _sample_as_the_directory_says(directory: Path, args) -> None:
+    """The sampling settings the user did not give, from ``directory``'s
+    ``generation_config.json`` (``transformers``' ``generate`` reads them there too), set on
+    ``args``; one line on stderr saying what came from the file and what it asks for that
+    attnlab does not do. Refuses a value out of range before the model is read."""
+    import sys
+
+    from ..interop.generation_config import read_sampling, resolve
+
+    taken, note = resolve(args.given, read_sampling(directory))
+    for name, value in taken.items():
+        setattr(args, name, value)
+    if note:
+        print(note, file=sys.stderr, flush=True)
 
 
 def _load(directory: Path, args):
