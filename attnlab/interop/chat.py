@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from .generation_config import FILE as GENERATION_CONFIG
 
 __all__ = ["is_hf_directory", "is_run", "has_chat_template", "check_chat_template",
            "conversation", "load_chat_tokenizer", "chat_ids", "render", "end_of_turn_id",
@@ -170,7 +171,7 @@ def end_of_turn_id(tokenizer) -> int | None:
 
 def _config_eos(directory: Path) -> list[int]:
     """The eos id(s) ``generation_config.json`` names, else ``config.json``'s."""
-    for name in ("generation_config.json", "config.json"):
+    for name in (GENERATION_CONFIG, "config.json"):
         data = _json(directory / name)
         value = data.get("eos_token_id") if isinstance(data, dict) else None
         if value is not None:
