@@ -484,11 +484,14 @@ class SamplingSettings:
                                            "greedy decoding (--greedy, do_sample=False) takes "
                                            "the most likely token",
                                  help="at least 1e-6; lower is more conservative (default "
-                                      "1.0; for the most likely token use --greedy)")
+                                      "1.0, or a Hugging Face DIR's generation_config.json's; "
+                                      "for the most likely token use --greedy)")
     top_k: int = setting(None, low=1, optional=True, metavar="K",
-                         help="sample among the K most likely tokens")
+                         help="sample among the K most likely tokens (default: all, or a "
+                              "Hugging Face DIR's generation_config.json's)")
     top_p: float = setting(None, low=0, above=True, most=1, optional=True, metavar="P",
-                           help="sample from the nucleus of mass P")
+                           help="sample from the nucleus of mass P (default: all, or a Hugging "
+                                "Face DIR's generation_config.json's)")
 
 
 @dataclass
