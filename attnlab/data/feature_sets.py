@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UsageError
+from .label_forms import OneSpelling
 from .tables import _missing, check_unique, place, read_table
 
 __all__ = ["FeatureSets", "read_feature_sets", "parse_feature_columns", "parse_set",
@@ -121,8 +122,10 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
                          f"add some or name them with --feature-columns")
     rows: dict[str, list[list[float]]] = {}
     labels: dict[str, tuple[str, int]] = {}  # set -> (label, line of its first row)
+    ids = OneSpelling(where, f"column {set_column!r}")  # one set id in two forms: two sets
     for row, line in zip(table, table.lines):
         key, label = row[set_column].strip(), row[label_column].strip()
+        ids.see(key, place(path, line))
         first = labels.setdefault(key, (label, line))
         if first[0] != label:
             raise UsageError(f"{where} {place(path, line)}: set {key!r} has label {label!r} here "

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...data.overlap import shared_inputs
+from ...data.label_forms import OneSpelling, other_form
 from ...data.tables import KINDS, check_digest, place, read_table
 from ...errors import UsageError
 from .labels import label_set, objective_of, parse_label
@@ -82,6 +83,11 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
         examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
                                             f"--{key} {found.path} {place(path, line)}"))
                     for row, line in zip(found, found.lines)]
+    if not cfg.regression:  # a class name in two Unicode forms would be two classes
+        forms = OneSpelling(f"--{key} {found.path}", f"column {cfg.label_column!r}")
+        for (_, label), line in zip(examples, found.lines):
+            for name in label_set(label):
+                forms.see(name, place(path, line))
     if pinned:
         check_digest(found.path, found.sha256, (cfg.data_sha256 or {}).get(key), what=f"--{key}")
     return examples, found.lines, found.path, found.sha256
@@ -110,7 +116,7 @@ def check_labels(examples, lines, path, labels: set[str] | None, key: str) -> No
         if label is not None:
             known = ", ".join(sorted(labels)[:10]) + (", ..." if len(labels) > 10 else "")
             raise UsageError(f"--{key} {path} {place(path, line)}: label {label!r} never seen in "
-                             f"training (labels: {known})")
+                             f"training (labels: {known}){other_form(label, labels)}")
 
 
 def _classes(cfg: RunSettings, pairs, path) -> tuple[set[str] | None, dict[Any, list[int]]]:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...data.label_forms import OneSpelling, other_form
 from ...data.tables import COLUMNAR, _decode, check_digest, file_format, place, read_bytes
 from ...errors import UsageError
 from ...runs import check_data_files, record_data_files
@@ -216,6 +217,10 @@ def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | 
         found.sha256 = hashlib.sha256(data).hexdigest()
     if not found.words:
         raise UsageError(f"{what} {path}: no sentence (the file is empty)")
+    forms = OneSpelling(f"{what} {path}", "the tags")  # a tag in two Unicode forms: two tags
+    for tags, line in zip(found.tags, found.lines):
+        for tag in tags:
+            forms.see(tag, f"the sentence at {place(path, line)}")
     return found
 
 
@@ -232,7 +237,8 @@ def check_tags(part: Sentences, known: set[str], key: str) -> None:
             if tag not in known:
                 shown = ", ".join(sorted(known)[:10]) + (", ..." if len(known) > 10 else "")
                 raise UsageError(f"--{key} {part.path} {place(part.path, line)}: tag {tag!r} "
-                                 f"never seen in training (tags: {shown})")
+                                 f"never seen in training (tags: {shown})"
+                                 f"{other_form(tag, known)}")
 
 
 def files_of(cfg: RunSettings) -> dict[str, str | None]:

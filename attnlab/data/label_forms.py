@@ -1,0 +1,75 @@
+"""One spelling per label: labels that differ only in their Unicode form are refused where
+they enter.
+
+"café" can be stored two ways. Composed (NFC: ``é`` is U+00E9), as Windows and most editors
+write it; or decomposed (NFD: ``e`` then the combining accent U+0301), as macOS file names and
+some Mac tools give it. Both print alike, but they are different strings, so a classifier would
+learn two classes that look the same in every table and figure, and a tagger two tags.
+
+Why refuse rather than merge: merging means choosing a spelling that some of the user's rows
+do not have, and ``predict`` would then print a label that no longer equals, byte for byte,
+the one in the user's file (their own scripts that compare labels would silently disagree).
+The fix is one line of the user's (``unicodedata.normalize("NFC", s)``), and the error says
+where the two spellings are. Only canonical equivalence counts (the same text in NFC and NFD):
+compatibility forms such as the ligature "ﬁ" or a full-width "Ａ" print differently, so they
+are different labels by sight too.
+
+Examples:
+    >>> forms = OneSpelling("--data d.csv", "column 'label'")
+    >>> forms.see("caf\\u00e9", "line 2")
+    >>> forms.see("cafe\\u0301", "line 5")
+    Traceback (most recent call last):
+    ...
+    attnlab.errors.UsageError: --data d.csv: column 'label': 'café' (line 2, NFC) and 'café' (line 5, NFD) are the same text in two Unicode forms, which would be two labels that print alike; write one form (Python: unicodedata.normalize("NFC", label))
+"""
+from __future__ import annotations
+
+import unicodedata
+
+from ..errors import UsageError
+
+__all__ = ["OneSpelling", "form_of", "other_form"]
+
+FIX = 'write one form (Python: unicodedata.normalize("NFC", label))'
+
+
+def form_of(text: str) -> str:
+    """The Unicode form ``text`` is in: "NFC", "NFD" (when not also NFC) or "mixed"."""
+    if unicodedata.is_normalized("NFC", text):
+        return "NFC"
+    return "NFD" if unicodedata.is_normalized("NFD", text) else "mixed"
+
+
+class OneSpelling:
+    """Sees the labels of one file (or one column) and refuses the first one that is an earlier
+    label in another Unicode form.
+
+    Args:
+        where: the file, as messages start (``"--data reviews.csv"``).
+        what: what holds the labels (``"column 'label'"``, ``"the tags"``).
+    """
+
+    def __init__(self, where: str, what: str) -> None:
+        self.where, self.what = where, what
+        self._first: dict[str, tuple[str, str]] = {}  # NFC key -> (spelling, its place)
+
+    def see(self, label: str, place: str) -> None:
+        """``UsageError`` naming both places if ``label`` was seen before in another form."""
+        spelling, first = self._first.setdefault(unicodedata.normalize("NFC", label),
+                                                 (label, place))
+        if spelling != label:
+            raise UsageError(f"{self.where}: {self.what}: {spelling!r} ({first}, "
+                             f"{form_of(spelling)}) and {label!r} ({place}, {form_of(label)}) "
+                             f"are the same text in two Unicode forms, which would be two labels "
+                             f"that print alike; {FIX}")
+
+
+def other_form(label: str, known) -> str:
+    """The end of a "never seen in training" message: how ``label`` differs from the one of
+    ``known`` that is the same text in another Unicode form; "" when none is."""
+    key = unicodedata.normalize("NFC", label)
+    twin = next((k for k in known if unicodedata.normalize("NFC", k) == key), None)
+    if twin is None:
+        return ""
+    return (f"; training has it as {twin!r} in {form_of(twin)}, this file in {form_of(label)} "
+            f"(the same text in two Unicode forms); {FIX}")
