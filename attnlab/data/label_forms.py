@@ -17,10 +17,10 @@ are different labels by sight too.
 Examples:
     >>> forms = OneSpelling("--data d.csv", "column 'label'")
     >>> forms.see("caf\\u00e9", "line 2")
-    >>> forms.see("cafe\\u0301", "line 5")
+    >>> forms.see("cafe\\u0301", "line 5")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    attnlab.errors.UsageError: --data d.csv: column 'label': 'café' (line 2, NFC) and 'café' (line 5, NFD) are the same text in two Unicode forms, which would be two labels that print alike; write one form (Python: unicodedata.normalize("NFC", label))
+    attnlab.errors.UsageError: --data d.csv: column 'label': 'café' (line 2, NFC) and ... (line 5, NFD) are the same text in two Unicode forms, which would be two labels that print alike; write one form (Python: unicodedata.normalize("NFC", label))
 """
 from __future__ import annotations
 

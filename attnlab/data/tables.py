@@ -8,7 +8,8 @@ flag, the file and — where there is one — the column and line, e.g.
     --data reviews.csv line 7: not valid UTF-8 (byte 0xff at column 12)
     --data reviews.csv: no column 'label' (columns: text, sentiment)
 
-The file type comes from the extension: ``.csv``; ``.tsv`` / ``.tab``; ``.jsonl`` / ``.ndjson``
+The file type comes from the extension: ``.csv``; ``.tsv`` / ``.tab`` (whose quotes may be text:
+``attnlab.data.tsv_quoting``); ``.jsonl`` / ``.ndjson``
 (one JSON object per line); ``.parquet``. A directory is a Hugging Face datasets directory
 (``Dataset.save_to_disk``; one split of a ``DatasetDict`` is its subdirectory, ``DIR/train``),
 read by ``attnlab.data.columnar``. ``file_format`` is the one place the kind is decided. Text is
@@ -127,7 +128,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
     if fmt == "jsonl":
         rows, lines, columns = _read_jsonl(text, columns, where, lists)
     else:
-        rows, lines, columns = _read_delimited(text, columns, where, "\t" if fmt == "tsv" else ",")
+        rows, lines, columns = _read_delimited(text, columns, where, fmt)
     if not rows:
         raise UsageError(f"{where}: the file has no data rows")
     if not allow_empty_values:
@@ -261,10 +262,17 @@ def _missing(columns: list[str], have: list[str], where: str) -> None:
                          f"(columns: {', '.join(have) or 'none'})")
 
 
-def _read_delimited(text: str, columns, where: str, delimiter: str):
+def _read_delimited(text: str, columns, where: str, fmt: str):
     # strict: a quote that is never closed, or text after a closing quote, is an error; without
     # it Python's csv module reads the rest of the file into one value and says nothing.
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    # A TSV's quotes may be text (``tsv_quoting``: decided once for the file).
+    if fmt == "tsv":
+        from .tsv_quoting import quoting
+
+        options = {"delimiter": "\t", "quoting": quoting(text, where)}
+    else:
+        options = {"delimiter": ","}
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True, **options)
     start = 1  # the line where the current record starts
     try:
         header = next(reader)

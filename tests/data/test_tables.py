@@ -152,3 +152,55 @@ def test_train_refuses_the_row_before_writing_a_run(tmp_path, capsys, task, head
     first = header.split(",")[0]
     assert err.endswith(f"d.csv line 22: empty value in column '{first}'"), err
     assert len(err.splitlines()) == 1 and not out.exists()
+
+
+# A TSV's quotes: enclosing a value (pandas, Python's csv module as Excel writes, R) or text
+# (by hand, cut/paste). Each kind of file is read as its writer wrote it; a file that shows
+# both kinds, or only quotes that may be either, is refused naming the line.
+VALUES = ['"Hi" she said', "tab\there", "two\nlines", "plain", '5" screen', '"Hi"', "a, b"]
+
+
+def test_a_tsv_that_pandas_wrote_reads_back_its_values(tmp_path):
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "d.tsv"
+    pd.DataFrame({"text": VALUES, "label": ["x"] * len(VALUES)}).to_csv(path, sep="\t",
+                                                                       index=False)
+    assert read_table(path, ["text", "label"]).column("text") == VALUES
+
+
+def test_a_tsv_written_as_excel_writes_it_reads_back_its_values(tmp_path):
+    import csv
+
+    path = tmp_path / "d.tsv"
+    with open(path, "w", newline="", encoding="utf-8") as f:  # Excel's "Text (Tab delimited)"
+        csv.writer(f, dialect="excel-tab").writerows([["text", "label"],
+                                                      *([v, "x"] for v in VALUES)])
+    assert read_table(path, ["text", "label"]).column("text") == VALUES
+
+
+def test_a_tsv_that_quotes_its_header_and_text_as_r_does_is_unquoted(tmp_path):
+    path = write(tmp_path, "d.tsv", '"text"\t"stars"\n"Hi"\t5\n"a, b"\t4\n')
+    assert read_table(path) == [{"text": "Hi", "stars": "5"}, {"text": "a, b", "stars": "4"}]
+
+
+@pytest.mark.parametrize("lines", [
+    ['"Hi" she said\tpos', "plain\tneg"],  # the csv module refused this one
+    ['"Hi"\tpos', "plain\tneg"],  # the csv module read this one as Hi
+    ['said "no"\tneg', '"Hi"\tpos', '"a, b"\tneg'],
+    ['"never closed\tpos', 'ok\tneg'],
+])
+def test_a_tsv_written_by_hand_keeps_its_quotes(tmp_path, lines):
+    path = write(tmp_path, "d.tsv", "text\tlabel\r\n" + "\r\n".join(lines) + "\r\n")
+    assert read_table(path, ["text", "label"]).column("text") == [x.split("\t")[0] for x in lines]
+
+
+@pytest.mark.parametrize("text, message", [
+    ('text\tlabel\n"a, b"\tpos\nc\tneg\n',
+     r"d.tsv line 2: value '\"a, b\"' is enclosed in quotes, and nothing in the file says"),
+    ('text\tlabel\n"""Hi"" she said"\tpos\n5" screen\tneg\n',
+     r"d.tsv line 3: a quote that is text, but line 2 encloses a value in quotes"),
+])
+def test_a_tsv_whose_quotes_may_mean_either_is_refused_naming_the_line(tmp_path, text, message):
+    with pytest.raises(UsageError, match=message) as info:
+        read_table(write(tmp_path, "d.tsv", text), ["text", "label"])
+    assert "\n" not in str(info.value)
