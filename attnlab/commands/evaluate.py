@@ -1,4 +1,8 @@
-"""``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run."""
+"""``attnlab evaluate DIR [--data FILE]``: the test metrics of a trained run.
+
+``--data FILE`` is read with the run's own columns, or with those the column flags of
+``attnlab train`` name (``--text-column``, ``--src-column``, ...): the same flags, made from
+the same declarations and checked the same way."""
 from __future__ import annotations
 
 from ..errors import UsageError
@@ -19,10 +23,79 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="PNG",
                    help="with --by-length: the figure, .png (or .svg, .pdf) (default "
                         "DIR/by_length.png, never replaced unless you name it here)")
+    _add_column_flags(p)
     add_threads_flag(p)
     add_quantize_flag(p)
     add_checkpoint_flag(p)
     p.set_defaults(func=run)
+
+
+def column_settings() -> dict[str, tuple[type, list[str]]]:
+    """Every task's column settings, by name: (the settings class that declares it, the tasks
+    that have it). A column setting is one whose name ends in ``_column`` (``text_column``,
+    ``tokens_column``, ...): it names a column (or field) of a data file, so a file with other
+    names can be read by naming them, in training and here alike."""
+    from ..settings import exposed
+    from ..tasks import available_tasks
+
+    found: dict[str, tuple[type, list[str]]] = {}
+    for task in available_tasks().values():
+        if task.settings is not None:
+            for name in exposed(task.settings):
+                if name.endswith("_column"):
+                    found.setdefault(name, (task.settings, []))[1].append(task.name)
+    return found
+
+
+def _add_column_flags(p) -> None:
+    """``train``'s column flags, from the same declarations; not given: the run's own."""
+    from ..settings import add_flags
+
+    group = p.add_argument_group("columns of --data FILE (default: those the run was trained "
+                                 "with)")
+    for name, (settings, tasks) in column_settings().items():
+        add_flags(group, settings, only=[name])
+        action = group._group_actions[-1]
+        action.help = f"{' and '.join(tasks)} runs: {action.help}"
+
+
+def _with_columns(args, task, cfg, run_dir):
+    """The run's config with the column flags given (each checked as ``train`` checks it:
+    its type, then the task's ``check_columns``) over the run's own columns."""
+    from ..settings import check, flag
+
+    given = {name: getattr(args, name) for name in column_settings()
+             if getattr(args, name, None) is not None}
+    if not given:
+        return cfg
+    first = flag(next(iter(given)))
+    if args.data is None:
+        raise UsageError(f"{first} names a column of --data FILE; without --data the run's own "
+                         f"test split is read with the run's own columns")
+    for name in given:
+        settings, tasks = column_settings()[name]
+        if cfg.task not in tasks:
+            raise UsageError(f"{flag(name)} is for {' and '.join(tasks)} runs; {run_dir} is a "
+                             f"{cfg.task} run")
+    check(task.settings, given, only=given)
+    trained = cfg.as_trained()
+    values = {**trained, **given}
+    # what a run does not record, it does not read (tag records every format's columns, so
+    # that a file of another format can be evaluated)
+    unread = set(task.unrecorded_settings(values))
+    if unread != set(task.unrecorded_settings(trained)):  # --set-column on a run of texts
+        raise UsageError(f"{first} would make the {cfg.task} run {run_dir} read another kind of "
+                         f"file than it was trained on; name only the columns it reads")
+    for names, why in task.unused_settings(values):
+        wrong = next((n for n in names if n in given and n in unread), None)
+        if wrong:
+            raise UsageError(f"{flag(wrong)}: {why}")
+    # a task whose columns can clash (classify, tag) checks them in ``check_columns``, which
+    # its ``validate`` calls too (translate's reader checks its own: ``read_pairs``)
+    check_columns = getattr(task, "check_columns", None)
+    if check_columns is not None:
+        check_columns(values)
+    return task.read_config({**cfg.record(), **given}, run_dir / "config.yaml")
 
 
 def run(args) -> int:
@@ -38,6 +111,7 @@ def run(args) -> int:
     run_dir, cfg = check_run_dir(args.run_dir, command="evaluate", checkpoint=args.checkpoint)
     check_quantize(args.quantize, cfg.task, run_dir)
     task = get_task(cfg.task)
+    cfg = _with_columns(args, task, cfg, run_dir)
     # a whole test split: forward passes, or (translate) batched greedy decoding
     use_threads(args, "decode" if task.capabilities.evaluate_decodes else "forward", run_dir)
     if args.by_length and not task.capabilities.evaluate_by_length:

@@ -152,6 +152,45 @@ def test_evaluate_on_another_file_and_predict_never_import_lightning(classify_ru
 
 
 @pytest.mark.slow
+def test_evaluate_reads_a_file_whose_columns_are_named_otherwise(classify_run, tmp_path, capsys):
+    """The run was trained on columns review/sentiment: a file with text/label is read by
+    naming them, as train takes them, and gives the same scores as the same rows under the
+    run's own names (the default)."""
+    own = write_csv(tmp_path / "own.csv", n=30, seed=9)
+    other = tmp_path / "other.csv"
+    other.write_text(own.read_text().replace("id,review,sentiment", "id,text,label", 1))
+    assert main(["evaluate", str(classify_run), "--data", str(own)]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(classify_run), "--data", str(other)]) == 2
+    assert "other.csv: no columns 'review', 'sentiment'" in capsys.readouterr().err
+    assert main(["evaluate", str(classify_run), "--data", str(other), "--text-column", "text",
+                 "--label-column", "label"]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, message", [
+    (["--text-column", "label", "--label-column", "label"],
+     "--text-column and --label-column are both 'label'; they must name two different columns"),
+    (["--src-column", "text"], "--src-column is for translate runs; "),
+    (["--label-column", " "], "--label-column must be a column name, got ' '"),
+    (["--set-column", "id"], "--set-column would make the classify run "),
+])
+def test_evaluate_checks_column_flags_as_train_does(classify_run, tmp_path, capsys, flags,
+                                                    message):
+    data = write_csv(tmp_path / "d.csv", n=6)
+    assert main(["evaluate", str(classify_run), "--data", str(data), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_evaluate_column_flags_need_a_data_file(classify_run, capsys):
+    assert main(["evaluate", str(classify_run), "--text-column", "text"]) == 2
+    assert "--text-column names a column of --data FILE" in capsys.readouterr().err
+
+
+@pytest.mark.slow
 def test_plot_attention_labels_cls_and_the_texts_own_words(classify_run, tmp_path):
     cfg = read_yaml(classify_run / "config.yaml")
     maps, x_labels, y_labels = TASK.runtime().attention_maps(

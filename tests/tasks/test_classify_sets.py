@@ -236,3 +236,17 @@ def test_set_column_accepts_what_it_uses_and_a_config_file_is_checked_too(tmp_pa
     assert main(["train", "classify", "--data", str(data), "--out", str(tmp_path / "no"),
                  *SET_ARGS, "--config", str(config)]) == 2
     assert capsys.readouterr().err.startswith("attnlab: error: --pooling: not with --set-column")
+
+
+@pytest.mark.slow
+def test_evaluate_names_the_set_column_of_another_file(sets_run, tmp_path, capsys):
+    own = write_sets(tmp_path / "own.csv", n=12, seed=5)
+    other = tmp_path / "other.csv"
+    other.write_text(own.read_text().replace("cloud,", "group,", 1))
+    assert main(["evaluate", str(sets_run), "--data", str(own)]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(sets_run), "--data", str(other), "--set-column", "group"]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    # a set run reads no text column: naming one is refused, not ignored
+    assert main(["evaluate", str(sets_run), "--data", str(other), "--text-column", "x"]) == 2
+    assert "--text-column: not with --set-column" in capsys.readouterr().err

@@ -151,6 +151,20 @@ def test_evaluate_gives_the_runs_test_metrics_and_takes_a_file(tag_run, tmp_path
 
 
 @pytest.mark.slow
+def test_evaluate_reads_json_lines_whose_fields_are_named_otherwise(tag_run, tmp_path, capsys):
+    rows = [{"words": ["John", "lives"], "ner": ["O", "O"]},
+            {"words": ["Mary", "walks"], "ner": ["B-X", "O"]}]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["evaluate", str(tag_run), "--data", str(data)]) == 2
+    assert "needs fields 'tokens' and 'tags'" in capsys.readouterr().err
+    assert main(["evaluate", str(tag_run), "--data", str(data), "--tokens-column", "words",
+                 "--tags-column", "ner"]) == 0
+    scores = json.loads(capsys.readouterr().out)  # the rows of the CoNLL test above
+    assert (scores["test_precision"], scores["test_recall"]) == (0.5, 1.0)
+
+
+@pytest.mark.slow
 def test_view_shows_one_row_and_column_per_word(tag_run, tmp_path):
     page = tmp_path / "v.html"
     assert main(["view", str(tag_run), "--input", "John lives in Paris", "--out",

@@ -94,6 +94,19 @@ def test_user_data_file_with_custom_columns(tmp_path, capsys):
     assert main(["predict", str(out), "--input", "a b"]) == 0
     # evaluate re-draws the held-out rows from the same file; a changed file is refused
     assert main(["evaluate", str(out)]) == 0
+    # another file is read with the run's columns, or with those named as train names them
+    capsys.readouterr()
+    own, other = tmp_path / "own.tsv", tmp_path / "other.tsv"
+    own.write_text("\n".join(lines[:6]) + "\n")
+    other.write_text("\n".join(["source\ttarget", *lines[1:6]]) + "\n")
+    assert main(["evaluate", str(out), "--data", str(own)]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(out), "--data", str(other), "--src-column", "source",
+                 "--tgt-column", "target"]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    assert main(["evaluate", str(out), "--data", str(other), "--src-column", "source",
+                 "--tgt-column", "source"]) == 2
+    assert "--src-column and --tgt-column are both 'source'" in capsys.readouterr().err
     data.write_text("\n".join(lines[:-1]) + "\n")
     capsys.readouterr()
     assert main(["evaluate", str(out)]) == 2

@@ -284,7 +284,7 @@ class ClassifyTask(Task):
             raise UsageError(small)
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
-        self._check_column_flags(cfg)
+        self.check_columns(cfg)
         splits = read_and_pin(cfg, self.config_class().from_values)
         if cfg.get("class_weights") and cfg.get("class_weight_values") is None:
             # not on --resume: the run keeps the weights it started with
@@ -295,10 +295,10 @@ class ClassifyTask(Task):
                                                      cfg["pooling"], max_len=cfg["max_len"])
         return splits
 
-    @staticmethod
-    def _check_column_flags(cfg: dict[str, Any]) -> None:
+    def check_columns(self, cfg: dict[str, Any]) -> None:
         """Two roles given the same column (``--text-column x --label-column x``) would train
-        on the label itself: refused, naming both flags."""
+        on the label itself: refused, naming both flags. ``validate`` calls it, and so does
+        ``attnlab evaluate --data FILE`` given the same flags."""
         roles = (("set_column", "label_column") if cfg.get("set_column")
                  else ("text_column", "label_column"))
         for key in roles:

@@ -173,6 +173,16 @@ class TagTask(Task):
         kept = {"tag_column", "tokens_column", "tags_column"}
         return [name for name in super().unrecorded_settings(cfg) if name not in kept]
 
+    def check_columns(self, cfg: dict[str, Any]) -> None:
+        """The words' and the tags' fields: names, and two different ones (``validate``, and
+        ``attnlab evaluate --data FILE`` given the same flags)."""
+        for key in ("tokens_column", "tags_column"):
+            if not isinstance(cfg[key], str) or not cfg[key].strip():
+                raise UsageError(f"{flag(key)} must be a field name, got {cfg[key]!r}")
+        if cfg["tokens_column"] == cfg["tags_column"]:
+            raise UsageError(f"--tokens-column and --tags-column are both "
+                             f"{cfg['tokens_column']!r}; they must name two different fields")
+
     def validate(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The vocabulary or the pretrained encoder's length, the columns; then the files,
         read now so that a data error comes before the run directory is written, and pinned
@@ -183,12 +193,7 @@ class TagTask(Task):
             pretrained.check_pretrained(cfg)
         elif small := vocab_too_small("word", cfg["vocab_size"]):
             raise UsageError(small)
-        for key in ("tokens_column", "tags_column"):
-            if not isinstance(cfg[key], str) or not cfg[key].strip():
-                raise UsageError(f"{flag(key)} must be a field name, got {cfg[key]!r}")
-        if cfg["tokens_column"] == cfg["tags_column"]:
-            raise UsageError(f"--tokens-column and --tags-column are both "
-                             f"{cfg['tokens_column']!r}; they must name two different fields")
+        self.check_columns(cfg)
         splits: dict[str, Any] = read_and_pin(cfg, self.config_class().from_values)
         seen = known_tags(splits["train"])
         for key in ("val", "test"):
