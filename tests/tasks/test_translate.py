@@ -151,6 +151,15 @@ def test_score_counts_exact_matches_and_uses_character_bleu_for_one_word_targets
     assert half["test_exact_match"] == 0.5 and 0 < half["test_bleu"] < 100
 
 
+def test_a_translation_that_prints_as_its_reference_scores_as_one_in_any_unicode_form():
+    """A reference in decomposed form (NFD, as a Mac may store "é") once scored the model's
+    composed "é" as wrong: exact match 0, BLEU 59.5, chrF 44.1 for identical-looking text."""
+    composed, decomposed = "un caf\u00e9 noir", "un cafe\u0301 noir"
+    assert score([composed], [decomposed]) == {"test_exact_match": 1.0,
+                                               "test_bleu": pytest.approx(100.0),
+                                               "test_chrf": pytest.approx(100.0)}
+
+
 def error_of(capsys, argv):
     capsys.readouterr()
     code = main(argv)

@@ -9,6 +9,8 @@ training; ``runtime.py`` holds those. Nothing here imports Lightning.
 """
 from __future__ import annotations
 
+import unicodedata
+
 import sacrebleu
 import torch
 from torch import Tensor
@@ -81,8 +83,18 @@ def resolve_bleu_tokenize(refs: list[str], choice: str) -> str:
     return "char" if words < 4 else "13a"
 
 
+def same_form(texts: list[str]) -> list[str]:
+    """The texts in Unicode's composed form (NFC). A reference typed on a Mac may hold "é" as
+    "e" and a combining accent (NFD), which prints as the model's "é" but differs in every
+    character-level comparison: exact match, BLEU's words and chrF's character n-grams would
+    all count a translation that prints the same as wrong. sacrebleu does not normalise."""
+    return [unicodedata.normalize("NFC", t) for t in texts]
+
+
 def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> dict[str, float]:
-    """test_exact_match (fraction), test_bleu and test_chrf (sacrebleu, 0-100)."""
+    """test_exact_match (fraction), test_bleu and test_chrf (sacrebleu, 0-100), of the texts
+    in one Unicode form (``same_form``)."""
+    hyps, refs = same_form(hyps), same_form(refs)
     exact = sum(h.strip() == r.strip() for h, r in zip(hyps, refs)) / max(1, len(refs))
     bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize=resolve_bleu_tokenize(refs, bleu_tokenize))
     chrf = sacrebleu.corpus_chrf(hyps, [refs])
@@ -134,7 +146,7 @@ def scores_by_length(tok: TranslationTokenizers, pairs, hyps: list[str]) -> list
         chosen = [i for i, n in enumerate(lengths) if first <= n <= last]
         if not chosen:
             continue
-        refs, outs = [pairs[i][1] for i in chosen], [hyps[i] for i in chosen]
+        refs, outs = same_form([pairs[i][1] for i in chosen]), same_form([hyps[i] for i in chosen])
         exact = sum(h.strip() == r.strip() for h, r in zip(outs, refs)) / len(chosen)
         rows.append({"lengths": f"{first}-{last}" if last > first else str(first),
                      "first": first, "last": last, "pairs": len(chosen),
