@@ -96,6 +96,18 @@ def test_predict_input_errors(run_dir, text, named, capsys):
     _fails(["predict", str(run_dir), "--input", text], capsys, *named)
 
 
+def test_evaluate_reads_a_notepad_file_as_its_plain_twin(tmp_path, capsys, run_dir):
+    """A byte-order mark and CRLF line ends (Windows Notepad) change no sequence: the BOM was
+    read as part of the first token and the file refused ("token '3'", printed alike)."""
+    plain, notepad = tmp_path / "plain.txt", tmp_path / "notepad.txt"
+    plain.write_text("3 1 4\n1 5 9 2\n")
+    notepad.write_bytes(b"\xef\xbb\xbf3 1 4\r\n1 5 9 2\r\n")
+    assert main(["evaluate", str(run_dir), "--data", str(plain)]) == 0
+    expected = capsys.readouterr().out
+    assert main(["evaluate", str(run_dir), "--data", str(notepad)]) == 0
+    assert capsys.readouterr().out == expected
+
+
 def test_predict_and_evaluate_missing_or_broken_run(tmp_path, capsys, run_dir):
     _fails(["predict", str(tmp_path / "nope"), "--input", "1"], capsys, "nope")
     _fails(["evaluate", str(tmp_path / "nope")], capsys, "nope")

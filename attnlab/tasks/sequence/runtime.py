@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from ...data import SequenceDataset, batch_loader, make_labels, pad_to_length
+from ...data.tables import _decode, read_bytes
 from ...errors import UsageError
 from ...models.configs import ElementPredictorConfig
 from ...models.predictor import ElementPredictor
@@ -185,11 +186,9 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
         raise UsageError(f"--data {path}: is a directory, not a file of sequences")
     if not path.is_file():
         raise UsageError(f"--data: file not found: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        line = path.read_bytes()[:e.start].count(b"\n") + 1
-        raise UsageError(f"--data {path} line {line}: not UTF-8 text") from None
+    # as every data file is decoded: a byte-order mark (Notepad's) is no part of the first
+    # token, which would otherwise be refused as a symbol that prints like a digit
+    text = _decode(read_bytes(path), f"--data {path}")
     lines = enumerate(text.split("\n"), 1)  # "\n" only, as --input-file (a "\r" is white space)
     rows = [parse_tokens(line, cfg.num_categories, cfg.seq_len,
                          what=f"--data {path} line {i}") for i, line in lines if line.strip()]
