@@ -32,15 +32,17 @@ import hashlib
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 from ..errors import UsageError
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
-           "COLUMNAR", "file_format", "place", "KINDS"]
+           "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
+_FIELD_LIMIT = 2**31 - 1  # the largest csv.field_size_limit takes on every platform (a C long)
 COLUMNAR = ("parquet", "datasets")  # the formats ``attnlab.data.columnar`` reads, by rows
 KINDS = "a .csv, .tsv, .jsonl or .parquet file or a Hugging Face datasets directory"
 
@@ -272,6 +274,10 @@ def _read_delimited(text: str, columns, where: str, fmt: str):
         options = {"delimiter": "\t", "quoting": quoting(text, where)}
     else:
         options = {"delimiter": ","}
+    # A value may be as long as the file (a long document): the csv module's default limit of
+    # 131,072 characters refused one, and ``strict`` already names a quote never closed. The
+    # limit is the process's; only ever raised here.
+    csv.field_size_limit(max(csv.field_size_limit(), _FIELD_LIMIT))
     reader = csv.reader(io.StringIO(text, newline=""), strict=True, **options)
     start = 1  # the line where the current record starts
     try:
@@ -340,11 +346,7 @@ def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = ()):
     for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is no line end
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line, object_pairs_hook=_Object)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"{where} line {number}: not valid JSON ({e.msg}, column "
-                             f"{e.colno})") from None
+        obj = parse_json_line(line, f"{where} line {number}")
         if not isinstance(obj, dict):
             raise UsageError(f"{where} line {number}: expected a JSON object, got "
                              f"{type(obj).__name__}")
@@ -372,6 +374,36 @@ def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = ()):
         rows.append(row)
         lines.append(number)
     return rows, lines, list(columns or [])
+
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # the JSON escape of a UTF-16 surrogate half
+
+
+def parse_json_line(line: str, where: str):
+    """The value of one line of a JSON Lines file, its objects ``_Object``s (which know a key
+    given twice).
+
+    Raises:
+        UsageError: starting with ``where`` (the file and line): not valid JSON; nested too
+            deeply, or an integer of more digits than Python converts (json's RecursionError
+            and ValueError, tracebacks before); a lone surrogate (``"\\ud800"`` without its
+            pair), which is no text: writing the run's tokenizer as UTF-8 failed on it, after
+            the run directory was made.
+    """
+    try:
+        obj = json.loads(line, object_pairs_hook=_Object)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{where}: not valid JSON ({e.msg}, column {e.colno})") from None
+    except (RecursionError, ValueError) as e:
+        problem = "nested too deeply" if isinstance(e, RecursionError) else str(e).split(":")[0]
+        raise UsageError(f"{where}: JSON that cannot be read ({problem})") from None
+    if _SURROGATE.search(line):  # paired halves decode to one character; a lone one stays
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"{where}: a lone surrogate escape (such as \\ud800 without its "
+                             f"pair) is not text; write the character itself") from None
+    return obj
 
 
 def _not_scalar(value) -> bool:

@@ -1,4 +1,6 @@
 """read_table: users' CSV/TSV/JSONL files, and errors that name the file, column and line."""
+import sys
+
 import pytest
 
 from attnlab.cli import main
@@ -204,3 +206,28 @@ def test_a_tsv_whose_quotes_may_mean_either_is_refused_naming_the_line(tmp_path,
     with pytest.raises(UsageError, match=message) as info:
         read_table(write(tmp_path, "d.tsv", text), ["text", "label"])
     assert "\n" not in str(info.value)
+
+
+# JSON that json.loads cannot turn into text raised RecursionError or ValueError (a traceback),
+# or (a lone surrogate) passed, to fail as UnicodeEncodeError once the run directory existed.
+@pytest.mark.parametrize("line, message", [
+    ('{"text": ' + "[" * 100000 + "]" * 100000 + ', "label": "a"}', r"line 2: JSON that cannot be read \(nested too deeply\)"),
+    pytest.param('{"text": "a", "label": ' + "9" * 5000 + "}",
+                 r"line 2: JSON that cannot be read \(Exceeds the limit \(4300 digits\)",
+                 marks=pytest.mark.skipif(not hasattr(sys, "get_int_max_str_digits"),
+                                          reason="Python without the integer digit limit")),
+    ('{"text": "bad \\ud800 film", "label": "a"}', r"line 2: a lone surrogate escape"),
+])
+def test_json_that_is_no_text_is_refused_naming_the_line(tmp_path, line, message):
+    path = write(tmp_path, "d.jsonl", '{"text": "ok \\ud83d\\ude00", "label": "b"}\n' + line + "\n")
+    with pytest.raises(UsageError, match=r"--data .*d.jsonl " + message):
+        read_table(path, ["text", "label"])
+    # a surrogate pair is one character (an emoji): the first line alone reads
+    write(tmp_path, "ok.jsonl", '{"text": "ok \\ud83d\\ude00", "label": "b"}\n')
+    assert read_table(tmp_path / "ok.jsonl", ["text", "label"])[0]["text"] == "ok \U0001f600"
+
+
+def test_a_long_document_is_one_value(tmp_path):
+    long = "word " * 40000  # 200,000 characters: past the csv module's default field limit
+    rows = read_table(write(tmp_path, "d.csv", f'text,label\n"{long}",a\nshort,b\n'))
+    assert rows.column("text") == [long, "short"]

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from attnlab.cli import main
+from attnlab.errors import UsageError
 from attnlab.tasks.tag.data import bio_problem, read_sentences
 
 NAMES = ["John", "Mary", "Paris", "London", "Alice", "Bob", "Berlin", "Rome"]
@@ -208,3 +209,12 @@ def test_a_run_from_a_tag_run_keeps_its_vocabulary_and_takes_new_tags(tag_run, t
 
     assert read_yaml(out / "config.yaml")["tags"] == ["B-Y", "O"]
     assert (out / "tokenizer.json").read_text() == (tag_run / "tokenizer.json").read_text()
+
+
+def test_a_field_given_twice_in_a_json_lines_row_is_refused(tmp_path):
+    """json.loads keeps the last of two "tags" keys and says nothing: the row's first tags
+    would be lost; the reader of classify's files refused it already."""
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"tokens": ["John"], "tags": ["B-X"], "tags": ["O"]}\n')
+    with pytest.raises(UsageError, match=r"d.jsonl line 1: field 'tags' appears twice"):
+        read_sentences(path)

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...data.label_forms import OneSpelling, other_form
-from ...data.tables import COLUMNAR, _decode, check_digest, file_format, place, read_bytes
+from ...data.tables import (COLUMNAR, _decode, check_digest, file_format,
+                             parse_json_line, place, read_bytes)
 from ...errors import UsageError
 from ...runs import check_data_files, record_data_files
 
@@ -159,14 +160,15 @@ def _read_jsonl(text: str, found: Sentences, what: str, columns: tuple[str, str]
         if not line.strip():
             continue
         where = f"{what} {found.path} line {number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"{where}: not valid JSON ({e.msg}, column {e.colno})") from None
+        row = parse_json_line(line, where)
         if not isinstance(row, dict) or tokens not in row or tags_key not in row:
             have = ", ".join(row) if isinstance(row, dict) else type(row).__name__
             raise UsageError(f"{where}: needs fields {tokens!r} and {tags_key!r} (has: "
                              f"{have or 'none'})")
+        twice = [c for c in row.duplicates if c in columns]
+        if twice:  # a plain json.loads would keep the last one and say nothing
+            raise UsageError(f"{where}: field {twice[0]!r} appears twice in one object; keep "
+                             f"one so it is clear which value to use")
         _add_row(found, row[tokens], row[tags_key], columns, where, number)
 
 
