@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
-from .tables import _decode, _Object, read_bytes
+from .tables import _decode, parse_json_line, read_bytes
 
 __all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
            "holdout", "chat_example", "plain_example", "cut_to", "VAL_SHARE"]
@@ -91,10 +91,7 @@ def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
         if not line.strip():
             continue
         at = f"{where} line {number}"
-        try:
-            obj = json.loads(line, object_pairs_hook=_Object)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"{at}: not valid JSON ({e.msg}, column {e.colno})") from None
+        obj = parse_json_line(line, at)
         if not isinstance(obj, dict):
             raise UsageError(f"{at}: expected a JSON object, got {type(obj).__name__}")
         rows.conversations.append(_conversation(obj, at))

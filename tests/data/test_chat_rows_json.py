@@ -1,0 +1,21 @@
+"""Instruction rows are JSON Lines read by the same line reader as every table: JSON that is
+no text is refused naming the line (it was a RecursionError traceback, or a lone surrogate
+that failed later)."""
+import pytest
+
+from attnlab.data.chat_rows import read_rows
+from attnlab.errors import UsageError
+
+GOOD = '{"prompt": "hi", "response": "hello"}\n'
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"prompt": ' + "[" * 100000 + "]" * 100000 + ', "response": "x"}',
+     r"chat.jsonl line 2: JSON that cannot be read \(nested too deeply\)"),
+    ('{"prompt": "a \\udc00", "response": "x"}', r"chat.jsonl line 2: a lone surrogate escape"),
+])
+def test_json_that_is_no_text_is_refused_naming_the_line(tmp_path, line, message):
+    path = tmp_path / "chat.jsonl"
+    path.write_text(GOOD + line + "\n")
+    with pytest.raises(UsageError, match=message):
+        read_rows(path)
