@@ -53,6 +53,10 @@ def test_all_columns_when_none_are_named(tmp_path):
     ("d.csv", "text,label\nhi,a\n  ,b\n", r"d.csv line 3: empty value in column 'text'"),
     ("d.csv", b"text,label\nok,a\nok,b\ncaf\xe9,c\n", r"d.csv line 4: not valid UTF-8 \(byte 0xe9 at column 4\)"),
     ("d.xlsx", "text,label\n", r"d.xlsx: unknown file type '.xlsx'"),
+    # what the header shows of why a column is missing
+    ("d.csv", "Text,label\nhi,a\n", r"no column 'text' \(columns: Text, label\); 'Text' differs from 'text' only in case"),
+    ("d.csv", "text;label\nhi;a\n", r"\(columns: text;label\); the header is one name holding ';'"),
+    ("d.csv", "sep=,\ntext,label\nhi,a\n", r"\(columns: sep=, \); the first line is Excel's 'sep=' line"),
 ])
 def test_errors_name_file_column_and_line(tmp_path, name, content, message):
     path = write(tmp_path, name, content)
