@@ -256,12 +256,40 @@ def _decode(data: bytes, where: str) -> str:
                          f"column {column}); save the file as UTF-8") from None
 
 
-def _missing(columns: list[str], have: list[str], where: str) -> None:
+def _missing(columns: list[str], have: list[str], where: str, hint: str = "") -> None:
+    """``UsageError`` naming the ``columns`` that the file's ``have`` lacks, and the columns it
+    has; then why, where the header shows it (``_why_missing``), else ``hint``."""
     missing = [c for c in columns if c not in have]
     if missing:
         s = "s" if len(missing) > 1 else ""
+        why = _why_missing(missing, have) or hint
         raise UsageError(f"{where}: no column{s} {', '.join(map(repr, missing))} "
-                         f"(columns: {', '.join(have) or 'none'})")
+                         f"(columns: {', '.join(have) or 'none'}){why}")
+
+
+def _why_missing(missing: list[str], have: list[str]) -> str:
+    """What a header whose names are not those asked for shows, where it shows something: a
+    name that differs only in case (names are matched exactly: "Text" is no "text"), Excel's
+    ``sep=`` line above the header, or a header read as one name that holds another
+    separator (a .csv separated by semicolons, as a spreadsheet in many locales saves it).
+
+    Examples:
+        >>> _why_missing(["text"], ["Text", "label"])
+        "; 'Text' differs from 'text' only in case (names must match exactly)"
+    """
+    folded = {h.casefold(): h for h in have}
+    case = next((c for c in missing if c.casefold() in folded), None)
+    if case is not None:
+        return (f"; {folded[case.casefold()]!r} differs from {case!r} only in case (names "
+                f"must match exactly)")
+    if have and have[0].startswith("sep="):
+        return "; the first line is Excel's 'sep=' line, not the header: delete it"
+    named = [h for h in have if h]
+    other = next((c for c in ";\t|," if len(named) == 1 and c in named[0]), None)
+    if other is not None:
+        return (f"; the header is one name holding {other!r}: a .csv is read separated by "
+                f"commas, a .tsv by tabs")
+    return ""
 
 
 def _read_delimited(text: str, columns, where: str, fmt: str):
@@ -304,12 +332,24 @@ def _read_delimited(text: str, columns, where: str, fmt: str):
                 if len(record) != len(header):
                     raise UsageError(f"{where} line {start}: {len(record)} fields, but the header "
                                      f"has {len(header)}")
+                if _repeats_header(record, header):
+                    raise UsageError(f"{where} line {start}: this row repeats the header "
+                                     f"({', '.join(header)}), as joining two files that each "
+                                     f"have one writes it; it would be read as a row of data: "
+                                     f"delete it")
                 rows.append({c: record[i] for c, i in index.items()})
                 lines.append(start)
             start = reader.line_num + 1
     except csv.Error as e:
         raise _quote_error(e, where, start, reader.line_num) from None
     return rows, lines, columns
+
+
+def _repeats_header(record: list[str], header: list[str]) -> bool:
+    """Whether a data row is the header again (``cat a.csv b.csv``; the second file's
+    byte-order mark, if any, now inside the text), which would be a row whose text is "text"
+    and whose label is "label": a class nobody meant, trained on without a word."""
+    return [f.lstrip("\ufeff").strip() for f in record] == header
 
 
 def _blank_line(record: list[str]) -> bool:

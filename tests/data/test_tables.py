@@ -77,6 +77,9 @@ def test_missing_file_names_the_flag_and_path(tmp_path):
     ("d.csv", 'text,label\nok,a\n"never closed,b\nmore,c\n', r"d.csv line 3: a quote opened in this record is never closed"),
     ("d.csv", 'text,label\n"two\nlines" and more,a\n', r"d.csv line 2: text follows a closing quote \(the quoted value runs on to line 3\)"),
     ("d.csv", "text,label\nok,a\n".encode("utf-16"), r"d.csv: the file is UTF-16"),
+    # two files joined with `cat`: the second header would be a row, a class "label"
+    ("d.csv", "text,label\nok,a\n\ufefftext,label\nfine,b\n", r"d.csv line 3: this row repeats the header \(text, label\)"),
+    ("d.tsv", "text\tlabel\nok\ta\ntext\tlabel\n", r"d.tsv line 3: this row repeats the header"),
     ("d.jsonl", '{"text": "a", "label": 1}\n{"text": "a" "label": 1}\n', r"d.jsonl line 2: not valid JSON \(.*column 14\)"),
 ])
 def test_what_a_reader_could_silently_misread_is_an_error(tmp_path, name, content, message):
