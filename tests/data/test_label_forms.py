@@ -71,3 +71,12 @@ def _conll(tmp_path, tag):
     path = tmp_path / "t.conll"
     path.write_text(f"Paris {tag}\nis O\n", encoding="utf-8")
     return path
+
+
+def test_a_class_weight_for_a_class_in_the_other_form_says_so(tmp_path):
+    from attnlab.tasks.classify.labels import resolve_class_weights
+
+    weights = tmp_path / "w.json"
+    weights.write_text(json.dumps({NFD: 2.0, "tea": 1.0}))
+    with pytest.raises(UsageError, match=f"training has it as '{NFC}' in NFC, this file in NFD"):
+        resolve_class_weights(str(weights), [NFC, "tea"], [NFC, "tea"])

@@ -30,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ...data.label_forms import other_form
 from ...data.tables import read_bytes
 from ...errors import UsageError
 
@@ -168,5 +169,6 @@ def resolve_class_weights(spec: str, train_labels: list[str], labels: list[str]
                               f"training data does not have"] if extra else [])
         what = "; ".join(parts)
         known = ", ".join(map(repr, labels[:10])) + (", ..." if len(labels) > 10 else "")
-        raise UsageError(f"--class-weights {spec}: {what} (classes: {known})")
+        twin = next((other_form(c, labels) for c in extra if other_form(c, labels)), "")
+        raise UsageError(f"--class-weights {spec}: {what} (classes: {known}){twin}")
     return {c: given[c] for c in labels}
