@@ -10,9 +10,11 @@ Why refuse rather than merge: merging means choosing a spelling that some of the
 do not have, and ``predict`` would then print a label that no longer equals, byte for byte,
 the one in the user's file (their own scripts that compare labels would silently disagree).
 The fix is one line of the user's (``unicodedata.normalize("NFC", s)``), and the error says
-where the two spellings are. Only canonical equivalence counts (the same text in NFC and NFD):
-compatibility forms such as the ligature "ﬁ" or a full-width "Ａ" print differently, so they
-are different labels by sight too.
+where the two spellings are. What counts is what prints alike: canonical
+equivalence (the same text in NFC and NFD), and a space of another kind (a no-break space,
+which French typography puts before "!" and word processors paste, where the other has a
+plain one). Compatibility forms such as the ligature "ﬁ" or a full-width "Ａ" print
+differently, so they are different labels by sight too.
 
 Examples:
     >>> forms = OneSpelling("--data d.csv", "column 'label'")
@@ -20,7 +22,7 @@ Examples:
     >>> forms.see("cafe\\u0301", "line 5")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    attnlab.errors.UsageError: --data d.csv: column 'label': 'café' (line 2, NFC) and ... (line 5, NFD) are the same text in two Unicode forms, which would be two labels that print alike; write one form (Python: unicodedata.normalize("NFC", label))
+    attnlab.errors.UsageError: --data d.csv: column 'label': 'café' (line 2, NFC) and ... (line 5, NFD) print alike but would be two labels; write one form (Python: unicodedata.normalize("NFC", label))
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from ..errors import UsageError
 
 __all__ = ["OneSpelling", "form_of", "other_form"]
 
-FIX = 'write one form (Python: unicodedata.normalize("NFC", label))'
+NFC_FIX = 'write one form (Python: unicodedata.normalize("NFC", label))'
 
 
 def form_of(text: str) -> str:
@@ -51,25 +53,42 @@ class OneSpelling:
 
     def __init__(self, where: str, what: str) -> None:
         self.where, self.what = where, what
-        self._first: dict[str, tuple[str, str]] = {}  # NFC key -> (spelling, its place)
+        self._first: dict[str, tuple[str, str]] = {}  # _looks -> (spelling, its place)
 
     def see(self, label: str, place: str) -> None:
         """``UsageError`` naming both places if ``label`` was seen before in another form."""
-        spelling, first = self._first.setdefault(unicodedata.normalize("NFC", label),
-                                                 (label, place))
+        spelling, first = self._first.setdefault(_looks(label), (label, place))
         if spelling != label:
-            raise UsageError(f"{self.where}: {self.what}: {spelling!r} ({first}, "
-                             f"{form_of(spelling)}) and {label!r} ({place}, {form_of(label)}) "
-                             f"are the same text in two Unicode forms, which would be two labels "
-                             f"that print alike; {FIX}")
+            (a, b), fix = _difference(spelling, label)
+            raise UsageError(f"{self.where}: {self.what}: {spelling!r} ({first}, {a}) and "
+                             f"{label!r} ({place}, {b}) print alike but would be two labels; "
+                             f"{fix}")
 
 
 def other_form(label: str, known) -> str:
     """The end of a "never seen in training" message: how ``label`` differs from the one of
-    ``known`` that is the same text in another Unicode form; "" when none is."""
-    key = unicodedata.normalize("NFC", label)
-    twin = next((k for k in known if unicodedata.normalize("NFC", k) == key), None)
+    ``known`` that prints alike; "" when none does."""
+    twin = next((k for k in known if _looks(k) == _looks(label)), None)
     if twin is None:
         return ""
-    return (f"; training has it as {twin!r} in {form_of(twin)}, this file in {form_of(label)} "
-            f"(the same text in two Unicode forms); {FIX}")
+    (a, b), fix = _difference(twin, label)
+    return f"; training has {twin!r} ({a}), which prints alike (this one: {b}); {fix}"
+
+
+def _looks(label: str) -> str:
+    """What ``label`` looks like: its NFC form, every kind of space a plain one."""
+    return "".join(" " if c.isspace() else c for c in unicodedata.normalize("NFC", label))
+
+
+def _difference(first: str, second: str) -> tuple[tuple[str, str], str]:
+    """How two labels that print alike differ (a word for each) and how to make them one."""
+    one, two = unicodedata.normalize("NFC", first), unicodedata.normalize("NFC", second)
+    if one == two:
+        return (form_of(first), form_of(second)), NFC_FIX
+    a, b = next((x, y) for x, y in zip(one, two) if x != y)
+    return (f"with a {_name(a)}", f"with a {_name(b)}"), "write one kind of space"
+
+
+def _name(c: str) -> str:
+    name = unicodedata.name(c, "")  # a control character (a tab) has none
+    return name.lower() if name else f"U+{ord(c):04X}"

@@ -27,7 +27,7 @@ def test_classify_refuses_a_label_in_two_forms_before_the_run(tmp_path, capsys, 
     assert main(["train", task, "--data", str(data), "--out", str(out), *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and not out.exists()
-    assert f"d.csv: column 'label': '{NFC}' (line 3, NFC) and '{NFD}' (line 10, NFD) are" in err
+    assert f"d.csv: column 'label': '{NFC}' (line 3, NFC) and '{NFD}' (line 10, NFD) print alike" in err
 
 
 def test_compatibility_forms_are_other_labels():
@@ -45,7 +45,7 @@ def test_tag_refuses_a_tag_in_two_forms(tmp_path):
                     + json.dumps({"tokens": ["b"], "tags": [f"B-{NFD}"]}) + "\n")
     with pytest.raises(UsageError, match=r"d.jsonl: the tags: ") as e:
         read_sentences(path)
-    assert "the sentence at line 1, NFC) and" in str(e.value)
+    assert "(the sentence at line 1, NFC) and" in str(e.value)
     assert "the sentence at line 2, NFD)" in str(e.value)
 
 
@@ -60,10 +60,11 @@ def test_set_ids_in_two_forms_are_not_two_sets(tmp_path):
 
 def test_a_held_out_label_in_the_other_form_says_so(tmp_path):
     with pytest.raises(UsageError, match=f"label '{NFD}' never seen in training .*training has "
-                                         f"it as '{NFC}' in NFC, this file in NFD"):
+                                         f"'{NFC}' \\(NFC\\), which prints alike \\(this one: NFD\\)"):
         check_labels([("x", NFD)], [2], tmp_path / "t.csv", {NFC, "tea"}, "test")
     found = read_sentences(_conll(tmp_path, f"B-{NFD}"))
-    with pytest.raises(UsageError, match=f"training has it as 'B-{NFC}' in NFC, this file in NFD"):
+    with pytest.raises(UsageError, match=f"training has 'B-{NFC}' \\(NFC\\), which prints "
+                                         f"alike \\(this one: NFD\\)"):
         check_tags(found, {f"B-{NFC}", "O"}, "data")
 
 
@@ -78,5 +79,17 @@ def test_a_class_weight_for_a_class_in_the_other_form_says_so(tmp_path):
 
     weights = tmp_path / "w.json"
     weights.write_text(json.dumps({NFD: 2.0, "tea": 1.0}))
-    with pytest.raises(UsageError, match=f"training has it as '{NFC}' in NFC, this file in NFD"):
+    with pytest.raises(UsageError, match=f"training has '{NFC}' \\(NFC\\), which prints "
+                                         f"alike \\(this one: NFD\\)"):
         resolve_class_weights(str(weights), [NFC, "tea"], [NFC, "tea"])
+
+
+def test_a_no_break_space_where_the_other_has_a_space_is_refused():
+    """French typography puts a no-break space before "!"; pasted labels mix the two."""
+    from attnlab.data.label_forms import OneSpelling
+
+    forms = OneSpelling("--data d.csv", "column 'label'")
+    forms.see("Oui !", "line 2")
+    with pytest.raises(UsageError, match=r"'Oui !' \(line 2, with a space\) and 'Oui\\xa0!' "
+                                         r"\(line 4, with a no-break space\) print alike"):
+        forms.see("Oui\u00a0!", "line 4")
