@@ -5,6 +5,8 @@
 the same declarations and checked the same way."""
 from __future__ import annotations
 
+import re
+
 from ..errors import UsageError
 from .checkpoint import add_checkpoint_flag
 from .plot import choose_out
@@ -56,7 +58,8 @@ def _add_column_flags(p) -> None:
     for name, (settings, tasks) in column_settings().items():
         add_flags(group, settings, only=[name])
         action = group._group_actions[-1]
-        action.help = f"{' and '.join(tasks)} runs: {action.help}"
+        own = re.sub(r"\s*\(default[^)]*\)", "", action.help)  # the default is the run's
+        action.help = f"{' and '.join(tasks)} runs: {own}"
 
 
 def _with_columns(args, task, cfg, run_dir):
@@ -64,7 +67,8 @@ def _with_columns(args, task, cfg, run_dir):
     its type, then the task's ``check_columns``) over the run's own columns."""
     from ..settings import check, flag
 
-    given = {name: getattr(args, name) for name in column_settings()
+    columns = column_settings()
+    given = {name: getattr(args, name) for name in columns
              if getattr(args, name, None) is not None}
     if not given:
         return cfg
@@ -73,7 +77,7 @@ def _with_columns(args, task, cfg, run_dir):
         raise UsageError(f"{first} names a column of --data FILE; without --data the run's own "
                          f"test split is read with the run's own columns")
     for name in given:
-        settings, tasks = column_settings()[name]
+        tasks = columns[name][1]
         if cfg.task not in tasks:
             raise UsageError(f"{flag(name)} is for {' and '.join(tasks)} runs; {run_dir} is a "
                              f"{cfg.task} run")
