@@ -60,6 +60,7 @@ def quoting(text: str, where: str) -> int:
     if not _STARTS_QUOTED.search(text):
         return csv.QUOTE_NONE  # a quote inside a value is text either way
     enclosed = list(_ENCLOSED.finditer(text))
+    _no_rows_inside(text, enclosed, where)
     needed = next((m for m in enclosed if _NEEDED.search(m.group(1))), None)
     program = needed or _header_quoted(text)
     person = _text_quote(text, enclosed)
@@ -79,6 +80,20 @@ def quoting(text: str, where: str) -> int:
                      f"enclosed in quotes, and nothing in the file says whether they only enclose "
                      f"it (Excel) or are text (a TSV written by hand); remove them, or save the "
                      f"file as CSV")
+
+
+def _no_rows_inside(text: str, enclosed: list[re.Match], where: str) -> None:
+    """``UsageError`` for a quoted value that runs over lines holding tabs: what a quote that
+    is text at a value's start, closed by one lines later, makes of the rows between (they
+    would be one value). A program writes such a value only for text with both a tab and a
+    line break in it; the file is refused rather than lose its rows."""
+    for m in enclosed:
+        if "\n" in m.group(1) and "\t" in m.group(1):
+            end = _line(text, m.end())
+            raise UsageError(f"{where} line {_line(text, m.start())}: a quote opens a value that "
+                             f"runs to line {end} across tabs, so those lines would be one value; "
+                             f"if the quotes are text, keep each row's quotes on its own line's "
+                             f"value, and double a quote inside a quoted value")
 
 
 def _header_quoted(text: str) -> bool:

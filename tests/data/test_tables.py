@@ -208,6 +208,9 @@ def test_a_tsv_written_by_hand_keeps_its_quotes(tmp_path, lines):
      r"d.tsv line 2: value '\"a, b\"' is enclosed in quotes, and nothing in the file says"),
     ('text\tlabel\n"""Hi"" she said"\tpos\n5" screen\tneg\n',
      r"d.tsv line 3: a quote that is text, but line 2 encloses a value in quotes"),
+    # a quote that is text, closed by another lines later: three rows read as one before
+    ('text\tlabel\n"Hi there\tpos\nok\tneg\n5"\tpos\n',
+     r"d.tsv line 2: a quote opens a value that runs to line 4 across tabs"),
 ])
 def test_a_tsv_whose_quotes_may_mean_either_is_refused_naming_the_line(tmp_path, text, message):
     with pytest.raises(UsageError, match=message) as info:
