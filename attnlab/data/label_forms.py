@@ -54,9 +54,18 @@ class OneSpelling:
     def __init__(self, where: str, what: str) -> None:
         self.where, self.what = where, what
         self._first: dict[str, tuple[str, str]] = {}  # _looks -> (spelling, its place)
+        self._known: set[str] = set()  # spellings seen: a tag file repeats a few of them
+
+    def knows(self, label: str) -> bool:
+        """Whether ``label`` was seen, spelled so: ``see`` has nothing to check (and its
+        caller need not word the place)."""
+        return label in self._known
 
     def see(self, label: str, place: str) -> None:
         """``UsageError`` naming both places if ``label`` was seen before in another form."""
+        if label in self._known:
+            return
+        self._known.add(label)
         spelling, first = self._first.setdefault(_looks(label), (label, place))
         if spelling != label:
             (a, b), fix = _difference(spelling, label)
