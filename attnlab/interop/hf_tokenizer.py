@@ -21,6 +21,7 @@ checkpoint's chat template travels with it (``chat_template``).
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -174,6 +175,47 @@ class HFTokenizer(Tokenizer):
         e = self.tokenizer.encode(text, add_special_tokens=True)
         n = next((i for i, (_, end) in enumerate(e.offsets) if end > at), len(e.ids))
         return e.ids[:n], e.ids[n:]
+
+    def encode_piece(self, text: str, before: str = "", after: str = ""
+                     ) -> tuple[list[int], list[int]]:
+        """The ids of the tokens that start in ``text``, a piece of a longer text read
+        between ``before`` (the end of the piece before it) and ``after`` (the start of the
+        one after), as ``tok(whole text)`` gives them; and where each starts in ``text``.
+        With ``before`` empty, ``text`` starts the text: its ids lead with what the
+        checkpoint puts before every text (``leading_ids``: Llama's and Mistral's bos).
+
+        Why: a SentencePiece-style tokenizer (Llama 2's, Mistral's) puts a "▁" before every
+        text it encodes, so a piece encoded alone would start with a space the whole text
+        does not have there; and a token may run across the place where two pieces meet.
+        Read with its neighbours and split by where each token starts (as ``encode_split``
+        splits a prompt from its response), each piece gets the whole text's ids, each id
+        once.
+
+        Examples:
+            >>> from tokenizers import Tokenizer as Fast, models, pre_tokenizers
+            >>> fast = Fast(models.WordLevel({"<unk>": 0, "▁ab": 1, "▁b": 2}, unk_token="<unk>"))
+            >>> fast.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first")
+            >>> tok = HFTokenizer(fast, {"unk": 0})  # "ab" cut in two: "▁ab" once, not "▁b"
+            >>> tok.encode_piece("a", after="b"), tok.encode_piece("b", before="a"), tok.encode("b")
+            (([1], [0]), ([], []), [2])
+        """
+        e = self.tokenizer.encode(before + text + after, add_special_tokens=False)
+        at, end = len(before), len(before) + len(text)
+        kept = [(i, start - at) for i, (start, _) in zip(e.ids, e.offsets) if at <= start < end]
+        lead = [] if before else self.leading_ids
+        return [*lead, *(i for i, _ in kept)], [0] * len(lead) + [start for _, start in kept]
+
+    @functools.cached_property
+    def leading_ids(self) -> list[int]:
+        """The ids the checkpoint's post-processor puts before every text, as ``tok(text)``
+        does: Llama's, Llama 3's and Mistral's bos; none for GPT-2 and Qwen (whose tokenizers
+        add nothing). Read from the encoding of a probe text with and without them."""
+        probe = "a"
+        plain = self.tokenizer.encode(probe, add_special_tokens=False).ids
+        full = self.tokenizer.encode(probe, add_special_tokens=True).ids
+        at = next((k for k in range(len(full) - len(plain) + 1)
+                   if full[k:k + len(plain)] == plain), 0)
+        return full[:at]
 
     def encode_pair(self, text: str, pair: str | None = None, *,
                     add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
