@@ -49,9 +49,12 @@ def _llama2_tokenizer():
 
 
 def save_llama2(d):
+    """The checkpoint, with a generation_config.json that samples, as Llama 2 Chat's does."""
     tok = _llama2_tokenizer()
-    _tiny("llama", vocab_size=len(tok), max_position_embeddings=64, bos_token_id=1,
-          eos_token_id=2).save_pretrained(d)
+    model = _tiny("llama", vocab_size=len(tok), max_position_embeddings=64, bos_token_id=1,
+                  eos_token_id=2)
+    model.generation_config.update(do_sample=True, temperature=0.6, top_p=0.9)
+    model.save_pretrained(d)
     tok.save_pretrained(d)
     return d
 
@@ -119,6 +122,21 @@ def test_a_run_reads_a_prompt_as_its_checkpoint_and_its_export_do(made, run, cap
     assert capsys.readouterr().out == expected + "\n"
     assert main(["predict", str(run), "--input", "the cat", "--max-new-tokens", str(N)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].strip() == expected[len("the cat"):].strip()
+
+
+@pytest.mark.slow
+def test_the_export_states_the_runs_bos_and_eos_and_no_sampling(made, run):
+    """A run keeps --init DIR's weights, not its sampling defaults (docs/cli.md): its export's
+    generation_config.json names the ids the run reads and stops at, and no sampling key, so
+    that transformers does not sample the fine-tune as DIR's authors sampled DIR."""
+    assert json.loads((made["dir"] / "generation_config.json").read_text())["temperature"] == 0.6
+    exported = made["root"] / "exported"
+    written = json.loads((exported / "generation_config.json").read_text())
+    assert not {"do_sample", "temperature", "top_k", "top_p"} & set(written)
+    config = transformers.GenerationConfig.from_pretrained(exported)
+    tokenizer = attnlab.load(run)[1]
+    assert (config.bos_token_id, config.eos_token_id) == (tokenizer.sos_id, tokenizer.eos_id)
+    assert (config.bos_token_id, config.eos_token_id) == (1, 2)  # the checkpoint's <s>, </s>
 
 
 def test_the_checkpoint_itself_is_continued_as_transformers_continues_it(made, capsys):
