@@ -214,3 +214,15 @@ def test_a_plain_rows_prompt_stays_as_generate_reads_it_where_the_text_allows(tm
     assert ids[:n] == tok.encode("the cat sat on the m") and set(labels[:n]) == {IGNORE}
     assert labels[n:] == ids[n:] == tok.encode("at.") + [tok.eos_id]
     assert tok.encode("the cat sat on the mat.") != ids[:-1]  # read whole, "mat" is one token
+
+
+def test_a_recipe_names_what_init_set_apart_from_what_was_given(made, capsys):
+    """--recipe fast over a Llama checkpoint: RMSNorm and no QK-norm are the checkpoint's, not
+    the user's, and the note says so; a flag given is named as given."""
+    capsys.readouterr()
+    cfg = _configure(made, recipe="fast", lr=1e-3)
+    assert (cfg.model.norm, cfg.model.qk_norm, cfg.lr) == ("rms", False, 1e-3)
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"--recipe fast: given, and used instead: --lr 0.001 (the recipe's --lr 0.003); from "
+        f"--init {made['dir']}, used instead: --norm rms (the recipe's --norm layer), "
+        f"--no-qk-norm (the recipe's --qk-norm)")
