@@ -221,15 +221,15 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
             last, before = doc, ""
         at = split_at - seen if split_at is not None and seen < split_at < seen + len(text) \
             else None  # the split inside the chunk
-        if tok.kind == "hf":
-            ids, starts = tok.encode_piece(text, before, after)
+        if tok.kind == "hf" and at is None:
+            yield split, tok.encode_piece(text, before, after)
             before = (before + text)[-_CONTEXT_CHARS:]
-            if at is None:
-                yield split, ids
-            else:  # a token belongs where it starts
-                k = next((n for n, start in enumerate(starts) if start >= at), len(ids))
-                yield "train", ids[:k]
-                yield "val", ids[k:]
+        elif tok.kind == "hf":  # two pieces: a token goes to the split where it starts
+            yield "train", tok.encode_piece(text[:at], before,
+                                            (text[at:] + after)[:_CONTEXT_CHARS])
+            before = (before + text[:at])[-_CONTEXT_CHARS:]
+            yield "val", tok.encode_piece(text[at:], before, after)
+            before = (before + text[at:])[-_CONTEXT_CHARS:]
         elif at is not None:
             yield "train", tok.encode(text[:at])
             yield "val", tok.encode(text[at:])

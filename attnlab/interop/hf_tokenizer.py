@@ -176,34 +176,40 @@ class HFTokenizer(Tokenizer):
         n = next((i for i, (_, end) in enumerate(e.offsets) if end > at), len(e.ids))
         return e.ids[:n], e.ids[n:]
 
-    def encode_piece(self, text: str, before: str = "", after: str = ""
-                     ) -> tuple[list[int], list[int]]:
+    def encode_piece(self, text: str, before: str = "", after: str = "") -> list[int]:
         """The ids of the tokens that start in ``text``, a piece of a longer text read
         between ``before`` (the end of the piece before it) and ``after`` (the start of the
-        one after), as ``tok(whole text)`` gives them; and where each starts in ``text``.
-        With ``before`` empty, ``text`` starts the text: its ids lead with what the
-        checkpoint puts before every text (``leading_ids``: Llama's and Mistral's bos).
+        one after), as ``tok(whole text)`` gives them. With ``before`` empty, ``text`` starts
+        the text: its ids lead with what the checkpoint puts before every text
+        (``leading_ids``: Llama's and Mistral's bos).
 
         Why: a SentencePiece-style tokenizer (Llama 2's, Mistral's) puts a "▁" before every
         text it encodes, so a piece encoded alone would start with a space the whole text
         does not have there; and a token may run across the place where two pieces meet.
-        Read with its neighbours and split by where each token starts (as ``encode_split``
-        splits a prompt from its response), each piece gets the whole text's ids, each id
-        once.
+        Read with its neighbours, and cut where tokens start (as ``encode_split`` cuts a
+        prompt from its response), the pieces' ids are the whole text's, each id once.
 
         Examples:
             >>> from tokenizers import Tokenizer as Fast, models, pre_tokenizers
-            >>> fast = Fast(models.WordLevel({"<unk>": 0, "▁ab": 1, "▁b": 2}, unk_token="<unk>"))
+            >>> fast = Fast(models.WordLevel({"<unk>": 0, "▁ab": 1, "▁b": 2},
+            ...                              unk_token="<unk>"))
             >>> fast.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first")
             >>> tok = HFTokenizer(fast, {"unk": 0})  # "ab" cut in two: "▁ab" once, not "▁b"
-            >>> tok.encode_piece("a", after="b"), tok.encode_piece("b", before="a"), tok.encode("b")
-            (([1], [0]), ([], []), [2])
+            >>> tok.encode_piece("a", after="b"), tok.encode_piece("b", before="a")
+            ([1], [])
+            >>> tok.encode("b")  # alone
+            [2]
         """
         e = self.tokenizer.encode(before + text + after, add_special_tokens=False)
         at, end = len(before), len(before) + len(text)
-        kept = [(i, start - at) for i, (start, _) in zip(e.ids, e.offsets) if at <= start < end]
-        lead = [] if before else self.leading_ids
-        return [*lead, *(i for i, _ in kept)], [0] * len(lead) + [start for _, start in kept]
+        # the tokens that start in ``text``: only those near its two ends are looked at (a
+        # chunk's whole offsets would cost a tenth of its encoding)
+        first, last = 0, len(e.ids)
+        while first < last and e.token_to_chars(first)[0] < at:
+            first += 1
+        while last > first and e.token_to_chars(last - 1)[0] >= end:
+            last -= 1
+        return [*([] if before else self.leading_ids), *e.ids[first:last]]
 
     @functools.cached_property
     def leading_ids(self) -> list[int]:
