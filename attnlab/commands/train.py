@@ -119,9 +119,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
                     if v == "auto" and isinstance(previous.get(k), str)})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
-    from_init: set[str] = set()  # the settings --init DIR set (for the recipe's note)
-    notes = _apply_init(task, cfg, {**{k: f"--config {given.get('config')}" for k in file_cfg},
-                                    **{k: "" for k in given}}, from_init)
+    notes, from_init = _apply_init(task, cfg, {
+        **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run continues as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
@@ -156,7 +155,7 @@ def _drop_recipe_cooldown(cfg: dict[str, Any], set_by_user: dict[str, Any]) -> N
 
 
 def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],
-                           from_init: set[str] = frozenset()) -> None:
+                           from_init: set[str]) -> None:
     """One line naming each setting of ``--recipe name`` that the run does not train with,
     and where its value came from: given (a flag or ``--config`` over it, or an ``--arch``
     that sets that part), or ``--init DIR`` (``from_init``: its model's shape, or a default
@@ -224,8 +223,8 @@ def _say(notes: list[str]) -> None:
             print(note, file=sys.stderr, flush=True)
 
 
-def _apply_init(task, cfg: dict[str, Any], named: dict[str, str],
-                from_init: set[str] | None = None) -> list[str]:
+def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]
+                ) -> tuple[list[str], set[str]]:
     """``--init DIR``: the model's shape from DIR (``Task.init_settings``), a value named on the
     command line or in ``--config`` that disagrees refused naming both; a default DIR's model
     cannot take (``Task.init_fits``) fitted to it, saying so, and a value given refused; DIR
@@ -234,16 +233,15 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str],
     resumed run continues from its own checkpoint: ``--init`` given with ``--resume`` is
     refused, and the recorded one is not read again. Returns the lines that say what DIR
     changed (a fitted default, a default DIR sets), printed once the settings pass their
-    checks; ``from_init`` receives the name of every setting DIR set."""
+    checks, and the names of the settings DIR set (not those given as DIR has them)."""
     if cfg["resume"]:
         if "init" in named:
             raise UsageError(f"--init with --resume: a resumed run continues from its own "
                              f"checkpoint in {cfg.get('out')}; drop --init")
-        return []
+        return [], set()
     if not cfg.get("init"):
-        return []
-    notes = []
-    found = from_init if from_init is not None else set()
+        return [], set()
+    notes, found = [], set()
     source = task.init_source(cfg["init"])
     for name, value in task.init_settings(source).items():
         if name in named and cfg.get(name) != value:
@@ -268,7 +266,7 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str],
             notes.append(f"note: {shown} {value}, from --init {cfg['init']}'s {where}; a "
                          f"{shown} given wins")
     cfg["init"], cfg["init_sha256"] = str(source.path), source.sha256
-    return notes
+    return notes, found
 
 
 def _as_given(name: str, value: Any, where: str) -> tuple[str, str]:
