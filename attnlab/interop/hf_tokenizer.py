@@ -22,6 +22,7 @@ checkpoint's chat template travels with it (``chat_template``).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -215,13 +216,10 @@ class HFTokenizer(Tokenizer):
     def leading_ids(self) -> list[int]:
         """The ids the checkpoint's post-processor puts before every text, as ``tok(text)``
         does: Llama's, Llama 3's and Mistral's bos; none for GPT-2 and Qwen (whose tokenizers
-        add nothing). Read from the encoding of a probe text with and without them."""
-        probe = "a"
-        plain = self.tokenizer.encode(probe, add_special_tokens=False).ids
-        full = self.tokenizer.encode(probe, add_special_tokens=True).ids
-        at = next((k for k in range(len(full) - len(plain) + 1)
-                   if full[k:k + len(plain)] == plain), 0)
-        return full[:at]
+        add nothing). Read from a probe text's encoding: the special tokens before its own."""
+        e = self.tokenizer.encode("a", add_special_tokens=True)
+        lead = itertools.takewhile(lambda pair: pair[1] == 1, zip(e.ids, e.special_tokens_mask))
+        return [i for i, _ in lead]
 
     def encode_pair(self, text: str, pair: str | None = None, *,
                     add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
