@@ -41,8 +41,9 @@ from ...interop.chat import chat_ids, conversation, end_of_turn_id, render
 from ...interop.saved import load_any_tokenizer
 from ...runs import check_data_files, file_digest
 
-__all__ = ["prepare", "EncodedRows", "encode_splits", "encode_rows", "padded", "batched", "pad_id", "example_batches",
-           "assistant_loss", "evaluate_loss", "ChatSession", "chat_predictions", "cut_note"]
+__all__ = ["prepare", "EncodedRows", "encode_splits", "encode_rows", "padded", "batched",
+           "pad_id", "example_batches", "assistant_loss", "evaluate_loss", "ChatSession",
+           "chat_predictions", "cut_note"]
 
 Example = tuple[list[int], list[int]]  # (ids, labels)
 
@@ -53,11 +54,7 @@ def prepare(cfg, run_dir: Path, checked: "Rows | EncodedRows", tokenizer=None):
     --init's (a new run), whose rows the spec encoded already (``checked``, ``encode_splits``);
     None on --resume (read back from the run; ``checked`` is then the rows, encoded here)."""
     cfg, tokenizer = _tokenizer_of_run(cfg, Path(run_dir), tokenizer)
-    if isinstance(checked, EncodedRows):
-        for note in checked.notes:
-            print(note, file=sys.stderr, flush=True)
-        return cfg, tokenizer, checked.train, checked.val
-    found = encode_splits(cfg, tokenizer, checked)
+    found = checked if isinstance(checked, EncodedRows) else encode_splits(cfg, tokenizer, checked)
     for note in found.notes:
         print(note, file=sys.stderr, flush=True)
     return cfg, tokenizer, found.train, found.val
