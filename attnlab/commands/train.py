@@ -119,8 +119,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
                     if v == "auto" and isinstance(previous.get(k), str)})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
-    notes = _apply_init(task, cfg, {**{k: f"--config {given.get('config')}" for k in file_cfg},
-                                    **{k: "" for k in given}})
+    notes, from_init = _apply_init(task, cfg, {
+        **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run continues as it was trained
         _refuse_unused(task, cfg, set(file_cfg) | set(given))
@@ -128,7 +128,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     _check_monitoring(task, cfg)
     _say(notes)  # after the checks: a refusal stays the one line of its error
     if recipe:
-        _say_recipe_overridden(recipe, task.recipes[recipe], cfg)
+        _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init)
     for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
         cfg.pop(name, None)
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
@@ -154,14 +154,20 @@ def _drop_recipe_cooldown(cfg: dict[str, Any], set_by_user: dict[str, Any]) -> N
         cfg["cooldown"] = None
 
 
-def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any]) -> None:
-    """One line naming each setting of ``--recipe name`` that the run does not train with
-    (a flag or ``--config`` given over it, or an ``--arch`` that sets that part): what the
-    user gave wins, and says so."""
-    won = [f"{as_typed(k, cfg[k])} (the recipe's {as_typed(k, v)})"
-           for k, v in recipe.items() if cfg.get(k) not in (v, None)]
-    if won:
-        print(f"--recipe {name}: given, and used instead: {', '.join(won)}", file=sys.stderr)
+def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],
+                           from_init: set[str]) -> None:
+    """One line naming each setting of ``--recipe name`` that the run does not train with,
+    and where its value came from: given (a flag or ``--config`` over it, or an ``--arch``
+    that sets that part), or ``--init DIR`` (``from_init``: its model's shape, or a default
+    it sets)."""
+    won = {k: f"{as_typed(k, cfg[k])} (the recipe's {as_typed(k, v)})"
+           for k, v in recipe.items() if cfg.get(k) not in (v, None)}
+    parts = [(where, [text for k, text in won.items() if mine(k)]) for where, mine in (
+        ("given, and used instead", lambda k: k not in from_init),
+        (f"from --init {cfg.get('init')}, used instead", lambda k: k in from_init))]
+    said = "; ".join(f"{where}: {', '.join(texts)}" for where, texts in parts if texts)
+    if said:
+        print(f"--recipe {name}: {said}", file=sys.stderr)
 
 
 def _read_config_file(task, given: dict[str, Any], known: set[str]) -> dict[str, Any]:
@@ -217,7 +223,8 @@ def _say(notes: list[str]) -> None:
             print(note, file=sys.stderr, flush=True)
 
 
-def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> list[str]:
+def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]
+                ) -> tuple[list[str], set[str]]:
     """``--init DIR``: the model's shape from DIR (``Task.init_settings``), a value named on the
     command line or in ``--config`` that disagrees refused naming both; a default DIR's model
     cannot take (``Task.init_fits``) fitted to it, saying so, and a value given refused; DIR
@@ -226,15 +233,15 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> list[str]:
     resumed run continues from its own checkpoint: ``--init`` given with ``--resume`` is
     refused, and the recorded one is not read again. Returns the lines that say what DIR
     changed (a fitted default, a default DIR sets), printed once the settings pass their
-    checks."""
+    checks, and the names of the settings DIR set (not those given as DIR has them)."""
     if cfg["resume"]:
         if "init" in named:
             raise UsageError(f"--init with --resume: a resumed run continues from its own "
                              f"checkpoint in {cfg.get('out')}; drop --init")
-        return []
+        return [], set()
     if not cfg.get("init"):
-        return []
-    notes = []
+        return [], set()
+    notes, found = [], set()
     source = task.init_source(cfg["init"])
     for name, value in task.init_settings(source).items():
         if name in named and cfg.get(name) != value:
@@ -242,6 +249,8 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> list[str]:
             raise UsageError(f"{typed}: --init {cfg['init']}'s model has {name} {value}; drop "
                              f"{key} (the shape comes from the checkpoint)")
         cfg[name] = value
+        if name not in named:  # (a value given as DIR has it is the user's too)
+            found.add(name)
     for name, (value, why) in task.init_fits(cfg).items():
         if name in named:  # the user's value: refused; a default is fitted, saying so
             typed, key = _as_given(name, cfg[name], named[name])
@@ -249,13 +258,15 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]) -> list[str]:
         notes.append(f"attnlab: {as_typed(name, value)} (the default {cfg[name]} would not "
                      f"fit): {why}")
         cfg[name] = value
+        found.add(name)
     for name, (value, where) in task.init_defaults(source).items():  # a named value wins
         if name not in named and cfg.get(name) != value:
             cfg[name], shown = value, "--" + name.replace("_", "-")
+            found.add(name)
             notes.append(f"note: {shown} {value}, from --init {cfg['init']}'s {where}; a "
                          f"{shown} given wins")
     cfg["init"], cfg["init_sha256"] = str(source.path), source.sha256
-    return notes
+    return notes, found
 
 
 def _as_given(name: str, value: Any, where: str) -> tuple[str, str]:

@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +63,9 @@ CORPUS_FILES = ("train.bin", "val.bin", "tokenizer.json", "meta.json")  # what p
 CHUNK_CHARS = 1 << 20  # characters read at a time
 BPE_FIT_CHARS = 1 << 13  # ... when fitting BPE (see _one_tokenizer_thread)
 TEXT_COLUMN = "text"  # the column of a Parquet file or datasets directory read by default
+# how much of its neighbours a chunk is encoded between (``_encoded``): a token is rarely
+# longer than a few words
+_CONTEXT_CHARS = 256
 
 
 def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS, *,
@@ -200,19 +205,59 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
              text_column: str = TEXT_COLUMN) -> Iterator[tuple[str, list[int]]]:
     """(split, token ids) pieces of the files, encoded chunk by chunk, with the EOS id between
     documents (files, and a table's rows: a boundary, in the split where the new one starts);
-    character ``split_at`` starts the validation split (None: everything is "train")."""
-    seen, last = 0, (0, 0)
-    for doc, text in _documents(paths, chunk_chars, digests, text_column):
+    character ``split_at`` starts the validation split (None: everything is "train").
+
+    A checkpoint's own tokenizer (kind "hf") reads each chunk between the end of the one
+    before it and the start of the one after (``HFTokenizer.encode_piece``), so the ids are
+    those of the whole document, and a token goes to the split where it starts; a document
+    starts with what the tokenizer puts before every text (Llama's and Mistral's bos; nothing
+    for GPT-2 and Qwen), as their pretraining put it there."""
+    seen, last, before = 0, None, ""
+    for doc, text, after in _with_next(_documents(paths, chunk_chars, digests, text_column)):
         split = "train" if split_at is None or seen < split_at else "val"
         if doc != last:
-            yield split, [tok.eos_id]
-            last = doc
-        if split_at is not None and seen < split_at < seen + len(text):  # split inside the chunk
-            yield "train", tok.encode(text[: split_at - seen])
-            yield "val", tok.encode(text[split_at - seen :])
+            if last is not None:
+                yield split, [tok.eos_id]
+            last, before = doc, ""
+        at = split_at - seen if split_at is not None and seen < split_at < seen + len(text) \
+            else None  # the split inside the chunk
+        if tok.kind == "hf" and at is None:
+            yield split, tok.encode_piece(text, before, after)
+            before = (before + text)[-_CONTEXT_CHARS:]
+        elif tok.kind == "hf":  # two pieces: a token goes to the split where it starts
+            yield "train", tok.encode_piece(text[:at], before,
+                                            (text[at:] + after)[:_CONTEXT_CHARS])
+            before = (before + text[:at])[-_CONTEXT_CHARS:]
+            yield "val", tok.encode_piece(text[at:], before, after)
+            before = (before + text[at:])[-_CONTEXT_CHARS:]
+        elif at is not None:
+            yield "train", tok.encode(text[:at])
+            yield "val", tok.encode(text[at:])
         else:
             yield split, tok.encode(text)
         seen += len(text)
+
+
+def _with_next(pieces: Iterator[tuple[tuple[int, int], str]]
+               ) -> Iterator[tuple[tuple[int, int], str, str]]:
+    """Each (document, text) piece with the text that follows it in its document, up to
+    ``_CONTEXT_CHARS`` ("" at a document's end): where ``_encoded`` reads the end of a token
+    that starts in the piece. Pieces are held back until that much text follows them."""
+    held: deque[tuple[tuple[int, int], str]] = deque()
+    for doc, text in pieces:
+        if held and held[0][0] != doc:  # a new document: the held ones end theirs
+            while held:
+                yield _release(held)
+        held.append((doc, text))
+        while len(held) > 1 and sum(len(t) for _, t in islice(held, 1, None)) >= _CONTEXT_CHARS:
+            yield _release(held)
+    while held:
+        yield _release(held)
+
+
+def _release(held: deque) -> tuple[tuple[int, int], str, str]:
+    doc, text = held.popleft()
+    return doc, text, "".join(t for _, t in held)[:_CONTEXT_CHARS]
 
 
 def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int,

@@ -241,6 +241,9 @@ def load_gguf_tokenizer(path: str | Path):
     p = Path(path)
     try:
         return AutoTokenizer.from_pretrained(p.parent, gguf_file=p.name, local_files_only=True)
+    except KeyError as e:  # a tokenizer.ggml.* key the file's tokenizer model needs (merges, ...)
+        raise UsageError(f"{path}: its tokenizer cannot be read (no {_one_line(e)} among what "
+                         f"transformers read of its tokenizer.ggml.* metadata)") from None
     except Exception as e:
         raise UsageError(f"{path}: its tokenizer cannot be read ({_one_line(e)})") from None
 

@@ -21,6 +21,8 @@ checkpoint's chat template travels with it (``chat_template``).
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -174,6 +176,50 @@ class HFTokenizer(Tokenizer):
         e = self.tokenizer.encode(text, add_special_tokens=True)
         n = next((i for i, (_, end) in enumerate(e.offsets) if end > at), len(e.ids))
         return e.ids[:n], e.ids[n:]
+
+    def encode_piece(self, text: str, before: str = "", after: str = "") -> list[int]:
+        """The ids of the tokens that start in ``text``, a piece of a longer text read
+        between ``before`` (the end of the piece before it) and ``after`` (the start of the
+        one after), as ``tok(whole text)`` gives them. With ``before`` empty, ``text`` starts
+        the text: its ids lead with what the checkpoint puts before every text
+        (``leading_ids``: Llama's and Mistral's bos).
+
+        Why: a SentencePiece-style tokenizer (Llama 2's, Mistral's) puts a "▁" before every
+        text it encodes, so a piece encoded alone would start with a space the whole text
+        does not have there; and a token may run across the place where two pieces meet.
+        Read with its neighbours, and cut where tokens start (as ``encode_split`` cuts a
+        prompt from its response), the pieces' ids are the whole text's, each id once.
+
+        Examples:
+            >>> from tokenizers import Tokenizer as Fast, models, pre_tokenizers
+            >>> fast = Fast(models.WordLevel({"<unk>": 0, "▁ab": 1, "▁b": 2},
+            ...                              unk_token="<unk>"))
+            >>> fast.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first")
+            >>> tok = HFTokenizer(fast, {"unk": 0})  # "ab" cut in two: "▁ab" once, not "▁b"
+            >>> tok.encode_piece("a", after="b"), tok.encode_piece("b", before="a")
+            ([1], [])
+            >>> tok.encode("b")  # alone
+            [2]
+        """
+        e = self.tokenizer.encode(before + text + after, add_special_tokens=False)
+        at, end = len(before), len(before) + len(text)
+        # the tokens that start in ``text``: only those near its two ends are looked at (a
+        # chunk's whole offsets would cost a tenth of its encoding)
+        first, last = 0, len(e.ids)
+        while first < last and e.token_to_chars(first)[0] < at:
+            first += 1
+        while last > first and e.token_to_chars(last - 1)[0] >= end:
+            last -= 1
+        return [*([] if before else self.leading_ids), *e.ids[first:last]]
+
+    @functools.cached_property
+    def leading_ids(self) -> list[int]:
+        """The ids the checkpoint's post-processor puts before every text, as ``tok(text)``
+        does: Llama's, Llama 3's and Mistral's bos; none for GPT-2 and Qwen (whose tokenizers
+        add nothing). Read from a probe text's encoding: the special tokens before its own."""
+        e = self.tokenizer.encode("a", add_special_tokens=True)
+        lead = itertools.takewhile(lambda pair: pair[1] == 1, zip(e.ids, e.special_tokens_mask))
+        return [i for i, _ in lead]
 
     def encode_pair(self, text: str, pair: str | None = None, *,
                     add_special_tokens: bool = True) -> tuple[list[int], list[int]]:

@@ -48,10 +48,12 @@ def _gguf_name(name):
     return f"blk.{block}.{_BLOCK['.'.join(rest[:-1])]}.{rest[-1]}"
 
 
-def write_gpt2_gguf(path, hf, tok, *, f16=False, template=CHATML, arch="gpt2", broken=None):
+def write_gpt2_gguf(path, hf, tok, *, f16=False, template=CHATML, arch="gpt2", broken=None,
+                    merges=True):
     """``hf`` (a GPT2LMHeadModel) and ``tok`` as a GGUF file at ``path``; ``f16``: its
     matrices in float16 (norms and biases stay float32, as llama.cpp writes them); ``broken``:
-    the name of a tensor written as int32, a type the reader cannot dequantise."""
+    the name of a tensor written as int32, a type the reader cannot dequantise; without
+    ``merges``, a BPE tokenizer that transformers cannot read."""
     c = hf.config
     w = gguf.GGUFWriter(str(path), arch)
     w.add_context_length(c.n_positions)
@@ -61,6 +63,8 @@ def write_gpt2_gguf(path, hf, tok, *, f16=False, template=CHATML, arch="gpt2", b
     w.add_head_count(c.n_head)
     w.add_layer_norm_eps(c.layer_norm_epsilon)
     _add_tokenizer(w, tok, template)
+    if not merges:
+        del w.kv_data[0]["tokenizer.ggml.merges"]
     for name, value in hf.state_dict().items():
         if name.endswith(".attn.bias") or name.endswith(".masked_bias"):
             continue  # causal-mask buffers of older transformers, not weights
@@ -155,10 +159,12 @@ def _refused(capsys, argv, *parts, out=None):
 def bad(files):
     tmp, hf, tok = files["dir"], files["model"], files["tok"]
     (tmp / "text.gguf").write_text("not a gguf file\n")
-    return {"text": tmp / "text.gguf",
+    (tmp / "corpus.txt").write_text("the cat sat on the mat. " * 100)
+    return {"text": tmp / "text.gguf", "corpus": tmp / "corpus.txt",
             "arch": write_gpt2_gguf(tmp / "bloom.gguf", hf, tok, arch="bloom"),
             "type": write_gpt2_gguf(tmp / "i32.gguf", hf, tok, broken="output_norm.weight"),
-            "none": write_gpt2_gguf(tmp / "base.gguf", hf, tok, template=None)}
+            "none": write_gpt2_gguf(tmp / "base.gguf", hf, tok, template=None),
+            "merges": write_gpt2_gguf(tmp / "no-merges.gguf", hf, tok, merges=False)}
 
 
 @pytest.mark.parametrize("command", ["train", "generate"])
@@ -168,7 +174,7 @@ def test_bad_files_are_one_line_naming_the_file_and_nothing_is_written(
 
     def argv(path):
         if command == "train":
-            return ["train", "lm", "--init", str(path), "--data", str(bad["text"]),
+            return ["train", "lm", "--init", str(path), "--data", str(bad["corpus"]),
                     "--out", str(out)]
         return ["generate", str(path), "--prompt", "hi"]
 
@@ -179,6 +185,8 @@ def test_bad_files_are_one_line_naming_the_file_and_nothing_is_written(
     _refused(capsys, argv(bad["type"]), str(bad["type"]), "tensor output_norm.weight",
              "type I32", "cannot dequantise", out=out)
     _refused(capsys, argv(files["dir"] / "missing.gguf"), "missing.gguf", "is not a file",
+             out=out)
+    _refused(capsys, argv(bad["merges"]), str(bad["merges"]), "its tokenizer cannot be read",
              out=out)
 
 

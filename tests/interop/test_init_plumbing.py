@@ -14,6 +14,7 @@ from attnlab.errors import UsageError
 from attnlab.interop.source import reread_init_source
 from attnlab.runs import write_yaml
 from attnlab.tasks import get_task
+from attnlab.tokenizers import CharTokenizer
 
 
 def _hf_dir(path, model_type="gpt2", weights="model.safetensors", tokenizer=("tokenizer.json",)):
@@ -32,6 +33,7 @@ def _run_dir(path, task="lm", weights=True, **settings):
                                       "num_heads": 4, "dropout": 0.1, **settings})
     if weights:
         (path / "model.safetensors").write_bytes(b"weights")
+    CharTokenizer.fit(["some text"]).save(path / "tokenizer.json")  # --init reads it first
     return path
 
 
@@ -141,6 +143,16 @@ def test_train_takes_the_shape_from_the_run_and_records_dir_and_digest(tmp_path)
     assert cfg.init == str(src.resolve())
     assert cfg.init_sha256 == hashlib.sha256(b"weights").hexdigest()
     assert {"init", "init_sha256"} <= set(cfg.record())  # what config.yaml holds
+
+
+def test_a_run_without_its_tokenizer_is_refused_before_the_run_directory(tmp_path, capsys):
+    src = _run_dir(tmp_path / "src")
+    (src / "tokenizer.json").unlink()
+    (tmp_path / "text.txt").write_text("some text to train on\n" * 200)
+    out = tmp_path / "run"
+    _fails(["train", "lm", "--init", str(src), "--data", str(tmp_path / "text.txt"),
+            "--out", str(out)], capsys, f"tokenizer file not found: {src.resolve()}")
+    assert not out.exists()
 
 
 def test_init_with_resume_is_refused(tmp_path, capsys):

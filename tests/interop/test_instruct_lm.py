@@ -45,6 +45,9 @@ STYLES = {  # family, template, special tokens (bos/eos first), end-of-turn toke
     "llama3": ("llama", LLAMA3, ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
                                  "<|end_header_id|>", "<|eot_id|>"], "<|eot_id|>"),
 }
+# ChatML that refuses a system message, as Gemma's and Mistral's older templates do
+NO_SYSTEM = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not "
+             "supported') }}{% endif %}" + CHATML)
 WORDS = ["abc", "hello", "dog", "tea", "moon", "sun", "cat", "bed", "ace", "bad", "cab", "fed"]
 CORPUS = [f"reverse: {w}" for w in WORDS] + WORDS[::-1] + ["system user assistant be brief"]
 TRAIN = ["--max-steps", "40", "--warmup", "2", "--batch-size", "8", "--lr", "1e-2",
@@ -62,7 +65,7 @@ def _tokenizer(style, template=True):
     eos = specials[-1] if style == "llama3" else specials[0]
     hf = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=specials[0],
                                               eos_token=eos)
-    hf.chat_template = chat if template else None
+    hf.chat_template = (chat if template is True else template) or None  # or another's
     return hf
 
 
@@ -104,6 +107,7 @@ class _Dirs(dict):
     MAKE = {"chatml": lambda d: save_chat_model(d / "qwen2"),
             "llama3": lambda d: save_chat_model(d / "llama", "llama3"),
             "base": lambda d: save_chat_model(d / "base", template=False),
+            "no-system": lambda d: save_chat_model(d / "no-system", template=NO_SYSTEM),
             "rows": lambda d: _write(d / "rows.jsonl", _rows())}
 
     def __init__(self, tmp):
@@ -386,6 +390,21 @@ def test_bad_rows_are_refused_before_torch_is_imported(dirs, tmp_path):
     assert done.stderr.strip().splitlines() == [f"attnlab: error: --data {data} {BAD[2][1]}"]
 
 
+def test_a_row_the_template_refuses_is_one_line_before_the_run_directory(dirs, tmp_path,
+                                                                         capsys):
+    rows = [r for r in _rows(20) if "prompt" in r]  # rendered without a system message
+    rows.insert(7, _rows(1)[0])  # file line 8: a system message, which the template refuses
+    data = _write(tmp_path / "rows.jsonl", rows)
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert main(["train", "lm", "--init", str(dirs["no-system"]), "--data", str(data),
+                 "--out", str(out), "--block-size", "64"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"attnlab: error: --data {data} line 8: {dirs['no-system']}: its chat "
+                   f"template cannot render this conversation (System role not supported)")
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_messages_rows_need_a_chat_template_and_rows_need_init(dirs, tmp_path, capsys):
     out = tmp_path / "run"
@@ -416,15 +435,14 @@ def test_long_conversations_are_cut_and_said_and_none_left_is_refused(dirs, tmp_
     assert said and 0 < int(said[1]) < int(said[2]), notes[0]
     long = {"messages": [{"role": "user", "content": "reverse: " + "abc " * 30},
                          {"role": "assistant", "content": "cba"}]}
-    # every reply beyond the block: nothing to train on, refused, the run directory removed
+    # every reply beyond the block: nothing to train on, refused in one line, nothing written
     data = _write(tmp_path / "all-long.jsonl", [long] * 10)
     out = tmp_path / "none"
     assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(data),
                  "--out", str(out), *TRAIN, "--block-size", "8"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith(f"attnlab: error: --data {data}: no conversation has an assistant "
-                              f"token within --block-size 8; raise --block-size (the run "
-                              f"stopped before its first checkpoint; removed {out}")
+    err = capsys.readouterr().err.strip()
+    assert err == (f"attnlab: error: --data {data}: no conversation has an assistant token "
+                   f"within --block-size 8; raise --block-size")
     assert not out.exists()
 
 

@@ -20,6 +20,7 @@ from tokenizers import (Tokenizer, decoders, models, normalizers, pre_tokenizers
 from .conftest import transformers  # (skips without the hf extra)
 from .test_llama_family import _tiny
 
+import attnlab  # noqa: E402
 from attnlab.cli import main  # noqa: E402
 from attnlab.commands.train import configure  # noqa: E402
 
@@ -48,9 +49,12 @@ def _llama2_tokenizer():
 
 
 def save_llama2(d):
+    """The checkpoint, with a generation_config.json that samples, as Llama 2 Chat's does."""
     tok = _llama2_tokenizer()
-    _tiny("llama", vocab_size=len(tok), max_position_embeddings=64, bos_token_id=1,
-          eos_token_id=2).save_pretrained(d)
+    model = _tiny("llama", vocab_size=len(tok), max_position_embeddings=64, bos_token_id=1,
+                  eos_token_id=2)
+    model.generation_config.update(do_sample=True, temperature=0.6, top_p=0.9)
+    model.save_pretrained(d)
     tok.save_pretrained(d)
     return d
 
@@ -91,11 +95,20 @@ def test_a_run_continues_after_the_space_its_first_word_carries(run, capsys):
     """The continuation of a run from a SentencePiece checkpoint is printed after the prompt
     with the space its first piece carries ("the cat sat"), as ``generate DIR`` prints it,
     not decoded alone and glued to the prompt ("the catsat")."""
+    from attnlab.tasks.lm.continuation import AfterPrompt, prompt_ids
+
+    tokenizer = attnlab.load(run)[1]
+    prompt, new = tokenizer.encode_split("the cat sat", len("the cat"))
+    assert prompt == prompt_ids(tokenizer, "the cat")  # (bos first)
+    assert tokenizer.decode(new) == "sat"  # decoded alone: glued to the prompt
+    assert AfterPrompt(tokenizer, prompt).decode(new) == " sat"
+    # and generate prints what the model continues with, after the prompt as it reads it
+    # (the model's own first piece, after 2 steps, need not carry a space)
     capsys.readouterr()
     assert main(["generate", str(run), "--prompt", "the cat", "--greedy",
                  "--max-new-tokens", str(N), "--threads", "1"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("the cat ") and not out.startswith("the cat  ")
+    assert out.startswith("the cat") and not out.startswith("the cat  ")
 
 
 @pytest.mark.slow
@@ -108,7 +121,22 @@ def test_a_run_reads_a_prompt_as_its_checkpoint_and_its_export_do(made, run, cap
                  "--max-new-tokens", str(N), "--threads", "1"]) == 0
     assert capsys.readouterr().out == expected + "\n"
     assert main(["predict", str(run), "--input", "the cat", "--max-new-tokens", str(N)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == expected[len("the cat "):]
+    assert capsys.readouterr().out.splitlines()[-1].strip() == expected[len("the cat"):].strip()
+
+
+@pytest.mark.slow
+def test_the_export_states_the_runs_bos_and_eos_and_no_sampling(made, run):
+    """A run keeps --init DIR's weights, not its sampling defaults (docs/cli.md): its export's
+    generation_config.json names the ids the run reads and stops at, and no sampling key, so
+    that transformers does not sample the fine-tune as DIR's authors sampled DIR."""
+    assert json.loads((made["dir"] / "generation_config.json").read_text())["temperature"] == 0.6
+    exported = made["root"] / "exported"
+    written = json.loads((exported / "generation_config.json").read_text())
+    assert not {"do_sample", "temperature", "top_k", "top_p"} & set(written)
+    config = transformers.GenerationConfig.from_pretrained(exported)
+    tokenizer = attnlab.load(run)[1]
+    assert (config.bos_token_id, config.eos_token_id) == (tokenizer.sos_id, tokenizer.eos_id)
+    assert (config.bos_token_id, config.eos_token_id) == (1, 2)  # the checkpoint's <s>, </s>
 
 
 def test_the_checkpoint_itself_is_continued_as_transformers_continues_it(made, capsys):
@@ -186,3 +214,15 @@ def test_a_plain_rows_prompt_stays_as_generate_reads_it_where_the_text_allows(tm
     assert ids[:n] == tok.encode("the cat sat on the m") and set(labels[:n]) == {IGNORE}
     assert labels[n:] == ids[n:] == tok.encode("at.") + [tok.eos_id]
     assert tok.encode("the cat sat on the mat.") != ids[:-1]  # read whole, "mat" is one token
+
+
+def test_a_recipe_names_what_init_set_apart_from_what_was_given(made, capsys):
+    """--recipe fast over a Llama checkpoint: RMSNorm and no QK-norm are the checkpoint's, not
+    the user's, and the note says so; a flag given is named as given."""
+    capsys.readouterr()
+    cfg = _configure(made, recipe="fast", lr=1e-3)
+    assert (cfg.model.norm, cfg.model.qk_norm, cfg.lr) == ("rms", False, 1e-3)
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"--recipe fast: given, and used instead: --lr 0.001 (the recipe's --lr 0.003); from "
+        f"--init {made['dir']}, used instead: --norm rms (the recipe's --norm layer), "
+        f"--no-qk-norm (the recipe's --qk-norm)")

@@ -17,7 +17,8 @@ from ...runs import check_data_files, read_json, record_data_files
 DATASETS_MARKS = ("state.json", "dataset_dict.json")  # what save_to_disk writes in its directory
 
 __all__ = ["check_data", "check_corpus", "check_init_corpus", "check_init_vocabulary",
-           "init_is_run", "hf_vocabulary", "check_rows", "init_has_chat_template"]
+           "init_is_run", "init_tokenizer", "hf_vocabulary", "check_rows",
+           "init_has_chat_template"]
 
 
 def check_data(cfg: dict[str, Any]) -> None:
@@ -98,6 +99,20 @@ def init_is_run(init: str | Path) -> bool:
     """Whether the --init directory is an attnlab run (its config.yaml), not a Hugging Face
     directory (config.json), as ``attnlab.interop.source.read_init_source`` tells them."""
     return (Path(init) / "config.yaml").is_file() and not (Path(init) / "config.json").is_file()
+
+
+def init_tokenizer(init: str | Path):
+    """--init's tokenizer, read as the run reads it: a Hugging Face directory's or a GGUF
+    file's through ``transformers`` (``read_tokenizer``), an lm run's tokenizer.json. Read
+    before the run directory is written, so that one that cannot be read is a one-line
+    refusal (``UsageError`` naming the file) with nothing left behind."""
+    if init_is_run(init):
+        from ...interop.saved import load_any_tokenizer
+
+        return load_any_tokenizer(Path(init) / "tokenizer.json")
+    from ...interop.checkpoint import read_tokenizer
+
+    return read_tokenizer(init, task="lm")
 
 
 def check_init_corpus(init: str | Path, data: Path) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +41,51 @@ from ...interop.chat import chat_ids, conversation, end_of_turn_id, render
 from ...interop.saved import load_any_tokenizer
 from ...runs import check_data_files, file_digest
 
-__all__ = ["prepare", "encode_rows", "padded", "batched", "pad_id", "example_batches",
-           "assistant_loss", "evaluate_loss", "ChatSession", "chat_predictions", "cut_note"]
+__all__ = ["prepare", "EncodedRows", "encode_splits", "encode_rows", "padded", "batched",
+           "pad_id", "example_batches", "assistant_loss", "evaluate_loss", "ChatSession",
+           "chat_predictions", "cut_note"]
 
 Example = tuple[list[int], list[int]]  # (ids, labels)
 
 
-def prepare(cfg, run_dir: Path, rows: Rows, tokenizer=None):
+def prepare(cfg, run_dir: Path, checked: "Rows | EncodedRows", tokenizer=None):
     """What a fine-tuning run trains on: (the run config with its tokenizer's place and digest
     derived, the tokenizer, the training examples, the held-out ones). ``tokenizer`` is
-    --init's (a new run); None on --resume (read back from the run)."""
+    --init's (a new run), whose rows the spec encoded already (``checked``, ``encode_splits``);
+    None on --resume (read back from the run; ``checked`` is then the rows, encoded here)."""
     cfg, tokenizer = _tokenizer_of_run(cfg, Path(run_dir), tokenizer)
-    train_rows, val_rows = holdout(len(rows.conversations), cfg.seed, where=f"--data {cfg.data}")
-    train = encode_rows(cfg, tokenizer, rows, train_rows, say=True)
-    val = encode_rows(cfg, tokenizer, rows, val_rows, say=True, split="held-out ")
-    return cfg, tokenizer, train, val
+    found = checked if isinstance(checked, EncodedRows) else encode_splits(cfg, tokenizer, checked)
+    for note in found.notes:
+        print(note, file=sys.stderr, flush=True)
+    return cfg, tokenizer, found.train, found.val
+
+
+@dataclass(frozen=True)
+class EncodedRows:
+    """A rows file's training and held-out examples, and the lines that say what was cut:
+    what ``encode_splits`` made of it."""
+
+    rows: Rows
+    train: list[Example]
+    val: list[Example]
+    notes: list[str]
+
+
+def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
+    """Every row of ``rows`` as the run will train on it, split into training and held-out
+    examples (``holdout``). ``attnlab train lm`` calls it before the run directory is written,
+    so that a row the chat template refuses, or a split left with no assistant token, is a
+    one-line refusal with nothing written; ``cfg`` is read for ``instruction``, ``init``,
+    ``out``, ``seed`` and ``block_size`` (attributes). The notes are printed by the run.
+
+    Raises:
+        UsageError: naming the file and line of a row the template refuses, or when a split
+            has no assistant token within --block-size.
+    """
+    train_rows, val_rows = holdout(len(rows.conversations), cfg.seed, where=f"--data {rows.path}")
+    train, said = _encoded_rows(cfg, tokenizer, rows, train_rows)
+    val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ")
+    return EncodedRows(rows, train, val, [n for n in (said, said_val) if n])
 
 
 def batched(examples: list[Example], batch_size: int, tokenizer) -> list:
@@ -89,6 +120,15 @@ def encode_rows(cfg, tokenizer, rows: Rows, which: list[int], *, say: bool = Fal
     them into tokens, cut to --block-size + 1; with ``say``, one line on stderr for what was
     cut. ``UsageError`` naming the file and line of a row the template refuses, or when no
     assistant token is left within --block-size."""
+    kept, note = _encoded_rows(cfg, tokenizer, rows, which, split)
+    if say and note:
+        print(note, file=sys.stderr, flush=True)
+    return kept
+
+
+def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = ""
+                  ) -> tuple[list[Example], str | None]:
+    """``encode_rows``' examples, and its line on what was cut (None when nothing was)."""
     encode = _encoder(cfg, tokenizer)
     examples = []
     for i in which:
@@ -101,10 +141,9 @@ def encode_rows(cfg, tokenizer, rows: Rows, which: list[int], *, say: bool = Fal
     if not kept:
         raise UsageError(f"{where}: no {split}conversation has an assistant token within "
                          f"--block-size {cfg.block_size}; raise --block-size")
-    if say and said["cut"]:
-        print(f"note: {where}: {cut_note(said, len(examples), cfg.block_size, split)}",
-              file=sys.stderr, flush=True)
-    return kept
+    if not said["cut"]:
+        return kept, None
+    return kept, f"note: {where}: {cut_note(said, len(examples), cfg.block_size, split)}"
 
 
 def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "") -> str:

@@ -212,7 +212,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
 
 def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
-    """``run`` on instruction rows (``rows``, which validate read): the loss on the
+    """``run`` on instruction rows (``rows``, which validate read, and for a new run encoded:
+    ``instruct.EncodedRows``): the loss on the
     assistant's tokens only, batches padded per batch, ``val_loss`` over every held-out
     assistant token (``instruct``)."""
     from ...training import finish, fit  # Lightning: imported by training only

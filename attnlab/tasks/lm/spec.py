@@ -34,7 +34,7 @@ from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ...data.chat_rows import is_rows_file
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, check_rows,
-                     init_is_run, is_prepared)
+                     init_is_run, init_tokenizer, is_prepared)
 from .recipes import RECIPES, recipe_text
 
 __all__ = ["LMTask", "LMSettings", "TASKS", "gpt2_settings", "llama_settings", "INIT_TOKENIZER"]
@@ -231,7 +231,8 @@ class LMTask(Task):
         if not cfg.get("data"):
             raise UsageError("--data is required: a directory from `attnlab prepare` or a text file")
         if is_rows_file(cfg["data"]) and not is_prepared(cfg["data"]):
-            return check_rows(cfg, _check_init)  # instruction rows (``checks.check_rows``)
+            rows = check_rows(cfg, _check_init)  # instruction rows (``checks.check_rows``)
+            return rows if cfg.get("resume") else _encoded(cfg, rows)
         if cfg.get("init") and not cfg.get("resume"):
             _check_init(cfg)
         elif (cfg.get("tokenizer") == INIT_TOKENIZER and not is_prepared(cfg["data"])
@@ -243,6 +244,8 @@ class LMTask(Task):
                                                                        cfg.get("vocab_size"))):
             raise UsageError(small)
         check_data(cfg)
+        if cfg.get("init") and not cfg.get("resume"):  # last: it loads transformers
+            init_tokenizer(cfg["init"])
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The ``CausalLM``'s matrices with their gradient and AdamW's two moments (4 float32
@@ -284,6 +287,20 @@ def _check_init(cfg: dict[str, Any]) -> None:
         check_init_vocabulary(cfg["init"], cfg["vocab_size"])
     if is_prepared(cfg["data"]):
         check_init_corpus(cfg["init"], Path(cfg["data"]))
+
+
+def _encoded(cfg: dict[str, Any], rows) -> Any:
+    """The rows of a new run encoded as it will train on them, through --init's tokenizer
+    and chat template (``instruct.encode_splits``): a row the template refuses is refused
+    now, in one line, before the run directory is written. It imports torch and
+    transformers, as the run does next (a rows file always comes with --init)."""
+    from types import SimpleNamespace
+
+    from .instruct import encode_splits
+
+    names = ("instruction", "init", "out", "seed", "block_size")
+    return encode_splits(SimpleNamespace(**{k: cfg.get(k) for k in names}),
+                         init_tokenizer(cfg["init"]), rows)
 
 
 def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str, Any]:
