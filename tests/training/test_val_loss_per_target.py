@@ -4,17 +4,19 @@
 Each test validates a tiny untrained model with the loop's own ``Loop.validate`` on one split
 cut into batches three ways (a short last batch; one batch; pairs), each batch padded to its own
 longest example as the tasks pad them, and compares with the loss computed by hand, one example
-at a time: translate (targets of 1 to 7 tokens, label smoothing 0.1 in training). Tolerance:
-float32 sums over a few dozen targets, and a padded batch's attention over masked keys (rtol
-1e-5).
+at a time: translate (targets of 1 to 7 tokens, label smoothing 0.1 in training), and
+instruction rows (replies of 1 to 6 tokens after prompts the loss skips). Tolerance: float32
+sums over a few dozen targets, and a padded batch's attention over masked keys (rtol 1e-5).
 """
 import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab.models import Seq2SeqTransformer
+from attnlab.data.chat_rows import IGNORE
+from attnlab.models import CausalLM, Seq2SeqTransformer
 from attnlab.tasks import get_task
 from attnlab.training import engine
+from attnlab.training.lm import LMModule
 from attnlab.training.seq2seq import Seq2SeqModule
 
 TINY = dict(model_dim=16, num_heads=2, num_layers=1, dim_feedforward=32)
@@ -76,3 +78,26 @@ def test_translate_val_loss_is_the_plain_cross_entropy_per_target_token_of_the_s
     for found in _validations(Seq2SeqModule(model, cfg, 1), cfg, tmp_path, splits):
         torch.testing.assert_close(found["val_loss"], total / tokens, rtol=1e-5, atol=0.0)
         assert found["val_token_accuracy"] == pytest.approx(right / tokens, rel=1e-6)
+
+
+def test_instruction_val_loss_is_per_reply_token_of_the_split(tmp_path):
+    g = torch.Generator().manual_seed(1)
+    rows = []  # (inputs, targets): the prompt's targets and the padding's are IGNORE
+    for prompt, reply in ((2, 1), (6, 6), (3, 2), (1, 5), (4, 1), (2, 3), (5, 4)):
+        ids = torch.randint(3, 20, (prompt + reply + 1,), generator=g).tolist()
+        rows.append((ids[:-1], [IGNORE] * (prompt - 1) + ids[prompt:]))
+    torch.manual_seed(0)
+    model = CausalLM(20, **TINY, max_len=16).eval()
+    cfg = get_task("lm").config(**TINY, precision="32", checkpoint_every=100)
+
+    total, counted = 0.0, 0
+    with torch.no_grad():
+        for inputs, targets in rows:
+            logits = model(torch.tensor([inputs]))[0]  # (T, V)
+            total += float(F.cross_entropy(logits, torch.tensor(targets), ignore_index=IGNORE,
+                                           reduction="sum"))
+            counted += sum(t != IGNORE for t in targets)
+
+    splits = [_cut(rows, size, (0, IGNORE)) for size in CUTS]
+    for found in _validations(LMModule(model, cfg, 1), cfg, tmp_path, splits):
+        torch.testing.assert_close(found["val_loss"], total / counted, rtol=1e-5, atol=0.0)
