@@ -1,21 +1,23 @@
-"""``val_loss`` is the loss per target of the whole validation split, whatever the batches: what
---keep-best and --patience compare, and what users compare runs by.
+"""``val_loss`` is the loss per target of the whole validation split, whatever the batches:
+what --keep-best and --patience compare, and what users compare runs by.
 
 Each test validates a tiny untrained model with the loop's own ``Loop.validate`` on one split
-cut into batches three ways (a short last batch; one batch; pairs), each batch padded to its own
-longest example as the tasks pad them, and compares with the loss computed by hand, one example
-at a time: translate (targets of 1 to 7 tokens, label smoothing 0.1 in training), and
-instruction rows (replies of 1 to 6 tokens after prompts the loss skips). Tolerance: float32
-sums over a few dozen targets, and a padded batch's attention over masked keys (rtol 1e-5).
+cut into batches three ways (a short last batch; one batch; pairs), each batch padded to its
+own longest example as the tasks pad them, and compares with the loss computed by hand, one
+example at a time: translate (targets of 1 to 7 tokens, label smoothing 0.1 in training),
+instruction rows (replies of 1 to 6 tokens after prompts the loss skips) and classify with
+--class-weights (the weighted loss of the split, Σ w_y·CE / Σ w_y). Tolerance: float32 sums
+over a few dozen targets, and a padded batch's attention over masked keys (rtol 1e-5).
 """
 import pytest
 import torch
 import torch.nn.functional as F
 
 from attnlab.data.chat_rows import IGNORE
-from attnlab.models import CausalLM, Seq2SeqTransformer
+from attnlab.models import CausalLM, Seq2SeqTransformer, SequenceClassifier
 from attnlab.tasks import get_task
 from attnlab.training import engine
+from attnlab.training.classifier import ClassifierModule
 from attnlab.training.lm import LMModule
 from attnlab.training.seq2seq import Seq2SeqModule
 
@@ -101,3 +103,25 @@ def test_instruction_val_loss_is_per_reply_token_of_the_split(tmp_path):
     splits = [_cut(rows, size, (0, IGNORE)) for size in CUTS]
     for found in _validations(LMModule(model, cfg, 1), cfg, tmp_path, splits):
         torch.testing.assert_close(found["val_loss"], total / counted, rtol=1e-5, atol=0.0)
+
+
+def test_classify_class_weighted_val_loss_is_the_weighted_loss_of_the_split(tmp_path):
+    g = torch.Generator().manual_seed(2)
+    weight = torch.tensor([1.0, 4.0, 0.5])
+    rows = [(torch.randint(1, 20, (n,), generator=g).tolist(), [c])
+            for n, c in ((3, 0), (5, 1), (2, 2), (4, 0), (6, 1), (3, 2), (2, 0))]
+    torch.manual_seed(0)
+    model = SequenceClassifier(vocab_size=20, num_classes=3, **TINY, max_len=16).eval()
+    cfg = get_task("classify").config(**TINY, precision="32", checkpoint_every=100)
+
+    total, weights = 0.0, 0.0
+    with torch.no_grad():
+        for ids, (c,) in rows:
+            logits = model(torch.tensor([ids]))  # (1, C)
+            total += float(weight[c] * F.cross_entropy(logits, torch.tensor([c])))
+            weights += float(weight[c])
+
+    splits = [[(x, y[:, 0]) for x, y in _cut(rows, size, (0, 0))] for size in CUTS]
+    module = ClassifierModule(model, cfg, 1, class_weight=weight)
+    for found in _validations(module, cfg, tmp_path, splits):
+        torch.testing.assert_close(found["val_loss"], total / weights, rtol=1e-5, atol=0.0)
