@@ -55,14 +55,14 @@ class TaggerModule(TaskModule):
         *inputs, labels = batch
         logits = self.model(*inputs)  # (B, T, C)
         preds, kept = logits.argmax(-1), labels != IGNORE  # (B, T)
-        right, labelled = ((preds == labels) & kept).sum(), kept.sum()
+        correct, labelled = ((preds == labels) & kept).sum(), kept.sum()  # tokens
         if self.training:
             loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
-            return loss, {"acc": right / labelled.clamp(min=1)}
+            return loss, {"acc": correct / labelled.clamp(min=1)}
         summed = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE,
                                  reduction="sum")
         return summed / labelled.clamp(min=1), {
-            **ratio("loss", summed, labelled), **ratio("acc", right, labelled),
+            **ratio("loss", summed, labelled), **ratio("acc", correct, labelled),
             **self._entities(preds, labels, kept)}
 
     def _entities(self, preds: Tensor, labels: Tensor, kept: Tensor) -> dict[str, Tensor]:
