@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .module import TaskModule
+from .totals import ratio
 
 __all__ = ["ClassifierModule", "OBJECTIVES"]
 
@@ -41,7 +42,8 @@ class ClassifierModule(TaskModule):
         model, cfg, max_steps: as ``TaskModule``'s.
         objective: "single", "multi" or "regression" (see the module doc).
         class_weight: (C,) weights of the classes in the cross-entropy (training and
-            validation: ``val_loss`` is the loss the run minimises), or None.
+            validation: ``val_loss`` is the loss the run minimises, Σ w_y·CE / Σ w_y over the
+            whole validation split), or None.
         scores: ``(outputs (N, C), targets) -> {name: number}`` of a whole validation
             (classify's macro F1, jets' AUC), or None.
     """
@@ -69,11 +71,18 @@ class ClassifierModule(TaskModule):
             return F.mse_loss(logits[:, 0].float(), targets.float()), {}
         if self.objective == "multi":
             return F.binary_cross_entropy_with_logits(logits.float(), targets.float()), {}
-        # smoothed in training only: val_loss is the plain cross-entropy, as in lm
-        smoothing = self.label_smoothing if self.training else 0.0
         weight = None if self.class_weight is None else self.class_weight.to(logits.dtype)
-        loss = F.cross_entropy(logits, targets, weight=weight, label_smoothing=smoothing)
-        return loss, {"acc": (logits.argmax(-1) == targets).float().mean()}
+        acc = (logits.argmax(-1) == targets).float().mean()
+        if self.training:
+            return F.cross_entropy(logits, targets, weight=weight,
+                                   label_smoothing=self.label_smoothing), {"acc": acc}
+        # not smoothed: val_loss is the plain cross-entropy, as in lm; with --class-weights
+        # the weighted loss of the whole split, Σ w_y·CE / Σ w_y (a batch's own mean divides
+        # by its own Σ w_y, so a mean of those would depend on how the split is cut)
+        summed = F.cross_entropy(logits, targets, weight=weight, reduction="sum")
+        weights = (torch.ones(len(targets), device=targets.device) if weight is None
+                   else self.class_weight[targets].float())  # (B,): float32 sums count exactly
+        return summed / weights.sum(), {"acc": acc, **ratio("loss", summed, weights.sum())}
 
     def validation_start(self) -> None:
         if self.scores is not None:

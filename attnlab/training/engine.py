@@ -60,6 +60,7 @@ from ..nn.stacks import checkpoint_activations
 from .module import (OptimizerSettings, TaskModule, back_to_float32, exact_tables, make_optimizer,
                      optimizer_groups)
 from .progress import Progress
+from .totals import is_total
 
 __all__ = ["fit", "finish", "FitResult", "StopAt", "NonFiniteLoss",
            "checkpoint_dir", "parameter_count", "check_hardware", "resume_command"]
@@ -496,9 +497,11 @@ class Loop:
 
     @torch.no_grad()
     def validate(self) -> dict[str, float]:
-        """The mean of each of ``step``'s numbers over the validation batches (every rank sees
-        them all, so they agree), weighted by batch size. The random state is put back as it
-        was, so ``--val-every`` does not change the dropout masks training draws."""
+        """The mean of each of ``step``'s numbers over the validation batches, weighted by
+        batch size, and the split's sum of each of its sums and counts (``totals``), which
+        the module's ``summarise`` divides out. Every rank sees every batch, so they agree
+        with no reduction across ranks. The random state is put back as it was, so
+        ``--val-every`` does not change the dropout masks training draws."""
         self._check_finite()
         rng = capture_rng()
         self.progress.validating(self.step, self.shown)
@@ -517,12 +520,15 @@ class Loop:
             loss, logs = precision.convert_output((loss, logs))
             n = _batch_size(batch)
             for name, value in {"loss": loss, **logs}.items():
-                totals[name] = totals.get(name, 0) + value.detach().float() * n
+                weight = 1 if is_total(name) else n  # a sum or a count: added up as it is
+                totals[name] = totals.get(name, 0) + value.detach().float() * weight
             count += n
-        means = {k: float(v) / max(count, 1) for k, v in totals.items()}
-        # a measure derived from the means of counts (tag's entity F1), then what is measured
-        # on the whole split at once (classify's macro F1, jets' AUC, translate's BLEU)
-        metrics = {f"val_{k}": v for k, v in self.module.summarise(means).items()}
+        numbers = {k: float(v) if is_total(k) else float(v) / max(count, 1)
+                   for k, v in totals.items()}
+        # the ratios of the split's sums (a loss per target) and what is derived from its
+        # counts (tag's entity F1), then what is measured on the whole split at once
+        # (classify's macro F1, jets' AUC, translate's BLEU)
+        metrics = {f"val_{k}": v for k, v in self.module.summarise(numbers).items()}
         with self.fabric.strategy.precision.forward_context():
             metrics.update(self.module.validation_end())
         self.model.train()

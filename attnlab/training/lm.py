@@ -16,19 +16,22 @@ from torch import Tensor
 
 from ..data.chat_rows import IGNORE
 from .module import TaskModule
+from .totals import ratio
 
 __all__ = ["LMModule", "lm_loss"]
 
 
-def lm_loss(model, inputs: Tensor, targets: Tensor, *, label_smoothing: float = 0.0) -> Tensor:
+def lm_loss(model, inputs: Tensor, targets: Tensor, *, label_smoothing: float = 0.0,
+            reduction: str = "mean") -> Tensor:
     """Mean next-token cross-entropy of ``model`` on inputs/targets (B, T), targets = inputs
     shifted by one; a target of ``IGNORE`` (-100: padding, and in instruction rows every token
-    but the assistant's) is not counted, the mean taken over the others. With
-    ``label_smoothing`` ε, each counted target is 1 - ε on the next token and ε spread over the
-    whole vocabulary (``--label-smoothing``)."""
+    but the assistant's) is not counted, the mean taken over the others (``reduction="sum"``:
+    their sum). With ``label_smoothing`` ε, each counted target is 1 - ε on the next token and
+    ε spread over the whole vocabulary (``--label-smoothing``)."""
     logits = model(inputs)  # (B, T, V)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                           ignore_index=IGNORE, label_smoothing=label_smoothing)
+                           ignore_index=IGNORE, label_smoothing=label_smoothing,
+                           reduction=reduction)
 
 
 class LMModule(TaskModule):
@@ -47,10 +50,15 @@ class LMModule(TaskModule):
     def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Next-token cross-entropy (``lm_loss``); nothing else is logged. Training's is
         label-smoothed by ``--label-smoothing``; validation's is not, so that ``val_loss`` and
-        ``val_perplexity`` = exp(val_loss) measure the model, whatever it was trained with."""
+        ``val_perplexity`` = exp(val_loss) measure the model, whatever it was trained with.
+        Validation's is per counted target of the whole split (``totals.ratio``): instruction
+        rows count as many targets as their replies have tokens."""
         inputs, targets = batch
-        smoothing = self.label_smoothing if self.training else 0.0
-        return lm_loss(self.model, inputs, targets, label_smoothing=smoothing), {}
+        if self.training:
+            return lm_loss(self.model, inputs, targets, label_smoothing=self.label_smoothing), {}
+        summed = lm_loss(self.model, inputs, targets, reduction="sum")
+        counted = (targets != IGNORE).sum()  # instruction rows: the replies' tokens only
+        return summed / counted.clamp(min=1), ratio("loss", summed, counted)
 
     def tokens(self, batch) -> int:
         """Every position of every window (padding of instruction rows included), as nanoGPT

@@ -26,6 +26,7 @@ from ..nn.positional import LearnedPositionalEncoding
 from ..schedulers import CosineWarmupScheduler, NoamScheduler, WarmupDecayScheduler
 from ..settings import TrainSettings, absent_values, defaults
 from . import muon
+from .totals import resolve
 
 __all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "make_scheduler", "optimizer_groups", "decay_groups", "fused_adamw_ok", "computed_tables",
            "exact_tables", "back_to_float32"]
@@ -43,7 +44,9 @@ class TaskModule(nn.Module):
     A subclass implements ``loss(batch) -> (loss, logs)``: the mean loss of the batch and
     named tensors (accuracies) that the loop logs as ``train_NAME`` and ``val_NAME``. Neither
     may read a tensor's value on the host (``float(t)``, ``.item()``): the loop reads the
-    numbers it shows only at the steps it shows them.
+    numbers it shows only at the steps it shows them. Where a batch's examples have unequal
+    numbers of targets, validation's logs give sums and counts instead (``totals.ratio``), so
+    that ``val_loss`` is per target of the whole split.
     """
 
     def __init__(self, model: nn.Module, cfg: Any, max_steps: int) -> None:
@@ -71,12 +74,13 @@ class TaskModule(nn.Module):
         none."""
         return {}
 
-    def summarise(self, means: dict[str, float]) -> dict[str, float]:
-        """The validation numbers (``val_NAME``) from the means of ``loss``'s numbers over the
-        validation batches, weighted by batch size: the means themselves. A measure that is
-        no mean of per-batch numbers (entity F1, a ratio of counts over the whole split) is
-        derived here from the means of its counts (``attnlab.training.tagger``)."""
-        return means
+    def summarise(self, numbers: dict[str, float]) -> dict[str, float]:
+        """The validation numbers (``val_NAME``) from what the loop gathered of ``loss``'s
+        numbers over the validation batches: the mean of each, weighted by batch size, and
+        the split's sum of each ``totals.ratio`` and ``totals.total``, which this divides out
+        (``totals.resolve``: a loss per target of the whole split). A measure that is neither
+        (entity F1, from the split's counts) is derived here (``attnlab.training.tagger``)."""
+        return resolve(numbers)
 
 
 # Devices with PyTorch's fused AdamW kernel (one kernel per parameter for the whole update).

@@ -6,8 +6,9 @@ Teacher forcing (the paper's training): the decoder reads the whole target shift
 SOS, y_1 .. y_{n} — and is trained to predict y_1 .. y_n, EOS at every position at once; the
 causal mask keeps position t from seeing y_t. Label smoothing (Szegedy et al., 2016; §5.4 of
 the paper, ε = 0.1) trains towards (1 - ε)·one-hot + ε/V, which hurts perplexity but helps
-accuracy and BLEU. The learning-rate schedule (cosine or Noam warm-up) is the shared
-``--schedule`` flag, handled by ``TaskModule``.
+accuracy and BLEU; so training's loss is smoothed, and validation's (``val_loss``) is the
+plain cross-entropy per target token of the whole split. The learning-rate schedule (cosine
+or Noam warm-up) is the shared ``--schedule`` flag, handled by ``TaskModule``.
 """
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .module import TaskModule
+from .totals import ratio
 
 if TYPE_CHECKING:
     from ..run_config import RunSettings
 
-__all__ = ["Seq2SeqModule", "seq2seq_loss"]
+__all__ = ["Seq2SeqModule", "seq2seq_loss", "seq2seq_totals"]
 
 
 def seq2seq_loss(model, src: Tensor, tgt: Tensor, *, label_smoothing: float = 0.0,
@@ -33,13 +35,38 @@ def seq2seq_loss(model, src: Tensor, tgt: Tensor, *, label_smoothing: float = 0.
     Returns:
         (mean loss over real target tokens, {"token_accuracy": fraction predicted right}).
     """
-    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T-1) each: predict token t+1 from <= t
-    logits = model(src, tgt_in)  # (B, T-1, V)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
-                           ignore_index=pad_id, label_smoothing=label_smoothing)
+    logits, tgt_out = _teacher_forced(model, src, tgt)
+    loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=pad_id,
+                           label_smoothing=label_smoothing)
     real = tgt_out != pad_id
     correct = (logits.argmax(-1) == tgt_out) & real
     return loss, {"token_accuracy": correct.sum() / real.sum().clamp(min=1)}
+
+
+def seq2seq_totals(model, src: Tensor, tgt: Tensor, *,
+                   pad_id: int = 0) -> tuple[Tensor, dict[str, Tensor]]:
+    """Validation's numbers of a batch: the plain cross-entropy (no smoothing) summed over its
+    real target tokens and the tokens predicted right, each with the count of those tokens
+    (``totals.ratio``), so that ``val_loss`` and ``val_token_accuracy`` are per target token
+    of the whole split, whatever the lengths of its sentences and batches.
+
+    Returns:
+        (mean loss over the batch's real target tokens, the sums and their counts).
+    """
+    logits, tgt_out = _teacher_forced(model, src, tgt)
+    summed = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=pad_id,
+                             reduction="sum")
+    real = tgt_out != pad_id  # (B, T-1)
+    tokens = real.sum()
+    right = ((logits.argmax(-1) == tgt_out) & real).sum()
+    return summed / tokens.clamp(min=1), {**ratio("loss", summed, tokens),
+                                          **ratio("token_accuracy", right, tokens)}
+
+
+def _teacher_forced(model, src: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
+    """(logits (B, T-1, V), the targets they predict (B, T-1)) of the whole target at once."""
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T-1) each: predict token t+1 from <= t
+    return model(src, tgt_in), tgt_out
 
 
 class Seq2SeqModule(TaskModule):
@@ -62,8 +89,12 @@ class Seq2SeqModule(TaskModule):
         self.decoded_metrics = decoded_metrics
 
     def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Teacher-forced, label-smoothed cross-entropy (``seq2seq_loss``)."""
+        """Teacher-forced, label-smoothed cross-entropy (``seq2seq_loss``) in training; in
+        validation the plain cross-entropy per target token of the split (``seq2seq_totals``),
+        as lm's ``val_loss`` is, so that it measures the model, whatever ε trained it."""
         src, tgt = batch
+        if not self.training:
+            return seq2seq_totals(self.model, src, tgt, pad_id=self.model.pad_id)
         return seq2seq_loss(self.model, src, tgt, label_smoothing=self.label_smoothing,
                             pad_id=self.model.pad_id)
 

@@ -8,9 +8,9 @@ token classification does. In training the loop logs the accuracy over labelled 
 validation it also counts entities with the ``score`` it is given (the task's
 ``attnlab.tasks.tag.scoring.entity_scores``, which this layer may not import), on the host:
 validation reads its numbers anyway; and ``summarise`` turns the split's counts into ``val_f1``,
-``val_precision``, ``val_recall`` and the token accuracy ``val_acc``: entity F1 is a ratio
-of counts over the whole split, not a mean of per-batch scores. ``val_loss`` is such a ratio
-too, the summed cross-entropy of the split over its labelled tokens,
+``val_precision``, ``val_recall``: entity F1 is a ratio of counts over the whole split, not a
+mean of per-batch scores. ``val_loss`` and the token accuracy ``val_acc`` are such ratios too
+(``totals.ratio``), the summed cross-entropy of the split over its labelled tokens,
 
     val_loss = Σ_split CE / (labelled tokens of the split),
 
@@ -27,11 +27,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .module import TaskModule
+from .totals import ratio, total
 
 __all__ = ["TaggerModule", "IGNORE"]
 
 IGNORE = -100  # a label the loss skips (torch's and Hugging Face's ignore_index)
-_COUNTS = ("right", "predicted", "true", "correct", "labelled", "summed_loss")
+_ENTITIES = ("right", "predicted", "true")  # the entity counts of ``score``
 
 
 class TaggerModule(TaskModule):
@@ -53,41 +54,34 @@ class TaggerModule(TaskModule):
     def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
         *inputs, labels = batch
         logits = self.model(*inputs)  # (B, T, C)
-        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
         preds, kept = logits.argmax(-1), labels != IGNORE  # (B, T)
+        correct, labelled = ((preds == labels) & kept).sum(), kept.sum()  # tokens
         if self.training:
-            acc = ((preds == labels) & kept).sum() / kept.sum().clamp(min=1)
-            return loss, {"acc": acc}
+            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+            return loss, {"acc": correct / labelled.clamp(min=1)}
         summed = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE,
                                  reduction="sum")
-        return loss, self._counts(preds, labels, kept, summed)
+        return summed / labelled.clamp(min=1), {
+            **ratio("loss", summed, labelled), **ratio("acc", correct, labelled),
+            **self._entities(preds, labels, kept)}
 
-    def _counts(self, preds: Tensor, labels: Tensor, kept: Tensor,
-                summed: Tensor) -> dict[str, Tensor]:
-        """Entity and token counts of a validation batch and its summed loss (``summed``),
-        each divided by the batch size (the loop multiplies each batch's numbers by it before
-        taking the mean)."""
+    def _entities(self, preds: Tensor, labels: Tensor, kept: Tensor) -> dict[str, Tensor]:
+        """The entity counts of a validation batch (``score``'s), as totals of the split."""
         true, guessed = [], []
         for p, y, k in zip(preds.tolist(), labels.tolist(), kept.tolist()):
             true.append([self.tags[t] for t, keep in zip(y, k) if keep])
             guessed.append([self.tags[t] for t, keep in zip(p, k) if keep])
         s = self.score(true, guessed)
-        correct = sum(a == b for t, g in zip(true, guessed) for a, b in zip(t, g))
-        labelled = sum(map(len, true))
-        n = len(true)
-        values = (s["right"], s["predicted"], s["true"], correct, labelled, summed.detach())
-        return {k: torch.as_tensor(v / n, device=preds.device) for k, v in zip(_COUNTS, values)}
+        return total(**{k: torch.as_tensor(s[k], device=preds.device) for k in _ENTITIES})
 
-    def summarise(self, means: dict[str, float]) -> dict[str, float]:
-        """``loss`` (per labelled token of the split; NaN when it has none, as the
-        cross-entropy of no token is); ``acc`` (token accuracy); entity ``precision``,
-        ``recall``, ``f1``: each a ratio of the means of counts, which is the ratio of the
-        split's counts."""
-        if not set(_COUNTS) <= means.keys():
-            return means
-        right, predicted, true, correct, labelled, summed = (means[k] for k in _COUNTS)
+    def summarise(self, numbers: dict[str, float]) -> dict[str, float]:
+        """``loss`` (per labelled token of the split) and ``acc`` (token accuracy), the
+        split's ratios (NaN when it has no labelled token, as the mean of nothing is); entity
+        ``precision``, ``recall``, ``f1`` from the split's entity counts."""
+        out = super().summarise(numbers)
+        if not set(_ENTITIES) <= out.keys():
+            return out
+        right, predicted, true = (out.pop(k) for k in _ENTITIES)
         p = right / predicted if predicted else 0.0
         r = right / true if true else 0.0
-        return {"loss": summed / labelled if labelled else float("nan"),
-                "acc": correct / labelled if labelled else 0.0,
-                "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+        return {**out, "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}

@@ -228,13 +228,14 @@ def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
     if start:
         model.load_state_dict(start[0])
     val_batches = batched(val, B, tokenizer)
+    # every held-out row at each validation (not --val-batches, which caps val.bin's windows):
+    # the loop's val_loss is then metrics.json's and evaluate's, per assistant token of them all
     result = fit(LMModule(model, cfg, max_steps),
                  example_batches(train, B, max_steps, cfg.seed, pad_id(tokenizer)), val_batches,
                  cfg, run_dir, max_steps=max_steps,
-                 val_check_interval=min(cfg.val_every, max_steps) if cfg.val_every else None,
-                 limit_val_batches=cfg.val_batches)
+                 val_check_interval=min(cfg.val_every, max_steps) if cfg.val_every else None)
     metrics = {}
-    if result.is_global_zero:  # every held-out token (the loop's validation weighs batches)
+    if result.is_global_zero:  # the saved weights, in float32 (as evaluate loads them)
         metrics = loss_metrics(assistant_loss(model, val_batches))
         figures(cfg, run_dir, result.steps, max_steps)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
@@ -242,10 +243,9 @@ def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
 
 def _last_validation(cfg: RunSettings, result) -> dict[str, float] | None:
     """The loop's validation of the last step as the run's metrics, when it is the measurement
-    ``lm_metrics`` would repeat: the same windows (the first ``val_batches`` batches of val,
-    every window as long, so weighting by batch is weighting by token) in float32. Under any
-    other precision the model that ``evaluate`` and ``predict`` load (float32) is measured
-    again."""
+    ``lm_metrics`` would repeat: the same windows (the first ``val_batches`` batches of val),
+    every token weighted equally, in float32. Under any other precision the model that
+    ``evaluate`` and ``predict`` load (float32) is measured again."""
     loss = result.validation.get("val_loss")
     if loss is None or cfg.precision != "32":
         return None
