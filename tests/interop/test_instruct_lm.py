@@ -405,6 +405,20 @@ def test_a_row_the_template_refuses_is_one_line_before_the_run_directory(dirs, t
     assert not out.exists()
 
 
+def test_val_batches_with_instruction_rows_is_refused_as_unused(dirs, tmp_path, capsys):
+    """Instruction rows are validated whole (the loop's val_loss is metrics.json's), so a
+    --val-batches given there would cap nothing: refused by name, before the run directory."""
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(dirs["rows"]),
+                 "--out", str(out), "--val-batches", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"attnlab: error: --val-batches: for a text corpus only; --data "
+                   f"{dirs['rows']} holds instruction rows, whose every held-out row is "
+                   f"validated (docs/finetuning.md)")
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_messages_rows_need_a_chat_template_and_rows_need_init(dirs, tmp_path, capsys):
     out = tmp_path / "run"

@@ -195,7 +195,8 @@ class LMTask(Task):
         return super().check_settings(cfg)  # instruction rows, for ``run``'s ``checked``
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
-        """A prepared corpus has its tokeniser already (and --init's must be it); a gated
+        """A prepared corpus has its tokeniser already (and --init's must be it); instruction
+        rows are validated whole, so --val-batches caps nothing there; a gated
         feed-forward network has its own activation (SwiGLU's SiLU, GeGLU's GELU); --arch
         sets its parts, so a part flag that disagrees is refused."""
         unused = []
@@ -204,6 +205,10 @@ class LMTask(Task):
                            f"for a text file only; --data {cfg['data']} is a prepared corpus, "
                            f"whose tokeniser is its tokenizer.json (prepare another with "
                            f"`attnlab prepare`)"))
+        elif cfg.get("data") and is_rows_file(cfg["data"]):
+            unused.append((["val_batches"],
+                           f"for a text corpus only; --data {cfg['data']} holds instruction "
+                           f"rows, whose every held-out row is validated (docs/finetuning.md)"))
         parts = ARCH_PARTS.get(cfg.get("arch"), {})
         if differ := [k for k, v in parts.items() if cfg.get(k) != v]:
             sets = ", ".join(as_typed(k, v) for k, v in parts.items())
