@@ -21,10 +21,17 @@ timeout). Shell syntax around a command (pipes, redirections, ``$(...)``) is sti
 The command's process ends as an interpreter does, less the teardown of the server's modules
 (``_exit_as_a_process_does``: a second of CPU a command).
 
-Not a test module: run as ``python forkserver.py SOCKET``.
+The notebooks' kernels start the same way (tests/test_notebooks.py): a server started with
+``--kernel`` also imports ipykernel, in the environment a kernel sets up before it runs a cell
+(``MPLBACKEND``); the kernel's command is the ``kernel`` shim, and the forked process runs
+what ``python -m ipykernel_launcher`` runs. A notebook still runs in a fresh kernel process,
+from the first cell; its own imports find the modules loaded.
+
+Not a test module: run as ``python forkserver.py SOCKET [--kernel]``.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import json
@@ -41,15 +48,8 @@ HEADER = struct.Struct("!Q")  # the length of the JSON request that follows
 # server's. `-S`: no site packages, so it starts in a few milliseconds.
 SHIM = '''#!{python} -S
 import json, os, shutil, signal, socket, struct, sys
-here = os.path.dirname(os.path.abspath(__file__))
-path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                       if p and os.path.abspath(p) != here)
-real = shutil.which("attnlab", path=path)
-if real is None:
-    print("bash: attnlab: command not found", file=sys.stderr)
-    sys.exit(127)
-env = dict(os.environ, PATH=path)
-request = json.dumps({{"argv": [real, *sys.argv[1:]], "cwd": os.getcwd(), "env": env}}).encode()
+{argv}
+request = json.dumps({{"argv": argv, "cwd": os.getcwd(), "env": env}}).encode()
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 server.connect({socket!r})
 socket.send_fds(server, [struct.pack("!Q", len(request))], [0, 1, 2])
@@ -69,18 +69,62 @@ sys.exit(code)
 '''
 
 
-def write_shim(directory: str, address: str) -> str:
-    """Writes the ``attnlab`` shim into ``directory`` (to be put first on PATH); its path."""
-    path = os.path.join(directory, "attnlab")
+# How the shim makes the command's argv and environment: the real ``attnlab`` on PATH, the
+# shim's own directory taken off PATH; or a Jupyter kernel's (``--kernel``).
+ATTNLAB_ARGV = '''here = os.path.dirname(os.path.abspath(__file__))
+path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                       if p and os.path.abspath(p) != here)
+real = shutil.which("attnlab", path=path)
+if real is None:
+    print("bash: attnlab: command not found", file=sys.stderr)
+    sys.exit(127)
+env = dict(os.environ, PATH=path)
+argv = [real, *sys.argv[1:]]'''
+KERNEL_ARGV = '''env = dict(os.environ)
+argv = ["ipykernel_launcher", *sys.argv[1:]]'''
+
+
+def write_shim(directory: str, address: str, name: str = "attnlab") -> str:
+    """Writes the shim into ``directory``: ``attnlab`` (to be put first on PATH), or
+    ``kernel`` (a Jupyter kernel's command, for a server started with ``--kernel``); its path."""
+    path = os.path.join(directory, name)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(SHIM.format(python=sys.executable, socket=address))
+        f.write(SHIM.format(python=sys.executable, socket=address,
+                            argv=KERNEL_ARGV if name == "kernel" else ATTNLAB_ARGV))
     os.chmod(path, 0o755)
     return path
 
 
-def _preload() -> None:
+@contextlib.contextmanager
+def running(spawn, where: str, env: dict, kernel: bool = False):
+    """Starts a server with ``spawn`` (conftest's ``spawn_session``) in ``env``, its socket and
+    log (server.log: each command's CPU seconds) in the directory ``where``; yields the path of
+    its shim (``write_shim``). At the end it stops the server, which first waits for any command
+    still running."""
+    import subprocess
+
+    address = os.path.join(where, "socket")
+    log = open(os.path.join(where, "server.log"), "w")
+    server = spawn([sys.executable, __file__, address, *(["--kernel"] if kernel else [])],
+                   env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    ready = server.stdout.readline()
+    if ready != "ready\n":
+        log.close()
+        with open(os.path.join(where, "server.log")) as f:
+            raise AssertionError(f"the fork server did not start:\n{f.read()}")
+    yield write_shim(where, address, "kernel" if kernel else "attnlab")
+    server.terminate()
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pass  # spawn_session kills it
+    log.close()
+
+
+def _preload(kernel: bool) -> None:
     """What any ``attnlab`` command may import: torch, Lightning (and what it imports), the
-    command modules. Nothing here reads the working directory or environment at import."""
+    command modules; for a kernel, also ipykernel. Nothing here reads the working directory
+    at import; the environment is the one the commands (or kernels) get."""
     import torch  # noqa: F401
     import lightning.pytorch  # noqa: F401
 
@@ -88,6 +132,8 @@ def _preload() -> None:
     import attnlab.training.predictor  # noqa: F401
 
     cli.build_parser()  # imports every command's module
+    if kernel:
+        from ipykernel import kernelapp  # noqa: F401
     # Out of the collector's reach: a command's collections then do not touch (and so copy)
     # the server's pages. What the imports made lives as long as the process anyway.
     gc.collect()
@@ -126,9 +172,15 @@ def _become_the_command(request: dict, fds: list[int]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = list(request["argv"])
-    sys.path[0] = os.path.dirname(sys.argv[0])  # the console script's directory, as Python sets it
     for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+    if sys.argv[0] == "ipykernel_launcher":  # what `python -m ipykernel_launcher` runs
+        del sys.path[0]  # the kernel puts its working directory back (InteractiveShellApp)
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance()
+        return
+    sys.path[0] = os.path.dirname(sys.argv[0])  # the console script's directory, as Python sets it
     from attnlab.cli import console
 
     sys.exit(console())
@@ -177,10 +229,10 @@ def _stop(signum, frame):
     os._exit(0)
 
 
-def serve(address: str) -> tuple[dict, list[int]]:
-    """Accepts commands until SIGTERM. Returns only in a command's process (no ``finally`` on
-    the way: the command's exit must be its own)."""
-    _preload()
+def serve(address: str, kernel: bool = False) -> tuple[dict, list[int]]:
+    """Accepts commands (or kernels) until SIGTERM. Returns only in a command's process (no
+    ``finally`` on the way: the command's exit must be its own)."""
+    _preload(kernel)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(address)
     server.listen(16)
@@ -254,5 +306,5 @@ def _exit_as_a_process_does(run) -> None:
 
 
 if __name__ == "__main__":
-    command = serve(sys.argv[1])
+    command = serve(sys.argv[1], kernel="--kernel" in sys.argv[2:])
     _exit_as_a_process_does(lambda: _become_the_command(*command))

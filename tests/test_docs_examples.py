@@ -222,24 +222,11 @@ def forks(spawn_session, tmp_path_factory):
     from . import forkserver
 
     where = tmp_path_factory.mktemp("forks")
-    address = str(where / "socket")
     env = {k: v for k, v in os.environ.items()
            if k not in ("ATTNLAB_RUN_DIR", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE")}
     env["MPLBACKEND"] = "Agg"   # as run_command sets it for every command
-    log = open(where / "server.log", "w")
-    server = spawn_session([sys.executable, forkserver.__file__, address], env=env,
-                           stdout=subprocess.PIPE, stderr=log, text=True)
-    ready = server.stdout.readline()
-    assert ready == "ready\n", (f"the docs' fork server did not start:\n"
-                                f"{(where / 'server.log').read_text()}")
-    forkserver.write_shim(str(where), address)
-    yield where
-    server.terminate()  # it waits for any command still running, then exits
-    try:
-        server.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        pass  # spawn_session kills it
-    log.close()
+    with forkserver.running(spawn_session, str(where), env):
+        yield where
 
 
 # ---- the tests --------------------------------------------------------------------------------
