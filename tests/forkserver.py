@@ -175,6 +175,9 @@ def _become_the_command(request: dict, fds: list[int]) -> None:
     for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
     if sys.argv[0] == "ipykernel_launcher":  # what `python -m ipykernel_launcher` runs
+        import importlib.util
+
+        sys.argv[0] = importlib.util.find_spec("ipykernel_launcher").origin
         del sys.path[0]  # the kernel puts its working directory back (InteractiveShellApp)
         from ipykernel import kernelapp
 

@@ -104,6 +104,31 @@ def test_a_notebook_runs_from_top_to_bottom_at_its_test_sizes(path, tmp_path, ke
     assert all(c.execution_count for c in ran.cells if c.cell_type == "code")
 
 
+@pytest.mark.slow
+def test_a_forked_kernel_starts_as_a_new_kernel_does(kernel, tmp_path):
+    """What a notebook can see of its kernel's start: a process of its own, its working
+    directory and import path, its argv, the inline backend (a figure is shown as a PNG),
+    nothing run before its first cell. The same from the fork server as from the python3
+    kernel's own command."""
+    source = ("import os, sys, matplotlib, matplotlib.pyplot as plt\n"
+              "print(os.getcwd(), sys.argv[0], sys.path.index(''), matplotlib.get_backend())\n"
+              "print(os.environ['MPLBACKEND'], 'In' in dir(), len(In), os.getpid() != PARENT)\n"
+              "plt.plot([1, 2]); plt.show()")
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("PARENT = 0", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(source)])
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(nb, path)
+    seen = {}
+    for name, command in (("python3 kernel", None), ("forked", kernel)):
+        ran = execute(path, overrides={"PARENT": os.getpid()}, cwd=tmp_path, kernel=command)
+        outputs = ran.cells[-1].outputs
+        seen[name] = ([o.text for o in outputs if o.output_type == "stream"],
+                      [sorted(o.data) for o in outputs if o.output_type == "display_data"])
+    assert seen["forked"] == seen["python3 kernel"]
+    assert seen["forked"][1] == [["image/png", "text/plain"]]
+
+
 def full_size_flag(nb) -> ast.expr | None:
     """The expression a notebook assigns to ``FULL_SIZE``, or None if it has no such flag."""
     for cell in nb.cells:
