@@ -56,10 +56,13 @@ def small_parameters(nb) -> dict:
 
 
 def execute(path: Path, *, overrides: dict | None = None, cwd: Path | None = None,
-            timeout: int = 1800):
+            timeout: int = 1800, kernel: list[str] | None = None):
     """Run the notebook at ``path`` in a new kernel (working directory ``cwd``) and return it
     with its outputs. ``overrides`` (name -> value) are assigned in a cell after the parameters
-    cell. Raises ``nbclient.exceptions.CellExecutionError`` on the first cell that fails."""
+    cell. ``kernel``: the command that starts the kernel, in place of the python3 kernel's
+    ``python -m ipykernel_launcher`` (the tests start theirs from a fork server); it gets the
+    same arguments. Raises ``nbclient.exceptions.CellExecutionError`` on the first cell that
+    fails."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -72,12 +75,25 @@ def execute(path: Path, *, overrides: dict | None = None, cwd: Path | None = Non
         nb.cells.insert(at + 1, cell)
     with tempfile.TemporaryDirectory(prefix="attnlab-notebook-") as tmp:
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                km=kernel_manager(kernel) if kernel else None,
                                 resources={"metadata": {"path": str(cwd or tmp)}})
-        client.execute()
+        client.execute(cleanup_kc=True)  # the kernel is shut down, whoever made its manager
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = coalesce_streams(cell.outputs)
     return nb
+
+
+def kernel_manager(command: list[str]):
+    """A manager of the python3 kernel whose process is started with ``command`` in place of
+    the kernel spec's ``python -m ipykernel_launcher``."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    manager = AsyncKernelManager(kernel_name="python3")
+    spec = manager.kernel_spec
+    launcher = spec.argv.index("ipykernel_launcher")  # python -m ipykernel_launcher -f {...}
+    spec.argv = [*command, *spec.argv[launcher + 1:]]
+    return manager
 
 
 def coalesce_streams(outputs: list) -> list:

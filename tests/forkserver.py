@@ -18,11 +18,20 @@ PATH as ``sys.argv[0]`` (Lightning's DDP launcher starts the other ranks from it
 directory taken off PATH. The monitor reports the command's exit status to the shim, which
 exits with it (or dies of the same signal), and kills the command if the shim goes away (a
 timeout). Shell syntax around a command (pipes, redirections, ``$(...)``) is still bash's.
+The command's process ends as an interpreter does, less the teardown of the server's modules
+(``_exit_as_a_process_does``: a second of CPU a command).
 
-Not a test module: run as ``python forkserver.py SOCKET``.
+The notebooks' kernels start the same way (tests/test_notebooks.py): a server started with
+``--kernel`` also imports ipykernel, in the environment a kernel sets up before it runs a cell
+(``MPLBACKEND``); the kernel's command is the ``kernel`` shim, and the forked process runs
+what ``python -m ipykernel_launcher`` runs. A notebook still runs in a fresh kernel process,
+from the first cell; its own imports find the modules loaded.
+
+Not a test module: run as ``python forkserver.py SOCKET [--kernel]``.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import json
@@ -39,15 +48,8 @@ HEADER = struct.Struct("!Q")  # the length of the JSON request that follows
 # server's. `-S`: no site packages, so it starts in a few milliseconds.
 SHIM = '''#!{python} -S
 import json, os, shutil, signal, socket, struct, sys
-here = os.path.dirname(os.path.abspath(__file__))
-path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                       if p and os.path.abspath(p) != here)
-real = shutil.which("attnlab", path=path)
-if real is None:
-    print("bash: attnlab: command not found", file=sys.stderr)
-    sys.exit(127)
-env = dict(os.environ, PATH=path)
-request = json.dumps({{"argv": [real, *sys.argv[1:]], "cwd": os.getcwd(), "env": env}}).encode()
+{argv}
+request = json.dumps({{"argv": argv, "cwd": os.getcwd(), "env": env}}).encode()
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 server.connect({socket!r})
 socket.send_fds(server, [struct.pack("!Q", len(request))], [0, 1, 2])
@@ -67,18 +69,62 @@ sys.exit(code)
 '''
 
 
-def write_shim(directory: str, address: str) -> str:
-    """Writes the ``attnlab`` shim into ``directory`` (to be put first on PATH); its path."""
-    path = os.path.join(directory, "attnlab")
+# How the shim makes the command's argv and environment: the real ``attnlab`` on PATH, the
+# shim's own directory taken off PATH; or a Jupyter kernel's (``--kernel``).
+ATTNLAB_ARGV = '''here = os.path.dirname(os.path.abspath(__file__))
+path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                       if p and os.path.abspath(p) != here)
+real = shutil.which("attnlab", path=path)
+if real is None:
+    print("bash: attnlab: command not found", file=sys.stderr)
+    sys.exit(127)
+env = dict(os.environ, PATH=path)
+argv = [real, *sys.argv[1:]]'''
+KERNEL_ARGV = '''env = dict(os.environ)
+argv = ["ipykernel_launcher", *sys.argv[1:]]'''
+
+
+def write_shim(directory: str, address: str, name: str = "attnlab") -> str:
+    """Writes the shim into ``directory``: ``attnlab`` (to be put first on PATH), or
+    ``kernel`` (a Jupyter kernel's command, for a server started with ``--kernel``); its path."""
+    path = os.path.join(directory, name)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(SHIM.format(python=sys.executable, socket=address))
+        f.write(SHIM.format(python=sys.executable, socket=address,
+                            argv=KERNEL_ARGV if name == "kernel" else ATTNLAB_ARGV))
     os.chmod(path, 0o755)
     return path
 
 
-def _preload() -> None:
+@contextlib.contextmanager
+def running(spawn, where: str, env: dict, kernel: bool = False):
+    """Starts a server with ``spawn`` (conftest's ``spawn_session``) in ``env``, its socket and
+    log (server.log: each command's CPU seconds) in the directory ``where``; yields the path of
+    its shim (``write_shim``). At the end it stops the server, which first waits for any command
+    still running."""
+    import subprocess
+
+    address = os.path.join(where, "socket")
+    log = open(os.path.join(where, "server.log"), "w")
+    server = spawn([sys.executable, __file__, address, *(["--kernel"] if kernel else [])],
+                   env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    ready = server.stdout.readline()
+    if ready != "ready\n":
+        log.close()
+        with open(os.path.join(where, "server.log")) as f:
+            raise AssertionError(f"the fork server did not start:\n{f.read()}")
+    yield write_shim(where, address, "kernel" if kernel else "attnlab")
+    server.terminate()
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pass  # spawn_session kills it
+    log.close()
+
+
+def _preload(kernel: bool) -> None:
     """What any ``attnlab`` command may import: torch, Lightning (and what it imports), the
-    command modules. Nothing here reads the working directory or environment at import."""
+    command modules; for a kernel, also ipykernel. Nothing here reads the working directory
+    at import; the environment is the one the commands (or kernels) get."""
     import torch  # noqa: F401
     import lightning.pytorch  # noqa: F401
 
@@ -86,6 +132,8 @@ def _preload() -> None:
     import attnlab.training.predictor  # noqa: F401
 
     cli.build_parser()  # imports every command's module
+    if kernel:
+        from ipykernel import kernelapp  # noqa: F401
     # Out of the collector's reach: a command's collections then do not touch (and so copy)
     # the server's pages. What the imports made lives as long as the process anyway.
     gc.collect()
@@ -109,8 +157,8 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
 
 def _become_the_command(request: dict, fds: list[int]) -> None:
     """In the forked command process: its streams, directory, environment and argv, then the
-    console script's ``sys.exit(console())`` (raised up through the server's frames to the
-    interpreter's exit, which runs the exit handlers and flushes as any process's does)."""
+    console script's ``sys.exit(console())``, raised up through the server's frames to
+    ``_exit_as_a_process_does``, which ends the process."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -124,9 +172,18 @@ def _become_the_command(request: dict, fds: list[int]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = list(request["argv"])
-    sys.path[0] = os.path.dirname(sys.argv[0])  # the console script's directory, as Python sets it
     for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+    if sys.argv[0] == "ipykernel_launcher":  # what `python -m ipykernel_launcher` runs
+        import importlib.util
+
+        sys.argv[0] = importlib.util.find_spec("ipykernel_launcher").origin
+        del sys.path[0]  # the kernel puts its working directory back (InteractiveShellApp)
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance()
+        return
+    sys.path[0] = os.path.dirname(sys.argv[0])  # the console script's directory, as Python sets it
     from attnlab.cli import console
 
     sys.exit(console())
@@ -175,10 +232,10 @@ def _stop(signum, frame):
     os._exit(0)
 
 
-def serve(address: str) -> tuple[dict, list[int]]:
-    """Accepts commands until SIGTERM. Returns only in a command's process (no ``finally`` on
-    the way: the command's exit must be its own)."""
-    _preload()
+def serve(address: str, kernel: bool = False) -> tuple[dict, list[int]]:
+    """Accepts commands (or kernels) until SIGTERM. Returns only in a command's process (no
+    ``finally`` on the way: the command's exit must be its own)."""
+    _preload(kernel)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(address)
     server.listen(16)
@@ -207,5 +264,50 @@ def serve(address: str) -> tuple[dict, list[int]]:
                 break
 
 
+def _exit_as_a_process_does(run) -> None:
+    """Runs the command (``run()``) and ends its process as the interpreter would, up to its
+    last step, which it leaves out: the teardown of every module. In a fork of this server that
+    teardown touches each object the server imported, so the kernel copies most of the
+    server's memory page by page: about 1 s of CPU a command (a hundred on the docs pages),
+    for objects the command never made and memory the operating system takes back at once.
+
+    What a finishing interpreter does first is done here in its order (Py_FinalizeEx): the exit
+    status from ``SystemExit`` (a message printed and 1, as Python does), a traceback and 1 for
+    any other exception (death by SIGINT for ``KeyboardInterrupt``), the exception and its
+    frames freed, non-daemon threads joined, atexit handlers run, standard streams flushed
+    (120 if that fails), unreachable objects collected. Only objects still reachable from a
+    module when the command ends are not finalised."""
+    import atexit
+    import threading
+
+    interrupted = False
+    try:
+        run()
+        code = 0
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    except BaseException as e:
+        interrupted = isinstance(e, KeyboardInterrupt)
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            code = 120
+    gc.collect()
+    if interrupted:  # Python re-raises a KeyboardInterrupt that ends it as SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code & 0xFF)
+
+
 if __name__ == "__main__":
-    _become_the_command(*serve(sys.argv[1]))
+    command = serve(sys.argv[1], kernel="--kernel" in sys.argv[2:])
+    _exit_as_a_process_does(lambda: _become_the_command(*command))

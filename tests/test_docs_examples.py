@@ -222,24 +222,11 @@ def forks(spawn_session, tmp_path_factory):
     from . import forkserver
 
     where = tmp_path_factory.mktemp("forks")
-    address = str(where / "socket")
     env = {k: v for k, v in os.environ.items()
            if k not in ("ATTNLAB_RUN_DIR", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE")}
     env["MPLBACKEND"] = "Agg"   # as run_command sets it for every command
-    log = open(where / "server.log", "w")
-    server = spawn_session([sys.executable, forkserver.__file__, address], env=env,
-                           stdout=subprocess.PIPE, stderr=log, text=True)
-    ready = server.stdout.readline()
-    assert ready == "ready\n", (f"the docs' fork server did not start:\n"
-                                f"{(where / 'server.log').read_text()}")
-    forkserver.write_shim(str(where), address)
-    yield where
-    server.terminate()  # it waits for any command still running, then exits
-    try:
-        server.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        pass  # spawn_session kills it
-    log.close()
+    with forkserver.running(spawn_session, str(where), env):
+        yield where
 
 
 # ---- the tests --------------------------------------------------------------------------------
@@ -290,6 +277,49 @@ def test_the_fork_server_runs_a_command_as_its_own_process(forks, tmp_path):
     assert real.returncode == 2 and real.stdout.endswith("lr.png\n")
     assert real.stderr.startswith("attnlab: error: --warmup")
     assert len(real.stdout.splitlines()) == 3   # two predictions, then ls
+
+
+# What a command may do on its way out, each ended by a plain interpreter and by the fork
+# server's ending (tests/forkserver.py, which leaves out the teardown of modules).
+ENDINGS = {
+    "return": "print('done')",
+    "exit status": "import sys; print('out'); sys.exit(3)",
+    "exit message": "import sys; sys.exit('attnlab: error: bad')",
+    "exception": "print('before'); raise ValueError('broken')",
+    "interrupt": "raise KeyboardInterrupt",
+    "unflushed output": "import sys; sys.stdout.write('no newline'); sys.stderr.write('err')",
+    "atexit": "import atexit; atexit.register(print, 'at exit'); print('first')",
+    "thread": "import threading, time\n"
+              "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()",
+    "local file": "def f(path):\n    out = open(path, 'w')\n    out.write('kept')\n"
+                  "    raise SystemExit(4)\nf('written.txt')",
+    "cycle": "class C:\n    def __del__(self):\n        open('del.txt', 'w').write('collected')\n"
+             "def f():\n    c = C()\n    c.me = c\nf()",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_a_forked_command_ends_as_a_python_process_does(ending, tmp_path):
+    """Exit status, printed error, traceback, death by SIGINT, flushed streams, atexit
+    handlers, joined threads, a file left open in a frame and a cycle's ``__del__``: the same
+    as a plain process."""
+    from . import forkserver
+
+    code = ENDINGS[ending]
+    wrapped = (f"import sys; sys.path.insert(0, {str(Path(forkserver.__file__).parent)!r})\n"
+               f"import forkserver\nforkserver._exit_as_a_process_does(lambda: exec({code!r}, {{}}))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # output buffered
+    done = {}
+    for name, program in (("plain", code), ("fork server's", wrapped)):
+        (tmp_path / name).mkdir()
+        done[name] = subprocess.run([sys.executable, "-c", program], cwd=tmp_path / name,
+                                    env=env, capture_output=True, text=True, timeout=60)
+        # a traceback's frames differ (the fork server's are in it): its other lines may not
+        stderr = [l for l in done[name].stderr.splitlines() if not l.startswith(" ")]
+        done[name] = (done[name].returncode, done[name].stdout, stderr,
+                      sorted(p.read_text() for p in (tmp_path / name).iterdir()))
+    assert done["fork server's"] == done["plain"]
 
 
 def unmarked_examples(page: Path) -> list[str]:

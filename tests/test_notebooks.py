@@ -4,6 +4,7 @@ of a run from top to bottom, so they read well where they are shown without bein
 from __future__ import annotations
 
 import ast
+import os
 import re
 
 import nbformat
@@ -79,12 +80,53 @@ def test_no_committed_output_holds_a_warning_a_machines_path_or_a_floats_repr(pa
                                        f"{text[max(0, found.start() - 60):found.end() + 40]!r}")
 
 
+@pytest.fixture(scope="session")
+def kernel(spawn_session, tmp_path_factory):
+    """The command of a kernel forked from this worker's kernel server (tests/forkserver.py),
+    which has imported torch, Lightning and ipykernel once: each notebook still runs in a new
+    kernel process of its own, without the 5-10 s of CPU a fresh kernel spends importing.
+    The server's environment is a kernel's: ipykernel sets ``MPLBACKEND`` before any cell runs
+    (matplotlib reads it at import), unless it is set."""
+    from . import forkserver
+
+    env = dict(os.environ)
+    env["MPLBACKEND"] = env.get("MPLBACKEND") or "module://matplotlib_inline.backend_inline"
+    with forkserver.running(spawn_session, str(tmp_path_factory.mktemp("kernels")), env,
+                            kernel=True) as shim:
+        yield [shim]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_a_notebook_runs_from_top_to_bottom_at_its_test_sizes(path, tmp_path):
+def test_a_notebook_runs_from_top_to_bottom_at_its_test_sizes(path, tmp_path, kernel):
     nb = nbformat.read(path, as_version=4)
-    ran = execute(path, overrides=small_parameters(nb), cwd=tmp_path, timeout=600)
+    ran = execute(path, overrides=small_parameters(nb), cwd=tmp_path, timeout=600, kernel=kernel)
     assert all(c.execution_count for c in ran.cells if c.cell_type == "code")
+
+
+@pytest.mark.slow
+def test_a_forked_kernel_starts_as_a_new_kernel_does(kernel, tmp_path):
+    """What a notebook can see of its kernel's start: a process of its own, its working
+    directory and import path, its argv, the inline backend (a figure is shown as a PNG),
+    nothing run before its first cell. The same from the fork server as from the python3
+    kernel's own command."""
+    source = ("import os, sys, matplotlib, matplotlib.pyplot as plt\n"
+              "print(os.getcwd(), sys.argv[0], sys.path.index(''), matplotlib.get_backend())\n"
+              "print(os.environ['MPLBACKEND'], 'In' in dir(), len(In), os.getpid() != PARENT)\n"
+              "plt.plot([1, 2]); plt.show()")
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("PARENT = 0", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(source)])
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(nb, path)
+    seen = {}
+    for name, command in (("python3 kernel", None), ("forked", kernel)):
+        ran = execute(path, overrides={"PARENT": os.getpid()}, cwd=tmp_path, kernel=command)
+        outputs = ran.cells[-1].outputs
+        seen[name] = ([o.text for o in outputs if o.output_type == "stream"],
+                      [sorted(o.data) for o in outputs if o.output_type == "display_data"])
+    assert seen["forked"] == seen["python3 kernel"]
+    assert seen["forked"][1] == [["image/png", "text/plain"]]
 
 
 def full_size_flag(nb) -> ast.expr | None:
