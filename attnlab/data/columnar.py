@@ -42,7 +42,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..runs import tree_digest
-from .tables import _missing
+from .headers import missing_columns
 
 __all__ = ["ColumnarFile", "open_columnar", "split_hint", "BATCH_ROWS"]
 
@@ -94,7 +94,7 @@ class ColumnarFile:
         # all of them: the columns a user wrote, not pandas' unnamed index (``_PANDAS_INDEX``)
         self.columns = list([c for c in have if not _PANDAS_INDEX.fullmatch(c)]
                             if columns is None else columns)
-        _missing(self.columns, have, where, hint)
+        missing_columns(self.columns, have, where, hint)
         names = _class_names(schema)
         self._types = {c: schema.field(c).type for c in self.columns}
         self._convert = {c: _converter_of(c, self._types[c], names.get(c), where,

@@ -28,7 +28,8 @@ import torch
 
 from ..errors import UsageError
 from .label_forms import OneSpelling
-from .tables import _missing, check_unique, place, read_table
+from .headers import missing_columns
+from .tables import check_unique, place, read_table
 
 __all__ = ["FeatureSets", "read_feature_sets", "parse_feature_columns", "parse_set",
            "feature_stats", "standardise"]
@@ -101,20 +102,12 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
         >>> sets[0][0].shape, sets[0][1], sets.features
         (torch.Size([2, 3]), 'sphere', ['x', 'y', 'z'])
     """
-    keys = [set_column, label_column]
-    if set_column == label_column:
-        raise UsageError(f"--set-column and --label-column are both {set_column!r}; a column "
-                         f"cannot be both the set id and its label")
-    for c in feature_columns or ():
-        if c in keys:
-            role = "--set-column" if c == set_column else "--label-column"
-            raise UsageError(f"--feature-columns: {c!r} is also {role}; a feature must be "
-                             f"another column")
+    keys = _roles(set_column, label_column, feature_columns)
     if feature_columns is not None:
         table = read_table(path, keys + list(feature_columns), what=what)
     else:
         table = read_table(path, None, what=what)
-        _missing(keys, table.columns, f"{what} {table.path}")
+        missing_columns(keys, table.columns, f"{what} {table.path}")
         feature_columns = [c for c in table.columns if c not in keys]
     where = f"{what} {table.path}"
     if not feature_columns:
@@ -122,11 +115,11 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
                          f"add some or name them with --feature-columns")
     rows: dict[str, list[list[float]]] = {}
     labels: dict[str, tuple[str, int]] = {}  # set -> (label, line of its first row)
-    ids = OneSpelling(where, f"column {set_column!r}")  # one set id in two forms: two sets
+    spelling = OneSpelling(where, f"column {set_column!r}")  # one id in two forms: two sets
     for row, line in zip(table, table.lines):
         key, label = row[set_column].strip(), row[label_column].strip()
-        if not ids.knows(key):
-            ids.see(key, place(path, line))
+        if not spelling.knows(key):
+            spelling.see(key, place(path, line))
         first = labels.setdefault(key, (label, line))
         if first[0] != label:
             raise UsageError(f"{where} {place(path, line)}: set {key!r} has label {label!r} here "
@@ -137,6 +130,19 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
     sets = [(torch.tensor(rows[k], dtype=torch.float32), labels[k][0]) for k in ids]  # (T, F) each
     return FeatureSets(sets, path=table.path, features=list(feature_columns), ids=ids,
                        lines=[labels[k][1] for k in ids], sha256=table.sha256)
+
+
+def _roles(set_column: str, label_column: str, feature_columns: list[str] | None) -> list[str]:
+    """The set and label columns, refused where a column is given two roles."""
+    if set_column == label_column:
+        raise UsageError(f"--set-column and --label-column are both {set_column!r}; a column "
+                         f"cannot be both the set id and its label")
+    for c in feature_columns or ():
+        if c in (set_column, label_column):
+            role = "--set-column" if c == set_column else "--label-column"
+            raise UsageError(f"--feature-columns: {c!r} is also {role}; a feature must be "
+                             f"another column")
+    return [set_column, label_column]
 
 
 def parse_set(text: str, features: list[str]) -> torch.Tensor:

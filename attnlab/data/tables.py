@@ -36,6 +36,7 @@ import re
 from pathlib import Path
 
 from ..errors import UsageError
+from .headers import missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
            "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line"]
@@ -256,42 +257,6 @@ def _decode(data: bytes, where: str) -> str:
                          f"column {column}); save the file as UTF-8") from None
 
 
-def _missing(columns: list[str], have: list[str], where: str, hint: str = "") -> None:
-    """``UsageError`` naming the ``columns`` that the file's ``have`` lacks, and the columns it
-    has; then why, where the header shows it (``_why_missing``), else ``hint``."""
-    missing = [c for c in columns if c not in have]
-    if missing:
-        s = "s" if len(missing) > 1 else ""
-        why = _why_missing(missing, have) or hint
-        raise UsageError(f"{where}: no column{s} {', '.join(map(repr, missing))} "
-                         f"(columns: {', '.join(have) or 'none'}){why}")
-
-
-def _why_missing(missing: list[str], have: list[str]) -> str:
-    """What a header whose names are not those asked for shows, where it shows something: a
-    name that differs only in case (names are matched exactly: "Text" is no "text"), Excel's
-    ``sep=`` line above the header, or a header read as one name that holds another
-    separator (a .csv separated by semicolons, as a spreadsheet in many locales saves it).
-
-    Examples:
-        >>> _why_missing(["text"], ["Text", "label"])
-        "; 'Text' differs from 'text' only in case (names must match exactly)"
-    """
-    folded = {h.casefold(): h for h in have}
-    case = next((c for c in missing if c.casefold() in folded), None)
-    if case is not None:
-        return (f"; {folded[case.casefold()]!r} differs from {case!r} only in case (names "
-                f"must match exactly)")
-    if have and have[0].startswith("sep="):
-        return "; the first line is Excel's 'sep=' line, not the header: delete it"
-    named = [h for h in have if h]
-    other = next((c for c in ";\t|," if len(named) == 1 and c in named[0]), None)
-    if other is not None:
-        return (f"; the header is one name holding {other!r}: a .csv is read separated by "
-                f"commas, a .tsv by tabs")
-    return ""
-
-
 def _read_delimited(text: str, columns, where: str, fmt: str):
     # strict: a quote that is never closed, or text after a closing quote, is an error; without
     # it Python's csv module reads the rest of the file into one value and says nothing.
@@ -321,7 +286,7 @@ def _read_delimited(text: str, columns, where: str, fmt: str):
         raise _quote_error(e, where, start, reader.line_num) from None
     header = [h.strip() for h in header]
     columns = list(columns) if columns is not None else [h for h in header if h]
-    _missing(columns, header, where)
+    missing_columns(columns, header, where)
     check_unique(header, what="the header", where=f"{where} line {start}", only=columns)
     index = {c: header.index(c) for c in columns}
     rows, lines = [], []
