@@ -221,6 +221,8 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
             last, before = doc, ""
         at = split_at - seen if split_at is not None and seen < split_at < seen + len(text) \
             else None  # the split inside the chunk
+        if at is not None and tok.kind == "hf":
+            at = _word_start(text, at)
         if tok.kind == "hf" and at is None:
             yield split, tok.encode_piece(text, before, after)
             before = (before + text)[-_CONTEXT_CHARS:]
@@ -236,6 +238,23 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
         else:
             yield split, tok.encode(text)
         seen += len(text)
+
+
+def _word_start(text: str, at: int) -> int:
+    """Where the run of white space before the word that holds ``text[at]`` starts (``at``
+    itself in a piece with no white space before it): where a checkpoint's tokenizer starts a
+    token in the whole text too, as at a chunk's cut (``_cut``). A split at any other
+    character can fall inside a word or a run of spaces longer than the context read beside
+    each piece, where the two pieces' encodings need not meet (a character twice, or lost).
+
+    Examples:
+        >>> _word_start("one two   three", 12), _word_start("one two   three", 5)
+        (7, 3)
+    """
+    last = max(text.rfind(" ", 0, at + 1), text.rfind("\n", 0, at + 1),
+               text.rfind("\t", 0, at + 1))
+    start = len(text[:last].rstrip()) if last >= 0 else at
+    return start if start > 0 else at
 
 
 def _with_next(pieces: Iterator[tuple[tuple[int, int], str]]

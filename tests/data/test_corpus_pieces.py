@@ -23,6 +23,7 @@ LINES = ["the cat sat on the mat.", "a dog ran  fast!", "hello world,   hello th
          "\tsun and moon\n", "x" * 22 + " end"]  # (a word cut in two)
 TEXT = "\n".join(LINES * 4)
 OTHER = "moon and sun, the end.\n"
+RUNS = "x = 1\n" + " " * 600 + "y " + "a" * 600  # trained on: tokens of 2, 4, 8... spaces, a's
 CHUNK = 23
 # Llama 3's and Qwen 2's pre-tokenising pattern (their tokenizer.json's Split)
 PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
@@ -36,7 +37,7 @@ def _byte_level(split=False, bos=None):
         pre_tokenizers.Split(PATTERN, "isolated"), byte_level]) if split else byte_level)
     tok.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", *([bos] if bos else [])]
-    tok.train_from_iterator([TEXT, OTHER], trainers.BpeTrainer(
+    tok.train_from_iterator([TEXT, OTHER, RUNS], trainers.BpeTrainer(
         vocab_size=200, special_tokens=specials, show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     if bos:
@@ -49,7 +50,7 @@ def _sentencepiece(prepend_in):
     """Llama 2's legacy layout (``prepend_in="normalizer"``) or Mistral's ("pre_tokenizer")."""
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
-    tok.train_from_iterator([TEXT, OTHER], trainers.BpeTrainer(
+    tok.train_from_iterator([TEXT, OTHER, RUNS], trainers.BpeTrainer(
         vocab_size=200, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False))
     if prepend_in == "normalizer":
         tok.pre_tokenizer = None
@@ -100,3 +101,19 @@ def test_the_validation_split_continues_the_documents_ids(tokenizers, tmp_path):
                   for s in ("train", "val"))
     assert train + val == _whole(fast, TEXT)
     assert len(val) > 0.2 * len(train)
+
+
+@pytest.mark.parametrize("run", [" " * 600, "a" * 600], ids=["spaces", "word"])
+def test_a_split_inside_a_long_run_still_gives_each_character_once(tokenizers, tmp_path, run):
+    """The validation split starts at a character count; inside a run of spaces or a word
+    longer than the context each piece is read beside (256 characters), the two pieces'
+    encodings need not meet there: the split moves back to where the run's word starts."""
+    fast, tok = tokenizers
+    text = TEXT * 2 + " x = 1\n" + run + "y " + TEXT
+    (tmp_path / "a.txt").write_text(text, encoding="utf-8")
+    inside = text.index(run) + 290  # the split's character: inside the run
+    meta = prepare([tmp_path / "a.txt"], tmp_path / "corpus", tokenizer=tok, chunk_chars=4096,
+                   val_fraction=1 - (inside + 0.5) / len(text))
+    train, val = (np.fromfile(tmp_path / "corpus" / f"{s}.bin", dtype=meta["dtype"]).tolist()
+                  for s in ("train", "val"))
+    assert train + val == _whole(fast, text)
