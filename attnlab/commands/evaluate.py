@@ -90,8 +90,11 @@ def _with_columns(args, task, cfg, run_dir):
     if unread != set(task.unrecorded_settings(trained)):  # --set-column on a run of texts
         raise UsageError(f"{first} would make the {cfg.task} run {run_dir} read another kind of "
                          f"file than it was trained on; name only the columns it reads")
-    for names, why in task.unused_settings(values):
-        wrong = next((n for n in names if n in given and n in unread), None)
+    # judged by the file given, not the run's training files (a CoNLL-trained tag run may
+    # evaluate JSON Lines, whose fields are named, and not the other way round)
+    read = {**values, "data": str(args.data), "val": None, "test": None}
+    for names, why in task.unused_settings(read):
+        wrong = next((n for n in names if n in given), None)
         if wrong:
             raise UsageError(f"{flag(wrong)}: {why}")
     # a task whose columns can clash (classify, tag) checks them in ``check_columns``, which

@@ -163,6 +163,14 @@ def test_evaluate_reads_json_lines_whose_fields_are_named_otherwise(tag_run, tmp
                  "--tags-column", "ner"]) == 0
     scores = json.loads(capsys.readouterr().out)  # the rows of the CoNLL test above
     assert (scores["test_precision"], scores["test_recall"]) == (0.5, 1.0)
+    # a field name given for a CoNLL file, which has none, is refused, not ignored
+    conll = tmp_path / "d.conll"
+    conll.write_text("John O\nlives O\n\nMary B-X\nwalks O\n")
+    assert main(["evaluate", str(tag_run), "--data", str(conll), "--tokens-column",
+                 "words"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnlab: error: --tokens-column: only for JSON Lines") and \
+        len(err.splitlines()) == 1
 
 
 @pytest.mark.slow
