@@ -79,9 +79,12 @@ class ClassifierModule(TaskModule):
         # not smoothed: val_loss is the plain cross-entropy, as in lm; with --class-weights
         # the weighted loss of the whole split, Σ w_y·CE / Σ w_y (a batch's own mean divides
         # by its own Σ w_y, so a mean of those would depend on how the split is cut)
-        summed = F.cross_entropy(logits, targets, weight=weight, reduction="sum")
+        # in float32, weights and all: bf16 would round a weight of 0.3 to 0.3008 in the sum
+        # but not in the count; float32 counts whole rows exactly to 2**24
+        weight = None if weight is None else self.class_weight.float()
+        summed = F.cross_entropy(logits.float(), targets, weight=weight, reduction="sum")
         weights = (torch.ones(len(targets), device=targets.device) if weight is None
-                   else self.class_weight[targets].float())  # (B,): float32 sums count exactly
+                   else weight[targets])  # (B,)
         return summed / weights.sum(), {"acc": acc, **ratio("loss", summed, weights.sum())}
 
     def validation_start(self) -> None:

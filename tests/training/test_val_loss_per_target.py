@@ -125,3 +125,19 @@ def test_classify_class_weighted_val_loss_is_the_weighted_loss_of_the_split(tmp_
     module = ClassifierModule(model, cfg, 1, class_weight=weight)
     for found in _validations(module, cfg, tmp_path, splits):
         torch.testing.assert_close(found["val_loss"], total / weights, rtol=1e-5, atol=0.0)
+
+
+def test_class_weighted_val_loss_of_a_bf16_model_weighs_in_float32():
+    """Under --precision bf16-true the logits are bfloat16, where a weight of 0.3 is 0.3008:
+    the sum and the count of the weighted loss are both taken with the float32 weights."""
+    weight = torch.tensor([0.3, 1.0])
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).to(torch.bfloat16)
+    cfg = get_task("classify").config(**TINY, precision="bf16-true", checkpoint_every=100)
+    module = ClassifierModule(model, cfg, 1, class_weight=weight).eval()
+    x, y = torch.randn(6, 4).bfloat16(), torch.tensor([0, 1, 0, 0, 1, 0])
+    with torch.no_grad():
+        _, logs = module.loss((x, y))
+        ce = F.cross_entropy(model(x).float(), y, reduction="none")
+    expected = float((weight[y] * ce).sum() / weight[y].sum())
+    assert float(logs["loss:sum"] / logs["loss:count"]) == pytest.approx(expected, rel=1e-6)
