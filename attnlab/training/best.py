@@ -30,7 +30,13 @@ import torch
 from ..errors import UsageError
 from ..settings import VAL_METRICS
 
-__all__ = ["BestWatch", "cpu_copy"]
+__all__ = ["BestWatch", "cpu_copy", "MEASURE"]
+
+# How the watched numbers are measured, saved with the watch: 2 since a split whose examples
+# have unequal numbers of targets is measured per target of the whole split (``totals``:
+# translate, instruction rows, tag, classify --class-weights). A watch saved before (no
+# "measure") holds a mean of per-batch means, which a resumed run cannot compare with its own.
+MEASURE = 2
 
 
 def cpu_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -123,17 +129,26 @@ class BestWatch:
 
     # ---- in the checkpoint --------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "step": self.step, "value": self.value,
+        return {"measure": MEASURE, "metric": self.metric, "step": self.step, "value": self.value,
                 "metrics": dict(self.metrics), "reference": self.reference,
                 "waited": self.waited, "weights": self.weights}
 
-    def load_state_dict(self, state: dict[str, Any], where: str) -> None:
+    def load_state_dict(self, state: dict[str, Any], where: str) -> str | None:
+        """The watch of a checkpoint; a note (None: nothing to say) when its numbers were
+        measured otherwise (``MEASURE``): then it is forgotten, and the best is chosen again
+        from the resumed step on."""
         if state["metric"] != self.metric:  # config.yaml and the checkpoint disagree
             raise UsageError(f"--resume: {where} watched {state['metric']}, this run "
                              f"--monitor {self.metric}; start a new run with another --out")
+        if state.get("measure") != MEASURE:
+            best = ("" if state["value"] is None else
+                    f" ({self.metric} {state['value']:.4g} at step {state['step']})")
+            return (f"--resume: {where} holds its best validation{best} as an older attnlab "
+                    f"measured it, a mean of per-batch means; it is not compared with this "
+                    f"one's numbers: the best is chosen again from here")
         self.step, self.value = state["step"], state["value"]
         self.metrics, self.waited = dict(state["metrics"]), int(state["waited"])
-        # a checkpoint of a run before the reference was kept apart from the best: they were one
-        self.reference = state.get("reference", self.value)
+        self.reference = state["reference"]
         if self.keep:
             self.weights = state["weights"]
+        return None

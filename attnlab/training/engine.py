@@ -304,7 +304,9 @@ class Loop:
             self.train_loader.load_state_dict(state["train_loader"])
         self.step, self.clock = int(state["global_step"]), TrainClock(float(state["train_seconds"]))
         if self.watch is not None and state.get("best") is not None:  # the best so far
-            self.watch.load_state_dict(state["best"], str(last))
+            note = self.watch.load_state_dict(state["best"], str(last))
+            if note and self.fabric.is_global_zero:
+                print(f"note: {note}", file=sys.stderr, flush=True)
         self._rng_to_restore = state.get("rng")
 
     # ---- the step -------------------------------------------------------------------------

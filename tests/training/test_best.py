@@ -208,12 +208,22 @@ def test_a_validation_without_the_declared_metric_is_attnlabs_fault_and_says_so(
         BestWatch("val_f1").see(10, {"val_loss": 1.0, "val_acc": 0.5})
 
 
-def test_a_checkpoint_from_before_the_reference_counts_its_wait_from_its_best():
-    """A watch saved before ``reference`` was kept apart from the best (they were the same
-    value then) resumes counting from the best's value."""
+def test_a_watch_measured_the_older_way_is_named_and_forgotten_on_resume():
+    """A watch saved before validation numbers were per target of the whole split (no
+    "measure") holds a mean of per-batch means: a resumed translate run's first plain,
+    per-token val_loss would always "improve" on a label-smoothed best. It is forgotten,
+    with a note naming it; a watch of today's measure is kept."""
     old = {"metric": "val_loss", "step": 4, "value": 0.5, "metrics": {"val_loss": 0.5},
            "waited": 1, "weights": None}
-    watch = BestWatch("val_loss", min_delta=0.1, patience=2)
-    watch.load_state_dict(old, "last.ckpt")
-    assert (watch.reference, watch.waited) == (0.5, 1)
-    assert watch.see(6, {"val_loss": 0.45}) and watch.exhausted()  # a best, not 0.1 below 0.5
+    watch = BestWatch("val_loss", patience=2)
+    note = watch.load_state_dict(old, "last.ckpt")
+    assert note == ("--resume: last.ckpt holds its best validation (val_loss 0.5 at step 4) as "
+                    "an older attnlab measured it, a mean of per-batch means; it is not "
+                    "compared with this one's numbers: the best is chosen again from here")
+    assert (watch.value, watch.waited) == (None, 0)
+    assert watch.see(6, {"val_loss": 0.9})  # the first validation after the resume is the best
+    kept = BestWatch("val_loss", patience=2)
+    kept.see(4, {"val_loss": 0.5})
+    again = BestWatch("val_loss", patience=2)
+    assert again.load_state_dict(kept.state_dict(), "last.ckpt") is None
+    assert again.value == 0.5 and not again.see(6, {"val_loss": 0.9})
