@@ -91,7 +91,7 @@ def _transformers_greedy(directory, prompt, n=N):
 
 
 @pytest.mark.slow
-def test_a_run_continues_after_the_space_its_first_word_carries(run, capsys):
+def test_a_run_continues_after_the_space_its_first_word_carries(run):
     """The continuation of a run from a SentencePiece checkpoint is printed after the prompt
     with the space its first piece carries ("the cat sat"), as ``generate DIR`` prints it,
     not decoded alone and glued to the prompt ("the catsat")."""
@@ -102,13 +102,8 @@ def test_a_run_continues_after_the_space_its_first_word_carries(run, capsys):
     assert prompt == prompt_ids(tokenizer, "the cat")  # (bos first)
     assert tokenizer.decode(new) == "sat"  # decoded alone: glued to the prompt
     assert AfterPrompt(tokenizer, prompt).decode(new) == " sat"
-    # and generate prints what the model continues with, after the prompt as it reads it
-    # (the model's own first piece, after 2 steps, need not carry a space)
-    capsys.readouterr()
-    assert main(["generate", str(run), "--prompt", "the cat", "--greedy",
-                 "--max-new-tokens", str(N), "--threads", "1"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("the cat") and not out.startswith("the cat  ")
+    # that generate prints its own continuation so: the next test, against transformers'
+    # decoding of the whole output
 
 
 @pytest.mark.slow
@@ -121,7 +116,9 @@ def test_a_run_reads_a_prompt_as_its_checkpoint_and_its_export_do(made, run, cap
                  "--max-new-tokens", str(N), "--threads", "1"]) == 0
     assert capsys.readouterr().out == expected + "\n"
     assert main(["predict", str(run), "--input", "the cat", "--max-new-tokens", str(N)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].strip() == expected[len("the cat"):].strip()
+    # predict prints the continuation alone: decoded alone, its first piece's space is dropped
+    continued = expected[len("the cat"):].removeprefix(" ").replace("\n", " ")
+    assert capsys.readouterr().out.splitlines()[-1] == continued
 
 
 @pytest.mark.slow
