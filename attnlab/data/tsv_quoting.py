@@ -61,7 +61,10 @@ def quoting(text: str, where: str) -> int:
     if not _STARTS_QUOTED.search(text):
         return csv.QUOTE_NONE  # a quote inside a value is text either way
     enclosed = _enclosed(text)
-    _no_rows_inside(text, enclosed, where)
+    # a doubled quote or a quoted header: a program wrote the file, and may have quoted a
+    # value holding both a tab and a line break
+    if not (_header_quoted(text) or any('""' in m.group(1) for m in enclosed)):
+        _no_rows_inside(text, enclosed, where)
     needed = next((m for m in enclosed if _NEEDED.search(m.group(1))), None)
     program = needed or _header_quoted(text)
     person = _text_quote(text, enclosed)
@@ -101,7 +104,8 @@ def _no_rows_inside(text: str, enclosed: list[re.Match], where: str) -> None:
     """``UsageError`` for a quoted value that runs over lines holding tabs: what a quote that
     is text at a value's start, closed by one lines later, makes of the rows between (they
     would be one value). A program writes such a value only for text with both a tab and a
-    line break in it; the file is refused rather than lose its rows."""
+    line break in it; unless the file shows a program wrote it (``quoting``), it is refused
+    rather than lose its rows."""
     for m in enclosed:
         if "\n" in m.group(1) and "\t" in m.group(1):
             end = _line(text, m.end())

@@ -166,7 +166,8 @@ def test_train_refuses_the_row_before_writing_a_run(tmp_path, capsys, task, head
 # A TSV's quotes: enclosing a value (pandas, Python's csv module as Excel writes, R) or text
 # (by hand, cut/paste). Each kind of file is read as its writer wrote it; a file that shows
 # both kinds, or only quotes that may be either, is refused naming the line.
-VALUES = ['"Hi" she said', "tab\there", "two\nlines", "plain", '5" screen', '"Hi"', "a, b"]
+VALUES = ['"Hi" she said', "tab\there", "two\nlines", "plain", '5" screen', '"Hi"', "a, b",
+          "a tab\tand\ntwo lines"]
 
 
 def test_a_tsv_that_pandas_wrote_reads_back_its_values(tmp_path):
