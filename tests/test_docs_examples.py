@@ -300,10 +300,12 @@ ENDINGS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ending", ENDINGS)
-def test_a_forked_command_ends_as_a_python_process_does(ending, tmp_path):
-    """Exit status, printed error, traceback, death by SIGINT, flushed streams, atexit
-    handlers, joined threads, a file left open in a frame and a cycle's ``__del__``: the same
-    as a plain process."""
+def test_the_fork_servers_ending_of_a_command_is_a_python_processs(ending, tmp_path):
+    """``forkserver._exit_as_a_process_does``, which ends every forked command, run here in
+    a process of its own (the forking itself is what every docs command goes through): exit
+    status, printed error, traceback, death by SIGINT, flushed streams, atexit handlers,
+    joined threads, a file left open in a frame and a cycle's ``__del__``, the same as a
+    plain process."""
     from . import forkserver
 
     code = ENDINGS[ending]
