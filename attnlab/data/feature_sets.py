@@ -118,8 +118,7 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
     spelling = OneSpelling(where, f"column {set_column!r}")  # one id in two forms: two sets
     for row, line in zip(table, table.lines):
         key, label = row[set_column].strip(), row[label_column].strip()
-        if not spelling.knows(key):
-            spelling.see(key, place(path, line))
+        spelling.see(key, lambda: place(path, line))
         first = labels.setdefault(key, (label, line))
         if first[0] != label:
             raise UsageError(f"{where} {place(path, line)}: set {key!r} has label {label!r} here "

@@ -18,15 +18,16 @@ differently, so they are different labels by sight too.
 
 Examples:
     >>> forms = OneSpelling("--data d.csv", "column 'label'")
-    >>> forms.see("caf\\u00e9", "line 2")
-    >>> forms.see("cafe\\u0301", "line 5")  # doctest: +ELLIPSIS
+    >>> forms.see("caf\\u00e9", lambda: "line 2")
+    >>> forms.see("cafe\\u0301", lambda: "line 5")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    attnlab.errors.UsageError: --data d.csv: column 'label': 'café' (line 2, NFC) and ... (line 5, NFD) print alike but would be two labels; write one form (Python: unicodedata.normalize("NFC", label))
+    attnlab.errors.UsageError: --data d.csv: column 'label': 'café' (line 2, NFC) and ...
 """
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 
 from ..errors import UsageError
 
@@ -56,16 +57,14 @@ class OneSpelling:
         self._first: dict[str, tuple[str, str]] = {}  # _looks -> (spelling, its place)
         self._known: set[str] = set()  # spellings seen: a tag file repeats a few of them
 
-    def knows(self, label: str) -> bool:
-        """Whether ``label`` was seen, spelled so: ``see`` has nothing to check (and its
-        caller need not word the place)."""
-        return label in self._known
-
-    def see(self, label: str, place: str) -> None:
-        """``UsageError`` naming both places if ``label`` was seen before in another form."""
+    def see(self, label: str, place: Callable[[], str]) -> None:
+        """``UsageError`` naming both places if ``label`` was seen before in another form.
+        ``place()`` words where it is, called only for a label not seen before (a tag file
+        repeats a few labels over many lines)."""
         if label in self._known:
             return
         self._known.add(label)
+        place = place()
         spelling, first = self._first.setdefault(_looks(label), (label, place))
         if spelling != label:
             (a, b), fix = _difference(spelling, label)

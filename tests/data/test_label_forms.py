@@ -36,7 +36,7 @@ def test_compatibility_forms_are_other_labels():
 
     forms = OneSpelling("--data d.csv", "column 'label'")
     for i, label in enumerate(["fi", "\ufb01", "A", "\uff21", NFC, NFC]):
-        forms.see(label, f"line {i + 2}")
+        forms.see(label, lambda: f"line {i + 2}")
 
 
 def test_tag_refuses_a_tag_in_two_forms(tmp_path):
@@ -89,7 +89,7 @@ def test_a_no_break_space_where_the_other_has_a_space_is_refused():
     from attnlab.data.label_forms import OneSpelling
 
     forms = OneSpelling("--data d.csv", "column 'label'")
-    forms.see("Oui !", "line 2")
+    forms.see("Oui !", lambda: "line 2")
     with pytest.raises(UsageError, match=r"'Oui !' \(line 2, with a space\) and 'Oui\\xa0!' "
                                          r"\(line 4, with a no-break space\) print alike"):
-        forms.see("Oui\u00a0!", "line 4")
+        forms.see("Oui\u00a0!", lambda: "line 4")

@@ -86,8 +86,8 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
     if not cfg.regression:  # a class name in two Unicode forms would be two classes
         forms = OneSpelling(f"--{key} {found.path}", f"column {cfg.label_column!r}")
         for (_, label), line in zip(examples, found.lines):
-            for name in (n for n in label_set(label) if not forms.knows(n)):
-                forms.see(name, place(path, line))
+            for name in label_set(label):
+                forms.see(name, lambda: place(path, line))
     if pinned:
         check_digest(found.path, found.sha256, (cfg.data_sha256 or {}).get(key), what=f"--{key}")
     return examples, found.lines, found.path, found.sha256

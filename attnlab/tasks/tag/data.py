@@ -221,8 +221,8 @@ def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | 
         raise UsageError(f"{what} {path}: no sentence (the file is empty)")
     forms = OneSpelling(f"{what} {path}", "the tags")  # a tag in two Unicode forms: two tags
     for tags, line in zip(found.tags, found.lines):
-        for tag in (t for t in tags if not forms.knows(t)):
-            forms.see(tag, f"the sentence at {place(path, line)}")
+        for tag in tags:
+            forms.see(tag, lambda: f"the sentence at {place(path, line)}")
     return found
 
 
