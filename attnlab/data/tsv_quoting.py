@@ -118,7 +118,11 @@ def _no_rows_inside(text: str, enclosed: list[re.Match], where: str) -> None:
 def _header_quoted(text: str) -> bool:
     """Whether every name of the header (the first line with text) is enclosed in quotes, as
     R's write.table and csv.QUOTE_ALL write it."""
-    header = next((line for line in text.split("\n") if line.strip()), "")
+    start, header = 0, ""
+    while start < len(text) and not header.strip():  # not text.split: a copy of the file
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        header, start = text[start:end], end + 1
     names = header.rstrip("\r").split("\t")
     return all(len(n) >= 2 and n[0] == n[-1] == '"' for n in names)
 
