@@ -447,19 +447,20 @@ def nodes_leave_a_test_node(train_per_class: int, val_per_class: int, smallest: 
 def set_size_fits(set_size: int, smallest: int, *, name: str = "--set-size",
                   of: str = "a split") -> str | None:
     """The rule of anomaly's sets: a set holds ``set_size - 1`` images of one digit class and
-    one odd image, so 2 <= ``set_size`` <= ``smallest`` + 1, where ``smallest`` is the fewest
-    images a digit class has (of every split's pool: ``of``). The message naming ``name``, or
+    one odd image, so 3 <= ``set_size`` <= ``smallest`` + 1, where ``smallest`` is the fewest
+    images a digit class has (of every split's pool: ``of``); of 2 images, one of each class,
+    neither is the odd one, so no model can score above chance. The message naming ``name``, or
     None where it holds; ``attnlab train anomaly`` and ``attnlab.data.digits_sets.DigitSets``
     check it.
 
     Examples:
-        >>> set_size_fits(500, 40)
-        '--set-size must be in [2, 41] (the smallest digit class of a split has 40 images), got 500'
+        >>> set_size_fits(2, 40)  # doctest: +ELLIPSIS
+        '--set-size must be in [3, 41] (a set of 2 has no odd one; the smallest digit ...), got 2'
     """
-    if 2 <= set_size <= smallest + 1:
+    if 3 <= set_size <= smallest + 1:
         return None
-    return (f"{name} must be in [2, {smallest + 1}] (the smallest digit class of {of} has "
-            f"{smallest} images), got {set_size}")
+    return (f"{name} must be in [3, {smallest + 1}] (a set of 2 has no odd one; the smallest "
+            f"digit class of {of} has {smallest} images), got {set_size}")
 
 
 @dataclass

@@ -230,10 +230,10 @@ def test_anomalys_set_size_is_one_rule_in_the_command_and_the_library(tmp_path, 
     from attnlab.data.digits_sets import DigitSets, digit_pools
 
     pool = digit_pools()["test"]
-    with pytest.raises(ValueError, match=r"^set_size must be in \[2, (\d+)\]"):
+    with pytest.raises(ValueError, match=r"^set_size must be in \[3, (\d+)\]"):
         DigitSets(pool, 4, set_size=500)
     assert main(["train", "anomaly", "--set-size", "500", "--out", str(tmp_path / "r")]) == 2
-    assert "--set-size must be in [2, " in capsys.readouterr().err
+    assert "--set-size must be in [3, " in capsys.readouterr().err
 
 
 @pytest.mark.slow  # trains a run and resumes it

@@ -79,7 +79,7 @@ class DigitSets(Dataset):
         seed: seed of the draws.
 
     Raises:
-        ValueError: if set_size < 2 or a class of the pool has fewer than set_size - 1 images.
+        ValueError: if set_size < 3 or a class of the pool has fewer than set_size - 1 images.
 
     Shape:
         item: (features (T, 64) float32, target: int position of the anomaly).

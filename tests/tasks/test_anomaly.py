@@ -42,7 +42,7 @@ def test_sets_are_fixed_by_seed_and_index():
 
 
 def test_set_size_larger_than_a_class_is_an_error():
-    with pytest.raises(ValueError, match=r"set_size must be in \[2, \d+\].*got 500"):
+    with pytest.raises(ValueError, match=r"set_size must be in \[3, \d+\].*got 500"):
         DigitSets(digit_pools()["test"], 5, set_size=500)
 
 
@@ -90,6 +90,8 @@ def test_evaluate_and_predict_on_the_trained_run(anomaly_run, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--input", "1 2 x"], "--input must be 10 image indices"),
     (["--input", "1 2 99999"], "--input: digit image index 99999 is outside"),
+    (["--input", "1 2"], "--input needs at least 3 image indices (a set of 2 has no odd one), "
+                         "got 2"),
 ])
 def test_predict_input_errors_exit_2(anomaly_run, capsys, argv, message):
     assert main(["predict", str(anomaly_run), *argv]) == 2
@@ -97,9 +99,13 @@ def test_predict_input_errors_exit_2(anomaly_run, capsys, argv, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_bad_set_size_exits_2_before_a_run_directory_is_made(tmp_path, capsys):
-    assert main(["train", "anomaly", "--out", str(tmp_path / "r"), "--set-size", "1"]) == 2
-    assert "--set-size must be in [2, " in capsys.readouterr().err
+@pytest.mark.parametrize("size", ["1", "2"])
+def test_bad_set_size_exits_2_before_a_run_directory_is_made(tmp_path, capsys, size):
+    # of 2 images, one of each class, neither is the odd one: a model scores chance at best
+    assert main(["train", "anomaly", "--out", str(tmp_path / "r"), "--set-size", size]) == 2
+    err = capsys.readouterr().err
+    assert "--set-size must be in [3, " in err and "a set of 2 has no odd one" in err
+    assert err.endswith(f"got {size}\n") and err.count("\n") == 1
     assert not (tmp_path / "r").exists()
 
 

@@ -166,8 +166,9 @@ def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:
     except ValueError:
         raise UsageError(f"--input must be {cfg.set_size} image indices (0..1796) "
                          f"separated by spaces, got {text!r}") from None
-    if len(indices) < 2:
-        raise UsageError(f"--input needs at least 2 image indices, got {len(indices)}")
+    if len(indices) < 3:  # of 2 images, one of each class, neither is the odd one
+        raise UsageError(f"--input needs at least 3 image indices (a set of 2 has no odd one), "
+                         f"got {len(indices)}")
     try:
         return indices, features_of(indices)[None]  # (1, T, 64)
     except ValueError as e:
