@@ -179,6 +179,17 @@ def test_a_range_past_the_end_names_it(tmp_path):
         iter_jets(path, 0)
 
 
+def assert_every_reader_refuses(path, says: str, what: str) -> None:
+    """read_jets, iter_jets and check_jet_file (as flag ``what``) all refuse ``path`` with the
+    one line ``says`` (the flag first where it has one)."""
+    for read in (lambda: read_jets(path), lambda: list(iter_jets(path, 2)),
+                 lambda: check_jet_file(path, what=what)):
+        with pytest.raises(UsageError) as err:
+            read()
+        assert str(err.value).endswith(says), err.value
+    assert str(err.value) == f"{what} {says}"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_negative_energy_is_refused_not_taken_as_padding(tmp_path, fmt):
@@ -188,12 +199,7 @@ def test_a_negative_energy_is_refused_not_taken_as_padding(tmp_path, fmt):
     p4[4, 2, 0] = -3.25
     path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
     says = f"{path}: column E_2 row 4 is -3.25 (an energy must be >= 0; a zero row is padding)"
-    for read in (lambda: read_jets(path), lambda: list(iter_jets(path, 2)),
-                 lambda: check_jet_file(path, what="--data")):
-        with pytest.raises(UsageError) as err:
-            read()
-        assert str(err.value).endswith(says), err.value
-    assert str(err.value) == f"--data {says}"
+    assert_every_reader_refuses(path, says, "--data")
     assert read_jets(path, 0, 4)[0].shape == (4, 200, 4)  # the rows before it are fine
 
 
@@ -207,3 +213,31 @@ def test_a_zero_energy_with_momentum_is_refused_not_taken_as_padding(tmp_path):
         read_jets(path)
     assert str(err.value) == (f"{path}: column E_1 row 2 is 0 but PY_1 is -7.5 (a zero energy "
                               f"marks padding, whose row is all zeros)")
+
+
+def test_an_energy_below_the_momentum_is_refused(tmp_path):
+    """E < |p| is no particle (m² < 0): the jet mass came out as 0 (clamped) and the features
+    were read from it without a word. Refused, naming the column and row; a massless
+    constituent whose E and p float32 rounds a little apart (reference_jets) is still read."""
+    p4, labels = reference_jets(5)
+    p4[3, 4, 0] = 0.5 * np.linalg.norm(p4[3, 4, 1:])
+    path = write_reference(tmp_path / "spacelike.h5", p4, labels, "table")
+    with pytest.raises(UsageError) as err:
+        check_jet_file(path, what="--data")
+    text = str(err.value)
+    energy = float(np.float32(p4[3, 4, 0]))  # as the file is read
+    assert text.startswith(f"--data {path}: column E_4 row 3 is {energy:g}, ") and \
+        "below the constituent's momentum |p| = " in text and "\n" not in text
+    assert read_jets(path, 0, 3)[0].shape == (3, 200, 4)  # the rows before it are fine
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_jet_without_constituents_is_refused(tmp_path, fmt):
+    """An all-zero row is all padding: training and evaluate once scored it like a jet (predict
+    already refused it). Every reader refuses it; its label is still read alone."""
+    p4, labels = reference_jets(6)
+    p4[4] = 0.0
+    path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
+    says = f"{path}: row 4 has no constituents (every energy E_0..E_199 is 0)"
+    assert_every_reader_refuses(path, says, "--test")
+    assert read_labels(path).tolist() == labels.tolist()

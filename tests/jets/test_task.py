@@ -130,7 +130,8 @@ def test_predict_refuses_a_jet_with_no_constituents(jets_run, jets_file, tmp_pat
     for command in (["predict"], ["plot", "attention"]):
         assert main([*command, str(jets_run), "--input", f"{empty}:7"]) == 2
         err = capsys.readouterr().err
-        assert err == f"attnlab: error: --input {empty}:7: row 7 of {empty} has no constituents (every energy is 0)\n"
+        assert err == (f"attnlab: error: --input {empty}: row 7 has no constituents (every "
+                       f"energy E_0..E_29 is 0)\n")
     assert main(["predict", str(jets_run), "--input", f"{empty}:6"]) == 0
 
 

@@ -46,6 +46,7 @@ KEY = "table"              # the HDF key of the DataFrame
 LABEL_COLUMN = "is_signal_new"
 SETTINGS_ATTR = "attnlab_settings"  # the generator settings, JSON, on the table's HDF node
 SCAN_CHUNK = 20_000        # jets per read when a whole file is scanned (≈ 65 MB as float32)
+SPACELIKE_TOLERANCE = 1e-4  # how far below |p| (relative) a constituent's E may be rounded
 
 
 def jet_columns(n: int = MAX_CONSTITUENTS) -> list[str]:
@@ -180,8 +181,12 @@ class _JetFile:
                              f"has {self.nrows:,} jets)")
         return start, stop
 
-    def read(self, start: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Rows start..stop-1 as (p4 (n, max_constituents, 4) float32, labels (n,) int64)."""
+    def read(self, start: int = 0, stop: int | None = None, *,
+             whole: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Rows start..stop-1 as (p4 (n, max_constituents, 4) float32, labels (n,) int64).
+
+        ``whole=False`` reads fewer columns than a jet has (``read_labels``), so a jet without
+        a constituent among them is not refused as empty."""
         start, stop = self._range(start, stop)
         frame = self.store.select(KEY, start=start, stop=stop)
         values = frame.iloc[:, self.positions[:-1]].to_numpy(dtype=np.float32)  # (n, 4·nc)
@@ -203,6 +208,12 @@ class _JetFile:
                              f"{float(values[row, 4 * i]):g} (an energy must be >= 0; a zero "
                              f"row is padding)")
         p4 = values.reshape(len(values), -1, 4)  # (n, nc, 4)
+        self._check_constituents(p4, start, whole)
+        return p4, self._labels(labels, start)
+
+    def _check_constituents(self, p4: np.ndarray, start: int, whole: bool) -> None:
+        """Refuse a zero energy beside a nonzero momentum, an energy below the momentum, and
+        (``whole``) a jet without a constituent."""
         moving = np.argwhere((p4[..., 0] == 0) & (p4[..., 1:] != 0).any(-1))  # E = 0, p != 0
         if len(moving):
             row, i = moving[0]
@@ -210,7 +221,19 @@ class _JetFile:
             raise UsageError(f"{self.where}: column E_{i} row {start + row} is 0 but "
                              f"{self.columns[4 * i + c]} is {float(p4[row, i, c]):g} (a zero "
                              f"energy marks padding, whose row is all zeros)")
-        return p4, self._labels(labels, start)
+        # a particle has E >= |p| (E² = |p|² + m²); float32 rounds a massless one's E and p
+        # apart by ~1e-7, so only a shortfall beyond SPACELIKE_TOLERANCE is refused
+        momentum = np.sqrt(np.square(p4[..., 1:], dtype=np.float64).sum(-1))  # (n, nc)
+        short = np.argwhere(p4[..., 0] < momentum * (1 - SPACELIKE_TOLERANCE))
+        if len(short):
+            row, i = short[0]
+            raise UsageError(f"{self.where}: column E_{i} row {start + row} is "
+                             f"{float(p4[row, i, 0]):g}, below the constituent's momentum "
+                             f"|p| = {momentum[row, i]:g} (a particle has E >= |p|)")
+        empty = np.flatnonzero(~(p4[..., 0] > 0).any(-1)) if whole else []
+        if len(empty):
+            raise UsageError(f"{self.where}: row {start + empty[0]} has no constituents (every "
+                             f"energy E_0..E_{p4.shape[1] - 1} is 0)")
 
     def _labels(self, labels: np.ndarray, start: int) -> np.ndarray:
         wrong = np.flatnonzero(~np.isin(labels, (0, 1)))  # NaN too
@@ -286,8 +309,8 @@ def read_jets(path: str | Path, start: int = 0, stop: int | None = None, *,
 
     Raises:
         UsageError: a missing or unreadable file, missing columns, rows out of range, or a
-            NaN/inf momentum, a negative energy or a label other than 0/1 in the rows read
-            (column and row named).
+            NaN/inf momentum, a negative energy, an energy below |p|, a jet without
+            constituents or a label other than 0/1 in the rows read (column and row named).
 
     Examples:
         >>> p4 = np.zeros((3, 2, 4)); p4[:, 0] = [[50, 30, 0, 40], [10, 6, 8, 0], [5, 3, 0, 4]]
@@ -309,7 +332,8 @@ def read_labels(path: str | Path, start: int = 0, stop: int | None = None) -> np
     """
     with _JetFile(path, max_constituents=1) as jets:
         start, stop = jets._range(start, stop)
-        parts = [jets.read(a, min(a + SCAN_CHUNK, stop))[1] for a in range(start, stop, SCAN_CHUNK)]
+        parts = [jets.read(a, min(a + SCAN_CHUNK, stop), whole=False)[1]
+                 for a in range(start, stop, SCAN_CHUNK)]
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
@@ -329,7 +353,7 @@ def iter_jets(path: str | Path, chunk_size: int, *,
         UsageError: as ``read_jets`` (for a bad value: when its chunk is read).
 
     Examples:
-        >>> write_jets("jets.h5", np.ones((5, 1, 4)), [0, 1, 0, 1, 1])
+        >>> write_jets("jets.h5", np.full((5, 1, 4), [5.0, 3.0, 0.0, 4.0]), [0, 1, 0, 1, 1])
         >>> [labels.tolist() for _, labels in iter_jets("jets.h5", 2)]
         [[0, 1], [0, 1], [1]]
     """
@@ -351,8 +375,9 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
 
     Checked: the file exists and is HDF5 with the key ``table``; the columns E_i, PX_i, PY_i,
     PZ_i (i < max_constituents) and is_signal_new are there; no momentum is NaN or inf; no
-    energy is negative, nor zero beside a nonzero momentum (zero rows are padding); every
-    label is 0 or 1; there is at least one jet, and both classes.
+    energy is negative, nor zero beside a nonzero momentum (zero rows are padding), nor below
+    its constituent's |p|; every jet has a constituent; every label is 0 or 1; there is at
+    least one jet, and both classes.
 
     Args:
         path: the file.
@@ -366,10 +391,10 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
         UsageError: one line naming ``what``, the file, and the column and row at fault.
 
     Examples:
-        >>> write_jets("jets.h5", np.ones((3, 1, 4)), [1, 0, 1])
+        >>> write_jets("jets.h5", np.full((3, 1, 4), [5.0, 3.0, 0.0, 4.0]), [1, 0, 1])
         >>> check_jet_file("jets.h5")
         3
-        >>> write_jets("tops.h5", np.ones((3, 1, 4)), [1, 1, 1])
+        >>> write_jets("tops.h5", np.full((3, 1, 4), [5.0, 3.0, 0.0, 4.0]), [1, 1, 1])
         >>> check_jet_file("tops.h5", what="--test")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         attnlab.errors.UsageError: --test tops.h5: only one class (is_signal_new = 1 for all 3...

@@ -394,10 +394,7 @@ def read_input(text: str, cfg: RunSettings,
         raise UsageError(f"--input {text.strip()}: row {row} is past the end of {path} "
                          f"({n:,} jets: rows 0..{n - 1})")
     p4, labels = read_jets(path, row, row + 1, max_constituents=cfg.max_constituents,
-                           what="--input")
-    if not bool((p4[..., 0] > 0).any()):  # every energy zero: all padding, nothing to tag
-        raise UsageError(f"--input {text.strip()}: row {row} of {path} has no constituents "
-                         f"(every energy is 0)")
+                           what="--input")  # refuses a row with no constituents, too
     return trim(p4), int(labels[0])
 
 
