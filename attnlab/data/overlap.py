@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 
-__all__ = ["shared_inputs"]
+__all__ = ["shared_inputs", "shared_note"]
 
 
 def shared_inputs(train: Iterable[Hashable], held: Sequence[Hashable], places: Sequence[str],
@@ -27,8 +27,18 @@ def shared_inputs(train: Iterable[Hashable], held: Sequence[Hashable], places: S
     has."""
     seen = set(train)
     shared = [where for x, where in zip(held, places) if x in seen]
-    if not shared:
-        return None
-    return (f"warning: {what}: {len(shared)} of its {len(held)} rows have an input that a "
-            f"training row has too (first: {shared[0]}), so its scores are partly of "
-            f"inputs the model trained on")
+    return shared_note(len(shared), len(held), shared[0], what=what) if shared else None
+
+
+def shared_note(shared: int, rows: int, first: str, *, what: str) -> str:
+    """The warning for the held-out file ``what``: ``shared`` of its ``rows`` rows have an
+    input that a training row has, the first at ``first`` ("row 7"). ``shared_inputs`` words
+    it; a task that compares its inputs another way (jets: by digest) words it here too.
+
+    Examples:
+        >>> shared_note(80, 80, "row 0", what="--test copy.h5")  # doctest: +ELLIPSIS
+        'warning: --test copy.h5: 80 of its 80 rows have an input that a training row has ...'
+    """
+    return (f"warning: {what}: {shared} of its {rows} rows have an input that a training row "
+            f"has too (first: {first}), so its scores are partly of inputs the model trained "
+            f"on")

@@ -289,6 +289,35 @@ def test_input_errors_exit_2_with_one_line_and_no_run_directory(bad_dir, tmp_pat
     assert not out.exists()
 
 
+def test_held_out_files_with_training_jets_are_named_on_stderr(tmp_path, capsys):
+    """A copy of --data under another name as --test (or a file cut from the same sample twice)
+    once scored the model on the jets it trained on without a word; a warning says how many
+    and the first row, as classify and tag do, and is not said again on --resume."""
+    from attnlab.tasks.jets.checks import check_files
+
+    p4, labels = synthetic_jets(30, seed=4)
+    write_jets(tmp_path / "data.h5", p4, labels)
+    write_jets(tmp_path / "copy.h5", p4, labels)  # all 60: 42 of them in --data's train range
+    other, other_labels = synthetic_jets(10, seed=5)
+    write_jets(tmp_path / "val.h5", np.r_[other, p4[[50, 3]]], np.r_[other_labels,
+                                                                     labels[[50, 3]]])
+    cfg = {"data": str(tmp_path / "data.h5"), "test": str(tmp_path / "copy.h5"),
+           "val": str(tmp_path / "val.h5"), "max_constituents": 30, "val_fraction": 0.1,
+           "test_fraction": 0.2, "chunk_size": 16}
+    check_files(cfg)  # --data trains on all 60 (both held-out parts have their own file)
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: --val {cfg['val']}: 2 of its 22 rows have an input that a training row has "
+        f"too (first: row 20), so its scores are partly of inputs the model trained on",
+        f"warning: --test {cfg['test']}: 60 of its 60 rows have an input that a training row "
+        f"has too (first: row 0), so its scores are partly of inputs the model trained on"]
+    check_files({**cfg, "val": None})  # the last 6 of --data validate: 54 train
+    assert capsys.readouterr().err.startswith(f"warning: --test {cfg['test']}: 54 of its 60 ")
+    check_files({**cfg, "resume": True})
+    write_jets(tmp_path / "fresh.h5", other, other_labels)
+    check_files({**cfg, "val": None, "test": str(tmp_path / "fresh.h5")})
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.slow
 def test_the_spec_imports_no_torch():
     code = "import sys, attnlab.tasks.jets; assert 'torch' not in sys.modules, 'torch'"

@@ -5,6 +5,7 @@ pandas (``data.py``) only when ``check_files`` runs.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from ...errors import UsageError
@@ -50,12 +51,14 @@ def check_files(cfg: dict[str, Any]) -> None:
     """Every jets file ``cfg`` (the settings dict ``validate`` checks, before it is frozen)
     names is readable, with both classes (``data.check_jet_file``),
     and each part of --data's split (``split_ranges``) holds jets of both classes; otherwise a
-    ``UsageError`` naming the flag."""
+    ``UsageError`` naming the flag. Then (not on --resume) a warning on stderr for each --val
+    or --test file with jets that --data trains on (``_say_shared``)."""
     from .data import check_jet_file  # numpy and pandas: only when the files are read
 
+    digests: dict[str, list] = {key: [] for key in DATA_FILES if cfg.get(key)}
     counts = {key: check_jet_file(cfg[key], what=f"--{key}",
-                                  max_constituents=cfg["max_constituents"])
-              for key in DATA_FILES if cfg.get(key)}
+                                  max_constituents=cfg["max_constituents"], digests=digests[key])
+              for key in digests}
     parts = split_ranges(counts["data"], val_fraction=cfg["val_fraction"],
                          test_fraction=cfg["test_fraction"], val=cfg.get("val"),
                          test=cfg.get("test"))
@@ -66,3 +69,21 @@ def check_files(cfg: dict[str, Any]) -> None:
                 f"--data {cfg['data']}: its {part} range (jets {start}..{stop - 1} of "
                 f"{counts['data']}) does not hold jets of both classes; use a larger file "
                 f"or give --{'data' if part == 'train' else part} FILE")
+    if not cfg.get("resume"):  # once every check passed; not said again on --resume
+        _say_shared(cfg, digests, parts["train"])
+
+
+def _say_shared(cfg: dict[str, Any], digests: dict[str, list], train: tuple[int, int]) -> None:
+    """A warning on stderr per --val or --test file holding jets that --data trains on (a copy
+    of the file under another name, or files cut from one sample twice): its scores are
+    partly of trained jets."""
+    import numpy as np
+
+    from .data import shared_jets
+
+    trained = np.concatenate(digests["data"])[train[0]:train[1]]
+    for key in ("val", "test"):
+        note = cfg.get(key) and shared_jets(trained, np.concatenate(digests[key]),
+                                             f"--{key} {cfg[key]}")
+        if note:
+            print(note, file=sys.stderr, flush=True)

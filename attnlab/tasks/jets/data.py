@@ -26,6 +26,7 @@ this module needs numpy only; without them the error says what to install.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -35,11 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from ...data.overlap import shared_note
 from ...errors import UsageError
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
-           "check_jet_file"]
+           "check_jet_file", "jet_digests", "shared_jets"]
 
 MAX_CONSTITUENTS = 200     # the reference files' constituents per jet
 KEY = "table"              # the HDF key of the DataFrame
@@ -369,8 +371,39 @@ def iter_jets(path: str | Path, chunk_size: int, *,
     return chunks()
 
 
+def jet_digests(p4: np.ndarray) -> np.ndarray:
+    """(n,) uint64: a 64-bit digest (BLAKE2b) of each jet's momenta as read, so that two files'
+    jets are compared without holding them (8 bytes a jet).
+
+    Examples:
+        >>> p4 = np.zeros((3, 2, 4), np.float32); p4[:, 0] = [5, 3, 0, 4]; p4[2, 0, 1] = -3
+        >>> d = jet_digests(p4); bool(d[0] == d[1]), bool(d[0] == d[2])
+        (True, False)
+    """
+    rows = np.ascontiguousarray(p4).reshape(len(p4), -1)
+    joined = b"".join(hashlib.blake2b(row.tobytes(), digest_size=8).digest() for row in rows)
+    return np.frombuffer(joined, dtype=np.uint64)
+
+
+def shared_jets(trained: np.ndarray, held: np.ndarray, what: str) -> str | None:
+    """The warning (``attnlab.data.overlap``'s words) for a held-out file ``what`` with jets
+    (``held``: their ``jet_digests``, in file order) that training has too (``trained``), or
+    None when it has none.
+
+    Examples:
+        >>> shared_jets(np.array([1, 2], np.uint64), np.array([3, 2, 2], np.uint64),
+        ...             "--test t.h5")  # doctest: +ELLIPSIS
+        'warning: --test t.h5: 2 of its 3 rows have an input ... (first: row 1), so ...'
+    """
+    shared = np.flatnonzero(np.isin(held, trained))
+    if not len(shared):
+        return None
+    return shared_note(len(shared), len(held), f"row {shared[0]}", what=what)
+
+
 def check_jet_file(path: str | Path, what: str = "--data", *,
-                   max_constituents: int = MAX_CONSTITUENTS) -> int:
+                   max_constituents: int = MAX_CONSTITUENTS,
+                   digests: list[np.ndarray] | None = None) -> int:
     """Check a whole jets file, reading it a chunk at a time; return its number of jets.
 
     Checked: the file exists and is HDF5 with the key ``table``; the columns E_i, PX_i, PY_i,
@@ -383,6 +416,8 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
         path: the file.
         what: the flag it came from, to start the messages ("--test").
         max_constituents: the constituents that will be read (the columns checked).
+
+        digests: when given, receives the ``jet_digests`` of every chunk, in file order.
 
     Returns:
         The number of jets.
@@ -404,7 +439,10 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
             raise UsageError(f"{jets.where}: no jets")
         signal = 0
         for a in range(0, jets.nrows, SCAN_CHUNK):
-            signal += int(jets.read(a, min(a + SCAN_CHUNK, jets.nrows))[1].sum())
+            p4, labels = jets.read(a, min(a + SCAN_CHUNK, jets.nrows))
+            signal += int(labels.sum())
+            if digests is not None:
+                digests.append(jet_digests(p4))
         if signal in (0, jets.nrows):
             raise UsageError(f"{jets.where}: only one class ({LABEL_COLUMN} = {int(signal > 0)} "
                              f"for all {jets.nrows:,} jets); training and testing need top (1) "
