@@ -245,6 +245,8 @@ def bad_dir(tmp_path_factory):
     text_labels = frame(p4, labels)
     text_labels["is_signal_new"] = text_labels["is_signal_new"].astype(str)
     text_labels.to_hdf(tmp_path / "strlabel.h5", key="table")
+    frame(p4, labels)[[*jet_columns(20), "is_signal_new"]].to_hdf(tmp_path / "c20.h5",
+                                                                  key="table")
     return tmp_path
 
 
@@ -271,6 +273,12 @@ ERRORS = {
                      r"tested on"),
     "fractions": (["--data", "{tmp}/good.h5", "--val-fraction", "0.5", "--test-fraction", "0.5"],
                   r"--val-fraction \(0.5\) \+ --test-fraction \(0.5\) must be < 1"),
+    # a file of fewer constituents than --max-constituents: say so and what to do
+    "fewer constituents": (["--data", "{tmp}/c20.h5", "--max-constituents", "30"],
+                           r"^attnlab: error: --data .*c20.h5: holds 20 constituents per jet "
+                           r"\(columns E_0\.\.PZ_19\), fewer than the 30 read "
+                           r"\(--max-constituents 30\); train with --max-constituents 20 or "
+                           r"fewer, or add zero columns \(padding\) up to PZ_29\n$"),
     "too many constituents": (["--data", "{tmp}/good.h5", "--max-constituents", "300"],
                               r"--max-constituents must be in 1\.\.200, got 300"),
 }
@@ -316,6 +324,22 @@ def test_held_out_files_with_training_jets_are_named_on_stderr(tmp_path, capsys)
     write_jets(tmp_path / "fresh.h5", other, other_labels)
     check_files({**cfg, "val": None, "test": str(tmp_path / "fresh.h5")})
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_a_file_of_fewer_constituents_trains_and_predicts_with_as_many(bad_dir, tmp_path,
+                                                                      capsys):
+    """A file with the columns of 20 constituents passed the check with --max-constituents 20,
+    then the run stopped after its directory was made: the training split counted the jets
+    with 200 constituents' columns (and predict refused the file the same way)."""
+    out, c20 = tmp_path / "run", bad_dir / "c20.h5"
+    argv = ["train", "jets", "--data", str(c20), "--out", str(out), *TINY,
+            "--max-constituents", "20", "--max-steps", "2"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 2
+    capsys.readouterr()
+    assert main(["predict", str(out), "--input", f"{c20}:0"]) == 0
+    assert capsys.readouterr().out.split()[0] in ("QCD", "top")
 
 
 @pytest.mark.slow

@@ -167,14 +167,26 @@ class _JetFile:
         present = [str(c) for c in getattr(head, "columns", [])]
         missing = [c for c in [*self.columns, LABEL_COLUMN] if c not in set(present)]
         if missing:
-            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-            raise UsageError(f"{self.where}: missing columns {', '.join(missing[:3])}{more} "
-                             f"(a jets file has E_i, PX_i, PY_i, PZ_i for i < "
-                             f"{MAX_CONSTITUENTS} and {LABEL_COLUMN})")
+            raise UsageError(f"{self.where}: {self._missing(missing, set(present))}")
         storer = self.store.get_storer(KEY)
         nrows = storer.nrows if storer.is_table else storer.shape[0]  # "table" / "fixed"
         index = {c: i for i, c in enumerate(present)}
         return int(nrows), np.array([index[c] for c in [*self.columns, LABEL_COLUMN]])
+
+    def _missing(self, missing: list[str], present: set[str]) -> str:
+        """What the missing columns say: a file of fewer constituents than are read (all the
+        columns of constituents 0..k-1, none after) is told so, with what to do."""
+        k = 0
+        while k < MAX_CONSTITUENTS and {f"{c}_{k}" for c in ("E", "PX", "PY", "PZ")} <= present:
+            k += 1
+        n = len(self.columns) // 4
+        if 0 < k and missing == self.columns[4 * k:]:
+            return (f"holds {k} constituents per jet (columns E_0..PZ_{k - 1}), fewer than the "
+                    f"{n} read (--max-constituents {n}); train with --max-constituents {k} or "
+                    f"fewer, or add zero columns (padding) up to PZ_{n - 1}")
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        return (f"missing columns {', '.join(missing[:3])}{more} (a jets file has E_i, PX_i, "
+                f"PY_i, PZ_i for i < {MAX_CONSTITUENTS} and {LABEL_COLUMN})")
 
     def _range(self, start: int, stop: int | None) -> tuple[int, int]:
         stop = self.nrows if stop is None else stop
@@ -283,14 +295,15 @@ def read_settings(path: str | Path) -> dict[str, Any] | None:
         return json.loads(attrs[SETTINGS_ATTR]) if SETTINGS_ATTR in attrs else None
 
 
-def count_jets(path: str | Path, what: str = "") -> int:
+def count_jets(path: str | Path, what: str = "", *,
+               max_constituents: int = MAX_CONSTITUENTS) -> int:
     """The number of jets (rows) in a jets file, read from its metadata; ``what`` (the flag it
-    came from) starts the messages.
+    came from) starts the messages; the columns of ``max_constituents`` must be there.
 
     Raises:
         UsageError: as ``check_jet_file`` for the file's structure (not its values).
     """
-    with _JetFile(path, what) as jets:
+    with _JetFile(path, what, max_constituents) as jets:
         return jets.nrows
 
 

@@ -75,12 +75,14 @@ class Split:
 
 def splits(cfg: RunSettings) -> dict[str, Split]:
     """train / val / test: index ranges of --data, or the whole --val / --test files."""
-    ranges = split_ranges(count_jets(cfg.data), val_fraction=cfg.val_fraction,
-                          test_fraction=cfg.test_fraction, val=cfg.val, test=cfg.test)
+    n = cfg.max_constituents  # a file may hold only the constituents that are read
+    ranges = split_ranges(count_jets(cfg.data, "--data", max_constituents=n),
+                          val_fraction=cfg.val_fraction, test_fraction=cfg.test_fraction,
+                          val=cfg.val, test=cfg.test)
     found = {name: Split(cfg.data, a, b) for name, (a, b) in ranges.items()}
     for name, path in (("val", cfg.val), ("test", cfg.test)):
         if path:
-            found[name] = Split(path, 0, count_jets(path))
+            found[name] = Split(path, 0, count_jets(path, f"--{name}", max_constituents=n))
     return found
 
 
@@ -386,7 +388,7 @@ def read_input(text: str, cfg: RunSettings,
                          f"got {text.strip()!r}")
     counted = {} if counted is None else counted
     if path not in counted:
-        counted[path] = count_jets(path, "--input")
+        counted[path] = count_jets(path, "--input", max_constituents=cfg.max_constituents)
     n, row = counted[path], int(row)
     if n == 0:
         raise UsageError(f"--input {text.strip()}: {path} has no jets")
