@@ -342,6 +342,22 @@ def test_a_file_of_fewer_constituents_trains_and_predicts_with_as_many(bad_dir, 
     assert capsys.readouterr().out.split()[0] in ("QCD", "top")
 
 
+def test_a_data_file_holding_its_jets_twice_is_named_on_stderr(tmp_path, capsys):
+    """A --data file that holds some jets twice (two files joined) once had copies of
+    training jets in its own test range, scored without a word; the warning names the range."""
+    from attnlab.tasks.jets.checks import check_files
+
+    p4, labels = synthetic_jets(30, seed=6)
+    write_jets(tmp_path / "twice.h5", np.r_[p4, p4[:3]], np.r_[labels, labels[:3]])  # 63 jets
+    cfg = {"data": str(tmp_path / "twice.h5"), "max_constituents": 30, "val_fraction": 0.1,
+           "test_fraction": 0.2, "chunk_size": 16}
+    check_files(cfg)  # test range: rows 50..62 (13 jets); rows 60..62 are rows 0..2 again
+    assert capsys.readouterr().err == (
+        f"warning: --data {cfg['data']} (its test range, rows 50..62): 3 of its 13 rows have "
+        f"an input that a training row has too (first: row 60), so its scores are partly of "
+        f"inputs the model trained on\n")
+
+
 @pytest.mark.slow
 def test_the_spec_imports_no_torch():
     code = "import sys, attnlab.tasks.jets; assert 'torch' not in sys.modules, 'torch'"

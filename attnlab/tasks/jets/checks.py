@@ -70,20 +70,27 @@ def check_files(cfg: dict[str, Any]) -> None:
                 f"{counts['data']}) does not hold jets of both classes; use a larger file "
                 f"or give --{'data' if part == 'train' else part} FILE")
     if not cfg.get("resume"):  # once every check passed; not said again on --resume
-        _say_shared(cfg, digests, parts["train"])
+        _say_shared(cfg, digests, parts)
 
 
-def _say_shared(cfg: dict[str, Any], digests: dict[str, list], train: tuple[int, int]) -> None:
-    """A warning on stderr per --val or --test file holding jets that --data trains on (a copy
-    of the file under another name, or files cut from one sample twice): its scores are
-    partly of trained jets."""
+def _say_shared(cfg: dict[str, Any], digests: dict[str, list],
+                parts: dict[str, tuple[int, int]]) -> None:
+    """A warning on stderr per held-out part with jets that --data trains on: a --val or
+    --test file (a copy of --data under another name, or files cut from one sample twice), or
+    --data's own val or test range (a file that holds its jets twice). Its scores are partly
+    of trained jets."""
     import numpy as np
 
     from .data import shared_jets
 
-    trained = np.concatenate(digests["data"])[train[0]:train[1]]
+    data = np.concatenate(digests["data"])
+    trained = data[parts["train"][0]:parts["train"][1]]
     for key in ("val", "test"):
-        note = cfg.get(key) and shared_jets(trained, np.concatenate(digests[key]),
-                                             f"--{key} {cfg[key]}")
+        if cfg.get(key):
+            note = shared_jets(trained, np.concatenate(digests[key]), f"--{key} {cfg[key]}")
+        else:
+            a, b = parts[key]
+            note = shared_jets(trained, data[a:b], f"--data {cfg['data']} (its {key} range, "
+                               f"rows {a}..{b - 1})", first_row=a)
         if note:
             print(note, file=sys.stderr, flush=True)

@@ -398,10 +398,11 @@ def jet_digests(p4: np.ndarray) -> np.ndarray:
     return np.frombuffer(joined, dtype=np.uint64)
 
 
-def shared_jets(trained: np.ndarray, held: np.ndarray, what: str) -> str | None:
+def shared_jets(trained: np.ndarray, held: np.ndarray, what: str, *,
+                first_row: int = 0) -> str | None:
     """The warning (``attnlab.data.overlap``'s words) for a held-out file ``what`` with jets
-    (``held``: their ``jet_digests``, in file order) that training has too (``trained``), or
-    None when it has none.
+    (``held``: their ``jet_digests``, in file order, from row ``first_row``) that training has
+    too (``trained``), or None when it has none.
 
     Examples:
         >>> shared_jets(np.array([1, 2], np.uint64), np.array([3, 2, 2], np.uint64),
@@ -411,7 +412,7 @@ def shared_jets(trained: np.ndarray, held: np.ndarray, what: str) -> str | None:
     shared = np.flatnonzero(np.isin(held, trained))
     if not len(shared):
         return None
-    return shared_note(len(shared), len(held), f"row {shared[0]}", what=what)
+    return shared_note(len(shared), len(held), f"row {first_row + shared[0]}", what=what)
 
 
 def check_jet_file(path: str | Path, what: str = "--data", *,
