@@ -14,6 +14,8 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
     best            with --keep-best or --patience: the best validation so far and the
                     validations since it, with --keep-best its weights too
                     (``attnlab.training.best.BestWatch.state_dict``)
+    validation      the last validation's step and numbers; a step it is not at validates
+                    first when resumed (a signal stops a run before its step's validation)
 
 It is read with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt,
 so a poisoned file raises instead of running its payload. A checkpoint without a ``format`` key

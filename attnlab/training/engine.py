@@ -211,6 +211,7 @@ class Loop:
         self.stats = StepStats(size=_batch_size, tokens=module.tokens)  # lr, norm, throughput
         self.signals = _Signals(resume_command(cfg, self.run_dir))
         self._rng_to_restore: dict[str, Any] | None = None
+        self._unvalidated = False  # resumed after a step whose validation did not run
         self.validated: tuple[int, dict[str, float]] = (-1, {})  # the last validation's step
 
     # ---- set-up ---------------------------------------------------------------------------
@@ -308,6 +309,13 @@ class Loop:
             if note and self.fabric.is_global_zero:
                 print(f"note: {note}", file=sys.stderr, flush=True)
         self._rng_to_restore = state.get("rng")
+        # a signal stops a run before its step's validation: the resumed run validates that
+        # step first, as the run would have (its best, --patience's count, the early stop);
+        # a checkpoint written after it keeps its numbers, for metrics.json
+        # (a checkpoint of before this key: validated as far as it can tell)
+        validation = state.get("validation", {"step": self.step, "metrics": {}})
+        self.validated = (int(validation["step"]), dict(validation["metrics"]))
+        self._unvalidated = self._validates(self.step) and self.validated[0] != self.step
 
     # ---- the step -------------------------------------------------------------------------
     def run(self) -> None:
@@ -318,6 +326,8 @@ class Loop:
         if self.fabric.is_global_zero:  # the only rank that writes the log
             self.log.begin(self.step)
         self.stats.begin(self.seconds())
+        if self._unvalidated:  # before the clock starts: it leaves validation out
+            self._validate_step()
         self.model.train()
         batches: list = []  # --accumulate: the step's batches so far (an epoch may end among them)
         while self.step < self.max_steps and self.stopped is None:
@@ -340,11 +350,9 @@ class Loop:
                 # validation before the checkpoint of the same step: the checkpoint holds what
                 # it decided (the best so far, --patience's count), which a resumed run,
                 # starting after that step, would otherwise never see
-                if self.val_loader is not None and self.step % self.val_every == 0:
+                if self._validates(self.step):
                     with self.clock.paused():  # train_seconds leave validation out
-                        metrics = self.validate()
-                        self._check_target(metrics)
-                        self._watch(metrics)
+                        self._validate_step()
                 # the last step's checkpoint (and that of a step training stops at) is the one
                 # ``fit`` writes after the loop: written here too, the same weights and
                 # optimiser would be written twice
@@ -354,6 +362,16 @@ class Loop:
                 if self.step >= self.max_steps or self.stopped is not None:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
+
+    def _validates(self, step: int) -> bool:
+        """Whether the run validates after ``step`` steps."""
+        return self.val_loader is not None and step > 0 and step % self.val_every == 0
+
+    def _validate_step(self) -> None:
+        """The validation after a step, and what it decides: an early stop, the best so far."""
+        metrics = self.validate()
+        self._check_target(metrics)
+        self._watch(metrics)
 
     def train_step(self, *batches) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """One optimiser step on ``batches`` (one batch, or ``--accumulate`` of them), top to
@@ -558,7 +576,8 @@ class Loop:
         state = {"format": FORMAT, "global_step": self.step, "state_dict": self.model,
                  "optimizer": self.optimizer, "lr_scheduler": self.scheduler.state_dict(),
                  "rng": capture_rng(), "train_seconds": self.seconds(),
-                 "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None}
+                 "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None,
+                 "validation": {"step": self.validated[0], "metrics": self.validated[1]}}
         if self.watch is not None:  # the best so far, and its weights (training/best.py)
             state["best"] = self.watch.state_dict()
         if self.fabric.is_global_zero:

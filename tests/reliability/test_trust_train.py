@@ -1,6 +1,7 @@
 """`attnlab train`: no lost work, no silent wrong result, no crash on an advertised flag. Each
 section names the promise it holds to."""
 import argparse
+import csv
 import hashlib
 import json
 import os
@@ -97,6 +98,56 @@ def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_
     assert weights.keys() == uninterrupted.keys()
     for name in weights:
         torch.testing.assert_close(weights[name], uninterrupted[name], rtol=1e-5, atol=1e-6)
+
+
+KEEP_BEST = [*TINY_REVERSE, "--keep-best", "--dropout", "0.1", "--lr", "0.05", "--threads", "1"]
+
+
+def _outcome(out: Path) -> tuple[dict, dict, list[int]]:
+    """What a finished run shows: metrics.json but its clock, the weights, and the steps its
+    logs (every part of them) hold a validation row of."""
+    metrics = json.loads((out / "metrics.json").read_text())
+    metrics.pop("train_seconds")
+    rows = [row for log in sorted((out / "logs").glob("metrics*.csv"))
+            for row in csv.DictReader(log.open())]
+    validated = sorted({int(row["step"]) for row in rows if row.get("val_loss")})
+    return metrics, load_file(out / "model.safetensors"), validated
+
+
+@pytest.fixture(scope="module")
+def keep_best_run(tmp_path_factory) -> tuple[dict, dict, list[int]]:
+    out = tmp_path_factory.mktemp("keep_best") / "whole"
+    assert main(["train", "reverse", "--out", str(out), *KEEP_BEST]) == 0
+    return _outcome(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [20, 30])
+def test_a_signal_at_a_step_that_validates_is_validated_on_resume(tmp_path, monkeypatch,
+                                                                 keep_best_run, step):
+    """A signal during a step that validates (every 10th here) stopped the run before that
+    validation, and the resumed run never made it: a best at that step was lost (--keep-best
+    kept another step's weights) and, at the last step, metrics.json lacked its val_* numbers.
+    Now the resumed run validates that step first: it ends as the uninterrupted run does."""
+    from ..training.loop_probe import probe_loop
+
+    class SignalAt:
+        def on_train_batch_end(self, loop):
+            if loop.step == step:
+                os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: the step is saved, then stop
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        probe_loop(m, SignalAt())
+        assert main(["train", "reverse", "--out", str(out), *KEEP_BEST]) == 130
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == step
+    assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
+    metrics, weights, validated = _outcome(out)
+    whole_metrics, whole_weights, whole_validated = keep_best_run
+    assert validated == whole_validated == [10, 20, 30]
+    assert metrics == whole_metrics
+    for name in whole_weights:
+        torch.testing.assert_close(weights[name], whole_weights[name], rtol=1e-5, atol=1e-6)
 
 
 # ---- resuming a finished run is a no-op ------------------------------------------------------
