@@ -14,6 +14,7 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
     best            with --keep-best or --patience: the best validation so far and the
                     validations since it, with --keep-best its weights too
                     (``attnlab.training.best.BestWatch.state_dict``)
+    early_stop_hits the validations in a row that reached the task's early-stop target
     validation      the last validation's step and numbers; a step it is not at validates
                     first when resumed (a signal stops a run before its step's validation)
 

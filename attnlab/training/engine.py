@@ -309,6 +309,7 @@ class Loop:
             if note and self.fabric.is_global_zero:
                 print(f"note: {note}", file=sys.stderr, flush=True)
         self._rng_to_restore = state.get("rng")
+        self.hits = int(state.get("early_stop_hits", 0))  # the early stop's streak so far
         # a signal stops a run before its step's validation: the resumed run validates that
         # step first, as the run would have (its best, --patience's count, the early stop);
         # a checkpoint written after it keeps its numbers, for metrics.json
@@ -577,7 +578,8 @@ class Loop:
                  "optimizer": self.optimizer, "lr_scheduler": self.scheduler.state_dict(),
                  "rng": capture_rng(), "train_seconds": self.seconds(),
                  "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None,
-                 "validation": {"step": self.validated[0], "metrics": self.validated[1]}}
+                 "validation": {"step": self.validated[0], "metrics": self.validated[1]},
+                 "early_stop_hits": self.hits}
         if self.watch is not None:  # the best so far, and its weights (training/best.py)
             state["best"] = self.watch.state_dict()
         if self.fabric.is_global_zero:

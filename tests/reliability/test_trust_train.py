@@ -150,6 +150,42 @@ def test_a_signal_at_a_step_that_validates_is_validated_on_resume(tmp_path, monk
         torch.testing.assert_close(weights[name], whole_weights[name], rtol=1e-5, atol=1e-6)
 
 
+# a reversal of 4 symbols of 4 that a width-32 model learns in about 130 steps: reverse's early
+# stop ends it at its third validation in a row with every validation sequence right
+EARLY_STOP = ["--max-steps", "400", "--num-categories", "4", "--seq-len", "4", "--model-dim",
+              "32", "--num-heads", "2", "--num-layers", "1", "--train-size", "512",
+              "--val-size", "64", "--test-size", "64", "--batch-size", "32", "--val-every", "5",
+              "--checkpoint-every", "1000", "--lr", "0.003", "--threads", "1", "--early-stop"]
+
+
+@pytest.mark.slow
+def test_a_resumed_run_stops_early_at_the_step_an_uninterrupted_run_does(tmp_path, monkeypatch):
+    """The early stop's count of validations in a row at its target was not in the checkpoint:
+    a run interrupted after two of the three started again from none and trained 10 steps
+    more than one that never stopped, with other weights and numbers."""
+    from ..training.loop_probe import probe_loop
+
+    whole = tmp_path / "whole"
+    assert main(["train", "reverse", "--out", str(whole), *EARLY_STOP]) == 0
+    expected = json.loads((whole / "metrics.json").read_text())
+    assert "stopped_early" in expected and expected["steps"] < 400, expected
+    after_two = expected["steps"] - 4  # a step after the second validation of the three
+
+    class SignalAt:
+        def on_train_batch_end(self, loop):
+            if loop.step == after_two:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        probe_loop(m, SignalAt())
+        assert main(["train", "reverse", "--out", str(out), *EARLY_STOP]) == 130
+    assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == expected["steps"]
+    assert metrics["stopped_early"] == expected["stopped_early"]
+
+
 # ---- resuming a finished run is a no-op ------------------------------------------------------
 
 @pytest.mark.slow
