@@ -126,7 +126,9 @@ def _from_trainer(path: Path, state: dict[str, Any], flag: str = "--resume") -> 
             "lr_scheduler": (state.get("lr_schedulers") or [None])[0],
             "rng": callbacks.get("_RandomState"),
             "train_seconds": float(callbacks.get("_TrainClock", {}).get("seconds", 0.0)),
-            "train_loader": loader}
+            "train_loader": loader,
+            # the Trainer kept the schedule's end when the budget was raised: so does this
+            "stretch_schedule": False}
 
 
 def check_fits(path: Path, state: dict[str, Any], module: torch.nn.Module) -> None:

@@ -214,6 +214,37 @@ def test_a_finished_run_with_a_larger_budget_trains_on(reverse_run, tmp_path, ca
     assert json.loads((out / "metrics.json").read_text())["steps"] == steps + 20
 
 
+@pytest.mark.slow
+def test_a_budget_raised_on_resume_stretches_the_schedule_to_it(reverse_run, tmp_path, capsys):
+    """A finished 30-step run resumed with --max-steps 50 kept its schedule's end at step 30:
+    the course's cosine climbed back up from 0 past it, while config.yaml said 50. Now the
+    decay ends at the new budget, as config.yaml says, and the command says so."""
+    import shutil
+
+    import yaml
+
+    from attnlab.schedulers import schedule_lr
+
+    out = tmp_path / "run"
+    shutil.copytree(reverse_run, out)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "50"]) == 0
+    err = capsys.readouterr().err
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert cfg["max_steps"] == 50 and cfg["schedule"] == "cosine"
+    logged = [(int(row["step"]), float(row["lr"]))
+              for row in csv.DictReader((out / "logs" / "metrics.csv").open()) if row.get("lr")]
+    assert logged and logged[0][0] > 30 and logged[-1][0] == 50
+    rates = [lr for _, lr in logged]
+    assert rates == sorted(rates, reverse=True)  # decaying, not climbing back up
+    for step, lr in logged:  # the rate a step trains at is the schedule's after step - 1
+        expected = schedule_lr("cosine", step - 1, lr=cfg["lr"], warmup=cfg["warmup"],
+                               max_iters=50)
+        assert lr == pytest.approx(expected, rel=1e-6), step
+    assert ("note: --resume: the learning-rate schedule now ends at step 50, with the budget (it "
+            "ended at step 30)") in err
+
+
 class _Crash(Exception):
     """Stands in for the process dying mid-run."""
 
