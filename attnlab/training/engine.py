@@ -617,7 +617,7 @@ class Loop:
 
 def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir: Path, *,
         max_steps: int, val_check_interval: int | None = None, stop_at: StopAt | None = None,
-        limit_val_batches: int | None = None) -> FitResult:
+        limit_val_batches: int | None = None, tokenizer=None) -> FitResult:
     """Train ``module`` to ``max_steps``; with ``cfg.resume`` continue from the last
     checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch) on at
     most ``limit_val_batches`` batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
@@ -625,11 +625,15 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     target is reached; with ``cfg.patience``, after that many validations without improvement
     of ``cfg.monitor``. Afterwards the module is on the CPU with float32 weights, whatever
     device and ``--precision`` trained it: with ``cfg.keep_best`` the best validation's, else
-    the last step's (the task then scores its test split on them)."""
+    the last step's (the task then scores its test split on them). ``tokenizer`` (the
+    task's, if it has one) is written to ``tokenizer.json`` before the first step, so that
+    ``--checkpoint last`` reads an interrupted run (``finish`` writes it again, the same)."""
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
                 val_check_interval=val_check_interval, stop_at=stop_at,
                 limit_val_batches=limit_val_batches)
     resumed = loop.setup()
+    if tokenizer is not None and loop.fabric.is_global_zero:
+        tokenizer.save(Path(run_dir) / "tokenizer.json")
     note = warmup_note(cfg, max_steps)
     if note and loop.fabric.is_global_zero:
         print(f"warning: {note}", file=sys.stderr, flush=True)
