@@ -303,7 +303,9 @@ def check_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str
     for key, digest in (recorded or {}).items():
         path = Path(paths[key])
         if not path.exists():  # a file, or a datasets directory
-            raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; {remedy}")
+            moved = f"give --{key} where it is now, " if purpose == "resume" else ""
+            raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; "
+                             f"{moved}{remedy}")
         if file_digest(path) != digest:
             raise UsageError(f"--{key} {path} changed since this run {when} (its SHA-256 "
                              f"differs from config.yaml's data_sha256), so {why}; {remedy}")

@@ -69,8 +69,12 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
     each (a different model shape would otherwise fail on loading the checkpoint, and a
     different learning rate or data file would silently continue another run)."""
     differ = []
+    # a data file config.yaml holds the SHA-256 of may be given at another path (the data
+    # moved, or the run went to another machine): the task then checks that its bytes are
+    # the ones the run started on (``check_data_files``), which a path cannot say
+    pinned = saved.get("data_sha256") or {}
     for key, value in sorted(given.items()):
-        if key in RESUMABLE or value is None:
+        if key in RESUMABLE or key in pinned or value is None:
             continue
         saved_value = saved.get(key, defaults.get(key))
         if not _same(key, value, saved_value):
@@ -79,6 +83,14 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
     if differ:
         raise UsageError(f"--resume: {'; '.join(differ)} — a run continues with the settings of "
                          f"{run_dir}/config.yaml: drop the flag, or start a new run with another --out")
+
+
+def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
+    """The data files ``--resume`` is given at another path than config.yaml's (those whose
+    SHA-256 it holds: ``resume_conflicts`` lets them through, the task checks their bytes),
+    made absolute as a new run records them, so that evaluate finds them from anywhere."""
+    pinned = saved.get("data_sha256") or {}
+    return {key: str(Path(given[key]).resolve()) for key in pinned if given.get(key)}
 
 
 def finished_message(run_dir: Path, saved: dict[str, Any], given: RunSettings) -> str | None:

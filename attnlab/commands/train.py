@@ -17,7 +17,7 @@ from ..settings import (TrainSettings, add_flags, as_typed, check, check_schedul
                         heads_divide_width, monitoring_fits, optimizer_fits)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
-from .preflight import resume_conflicts
+from .preflight import moved_data, resume_conflicts
 from .threads import default_threads
 
 def add_shared_flags(p: argparse.ArgumentParser) -> None:
@@ -114,9 +114,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
     if recipe:
         _drop_recipe_cooldown(cfg, {**file_cfg, **given})
-    if resuming:  # 'auto' given again keeps what it chose when the run started
-        cfg.update({k: previous[k] for k, v in cfg.items()
-                    if v == "auto" and isinstance(previous.get(k), str)})
+    if resuming:
+        _kept_on_resume(cfg, previous, {**file_cfg, **given})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
     notes, from_init = _apply_init(task, cfg, {
@@ -134,6 +133,14 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
         cfg.pop("max_steps", None)     # would be recorded beside it, unused
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _kept_on_resume(cfg: dict[str, Any], previous: dict[str, Any], given: dict[str, Any]) -> None:
+    """--resume: a setting given again as 'auto' keeps what it chose when the run started; a
+    data file given at its new path is recorded absolute (``moved_data``)."""
+    cfg.update({k: previous[k] for k, v in cfg.items()
+                if v == "auto" and isinstance(previous.get(k), str)})
+    cfg.update(moved_data(previous, given))
 
 
 def _check_monitoring(task, cfg: dict[str, Any]) -> None:

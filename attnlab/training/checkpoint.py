@@ -14,6 +14,9 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
     best            with --keep-best or --patience: the best validation so far and the
                     validations since it, with --keep-best its weights too
                     (``attnlab.training.best.BestWatch.state_dict``)
+    early_stop_hits the validations in a row that reached the task's early-stop target
+    validation      the last validation's step and numbers; a step it is not at validates
+                    first when resumed (a signal stops a run before its step's validation)
 
 It is read with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt,
 so a poisoned file raises instead of running its payload. A checkpoint without a ``format`` key
@@ -123,7 +126,9 @@ def _from_trainer(path: Path, state: dict[str, Any], flag: str = "--resume") -> 
             "lr_scheduler": (state.get("lr_schedulers") or [None])[0],
             "rng": callbacks.get("_RandomState"),
             "train_seconds": float(callbacks.get("_TrainClock", {}).get("seconds", 0.0)),
-            "train_loader": loader}
+            "train_loader": loader,
+            # the Trainer kept the schedule's end when the budget was raised: so does this
+            "stretch_schedule": False}
 
 
 def check_fits(path: Path, state: dict[str, Any], module: torch.nn.Module) -> None:

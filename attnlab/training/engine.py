@@ -211,6 +211,7 @@ class Loop:
         self.stats = StepStats(size=_batch_size, tokens=module.tokens)  # lr, norm, throughput
         self.signals = _Signals(resume_command(cfg, self.run_dir))
         self._rng_to_restore: dict[str, Any] | None = None
+        self._unvalidated = False  # resumed after a step whose validation did not run
         self.validated: tuple[int, dict[str, float]] = (-1, {})  # the last validation's step
 
     # ---- set-up ---------------------------------------------------------------------------
@@ -299,7 +300,8 @@ class Loop:
             self.module.load_state_dict(state["state_dict"])
             self.optimizer.load_state_dict(state["optimizer"])
         if state.get("lr_scheduler") is not None:
-            self.scheduler.load_state_dict(state["lr_scheduler"])
+            self._restore_schedule(state["lr_scheduler"],
+                                   stretch=state.get("stretch_schedule", True))
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
         self.step, self.clock = int(state["global_step"]), TrainClock(float(state["train_seconds"]))
@@ -308,6 +310,38 @@ class Loop:
             if note and self.fabric.is_global_zero:
                 print(f"note: {note}", file=sys.stderr, flush=True)
         self._rng_to_restore = state.get("rng")
+        self.hits = int(state.get("early_stop_hits", 0))  # the early stop's streak so far
+        # a signal stops a run before its step's validation: the resumed run validates that
+        # step first, as the run would have (its best, --patience's count, the early stop);
+        # a checkpoint written after it keeps its numbers, for metrics.json
+        # (a checkpoint of before this key: validated as far as it can tell)
+        validation = state.get("validation", {"step": self.step, "metrics": {}})
+        self.validated = (int(validation["step"]), dict(validation["metrics"]))
+        self._unvalidated = self._validates(self.step) and self.validated[0] != self.step
+
+    def _restore_schedule(self, saved: dict[str, Any], *, stretch: bool = True) -> None:
+        """The schedule's state, ending where this run's budget ends: a budget raised on
+        resume (--max-steps, --epochs) stretches the decay to the new last step, as the
+        config.yaml it records says, rather than keeping the old end (past it the course's
+        cosine climbed back up, and the decays to a floor trained on at the floor).
+        ``stretch=False`` keeps the saved end (a Trainer's checkpoint continues as the
+        Trainer continued it: docs/compatibility.md)."""
+        scheduler = self.scheduler
+        end = getattr(scheduler, "max_num_iters", None)  # Noam's has no end
+        scheduler.load_state_dict(saved)
+        if not stretch or end is None or scheduler.max_num_iters == end:
+            return
+        if self.fabric.is_global_zero:
+            print(f"note: --resume: the learning-rate schedule now ends at step {end}, with the "
+                  f"budget (it ended at step {scheduler.max_num_iters})", file=sys.stderr,
+                  flush=True)
+        scheduler.max_num_iters = end
+        # the rate of the next step, as the schedule now gives it (the checkpoint's is the
+        # old end's); the scheduler's own step sets it from the step after
+        lrs = scheduler.get_lr()
+        for group, lr in zip(scheduler.optimizer.param_groups, lrs):
+            group["lr"] = lr
+        scheduler._last_lr = lrs
 
     # ---- the step -------------------------------------------------------------------------
     def run(self) -> None:
@@ -318,6 +352,8 @@ class Loop:
         if self.fabric.is_global_zero:  # the only rank that writes the log
             self.log.begin(self.step)
         self.stats.begin(self.seconds())
+        if self._unvalidated:  # before the clock starts: it leaves validation out
+            self._validate_step()
         self.model.train()
         batches: list = []  # --accumulate: the step's batches so far (an epoch may end among them)
         while self.step < self.max_steps and self.stopped is None:
@@ -340,11 +376,9 @@ class Loop:
                 # validation before the checkpoint of the same step: the checkpoint holds what
                 # it decided (the best so far, --patience's count), which a resumed run,
                 # starting after that step, would otherwise never see
-                if self.val_loader is not None and self.step % self.val_every == 0:
+                if self._validates(self.step):
                     with self.clock.paused():  # train_seconds leave validation out
-                        metrics = self.validate()
-                        self._check_target(metrics)
-                        self._watch(metrics)
+                        self._validate_step()
                 # the last step's checkpoint (and that of a step training stops at) is the one
                 # ``fit`` writes after the loop: written here too, the same weights and
                 # optimiser would be written twice
@@ -354,6 +388,16 @@ class Loop:
                 if self.step >= self.max_steps or self.stopped is not None:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
+
+    def _validates(self, step: int) -> bool:
+        """Whether the run validates after ``step`` steps."""
+        return self.val_loader is not None and step > 0 and step % self.val_every == 0
+
+    def _validate_step(self) -> None:
+        """The validation after a step, and what it decides: an early stop, the best so far."""
+        metrics = self.validate()
+        self._check_target(metrics)
+        self._watch(metrics)
 
     def train_step(self, *batches) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """One optimiser step on ``batches`` (one batch, or ``--accumulate`` of them), top to
@@ -558,7 +602,9 @@ class Loop:
         state = {"format": FORMAT, "global_step": self.step, "state_dict": self.model,
                  "optimizer": self.optimizer, "lr_scheduler": self.scheduler.state_dict(),
                  "rng": capture_rng(), "train_seconds": self.seconds(),
-                 "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None}
+                 "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None,
+                 "validation": {"step": self.validated[0], "metrics": self.validated[1]},
+                 "early_stop_hits": self.hits}
         if self.watch is not None:  # the best so far, and its weights (training/best.py)
             state["best"] = self.watch.state_dict()
         if self.fabric.is_global_zero:
@@ -571,7 +617,7 @@ class Loop:
 
 def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir: Path, *,
         max_steps: int, val_check_interval: int | None = None, stop_at: StopAt | None = None,
-        limit_val_batches: int | None = None) -> FitResult:
+        limit_val_batches: int | None = None, tokenizer=None) -> FitResult:
     """Train ``module`` to ``max_steps``; with ``cfg.resume`` continue from the last
     checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch) on at
     most ``limit_val_batches`` batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
@@ -579,11 +625,15 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     target is reached; with ``cfg.patience``, after that many validations without improvement
     of ``cfg.monitor``. Afterwards the module is on the CPU with float32 weights, whatever
     device and ``--precision`` trained it: with ``cfg.keep_best`` the best validation's, else
-    the last step's (the task then scores its test split on them)."""
+    the last step's (the task then scores its test split on them). ``tokenizer`` (the
+    task's, if it has one) is written to ``tokenizer.json`` before the first step, so that
+    ``--checkpoint last`` reads an interrupted run (``finish`` writes it again, the same)."""
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
                 val_check_interval=val_check_interval, stop_at=stop_at,
                 limit_val_batches=limit_val_batches)
     resumed = loop.setup()
+    if tokenizer is not None and loop.fabric.is_global_zero:
+        tokenizer.save(Path(run_dir) / "tokenizer.json")
     note = warmup_note(cfg, max_steps)
     if note and loop.fabric.is_global_zero:
         print(f"warning: {note}", file=sys.stderr, flush=True)

@@ -127,3 +127,40 @@ def test_reading_the_checkpoint_imports_no_lightning(runs):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def _interrupt(monkeypatch, step: int, argv: list[str]) -> None:
+    """``attnlab`` with ``argv``, stopped by SIGINT (as Ctrl-C) after ``step`` steps."""
+    import os
+    import signal
+
+    from ..training.loop_probe import probe_loop
+
+    class SignalAt:
+        def on_train_batch_end(self, loop):
+            if loop.step == step:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    with monkeypatch.context() as m:
+        probe_loop(m, SignalAt())
+        assert main(argv) == 130
+
+
+def test_a_really_interrupted_run_of_a_task_with_a_tokenizer_answers_from_its_checkpoint(
+        runs, tmp_path, monkeypatch, capsys):
+    """A run stopped by Ctrl-C (not a finished run with its model.safetensors removed, as
+    above) had no tokenizer.json, which finish wrote at the end: every --checkpoint last
+    command, the one its own error message suggests, failed with 'tokenizer file not found'.
+    The tokenizer is now written before the first step."""
+    run = tmp_path / "run"
+    _interrupt(monkeypatch, 6, ["train", "lm", "--data", str(runs / "t.txt"), "--out", str(run),
+                                "--max-steps", "12", *TINY])
+    assert not (run / "model.safetensors").exists()
+    capsys.readouterr()
+    using = f"using {run / 'checkpoints' / 'last.ckpt'} (step 6)\n"
+    for command in (["generate", str(run), "--prompt", "the qu", "--greedy",
+                     "--max-new-tokens", "5"], ["evaluate", str(run)]):
+        assert main([*command, "--checkpoint", "last"]) == 0, capsys.readouterr().err
+        assert capsys.readouterr().err == using
+    model, tokenizer = attnlab.load(run, checkpoint="last")
+    assert tokenizer.decode(tokenizer.encode("the lazy dog")) == "the lazy dog"

@@ -1,6 +1,7 @@
 """`attnlab train`: no lost work, no silent wrong result, no crash on an advertised flag. Each
 section names the promise it holds to."""
 import argparse
+import csv
 import hashlib
 import json
 import os
@@ -99,6 +100,92 @@ def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_
         torch.testing.assert_close(weights[name], uninterrupted[name], rtol=1e-5, atol=1e-6)
 
 
+KEEP_BEST = [*TINY_REVERSE, "--keep-best", "--dropout", "0.1", "--lr", "0.05", "--threads", "1"]
+
+
+def _outcome(out: Path) -> tuple[dict, dict, list[int]]:
+    """What a finished run shows: metrics.json but its clock, the weights, and the steps its
+    logs (every part of them) hold a validation row of."""
+    metrics = json.loads((out / "metrics.json").read_text())
+    metrics.pop("train_seconds")
+    rows = [row for log in sorted((out / "logs").glob("metrics*.csv"))
+            for row in csv.DictReader(log.open())]
+    validated = sorted({int(row["step"]) for row in rows if row.get("val_loss")})
+    return metrics, load_file(out / "model.safetensors"), validated
+
+
+@pytest.fixture(scope="module")
+def keep_best_run(tmp_path_factory) -> tuple[dict, dict, list[int]]:
+    out = tmp_path_factory.mktemp("keep_best") / "whole"
+    assert main(["train", "reverse", "--out", str(out), *KEEP_BEST]) == 0
+    return _outcome(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [20, 30])
+def test_a_signal_at_a_step_that_validates_is_validated_on_resume(tmp_path, monkeypatch,
+                                                                 keep_best_run, step):
+    """A signal during a step that validates (every 10th here) stopped the run before that
+    validation, and the resumed run never made it: a best at that step was lost (--keep-best
+    kept another step's weights) and, at the last step, metrics.json lacked its val_* numbers.
+    Now the resumed run validates that step first: it ends as the uninterrupted run does."""
+    from ..training.loop_probe import probe_loop
+
+    class SignalAt:
+        def on_train_batch_end(self, loop):
+            if loop.step == step:
+                os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: the step is saved, then stop
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        probe_loop(m, SignalAt())
+        assert main(["train", "reverse", "--out", str(out), *KEEP_BEST]) == 130
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == step
+    assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
+    metrics, weights, validated = _outcome(out)
+    whole_metrics, whole_weights, whole_validated = keep_best_run
+    assert validated == whole_validated == [10, 20, 30]
+    assert metrics == whole_metrics
+    for name in whole_weights:
+        torch.testing.assert_close(weights[name], whole_weights[name], rtol=1e-5, atol=1e-6)
+
+
+# a reversal of 4 symbols of 4 that a width-32 model learns in about 130 steps: reverse's early
+# stop ends it at its third validation in a row with every validation sequence right
+EARLY_STOP = ["--max-steps", "400", "--num-categories", "4", "--seq-len", "4", "--model-dim",
+              "32", "--num-heads", "2", "--num-layers", "1", "--train-size", "512",
+              "--val-size", "64", "--test-size", "64", "--batch-size", "32", "--val-every", "5",
+              "--checkpoint-every", "1000", "--lr", "0.003", "--threads", "1", "--early-stop"]
+
+
+@pytest.mark.slow
+def test_a_resumed_run_stops_early_at_the_step_an_uninterrupted_run_does(tmp_path, monkeypatch):
+    """The early stop's count of validations in a row at its target was not in the checkpoint:
+    a run interrupted after two of the three started again from none and trained 10 steps
+    more than one that never stopped, with other weights and numbers."""
+    from ..training.loop_probe import probe_loop
+
+    whole = tmp_path / "whole"
+    assert main(["train", "reverse", "--out", str(whole), *EARLY_STOP]) == 0
+    expected = json.loads((whole / "metrics.json").read_text())
+    assert "stopped_early" in expected and expected["steps"] < 400, expected
+    after_two = expected["steps"] - 4  # a step after the second validation of the three
+
+    class SignalAt:
+        def on_train_batch_end(self, loop):
+            if loop.step == after_two:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        probe_loop(m, SignalAt())
+        assert main(["train", "reverse", "--out", str(out), *EARLY_STOP]) == 130
+    assert main(["train", "reverse", "--out", str(out), "--resume"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == expected["steps"]
+    assert metrics["stopped_early"] == expected["stopped_early"]
+
+
 # ---- resuming a finished run is a no-op ------------------------------------------------------
 
 @pytest.mark.slow
@@ -125,6 +212,37 @@ def test_a_finished_run_with_a_larger_budget_trains_on(reverse_run, tmp_path, ca
     assert main(["train", "reverse", "--out", str(out), "--resume", "--no-early-stop",
                  "--max-steps", str(steps + 20)]) == 0
     assert json.loads((out / "metrics.json").read_text())["steps"] == steps + 20
+
+
+@pytest.mark.slow
+def test_a_budget_raised_on_resume_stretches_the_schedule_to_it(reverse_run, tmp_path, capsys):
+    """A finished 30-step run resumed with --max-steps 50 kept its schedule's end at step 30:
+    the course's cosine climbed back up from 0 past it, while config.yaml said 50. Now the
+    decay ends at the new budget, as config.yaml says, and the command says so."""
+    import shutil
+
+    import yaml
+
+    from attnlab.schedulers import schedule_lr
+
+    out = tmp_path / "run"
+    shutil.copytree(reverse_run, out)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "50"]) == 0
+    err = capsys.readouterr().err
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert cfg["max_steps"] == 50 and cfg["schedule"] == "cosine"
+    logged = [(int(row["step"]), float(row["lr"]))
+              for row in csv.DictReader((out / "logs" / "metrics.csv").open()) if row.get("lr")]
+    assert logged and logged[0][0] > 30 and logged[-1][0] == 50
+    rates = [lr for _, lr in logged]
+    assert rates == sorted(rates, reverse=True)  # decaying, not climbing back up
+    for step, lr in logged:  # the rate a step trains at is the schedule's after step - 1
+        expected = schedule_lr("cosine", step - 1, lr=cfg["lr"], warmup=cfg["warmup"],
+                               max_iters=50)
+        assert lr == pytest.approx(expected, rel=1e-6), step
+    assert ("note: --resume: the learning-rate schedule now ends at step 50, with the budget (it "
+            "ended at step 30)") in err
 
 
 class _Crash(Exception):

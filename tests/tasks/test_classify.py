@@ -253,6 +253,41 @@ def test_evaluate_refuses_a_training_file_that_changed_since(classify_run, tmp_p
     assert "is gone" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_resume_takes_the_data_file_where_it_moved_to_if_its_bytes_are_the_same(
+        classify_run, tmp_path, capsys, monkeypatch):
+    """The data file moved (or the run went to another machine): --resume said it was gone and
+    refused --data at its new path as another setting, so the run could not continue without
+    editing config.yaml. Now --data may name it anywhere, its SHA-256 must be the recorded one,
+    and config.yaml records the new path, absolute."""
+    import shutil
+
+    from attnlab.runs import write_yaml
+
+    run = tmp_path / "run"
+    shutil.copytree(classify_run, run)
+    cfg = read_yaml(run / "config.yaml")
+    gone = tmp_path / "reviews.csv"  # where the run read its data, now gone
+    write_yaml(run / "config.yaml", {**cfg, "data": str(gone)})
+    (tmp_path / "moved").mkdir()
+    shutil.copy(cfg["data"], tmp_path / "moved" / "reviews.csv")
+    write_csv(tmp_path / "other.csv", n=240, seed=1)
+    monkeypatch.chdir(tmp_path)
+    more = ["train", "classify", "--out", str(run), "--resume", "--max-steps", "84"]
+    capsys.readouterr()
+    assert main(more) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --data {gone} (the file this run started "
+                                       f"on) is gone; give --data where it is now, put the file "
+                                       f"back or start a new run\n")
+    assert main([*more, "--data", "other.csv"]) == 2
+    assert capsys.readouterr().err.startswith(f"attnlab: error: --data {tmp_path / 'other.csv'} "
+                                              f"changed since this run started")
+    assert main([*more, "--data", "moved/reviews.csv"]) == 0, capsys.readouterr().err
+    cfg = read_yaml(run / "config.yaml")
+    assert cfg["data"] == str(tmp_path / "moved" / "reviews.csv")
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 84
+
+
 def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch(monkeypatch):
     from attnlab.data import resumable  # the batches call shard there
     from attnlab.tasks.classify import runtime as classify_data

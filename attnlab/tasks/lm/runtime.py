@@ -203,7 +203,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     result = fit(LMModule(model, cfg, max_steps), random_windows(train, B, max_steps, cfg.seed),
                  DataLoader(val, batch_size=B), cfg, run_dir, max_steps=max_steps,
                  val_check_interval=min(val_every, max_steps) if val_every else None,
-                 limit_val_batches=cfg.val_batches)
+                 limit_val_batches=cfg.val_batches, tokenizer=tokenizer)
     metrics = {}
     if result.is_global_zero:
         metrics = _last_validation(cfg, result) or lm_metrics(model, val, B, cfg.val_batches)
@@ -233,7 +233,8 @@ def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
     result = fit(LMModule(model, cfg, max_steps),
                  example_batches(train, B, max_steps, cfg.seed, pad_id(tokenizer)), val_batches,
                  cfg, run_dir, max_steps=max_steps,
-                 val_check_interval=min(cfg.val_every, max_steps) if cfg.val_every else None)
+                 val_check_interval=min(cfg.val_every, max_steps) if cfg.val_every else None,
+                 tokenizer=tokenizer)
     metrics = {}
     if result.is_global_zero:  # the saved weights, in float32 (as evaluate loads them)
         metrics = loss_metrics(assistant_loss(model, val_batches))

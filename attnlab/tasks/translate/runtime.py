@@ -303,7 +303,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     decoded = validation_scores(tok, val[:cfg.val_bleu], cfg) if cfg.val_bleu else None
     result = fit(Seq2SeqModule(model, cfg, max_steps, decoded_metrics=decoded), loader,
                  padded_loader(tok, val, cfg.batch_size), cfg, run_dir,
-                 max_steps=max_steps, val_check_interval=every)
+                 max_steps=max_steps, val_check_interval=every, tokenizer=tok)
     model.eval()
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
