@@ -316,8 +316,10 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
     fig = plt.figure(figsize=(10, 7))
     grid = fig.add_gridspec(2, max(1, len(dims)), height_ratios=(1.3, 1))
     ax = fig.add_subplot(grid[0, :])
+    # cells centred on 0, 1, 2, ...: positions and dimensions count from 0, as in PE(pos, 2i)
+    # and the curves below (the course's figure counted both from 1)
     image = ax.imshow(pe.T.numpy(), cmap="RdGy", aspect="auto", origin="lower",
-                      extent=(0.5, max_len + 0.5, 0.5, d_model + 0.5))
+                      extent=(-0.5, max_len - 0.5, -0.5, d_model - 0.5))
     fig.colorbar(image, ax=ax)
     ax.set_xlabel("position in sequence")
     ax.set_ylabel("hidden dimension")

@@ -82,3 +82,29 @@ def test_the_jet_figure_says_what_its_arrows_and_discs_mean(drawn):
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["query → key, weight 0.90", "query → key, weight 0.30",
                       "pT 200 GeV (disc area ∝ pT)", "pT 50 GeV"]
+
+
+def test_the_pe_heatmap_counts_positions_and_dimensions_from_0_as_its_curves_and_pe_do(drawn):
+    """The heatmap once put position 0 at x = 1 and dimension 0 at y = 1, while the curves
+    below it (and PE(pos, i)) count from 0: read at position 2, dimension 1, it showed
+    PE(1, 0) = sin 1 = 0.84 instead of PE(2, 1) = cos 2 = -0.42."""
+    import math
+
+    viz.plot_positional_encoding(8, 10, "unused.png")
+    (fig,) = drawn
+    (heatmap,) = [ax for ax in fig.axes if ax.get_images()]
+    image = heatmap.get_images()[0]
+    left, right, bottom, top = image.get_extent()
+    table = image.get_array()  # (d_model, max_len), row 0 at the bottom (origin "lower")
+    rows, columns = table.shape
+
+    def shown_at(position: float, dimension: float) -> float:
+        column = math.floor((position - left) / (right - left) * columns)
+        row = math.floor((dimension - bottom) / (top - bottom) * rows)
+        return float(table[row, column])
+    assert shown_at(2, 1) == pytest.approx(math.cos(2), abs=1e-6)
+    assert shown_at(3, 0) == pytest.approx(math.sin(3), abs=1e-6)
+    assert shown_at(0, 7) == pytest.approx(1.0)  # cos 0, in the last dimension
+    curve = next(ax for ax in fig.axes if ax.get_title() == "dimension 1 (cos)")
+    x, y = curve.get_lines()[0].get_data()
+    assert x[2] == 2 and y[2] == pytest.approx(math.cos(2), abs=1e-6)
