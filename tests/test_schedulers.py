@@ -151,3 +151,22 @@ def test_a_run_without_min_lr_keeps_the_courses_cosine_and_with_it_gets_nanogpts
     _, wsd = make_optimizer(params, {"lr": 1e-3, "warmup": 0, "schedule": "wsd", "min_lr": 0.0,
                                      "cooldown": 0.5}, model_dim=8, max_steps=100)
     assert wsd.get_lr_factor(0) == 1.0 and wsd.get_lr_factor(75) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "noam"])
+def test_a_warmup_longer_than_the_budget_trains_the_rates_plot_lr_and_the_warning_read(schedule):
+    """make_scheduler once cut the warm-up to the budget (and the cosine's length to one step
+    past it): --warmup 100 --max-steps 30 trained at up to 0.27 x --lr while lr_schedule.png
+    drew, and the warning said, 0.08; the course's TransformerPredictor(warmup=100,
+    max_iters=50) ran another schedule than the course's CosineWarmupScheduler."""
+    from attnlab.schedulers import schedule_lr
+    from attnlab.training.module import make_optimizer
+
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    settings = {"lr": 1e-2, "warmup": 100, "schedule": schedule}
+    _, sched = make_optimizer(params, settings, model_dim=32, max_steps=30)
+    for step in (1, 10, 13, 29, 30):
+        drawn = schedule_lr(schedule, step, lr=1e-2, warmup=100, max_iters=30, d_model=32)
+        assert sched.get_lr_factor(step) * (1.0 if schedule == "noam" else 1e-2) == \
+            pytest.approx(drawn, rel=1e-12), step
+

@@ -238,11 +238,14 @@ def make_scheduler(opt: torch.optim.Optimizer, cfg: Any, *, model_dim: int, max_
     course's cosine (``schedule: cosine`` without ``min_lr``: every run made before --min-lr);
     or a warm-up-and-decay schedule ending at ``min_lr`` (``WarmupDecayScheduler``)."""
     opt_cfg = OptimizerSettings.of(cfg)
-    warmup = max(1, min(int(opt_cfg.warmup), max_steps))
+    # the warm-up and length as given, also when the warm-up is longer than the run: the rates
+    # that plot lr, lr_schedule.png and warmup_note read off schedule_lr, and the course's
+    # CosineWarmupScheduler(warmup, max_iters) (cutting the warm-up to the budget trained others)
+    warmup = max(1, int(opt_cfg.warmup))
     if opt_cfg.schedule == "noam":
         return NoamScheduler(opt, model_dim, warmup=warmup, factor=float(opt_cfg.lr))
     if opt_cfg.schedule == "cosine" and opt_cfg.min_lr is None:
-        return CosineWarmupScheduler(opt, warmup=warmup, max_iters=max(max_steps, warmup + 1))
+        return CosineWarmupScheduler(opt, warmup=warmup, max_iters=max(1, max_steps))
     # --warmup 0 means none here (the first step trains at the peak); a warm-up longer than
     # the run ramps to the end, as warmup_note says and lr_schedule.png draws
     return WarmupDecayScheduler(opt, opt_cfg.schedule, warmup=int(opt_cfg.warmup),

@@ -108,3 +108,18 @@ def test_lightning_fit_validate_test_run_the_steps(tmp_path):
     assert {"train_loss", "val_loss", "val_acc", "val_seq_acc"} <= set(trainer.callback_metrics)
     (result,) = trainer.test(model, batch_loader(val, 32, shuffle=False), verbose=False)
     assert 0.0 <= result["test_acc"] <= 1.0 and "test_seq_acc" in result
+
+
+@pytest.mark.slow  # imports Lightning
+def test_its_schedule_is_the_courses_even_with_a_warmup_longer_than_max_iters():
+    """make_optimizer once cut such a warm-up to max_iters (and the cosine's length to one
+    past it): at step 25 the factor was 0.26, the course's CosineWarmupScheduler's 0.125."""
+    from attnlab.schedulers import CosineWarmupScheduler
+    from attnlab.training import TransformerPredictor
+
+    model = TransformerPredictor(10, 16, 10, 2, 1, lr=1e-3, warmup=100, max_iters=50)
+    ours = model.configure_optimizers()["lr_scheduler"]["scheduler"]
+    course = CosineWarmupScheduler(torch.optim.Adam(model.parameters(), lr=1e-3), warmup=100,
+                                   max_iters=50)
+    assert [ours.get_lr_factor(e) for e in (10, 25, 40, 50)] == \
+        [course.get_lr_factor(e) for e in (10, 25, 40, 50)]
