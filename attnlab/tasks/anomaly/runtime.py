@@ -164,8 +164,9 @@ def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:
     try:
         indices = [int(t) for t in text.split()]
     except ValueError:
-        raise UsageError(f"--input must be {cfg.set_size} image indices (0..1796) "
-                         f"separated by spaces, got {text!r}") from None
+        raise UsageError(f"--input must be image indices (0..1796) separated by spaces, at "
+                         f"least 3 (this run was trained on sets of {cfg.set_size}), "
+                         f"got {text!r}") from None
     if len(indices) < 3:  # of 2 images, one of each class, neither is the odd one
         raise UsageError(f"--input needs at least 3 image indices (a set of 2 has no odd one), "
                          f"got {len(indices)}")
