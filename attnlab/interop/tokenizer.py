@@ -10,7 +10,9 @@ The exported tokeniser gives the ids attnlab's gives, for every text:
 A checkpoint's own tokeniser (kind ``hf``, ``attnlab.interop.hf_tokenizer``) goes back as it
 came: its ``tokenizers`` model with its own special tokens, ids and padding side.
 
-Unknown pieces become ``<unk>`` (id 3) in both. The special tokens keep attnlab's ids (pad 0,
+A tokeniser that brings text to a Unicode normal form (``normalize``, NFC for one fit now)
+goes with the same form as the Hugging Face normaliser. Unknown pieces become ``<unk>``
+(id 3) in both. The special tokens keep attnlab's ids (pad 0,
 sos 1 as ``bos_token``, eos 2, unk 3) and nothing is added around the text, as attnlab's
 ``encode`` adds nothing. Decoding differs in one point: Hugging Face writes an unknown id as
 the text ``<unk>`` (or drops it with ``skip_special_tokens``) where attnlab writes U+FFFD.
@@ -43,7 +45,7 @@ def to_hf_tokenizer(tokenizer: Tokenizer, *, model_max_length: int | None = None
         >>> theirs("the dog sat!")["input_ids"] == ours.encode("the dog sat!")
         True
     """
-    from tokenizers import Regex, decoders, models, pre_tokenizers
+    from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers
     from tokenizers import Tokenizer as HFTokenizer
     from transformers import PreTrainedTokenizerFast
 
@@ -59,6 +61,8 @@ def to_hf_tokenizer(tokenizer: Tokenizer, *, model_max_length: int | None = None
         inner.decoder = decoders.Fuse()  # the pieces carry their own spaces
     else:
         raise ValueError(f"no Hugging Face form for a {tokenizer.kind!r} tokenizer")
+    if tokenizer.normalize:  # "NFC" -> normalizers.NFC(), as attnlab's encode does first
+        inner.normalizer = getattr(normalizers, tokenizer.normalize)()
     pad, sos, eos, unk = SPECIAL_TOKENS
     return PreTrainedTokenizerFast(tokenizer_object=inner, pad_token=pad, bos_token=sos,
                                    eos_token=eos, unk_token=unk,

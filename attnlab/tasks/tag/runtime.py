@@ -31,7 +31,7 @@ from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import steps_of_epochs
-from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer, note_unknown
+from ...tokenizers import DEFAULT_FORM, SPECIAL_TOKENS, UNK_ID, WordTokenizer, note_unknown
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
@@ -85,11 +85,13 @@ class Encoded:
 def fit_vocabulary(cfg: RunSettings, sentences: list[list[str]]) -> WordTokenizer:
     """The words of the training split, most frequent first, at most ``--vocab-size`` ids with
     the four special ones (a ``WordTokenizer`` whose pieces are whole words)."""
+    import unicodedata
     from collections import Counter
 
-    counts = Counter(w for words in sentences for w in words)
+    # NFC, as every tokeniser fit now: "é" as one code point or as e + accent is one word
+    counts = Counter(unicodedata.normalize(DEFAULT_FORM, w) for words in sentences for w in words)
     kept = [w for w, _ in counts.most_common(cfg.vocab_size - len(SPECIAL_TOKENS))]
-    return WordTokenizer([*SPECIAL_TOKENS, *kept])
+    return WordTokenizer([*SPECIAL_TOKENS, *kept], normalize=DEFAULT_FORM)
 
 
 def _word_spans(words: list[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -133,7 +135,7 @@ def encode_words(cfg: RunSettings, tokenizer, sentences: list[list[str]]) -> lis
         return [_encode_subwords(tokenizer, words, cfg.max_len) for words in sentences]
     out = []
     for words in sentences:
-        ids = [tokenizer.index.get(w, UNK_ID) for w in words[: cfg.max_len]]
+        ids = [tokenizer.piece_id(w) for w in words[: cfg.max_len]]
         out.append(Encoded(ids, [0] * len(ids),
                            [i if i < cfg.max_len else None for i in range(len(words))]))
     return out
@@ -374,10 +376,10 @@ class _WholeWords:
     (``WordTokenizer.unknown`` would split it into attnlab's word pieces instead)."""
 
     def __init__(self, vocabulary: WordTokenizer) -> None:
-        self.index = vocabulary.index
+        self.vocabulary = vocabulary
 
     def unknown(self, text: str) -> list[str]:
-        return [w for w in text.split() if w not in self.index]
+        return [w for w in text.split() if self.vocabulary.piece_id(w) == UNK_ID]
 
 
 def _words(text: str, label: str) -> list[str]:
