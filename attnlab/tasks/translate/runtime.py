@@ -15,6 +15,7 @@ Lightning is imported inside ``run`` only: the commands that do not train never 
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from ..base import config_from_run
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
-                      translate_texts, validation_scores)
+                      translate_texts, unfinished_note, validation_scores)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
@@ -334,13 +335,18 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     beside it); ``labels`` name the texts in errors."""
     texts = spell_digits(cfg, texts, labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
+    unfinished: list[int] = []
     found = translate_texts(model, tok, texts, max_new_tokens=cfg.max_target_len,
                             num_beams=num_beams or cfg.beam,
                             length_penalty=cfg.length_penalty if length_penalty is None
                             else length_penalty,
-                            batch_size=1 if quantize else 500, labels=labels)
+                            batch_size=1 if quantize else 500, labels=labels,
+                            unfinished=unfinished)
     # after the texts were accepted: a refusal stays the one line said
-    note_unknown(tok.src, texts, labels or [f"text number {n}" for n in range(1, len(texts) + 1)])
+    names = labels or [f"text number {n}" for n in range(1, len(texts) + 1)]
+    note_unknown(tok.src, texts, names)
+    if (line := unfinished_note(unfinished, names, cfg.max_target_len)) is not None:
+        print(f"note: {line}", file=sys.stderr, flush=True)
     return found
 
 

@@ -1,0 +1,69 @@
+"""A translation user's run on their own sentence pairs (accented French to English words):
+what ``attnlab translate`` prints for text typed in another Unicode form, and for a
+translation the run's length limit cuts short."""
+import json
+import random
+import shutil
+import unicodedata
+
+import pytest
+
+import attnlab
+from attnlab.cli import main
+from attnlab.runs import read_yaml, write_yaml
+
+TINY = ["--model-dim", "32", "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "64",
+        "--lr", "3e-3", "--warmup", "10", "--threads", "1"]
+FRENCH = {"le": "the", "un": "a", "café": "coffee", "thé": "tea", "crème": "cream",
+          "été": "summer", "élève": "pupil"}
+
+
+def nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+@pytest.fixture(scope="module")
+def translate_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nfc")
+    rng = random.Random(0)
+    rows = []
+    for _ in range(400):
+        words = [rng.choice(list(FRENCH)) for _ in range(rng.randint(1, 4))]
+        rows.append(" ".join(words) + "\t" + " ".join(FRENCH[w] for w in words))
+    (tmp / "pairs.tsv").write_text("source\ttarget\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp / "run"
+    assert main(["train", "translate", "--data", str(tmp / "pairs.tsv"), "--out", str(out),
+                 "--max-steps", "150", *TINY]) == 0
+    return out
+
+
+@pytest.mark.slow
+def test_translate_reads_decomposed_accents_as_the_composed_text(translate_run, capsys):
+    capsys.readouterr()
+    text = "le café été"
+    assert main(["translate", str(translate_run), text, nfd(text), "--json"]) == 0
+    out = capsys.readouterr()
+    composed, decomposed = [json.loads(line) for line in out.out.splitlines()]
+    assert composed["translation"] == "the coffee summer"  # the run learnt the words
+    assert decomposed["translation"] == composed["translation"]
+    assert "unknown" not in out.err
+    _, tok = attnlab.load(translate_run)
+    assert tok.encode(nfd(text)) == tok.encode(text)
+
+
+@pytest.mark.slow
+def test_a_translation_cut_by_the_runs_length_limit_is_named_in_a_note(translate_run, tmp_path,
+                                                                        capsys):
+    run = shutil.copytree(translate_run, tmp_path / "run")
+    cfg = read_yaml(run / "config.yaml")
+    write_yaml(run / "config.yaml", {**cfg, "max_target_len": 2})  # room for 2 tokens, end included
+    capsys.readouterr()
+    assert main(["translate", str(run), "crème", "le café été", "--json"]) == 0
+    out = capsys.readouterr()
+    assert [json.loads(line)["translation"] for line in out.out.splitlines()] == [
+        "cream", "the coffee"]
+    assert out.err.splitlines() == [
+        "note: the translation of TEXT number 2 stopped at 2 tokens, the most this run writes "
+        "(max_target_len in config.yaml), before the model ended it: it may be cut short"]
+    assert main(["translate", str(translate_run), "crème", "le café été"]) == 0
+    assert capsys.readouterr().err == ""  # the run's own limit leaves room for these
