@@ -67,3 +67,22 @@ def test_a_translation_cut_by_the_runs_length_limit_is_named_in_a_note(translate
         "(max_target_len in config.yaml), before the model ended it: it may be cut short"]
     assert main(["translate", str(translate_run), "crème", "le café été"]) == 0
     assert capsys.readouterr().err == ""  # the run's own limit leaves room for these
+
+
+@pytest.mark.parametrize("rows, test, message", [
+    (1, False, "has 1 row: too few to hold out test and validation rows and train on the rest; "
+               "give at least 3"),
+    (2, False, "has 2 rows: too few to hold out test and validation rows and train on the rest; "
+               "give at least 3"),
+    (1, True, "has 1 row: too few to hold out a validation row and train on the rest; give at "
+              "least 2"),
+])
+def test_too_few_rows_are_counted_as_the_file_has_them(rows, test, message, tmp_path, capsys):
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\n" + "le\tthe\nun\ta\n"[: 7 * rows], encoding="utf-8")
+    (tmp_path / "test.tsv").write_text("source\ttarget\nthé\ttea\n", encoding="utf-8")
+    extra = ["--test", str(tmp_path / "test.tsv")] if test else []
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--data", str(data), *extra, "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"attnlab: error: --data {data} {message}"
+    assert not out.exists()

@@ -159,15 +159,17 @@ def read_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
 def file_splits(cfg: RunSettings):
     """(train, val, test) pairs of --data (and --test); held-out rows chosen with the seed."""
     pairs = read_pairs(cfg.data, cfg, "--data", pinned=True)
+    rows = len(pairs)
     random.Random(cfg.seed).shuffle(pairs)
     test = read_pairs(cfg.test, cfg, "--test", pinned=True) if cfg.test else None
     held = max(1, len(pairs) // 10)
     if test is None:
         test, pairs = pairs[:held], pairs[held:]
     val, train = pairs[: min(held, cfg.val_size)], pairs[min(held, cfg.val_size) :]
-    if len(train) < 1 or not val:
-        raise UsageError(f"--data {cfg.data}: {len(pairs)} rows are too few to hold out "
-                         f"test and validation rows; give at least 3")
+    if len(train) < 1 or not val:  # --test given: a validation row and one to train on
+        held_out, least = ("a validation row", 2) if cfg.test else ("test and validation rows", 3)
+        raise UsageError(f"--data {cfg.data} has {rows} row{'' if rows == 1 else 's'}: too few "
+                         f"to hold out {held_out} and train on the rest; give at least {least}")
     return train, val, test
 
 
