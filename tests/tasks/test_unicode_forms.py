@@ -39,3 +39,20 @@ def test_a_tagger_reads_a_decomposed_name_as_the_word_it_learnt(tmp_path, capsys
     assert json.loads(result.out)["prediction"] == composed["prediction"]
     assert composed["prediction"][:3] == ["B-X", "O", "B-X"]
     assert "unknown" not in result.err
+
+
+@pytest.mark.slow
+def test_a_language_model_continues_a_decomposed_prompt_as_the_composed_one(tmp_path, capsys):
+    (tmp_path / "fr.txt").write_text("le café est très bon. la crème brûlée est très bonne. " * 200,
+                                     encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--data", str(tmp_path / "fr.txt"), "--tokenizer", "char",
+                 "--out", str(out), "--max-steps", "80", "--block-size", "32", *TINY]) == 0
+    capsys.readouterr()
+    said = []
+    for prompt in ("le café", nfd("le café")):
+        assert main(["generate", str(out), "--prompt", prompt, "--max-new-tokens", "20",
+                     "--greedy", "--json"]) == 0
+        said.append(capsys.readouterr())
+    assert json.loads(said[1].out)["text"] == json.loads(said[0].out)["text"]
+    assert "unknown" not in said[1].err
