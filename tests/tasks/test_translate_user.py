@@ -86,3 +86,17 @@ def test_too_few_rows_are_counted_as_the_file_has_them(rows, test, message, tmp_
     assert main(["train", "translate", "--data", str(data), *extra, "--out", str(out)]) == 2
     assert capsys.readouterr().err.strip() == f"attnlab: error: --data {data} {message}"
     assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("by_length", [False, True])
+def test_evaluate_names_the_line_of_a_source_too_long_for_the_model(translate_run, tmp_path,
+                                                                    capsys, by_length):
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\nle café\tthe coffee\n" + " ".join(["café"] * 100) + "\t"
+                    + " ".join(["coffee"] * 100) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    figure = ["--by-length", "--out", str(tmp_path / "by_length.png")] if by_length else []
+    assert main(["evaluate", str(translate_run), "--data", str(data), *figure]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --data {data} line 3 has 100 tokens; "
+                                       f"this model reads at most 64\n")

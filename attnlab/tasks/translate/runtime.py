@@ -401,18 +401,18 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs (of the
     int8 model with ``quantize="int8"``)."""
-    test = evaluation_pairs(cfg, data)
+    test, labels = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    return compute_test_metrics(model, tok, test, cfg)[0]
+    return compute_test_metrics(model, tok, test, cfg, labels)[0]
 
 
 def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
                        out: Path, *, quantize: str | None = None):
     """``attnlab evaluate DIR --by-length``: (the test metrics, their rows per source-length
     bucket); draws the figure ``out``, its title naming the pairs scored."""
-    test = evaluation_pairs(cfg, data)
+    test, labels = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    metrics, hyps = compute_test_metrics(model, tok, test, cfg)
+    metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels)
     rows = scores_by_length(tok, test, hyps)
     scored = f"--data {Path(data).name}" if data is not None else "the run's test pairs"
     try:

@@ -122,10 +122,12 @@ def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> d
     return {"test_exact_match": exact, "test_bleu": bleu.score, "test_chrf": chrf.score}
 
 
-def compute_test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list[str]]:
-    """(metrics, translations) of the (source, reference) ``pairs`` with the run's settings."""
+def compute_test_metrics(model, tok, pairs, cfg, labels: list[str] | None = None
+                         ) -> tuple[dict[str, float], list[str]]:
+    """(metrics, translations) of the (source, reference) ``pairs`` with the run's settings;
+    ``labels`` name the pairs in errors (``translate_texts``)."""
     hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg.max_target_len,
-                           num_beams=cfg.beam, length_penalty=cfg.length_penalty)
+                           num_beams=cfg.beam, length_penalty=cfg.length_penalty, labels=labels)
     return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize), hyps
 
 
