@@ -100,3 +100,16 @@ def test_evaluate_names_the_line_of_a_source_too_long_for_the_model(translate_ru
     assert main(["evaluate", str(translate_run), "--data", str(data), *figure]) == 2
     assert capsys.readouterr().err == (f"attnlab: error: --data {data} line 3 has 100 tokens; "
                                        f"this model reads at most 64\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["view"], ["plot", "attention"]])
+def test_a_picture_of_an_input_too_long_for_the_model_is_refused_naming_input(
+        translate_run, tmp_path, capsys, command):
+    capsys.readouterr()
+    out = tmp_path / ("page.html" if command == ["view"] else "attention.png")
+    assert main([*command, str(translate_run), "--input", " ".join(["café"] * 100),
+                 "--out", str(out)]) == 2
+    assert capsys.readouterr().err == ("attnlab: error: --input has 100 tokens; this model reads "
+                                       "at most 64\n")
+    assert not out.exists()

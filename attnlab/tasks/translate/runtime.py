@@ -377,11 +377,19 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
                           TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}, None
 
 
-def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
-    """Cross-attention of the model reading its own (greedy) translation of ``text``."""
+def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
+    """(the model, its tokenisers, ``text`` as the model reads it, the model's greedy
+    translation of it) for the pictures of ``--input``: a refusal names ``--input``."""
     text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len)[0]
+    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
+                                  labels=["--input"])[0]
+    return model, tok, text, translation
+
+
+def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
+    """Cross-attention of the model reading its own (greedy) translation of ``text``."""
+    model, tok, text, translation = _own_translation(task, run_dir, cfg, text)
     return cross_attention_maps(model, tok, text, translation, cfg.max_len)
 
 
@@ -389,9 +397,7 @@ def attention_layers(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab view``: while the model reads its own (greedy) translation of ``text``, the
     encoder's self-attention over the source (S × S), the decoder's causal self-attention over
     its input (T × T) and the cross-attention between them (T × S)."""
-    text = spell_digits(cfg, [text], ["--input"])[0]
-    model, tok = load(task, run_dir, cfg)
-    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len)[0]
+    model, tok, text, translation = _own_translation(task, run_dir, cfg, text)
     src, tgt, src_labels, tgt_labels = _pair(tok, text, translation, cfg.max_len)
     layers = with_tokens(_alignment_layers(model, src, tgt), src_labels, tgt_labels)
     return layers, src_labels, src_labels
