@@ -26,8 +26,16 @@ from ..tokenizers import SPECIAL_TOKENS, Tokenizer
 __all__ = ["to_hf_tokenizer", "special_ids"]
 
 # attnlab's word pieces (``tokenizers._WORD_PIECES``) in the Oniguruma syntax of the tokenizers
-# library: the same alternatives; ``\w`` and ``\s`` are Unicode-aware in both.
-_WORD_PATTERN = r" ?\w+| ?[^\w\s]|\s+(?!\S)|\s+"
+# library: the same alternatives, with Python's classes spelled out, as Oniguruma's ``\w`` and
+# ``\s`` differ from Python's: Python's ``\w`` is ``str.isalnum()`` or "_" (letters and numbers,
+# so a combining mark such as U+0301 or a Devanagari vowel sign is a piece of its own), where
+# Oniguruma's takes marks and every connector punctuation but not the numbers of ``\p{Nl}``
+# and ``\p{No}`` (Roman numerals, "²"); Python's ``\s`` also takes U+001C-U+001F. The two
+# still differ on characters that Python's Unicode database (``unicodedata.unidata_version``)
+# does not yet assign and the library's newer one does.
+_WORD = r"\p{L}\p{N}_"
+_SPACE = r"\s\x{1C}-\x{1F}"
+_WORD_PATTERN = (rf" ?[{_WORD}]+| ?[^{_WORD}{_SPACE}]|[{_SPACE}]+(?![^{_SPACE}])|[{_SPACE}]+")
 _ONE_CHARACTER = r"[\s\S]"
 
 

@@ -53,6 +53,24 @@ def test_the_hf_tokenizer_reads_decomposed_accents_as_attnlabs_does(kind, tmp_pa
         "ünïcödé, café!")
 
 
+# Where Python's \w and \s (attnlab's word pieces) differ from Oniguruma's (the tokenizers
+# library's): combining marks, Devanagari vowel signs and virama, numbers of \p{No} and \p{Nl},
+# connector punctuation other than "_", the separators U+001C-U+001F.
+MARKED = ["नमस्ते दुनिया", "q\u0303 x", "cafe\u0301 olé", "x² Ⅻ", "a\u203fb c_d", "a\x1cb \x1f c"]
+
+
+@pytest.mark.parametrize("normalize", [None, "NFC"])
+def test_the_hf_word_tokenizer_cuts_words_where_attnlabs_does(normalize, tmp_path):
+    from transformers import AutoTokenizer
+
+    ours = TOKENIZER_KINDS["word"].fit(MARKED, normalize=normalize)  # None: a file made earlier
+    to_hf_tokenizer(ours).save_pretrained(tmp_path)
+    theirs = AutoTokenizer.from_pretrained(tmp_path)
+    for text in MARKED:
+        assert ours.unk_id not in ours.encode(text)
+        assert theirs(text)["input_ids"] == ours.encode(text), text
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("export")
