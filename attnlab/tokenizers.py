@@ -11,7 +11,7 @@ agree without configuration:
 - ``save(path)`` writes one JSON file (``{"type": "char" | "word" | "bpe", ...}``);
   ``Cls.load(path)`` and ``load_tokenizer(path)`` read it back.
 
-What round-trips exactly (``decode(encode(t)) == t``):
+What round-trips exactly (``decode(encode(t)) == t``, for ``t`` in NFC; see "Unicode forms"):
 - ``CharTokenizer``: any text whose characters (Unicode code points) were seen in ``fit``.
 - ``WordTokenizer``: any text whose pieces were seen in ``fit``. Text is cut into pieces that
   cover every character — words and single punctuation marks carry the one space before them
@@ -28,7 +28,9 @@ before it learns, and the tokeniser does the same to every text it encodes, so "
 one code point or as "e" + a combining accent (NFD: macOS file names, some editors) gives the
 same ids. The form is saved in the file (``"normalize": "NFC"``); a file written without the
 key (before attnlab normalised) encodes text as given, so an old run keeps its ids.
-Decoding gives the text of the ids: NFC text back as written.
+Decoding gives the text the ids stand for: text written in NFC (what most keyboards and
+files hold) comes back as written; other text comes back in NFC, the same text to Unicode
+(canonically equivalent: "e" + U+0301 as "é", the Angstrom sign U+212B as "Å").
 """
 from __future__ import annotations
 
@@ -129,8 +131,7 @@ class Tokenizer:
 
     def save(self, path: str | Path) -> None:
         """Write the tokeniser as one JSON file (atomically)."""
-        data = {"type": self.kind, "version": FORMAT_VERSION, "normalize": self.normalize,
-                **self._payload()}
+        data = {"type": self.kind, "version": FORMAT_VERSION, **self._payload()}
         atomic_write(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
@@ -220,7 +221,7 @@ class _VocabTokenizer(Tokenizer):
         return "".join(out)
 
     def _payload(self) -> dict:
-        return {"pieces": self.pieces}
+        return {"normalize": self.normalize, "pieces": self.pieces}
 
 
 class CharTokenizer(_VocabTokenizer):
@@ -348,7 +349,7 @@ class BPETokenizer(Tokenizer):
         return UNK_TEXT.join(parts)
 
     def _payload(self) -> dict:
-        return {"tokenizer": json.loads(self.tokenizer.to_str())}
+        return {"normalize": self.normalize, "tokenizer": json.loads(self.tokenizer.to_str())}
 
 
 # The one registry of tokeniser kinds: the name (config.yaml's ``tokenizer``, the CLI's
