@@ -364,6 +364,17 @@ SMALLEST_VOCAB = {"char": len(SPECIAL_TOKENS) + 1, "word": len(SPECIAL_TOKENS) +
                   "bpe": len(SPECIAL_TOKENS) + 256}
 
 
+def normalize_setting():
+    """The run setting ``normalize``: the Unicode normal form in which a run's own tokenisers
+    read text, NFC for a run started now, not a flag. A run whose config.yaml lacks it started
+    before attnlab normalised and read text as given (None), so ``--resume``, which fits its
+    tokenisers on the training split again, fits them as they were: the ids its checkpoint
+    learnt (docs/compatibility.md)."""
+    from .settings import setting
+
+    return setting(DEFAULT_FORM, choices=NORMAL_FORMS, optional=True, flag=False, absent=None)
+
+
 def vocab_too_small(kind: str, vocab_size: int | None) -> str | None:
     """The message refusing ``--vocab-size`` for tokeniser ``kind``, or None where it fits.
 

@@ -113,3 +113,37 @@ def test_a_picture_of_an_input_too_long_for_the_model_is_refused_naming_input(
     assert capsys.readouterr().err == ("attnlab: error: --input has 100 tokens; this model reads "
                                        "at most 64\n")
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_run_from_before_normalising_resumes_with_the_ids_it_trained_on(tmp_path, monkeypatch,
+                                                                          capsys):
+    """A run started before attnlab normalised: tokenisers fit on text as given, no
+    ``normalize`` in config.yaml. ``--resume`` fits them again as they were."""
+    from attnlab.tokenizers import WordTokenizer
+
+    rng = random.Random(2)
+    rows = []
+    for i in range(200):  # half the sources typed decomposed (NFD), as on a Mac
+        words = [rng.choice(list(FRENCH)) for _ in range(rng.randint(1, 3))]
+        source = " ".join(words)
+        rows.append((nfd(source) if i % 2 else source) + "\t" + " ".join(FRENCH[w] for w in words))
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    fit = WordTokenizer.fit.__func__
+    with monkeypatch.context() as m:  # the earlier attnlab: text as given
+        m.setattr(WordTokenizer, "fit", classmethod(
+            lambda cls, texts, **options: fit(cls, texts, **{**options, "normalize": None})))
+        out = tmp_path / "run"
+        assert main(["train", "translate", "--data", str(data), "--src-tokenizer", "word",
+                     "--tgt-tokenizer", "word", "--out", str(out), "--max-steps", "10",
+                     "--checkpoint-every", "5", *TINY]) == 0
+    cfg = read_yaml(out / "config.yaml")
+    cfg.pop("normalize", None)  # none before this attnlab
+    write_yaml(out / "config.yaml", cfg)
+    before = attnlab.load(out)[1].src
+    capsys.readouterr()
+    assert main(["train", "translate", "--out", str(out), "--resume", "--max-steps", "20"]) == 0
+    after = attnlab.load(out)[1].src
+    assert after.normalize is None and after.pieces == before.pieces
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 20

@@ -31,7 +31,7 @@ from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import steps_of_epochs
-from ...tokenizers import DEFAULT_FORM, SPECIAL_TOKENS, UNK_ID, WordTokenizer, note_unknown
+from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer, note_unknown
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
@@ -88,10 +88,13 @@ def fit_vocabulary(cfg: RunSettings, sentences: list[list[str]]) -> WordTokenize
     import unicodedata
     from collections import Counter
 
-    # NFC, as every tokeniser fit now: "é" as one code point or as e + accent is one word
-    counts = Counter(unicodedata.normalize(DEFAULT_FORM, w) for words in sentences for w in words)
+    # the run's form (NFC; None: a run resumed from before attnlab normalised): "é" as one
+    # code point or as e + accent is one word
+    form = cfg.normalize
+    counts = Counter(unicodedata.normalize(form, w) if form else w
+                     for words in sentences for w in words)
     kept = [w for w, _ in counts.most_common(cfg.vocab_size - len(SPECIAL_TOKENS))]
-    return WordTokenizer([*SPECIAL_TOKENS, *kept], normalize=DEFAULT_FORM)
+    return WordTokenizer([*SPECIAL_TOKENS, *kept], normalize=form)
 
 
 def _word_spans(words: list[str]) -> tuple[str, list[tuple[int, int]]]:

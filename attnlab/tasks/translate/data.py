@@ -276,8 +276,9 @@ def resolve_tokenizer(kind: str, texts: list[str], *, builtin: bool) -> str:
     return "word" if closed else "bpe"
 
 
-def fit_tokenizer(kind: str, texts: list[str], vocab_size: int):
-    """A ``kind`` ("char", "word" or "bpe") tokeniser fit on ``texts``."""
+def fit_tokenizer(kind: str, texts: list[str], vocab_size: int, normalize: str | None = "NFC"):
+    """A ``kind`` ("char", "word" or "bpe") tokeniser fit on ``texts``, reading text in the
+    Unicode form ``normalize`` (None: as given)."""
     if kind == "bpe":
-        return BPETokenizer.fit(texts, vocab_size=vocab_size)
-    return {"char": CharTokenizer, "word": WordTokenizer}[kind].fit(texts)
+        return BPETokenizer.fit(texts, vocab_size=vocab_size, normalize=normalize)
+    return {"char": CharTokenizer, "word": WordTokenizer}[kind].fit(texts, normalize=normalize)

@@ -179,8 +179,9 @@ def _fit_tokenizers(cfg, sample, test):
     sources, targets, builtin = [s for s, _ in sample], [t for _, t in sample], cfg.data is None
     cfg = cfg.derive(src_tokenizer=resolve_tokenizer(cfg.src_tokenizer, sources, builtin=builtin),
                      tgt_tokenizer=resolve_tokenizer(cfg.tgt_tokenizer, targets, builtin=builtin))
-    tok = TranslationTokenizers(fit_tokenizer(cfg.src_tokenizer, sources, cfg.vocab_size),
-                                fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size))
+    tok = TranslationTokenizers(
+        fit_tokenizer(cfg.src_tokenizer, sources, cfg.vocab_size, cfg.normalize),
+        fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size, cfg.normalize))
     src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
     tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
     cfg = cfg.derive(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,

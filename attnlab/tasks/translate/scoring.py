@@ -79,7 +79,7 @@ def unfinished_note(unfinished: list[int], labels: list[str], limit: int) -> str
     ``max_target_len``) before the model ended it, so its end may be missing; None if none.
 
     Examples:
-        >>> unfinished_note([1], ["TEXT number 1", "TEXT number 2"], 8)[:58]
+        >>> unfinished_note([1], ["TEXT number 1", "TEXT number 2"], 8)[:57]
         'the translation of TEXT number 2 stopped at 8 tokens, the'
     """
     if not unfinished:
