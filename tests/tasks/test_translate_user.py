@@ -147,3 +147,14 @@ def test_a_run_from_before_normalising_resumes_with_the_ids_it_trained_on(tmp_pa
     after = attnlab.load(out)[1].src
     assert after.normalize is None and after.pieces == before.pieces
     assert json.loads((out / "metrics.json").read_text())["steps"] == 20
+
+
+def test_a_config_file_naming_no_normal_form_is_refused_before_the_run(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text("normalize: nfc\n")
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--config", str(tmp_path / "c.yaml"), "--out",
+                 str(out)]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --config {tmp_path / 'c.yaml'}: "
+                                       f"normalize must be one of NFC, NFD, NFKC, NFKD, got "
+                                       f"'nfc'\n")
+    assert not out.exists()
