@@ -11,7 +11,7 @@ agree without configuration:
 - ``save(path)`` writes one JSON file (``{"type": "char" | "word" | "bpe", ...}``);
   ``Cls.load(path)`` and ``load_tokenizer(path)`` read it back.
 
-What round-trips exactly (``decode(encode(t)) == t``):
+What round-trips exactly (``decode(encode(t)) == t``, for ``t`` in NFC; see "Unicode forms"):
 - ``CharTokenizer``: any text whose characters (Unicode code points) were seen in ``fit``.
 - ``WordTokenizer``: any text whose pieces were seen in ``fit``. Text is cut into pieces that
   cover every character — words and single punctuation marks carry the one space before them
@@ -22,11 +22,21 @@ What round-trips exactly (``decode(encode(t)) == t``):
   Text that happens to spell a special token (``"<pad>"``) is encoded as ordinary bytes, never
   as the special id, so user text cannot inject control tokens.
 Unseen symbols in the char and word tokenisers map to ``unk_id`` (and decode to U+FFFD).
+
+Unicode forms: ``fit`` brings every text to NFC (composed characters, ``normalize="NFC"``)
+before it learns, and the tokeniser does the same to every text it encodes, so "é" typed as
+one code point or as "e" + a combining accent (NFD: macOS file names, some editors) gives the
+same ids. The form is saved in the file (``"normalize": "NFC"``); a file written without the
+key (before attnlab normalised) encodes text as given, so an old run keeps its ids.
+Decoding gives the text the ids stand for: text written in NFC (what most keyboards and
+files hold) comes back as written; other text comes back in NFC, the same text to Unicode
+(canonically equivalent: "e" + U+0301 as "é", the Angstrom sign U+212B as "Å").
 """
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -42,6 +52,9 @@ SPECIAL_TOKENS = ("<pad>", "<sos>", "<eos>", "<unk>")
 PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 UNK_TEXT = "\ufffd"  # what an unknown id decodes to
 FORMAT_VERSION = 1
+# The Unicode normal forms a tokeniser may apply before encoding; NFC is what ``fit`` chooses.
+NORMAL_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+DEFAULT_FORM = "NFC"
 
 # A word or one punctuation mark, each with the single space before it; runs of other white
 # space stay separate so that the space before a word is always attached to the word.
@@ -54,10 +67,22 @@ class Tokenizer:
     Attributes:
         pad_id, sos_id, eos_id, unk_id: 0, 1, 2, 3 in every tokeniser.
         vocab_size: number of ids, special ones included.
+        normalize: the Unicode normal form applied to text before encoding ("NFC" for a
+            tokeniser fit now), or None: text as given (a file saved without the choice).
     """
 
     kind = ""
     pad_id, sos_id, eos_id, unk_id = PAD_ID, SOS_ID, EOS_ID, UNK_ID
+    normalize: str | None = None
+
+    def normalized(self, text: str) -> str:
+        """``text`` in this tokeniser's normal form (as given when it has none).
+
+        Examples:
+            >>> CharTokenizer.fit(["caf\u00e9"]).normalized("cafe\u0301") == "caf\u00e9"
+            True
+        """
+        return unicodedata.normalize(self.normalize, text) if self.normalize else text
 
     @classmethod
     def fit(cls, texts: Iterable[str], **options) -> "Tokenizer":
@@ -81,7 +106,7 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"encode() takes a str, got {type(text).__name__}")
-        ids = self._encode(text)
+        ids = self._encode(self.normalized(text))
         return [self.sos_id, *ids, self.eos_id] if add_special_tokens else ids
 
     def encode_batch(self, texts: Iterable[str], add_special_tokens: bool = False) -> list[list[int]]:
@@ -125,9 +150,10 @@ class Tokenizer:
 class _VocabTokenizer(Tokenizer):
     """A tokeniser with an explicit list of pieces: id i is ``pieces[i]``."""
 
-    def __init__(self, pieces: list[str]) -> None:
+    def __init__(self, pieces: list[str], *, normalize: str | None = None) -> None:
         if tuple(pieces[:4]) != SPECIAL_TOKENS:
             raise ValueError(f"the first four pieces must be {SPECIAL_TOKENS}, got {pieces[:4]}")
+        self.normalize = check_form(normalize)
         self.pieces = list(pieces)
         self.index = {p: i for i, p in enumerate(self.pieces) if i >= len(SPECIAL_TOKENS)}
 
@@ -136,30 +162,33 @@ class _VocabTokenizer(Tokenizer):
         raise NotImplementedError
 
     @classmethod
-    def fit(cls, texts: Iterable[str], *, vocab_size: int | None = None, min_freq: int = 1):
+    def fit(cls, texts: Iterable[str], *, vocab_size: int | None = None, min_freq: int = 1,
+            normalize: str | None = DEFAULT_FORM):
         """Learn the pieces of ``texts``, most frequent first (ties: first seen first).
 
         Args:
             texts: training texts.
             vocab_size: at most this many ids in all, the 4 special ones included.
             min_freq: drop pieces seen fewer times.
+            normalize: the Unicode normal form of the texts learnt and encoded (None: as given).
 
         Raises:
-            ValueError: if vocab_size < 5 or min_freq < 1.
+            ValueError: if vocab_size < 5, min_freq < 1 or normalize is not a normal form.
         """
         if vocab_size is not None and vocab_size < len(SPECIAL_TOKENS) + 1:
             raise ValueError(f"vocab_size must be at least {len(SPECIAL_TOKENS) + 1} "
                              f"(4 special ids + 1), got {vocab_size}")
         if min_freq < 1:
             raise ValueError(f"min_freq must be >= 1, got {min_freq}")
+        form = check_form(normalize)
         counts: Counter[str] = Counter()
         for text in texts:
-            counts.update(cls.split(text))
+            counts.update(cls.split(unicodedata.normalize(form, text) if form else text))
         # Counter.most_common is stable, so equal counts keep their first-seen order.
         kept = [p for p, n in counts.most_common() if n >= min_freq]
         if vocab_size is not None:
             kept = kept[: vocab_size - len(SPECIAL_TOKENS)]
-        return cls(list(SPECIAL_TOKENS) + kept)
+        return cls(list(SPECIAL_TOKENS) + kept, normalize=form)
 
     @property
     def vocab_size(self) -> int:
@@ -169,10 +198,15 @@ class _VocabTokenizer(Tokenizer):
         return [self.index.get(p, UNK_ID) for p in self.split(text)]
 
     def tokenize(self, text: str) -> list[str]:
-        return self.split(text)  # the text's own pieces, unknown ones included
+        return self.split(self.normalized(text))  # the text's own pieces, unknown ones included
 
     def unknown(self, text: str) -> list[str]:
-        return [p for p in self.split(text) if p not in self.index]
+        return [p for p in self.tokenize(text) if p not in self.index]
+
+    def piece_id(self, piece: str) -> int:
+        """The id of one whole piece (a tagger's word), in this tokeniser's normal form; unk
+        if it was never seen."""
+        return self.index.get(self.normalized(piece), UNK_ID)
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         out = []
@@ -187,7 +221,7 @@ class _VocabTokenizer(Tokenizer):
         return "".join(out)
 
     def _payload(self) -> dict:
-        return {"pieces": self.pieces}
+        return {"normalize": self.normalize, "pieces": self.pieces}
 
 
 class CharTokenizer(_VocabTokenizer):
@@ -236,7 +270,8 @@ class BPETokenizer(Tokenizer):
 
     kind = "bpe"
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, *, normalize: str | None = None) -> None:
+        self.normalize = check_form(normalize)
         ids = [tokenizer.token_to_id(t) for t in SPECIAL_TOKENS]
         if ids != [PAD_ID, SOS_ID, EOS_ID, UNK_ID]:
             raise ValueError(f"special tokens {SPECIAL_TOKENS} must have ids 0-3, got {ids}")
@@ -245,16 +280,19 @@ class BPETokenizer(Tokenizer):
         self.tokenizer = tokenizer
 
     @classmethod
-    def fit(cls, texts: Iterable[str], *, vocab_size: int = 1000, min_freq: int = 2) -> "BPETokenizer":
+    def fit(cls, texts: Iterable[str], *, vocab_size: int = 1000, min_freq: int = 2,
+            normalize: str | None = DEFAULT_FORM) -> "BPETokenizer":
         """Learn merges until the vocabulary has ``vocab_size`` ids (fewer if the texts run out).
 
         Args:
             texts: training texts.
             vocab_size: target size; the 4 special ids and the 256 byte symbols come first.
             min_freq: a pair must occur this often to be merged.
+            normalize: the Unicode normal form of the texts learnt and encoded (None: as given).
 
         Raises:
-            ValueError: if vocab_size is smaller than 260 (4 special + 256 bytes).
+            ValueError: if vocab_size is smaller than 260 (4 special + 256 bytes) or normalize
+                is not a normal form.
         """
         from tokenizers import Tokenizer as HFTokenizer
         from tokenizers import decoders, models, pre_tokenizers, trainers
@@ -269,8 +307,11 @@ class BPETokenizer(Tokenizer):
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_freq,
                                       special_tokens=list(SPECIAL_TOKENS),
                                       initial_alphabet=alphabet, show_progress=False)
+        form = check_form(normalize)
+        if form:
+            texts = (unicodedata.normalize(form, t) for t in texts)
         tok.train_from_iterator(texts, trainer)
-        return cls(tok)
+        return cls(tok, normalize=form)
 
     @property
     def vocab_size(self) -> int:
@@ -283,11 +324,13 @@ class BPETokenizer(Tokenizer):
         texts = list(texts)
         if not all(isinstance(t, str) for t in texts):
             raise TypeError("encode_batch() takes strings")
+        texts = [self.normalized(t) for t in texts]
         out = [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
         return [[SOS_ID, *ids, EOS_ID] for ids in out] if add_special_tokens else out
 
     def tokenize(self, text: str) -> list[str]:
         # A piece holding part of a multi-byte character shows that whole character.
+        text = self.normalized(text)
         return [text[a:b] for a, b in self.tokenizer.encode(text, add_special_tokens=False).offsets]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
@@ -306,7 +349,7 @@ class BPETokenizer(Tokenizer):
         return UNK_TEXT.join(parts)
 
     def _payload(self) -> dict:
-        return {"tokenizer": json.loads(self.tokenizer.to_str())}
+        return {"normalize": self.normalize, "tokenizer": json.loads(self.tokenizer.to_str())}
 
 
 # The one registry of tokeniser kinds: the name (config.yaml's ``tokenizer``, the CLI's
@@ -321,6 +364,17 @@ SMALLEST_VOCAB = {"char": len(SPECIAL_TOKENS) + 1, "word": len(SPECIAL_TOKENS) +
                   "bpe": len(SPECIAL_TOKENS) + 256}
 
 
+def normalize_setting():
+    """The run setting ``normalize``: the Unicode normal form in which a run's own tokenisers
+    read text, NFC for a run started now, not a flag. A run whose config.yaml lacks it started
+    before attnlab normalised and read text as given (None), so ``--resume``, which fits its
+    tokenisers on the training split again, fits them as they were: the ids its checkpoint
+    learnt (docs/compatibility.md)."""
+    from .settings import setting
+
+    return setting(DEFAULT_FORM, choices=NORMAL_FORMS, optional=True, flag=False, absent=None)
+
+
 def vocab_too_small(kind: str, vocab_size: int | None) -> str | None:
     """The message refusing ``--vocab-size`` for tokeniser ``kind``, or None where it fits.
 
@@ -332,6 +386,14 @@ def vocab_too_small(kind: str, vocab_size: int | None) -> str | None:
     if vocab_size is None or least is None or vocab_size >= least:
         return None
     return f"--vocab-size must be an integer >= {least} for --tokenizer {kind}, got {vocab_size!r}"
+
+
+def check_form(normalize: str | None) -> str | None:
+    """``normalize`` if it is None or one of ``NORMAL_FORMS``; else a ValueError naming it."""
+    if normalize is not None and normalize not in NORMAL_FORMS:
+        raise ValueError(f"normalize must be None or one of {', '.join(NORMAL_FORMS)}, "
+                         f"got {normalize!r}")
+    return normalize
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
@@ -353,11 +415,13 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         raise UsageError(f"{path}: unknown tokenizer type {kind!r}; expected one of "
                          f"{', '.join(TOKENIZER_KINDS)}")
     try:
+        form = data.get("normalize")  # absent in files written before attnlab normalised
         if kind == "bpe":
             from tokenizers import Tokenizer as HFTokenizer
 
-            return BPETokenizer(HFTokenizer.from_str(json.dumps(data["tokenizer"])))
-        return TOKENIZER_KINDS[kind](data["pieces"])
+            inner = HFTokenizer.from_str(json.dumps(data["tokenizer"]))
+            return BPETokenizer(inner, normalize=form)
+        return TOKENIZER_KINDS[kind](data["pieces"], normalize=form)
     except Exception as e:  # KeyError, ValueError, and the Rust side's plain Exception
         raise UsageError(f"{path} is not a valid {kind!r} tokenizer file ({e})") from None
 

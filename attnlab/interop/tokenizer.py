@@ -10,7 +10,9 @@ The exported tokeniser gives the ids attnlab's gives, for every text:
 A checkpoint's own tokeniser (kind ``hf``, ``attnlab.interop.hf_tokenizer``) goes back as it
 came: its ``tokenizers`` model with its own special tokens, ids and padding side.
 
-Unknown pieces become ``<unk>`` (id 3) in both. The special tokens keep attnlab's ids (pad 0,
+A tokeniser that brings text to a Unicode normal form (``normalize``, NFC for one fit now)
+goes with the same form as the Hugging Face normaliser. Unknown pieces become ``<unk>``
+(id 3) in both. The special tokens keep attnlab's ids (pad 0,
 sos 1 as ``bos_token``, eos 2, unk 3) and nothing is added around the text, as attnlab's
 ``encode`` adds nothing. Decoding differs in one point: Hugging Face writes an unknown id as
 the text ``<unk>`` (or drops it with ``skip_special_tokens``) where attnlab writes U+FFFD.
@@ -24,8 +26,16 @@ from ..tokenizers import SPECIAL_TOKENS, Tokenizer
 __all__ = ["to_hf_tokenizer", "special_ids"]
 
 # attnlab's word pieces (``tokenizers._WORD_PIECES``) in the Oniguruma syntax of the tokenizers
-# library: the same alternatives; ``\w`` and ``\s`` are Unicode-aware in both.
-_WORD_PATTERN = r" ?\w+| ?[^\w\s]|\s+(?!\S)|\s+"
+# library: the same alternatives, with Python's classes spelled out, as Oniguruma's ``\w`` and
+# ``\s`` differ from Python's: Python's ``\w`` is ``str.isalnum()`` or "_" (letters and numbers,
+# so a combining mark such as U+0301 or a Devanagari vowel sign is a piece of its own), where
+# Oniguruma's takes marks and every connector punctuation but not the numbers of ``\p{Nl}``
+# and ``\p{No}`` (Roman numerals, "²"); Python's ``\s`` also takes U+001C-U+001F. The two
+# still differ on characters that Python's Unicode database (``unicodedata.unidata_version``)
+# does not yet assign and the library's newer one does.
+_WORD = r"\p{L}\p{N}_"
+_SPACE = r"\s\x{1C}-\x{1F}"
+_WORD_PATTERN = (rf" ?[{_WORD}]+| ?[^{_WORD}{_SPACE}]|[{_SPACE}]+(?![^{_SPACE}])|[{_SPACE}]+")
 _ONE_CHARACTER = r"[\s\S]"
 
 
@@ -43,7 +53,7 @@ def to_hf_tokenizer(tokenizer: Tokenizer, *, model_max_length: int | None = None
         >>> theirs("the dog sat!")["input_ids"] == ours.encode("the dog sat!")
         True
     """
-    from tokenizers import Regex, decoders, models, pre_tokenizers
+    from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers
     from tokenizers import Tokenizer as HFTokenizer
     from transformers import PreTrainedTokenizerFast
 
@@ -59,6 +69,8 @@ def to_hf_tokenizer(tokenizer: Tokenizer, *, model_max_length: int | None = None
         inner.decoder = decoders.Fuse()  # the pieces carry their own spaces
     else:
         raise ValueError(f"no Hugging Face form for a {tokenizer.kind!r} tokenizer")
+    if tokenizer.normalize:  # "NFC" -> normalizers.NFC(), as attnlab's encode does first
+        inner.normalizer = getattr(normalizers, tokenizer.normalize)()
     pad, sos, eos, unk = SPECIAL_TOKENS
     return PreTrainedTokenizerFast(tokenizer_object=inner, pad_token=pad, bos_token=sos,
                                    eos_token=eos, unk_token=unk,

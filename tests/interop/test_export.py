@@ -20,14 +20,20 @@ TEXTS = ["the quick brown fox", "  two  spaces\tand a tab\n", "ünïcödé, punc
          "unseen: Ω ≠ ∑", "<pad> and <sos> are text here", "", "a\n\nb"]
 
 
-@pytest.mark.parametrize("kind", sorted(TOKENIZER_KINDS))
-def test_the_hf_tokenizer_encodes_as_attnlabs_after_a_save_and_load(kind, tmp_path):
+def _exported(kind, text, tmp_path):
+    """(attnlab's ``kind`` tokeniser fit on TEXT and ``text``, what transformers loads from its
+    exported form)."""
     from transformers import AutoTokenizer
 
     options = {"vocab_size": 300} if kind == "bpe" else {}
-    ours = TOKENIZER_KINDS[kind].fit([TEXT, "ünïcödé, punctuation!?"] * 3, **options)
+    ours = TOKENIZER_KINDS[kind].fit([TEXT, text] * 3, **options)
     to_hf_tokenizer(ours).save_pretrained(tmp_path)
-    theirs = AutoTokenizer.from_pretrained(tmp_path)
+    return ours, AutoTokenizer.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("kind", sorted(TOKENIZER_KINDS))
+def test_the_hf_tokenizer_encodes_as_attnlabs_after_a_save_and_load(kind, tmp_path):
+    ours, theirs = _exported(kind, "ünïcödé, punctuation!?", tmp_path)
     for text in TEXTS:
         ids = ours.encode(text)
         assert theirs(text)["input_ids"] == ids, (kind, text)
@@ -35,6 +41,34 @@ def test_the_hf_tokenizer_encodes_as_attnlabs_after_a_save_and_load(kind, tmp_pa
             assert theirs.decode(ids) == ours.decode(ids) == text
     assert (theirs.pad_token_id, theirs.bos_token_id, theirs.eos_token_id,
             theirs.unk_token_id) == (ours.pad_id, ours.sos_id, ours.eos_id, ours.unk_id)
+
+
+@pytest.mark.parametrize("kind", sorted(TOKENIZER_KINDS))
+def test_the_hf_tokenizer_reads_decomposed_accents_as_attnlabs_does(kind, tmp_path):
+    import unicodedata
+
+    ours, theirs = _exported(kind, "ünïcödé, café!", tmp_path)
+    decomposed = unicodedata.normalize("NFD", "ünïcödé, café!")  # e + U+0301, as macOS writes
+    assert theirs(decomposed)["input_ids"] == ours.encode(decomposed) == ours.encode(
+        "ünïcödé, café!")
+
+
+# Where Python's \w and \s (attnlab's word pieces) differ from Oniguruma's (the tokenizers
+# library's): combining marks, Devanagari vowel signs and virama, numbers of \p{No} and \p{Nl},
+# connector punctuation other than "_", the separators U+001C-U+001F.
+MARKED = ["नमस्ते दुनिया", "q\u0303 x", "cafe\u0301 olé", "x² Ⅻ", "a\u203fb c_d", "a\x1cb \x1f c"]
+
+
+@pytest.mark.parametrize("normalize", [None, "NFC"])
+def test_the_hf_word_tokenizer_cuts_words_where_attnlabs_does(normalize, tmp_path):
+    from transformers import AutoTokenizer
+
+    ours = TOKENIZER_KINDS["word"].fit(MARKED, normalize=normalize)  # None: a file made earlier
+    to_hf_tokenizer(ours).save_pretrained(tmp_path)
+    theirs = AutoTokenizer.from_pretrained(tmp_path)
+    for text in MARKED:
+        assert ours.unk_id not in ours.encode(text)
+        assert theirs(text)["input_ids"] == ours.encode(text), text
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,8 @@ def build_model(cfg: RunSettings) -> SequenceClassifier | BertClassifier:
 def fit_tokenizer(cfg: RunSettings, texts: list[str]):
     """The ``--tokenizer`` kind fit on ``texts`` (the training split only), at most
     ``--vocab-size`` ids."""
-    return TOKENIZER_KINDS[cfg.tokenizer].fit(texts, vocab_size=cfg.vocab_size)
+    return TOKENIZER_KINDS[cfg.tokenizer].fit(texts, vocab_size=cfg.vocab_size,
+                                              normalize=cfg.normalize)
 
 
 def encode(tokenizer, texts: list[str], max_len: int) -> list[list[int]]:

@@ -60,7 +60,7 @@ from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...settings import (AdaptSettings, flag, held_out_setting, label_smoothing_setting,
                          setting)
-from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, vocab_too_small
+from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, normalize_setting, vocab_too_small
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
 from . import pretrained
@@ -93,6 +93,7 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
                              choices=tuple(TOKENIZER_KINDS))
     vocab_size: int = setting(10000, help="largest vocabulary; bpe needs at least 260",
                               low=min(SMALLEST_VOCAB.values()))
+    normalize: str = normalize_setting()
     val_fraction: float = held_out_setting("val")
     test_fraction: float = held_out_setting("test")
     label_smoothing: float = label_smoothing_setting(0.0, absent=0.0)

@@ -85,11 +85,16 @@ class Encoded:
 def fit_vocabulary(cfg: RunSettings, sentences: list[list[str]]) -> WordTokenizer:
     """The words of the training split, most frequent first, at most ``--vocab-size`` ids with
     the four special ones (a ``WordTokenizer`` whose pieces are whole words)."""
+    import unicodedata
     from collections import Counter
 
-    counts = Counter(w for words in sentences for w in words)
+    # the run's form (NFC; None: a run resumed from before attnlab normalised): "é" as one
+    # code point or as e + accent is one word
+    form = cfg.normalize
+    counts = Counter(unicodedata.normalize(form, w) if form else w
+                     for words in sentences for w in words)
     kept = [w for w, _ in counts.most_common(cfg.vocab_size - len(SPECIAL_TOKENS))]
-    return WordTokenizer([*SPECIAL_TOKENS, *kept])
+    return WordTokenizer([*SPECIAL_TOKENS, *kept], normalize=form)
 
 
 def _word_spans(words: list[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -133,7 +138,7 @@ def encode_words(cfg: RunSettings, tokenizer, sentences: list[list[str]]) -> lis
         return [_encode_subwords(tokenizer, words, cfg.max_len) for words in sentences]
     out = []
     for words in sentences:
-        ids = [tokenizer.index.get(w, UNK_ID) for w in words[: cfg.max_len]]
+        ids = [tokenizer.piece_id(w) for w in words[: cfg.max_len]]
         out.append(Encoded(ids, [0] * len(ids),
                            [i if i < cfg.max_len else None for i in range(len(words))]))
     return out
@@ -375,10 +380,10 @@ class _WholeWords:
     (``WordTokenizer.unknown`` would split it into attnlab's word pieces instead)."""
 
     def __init__(self, vocabulary: WordTokenizer) -> None:
-        self.index = vocabulary.index
+        self.vocabulary = vocabulary
 
     def unknown(self, text: str) -> list[str]:
-        return [w for w in text.split() if w not in self.index]
+        return [w for w in text.split() if self.vocabulary.piece_id(w) == UNK_ID]
 
 
 def _words(text: str, label: str) -> list[str]:

@@ -50,7 +50,7 @@ from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...settings import AdaptSettings, flag, held_out_setting, setting
-from ...tokenizers import vocab_too_small
+from ...tokenizers import normalize_setting, vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
 from .data import check_tags, file_kind, known_tags, read_and_pin
@@ -80,6 +80,7 @@ class TagSettings(AdaptSettings, PretrainedEncoderFields):
     tags_column: str = setting("tags", help="JSON Lines, Parquet, datasets: the field of the "
                                             "tags", metavar="NAME")
     vocab_size: int = setting(20000, help="largest word vocabulary (from scratch)", low=5)
+    normalize: str = normalize_setting()
     val_fraction: float = held_out_setting("val")
     test_fraction: float = held_out_setting("test")
     init: str = setting(None, optional=True, metavar="DIR", absent=None,

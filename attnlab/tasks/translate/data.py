@@ -21,7 +21,7 @@ from typing import Any
 
 from ...data.dates import DatePairs, check_locale, held_out_days
 from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
-from ...data.tables import check_digest, read_table
+from ...data.tables import Table, check_digest, place, read_table
 from ...errors import UsageError
 from ...run_config import RunSettings
 from ...runs import check_data_files, pin_data_files
@@ -138,6 +138,14 @@ def builtin_splits(cfg: RunSettings):
     return stream, [stream.pair(n) for n in val], [stream.pair(n) for n in test]
 
 
+def _pair_rows(path: str, cfg: RunSettings, what: str) -> Table:
+    """The rows of a table file, of the run's source and target columns."""
+    if cfg.src_column == cfg.tgt_column:  # the model would learn to copy its input
+        raise UsageError(f"--src-column and --tgt-column are both {cfg.src_column!r}; they must "
+                         f"name two different columns")
+    return read_table(path, columns=[cfg.src_column, cfg.tgt_column], what=what)
+
+
 def read_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
                ) -> list[tuple[str, str]]:
     """The (source, target) rows of a table file; ``what`` names its flag in errors.
@@ -145,29 +153,27 @@ def read_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
     ``pinned``: the file is the run's own ``--data``/``--test``, so its bytes must be the ones
     config.yaml's ``data_sha256`` recorded (when it has), else ``UsageError``: between the
     check at the start and this read, the file changed."""
-    columns = [cfg.src_column, cfg.tgt_column]
-    if columns[0] == columns[1]:  # the model would learn to copy its input
-        raise UsageError(f"--src-column and --tgt-column are both {columns[0]!r}; they must name "
-                         f"two different columns")
-    rows = read_table(path, columns=columns, what=what)
+    rows = _pair_rows(path, cfg, what)
     if pinned:
         key = what.lstrip("-")
         check_digest(rows.path, rows.sha256, (cfg.data_sha256 or {}).get(key), what=what)
-    return [(r[columns[0]], r[columns[1]]) for r in rows]
+    return [(r[cfg.src_column], r[cfg.tgt_column]) for r in rows]
 
 
 def file_splits(cfg: RunSettings):
     """(train, val, test) pairs of --data (and --test); held-out rows chosen with the seed."""
     pairs = read_pairs(cfg.data, cfg, "--data", pinned=True)
+    rows = len(pairs)
     random.Random(cfg.seed).shuffle(pairs)
     test = read_pairs(cfg.test, cfg, "--test", pinned=True) if cfg.test else None
     held = max(1, len(pairs) // 10)
     if test is None:
         test, pairs = pairs[:held], pairs[held:]
     val, train = pairs[: min(held, cfg.val_size)], pairs[min(held, cfg.val_size) :]
-    if len(train) < 1 or not val:
-        raise UsageError(f"--data {cfg.data}: {len(pairs)} rows are too few to hold out "
-                         f"test and validation rows; give at least 3")
+    if len(train) < 1 or not val:  # --test given: a validation row and one to train on
+        held_out, least = ("a validation row", 2) if cfg.test else ("test and validation rows", 3)
+        raise UsageError(f"--data {cfg.data} has {rows} row{'' if rows == 1 else 's'}: too few "
+                         f"to hold out {held_out} and train on the rest; give at least {least}")
     return train, val, test
 
 
@@ -185,16 +191,20 @@ def check_files(cfg: RunSettings) -> dict[str, Any]:
     return pin_data_files(_files_of(cfg), cfg.data_sha256, resuming=cfg.resume)
 
 
-def evaluation_pairs(cfg: RunSettings, data: str | None) -> list[tuple[str, str]]:
-    """The pairs ``attnlab evaluate`` scores: those of ``--data FILE`` when given, else the
-    run's own held-out test pairs (refused if the run's ``--data`` changed since it was
+def evaluation_pairs(cfg: RunSettings, data: str | None
+                     ) -> tuple[list[tuple[str, str]], list[str] | None]:
+    """(the pairs ``attnlab evaluate`` scores, where each is for errors): those of ``--data
+    FILE`` when given, each named by its line ("--data FILE line 3"), else the run's own
+    held-out test pairs, unnamed (refused if the run's ``--data`` changed since it was
     trained: the same seed would then hold out other rows)."""
     if data is not None:
-        return read_pairs(data, cfg, "--data")
+        rows = _pair_rows(data, cfg, "--data")
+        return ([(r[cfg.src_column], r[cfg.tgt_column]) for r in rows],
+                [f"--data {data} {place(data, n)}" for n in rows.lines])
     if cfg.data is None:
-        return builtin_splits(cfg)[2]
+        return builtin_splits(cfg)[2], None
     check_data_files(_files_of(cfg), cfg.data_sha256)
-    return file_splits(cfg)[2]
+    return file_splits(cfg)[2], None
 
 
 def spell_digits(cfg: RunSettings, texts: list[str], labels: list[str] | None = None
@@ -266,8 +276,9 @@ def resolve_tokenizer(kind: str, texts: list[str], *, builtin: bool) -> str:
     return "word" if closed else "bpe"
 
 
-def fit_tokenizer(kind: str, texts: list[str], vocab_size: int):
-    """A ``kind`` ("char", "word" or "bpe") tokeniser fit on ``texts``."""
+def fit_tokenizer(kind: str, texts: list[str], vocab_size: int, normalize: str | None = "NFC"):
+    """A ``kind`` ("char", "word" or "bpe") tokeniser fit on ``texts``, reading text in the
+    Unicode form ``normalize`` (None: as given)."""
     if kind == "bpe":
-        return BPETokenizer.fit(texts, vocab_size=vocab_size)
-    return {"char": CharTokenizer, "word": WordTokenizer}[kind].fit(texts)
+        return BPETokenizer.fit(texts, vocab_size=vocab_size, normalize=normalize)
+    return {"char": CharTokenizer, "word": WordTokenizer}[kind].fit(texts, normalize=normalize)

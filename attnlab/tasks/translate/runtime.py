@@ -15,6 +15,7 @@ Lightning is imported inside ``run`` only: the commands that do not train never 
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from ..base import config_from_run
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
-                      translate_texts, validation_scores)
+                      translate_texts, unfinished_note, validation_scores)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
@@ -178,8 +179,9 @@ def _fit_tokenizers(cfg, sample, test):
     sources, targets, builtin = [s for s, _ in sample], [t for _, t in sample], cfg.data is None
     cfg = cfg.derive(src_tokenizer=resolve_tokenizer(cfg.src_tokenizer, sources, builtin=builtin),
                      tgt_tokenizer=resolve_tokenizer(cfg.tgt_tokenizer, targets, builtin=builtin))
-    tok = TranslationTokenizers(fit_tokenizer(cfg.src_tokenizer, sources, cfg.vocab_size),
-                                fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size))
+    tok = TranslationTokenizers(
+        fit_tokenizer(cfg.src_tokenizer, sources, cfg.vocab_size, cfg.normalize),
+        fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size, cfg.normalize))
     src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
     tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
     cfg = cfg.derive(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
@@ -334,13 +336,18 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     beside it); ``labels`` name the texts in errors."""
     texts = spell_digits(cfg, texts, labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
+    unfinished: list[int] = []
     found = translate_texts(model, tok, texts, max_new_tokens=cfg.max_target_len,
                             num_beams=num_beams or cfg.beam,
                             length_penalty=cfg.length_penalty if length_penalty is None
                             else length_penalty,
-                            batch_size=1 if quantize else 500, labels=labels)
+                            batch_size=1 if quantize else 500, labels=labels,
+                            unfinished=unfinished)
     # after the texts were accepted: a refusal stays the one line said
-    note_unknown(tok.src, texts, labels or [f"text number {n}" for n in range(1, len(texts) + 1)])
+    names = labels or [f"text number {n}" for n in range(1, len(texts) + 1)]
+    note_unknown(tok.src, texts, names)
+    if (line := unfinished_note(unfinished, names, cfg.max_target_len)) is not None:
+        print(f"note: {line}", file=sys.stderr, flush=True)
     return found
 
 
@@ -371,11 +378,19 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
                           TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}, None
 
 
-def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
-    """Cross-attention of the model reading its own (greedy) translation of ``text``."""
+def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
+    """(the model, its tokenisers, ``text`` as the model reads it, the model's greedy
+    translation of it) for the pictures of ``--input``: a refusal names ``--input``."""
     text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len)[0]
+    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
+                                  labels=["--input"])[0]
+    return model, tok, text, translation
+
+
+def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
+    """Cross-attention of the model reading its own (greedy) translation of ``text``."""
+    model, tok, text, translation = _own_translation(task, run_dir, cfg, text)
     return cross_attention_maps(model, tok, text, translation, cfg.max_len)
 
 
@@ -383,9 +398,7 @@ def attention_layers(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab view``: while the model reads its own (greedy) translation of ``text``, the
     encoder's self-attention over the source (S × S), the decoder's causal self-attention over
     its input (T × T) and the cross-attention between them (T × S)."""
-    text = spell_digits(cfg, [text], ["--input"])[0]
-    model, tok = load(task, run_dir, cfg)
-    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len)[0]
+    model, tok, text, translation = _own_translation(task, run_dir, cfg, text)
     src, tgt, src_labels, tgt_labels = _pair(tok, text, translation, cfg.max_len)
     layers = with_tokens(_alignment_layers(model, src, tgt), src_labels, tgt_labels)
     return layers, src_labels, src_labels
@@ -395,18 +408,18 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs (of the
     int8 model with ``quantize="int8"``)."""
-    test = evaluation_pairs(cfg, data)
+    test, labels = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    return compute_test_metrics(model, tok, test, cfg)[0]
+    return compute_test_metrics(model, tok, test, cfg, labels)[0]
 
 
 def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
                        out: Path, *, quantize: str | None = None):
     """``attnlab evaluate DIR --by-length``: (the test metrics, their rows per source-length
     bucket); draws the figure ``out``, its title naming the pairs scored."""
-    test = evaluation_pairs(cfg, data)
+    test, labels = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    metrics, hyps = compute_test_metrics(model, tok, test, cfg)
+    metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels)
     rows = scores_by_length(tok, test, hyps)
     scored = f"--data {Path(data).name}" if data is not None else "the run's test pairs"
     try:

@@ -18,8 +18,8 @@ from torch import Tensor
 from ...errors import UsageError
 from .data import TranslationTokenizers
 
-__all__ = ["pad", "translate_texts", "resolve_bleu_tokenize", "score", "compute_test_metrics",
-           "validation_scores"]
+__all__ = ["pad", "translate_texts", "unfinished_note", "resolve_bleu_tokenize", "score",
+           "compute_test_metrics", "validation_scores"]
 
 
 def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
@@ -39,10 +39,13 @@ def pad(seqs: list[list[int]], pad_id: int = 0) -> Tensor:
 def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_new_tokens: int,
                     num_beams: int = 1, length_penalty: float = 1.0,
                     batch_size: int = 500, labels: list[str] | None = None,
-                    device: torch.device | str = "cpu") -> list[str]:
+                    device: torch.device | str = "cpu",
+                    unfinished: list[int] | None = None) -> list[str]:
     """Translate texts in batches of similar length (little padding), greedy or beam search.
     ``labels`` name the texts in errors (``--input-file F line N``; default "text number N");
-    ``device``: where the model is (training's validation decodes on the GPU it trains on).
+    ``device``: where the model is (training's validation decodes on the GPU it trains on);
+    ``unfinished``, when given, gets the index of each text whose translation reached
+    ``max_new_tokens`` before the model wrote its end token (so it may be cut short).
 
     Raises:
         UsageError: if a text is longer than the model's positional encoding reaches.
@@ -66,7 +69,25 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
                                    num_beams=num_beams, length_penalty=length_penalty)
         for i, row in zip(chunk, generated.tolist()):
             out[i] = tok.decode(row[1:])  # after SOS; decode drops EOS and padding
+            if unfinished is not None and model.eos_id not in row[1:]:
+                unfinished.append(i)
     return out
+
+
+def unfinished_note(unfinished: list[int], labels: list[str], limit: int) -> str | None:
+    """A line naming the first text whose translation stopped at ``limit`` tokens (the run's
+    ``max_target_len``) before the model ended it, so its end may be missing; None if none.
+
+    Examples:
+        >>> unfinished_note([1], ["TEXT number 1", "TEXT number 2"], 8)[:57]
+        'the translation of TEXT number 2 stopped at 8 tokens, the'
+    """
+    if not unfinished:
+        return None
+    more = f" (and {len(unfinished) - 1} more inputs)" if len(unfinished) > 1 else ""
+    return (f"the translation of {labels[min(unfinished)]} stopped at {limit} tokens, the most "
+            f"this run writes (max_target_len in config.yaml), before the model ended it: it "
+            f"may be cut short{more}")
 
 
 def resolve_bleu_tokenize(refs: list[str], choice: str) -> str:
@@ -101,10 +122,12 @@ def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> d
     return {"test_exact_match": exact, "test_bleu": bleu.score, "test_chrf": chrf.score}
 
 
-def compute_test_metrics(model, tok, pairs, cfg) -> tuple[dict[str, float], list[str]]:
-    """(metrics, translations) of the (source, reference) ``pairs`` with the run's settings."""
+def compute_test_metrics(model, tok, pairs, cfg, labels: list[str] | None = None
+                         ) -> tuple[dict[str, float], list[str]]:
+    """(metrics, translations) of the (source, reference) ``pairs`` with the run's settings;
+    ``labels`` name the pairs in errors (``translate_texts``)."""
     hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg.max_target_len,
-                           num_beams=cfg.beam, length_penalty=cfg.length_penalty)
+                           num_beams=cfg.beam, length_penalty=cfg.length_penalty, labels=labels)
     return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize), hyps
 
 

@@ -32,7 +32,7 @@ from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import Seq2SeqConfig
 from ...settings import (MAX_BEAM, AdaptSettings, beam_setting, label_smoothing_setting,
                          length_penalty_setting, setting)
-from ...tokenizers import TOKENIZER_KINDS
+from ...tokenizers import TOKENIZER_KINDS, normalize_setting
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
 
@@ -81,6 +81,7 @@ class TranslateSettings(AdaptSettings):
                                  help="target tokeniser (auto, as --src-tokenizer)")
     # 260: the byte-level BPE's 256 bytes and the four special tokens come first
     vocab_size: int = setting(400, help="BPE vocabulary size", low=260)
+    normalize: str = normalize_setting()
     max_number: int = setting(1_000_000, help="built-in numbers are below N", low=10)
     test_size: int = setting(2000, help="held-out test pairs of the built-in data", low=1)
     val_size: int = setting(200, help="validation pairs", low=1)

@@ -1,0 +1,160 @@
+"""A translation user's run on their own sentence pairs (accented French to English words):
+what ``attnlab translate`` prints for text typed in another Unicode form, and for a
+translation the run's length limit cuts short."""
+import json
+import random
+import shutil
+import unicodedata
+
+import pytest
+
+import attnlab
+from attnlab.cli import main
+from attnlab.runs import read_yaml, write_yaml
+
+TINY = ["--model-dim", "32", "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "64",
+        "--lr", "3e-3", "--warmup", "10", "--threads", "1"]
+FRENCH = {"le": "the", "un": "a", "café": "coffee", "thé": "tea", "crème": "cream",
+          "été": "summer", "élève": "pupil"}
+
+
+def nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+@pytest.fixture(scope="module")
+def translate_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nfc")
+    rng = random.Random(0)
+    rows = []
+    for _ in range(400):
+        words = [rng.choice(list(FRENCH)) for _ in range(rng.randint(1, 4))]
+        rows.append(" ".join(words) + "\t" + " ".join(FRENCH[w] for w in words))
+    (tmp / "pairs.tsv").write_text("source\ttarget\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp / "run"
+    assert main(["train", "translate", "--data", str(tmp / "pairs.tsv"), "--out", str(out),
+                 "--max-steps", "150", *TINY]) == 0
+    return out
+
+
+@pytest.mark.slow
+def test_translate_reads_decomposed_accents_as_the_composed_text(translate_run, capsys):
+    capsys.readouterr()
+    text = "le café été"
+    assert main(["translate", str(translate_run), text, nfd(text), "--json"]) == 0
+    out = capsys.readouterr()
+    composed, decomposed = [json.loads(line) for line in out.out.splitlines()]
+    assert composed["translation"] == "the coffee summer"  # the run learnt the words
+    assert decomposed["translation"] == composed["translation"]
+    assert "unknown" not in out.err
+    _, tok = attnlab.load(translate_run)
+    assert tok.encode(nfd(text)) == tok.encode(text)
+
+
+@pytest.mark.slow
+def test_a_translation_cut_by_the_runs_length_limit_is_named_in_a_note(translate_run, tmp_path,
+                                                                        capsys):
+    run = shutil.copytree(translate_run, tmp_path / "run")
+    cfg = read_yaml(run / "config.yaml")
+    write_yaml(run / "config.yaml", {**cfg, "max_target_len": 2})  # room for 2 tokens, end included
+    capsys.readouterr()
+    assert main(["translate", str(run), "crème", "le café été", "--json"]) == 0
+    out = capsys.readouterr()
+    assert [json.loads(line)["translation"] for line in out.out.splitlines()] == [
+        "cream", "the coffee"]
+    assert out.err.splitlines() == [
+        "note: the translation of TEXT number 2 stopped at 2 tokens, the most this run writes "
+        "(max_target_len in config.yaml), before the model ended it: it may be cut short"]
+    assert main(["translate", str(translate_run), "crème", "le café été"]) == 0
+    assert capsys.readouterr().err == ""  # the run's own limit leaves room for these
+
+
+@pytest.mark.parametrize("rows, test, message", [
+    (1, False, "has 1 row: too few to hold out test and validation rows and train on the rest; "
+               "give at least 3"),
+    (2, False, "has 2 rows: too few to hold out test and validation rows and train on the rest; "
+               "give at least 3"),
+    (1, True, "has 1 row: too few to hold out a validation row and train on the rest; give at "
+              "least 2"),
+])
+def test_too_few_rows_are_counted_as_the_file_has_them(rows, test, message, tmp_path, capsys):
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\n" + "le\tthe\nun\ta\n"[: 7 * rows], encoding="utf-8")
+    (tmp_path / "test.tsv").write_text("source\ttarget\nthé\ttea\n", encoding="utf-8")
+    extra = ["--test", str(tmp_path / "test.tsv")] if test else []
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--data", str(data), *extra, "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"attnlab: error: --data {data} {message}"
+    assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("by_length", [False, True])
+def test_evaluate_names_the_line_of_a_source_too_long_for_the_model(translate_run, tmp_path,
+                                                                    capsys, by_length):
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\nle café\tthe coffee\n" + " ".join(["café"] * 100) + "\t"
+                    + " ".join(["coffee"] * 100) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    figure = ["--by-length", "--out", str(tmp_path / "by_length.png")] if by_length else []
+    assert main(["evaluate", str(translate_run), "--data", str(data), *figure]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --data {data} line 3 has 100 tokens; "
+                                       f"this model reads at most 64\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["view"], ["plot", "attention"]])
+def test_a_picture_of_an_input_too_long_for_the_model_is_refused_naming_input(
+        translate_run, tmp_path, capsys, command):
+    capsys.readouterr()
+    out = tmp_path / ("page.html" if command == ["view"] else "attention.png")
+    assert main([*command, str(translate_run), "--input", " ".join(["café"] * 100),
+                 "--out", str(out)]) == 2
+    assert capsys.readouterr().err == ("attnlab: error: --input has 100 tokens; this model reads "
+                                       "at most 64\n")
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_run_from_before_normalising_resumes_with_the_ids_it_trained_on(tmp_path, monkeypatch,
+                                                                          capsys):
+    """A run started before attnlab normalised: tokenisers fit on text as given, no
+    ``normalize`` in config.yaml. ``--resume`` fits them again as they were."""
+    from attnlab.tokenizers import WordTokenizer
+
+    rng = random.Random(2)
+    rows = []
+    for i in range(200):  # half the sources typed decomposed (NFD), as on a Mac
+        words = [rng.choice(list(FRENCH)) for _ in range(rng.randint(1, 3))]
+        source = " ".join(words)
+        rows.append((nfd(source) if i % 2 else source) + "\t" + " ".join(FRENCH[w] for w in words))
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    fit = WordTokenizer.fit.__func__
+    with monkeypatch.context() as m:  # the earlier attnlab: text as given
+        m.setattr(WordTokenizer, "fit", classmethod(
+            lambda cls, texts, **options: fit(cls, texts, **{**options, "normalize": None})))
+        out = tmp_path / "run"
+        assert main(["train", "translate", "--data", str(data), "--src-tokenizer", "word",
+                     "--tgt-tokenizer", "word", "--out", str(out), "--max-steps", "10",
+                     "--checkpoint-every", "5", *TINY]) == 0
+    cfg = read_yaml(out / "config.yaml")
+    cfg.pop("normalize", None)  # none before this attnlab
+    write_yaml(out / "config.yaml", cfg)
+    before = attnlab.load(out)[1].src
+    capsys.readouterr()
+    assert main(["train", "translate", "--out", str(out), "--resume", "--max-steps", "20"]) == 0
+    after = attnlab.load(out)[1].src
+    assert after.normalize is None and after.pieces == before.pieces
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 20
+
+
+def test_a_config_file_naming_no_normal_form_is_refused_before_the_run(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text("normalize: nfc\n")
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--config", str(tmp_path / "c.yaml"), "--out",
+                 str(out)]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --config {tmp_path / 'c.yaml'}: "
+                                       f"normalize must be one of NFC, NFD, NFKC, NFKD, got "
+                                       f"'nfc'\n")
+    assert not out.exists()

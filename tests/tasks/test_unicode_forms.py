@@ -1,0 +1,58 @@
+"""A run trained on composed text (NFC) reads the same text typed decomposed (NFD: "e" and a
+combining accent, as macOS file names and some editors write it) as the same input: the same
+ids, the same prediction, and no note of unknown pieces (translate: test_translate_user.py)."""
+import json
+import random
+import unicodedata
+
+import pytest
+
+from attnlab.cli import main
+
+TINY = ["--model-dim", "32", "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "64",
+        "--lr", "3e-3", "--warmup", "10", "--threads", "1"]
+
+
+def nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+@pytest.mark.slow
+def test_a_tagger_reads_a_decomposed_name_as_the_word_it_learnt(tmp_path, capsys):
+    rng = random.Random(1)
+    names, words = ["José", "Zoë", "Mégane", "Renée"], ["vit", "à", "la", "ville", "et", "marche"]
+    lines = []
+    for _ in range(200):
+        sentence = [rng.choice(names) if rng.random() < 0.3 else rng.choice(words)
+                    for _ in range(rng.randint(3, 7))]
+        lines.append("".join(f"{w} {'B-X' if w in names else 'O'}\n" for w in sentence))
+    (tmp_path / "names.conll").write_text("\n".join(lines), encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["train", "tag", "--data", str(tmp_path / "names.conll"), "--out", str(out),
+                 "--max-steps", "60", *TINY]) == 0
+    capsys.readouterr()
+    text = "Zoë et José vit à la ville"
+    assert main(["predict", str(out), "--input", text, "--json"]) == 0
+    composed = json.loads(capsys.readouterr().out)
+    assert main(["predict", str(out), "--input", nfd(text), "--json"]) == 0
+    result = capsys.readouterr()
+    assert json.loads(result.out)["prediction"] == composed["prediction"]
+    assert composed["prediction"][:3] == ["B-X", "O", "B-X"]
+    assert "unknown" not in result.err
+
+
+@pytest.mark.slow
+def test_a_language_model_continues_a_decomposed_prompt_as_the_composed_one(tmp_path, capsys):
+    (tmp_path / "fr.txt").write_text("le café est très bon. la crème brûlée est très bonne. " * 200,
+                                     encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--data", str(tmp_path / "fr.txt"), "--tokenizer", "char",
+                 "--out", str(out), "--max-steps", "80", "--block-size", "32", *TINY]) == 0
+    capsys.readouterr()
+    said = []
+    for prompt in ("le café", nfd("le café")):
+        assert main(["generate", str(out), "--prompt", prompt, "--max-new-tokens", "20",
+                     "--greedy", "--json"]) == 0
+        said.append(capsys.readouterr())
+    assert json.loads(said[1].out)["text"] == json.loads(said[0].out)["text"]
+    assert "unknown" not in said[1].err
