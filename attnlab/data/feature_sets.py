@@ -146,13 +146,27 @@ def _roles(set_column: str, label_column: str, feature_columns: list[str] | None
 
 def parse_set(text: str, features: list[str]) -> torch.Tensor:
     """``"x1,y1;x2,y2"`` (elements by ';', features by ',') -> a (T, F) tensor; ``UsageError``
-    naming the element on a wrong count or a value that is not a number."""
-    elements = [e for e in text.split(";") if e.strip()]
+    naming the element on a wrong count, an empty element or a value that is not a number.
+    One ';' after the last element is allowed; an empty element between two is refused, not
+    dropped (a set has no positions, so a dropped element would change the answer unseen).
+
+    Examples:
+        >>> parse_set("1,2;3,4;", ["x", "y"]).shape
+        torch.Size([2, 2])
+        >>> parse_set("1,2;;3,4", ["x", "y"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: --input: element 2 is empty (nothing between two ';'); ...
+    """
+    body = text.strip().removesuffix(";")
+    elements = body.split(";") if body.strip() else []
     if not elements:
         raise UsageError(f"--input: no elements; give them as 'x1,y1;x2,y2;...' "
                          f"(features {', '.join(features)})")
     out = []
     for i, element in enumerate(elements, start=1):
+        if not element.strip():
+            raise UsageError(f"--input: element {i} is empty (nothing between two ';'); give each "
+                             f"element its {len(features)} values ({', '.join(features)})")
         values = element.split(",")
         if len(values) != len(features):
             raise UsageError(f"--input: element {i} ({element.strip()!r}) has {len(values)} "

@@ -13,7 +13,8 @@ from torch.testing import assert_close
 
 import attnlab
 from attnlab.cli import main
-from attnlab.data.feature_sets import read_feature_sets
+from attnlab.data.feature_sets import parse_set, read_feature_sets
+from attnlab.errors import UsageError
 from attnlab.runs import read_yaml
 from attnlab.tasks.classify.runtime import make_batches
 
@@ -250,3 +251,20 @@ def test_evaluate_names_the_set_column_of_another_file(sets_run, tmp_path, capsy
     # a set run reads no text column: naming one is refused, not ignored
     assert main(["evaluate", str(sets_run), "--data", str(other), "--text-column", "x"]) == 2
     assert "--text-column: not with --set-column" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, message", [
+    # an element left out between two ';' was dropped, and the set answered without it
+    ("1.5,7;;-2,7", "--input: element 2 is empty (nothing between two ';'); give each element "
+                    "its 2 values (x, y)"),
+    (";1,2", "--input: element 1 is empty"),
+    (" ; ", "--input: no elements"),
+])
+def test_an_empty_element_of_a_set_is_refused_not_dropped(text, message):
+    with pytest.raises(UsageError) as e:
+        parse_set(text, ["x", "y"])
+    assert str(e.value).startswith(message)
+
+
+def test_one_separator_after_the_last_element_is_allowed():
+    assert parse_set("1.5,7;-2,7;", ["x", "y"]).tolist() == [[1.5, 7.0], [-2.0, 7.0]]
