@@ -102,6 +102,11 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     """
     run_dir = Path(run_dir)
     where = f"{command}: " if command else ""
+    if run_dir.exists() and not run_dir.is_dir():  # a run's config.yaml or weights, say
+        holder = run_dir.parent
+        hint = (f"; give the run directory that holds it, {holder}"
+                if (holder / "config.yaml").is_file() else "")
+        raise UsageError(f"{where}{run_dir} is a file, not a run directory{hint}")
     if not run_dir.is_dir():
         raise UsageError(f"{where}run directory not found: {run_dir}")
     cfg_path = run_dir / "config.yaml"

@@ -234,3 +234,16 @@ def test_a_run_written_before_resumes_with_every_value_it_recorded(case, tmp_pat
     assert {k: resumed.get(k) for k in lacking} == lacking
     assert values["model_dim"] in {n for p in task.runtime().build_model(cfg).parameters()
                                    for n in p.shape}
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_file_given_for_a_run_directory_is_named_so(tmp_path, inside):
+    # `attnlab translate RUN/config.yaml TEXT` said "run directory not found" of a file that is
+    # there; the message now says it is a file and, inside a run, which directory to give
+    run = _run_dir(tmp_path, {}) if inside else tmp_path
+    given = run / ("config.yaml" if inside else "notes.txt")
+    given.touch()
+    with pytest.raises(UsageError) as e:
+        check_run_dir(given, command="translate")
+    hint = f"; give the run directory that holds it, {run}" if inside else ""
+    assert str(e.value) == f"translate: {given} is a file, not a run directory{hint}"
