@@ -88,9 +88,21 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
 def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
     """The data files ``--resume`` is given at another path than config.yaml's (those whose
     SHA-256 it holds: ``resume_conflicts`` lets them through, the task checks their bytes),
-    made absolute as a new run records them, so that evaluate finds them from anywhere."""
-    pinned = saved.get("data_sha256") or {}
-    return {key: str(Path(given[key]).resolve()) for key in pinned if given.get(key)}
+    made absolute as a new run records them, so that evaluate finds them from anywhere. A
+    file at another path whose bytes are not the recorded ones is refused here, naming the
+    file the run started on (the task's own check would call it "changed")."""
+    from ..runs import file_digest
+
+    pinned, moved = saved.get("data_sha256") or {}, {}
+    for key in (k for k in pinned if given.get(k)):
+        new, old = Path(given[key]).resolve(), saved.get(key)
+        if old is not None and new != Path(old) and new.exists() \
+                and file_digest(new) != pinned[key]:  # another file, not this run's, moved
+            raise UsageError(f"--{key} {given[key]} is not the file this run started on "
+                             f"({old}): its SHA-256 differs from config.yaml's data_sha256; "
+                             f"give that file where it is now, or start a new run")
+        moved[key] = str(new)
+    return moved
 
 
 def finished_message(run_dir: Path, saved: dict[str, Any], given: RunSettings) -> str | None:

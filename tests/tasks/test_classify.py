@@ -280,8 +280,10 @@ def test_resume_takes_the_data_file_where_it_moved_to_if_its_bytes_are_the_same(
                                        f"on) is gone; give --data where it is now, put the file "
                                        f"back or start a new run\n")
     assert main([*more, "--data", "other.csv"]) == 2
-    assert capsys.readouterr().err.startswith(f"attnlab: error: --data {tmp_path / 'other.csv'} "
-                                              f"changed since this run started")
+    assert capsys.readouterr().err == (f"attnlab: error: --data other.csv is not the file this "
+                                       f"run started on ({gone}): its SHA-256 differs from "
+                                       f"config.yaml's data_sha256; give that file where it is "
+                                       f"now, or start a new run\n")
     assert main([*more, "--data", "moved/reviews.csv"]) == 0, capsys.readouterr().err
     cfg = read_yaml(run / "config.yaml")
     assert cfg["data"] == str(tmp_path / "moved" / "reviews.csv")
