@@ -35,7 +35,7 @@ import torch
 from ..errors import UsageError
 
 __all__ = ["checkpoint_dir", "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
-           "restore_rng", "FORMAT"]
+           "restore_rng", "restore_schedule", "FORMAT"]
 
 FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
 
@@ -76,6 +76,51 @@ def restore_rng(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def restore_schedule(scheduler, saved: dict[str, Any], *, stretch: bool = True) -> str | None:
+    """Load a checkpoint's ``lr_scheduler`` state into ``scheduler`` (built for this run's
+    budget), ending where this budget ends: a budget raised on resume (--max-steps, --epochs)
+    stretches the decay to the new last step, as the config.yaml it records says, rather than
+    keeping the old end (past it the course's cosine climbed back up, and the decays to a
+    floor trained on at the floor). Returns the note that says so, or None when the end is
+    this budget's. ``stretch=False`` keeps the saved end (a Trainer's checkpoint continues as
+    the Trainer continued it: docs/compatibility.md).
+
+    A cosine saved before a warm-up as long as the run was kept as given (it was cut to the
+    budget, and the cosine ended one step later) is of the same budget: it continues as it
+    would have, unchanged.
+
+    Examples:
+        >>> from attnlab.schedulers import CosineWarmupScheduler
+        >>> opt = lambda: torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+        >>> old = CosineWarmupScheduler(opt(), warmup=20, max_iters=21)  # --warmup 100, 20 steps
+        >>> restore_schedule(CosineWarmupScheduler(opt(), warmup=100, max_iters=20),
+        ...                  old.state_dict()) is None
+        True
+        >>> restore_schedule(CosineWarmupScheduler(opt(), warmup=100, max_iters=40),
+        ...                  old.state_dict())
+        'the learning-rate schedule now ends at step 40, with the budget (it ended at step 21)'
+    """
+    from ..schedulers import CosineWarmupScheduler
+
+    end = getattr(scheduler, "max_num_iters", None)  # Noam's has no end
+    ends = {end}
+    if isinstance(scheduler, CosineWarmupScheduler) and end is not None:
+        ends.add(max(end, min(scheduler.warmup, end) + 1))  # the rule before the kept warm-up
+    scheduler.load_state_dict(saved)
+    if not stretch or end is None or scheduler.max_num_iters in ends:
+        return None
+    note = (f"the learning-rate schedule now ends at step {end}, with the budget (it ended at "
+            f"step {scheduler.max_num_iters})")
+    scheduler.max_num_iters = end
+    # the rate of the next step, as the schedule now gives it (the checkpoint's is the old
+    # end's); the scheduler's own step sets it from the step after
+    rates = scheduler.get_lr()
+    for group, rate in zip(scheduler.optimizer.param_groups, rates):
+        group["lr"] = rate
+    scheduler._last_lr = rates
+    return note
 
 
 def read_checkpoint(path: Path, *, flag: str = "--resume") -> dict[str, Any]:

@@ -47,7 +47,7 @@ from ..run_config import RunSettings
 from ..runs import readable, save_weights, write_config, write_metrics
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
-                         read_checkpoint, restore_rng)
+                         read_checkpoint, restore_rng, restore_schedule)
 from .csvlog import keep_previous_log
 from .runlog import RunLog
 from .stepstats import StepStats
@@ -300,8 +300,10 @@ class Loop:
             self.module.load_state_dict(state["state_dict"])
             self.optimizer.load_state_dict(state["optimizer"])
         if state.get("lr_scheduler") is not None:
-            self._restore_schedule(state["lr_scheduler"],
-                                   stretch=state.get("stretch_schedule", True))
+            note = restore_schedule(self.scheduler, state["lr_scheduler"],
+                                    stretch=state.get("stretch_schedule", True))
+            if note and self.fabric.is_global_zero:
+                print(f"note: --resume: {note}", file=sys.stderr, flush=True)
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
         self.step, self.clock = int(state["global_step"]), TrainClock(float(state["train_seconds"]))
@@ -318,30 +320,6 @@ class Loop:
         validation = state.get("validation", {"step": self.step, "metrics": {}})
         self.validated = (int(validation["step"]), dict(validation["metrics"]))
         self._unvalidated = self._validates(self.step) and self.validated[0] != self.step
-
-    def _restore_schedule(self, saved: dict[str, Any], *, stretch: bool = True) -> None:
-        """The schedule's state, ending where this run's budget ends: a budget raised on
-        resume (--max-steps, --epochs) stretches the decay to the new last step, as the
-        config.yaml it records says, rather than keeping the old end (past it the course's
-        cosine climbed back up, and the decays to a floor trained on at the floor).
-        ``stretch=False`` keeps the saved end (a Trainer's checkpoint continues as the
-        Trainer continued it: docs/compatibility.md)."""
-        scheduler = self.scheduler
-        end = getattr(scheduler, "max_num_iters", None)  # Noam's has no end
-        scheduler.load_state_dict(saved)
-        if not stretch or end is None or scheduler.max_num_iters == end:
-            return
-        if self.fabric.is_global_zero:
-            print(f"note: --resume: the learning-rate schedule now ends at step {end}, with the "
-                  f"budget (it ended at step {scheduler.max_num_iters})", file=sys.stderr,
-                  flush=True)
-        scheduler.max_num_iters = end
-        # the rate of the next step, as the schedule now gives it (the checkpoint's is the
-        # old end's); the scheduler's own step sets it from the step after
-        lrs = scheduler.get_lr()
-        for group, lr in zip(scheduler.optimizer.param_groups, lrs):
-            group["lr"] = lr
-        scheduler._last_lr = lrs
 
     # ---- the step -------------------------------------------------------------------------
     def run(self) -> None:
