@@ -89,20 +89,39 @@ def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
     """The data files ``--resume`` is given at another path than config.yaml's (those whose
     SHA-256 it holds: ``resume_conflicts`` lets them through, the task checks their bytes),
     made absolute as a new run records them, so that evaluate finds them from anywhere. A
-    file at another path whose bytes are not the recorded ones is refused here, naming the
-    file the run started on (the task's own check would call it "changed")."""
+    file at another path that is missing, or whose bytes are not the recorded ones, is refused
+    here, naming the file the run started on (the task's own check would call it "gone" or
+    "changed")."""
     from ..runs import file_digest
 
     pinned, moved = saved.get("data_sha256") or {}, {}
     for key in (k for k in pinned if given.get(k)):
         new, old = Path(given[key]).resolve(), saved.get(key)
-        if old is not None and new != Path(old) and new.exists() \
-                and file_digest(new) != pinned[key]:  # another file, not this run's, moved
-            raise UsageError(f"--{key} {given[key]} is not the file this run started on "
-                             f"({old}): its SHA-256 differs from config.yaml's data_sha256; "
-                             f"give that file where it is now, or start a new run")
+        if old is not None and new != Path(old):  # moved: it must be the file, found
+            started = (f"the run started on {old} (its SHA-256 is config.yaml's data_sha256): "
+                       f"give that file where it is now, or start a new run")
+            if not new.exists():
+                raise UsageError(f"--{key} {given[key]} not found; {started}")
+            if file_digest(new) != pinned[key]:
+                raise UsageError(f"--{key} {given[key]} is not the file this run started on: "
+                                 f"its bytes differ; {started}")
         moved[key] = str(new)
     return moved
+
+
+def record_moved_data(run_dir: Path, record: dict[str, Any]) -> None:
+    """--resume given a data file at its new path (``moved_data``: its bytes are the recorded
+    ones): ``run_dir``'s config.yaml names the new path now, not only when the run finishes,
+    so a run interrupted again resumes, and ``evaluate --checkpoint last`` reads, without the
+    flag. ``record``: the resumed run's settings (``cfg.record()``)."""
+    from ..runs import read_yaml, write_yaml
+
+    path = run_dir / "config.yaml"
+    saved = read_yaml(path)
+    moved = {k: record[k] for k in saved.get("data_sha256") or {}
+             if record.get(k) and record[k] != saved.get(k)}
+    if moved:
+        write_yaml(path, {**saved, **moved})
 
 
 def finished_message(run_dir: Path, saved: dict[str, Any], given: RunSettings) -> str | None:

@@ -374,6 +374,8 @@ def _train(cfg: RunSettings, run_dir: Path, checked: Any = None) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     if not cfg.resume and not _is_child():
         write_config(run_dir, cfg)  # so that --resume can rebuild the run
+    elif not _is_child():
+        preflight.record_moved_data(run_dir, cfg.record())
     seed_all(cfg.seed)
     threads = cfg.threads
     if not threads and cfg.devices == 1 and default_threads("forward") == 1:

@@ -280,14 +280,32 @@ def test_resume_takes_the_data_file_where_it_moved_to_if_its_bytes_are_the_same(
                                        f"on) is gone; give --data where it is now, put the file "
                                        f"back or start a new run\n")
     assert main([*more, "--data", "other.csv"]) == 2
+    started = (f"the run started on {gone} (its SHA-256 is config.yaml's data_sha256): give "
+               f"that file where it is now, or start a new run\n")
     assert capsys.readouterr().err == (f"attnlab: error: --data other.csv is not the file this "
-                                       f"run started on ({gone}): its SHA-256 differs from "
-                                       f"config.yaml's data_sha256; give that file where it is "
-                                       f"now, or start a new run\n")
+                                       f"run started on: its bytes differ; {started}")
+    assert main([*more, "--data", "mooved/reviews.csv"]) == 2  # mistyped
+    assert capsys.readouterr().err == (f"attnlab: error: --data mooved/reviews.csv not found; "
+                                       f"{started}")
     assert main([*more, "--data", "moved/reviews.csv"]) == 0, capsys.readouterr().err
     cfg = read_yaml(run / "config.yaml")
     assert cfg["data"] == str(tmp_path / "moved" / "reviews.csv")
     assert json.loads((run / "metrics.json").read_text())["steps"] == 84
+
+
+def test_a_moved_data_file_is_recorded_when_the_resumed_run_starts(tmp_path):
+    """config.yaml named the moved file's new path only when the resumed run finished: a run
+    interrupted again then asked for --data once more, and evaluate --checkpoint last could not
+    find its data. Now the path is recorded at the start (its bytes were checked before)."""
+    from attnlab.commands.preflight import record_moved_data
+    from attnlab.runs import write_yaml
+
+    saved = {"task": "classify", "data": "/gone/reviews.csv", "test": "/kept/test.csv",
+             "data_sha256": {"data": "ab", "test": "cd"}, "max_steps": 40}
+    write_yaml(tmp_path / "config.yaml", saved)
+    record_moved_data(tmp_path, {**saved, "data": "/moved/reviews.csv", "max_steps": 80})
+    # only the moved path: the budget is recorded when the run finishes, as before
+    assert read_yaml(tmp_path / "config.yaml") == {**saved, "data": "/moved/reviews.csv"}
 
 
 def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch(monkeypatch):
