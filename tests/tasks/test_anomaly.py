@@ -128,3 +128,23 @@ def test_plot_attention_labels_each_image_by_its_digit(anomaly_run, tmp_path):
     assert main(["plot", "attention", str(anomaly_run), "--input", " ".join(map(str, chosen)),
                  "--out", str(out)]) == 0
     assert out.stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_evaluate_of_a_run_trained_on_sets_of_2_is_refused_in_one_line(anomaly_run, tmp_path,
+                                                                        capsys):
+    # a run made before sets of 2 were refused: evaluate drew its test sets of 2 and died with
+    # a traceback (exit 1)
+    import shutil
+
+    from attnlab.runs import write_yaml
+
+    run = tmp_path / "old"
+    shutil.copytree(anomaly_run, run)
+    write_yaml(run / "config.yaml", {**read_yaml(run / "config.yaml"), "set_size": 2})
+    capsys.readouterr()
+    assert main(["evaluate", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"attnlab: error: {run / 'config.yaml'}: set_size 2: a set of 2 has no odd "
+                   f"one, so no test set can score this run; train it again with --set-size 3 "
+                   f"or more\n")

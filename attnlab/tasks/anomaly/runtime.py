@@ -156,6 +156,10 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
     if data is not None:
         raise UsageError("--data: the anomaly task is evaluated on its fixed test sets; "
                          "it takes no data file")
+    if cfg.set_size < 3:  # a run of before sets of 2 were refused: its scores were chance
+        raise UsageError(f"{run_dir / 'config.yaml'}: set_size {cfg.set_size}: a set of 2 has "
+                         f"no odd one, so no test set can score this run; train it again with "
+                         f"--set-size 3 or more")
     return {"test_accuracy": anomaly_accuracy(load(task, run_dir, cfg), cfg)}
 
 
