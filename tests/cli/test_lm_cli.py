@@ -80,6 +80,19 @@ def test_streamer_holds_back_possible_stop_prefixes_and_partial_characters():
     assert [s.add(i) for i in ids] == ["", "é", "!"]
 
 
+def test_a_stop_string_typed_decomposed_stops_an_nfc_tokenizers_text():
+    # the tokenizer decodes "café" composed (NFC); --stop "é" typed as e + U+0301 was never
+    # found, and generation ran past it
+    tok = CharTokenizer.fit(["le café est bon"])
+    s = StopStreamer(tok, ["e\u0301"])
+    printed = []
+    for i in tok.encode("le café est bon"):
+        printed.append(s.add(i))
+        if s.stopped:
+            break
+    assert s.stopped and "".join(printed) == "le caf"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["--prompt", ""], "--prompt is empty"),

@@ -30,7 +30,10 @@ class StopStreamer:
     """
 
     def __init__(self, tokenizer, stops: list[str]) -> None:
-        self.tokenizer, self.stops = tokenizer, stops
+        # in the text's form: an attnlab tokeniser decodes to its normal form (NFC), so a stop
+        # string typed decomposed would never be found
+        form = getattr(tokenizer, "normalized", None)
+        self.tokenizer, self.stops = tokenizer, [form(s) for s in stops] if form else stops
         self.ids: list[int] = []
         self.printed = 0
         self.hold = max((len(s) for s in stops), default=1) - 1
