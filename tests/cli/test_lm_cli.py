@@ -65,14 +65,20 @@ def test_stop_string_ends_the_output_before_it(run, capsys):
     assert printed == "hello" + full[: full.index("wor")] + "\n"
 
 
+def _streamed(streamer, ids):
+    """What ``streamer`` prints for each of ``ids``, up to the one that stops it."""
+    pieces = []
+    for i in ids:
+        pieces.append(streamer.add(i))
+        if streamer.stopped:
+            break
+    return pieces
+
+
 def test_streamer_holds_back_possible_stop_prefixes_and_partial_characters():
     tok = CharTokenizer.fit(["abcdef"])
     s = StopStreamer(tok, ["cd"])
-    pieces = []
-    for i in tok.encode("abcdef"):
-        pieces.append(s.add(i))
-        if s.stopped:
-            break
+    pieces = _streamed(s, tok.encode("abcdef"))
     assert pieces == ["", "a", "b", ""] and s.stopped  # "c" waited: it could start "cd"
     bpe = BPETokenizer.fit(["x"], vocab_size=260)
     s = StopStreamer(bpe, [])
@@ -85,12 +91,7 @@ def test_a_stop_string_typed_decomposed_stops_an_nfc_tokenizers_text():
     # found, and generation ran past it
     tok = CharTokenizer.fit(["le café est bon"])
     s = StopStreamer(tok, ["e\u0301"])
-    printed = []
-    for i in tok.encode("le café est bon"):
-        printed.append(s.add(i))
-        if s.stopped:
-            break
-    assert s.stopped and "".join(printed) == "le caf"
+    assert "".join(_streamed(s, tok.encode("le café est bon"))) == "le caf" and s.stopped
 
 
 @pytest.mark.slow
