@@ -55,9 +55,12 @@ def check_files(cfg: dict[str, Any]) -> None:
     or --test file with jets that --data trains on (``_say_shared``)."""
     from .data import check_jet_file  # numpy and pandas: only when the files are read
 
+    # the jets' digests only where they are compared: not on --resume (a third of the scan)
+    resuming = bool(cfg.get("resume"))
     digests: dict[str, list] = {key: [] for key in DATA_FILES if cfg.get(key)}
     counts = {key: check_jet_file(cfg[key], what=f"--{key}",
-                                  max_constituents=cfg["max_constituents"], digests=digests[key])
+                                  max_constituents=cfg["max_constituents"],
+                                  digests=None if resuming else digests[key])
               for key in digests}
     parts = split_ranges(counts["data"], val_fraction=cfg["val_fraction"],
                          test_fraction=cfg["test_fraction"], val=cfg.get("val"),
@@ -69,7 +72,7 @@ def check_files(cfg: dict[str, Any]) -> None:
                 f"--data {cfg['data']}: its {part} range (jets {start}..{stop - 1} of "
                 f"{counts['data']}) does not hold jets of both classes; use a larger file "
                 f"or give --{'data' if part == 'train' else part} FILE")
-    if not cfg.get("resume"):  # once every check passed; not said again on --resume
+    if not resuming:  # once every check passed; not said again on --resume
         _say_shared(cfg, digests, parts)
 
 

@@ -430,7 +430,6 @@ def check_jet_file(path: str | Path, what: str = "--data", *,
         path: the file.
         what: the flag it came from, to start the messages ("--test").
         max_constituents: the constituents that will be read (the columns checked).
-
         digests: when given, receives the ``jet_digests`` of every chunk, in file order.
 
     Returns:
