@@ -45,7 +45,7 @@ from .errors import UsageError
 from .runs import atomic_write, read_json
 
 __all__ = ["Tokenizer", "CharTokenizer", "WordTokenizer", "BPETokenizer", "load_tokenizer",
-           "TOKENIZER_KINDS",
+           "TOKENIZER_KINDS", "in_form",
            "SPECIAL_TOKENS", "PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID"]
 
 SPECIAL_TOKENS = ("<pad>", "<sos>", "<eos>", "<unk>")
@@ -82,7 +82,7 @@ class Tokenizer:
             >>> CharTokenizer.fit(["caf\u00e9"]).normalized("cafe\u0301") == "caf\u00e9"
             True
         """
-        return unicodedata.normalize(self.normalize, text) if self.normalize else text
+        return in_form(self.normalize, text)
 
     @classmethod
     def fit(cls, texts: Iterable[str], **options) -> "Tokenizer":
@@ -183,7 +183,7 @@ class _VocabTokenizer(Tokenizer):
         form = check_form(normalize)
         counts: Counter[str] = Counter()
         for text in texts:
-            counts.update(cls.split(unicodedata.normalize(form, text) if form else text))
+            counts.update(cls.split(in_form(form, text)))
         # Counter.most_common is stable, so equal counts keep their first-seen order.
         kept = [p for p, n in counts.most_common() if n >= min_freq]
         if vocab_size is not None:
@@ -309,7 +309,7 @@ class BPETokenizer(Tokenizer):
                                       initial_alphabet=alphabet, show_progress=False)
         form = check_form(normalize)
         if form:
-            texts = (unicodedata.normalize(form, t) for t in texts)
+            texts = (in_form(form, t) for t in texts)
         tok.train_from_iterator(texts, trainer)
         return cls(tok, normalize=form)
 
@@ -386,6 +386,12 @@ def vocab_too_small(kind: str, vocab_size: int | None) -> str | None:
     if vocab_size is None or least is None or vocab_size >= least:
         return None
     return f"--vocab-size must be an integer >= {least} for --tokenizer {kind}, got {vocab_size!r}"
+
+
+def in_form(form: str | None, text: str) -> str:
+    """``text`` in the Unicode normal form ``form`` (one of ``NORMAL_FORMS``), or as given
+    when ``form`` is None (a tokeniser saved before attnlab normalised)."""
+    return unicodedata.normalize(form, text) if form else text
 
 
 def check_form(normalize: str | None) -> str | None:

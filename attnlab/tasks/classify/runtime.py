@@ -373,8 +373,6 @@ def run(task, cfg: RunSettings, run_dir: Path,
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)
     model = start.weights_into(build_model(cfg), cfg.labels)
-    if start.tokenizer is not None:  # a resumed run reads it from here, never from --init
-        start.tokenizer.save(Path(run_dir) / "tokenizer.json")
     module = _module(ClassifierModule, model, cfg, steps)
     result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
                  val_check_interval=cfg.val_every or min(train.num_batches, steps),

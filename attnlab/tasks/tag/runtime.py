@@ -31,7 +31,7 @@ from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import steps_of_epochs
-from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer, note_unknown
+from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_unknown
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
@@ -85,14 +85,12 @@ class Encoded:
 def fit_vocabulary(cfg: RunSettings, sentences: list[list[str]]) -> WordTokenizer:
     """The words of the training split, most frequent first, at most ``--vocab-size`` ids with
     the four special ones (a ``WordTokenizer`` whose pieces are whole words)."""
-    import unicodedata
     from collections import Counter
 
     # the run's form (NFC; None: a run resumed from before attnlab normalised): "é" as one
     # code point or as e + accent is one word
     form = cfg.normalize
-    counts = Counter(unicodedata.normalize(form, w) if form else w
-                     for words in sentences for w in words)
+    counts = Counter(in_form(form, w) for words in sentences for w in words)
     kept = [w for w, _ in counts.most_common(cfg.vocab_size - len(SPECIAL_TOKENS))]
     return WordTokenizer([*SPECIAL_TOKENS, *kept], normalize=form)
 
@@ -321,8 +319,6 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
              else cfg.max_steps)
     val = make_batches(*_batches_of(cfg, tokenizer, splits["val"])[:2], 64,
                        **_batching(cfg, tokenizer))
-    if cfg.init:  # a resumed run reads it from here, never from --init
-        tokenizer.save(Path(run_dir) / "tokenizer.json")
     module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
     result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
                  max_steps=steps, val_check_interval=cfg.val_every or min(train.num_batches, steps),

@@ -283,8 +283,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     ``cross_attention.png``); return test_exact_match, test_bleu and test_chrf.
 
     The model and tokenisers: fit on the data and random; with ``--init DIR``, DIR's (read by
-    ``validate``: ``checked``), the tokenisers saved at once so that ``--resume`` reads them
-    from the run directory and never from DIR."""
+    ``validate``: ``checked``), the tokenisers saved by ``fit`` before the first step, so that
+    ``--resume`` reads them from the run directory and never from DIR."""
     from ...training import finish, fit  # Lightning: loaded by training only
     from ...training.seq2seq import Seq2SeqModule
 
@@ -297,7 +297,6 @@ def run(task, cfg: RunSettings, run_dir: Path,
         model = build_model(cfg)
     else:  # validate read DIR before the run directory existed
         cfg, model, tok = _init_config(cfg, checked or read_init(task, cfg), sample)
-        tok.save(run_dir / "tokenizer.json")  # now: --resume of this run reads them
     loader, max_steps, every = _train_loader(cfg, train, tok)
     # before training: --val-bleu scores the validation pairs as the test pairs are scored
     cfg = cfg.derive(bleu_tokenize=resolve_bleu_tokenize([t for _, t in test],
