@@ -431,3 +431,22 @@ def test_a_hovered_long_label_keeps_its_first_letter(page):
     label = driver.find_element(By.CSS_SELECTOR, '.qtok[data-index="3"] .label')
     assert label.text.startswith("M") and label.rect["x"] >= column["x"] - 0.5
     assert label.rect["x"] + label.rect["width"] <= column["x"] + column["width"] + 0.5
+
+
+def test_a_cut_label_never_splits_an_emoji(page):
+    """Labels and the readout are cut by characters, not by UTF-16 halves: an emoji at the
+    cut showed as a broken glyph, and ten emoji (20 halves) were cut although they fit."""
+    tokens = ["abcdefghijkl😀xyz", "😀" * 10, "ok"]
+    driver = page(attention_data([Layer("self", "self", np.full((1, 3, 3), 1 / 3))], tokens))
+    ready(driver)
+    # as code points: a lone half cannot even be handed back to Python as a string
+    def codes(text):
+        return [ord(c) for c in text]
+
+    as_text = "return [...document.querySelectorAll(arguments[0])].map((e) => " \
+              "Array.from(e.textContent, (c) => c.codePointAt(0)))"
+    label = driver.execute_script(as_text, '.qtok[data-index="0"] .label')
+    assert label == [codes("abcdefghijkl😀…")]
+    hover(driver, '.qtok[data-index="2"]')
+    shown = driver.execute_script(as_text, "#readout .tok")
+    assert shown == [codes("0abcdefghijkl😀xyz"), codes("1" + "😀" * 10), codes("2ok")]

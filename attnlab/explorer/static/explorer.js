@@ -77,7 +77,11 @@
     children.forEach((c) => node.appendChild(c));
     return node;
   }
-  const short = (text, n) => (text.length > n ? text.slice(0, n - 1) + "…" : text);
+  // cut by characters (code points), not UTF-16 halves: an emoji is never split in two
+  const short = (text, n) => {
+    const chars = [...text];
+    return chars.length > n ? chars.slice(0, n - 1).join("") + "…" : text;
+  };
   const visible = (t) => (t === "" ? "·" : t.replace(/\n/g, "⏎").replace(/^ +$/, (s) => "␣".repeat(s.length)));
 
   const body = document.body;
