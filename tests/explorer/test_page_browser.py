@@ -450,3 +450,22 @@ def test_a_cut_label_never_splits_an_emoji(page):
     hover(driver, '.qtok[data-index="2"]')
     shown = driver.execute_script(as_text, "#readout .tok")
     assert shown == [codes("0abcdefghijkl😀xyz"), codes("1" + "😀" * 10), codes("2ok")]
+
+
+def test_a_head_chosen_while_averaging_is_shown(page, course_model):
+    """With the heads averaged, clicking a head's map (or ← →) showed the mean still: the
+    click did nothing a learner could see. Choosing a head now shows that head."""
+    maps, data = course_model
+    driver = page(data)
+    ready(driver)
+    driver.find_element(By.ID, "average-heads").click()
+    driver.find_element(By.CSS_SELECTOR, 'canvas.thumb[data-layer="1"][data-head="1"]').click()
+    assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 2"
+    assert not driver.find_element(By.ID, "average-heads").is_selected()
+    hover(driver, '.qtok[data-index="3"]')
+    assert readout(driver, "data-key") == {j: f"{maps[1][1, 3, j]:.3f}" for j in range(6)}
+    driver.find_element(By.ID, "average-heads").click()
+    driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
+    assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 1"
+    hover(driver, '.qtok[data-index="3"]')
+    assert readout(driver, "data-key") == {j: f"{maps[1][0, 3, j]:.3f}" for j in range(6)}

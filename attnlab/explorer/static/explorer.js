@@ -156,7 +156,7 @@
                                  title: `layer ${l + 1}, head ${h + 1}` });
         c.style.width = c.style.height = `${size}px`;
         paint(c, layer, layer.weights[h]);
-        c.addEventListener("click", () => select(state.group, l, h));
+        c.addEventListener("click", () => showHead(l, h));
         grid.appendChild(c);
       }
     });
@@ -334,6 +334,12 @@
     render(full);
   }
 
+  // a head chosen (its map clicked, ← or →) is shown, even while the heads were averaged
+  function showHead(layer, head) {
+    state.average = false; average.checked = false;
+    select(state.group, layer, head);
+  }
+
   function hover(focus) {
     state.active = focus;
     if (!state.pinned) { drawMain(); showReadout(); }
@@ -373,8 +379,8 @@
     const g = groups[state.group];
     const H = current().weights.length;
     const moves = {
-      ArrowLeft: () => select(state.group, state.layer, (state.head + H - 1) % H),
-      ArrowRight: () => select(state.group, state.layer, (state.head + 1) % H),
+      ArrowLeft: () => showHead(state.layer, (state.head + H - 1) % H),
+      ArrowRight: () => showHead(state.layer, (state.head + 1) % H),
       ArrowUp: () => select(state.group, (state.layer + g.layers.length - 1) % g.layers.length, state.head),
       ArrowDown: () => select(state.group, (state.layer + 1) % g.layers.length, state.head),
       a: () => { average.checked = !average.checked; state.average = average.checked; render(false); },
