@@ -469,3 +469,16 @@ def test_a_head_chosen_while_averaging_is_shown(page, course_model):
     assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 1"
     hover(driver, '.qtok[data-index="3"]')
     assert readout(driver, "data-key") == {j: f"{maps[1][0, 3, j]:.3f}" for j in range(6)}
+
+
+@pytest.mark.parametrize("T", [128, 300])
+def test_the_first_key_label_keeps_off_the_corners_words(page, T):
+    """Cells thinner than a line: the first key's label, centred on its column, ran into
+    "keys →" and "queries ↓" in the corner."""
+    w = np.full((1, T, T), 1 / T)
+    driver = page(attention_data([Layer("attn", "self", w)], ["[CLS]"] + ["tok"] * (T - 1)))
+    ready(driver)
+    corner = _boxes(driver, ".corner span")
+    labels = _boxes(driver, ".ktok .label")
+    assert len(corner) == 2 and labels
+    assert not any(_overlap(a, b) for a in corner for b in labels)

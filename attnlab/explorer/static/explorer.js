@@ -212,6 +212,9 @@
     const room = (scroller.clientWidth || Math.max(0, window.innerWidth - 300)) - labelColumn - 6;
     cell = Math.max(4, Math.min(40, Math.floor(Math.min(Math.max(200, room) / S, 520 / T))));
     mainMap.width = S * cell; mainMap.height = T * cell;
+    // a key label is a line wide, centred on its column: on thin columns the first one
+    // reaches left of the map, so the corner's words step aside by as much
+    mapBox.style.setProperty("--spill", `${Math.max(0, Math.ceil((LINE - cell) / 2))}px`);
     mainMap.dataset.rows = String(T); mainMap.dataset.cols = String(S);
     const key = `${state.group}/${state.layer}/${state.average ? "mean" : state.head}/` +
       `${byRow(layer) ? "row" : "map"}`;
