@@ -431,3 +431,54 @@ def test_a_hovered_long_label_keeps_its_first_letter(page):
     label = driver.find_element(By.CSS_SELECTOR, '.qtok[data-index="3"] .label')
     assert label.text.startswith("M") and label.rect["x"] >= column["x"] - 0.5
     assert label.rect["x"] + label.rect["width"] <= column["x"] + column["width"] + 0.5
+
+
+def test_a_cut_label_never_splits_an_emoji(page):
+    """Labels and the readout are cut by characters, not by UTF-16 halves: an emoji at the
+    cut showed as a broken glyph, and ten emoji (20 halves) were cut although they fit."""
+    tokens = ["abcdefghijkl😀xyz", "😀" * 10, "ok"]
+    driver = page(attention_data([Layer("self", "self", np.full((1, 3, 3), 1 / 3))], tokens))
+    ready(driver)
+    # as code points: a lone half cannot even be handed back to Python as a string
+    def codes(text):
+        return [ord(c) for c in text]
+
+    as_text = "return [...document.querySelectorAll(arguments[0])].map((e) => " \
+              "Array.from(e.textContent, (c) => c.codePointAt(0)))"
+    label = driver.execute_script(as_text, '.qtok[data-index="0"] .label')
+    assert label == [codes("abcdefghijkl😀…")]
+    hover(driver, '.qtok[data-index="2"]')
+    shown = driver.execute_script(as_text, "#readout .tok")
+    assert shown == [codes("0abcdefghijkl😀xyz"), codes("1" + "😀" * 10), codes("2ok")]
+
+
+def test_a_head_chosen_while_averaging_is_shown(page, course_model):
+    """With the heads averaged, clicking a head's map (or ← →) showed the mean still: the
+    click did nothing a learner could see. Choosing a head now shows that head."""
+    maps, data = course_model
+    driver = page(data)
+    ready(driver)
+    driver.find_element(By.ID, "average-heads").click()
+    driver.find_element(By.CSS_SELECTOR, 'canvas.thumb[data-layer="1"][data-head="1"]').click()
+    assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 2"
+    assert not driver.find_element(By.ID, "average-heads").is_selected()
+    hover(driver, '.qtok[data-index="3"]')
+    assert readout(driver, "data-key") == {j: f"{maps[1][1, 3, j]:.3f}" for j in range(6)}
+    driver.find_element(By.ID, "average-heads").click()
+    driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
+    assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 1"
+    hover(driver, '.qtok[data-index="3"]')
+    assert readout(driver, "data-key") == {j: f"{maps[1][0, 3, j]:.3f}" for j in range(6)}
+
+
+@pytest.mark.parametrize("T", [128, 300])
+def test_the_first_key_label_keeps_off_the_corners_words(page, T):
+    """Cells thinner than a line: the first key's label, centred on its column, ran into
+    "keys →" and "queries ↓" in the corner."""
+    w = np.full((1, T, T), 1 / T)
+    driver = page(attention_data([Layer("attn", "self", w)], ["[CLS]"] + ["tok"] * (T - 1)))
+    ready(driver)
+    corner = _boxes(driver, ".corner span")
+    labels = _boxes(driver, ".ktok .label")
+    assert len(corner) == 2 and labels
+    assert not any(_overlap(a, b) for a in corner for b in labels)

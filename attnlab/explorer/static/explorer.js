@@ -77,7 +77,11 @@
     children.forEach((c) => node.appendChild(c));
     return node;
   }
-  const short = (text, n) => (text.length > n ? text.slice(0, n - 1) + "…" : text);
+  // cut by characters (code points), not UTF-16 halves: an emoji is never split in two
+  const short = (text, n) => {
+    const chars = [...text];
+    return chars.length > n ? chars.slice(0, n - 1).join("") + "…" : text;
+  };
   const visible = (t) => (t === "" ? "·" : t.replace(/\n/g, "⏎").replace(/^ +$/, (s) => "␣".repeat(s.length)));
 
   const body = document.body;
@@ -152,7 +156,7 @@
                                  title: `layer ${l + 1}, head ${h + 1}` });
         c.style.width = c.style.height = `${size}px`;
         paint(c, layer, layer.weights[h]);
-        c.addEventListener("click", () => select(state.group, l, h));
+        c.addEventListener("click", () => showHead(l, h));
         grid.appendChild(c);
       }
     });
@@ -208,6 +212,9 @@
     const room = (scroller.clientWidth || Math.max(0, window.innerWidth - 300)) - labelColumn - 6;
     cell = Math.max(4, Math.min(40, Math.floor(Math.min(Math.max(200, room) / S, 520 / T))));
     mainMap.width = S * cell; mainMap.height = T * cell;
+    // a key label is a line wide, centred on its column: on thin columns the first one
+    // reaches left of the map, so the corner's words step aside by as much
+    mapBox.style.setProperty("--spill", `${Math.max(0, Math.ceil((LINE - cell) / 2))}px`);
     mainMap.dataset.rows = String(T); mainMap.dataset.cols = String(S);
     const key = `${state.group}/${state.layer}/${state.average ? "mean" : state.head}/` +
       `${byRow(layer) ? "row" : "map"}`;
@@ -330,6 +337,12 @@
     render(full);
   }
 
+  // a head chosen (its map clicked, ← or →) is shown, even while the heads were averaged
+  function showHead(layer, head) {
+    state.average = false; average.checked = false;
+    select(state.group, layer, head);
+  }
+
   function hover(focus) {
     state.active = focus;
     if (!state.pinned) { drawMain(); showReadout(); }
@@ -369,8 +382,8 @@
     const g = groups[state.group];
     const H = current().weights.length;
     const moves = {
-      ArrowLeft: () => select(state.group, state.layer, (state.head + H - 1) % H),
-      ArrowRight: () => select(state.group, state.layer, (state.head + 1) % H),
+      ArrowLeft: () => showHead(state.layer, (state.head + H - 1) % H),
+      ArrowRight: () => showHead(state.layer, (state.head + 1) % H),
       ArrowUp: () => select(state.group, (state.layer + g.layers.length - 1) % g.layers.length, state.head),
       ArrowDown: () => select(state.group, (state.layer + 1) % g.layers.length, state.head),
       a: () => { average.checked = !average.checked; state.average = average.checked; render(false); },
