@@ -69,6 +69,18 @@ def check_config(cfg, cfg_path: Path, task, *, training: bool = False) -> None:
         raise UsageError(f"{cfg_path}: {broken}")
 
 
+def _is_a_directory(run_dir: Path, where: str) -> None:
+    """Refuse a ``run_dir`` that is missing, or is a file (a run's config.yaml or weights,
+    say: the message then names the run directory that holds it)."""
+    if run_dir.exists() and not run_dir.is_dir():
+        holder = run_dir.parent
+        hint = (f"; give the run directory that holds it, {holder}"
+                if (holder / "config.yaml").is_file() else "")
+        raise UsageError(f"{where}{run_dir} is a file, not a run directory{hint}")
+    if not run_dir.is_dir():
+        raise UsageError(f"{where}run directory not found: {run_dir}")
+
+
 def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
                   command: str = "", checkpoint: str | None = None
                   ) -> tuple[Path, RunSettings]:
@@ -102,13 +114,7 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
     """
     run_dir = Path(run_dir)
     where = f"{command}: " if command else ""
-    if run_dir.exists() and not run_dir.is_dir():  # a run's config.yaml or weights, say
-        holder = run_dir.parent
-        hint = (f"; give the run directory that holds it, {holder}"
-                if (holder / "config.yaml").is_file() else "")
-        raise UsageError(f"{where}{run_dir} is a file, not a run directory{hint}")
-    if not run_dir.is_dir():
-        raise UsageError(f"{where}run directory not found: {run_dir}")
+    _is_a_directory(run_dir, where)
     cfg_path = run_dir / "config.yaml"
     if not cfg_path.is_file():
         raise UsageError(f"{where}{run_dir} is not a run directory (no config.yaml)")
