@@ -34,6 +34,7 @@ loading either) and are re-exported here.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 from collections import deque
@@ -53,7 +54,7 @@ from ..tokenizers import TOKENIZER_KINDS, Tokenizer
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import SPLITS, corpus_identity, read_meta
-from .tables import COLUMNAR, file_format
+from .tables import COLUMNAR, file_format, refuse_utf16
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
            "TokenWindows", "TOKENIZERS", "SPLITS", "CORPUS_FILES"]
@@ -85,15 +86,14 @@ def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS
     files), and a row of no text ("") is no document and is skipped.
 
     Args:
-        digests: when given, ``digests[i]`` becomes the SHA-256 (hex) of file i's bytes as read
-            (UTF-8 decoding is exact, so the text encodes back to the same bytes); of a
-            directory, ``attnlab.runs.tree_digest``.
+        digests: when given, ``digests[i]`` becomes the SHA-256 (hex) of file i's bytes as read;
+            of a directory, ``attnlab.runs.tree_digest``.
         text_column: the column of a Parquet file or datasets directory to read.
 
     Raises:
         UsageError: naming a file that is missing, a directory, a symbolic-link loop,
-            unreadable or not UTF-8 text; a table without ``text_column``, or whose column
-            is not text.
+            unreadable, not UTF-8 text or holding a NUL byte; a table without ``text_column``,
+            or whose column is not text.
     """
     for (i, _), text in _documents(paths, chunk_chars, digests, text_column):
         yield i, text
@@ -121,23 +121,31 @@ def _cut(text: str) -> int:
 
 
 def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[str]:
+    """The pieces of a UTF-8 text file, read as bytes and decoded here, so that an error names
+    the byte of the file (a text-mode reader's count restarts every 8 KiB). A UTF-8
+    byte-order mark is no text (Windows Notepad's "UTF-8 with BOM") and is dropped; a file
+    that is UTF-16, or holds a NUL byte (binary, or UTF-16 without its mark, whose every other
+    byte is NUL and would decode as "valid" UTF-8), is refused."""
     h = hashlib.sha256()
-    carry = ""
+    carry, read = "", 0
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, "rb") as f:
             while True:
-                block = f.read(chunk_chars - len(carry))
-                h.update(block.encode("utf-8"))
+                raw = f.read(chunk_chars - len(carry))
+                h.update(raw)
+                block = _decoded(path, decoder, raw, read)
+                read += len(raw)
                 text = carry + block
-                if not block:  # end of file
+                if not raw:  # end of file
                     if text:
                         yield text
                     break
+                if not block:  # only part of a character so far
+                    continue
                 cut = _cut(text)
                 yield text[:cut]
                 carry = text[cut:]
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except FileNotFoundError:
         raise UsageError(f"file not found: {path}") from None
     except IsADirectoryError:
@@ -146,6 +154,25 @@ def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[s
         raise UsageError(f"{path}: cannot read the file ({e.strerror or e})") from None
     if digests is not None:
         digests.append(h.hexdigest())
+
+
+def _decoded(path: Path, decoder, raw: bytes, read: int) -> str:
+    """``raw``, the bytes of ``path`` after the first ``read``, decoded (UsageError naming the
+    file and byte when they are not UTF-8 text); the file's byte-order mark dropped."""
+    if read == 0:
+        refuse_utf16(raw, str(path))
+    pending = len(decoder.getstate()[0])  # bytes of a character begun in the last block
+    start = read - pending  # the byte of the file where the text decoded here starts
+    try:
+        text = decoder.decode(raw, final=not raw)
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path} is not UTF-8 text ({e.reason} at byte "
+                         f"{start + e.start})") from None
+    if "\0" in text:
+        at = start + len(text[:text.index("\0")].encode("utf-8"))
+        raise UsageError(f"{path} holds a NUL byte at byte {at}: a binary file, or UTF-16 text "
+                         f"without a byte-order mark; give UTF-8 text")
+    return text[1:] if start == 0 and text.startswith("\ufeff") else text
 
 
 def _table_documents(i: int, path: Path, chunk_chars: int, digests: list | None,

@@ -39,7 +39,7 @@ from ..errors import UsageError
 from .headers import missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
-           "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line"]
+           "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line", "refuse_utf16"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
@@ -242,11 +242,17 @@ def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
                          f"the ones the run checked; put the file back or start a new run")
 
 
-def _decode(data: bytes, where: str) -> str:
-    """UTF-8 text of ``data``; the error names the line and column of the first bad byte."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Excel's "Unicode text" writes
+def refuse_utf16(head: bytes, where: str) -> None:
+    """UsageError when a file's first bytes ``head`` are a UTF-16 byte-order mark: what Excel's
+    and Notepad's "Unicode text" writes, which is no UTF-8."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise UsageError(f"{where}: the file is UTF-16 (it starts with a UTF-16 byte-order "
                          f"mark); save it as UTF-8")
+
+
+def _decode(data: bytes, where: str) -> str:
+    """UTF-8 text of ``data``; the error names the line and column of the first bad byte."""
+    refuse_utf16(data, where)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -86,6 +86,37 @@ def test_prepare_errors_name_the_problem(tmp_path):
         prepare([bad], tmp_path / "o", tokenizer="sentencepiece")
 
 
+def test_a_utf8_byte_order_mark_is_no_token(tmp_path):
+    """Notepad's "UTF-8 with BOM": the mark is not text, so the corpus is the plain file's (no
+    U+FEFF token the model would learn to write after every end of text)."""
+    plain = prepare([write(tmp_path, "plain.txt", TEXT)], tmp_path / "plain")
+    marked = tmp_path / "marked.txt"
+    marked.write_bytes(b"\xef\xbb\xbf" + TEXT.encode("utf-8"))
+    for chunk_chars in (2, 7, 1 << 20):  # the mark split across reads too
+        assert "".join(t for _, t in iter_text_chunks([marked], chunk_chars)) == TEXT
+    meta = prepare([marked], tmp_path / "marked")
+    assert "\ufeff" not in load_tokenizer(tmp_path / "marked" / "tokenizer.json").pieces
+    assert meta["vocab_size"] == plain["vocab_size"]
+    for split in ("train.bin", "val.bin"):
+        ours, theirs = (tmp_path / d / split for d in ("marked", "plain"))
+        assert ours.read_bytes() == theirs.read_bytes()
+
+
+@pytest.mark.parametrize("data, message", [
+    ("hello world\n".encode("utf-16") * 20, "u.txt: the file is UTF-16"),  # Windows "Unicode"
+    ("hello world\n".encode("utf-16-le") * 20, "u.txt holds a NUL byte at byte 1:"),  # no mark
+    ("é ".encode() * 5000 + b"\0", "u.txt holds a NUL byte at byte 15000:"),
+    (b"a b " * 5000 + b"caf\xe9", r"u.txt is not UTF-8 text \(.* at byte 20003\)"),
+])
+def test_prepare_refuses_utf16_and_binary_naming_the_byte(tmp_path, data, message):
+    """UTF-16 without its mark decodes as "valid" UTF-8 with a NUL after every letter; the byte
+    named is the file's (not a count restarted every 8 KiB)."""
+    (tmp_path / "u.txt").write_bytes(data)
+    with pytest.raises(UsageError, match=message):
+        prepare([tmp_path / "u.txt"], tmp_path / "o")
+    assert not (tmp_path / "o").exists()
+
+
 def test_windows_are_shifted_pairs_read_through_a_memmap(tmp_path):
     path = tmp_path / "t.bin"
     np.arange(100, dtype=np.uint16).tofile(path)
