@@ -392,8 +392,8 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     Raises:
         UsageError: for a missing/non-UTF-8/empty file, bad options, a corpus too small to hold
             out a validation split, an ``out_dir`` that is not empty (without ``force``) or that
-            holds files prepare did not write, an input file inside ``out_dir``, or a text file
-            that changed while it was being read.
+            holds files prepare did not write, an input file inside ``out_dir``, two inputs of
+            the same bytes, or a text file that changed while it was being read.
         ValueError: a ``val_fraction`` outside (0, 0.5], naming the argument.
 
     Examples:
@@ -436,14 +436,35 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
 
 
 def _count_characters(paths, chunk_chars: int, digests: list[str], text_column: str) -> int:
-    """The first pass: the files' character count (UsageError if 0); ``digests`` receives the
-    SHA-256 of each file as read, to be compared with the second pass's."""
+    """The first pass: the files' character count (UsageError if 0, or if two files are the
+    same); ``digests`` receives the SHA-256 of each file as read, to be compared with the
+    second pass's."""
     total = 0
     for _, text in iter_text_chunks(paths, chunk_chars, digests=digests, text_column=text_column):
         total += len(text)
     if total == 0:
         raise UsageError(f"the input files hold no text: {', '.join(map(str, paths))}")
+    _refuse_repeated(paths, digests)
     return total
+
+
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def _refuse_repeated(paths, digests: list[str]) -> None:
+    """Refuse two inputs of the same bytes (a file given twice, through a link, or copied): the
+    validation split, the end of the last one, would be text the model trains on, and its
+    val_loss would look better than on any new text."""
+    first: dict[str, int] = {}
+    for i, digest in enumerate(digests):
+        if digest == _EMPTY_SHA256:
+            continue
+        if digest in first:
+            same = "is given twice" if paths[first[digest]] == paths[i] else \
+                f"holds the same bytes as {paths[first[digest]]}"
+            raise UsageError(f"{paths[i]} {same}: its text would be in both the train and the "
+                             f"val split; give each text once")
+        first[digest] = i
 
 
 def _remove_temporary(out: Path, created: bool) -> None:

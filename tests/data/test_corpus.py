@@ -117,6 +117,22 @@ def test_prepare_refuses_utf16_and_binary_naming_the_byte(tmp_path, data, messag
     assert not (tmp_path / "o").exists()
 
 
+def test_prepare_refuses_a_text_given_twice(tmp_path):
+    """The val split is the end of the last file: given twice (or linked, or copied), that
+    text is in train.bin too, and val_loss measures text the model learnt by heart."""
+    a = write(tmp_path, "a.txt", TEXT)
+    (tmp_path / "link.txt").symlink_to(a)
+    copy = write(tmp_path, "copy.txt", TEXT)
+    for paths, message in (([a, a], "a.txt is given twice"),
+                           ([a, tmp_path / "link.txt"], "link.txt holds the same bytes as .*a.txt"),
+                           ([a, copy], "copy.txt holds the same bytes as .*a.txt")):
+        with pytest.raises(UsageError, match=message):
+            prepare(paths, tmp_path / "o")
+        assert not (tmp_path / "o").exists()
+    empty = write(tmp_path, "empty.txt", "")
+    assert prepare([a, empty, write(tmp_path, "none.txt", "")], tmp_path / "ok")["val_tokens"]
+
+
 def test_windows_are_shifted_pairs_read_through_a_memmap(tmp_path):
     path = tmp_path / "t.bin"
     np.arange(100, dtype=np.uint16).tofile(path)
