@@ -54,7 +54,7 @@ from ..tokenizers import TOKENIZER_KINDS, Tokenizer
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import SPLITS, corpus_identity, read_meta
-from .tables import COLUMNAR, file_format, refuse_utf16
+from .tables import COLUMNAR, decode_utf8, file_format
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
            "TokenWindows", "TOKENIZERS", "SPLITS", "CORPUS_FILES"]
@@ -134,7 +134,7 @@ def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[s
             while True:
                 raw = f.read(chunk_chars - len(carry))
                 h.update(raw)
-                block = _decoded(path, decoder, raw, read)
+                block = decode_utf8(decoder, raw, read, str(path))
                 read += len(raw)
                 text = carry + block
                 if not raw:  # end of file
@@ -154,25 +154,6 @@ def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[s
         raise UsageError(f"{path}: cannot read the file ({e.strerror or e})") from None
     if digests is not None:
         digests.append(h.hexdigest())
-
-
-def _decoded(path: Path, decoder, raw: bytes, read: int) -> str:
-    """``raw``, the bytes of ``path`` after the first ``read``, decoded (UsageError naming the
-    file and byte when they are not UTF-8 text); the file's byte-order mark dropped."""
-    if read == 0:
-        refuse_utf16(raw, str(path))
-    pending = len(decoder.getstate()[0])  # bytes of a character begun in the last block
-    start = read - pending  # the byte of the file where the text decoded here starts
-    try:
-        text = decoder.decode(raw, final=not raw)
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path} is not UTF-8 text ({e.reason} at byte "
-                         f"{start + e.start})") from None
-    if "\0" in text:
-        at = start + len(text[:text.index("\0")].encode("utf-8"))
-        raise UsageError(f"{path} holds a NUL byte at byte {at}: a binary file, or UTF-16 text "
-                         f"without a byte-order mark; give UTF-8 text")
-    return text[1:] if start == 0 and text.startswith("\ufeff") else text
 
 
 def _table_documents(i: int, path: Path, chunk_chars: int, digests: list | None,

@@ -39,7 +39,8 @@ from ..errors import UsageError
 from .headers import missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
-           "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line", "refuse_utf16"]
+           "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line", "refuse_utf16",
+           "decode_utf8"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
@@ -248,6 +249,27 @@ def refuse_utf16(head: bytes, where: str) -> None:
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise UsageError(f"{where}: the file is UTF-16 (it starts with a UTF-16 byte-order "
                          f"mark); save it as UTF-8")
+
+
+def decode_utf8(decoder, raw: bytes, read: int, where: str) -> str:
+    """``raw``, the bytes of a text file after its first ``read``, decoded by ``decoder`` (a
+    ``codecs`` incremental UTF-8 decoder; ``raw`` b"" at the end of the file), a byte-order
+    mark at the file's start dropped. ``UsageError`` starting with ``where`` and naming the
+    byte of the file when they are UTF-16 or not UTF-8, or hold a NUL byte (binary, or UTF-16
+    without its mark, whose every other byte is NUL and would decode as "valid" UTF-8)."""
+    if read == 0:
+        refuse_utf16(raw, where)
+    start = read - len(decoder.getstate()[0])  # the byte where the text decoded here starts
+    try:
+        text = decoder.decode(raw, final=not raw)
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{where} is not UTF-8 text ({e.reason} at byte "
+                         f"{start + e.start})") from None
+    if "\0" in text:
+        at = start + len(text[:text.index("\0")].encode("utf-8"))
+        raise UsageError(f"{where} holds a NUL byte at byte {at}: a binary file, or UTF-16 text "
+                         f"without a byte-order mark; give UTF-8 text")
+    return text[1:] if start == 0 and text.startswith("\ufeff") else text
 
 
 def _decode(data: bytes, where: str) -> str:

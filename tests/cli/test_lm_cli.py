@@ -34,6 +34,22 @@ def test_prepare_prints_a_summary(tmp_path, capsys):
     assert (tmp_path / "d" / "meta.json").is_file()
 
 
+@pytest.mark.parametrize("data, message", [
+    (("café " * 400).encode("latin-1"), "is not UTF-8 text (invalid continuation byte at byte 3)"),
+    (("hello world " * 100).encode("utf-16-le"), "holds a NUL byte at byte 1:"),
+])
+def test_train_lm_refuses_a_text_that_is_not_utf8_before_the_run_starts(tmp_path, capsys,
+                                                                        data, message):
+    """A Windows file (Latin-1, or UTF-16 without its mark, which would train on NULs) is
+    refused in one line naming --data, before anything is prepared or written."""
+    (tmp_path / "notes.txt").write_bytes(data)
+    assert main(["train", "lm", "--data", str(tmp_path / "notes.txt"), "--out",
+                 str(tmp_path / "run"), "--max-steps", "1", "--block-size", "8"]) == 2
+    out, err = capsys.readouterr()
+    assert "preparing" not in out and not (tmp_path / "run").exists()
+    assert err.strip().count("\n") == 0 and f"--data {tmp_path / 'notes.txt'} {message}" in err
+
+
 @pytest.mark.slow
 def test_greedy_generation_prints_the_models_continuation(run, capsys):
     assert main(["generate", str(run), "--prompt", "hello", "--max-new-tokens", "12", "--greedy"]) == 0
