@@ -259,6 +259,9 @@ def decode_utf8(decoder, raw: bytes, read: int, where: str) -> str:
     without its mark, whose every other byte is NUL and would decode as "valid" UTF-8)."""
     if read == 0:
         refuse_utf16(raw, where)
+        if raw.startswith(b"\x1f\x8b"):  # gzip's magic bytes
+            raise UsageError(f"{where} is gzip-compressed, not text; decompress it first "
+                             f"(gunzip -k FILE) and give the text file")
     start = read - len(decoder.getstate()[0])  # the byte where the text decoded here starts
     try:
         text = decoder.decode(raw, final=not raw)

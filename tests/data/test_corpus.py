@@ -1,5 +1,6 @@
 """Memory-mapped corpora: prepare streams files into token files; windows read only what they
 touch."""
+import gzip
 import json
 import random
 import tracemalloc
@@ -107,7 +108,8 @@ def test_a_utf8_byte_order_mark_is_no_token(tmp_path):
     ("hello world\n".encode("utf-16-le") * 20, "u.txt holds a NUL byte at byte 1:"),  # no mark
     ("é ".encode() * 5000 + b"\0", "u.txt holds a NUL byte at byte 15000:"),
     (b"a b " * 5000 + b"caf\xe9", r"u.txt is not UTF-8 text \(.* at byte 20003\)"),
-])
+    (gzip.compress(b"hello world\n" * 20, mtime=0), "u.txt is gzip-compressed, not text"),
+], ids=["utf16", "utf16-without-mark", "nul", "latin1", "gzip"])
 def test_prepare_refuses_utf16_and_binary_naming_the_byte(tmp_path, data, message):
     """UTF-16 without its mark decodes as "valid" UTF-8 with a NUL after every letter; the byte
     named is the file's (not a count restarted every 8 KiB)."""
