@@ -34,6 +34,7 @@ loading either) and are re-exported here.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 from collections import deque
@@ -53,7 +54,7 @@ from ..tokenizers import TOKENIZER_KINDS, Tokenizer
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import SPLITS, corpus_identity, read_meta
-from .tables import COLUMNAR, file_format
+from .tables import COLUMNAR, decode_utf8, file_format
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
            "TokenWindows", "TOKENIZERS", "SPLITS", "CORPUS_FILES"]
@@ -85,15 +86,14 @@ def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS
     files), and a row of no text ("") is no document and is skipped.
 
     Args:
-        digests: when given, ``digests[i]`` becomes the SHA-256 (hex) of file i's bytes as read
-            (UTF-8 decoding is exact, so the text encodes back to the same bytes); of a
-            directory, ``attnlab.runs.tree_digest``.
+        digests: when given, ``digests[i]`` becomes the SHA-256 (hex) of file i's bytes as read;
+            of a directory, ``attnlab.runs.tree_digest``.
         text_column: the column of a Parquet file or datasets directory to read.
 
     Raises:
         UsageError: naming a file that is missing, a directory, a symbolic-link loop,
-            unreadable or not UTF-8 text; a table without ``text_column``, or whose column
-            is not text.
+            unreadable, not UTF-8 text or holding a NUL byte; a table without ``text_column``,
+            or whose column is not text.
     """
     for (i, _), text in _documents(paths, chunk_chars, digests, text_column):
         yield i, text
@@ -121,23 +121,31 @@ def _cut(text: str) -> int:
 
 
 def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[str]:
+    """The pieces of a UTF-8 text file, read as bytes and decoded here, so that an error names
+    the byte of the file (a text-mode reader's count restarts every 8 KiB). A UTF-8
+    byte-order mark is no text (Windows Notepad's "UTF-8 with BOM") and is dropped; a file
+    that is UTF-16, or holds a NUL byte (binary, or UTF-16 without its mark, whose every other
+    byte is NUL and would decode as "valid" UTF-8), is refused."""
     h = hashlib.sha256()
-    carry = ""
+    carry, read = "", 0
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, "rb") as f:
             while True:
-                block = f.read(chunk_chars - len(carry))
-                h.update(block.encode("utf-8"))
+                raw = f.read(chunk_chars - len(carry))
+                h.update(raw)
+                block = decode_utf8(decoder, raw, read, str(path))
+                read += len(raw)
                 text = carry + block
-                if not block:  # end of file
+                if not raw:  # end of file
                     if text:
                         yield text
                     break
+                if not block:  # only part of a character so far
+                    continue
                 cut = _cut(text)
                 yield text[:cut]
                 carry = text[cut:]
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except FileNotFoundError:
         raise UsageError(f"file not found: {path}") from None
     except IsADirectoryError:
@@ -365,8 +373,8 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     Raises:
         UsageError: for a missing/non-UTF-8/empty file, bad options, a corpus too small to hold
             out a validation split, an ``out_dir`` that is not empty (without ``force``) or that
-            holds files prepare did not write, an input file inside ``out_dir``, or a text file
-            that changed while it was being read.
+            holds files prepare did not write, an input file inside ``out_dir``, two inputs of
+            the same bytes, or a text file that changed while it was being read.
         ValueError: a ``val_fraction`` outside (0, 0.5], naming the argument.
 
     Examples:
@@ -409,14 +417,35 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
 
 
 def _count_characters(paths, chunk_chars: int, digests: list[str], text_column: str) -> int:
-    """The first pass: the files' character count (UsageError if 0); ``digests`` receives the
-    SHA-256 of each file as read, to be compared with the second pass's."""
+    """The first pass: the files' character count (UsageError if 0, or if two files are the
+    same); ``digests`` receives the SHA-256 of each file as read, to be compared with the
+    second pass's."""
     total = 0
     for _, text in iter_text_chunks(paths, chunk_chars, digests=digests, text_column=text_column):
         total += len(text)
     if total == 0:
         raise UsageError(f"the input files hold no text: {', '.join(map(str, paths))}")
+    _refuse_repeated(paths, digests)
     return total
+
+
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def _refuse_repeated(paths, digests: list[str]) -> None:
+    """Refuse two inputs of the same bytes (a file given twice, through a link, or copied): the
+    validation split, the end of the last one, would be text the model trains on, and its
+    val_loss would look better than on any new text."""
+    first: dict[str, int] = {}
+    for i, digest in enumerate(digests):
+        if digest == _EMPTY_SHA256:
+            continue
+        if digest in first:
+            same = "is given twice" if paths[first[digest]] == paths[i] else \
+                f"holds the same bytes as {paths[first[digest]]}"
+            raise UsageError(f"{paths[i]} {same}: its text would be in both the train and the "
+                             f"val split; give each text once")
+        first[digest] = i
 
 
 def _remove_temporary(out: Path, created: bool) -> None:

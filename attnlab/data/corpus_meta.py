@@ -29,6 +29,7 @@ SPLITS = ("train", "val")
 # Bytes per token of the dtypes ``prepare`` writes (numpy's names, as meta.json stores them);
 # a table rather than ``np.dtype(name).itemsize``, so that reading meta.json needs no numpy.
 TOKEN_BYTES = {"uint16": 2, "uint32": 4}
+_WRITTEN = ("train.bin", "val.bin", "tokenizer.json")  # by prepare, before meta.json
 
 
 def read_meta(data_dir: str | Path, *, what: str = "--data") -> dict:
@@ -52,8 +53,13 @@ def read_meta(data_dir: str | Path, *, what: str = "--data") -> dict:
     data_dir = Path(data_dir)
     path = data_dir / "meta.json"
     if not path.is_file():
-        raise UsageError(f"{what} {data_dir} is not a prepared corpus (no meta.json); "
-                         f"run `attnlab prepare FILE... --out {data_dir}`")
+        # a folder of the user's own files (not what a stopped prepare left): prepare writes
+        # only to an empty --out
+        texts = data_dir.is_dir() and any(p.is_file() and not p.name.startswith(".")
+                                          and p.name not in _WRITTEN for p in data_dir.iterdir())
+        how = f"`attnlab prepare {data_dir}/FILE... --out CORPUS`, then give {what} CORPUS" \
+            if texts else f"`attnlab prepare FILE... --out {data_dir}`"
+        raise UsageError(f"{what} {data_dir} is not a prepared corpus (no meta.json); run {how}")
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
         itemsize = TOKEN_BYTES[meta["dtype"]]

@@ -39,7 +39,8 @@ from ..errors import UsageError
 from .headers import missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
-           "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line"]
+           "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line", "refuse_utf16",
+           "decode_utf8"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
@@ -242,11 +243,41 @@ def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
                          f"the ones the run checked; put the file back or start a new run")
 
 
-def _decode(data: bytes, where: str) -> str:
-    """UTF-8 text of ``data``; the error names the line and column of the first bad byte."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Excel's "Unicode text" writes
+def refuse_utf16(head: bytes, where: str) -> None:
+    """UsageError when a file's first bytes ``head`` are a UTF-16 byte-order mark: what Excel's
+    and Notepad's "Unicode text" writes, which is no UTF-8."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise UsageError(f"{where}: the file is UTF-16 (it starts with a UTF-16 byte-order "
                          f"mark); save it as UTF-8")
+
+
+def decode_utf8(decoder, raw: bytes, read: int, where: str) -> str:
+    """``raw``, the bytes of a text file after its first ``read``, decoded by ``decoder`` (a
+    ``codecs`` incremental UTF-8 decoder; ``raw`` b"" at the end of the file), a byte-order
+    mark at the file's start dropped. ``UsageError`` starting with ``where`` and naming the
+    byte of the file when they are UTF-16 or not UTF-8, or hold a NUL byte (binary, or UTF-16
+    without its mark, whose every other byte is NUL and would decode as "valid" UTF-8)."""
+    if read == 0:
+        refuse_utf16(raw, where)
+        if raw.startswith(b"\x1f\x8b"):  # gzip's magic bytes
+            raise UsageError(f"{where} is gzip-compressed, not text; decompress it first "
+                             f"(gunzip -k FILE) and give the text file")
+    start = read - len(decoder.getstate()[0])  # the byte where the text decoded here starts
+    try:
+        text = decoder.decode(raw, final=not raw)
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{where} is not UTF-8 text ({e.reason} at byte "
+                         f"{start + e.start})") from None
+    if "\0" in text:
+        at = start + len(text[:text.index("\0")].encode("utf-8"))
+        raise UsageError(f"{where} holds a NUL byte at byte {at}: a binary file, or UTF-16 text "
+                         f"without a byte-order mark; give UTF-8 text")
+    return text[1:] if start == 0 and text.startswith("\ufeff") else text
+
+
+def _decode(data: bytes, where: str) -> str:
+    """UTF-8 text of ``data``; the error names the line and column of the first bad byte."""
+    refuse_utf16(data, where)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

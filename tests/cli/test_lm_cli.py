@@ -34,6 +34,36 @@ def test_prepare_prints_a_summary(tmp_path, capsys):
     assert (tmp_path / "d" / "meta.json").is_file()
 
 
+@pytest.mark.parametrize("data, message", [
+    (("café " * 400).encode("latin-1"), "is not UTF-8 text (invalid continuation byte at byte 3)"),
+    (("hello world " * 100).encode("utf-16-le"), "holds a NUL byte at byte 1:"),
+])
+def test_train_lm_refuses_a_text_that_is_not_utf8_before_the_run_starts(tmp_path, capsys,
+                                                                        data, message):
+    """A Windows file (Latin-1, or UTF-16 without its mark, which would train on NULs) is
+    refused in one line naming --data, before anything is prepared or written."""
+    (tmp_path / "notes.txt").write_bytes(data)
+    assert main(["train", "lm", "--data", str(tmp_path / "notes.txt"), "--out",
+                 str(tmp_path / "run"), "--max-steps", "1", "--block-size", "8"]) == 2
+    out, err = capsys.readouterr()
+    assert "preparing" not in out and not (tmp_path / "run").exists()
+    assert err.strip().count("\n") == 0 and f"--data {tmp_path / 'notes.txt'} {message}" in err
+
+
+def test_train_lm_on_a_folder_of_texts_says_to_prepare_them_elsewhere(tmp_path, capsys):
+    """`prepare FILE... --out FOLDER` would be refused (the folder holds the user's files), so
+    the advice names another --out; an empty folder may still be the corpus' --out."""
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "a.txt").write_text(TEXT, encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    for folder, advice in (("texts", f"prepare {tmp_path / 'texts'}/FILE... --out CORPUS`, "
+                                     f"then give --data CORPUS"),
+                           ("empty", f"prepare FILE... --out {tmp_path / 'empty'}`")):
+        assert main(["train", "lm", "--data", str(tmp_path / folder), "--out",
+                     str(tmp_path / "run"), "--max-steps", "1"]) == 2
+        assert advice in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
 @pytest.mark.slow
 def test_greedy_generation_prints_the_models_continuation(run, capsys):
     assert main(["generate", str(run), "--prompt", "hello", "--max-new-tokens", "12", "--greedy"]) == 0

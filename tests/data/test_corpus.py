@@ -1,5 +1,6 @@
 """Memory-mapped corpora: prepare streams files into token files; windows read only what they
 touch."""
+import gzip
 import json
 import random
 import tracemalloc
@@ -84,6 +85,54 @@ def test_prepare_errors_name_the_problem(tmp_path):
         prepare([write(tmp_path, "tiny.txt", "ab")], tmp_path / "o")
     with pytest.raises(UsageError, match="--tokenizer"):
         prepare([bad], tmp_path / "o", tokenizer="sentencepiece")
+
+
+def test_a_utf8_byte_order_mark_is_no_token(tmp_path):
+    """Notepad's "UTF-8 with BOM": the mark is not text, so the corpus is the plain file's (no
+    U+FEFF token the model would learn to write after every end of text)."""
+    plain = prepare([write(tmp_path, "plain.txt", TEXT)], tmp_path / "plain")
+    marked = tmp_path / "marked.txt"
+    marked.write_bytes(b"\xef\xbb\xbf" + TEXT.encode("utf-8"))
+    for chunk_chars in (2, 7, 1 << 20):  # the mark split across reads too
+        assert "".join(t for _, t in iter_text_chunks([marked], chunk_chars)) == TEXT
+    meta = prepare([marked], tmp_path / "marked")
+    assert "\ufeff" not in load_tokenizer(tmp_path / "marked" / "tokenizer.json").pieces
+    assert meta["vocab_size"] == plain["vocab_size"]
+    for split in ("train.bin", "val.bin"):
+        ours, theirs = (tmp_path / d / split for d in ("marked", "plain"))
+        assert ours.read_bytes() == theirs.read_bytes()
+
+
+@pytest.mark.parametrize("data, message", [
+    ("hello world\n".encode("utf-16") * 20, "u.txt: the file is UTF-16"),  # Windows "Unicode"
+    ("hello world\n".encode("utf-16-le") * 20, "u.txt holds a NUL byte at byte 1:"),  # no mark
+    ("é ".encode() * 5000 + b"\0", "u.txt holds a NUL byte at byte 15000:"),
+    (b"a b " * 5000 + b"caf\xe9", r"u.txt is not UTF-8 text \(.* at byte 20003\)"),
+    (gzip.compress(b"hello world\n" * 20, mtime=0), "u.txt is gzip-compressed, not text"),
+], ids=["utf16", "utf16-without-mark", "nul", "latin1", "gzip"])
+def test_prepare_refuses_utf16_and_binary_naming_the_byte(tmp_path, data, message):
+    """UTF-16 without its mark decodes as "valid" UTF-8 with a NUL after every letter; the byte
+    named is the file's (not a count restarted every 8 KiB)."""
+    (tmp_path / "u.txt").write_bytes(data)
+    with pytest.raises(UsageError, match=message):
+        prepare([tmp_path / "u.txt"], tmp_path / "o")
+    assert not (tmp_path / "o").exists()
+
+
+def test_prepare_refuses_a_text_given_twice(tmp_path):
+    """The val split is the end of the last file: given twice (or linked, or copied), that
+    text is in train.bin too, and val_loss measures text the model learnt by heart."""
+    a = write(tmp_path, "a.txt", TEXT)
+    (tmp_path / "link.txt").symlink_to(a)
+    copy = write(tmp_path, "copy.txt", TEXT)
+    for paths, message in (([a, a], "a.txt is given twice"),
+                           ([a, tmp_path / "link.txt"], "link.txt holds the same bytes as .*a.txt"),
+                           ([a, copy], "copy.txt holds the same bytes as .*a.txt")):
+        with pytest.raises(UsageError, match=message):
+            prepare(paths, tmp_path / "o")
+        assert not (tmp_path / "o").exists()
+    empty = write(tmp_path, "empty.txt", "")
+    assert prepare([a, empty, write(tmp_path, "none.txt", "")], tmp_path / "ok")["val_tokens"]
 
 
 def test_windows_are_shifted_pairs_read_through_a_memmap(tmp_path):

@@ -9,11 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...data.tables import file_format
+from ...data.tables import decode_utf8, file_format
 from ...errors import UsageError
 from ...interop.gguf import gguf_chat_template, gguf_vocabulary, is_gguf
 from ...runs import check_data_files, read_json, record_data_files
 
+HEAD_BYTES = 1 << 16  # what check_data decodes of a text --data before the run starts
 DATASETS_MARKS = ("state.json", "dataset_dict.json")  # what save_to_disk writes in its directory
 
 __all__ = ["check_data", "check_corpus", "check_init_corpus", "check_init_vocabulary",
@@ -48,8 +49,21 @@ def check_data(cfg: dict[str, Any]) -> None:
                          f"{10 * cfg['block_size']} bytes of text or lower --block-size")
     elif cfg.get("resume") and cfg.get("data_sha256"):
         check_data_files({"data": cfg["data"]}, cfg["data_sha256"], purpose="resume")
+    if data.is_file():
+        _check_text_head(data)
     if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
+
+
+def _check_text_head(data: Path) -> None:
+    """The first ``HEAD_BYTES`` of a text --data decode as ``attnlab prepare`` will read them:
+    a UTF-16, Latin-1 or binary file is refused now, not once the run directory is made."""
+    import codecs
+
+    with open(data, "rb") as f:
+        head = f.read(HEAD_BYTES)
+    # not the end of the file: a character cut by HEAD_BYTES is left to prepare
+    decode_utf8(codecs.getincrementaldecoder("utf-8")(), head, 0, f"--data {data}")
 
 
 def check_corpus(corpus_sha256: dict[str, str], data_dir: str | Path, purpose: str) -> None:
