@@ -434,8 +434,8 @@ _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 def _refuse_repeated(paths, digests: list[str]) -> None:
     """Refuse two inputs of the same bytes (a file given twice, through a link, or copied): the
-    validation split, the end of the last one, would be text the model trains on, and its
-    val_loss would look better than on any new text."""
+    model would train on it twice, and where the validation split (the end of the last file)
+    reaches one of them, its val_loss would be of text the model trained on."""
     first: dict[str, int] = {}
     for i, digest in enumerate(digests):
         if digest == _EMPTY_SHA256:
@@ -443,8 +443,8 @@ def _refuse_repeated(paths, digests: list[str]) -> None:
         if digest in first:
             same = "is given twice" if paths[first[digest]] == paths[i] else \
                 f"holds the same bytes as {paths[first[digest]]}"
-            raise UsageError(f"{paths[i]} {same}: its text would be in both the train and the "
-                             f"val split; give each text once")
+            raise UsageError(f"{paths[i]} {same}: the model would train on its text twice, "
+                             f"or be validated on text it trained on; give each text once")
         first[digest] = i
 
 
