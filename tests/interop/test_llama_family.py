@@ -179,6 +179,26 @@ def test_a_block_size_above_the_directorys_positions_names_its_key(tmp_path, cap
     assert not out.exists()
 
 
+def test_ministrals_window_on_some_layers_is_refused_and_all_or_none_read_as_transformers(
+        tmp_path, capsys):
+    """A Mistral config.json with layer_types (Ministral's: transformers reads it as
+    ``ministral``, full attention on the layers it names) windowed every layer: logits off
+    by tenths beyond the window. A mix is refused in one line; all one kind reads as
+    transformers reads it."""
+    mixed = save_family(tmp_path / "mixed", "mistral", sliding_window=4,
+                        layer_types=["full_attention", "sliding_attention"])
+    assert main(["generate", str(mixed), "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(mixed) in err[0] and "layer_types" in err[0]
+    for kind in ("full_attention", "sliding_attention"):
+        d = save_family(tmp_path / kind, "mistral", sliding_window=4, layer_types=[kind] * 2)
+        ckpt = read_checkpoint(d, task="lm")
+        hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+        x = _ids(seed=5, vocab=ckpt.tokenizer.vocab_size)
+        with torch.no_grad():
+            assert_close(ckpt.model(x), hf(x).logits, **TOL)
+
+
 def _other_family(d, name):
     """A tiny T5 (encoder-decoder) or Phi (a causal LM of another block) directory."""
     if name == "t5":
