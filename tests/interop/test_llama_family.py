@@ -199,6 +199,29 @@ def test_ministrals_window_on_some_layers_is_refused_and_all_or_none_read_as_tra
             assert_close(ckpt.model(x), hf(x).logits, **TOL)
 
 
+def test_a_tied_config_with_a_head_of_other_values_is_refused_not_read_tied(tmp_path, capsys):
+    """config.json says tie_word_embeddings but the file holds an lm_head.weight of its own:
+    transformers reads the two untied, attnlab read the embedding as the head (logits off by
+    more than 1). Refused naming the key; a head equal to the embedding still reads."""
+    d = save_family(tmp_path / "untied", "llama", tie_word_embeddings=False)
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    assert main(["generate", str(d), "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(d) in err[0] and "tie_word_embeddings" in err[0]
+    same = save_family(tmp_path / "same", "llama", tie_word_embeddings=False)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(same)
+    with torch.no_grad():
+        hf.lm_head.weight.copy_(hf.model.embed_tokens.weight)
+    hf.save_pretrained(same)
+    config = json.loads((same / "config.json").read_text())
+    (same / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    ckpt = read_checkpoint(same, task="lm")
+    x = _ids(seed=6, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf.eval()(x).logits, **TOL)
+
+
 def _other_family(d, name):
     """A tiny T5 (encoder-decoder) or Phi (a causal LM of another block) directory."""
     if name == "t5":
