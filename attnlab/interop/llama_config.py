@@ -141,6 +141,8 @@ def _rope(c: dict[str, Any]) -> dict[str, Any]:
     found = {"rope_theta": float(params.get("rope_theta", c["rope_theta"])),
              "rope_scaling": _ROPE_KINDS[kind]}
     if kind != "default":
+        if params.get("factor") is None:
+            raise ValueError(f"rope scaling {kind!r} has no factor")
         found["rope_factor"] = float(params["factor"])
     if kind == "llama3":
         found.update(rope_low_freq_factor=float(params.get("low_freq_factor", 1.0)),

@@ -222,6 +222,24 @@ def test_a_tied_config_with_a_head_of_other_values_is_refused_not_read_tied(tmp_
         assert_close(ckpt.model(x), hf.eval()(x).logits, **TOL)
 
 
+def test_a_rope_scaling_without_its_factor_is_one_line_exit_2(tmp_path, capsys):
+    """A legacy ``rope_scaling`` of ``{"type": "linear"}`` alone ended in a KeyError traceback."""
+    d = save_family(tmp_path / "llama", "llama")
+    config = json.loads((d / "config.json").read_text())
+    config.pop("rope_parameters", None)
+    (d / "config.json").write_text(json.dumps({**config, "rope_scaling": {"type": "linear"}}))
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    for argv in (["generate", str(d), "--prompt", "hi"],
+                 ["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                  "--out", str(out), "--max-steps", "1"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(d) in err[0]
+        assert "rope scaling 'linear' has no factor" in err[0]
+    assert not out.exists()
+
+
 def _other_family(d, name):
     """A tiny T5 (encoder-decoder) or Phi (a causal LM of another block) directory."""
     if name == "t5":
