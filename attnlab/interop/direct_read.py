@@ -37,7 +37,8 @@ from .llama_config import llama_family_settings
 from .source import weight_files
 from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
 
-__all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype"]
+__all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype",
+           "check_tied_head"]
 
 # attnlab's name parts -> Hugging Face's (the table of the module doc)
 _RENAMED = (("token_embedding.", "model.embed_tokens."), ("decoder.layers.", "model.layers."),
@@ -123,10 +124,14 @@ def _check_tied_head(model: nn.Module, tensors: SafetensorsTensors) -> None:
     """``ValueError`` where config.json ties the head but the files hold an ``lm_head.weight``
     of other values: ``transformers`` then reads the two untied (with a warning), so the tied
     model would give other logits than it."""
-    if not model.config.tie_weights or "lm_head.weight" not in tensors:
-        return
-    head = tensors.read("lm_head.weight").to(model.token_embedding.weight.dtype)
-    if not torch.equal(head, model.token_embedding.weight):
+    if model.config.tie_weights and "lm_head.weight" in tensors:
+        check_tied_head(tensors.read("lm_head.weight"), model.token_embedding.weight)
+
+
+def check_tied_head(head: torch.Tensor, embedding: torch.Tensor) -> None:
+    """``ValueError`` naming ``tie_word_embeddings`` where a checkpoint whose config.json ties
+    the head holds a ``head`` of other values than its ``embedding``."""
+    if head is not embedding and not torch.equal(head.to(embedding.dtype), embedding):
         raise ValueError("tie_word_embeddings is true but the weights hold an lm_head.weight "
                          "that differs from model.embed_tokens.weight (transformers reads "
                          "the two untied): set tie_word_embeddings to false in config.json")

@@ -209,6 +209,12 @@ def test_a_tied_config_with_a_head_of_other_values_is_refused_not_read_tied(tmp_
     assert main(["generate", str(d), "--prompt", "hi"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(d) in err[0] and "tie_word_embeddings" in err[0]
+    from safetensors.torch import load_file  # the same as pytorch_model.bin: through transformers
+
+    torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
+    (d / "model.safetensors").unlink()
+    with pytest.raises(UsageError, match="tie_word_embeddings is true"):
+        read_checkpoint(d, task="lm")
     same = save_family(tmp_path / "same", "llama", tie_word_embeddings=False)
     hf = transformers.AutoModelForCausalLM.from_pretrained(same)
     with torch.no_grad():
