@@ -19,9 +19,11 @@ The tensors are found by Hugging Face's names, attnlab's with these parts rename
     decoder.norm.                   model.norm.
     (the rest: self_attn.o_proj, self_attn.q_norm/k_norm, lm_head: the same names)
 
-Tensors the model does not use (a tied checkpoint's ``lm_head.weight``) are ignored, as
-``transformers`` ignores them; every tensor it does use must be there with its shape, else
-nothing is allocated and the caller refuses the directory naming them.
+Tensors the model does not use are ignored, as ``transformers`` ignores them, but for a
+tied checkpoint's ``lm_head.weight`` of other values than the embedding's (``transformers``
+then unties the head: refused, naming ``tie_word_embeddings``); every tensor it does use must
+be there with its shape, else nothing is allocated and the caller refuses the directory
+naming them.
 """
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ from .llama_config import llama_family_settings
 from .source import weight_files
 from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
 
-__all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype"]
+__all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype",
+           "check_tied_head"]
 
 # attnlab's name parts -> Hugging Face's (the table of the module doc)
 _RENAMED = (("token_embedding.", "model.embed_tokens."), ("decoder.layers.", "model.layers."),
@@ -112,7 +115,26 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
             dtype = stored_dtype(config, tensors)
         materialize(model, dtype)
         read_named(model, tensors.read)
+        _check_tied_head(model, tensors)
     return model.eval(), [], []
+
+
+@torch.no_grad()
+def _check_tied_head(model: nn.Module, tensors: SafetensorsTensors) -> None:
+    """``ValueError`` where config.json ties the head but the files hold an ``lm_head.weight``
+    of other values: ``transformers`` then reads the two untied (with a warning), so the tied
+    model would give other logits than it."""
+    if model.config.tie_weights and "lm_head.weight" in tensors:
+        check_tied_head(tensors.read("lm_head.weight"), model.token_embedding.weight)
+
+
+def check_tied_head(head: torch.Tensor, embedding: torch.Tensor) -> None:
+    """``ValueError`` naming ``tie_word_embeddings`` where a checkpoint whose config.json ties
+    the head holds a ``head`` of other values than its ``embedding``."""
+    if head is not embedding and not torch.equal(head.to(embedding.dtype), embedding):
+        raise ValueError("tie_word_embeddings is true but the weights hold an lm_head.weight "
+                         "that differs from model.embed_tokens.weight (transformers reads "
+                         "the two untied): set tie_word_embeddings to false in config.json")
 
 
 @torch.no_grad()

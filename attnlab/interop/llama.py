@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from .direct_read import read_named, write_named
+from .direct_read import check_tied_head, read_named, write_named
 from .llama_config import LLAMA_CLASSES, llama_family_config, llama_family_settings
 
 __all__ = ["causal_lm_of", "llama_family_of"]
@@ -25,6 +25,8 @@ def causal_lm_of(hf) -> nn.Module:
     from ..models.causal_lm import CausalLM, CausalLMConfig
 
     settings = llama_family_settings(hf.config.to_dict())
+    if settings["tie_weights"]:  # transformers unties a head the checkpoint holds apart
+        check_tied_head(hf.get_output_embeddings().weight, hf.get_input_embeddings().weight)
     model = CausalLM(CausalLMConfig(**settings, dropout=0.0, ff_dropout=0.0,
                                     attention_dropout=float(
                                         getattr(hf.config, "attention_dropout", 0.0) or 0.0)))

@@ -17,12 +17,14 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     rope_scaling                     rope_factor, rope_*_freq_factor, rope_original_max_len
     attention_bias, mlp_bias         bias (both equal), qkv_bias (Qwen2: q/k/v only)
     (qwen3)                          qk_norm=True
-    sliding_window (mistral)         sliding_window
+    sliding_window (mistral),        sliding_window
+    layer_types (mistral)
     hidden_act silu / gelu           ff swiglu / geglu
     tie_word_embeddings              tie_weights
 
 What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a
-RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), Qwen's per-layer sliding window, attention biases without the
+RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), Qwen's and Ministral's
+per-layer sliding window (``layer_types``), attention biases without the
 feed-forward's (Llama's ``attention_bias`` alone).
 """
 from __future__ import annotations
@@ -107,11 +109,24 @@ def _window(model_type: str, c: dict[str, Any]) -> int | None:
     """Mistral's sliding window (every layer); Qwen's only where ``use_sliding_window``,
     which attnlab does not represent (it windows some layers only)."""
     if model_type == "mistral":
-        return c["sliding_window"]
+        return _mistral_window(c)
     if c["use_sliding_window"]:
         raise ValueError("use_sliding_window true: Qwen's window on some layers only "
                          "(max_window_layers) has no attnlab equivalent")
     return None
+
+
+def _mistral_window(c: dict[str, Any]) -> int | None:
+    """Mistral's window, on every layer; ``layer_types`` (Ministral's config.json, which
+    transformers reads as ``ministral``) names the layers the window is on: all of them or none
+    is attnlab's window or none, a mix (full attention on some layers) is refused."""
+    kinds = set(c.get("layer_types") or ["sliding_attention"])
+    if c["sliding_window"] is None or kinds == {"sliding_attention"}:
+        return c["sliding_window"]
+    if kinds == {"full_attention"}:
+        return None
+    raise ValueError(f"layer_types {sorted(kinds)} with sliding_window {c['sliding_window']}: "
+                     f"a window on some layers only (Ministral's) has no attnlab equivalent")
 
 
 def _rope(c: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +141,8 @@ def _rope(c: dict[str, Any]) -> dict[str, Any]:
     found = {"rope_theta": float(params.get("rope_theta", c["rope_theta"])),
              "rope_scaling": _ROPE_KINDS[kind]}
     if kind != "default":
+        if params.get("factor") is None:
+            raise ValueError(f"rope scaling {kind!r} has no factor")
         found["rope_factor"] = float(params["factor"])
     if kind == "llama3":
         found.update(rope_low_freq_factor=float(params.get("low_freq_factor", 1.0)),

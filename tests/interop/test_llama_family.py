@@ -179,6 +179,73 @@ def test_a_block_size_above_the_directorys_positions_names_its_key(tmp_path, cap
     assert not out.exists()
 
 
+def test_ministrals_window_on_some_layers_is_refused_and_all_or_none_read_as_transformers(
+        tmp_path, capsys):
+    """A Mistral config.json with layer_types (Ministral's: transformers reads it as
+    ``ministral``, full attention on the layers it names) windowed every layer: logits off
+    by tenths beyond the window. A mix is refused in one line; all one kind reads as
+    transformers reads it."""
+    mixed = save_family(tmp_path / "mixed", "mistral", sliding_window=4,
+                        layer_types=["full_attention", "sliding_attention"])
+    assert main(["generate", str(mixed), "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(mixed) in err[0] and "layer_types" in err[0]
+    for kind in ("full_attention", "sliding_attention"):
+        d = save_family(tmp_path / kind, "mistral", sliding_window=4, layer_types=[kind] * 2)
+        ckpt = read_checkpoint(d, task="lm")
+        hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+        x = _ids(seed=5, vocab=ckpt.tokenizer.vocab_size)
+        with torch.no_grad():
+            assert_close(ckpt.model(x), hf(x).logits, **TOL)
+
+
+def test_a_tied_config_with_a_head_of_other_values_is_refused_not_read_tied(tmp_path, capsys):
+    """config.json says tie_word_embeddings but the file holds an lm_head.weight of its own:
+    transformers reads the two untied, attnlab read the embedding as the head (logits off by
+    more than 1). Refused naming the key; a head equal to the embedding still reads."""
+    d = save_family(tmp_path / "untied", "llama", tie_word_embeddings=False)
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    assert main(["generate", str(d), "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(d) in err[0] and "tie_word_embeddings" in err[0]
+    from safetensors.torch import load_file  # the same as pytorch_model.bin: through transformers
+
+    torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
+    (d / "model.safetensors").unlink()
+    with pytest.raises(UsageError, match="tie_word_embeddings is true"):
+        read_checkpoint(d, task="lm")
+    same = save_family(tmp_path / "same", "llama", tie_word_embeddings=False)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(same)
+    with torch.no_grad():
+        hf.lm_head.weight.copy_(hf.model.embed_tokens.weight)
+    hf.save_pretrained(same)
+    config = json.loads((same / "config.json").read_text())
+    (same / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    ckpt = read_checkpoint(same, task="lm")
+    x = _ids(seed=6, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf.eval()(x).logits, **TOL)
+
+
+def test_a_rope_scaling_without_its_factor_is_one_line_exit_2(tmp_path, capsys):
+    """A legacy ``rope_scaling`` of ``{"type": "linear"}`` alone ended in a KeyError traceback."""
+    d = save_family(tmp_path / "llama", "llama")
+    config = json.loads((d / "config.json").read_text())
+    config.pop("rope_parameters", None)
+    (d / "config.json").write_text(json.dumps({**config, "rope_scaling": {"type": "linear"}}))
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    for argv in (["generate", str(d), "--prompt", "hi"],
+                 ["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                  "--out", str(out), "--max-steps", "1"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(d) in err[0]
+        assert "rope scaling 'linear' has no factor" in err[0]
+    assert not out.exists()
+
+
 def _other_family(d, name):
     """A tiny T5 (encoder-decoder) or Phi (a causal LM of another block) directory."""
     if name == "t5":
