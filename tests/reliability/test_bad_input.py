@@ -160,6 +160,9 @@ def _cases(tmp: Path, run: Path, runs: dict[str, Path]):
         (["prepare", str(parquet), "--out", str(tmp / "p4")], "name it with --text-column"),
         (["train", "lm", "--data", str(parquet), "--out", str(tmp / "l1")],
          "prepare this table first"),
+        # a datasets directory is a table too (it was advised to prepare its .arrow files)
+        (["train", "lm", "--data", str(splits), "--out", str(tmp / "l1")],
+         "prepare this table first"),
         (["train", "tag", "--out", str(tmp / "t1")], "--data"),
         (["train", "tag", "--data", str(fields), "--out", str(tmp / "t2")], "fields.conll line 2"),
         (["train", "tag", "--data", str(not_bio)], "not_bio.conll line 2: tag 'PER'"),

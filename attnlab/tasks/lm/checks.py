@@ -27,14 +27,15 @@ def check_data(cfg: dict[str, Any]) -> None:
     tokens (its tokeniser recorded in ``cfg``), or a non-empty text file large enough; on
     --resume, the one the run started with. ``UsageError`` naming the flag otherwise."""
     data = Path(cfg["data"])
-    if is_prepared(data):
-        _check_corpus_dir(cfg, data)
-        _record_tokenizer(cfg, data)
-    elif file_format(data) == "parquet" or any((data / f).is_file() for f in DATASETS_MARKS):
+    if file_format(data) == "parquet" or any((data / f).is_file() for f in DATASETS_MARKS):
         # a table's text is a column of it, which only `attnlab prepare` has a flag to name
+        # (a datasets directory first: it is a directory, as a prepared corpus is)
         raise UsageError(f"--data {data}: train lm reads a text file or a prepared corpus; "
                          f"prepare this table first (attnlab prepare {data} --text-column NAME "
                          f"--out CORPUS), then give --data CORPUS")
+    elif is_prepared(data):
+        _check_corpus_dir(cfg, data)
+        _record_tokenizer(cfg, data)
     elif not data.is_file():
         raise UsageError(f"--data: not found: {data}")
     elif data.stat().st_size == 0:
