@@ -124,8 +124,8 @@ def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[s
     """The pieces of a UTF-8 text file, read as bytes and decoded here, so that an error names
     the byte of the file (a text-mode reader's count restarts every 8 KiB). A UTF-8
     byte-order mark is no text (Windows Notepad's "UTF-8 with BOM") and is dropped; a file
-    that is UTF-16, or holds a NUL byte (binary, or UTF-16 without its mark, whose every other
-    byte is NUL and would decode as "valid" UTF-8), is refused."""
+    that is UTF-16, or holds a NUL byte in its first 64 KiB (binary, or UTF-16 without its
+    mark, whose every other byte is NUL and would decode as "valid" UTF-8), is refused."""
     h = hashlib.sha256()
     carry, read = "", 0
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -144,7 +144,8 @@ def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[s
                 if not block:  # only part of a character so far
                     continue
                 cut = _cut(text)
-                yield text[:cut]
+                if cut:  # (a lone character waits for the next read)
+                    yield text[:cut]
                 carry = text[cut:]
     except FileNotFoundError:
         raise UsageError(f"file not found: {path}") from None

@@ -251,12 +251,18 @@ def refuse_utf16(head: bytes, where: str) -> None:
                          f"mark); save it as UTF-8")
 
 
+# a NUL byte this near the start says binary or UTF-16 without its mark (both show one in
+# their first bytes); further in, it is a stray character of a text (scraped dumps hold them)
+NUL_HEAD = 1 << 16
+
+
 def decode_utf8(decoder, raw: bytes, read: int, where: str) -> str:
     """``raw``, the bytes of a text file after its first ``read``, decoded by ``decoder`` (a
     ``codecs`` incremental UTF-8 decoder; ``raw`` b"" at the end of the file), a byte-order
     mark at the file's start dropped. ``UsageError`` starting with ``where`` and naming the
-    byte of the file when they are UTF-16 or not UTF-8, or hold a NUL byte (binary, or UTF-16
-    without its mark, whose every other byte is NUL and would decode as "valid" UTF-8)."""
+    byte of the file when they are UTF-16 or not UTF-8, or hold a NUL byte in the file's first
+    ``NUL_HEAD`` bytes (binary, or UTF-16 without its mark, whose every other byte is NUL and
+    would decode as "valid" UTF-8); a NUL further in is a character of the text."""
     if read == 0:
         refuse_utf16(raw, where)
         if raw.startswith(b"\x1f\x8b"):  # gzip's magic bytes
@@ -268,10 +274,11 @@ def decode_utf8(decoder, raw: bytes, read: int, where: str) -> str:
     except UnicodeDecodeError as e:
         raise UsageError(f"{where} is not UTF-8 text ({e.reason} at byte "
                          f"{start + e.start})") from None
-    if "\0" in text:
+    if start < NUL_HEAD and "\0" in text:
         at = start + len(text[:text.index("\0")].encode("utf-8"))
-        raise UsageError(f"{where} holds a NUL byte at byte {at}: a binary file, or UTF-16 text "
-                         f"without a byte-order mark; give UTF-8 text")
+        if at < NUL_HEAD:
+            raise UsageError(f"{where} holds a NUL byte at byte {at}: a binary file, or UTF-16 "
+                             f"text without a byte-order mark; give UTF-8 text")
     return text[1:] if start == 0 and text.startswith("\ufeff") else text
 
 

@@ -119,6 +119,16 @@ def test_prepare_refuses_utf16_and_binary_naming_the_byte(tmp_path, data, messag
     assert not (tmp_path / "o").exists()
 
 
+def test_a_stray_nul_deep_in_a_text_is_read_as_a_character(tmp_path):
+    # a NUL far from the start is no sign of binary or UTF-16: a large text with one stray NUL
+    # (scraped dumps hold them) was refused whole
+    text = "a b " * 20_000 + "\0" + "c d " * 100  # the NUL at byte 80,000, past NUL_HEAD
+    (tmp_path / "u.txt").write_text(text, encoding="utf-8")
+    meta = prepare([tmp_path / "u.txt"], tmp_path / "o")
+    assert "\0" in load_tokenizer(tmp_path / "o" / "tokenizer.json").pieces
+    assert meta["train_tokens"] + meta["val_tokens"] == len(text)
+
+
 def test_prepare_refuses_a_text_given_twice(tmp_path):
     """The val split is the end of the last file: given twice (or linked, or copied), that
     text is in train.bin too, and val_loss measures text the model learnt by heart."""
@@ -235,3 +245,11 @@ def test_prepare_never_overwrites_and_records_digests(tmp_path):
         f.write(b"\x00\x00")
     with pytest.raises(UsageError, match=r"val.bin holds .* tokens but meta.json says"):
         read_meta(tmp_path / "out")
+
+
+@pytest.mark.parametrize("text", ["\U0001f600", "ab cd ef", "é ü ø"])
+def test_text_pieces_join_to_the_file_and_none_is_empty(tmp_path, text):
+    # read as bytes, a piece of one character could be cut to nothing and yielded empty
+    (tmp_path / "t.txt").write_text(text, encoding="utf-8")
+    pieces = [p for _, p in iter_text_chunks([tmp_path / "t.txt"], chunk_chars=2)]
+    assert "".join(pieces) == text and all(pieces)
