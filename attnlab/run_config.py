@@ -12,7 +12,8 @@ checks and normalises that dict, and then freezes it, once, into a ``RunSettings
 
 Each setting name is declared by exactly one of these parts (``tests/test_settings_owner.py``
 checks every task), so ``config.yaml`` stays one flat mapping of names: ``record`` flattens
-the parts, the one writer of the file (``attnlab.runs.write_config``) writes it, and
+the parts, the one writer of the file (``attnlab.runs.write_config``; a moved data file's path
+on ``--resume`` aside) writes it, and
 ``from_values`` sorts the names back into their parts. A type checker sees every part's
 fields: ``cfg.model.model_dim`` is an ``int`` of ``CausalLMConfig`` in an lm run's
 ``RunSettings[LMSettings, CausalLMConfig, LMDerived]``. ``cfg.model_dim`` reads the same value

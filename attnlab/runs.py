@@ -126,7 +126,9 @@ def write_yaml(path: str | Path, obj: dict) -> None:
 def write_config(run_dir: str | Path, cfg: Any) -> None:
     """``RUN_DIR/config.yaml``: the run's typed config (``attnlab.run_config``) as the flat
     mapping of its settings (``cfg.record()``: the keys are the settings' names), keys sorted,
-    written atomically. The one writer of a run's ``config.yaml``."""
+    written atomically. The one writer of a run's ``config.yaml``, but for ``--resume`` given
+    a moved data file, whose new path ``commands.preflight.record_moved_data`` writes into it
+    as the resumed run starts."""
     write_yaml(Path(run_dir) / "config.yaml", cfg.record())
 
 

@@ -308,6 +308,31 @@ def test_a_moved_data_file_is_recorded_when_the_resumed_run_starts(tmp_path):
     assert read_yaml(tmp_path / "config.yaml") == {**saved, "data": "/moved/reviews.csv"}
 
 
+@pytest.mark.slow
+def test_a_resumed_run_stopped_again_names_the_moved_file_in_its_config(
+        classify_run, tmp_path, capsys, monkeypatch):
+    # the resumed run stops before its first step (as a signal would stop it): config.yaml
+    # must already name the file where it is now, for the next --resume and for evaluate
+    import shutil
+
+    from attnlab.errors import UsageError
+    from attnlab.tasks.classify import runtime
+
+    run = tmp_path / "run"
+    shutil.copytree(classify_run, run)
+    moved = tmp_path / "moved.csv"
+    shutil.copy(read_yaml(run / "config.yaml")["data"], moved)
+
+    def stopped(*args, **kwargs):
+        raise UsageError("stopped here")
+
+    monkeypatch.setattr(runtime, "run", stopped)
+    assert main(["train", "classify", "--out", str(run), "--resume", "--max-steps", "84",
+                 "--data", str(moved)]) == 2
+    assert "stopped here" in capsys.readouterr().err
+    assert read_yaml(run / "config.yaml")["data"] == str(moved)
+
+
 def test_ddp_ranks_take_disjoint_equal_shares_of_each_epoch_and_resume_mid_epoch(monkeypatch):
     from attnlab.data import resumable  # the batches call shard there
     from attnlab.tasks.classify import runtime as classify_data
