@@ -53,14 +53,13 @@ from ..settings import CorpusSettings, check_argument
 from ..tokenizers import TOKENIZER_KINDS, Tokenizer
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
-from .corpus_meta import SPLITS, corpus_identity, read_meta
+from .corpus_meta import CORPUS_FILES, SPLITS, corpus_identity, read_meta
 from .tables import COLUMNAR, decode_utf8, file_format
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
            "TokenWindows", "TOKENIZERS", "SPLITS", "CORPUS_FILES"]
 
 TOKENIZERS = TOKENIZER_KINDS  # the one registry of tokenizer kinds (attnlab.tokenizers)
-CORPUS_FILES = ("train.bin", "val.bin", "tokenizer.json", "meta.json")  # what prepare writes
 CHUNK_CHARS = 1 << 20  # characters read at a time
 BPE_FIT_CHARS = 1 << 13  # ... when fitting BPE (see _one_tokenizer_thread)
 TEXT_COLUMN = "text"  # the column of a Parquet file or datasets directory read by default

@@ -23,13 +23,13 @@ from pathlib import Path
 from ..errors import UsageError
 from ..runs import file_digest
 
-__all__ = ["read_meta", "corpus_identity", "SPLITS", "TOKEN_BYTES"]
+__all__ = ["read_meta", "corpus_identity", "SPLITS", "TOKEN_BYTES", "CORPUS_FILES"]
 
 SPLITS = ("train", "val")
 # Bytes per token of the dtypes ``prepare`` writes (numpy's names, as meta.json stores them);
 # a table rather than ``np.dtype(name).itemsize``, so that reading meta.json needs no numpy.
 TOKEN_BYTES = {"uint16": 2, "uint32": 4}
-_WRITTEN = ("train.bin", "val.bin", "tokenizer.json")  # by prepare, before meta.json
+CORPUS_FILES = ("train.bin", "val.bin", "tokenizer.json", "meta.json")  # what prepare writes
 
 
 def read_meta(data_dir: str | Path, *, what: str = "--data") -> dict:
@@ -56,7 +56,7 @@ def read_meta(data_dir: str | Path, *, what: str = "--data") -> dict:
         # a folder of the user's own files (not what a stopped prepare left): prepare writes
         # only to an empty --out
         texts = data_dir.is_dir() and any(p.is_file() and not p.name.startswith(".")
-                                          and p.name not in _WRITTEN for p in data_dir.iterdir())
+                                          and p.name not in CORPUS_FILES for p in data_dir.iterdir())
         how = f"`attnlab prepare {data_dir}/FILE... --out CORPUS`, then give {what} CORPUS" \
             if texts else f"`attnlab prepare FILE... --out {data_dir}`"
         raise UsageError(f"{what} {data_dir} is not a prepared corpus (no meta.json); run {how}")
