@@ -38,7 +38,7 @@ from .source import weight_files
 from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
 
 __all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype",
-           "check_tied_head"]
+           "check_tied_head", "check_tied_files"]
 
 # attnlab's name parts -> Hugging Face's (the table of the module doc)
 _RENAMED = (("token_embedding.", "model.embed_tokens."), ("decoder.layers.", "model.layers."),
@@ -117,6 +117,19 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
         read_named(model, tensors.read)
         _check_tied_head(model, tensors)
     return model.eval(), [], []
+
+
+@torch.no_grad()
+def check_tied_files(weights: Path) -> None:
+    """``check_tied_head`` of a tied checkpoint's two tensors as its safetensors files hold
+    them, before any model is built (``attnlab train lm --init`` refuses such a directory
+    before its run directory exists). A ``pytorch_model.bin`` is checked as its weights load."""
+    if not (weights.suffix == ".safetensors" or weights.name.endswith(".safetensors.index.json")):
+        return
+    with SafetensorsTensors(weight_files(weights)) as tensors:
+        if "lm_head.weight" in tensors and "model.embed_tokens.weight" in tensors:
+            check_tied_head(tensors.read("lm_head.weight"),
+                            tensors.read("model.embed_tokens.weight"))
 
 
 @torch.no_grad()

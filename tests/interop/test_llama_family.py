@@ -228,6 +228,22 @@ def test_a_tied_config_with_a_head_of_other_values_is_refused_not_read_tied(tmp_
         assert_close(ckpt.model(x), hf.eval()(x).logits, **TOL)
 
 
+def test_train_lm_refuses_a_tied_config_with_its_own_head_before_the_run_directory(
+        tmp_path, capsys):
+    # it was refused once the weights loaded: after the run directory was made (then removed),
+    # in more than one line
+    d = save_family(tmp_path / "untied", "llama", tie_word_embeddings=False)
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out), "--max-steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--init {d}: tie_word_embeddings is true" in err, err
+    assert not out.exists()
+
+
 def test_a_rope_scaling_without_its_factor_is_one_line_exit_2(tmp_path, capsys):
     """A legacy ``rope_scaling`` of ``{"type": "linear"}`` alone ended in a KeyError traceback."""
     d = save_family(tmp_path / "llama", "llama")

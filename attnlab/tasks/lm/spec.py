@@ -141,7 +141,10 @@ class LMTask(Task):
         context length (``max_len``: --block-size may be shorter), with its tokenizer; an lm
         run's model settings, tokenizer and context length (``gpt2_settings``)."""
         if source.kind == "hf" and source.model_type in LLAMA_TYPES:
-            return llama_settings(source.config, source.path)
+            found = llama_settings(source.config, source.path)
+            if found.get("tie_weights"):  # a head of its own beside: refused before the run
+                _check_tied_files(source)
+            return found
         if source.kind == "hf":
             return gpt2_settings(source.config, source.path)
         found = super().init_settings(source)
@@ -354,6 +357,17 @@ def llama_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str
     except ValueError as e:
         raise UsageError(f"--init {path}: {e}") from None
     return {**found, "tokenizer": INIT_TOKENIZER}
+
+
+def _check_tied_files(source) -> None:
+    """A tied Llama-family checkpoint whose files hold a head of other values than its
+    embedding (``interop.direct_read.check_tied_files``), as a ``UsageError`` naming it."""
+    from ...interop.direct_read import check_tied_files
+
+    try:
+        check_tied_files(source.weights)
+    except ValueError as e:
+        raise UsageError(f"--init {source.path}: {e}") from None
 
 
 TASKS = {"lm": LMTask()}
