@@ -510,8 +510,9 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
             raise UsageError(f"{path} changed while it was being prepared; prepare it again "
                              f"once it is complete (nothing was changed in --out {out})")
     if counts["val"] < 2 or counts["train"] < 2:
-        raise UsageError(f"the corpus is too small to split ({counts['train']} train and "
-                         f"{counts['val']} val tokens); give more text")
+        raise UsageError(f"the corpus of {', '.join(map(str, paths))} is too small to split "
+                         f"({counts['train']} train and {counts['val']} val tokens); give more "
+                         f"text")
     tok.save(out / ".tokenizer.json.tmp")
     # (a small file: read whole, not in runs.file_digest's 1 MiB blocks, which would be the
     # largest allocation of the whole prepare)

@@ -253,3 +253,12 @@ def test_text_pieces_join_to_the_file_and_none_is_empty(tmp_path, text):
     (tmp_path / "t.txt").write_text(text, encoding="utf-8")
     pieces = [p for _, p in iter_text_chunks([tmp_path / "t.txt"], chunk_chars=2)]
     assert "".join(pieces) == text and all(pieces)
+
+
+def test_a_corpus_too_small_to_split_is_named(tmp_path):
+    # "the corpus is too small to split" named no file: with several inputs the user could not
+    # tell which text the command read
+    ws = write(tmp_path, "ws.txt", " " * 8 + "\n")
+    with pytest.raises(UsageError, match=r"the corpus of \S*ws\.txt is too small to split"):
+        prepare([ws], tmp_path / "o")
+    assert not (tmp_path / "o").exists()
