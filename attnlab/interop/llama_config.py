@@ -17,15 +17,16 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     rope_scaling                     rope_factor, rope_*_freq_factor, rope_original_max_len
     attention_bias, mlp_bias         bias (both equal), qkv_bias (Qwen2: q/k/v only)
     (qwen3)                          qk_norm=True
-    sliding_window (mistral),        sliding_window
-    layer_types (mistral)
+    sliding_window, layer_types,     sliding_window (on every layer or none)
+    use_sliding_window,
+    max_window_layers (qwen)
     hidden_act silu / gelu           ff swiglu / geglu
     tie_word_embeddings              tie_weights
 
 What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a
-RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), Qwen's and Ministral's
-per-layer sliding window (``layer_types``), attention biases without the
-feed-forward's (Llama's ``attention_bias`` alone).
+RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a sliding window on
+some layers only (Ministral's ``layer_types``, Qwen's ``max_window_layers``), attention biases
+without the feed-forward's (Llama's ``attention_bias`` alone).
 """
 from __future__ import annotations
 
@@ -51,9 +52,11 @@ _DEFAULTS = {
                 "max_position_embeddings": 4096 * 32, "num_key_value_heads": 8,
                 "sliding_window": 4096},
     "qwen2": {**_COMMON, "vocab_size": 151936, "intermediate_size": 22016,
-              "max_position_embeddings": 32768},
+              "max_position_embeddings": 32768, "max_window_layers": 28,
+              "sliding_window": 4096},
     "qwen3": {**_COMMON, "vocab_size": 151936, "intermediate_size": 22016,
-              "max_position_embeddings": 32768, "head_dim": 128},
+              "max_position_embeddings": 32768, "head_dim": 128,
+              "max_window_layers": 28, "sliding_window": 4096},
 }
 _GATES = {"silu": "swiglu", "gelu": "geglu"}
 _ROPE_KINDS = {"default": "none", "linear": "linear", "llama3": "llama3"}
@@ -106,27 +109,31 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _window(model_type: str, c: dict[str, Any]) -> int | None:
-    """Mistral's sliding window (every layer); Qwen's only where ``use_sliding_window``,
-    which attnlab does not represent (it windows some layers only)."""
+    """The sliding window, on every layer, or none; ``layer_types`` names the layers a window
+    is on. Mistral's window is on every layer unless ``layer_types`` says otherwise (Ministral's
+    config.json, which transformers reads as ``ministral``); Qwen's is there only with
+    ``use_sliding_window``, on the layers from ``max_window_layers`` on, as transformers reads
+    it. All layers or none is attnlab's window or none; a mix is refused."""
     if model_type == "mistral":
-        return _mistral_window(c)
-    if c["use_sliding_window"]:
-        raise ValueError("use_sliding_window true: Qwen's window on some layers only "
-                         "(max_window_layers) has no attnlab equivalent")
-    return None
-
-
-def _mistral_window(c: dict[str, Any]) -> int | None:
-    """Mistral's window, on every layer; ``layer_types`` (Ministral's config.json, which
-    transformers reads as ``ministral``) names the layers the window is on: all of them or none
-    is attnlab's window or none, a mix (full attention on some layers) is refused."""
-    kinds = set(c.get("layer_types") or ["sliding_attention"])
-    if c["sliding_window"] is None or kinds == {"sliding_attention"}:
-        return c["sliding_window"]
+        window, kinds = c["sliding_window"], c.get("layer_types") or ["sliding_attention"]
+    elif model_type == "llama" or not c["use_sliding_window"]:
+        return None
+    else:
+        window = c["sliding_window"]
+        first = c["max_window_layers"]
+        kinds = c.get("layer_types") or [
+            "sliding_attention" if i >= first else "full_attention"
+            for i in range(c["num_hidden_layers"])]
+    kinds = set(kinds)
+    if window is None or kinds == {"sliding_attention"}:
+        return window
     if kinds == {"full_attention"}:
         return None
-    raise ValueError(f"layer_types {sorted(kinds)} with sliding_window {c['sliding_window']}: "
-                     f"a window on some layers only (Ministral's) has no attnlab equivalent")
+    why = ("layer_types" if c.get("layer_types") else
+           f"max_window_layers {c['max_window_layers']} of "
+           f"{c['num_hidden_layers']} layers")
+    raise ValueError(f"{why} with sliding_window {window}: a window on some layers only "
+                     f"has no attnlab equivalent")
 
 
 def _rope(c: dict[str, Any]) -> dict[str, Any]:

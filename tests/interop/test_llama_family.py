@@ -108,8 +108,12 @@ def test_config_json_keys_left_out_or_null_read_as_transformers_does():
                                     "rope_scaling": {"type": "linear", "factor": 2.0}})
     assert (legacy["rope_theta"], legacy["rope_scaling"], legacy["rope_factor"]) == \
         (5e5, "linear", 2.0)
-    with pytest.raises(ValueError, match="use_sliding_window true"):
-        llama_family_settings({"model_type": "qwen2", "use_sliding_window": True, **sizes})
+    qwen = {"model_type": "qwen2", "use_sliding_window": True, "num_hidden_layers": 4, **sizes}
+    # transformers: a window on layers i >= max_window_layers (28 when left out)
+    assert llama_family_settings(qwen)["sliding_window"] is None
+    assert llama_family_settings({**qwen, "max_window_layers": 0})["sliding_window"] == 4096
+    with pytest.raises(ValueError, match="max_window_layers 2 of 4 layers"):
+        llama_family_settings({**qwen, "max_window_layers": 2})
 
 
 def test_a_directory_reads_as_its_family(tmp_path):
@@ -197,6 +201,27 @@ def test_ministrals_window_on_some_layers_is_refused_and_all_or_none_read_as_tra
         x = _ids(seed=5, vocab=ckpt.tokenizer.vocab_size)
         with torch.no_grad():
             assert_close(ckpt.model(x), hf(x).logits, **TOL)
+
+
+@pytest.mark.slow
+def test_qwens_window_reads_as_transformers_reads_it(tmp_path, capsys):
+    """Qwen's use_sliding_window puts the window on the layers from max_window_layers on:
+    from the first layer, attnlab's window; past the last, none (such configs were refused);
+    a window on some layers only is refused in one line."""
+    for first in (0, 2):
+        d = save_family(tmp_path / f"from{first}", "qwen2", use_sliding_window=True,
+                        sliding_window=4, max_window_layers=first)
+        ckpt = read_checkpoint(d, task="lm")
+        assert ckpt.config.sliding_window == (4 if first == 0 else None)
+        hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+        x = _ids(seed=6, vocab=ckpt.tokenizer.vocab_size)
+        with torch.no_grad():
+            assert_close(ckpt.model(x), hf(x).logits, **TOL)
+    mixed = save_family(tmp_path / "mixed", "qwen2", use_sliding_window=True,
+                        sliding_window=4, max_window_layers=1)
+    assert main(["generate", str(mixed), "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(mixed) in err[0] and "some layers only" in err[0]
 
 
 def test_a_tied_config_with_a_head_of_other_values_is_refused_not_read_tied(tmp_path, capsys):
