@@ -69,6 +69,25 @@ def test_a_translation_cut_by_the_runs_length_limit_is_named_in_a_note(translate
     assert capsys.readouterr().err == ""  # the run's own limit leaves room for these
 
 
+@pytest.mark.slow
+def test_evaluate_names_a_test_translation_the_length_limit_cut(translate_run, tmp_path,
+                                                                capsys):
+    """The scores count a cut translation as the model's: the user is told which one."""
+    run = shutil.copytree(translate_run, tmp_path / "run")
+    write_yaml(run / "config.yaml", {**read_yaml(run / "config.yaml"), "max_target_len": 2})
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\ncrème\tcream\nle café été\tthe coffee summer\n"
+                    "un thé crème\ta tea cream\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--data", str(data)]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"note: the translation of --data {data} line 3 stopped at 2 tokens, the most this run "
+        f"writes (max_target_len in config.yaml), before the model ended it: it may be cut "
+        f"short (and 1 more inputs)"]
+    assert main(["evaluate", str(translate_run), "--data", str(data)]) == 0
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("rows, test, message", [
     (1, False, "has 1 row: too few to hold out test and validation rows and train on the rest; "
                "give at least 3"),

@@ -9,6 +9,7 @@ training; ``runtime.py`` holds those. Nothing here imports Lightning.
 """
 from __future__ import annotations
 
+import sys
 import unicodedata
 
 import sacrebleu
@@ -125,9 +126,15 @@ def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> d
 def compute_test_metrics(model, tok, pairs, cfg, labels: list[str] | None = None
                          ) -> tuple[dict[str, float], list[str]]:
     """(metrics, translations) of the (source, reference) ``pairs`` with the run's settings;
-    ``labels`` name the pairs in errors (``translate_texts``)."""
+    ``labels`` name the pairs in errors (``translate_texts``) and in the note on stderr that a
+    translation stopped at ``max_target_len`` (its end may be missing from what is scored)."""
+    unfinished: list[int] = []
     hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg.max_target_len,
-                           num_beams=cfg.beam, length_penalty=cfg.length_penalty, labels=labels)
+                           num_beams=cfg.beam, length_penalty=cfg.length_penalty, labels=labels,
+                           unfinished=unfinished)
+    names = labels or [f"test pair number {n}" for n in range(1, len(pairs) + 1)]
+    if (line := unfinished_note(unfinished, names, cfg.max_target_len)) is not None:
+        print(f"note: {line}", file=sys.stderr, flush=True)
     return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize), hyps
 
 
