@@ -7,8 +7,10 @@ as in ``model.named_modules()``. ``with_tokens`` then says which tokens each lay
 Kinds and groups:
     - a module named ``...cross_attn`` is "cross" (decoder queries over encoder keys), group
       "cross";
-    - a square map whose every weight above the diagonal is exactly 0 is "causal" (masked
-      keys get weight 0 exactly, so a map that merely looks causal cannot be taken for one);
+    - a module called with ``is_causal=True`` (attnlab's language models and decoders) is
+      "causal", and so is a square map whose every weight above the diagonal is exactly 0
+      (a mask passed as a tensor; masked keys get weight 0 exactly, so a map that merely looks
+      causal cannot be taken for one); a one-token map is causal only by the first rule;
     - anything else is "self".
     In an encoder–decoder model (module names with ``encoder.`` and ``decoder.``) the groups
     are "encoder", "decoder" and "cross"; otherwise a layer's group is its kind.
@@ -22,6 +24,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from ..nn.attention import MultiheadAttention
 from ..nn.capture import capture
 from .data import Layer
 
@@ -67,8 +70,16 @@ def collect_layers(model: nn.Module, *inputs, names=None, **kwargs) -> list[Laye
         >>> [(layer.name, layer.kind, tuple(layer.weights.shape)) for layer in layers]
         [('transformer.layers.0.self_attn', 'self', (2, 5, 5)), ('transformer.layers.1.self_attn', 'self', (2, 5, 5))]
     """
-    with capture(model, names) as cache:
-        model(*inputs, **kwargs)
+    causal: set[str] = set()
+    hooks = [m.register_forward_pre_hook(
+        lambda _m, _args, kw, name=name: causal.add(name) if kw.get("is_causal") else None,
+        with_kwargs=True) for name, m in model.named_modules() if isinstance(m, MultiheadAttention)]
+    try:
+        with capture(model, names) as cache:
+            model(*inputs, **kwargs)
+    finally:
+        for hook in hooks:
+            hook.remove()
     order = [name for name, _ in model.named_modules() if name in cache]
     if not order:
         raise ValueError(f"{type(model).__name__} computed no attention weights on this input")
@@ -77,7 +88,7 @@ def collect_layers(model: nn.Module, *inputs, names=None, **kwargs) -> list[Laye
     layers = []
     for name in order:
         weights = cache[name][0].float()  # (H, T_q, T_k), batch row 0
-        kind = layer_kind(name, weights)
+        kind = "causal" if name in causal else layer_kind(name, weights)
         layers.append(Layer(name, kind, weights, group=_group(name, kind, encoder_decoder)))
     return layers
 

@@ -30,6 +30,17 @@ def test_causal_lm_layers_are_causal():
         torch.testing.assert_close(layer.weights, expected[0], rtol=0, atol=0)
 
 
+def test_a_one_token_prompt_and_a_one_token_target_are_still_causal(seq2seq):
+    """A 1x1 map looks like any other: the page named a language model's one-token prompt
+    "self-attention". The kind follows the call (is_causal), not the weights."""
+    lm = CausalLM(vocab_size=20, model_dim=16, num_heads=2, num_layers=2, max_len=16).eval()
+    assert [layer.kind for layer in collect_layers(lm, torch.tensor([[3]]))] == ["causal"] * 2
+    model, src, _ = seq2seq
+    layers = collect_layers(model, src, torch.tensor([[1]]))
+    assert [(layer.group, layer.kind) for layer in layers][2:4] == [
+        ("decoder", "causal"), ("cross", "cross")]
+
+
 @pytest.fixture
 def seq2seq():
     torch.manual_seed(0)
