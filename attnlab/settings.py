@@ -732,13 +732,16 @@ def _is_text(kind: Any) -> bool:
 
 
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
-               whole: str = "an integer", of_use: bool = True) -> Any:
+               whole: str = "an integer", of_use: bool = True, in_file: bool = False) -> Any:
     if value is None and meta["optional"]:
         return None
     if meta["choices"]:
         value = str(value)
         if value not in meta["choices"]:
-            raise error(f"{shown} must be one of {', '.join(meta['choices'])}, got {value!r}")
+            # a file may say null where the setting allows it; a command line has no null
+            none = ", or null" if meta["optional"] and in_file else ""
+            raise error(f"{shown} must be one of {', '.join(meta['choices'])}{none}, "
+                        f"got {value!r}")
         return value
     if value is not None and _is_text(kind) and not isinstance(value, (str, os.PathLike)):
         if not isinstance(value, (int, float)) or isinstance(value, bool):  # YAML's yes, [a]
@@ -800,7 +803,7 @@ def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = Fals
     for f in dataclasses.fields(cls):
         if f.name in values:
             value = _check_one(f"{where}: {f.name}", values[f.name], types[f.name],
-                               f.metadata, UsageError, of_use=of_use)
+                               f.metadata, UsageError, of_use=of_use, in_file=True)
             if of_use:  # about to be used: as ``check`` reads it (``init: 5`` is the text 5)
                 values[f.name] = value
 

@@ -174,6 +174,6 @@ def test_a_config_file_naming_no_normal_form_is_refused_before_the_run(tmp_path,
     assert main(["train", "translate", "--config", str(tmp_path / "c.yaml"), "--out",
                  str(out)]) == 2
     assert capsys.readouterr().err == (f"attnlab: error: --config {tmp_path / 'c.yaml'}: "
-                                       f"normalize must be one of NFC, NFD, NFKC, NFKD, got "
-                                       f"'nfc'\n")
+                                       f"normalize must be one of NFC, NFD, NFKC, NFKD, or "
+                                       f"null, got 'nfc'\n")
     assert not out.exists()
