@@ -121,15 +121,25 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
 
 @torch.no_grad()
 def check_tied_files(weights: Path) -> None:
-    """``check_tied_head`` of a tied checkpoint's two tensors as its safetensors files hold
-    them, before any model is built (``attnlab train lm --init`` refuses such a directory
-    before its run directory exists). A ``pytorch_model.bin`` is checked as its weights load."""
-    if not (weights.suffix == ".safetensors" or weights.name.endswith(".safetensors.index.json")):
+    """``check_tied_head`` of a tied checkpoint's two tensors as its files hold them, before
+    any model is built (``attnlab train lm --init`` refuses such a directory before its run
+    directory exists): read from safetensors files, or mapped from ``pytorch_model.bin`` files
+    (zip form; an old pickle-only file is checked as its weights load)."""
+    names = ("lm_head.weight", "model.embed_tokens.weight")
+    if weights.suffix == ".safetensors" or weights.name.endswith(".safetensors.index.json"):
+        with SafetensorsTensors(weight_files(weights)) as tensors:
+            if all(n in tensors for n in names):
+                check_tied_head(*(tensors.read(n) for n in names))
         return
-    with SafetensorsTensors(weight_files(weights)) as tensors:
-        if "lm_head.weight" in tensors and "model.embed_tokens.weight" in tensors:
-            check_tied_head(tensors.read("lm_head.weight"),
-                            tensors.read("model.embed_tokens.weight"))
+    found: dict[str, torch.Tensor] = {}
+    for path in weight_files(weights):
+        try:  # mapped: only the two tensors' bytes are read
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except (RuntimeError, OSError, ValueError):
+            return  # not a zip file: read and checked as the model loads
+        found.update({n: state[n] for n in names if n in state})
+    if len(found) == 2:
+        check_tied_head(*(found[n] for n in names))
 
 
 @torch.no_grad()

@@ -253,13 +253,19 @@ def test_a_tied_config_with_a_head_of_other_values_is_refused_not_read_tied(tmp_
         assert_close(ckpt.model(x), hf.eval()(x).logits, **TOL)
 
 
+@pytest.mark.parametrize("form", ["safetensors", "bin"])
 def test_train_lm_refuses_a_tied_config_with_its_own_head_before_the_run_directory(
-        tmp_path, capsys):
+        tmp_path, capsys, form):
     # it was refused once the weights loaded: after the run directory was made (then removed),
     # in more than one line
     d = save_family(tmp_path / "untied", "llama", tie_word_embeddings=False)
     config = json.loads((d / "config.json").read_text())
     (d / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    if form == "bin":
+        from safetensors.torch import load_file
+
+        torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
+        (d / "model.safetensors").unlink()
     (tmp_path / "t.txt").write_text("\n".join(CORPUS))
     out = tmp_path / "run"
     assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
