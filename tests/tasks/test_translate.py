@@ -160,6 +160,16 @@ def test_a_translation_that_prints_as_its_reference_scores_as_one_in_any_unicode
                                                "test_chrf": pytest.approx(100.0)}
 
 
+def test_a_run_that_reads_compatibility_forms_is_scored_in_them():
+    """A run whose --config chose NFKC learnt "fi" and "2" for "ﬁ" and "²": its right answer
+    scored 0 against the reference as typed. Scored in NFKC, it is right; an NFC run's "fi"
+    is still not the reference's "ﬁ"."""
+    hyp, ref = "le film numéro 2", "le \ufb01lm numéro \u00b2"
+    assert score([hyp], [ref], run_form="NFKC")["test_exact_match"] == 1.0
+    assert score([hyp], [ref], run_form="NFKD")["test_exact_match"] == 1.0
+    assert score([hyp], [ref], run_form="NFC")["test_exact_match"] == 0.0
+
+
 def error_of(capsys, argv):
     capsys.readouterr()
     code = main(argv)

@@ -105,18 +105,27 @@ def resolve_bleu_tokenize(refs: list[str], choice: str) -> str:
     return "char" if words < 4 else "13a"
 
 
-def same_form(texts: list[str]) -> list[str]:
+def same_form(texts: list[str], run_form: str | None = None) -> list[str]:
     """The texts in Unicode's composed form (NFC). A reference typed on a Mac may hold "é" as
     "e" and a combining accent (NFD), which prints as the model's "é" but differs in every
     character-level comparison: exact match, BLEU's words and chrF's character n-grams would
-    all count a translation that prints the same as wrong. sacrebleu does not normalise."""
-    return [unicodedata.normalize("NFC", t) for t in texts]
+    all count a translation that prints the same as wrong. sacrebleu does not normalise.
+    A run whose tokenisers read text in a compatibility form (``run_form`` NFKC or NFKD)
+    writes "fi" and "2" where a reference may hold "ﬁ" and "²": both are compared in NFKC.
+
+    Examples:
+        >>> same_form(["cafe\u0301", "x\u00b2"]), same_form(["x\u00b2"], "NFKC")
+        (['café', 'x²'], ['x2'])
+    """
+    form = "NFKC" if run_form in ("NFKC", "NFKD") else "NFC"
+    return [unicodedata.normalize(form, t) for t in texts]
 
 
-def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto") -> dict[str, float]:
+def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto",
+          run_form: str | None = None) -> dict[str, float]:
     """test_exact_match (fraction), test_bleu and test_chrf (sacrebleu, 0-100), of the texts
     in one Unicode form (``same_form``)."""
-    hyps, refs = same_form(hyps), same_form(refs)
+    hyps, refs = same_form(hyps, run_form), same_form(refs, run_form)
     exact = sum(h.strip() == r.strip() for h, r in zip(hyps, refs)) / max(1, len(refs))
     bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize=resolve_bleu_tokenize(refs, bleu_tokenize))
     chrf = sacrebleu.corpus_chrf(hyps, [refs])
@@ -135,7 +144,8 @@ def compute_test_metrics(model, tok, pairs, cfg, labels: list[str] | None = None
     names = labels or [f"test pair number {n}" for n in range(1, len(pairs) + 1)]
     if (line := unfinished_note(unfinished, names, cfg.max_target_len)) is not None:
         print(f"note: {line}", file=sys.stderr, flush=True)
-    return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize), hyps
+    return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize,
+                 run_form=cfg.normalize), hyps
 
 
 def validation_scores(tok, pairs, cfg):
@@ -148,7 +158,7 @@ def validation_scores(tok, pairs, cfg):
         device = next(model.parameters()).device
         hyps = translate_texts(model, tok, sources, max_new_tokens=cfg.max_target_len,
                                device=device)
-        scores = score(hyps, refs, bleu_tokenize=cfg.bleu_tokenize)
+        scores = score(hyps, refs, bleu_tokenize=cfg.bleu_tokenize, run_form=cfg.normalize)
         return {"val_bleu": scores["test_bleu"], "val_chrf": scores["test_chrf"]}
 
     return measure
@@ -176,7 +186,9 @@ def scores_by_length(tok: TranslationTokenizers, pairs, hyps: list[str]) -> list
         chosen = [i for i, n in enumerate(lengths) if first <= n <= last]
         if not chosen:
             continue
-        refs, outs = same_form([pairs[i][1] for i in chosen]), same_form([hyps[i] for i in chosen])
+        form = getattr(tok.tgt, "normalize", None)
+        refs = same_form([pairs[i][1] for i in chosen], form)
+        outs = same_form([hyps[i] for i in chosen], form)
         exact = sum(h.strip() == r.strip() for h, r in zip(outs, refs)) / len(chosen)
         rows.append({"lengths": f"{first}-{last}" if last > first else str(first),
                      "first": first, "last": last, "pairs": len(chosen),
