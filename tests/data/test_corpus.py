@@ -262,3 +262,28 @@ def test_a_corpus_too_small_to_split_is_named(tmp_path):
     with pytest.raises(UsageError, match=r"the corpus of \S*ws\.txt is too small to split"):
         prepare([ws], tmp_path / "o")
     assert not (tmp_path / "o").exists()
+
+
+def test_prepare_notes_pieces_that_will_not_serve_the_model(tmp_path, capsys):
+    """A text without spaces is one "word" per line to the word tokeniser (each line its own
+    token, nothing shared between lines), and a vocabulary too small leaves much of the
+    validation split unk: both trained without a word said. Now each is a note; English
+    prose under the defaults gets none."""
+    rng = random.Random(0)
+    hanzi = "我你他的是在有人这上中大来和国地到说时要就出会可也对生能而子"
+    lines = ["".join(rng.choice(hanzi) for _ in range(rng.randint(10, 60))) for _ in range(400)]
+    spaceless = write(tmp_path, "zh.txt", "\n".join(lines))
+    prepare([spaceless], tmp_path / "zh", tokenizer="word")
+    err = capsys.readouterr().err
+    assert err.startswith("note: the word tokenizer read ") and "characters each" in err
+    assert "unk" not in err  # the vocabulary holds every line
+    words = [f"w{rng.randint(0, 300)}" for _ in range(6000)]
+    english = write(tmp_path, "en.txt", " ".join(words))
+    prepare([english], tmp_path / "en", tokenizer="word", vocab_size=50)
+    err = capsys.readouterr().err
+    assert err.startswith("note: ") and "of the validation split's" in err, err
+    share = float(err.split("%")[0].removeprefix("note: ")) / 100
+    val = np.fromfile(tmp_path / "en" / "val.bin", dtype=np.uint16)
+    assert share == pytest.approx(np.mean(val == 3), abs=0.005)
+    prepare([english], tmp_path / "en-all", tokenizer="word")
+    assert capsys.readouterr().err == ""
