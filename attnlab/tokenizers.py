@@ -453,6 +453,36 @@ def unknown_note(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> s
     return f"{label} holds pieces unknown to this model, each read as unk: {shown}{more}"
 
 
+UNKNOWN_NOTE_SHARE = 0.1  # a share of unk in held-out tokens worth a note
+LONG_WORD_CHARACTERS = 15  # characters per word token beyond any language written with spaces
+
+
+def pieces_notes(tokenizer: Tokenizer, *, characters: int, tokens: int, unknown: int,
+                 what: str) -> list[str]:
+    """Lines saying where a tokeniser fitted on a training split will not serve the model:
+    more than ``UNKNOWN_NOTE_SHARE`` of ``what``'s ``tokens`` (held out, ``characters`` long)
+    are unk (the vocabulary lacks them: the model learns one token for all of them), or the
+    word tokeniser's words are longer than ``LONG_WORD_CHARACTERS`` on average (a text written
+    without spaces, which it reads as one word).
+
+    Examples:
+        >>> tok = WordTokenizer.fit(["我喜欢这部电影", "我不喜欢"])
+        >>> pieces_notes(tok, characters=40, tokens=2, unknown=0, what="the validation split")[0]
+        'the word tokenizer read the validation split as 2 tokens of 20 characters each: a text without spaces between words is one long word to it; --tokenizer char or bpe splits it'
+    """
+    notes = []
+    if tokens and unknown > UNKNOWN_NOTE_SHARE * tokens:
+        notes.append(f"{unknown / tokens:.0%} of the {tokens:,} tokens of {what} are unk, "
+                     f"pieces the {tokenizer.kind} tokenizer fitted on the training text lacks "
+                     f"(its vocabulary: {tokenizer.vocab_size:,}): the model learns one token "
+                     f"for all of them; --tokenizer bpe has fewer")
+    if tokenizer.kind == "word" and tokens and characters / tokens > LONG_WORD_CHARACTERS:
+        notes.append(f"the word tokenizer read {what} as {tokens:,} tokens of "
+                     f"{characters / tokens:.0f} characters each: a text without spaces between "
+                     f"words is one long word to it; --tokenizer char or bpe splits it")
+    return notes
+
+
 def note_unknown(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> None:
     """``unknown_note``'s line, if any, on standard error as a note."""
     import sys

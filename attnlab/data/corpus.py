@@ -50,7 +50,7 @@ from torch.utils.data import Dataset
 from ..errors import UsageError
 from ..paths import check_output
 from ..settings import CorpusSettings, check_argument
-from ..tokenizers import TOKENIZER_KINDS, Tokenizer
+from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import CORPUS_FILES, SPLITS, corpus_identity, read_meta
@@ -533,33 +533,19 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
     return meta
 
 
-UNKNOWN_NOTE_SHARE = 0.1  # a share of unk in the validation tokens worth a note
-LONG_WORD_CHARACTERS = 15  # characters per word token beyond any language written with spaces
-
-
 def _notes_on_pieces(path: Path, dtype, tok: Tokenizer, meta: dict, chunk: int = 1 << 24
                      ) -> None:
-    """Notes on stderr where the pieces will not serve the model: more than
-    ``UNKNOWN_NOTE_SHARE`` of the validation tokens are unk (the vocabulary lacks them, so the
-    model learns and is scored on one token for all of them), or the word tokeniser's words
-    are longer than ``LONG_WORD_CHARACTERS`` characters on average (a text written without
-    spaces, which it reads as one word per line)."""
+    """``pieces_notes`` of the validation split, on stderr."""
     import sys
 
     tokens = np.memmap(path, dtype=dtype, mode="r")
     unknown = sum(int(np.count_nonzero(tokens[i:i + chunk] == tok.unk_id))
                   for i in range(0, len(tokens), chunk))
-    if unknown > UNKNOWN_NOTE_SHARE * len(tokens):
-        print(f"note: {unknown / len(tokens):.0%} of the validation split's {len(tokens):,} "
-              f"tokens are unk, pieces the {tok.kind} tokenizer's {tok.vocab_size:,}-piece "
-              f"vocabulary lacks: the model learns one token for all of them; a larger "
-              f"--vocab-size or --tokenizer bpe has fewer", file=sys.stderr, flush=True)
-    per_token = meta["characters"] / (meta["train_tokens"] + meta["val_tokens"])
-    if tok.kind == "word" and per_token > LONG_WORD_CHARACTERS:
-        print(f"note: the word tokenizer read {meta['characters']:,} characters as "
-              f"{meta['train_tokens'] + meta['val_tokens']:,} tokens, {per_token:.0f} "
-              f"characters each: a text without spaces between words is one word per line to "
-              f"it; --tokenizer char or bpe splits it", file=sys.stderr, flush=True)
+    total = meta["characters"]
+    characters = total - int(total * (1 - meta["val_fraction"]))  # as _write_corpus splits
+    for note in pieces_notes(tok, characters=characters, tokens=len(tokens), unknown=unknown,
+                             what="the validation split"):
+        print(f"note: {note}", file=sys.stderr, flush=True)
 
 
 class TokenWindows(Dataset):
