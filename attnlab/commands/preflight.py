@@ -64,11 +64,13 @@ def _same(key: str, given: Any, saved: Any) -> bool:
 
 
 def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dict[str, Any],
-                     run_dir: Path) -> None:
+                     run_dir: Path, *, config_file: str | None = None,
+                     from_file: frozenset[str] = frozenset()) -> None:
     """Refuse ``--resume`` with settings that differ from the run's ``config.yaml``, naming
     each (a different model shape would otherwise fail on loading the checkpoint, and a
-    different learning rate or data file would silently continue another run)."""
-    differ = []
+    different learning rate or data file would silently continue another run): as its flag,
+    or, for the settings in ``from_file``, as the key of ``--config config_file``."""
+    differ, keys = [], set()
     # a data file config.yaml holds the SHA-256 of may be given at another path (the data
     # moved, or the run went to another machine): the task then checks that its bytes are
     # the ones the run started on (``check_data_files``), which a path cannot say
@@ -79,10 +81,15 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
         saved_value = saved.get(key, defaults.get(key))
         if not _same(key, value, saved_value):
             had = as_typed(key, saved_value) if isinstance(saved_value, bool) else saved_value
-            differ.append(f"{as_typed(key, value)} (the run has {had})")
+            said = (f"{key}: {value} in --config {config_file}" if key in from_file
+                    else as_typed(key, value))
+            differ.append(f"{said} (the run has {'none' if had is None else had})")
+            keys.add(key)
     if differ:
+        what = "setting" if keys & from_file else "flag"
         raise UsageError(f"--resume: {'; '.join(differ)} — a run continues with the settings of "
-                         f"{run_dir}/config.yaml: drop the flag, or start a new run with another --out")
+                         f"{run_dir}/config.yaml: drop the {what}, or start a new run with "
+                         f"another --out")
 
 
 def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:

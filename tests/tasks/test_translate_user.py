@@ -162,6 +162,14 @@ def test_a_run_from_before_normalising_resumes_with_the_ids_it_trained_on(tmp_pa
     write_yaml(out / "config.yaml", cfg)
     before = attnlab.load(out)[1].src
     capsys.readouterr()
+    (tmp_path / "nfc.yaml").write_text("normalize: NFC\n")
+    assert main(["train", "translate", "--out", str(out), "--resume", "--max-steps", "20",
+                 "--config", str(tmp_path / "nfc.yaml")]) == 2
+    # normalize has no flag: it was named "--normalize NFC (the run has None)"
+    assert capsys.readouterr().err.startswith(
+        f"attnlab: error: --resume: normalize: NFC in --config {tmp_path / 'nfc.yaml'} (the "
+        f"run has none) — a run continues with the settings of {out}/config.yaml: drop the "
+        f"setting, ")
     assert main(["train", "translate", "--out", str(out), "--resume", "--max-steps", "20"]) == 0
     after = attnlab.load(out)[1].src
     assert after.normalize is None and after.pieces == before.pieces
