@@ -468,19 +468,29 @@ def pieces_notes(tokenizer: Tokenizer, *, characters: int, tokens: int, unknown:
     Examples:
         >>> tok = WordTokenizer.fit(["我喜欢这部电影", "我不喜欢"])
         >>> pieces_notes(tok, characters=40, tokens=2, unknown=0, what="the validation split")[0]
-        'the word tokenizer read the validation split as 2 tokens of 20 characters each: a text without spaces between words is one long word to it; --tokenizer char or bpe splits it'
+        'the word tokenizer read the validation split as 2 tokens of 20 characters each: a text without spaces between words is one long word to it; a char or bpe tokenizer splits it'
     """
     notes = []
     if tokens and unknown > UNKNOWN_NOTE_SHARE * tokens:
         notes.append(f"{unknown / tokens:.0%} of the {tokens:,} tokens of {what} are unk, "
                      f"pieces the {tokenizer.kind} tokenizer fitted on the training text lacks "
                      f"(its vocabulary: {tokenizer.vocab_size:,}): the model learns one token "
-                     f"for all of them; --tokenizer bpe has fewer")
+                     f"for all of them; a bpe tokenizer has fewer")
     if tokenizer.kind == "word" and tokens and characters / tokens > LONG_WORD_CHARACTERS:
         notes.append(f"the word tokenizer read {what} as {tokens:,} tokens of "
                      f"{characters / tokens:.0f} characters each: a text without spaces between "
-                     f"words is one long word to it; --tokenizer char or bpe splits it")
+                     f"words is one long word to it; a char or bpe tokenizer splits it")
     return notes
+
+
+def note_pieces(tokenizer: Tokenizer, texts: list[str], what: str) -> None:
+    """``pieces_notes`` of held-out ``texts`` (``what``), on standard error."""
+    import sys
+
+    ids = [i for row in tokenizer.encode_batch(texts) for i in row]
+    for note in pieces_notes(tokenizer, characters=sum(map(len, texts)), tokens=len(ids),
+                             unknown=ids.count(tokenizer.unk_id), what=what):
+        print(f"note: {note}", file=sys.stderr, flush=True)
 
 
 def note_unknown(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> None:

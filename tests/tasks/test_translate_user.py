@@ -185,3 +185,24 @@ def test_a_config_file_naming_no_normal_form_is_refused_before_the_run(tmp_path,
                                        f"normalize must be one of NFC, NFD, NFKC, NFKD, or "
                                        f"null, got 'nfc'\n")
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_sources_the_word_tokenizer_cannot_split_are_named(tmp_path, capsys):
+    """Chinese written without spaces is one "word" per sentence to --src-tokenizer word:
+    held-out sentences were all unk, without a word said."""
+    rng = random.Random(3)
+    chinese = {"我": "i", "你": "you", "喜欢": "like", "茶": "tea", "咖啡": "coffee"}
+    rows = []
+    for _ in range(200):
+        words = [rng.choice(list(chinese)) for _ in range(rng.randint(2, 5))]
+        rows.append("".join(words) + "\t" + " ".join(chinese[w] for w in words))
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["train", "translate", "--data", str(data), "--src-tokenizer", "word",
+                 "--tgt-tokenizer", "word", "--out", str(tmp_path / "run"), "--max-steps", "1",
+                 *TINY]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines()
+             if line.startswith("note: ") and "unk" in line]
+    assert len(notes) == 1 and "of the test sources are unk" in notes[0], notes

@@ -38,7 +38,7 @@ from ...nn import padding_mask
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import steps_of_epochs
-from ...tokenizers import TOKENIZER_KINDS, note_unknown, pieces_notes
+from ...tokenizers import TOKENIZER_KINDS, note_pieces, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
@@ -352,17 +352,10 @@ def _prepare(cfg, splits: dict[str, Any], start) -> tuple[Any, Any, list]:
     else:
         tokenizer = fit_tokenizer(cfg, xs)
         cfg = cfg.derive(model_vocab_size=tokenizer.vocab_size)
-        _note_pieces(tokenizer, [x for x, _ in splits["val"]])
+        # (a Chinese review is one unknown "word" to the word tokeniser: chance, silently)
+        note_pieces(tokenizer, [x for x, _ in splits["val"]], "the validation texts")
     return cfg, tokenizer, _inputs(cfg, tokenizer, xs)
 
-
-def _note_pieces(tokenizer, texts: list[str]) -> None:
-    """``pieces_notes`` of the validation texts, on stderr (a Chinese review is one unknown
-    "word" to the word tokeniser: the model trained and tested on nothing, silently)."""
-    ids = [i for row in tokenizer.encode_batch(texts) for i in row]
-    for note in pieces_notes(tokenizer, characters=sum(map(len, texts)), tokens=len(ids),
-                             unknown=ids.count(tokenizer.unk_id), what="the validation texts"):
-        print(f"note: {note}", file=sys.stderr, flush=True)
 
 
 def run(task, cfg: RunSettings, run_dir: Path,

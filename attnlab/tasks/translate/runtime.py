@@ -34,7 +34,7 @@ from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...settings import steps_of_epochs
-from ...tokenizers import note_unknown
+from ...tokenizers import note_pieces, note_unknown
 from ...viz import plot_attention, plot_by_length
 from ..base import config_from_run
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
@@ -182,6 +182,8 @@ def _fit_tokenizers(cfg, sample, test):
     tok = TranslationTokenizers(
         fit_tokenizer(cfg.src_tokenizer, sources, cfg.vocab_size, cfg.normalize),
         fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size, cfg.normalize))
+    note_pieces(tok.src, [s for s, _ in test], "the test sources")  # what word cannot split
+    note_pieces(tok.tgt, [t for _, t in test], "the test targets")
     src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
     tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
     cfg = cfg.derive(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
