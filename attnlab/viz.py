@@ -14,8 +14,9 @@ Examples:
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -39,7 +40,29 @@ def _pyplot():
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    _fallback_fonts(matplotlib)
     return plt
+
+
+def _fallback_fonts(matplotlib) -> None:
+    """Fonts for the characters matplotlib's own lack, where installed, after the families
+    of ``font.family``: a glyph the first family lacks is drawn from the next one that has
+    it (matplotlib's font fallback), so Chinese labels are not boxes. Only installed ones are
+    added: matplotlib logs a warning for each family it cannot find."""
+    from matplotlib import font_manager
+
+    family = list(matplotlib.rcParams["font.family"])
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    extra = [name for name in FALLBACK_FONTS if name in installed and name not in family]
+    if extra:
+        matplotlib.rcParams["font.family"] = family + extra
+
+
+# Chinese, Japanese and Korean fonts found on Linux, macOS and Windows
+FALLBACK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK KR",
+                  "Source Han Sans SC", "WenQuanYi Zen Hei", "Droid Sans Fallback",
+                  "PingFang SC", "Hiragino Sans", "Microsoft YaHei", "Malgun Gothic",
+                  "Arial Unicode MS")
 
 
 def _save(fig, path: str | Path) -> Path:
@@ -60,6 +83,55 @@ def _save(fig, path: str | Path) -> Path:
         _pyplot().close(fig)
     atomic_write(path, buffer.getvalue())
     return path
+
+
+_GLYPH = re.compile(r"Glyph (\d+) .*missing from font")
+
+
+def _missing_glyphs(caught, path: Path) -> None:
+    """matplotlib warns once per character it has no glyph for (Chinese labels with its own
+    DejaVu fonts: a screen of warnings, and boxes in the figure). Those become one note naming
+    the characters; other warnings are shown as they came."""
+    import sys
+    import warnings
+
+    missing = []
+    for w in caught:
+        if (found := _GLYPH.search(str(w.message))) is None:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif (char := chr(int(found.group(1)))) not in missing:
+            missing.append(char)
+    if missing:
+        shown = "".join(missing[:12]) + ("..." if len(missing) > 12 else "")
+        print(f"note: {path}: the fonts matplotlib uses here cannot draw {len(missing)} "
+              f"characters of its labels ({shown}): they show as boxes; install a font that "
+              f"has them (for Chinese, Japanese and Korean attnlab falls back on Noto Sans CJK "
+              f"or the others docs/cli.md names)", file=sys.stderr, flush=True)
+
+
+def _glyphs_noted(draw: Callable[..., Path]) -> Callable[..., Path]:
+    """``draw`` (a function that writes a figure and returns its path) with matplotlib's
+    missing-glyph warnings made one note (``_missing_glyphs``), and its font lookup's
+    log lines (a fallback font of another weight) not shown."""
+    import functools
+    import logging
+    import warnings
+
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs) -> Path:
+        log = logging.getLogger("matplotlib.font_manager")
+        level = log.level
+        log.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                path = draw(*args, **kwargs)
+        finally:
+            log.setLevel(level)
+        _missing_glyphs(caught, path)
+        return path
+
+    return drawn
 
 
 def _as_layers(maps) -> list[torch.Tensor]:
@@ -107,6 +179,7 @@ def _panels(layers: list[torch.Tensor]):
     return [means[i:i + columns] for i in range(0, len(means), columns)], columns
 
 
+@_glyphs_noted
 def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path: str | Path, *,
                    title: str | None = None, cmap: str = "viridis", kind: str | None = None,
                    mark_row: int | None = None) -> Path:
@@ -297,6 +370,7 @@ def _label_axis(fig, axis, labels: list[str], fontsize: float, keep: int | None 
                 tick.set_fontweight("bold")
 
 
+@_glyphs_noted
 def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | Path = "pe.png", *,
                              dims: Sequence[int] = (0, 1, 2, 3)) -> Path:
     """The sinusoidal encoding as a heatmap over positions × hidden dimensions, and the curves
@@ -358,6 +432,7 @@ def curve_steps(max_iters: int, *, points: int = 20_000, keep: Sequence[int] = (
     return sorted(picked | {s for s in keep if 0 <= s <= max_iters})
 
 
+@_glyphs_noted
 def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
                      title: str = "learning-rate schedule", ylabel: str = "learning rate",
                      mark_step: int | None = None,
@@ -396,6 +471,7 @@ def plot_lr_schedule(curves: dict[str, Sequence[float]], path: str | Path, *,
 
 # ---- jets: ROC as background rejection, score distributions, a jet's attention ----
 
+@_glyphs_noted
 def plot_by_length(curves: dict[str, Sequence[float]], buckets: Sequence[str],
                    path: str | Path, *, title: str = "score by source length",
                    ylabel: str = "score") -> Path:
@@ -425,6 +501,7 @@ def plot_by_length(curves: dict[str, Sequence[float]], buckets: Sequence[str],
     return _save(fig, path)
 
 
+@_glyphs_noted
 def plot_jet_roc(curves: dict, path: str | Path, *, title: str = "top tagging") -> Path:
     """Background rejection 1/ε_B against signal efficiency ε_S (log scale), as the field
     draws a tagger's ROC curve; one line per tagger, with its AUC in the legend.
@@ -462,6 +539,7 @@ def plot_jet_roc(curves: dict, path: str | Path, *, title: str = "top tagging") 
     return _save(fig, path)
 
 
+@_glyphs_noted
 def plot_jet_scores(scores, labels, path: str | Path, *, title: str = "tagger scores",
                     names: Sequence[str] = ("QCD", "top")) -> Path:
     """Histograms of the score P(top) for each true class (normalised, log scale): a good
@@ -492,6 +570,7 @@ def plot_jet_scores(scores, labels, path: str | Path, *, title: str = "tagger sc
     return _save(fig, path)
 
 
+@_glyphs_noted
 def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 40,
                        title: str | None = None, token_weights=None) -> Path:
     """One jet in the (Δη, Δφ) plane: a disc per constituent, its area proportional to pT,
@@ -583,6 +662,7 @@ def _jet_legend(ax, drawn, top: float, biggest: float) -> None:
 _CLASS_CHARS = 24  # characters kept of a class name in plot_confusion (20 Newsgroups' fit)
 
 
+@_glyphs_noted
 def plot_confusion(matrix, labels: Sequence[str], path: str | Path, *,
                    title: str = "confusion matrix, test split") -> Path:
     """A confusion matrix as a grid: a row per true class, a column per predicted one, the

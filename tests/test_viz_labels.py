@@ -1,5 +1,7 @@
 """The PNG attention figures: tick labels that never overlap, whatever the length of the input
 or of its tokens, and colour bars that say what they measure."""
+import warnings
+
 import pytest
 import torch
 
@@ -108,3 +110,33 @@ def test_the_pe_heatmap_counts_positions_and_dimensions_from_0_as_its_curves_and
     curve = next(ax for ax in fig.axes if ax.get_title() == "dimension 1 (cos)")
     x, y = curve.get_lines()[0].get_data()
     assert x[2] == 2 and y[2] == pytest.approx(math.cos(2), abs=1e-6)
+
+
+def test_characters_no_font_draws_are_named_once(tmp_path, capsys):
+    """matplotlib warned once per missing character, a screen of warnings for a Chinese
+    sentence, and the figure showed boxes without saying so. Yi syllables are in none of the
+    fonts attnlab falls back on: one note names each once."""
+    yi = ["\ua000", "\ua001", "\ua000"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning left over would fail here
+        path = viz.plot_attention(torch.rand(1, 2, 3, 3), yi, yi, tmp_path / "yi.png")
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"note: {path}: the fonts matplotlib uses "
+                                                   f"here cannot draw 2 characters of its "
+                                                   f"labels (\ua000\ua001)")
+    assert path.stat().st_size > 0
+
+
+def test_fallback_fonts_are_added_only_where_installed():
+    """A family matplotlib cannot find is a log line per figure: only installed ones go into
+    font.family, after the user's own."""
+    import matplotlib
+    from matplotlib import font_manager
+
+    viz._pyplot()
+    family = list(matplotlib.rcParams["font.family"])
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    added = [name for name in family if name in viz.FALLBACK_FONTS]
+    assert all(name in installed for name in added)
+    assert added == [name for name in viz.FALLBACK_FONTS if name in installed]
+    assert family[0] not in viz.FALLBACK_FONTS
