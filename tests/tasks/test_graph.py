@@ -8,6 +8,7 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.explorer import read_data
+from attnlab.runs import read_yaml
 
 pytestmark = pytest.mark.slow
 
@@ -73,6 +74,14 @@ def test_bad_settings_exit_2_before_a_run_directory(tmp_path, args, named, capsy
     out = tmp_path / "run"
     assert main(["train", "graph", *args, "--out", str(out)]) == 2
     assert named in capsys.readouterr().err and not out.exists()
+
+
+def test_a_link_probability_of_one_is_a_graph_too(tmp_path):
+    """p = 1 (every pair in a group linked) was refused as outside [0, 1)."""
+    out = tmp_path / "sbm"
+    assert main(["train", "graph", "--graph", "sbm", "--nodes", "30", "--p-in", "1",
+                 "--max-steps", "2", "--out", str(out)]) == 0
+    assert read_yaml(out / "config.yaml")["p_in"] == 1
 
 
 def test_block_model_gat_learns(tmp_path):
