@@ -142,12 +142,18 @@ def encode_words(cfg: RunSettings, tokenizer, sentences: list[list[str]]) -> lis
     return out
 
 
-def _labels(encoded: Encoded, tags: list[str], index: dict[str, int]) -> list[int]:
-    """The label of each position: a word's tag index at its first token, -100 elsewhere."""
+def _labels(encoded: Encoded, tags: list[str], index: dict[str, int], *,
+            cut: bool = False) -> list[int]:
+    """The label of each position: a word's tag index at its first token, -100 elsewhere;
+    with ``cut``, then the tag index of each word past --max-len (validation scores them as
+    the test does: read as ``O``; ``TaggerModule``'s labels past the logits)."""
     labels = [IGNORE] * len(encoded.ids)
     for pos, tag in zip(encoded.first, tags):
         if pos is not None:
             labels[pos] = index[tag]
+    if cut:
+        labels += [index[tags[i]] for i, pos in enumerate(encoded.first)
+                   if pos is None and i not in encoded.empty]
     return labels
 
 
@@ -171,13 +177,17 @@ def make_batches(encoded: list[Encoded], labels: list[list[int]], batch_size: in
 
 def _pad(rows: list[Encoded], labels: list[list[int]], pad_id: int, types: bool,
          mask: bool) -> tuple[torch.Tensor, ...]:
+    """A batch; a row's labels past its ids (``_labels``' ``cut``) go after column T, so
+    that the labels are (B, T + K): the positions' (B, T), then the words past --max-len."""
     T = max(len(r.ids) for r in rows)
+    K = max(len(lab) - len(r.ids) for r, lab in zip(rows, labels))
     x = torch.full((len(rows), T), pad_id, dtype=torch.long)  # (B, T)
-    y = torch.full((len(rows), T), IGNORE, dtype=torch.long)  # (B, T)
+    y = torch.full((len(rows), T + max(K, 0)), IGNORE, dtype=torch.long)  # (B, T + K)
     m, t = torch.zeros_like(x), torch.zeros_like(x)  # (B, T)
     for row, (r, lab) in enumerate(zip(rows, labels)):
-        n = len(r.ids)
-        x[row, :n], y[row, :n], m[row, :n] = torch.tensor(r.ids), torch.tensor(lab), 1
+        n, past = len(r.ids), lab[len(r.ids):]
+        x[row, :n], y[row, :n], m[row, :n] = torch.tensor(r.ids), torch.tensor(lab[:n]), 1
+        y[row, T:T + len(past)] = torch.tensor(past, dtype=torch.long)
         t[row, :n] = torch.tensor(r.types)
     return (x, *([m] if mask else []), *([t] if types else []), y)
 
@@ -191,11 +201,13 @@ def _batching(cfg: RunSettings, tokenizer) -> dict[str, Any]:
             "types": bool(tokenizer.token_type_ids and cfg.type_vocab_size)}
 
 
-def _batches_of(cfg, tokenizer, part: Sentences, **options) -> tuple[list, list, dict]:
-    """(encoded sentences, their labels, the padding options) of a split."""
+def _batches_of(cfg, tokenizer, part: Sentences, *, cut: bool = False,
+                **options) -> tuple[list, list, dict]:
+    """(encoded sentences, their labels, the padding options) of a split; ``cut``: the
+    labels hold the tags of the words past --max-len too (``_labels``)."""
     encoded = encode_words(cfg, tokenizer, part.words)
     index = {t: i for i, t in enumerate(cfg.tags)}
-    labels = [_labels(e, tags, index) for e, tags in zip(encoded, part.tags)]
+    labels = [_labels(e, tags, index, cut=cut) for e, tags in zip(encoded, part.tags)]
     return encoded, labels, {**_batching(cfg, tokenizer), **options}
 
 
@@ -317,7 +329,7 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
                             len(encoded), cfg.batch_size, cfg.seed)
     steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
              else cfg.max_steps)
-    val = make_batches(*_batches_of(cfg, tokenizer, splits["val"])[:2], 64,
+    val = make_batches(*_batches_of(cfg, tokenizer, splits["val"], cut=True)[:2], 64,
                        **_batching(cfg, tokenizer))
     module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
     result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
