@@ -10,7 +10,7 @@ each subword belongs to the word its characters fall in (its offsets), the first
 word carries the word's label, every other position -100; batches are padded on the right with
 the tokenizer's pad id and an attention mask (B, T) (1 = real). A word past ``--max-len`` (words
 from scratch, subwords with ``--init``) has no prediction: it is read as ``O``, and a warning
-says how many there were.
+says how many there were (in the training split: its tag is not trained; a warning says so).
 
 Shapes: B batch, T tokens (words or subwords), C tags.
 """
@@ -226,13 +226,18 @@ class Unread:
         empty = [words[i] for e, words in zip(encoded, sentences) for i in e.empty]
         return cls(sum(pos is None for e in encoded for pos in e.first) - len(empty), empty)
 
-    def say(self, cfg: RunSettings) -> None:
-        """A warning line on stderr per cause (none when every word was read)."""
-        if self.cut:
-            what = "subword" if pretrained(cfg) else "word"
+    def say(self, cfg: RunSettings, *, training: bool = False) -> None:
+        """A warning line on stderr per cause (none when every word was read); ``training``:
+        the words are the training split's, whose tags are then not trained."""
+        what = "subword" if pretrained(cfg) else "word"
+        if self.cut and training:
+            print(f"warning: {self.cut} word(s) of the training split lie past --max-len "
+                  f"{cfg.max_len} ({what}s): their tags are not trained", file=sys.stderr,
+                  flush=True)
+        elif self.cut:
             print(f"warning: {self.cut} word(s) lie past --max-len {cfg.max_len} ({what}s) and "
                   f"have no prediction: they are read as O", file=sys.stderr, flush=True)
-        self.say_empty(cfg, "they are read as O")
+        self.say_empty(cfg, "their tags are not trained" if training else "they are read as O")
 
     def say_empty(self, cfg: RunSettings, then: str) -> None:
         if self.empty:
@@ -324,7 +329,7 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
     splits = checked if checked is not None else load_splits(cfg)
     cfg, tokenizer, model = _start(cfg, splits, run_dir, task)
     encoded, labels, options = _batches_of(cfg, tokenizer, splits["train"])
-    Unread.of(encoded, splits["train"].words).say_empty(cfg, "their tags are not trained")
+    Unread.of(encoded, splits["train"].words).say(cfg, training=True)
     train = ShuffledBatches(partial(make_batches, encoded, labels, cfg.batch_size, **options),
                             len(encoded), cfg.batch_size, cfg.seed)
     steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
