@@ -16,7 +16,9 @@ mean of per-batch scores. ``val_loss`` and the token accuracy ``val_acc`` are su
 
 each labelled token weighted equally, as lm's ``val_loss`` weighs every token. The loop's mean
 of per-batch losses would weigh a batch by its sentences, so that a batch of short sentences
-(few labelled tokens) would count as much as one of long sentences.
+(few labelled tokens) would count as much as one of long sentences. A validation word past
+--max-len has no logits: it counts as predicted ``O`` in ``val_acc`` and the entity scores, as
+the test split's scores count it (labels past the logits' T, see ``TaggerModule``).
 """
 from __future__ import annotations
 
@@ -37,7 +39,11 @@ _ENTITIES = ("right", "predicted", "true")  # the entity counts of ``score``
 
 class TaggerModule(TaskModule):
     """``TaskModule`` for batches ``(*inputs, labels)``: inputs as the model takes them
-    (token ids (B, T); or ids, attention mask and token types), labels (B, T).
+    (token ids (B, T); or ids, attention mask and token types), labels (B, T). In validation
+    the labels may be (B, T + K): the K columns past the logits' T hold the tags of a
+    sentence's words past --max-len (-100 after them), which the model does not read: they
+    count as predicted ``O`` in ``acc`` and the entity counts, as the test split counts them,
+    and ``loss`` leaves them out (they have no logits).
 
     Args:
         model, cfg, max_steps: as ``TaskModule``.
@@ -54,6 +60,7 @@ class TaggerModule(TaskModule):
     def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
         *inputs, labels = batch
         logits = self.model(*inputs)  # (B, T, C)
+        labels, cut = labels[:, :logits.shape[1]], labels[:, logits.shape[1]:]  # (B, T), (B, K)
         preds, kept = logits.argmax(-1), labels != IGNORE  # (B, T)
         correct, labelled = ((preds == labels) & kept).sum(), kept.sum()  # tokens
         if self.training:
@@ -61,16 +68,22 @@ class TaggerModule(TaskModule):
             return loss, {"acc": correct / labelled.clamp(min=1)}
         summed = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE,
                                  reduction="sum")
+        # the words past --max-len have no logits: read as O, as the test split reads them
+        outside = cut == self.tags.index("O")  # (B, K)
+        words = labelled + (cut != IGNORE).sum()
         return summed / labelled.clamp(min=1), {
-            **ratio("loss", summed, labelled), **ratio("acc", correct, labelled),
-            **self._entities(preds, labels, kept)}
+            **ratio("loss", summed, labelled), **ratio("acc", correct + outside.sum(), words),
+            **self._entities(preds, labels, kept, cut)}
 
-    def _entities(self, preds: Tensor, labels: Tensor, kept: Tensor) -> dict[str, Tensor]:
-        """The entity counts of a validation batch (``score``'s), as totals of the split."""
+    def _entities(self, preds: Tensor, labels: Tensor, kept: Tensor,
+                  cut: Tensor) -> dict[str, Tensor]:
+        """The entity counts of a validation batch (``score``'s), as totals of the split; the
+        words past --max-len (``cut``, (B, K)) follow each sentence's read words, tagged O."""
         true, guessed = [], []
-        for p, y, k in zip(preds.tolist(), labels.tolist(), kept.tolist()):
-            true.append([self.tags[t] for t, keep in zip(y, k) if keep])
-            guessed.append([self.tags[t] for t, keep in zip(p, k) if keep])
+        for p, y, k, c in zip(preds.tolist(), labels.tolist(), kept.tolist(), cut.tolist()):
+            past = [self.tags[t] for t in c if t != IGNORE]
+            true.append([self.tags[t] for t, keep in zip(y, k) if keep] + past)
+            guessed.append([self.tags[t] for t, keep in zip(p, k) if keep] + ["O"] * len(past))
         s = self.score(true, guessed)
         return total(**{k: torch.as_tensor(s[k], device=preds.device) for k in _ENTITIES})
 

@@ -10,7 +10,7 @@ each subword belongs to the word its characters fall in (its offsets), the first
 word carries the word's label, every other position -100; batches are padded on the right with
 the tokenizer's pad id and an attention mask (B, T) (1 = real). A word past ``--max-len`` (words
 from scratch, subwords with ``--init``) has no prediction: it is read as ``O``, and a warning
-says how many there were.
+says how many there were (in the training split: its tag is not trained; a warning says so).
 
 Shapes: B batch, T tokens (words or subwords), C tags.
 """
@@ -142,12 +142,18 @@ def encode_words(cfg: RunSettings, tokenizer, sentences: list[list[str]]) -> lis
     return out
 
 
-def _labels(encoded: Encoded, tags: list[str], index: dict[str, int]) -> list[int]:
-    """The label of each position: a word's tag index at its first token, -100 elsewhere."""
+def _labels(encoded: Encoded, tags: list[str], index: dict[str, int], *,
+            cut: bool = False) -> list[int]:
+    """The label of each position: a word's tag index at its first token, -100 elsewhere;
+    with ``cut``, then the tag index of each word past --max-len (validation scores them as
+    the test does: read as ``O``; ``TaggerModule``'s labels past the logits)."""
     labels = [IGNORE] * len(encoded.ids)
     for pos, tag in zip(encoded.first, tags):
         if pos is not None:
             labels[pos] = index[tag]
+    if cut:
+        labels += [index[tags[i]] for i, pos in enumerate(encoded.first)
+                   if pos is None and i not in encoded.empty]
     return labels
 
 
@@ -171,13 +177,17 @@ def make_batches(encoded: list[Encoded], labels: list[list[int]], batch_size: in
 
 def _pad(rows: list[Encoded], labels: list[list[int]], pad_id: int, types: bool,
          mask: bool) -> tuple[torch.Tensor, ...]:
+    """A batch; a row's labels past its ids (``_labels``' ``cut``) go after column T, so
+    that the labels are (B, T + K): the positions' (B, T), then the words past --max-len."""
     T = max(len(r.ids) for r in rows)
+    K = max(len(lab) - len(r.ids) for r, lab in zip(rows, labels))
     x = torch.full((len(rows), T), pad_id, dtype=torch.long)  # (B, T)
-    y = torch.full((len(rows), T), IGNORE, dtype=torch.long)  # (B, T)
+    y = torch.full((len(rows), T + max(K, 0)), IGNORE, dtype=torch.long)  # (B, T + K)
     m, t = torch.zeros_like(x), torch.zeros_like(x)  # (B, T)
     for row, (r, lab) in enumerate(zip(rows, labels)):
-        n = len(r.ids)
-        x[row, :n], y[row, :n], m[row, :n] = torch.tensor(r.ids), torch.tensor(lab), 1
+        n, past = len(r.ids), lab[len(r.ids):]
+        x[row, :n], y[row, :n], m[row, :n] = torch.tensor(r.ids), torch.tensor(lab[:n]), 1
+        y[row, T:T + len(past)] = torch.tensor(past, dtype=torch.long)
         t[row, :n] = torch.tensor(r.types)
     return (x, *([m] if mask else []), *([t] if types else []), y)
 
@@ -191,11 +201,13 @@ def _batching(cfg: RunSettings, tokenizer) -> dict[str, Any]:
             "types": bool(tokenizer.token_type_ids and cfg.type_vocab_size)}
 
 
-def _batches_of(cfg, tokenizer, part: Sentences, **options) -> tuple[list, list, dict]:
-    """(encoded sentences, their labels, the padding options) of a split."""
+def _batches_of(cfg, tokenizer, part: Sentences, *, cut: bool = False,
+                **options) -> tuple[list, list, dict]:
+    """(encoded sentences, their labels, the padding options) of a split; ``cut``: the
+    labels hold the tags of the words past --max-len too (``_labels``)."""
     encoded = encode_words(cfg, tokenizer, part.words)
     index = {t: i for i, t in enumerate(cfg.tags)}
-    labels = [_labels(e, tags, index) for e, tags in zip(encoded, part.tags)]
+    labels = [_labels(e, tags, index, cut=cut) for e, tags in zip(encoded, part.tags)]
     return encoded, labels, {**_batching(cfg, tokenizer), **options}
 
 
@@ -214,13 +226,18 @@ class Unread:
         empty = [words[i] for e, words in zip(encoded, sentences) for i in e.empty]
         return cls(sum(pos is None for e in encoded for pos in e.first) - len(empty), empty)
 
-    def say(self, cfg: RunSettings) -> None:
-        """A warning line on stderr per cause (none when every word was read)."""
-        if self.cut:
-            what = "subword" if pretrained(cfg) else "word"
+    def say(self, cfg: RunSettings, *, training: bool = False) -> None:
+        """A warning line on stderr per cause (none when every word was read); ``training``:
+        the words are the training split's, whose tags are then not trained."""
+        what = "subword" if pretrained(cfg) else "word"
+        if self.cut and training:
+            print(f"warning: {self.cut} word(s) of the training split lie past --max-len "
+                  f"{cfg.max_len} ({what}s): their tags are not trained", file=sys.stderr,
+                  flush=True)
+        elif self.cut:
             print(f"warning: {self.cut} word(s) lie past --max-len {cfg.max_len} ({what}s) and "
                   f"have no prediction: they are read as O", file=sys.stderr, flush=True)
-        self.say_empty(cfg, "they are read as O")
+        self.say_empty(cfg, "their tags are not trained" if training else "they are read as O")
 
     def say_empty(self, cfg: RunSettings, then: str) -> None:
         if self.empty:
@@ -312,12 +329,12 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
     splits = checked if checked is not None else load_splits(cfg)
     cfg, tokenizer, model = _start(cfg, splits, run_dir, task)
     encoded, labels, options = _batches_of(cfg, tokenizer, splits["train"])
-    Unread.of(encoded, splits["train"].words).say_empty(cfg, "their tags are not trained")
+    Unread.of(encoded, splits["train"].words).say(cfg, training=True)
     train = ShuffledBatches(partial(make_batches, encoded, labels, cfg.batch_size, **options),
                             len(encoded), cfg.batch_size, cfg.seed)
     steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
              else cfg.max_steps)
-    val = make_batches(*_batches_of(cfg, tokenizer, splits["val"])[:2], 64,
+    val = make_batches(*_batches_of(cfg, tokenizer, splits["val"], cut=True)[:2], 64,
                        **_batching(cfg, tokenizer))
     module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
     result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
