@@ -6,8 +6,9 @@ One step, top to bottom in ``Loop.train_step``:
     precision -> backward -> clip -> optimiser (16-mixed: through the gradient scaler) -> schedule
 
 With ``--accumulate N`` the step takes N batches, each through forward and backward on its own
-with its loss divided by N (the gradients add up to those of the mean of the N losses); under
-DDP the processes average the gradients after the last one only.
+with its loss weighted by its share of the step's targets (``TaskModule.targets``: the tokens
+of a padded batch, else the examples), so the gradients add up to those of one batch of all N;
+under DDP the processes average the gradients after the last one only.
 
 and around it, in ``Loop.run``: every N steps log, validate, checkpoint; stop at the budget, at
 a target (``StopAt``, checked after validation), after ``--patience`` validations without
@@ -57,8 +58,8 @@ from .best import BestWatch, cpu_copy
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
 from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
-from .module import (OptimizerSettings, TaskModule, back_to_float32, exact_tables, make_optimizer,
-                     optimizer_groups)
+from .module import (OptimizerSettings, TaskModule, back_to_float32, batch_size, exact_tables,
+                     make_optimizer, optimizer_groups)
 from .progress import Progress
 from .totals import is_total
 
@@ -167,19 +168,26 @@ class FitResult:
     lora: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
 
-def _mean(losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
-          ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The mean loss and logged numbers of a step's batches (one batch: its own, as given)."""
+def _shares(counts: list) -> list:
+    """Each batch's share of a step's loss, in proportion to what its mean is over (its
+    targets: ``TaskModule.targets``), so that ``--accumulate N`` batches train as one batch N
+    times larger even where their padding differs (one batch: 1, so it trains as it always
+    did). Tensors stay on the device: nothing here waits for it."""
+    if len(counts) == 1:
+        return [1]
+    total = sum(counts)
+    return [count / total for count in counts]
+
+
+def _weighted(shares: list, losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
+              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The step's loss and logged numbers: its batches' weighted by their ``_shares`` (one
+    batch: its own, as given)."""
     if len(losses) == 1:
         return losses[0], logged[0]
-    mean = torch.stack([loss.detach() for loss in losses]).mean()
-    return mean, {k: torch.stack([logs[k].detach() for logs in logged]).mean() for k in logged[0]}
-
-
-def _batch_size(batch) -> int:
-    """Examples in a batch: the length of its first tensor (weights validation's mean)."""
-    first = batch[0] if isinstance(batch, (tuple, list)) else batch
-    return len(first) if isinstance(first, torch.Tensor) and first.ndim else 1
+    loss = sum(share * value.detach() for share, value in zip(shares, losses))
+    return loss, {k: sum(share * logs[k].detach() for share, logs in zip(shares, logged))
+                  for k in logged[0]}
 
 
 class Loop:
@@ -208,7 +216,7 @@ class Loop:
         self.shown: dict[str, float] = {}  # what the progress line shows: the latest numbers
         self.progress = Progress(max_steps)
         self.log = RunLog.for_run(self.run_dir / "logs")  # metrics.csv and TensorBoard's events
-        self.stats = StepStats(size=_batch_size, tokens=module.tokens)  # lr, norm, throughput
+        self.stats = StepStats(size=batch_size, tokens=module.tokens)  # lr, norm, throughput
         self.signals = _Signals(resume_command(cfg, self.run_dir))
         self._rng_to_restore: dict[str, Any] | None = None
         self._unvalidated = False  # resumed after a step whose validation did not run
@@ -383,10 +391,11 @@ class Loop:
         still on the device (nothing here waits for the GPU: see the module's docstring).
         ``self.model`` is Fabric's wrapper of the ``TaskModule``."""
         fabric, optimizer, scaler = self.fabric, self.optimizer.optimizer, self.scaler
+        if self.device_batches:
+            batches = tuple(fabric.to_device(batch) for batch in batches)
         n, losses, logged = len(batches), [], []
+        shares = _shares([self.module.targets(batch) for batch in batches])
         for i, batch in enumerate(batches):
-            if self.device_batches:
-                batch = fabric.to_device(batch)
             # DDP: the gradients are synced after the step's last batch only (its forward and
             # backward both inside, as DDP asks); one process: nothing to skip
             with fabric.no_backward_sync(self.model, enabled=i < n - 1):
@@ -401,12 +410,12 @@ class Loop:
                 # backward, through Fabric: DDP averages the gradients over the processes, and
                 # under 16-mixed the loss is first multiplied by the scaler's scale (small
                 # float16 gradients would otherwise round to zero). Each of N batches' loss is
-                # divided by N: the gradients add up to those of the N losses' mean (x / 1 is
-                # x exactly: one batch trains as it always did).
-                fabric.backward(loss / n)
+                # weighted by its share of the step's targets: the gradients add up to those
+                # of one batch of all N (x * 1 is x exactly: one batch trains as it always did).
+                fabric.backward(loss * shares[i])
             losses.append(loss)
             logged.append(logs)
-        loss, logs = _mean(losses, logged)
+        loss, logs = _weighted(shares, losses, logged)
         self.stats.count(batches)
         # clipping the gradients' global norm to --grad-clip (0: no clipping); a step that logs
         # measures the norm even without clipping (a limit of inf scales by exactly 1)
@@ -542,7 +551,7 @@ class Loop:
             with precision.forward_context():
                 loss, logs = self.model.loss(precision.convert_input(batch))
             loss, logs = precision.convert_output((loss, logs))
-            n = _batch_size(batch)
+            n = batch_size(batch)
             for name, value in {"loss": loss, **logs}.items():
                 weight = 1 if is_total(name) else n  # a sum or a count: added up as it is
                 totals[name] = totals.get(name, 0) + value.detach().float() * weight

@@ -65,6 +65,10 @@ class TaggerModule(TaskModule):
             **ratio("loss", summed, labelled), **ratio("acc", correct, labelled),
             **self._entities(preds, labels, kept)}
 
+    def targets(self, batch) -> Tensor:
+        """The labelled tokens: the training loss is their mean."""
+        return (batch[-1] != IGNORE).sum()
+
     def _entities(self, preds: Tensor, labels: Tensor, kept: Tensor) -> dict[str, Tensor]:
         """The entity counts of a validation batch (``score``'s), as totals of the split."""
         true, guessed = [], []
