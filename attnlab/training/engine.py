@@ -46,6 +46,7 @@ import torch
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
 from ..runs import readable, save_weights, write_config, write_metrics
+from ..settings import steps_of_epochs
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng, restore_schedule)
@@ -200,8 +201,16 @@ class Loop:
         self.cfg, self.run_dir, self.max_steps = cfg, Path(run_dir), max_steps
         self.train_loader, self.val_loader = train_loader, val_loader
         self.limit_val_batches = limit_val_batches
-        if val_check_interval is None:  # once an epoch of the training data
-            val_check_interval = len(train_loader) if hasattr(train_loader, "__len__") else max_steps
+        self.accumulate = int(cfg.accumulate)  # batches per optimiser step
+        # an epoch is a pass over the training data (its last step takes the batches left),
+        # unless the loader is an endless supply of fresh ones
+        self.passes = bool(getattr(train_loader, "passes", True))
+        self._carried: list = []  # batches carried into the next "epoch" of an endless supply
+        if val_check_interval is None:  # once an epoch of the training data (an endless
+            # supply's "epoch": its length, as it always was)
+            val_check_interval = (max_steps if not hasattr(train_loader, "__len__")
+                                  else steps_of_epochs(1, len(train_loader), self.accumulate)
+                                  if self.passes else len(train_loader))
         self.val_every = max(1, int(val_check_interval))
         self.checkpoint_every = int(cfg.checkpoint_every or 0)
         self.log_every = max(1, min(50, max_steps // 20))
@@ -211,7 +220,6 @@ class Loop:
         self.watch = watch_of(cfg)  # --keep-best, --patience
         self.module = module  # the TaskModule as built: its weights are what a run saves
         self.step, self.clock = 0, TrainClock()
-        self.accumulate = int(cfg.accumulate)  # batches per optimiser step
         self.stopped: str | None = None  # why training stopped before max_steps
         self.shown: dict[str, float] = {}  # what the progress line shows: the latest numbers
         self.progress = Progress(max_steps)
@@ -341,18 +349,10 @@ class Loop:
         if self._unvalidated:  # before the clock starts: it leaves validation out
             self._validate_step()
         self.model.train()
-        batches: list = []  # --accumulate: the step's batches so far (an epoch may end among them)
         while self.step < self.max_steps and self.stopped is None:
-            for batch in self.train_loader:
-                if self._rng_to_restore is not None:  # setting up drew numbers since the save
-                    restore_rng(self._rng_to_restore)
-                    self._rng_to_restore = None
-                batches.append(batch)
-                if len(batches) < self.accumulate:
-                    continue
+            for batches in self._steps_batches():
                 self.clock.start()  # train_seconds count from the first step
                 loss, logs = self.train_step(*batches)
-                batches = []
                 self._show(loss, logs)
                 if self._told_to_stop():
                     self.save()
@@ -374,6 +374,27 @@ class Loop:
                 if self.step >= self.max_steps or self.stopped is not None:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
+
+    def _steps_batches(self):
+        """One pass over the training loader, as the batches of each step: --accumulate of
+        them. Where an epoch is a pass over the training data, its last step takes the batches
+        left (fewer; ``_shares`` weighs them as they are), so that --epochs N shows every
+        example N times and an epoch has ``steps_of_epochs(1, ...)`` steps; an endless supply
+        of fresh batches (``numbered_batches``) carries them over into its next "epoch"."""
+        batches = self._carried
+        self._carried = []
+        for batch in self.train_loader:
+            if self._rng_to_restore is not None:  # setting up drew numbers since the save
+                restore_rng(self._rng_to_restore)
+                self._rng_to_restore = None
+            batches.append(batch)
+            if len(batches) == self.accumulate:
+                yield batches
+                batches = []
+        if batches and self.passes:
+            yield batches
+        elif batches:
+            self._carried = batches
 
     def _validates(self, step: int) -> bool:
         """Whether the run validates after ``step`` steps."""

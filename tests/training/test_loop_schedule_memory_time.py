@@ -5,7 +5,8 @@ tiny models:
   N·B (copied weights; the update applied by plain SGD, so a wrong gradient scale shows, where
   Adam's first step would hide it), for lm and classify, and where the batches' losses are
   means over different numbers of targets (lm's unlabelled targets, translate's padding,
-  classify's class weights, a short batch); DDP's sync skipped on all but the
+  classify's class weights, a short batch); with --epochs, an epoch's last step takes the
+  batches left, so each is trained on once an epoch; DDP's sync skipped on all but the
   step's last batch; a run with it (and a wsd schedule, checkpointed activations, dropout)
   killed and resumed ends with the weights of one never killed;
 - ``--checkpoint-activations``: the same gradients as without;
@@ -24,6 +25,7 @@ from attnlab.cli import main
 from attnlab.data.chat_rows import IGNORE
 from attnlab.models import CausalLM, Seq2SeqTransformer, SequenceClassifier
 from attnlab.nn.stacks import checkpoint_activations
+from attnlab.settings import steps_of_epochs
 from attnlab.tasks import get_task
 from attnlab.training import engine, fit
 from attnlab.training.classifier import ClassifierModule
@@ -131,6 +133,36 @@ def test_accumulated_batches_count_as_their_targets(make, first, tmp_path, monke
     for name in whole:
         torch.testing.assert_close(accumulated[name], whole[name], rtol=1e-5, atol=1e-6,
                                    msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.slow
+def test_epochs_with_accumulate_show_every_batch_once_an_epoch(tmp_path, monkeypatch):
+    """--epochs 2 --accumulate 4 over 10 batches: steps of 4, 4 and the 2 left, each batch
+    trained on twice (not 24 batches, some three times), validated once an epoch."""
+    model, task, Module, _ = _classify()
+    g = torch.Generator().manual_seed(2)
+    loader = [(torch.randint(1, V, (2, T), generator=g), torch.randint(0, 3, (2,), generator=g))
+              for _ in range(10)]
+    cfg = get_task(task).config(accumulate=4, warmup=0, model_dim=16, precision="32",
+                                checkpoint_every=100)
+    steps = steps_of_epochs(2, len(loader), cfg.accumulate)
+    seen, validated = [], []
+    train_step, validate = engine.Loop.train_step, engine.Loop.validate
+
+    def counted(loop, *batches):
+        seen.append([next(i for i, b in enumerate(loader) if b is batch) for batch in batches])
+        return train_step(loop, *batches)
+
+    def noted(loop):
+        validated.append(loop.step)
+        return validate(loop)
+
+    monkeypatch.setattr(engine.Loop, "train_step", counted)
+    monkeypatch.setattr(engine.Loop, "validate", noted)
+    result = fit(Module(model, cfg, steps), loader, loader[:1], cfg, tmp_path, max_steps=steps)
+    assert result.steps == steps == 6
+    assert seen == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]] * 2
+    assert validated == [3, 6]
 
 
 @pytest.mark.slow
