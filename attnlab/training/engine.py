@@ -520,7 +520,13 @@ class Loop:
                             f"(lower --lr or raise --warmup); {kept}")
 
     def _show(self, loss: torch.Tensor, logs: dict[str, torch.Tensor]) -> None:
-        """Read this step's numbers off the device only where they are logged or shown."""
+        """Read this step's numbers off the device only where they are logged or shown. Under
+        DDP a logged row holds the mean over the processes (each trained on its own part of
+        the step's batch): every rank takes part in that reduction, at the steps that log (a
+        decision of the step alone, the same on every rank); the progress line, drawn by rank
+        0 between them, shows rank 0's own."""
+        if self._logs(self.step) and self.fabric.world_size > 1:
+            loss, logs = self._mean_of_ranks(loss, logs)
         logged = self._logs(self.step) and self.fabric.is_global_zero
         shown = self.progress.reads_train_loss(self.step)
         if not (logged or shown):
@@ -536,6 +542,14 @@ class Loop:
             self.log.write(self.step, numbers, seconds=seconds)
         if shown:
             self.progress.show(self.step, self.shown)
+
+    def _mean_of_ranks(self, loss: torch.Tensor, logs: dict[str, torch.Tensor]
+                       ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The step's numbers averaged over the DDP processes (a collective: every rank)."""
+        numbers = {"loss": loss.detach().float(),
+                   **{k: v.detach().float() for k, v in logs.items()}}
+        mean = self.fabric.all_reduce(numbers, reduce_op="mean")
+        return mean.pop("loss"), mean
 
     def _logs(self, step: int) -> bool:
         """Whether the log has a training row after ``step`` steps."""
