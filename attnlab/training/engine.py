@@ -46,7 +46,7 @@ import torch
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
 from ..runs import readable, save_weights, write_config, write_metrics
-from ..settings import steps_of_epochs
+from ..settings import epoch_steps
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng, restore_schedule)
@@ -209,7 +209,7 @@ class Loop:
         if val_check_interval is None:  # once an epoch of the training data (an endless
             # supply's "epoch": its length, as it always was)
             val_check_interval = (max_steps if not hasattr(train_loader, "__len__")
-                                  else steps_of_epochs(1, len(train_loader), self.accumulate)
+                                  else epoch_steps(cfg, len(train_loader))
                                   if self.passes else len(train_loader))
         self.val_every = max(1, int(val_check_interval))
         self.checkpoint_every = int(cfg.checkpoint_every or 0)
@@ -379,7 +379,7 @@ class Loop:
         """One pass over the training loader, as the batches of each step: --accumulate of
         them. Where an epoch is a pass over the training data, its last step takes the batches
         left (fewer; ``_shares`` weighs them as they are), so that --epochs N shows every
-        example N times and an epoch has ``steps_of_epochs(1, ...)`` steps; an endless supply
+        example N times and an epoch has ``epoch_steps`` steps; an endless supply
         of fresh batches (``numbered_batches``) carries them over into its next "epoch"."""
         batches = self._carried
         self._carried = []
