@@ -34,7 +34,7 @@ from .errors import UsageError
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "label_smoothing_setting", "held_out_setting", "min_lr_setting", "cooldown_setting",
-           "check_schedule", "steps_of_epochs", "SCHEDULES",
+           "check_schedule", "steps_of_epochs", "epoch_steps", "processes", "SCHEDULES",
            "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
            "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed"]
 
@@ -319,15 +319,30 @@ class TrainSettings:
     resume: bool = setting(False, help="continue the run in --out from its last checkpoint")
 
 
-def steps_of_epochs(epochs: int, batches: int, accumulate: int = 1) -> int:
+def steps_of_epochs(epochs: int, batches: int, accumulate: int = 1, processes: int = 1) -> int:
     """The optimiser steps of ``epochs`` passes over ``batches`` batches when each step takes
-    ``accumulate`` of them (``--accumulate``): every task's ``--epochs`` budget.
+    ``accumulate`` of them (``--accumulate``) on each of ``processes`` processes (DDP: each
+    trains on its own share of an epoch's batches, so a step covers ``processes`` times as
+    many): every task's ``--epochs`` budget (``epoch_steps``).
 
     Examples:
         >>> steps_of_epochs(2, 10), steps_of_epochs(2, 10, accumulate=4)
         (20, 6)
+        >>> steps_of_epochs(2, 10, processes=2)
+        10
     """
-    return epochs * max(1, -(-batches // accumulate))
+    return epochs * max(1, -(-max(1, batches // processes) // accumulate))
+
+
+def processes(cfg: Any) -> int:
+    """The training processes a run starts in all: ``--devices`` × ``--num-nodes``."""
+    return int(cfg.devices or 1) * int(cfg.num_nodes or 1)
+
+
+def epoch_steps(cfg: Any, batches: int, epochs: int = 1) -> int:
+    """``steps_of_epochs`` of a run: ``epochs`` passes over its ``batches`` training batches
+    (of all processes together), with its --accumulate and processes."""
+    return steps_of_epochs(epochs, batches, int(cfg.accumulate), processes(cfg))
 
 
 def check_schedule(cfg: dict[str, Any]) -> None:

@@ -41,6 +41,9 @@ class ResumableBatches:
         epoch_batches: ``(epoch, start) -> iterable`` of the epoch's batches from the
             ``start``-th on (subclasses may override the method of that name instead).
         length: batches per epoch on this process (a subclass may override ``__len__``).
+        passes: whether an epoch is a pass over the training data (the training loop then
+            ends an ``--accumulate`` step with it); False for an endless supply of fresh
+            batches (``numbered_batches``), whose "epochs" are a length only.
 
     Examples:
         >>> loader = ResumableBatches(lambda epoch, start: range(start, 4), length=4)
@@ -53,8 +56,8 @@ class ResumableBatches:
     """
 
     def __init__(self, epoch_batches: Callable[[int, int], Iterable] | None = None, *,
-                 length: int | None = None) -> None:
-        self._epoch_batches, self._length = epoch_batches, length
+                 length: int | None = None, passes: bool = True) -> None:
+        self._epoch_batches, self._length, self.passes = epoch_batches, length, passes
         self.epoch, self.done = 0, 0  # the epoch being served and the batches it has given
         self._restored = False
 
@@ -101,7 +104,7 @@ def numbered_batches(make_batch: Callable[[int], Any], steps: int) -> ResumableB
         for b in range(start, steps):
             yield make_batch((epoch * steps + b) * world + rank)
 
-    return ResumableBatches(batches, length=steps)
+    return ResumableBatches(batches, length=steps, passes=False)
 
 
 class ShuffledBatches(ResumableBatches):

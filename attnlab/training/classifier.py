@@ -62,6 +62,13 @@ class ClassifierModule(TaskModule):
         self.register_buffer("class_weight", class_weight, persistent=False)
         self._seen: list[tuple[Tensor, Tensor]] | None = None
 
+    def targets(self, batch) -> Tensor | int:
+        """With --class-weights, the sum of the rows' class weights (the weighted loss's mean
+        divides by it); else the rows."""
+        if self.objective != "single" or self.class_weight is None:
+            return super().targets(batch)
+        return self.class_weight[batch[-1]].float().sum()
+
     def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
         *inputs, targets = batch
         logits = self.model(*inputs)  # (B, C) or (B, T)

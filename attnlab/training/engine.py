@@ -6,8 +6,9 @@ One step, top to bottom in ``Loop.train_step``:
     precision -> backward -> clip -> optimiser (16-mixed: through the gradient scaler) -> schedule
 
 With ``--accumulate N`` the step takes N batches, each through forward and backward on its own
-with its loss divided by N (the gradients add up to those of the mean of the N losses); under
-DDP the processes average the gradients after the last one only.
+with its loss weighted by its share of the step's targets (``TaskModule.targets``: the tokens
+of a padded batch, else the examples), so the gradients add up to those of one batch of all N;
+under DDP the processes average the gradients after the last one only.
 
 and around it, in ``Loop.run``: every N steps log, validate, checkpoint; stop at the budget, at
 a target (``StopAt``, checked after validation), after ``--patience`` validations without
@@ -45,6 +46,7 @@ import torch
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
 from ..runs import readable, save_weights, write_config, write_metrics
+from ..settings import epoch_steps
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
                          read_checkpoint, restore_rng, restore_schedule)
@@ -57,8 +59,8 @@ from .best import BestWatch, cpu_copy
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
 from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
-from .module import (OptimizerSettings, TaskModule, back_to_float32, exact_tables, make_optimizer,
-                     optimizer_groups)
+from .module import (OptimizerSettings, TaskModule, back_to_float32, batch_size, exact_tables,
+                     make_optimizer, optimizer_groups)
 from .progress import Progress
 from .totals import is_total
 
@@ -167,19 +169,26 @@ class FitResult:
     lora: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
 
-def _mean(losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
-          ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The mean loss and logged numbers of a step's batches (one batch: its own, as given)."""
+def _shares(counts: list) -> list:
+    """Each batch's share of a step's loss, in proportion to what its mean is over (its
+    targets: ``TaskModule.targets``), so that ``--accumulate N`` batches train as one batch N
+    times larger even where their padding differs (one batch: 1, so it trains as it always
+    did). Tensors stay on the device: nothing here waits for it."""
+    if len(counts) == 1:
+        return [1]
+    total = sum(counts)
+    return [count / total for count in counts]
+
+
+def _weighted(shares: list, losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
+              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The step's loss and logged numbers: its batches' weighted by their ``_shares`` (one
+    batch: its own, as given)."""
     if len(losses) == 1:
         return losses[0], logged[0]
-    mean = torch.stack([loss.detach() for loss in losses]).mean()
-    return mean, {k: torch.stack([logs[k].detach() for logs in logged]).mean() for k in logged[0]}
-
-
-def _batch_size(batch) -> int:
-    """Examples in a batch: the length of its first tensor (weights validation's mean)."""
-    first = batch[0] if isinstance(batch, (tuple, list)) else batch
-    return len(first) if isinstance(first, torch.Tensor) and first.ndim else 1
+    loss = sum(share * value.detach() for share, value in zip(shares, losses))
+    return loss, {k: sum(share * logs[k].detach() for share, logs in zip(shares, logged))
+                  for k in logged[0]}
 
 
 class Loop:
@@ -192,8 +201,16 @@ class Loop:
         self.cfg, self.run_dir, self.max_steps = cfg, Path(run_dir), max_steps
         self.train_loader, self.val_loader = train_loader, val_loader
         self.limit_val_batches = limit_val_batches
-        if val_check_interval is None:  # once an epoch of the training data
-            val_check_interval = len(train_loader) if hasattr(train_loader, "__len__") else max_steps
+        self.accumulate = int(cfg.accumulate)  # batches per optimiser step
+        # an epoch is a pass over the training data (its last step takes the batches left),
+        # unless the loader is an endless supply of fresh ones
+        self.passes = bool(getattr(train_loader, "passes", True))
+        self._carried: list = []  # batches carried into the next "epoch" of an endless supply
+        if val_check_interval is None:  # once an epoch of the training data (an endless
+            # supply's "epoch": its length, as it always was)
+            val_check_interval = (max_steps if not hasattr(train_loader, "__len__")
+                                  else epoch_steps(cfg, len(train_loader))
+                                  if self.passes else len(train_loader))
         self.val_every = max(1, int(val_check_interval))
         self.checkpoint_every = int(cfg.checkpoint_every or 0)
         self.log_every = max(1, min(50, max_steps // 20))
@@ -203,12 +220,11 @@ class Loop:
         self.watch = watch_of(cfg)  # --keep-best, --patience
         self.module = module  # the TaskModule as built: its weights are what a run saves
         self.step, self.clock = 0, TrainClock()
-        self.accumulate = int(cfg.accumulate)  # batches per optimiser step
         self.stopped: str | None = None  # why training stopped before max_steps
         self.shown: dict[str, float] = {}  # what the progress line shows: the latest numbers
         self.progress = Progress(max_steps)
         self.log = RunLog.for_run(self.run_dir / "logs")  # metrics.csv and TensorBoard's events
-        self.stats = StepStats(size=_batch_size, tokens=module.tokens)  # lr, norm, throughput
+        self.stats = StepStats(size=batch_size, tokens=module.tokens)  # lr, norm, throughput
         self.signals = _Signals(resume_command(cfg, self.run_dir))
         self._rng_to_restore: dict[str, Any] | None = None
         self._unvalidated = False  # resumed after a step whose validation did not run
@@ -335,18 +351,10 @@ class Loop:
         if self._unvalidated:  # before the clock starts: it leaves validation out
             self._validate_step()
         self.model.train()
-        batches: list = []  # --accumulate: the step's batches so far (an epoch may end among them)
         while self.step < self.max_steps and self.stopped is None:
-            for batch in self.train_loader:
-                if self._rng_to_restore is not None:  # setting up drew numbers since the save
-                    restore_rng(self._rng_to_restore)
-                    self._rng_to_restore = None
-                batches.append(batch)
-                if len(batches) < self.accumulate:
-                    continue
+            for batches in self._steps_batches():
                 self.clock.start()  # train_seconds count from the first step
                 loss, logs = self.train_step(*batches)
-                batches = []
                 self._show(loss, logs)
                 if self._told_to_stop():
                     self.save()
@@ -369,6 +377,27 @@ class Loop:
                     break
         self.progress.end(self.step, self.shown, self.stopped)
 
+    def _steps_batches(self):
+        """One pass over the training loader, as the batches of each step: --accumulate of
+        them. Where an epoch is a pass over the training data, its last step takes the batches
+        left (fewer; ``_shares`` weighs them as they are), so that --epochs N shows every
+        example N times and an epoch has ``epoch_steps`` steps; an endless supply
+        of fresh batches (``numbered_batches``) carries them over into its next "epoch"."""
+        batches = self._carried
+        self._carried = []
+        for batch in self.train_loader:
+            if self._rng_to_restore is not None:  # setting up drew numbers since the save
+                restore_rng(self._rng_to_restore)
+                self._rng_to_restore = None
+            batches.append(batch)
+            if len(batches) == self.accumulate:
+                yield batches
+                batches = []
+        if batches and self.passes:
+            yield batches
+        elif batches:
+            self._carried = batches
+
     def _validates(self, step: int) -> bool:
         """Whether the run validates after ``step`` steps."""
         return self.val_loader is not None and step > 0 and step % self.val_every == 0
@@ -385,10 +414,11 @@ class Loop:
         still on the device (nothing here waits for the GPU: see the module's docstring).
         ``self.model`` is Fabric's wrapper of the ``TaskModule``."""
         fabric, optimizer, scaler = self.fabric, self.optimizer.optimizer, self.scaler
+        if self.device_batches:
+            batches = tuple(fabric.to_device(batch) for batch in batches)
         n, losses, logged = len(batches), [], []
+        shares = _shares([self.module.targets(batch) for batch in batches])
         for i, batch in enumerate(batches):
-            if self.device_batches:
-                batch = fabric.to_device(batch)
             # DDP: the gradients are synced after the step's last batch only (its forward and
             # backward both inside, as DDP asks); one process: nothing to skip
             with fabric.no_backward_sync(self.model, enabled=i < n - 1):
@@ -403,12 +433,12 @@ class Loop:
                 # backward, through Fabric: DDP averages the gradients over the processes, and
                 # under 16-mixed the loss is first multiplied by the scaler's scale (small
                 # float16 gradients would otherwise round to zero). Each of N batches' loss is
-                # divided by N: the gradients add up to those of the N losses' mean (x / 1 is
-                # x exactly: one batch trains as it always did).
-                fabric.backward(loss / n)
+                # weighted by its share of the step's targets: the gradients add up to those
+                # of one batch of all N (x * 1 is x exactly: one batch trains as it always did).
+                fabric.backward(loss * shares[i])
             losses.append(loss)
             logged.append(logs)
-        loss, logs = _mean(losses, logged)
+        loss, logs = _weighted(shares, losses, logged)
         self.stats.count(batches)
         # clipping the gradients' global norm to --grad-clip (0: no clipping); a step that logs
         # measures the norm even without clipping (a limit of inf scales by exactly 1)
@@ -492,7 +522,13 @@ class Loop:
                             f"(lower --lr or raise --warmup); {kept}")
 
     def _show(self, loss: torch.Tensor, logs: dict[str, torch.Tensor]) -> None:
-        """Read this step's numbers off the device only where they are logged or shown."""
+        """Read this step's numbers off the device only where they are logged or shown. Under
+        DDP a logged row holds the mean over the processes (each trained on its own part of
+        the step's batch): every rank takes part in that reduction, at the steps that log (a
+        decision of the step alone, the same on every rank); the progress line, drawn by rank
+        0 between them, shows rank 0's own."""
+        if self._logs(self.step) and self.fabric.world_size > 1:
+            loss, logs = self._mean_of_ranks(loss, logs)
         logged = self._logs(self.step) and self.fabric.is_global_zero
         shown = self.progress.reads_train_loss(self.step)
         if not (logged or shown):
@@ -508,6 +544,14 @@ class Loop:
             self.log.write(self.step, numbers, seconds=seconds)
         if shown:
             self.progress.show(self.step, self.shown)
+
+    def _mean_of_ranks(self, loss: torch.Tensor, logs: dict[str, torch.Tensor]
+                       ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The step's numbers averaged over the DDP processes (a collective: every rank)."""
+        numbers = {"loss": loss.detach().float(),
+                   **{k: v.detach().float() for k, v in logs.items()}}
+        mean = self.fabric.all_reduce(numbers, reduce_op="mean")
+        return mean.pop("loss"), mean
 
     def _logs(self, step: int) -> bool:
         """Whether the log has a training row after ``step`` steps."""
@@ -544,7 +588,7 @@ class Loop:
             with precision.forward_context():
                 loss, logs = self.model.loss(precision.convert_input(batch))
             loss, logs = precision.convert_output((loss, logs))
-            n = _batch_size(batch)
+            n = batch_size(batch)
             for name, value in {"loss": loss, **logs}.items():
                 weight = 1 if is_total(name) else n  # a sum or a count: added up as it is
                 totals[name] = totals.get(name, 0) + value.detach().float() * weight

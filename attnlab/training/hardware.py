@@ -24,6 +24,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..settings import processes
 
 if TYPE_CHECKING:
     from ..run_config import RunSettings
@@ -96,11 +97,6 @@ def _hardware(cfg: RunSettings) -> dict[str, Any]:
     ``Fabric``'s argument name, as the run gives them."""
     return {"accelerator": cfg.accelerator, "devices": cfg.devices, "num_nodes": cfg.num_nodes,
             "strategy": cfg.strategy, "precision": cfg.precision}
-
-
-def processes(cfg: RunSettings) -> int:
-    """The training processes a run starts in all: ``--devices`` × ``--num-nodes``."""
-    return int(cfg.devices or 1) * int(cfg.num_nodes or 1)
 
 
 def single_process_ddp(cfg: RunSettings) -> bool:

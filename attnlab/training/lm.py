@@ -60,6 +60,11 @@ class LMModule(TaskModule):
         counted = (targets != IGNORE).sum()  # instruction rows: the replies' tokens only
         return summed / counted.clamp(min=1), ratio("loss", summed, counted)
 
+    def targets(self, batch) -> torch.Tensor:
+        """The counted targets (an instruction row's reply tokens only): the training loss is
+        their mean."""
+        return (batch[1] != IGNORE).sum()
+
     def tokens(self, batch) -> int:
         """Every position of every window (padding of instruction rows included), as nanoGPT
         counts tokens per step."""

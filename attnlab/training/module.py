@@ -32,6 +32,12 @@ __all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "make_scheduler"
            "exact_tables", "back_to_float32"]
 
 
+def batch_size(batch) -> int:
+    """Examples in a batch: the length of its first tensor."""
+    first = batch[0] if isinstance(batch, (tuple, list)) else batch
+    return len(first) if isinstance(first, torch.Tensor) and first.ndim else 1
+
+
 class TaskModule(nn.Module):
     """Wraps a torch model for training; ``cfg`` is the run's typed config
     (``attnlab.run_config``; frozen, so kept as given).
@@ -57,6 +63,15 @@ class TaskModule(nn.Module):
 
     def loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         raise NotImplementedError
+
+    def targets(self, batch) -> torch.Tensor | int:
+        """What ``loss(batch)`` in training is a mean over: with ``--accumulate N`` each
+        batch's loss counts in the step's in proportion to it, so that the N batches train as
+        one batch N times larger, however their padding falls. Default: the examples (the
+        length of the batch's first tensor). A module whose loss is a mean over tokens, or a
+        weighted mean, counts those (a tensor on the batch's device: nothing is read on the
+        host)."""
+        return batch_size(batch)
 
     def tokens(self, batch) -> int | None:
         """Tokens in ``batch``, for the log's ``tokens_per_second``; None: not counted. Read off

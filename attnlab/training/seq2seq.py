@@ -98,6 +98,10 @@ class Seq2SeqModule(TaskModule):
         return seq2seq_loss(self.model, src, tgt, label_smoothing=self.label_smoothing,
                             pad_id=self.model.pad_id)
 
+    def targets(self, batch) -> Tensor:
+        """The real (not padding) target tokens the decoder predicts: the loss is their mean."""
+        return (batch[1][:, 1:] != self.model.pad_id).sum()
+
     def validation_end(self) -> dict[str, float]:
         """``decoded_metrics`` of the model (none without)."""
         return {} if self.decoded_metrics is None else self.decoded_metrics(self.model)

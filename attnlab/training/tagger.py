@@ -75,6 +75,10 @@ class TaggerModule(TaskModule):
             **ratio("loss", summed, labelled), **ratio("acc", correct + outside.sum(), words),
             **self._entities(preds, labels, kept, cut)}
 
+    def targets(self, batch) -> Tensor:
+        """The labelled tokens: the training loss is their mean."""
+        return (batch[-1] != IGNORE).sum()
+
     def _entities(self, preds: Tensor, labels: Tensor, kept: Tensor,
                   cut: Tensor) -> dict[str, Tensor]:
         """The entity counts of a validation batch (``score``'s), as totals of the split; the

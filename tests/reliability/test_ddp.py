@@ -1,4 +1,5 @@
 """Two DDP processes on CPU (gloo) train one reversal model and leave one valid run directory."""
+import csv
 import json
 import os
 import re
@@ -7,6 +8,8 @@ import signal
 import pytest
 
 from attnlab.cli import main
+from attnlab.settings import epoch_steps
+from attnlab.tasks import get_task
 
 from .conftest import start_ddp, train_ddp
 
@@ -50,3 +53,34 @@ def test_an_interrupted_ddp_run_says_so_once_from_rank_zero(tmp_path, spawn):
     assert re.fullmatch(rf"attnlab: interrupted at step \d+ of 5000; continue with: attnlab "
                         rf"train reverse --out {re.escape(str(out))} --resume", lines[0]), err
     assert (out / "checkpoints" / "last.ckpt").is_file()
+
+
+def test_ddp_logs_the_mean_of_both_processes_not_rank_zeros_half(tmp_path):
+    """Two processes of 8 examples and one process of 16 train the same first step from the
+    same weights: its logged train_loss and accuracies are those of all 16 examples, not of
+    rank 0's 8 (which differed by 0.02 in loss)."""
+    args = ["--max-steps", "2", "--train-size", "64", "--val-size", "16", "--test-size", "16",
+            "--model-dim", "16", "--num-heads", "2", "--warmup", "1", "--dropout", "0",
+            "--accelerator", "cpu", "--threads", "1", "--no-early-stop"]
+    proc = train_ddp("reverse", tmp_path / "ddp", *args, "--batch-size", "8")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert main(["train", "reverse", "--out", str(tmp_path / "one"), *args,
+                 "--batch-size", "16"]) == 0
+    rows = {name: next(csv.DictReader(open(tmp_path / name / "logs" / "metrics.csv")))
+            for name in ("ddp", "one")}
+    assert rows["ddp"]["step"] == rows["one"]["step"] == "1"
+    for key in ("train_loss", "train_acc", "train_seq_acc"):
+        assert float(rows["ddp"][key]) == pytest.approx(float(rows["one"][key]), abs=1e-6), key
+
+
+def test_an_epoch_under_ddp_is_one_pass_over_the_data_not_one_per_process(tmp_path):
+    """--epochs 1 over 64 examples with two processes of 8: 4 steps of 16 examples, each
+    example once (not 8 steps, two passes); --epochs 2 with --accumulate 2: steps of 32."""
+    args = ["--train-size", "64", "--val-size", "16", "--test-size", "16", "--model-dim", "16",
+            "--num-heads", "2", "--warmup", "1", "--threads", "1", "--batch-size", "8",
+            "--no-early-stop"]
+    proc = train_ddp("reverse", tmp_path / "ddp", *args, "--epochs", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "ddp" / "metrics.json").read_text())["steps"] == 4
+    cfg = get_task("classify").config(epochs=2, accumulate=2, devices=2, strategy="ddp")
+    assert epoch_steps(cfg, 10, cfg.epochs) == 2 * 3  # 5 batches a process: steps of 2, 2, 1

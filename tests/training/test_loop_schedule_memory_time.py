@@ -3,7 +3,10 @@ tiny models:
 
 - ``--accumulate N``: one optimiser step over N batches of B equals one step over one batch of
   N·B (copied weights; the update applied by plain SGD, so a wrong gradient scale shows, where
-  Adam's first step would hide it), for lm and classify; DDP's sync skipped on all but the
+  Adam's first step would hide it), for lm and classify, and where the batches' losses are
+  means over different numbers of targets (lm's unlabelled targets, translate's padding,
+  classify's class weights, a short batch); with --epochs, an epoch's last step takes the
+  batches left, so each is trained on once an epoch; DDP's sync skipped on all but the
   step's last batch; a run with it (and a wsd schedule, checkpointed activations, dropout)
   killed and resumed ends with the weights of one never killed;
 - ``--checkpoint-activations``: the same gradients as without;
@@ -12,18 +15,22 @@ tiny models:
 """
 import copy
 import csv
+import functools
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from attnlab.cli import main
-from attnlab.models import CausalLM, SequenceClassifier
+from attnlab.data.chat_rows import IGNORE
+from attnlab.models import CausalLM, Seq2SeqTransformer, SequenceClassifier
 from attnlab.nn.stacks import checkpoint_activations
+from attnlab.settings import steps_of_epochs
 from attnlab.tasks import get_task
 from attnlab.training import engine, fit
 from attnlab.training.classifier import ClassifierModule
 from attnlab.training.lm import LMModule, lm_loss
+from attnlab.training.seq2seq import Seq2SeqModule
 
 from .loop_probe import probe_loop
 
@@ -57,13 +64,40 @@ def _classify():
              torch.randint(0, 3, (N * B,), generator=g)))
 
 
-def _step(make, tmp_path, accumulate: int):
-    """The weights after one optimiser step on the N·B examples, in ``accumulate`` batches."""
+def _lm_with_unlabelled_targets():
+    """lm's instruction rows: the first batch's rows count one target each, the second's T."""
+    model, task, Module, (x, y) = _lm()
+    y = y.clone()
+    y[:B, 1:] = IGNORE
+    return model, task, Module, (x, y)
+
+
+def _classify_with_class_weights():
+    model, task, Module, data = _classify()
+    return model, task, functools.partial(Module, class_weight=torch.tensor([0.2, 1.0, 3.0])), data
+
+
+def _translate_with_padding():
+    """Targets [SOS, y..., EOS, pad...]: the first batch's three real tokens each, the
+    second's all T - 1 (pad id 0)."""
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(V, V, model_dim=16, num_heads=2, num_layers=1, dim_feedforward=32)
+    g = torch.Generator().manual_seed(1)
+    src, tgt = (torch.randint(4, V, (N * B, T), generator=g) for _ in range(2))
+    tgt[:, 0] = 1
+    tgt[:B, 4:] = 0
+    return model, "translate", Seq2SeqModule, (src, tgt)
+
+
+def _step(make, tmp_path, accumulate: int, first: int | None = None):
+    """The weights after one optimiser step on the N·B examples, in ``accumulate`` batches
+    (with ``first``: two, the first of ``first`` examples)."""
     model, task, Module, (x, y) = make()
     cfg = get_task(task).config(accumulate=accumulate, warmup=0, model_dim=16, precision="32",
                                 checkpoint_every=100, grad_clip=0.0)  # clipping would hide a scale
     size = len(x) // accumulate
-    batches = [(x[i:i + size], y[i:i + size]) for i in range(0, len(x), size)]
+    cuts = [0, first, len(x)] if first else [*range(0, len(x), size), len(x)]
+    batches = [(x[i:j], y[i:j]) for i, j in zip(cuts, cuts[1:])]
     before = copy.deepcopy(model.state_dict())
     fit(Module(model, cfg, 1), batches, None, cfg, tmp_path, max_steps=1)
     return before, model.state_dict()
@@ -80,6 +114,55 @@ def test_n_batches_of_b_make_the_step_of_one_batch_of_n_times_b(make, tmp_path, 
     for name in whole:  # the same sums in another order: float32 rounding apart
         torch.testing.assert_close(accumulated[name], whole[name], rtol=1e-5, atol=1e-6,
                                    msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make, first", [
+    (_lm_with_unlabelled_targets, B), (_translate_with_padding, B),
+    (_classify_with_class_weights, B), (_classify, 4)],
+    ids=["lm-unlabelled-targets", "translate-padding", "classify-class-weights",
+         "classify-unequal-batches"])
+def test_accumulated_batches_count_as_their_targets(make, first, tmp_path, monkeypatch):
+    """Two batches whose losses are means over different numbers of targets (tokens counted,
+    Σ class weights, rows): their step is still that of one batch of both, as the docs say,
+    not the mean of the two batches' means."""
+    _sgd(monkeypatch)
+    before, whole = _step(make, tmp_path / "whole", accumulate=1)
+    _, accumulated = _step(make, tmp_path / "accumulated", accumulate=2, first=first)
+    assert sum(not torch.equal(whole[k], before[k]) for k in whole) > 10
+    for name in whole:
+        torch.testing.assert_close(accumulated[name], whole[name], rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.slow
+def test_epochs_with_accumulate_show_every_batch_once_an_epoch(tmp_path, monkeypatch):
+    """--epochs 2 --accumulate 4 over 10 batches: steps of 4, 4 and the 2 left, each batch
+    trained on twice (not 24 batches, some three times), validated once an epoch."""
+    model, task, Module, _ = _classify()
+    g = torch.Generator().manual_seed(2)
+    loader = [(torch.randint(1, V, (2, T), generator=g), torch.randint(0, 3, (2,), generator=g))
+              for _ in range(10)]
+    cfg = get_task(task).config(accumulate=4, warmup=0, model_dim=16, precision="32",
+                                checkpoint_every=100)
+    steps = steps_of_epochs(2, len(loader), cfg.accumulate)
+    seen, validated = [], []
+    train_step, validate = engine.Loop.train_step, engine.Loop.validate
+
+    def counted(loop, *batches):
+        seen.append([next(i for i, b in enumerate(loader) if b is batch) for batch in batches])
+        return train_step(loop, *batches)
+
+    def noted(loop):
+        validated.append(loop.step)
+        return validate(loop)
+
+    monkeypatch.setattr(engine.Loop, "train_step", counted)
+    monkeypatch.setattr(engine.Loop, "validate", noted)
+    result = fit(Module(model, cfg, steps), loader, loader[:1], cfg, tmp_path, max_steps=steps)
+    assert result.steps == steps == 6
+    assert seen == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]] * 2
+    assert validated == [3, 6]
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ from ...models import SequenceClassifier
 from ...models.configs import SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...runs import atomic_write, load_weights
-from ...settings import steps_of_epochs
+from ...settings import epoch_steps
 from ...viz import plot_attention
 from ..base import Task, config_from_run, each_input
 
@@ -97,8 +97,8 @@ def run(task: Task, cfg: RunSettings, run_dir: Path,
     from ...training.classifier import ClassifierModule
 
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
-    steps = (steps_of_epochs(cfg.epochs, math.ceil(cfg.train_sets / cfg.batch_size),
-                             cfg.accumulate) if cfg.epochs else cfg.max_steps)
+    steps = (epoch_steps(cfg, math.ceil(cfg.train_sets / cfg.batch_size), cfg.epochs)
+             if cfg.epochs else cfg.max_steps)
     val_loader = DataLoader(fixed_sets("val", cfg).materialize(), batch_size=500)
     model = build_model(cfg)
     module = ClassifierModule(model, cfg, steps)

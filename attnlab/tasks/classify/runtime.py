@@ -37,7 +37,7 @@ from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...nn import padding_mask
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
-from ...settings import steps_of_epochs
+from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_pieces, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
@@ -371,14 +371,15 @@ def run(task, cfg: RunSettings, run_dir: Path,
     train = _Batches(inputs, _targets(cfg, splits["train"]), cfg.batch_size, cfg.seed,
                      Padding.of(cfg, tokenizer))
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
-    steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
+    steps = (epoch_steps(cfg, train.num_batches, cfg.epochs) if cfg.epochs
              else cfg.max_steps)
     val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
                                              batch_size=None)
     model = start.weights_into(build_model(cfg), cfg.labels)
     module = _module(ClassifierModule, model, cfg, steps)
     result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
-                 val_check_interval=cfg.val_every or min(train.num_batches, steps),
+                 val_check_interval=cfg.val_every or min(
+                     epoch_steps(cfg, train.num_batches), steps),
                  tokenizer=tokenizer)
     if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)

@@ -34,7 +34,7 @@ from ...models.jet_tagger import JetTagger, scaled_features
 from ...models.pfn import ParticleFlowNetwork
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, pin_data_files, readable, write_json
-from ...settings import steps_of_epochs
+from ...settings import epoch_steps
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import config_from_run, each_input, probabilities_of
 from .checks import split_ranges
@@ -203,14 +203,15 @@ def run(task, cfg: RunSettings, run_dir: Path,
     parts = splits(cfg)
     cfg = cfg.derive(jets={name: len(s) for name, s in parts.items()})
     train = JetBatches(parts["train"], cfg)
-    steps = steps_of_epochs(cfg.epochs, len(train), cfg.accumulate) if cfg.epochs else cfg.max_steps
+    steps = epoch_steps(cfg, len(train), cfg.epochs) if cfg.epochs else cfg.max_steps
     val = list(fixed_batches(parts["val"], cfg, cfg.val_jets))
     model = build_model(cfg)
     module = ClassifierModule(model, cfg, steps, scores=validation_auc)
     result = fit(module, train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
                  # --val-every as given (not cut to one epoch), else once an epoch
-                 val_check_interval=cfg.val_every or min(steps, len(train)))
+                 val_check_interval=cfg.val_every or min(
+                     steps, epoch_steps(cfg, len(train))))
     metrics, extra = {}, None
     if result.is_global_zero:  # other DDP ranks write nothing
         scores, labels = score_split(model, parts["test"], cfg)

@@ -42,7 +42,7 @@ from ...models.configs import CausalLMConfig
 from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights, pin_data_files
-from ...settings import steps_of_epochs
+from ...settings import epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
 from ..base import config_from_run, each_input
@@ -192,8 +192,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
     B = cfg.batch_size
     if cfg.epochs:  # an epoch: every token seen once, in non-overlapping windows
-        max_steps = steps_of_epochs(cfg.epochs, max(1, train_tokens // (cfg.block_size * B)),
-                                    cfg.accumulate)
+        max_steps = epoch_steps(cfg, max(1, train_tokens // (cfg.block_size * B)), cfg.epochs)
     else:
         max_steps = cfg.max_steps
     model = build_model(cfg)

@@ -25,7 +25,7 @@ from typing import Any
 from ...errors import UsageError
 from ...models.configs import ElementPredictorConfig
 from ...run_config import RunSettings
-from ...settings import setting, steps_of_epochs
+from ...settings import epoch_steps, setting
 from ..base import Runtime, Task
 
 __all__ = ["SequenceSettings", "SequenceTask", "TASKS"]
@@ -84,8 +84,7 @@ class SequenceTask(Task):
         """The step budget of the typed run config ``cfg``: --epochs × batches per epoch, or
         --max-steps."""
         if cfg.epochs:
-            return steps_of_epochs(cfg.epochs, math.ceil(cfg.train_size / cfg.batch_size),
-                                   cfg.accumulate)
+            return epoch_steps(cfg, math.ceil(cfg.train_size / cfg.batch_size), cfg.epochs)
         return cfg.max_steps
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:

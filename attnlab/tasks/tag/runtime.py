@@ -30,7 +30,7 @@ from ...models import BertTagger, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
-from ...settings import steps_of_epochs
+from ...settings import epoch_steps
 from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_unknown
 from ...training.tagger import IGNORE
 from ..base import config_from_run
@@ -332,13 +332,14 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
     Unread.of(encoded, splits["train"].words).say(cfg, training=True)
     train = ShuffledBatches(partial(make_batches, encoded, labels, cfg.batch_size, **options),
                             len(encoded), cfg.batch_size, cfg.seed)
-    steps = (steps_of_epochs(cfg.epochs, train.num_batches, cfg.accumulate) if cfg.epochs
+    steps = (epoch_steps(cfg, train.num_batches, cfg.epochs) if cfg.epochs
              else cfg.max_steps)
     val = make_batches(*_batches_of(cfg, tokenizer, splits["val"], cut=True)[:2], 64,
                        **_batching(cfg, tokenizer))
     module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
     result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
-                 max_steps=steps, val_check_interval=cfg.val_every or min(train.num_batches, steps),
+                 max_steps=steps, val_check_interval=cfg.val_every or min(
+                     epoch_steps(cfg, train.num_batches), steps),
                  tokenizer=tokenizer)
     if not result.is_global_zero:
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)

@@ -33,7 +33,7 @@ from ...models.rnn_seq2seq import RNNSeq2Seq
 from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
-from ...settings import steps_of_epochs
+from ...settings import epoch_steps
 from ...tokenizers import note_pieces, note_unknown
 from ...viz import plot_attention, plot_by_length
 from ..base import config_from_run
@@ -273,7 +273,7 @@ def _train_loader(cfg: RunSettings, train, tok: TranslationTokenizers):
     loader = BatchLoader(TensorDataset(*encode_pairs(tok, train)), bs, shuffle=True,
                          seed=cfg.seed)
     steps_per_epoch = -(-len(train) // bs)
-    max_steps = (steps_of_epochs(cfg.epochs, steps_per_epoch, cfg.accumulate) if cfg.epochs
+    max_steps = (epoch_steps(cfg, steps_per_epoch, cfg.epochs) if cfg.epochs
                  else cfg.max_steps)
     every = cfg.val_every
     return loader, max_steps, min(every, max_steps) if every else None
