@@ -173,3 +173,31 @@ def test_regression_scores_are_sklearns_and_scipys_with_ties():
     assert ours["mse"] == pytest.approx(mean_squared_error(true, pred))
     assert ours["r2"] == pytest.approx(r2_score(true, pred))
     assert ours["spearman"] == pytest.approx(spearmanr(true, pred).statistic)
+
+
+@pytest.mark.slow
+def test_init_from_a_regression_run_keeps_its_head_for_numbers_and_starts_one_for_classes(
+        regression_run, tmp_path, capsys):
+    from safetensors.torch import load_file
+
+    # one step of a vanishing learning rate: the weights are the ones the run started from
+    still = ["--max-steps", "1", "--lr", "1e-12", "--warmup", "0", "--weight-decay", "0"]
+    numbers = write_numbers(tmp_path / "more.csv", seed=1)
+    again = tmp_path / "again"
+    assert main(["train", "classify", "--regression", "--init", str(regression_run), "--data",
+                 str(numbers), "--out", str(again), *still]) == 0
+    before = load_file(regression_run / "model.safetensors")
+    after = load_file(again / "model.safetensors")
+    assert before.keys() == after.keys()
+    for name in before:  # the head too: it answers the same question, a number
+        torch.testing.assert_close(after[name], before[name], atol=1e-6, rtol=0)
+    classes = tmp_path / "classes.csv"
+    classes.write_text("text,label\n" + "".join(
+        f"{' '.join(['good'] * (i % 5) + ['film'])},{'high' if i % 5 > 2 else 'low'}\n"
+        for i in range(60)))
+    out = tmp_path / "classes"
+    assert main(["train", "classify", "--init", str(regression_run), "--data", str(classes),
+                 "--out", str(out), *still]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(out), "--input", "good film"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] in {"high", "low"}

@@ -427,10 +427,11 @@ def _load(run_dir: Path, cfg: RunSettings):
 
 
 def _load_run(task, run_dir: Path):
-    """(model, tokenizer, labels) of the classify run in ``run_dir`` (a run --init names)."""
+    """(model, tokenizer, labels) of the classify run in ``run_dir`` (a run --init names); a
+    --regression run has no labels: ``[]``."""
     where = Path(run_dir) / "config.yaml"
     cfg = task.read_config(read_yaml(where), where)
-    return (*_load(run_dir, cfg), list(cfg.labels))
+    return (*_load(run_dir, cfg), list(cfg.labels or ()))
 
 
 def load(task, run_dir: Path, cfg: RunSettings):
