@@ -11,7 +11,7 @@ import torch
 from attnlab.cli import main
 from attnlab.runs import read_yaml
 from attnlab.tasks.classify import TASKS
-from attnlab.tasks.classify.data import load_splits
+from attnlab.tasks.classify.data import classes_of, load_splits
 from attnlab.tasks.classify.labels import parse_label
 from attnlab.tasks.classify.metrics import f1_scores, multi_label_counts, regression_scores
 
@@ -201,3 +201,23 @@ def test_init_from_a_regression_run_keeps_its_head_for_numbers_and_starts_one_fo
     capsys.readouterr()
     assert main(["predict", str(out), "--input", "good film"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] in {"high", "low"}
+
+
+def test_a_class_whose_every_row_is_held_out_is_named_when_the_run_starts(tmp_path, capsys):
+    from attnlab.tasks.classify.data import read_and_pin
+
+    data = write_multi(tmp_path / "topics.jsonl", n=60)
+    lines = data.read_text().splitlines()
+    lines[10] = json.dumps({**json.loads(lines[10]), "label": ["rare"]})
+    data.write_text("\n".join(lines) + "\n")
+    for seed in range(50):  # a seed that draws the one row of 'rare' for testing
+        cfg = {**TASK.defaults, "task": "classify", "data": str(data), "multi_label": True,
+               "seed": seed}
+        splits = read_and_pin(cfg, TASK.config_class().from_values)
+        err = capsys.readouterr().err
+        if not any("rare" in lab for _, lab in splits["train"]):
+            break
+        assert "rare" not in err  # trained on: nothing to say
+    assert not any("rare" in lab for _, lab in splits["train"])
+    assert "rare" in classes_of(splits)  # the model has an output for it ...
+    assert ("warning: the training split has no row of 1 of the 4 classes ('rare')" in err)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ...run_config import RunSettings
 
 __all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "classes_of",
-           "DATA_FILES"]
+           "untrained_classes", "DATA_FILES"]
 
 DATA_FILES = ("data", "test", "val")  # the options that name data files
 
@@ -155,6 +155,23 @@ def classes_of(splits: dict[str, Any]) -> list[str]:
                    for c in label_set(lab)})
 
 
+def untrained_classes(splits: dict[str, Any]) -> str | None:
+    """The warning naming the classes of --data that no training row has, or None. Under
+    --multi-label the held-out shares are drawn from all rows (not per class), so a rare
+    class's every row may be drawn for the test or validation split: the model then has an
+    output for it that never sees a positive example."""
+    trained = {c for _, lab in splits["train"] for c in label_set(lab)}
+    classes = classes_of(splits)
+    missing = [c for c in classes if c not in trained]
+    if not missing:
+        return None
+    names = ", ".join(map(repr, missing[:10])) + (", ..." if len(missing) > 10 else "")
+    return (f"warning: the training split has no row of {len(missing)} of the {len(classes)} "
+            f"classes ({names}): each of their rows was drawn for the test or validation split, "
+            f"so the model has an output for them that never learns; add rows of them, or give "
+            f"--test and --val files")
+
+
 def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
                 notes: list[str] | None = None) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
@@ -230,6 +247,8 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     notes: list[str] = []
     splits = load_splits(typed(cfg), digests=digests, notes=notes)  # data errors now, before
     # the run directory
+    if cfg.get("multi_label") and (untrained := untrained_classes(splits)):
+        notes.append(untrained)
     if not resumed:  # the settings dict, before the run config is frozen
         cfg.update(record_data_files(paths))
     for key, digest in digests.items():
