@@ -393,3 +393,22 @@ def test_macro_f1_is_torchmetrics_multiclass_macro_f1():
             ours = classification_metrics(preds, targets, k)["test_macro_f1"]
             theirs = float(torchmetrics.multiclass_f1_score(preds, targets, k, average="macro"))
             assert ours == pytest.approx(theirs, abs=1e-6), (k, preds, targets)
+
+
+@pytest.mark.parametrize("missing", ["NA", "nan", "NULL"])
+def test_a_class_spelled_as_a_missing_value_is_named_when_the_run_starts(tmp_path, capsys,
+                                                                         missing):
+    from attnlab.tasks.classify.data import read_and_pin
+
+    # R's write.csv writes a missing label as NA, pandas' astype(str) as nan: a class of
+    # those rows is trained unless the user hears of it
+    for labels, said in (((missing, "pos", "neg"), True), (("none", "pos", "neg"), False)):
+        data = tmp_path / f"{labels[0]}.csv"
+        data.write_text("text,label\n" + "".join(f"text {i},{labels[i % 3]}\n" for i in range(60)))
+        cfg = {**TASK.defaults, "task": "classify", "data": str(data)}
+        splits = read_and_pin(cfg, TASK.config_class().from_values)
+        assert labels[0] in {lab for _, lab in splits["train"]}  # still a class, as written
+        err = capsys.readouterr().err
+        assert (f"warning: the class {missing!r} is how a missing label is often written" in err
+                ) is said
+        assert said or "missing label" not in err  # "none" is a class name of its own

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ...run_config import RunSettings
 
 __all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "classes_of",
-           "untrained_classes", "DATA_FILES"]
+           "untrained_classes", "missing_value_classes", "DATA_FILES"]
 
 DATA_FILES = ("data", "test", "val")  # the options that name data files
 
@@ -172,6 +172,23 @@ def untrained_classes(splits: dict[str, Any]) -> str | None:
             f"--test and --val files")
 
 
+# how tools write a missing value: R's write.csv NA, pandas' astype(str) nan, SQL NULL, Excel
+# #N/A; "none" is left out, a class name of its own in many label sets
+MISSING_SPELLINGS = ("NA", "N/A", "#N/A", "<NA>", "nan", "NaN", "NAN", "NULL", "null")
+
+
+def missing_value_classes(splits: dict[str, Any]) -> str | None:
+    """The warning naming the classes spelled as a missing value is (``MISSING_SPELLINGS``),
+    or None. A label used as written, such a class is trained as one of its own: what a user
+    means when the rows have a class of that name, but not when they have no label at all."""
+    found = [c for c in classes_of(splits) if c in MISSING_SPELLINGS]
+    if not found:
+        return None
+    return (f"warning: the class {', '.join(map(repr, found))} is how a missing label is often "
+            f"written (R writes NA, pandas nan, SQL NULL); it is trained as a class of its own: "
+            f"remove the rows that have no label, or keep them if it is a class")
+
+
 def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
                 notes: list[str] | None = None) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
@@ -249,6 +266,8 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     # the run directory
     if cfg.get("multi_label") and (untrained := untrained_classes(splits)):
         notes.append(untrained)
+    if not cfg.get("regression") and (missing := missing_value_classes(splits)):
+        notes.append(missing)
     if not resumed:  # the settings dict, before the run config is frozen
         cfg.update(record_data_files(paths))
     for key, digest in digests.items():
