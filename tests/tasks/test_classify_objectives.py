@@ -221,3 +221,23 @@ def test_a_class_whose_every_row_is_held_out_is_named_when_the_run_starts(tmp_pa
     assert not any("rare" in lab for _, lab in splits["train"])
     assert "rare" in classes_of(splits)  # the model has an output for it ...
     assert ("warning: the training split has no row of 1 of the 4 classes ('rare')" in err)
+
+
+@pytest.mark.slow
+def test_predict_gives_a_number_to_the_precision_of_the_targets_spread(tmp_path, capsys):
+    from sklearn.metrics import mean_squared_error
+
+    # years given to a day's fraction: 2024.501 ... 2024.50225, six digits apart from 2024.5
+    header, *rows = write_numbers(tmp_path / "numbers.csv").read_text().splitlines()
+    data = tmp_path / "years.csv"
+    data.write_text("\n".join([header] + [f"{text},{2024.5 + (float(y) - 1000) / 1e6:.9f}"
+                                          for text, y in (r.rsplit(",", 1) for r in rows)]) + "\n")
+    run = _train(tmp_path, "--regression", data)
+    test = load_splits(TASK.typed(read_yaml(run / "config.yaml"), run))["test"]
+    _, results = _predictions(run, [t for t, _ in test])
+    preds, truth = [r["prediction"] for r in results], [y for _, y in test]
+    assert len(set(preds)) == len({t for t, _ in test}) > 1  # a number per text, not 2024.5
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["test_mse"] == pytest.approx(mean_squared_error(truth, preds), rel=1e-3)
+    assert main(["predict", str(run), "--input", test[0][0]]) == 0
+    assert float(capsys.readouterr().out.strip().splitlines()[-1]) == preds[0]
