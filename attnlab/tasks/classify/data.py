@@ -22,6 +22,7 @@ Examples:
 """
 from __future__ import annotations
 
+import math
 import random
 import sys
 from collections.abc import Callable
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
     from ...run_config import RunSettings
 
 __all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "classes_of",
-           "untrained_classes", "missing_value_classes", "DATA_FILES"]
+           "untrained_classes", "missing_value_classes", "number_twins", "class_warnings",
+           "DATA_FILES"]
 
 DATA_FILES = ("data", "test", "val")  # the options that name data files
 
@@ -189,6 +191,36 @@ def missing_value_classes(splits: dict[str, Any]) -> str | None:
             f"remove the rows that have no label, or keep them if it is a class")
 
 
+def number_twins(splits: dict[str, Any]) -> str | None:
+    """The warning naming classes that are one number written two ways ('1' and '1.0', as a
+    file of integers and one of floats give it), or None: a label is used as written, so
+    they are two classes."""
+    by_value: dict[float, list[str]] = {}
+    for c in classes_of(splits):
+        try:
+            value = float(c)
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            by_value.setdefault(value, []).append(c)
+    twins = [names for names in by_value.values() if len(names) > 1]
+    if not twins:
+        return None
+    said = "; ".join(" and ".join(map(repr, names)) for names in twins[:5])
+    return (f"warning: classes that are one number written two ways ({said}) are trained as "
+            f"different classes; write each number one way if they are one class")
+
+
+def class_warnings(cfg: dict[str, Any], splits: dict[str, Any]) -> list[str]:
+    """The warnings about the classes of a run's splits, said when it starts: classes no
+    training row has (--multi-label), spelled as a missing value, or one number twice."""
+    if cfg.get("regression"):
+        return []
+    found = (untrained_classes(splits) if cfg.get("multi_label") else None,
+             missing_value_classes(splits), number_twins(splits))
+    return [note for note in found if note]
+
+
 def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
                 notes: list[str] | None = None) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
@@ -264,10 +296,7 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     notes: list[str] = []
     splits = load_splits(typed(cfg), digests=digests, notes=notes)  # data errors now, before
     # the run directory
-    if cfg.get("multi_label") and (untrained := untrained_classes(splits)):
-        notes.append(untrained)
-    if not cfg.get("regression") and (missing := missing_value_classes(splits)):
-        notes.append(missing)
+    notes += class_warnings(cfg, splits)
     if not resumed:  # the settings dict, before the run config is frozen
         cfg.update(record_data_files(paths))
     for key, digest in digests.items():
