@@ -17,7 +17,8 @@ Values become the strings the CSV and JSONL readers give: text as it is, integer
 floats and booleans as JSON writes them (``1.5``, ``true``). A ``datasets`` ``ClassLabel``
 column (integers with names, in the schema's ``huggingface`` metadata) gives the names, as a
 user who wrote the labels sees them. A null, or a column of any other type (a list, a struct,
-bytes, a date), is refused by name: read as text it would be a string nobody wrote. Only where
+bytes, a date), is refused by name: read as text it would be a string nobody wrote; so is a
+float that is NaN or infinite (``number_text``), where a value is missing. Only where
 a task reads a list per row may a column hold lists, each row then a Python list of str:
 tag's words and tags (``lists``) must be lists of text (or a ``datasets`` ``Sequence`` of
 ``ClassLabel``: the names), and lists of numbers are refused; classify's ``--multi-label``
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -259,6 +261,26 @@ def _converter_of(column: str, arrow_type, names: list[str] | None, where: str, 
 _UNREADABLE = object()  # ``_spelling`` of a type that is neither text nor numbers
 
 
+def number_text(value: float | bool) -> str:
+    """A number or boolean as JSON spells it (``1.5``, ``1e+20``, ``true``): the text that
+    every reader gives a value that is not text.
+
+    Raises:
+        ValueError: NaN or an infinity (its JSON spelling the message). pandas, numpy and
+            Python's json write a missing float as NaN: read as the text "NaN" it would be a
+            class, or a text to classify, that nobody wrote.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(json.dumps(value))
+    return json.dumps(value)
+
+
+def no_value(spelled: str) -> str:
+    """What a message says of a value ``number_text`` refused (its JSON spelling)."""
+    return (f"{spelled}, not a value (how pandas, numpy and Python's json write a missing or "
+            f"overflowed number); give a value")
+
+
 def _spelling(arrow_type, names: list[str] | None, *, numbers: bool = True):
     """How a value of ``arrow_type`` becomes the text the CSV and JSONL readers give: None
     (text, kept as it is), a function (a number; a ``ClassLabel``'s integer → its name), or
@@ -275,7 +297,7 @@ def _spelling(arrow_type, names: list[str] | None, *, numbers: bool = True):
     if t.is_integer(value_type):
         return str
     if t.is_floating(value_type) or t.is_boolean(value_type):
-        return json.dumps  # as the JSONL reader spells a number or true/false
+        return number_text  # as the JSONL reader spells a number or true/false
     return _UNREADABLE
 
 
@@ -294,6 +316,11 @@ def _converter(column: str, arrow_type, names: list[str] | None, where: str):
             raise UsageError(f"{where} row {row}: column {column!r} is null; give a value")
         try:
             return values if spell is None else [spell(v) for v in values]
+        except ValueError as e:  # NaN or an infinity
+            row = first + next(i for i, v in enumerate(values)
+                               if isinstance(v, float) and not math.isfinite(v))
+            raise UsageError(f"{where} row {row}: column {column!r} is "
+                             f"{no_value(e.args[0])}") from None
         except IndexError:  # a ClassLabel's -1 ("no label") or a number past its names
             row, v = next((first + i, v) for i, v in enumerate(values)
                           if not 0 <= v < len(names or ()))
@@ -330,6 +357,9 @@ def _list_converter(column: str, arrow_type, names: list[str] | None, where: str
                                  f"list of text")
             try:
                 out.append(value if spell is None else [spell(v) for v in value])
+            except ValueError as e:  # NaN or an infinity
+                raise UsageError(f"{where} row {first + i}: column {column!r} holds "
+                                 f"{no_value(e.args[0])}") from None
             except IndexError as e:
                 raise UsageError(f"{where} row {first + i}: column {column!r} holds {e.args[0]}, "
                                  f"which is no class of its ClassLabel (names: "

@@ -407,13 +407,13 @@ def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = ()):
         for c in columns:
             value = obj[c]
             if c in lists and isinstance(value, list) and not any(map(_not_scalar, value)):
-                row[c] = [_scalar_text(v) for v in value]
+                row[c] = _scalar_texts(value, f"{where} line {number}: field {c!r} holds")
                 continue
             if _not_scalar(value):
                 listed = " or a list of them" if c in lists else ""
                 raise UsageError(f"{where} line {number}: field {c!r} must be a string or "
                                  f"number{listed}, got {json.dumps(value)[:40]}")
-            row[c] = _scalar_text(value)
+            row[c] = _scalar_texts([value], f"{where} line {number}: field {c!r} is")[0]
         rows.append(row)
         lines.append(number)
     return rows, lines, list(columns or [])
@@ -454,10 +454,18 @@ def _not_scalar(value) -> bool:
     return isinstance(value, (dict, list)) or value is None
 
 
-def _scalar_text(value) -> str:
-    """A JSON string as it is, any other scalar as JSON spells it: true/1/"1" are different
-    labels to a user (as ``attnlab.data.columnar`` spells a column's numbers)."""
-    return value if isinstance(value, str) else json.dumps(value)
+def _scalar_texts(values: list, where: str) -> list[str]:
+    """Each JSON string as it is, any other scalar as JSON spells it: true/1/"1" are different
+    labels to a user (``attnlab.data.columnar.number_text``, as a column's numbers are spelled
+    there). ``UsageError`` starting with ``where`` for NaN or an infinity (no value)."""
+    if all(isinstance(v, str) for v in values):  # most values: no import to look up
+        return list(values)
+    from .columnar import no_value, number_text
+
+    try:
+        return [v if isinstance(v, str) else number_text(v) for v in values]
+    except ValueError as e:
+        raise UsageError(f"{where} {no_value(e.args[0])}") from None
 
 
 class _Object(dict):

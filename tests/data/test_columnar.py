@@ -177,3 +177,41 @@ def test_prepare_reads_a_table_row_by_row_as_files_are_read_one_by_one(tmp_path)
                                          r"with --text-column$"):
         prepare([tmp_path / "docs.parquet"], tmp_path / "c", tokenizer="word")
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("name, rows, lists, message", [
+    ("d.jsonl", ['{"text": "a", "label": 1.5}', '{"text": "b", "label": NaN}'], (),
+     r"d.jsonl line 2: field 'label' is NaN, not a value \("),
+    ("d.jsonl", ['{"text": Infinity, "label": "x"}'], (),
+     r"d.jsonl line 1: field 'text' is Infinity, not a value \("),
+    ("d.jsonl", ['{"text": "a", "label": ["x", -Infinity]}'], ("label",),
+     r"d.jsonl line 1: field 'label' holds -Infinity, not a value \("),
+    ("d.parquet", {"text": ["a", "b", "c"], "label": [1.0, 2.0, float("nan")]}, (),
+     r"d.parquet row 3: column 'label' is NaN, not a value \("),
+    ("d.parquet", {"text": ["a", "b"], "label": [[1.0], [2.0, float("inf")]]}, ("label",),
+     r"d.parquet row 2: column 'label' holds Infinity, not a value \("),
+])
+def test_a_nan_or_infinite_number_is_refused_not_read_as_the_text_nan(tmp_path, name, rows,
+                                                                       lists, message):
+    # Python's json and polars write a missing float as NaN: read as the text "NaN" it would be
+    # a class (or a text to classify) that nobody wrote
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        path.write_text("\n".join(rows) + "\n")
+    else:
+        write_parquet(path, rows)
+    with pytest.raises(UsageError, match=message) as e:
+        read_table(path, ["text", "label"], what="--data", lists=lists)
+    assert str(e.value).startswith(f"--data {path}") and "\n" not in str(e.value)
+
+
+def test_a_nan_label_stops_train_classify_before_the_run_directory(tmp_path, capsys):
+    from attnlab.cli import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"text": f"t {i}", "label": [1.0, 2.0, float("nan")][i % 3]})
+                            + "\n" for i in range(30)))
+    assert main(["train", "classify", "--data", str(data), "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.startswith(f"attnlab: error: --data {data} line 3: field "
+                                              f"'label' is NaN, not a value (")
+    assert not (tmp_path / "run").exists()

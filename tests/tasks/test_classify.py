@@ -416,3 +416,40 @@ def test_texts_the_word_tokenizer_cannot_split_are_named_before_training(tmp_pat
     assert main(["train", "classify", "--data", str(write_csv(tmp_path / "en.csv")),
                  "--out", str(tmp_path / "en"), *common]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("missing", ["NA", "nan", "NULL"])
+def test_a_class_spelled_as_a_missing_value_is_named_when_the_run_starts(tmp_path, capsys,
+                                                                         missing):
+    from attnlab.tasks.classify.data import read_and_pin
+
+    # R's write.csv writes a missing label as NA, pandas' astype(str) as nan: a class of
+    # those rows is trained unless the user hears of it
+    for labels, said in (((missing, "pos", "neg"), True), (("none", "pos", "neg"), False)):
+        data = tmp_path / f"{labels[0]}.csv"
+        data.write_text("text,label\n" + "".join(f"text {i},{labels[i % 3]}\n" for i in range(60)))
+        cfg = {**TASK.defaults, "task": "classify", "data": str(data)}
+        splits = read_and_pin(cfg, TASK.config_class().from_values)
+        assert labels[0] in {lab for _, lab in splits["train"]}  # still a class, as written
+        err = capsys.readouterr().err
+        assert (f"warning: the class {missing!r} is how a missing label is often written" in err
+                ) is said
+        assert said or "missing label" not in err  # "none" is a class name of its own
+
+
+def test_classes_that_are_one_number_written_two_ways_are_named_when_the_run_starts(
+        tmp_path, capsys):
+    from attnlab.tasks.classify.data import read_and_pin
+
+    # rows appended from a file of floats: 1.0 beside 1 (a label is used as written)
+    for extra, said in (("1.0", True), ("1", False)):
+        data = tmp_path / f"{extra}.csv"
+        data.write_text("text,label\n" + "".join(f"text {i},{i % 2}\n" for i in range(30))
+                        + "".join(f"more {i},{extra}\n" for i in range(10)))
+        cfg = {**TASK.defaults, "task": "classify", "data": str(data)}
+        splits = read_and_pin(cfg, TASK.config_class().from_values)
+        assert ({lab for _, lab in splits["train"]} == {"0", "1", "1.0"}) is said
+        err = capsys.readouterr().err
+        assert ("warning: classes that are one number written two ways ('1' and '1.0') are "
+                "trained as different classes" in err) is said
+        assert said or "written two ways" not in err

@@ -11,7 +11,7 @@ import torch
 from attnlab.cli import main
 from attnlab.runs import read_yaml
 from attnlab.tasks.classify import TASKS
-from attnlab.tasks.classify.data import load_splits
+from attnlab.tasks.classify.data import classes_of, load_splits
 from attnlab.tasks.classify.labels import parse_label
 from attnlab.tasks.classify.metrics import f1_scores, multi_label_counts, regression_scores
 
@@ -173,3 +173,71 @@ def test_regression_scores_are_sklearns_and_scipys_with_ties():
     assert ours["mse"] == pytest.approx(mean_squared_error(true, pred))
     assert ours["r2"] == pytest.approx(r2_score(true, pred))
     assert ours["spearman"] == pytest.approx(spearmanr(true, pred).statistic)
+
+
+@pytest.mark.slow
+def test_init_from_a_regression_run_keeps_its_head_for_numbers_and_starts_one_for_classes(
+        regression_run, tmp_path, capsys):
+    from safetensors.torch import load_file
+
+    # one step of a vanishing learning rate: the weights are the ones the run started from
+    still = ["--max-steps", "1", "--lr", "1e-12", "--warmup", "0", "--weight-decay", "0"]
+    numbers = write_numbers(tmp_path / "more.csv", seed=1)
+    again = tmp_path / "again"
+    assert main(["train", "classify", "--regression", "--init", str(regression_run), "--data",
+                 str(numbers), "--out", str(again), *still]) == 0
+    before = load_file(regression_run / "model.safetensors")
+    after = load_file(again / "model.safetensors")
+    assert before.keys() == after.keys()
+    for name in before:  # the head too: it answers the same question, a number
+        torch.testing.assert_close(after[name], before[name], atol=1e-6, rtol=0)
+    classes = tmp_path / "classes.csv"
+    classes.write_text("text,label\n" + "".join(
+        f"{' '.join(['good'] * (i % 5) + ['film'])},{'high' if i % 5 > 2 else 'low'}\n"
+        for i in range(60)))
+    out = tmp_path / "classes"
+    assert main(["train", "classify", "--init", str(regression_run), "--data", str(classes),
+                 "--out", str(out), *still]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(out), "--input", "good film"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] in {"high", "low"}
+
+
+def test_a_class_whose_every_row_is_held_out_is_named_when_the_run_starts(tmp_path, capsys):
+    from attnlab.tasks.classify.data import read_and_pin
+
+    data = write_multi(tmp_path / "topics.jsonl", n=60)
+    lines = data.read_text().splitlines()
+    lines[10] = json.dumps({**json.loads(lines[10]), "label": ["rare"]})
+    data.write_text("\n".join(lines) + "\n")
+    for seed in range(50):  # a seed that draws the one row of 'rare' for testing
+        cfg = {**TASK.defaults, "task": "classify", "data": str(data), "multi_label": True,
+               "seed": seed}
+        splits = read_and_pin(cfg, TASK.config_class().from_values)
+        err = capsys.readouterr().err
+        if not any("rare" in lab for _, lab in splits["train"]):
+            break
+        assert "rare" not in err  # trained on: nothing to say
+    assert not any("rare" in lab for _, lab in splits["train"])
+    assert "rare" in classes_of(splits)  # the model has an output for it ...
+    assert ("warning: the training split has no row of 1 of the 4 classes ('rare')" in err)
+
+
+@pytest.mark.slow
+def test_predict_gives_a_number_to_the_precision_of_the_targets_spread(tmp_path, capsys):
+    from sklearn.metrics import mean_squared_error
+
+    # years given to a day's fraction: 2024.501 ... 2024.50225, six digits apart from 2024.5
+    header, *rows = write_numbers(tmp_path / "numbers.csv").read_text().splitlines()
+    data = tmp_path / "years.csv"
+    data.write_text("\n".join([header] + [f"{text},{2024.5 + (float(y) - 1000) / 1e6:.9f}"
+                                          for text, y in (r.rsplit(",", 1) for r in rows)]) + "\n")
+    run = _train(tmp_path, "--regression", data)
+    test = load_splits(TASK.typed(read_yaml(run / "config.yaml"), run))["test"]
+    _, results = _predictions(run, [t for t, _ in test])
+    preds, truth = [r["prediction"] for r in results], [y for _, y in test]
+    assert len(set(preds)) == len({t for t, _ in test}) > 1  # a number per text, not 2024.5
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["test_mse"] == pytest.approx(mean_squared_error(truth, preds), rel=1e-3)
+    assert main(["predict", str(run), "--input", test[0][0]]) == 0
+    assert float(capsys.readouterr().out.strip().splitlines()[-1]) == preds[0]

@@ -332,3 +332,14 @@ def test_under_ddp_the_steps_loss_goes_through_ddp_and_the_ranks_stay_equal(tmp_
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "equal", out.stdout + out.stderr[-2000:]
+
+
+def test_the_summary_shows_a_small_number_not_zero(capsys):
+    from attnlab.training.engine import print_summary
+
+    # a regression in years that vary by thousandths: its test_mse is 1.6e-07, not "0.0000"
+    print_summary("classify", "runs/years", {"test_mse": 1.55028e-07, "test_r2": 0.9955,
+                                             "test_loss": 0.0, "steps": 1500})
+    lines = dict(line.split() for line in capsys.readouterr().out.splitlines()[2:])
+    assert lines == {"test_mse": "1.55e-07", "test_r2": "0.9955", "test_loss": "0.0000",
+                     "steps": "1,500"}

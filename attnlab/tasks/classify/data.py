@@ -22,6 +22,7 @@ Examples:
 """
 from __future__ import annotations
 
+import math
 import random
 import sys
 from collections.abc import Callable
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from ...run_config import RunSettings
 
 __all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "classes_of",
+           "untrained_classes", "missing_value_classes", "number_twins", "class_warnings",
            "DATA_FILES"]
 
 DATA_FILES = ("data", "test", "val")  # the options that name data files
@@ -155,6 +157,70 @@ def classes_of(splits: dict[str, Any]) -> list[str]:
                    for c in label_set(lab)})
 
 
+def untrained_classes(splits: dict[str, Any]) -> str | None:
+    """The warning naming the classes of --data that no training row has, or None. Under
+    --multi-label the held-out shares are drawn from all rows (not per class), so a rare
+    class's every row may be drawn for the test or validation split: the model then has an
+    output for it that never sees a positive example."""
+    trained = {c for _, lab in splits["train"] for c in label_set(lab)}
+    classes = classes_of(splits)
+    missing = [c for c in classes if c not in trained]
+    if not missing:
+        return None
+    names = ", ".join(map(repr, missing[:10])) + (", ..." if len(missing) > 10 else "")
+    return (f"warning: the training split has no row of {len(missing)} of the {len(classes)} "
+            f"classes ({names}): each of their rows was drawn for the test or validation split, "
+            f"so the model has an output for them that never learns; add rows of them, or give "
+            f"--test and --val files")
+
+
+# how tools write a missing value: R's write.csv NA, pandas' astype(str) nan, SQL NULL, Excel
+# #N/A; "none" is left out, a class name of its own in many label sets
+MISSING_SPELLINGS = ("NA", "N/A", "#N/A", "<NA>", "nan", "NaN", "NAN", "NULL", "null")
+
+
+def missing_value_classes(splits: dict[str, Any]) -> str | None:
+    """The warning naming the classes spelled as a missing value is (``MISSING_SPELLINGS``),
+    or None. A label used as written, such a class is trained as one of its own: what a user
+    means when the rows have a class of that name, but not when they have no label at all."""
+    found = [c for c in classes_of(splits) if c in MISSING_SPELLINGS]
+    if not found:
+        return None
+    return (f"warning: the class {', '.join(map(repr, found))} is how a missing label is often "
+            f"written (R writes NA, pandas nan, SQL NULL); it is trained as a class of its own: "
+            f"remove the rows that have no label, or keep them if it is a class")
+
+
+def number_twins(splits: dict[str, Any]) -> str | None:
+    """The warning naming classes that are one number written two ways ('1' and '1.0', as a
+    file of integers and one of floats give it), or None: a label is used as written, so
+    they are two classes."""
+    by_value: dict[float, list[str]] = {}
+    for c in classes_of(splits):
+        try:
+            value = float(c)
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            by_value.setdefault(value, []).append(c)
+    twins = [names for names in by_value.values() if len(names) > 1]
+    if not twins:
+        return None
+    said = "; ".join(" and ".join(map(repr, names)) for names in twins[:5])
+    return (f"warning: classes that are one number written two ways ({said}) are trained as "
+            f"different classes; write each number one way if they are one class")
+
+
+def class_warnings(cfg: dict[str, Any], splits: dict[str, Any]) -> list[str]:
+    """The warnings about the classes of a run's splits, said when it starts: classes no
+    training row has (--multi-label), spelled as a missing value, or one number twice."""
+    if cfg.get("regression"):
+        return []
+    found = (untrained_classes(splits) if cfg.get("multi_label") else None,
+             missing_value_classes(splits), number_twins(splits))
+    return [note for note in found if note]
+
+
 def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
                 notes: list[str] | None = None) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
@@ -230,6 +296,7 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     notes: list[str] = []
     splits = load_splits(typed(cfg), digests=digests, notes=notes)  # data errors now, before
     # the run directory
+    notes += class_warnings(cfg, splits)
     if not resumed:  # the settings dict, before the run config is frozen
         cfg.update(record_data_files(paths))
     for key, digest in digests.items():

@@ -21,6 +21,7 @@ Shapes: B batch, T tokens (or a set's elements), F features per element, K class
 from __future__ import annotations
 
 from functools import partial
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -431,10 +432,11 @@ def _load(run_dir: Path, cfg: RunSettings):
 
 
 def _load_run(task, run_dir: Path):
-    """(model, tokenizer, labels) of the classify run in ``run_dir`` (a run --init names)."""
+    """(model, tokenizer, labels) of the classify run in ``run_dir`` (a run --init names); a
+    --regression run has no labels: ``[]``."""
     where = Path(run_dir) / "config.yaml"
     cfg = task.read_config(read_yaml(where), where)
-    return (*_load(run_dir, cfg), list(cfg.labels))
+    return (*_load(run_dir, cfg), list(cfg.labels or ()))
 
 
 def load(task, run_dir: Path, cfg: RunSettings):
@@ -490,7 +492,8 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
         outputs[where] = model(*batch).float()
     answers = _decide(cfg, outputs)
     if cfg.regression:
-        return [{"prediction": float(f"{y:.6g}"), "line": f"{y:.6g}"} for y in answers.tolist()]
+        lines = [f"{y:.{_digits(y, cfg.target_std or 1.0)}g}" for y in answers.tolist()]
+        return [{"prediction": float(line), "line": line} for line in lines]
     if cfg.multi_label:
         found = [[c for c, on in zip(cfg.labels, row) if on] for row in answers.tolist()]
         return [{"prediction": names, "line": cfg.label_sep.join(names),
@@ -499,6 +502,18 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     return [{"prediction": cfg.labels[int(i)],
              "probabilities": probabilities_of(cfg.labels, row)}
             for i, row in zip(answers.tolist(), outputs.softmax(-1))]
+
+
+def _digits(y: float, std: float) -> int:
+    """The significant digits that show a predicted number ``y`` to a millionth of the
+    training targets' ``std`` (6 at least, 17 at most): where the targets are 2024.5 give or
+    take 0.003, 6 digits would print 2024.5 for each of them.
+
+    Examples:
+        >>> [f"{y:.{_digits(y, s)}g}" for y, s in ((2024.5012345, 0.003), (1234567.0, 5e5))]
+        ['2024.5012345', '1234567']
+    """
+    return min(17, 6 + max(0, math.ceil(math.log10(abs(y) / std)))) if y else 6  # 17: a double's
 
 
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):

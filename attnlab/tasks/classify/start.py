@@ -44,7 +44,8 @@ class Start:
     Attributes:
         model: the model whose weights the run starts from (a ``BertEncoder`` of a checkpoint,
             or an attnlab run's classifier); None: random weights.
-        labels: the labels of ``model``'s head (an attnlab run's); None for an encoder.
+        labels: the labels of ``model``'s head (an attnlab run's; ``()`` for a --regression
+            run's one number); None for an encoder.
         tokenizer: the tokeniser the run must use; None: fit one on the training split.
         vocab_size: the embedding's rows of ``model``; None where the tokeniser fixes it.
     """
@@ -54,17 +55,18 @@ class Start:
     tokenizer: Any = None
     vocab_size: int | None = None
 
-    def weights_into(self, model: nn.Module, labels: list[str]) -> nn.Module:
-        """``model`` (just built from the run config) holding the start's weights: an
-        encoder's under its new head; an attnlab run's whole model, but for the last layer of
-        the head when the labels differ (a head of new classes starts anew)."""
+    def weights_into(self, model: nn.Module, labels: list[str] | None) -> nn.Module:
+        """``model`` (just built from the run config, whose ``labels`` are None under
+        --regression) holding the start's weights: an encoder's under its new head; an
+        attnlab run's whole model, but for the last layer of the head when the labels differ
+        (a head of new classes, or of a number where there were classes, starts anew)."""
         if self.model is None:
             return model
         if self.labels is None:  # a pretrained encoder: the classifier's body
             _encoder_into(model, self.model)
             return model
         state = self.model.state_dict()
-        if list(self.labels) != list(labels):
+        if list(self.labels) != list(labels or ()):
             last = _head_layer(model)
             state = {k: v for k, v in state.items() if not k.startswith(last + ".")}
             model.load_state_dict(state, strict=False)
