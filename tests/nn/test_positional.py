@@ -59,6 +59,18 @@ def test_sequence_longer_than_max_len_names_both_lengths(make):
         module(torch.zeros(1, 12, 8))
 
 
+@pytest.mark.parametrize("make", [
+    lambda: an.PositionalEncoding(d_model=8, max_len=10),
+    lambda: an.LearnedPositionalEncoding(d_model=8, max_len=10),
+], ids=["sinusoidal", "learned"])
+@pytest.mark.parametrize("positions", [None, torch.arange(5)], ids=["default", "given"])
+def test_an_input_of_another_width_is_refused_not_broadcast(make, positions):
+    """One feature per position (B, T, 1) plus a table of width 8 broadcast to (B, T, 8)."""
+    with pytest.raises(ValueError, match=re.escape("x must be (B, T, d_model=8), got shape "
+                                                   "(2, 5, 1)")):
+        make()(torch.zeros(2, 5, 1), positions=positions)
+
+
 def test_positions_after_a_cache_are_checked_as_integers_without_reading_a_tensor():
     """A forward pass reads no position values (no host synchronisation); positions that
     continue a cache are checked where they are made, from the cache's length (a Python int)."""
