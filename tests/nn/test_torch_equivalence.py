@@ -32,6 +32,26 @@ def test_qkv_layout_round_trips():
     assert_close(ours.qkv_proj.weight[hd : 2 * hd], w[1][:hd], atol=0.0, rtol=0.0)
 
 
+@pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
+def test_set_qkv_refuses_biases_the_module_would_drop_or_lacks(cross):
+    """torch's attention has q, k, v biases by default: copied into a MultiheadAttention built
+    with bias=False, they were dropped without a word (and the outputs differed); the other
+    way round was an AttributeError on None."""
+    kw = {"kv_dim": D} if cross else {}
+    w = [torch.randn(D, D) for _ in range(3)]
+    b = [torch.randn(D) for _ in range(3)]
+    with pytest.raises(ValueError, match=r"set_qkv: biases were given, but this attention's "
+                                         r"q, k, v projections have none"):
+        an.MultiheadAttention(D, D, H, bias=False, **kw).set_qkv(*w, *b)
+    with pytest.raises(ValueError, match=r"set_qkv: this attention's q, k, v projections have "
+                                         r"biases \(qkv_bias=True\): pass bq, bk and bv"):
+        an.MultiheadAttention(D, D, H, **kw).set_qkv(*w)
+    unbiased = an.MultiheadAttention(D, D, H, bias=False, **kw)
+    unbiased.set_qkv(*w)
+    for got, expected in zip(unbiased.get_qkv()[:3], w):
+        assert_close(got, expected, atol=0.0, rtol=0.0)
+
+
 @pytest.mark.parametrize("masks", ["none", "padding", "causal", "padding+causal"])
 def test_self_attention_matches_torch(masks):
     theirs = nn.MultiheadAttention(D, H, batch_first=True).eval()
