@@ -229,6 +229,10 @@ class RotaryEmbedding(nn.Module):
         original_max_len: the context the checkpoint was trained on
             (``original_max_position_embeddings``).
 
+    Raises:
+        ValueError: for an odd head_dim; in ``forward``, for heads of another width or a
+            sequence longer than max_len.
+
     Shape:
         x: (B, H, T, hd), positions: (T,) or (B, T) -> (B, H, T, hd).
 
@@ -244,7 +248,7 @@ class RotaryEmbedding(nn.Module):
         super().__init__()
         if head_dim % 2:
             raise ValueError(f"rotary embeddings need an even head width, got {head_dim}")
-        self.max_len, self.base, self.scaling = max_len, base, scaling
+        self.head_dim, self.max_len, self.base, self.scaling = head_dim, max_len, base, scaling
         inv_freq = rope_frequencies(head_dim, base, scaling=scaling, factor=factor,
                                     low_freq_factor=low_freq_factor,
                                     high_freq_factor=high_freq_factor,
@@ -254,6 +258,9 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("sin", angles.sin(), persistent=False)
 
     def forward(self, x: Tensor, positions: Tensor) -> Tensor:
+        if x.shape[-1] != self.head_dim:  # heads 2 wide would broadcast against the table
+            raise ValueError(f"a rotary embedding of head_dim {self.head_dim} was given heads "
+                             f"of width {x.shape[-1]} (shape {tuple(x.shape)})")
         positions = _positions(x.shape[-2], positions, self.max_len, x.device)
         cos = self.cos[positions].to(x.dtype)  # (T, hd/2)
         sin = self.sin[positions].to(x.dtype)  # or (B, T, hd/2)
