@@ -182,3 +182,19 @@ def test_encoder_decoder_matches_torch_transformer():
     o_t = theirs(src, tgt, tgt_mask=their_causal, src_key_padding_mask=their_pad,
                  memory_key_padding_mask=their_pad)
     assert_close(o, o_t, **STACK_TOL)
+
+
+def test_torchs_layers_drop_attention_weights_and_ours_only_with_attention_dropout():
+    """What docs/blocks.md says to a reader matching torch's training: torch's `dropout` also
+    drops attention weights; a block does so only with attention_dropout."""
+    p = 0.1
+    torch_layers = (nn.TransformerEncoderLayer(D, H, FF, dropout=p, batch_first=True),
+                    nn.TransformerDecoderLayer(D, H, FF, dropout=p, batch_first=True))
+    assert [m.dropout for layer in torch_layers for m in layer.modules()
+            if isinstance(m, nn.MultiheadAttention)] == [p, p, p]
+    for make in (an.EncoderBlock, an.DecoderBlock):
+        plain, matched = make(D, H, FF, p), make(D, H, FF, p, attention_dropout=p)
+        assert [m.dropout for m in plain.modules() if isinstance(m, an.MultiheadAttention)] \
+            == [0.0] * (1 if make is an.EncoderBlock else 2)
+        assert [m.dropout for m in matched.modules() if isinstance(m, an.MultiheadAttention)] \
+            == [p] * (1 if make is an.EncoderBlock else 2)
