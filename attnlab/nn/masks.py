@@ -141,6 +141,20 @@ def as_bool_mask(mask: Tensor) -> Tensor:
     return mask != 0
 
 
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to ``target`` without growing it (a mask that
+    would broadcast the scores to more dimensions or a larger size does not).
+
+    Examples:
+        >>> broadcasts_to((2, 1, 1, 3), (2, 4, 5, 3)), broadcasts_to((2, 1, 1, 3), (2, 3, 3))
+        (True, False)
+    """
+    try:
+        return tuple(torch.broadcast_shapes(shape, target)) == tuple(target)
+    except RuntimeError:
+        return False
+
+
 def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:
     """Validate a mask against (B, H, T_q, T_k) and return it as a 4-D bool tensor.
 
@@ -154,11 +168,7 @@ def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:
         )
     given = tuple(mask.shape)
     mask = expand_mask(as_bool_mask(mask))
-    try:
-        shape = torch.broadcast_shapes(mask.shape, (B, H, T_q, T_k))
-    except RuntimeError:
-        shape = None
-    if shape != (B, H, T_q, T_k):
+    if not broadcasts_to(mask.shape, (B, H, T_q, T_k)):
         # the shape the caller made, and how it was read: a (B, T_k) key-padding mask (torch's
         # key_padding_mask) is read as (T_q, T_k)
         raise ValueError(

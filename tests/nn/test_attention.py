@@ -198,6 +198,20 @@ def test_mask_that_does_not_broadcast():
         mha(torch.randn(2, 5, 16), torch.ones(5, 6, dtype=torch.bool))
 
 
+def test_reference_path_refuses_a_mask_that_would_broadcast_the_scores():
+    """padding_mask's (B, 1, 1, T_k) with 3-D q, k, v once gave values (B, B, T_q, d) and
+    weights (B, B, T_q, T_k), each sample under every sample's mask."""
+    q = torch.randn(2, 3, 4)
+    mask = an.padding_mask(torch.tensor([3, 1]), 3)  # (B, 1, 1, T_k)
+    with pytest.raises(ValueError, match=re.escape(
+            "mask of shape (2, 1, 1, 3) does not broadcast to the scores (..., T_q, T_k) = "
+            "(2, 3, 3)")):
+        an.scaled_dot_product(q, q, q, mask)
+    values, weights = an.scaled_dot_product(q, q, q, mask[:, 0, 0, None, :])  # (B, 1, T_k)
+    assert values.shape == (2, 3, 4) and weights.shape == (2, 3, 3)
+    assert (weights[1, :, 1:] == 0).all()
+
+
 def test_a_key_padding_mask_of_torchs_shape_is_refused_with_the_shape_to_use():
     """torch.nn.MultiheadAttention's key_padding_mask is (B, T_k); here a 2-D mask is
     (T_q, T_k), so the message says how to pass one, in one line."""
