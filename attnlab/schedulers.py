@@ -153,6 +153,20 @@ def _check(name: str, value: int) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _check_decay(schedule: str, min_lr: float, cooldown: float | None) -> None:
+    """``cooldown`` is wsd's share of the steps, strictly between 0 and 1 (0 or less would put
+    the rate at the floor from the end of the warm-up); ``min_lr`` is no floor of constant's.
+    Both would otherwise be silently unused or misread, as ``attnlab train`` refuses them."""
+    if cooldown is not None and schedule != "wsd":
+        raise ValueError(f"cooldown ({cooldown!r}) is the decay share of the wsd schedule, "
+                         f"not of {schedule!r}")
+    if cooldown is not None and not (isinstance(cooldown, (int, float)) and 0 < cooldown < 1):
+        raise ValueError(f"cooldown must be strictly between 0 and 1, got {cooldown!r}")
+    if schedule == "constant" and min_lr:
+        raise ValueError(f"min_lr ({min_lr!r}) with the constant schedule, which holds the "
+                         f"peak lr to the end")
+
+
 class CosineWarmupScheduler(optim.lr_scheduler._LRScheduler):
     """Linear warm-up to the base lr, then cosine decay to 0 at ``max_iters``.
 
@@ -230,7 +244,13 @@ class WarmupDecayScheduler(optim.lr_scheduler._LRScheduler):
         min_lr: the rate at the end, for a group whose lr is ``peak_lr``; a group with another
             lr ends at the same share of it (min_lr / peak_lr).
         peak_lr: the lr ``min_lr`` is a share of (default: the first group's).
-        cooldown: wsd's share of the steps that decay.
+        cooldown: wsd's share of the steps that decay, strictly between 0 and 1 (default
+            0.2).
+
+    Raises:
+        ValueError: for a schedule not in ``DECAYS``, a negative warmup, max_iters < 1,
+            min_lr outside [0, peak_lr] or above 0 with "constant", or a cooldown outside
+            (0, 1) or given with a schedule other than "wsd".
 
     Examples:
         >>> opt = torch.optim.AdamW(torch.nn.Linear(4, 2).parameters(), lr=1e-3)
@@ -251,6 +271,7 @@ class WarmupDecayScheduler(optim.lr_scheduler._LRScheduler):
         peak = optimizer.param_groups[0]["lr"] if peak_lr is None else peak_lr
         if not 0 <= min_lr <= peak:
             raise ValueError(f"min_lr must be in [0, the peak lr {peak:g}], got {min_lr!r}")
+        _check_decay(schedule, min_lr, cooldown)
         self.schedule, self.warmup, self.max_num_iters = schedule, warmup, max_iters
         self.floor, self.cooldown = min_lr / peak if peak else 0.0, cooldown
         super().__init__(optimizer)

@@ -130,6 +130,16 @@ def test_warmup_decay_scheduler_sets_each_groups_lr():
      "schedule must be one of cosine, wsd"),
     (lambda o: WarmupDecayScheduler(o, "linear", warmup=1, max_iters=10, min_lr=2.0),
      r"min_lr must be in \[0, the peak"),
+    # a cooldown of 0 (or less) put the rate at the floor from the end of the warm-up, one of
+    # 1 or more decayed from there like linear: both were accepted silently
+    (lambda o: WarmupDecayScheduler(o, "wsd", warmup=1, max_iters=10, cooldown=0.0),
+     r"cooldown must be strictly between 0 and 1, got 0.0"),
+    (lambda o: WarmupDecayScheduler(o, "wsd", warmup=1, max_iters=10, cooldown=1.5),
+     r"cooldown must be strictly between 0 and 1, got 1.5"),
+    (lambda o: WarmupDecayScheduler(o, "cosine", warmup=1, max_iters=10, cooldown=0.5),
+     r"cooldown \(0.5\) is the decay share of the wsd schedule, not of 'cosine'"),
+    (lambda o: WarmupDecayScheduler(o, "constant", warmup=1, max_iters=10, min_lr=0.5),
+     r"min_lr \(0.5\) with the constant schedule"),
 ])
 def test_bad_decay_arguments(make, message):
     with pytest.raises(ValueError, match=message):

@@ -403,7 +403,13 @@ class MultiheadAttention(nn.Module):
     def set_qkv(self, wq: Tensor, wk: Tensor, wv: Tensor,
                 bq: Tensor | None = None, bk: Tensor | None = None, bv: Tensor | None = None) -> None:
         """Load separate Q, K, V projections as in ``nn.Linear`` (y = x Wᵀ + b): wq (E, in),
-        wk and wv (H_kv·hd, in)."""
+        wk and wv (H_kv·hd, in); the three biases exactly when this module has them.
+
+        Raises:
+            ValueError: for biases missing where the projection has them, or given where it
+                has none (they would be dropped without a word).
+        """
+        self._check_qkv_biases(bq, bk, bv)
         E, H, hd = self.embed_dim, self.num_heads, self.head_dim
         if self.cross:
             self.q_proj.weight.copy_(wq)
@@ -422,6 +428,17 @@ class MultiheadAttention(nn.Module):
         if self.qkv_proj.bias is not None:
             b = torch.cat((bq.view(H_kv, r, hd), bk.view(H_kv, 1, hd), bv.view(H_kv, 1, hd)), 1)
             self.qkv_proj.bias.copy_(b.reshape(-1))
+
+    def _check_qkv_biases(self, *biases: Tensor | None) -> None:
+        has = (self.q_proj if self.cross else self.qkv_proj).bias is not None
+        given = [b is not None for b in biases]
+        if all(given) if has else not any(given):
+            return
+        if has:
+            raise ValueError("set_qkv: this attention's q, k, v projections have biases "
+                             "(qkv_bias=True): pass bq, bk and bv, or build it with qkv_bias=False")
+        raise ValueError("set_qkv: biases were given, but this attention's q, k, v projections "
+                         "have none (qkv_bias=False): build it with qkv_bias=True")
 
     def get_qkv(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
         """The Q, K, V projections as separate weights and biases (``set_qkv``'s shapes)."""

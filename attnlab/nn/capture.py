@@ -29,6 +29,13 @@ class ActivationCache(dict):
     with ``accumulate=True``). Attention weights are keyed by the attention module's name,
     outputs by ``"<name>:output"``."""
 
+    def __missing__(self, key: str):
+        # a bare KeyError('self_attn') left the reader to guess why nothing was recorded
+        raise KeyError(f"nothing was recorded under {key!r} (recorded: {sorted(self)}): a "
+                       f"module's attention weights are recorded when it has "
+                       f"`_attention_sinks`, as MultiheadAttention has, and runs inside the "
+                       f"capture")
+
     def record(self, key: str, value, accumulate: bool, detach: bool) -> None:
         if detach and isinstance(value, Tensor):
             value = value.detach()

@@ -141,25 +141,39 @@ def as_bool_mask(mask: Tensor) -> Tensor:
     return mask != 0
 
 
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to ``target`` without growing it (a mask that
+    would broadcast the scores to more dimensions or a larger size does not).
+
+    Examples:
+        >>> broadcasts_to((2, 1, 1, 3), (2, 4, 5, 3)), broadcasts_to((2, 1, 1, 3), (2, 3, 3))
+        (True, False)
+    """
+    try:
+        return tuple(torch.broadcast_shapes(shape, target)) == tuple(target)
+    except RuntimeError:
+        return False
+
+
 def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:
     """Validate a mask against (B, H, T_q, T_k) and return it as a 4-D bool tensor.
 
     Raises:
-        ValueError: if the mask does not broadcast to (B, H, T_q, T_k).
+        ValueError: if the mask does not broadcast to (B, H, T_q, T_k), showing the shape given.
     """
     if mask.ndim < 2 or mask.ndim > 4:
         raise ValueError(
             f"mask must have 2 to 4 dimensions broadcastable to (B, H, T_q, T_k) = "
             f"{(B, H, T_q, T_k)}, got shape {tuple(mask.shape)}"
         )
+    given = tuple(mask.shape)
     mask = expand_mask(as_bool_mask(mask))
-    try:
-        shape = torch.broadcast_shapes(mask.shape, (B, H, T_q, T_k))
-    except RuntimeError:
-        shape = None
-    if shape != (B, H, T_q, T_k):
+    if not broadcasts_to(mask.shape, (B, H, T_q, T_k)):
+        # the shape the caller made, and how it was read: a (B, T_k) key-padding mask (torch's
+        # key_padding_mask) is read as (T_q, T_k)
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to "
-            f"(B, H, T_q, T_k) = {(B, H, T_q, T_k)}"
+            f"mask of shape {given} does not broadcast to (B, H, T_q, T_k) = "
+            f"{(B, H, T_q, T_k)}: a 2-D mask is (T_q, T_k) and a 3-D one (B, T_q, T_k); a "
+            f"key-padding mask (B, T_k) goes in as mask[:, None, :]"
         )
     return mask

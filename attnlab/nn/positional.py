@@ -52,6 +52,13 @@ def _check_length(T: int, max_len: int) -> None:
         )
 
 
+def _check_input(x: Tensor, d_model: int) -> None:
+    """x is (B, T, d_model): a table of width d_model added to an input of width 1 would
+    broadcast to (B, T, d_model) without a word."""
+    if x.ndim != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"x must be (B, T, d_model={d_model}), got shape {tuple(x.shape)}")
+
+
 def _positions(T: int, positions: Tensor | None, max_len: int, device: torch.device) -> Tensor:
     """Positions to look up for T inputs: the given (T,) or (B, T) ones, or 0..T-1.
 
@@ -100,7 +107,7 @@ class PositionalEncoding(nn.Module):
         max_len: longest sequence supported.
 
     Raises:
-        ValueError: in ``forward``, if T > max_len.
+        ValueError: in ``forward``, if x is not (B, T, d_model) or T > max_len.
 
     Shape:
         x: (B, T, D), positions (T,) or (B, T) (default 0..T-1) -> (B, T, D). The buffer ``pe``
@@ -120,6 +127,7 @@ class PositionalEncoding(nn.Module):
         self.register_buffer("pe", sinusoidal_table(max_len, d_model)[None], persistent=False)
 
     def forward(self, x: Tensor, *, positions: Tensor | None = None) -> Tensor:
+        _check_input(x, self.d_model)
         if positions is None:  # the course's x + pe[:, :T], a slice (no gather)
             _check_length(x.shape[1], self.max_len)
             return x + self.pe[:, : x.shape[1]].to(x.dtype)
@@ -155,6 +163,7 @@ class LearnedPositionalEncoding(nn.Module):
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def forward(self, x: Tensor, *, positions: Tensor | None = None) -> Tensor:
+        _check_input(x, self.d_model)
         positions = _positions(x.shape[1], positions, self.max_len, x.device)
         return x + self.embedding(positions).to(x.dtype)  # rows (T, D) or (B, T, D)
 
@@ -220,6 +229,10 @@ class RotaryEmbedding(nn.Module):
         original_max_len: the context the checkpoint was trained on
             (``original_max_position_embeddings``).
 
+    Raises:
+        ValueError: for an odd head_dim; in ``forward``, for heads of another width or a
+            sequence longer than max_len.
+
     Shape:
         x: (B, H, T, hd), positions: (T,) or (B, T) -> (B, H, T, hd).
 
@@ -235,7 +248,7 @@ class RotaryEmbedding(nn.Module):
         super().__init__()
         if head_dim % 2:
             raise ValueError(f"rotary embeddings need an even head width, got {head_dim}")
-        self.max_len, self.base, self.scaling = max_len, base, scaling
+        self.head_dim, self.max_len, self.base, self.scaling = head_dim, max_len, base, scaling
         inv_freq = rope_frequencies(head_dim, base, scaling=scaling, factor=factor,
                                     low_freq_factor=low_freq_factor,
                                     high_freq_factor=high_freq_factor,
@@ -245,6 +258,9 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("sin", angles.sin(), persistent=False)
 
     def forward(self, x: Tensor, positions: Tensor) -> Tensor:
+        if x.shape[-1] != self.head_dim:  # heads 2 wide would broadcast against the table
+            raise ValueError(f"a rotary embedding of head_dim {self.head_dim} was given heads "
+                             f"of width {x.shape[-1]} (shape {tuple(x.shape)})")
         positions = _positions(x.shape[-2], positions, self.max_len, x.device)
         cos = self.cos[positions].to(x.dtype)  # (T, hd/2)
         sin = self.sin[positions].to(x.dtype)  # or (B, T, hd/2)

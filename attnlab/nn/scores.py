@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .masks import as_bool_mask
+from .masks import check_mask
 
 __all__ = ["AdditiveAttention", "BilinearAttention", "attend"]
 
@@ -23,11 +23,22 @@ def attend(scores: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tenso
 
     Rows that may attend to nothing get zero weights and zero output.
 
+    Args:
+        scores: (B, T_q, T_k).
+        v: (B, T_k, d_v).
+        mask: bool or 0/1, True = may attend, as for ``MultiheadAttention`` with one head:
+            (T_q, T_k), (B, T_q, T_k) or 4-D (B, 1, T_q, T_k) such as ``padding_mask``'s.
+
     Returns:
         (values (B, T_q, d_v), attention (B, T_q, T_k)).
+
+    Raises:
+        ValueError: for a mask that does not broadcast to the scores (a 4-D one would
+            broadcast the scores to 4-D instead, mixing the samples).
     """
     if mask is not None:
-        mask = as_bool_mask(mask)
+        B, T_q, T_k = scores.shape
+        mask = check_mask(mask, B, 1, T_q, T_k)[:, 0]  # (B or 1, T_q or 1, T_k)
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     attention = F.softmax(scores, dim=-1)
     if mask is not None:

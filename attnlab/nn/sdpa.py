@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .masks import as_bool_mask
+from .masks import as_bool_mask, broadcasts_to
 
 __all__ = ["scaled_dot_product", "attend"]
 
@@ -59,7 +59,8 @@ def scaled_dot_product(
         (values (..., T_q, d_v), attention (..., T_q, T_k)).
 
     Raises:
-        ValueError: if q and k differ in width or k and v in length.
+        ValueError: if q and k differ in width, k and v in length, or the mask does not
+            broadcast to the scores (..., T_q, T_k) (it would broadcast them, mixing samples).
 
     Examples:
         >>> q = k = v = torch.eye(3)[None]
@@ -75,6 +76,9 @@ def scaled_dot_product(
         attn_logits = attn_logits + bias.to(attn_logits.dtype)
     row_ok = None
     if mask is not None:
+        if not broadcasts_to(mask.shape, attn_logits.shape):
+            raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the "
+                             f"scores (..., T_q, T_k) = {tuple(attn_logits.shape)}")
         mask, row_ok = _guard_empty_rows(as_bool_mask(mask))
         # the dtype's minimum, not a literal like -9e15 that overflows float16
         attn_logits = attn_logits.masked_fill(~mask, torch.finfo(attn_logits.dtype).min)

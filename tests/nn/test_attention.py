@@ -188,12 +188,40 @@ def test_embed_dim_not_divisible_by_heads():
 
 
 def test_mask_that_does_not_broadcast():
+    """The message shows the shape the caller made (it once showed the 4-D shape it was read
+    as, (3, 1, 5, 5) for a (3, 5, 5) mask), and how 2-D and 3-D masks are read."""
     mha = an.MultiheadAttention(16, 16, 4)
-    expected = "(3, 1, 5, 5) does not broadcast to (B, H, T_q, T_k) = (2, 4, 5, 5)"
+    expected = "mask of shape (3, 5, 5) does not broadcast to (B, H, T_q, T_k) = (2, 4, 5, 5)"
     with pytest.raises(ValueError, match=re.escape(expected)):
         mha(torch.randn(2, 5, 16), torch.ones(3, 5, 5, dtype=torch.bool))
-    with pytest.raises(ValueError, match=re.escape("(1, 1, 5, 6)")):
+    with pytest.raises(ValueError, match=re.escape("mask of shape (5, 6) does not")):
         mha(torch.randn(2, 5, 16), torch.ones(5, 6, dtype=torch.bool))
+
+
+def test_reference_path_refuses_a_mask_that_would_broadcast_the_scores():
+    """padding_mask's (B, 1, 1, T_k) with 3-D q, k, v once gave values (B, B, T_q, d) and
+    weights (B, B, T_q, T_k), each sample under every sample's mask."""
+    q = torch.randn(2, 3, 4)
+    mask = an.padding_mask(torch.tensor([3, 1]), 3)  # (B, 1, 1, T_k)
+    with pytest.raises(ValueError, match=re.escape(
+            "mask of shape (2, 1, 1, 3) does not broadcast to the scores (..., T_q, T_k) = "
+            "(2, 3, 3)")):
+        an.scaled_dot_product(q, q, q, mask)
+    values, weights = an.scaled_dot_product(q, q, q, mask[:, 0, 0, None, :])  # (B, 1, T_k)
+    assert values.shape == (2, 3, 4) and weights.shape == (2, 3, 3)
+    assert (weights[1, :, 1:] == 0).all()
+
+
+def test_a_key_padding_mask_of_torchs_shape_is_refused_with_the_shape_to_use():
+    """torch.nn.MultiheadAttention's key_padding_mask is (B, T_k); here a 2-D mask is
+    (T_q, T_k), so the message says how to pass one, in one line."""
+    mha = an.MultiheadAttention(16, 16, 4)
+    with pytest.raises(ValueError) as caught:
+        mha(torch.randn(2, 5, 16), torch.ones(2, 5, dtype=torch.bool))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("mask of shape (2, 5) does not broadcast")
+    assert "a key-padding mask (B, T_k) goes in as mask[:, None, :]" in message
 
 
 def test_wrong_input_rank_and_widths():

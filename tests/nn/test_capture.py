@@ -141,3 +141,20 @@ def test_capture_during_cached_generation_records_each_step():
     assert torch.equal(captured, plain)
     shapes = [tuple(w.shape) for w in cache["decoder.layers.1.self_attn"]]
     assert shapes == [(1, 4, 4, 4)] + [(1, 4, 1, 4 + t) for t in range(1, 5)]
+
+
+def test_a_block_whose_attention_records_no_weights_says_why():
+    """A block given an attention of its own (``attn=``) without ``_attention_sinks`` has no
+    weights to return; return_attention once raised a bare KeyError('self_attn')."""
+    class NoWeights(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x, mask=None, **_):
+            return self.proj(x)
+
+    block = an.EncoderBlock(8, 2, 16, attn=NoWeights())
+    with pytest.raises(KeyError, match=r"nothing was recorded under 'self_attn' \(recorded: "
+                                       r"\[\]\): .*has `_attention_sinks`"):
+        block(torch.randn(1, 3, 8), return_attention=True)

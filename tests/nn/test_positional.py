@@ -59,6 +59,30 @@ def test_sequence_longer_than_max_len_names_both_lengths(make):
         module(torch.zeros(1, 12, 8))
 
 
+@pytest.mark.parametrize("make", [
+    lambda: an.PositionalEncoding(d_model=8, max_len=10),
+    lambda: an.LearnedPositionalEncoding(d_model=8, max_len=10),
+], ids=["sinusoidal", "learned"])
+@pytest.mark.parametrize("positions", [None, torch.arange(5)], ids=["default", "given"])
+def test_an_input_of_another_width_is_refused_not_broadcast(make, positions):
+    """One feature per position (B, T, 1) plus a table of width 8 broadcast to (B, T, 8)."""
+    with pytest.raises(ValueError, match=re.escape("x must be (B, T, d_model=8), got shape "
+                                                   "(2, 5, 1)")):
+        make()(torch.zeros(2, 5, 1), positions=positions)
+
+
+@pytest.mark.parametrize("num_heads", [4, 2], ids=["heads-2-wide", "heads-4-wide"])
+def test_a_rotary_embedding_of_another_head_width_is_refused(num_heads):
+    """RotaryEmbedding(8) given to an attention whose heads are 2 wide broadcast q and k to 8
+    wide and attended without a word; 4 wide was a bare broadcasting RuntimeError."""
+    mha = an.MultiheadAttention(8, 8, num_heads, pos_embeddings=an.RotaryEmbedding(8))
+    width = 8 // num_heads
+    with pytest.raises(ValueError, match=re.escape(
+            f"a rotary embedding of head_dim 8 was given heads of width {width} "
+            f"(shape (1, {num_heads}, 3, {width}))")):
+        mha(torch.randn(1, 3, 8))
+
+
 def test_positions_after_a_cache_are_checked_as_integers_without_reading_a_tensor():
     """A forward pass reads no position values (no host synchronisation); positions that
     continue a cache are checked where they are made, from the cache's length (a Python int)."""

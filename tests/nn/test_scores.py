@@ -30,6 +30,30 @@ def test_weights_are_a_distribution_over_allowed_keys(name):
     assert_close(values, weights @ v, atol=1e-6, rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", MODULES)
+def test_a_padding_mask_hides_padded_keys_of_its_own_sample_only(name):
+    """padding_mask's (B, 1, 1, T_k) once broadcast the (B, T_q, T_k) scores to
+    (B, B, T_q, T_k): values (2, 2, 3, 7), each sample under every sample's mask."""
+    attention = MODULES[name]()
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 6), torch.randn(2, 5, 7)
+    mask = an.padding_mask(torch.tensor([5, 2]), 5)  # (B, 1, 1, T_k)
+    values, weights = attention(q, k, v, mask)
+    assert values.shape == (2, 3, 7) and weights.shape == (2, 3, 5)
+    expected_values, expected_weights = attention(q, k, v, mask[:, 0])  # (B, 1, T_k)
+    assert_close(values, expected_values, atol=0.0, rtol=0.0)
+    assert_close(weights, expected_weights, atol=0.0, rtol=0.0)
+    assert_close(weights[1, :, 2:], torch.zeros(3, 3), atol=0.0, rtol=0.0)
+    assert (weights[0] > 0).all()  # sample 0 has no padding
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_a_mask_that_does_not_fit_the_scores_names_its_shape(name):
+    attention = MODULES[name]()
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 6), torch.randn(2, 5, 7)
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 4\) does not broadcast"):
+        attention(q, k, v, torch.ones(2, 4, dtype=torch.bool))
+
+
 def test_additive_score_is_v_tanh_wq_plus_wk():
     attention = an.AdditiveAttention(4, 6, 8)
     q, k = torch.randn(1, 1, 4), torch.randn(1, 2, 6)

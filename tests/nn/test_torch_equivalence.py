@@ -32,6 +32,26 @@ def test_qkv_layout_round_trips():
     assert_close(ours.qkv_proj.weight[hd : 2 * hd], w[1][:hd], atol=0.0, rtol=0.0)
 
 
+@pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
+def test_set_qkv_refuses_biases_the_module_would_drop_or_lacks(cross):
+    """torch's attention has q, k, v biases by default: copied into a MultiheadAttention built
+    with bias=False, they were dropped without a word (and the outputs differed); the other
+    way round was an AttributeError on None."""
+    kw = {"kv_dim": D} if cross else {}
+    w = [torch.randn(D, D) for _ in range(3)]
+    b = [torch.randn(D) for _ in range(3)]
+    with pytest.raises(ValueError, match=r"set_qkv: biases were given, but this attention's "
+                                         r"q, k, v projections have none"):
+        an.MultiheadAttention(D, D, H, bias=False, **kw).set_qkv(*w, *b)
+    with pytest.raises(ValueError, match=r"set_qkv: this attention's q, k, v projections have "
+                                         r"biases \(qkv_bias=True\): pass bq, bk and bv"):
+        an.MultiheadAttention(D, D, H, **kw).set_qkv(*w)
+    unbiased = an.MultiheadAttention(D, D, H, bias=False, **kw)
+    unbiased.set_qkv(*w)
+    for got, expected in zip(unbiased.get_qkv()[:3], w):
+        assert_close(got, expected, atol=0.0, rtol=0.0)
+
+
 @pytest.mark.parametrize("masks", ["none", "padding", "causal", "padding+causal"])
 def test_self_attention_matches_torch(masks):
     theirs = nn.MultiheadAttention(D, H, batch_first=True).eval()
@@ -162,3 +182,19 @@ def test_encoder_decoder_matches_torch_transformer():
     o_t = theirs(src, tgt, tgt_mask=their_causal, src_key_padding_mask=their_pad,
                  memory_key_padding_mask=their_pad)
     assert_close(o, o_t, **STACK_TOL)
+
+
+def test_torchs_layers_drop_attention_weights_and_ours_only_with_attention_dropout():
+    """What docs/blocks.md says to a reader matching torch's training: torch's `dropout` also
+    drops attention weights; a block does so only with attention_dropout."""
+    p = 0.1
+    torch_layers = (nn.TransformerEncoderLayer(D, H, FF, dropout=p, batch_first=True),
+                    nn.TransformerDecoderLayer(D, H, FF, dropout=p, batch_first=True))
+    assert [m.dropout for layer in torch_layers for m in layer.modules()
+            if isinstance(m, nn.MultiheadAttention)] == [p, p, p]
+    for make in (an.EncoderBlock, an.DecoderBlock):
+        plain, matched = make(D, H, FF, p), make(D, H, FF, p, attention_dropout=p)
+        assert [m.dropout for m in plain.modules() if isinstance(m, an.MultiheadAttention)] \
+            == [0.0] * (1 if make is an.EncoderBlock else 2)
+        assert [m.dropout for m in matched.modules() if isinstance(m, an.MultiheadAttention)] \
+            == [p] * (1 if make is an.EncoderBlock else 2)
