@@ -148,11 +148,17 @@ def _head_dim(reader, architecture: str, name: str) -> int | None:
     ``transformers`` leaves the key out for Qwen3 (whose config then says 128, right for
     Qwen3-0.6B and wrong for any other width) and reads Llama's from the rotary dimension
     count; the attention's own key length is the head width, so it wins. A value length other
-    than it has no attnlab equivalent (one head width for keys and values)."""
+    than it has no attnlab equivalent (one head width for keys and values), nor a rotary
+    dimension count other than it (RoPE on part of each head: attnlab's turns all of it)."""
     key, value = (_field(reader, f"{architecture}.attention.{k}_length") for k in ("key", "value"))
     if key is not None and value is not None and key != value:
         raise UsageError(f"{name}: {architecture}.attention.key_length {key} differs from "
                          f"value_length {value}; attnlab's keys and values are one head width")
+    rotary = _field(reader, f"{architecture}.rope.dimension_count")
+    if key is not None and rotary is not None and rotary != key:
+        raise UsageError(f"{name}: {architecture}.rope.dimension_count {rotary} differs from "
+                         f"the head width {key} ({architecture}.attention.key_length); "
+                         f"attnlab's RoPE turns every feature of a head")
     return None if key is None else int(key)
 
 

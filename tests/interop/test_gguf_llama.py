@@ -159,7 +159,7 @@ def incomplete(files):
     tok = files["tok"]
     hf = _tiny("LlamaForCausalLM", tok, rms_norm_eps=1e-5)
     return {method: write_llama_gguf(files["dir"] / f"no-{method}.gguf", hf, tok, arch="llama",
-                                     without=(method,))[0]
+                                     changed={method: None})[0]
             for method in ("add_layer_norm_rms_eps", "add_context_length")}
 
 
@@ -175,6 +175,23 @@ def test_a_file_without_a_key_that_fixes_the_model_is_refused_naming_it(
     text = tmp_path / "t.txt"
     text.write_text("the cat sat on the mat.\n" * 20)
     argv = (["train", "lm", "--init", str(path), "--data", str(text), "--out", str(out),
-             "--max-steps", "1"]
+             "--max-steps", "1", "--block-size", "16"]
             if command == "train" else ["generate", str(path), "--prompt", "hi"])
     _refused(capsys, argv, str(path), f"its metadata has no {key}", out=out)
+
+
+@pytest.mark.parametrize("command", ["train", "generate"])
+def test_a_file_rotating_part_of_each_head_is_refused_naming_the_key(files, command, tmp_path,
+                                                                     capsys):
+    # llama.cpp rotates the first rope.dimension_count features of a head (partial rotary);
+    # attnlab's RoPE turns every feature, so such a file ran on other positions, silently
+    hf = _tiny("LlamaForCausalLM", files["tok"])  # heads of 8
+    path = write_llama_gguf(tmp_path / "rot4.gguf", hf, files["tok"], arch="llama",
+                            changed={"add_rope_dimension_count": 4})[0]
+    out, text = tmp_path / "run", tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat.\n" * 20)
+    argv = (["train", "lm", "--init", str(path), "--data", str(text), "--out", str(out),
+             "--max-steps", "1", "--block-size", "16"]
+            if command == "train" else ["generate", str(path), "--prompt", "hi"])
+    _refused(capsys, argv, str(path), "llama.rope.dimension_count 4",
+             "head width 8 (llama.attention.key_length)", out=out)
