@@ -164,12 +164,13 @@ class LMTask(Task):
         (as a GPT-2 run keeps its ``resid_pdrop``): none on the embeddings and the residual
         stream (Llama, Qwen and Mistral have none there), and config.json's
         ``attention_dropout`` (0.0 in every published one) on the attention weights, not lm's
-        default 0.1 for both. GPT-2's ``attn_pdrop`` likewise on the attention weights, beside
-        ``Task.init_defaults``' ``resid_pdrop``; other checkpoints: ``Task.init_defaults``."""
+        default 0.1 for both. A GPT-2 directory's ``attn_pdrop`` likewise on the attention
+        weights, beside ``Task.init_defaults``' ``resid_pdrop`` (a GPT-2 GGUF file records
+        neither: --dropout's value); other checkpoints: ``Task.init_defaults``."""
         if source.kind != "hf" or source.model_type not in LLAMA_TYPES:
             found = super().init_defaults(source)
             attention = checkpoint_dropout(source, ATTENTION_DROPOUT_KEYS)
-            if attention is not None:
+            if attention is not None and not is_gguf(source.path):  # a GGUF file records none
                 found["attention_dropout"] = (attention[0], f"config.json's {attention[1]}")
             return found
         attention = source.config.get("attention_dropout") or 0.0
