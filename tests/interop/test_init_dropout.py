@@ -101,6 +101,12 @@ def test_gpt2s_attention_dropout_is_its_attn_pdrop_and_reaches_the_export(made, 
     given = configure("lm", {"init": str(pdrop), "data": str(text), "block_size": 16,
                              "out": str(tmp_path / "run2"), "attention_dropout": 0.0})[0]
     assert given.attention_dropout == 0.0
+    (pdrop / "config.json").write_text(json.dumps({**config, "attn_pdrop": 0.2}))
+    capsys.readouterr()
+    same = configure("lm", {"init": str(pdrop), "data": str(text), "block_size": 16,
+                            "out": str(tmp_path / "run3"), "dropout": 0.05})[0]
+    assert same.attention_dropout == 0.05  # equal to resid_pdrop: --dropout's, as before
+    assert "--attention-dropout" not in capsys.readouterr().err
 
 
 def test_a_dropout_in_a_config_file_wins_too(made, tmp_path, capsys):

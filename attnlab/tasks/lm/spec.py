@@ -165,12 +165,16 @@ class LMTask(Task):
         stream (Llama, Qwen and Mistral have none there), and config.json's
         ``attention_dropout`` (0.0 in every published one) on the attention weights, not lm's
         default 0.1 for both. A GPT-2 directory's ``attn_pdrop`` likewise on the attention
-        weights, beside ``Task.init_defaults``' ``resid_pdrop`` (a GPT-2 GGUF file records
-        neither: --dropout's value); other checkpoints: ``Task.init_defaults``."""
+        weights where it differs from ``Task.init_defaults``' ``resid_pdrop`` (else, and for a
+        GPT-2 GGUF file, which records neither: --dropout's value); other checkpoints:
+        ``Task.init_defaults``."""
         if source.kind != "hf" or source.model_type not in LLAMA_TYPES:
             found = super().init_defaults(source)
             attention = checkpoint_dropout(source, ATTENTION_DROPOUT_KEYS)
-            if attention is not None and not is_gguf(source.path):  # a GGUF file records none
+            residual = found.get("dropout", (None,))[0]
+            # equal to resid_pdrop (0.1 in every published GPT-2): --dropout's value, as
+            # before, which a --dropout given moves too; a GGUF file records neither
+            if attention is not None and attention[0] != residual and not is_gguf(source.path):
                 found["attention_dropout"] = (attention[0], f"config.json's {attention[1]}")
             return found
         attention = source.config.get("attention_dropout") or 0.0
