@@ -24,7 +24,8 @@ Refused in one line naming the file, before a run directory is written: a file t
 GGUF, an architecture attnlab does not convert (naming it and the supported ones: the caller's
 ``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader
 cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab cannot run (yarn,
-longrope, other rope_freqs), and tensors the config does not describe.
+longrope, other rope_freqs), a missing metadata key that fixes the model's numbers
+(``_REQUIRED``), and tensors the config does not describe.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .chat import _one_line
+from .llama_config import LLAMA_FAMILY
 
 __all__ = ["GGUF_SUFFIX", "is_gguf", "GGUFSource", "gguf_source", "gguf_vocabulary",
            "gguf_chat_template", "check_gguf_chat_template", "load_gguf", "load_gguf_tokenizer"]
@@ -114,9 +116,30 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
         raise UsageError(f"{name}: architecture {architecture!r} (general.architecture) is not "
                          f"supported for {task}; supported: {', '.join(model_types) or 'none'}")
     _check_tensor_types(reader, name)
+    _check_required(reader, architecture, name)
     config = _config(p, name, _head_dim(reader, architecture, name),
                      _rope_scaling(reader, architecture, name))
     return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
+
+
+# per architecture: the metadata keys (after ``{arch}.``) that fix the model's numbers and have
+# no value of the format's own (llama.cpp refuses a Llama or GPT-2 file without the context or
+# the epsilon); ``transformers`` fills a missing one from its config class's defaults (an RMS
+# epsilon of 1e-6, a context of 2048, 32 heads), which would run the file with other numbers.
+# RoPE's freq_base is not among them: absent, it is 10000, in llama.cpp as in transformers
+_SIZES = ("context_length", "embedding_length", "block_count", "feed_forward_length",
+          "attention.head_count")
+_REQUIRED = {"gpt2": (*_SIZES, "attention.layer_norm_epsilon"),
+             **dict.fromkeys(LLAMA_FAMILY, (*_SIZES, "attention.layer_norm_rms_epsilon"))}
+
+
+def _check_required(reader, architecture: str, name: str) -> None:
+    """A one-line refusal naming the first key of ``_REQUIRED`` the file's metadata lacks."""
+    for key in _REQUIRED.get(architecture, ()):
+        if _field(reader, f"{architecture}.{key}") is None:
+            raise UsageError(f"{name}: its metadata has no {architecture}.{key}, and "
+                             f"attnlab does not guess it (transformers would take its config's "
+                             f"default); write the file again with its converter")
 
 
 def _head_dim(reader, architecture: str, name: str) -> int | None:
@@ -125,11 +148,17 @@ def _head_dim(reader, architecture: str, name: str) -> int | None:
     ``transformers`` leaves the key out for Qwen3 (whose config then says 128, right for
     Qwen3-0.6B and wrong for any other width) and reads Llama's from the rotary dimension
     count; the attention's own key length is the head width, so it wins. A value length other
-    than it has no attnlab equivalent (one head width for keys and values)."""
+    than it has no attnlab equivalent (one head width for keys and values), nor a rotary
+    dimension count other than it (RoPE on part of each head: attnlab's turns all of it)."""
     key, value = (_field(reader, f"{architecture}.attention.{k}_length") for k in ("key", "value"))
     if key is not None and value is not None and key != value:
         raise UsageError(f"{name}: {architecture}.attention.key_length {key} differs from "
                          f"value_length {value}; attnlab's keys and values are one head width")
+    rotary = _field(reader, f"{architecture}.rope.dimension_count")
+    if key is not None and rotary is not None and rotary != key:
+        raise UsageError(f"{name}: {architecture}.rope.dimension_count {rotary} differs from "
+                         f"the head width {key} ({architecture}.attention.key_length); "
+                         f"attnlab's RoPE turns every feature of a head")
     return None if key is None else int(key)
 
 

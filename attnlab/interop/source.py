@@ -38,7 +38,7 @@ from .gguf import gguf_source, is_gguf
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
            "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
-           "checkpoint_dropout", "LOAD_DTYPES"]
+           "checkpoint_dropout", "ATTENTION_DROPOUT_KEYS", "LOAD_DTYPES"]
 
 # the Hugging Face model types attnlab converts, by the model it converts them to
 GPT2_TYPES = ("gpt2",)  # to a CausalLM
@@ -267,22 +267,27 @@ _DROPOUT_KEYS = {**{t: ("resid_pdrop", 0.1) for t in GPT2_TYPES},
                  **{t: ("hidden_dropout_prob", 0.1) for t in BERT_FAMILY},
                  "distilbert": ("dropout", 0.1),
                  **{t: ("dropout", 0.1) for t in MARIAN_TYPES}}
+# model_type -> config.json's key of a dropout on the attention weights of its own, which
+# attnlab's --attention-dropout is (the Llama family's attention_dropout: LlamaSpec's)
+ATTENTION_DROPOUT_KEYS = {t: ("attn_pdrop", 0.1) for t in GPT2_TYPES}
 
 
-def checkpoint_dropout(source: InitSource) -> tuple[float, str] | None:
+def checkpoint_dropout(source: InitSource, keys: dict[str, tuple[str, float]] = _DROPOUT_KEYS
+                       ) -> tuple[float, str] | None:
     """(the dropout a Hugging Face checkpoint was trained with, config.json's key for it), the
     value ``--dropout`` takes when a run from ``--init`` does not name it (a Marian
     fine-tune ran at translate's default 0.0 where opus-mt says 0.1); None for an attnlab run
     (its own dropout is a fine-tuning choice) or a value that is not a fraction in [0, 1).
+    ``keys``: another table of keys (``ATTENTION_DROPOUT_KEYS``: --attention-dropout's).
 
     Examples:
         >>> s = InitSource(Path("m"), "hf", {"dropout": 0.1}, "marian", Path("w"), "")
         >>> checkpoint_dropout(s)
         (0.1, 'dropout')
     """
-    if source.kind != "hf" or source.model_type not in _DROPOUT_KEYS:
+    if source.kind != "hf" or source.model_type not in keys:
         return None
-    key, default = _DROPOUT_KEYS[source.model_type]
+    key, default = keys[source.model_type]
     value = source.config.get(key, default)
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
     return (float(value), key) if ok else None

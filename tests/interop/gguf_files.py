@@ -93,14 +93,20 @@ def rope_freqs(head_dim, rope):
     return np.array(factors, dtype=np.float32)
 
 
-def write_llama_gguf(path, hf, tok, *, arch, types=None):
+def write_llama_gguf(path, hf, tok, *, arch, types=None, changed=None):
     """A Llama-family ``hf`` (LlamaForCausalLM, Qwen3ForCausalLM, ...) and ``tok`` as a GGUF
     file of architecture ``arch``; ``types`` maps a tensor name's ending (``ffn_down.weight``)
-    or ``"*"`` (every matrix) to a quantised type. Returns the path and the state dict the
-    file holds, dequantised, in transformers' names and order (the reference model's)."""
+    or ``"*"`` (every matrix) to a quantised type; ``changed`` maps ``GGUFWriter`` methods to
+    the value the file holds in place of the model's (None: the key left out, as a converter
+    that forgot it). Returns the path and the state dict the file holds, dequantised, in
+    transformers' names and order (the reference model's)."""
     c = hf.config
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
     w = gguf.GGUFWriter(str(path), arch)
+    for method, value in (changed or {}).items():
+        write = getattr(w, method)
+        setattr(w, method, lambda *args, write=write, value=value: (
+            None if value is None else write(value)))
     w.add_context_length(c.max_position_embeddings)
     w.add_embedding_length(c.hidden_size)
     w.add_block_count(c.num_hidden_layers)

@@ -204,7 +204,7 @@ def test_chat_on_a_file_without_a_template_is_one_line(bad, capsys):
 
 
 @pytest.mark.slow
-def test_train_from_a_gguf_records_it_and_load_rebuilds_the_run(files, tmp_path):
+def test_train_from_a_gguf_records_it_and_load_rebuilds_the_run(files, tmp_path, capsys):
     import attnlab
     from attnlab.runs import file_digest, read_yaml
 
@@ -214,6 +214,8 @@ def test_train_from_a_gguf_records_it_and_load_rebuilds_the_run(files, tmp_path)
     assert main(["train", "lm", "--init", str(files["f32"]), "--data", str(text),
                  "--out", str(out), "--max-steps", "2", "--block-size", "16",
                  "--batch-size", "4", "--val-batches", "1", "--threads", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "config.json" not in err, err  # a GGUF file has none: no note names one
     cfg = read_yaml(out / "config.yaml")
     assert cfg["init"] == str(files["f32"]) and cfg["init_sha256"] == file_digest(files["f32"])
     assert (cfg["model_dim"], cfg["num_layers"], cfg["max_len"]) == (32, 2, 64)

@@ -150,3 +150,48 @@ def test_a_rope_scaling_attnlab_cannot_run_is_one_line_and_nothing_is_written(
     argv = (["train", "lm", "--init", str(path), "--data", str(text), "--out", str(out)]
             if command == "train" else ["generate", str(path), "--prompt", "hi"])
     _refused(capsys, argv, str(path), needle, out=out)
+
+
+@pytest.fixture(scope="module")
+def incomplete(files):
+    """Llama files without a metadata key that fixes the model (its RMS epsilon, its context),
+    which llama.cpp requires too."""
+    tok = files["tok"]
+    hf = _tiny("LlamaForCausalLM", tok, rms_norm_eps=1e-5)
+    return {method: write_llama_gguf(files["dir"] / f"no-{method}.gguf", hf, tok, arch="llama",
+                                     changed={method: None})[0]
+            for method in ("add_layer_norm_rms_eps", "add_context_length")}
+
+
+@pytest.mark.parametrize("command", ["train", "generate"])
+@pytest.mark.parametrize("method,key", [("add_layer_norm_rms_eps",
+                                         "llama.attention.layer_norm_rms_epsilon"),
+                                        ("add_context_length", "llama.context_length")])
+def test_a_file_without_a_key_that_fixes_the_model_is_refused_naming_it(
+        files, incomplete, command, method, key, tmp_path, capsys):
+    # transformers reads such a file with its config class's default (RMS epsilon 1e-6 where
+    # the model was trained with 1e-5, a context of 2048): other logits, without a word
+    path, out = incomplete[method], tmp_path / "run"
+    text = tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat.\n" * 20)
+    argv = (["train", "lm", "--init", str(path), "--data", str(text), "--out", str(out),
+             "--max-steps", "1", "--block-size", "16"]
+            if command == "train" else ["generate", str(path), "--prompt", "hi"])
+    _refused(capsys, argv, str(path), f"its metadata has no {key}", out=out)
+
+
+@pytest.mark.parametrize("command", ["train", "generate"])
+def test_a_file_rotating_part_of_each_head_is_refused_naming_the_key(files, command, tmp_path,
+                                                                     capsys):
+    # llama.cpp rotates the first rope.dimension_count features of a head (partial rotary);
+    # attnlab's RoPE turns every feature, so such a file ran on other positions, silently
+    hf = _tiny("LlamaForCausalLM", files["tok"])  # heads of 8
+    path = write_llama_gguf(tmp_path / "rot4.gguf", hf, files["tok"], arch="llama",
+                            changed={"add_rope_dimension_count": 4})[0]
+    out, text = tmp_path / "run", tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat.\n" * 20)
+    argv = (["train", "lm", "--init", str(path), "--data", str(text), "--out", str(out),
+             "--max-steps", "1", "--block-size", "16"]
+            if command == "train" else ["generate", str(path), "--prompt", "hi"])
+    _refused(capsys, argv, str(path), "llama.rope.dimension_count 4",
+             "head width 8 (llama.attention.key_length)", out=out)

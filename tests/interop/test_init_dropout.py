@@ -74,6 +74,41 @@ def test_a_typed_dropout_wins_without_a_note(made, name, tmp_path, capsys):
     assert "--dropout" not in capsys.readouterr().err
 
 
+def test_gpt2s_attention_dropout_is_its_attn_pdrop_and_reaches_the_export(made, tmp_path,
+                                                                           capsys):
+    """GPT-2 has a dropout of its own on the attention weights (``attn_pdrop``), as the Llama
+    family has its ``attention_dropout``: a run from it trains with it unless told otherwise,
+    and ``export`` writes it back; it was --dropout's value (``resid_pdrop``)."""
+    from attnlab.interop import to_hf
+    from attnlab.tasks.lm.runtime import build_model
+
+    d, text = made["lm"][0], made["lm"][1]
+    pdrop = tmp_path / "gpt2"
+    pdrop.mkdir()
+    for f in d.iterdir():
+        (pdrop / f.name).write_bytes(f.read_bytes())
+    config = json.loads((d / "config.json").read_text())
+    (pdrop / "config.json").write_text(json.dumps({**config, "attn_pdrop": 0.3}))
+    cfg = configure("lm", {"init": str(pdrop), "data": str(text), "out": str(tmp_path / "run"),
+                           "block_size": 16})[0]
+    assert (cfg.dropout, cfg.attention_dropout) == (0.2, 0.3)
+    assert cfg.record()["attention_dropout"] == 0.3  # config.yaml's
+    said = (f"note: --attention-dropout 0.3, from --init {pdrop.resolve()}'s config.json's "
+            f"attn_pdrop; a --attention-dropout given wins")
+    assert said in capsys.readouterr().err.splitlines()
+    exported = to_hf(build_model(cfg)).config  # what export --hf writes of the run
+    assert (exported.attn_pdrop, exported.resid_pdrop) == (0.3, 0.2)
+    given = configure("lm", {"init": str(pdrop), "data": str(text), "block_size": 16,
+                             "out": str(tmp_path / "run2"), "attention_dropout": 0.0})[0]
+    assert given.attention_dropout == 0.0
+    (pdrop / "config.json").write_text(json.dumps({**config, "attn_pdrop": 0.2}))
+    capsys.readouterr()
+    same = configure("lm", {"init": str(pdrop), "data": str(text), "block_size": 16,
+                            "out": str(tmp_path / "run3"), "dropout": 0.05})[0]
+    assert same.attention_dropout == 0.05  # equal to resid_pdrop: --dropout's, as before
+    assert "--attention-dropout" not in capsys.readouterr().err
+
+
 def test_a_dropout_in_a_config_file_wins_too(made, tmp_path, capsys):
     config = tmp_path / "c.yaml"
     write_yaml(config, {"dropout": 0.0})

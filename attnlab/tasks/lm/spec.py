@@ -24,7 +24,8 @@ from ...activation_names import hf_activation
 from ...errors import UsageError
 from ...interop.gguf import is_gguf
 from ...interop.llama_config import llama_family_settings
-from ...interop.source import INIT_MODEL_TYPES, LLAMA_TYPES
+from ...interop.source import (ATTENTION_DROPOUT_KEYS, INIT_MODEL_TYPES, LLAMA_TYPES,
+                                checkpoint_dropout)
 from ...models.configs import ARCH_PARTS, CausalLMConfig, lm_parts_broken
 from ...settings import (AdaptSettings, absent_values, as_typed, flag, label_smoothing_setting,
                          setting)
@@ -163,9 +164,19 @@ class LMTask(Task):
         (as a GPT-2 run keeps its ``resid_pdrop``): none on the embeddings and the residual
         stream (Llama, Qwen and Mistral have none there), and config.json's
         ``attention_dropout`` (0.0 in every published one) on the attention weights, not lm's
-        default 0.1 for both. Other checkpoints: ``Task.init_defaults``."""
+        default 0.1 for both. A GPT-2 directory's ``attn_pdrop`` likewise on the attention
+        weights where it differs from ``Task.init_defaults``' ``resid_pdrop`` (else, and for a
+        GPT-2 GGUF file, which records neither: --dropout's value); other checkpoints:
+        ``Task.init_defaults``."""
         if source.kind != "hf" or source.model_type not in LLAMA_TYPES:
-            return super().init_defaults(source)
+            found = super().init_defaults(source)
+            attention = checkpoint_dropout(source, ATTENTION_DROPOUT_KEYS)
+            residual = found.get("dropout", (None,))[0]
+            # equal to resid_pdrop (0.1 in every published GPT-2): --dropout's value, as
+            # before, which a --dropout given moves too; a GGUF file records neither
+            if attention is not None and attention[0] != residual and not is_gguf(source.path):
+                found["attention_dropout"] = (attention[0], f"config.json's {attention[1]}")
+            return found
         attention = source.config.get("attention_dropout") or 0.0
         where = ("config.json's attention_dropout" if not is_gguf(source.path) else
                  f"{source.model_type} family's attention_dropout (a GGUF file records none)")
