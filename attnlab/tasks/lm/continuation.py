@@ -78,6 +78,8 @@ class AfterPrompt:
     def __init__(self, tokenizer, context: list[int]) -> None:
         self.tokenizer, self.context = tokenizer, context
         self.vocab_size, self.eos_id = tokenizer.vocab_size, tokenizer.eos_id
+        # the tokenizer's normal form, if it has one: StopStreamer puts --stop strings in it
+        self.normalized = getattr(tokenizer, "normalized", None)
         self.before = tokenizer.decode(context)
 
     def decode(self, ids: list[int]) -> str:
