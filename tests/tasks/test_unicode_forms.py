@@ -45,8 +45,8 @@ def test_a_tagger_reads_a_decomposed_name_as_the_word_it_learnt(tmp_path, capsys
 def fr_run(tmp_path_factory):
     """A character language model trained on French text, composed (NFC)."""
     tmp = tmp_path_factory.mktemp("fr")
-    (tmp / "fr.txt").write_text("le café est très bon. la crème brûlée est très bonne. " * 200,
-                                encoding="utf-8")
+    text = "le café est très bon. la crème brûlée est très bonne. "
+    (tmp / "fr.txt").write_text(text * 200, encoding="utf-8")
     out = tmp / "run"
     assert main(["train", "lm", "--data", str(tmp / "fr.txt"), "--tokenizer", "char",
                  "--out", str(out), "--max-steps", "80", "--block-size", "32", *TINY]) == 0
