@@ -124,12 +124,16 @@ def prompt_read(prompt_tokens: int, max_len: int) -> int:
     return min(prompt_tokens, max_len - 1)
 
 
-def note_cut(prompt_tokens: int, max_len: int, label: str) -> None:
-    """One line on stderr when the prompt ``label`` names is longer than the model reads."""
+def note_cut(prompt_tokens: int, max_len: int, label: str, source: str | None = None) -> None:
+    """One line on stderr when the prompt ``label`` names is longer than the model reads: the
+    limit named as a run's --block-size, or as the context length of ``source`` (a Hugging
+    Face directory or GGUF file, which has no --block-size)."""
     read = prompt_read(prompt_tokens, max_len)
     if read < prompt_tokens:
+        limit = f"--block-size {max_len}" if source is None else \
+            f"{source}'s context length, {max_len}"
         print(f"note: {label} has {prompt_tokens} tokens; the model reads its last {read} "
-              f"(--block-size {max_len})", file=sys.stderr, flush=True)
+              f"({limit})", file=sys.stderr, flush=True)
 
 
 def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
@@ -137,7 +141,7 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                     top_k: int | None = None, top_p: float | None = None,
                     generator: torch.Generator | None = None, stops: list[str] | None = None,
                     write: Callable[[str], None] | None = None, label: str = "--prompt",
-                    stop_ids: list[int] | None = None) -> str:
+                    stop_ids: list[int] | None = None, source: str | None = None) -> str:
     """The text a ``CausalLM`` generates after the prompt ``ids``, up to ``max_new_tokens``
     tokens, a stop id or a stop string (cut before it); each piece is passed to ``write`` as
     soon as it is printable. A prompt longer than the model reads is cut to its end, said on
@@ -147,8 +151,9 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
         stops: strings that end the text, cut before the first one found.
         stop_ids: ids that end generation, not printed: a checkpoint's eos ids and a chat
             template's end-of-turn (``attnlab generate DIR``); default the tokenizer's EOS.
+        source: the Hugging Face directory or GGUF file the model is (``note_cut``).
     """
-    note_cut(len(ids), model.max_len, label)
+    note_cut(len(ids), model.max_len, label, source)
     ends = ([] if tokenizer.eos_id is None else [tokenizer.eos_id]) if stop_ids is None \
         else stop_ids
     stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=not greedy,
