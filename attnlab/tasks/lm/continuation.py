@@ -26,10 +26,12 @@ class StopStreamer:
 
     Text is held back while it could still be the start of a stop string, and while it ends
     in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
-    rest of its bytes arrive).
+    rest of its bytes arrive). A stop string may start in ``before``, the text the new one
+    follows (the prompt's last token, ``AfterPrompt.before``): then nothing is printed, as
+    the stop string appears as soon as the text completes it ("le caf" with --stop "fé").
     """
 
-    def __init__(self, tokenizer, stops: list[str]) -> None:
+    def __init__(self, tokenizer, stops: list[str], before: str = "") -> None:
         # in the text's form: an attnlab tokeniser decodes to its normal form (NFC), so a stop
         # string typed decomposed would never be found
         form = getattr(tokenizer, "normalized", None)
@@ -37,6 +39,7 @@ class StopStreamer:
         self.ids: list[int] = []
         self.printed = 0
         self.hold = max((len(s) for s in stops), default=1) - 1
+        self.before = before[len(before) - self.hold:] if self.hold else ""
         self.stopped = False
 
     def add(self, token: int) -> str:
@@ -46,10 +49,13 @@ class StopStreamer:
         if token < self.tokenizer.vocab_size:
             self.ids.append(token)
         text = self.tokenizer.decode(self.ids)
-        hits = [i for i in (text.find(s, max(0, self.printed - len(s))) for s in self.stops) if i >= 0]
+        # searched after ``before``, each stop string where it would end past the text printed
+        b, joined = len(self.before), self.before + text
+        hits = [i for i in (joined.find(s, max(0, b + self.printed - len(s) + 1))
+                            for s in self.stops) if i >= 0]
         if hits:
             self.stopped = True
-            return self._emit(text, min(hits))
+            return self._emit(text, max(0, min(hits) - b))
         end = len(text) - self.hold
         while end > self.printed and text[end - 1] == "\ufffd":
             end -= 1
@@ -160,7 +166,9 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                           temperature=temperature, top_k=top_k, top_p=top_p,
                           eos_token_id=ends or None, generator=generator,
                           slide=True)  # past the context length: keep its last half
-    out, pieces = StopStreamer(tokenizer, stops or []), []
+    # a stop string may begin in the prompt's last token, after which the text is printed
+    out = StopStreamer(tokenizer, stops or [], before=getattr(tokenizer, "before", ""))
+    pieces = []
     for token in stream:
         t = int(token[0, 0])
         if t in ends:
