@@ -103,9 +103,10 @@ def test_a_stop_string_begun_by_the_prompt_ends_the_output_where_it_is_completed
     new = model.stream(torch.tensor([tok.encode("hello wor")]), 30, slide=True)
     full = tok.decode(torch.cat(list(new), 1)[0].tolist())
     assert full.startswith("ld") and "wor" in full  # the model has learnt the text
-    assert main(["generate", str(run), "--prompt", "hello wor", "--greedy",
-                 "--max-new-tokens", "30", "--stop", "rld"]) == 0
-    assert capsys.readouterr().out == "hello wor\n"
+    for stop in ("rld", "world"):  # begun in the prompt's last token, or tokens before it
+        assert main(["generate", str(run), "--prompt", "hello wor", "--greedy",
+                     "--max-new-tokens", "30", "--stop", stop]) == 0
+        assert capsys.readouterr().out == "hello wor\n"
     # a stop string the prompt holds whole is not one the output reached
     assert main(["generate", str(run), "--prompt", "hello wor", "--greedy",
                  "--max-new-tokens", "30", "--stop", "wor"]) == 0

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 
 __all__ = ["StopStreamer", "AfterPrompt", "prompt_ids", "continue_prompt", "prompt_read",
-           "note_cut"]
+           "note_cut", "prompt_end"]
 
 
 class StopStreamer:
@@ -27,8 +27,8 @@ class StopStreamer:
     Text is held back while it could still be the start of a stop string, and while it ends
     in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
     rest of its bytes arrive). A stop string may start in ``before``, the text the new one
-    follows (the prompt's last token, ``AfterPrompt.before``): then nothing is printed, as
-    the stop string appears as soon as the text completes it ("le caf" with --stop "fé").
+    follows (the prompt's end, ``prompt_end``): then nothing is printed, as the stop string
+    appears as soon as the text completes it ("le caf" with --stop "fé").
     """
 
     def __init__(self, tokenizer, stops: list[str], before: str = "") -> None:
@@ -142,6 +142,16 @@ def note_cut(prompt_tokens: int, max_len: int, label: str, source: str | None = 
               f"({limit})", file=sys.stderr, flush=True)
 
 
+def prompt_end(tokenizer, ids: list[int], stops: list[str] | None) -> str:
+    """The text at the end of the prompt ``ids`` that a stop string may begin in: its last
+    tokens, as many as the longest stop string has characters (each token has one or more),
+    when ``tokenizer`` prints text after the prompt (``AfterPrompt``); else none (a chat's
+    reply is printed alone: a stop string starts within it)."""
+    if not stops or not isinstance(tokenizer, AfterPrompt):
+        return ""
+    return tokenizer.tokenizer.decode(ids[-max(len(s) for s in stops):])
+
+
 def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                     greedy: bool = True, temperature: float = 1.0,
                     top_k: int | None = None, top_p: float | None = None,
@@ -166,9 +176,8 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                           temperature=temperature, top_k=top_k, top_p=top_p,
                           eos_token_id=ends or None, generator=generator,
                           slide=True)  # past the context length: keep its last half
-    # a stop string may begin in the prompt's last token, after which the text is printed
-    out = StopStreamer(tokenizer, stops or [], before=getattr(tokenizer, "before", ""))
-    pieces = []
+    # a stop string may begin in the prompt, after which the text is printed
+    out, pieces = StopStreamer(tokenizer, stops or [], before=prompt_end(tokenizer, ids, stops)), []
     for token in stream:
         t = int(token[0, 0])
         if t in ends:
