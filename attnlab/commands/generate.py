@@ -99,7 +99,8 @@ def _check(args) -> None:
                          f"would do nothing: drop {'it' if len(sampling) == 1 else 'them'}, or "
                          f"drop --greedy to sample")
     _check_chat(args)
-    args.given = {name: getattr(args, name) for name in FILE_DEFAULTED}  # before the defaults
+    # before the defaults; --seed too: given, it means sampling (the file has no key for it)
+    args.given = {name: getattr(args, name) for name in (*FILE_DEFAULTED, "seed")}
     check_options(args, GenerateOptions)  # the temperature's floor included (SamplingSettings)
     if args.quantize and args.dtype not in ("auto", "float32"):
         raise UsageError(f"--dtype {args.dtype}: --quantize {args.quantize} multiplies int8 "

@@ -61,7 +61,8 @@ def from_directory(args, texts: list[str], labels: list[str]):
     stops = stop_ids(directory, tokenizer.eos_id, chat_tokenizer)
     generator = _generator(args.seed)
     return all_ids, lambda ids, write, label: reply(model, tokenizer, ids, stops, args,
-                                                     generator, write=write, label=label)
+                                                     generator, write=write, label=label,
+                                                     source=str(directory))
 
 
 def _sample_as_the_directory_says(directory: Path, args) -> None:
@@ -112,11 +113,12 @@ def _generator(seed: int | None):
 
 
 def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *,
-          write=None, label: str = "--prompt") -> str:
+          write=None, label: str = "--prompt", source: str | None = None) -> str:
     """The text generated after ``ids`` up to --max-new-tokens tokens, any id of ``stops``
     (not printed) or a --stop string (cut before it); each printable piece is passed to
     ``write`` as it comes. Past the model's positions the window slides, as for a run: the
-    one loop of ``continue_prompt``, with the checkpoint's stop ids."""
+    one loop of ``continue_prompt``, with the checkpoint's stop ids (``source``: the
+    checkpoint, None for a run)."""
     from ..tasks.lm.continuation import AfterPrompt, continue_prompt
 
     if args.chat is None:  # the text goes on from the prompt printed before it
@@ -124,4 +126,4 @@ def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *
     return continue_prompt(model, tokenizer, ids, args.max_new_tokens, greedy=args.greedy,
                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            generator=generator, stops=args.stop, write=write, label=label,
-                           stop_ids=stops)
+                           stop_ids=stops, source=source)

@@ -159,7 +159,9 @@ def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:
     """
     rows = list(range(n))  # classify's draw (``tasks.classify.data._split``), one class
     random.Random(seed).shuffle(rows)
-    k = min(round(VAL_SHARE * n), n - 1)
+    # round() takes 0.5 to 0 (to even): 5 rows would hold out none and be refused, though
+    # the message (and the docs) ask for 5; a half row rounds up to one
+    k = min(max(round(VAL_SHARE * n), int(VAL_SHARE * n >= 0.5)), n - 1)
     train, val = sorted(rows[k:]), sorted(rows[:k])
     if not val:
         raise UsageError(f"{where}: too few rows ({n}) to hold out a tenth for val_loss; give "

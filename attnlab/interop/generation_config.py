@@ -7,7 +7,8 @@ do_sample false. attnlab takes the same values, so that ``generate DIR`` without
 as the checkpoint's authors chose. The rule, one for every key:
 
 - a flag given wins (``--greedy``, ``--no-greedy``, ``--temperature``, ``--top-k``, ``--top-p``);
-  a sampling flag given means sampling, whatever do_sample says;
+  a sampling flag given means sampling, whatever do_sample says (``--seed`` too: it seeds a
+  sample, and ``--greedy --seed`` is refused as doing nothing);
 - otherwise a key the file holds sets what its flag would set (do_sample false: greedy);
 - a key the file lacks keeps attnlab's default (sampling at temperature 1, no top-k, no
   top-p). ``transformers`` fills a missing key from ``GenerationConfig``'s defaults instead
@@ -101,8 +102,8 @@ def resolve(given: dict[str, Any], file: FileSampling | None) -> tuple[dict[str,
     keeps attnlab's default).
 
     Args:
-        given: the flags as given, by setting name (greedy, temperature, top_k, top_p), None
-            for one not given.
+        given: the flags as given, by setting name (greedy, temperature, top_k, top_p and
+            seed, which the file has no key for), None for one not given.
         file: ``read_sampling``'s answer (None: no file, nothing decided).
 
     Returns:
@@ -127,7 +128,7 @@ def _decide(given: dict[str, Any], file: FileSampling) -> dict[str, Any]:
     if given["greedy"]:
         return {}
     if given["greedy"] is None and file.do_sample is False and \
-            all(given[k] is None for k in SAMPLING_KEYS):
+            all(given.get(k) is None for k in (*SAMPLING_KEYS, "seed")):
         return {"greedy": True}
     return {key: _checked(file.path, key, value) for key, value in file.values.items()
             if given[key] is None}
@@ -138,7 +139,7 @@ def _note(taken: dict[str, Any], file: FileSampling) -> str | None:
     parts = []
     if taken.get("greedy"):
         parts.append(f"greedy decoding, as {file.path} says (do_sample false); "
-                     f"--temperature, --top-k, --top-p or --no-greedy sample instead")
+                     f"--temperature, --top-k, --top-p, --seed or --no-greedy sample instead")
     elif taken:
         parts.append(f"sampling with {as_flags(taken)}, from {file.path}; a flag given wins")
     if file.not_applied:

@@ -95,6 +95,24 @@ def test_stop_string_ends_the_output_before_it(run, capsys):
     assert printed == "hello" + full[: full.index("wor")] + "\n"
 
 
+@pytest.mark.slow
+def test_a_stop_string_begun_by_the_prompt_ends_the_output_where_it_is_completed(run, capsys):
+    """"hello wor" --stop "rld": the stop string appears once the model writes "ld"; the
+    output ran on to the next "rld" instead, as if the prompt's "r" were not there."""
+    model, tok = attnlab.load(run)
+    new = model.stream(torch.tensor([tok.encode("hello wor")]), 30, slide=True)
+    full = tok.decode(torch.cat(list(new), 1)[0].tolist())
+    assert full.startswith("ld") and "wor" in full  # the model has learnt the text
+    for stop in ("rld", "world"):  # begun in the prompt's last token, or tokens before it
+        assert main(["generate", str(run), "--prompt", "hello wor", "--greedy",
+                     "--max-new-tokens", "30", "--stop", stop]) == 0
+        assert capsys.readouterr().out == "hello wor\n"
+    # a stop string the prompt holds whole is not one the output reached
+    assert main(["generate", str(run), "--prompt", "hello wor", "--greedy",
+                 "--max-new-tokens", "30", "--stop", "wor"]) == 0
+    assert capsys.readouterr().out == "hello wor" + full[:full.index("wor")] + "\n"
+
+
 def _streamed(streamer, ids):
     """What ``streamer`` prints for each of ``ids``, up to the one that stops it."""
     pieces = []

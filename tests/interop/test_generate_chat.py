@@ -119,6 +119,20 @@ def test_a_prompt_is_continued_as_transformers_greedy_generate_continues_it(dirs
 
 
 @pytest.mark.slow
+def test_a_prompt_longer_than_the_checkpoint_reads_names_its_context_length(dirs, capsys):
+    """The note named --block-size, a flag a Hugging Face directory does not have (it is
+    its config.json's n_positions)."""
+    d = dirs["base"]
+    prompt = "the cat sat on the mat. " * 12
+    n = len(_theirs(d)[1](prompt)["input_ids"])
+    assert n > 64  # the directory's n_positions
+    assert main(["generate", str(d), "--prompt", prompt, "--greedy", "--max-new-tokens", "2",
+                 "--threads", "1"]) == 0
+    assert capsys.readouterr().err == (f"note: --prompt has {n} tokens; the model reads its "
+                                       f"last 63 ({d}'s context length, 64)\n")
+
+
+@pytest.mark.slow
 def test_a_continuation_keeps_its_leading_space_after_the_prompt(dirs, capsys):
     """Decoded alone, a SentencePiece continuation loses the space before its first word and
     is glued to the prompt ("the catcat"); printed, it reads as transformers decodes the

@@ -93,9 +93,14 @@ def test_do_sample_false_is_greedy_as_transformers_generate_reads_the_file(base,
     assert len(new) == N  # no eos: every token compared
     assert out == "the cat" + tok.decode(new, skip_special_tokens=True) + "\n"
     assert err == (f"note: greedy decoding, as {d}/generation_config.json says (do_sample "
-                   f"false); --temperature, --top-k, --top-p or --no-greedy sample instead\n")
+                   f"false); --temperature, --top-k, --top-p, --seed or --no-greedy sample "
+                   f"instead\n")
     sampled, _ = _generate(capsys, d, "--no-greedy", "--seed", "3")
     assert sampled != out
+    # --seed alone seeds a sample too (it was ignored: the greedy text whatever the seed),
+    # as --greedy --seed is refused for doing nothing
+    seeded = [_generate(capsys, d, "--seed", seed) for seed in ("3", "3", "4")]
+    assert seeded[0] == seeded[1] == (sampled, "") and seeded[2][0] != sampled
 
 
 @pytest.mark.parametrize("config, message", [
@@ -125,6 +130,7 @@ NONE = {"greedy": None, "temperature": None, "top_k": None, "top_p": None}
     ({"temperature": 0.9}, {"temperature": 0.7, "top_p": 0.8}, {"top_p": 0.8}),
     ({}, {"top_k": 0}, {}),  # transformers' "no top-k": attnlab's default already
     ({}, {"eos_token_id": 2}, {}),  # no sampling key: attnlab's defaults, not transformers'
+    ({"seed": 3}, {"do_sample": False, "top_p": 0.8}, {"top_p": 0.8}),  # a seed samples
 ])
 def test_what_the_file_decides(tmp_path, given, config, taken):
     (tmp_path / "generation_config.json").write_text(json.dumps(config), encoding="utf-8")

@@ -460,6 +460,28 @@ def test_long_conversations_are_cut_and_said_and_none_left_is_refused(dirs, tmp_
     assert not out.exists()
 
 
+# a template that closes a reply with a newline alone: no token there ends generation
+NO_END = ("{% for m in messages %}{{ m['role'] }}:{{ ' ' + m['content'] }}\n{% endfor %}"
+          "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+@pytest.mark.slow
+def test_a_template_whose_replies_end_with_no_stop_token_is_said(dirs, tmp_path, capsys):
+    """With such a template the loss counts no token generation stops at, so the run never
+    learns to end a reply and generate --chat runs to --max-new-tokens; nothing said so."""
+    no_end = save_chat_model(tmp_path / "no-end", template=NO_END)
+    for init, said in ((no_end, True), (dirs["chatml"], False)):
+        out = tmp_path / f"run-{said}"
+        assert main(["train", "lm", "--init", str(init), "--data", str(dirs["rows"]),
+                     "--out", str(out), *TRAIN, "--max-steps", "1"]) == 0
+        notes = [line for line in capsys.readouterr().err.splitlines()
+                 if "does not learn to end its replies" in line]
+        assert notes == ([f"note: --init {init}'s chat template ends an assistant's reply with "
+                          f"no end-of-turn or eos token, so the run does not learn to end its "
+                          f"replies: generate --chat runs on to --max-new-tokens unless a "
+                          f"--stop string ends it"] if said else [])
+
+
 @pytest.mark.slow
 def test_a_base_model_learns_prompt_then_response_then_eos(dirs, tmp_path, capsys):
     rows = _write(tmp_path / "plain.jsonl", [r for r in _rows(40) if "prompt" in r])

@@ -41,18 +41,39 @@ def test_a_tagger_reads_a_decomposed_name_as_the_word_it_learnt(tmp_path, capsys
     assert "unknown" not in result.err
 
 
-@pytest.mark.slow
-def test_a_language_model_continues_a_decomposed_prompt_as_the_composed_one(tmp_path, capsys):
-    (tmp_path / "fr.txt").write_text("le café est très bon. la crème brûlée est très bonne. " * 200,
-                                     encoding="utf-8")
-    out = tmp_path / "run"
-    assert main(["train", "lm", "--data", str(tmp_path / "fr.txt"), "--tokenizer", "char",
+@pytest.fixture(scope="module")
+def fr_run(tmp_path_factory):
+    """A character language model trained on French text, composed (NFC)."""
+    tmp = tmp_path_factory.mktemp("fr")
+    text = "le café est très bon. la crème brûlée est très bonne. "
+    (tmp / "fr.txt").write_text(text * 200, encoding="utf-8")
+    out = tmp / "run"
+    assert main(["train", "lm", "--data", str(tmp / "fr.txt"), "--tokenizer", "char",
                  "--out", str(out), "--max-steps", "80", "--block-size", "32", *TINY]) == 0
+    return out
+
+
+@pytest.mark.slow
+def test_a_language_model_continues_a_decomposed_prompt_as_the_composed_one(fr_run, capsys):
     capsys.readouterr()
     said = []
     for prompt in ("le café", nfd("le café")):
-        assert main(["generate", str(out), "--prompt", prompt, "--max-new-tokens", "20",
+        assert main(["generate", str(fr_run), "--prompt", prompt, "--max-new-tokens", "20",
                      "--greedy", "--json"]) == 0
         said.append(capsys.readouterr())
     assert json.loads(said[1].out)["text"] == json.loads(said[0].out)["text"]
     assert "unknown" not in said[1].err
+
+
+@pytest.mark.slow
+def test_generate_stops_at_a_stop_string_typed_decomposed(fr_run, capsys):
+    """--stop "é" typed as e + U+0301 was never found in the run's composed text, so the
+    output ran on past it; it stops where the composed --stop stops."""
+    capsys.readouterr()
+    printed = []
+    for stop in (None, "é", nfd("é")):
+        assert main(["generate", str(fr_run), "--prompt", "le caf", "--max-new-tokens", "30",
+                     "--greedy", *(["--stop", stop] if stop else [])]) == 0
+        printed.append(capsys.readouterr().out)
+    assert printed[0].startswith("le café")  # the model has learnt the text: the é comes up
+    assert printed[1] == printed[2] == "le caf\n"

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 
 __all__ = ["StopStreamer", "AfterPrompt", "prompt_ids", "continue_prompt", "prompt_read",
-           "note_cut"]
+           "note_cut", "prompt_end"]
 
 
 class StopStreamer:
@@ -26,10 +26,12 @@ class StopStreamer:
 
     Text is held back while it could still be the start of a stop string, and while it ends
     in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
-    rest of its bytes arrive).
+    rest of its bytes arrive). A stop string may start in ``before``, the text the new one
+    follows (the prompt's end, ``prompt_end``): then nothing is printed, as the stop string
+    appears as soon as the text completes it ("le caf" with --stop "fé").
     """
 
-    def __init__(self, tokenizer, stops: list[str]) -> None:
+    def __init__(self, tokenizer, stops: list[str], before: str = "") -> None:
         # in the text's form: an attnlab tokeniser decodes to its normal form (NFC), so a stop
         # string typed decomposed would never be found
         form = getattr(tokenizer, "normalized", None)
@@ -37,6 +39,7 @@ class StopStreamer:
         self.ids: list[int] = []
         self.printed = 0
         self.hold = max((len(s) for s in stops), default=1) - 1
+        self.before = before[len(before) - self.hold:] if self.hold else ""
         self.stopped = False
 
     def add(self, token: int) -> str:
@@ -46,10 +49,13 @@ class StopStreamer:
         if token < self.tokenizer.vocab_size:
             self.ids.append(token)
         text = self.tokenizer.decode(self.ids)
-        hits = [i for i in (text.find(s, max(0, self.printed - len(s))) for s in self.stops) if i >= 0]
+        # searched after ``before``, each stop string where it would end past the text printed
+        b, joined = len(self.before), self.before + text
+        hits = [i for i in (joined.find(s, max(0, b + self.printed - len(s) + 1))
+                            for s in self.stops) if i >= 0]
         if hits:
             self.stopped = True
-            return self._emit(text, min(hits))
+            return self._emit(text, max(0, min(hits) - b))
         end = len(text) - self.hold
         while end > self.printed and text[end - 1] == "\ufffd":
             end -= 1
@@ -78,6 +84,8 @@ class AfterPrompt:
     def __init__(self, tokenizer, context: list[int]) -> None:
         self.tokenizer, self.context = tokenizer, context
         self.vocab_size, self.eos_id = tokenizer.vocab_size, tokenizer.eos_id
+        # the tokenizer's normal form, if it has one: StopStreamer puts --stop strings in it
+        self.normalized = getattr(tokenizer, "normalized", None)
         self.before = tokenizer.decode(context)
 
     def decode(self, ids: list[int]) -> str:
@@ -122,12 +130,26 @@ def prompt_read(prompt_tokens: int, max_len: int) -> int:
     return min(prompt_tokens, max_len - 1)
 
 
-def note_cut(prompt_tokens: int, max_len: int, label: str) -> None:
-    """One line on stderr when the prompt ``label`` names is longer than the model reads."""
+def note_cut(prompt_tokens: int, max_len: int, label: str, source: str | None = None) -> None:
+    """One line on stderr when the prompt ``label`` names is longer than the model reads: the
+    limit named as a run's --block-size, or as the context length of ``source`` (a Hugging
+    Face directory or GGUF file, which has no --block-size)."""
     read = prompt_read(prompt_tokens, max_len)
     if read < prompt_tokens:
+        limit = f"--block-size {max_len}" if source is None else \
+            f"{source}'s context length, {max_len}"
         print(f"note: {label} has {prompt_tokens} tokens; the model reads its last {read} "
-              f"(--block-size {max_len})", file=sys.stderr, flush=True)
+              f"({limit})", file=sys.stderr, flush=True)
+
+
+def prompt_end(tokenizer, ids: list[int], stops: list[str] | None) -> str:
+    """The text at the end of the prompt ``ids`` that a stop string may begin in: its last
+    tokens, as many as the longest stop string has characters (each token has one or more),
+    when ``tokenizer`` prints text after the prompt (``AfterPrompt``); else none (a chat's
+    reply is printed alone: a stop string starts within it)."""
+    if not stops or not isinstance(tokenizer, AfterPrompt):
+        return ""
+    return tokenizer.tokenizer.decode(ids[-max(len(s) for s in stops):])
 
 
 def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
@@ -135,7 +157,7 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                     top_k: int | None = None, top_p: float | None = None,
                     generator: torch.Generator | None = None, stops: list[str] | None = None,
                     write: Callable[[str], None] | None = None, label: str = "--prompt",
-                    stop_ids: list[int] | None = None) -> str:
+                    stop_ids: list[int] | None = None, source: str | None = None) -> str:
     """The text a ``CausalLM`` generates after the prompt ``ids``, up to ``max_new_tokens``
     tokens, a stop id or a stop string (cut before it); each piece is passed to ``write`` as
     soon as it is printable. A prompt longer than the model reads is cut to its end, said on
@@ -145,15 +167,17 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
         stops: strings that end the text, cut before the first one found.
         stop_ids: ids that end generation, not printed: a checkpoint's eos ids and a chat
             template's end-of-turn (``attnlab generate DIR``); default the tokenizer's EOS.
+        source: the Hugging Face directory or GGUF file the model is (``note_cut``).
     """
-    note_cut(len(ids), model.max_len, label)
+    note_cut(len(ids), model.max_len, label, source)
     ends = ([] if tokenizer.eos_id is None else [tokenizer.eos_id]) if stop_ids is None \
         else stop_ids
     stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=not greedy,
                           temperature=temperature, top_k=top_k, top_p=top_p,
                           eos_token_id=ends or None, generator=generator,
                           slide=True)  # past the context length: keep its last half
-    out, pieces = StopStreamer(tokenizer, stops or []), []
+    # a stop string may begin in the prompt, after which the text is printed
+    out, pieces = StopStreamer(tokenizer, stops or [], before=prompt_end(tokenizer, ids, stops)), []
     for token in stream:
         t = int(token[0, 0])
         if t in ends:

@@ -85,7 +85,8 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     train_rows, val_rows = holdout(len(rows.conversations), cfg.seed, where=f"--data {rows.path}")
     train, said = _encoded_rows(cfg, tokenizer, rows, train_rows)
     val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ")
-    return EncodedRows(rows, train, val, [n for n in (said, said_val) if n])
+    no_stop = _no_stop_note(cfg, tokenizer) if cfg.instruction == "chat" else None
+    return EncodedRows(rows, train, val, [n for n in (said, said_val, no_stop) if n])
 
 
 def batched(examples: list[Example], batch_size: int, tokenizer) -> list:
@@ -168,14 +169,7 @@ def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "") -> 
 def _encoder(cfg, tokenizer):
     """``messages -> (ids, labels)`` for the run: through the chat template, or plain."""
     if cfg.instruction == "chat":
-        theirs = tokenizer.to_transformers()
-        source = cfg.init or cfg.out
-
-        def rendered(messages, generation_prompt):
-            return render(theirs, messages, source, generation_prompt=generation_prompt)
-
-        end = end_of_turn_id(theirs)
-        end = end if end is not None else tokenizer.eos_id
+        rendered, end = _template(cfg, tokenizer)
         return lambda messages: chat_example(rendered, messages, end)
     if tokenizer.eos_id is None:
         raise UsageError(f"--init {cfg.init}: its tokenizer has no eos token to end a response "
@@ -183,6 +177,39 @@ def _encoder(cfg, tokenizer):
     return lambda messages: plain_example(*_plain_split(tokenizer, messages[0]["content"],
                                                         messages[1]["content"]),
                                           tokenizer.eos_id)
+
+
+def _template(cfg, tokenizer):
+    """(``render(messages, generation_prompt) -> ids`` by the run's chat template, the id
+    that ends a reply: the template's end-of-turn token, else eos)."""
+    theirs = tokenizer.to_transformers()
+    source = cfg.init or cfg.out
+
+    def rendered(messages, generation_prompt):
+        return render(theirs, messages, source, generation_prompt=generation_prompt)
+
+    end = end_of_turn_id(theirs)
+    return rendered, end if end is not None else tokenizer.eos_id
+
+
+# a conversation whose reply no template rewrites (``_no_stop_note`` renders it)
+_PROBE = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+
+
+def _no_stop_note(cfg, tokenizer) -> str | None:
+    """One line when the chat template closes a reply with no token that ends generation (no
+    end-of-turn token, no eos): the loss never counts one, so the run does not learn to end
+    its replies, and ``generate --chat`` runs on to --max-new-tokens. None otherwise."""
+    rendered, end = _template(cfg, tokenizer)
+    try:
+        _, labels = chat_example(rendered, _PROBE, end)
+    except (UsageError, ValueError):  # the rows' own rendering says what is wrong
+        return None
+    if end is not None and end in [lab for lab in labels if lab != IGNORE]:
+        return None
+    return (f"note: --init {cfg.init}'s chat template ends an assistant's reply with no "
+            f"end-of-turn or eos token, so the run does not learn to end its replies: "
+            f"generate --chat runs on to --max-new-tokens unless a --stop string ends it")
 
 
 def _plain_split(tokenizer, prompt: str, response: str) -> tuple[list[int], list[int]]:
