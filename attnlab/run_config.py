@@ -104,6 +104,9 @@ class SharedDerived:
     data_sha256: dict[str, str] | None = dataclasses.field(default=None,
                                                            metadata={"absent": None})
     init_sha256: str | None = None
+    # --epochs counts passes of all processes together (``settings.epoch_steps``); a run made
+    # before counted them per process, and resumes on the budget it started with
+    epochs_of_all_processes: bool = dataclasses.field(default=True, metadata={"absent": False})
 
 
 @dataclass

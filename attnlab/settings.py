@@ -341,8 +341,11 @@ def processes(cfg: Any) -> int:
 
 def epoch_steps(cfg: Any, batches: int, epochs: int = 1) -> int:
     """``steps_of_epochs`` of a run: ``epochs`` passes over its ``batches`` training batches
-    (of all processes together), with its --accumulate and processes."""
-    return steps_of_epochs(epochs, batches, int(cfg.accumulate), processes(cfg))
+    (of all processes together), with its --accumulate and processes. A run made before
+    (config.yaml without ``epochs_of_all_processes``) counted passes per process, and keeps
+    the budget it started with."""
+    older = getattr(cfg, "resume", False) and not getattr(cfg, "epochs_of_all_processes", True)
+    return steps_of_epochs(epochs, batches, int(cfg.accumulate), 1 if older else processes(cfg))
 
 
 def check_schedule(cfg: dict[str, Any]) -> None:

@@ -176,6 +176,23 @@ def test_resuming_an_lm_run_from_before_a_setting_existed_keeps_what_it_trained_
         build_config("lm", {"resume": True, "out": str(tmp_path), key: value})
 
 
+def test_an_older_ddp_run_resumes_on_the_epochs_budget_it_started_with(tmp_path):
+    """--epochs now counts the passes of all processes together (half the steps on 2); a
+    run made before counted them per process: resumed, it keeps its budget (review: it was
+    halved, or refused as below the steps already done)."""
+    from attnlab.settings import epoch_steps
+
+    values = {**read_yaml(FIXTURES / "reverse.yaml"), "devices": 2, "epochs": 4}
+    values.pop("epochs_of_all_processes", None)  # none before this attnlab
+    write_yaml(tmp_path / "config.yaml", values)
+    older = build_config("reverse", {"resume": True, "out": str(tmp_path)})
+    assert epoch_steps(older, 10, 4) == 40
+    write_yaml(tmp_path / "config.yaml", {**values, "epochs_of_all_processes": True})
+    assert epoch_steps(build_config("reverse", {"resume": True, "out": str(tmp_path)}),
+                       10, 4) == 20
+    assert epoch_steps(build_config("reverse", {"devices": 2, "epochs": 4}), 10, 4) == 20
+
+
 # --- a corpus's validation share: prepare() and `attnlab prepare` -------------------------------
 
 @pytest.mark.parametrize("share", [0.0, 0.7, -0.1])

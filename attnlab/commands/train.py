@@ -365,7 +365,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
 
-    cfg = check_hardware(cfg, quiet=_is_child()).derive(out=str(run_dir))
+    # a new run records that its --epochs count the passes of all processes together
+    cfg = check_hardware(cfg, quiet=_is_child()).derive(
+        out=str(run_dir), **({} if cfg.resume else {"epochs_of_all_processes": True}))
     found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
     created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)

@@ -155,10 +155,17 @@ def _head_dim(reader, architecture: str, name: str) -> int | None:
         raise UsageError(f"{name}: {architecture}.attention.key_length {key} differs from "
                          f"value_length {value}; attnlab's keys and values are one head width")
     rotary = _field(reader, f"{architecture}.rope.dimension_count")
-    if key is not None and rotary is not None and rotary != key:
+    # without a key length (llama.cpp writes one only where config.json has head_dim), the
+    # heads are the model width over the heads
+    width, said = key, f"{architecture}.attention.key_length"
+    if width is None:
+        width = _field(reader, f"{architecture}.embedding_length") // _field(
+            reader, f"{architecture}.attention.head_count")
+        said = f"{architecture}.embedding_length / attention.head_count"
+    if rotary is not None and rotary != width:
         raise UsageError(f"{name}: {architecture}.rope.dimension_count {rotary} differs from "
-                         f"the head width {key} ({architecture}.attention.key_length); "
-                         f"attnlab's RoPE turns every feature of a head")
+                         f"the head width {width} ({said}); attnlab's RoPE turns every feature "
+                         f"of a head")
     return None if key is None else int(key)
 
 

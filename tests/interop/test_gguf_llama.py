@@ -180,18 +180,26 @@ def test_a_file_without_a_key_that_fixes_the_model_is_refused_naming_it(
     _refused(capsys, argv, str(path), f"its metadata has no {key}", out=out)
 
 
-@pytest.mark.parametrize("command", ["train", "generate"])
-def test_a_file_rotating_part_of_each_head_is_refused_naming_the_key(files, command, tmp_path,
-                                                                     capsys):
+@pytest.mark.parametrize("command, arch, keyless", [
+    ("train", "llama", False), ("generate", "llama", False), ("generate", "qwen2", True)])
+def test_a_file_rotating_part_of_each_head_is_refused_naming_the_key(files, command, arch,
+                                                                     keyless, tmp_path, capsys):
     # llama.cpp rotates the first rope.dimension_count features of a head (partial rotary);
-    # attnlab's RoPE turns every feature, so such a file ran on other positions, silently
-    hf = _tiny("LlamaForCausalLM", files["tok"])  # heads of 8
-    path = write_llama_gguf(tmp_path / "rot4.gguf", hf, files["tok"], arch="llama",
-                            changed={"add_rope_dimension_count": 4})[0]
+    # attnlab's RoPE turns every feature, so such a file ran on other positions, silently.
+    # A Qwen2 file has no key_length (its config.json no head_dim): the width is D / heads
+    # (review: it ran, silently)
+    hf = _tiny("LlamaForCausalLM" if arch == "llama" else "Qwen2ForCausalLM", files["tok"])
+    changed = {"add_rope_dimension_count": 4}
+    if keyless:
+        changed.update(add_key_length=None, add_value_length=None)
+    path = write_llama_gguf(tmp_path / "rot4.gguf", hf, files["tok"], arch=arch,
+                            changed=changed)[0]
     out, text = tmp_path / "run", tmp_path / "t.txt"
     text.write_text("the cat sat on the mat.\n" * 20)
     argv = (["train", "lm", "--init", str(path), "--data", str(text), "--out", str(out),
              "--max-steps", "1", "--block-size", "16"]
             if command == "train" else ["generate", str(path), "--prompt", "hi"])
-    _refused(capsys, argv, str(path), "llama.rope.dimension_count 4",
-             "head width 8 (llama.attention.key_length)", out=out)
+    width = ("(qwen2.embedding_length / attention.head_count)" if keyless
+             else f"({arch}.attention.key_length)")
+    _refused(capsys, argv, str(path), f"{arch}.rope.dimension_count 4", f"head width 8 {width}",
+             out=out)

@@ -10,6 +10,7 @@ long conversations are said in one line. Logits are compared in float32 at atol 
 loss, 1e-4 for models.
 """
 import json
+import math
 import random
 import re
 import sys
@@ -493,3 +494,17 @@ def test_a_base_model_learns_prompt_then_response_then_eos(dirs, tmp_path, capsy
     capsys.readouterr()
     assert main(["generate", str(out), "--chat", "hi"]) == 2
     assert "has no chat template (its tokenizer.json has none" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_epochs_with_accumulate_pass_over_the_rows_once_each(dirs, tmp_path):
+    """--epochs 1 --accumulate 3 made as many steps as --accumulate 1, each of 3 batches:
+    three passes over the rows (review)."""
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(dirs["rows"]),
+                 "--out", str(out), "--epochs", "1", "--batch-size", "4", "--accumulate", "3",
+                 "--block-size", "64", "--warmup", "0", "--threads", "1"]) == 0
+    rows = sum(1 for _ in open(dirs["rows"], encoding="utf-8"))
+    held_out = round(rows / 10)  # a tenth of the rows validates
+    batches = math.ceil((rows - held_out) / 4)
+    assert json.loads((out / "metrics.json").read_text())["steps"] == math.ceil(batches / 3)

@@ -222,7 +222,8 @@ def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
     start = pretrained(cfg)
     cfg, tokenizer, train, val = prepare(cfg, run_dir, rows, start and start[1])
     B = cfg.batch_size
-    max_steps = cfg.epochs * math.ceil(len(train) / B) if cfg.epochs else cfg.max_steps
+    max_steps = epoch_steps(cfg, math.ceil(len(train) / B), cfg.epochs) if cfg.epochs \
+        else cfg.max_steps
     model = build_model(cfg)
     if start:
         model.load_state_dict(start[0])
