@@ -186,15 +186,22 @@ def missing_value_classes(splits: dict[str, Any]) -> str | None:
     found = [c for c in classes_of(splits) if c in MISSING_SPELLINGS]
     if not found:
         return None
-    return (f"warning: the class {', '.join(map(repr, found))} is how a missing label is often "
-            f"written (R writes NA, pandas nan, SQL NULL); it is trained as a class of its own: "
-            f"remove the rows that have no label, or keep them if it is a class")
+    return (f"warning: the class {', '.join(map(repr, found))} may be a missing label, as it "
+            f"is often written (R writes NA, pandas nan, SQL NULL); it is trained as a class of "
+            f"its own: remove the rows that have no label, or keep them if it is a class")
 
 
 def number_twins(splits: dict[str, Any]) -> str | None:
-    """The warning naming classes that are one number written two ways ('1' and '1.0', as a
-    file of integers and one of floats give it), or None: a label is used as written, so
-    they are two classes."""
+    """The warning naming classes that may be one number written two ways: an integer and a
+    decimal of the same value ('1' and '1.0', as a file of integers and one of floats give
+    it), or None. A label is used as written, so they are two classes. Two decimals ('3.1'
+    and '3.10': versions, sections) or two integers ('01' and '1': codes) are not named.
+
+    Examples:
+        >>> number_twins({"train": [("a", "1"), ("b", "1.0"), ("c", "3.1"), ("d", "3.10")],
+        ...               "val": [], "test": []})
+        "warning: classes that may be one number written two ways ('1' and '1.0') are trained as different classes; write each number one way if they are one class"
+    """
     by_value: dict[float, list[str]] = {}
     for c in classes_of(splits):
         try:
@@ -203,12 +210,14 @@ def number_twins(splits: dict[str, Any]) -> str | None:
             continue
         if math.isfinite(value):
             by_value.setdefault(value, []).append(c)
-    twins = [names for names in by_value.values() if len(names) > 1]
+    twins = [names for names in by_value.values()
+             if any(n.lstrip("+-").isdigit() for n in names)
+             and not all(n.lstrip("+-").isdigit() for n in names)]
     if not twins:
         return None
     said = "; ".join(" and ".join(map(repr, names)) for names in twins[:5])
-    return (f"warning: classes that are one number written two ways ({said}) are trained as "
-            f"different classes; write each number one way if they are one class")
+    return (f"warning: classes that may be one number written two ways ({said}) are trained "
+            f"as different classes; write each number one way if they are one class")
 
 
 def class_warnings(cfg: dict[str, Any], splits: dict[str, Any]) -> list[str]:

@@ -512,8 +512,12 @@ def _digits(y: float, std: float) -> int:
     Examples:
         >>> [f"{y:.{_digits(y, s)}g}" for y, s in ((2024.5012345, 0.003), (1234567.0, 5e5))]
         ['2024.5012345', '1234567']
+        >>> [f"{y:.{_digits(y, 0.003)}g}" for y in (float("nan"), float("inf"))]
+        ['nan', 'inf']
     """
-    return min(17, 6 + max(0, math.ceil(math.log10(abs(y) / std)))) if y else 6  # 17: a double's
+    if not (y and math.isfinite(y)):
+        return 6  # nan, inf and 0 print as they are
+    return min(17, 6 + max(0, math.ceil(math.log10(abs(y) / std))))  # 17: a double's
 
 
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
