@@ -69,7 +69,8 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
     """Refuse ``--resume`` with settings that differ from the run's ``config.yaml``, naming
     each (a different model shape would otherwise fail on loading the checkpoint, and a
     different learning rate or data file would silently continue another run): as its flag,
-    or, for the settings in ``from_file``, as the key of ``--config config_file``."""
+    or, for the settings in ``from_file`` (not given as flags), as the key of ``--config
+    config_file``."""
     differ, keys = [], set()
     # a data file config.yaml holds the SHA-256 of may be given at another path (the data
     # moved, or the run went to another machine): the task then checks that its bytes are

@@ -105,7 +105,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         check_values(task, previous, str(saved), training=True)
         settings = {**file_cfg, **{k: v for k, v in given.items() if k not in ("func", "command")}}
         resume_conflicts(previous, settings, cfg, Path(out), config_file=given.get("config"),
-                         from_file=_flagless(task, set(file_cfg) - set(given)))
+                         from_file=frozenset(file_cfg) - set(given))
         cfg.update(previous)
     _one_budget(file_cfg, given, previous if resuming else {})
     recipe = None if resuming else given.get("recipe", file_cfg.get("recipe"))
@@ -176,16 +176,6 @@ def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any
     said = "; ".join(f"{where}: {', '.join(texts)}" for where, texts in parts if texts)
     if said:
         print(f"--recipe {name}: {said}", file=sys.stderr)
-
-
-def _flagless(task, keys: set[str]) -> frozenset[str]:
-    """The settings among ``keys`` that no flag sets (``normalize``): a message names them as
-    the --config file's keys, the others as their flags."""
-    from ..settings import exposed
-
-    layout = task.run_config.layout
-    flagged = {layout.key(name) for part in layout.parts().values() for name in exposed(part)}
-    return frozenset(keys - flagged)
 
 
 def _read_config_file(task, given: dict[str, Any], known: set[str]) -> dict[str, Any]:

@@ -517,7 +517,8 @@ def test_resume_with_a_config_file_that_differs_is_refused_too(reverse_run, tmp_
     cfg = tmp_path / "c.yaml"
     cfg.write_text("num-layers: 3\n")
     assert main(["train", "reverse", "--out", str(out), "--resume", "--config", str(cfg)]) == 2
-    assert "--num-layers 3 (the run has 1)" in one_line_error(capsys)
+    # named where it was given (it was named as a flag no one typed)
+    assert f"num_layers: 3 in --config {cfg} (the run has 1)" in one_line_error(capsys)
 
 
 @pytest.mark.slow
