@@ -78,8 +78,7 @@ def restore_rng(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def restore_schedule(scheduler, saved: dict[str, Any], *, stretch: bool = True,
-                     older: bool = False) -> str | None:
+def restore_schedule(scheduler, saved: dict[str, Any], *, stretch: bool = True) -> str | None:
     """Load a checkpoint's ``lr_scheduler`` state into ``scheduler`` (built for this run's
     budget), ending where this budget ends: a budget raised on resume (--max-steps, --epochs)
     stretches the decay to the new last step, as the config.yaml it records says, rather than
@@ -88,29 +87,31 @@ def restore_schedule(scheduler, saved: dict[str, Any], *, stretch: bool = True,
     this budget's. ``stretch=False`` keeps the saved end (a Trainer's checkpoint continues as
     the Trainer continued it: docs/compatibility.md).
 
-    A cosine saved (``older``) before a warm-up as long as the run was kept as given (it was
-    cut to the budget, and the cosine ended one step later) is of the same budget: it
-    continues as it would have, unchanged. A newer one ending one step past this budget is of
-    a budget lowered by one, and ends with this one.
+    A cosine saved before a warm-up as long as the run was kept as given (it was cut to the
+    budget, and the cosine ended one step later: the saved warm-up is shorter than the
+    run's) is of the same budget: it continues as it would have, unchanged. One saved since,
+    ending one step past this budget, is of a budget lowered by one, and ends with this one.
 
     Examples:
         >>> from attnlab.schedulers import CosineWarmupScheduler
         >>> opt = lambda: torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
         >>> old = CosineWarmupScheduler(opt(), warmup=20, max_iters=21)  # --warmup 100, 20 steps
         >>> restore_schedule(CosineWarmupScheduler(opt(), warmup=100, max_iters=20),
-        ...                  old.state_dict(), older=True) is None
+        ...                  old.state_dict()) is None
         True
+        >>> kept = CosineWarmupScheduler(opt(), warmup=100, max_iters=21)  # 21 steps, kept
         >>> restore_schedule(CosineWarmupScheduler(opt(), warmup=100, max_iters=20),
-        ...                  old.state_dict())
+        ...                  kept.state_dict())
         'the learning-rate schedule now ends at step 20, with the budget (it ended at step 21)'
         >>> restore_schedule(CosineWarmupScheduler(opt(), warmup=100, max_iters=40),
-        ...                  old.state_dict(), older=True)
+        ...                  old.state_dict())
         'the learning-rate schedule now ends at step 40, with the budget (it ended at step 21)'
     """
     from ..schedulers import CosineWarmupScheduler
 
     end = getattr(scheduler, "max_num_iters", None)  # Noam's has no end
     ends = {end}
+    older = saved.get("warmup", getattr(scheduler, "warmup", 0)) < getattr(scheduler, "warmup", 0)
     if older and isinstance(scheduler, CosineWarmupScheduler) and end is not None:
         ends.add(max(end, min(scheduler.warmup, end) + 1))  # the rule before the kept warm-up
     scheduler.load_state_dict(saved)

@@ -316,10 +316,8 @@ class Loop:
             self.module.load_state_dict(state["state_dict"])
             self.optimizer.load_state_dict(state["optimizer"])
         if state.get("lr_scheduler") is not None:
-            # the "validation" key was first saved by the release that kept a long warm-up
             note = restore_schedule(self.scheduler, state["lr_scheduler"],
-                                    stretch=state.get("stretch_schedule", True),
-                                    older="validation" not in state)
+                                    stretch=state.get("stretch_schedule", True))
             if note and self.fabric.is_global_zero:
                 print(f"note: --resume: {note}", file=sys.stderr, flush=True)
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
