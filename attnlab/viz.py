@@ -40,22 +40,20 @@ def _pyplot():
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    _fallback_fonts(matplotlib)
     return plt
 
 
-def _fallback_fonts(matplotlib) -> None:
-    """Fonts for the characters matplotlib's own lack, where installed, after the families
-    of ``font.family``: a glyph the first family lacks is drawn from the next one that has
-    it (matplotlib's font fallback), so Chinese labels are not boxes. Only installed ones are
+def _with_fallback_fonts() -> list[str]:
+    """``font.family`` with the fonts for the characters matplotlib's own lack after it, where
+    installed: a glyph the first family lacks is drawn from the next one that has it
+    (matplotlib's font fallback), so Chinese labels are not boxes. Only installed ones are
     added: matplotlib logs a warning for each family it cannot find."""
+    import matplotlib
     from matplotlib import font_manager
 
     family = list(matplotlib.rcParams["font.family"])
     installed = {font.name for font in font_manager.fontManager.ttflist}
-    extra = [name for name in FALLBACK_FONTS if name in installed and name not in family]
-    if extra:
-        matplotlib.rcParams["font.family"] = family + extra
+    return family + [name for name in FALLBACK_FONTS if name in installed and name not in family]
 
 
 # Chinese, Japanese and Korean fonts found on Linux, macOS and Windows
@@ -88,19 +86,11 @@ def _save(fig, path: str | Path) -> Path:
 _GLYPH = re.compile(r"Glyph (\d+) .*missing from font")
 
 
-def _missing_glyphs(caught, path: Path) -> None:
-    """matplotlib warns once per character it has no glyph for (Chinese labels with its own
-    DejaVu fonts: a screen of warnings, and boxes in the figure). Those become one note naming
-    the characters; other warnings are shown as they came."""
+def _note_glyphs(missing: list[str], path: Path) -> None:
+    """One note naming the characters no font could draw (matplotlib warns once per
+    character: a screen of warnings for a Chinese sentence, and boxes in the figure)."""
     import sys
-    import warnings
 
-    missing = []
-    for w in caught:
-        if (found := _GLYPH.search(str(w.message))) is None:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        elif (char := chr(int(found.group(1)))) not in missing:
-            missing.append(char)
     if missing:
         shown = "".join(missing[:12]) + ("..." if len(missing) > 12 else "")
         print(f"note: {path}: the fonts matplotlib uses here cannot draw {len(missing)} "
@@ -110,25 +100,40 @@ def _missing_glyphs(caught, path: Path) -> None:
 
 
 def _glyphs_noted(draw: Callable[..., Path]) -> Callable[..., Path]:
-    """``draw`` (a function that writes a figure and returns its path) with matplotlib's
-    missing-glyph warnings made one note (``_missing_glyphs``), and its font lookup's
-    log lines (a fallback font of another weight) not shown."""
+    """``draw`` (a function that writes a figure and returns its path) drawn with the fallback
+    fonts (``_with_fallback_fonts``, for its own figure only: the user's rcParams are left as
+    they are), its missing-glyph warnings made one note (``_note_glyphs``) and its font
+    lookup's log lines (a fallback font of another weight) not shown. Every other warning
+    goes through the user's filters and ``warnings.showwarning`` as it would have."""
     import functools
     import logging
     import warnings
 
     @functools.wraps(draw)
     def drawn(*args, **kwargs) -> Path:
+        import matplotlib
+
+        missing: list[str] = []
+        show = warnings.showwarning
+
+        def shown(message, category, filename, lineno, file=None, line=None):
+            if (found := _GLYPH.search(str(message))) is None:
+                show(message, category, filename, lineno, file, line)
+            elif (char := chr(int(found.group(1)))) not in missing:
+                missing.append(char)
+
         log = logging.getLogger("matplotlib.font_manager")
         level = log.level
         log.setLevel(logging.ERROR)
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
+            with warnings.catch_warnings(), \
+                    matplotlib.rc_context({"font.family": _with_fallback_fonts()}):
+                warnings.filterwarnings("always", message="Glyph .* missing from font")
+                warnings.showwarning = shown
                 path = draw(*args, **kwargs)
         finally:
             log.setLevel(level)
-        _missing_glyphs(caught, path)
+        _note_glyphs(missing, path)
         return path
 
     return drawn

@@ -127,16 +127,34 @@ def test_characters_no_font_draws_are_named_once(tmp_path, capsys):
     assert path.stat().st_size > 0
 
 
-def test_fallback_fonts_are_added_only_where_installed():
-    """A family matplotlib cannot find is a log line per figure: only installed ones go into
-    font.family, after the user's own."""
+def test_fallback_fonts_are_added_only_where_installed_and_only_for_attnlabs_figures(
+        tmp_path):
+    """A family matplotlib cannot find is a log line per figure: only installed ones are
+    added, after the user's own; and only while attnlab draws (review: they stayed in the
+    user's rcParams)."""
     import matplotlib
     from matplotlib import font_manager
 
-    viz._pyplot()
-    family = list(matplotlib.rcParams["font.family"])
+    before = list(matplotlib.rcParams["font.family"])
+    family = viz._with_fallback_fonts()
     installed = {font.name for font in font_manager.fontManager.ttflist}
-    added = [name for name in family if name in viz.FALLBACK_FONTS]
-    assert all(name in installed for name in added)
-    assert added == [name for name in viz.FALLBACK_FONTS if name in installed]
-    assert family[0] not in viz.FALLBACK_FONTS
+    assert family[:len(before)] == before
+    assert family[len(before):] == [n for n in viz.FALLBACK_FONTS if n in installed]
+    viz.plot_attention(torch.rand(1, 2, 2, 2), ["a", "b"], ["a", "b"], tmp_path / "a.png")
+    assert list(matplotlib.rcParams["font.family"]) == before
+
+
+def test_other_warnings_keep_the_users_filters(tmp_path, monkeypatch):
+    """Only the missing-glyph warnings are taken: another warning raised while a figure is
+    drawn still meets the user's "error" filter, as it did before."""
+    import matplotlib.figure
+
+    def warn(*args, **kwargs):
+        warnings.warn("something else", UserWarning)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "draw_without_rendering", warn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="something else"):
+            viz.plot_attention(torch.rand(1, 2, 2, 2), ["a", "b"], ["a", "b"],
+                               tmp_path / "a.png")
