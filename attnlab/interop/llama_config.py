@@ -162,8 +162,9 @@ def _rope(c: dict[str, Any]) -> dict[str, Any]:
 def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
     """(model_type, the transformers config's keyword arguments) of a ``CausalLMConfig``
     built from the Llama family's parts: the inverse of ``llama_family_settings``. The family
-    is the one that holds the parts: QK-norm -> qwen3, q/k/v biases alone -> qwen2, a sliding
-    window -> mistral, else llama. ``ValueError`` naming the first setting none holds."""
+    is the one that holds the parts: QK-norm -> qwen3, q/k/v biases alone -> qwen2 (a sliding
+    window with either: Qwen's, on every layer), a sliding window alone -> mistral, else
+    llama. ``ValueError`` naming the first setting none holds."""
     needs = {"norm_first": (True,), "positional": ("rope",), "norm": ("rms",),
              "ff": tuple(_GATES.values())}
     for key, allowed in needs.items():
@@ -174,13 +175,12 @@ def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
     if qkv_only and not cfg.qkv_bias:
         raise ValueError("to_hf: qkv_bias=False with bias=True (biases everywhere but q/k/v) "
                          "has no Hugging Face family")
-    parts = [name for name, on in (("qwen3", cfg.qk_norm), ("qwen2", qkv_only),
-                                   ("mistral", cfg.sliding_window is not None)) if on]
+    parts = [name for name, on in (("qwen3", cfg.qk_norm), ("qwen2", qkv_only)) if on]
     if len(parts) > 1:
-        raise ValueError(f"to_hf: qk_norm, qkv_bias alone and sliding_window belong to "
-                         f"different families ({', '.join(parts)}); this CausalLM has "
-                         f"{' and '.join(parts)}'s parts")
-    model_type = parts[0] if parts else "llama"
+        raise ValueError(f"to_hf: qk_norm and qkv_bias alone belong to different families "
+                         f"({', '.join(parts)}); this CausalLM has both")
+    # a window on every layer: Mistral's, or Qwen's from layer 0 (max_window_layers 0)
+    model_type = parts[0] if parts else "mistral" if cfg.sliding_window is not None else "llama"
     if model_type == "qwen2" and cfg.bias:
         raise ValueError("to_hf: Qwen2 has q/k/v biases only; this CausalLM has bias=True")
     rope: dict[str, Any] = {"rope_theta": cfg.rope_theta, "rope_type": {
@@ -209,4 +209,7 @@ def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
                          f"bias=True")
     if model_type == "mistral":
         kwargs["sliding_window"] = cfg.sliding_window
+    elif model_type != "llama" and cfg.sliding_window is not None:
+        kwargs.update(use_sliding_window=True, sliding_window=cfg.sliding_window,
+                      max_window_layers=0)
     return model_type, kwargs

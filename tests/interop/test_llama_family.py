@@ -217,6 +217,9 @@ def test_qwens_window_reads_as_transformers_reads_it(tmp_path, capsys):
         x = _ids(seed=6, vocab=ckpt.tokenizer.vocab_size)
         with torch.no_grad():
             assert_close(ckpt.model(x), hf(x).logits, **TOL)
+            back = to_hf(ckpt.model.eval()).eval()  # a windowed Qwen goes back as one (review)
+            assert type(back).__name__ == "Qwen2ForCausalLM"
+            assert_close(back(x).logits, hf(x).logits, **TOL)
     mixed = save_family(tmp_path / "mixed", "qwen2", use_sliding_window=True,
                         sliding_window=4, max_window_layers=1)
     assert main(["generate", str(mixed), "--prompt", "hi"]) == 2
@@ -345,7 +348,7 @@ def test_a_from_scratch_llama_block_exports_as_llama_and_the_rest_is_refused():
                                          "head_dim=16"):  # heads wider than D / H
         to_hf(CausalLM(80, model_dim=32, num_heads=4, head_dim=16))
     with pytest.raises(ValueError, match="different families"):
-        to_hf(CausalLM(80, model_dim=32, num_heads=4, qk_norm=True, sliding_window=8, **parts))
+        to_hf(CausalLM(80, model_dim=32, num_heads=4, qk_norm=True, qkv_bias=True, **parts))
     with pytest.raises(ValueError, match="qkv_bias=False with bias=True"):
         to_hf(CausalLM(80, model_dim=32, num_heads=4, positional="rope", norm="rms",
                        ff="swiglu", bias=True, qkv_bias=False))
