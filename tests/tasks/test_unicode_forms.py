@@ -77,3 +77,19 @@ def test_generate_stops_at_a_stop_string_typed_decomposed(fr_run, capsys):
         printed.append(capsys.readouterr().out)
     assert printed[0].startswith("le café")  # the model has learnt the text: the é comes up
     assert printed[1] == printed[2] == "le caf\n"
+
+
+def test_a_stop_string_that_normalises_longer_prints_none_of_itself():
+    """In a run that reads NFKC, --stop "ﬁx" is searched as "fix": three characters, where
+    the text held back was counted from the two typed, so "a f" was printed before the stop
+    (review)."""
+    from attnlab.tasks.lm.continuation import StopStreamer
+    from attnlab.tokenizers import CharTokenizer
+
+    tok = CharTokenizer.fit(["a fix the bug"], normalize="NFKC")
+    stream, out = StopStreamer(tok, ["\ufb01x"]), ""
+    for ch in "a fix the bug":
+        out += stream.add(tok.encode(ch)[0])
+        if stream.stopped:
+            break
+    assert stream.stopped and out == "a "

@@ -38,7 +38,7 @@ class StopStreamer:
         self.tokenizer, self.stops = tokenizer, [form(s) for s in stops] if form else stops
         self.ids: list[int] = []
         self.printed = 0
-        self.hold = max((len(s) for s in stops), default=1) - 1
+        self.hold = max((len(s) for s in self.stops), default=1) - 1  # as searched: ﬁ→fi
         self.before = before[len(before) - self.hold:] if self.hold else ""
         self.stopped = False
 
@@ -149,7 +149,8 @@ def prompt_end(tokenizer, ids: list[int], stops: list[str] | None) -> str:
     reply is printed alone: a stop string starts within it)."""
     if not stops or not isinstance(tokenizer, AfterPrompt):
         return ""
-    return tokenizer.tokenizer.decode(ids[-max(len(s) for s in stops):])
+    form = getattr(tokenizer, "normalized", None) or (lambda s: s)
+    return tokenizer.tokenizer.decode(ids[-max(len(form(s)) for s in stops):])
 
 
 def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
