@@ -138,13 +138,18 @@ class BatchLoader(ResumableBatches):
         if self.drop_last and batches and len(batches[-1]) < self.batch_size:
             batches.pop()
         rank, world = self._shard()
-        return batches[rank::world]
+        return batches[rank::world][:len(self)]
 
     def __len__(self) -> int:
+        """Batches per epoch on this rank: under DDP each rank has as many (the remainder of
+        the batches over the ranks is left out, as DistributedSampler(drop_last=True) does),
+        so that each step of every rank takes as many batches, epoch ends included."""
         n = len(self.dataset)
         full = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         rank, world = self._shard()
-        return len(range(rank, full, world))
+        if world == 1 or full < world:  # fewer batches than ranks: one each where there is
+            return len(range(rank, full, world))
+        return full // world
 
     def epoch_batches(self, epoch: int, start: int):
         return (self.dataset[indices] for indices in self._batches(epoch)[start:])

@@ -80,3 +80,23 @@ def test_a_run_stopped_anywhere_and_resumed_sees_the_uninterrupted_sequence(
     while len(seen) < len(whole):
         seen += [b.tolist() for b in resumed]
     assert seen == whole
+
+
+@pytest.mark.parametrize("n, batch_size", [(72, 8), (70, 8), (64, 8)])
+def test_every_rank_has_as_many_batches_an_epoch(monkeypatch, n, batch_size):
+    """Rank 0 took one batch more where the batches did not divide among the ranks: with
+    --accumulate, whose steps end with the epoch, the ranks' last steps took different
+    numbers of batches (review). Each rank now has as many, none shared."""
+    from attnlab.data import SequenceDataset, sequences
+
+    data = SequenceDataset("copy", 5, 4, n)
+    seen = []
+    for rank in (0, 1):
+        monkeypatch.setattr(sequences, "shard", lambda rank=rank: (rank, 2))
+        loader = sequences.BatchLoader(data, batch_size, shuffle=True, seed=1)
+        batches = list(loader.epoch_batches(0, 0))
+        assert len(batches) == len(loader)
+        seen.append([tuple(x[0].tolist()) for x, _ in batches])
+    assert len(seen[0]) == len(seen[1]) >= 1
+    batches = -(-n // batch_size)
+    assert len(seen[0]) == batches // 2

@@ -130,9 +130,10 @@ class JetBatches(ResumableBatches):
         rank, world = shard()
         order = np.random.default_rng([self.seed, epoch]).permutation(len(self.parts))
         first = 0  # the epoch's index of the chunk's first batch
+        # as many batches on every rank (``len``): a step of every rank takes as many
         for c in order:
             wanted = [b for b in range(self.sizes[c])
-                      if (first + b) % world == rank and (first + b) // world >= start]
+                      if (first + b) % world == rank and start <= (first + b) // world < len(self)]
             first += self.sizes[c]
             if not wanted:
                 continue
