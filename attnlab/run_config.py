@@ -50,7 +50,7 @@ Examples:
     >>> cfg.derive(seq_len=9)
     Traceback (most recent call last):
     ...
-    ValueError: derive: seq_len is not a derived value (derived: data_sha256, init_sha256, labels, out, precision)
+    ValueError: derive: seq_len is not a derived value (derived: data_sha256, epochs_of_all_processes, init_sha256, labels, out, precision)
     >>> cfg.max_steps
     Traceback (most recent call last):
     ...
