@@ -102,9 +102,11 @@ def _note_glyphs(missing: list[str], path: Path) -> None:
 def _glyphs_noted(draw: Callable[..., Path]) -> Callable[..., Path]:
     """``draw`` (a function that writes a figure and returns its path) drawn with the fallback
     fonts (``_with_fallback_fonts``, for its own figure only: the user's rcParams are left as
-    they are), its missing-glyph warnings made one note (``_note_glyphs``) and its font
-    lookup's log lines (a fallback font of another weight) not shown. Every other warning
-    goes through the user's filters and ``warnings.showwarning`` as it would have."""
+    they are), the missing-glyph warnings it shows made one note (``_note_glyphs``) and its
+    font lookup's log lines (a fallback font of another weight) not shown. The warnings filters
+    are not touched (a ``catch_warnings`` would reset Python's once-per-place memory): every
+    warning meets the user's filters as it would have; only how a glyph warning is shown
+    changes."""
     import functools
     import logging
     import warnings
@@ -125,13 +127,12 @@ def _glyphs_noted(draw: Callable[..., Path]) -> Callable[..., Path]:
         log = logging.getLogger("matplotlib.font_manager")
         level = log.level
         log.setLevel(logging.ERROR)
+        warnings.showwarning = shown
         try:
-            with warnings.catch_warnings(), \
-                    matplotlib.rc_context({"font.family": _with_fallback_fonts()}):
-                warnings.filterwarnings("always", message="Glyph .* missing from font")
-                warnings.showwarning = shown
+            with matplotlib.rc_context({"font.family": _with_fallback_fonts()}):
                 path = draw(*args, **kwargs)
         finally:
+            warnings.showwarning = show
             log.setLevel(level)
         _note_glyphs(missing, path)
         return path
