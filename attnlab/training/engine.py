@@ -172,10 +172,8 @@ class FitResult:
 def _shares(counts: list) -> list:
     """Each batch's share of a step's loss, in proportion to what its mean is over (its
     targets: ``TaskModule.targets``), so that ``--accumulate N`` batches train as one batch N
-    times larger even where their padding differs (one batch: 1, so it trains as it always
-    did). Tensors stay on the device: nothing here waits for it."""
-    if len(counts) == 1:
-        return [1]
+    times larger even where their padding differs (``train_step`` gives one batch 1, so it
+    trains as it always did). Tensors stay on the device: nothing here waits for it."""
     total = sum(counts)
     return [count / total for count in counts]
 
@@ -415,7 +413,8 @@ class Loop:
         if self.device_batches:
             batches = tuple(fabric.to_device(batch) for batch in batches)
         n, losses, logged = len(batches), [], []
-        shares = _shares([self.module.targets(batch) for batch in batches])
+        # (one batch: no count, no reduction on the device)
+        shares = [1] if n == 1 else _shares([self.module.targets(batch) for batch in batches])
         for i, batch in enumerate(batches):
             # DDP: the gradients are synced after the step's last batch only (its forward and
             # backward both inside, as DDP asks); one process: nothing to skip
