@@ -421,7 +421,7 @@ def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
     test, labels = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels)
-    rows = scores_by_length(tok, test, hyps)
+    rows = scores_by_length(tok, test, hyps, cfg.normalize)
     scored = f"--data {Path(data).name}" if data is not None else "the run's test pairs"
     try:
         plot_by_length({"exact match": [r["exact_match"] for r in rows],

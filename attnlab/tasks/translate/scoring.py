@@ -176,19 +176,19 @@ def length_buckets(lengths: list[int], most: int = 8) -> list[tuple[int, int]]:
     return [(a, a + width - 1) for a in range(low, high + 1, width)]
 
 
-def scores_by_length(tok: TranslationTokenizers, pairs, hyps: list[str]) -> list[dict]:
+def scores_by_length(tok: TranslationTokenizers, pairs, hyps: list[str],
+                     run_form: str | None = None) -> list[dict]:
     """Exact match and chrF of the pairs grouped by their source's length in tokens: one row
     per non-empty bucket, ``{"lengths": "a-b", "first", "last", "pairs", "exact_match",
-    "chrf"}``."""
+    "chrf"}``; texts compared in one form as ``score`` compares them (``same_form``)."""
     lengths = [len(ids) for ids in tok.encode_sources([s for s, _ in pairs])]
     rows = []
     for first, last in length_buckets(lengths):
         chosen = [i for i, n in enumerate(lengths) if first <= n <= last]
         if not chosen:
             continue
-        form = getattr(tok.tgt, "normalize", None)
-        refs = same_form([pairs[i][1] for i in chosen], form)
-        outs = same_form([hyps[i] for i in chosen], form)
+        refs = same_form([pairs[i][1] for i in chosen], run_form)
+        outs = same_form([hyps[i] for i in chosen], run_form)
         exact = sum(h.strip() == r.strip() for h, r in zip(outs, refs)) / len(chosen)
         rows.append({"lengths": f"{first}-{last}" if last > first else str(first),
                      "first": first, "last": last, "pairs": len(chosen),
