@@ -32,7 +32,7 @@ from ...data.overlap import shared_inputs
 from ...data.label_forms import OneSpelling, other_form
 from ...data.tables import KINDS, check_digest, place, read_table
 from ...errors import UsageError
-from .labels import label_set, objective_of, parse_label
+from .labels import class_order, label_set, objective_of, parse_label
 from ...runs import check_data_files, record_data_files
 
 if TYPE_CHECKING:
@@ -150,11 +150,11 @@ def _classes(cfg: RunSettings, pairs, path) -> tuple[set[str] | None, dict[Any, 
 
 
 def classes_of(splits: dict[str, Any]) -> list[str]:
-    """The classes of the splits, sorted: those of --data, since a held-out file's are
-    checked to be among them and a held-out share of --data is in one split or another (a
+    """The classes of the splits, in ``class_order``: those of --data, since a held-out file's
+    are checked to be among them and a held-out share of --data is in one split or another (a
     class whose every row of label sets was drawn for testing still has an output)."""
     return sorted({c for key in ("train", "val", "test") for _, lab in splits[key]
-                   for c in label_set(lab)})
+                   for c in label_set(lab)}, key=class_order)
 
 
 def untrained_classes(splits: dict[str, Any]) -> str | None:

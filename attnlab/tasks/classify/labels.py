@@ -34,8 +34,8 @@ from ...data.label_forms import other_form
 from ...data.tables import read_bytes
 from ...errors import UsageError
 
-__all__ = ["OBJECTIVES", "objective_of", "parse_label", "label_set", "balanced_weights",
-           "read_weights", "resolve_class_weights", "LABEL_SEP"]
+__all__ = ["OBJECTIVES", "objective_of", "parse_label", "label_set", "class_order",
+           "balanced_weights", "read_weights", "resolve_class_weights", "LABEL_SEP"]
 
 OBJECTIVES = ("single", "multi", "regression")
 LABEL_SEP = "|"  # --label-sep's default: a comma is common inside class names ("a, b")
@@ -80,6 +80,21 @@ def parse_label(raw: str | list[str], objective: str, sep: str, where: str):
 def label_set(label) -> tuple[str, ...]:
     """The classes of one row's label (a class name, or a tuple of them)."""
     return label if isinstance(label, tuple) else (label,)
+
+
+def class_order(name: str) -> tuple:
+    """The sort key of the classes' order (the model's outputs, metrics.json's per-class
+    entries, the confusion matrix): classes named by a finite number by its value, before the
+    others by their text, so that classes 2, 7 and 12 are not ordered 12, 2, 7.
+
+        >>> sorted(["12", "b", "2", "-1", "a", "7", "nan"], key=class_order)
+        ['-1', '2', '7', '12', 'a', 'b', 'nan']
+    """
+    try:
+        value = float(name)
+    except ValueError:
+        return (1, 0.0, name)
+    return (0, value, name) if math.isfinite(value) else (1, 0.0, name)
 
 
 def balanced_weights(train_labels: list[str], labels: list[str]) -> dict[str, float]:

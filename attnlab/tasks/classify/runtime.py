@@ -337,8 +337,11 @@ def _prepare(cfg, splits: dict[str, Any], start) -> tuple[Any, Any, list]:
     or the features' names, mean and std (sets); with --regression the targets' mean and std
     (the model learns the standardised number, whose scale does not depend on the data's
     units). The tokeniser of a run started from --init (``start``) is its source's, and so is
-    the vocabulary. Returns (the run config, tokenizer or None, model inputs)."""
-    cfg = cfg.derive(labels=None if cfg.regression else classes_of(splits))
+    the vocabulary. A resumed run keeps its labels' order (its head's rows: a run from before
+    ``class_order`` listed classes 12, 2, 7). Returns (the run config, tokenizer or None, model
+    inputs)."""
+    if not (cfg.resume and cfg.labels):
+        cfg = cfg.derive(labels=None if cfg.regression else classes_of(splits))
     if cfg.regression:
         ys = torch.tensor([y for _, y in splits["train"]], dtype=torch.float64)
         std = float(ys.std(unbiased=False))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 
@@ -58,20 +59,23 @@ class Start:
     def weights_into(self, model: nn.Module, labels: list[str] | None) -> nn.Module:
         """``model`` (just built from the run config, whose ``labels`` are None under
         --regression) holding the start's weights: an encoder's under its new head; an
-        attnlab run's whole model, but for the last layer of the head when the labels differ
-        (a head of new classes, or of a number where there were classes, starts anew)."""
+        attnlab run's whole model, its head's rows in the new run's order of the same classes
+        (a run from before ``class_order`` listed 12, 2, 7); the last layer of the head starts
+        anew for other classes, or a number where there were classes."""
         if self.model is None:
             return model
         if self.labels is None:  # a pretrained encoder: the classifier's body
             _encoder_into(model, self.model)
             return model
-        state = self.model.state_dict()
-        if list(self.labels) != list(labels or ()):
-            last = _head_layer(model)
-            state = {k: v for k, v in state.items() if not k.startswith(last + ".")}
-            model.load_state_dict(state, strict=False)
-        else:
-            model.load_state_dict(state)
+        old, labels = list(self.labels), list(labels or ())
+        state, head = self.model.state_dict(), _head_layer(model) + "."
+        same = sorted(old) == sorted(labels)
+        if same and old != labels:  # the same classes in another order: the rows follow
+            rows = torch.tensor([old.index(c) for c in labels], dtype=torch.long)
+            state.update({k: v[rows] for k, v in state.items() if k.startswith(head)})
+        elif not same:
+            state = {k: v for k, v in state.items() if not k.startswith(head)}
+        model.load_state_dict(state, strict=same)
         return model
 
 
