@@ -56,3 +56,24 @@ def test_an_exported_tagger_cuts_a_long_sentence_where_the_run_did(bert, tmp_pat
     _, ours = attnlab.load(run)
     ids = theirs(LONG, truncation=True)["input_ids"]
     assert len(ids) == 8 and ids == ours.encode_for_model([LONG], 8)[0][0]
+
+
+@pytest.mark.slow  # trains a run
+def test_an_exported_gpt2_language_model_cuts_a_long_text_at_its_positions(tmp_path):
+    """A GPT-2 reads at most n_positions ids (the run's --block-size): its tokenizer's
+    truncation=True cut nothing, and the model's position table was indexed past its end."""
+    data = tmp_path / "t.txt"
+    data.write_text("the cat sat on the mat. " * 40)
+    run, out = tmp_path / "run", tmp_path / "hf"
+    assert main(["train", "lm", "--data", str(data), "--out", str(run), "--tokenizer", "char",
+                 "--block-size", "16", "--model-dim", "16", "--num-heads", "2",
+                 "--num-layers", "1", *RUN[2:]]) == 0
+    assert main(["export", str(run), "--hf", str(out)]) == 0
+    theirs = transformers.AutoTokenizer.from_pretrained(out)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
+    batch = theirs([LONG], truncation=True, return_tensors="pt")
+    assert batch["input_ids"].shape == (1, hf.config.n_positions) == (1, 16)
+    model, ours = attnlab.load(run)
+    assert batch["input_ids"][0].tolist() == ours.encode(LONG)[:16]
+    with torch.no_grad():
+        assert_close(hf(**batch).logits, model.eval()(batch["input_ids"]), **TOL)

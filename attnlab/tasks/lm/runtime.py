@@ -347,7 +347,9 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
                 f"positions ({name}, {source}); transformers' generate reads on past them "
                 f"where attnlab generate slides the window, so longer texts continue "
                 f"differently")
-    return hf_model, {"": to_hf_tokenizer(tokenizer)}, note
+    # a GPT-2 reads no more than its positions: truncation=True cuts there, as GPT-2's does
+    limit = n if name == "n_positions" else None
+    return hf_model, {"": to_hf_tokenizer(tokenizer, model_max_length=limit)}, note
 
 
 @torch.no_grad()
