@@ -225,6 +225,7 @@ class Loop:
         self.stats = StepStats(size=batch_size, tokens=module.tokens)  # lr, norm, throughput
         self.signals = _Signals(resume_command(cfg, self.run_dir))
         self._rng_to_restore: dict[str, Any] | None = None
+        self._rank_weight: torch.Tensor | float = 1.0  # DDP: the process's share of targets
         self._unvalidated = False  # resumed after a step whose validation did not run
         self.validated: tuple[int, dict[str, float]] = (-1, {})  # the last validation's step
 
@@ -394,6 +395,26 @@ class Loop:
         elif batches:
             self._carried = batches
 
+    def _step_shares(self, batches: tuple) -> tuple[list, list]:
+        """(each batch's share of this process's loss, the weight of its loss's gradient): the
+        same list but under DDP, where the processes' targets are summed first (a collective
+        every step), so that a process whose batches hold fewer targets (shorter replies, more
+        padding) counts for less, as in one batch of all of them; DDP then averages the
+        gradients over the processes. ``self._rank_weight``: this process's share of the
+        step's targets times the processes (1: one process), for the logged mean. One batch
+        on one process: [1], no count, no reduction on the device."""
+        world = self.fabric.world_size
+        if world == 1 and len(batches) == 1:
+            return [1], [1]
+        counts = [self.module.targets(batch) for batch in batches]
+        shares = _shares(counts)
+        if world == 1:
+            return shares, shares
+        mine = torch.as_tensor(sum(counts), dtype=torch.float32, device=self.fabric.device)
+        total = self.fabric.all_reduce(mine.clone(), reduce_op="sum")
+        self._rank_weight = mine * world / total
+        return shares, [share * self._rank_weight for share in shares]
+
     def _validates(self, step: int) -> bool:
         """Whether the run validates after ``step`` steps."""
         return self.val_loader is not None and step > 0 and step % self.val_every == 0
@@ -413,8 +434,7 @@ class Loop:
         if self.device_batches:
             batches = tuple(fabric.to_device(batch) for batch in batches)
         n, losses, logged = len(batches), [], []
-        # (one batch: no count, no reduction on the device)
-        shares = [1] if n == 1 else _shares([self.module.targets(batch) for batch in batches])
+        shares, weights = self._step_shares(batches)
         for i, batch in enumerate(batches):
             # DDP: the gradients are synced after the step's last batch only (its forward and
             # backward both inside, as DDP asks); one process: nothing to skip
@@ -432,7 +452,7 @@ class Loop:
                 # float16 gradients would otherwise round to zero). Each of N batches' loss is
                 # weighted by its share of the step's targets: the gradients add up to those
                 # of one batch of all N (x * 1 is x exactly: one batch trains as it always did).
-                fabric.backward(loss * shares[i])
+                fabric.backward(loss * weights[i])
             losses.append(loss)
             logged.append(logs)
         loss, logs = _weighted(shares, losses, logged)
@@ -544,9 +564,11 @@ class Loop:
 
     def _mean_of_ranks(self, loss: torch.Tensor, logs: dict[str, torch.Tensor]
                        ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """The step's numbers averaged over the DDP processes (a collective: every rank)."""
+        """The step's numbers averaged over the DDP processes, each weighed by its share of the
+        step's targets (``_step_shares``; a collective: every rank)."""
         numbers = {"loss": loss.detach().float(),
                    **{k: v.detach().float() for k, v in logs.items()}}
+        numbers = {k: v * self._rank_weight for k, v in numbers.items()}  # by targets
         mean = self.fabric.all_reduce(numbers, reduce_op="mean")
         return mean.pop("loss"), mean
 

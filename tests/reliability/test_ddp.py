@@ -84,3 +84,25 @@ def test_an_epoch_under_ddp_is_one_pass_over_the_data_not_one_per_process(tmp_pa
     assert json.loads((tmp_path / "ddp" / "metrics.json").read_text())["steps"] == 4
     cfg = get_task("classify").config(epochs=2, accumulate=2, devices=2, strategy="ddp")
     assert epoch_steps(cfg, 10, cfg.epochs) == 2 * 3  # 5 batches a process: steps of 2, 2, 1
+
+
+def test_two_processes_weigh_their_batches_by_targets_as_one_process_accumulating(tmp_path):
+    """Under DDP each process takes every other batch of the epoch, so two processes of a
+    batch train as one process accumulating two. Translations differ in length: each
+    process's loss is a mean over its own target tokens, and DDP averaged the two means as
+    equals, where one process accumulating weighs each batch by its tokens; the second step
+    (after one update) and the logged losses showed it."""
+    args = ["--max-steps", "3", "--max-number", "1000", "--test-size", "16", "--val-size", "16",
+            "--num-layers", "1", "--model-dim", "16", "--num-heads", "2", "--dropout", "0",
+            "--warmup", "0", "--schedule", "constant", "--lr", "3e-2", "--batch-size", "4",
+            "--accelerator", "cpu", "--threads", "1", "--val-every", "100"]
+    proc = train_ddp("translate", tmp_path / "ddp", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert main(["train", "translate", "--out", str(tmp_path / "one"), *args,
+                 "--accumulate", "2"]) == 0
+    rows = {name: list(csv.DictReader(open(tmp_path / name / "logs" / "metrics.csv")))
+            for name in ("ddp", "one")}
+    losses = {name: [float(r["train_loss"]) for r in rows[name] if r.get("train_loss")]
+              for name in rows}
+    assert len(losses["ddp"]) == len(losses["one"]) == 3
+    assert losses["ddp"] == pytest.approx(losses["one"], abs=1e-5)
