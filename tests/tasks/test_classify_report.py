@@ -126,6 +126,20 @@ def test_balanced_weights_are_sklearns_and_a_file_must_name_every_class(tmp_path
         resolve_class_weights(str(tmp_path / "w.json"), train, ["a", "b", "c"])
 
 
+def test_a_json_weights_file_names_classes_as_the_data_does_spaces_around_them_aside(tmp_path):
+    """Labels are read stripped (" pos" in the data is pos), and so were a CSV's classes; a
+    JSON key " pos" was a class no row has."""
+    from attnlab.errors import UsageError
+
+    train = ["pos", "neg", "neg"]
+    (tmp_path / "w.json").write_text('{" pos": 2, "neg ": 1}')
+    assert resolve_class_weights(str(tmp_path / "w.json"), train, ["neg", "pos"]) == {
+        "neg": 1.0, "pos": 2.0}
+    (tmp_path / "w.json").write_text('{" pos": 2, "pos": 1, "neg": 1}')
+    with pytest.raises(UsageError, match="class 'pos' is given twice"):
+        resolve_class_weights(str(tmp_path / "w.json"), train, ["neg", "pos"])
+
+
 class _Logits(nn.Module):
     """Returns its input as the logits: the loss of given logits."""
 

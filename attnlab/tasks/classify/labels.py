@@ -127,7 +127,7 @@ def read_weights(path: str) -> dict[str, float]:
         if not isinstance(mapping, dict):
             raise UsageError(f"{where}: expected a JSON object {{class: weight}}, got "
                              f"{type(mapping).__name__}")
-        pairs = [(str(k), v, where) for k, v in mapping.items()]
+        pairs = [(str(k).strip(), v, where) for k, v in mapping.items()]  # as labels are
     elif suffix == ".csv":
         import csv
 
