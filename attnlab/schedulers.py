@@ -11,6 +11,7 @@ of the peak lr; W warm-up steps, N steps in all, m = min_lr / lr, p the share of
     linear:                     f = 1 - (1 - m) · p,                p = (e - W) / (N - W)
     wsd (warm-up, stable, decay; Hu et al., 2024, MiniCPM): f = 1 until the last F·N steps,
                                 f = 1 - (1 - m) · p,                p = (e - (N - F·N)) / (F·N)
+                                (a warm-up past N - F·N: p = (e - W) / (N - W), as linear's)
     constant:                   f = 1
 p is held in [0, 1]: after step N the rate stays at the floor.
 All are ``LambdaLR``-style schedulers stepped once per optimiser step (not per epoch).
