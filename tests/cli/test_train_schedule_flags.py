@@ -19,6 +19,10 @@ from attnlab.commands.train import build_config
      "--min-lr 0.0 with --schedule noam: Noam's rate has no floor (--lr is its factor)"),
     (["--schedule", "constant", "--min-lr", "0"],
      "--min-lr 0.0 with --schedule constant: constant holds --lr to the end"),
+    # Noam's AdamW trains with the paper's beta2: --beta2 0.9 was silently unused, and
+    # config.yaml recorded beta2: 0.9 for a run that trained with 0.98
+    (["--schedule", "noam", "--beta2", "0.9"], "--beta2: --schedule noam trains with the "
+     "paper's beta2 0.98 (and eps 1e-9); give another --schedule to set it"),
     (["--accumulate", "0"], "--accumulate must be a positive integer, got 0"),
     (["--label-smoothing", "1"], "--label-smoothing must be in [0, 1), got 1.0"),
 ])
@@ -37,6 +41,11 @@ def test_a_config_file_is_checked_by_the_same_rule(tmp_path, capsys):
     config.write_text("schedule: linear\nlr: 0.001\nmin_lr: 0.5\n")
     assert main(["train", "reverse", "--config", str(config), "--out", str(tmp_path / "r")]) == 2
     assert "--min-lr 0.5 is above --lr 0.001" in capsys.readouterr().err
+
+
+def test_noam_without_beta2_and_beta2_with_another_schedule_still_train():
+    assert build_config("reverse", {"schedule": "noam"}).schedule == "noam"
+    assert build_config("reverse", {"schedule": "linear", "beta2": 0.95}).beta2 == 0.95
 
 
 def test_wsd_and_linear_record_the_defaults_they_train_with():
