@@ -11,6 +11,7 @@ of the peak lr; W warm-up steps, N steps in all, m = min_lr / lr, p the share of
     linear:                     f = 1 - (1 - m) · p,                p = (e - W) / (N - W)
     wsd (warm-up, stable, decay; Hu et al., 2024, MiniCPM): f = 1 until the last F·N steps,
                                 f = 1 - (1 - m) · p,                p = (e - (N - F·N)) / (F·N)
+                                (a warm-up past N - F·N: p = (e - W) / (N - W), as linear's)
     constant:                   f = 1
 p is held in [0, 1]: after step N the rate stays at the floor.
 All are ``LambdaLR``-style schedulers stepped once per optimiser step (not per epoch).
@@ -31,9 +32,16 @@ __all__ = ["CosineWarmupScheduler", "NoamScheduler", "WarmupDecayScheduler", "DE
 
 
 def cosine_warmup_factor(step: int, warmup: int, max_iters: int) -> float:
-    """The course's multiplier of the base learning rate at step ``step``."""
+    """The course's multiplier of the base learning rate at step ``step``; ``warmup`` 0 is
+    none: step 0 trains at the cosine's 1, not at 0 (the course's e / W, read as e ≤ W, gave
+    ``--warmup 0`` a first step at rate 0).
+
+    Examples:
+        >>> cosine_warmup_factor(0, 0, 100), cosine_warmup_factor(5, 10, 100) < 0.5
+        (1.0, True)
+    """
     lr_factor = 0.5 * (1 + math.cos(math.pi * step / max_iters))
-    if step <= warmup:
+    if step < warmup:  # at step == warmup, e / W is 1
         lr_factor *= step / warmup
     return lr_factor
 
@@ -142,7 +150,7 @@ def schedule_lr(schedule: str, step: int, *, lr: float, warmup: int, max_iters: 
     if schedule == "noam":
         return noam_factor(step, d_model, max(1, warmup), lr)
     if schedule == "cosine" and min_lr is None:
-        return lr * cosine_warmup_factor(step, max(1, warmup), max_iters)
+        return lr * cosine_warmup_factor(step, warmup, max_iters)
     floor = (min_lr or 0.0) / lr
     return lr * decay_factor(schedule, step, warmup=warmup, max_iters=max_iters, floor=floor,
                              cooldown=cooldown)
@@ -151,6 +159,11 @@ def schedule_lr(schedule: str, step: int, *, lr: float, warmup: int, max_iters: 
 def _check(name: str, value: int) -> None:
     if not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_warmup(warmup: int) -> None:
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
 
 
 def _check_decay(schedule: str, min_lr: float, cooldown: float | None) -> None:
@@ -172,7 +185,7 @@ class CosineWarmupScheduler(optim.lr_scheduler._LRScheduler):
 
     Args:
         optimizer: the wrapped optimizer; its lr is the peak learning rate.
-        warmup: warm-up steps.
+        warmup: warm-up steps (0: none, the first step at the base lr).
         max_iters: steps until the factor reaches 0.
 
     Examples:
@@ -185,7 +198,7 @@ class CosineWarmupScheduler(optim.lr_scheduler._LRScheduler):
     """
 
     def __init__(self, optimizer: optim.Optimizer, warmup: int, max_iters: int) -> None:
-        _check("warmup", warmup)
+        _check_warmup(warmup)
         _check("max_iters", max_iters)
         self.warmup, self.max_num_iters = warmup, max_iters
         super().__init__(optimizer)
@@ -265,8 +278,7 @@ class WarmupDecayScheduler(optim.lr_scheduler._LRScheduler):
                  cooldown: float | None = None) -> None:
         if schedule not in DECAYS:
             raise ValueError(f"schedule must be one of {', '.join(DECAYS)}, got {schedule!r}")
-        if not isinstance(warmup, int) or warmup < 0:
-            raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
+        _check_warmup(warmup)
         _check("max_iters", max_iters)
         peak = optimizer.param_groups[0]["lr"] if peak_lr is None else peak_lr
         if not 0 <= min_lr <= peak:

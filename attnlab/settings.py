@@ -275,8 +275,8 @@ class TrainSettings:
                                      "PyTorch's 0.9, the papers' and Noam's too)", low=0,
                            below=1, absent=0.9)
     beta2: float = setting(0.999, help="AdamW's second-moment decay (the cosine schedule's; "
-                                       "Noam uses the paper's 0.98)", low=0, below=1,
-                        absent=0.999)
+                                       "Noam uses the paper's 0.98: refused with it)",
+                        low=0, below=1, absent=0.999)
     optimizer: str = setting("adamw", choices=OPTIMIZERS, absent="adamw",
                              help="adamw; or muon: Muon for the weight matrices of the "
                                   "Transformer blocks, AdamW for the rest (docs/schedules.md)")

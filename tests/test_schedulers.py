@@ -60,8 +60,8 @@ def test_noam_factor_scales_the_rate():
 
 
 @pytest.mark.parametrize("make,message", [
-    (lambda o: CosineWarmupScheduler(o, warmup=0, max_iters=10),
-     "warmup must be a positive integer, got 0"),
+    (lambda o: CosineWarmupScheduler(o, warmup=-1, max_iters=10),
+     "warmup must be an integer >= 0, got -1"),
     (lambda o: NoamScheduler(o, d_model=-4), "d_model must be a positive integer, got -4"),
 ])
 def test_bad_schedule_arguments(make, message):
@@ -180,3 +180,21 @@ def test_a_warmup_longer_than_the_budget_trains_the_rates_plot_lr_and_the_warnin
         assert sched.get_lr_factor(step) * (1.0 if schedule == "noam" else 1e-2) == \
             pytest.approx(drawn, rel=1e-12), step
 
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "noam", "wsd", "linear", "constant"])
+def test_warmup_0_trains_the_first_step_at_the_peak_with_every_schedule(schedule):
+    """--warmup 0 is no warm-up: the first optimiser step trains at --lr (Noam: its peak,
+    step 0 counting as 1). The course's cosine read it as a warm-up of one step and trained
+    step 0 at rate 0 (metrics.csv's first row: lr 0.0), while wsd, linear and constant began
+    at the peak."""
+    from attnlab.schedulers import noam_factor, schedule_lr
+    from attnlab.training.module import make_optimizer
+
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    settings = {"lr": 1e-2, "warmup": 0, "schedule": schedule}
+    opt, _ = make_optimizer(params, settings, model_dim=16, max_steps=20)
+    peak = noam_factor(1, 16, 1, 1e-2) if schedule == "noam" else 1e-2
+    assert opt.param_groups[0]["lr"] == pytest.approx(peak, rel=1e-12)
+    assert schedule_lr(schedule, 0, lr=1e-2, warmup=0, max_iters=20, d_model=16) == \
+        pytest.approx(peak, rel=1e-12)

@@ -83,8 +83,9 @@ class ScheduleOptions:
     schedule: str = setting("cosine", choices=(*SCHEDULES, *_LR_GROUPS),
                             help="which schedule; both: cosine and noam; all: every one, a "
                                  "panel each (default cosine)")
-    warmup: int = setting(None, low=1, optional=True, metavar="W",
-                          help="warm-up steps (cosine 100, noam 4000)")
+    # low=0 as attnlab train's --warmup: a run trained with --warmup 0 can be drawn
+    warmup: int = setting(None, low=0, optional=True, metavar="W",
+                          help="warm-up steps (0: none; cosine 100, noam 4000)")
     max_iters: int = setting(None, low=1, optional=True, metavar="N",
                              help="steps (cosine 2000, noam 20000)")
     d_model: int = setting(512, low=1, metavar="N", help="Noam's d_model (default 512)")

@@ -287,9 +287,18 @@ def _as_given(name: str, value: Any, where: str) -> tuple[str, str]:
     return f"{where}: {name} {value}", name
 
 
+def _shared_unused(cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
+    """The shared settings ``cfg`` trains without, as ``Task.unused_settings`` gives a task's:
+    Noam's AdamW takes the paper's β₂ (``make_optimizer``), whatever --beta2 says."""
+    if cfg["schedule"] == "noam":
+        return [(["beta2"], "--schedule noam trains with the paper's beta2 0.98 (and eps 1e-9); "
+                            "give another --schedule to set it")]
+    return []
+
+
 def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
     """A UsageError naming every setting given (flag or --config) that this run would not use."""
-    for names, why in task.unused_settings(cfg):
+    for names, why in [*_shared_unused(cfg), *task.unused_settings(cfg)]:
         named = [k for k in names if k in given]
         if named:
             flags = ", ".join(flag(k) if cfg[k] is not False else as_typed(k, False)

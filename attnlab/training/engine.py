@@ -769,14 +769,16 @@ def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> 
         d_model = int(cfg["model_dim"] if isinstance(cfg, dict) else cfg.model_dim)
         if warmup <= max_steps:
             return None
-        reached = noam_factor(max_steps, d_model, warmup, lr) / noam_factor(warmup, d_model, warmup, lr)
+        last = max_steps - 1  # the rate of the last step trained: steps are 0..max_steps-1
+        reached = noam_factor(last, d_model, warmup, lr) / noam_factor(warmup, d_model, warmup, lr)
         return (f"--warmup {warmup} is longer than the {max_steps}-step budget: the Noam "
                 f"schedule reaches {reached:.2f} of its peak; shorten --warmup or raise the budget")
     if not opt_cfg.warmup:
         return None
-    # The factor falls after the warm-up, so the peak lies in steps 0..min(warmup, budget);
-    # at most ~10,000 of them are looked at (a budget of 10^11 steps must not hang here).
-    end = min(warmup, max_steps)
+    # The factor falls after the warm-up, so the peak lies in steps 0..min(warmup, budget - 1)
+    # (step max_steps is never trained: metrics.csv's last lr is step max_steps - 1's); at
+    # most ~10,000 of them are looked at (a budget of 10^11 steps must not hang here).
+    end = min(warmup, max_steps - 1)
     steps = [*range(0, end, max(1, end // 10_000)), end]
     peak, at = max((schedule_lr(opt_cfg.schedule, e, lr=1.0, warmup=warmup, max_iters=max_steps,
                                 min_lr=None if opt_cfg.min_lr is None else opt_cfg.min_lr / lr,

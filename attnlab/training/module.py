@@ -256,13 +256,13 @@ def make_scheduler(opt: torch.optim.Optimizer, cfg: Any, *, model_dim: int, max_
     # the warm-up and length as given, also when the warm-up is longer than the run: the rates
     # that plot lr, lr_schedule.png and warmup_note read off schedule_lr, and the course's
     # CosineWarmupScheduler(warmup, max_iters) (cutting the warm-up to the budget trained others)
-    warmup = max(1, int(opt_cfg.warmup))
-    if opt_cfg.schedule == "noam":
-        return NoamScheduler(opt, model_dim, warmup=warmup, factor=float(opt_cfg.lr))
-    if opt_cfg.schedule == "cosine" and opt_cfg.min_lr is None:
-        return CosineWarmupScheduler(opt, warmup=warmup, max_iters=max(1, max_steps))
-    # --warmup 0 means none here (the first step trains at the peak); a warm-up longer than
+    if opt_cfg.schedule == "noam":  # its step 0 counts as 1: --warmup 0 peaks at once
+        return NoamScheduler(opt, model_dim, warmup=max(1, int(opt_cfg.warmup)),
+                             factor=float(opt_cfg.lr))
+    # --warmup 0 means none (the first step trains at the peak); a warm-up longer than
     # the run ramps to the end, as warmup_note says and lr_schedule.png draws
+    if opt_cfg.schedule == "cosine" and opt_cfg.min_lr is None:
+        return CosineWarmupScheduler(opt, warmup=int(opt_cfg.warmup), max_iters=max(1, max_steps))
     return WarmupDecayScheduler(opt, opt_cfg.schedule, warmup=int(opt_cfg.warmup),
                                 max_iters=max_steps, min_lr=float(opt_cfg.min_lr or 0.0),
                                 peak_lr=float(opt_cfg.lr), cooldown=opt_cfg.cooldown)

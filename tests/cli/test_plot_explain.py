@@ -123,7 +123,7 @@ def test_plot_pe_and_lr_write_pngs(tmp_path, capsys):
                      "--out", str(lr)]) == 0
         assert lr.read_bytes()[:8] == PNG
     capsys.readouterr()
-    assert main(["plot", "lr", "--warmup", "0"]) == 2
+    assert main(["plot", "lr", "--warmup", "-1"]) == 2
     assert "--warmup" in capsys.readouterr().err
     assert main(["plot", "pe", "--d-model", "0"]) == 2
     assert "--d-model" in capsys.readouterr().err
@@ -138,6 +138,23 @@ def test_lr_curve_matches_the_schedulers():
     assert cos[100] == pytest.approx(0.0, abs=1e-12)
     noam = lr_curve("noam", warmup=10, max_iters=50, d_model=64)
     assert noam[10] == pytest.approx(noam_factor(10, 64, 10)) and max(noam) == noam[10]
+
+
+def test_plot_lr_draws_a_run_trained_with_warmup_0(tmp_path, monkeypatch):
+    """attnlab train takes --warmup 0 (no warm-up), and plot lr refused it ("--warmup must be
+    a positive integer, got 0"): the schedule such a run trained with could not be drawn.
+    Each curve starts at its peak."""
+    from attnlab import viz
+    from attnlab.schedulers import noam_factor
+
+    drawn = {}
+    monkeypatch.setattr(viz, "plot_lr_schedule", lambda curves, out, **_: drawn.update(curves))
+    assert main(["plot", "lr", "--schedule", "all", "--warmup", "0", "--max-iters", "20",
+                 "--out", str(tmp_path / "lr.png")]) == 0
+    assert len(drawn) == 5
+    for label, curve in drawn.items():
+        peak = noam_factor(1, 512, 1) if label.startswith("Noam") else 1.0
+        assert curve[0] == pytest.approx(peak, rel=1e-12) and max(curve) == curve[0], label
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 exit 2, before a run directory; given right, config.yaml records the schedule the run trains
 with; `plot lr` draws every schedule and refuses what train refuses."""
 import pytest
+import torch
 
 from attnlab.cli import main
 from attnlab.commands.train import build_config
@@ -18,6 +19,10 @@ from attnlab.commands.train import build_config
      "--min-lr 0.0 with --schedule noam: Noam's rate has no floor (--lr is its factor)"),
     (["--schedule", "constant", "--min-lr", "0"],
      "--min-lr 0.0 with --schedule constant: constant holds --lr to the end"),
+    # Noam's AdamW trains with the paper's beta2: --beta2 0.9 was silently unused, and
+    # config.yaml recorded beta2: 0.9 for a run that trained with 0.98
+    (["--schedule", "noam", "--beta2", "0.9"], "--beta2: --schedule noam trains with the "
+     "paper's beta2 0.98 (and eps 1e-9); give another --schedule to set it"),
     (["--accumulate", "0"], "--accumulate must be a positive integer, got 0"),
     (["--label-smoothing", "1"], "--label-smoothing must be in [0, 1), got 1.0"),
 ])
@@ -36,6 +41,11 @@ def test_a_config_file_is_checked_by_the_same_rule(tmp_path, capsys):
     config.write_text("schedule: linear\nlr: 0.001\nmin_lr: 0.5\n")
     assert main(["train", "reverse", "--config", str(config), "--out", str(tmp_path / "r")]) == 2
     assert "--min-lr 0.5 is above --lr 0.001" in capsys.readouterr().err
+
+
+def test_noam_without_beta2_and_beta2_with_another_schedule_still_train():
+    assert build_config("reverse", {"schedule": "noam"}).schedule == "noam"
+    assert build_config("reverse", {"schedule": "linear", "beta2": 0.95}).beta2 == 0.95
 
 
 def test_wsd_and_linear_record_the_defaults_they_train_with():
@@ -68,8 +78,36 @@ def test_the_warmup_warning_reads_each_schedule():
     from attnlab.training.engine import warmup_note
 
     noam = build_config("reverse", {"schedule": "noam", "warmup": 4000, "max_steps": 100})
-    assert "the Noam schedule reaches 0.03 of its peak" in warmup_note(noam, 100)
+    assert "the Noam schedule reaches 0.02 of its peak" in warmup_note(noam, 100)  # 99/4000
     wsd = build_config("reverse", {"schedule": "wsd", "warmup": 50, "max_steps": 100})
     assert warmup_note(wsd, 100) is None
     long = build_config("reverse", {"schedule": "linear", "warmup": 400, "max_steps": 100})
     assert "peaks at 0.25 x --lr" in warmup_note(long, 100)
+
+
+@pytest.mark.parametrize("schedule", ["wsd", "linear", "constant", "cosine", "noam"])
+def test_the_warmup_warning_says_the_highest_rate_a_step_trains_at(schedule):
+    """A 20-step run trains steps 0..19 (metrics.csv's lr column: 0.0 ... 19/30 of --lr for
+    wsd with --warmup 30); the warning read step 20 too, never trained, and said "peaks at
+    0.67 x --lr 0.001 (step 20)" (Noam: "reaches 0.67 of its peak") where the run peaked at
+    0.63."""
+    from attnlab.training.engine import warmup_note
+    from attnlab.training.module import make_optimizer
+
+    settings = {"schedule": schedule, "warmup": 30, "max_steps": 20, "lr": 1e-3}
+    cfg = build_config("reverse", settings)
+    opt, sched = make_optimizer([torch.nn.Parameter(torch.zeros(2))], cfg, model_dim=32,
+                                max_steps=20)
+    rates = []
+    for _ in range(20):  # the rate each of the 20 steps trains at
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    if schedule == "noam":
+        peak = sched.get_lr_factor(30)  # the rate at the end of the warm-up, never reached
+        assert f"reaches {max(rates) / peak:.2f} of its peak" in warmup_note(cfg, 20)
+        assert f"{max(rates) / peak:.2f}" == "0.63"
+        return
+    top = max(range(20), key=rates.__getitem__)
+    shown = f"peaks at {rates[top] / 1e-3:.2f} x --lr 0.001 (step {top})"
+    assert shown in warmup_note(cfg, 20), warmup_note(cfg, 20)
