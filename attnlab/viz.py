@@ -398,9 +398,12 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
     ax = fig.add_subplot(grid[0, :])
     # cells centred on 0, 1, 2, ...: positions and dimensions count from 0, as in PE(pos, 2i)
     # and the curves below (the course's figure counted both from 1)
-    image = ax.imshow(pe.T.numpy(), cmap="RdGy", aspect="auto", origin="lower",
+    # every value lies in [-1, 1]: a fixed range keeps 0 at the diverging map's white centre
+    # (scaled to a few positions' own range, 0 was drawn red and 0.3 white); whole ticks only
+    image = ax.imshow(pe.T.numpy(), cmap="RdGy", aspect="auto", origin="lower", vmin=-1, vmax=1,
                       extent=(-0.5, max_len - 0.5, -0.5, d_model - 0.5))
     fig.colorbar(image, ax=ax)
+    _whole_ticks(ax)
     ax.set_xlabel("position in sequence")
     ax.set_ylabel("hidden dimension")
     ax.set_title(f"sinusoidal positional encoding (d_model={d_model})")
@@ -411,8 +414,18 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
         sub.set_title(f"dimension {d} ({'sin' if d % 2 == 0 else 'cos'})", fontsize=9)
         sub.set_xlabel("position")
         sub.set_ylim(-1.1, 1.1)
+        _whole_ticks(sub, y=False)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def _whole_ticks(ax, *, y: bool = True) -> None:
+    """Ticks at whole numbers only on ``ax``'s x axis (and y): positions and dimensions have
+    no 0.5 (matplotlib put ticks at -0.5, 0.0, 0.5, ... for a few positions)."""
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in (ax.xaxis, ax.yaxis) if y else (ax.xaxis,):
+        axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def lr_curve(schedule: str, *, warmup: int, max_iters: int, d_model: int = 512,
