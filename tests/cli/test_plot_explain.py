@@ -205,9 +205,11 @@ def test_no_figure_is_replaced_without_being_named(tiny_run, tmp_path, monkeypat
         assert (tmp_path / name).read_bytes() == b"mine"
 
 
-def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys):
-    """`plot attention RUN --out RUN/attention.png` must not replace the figure training made."""
-    made = tiny_run / "attention.png"
+@pytest.mark.parametrize("name", ["attention.png", "confusion.png"])
+def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys, name):
+    """`plot attention RUN --out RUN/attention.png` must not replace the figure training made,
+    nor `--out RUN/confusion.png` a classify run's confusion matrix (it once did)."""
+    made = tiny_run / name
     made.write_bytes(b"training's figure")
     _refused(["plot", "attention", str(tiny_run), "--input", "1 2", "--out", str(made)], capsys,
              str(made), "--out")
