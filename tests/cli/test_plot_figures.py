@@ -97,3 +97,18 @@ def test_a_graph_figure_and_page_single_out_the_node_named(runs, drawn, tmp_path
         data = read_data(page.read_text(encoding="utf-8"))
         assert data["focus"] == {"axis": "q", "index": int(node)}
     assert (tmp_path / "node0.png").read_bytes() != (tmp_path / "node33.png").read_bytes()
+
+
+def test_a_text_past_max_len_is_said_to_be_cut(runs, tmp_path, capsys):
+    """A classify text longer than --max-len (256) was drawn as its first 256 tokens under a
+    title that shows the whole input, without a word: the figure passed for the whole text's.
+    A note now says how many tokens the maps cover."""
+    run, _ = runs["classify"]
+    for words, said in ((280, ["note: --input has 280 tokens; the model reads the first 256 "
+                               "(--max-len 256): the attention maps are of those"]),
+                        (256, [])):
+        text = " ".join(["the film was great"] * (words // 4))
+        code = main(["plot", "attention", str(run), "--input", text, "--out",
+                     str(tmp_path / f"{words}.png")])
+        err = capsys.readouterr().err
+        assert code == 0 and err.splitlines() == said, err
