@@ -502,3 +502,16 @@ def note_unknown(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> N
     note = unknown_note(tokenizer, texts, labels)
     if note:
         print(f"note: {note}", file=sys.stderr, flush=True)
+
+
+def note_cut(total: int, kept: int, max_len: int, *, what: str = "--input",
+             unit: str = "tokens") -> None:
+    """A note on standard error when a model reads only the first ``kept`` of an input's
+    ``total`` tokens (or words), cut by ``--max-len``: attention maps of them would otherwise
+    pass for the whole input's (predict cuts texts so too, as documented, but draws no map)."""
+    import sys
+
+    if total > kept:
+        print(f"note: {what} has {total:,} {unit}; the model reads the first {kept:,} "
+              f"(--max-len {max_len}): the attention maps are of those", file=sys.stderr,
+              flush=True)

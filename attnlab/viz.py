@@ -203,7 +203,8 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         title: a title over the figure (wrapped to the figure's width).
         cmap: matplotlib colour map.
         kind: what every map is, named in each panel's title (e.g. "cross" for a decoder's
-            attention over the source).
+            attention over the source). "causal" (square maps): the weights of keys after
+            their query, zero by the mask, are drawn grey, and the title says so.
         mark_row: a query row to outline in every panel, its label always shown (a graph
             node's row).
 
@@ -226,17 +227,13 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
     rows, columns = _panels(layers)
     fontsize = 7 if max(T_q, T_k) > 16 else 9
     x_text, y_text = _short(x_labels), _short(y_labels)
+    if kind == "causal":  # what the grey cells are, on the figure
+        title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
     (width, height), wrapped = _figure_size(rows, columns, max(T_q, T_k), x_text, y_text,
                                             fontsize, title)
     fig = _pyplot().figure(figsize=(width, height), layout="constrained")
-    grid = fig.add_gridspec(len(rows), columns)
-    axes = []
-    for r, panels in enumerate(rows):
-        for c, (l, h) in enumerate(panels):
-            which = f"mean of {layers[l].shape[0]} heads" if h is None else f"head {h + 1}"
-            axes.append(_panel(fig, grid[r, c], layers[l].mean(0) if h is None else layers[l][h],
-                               f"{kind + ' · ' if kind else ''}layer {l + 1}, {which}", cmap,
-                               mark_row))
+    axes = _draw_panels(fig, fig.add_gridspec(len(rows), columns), rows, layers, kind, cmap,
+                        mark_row)
     if wrapped:
         fig.suptitle(wrapped, fontsize=_TITLE_POINTS)
     fig.draw_without_rendering()  # the layout, so that labels are measured where they are drawn
@@ -260,12 +257,39 @@ def _check_sizes(layers, x_labels, y_labels, mark_row) -> tuple[int, int]:
     return T_q, T_k
 
 
-def _panel(fig, where, weights: torch.Tensor, title: str, cmap: str, mark_row: int | None):
+def _draw_panels(fig, grid, rows, layers, kind: str | None, cmap: str, mark_row: int | None):
+    """Every panel of ``rows`` (``_panels``) in ``grid``, titled by layer and head (and
+    ``kind``); returns their axes."""
+    axes = []
+    for r, panels in enumerate(rows):
+        for c, (l, h) in enumerate(panels):
+            which = f"mean of {layers[l].shape[0]} heads" if h is None else f"head {h + 1}"
+            axes.append(_panel(fig, grid[r, c], layers[l].mean(0) if h is None else layers[l][h],
+                               f"{kind + ' · ' if kind else ''}layer {l + 1}, {which}", cmap,
+                               mark_row, causal=kind == "causal"))
+    return axes
+
+
+BLOCKED = "#c8c8c8"  # the colour of a weight the causal mask blocked
+
+
+def _panel(fig, where, weights: torch.Tensor, title: str, cmap: str, mark_row: int | None, *,
+           causal: bool = False):
     """One (T_q, T_k) map in the grid cell ``where``, scaled 0 to its largest weight, with its
-    colour bar (and ``mark_row`` outlined); returns its axes."""
+    colour bar (and ``mark_row`` outlined); ``causal``: keys after their query in ``BLOCKED``
+    grey where their weight is 0, as the mask makes it (one that is not, a leak of the future,
+    is drawn as it is). Returns its axes."""
+    import numpy as np
+    from matplotlib import colormaps
+
     ax = fig.add_subplot(where)
-    image = ax.imshow(weights.numpy(), vmin=0, vmax=max(1e-9, float(weights.max())), cmap=cmap,
-                      aspect="auto", interpolation="nearest")
+    values = weights.numpy()
+    if causal:
+        future = np.triu(np.ones(values.shape, dtype=bool), 1)  # (T_q, T_k): key j > query i
+        values = np.ma.masked_where(future & (values == 0), values)
+    image = ax.imshow(values, vmin=0, vmax=max(1e-9, float(weights.max())),
+                      cmap=colormaps[cmap].with_extremes(bad=BLOCKED), aspect="auto",
+                      interpolation="nearest")
     ax.set_xlabel("key", fontsize=8)
     ax.set_ylabel("query", fontsize=8)
     ax.set_title(title, fontsize=9)
@@ -398,9 +422,12 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
     ax = fig.add_subplot(grid[0, :])
     # cells centred on 0, 1, 2, ...: positions and dimensions count from 0, as in PE(pos, 2i)
     # and the curves below (the course's figure counted both from 1)
-    image = ax.imshow(pe.T.numpy(), cmap="RdGy", aspect="auto", origin="lower",
+    # every value lies in [-1, 1]: a fixed range keeps 0 at the diverging map's white centre
+    # (scaled to a few positions' own range, 0 was drawn red and 0.3 white); whole ticks only
+    image = ax.imshow(pe.T.numpy(), cmap="RdGy", aspect="auto", origin="lower", vmin=-1, vmax=1,
                       extent=(-0.5, max_len - 0.5, -0.5, d_model - 0.5))
     fig.colorbar(image, ax=ax)
+    _whole_ticks(ax)
     ax.set_xlabel("position in sequence")
     ax.set_ylabel("hidden dimension")
     ax.set_title(f"sinusoidal positional encoding (d_model={d_model})")
@@ -411,8 +438,18 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
         sub.set_title(f"dimension {d} ({'sin' if d % 2 == 0 else 'cos'})", fontsize=9)
         sub.set_xlabel("position")
         sub.set_ylim(-1.1, 1.1)
+        _whole_ticks(sub, y=False)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def _whole_ticks(ax, *, y: bool = True) -> None:
+    """Ticks at whole numbers only on ``ax``'s x axis (and y): positions and dimensions have
+    no 0.5 (matplotlib put ticks at -0.5, 0.0, 0.5, ... for a few positions)."""
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in (ax.xaxis, ax.yaxis) if y else (ax.xaxis,):
+        axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def lr_curve(schedule: str, *, warmup: int, max_iters: int, d_model: int = 512,

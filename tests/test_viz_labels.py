@@ -112,6 +112,20 @@ def test_the_pe_heatmap_counts_positions_and_dimensions_from_0_as_its_curves_and
     assert x[2] == 2 and y[2] == pytest.approx(math.cos(2), abs=1e-6)
 
 
+def test_the_pe_colour_bar_spans_minus_1_to_1_with_whole_position_ticks(drawn):
+    """Over three positions the heatmap's colours ran from the table's own minimum (-0.42) to
+    1, so its diverging map drew PE = 0 red and 0.3 white, and the position axis was ticked
+    at -0.5, 0.0, 0.5, ... though there is no position 0.5."""
+    viz.plot_positional_encoding(16, 3, "unused.png")
+    (fig,) = drawn
+    (heatmap,) = [ax for ax in fig.axes if ax.get_images()]
+    assert heatmap.get_images()[0].get_clim() == (-1, 1)  # white is 0, as the bar reads
+    fig.canvas.draw()
+    for ax in fig.axes[:1] + [ax for ax in fig.axes if ax.get_title().startswith("dimension")]:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks == [0, 1, 2], (ax.get_title(), ticks)
+
+
 def test_characters_no_font_draws_are_named_once(tmp_path, capsys):
     """matplotlib warned once per missing character, a screen of warnings for a Chinese
     sentence, and the figure showed boxes without saying so. Yi syllables are in none of the

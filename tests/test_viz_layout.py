@@ -86,6 +86,35 @@ def test_cross_attention_panels_say_cross(drawn):
         f"cross · layer {l}, head {h}" for l in (1, 2) for h in (1, 2)]
 
 
+def test_causal_panels_draw_the_masked_keys_grey_and_say_so(drawn):
+    """An lm's map drew the keys after each query, which the causal mask blocks, in the same
+    colour as a weight near 0 that the model chose: a reader could not tell them apart. They
+    are grey now (the colour map's "bad" colour), the title says what grey is, and a weight
+    above the diagonal that is not 0 (a leak of the future) is still drawn as a weight."""
+    import numpy as np
+    from matplotlib.colors import to_rgba
+
+    from attnlab.nn import causal_mask, scaled_dot_product
+
+    q = k = torch.randn(2, 5, 4)  # (H, T, d)
+    _, weights = scaled_dot_product(q, k, k, causal_mask(5))  # (H, T, T)
+    leaked = weights.clone()
+    leaked[1, 0, 4] = 0.3  # head 2: query 0 reads key 4
+    viz.plot_attention([weights, leaked], list("abcde"), list("abcde"), "unused.png",
+                       kind="causal", title="lm")
+    fig = drawn[0]
+    assert "grey: a key after its query (the causal mask)" in fig._suptitle.get_text()
+    above = np.triu(np.ones((5, 5), dtype=bool), 1)
+    for i, (ax, shown) in enumerate(zip(panels(fig), [*weights, *leaked])):
+        image = ax.get_images()[0]
+        grey = np.ma.getmaskarray(image.get_array())
+        expected = above.copy()
+        expected[0, 4] = i != 3  # the leaked weight is drawn
+        assert (grey == expected).all(), ax.get_title()
+        assert tuple(image.get_cmap().get_bad()) == to_rgba(viz.BLOCKED)
+        np.testing.assert_allclose(image.get_array().filled(0), shown.numpy(), atol=1e-7)
+
+
 def test_thinned_character_labels_read_as_runs_of_text():
     text = [c if c != " " else "␣" for c in "the quick brown"]  # as viz._short shows them
     positions, texts = viz.thinned_labels(text, 5)

@@ -107,6 +107,29 @@ def _given(args, *flags: str) -> str:
     return " and ".join(given or flags)
 
 
+_NAMES = {"q": "queries", "k": "keys", "v": "values"}
+
+
+def _named(args, name: str) -> str:
+    """Matrix ``name`` as a message names it, with its verb: by its flag where the user gave
+    it, else as the example's (a user who gave only --q was told "--k rows have 3", of a flag
+    never given)."""
+    if getattr(args, name):
+        return f"--{name} has"
+    return f"the example's {_NAMES[name]} (used without --{name}) have"
+
+
+def _check_shapes(args, q, k, v) -> None:
+    """``UsageError`` unless queries and keys have one width and there is a value per key."""
+    if len(q[0]) != len(k[0]):
+        raise UsageError(f"{_named(args, 'q')} rows of {len(q[0])} numbers but "
+                         f"{_named(args, 'k')} rows of {len(k[0])}: queries and keys must have "
+                         f"the same width d_k")
+    if len(k) != len(v):
+        raise UsageError(f"{_named(args, 'k')} {len(k)} row{'s' * (len(k) != 1)} but "
+                         f"{_named(args, 'v')} {len(v)}: one value per key")
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -115,11 +138,7 @@ def run(args: argparse.Namespace) -> int:
     q = parse_matrix(args.q, "--q") if args.q else EXAMPLE["q"]
     k = parse_matrix(args.k, "--k") if args.k else EXAMPLE["k"]
     v = parse_matrix(args.v, "--v") if args.v else EXAMPLE["v"]
-    if len(q[0]) != len(k[0]):
-        raise UsageError(f"--q rows have {len(q[0])} numbers but --k rows have {len(k[0])}: "
-                         f"queries and keys must have the same width d_k")
-    if len(k) != len(v):
-        raise UsageError(f"--k has {len(k)} rows but --v has {len(v)}: one value per key")
+    _check_shapes(args, q, k, v)
     Q, K, V = (torch.tensor(m, dtype=torch.float64) for m in (q, k, v))
     mask = None
     if args.mask:

@@ -153,7 +153,8 @@ class Capabilities:
             the rule ``fractions_leave_training`` applies, at train time and to a run's
             config.yaml (``Task.fractions_broken``).
         attention_kind: what its attention maps are, for a figure's title (translate:
-            ``"cross"``); None: self-attention.
+            ``"cross"``; lm: ``"causal"``, whose blocked keys the figure draws grey); None:
+            self-attention.
         hf_auto_class: ``attnlab export DIR --hf OUT`` writes its runs, and this
             ``transformers`` auto class loads OUT (named in the command's last line). The
             runtime's ``export_hf(task, run_dir, cfg)`` returns (Hugging Face model,

@@ -67,6 +67,23 @@ def test_explain_errors_exit_2_naming_the_flag(args, named, capsys):
     assert len(err.strip().splitlines()) == 1 and named in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--q", "[[1,0]]"], "--q has rows of 2 numbers but the example's keys (used without --k) "
+                         "have rows of 3: queries and keys must have the same width d_k"),
+    (["--v", "[[1],[2]]"], "the example's keys (used without --k) have 4 rows but --v has 2: "
+                           "one value per key"),
+    (["--k", "[[1,0,0]]"], "--k has 1 row but the example's values (used without --v) have 4: "
+                           "one value per key"),
+    (["--k", "[[1,0]]", "--q", "[[1,0,0]]"], "--q has rows of 3 numbers but --k has rows of 2: "
+                                             "queries and keys must have the same width d_k"),
+])
+def test_explain_names_a_flag_only_where_it_was_given(args, said, capsys):
+    """Given only --q of width 2, explain said "--k rows have 3": a flag the user never gave,
+    so the mistake read as theirs; the example's matrices are named as the example's."""
+    assert main(["explain", *args]) == 2
+    assert capsys.readouterr().err == f"attnlab: error: {said}\n"
+
+
 @pytest.fixture
 def tiny_run(tmp_path):
     """A reverse run directory written without training (random weights): enough to plot."""
@@ -222,9 +239,11 @@ def test_no_figure_is_replaced_without_being_named(tiny_run, tmp_path, monkeypat
         assert (tmp_path / name).read_bytes() == b"mine"
 
 
-def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys):
-    """`plot attention RUN --out RUN/attention.png` must not replace the figure training made."""
-    made = tiny_run / "attention.png"
+@pytest.mark.parametrize("name", ["attention.png", "confusion.png"])
+def test_a_runs_own_figure_is_never_replaced(tiny_run, capsys, name):
+    """`plot attention RUN --out RUN/attention.png` must not replace the figure training made,
+    nor `--out RUN/confusion.png` a classify run's confusion matrix (it once did)."""
+    made = tiny_run / name
     made.write_bytes(b"training's figure")
     _refused(["plot", "attention", str(tiny_run), "--input", "1 2", "--out", str(made)], capsys,
              str(made), "--out")

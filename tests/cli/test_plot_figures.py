@@ -1,6 +1,7 @@
 """`attnlab plot attention` of a run of every task: a figure that fits a screen at
 100 % (about 2,000 px a side), one panel per map and no empty axes, a translation's panels
 named "cross"; a graph's figure and page single out the node --input names."""
+import numpy as np
 import pytest
 
 from attnlab import viz
@@ -29,7 +30,8 @@ def drawn(monkeypatch):
             "title": fig._suptitle.get_text() if fig._suptitle else "",
             "boxes": [[(p.get_y(), p.get_height()) for p in ax.patches] for ax in panels(fig)],
             "bold": [[t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
-                     for ax in panels(fig)]})
+                     for ax in panels(fig)],
+            "grey": [np.ma.getmaskarray(ax.get_images()[0].get_array()) for ax in panels(fig)]})
         return save(fig, path)
     monkeypatch.setattr(viz, "_save", note)
     return figures
@@ -71,6 +73,14 @@ def test_every_tasks_figure_fits_a_screen_and_draws_no_empty_axes(runs, name, dr
     if name == "translate":  # only the decoder's attention over the source, and it says so
         assert all(title.startswith("cross · ") for title in fig["panels"])
         assert "cross-attention" in fig["title"]
+    if name == "lm":  # the keys after each query, blocked by the mask, grey, and said so
+        assert all(title.startswith("causal · ") for title in fig["panels"])
+        assert "grey: a key after its query (the causal mask)" in " ".join(fig["title"].split())
+        T = len(fig["grey"][0])
+        assert all((grey == np.triu(np.ones((T, T), dtype=bool), 1)).all()
+                   for grey in fig["grey"])
+    else:
+        assert not any(grey.any() for grey in fig["grey"])
 
 
 def test_a_graph_figure_and_page_single_out_the_node_named(runs, drawn, tmp_path, capsys):
@@ -87,3 +97,18 @@ def test_a_graph_figure_and_page_single_out_the_node_named(runs, drawn, tmp_path
         data = read_data(page.read_text(encoding="utf-8"))
         assert data["focus"] == {"axis": "q", "index": int(node)}
     assert (tmp_path / "node0.png").read_bytes() != (tmp_path / "node33.png").read_bytes()
+
+
+def test_a_text_past_max_len_is_said_to_be_cut(runs, tmp_path, capsys):
+    """A classify text longer than --max-len (256) was drawn as its first 256 tokens under a
+    title that shows the whole input, without a word: the figure passed for the whole text's.
+    A note now says how many tokens the maps cover."""
+    run, _ = runs["classify"]
+    for words, said in ((280, ["note: --input has 280 tokens; the model reads the first 256 "
+                               "(--max-len 256): the attention maps are of those"]),
+                        (256, [])):
+        text = " ".join(["the film was great"] * (words // 4))
+        code = main(["plot", "attention", str(run), "--input", text, "--out",
+                     str(tmp_path / f"{words}.png")])
+        err = capsys.readouterr().err
+        assert code == 0 and err.splitlines() == said, err

@@ -39,7 +39,7 @@ from ...nn import padding_mask
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import epoch_steps
-from ...tokenizers import TOKENIZER_KINDS, note_pieces, note_unknown
+from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
@@ -541,6 +541,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
         return [m[0] for m in model.get_attention_maps(*batch)], labels, labels
     else:
         ids = encode(tokenizer, [text], cfg.max_len)[0]
+        note_cut(len(tokenizer.encode(text)), len(ids), cfg.max_len)
         x, labels = torch.tensor([ids]), tokenizer.tokenize(text)[: len(ids)]
     labels = (["[CLS]"] if model.use_cls else []) + labels
     maps = model.get_attention_maps(x)  # L x (1, H, T, T)

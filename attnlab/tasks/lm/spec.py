@@ -119,7 +119,8 @@ class LMTask(Task):
     # int8 decoding was faster from 256 wide (benchmarks/RESULTS.md, "quantize_where");
     # predict continues its input token by token, as generate does with a prompt
     capabilities = Capabilities(quantizable=True, int8_faster_from=256, generates=True,
-                                hf_auto_class="AutoModelForCausalLM", encode_prompt=True)
+                                hf_auto_class="AutoModelForCausalLM", encode_prompt=True,
+                                attention_kind="causal")
 
     def val_metrics_off(self, cfg: dict[str, Any]) -> dict[str, str]:
         """Without --val-every an lm run validates once, at its end (its batches are drawn

@@ -31,7 +31,8 @@ from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...runs import check_data_files, load_weights, read_yaml
 from ...settings import epoch_steps
-from ...tokenizers import SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_unknown
+from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
+                           note_unknown)
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
@@ -442,6 +443,8 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     model, tokenizer = _load(run_dir, cfg)
     words = _words(text, "--input")
     e = encode_words(cfg, tokenizer, [words])[0]
+    read = [i for i, position in enumerate(e.first) if position is not None]
+    note_cut(len(words), read[-1] + 1 if read else 0, cfg.max_len, unit="words")  # words cut
     if pretrained(cfg):
         inputs = _pad([e], [[IGNORE] * len(e.ids)], 0, bool(_batching(cfg, tokenizer)["types"]),
                       True)[:-1]
