@@ -306,7 +306,12 @@ def test_a_directory_that_is_no_corpus_is_refused_with_init(gpt2, tmp_path, caps
     (table / "state.json").write_text("{}")
     err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(table))
     assert f"--data {table}: train lm reads a text file or a prepared corpus" in err
-    assert "--text-column" in err
+    # the corpus must be made with --init's tokenizer, else the next run is refused again
+    assert f"attnlab prepare {table} --text-column NAME --tokenizer {gpt2} --out CORPUS" in err
+    parquet = tmp_path / "films.parquet"
+    parquet.write_bytes(b"PAR1")
+    err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(parquet))
+    assert f"--tokenizer {gpt2} --out CORPUS" in err
     empty = tmp_path / "empty"
     empty.mkdir()
     err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(empty))
