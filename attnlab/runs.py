@@ -257,7 +257,8 @@ def file_digest(path: str | Path) -> str:
 def tree_digest(root: str | Path, known: Mapping[str, str] | None = None) -> str:
     """SHA-256 over a directory's files: each file's path relative to ``root`` (``/``-separated,
     sorted) and its SHA-256, so a file added, removed, renamed or changed anywhere under it
-    changes the digest. ``known``: digests already taken of some files (by relative path), as
+    changes the digest (but a cache file of ``datasets``, which holds no row read:
+    ``_datasets_cache``). ``known``: digests already taken of some files (by relative path), as
     a reader hashed them while reading them, used instead of reading those files again.
 
     Examples:
@@ -269,11 +270,27 @@ def tree_digest(root: str | Path, known: Mapping[str, str] | None = None) -> str
 
     root = Path(root)
     h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    unread = _datasets_cache(root)
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p not in unread):
         name = path.relative_to(root).as_posix()
         digest = (known or {}).get(name) or file_digest(path)
         h.update(f"{name}\0{digest}\n".encode())
     return h.hexdigest()
+
+
+def _datasets_cache(root: Path) -> set[Path]:
+    """The files ``datasets`` caches in a directory written by ``save_to_disk``: a ``.map`` or
+    ``.filter`` of the dataset loaded from it writes ``cache-<fingerprint>.arrow`` there. No
+    row is read from one (``state.json`` lists the files that hold the rows), so adding one
+    changes nothing a run read; a file ``state.json`` lists is never left out."""
+    import json
+
+    try:
+        state = json.loads((root / "state.json").read_text(encoding="utf-8"))
+        listed = {f["filename"] for f in state["_data_files"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()  # not a datasets directory (or not one to trust): every file counts
+    return {p for p in root.glob("cache-*.arrow") if p.name not in listed}
 
 
 def record_data_files(paths: Mapping[str, str | None]) -> dict[str, Any]:

@@ -165,6 +165,9 @@ def adapter_refusal(task: str, init_kind: str | None, model_type: str | None,
                     model: nn.Module) -> str | None:
     """Why a LoRA run of ``task`` writes no adapter (peft needs a Hugging Face base that
     computes what the run's model computes), or None where it writes one."""
+    if init_kind == "gone":  # a checkpoint of an attnlab that did not record what it was
+        return ("--init is no longer on disk and the checkpoint does not say what it was; "
+                "`attnlab export RUN --hf DIR` writes the merged model")
     if init_kind != "hf":
         start = {"run": "an attnlab run", "gguf": "a GGUF file"}.get(init_kind, "random weights")
         return (f"started from {start}, so peft has no Hugging Face base to load it onto; "

@@ -41,7 +41,7 @@ from ..settings import freeze_blocks
 if TYPE_CHECKING:
     from ..run_config import RunSettings
 
-__all__ = ["adapt", "merge_lora", "parameter_share", "lora_targets", "save_adapter"]
+__all__ = ["adapt", "merge_lora", "parameter_share", "lora_targets", "save_adapter", "init_kind"]
 
 
 
@@ -116,15 +116,18 @@ def parameter_share(model: nn.Module) -> tuple[int, int]:
 
 
 def save_adapter(run_dir: Path, cfg: RunSettings, model: nn.Module,
-                 factors: dict[str, tuple[Tensor, Tensor]]) -> Path | None:
+                 factors: dict[str, tuple[Tensor, Tensor]],
+                 started: tuple[str | None, str | None] | None = None) -> Path | None:
     """Write ``run_dir/adapter/`` (``attnlab.interop.peft_adapter``) from a LoRA run's
     ``factors``, taken before they were merged into ``model``; a run peft cannot load over a
     Hugging Face base (one started from random weights, an attnlab run or a GGUF file; a
-    classifier whose head no Hugging Face class has) gets a note on stderr instead. Returns
-    the directory written, or None."""
+    classifier whose head no Hugging Face class has) gets a note on stderr instead.
+    ``started`` is ``init_kind`` as the run found it when it started (a resumed run's
+    checkpoint keeps it: DIR may be gone by now); None reads --init now. Returns the
+    directory written, or None."""
     from ..interop.peft_adapter import ADAPTER_DIR, adapter_refusal, write_adapter
 
-    kind, model_type = _init_kind(cfg)
+    kind, model_type = started or init_kind(cfg)
     why = adapter_refusal(cfg.task, kind, model_type, model)
     if why:
         print(f"note: no {ADAPTER_DIR}/ for this --lora-rank run: {why}", file=sys.stderr,
@@ -134,14 +137,17 @@ def save_adapter(run_dir: Path, cfg: RunSettings, model: nn.Module,
                          init=cfg.init, rank=cfg.lora_rank, alpha=cfg.lora_alpha)
 
 
-def _init_kind(cfg: RunSettings) -> tuple[str | None, str | None]:
-    """(what --init named: "hf", "run", "gguf" or None, config.json's model_type)."""
+def init_kind(cfg: RunSettings) -> tuple[str | None, str | None]:
+    """(what --init names: "hf", "run", "gguf" or None, config.json's model_type), read from
+    DIR: a run takes it when it starts, and its checkpoints keep it for ``save_adapter``."""
     from ..runs import read_json
 
     init = cfg.init if cfg.declares("init") else None
     if not init:
         return None, None
     path = Path(init)
+    if not path.exists():  # moved or deleted since the run started (see save_adapter)
+        return "gone", None
     if path.is_file():
         return "gguf", None
     if (path / "config.json").is_file():

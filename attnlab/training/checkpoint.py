@@ -17,6 +17,8 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
     early_stop_hits the validations in a row that reached the task's early-stop target
     validation      the last validation's step and numbers; a step it is not at validates
                     first when resumed (a signal stops a run before its step's validation)
+    init_kind       a --lora-rank run's (what --init was, its model_type) as it started
+                    (``attnlab.training.adapt.init_kind``), for its adapter; None otherwise
 
 It is read with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt,
 so a poisoned file raises instead of running its payload. A checkpoint without a ``format`` key

@@ -53,7 +53,7 @@ from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoi
 from .csvlog import keep_previous_log
 from .runlog import RunLog
 from .stepstats import StepStats
-from .adapt import adapt, merge_lora, parameter_share, save_adapter
+from .adapt import adapt, init_kind, merge_lora, parameter_share, save_adapter
 from .best import BestWatch, cpu_copy
 # check_hardware: for commands/train
 from .hardware import check_hardware, launch, make_fabric  # noqa: F401
@@ -167,6 +167,8 @@ class FitResult:
     stopped: str | None = None  # why training stopped before its budget
     # a --lora-rank run's update, (A, B) by layer, as trained (``nn.lora.lora_factors``)
     lora: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    # what --init was when the run started (``adapt.init_kind``), for the adapter
+    started: tuple[str | None, str | None] | None = None
 
 
 def _shares(counts: list) -> list:
@@ -227,6 +229,7 @@ class Loop:
         self._rng_to_restore: dict[str, Any] | None = None
         self._rank_weight: torch.Tensor | float = 1.0  # DDP: the process's share of targets
         self._unvalidated = False  # resumed after a step whose validation did not run
+        self.started: tuple[str | None, str | None] | None = None  # set up by setup()
         self.validated: tuple[int, dict[str, float]] = (-1, {})  # the last validation's step
 
     # ---- set-up ---------------------------------------------------------------------------
@@ -239,6 +242,8 @@ class Loop:
         # --freeze / --lora-rank: before the optimiser sees the parameters (and a checkpoint
         # is restored into them: a LoRA run's holds its adapters)
         adapted = adapt(self.module.model, cfg)
+        # what --init is, for a LoRA run's adapter: read now (a resumed run: its checkpoint's)
+        self.started = init_kind(cfg) if cfg.declares("lora_rank") and cfg.lora_rank else None
         if adapted and fabric.is_global_zero:
             print(f"note: {adapted}", file=sys.stderr, flush=True)
         if cfg.checkpoint_activations and not checkpoint_activations(self.module.model):
@@ -328,6 +333,8 @@ class Loop:
                 print(f"note: {note}", file=sys.stderr, flush=True)
         self._rng_to_restore = state.get("rng")
         self.hits = int(state.get("early_stop_hits", 0))  # the early stop's streak so far
+        if state.get("init_kind"):  # what --init was when the run started (DIR may be gone)
+            self.started = tuple(state["init_kind"])
         # a signal stops a run before its step's validation: the resumed run validates that
         # step first, as the run would have (its best, --patience's count, the early stop);
         # a checkpoint written after it keeps its numbers, for metrics.json
@@ -647,7 +654,7 @@ class Loop:
                  "rng": capture_rng(), "train_seconds": self.seconds(),
                  "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None,
                  "validation": {"step": self.validated[0], "metrics": self.validated[1]},
-                 "early_stop_hits": self.hits}
+                 "early_stop_hits": self.hits, "init_kind": self.started}
         if self.watch is not None:  # the best so far, and its weights (training/best.py)
             state["best"] = self.watch.state_dict()
         if self.fabric.is_global_zero:
@@ -708,7 +715,7 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
                      validation=validation,
                      stopped=loop.stopped if loop.step < max_steps else None,
                      best=watch.summary() if watch is not None and watch.keep else {},
-                     lora=lora)
+                     lora=lora, started=loop.started)
 
 
 def watch_of(cfg: RunSettings) -> BestWatch | None:
@@ -812,7 +819,7 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
         return metrics
     save_weights(model, run_dir / "model.safetensors")
     if result.lora:
-        save_adapter(run_dir, cfg, model, result.lora)
+        save_adapter(run_dir, cfg, model, result.lora, result.started)
     if tokenizer is not None:
         tokenizer.save(run_dir / "tokenizer.json")
     write_config(run_dir, cfg)

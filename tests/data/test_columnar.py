@@ -215,3 +215,18 @@ def test_a_nan_label_stops_train_classify_before_the_run_directory(tmp_path, cap
     assert capsys.readouterr().err.startswith(f"attnlab: error: --data {data} line 3: field "
                                               f"'label' is NaN, not a value (")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_map_of_the_dataset_loaded_from_disk_does_not_change_its_digest(tmp_path):
+    # datasets writes a .map()'s result beside the files it read (cache-<fingerprint>.arrow):
+    # `evaluate` and `--resume` then refused the unchanged rows as "changed since trained"
+    path = datasets_dir(tmp_path / "ds")
+    before = file_digest(path)
+    datasets.load_from_disk(str(path)).map(lambda row: {"n": len(row["text"])})
+    assert [p.name for p in path.glob("cache-*.arrow")]  # the cache file is there
+    assert file_digest(path) == before
+    assert ColumnarFile(path, ["text"], "--data ds").sha256 == before
+    datasets_dir(tmp_path / "other", {**ROWS, "text": ["a fine film", "dull", "b"]})
+    (path / "data-00000-of-00001.arrow").write_bytes(
+        (tmp_path / "other" / "data-00000-of-00001.arrow").read_bytes())
+    assert file_digest(path) != before  # the rows changed: refused, as before

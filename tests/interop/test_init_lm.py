@@ -298,6 +298,26 @@ def test_a_corpus_prepared_with_another_tokenizer_is_refused(gpt2, text, tmp_pat
     assert "another tokenizer" in err and "is id" in err
 
 
+def test_a_directory_that_is_no_corpus_is_refused_with_init(gpt2, tmp_path, capsys):
+    # a datasets directory (what save_to_disk writes) and an empty folder: without --init each
+    # is refused in one line; --init read a tokenizer.json neither has and failed uncaught
+    table = tmp_path / "films" / "train"
+    table.mkdir(parents=True)
+    (table / "state.json").write_text("{}")
+    err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(table))
+    assert f"--data {table}: train lm reads a text file or a prepared corpus" in err
+    # the corpus must be made with --init's tokenizer, else the next run is refused again
+    assert f"attnlab prepare {table} --text-column NAME --tokenizer {gpt2} --out CORPUS" in err
+    parquet = tmp_path / "films.parquet"
+    parquet.write_bytes(b"PAR1")
+    err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(parquet))
+    assert f"--tokenizer {gpt2} --out CORPUS" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    err = _refused(capsys, tmp_path / "run", "--init", str(gpt2), "--data", str(empty))
+    assert f"--data {empty} is not a prepared corpus (no meta.json)" in err
+
+
 def test_init_of_another_tasks_run_is_refused(text, tmp_path, capsys):
     classify = tmp_path / "classify-run"
     classify.mkdir()

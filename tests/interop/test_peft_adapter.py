@@ -146,3 +146,62 @@ def test_a_classifier_pooled_by_the_mean_writes_no_adapter_and_says_why(
     assert ("note: no adapter/ for this --lora-rank run: the classifier's head has no Hugging "
             "Face class: this classifier pools the mean of its tokens") in capsys.readouterr().err
     assert not (out / "adapter").exists() and (out / "model.safetensors").is_file()
+
+
+
+def _interrupted(checkpoints, data, tmp_path, monkeypatch):
+    """A GPT-2 LoRA run stopped by SIGINT after step 2 of 3, from a copy of the base: (the
+    copy, the run)."""
+    import shutil
+
+    from ..cli.test_checkpoint_last import _interrupt
+
+    init, out = tmp_path / "gpt2", tmp_path / "run"
+    shutil.copytree(checkpoints("gpt2"), init)
+    _interrupt(monkeypatch, 2, ["train", "lm", "--init", str(init), "--out", str(out),
+                                *data["lm"], *STEPS, "--dropout", "0"])
+    return init, out
+
+
+@pytest.mark.slow  # trains and resumes a run
+def test_a_resumed_run_writes_the_adapter_without_reading_init_again(
+        checkpoints, data, tmp_path, monkeypatch, capsys):
+    # --resume never reads DIR again (docs/finetuning.md): a run resumed after DIR was moved
+    # away wrote no adapter, saying it had started from an attnlab run
+    import shutil
+
+    init, out = _interrupted(checkpoints, data, tmp_path, monkeypatch)
+    shutil.rmtree(init)
+    capsys.readouterr()
+    assert main(["train", "lm", "--out", str(out), "--resume"]) == 0
+    assert "no adapter/" not in capsys.readouterr().err
+    config = json.loads((out / "adapter" / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(init)
+    assert config["fan_in_fan_out"] is True  # GPT-2's layout, told without DIR
+    model = attnlab.load(out)[0].eval()
+    x = _inputs("lm", model, torch.Generator().manual_seed(1))
+    adapted = peft.PeftModel.from_pretrained(_base("gpt2", checkpoints("gpt2"), None),
+                                             out / "adapter").eval()
+    with torch.no_grad():
+        assert_close(adapted(**x).logits, _ours("lm", model, x), **TOL)
+
+
+@pytest.mark.slow  # trains and resumes a run
+def test_a_checkpoint_that_does_not_say_what_init_was_is_not_called_an_attnlab_run(
+        checkpoints, data, tmp_path, monkeypatch, capsys):
+    # a checkpoint of an earlier attnlab, resumed after DIR was deleted: nothing tells what
+    # DIR was, and the note says so rather than "started from an attnlab run"
+    import shutil
+
+    init, out = _interrupted(checkpoints, data, tmp_path, monkeypatch)
+    last = out / "checkpoints" / "last.ckpt"
+    state = torch.load(last, weights_only=True)
+    state.pop("init_kind", None)  # what an earlier attnlab wrote
+    torch.save(state, last)
+    shutil.rmtree(init)
+    capsys.readouterr()
+    assert main(["train", "lm", "--out", str(out), "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert ("note: no adapter/ for this --lora-rank run: --init is no longer on disk and the "
+            "checkpoint does not say what it was") in err
+    assert "attnlab run" not in err and not (out / "adapter").exists()

@@ -27,13 +27,8 @@ def check_data(cfg: dict[str, Any]) -> None:
     tokens (its tokeniser recorded in ``cfg``), or a non-empty text file large enough; on
     --resume, the one the run started with. ``UsageError`` naming the flag otherwise."""
     data = Path(cfg["data"])
-    if file_format(data) == "parquet" or any((data / f).is_file() for f in DATASETS_MARKS):
-        # a table's text is a column of it, which only `attnlab prepare` has a flag to name
-        # (a datasets directory first: it is a directory, as a prepared corpus is)
-        raise UsageError(f"--data {data}: train lm reads a text file or a prepared corpus; "
-                         f"prepare this table first (attnlab prepare {data} --text-column NAME "
-                         f"--out CORPUS), then give --data CORPUS")
-    elif is_prepared(data):
+    _refuse_table(data, None if cfg.get("resume") else cfg.get("init"))
+    if is_prepared(data):
         _check_corpus_dir(cfg, data)
         _record_tokenizer(cfg, data)
     elif not data.is_file():
@@ -54,6 +49,18 @@ def check_data(cfg: dict[str, Any]) -> None:
         _check_text_head(data)
     if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
+
+
+def _refuse_table(data: Path, init: str | None = None) -> None:
+    """A Parquet file or a ``datasets`` directory as --data is refused: a table's text is a
+    column of it, which only `attnlab prepare` has a flag to name (a datasets directory is
+    told first: it is a directory, as a prepared corpus is). With --init, the command given
+    tokenises with its tokenizer, as ``check_init_corpus`` requires."""
+    if file_format(data) == "parquet" or any((data / f).is_file() for f in DATASETS_MARKS):
+        tokenizer = f" --tokenizer {init}" if init else ""
+        raise UsageError(f"--data {data}: train lm reads a text file or a prepared corpus; "
+                         f"prepare this table first (attnlab prepare {data} --text-column NAME"
+                         f"{tokenizer} --out CORPUS), then give --data CORPUS")
 
 
 def _check_text_head(data: Path) -> None:
@@ -134,7 +141,12 @@ def check_init_corpus(init: str | Path, data: Path) -> None:
     """A prepared --data trained with --init: its tokenizer must be --init's, else its token
     ids would mean other tokens to the pretrained model. An attnlab run's tokenizer.json must
     hold what the corpus's does; a Hugging Face directory's vocabulary (token -> id, added
-    tokens included) must be the corpus's. ``UsageError`` naming both otherwise."""
+    tokens included) must be the corpus's. ``UsageError`` naming both otherwise; a table or
+    a directory that is no corpus (no meta.json) is refused as ``check_data`` refuses it."""
+    from ...data.corpus_meta import read_meta
+
+    _refuse_table(data, str(init))
+    read_meta(data)
     ours = read_json(data / "tokenizer.json", what="a tokenizer file written by attnlab")
     kind = ours.get("type") if isinstance(ours, dict) else None
     if init_is_run(init):
