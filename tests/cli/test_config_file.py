@@ -1,0 +1,91 @@
+"""`attnlab train TASK --config FILE` as a user who writes the YAML by hand, or hands it the
+config.yaml of an earlier run: each key is used as written or refused in one line (exit 2)
+naming the file and the key, before a run directory exists."""
+import pytest
+import yaml
+
+from attnlab.cli import main
+
+from ..reliability.conftest import task_data, tiny_args
+from ..reliability.test_trust_train import one_line_error
+
+
+def _refused(tmp_path, capsys, text: str) -> str:
+    """The one error line of ``attnlab train copy --config FILE`` with ``text`` in FILE; no
+    run directory is made."""
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text(text)
+    assert main(["train", "copy", "--config", str(config), "--out", str(out)]) == 2
+    assert not out.exists()
+    return one_line_error(capsys).removeprefix(f"attnlab: error: --config {config}: ")
+
+
+def test_a_file_of_another_task_is_refused_not_trained_as_this_one(tmp_path, capsys):
+    """A file that says ``task: reverse`` trained copy with the rest of its settings, unsaid."""
+    assert _refused(tmp_path, capsys, "task: reverse\nmax_steps: 5\n") == (
+        "task reverse, but this is attnlab train copy (its settings are a reverse run's)")
+
+
+def test_a_run_of_another_task_is_named_by_its_task_not_by_its_keys(tmp_path, capsys):
+    """The config.yaml of a translate run handed to train copy names the task, not a list of
+    thirty keys copy does not know."""
+    assert _refused(tmp_path, capsys, "task: translate\nsrc: en\ntgt: de\n").startswith(
+        "task translate, but this is attnlab train copy")
+
+
+@pytest.mark.parametrize("text, key", [("1: 2\n", "1"), ("~: 2\n", "None"),
+                                       ("max_steps: 5\n3.5: x\n", "3.5")])
+def test_a_key_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, text, key):
+    """A number or null as a key was an AttributeError traceback (exit 1)."""
+    assert _refused(tmp_path, capsys, text) == (
+        f"the key {key} is not a setting name (a key is text, such as max_steps)")
+
+
+def _reuse(tmp_path, capsys, task: str, *args: str) -> tuple[dict, dict, str]:
+    """A tiny run of ``task``, then a second one from ``--config`` its config.yaml: both
+    config.yaml files, read back, and the second run's stderr."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main(["train", task, "--out", str(first), *args]) == 0
+    capsys.readouterr()
+    assert main(["train", task, "--config", str(first / "config.yaml"), "--out",
+                 str(second)]) == 0
+    err = capsys.readouterr().err
+    return (yaml.safe_load((first / "config.yaml").read_text()),
+            yaml.safe_load((second / "config.yaml").read_text()), err)
+
+
+@pytest.mark.slow
+def test_a_runs_config_yaml_trains_the_same_settings_again(tmp_path, capsys):
+    """--config RUN/config.yaml was refused for what the run worked out as it started
+    ("unknown setting(s) epochs_of_all_processes"); it now trains the same settings, the
+    worked-out values named in one note and worked out again."""
+    before, after, err = _reuse(tmp_path, capsys, "reverse", "--max-steps", "2",
+                                "--train-size", "64", "--val-size", "16", "--test-size", "16",
+                                "--model-dim", "16", "--num-heads", "2", "--threads", "1")
+    assert before.pop("out") != after.pop("out")
+    assert after == before
+    assert "epochs_of_all_processes: what the run that wrote it worked out" in err
+
+
+@pytest.mark.slow
+def test_a_classify_runs_config_yaml_is_not_refused_for_its_recorded_defaults(tmp_path, capsys):
+    """A classify run records --threshold and --label-sep at their defaults; handed back as
+    --config they were refused as unused ("only with --multi-label"), and its labels and
+    data digest as unknown settings."""
+    data = task_data(tmp_path)
+    before, after, err = _reuse(tmp_path, capsys, "classify",
+                                *tiny_args("classify", data, "--max-steps", "2"))
+    assert before.pop("out") != after.pop("out")
+    assert after == before
+    assert "data_sha256" in err and "labels" in err
+
+
+def test_a_value_other_than_the_default_is_still_refused_where_unused(tmp_path, capsys):
+    """A --threshold chosen in the file without --multi-label is still refused as unused."""
+    data = task_data(tmp_path)
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text("threshold: 0.7\n")
+    assert main(["train", "classify", "--data", str(data["classify"]), "--config", str(config),
+                 "--out", str(out)]) == 2
+    assert "--threshold" in one_line_error(capsys)
+    assert not out.exists()
