@@ -13,6 +13,7 @@ the tasks, so they live above them, in ``attnlab.loading``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import numbers
@@ -117,10 +118,52 @@ def dumps(obj: Any, **options: Any) -> str:
 
 
 def write_yaml(path: str | Path, obj: dict) -> None:
-    """``obj`` as a YAML mapping, keys sorted, written atomically."""
+    """``obj`` as a YAML mapping, keys sorted, written atomically; a text such as ``1e3`` is
+    quoted, so that a file read back with YAML 1.2's numbers (``read_yaml(exponents=True)``)
+    reads it as the text it was."""
     import yaml
 
-    atomic_write(path, yaml.safe_dump(dict(obj), sort_keys=True))
+    atomic_write(path, yaml.dump(dict(obj), Dumper=_yaml_classes()[2], sort_keys=True))
+
+
+# YAML 1.2's numbers with an exponent that YAML 1.1, which PyYAML reads, takes for text: 1e-3,
+# 3E4, 1.0e3 (1.1 asks for a dot and a signed exponent: 1.0e-3)
+_EXPONENT = r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"
+
+
+@functools.cache
+def _yaml_classes() -> tuple[type, type, type]:
+    """(PyYAML's safe loader keeping each key once per mapping, the same reading 1e-3 as the
+    number, the safe dumper quoting such a text), made on first use (yaml is imported
+    lazily)."""
+    import re
+
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        """YAML's own rule, which PyYAML does not keep: a key once per mapping (otherwise the
+        last one would silently win)."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"{key!r} is set twice", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    class Exponents(UniqueKeys):
+        """``UniqueKeys``, reading ``lr: 1e-3`` as the number a hand-written file means."""
+
+    class QuoteExponents(yaml.SafeDumper):
+        """The safe dumper, quoting a text that ``Exponents`` would read as a number."""
+
+    for cls in (Exponents, QuoteExponents):
+        cls.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(_EXPONENT),
+                                  list("-+0123456789."))
+    return UniqueKeys, Exponents, QuoteExponents
 
 
 def write_config(run_dir: str | Path, cfg: Any) -> None:
@@ -181,34 +224,22 @@ def read_json(path: str | Path, *, what: str = "a JSON file") -> Any:
         raise UsageError(f"{path} is not {what} ({e})") from None
 
 
-def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
+def read_yaml(path: str | Path, *, what: str = "--config", exponents: bool = False) -> dict:
     """A YAML mapping from ``path``; ``UsageError`` naming the file when missing, broken or
     empty (no settings at all: a run's config.yaml cut short, a --config file saved blank).
     An empty file read as an empty mapping would name no task, or train with the defaults
-    without any message, so it is refused."""
+    without any message, so it is refused. ``exponents``: a plain ``1e-3`` is the number, as
+    YAML 1.2 reads it (a hand-written ``--config``), not the text PyYAML's YAML 1.1 reads."""
     import yaml
-
-    class UniqueKeys(yaml.SafeLoader):
-        """YAML's own rule, which PyYAML does not keep: a key once per mapping (otherwise the
-        last one would silently win)."""
-
-        def construct_mapping(self, node, deep=False):
-            seen = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"{key!r} is set twice", key_node.start_mark)
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
 
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{what}: {path} is a directory, not a YAML file")
     if not path.is_file():
         raise UsageError(f"{what}: file not found: {path}")
+    loader = _yaml_classes()[1 if exponents else 0]
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeys)  # noqa: S506
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UsageError(f"{what}: {path} is not valid YAML ({first})") from None

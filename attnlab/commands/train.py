@@ -193,7 +193,7 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     if not given.get("config"):
         return {}, []
     where = f"--config {given['config']}"
-    file_cfg = _setting_names(read_yaml(given["config"]), where)
+    file_cfg = _setting_names(read_yaml(given["config"], exponents=True), where)
     if file_cfg.get("task", task.name) != task.name:  # before its keys, which are that task's
         raise UsageError(f"{where}: task {file_cfg['task']}, but this is attnlab train "
                          f"{task.name} (its settings are a {file_cfg['task']} run's)")

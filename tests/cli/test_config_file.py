@@ -89,3 +89,29 @@ def test_a_value_other_than_the_default_is_still_refused_where_unused(tmp_path, 
                  "--out", str(out)]) == 2
     assert "--threshold" in one_line_error(capsys)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("text, lr", [("lr: 1e-3\n", 0.001), ("lr: 3E-4\n", 0.0003),
+                                      ("lr: 1.0e3\n", 1000.0), ("lr: .5e-2\n", 0.005)])
+def test_a_number_with_an_exponent_is_the_number(tmp_path, text, lr):
+    """``lr: 1e-3`` was refused as "lr must be a number, got '1e-3'": PyYAML reads YAML 1.1,
+    whose numbers need a dot and a signed exponent; a --config file is read as YAML 1.2 reads
+    it, as the user meant."""
+    from attnlab.commands.train import build_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    assert build_config("copy", {"config": str(config)}).lr == lr
+
+
+def test_a_quoted_number_is_still_text_and_refused(tmp_path, capsys):
+    assert _refused(tmp_path, capsys, "lr: '1e-3'\n") == "lr must be a number, got '1e-3'"
+
+
+def test_a_text_like_1e3_in_a_written_file_reads_back_as_that_text(tmp_path):
+    """config.yaml quotes a text that a --config file would read as a number (a column named
+    1e5), so a run's config.yaml handed to --config keeps it."""
+    from attnlab.runs import read_yaml, write_yaml
+
+    write_yaml(tmp_path / "c.yaml", {"text_column": "1e5", "lr": 1e-5})
+    assert read_yaml(tmp_path / "c.yaml", exponents=True) == {"text_column": "1e5", "lr": 1e-5}
