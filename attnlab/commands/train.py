@@ -123,7 +123,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run continues as it was trained
-        _refuse_unused(task, cfg, _chosen(task, file_cfg) | set(given))
+        _refuse_unused(task, cfg, _chosen(task, file_cfg, bool(notes_of_file)) | set(given))
     checked = task.check_settings(cfg)
     _check_monitoring(task, cfg)
     _say(notes_of_file + notes)  # after the checks: a refusal stays the one line of its error
@@ -308,12 +308,15 @@ def _as_given(name: str, value: Any, where: str) -> tuple[str, str]:
     return f"{where}: {name} {value}", name
 
 
-def _chosen(task, file_cfg: dict[str, Any]) -> set[str]:
-    """The keys of a ``--config`` file that choose a value other than the task's default: a
-    run's own config.yaml records the defaults of settings it did not use (classify's
-    ``threshold`` without --multi-label), which are no choice to refuse as unused."""
+def _chosen(task, file_cfg: dict[str, Any], recorded: bool) -> set[str]:
+    """The keys of a ``--config`` file that choose their value: a file written by hand names
+    each key it means (``pooling: cls`` with --set-column is refused as unused); a run's own
+    config.yaml (``recorded``: it holds what that run worked out) records the defaults of
+    settings the run did not use (classify's ``threshold`` without --multi-label), which
+    choose nothing."""
     default = {**SHARED_DEFAULTS, **task.defaults}
-    return {k for k, v in file_cfg.items() if k not in default or v != default[k]}
+    return {k for k, v in file_cfg.items()
+            if not recorded or k not in default or v != default[k]}
 
 
 def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:

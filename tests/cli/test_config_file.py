@@ -80,17 +80,6 @@ def test_a_classify_runs_config_yaml_is_not_refused_for_its_recorded_defaults(tm
     assert "data_sha256" in err and "labels" in err
 
 
-def test_a_value_other_than_the_default_is_still_refused_where_unused(tmp_path, capsys):
-    """A --threshold chosen in the file without --multi-label is still refused as unused."""
-    data = task_data(tmp_path)
-    config, out = tmp_path / "c.yaml", tmp_path / "run"
-    config.write_text("threshold: 0.7\n")
-    assert main(["train", "classify", "--data", str(data["classify"]), "--config", str(config),
-                 "--out", str(out)]) == 2
-    assert "--threshold" in one_line_error(capsys)
-    assert not out.exists()
-
-
 @pytest.mark.parametrize("text, lr", [("lr: 1e-3\n", 0.001), ("lr: 3E-4\n", 0.0003),
                                       ("lr: 1.0e3\n", 1000.0), ("lr: .5e-2\n", 0.005)])
 def test_a_number_with_an_exponent_is_the_number(tmp_path, text, lr):
@@ -115,3 +104,51 @@ def test_a_text_like_1e3_in_a_written_file_reads_back_as_that_text(tmp_path):
 
     write_yaml(tmp_path / "c.yaml", {"text_column": "1e5", "lr": 1e-5})
     assert read_yaml(tmp_path / "c.yaml", exponents=True) == {"text_column": "1e5", "lr": 1e-5}
+
+
+@pytest.mark.parametrize("task, given, message", [
+    ("classify", ["--test="], "--test is empty: name a file"),
+    ("classify", ["--val="], "--val is empty: name a file"),
+    ("classify", ["--set-column="],
+     "--set-column is empty: name the column whose value groups rows into sets"),
+    ("tag", ["--test="], "--test is empty: name a file"),
+    ("translate", ["--data="], "--data is empty: name a file"),
+    ("jets", ["--data", "jets.h5", "--val="], "--val is empty: name a file"),
+    ("lm", ["--freeze="], "--freeze is empty: give none, encoder or all-but-last-N"),
+])
+def test_an_empty_file_or_column_is_refused_not_read_as_not_given(tmp_path, capsys, task,
+                                                                  given, message):
+    """``--test ""`` (a shell variable left unset) trained and tested on --test-fraction of
+    --data, and config.yaml recorded ``test: ''``; ``--data ""`` of translate was the current
+    directory."""
+    tiny = ([] if task in ("jets", "translate")  # refused before training all the same
+            else tiny_args(task, task_data(tmp_path), "--max-steps", "1"))
+    out = tmp_path / "run"
+    assert main(["train", task, *tiny, *given, "--out", str(out)]) == 2
+    assert one_line_error(capsys) == f"attnlab: error: {message}"
+    assert not out.exists()
+
+
+def test_an_empty_file_in_a_config_file_is_named_by_its_key(tmp_path, capsys):
+    data = task_data(tmp_path)
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text("test: ''\n")
+    assert main(["train", "classify", *tiny_args("classify", data, "--max-steps", "1"),
+                 "--config", str(config), "--out", str(out)]) == 2
+    assert one_line_error(capsys) == (f"attnlab: error: --config {config}: test is empty: "
+                                      f"name a file")
+    assert not out.exists()
+
+
+
+@pytest.mark.parametrize("threshold", ["0.7", "0.5"])
+def test_a_value_written_by_hand_is_still_refused_where_unused(tmp_path, capsys, threshold):
+    """A hand-written file names what it means: a --threshold without --multi-label is
+    refused as unused, as the flag is, the default 0.5 too."""
+    data = task_data(tmp_path)
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text(f"threshold: {threshold}\n")
+    assert main(["train", "classify", "--data", str(data["classify"]), "--config", str(config),
+                 "--out", str(out)]) == 2
+    assert "--threshold" in one_line_error(capsys)
+    assert not out.exists()
