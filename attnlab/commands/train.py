@@ -193,7 +193,8 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     if not given.get("config"):
         return {}, []
     where = f"--config {given['config']}"
-    file_cfg = _setting_names(read_yaml(given["config"], exponents=True), where)
+    raw = read_yaml(given["config"], hand_written=True)  # numbers as YAML 1.2 reads them
+    file_cfg = _setting_names(raw, where)
     if file_cfg.get("task", task.name) != task.name:  # before its keys, which are that task's
         raise UsageError(f"{where}: task {file_cfg['task']}, but this is attnlab train "
                          f"{task.name} (its settings are a {file_cfg['task']} run's)")

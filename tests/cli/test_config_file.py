@@ -103,7 +103,7 @@ def test_a_text_like_1e3_in_a_written_file_reads_back_as_that_text(tmp_path):
     from attnlab.runs import read_yaml, write_yaml
 
     write_yaml(tmp_path / "c.yaml", {"text_column": "1e5", "lr": 1e-5})
-    assert read_yaml(tmp_path / "c.yaml", exponents=True) == {"text_column": "1e5", "lr": 1e-5}
+    assert read_yaml(tmp_path / "c.yaml", hand_written=True) == {"text_column": "1e5", "lr": 1e-5}
 
 
 @pytest.mark.parametrize("task, given, message", [
@@ -152,3 +152,21 @@ def test_a_value_written_by_hand_is_still_refused_where_unused(tmp_path, capsys,
                  "--out", str(out)]) == 2
     assert "--threshold" in one_line_error(capsys)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("text, steps", [("max_steps: 010\n", 10), ("max_steps: 1_000\n", 1000),
+                                         ("max_steps: 0o17\n", 15), ("max_steps: 0x10\n", 16)])
+def test_an_integer_is_read_as_written(tmp_path, text, steps):
+    """``max_steps: 010`` trained 8 steps: YAML 1.1 reads a leading zero as octal; a --config
+    file is read as YAML 1.2 reads it (0o17 is octal)."""
+    from attnlab.commands.train import build_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    assert build_config("copy", {"config": str(config)}).max_steps == steps
+
+
+def test_a_time_of_day_is_not_an_integer(tmp_path, capsys):
+    """``max_steps: 1:30`` trained 90 steps (YAML 1.1's base-60 integers)."""
+    assert _refused(tmp_path, capsys, "max_steps: 1:30\n") == (
+        "max_steps must be an integer, got '1:30'")
