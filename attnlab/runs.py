@@ -13,6 +13,7 @@ the tasks, so they live above them, in ``attnlab.loading``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import numbers
@@ -117,10 +118,67 @@ def dumps(obj: Any, **options: Any) -> str:
 
 
 def write_yaml(path: str | Path, obj: dict) -> None:
-    """``obj`` as a YAML mapping, keys sorted, written atomically."""
+    """``obj`` as a YAML mapping, keys sorted, written atomically; a text such as ``1e3`` is
+    quoted, so that a file read back with YAML 1.2's numbers
+    (``read_yaml(hand_written=True)``) reads it as the text it was."""
     import yaml
 
-    atomic_write(path, yaml.safe_dump(dict(obj), sort_keys=True))
+    atomic_write(path, yaml.dump(dict(obj), Dumper=_yaml_classes()[2], sort_keys=True))
+
+
+# YAML 1.2's numbers where YAML 1.1, which PyYAML reads, differs: a number with an exponent
+# (1e-3, 3E4, 1.0e3: 1.1 asks for a dot and a signed exponent, 1.0e-3, and reads the others as
+# text); an integer with leading zeros is decimal (1.1: 010 is octal 8), 0o17 octal, and 1:30 is
+# text (1.1: sexagesimal 90). Underscores between digits stay (1_000), as a user means them.
+_EXPONENT = r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"
+_INTEGER = r"^[-+]?[0-9][0-9_]*$|^0x[0-9a-fA-F_]+$|^0o[0-7_]+$"
+_FLOAT, _INT = "tag:yaml.org,2002:float", "tag:yaml.org,2002:int"
+
+
+def _yaml12_int(loader, node) -> int:
+    """An integer as YAML 1.2 reads it (``_INTEGER``)."""
+    text = loader.construct_scalar(node).replace("_", "")
+    base = {"0x": 16, "0o": 8}.get(text[:2].lower(), 10)
+    return int(text[2:] if base != 10 else text, base)
+
+
+@functools.cache
+def _yaml_classes() -> tuple[type, type, type]:
+    """(PyYAML's safe loader keeping each key once per mapping, the same reading numbers as
+    YAML 1.2 does, the safe dumper quoting a text that one reads as a number), made on first
+    use (yaml is imported lazily)."""
+    import re
+
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        """YAML's own rule, which PyYAML does not keep: a key once per mapping (otherwise the
+        last one would silently win)."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"{key!r} is set twice", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    class Yaml12Numbers(UniqueKeys):
+        """``UniqueKeys``, reading numbers as a hand-written file means them (``lr: 1e-3``)."""
+
+    class QuoteNumbers(yaml.SafeDumper):
+        """The safe dumper, quoting a text that ``Yaml12Numbers`` would read as a number."""
+
+    Yaml12Numbers.yaml_implicit_resolvers = {  # 1.1's integers out, 1.2's in
+        first: [(tag, rx) for tag, rx in resolvers if tag != _INT]
+        for first, resolvers in UniqueKeys.yaml_implicit_resolvers.items()}
+    Yaml12Numbers.add_constructor(_INT, _yaml12_int)
+    for cls in (Yaml12Numbers, QuoteNumbers):
+        cls.add_implicit_resolver(_FLOAT, re.compile(_EXPONENT), list("-+0123456789."))
+        cls.add_implicit_resolver(_INT, re.compile(_INTEGER), list("-+0123456789"))
+    return UniqueKeys, Yaml12Numbers, QuoteNumbers
 
 
 def write_config(run_dir: str | Path, cfg: Any) -> None:
@@ -181,34 +239,24 @@ def read_json(path: str | Path, *, what: str = "a JSON file") -> Any:
         raise UsageError(f"{path} is not {what} ({e})") from None
 
 
-def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
+def read_yaml(path: str | Path, *, what: str = "--config",
+              hand_written: bool = False) -> dict:
     """A YAML mapping from ``path``; ``UsageError`` naming the file when missing, broken or
     empty (no settings at all: a run's config.yaml cut short, a --config file saved blank).
     An empty file read as an empty mapping would name no task, or train with the defaults
-    without any message, so it is refused."""
+    without any message, so it is refused. ``hand_written`` (a ``--config`` file): numbers are
+    read as YAML 1.2 reads them, as a user means them (``1e-3`` is a number, not the text
+    PyYAML's YAML 1.1 reads; ``010`` is ten, not octal eight; ``1:30`` is text, not 90)."""
     import yaml
-
-    class UniqueKeys(yaml.SafeLoader):
-        """YAML's own rule, which PyYAML does not keep: a key once per mapping (otherwise the
-        last one would silently win)."""
-
-        def construct_mapping(self, node, deep=False):
-            seen = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"{key!r} is set twice", key_node.start_mark)
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
 
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{what}: {path} is a directory, not a YAML file")
     if not path.is_file():
         raise UsageError(f"{what}: file not found: {path}")
+    loader = _yaml_classes()[1 if hand_written else 0]
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeys)  # noqa: S506
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UsageError(f"{what}: {path} is not valid YAML ({first})") from None

@@ -36,7 +36,8 @@ __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "
            "length_penalty_setting", "label_smoothing_setting", "held_out_setting", "min_lr_setting", "cooldown_setting",
            "check_schedule", "steps_of_epochs", "epoch_steps", "processes", "SCHEDULES",
            "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
-           "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed"]
+           "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed",
+           "file_setting"]
 
 
 def flag(name: str) -> str:
@@ -164,6 +165,14 @@ def monitoring_fits(cfg: dict[str, Any], computed: tuple[str, ...], *,
         return ("--keep-best copies the whole model at each improvement, which --strategy fsdp "
                 "splits across devices; use --strategy ddp")
     return None
+
+
+def file_setting(help: str, **absent: Any) -> Any:
+    """``--data FILE``, ``--val FILE``, ``--test FILE`` of the tasks that read users' files:
+    optional; an empty value is refused, as it names no file (an empty ``--test`` was read as
+    not given, and the run tested on a share of --data instead, unsaid)."""
+    return setting(None, help=help, metavar="FILE", optional=True, blank_why="name a file",
+                   **absent)
 
 
 MAX_THREADS = 256  # more torch threads than any machine attnlab runs on has cores
@@ -541,6 +550,7 @@ class AdaptSettings:
     and ``attnlab.interop.source``'s."""
 
     freeze: str = setting("none", metavar="WHAT", absent="none",
+                          blank_why="give none, encoder or all-but-last-N",
                           help="none; encoder (classify, tag, translate: train the head or "
                                "the decoder only); all-but-last-N (train the last N blocks and "
                                "what follows them)")

@@ -58,8 +58,8 @@ from typing import Any, ClassVar
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
-from ...settings import (AdaptSettings, flag, held_out_setting, label_smoothing_setting,
-                         setting)
+from ...settings import (AdaptSettings, file_setting, flag, held_out_setting,
+                         label_smoothing_setting, setting)
 from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, normalize_setting, vocab_too_small
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
@@ -79,14 +79,10 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
     without a flag, what ``--init DIR`` reads from a pretrained encoder (``arch``, the
     encoder's fields that attnlab's own lacks)."""
 
-    data: str = setting(None, help="training data: .csv, .tsv, .jsonl, .parquet or a datasets "
-                                        "directory (a DatasetDict's split: DIR/train)",
-                        metavar="FILE",
-                        optional=True)
-    test: str = setting(None, help="test data (default: --test-fraction of --data, per class)",
-                        metavar="FILE", optional=True)
-    val: str = setting(None, help="validation data (default: --val-fraction of --data, per class)",
-                       metavar="FILE", optional=True)
+    data: str = file_setting("training data: .csv, .tsv, .jsonl, .parquet or a datasets "
+                             "directory (a DatasetDict's split: DIR/train)")
+    test: str = file_setting("test data (default: --test-fraction of --data, per class)")
+    val: str = file_setting("validation data (default: --val-fraction of --data, per class)")
     text_column: str = setting("text", help="column of the texts", metavar="NAME")
     label_column: str = setting("label", help="column of the labels", metavar="NAME")
     tokenizer: str = setting("word", help="how texts become tokens",
@@ -99,7 +95,8 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
     label_smoothing: float = label_smoothing_setting(0.0, absent=0.0)
     set_column: str = setting(None, help="classify sets of feature rows: rows with the same value "
                                          "here form a set", metavar="NAME", optional=True,
-                              absent=None)  # a text run with --init leaves it out
+                              absent=None,  # a text run with --init leaves it out
+                              blank_why="name the column whose value groups rows into sets")
     feature_columns: str = setting(None, help="with --set-column: the numeric features "
                                               "(default: every other column)",
                                    metavar="A,B,...", optional=True)

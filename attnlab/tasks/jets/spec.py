@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from ...errors import UsageError
 from ...models.configs import JetTaggerConfig
 from ...run_config import RunSettings
-from ...settings import setting
+from ...settings import file_setting, setting
 from ..base import Capabilities, Runtime, Task
 from .checks import check_files
 
@@ -44,12 +44,9 @@ __all__ = ["JetsSettings", "JetsTask", "TASKS"]
 class JetsSettings:
     """The flags of ``attnlab train jets`` (docs/jets.md)."""
 
-    data: str = setting(None, help="jets to train on (.h5, the reference dataset's layout)",
-                        metavar="FILE", optional=True)
-    val: str = setting(None, help="validation jets (default: a range of --data)",
-                       metavar="FILE", optional=True)
-    test: str = setting(None, help="test jets (default: the last --test-fraction of --data)",
-                        metavar="FILE", optional=True)
+    data: str = file_setting("jets to train on (.h5, the reference dataset's layout)")
+    val: str = file_setting("validation jets (default: a range of --data)")
+    test: str = file_setting("test jets (default: the last --test-fraction of --data)")
     val_fraction: float = setting(0.1, help="without --val: this share of --data validates",
                                   low=0, above=True, below=1)
     test_fraction: float = setting(0.2, help="without --test: this share of --data tests",

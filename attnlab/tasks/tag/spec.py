@@ -49,7 +49,7 @@ from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
 from ...run_config import RunSettings
-from ...settings import AdaptSettings, flag, held_out_setting, setting
+from ...settings import AdaptSettings, file_setting, flag, held_out_setting, setting
 from ...tokenizers import normalize_setting, vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
@@ -66,13 +66,10 @@ class TagSettings(AdaptSettings, PretrainedEncoderFields):
     """The flags of ``attnlab train tag`` besides the shared and the model ones; and, without
     a flag, what ``--init DIR`` reads from a pretrained encoder (``arch``, its fields)."""
 
-    data: str = setting(None, help="training data: CoNLL (a word and its tag per line), .jsonl, "
-                                   ".parquet or a datasets directory", metavar="FILE",
-                        optional=True)
-    test: str = setting(None, help="test data (default: --test-fraction of --data's sentences)",
-                        metavar="FILE", optional=True)
-    val: str = setting(None, help="validation data (default: --val-fraction of --data's "
-                                  "sentences)", metavar="FILE", optional=True)
+    data: str = file_setting("training data: CoNLL (a word and its tag per line), .jsonl, "
+                             ".parquet or a datasets directory")
+    test: str = file_setting("test data (default: --test-fraction of --data's sentences)")
+    val: str = file_setting("validation data (default: --val-fraction of --data's sentences)")
     tag_column: int = setting(None, help="CoNLL: the field of the tag, counting the word as 0 "
                                          "(default: the last)", low=1, optional=True)
     tokens_column: str = setting("tokens", help="JSON Lines, Parquet, datasets: the field of "

@@ -31,7 +31,7 @@ from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import Seq2SeqConfig
 from ...settings import (MAX_BEAM, AdaptSettings, beam_setting, label_smoothing_setting,
-                         length_penalty_setting, setting)
+                         file_setting, length_penalty_setting, setting)
 from ...tokenizers import TOKENIZER_KINDS, normalize_setting
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
@@ -67,11 +67,9 @@ class TranslateSettings(AdaptSettings):
                        help="target language (any num2words language; for dates a babel locale)")
     dataset: str = setting("numbers", choices=DATASETS, absent="numbers",
                            help="built-in data: numbers (num2words) or dates (babel locales)")
-    data: str = setting(None, help="your parallel data (CSV/TSV/JSONL/Parquet or a datasets "
-                                         "directory)", metavar="FILE",
-                        optional=True, absent=None)
-    test: str = setting(None, help="test pairs (default: 10%% of --data)", metavar="FILE",
-                        optional=True, absent=None)
+    data: str = file_setting("your parallel data (CSV/TSV/JSONL/Parquet or a datasets "
+                             "directory)", absent=None)
+    test: str = file_setting("test pairs (default: 10%% of --data)", absent=None)
     src_column: str = setting("source", help="source column of --data", metavar="NAME")
     tgt_column: str = setting("target", help="target column of --data", metavar="NAME")
     src_tokenizer: str = setting("auto", choices=TOKENIZERS,

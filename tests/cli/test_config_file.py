@@ -1,0 +1,172 @@
+"""`attnlab train TASK --config FILE` as a user who writes the YAML by hand, or hands it the
+config.yaml of an earlier run: each key is used as written or refused in one line (exit 2)
+naming the file and the key, before a run directory exists."""
+import pytest
+import yaml
+
+from attnlab.cli import main
+
+from ..reliability.conftest import task_data, tiny_args
+from ..reliability.test_trust_train import one_line_error
+
+
+def _refused(tmp_path, capsys, text: str) -> str:
+    """The one error line of ``attnlab train copy --config FILE`` with ``text`` in FILE; no
+    run directory is made."""
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text(text)
+    assert main(["train", "copy", "--config", str(config), "--out", str(out)]) == 2
+    assert not out.exists()
+    return one_line_error(capsys).removeprefix(f"attnlab: error: --config {config}: ")
+
+
+def test_a_file_of_another_task_is_refused_not_trained_as_this_one(tmp_path, capsys):
+    """A file that says ``task: reverse`` trained copy with the rest of its settings, unsaid."""
+    assert _refused(tmp_path, capsys, "task: reverse\nmax_steps: 5\n") == (
+        "task reverse, but this is attnlab train copy (its settings are a reverse run's)")
+
+
+def test_a_run_of_another_task_is_named_by_its_task_not_by_its_keys(tmp_path, capsys):
+    """The config.yaml of a translate run handed to train copy names the task, not a list of
+    thirty keys copy does not know."""
+    assert _refused(tmp_path, capsys, "task: translate\nsrc: en\ntgt: de\n").startswith(
+        "task translate, but this is attnlab train copy")
+
+
+@pytest.mark.parametrize("text, key", [("1: 2\n", "1"), ("~: 2\n", "None"),
+                                       ("max_steps: 5\n3.5: x\n", "3.5")])
+def test_a_key_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, text, key):
+    """A number or null as a key was an AttributeError traceback (exit 1)."""
+    assert _refused(tmp_path, capsys, text) == (
+        f"the key {key} is not a setting name (a key is text, such as max_steps)")
+
+
+def _reuse(tmp_path, capsys, task: str, *args: str) -> tuple[dict, dict, str]:
+    """A tiny run of ``task``, then a second one from ``--config`` its config.yaml: both
+    config.yaml files, read back, and the second run's stderr."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main(["train", task, "--out", str(first), *args]) == 0
+    capsys.readouterr()
+    assert main(["train", task, "--config", str(first / "config.yaml"), "--out",
+                 str(second)]) == 0
+    err = capsys.readouterr().err
+    return (yaml.safe_load((first / "config.yaml").read_text()),
+            yaml.safe_load((second / "config.yaml").read_text()), err)
+
+
+@pytest.mark.slow
+def test_a_runs_config_yaml_trains_the_same_settings_again(tmp_path, capsys):
+    """--config RUN/config.yaml was refused for what the run worked out as it started
+    ("unknown setting(s) epochs_of_all_processes"); it now trains the same settings, the
+    worked-out values named in one note and worked out again."""
+    before, after, err = _reuse(tmp_path, capsys, "reverse", "--max-steps", "2",
+                                "--train-size", "64", "--val-size", "16", "--test-size", "16",
+                                "--model-dim", "16", "--num-heads", "2", "--threads", "1")
+    assert before.pop("out") != after.pop("out")
+    assert after == before
+    assert "epochs_of_all_processes: what the run that wrote it worked out" in err
+
+
+@pytest.mark.slow
+def test_a_classify_runs_config_yaml_is_not_refused_for_its_recorded_defaults(tmp_path, capsys):
+    """A classify run records --threshold and --label-sep at their defaults; handed back as
+    --config they were refused as unused ("only with --multi-label"), and its labels and
+    data digest as unknown settings."""
+    data = task_data(tmp_path)
+    before, after, err = _reuse(tmp_path, capsys, "classify",
+                                *tiny_args("classify", data, "--max-steps", "2"))
+    assert before.pop("out") != after.pop("out")
+    assert after == before
+    assert "data_sha256" in err and "labels" in err
+
+
+@pytest.mark.parametrize("text, lr", [("lr: 1e-3\n", 0.001), ("lr: 3E-4\n", 0.0003),
+                                      ("lr: 1.0e3\n", 1000.0), ("lr: .5e-2\n", 0.005)])
+def test_a_number_with_an_exponent_is_the_number(tmp_path, text, lr):
+    """``lr: 1e-3`` was refused as "lr must be a number, got '1e-3'": PyYAML reads YAML 1.1,
+    whose numbers need a dot and a signed exponent; a --config file is read as YAML 1.2 reads
+    it, as the user meant."""
+    from attnlab.commands.train import build_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    assert build_config("copy", {"config": str(config)}).lr == lr
+
+
+def test_a_quoted_number_is_still_text_and_refused(tmp_path, capsys):
+    assert _refused(tmp_path, capsys, "lr: '1e-3'\n") == "lr must be a number, got '1e-3'"
+
+
+def test_a_text_like_1e3_in_a_written_file_reads_back_as_that_text(tmp_path):
+    """config.yaml quotes a text that a --config file would read as a number (a column named
+    1e5), so a run's config.yaml handed to --config keeps it."""
+    from attnlab.runs import read_yaml, write_yaml
+
+    write_yaml(tmp_path / "c.yaml", {"text_column": "1e5", "lr": 1e-5})
+    assert read_yaml(tmp_path / "c.yaml", hand_written=True) == {"text_column": "1e5", "lr": 1e-5}
+
+
+@pytest.mark.parametrize("task, given, message", [
+    ("classify", ["--test="], "--test is empty: name a file"),
+    ("classify", ["--val="], "--val is empty: name a file"),
+    ("classify", ["--set-column="],
+     "--set-column is empty: name the column whose value groups rows into sets"),
+    ("tag", ["--test="], "--test is empty: name a file"),
+    ("translate", ["--data="], "--data is empty: name a file"),
+    ("jets", ["--data", "jets.h5", "--val="], "--val is empty: name a file"),
+    ("lm", ["--freeze="], "--freeze is empty: give none, encoder or all-but-last-N"),
+])
+def test_an_empty_file_or_column_is_refused_not_read_as_not_given(tmp_path, capsys, task,
+                                                                  given, message):
+    """``--test ""`` (a shell variable left unset) trained and tested on --test-fraction of
+    --data, and config.yaml recorded ``test: ''``; ``--data ""`` of translate was the current
+    directory."""
+    tiny = ([] if task in ("jets", "translate")  # refused before training all the same
+            else tiny_args(task, task_data(tmp_path), "--max-steps", "1"))
+    out = tmp_path / "run"
+    assert main(["train", task, *tiny, *given, "--out", str(out)]) == 2
+    assert one_line_error(capsys) == f"attnlab: error: {message}"
+    assert not out.exists()
+
+
+def test_an_empty_file_in_a_config_file_is_named_by_its_key(tmp_path, capsys):
+    data = task_data(tmp_path)
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text("test: ''\n")
+    assert main(["train", "classify", *tiny_args("classify", data, "--max-steps", "1"),
+                 "--config", str(config), "--out", str(out)]) == 2
+    assert one_line_error(capsys) == (f"attnlab: error: --config {config}: test is empty: "
+                                      f"name a file")
+    assert not out.exists()
+
+
+
+@pytest.mark.parametrize("threshold", ["0.7", "0.5"])
+def test_a_value_written_by_hand_is_still_refused_where_unused(tmp_path, capsys, threshold):
+    """A hand-written file names what it means: a --threshold without --multi-label is
+    refused as unused, as the flag is, the default 0.5 too."""
+    data = task_data(tmp_path)
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text(f"threshold: {threshold}\n")
+    assert main(["train", "classify", "--data", str(data["classify"]), "--config", str(config),
+                 "--out", str(out)]) == 2
+    assert "--threshold" in one_line_error(capsys)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("text, steps", [("max_steps: 010\n", 10), ("max_steps: 1_000\n", 1000),
+                                         ("max_steps: 0o17\n", 15), ("max_steps: 0x10\n", 16)])
+def test_an_integer_is_read_as_written(tmp_path, text, steps):
+    """``max_steps: 010`` trained 8 steps: YAML 1.1 reads a leading zero as octal; a --config
+    file is read as YAML 1.2 reads it (0o17 is octal)."""
+    from attnlab.commands.train import build_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    assert build_config("copy", {"config": str(config)}).max_steps == steps
+
+
+def test_a_time_of_day_is_not_an_integer(tmp_path, capsys):
+    """``max_steps: 1:30`` trained 90 steps (YAML 1.1's base-60 integers)."""
+    assert _refused(tmp_path, capsys, "max_steps: 1:30\n") == (
+        "max_steps must be an integer, got '1:30'")
