@@ -230,6 +230,7 @@ def held_out_setting(split: str) -> Any:
 # schedules (``attnlab.schedulers.decay_factor``), which end at --min-lr
 DECAY_SCHEDULES = ("cosine", "wsd", "linear", "constant")
 SCHEDULES = ("cosine", "noam", "wsd", "linear", "constant")
+NOAM_BETA2 = 0.98  # Noam's AdamW's, the paper's (attnlab.training.module.make_optimizer)
 # wsd's decay share when --cooldown is not given: the last fifth (MiniCPM decays over about a
 # tenth, modded-nanogpt's records over a third and more)
 WSD_COOLDOWN = 0.2

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
-from ..settings import (TrainSettings, add_flags, as_typed, check, check_schedule, flag,
-                        heads_divide_width, monitoring_fits, optimizer_fits)
+from ..settings import (NOAM_BETA2, TrainSettings, add_flags, as_typed, check, check_schedule,
+                        flag, heads_divide_width, monitoring_fits, optimizer_fits)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import moved_data, resume_conflicts
@@ -129,11 +129,21 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     _say(notes_of_file + notes)  # after the checks: a refusal stays the one line of its error
     if recipe:
         _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init)
-    for name in task.unrecorded_settings(cfg):  # config.yaml records what the run uses
-        cfg.pop(name, None)
-    if cfg.get("epochs") is not None:  # --epochs is the budget: the default --max-steps was
-        cfg.pop("max_steps", None)     # would be recorded beside it, unused
+    _as_trained(task, cfg)
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _as_trained(task, cfg: dict[str, Any]) -> None:
+    """Make ``cfg`` what config.yaml records: what the run trains with. The settings it does
+    not use are left out (``Task.unrecorded_settings``); a new Noam run's beta2 is the paper's,
+    which its AdamW takes whatever the default (``make_optimizer``); an --epochs run's budget
+    is --epochs alone (the default --max-steps would be recorded beside it, unused)."""
+    for name in task.unrecorded_settings(cfg):
+        cfg.pop(name, None)
+    if cfg["schedule"] == "noam" and not cfg["resume"]:
+        cfg["beta2"] = NOAM_BETA2
+    if cfg.get("epochs") is not None:
+        cfg.pop("max_steps", None)
 
 
 def _kept_on_resume(cfg: dict[str, Any], previous: dict[str, Any], given: dict[str, Any]) -> None:
@@ -312,7 +322,7 @@ def _as_given(name: str, value: Any, where: str) -> tuple[str, str]:
 def _shared_unused(cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
     """The shared settings ``cfg`` trains without, as ``Task.unused_settings`` gives a task's:
     Noam's AdamW takes the paper's β₂ (``make_optimizer``), whatever --beta2 says."""
-    if cfg["schedule"] == "noam":
+    if cfg["schedule"] == "noam" and cfg["beta2"] != NOAM_BETA2:
         return [(["beta2"], "--schedule noam trains with the paper's beta2 0.98 (and eps 1e-9); "
                             "give another --schedule to set it")]
     return []

@@ -24,7 +24,7 @@ from torch import nn
 from ..errors import UsageError
 from ..nn.positional import LearnedPositionalEncoding
 from ..schedulers import CosineWarmupScheduler, NoamScheduler, WarmupDecayScheduler
-from ..settings import TrainSettings, absent_values, defaults
+from ..settings import NOAM_BETA2, TrainSettings, absent_values, defaults
 from . import muon
 from .totals import resolve
 
@@ -235,7 +235,7 @@ def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: b
     fused = (fused and fused_adamw_ok(params)) or None  # None: PyTorch's per-tensor default
     noam = opt_cfg.schedule == "noam"
     beta1 = float(opt_cfg.beta1)
-    options = (dict(lr=1.0, betas=(beta1, 0.98), eps=1e-9) if noam  # the paper's beta2
+    options = (dict(lr=1.0, betas=(beta1, NOAM_BETA2), eps=1e-9) if noam  # the paper's
                else dict(lr=float(opt_cfg.lr), betas=(beta1, float(opt_cfg.beta2))))
     try:
         opt = torch.optim.AdamW(params, weight_decay=wd, fused=fused, **options)

@@ -48,6 +48,22 @@ def test_noam_without_beta2_and_beta2_with_another_schedule_still_train():
     assert build_config("reverse", {"schedule": "linear", "beta2": 0.95}).beta2 == 0.95
 
 
+def test_a_noam_run_records_the_beta2_its_adamw_takes(tmp_path):
+    """Noam's AdamW takes the paper's 0.98; config.yaml recorded the task's default (0.999,
+    an lm's 0.99), a β₂ the run never trained with. The recorded value is accepted back, as a
+    flag and as --config of the run's own config.yaml."""
+    from attnlab.runs import write_yaml
+    from attnlab.training.module import make_optimizer
+
+    cfg = build_config("reverse", {"schedule": "noam"})
+    optimizer, _ = make_optimizer([torch.nn.Parameter(torch.zeros(2))], cfg, model_dim=8,
+                                  max_steps=10)
+    assert cfg.beta2 == optimizer.param_groups[0]["betas"][1] == 0.98
+    assert build_config("reverse", {"schedule": "noam", "beta2": 0.98}).beta2 == 0.98
+    write_yaml(tmp_path / "config.yaml", build_config("reverse", {"schedule": "noam"}).record())
+    assert build_config("reverse", {"config": str(tmp_path / "config.yaml")}).beta2 == 0.98
+
+
 def test_wsd_and_linear_record_the_defaults_they_train_with():
     cfg = build_config("reverse", {"schedule": "wsd"})
     assert (cfg.cooldown, cfg.min_lr) == (0.2, 0.0)
