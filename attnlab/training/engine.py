@@ -630,7 +630,13 @@ class Loop:
             state["best"] = self.watch.state_dict()
         if self.fabric.is_global_zero:
             path.parent.mkdir(parents=True, exist_ok=True)
-        self.fabric.save(temporary, state)
+        try:
+            self.fabric.save(temporary, state)
+        except BaseException as e:  # a full disk: no half-written file left taking its space
+            temporary.unlink(missing_ok=True)
+            if isinstance(e, OSError) and e.filename is None:  # torch.save's write names none
+                e.filename = str(path)
+            raise
         if self.fabric.is_global_zero:
             os.replace(temporary, path)
         self.fabric.barrier()
