@@ -361,6 +361,8 @@ def run(args: argparse.Namespace) -> int:
     found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
     created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
+    # outside the try below: a run refused here must not remove what another one wrote
+    lock = None if _is_child() else preflight.claim(run_dir, resume=cfg.resume)
     try:
         with _sigterm_as_exception():
             _train(cfg, run_dir, checked)
@@ -368,6 +370,9 @@ def run(args: argparse.Namespace) -> int:
         if _is_child():
             raise
         raise _after_failure(e, cfg, run_dir, found, created) from None
+    finally:
+        if lock is not None:
+            os.close(lock)
     return 0
 
 
