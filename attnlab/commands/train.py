@@ -310,8 +310,10 @@ def _choose_out(cfg: RunSettings) -> Path:
     if not out and cfg.num_nodes > 1:
         raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
-    if not out:
-        out = f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if not out:  # a second run started in the same second gets -2, not the first's directory
+        stamp = f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}"
+        out = next(name for name in (stamp, *(f"{stamp}-{n}" for n in range(2, 10_000)))
+                   if not os.path.lexists(name))
     return Path(out)
 
 

@@ -779,3 +779,20 @@ def test_a_second_train_of_an_out_in_use_is_refused_and_writes_nothing(reverse_r
                                       f"choose another --out")
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
+
+@pytest.mark.slow
+def test_a_run_without_out_started_in_the_same_second_as_another_gets_its_own_directory(
+        tmp_path, monkeypatch, capsys):
+    """The default run directory is named by the second the run starts: a second run started
+    within it was refused, told to --resume the first one's run. It now takes the next free
+    name, and the first run is left as it was."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda fmt, *t: "20260101-120000")
+    first = tmp_path / "runs" / "reverse-20260101-120000"
+    first.mkdir(parents=True)
+    (first / "config.yaml").write_text("task: reverse\n")
+    assert main(["train", "reverse", *TINY_REVERSE, "--max-steps", "2"]) == 0
+    assert (first / "config.yaml").read_text() == "task: reverse\n"
+    assert sorted(p.name for p in first.iterdir()) == ["config.yaml"]
+    assert (tmp_path / "runs" / "reverse-20260101-120000-2" / "model.safetensors").is_file()
+    assert "attnlab train reverse -> runs/reverse-20260101-120000-2" in capsys.readouterr().err
