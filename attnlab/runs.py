@@ -17,6 +17,7 @@ import json
 import math
 import numbers
 import os
+import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping
@@ -27,7 +28,8 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = [
-    "atomic_write", "read_json", "write_json", "write_yaml", "read_yaml", "save_weights", "save_tensors",
+    "atomic_write", "naming", "read_json", "write_json", "write_yaml", "read_yaml",
+    "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
     "process_umask",
@@ -53,9 +55,18 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
-        raise
+        raise naming(e, path)
+
+
+def naming(error: BaseException, path: str | Path) -> BaseException:
+    """``error``, naming ``path`` when it is an ``OSError`` that names no file: a ``write``
+    to an open file on a full disk names none, and the one line the command line prints for
+    it would otherwise blame standard output (``attnlab.cli``). Any other error as it is."""
+    if isinstance(error, OSError) and error.filename is None:
+        error.filename = str(path)
+    return error
 
 
 def _create_temporary(path: Path) -> tuple[int, Path]:
@@ -340,11 +351,20 @@ def save_tensors(tensors: Mapping[str, Any], path: str | Path) -> None:
 def _save_safetensors(save: Callable[[str], None], path: str | Path) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    save(str(tmp))
-    # safetensors writes its file with mode 0600 whatever the umask; give it the mode any
-    # other new file gets, so that a group on a shared file system can read the model
-    os.chmod(tmp, 0o666 & ~process_umask())
-    os.replace(tmp, path)
+    try:
+        save(str(tmp))
+        # safetensors writes its file with mode 0600 whatever the umask; give it the mode any
+        # other new file gets, so that a group on a shared file system can read the model
+        os.chmod(tmp, 0o666 & ~process_umask())
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        # safetensors reports a failed write (a full disk) as its own error, "... (os error 28)"
+        code = re.search(r"\(os error (\d+)\)", str(e)) if type(e).__name__ == \
+            "SafetensorError" else None
+        if code:
+            raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from None
+        raise naming(e, path)
 
 
 # Weights read in place of one file: (the file, a function that loads the weights into a

@@ -45,7 +45,7 @@ import torch
 
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
-from ..runs import readable, save_weights, write_config, write_metrics
+from ..runs import naming, readable, save_weights, write_config, write_metrics
 from ..settings import epoch_steps
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
@@ -634,9 +634,7 @@ class Loop:
             self.fabric.save(temporary, state)
         except BaseException as e:  # a full disk: no half-written file left taking its space
             temporary.unlink(missing_ok=True)
-            if isinstance(e, OSError) and e.filename is None:  # torch.save's write names none
-                e.filename = str(path)
-            raise
+            raise naming(e, path)
         if self.fabric.is_global_zero:
             os.replace(temporary, path)
         self.fabric.barrier()

@@ -153,6 +153,48 @@ def test_a_full_disk_on_standard_output_is_one_line_and_exit_1(run_dir, monkeypa
     assert err == "attnlab: cannot write to standard output: No space left on device\n"
 
 
+def test_a_full_disk_under_a_run_file_names_that_file_not_standard_output(tmp_path,
+                                                                          monkeypatch):
+    """A disk that fills while a run's figure, config or metrics are written (the failed
+    write names no file; `attnlab train` on a full disk said "cannot write to standard
+    output"): the error names the file being written, which the command line's one line
+    shows, and no temporary file is left."""
+    import attnlab.runs
+    from attnlab.runs import write_json
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(attnlab.runs.os, "fsync", full)
+    path = tmp_path / "metrics.json"
+    with pytest.raises(OSError) as raised:
+        write_json(path, {"steps": 1})
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_while_weights_are_saved_is_a_write_error_naming_the_file(tmp_path,
+                                                                             monkeypatch):
+    """safetensors reports a failed write as its own SafetensorError, which the command line
+    showed as a traceback; it is the OSError of that write, naming the model file (so one line,
+    exit 1), and the half-written temporary file is removed."""
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    def full(model, filename, *args, **kwargs):
+        with open(filename, "wb") as f:
+            f.write(b"half a model")
+        raise SafetensorError("Error while serializing: I/O error: No space left on device "
+                              "(os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_model", full)
+    path = tmp_path / "model.safetensors"
+    with pytest.raises(OSError) as raised:
+        save_weights(ElementPredictor(10, 8, 10, 1, 1, dim_feedforward=16), path)
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(path))
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv, named", [
     (["predict", "RUN", "--input", " "], "--input is empty"),
     (["plot", "attention", "RUN", "--input", "\t"], "--input is empty"),
