@@ -186,10 +186,23 @@ def read_json(path: str | Path, *, what: str = "a JSON file") -> Any:
         ...
         attnlab.errors.UsageError: bad.json is not a config (Expecting property name ...)
     """
+    raw = _read_bytes(path, "")
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UsageError(f"{path} is not {what} ({e})") from None
+
+
+def _read_bytes(path: str | Path, prefix: str) -> bytes:
+    """The bytes of ``path``; a file that is there but cannot be read (no permission, EIO) is
+    a ``UsageError`` beginning with ``prefix`` and naming the file. A missing file stays
+    ``FileNotFoundError``, which callers test for."""
+    try:
+        return Path(path).read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        raise
+    except OSError as e:
+        raise UsageError(f"{prefix}{path}: cannot read the file ({e.strerror or e})") from None
 
 
 def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
@@ -218,8 +231,9 @@ def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
         raise UsageError(f"{what}: {path} is a directory, not a YAML file")
     if not path.is_file():
         raise UsageError(f"{what}: file not found: {path}")
+    raw = _read_bytes(path, f"{what}: ")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeys)  # noqa: S506
+        data = yaml.load(raw.decode("utf-8"), Loader=UniqueKeys)  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UsageError(f"{what}: {path} is not valid YAML ({first})") from None

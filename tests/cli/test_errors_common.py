@@ -9,7 +9,8 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.models.predictor import ElementPredictor
-from attnlab.runs import save_weights, write_yaml
+from attnlab.errors import UsageError
+from attnlab.runs import read_json, save_weights, write_yaml
 
 
 def _fails(argv, capsys, *named):
@@ -193,6 +194,49 @@ def test_a_full_disk_while_weights_are_saved_is_a_write_error_naming_the_file(tm
         save_weights(ElementPredictor(10, 8, 10, 1, 1, dim_feedforward=16), path)
     assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(path))
     assert list(tmp_path.iterdir()) == []
+
+
+def _refuse_reading(monkeypatch, locked):
+    """``locked`` read as a file without read permission (the tests may run as root, who
+    reads any file)."""
+    from pathlib import Path
+
+    opened = Path.open
+
+    def refused(self, *args, **kwargs):
+        if self == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refused)
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "settings.yaml"])
+def test_a_file_it_may_not_read_is_one_line_naming_it(name, run_dir, tmp_path, monkeypatch,
+                                                      capsys):
+    """A run's config.yaml or a --config file without read permission (another user's, on a
+    shared disk) was a PermissionError traceback; it is one line naming the file, and
+    nothing is written."""
+    (tmp_path / "settings.yaml").write_text("max_steps: 2\n")
+    locked = (tmp_path if name == "settings.yaml" else run_dir) / name
+    _refuse_reading(monkeypatch, locked)
+    argv = (["predict", str(run_dir), "--input", "1 2"] if name == "config.yaml" else
+            ["train", "reverse", "--config", str(locked), "--out", str(tmp_path / "r")])
+    assert main(argv) == 2
+    what = "predict" if name == "config.yaml" else "--config"
+    assert capsys.readouterr().err == (f"attnlab: error: {what}: {locked}: cannot read the "
+                                       f"file (Permission denied)\n")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_json_file_it_may_not_read_is_a_usage_error_naming_it(tmp_path, monkeypatch):
+    """A run's tokenizer.json (read by read_json) without read permission: the same words."""
+    locked = tmp_path / "tokenizer.json"
+    locked.write_text("{}")
+    _refuse_reading(monkeypatch, locked)
+    with pytest.raises(UsageError) as raised:
+        read_json(locked, what="a JSON tokenizer file")
+    assert str(raised.value) == f"{locked}: cannot read the file (Permission denied)"
 
 
 @pytest.mark.parametrize("argv, named", [
