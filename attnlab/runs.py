@@ -202,7 +202,21 @@ def _read_bytes(path: str | Path, prefix: str) -> bytes:
     except (FileNotFoundError, IsADirectoryError):
         raise
     except OSError as e:
-        raise UsageError(f"{prefix}{path}: cannot read the file ({e.strerror or e})") from None
+        raise _cannot_read(path, e, prefix) from None
+
+
+def _read_bytes_allowed(path: Path) -> None:
+    """``UsageError`` naming ``path`` when it cannot be opened for reading: safetensors says
+    "No such file or directory" of a file that is there but not readable (no permission)."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        raise _cannot_read(path, e) from None
+
+
+def _cannot_read(path: str | Path, error: OSError, prefix: str = "") -> UsageError:
+    return UsageError(f"{prefix}{path}: cannot read the file ({error.strerror or error})")
 
 
 def read_yaml(path: str | Path, *, what: str = "--config") -> dict:
@@ -402,6 +416,7 @@ def load_weights(model, path: str | Path) -> None:
         return
     if not path.is_file():
         raise UsageError(f"weights file not found: {path}")
+    _read_bytes_allowed(path)
     try:
         missing, unexpected = load_model(model, str(path), strict=False)
     except (SafetensorError, OSError, ValueError) as e:

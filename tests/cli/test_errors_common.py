@@ -239,6 +239,35 @@ def test_a_json_file_it_may_not_read_is_a_usage_error_naming_it(tmp_path, monkey
     assert str(raised.value) == f"{locked}: cannot read the file (Permission denied)"
 
 
+def test_weights_it_may_not_read_are_not_said_to_be_missing(run_dir, monkeypatch, capsys):
+    """safetensors says "No such file or directory" of a model.safetensors that is there
+    but not readable; the one line says why it cannot be read."""
+    import builtins
+
+    import safetensors.torch
+
+    import attnlab.runs
+
+    locked = run_dir / "model.safetensors"
+
+    def refused(path, *args, **kwargs):
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(attnlab.runs, "open", refused, raising=False)
+
+    def as_safetensors_says(model, filename, *args, **kwargs):
+        if str(filename) == str(locked):
+            raise OSError(f"No such file or directory: {filename}")
+        raise AssertionError("read only the locked file")
+
+    monkeypatch.setattr(safetensors.torch, "load_model", as_safetensors_says)
+    assert main(["predict", str(run_dir), "--input", "1 2"]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: {locked}: cannot read the file "
+                                       f"(Permission denied)\n")
+
+
 @pytest.mark.parametrize("argv, named", [
     (["predict", "RUN", "--input", " "], "--input is empty"),
     (["plot", "attention", "RUN", "--input", "\t"], "--input is empty"),
