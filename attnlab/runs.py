@@ -128,10 +128,14 @@ def dumps(obj: Any, **options: Any) -> str:
 
 
 def write_yaml(path: str | Path, obj: dict) -> None:
-    """``obj`` as a YAML mapping, keys sorted, written atomically."""
+    """``obj`` as a YAML mapping, keys sorted, written atomically in UTF-8, with its text
+    as written (a data file ``clé 日本.csv``, not ``"cl\\xE9 \\u65E5\\u672C.csv"``)."""
     import yaml
 
-    atomic_write(path, yaml.safe_dump(dict(obj), sort_keys=True))
+    text = yaml.safe_dump(dict(obj), sort_keys=True, allow_unicode=True)
+    if yaml.safe_load(text) != dict(obj):  # PyYAML writes some breaks (U+0085) unescaped
+        text = yaml.safe_dump(dict(obj), sort_keys=True)
+    atomic_write(path, text)
 
 
 def write_config(run_dir: str | Path, cfg: Any) -> None:
