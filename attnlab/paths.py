@@ -42,6 +42,7 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
     if not str(out).strip():
         raise UsageError(f"{flag} is empty; name a {what}{hint}")
     path = Path(out)
+    _check_no_tilde(path, flag, hint)
     if directory and path.exists() and not path.is_dir():
         raise UsageError(f"{flag} {path} is a file, not a directory{hint}")
     if not directory and path.is_dir():
@@ -66,3 +67,20 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
                          f"{ancestor}: {why}){hint}") from None
     os.rmdir(probe)
     return path
+
+
+def _check_no_tilde(path: Path, flag: str, hint: str) -> None:
+    """A path that starts with ``~`` or ``~user`` which nothing expanded (quoted in the shell,
+    or written in a --config file: YAML does not expand it) would make a directory named ``~``
+    in the working directory, which a later ``rm -r ~`` to remove it would take for the home
+    directory. It is refused, naming the path meant, unless such a ``~`` already exists in the
+    working directory (then it is the user's own)."""
+    first = path.parts[0] if path.parts else ""
+    home = os.path.expanduser(first)
+    if not (first == "~" or home != first) or Path(first).exists():
+        return
+    meant = (f"write it out in full, e.g. {Path(home, *path.parts[1:])}" if home != first
+             else "write the full path")
+    raise UsageError(f"{flag} {path}: '~' is not expanded here (a quoted path, or one in a "
+                     f"--config file), so it would name {first!r} in {Path.cwd()}; {meant}"
+                     f"{hint}")

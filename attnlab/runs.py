@@ -18,6 +18,7 @@ import json
 import math
 import numbers
 import os
+import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping
@@ -28,7 +29,8 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = [
-    "atomic_write", "read_json", "write_json", "write_yaml", "read_yaml", "save_weights", "save_tensors",
+    "atomic_write", "naming", "read_json", "write_json", "write_yaml", "read_yaml",
+    "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
     "process_umask",
@@ -54,9 +56,18 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
-        raise
+        raise naming(e, path)
+
+
+def naming(error: BaseException, path: str | Path) -> BaseException:
+    """``error``, naming ``path`` when it is an ``OSError`` that names no file: a ``write``
+    to an open file on a full disk names none, and the one line the command line prints for
+    it would otherwise blame standard output (``attnlab.cli``). Any other error as it is."""
+    if isinstance(error, OSError) and error.filename is None:
+        error.filename = str(path)
+    return error
 
 
 def _create_temporary(path: Path) -> tuple[int, Path]:
@@ -118,12 +129,17 @@ def dumps(obj: Any, **options: Any) -> str:
 
 
 def write_yaml(path: str | Path, obj: dict) -> None:
-    """``obj`` as a YAML mapping, keys sorted, written atomically; a text such as ``1e3`` is
-    quoted, so that a file read back with YAML 1.2's numbers
+    """``obj`` as a YAML mapping, keys sorted, written atomically in UTF-8, with its text
+    as written (a data file ``clé 日本.csv``, not ``"cl\\xE9 \\u65E5\\u672C.csv"``); a text
+    such as ``1e3`` is quoted, so that a file read back with YAML 1.2's numbers
     (``read_yaml(hand_written=True)``) reads it as the text it was."""
     import yaml
 
-    atomic_write(path, yaml.dump(dict(obj), Dumper=_yaml_classes()[2], sort_keys=True))
+    dumper = _yaml_classes()[2]
+    text = yaml.dump(dict(obj), Dumper=dumper, sort_keys=True, allow_unicode=True)
+    if yaml.safe_load(text) != dict(obj):  # PyYAML writes some breaks (U+0085) unescaped
+        text = yaml.dump(dict(obj), Dumper=dumper, sort_keys=True)
+    atomic_write(path, text)
 
 
 # YAML 1.2's numbers where YAML 1.1, which PyYAML reads, differs: a number with an exponent
@@ -181,6 +197,7 @@ def _yaml_classes() -> tuple[type, type, type]:
     return UniqueKeys, Yaml12Numbers, QuoteNumbers
 
 
+
 def write_config(run_dir: str | Path, cfg: Any) -> None:
     """``RUN_DIR/config.yaml``: the run's typed config (``attnlab.run_config``) as the flat
     mapping of its settings (``cfg.record()``: the keys are the settings' names), keys sorted,
@@ -233,10 +250,37 @@ def read_json(path: str | Path, *, what: str = "a JSON file") -> Any:
         ...
         attnlab.errors.UsageError: bad.json is not a config (Expecting property name ...)
     """
+    raw = _read_bytes(path, "")
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UsageError(f"{path} is not {what} ({e})") from None
+
+
+def _read_bytes(path: str | Path, prefix: str) -> bytes:
+    """The bytes of ``path``; a file that is there but cannot be read (no permission, EIO) is
+    a ``UsageError`` beginning with ``prefix`` and naming the file. A missing file stays
+    ``FileNotFoundError``, which callers test for."""
+    try:
+        return Path(path).read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        raise
+    except OSError as e:
+        raise _cannot_read(path, e, prefix) from None
+
+
+def _read_bytes_allowed(path: Path) -> None:
+    """``UsageError`` naming ``path`` when it cannot be opened for reading: safetensors says
+    "No such file or directory" of a file that is there but not readable (no permission)."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        raise _cannot_read(path, e) from None
+
+
+def _cannot_read(path: str | Path, error: OSError, prefix: str = "") -> UsageError:
+    return UsageError(f"{prefix}{path}: cannot read the file ({error.strerror or error})")
 
 
 def read_yaml(path: str | Path, *, what: str = "--config",
@@ -255,8 +299,9 @@ def read_yaml(path: str | Path, *, what: str = "--config",
     if not path.is_file():
         raise UsageError(f"{what}: file not found: {path}")
     loader = _yaml_classes()[1 if hand_written else 0]
+    raw = _read_bytes(path, f"{what}: ")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+        data = yaml.load(raw.decode("utf-8"), Loader=loader)  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UsageError(f"{what}: {path} is not valid YAML ({first})") from None
@@ -405,11 +450,20 @@ def save_tensors(tensors: Mapping[str, Any], path: str | Path) -> None:
 def _save_safetensors(save: Callable[[str], None], path: str | Path) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    save(str(tmp))
-    # safetensors writes its file with mode 0600 whatever the umask; give it the mode any
-    # other new file gets, so that a group on a shared file system can read the model
-    os.chmod(tmp, 0o666 & ~process_umask())
-    os.replace(tmp, path)
+    try:
+        save(str(tmp))
+        # safetensors writes its file with mode 0600 whatever the umask; give it the mode any
+        # other new file gets, so that a group on a shared file system can read the model
+        os.chmod(tmp, 0o666 & ~process_umask())
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        # safetensors reports a failed write (a full disk) as its own error, "... (os error 28)"
+        code = re.search(r"\(os error (\d+)\)", str(e)) if type(e).__name__ == \
+            "SafetensorError" else None
+        if code:
+            raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from None
+        raise naming(e, path)
 
 
 # Weights read in place of one file: (the file, a function that loads the weights into a
@@ -433,6 +487,7 @@ def load_weights(model, path: str | Path) -> None:
         return
     if not path.is_file():
         raise UsageError(f"weights file not found: {path}")
+    _read_bytes_allowed(path)
     try:
         missing, unexpected = load_model(model, str(path), strict=False)
     except (SafetensorError, OSError, ValueError) as e:

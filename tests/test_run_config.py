@@ -247,3 +247,19 @@ def test_a_file_given_for_a_run_directory_is_named_so(tmp_path, inside):
         check_run_dir(given, command="translate")
     hint = f"; give the run directory that holds it, {run}" if inside else ""
     assert str(e.value) == f"translate: {given} is a file, not a run directory{hint}"
+
+
+def test_config_yaml_shows_a_unicode_path_as_written_and_reads_it_back(tmp_path):
+    """A data file `clé 日本.csv` is recorded as `data: .../clé 日本.csv` (it was
+    `"...cl\\xE9 \\u65E5\\u672C.csv"`), in UTF-8 whatever the locale; a character YAML cannot
+    hold as written (U+0085, a line break to YAML) is still escaped, so every value reads back
+    as it was (that file is then written escaped throughout, as before)."""
+    from attnlab.runs import read_yaml, write_yaml
+
+    values = {"data": "/données/clé 日本.csv", "text_column": "text"}
+    write_yaml(tmp_path / "config.yaml", values)
+    assert "data: /données/clé 日本.csv\n" in (tmp_path / "config.yaml").read_text("utf-8")
+    assert read_yaml(tmp_path / "config.yaml") == values
+    odd = {**values, "text_column": "a\x85b"}
+    write_yaml(tmp_path / "odd.yaml", odd)
+    assert read_yaml(tmp_path / "odd.yaml") == odd

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..run_config import RunSettings
 
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
-           "check_memory", "has_checkpoint", "discard_unstarted", "first_missing",
+           "check_memory", "has_checkpoint", "claim", "discard_unstarted", "first_missing",
            "available_memory",
            "RESUMABLE"]
 
@@ -47,6 +47,36 @@ def check_out(out: str | Path, *, resume: bool) -> Path:
         raise UsageError(f"--out {run_dir} already holds files; pass --resume to continue that "
                          f"run, or choose another --out")
     return run_dir
+
+
+def claim(run_dir: Path, *, resume: bool) -> int | None:
+    """Make ``run_dir`` and hold it for this process: an exclusive ``flock`` on the directory,
+    released when the returned descriptor is closed or the process ends (a killed run leaves
+    no lock behind). A second ``attnlab train`` with the same ``--out`` started meanwhile is
+    refused, naming it, instead of writing its files over the first one's (both checked an
+    empty directory before either wrote to it); under the lock ``check_out`` is asked again,
+    for a run that finished in between. None where the file system has no locks (some NFS
+    mounts) or the platform none (Windows): the run is then unguarded, as before."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    fd = os.open(run_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        check_out(run_dir, resume=resume)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError(f"--out {run_dir} is in use by another attnlab train running now; "
+                         f"wait for it to end, or choose another --out") from None
+    except UsageError:
+        os.close(fd)
+        raise
+    except OSError:  # no locks on this file system
+        os.close(fd)
+        return None
+    return fd
 
 
 def has_checkpoint(run_dir: Path) -> bool:

@@ -362,8 +362,10 @@ def _choose_out(cfg: RunSettings) -> Path:
     if not out and cfg.num_nodes > 1:
         raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
-    if not out:
-        out = f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if not out:  # a second run started in the same second gets -2, not the first's directory
+        stamp = f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}"
+        out = next(name for name in (stamp, *(f"{stamp}-{n}" for n in range(2, 10_000)))
+                   if not os.path.lexists(name))
     return Path(out)
 
 
@@ -413,6 +415,8 @@ def run(args: argparse.Namespace) -> int:
     found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
     created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
+    # outside the try below: a run refused here must not remove what another one wrote
+    lock = None if _is_child() else preflight.claim(run_dir, resume=cfg.resume)
     try:
         with _sigterm_as_exception():
             _train(cfg, run_dir, checked)
@@ -420,6 +424,9 @@ def run(args: argparse.Namespace) -> int:
         if _is_child():
             raise
         raise _after_failure(e, cfg, run_dir, found, created) from None
+    finally:
+        if lock is not None:
+            os.close(lock)
     return 0
 
 

@@ -45,7 +45,7 @@ import torch
 
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
-from ..runs import readable, save_weights, write_config, write_metrics
+from ..runs import naming, readable, save_weights, write_config, write_metrics
 from ..settings import epoch_steps
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
@@ -659,7 +659,11 @@ class Loop:
             state["best"] = self.watch.state_dict()
         if self.fabric.is_global_zero:
             path.parent.mkdir(parents=True, exist_ok=True)
-        self.fabric.save(temporary, state)
+        try:
+            self.fabric.save(temporary, state)
+        except BaseException as e:  # a full disk: no half-written file left taking its space
+            temporary.unlink(missing_ok=True)
+            raise naming(e, path)
         if self.fabric.is_global_zero:
             os.replace(temporary, path)
         self.fabric.barrier()

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from ..run_config import RunSettings
 
 __all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
-           "AUTO_BF16_WIDTH", "processes", "single_process_ddp", "launch"]
+           "AUTO_BF16_WIDTH", "processes", "single_process_ddp", "launch",
+           "run_dir_checkpoint_io"]
 
 
 def _quiet_lightning() -> None:
@@ -130,9 +131,36 @@ def make_fabric(cfg: RunSettings):
     settings = _hardware(cfg)
     settings["strategy"] = _strategy(cfg)
     settings["precision"] = _precision(str(settings["precision"]))
+    if isinstance(settings["strategy"], str):  # FSDP's full checkpoint is torch.save'd on rank 0
+        settings["plugins"] = [run_dir_checkpoint_io()]
     with warnings.catch_warnings(), _no_rank_zero_info():
         warnings.simplefilter("ignore")  # the substitutions are reported by check_hardware
         return fabric().Fabric(**settings)
+
+
+def run_dir_checkpoint_io():
+    """Fabric's checkpoint writer, writing the checkpoint straight to the path it is given.
+
+    Lightning's own (``TorchCheckpointIO``) serialises the whole checkpoint into memory, writes
+    it to a new file in ``$TMPDIR`` and then moves that file: with a small ``/tmp`` (a tmpfs of a
+    few GiB on many machines and clusters) the first checkpoint of a run whose directory has
+    room failed with "No space left on device" naming a ``/tmp`` file, and the run was lost. The
+    caller (``engine.Loop.save``) already writes to a temporary name in the run directory and
+    renames it, so nothing here needs another copy; the file is synced before that rename, so
+    a crash of the machine cannot leave a renamed ``last.ckpt`` whose data never reached the
+    disk."""
+    import torch
+
+    class RunDirCheckpointIO(fabric().plugins.TorchCheckpointIO):
+        def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
+            if storage_options is not None:
+                raise TypeError("storage_options are not supported")
+            with open(path, "wb") as f:
+                torch.save(checkpoint, f)
+                f.flush()
+                os.fsync(f.fileno())
+
+    return RunDirCheckpointIO()
 
 
 def launch(built, cfg: RunSettings) -> None:

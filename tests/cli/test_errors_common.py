@@ -9,7 +9,8 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.models.predictor import ElementPredictor
-from attnlab.runs import save_weights, write_yaml
+from attnlab.errors import UsageError
+from attnlab.runs import read_json, save_weights, write_yaml
 
 
 def _fails(argv, capsys, *named):
@@ -151,6 +152,120 @@ def test_a_full_disk_on_standard_output_is_one_line_and_exit_1(run_dir, monkeypa
     assert main(["predict", str(run_dir), "--input", "1 2"]) == 1
     err = capsys.readouterr().err
     assert err == "attnlab: cannot write to standard output: No space left on device\n"
+
+
+def test_a_full_disk_under_a_run_file_names_that_file_not_standard_output(tmp_path,
+                                                                          monkeypatch):
+    """A disk that fills while a run's figure, config or metrics are written (the failed
+    write names no file; `attnlab train` on a full disk said "cannot write to standard
+    output"): the error names the file being written, which the command line's one line
+    shows, and no temporary file is left."""
+    import attnlab.runs
+    from attnlab.runs import write_json
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(attnlab.runs.os, "fsync", full)
+    path = tmp_path / "metrics.json"
+    with pytest.raises(OSError) as raised:
+        write_json(path, {"steps": 1})
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_while_weights_are_saved_is_a_write_error_naming_the_file(tmp_path,
+                                                                             monkeypatch):
+    """safetensors reports a failed write as its own SafetensorError, which the command line
+    showed as a traceback; it is the OSError of that write, naming the model file (so one line,
+    exit 1), and the half-written temporary file is removed."""
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    def full(model, filename, *args, **kwargs):
+        with open(filename, "wb") as f:
+            f.write(b"half a model")
+        raise SafetensorError("Error while serializing: I/O error: No space left on device "
+                              "(os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_model", full)
+    path = tmp_path / "model.safetensors"
+    with pytest.raises(OSError) as raised:
+        save_weights(ElementPredictor(10, 8, 10, 1, 1, dim_feedforward=16), path)
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def _refuse_reading(monkeypatch, locked):
+    """``locked`` read as a file without read permission (the tests may run as root, who
+    reads any file)."""
+    from pathlib import Path
+
+    opened = Path.open
+
+    def refused(self, *args, **kwargs):
+        if self == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refused)
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "settings.yaml"])
+def test_a_file_it_may_not_read_is_one_line_naming_it(name, run_dir, tmp_path, monkeypatch,
+                                                      capsys):
+    """A run's config.yaml or a --config file without read permission (another user's, on a
+    shared disk) was a PermissionError traceback; it is one line naming the file, and
+    nothing is written."""
+    (tmp_path / "settings.yaml").write_text("max_steps: 2\n")
+    locked = (tmp_path if name == "settings.yaml" else run_dir) / name
+    _refuse_reading(monkeypatch, locked)
+    argv = (["predict", str(run_dir), "--input", "1 2"] if name == "config.yaml" else
+            ["train", "reverse", "--config", str(locked), "--out", str(tmp_path / "r")])
+    assert main(argv) == 2
+    what = "predict" if name == "config.yaml" else "--config"
+    assert capsys.readouterr().err == (f"attnlab: error: {what}: {locked}: cannot read the "
+                                       f"file (Permission denied)\n")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_json_file_it_may_not_read_is_a_usage_error_naming_it(tmp_path, monkeypatch):
+    """A run's tokenizer.json (read by read_json) without read permission: the same words."""
+    locked = tmp_path / "tokenizer.json"
+    locked.write_text("{}")
+    _refuse_reading(monkeypatch, locked)
+    with pytest.raises(UsageError) as raised:
+        read_json(locked, what="a JSON tokenizer file")
+    assert str(raised.value) == f"{locked}: cannot read the file (Permission denied)"
+
+
+def test_weights_it_may_not_read_are_not_said_to_be_missing(run_dir, monkeypatch, capsys):
+    """safetensors says "No such file or directory" of a model.safetensors that is there
+    but not readable; the one line says why it cannot be read."""
+    import builtins
+
+    import safetensors.torch
+
+    import attnlab.runs
+
+    locked = run_dir / "model.safetensors"
+
+    def refused(path, *args, **kwargs):
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(attnlab.runs, "open", refused, raising=False)
+
+    def as_safetensors_says(model, filename, *args, **kwargs):
+        if str(filename) == str(locked):
+            raise OSError(f"No such file or directory: {filename}")
+        raise AssertionError("read only the locked file")
+
+    monkeypatch.setattr(safetensors.torch, "load_model", as_safetensors_says)
+    assert main(["predict", str(run_dir), "--input", "1 2"]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: {locked}: cannot read the file "
+                                       f"(Permission denied)\n")
 
 
 @pytest.mark.parametrize("argv, named", [

@@ -50,6 +50,30 @@ def test_train_lm_refuses_a_text_that_is_not_utf8_before_the_run_starts(tmp_path
     assert err.strip().count("\n") == 0 and f"--data {tmp_path / 'notes.txt'} {message}" in err
 
 
+def test_train_lm_refuses_a_text_it_may_not_read_in_one_line(tmp_path, capsys, monkeypatch):
+    """A --data file without read permission (another user's, chmod 600) was a traceback from
+    the check of its first bytes; it is one line naming --data and why, and nothing is
+    written. (Permission is simulated: the tests may run as root, who reads any file.)"""
+    import builtins
+
+    from attnlab.tasks.lm import checks
+
+    text = tmp_path / "notes.txt"
+    text.write_text(TEXT * 20, encoding="utf-8")
+
+    def refused(path, *args, **kwargs):
+        if str(path) == str(text):
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(checks, "open", refused, raising=False)
+    assert main(["train", "lm", "--data", str(text), "--out", str(tmp_path / "run"),
+                 "--max-steps", "1", "--block-size", "8"]) == 2
+    assert capsys.readouterr().err == (f"attnlab: error: --data {text}: cannot read the file "
+                                       f"(Permission denied)\n")
+    assert not (tmp_path / "run").exists()
+
+
 def test_train_lm_on_a_folder_of_texts_says_to_prepare_them_elsewhere(tmp_path, capsys):
     """`prepare FILE... --out FOLDER` would be refused (the folder holds the user's files), so
     the advice names another --out; an empty folder may still be the corpus' --out."""

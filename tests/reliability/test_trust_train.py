@@ -748,3 +748,51 @@ def test_resume_names_a_boolean_flag_as_typed(tmp_path, capsys):
                                      "num_heads": 2, "norm_first": False})
     assert main(["train", "reverse", "--out", str(out), "--resume", "--norm-first"]) == 2
     assert "--norm-first (the run has --no-norm-first)" in one_line_error(capsys)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_second_train_of_an_out_in_use_is_refused_and_writes_nothing(reverse_run, tmp_path,
+                                                                       capsys, resume):
+    """Two `attnlab train --out DIR` started together both found DIR empty and both wrote
+    into it: the second's files over the first's. The run directory is held (``flock``) while
+    a run trains; another run of it, new or --resume, is refused in one line and leaves it
+    as it was."""
+    import fcntl
+    import shutil
+
+    out = tmp_path / "run"
+    if resume:
+        shutil.copytree(reverse_run, out)
+    else:
+        out.mkdir()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    held = os.open(out, os.O_RDONLY)  # what a run training there holds
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        argv = ["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "40"]
+        assert main(argv + (["--resume"] if resume else [])) == 2
+    finally:
+        os.close(held)
+    assert one_line_error(capsys) == (f"attnlab: error: --out {out} is in use by another "
+                                      f"attnlab train running now; wait for it to end, or "
+                                      f"choose another --out")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.slow
+def test_a_run_without_out_started_in_the_same_second_as_another_gets_its_own_directory(
+        tmp_path, monkeypatch, capsys):
+    """The default run directory is named by the second the run starts: a second run started
+    within it was refused, told to --resume the first one's run. It now takes the next free
+    name, and the first run is left as it was."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda fmt, *t: "20260101-120000")
+    first = tmp_path / "runs" / "reverse-20260101-120000"
+    first.mkdir(parents=True)
+    (first / "config.yaml").write_text("task: reverse\n")
+    assert main(["train", "reverse", *TINY_REVERSE, "--max-steps", "2"]) == 0
+    assert (first / "config.yaml").read_text() == "task: reverse\n"
+    assert sorted(p.name for p in first.iterdir()) == ["config.yaml"]
+    assert (tmp_path / "runs" / "reverse-20260101-120000-2" / "model.safetensors").is_file()
+    assert "attnlab train reverse -> runs/reverse-20260101-120000-2" in capsys.readouterr().err

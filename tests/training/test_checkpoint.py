@@ -20,10 +20,12 @@ the same way, by that code on this fixture:
         python -m attnlab train reverse --out /tmp/run --resume --max-steps 30 --threads 1
     cp /tmp/run/model.safetensors tests/fixtures/reverse-trainer-resumed-to-30.safetensors
 """
+import errno
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -88,23 +90,33 @@ def test_a_checkpoint_of_an_unknown_format_is_refused(tmp_path, capsys):
     assert "checkpoint of format 7, which this attnlab does not read" in capsys.readouterr().err
 
 
-def test_a_checkpoint_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
-    """A failure while the checkpoint is written (a full disk, a kill) leaves the previous
-    last.ckpt as it was: the new one is written under another name and renamed."""
+def test_a_checkpoint_is_written_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
+    """A disk that fills while the checkpoint is written leaves the previous last.ckpt as it
+    was (the new one is written under another name and renamed), takes back the space of the
+    half-written file, and says in one line which file could not be written."""
     run = _copy(tmp_path)
     ckpt = run / "checkpoints" / "last.ckpt"
     before = ckpt.read_bytes()
 
-    class DiskFull(OSError):
-        pass
+    def fail(obj, f, *args, **kwargs):
+        f.write(b"half a checkpoint")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    def fail(self, checkpoint, path, storage_options=None):
-        Path(path).write_bytes(b"half a checkpoint")
-        raise DiskFull("no space left on device")
-
-    import lightning_fabric.plugins.io.torch_io as torch_io
-
-    monkeypatch.setattr(torch_io.TorchCheckpointIO, "save_checkpoint", fail)
-    with pytest.raises(DiskFull):
-        main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30"])
+    monkeypatch.setattr(torch, "save", fail)
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30"]) == 1
     assert ckpt.read_bytes() == before
+    assert sorted(p.name for p in ckpt.parent.iterdir()) == ["last.ckpt"]
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"attnlab: cannot write to {ckpt}: No space left on device"
+
+
+def test_a_checkpoint_does_not_pass_through_tmpdir(tmp_path, monkeypatch):
+    """The checkpoint goes straight into the run directory: a full or unusable $TMPDIR (a
+    small /tmp on many machines) does not stop a run whose directory has room."""
+    run = _copy(tmp_path)
+    unusable = tmp_path / "tmpdir-is-a-file"
+    unusable.write_text("")
+    monkeypatch.setattr(tempfile, "tempdir", str(unusable))
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30"]) == 0
+    state = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    assert state["global_step"] == 30

@@ -68,8 +68,11 @@ def _check_text_head(data: Path) -> None:
     a UTF-16, Latin-1 or binary file is refused now, not once the run directory is made."""
     import codecs
 
-    with open(data, "rb") as f:
-        head = f.read(HEAD_BYTES)
+    try:
+        with open(data, "rb") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError as e:  # no permission, EIO: the words of attnlab.data.tables.read_bytes
+        raise UsageError(f"--data {data}: cannot read the file ({e.strerror or e})") from None
     # not the end of the file: a character cut by HEAD_BYTES is left to prepare
     decode_utf8(codecs.getincrementaldecoder("utf-8")(), head, 0, f"--data {data}")
 
