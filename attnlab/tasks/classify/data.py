@@ -231,7 +231,8 @@ def class_warnings(cfg: dict[str, Any], splits: dict[str, Any]) -> list[str]:
 
 
 def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
-                notes: list[str] | None = None) -> dict[str, list[tuple[Any, str]]]:
+                notes: list[str] | None = None, val_file: bool = True
+                ) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
     with ``--set-column``, and then also ``"features"``, the feature columns' names. A label
     is a class name, a tuple of them (--multi-label) or a number (--regression): ``labels.py``.
@@ -243,6 +244,8 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
             ("data", "test", "val").
         notes: when given, receives a warning per --test or --val file of texts that has
             texts of the training split too (``attnlab.data.overlap``).
+        val_file: False: a --val FILE is not read (``evaluate``: no test row depends on it),
+            and the splits have no "val".
 
     Raises:
         UsageError: on data errors (no ``--data``, a single class, too few rows to hold out a
@@ -264,6 +267,8 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
     given_lines: dict[str, tuple[list[int], Any]] = {}  # a held-out file's lines, its path
     for key, given, fraction in (("test", cfg.test, cfg.test_fraction),
                                  ("val", cfg.val, cfg.val_fraction)):
+        if given and key == "val" and not val_file:
+            continue
         if given:
             held, lines, held_path, digests[key] = read_examples(cfg, key, given, features,
                                                                  pinned=True)
