@@ -29,7 +29,8 @@ from .errors import UsageError
 __all__ = [
     "atomic_write", "read_json", "write_json", "write_yaml", "read_yaml", "save_weights", "save_tensors",
     "load_weights",
-    "record_data_files", "check_data_files", "check_test_files", "pin_data_files", "file_digest", "tree_digest",
+    "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
+    "check_test_files",
     "process_umask",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
     "write_config",
