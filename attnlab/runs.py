@@ -33,6 +33,7 @@ __all__ = [
     "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
+    "check_test_files",
     "process_umask",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
     "write_config",
@@ -397,7 +398,7 @@ def record_data_files(paths: Mapping[str, str | None]) -> dict[str, Any]:
 
 
 _CHANGED = {  # purpose: (since when, why a changed file matters, what to do instead)
-    "evaluate": ("was trained", "the test split drawn from it again would not be the held-out rows",
+    "evaluate": ("was trained", "the test rows read from it again would not be the held-out ones",
                  "evaluate on a file of your choice with --data FILE"),
     "resume": ("started", "its splits would not be the ones trained on so far",
                "put the file back or start a new run"),
@@ -421,6 +422,15 @@ def check_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str
         if file_digest(path) != digest:
             raise UsageError(f"--{key} {path} changed since this run {when} (its SHA-256 "
                              f"differs from config.yaml's data_sha256), so {why}; {remedy}")
+
+
+def check_test_files(paths: Mapping[str, str | None], recorded: Mapping[str, str] | None
+                     ) -> None:
+    """``check_data_files`` for ``evaluate``, of the files its test split is drawn from: not
+    ``--val FILE``, which no test row depends on (a run whose val file was edited since is
+    still evaluated on the rows it held out)."""
+    check_data_files({k: v for k, v in paths.items() if k != "val"},
+                     {k: d for k, d in (recorded or {}).items() if k != "val"})
 
 
 def pin_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str] | None, *,

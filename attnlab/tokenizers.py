@@ -441,12 +441,14 @@ def unknown_note(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> s
         >>> unknown_note(tok, ["the film", "the zzz film qqq"], ["TEXT number 1", "TEXT number 2"])
         "TEXT number 2 holds pieces unknown to this model, each read as unk: 'zzz', 'qqq'"
     """
+    # each piece named once as shown: a word tokeniser's words carry their space, and " zzz"
+    # and "zzz" (at the start) would both be shown 'zzz'
     found = [(label, pieces) for label, text in zip(labels, texts)
-             if (pieces := list(dict.fromkeys(tokenizer.unknown(text))))]
+             if (pieces := list(dict.fromkeys(p.strip() or p for p in tokenizer.unknown(text))))]
     if not found:
         return None
     label, pieces = found[0]
-    shown = ", ".join(repr(p.strip() or p) for p in pieces[:5])  # words carry their space
+    shown = ", ".join(repr(p) for p in pieces[:5])
     if len(pieces) > 5:
         shown += f" and {len(pieces) - 5} more"
     more = f" (and {len(found) - 1} more inputs)" if len(found) > 1 else ""

@@ -158,3 +158,13 @@ def test_load_errors_name_the_file(tmp_path):
     CharTokenizer.fit(["ab"]).save(tmp_path / "char.json")
     with pytest.raises(UsageError, match=r"char.json holds a 'char' tokenizer, not 'word'"):
         WordTokenizer.load(tmp_path / "char.json")
+
+
+def test_the_unknown_note_names_a_repeated_word_once():
+    """A word the vocabulary lacks, at the start and later ("zzz" and " zzz" to the word
+    tokenizer), was named twice: "unk: 'zzz', 'zzz'"."""
+    from attnlab.tokenizers import unknown_note
+
+    tok = WordTokenizer.fit(["the film was good"])
+    assert unknown_note(tok, ["zzz film zzz qqq zzz"], ["--input"]) == (
+        "--input holds pieces unknown to this model, each read as unk: 'zzz', 'qqq'")

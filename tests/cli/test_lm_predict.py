@@ -41,12 +41,34 @@ def test_predict_continues_each_whole_prompt_as_generate_greedy_does(run, tmp_pa
     predicted = [line["prediction"] for line in _json_lines(capsys)]
     assert main(["generate", str(run), "--input-file", str(prompts), "--json", "--greedy",
                  "--max-new-tokens", "24"]) == 0
-    generated = [line["text"].replace("\n", " ") for line in _json_lines(capsys)]
+    generated = [line["text"] for line in _json_lines(capsys)]
     assert predicted == generated
     assert len(set(predicted)) == len(PROMPTS)  # the prompts differ before their last "e"
     # one --input prints the same line as that input's line of the file
     assert main(["predict", str(run), "--input", PROMPTS[0], "--max-new-tokens", "24"]) == 0
     assert capsys.readouterr().out == predicted[0] + "\n"
+
+
+def test_json_keeps_the_newlines_of_a_continuation_and_the_plain_line_is_one(tmp_path,
+                                                                              capsys):
+    """predict --json wrote a continuation's newlines as spaces: "\nab\nab" read back as
+    " ab ab", not what the model (and generate --json) wrote."""
+    (tmp_path / "lines.txt").write_text("ab\n" * 2000, encoding="utf-8")
+    assert main(["train", "lm", "--data", str(tmp_path / "lines.txt"), "--out",
+                 str(tmp_path / "run"), "--max-steps", "30", "--seed", "0", "--model-dim", "32",
+                 "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "64",
+                 "--block-size", "16", "--batch-size", "16", "--lr", "0.01",
+                 "--threads", "1"]) == 0
+    capsys.readouterr()
+    run = str(tmp_path / "run")
+    assert main(["generate", run, "--prompt", "ab", "--greedy", "--max-new-tokens", "6",
+                 "--json"]) == 0
+    generated = json.loads(capsys.readouterr().out)["text"]
+    assert "\n" in generated  # the model learnt the lines
+    assert main(["predict", run, "--input", "ab", "--max-new-tokens", "6", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prediction"] == generated
+    assert main(["predict", run, "--input", "ab", "--max-new-tokens", "6"]) == 0
+    assert capsys.readouterr().out == generated.replace("\n", " ") + "\n"  # one line
 
 
 def test_a_prompt_longer_than_the_block_is_continued_from_its_end_saying_so(run, capsys):

@@ -68,6 +68,24 @@ def test_evaluate_reproduces_the_test_metrics_and_load_returns_model_and_tokeniz
     assert task.runtime().translate(task, number_run, cfg, ["107"]) == [expected]
 
 
+@pytest.mark.slow
+def test_evaluate_data_reads_a_source_of_digits_as_translate_does(number_run, tmp_path, capsys):
+    """evaluate --data read "107" as an unknown word (scores near 0, no word said) where
+    translate reads it as "one hundred and seven"; digits outside the run's numbers are refused
+    naming the line, as translate refuses them."""
+    scores = []
+    for source in ("one hundred and seven", "107"):
+        (tmp_path / "p.csv").write_text(f"source,target\n{source},hundertsieben\n")
+        assert main(["evaluate", str(number_run), "--data", str(tmp_path / "p.csv")]) == 0
+        scores.append(json.loads(capsys.readouterr().out))
+    assert scores[1] == scores[0]
+    (tmp_path / "p.csv").write_text("source,target\n7,sieben\n200,zweihundert\n")
+    assert main(["evaluate", str(number_run), "--data", str(tmp_path / "p.csv")]) == 2
+    assert capsys.readouterr().err == (
+        f"attnlab: error: --data {tmp_path / 'p.csv'} line 3 (200) is outside the numbers this "
+        f"run was trained on: 0 to 199 (max_number 200 in config.yaml)\n")
+
+
 def _cfg(run_dir):
     from attnlab.runs import read_yaml
 

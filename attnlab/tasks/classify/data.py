@@ -230,7 +230,7 @@ def class_warnings(cfg: dict[str, Any], splits: dict[str, Any]) -> list[str]:
     return [note for note in found if note]
 
 
-def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
+def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_file: bool = True,
                 notes: list[str] | None = None) -> dict[str, list[tuple[Any, str]]]:
     """The (text, label) pairs of the train / val / test splits — ((T, F) tensor, label) sets
     with ``--set-column``, and then also ``"features"``, the feature columns' names. A label
@@ -243,6 +243,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
             ("data", "test", "val").
         notes: when given, receives a warning per --test or --val file of texts that has
             texts of the training split too (``attnlab.data.overlap``).
+        val_file: False: a --val FILE is not read (``evaluate``: no test row depends on it).
 
     Raises:
         UsageError: on data errors (no ``--data``, a single class, too few rows to hold out a
@@ -265,11 +266,9 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
     for key, given, fraction in (("test", cfg.test, cfg.test_fraction),
                                  ("val", cfg.val, cfg.val_fraction)):
         if given:
-            held, lines, held_path, digests[key] = read_examples(cfg, key, given, features,
-                                                                 pinned=True)
-            check_labels(held, lines, held_path, labels, key)
-            splits[key] = list(held)
-            given_lines[key] = (lines, held_path)
+            if key == "test" or val_file:
+                splits[key], given_lines[key] = _held_out_file(cfg, key, given, features,
+                                                               labels, digests)
             continue
         keep = set(train_idx)
         subset = {lab: [i for i in idx if i in keep] for lab, idx in by_label.items()}
@@ -289,6 +288,15 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
     if sets:
         splits["features"] = features
     return splits
+
+
+def _held_out_file(cfg: RunSettings, key: str, path: str, features, labels: set[str] | None,
+                   digests: dict[str, str]) -> tuple[list, tuple[list[int], Any]]:
+    """(the examples of the --test or --val FILE ``path``, (their lines, the file)), checked
+    against the labels of --data and config.yaml's digest; its SHA-256 into ``digests``."""
+    held, lines, held_path, digests[key] = read_examples(cfg, key, path, features, pinned=True)
+    check_labels(held, lines, held_path, labels, key)
+    return list(held), (lines, held_path)
 
 
 def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSettings]

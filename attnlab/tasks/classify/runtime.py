@@ -37,7 +37,7 @@ from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...nn import padding_mask
 from ...run_config import RunSettings
-from ...runs import check_data_files, load_weights, read_yaml
+from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
 from ..base import config_from_run, each_input, probabilities_of
@@ -558,8 +558,9 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         pairs, lines, path, _ = read_examples(cfg, "data", data, features)
         check_labels(pairs, lines, path, None if cfg.regression else set(cfg.labels), "data")
     else:
-        check_data_files(files_of(cfg), cfg.data_sha256)
-        pairs = load_splits(cfg)["test"]  # and its bytes are the recorded ones (load_splits)
+        check_test_files(files_of(cfg), cfg.data_sha256)
+        # and its bytes are the recorded ones (load_splits)
+        pairs = load_splits(cfg, val_file=False)["test"]
     metrics, _, _ = _test_metrics(cfg, model, tokenizer, pairs)
     _report(cfg, metrics, "", sys.stderr)
     return metrics

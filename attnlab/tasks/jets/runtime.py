@@ -33,7 +33,7 @@ from ...models.jet_physics import (NUM_FEATURES, constituent_features, constitue
 from ...models.jet_tagger import JetTagger, scaled_features
 from ...models.pfn import ParticleFlowNetwork
 from ...run_config import RunSettings
-from ...runs import check_data_files, load_weights, pin_data_files, readable, write_json
+from ...runs import check_test_files, load_weights, pin_data_files, readable, write_json
 from ...settings import epoch_steps
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import config_from_run, each_input, probabilities_of
@@ -73,14 +73,15 @@ class Split:
         return read_jets(self.path, self.start, self.stop, max_constituents=max_constituents)
 
 
-def splits(cfg: RunSettings) -> dict[str, Split]:
-    """train / val / test: index ranges of --data, or the whole --val / --test files."""
+def splits(cfg: RunSettings, *, val_file: bool = True) -> dict[str, Split]:
+    """train / val / test: index ranges of --data, or the whole --val / --test files;
+    ``val_file=False``: a --val FILE is not read (``evaluate``: no test jet depends on it)."""
     n = cfg.max_constituents  # a file may hold only the constituents that are read
     ranges = split_ranges(count_jets(cfg.data, "--data", max_constituents=n),
                           val_fraction=cfg.val_fraction, test_fraction=cfg.test_fraction,
                           val=cfg.val, test=cfg.test)
     found = {name: Split(cfg.data, a, b) for name, (a, b) in ranges.items()}
-    for name, path in (("val", cfg.val), ("test", cfg.test)):
+    for name, path in (("val", cfg.val if val_file else None), ("test", cfg.test)):
         if path:
             found[name] = Split(path, 0, count_jets(path, f"--{name}", max_constituents=n))
     return found
@@ -369,8 +370,8 @@ def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on the run's test jets, or on every jet of ``data``."""
     if data is None:
-        check_data_files(_files_of(cfg), cfg.data_sha256)
-        test = splits(cfg)["test"]
+        check_test_files(_files_of(cfg), cfg.data_sha256)
+        test = splits(cfg, val_file=False)["test"]
     else:
         test = Split(data, 0, check_jet_file(data, what="--data",
                                              max_constituents=cfg.max_constituents))

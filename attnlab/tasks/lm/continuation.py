@@ -18,7 +18,14 @@ from collections.abc import Callable
 import torch
 
 __all__ = ["StopStreamer", "AfterPrompt", "prompt_ids", "continue_prompt", "prompt_read",
-           "note_cut", "prompt_end"]
+           "note_cut", "prompt_end", "prediction_of"]
+
+
+def prediction_of(text: str) -> dict[str, str]:
+    """``predict``'s result for a continuation ``text``: ``--json`` gives the text as generated
+    (as ``generate --json`` does), and the printed line has each newline as a space, so that
+    one input is one line of output."""
+    return {"prediction": text, "line": text.replace("\n", " ")}
 
 
 class StopStreamer:

@@ -328,8 +328,9 @@ def chat_predictions(model, tokenizer, run_dir: Path, texts: list[str], labels: 
                      n: int) -> list[dict[str, Any]]:
     """``predict`` on a run trained on chat rows: each text answered as the user's message."""
     from ..base import each_input
+    from .continuation import prediction_of
 
     session = ChatSession(tokenizer, run_dir)
     all_ids = each_input(texts, labels, session.ids)
-    return [{"prediction": session.reply(model, tokenizer, ids, n, label=label).replace("\n", " ")}
+    return [prediction_of(session.reply(model, tokenizer, ids, n, label=label))
             for ids, label in zip(all_ids, labels)]

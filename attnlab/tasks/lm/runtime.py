@@ -359,7 +359,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
     ``predict_tokens``), on one line: what ``attnlab generate --greedy`` continues it by
     (``continue_prompt``: the whole prompt read, the window sliding past the block size; a
     prompt longer than the model reads is cut to its end, said on stderr)."""
-    from .continuation import continue_prompt
+    from .continuation import continue_prompt, prediction_of
 
     model, tokenizer = load(task, run_dir, cfg)
     n = cfg.predict_tokens if max_new_tokens is None else max_new_tokens
@@ -370,7 +370,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
     prompts = each_input(texts, labels,
                          lambda text: encode_prompt(task, tokenizer, text, what="--input"))
     note_unknown(tokenizer, texts, labels)
-    return [{"prediction": continue_prompt(model, tokenizer, ids, n, label=label).replace("\n", " ")}
+    return [prediction_of(continue_prompt(model, tokenizer, ids, n, label=label))
             for ids, label in zip(prompts, labels)]
 
 

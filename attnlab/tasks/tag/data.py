@@ -254,10 +254,11 @@ def read_file(cfg: RunSettings, key: str, path: str) -> Sentences:
                           columns=(cfg.tokens_column, cfg.tags_column))
 
 
-def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
-                ) -> dict[str, Sentences]:
+def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None,
+                val_file: bool = True) -> dict[str, Sentences]:
     """The train / val / test sentences (see the module doc for the split); ``digests``, when
-    given, receives each file's SHA-256 by option.
+    given, receives each file's SHA-256 by option. ``val_file=False``: a --val FILE is not
+    read (``evaluate``: no test sentence depends on it), and the splits have no "val".
 
     Raises:
         UsageError: no --data, too few sentences to hold out a split, a file whose bytes are
@@ -280,6 +281,8 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None
     held: dict[str, list[int]] = {}  # the sentences of --data drawn for test and val
     for key, given, fraction in (("test", cfg.test, cfg.test_fraction),
                                  ("val", cfg.val, cfg.val_fraction)):
+        if given and key == "val" and not val_file:
+            continue
         if given:
             splits[key] = read_file(cfg, key, given)
             check_digest(splits[key].path, splits[key].sha256, recorded.get(key), what=f"--{key}")

@@ -29,7 +29,7 @@ from ...errors import UsageError
 from ...models import BertTagger, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...run_config import RunSettings
-from ...runs import check_data_files, load_weights, read_yaml
+from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
                            note_unknown)
@@ -430,8 +430,8 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         part = read_file(cfg, "data", data)
         check_tags(part, set(cfg.tags), "data")
     else:
-        check_data_files(files_of(cfg), cfg.data_sha256)
-        part = load_splits(cfg)["test"]
+        check_test_files(files_of(cfg), cfg.data_sha256)
+        part = load_splits(cfg, val_file=False)["test"]
     metrics = _test(cfg, model, tokenizer, part)
     print(format_table(metrics["test_per_type"]), file=sys.stderr)
     return metrics

@@ -196,11 +196,13 @@ def evaluation_pairs(cfg: RunSettings, data: str | None
     """(the pairs ``attnlab evaluate`` scores, where each is for errors): those of ``--data
     FILE`` when given, each named by its line ("--data FILE line 3"), else the run's own
     held-out test pairs, unnamed (refused if the run's ``--data`` changed since it was
-    trained: the same seed would then hold out other rows)."""
+    trained: the same seed would then hold out other rows). A source of digits is read as
+    ``attnlab translate`` reads it (``spell_digits``)."""
     if data is not None:
         rows = _pair_rows(data, cfg, "--data")
-        return ([(r[cfg.src_column], r[cfg.tgt_column]) for r in rows],
-                [f"--data {data} {place(data, n)}" for n in rows.lines])
+        labels = [f"--data {data} {place(data, n)}" for n in rows.lines]
+        sources = spell_digits(cfg, [r[cfg.src_column] for r in rows], labels)
+        return list(zip(sources, [r[cfg.tgt_column] for r in rows], strict=True)), labels
     if cfg.data is None:
         return builtin_splits(cfg)[2], None
     check_data_files(_files_of(cfg), cfg.data_sha256)
