@@ -17,6 +17,9 @@ from ..errors import UsageError
 from ..tasks.base import line_of
 
 
+TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json")  # tables, read as lines all the same
+
+
 def add_input_file_flags(parser, what: str = "input") -> None:
     parser.add_argument("--input-file", metavar="FILE",
                         help=f"many inputs, one {what} per line ('-' reads standard input); "
@@ -47,6 +50,9 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
+        if data[:4] == b"PAR1":  # Parquet's magic bytes
+            raise UsageError(f"{where}: is a Parquet file; give a text file of inputs, one "
+                             f"per line") from None
         line = data[:e.start].count(b"\n") + 1
         raise UsageError(f"{where} line {line}: not UTF-8 text") from None
     # lines end at "\n" (and "\r\n") only: str.splitlines would also cut at a form feed,
@@ -60,6 +66,10 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
     for n, line in enumerate(lines, 1):
         if not line.strip():
             raise UsageError(f"{where} line {n} is empty; give one input per line")
+    if Path(path).suffix.lower() in TABLE_SUFFIXES:
+        print(f"note: {where} is read as one input per line, whole: a table's header and "
+              f"every column too ({len(lines)} inputs); for its texts alone, save their "
+              f"column as a text file, one per line", file=sys.stderr)
     return lines, [f"{where} line {n}" for n in range(1, len(lines) + 1)]
 
 

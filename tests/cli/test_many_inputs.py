@@ -240,3 +240,24 @@ def test_one_prompt_with_json_is_one_json_line(runs, capsys):
     (line,) = out.splitlines()
     record = json.loads(line)
     assert record["prompt"] + record["text"] == streamed[:-1]
+
+
+def test_a_table_as_input_file_is_said_to_be_read_as_lines_header_and_all(tmp_path, capsys):
+    """predict --input-file reviews.csv predicted the header 'text,label' and each row's label
+    column as part of its text, without a word; a Parquet file was 'not UTF-8 text'."""
+    from attnlab.commands.inputs import read_inputs
+    from attnlab.errors import UsageError
+
+    (tmp_path / "reviews.csv").write_text("text,label\ngood film,pos\n")
+    assert read_inputs(str(tmp_path / "reviews.csv"))[0] == ["text,label", "good film,pos"]
+    err = capsys.readouterr().err
+    assert err.startswith(f"note: --input-file {tmp_path / 'reviews.csv'} is read as one input "
+                          f"per line, whole: a table's header and every column too (2 inputs)")
+    (tmp_path / "texts.txt").write_text("good film\n")
+    assert read_inputs(str(tmp_path / "texts.txt"))[0] == ["good film"]
+    assert capsys.readouterr().err == ""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    pd.DataFrame({"text": ["good film"] * 50}).to_parquet(tmp_path / "texts.parquet")
+    with pytest.raises(UsageError, match="texts.parquet: is a Parquet file; give a text file"):
+        read_inputs(str(tmp_path / "texts.parquet"))
