@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["check_output"]
+__all__ = ["check_output", "not_found"]
 
 
 def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
@@ -67,6 +67,23 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
                          f"{ancestor}: {why}){hint}") from None
     os.rmdir(probe)
     return path
+
+
+def not_found(what: str, path: str | Path) -> UsageError:
+    """The error of an input file that is not there: ``WHAT: file not found: PATH``, and where
+    PATH starts with a ``~`` that nothing expanded (a quoted path, or one in a --config file),
+    the path meant.
+
+        >>> str(not_found("--data", "~/nowhere.csv")).startswith(
+        ...     "--data: file not found: ~/nowhere.csv ('~' is not expanded here")
+        True
+    """
+    first = Path(path).parts[0] if Path(path).parts else ""
+    home = os.path.expanduser(first) if first.startswith("~") else first
+    meant = ("" if home == first else
+             f" ('~' is not expanded here (a quoted path, or one in a --config file): write it "
+             f"out in full, e.g. {Path(home, *Path(path).parts[1:])})")
+    return UsageError(f"{what}: file not found: {path}{meant}")
 
 
 def _check_no_tilde(path: Path, flag: str, hint: str) -> None:

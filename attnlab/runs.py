@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .paths import not_found
 
 __all__ = [
     "atomic_write", "naming", "read_json", "write_json", "write_yaml", "read_yaml",
@@ -298,7 +299,7 @@ def read_yaml(path: str | Path, *, what: str = "--config",
     if path.is_dir():
         raise UsageError(f"{what}: {path} is a directory, not a YAML file")
     if not path.is_file():
-        raise UsageError(f"{what}: file not found: {path}")
+        raise not_found(what, path)
     loader = _yaml_classes()[1 if hand_written else 0]
     raw = _read_bytes(path, f"{what}: ")
     try:

@@ -137,6 +137,28 @@ def test_every_command_refuses_an_unexpanded_tilde_naming_the_path_meant(tmp_pat
     assert list(work.iterdir()) == [] and not home.exists()
 
 
+@pytest.mark.parametrize("argv", [
+    ["train", "classify", "--data", "~/data/reviews.csv"],
+    ["train", "lm", "--data", "~/data/reviews.csv"],
+    ["train", "tag", "--data", "~/data/reviews.csv"],
+    ["train", "reverse", "--config", "~/data/reviews.csv"],
+])
+def test_an_input_file_under_an_unexpanded_tilde_is_named_as_meant(argv, tmp_path, capsys,
+                                                                   monkeypatch):
+    """`data: ~/data/reviews.csv` in a --config file (or a quoted --data): 'file not found:
+    ~/data/reviews.csv' while the file is there, under the home directory."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "reviews.csv").write_text("text,label\ngood,pos\n")
+    monkeypatch.chdir(tmp_path / "data")
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"file not found: ~/data/reviews.csv ('~' is not expanded here (a quoted "
+                        f"path, or one in a --config file): write it out in full, e.g. "
+                        f"{tmp_path}/data/reviews.csv)\n"), err
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_directory_named_tilde_that_exists_is_the_users_own(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "~").mkdir()

@@ -36,6 +36,7 @@ import re
 from pathlib import Path
 
 from ..errors import UsageError
+from ..paths import not_found
 from .headers import missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
@@ -149,7 +150,7 @@ def _found_format(path: Path, format: str | None, what: str) -> str:
         from .columnar import split_hint
 
         split_hint(path, what)  # DIR/test of a DatasetDict without a test split
-        raise UsageError(f"{what}: file not found: {path}")
+        raise not_found(what, path)
     if fmt is None:
         raise UsageError(f"{what} {path}: unknown file type {path.suffix or '(none)'!r}; use "
                          f"{', '.join(FORMATS)} or a Hugging Face datasets directory")
@@ -196,7 +197,7 @@ def read_bytes(path: str | Path, *, what: str = "--data") -> bytes:
         if path.is_symlink():
             raise UsageError(f"{what} {path}: a symbolic link to a file that does not exist "
                              f"({os.readlink(path)})") from None
-        raise UsageError(f"{what}: file not found: {path}") from None
+        raise not_found(what, path) from None
     except IsADirectoryError:
         raise UsageError(f"{what} {path} is a directory; give a data file") from None
     except OSError as e:  # ELOOP (a link loop), EACCES, EIO, ...

@@ -162,7 +162,7 @@ def test_resume_refuses_a_config_yaml_whose_tokenizer_was_edited(tmp_path, capsy
 
 @pytest.mark.parametrize("args, message", [
     ([], "--data is required"),
-    (["--data", "/nonexistent/x.txt"], "--data: not found"),
+    (["--data", "/nonexistent/x.txt"], "--data: file not found"),
     (["--data", "."], "not a prepared corpus"),
     (["--data", "README.md", "--block-size", "1"], "--block-size"),
     (["--data", "{tiny}"], "tiny.txt: 3 bytes are too few for --block-size 128"),

@@ -12,6 +12,7 @@ from typing import Any
 from ...data.tables import decode_utf8, file_format
 from ...errors import UsageError
 from ...interop.gguf import gguf_chat_template, gguf_vocabulary, is_gguf
+from ...paths import not_found
 from ...runs import check_data_files, read_json, record_data_files
 
 HEAD_BYTES = 1 << 16  # what check_data decodes of a text --data before the run starts
@@ -32,7 +33,7 @@ def check_data(cfg: dict[str, Any]) -> None:
         _check_corpus_dir(cfg, data)
         _record_tokenizer(cfg, data)
     elif not data.is_file():
-        raise UsageError(f"--data: not found: {data}")
+        raise not_found("--data", data)
     elif data.stat().st_size == 0:
         raise UsageError(f"--data {data}: the file is empty")
     elif not cfg.get("resume") and data.stat().st_size + 1 < 10 * cfg["block_size"]:

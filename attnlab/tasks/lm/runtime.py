@@ -40,6 +40,7 @@ from ...interop.source import reread_init_source
 from ...models import CausalLM
 from ...models.configs import CausalLMConfig
 from ...nn.quantize import quantized
+from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights, pin_data_files
 from ...settings import epoch_steps
@@ -397,7 +398,7 @@ def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, f
     if path.is_dir():
         raise UsageError(f"--data {path}: is a directory; give a text file to score")
     if not path.is_file():
-        raise UsageError(f"--data: file not found: {path}")
+        raise not_found("--data", path)
     with tempfile.TemporaryDirectory(prefix="attnlab-eval-") as tmp:
         tokens = Path(tmp) / "tokens.bin"
         n = encode_file([path], tokenizer, tokens, dtype=cfg.dtype)

@@ -23,6 +23,7 @@ from ...data.tables import _decode, read_bytes
 from ...errors import UsageError
 from ...models.configs import ElementPredictorConfig
 from ...models.predictor import ElementPredictor
+from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
@@ -185,7 +186,7 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
     if path.is_dir():
         raise UsageError(f"--data {path}: is a directory, not a file of sequences")
     if not path.is_file():
-        raise UsageError(f"--data: file not found: {path}")
+        raise not_found("--data", path)
     # as every data file is decoded: a byte-order mark (Notepad's) is no part of the first
     # token, which would otherwise be refused as a symbol that prints like a digit
     text = _decode(read_bytes(path), f"--data {path}")

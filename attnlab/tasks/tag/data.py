@@ -45,6 +45,7 @@ from ...data.label_forms import OneSpelling, other_form
 from ...data.tables import (COLUMNAR, _decode, check_digest, file_format,
                              parse_json_line, place, read_bytes)
 from ...errors import UsageError
+from ...paths import not_found
 from ...runs import check_data_files, record_data_files
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ def _read_columnar(found: Sentences, what: str, columns: tuple[str, str]) -> str
     path = found.path
     if not path.exists() and not path.is_symlink():
         split_hint(path, what)  # DIR/test of a DatasetDict without a test split
-        raise UsageError(f"{what}: file not found: {path}")
+        raise not_found(what, path)
     source = open_columnar(path, list(columns), what=what, lists=columns,
                            hint="; name them with --tokens-column and --tags-column")
     for first, batch in source.batches():
