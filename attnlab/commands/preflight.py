@@ -55,8 +55,9 @@ def claim(run_dir: Path, *, resume: bool) -> int | None:
     no lock behind). A second ``attnlab train`` with the same ``--out`` started meanwhile is
     refused, naming it, instead of writing its files over the first one's (both checked an
     empty directory before either wrote to it); under the lock ``check_out`` is asked again,
-    for a run that finished in between. None where the file system has no locks (some NFS
-    mounts) or the platform none (Windows): the run is then unguarded, as before."""
+    for a run that finished in between. None where the file system has no locks for a
+    directory (NFS: Linux takes ``flock`` there as a lock of a file open for writing, which a
+    directory cannot be) or the platform none (Windows): the run is then unguarded, as before."""
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl

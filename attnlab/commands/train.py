@@ -349,10 +349,36 @@ def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
             raise UsageError(f"{flags}: {why}")
 
 
+# A process's rank where a launcher started it: Lightning's own launcher (LOCAL_RANK and
+# NODE_RANK of the processes it starts), torchrun (RANK), SLURM's srun (SLURM_PROCID), LSF's
+# jsrun (JSM_NAMESPACE_RANK): the keys Lightning's rank-zero check reads too
+RANK_KEYS = ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
+
+
 def _is_child() -> bool:
-    """A DDP process started by Lightning (it re-runs this command): it trains in the
-    directory its parent chose and writes nothing of its own."""
-    return os.environ.get("LOCAL_RANK", "0") != "0" or os.environ.get("NODE_RANK", "0") != "0"
+    """A DDP process other than the first (Lightning's launcher re-runs this command; srun and
+    torchrun start every process themselves): it trains in the directory rank 0 chose and
+    writes nothing of its own."""
+    return any(os.environ.get(key, "0") != "0" for key in RANK_KEYS)
+
+
+def _claimed(cfg: RunSettings, run_dir: Path) -> tuple[Path, int | None, str, Path | None]:
+    """(the run directory, ``preflight.claim``'s lock of it, what was there: "run", "empty"
+    or "new", the first directory the run makes): for ``_after_failure``. A default run
+    directory (no --out) that a run started in the same second holds, or has filled since,
+    is passed over for the next free name (-2, -3, ...): two runs started together each get
+    their own. A DDP process other than the first claims nothing."""
+    while True:
+        found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
+        created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
+        if _is_child():
+            return run_dir, None, found, created
+        try:
+            return run_dir, preflight.claim(run_dir, resume=cfg.resume), found, created
+        except UsageError:
+            if cfg.out or not run_dir.is_dir():
+                raise
+            run_dir = _default_out(cfg.task)  # taken meanwhile: the next free name
 
 
 def _choose_out(cfg: RunSettings) -> Path:
@@ -362,11 +388,15 @@ def _choose_out(cfg: RunSettings) -> Path:
     if not out and cfg.num_nodes > 1:
         raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
-    if not out:  # a second run started in the same second gets -2, not the first's directory
-        stamp = f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}"
-        out = next(name for name in (stamp, *(f"{stamp}-{n}" for n in range(2, 10_000)))
-                   if not os.path.lexists(name))
-    return Path(out)
+    return Path(out) if out else _default_out(cfg.task)
+
+
+def _default_out(task: str) -> Path:
+    """runs/TASK-<timestamp>, or with -2, -3, ... the first such name free (a run started in
+    the same second holds the one before)."""
+    stamp = f"runs/{task}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Path(next(name for name in (stamp, *(f"{stamp}-{n}" for n in range(2, 10_000)))
+                     if not os.path.lexists(name)))
 
 
 def seed_all(seed: int) -> None:
@@ -409,14 +439,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
 
-    # a new run records that its --epochs count the passes of all processes together
-    cfg = check_hardware(cfg, quiet=_is_child()).derive(
-        out=str(run_dir), **({} if cfg.resume else {"epochs_of_all_processes": True}))
-    found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
-    created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
-    os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
+    cfg = check_hardware(cfg, quiet=_is_child())
     # outside the try below: a run refused here must not remove what another one wrote
-    lock = None if _is_child() else preflight.claim(run_dir, resume=cfg.resume)
+    run_dir, lock, found, created = _claimed(cfg, run_dir)
+    # a new run records that its --epochs count the passes of all processes together
+    cfg = cfg.derive(out=str(run_dir),
+                     **({} if cfg.resume else {"epochs_of_all_processes": True}))
+    os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
     try:
         with _sigterm_as_exception():
             _train(cfg, run_dir, checked)

@@ -796,3 +796,52 @@ def test_a_run_without_out_started_in_the_same_second_as_another_gets_its_own_di
     assert sorted(p.name for p in first.iterdir()) == ["config.yaml"]
     assert (tmp_path / "runs" / "reverse-20260101-120000-2" / "model.safetensors").is_file()
     assert "attnlab train reverse -> runs/reverse-20260101-120000-2" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_default_run_directory_taken_after_it_was_chosen_is_passed_over(tmp_path, monkeypatch,
+                                                                          capsys):
+    """Two runs started together without --out both chose the free name of their second; the
+    one that made it first holds it (locked, still empty while its model is built), and the
+    other was refused, told to choose another --out it never gave. It takes the next name."""
+    fcntl = pytest.importorskip("fcntl")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda fmt, *t: "20260101-120000")
+    first = tmp_path / "runs" / "reverse-20260101-120000"
+    real_claim = preflight.claim
+
+    def the_other_run_claims_first(run_dir, *, resume):
+        if Path(run_dir).resolve() == first and not first.exists():
+            first.mkdir(parents=True)  # the other run, between this one's choice and claim
+            fcntl.flock(held := os.open(first, os.O_RDONLY), fcntl.LOCK_EX)
+            the_other_run_claims_first.held = held
+        return real_claim(run_dir, resume=resume)
+
+    monkeypatch.setattr(preflight, "claim", the_other_run_claims_first)
+    try:
+        assert main(["train", "reverse", *TINY_REVERSE, "--max-steps", "2"]) == 0
+    finally:
+        os.close(the_other_run_claims_first.held)
+    assert list(first.iterdir()) == []
+    assert (tmp_path / "runs" / "reverse-20260101-120000-2" / "model.safetensors").is_file()
+    assert "attnlab train reverse -> runs/reverse-20260101-120000-2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key", ["LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID",
+                                 "JSM_NAMESPACE_RANK"])
+def test_a_process_a_launcher_started_with_another_rank_claims_no_run_directory(key, tmp_path,
+                                                                                monkeypatch):
+    """srun and torchrun start every process themselves: the ones of rank 1 and up have no
+    LOCAL_RANK/NODE_RANK of Lightning's launcher, and each took the run directory's lock, to
+    be refused as 'in use' by rank 0's (and the rest then waited for them forever)."""
+    from attnlab.commands import train as train_command
+
+    for other in train_command.RANK_KEYS:
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(key, "0")
+    assert not train_command._is_child()
+    monkeypatch.setenv(key, "1")
+    assert train_command._is_child()
+    monkeypatch.setattr(preflight, "claim", lambda *a, **k: pytest.fail("claimed"))
+    cfg = argparse.Namespace(resume=False, out=str(tmp_path / "run"), task="reverse")
+    assert train_command._claimed(cfg, tmp_path / "run")[1] is None
