@@ -84,7 +84,11 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
 
     task = get_task(task_name)
     cfg: dict[str, Any] = {**SHARED_DEFAULTS, **task.defaults}
-    file_cfg, notes_of_file = _read_config_file(task, given, set(cfg) | {"task", "out"})
+    file_cfg, notes_of_file, recorded = _read_config_file(task, given,
+                                                          set(cfg) | {"task", "out"})
+    for flag_, other in (("epochs", "max_steps"), ("max_steps", "epochs")):
+        if given.get(flag_) is not None:  # a budget given as a flag wins over the file's
+            file_cfg.pop(other, None)
     # --resume and --out as flags, or else from the --config file
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     out = given.get("out") or file_cfg.get("out")
@@ -123,7 +127,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run continues as it was trained
-        _refuse_unused(task, cfg, _chosen(task, file_cfg, bool(notes_of_file)) | set(given))
+        # a run's own config.yaml chose nothing its run did not: its values are not refused
+        _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
     checked = task.check_settings(cfg)
     _check_monitoring(task, cfg)
     _say(notes_of_file + notes)  # after the checks: a refusal stays the one line of its error
@@ -188,27 +193,39 @@ def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any
         print(f"--recipe {name}: {said}", file=sys.stderr)
 
 
+# the keys every run's config.yaml holds, which a --config file written by hand seldom does
+RUN_RECORD_KEYS = frozenset({"task", "out", "resume"})
+
+
 def _read_config_file(task, given: dict[str, Any], known: set[str]
-                      ) -> tuple[dict[str, Any], list[str]]:
+                      ) -> tuple[dict[str, Any], list[str], bool]:
     """The settings of ``--config FILE`` (none without one), by setting name, and the notes to
     say once they pass: a key set twice (``max-steps`` and ``max_steps``), one no setting of
     the task declares, or ``task`` naming another task is refused, and the file's values are
     checked as the file spells them (``--config FILE: lr must be ...``; a flag given wins
-    over its key, which is not read). A run's own ``config.yaml`` serves as FILE: the values
-    that run worked out as it started (``data_sha256``, ``labels``) are set aside, named in a
-    note, as this run works out its own."""
+    over its key, which is not read). A run's own ``config.yaml`` (``RUN_RECORD_KEYS``:
+    whether FILE is one, returned third) serves as FILE for a new run: what that run worked out
+    as it started (``data_sha256``, ``labels``, the model --init gave it), where it ran and
+    whether it resumed (``out``, ``resume``: the new run is another, in --out or a new
+    directory), and a Noam run's beta2 (the paper's, not chosen) are set aside, named in a
+    note."""
     from ..loading import check_values
     from ..runs import read_yaml
 
     if not given.get("config"):
-        return {}, []
+        return {}, [], False
     where = f"--config {given['config']}"
     raw = read_yaml(given["config"], hand_written=True)  # numbers as YAML 1.2 reads them
     file_cfg = _setting_names(raw, where)
     if file_cfg.get("task", task.name) != task.name:  # before its keys, which are that task's
         raise UsageError(f"{where}: task {file_cfg['task']}, but this is attnlab train "
                          f"{task.name} (its settings are a {file_cfg['task']} run's)")
-    derived = task.run_config.layout.derivable - known
+    derived = set(task.run_config.layout.derivable - known)
+    recorded = RUN_RECORD_KEYS <= file_cfg.keys()
+    if recorded:
+        derived |= set(task.run_config.layout.owner) - known | {"out", "resume"}
+        if file_cfg.get("schedule") == "noam":
+            derived.add("beta2")
     unknown = sorted(set(file_cfg) - known - derived)
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}")
@@ -217,9 +234,9 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     read = {k: v for k, v in file_cfg.items() if k not in given}
     check_values(task, read, where, training=True, of_use=not resuming)
-    notes = [f"note: {where}: {', '.join(aside)}: what the run that wrote it worked out as it "
-             f"started, not settings; this run works out its own"] if aside else []
-    return {**file_cfg, **read}, notes  # as checked: ``init: 5`` is the text 5
+    notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
+             f"ran there; not settings of this new run, which works out its own"] if aside else []
+    return {**file_cfg, **read}, notes, recorded  # as checked: ``init: 5`` is the text 5
 
 
 def _setting_names(raw: dict[Any, Any], where: str) -> dict[str, Any]:
@@ -326,17 +343,6 @@ def _shared_unused(cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         return [(["beta2"], "--schedule noam trains with the paper's beta2 0.98 (and eps 1e-9); "
                             "give another --schedule to set it")]
     return []
-
-
-def _chosen(task, file_cfg: dict[str, Any], recorded: bool) -> set[str]:
-    """The keys of a ``--config`` file that choose their value: a file written by hand names
-    each key it means (``pooling: cls`` with --set-column is refused as unused); a run's own
-    config.yaml (``recorded``: it holds what that run worked out) records the defaults of
-    settings the run did not use (classify's ``threshold`` without --multi-label), which
-    choose nothing."""
-    default = {**SHARED_DEFAULTS, **task.defaults}
-    return {k for k, v in file_cfg.items()
-            if not recorded or k not in default or v != default[k]}
 
 
 def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:

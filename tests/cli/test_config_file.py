@@ -64,7 +64,7 @@ def test_a_runs_config_yaml_trains_the_same_settings_again(tmp_path, capsys):
                                 "--model-dim", "16", "--num-heads", "2", "--threads", "1")
     assert before.pop("out") != after.pop("out")
     assert after == before
-    assert "epochs_of_all_processes: what the run that wrote it worked out" in err
+    assert "epochs_of_all_processes, out, resume: the run that wrote it worked them out" in err
 
 
 @pytest.mark.slow
@@ -78,6 +78,93 @@ def test_a_classify_runs_config_yaml_is_not_refused_for_its_recorded_defaults(tm
     assert before.pop("out") != after.pop("out")
     assert after == before
     assert "data_sha256" in err and "labels" in err
+
+
+REVERSE = ["--max-steps", "2", "--train-size", "64", "--val-size", "16", "--test-size", "16",
+           "--model-dim", "16", "--num-heads", "2", "--threads", "1"]
+
+
+@pytest.mark.slow
+def test_a_resumed_runs_config_yaml_starts_a_new_run_not_that_one_again(tmp_path, capsys,
+                                                                        monkeypatch):
+    """A resumed run records resume: true and its out: handed back as --config without --out,
+    it continued that run in its own directory (its weights, metrics and config.yaml
+    replaced), and with --out NEW it was refused as "--resume: NEW/config.yaml not found"."""
+    monkeypatch.chdir(tmp_path)
+    first = tmp_path / "first"
+    assert main(["train", "reverse", "--out", str(first), *REVERSE]) == 0
+    assert main(["train", "reverse", "--out", str(first), "--resume", "--max-steps", "3"]) == 0
+    kept = {p.name: p.read_bytes() for p in first.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert main(["train", "reverse", "--config", str(first / "config.yaml")]) == 0
+    assert {p.name: p.read_bytes() for p in first.iterdir() if p.is_file()} == kept
+    [new] = (tmp_path / "runs").iterdir()
+    assert yaml.safe_load((new / "config.yaml").read_text())["max_steps"] == 3
+    assert "out, resume: the run that wrote it" in capsys.readouterr().err
+    assert main(["train", "reverse", "--config", str(first / "config.yaml"), "--out",
+                 str(tmp_path / "second")]) == 0
+
+
+@pytest.mark.slow
+def test_a_budget_given_as_a_flag_wins_over_the_files_other_budget(tmp_path, capsys):
+    """--config RUN/config.yaml --epochs 1 was refused as "--epochs 1 and --max-steps 2:
+    give one budget", the --max-steps being the file's."""
+    first = tmp_path / "first"
+    assert main(["train", "reverse", "--out", str(first), *REVERSE]) == 0
+    assert main(["train", "reverse", "--config", str(first / "config.yaml"), "--out",
+                 str(tmp_path / "second"), "--epochs", "1"]) == 0
+    again = yaml.safe_load((tmp_path / "second" / "config.yaml").read_text())
+    assert again["epochs"] == 1 and "max_steps" not in again
+
+
+@pytest.mark.parametrize("recorded_beta2", [0.999, 0.95])
+def test_a_noam_runs_beta2_is_not_carried_into_another_schedule(tmp_path, recorded_beta2):
+    """A Noam run's config.yaml records the beta2 its AdamW took (0.98), or, from before, the
+    default or an ignored --beta2 (0.95): handed back with --schedule cosine, cosine trained
+    with 0.98, a value nobody chose; with noam, a recorded 0.95 was refused as --beta2."""
+    from attnlab.commands.train import build_config
+    from attnlab.runs import write_yaml
+
+    record = build_config("reverse", {"schedule": "noam", "out": str(tmp_path / "r")}).record()
+    write_yaml(tmp_path / "config.yaml", {**record, "beta2": recorded_beta2})
+    given = {"config": str(tmp_path / "config.yaml")}
+    assert build_config("reverse", {**given, "schedule": "cosine"}).beta2 == 0.999
+    assert build_config("reverse", given).beta2 == 0.98
+
+
+@pytest.mark.slow
+def test_a_prepared_corpus_runs_config_yaml_trains_again(tmp_path, capsys):
+    """An lm run on a prepared corpus records its tokenizer and vocabulary size, which a new
+    run's checks refused as "--vocab-size: for a text file only"."""
+    (tmp_path / "t.txt").write_text("the cat sat on the mat. " * 200)
+    corpus = tmp_path / "corpus"
+    assert main(["prepare", str(tmp_path / "t.txt"), "--out", str(corpus),
+                 "--tokenizer", "char"]) == 0
+    before, after, _ = _reuse(tmp_path, capsys, "lm", "--data", str(corpus), "--max-steps", "2",
+                              "--block-size", "16", "--model-dim", "16", "--num-heads", "2",
+                              "--num-layers", "1", "--threads", "1")
+    assert before.pop("out") != after.pop("out")
+    assert after == before
+
+
+@pytest.mark.slow
+def test_an_init_runs_config_yaml_trains_again(tmp_path, capsys):
+    """A run from --init records the model --init gave it (an lm's max_len; a BERT's
+    activation, pad_id), which --config refused as unknown settings."""
+    (tmp_path / "t.txt").write_text("the cat sat on the mat. " * 200)
+    tiny = ["--data", str(tmp_path / "t.txt"), "--max-steps", "2", "--threads", "1"]
+    assert main(["train", "lm", "--out", str(tmp_path / "base"), "--block-size", "16",
+                 "--model-dim", "16", "--num-heads", "2", "--num-layers", "1", *tiny]) == 0
+    before, after, err = _reuse(tmp_path, capsys, "lm", "--init", str(tmp_path / "base"), *tiny)
+    for own in ("out", "data_dir"):  # the run's own directory, and its corpus there
+        assert before.pop(own) != after.pop(own)
+    assert after == before and "max_len" in err
+
+
+def test_an_octal_or_hex_prefix_without_digits_is_refused_in_one_line(tmp_path, capsys):
+    """``max_steps: 0o_`` was a ValueError traceback (int('', 8))."""
+    assert _refused(tmp_path, capsys, "max_steps: 0o_\n") == (
+        "max_steps must be an integer, got '0o_'")
 
 
 @pytest.mark.parametrize("text, lr", [("lr: 1e-3\n", 0.001), ("lr: 3E-4\n", 0.0003),
