@@ -34,6 +34,7 @@ __all__ = [
     "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
+    "digest_holds",
     "check_test_files",
     "process_umask",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
@@ -153,11 +154,16 @@ _INTEGER = r"^[-+]?[0-9][0-9_]*$|^0x[0-9a-fA-F_]+$|^0o[0-7_]+$"
 _FLOAT, _INT = "tag:yaml.org,2002:float", "tag:yaml.org,2002:int"
 
 
-def _yaml12_int(loader, node) -> int:
-    """An integer as YAML 1.2 reads it (``_INTEGER``)."""
-    text = loader.construct_scalar(node).replace("_", "")
+def _yaml12_int(loader, node) -> int | str:
+    """An integer as YAML 1.2 reads it (``_INTEGER``); a prefix without digits (``0o_``) stays
+    the text it is, which the setting's check then refuses, naming it."""
+    written = loader.construct_scalar(node)
+    text = written.replace("_", "")
     base = {"0x": 16, "0o": 8}.get(text[:2].lower(), 10)
-    return int(text[2:] if base != 10 else text, base)
+    try:
+        return int(text[2:] if base != 10 else text, base)
+    except ValueError:
+        return written
 
 
 @functools.cache
@@ -165,8 +171,6 @@ def _yaml_classes() -> tuple[type, type, type]:
     """(PyYAML's safe loader keeping each key once per mapping, the same reading numbers as
     YAML 1.2 does, the safe dumper quoting a text that one reads as a number), made on first
     use (yaml is imported lazily)."""
-    import re
-
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):
@@ -349,12 +353,25 @@ def file_digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def tree_digest(root: str | Path, known: Mapping[str, str] | None = None) -> str:
+def digest_holds(path: str | Path, digest: str, recorded: str) -> bool:
+    """Whether ``digest``, taken of ``path`` now, is the ``recorded`` one: equal, or for a
+    datasets directory the digest runs recorded before cache files were left out of it
+    (``tree_digest(path, caches=True)``), so that their data, unchanged, is still theirs."""
+    if digest == recorded:
+        return True
+    path = Path(path)
+    return (path.is_dir() and bool(_datasets_cache(path))
+            and tree_digest(path, caches=True) == recorded)
+
+
+def tree_digest(root: str | Path, known: Mapping[str, str] | None = None, *,
+                caches: bool = False) -> str:
     """SHA-256 over a directory's files: each file's path relative to ``root`` (``/``-separated,
     sorted) and its SHA-256, so a file added, removed, renamed or changed anywhere under it
     changes the digest (but a cache file of ``datasets``, which holds no row read:
-    ``_datasets_cache``). ``known``: digests already taken of some files (by relative path), as
-    a reader hashed them while reading them, used instead of reading those files again.
+    ``_datasets_cache``; ``caches``: with them, as runs before that recorded it). ``known``:
+    digests already taken of some files (by relative path), as a reader hashed them while
+    reading them, used instead of reading those files again.
 
     Examples:
         >>> _ = Path("d").mkdir(), Path("d/a.txt").write_text("a")
@@ -365,7 +382,7 @@ def tree_digest(root: str | Path, known: Mapping[str, str] | None = None) -> str
 
     root = Path(root)
     h = hashlib.sha256()
-    unread = _datasets_cache(root)
+    unread = set() if caches else _datasets_cache(root)
     for path in sorted(p for p in root.rglob("*") if p.is_file() and p not in unread):
         name = path.relative_to(root).as_posix()
         digest = (known or {}).get(name) or file_digest(path)
@@ -378,8 +395,6 @@ def _datasets_cache(root: Path) -> set[Path]:
     ``.filter`` of the dataset loaded from it writes ``cache-<fingerprint>.arrow`` there. No
     row is read from one (``state.json`` lists the files that hold the rows), so adding one
     changes nothing a run read; a file ``state.json`` lists is never left out."""
-    import json
-
     try:
         state = json.loads((root / "state.json").read_text(encoding="utf-8"))
         listed = {f["filename"] for f in state["_data_files"]}
@@ -420,7 +435,7 @@ def check_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str
             moved = f"give --{key} where it is now, " if purpose == "resume" else ""
             raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; "
                              f"{moved}{remedy}")
-        if file_digest(path) != digest:
+        if not digest_holds(path, file_digest(path), digest):
             raise UsageError(f"--{key} {path} changed since this run {when} (its SHA-256 "
                              f"differs from config.yaml's data_sha256), so {why}; {remedy}")
 

@@ -238,7 +238,9 @@ def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
         recorded: the digest in config.yaml's ``data_sha256`` (None: nothing recorded yet).
         what: the file's flag, to start the message.
     """
-    if recorded and digest != recorded:
+    from ..runs import digest_holds
+
+    if recorded and not digest_holds(path, digest, recorded):
         raise UsageError(f"{what} {path} changed since this run recorded it (its SHA-256 "
                          f"differs from config.yaml's data_sha256), so the rows read now are not "
                          f"the ones the run checked; put the file back or start a new run")

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from attnlab.data.columnar import ColumnarFile
-from attnlab.data.tables import read_table
+from attnlab.data.tables import check_digest, read_table
 from attnlab.errors import UsageError
 from attnlab.runs import file_digest
 
@@ -230,3 +230,23 @@ def test_a_map_of_the_dataset_loaded_from_disk_does_not_change_its_digest(tmp_pa
     (path / "data-00000-of-00001.arrow").write_bytes(
         (tmp_path / "other" / "data-00000-of-00001.arrow").read_bytes())
     assert file_digest(path) != before  # the rows changed: refused, as before
+
+
+def test_a_run_that_recorded_its_datasets_cache_files_still_takes_its_unchanged_rows(tmp_path):
+    """Runs before cache files were left out recorded a digest with them: their unchanged
+    data must still be theirs (evaluate and --resume refused it as 'changed'), and changed
+    rows still refused."""
+    from attnlab.runs import check_data_files, tree_digest
+
+    path = datasets_dir(tmp_path / "ds")
+    datasets.load_from_disk(str(path)).map(lambda row: {"n": len(row["text"])})
+    recorded = tree_digest(path, caches=True)  # what such a run's config.yaml holds
+    assert recorded != file_digest(path)
+    check_data_files({"data": str(path)}, {"data": recorded})
+    check_digest(path, ColumnarFile(path, ["text"], "--data ds").sha256, recorded,
+                 what="--data")
+    datasets_dir(tmp_path / "other", {**ROWS, "text": ["a fine film", "dull", "b"]})
+    (path / "data-00000-of-00001.arrow").write_bytes(
+        (tmp_path / "other" / "data-00000-of-00001.arrow").read_bytes())
+    with pytest.raises(UsageError, match="changed since this run"):
+        check_data_files({"data": str(path)}, {"data": recorded})
