@@ -77,3 +77,40 @@ def test_an_exported_gpt2_language_model_cuts_a_long_text_at_its_positions(tmp_p
     assert batch["input_ids"][0].tolist() == ours.encode(LONG)[:16]
     with torch.no_grad():
         assert_close(hf(**batch).logits, model.eval()(batch["input_ids"]), **TOL)
+
+
+def _notes_of_maps(task, data, bert, tmp_path, capsys, short):
+    """Train a ``task`` run from ``bert`` on ``data``; the stderr of ``plot attention`` of
+    ``short`` and of ``LONG`` (past --max-len 8)."""
+    run = tmp_path / "run"
+    assert main(["train", task, "--init", str(bert), "--data", str(data),
+                 "--out", str(run), *RUN]) == 0
+    capsys.readouterr()
+    errs = []
+    for name, text in (("a", short), ("b", LONG)):
+        assert main(["plot", "attention", str(run), "--input", text,
+                     "--out", str(tmp_path / f"{name}.png")]) == 0
+        errs.append(capsys.readouterr().err)
+    return errs
+
+
+@pytest.mark.slow  # trains a run
+def test_a_pretrained_taggers_map_notes_a_cut_and_not_a_word_without_subwords(bert, tmp_path,
+                                                                              capsys):
+    """The note that the attention maps are of the first --max-len subwords' words counted a
+    last word that gives the tokenizer no subword (a zero-width space) as cut."""
+    data = write_conll(tmp_path / "t.conll", capitalised(20))
+    short, long = _notes_of_maps("tag", data, bert, tmp_path, capsys, "the cat \u200b")
+    assert "note: --input has" not in short
+    assert f"note: --input has {len(LONG.split())} words; the model reads the first" in long
+
+
+@pytest.mark.slow  # trains a run
+def test_a_pretrained_classifiers_map_notes_a_text_cut_at_max_len(bert, tmp_path, capsys):
+    """A classifier from --init drew the maps of a text's first --max-len tokens under a title
+    showing the whole text, and said nothing (a classifier from scratch says so)."""
+    data = tmp_path / "r.csv"
+    data.write_text("text,label\n" + "".join(f"the cat {i},{'ab'[i % 2]}\n" for i in range(20)))
+    short, long = _notes_of_maps("classify", data, bert, tmp_path, capsys, "the cat")
+    assert "note: --input has" not in short
+    assert "; the model reads the first 8 (--max-len 8): the attention maps are of those" in long

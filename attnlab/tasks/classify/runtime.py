@@ -536,6 +536,8 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
                   for i, row in enumerate(features.tolist())]
     elif pretrained(cfg):  # one text: no padding, every token real
         (ids, types), = tokenizer.encode_for_model([text], cfg.max_len)
+        (whole, _), = tokenizer.encode_for_model([text], 1 << 30)  # uncut, for the note
+        note_cut(len(whole), len(ids), cfg.max_len)  # both with [CLS] and [SEP]
         batch = Padding.of(cfg, tokenizer).pad([(ids, types)])
         labels = [tokenizer.tokenizer.id_to_token(i) for i in ids]  # [CLS] ... [SEP] included
         return [m[0] for m in model.get_attention_maps(*batch)], labels, labels

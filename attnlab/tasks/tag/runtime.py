@@ -443,8 +443,10 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     model, tokenizer = _load(run_dir, cfg)
     words = _words(text, "--input")
     e = encode_words(cfg, tokenizer, [words])[0]
-    read = [i for i, position in enumerate(e.first) if position is not None]
-    note_cut(len(words), read[-1] + 1 if read else 0, cfg.max_len, unit="words")  # words cut
+    # the words cut by --max-len: those without a token that are not empty (a word that gives
+    # the checkpoint's tokenizer no subword, a zero-width space, is read, as nothing)
+    cut = sum(pos is None and i not in e.empty for i, pos in enumerate(e.first))
+    note_cut(len(words), len(words) - cut, cfg.max_len, unit="words")
     if pretrained(cfg):
         inputs = _pad([e], [[IGNORE] * len(e.ids)], 0, bool(_batching(cfg, tokenizer)["types"]),
                       True)[:-1]
