@@ -86,9 +86,6 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     cfg: dict[str, Any] = {**SHARED_DEFAULTS, **task.defaults}
     file_cfg, notes_of_file, recorded = _read_config_file(task, given,
                                                           set(cfg) | {"task", "out"})
-    for flag_, other in (("epochs", "max_steps"), ("max_steps", "epochs")):
-        if given.get(flag_) is not None:  # a budget given as a flag wins over the file's
-            file_cfg.pop(other, None)
     # --resume and --out as flags, or else from the --config file
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     out = given.get("out") or file_cfg.get("out")
@@ -230,13 +227,21 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}")
     aside = sorted(set(file_cfg) & derived)
-    file_cfg = {k: v for k, v in file_cfg.items() if k not in derived}
+    file_cfg = {k: v for k, v in file_cfg.items() if k not in derived
+                and k not in _budgets_given(given)}  # a budget flag wins over the file's
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     read = {k: v for k, v in file_cfg.items() if k not in given}
     check_values(task, read, where, training=True, of_use=not resuming)
     notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
              f"ran there; not settings of this new run, which works out its own"] if aside else []
     return {**file_cfg, **read}, notes, recorded  # as checked: ``init: 5`` is the text 5
+
+
+def _budgets_given(given: dict[str, Any]) -> set[str]:
+    """The step budgets that a budget given as a flag replaces: both (--epochs given, the
+    file's max_steps is not read, nor its epochs)."""
+    flags = {k for k in ("epochs", "max_steps") if given.get(k) is not None}
+    return {"epochs", "max_steps"} if flags else set()
 
 
 def _setting_names(raw: dict[Any, Any], where: str) -> dict[str, Any]:
