@@ -285,7 +285,8 @@ class TrainSettings:
                                      "PyTorch's 0.9, the papers' and Noam's too)", low=0,
                            below=1, absent=0.9)
     beta2: float = setting(0.999, help="AdamW's second-moment decay (the cosine schedule's; "
-                                       "Noam uses the paper's 0.98: refused with it)",
+                                       "Noam trains with the paper's 0.98 and refuses "
+                                       "another)",
                         low=0, below=1, absent=0.999)
     optimizer: str = setting("adamw", choices=OPTIMIZERS, absent="adamw",
                              help="adamw; or muon: Muon for the weight matrices of the "

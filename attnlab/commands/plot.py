@@ -119,8 +119,7 @@ def check_out(out, *, given: bool = True, formats: tuple[str, ...] = FORMATS):
 # attention --out RUN/attention.png` would replace the figure training made).
 RUN_RECORDS = ("config.yaml", "model.safetensors", "metrics.json", "tokenizer.json",
                "target_tokenizer.json", "baselines.json", "attention.png", "cross_attention.png",
-               "lr_schedule.png", "roc.png", "scores.png", "sets.png", "confusion.png",
-               "confusion.csv", "metrics.csv")
+               "lr_schedule.png", "roc.png", "scores.png", "sets.png", "confusion.png")
 
 
 def choose_out(out, default, *, formats: tuple[str, ...] = FORMATS, what: str = "a figure"):

@@ -418,7 +418,8 @@ class Loop:
         if world == 1:
             return shares, shares
         mine = torch.as_tensor(sum(counts), dtype=torch.float32, device=self.fabric.device)
-        total = self.fabric.all_reduce(mine.clone(), reduce_op="sum")
+        total = mine.clone()  # torch's own collective: Fabric's waits at a barrier before it
+        torch.distributed.all_reduce(total)  # (a sum; queued on the device, not waited for)
         self._rank_weight = mine * world / total
         return shares, [share * self._rank_weight for share in shares]
 
