@@ -115,6 +115,11 @@ def test_a_budget_given_as_a_flag_wins_over_the_files_other_budget(tmp_path, cap
                  str(tmp_path / "second"), "--epochs", "1"]) == 0
     again = yaml.safe_load((tmp_path / "second" / "config.yaml").read_text())
     assert again["epochs"] == 1 and "max_steps" not in again
+    (tmp_path / "c.yaml").write_text("epochs: 1\n")  # written by hand: the flag wins too
+    assert main(["train", "reverse", "--config", str(tmp_path / "c.yaml"), "--out",
+                 str(tmp_path / "third"), *REVERSE]) == 0
+    again = yaml.safe_load((tmp_path / "third" / "config.yaml").read_text())
+    assert again["max_steps"] == 2 and again.get("epochs") is None
 
 
 @pytest.mark.parametrize("recorded_beta2", [0.999, 0.95])

@@ -343,12 +343,12 @@ def test_the_budget_check_reads_the_checkpoints_step_and_leaves_epoch_budgets_al
 
 @pytest.mark.parametrize("flags,config", [
     (["--epochs", "1", "--max-steps", "5"], None),
-    (["--max-steps", "5"], "epochs: 1\n"),
     ([], "epochs: 1\nmax-steps: 5\n"),
 ])
 def test_epochs_and_max_steps_together_are_refused(tmp_path, capsys, flags, config):
     """--epochs with --max-steps is refused: with both, --max-steps was once ignored (it ran 100
-    steps of an epoch) and config.yaml recorded both."""
+    steps of an epoch) and config.yaml recorded both. (A budget flag over a --config file's
+    budget wins, as a flag wins over any key: tests/cli/test_config_file.py.)"""
     out = tmp_path / "run"
     if config:
         (tmp_path / "c.yaml").write_text(config)
