@@ -292,6 +292,36 @@ def test_a_run_made_before_the_corpus_digests_evaluates_as_it_did(run, tmp_path)
         json.loads((run / "run" / "metrics.json").read_text())["val_loss"], abs=1e-5)
 
 
+@pytest.mark.slow
+def test_evaluate_scores_every_window_of_the_validation_split(run, tmp_path, capsys):
+    """Training's val_loss measures the first --val-batches batches; evaluate measures the whole
+    held-out split (the same number whatever --batch-size the run had), and says it differs."""
+    import shutil
+
+    import numpy as np
+
+    small = tmp_path / "small"
+    shutil.copytree(run / "run", small)
+    cfg = yaml.safe_load((small / "config.yaml").read_text())
+    cfg.update(val_batches=1, batch_size=3)  # training's val_loss: 3 of the split's windows
+    (small / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["evaluate", str(small)]) == 0
+    out, err = capsys.readouterr()
+    # by hand: every non-overlapping window of val.bin, mean next-token cross-entropy
+    model, _ = attnlab.load(small)
+    val = torch.from_numpy(np.fromfile(run / "data" / "val.bin", dtype=cfg["dtype"]).astype(int))
+    T = cfg["block_size"]
+    n = (len(val) - 1) // T
+    assert n > 3
+    x = torch.stack([val[i * T: i * T + T] for i in range(n)])
+    y = torch.stack([val[i * T + 1: i * T + T + 1] for i in range(n)])
+    with torch.no_grad():
+        loss = float(torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten()))
+    assert json.loads(out)["val_loss"] == pytest.approx(loss, rel=1e-5)  # 6 digits printed
+    assert f"val_loss over all {n} windows of the validation split" in err
+    assert "measured the first 3 (--val-batches 1 of --batch-size 3)" in err
+
+
 @pytest.mark.parametrize("args, message", [
     (["--activation", "tanh"], "--activation"),
     (["--layer-norm-eps", "0"], "--layer-norm-eps must be > 0, got 0.0"),

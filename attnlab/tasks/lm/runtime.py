@@ -21,6 +21,7 @@ Shapes: B batch, T block size (context length), V vocabulary, L layers, H heads.
 from __future__ import annotations
 
 import math
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -389,7 +390,20 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     if cfg.corpus_sha256:  # the corpus is the one trained on (pin_corpus)
         check_corpus(cfg.corpus_sha256, Path(cfg.data_dir), "evaluate")
         read_meta(cfg.data_dir)  # and val.bin has the size its meta.json states
-    return lm_metrics(model, split_windows(cfg, "val"), cfg.batch_size, cfg.val_batches)
+    return _split_metrics(model, cfg)
+
+
+def _split_metrics(model, cfg: RunSettings) -> dict[str, float]:
+    """val_loss/val_perplexity over every window of the validation split: not only the first
+    --val-batches batches that training measured, which would make the number depend on the
+    run's --batch-size; a note says so when training's val_loss measured less."""
+    val = split_windows(cfg, "val")
+    measured = cfg.val_batches * cfg.batch_size
+    if len(val) > measured:
+        print(f"note: val_loss over all {len(val):,} windows of the validation split; "
+              f"training's (metrics.json) measured the first {measured:,} (--val-batches "
+              f"{cfg.val_batches} of --batch-size {cfg.batch_size})", file=sys.stderr, flush=True)
+    return lm_metrics(model, val, cfg.batch_size)
 
 
 def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, float]:
