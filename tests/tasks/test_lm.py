@@ -109,6 +109,25 @@ def test_train_on_a_plain_text_file_prepares_it_in_the_run(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_moved_run_evaluates_on_the_corpus_it_prepared_in_itself(tmp_path, capsys):
+    """A text file given as --data is prepared into RUN/data, the run's own: a run directory
+    moved elsewhere (or copied off a server) evaluates on its own RUN/data, as it did."""
+    import shutil
+
+    (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
+    args = ["train", "lm", "--data", str(tmp_path / "t.txt"), "--out", str(tmp_path / "r"), *TINY]
+    args[args.index("--max-steps") + 1] = "3"
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "r")]) == 0
+    before = json.loads(capsys.readouterr().out)
+    shutil.move(tmp_path / "r", tmp_path / "moved")
+    assert main(["evaluate", str(tmp_path / "moved")]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == before and err == ""
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["plot", "attention"], ["view"]])
 def test_attention_of_a_text_longer_than_the_model_reads_is_refused(run, tmp_path, capsys,
                                                                     command):

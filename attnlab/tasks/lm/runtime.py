@@ -169,6 +169,15 @@ def pin_corpus(cfg, run_dir: Path, data_dir: Path):
     return cfg
 
 
+def trained_corpus(cfg: RunSettings, run_dir: Path) -> Path:
+    """The prepared corpus a run trained on: RUN_DIR/data, wherever the run directory is now
+    (copied or moved), when the run prepared it from a text file (``data_sha256`` records the
+    file); else config.yaml's ``data_dir``, the corpus given as --data."""
+    if cfg.data_sha256 and "data" in cfg.data_sha256:
+        return Path(run_dir) / "data"
+    return Path(cfg.data_dir)
+
+
 def split_windows(cfg: RunSettings, split: str, *, stride: int | None = None) -> TokenWindows:
     """The windows of --block-size + 1 tokens of the run's ``split`` ("train" or "val"), every
     ``stride`` tokens (default: --block-size, windows that do not overlap)."""
@@ -387,6 +396,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
         return loss_metrics(evaluate_loss(cfg, model, tokenizer, data))
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg)
+    cfg = cfg.derive(data_dir=str(trained_corpus(cfg, run_dir)))
     if cfg.corpus_sha256:  # the corpus is the one trained on (pin_corpus)
         check_corpus(cfg.corpus_sha256, Path(cfg.data_dir), "evaluate")
         read_meta(cfg.data_dir)  # and val.bin has the size its meta.json states
