@@ -109,6 +109,25 @@ def test_train_on_a_plain_text_file_prepares_it_in_the_run(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_moved_run_evaluates_on_the_corpus_it_prepared_in_itself(tmp_path, capsys):
+    """A text file given as --data is prepared into RUN/data, the run's own: a run directory
+    moved elsewhere (or copied off a server) evaluates on its own RUN/data, as it did."""
+    import shutil
+
+    (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
+    args = ["train", "lm", "--data", str(tmp_path / "t.txt"), "--out", str(tmp_path / "r"), *TINY]
+    args[args.index("--max-steps") + 1] = "3"
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "r")]) == 0
+    before = json.loads(capsys.readouterr().out)
+    shutil.move(tmp_path / "r", tmp_path / "moved")
+    assert main(["evaluate", str(tmp_path / "moved")]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == before and err == ""
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["plot", "attention"], ["view"]])
 def test_attention_of_a_text_longer_than_the_model_reads_is_refused(run, tmp_path, capsys,
                                                                     command):
@@ -290,6 +309,36 @@ def test_a_run_made_before_the_corpus_digests_evaluates_as_it_did(run, tmp_path)
     again = TASK.runtime().evaluate(TASK, old, TASK.typed(cfg, old), None)
     assert again["val_loss"] == pytest.approx(
         json.loads((run / "run" / "metrics.json").read_text())["val_loss"], abs=1e-5)
+
+
+@pytest.mark.slow
+def test_evaluate_scores_every_window_of_the_validation_split(run, tmp_path, capsys):
+    """Training's val_loss measures the first --val-batches batches; evaluate measures the whole
+    held-out split (the same number whatever --batch-size the run had), and says it differs."""
+    import shutil
+
+    import numpy as np
+
+    small = tmp_path / "small"
+    shutil.copytree(run / "run", small)
+    cfg = yaml.safe_load((small / "config.yaml").read_text())
+    cfg.update(val_batches=1, batch_size=3)  # training's val_loss: 3 of the split's windows
+    (small / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["evaluate", str(small)]) == 0
+    out, err = capsys.readouterr()
+    # by hand: every non-overlapping window of val.bin, mean next-token cross-entropy
+    model, _ = attnlab.load(small)
+    val = torch.from_numpy(np.fromfile(run / "data" / "val.bin", dtype=cfg["dtype"]).astype(int))
+    T = cfg["block_size"]
+    n = (len(val) - 1) // T
+    assert n > 3
+    x = torch.stack([val[i * T: i * T + T] for i in range(n)])
+    y = torch.stack([val[i * T + 1: i * T + T + 1] for i in range(n)])
+    with torch.no_grad():
+        loss = float(torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten()))
+    assert json.loads(out)["val_loss"] == pytest.approx(loss, rel=1e-5)  # 6 digits printed
+    assert f"val_loss over all {n} windows of the validation split" in err
+    assert "measured the first 3 (--val-batches 1 of --batch-size 3)" in err
 
 
 @pytest.mark.parametrize("args, message", [

@@ -161,3 +161,26 @@ def test_fast_small_is_fast_at_the_benchmarks_2x80x2(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         "--recipe fast-small: given, and used instead: --model-dim 96 (the recipe's "
         "--model-dim 80), --num-heads 3 (the recipe's --num-heads 2)")
+
+
+def test_the_docs_parameter_counts_of_fast_small_are_the_models(tmp_path):
+    """docs/language_model.md gives fast-small's parameters for the benchmark's vocabulary and
+    for another: each is what the recipe builds (the count grows with the vocabulary, so a
+    user's text gives another number than the benchmark's)."""
+    import re
+    from pathlib import Path
+
+    from attnlab.tasks.lm.runtime import build_model
+
+    docs = (Path(__file__).parents[2] / "docs" / "language_model.md").read_text()
+    part = docs[docs.index("### Smaller is sooner"):]
+    first = re.search(r"([\d,]+) parameters\s+with the benchmark's vocabulary of (\d+)", part)
+    other = re.search(r"([\d,]+) for a text of (\d+)\s+characters", part)
+    assert first and other
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    base = {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
+            "recipe": "fast-small"}
+    for count, vocab in (first.groups(), other.groups()):
+        cfg = build_config("lm", {**base, "vocab_size": int(vocab)})
+        model = build_model(cfg)
+        assert sum(p.numel() for p in model.parameters()) == int(count.replace(",", ""))

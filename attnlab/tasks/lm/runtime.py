@@ -21,6 +21,7 @@ Shapes: B batch, T block size (context length), V vocabulary, L layers, H heads.
 from __future__ import annotations
 
 import math
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,15 @@ def pin_corpus(cfg, run_dir: Path, data_dir: Path):
     if Path(cfg.data).is_file() and prepared_from[0]:  # prepare read the text recorded
         check_digest(cfg.data, prepared_from[0], cfg.data_sha256["data"], what="--data")
     return cfg
+
+
+def trained_corpus(cfg: RunSettings, run_dir: Path) -> Path:
+    """The prepared corpus a run trained on: RUN_DIR/data, wherever the run directory is now
+    (copied or moved), when the run prepared it from a text file (``data_sha256`` records the
+    file); else config.yaml's ``data_dir``, the corpus given as --data."""
+    if cfg.data_sha256 and "data" in cfg.data_sha256:
+        return Path(run_dir) / "data"
+    return Path(cfg.data_dir)
 
 
 def split_windows(cfg: RunSettings, split: str, *, stride: int | None = None) -> TokenWindows:
@@ -386,10 +396,24 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
         return loss_metrics(evaluate_loss(cfg, model, tokenizer, data))
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg)
+    cfg = cfg.derive(data_dir=str(trained_corpus(cfg, run_dir)))
     if cfg.corpus_sha256:  # the corpus is the one trained on (pin_corpus)
         check_corpus(cfg.corpus_sha256, Path(cfg.data_dir), "evaluate")
         read_meta(cfg.data_dir)  # and val.bin has the size its meta.json states
-    return lm_metrics(model, split_windows(cfg, "val"), cfg.batch_size, cfg.val_batches)
+    return _split_metrics(model, cfg)
+
+
+def _split_metrics(model, cfg: RunSettings) -> dict[str, float]:
+    """val_loss/val_perplexity over every window of the validation split: not only the first
+    --val-batches batches that training measured, which would make the number depend on the
+    run's --batch-size; a note says so when training's val_loss measured less."""
+    val = split_windows(cfg, "val")
+    measured = cfg.val_batches * cfg.batch_size
+    if len(val) > measured:
+        print(f"note: val_loss over all {len(val):,} windows of the validation split; "
+              f"training's (metrics.json) measured the first {measured:,} (--val-batches "
+              f"{cfg.val_batches} of --batch-size {cfg.batch_size})", file=sys.stderr, flush=True)
+    return lm_metrics(model, val, cfg.batch_size)
 
 
 def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, float]:
