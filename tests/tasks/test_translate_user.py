@@ -206,3 +206,47 @@ def test_sources_the_word_tokenizer_cannot_split_are_named(tmp_path, capsys):
     notes = [line for line in capsys.readouterr().err.splitlines()
              if line.startswith("note: ") and "unk" in line]
     assert len(notes) == 1 and "of the test sources are unk" in notes[0], notes
+
+
+def _check_files(**settings):
+    from attnlab.tasks import get_task
+    from attnlab.tasks.translate.data import check_files
+
+    return check_files(get_task("translate").config(**settings))
+
+
+def test_held_out_pairs_that_a_training_row_repeats_are_warned_of(tmp_path, capsys):
+    """A file that repeats its rows (30 pairs, 4 times each) puts copies of most held-out pairs
+    in the training split: the test scores were of sentences the model learnt, without a word."""
+    pairs = [(f"the cat number {n}", f"le chat numéro {n}") for n in range(30)]
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\n" + "".join(f"{s}\t{t}\n" for s, t in pairs * 4),
+                    encoding="utf-8")
+    capsys.readouterr()
+    _check_files(data=str(data))
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    for line, part in zip(err, ("validation", "test"), strict=True):
+        assert line.startswith(f"warning: the {part} rows of --data {data}: ")
+        assert "rows have an input that a training row has too (first: line " in line
+        assert line.endswith("so its scores are partly of inputs the model trained on")
+    # the same rows given once each: nothing held out is trained on, nothing said
+    data.write_text("source\ttarget\n" + "".join(f"{s}\t{t}\n" for s, t in pairs),
+                    encoding="utf-8")
+    _check_files(data=str(data))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_test_file_cut_from_the_data_file_is_warned_of(tmp_path, capsys):
+    """--test holds a new pair and the 20 rows of --data: all but the 2 that validate are
+    trained on."""
+    rows = "".join(f"the cat number {n}\tle chat numéro {n}\n" for n in range(20))
+    (tmp_path / "pairs.tsv").write_text("source\ttarget\n" + rows, encoding="utf-8")
+    (tmp_path / "test.tsv").write_text("source\ttarget\nthe dog\tle chien\n" + rows,
+                                       encoding="utf-8")
+    capsys.readouterr()
+    _check_files(data=str(tmp_path / "pairs.tsv"), test=str(tmp_path / "test.tsv"))
+    err = capsys.readouterr().err
+    assert err.startswith(f"warning: --test {tmp_path / 'test.tsv'}: 18 of its 21 rows have an "
+                          f"input that a training row has too (first: line "), err
+    assert err.count("\n") == 1 and "line 2)" not in err  # line 2, the dog, is new

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...data.dates import DatePairs, check_locale, held_out_days
 from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
+from ...data.overlap import shared_inputs
 from ...data.tables import Table, check_digest, place, read_table
 from ...errors import UsageError
 from ...run_config import RunSettings
@@ -153,19 +155,31 @@ def read_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
     ``pinned``: the file is the run's own ``--data``/``--test``, so its bytes must be the ones
     config.yaml's ``data_sha256`` recorded (when it has), else ``UsageError``: between the
     check at the start and this read, the file changed."""
+    return [pair for pair, _ in _placed_pairs(path, cfg, what, pinned=pinned)]
+
+
+def _placed_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
+                  ) -> list[tuple[tuple[str, str], str]]:
+    """``read_pairs``'s pairs, each with its place in the file ("line 7", for warnings)."""
     rows = _pair_rows(path, cfg, what)
     if pinned:
         key = what.lstrip("-")
         check_digest(rows.path, rows.sha256, (cfg.data_sha256 or {}).get(key), what=what)
-    return [(r[cfg.src_column], r[cfg.tgt_column]) for r in rows]
+    return [((r[cfg.src_column], r[cfg.tgt_column]), place(rows.path, line))
+            for r, line in zip(rows, rows.lines, strict=True)]
 
 
 def file_splits(cfg: RunSettings):
     """(train, val, test) pairs of --data (and --test); held-out rows chosen with the seed."""
-    pairs = read_pairs(cfg.data, cfg, "--data", pinned=True)
+    return tuple([pair for pair, _ in part] for part in _placed_splits(cfg))
+
+
+def _placed_splits(cfg: RunSettings):
+    """``file_splits``' three parts, each pair with its place in its file."""
+    pairs = _placed_pairs(cfg.data, cfg, "--data", pinned=True)
     rows = len(pairs)
     random.Random(cfg.seed).shuffle(pairs)
-    test = read_pairs(cfg.test, cfg, "--test", pinned=True) if cfg.test else None
+    test = _placed_pairs(cfg.test, cfg, "--test", pinned=True) if cfg.test else None
     held = max(1, len(pairs) // 10)
     if test is None:
         test, pairs = pairs[:held], pairs[held:]
@@ -175,6 +189,22 @@ def file_splits(cfg: RunSettings):
         raise UsageError(f"--data {cfg.data} has {rows} row{'' if rows == 1 else 's'}: too few "
                          f"to hold out {held_out} and train on the rest; give at least {least}")
     return train, val, test
+
+
+def trained_sources_notes(cfg: RunSettings, train, val, test) -> list[str]:
+    """The warnings (``attnlab.data.overlap``) for the validation and test pairs whose source a
+    training pair has too: a file that repeats a row (or a --test cut from --data) puts copies
+    of it on both sides of the split, and the scores then count sentences the model learnt."""
+    trained = [source for (source, _), _ in train]
+    notes = []
+    for part, what in ((val, f"the validation rows of --data {cfg.data}"),
+                       (test, f"--test {cfg.test}" if cfg.test
+                        else f"the test rows of --data {cfg.data}")):
+        note = shared_inputs(trained, [source for (source, _), _ in part],
+                             [where for _, where in part], what=what)
+        if note:
+            notes.append(note)
+    return notes
 
 
 def _files_of(cfg: RunSettings) -> dict[str, str | None]:
@@ -187,7 +217,9 @@ def check_files(cfg: RunSettings) -> dict[str, Any]:
     records of them (``attnlab.runs.pin_data_files``: the paths made absolute, each file's
     SHA-256 under ``data_sha256``, which evaluate and --resume check), for ``validate`` to
     merge into the settings; on --resume, the files checked against those digests (``{}``)."""
-    file_splits(cfg)
+    notes = trained_sources_notes(cfg, *_placed_splits(cfg))
+    for note in [] if cfg.resume else notes:  # a resumed run warned when it started
+        print(note, file=sys.stderr, flush=True)
     return pin_data_files(_files_of(cfg), cfg.data_sha256, resuming=cfg.resume)
 
 
