@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import re
 import sys
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,13 +195,17 @@ def _placed_splits(cfg: RunSettings):
 def trained_sources_notes(cfg: RunSettings, train, val, test) -> list[str]:
     """The warnings (``attnlab.data.overlap``) for the validation and test pairs whose source a
     training pair has too: a file that repeats a row (or a --test cut from --data) puts copies
-    of it on both sides of the split, and the scores then count sentences the model learnt."""
-    trained = [source for (source, _), _ in train]
+    of it on both sides of the split, and the scores then count sentences the model learnt.
+    Sources are compared as the tokeniser reads them (in the run's Unicode form)."""
+    def read(part):
+        form = cfg.normalize
+        return [unicodedata.normalize(form, s) if form else s for (s, _), _ in part]
+
     notes = []
     for part, what in ((val, f"the validation rows of --data {cfg.data}"),
                        (test, f"--test {cfg.test}" if cfg.test
                         else f"the test rows of --data {cfg.data}")):
-        note = shared_inputs(trained, [source for (source, _), _ in part],
+        note = shared_inputs(read(train), read(part),
                              [where for _, where in part], what=what)
         if note:
             notes.append(note)
