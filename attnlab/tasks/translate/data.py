@@ -198,8 +198,7 @@ def trained_sources_notes(cfg: RunSettings, train, val, test) -> list[str]:
     of it on both sides of the split, and the scores then count sentences the model learnt.
     Sources are compared as the tokeniser reads them (in the run's Unicode form)."""
     def read(part):
-        form = cfg.normalize
-        return [unicodedata.normalize(form, s) if form else s for (s, _), _ in part]
+        return _as_read(cfg, [source for (source, _), _ in part])
 
     notes = []
     for part, what in ((val, f"the validation rows of --data {cfg.data}"),
@@ -210,6 +209,28 @@ def trained_sources_notes(cfg: RunSettings, train, val, test) -> list[str]:
         if note:
             notes.append(note)
     return notes
+
+
+def _as_read(cfg: RunSettings, texts: list[str]) -> list[str]:
+    """``texts`` in the Unicode form the run's tokenisers read them in."""
+    return [unicodedata.normalize(cfg.normalize, t) for t in texts] if cfg.normalize else texts
+
+
+def _trained_note(cfg: RunSettings, data: str, sources: list[str], lines: list[int]
+                  ) -> str | None:
+    """``evaluate --data FILE``: the warning for rows of FILE that have a source the run
+    trained on (a pair of its own --data's training split). None when none has, and when that
+    file moved or changed since: which rows were trained on is then unknown."""
+    if cfg.data is None:
+        return None
+    try:
+        check_data_files(_files_of(cfg), cfg.data_sha256)
+        train = _placed_splits(cfg)[0]
+    except UsageError:
+        return None
+    return shared_inputs(_as_read(cfg, [source for (source, _), _ in train]),
+                         _as_read(cfg, sources), [place(data, n) for n in lines],
+                         what=f"--data {data}")
 
 
 def _files_of(cfg: RunSettings) -> dict[str, str | None]:
@@ -229,21 +250,23 @@ def check_files(cfg: RunSettings) -> dict[str, Any]:
 
 
 def evaluation_pairs(cfg: RunSettings, data: str | None
-                     ) -> tuple[list[tuple[str, str]], list[str] | None]:
-    """(the pairs ``attnlab evaluate`` scores, where each is for errors): those of ``--data
-    FILE`` when given, each named by its line ("--data FILE line 3"), else the run's own
-    held-out test pairs, unnamed (refused if the run's ``--data`` changed since it was
-    trained: the same seed would then hold out other rows). A source of digits is read as
+                     ) -> tuple[list[tuple[str, str]], list[str] | None, str | None]:
+    """(the pairs ``attnlab evaluate`` scores, where each is for errors, a warning for after
+    the scores): those of ``--data FILE`` when given, each named by its line ("--data FILE
+    line 3"), with the warning when rows of FILE have a source the run trained on; else the
+    run's own held-out test pairs, unnamed (refused if the run's ``--data`` changed since it
+    was trained: the same seed would then hold out other rows). A source of digits is read as
     ``attnlab translate`` reads it (``spell_digits``)."""
     if data is not None:
         rows = _pair_rows(data, cfg, "--data")
         labels = [f"--data {data} {place(data, n)}" for n in rows.lines]
         sources = spell_digits(cfg, [r[cfg.src_column] for r in rows], labels)
-        return list(zip(sources, [r[cfg.tgt_column] for r in rows], strict=True)), labels
+        return (list(zip(sources, [r[cfg.tgt_column] for r in rows], strict=True)), labels,
+                _trained_note(cfg, data, sources, rows.lines))
     if cfg.data is None:
-        return builtin_splits(cfg)[2], None
+        return builtin_splits(cfg)[2], None, None
     check_data_files(_files_of(cfg), cfg.data_sha256)
-    return file_splits(cfg)[2], None
+    return file_splits(cfg)[2], None, None
 
 
 def spell_digits(cfg: RunSettings, texts: list[str], labels: list[str] | None = None
