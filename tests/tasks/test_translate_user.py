@@ -79,13 +79,15 @@ def test_evaluate_names_a_test_translation_the_length_limit_cut(translate_run, t
     data.write_text("source\ttarget\ncrème\tcream\nle café été\tthe coffee summer\n"
                     "un thé crème\ta tea cream\n", encoding="utf-8")
     capsys.readouterr()
+    trained = (f"warning: --data {data}: 1 of its 3 rows have an input that a training row has "
+               f"too (first: line 2), so its scores are partly of inputs the model trained on")
     assert main(["evaluate", str(run), "--data", str(data)]) == 0
     assert capsys.readouterr().err.splitlines() == [
         f"note: the translation of --data {data} line 3 stopped at 2 tokens, the most this run "
         f"writes (max_target_len in config.yaml), before the model ended it: it may be cut "
-        f"short (and 1 more inputs)"]
+        f"short (and 1 more inputs)", trained]
     assert main(["evaluate", str(translate_run), "--data", str(data)]) == 0
-    assert capsys.readouterr().err == ""
+    assert capsys.readouterr().err == trained + "\n"
 
 
 @pytest.mark.parametrize("rows, test, message", [
@@ -206,3 +208,70 @@ def test_sources_the_word_tokenizer_cannot_split_are_named(tmp_path, capsys):
     notes = [line for line in capsys.readouterr().err.splitlines()
              if line.startswith("note: ") and "unk" in line]
     assert len(notes) == 1 and "of the test sources are unk" in notes[0], notes
+
+
+def _check_files(**settings):
+    from attnlab.tasks import get_task
+    from attnlab.tasks.translate.data import check_files
+
+    return check_files(get_task("translate").config(**settings))
+
+
+def test_held_out_pairs_that_a_training_row_repeats_are_warned_of(tmp_path, capsys):
+    """A file that repeats its rows (30 pairs, 4 times each) puts copies of most held-out pairs
+    in the training split: the test scores were of sentences the model learnt, without a word."""
+    pairs = [(f"the cat number {n}", f"le chat numéro {n}") for n in range(30)]
+    data = tmp_path / "pairs.tsv"
+    data.write_text("source\ttarget\n" + "".join(f"{s}\t{t}\n" for s, t in pairs * 4),
+                    encoding="utf-8")
+    capsys.readouterr()
+    _check_files(data=str(data))
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    for line, part in zip(err, ("validation", "test"), strict=True):
+        assert line.startswith(f"warning: the {part} rows of --data {data}: ")
+        assert "rows have an input that a training row has too (first: line " in line
+        assert line.endswith("so its scores are partly of inputs the model trained on")
+    # the same rows given once each: nothing held out is trained on, nothing said
+    data.write_text("source\ttarget\n" + "".join(f"{s}\t{t}\n" for s, t in pairs),
+                    encoding="utf-8")
+    _check_files(data=str(data))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_test_file_cut_from_the_data_file_is_warned_of(tmp_path, capsys):
+    """--test holds a new pair and the 20 rows of --data, typed with decomposed accents (the
+    tokeniser reads them as the same text): all but the 2 that validate are trained on."""
+    rows = "".join(f"the café number {n}\tle café numéro {n}\n" for n in range(20))
+    (tmp_path / "pairs.tsv").write_text("source\ttarget\n" + rows, encoding="utf-8")
+    (tmp_path / "test.tsv").write_text("source\ttarget\nthe dog\tle chien\n" + nfd(rows),
+                                       encoding="utf-8")
+    capsys.readouterr()
+    _check_files(data=str(tmp_path / "pairs.tsv"), test=str(tmp_path / "test.tsv"))
+    err = capsys.readouterr().err
+    assert err.startswith(f"warning: --test {tmp_path / 'test.tsv'}: 18 of its 21 rows have an "
+                          f"input that a training row has too (first: line "), err
+    assert err.count("\n") == 1 and "line 2)" not in err  # line 2, the dog, is new
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("by_length", [False, True])
+def test_evaluate_data_warns_of_sources_the_run_trained_on(translate_run, tmp_path, capsys,
+                                                         by_length):
+    """``evaluate --data`` of the training file scored sentences the model learnt, as if new."""
+    own = translate_run.parent / "pairs.tsv"
+    rows = own.read_text(encoding="utf-8").splitlines()[1:]
+    new = "élève élève élève élève élève\tpupil pupil pupil pupil pupil\n"
+    data = tmp_path / "eval.tsv"  # a new sentence (line 2), then the run's own rows in NFD
+    data.write_text("source\ttarget\n" + new + nfd("\n".join(rows)) + "\n", encoding="utf-8")
+    fresh = tmp_path / "fresh.tsv"
+    fresh.write_text("source\ttarget\n" + new, encoding="utf-8")
+    capsys.readouterr()
+    for path, figure in ((data, "a.png"), (fresh, "b.png")):
+        flags = ["--by-length", "--out", str(tmp_path / figure)] if by_length else []
+        assert main(["evaluate", str(translate_run), "--data", str(path), *flags]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: --data {data}: "), warnings
+    shared = int(warnings[0].split(": ")[2].split(" of its ")[0])
+    assert 320 <= shared < 400 and f"of its {len(rows) + 1} rows" in warnings[0]
+    assert "(first: line 2)" not in warnings[0]

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import random
 import re
+import sys
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...data.dates import DatePairs, check_locale, held_out_days
 from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
+from ...data.overlap import shared_inputs
 from ...data.tables import Table, check_digest, place, read_table
 from ...errors import UsageError
 from ...run_config import RunSettings
@@ -153,19 +156,31 @@ def read_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
     ``pinned``: the file is the run's own ``--data``/``--test``, so its bytes must be the ones
     config.yaml's ``data_sha256`` recorded (when it has), else ``UsageError``: between the
     check at the start and this read, the file changed."""
+    return [pair for pair, _ in _placed_pairs(path, cfg, what, pinned=pinned)]
+
+
+def _placed_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
+                  ) -> list[tuple[tuple[str, str], str]]:
+    """``read_pairs``'s pairs, each with its place in the file ("line 7", for warnings)."""
     rows = _pair_rows(path, cfg, what)
     if pinned:
         key = what.lstrip("-")
         check_digest(rows.path, rows.sha256, (cfg.data_sha256 or {}).get(key), what=what)
-    return [(r[cfg.src_column], r[cfg.tgt_column]) for r in rows]
+    return [((r[cfg.src_column], r[cfg.tgt_column]), place(rows.path, line))
+            for r, line in zip(rows, rows.lines, strict=True)]
 
 
 def file_splits(cfg: RunSettings):
     """(train, val, test) pairs of --data (and --test); held-out rows chosen with the seed."""
-    pairs = read_pairs(cfg.data, cfg, "--data", pinned=True)
+    return tuple([pair for pair, _ in part] for part in _placed_splits(cfg))
+
+
+def _placed_splits(cfg: RunSettings):
+    """``file_splits``' three parts, each pair with its place in its file."""
+    pairs = _placed_pairs(cfg.data, cfg, "--data", pinned=True)
     rows = len(pairs)
     random.Random(cfg.seed).shuffle(pairs)
-    test = read_pairs(cfg.test, cfg, "--test", pinned=True) if cfg.test else None
+    test = _placed_pairs(cfg.test, cfg, "--test", pinned=True) if cfg.test else None
     held = max(1, len(pairs) // 10)
     if test is None:
         test, pairs = pairs[:held], pairs[held:]
@@ -175,6 +190,47 @@ def file_splits(cfg: RunSettings):
         raise UsageError(f"--data {cfg.data} has {rows} row{'' if rows == 1 else 's'}: too few "
                          f"to hold out {held_out} and train on the rest; give at least {least}")
     return train, val, test
+
+
+def trained_sources_notes(cfg: RunSettings, train, val, test) -> list[str]:
+    """The warnings (``attnlab.data.overlap``) for the validation and test pairs whose source a
+    training pair has too: a file that repeats a row (or a --test cut from --data) puts copies
+    of it on both sides of the split, and the scores then count sentences the model learnt.
+    Sources are compared as the tokeniser reads them (in the run's Unicode form)."""
+    def read(part):
+        return _as_read(cfg, [source for (source, _), _ in part])
+
+    notes = []
+    for part, what in ((val, f"the validation rows of --data {cfg.data}"),
+                       (test, f"--test {cfg.test}" if cfg.test
+                        else f"the test rows of --data {cfg.data}")):
+        note = shared_inputs(read(train), read(part),
+                             [where for _, where in part], what=what)
+        if note:
+            notes.append(note)
+    return notes
+
+
+def _as_read(cfg: RunSettings, texts: list[str]) -> list[str]:
+    """``texts`` in the Unicode form the run's tokenisers read them in."""
+    return [unicodedata.normalize(cfg.normalize, t) for t in texts] if cfg.normalize else texts
+
+
+def _trained_note(cfg: RunSettings, data: str, sources: list[str], lines: list[int]
+                  ) -> str | None:
+    """``evaluate --data FILE``: the warning for rows of FILE that have a source the run
+    trained on (a pair of its own --data's training split). None when none has, and when that
+    file moved or changed since: which rows were trained on is then unknown."""
+    if cfg.data is None:
+        return None
+    try:
+        check_data_files(_files_of(cfg), cfg.data_sha256)
+        train = _placed_splits(cfg)[0]
+    except UsageError:
+        return None
+    return shared_inputs(_as_read(cfg, [source for (source, _), _ in train]),
+                         _as_read(cfg, sources), [place(data, n) for n in lines],
+                         what=f"--data {data}")
 
 
 def _files_of(cfg: RunSettings) -> dict[str, str | None]:
@@ -187,26 +243,30 @@ def check_files(cfg: RunSettings) -> dict[str, Any]:
     records of them (``attnlab.runs.pin_data_files``: the paths made absolute, each file's
     SHA-256 under ``data_sha256``, which evaluate and --resume check), for ``validate`` to
     merge into the settings; on --resume, the files checked against those digests (``{}``)."""
-    file_splits(cfg)
+    notes = trained_sources_notes(cfg, *_placed_splits(cfg))
+    for note in [] if cfg.resume else notes:  # a resumed run warned when it started
+        print(note, file=sys.stderr, flush=True)
     return pin_data_files(_files_of(cfg), cfg.data_sha256, resuming=cfg.resume)
 
 
 def evaluation_pairs(cfg: RunSettings, data: str | None
-                     ) -> tuple[list[tuple[str, str]], list[str] | None]:
-    """(the pairs ``attnlab evaluate`` scores, where each is for errors): those of ``--data
-    FILE`` when given, each named by its line ("--data FILE line 3"), else the run's own
-    held-out test pairs, unnamed (refused if the run's ``--data`` changed since it was
-    trained: the same seed would then hold out other rows). A source of digits is read as
+                     ) -> tuple[list[tuple[str, str]], list[str] | None, str | None]:
+    """(the pairs ``attnlab evaluate`` scores, where each is for errors, a warning for after
+    the scores): those of ``--data FILE`` when given, each named by its line ("--data FILE
+    line 3"), with the warning when rows of FILE have a source the run trained on; else the
+    run's own held-out test pairs, unnamed (refused if the run's ``--data`` changed since it
+    was trained: the same seed would then hold out other rows). A source of digits is read as
     ``attnlab translate`` reads it (``spell_digits``)."""
     if data is not None:
         rows = _pair_rows(data, cfg, "--data")
         labels = [f"--data {data} {place(data, n)}" for n in rows.lines]
         sources = spell_digits(cfg, [r[cfg.src_column] for r in rows], labels)
-        return list(zip(sources, [r[cfg.tgt_column] for r in rows], strict=True)), labels
+        return (list(zip(sources, [r[cfg.tgt_column] for r in rows], strict=True)), labels,
+                _trained_note(cfg, data, sources, rows.lines))
     if cfg.data is None:
-        return builtin_splits(cfg)[2], None
+        return builtin_splits(cfg)[2], None, None
     check_data_files(_files_of(cfg), cfg.data_sha256)
-    return file_splits(cfg)[2], None
+    return file_splits(cfg)[2], None, None
 
 
 def spell_digits(cfg: RunSettings, texts: list[str], labels: list[str] | None = None

@@ -405,22 +405,31 @@ def attention_layers(task, run_dir: Path, cfg: RunSettings, text: str):
     return layers, src_labels, src_labels
 
 
+def _warn(line: str | None) -> None:
+    """``line`` on standard error, when there is one."""
+    if line:
+        print(line, file=sys.stderr, flush=True)
+
+
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs (of the
     int8 model with ``quantize="int8"``)."""
-    test, labels = evaluation_pairs(cfg, data)
+    test, labels, trained = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    return compute_test_metrics(model, tok, test, cfg, labels)[0]
+    metrics = compute_test_metrics(model, tok, test, cfg, labels)[0]
+    _warn(trained)
+    return metrics
 
 
 def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
                        out: Path, *, quantize: str | None = None):
     """``attnlab evaluate DIR --by-length``: (the test metrics, their rows per source-length
     bucket); draws the figure ``out``, its title naming the pairs scored."""
-    test, labels = evaluation_pairs(cfg, data)
+    test, labels, trained = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels)
+    _warn(trained)
     rows = scores_by_length(tok, test, hyps, cfg.normalize)
     scored = f"--data {Path(data).name}" if data is not None else "the run's test pairs"
     try:
