@@ -415,3 +415,23 @@ def test_every_rank_has_as_many_batches_an_epoch(jets_file, monkeypatch):
         batches = runtime.JetBatches(train, cfg)
         counts.append((len(list(batches.epoch_batches(0, 0))), len(batches)))
     assert counts == [(5, 5), (5, 5)]
+
+
+@pytest.mark.slow
+def test_a_zero_row_inside_a_jet_changes_no_answer(jets_run, jets_file, tmp_path, capsys):
+    """A zero row is padding wherever it is; a batch was cut to as many columns as its
+    longest jet has constituents, so a jet with a zero row before its last constituent lost
+    that constituent, and predict and evaluate gave it another score."""
+    p4, labels = synthetic_jets(120)
+    short = np.flatnonzero((p4[..., 0] > 0).sum(1) < 30)[:8]  # room for one more row
+    gapped = np.zeros_like(p4)
+    gapped[:, 0], gapped[:, 2:] = p4[:, 0], p4[:, 1:-1]  # a zero row at position 1
+    write_jets(tmp_path / "gapped.h5", gapped, labels)
+    answers = []
+    for path in (jets_file, tmp_path / "gapped.h5"):
+        (tmp_path / "inputs.txt").write_text("".join(f"{path}:{row}\n" for row in short))
+        assert main(["predict", str(jets_run), "--json", "--input-file",
+                     str(tmp_path / "inputs.txt")]) == 0
+        answers.append([json.loads(line)["probabilities"]
+                        for line in capsys.readouterr().out.splitlines()])
+    assert answers[0] == answers[1]  # as printed: 6 decimals

@@ -88,9 +88,11 @@ def splits(cfg: RunSettings, *, val_file: bool = True) -> dict[str, Split]:
 
 
 def trim(p4: np.ndarray) -> torch.Tensor:
-    """The jets as a tensor without the padding columns that no jet of the batch uses."""
-    real = np.asarray(p4[..., 0] > 0)  # (B, N): E > 0, as ``constituent_mask``
-    used = max(1, int(real.sum(1).max())) if len(real) else 1
+    """The jets as a tensor without the padding columns after every jet's last constituent
+    (a zero row between two constituents is padding too: the count of constituents would
+    cut the last ones off)."""
+    real = np.flatnonzero(np.asarray(p4[..., 0] > 0).any(0))  # columns with E > 0 in a jet
+    used = int(real[-1]) + 1 if len(real) else 1
     return torch.from_numpy(np.array(p4[:, :used], dtype=np.float32))  # (B, N'), a copy
 
 
