@@ -435,3 +435,14 @@ def test_a_zero_row_inside_a_jet_changes_no_answer(jets_run, jets_file, tmp_path
         answers.append([json.loads(line)["probabilities"]
                         for line in capsys.readouterr().out.splitlines()])
     assert answers[0] == answers[1]  # as printed: 6 decimals
+    # plot attention and view: the jet's constituents, not a padding row in place of its last
+    from attnlab.tasks import get_task
+
+    task = get_task("jets")
+    cfg = task.typed(read_yaml(jets_run / "config.yaml"), jets_run)
+    row = int(short[0])
+    plain, gap = (task.runtime().attention_maps(task, jets_run, cfg, f"{path}:{row}", most=30)
+                  for path in (jets_file, tmp_path / "gapped.h5"))
+    assert plain[1] == gap[1]  # "rank:pT" of each constituent
+    for a, b in zip(plain[0], gap[0]):
+        torch.testing.assert_close(a, b)
