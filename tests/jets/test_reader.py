@@ -137,19 +137,23 @@ BAD_FILES = {
     "inf": (_set("E_0", 11, np.inf), "column E_0 row 11 is inf"),
     "NaN label": (_set(LABEL_COLUMN, 2, np.nan), f"column {LABEL_COLUMN} row 2 is nan"),
     "label 2": (_set(LABEL_COLUMN, 4, 2), f"column {LABEL_COLUMN} row 4 is 2"),
+    # a column of objects (text beside numbers) once ended in a ValueError traceback, exit 1
+    "text": (lambda f: _set("PX_3", 5, "abc")(f.astype({"PX_3": object})),
+             "column PX_3 row 5 is 'abc' (expected a number)"),
     "no jets": (lambda f: f.iloc[:0], "no jets"),
     "one class": (_set(LABEL_COLUMN, slice(None), 1),
                   f"only one class ({LABEL_COLUMN} = 1 for all 12 jets)"),
 }
 
 
+@pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")  # writing "text"
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("case", list(BAD_FILES))
 def test_bad_files_are_usage_errors_naming_file_column_and_row(tmp_path, fmt, case):
     change, message = BAD_FILES[case]
     frame = _frame_with(change)
-    if case == "no jets" and fmt == "table":
-        fmt = "fixed"  # pandas writes nothing for an empty "table" frame
+    if case in ("no jets", "text") and fmt == "table":
+        fmt = "fixed"  # pandas writes nothing for an empty "table" frame, nor text in numbers
     path = write_reference(tmp_path / "bad.h5", None, None, fmt, frame=frame)
     with pytest.raises(UsageError) as caught:
         check_jet_file(path, what="--test")

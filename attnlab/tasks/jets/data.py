@@ -239,7 +239,7 @@ class _JetFile:
         a constituent among them is not refused as empty."""
         start, stop = self._range(start, stop)
         frame = self.store.select(KEY, start=start, stop=stop)
-        values = frame.iloc[:, self.positions[:-1]].to_numpy(dtype=np.float32)  # (n, 4·nc)
+        values = self._numbers(frame, start)  # (n, 4·nc)
         if not values.flags.writeable:  # a read-only view (pandas' copy-on-write)
             values = values.copy()
         labels = frame.iloc[:, self.positions[-1]].to_numpy()
@@ -262,6 +262,24 @@ class _JetFile:
         if whole:  # not for the labels alone (``read_labels``)
             self._check_hardest(frame, p4, start)
         return p4, self._labels(labels, start)
+
+    def _numbers(self, frame, start: int) -> np.ndarray:
+        """The momentum columns as float32 (n, 4·nc); a value that is not a number (text in
+        a column of objects) is a ``UsageError`` naming its column and row."""
+        momenta = frame.iloc[:, self.positions[:-1]]
+        try:
+            return momenta.to_numpy(dtype=np.float32)
+        except (TypeError, ValueError):
+            pass
+        for col, name in enumerate(self.columns):
+            column = momenta.iloc[:, col]
+            wrong = np.flatnonzero(_pandas().to_numeric(column, errors="coerce").isna()
+                                   & column.notna())
+            if len(wrong):
+                raise UsageError(f"{self.where}: column {name} row {start + wrong[0]} is "
+                                 f"{column.iloc[wrong[0]]!r} (expected a number)") from None
+        raise UsageError(f"{self.where}: rows {start}..{start + len(frame) - 1} hold a "
+                         f"momentum that is not a number")
 
     def _check_constituents(self, p4: np.ndarray, start: int, whole: bool) -> None:
         """Refuse a zero energy beside a nonzero momentum, an energy below the momentum, and
