@@ -137,19 +137,23 @@ BAD_FILES = {
     "inf": (_set("E_0", 11, np.inf), "column E_0 row 11 is inf"),
     "NaN label": (_set(LABEL_COLUMN, 2, np.nan), f"column {LABEL_COLUMN} row 2 is nan"),
     "label 2": (_set(LABEL_COLUMN, 4, 2), f"column {LABEL_COLUMN} row 4 is 2"),
+    # a column of objects (text beside numbers) once ended in a ValueError traceback, exit 1
+    "text": (lambda f: _set("PX_3", 5, "abc")(f.astype({"PX_3": object})),
+             "column PX_3 row 5 is 'abc' (expected a number)"),
     "no jets": (lambda f: f.iloc[:0], "no jets"),
     "one class": (_set(LABEL_COLUMN, slice(None), 1),
                   f"only one class ({LABEL_COLUMN} = 1 for all 12 jets)"),
 }
 
 
+@pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")  # writing "text"
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("case", list(BAD_FILES))
 def test_bad_files_are_usage_errors_naming_file_column_and_row(tmp_path, fmt, case):
     change, message = BAD_FILES[case]
     frame = _frame_with(change)
-    if case == "no jets" and fmt == "table":
-        fmt = "fixed"  # pandas writes nothing for an empty "table" frame
+    if case in ("no jets", "text") and fmt == "table":
+        fmt = "fixed"  # pandas writes nothing for an empty "table" frame, nor text in numbers
     path = write_reference(tmp_path / "bad.h5", None, None, fmt, frame=frame)
     with pytest.raises(UsageError) as caught:
         check_jet_file(path, what="--test")
@@ -240,4 +244,32 @@ def test_a_jet_without_constituents_is_refused(tmp_path, fmt):
     path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
     says = f"{path}: row 4 has no constituents (every energy E_0..E_199 is 0)"
     assert_every_reader_refuses(path, says, "--test")
+    assert read_labels(path).tolist() == labels.tolist()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_jet_not_ordered_by_pt_is_refused_where_the_read_drops_a_harder_one(tmp_path, fmt):
+    """--max-constituents N keeps the first N constituents, the hardest only in a pT-ordered
+    file: a hand-made file in another order was read as another jet (a model permutation
+    invariant gave another score when the constituents were shuffled). Refused where a dropped
+    constituent is harder than a kept one; read whole, or in pT order, it is accepted."""
+    p4, labels = reference_jets(6)
+    lengths = (p4[..., 0] > 0).sum(1)
+    row = int(np.flatnonzero(lengths > 45)[0])
+    ordered = write_reference(tmp_path / "ordered.h5", p4, labels, fmt)
+    assert read_jets(ordered, max_constituents=30)[0].shape == (6, 30, 4)
+    p4[row, [3, 45]] = p4[row, [45, 3]]  # the 4th hardest after the 30 read, a soft one in
+    path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
+    pt = np.hypot(*p4[row, :, 1:3].astype(np.float32).T)  # as the file is read
+    says = (f"{path}: row {row} is not ordered by pT: constituent 45 (pT {pt[45]:g}) is harder "
+            f"than constituent 3 (pT {pt[3]:g}), yet only the first 30 are read "
+            f"(--max-constituents 30); order each jet's constituents by decreasing pT")
+    for read in (lambda: read_jets(path, max_constituents=30),
+                 lambda: list(iter_jets(path, 2, max_constituents=30)),
+                 lambda: check_jet_file(path, what="--data", max_constituents=30)):
+        with pytest.raises(UsageError) as err:
+            read()
+        assert str(err.value).endswith(says), err.value
+    assert str(err.value) == f"--data {says}"
+    np.testing.assert_array_equal(read_jets(path)[0], p4.astype(np.float32))  # nothing dropped
     assert read_labels(path).tolist() == labels.tolist()

@@ -415,3 +415,34 @@ def test_every_rank_has_as_many_batches_an_epoch(jets_file, monkeypatch):
         batches = runtime.JetBatches(train, cfg)
         counts.append((len(list(batches.epoch_batches(0, 0))), len(batches)))
     assert counts == [(5, 5), (5, 5)]
+
+
+@pytest.mark.slow
+def test_a_zero_row_inside_a_jet_changes_no_answer(jets_run, jets_file, tmp_path, capsys):
+    """A zero row is padding wherever it is; a batch was cut to as many columns as its
+    longest jet has constituents, so a jet with a zero row before its last constituent lost
+    that constituent, and predict and evaluate gave it another score."""
+    p4, labels = synthetic_jets(120)
+    short = np.flatnonzero((p4[..., 0] > 0).sum(1) < 30)[:8]  # room for one more row
+    gapped = np.zeros_like(p4)
+    gapped[:, 0], gapped[:, 2:] = p4[:, 0], p4[:, 1:-1]  # a zero row at position 1
+    write_jets(tmp_path / "gapped.h5", gapped, labels)
+    answers = []
+    for path in (jets_file, tmp_path / "gapped.h5"):
+        (tmp_path / "inputs.txt").write_text("".join(f"{path}:{row}\n" for row in short))
+        assert main(["predict", str(jets_run), "--json", "--input-file",
+                     str(tmp_path / "inputs.txt")]) == 0
+        answers.append([json.loads(line)["probabilities"]
+                        for line in capsys.readouterr().out.splitlines()])
+    assert answers[0] == answers[1]  # as printed: 6 decimals
+    # plot attention and view: the jet's constituents, not a padding row in place of its last
+    from attnlab.tasks import get_task
+
+    task = get_task("jets")
+    cfg = task.typed(read_yaml(jets_run / "config.yaml"), jets_run)
+    row = int(short[0])
+    plain, gap = (task.runtime().attention_maps(task, jets_run, cfg, f"{path}:{row}", most=30)
+                  for path in (jets_file, tmp_path / "gapped.h5"))
+    assert plain[1] == gap[1]  # "rank:pT" of each constituent
+    for a, b in zip(plain[0], gap[0]):
+        torch.testing.assert_close(a, b)

@@ -49,6 +49,7 @@ LABEL_COLUMN = "is_signal_new"
 SETTINGS_ATTR = "attnlab_settings"  # the generator settings, JSON, on the table's HDF node
 SCAN_CHUNK = 20_000        # jets per read when a whole file is scanned (≈ 65 MB as float32)
 SPACELIKE_TOLERANCE = 1e-4  # how far below |p| (relative) a constituent's E may be rounded
+ORDER_TOLERANCE = 1e-4  # how far (relative) a dropped constituent's pT may exceed a kept one's
 
 
 def jet_columns(n: int = MAX_CONSTITUENTS) -> list[str]:
@@ -140,6 +141,7 @@ class _JetFile:
         self.store = _open_store(self.path, self.where)
         try:
             self.nrows, self.positions = self._layout()
+            self.dropped = self._dropped()
         except BaseException:
             self.store.close()
             raise
@@ -173,6 +175,40 @@ class _JetFile:
         index = {c: i for i, c in enumerate(present)}
         return int(nrows), np.array([index[c] for c in [*self.columns, LABEL_COLUMN]])
 
+    def _dropped(self) -> np.ndarray:
+        """(k, 3) positions of the E, PX, PY columns of the k constituents the file holds after
+        the ``max_constituents`` read: ``_check_hardest`` compares their pT with the kept."""
+        head = self.store.select(KEY, start=0, stop=0)
+        index = {str(c): i for i, c in enumerate(head.columns)}
+        found = []
+        for i in range(len(self.columns) // 4, MAX_CONSTITUENTS):
+            names = (f"E_{i}", f"PX_{i}", f"PY_{i}")
+            if not all(n in index for n in names):
+                break
+            found.append([index[n] for n in names])
+        return np.array(found, dtype=np.int64).reshape(-1, 3)
+
+    def _check_hardest(self, frame, p4: np.ndarray, start: int) -> None:
+        """Refuse a jet of which the read keeps a constituent softer (lower pT) than one it
+        drops: the first ``max_constituents`` are the hardest only in a pT-ordered file (as
+        the reference files are), and a model reading another subset scores another jet."""
+        if not len(self.dropped):
+            return
+        rest = frame.iloc[:, self.dropped.ravel()].to_numpy(np.float32).reshape(len(p4), -1, 3)
+        rest_pt = np.where(rest[..., 0] > 0, np.hypot(rest[..., 1], rest[..., 2]), 0)  # (n, k)
+        kept_pt = np.where(p4[..., 0] > 0, np.hypot(p4[..., 1], p4[..., 2]), np.inf)  # (n, N)
+        # float32 may round two near-equal pTs apart (~1e-7): only a gap beyond the tolerance
+        # counts; a NaN in a dropped column compares False (it is not read)
+        softer = np.flatnonzero(rest_pt.max(1) > kept_pt.min(1) * (1 + ORDER_TOLERANCE))
+        if len(softer):
+            row, n = softer[0], p4.shape[1]
+            kept, dropped = int(kept_pt[row].argmin()), n + int(rest_pt[row].argmax())
+            raise UsageError(
+                f"{self.where}: row {start + row} is not ordered by pT: constituent {dropped} "
+                f"(pT {rest_pt[row].max():g}) is harder than constituent {kept} (pT "
+                f"{kept_pt[row].min():g}), yet only the first {n} are read "
+                f"(--max-constituents {n}); order each jet's constituents by decreasing pT")
+
     def _missing(self, missing: list[str], present: set[str]) -> str:
         """What the missing columns say: a file of fewer constituents than are read (all the
         columns of constituents 0..k-1, none after) is told so, with what to do."""
@@ -203,7 +239,7 @@ class _JetFile:
         a constituent among them is not refused as empty."""
         start, stop = self._range(start, stop)
         frame = self.store.select(KEY, start=start, stop=stop)
-        values = frame.iloc[:, self.positions[:-1]].to_numpy(dtype=np.float32)  # (n, 4·nc)
+        values = self._numbers(frame, start)  # (n, 4·nc)
         if not values.flags.writeable:  # a read-only view (pandas' copy-on-write)
             values = values.copy()
         labels = frame.iloc[:, self.positions[-1]].to_numpy()
@@ -223,7 +259,27 @@ class _JetFile:
                              f"row is padding)")
         p4 = values.reshape(len(values), -1, 4)  # (n, nc, 4)
         self._check_constituents(p4, start, whole)
+        if whole:  # not for the labels alone (``read_labels``)
+            self._check_hardest(frame, p4, start)
         return p4, self._labels(labels, start)
+
+    def _numbers(self, frame, start: int) -> np.ndarray:
+        """The momentum columns as float32 (n, 4·nc); a value that is not a number (text in
+        a column of objects) is a ``UsageError`` naming its column and row."""
+        momenta = frame.iloc[:, self.positions[:-1]]
+        try:
+            return momenta.to_numpy(dtype=np.float32)
+        except (TypeError, ValueError):
+            pass
+        for col, name in enumerate(self.columns):
+            column = momenta.iloc[:, col]
+            wrong = np.flatnonzero(_pandas().to_numeric(column, errors="coerce").isna()
+                                   & column.notna())
+            if len(wrong):
+                raise UsageError(f"{self.where}: column {name} row {start + wrong[0]} is "
+                                 f"{column.iloc[wrong[0]]!r} (expected a number)") from None
+        raise UsageError(f"{self.where}: rows {start}..{start + len(frame) - 1} hold a "
+                         f"momentum that is not a number")
 
     def _check_constituents(self, p4: np.ndarray, start: int, whole: bool) -> None:
         """Refuse a zero energy beside a nonzero momentum, an energy below the momentum, and

@@ -88,9 +88,11 @@ def splits(cfg: RunSettings, *, val_file: bool = True) -> dict[str, Split]:
 
 
 def trim(p4: np.ndarray) -> torch.Tensor:
-    """The jets as a tensor without the padding columns that no jet of the batch uses."""
-    real = np.asarray(p4[..., 0] > 0)  # (B, N): E > 0, as ``constituent_mask``
-    used = max(1, int(real.sum(1).max())) if len(real) else 1
+    """The jets as a tensor without the padding columns after every jet's last constituent
+    (a zero row between two constituents is padding too: the count of constituents would
+    cut the last ones off)."""
+    real = np.flatnonzero(np.asarray(p4[..., 0] > 0).any(0))  # columns with E > 0 in a jet
+    used = int(real[-1]) + 1 if len(real) else 1
     return torch.from_numpy(np.array(p4[:, :used], dtype=np.float32))  # (B, N'), a copy
 
 
@@ -349,16 +351,22 @@ def first_top(split: Split, cfg: RunSettings) -> tuple[int, torch.Tensor]:
     raise ValueError("no top jet in the split")  # validate checked both classes
 
 
+def _constituents(p4: torch.Tensor) -> torch.Tensor:
+    """(n,) the columns of one jet (1, N, 4) that hold its constituents, in file order: a zero
+    row (padding) may sit between two, so the first n columns are not they."""
+    return constituent_mask(p4)[0].nonzero().squeeze(1)
+
+
 @torch.no_grad()
 def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path:
     """One jet (1, N, 4) in the (Δη, Δφ) plane with the last encoder block's attention
     (heads averaged) as lines, and the class token's attention as colour when it has one."""
     mask = constituent_mask(p4)
-    n = int(mask.sum())
-    features = constituent_features(p4.float(), mask)[0, :n]  # (n, 7): Δη, Δφ, log pT, ...
-    weights = model.get_attention_maps(p4)[-1][0].mean(0)[:n, :n]  # (n, n), heads averaged
+    real = _constituents(p4)  # (n,): not the padding, wherever it is
+    features = constituent_features(p4.float(), mask)[0, real]  # (n, 7): Δη, Δφ, log pT, ...
+    weights = model.get_attention_maps(p4)[-1][0].mean(0)[real][:, real]  # (n, n), heads avg
     token = model.class_attention_maps(p4)
-    token = token[-1][0].mean(0)[0, :n].numpy() if token else None  # (n,)
+    token = token[-1][0].mean(0)[0, real].numpy() if token else None  # (n,)
     return plot_jet_attention(features[:, 0].numpy(), features[:, 1].numpy(),
                               features[:, 2].exp().numpy(), weights.numpy(), path,
                               title=f"{title}\nlast block's attention (heads averaged)",
@@ -440,11 +448,11 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str, *, most: in
     """``plot attention DIR --input FILE:ROW``: every block's attention among the ``most``
     hardest constituents (the files order them by pT), labelled by rank and pT in GeV."""
     p4, _ = read_input(text, cfg)
-    n = min(most, int(constituent_mask(p4).sum()))
+    real = _constituents(p4)[:most]
     maps = load(task, run_dir, cfg).get_attention_maps(p4)  # L × (1, H, N, N)
-    pt = torch.hypot(p4[0, :n, 1], p4[0, :n, 2])
+    pt = torch.hypot(p4[0, real, 1], p4[0, real, 2])
     labels = [f"{i}:{v:.0f}" for i, v in enumerate(pt.tolist())]
-    return [m[0, :, :n, :n] for m in maps], labels, labels
+    return [m[0][:, real][:, :, real] for m in maps], labels, labels
 
 
 def attention_layers(task, run_dir: Path, cfg: RunSettings, text: str):
