@@ -273,3 +273,13 @@ def test_a_jet_not_ordered_by_pt_is_refused_where_the_read_drops_a_harder_one(tm
     assert str(err.value) == f"--data {says}"
     np.testing.assert_array_equal(read_jets(path)[0], p4.astype(np.float32))  # nothing dropped
     assert read_labels(path).tolist() == labels.tolist()
+
+
+@pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")  # writing text
+def test_text_in_a_column_the_read_drops_is_one_line_too(tmp_path):
+    """The pT-order check reads the columns past --max-constituents: text there was a
+    ValueError traceback (exit 1), where text in a kept column is one line."""
+    frame = _frame_with(lambda f: _set("PX_45", 5, "abc")(f.astype({"PX_45": object})))
+    path = write_reference(tmp_path / "bad.h5", None, None, "fixed", frame=frame)
+    with pytest.raises(UsageError, match=r"column PX_45 row 5 is 'abc' \(expected a number\)"):
+        check_jet_file(path, what="--test", max_constituents=30)

@@ -194,7 +194,9 @@ class _JetFile:
         the reference files are), and a model reading another subset scores another jet."""
         if not len(self.dropped):
             return
-        rest = frame.iloc[:, self.dropped.ravel()].to_numpy(np.float32).reshape(len(p4), -1, 3)
+        columns = self.dropped.ravel()
+        rest = self._numbers(frame, start, columns, [str(c) for c in frame.columns[columns]])
+        rest = rest.reshape(len(p4), -1, 3)
         rest_pt = np.where(rest[..., 0] > 0, np.hypot(rest[..., 1], rest[..., 2]), 0)  # (n, k)
         kept_pt = np.where(p4[..., 0] > 0, np.hypot(p4[..., 1], p4[..., 2]), np.inf)  # (n, N)
         # float32 may round two near-equal pTs apart (~1e-7): only a gap beyond the tolerance
@@ -263,15 +265,17 @@ class _JetFile:
             self._check_hardest(frame, p4, start)
         return p4, self._labels(labels, start)
 
-    def _numbers(self, frame, start: int) -> np.ndarray:
-        """The momentum columns as float32 (n, 4·nc); a value that is not a number (text in
-        a column of objects) is a ``UsageError`` naming its column and row."""
-        momenta = frame.iloc[:, self.positions[:-1]]
+    def _numbers(self, frame, start: int, positions=None, names=None) -> np.ndarray:
+        """The momentum columns as float32 (n, 4·nc) (or the columns at ``positions``, named
+        ``names``); a value that is not a number (text in a column of objects) is a
+        ``UsageError`` naming its column and row."""
+        positions = self.positions[:-1] if positions is None else positions
+        momenta = frame.iloc[:, positions]
         try:
             return momenta.to_numpy(dtype=np.float32)
         except (TypeError, ValueError):
             pass
-        for col, name in enumerate(self.columns):
+        for col, name in enumerate(self.columns if names is None else names):
             column = momenta.iloc[:, col]
             wrong = np.flatnonzero(_pandas().to_numeric(column, errors="coerce").isna()
                                    & column.notna())

@@ -172,9 +172,11 @@ def pin_corpus(cfg, run_dir: Path, data_dir: Path):
 def trained_corpus(cfg: RunSettings, run_dir: Path) -> Path:
     """The prepared corpus a run trained on: RUN_DIR/data, wherever the run directory is now
     (copied or moved), when the run prepared it from a text file (``data_sha256`` records the
-    file); else config.yaml's ``data_dir``, the corpus given as --data."""
-    if cfg.data_sha256 and "data" in cfg.data_sha256:
-        return Path(run_dir) / "data"
+    file) and it is there; else config.yaml's ``data_dir``: the corpus given as --data, or
+    that of a run copied without its data/ (``corpus_sha256`` vouches for it either way)."""
+    own = Path(run_dir) / "data"
+    if cfg.data_sha256 and "data" in cfg.data_sha256 and own.is_dir():
+        return own
     return Path(cfg.data_dir)
 
 
@@ -404,16 +406,18 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
 
 
 def _split_metrics(model, cfg: RunSettings) -> dict[str, float]:
-    """val_loss/val_perplexity over every window of the validation split: not only the first
-    --val-batches batches that training measured, which would make the number depend on the
-    run's --batch-size; a note says so when training's val_loss measured less."""
+    """val_loss/val_perplexity over the windows of the validation split that training
+    measured (its first --val-batches batches of --batch-size: metrics.json's number, at a
+    bounded cost on a corpus of any size); a note says so when the split holds more, and that
+    evaluate --data scores a whole file."""
     val = split_windows(cfg, "val")
     measured = cfg.val_batches * cfg.batch_size
     if len(val) > measured:
-        print(f"note: val_loss over all {len(val):,} windows of the validation split; "
-              f"training's (metrics.json) measured the first {measured:,} (--val-batches "
-              f"{cfg.val_batches} of --batch-size {cfg.batch_size})", file=sys.stderr, flush=True)
-    return lm_metrics(model, val, cfg.batch_size)
+        print(f"note: val_loss over the first {measured:,} of the validation split's "
+              f"{len(val):,} windows (--val-batches {cfg.val_batches} of --batch-size "
+              f"{cfg.batch_size}), as training measured it; evaluate --data FILE scores all of "
+              f"a file", file=sys.stderr, flush=True)
+    return lm_metrics(model, val, cfg.batch_size, cfg.val_batches)
 
 
 def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, float]:
