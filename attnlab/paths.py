@@ -69,20 +69,32 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
     return path
 
 
+# why a path that starts with '~' names no home directory here
+NOT_EXPANDED = "'~' is not expanded here (a quoted path, or one in a --config file)"
+
+
+def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:
+    """(its first part, the path meant) where ``path`` starts with a ``~`` or ``~user`` that
+    nothing expanded (the path meant None where no home is known); None for another path."""
+    parts = Path(path).parts
+    first = parts[0] if parts else ""
+    home = os.path.expanduser(first) if first.startswith("~") else first
+    if not (first == "~" or home != first):
+        return None
+    return first, (Path(home, *parts[1:]) if home != first else None)
+
+
 def not_found(what: str, path: str | Path) -> UsageError:
     """The error of an input file that is not there: ``WHAT: file not found: PATH``, and where
-    PATH starts with a ``~`` that nothing expanded (a quoted path, or one in a --config file),
-    the path meant.
+    PATH starts with a ``~`` that nothing expanded, the path meant.
 
         >>> str(not_found("--data", "~/nowhere.csv")).startswith(
         ...     "--data: file not found: ~/nowhere.csv ('~' is not expanded here")
         True
     """
-    first = Path(path).parts[0] if Path(path).parts else ""
-    home = os.path.expanduser(first) if first.startswith("~") else first
-    meant = ("" if home == first else
-             f" ('~' is not expanded here (a quoted path, or one in a --config file): write it "
-             f"out in full, e.g. {Path(home, *Path(path).parts[1:])})")
+    found = _unexpanded(path)
+    meant = (f" ({NOT_EXPANDED}: write it out in full, e.g. {found[1]})"
+             if found and found[1] else "")
     return UsageError(f"{what}: file not found: {path}{meant}")
 
 
@@ -92,12 +104,11 @@ def _check_no_tilde(path: Path, flag: str, hint: str) -> None:
     in the working directory, which a later ``rm -r ~`` to remove it would take for the home
     directory. It is refused, naming the path meant, unless such a ``~`` already exists in the
     working directory (then it is the user's own)."""
-    first = path.parts[0] if path.parts else ""
-    home = os.path.expanduser(first)
-    if not (first == "~" or home != first) or Path(first).exists():
+    found = _unexpanded(path)
+    if found is None or Path(found[0]).exists():
         return
-    meant = (f"write it out in full, e.g. {Path(home, *path.parts[1:])}" if home != first
-             else "write the full path")
-    raise UsageError(f"{flag} {path}: '~' is not expanded here (a quoted path, or one in a "
-                     f"--config file), so it would name {first!r} in {Path.cwd()}; {meant}"
+    first, meant = found
+    raise UsageError(f"{flag} {path}: {NOT_EXPANDED}, so it would name {first!r} in "
+                     f"{Path.cwd()}; "
+                     f"{f'write it out in full, e.g. {meant}' if meant else 'write the full path'}"
                      f"{hint}")

@@ -13,11 +13,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..data.tables import file_format
 from ..errors import UsageError
 from ..tasks.base import line_of
-
-
-TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json")  # tables, read as lines all the same
 
 
 def add_input_file_flags(parser, what: str = "input") -> None:
@@ -66,7 +64,7 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
     for n, line in enumerate(lines, 1):
         if not line.strip():
             raise UsageError(f"{where} line {n} is empty; give one input per line")
-    if Path(path).suffix.lower() in TABLE_SUFFIXES:
+    if path != "-" and file_format(path) in ("csv", "tsv", "jsonl"):  # a table, as lines
         print(f"note: {where} is read as one input per line, whole: a table's header and "
               f"every column too ({len(lines)} inputs); for its texts alone, save their "
               f"column as a text file, one per line", file=sys.stderr)
