@@ -71,6 +71,16 @@ def _glue_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _check_given_once(argv: list[str]) -> None:
+    """A text flag given twice is refused: argparse keeps the last, so `predict --input a
+    --input b` would answer b alone, as if a had never been asked."""
+    for flag in _TEXT_FLAGS:
+        values = [arg for arg in argv if arg == flag or arg.startswith(f"{flag}=")]
+        if len(values) > 1:
+            many = " (many inputs, one per line: --input-file FILE)" if flag != "--system" else ""
+            raise UsageError(f"{flag} is given {len(values)} times; it takes one text{many}")
+
+
 # A write that failed for lack of space or a failing device, not because of a bug: reported
 # in one line, without a traceback.
 _WRITE_FAULTS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, errno.EFBIG)
@@ -86,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("standard output is closed; attnlab writes its results there "
                              "(send them to /dev/null to discard them)")
         argv = _glue_negative_values(sys.argv[1:] if argv is None else list(argv))
+        _check_given_once(argv)
         args = build_parser().parse_args(argv)
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, so a full disk is reported below, not at interpreter exit

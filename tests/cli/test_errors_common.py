@@ -135,6 +135,18 @@ def test_a_text_value_that_starts_like_a_negative_number_is_a_value_not_a_flag()
     assert glue(["predict", "d", "--input", "3 1 4"]) == ["predict", "d", "--input", "3 1 4"]
 
 
+def test_a_text_flag_given_twice_is_refused_not_answered_for_the_last_alone(run_dir, capsys):
+    """argparse keeps a flag's last value: `predict --input a --input b` printed b's answer
+    alone, and the user read it as the answer to a."""
+    _fails(["predict", str(run_dir), "--input", "1 2", "--input", "3 4"], capsys,
+           "--input is given 2 times", "--input-file")
+    _fails(["predict", str(run_dir), "--input=1 2", "--input", "-3"], capsys, "--input", "2 times")
+    _fails(["generate", str(run_dir), "--chat", "hi", "--system", "a", "--system=b"], capsys,
+           "--system is given 2 times")
+    assert main(["predict", str(run_dir), "--input", "1 2"]) == 0  # once is fine
+    assert capsys.readouterr().out.strip()
+
+
 def test_a_closed_standard_output_is_refused_not_written_into_nothing(run_dir, monkeypatch, capsys):
     """`attnlab predict ... >&-`: Python's print() drops text when there is no stdout, so the
     command would exit 0 having written nothing."""
