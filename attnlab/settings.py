@@ -791,11 +791,14 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
     low, below, most = meta["low"], meta["below"], meta.get("most")
     bad = ((low is not None and (value <= low if meta["above"] else value < low))
            or (below is not None and value >= below) or (most is not None and value > most))
-    if bad:
+    floor, cap = meta.get("floor"), meta.get("cap")
+    # the range's own edge below a floor (--temperature 0) is told the floor's reason, which
+    # names what the user was after (--greedy)
+    at_edge = of_use and floor is not None and low is not None and low <= value < floor
+    if bad and not at_edge:
         raise error(f"{shown} must be {_range_text(meta, kind)}, got {value}")
     if not of_use:  # a value a run was made with: the range only, not floor and cap
         return value
-    floor, cap = meta.get("floor"), meta.get("cap")
     if floor is not None and value < floor:
         raise error(f"{shown} {value} is too small (at least {floor:g}): {meta['floor_why']}")
     if cap is not None and value > cap:

@@ -96,7 +96,7 @@ def test_a_hand_edited_config_yaml_whose_fractions_leave_nothing_is_refused_nami
 
 # --- the temperature's floor: the library and `generate` ---------------------------------------
 
-@pytest.mark.parametrize("temperature", [1e-9, 1e-30, 9.9e-7])
+@pytest.mark.parametrize("temperature", [1e-9, 1e-30, 9.9e-7, 0.0])  # 0: the usual ask
 def test_a_temperature_too_small_to_sample_with_is_refused_by_the_library_and_generate(
         temperature, tmp_path, capsys):
     with pytest.raises(ValueError) as refused:

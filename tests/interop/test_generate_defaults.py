@@ -105,7 +105,11 @@ def test_do_sample_false_is_greedy_as_transformers_generate_reads_the_file(base,
 
 @pytest.mark.parametrize("config, message", [
     ({"do_sample": True, "temperature": 0},
-     "temperature must be > 0, got 0; give --temperature to override it"),
+     "temperature 0 is too small (at least 1e-06): logits / temperature would overflow "
+     "float32; greedy decoding (--greedy, do_sample=False) takes the most likely token; give "
+     "--temperature to override it"),
+    ({"do_sample": True, "temperature": -1},
+     "temperature must be > 0, got -1; give --temperature to override it"),
     ({"top_p": 1.5}, "top_p must be in (0, 1], got 1.5; give --top-p to override it"),
     ({"top_k": 2.5}, "top_k must be a positive integer, got 2.5; give --top-k to override it"),
     ({"do_sample": "yes"}, "do_sample must be true or false, got 'yes'"),
