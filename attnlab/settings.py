@@ -68,7 +68,7 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
             optional: bool = False, flag: bool = True, absent: Any = NOT_DECLARED,
             floor: float | None = None, floor_why: str = "", cap: float | None = None,
             cap_why: str = "", required: bool = False, wording: str | None = None,
-            blank_why: str = "") -> Any:
+            blank_why: str = "", list_sep: str | None = None) -> Any:
     """A dataclass field carrying what its flag needs.
 
     Args:
@@ -99,12 +99,14 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
             spaces only) is refused, with this reason, where it would otherwise be read as
             something else (``Path("")`` is the current directory). Like ``floor``, a rule of
             use: a run already made with such a value still loads.
+        list_sep: for a text that lists names (``--feature-columns a,b``): a file's YAML list
+            (``[a, b]``) is read as the names joined by this separator.
     """
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
             "optional": optional, "flag": flag, "floor": floor, "floor_why": floor_why,
             "cap": cap, "cap_why": cap_why, "required": required, "wording": wording,
-            "blank_why": blank_why}
+            "blank_why": blank_why, "list_sep": list_sep}
     if absent is not NOT_DECLARED:
         meta["absent"] = absent
     return dataclasses.field(default=default, metadata=meta)
@@ -761,6 +763,17 @@ def _is_text(kind: Any) -> bool:
     return kind is str or set(typing.get_args(kind)) == {str, type(None)}
 
 
+def _joined(shown: str, names: list, sep: str, error: type) -> str:
+    """A file's list of names (``feature_columns: [a, b]``) as the flag spells it (``a,b``);
+    an item that is not a name, or holds the separator, is refused rather than split."""
+    for name in names:
+        if (not isinstance(name, (str, int, float)) or isinstance(name, bool)
+                or sep in str(name) or not str(name).strip()):
+            raise error(f"{shown} must be a list of names (none holding {sep!r}), got {name!r} "
+                        f"in {names!r}")
+    return sep.join(str(name) for name in names)
+
+
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
                whole: str = "an integer", of_use: bool = True, in_file: bool = False) -> Any:
     if value is None and meta["optional"]:
@@ -773,6 +786,8 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
             raise error(f"{shown} must be one of {', '.join(meta['choices'])}{none}, "
                         f"got {value!r}")
         return value
+    if isinstance(value, list) and meta.get("list_sep") and _is_text(kind):
+        value = _joined(shown, value, meta["list_sep"], error)
     if value is not None and _is_text(kind) and not isinstance(value, (str, os.PathLike)):
         if not isinstance(value, (int, float)) or isinstance(value, bool):  # YAML's yes, [a]
             raise error(f"{shown} must be text, got {value!r}")

@@ -239,6 +239,26 @@ def test_set_column_accepts_what_it_uses_and_a_config_file_is_checked_too(tmp_pa
     assert capsys.readouterr().err.startswith("attnlab: error: --pooling: not with --set-column")
 
 
+def test_a_config_files_list_of_feature_columns_is_the_flags_names(tmp_path, capsys):
+    """`feature_columns: [x, y]` in a --config file was refused as "must be text", though the
+    docs say a file may list them; it trains as --feature-columns x,y, recorded so."""
+    data = write_sets(tmp_path / "c.csv", n=24)
+    config = tmp_path / "c.yaml"
+    config.write_text("set_column: cloud\nlabel_column: side\nfeature_columns: [y, x]\n")
+    out = tmp_path / "run"
+    assert main(["train", "classify", "--data", str(data), "--out", str(out), "--config",
+                 str(config), "--max-steps", "1", "--model-dim", "16", "--num-heads", "2",
+                 "--dim-feedforward", "32"]) == 0
+    assert read_yaml(out / "config.yaml")["feature_columns"] == "y,x"
+    config.write_text("set_column: cloud\nlabel_column: side\nfeature_columns: [x, 'a,b']\n")
+    capsys.readouterr()
+    assert main(["train", "classify", "--data", str(data), "--out", str(tmp_path / "no"),
+                 "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "feature_columns must be a list of names" in err
+    assert "'a,b'" in err and not (tmp_path / "no").exists()
+
+
 @pytest.mark.slow
 def test_evaluate_names_the_set_column_of_another_file(sets_run, tmp_path, capsys):
     own = write_sets(tmp_path / "own.csv", n=12, seed=5)

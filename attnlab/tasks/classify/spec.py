@@ -99,7 +99,7 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
                               blank_why="name the column whose value groups rows into sets")
     feature_columns: str = setting(None, help="with --set-column: the numeric features "
                                               "(default: every other column)",
-                                   metavar="A,B,...", optional=True)
+                                   metavar="A,B,...", optional=True, list_sep=",")
     class_weights: str = setting(None, optional=True, absent=None, metavar="balanced|FILE",
                                  blank_why="give balanced or a .json/.csv file of class, weight",
                                  help="weigh each class in the cross-entropy: balanced (n / "
