@@ -87,6 +87,26 @@ def test_evaluate_and_predict_on_the_trained_run(anomaly_run, capsys):
 
 
 @pytest.mark.slow
+def test_predict_notes_a_set_with_no_single_odd_one(anomaly_run, capsys):
+    """Ten zeros (or five 0s and five 1s) have no odd one, and the run printed a position as
+    if they had."""
+    digits = digit_pools()["test"]
+    zeros = digits.indices[digits.labels == 0][:10].tolist()
+    ones = digits.indices[digits.labels == 1][:5].tolist()
+    one_odd = zeros[:9] + ones[:1]
+    assert main(["predict", str(anomaly_run), "--input", " ".join(map(str, one_odd))]) == 0
+    assert capsys.readouterr().err == ""  # what the run learned: no note
+    for odd in (zeros, zeros[:5] + ones):
+        assert main(["predict", str(anomaly_run), "--input", " ".join(map(str, odd))]) == 0
+        out, err = capsys.readouterr()
+        assert 0 <= int(out) < 10  # still answered
+        said = " ".join("0" if i in zeros else "1" for i in odd)
+        assert err.startswith(f"note: --input is not one digit's images and one other's "
+                              f"(digits {said})")
+        assert "guess" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, message", [
     # any set of 3 or more is read (the model has no positions), so the message does not ask
     # for exactly the training sets' 10

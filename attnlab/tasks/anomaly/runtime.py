@@ -13,6 +13,8 @@ Shapes: N sets, T = set_size images per set, F = 64 pixel features, L layers, H 
 from __future__ import annotations
 
 import math
+import sys
+from collections import Counter
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -126,7 +128,9 @@ def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
     """Every set's anomaly position (0-based) and the probability of each position. An input
     is the indices of images in ``load_digits()`` separated by spaces; sets of one size go
     through the model together."""
-    sets = each_input(texts, labels, lambda text: _parse_input(text, cfg)[1][0])  # (T_i, 64)
+    parsed = each_input(texts, labels, lambda text: _parse_input(text, cfg))
+    _note_no_odd_one([indices for indices, _ in parsed], labels)
+    sets = [x[0] for _, x in parsed]  # (T_i, 64)
     model = load(task, run_dir, cfg)
     found: list[dict[str, Any]] = [{} for _ in sets]
     by_size: dict[int, list[int]] = {}
@@ -140,6 +144,20 @@ def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                 found[i] = {"prediction": str(int(row.argmax())),
                             "probabilities": [round(float(v), 6) for v in row]}
     return found
+
+
+def _note_no_odd_one(sets: list[list[int]], labels: list[str]) -> None:
+    """A note on stderr when an input is not what the run learned, images of one digit and one
+    of another (three 3s, or two 3s and two 7s): its argmax is printed all the same, and a
+    user would read it as the odd one the set does not have."""
+    odd = [(label, digits) for label, digits in zip(labels, map(digit_labels, sets))
+           if sorted(Counter(digits).values()) != [1, len(digits) - 1]]
+    if odd:
+        label, digits = odd[0]
+        more = f" (and {len(odd) - 1} more inputs)" if len(odd) > 1 else ""
+        print(f"note: {label} is not one digit's images and one other's (digits "
+              f"{' '.join(map(str, digits))}){more}: the run learned to find that one, so "
+              f"its answer here is a guess", file=sys.stderr)
 
 
 def attention_maps(task: Task, run_dir: Path, cfg: RunSettings, text: str):
