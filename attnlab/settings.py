@@ -774,35 +774,39 @@ def _joined(shown: str, names: list, sep: str, error: type) -> str:
     return sep.join(str(name) for name in names)
 
 
+def value_text(value: Any) -> str:
+    """A value as a message shows it; None, which only a file's null gives, as null."""
+    return "null" if value is None else repr(value)
+
+
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
                whole: str = "an integer", of_use: bool = True, in_file: bool = False) -> Any:
     if value is None and meta["optional"]:
         return None
     if meta["choices"]:
-        value = str(value)
-        if value not in meta["choices"]:
+        if str(value) not in meta["choices"] or value is None:
             # a file may say null where the setting allows it; a command line has no null
             none = ", or null" if meta["optional"] and in_file else ""
             raise error(f"{shown} must be one of {', '.join(meta['choices'])}{none}, "
-                        f"got {value!r}")
-        return value
+                        f"got {value_text(str(value) if value is not None else None)}")
+        return str(value)
     if isinstance(value, list) and meta.get("list_sep") and _is_text(kind):
         value = _joined(shown, value, meta["list_sep"], error)
-    if value is not None and _is_text(kind) and not isinstance(value, (str, os.PathLike)):
-        if not isinstance(value, (int, float)) or isinstance(value, bool):  # YAML's yes, [a]
-            raise error(f"{shown} must be text, got {value!r}")
+    if _is_text(kind) and not isinstance(value, (str, os.PathLike)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):  # yes, [a], null
+            raise error(f"{shown} must be text, got {value_text(value)}")
         value = str(value)  # YAML reads `label_column: 1` or `init: 5` as a number
     if meta.get("blank_why") and of_use and isinstance(value, str) and not value.strip():
         raise error(f"{shown} is empty: {meta['blank_why']}")
     if kind is bool:
         if not isinstance(value, bool):
-            raise error(f"{shown} must be true or false, got {value!r}")
+            raise error(f"{shown} must be true or false, got {value_text(value)}")
         return value
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int and not (number and isinstance(value, int)):
-        raise error(f"{shown} must be {whole}, got {value!r}")
+        raise error(f"{shown} must be {whole}, got {value_text(value)}")
     if kind is float and not (number and math.isfinite(value)):
-        raise error(f"{shown} must be a number, got {value!r}")
+        raise error(f"{shown} must be a number, got {value_text(value)}")
     low, below, most = meta["low"], meta["below"], meta.get("most")
     bad = ((low is not None and (value <= low if meta["above"] else value < low))
            or (below is not None and value >= below) or (most is not None and value > most))

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import Interrupted, UsageError
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, TrainSettings, add_flags, as_typed, check, check_schedule,
-                        flag, heads_divide_width, monitoring_fits, optimizer_fits)
+                        flag, heads_divide_width, monitoring_fits, optimizer_fits, value_text)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import moved_data, resume_conflicts
@@ -249,8 +249,8 @@ def _setting_names(raw: dict[Any, Any], where: str) -> dict[str, Any]:
     not text (``1:``, ``~:``) or one setting written twice is refused, naming it."""
     for key in raw:
         if not isinstance(key, str):
-            raise UsageError(f"{where}: the key {key!r} is not a setting name (a key is text, "
-                             f"such as max_steps)")
+            raise UsageError(f"{where}: the key {value_text(key)} is not a setting name (a key "
+                             f"is text, such as max_steps)")
     for key in raw:
         spellings = [r for r in raw if r.replace("-", "_") == key.replace("-", "_")]
         if len(spellings) > 1:  # max-steps and max_steps are one setting: set once

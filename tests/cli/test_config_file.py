@@ -33,12 +33,35 @@ def test_a_run_of_another_task_is_named_by_its_task_not_by_its_keys(tmp_path, ca
         "task translate, but this is attnlab train copy")
 
 
-@pytest.mark.parametrize("text, key", [("1: 2\n", "1"), ("~: 2\n", "None"),
+@pytest.mark.parametrize("text, key", [("1: 2\n", "1"), ("~: 2\n", "null"),
                                        ("max_steps: 5\n3.5: x\n", "3.5")])
 def test_a_key_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, text, key):
     """A number or null as a key was an AttributeError traceback (exit 1)."""
     assert _refused(tmp_path, capsys, text) == (
         f"the key {key} is not a setting name (a key is text, such as max_steps)")
+
+
+@pytest.mark.parametrize("text, said", [
+    ("schedule: null\n", "schedule must be one of cosine, noam, wsd, linear, constant, got null"),
+    ("lr: ~\n", "lr must be a number, got null"),
+    ("norm_first: null\n", "norm_first must be true or false, got null")])
+def test_a_null_is_named_as_the_file_wrote_it(tmp_path, capsys, text, said):
+    """YAML's null was shown as Python's None ("got 'None'", as if the file said the text)."""
+    assert _refused(tmp_path, capsys, text) == said
+
+
+def test_a_null_column_name_is_refused_naming_the_file_not_a_flag(tmp_path, capsys):
+    """`label_column: null` passed the file's check (a text setting let None through) and was
+    refused later as "--label-column must be a column name, got None", a flag never given."""
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\n" + "".join(f"w{i} x,{i % 2}\n" for i in range(20)))
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text("label_column: null\n")
+    assert main(["train", "classify", "--data", str(data), "--config", str(config), "--out",
+                 str(out)]) == 2
+    assert one_line_error(capsys) == (f"attnlab: error: --config {config}: label_column must "
+                                      f"be text, got null")
+    assert not out.exists()
 
 
 def _reuse(tmp_path, capsys, task: str, *args: str) -> tuple[dict, dict, str]:
