@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -120,14 +121,20 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         _kept_on_resume(cfg, previous, {**file_cfg, **given})
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
-    notes, from_init = _apply_init(task, cfg, {
-        **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
-    validate_shared(cfg, task)
-    if not cfg["resume"]:  # a resumed run continues as it was trained
-        # a run's own config.yaml chose nothing its run did not: its values are not refused
-        _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
-    checked = task.check_settings(cfg)
-    _check_monitoring(task, cfg)
+    try:
+        notes, from_init = _apply_init(task, cfg, {
+            **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
+        validate_shared(cfg, task)
+        if not cfg["resume"]:  # a resumed run continues as it was trained
+            # a run's own config.yaml chose nothing its run did not: its values are not refused
+            _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
+        checked = task.check_settings(cfg)
+        _check_monitoring(task, cfg)
+    except UsageError as e:
+        if not recipe:
+            raise
+        raise UsageError(_recipe_named(str(e), recipe, task.recipes[recipe],
+                                       {**file_cfg, **given})) from None
     _say(notes_of_file + notes)  # after the checks: a refusal stays the one line of its error
     if recipe:
         _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init)
@@ -172,6 +179,18 @@ def _drop_recipe_cooldown(cfg: dict[str, Any], set_by_user: dict[str, Any]) -> N
     a --cooldown the user gave stays, and is checked as given."""
     if cfg["schedule"] != "wsd" and "cooldown" not in set_by_user:
         cfg["cooldown"] = None
+
+
+def _recipe_named(message: str, name: str, recipe: dict[str, Any],
+                  set_by_user: dict[str, Any]) -> str:
+    """A refusal that names a setting the user did not give but ``--recipe name`` set says
+    so: "--positional rope rotates pairs ..." of a user who never wrote --positional."""
+    taken = [k for k in recipe if k not in set_by_user
+             and re.search(rf"{re.escape(flag(k))}(?![\w-])", message)]
+    if not taken:
+        return message
+    sets = ", ".join(as_typed(k, recipe[k]) for k in taken)
+    return f"{message} (--recipe {name} sets {sets})"
 
 
 def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],

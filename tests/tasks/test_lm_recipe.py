@@ -88,6 +88,25 @@ def test_an_unknown_recipe_is_refused_before_a_run_directory(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("flags, said", [
+    (["--model-dim", "66", "--num-heads", "6"], " (--recipe fast-small sets --positional rope)"),
+    (["--min-lr", "1"], " (--recipe fast-small sets --lr 0.003)"),
+    (["--model-dim", "66", "--num-heads", "6", "--positional", "rope"], ""),  # given: theirs
+])
+def test_a_refusal_of_a_setting_the_recipe_chose_names_the_recipe(tmp_path, capsys, flags,
+                                                                  said):
+    """`--recipe fast-small --model-dim 66 --num-heads 6` was told "--positional rope rotates
+    pairs of channels", a flag the user never wrote."""
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "r"
+    assert main(["train", "lm", "--data", str(tmp_path / "small.txt"), "--out", str(out),
+                 "--recipe", "fast-small", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith(f"{said}\n") and not out.exists()
+    if not said:
+        assert "--recipe" not in err
+
+
 def test_time_to_loss_is_the_first_validation_at_or_below_the_target(tmp_path):
     path = tmp_path / "metrics.csv"
     # training rows (no val_loss) are skipped; equal to the target counts as reached
