@@ -122,14 +122,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
     try:
-        notes, from_init = _apply_init(task, cfg, {
-            **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
-        validate_shared(cfg, task)
-        if not cfg["resume"]:  # a resumed run continues as it was trained
-            # a run's own config.yaml chose nothing its run did not: its values are not refused
-            _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
-        checked = task.check_settings(cfg)
-        _check_monitoring(task, cfg)
+        notes, from_init, checked = _check_all(task, cfg, file_cfg, given, recorded)
     except UsageError as e:
         if not recipe:
             raise
@@ -140,6 +133,22 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init)
     _as_trained(task, cfg)
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _check_all(task, cfg: dict[str, Any], file_cfg: dict[str, Any], given: dict[str, Any],
+               recorded: bool) -> tuple[list[str], set[str], Any]:
+    """``--init``'s model settings over ``cfg``, then every rule of the run's settings (a
+    ``UsageError`` names the first broken): (notes to print, the settings ``--init`` set,
+    what ``Task.check_settings`` read for the run)."""
+    notes, from_init = _apply_init(task, cfg, {
+        **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
+    validate_shared(cfg, task)
+    if not cfg["resume"]:  # a resumed run continues as it was trained
+        # a run's own config.yaml chose nothing its run did not: its values are not refused
+        _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
+    checked = task.check_settings(cfg)
+    _check_monitoring(task, cfg)
+    return notes, from_init, checked
 
 
 def _as_trained(task, cfg: dict[str, Any]) -> None:
