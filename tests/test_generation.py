@@ -85,9 +85,12 @@ def test_top_p_sampling_never_leaves_the_nucleus():
     assert set(ids.tolist()) == {0, 1}
 
 
-@pytest.mark.parametrize("temperature", [0.0, -1.0])
-def test_select_rejects_non_positive_temperature(temperature):
-    with pytest.raises(ValueError, match=r"temperature must be > 0, got"):
+@pytest.mark.parametrize("temperature, said", [
+    (0.0, r"^temperature 0.0 is too small .*greedy decoding \(--greedy, do_sample=False\)"),
+    (-1.0, r"^temperature must be > 0, got -1.0$")])
+def test_select_rejects_non_positive_temperature(temperature, said):
+    """0, the usual way to ask for greedy decoding elsewhere, is told what gives it here."""
+    with pytest.raises(ValueError, match=said):
         select_next_token(torch.zeros(1, 3), do_sample=True, temperature=temperature)
 
 
