@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import PositionalEncoding, TransformerEncoder
+from ..settings import heads_divide_width
 from .configs import ElementPredictorConfig
 
 __all__ = ["ElementPredictor", "ElementPredictorConfig"]
@@ -70,6 +71,9 @@ class ElementPredictor(nn.Module):
             "input_dim", "model_dim", "num_classes", "num_heads", "num_layers", "dropout",
             "input_dropout"))
         config.require("ElementPredictor", "input_dim", "num_classes")
+        if broken := heads_divide_width(config.model_dim, config.num_heads,
+                                        names=("model_dim", "num_heads")):
+            raise ValueError(broken)  # the encoder's blocks would name their input_dim
         self.config = config
         D = config.model_dim
         self.input_dim, self.num_classes = config.input_dim, config.num_classes

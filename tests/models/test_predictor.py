@@ -28,3 +28,11 @@ def test_forward_on_the_cpu_still_refuses_an_out_of_range_symbol():
     device-side assert on a GPU), never a silent wrong answer."""
     with pytest.raises(RuntimeError, match="Class values must be"):
         tiny()(torch.tensor([[0, 10]]))
+
+
+def test_heads_that_do_not_divide_model_dim_are_named_as_the_model_was_called():
+    """The course's TransformerPredictor(input_dim, model_dim, num_classes, num_heads, ...) with
+    3 heads for width 32 said "embed_dim (32) must be divisible by num_heads (3)"."""
+    message = r"^model_dim \(32\) must be divisible by num_heads \(3\)$"
+    with pytest.raises(ValueError, match=message):
+        ElementPredictor(10, 32, 10, num_heads=3, num_layers=1)
