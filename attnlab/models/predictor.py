@@ -123,7 +123,11 @@ class ElementPredictor(nn.Module):
     def embed(self, x: Tensor, add_positional_encoding: bool = True) -> Tensor:
         """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""
         if not x.is_floating_point():
-            x = F.one_hot(x, self.input_dim)  # (B, T, C)
+            if x.dim() != 2:  # F.one_hot(x, C) without .float(): one-hot again, (B, T, C, C)
+                raise ValueError(f"integer inputs are symbols (B, T), got shape {tuple(x.shape)}; "
+                                 f"one-hot features (B, T, input_dim) must be float: "
+                                 f"F.one_hot(x, {self.input_dim}).float()")
+            x = F.one_hot(x.long(), self.input_dim)  # (B, T, C); one_hot takes int64 only
         if x.shape[-1] != self.input_dim:
             raise ValueError(f"inputs have {x.shape[-1]} features, expected input_dim {self.input_dim}")
         # in the weights' dtype: a model trained with --precision 64 or bf16-true (or moved
