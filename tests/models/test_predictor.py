@@ -50,6 +50,9 @@ def test_one_hot_inputs_left_as_integers_are_refused_saying_float():
         with pytest.raises(ValueError, match=message):
             call(torch.nn.functional.one_hot(x, 10))
     assert torch.equal(model(torch.nn.functional.one_hot(x, 10).float()), model(x))
+    with pytest.raises(ValueError, match=r"got shape \(3,\); one sequence \(T,\) is a batch "
+                                         r"of one: x\[None\]$"):
+        model(x[0])  # was "x must be (B, T, d_model=16), got shape (3, 16)"
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
