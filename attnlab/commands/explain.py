@@ -54,6 +54,10 @@ def parse_matrix(text: str, flag: str, *, numbers: bool = True) -> list[list[flo
         raise UsageError(f"{flag}: {text!r} must be a non-empty list of non-empty rows")
     for i, row in enumerate(value):
         for j, x in enumerate(row):
+            if isinstance(x, (list, tuple)):  # a batch (B, T, d) pasted, or a trailing comma
+                raise UsageError(f"{flag}: row {i + 1}, column {j + 1} is a list ({x!r}), not a "
+                                 f"number: give a 2-D list of numbers, one inner list per row, "
+                                 f"e.g. \"[[0,10,0]]\"")
             ok = isinstance(x, (int, float)) and (not isinstance(x, bool) or not numbers)
             if not ok:
                 raise UsageError(f"{flag}: {x!r} is not a finite number")
@@ -146,8 +150,10 @@ def run(args: argparse.Namespace) -> int:
         if any(x not in (0.0, 1.0) for r in rows for x in r):
             raise UsageError(f"--mask: entries must be 0 or 1 (1 = may attend), got {args.mask!r}")
         if len(rows[0]) != len(k) or len(rows) not in (1, len(q)):
+            # with one query the two shapes are one: not "1×4 (queries × keys) or 1×4"
+            for_all = f" or 1×{len(k)} (one row for all)" if len(q) > 1 else ""
             raise UsageError(f"--mask is {len(rows)}×{len(rows[0])}; it must be {len(q)}×{len(k)} "
-                             f"(queries × keys) or 1×{len(k)}")
+                             f"(queries × keys){for_all}")
         mask = torch.tensor(rows, dtype=torch.bool).expand(len(q), len(k))  # (T_q, T_k)
     d_k = Q.shape[1]
     qn = [f"q{i + 1}" for i in range(len(q))]

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import PositionalEncoding, TransformerEncoder
+from ..settings import heads_divide_width
 from .configs import ElementPredictorConfig
 
 __all__ = ["ElementPredictor", "ElementPredictorConfig"]
@@ -70,6 +71,9 @@ class ElementPredictor(nn.Module):
             "input_dim", "model_dim", "num_classes", "num_heads", "num_layers", "dropout",
             "input_dropout"))
         config.require("ElementPredictor", "input_dim", "num_classes")
+        if broken := heads_divide_width(config.model_dim, config.num_heads,
+                                        names=("model_dim", "num_heads")):
+            raise ValueError(broken)  # the encoder's blocks would name their input_dim
         self.config = config
         D = config.model_dim
         self.input_dim, self.num_classes = config.input_dim, config.num_classes
@@ -119,7 +123,13 @@ class ElementPredictor(nn.Module):
     def embed(self, x: Tensor, add_positional_encoding: bool = True) -> Tensor:
         """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""
         if not x.is_floating_point():
-            x = F.one_hot(x, self.input_dim)  # (B, T, C)
+            if x.dim() != 2:  # F.one_hot(x, C) without .float(): one-hot again, (B, T, C, C)
+                hint = (f"one-hot features (B, T, input_dim) must be float: "
+                        f"F.one_hot(x, {self.input_dim}).float()" if x.dim() == 3
+                        else "one sequence (T,) is a batch of one: x[None]")
+                raise ValueError(f"integer inputs are symbols (B, T), got shape "
+                                 f"{tuple(x.shape)}; {hint}")
+            x = F.one_hot(x.long(), self.input_dim)  # (B, T, C); one_hot takes int64 only
         if x.shape[-1] != self.input_dim:
             raise ValueError(f"inputs have {x.shape[-1]} features, expected input_dim {self.input_dim}")
         # in the weights' dtype: a model trained with --precision 64 or bf16-true (or moved

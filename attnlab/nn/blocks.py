@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
+from ..settings import heads_divide_width
 from .arguments import checked
 from .attention import MultiheadAttention
 from .cache import KVCache
@@ -41,6 +42,15 @@ def _norm(norm: nn.Module, x: Tensor) -> Tensor:
         p = norm._parameters
         return torch.layer_norm(x, norm.normalized_shape, p["weight"], p["bias"], norm.eps)
     return norm(x)
+
+
+def _heads_divide(input_dim: int, num_heads: int) -> None:
+    """``ValueError`` unless the heads divide the width, naming the block's own arguments: the
+    attention inside would name its ``embed_dim``, which a block's caller never wrote."""
+    checked("input_dim", input_dim)
+    checked("num_heads", num_heads)
+    if broken := heads_divide_width(input_dim, num_heads, names=("input_dim", "num_heads")):
+        raise ValueError(broken)
 
 
 def _ff_step(ff: nn.Module, x: Tensor) -> Tensor:
@@ -107,6 +117,8 @@ class EncoderBlock(_Block):
         checked("dropout", dropout)
         ff_dropout = dropout if checked("ff_dropout", ff_dropout) is None else ff_dropout
         checked("attention_dropout", attention_dropout)
+        if attn is None:
+            _heads_divide(input_dim, num_heads)
         self.self_attn = attn if attn is not None else MultiheadAttention(
             input_dim, input_dim, num_heads, bias=bias, dropout=attention_dropout,
             pos_embeddings=pos_embeddings, attn_bias=attn_bias)
@@ -199,6 +211,8 @@ class DecoderBlock(_Block):
         super().__init__()
         checked("dropout", dropout)
         checked("attention_dropout", attention_dropout)
+        if attn is None or cross_attn is None:
+            _heads_divide(input_dim, num_heads)
         self.self_attn = attn if attn is not None else MultiheadAttention(
             input_dim, input_dim, num_heads, bias=bias, dropout=attention_dropout,
             pos_embeddings=pos_embeddings, attn_bias=attn_bias)

@@ -9,6 +9,8 @@ Shapes: B batch, H heads, T_q query length, T_k key length, T sequence length.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
@@ -75,7 +77,7 @@ def window_mask(T: int, radius: int, *, device: torch.device | str | None = None
 
 
 def padding_mask(
-    lengths_or_ids: Tensor,
+    lengths_or_ids: Tensor | Sequence[int],
     max_len: int | None = None,
     *,
     pad_id: int | None = None,
@@ -83,18 +85,25 @@ def padding_mask(
     """Key-padding mask (B, 1, 1, T): True at real tokens, False at padding.
 
     Args:
-        lengths_or_ids: either the lengths (B,) of each sequence, or token ids (B, T) when
-            ``pad_id`` is given.
+        lengths_or_ids: either the lengths (B,) of each sequence (a tensor or a list of whole
+            numbers), or token ids (B, T) when ``pad_id`` is given.
         max_len: padded length T when lengths are given (default: the longest length).
         pad_id: the padding token id; when given, ``lengths_or_ids`` holds token ids.
 
     Returns:
         A bool tensor (B, 1, 1, T) that broadcasts over heads and queries.
 
+    Raises:
+        ValueError: for lengths that are not (B,), negative, fractional or over ``max_len``,
+            or ids that are not (B, T).
+
     Examples:
         >>> padding_mask(torch.tensor([2, 3])).int()[:, 0, 0].tolist()
         [[1, 1, 0], [1, 1, 1]]
+        >>> padding_mask([2, 3], 4).int()[:, 0, 0].tolist()
+        [[1, 1, 0, 0], [1, 1, 1, 0]]
     """
+    lengths_or_ids = torch.as_tensor(lengths_or_ids)  # a list of lengths, as one writes them
     if pad_id is not None:
         if lengths_or_ids.ndim != 2:
             raise ValueError(
@@ -106,6 +115,9 @@ def padding_mask(
         raise ValueError(f"lengths must be (B,), got shape {tuple(lengths.shape)}")
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    if lengths.is_floating_point() and not torch.equal(lengths, lengths.trunc()):
+        # 2.5 would keep 3 positions (pos < 2.5), a length nobody gave
+        raise ValueError(f"lengths must be whole numbers, got {lengths.tolist()}")
     T = int(lengths.max()) if max_len is None else max_len
     if lengths.numel() and int(lengths.max()) > T:
         raise ValueError(f"a length ({int(lengths.max())}) exceeds max_len ({T})")

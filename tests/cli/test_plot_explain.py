@@ -259,3 +259,22 @@ def test_a_figure_title_holds_up_to_120_characters_of_the_input():
     assert shown_input(f"  {source} ", 120) == source
     long = " ".join([source] * 3)
     assert shown_input(long, 120) == long[:119] + "…"
+
+
+@pytest.mark.parametrize("args, said", [
+    # a batch's tolist() (B, T, d) pasted, or a trailing comma that makes a tuple of the
+    # matrix: explain said "--q: [1, 2, 3] is not a finite number", of three finite numbers
+    (["--q", "[[[0,10,0]]]"], "--q: row 1, column 1 is a list ([0, 10, 0]), not a number: give "
+                              "a 2-D list of numbers, one inner list per row, e.g. \"[[0,10,0]]\""),
+    (["--k", "[[10,0,0],[0,10,0],[0,0,10],[0,0,10]],"],
+     "--k: row 1, column 1 is a list ([10, 0, 0]), not a number: give a 2-D list of numbers, "
+     "one inner list per row, e.g. \"[[0,10,0]]\""),
+    # with one query the two shapes it named were one: "must be 1×4 (queries × keys) or 1×4"
+    (["--q", "[[0,10,0]]", "--mask", "[[1,1,0,0],[1,1,1,1]]"],
+     "--mask is 2×4; it must be 1×4 (queries × keys)"),
+    (["--mask", "[[1,1,0,0],[1,1,1,1]]"],
+     "--mask is 2×4; it must be 3×4 (queries × keys) or 1×4 (one row for all)"),
+])
+def test_explain_says_what_shape_it_needs(args, said, capsys):
+    assert main(["explain", *args]) == 2
+    assert capsys.readouterr().err == f"attnlab: error: {said}\n"

@@ -74,3 +74,17 @@ def test_ff_dropout_sets_the_feed_forwards_inner_dropout_alone():
     assert torch.equal(bert.linear_net(x), bert.linear_net(x))  # nothing dropped inside
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.0"):
         an.EncoderBlock(16, 4, 32, ff_dropout=1.0)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: an.EncoderBlock(16, 3, 32),
+    lambda: an.DecoderBlock(input_dim=16, num_heads=3, dim_feedforward=32),
+    lambda: an.TransformerEncoder(2, input_dim=16, num_heads=3, dim_feedforward=32),
+    lambda: an.Transformer(1, 1, input_dim=16, num_heads=3, dim_feedforward=32),
+])
+def test_heads_that_do_not_divide_the_width_are_named_as_the_block_was_called(build):
+    """The course builds its blocks with input_dim; the error named the attention's embed_dim
+    ("embed_dim (16) must be divisible by num_heads (3)"), an argument the caller never wrote."""
+    message = r"^input_dim \(16\) must be divisible by num_heads \(3\)$"
+    with pytest.raises(ValueError, match=message):
+        build()

@@ -59,6 +59,20 @@ def test_padding_mask_rejects_length_beyond_max_len():
         an.padding_mask(torch.tensor([3, 6]), 5)
 
 
+
+def test_padding_mask_takes_lengths_and_ids_as_lists():
+    """padding_mask([3, 1], 4), as one writes lengths, was an AttributeError ('list' object has
+    no attribute 'ndim')."""
+    assert an.padding_mask([3, 1], 4).equal(an.padding_mask(torch.tensor([3, 1]), 4))
+    assert an.padding_mask([[7, 0]], pad_id=0)[:, 0, 0].tolist() == [[True, False]]
+
+
+def test_padding_mask_refuses_fractional_lengths():
+    """A length of 2.5 kept 3 positions (pos < 2.5): a mask for a length nobody gave."""
+    with pytest.raises(ValueError, match=r"^lengths must be whole numbers, got \[3.0, 2.5\]$"):
+        an.padding_mask(torch.tensor([3.0, 2.5]), 4)
+    assert an.padding_mask(torch.tensor([3.0, 2.0]), 4).equal(an.padding_mask([3, 2], 4))
+
 def test_integer_mask_means_the_same_as_bool_mask():
     """The course builds masks of 0s and 1s; 1 = may attend, as True."""
     mha = an.MultiheadAttention(8, 8, 2)
