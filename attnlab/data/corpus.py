@@ -48,7 +48,7 @@ import torch
 from torch.utils.data import Dataset
 
 from ..errors import UsageError
-from ..paths import check_output
+from ..paths import check_output, not_found
 from ..settings import CorpusSettings, check_argument
 from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
@@ -147,7 +147,7 @@ def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[s
                     yield text[:cut]
                 carry = text[cut:]
     except FileNotFoundError:
-        raise UsageError(f"file not found: {path}") from None
+        raise not_found("", path) from None
     except IsADirectoryError:
         raise UsageError(f"{path} is a directory; give text files") from None
     except OSError as e:  # a symbolic-link loop, no permission, ...
@@ -162,7 +162,7 @@ def _table_documents(i: int, path: Path, chunk_chars: int, digests: list | None,
 
     if not path.exists():
         split_hint(path, "")  # DIR/test of a DatasetDict without that split: its splits
-        raise UsageError(f"file not found: {path}")
+        raise not_found("", path)
     table = ColumnarFile(path, [text_column], str(path), hint="; name it with --text-column")
     for first, batch in table.batches():
         for row, text in enumerate(batch[text_column], start=first - 1):  # from 0, as files

@@ -87,6 +87,26 @@ def test_prepare_errors_name_the_problem(tmp_path):
         prepare([bad], tmp_path / "o", tokenizer="sentencepiece")
 
 
+@pytest.mark.parametrize("name", ["books.txt", "books.parquet"])
+def test_a_file_under_an_unexpanded_tilde_is_named_as_meant(tmp_path, monkeypatch, name):
+    """`attnlab prepare "~/corpus/books.txt"` (quoted, so the shell left the '~'): the file is
+    there under the home directory; the message says which path was meant, as --data's does."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if name.endswith(".txt"):
+        write(tmp_path, name, TEXT)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"text": [TEXT]}), tmp_path / name)
+    with pytest.raises(UsageError) as e:
+        prepare([f"~/{name}"], tmp_path / "o")
+    assert str(e.value) == (f"file not found: ~/{name} ('~' is not expanded here (a quoted "
+                            f"path, or one in a --config file): write it out in full, e.g. "
+                            f"{tmp_path / name})")
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_utf8_byte_order_mark_is_no_token(tmp_path):
     """Notepad's "UTF-8 with BOM": the mark is not text, so the corpus is the plain file's (no
     U+FEFF token the model would learn to write after every end of text)."""
