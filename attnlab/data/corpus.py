@@ -229,7 +229,7 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
             last, before = doc, ""
         at = split_at - seen if split_at is not None and seen < split_at < seen + len(text) \
             else None  # the split inside the chunk
-        if at is not None and tok.kind == "hf":
+        if at is not None and tok.kind != "char":  # a word's pieces are of the whole word
             at = _word_start(text, at)
         if tok.kind == "hf" and at is None:
             yield split, tok.encode_piece(text, before, after)
@@ -250,10 +250,11 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
 
 def _word_start(text: str, at: int) -> int:
     """Where the run of white space before the word that holds ``text[at]`` starts (``at``
-    itself in a piece with no white space before it): where a checkpoint's tokenizer starts a
-    token in the whole text too, as at a chunk's cut (``_cut``). A split at any other
-    character can fall inside a word or a run of spaces longer than the context read beside
-    each piece, where the two pieces' encodings need not meet (a character twice, or lost).
+    itself in a piece with no white space before it): where the word and bpe tokenisers and a
+    checkpoint's start a token in the whole text too, as at a chunk's cut (``_cut``). A split
+    at any other character can fall inside a word (word: two pieces never seen, each unk) or
+    a run of spaces longer than the context read beside each piece, where a checkpoint's two
+    pieces' encodings need not meet (a character twice, or lost).
 
     Examples:
         >>> _word_start("one two   three", 12), _word_start("one two   three", 5)
@@ -346,8 +347,10 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     encodes chunk by chunk and appends to the token files, so memory use does not grow with the
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
     boundary), and so are a table's rows. The last ``val_fraction`` of the characters is the
-    validation split. A tokeniser given as an object (a pretrained checkpoint's, ``attnlab
-    prepare --tokenizer DIR``) is used as it is: the first pass only counts characters.
+    validation split, moved back to the start of the word it falls in (``_word_start``) for
+    every tokeniser but char, whose pieces a word cut in two would not be. A tokeniser given
+    as an object (a pretrained checkpoint's, ``attnlab prepare --tokenizer DIR``) is used as
+    it is: the first pass only counts characters.
 
     Everything is written under temporary names first; only when the corpus is complete are
     they renamed into place, meta.json last, so an existing corpus is never left half replaced

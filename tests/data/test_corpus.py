@@ -46,6 +46,24 @@ def test_prepare_word_and_bpe_tokens_equal_encoding_the_whole_text(tmp_path, kin
     assert train.tolist() == tok.encode(TEXT[:int(len(TEXT) * 0.8)])
 
 
+@pytest.mark.parametrize("kind", ["word", "bpe"])
+def test_the_validation_split_starts_at_a_word_not_inside_one(tmp_path, kind):
+    """The split fell at its character count, inside " crlf": the word tokenizer read " cr"
+    and "lf" as two pieces it never saw (two unk where the text had a word), bpe spelt them
+    otherwise than the whole text; the split now moves back to the word's space, as for a
+    checkpoint's tokenizer."""
+    text = "Straße groß 我喜欢 crlf\r\n" * 21
+    at = int(len(text) * 0.9)
+    assert text[at - 3:at + 1] == "crlf"  # the character count falls inside " crlf"
+    prepare([write(tmp_path, "a.txt", text)], tmp_path / "out", tokenizer=kind,
+            vocab_size=300 if kind == "bpe" else None, val_fraction=0.1)
+    tok = load_tokenizer(tmp_path / "out" / "tokenizer.json")
+    train, val = (np.fromfile(tmp_path / "out" / f"{s}.bin", dtype=np.uint16).tolist()
+                  for s in ("train", "val"))
+    assert train + val == tok.encode(text) and tok.unk_id not in train + val
+    assert tok.decode(val) == text[text.rindex(" ", 0, at):]  # held out from the word's space
+
+
 @pytest.mark.parametrize("chunk_chars", [37, 1 << 20])
 def test_prepare_char_tokens_equal_encoding_the_whole_text(tmp_path, chunk_chars):
     a, b = write(tmp_path, "a.txt", TEXT), write(tmp_path, "b.txt", "second file\n")
