@@ -50,7 +50,7 @@ from torch.utils.data import Dataset
 from ..errors import UsageError
 from ..paths import check_output, not_found
 from ..settings import CorpusSettings, check_argument
-from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes
+from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes, vocab_too_small
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import CORPUS_FILES, SPLITS, corpus_identity, read_meta
@@ -414,6 +414,8 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
                              f"put between the files (or a table's rows); give one text file")
     elif tokenizer not in TOKENIZERS:
         raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
+    elif small := vocab_too_small(tokenizer, vocab_size):  # before a pass over the corpus
+        raise UsageError(small)
     check_argument(CorpusSettings, "val_fraction", val_fraction)
     if not paths:
         raise UsageError("no input files given")

@@ -125,6 +125,18 @@ def test_a_file_under_an_unexpanded_tilde_is_named_as_meant(tmp_path, monkeypatc
     assert not (tmp_path / "o").exists()
 
 
+def test_a_bpe_vocabulary_too_small_is_refused_before_the_corpus_is_read(tmp_path):
+    """`prepare big.txt --tokenizer bpe --vocab-size 100` read the whole corpus once before
+    it said "--vocab-size: vocab_size must be at least 260 ..."; `train` says it at once."""
+    from attnlab.tokenizers import vocab_too_small
+
+    with pytest.raises(UsageError) as e:  # (a file that is not there is not even looked at)
+        prepare([tmp_path / "not-read.txt"], tmp_path / "o", tokenizer="bpe", vocab_size=100)
+    assert str(e.value) == vocab_too_small("bpe", 100) == (
+        "--vocab-size must be an integer >= 260 for --tokenizer bpe, got 100")
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_utf8_byte_order_mark_is_no_token(tmp_path):
     """Notepad's "UTF-8 with BOM": the mark is not text, so the corpus is the plain file's (no
     U+FEFF token the model would learn to write after every end of text)."""
