@@ -344,8 +344,9 @@ class BPETokenizer(Tokenizer):
         return [text[a:b] for a, b in self.tokenizer.encode(text, add_special_tokens=False).offsets]
 
     def unknown(self, text: str) -> list[str]:
-        # Every byte has an id, but one of a character never seen in fit kept the embedding
-        # the model started with: the model reads it no better than another tokeniser's unk.
+        # Every byte has an id, but those of a character never seen in fit may be bytes no
+        # training text held, whose embeddings kept their initial values: the model reads
+        # them no better than another tokeniser's unk.
         if self.characters is None:
             return []
         return [c for c in self.normalized(text) if c not in self.characters]
