@@ -85,8 +85,9 @@ def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:
 
 
 def not_found(what: str, path: str | Path) -> UsageError:
-    """The error of an input file that is not there: ``WHAT: file not found: PATH``, and where
-    PATH starts with a ``~`` that nothing expanded, the path meant.
+    """The error of an input file that is not there: ``WHAT: file not found: PATH`` (without
+    ``WHAT: `` where ``what`` is "": a positional FILE), and where PATH starts with a ``~``
+    that nothing expanded, the path meant.
 
         >>> str(not_found("--data", "~/nowhere.csv")).startswith(
         ...     "--data: file not found: ~/nowhere.csv ('~' is not expanded here")
@@ -95,7 +96,7 @@ def not_found(what: str, path: str | Path) -> UsageError:
     found = _unexpanded(path)
     meant = (f" ({NOT_EXPANDED}: write it out in full, e.g. {found[1]})"
              if found and found[1] else "")
-    return UsageError(f"{what}: file not found: {path}{meant}")
+    return UsageError(f"{f'{what}: ' if what else ''}file not found: {path}{meant}")
 
 
 def _check_no_tilde(path: Path, flag: str, hint: str) -> None:

@@ -21,7 +21,10 @@ What round-trips exactly (``decode(encode(t)) == t``, for ``t`` in NFC; see "Uni
   in the vocabulary, so nothing is ever unknown, and white space is kept inside the pieces.
   Text that happens to spell a special token (``"<pad>"``) is encoded as ordinary bytes, never
   as the special id, so user text cannot inject control tokens.
-Unseen symbols in the char and word tokenisers map to ``unk_id`` (and decode to U+FFFD).
+Unseen symbols in the char and word tokenisers map to ``unk_id`` (and decode to U+FFFD). BPE
+keeps the characters of the text it was fit on (``"characters"`` in its file), so that
+``unknown`` can name those a text adds: their bytes have ids, but a model may never have
+learnt them.
 
 Unicode forms: ``fit`` brings every text to NFC (composed characters, ``normalize="NFC"``)
 before it learns, and the tokeniser does the same to every text it encodes, so "é" typed as
@@ -74,6 +77,8 @@ class Tokenizer:
     kind = ""
     pad_id, sos_id, eos_id, unk_id = PAD_ID, SOS_ID, EOS_ID, UNK_ID
     normalize: str | None = None
+    # what ``unknown``'s pieces are to the model, in ``unknown_note``'s line
+    unknown_means = "pieces unknown to this model, each read as unk"
 
     def normalized(self, text: str) -> str:
         """``text`` in this tokeniser's normal form (as given when it has none).
@@ -123,7 +128,8 @@ class Tokenizer:
         return [self.decode([i], skip_special_tokens=False) for i in self.encode(text)]
 
     def unknown(self, text: str) -> list[str]:
-        """The pieces of ``text`` this tokeniser reads as unk (none for byte-level BPE)."""
+        """The pieces of ``text`` this tokeniser reads as unk (for byte-level BPE, which has
+        no unk: the characters its training text lacked)."""
         return [p for p, i in zip(self.tokenize(text), self.encode(text)) if i == self.unk_id]
 
     def _payload(self) -> dict:
@@ -269,9 +275,14 @@ class BPETokenizer(Tokenizer):
     """
 
     kind = "bpe"
+    unknown_means = ("characters absent from the text the bpe tokenizer was fit on (spelt in "
+                     "bytes the model may never have learnt)")
 
-    def __init__(self, tokenizer, *, normalize: str | None = None) -> None:
+    def __init__(self, tokenizer, *, normalize: str | None = None,
+                 characters: str | None = None) -> None:
         self.normalize = check_form(normalize)
+        # the characters of the text it was fit on (None: saved before attnlab kept them)
+        self.characters = None if characters is None else frozenset(characters)
         ids = [tokenizer.token_to_id(t) for t in SPECIAL_TOKENS]
         if ids != [PAD_ID, SOS_ID, EOS_ID, UNK_ID]:
             raise ValueError(f"special tokens {SPECIAL_TOKENS} must have ids 0-3, got {ids}")
@@ -308,10 +319,9 @@ class BPETokenizer(Tokenizer):
                                       special_tokens=list(SPECIAL_TOKENS),
                                       initial_alphabet=alphabet, show_progress=False)
         form = check_form(normalize)
-        if form:
-            texts = (in_form(form, t) for t in texts)
-        tok.train_from_iterator(texts, trainer)
-        return cls(tok, normalize=form)
+        seen: set[str] = set()
+        tok.train_from_iterator(_noting_characters(texts, form, seen), trainer)
+        return cls(tok, normalize=form, characters="".join(sorted(seen)))
 
     @property
     def vocab_size(self) -> int:
@@ -333,6 +343,14 @@ class BPETokenizer(Tokenizer):
         text = self.normalized(text)
         return [text[a:b] for a, b in self.tokenizer.encode(text, add_special_tokens=False).offsets]
 
+    def unknown(self, text: str) -> list[str]:
+        # Every byte has an id, but those of a character never seen in fit may be bytes no
+        # training text held, whose embeddings kept their initial values: the model reads
+        # them no better than another tokeniser's unk.
+        if self.characters is None:
+            return []
+        return [c for c in self.normalized(text) if c not in self.characters]
+
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         ids = [int(i) for i in ids]
         bad = [i for i in ids if not 0 <= i < self.vocab_size]
@@ -349,7 +367,18 @@ class BPETokenizer(Tokenizer):
         return UNK_TEXT.join(parts)
 
     def _payload(self) -> dict:
-        return {"normalize": self.normalize, "tokenizer": json.loads(self.tokenizer.to_str())}
+        seen = {} if self.characters is None else {"characters": "".join(sorted(self.characters))}
+        return {"normalize": self.normalize, **seen,
+                "tokenizer": json.loads(self.tokenizer.to_str())}
+
+
+def _noting_characters(texts: Iterable[str], form: str | None, seen: set[str]
+                       ) -> Iterable[str]:
+    """``texts`` in the normal form ``form``, each one's characters added to ``seen``."""
+    for text in texts:
+        text = in_form(form, text)
+        seen.update(text)
+        yield text
 
 
 # The one registry of tokeniser kinds: the name (config.yaml's ``tokenizer``, the CLI's
@@ -426,7 +455,7 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
             from tokenizers import Tokenizer as HFTokenizer
 
             inner = HFTokenizer.from_str(json.dumps(data["tokenizer"]))
-            return BPETokenizer(inner, normalize=form)
+            return BPETokenizer(inner, normalize=form, characters=data.get("characters"))
         return TOKENIZER_KINDS[kind](data["pieces"], normalize=form)
     except Exception as e:  # KeyError, ValueError, and the Rust side's plain Exception
         raise UsageError(f"{path} is not a valid {kind!r} tokenizer file ({e})") from None
@@ -452,7 +481,7 @@ def unknown_note(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> s
     if len(pieces) > 5:
         shown += f" and {len(pieces) - 5} more"
     more = f" (and {len(found) - 1} more inputs)" if len(found) > 1 else ""
-    return f"{label} holds pieces unknown to this model, each read as unk: {shown}{more}"
+    return f"{label} holds {tokenizer.unknown_means}: {shown}{more}"
 
 
 # a share of unk in held-out tokens worth a note: more than half (a small English CSV's

@@ -168,3 +168,22 @@ def test_the_unknown_note_names_a_repeated_word_once():
     tok = WordTokenizer.fit(["the film was good"])
     assert unknown_note(tok, ["zzz film zzz qqq zzz"], ["--input"]) == (
         "--input holds pieces unknown to this model, each read as unk: 'zzz', 'qqq'")
+
+
+def test_bpe_names_the_characters_its_training_text_lacked(tmp_path):
+    """Byte-level BPE has no unk, so a text in a script the training text never had (Greek for
+    a model fit on English) was read without a word, though the model never learnt the bytes
+    that spell it: no note, where a char or word tokenizer's run says so."""
+    from attnlab.tokenizers import unknown_note
+
+    tok = BPETokenizer.fit(["the café was good"] * 5, vocab_size=270)
+    assert unknown_note(tok, ["the cafe\u0301", "the Φilm wαs good"], ["--input", "line 2"]) == (
+        "line 2 holds characters absent from the text the bpe tokenizer was fit on (spelt in "
+        "bytes the model may never have learnt): 'Φ', 'i', 'l', 'm', 'α'")
+    tok.save(tmp_path / "bpe.json")
+    assert load_tokenizer(tmp_path / "bpe.json").unknown("Φ was") == ["Φ"]
+    # a file saved before attnlab kept the characters: nothing is known, nothing is said
+    data = json.loads((tmp_path / "bpe.json").read_text(encoding="utf-8"))
+    del data["characters"]
+    (tmp_path / "old.json").write_text(json.dumps(data), encoding="utf-8")
+    assert unknown_note(load_tokenizer(tmp_path / "old.json"), ["Φ"], ["--input"]) is None

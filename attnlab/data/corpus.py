@@ -48,9 +48,9 @@ import torch
 from torch.utils.data import Dataset
 
 from ..errors import UsageError
-from ..paths import check_output
+from ..paths import check_output, not_found
 from ..settings import CorpusSettings, check_argument
-from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes
+from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes, vocab_too_small
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import CORPUS_FILES, SPLITS, corpus_identity, read_meta
@@ -147,7 +147,7 @@ def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[s
                     yield text[:cut]
                 carry = text[cut:]
     except FileNotFoundError:
-        raise UsageError(f"file not found: {path}") from None
+        raise not_found("", path) from None
     except IsADirectoryError:
         raise UsageError(f"{path} is a directory; give text files") from None
     except OSError as e:  # a symbolic-link loop, no permission, ...
@@ -162,7 +162,7 @@ def _table_documents(i: int, path: Path, chunk_chars: int, digests: list | None,
 
     if not path.exists():
         split_hint(path, "")  # DIR/test of a DatasetDict without that split: its splits
-        raise UsageError(f"file not found: {path}")
+        raise not_found("", path)
     table = ColumnarFile(path, [text_column], str(path), hint="; name it with --text-column")
     for first, batch in table.batches():
         for row, text in enumerate(batch[text_column], start=first - 1):  # from 0, as files
@@ -229,7 +229,7 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
             last, before = doc, ""
         at = split_at - seen if split_at is not None and seen < split_at < seen + len(text) \
             else None  # the split inside the chunk
-        if at is not None and tok.kind == "hf":
+        if at is not None and tok.kind != "char":  # a word's pieces are of the whole word
             at = _word_start(text, at)
         if tok.kind == "hf" and at is None:
             yield split, tok.encode_piece(text, before, after)
@@ -250,10 +250,11 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
 
 def _word_start(text: str, at: int) -> int:
     """Where the run of white space before the word that holds ``text[at]`` starts (``at``
-    itself in a piece with no white space before it): where a checkpoint's tokenizer starts a
-    token in the whole text too, as at a chunk's cut (``_cut``). A split at any other
-    character can fall inside a word or a run of spaces longer than the context read beside
-    each piece, where the two pieces' encodings need not meet (a character twice, or lost).
+    itself in a piece with no white space before it): where the word and bpe tokenisers and a
+    checkpoint's start a token in the whole text too, as at a chunk's cut (``_cut``). A split
+    at any other character can fall inside a word (word: two pieces never seen, each unk) or
+    a run of spaces longer than the context read beside each piece, where a checkpoint's two
+    pieces' encodings need not meet (a character twice, or lost).
 
     Examples:
         >>> _word_start("one two   three", 12), _word_start("one two   three", 5)
@@ -346,8 +347,10 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     encodes chunk by chunk and appends to the token files, so memory use does not grow with the
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
     boundary), and so are a table's rows. The last ``val_fraction`` of the characters is the
-    validation split. A tokeniser given as an object (a pretrained checkpoint's, ``attnlab
-    prepare --tokenizer DIR``) is used as it is: the first pass only counts characters.
+    validation split, moved back to the start of the word it falls in (``_word_start``) for
+    every tokeniser but char, whose pieces a word cut in two would not be. A tokeniser given
+    as an object (a pretrained checkpoint's, ``attnlab prepare --tokenizer DIR``) is used as
+    it is: the first pass only counts characters.
 
     Everything is written under temporary names first; only when the corpus is complete are
     they renamed into place, meta.json last, so an existing corpus is never left half replaced
@@ -411,6 +414,8 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
                              f"put between the files (or a table's rows); give one text file")
     elif tokenizer not in TOKENIZERS:
         raise UsageError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
+    elif small := vocab_too_small(tokenizer, vocab_size):  # before a pass over the corpus
+        raise UsageError(small)
     check_argument(CorpusSettings, "val_fraction", val_fraction)
     if not paths:
         raise UsageError("no input files given")

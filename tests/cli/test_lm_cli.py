@@ -208,3 +208,26 @@ def test_greedy_refuses_the_sampling_options_it_would_ignore(tmp_path, capsys, f
     assert main(["generate", str(tmp_path / "nope"), "--prompt", "x", "--greedy", *flags]) == 2
     assert capsys.readouterr().err == (f"attnlab: error: --greedy takes the most likely token, "
                                        f"so {named}, or drop --greedy to sample\n")
+
+
+@pytest.mark.slow
+def test_generate_names_prompt_characters_a_bpe_models_text_never_had(tmp_path, capsys):
+    """A byte-level BPE model trained on English, prompted in Greek, continued without a word:
+    it spells the Greek in bytes whose embeddings training never touched (a char model's run
+    says so of the same prompt). Now one note names them; an English prompt gets none."""
+    (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
+    run = tmp_path / "run"
+    assert main(["train", "lm", "--data", str(tmp_path / "t.txt"), "--tokenizer", "bpe",
+                 "--vocab-size", "270", "--out", str(run), "--max-steps", "2", "--model-dim", "16",
+                 "--num-heads", "2", "--num-layers", "1", "--block-size", "32",
+                 "--threads", "1"]) == 0
+    capsys.readouterr()
+    said = {}
+    for prompt in ("hello world", "γεια world"):
+        assert main(["generate", str(run), "--prompt", prompt, "--max-new-tokens", "3",
+                     "--greedy"]) == 0
+        said[prompt] = capsys.readouterr().err
+    assert said["hello world"] == ""
+    assert said["γεια world"] == (
+        "note: --prompt holds characters absent from the text the bpe tokenizer was fit on "
+        "(spelt in bytes the model may never have learnt): 'γ', 'ε', 'ι', 'α'\n")

@@ -46,6 +46,24 @@ def test_prepare_word_and_bpe_tokens_equal_encoding_the_whole_text(tmp_path, kin
     assert train.tolist() == tok.encode(TEXT[:int(len(TEXT) * 0.8)])
 
 
+@pytest.mark.parametrize("kind", ["word", "bpe"])
+def test_the_validation_split_starts_at_a_word_not_inside_one(tmp_path, kind):
+    """The split fell at its character count, inside " crlf": the word tokenizer read " cr"
+    and "lf" as two pieces it never saw (two unk where the text had a word), bpe spelt them
+    otherwise than the whole text; the split now moves back to the word's space, as for a
+    checkpoint's tokenizer."""
+    text = "Straße groß 我喜欢 crlf\r\n" * 21
+    at = int(len(text) * 0.9)
+    assert text[at - 3:at + 1] == "crlf"  # the character count falls inside " crlf"
+    prepare([write(tmp_path, "a.txt", text)], tmp_path / "out", tokenizer=kind,
+            vocab_size=300 if kind == "bpe" else None, val_fraction=0.1)
+    tok = load_tokenizer(tmp_path / "out" / "tokenizer.json")
+    train, val = (np.fromfile(tmp_path / "out" / f"{s}.bin", dtype=np.uint16).tolist()
+                  for s in ("train", "val"))
+    assert train + val == tok.encode(text) and tok.unk_id not in train + val
+    assert tok.decode(val) == text[text.rindex(" ", 0, at):]  # held out from the word's space
+
+
 @pytest.mark.parametrize("chunk_chars", [37, 1 << 20])
 def test_prepare_char_tokens_equal_encoding_the_whole_text(tmp_path, chunk_chars):
     a, b = write(tmp_path, "a.txt", TEXT), write(tmp_path, "b.txt", "second file\n")
@@ -85,6 +103,38 @@ def test_prepare_errors_name_the_problem(tmp_path):
         prepare([write(tmp_path, "tiny.txt", "ab")], tmp_path / "o")
     with pytest.raises(UsageError, match="--tokenizer"):
         prepare([bad], tmp_path / "o", tokenizer="sentencepiece")
+
+
+@pytest.mark.parametrize("name", ["books.txt", "books.parquet"])
+def test_a_file_under_an_unexpanded_tilde_is_named_as_meant(tmp_path, monkeypatch, name):
+    """`attnlab prepare "~/corpus/books.txt"` (quoted, so the shell left the '~'): the file is
+    there under the home directory; the message says which path was meant, as --data's does."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if name.endswith(".txt"):
+        write(tmp_path, name, TEXT)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"text": [TEXT]}), tmp_path / name)
+    with pytest.raises(UsageError) as e:
+        prepare([f"~/{name}"], tmp_path / "o")
+    assert str(e.value) == (f"file not found: ~/{name} ('~' is not expanded here (a quoted "
+                            f"path, or one in a --config file): write it out in full, e.g. "
+                            f"{tmp_path / name})")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_bpe_vocabulary_too_small_is_refused_before_the_corpus_is_read(tmp_path):
+    """`prepare big.txt --tokenizer bpe --vocab-size 100` read the whole corpus once before
+    it said "--vocab-size: vocab_size must be at least 260 ..."; `train` says it at once."""
+    from attnlab.tokenizers import vocab_too_small
+
+    with pytest.raises(UsageError) as e:  # (a file that is not there is not even looked at)
+        prepare([tmp_path / "not-read.txt"], tmp_path / "o", tokenizer="bpe", vocab_size=100)
+    assert str(e.value) == vocab_too_small("bpe", 100) == (
+        "--vocab-size must be an integer >= 260 for --tokenizer bpe, got 100")
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_utf8_byte_order_mark_is_no_token(tmp_path):
