@@ -160,6 +160,25 @@ def test_length_penalty_of_a_greedy_run_is_refused(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("kinds, refused", [(("word", "word"), True), (("char", "word"), True),
+                                            (("word", "bpe"), False)])
+def test_a_vocab_size_no_bpe_tokenizer_uses_is_refused(tmp_path, capsys, kinds, refused):
+    """`--src-tokenizer word --tgt-tokenizer word --vocab-size 300` trained with every word of
+    the pairs, the size taken and silently unused."""
+    out = tmp_path / "r"
+    flags = ["train", "translate", "--out", str(out), "--src-tokenizer", kinds[0],
+             "--tgt-tokenizer", kinds[1], "--vocab-size", "300", "--max-steps", "1", *TINY]
+    if not refused:  # one side fits a BPE of that size: the flag is used
+        assert main(flags) == 0  # (a BPE fit on few pairs may stop short of 300 pieces)
+        assert _cfg(out)["tgt_tokenizer"] == "bpe" and 260 <= _cfg(out)["vocab_size"] <= 300
+        return
+    code, err = error_of(capsys, flags)
+    assert code == 2 and err == (f"attnlab: error: --vocab-size: the BPE vocabulary's size; "
+                                 f"--src-tokenizer {kinds[0]} and --tgt-tokenizer {kinds[1]} "
+                                 f"keep every symbol of the training pairs\n")
+    assert not out.exists()
+
+
 def test_score_counts_exact_matches_and_uses_character_bleu_for_one_word_targets():
     refs = ["dreihundert", "zweitausendeins", "null", "sieben"]
     perfect = score(refs, refs)

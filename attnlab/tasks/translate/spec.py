@@ -229,6 +229,12 @@ class TranslateTask(Task):
         else:
             groups.append((["src_column", "tgt_column", "test"],
                            "for --data FILE only; the built-in data is --dataset"))
+        kinds = {cfg.get("src_tokenizer"), cfg.get("tgt_tokenizer")}
+        if cfg.get("init") is None and kinds <= {"char", "word"}:
+            groups.append((["vocab_size"],
+                           f"the BPE vocabulary's size; --src-tokenizer "
+                           f"{cfg['src_tokenizer']} and --tgt-tokenizer {cfg['tgt_tokenizer']} "
+                           f"keep every symbol of the training pairs"))
         if cfg.get("beam", 1) == 1:  # taken and ignored, it would mislead
             groups.append((["length_penalty"],
                            "for beam search (--beam N > 1) only; with --beam 1 the test "
@@ -241,7 +247,7 @@ class TranslateTask(Task):
         --length-penalty, which ``translate --beam N`` of a greedy run uses); a
         recurrent --arch still records the Transformer's settings, as its model is built from
         the same ``Seq2SeqConfig`` (vocabularies, special ids), which requires them."""
-        kept = {*TRANSFORMER_ONLY, "src_column", "tgt_column",
+        kept = {*TRANSFORMER_ONLY, "src_column", "tgt_column", "vocab_size",  # recorded before
                 "length_penalty"}  # `translate --beam N` of the run reads it
         return [name for name in super().unrecorded_settings(cfg) if name not in kept]
 
