@@ -24,8 +24,10 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     tie_word_embeddings              tie_weights
 
 What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a
-RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a sliding window on
-some layers only (Ministral's ``layer_types``, Qwen's ``max_window_layers``), attention biases
+RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a scaling without
+its factors (transformers refuses it too; llama3's missing ``original_max_position_embeddings``
+is ``max_position_embeddings``, as transformers 5 reads it), a sliding window on some layers
+only (Ministral's ``layer_types``, Qwen's ``max_window_layers``), attention biases
 without the feed-forward's (Llama's ``attention_bias`` alone).
 """
 from __future__ import annotations
@@ -152,11 +154,25 @@ def _rope(c: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"rope scaling {kind!r} has no factor")
         found["rope_factor"] = float(params["factor"])
     if kind == "llama3":
-        found.update(rope_low_freq_factor=float(params.get("low_freq_factor", 1.0)),
-                     rope_high_freq_factor=float(params.get("high_freq_factor", 4.0)),
-                     rope_original_max_len=int(params.get("original_max_position_embeddings",
-                                                          8192)))
+        for key in ("low_freq_factor", "high_freq_factor"):  # transformers requires both
+            if params.get(key) is None:
+                raise ValueError(f"rope scaling 'llama3' has no {key}")
+        found.update(rope_low_freq_factor=float(params["low_freq_factor"]),
+                     rope_high_freq_factor=float(params["high_freq_factor"]),
+                     rope_original_max_len=_original_context(c, params))
     return found
+
+
+def _original_context(c: dict[str, Any], params: dict[str, Any]) -> int:
+    """The context llama3 scaling was trained at, as transformers 5 reads it
+    (``standardize_rope_params``): a top-level ``original_max_position_embeddings`` wins, then
+    the scaling's own, then ``max_position_embeddings`` (not Llama 3.1's 8192: a config.json
+    without the key runs at its own length in transformers)."""
+    for value in (c.get("original_max_position_embeddings"),
+                  params.get("original_max_position_embeddings")):
+        if value is not None:
+            return int(value)
+    return int(c["max_position_embeddings"])
 
 
 def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
