@@ -89,6 +89,10 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     if head_dim is None and D % H:
         raise ValueError(f"hidden_size {D} is not divisible by num_attention_heads {H} and "
                          f"no head_dim is given")
+    kv_heads = c["num_key_value_heads"] or H
+    if H % kv_heads:  # said here, in config.json's names, not as flags the user never gave
+        raise ValueError(f"num_attention_heads {H} is not divisible by num_key_value_heads "
+                         f"{kv_heads}")
     if c["hidden_act"] not in _GATES:
         raise ValueError(f"hidden_act {c['hidden_act']!r} has no gated feed-forward in "
                          f"attnlab; supported: {', '.join(_GATES)}")
@@ -99,7 +103,7 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     window = _window(model_type, c)
     settings = {
         "model_dim": D, "num_layers": c["num_hidden_layers"], "num_heads": H,
-        "num_kv_heads": c["num_key_value_heads"] or H, "head_dim": head_dim,
+        "num_kv_heads": kv_heads, "head_dim": head_dim,
         "dim_feedforward": c["intermediate_size"], "max_len": c["max_position_embeddings"],
         "vocab_size": c["vocab_size"], "layer_norm_eps": c["rms_norm_eps"],
         "tie_weights": bool(c["tie_word_embeddings"]), "norm_first": True,

@@ -100,7 +100,8 @@ def test_to_hf_writes_the_same_family_back(name):
 def test_config_json_keys_left_out_or_null_read_as_transformers_does():
     from attnlab.interop.llama_config import llama_family_settings
 
-    sizes = {"hidden_size": 32, "num_attention_heads": 4}
+    # (key/value heads given: Mistral's default of 8 does not divide 4 heads)
+    sizes = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2}
     assert llama_family_settings({"model_type": "mistral", **sizes})["sliding_window"] == 4096
     assert llama_family_settings({"model_type": "mistral", "sliding_window": None,
                                   **sizes})["sliding_window"] is None
@@ -335,6 +336,17 @@ def test_a_llama3_scaling_without_a_frequency_factor_is_one_line_exit_2(tmp_path
     d = save_family(tmp_path / "llama3", "llama3")
     _llama3_config(d, lambda c, rope: rope.pop(key))
     _refused_by_generate_and_init(d, tmp_path, capsys, f"rope scaling 'llama3' has no {key}")
+
+
+def test_kv_heads_that_do_not_divide_the_heads_are_named_as_config_json_names_them(
+        tmp_path, capsys):
+    """train lm --init said '--num-heads (4) must be divisible by --num-kv-heads (3)': flags
+    the user never gave."""
+    d = save_family(tmp_path / "llama", "llama")
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "num_key_value_heads": 3}))
+    _refused_by_generate_and_init(
+        d, tmp_path, capsys, "num_attention_heads 4 is not divisible by num_key_value_heads 3")
 
 
 def _other_family(d, name):
