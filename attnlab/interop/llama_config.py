@@ -144,14 +144,16 @@ def _window(model_type: str, c: dict[str, Any]) -> int | None:
 
 def _rope(c: dict[str, Any]) -> dict[str, Any]:
     """The rope_* settings of ``rope_parameters`` (transformers 5) or ``rope_theta`` and
-    ``rope_scaling`` (earlier)."""
-    params = c.get("rope_parameters") or {**(c["rope_scaling"] or {}),
-                                          "rope_theta": c["rope_theta"]}
+    ``rope_scaling`` (earlier), in transformers 5's order (``convert_rope_params_to_dict``):
+    a ``rope_scaling`` given wins over ``rope_parameters``, and the θ inside the one read
+    over the top-level ``rope_theta``."""
+    params = {"rope_theta": c["rope_theta"],
+              **(c["rope_scaling"] or c.get("rope_parameters") or {})}
     kind = params.get("rope_type", params.get("type", "default"))
     if kind not in _ROPE_KINDS:
         raise ValueError(f"rope scaling {kind!r} is not supported; supported: "
                          f"{', '.join(_ROPE_KINDS)}")
-    found = {"rope_theta": float(params.get("rope_theta", c["rope_theta"])),
+    found = {"rope_theta": float(params["rope_theta"] or c["rope_theta"]),
              "rope_scaling": _ROPE_KINDS[kind]}
     if kind != "default":
         if params.get("factor") is None:

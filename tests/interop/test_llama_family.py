@@ -303,8 +303,8 @@ def _refused_by_generate_and_init(d, tmp_path, capsys, needle):
     assert not out.exists()
 
 
-def _llama3_config(d, change):
-    """``d``'s config.json with ``change(config, rope_parameters)`` applied."""
+def _edit_config(d, change):
+    """``d``'s config.json with ``change(config, config["rope_parameters"])`` applied."""
     config = json.loads((d / "config.json").read_text())
     change(config, config["rope_parameters"])
     (d / "config.json").write_text(json.dumps(config))
@@ -319,7 +319,7 @@ def _llama3_config(d, change):
 def test_a_llama3_scalings_original_context_is_read_as_transformers_reads_it(
         tmp_path, change, context):
     d = save_family(tmp_path / "llama3", "llama3")
-    _llama3_config(d, change)
+    _edit_config(d, change)
     hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
     assert hf.config.rope_parameters["original_max_position_embeddings"] == context
     ckpt = read_checkpoint(d, task="lm")
@@ -329,12 +329,32 @@ def test_a_llama3_scalings_original_context_is_read_as_transformers_reads_it(
         assert_close(ckpt.model(x), hf(x).logits, **TOL)
 
 
+@pytest.mark.parametrize("change, theta, scaling", [
+    # a legacy rope_scaling beside rope_parameters: transformers 5 reads rope_scaling
+    # (attnlab read rope_parameters' plain RoPE: other logits, silently)
+    (lambda c, rope: c.update(rope_scaling={"rope_type": "linear", "factor": 4.0}),
+     10000.0, "linear"),
+    # the θ inside rope_scaling wins over the top-level one (attnlab read the top-level)
+    (lambda c, rope: c.update(rope_parameters=None, rope_theta=1e6, rope_scaling={
+        "rope_type": "linear", "factor": 2.0, "rope_theta": 50.0}), 50.0, "linear")])
+def test_rope_keys_given_twice_are_read_in_transformers_order(tmp_path, change, theta, scaling):
+    d = save_family(tmp_path / "llama", "llama")
+    _edit_config(d, change)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+    assert hf.config.rope_parameters["rope_theta"] == theta
+    ckpt = read_checkpoint(d, task="lm")
+    assert (ckpt.config.rope_theta, ckpt.config.rope_scaling) == (theta, scaling)
+    x = _ids(seed=5, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf(x).logits, **TOL)
+
+
 @pytest.mark.parametrize("key", ["low_freq_factor", "high_freq_factor"])
 def test_a_llama3_scaling_without_a_frequency_factor_is_one_line_exit_2(tmp_path, capsys, key):
     """transformers refuses it (a KeyError); attnlab read 1 or 4 in its place, and generate
     blamed the tokenizer files for transformers' KeyError."""
     d = save_family(tmp_path / "llama3", "llama3")
-    _llama3_config(d, lambda c, rope: rope.pop(key))
+    _edit_config(d, lambda c, rope: rope.pop(key))
     _refused_by_generate_and_init(d, tmp_path, capsys, f"rope scaling 'llama3' has no {key}")
 
 
