@@ -24,8 +24,10 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     tie_word_embeddings              tie_weights
 
 What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a
-RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a sliding window on
-some layers only (Ministral's ``layer_types``, Qwen's ``max_window_layers``), attention biases
+RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a scaling without
+its factors (transformers refuses it too; llama3's missing ``original_max_position_embeddings``
+is ``max_position_embeddings``, as transformers 5 reads it), a sliding window on some layers
+only (Ministral's ``layer_types``, Qwen's ``max_window_layers``), attention biases
 without the feed-forward's (Llama's ``attention_bias`` alone).
 """
 from __future__ import annotations
@@ -87,6 +89,10 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     if head_dim is None and D % H:
         raise ValueError(f"hidden_size {D} is not divisible by num_attention_heads {H} and "
                          f"no head_dim is given")
+    kv_heads = c["num_key_value_heads"] or H
+    if H % kv_heads:  # said here, in config.json's names, not as flags the user never gave
+        raise ValueError(f"num_attention_heads {H} is not divisible by num_key_value_heads "
+                         f"{kv_heads}")
     if c["hidden_act"] not in _GATES:
         raise ValueError(f"hidden_act {c['hidden_act']!r} has no gated feed-forward in "
                          f"attnlab; supported: {', '.join(_GATES)}")
@@ -97,7 +103,7 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     window = _window(model_type, c)
     settings = {
         "model_dim": D, "num_layers": c["num_hidden_layers"], "num_heads": H,
-        "num_kv_heads": c["num_key_value_heads"] or H, "head_dim": head_dim,
+        "num_kv_heads": kv_heads, "head_dim": head_dim,
         "dim_feedforward": c["intermediate_size"], "max_len": c["max_position_embeddings"],
         "vocab_size": c["vocab_size"], "layer_norm_eps": c["rms_norm_eps"],
         "tie_weights": bool(c["tie_word_embeddings"]), "norm_first": True,
@@ -138,25 +144,41 @@ def _window(model_type: str, c: dict[str, Any]) -> int | None:
 
 def _rope(c: dict[str, Any]) -> dict[str, Any]:
     """The rope_* settings of ``rope_parameters`` (transformers 5) or ``rope_theta`` and
-    ``rope_scaling`` (earlier)."""
-    params = c.get("rope_parameters") or {**(c["rope_scaling"] or {}),
-                                          "rope_theta": c["rope_theta"]}
+    ``rope_scaling`` (earlier), in transformers 5's order (``convert_rope_params_to_dict``):
+    a ``rope_scaling`` given wins over ``rope_parameters``, and the θ inside the one read
+    over the top-level ``rope_theta``."""
+    params = {"rope_theta": c["rope_theta"],
+              **(c["rope_scaling"] or c.get("rope_parameters") or {})}
     kind = params.get("rope_type", params.get("type", "default"))
     if kind not in _ROPE_KINDS:
         raise ValueError(f"rope scaling {kind!r} is not supported; supported: "
                          f"{', '.join(_ROPE_KINDS)}")
-    found = {"rope_theta": float(params.get("rope_theta", c["rope_theta"])),
+    found = {"rope_theta": float(params["rope_theta"] or c["rope_theta"]),
              "rope_scaling": _ROPE_KINDS[kind]}
     if kind != "default":
         if params.get("factor") is None:
             raise ValueError(f"rope scaling {kind!r} has no factor")
         found["rope_factor"] = float(params["factor"])
     if kind == "llama3":
-        found.update(rope_low_freq_factor=float(params.get("low_freq_factor", 1.0)),
-                     rope_high_freq_factor=float(params.get("high_freq_factor", 4.0)),
-                     rope_original_max_len=int(params.get("original_max_position_embeddings",
-                                                          8192)))
+        for key in ("low_freq_factor", "high_freq_factor"):  # transformers requires both
+            if params.get(key) is None:
+                raise ValueError(f"rope scaling 'llama3' has no {key}")
+        found.update(rope_low_freq_factor=float(params["low_freq_factor"]),
+                     rope_high_freq_factor=float(params["high_freq_factor"]),
+                     rope_original_max_len=_original_context(c, params))
     return found
+
+
+def _original_context(c: dict[str, Any], params: dict[str, Any]) -> int:
+    """The context llama3 scaling was trained at, as transformers 5 reads it
+    (``standardize_rope_params``): a top-level ``original_max_position_embeddings`` wins, then
+    the scaling's own, then ``max_position_embeddings`` (not Llama 3.1's 8192: a config.json
+    without the key runs at its own length in transformers)."""
+    for value in (c.get("original_max_position_embeddings"),
+                  params.get("original_max_position_embeddings")):
+        if value is not None:
+            return int(value)
+    return int(c["max_position_embeddings"])
 
 
 def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:

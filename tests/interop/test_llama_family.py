@@ -100,7 +100,8 @@ def test_to_hf_writes_the_same_family_back(name):
 def test_config_json_keys_left_out_or_null_read_as_transformers_does():
     from attnlab.interop.llama_config import llama_family_settings
 
-    sizes = {"hidden_size": 32, "num_attention_heads": 4}
+    # (key/value heads given: Mistral's default of 8 does not divide 4 heads)
+    sizes = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2}
     assert llama_family_settings({"model_type": "mistral", **sizes})["sliding_window"] == 4096
     assert llama_family_settings({"model_type": "mistral", "sliding_window": None,
                                   **sizes})["sliding_window"] is None
@@ -284,6 +285,12 @@ def test_a_rope_scaling_without_its_factor_is_one_line_exit_2(tmp_path, capsys):
     config = json.loads((d / "config.json").read_text())
     config.pop("rope_parameters", None)
     (d / "config.json").write_text(json.dumps({**config, "rope_scaling": {"type": "linear"}}))
+    _refused_by_generate_and_init(d, tmp_path, capsys, "rope scaling 'linear' has no factor")
+
+
+def _refused_by_generate_and_init(d, tmp_path, capsys, needle):
+    """``generate d`` and ``train lm --init d`` exit 2 with one line naming ``d`` and saying
+    ``needle``, and no run directory is written."""
     (tmp_path / "t.txt").write_text("\n".join(CORPUS))
     out = tmp_path / "run"
     for argv in (["generate", str(d), "--prompt", "hi"],
@@ -292,8 +299,74 @@ def test_a_rope_scaling_without_its_factor_is_one_line_exit_2(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and str(d) in err[0]
-        assert "rope scaling 'linear' has no factor" in err[0]
+        assert needle in err[0], err[0]
     assert not out.exists()
+
+
+def _edit_config(d, change):
+    """``d``'s config.json with ``change(config, config["rope_parameters"])`` applied."""
+    config = json.loads((d / "config.json").read_text())
+    change(config, config["rope_parameters"])
+    (d / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("change, context", [
+    # transformers 5 fills a llama3 scaling's missing context with max_position_embeddings
+    # (128 here); attnlab read Llama 3.1's 8192, and other logits, silently
+    (lambda c, rope: rope.pop("original_max_position_embeddings"), 128),
+    # a top-level key wins over the scaling's (transformers' standardize_rope_params)
+    (lambda c, rope: c.update(original_max_position_embeddings=32), 32)])
+def test_a_llama3_scalings_original_context_is_read_as_transformers_reads_it(
+        tmp_path, change, context):
+    d = save_family(tmp_path / "llama3", "llama3")
+    _edit_config(d, change)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+    assert hf.config.rope_parameters["original_max_position_embeddings"] == context
+    ckpt = read_checkpoint(d, task="lm")
+    assert ckpt.config.rope_original_max_len == context
+    x = _ids(seed=4, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf(x).logits, **TOL)
+
+
+@pytest.mark.parametrize("change, theta, scaling", [
+    # a legacy rope_scaling beside rope_parameters: transformers 5 reads rope_scaling
+    # (attnlab read rope_parameters' plain RoPE: other logits, silently)
+    (lambda c, rope: c.update(rope_scaling={"rope_type": "linear", "factor": 4.0}),
+     10000.0, "linear"),
+    # the θ inside rope_scaling wins over the top-level one (attnlab read the top-level)
+    (lambda c, rope: c.update(rope_parameters=None, rope_theta=1e6, rope_scaling={
+        "rope_type": "linear", "factor": 2.0, "rope_theta": 50.0}), 50.0, "linear")])
+def test_rope_keys_given_twice_are_read_in_transformers_order(tmp_path, change, theta, scaling):
+    d = save_family(tmp_path / "llama", "llama")
+    _edit_config(d, change)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+    assert hf.config.rope_parameters["rope_theta"] == theta
+    ckpt = read_checkpoint(d, task="lm")
+    assert (ckpt.config.rope_theta, ckpt.config.rope_scaling) == (theta, scaling)
+    x = _ids(seed=5, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf(x).logits, **TOL)
+
+
+@pytest.mark.parametrize("key", ["low_freq_factor", "high_freq_factor"])
+def test_a_llama3_scaling_without_a_frequency_factor_is_one_line_exit_2(tmp_path, capsys, key):
+    """transformers refuses it (a KeyError); attnlab read 1 or 4 in its place, and generate
+    blamed the tokenizer files for transformers' KeyError."""
+    d = save_family(tmp_path / "llama3", "llama3")
+    _edit_config(d, lambda c, rope: rope.pop(key))
+    _refused_by_generate_and_init(d, tmp_path, capsys, f"rope scaling 'llama3' has no {key}")
+
+
+def test_kv_heads_that_do_not_divide_the_heads_are_named_as_config_json_names_them(
+        tmp_path, capsys):
+    """train lm --init said '--num-heads (4) must be divisible by --num-kv-heads (3)': flags
+    the user never gave."""
+    d = save_family(tmp_path / "llama", "llama")
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "num_key_value_heads": 3}))
+    _refused_by_generate_and_init(
+        d, tmp_path, capsys, "num_attention_heads 4 is not divisible by num_key_value_heads 3")
 
 
 def _other_family(d, name):
