@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from .explorer.data import masked_cells
 from .explorer.view import attention_view, attention_view_of  # the interactive page
 
 __all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr_curve",
@@ -204,7 +205,9 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         cmap: matplotlib colour map.
         kind: what every map is, named in each panel's title (e.g. "cross" for a decoder's
             attention over the source). "causal" (square maps): the weights of keys after
-            their query, zero by the mask, are drawn grey, and the title says so.
+            their query, zero by the mask, are drawn grey, and the title says so. Any kind:
+            a cell whose weight is exactly 0 in every head of its layer (a mask's, such as a
+            graph's non-edge; ``explorer.data.masked_cells``) is grey too, as the title says.
         mark_row: a query row to outline in every panel, its label always shown (a graph
             node's row).
 
@@ -229,7 +232,7 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
     x_text, y_text = _short(x_labels), _short(y_labels)
     if kind == "causal":  # what the grey cells are, on the figure
         title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
-    elif any(_masked(layer).any() for layer in layers):
+    if any(masked_cells(layer.numpy(), kind or "self").any() for layer in layers):
         title = f"{title + '; ' if title else ''}grey: {MASKED_NOTE}"
     (width, height), wrapped = _figure_size(rows, columns, max(T_q, T_k), x_text, y_text,
                                             fontsize, title)
@@ -269,7 +272,7 @@ def _draw_panels(fig, grid, rows, layers, kind: str | None, cmap: str, mark_row:
             axes.append(_panel(fig, grid[r, c], layers[l].mean(0) if h is None else layers[l][h],
                                f"{kind + ' · ' if kind else ''}layer {l + 1}, {which}", cmap,
                                mark_row, causal=kind == "causal",
-                               masked=None if kind == "causal" else _masked(layers[l])))
+                               masked=masked_cells(layers[l].numpy(), kind or "self")))
     return axes
 
 
@@ -277,30 +280,24 @@ BLOCKED = "#c8c8c8"  # the colour of a weight a mask blocked (causal, a graph's 
 MASKED_NOTE = "masked, a weight of exactly 0 in every head (a graph's non-edge, a padded key)"
 
 
-def _masked(layer: torch.Tensor):
-    """(T_q, T_k) bool: where every head of the (H, T_q, T_k) ``layer`` has a weight of exactly
-    0, as a mask makes it (softmax of -inf); a weight the model merely made small is not 0 in
-    every head. Drawn as the mask's, not as a real weight of 0."""
-    return (layer == 0).all(0).numpy()
-
-
 def _panel(fig, where, weights: torch.Tensor, title: str, cmap: str, mark_row: int | None, *,
            causal: bool = False, masked=None):
     """One (T_q, T_k) map in the grid cell ``where``, scaled 0 to its largest weight, with its
     colour bar (and ``mark_row`` outlined); ``causal``: keys after their query in ``BLOCKED``
     grey where their weight is 0, as the mask makes it (one that is not, a leak of the future,
-    is drawn as it is); ``masked`` (T_q, T_k bool, ``_masked``): also drawn grey. Returns its
-    axes."""
+    is drawn as it is); ``masked`` (T_q, T_k bool, ``masked_cells``): also drawn grey. Returns
+    its axes."""
     import numpy as np
     from matplotlib import colormaps
 
     ax = fig.add_subplot(where)
     values = weights.numpy()
+    hidden = np.zeros(values.shape, dtype=bool) if masked is None else masked
     if causal:
         future = np.triu(np.ones(values.shape, dtype=bool), 1)  # (T_q, T_k): key j > query i
-        values = np.ma.masked_where(future & (values == 0), values)
-    elif masked is not None and masked.any():
-        values = np.ma.masked_where(masked, values)
+        hidden = hidden | (future & (values == 0))
+    if hidden.any():
+        values = np.ma.masked_where(hidden, values)
     image = ax.imshow(values, vmin=0, vmax=max(1e-9, float(weights.max())),
                       cmap=colormaps[cmap].with_extremes(bad=BLOCKED), aspect="auto",
                       interpolation="nearest")

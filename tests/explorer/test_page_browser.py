@@ -482,3 +482,27 @@ def test_the_first_key_label_keeps_off_the_corners_words(page, T):
     labels = _boxes(driver, ".ktok .label")
     assert len(corner) == 2 and labels
     assert not any(_overlap(a, b) for a in corner for b in labels)
+
+
+def test_a_graphs_non_edges_are_grey_not_weights_of_0(page):
+    """A graph's non-edges (exactly 0 in every head, the mask's) were painted and read out as
+    weights of 0 the model chose; they are grey now, in the large map and the read-out, and
+    the legend says what grey is. An edge's small weight is still a colour of the scale."""
+    from attnlab.nn import scaled_dot_product
+
+    torch.manual_seed(0)
+    edges = torch.rand(8, 8) < 0.3
+    edges |= edges.T | torch.eye(8, dtype=torch.bool)  # (N, N): undirected, with self-loops
+    q = k = torch.randn(2, 8, 4)  # (H, N, d)
+    _, weights = scaled_dot_product(q, k, k, edges)  # (H, N, N)
+    driver = page(attention_data([Layer("layers.0", "self", weights)],
+                                 [f"{n}:node" for n in range(8)]))
+    ready(driver)
+    grey = [226, 226, 226]
+    for i in range(8):
+        for j in range(8):
+            assert (_pixel(driver, i, j) == grey) == (not edges[i, j]), (i, j)
+    assert "grey: masked" in driver.find_element(By.ID, "legend").text
+    hover(driver, '.qtok[data-index="0"]')
+    rows = driver.find_elements(By.CSS_SELECTOR, "#readout ol.weights li")
+    assert ["masked" in r.get_attribute("class") for r in rows] == (~edges[0]).tolist()

@@ -39,7 +39,10 @@
                         causal: "causal self-attention" };
   const queryTokens = (l) => l.query_tokens || data.query_tokens;
   const keyTokens = (l) => l.key_tokens || data.key_tokens;
-  const masked = (l, i, j) => l.kind === "causal" && j > i;
+  // a key the query cannot see: a causal layer's later keys, and the cells the data marks
+  // masked (every head's weight exactly 0, as a mask makes it: a graph's non-edge)
+  const masked = (l, i, j) => (l.kind === "causal" && j > i) ||
+    (l.masked !== undefined && l.masked[i][j] === 1);
 
   // data.focus: the row --input names (a graph's node), pinned from the start
   // rowScale: colour each row from 0 to its own largest weight (null: the default, per layer)
@@ -244,7 +247,8 @@
     legendMax.textContent = byRow(layer) ? "row's largest" : max.toFixed(3);
     legendNote.textContent = (byRow(layer) ? "scale: each row from 0 to its own largest weight"
       : "scale: 0 to this map's largest weight") +
-      (layer.kind === "causal" ? " · grey: a later token, which a query cannot see" : "");
+      (layer.kind === "causal" ? " · grey: a later token, which a query cannot see" : "") +
+      (layer.masked ? " · grey: masked, no weight (a graph's non-edge, a padded key)" : "");
   }
 
   function labelsFor() {
