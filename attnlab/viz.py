@@ -169,11 +169,25 @@ _MAP_INCHES = (1.8, 7.0)  # a map's side, in inches: at least, at most
 _TITLE_POINTS = 12
 
 
-def _panels(layers: list[torch.Tensor]):
+def heads_per_layer(maps) -> list[int]:
+    """The number of heads of each layer of ``maps`` (any form ``plot_attention`` takes)."""
+    return [layer.shape[0] for layer in _as_layers(maps)]
+
+
+def _panels(layers: list[torch.Tensor], layer: int | None = None, head: int | None = None):
     """[(layer index, head index or None for the mean of the heads)] in reading order, and the
     columns of the grid: every head while there are at most MAX_PANELS, else one mean per
-    layer. A layer starts a new row, so a row never mixes layers."""
-    heads = [layer.shape[0] for layer in layers]
+    layer. A layer starts a new row, so a row never mixes layers. ``layer``: that layer's
+    alone; ``head``: that head of each layer shown, the layers side by side."""
+    shown = range(len(layers)) if layer is None else [layer]
+    if head is not None:
+        panels = [(l, head) for l in shown]
+        columns = min(len(panels), MAX_COLUMNS)
+        return [panels[i:i + columns] for i in range(0, len(panels), columns)], columns
+    if layer is not None:
+        rows, columns = _panels([layers[layer]])
+        return [[(layer, h) for _, h in row] for row in rows], columns
+    heads = [m.shape[0] for m in layers]
     if sum(heads) <= MAX_PANELS:
         columns = min(max(heads), MAX_COLUMNS)
         rows = []
@@ -189,7 +203,8 @@ def _panels(layers: list[torch.Tensor]):
 @_glyphs_noted
 def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path: str | Path, *,
                    title: str | None = None, cmap: str = "viridis", kind: str | None = None,
-                   mark_row: int | None = None) -> Path:
+                   mark_row: int | None = None, layer: int | None = None,
+                   head: int | None = None) -> Path:
     """Heatmaps of attention weights, one panel per layer and head, at most about 2,000 px a
     side: each layer starts a row of at most four heads; with more than 16 maps, each layer's
     heads are averaged into one panel (its title says so). No empty panel is drawn.
@@ -210,12 +225,14 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
             graph's non-edge; ``explorer.data.masked_cells``) is grey too, as the title says.
         mark_row: a query row to outline in every panel, its label always shown (a graph
             node's row).
+        layer: draw only this layer (an index into ``maps``); panels keep their numbers.
+        head: draw only this head (an index) of each layer drawn.
 
     Returns:
         The path written.
 
     Raises:
-        ValueError: if a map is not 3-D or the labels do not match its size.
+        ValueError: a map not 3-D, labels not of its size, a ``layer`` or ``head`` not its.
 
     Examples:
         >>> from attnlab.models import ElementPredictor
@@ -227,13 +244,11 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
     """
     layers = _as_layers(maps)
     T_q, T_k = _check_sizes(layers, x_labels, y_labels, mark_row)
-    rows, columns = _panels(layers)
+    _check_choice([m.shape[0] for m in layers], layer, head)
+    rows, columns = _panels(layers, layer, head)
     fontsize = 7 if max(T_q, T_k) > 16 else 9
     x_text, y_text = _short(x_labels), _short(y_labels)
-    if kind == "causal":  # what the grey cells are, on the figure
-        title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
-    if any(masked_cells(layer.numpy(), kind or "self").any() for layer in layers):
-        title = f"{title + '; ' if title else ''}grey: {MASKED_NOTE}"
+    title = _with_grey(title, kind, [layers[l] for l in {l for row in rows for l, _ in row}])
     (width, height), wrapped = _figure_size(rows, columns, max(T_q, T_k), x_text, y_text,
                                             fontsize, title)
     fig = _pyplot().figure(figsize=(width, height), layout="constrained")
@@ -260,6 +275,25 @@ def _check_sizes(layers, x_labels, y_labels, mark_row) -> tuple[int, int]:
     if mark_row is not None and not 0 <= mark_row < T_q:
         raise ValueError(f"mark_row must be a query row, 0 to {T_q - 1}, got {mark_row}")
     return T_q, T_k
+
+
+def _with_grey(title: str | None, kind: str | None, shown: list[torch.Tensor]) -> str | None:
+    """``title`` with what the grey cells of the ``shown`` layers are, where there are any."""
+    if kind == "causal":
+        title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
+    if any(masked_cells(layer.numpy(), kind or "self").any() for layer in shown):
+        title = f"{title + '; ' if title else ''}grey: {MASKED_NOTE}"
+    return title
+
+
+def _check_choice(heads: list[int], layer: int | None, head: int | None) -> None:
+    """ValueError unless ``layer`` indexes a layer and ``head`` a head of each layer drawn."""
+    if layer is not None and not 0 <= layer < len(heads):
+        raise ValueError(f"layer must be 0 to {len(heads) - 1}, got {layer}")
+    fewest = min(heads if layer is None else [heads[layer]])
+    if head is not None and not 0 <= head < fewest:
+        raise ValueError(f"head must be 0 to {fewest - 1} (each layer drawn has {fewest} or "
+                         f"more heads), got {head}")
 
 
 def _draw_panels(fig, grid, rows, layers, kind: str | None, cmap: str, mark_row: int | None):

@@ -146,6 +146,27 @@ def test_a_map_without_masked_cells_says_nothing_of_grey(drawn):
     assert "grey" not in drawn[0]._suptitle.get_text()
 
 
+def test_a_chosen_layer_or_head_is_drawn_alone_under_its_own_numbers(drawn):
+    """`plot attention` drew every layer and head (past 16 maps, only the means): a head of
+    interest could not be drawn large or alone. layer= and head= choose; the panels keep the
+    numbers they have among all the maps."""
+    maps = maps_of([2, 3], 4)
+    second = ["layer 2, head 1", "layer 2, head 2", "layer 2, head 3"]
+    for chosen, titles in [({"layer": 1}, second),
+                           ({"head": 1}, ["layer 1, head 2", "layer 2, head 2"]),
+                           ({"layer": 1, "head": 2}, ["layer 2, head 3"])]:
+        viz.plot_attention(maps, list("abcd"), list("abcd"), "unused.png", **chosen)
+        assert [ax.get_title() for ax in panels(drawn[-1])] == titles, chosen
+        shown = panels(drawn[-1])[-1].get_images()[0].get_array()
+        torch.testing.assert_close(torch.as_tensor(shown), maps[chosen.get("layer", 1)][
+            chosen.get("head", 2)])
+    for wrong, said in [({"layer": 2}, "layer must be 0 to 1"),
+                        ({"head": 2}, "head must be 0 to 1"),
+                        ({"layer": 0, "head": 2}, "head must be 0 to 1")]:
+        with pytest.raises(ValueError, match=said):
+            viz.plot_attention(maps, list("abcd"), list("abcd"), "unused.png", **wrong)
+
+
 def test_thinned_character_labels_read_as_runs_of_text():
     text = [c if c != " " else "␣" for c in "the quick brown"]  # as viz._short shows them
     positions, texts = viz.thinned_labels(text, 5)

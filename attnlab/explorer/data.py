@@ -14,11 +14,12 @@ tokens before it) or "cross" (decoder queries over encoder keys). ``group`` name
 the model a layer belongs to ("encoder", "decoder", "cross", ...); the page shows one group at a
 time and switches between them. A layer whose tokens differ from the page's (the translation's
 cross-attention: target queries over source keys) carries its own ``query_tokens`` and
-``key_tokens``. ``masked``, where a layer has it, is T_q × T_k of 0 and 1: 1 where every head's weight is
-exactly 0, as a mask makes it (a graph's non-edge, a padded key; a causal layer's later keys are
-its kind's), drawn grey, not as a weight of 0 the model chose. ``focus``, where there is one, is the query row the page opens pinned on (a
-graph node's, which ``--input`` names; absent or null: none). Weights are rounded to ``digits`` decimals (4: a page of 12 layers × 12 heads ×
-128 tokens is then about 14 MB).
+``key_tokens``. ``masked``, where a layer has it, is T_q × T_k of 0 and 1: 1 where every head's
+weight is exactly 0, as a mask makes it (a graph's non-edge, a padded key; a causal layer's
+later keys are its kind's), drawn grey, not as a weight of 0 the model chose. ``focus``, where
+there is one, is the query row the page opens pinned on (a graph node's, which ``--input``
+names; absent or null: none). Weights are rounded to ``digits`` decimals (4: a page of 12 layers
+× 12 heads × 128 tokens is then about 14 MB).
 
 Torch is not needed here: weights may be tensors, NumPy arrays or nested lists.
 
