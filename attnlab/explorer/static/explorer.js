@@ -146,7 +146,9 @@
   function buildGrid() {
     grid.textContent = "";
     const g = groups[state.group];
-    const H = data.layers[g.layers[0]].weights.length;
+    // as many columns as the layer with the most heads: a layer with fewer leaves its row's
+    // last cells empty (else its neighbours' maps would slide under other layers' labels)
+    const H = Math.max(...g.layers.map((index) => data.layers[index].weights.length));
     const size = Math.max(18, Math.min(64, Math.floor(330 / H) - 4));
     grid.style.gridTemplateColumns = `2.6em repeat(${H}, ${size}px)`;
     grid.appendChild(el("span", { class: "corner-label" }));
@@ -161,6 +163,9 @@
         paint(c, layer, layer.weights[h]);
         c.addEventListener("click", () => showHead(l, h));
         grid.appendChild(c);
+      }
+      for (let h = layer.weights.length; h < H; h++) {
+        grid.appendChild(el("span", { class: "no-head" }));
       }
     });
   }
