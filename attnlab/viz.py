@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from .explorer.data import masked_cells
 from .explorer.view import attention_view, attention_view_of  # the interactive page
 
 __all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr_curve",
@@ -168,11 +169,25 @@ _MAP_INCHES = (1.8, 7.0)  # a map's side, in inches: at least, at most
 _TITLE_POINTS = 12
 
 
-def _panels(layers: list[torch.Tensor]):
+def heads_per_layer(maps) -> list[int]:
+    """The number of heads of each layer of ``maps`` (any form ``plot_attention`` takes)."""
+    return [layer.shape[0] for layer in _as_layers(maps)]
+
+
+def _panels(layers: list[torch.Tensor], layer: int | None = None, head: int | None = None):
     """[(layer index, head index or None for the mean of the heads)] in reading order, and the
     columns of the grid: every head while there are at most MAX_PANELS, else one mean per
-    layer. A layer starts a new row, so a row never mixes layers."""
-    heads = [layer.shape[0] for layer in layers]
+    layer. A layer starts a new row, so a row never mixes layers. ``layer``: that layer's
+    alone; ``head``: that head of each layer shown, the layers side by side."""
+    shown = range(len(layers)) if layer is None else [layer]
+    if head is not None:
+        panels = [(l, head) for l in shown]
+        columns = min(len(panels), MAX_COLUMNS)
+        return [panels[i:i + columns] for i in range(0, len(panels), columns)], columns
+    if layer is not None:
+        rows, columns = _panels([layers[layer]])
+        return [[(layer, h) for _, h in row] for row in rows], columns
+    heads = [m.shape[0] for m in layers]
     if sum(heads) <= MAX_PANELS:
         columns = min(max(heads), MAX_COLUMNS)
         rows = []
@@ -188,7 +203,8 @@ def _panels(layers: list[torch.Tensor]):
 @_glyphs_noted
 def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path: str | Path, *,
                    title: str | None = None, cmap: str = "viridis", kind: str | None = None,
-                   mark_row: int | None = None) -> Path:
+                   mark_row: int | None = None, layer: int | None = None,
+                   head: int | None = None) -> Path:
     """Heatmaps of attention weights, one panel per layer and head, at most about 2,000 px a
     side: each layer starts a row of at most four heads; with more than 16 maps, each layer's
     heads are averaged into one panel (its title says so). No empty panel is drawn.
@@ -204,15 +220,19 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         cmap: matplotlib colour map.
         kind: what every map is, named in each panel's title (e.g. "cross" for a decoder's
             attention over the source). "causal" (square maps): the weights of keys after
-            their query, zero by the mask, are drawn grey, and the title says so.
+            their query, zero by the mask, are drawn grey, and the title says so. Any kind:
+            a cell whose weight is exactly 0 in every head of its layer (a mask's, such as a
+            graph's non-edge; ``explorer.data.masked_cells``) is grey too, as the title says.
         mark_row: a query row to outline in every panel, its label always shown (a graph
             node's row).
+        layer: draw only this layer (an index into ``maps``); panels keep their numbers.
+        head: draw only this head (an index) of each layer drawn.
 
     Returns:
         The path written.
 
     Raises:
-        ValueError: if a map is not 3-D or the labels do not match its size.
+        ValueError: a map not 3-D, labels not of its size, a ``layer`` or ``head`` not its.
 
     Examples:
         >>> from attnlab.models import ElementPredictor
@@ -224,11 +244,11 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
     """
     layers = _as_layers(maps)
     T_q, T_k = _check_sizes(layers, x_labels, y_labels, mark_row)
-    rows, columns = _panels(layers)
+    _check_choice([m.shape[0] for m in layers], layer, head)
+    rows, columns = _panels(layers, layer, head)
     fontsize = 7 if max(T_q, T_k) > 16 else 9
     x_text, y_text = _short(x_labels), _short(y_labels)
-    if kind == "causal":  # what the grey cells are, on the figure
-        title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
+    title = _with_grey(title, kind, [layers[l] for l in {l for row in rows for l, _ in row}])
     (width, height), wrapped = _figure_size(rows, columns, max(T_q, T_k), x_text, y_text,
                                             fontsize, title)
     fig = _pyplot().figure(figsize=(width, height), layout="constrained")
@@ -257,6 +277,25 @@ def _check_sizes(layers, x_labels, y_labels, mark_row) -> tuple[int, int]:
     return T_q, T_k
 
 
+def _with_grey(title: str | None, kind: str | None, shown: list[torch.Tensor]) -> str | None:
+    """``title`` with what the grey cells of the ``shown`` layers are, where there are any."""
+    if kind == "causal":
+        title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
+    if any(masked_cells(layer.numpy(), kind or "self").any() for layer in shown):
+        title = f"{title + '; ' if title else ''}grey: {MASKED_NOTE}"
+    return title
+
+
+def _check_choice(heads: list[int], layer: int | None, head: int | None) -> None:
+    """ValueError unless ``layer`` indexes a layer and ``head`` a head of each layer drawn."""
+    if layer is not None and not 0 <= layer < len(heads):
+        raise ValueError(f"layer must be 0 to {len(heads) - 1}, got {layer}")
+    fewest = min(heads if layer is None else [heads[layer]])
+    if head is not None and not 0 <= head < fewest:
+        raise ValueError(f"head must be 0 to {fewest - 1} (each layer drawn has {fewest} or "
+                         f"more heads), got {head}")
+
+
 def _draw_panels(fig, grid, rows, layers, kind: str | None, cmap: str, mark_row: int | None):
     """Every panel of ``rows`` (``_panels``) in ``grid``, titled by layer and head (and
     ``kind``); returns their axes."""
@@ -266,27 +305,33 @@ def _draw_panels(fig, grid, rows, layers, kind: str | None, cmap: str, mark_row:
             which = f"mean of {layers[l].shape[0]} heads" if h is None else f"head {h + 1}"
             axes.append(_panel(fig, grid[r, c], layers[l].mean(0) if h is None else layers[l][h],
                                f"{kind + ' · ' if kind else ''}layer {l + 1}, {which}", cmap,
-                               mark_row, causal=kind == "causal"))
+                               mark_row, causal=kind == "causal",
+                               masked=masked_cells(layers[l].numpy(), kind or "self")))
     return axes
 
 
-BLOCKED = "#c8c8c8"  # the colour of a weight the causal mask blocked
+BLOCKED = "#c8c8c8"  # the colour of a weight a mask blocked (causal, a graph's non-edge)
+MASKED_NOTE = "masked, a weight of exactly 0 in every head (a graph's non-edge, a padded key)"
 
 
 def _panel(fig, where, weights: torch.Tensor, title: str, cmap: str, mark_row: int | None, *,
-           causal: bool = False):
+           causal: bool = False, masked=None):
     """One (T_q, T_k) map in the grid cell ``where``, scaled 0 to its largest weight, with its
     colour bar (and ``mark_row`` outlined); ``causal``: keys after their query in ``BLOCKED``
     grey where their weight is 0, as the mask makes it (one that is not, a leak of the future,
-    is drawn as it is). Returns its axes."""
+    is drawn as it is); ``masked`` (T_q, T_k bool, ``masked_cells``): also drawn grey. Returns
+    its axes."""
     import numpy as np
     from matplotlib import colormaps
 
     ax = fig.add_subplot(where)
     values = weights.numpy()
+    hidden = np.zeros(values.shape, dtype=bool) if masked is None else masked
     if causal:
         future = np.triu(np.ones(values.shape, dtype=bool), 1)  # (T_q, T_k): key j > query i
-        values = np.ma.masked_where(future & (values == 0), values)
+        hidden = hidden | (future & (values == 0))
+    if hidden.any():
+        values = np.ma.masked_where(hidden, values)
     image = ax.imshow(values, vmin=0, vmax=max(1e-9, float(weights.max())),
                       cmap=colormaps[cmap].with_extremes(bad=BLOCKED), aspect="auto",
                       interpolation="nearest")

@@ -115,6 +115,58 @@ def test_causal_panels_draw_the_masked_keys_grey_and_say_so(drawn):
         np.testing.assert_allclose(image.get_array().filled(0), shown.numpy(), atol=1e-7)
 
 
+def test_a_graphs_non_edges_are_drawn_grey_not_as_weights_and_the_title_says_so(drawn):
+    """A graph's attention map drew each non-edge, which the mask gives no weight, in the
+    colour of a real weight of 0: a node's 30 non-neighbours looked like 30 keys the model had
+    chosen to ignore. Cells with a weight of exactly 0 in every head are grey now, the title
+    says what grey is, and a weight only one head made 0 is still drawn as a weight."""
+    import numpy as np
+    from matplotlib.colors import to_rgba
+
+    from attnlab.nn import scaled_dot_product
+
+    torch.manual_seed(0)
+    edges = torch.rand(6, 6) < 0.4
+    edges |= edges.T | torch.eye(6, dtype=torch.bool)  # (N, N): undirected, with self-loops
+    q = k = torch.randn(2, 6, 4)  # (H, N, d)
+    _, weights = scaled_dot_product(q, k, k, edges)  # (H, N, N)
+    weights[1, 0, 0] = 0.0  # one head's weight of 0 where the other head has one
+    viz.plot_attention([weights], list("abcdef"), list("abcdef"), "unused.png", title="graph")
+    fig = drawn[0]
+    assert f"grey: {viz.MASKED_NOTE}" in " ".join(fig._suptitle.get_text().split())
+    for ax, shown in zip(panels(fig), weights):
+        image = ax.get_images()[0]
+        assert (np.ma.getmaskarray(image.get_array()) == ~edges.numpy()).all(), ax.get_title()
+        assert tuple(image.get_cmap().get_bad()) == to_rgba(viz.BLOCKED)
+        np.testing.assert_allclose(image.get_array().filled(0), shown.numpy(), atol=1e-7)
+
+
+def test_a_map_without_masked_cells_says_nothing_of_grey(drawn):
+    viz.plot_attention(maps_of([2], 3), list("abc"), list("abc"), "unused.png", title="reverse")
+    assert "grey" not in drawn[0]._suptitle.get_text()
+
+
+def test_a_chosen_layer_or_head_is_drawn_alone_under_its_own_numbers(drawn):
+    """`plot attention` drew every layer and head (past 16 maps, only the means): a head of
+    interest could not be drawn large or alone. layer= and head= choose; the panels keep the
+    numbers they have among all the maps."""
+    maps = maps_of([2, 3], 4)
+    second = ["layer 2, head 1", "layer 2, head 2", "layer 2, head 3"]
+    for chosen, titles in [({"layer": 1}, second),
+                           ({"head": 1}, ["layer 1, head 2", "layer 2, head 2"]),
+                           ({"layer": 1, "head": 2}, ["layer 2, head 3"])]:
+        viz.plot_attention(maps, list("abcd"), list("abcd"), "unused.png", **chosen)
+        assert [ax.get_title() for ax in panels(drawn[-1])] == titles, chosen
+        shown = panels(drawn[-1])[-1].get_images()[0].get_array()
+        torch.testing.assert_close(torch.as_tensor(shown), maps[chosen.get("layer", 1)][
+            chosen.get("head", 2)])
+    for wrong, said in [({"layer": 2}, "layer must be 0 to 1"),
+                        ({"head": 2}, "head must be 0 to 1"),
+                        ({"layer": 0, "head": 2}, "head must be 0 to 1")]:
+        with pytest.raises(ValueError, match=said):
+            viz.plot_attention(maps, list("abcd"), list("abcd"), "unused.png", **wrong)
+
+
 def test_thinned_character_labels_read_as_runs_of_text():
     text = [c if c != " " else "␣" for c in "the quick brown"]  # as viz._short shows them
     positions, texts = viz.thinned_labels(text, 5)

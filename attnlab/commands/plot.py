@@ -1,6 +1,7 @@
 """``attnlab plot attention|pe|lr``: figures as PNG files (matplotlib, no display needed).
 
-    attnlab plot attention DIR --input TEXT [--out PNG]   attention maps of a trained run
+    attnlab plot attention DIR --input TEXT [--layer N] [--head N] [--out PNG]
+                                                          attention maps of a trained run
     attnlab plot pe [--d-model 48] [--max-len 96] [--out PNG]
     attnlab plot lr [--schedule cosine|noam|wsd|linear|constant|both|all] [--warmup W]
                     [--max-iters N] [--lr F] [--min-lr F] [--cooldown F] [--out PNG]
@@ -43,6 +44,7 @@ def register(sub) -> None:
     a.add_argument("--out", metavar="PNG", help="output file, .png (or .svg, .pdf) (default "
                                                 "DIR/attention_input.png, never replaced unless "
                                                 "you name it here)")
+    add_flags(a, AttentionOptions)
     add_threads_flag(a)
     a.set_defaults(func=run)
 
@@ -65,6 +67,16 @@ def register(sub) -> None:
                     help="output file, .png (or .svg, .pdf) (default lr_SCHEDULE.png, never "
                          "replaced unless you name it here)")
     lr.set_defaults(func=run)
+
+
+@dataclass
+class AttentionOptions:
+    """``attnlab plot attention``'s choice of maps (numbered as the panels' titles: from 1)."""
+
+    layer: int = setting(None, low=1, optional=True, metavar="N",
+                         help="draw only layer N (1: the first; default every layer)")
+    head: int = setting(None, low=1, optional=True, metavar="N",
+                        help="draw only head N of each layer drawn (default every head)")
 
 
 @dataclass
@@ -152,11 +164,12 @@ def _attention(args) -> str:
 
     from ..loading import check_run_dir
     from ..tasks import get_task
-    from ..viz import plot_attention
+    from ..viz import heads_per_layer, plot_attention
     from .inputs import check_input
 
     check_input(args.input)
     check_threads(args.threads)
+    check_options(args, AttentionOptions)
     given = args.out is not None
     if given:
         choose_out(args.out, None)
@@ -166,9 +179,11 @@ def _attention(args) -> str:
     task = get_task(cfg.task)
     runtime = task.runtime()
     if task.capabilities.attention_figure:  # a task's own picture (jets: the jet itself)
+        _no_choice(args, cfg.task)
         return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out),
                       out, given=given)
     maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, args.input)
+    _check_choice(args, heads_per_layer(maps))
     row = attention_focus(task, run_dir, cfg, args.input)
     kind = task.capabilities.attention_kind  # translate: "cross", all its maps are
     # the figure wraps its title: room for more of the input than a line holds, "…" if cut
@@ -176,8 +191,32 @@ def _attention(args) -> str:
              f"{shown_input(args.input, 120)!r}")
     if row is not None:
         title += f", query row {row} outlined"
+    layer, head = (None if n is None else n - 1 for n in (args.layer, args.head))
     return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title, kind=kind,
-                                         mark_row=row), out, given=given)
+                                         mark_row=row, layer=layer, head=head), out, given=given)
+
+
+def _no_choice(args, task: str) -> None:
+    """A task that draws a picture of its own (jets: the jet) has no panels to choose."""
+    for flag, value in (("--layer", args.layer), ("--head", args.head)):
+        if value is not None:
+            raise UsageError(f"{flag} {value}: a {task} run's figure is its own picture, not a "
+                             f"panel per layer and head; leave {flag} out (`attnlab view` shows "
+                             f"every layer and head)")
+
+
+def _check_choice(args, heads: list[int]) -> None:
+    """--layer and --head against the run's layers and their heads (``heads``: per layer)."""
+    if args.layer is not None and args.layer > len(heads):
+        raise UsageError(f"--layer {args.layer}: this run has {len(heads)} attention "
+                         f"layer{'s' if len(heads) > 1 else ''} (--layer 1 to {len(heads)})")
+    shown = range(len(heads)) if args.layer is None else [args.layer - 1]
+    fewest = min(shown, key=lambda l: heads[l])
+    if args.head is not None and args.head > heads[fewest]:
+        more = "" if args.layer is not None else ", or --layer for a layer with more"
+        raise UsageError(f"--head {args.head}: layer {fewest + 1} has {heads[fewest]} "
+                         f"head{'s' if heads[fewest] > 1 else ''} (--head 1 to "
+                         f"{heads[fewest]}){more}")
 
 
 def shown_input(text: str, most: int) -> str:

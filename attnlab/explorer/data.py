@@ -14,9 +14,12 @@ tokens before it) or "cross" (decoder queries over encoder keys). ``group`` name
 the model a layer belongs to ("encoder", "decoder", "cross", ...); the page shows one group at a
 time and switches between them. A layer whose tokens differ from the page's (the translation's
 cross-attention: target queries over source keys) carries its own ``query_tokens`` and
-``key_tokens``. ``focus``, where there is one, is the query row the page opens pinned on (a
-graph node's, which ``--input`` names; absent or null: none). Weights are rounded to ``digits`` decimals (4: a page of 12 layers × 12 heads ×
-128 tokens is then about 14 MB).
+``key_tokens``. ``masked``, where a layer has it, is T_q × T_k of 0 and 1: 1 where every head's
+weight is exactly 0, as a mask makes it (a graph's non-edge, a padded key; a causal layer's
+later keys are its kind's), drawn grey, not as a weight of 0 the model chose. ``focus``, where
+there is one, is the query row the page opens pinned on (a graph node's, which ``--input``
+names; absent or null: none). Weights are rounded to ``digits`` decimals (4: a page of 12 layers
+× 12 heads × 128 tokens is then about 14 MB).
 
 Torch is not needed here: weights may be tensors, NumPy arrays or nested lists.
 
@@ -30,7 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["KINDS", "Layer", "attention_data", "check_data"]
+__all__ = ["KINDS", "Layer", "attention_data", "check_data", "masked_cells"]
 
 KINDS = ("self", "causal", "cross")
 VERSION = 1
@@ -71,6 +74,17 @@ def _as_heads(weights: Any, name: str) -> np.ndarray:
     if not np.isfinite(w).all():
         raise ValueError(f"layer {name!r}: weights are not all finite")
     return w
+
+
+def masked_cells(w: np.ndarray, kind: str) -> np.ndarray:
+    """(T_q, T_k) bool of one layer's (H, T_q, T_k) weights: where every head's weight is
+    exactly 0, as a mask makes it (softmax of -inf: a graph's non-edge, a padded key), taken
+    before rounding (a weight the model made small is not 0 in every head); a causal layer's
+    later keys are left to its kind. The page and the PNG figures grey these cells."""
+    masked = (w == 0).all(axis=0)
+    if kind == "causal":
+        masked &= np.tril(np.ones(masked.shape, dtype=bool))
+    return masked
 
 
 def _tokens(tokens: Sequence[Any], what: str) -> list[str]:
@@ -126,6 +140,9 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
                              f"(T_q x T_k) but there are {len(q)} query and {len(k)} key tokens")
         entry = {"name": layer.name, "kind": layer.kind, "group": layer.group or layer.kind,
                  "weights": np.round(w, digits).tolist()}
+        masked = masked_cells(w, layer.kind)
+        if masked.any():
+            entry["masked"] = masked.astype(int).tolist()
         if layer.query_tokens is not None or layer.key_tokens is not None:
             entry.update(query_tokens=q, key_tokens=k)
         out.append(entry)
@@ -152,6 +169,10 @@ def check_data(data: dict[str, Any]) -> None:
             raise ValueError(f"layer {layer.get('name')!r} does not match its tokens or kind")
         if any(not math.isfinite(x) for head in w for row in head for x in row):
             raise ValueError(f"layer {layer.get('name')!r} has a weight that is not finite")
+        masked = layer.get("masked")
+        if masked is not None and (len(masked) != len(q) or any(
+                len(row) != len(k) or any(x not in (0, 1) for x in row) for row in masked)):
+            raise ValueError(f"layer {layer.get('name')!r}: masked is not T_q x T_k of 0 and 1")
     focus = data.get("focus")
     if focus is not None and not (focus.get("axis") == "q" and isinstance(focus.get("index"), int)
                                   and 0 <= focus["index"] < len(data["query_tokens"])):

@@ -112,3 +112,30 @@ def test_a_text_past_max_len_is_said_to_be_cut(runs, tmp_path, capsys):
                      str(tmp_path / f"{words}.png")])
         err = capsys.readouterr().err
         assert code == 0 and err.splitlines() == said, err
+
+
+def test_plot_attention_draws_the_layer_and_head_chosen(runs, drawn, tmp_path, capsys):
+    """`plot attention` had no --layer or --head: a graph's 9 maps were all drawn, each small.
+    Now they choose, the panels keep their numbers, and a layer or head the run does not have
+    is refused in one line naming the flag, before anything is written."""
+    run, _ = runs["graph"]  # layer 1: 8 heads, layer 2: 1
+    for flags, titles in [(["--layer", "1", "--head", "3"], ["layer 1, head 3"]),
+                          (["--head", "1"], ["layer 1, head 1", "layer 2, head 1"]),
+                          (["--layer", "2"], ["layer 2, head 1"])]:
+        assert main(["plot", "attention", str(run), "--input", "5", *flags,
+                     "--out", str(tmp_path / "chosen.png")]) == 0
+        assert drawn[-1]["panels"] == titles, flags
+    capsys.readouterr()
+    jets, jet = runs["jets"]
+    for where, text, flags, said in [
+            (run, "5", ["--layer", "3"], "--layer 3: this run has 2 attention layers"),
+            (run, "5", ["--head", "2"], "--head 2: layer 2 has 1 head (--head 1 to 1)"),
+            (run, "5", ["--layer", "1", "--head", "9"], "--head 9: layer 1 has 8 heads"),
+            (run, "5", ["--layer", "0"], "--layer"),
+            (jets, jet, ["--head", "1"], "--head 1: a jets run's figure is its own picture")]:
+        out = tmp_path / "refused.png"
+        assert main(["plot", "attention", str(where), "--input", text, *flags,
+                     "--out", str(out)]) == 2, flags
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and said in err, err
+        assert not out.exists()

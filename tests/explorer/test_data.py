@@ -19,9 +19,40 @@ def test_layout_shapes_and_rounding():
     assert set(data) == {"version", "task", "run", "title", "query_tokens", "key_tokens", "layers"}
     assert data["query_tokens"] == data["key_tokens"] == ["a", "b"]
     assert data["layers"][0] == {"name": "enc.0", "kind": "self", "group": "self",
-                                 "weights": [[[0.123, 0.877], [1.0, 0.0]]]}
+                                 "weights": [[[0.123, 0.877], [1.0, 0.0]]],
+                                 "masked": [[0, 0], [0, 1]]}  # exactly 0 in every head
     assert data["layers"][1]["group"] == "decoder"
     json.dumps(data, allow_nan=False)  # plain JSON
+
+
+def test_cells_every_head_gives_exactly_0_are_marked_masked_before_rounding():
+    """A graph's non-edges (weight exactly 0 in every head, the mask's) reached the page as
+    weights of 0, drawn and read out like a key the model chose to ignore. They are marked
+    masked now; a weight that rounds to 0, or that only one head makes 0, is not."""
+    from attnlab.nn import scaled_dot_product
+
+    torch.manual_seed(0)
+    edges = torch.rand(6, 6) < 0.4
+    edges[0, 1] = True
+    edges |= edges.T | torch.eye(6, dtype=torch.bool)  # (N, N): undirected, with self-loops
+    q = k = torch.randn(2, 6, 4)  # (H, N, d)
+    _, graph = scaled_dot_product(q, k, k, edges)  # (H, N, N)
+    assert (~edges).any()
+    graph[0, 0, 0], graph[1, 0, 1] = 1e-7, 0.0  # rounds to 0; only one head's exact 0
+    data = attention_data([Layer("graph", "self", graph),
+                           Layer("plain", "self", torch.full((1, 6, 6), 1 / 6))],
+                          list("abcdef"), digits=4)
+    got = data["layers"][0]
+    assert got["weights"][0][0][0] == 0.0 and got["weights"][1][0][1] == 0.0
+    assert np.array(got["masked"]).astype(bool).tolist() == (~edges).tolist()
+    assert "masked" not in data["layers"][1]
+    check_data(data)
+
+
+def test_a_causal_layers_later_keys_are_left_to_its_kind():
+    w = torch.tensor([[[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.5, 0.5, 0.0]]])  # key 2: no weight
+    masked = attention_data([Layer("lm", "causal", w)], list("abc"))["layers"][0]["masked"]
+    assert masked == [[0, 0, 0], [0, 0, 0], [0, 0, 1]]  # above the diagonal: the kind's
 
 
 def test_a_layer_with_its_own_tokens_keeps_them():
@@ -61,6 +92,9 @@ def test_no_layers_is_an_error():
                                                              "weights": [[[1.0]]]}]},
     {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
                                                              "weights": [[[math.inf]]]}]},
+    {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
+                                                             "weights": [[[1.0]]],
+                                                             "masked": [[0, 1]]}]},
 ])
 def test_check_data_refuses_what_a_reader_could_not_use(broken):
     with pytest.raises(ValueError):

@@ -482,3 +482,51 @@ def test_the_first_key_label_keeps_off_the_corners_words(page, T):
     labels = _boxes(driver, ".ktok .label")
     assert len(corner) == 2 and labels
     assert not any(_overlap(a, b) for a in corner for b in labels)
+
+
+def test_a_graphs_non_edges_are_grey_not_weights_of_0(page):
+    """A graph's non-edges (exactly 0 in every head, the mask's) were painted and read out as
+    weights of 0 the model chose; they are grey now, in the large map and the read-out, and
+    the legend says what grey is. An edge's small weight is still a colour of the scale."""
+    from attnlab.nn import scaled_dot_product
+
+    torch.manual_seed(0)
+    edges = torch.rand(8, 8) < 0.3
+    edges |= edges.T | torch.eye(8, dtype=torch.bool)  # (N, N): undirected, with self-loops
+    q = k = torch.randn(2, 8, 4)  # (H, N, d)
+    _, weights = scaled_dot_product(q, k, k, edges)  # (H, N, N)
+    driver = page(attention_data([Layer("layers.0", "self", weights)],
+                                 [f"{n}:node" for n in range(8)]))
+    ready(driver)
+    grey = [226, 226, 226]
+    for i in range(8):
+        for j in range(8):
+            assert (_pixel(driver, i, j) == grey) == (not edges[i, j]), (i, j)
+    assert "grey: masked" in driver.find_element(By.ID, "legend").text
+    hover(driver, '.qtok[data-index="0"]')
+    rows = driver.find_elements(By.CSS_SELECTOR, "#readout ol.weights li")
+    assert ["masked" in r.get_attribute("class") for r in rows] == (~edges[0]).tolist()
+
+
+def test_every_map_sits_in_its_layers_row_and_its_heads_column(page):
+    """With a first layer of one head and a second of three, the grid had one column of maps:
+    layer 2's heads 2 and 3 slid under layer 3's label, so the map beside "L3" was layer 2's.
+    Each map now sits in the row of its layer's label and the column of its head's."""
+    rng = np.random.default_rng(0)
+    layers = []
+    for i, H in enumerate((1, 3, 2)):
+        w = rng.random((H, 4, 4))
+        layers.append(Layer(f"layers.{i}", "self", w / w.sum(-1, keepdims=True)))
+    driver = page(attention_data(layers, list("abcd")))
+    ready(driver)
+    rows = [e.rect for e in driver.find_elements(By.CSS_SELECTOR, "#grid .layer-label")]
+    columns = [e.rect for e in driver.find_elements(By.CSS_SELECTOR, "#grid .head-label")]
+    assert len(rows) == 3 and len(columns) == 3
+    thumbs = driver.find_elements(By.CSS_SELECTOR, "#grid canvas.thumb")
+    assert len(thumbs) == 6
+    for thumb in thumbs:
+        l, h = int(thumb.get_attribute("data-layer")), int(thumb.get_attribute("data-head"))
+        box = thumb.rect
+        row, column = rows[l], columns[h]
+        assert box["y"] <= row["y"] + row["height"] / 2 <= box["y"] + box["height"], (l, h)
+        assert box["x"] <= column["x"] + column["width"] / 2 <= box["x"] + box["width"], (l, h)

@@ -39,7 +39,10 @@
                         causal: "causal self-attention" };
   const queryTokens = (l) => l.query_tokens || data.query_tokens;
   const keyTokens = (l) => l.key_tokens || data.key_tokens;
-  const masked = (l, i, j) => l.kind === "causal" && j > i;
+  // a key the query cannot see: a causal layer's later keys, and the cells the data marks
+  // masked (every head's weight exactly 0, as a mask makes it: a graph's non-edge)
+  const masked = (l, i, j) => (l.kind === "causal" && j > i) ||
+    (l.masked !== undefined && l.masked[i][j] === 1);
 
   // data.focus: the row --input names (a graph's node), pinned from the start
   // rowScale: colour each row from 0 to its own largest weight (null: the default, per layer)
@@ -143,7 +146,9 @@
   function buildGrid() {
     grid.textContent = "";
     const g = groups[state.group];
-    const H = data.layers[g.layers[0]].weights.length;
+    // as many columns as the layer with the most heads: a layer with fewer leaves its row's
+    // last cells empty (else its neighbours' maps would slide under other layers' labels)
+    const H = Math.max(...g.layers.map((index) => data.layers[index].weights.length));
     const size = Math.max(18, Math.min(64, Math.floor(330 / H) - 4));
     grid.style.gridTemplateColumns = `2.6em repeat(${H}, ${size}px)`;
     grid.appendChild(el("span", { class: "corner-label" }));
@@ -158,6 +163,9 @@
         paint(c, layer, layer.weights[h]);
         c.addEventListener("click", () => showHead(l, h));
         grid.appendChild(c);
+      }
+      for (let h = layer.weights.length; h < H; h++) {
+        grid.appendChild(el("span", { class: "no-head" }));
       }
     });
   }
@@ -244,7 +252,8 @@
     legendMax.textContent = byRow(layer) ? "row's largest" : max.toFixed(3);
     legendNote.textContent = (byRow(layer) ? "scale: each row from 0 to its own largest weight"
       : "scale: 0 to this map's largest weight") +
-      (layer.kind === "causal" ? " · grey: a later token, which a query cannot see" : "");
+      (layer.kind === "causal" ? " · grey: a later token, which a query cannot see" : "") +
+      (layer.masked ? " · grey: masked, no weight (a graph's non-edge, a padded key)" : "");
   }
 
   function labelsFor() {
