@@ -31,7 +31,9 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from ...data.feature_sets import feature_stats, parse_set, standardise
+from ...data.overlap import shared_inputs
 from ...data.resumable import ShuffledBatches, length_grouped
+from ...data.tables import place
 from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
@@ -545,6 +547,22 @@ def _digits(y: float, std: float) -> int:
     return min(17, 6 + max(0, math.ceil(math.log10(abs(y) / std))))  # 17: a double's
 
 
+def _note_trained_on(cfg: RunSettings, pairs: list, places: list[str], what: str) -> None:
+    """The warning that train classify gives a --test file, for ``evaluate --data``: some of
+    its texts are training texts of the run, so its scores are partly of what the model
+    learned (the training split is re-drawn from the run's files; nothing is said where they
+    changed or moved since, as there is then nothing to compare with)."""
+    if cfg.set_column:  # sets are tensors; train classify compares texts only too
+        return
+    try:
+        train = load_splits(cfg, val_file=False)["train"]
+    except UsageError:
+        return
+    note = shared_inputs((x for x, _ in train), [x for x, _ in pairs], places, what=what)
+    if note:
+        print(note, file=sys.stderr, flush=True)
+
+
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
     with cls pooling; a pretrained encoder's special tokens as its tokenizer adds them), every
@@ -581,6 +599,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         features = cfg.feature_names if cfg.set_column else None
         pairs, lines, path, _ = read_examples(cfg, "data", data, features)
         check_labels(pairs, lines, path, None if cfg.regression else set(cfg.labels), "data")
+        _note_trained_on(cfg, pairs, [place(path, line) for line in lines], f"--data {path}")
     else:
         check_test_files(files_of(cfg), cfg.data_sha256)
         # and its bytes are the recorded ones (load_splits)
