@@ -20,7 +20,8 @@ from attnlab.cli import main  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
 from attnlab.interop.hf_tokenizer import HFTokenizer  # noqa: E402
 from attnlab.models import BertClassifier  # noqa: E402
-from attnlab.tasks.classify.runtime import Padding  # noqa: E402
+from attnlab.tasks import get_task  # noqa: E402
+from attnlab.tasks.classify.runtime import Padding, _inputs  # noqa: E402
 from tests.interop.test_checkpoint import _wordpiece, save_bert, save_roberta  # noqa: E402
 from tests.training.loop_probe import probe_loop  # noqa: E402
 
@@ -154,6 +155,20 @@ def test_batches_are_what_the_checkpoints_tokenizer_gives(dirs, name):
         want = theirs(PROBES + [" ".join(TEXTS) * 3], padding=True, truncation=True,
                       max_length=16, return_tensors="pt")
         assert _named(got) == {k: want[k].tolist() for k in theirs.model_input_names}
+
+
+def test_texts_cut_by_max_len_are_counted_with_the_special_tokens(dirs, capsys):
+    tok = read_checkpoint(dirs["bert"], task="classify").tokenizer
+    cfg = get_task("classify").config(arch="bert", init="x", max_len=9, labels=["a", "b"])
+    whole = [len(ids) for ids, _ in tok.encode_for_model(TEXTS, 1 << 30)]  # [CLS] ... [SEP]
+    cut = sum(n > 9 for n in whole)
+    assert 0 < cut < len(TEXTS)
+    inputs = _inputs(cfg, tok, TEXTS, "test texts")
+    assert inputs == tok.encode_for_model(TEXTS, 9)
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {cut} of the {len(TEXTS)} test texts are longer than --max-len 9 tokens, the "
+        f"checkpoint's special tokens included: the model reads the first 9 of each, and the "
+        f"rest plays no part"]
 
 
 @pytest.mark.parametrize("name", ["bert", "roberta"])

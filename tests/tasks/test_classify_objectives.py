@@ -79,6 +79,17 @@ def test_a_label_set_is_split_stripped_and_sorted_and_a_jsonl_list_is_one():
     assert parse_label(" 2.5e1 ", "regression", "|", "here") == 25.0
 
 
+def test_the_help_says_label_sets_and_numbers_are_held_out_from_all_rows(capsys):
+    # (it said "per class" alone: a row of two labels, or a number, has no one class)
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "classify", "--help"])
+    assert stop.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, share in (("--test FILE", "--test-fraction"), ("--val FILE", "--val-fraction")):
+        assert (f"{flag} {'test' if flag[2] == 't' else 'validation'} data (default: {share} of "
+                f"--data, per class; from all rows with --multi-label or --regression)") in text
+
+
 @pytest.mark.slow
 def test_multi_label_scores_agree_with_sklearn_on_the_runs_predictions(multi_run):
     from sklearn.metrics import accuracy_score, f1_score

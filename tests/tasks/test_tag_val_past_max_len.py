@@ -12,7 +12,8 @@ file's sentences longer than ``--max-len 3`` with names past it; then ``attnlab 
 and words, so their ratios agree to float32 rounding (atol 1e-6; metrics.json keeps 6 digits).
 
 Training says how many words of its split lie past ``--max-len``: their tags are not trained
-(before, it said nothing, and only the test split's warning told of such words).
+(before, it said nothing, and only the test split's warning told of such words); and how many
+of the validation split's, which its scores read as ``O``.
 """
 import json
 import random
@@ -35,7 +36,10 @@ def test_val_scores_count_the_words_past_max_len_as_evaluate_does(tmp_path, caps
     run = tmp_path / "run"
     assert main(["train", "tag", "--data", str(write_conll(tmp_path / "train.conll", train)),
                  "--val", str(val_file), "--max-len", "3", "--out", str(run), *TINY]) == 0
-    capsys.readouterr()
+    # and training says so when it starts (it said nothing of the validation split's words)
+    cut = sum(len(words) - 3 for words, _ in val)
+    assert (f"warning: {cut} word(s) of the validation split lie past --max-len 3 (words) and "
+            f"have no prediction: they are read as O") in capsys.readouterr().err.splitlines()
     assert main(["evaluate", str(run), "--data", str(val_file)]) == 0
     evaluated = json.loads(capsys.readouterr().out)
     assert evaluated["test_recall"] < 0.5  # most names lie past --max-len: missed

@@ -31,7 +31,9 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from ...data.feature_sets import feature_stats, parse_set, standardise
+from ...data.overlap import shared_inputs
 from ...data.resumable import ShuffledBatches, length_grouped
+from ...data.tables import place
 from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
@@ -222,18 +224,37 @@ def _targets(cfg, pairs) -> list:
     return [index[lab] for _, lab in pairs]
 
 
-def _inputs(cfg, tokenizer, xs) -> list:
+def _inputs(cfg, tokenizer, xs, what: str | None = None) -> list:
     """Model inputs: token ids of texts, or feature sets standardised as in training; a
-    pretrained encoder's (input_ids, token_type_ids) with its special tokens."""
+    pretrained encoder's (input_ids, token_type_ids) with its special tokens. ``what`` (the
+    texts' name: "test texts") asks for a warning when --max-len cut any of them."""
     if cfg.set_column:
         return standardise(xs, cfg.feature_mean, cfg.feature_std)
     if pretrained(cfg):
-        return tokenizer.encode_for_model(xs, cfg.max_len)
-    return encode(tokenizer, xs, cfg.max_len)
+        inputs = tokenizer.encode_for_model(xs, cfg.max_len)
+        whole = (tokenizer.encode_for_model(xs, 1 << 30) if what else inputs)  # uncut
+        lengths = [len(ids) for ids, _ in whole]
+    else:
+        full = tokenizer.encode_batch(xs)
+        inputs, lengths = [ids[: cfg.max_len] for ids in full], [len(ids) for ids in full]
+    if what:
+        _say_cut(sum(n > cfg.max_len for n in lengths), len(xs), what, cfg)
+    return inputs
 
 
-def _test_batches(cfg, tokenizer, pairs):
-    return make_batches(_inputs(cfg, tokenizer, [x for x, _ in pairs]),
+def _say_cut(cut: int, texts: int, what: str, cfg: RunSettings) -> None:
+    """One line on stderr when ``cut`` of the ``texts`` (``what``: "training texts") were
+    longer than --max-len: the model reads only their first tokens (as tag warns of words past
+    it), and nothing else would say so."""
+    if cut:
+        specials = ", the checkpoint's special tokens included" if pretrained(cfg) else ""
+        print(f"warning: {cut} of the {texts} {what} {'is' if cut == 1 else 'are'} longer than "
+              f"--max-len {cfg.max_len} tokens{specials}: the model reads the first "
+              f"{cfg.max_len} of each, and the rest plays no part", file=sys.stderr, flush=True)
+
+
+def _test_batches(cfg, tokenizer, pairs, what: str | None = None):
+    return make_batches(_inputs(cfg, tokenizer, [x for x, _ in pairs], what),
                         _targets(cfg, pairs), EVAL_BATCH, padding=Padding.of(cfg, tokenizer))
 
 
@@ -307,10 +328,12 @@ def _decide(cfg, outputs: torch.Tensor) -> torch.Tensor:
                   mean=cfg.target_mean or 0.0, std=cfg.target_std or 1.0)
 
 
-def _test_metrics(cfg, model, tokenizer, pairs) -> tuple[dict, torch.Tensor, torch.Tensor]:
+def _test_metrics(cfg, model, tokenizer, pairs, what: str = "test texts"
+                  ) -> tuple[dict, torch.Tensor, torch.Tensor]:
     """(the metrics of ``pairs`` (``test_scores``); the answers; the truth: classes, label
-    sets as 0/1, or the numbers as read), in the same order."""
-    inputs = _inputs(cfg, tokenizer, [x for x, _ in pairs])
+    sets as 0/1, or the numbers as read), in the same order; a warning names the texts
+    (``what``) that --max-len cut."""
+    inputs = _inputs(cfg, tokenizer, [x for x, _ in pairs], what)
     # make_batches reorders by length: each batch's "targets" are its rows' positions
     outputs, where = collect_predictions(model, make_batches(
         inputs, list(range(len(pairs))), EVAL_BATCH, padding=Padding.of(cfg, tokenizer)))
@@ -358,7 +381,7 @@ def _prepare(cfg, splits: dict[str, Any], start) -> tuple[Any, Any, list]:
         cfg = cfg.derive(model_vocab_size=tokenizer.vocab_size)
         # (a Chinese review is one unknown "word" to the word tokeniser: chance, silently)
         note_pieces(tokenizer, [x for x, _ in splits["val"]], "the validation texts")
-    return cfg, tokenizer, _inputs(cfg, tokenizer, xs)
+    return cfg, tokenizer, _inputs(cfg, tokenizer, xs, "training texts")
 
 
 
@@ -377,7 +400,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     # config.yaml keeps --epochs alone as the budget: the steps are not written back
     steps = (epoch_steps(cfg, train.num_batches, cfg.epochs) if cfg.epochs
              else cfg.max_steps)
-    val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"]),
+    val_loader = torch.utils.data.DataLoader(_test_batches(cfg, tokenizer, splits["val"],
+                                                           "validation texts"),
                                              batch_size=None)
     model = start.weights_into(build_model(cfg), cfg.labels)
     module = _module(ClassifierModule, model, cfg, steps)
@@ -487,7 +511,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     else:
         xs = texts
         note_unknown(tokenizer, texts, labels)
-    inputs = _inputs(cfg, tokenizer, xs)
+    inputs = _inputs(cfg, tokenizer, xs, "inputs")
     outputs = torch.empty(len(inputs), _outputs(cfg))
     # make_batches reorders by length: each batch's "targets" are its inputs' positions
     for *batch, where in make_batches(inputs, list(range(len(inputs))), EVAL_BATCH,
@@ -521,6 +545,22 @@ def _digits(y: float, std: float) -> int:
     if not (y and math.isfinite(y)):
         return 6  # nan, inf and 0 print as they are
     return min(17, 6 + max(0, math.ceil(math.log10(abs(y) / std))))  # 17: a double's
+
+
+def _note_trained_on(cfg: RunSettings, pairs: list, places: list[str], what: str) -> None:
+    """The warning that train classify gives a --test file, for ``evaluate --data``: some of
+    its texts are training texts of the run, so its scores are partly of what the model
+    learned (the training split is re-drawn from the run's files; nothing is said where they
+    changed or moved since, as there is then nothing to compare with)."""
+    if cfg.set_column:  # sets are tensors; train classify compares texts only too
+        return
+    try:
+        train = load_splits(cfg, val_file=False)["train"]
+    except UsageError:
+        return
+    note = shared_inputs((x for x, _ in train), [x for x, _ in pairs], places, what=what)
+    if note:
+        print(note, file=sys.stderr, flush=True)
 
 
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
@@ -559,10 +599,12 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         features = cfg.feature_names if cfg.set_column else None
         pairs, lines, path, _ = read_examples(cfg, "data", data, features)
         check_labels(pairs, lines, path, None if cfg.regression else set(cfg.labels), "data")
+        _note_trained_on(cfg, pairs, [place(path, line) for line in lines], f"--data {path}")
     else:
         check_test_files(files_of(cfg), cfg.data_sha256)
         # and its bytes are the recorded ones (load_splits)
         pairs = load_splits(cfg, val_file=False)["test"]
-    metrics, _, _ = _test_metrics(cfg, model, tokenizer, pairs)
+    metrics, _, _ = _test_metrics(cfg, model, tokenizer, pairs,
+                                  "test texts" if data is None else f"texts of --data {data}")
     _report(cfg, metrics, "", sys.stderr)
     return metrics

@@ -71,6 +71,9 @@ __all__ = ["ClassifyTask", "ClassifySettings", "TASKS"]
 
 _MODEL_FLAGS = ("model_dim", "num_heads", "num_layers", "dim_feedforward", "dropout",
                 "norm_first", "pooling", "positional", "max_len")  # the classifier's flags here
+# how --val-fraction and --test-fraction draw (data._classes): a label set or a number has no
+# one class to draw by
+_DRAWN = "per class; from all rows with --multi-label or --regression"
 
 
 @dataclass
@@ -81,8 +84,8 @@ class ClassifySettings(AdaptSettings, PretrainedEncoderFields):
 
     data: str = file_setting("training data: .csv, .tsv, .jsonl, .parquet or a datasets "
                              "directory (a DatasetDict's split: DIR/train)")
-    test: str = file_setting("test data (default: --test-fraction of --data, per class)")
-    val: str = file_setting("validation data (default: --val-fraction of --data, per class)")
+    test: str = file_setting(f"test data (default: --test-fraction of --data, {_DRAWN})")
+    val: str = file_setting(f"validation data (default: --val-fraction of --data, {_DRAWN})")
     text_column: str = setting("text", help="column of the texts", metavar="NAME")
     label_column: str = setting("label", help="column of the labels", metavar="NAME")
     tokenizer: str = setting("word", help="how texts become tokens",

@@ -227,18 +227,25 @@ class Unread:
         empty = [words[i] for e, words in zip(encoded, sentences) for i in e.empty]
         return cls(sum(pos is None for e in encoded for pos in e.first) - len(empty), empty)
 
-    def say(self, cfg: RunSettings, *, training: bool = False) -> None:
+    def say(self, cfg: RunSettings, *, training: bool = False,
+            validation: bool = False) -> None:
         """A warning line on stderr per cause (none when every word was read); ``training``:
-        the words are the training split's, whose tags are then not trained."""
+        the words are the training split's, whose tags are then not trained; ``validation``:
+        the validation split's, read as ``O`` by its scores (those without a subword left out,
+        ``_labels``), which --keep-best and --patience compare."""
         what = "subword" if pretrained(cfg) else "word"
         if self.cut and training:
             print(f"warning: {self.cut} word(s) of the training split lie past --max-len "
                   f"{cfg.max_len} ({what}s): their tags are not trained", file=sys.stderr,
                   flush=True)
         elif self.cut:
-            print(f"warning: {self.cut} word(s) lie past --max-len {cfg.max_len} ({what}s) and "
-                  f"have no prediction: they are read as O", file=sys.stderr, flush=True)
-        self.say_empty(cfg, "their tags are not trained" if training else "they are read as O")
+            split = " of the validation split" if validation else ""
+            print(f"warning: {self.cut} word(s){split} lie past --max-len {cfg.max_len} "
+                  f"({what}s) and have no prediction: they are read as O", file=sys.stderr,
+                  flush=True)
+        self.say_empty(cfg, "their tags are not trained" if training else
+                       "the validation scores leave them out" if validation else
+                       "they are read as O")
 
     def say_empty(self, cfg: RunSettings, then: str) -> None:
         if self.empty:
@@ -335,8 +342,9 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
                             len(encoded), cfg.batch_size, cfg.seed)
     steps = (epoch_steps(cfg, train.num_batches, cfg.epochs) if cfg.epochs
              else cfg.max_steps)
-    val = make_batches(*_batches_of(cfg, tokenizer, splits["val"], cut=True)[:2], 64,
-                       **_batching(cfg, tokenizer))
+    val_encoded, val_labels, _ = _batches_of(cfg, tokenizer, splits["val"], cut=True)
+    Unread.of(val_encoded, splits["val"].words).say(cfg, validation=True)
+    val = make_batches(val_encoded, val_labels, 64, **_batching(cfg, tokenizer))
     module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
     result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
                  max_steps=steps, val_check_interval=cfg.val_every or min(
