@@ -128,6 +128,21 @@ def test_an_lm_input_with_characters_the_model_lacks_is_noted(runs, tmp_path, ca
     assert "note: --input holds pieces unknown to this model, each read as unk: '§'" in err
 
 
+def test_a_classify_input_with_words_the_model_lacks_is_noted(runs, tmp_path, capsys):
+    """view and plot attention of a classify run labelled a word the model read as unk with
+    the word itself ('zebra'), where predict says it was read as unk."""
+    run, _ = runs["classify"]
+    code, _, err = view(capsys, run, "--input", "the zebra was great", "--out",
+                        tmp_path / "unknown.html")
+    assert code == 0
+    assert err == "note: --input holds pieces unknown to this model, each read as unk: 'zebra'\n"
+    assert main(["plot", "attention", str(run), "--input", "the zebra was great", "--out",
+                 str(tmp_path / "unknown.png")]) == 0
+    assert capsys.readouterr().err == err
+    assert view(capsys, run, "--input", "the film was great", "--out",
+                tmp_path / "known.html")[2] == ""  # every word known: no note
+
+
 def test_an_earlier_page_is_replaced_only_when_named(run_copy, capsys):
     run, text = run_copy("reverse")  # the earlier page is the run's own
     page = run / "attention.html"

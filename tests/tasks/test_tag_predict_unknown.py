@@ -20,3 +20,7 @@ def test_predict_names_the_words_a_tag_run_reads_as_unk(tmp_path, capsys):
     assert captured.out.startswith("Xavier/")
     assert main(["predict", str(out), "--input", "John lives in Rome"]) == 0
     assert capsys.readouterr().err == ""
+    # the attention map's labels are the words: one read as unk is named there too
+    assert main(["plot", "attention", str(out), "--input", "Xavier lives in Zürich", "--out",
+                 str(tmp_path / "map.png")]) == 0
+    assert capsys.readouterr().err == captured.err

@@ -569,6 +569,8 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     layer's (H, T, T) map. A feature set's elements are labelled by
     their position and values, ``"0:(1.5,2)"``."""
     model, tokenizer = _load(run_dir, cfg)
+    if tokenizer is not None:  # a label of a piece the model read as unk would pass for it
+        note_unknown(tokenizer, [text], ["--input"])
     if tokenizer is None:
         features = parse_set(text, cfg.feature_names)  # (T, F), as the user wrote them
         x = _inputs(cfg, None, [features])[0][None]  # (1, T, F) standardised

@@ -402,6 +402,8 @@ class _WholeWords:
     white space) that the vocabulary lacks is read as ``<unk>``, as ``encode_words`` reads it
     (``WordTokenizer.unknown`` would split it into attnlab's word pieces instead)."""
 
+    unknown_means = WordTokenizer.unknown_means  # what such a word is, in the note's words
+
     def __init__(self, vocabulary: WordTokenizer) -> None:
         self.vocabulary = vocabulary
 
@@ -416,13 +418,18 @@ def _words(text: str, label: str) -> list[str]:
     return words
 
 
+def _note_unknown(cfg: RunSettings, tokenizer, texts: list[str], labels: list[str]) -> None:
+    """The note of the inputs' words (or a checkpoint's subwords) read as unk."""
+    note_unknown(tokenizer if pretrained(cfg) else _WholeWords(tokenizer), texts, labels)
+
+
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's words (split at white space) with their tags: ``"prediction"`` the tags,
     ``"tokens"`` the words, and the printed ``"line"`` ``word/TAG word/TAG ...``."""
     model, tokenizer = _load(run_dir, cfg)
     sentences = [_words(t, label) for t, label in zip(texts, labels)]
-    note_unknown(tokenizer if pretrained(cfg) else _WholeWords(tokenizer), texts, labels)
+    _note_unknown(cfg, tokenizer, texts, labels)
     predicted, unread = predict_tags(cfg, model, tokenizer, sentences)
     unread.say(cfg)
     return [{"prediction": tags, "tokens": words,
@@ -450,6 +457,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     and column per word (from scratch) or per subword, special tokens included (``--init``)."""
     model, tokenizer = _load(run_dir, cfg)
     words = _words(text, "--input")
+    _note_unknown(cfg, tokenizer, [text], ["--input"])  # as predict says it: a label is a word
     e = encode_words(cfg, tokenizer, [words])[0]
     # the words cut by --max-len: those without a token that are not empty (a word that gives
     # the checkpoint's tokenizer no subword, a zero-width space, is read, as nothing)
