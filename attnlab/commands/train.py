@@ -522,7 +522,9 @@ def _after_failure(e: BaseException, cfg: RunSettings, run_dir: Path,
     """The exception to report for a run that stopped: an interruption says how to continue;
     a run that never reached its first checkpoint leaves nothing behind that would block the
     same command from running again."""
-    if isinstance(e, Interrupted) and e.checkpointed:
+    # a second Ctrl-C stops before the step's checkpoint: the run goes on from an earlier one,
+    # or, with none yet, is one that never started
+    if isinstance(e, Interrupted) and e.checkpointed and preflight.has_checkpoint(run_dir):
         return e
     removed = preflight.discard_unstarted(run_dir, found=found, created=created)
     what = (f"removed what it wrote in {run_dir}" if found == "empty"  # the user's: it stays

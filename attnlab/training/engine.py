@@ -664,10 +664,23 @@ class Loop:
             self.fabric.save(temporary, state)
         except BaseException as e:  # a full disk: no half-written file left taking its space
             temporary.unlink(missing_ok=True)
+            stop = _interruption(e)
+            if stop is not None:  # a second Ctrl-C, whatever torch.save raised on top of it
+                raise stop from None
             raise naming(e, path)
         if self.fabric.is_global_zero:
             os.replace(temporary, path)
         self.fabric.barrier()
+
+
+def _interruption(error: BaseException | None) -> Interrupted | None:
+    """The ``Interrupted`` (a second signal) that ``error`` is, or was raised while handling:
+    raised inside ``torch.save``'s zip writer, it made the writer fail on closing the
+    half-written file, and that ``RuntimeError`` ("unexpected pos ...") replaced it, so that
+    a second Ctrl-C during a checkpoint's write ended in a traceback and exit status 1."""
+    while error is not None and not isinstance(error, Interrupted):
+        error = error.__context__
+    return error
 
 
 def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir: Path, *,

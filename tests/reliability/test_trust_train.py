@@ -186,6 +186,72 @@ def test_a_resumed_run_stops_early_at_the_step_an_uninterrupted_run_does(tmp_pat
     assert metrics["stopped_early"] == expected["stopped_early"]
 
 
+def _second_ctrl_c_while_saving(monkeypatch, step):
+    """Ctrl-C after ``step``, and Ctrl-C again while that step's checkpoint is being written:
+    the second signal arrives inside ``torch.save``, as a user pressing twice may send it."""
+    from ..training.loop_probe import probe_loop
+
+    pressed = []
+
+    class SignalAt:
+        def on_train_batch_end(self, loop):
+            if loop.step == step:
+                pressed.append(step)
+                os.kill(os.getpid(), signal.SIGINT)
+
+    real_save = torch.save
+
+    class File:  # the file torch.save writes to, pressing Ctrl-C at its third write
+        def __init__(self, f):
+            self.f, self.writes = f, 0
+
+        def write(self, data):
+            self.writes += 1
+            if self.writes == 3 and pressed and len(pressed) < 2:
+                pressed.append("again")
+                os.kill(os.getpid(), signal.SIGINT)
+            return self.f.write(data)
+
+        def flush(self):
+            self.f.flush()
+
+    probe_loop(monkeypatch, SignalAt())
+    monkeypatch.setattr(torch, "save", lambda obj, f, **kw: real_save(obj, File(f), **kw))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("every,last", [
+    (5, "interrupted again (SIGINT) before the step's checkpoint was written; the last "
+        "checkpoint is kept; continue with: attnlab train reverse --out {out} --resume"),
+    (1000, "interrupted (SIGINT) before the first checkpoint; removed {out}, so the same "
+           "command can run again"),
+])
+def test_a_second_ctrl_c_during_a_checkpoint_write_stops_in_one_line(tmp_path, monkeypatch,
+                                                                     capsys, every, last):
+    """Ctrl-C, then Ctrl-C again while the step's checkpoint was being written, ended in a
+    traceback (torch.save's RuntimeError "unexpected pos ...") with exit status 1 and no word
+    of how to continue. Now: exit 130 and one line; the run resumes from the checkpoint before
+    (step 5), or, with none before, is removed as a run that never started (not kept with a
+    line that promised a checkpoint)."""
+    out = tmp_path / "run"
+    argv = ["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "20",
+            "--checkpoint-every", str(every), "--val-every", "1000", "--no-early-stop"]
+    with monkeypatch.context() as m:
+        _second_ctrl_c_while_saving(m, 7)
+        capsys.readouterr()
+        assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert TRACEBACK not in err, err
+    assert err.splitlines()[-1] == f"attnlab: {last.format(out=out)}"
+    if every > 7:
+        assert not out.exists()
+        return
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["last.ckpt"]
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 5
+    assert main([*argv, "--resume"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 20
+
+
 # ---- resuming a finished run is a no-op ------------------------------------------------------
 
 @pytest.mark.slow
