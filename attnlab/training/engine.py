@@ -810,8 +810,9 @@ def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> 
                                 cooldown=opt_cfg.cooldown), e) for e in steps)
     if peak >= WARMUP_PEAK_WARNING:
         return None
-    return (f"--warmup {cfg.warmup} with a {max_steps}-step budget: the learning rate peaks "
-            f"at {peak:.2f} x --lr {lr:g} (step {at}); shorten --warmup or raise the budget")
+    # the step as logs/metrics.csv counts it (steps done: 1 is the first, at the schedule's e=0)
+    return (f"--warmup {opt_cfg.warmup} with a {max_steps}-step budget: the learning rate peaks "
+            f"at {peak:.2f} x --lr {lr:g} (step {at + 1}); shorten --warmup or raise the budget")
 
 
 def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dict[str, float],

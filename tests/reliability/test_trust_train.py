@@ -638,6 +638,23 @@ def test_a_warmup_longer_than_the_budget_is_warned_about(tmp_path, capsys):
     assert m and float(m.group(1)) < 0.02, err
 
 
+@pytest.mark.slow
+def test_the_warmup_warning_names_the_step_the_runs_log_peaks_at(tmp_path, capsys):
+    """The warning counted steps from 0, as the schedule's formula does, and the run's own log
+    counts steps done: it said "(step 17)" where logs/metrics.csv's lr peaked at step 18."""
+    out = tmp_path / "r"
+    assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE, "--warmup", "100",
+                 "--max-steps", "40", "--no-early-stop"]) == 0
+    m = re.search(r"the learning rate peaks at (0\.\d\d) x --lr 0\.01 \(step (\d+)\)",
+                  capsys.readouterr().err)
+    with open(out / "logs" / "metrics.csv") as f:
+        rates = {int(row["step"]): float(row["lr"]) for row in csv.DictReader(f) if row["lr"]}
+    top = max(rates, key=rates.__getitem__)
+    assert len(rates) == 20 and top not in (min(rates), max(rates)), rates  # a peak, logged
+    assert m and int(m.group(2)) == top, (m and m.group(0), top)
+    assert float(m.group(1)) == pytest.approx(rates[top] / 0.01, abs=0.005)
+
+
 def test_the_default_schedules_are_not_warned_about():
     from attnlab.tasks import available_tasks
     from attnlab.tasks.base import SHARED_DEFAULTS
