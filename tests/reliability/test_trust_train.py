@@ -617,6 +617,22 @@ def test_num_nodes_without_a_cluster_environment_exits_2(tmp_path, capsys, monke
     assert not out.exists()
 
 
+@pytest.mark.slow
+def test_processes_started_by_torchrun_without_out_are_refused(tmp_path, capsys, monkeypatch):
+    """torchrun starts every process itself, and without --out each took its own default
+    runs/TASK-<time>: rank 1, a second later, made a directory of its own (with lm, a second
+    copy of the prepared corpus) that nothing used. Refused, naming --out, before anything is
+    written; with --out the same processes share the run."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun gives rank 0 (LOCAL_RANK 0)
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert main(["train", "reverse", "--max-steps", "2", *TINY_REVERSE[2:]]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: 2 processes started by torchrun need "
+                                      "--out DIR: each would choose its own default run "
+                                      "directory")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_cluster_environment_is_recognised():
     cfg = get_task("reverse").config(num_nodes=2)
     preflight.check_cluster(cfg, {"MASTER_ADDR": "10.0.0.1", "NODE_RANK": "1"})
