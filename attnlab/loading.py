@@ -135,7 +135,7 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
         _check_checkpoint(run_dir, checkpoint)
     elif not (run_dir / "model.safetensors").is_file():
         last = checkpoint_file(run_dir, "last")
-        commands = f"{', '.join(CHECKPOINT_COMMANDS[:-1])} and {CHECKPOINT_COMMANDS[-1]}"
+        commands = tasks_phrase(CHECKPOINT_COMMANDS)  # said as task names are: "a, b and c"
         hint = (f"; {commands} take {CHECKPOINT_FLAG} last to use {last}, its last saved step"
                 if last.is_file() else "")
         raise UsageError(f"{where}{run_dir} has no model.safetensors (did training "
