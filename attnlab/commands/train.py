@@ -436,10 +436,13 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
 
         preflight.check_budget(run_dir, cfg)
         # the budget as it now stands: the run's, unless a flag or --config raised it
-        done = preflight.finished_message(run_dir, read_yaml(run_dir / "config.yaml"), cfg)
+        saved = read_yaml(run_dir / "config.yaml")
+        done = preflight.finished_message(run_dir, saved, cfg)
         if done:
             print(f"attnlab: {done}", file=sys.stderr)
             return None
+        for note in preflight.resume_notes(saved, cfg.record()):  # a run that trains on
+            print(note, file=sys.stderr)
         if not preflight.has_checkpoint(run_dir) and (run_dir / "model.safetensors").is_file():
             raise UsageError(f"--resume: no checkpoint to resume from in {run_dir}/checkpoints")
     preflight.check_cluster(cfg)

@@ -574,6 +574,23 @@ def test_resume_with_other_settings_names_each_and_changes_nothing(reverse_run, 
 
 
 @pytest.mark.slow
+def test_resume_with_another_thread_count_says_the_weights_will_differ(tmp_path, capsys):
+    """--threads may change on --resume, but the run then no longer ends with the weights of
+    one that never stopped (float sums in another order), and nothing said so."""
+    out = tmp_path / "run"
+    argv = ["train", "reverse", "--out", str(out), *TINY_REVERSE, "--no-early-stop"]
+    assert main([*argv, "--max-steps", "4", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--resume", "--max-steps", "6", "--threads", "2"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "(the run had" in line]
+    assert notes == ["note: --resume: --threads 2 (the run had 1): the run trains on, but will "
+                     "not end with the weights of one that never stopped (another --threads "
+                     "adds up in another order; other processes see other batches)"]
+    assert main([*argv, "--resume", "--max-steps", "8", "--threads", "2"]) == 0
+    assert "(the run had" not in capsys.readouterr().err  # config.yaml now records 2
+
+
+@pytest.mark.slow
 def test_resume_with_a_config_file_that_differs_is_refused_too(reverse_run, tmp_path, capsys):
     import shutil
 
