@@ -32,6 +32,8 @@ __all__ = ["check_run_dir", "check_config", "check_values", "load", "weights_fro
 # state the training loop saved last (also the only weights of a run that was interrupted)
 CHECKPOINTS = ("last",)
 CHECKPOINT_FLAG = "--checkpoint"
+# the commands that take it (attnlab.commands.checkpoint.add_checkpoint_flag), as a hint names them
+CHECKPOINT_COMMANDS = ("predict", "translate", "generate", "evaluate", "export")
 
 
 def check_values(task, values: dict, where: str, *, training: bool = False,
@@ -133,8 +135,9 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
         _check_checkpoint(run_dir, checkpoint)
     elif not (run_dir / "model.safetensors").is_file():
         last = checkpoint_file(run_dir, "last")
-        hint = (f"; predict, generate, evaluate and export take {CHECKPOINT_FLAG} last to "
-                f"use {last}, its last saved step" if last.is_file() else "")
+        commands = tasks_phrase(CHECKPOINT_COMMANDS)  # said as task names are: "a, b and c"
+        hint = (f"; {commands} take {CHECKPOINT_FLAG} last to use {last}, its last saved step"
+                if last.is_file() else "")
         raise UsageError(f"{where}{run_dir} has no model.safetensors (did training "
                          f"finish?){hint}")
     cfg = get_task(task).read_config(values, cfg_path)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "claim", "discard_unstarted", "first_missing",
            "available_memory",
-           "RESUMABLE"]
+           "RESUMABLE", "resume_notes"]
 
 # Settings a --resume may change: how long, where and how fast a run trains, not what it
 # learns. The step budget may grow; validation does not move the random state
@@ -122,6 +122,25 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
         raise UsageError(f"--resume: {'; '.join(differ)} — a run continues with the settings of "
                          f"{run_dir}/config.yaml: drop the {what}, or start a new run with "
                          f"another --out")
+
+
+# RESUMABLE settings that change how the numbers are added up (the order of a sum over threads,
+# the batches each process sees): a run resumed with another value trains on, but no longer
+# ends with the weights of one that never stopped (docs/cli.md, "Resume")
+REORDERING = ("threads", "devices", "num_nodes")
+
+
+def resume_notes(saved: dict[str, Any], given: dict[str, Any]) -> list[str]:
+    """A note naming each ``REORDERING`` setting ``--resume`` is given another value of than
+    the run trained with (allowed, as it is where or how fast a run trains, but not silent)."""
+    changed = [f"{as_typed(key, given[key])} (the run had {saved[key]})" for key in REORDERING
+               if given.get(key) is not None and saved.get(key) is not None
+               and given[key] != saved[key]]
+    if not changed:
+        return []
+    return [f"note: --resume: {', '.join(changed)}: the run trains on, but will not end with "
+            f"the weights of one that never stopped (another --threads adds up in another "
+            f"order; other processes see other batches)"]
 
 
 def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:

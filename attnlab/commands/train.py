@@ -427,6 +427,11 @@ def _choose_out(cfg: RunSettings) -> Path:
     if not out and cfg.num_nodes > 1:
         raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
+    if not out and int(os.environ.get("WORLD_SIZE") or 1) > 1:
+        # torchrun starts every process itself: each would take its own runs/TASK-<time>
+        # (rank 1's a second later held a second copy of lm's prepared corpus)
+        raise UsageError(f"{os.environ['WORLD_SIZE']} processes started by torchrun need "
+                         f"--out DIR: each would choose its own default run directory")
     return Path(out) if out else _default_out(cfg.task)
 
 
@@ -459,10 +464,13 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
 
         preflight.check_budget(run_dir, cfg)
         # the budget as it now stands: the run's, unless a flag or --config raised it
-        done = preflight.finished_message(run_dir, read_yaml(run_dir / "config.yaml"), cfg)
+        saved = read_yaml(run_dir / "config.yaml")
+        done = preflight.finished_message(run_dir, saved, cfg)
         if done:
             print(f"attnlab: {done}", file=sys.stderr)
             return None
+        for note in preflight.resume_notes(saved, cfg.record()):  # a run that trains on
+            print(note, file=sys.stderr)
         if not preflight.has_checkpoint(run_dir) and (run_dir / "model.safetensors").is_file():
             raise UsageError(f"--resume: no checkpoint to resume from in {run_dir}/checkpoints")
     preflight.check_cluster(cfg)
@@ -550,7 +558,9 @@ def _after_failure(e: BaseException, cfg: RunSettings, run_dir: Path,
     """The exception to report for a run that stopped: an interruption says how to continue;
     a run that never reached its first checkpoint leaves nothing behind that would block the
     same command from running again."""
-    if isinstance(e, Interrupted) and e.checkpointed:
+    # a second Ctrl-C stops before the step's checkpoint: the run goes on from an earlier one,
+    # or, with none yet, is one that never started
+    if isinstance(e, Interrupted) and e.checkpointed and preflight.has_checkpoint(run_dir):
         return e
     removed = preflight.discard_unstarted(run_dir, found=found, created=created)
     what = (f"removed what it wrote in {run_dir}" if found == "empty"  # the user's: it stays

@@ -1,8 +1,9 @@
 """``attnlab translate DIR TEXT... [--beam N]``: translate with a trained translate run.
 
 Prints one translation per line, in the order of the texts; ``--input-file FILE`` (``-``:
-standard input) reads the texts one per line, ``--json`` writes a JSON object per line. Never
-imports Lightning.
+standard input) reads the texts one per line, ``--json`` writes a JSON object per line;
+``--checkpoint last`` translates with an interrupted run's last saved step. Never imports
+Lightning.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 from ..settings import (MAX_BEAM, ModelRunSettings, add_flags, beam_setting, check_options,
                         length_penalty_setting)
+from .checkpoint import add_checkpoint_flag
 from .inputs import add_input_file_flags, read_inputs, write_results
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
@@ -37,12 +39,13 @@ def register(sub) -> None:
     add_flags(p, TranslateOptions)
     add_input_file_flags(p, "text")
     add_quantize_flag(p)
+    add_checkpoint_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..errors import UsageError
-    from ..loading import check_run_dir, tasks_that
+    from ..loading import check_run_dir, tasks_that, weights_from
     from ..tasks import get_task
 
     check_options(args, TranslateOptions, unset=("beam", "length_penalty"))  # the run's
@@ -54,7 +57,7 @@ def run(args) -> int:
     labels = [f"TEXT number {n}" for n in range(1, len(args.texts) + 1)]
     if args.input_file is not None:
         args.texts, labels = read_inputs(args.input_file)
-    run_dir, cfg = check_run_dir(args.run_dir, command="translate",
+    run_dir, cfg = check_run_dir(args.run_dir, command="translate", checkpoint=args.checkpoint,
                                  tasks=tasks_that(lambda task: task.capabilities.translate))
     beams = args.beam or cfg.beam
     if args.length_penalty is not None and beams == 1:  # greedy would ignore it without a word
@@ -65,9 +68,10 @@ def run(args) -> int:
     use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     task = get_task(cfg.task)
     note_if_slower(args.quantize, cfg.task, cfg, len(args.texts))
-    found = task.runtime().translate(task, run_dir, cfg, args.texts, num_beams=args.beam,
-                                     length_penalty=args.length_penalty,
-                                     quantize=args.quantize, labels=labels)
+    with weights_from(run_dir, cfg, args.checkpoint, say=True):
+        found = task.runtime().translate(task, run_dir, cfg, args.texts, num_beams=args.beam,
+                                         length_penalty=args.length_penalty,
+                                         quantize=args.quantize, labels=labels)
     write_results([{"prediction": t} for t in found], args.texts, as_json=args.json,
                   output_key="translation")
     return 0

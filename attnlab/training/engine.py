@@ -664,10 +664,23 @@ class Loop:
             self.fabric.save(temporary, state)
         except BaseException as e:  # a full disk: no half-written file left taking its space
             temporary.unlink(missing_ok=True)
+            stop = _interruption(e)
+            if stop is not None:  # a second Ctrl-C, whatever torch.save raised on top of it
+                raise stop from None
             raise naming(e, path)
         if self.fabric.is_global_zero:
             os.replace(temporary, path)
         self.fabric.barrier()
+
+
+def _interruption(error: BaseException | None) -> Interrupted | None:
+    """The ``Interrupted`` (a second signal) that ``error`` is, or was raised while handling:
+    raised inside ``torch.save``'s zip writer, it made the writer fail on closing the
+    half-written file, and that ``RuntimeError`` ("unexpected pos ...") replaced it, so that
+    a second Ctrl-C during a checkpoint's write ended in a traceback and exit status 1."""
+    while error is not None and not isinstance(error, Interrupted):
+        error = error.__context__
+    return error
 
 
 def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir: Path, *,
@@ -797,8 +810,9 @@ def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> 
                                 cooldown=opt_cfg.cooldown), e) for e in steps)
     if peak >= WARMUP_PEAK_WARNING:
         return None
-    return (f"--warmup {cfg.warmup} with a {max_steps}-step budget: the learning rate peaks "
-            f"at {peak:.2f} x --lr {lr:g} (step {at}); shorten --warmup or raise the budget")
+    # the step as logs/metrics.csv counts it (steps done: 1 is the first, at the schedule's e=0)
+    return (f"--warmup {opt_cfg.warmup} with a {max_steps}-step budget: the learning rate peaks "
+            f"at {peak:.2f} x --lr {lr:g} (step {at + 1}); shorten --warmup or raise the budget")
 
 
 def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dict[str, float],

@@ -54,7 +54,8 @@ def test_an_interrupted_run_answers_as_the_finished_one_from_its_last_checkpoint
     run = runs / name
     assert main([a.format(run=run) for a in command]) == 2  # no model.safetensors
     assert capsys.readouterr().err.endswith(
-        f"has no model.safetensors (did training finish?); predict, generate, evaluate and "
+        f"has no model.safetensors (did training finish?); predict, translate, generate, "
+        f"evaluate and "
         f"export take --checkpoint last to use {run / 'checkpoints' / 'last.ckpt'}, its last "
         f"saved step\n")
     steps = 12 if name == "cut" else 4
@@ -164,3 +165,25 @@ def test_a_really_interrupted_run_of_a_task_with_a_tokenizer_answers_from_its_ch
         assert capsys.readouterr().err == using
     model, tokenizer = attnlab.load(run, checkpoint="last")
     assert tokenizer.decode(tokenizer.encode("the lazy dog")) == "the lazy dog"
+
+
+def test_an_interrupted_translate_run_translates_from_its_last_checkpoint(tmp_path, capsys):
+    """translate was the one command that reads a run without --checkpoint last: an
+    interrupted translate run could not be tried before it was resumed, while the error
+    named four other commands that take the flag."""
+    done, cut = tmp_path / "done", tmp_path / "cut"
+    assert main(["train", "translate", "--out", str(done), "--max-steps", "6", "--max-number",
+                 "1000", "--test-size", "8", "--val-size", "8", "--num-layers", "1",
+                 "--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32",
+                 "--batch-size", "8", "--threads", "1"]) == 0
+    shutil.copytree(done, cut)
+    (cut / "model.safetensors").unlink()
+    capsys.readouterr()
+    finished = _out(capsys, ["translate", str(done), "12", "345"])
+    assert main(["translate", str(cut), "12", "345"]) == 2
+    assert "; predict, translate, generate, evaluate and export take --checkpoint last to use " \
+           in capsys.readouterr().err
+    resumed = _out(capsys, ["translate", str(cut), "12", "345", "--checkpoint", "last"])
+    assert resumed.out == finished.out and len(finished.out.splitlines()) == 2
+    # and the notes of the finished run's translations, after the step it uses
+    assert resumed.err == f"using {cut / 'checkpoints' / 'last.ckpt'} (step 6)\n{finished.err}"

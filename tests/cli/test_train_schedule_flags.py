@@ -103,10 +103,10 @@ def test_the_warmup_warning_reads_each_schedule():
 
 @pytest.mark.parametrize("schedule", ["wsd", "linear", "constant", "cosine", "noam"])
 def test_the_warmup_warning_says_the_highest_rate_a_step_trains_at(schedule):
-    """A 20-step run trains steps 0..19 (metrics.csv's lr column: 0.0 ... 19/30 of --lr for
-    wsd with --warmup 30); the warning read step 20 too, never trained, and said "peaks at
-    0.67 x --lr 0.001 (step 20)" (Noam: "reaches 0.67 of its peak") where the run peaked at
-    0.63."""
+    """A 20-step run trains at the schedule's e = 0..19 (metrics.csv's lr column: 0.0 ...
+    19/30 of --lr for wsd with --warmup 30, at its steps 1..20); the warning read e = 20 too,
+    never trained, and said "peaks at 0.67 x --lr 0.001 (step 20)" (Noam: "reaches 0.67 of
+    its peak") where the run peaked at 0.63. It names the step as metrics.csv counts it."""
     from attnlab.training.engine import warmup_note
     from attnlab.training.module import make_optimizer
 
@@ -125,5 +125,6 @@ def test_the_warmup_warning_says_the_highest_rate_a_step_trains_at(schedule):
         assert f"{max(rates) / peak:.2f}" == "0.63"
         return
     top = max(range(20), key=rates.__getitem__)
-    shown = f"peaks at {rates[top] / 1e-3:.2f} x --lr 0.001 (step {top})"
+    # the step as logs/metrics.csv counts it: rates[0] is the rate of step 1
+    shown = f"peaks at {rates[top] / 1e-3:.2f} x --lr 0.001 (step {top + 1})"
     assert shown in warmup_note(cfg, 20), warmup_note(cfg, 20)

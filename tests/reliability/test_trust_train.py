@@ -186,6 +186,72 @@ def test_a_resumed_run_stops_early_at_the_step_an_uninterrupted_run_does(tmp_pat
     assert metrics["stopped_early"] == expected["stopped_early"]
 
 
+def _second_ctrl_c_while_saving(monkeypatch, step):
+    """Ctrl-C after ``step``, and Ctrl-C again while that step's checkpoint is being written:
+    the second signal arrives inside ``torch.save``, as a user pressing twice may send it."""
+    from ..training.loop_probe import probe_loop
+
+    pressed = []
+
+    class SignalAt:
+        def on_train_batch_end(self, loop):
+            if loop.step == step:
+                pressed.append(step)
+                os.kill(os.getpid(), signal.SIGINT)
+
+    real_save = torch.save
+
+    class File:  # the file torch.save writes to, pressing Ctrl-C at its third write
+        def __init__(self, f):
+            self.f, self.writes = f, 0
+
+        def write(self, data):
+            self.writes += 1
+            if self.writes == 3 and pressed and len(pressed) < 2:
+                pressed.append("again")
+                os.kill(os.getpid(), signal.SIGINT)
+            return self.f.write(data)
+
+        def flush(self):
+            self.f.flush()
+
+    probe_loop(monkeypatch, SignalAt())
+    monkeypatch.setattr(torch, "save", lambda obj, f, **kw: real_save(obj, File(f), **kw))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("every,last", [
+    (5, "interrupted again (SIGINT) before the step's checkpoint was written; the last "
+        "checkpoint is kept; continue with: attnlab train reverse --out {out} --resume"),
+    (1000, "interrupted (SIGINT) before the first checkpoint; removed {out}, so the same "
+           "command can run again"),
+])
+def test_a_second_ctrl_c_during_a_checkpoint_write_stops_in_one_line(tmp_path, monkeypatch,
+                                                                     capsys, every, last):
+    """Ctrl-C, then Ctrl-C again while the step's checkpoint was being written, ended in a
+    traceback (torch.save's RuntimeError "unexpected pos ...") with exit status 1 and no word
+    of how to continue. Now: exit 130 and one line; the run resumes from the checkpoint before
+    (step 5), or, with none before, is removed as a run that never started (not kept with a
+    line that promised a checkpoint)."""
+    out = tmp_path / "run"
+    argv = ["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "20",
+            "--checkpoint-every", str(every), "--val-every", "1000", "--no-early-stop"]
+    with monkeypatch.context() as m:
+        _second_ctrl_c_while_saving(m, 7)
+        capsys.readouterr()
+        assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert TRACEBACK not in err, err
+    assert err.splitlines()[-1] == f"attnlab: {last.format(out=out)}"
+    if every > 7:
+        assert not out.exists()
+        return
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["last.ckpt"]
+    assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 5
+    assert main([*argv, "--resume"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 20
+
+
 # ---- resuming a finished run is a no-op ------------------------------------------------------
 
 @pytest.mark.slow
@@ -508,6 +574,23 @@ def test_resume_with_other_settings_names_each_and_changes_nothing(reverse_run, 
 
 
 @pytest.mark.slow
+def test_resume_with_another_thread_count_says_the_weights_will_differ(tmp_path, capsys):
+    """--threads may change on --resume, but the run then no longer ends with the weights of
+    one that never stopped (float sums in another order), and nothing said so."""
+    out = tmp_path / "run"
+    argv = ["train", "reverse", "--out", str(out), *TINY_REVERSE, "--no-early-stop"]
+    assert main([*argv, "--max-steps", "4", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--resume", "--max-steps", "6", "--threads", "2"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "(the run had" in line]
+    assert notes == ["note: --resume: --threads 2 (the run had 1): the run trains on, but will "
+                     "not end with the weights of one that never stopped (another --threads "
+                     "adds up in another order; other processes see other batches)"]
+    assert main([*argv, "--resume", "--max-steps", "8", "--threads", "2"]) == 0
+    assert "(the run had" not in capsys.readouterr().err  # config.yaml now records 2
+
+
+@pytest.mark.slow
 def test_resume_with_a_config_file_that_differs_is_refused_too(reverse_run, tmp_path, capsys):
     import shutil
 
@@ -551,6 +634,22 @@ def test_num_nodes_without_a_cluster_environment_exits_2(tmp_path, capsys, monke
     assert not out.exists()
 
 
+@pytest.mark.slow
+def test_processes_started_by_torchrun_without_out_are_refused(tmp_path, capsys, monkeypatch):
+    """torchrun starts every process itself, and without --out each took its own default
+    runs/TASK-<time>: rank 1, a second later, made a directory of its own (with lm, a second
+    copy of the prepared corpus) that nothing used. Refused, naming --out, before anything is
+    written; with --out the same processes share the run."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun gives rank 0 (LOCAL_RANK 0)
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert main(["train", "reverse", "--max-steps", "2", *TINY_REVERSE[2:]]) == 2
+    assert one_line_error(capsys) == ("attnlab: error: 2 processes started by torchrun need "
+                                      "--out DIR: each would choose its own default run "
+                                      "directory")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_cluster_environment_is_recognised():
     cfg = get_task("reverse").config(num_nodes=2)
     preflight.check_cluster(cfg, {"MASTER_ADDR": "10.0.0.1", "NODE_RANK": "1"})
@@ -570,6 +669,23 @@ def test_a_warmup_longer_than_the_budget_is_warned_about(tmp_path, capsys):
     m = re.search(r"warning: --warmup 1000 with a 10-step budget: the learning rate peaks at "
                   r"(0\.\d\d) x --lr 0\.01", err)
     assert m and float(m.group(1)) < 0.02, err
+
+
+@pytest.mark.slow
+def test_the_warmup_warning_names_the_step_the_runs_log_peaks_at(tmp_path, capsys):
+    """The warning counted steps from 0, as the schedule's formula does, and the run's own log
+    counts steps done: it said "(step 17)" where logs/metrics.csv's lr peaked at step 18."""
+    out = tmp_path / "r"
+    assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE, "--warmup", "100",
+                 "--max-steps", "40", "--no-early-stop"]) == 0
+    m = re.search(r"the learning rate peaks at (0\.\d\d) x --lr 0\.01 \(step (\d+)\)",
+                  capsys.readouterr().err)
+    with open(out / "logs" / "metrics.csv") as f:
+        rates = {int(row["step"]): float(row["lr"]) for row in csv.DictReader(f) if row["lr"]}
+    top = max(rates, key=rates.__getitem__)
+    assert len(rates) == 20 and top not in (min(rates), max(rates)), rates  # a peak, logged
+    assert m and int(m.group(2)) == top, (m and m.group(0), top)
+    assert float(m.group(1)) == pytest.approx(rates[top] / 0.01, abs=0.005)
 
 
 def test_the_default_schedules_are_not_warned_about():
