@@ -347,10 +347,8 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     encodes chunk by chunk and appends to the token files, so memory use does not grow with the
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
     boundary), and so are a table's rows. The last ``val_fraction`` of the characters is the
-    validation split, moved back to the start of the word it falls in (``_word_start``) for
-    every tokeniser but char, whose pieces a word cut in two would not be. A tokeniser given
-    as an object (a pretrained checkpoint's, ``attnlab prepare --tokenizer DIR``) is used as
-    it is: the first pass only counts characters.
+    validation split, from the start of the word it falls in (``_word_start``; char's at once).
+    A tokeniser given as an object (``attnlab prepare --tokenizer DIR``) is used as it is.
 
     Everything is written under temporary names first; only when the corpus is complete are
     they renamed into place, meta.json last, so an existing corpus is never left half replaced

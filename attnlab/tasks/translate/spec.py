@@ -247,8 +247,10 @@ class TranslateTask(Task):
         --length-penalty, which ``translate --beam N`` of a greedy run uses); a
         recurrent --arch still records the Transformer's settings, as its model is built from
         the same ``Seq2SeqConfig`` (vocabularies, special ids), which requires them."""
-        kept = {*TRANSFORMER_ONLY, "src_column", "tgt_column", "vocab_size",  # recorded before
+        kept = {*TRANSFORMER_ONLY, "src_column", "tgt_column",
                 "length_penalty"}  # `translate --beam N` of the run reads it
+        if cfg.get("init") is None:  # word and char runs recorded it before it was refused
+            kept.add("vocab_size")
         return [name for name in super().unrecorded_settings(cfg) if name not in kept]
 
 
