@@ -4,6 +4,7 @@ split's per-class precision / recall / F1 / support and its confusion matrix (CS
 predictions."""
 import csv
 import json
+import re
 
 import pytest
 import torch
@@ -138,6 +139,25 @@ def test_a_json_weights_file_names_classes_as_the_data_does_spaces_around_them_a
     (tmp_path / "w.json").write_text('{" pos": 2, "pos": 1, "neg": 1}')
     with pytest.raises(UsageError, match="class 'pos' is given twice"):
         resolve_class_weights(str(tmp_path / "w.json"), train, ["neg", "pos"])
+
+
+@pytest.mark.parametrize("weight, kept", [("1e-320", False), ("1e300", False), ("1e-30", True),
+                                           ("1e30", True)])
+def test_a_weight_float32_cannot_hold_is_refused_not_made_0_or_inf(tmp_path, weight, kept):
+    """1e-320 became 0 in the loss (the class silently left out); 1e300 became inf (a NaN loss
+    at step 1)."""
+    import torch
+
+    from attnlab.errors import UsageError
+
+    (tmp_path / "w.json").write_text(f'{{"neg": {weight}, "pos": 1}}')
+    if kept:
+        found = resolve_class_weights(str(tmp_path / "w.json"), ["neg", "pos"], ["neg", "pos"])
+        assert 0 < float(torch.tensor(found["neg"], dtype=torch.float32)) < float("inf")
+        return
+    said = f"class 'neg', {float(weight)!r}, is outside what the loss's float32 holds (1.2e-38 to"
+    with pytest.raises(UsageError, match=re.escape(said)):
+        resolve_class_weights(str(tmp_path / "w.json"), ["neg", "pos"], ["neg", "pos"])
 
 
 class _Logits(nn.Module):

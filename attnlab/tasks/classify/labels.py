@@ -38,6 +38,9 @@ __all__ = ["OBJECTIVES", "objective_of", "parse_label", "label_set", "class_orde
            "balanced_weights", "read_weights", "resolve_class_weights", "LABEL_SEP"]
 
 OBJECTIVES = ("single", "multi", "regression")
+# the smallest normal and the largest float32 (torch.finfo(torch.float32).tiny and .max): a
+# class weight beyond them is 0 (the class left out of the loss) or inf (a NaN loss)
+FLOAT32_TINY, FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e+38
 LABEL_SEP = "|"  # --label-sep's default: a comma is common inside class names ("a, b")
 
 
@@ -148,6 +151,10 @@ def read_weights(path: str) -> dict[str, float]:
         if weight is None or weight <= 0:
             raise UsageError(f"{at}: the weight of class {name!r} must be a positive number, "
                              f"got {value!r}")
+        if not FLOAT32_TINY <= weight <= FLOAT32_MAX:  # the loss's float32 would hold 0 or inf
+            raise UsageError(f"{at}: the weight of class {name!r}, {value!r}, is outside what "
+                             f"the loss's float32 holds ({FLOAT32_TINY:.2g} to "
+                             f"{FLOAT32_MAX:.2g}): it would weigh the class as 0 or inf")
         if name in weights:
             raise UsageError(f"{at}: class {name!r} is given twice")
         weights[name] = weight
