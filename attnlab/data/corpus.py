@@ -256,14 +256,21 @@ def _word_start(text: str, at: int) -> int:
     a run of spaces longer than the context read beside each piece, where a checkpoint's two
     pieces' encodings need not meet (a character twice, or lost).
 
+    White space farther back than ``_CONTEXT_CHARS`` does not move it: a text written without
+    spaces keeps its split where the share of characters puts it.
+
     Examples:
         >>> _word_start("one two   three", 12), _word_start("one two   three", 5)
         (7, 3)
+        >>> _word_start("title\\n" + "字" * 1000, 900)
+        900
     """
     last = max(text.rfind(" ", 0, at + 1), text.rfind("\n", 0, at + 1),
                text.rfind("\t", 0, at + 1))
     start = len(text[:last].rstrip()) if last >= 0 else at
-    return start if start > 0 else at
+    # no white space near (Chinese, Japanese): the split stays where it falls, or the one
+    # newline before a chunk's text would move the whole of it into the validation split
+    return start if 0 < start and at - start <= _CONTEXT_CHARS else at
 
 
 def _with_next(pieces: Iterator[tuple[tuple[int, int], str]]

@@ -64,6 +64,20 @@ def test_the_validation_split_starts_at_a_word_not_inside_one(tmp_path, kind):
     assert tok.decode(val) == text[text.rindex(" ", 0, at):]  # held out from the word's space
 
 
+@pytest.mark.parametrize("kind", ["bpe"])  # (to word, such a text is one word)
+def test_a_text_without_spaces_keeps_its_training_split(tmp_path, kind):
+    """A Chinese text with one newline at its start: the split moved back to that newline, and
+    train.bin held 6 tokens of 20,000 characters, val.bin the rest (review of the word-start
+    rule); white space far from the split does not move it."""
+    text = "标题\n" + "".join("我喜欢这部电影因为它的故事很好看"[i * 7 % 16] for i in range(3000))
+    meta = prepare([write(tmp_path, "zh.txt", text)], tmp_path / "out", tokenizer=kind,
+                   vocab_size=300 if kind == "bpe" else None, val_fraction=0.1)
+    tok = load_tokenizer(tmp_path / "out" / "tokenizer.json")
+    val = np.fromfile(tmp_path / "out" / "val.bin", dtype=np.uint16).tolist()
+    assert tok.decode(val) == text[int(len(text) * 0.9):]  # the last tenth, as counted
+    assert meta["train_tokens"] > 4 * meta["val_tokens"]
+
+
 @pytest.mark.parametrize("chunk_chars", [37, 1 << 20])
 def test_prepare_char_tokens_equal_encoding_the_whole_text(tmp_path, chunk_chars):
     a, b = write(tmp_path, "a.txt", TEXT), write(tmp_path, "b.txt", "second file\n")
