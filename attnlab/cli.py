@@ -77,7 +77,9 @@ def _check_given_once(argv: list[str]) -> None:
     for flag in _TEXT_FLAGS:
         values = [arg for arg in argv if arg == flag or arg.startswith(f"{flag}=")]
         if len(values) > 1:
-            many = " (many inputs, one per line: --input-file FILE)" if flag != "--system" else ""
+            # the commands that read many inputs from a file (plot and view draw one)
+            reads_many = argv[:1] in (["predict"], ["generate"]) and flag != "--system"
+            many = " (many inputs, one per line: --input-file FILE)" if reads_many else ""
             raise UsageError(f"{flag} is given {len(values)} times; it takes one text{many}")
 
 

@@ -143,6 +143,9 @@ def test_a_text_flag_given_twice_is_refused_not_answered_for_the_last_alone(run_
     _fails(["predict", str(run_dir), "--input=1 2", "--input", "-3"], capsys, "--input", "2 times")
     _fails(["generate", str(run_dir), "--chat", "hi", "--system", "a", "--system=b"], capsys,
            "--system is given 2 times")
+    # plot attention and view draw one input: no --input-file to point to (review)
+    said = _fails(["plot", "attention", str(run_dir), "--input", "1", "--input", "2"], capsys)
+    assert said.endswith("--input is given 2 times; it takes one text")
     assert main(["predict", str(run_dir), "--input", "1 2"]) == 0  # once is fine
     assert capsys.readouterr().out.strip()
 
