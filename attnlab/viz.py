@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from .explorer.data import masked_cells
+from .explorer.data import masked_cells, underflows_early
 from .explorer.view import attention_view, attention_view_of  # the interactive page
 
 __all__ = ["plot_attention", "plot_positional_encoding", "plot_lr_schedule", "lr_curve",
@@ -248,12 +248,14 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
     rows, columns = _panels(layers, layer, head)
     fontsize = 7 if max(T_q, T_k) > 16 else 9
     x_text, y_text = _short(x_labels), _short(y_labels)
-    title = _with_grey(title, kind, [layers[l] for l in {l for row in rows for l, _ in row}])
+    half = underflows_early(maps)  # float16 zeros need not be a mask's: none is greyed
+    title = _with_grey(title, kind, [layers[l] for l in {l for row in rows for l, _ in row}],
+                       half)
     (width, height), wrapped = _figure_size(rows, columns, max(T_q, T_k), x_text, y_text,
                                             fontsize, title)
     fig = _pyplot().figure(figsize=(width, height), layout="constrained")
     axes = _draw_panels(fig, fig.add_gridspec(len(rows), columns), rows, layers, kind, cmap,
-                        mark_row)
+                        mark_row, half)
     if wrapped:
         fig.suptitle(wrapped, fontsize=_TITLE_POINTS)
     fig.draw_without_rendering()  # the layout, so that labels are measured where they are drawn
@@ -277,11 +279,12 @@ def _check_sizes(layers, x_labels, y_labels, mark_row) -> tuple[int, int]:
     return T_q, T_k
 
 
-def _with_grey(title: str | None, kind: str | None, shown: list[torch.Tensor]) -> str | None:
+def _with_grey(title: str | None, kind: str | None, shown: list[torch.Tensor],
+               half: bool = False) -> str | None:
     """``title`` with what the grey cells of the ``shown`` layers are, where there are any."""
     if kind == "causal":
         title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
-    if any(masked_cells(layer.numpy(), kind or "self").any() for layer in shown):
+    if any(masked_cells(layer.numpy(), kind or "self", half=half).any() for layer in shown):
         title = f"{title + '; ' if title else ''}grey: {MASKED_NOTE}"
     return title
 
@@ -296,7 +299,8 @@ def _check_choice(heads: list[int], layer: int | None, head: int | None) -> None
                          f"more heads), got {head}")
 
 
-def _draw_panels(fig, grid, rows, layers, kind: str | None, cmap: str, mark_row: int | None):
+def _draw_panels(fig, grid, rows, layers, kind: str | None, cmap: str, mark_row: int | None,
+                 half: bool = False):
     """Every panel of ``rows`` (``_panels``) in ``grid``, titled by layer and head (and
     ``kind``); returns their axes."""
     axes = []
@@ -306,7 +310,8 @@ def _draw_panels(fig, grid, rows, layers, kind: str | None, cmap: str, mark_row:
             axes.append(_panel(fig, grid[r, c], layers[l].mean(0) if h is None else layers[l][h],
                                f"{kind + ' · ' if kind else ''}layer {l + 1}, {which}", cmap,
                                mark_row, causal=kind == "causal",
-                               masked=masked_cells(layers[l].numpy(), kind or "self")))
+                               masked=masked_cells(layers[l].numpy(), kind or "self",
+                                                   half=half)))
     return axes
 
 

@@ -141,6 +141,20 @@ def test_a_graphs_non_edges_are_drawn_grey_not_as_weights_and_the_title_says_so(
         np.testing.assert_allclose(image.get_array().filled(0), shown.numpy(), atol=1e-7)
 
 
+def test_float16_zeros_are_not_drawn_as_masked(drawn):
+    """Weights of a float16 model that underflowed to 0 were greyed under a title saying a
+    mask made them (review)."""
+    import numpy as np
+
+    logits = torch.tensor([[[0.0, 20.0, 0.0], [20.0, 0.0, 20.0], [0.0, 0.0, 20.0]]])
+    half = logits.half().softmax(-1)
+    assert (half == 0).any()
+    viz.plot_attention([half], list("abc"), list("abc"), "unused.png", title="half")
+    assert "grey" not in drawn[0]._suptitle.get_text()
+    image = panels(drawn[0])[0].get_images()[0]
+    assert not np.ma.getmaskarray(image.get_array()).any()
+
+
 def test_a_map_without_masked_cells_says_nothing_of_grey(drawn):
     viz.plot_attention(maps_of([2], 3), list("abc"), list("abc"), "unused.png", title="reverse")
     assert "grey" not in drawn[0]._suptitle.get_text()

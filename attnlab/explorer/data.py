@@ -33,7 +33,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["KINDS", "Layer", "attention_data", "check_data", "masked_cells"]
+__all__ = ["KINDS", "Layer", "attention_data", "check_data", "masked_cells",
+           "underflows_early"]
 
 KINDS = ("self", "causal", "cross")
 VERSION = 1
@@ -76,11 +77,25 @@ def _as_heads(weights: Any, name: str) -> np.ndarray:
     return w
 
 
-def masked_cells(w: np.ndarray, kind: str) -> np.ndarray:
+def underflows_early(weights: Any) -> bool:
+    """Whether ``weights`` (a tensor, an array, a list of them) hold float16 numbers, where a
+    softmax weight under about 6e-8 is exactly 0: there a 0 need not be a mask's. (float32's
+    and bfloat16's reach 1e-45, logits about 100 apart.)"""
+    if isinstance(weights, (list, tuple)):
+        return any(underflows_early(w) for w in weights)
+    kind = str(getattr(weights, "dtype", ""))
+    return kind.endswith("float16") and "bfloat" not in kind
+
+
+def masked_cells(w: np.ndarray, kind: str, *, half: bool = False) -> np.ndarray:
     """(T_q, T_k) bool of one layer's (H, T_q, T_k) weights: where every head's weight is
     exactly 0, as a mask makes it (softmax of -inf: a graph's non-edge, a padded key), taken
     before rounding (a weight the model made small is not 0 in every head); a causal layer's
-    later keys are left to its kind. The page and the PNG figures grey these cells."""
+    later keys are left to its kind. None for weights that were float16 (``half``,
+    ``underflows_early``), whose small weights are 0 too. The page and the PNG figures grey
+    these cells."""
+    if half:
+        return np.zeros(w.shape[1:], dtype=bool)
     masked = (w == 0).all(axis=0)
     if kind == "causal":
         masked &= np.tril(np.ones(masked.shape, dtype=bool))
@@ -140,7 +155,7 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
                              f"(T_q x T_k) but there are {len(q)} query and {len(k)} key tokens")
         entry = {"name": layer.name, "kind": layer.kind, "group": layer.group or layer.kind,
                  "weights": np.round(w, digits).tolist()}
-        masked = masked_cells(w, layer.kind)
+        masked = masked_cells(w, layer.kind, half=underflows_early(layer.weights))
         if masked.any():
             entry["masked"] = masked.astype(int).tolist()
         if layer.query_tokens is not None or layer.key_tokens is not None:

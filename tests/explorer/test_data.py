@@ -49,6 +49,21 @@ def test_cells_every_head_gives_exactly_0_are_marked_masked_before_rounding():
     check_data(data)
 
 
+def test_float16_zeros_are_not_taken_for_a_mask():
+    """A model run in float16 underflows weights under ~6e-8 to exactly 0: a one-head reversal
+    model's page marked 36 of 256 unmasked cells "masked" (review). float32 and bfloat16
+    zeros still mark a mask."""
+    logits = torch.tensor([[[0.0, 20.0, 0.0], [20.0, 0.0, 20.0], [0.0, 0.0, 20.0]]])  # no mask
+    half = logits.half().softmax(-1)
+    assert (half == 0).any()  # the underflow this test is about
+    masked_bf16 = torch.tensor([[[1.0, 0.0], [0.5, 0.5]]]).bfloat16()
+    for weights, masked in ((half, False), (logits.softmax(-1).bfloat16(), False),
+                            (masked_bf16, True), (masked_bf16.float(), True)):
+        tokens = [str(i) for i in range(weights.shape[-1])]
+        data = attention_data([Layer("l", "self", weights)], tokens)
+        assert ("masked" in data["layers"][0]) == masked, weights.dtype
+
+
 def test_a_causal_layers_later_keys_are_left_to_its_kind():
     w = torch.tensor([[[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.5, 0.5, 0.0]]])  # key 2: no weight
     masked = attention_data([Layer("lm", "causal", w)], list("abc"))["layers"][0]["masked"]
