@@ -218,13 +218,11 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         path: the PNG file to write.
         title: a title over the figure (wrapped to the figure's width).
         cmap: matplotlib colour map.
-        kind: what every map is, named in each panel's title (e.g. "cross" for a decoder's
-            attention over the source). "causal" (square maps): the weights of keys after
-            their query, zero by the mask, are drawn grey, and the title says so. Any kind:
-            a cell whose weight is exactly 0 in every head of its layer (a mask's, such as a
-            graph's non-edge; ``explorer.data.masked_cells``) is grey too, as the title says.
-        mark_row: a query row to outline in every panel, its label always shown (a graph
-            node's row).
+        kind: what every map is, named in each panel's title ("cross": a decoder's over the
+            source). "causal" (square maps): keys after their query are grey, as the title
+            says; and any kind's cells of weight 0 in every head of a layer (a mask's, as a
+            graph's non-edge; ``explorer.data.masked_cells``; not of float16 maps).
+        mark_row: a query row to outline in every panel, its label always shown (a node's).
         layer: draw only this layer (an index into ``maps``); panels keep their numbers.
         head: draw only this head (an index) of each layer drawn.
 
