@@ -124,11 +124,11 @@ class ElementPredictor(nn.Module):
         """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""
         if not x.is_floating_point():
             if x.dim() != 2:  # F.one_hot(x, C) without .float(): one-hot again, (B, T, C, C)
-                hint = (f"one-hot features (B, T, input_dim) must be float: "
-                        f"F.one_hot(x, {self.input_dim}).float()" if x.dim() == 3
-                        else "one sequence (T,) is a batch of one: x[None]")
+                hint = {3: f"; one-hot features (B, T, input_dim) must be float: "
+                           f"F.one_hot(x, {self.input_dim}).float()",
+                        1: "; one sequence (T,) is a batch of one: x[None]"}.get(x.dim(), "")
                 raise ValueError(f"integer inputs are symbols (B, T), got shape "
-                                 f"{tuple(x.shape)}; {hint}")
+                                 f"{tuple(x.shape)}{hint}")
             x = F.one_hot(x.long(), self.input_dim)  # (B, T, C); one_hot takes int64 only
         if x.shape[-1] != self.input_dim:
             raise ValueError(f"inputs have {x.shape[-1]} features, expected input_dim {self.input_dim}")

@@ -53,6 +53,8 @@ def test_one_hot_inputs_left_as_integers_are_refused_saying_float():
     with pytest.raises(ValueError, match=r"got shape \(3,\); one sequence \(T,\) is a batch "
                                          r"of one: x\[None\]$"):
         model(x[0])  # was "x must be (B, T, d_model=16), got shape (3, 16)"
+    with pytest.raises(ValueError, match=r"got shape \(1, 1, 1, 3\)$"):  # no hint that misleads
+        model(x[None, None])
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
