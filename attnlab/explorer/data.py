@@ -184,8 +184,8 @@ def check_data(data: dict[str, Any]) -> None:
             raise ValueError(f"layer {layer.get('name')!r} does not match its tokens or kind")
         if any(not math.isfinite(x) for head in w for row in head for x in row):
             raise ValueError(f"layer {layer.get('name')!r} has a weight that is not finite")
-        masked = layer.get("masked")
-        if masked is not None and (len(masked) != len(q) or any(
+        masked = layer.get("masked", [[0] * len(k)] * len(q))  # absent: none; null is bad
+        if not isinstance(masked, list) or (len(masked) != len(q) or any(
                 len(row) != len(k) or any(x not in (0, 1) for x in row) for row in masked)):
             raise ValueError(f"layer {layer.get('name')!r}: masked is not T_q x T_k of 0 and 1")
     focus = data.get("focus")

@@ -110,6 +110,10 @@ def test_no_layers_is_an_error():
     {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
                                                              "weights": [[[1.0]]],
                                                              "masked": [[0, 1]]}]},
+    # null: the page's script read null[i] and broke (review)
+    {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
+                                                             "weights": [[[1.0]]],
+                                                             "masked": None}]},
 ])
 def test_check_data_refuses_what_a_reader_could_not_use(broken):
     with pytest.raises(ValueError):
