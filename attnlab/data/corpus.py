@@ -230,7 +230,8 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
         at = split_at - seen if split_at is not None and seen < split_at < seen + len(text) \
             else None  # the split inside the chunk
         if at is not None and tok.kind != "char":  # a word's pieces are of the whole word
-            at = _word_start(text, at)
+            # a checkpoint's pieces must meet however far back the word starts
+            at = _word_start(text, at, near=None if tok.kind == "hf" else _CONTEXT_CHARS)
         if tok.kind == "hf" and at is None:
             yield split, tok.encode_piece(text, before, after)
             before = (before + text)[-_CONTEXT_CHARS:]
@@ -248,7 +249,7 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
         seen += len(text)
 
 
-def _word_start(text: str, at: int) -> int:
+def _word_start(text: str, at: int, near: int | None = None) -> int:
     """Where the run of white space before the word that holds ``text[at]`` starts (``at``
     itself in a piece with no white space before it): where the word and bpe tokenisers and a
     checkpoint's start a token in the whole text too, as at a chunk's cut (``_cut``). A split
@@ -256,21 +257,20 @@ def _word_start(text: str, at: int) -> int:
     a run of spaces longer than the context read beside each piece, where a checkpoint's two
     pieces' encodings need not meet (a character twice, or lost).
 
-    White space farther back than ``_CONTEXT_CHARS`` does not move it: a text written without
-    spaces keeps its split where the share of characters puts it.
+    White space more than ``near`` characters back (the word and bpe tokenisers':
+    ``_CONTEXT_CHARS``) does not move it: a text written without spaces keeps its split where
+    the share of characters puts it, rather than give the validation split the whole chunk.
 
     Examples:
         >>> _word_start("one two   three", 12), _word_start("one two   three", 5)
         (7, 3)
-        >>> _word_start("title\\n" + "字" * 1000, 900)
+        >>> _word_start("title\\n" + "字" * 1000, 900, near=256)
         900
     """
     last = max(text.rfind(" ", 0, at + 1), text.rfind("\n", 0, at + 1),
                text.rfind("\t", 0, at + 1))
     start = len(text[:last].rstrip()) if last >= 0 else at
-    # no white space near (Chinese, Japanese): the split stays where it falls, or the one
-    # newline before a chunk's text would move the whole of it into the validation split
-    return start if 0 < start and at - start <= _CONTEXT_CHARS else at
+    return start if 0 < start and (near is None or at - start <= near) else at
 
 
 def _with_next(pieces: Iterator[tuple[tuple[int, int], str]]
