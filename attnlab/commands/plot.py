@@ -213,7 +213,8 @@ def _check_choice(args, heads: list[int]) -> None:
     shown = range(len(heads)) if args.layer is None else [args.layer - 1]
     fewest = min(shown, key=lambda l: heads[l])
     if args.head is not None and args.head > heads[fewest]:
-        more = "" if args.layer is not None else ", or --layer for a layer with more"
+        more = (", or --layer for a layer with more" if args.layer is None
+                and max(heads) >= args.head else "")  # (no layer has that many: no hint)
         raise UsageError(f"--head {args.head}: layer {fewest + 1} has {heads[fewest]} "
                          f"head{'s' if heads[fewest] > 1 else ''} (--head 1 to "
                          f"{heads[fewest]}){more}")

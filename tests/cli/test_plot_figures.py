@@ -132,7 +132,9 @@ def test_plot_attention_draws_the_layer_and_head_chosen(runs, drawn, tmp_path, c
     jets, jet = runs["jets"]
     for where, text, flags, said in [
             (run, "5", ["--layer", "3"], "--layer 3: this run has 2 attention layers"),
-            (run, "5", ["--head", "2"], "--head 2: layer 2 has 1 head (--head 1 to 1)"),
+            (run, "5", ["--head", "2"], "--head 2: layer 2 has 1 head (--head 1 to 1), or "
+                                        "--layer for a layer with more"),
+            (run, "5", ["--head", "9"], "--head 9: layer 2 has 1 head (--head 1 to 1)\n"),
             (run, "5", ["--layer", "1", "--head", "9"], "--head 9: layer 1 has 8 heads"),
             (run, "5", ["--layer", "0"], "--layer"),
             (jets, jet, ["--head", "1"], "--head 1: a jets run's figure is its own picture")]:
