@@ -287,11 +287,17 @@ def _with_grey(title: str | None, kind: str | None, shown: list[torch.Tensor],
     return title
 
 
+def fewest_heads(heads: list[int], layer: int | None) -> int:
+    """Of the layers drawn (``layer``, an index, or every one), the index of the one with the
+    fewest heads (``heads``: per layer): a head must be one of its."""
+    return layer if layer is not None else min(range(len(heads)), key=lambda l: heads[l])
+
+
 def _check_choice(heads: list[int], layer: int | None, head: int | None) -> None:
     """ValueError unless ``layer`` indexes a layer and ``head`` a head of each layer drawn."""
     if layer is not None and not 0 <= layer < len(heads):
         raise ValueError(f"layer must be 0 to {len(heads) - 1}, got {layer}")
-    fewest = min(heads if layer is None else [heads[layer]])
+    fewest = heads[fewest_heads(heads, layer)]
     if head is not None and not 0 <= head < fewest:
         raise ValueError(f"head must be 0 to {fewest - 1} (each layer drawn has {fewest} or "
                          f"more heads), got {head}")

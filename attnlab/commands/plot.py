@@ -207,11 +207,12 @@ def _no_choice(args, task: str) -> None:
 
 def _check_choice(args, heads: list[int]) -> None:
     """--layer and --head against the run's layers and their heads (``heads``: per layer)."""
+    from ..viz import fewest_heads
+
     if args.layer is not None and args.layer > len(heads):
         raise UsageError(f"--layer {args.layer}: this run has {len(heads)} attention "
                          f"layer{'s' if len(heads) > 1 else ''} (--layer 1 to {len(heads)})")
-    shown = range(len(heads)) if args.layer is None else [args.layer - 1]
-    fewest = min(shown, key=lambda l: heads[l])
+    fewest = fewest_heads(heads, None if args.layer is None else args.layer - 1)
     if args.head is not None and args.head > heads[fewest]:
         more = (", or --layer for a layer with more" if args.layer is None
                 and max(heads) >= args.head else "")  # (no layer has that many: no hint)
