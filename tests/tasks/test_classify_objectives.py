@@ -186,6 +186,14 @@ def test_regression_scores_are_sklearns_and_scipys_with_ties():
     assert ours["spearman"] == pytest.approx(spearmanr(true, pred).statistic)
 
 
+def test_r2_of_constant_targets_is_sklearns_not_minus_infinity():
+    from sklearn.metrics import r2_score
+
+    true = torch.full((4,), 3.0)
+    for pred in (torch.tensor([2.0, 3.0, 4.0, 3.5]), true.clone()):
+        assert regression_scores(pred, true)["r2"] == r2_score(true, pred)
+
+
 @pytest.mark.slow
 def test_init_from_a_regression_run_keeps_its_head_for_numbers_and_starts_one_for_classes(
         regression_run, tmp_path, capsys):

@@ -16,7 +16,8 @@ does the same for one label per row; for label sets it counts a class in neither
 this leaves out too, so that a class missing from a small split does not lower the score).
 The micro F1 pools every class's counts: 2 ΣTP / (Σpredicted + Σtrue).
 
-R² = 1 − Σ(y − ŷ)² / Σ(y − ȳ)²; Spearman's ρ is Pearson's correlation of the ranks, a tie
+R² = 1 − Σ(y − ŷ)² / Σ(y − ȳ)², and of constant targets (no variance to explain) 1 where every
+prediction is exact and 0 otherwise, as scikit-learn's ``r2_score`` gives; Spearman's ρ is Pearson's correlation of the ranks, a tie
 given the mean of its ranks (``scipy.stats.spearmanr``).
 
 Computed from the confusion counts in torch rather than torchmetrics, whose import loads
@@ -113,7 +114,8 @@ def regression_scores(pred: torch.Tensor, true: torch.Tensor) -> dict[str, float
     pred, true = pred.double(), true.double()
     residual = ((true - pred) ** 2).sum()
     total = ((true - true.mean()) ** 2).sum()
-    return {"mse": float(residual / len(true)), "r2": float(1 - residual / total),
+    r2 = 1 - residual / total if total > 0 else float(residual == 0)
+    return {"mse": float(residual / len(true)), "r2": float(r2),
             "spearman": spearman(pred, true)}
 
 
