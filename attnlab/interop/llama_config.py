@@ -20,7 +20,7 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     sliding_window, layer_types,     sliding_window (on every layer or none)
     use_sliding_window,
     max_window_layers (qwen)
-    hidden_act silu / gelu           ff swiglu / geglu
+    hidden_act silu (swish) / gelu   ff swiglu / geglu
     tie_word_embeddings              tie_weights
 
 What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a
@@ -54,12 +54,13 @@ _DEFAULTS = {
                 "max_position_embeddings": 4096 * 32, "num_key_value_heads": 8,
                 "sliding_window": 4096},
     "qwen2": {**_COMMON, "vocab_size": 151936, "intermediate_size": 22016,
-              "max_position_embeddings": 32768, "max_window_layers": 28,
+              "max_position_embeddings": 32768, "num_key_value_heads": 32, "max_window_layers": 28,
               "sliding_window": 4096},
     "qwen3": {**_COMMON, "vocab_size": 151936, "intermediate_size": 22016,
-              "max_position_embeddings": 32768, "head_dim": 128,
+              "max_position_embeddings": 32768, "head_dim": 128, "num_key_value_heads": 32,
               "max_window_layers": 28, "sliding_window": 4096},
 }
+_NULL_IS_NONE = ("sliding_window", "num_key_value_heads")
 _GATES = {"silu": "swiglu", "gelu": "geglu"}
 _ROPE_KINDS = {"default": "none", "linear": "linear", "llama3": "llama3"}
 
@@ -79,9 +80,10 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     if model_type not in _DEFAULTS:
         raise ValueError(f"model_type {model_type!r} is not of the Llama family; supported: "
                          f"{', '.join(LLAMA_FAMILY)}")
-    # a key set to null takes transformers' default, but for the window (null: none)
-    c = {**_DEFAULTS[model_type],
-         **{k: v for k, v in config.items() if v is not None or k == "sliding_window"}}
+    # a key set to null takes transformers' default, but for the window (null: none) and the
+    # key/value heads (null: one per query head, where a key left out is the family's default)
+    c = {**_DEFAULTS[model_type], **{k: v for k, v in config.items()
+                                     if v is not None or k in _NULL_IS_NONE}}
     D, H = c["hidden_size"], c["num_attention_heads"]
     # a head width of its own (Qwen3's 128 whatever the width), recorded only where it is not
     # D / H, so that a checkpoint without one reads as before
@@ -93,9 +95,10 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     if H % kv_heads:  # said here, in config.json's names, not as flags the user never gave
         raise ValueError(f"num_attention_heads {H} is not divisible by num_key_value_heads "
                          f"{kv_heads}")
-    if c["hidden_act"] not in _GATES:
+    act = "silu" if c["hidden_act"] == "swish" else c["hidden_act"]  # (transformers' alias)
+    if act not in _GATES:
         raise ValueError(f"hidden_act {c['hidden_act']!r} has no gated feed-forward in "
-                         f"attnlab; supported: {', '.join(_GATES)}")
+                         f"attnlab; supported: {', '.join(_GATES)}, swish")
     bias = bool(c["attention_bias"])
     if bias != bool(c["mlp_bias"]):
         raise ValueError(f"attention_bias {c['attention_bias']} with mlp_bias {c['mlp_bias']}: "
@@ -107,9 +110,9 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
         "dim_feedforward": c["intermediate_size"], "max_len": c["max_position_embeddings"],
         "vocab_size": c["vocab_size"], "layer_norm_eps": c["rms_norm_eps"],
         "tie_weights": bool(c["tie_word_embeddings"]), "norm_first": True,
-        "positional": "rope", "norm": "rms", "ff": _GATES[c["hidden_act"]], "bias": bias,
+        "positional": "rope", "norm": "rms", "ff": _GATES[act], "bias": bias,
         "qkv_bias": True if model_type == "qwen2" else None, "qk_norm": model_type == "qwen3",
-        "sliding_window": window, "arch": "llama" if not bias and c["hidden_act"] == "silu"
+        "sliding_window": window, "arch": "llama" if not bias and act == "silu"
         else None, **_rope(c)}
     return settings
 

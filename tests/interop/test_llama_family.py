@@ -513,3 +513,30 @@ def test_a_head_width_of_its_own_is_read_recorded_and_written_back(tmp_path):
     plain = read_checkpoint(save_family(tmp_path / "llama", "llama"), task="lm")
     assert plain.config.head_dim is None
 
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "qwen3"])
+def test_key_value_heads_left_out_or_null_are_transformers_own(model_type):
+    from huggingface_hub.errors import StrictDataclassError
+
+    from attnlab.interop.llama_config import llama_family_settings
+
+    sizes = {"hidden_size": 128, "num_attention_heads": 64, "head_dim": 2}
+    for given in ({}, {"num_key_value_heads": None}):
+        ours = llama_family_settings({"model_type": model_type, **sizes, **given})
+        try:
+            theirs = transformers.AutoConfig.for_model(model_type, **sizes, **given)
+        except StrictDataclassError:  # Mistral's class takes no null; its own code reads
+            assert (model_type, ours["num_kv_heads"]) == ("mistral", 64)  # one as H
+            continue
+        assert ours["num_kv_heads"] == theirs.num_key_value_heads, given
+
+
+def test_swish_is_silu_as_transformers_reads_it():
+    hf = _tiny("llama", hidden_act="swish")
+    ours = from_hf(hf).eval()
+    assert ours.config.ff == "swiglu"
+    x = _ids(seed=3)
+    with torch.no_grad():
+        assert_close(ours(x), hf(x).logits, **TOL)
+    assert to_hf(ours).config.hidden_act == "silu"
