@@ -7,6 +7,7 @@ byte-level BPE tokenizer trained in the test (``test_checkpoint.save_gpt2``: its
 float32 with atol = rtol = 1e-5; frozen weights and token ids exactly.
 """
 import json
+import math
 import sys
 
 import pytest
@@ -161,6 +162,34 @@ def test_export_gives_gpt2_with_the_same_logits_and_tokenizer(run, gpt2, tmp_pat
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     eot = original.eos_token_id
     assert (config["bos_token_id"], config["eos_token_id"], config["pad_token_id"]) == (eot, eot, None)
+
+
+@pytest.mark.slow
+def test_evaluate_data_is_transformers_own_loss_on_the_same_tokens(run, text, tmp_path, capsys):
+    """evaluate --data FILE on a run from GPT-2 against GPT2LMHeadModel's loss (its labels,
+    -100 for a token not scored) on the file's tokens, in windows of the run's --block-size 16:
+    the windows that tile the file, then the last 17 tokens for the targets they leave."""
+    out, _ = run
+    capsys.readouterr()
+    assert main(["evaluate", str(out), "--data", str(text)]) == 0
+    ours = json.loads(capsys.readouterr().out)
+    assert main(["export", str(out), "--hf", str(tmp_path / "hf")]) == 0
+    hf = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "hf").eval()
+    ids = torch.tensor(transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")(TEXT)[
+        "input_ids"])
+    whole = (len(ids) - 1) // 16 * 16  # targets of the windows that tile the file
+    assert len(ids) - 1 > whole  # the file ends in a part window
+    windows = [(ids[a : a + 17], 16) for a in range(0, whole, 16)]
+    windows.append((ids[-17:], len(ids) - 1 - whole))
+    total = 0.0
+    with torch.no_grad():
+        for window, scored in windows:
+            labels = window.clone()
+            labels[: 17 - scored] = -100  # HF shifts: labels[t] is predicted from 0..t-1
+            total += float(hf(window[None], labels=labels[None]).loss) * scored
+    loss = total / (len(ids) - 1)
+    assert ours["val_loss"] == pytest.approx(loss, rel=2e-5)
+    assert ours["val_perplexity"] == pytest.approx(math.exp(loss), rel=2e-5)
 
 
 @pytest.mark.slow

@@ -446,3 +446,44 @@ def test_a_zero_row_inside_a_jet_changes_no_answer(jets_run, jets_file, tmp_path
     assert plain[1] == gap[1]  # "rank:pT" of each constituent
     for a, b in zip(plain[0], gap[0]):
         torch.testing.assert_close(a, b)
+
+
+class _Sure(torch.nn.Module):
+    """A tagger sure of every jet: the top logit leads by 24 to 26, more the more energy the
+    jet holds (so it ranks every pair of jets)."""
+
+    def forward(self, p4):  # (B, N, 4)
+        lead = 18 + p4[..., 0].sum(-1) / 100  # (B,): the energies are 600-700 GeV
+        return torch.stack([torch.zeros_like(lead), lead], -1)  # (B, 2)
+
+    def probabilities(self, p4):  # as JetTagger's
+        return self(p4).float().softmax(-1)
+
+
+def test_a_tagger_sure_of_every_jet_is_scored_by_its_own_ranking(tmp_path):
+    """P(top) in float32 was exactly 1.0 for every jet here (a lead above ~17): test_auc 0.5
+    and rejections of ties, whatever the tagger's ranking. Now they are scikit-learn's AUC
+    and the rejections of the logits' lead, which ranks the jets as P(top) does."""
+    from types import SimpleNamespace
+
+    from sklearn.metrics import roc_auc_score
+
+    from attnlab.tasks.jets.metrics import rejection, tagging_metrics
+    from attnlab.tasks.jets.runtime import Split, score_split, validation_auc
+
+    p4, truth = synthetic_jets(60, seed=3)
+    write_jets(tmp_path / "j.h5", p4, truth)
+    model = _Sure()
+    leads = model(torch.as_tensor(p4))[:, 1].double().numpy()  # (120,)
+    assert len(np.unique(leads)) == 120  # the tagger ranks every pair of jets
+    cfg = SimpleNamespace(chunk_size=50, max_constituents=30)
+    scores, labels = score_split(model, Split(str(tmp_path / "j.h5"), 0, 120), cfg)
+    got = tagging_metrics(scores, labels)
+    assert got["test_auc"] == pytest.approx(roc_auc_score(truth, leads), abs=1e-12)
+    assert got["test_auc"] != pytest.approx(0.5)
+    for eff in (30, 50):
+        assert got[f"test_rejection_{eff}"] == pytest.approx(rejection(leads, truth, eff / 100))
+    # val_auc, from a validation's logits
+    logits = model(torch.as_tensor(p4))  # (120, 2)
+    assert validation_auc(logits, torch.as_tensor(truth))["auc"] == pytest.approx(
+        roc_auc_score(truth, leads), abs=1e-12)

@@ -72,11 +72,13 @@ def test_evaluate_on_a_text_file_scores_the_whole_file_in_windows(run):
     metrics = TASK.runtime().evaluate(TASK, run / "run", TASK.typed(cfg, run / "run"),
                                       str(run / "other.txt"))
     assert set(metrics) == {"val_loss", "val_perplexity"}
-    # the same as encoding the whole text at once and scoring its non-overlapping windows
+    # the same as encoding the whole text at once and scoring its non-overlapping windows and
+    # the tokens after them (349 targets: 14 windows of 24 leave 13)
     model, tokenizer = attnlab.load(run / "run")
     np.asarray(tokenizer.encode(text), dtype=cfg["dtype"]).tofile(run / "whole.bin")
     expected = lm_metrics(model, TokenWindows(run / "whole.bin", cfg["block_size"],
-                                              dtype=cfg["dtype"]), cfg["batch_size"])
+                                              dtype=cfg["dtype"]), cfg["batch_size"],
+                          to_the_end=True)
     assert metrics["val_loss"] == pytest.approx(expected["val_loss"], rel=1e-6)
 
 
@@ -359,3 +361,32 @@ def test_bad_model_flags_are_refused_before_a_run_directory(args, message, tmp_p
                  *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_evaluate_data_scores_every_token_of_the_file_after_its_first(tmp_path):
+    """A file of 10 tokens with --block-size 6: one whole window scores tokens 1..6; tokens
+    7..9 were left out (val_loss of 6 of 9 tokens) and are now scored from the file's last
+    window, tokens 3..8 (a full window of context, as the others have)."""
+    from types import SimpleNamespace
+
+    from attnlab.tasks.lm.runtime import _file_metrics
+    from attnlab.tokenizers import CharTokenizer
+
+    text = "abcabdacbe"
+    (tmp_path / "f.txt").write_text(text, encoding="utf-8")
+    tokenizer = CharTokenizer.fit([text])
+    ids = tokenizer.encode(text)
+    assert len(ids) == 10
+    torch.manual_seed(0)
+    lm = CausalLM(tokenizer.vocab_size, model_dim=16, num_heads=2, num_layers=1, max_len=6).eval()
+    cfg = SimpleNamespace(block_size=6, dtype="uint16", batch_size=4)
+    got = _file_metrics(lm, tokenizer, tmp_path / "f.txt", cfg)
+    # by hand, one token at a time: token j is predicted from the window that holds it
+    nll = []
+    with torch.no_grad():
+        for j in range(1, len(ids)):
+            first = 0 if j <= 6 else len(ids) - 1 - 6
+            logits = lm(torch.tensor([ids[first:j]]))[0, -1]  # (V,)
+            nll.append(-float(torch.log_softmax(logits, -1)[ids[j]]))
+    assert_close(got["val_loss"], sum(nll) / len(nll), atol=1e-6, rtol=1e-6)
+    assert_close(got["val_perplexity"], math.exp(sum(nll) / len(nll)), atol=1e-5, rtol=1e-6)

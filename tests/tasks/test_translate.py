@@ -86,6 +86,30 @@ def test_evaluate_data_reads_a_source_of_digits_as_translate_does(number_run, tm
         f"run was trained on: 0 to 199 (max_number 200 in config.yaml)\n")
 
 
+@pytest.mark.slow
+def test_evaluate_data_is_sacrebleu_on_what_translate_writes(number_run, tmp_path, capsys):
+    """A user's check: translate the sources of a file with `attnlab translate`, score them
+    against the references with sacrebleu (character BLEU: one-word references) and by hand
+    (exact match); evaluate --data on the file gives those numbers. (The run is barely
+    trained: the first reference is its own translation, so that some of it scores.)"""
+    import sacrebleu
+
+    sources = ["one hundred and seven", "twelve", "ninety nine", "three", "zero"]
+    capsys.readouterr()
+    assert main(["translate", str(number_run), *sources, "--json"]) == 0
+    hyps = [json.loads(line)["translation"] for line in capsys.readouterr().out.splitlines()]
+    refs = [hyps[0], "zwölf", "neunundneunzig", "drei", "null"]
+    with open(tmp_path / "p.csv", "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([("source", "target"), *zip(sources, refs)])
+    assert main(["evaluate", str(number_run), "--data", str(tmp_path / "p.csv")]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["test_exact_match"] == pytest.approx(
+        sum(h == r for h, r in zip(hyps, refs)) / len(refs), abs=1e-6)
+    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize="char").score
+    assert got["test_bleu"] == pytest.approx(bleu, rel=1e-5) and bleu > 0
+    assert got["test_chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score, rel=1e-5)
+
+
 def _cfg(run_dir):
     from attnlab.runs import read_yaml
 

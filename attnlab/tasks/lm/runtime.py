@@ -5,7 +5,8 @@ training (instruction rows, --data FILE.jsonl: ``instruct.py``), and the uses of
 ``attention_maps``, the prompt of ``attnlab generate`` and ``export --hf``.
 
 The metrics, shared by ``run`` and ``evaluate`` (``lm_metrics``, plain torch): over the N target
-tokens of the non-overlapping windows of val.bin (or of ``evaluate --data FILE``),
+tokens of the non-overlapping windows of val.bin (or of every token after the first of
+``evaluate --data FILE``),
 
     val_loss = -(1/N) Σ_t log p(x_{t+1} | x_1..x_t)   (nats),   val_perplexity = exp(val_loss).
 
@@ -90,10 +91,14 @@ def build_model(cfg: RunSettings) -> CausalLM:
 
 
 @torch.no_grad()
-def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None) -> dict[str, float]:
+def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None, *,
+               to_the_end: bool = False) -> dict[str, float]:
     """``val_loss`` (mean next-token cross-entropy, nats) and ``val_perplexity`` = exp(val_loss)
     over the first ``max_batches`` batches of ``windows`` (a ``TokenWindows``), every token
-    weighted equally (a short last batch counts by its tokens, not as a whole batch)."""
+    weighted equally (a short last batch counts by its tokens, not as a whole batch).
+
+    With ``to_the_end`` (``evaluate --data FILE``), the tokens after the last whole window
+    count too (``_tail``): every token of the file after its first is predicted once."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
@@ -104,8 +109,28 @@ def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None) 
         logits = model(inputs)  # (B, T, V)
         total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
         count += targets.numel()
+    if to_the_end and (tail := _tail(windows)) is not None:
+        inputs, targets, rest = tail
+        logits = model(inputs)[0, -rest:]  # (rest, V): the targets no window has scored
+        total += float(F.cross_entropy(logits, targets[0, -rest:], reduction="sum"))
+        count += rest
     model.train(was_training)
     return loss_metrics(total / count)
+
+
+def _tail(windows) -> tuple[torch.Tensor, torch.Tensor, int] | None:
+    """The file's last window, (inputs (1, T), targets (1, T), r), of which only the last r
+    targets are tokens that ``windows`` (which tile the file without overlap) leave unscored
+    at its end (fewer than T); None when the windows reach the end. The window ends at the
+    file's last token, so those r tokens are predicted from a full window of context, as
+    every other token is, rather than from a short one."""
+    size = windows.block_size
+    assert windows.stride == size, "the tail of windows that do not tile the file"
+    rest = windows.num_tokens - 1 - len(windows) * size
+    if rest <= 0:
+        return None
+    window = torch.from_numpy(windows.data[-(size + 1):].astype("int64"))  # (T + 1,)
+    return window[None, :-1], window[None, 1:], rest
 
 
 def loss_metrics(loss: float) -> dict[str, float]:
@@ -421,8 +446,10 @@ def _split_metrics(model, cfg: RunSettings) -> dict[str, float]:
 
 
 def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, float]:
-    """val_loss/val_perplexity over non-overlapping windows of a text file, encoded chunk by
-    chunk into a temporary token file and read through a memory map (any size of file)."""
+    """val_loss/val_perplexity over every token of a text file after its first: its
+    non-overlapping windows and the tokens they leave at its end (``lm_metrics``' to_the_end),
+    encoded chunk by chunk into a temporary token file and read through a memory map (any size
+    of file)."""
     if path.is_dir():
         raise UsageError(f"--data {path}: is a directory; give a text file to score")
     if not path.is_file():
@@ -433,7 +460,7 @@ def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, f
         if n < 2:
             raise UsageError(f"--data {path} holds fewer than 2 tokens")
         windows = TokenWindows(tokens, min(cfg.block_size, n - 1), dtype=cfg.dtype)
-        return lm_metrics(model, windows, cfg.batch_size)
+        return lm_metrics(model, windows, cfg.batch_size, to_the_end=True)
 
 
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
