@@ -64,7 +64,7 @@ def test_errors_of_a_trained_run_exit_2(karate_runs, tmp_path, argv, named, caps
 
 @pytest.mark.parametrize("args, named", [
     (["--epochs", "3"], "--epochs"),
-    (["--train-per-class", "10", "--val-per-class", "6"], "at most 15"),
+    (["--train-per-class", "10", "--val-per-class", "7"], "at most 16"),
     (["--graph", "sbm", "--nodes", "30", "--communities", "3", "--train-per-class", "8"],
      "--train-per-class"),
     (["--kind", "gcn"], "--kind"),
