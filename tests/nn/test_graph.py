@@ -113,6 +113,9 @@ def test_bad_graphs_are_named():
         gat(torch.randn(3, 5), torch.tensor([[0, 5], [1, 0]]))
     with pytest.raises(ValueError, match=r"\(N, N\) = \(3, 3\)"):
         gat(torch.randn(3, 5), torch.ones(4, 4, dtype=torch.bool))
+    # an adjacency of 0/1 integers (as masks.md writes one) was read as a broken edge_index
+    with pytest.raises(ValueError, match=r"adjacency must be bool or 0/1 floats.*\.bool\(\)"):
+        gat(torch.randn(3, 5), torch.tensor([[1, 1, 0], [1, 1, 1], [0, 1, 1]]))
 
 
 def test_a_transformer_block_masked_by_the_adjacency_attends_over_the_graph():
