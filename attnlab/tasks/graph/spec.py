@@ -111,6 +111,10 @@ class GraphTask(Task):
                              "graph); use --max-steps")
         if cfg["graph"] == "sbm":
             least = cfg["nodes"] // cfg["communities"]
+            if least < 3:  # the fewest a group can have: one node each to train, validate, test
+                raise UsageError(f"--nodes {cfg['nodes']} in --communities "
+                                 f"{cfg['communities']} makes groups of {least} nodes; each "
+                                 f"needs at least 3 (--nodes at least {3 * cfg['communities']})")
             why = f"each group of the sbm graph has {least} nodes, and one is tested"
         else:
             least = KARATE_SMALLER_CLUB
