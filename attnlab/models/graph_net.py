@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import GraphAttention
+from ..nn.masks import as_bool_mask
 from .configs import GraphNetConfig
 
 __all__ = ["GraphNet"]
@@ -32,7 +33,9 @@ class _MeanNeighbours(nn.Module):
         self.lin = nn.Linear(in_dim, out_dim)
 
     def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
-        a = adjacency.float() + torch.eye(x.shape[-2], device=x.device)  # with self-loops
+        # N(i) ∪ {i}: a self-loop the adjacency already has counts once, as in GraphAttention
+        eye = torch.eye(x.shape[-2], dtype=torch.bool, device=x.device)
+        a = (as_bool_mask(adjacency) | eye).to(x.dtype)  # (…, N, N)
         return self.lin((a @ x) / a.sum(-1, keepdim=True))
 
 
@@ -54,7 +57,8 @@ class GraphNet(nn.Module):
         dropout: on the input of every layer and on gat's attention weights.
 
     Shape:
-        x (N, F), adjacency (N, N) bool (``adjacency[i, j]``: j is a neighbour of i)
+        x (N, F), adjacency (N, N) bool or 0/1 (``adjacency[i, j]``: j is a neighbour of i;
+        a node is always its own neighbour, once, whether or not the diagonal says so)
         -> logits (N, C).
 
     Examples:

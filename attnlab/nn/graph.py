@@ -97,6 +97,11 @@ class GraphAttention(nn.Module):
     def neighbourhood(self, graph: Tensor, num_nodes: int) -> Tensor:
         """The boolean (…, N, N) mask of who attends to whom, self-loops included if asked."""
         if not graph.dtype.is_floating_point and graph.dtype != torch.bool:  # integer: edges
+            square = graph.shape[-2:] == (num_nodes, num_nodes)
+            if square and (graph.ndim > 2 or num_nodes != 2):  # (2, 2): edges, by dtype
+                raise ValueError(f"an integer graph is an edge_index (2, E); an adjacency must "
+                                 f"be bool or 0/1 floats, got {graph.dtype} of shape "
+                                 f"{tuple(graph.shape)}: pass adjacency.bool()")
             mask = adjacency_from_edges(graph, num_nodes)
         else:
             mask = as_bool_mask(graph)

@@ -13,11 +13,13 @@ from attnlab.nn.graph import adjacency_from_edges
 ATOL = 1e-5
 
 
-def random_graph(N=9, E=20, seed=0):
+def random_graph(N=9, E=20, seed=0, loops=()):
+    """A directed random graph; self-loops only on the nodes ``loops`` names."""
     g = torch.Generator().manual_seed(seed)
     edges = torch.randint(N, (2, E), generator=g)
     edges = edges[:, edges[0] != edges[1]]  # no self-loops given
     edges = torch.unique(edges, dim=1)      # no repeated edge (PyG would count it twice)
+    edges = torch.cat([edges, torch.tensor([list(loops)] * 2, dtype=torch.long)], 1)
     return torch.randn(N, 5, generator=g), edges
 
 
@@ -37,9 +39,12 @@ def copied(gat: GraphAttention, concat: bool, self_loops: bool):
 @pytest.mark.slow
 @pytest.mark.parametrize("concat", [True, False])
 @pytest.mark.parametrize("self_loops", [True, False])
-def test_equals_pyg_gatconv_with_copied_weights(concat, self_loops):
+@pytest.mark.parametrize("loops", [(), (2, 5)])
+def test_equals_pyg_gatconv_with_copied_weights(concat, self_loops, loops):
+    """Self-loops given in the edges: PyG keeps them without add_self_loops and replaces them
+    with its own with it; both are the neighbourhood's self-loop here."""
     torch.manual_seed(0)
-    x, edges = random_graph()
+    x, edges = random_graph(loops=loops)
     gat = GraphAttention(5, 4, num_heads=3, concat=concat, self_loops=self_loops)
     with torch.no_grad():
         gat.bias.normal_()
@@ -94,12 +99,23 @@ def test_edge_index_and_adjacency_agree():
     torch.testing.assert_close(batched, torch.stack([out, out]))
 
 
+def test_an_edge_given_twice_is_the_graph_with_it_once():
+    """A graph is a set of edges (docs/history.md): GATConv would weigh a repeat twice."""
+    x, edges = random_graph(seed=6)
+    gat = GraphAttention(5, 4, num_heads=2)
+    repeated = torch.cat([edges, edges[:, :3]], 1)
+    torch.testing.assert_close(gat(x, repeated), gat(x, edges))
+
+
 def test_bad_graphs_are_named():
     gat = GraphAttention(5, 4)
     with pytest.raises(ValueError, match="outside 0..2"):
         gat(torch.randn(3, 5), torch.tensor([[0, 5], [1, 0]]))
     with pytest.raises(ValueError, match=r"\(N, N\) = \(3, 3\)"):
         gat(torch.randn(3, 5), torch.ones(4, 4, dtype=torch.bool))
+    # an adjacency of 0/1 integers (as masks.md writes one) was read as a broken edge_index
+    with pytest.raises(ValueError, match=r"adjacency must be bool or 0/1 floats.*\.bool\(\)"):
+        gat(torch.randn(3, 5), torch.tensor([[1, 1, 0], [1, 1, 1], [0, 1, 1]]))
 
 
 def test_a_transformer_block_masked_by_the_adjacency_attends_over_the_graph():
