@@ -65,7 +65,30 @@ def on_page_markdown(markdown, page, config, files):
         copy = docs / SOURCE / target.relative_to(ROOT)
         return match.group(1) + os.path.relpath(copy, page_dir) + match.group(3)
 
-    return separate_lists(LINK.sub(point, markdown))
+    return separate_lists(plain_fences(LINK.sub(point, markdown)))
+
+
+# ---- code blocks ---------------------------------------------------------------------------------
+
+# an opening fence with words after its language: ```console slow, ```python norun,
+# ```yaml file=small.yaml (what tests/test_docs_examples.py reads)
+MARKED_FENCE = re.compile(r"^([ \t]*(?:`{3,}|~{3,})[\w+-]+)[ \t]+[^`{\n][^`\n]*$", re.M)
+
+
+def plain_fences(markdown: str) -> str:
+    r"""Opening fences with their language alone, as the site needs them.
+
+    The words after a block's language are for the docs test (``slow``, ``norun``,
+    ``file=NAME``). Python-Markdown reads such a line as text, so the block's closing fence
+    would open a code block that runs on over the prose after it.
+
+    Examples:
+        >>> plain_fences("```console slow\n$ attnlab train lm\n```")
+        '```console\n$ attnlab train lm\n```'
+        >>> plain_fences("```yaml file=small.yaml\nseed: 1\n```")
+        '```yaml\nseed: 1\n```'
+    """
+    return MARKED_FENCE.sub(r"\1", markdown)
 
 
 # ---- lists ----------------------------------------------------------------------------------------

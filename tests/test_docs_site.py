@@ -115,6 +115,24 @@ def build_alone(tmp_path, docs):
                   cwd=tmp_path)
 
 
+def test_a_block_marked_for_the_docs_test_is_a_code_block_on_the_site(tmp_path):
+    # `slow`, `norun` and `file=` after a block's language are for tests/test_docs_examples.py;
+    # Python-Markdown took such an opening line for text, so the block's closing line opened a
+    # code block that swallowed the heading and prose after it (language_model.md's "The Llama
+    # family's parts" had no anchor, and interop.md's links to it failed the strict build)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\n```console slow\n$ attnlab train lm\n```\n\n"
+                                   "## After the block\n\nProse, not code.\n\n"
+                                   "```yaml file=small.yaml\nseed: 1\n```\n\nThe end.\n")
+    done = build_alone(tmp_path, docs)
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "```" not in page
+    assert 'id="after-the-block"' in page and "<p>Prose, not code.</p>" in page
+    assert "<p>The end.</p>" in page and page.count('<div class="highlight">') == 2
+
+
 def test_a_broken_link_fails_the_strict_build(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -145,7 +145,7 @@ class CausalLMConfig(ModelConfig):
     model_dim: int = setting(256, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
     num_layers: int = setting(4, help="Transformer blocks L", low=1)
-    dim_feedforward: int = setting(None, help="feed-forward width (default 4·D, GPT-2's)",
+    dim_feedforward: int = setting(None, help="feed-forward width",
                                    low=1, optional=True)
     max_len: int = setting(1024, help="longest sequence (positions 0..max_len-1)", low=1,
                            flag=False)
@@ -319,7 +319,7 @@ class SequenceClassifierConfig(ModelConfig):
     model_dim: int = setting(64, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
     num_layers: int = setting(2, help="Transformer blocks L", low=1)
-    dim_feedforward: int = setting(None, help="feed-forward width (default 2·D)", low=1,
+    dim_feedforward: int = setting(None, help="feed-forward width", low=1,
                                    optional=True)
     dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0, below=1)
     input_dropout: float = setting(0.0, help="dropout on the input features (feature inputs)",
@@ -385,7 +385,7 @@ class ElementPredictorConfig(ModelConfig):
     num_layers: int = setting(1, help="encoder blocks L", low=1)
     dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0, below=1)
     input_dropout: float = setting(0.0, help="dropout on the one-hot inputs", low=0, below=1)
-    dim_feedforward: int = setting(None, help="feed-forward width (default 2·D)", low=1,
+    dim_feedforward: int = setting(None, help="feed-forward width", low=1,
                                    optional=True)
     norm_first: bool = setting(False, help="pre-LN blocks")
     max_len: int = setting(5000, help="longest sequence", low=1, flag=False)
@@ -513,7 +513,7 @@ class JetTaggerConfig(ModelConfig):
     model_dim: int = setting(64, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
     num_layers: int = setting(2, help="encoder blocks L over the constituents", low=1)
-    dim_feedforward: int = setting(None, help="feed-forward width (default 2·D)", low=1,
+    dim_feedforward: int = setting(None, help="feed-forward width", low=1,
                                    optional=True)
     dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0,
                              below=1)

@@ -12,6 +12,7 @@ import torch
 from attnlab.cli import main
 from attnlab.commands import threads as threads_module
 from attnlab.commands.threads import DECODE_PARAMETERS, default_threads, run_parameters
+from attnlab.tasks import TASKS, get_task
 
 from ..reliability.conftest import TINY, write_corpus
 
@@ -117,3 +118,18 @@ def test_train_without_the_flag_takes_one_thread_on_a_busy_machine(tmp_path, mon
         assert torch.get_num_threads() == expected
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_train_help_states_the_tasks_own_thread_default(task, capsys):
+    # the small tasks train on one thread unless told otherwise (config.yaml records threads:
+    # 1); their --help once said torch's count, which only lm and jets start from
+    with pytest.raises(SystemExit):
+        main(["train", task, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    entry = out.split(" --threads N ", 1)[1].split(" --devices N ", 1)[0]
+    default = get_task(task).defaults["threads"]
+    if default is None:
+        assert "torch's" in entry and "default" not in entry, entry
+    else:
+        assert entry.endswith(f"(default: {default})") and "default: torch" not in entry, entry
