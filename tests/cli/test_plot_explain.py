@@ -67,6 +67,16 @@ def test_explain_errors_exit_2_naming_the_flag(args, named, capsys):
     assert len(err.strip().splitlines()) == 1 and named in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("flag", ["--q", "--k", "--v", "--mask"])
+def test_explain_refuses_an_empty_matrix_rather_than_use_the_example(flag, capsys):
+    # `--q ""` (an unset shell variable) printed the example's attention, as if not given
+    assert main(["explain", flag, ""]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == f"attnlab: error: {flag}: '' is not a nested list of " \
+                                   f"numbers, e.g. \"[[0,10,0]]\""
+    assert captured.out == ""
+
+
 @pytest.mark.parametrize("args, said", [
     (["--q", "[[1,0]]"], "--q has rows of 2 numbers but the example's keys (used without --k) "
                          "have rows of 3: queries and keys must have the same width d_k"),
