@@ -48,6 +48,17 @@ def test_prepare_an_empty_out_is_refused_not_read_as_the_current_directory(out, 
     assert list((tmp_path / "here").iterdir()) == []
 
 
+def test_prepare_refuses_a_text_column_that_no_input_has(tmp_path, capsys):
+    # text files are read whole: --text-column body did nothing, unsaid
+    (tmp_path / "a.txt").write_text(TEXT, encoding="utf-8")
+    assert main(["prepare", str(tmp_path / "a.txt"), "--out", str(tmp_path / "d"),
+                 "--text-column", "body"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "attnlab: error: --text-column body: the column of a .parquet file or a datasets "
+        "directory, but every input is a text file, read whole; drop it")
+    assert not (tmp_path / "d").exists()
+
+
 @pytest.mark.parametrize("data, message", [
     (("café " * 400).encode("latin-1"), "is not UTF-8 text (invalid continuation byte at byte 3)"),
     (("hello world " * 100).encode("utf-16-le"), "holds a NUL byte at byte 1:"),
