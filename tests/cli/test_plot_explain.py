@@ -156,6 +156,18 @@ def test_plot_pe_and_lr_write_pngs(tmp_path, capsys):
     assert "--d-model" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("schedule", ["cosine", "wsd", "linear", "constant"])
+def test_plot_lr_refuses_d_model_where_no_noam_curve_is_drawn(schedule, tmp_path, capsys):
+    # --d-model is Noam's alone: with another schedule the figure came out the same, unsaid
+    out = tmp_path / "lr.png"
+    assert main(["plot", "lr", "--schedule", schedule, "--d-model", "64", "--out",
+                 str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnlab: error: --d-model 64 is Noam's (its rate scales by d_model^-0.5); "
+        f"--schedule {schedule} draws no Noam curve (noam, both or all do)")
+    assert not out.exists()
+
+
 def test_lr_curve_matches_the_schedulers():
     from attnlab.schedulers import cosine_warmup_factor, noam_factor
     from attnlab.viz import lr_curve
