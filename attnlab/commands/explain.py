@@ -139,13 +139,13 @@ def run(args: argparse.Namespace) -> int:
 
     from ..nn import scaled_dot_product
 
-    q = parse_matrix(args.q, "--q") if args.q else EXAMPLE["q"]
-    k = parse_matrix(args.k, "--k") if args.k else EXAMPLE["k"]
-    v = parse_matrix(args.v, "--v") if args.v else EXAMPLE["v"]
+    q = parse_matrix(args.q, "--q") if args.q is not None else EXAMPLE["q"]
+    k = parse_matrix(args.k, "--k") if args.k is not None else EXAMPLE["k"]
+    v = parse_matrix(args.v, "--v") if args.v is not None else EXAMPLE["v"]
     _check_shapes(args, q, k, v)
     Q, K, V = (torch.tensor(m, dtype=torch.float64) for m in (q, k, v))
     mask = None
-    if args.mask:
+    if args.mask is not None:  # given empty: refused, not read as no mask
         rows = parse_matrix(args.mask, "--mask", numbers=False)
         if any(x not in (0.0, 1.0) for r in rows for x in r):
             raise UsageError(f"--mask: entries must be 0 or 1 (1 = may attend), got {args.mask!r}")

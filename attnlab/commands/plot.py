@@ -239,9 +239,14 @@ def attention_focus(task, run_dir, cfg, text):
 def _lr(args) -> str:
     from ..viz import curve_steps, lr_curve, plot_lr_schedule
 
+    d_model_given = args.d_model is not None
     check_options(args, ScheduleOptions)
     given = args.out is not None
     names = _LR_GROUPS.get(args.schedule, (args.schedule,))
+    if d_model_given and "noam" not in names:  # it would change no curve drawn, unsaid
+        raise UsageError(f"--d-model {args.d_model} is Noam's (its rate scales by "
+                         f"d_model^-0.5); --schedule {args.schedule} draws no Noam curve "
+                         f"(noam, both or all do)")
     chosen = [_schedule_of(args, name, alone=len(names) == 1) for name in names]
     out = choose_out(args.out, f"lr_{args.schedule}.png")
     curves, steps = {}, {}

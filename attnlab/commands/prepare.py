@@ -55,13 +55,27 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..data.corpus import prepare
 
+    given_column = args.text_column  # None where the flag was not given
     check_options(args, PrepareOptions)
+    _column_is_read(given_column, args.files)
     meta = prepare(args.files, args.out, tokenizer=_tokenizer(args.tokenizer),
                    vocab_size=args.vocab_size, val_fraction=args.val_fraction, force=args.force,
                    text_column=args.text_column)
     print(f"prepared {args.out}: {meta['train_tokens']:,} train and {meta['val_tokens']:,} val "
           f"tokens, {meta['tokenizer']} vocabulary of {meta['vocab_size']:,} ({meta['dtype']})")
     return 0
+
+
+def _column_is_read(column: str | None, files: list[str]) -> None:
+    """--text-column names a column of a table (a .parquet file, a datasets directory): given
+    where every input is a text file, read whole, it would do nothing, unsaid."""
+    from ..data.tables import COLUMNAR, file_format
+    from ..errors import UsageError
+
+    if column is None or any(not Path(f).exists() or file_format(f) in COLUMNAR for f in files):
+        return  # (a missing input is named by prepare)
+    raise UsageError(f"--text-column {column}: the column of a .parquet file or a datasets "
+                     f"directory, but every input is a text file, read whole; drop it")
 
 
 def _tokenizer(value: str):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Interrupted, UsageError
+from ..paths import check_output
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, TrainSettings, add_flags, as_typed, check, check_schedule,
                         flag, heads_divide_width, monitoring_fits, optimizer_fits, value_text)
@@ -85,6 +86,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
 
     task = get_task(task_name)
     cfg: dict[str, Any] = {**SHARED_DEFAULTS, **task.defaults}
+    _refuse_blank(given)
     file_cfg, notes_of_file, recorded = _read_config_file(task, given,
                                                           set(cfg) | {"task", "out"})
     # --resume and --out as flags, or else from the --config file
@@ -133,6 +135,18 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
         _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init)
     _as_trained(task, cfg)
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _refuse_blank(given: dict[str, Any]) -> None:
+    """``--config`` or ``--out`` given as empty text (an unset shell variable: ``--config
+    $CFG``) names nothing: an empty --config was read as not given, so the run trained on the
+    defaults, unsaid, and an empty --out as the default directory (where ``--out '  '`` was
+    refused by the rule of every output path, ``check_output``, which this one uses)."""
+    if isinstance(given.get("config"), str) and not given["config"].strip():
+        raise UsageError("--config is empty; name a YAML file of settings (or leave --config "
+                         "out)")
+    if isinstance(given.get("out"), str) and not given["out"].strip():
+        check_output(given["out"], "--out", directory=True)
 
 
 def _check_all(task, cfg: dict[str, Any], file_cfg: dict[str, Any], given: dict[str, Any],

@@ -392,8 +392,7 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
         380
     """
     _check_options(paths, tokenizer, vocab_size, val_fraction)
-    out = Path(out_dir)
-    _check_out_dir(out, paths, force)
+    out = _check_out_dir(out_dir, paths, force)
     read_first: list[str] = []
     total = _count_characters(paths, chunk_chars, read_first, text_column)
     created = not out.exists()
@@ -467,20 +466,21 @@ def _remove_temporary(out: Path, created: bool) -> None:
         out.rmdir()
 
 
-def _check_out_dir(out: Path, paths, force: bool) -> None:
-    """Refuse to write where nothing can be written (``check_output``), or where it would
-    overwrite what the user did not ask to replace."""
-    check_output(out, "--out", directory=True)
+def _check_out_dir(out_dir: str | Path, paths, force: bool) -> Path:
+    """``out_dir`` as a Path, or refused where nothing can be written (``check_output``), or
+    where it would overwrite what the user did not ask to replace. Checked as given: an empty
+    ``--out ""`` was ``Path("")``, the current directory, which an empty one let it fill."""
+    out = check_output(out_dir, "--out", directory=True)
     inside = os.path.realpath(out)  # (not Path.resolve: it raises on a symbolic-link loop)
     for path in paths:  # `prepare data/c/meta.json --out data/c --force` would eat its input
         if os.path.dirname(os.path.realpath(path)) == inside:
             raise UsageError(f"--out {out} holds the input file {path}; write the corpus to "
                              f"another directory")
     if not out.exists():
-        return
+        return out
     entries = sorted(p.name for p in out.iterdir())
     if not entries:
-        return
+        return out
     foreign = [n for n in entries if n not in CORPUS_FILES and n not in _TEMPORARY
                and not (n.startswith(".meta.json.") and n.endswith(".tmp"))]
     if foreign:
@@ -496,6 +496,7 @@ def _check_out_dir(out: Path, paths, force: bool) -> None:
                          f"but no meta.json, so it is not a corpus `attnlab prepare` finished; "
                          f"--force replaces only a prepared corpus: remove the files yourself or "
                          f"choose another --out")
+    return out
 
 
 def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fraction: float,

@@ -61,6 +61,19 @@ def test_out_already_used_needs_resume(tmp_path, capsys):
     _fails(["train", "reverse", "--out", str(tmp_path)], capsys, "--out", "--resume")
 
 
+@pytest.mark.parametrize("given", [["--config", ""], ["--config", " ", "--out", "run"],
+                                   ["--out", ""], ["--out", "  "]])
+def test_an_empty_config_or_out_is_refused_not_read_as_not_given(given, capsys, tmp_path,
+                                                                  monkeypatch):
+    # `--config $CFG` with CFG unset trained on the defaults, unsaid; `--out $OUT` trained
+    # into a new runs/reverse-<timestamp>
+    monkeypatch.chdir(tmp_path)
+    tiny = ["--max-steps", "1", "--train-size", "32", "--val-size", "8", "--test-size", "8",
+            "--model-dim", "8", "--num-heads", "1", "--num-layers", "1", "--threads", "1"]
+    _fails(["train", "reverse", *tiny, *given], capsys, f"{given[0]} is empty; name a")
+    assert list(tmp_path.iterdir()) == []  # no run directory, not even runs/
+
+
 def test_resume_without_checkpoint(tmp_path, capsys):
     # A finished run (it has its model) whose checkpoints were deleted has nothing to resume.
     # (A run killed before its first checkpoint restarts from step 0: tests/reliability.)

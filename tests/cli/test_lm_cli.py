@@ -34,6 +34,31 @@ def test_prepare_prints_a_summary(tmp_path, capsys):
     assert (tmp_path / "d" / "meta.json").is_file()
 
 
+@pytest.mark.parametrize("out", ["", "  "])
+def test_prepare_an_empty_out_is_refused_not_read_as_the_current_directory(out, tmp_path,
+                                                                           monkeypatch, capsys):
+    # `--out ""` (an unset shell variable) was Path(""): the corpus was written into the
+    # current directory, where it was empty
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "a.txt").write_text(TEXT, encoding="utf-8")
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    assert main(["prepare", str(tmp_path / "texts" / "a.txt"), "--out", out]) == 2
+    assert capsys.readouterr().err.strip() == "attnlab: error: --out is empty; name a directory"
+    assert list((tmp_path / "here").iterdir()) == []
+
+
+def test_prepare_refuses_a_text_column_that_no_input_has(tmp_path, capsys):
+    # text files are read whole: --text-column body did nothing, unsaid
+    (tmp_path / "a.txt").write_text(TEXT, encoding="utf-8")
+    assert main(["prepare", str(tmp_path / "a.txt"), "--out", str(tmp_path / "d"),
+                 "--text-column", "body"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "attnlab: error: --text-column body: the column of a .parquet file or a datasets "
+        "directory, but every input is a text file, read whole; drop it")
+    assert not (tmp_path / "d").exists()
+
+
 @pytest.mark.parametrize("data, message", [
     (("café " * 400).encode("latin-1"), "is not UTF-8 text (invalid continuation byte at byte 3)"),
     (("hello world " * 100).encode("utf-16-le"), "holds a NUL byte at byte 1:"),

@@ -67,6 +67,16 @@ def test_explain_errors_exit_2_naming_the_flag(args, named, capsys):
     assert len(err.strip().splitlines()) == 1 and named in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("flag", ["--q", "--k", "--v", "--mask"])
+def test_explain_refuses_an_empty_matrix_rather_than_use_the_example(flag, capsys):
+    # `--q ""` (an unset shell variable) printed the example's attention, as if not given
+    assert main(["explain", flag, ""]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == f"attnlab: error: {flag}: '' is not a nested list of " \
+                                   f"numbers, e.g. \"[[0,10,0]]\""
+    assert captured.out == ""
+
+
 @pytest.mark.parametrize("args, said", [
     (["--q", "[[1,0]]"], "--q has rows of 2 numbers but the example's keys (used without --k) "
                          "have rows of 3: queries and keys must have the same width d_k"),
@@ -144,6 +154,18 @@ def test_plot_pe_and_lr_write_pngs(tmp_path, capsys):
     assert "--warmup" in capsys.readouterr().err
     assert main(["plot", "pe", "--d-model", "0"]) == 2
     assert "--d-model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "wsd", "linear", "constant"])
+def test_plot_lr_refuses_d_model_where_no_noam_curve_is_drawn(schedule, tmp_path, capsys):
+    # --d-model is Noam's alone: with another schedule the figure came out the same, unsaid
+    out = tmp_path / "lr.png"
+    assert main(["plot", "lr", "--schedule", schedule, "--d-model", "64", "--out",
+                 str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnlab: error: --d-model 64 is Noam's (its rate scales by d_model^-0.5); "
+        f"--schedule {schedule} draws no Noam curve (noam, both or all do)")
+    assert not out.exists()
 
 
 def test_lr_curve_matches_the_schedulers():

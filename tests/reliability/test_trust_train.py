@@ -530,6 +530,17 @@ def test_a_huge_seq_len_is_refused_with_the_memory_it_needs(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_a_huge_num_categories_is_refused_with_the_memory_it_needs(tmp_path, capsys):
+    # the estimate counted the blocks alone: --num-categories 1000000000 passed, and the run
+    # went on to build input and output layers of 10^9 x D weights and one-hot batches of
+    # B x T x 10^9
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), "--num-categories", "1000000000"]) == 2
+    line = one_line_error(capsys)
+    assert "--num-categories 1,000,000,000" in line and "available" in line
+    assert not out.exists()
+
+
 def test_memory_check_compares_the_estimate_with_what_is_available():
     preflight.check_memory([("data", 1e9)], available=2 * 10**9)  # fits: no error
     with pytest.raises(Exception, match=r"about 3\.0 GB \(1\.0 GB for a \+ 2\.0 GB for b\); "

@@ -88,13 +88,20 @@ class SequenceTask(Task):
         return cfg.max_steps
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
-        """The three splits' int64 inputs and labels, held in memory; and the attention maps
-        of one sequence (every layer and head, T × T), which the figures draw."""
+        """The three splits' int64 inputs and labels, held in memory; the input and output
+        layers over the C symbols (C × D weights each, with their gradients and AdamW's
+        moments) and one batch's one-hot inputs (B × T × C, int64), which a mistyped
+        ``--num-categories 1000000000`` makes terabytes; and the attention maps of one
+        sequence (every layer and head, T × T), which the figures draw."""
         n = cfg["train_size"] + cfg["val_size"] + cfg["test_size"]
-        T = cfg["seq_len"]
+        T, C = cfg["seq_len"], cfg["num_categories"]
         maps = cfg["num_layers"] * cfg["num_heads"] * T * T * 4
         return [*super().memory_estimate(cfg),
                 (f"{n:,} sequences of --seq-len {T:,}", 2 * n * T * 8),
+                (f"the input and output layers over --num-categories {C:,}",
+                 16 * 2 * C * cfg["model_dim"]),
+                (f"one batch of one-hot inputs ({cfg['batch_size']:,} x {T:,} x {C:,})",
+                 cfg["batch_size"] * T * C * 8),
                 (f"the attention maps of one sequence ({T:,} x {T:,} per head and layer)", maps)]
 
 
