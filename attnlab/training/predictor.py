@@ -34,7 +34,10 @@ class _CPUBatches:
 
 class _Float32AfterFit:
     """Back to float32 weights once ``trainer.fit`` is done (``back_to_float32``):
-    ``precision="64"`` and ``"bf16-true"`` train float64 / bfloat16 weights."""
+    ``precision="64"`` and ``"bf16-true"`` train float64 / bfloat16 weights. Also when the fit
+    stops early (the kernel interrupted, an error), where Lightning calls no hook of the
+    module's own: left in bfloat16, the model went on predicting in it, and the next fit could
+    not restore the positional tables, rounded through bfloat16 for good."""
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
@@ -43,8 +46,25 @@ class _Float32AfterFit:
 
     def on_fit_end(self) -> None:
         super().on_fit_end()
+        self.float32_after_fit()
+
+    def configure_callbacks(self):
+        callbacks = super().configure_callbacks()
+        callbacks = [callbacks] if isinstance(callbacks, L.Callback) else list(callbacks)
+        return [*callbacks, _Float32OnInterrupt()]
+
+    def float32_after_fit(self) -> None:
         back_to_float32(self, getattr(self, "_computed_tables", {}))
         self._computed_tables = {}
+
+
+class _Float32OnInterrupt(L.Callback):
+    """``_Float32AfterFit`` for a fit that raised (Lightning's ``on_exception`` reaches
+    callbacks only)."""
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        if trainer.state.fn == "fit":
+            pl_module.float32_after_fit()
 
 
 def _training_arguments(**arguments) -> dict:
