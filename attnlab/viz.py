@@ -464,10 +464,9 @@ def plot_positional_encoding(d_model: int = 48, max_len: int = 96, path: str | P
         >>> plot_positional_encoding(48, 96, "pe.png")
         PosixPath('pe.png')
     """
-    from .nn.positional import sinusoidal_table
+    from .nn.positional import check_table, sinusoidal_table
 
-    if d_model < 1 or max_len < 1:
-        raise ValueError(f"d_model ({d_model}) and max_len ({max_len}) must be positive")
+    check_table("d_model", d_model, max_len)
     dims = [d for d in dims if d < d_model]
     pe = sinusoidal_table(max_len, d_model)  # (max_len, D)
     plt = _pyplot()

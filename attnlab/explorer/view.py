@@ -42,6 +42,11 @@ def layers_of(maps: Any, kind: str | None = None, group: str | None = None) -> l
     for name, weights in items:
         w = _as_torch(weights)
         w = w[None] if w.ndim == 2 else w
+        if w.ndim != 3:  # a batch's maps, (B, H, T_q, T_k): the page shows one example's
+            batch = (f", a batch of {w.shape[0]} examples; pass example b's, m[b] of each "
+                     f"map" if w.ndim == 4 else "")
+            raise ValueError(f"maps: {name!r} is {tuple(w.shape)}, not one example's map "
+                             f"(H, T_q, T_k){batch}")
         k = kind or layer_kind(name, w)
         layers.append(Layer(name, k, w, group or k))
     return layers
@@ -55,8 +60,9 @@ def attention_view(maps: Any, query_tokens: Sequence[Any],
 
     Args:
         maps: one layer's (H, T_q, T_k) map, a list of them (one per layer, as
-            ``get_attention_maps`` returns: a leading batch of one is dropped), an (L, H, T_q,
-            T_k) tensor, a dict of module name -> map, or a list of ``attnlab.explorer.Layer``.
+            ``get_attention_maps`` returns: a leading batch of one is dropped; a larger batch
+            is refused), an (L, H, T_q, T_k) tensor, a dict of module name -> map, or a list
+            of ``attnlab.explorer.Layer``.
         query_tokens: the T_q tokens of the rows.
         key_tokens: the T_k tokens of the columns (default ``query_tokens``).
         kind: "self", "causal" or "cross" for every layer (default: "causal" where every

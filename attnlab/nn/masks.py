@@ -9,6 +9,7 @@ Shapes: B batch, H heads, T_q query length, T_k key length, T sequence length.
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import torch
@@ -47,6 +48,18 @@ def expand_mask(mask: Tensor) -> Tensor:
     return mask
 
 
+def _length(T: int) -> int:
+    """A mask's length T as a Python int (a 0-d integer tensor too): ``causal_mask(3.0)``
+    failed inside ``torch.ones`` ("takes 1 positional argument but 2 were given")."""
+    try:
+        length = None if isinstance(T, bool) else operator.index(T)
+    except TypeError:
+        length = None
+    if length is None or length < 1:
+        raise ValueError(f"T must be a positive length, got {T!r}")
+    return length
+
+
 def causal_mask(T: int, *, device: torch.device | str | None = None) -> Tensor:
     """Lower-triangular (T, T) bool mask: query i may attend to keys j <= i.
 
@@ -54,8 +67,7 @@ def causal_mask(T: int, *, device: torch.device | str | None = None) -> Tensor:
         >>> causal_mask(3).int().tolist()
         [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
-    if T < 1:
-        raise ValueError(f"T must be a positive length, got {T}")
+    T = _length(T)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
@@ -68,8 +80,7 @@ def window_mask(T: int, radius: int, *, device: torch.device | str | None = None
         >>> window_mask(4, 1).int().tolist()[0]
         [1, 1, 0, 0]
     """
-    if T < 1:
-        raise ValueError(f"T must be a positive length, got {T}")
+    T = _length(T)
     if radius < 0:
         raise ValueError(f"radius must be >= 0, got {radius}")
     idx = torch.arange(T, device=device)

@@ -32,6 +32,7 @@ queries and keys, so q·k depends only on their relative distance.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -42,7 +43,8 @@ from ..positional_names import POSITIONAL_NAMES, ROPE_SCALINGS, positional_names
 
 __all__ = ["PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
            "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "input_kinds",
-           "sinusoidal_table", "position_range", "rope_frequencies", "ROPE_SCALINGS"]
+           "sinusoidal_table", "check_table", "position_range", "rope_frequencies",
+           "ROPE_SCALINGS"]
 
 
 def _check_length(T: int, max_len: int) -> None:
@@ -50,6 +52,22 @@ def _check_length(T: int, max_len: int) -> None:
         raise ValueError(
             f"sequence length ({T}) exceeds the positional encoding's max_len ({max_len})"
         )
+
+
+def check_table(width_name: str, width: int, max_len: int) -> None:
+    """A position table's width (named ``width_name``) and length, checked when it is built:
+    a learned or rotary table of width or length 0 was built without a word (and a float
+    width failed inside ``torch.zeros``).
+
+    Examples:
+        >>> check_table("d_model", 16, 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: max_len must be a positive integer, got 0
+    """
+    for name, value in ((width_name, width), ("max_len", max_len)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _check_input(x: Tensor, d_model: int) -> None:
@@ -107,7 +125,8 @@ class PositionalEncoding(nn.Module):
         max_len: longest sequence supported.
 
     Raises:
-        ValueError: in ``forward``, if x is not (B, T, d_model) or T > max_len.
+        ValueError: when built, if d_model or max_len is not a positive integer; in
+            ``forward``, if x is not (B, T, d_model) or T > max_len.
 
     Shape:
         x: (B, T, D), positions (T,) or (B, T) (default 0..T-1) -> (B, T, D). The buffer ``pe``
@@ -121,8 +140,7 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000) -> None:
         super().__init__()
-        if d_model < 1 or max_len < 1:
-            raise ValueError(f"d_model ({d_model}) and max_len ({max_len}) must be positive")
+        check_table("d_model", d_model, max_len)
         self.d_model, self.max_len = d_model, max_len
         self.register_buffer("pe", sinusoidal_table(max_len, d_model)[None], persistent=False)
 
@@ -148,6 +166,10 @@ class LearnedPositionalEncoding(nn.Module):
     The arguments are in ``PositionalEncoding``'s order, (d_model, max_len)
     (docs/positional_encoding.md).
 
+    Raises:
+        ValueError: when built, if d_model or max_len is not a positive integer; in
+            ``forward``, if x is not (B, T, d_model) or T > max_len.
+
     Shape:
         x: (B, T, D) -> (B, T, D); ``positions`` optional (B, T) or (T,) integer positions.
 
@@ -158,6 +180,7 @@ class LearnedPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000) -> None:
         super().__init__()
+        check_table("d_model", d_model, max_len)
         self.d_model, self.max_len = d_model, max_len  # as in PositionalEncoding
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
@@ -230,8 +253,9 @@ class RotaryEmbedding(nn.Module):
             (``original_max_position_embeddings``).
 
     Raises:
-        ValueError: for an odd head_dim; in ``forward``, for heads of another width or a
-            sequence longer than max_len.
+        ValueError: for a head_dim or max_len that is not a positive integer, an odd
+            head_dim; in ``forward``, for heads of another width or a sequence longer than
+            max_len.
 
     Shape:
         x: (B, H, T, hd), positions: (T,) or (B, T) -> (B, H, T, hd).
@@ -246,6 +270,7 @@ class RotaryEmbedding(nn.Module):
                  scaling: str = "none", factor: float = 1.0, low_freq_factor: float = 1.0,
                  high_freq_factor: float = 4.0, original_max_len: int = 8192) -> None:
         super().__init__()
+        check_table("head_dim", head_dim, max_len)
         if head_dim % 2:
             raise ValueError(f"rotary embeddings need an even head width, got {head_dim}")
         self.head_dim, self.max_len, self.base, self.scaling = head_dim, max_len, base, scaling

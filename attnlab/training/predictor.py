@@ -9,10 +9,13 @@ course's API, trained by a user's ``pl.Trainer``; ``attnlab train reverse`` trai
 """
 from __future__ import annotations
 
+import numbers
+
 import lightning.pytorch as L
 import torch.nn.functional as F
 
 from ..models.predictor import ElementPredictor
+from ..settings import TrainSettings, check_argument
 from .element import element_metrics
 from .module import back_to_float32, exact_tables, make_optimizer
 
@@ -31,7 +34,10 @@ class _CPUBatches:
 
 class _Float32AfterFit:
     """Back to float32 weights once ``trainer.fit`` is done (``back_to_float32``):
-    ``precision="64"`` and ``"bf16-true"`` train float64 / bfloat16 weights."""
+    ``precision="64"`` and ``"bf16-true"`` train float64 / bfloat16 weights. Also when the fit
+    stops early (the kernel interrupted, an error), where Lightning calls no hook of the
+    module's own: left in bfloat16, the model went on predicting in it, and the next fit could
+    not restore the positional tables, rounded through bfloat16 for good."""
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
@@ -40,8 +46,39 @@ class _Float32AfterFit:
 
     def on_fit_end(self) -> None:
         super().on_fit_end()
+        self.float32_after_fit()
+
+    def configure_callbacks(self):
+        callbacks = super().configure_callbacks()
+        callbacks = [callbacks] if isinstance(callbacks, L.Callback) else list(callbacks)
+        return [*callbacks, _Float32OnInterrupt()]
+
+    def float32_after_fit(self) -> None:
         back_to_float32(self, getattr(self, "_computed_tables", {}))
         self._computed_tables = {}
+
+
+class _Float32OnInterrupt(L.Callback):
+    """``_Float32AfterFit`` for a fit that raised (Lightning's ``on_exception`` reaches
+    callbacks only)."""
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        if trainer.state.fn == "fit":
+            pl_module.float32_after_fit()
+
+
+def _training_arguments(**arguments) -> dict:
+    """The optimiser's and schedule's arguments checked against the flags' declarations
+    (``TrainSettings``; ``max_iters`` is ``--max-steps``'s), NumPy's numbers as Python's:
+    without this, ``max_iters=0`` trained at a learning rate of 0 without a word, and the
+    other mistakes surfaced deep in ``trainer.fit``."""
+    checked = {}
+    for name, value in arguments.items():
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            value = int(value) if isinstance(value, numbers.Integral) else float(value)
+        checked[name] = check_argument(TrainSettings, "max_steps" if name == "max_iters"
+                                       else name, value, shown=name)
+    return checked
 
 
 class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.LightningModule):
@@ -60,8 +97,15 @@ class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.Li
         input_dropout: dropout on the inputs.
         dim_feedforward: feed-forward width (default 2·model_dim).
         norm_first: pre-LN blocks.
-        schedule: "cosine" (the course) or "noam".
+        schedule: "cosine" (the course's), "noam", or one of `--schedule`'s others
+            ("wsd", "linear", "constant": decaying to 0; docs/schedules.md).
         weight_decay: AdamW weight decay (0, the course's Adam, by default).
+
+    Raises:
+        ValueError: naming the argument, for a value ``attnlab train`` refuses in its flag
+            (``lr`` not above 0, ``warmup`` below 0, ``max_iters`` below 1, a ``schedule``
+            it does not know, ``weight_decay`` below 0) or a model argument out of range;
+            when the model is built, not when ``trainer.fit`` first steps.
 
     Batches are ``(inputs, labels)``: inputs (B, T) integer symbols (one-hot encoded inside) or
     (B, T, input_dim) floats; labels (B, T) class indices. Training logs ``train_loss``;
@@ -86,9 +130,12 @@ class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.Li
                  input_dropout: float = 0.0, *, dim_feedforward: int | None = None,
                  norm_first: bool = False, schedule: str = "cosine",
                  weight_decay: float = 0.0) -> None:
+        training = _training_arguments(lr=lr, warmup=warmup, max_iters=max_iters,
+                                       schedule=schedule, weight_decay=weight_decay)
         super().__init__(input_dim, model_dim, num_classes, num_heads, num_layers, dropout,
                          input_dropout, dim_feedforward=dim_feedforward, norm_first=norm_first)
         self.save_hyperparameters()
+        self.hparams.update(training)
 
     def configure_optimizers(self):
         hp = self.hparams

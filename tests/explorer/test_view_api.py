@@ -75,3 +75,19 @@ def test_seq2seq_and_language_model():
     lm = CausalLM(vocab_size=20, model_dim=16, num_heads=2, num_layers=2, max_len=16).eval()
     view = attention_view_of(lm, torch.tensor([[1, 2, 3]]), tokens=["the", " cat", " sat"])
     assert {l["kind"] for l in view.data["layers"]} == {"causal"}
+
+
+@pytest.mark.parametrize("given", ["list", "dict"])
+def test_maps_of_a_batch_refused_naming_the_batch(given):
+    """``get_attention_maps`` of a batch of 3 was "too many values to unpack (expected 3)"."""
+    maps = [torch.softmax(torch.randn(3, 2, 4, 4), -1) for _ in range(2)]  # L × (B, H, T, T)
+    maps = maps if given == "list" else {f"layer{i}": m for i, m in enumerate(maps)}
+    shown = (r"maps: '(layers.|layer)0' is \(3, 2, 4, 4\), not one example's map "
+             r"\(H, T_q, T_k\), a batch of 3 examples; pass example b's, m\[b\] of each map")
+    with pytest.raises(ValueError, match=shown):
+        attention_view(maps, list("abcd"))
+    with pytest.raises(ValueError, match=r"maps: 'layers.0' is \(4,\), not one example's map"):
+        attention_view([torch.ones(4)], list("abcd"))
+    # one example of it is the page, as the message says
+    assert len(attention_view([m[1] for m in maps.values()] if given == "dict"
+                              else [m[1] for m in maps], list("abcd")).data["layers"]) == 2

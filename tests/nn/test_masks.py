@@ -125,3 +125,13 @@ def test_an_additive_float_mask_is_refused_not_read_backwards(blocked):
     ones = torch.tensor([1.0, 1.0, 0.0])  # a 0/1 float mask is still a mask
     _, attention = scaled_dot_product(q, k, v, ones)
     assert attention[..., 2].abs().max() == 0
+
+
+@pytest.mark.parametrize("make", [an.causal_mask, lambda T: an.window_mask(T, 1)])
+@pytest.mark.parametrize("T", [3.0, True, 0])
+def test_a_mask_length_that_is_not_a_positive_integer_is_named(make, T):
+    """``causal_mask(3.0)`` failed inside torch.ones: "ones() takes 1 positional argument but
+    2 were given"; a 0-d integer tensor (``lengths.max()``) is a length as an int is."""
+    with pytest.raises(ValueError, match=re.escape(f"T must be a positive length, got {T!r}")):
+        make(T)
+    assert torch.equal(make(torch.tensor(3)), make(3))

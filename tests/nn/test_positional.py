@@ -125,3 +125,20 @@ def test_rotary_attention_maps_are_shift_invariant():
     _, at_zero = mha(x, return_attention=True, positions=torch.arange(6))
     _, at_fifty = mha(x, return_attention=True, positions=torch.arange(50, 56))
     assert_close(at_fifty, at_zero, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: an.LearnedPositionalEncoding(0), "d_model must be a positive integer, got 0"),
+    (lambda: an.LearnedPositionalEncoding(16, max_len=0),
+     "max_len must be a positive integer, got 0"),
+    (lambda: an.RotaryEmbedding(0), "head_dim must be a positive integer, got 0"),
+    (lambda: an.RotaryEmbedding(8, max_len=-1), "max_len must be a positive integer, got -1"),
+    (lambda: an.PositionalEncoding(16.0), "d_model must be a positive integer, got 16.0"),
+    (lambda: an.PositionalEncoding(16, max_len=0), "max_len must be a positive integer, got 0"),
+])
+def test_position_tables_refuse_an_empty_or_fractional_size_when_built(build, message):
+    """A learned or rotary table of width or length 0 was built without a word (the error, if
+    any, came in forward), and a float width failed inside torch.zeros: a ValueError naming
+    the argument, as the sinusoidal table's."""
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        build()

@@ -162,3 +162,39 @@ def test_after_bf16_true_training_the_computed_tables_are_exact_again(tmp_path):
     assert {p.dtype for p in module.parameters()} == {torch.float32}
     assert module.positional_encoding.pe.dtype == torch.float32
     assert torch.equal(module.positional_encoding.pe, exact)
+
+
+@pytest.mark.slow  # trains with Lightning
+def test_course_module_float32_and_exact_tables_after_an_interrupted_bfloat16_fit(tmp_path):
+    """Interrupting the kernel during ``trainer.fit(precision="bf16-true")`` left the course's
+    module in bfloat16 (Lightning calls no hook of the module's on an interruption): it went on
+    predicting in bfloat16, and the next fit kept its positional table rounded for good."""
+    import signal
+
+    import lightning.pytorch as L
+
+    from attnlab.training import TransformerPredictor
+
+    class Interrupt(L.Callback):  # what the kernel's interrupt (Ctrl+C) raises mid-fit
+        def on_train_batch_end(self, trainer, *args):
+            raise KeyboardInterrupt
+
+    torch.manual_seed(0)
+    module = TransformerPredictor(5, 16, 5, 2, 1, lr=1e-3, warmup=1, max_iters=4)
+    exact = module.positional_encoding.pe.clone()
+    batches = [(torch.randint(5, (4, 6)), torch.randint(5, (4, 6))) for _ in range(2)]
+    loader = torch.utils.data.DataLoader(batches, batch_size=None)
+    quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                 enable_model_summary=False, default_root_dir=tmp_path)
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit):  # Lightning's answer to a KeyboardInterrupt
+            L.Trainer(max_steps=4, precision="bf16-true", callbacks=[Interrupt()],
+                      **quiet).fit(module, loader)
+    finally:
+        signal.signal(signal.SIGINT, handler)  # Lightning ignores SIGINT from then on
+    assert {p.dtype for p in module.parameters()} == {torch.float32}
+    assert torch.equal(module.positional_encoding.pe, exact)
+    L.Trainer(max_steps=2, precision="bf16-true", **quiet).fit(module, loader)  # a second fit
+    assert {p.dtype for p in module.parameters()} == {torch.float32}
+    assert torch.equal(module.positional_encoding.pe, exact)

@@ -123,3 +123,30 @@ def test_its_schedule_is_the_courses_even_with_a_warmup_longer_than_max_iters():
                                    max_iters=50)
     assert [ours.get_lr_factor(e) for e in (10, 25, 40, 50)] == \
         [course.get_lr_factor(e) for e in (10, 25, 40, 50)]
+
+
+@pytest.mark.slow  # imports Lightning
+@pytest.mark.parametrize("argument, value, message", [
+    ("max_iters", 0, "max_iters must be a positive integer, got 0"),  # trained at lr 0, silently
+    ("lr", -1e-3, "lr must be > 0, got -0.001"),
+    ("warmup", -5, "warmup must be an integer >= 0, got -5"),
+    ("schedule", "cosin", "schedule must be one of cosine, noam, wsd, linear, constant, "
+                          "got 'cosin'"),
+    ("weight_decay", -0.1, "weight_decay must be >= 0, got -0.1"),
+])
+def test_training_arguments_refused_when_built_naming_them(argument, value, message):
+    """A mistake in the optimiser's arguments is a ValueError naming the argument when the
+    model is built, not a traceback from inside ``trainer.fit`` (or, for ``max_iters=0``, a
+    fit that trained at a learning rate of 0)."""
+    import numpy as np
+
+    from attnlab.training import TransformerPredictor
+
+    arguments = dict(lr=1e-3, warmup=5, max_iters=20, schedule="cosine", weight_decay=0.0)
+    with pytest.raises(ValueError) as caught:
+        TransformerPredictor(10, 16, 10, 2, 1, **{**arguments, argument: value})
+    assert str(caught.value) == message
+    # what a notebook computes with NumPy is taken as the number it is
+    model = TransformerPredictor(10, 16, 10, 2, 1, lr=np.float32(1e-3), warmup=np.int64(5),
+                                 max_iters=np.int64(20))
+    assert model.configure_optimizers()["lr_scheduler"]["scheduler"].get_lr_factor(5) > 0
