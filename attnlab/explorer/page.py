@@ -118,6 +118,6 @@ class AttentionView:
                 '</script>')
 
     def __repr__(self) -> str:
-        layers = self.data["layers"]
-        return (f"AttentionView({len(layers)} layers, {len(self.data['query_tokens'])} query x "
-                f"{len(self.data['key_tokens'])} key tokens)")
+        n = len(self.data["layers"])
+        return (f"AttentionView({n} layer{'s' * (n != 1)}, {len(self.data['query_tokens'])} "
+                f"query x {len(self.data['key_tokens'])} key tokens)")

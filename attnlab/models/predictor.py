@@ -110,8 +110,12 @@ class ElementPredictor(nn.Module):
         assert on a GPU.
 
         Raises:
+            TypeError: ``x`` is not a tensor (a list: ``torch.tensor(x)``).
             ValueError: naming the range of the values given and the one expected.
         """
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x must be a tensor (B, T) of symbols or (B, T, C) of features, "
+                            f"got {type(x).__name__}: pass torch.tensor(x)")
         if x.is_floating_point() or not x.numel():
             return
         low, high = torch.aminmax(x)

@@ -35,6 +35,8 @@ def test_every_form_of_maps(course, form):
     view = attention_view(given, list("31415"), title="course")
     layers = view.data["layers"]
     assert len(layers) == (1 if form == "one layer" else 2)
+    assert repr(view) == (f"AttentionView({len(layers)} layer{'s' * (len(layers) > 1)}, "
+                          "5 query x 5 key tokens)")
     torch.testing.assert_close(weights(view, -1), maps[1][0], atol=5e-5, rtol=0)
     assert [layer["kind"] for layer in layers] == ["self"] * len(layers)
     if form == "dict":

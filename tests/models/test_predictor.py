@@ -23,6 +23,12 @@ def test_predict_and_attention_maps_refuse_symbols_outside_the_vocabulary(bad, s
     assert model.predict(x.clamp(0, 9)).shape == (1, 3)
 
 
+def test_predict_and_attention_maps_of_a_list_say_to_make_it_a_tensor():
+    for call in (tiny().predict, tiny().get_attention_maps):
+        with pytest.raises(TypeError, match=r"x must be a tensor .* got list: pass torch"):
+            call([[1, 2, 3]])
+
+
 def test_forward_on_the_cpu_still_refuses_an_out_of_range_symbol():
     """Unchecked in forward, an out-of-range symbol is one_hot's own error on the CPU (a
     device-side assert on a GPU), never a silent wrong answer."""
