@@ -66,6 +66,10 @@ class ResumableBatches:
             raise NotImplementedError("give epoch_batches or override the method")
         return self._epoch_batches(epoch, start)
 
+    def _shard(self) -> tuple[int, int]:
+        """(rank, processes) among which the epoch's batches are dealt out."""
+        return shard()
+
     def __len__(self) -> int:
         if self._length is None:
             raise TypeError(f"{type(self).__name__} needs a length (see the module docstring)")
@@ -81,10 +85,20 @@ class ResumableBatches:
         self.epoch, self.done = self.epoch + 1, 0
 
     def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "done": self.done}
+        return {"epoch": self.epoch, "done": self.done, "world": self._shard()[1]}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
+        """Continue at ``state``'s place. ``done`` counts this process's batches: an epoch's
+        batches are dealt out among the processes (rank r takes every world-th), so a run
+        resumed on another number of them continues after the batches all of them took
+        (rounded up to a whole batch each: none is trained twice in the epoch), not at the
+        saved count of one process's, which trained half an epoch again (two processes
+        resumed on one) or left half of it out (one on two). A state without ``world`` (an
+        older checkpoint) is taken as this number of processes'."""
         self.epoch, self.done = int(state["epoch"]), int(state["done"])
+        world = self._shard()[1]
+        saved = int(state.get("world", world))
+        self.done = -(-self.done * saved // world)  # the batches of all processes, shared
         self._restored = True
 
 

@@ -9,6 +9,9 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
     state_dict      the TaskModule's weights (keys ``model.<the task model's names>``)
     optimizer       AdamW's state; lr_scheduler: the schedule's
     rng             the random generators' state after that step (``capture_rng``)
+    rng_ranks       under DDP: each process's, in rank order (``capture_rng_ranks``): the
+                    processes draw their own dropout masks, from states that part as soon
+                    as their batches differ in size
     train_seconds   training time so far, across interruptions
     train_loader    the position in the training data (``attnlab.data.ResumableBatches``)
     best            with --keep-best or --patience: the best validation so far and the
@@ -37,7 +40,7 @@ import torch
 from ..errors import UsageError
 
 __all__ = ["checkpoint_dir", "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
-           "restore_rng", "restore_schedule", "FORMAT"]
+           "capture_rng_ranks", "rank_rng", "restore_rng", "restore_schedule", "FORMAT"]
 
 FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
 
@@ -72,6 +75,35 @@ def capture_rng() -> dict[str, Any]:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
+
+
+def capture_rng_ranks() -> list[dict[str, Any]] | None:
+    """Every process's ``capture_rng``, in rank order, under ``torch.distributed`` (a
+    collective: every rank calls it); None for one process."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return None
+    states: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(states, capture_rng())
+    return states
+
+
+def rank_rng(state: dict[str, Any], rank: int, world: int) -> dict[str, Any] | None:
+    """The random state a checkpoint's process ``rank`` of ``world`` continues from: its own
+    where the checkpoint holds each process's and as many processes resume it; else rank 0's
+    (a checkpoint of one process, of before ``rng_ranks``, or resumed on another number of
+    processes, which cannot draw as the run would have anyway).
+
+    Examples:
+        >>> saved = {"rng": "r0", "rng_ranks": ["r0", "r1"]}
+        >>> rank_rng(saved, 1, 2), rank_rng(saved, 1, 3), rank_rng({"rng": "r0"}, 1, 2)
+        ('r1', 'r0', 'r0')
+    """
+    ranks = state.get("rng_ranks")
+    if ranks is not None and len(ranks) == world:
+        return ranks[rank]
+    return state.get("rng")
 
 
 def restore_rng(state: dict[str, Any]) -> None:

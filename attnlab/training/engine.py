@@ -48,8 +48,8 @@ from ..run_config import RunSettings
 from ..runs import naming, readable, save_weights, write_config, write_metrics
 from ..settings import epoch_steps
 from .clock import TrainClock
-from .checkpoint import (FORMAT, capture_rng, check_epochs, check_fits, checkpoint_dir,
-                         read_checkpoint, restore_rng, restore_schedule)
+from .checkpoint import (FORMAT, capture_rng, capture_rng_ranks, check_epochs, check_fits,
+                         checkpoint_dir, rank_rng, read_checkpoint, restore_rng, restore_schedule)
 from .csvlog import keep_previous_log
 from .runlog import RunLog
 from .stepstats import StepStats
@@ -331,7 +331,8 @@ class Loop:
             note = self.watch.load_state_dict(state["best"], str(last))
             if note and self.fabric.is_global_zero:
                 print(f"note: {note}", file=sys.stderr, flush=True)
-        self._rng_to_restore = state.get("rng")
+        # this process's own (DDP: each draws its own dropout masks)
+        self._rng_to_restore = rank_rng(state, self.fabric.global_rank, self.fabric.world_size)
         self.hits = int(state.get("early_stop_hits", 0))  # the early stop's streak so far
         if state.get("init_kind"):  # what --init was when the run started (DIR may be gone)
             self.started = tuple(state["init_kind"])
@@ -652,7 +653,8 @@ class Loop:
         loader = self.train_loader
         state = {"format": FORMAT, "global_step": self.step, "state_dict": self.model,
                  "optimizer": self.optimizer, "lr_scheduler": self.scheduler.state_dict(),
-                 "rng": capture_rng(), "train_seconds": self.seconds(),
+                 "rng": capture_rng(), "rng_ranks": capture_rng_ranks(),
+                 "train_seconds": self.seconds(),
                  "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None,
                  "validation": {"step": self.validated[0], "metrics": self.validated[1]},
                  "early_stop_hits": self.hits, "init_kind": self.started}

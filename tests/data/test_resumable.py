@@ -16,7 +16,7 @@ def test_resumed_mid_epoch_continues_with_the_next_batch_then_the_next_epoch():
     it = iter(loader)
     seen = [next(it) for _ in range(3)]
     state = loader.state_dict()
-    assert seen == [(0, 0), (0, 1), (0, 2)] and state == {"epoch": 0, "done": 3}
+    assert seen == [(0, 0), (0, 1), (0, 2)] and state == {"epoch": 0, "done": 3, "world": 1}
 
     again = ResumableBatches(_epochs, length=5)
     again.load_state_dict(state)
@@ -100,3 +100,32 @@ def test_every_rank_has_as_many_batches_an_epoch(monkeypatch, n, batch_size):
     assert len(seen[0]) == len(seen[1]) >= 1
     batches = -(-n // batch_size)
     assert len(seen[0]) == batches // 2
+
+
+def _shuffled():
+    return resumable.ShuffledBatches(lambda shuffle, seed: [f"b{i}" for i in range(8)], rows=8,
+                                     batch_size=1, seed=0)
+
+
+@pytest.mark.parametrize("before, taken, after, rest", [
+    (2, 2, 1, {0: ["b4", "b5", "b6", "b7"]}),        # two took b0-b3: one takes the rest
+    (1, 3, 2, {0: ["b4", "b6"], 1: ["b5", "b7"]}),  # one took b0-b2: two go on after b3
+])
+def test_a_run_resumed_on_another_number_of_processes_continues_after_what_all_took(
+        monkeypatch, before, taken, after, rest):
+    """Two processes stopped after two batches each (b0-b3 of the epoch trained); resumed on
+    one, it took the epoch up again at b2, training b2 and b3 twice; one process resumed on
+    two went on at b6, leaving b3-b5 out of the epoch."""
+    monkeypatch.setattr(resumable, "shard", lambda: (0, before))
+    loader = _shuffled()
+    it = iter(loader)
+    for _ in range(taken):  # each process's batches, as rank 0 counts them
+        next(it)
+    state = loader.state_dict()
+    seen = {}
+    for rank in range(after):
+        monkeypatch.setattr(resumable, "shard", lambda rank=rank: (rank, after))
+        again = _shuffled()
+        again.load_state_dict(state)
+        seen[rank] = list(again)
+    assert seen == rest

@@ -48,7 +48,7 @@ def test_batch_loader_resumes_mid_epoch_and_reshuffles_each_epoch():
     it = iter(first)
     seen = [next(it)[0] for _ in range(3)]  # 3 batches into epoch 1, then "killed"
     state = first.state_dict()
-    assert state == {"epoch": 1, "done": 3}
+    assert state == {"epoch": 1, "done": 3, "world": 1}
     resumed = batch_loader(ds, 10, shuffle=True, seed=1)
     resumed.load_state_dict(state)
     rest = [x for x, _ in resumed]
