@@ -61,6 +61,10 @@ class ResumableBatches:
         self.epoch, self.done = 0, 0  # the epoch being served and the batches it has given
         self._restored = False
 
+    #: training examples an epoch passes over, where the loader knows them (None: an endless
+    #: supply); a --batch-size above it gets a note (``attnlab.training.engine.batch_note``)
+    examples: int | None = None
+
     def epoch_batches(self, epoch: int, start: int) -> Iterable:
         if self._epoch_batches is None:
             raise NotImplementedError("give epoch_batches or override the method")
@@ -141,6 +145,7 @@ class ShuffledBatches(ResumableBatches):
     def __init__(self, make: Callable[..., list], rows: int, batch_size: int, seed: int) -> None:
         super().__init__()
         self.make, self.rows, self.batch_size, self.seed = make, rows, batch_size, seed
+        self.examples = rows
 
     def epoch_batches(self, epoch: int, start: int):
         batches = self.make(shuffle=True, seed=self.seed * 100_003 + epoch + 1)

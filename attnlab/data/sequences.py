@@ -121,6 +121,7 @@ class BatchLoader(ResumableBatches):
         super().__init__()
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
         self.seed, self.drop_last = seed, drop_last
+        self.examples = len(dataset)
 
     def _shard(self) -> tuple[int, int]:
         # training batches are split between ranks; evaluation sets are whole on every rank, so

@@ -707,6 +707,9 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     note = warmup_note(cfg, max_steps)
     if note and loop.fabric.is_global_zero:
         print(f"warning: {note}", file=sys.stderr, flush=True)
+    note = batch_note(train_loader, cfg.batch_size)
+    if note and loop.fabric.is_global_zero:
+        print(f"note: {note}", file=sys.stderr, flush=True)
     try:
         with loop.signals:
             loop.run()
@@ -772,6 +775,17 @@ def resume_command(cfg: RunSettings, run_dir: Path) -> str:
 # Below this share of --lr the warm-up is said not to fit the budget. The translate defaults
 # (warm-up 200 of 600 steps) reach 0.75; an lm run of 200 steps with warm-up 100 reaches 0.52.
 WARMUP_PEAK_WARNING = 0.7
+
+
+def batch_note(train_loader, batch_size: int) -> str | None:
+    """A note when ``batch_size`` is more than the training examples an epoch of
+    ``train_loader`` passes over (its ``examples``; None for an endless supply): each step
+    trains on all of them, not on ``batch_size``, which config.yaml records as given."""
+    rows = getattr(train_loader, "examples", None)
+    if rows is None or rows >= batch_size:
+        return None
+    return (f"--batch-size {batch_size} is more than the {rows:,} training examples: each "
+            f"step trains on all {rows:,}")
 
 
 def warmup_note(cfg: RunSettings | OptimizerSettings | dict, max_steps: int) -> str | None:

@@ -766,6 +766,30 @@ def test_values_past_what_can_run_exit_2_before_anything_is_written(tmp_path, ca
     assert not out.exists()
 
 
+def test_a_batch_size_above_the_training_examples_is_noted_where_a_loader_knows_them():
+    from attnlab.data import SequenceDataset, batch_loader, numbered_batches
+    from attnlab.data.resumable import ShuffledBatches
+    from attnlab.training.engine import batch_note
+
+    loaders = [batch_loader(SequenceDataset("reverse", 5, 4, 64), 100, shuffle=True),
+               ShuffledBatches(lambda shuffle, seed: [], 64, 100, seed=0)]
+    for loader in loaders:
+        assert batch_note(loader, 100) == ("--batch-size 100 is more than the 64 training "
+                                           "examples: each step trains on all 64")
+        assert batch_note(loader, 64) is None
+    assert batch_note(numbered_batches(lambda i: i, 10), 10**6) is None  # an endless supply
+
+
+@pytest.mark.slow  # trains a step
+def test_train_notes_a_batch_size_above_its_training_split(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--train-size", "64", "--val-size", "16", "--test-size",
+                 "16", "--batch-size", "1000", "--max-steps", "1", "--model-dim", "16",
+                 "--num-heads", "2", "--num-layers", "1", "--out", str(out)]) == 0
+    assert ("note: --batch-size 1000 is more than the 64 training examples: each step trains "
+            "on all 64") in capsys.readouterr().err.splitlines()
+
+
 def test_a_huge_budget_does_not_hang_the_warmup_check():
     from attnlab.training.engine import warmup_note
 

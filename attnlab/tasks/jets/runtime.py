@@ -125,6 +125,7 @@ class JetBatches(ResumableBatches):
         # whole batches per chunk: only a split's last chunk ends with a short batch
         self.parts = split.chunks(max(1, cfg.chunk_size // self.B) * self.B)
         self.sizes = [-(-len(c) // self.B) for c in self.parts]  # batches per chunk (ceil)
+        self.examples = sum(len(c) for c in self.parts)
 
     def __len__(self) -> int:
         return max(1, sum(self.sizes) // shard()[1])
