@@ -20,7 +20,11 @@ def drawn(monkeypatch):
         figures.append(fig)
         return path
     monkeypatch.setattr(viz, "_save", keep)
-    return figures
+    yield figures
+    import matplotlib.pyplot as plt
+
+    for fig in figures:  # (kept open for the test only: matplotlib warns past 20)
+        plt.close(fig)
 
 
 def maps_of(heads, T_q, T_k=None):
