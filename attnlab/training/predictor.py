@@ -51,7 +51,12 @@ class _Float32AfterFit:
     def configure_callbacks(self):
         callbacks = super().configure_callbacks()
         callbacks = [callbacks] if isinstance(callbacks, L.Callback) else list(callbacks)
-        return [*callbacks, _Float32OnInterrupt()]
+        trainer = getattr(self, "_trainer", None)  # a second call (fit, then test) finds the
+        # first's there: adding another made Lightning say it overrides it, on every call
+        if trainer is None or not any(isinstance(c, _Float32OnInterrupt)
+                                      for c in trainer.callbacks):
+            callbacks.append(_Float32OnInterrupt())
+        return callbacks
 
     def float32_after_fit(self) -> None:
         back_to_float32(self, getattr(self, "_computed_tables", {}))
@@ -63,7 +68,8 @@ class _Float32OnInterrupt(L.Callback):
     callbacks only)."""
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
-        if trainer.state.fn == "fit":
+        # (the callback stays with the trainer, which may fit another module later)
+        if trainer.state.fn == "fit" and isinstance(pl_module, _Float32AfterFit):
             pl_module.float32_after_fit()
 
 

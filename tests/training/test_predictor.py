@@ -88,7 +88,9 @@ def test_element_metrics_counts_tokens_and_whole_sequences():
 
 
 @pytest.mark.slow
-def test_lightning_fit_validate_test_run_the_steps(tmp_path):
+def test_lightning_fit_validate_test_run_the_steps(tmp_path, caplog):
+    import logging
+
     import lightning.pytorch as L
 
     from attnlab.data import SequenceDataset, batch_loader
@@ -106,8 +108,37 @@ def test_lightning_fit_validate_test_run_the_steps(tmp_path):
     assert trainer.global_step == 4
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert {"train_loss", "val_loss", "val_acc", "val_seq_acc"} <= set(trainer.callback_metrics)
-    (result,) = trainer.test(model, batch_loader(val, 32, shuffle=False), verbose=False)
+    with caplog.at_level(logging.INFO):
+        (result,) = trainer.test(model, batch_loader(val, 32, shuffle=False), verbose=False)
     assert 0.0 <= result["test_acc"] <= 1.0 and "test_seq_acc" in result
+    # the course's fit-then-test is quiet: the module's callback is not added twice
+    assert "override existing callbacks" not in caplog.text
+
+
+@pytest.mark.slow  # imports Lightning
+def test_a_trainer_that_fit_the_course_module_shows_another_modules_own_error():
+    import lightning.pytorch as L
+
+    from attnlab.training.predictor import TransformerPredictor
+
+    class Other(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(6, 1)
+
+        def training_step(self, batch, i):
+            return self.lin(batch[0].float()).sum()
+
+        def configure_optimizers(self):
+            raise ValueError("the user's own error")
+
+    batches = [(torch.randint(5, (4, 6)), torch.randint(5, (4, 6))) for _ in range(2)]
+    loader = torch.utils.data.DataLoader(batches, batch_size=None)
+    trainer = L.Trainer(max_steps=2, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(TransformerPredictor(5, 16, 5, 2, 1, lr=1e-3, warmup=1, max_iters=4), loader)
+    with pytest.raises(ValueError, match="the user's own error"):
+        trainer.fit(Other(), loader)
 
 
 @pytest.mark.slow  # imports Lightning
