@@ -17,8 +17,8 @@ this leaves out too, so that a class missing from a small split does not lower t
 The micro F1 pools every class's counts: 2 ΣTP / (Σpredicted + Σtrue).
 
 R² = 1 − Σ(y − ŷ)² / Σ(y − ȳ)², and of constant targets (no variance to explain) 1 where every
-prediction is exact and 0 otherwise, as scikit-learn's ``r2_score`` gives; Spearman's ρ is Pearson's correlation of the ranks, a tie
-given the mean of its ranks (``scipy.stats.spearmanr``).
+prediction is exact and 0 otherwise, as scikit-learn's ``r2_score`` gives; Spearman's ρ is
+Pearson's correlation of the ranks, a tie given the mean of its ranks (``scipy.stats.spearmanr``).
 
 Computed from the confusion counts in torch rather than torchmetrics, whose import loads
 scipy, matplotlib and transformers (benchmarks/RESULTS.md has the cost) into every run.
