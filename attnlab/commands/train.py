@@ -89,6 +89,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     _refuse_blank(given)
     file_cfg, notes_of_file, recorded = _read_config_file(task, given,
                                                           set(cfg) | {"task", "out"})
+    if "out" not in given and isinstance(file_cfg.get("out"), str):  # (out: '' as --out '')
+        _refuse_blank({"out": file_cfg["out"]}, f"out in --config {given.get('config')}")
     # --resume and --out as flags, or else from the --config file
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     out = given.get("out") or file_cfg.get("out")
@@ -137,7 +139,7 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
 
 
-def _refuse_blank(given: dict[str, Any]) -> None:
+def _refuse_blank(given: dict[str, Any], out_flag: str = "--out") -> None:
     """``--config`` or ``--out`` given as empty text (an unset shell variable: ``--config
     $CFG``) names nothing: an empty --config was read as not given, so the run trained on the
     defaults, unsaid, and an empty --out as the default directory (where ``--out '  '`` was
@@ -146,7 +148,7 @@ def _refuse_blank(given: dict[str, Any]) -> None:
         raise UsageError("--config is empty; name a YAML file of settings (or leave --config "
                          "out)")
     if isinstance(given.get("out"), str) and not given["out"].strip():
-        check_output(given["out"], "--out", directory=True)
+        check_output(given["out"], out_flag, directory=True)
 
 
 def _check_all(task, cfg: dict[str, Any], file_cfg: dict[str, Any], given: dict[str, Any],

@@ -74,6 +74,16 @@ def test_an_empty_config_or_out_is_refused_not_read_as_not_given(given, capsys, 
     assert list(tmp_path.iterdir()) == []  # no run directory, not even runs/
 
 
+@pytest.mark.parametrize("out", ["''", "'  '"])
+def test_an_empty_out_in_the_config_file_is_refused_naming_the_file(out, capsys, tmp_path,
+                                                                  monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text(f"out: {out}\nmax_steps: 1\n")
+    _fails(["train", "reverse", "--config", "c.yaml"], capsys,
+           "out in --config c.yaml is empty; name a directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]  # no runs/ either
+
+
 def test_resume_without_checkpoint(tmp_path, capsys):
     # A finished run (it has its model) whose checkpoints were deleted has nothing to resume.
     # (A run killed before its first checkpoint restarts from step 0: tests/reliability.)
