@@ -312,8 +312,9 @@ class TrainSettings:
     min_delta: float = setting(0.0, low=0, absent=0.0,
                                help="--patience's wait ends when --monitor gains more than F "
                                     "on where the wait began (--keep-best keeps any gain)")
-    threads: int = threads_setting("torch CPU threads (unset: torch's count, or 1 when another "
-                                   "job holds a core; tiny models train fastest on 1)")
+    threads: int = threads_setting("torch CPU threads (for a task that sets none: "
+                                   "torch's count, or 1 when another job holds a core; tiny "
+                                   "models train fastest on 1)")
     devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)
     num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",
                              low=1)

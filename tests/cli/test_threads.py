@@ -133,3 +133,4 @@ def test_train_help_states_the_tasks_own_thread_default(task, capsys):
         assert "torch's" in entry and "default" not in entry, entry
     else:
         assert entry.endswith(f"(default: {default})") and "default: torch" not in entry, entry
+        assert "unset" not in entry, entry  # ("unset: torch's count ... (default: 1)")
