@@ -145,6 +145,7 @@ class CausalLMConfig(ModelConfig):
     model_dim: int = setting(256, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
     num_layers: int = setting(4, help="Transformer blocks L", low=1)
+    # None (built from Python): 4·D, GPT-2's; each task's defaults give a fixed width (--help)
     dim_feedforward: int = setting(None, help="feed-forward width",
                                    low=1, optional=True)
     max_len: int = setting(1024, help="longest sequence (positions 0..max_len-1)", low=1,
@@ -319,6 +320,7 @@ class SequenceClassifierConfig(ModelConfig):
     model_dim: int = setting(64, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
     num_layers: int = setting(2, help="Transformer blocks L", low=1)
+    # None (built from Python): 2·D; each task's defaults give a fixed width (--help)
     dim_feedforward: int = setting(None, help="feed-forward width", low=1,
                                    optional=True)
     dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0, below=1)
@@ -385,6 +387,7 @@ class ElementPredictorConfig(ModelConfig):
     num_layers: int = setting(1, help="encoder blocks L", low=1)
     dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0, below=1)
     input_dropout: float = setting(0.0, help="dropout on the one-hot inputs", low=0, below=1)
+    # None (built from Python): 2·D; each task's defaults give a fixed width (--help)
     dim_feedforward: int = setting(None, help="feed-forward width", low=1,
                                    optional=True)
     norm_first: bool = setting(False, help="pre-LN blocks")
@@ -513,6 +516,7 @@ class JetTaggerConfig(ModelConfig):
     model_dim: int = setting(64, help="model width D", low=1)
     num_heads: int = setting(4, help="attention heads H (must divide D)", low=1)
     num_layers: int = setting(2, help="encoder blocks L over the constituents", low=1)
+    # None (built from Python): 2·D; each task's defaults give a fixed width (--help)
     dim_feedforward: int = setting(None, help="feed-forward width", low=1,
                                    optional=True)
     dropout: float = setting(0.0, help="dropout in the blocks and the output net", low=0,
