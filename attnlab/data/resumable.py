@@ -9,7 +9,8 @@ the batches an uninterrupted run would have seen — not the first batches of it
 must be a pure function of the run's seed, the epoch, ``start`` and this process's rank. The
 object records which epoch it is serving and how many of its batches it has handed out;
 ``state_dict`` / ``load_state_dict`` — the interface Lightning saves in every checkpoint for a
-stateful training iterable — carry those two numbers across the restart.
+stateful training iterable — carry those two numbers (and the number of processes that counted
+them) across the restart.
 
 It always has a length (batches per epoch on this rank): for an iterable without one,
 Lightning fetches a batch ahead, and the count saved in a checkpoint would be one too many.
@@ -97,12 +98,18 @@ class ResumableBatches:
         resumed on another number of them continues after the batches all of them took
         (rounded up to a whole batch each: none is trained twice in the epoch), not at the
         saved count of one process's, which trained half an epoch again (two processes
-        resumed on one) or left half of it out (one on two). A state without ``world`` (an
+        resumed on one) or left half of it out (one on two). An endless supply's "epochs" are
+        a length only (``numbered_batches``: one as long as the run), so there the position
+        is counted over the epochs and may move into the next. A state without ``world`` (an
         older checkpoint) is taken as this number of processes'."""
         self.epoch, self.done = int(state["epoch"]), int(state["done"])
         world = self._shard()[1]
         saved = int(state.get("world", world))
-        self.done = -(-self.done * saved // world)  # the batches of all processes, shared
+        if saved != world and not self.passes:
+            self.epoch, self.done = divmod(-(-(self.epoch * len(self) + self.done) * saved
+                                             // world), len(self))
+        else:
+            self.done = -(-self.done * saved // world)  # the batches of all processes, shared
         self._restored = True
 
 

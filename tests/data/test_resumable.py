@@ -107,6 +107,36 @@ def _shuffled():
                                      batch_size=1, seed=0)
 
 
+def _take(loader, n):
+    """The next ``n`` batches, across epochs, as the training loop takes them."""
+    out = []
+    while len(out) < n:
+        for batch in loader:
+            out.append(batch)
+            if len(out) == n:
+                break
+    return out
+
+
+@pytest.mark.parametrize("before, taken, after", [(2, 6, 1), (1, 7, 2), (3, 5, 2)])
+def test_an_endless_supply_resumed_on_another_number_of_processes_takes_no_number_twice(
+        monkeypatch, before, taken, after):
+    """numbered_batches' one "epoch" is the run: two processes stopped at step 6 of 10 had
+    used numbers 0-11; resumed on one, the epoch ran out at 12 and the next began at 10,
+    training 10 and 11 again."""
+    steps = 10
+    state = {"epoch": 0, "done": taken, "world": before}  # rank 0's after `taken` steps
+    later = []
+    for rank in range(after):
+        monkeypatch.setattr(resumable, "shard", lambda rank=rank: (rank, after))
+        again = resumable.numbered_batches(lambda n: n, steps)
+        again.load_state_dict(state)
+        later += _take(again, steps - taken)  # the steps left of the run
+    assert not set(range(taken * before)) & set(later) and len(set(later)) == len(later)
+    # none left out but what rounding up to a whole step of every process skips
+    assert min(later) == -(-taken * before // after) * after
+
+
 @pytest.mark.parametrize("before, taken, after, rest", [
     (2, 2, 1, {0: ["b4", "b5", "b6", "b7"]}),        # two took b0-b3: one takes the rest
     (1, 3, 2, {0: ["b4", "b6"], 1: ["b5", "b7"]}),  # one took b0-b2: two go on after b3
