@@ -89,8 +89,6 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
     _refuse_blank(given)
     file_cfg, notes_of_file, recorded = _read_config_file(task, given,
                                                           set(cfg) | {"task", "out"})
-    if "out" not in given and isinstance(file_cfg.get("out"), str):  # (out: '' as --out '')
-        _refuse_blank({"out": file_cfg["out"]}, f"out in --config {given.get('config')}")
     # --resume and --out as flags, or else from the --config file
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     out = given.get("out") or file_cfg.get("out")
@@ -275,6 +273,8 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
                 and k not in _budgets_given(given)}  # a budget flag wins over the file's
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     read = {k: v for k, v in file_cfg.items() if k not in given}
+    if isinstance(read.get("out"), str):  # out: '' as --out ''
+        _refuse_blank({"out": read["out"]}, f"out in {where}")
     check_values(task, read, where, training=True, of_use=not resuming)
     notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
              f"ran there; not settings of this new run, which works out its own"] if aside else []
