@@ -176,7 +176,10 @@ def top_probability(logits: torch.Tensor) -> torch.Tensor:
     1.0 once the top logit leads by about 17 (1 - P below float32's spacing under 1): every jet
     the tagger is that sure of would tie, however differently it ranks them, and the ROC, AUC
     and rejections, which rank jets by P(top), would lose the order the model gave them where
-    the rejection at ε_S = 0.3 is read. float64 keeps them apart up to a lead of about 37."""
+    the rejection at ε_S = 0.3 is read. float64 moves that far out, not away: 1 - P is resolved
+    to about 1e-16 only, so two jets tie once their 1 - P differ by less (the closer their
+    leads, the sooner: leads 0.5 apart from about 36), and every jet ties from a lead of
+    about 37 (the lead itself would keep them apart; the scores are P(top) for now)."""
     return logits.double().softmax(-1)[:, 1]
 
 
