@@ -73,7 +73,8 @@ def test_errors_of_a_trained_run_exit_2(karate_runs, tmp_path, argv, named, caps
 
 @pytest.mark.parametrize("args, named", [
     (["--epochs", "3"], "--epochs"),
-    (["--train-per-class", "10", "--val-per-class", "7"], "at most 16"),
+    (["--train-per-class", "10", "--val-per-class", "7"],
+     "at most 16 (on the karate club, whose two clubs have 17 members each)"),
     (["--graph", "sbm", "--nodes", "30", "--communities", "3", "--train-per-class", "8"],
      "--train-per-class"),
     (["--kind", "gcn"], "--kind"),

@@ -129,7 +129,7 @@ class GraphTask(Task):
             why = f"each group of the sbm graph has {least} nodes, and one is tested"
         else:
             least = KARATE_SMALLER_CLUB
-            why = f"on the karate club, whose smaller club has {least} members"
+            why = f"on the karate club, whose two clubs have {least} members each"
         broken = nodes_leave_a_test_node(cfg["train_per_class"], cfg["val_per_class"], least,
                                          why=why)
         if broken:
