@@ -239,6 +239,7 @@ class Loop:
         fabric, cfg = self.fabric, self.cfg
         launch(fabric, cfg)  # DDP: starts the other ranks, which re-run this command
         self.signals.quiet = not fabric.is_global_zero
+        self._check_batches()
         # --freeze / --lora-rank: before the optimiser sees the parameters (and a checkpoint
         # is restored into them: a LoRA run's holds its adapters)
         adapted = adapt(self.module.model, cfg)
@@ -345,6 +346,27 @@ class Loop:
         self._unvalidated = self._validates(self.step) and self.validated[0] != self.step
 
     # ---- the step -------------------------------------------------------------------------
+    def _check_batches(self) -> None:
+        """Every process takes a batch of its own each step: a training split of fewer
+        batches than processes left one with none, and training looked for a batch forever
+        (deaf to Ctrl-C, whose stop waits for a step). Refused on every process at once."""
+        if not hasattr(self.train_loader, "__len__"):
+            return
+        fewest = torch.tensor(len(self.train_loader), device=self.fabric.device)
+        world = self.fabric.world_size
+        if world > 1:
+            import torch.distributed as dist
+
+            dist.all_reduce(fewest, op=dist.ReduceOp.MIN)
+        if int(fewest) > 0:
+            return
+        if not self.fabric.is_global_zero:
+            raise SystemExit(2)  # rank 0 says why, once
+        raise UsageError(f"--batch-size {self.cfg.batch_size}: the training split makes fewer "
+                         f"batches than the {world} processes (--devices x --num-nodes), each of "
+                         f"which takes one every step; lower --batch-size or run fewer processes"
+                         if world > 1 else "the training split makes no batch")
+
     def run(self) -> None:
         """Train from ``self.step`` to ``max_steps``, or until a stop: ``stop_at``'s target
         reached at validation, a signal (the step is saved, then ``Interrupted``), or a

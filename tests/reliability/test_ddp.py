@@ -144,3 +144,23 @@ def test_a_resumed_ddp_run_with_dropout_trains_as_the_uninterrupted_one(tmp_path
 def read_rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def test_fewer_training_batches_than_processes_is_refused_not_an_endless_search(tmp_path,
+                                                                             spawn):
+    """Twelve rows in batches of 32 make one batch for two processes: the one without a batch
+    looked for one forever, deaf to Ctrl-C and SIGTERM (the test's timeout ends a hang)."""
+    data = tmp_path / "few.csv"
+    with open(data, "w", newline="") as f:
+        csv.writer(f).writerows([("text", "label")] + [
+            (("great", "awful")[i % 2] + " film", ("pos", "neg")[i % 2]) for i in range(12)])
+    out = tmp_path / "run"
+    proc = start_ddp(spawn, "classify", out, "--data", str(data), "--tokenizer", "word",
+                     "--model-dim", "16", "--num-heads", "2", "--num-layers", "1",
+                     "--batch-size", "32", "--max-steps", "3")
+    _, err = proc.communicate(timeout=240)  # (the spawn fixture ends both ranks of a hang)
+    assert proc.returncode == 2, err[-3000:]
+    errors = [line for line in err.splitlines() if line.startswith("attnlab: error")]
+    assert len(errors) == 1 and "--batch-size 32: the training split makes fewer batches " \
+        "than the 2 processes" in errors[0], err
+    assert not out.exists()
