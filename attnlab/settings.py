@@ -299,6 +299,7 @@ class TrainSettings:
     checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
     val_every: int = setting(None, help="steps between validations", low=1, optional=True)
     monitor: str = setting("val_loss", metavar="METRIC", absent="val_loss",
+                           blank_why="name a validation metric (val_loss, val_acc, ...)",
                            help="the validation metric --keep-best and --patience watch (the "
                                 "task's: val_loss, val_acc, ...; lower or higher is better as "
                                 "the metric says)")

@@ -84,6 +84,13 @@ def test_an_empty_out_in_the_config_file_is_refused_naming_the_file(out, capsys,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]  # no runs/ either
 
 
+def test_an_empty_monitor_is_refused_as_empty(tmp_path, capsys):
+    line = _fails(["train", "reverse", "--monitor", "", "--keep-best", "--out",
+                   str(tmp_path / "r")], capsys, "--monitor")
+    assert "is empty: name a validation metric" in line
+    assert not (tmp_path / "r").exists()
+
+
 def test_resume_without_checkpoint(tmp_path, capsys):
     # A finished run (it has its model) whose checkpoints were deleted has nothing to resume.
     # (A run killed before its first checkpoint restarts from step 0: tests/reliability.)
