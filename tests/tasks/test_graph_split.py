@@ -22,7 +22,7 @@ def test_the_largest_karate_split_that_leaves_a_test_node_is_taken():
     train, val = 10, smallest - 11  # one node of the smaller club left to test
     assert int(split_nodes(labels, train, val)["test"].sum()) >= 2  # one per club
     get_task("graph").validate(settings(train, val))  # no UsageError
-    with pytest.raises(UsageError, match=f"at most {smallest - 1} .*has {smallest} members"):
+    with pytest.raises(UsageError, match=f"at most {smallest - 1} .*have {smallest} members each"):
         get_task("graph").validate(settings(train, val + 1))
 
 
