@@ -239,7 +239,6 @@ class Loop:
         fabric, cfg = self.fabric, self.cfg
         launch(fabric, cfg)  # DDP: starts the other ranks, which re-run this command
         self.signals.quiet = not fabric.is_global_zero
-        self._check_batches()
         # --freeze / --lora-rank: before the optimiser sees the parameters (and a checkpoint
         # is restored into them: a LoRA run's holds its adapters)
         adapted = adapt(self.module.model, cfg)
@@ -371,6 +370,7 @@ class Loop:
         """Train from ``self.step`` to ``max_steps``, or until a stop: ``stop_at``'s target
         reached at validation, a signal (the step is saved, then ``Interrupted``), or a
         non-finite loss (``NonFiniteLoss``)."""
+        self._check_batches()
         self.progress.begin(self.step, draws=self.fabric.is_global_zero)
         if self.fabric.is_global_zero:  # the only rank that writes the log
             self.log.begin(self.step)
