@@ -9,7 +9,6 @@ course's API, trained by a user's ``pl.Trainer``; ``attnlab train reverse`` trai
 """
 from __future__ import annotations
 
-import numbers
 
 import lightning.pytorch as L
 import torch.nn.functional as F
@@ -78,13 +77,8 @@ def _training_arguments(**arguments) -> dict:
     (``TrainSettings``; ``max_iters`` is ``--max-steps``'s), NumPy's numbers as Python's:
     without this, ``max_iters=0`` trained at a learning rate of 0 without a word, and the
     other mistakes surfaced deep in ``trainer.fit``."""
-    checked = {}
-    for name, value in arguments.items():
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
-            value = int(value) if isinstance(value, numbers.Integral) else float(value)
-        checked[name] = check_argument(TrainSettings, "max_steps" if name == "max_iters"
-                                       else name, value, shown=name)
-    return checked
+    return {name: check_argument(TrainSettings, "max_steps" if name == "max_iters" else name,
+                                 value, shown=name) for name, value in arguments.items()}
 
 
 class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.LightningModule):
