@@ -32,7 +32,8 @@ class _CPUBatches:
 
 
 class _Float32AfterFit:
-    """Back to float32 weights once ``trainer.fit`` is done (``back_to_float32``):
+    """Back to float32 weights once ``trainer.fit`` (or test, validate, predict) is done
+    (``back_to_float32``):
     ``precision="64"`` and ``"bf16-true"`` train float64 / bfloat16 weights. Also when the fit
     stops early (the kernel interrupted, an error), where Lightning calls no hook of the
     module's own: left in bfloat16, the model went on predicting in it, and the next fit could
@@ -40,12 +41,26 @@ class _Float32AfterFit:
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
-        if stage == "fit":  # before Lightning converts the module to a *-true dtype
-            self._computed_tables = exact_tables(self)
+        # before Lightning converts the module to a *-true dtype, which test, validate and
+        # predict do too (after a bf16-true test the model stayed in bfloat16)
+        self._computed_tables = exact_tables(self)
 
     def on_fit_end(self) -> None:
         super().on_fit_end()
         self.float32_after_fit()
+
+    def on_test_end(self) -> None:
+        super().on_test_end()
+        self.float32_after_fit()
+
+    def on_predict_end(self) -> None:
+        super().on_predict_end()
+        self.float32_after_fit()
+
+    def on_validation_end(self) -> None:
+        super().on_validation_end()
+        if self.trainer.state.fn == "validate":  # not a validation inside fit
+            self.float32_after_fit()
 
     def configure_callbacks(self):
         callbacks = super().configure_callbacks()
@@ -68,7 +83,7 @@ class _Float32OnInterrupt(L.Callback):
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         # (the callback stays with the trainer, which may fit another module later)
-        if trainer.state.fn == "fit" and isinstance(pl_module, _Float32AfterFit):
+        if isinstance(pl_module, _Float32AfterFit):
             pl_module.float32_after_fit()
 
 
