@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import functools
 import math
+import numbers
 import os
 import typing
 from collections.abc import Iterable
@@ -889,6 +890,8 @@ def check_argument(cls, name: str, value: Any, *, shown: str | None = None,
     """
     (f,) = _fields(cls, (name,))
     kind = _types(cls)[name]
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):  # NumPy's as Python's
+        value = int(value) if isinstance(value, numbers.Integral) else float(value)
     # a library argument's type error says the range too ("top_k must be a positive integer")
     return _check_one(shown or name, value, kind, f.metadata, error,
                       whole=_range_text(f.metadata, kind) or "an integer")

@@ -43,6 +43,11 @@ class BlockArguments:
     num_kv_heads: int = setting(None, help="key/value heads (grouped-query attention)", low=1)
     window: int = setting(None, help="keys a query sees in sliding-window attention", low=1,
                           optional=True)
+    d_model: int = setting(None, help="a position table's width", low=1)
+    head_dim: int = setting(None, help="a rotary table's width, one head's", low=1)
+    max_len: int = setting(None, help="positions a table holds", low=1)
+    dim: int = setting(None, help="a norm's width, the inputs' last dimension", low=1)
+    eps: float = setting(None, help="added to a norm's mean square (0: none)", low=0)
 
 
 def checked(name: str, value: Any) -> Any:

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ..activation_names import NORMS  # torch-free: configs offer them as choices
+from .arguments import checked
 
 __all__ = ["RMSNorm", "make_norm", "NORMS"]
 
@@ -26,7 +27,11 @@ class RMSNorm(nn.Module):
 
     Args:
         dim: width D of the last dimension.
-        eps: added to the mean square (Llama uses 1e-5 or 1e-6).
+        eps: added to the mean square (Llama uses 1e-5 or 1e-6; 0 or more).
+
+    Raises:
+        ValueError: when built, for a ``dim`` that is not a positive integer or a negative
+            ``eps`` (whose square root of a mean square near 0 is NaN).
 
     Shape:
         (..., D) -> (..., D).
@@ -39,7 +44,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
         super().__init__()
-        self.dim, self.eps = dim, eps
+        self.dim, self.eps = checked("dim", dim), checked("eps", eps)
         self.weight = nn.Parameter(torch.ones(dim))  # γ
 
     def forward(self, x: Tensor) -> Tensor:

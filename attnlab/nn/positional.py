@@ -32,7 +32,7 @@ queries and keys, so q·k depends only on their relative distance.
 from __future__ import annotations
 
 import math
-import numbers
+
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -40,6 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from ..positional_names import POSITIONAL_NAMES, ROPE_SCALINGS, positional_names
+from .arguments import checked
 
 __all__ = ["PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
            "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "input_kinds",
@@ -65,9 +66,8 @@ def check_table(width_name: str, width: int, max_len: int) -> None:
         ...
         ValueError: max_len must be a positive integer, got 0
     """
-    for name, value in ((width_name, width), ("max_len", max_len)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    checked(width_name, width)
+    checked("max_len", max_len)
 
 
 def _check_input(x: Tensor, d_model: int) -> None:

@@ -9,7 +9,6 @@ course's API, trained by a user's ``pl.Trainer``; ``attnlab train reverse`` trai
 """
 from __future__ import annotations
 
-import numbers
 
 import lightning.pytorch as L
 import torch.nn.functional as F
@@ -33,7 +32,8 @@ class _CPUBatches:
 
 
 class _Float32AfterFit:
-    """Back to float32 weights once ``trainer.fit`` is done (``back_to_float32``):
+    """Back to float32 weights once ``trainer.fit`` (or test, validate, predict) is done
+    (``back_to_float32``):
     ``precision="64"`` and ``"bf16-true"`` train float64 / bfloat16 weights. Also when the fit
     stops early (the kernel interrupted, an error), where Lightning calls no hook of the
     module's own: left in bfloat16, the model went on predicting in it, and the next fit could
@@ -41,12 +41,26 @@ class _Float32AfterFit:
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
-        if stage == "fit":  # before Lightning converts the module to a *-true dtype
-            self._computed_tables = exact_tables(self)
+        # before Lightning converts the module to a *-true dtype, which test, validate and
+        # predict do too (after a bf16-true test the model stayed in bfloat16)
+        self._computed_tables = exact_tables(self)
 
     def on_fit_end(self) -> None:
         super().on_fit_end()
         self.float32_after_fit()
+
+    def on_test_end(self) -> None:
+        super().on_test_end()
+        self.float32_after_fit()
+
+    def on_predict_end(self) -> None:
+        super().on_predict_end()
+        self.float32_after_fit()
+
+    def on_validation_end(self) -> None:
+        super().on_validation_end()
+        if self.trainer.state.fn == "validate":  # not a validation inside fit
+            self.float32_after_fit()
 
     def configure_callbacks(self):
         callbacks = super().configure_callbacks()
@@ -69,7 +83,7 @@ class _Float32OnInterrupt(L.Callback):
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         # (the callback stays with the trainer, which may fit another module later)
-        if trainer.state.fn == "fit" and isinstance(pl_module, _Float32AfterFit):
+        if isinstance(pl_module, _Float32AfterFit):
             pl_module.float32_after_fit()
 
 
@@ -78,13 +92,8 @@ def _training_arguments(**arguments) -> dict:
     (``TrainSettings``; ``max_iters`` is ``--max-steps``'s), NumPy's numbers as Python's:
     without this, ``max_iters=0`` trained at a learning rate of 0 without a word, and the
     other mistakes surfaced deep in ``trainer.fit``."""
-    checked = {}
-    for name, value in arguments.items():
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
-            value = int(value) if isinstance(value, numbers.Integral) else float(value)
-        checked[name] = check_argument(TrainSettings, "max_steps" if name == "max_iters"
-                                       else name, value, shown=name)
-    return checked
+    return {name: check_argument(TrainSettings, "max_steps" if name == "max_iters" else name,
+                                 value, shown=name) for name, value in arguments.items()}
 
 
 class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.LightningModule):

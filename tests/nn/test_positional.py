@@ -142,3 +142,26 @@ def test_position_tables_refuse_an_empty_or_fractional_size_when_built(build, me
     the argument, as the sinusoidal table's."""
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         build()
+
+
+def test_numpy_integers_are_sizes_as_python_integers_are():
+    """A size worked out with NumPy (``np.int64``) built every table before the sizes were
+    checked; one rule (``attnlab.nn.arguments``) reads it as a Python integer."""
+    import numpy as np
+
+    from attnlab.nn import MultiheadAttention, RMSNorm
+
+    n = np.int64(16)
+    assert an.PositionalEncoding(n, max_len=np.int64(8)).pe.shape == (1, 8, 16)
+    assert an.LearnedPositionalEncoding(n, max_len=np.int64(8)).max_len == 8
+    assert MultiheadAttention(n, n, np.int64(2)).num_heads == 2
+    assert RMSNorm(n, eps=np.float64(1e-5)).weight.shape == (16,)
+
+
+@pytest.mark.parametrize("args, message", [((0,), "dim must be a positive integer, got 0"),
+                                           ((4, -1.0), r"eps must be >= 0, got -1\.0")])
+def test_rms_norm_sizes_and_eps_are_checked_when_built(args, message):
+    from attnlab.nn import RMSNorm
+
+    with pytest.raises(ValueError, match=message):
+        RMSNorm(*args)

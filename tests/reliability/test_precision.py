@@ -198,3 +198,30 @@ def test_course_module_float32_and_exact_tables_after_an_interrupted_bfloat16_fi
     L.Trainer(max_steps=2, precision="bf16-true", **quiet).fit(module, loader)  # a second fit
     assert {p.dtype for p in module.parameters()} == {torch.float32}
     assert torch.equal(module.positional_encoding.pe, exact)
+
+
+@pytest.mark.slow  # imports Lightning, trains
+@pytest.mark.parametrize("then", ["test", "validate"])
+def test_course_module_float32_after_a_bfloat16_test_or_validate(tmp_path, then):
+    """The course's fit-then-test with a bf16-true trainer left the module in bfloat16 after
+    the test (the float32 restore ran after fit only), and the next fit could not restore the
+    positional table exactly."""
+    import lightning.pytorch as L
+
+    from attnlab.training import TransformerPredictor
+
+    torch.manual_seed(0)
+    module = TransformerPredictor(5, 16, 5, 2, 1, lr=1e-3, warmup=1, max_iters=4)
+    exact = module.positional_encoding.pe.clone()
+    batches = [(torch.randint(5, (4, 6)), torch.randint(5, (4, 6))) for _ in range(2)]
+    loader = torch.utils.data.DataLoader(batches, batch_size=None)
+    trainer = L.Trainer(max_steps=2, precision="bf16-true", logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, default_root_dir=tmp_path)
+    trainer.fit(module, loader)
+    getattr(trainer, then)(module, loader, verbose=False)
+    assert {p.dtype for p in module.parameters()} == {torch.float32}
+    L.Trainer(max_steps=2, precision="bf16-true", logger=False, enable_checkpointing=False,
+              enable_progress_bar=False, enable_model_summary=False,
+              default_root_dir=tmp_path).fit(module, loader)
+    assert torch.equal(module.positional_encoding.pe, exact)
