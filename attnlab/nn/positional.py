@@ -32,7 +32,6 @@ queries and keys, so q·k depends only on their relative distance.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from typing import Any, Callable
 

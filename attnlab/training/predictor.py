@@ -9,7 +9,6 @@ course's API, trained by a user's ``pl.Trainer``; ``attnlab train reverse`` trai
 """
 from __future__ import annotations
 
-
 import lightning.pytorch as L
 import torch.nn.functional as F
 
@@ -33,11 +32,11 @@ class _CPUBatches:
 
 class _Float32AfterFit:
     """Back to float32 weights once ``trainer.fit`` (or test, validate, predict) is done
-    (``back_to_float32``):
-    ``precision="64"`` and ``"bf16-true"`` train float64 / bfloat16 weights. Also when the fit
-    stops early (the kernel interrupted, an error), where Lightning calls no hook of the
-    module's own: left in bfloat16, the model went on predicting in it, and the next fit could
-    not restore the positional tables, rounded through bfloat16 for good."""
+    (``back_to_float32``): ``precision="64"`` and ``"bf16-true"`` run the module in float64 /
+    bfloat16. Also when the fit stops early (the kernel interrupted, an error), where Lightning
+    calls no hook of the module's own: left in bfloat16, the model went on predicting in it,
+    and the next fit could not restore the positional tables, rounded through bfloat16 for
+    good."""
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
