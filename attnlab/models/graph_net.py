@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import GraphAttention
-from ..nn.masks import as_bool_mask
+from ..nn.graph import neighbourhood
 from .configs import GraphNetConfig
 
 __all__ = ["GraphNet"]
@@ -34,8 +34,7 @@ class _MeanNeighbours(nn.Module):
 
     def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
         # N(i) ∪ {i}: a self-loop the adjacency already has counts once, as in GraphAttention
-        eye = torch.eye(x.shape[-2], dtype=torch.bool, device=x.device)
-        a = (as_bool_mask(adjacency) | eye).to(x.dtype)  # (…, N, N)
+        a = neighbourhood(adjacency, x.shape[-2], self_loops=True).to(x.dtype)  # (…, N, N)
         return self.lin((a @ x) / a.sum(-1, keepdim=True))
 
 

@@ -30,7 +30,29 @@ from torch import Tensor, nn
 from .masks import as_bool_mask
 from .scores import attend
 
-__all__ = ["GraphAttention", "adjacency_from_edges"]
+__all__ = ["GraphAttention", "adjacency_from_edges", "neighbourhood"]
+
+
+def neighbourhood(graph: Tensor, num_nodes: int, *, self_loops: bool) -> Tensor:
+    """The boolean (…, N, N) mask of a graph given as an ``edge_index`` (2, E) of integers or
+    an adjacency (…, N, N), bool or 0/1 floats (``mask[i, j]``: j is a neighbour of i), each
+    node its own neighbour once with ``self_loops`` (whatever the diagonal says). One reading
+    for ``GraphAttention`` and ``GraphNet``'s mean aggregation."""
+    if not graph.dtype.is_floating_point and graph.dtype != torch.bool:  # integer: edges
+        square = graph.shape[-2:] == (num_nodes, num_nodes)
+        if square and (graph.ndim > 2 or num_nodes != 2):  # (2, 2): edges, by dtype
+            raise ValueError(f"an integer graph is an edge_index (2, E); an adjacency must "
+                             f"be bool or 0/1 floats, got {graph.dtype} of shape "
+                             f"{tuple(graph.shape)}: pass adjacency.bool()")
+        mask = adjacency_from_edges(graph, num_nodes)
+    else:
+        mask = as_bool_mask(graph)
+        if mask.shape[-2:] != (num_nodes, num_nodes):
+            raise ValueError(f"adjacency must be (N, N) = ({num_nodes}, {num_nodes}), got "
+                             f"shape {tuple(mask.shape)}")
+    if self_loops:
+        mask = mask | torch.eye(num_nodes, dtype=torch.bool, device=mask.device)
+    return mask
 
 
 def adjacency_from_edges(edge_index: Tensor, num_nodes: int) -> Tensor:
@@ -96,21 +118,7 @@ class GraphAttention(nn.Module):
 
     def neighbourhood(self, graph: Tensor, num_nodes: int) -> Tensor:
         """The boolean (…, N, N) mask of who attends to whom, self-loops included if asked."""
-        if not graph.dtype.is_floating_point and graph.dtype != torch.bool:  # integer: edges
-            square = graph.shape[-2:] == (num_nodes, num_nodes)
-            if square and (graph.ndim > 2 or num_nodes != 2):  # (2, 2): edges, by dtype
-                raise ValueError(f"an integer graph is an edge_index (2, E); an adjacency must "
-                                 f"be bool or 0/1 floats, got {graph.dtype} of shape "
-                                 f"{tuple(graph.shape)}: pass adjacency.bool()")
-            mask = adjacency_from_edges(graph, num_nodes)
-        else:
-            mask = as_bool_mask(graph)
-            if mask.shape[-2:] != (num_nodes, num_nodes):
-                raise ValueError(f"adjacency must be (N, N) = ({num_nodes}, {num_nodes}), got "
-                                 f"shape {tuple(mask.shape)}")
-        if self.self_loops:
-            mask = mask | torch.eye(num_nodes, dtype=torch.bool, device=mask.device)
-        return mask
+        return neighbourhood(graph, num_nodes, self_loops=self.self_loops)
 
     def forward(self, x: Tensor, graph: Tensor, *, return_attention: bool = False):
         N, H, C = x.shape[-2], self.num_heads, self.out_dim
