@@ -172,10 +172,11 @@ def _splits(cfg: RunSettings):
     return train, train, val, test
 
 
-def _fit_tokenizers(cfg, sample, test):
+def _fit_tokenizers(cfg, sample, val, test):
     """(the run config, the two tokenisers fit on ``sample``): the config with the kinds
     ``auto`` chose and what the model's size depends on (vocabularies, longest source and
-    target) derived."""
+    target) derived. ``max_len`` reaches every source the run reads (validation's too) and
+    every target validation reads teacher-forced, so that no pair stops the run midway."""
     sources, targets, builtin = [s for s, _ in sample], [t for _, t in sample], cfg.data is None
     cfg = cfg.derive(src_tokenizer=resolve_tokenizer(cfg.src_tokenizer, sources, builtin=builtin),
                      tgt_tokenizer=resolve_tokenizer(cfg.tgt_tokenizer, targets, builtin=builtin))
@@ -184,11 +185,13 @@ def _fit_tokenizers(cfg, sample, test):
         fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size, cfg.normalize))
     note_pieces(tok.src, [s for s, _ in test], "the test sources")  # what word cannot split
     note_pieces(tok.tgt, [t for _, t in test], "the test targets")
-    src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + test])))
+    src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + val + test])))
     tgt_len = max(map(len, tok.tgt.encode_batch([t for _, t in sample])))
+    # the decoder reads a validation target as start + pieces (teacher forcing)
+    val_len = max(map(len, tok.tgt.encode_batch([t for _, t in val])), default=0) + 1
     cfg = cfg.derive(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
                      max_target_len=tgt_len + max(4, tgt_len // 2),
-                     max_len=max(64, src_len + 2, 2 * tgt_len + 8))
+                     max_len=max(64, src_len + 2, 2 * tgt_len + 8, val_len))
     return cfg, tok
 
 
@@ -292,7 +295,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
     train, sample, val, test = _splits(cfg)
     if cfg.init is None:
-        cfg, tok = _fit_tokenizers(cfg, sample, test)
+        cfg, tok = _fit_tokenizers(cfg, sample, val, test)
         model = build_model(cfg)
     elif cfg.resume:  # continues from its checkpoint: the tokenisers it saved when it started
         tok = TranslationTokenizers.load(run_dir / "tokenizer.json")
