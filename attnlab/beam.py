@@ -7,10 +7,13 @@ have ``reorder(index)``: beam search first repeats each row K times (B -> B·K r
 follows the surviving beams after every step. A finished hypothesis is scored the Hugging Face
 way:
     score = sum of token log-probabilities / length ** length_penalty
-where length counts the generated tokens (the EOS included, the prompt not).
+where length counts the generated tokens (the EOS included, the prompt not). Scores are
+compared by the logarithm of −score (``_Rules.score``), which orders hypotheses as that
+quotient does and which no finite length penalty overflows (``length ** 1000`` is no float).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -35,7 +38,13 @@ class _Rules:
     pad_token_id: int
 
     def score(self, logprob: float, length: int) -> float:
-        return logprob / length**self.length_penalty
+        """A number that grows with ``logprob / length ** length_penalty`` (logprob <= 0): the
+        negative of its logarithm, lp·ln(length) − ln(−logprob), divided by max(1, |lp|) (which
+        changes no order) so that no finite penalty overflows it."""
+        if logprob >= 0:  # probability 1: the best score any hypothesis can have
+            return math.inf
+        scale = max(1.0, abs(self.length_penalty))
+        return self.length_penalty / scale * math.log(length) - math.log(-logprob) / scale
 
 
 @torch.no_grad()
@@ -172,8 +181,8 @@ def _choose(ranked: list[tuple[int, int, float]], seqs: Tensor, found: list, len
                 _add_hypothesis(found, K, rules.score(s, length), hyp)
         else:
             chosen.append((row, tok, s))
-    if not chosen or (len(found) == K and not _can_improve(
-            chosen[0][2], found[-1][0], length, rules.max_new_tokens, rules.length_penalty)):
+    if not chosen or (len(found) == K and not _can_improve(chosen[0][2], found[-1][0], length,
+                                                           rules)):
         return None
     return chosen + [(chosen[-1][0], rules.pad_token_id, NEG_INF)] * (K - len(chosen))
 
@@ -185,15 +194,14 @@ def _add_hypothesis(found: list, limit: int, score: float, tokens: Tensor) -> No
     del found[limit:]
 
 
-def _can_improve(best_running: float, worst_found: float, length: int, max_length: int,
-                 length_penalty: float) -> bool:
+def _can_improve(best_running: float, worst_found: float, length: int, rules: _Rules) -> bool:
     """Whether a running beam might still finish with a better score than the worst kept one.
 
     Log-probabilities only fall as a beam grows, so its sum s stays <= the current one; with a
     positive length penalty the division by length**lp grows it back at most to s/max_len**lp.
     """
-    longest = max_length if length_penalty > 0 else length
-    return best_running / longest**length_penalty > worst_found
+    longest = rules.max_new_tokens if rules.length_penalty > 0 else length
+    return rules.score(best_running, longest) > worst_found
 
 
 def _file_running(found: list[list], items: list[int], seqs: Tensor, scores: Tensor,
