@@ -30,7 +30,7 @@ __all__ = ["check_output", "not_found"]
 def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
                  make_parents: bool = True, hint: str = "", example: str = "out") -> Path:
     """``out`` as a Path, or a ``UsageError`` naming ``flag`` and the path when nothing could
-    be written there: an empty name; a file where a directory is wanted (``directory``) or a
+    be written there: an empty name; ``-`` (standard output elsewhere); a file where a directory is wanted (``directory``) or a
     directory where a file is; a broken or looping symbolic link on the way; a file where a
     parent directory should be; a missing parent when the command does not make parents
     (``make_parents=False``); or a nearest existing directory this process cannot create files
@@ -41,6 +41,9 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
     what = "directory" if directory else "file"
     if not str(out).strip():
         raise UsageError(f"{flag} is empty; name a {what}{hint}")
+    if str(out).strip() == "-":  # the usual name of standard output, which nothing here writes
+        raise UsageError(f"{flag} -: this command writes a {what}, not to standard output; "
+                         f"name a {what}{hint}")
     path = Path(out)
     _check_no_tilde(path, flag, hint)
     if directory and path.exists() and not path.is_dir():

@@ -173,6 +173,9 @@ def test_a_directory_named_tilde_that_exists_is_the_users_own(tmp_path, monkeypa
 
 @pytest.mark.parametrize("case, directory, message", [
     ("empty", True, "--out is empty; name a directory"),
+    ("dash", True, "--out -: this command writes a directory, not to standard output; name a "
+                   "directory"),
+    ("dash", False, "--out -: this command writes a file, not to standard output; name a file"),
     ("file for a directory", True, "--out {p} is a file, not a directory"),
     ("directory for a file", False, "--out {p} is a directory; name a file in it, e.g. {p}/out"),
     ("under a file", False, "--out {p} lies under {parent}, which is a file, not a directory"),
@@ -181,7 +184,7 @@ def test_a_directory_named_tilde_that_exists_is_the_users_own(tmp_path, monkeypa
 ])
 def test_check_output_names_the_flag_the_path_and_why(case, directory, message, tmp_path):
     parent = tmp_path / "x"
-    p = {"empty": "", "file for a directory": _a_file(tmp_path),
+    p = {"empty": "", "dash": "-", "file for a directory": _a_file(tmp_path),
          "directory for a file": tmp_path, "under a file": parent / "y"}.get(case, parent / "y")
     if case == "under a file":
         parent.write_text("")
