@@ -217,15 +217,17 @@ def plot_figures(model, cfg: RunSettings, run_dir: Path) -> None:
 
 @torch.no_grad()
 def plot_sets(model, cfg: RunSettings, path: Path, *, num_sets: int = 3) -> None:
-    """Test sets (images in a row; true anomaly framed red, prediction titled) next to the
-    last layer's attention averaged over heads, the anomaly's column outlined: a working model
-    attends to (or away from) the odd one out."""
+    """The first ``num_sets`` test sets (fewer where --test-sets is smaller; images in a row,
+    true anomaly framed red, prediction titled) next to the last layer's attention averaged
+    over heads, the anomaly's column outlined: a working model attends to (or away from) the
+    odd one out."""
     # matplotlib only when drawing (attnlab.viz's rule): predict and evaluate never load it.
     from ...viz import _pyplot
 
     plt = _pyplot()
 
     sets = fixed_sets("test", cfg)
+    num_sets = min(num_sets, len(sets))  # --test-sets 1: the one set tested, no other
     T = cfg.set_size
     fig = plt.figure(figsize=(T * 0.9 + 3.6, num_sets * 1.9), constrained_layout=True)
     grid = fig.add_gridspec(num_sets, T + 3)
