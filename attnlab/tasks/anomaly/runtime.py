@@ -183,12 +183,13 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
 
 def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:
     """Image indices from ``--input`` and their features (1, T, 64); ``UsageError`` if bad."""
-    try:
-        indices = [int(t) for t in text.split()]
-    except ValueError:
+    tokens = text.split()
+    # digits only, as reverse's tokens: int() also reads '1_0' and '+10', as image 10
+    if not all(t.removeprefix("-").isdecimal() for t in tokens):
         raise UsageError(f"--input must be image indices (0..1796) separated by spaces, at "
                          f"least 3 (this run was trained on sets of {cfg.set_size}), "
-                         f"got {text!r}") from None
+                         f"got {text!r}")
+    indices = [int(t) for t in tokens]  # a negative one is named by features_of's range
     if len(indices) < 3:  # of 2 images, one of each class, neither is the odd one
         raise UsageError(f"--input needs at least 3 image indices (a set of 2 has no odd one), "
                          f"got {len(indices)}")
@@ -217,15 +218,17 @@ def plot_figures(model, cfg: RunSettings, run_dir: Path) -> None:
 
 @torch.no_grad()
 def plot_sets(model, cfg: RunSettings, path: Path, *, num_sets: int = 3) -> None:
-    """Test sets (images in a row; true anomaly framed red, prediction titled) next to the
-    last layer's attention averaged over heads, the anomaly's column outlined: a working model
-    attends to (or away from) the odd one out."""
+    """The first ``num_sets`` test sets (fewer where --test-sets is smaller; images in a row,
+    true anomaly framed red, prediction titled) next to the last layer's attention averaged
+    over heads, the anomaly's column outlined: a working model attends to (or away from) the
+    odd one out."""
     # matplotlib only when drawing (attnlab.viz's rule): predict and evaluate never load it.
     from ...viz import _pyplot
 
     plt = _pyplot()
 
     sets = fixed_sets("test", cfg)
+    num_sets = min(num_sets, len(sets))  # --test-sets 1: the one set tested, no other
     T = cfg.set_size
     fig = plt.figure(figsize=(T * 0.9 + 3.6, num_sets * 1.9), constrained_layout=True)
     grid = fig.add_gridspec(num_sets, T + 3)
