@@ -440,9 +440,10 @@ class Task:
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The large allocations a run with ``cfg`` will make, as (what, bytes) pairs, for
         ``attnlab train`` to refuse settings the machine cannot hold before anything runs
-        (``--seq-len 100000``, ``--dim-feedforward 10**11``). Count only what is surely
-        allocated; the default counts the encoder layers' weights with their gradients and
-        AdamW's two moments (4 float32 copies), and an embedding table of ``vocab_size``."""
+        (``--train-size 10**7`` at ``--seq-len 5000``, ``--dim-feedforward 10**11``). Count
+        only what is surely allocated; the default counts the encoder layers' weights with
+        their gradients and AdamW's two moments (4 float32 copies), and an embedding table of
+        ``vocab_size``."""
         d, ff = cfg.get("model_dim", 0), cfg.get("dim_feedforward", 0)
         params = cfg.get("num_layers", 0) * (4 * d * d + 2 * d * ff) + (cfg.get("vocab_size") or 0) * d
         return [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
