@@ -66,6 +66,8 @@ TEXT_COLUMN = "text"  # the column of a Parquet file or datasets directory read 
 # how much of its neighbours a chunk is encoded between (``_encoded``): a token is rarely
 # longer than a few words
 _CONTEXT_CHARS = 256
+# characters of a chunk that byte-level BPE encodes at a time (``_encode_text``)
+BPE_ENCODE_CHARS = 1 << 12
 
 
 def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS, *,
@@ -242,11 +244,64 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
             yield "val", tok.encode_piece(text[at:], before, after)
             before = (before + text[at:])[-_CONTEXT_CHARS:]
         elif at is not None:
-            yield "train", tok.encode(text[:at])
-            yield "val", tok.encode(text[at:])
+            yield "train", _encode_text(tok, text[:at])
+            yield "val", _encode_text(tok, text[at:])
         else:
-            yield split, tok.encode(text)
+            yield split, _encode_text(tok, text)
         seen += len(text)
+
+
+def _encode_text(tok, text: str) -> list[int]:
+    """``tok.encode(text)``, the same ids; byte-level BPE's from pieces of about
+    ``BPE_ENCODE_CHARS`` characters (``_word_pieces``) given to ``tok.encode_batch`` at once.
+
+    The Rust library encodes a chunk of 1 MB as one string more slowly than the same text in
+    pieces of a few thousand characters (benchmarks/RESULTS.md, "bpe_prepare"), and encoding
+    was most of ``attnlab prepare --tokenizer bpe``'s time. A piece ends where a chunk may
+    (``_cut``), so its ids are those of the whole text.
+    """
+    if tok.kind != "bpe" or len(text) <= BPE_ENCODE_CHARS:
+        return tok.encode(text)
+    return [i for ids in tok.encode_batch(_word_pieces(text, BPE_ENCODE_CHARS)) for i in ids]
+
+
+def _word_pieces(text: str, size: int) -> list[str]:
+    """``text`` in pieces that join to it, each cut before a run of spaces or line breaks, as
+    ``_cut`` cuts (never inside a word: a piece runs past ``size`` until such a run starts).
+
+    Examples:
+        >>> _word_pieces("one two  three four", 8)
+        ['one two', '  three', ' four']
+        >>> _word_pieces("abcdefghij k", 4)
+        ['abcdefghij', ' k']
+    """
+    pieces, start = [], 0
+    while len(text) - start > size:
+        cut = _run_before(text, start, start + size)
+        if cut is None:  # no run in reach: the piece ends at the next one (or the text's end)
+            cut = _run_before(text, start, _next_run(text, start + size))
+        if cut is None:
+            break
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
+
+
+def _run_before(text: str, start: int, end: int) -> int | None:
+    """Where the last run of spaces or line breaks before ``end`` starts (white space before
+    it included, as ``_cut``), if after ``start``."""
+    last = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+    if last <= start:
+        return None
+    cut = start + len(text[start:last].rstrip())
+    return cut if cut > start else None
+
+
+def _next_run(text: str, at: int) -> int:
+    """Just past the first space or line break at or after ``at`` (the text's end if none)."""
+    found = [i for i in (text.find(" ", at), text.find("\n", at)) if i >= 0]
+    return min(found) + 1 if found else len(text)
 
 
 def _word_start(text: str, at: int, near: int | None = None) -> int:

@@ -224,7 +224,10 @@ for argv in (["explain"], ["predict", run, "--input", "1 2"], ["evaluate", run],
              ["plot", "pe", "--out", {str(tmp_path / "pe.png")!r}],
              ["plot", "lr", "--out", {str(tmp_path / "lr.png")!r}]):
     assert main(argv) == 0, argv
-heavy = ("lightning", "pytorch_lightning", "tensorboard", "torch.utils.tensorboard")
+heavy = ("lightning", "pytorch_lightning", "tensorboard", "torch.utils.tensorboard",
+         # nor what would only slow their start on a laptop (torch._dynamo: training's
+         # optimiser step imports it)
+         "transformers", "pandas", "scipy", "torchmetrics", "sklearn", "torch._dynamo")
 loaded = sorted(m for m in sys.modules if m in heavy or m.split(".")[0] in heavy)
 print("LOADED", loaded)
 """
