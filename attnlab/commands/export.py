@@ -33,13 +33,16 @@ from __future__ import annotations
 from .checkpoint import add_checkpoint_flag
 from .threads import add_threads_flag, check_threads
 
-# a run's settings that say how ``attnlab`` decodes with it, by the name of the
-# ``GenerationConfig`` field that says the same to ``transformers``' ``generate``: written
-# into OUT's generation_config.json, so that transformers translates as
-# ``attnlab translate RUN`` does (its beams, its length penalty, its longest output), where
-# without them it would decode greedily and stop at its own default of 20 tokens
-DECODING = {"beam": "num_beams", "length_penalty": "length_penalty",
-            "max_target_len": "max_new_tokens"}
+# a run's settings that say how ``attnlab`` decodes with it, each with the ``GenerationConfig``
+# field that says the same to ``transformers``' ``generate`` and how its value is written:
+# set in OUT's generation_config.json, so that transformers translates as ``attnlab translate
+# RUN`` does (its beams, its length penalty, its longest output), where without them it would
+# decode greedily and stop at its own default of 20 tokens. The longest output is written as
+# max_length, which counts the decoder's start token too, and not as max_new_tokens: a
+# max_length given to generate would lose to the file's max_new_tokens, while both of the
+# arguments win over the file's max_length.
+DECODING = {"beam": ("num_beams", int), "length_penalty": ("length_penalty", float),
+            "max_target_len": ("max_length", lambda n: int(n) + 1)}
 
 
 def export_tasks() -> tuple[str, ...]:
@@ -111,7 +114,8 @@ def _decode_as_the_run(model, cfg) -> None:
     if values.get("beam", 1) == 1:
         values.pop("length_penalty", None)
     for key, value in values.items():
-        setattr(model.generation_config, DECODING[key], value)
+        name, written = DECODING[key]
+        setattr(model.generation_config, name, written(value))
 
 
 def _write_atomically(out, model, tokenizers) -> None:

@@ -1,7 +1,8 @@
 """``attnlab export`` of a translate run writes how the run decodes into
 ``generation_config.json`` (its beams, length penalty and longest output), so that
 ``transformers``' ``generate`` with no arguments translates as ``attnlab translate RUN`` does,
-not greedily and cut at transformers' own default of 20 tokens."""
+not greedily and cut at transformers' own default of 20 tokens; a ``max_length`` given to
+``generate`` still wins."""
 import csv
 import json
 import random
@@ -53,3 +54,6 @@ def test_transformers_translates_an_exported_beam_run_as_attnlab_translate_does(
         theirs = [target.decode(hf.generate(**source([text], return_tensors="pt"))[0],
                                 skip_special_tokens=True) for text in texts]
     assert theirs == ours
+    with torch.no_grad():  # a length given to generate still wins over the file's
+        shorter = hf.generate(**source(texts[:1], return_tensors="pt"), max_length=8)
+    assert shorter.shape[1] == 8
