@@ -7,9 +7,10 @@ the tokenizer — with the run's logits:
   its tokenizer (``AutoTokenizer.from_pretrained(OUT)``);
 - a translate run (``--arch transformer``) becomes a ``MarianMTModel``
   (``AutoModelForSeq2SeqLM``) with the source tokenizer in OUT and the target tokenizer in
-  ``OUT/target_tokenizer`` (decode the generated ids with it); a run started from a Marian
-  checkpoint (``--init``) has Marian's one tokenizer, written as Marian's files
-  (``source.spm``, ``target.spm``, ``vocab.json``, ``tokenizer_config.json``:
+  ``OUT/target_tokenizer`` (decode the generated ids with it), and the run's beams, length
+  penalty and longest translation in its ``generation_config.json`` (``DECODING``); a run
+  started from a Marian checkpoint (``--init``) has Marian's one tokenizer, written as
+  Marian's files (``source.spm``, ``target.spm``, ``vocab.json``, ``tokenizer_config.json``:
   ``MarianTokenizer.from_pretrained(OUT)``);
 - a classify run from ``--init`` of a BERT-family checkpoint becomes its family's
   ``*ForSequenceClassification`` (``AutoModelForSequenceClassification``; ``id2label`` the
@@ -31,6 +32,17 @@ from __future__ import annotations
 
 from .checkpoint import add_checkpoint_flag
 from .threads import add_threads_flag, check_threads
+
+# a run's settings that say how ``attnlab`` decodes with it, each with the ``GenerationConfig``
+# field that says the same to ``transformers``' ``generate`` and how its value is written:
+# set in OUT's generation_config.json, so that transformers translates as ``attnlab translate
+# RUN`` does (its beams, its length penalty, its longest output), where without them it would
+# decode greedily and stop at its own default of 20 tokens. The longest output is written as
+# max_length, which counts the decoder's start token too, and not as max_new_tokens: a
+# max_length given to generate would lose to the file's max_new_tokens, while both of the
+# arguments win over the file's max_length.
+DECODING = {"beam": ("num_beams", int), "length_penalty": ("length_penalty", float),
+            "max_target_len": ("max_length", lambda n: int(n) + 1)}
 
 
 def export_tasks() -> tuple[str, ...]:
@@ -83,6 +95,7 @@ def run(args) -> int:
             model, tokenizers, note = task.runtime().export_hf(task, run_dir, cfg)
     except ValueError as e:  # what the architecture cannot represent, named by to_hf
         raise UsageError(f"export: {run_dir}: {str(e).removeprefix('to_hf: ')}") from None
+    _decode_as_the_run(model, cfg)
     _write_atomically(out, model, tokenizers)
     print(f"wrote {out} ({type(model).__name__}; load it with "
           f"transformers.{task.capabilities.hf_auto_class}.from_pretrained({str(out)!r}))",
@@ -90,6 +103,19 @@ def run(args) -> int:
     if note is not None:  # what the written model cannot do that the run can (lm)
         print(note, file=sys.stderr)
     return 0
+
+
+def _decode_as_the_run(model, cfg) -> None:
+    """Set on ``model.generation_config`` the run's settings of ``DECODING`` that it records
+    (a length penalty only for beam search: greedy decoding has no use for it, and
+    ``transformers`` refuses to save one beside a single beam)."""
+    values = {key: getattr(cfg, key) for key in DECODING
+              if cfg.declares(key) and cfg.readable(key) and getattr(cfg, key) is not None}
+    if values.get("beam", 1) == 1:
+        values.pop("length_penalty", None)
+    for key, value in values.items():
+        name, written = DECODING[key]
+        setattr(model.generation_config, name, written(value))
 
 
 def _write_atomically(out, model, tokenizers) -> None:

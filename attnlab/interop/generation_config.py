@@ -39,7 +39,8 @@ FILE = "generation_config.json"
 SAMPLING_KEYS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
 # keys that change which token transformers' generate picks (or when it stops) and that
 # attnlab's loop has no rule for, each with the value at which it does nothing
-# (GenerationConfig's default); another value is named in the note
+# (GenerationConfig's default in transformers 4; transformers 5 writes null for every key it
+# leaves unset, which does nothing either); another value is named in the note
 NOT_APPLIED: dict[str, Any] = {
     "repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_repetition_penalty": 1.0,
     "num_beams": 1, "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None,
@@ -47,7 +48,9 @@ NOT_APPLIED: dict[str, Any] = {
     "min_length": 0, "min_new_tokens": None, "bad_words_ids": None, "suppress_tokens": None,
     "begin_suppress_tokens": None, "sequence_bias": None, "forced_bos_token_id": None,
     "forced_eos_token_id": None, "guidance_scale": None,
-    "exponential_decay_length_penalty": None,
+    "exponential_decay_length_penalty": None, "top_h": None, "dola_layers": None,
+    "watermarking_config": None, "stop_strings": None, "token_healing": False,
+    "force_words_ids": None, "constraints": None,
 }
 
 
@@ -93,7 +96,7 @@ def read_sampling(directory: str | Path) -> FileSampling | None:
         del values["top_k"]
     return FileSampling(path, do_sample, values,
                         {k: data[k] for k, off in NOT_APPLIED.items()
-                         if k in data and data[k] != off})
+                         if data.get(k) is not None and data[k] != off})
 
 
 def resolve(given: dict[str, Any], file: FileSampling | None) -> tuple[dict[str, Any], str | None]:
