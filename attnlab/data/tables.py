@@ -40,7 +40,7 @@ from ..paths import not_found
 from .headers import missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
-           "COLUMNAR", "file_format", "place", "KINDS", "parse_json_line", "refuse_utf16",
+           "COLUMNAR", "file_format", "place", "places", "KINDS", "parse_json_line", "refuse_utf16",
            "decode_utf8"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -60,7 +60,14 @@ def file_format(path: str | Path) -> str | None:
 def place(path: str | Path, number: int) -> str:
     """Where row ``number`` of a data file is, in its own terms: "line 7" of a text file (as
     ``Table.lines`` counts), "row 7" of a Parquet file or datasets directory."""
-    return f"{'row' if file_format(path) in COLUMNAR else 'line'} {number}"
+    return places(path, [number])[0]
+
+
+def places(path: str | Path, numbers) -> list[str]:
+    """``place`` of each of ``numbers``, the file's kind read once (a file system call per row
+    cost more than reading a large table's rows)."""
+    unit = "row" if file_format(path) in COLUMNAR else "line"
+    return [f"{unit} {number}" for number in numbers]
 
 
 class Table(list):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...data.overlap import shared_inputs
 from ...data.label_forms import OneSpelling, other_form
-from ...data.tables import KINDS, check_digest, place, read_table
+from ...data.tables import KINDS, check_digest, place, places, read_table
 from ...errors import UsageError
 from .labels import class_order, label_set, objective_of, parse_label
 from ...runs import check_data_files, record_data_files
@@ -83,8 +83,8 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
         # a list is read whatever the objective, so that parse_label can say --multi-label
         found = read_table(path, [text, label], what=f"--{key}", lists=(label,))
         examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
-                                            f"--{key} {found.path} {place(path, line)}"))
-                    for row, line in zip(found, found.lines)]
+                                            f"--{key} {found.path} {where}"))
+                    for row, where in zip(found, places(path, found.lines))]
     if not cfg.regression:  # a class name in two Unicode forms would be two classes
         forms = OneSpelling(f"--{key} {found.path}", f"column {cfg.label_column!r}")
         for (_, label), line in zip(examples, found.lines):
@@ -282,7 +282,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
     for key, (lines, held_path) in given_lines.items():
         note = None if sets or notes is None else shared_inputs(
             (x for x, _ in splits["train"]), [x for x, _ in splits[key]],
-            [place(held_path, line) for line in lines], what=f"--{key} {held_path}")
+            places(held_path, lines), what=f"--{key} {held_path}")
         if note:
             notes.append(note)
     if sets:

@@ -33,7 +33,7 @@ from torch.nn.utils.rnn import pad_sequence
 from ...data.feature_sets import feature_stats, parse_set, standardise
 from ...data.overlap import shared_inputs
 from ...data.resumable import ShuffledBatches, length_grouped
-from ...data.tables import place
+from ...data.tables import places
 from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
@@ -601,7 +601,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         features = cfg.feature_names if cfg.set_column else None
         pairs, lines, path, _ = read_examples(cfg, "data", data, features)
         check_labels(pairs, lines, path, None if cfg.regression else set(cfg.labels), "data")
-        _note_trained_on(cfg, pairs, [place(path, line) for line in lines], f"--data {path}")
+        _note_trained_on(cfg, pairs, places(path, lines), f"--data {path}")
     else:
         check_test_files(files_of(cfg), cfg.data_sha256)
         # and its bytes are the recorded ones (load_splits)

@@ -24,7 +24,7 @@ from typing import Any
 from ...data.dates import DatePairs, check_locale, held_out_days
 from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
 from ...data.overlap import shared_inputs
-from ...data.tables import Table, check_digest, place, read_table
+from ...data.tables import Table, check_digest, places, read_table
 from ...errors import UsageError
 from ...run_config import RunSettings
 from ...runs import check_data_files, pin_data_files
@@ -166,8 +166,8 @@ def _placed_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = Fals
     if pinned:
         key = what.lstrip("-")
         check_digest(rows.path, rows.sha256, (cfg.data_sha256 or {}).get(key), what=what)
-    return [((r[cfg.src_column], r[cfg.tgt_column]), place(rows.path, line))
-            for r, line in zip(rows, rows.lines, strict=True)]
+    return [((r[cfg.src_column], r[cfg.tgt_column]), where)
+            for r, where in zip(rows, places(rows.path, rows.lines), strict=True)]
 
 
 def file_splits(cfg: RunSettings):
@@ -229,7 +229,7 @@ def _trained_note(cfg: RunSettings, data: str, sources: list[str], lines: list[i
     except UsageError:
         return None
     return shared_inputs(_as_read(cfg, [source for (source, _), _ in train]),
-                         _as_read(cfg, sources), [place(data, n) for n in lines],
+                         _as_read(cfg, sources), places(data, lines),
                          what=f"--data {data}")
 
 
@@ -259,7 +259,7 @@ def evaluation_pairs(cfg: RunSettings, data: str | None
     ``attnlab translate`` reads it (``spell_digits``)."""
     if data is not None:
         rows = _pair_rows(data, cfg, "--data")
-        labels = [f"--data {data} {place(data, n)}" for n in rows.lines]
+        labels = [f"--data {data} {where}" for where in places(data, rows.lines)]
         sources = spell_digits(cfg, [r[cfg.src_column] for r in rows], labels)
         return (list(zip(sources, [r[cfg.tgt_column] for r in rows], strict=True)), labels,
                 _trained_note(cfg, data, sources, rows.lines))
