@@ -82,7 +82,8 @@ def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
         UsageError: one line naming the file (and line) for a missing or unreadable file, no
             rows, a line that is not a JSON object, a row with neither ``messages`` nor
             ``prompt``, a role other than system/user/assistant, a content that is not text,
-            or a conversation without an assistant turn.
+            an empty (or blank) assistant reply, or a conversation without an assistant
+            turn.
     """
     data = read_bytes(path, what=what)
     where = f"{what} {path}"
@@ -143,6 +144,10 @@ def _message(message, at: str) -> dict[str, str]:
     if not isinstance(message["content"], str):
         raise UsageError(f"{at}: \"content\" must be text, got "
                          f"{json.dumps(message['content'])[:40]}")
+    if message["role"] == "assistant" and not message["content"].strip():
+        # its labels would be the end-of-turn token alone: the model learns to answer nothing
+        raise UsageError(f"{at}: the assistant's reply is empty, which would teach the model "
+                         f"to answer nothing; give it text or leave the row out")
     return {"role": message["role"], "content": message["content"]}
 
 

@@ -355,6 +355,10 @@ BAD = [
     ('{"messages": [{"role": "user", "content": 3}, {"role": "assistant", "content": "y"}]}\n',
      "line 1, message 1: \"content\" must be text"),
     ("\n\n", ": the file has no rows"),
+    # an empty reply trained the model to answer nothing (its end-of-turn token alone)
+    ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
+    ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
+     "line 1, message 2: the assistant's reply is empty"),
 ]
 
 
