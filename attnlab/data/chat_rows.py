@@ -47,7 +47,7 @@ from ..errors import UsageError
 from .tables import _decode, parse_json_line, read_bytes
 
 __all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
-           "holdout", "chat_example", "plain_example", "cut_to", "VAL_SHARE"]
+           "holdout", "repeated_note", "chat_example", "plain_example", "cut_to", "VAL_SHARE"]
 
 IGNORE = -100  # the label of a position the loss skips (``F.cross_entropy``'s ignore_index)
 ROLES = ("system", "user", "assistant")
@@ -82,7 +82,8 @@ def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
         UsageError: one line naming the file (and line) for a missing or unreadable file, no
             rows, a line that is not a JSON object, a row with neither ``messages`` nor
             ``prompt``, a role other than system/user/assistant, a content that is not text,
-            or a conversation without an assistant turn.
+            an empty (or blank) assistant reply, or a conversation without an assistant
+            turn.
     """
     data = read_bytes(path, what=what)
     where = f"{what} {path}"
@@ -143,6 +144,10 @@ def _message(message, at: str) -> dict[str, str]:
     if not isinstance(message["content"], str):
         raise UsageError(f"{at}: \"content\" must be text, got "
                          f"{json.dumps(message['content'])[:40]}")
+    if message["role"] == "assistant" and not message["content"].strip():
+        # its labels would be the end-of-turn token alone: the model learns to answer nothing
+        raise UsageError(f"{at}: the assistant's reply is empty, which would teach the model "
+                         f"to answer nothing; give it text or leave the row out")
     return {"role": message["role"], "content": message["content"]}
 
 
@@ -167,6 +172,31 @@ def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:
         raise UsageError(f"{where}: too few rows ({n}) to hold out a tenth for val_loss; give "
                          f"at least {round(0.5 / VAL_SHARE)} rows")
     return train, val
+
+
+def repeated_note(rows: Rows, train: list[int], val: list[int]) -> str | None:
+    """One line when held-out rows ``val`` repeat a training row of ``train`` (the same
+    conversation, message for message): ``val_loss`` would measure them as rows the model was
+    trained on, lower than on unseen ones. None when none does.
+
+    Examples:
+        >>> chat = [[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]]
+        >>> repeated_note(Rows(Path("c.jsonl"), chat * 2, [1, 2]), [0], [1])[21:80]
+        ' 1 of 1 held-out rows repeat a training row (line 2 repeats'
+    """
+    def key(i: int) -> str:
+        return json.dumps(rows.conversations[i], sort_keys=True)
+
+    trained = {}
+    for i in train:
+        trained.setdefault(key(i), rows.lines[i])
+    twins = [(rows.lines[i], trained[key(i)]) for i in val if key(i) in trained]
+    if not twins:
+        return None
+    shown = ", ".join(f"line {a} repeats line {b}" for a, b in twins[:3])
+    return (f"note: --data {rows.path}: {len(twins)} of {len(val)} held-out rows repeat a "
+            f"training row ({shown}{', ...' if len(twins) > 3 else ''}), so val_loss measures "
+            f"them as trained on; leave the repeats out of the file to measure unseen rows")
 
 
 def chat_example(render: Render, messages: Messages, end_of_turn: int | None

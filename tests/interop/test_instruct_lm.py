@@ -14,6 +14,7 @@ import math
 import random
 import re
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -28,7 +29,7 @@ from ..training.loop_probe import probe_loop
 
 import attnlab  # noqa: E402
 from attnlab.cli import main  # noqa: E402
-from attnlab.data.chat_rows import IGNORE, chat_example, cut_to, read_rows  # noqa: E402
+from attnlab.data.chat_rows import IGNORE, chat_example, cut_to, holdout, read_rows  # noqa: E402
 from attnlab.errors import UsageError  # noqa: E402
 from attnlab.interop.chat import end_of_turn_id, render  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
@@ -355,6 +356,10 @@ BAD = [
     ('{"messages": [{"role": "user", "content": 3}, {"role": "assistant", "content": "y"}]}\n',
      "line 1, message 1: \"content\" must be text"),
     ("\n\n", ": the file has no rows"),
+    # an empty reply trained the model to answer nothing (its end-of-turn token alone)
+    ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
+    ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
+     "line 1, message 2: the assistant's reply is empty"),
 ]
 
 
@@ -508,3 +513,25 @@ def test_epochs_with_accumulate_pass_over_the_rows_once_each(dirs, tmp_path):
     held_out = round(rows / 10)  # a tenth of the rows validates
     batches = math.ceil((rows - held_out) / 4)
     assert json.loads((out / "metrics.json").read_text())["steps"] == math.ceil(batches / 3)
+
+
+def test_held_out_rows_that_repeat_a_training_row_are_said(tmp_path):
+    """A file with repeated rows put a row's twin in the held-out tenth without a word, and
+    val_loss measured a conversation the model was trained on as if unseen."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits
+
+    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    rows = _rows(10)
+    twice = read_rows(_write(tmp_path / "twice.jsonl", rows + rows))  # line i + 10 repeats i
+    notes = [n for n in encode_splits(cfg, tok, twice).notes if "repeat" in n]
+    train, val = holdout(20, 0, where="x")
+    lines = [(i + 1, (i + 10) % 20 + 1) for i in val]
+    assert len(val) == 2 and notes == [
+        f"note: --data {twice.path}: 2 of 2 held-out rows repeat a training row "
+        f"(line {lines[0][0]} repeats line {lines[0][1]}, line {lines[1][0]} repeats line "
+        f"{lines[1][1]}), so val_loss measures them as trained on; leave the repeats out of "
+        f"the file to measure unseen rows"]
+    once = read_rows(_write(tmp_path / "once.jsonl", rows + _rows(10, seed=1)))
+    assert not [n for n in encode_splits(cfg, tok, once).notes if "repeat" in n]

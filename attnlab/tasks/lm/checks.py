@@ -47,7 +47,9 @@ def check_data(cfg: dict[str, Any]) -> None:
     elif cfg.get("resume") and cfg.get("data_sha256"):
         check_data_files({"data": cfg["data"]}, cfg["data_sha256"], purpose="resume")
     if data.is_file():
-        _check_text_head(data)
+        head = _check_text_head(data)
+        if not cfg.get("resume"):  # a run that started on it goes on as it began
+            _refuse_rows_as_text(data, head)
     if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
 
@@ -64,9 +66,10 @@ def _refuse_table(data: Path, init: str | None = None) -> None:
                          f"{tokenizer} --out CORPUS), then give --data CORPUS")
 
 
-def _check_text_head(data: Path) -> None:
+def _check_text_head(data: Path) -> str:
     """The first ``HEAD_BYTES`` of a text --data decode as ``attnlab prepare`` will read them:
-    a UTF-16, Latin-1 or binary file is refused now, not once the run directory is made."""
+    a UTF-16, Latin-1 or binary file is refused now, not once the run directory is made.
+    Returns the text decoded."""
     import codecs
 
     try:
@@ -75,7 +78,31 @@ def _check_text_head(data: Path) -> None:
     except OSError as e:  # no permission, EIO: the words of attnlab.data.tables.read_bytes
         raise UsageError(f"--data {data}: cannot read the file ({e.strerror or e})") from None
     # not the end of the file: a character cut by HEAD_BYTES is left to prepare
-    decode_utf8(codecs.getincrementaldecoder("utf-8")(), head, 0, f"--data {data}")
+    return decode_utf8(codecs.getincrementaldecoder("utf-8")(), head, 0, f"--data {data}")
+
+
+# the fields of an instruction row (``chat_rows``' and Alpaca's), as a table's header names them
+_ROW_FIELDS = ({"prompt", "response"}, {"instruction", "output"})
+_JSON_KEYS = ('"messages"', *(f'"{key}"' for fields in _ROW_FIELDS for key in fields))
+
+
+def _refuse_rows_as_text(data: Path, head: str) -> None:
+    """A text --data that holds instruction rows in another form than JSON Lines is refused
+    naming what was seen: a CSV or TSV whose header names a row's fields, or a JSON document
+    of rows (Alpaca's ``[{"instruction": ...}]``). Read as text, the run would learn the
+    file's commas, quotes and keys, and its loss would count the prompts too."""
+    stripped = head.lstrip()
+    header = stripped.split("\n", 1)[0].strip()
+    fields = {f.strip().strip('"').lower() for f in header.replace("\t", ",").split(",")}
+    if any(row <= fields for row in _ROW_FIELDS):
+        seen = f"its header ({header[:60]}) names instruction rows"
+    elif stripped[:1] in "[{" and any(key in stripped[:2000] for key in _JSON_KEYS):
+        seen = "it is JSON that holds instruction rows"
+    else:
+        return
+    raise UsageError(f"--data {data}: {seen}, which would be trained on as plain text; "
+                     f"instruction rows are read from a JSON Lines file (.jsonl: one "
+                     f"{{\"prompt\": ..., \"response\": ...}} or {{\"messages\": [...]}} a line)")
 
 
 def check_corpus(corpus_sha256: dict[str, str], data_dir: str | Path, purpose: str) -> None:

@@ -1,0 +1,48 @@
+"""Instruction rows in another form than JSON Lines, given to ``attnlab train lm --data``: a
+CSV or TSV of prompt/response, or Alpaca's JSON list, were read as plain text without a word,
+so the run learned the file's commas, quotes and keys and its loss counted the prompts. They
+are refused in one line naming the file, before the run directory is written."""
+import json
+
+import pytest
+
+from attnlab.cli import main
+
+ROWS = [("reverse: abc", "cba"), ("reverse: dog", "god")] * 40
+
+
+def _csv(path, sep=","):
+    path.write_text("".join(f"{p}{sep}{r}\n" for p, r in [("prompt", "response"), *ROWS]))
+    return path
+
+
+def _alpaca(path):
+    path.write_text(json.dumps([{"instruction": p, "input": "", "output": r} for p, r in ROWS],
+                               indent=2))
+    return path
+
+
+@pytest.mark.parametrize("make, seen", [
+    (lambda d: _csv(d / "pairs.csv"), "its header (prompt,response) names instruction rows"),
+    (lambda d: _csv(d / "pairs.tsv", "\t"), "its header (prompt\tresponse) names"),
+    (lambda d: _alpaca(d / "alpaca.json"), "it is JSON that holds instruction rows"),
+])
+def test_instruction_rows_that_are_not_json_lines_are_refused(tmp_path, capsys, make, seen):
+    data, out = make(tmp_path), tmp_path / "run"
+    # (a step, so that a file read as text, unrefused, does not train long)
+    assert main(["train", "lm", "--data", str(data), "--out", str(out), "--max-steps", "1",
+                 "--threads", "1", "--block-size", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"attnlab: error: --data {data}: {seen}")
+    assert "JSON Lines file (.jsonl" in err[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("first", ["Messages", "Prompt and response, a story.",
+                                   "{ a brace, then prose }"])
+def test_text_that_only_looks_alike_is_still_text(tmp_path, first):
+    from attnlab.tasks.lm.checks import check_data
+
+    data = tmp_path / "story.txt"
+    data.write_text(first + "\n" + "once upon a time there was a prompt. " * 40)
+    check_data({"data": str(data), "block_size": 16})  # no refusal
