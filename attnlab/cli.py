@@ -23,7 +23,14 @@ COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", 
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is a ``UsageError`` (one line, exit 2) instead of usage text."""
+    """argparse, but a usage error is a ``UsageError`` (one line, exit 2) instead of usage text,
+    and a flag is taken only as spelled in full: argparse's abbreviations read ``translate
+    --input TEXT`` as ``--input-file TEXT``, and ``generate --prom a --prompt b`` as the prompt
+    b alone."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as

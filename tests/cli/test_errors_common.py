@@ -324,3 +324,15 @@ def test_a_blank_input_is_refused_before_the_run_is_read(argv, named, capsys, tm
     the command line: blank is refused naming the flag (the run directory is not even looked
     at: RUN is absent). A language model's prompt may be a space (a character model's token)."""
     _fails([str(tmp_path / a) if a == "RUN" else a for a in argv], capsys, named)
+
+
+@pytest.mark.parametrize("argv, typed", [
+    (["translate", "RUN", "--input", "four"], "--input four"),  # read as --input-file four
+    (["generate", "RUN", "--prom", "a", "--prompt", "b"], "--prom a"),  # the prompt was b alone
+    (["train", "reverse", "--max-step", "2", "--out", "OUT"], "--max-step 2"),
+])
+def test_a_flag_spelled_short_of_its_name_is_refused_not_read_as_another(argv, typed, tmp_path,
+                                                                          capsys):
+    argv = [str(tmp_path / a) if a in ("RUN", "OUT") else a for a in argv]
+    _fails(argv, capsys, f"unrecognized arguments: {typed}")
+    assert not (tmp_path / "OUT").exists()
