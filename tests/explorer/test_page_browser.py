@@ -530,3 +530,22 @@ def test_every_map_sits_in_its_layers_row_and_its_heads_column(page):
         row, column = rows[l], columns[h]
         assert box["y"] <= row["y"] + row["height"] / 2 <= box["y"] + box["height"], (l, h)
         assert box["x"] <= column["x"] + column["width"] / 2 <= box["x"] + box["width"], (l, h)
+
+
+def test_a_short_label_of_wide_letters_is_not_cut(page):
+    """The query column was sized by counting characters at an average Latin letter's width:
+    a token of wide letters (capital Cyrillic, "W" and "M", and Chinese or Japanese characters,
+    twice as wide again) was cut with "…" although it is short and the column could have held
+    it. Every label of at most 14 characters is now shown whole, hovered (bold) or not. (The
+    Chinese and Japanese case cannot be checked here: this machine has no CJK font, and
+    Chromium draws their missing glyphs narrow.)"""
+    tokens = ["ЩЕДРОСТЬ", "ЖЮРИ", "ШУМ", "ok"]  # capital Cyrillic: "generosity", "jury", "noise"
+    T = len(tokens)
+    driver = page(attention_data([Layer("self", "self", np.full((1, T, T), 1 / T))], tokens))
+    ready(driver)
+    cut = "return [...document.querySelectorAll('.qtok .label')]" \
+          ".filter((e) => e.scrollWidth > e.clientWidth).map((e) => e.textContent)"
+    assert driver.execute_script(cut) == []
+    for i in range(T):
+        hover(driver, f'.qtok[data-index="{i}"]')
+        assert driver.execute_script(cut) == [], tokens[i]
