@@ -549,3 +549,31 @@ def test_a_short_label_of_wide_letters_is_not_cut(page):
     for i in range(T):
         hover(driver, f'.qtok[data-index="{i}"]')
         assert driver.execute_script(cut) == [], tokens[i]
+
+
+def test_the_weights_can_be_read_without_a_mouse(page, course_model):
+    """The tokens answered only the mouse: with the keyboard alone (Tab, Enter) no weight could
+    be read. Tab now reaches every query and key label and reads its weights out as a hover
+    does; Enter pins it, and Esc unpins."""
+    maps, data = course_model
+    driver = page(data)
+    ready(driver)
+    focused = "const e = document.activeElement; " \
+              "return ['qtok', 'ktok'].filter((c) => e.classList.contains(c)) + ' ' + " \
+              "(e.dataset.index || '')"
+    for _ in range(12):  # past the group button, the two boxes and the 6 keys
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        if driver.execute_script(focused) == "qtok 0":
+            break
+    assert driver.execute_script(focused) == "qtok 0"
+    about = driver.find_element(By.CSS_SELECTOR, "#readout .about").text
+    assert about.startswith("query 0 “3”")
+    shown = {k: float(w) for k, w in readout(driver, "data-key").items()}
+    assert shown == pytest.approx({k: float(w) for k, w in enumerate(maps[0][0, 0])}, abs=1e-3)
+    ActionChains(driver).send_keys(Keys.TAB).perform()       # the next query
+    assert driver.execute_script(focused) == "qtok 1"
+    assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 1")
+    ActionChains(driver).send_keys(Keys.ENTER).send_keys(Keys.TAB).perform()   # pin, move on
+    assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 1")
+    ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+    assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 2")

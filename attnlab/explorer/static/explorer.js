@@ -94,8 +94,8 @@
       `${data.layers.length} attention layer${data.layers.length === 1 ? "" : "s"}`]
       .filter(Boolean).join(" · ") }),
     el("p", { class: "hint", text: "Hover a token or a cell to read its weights · click to pin, " +
-      "Esc to unpin · ←/→ head · ↑/↓ layer · a: average the heads · r: scale each row · " +
-      "g: next group" }));
+      "Esc to unpin · Tab: token by token · ←/→ head · ↑/↓ layer · a: average the heads · " +
+      "r: scale each row · g: next group" }));
   const groupBar = el("div", { class: "groups", role: "tablist" });
   const average = el("input", { type: "checkbox", id: "average-heads" });
   const rowScale = el("input", { type: "checkbox", id: "row-scale" });
@@ -198,6 +198,15 @@
       item.addEventListener("mouseenter", () => hover({ axis, index: i }));
       item.addEventListener("mouseleave", () => hover(null));
       item.addEventListener("click", () => pin({ axis, index: i }));
+      // reachable without a mouse: Tab moves from token to token and shows its weights as a
+      // hover does, Enter or Space pins it
+      item.tabIndex = 0;
+      item.setAttribute("role", "button");
+      item.addEventListener("focus", () => hover({ axis, index: i }));
+      item.addEventListener("blur", () => hover(null));
+      item.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pin({ axis, index: i }); }
+      });
       box.appendChild(item);
     });
   }
