@@ -1,7 +1,9 @@
-"""The PNG attention figures fit a screen at 100 % (unbounded, a 40-character lm input made
+"""The PNG figures fit a screen at 100 % (unbounded, a 40-character lm input made
 5,800 × 2,900 px with its title struck through, a graph 10,018 × 2,504 px with 7 empty axes, a
 long translation's title was cut at both edges): at most about 2,000 px a side, one panel per
-map and no empty one, a title inside the figure and clear of the panels."""
+map and no empty one, a title inside the figure and clear of the panels, a legend over no
+curve."""
+import numpy as np
 import pytest
 import torch
 
@@ -205,3 +207,39 @@ def test_a_marked_row_is_outlined_in_every_panel_and_labelled(drawn):
         assert box.get_y() == 32.5 and box.get_height() == 1
         labels = {t.get_text(): t for t in ax.get_yticklabels()}
         assert labels["33:club"].get_fontweight() == "bold"
+
+
+# The legend of a figure of curves is not drawn over them. (06_history's exact match by source
+# length had its legend, placed "center right", over the bilinear RNN's last two buckets: 0.534
+# and 0.537 could not be seen.)
+def points_under(box, line, steps: int = 50) -> list:
+    """The data of ``line`` (its vertices and points along its segments, in pixels) that lie
+    inside the display box ``box``."""
+    xy = line.get_transform().transform(np.column_stack(line.get_data()).astype(float))
+    along = [a + (b - a) * t for a, b in zip(xy[:-1], xy[1:]) for t in np.linspace(0, 1, steps)]
+    return [p for p in (along or list(xy)) if box.contains(*p)]
+
+
+# 06_history.ipynb's table, as it was printed beside the figure
+HISTORY = {"rnn": [0.984, 0.888, 0.506, 0.447, 0.393, 0.341, 0.146],
+           "rnn-additive": [1.0, 0.991, 1.0, 1.0, 1.0, 1.0, 1.0],
+           "rnn-bilinear": [0.984, 0.907, 0.885, 0.632, 0.769, 0.534, 0.537],
+           "transformer": [1.0, 0.972, 0.966, 0.842, 0.949, 0.966, 1.0]}
+BUCKETS = ["1-2", "3-4", "5-6", "7-8", "9-10", "11-12", "13-14"]
+
+
+@pytest.mark.parametrize("curves", [
+    HISTORY,
+    {name: values[::-1] for name, values in HISTORY.items()},     # the same, mirrored
+    {"exact match": [0.5] * 7, "chrF": [0.55] * 7},              # flat through the middle
+], ids=["history", "mirrored", "middle"])
+def test_the_by_length_legend_hides_no_curve(drawn, curves):
+    viz.plot_by_length(curves, BUCKETS, "unused.png", title="Exact match by source length",
+                       ylabel="exact match")
+    (fig,) = drawn
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    for line in ax.get_lines():
+        hidden = points_under(legend, line)
+        assert not hidden, f"the legend covers {line.get_label()!r} at {hidden[0]} px"
+    assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)

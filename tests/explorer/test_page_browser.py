@@ -530,3 +530,50 @@ def test_every_map_sits_in_its_layers_row_and_its_heads_column(page):
         row, column = rows[l], columns[h]
         assert box["y"] <= row["y"] + row["height"] / 2 <= box["y"] + box["height"], (l, h)
         assert box["x"] <= column["x"] + column["width"] / 2 <= box["x"] + box["width"], (l, h)
+
+
+def test_a_short_label_of_wide_letters_is_not_cut(page):
+    """The query column was sized by counting characters at an average Latin letter's width:
+    a token of wide letters (capital Cyrillic, "W" and "M", and Chinese or Japanese characters,
+    twice as wide again) was cut with "…" although it is short and the column could have held
+    it. Every label of at most 14 characters is now shown whole, hovered (bold) or not. (The
+    Chinese and Japanese case cannot be checked here: this machine has no CJK font, and
+    Chromium draws their missing glyphs narrow.)"""
+    tokens = ["ЩЕДРОСТЬ", "ЖЮРИ", "ШУМ", "ok"]  # capital Cyrillic: "generosity", "jury", "noise"
+    T = len(tokens)
+    driver = page(attention_data([Layer("self", "self", np.full((1, T, T), 1 / T))], tokens))
+    ready(driver)
+    cut = "return [...document.querySelectorAll('.qtok .label')]" \
+          ".filter((e) => e.scrollWidth > e.clientWidth).map((e) => e.textContent)"
+    assert driver.execute_script(cut) == []
+    for i in range(T):
+        hover(driver, f'.qtok[data-index="{i}"]')
+        assert driver.execute_script(cut) == [], tokens[i]
+
+
+def test_the_weights_can_be_read_without_a_mouse(page, course_model):
+    """The tokens answered only the mouse: with the keyboard alone (Tab, Enter) no weight could
+    be read. Tab now reaches every query and key label and reads its weights out as a hover
+    does; Enter pins it, and Esc unpins."""
+    maps, data = course_model
+    driver = page(data)
+    ready(driver)
+    focused = "const e = document.activeElement; " \
+              "return ['qtok', 'ktok'].filter((c) => e.classList.contains(c)) + ' ' + " \
+              "(e.dataset.index || '')"
+    for _ in range(12):  # past the group button, the two boxes and the 6 keys
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        if driver.execute_script(focused) == "qtok 0":
+            break
+    assert driver.execute_script(focused) == "qtok 0"
+    about = driver.find_element(By.CSS_SELECTOR, "#readout .about").text
+    assert about.startswith("query 0 “3”")
+    shown = {k: float(w) for k, w in readout(driver, "data-key").items()}
+    assert shown == pytest.approx({k: float(w) for k, w in enumerate(maps[0][0, 0])}, abs=1e-3)
+    ActionChains(driver).send_keys(Keys.TAB).perform()       # the next query
+    assert driver.execute_script(focused) == "qtok 1"
+    assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 1")
+    ActionChains(driver).send_keys(Keys.ENTER).send_keys(Keys.TAB).perform()   # pin, move on
+    assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 1")
+    ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+    assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 2")

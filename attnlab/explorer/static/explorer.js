@@ -94,8 +94,8 @@
       `${data.layers.length} attention layer${data.layers.length === 1 ? "" : "s"}`]
       .filter(Boolean).join(" · ") }),
     el("p", { class: "hint", text: "Hover a token or a cell to read its weights · click to pin, " +
-      "Esc to unpin · ←/→ head · ↑/↓ layer · a: average the heads · r: scale each row · " +
-      "g: next group" }));
+      "Esc to unpin · Tab: token by token · ←/→ head · ↑/↓ layer · a: average the heads · " +
+      "r: scale each row · g: next group" }));
   const groupBar = el("div", { class: "groups", role: "tablist" });
   const average = el("input", { type: "checkbox", id: "average-heads" });
   const rowScale = el("input", { type: "checkbox", id: "row-scale" });
@@ -198,16 +198,35 @@
       item.addEventListener("mouseenter", () => hover({ axis, index: i }));
       item.addEventListener("mouseleave", () => hover(null));
       item.addEventListener("click", () => pin({ axis, index: i }));
+      // reachable without a mouse: Tab moves from token to token and shows its weights as a
+      // hover does, Enter or Space pins it
+      item.tabIndex = 0;
+      item.setAttribute("role", "button");
+      item.addEventListener("focus", () => hover({ axis, index: i }));
+      item.addEventListener("blur", () => hover(null));
+      item.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pin({ axis, index: i }); }
+      });
       box.appendChild(item);
     });
   }
 
-  // the query labels' column: as wide as the longest shown label needs (short symbols leave
-  // the map more room in a narrow frame), between the corner's words and 14 characters
+  // the query labels' column: as wide as the widest shown label is drawn (short symbols leave
+  // the map more room in a narrow frame), between the corner's words and 14 wide characters.
+  // Measured in the labels' font, bold as when hovered, not counted in characters: a Chinese
+  // or Japanese character, or a capital Cyrillic letter, is much wider than a Latin letter, and
+  // counted ones were cut with "…" though the column had room for them.
+  const columns = new Map();  // query tokens -> px
   function queryColumn() {
-    const longest = queryTokens(current()).reduce(
-      (n, t) => Math.max(n, [...short(visible(String(t)), 14)].length), 1);
-    return Math.max(64, Math.min(118, Math.ceil(longest * 7.6) + 10));
+    const tokens = queryTokens(current());
+    if (!columns.has(tokens)) {
+      const ctx = document.createElement("canvas").getContext("2d");
+      ctx.font = `600 12px ${getComputedStyle(body).fontFamily}`;
+      const widest = tokens.reduce(
+        (w, t) => Math.max(w, ctx.measureText(short(visible(String(t)), 14)).width), 0);
+      columns.set(tokens, Math.max(64, Math.min(180, Math.ceil(widest) + 10)));
+    }
+    return columns.get(tokens);
   }
 
   function drawMain() {
