@@ -143,6 +143,19 @@ def test_a_classify_input_with_words_the_model_lacks_is_noted(runs, tmp_path, ca
                 tmp_path / "known.html")[2] == ""  # every word known: no note
 
 
+def test_a_translate_input_with_words_the_model_lacks_is_noted(runs, tmp_path, capsys):
+    """view and plot attention of a translate run labelled a source word the model read as unk
+    with the word itself ('zillion'), where translate and predict say it was read as unk."""
+    run, _ = runs["translate"]
+    note = "note: --input holds pieces unknown to this model, each read as unk: 'zillion'\n"
+    code, _, err = view(capsys, run, "--input", "three hundred zillion", "--out",
+                        tmp_path / "unknown.html")
+    assert code == 0 and err.endswith(note), err
+    assert main(["plot", "attention", str(run), "--input", "three hundred zillion", "--out",
+                 str(tmp_path / "unknown.png")]) == 0
+    assert capsys.readouterr().err.endswith(note)
+
+
 def test_an_earlier_page_is_replaced_only_when_named(run_copy, capsys):
     run, text = run_copy("reverse")  # the earlier page is the run's own
     page = run / "attention.html"

@@ -389,6 +389,7 @@ def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     model, tok = load(task, run_dir, cfg)
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
                                   labels=["--input"])[0]
+    note_unknown(tok.src, [text], ["--input"])  # as translate and predict say it
     return model, tok, text, translation
 
 
