@@ -91,3 +91,14 @@ def test_a_text_without_white_space_is_one_piece():
     assert corpus._word_pieces("ab " + "字" * 9_000 + " c", 4096) == ["ab", " " + "字" * 9_000,
                                                                        " c"]
     assert corpus._word_pieces("   " + "字" * 9_000, 4096) == ["   " + "字" * 9_000]
+
+
+@pytest.mark.parametrize("space", sorted({chr(c) for c in range(0x3001) if chr(c).isspace()}),
+                         ids=lambda c: f"U+{ord(c):04X}")
+def test_no_cut_falls_where_the_bpe_rule_sees_no_space(space):
+    """Python's white space after a mark, before a space: U+001C..U+001F (MARC records' field
+    and subfield marks) are no space to the byte-level rule, so '!\\x1f' is one pre-token and
+    a cut between them gave other ids."""
+    text = f"ab!{space} cd " * 300
+    tok = BPETokenizer.fit([text], vocab_size=300)
+    assert corpus._encode_text(tok, text) == tok.encode(text)

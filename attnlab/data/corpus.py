@@ -288,13 +288,20 @@ def _word_pieces(text: str, size: int) -> list[str]:
     return pieces
 
 
+# The white space of the byte-level bpe pre-tokenizer's rule (GPT-2's regex, whose \s is
+# Unicode's White_Space): Python's str.isspace() less U+001C..U+001F, which Python counts as
+# space and the rule does not ("!\x1f" is one pre-token of the rule's, so no cut may fall in it)
+BPE_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+             "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
 def _run_before(text: str, start: int, end: int) -> int | None:
     """Where the last run of spaces or line breaks before ``end`` starts (white space before
-    it included, as ``_cut``), if after ``start``."""
+    it included, as ``_cut``, as the bpe rule reads it: ``BPE_SPACE``), if after ``start``."""
     last = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
     if last <= start:
         return None
-    cut = start + len(text[start:last].rstrip())
+    cut = start + len(text[start:last].rstrip(BPE_SPACE))
     return cut if cut > start else None
 
 
