@@ -108,7 +108,8 @@ def run(args) -> int:
 def _decode_as_the_run(model, cfg) -> None:
     """Set on ``model.generation_config`` the run's settings of ``DECODING`` that it records
     (a length penalty only for beam search: greedy decoding has no use for it, and
-    ``transformers`` refuses to save one beside a single beam)."""
+    ``transformers`` refuses to save one beside a single beam); with beams, ``early_stopping``
+    "never", the rule attnlab's beam search keeps (docs/translation.md)."""
     values = {key: getattr(cfg, key) for key in DECODING
               if cfg.declares(key) and cfg.readable(key) and getattr(cfg, key) is not None}
     if values.get("beam", 1) == 1:
@@ -116,6 +117,8 @@ def _decode_as_the_run(model, cfg) -> None:
     for key, value in values.items():
         name, written = DECODING[key]
         setattr(model.generation_config, name, written(value))
+    if values.get("beam", 1) > 1:  # attnlab's beam search stops as transformers' "never" does
+        model.generation_config.early_stopping = "never"  # (its default, False, stops sooner)
 
 
 def _write_atomically(out, model, tokenizers) -> None:
