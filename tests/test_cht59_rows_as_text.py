@@ -35,11 +35,16 @@ def test_instruction_rows_that_are_not_json_lines_are_refused(tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"attnlab: error: --data {data}: {seen}")
     assert "JSON Lines file (.jsonl" in err[0]
+    assert err[0].endswith(f"(attnlab prepare {data} --out CORPUS) and give --data CORPUS")
     assert not out.exists()
 
 
-@pytest.mark.parametrize("first", ["Messages", "Prompt and response, a story.",
-                                   "{ a brace, then prose }"])
+@pytest.mark.parametrize("first", [
+    "Messages", "Prompt and response, a story.", "{ a brace, then prose }",
+    # wikitext, a TOML file: a brace or bracket first and a row's key quoted (review)
+    '{{Short description|A word}}\nThe "output" to the "input" is the "response".',
+    '[build-system]\nrequires = ["setuptools"]\nname = "prompt"',
+])
 def test_text_that_only_looks_alike_is_still_text(tmp_path, first):
     from attnlab.tasks.lm.checks import check_data
 

@@ -6,6 +6,8 @@ before torch loads; the runtime checks a recorded corpus again with ``check_corp
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +85,10 @@ def _check_text_head(data: Path) -> str:
 
 # the fields of an instruction row (``chat_rows``' and Alpaca's), as a table's header names them
 _ROW_FIELDS = ({"prompt", "response"}, {"instruction", "output"})
-_JSON_KEYS = ('"messages"', *(f'"{key}"' for fields in _ROW_FIELDS for key in fields))
+# a JSON document of rows: a list of objects, or an object, whose first thing is a key, and
+# one of a row's keys given a value (not a wikitext "{{", a TOML "[table]", prose quoting a key)
+_JSON_START = re.compile(r'\[?\s*\{\s*"')
+_JSON_KEY = re.compile(r'"(?:messages|%s)"\s*:' % "|".join(sorted(set().union(*_ROW_FIELDS))))
 
 
 def _refuse_rows_as_text(data: Path, head: str) -> None:
@@ -96,13 +101,15 @@ def _refuse_rows_as_text(data: Path, head: str) -> None:
     fields = {f.strip().strip('"').lower() for f in header.replace("\t", ",").split(",")}
     if any(row <= fields for row in _ROW_FIELDS):
         seen = f"its header ({header[:60]}) names instruction rows"
-    elif stripped[:1] in "[{" and any(key in stripped[:2000] for key in _JSON_KEYS):
+    elif _JSON_START.match(stripped) and _JSON_KEY.search(stripped[:2000]):
         seen = "it is JSON that holds instruction rows"
     else:
         return
     raise UsageError(f"--data {data}: {seen}, which would be trained on as plain text; "
                      f"instruction rows are read from a JSON Lines file (.jsonl: one "
-                     f"{{\"prompt\": ..., \"response\": ...}} or {{\"messages\": [...]}} a line)")
+                     f"{{\"prompt\": ..., \"response\": ...}} or {{\"messages\": [...]}} a line); "
+                     f"to train on the file as text, prepare it (attnlab prepare {data} --out "
+                     f"CORPUS) and give --data CORPUS")
 
 
 def check_corpus(corpus_sha256: dict[str, str], data_dir: str | Path, purpose: str) -> None:
