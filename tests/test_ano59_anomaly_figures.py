@@ -27,7 +27,8 @@ def test_sets_png_draws_only_the_test_sets_the_run_has(tmp_path):
     assert heights[1] < heights[3] / 2
 
 
-@pytest.mark.parametrize("token", ["1_0", "+10", "1_7_9_6"])
+@pytest.mark.parametrize("token", ["1_0", "+10", "1_7_9_6", "1" * 5000],
+                         ids=["1_0", "+10", "1_7_9_6", "5000 digits"])  # the last: a traceback
 def test_an_image_index_int_would_read_leniently_is_refused(token):
     # int() reads '1_0' and '+10' as image 10: the set scored was not the one typed
     cfg = get_task("anomaly").config()

@@ -80,6 +80,8 @@ def test_parse_tokens_errors_name_the_token():
         parse_tokens("1 2 3 4", 10, 3)
     with pytest.raises(UsageError, match="empty"):
         parse_tokens("  ", 10, 3)
+    with pytest.raises(UsageError, match="is not a symbol"):  # past int()'s 4,300 digits
+        parse_tokens("9" * 5000, 10, 3)
 
 
 class _Oracle:

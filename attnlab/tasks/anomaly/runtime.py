@@ -32,7 +32,7 @@ from ...run_config import RunSettings
 from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
-from ..base import Task, config_from_run, each_input
+from ..base import Task, config_from_run, decimal, each_input
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
            "predict_many", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
@@ -185,11 +185,13 @@ def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:
     """Image indices from ``--input`` and their features (1, T, 64); ``UsageError`` if bad."""
     tokens = text.split()
     # digits only, as reverse's tokens: int() also reads '1_0' and '+10', as image 10
-    if not all(t.removeprefix("-").isdecimal() for t in tokens):
+    numbers = [decimal(t.removeprefix("-")) for t in tokens]
+    if None in numbers:
         raise UsageError(f"--input must be image indices (0..1796) separated by spaces, at "
                          f"least 3 (this run was trained on sets of {cfg.set_size}), "
                          f"got {text!r}")
-    indices = [int(t) for t in tokens]  # a negative one is named by features_of's range
+    # a negative one is named by features_of's range
+    indices = [-n if t.startswith("-") else n for t, n in zip(tokens, numbers)]
     if len(indices) < 3:  # of 2 images, one of each class, neither is the odd one
         raise UsageError(f"--input needs at least 3 image indices (a set of 2 has no odd one), "
                          f"got {len(indices)}")

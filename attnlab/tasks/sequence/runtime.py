@@ -27,7 +27,7 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
-from ..base import Task, config_from_run, each_input
+from ..base import Task, config_from_run, decimal, each_input
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
            "figures", "load", "predict_many", "evaluate", "attention_maps"]
@@ -66,10 +66,10 @@ def parse_tokens(text: str, num_categories: int, seq_len: int, *,
         raise UsageError(f"{what} is empty; give up to {seq_len} symbols separated by spaces")
     symbols = []
     for token in tokens:
-        if not (token.isdecimal() and int(token) < num_categories):
+        if (symbol := decimal(token)) is None or symbol >= num_categories:
             raise UsageError(f"{what}: token {token!r} is not a symbol of this model "
                              f"(integers 0..{num_categories - 1})")
-        symbols.append(int(token))
+        symbols.append(symbol)
     if len(symbols) > seq_len:
         raise UsageError(f"{what} has {len(symbols)} tokens; this model takes at most "
                          f"--seq-len {seq_len} (the token past the end is {tokens[seq_len]!r})")
