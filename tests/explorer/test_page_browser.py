@@ -570,6 +570,14 @@ def test_the_weights_can_be_read_without_a_mouse(page, course_model):
     assert about.startswith("query 0 “3”")
     shown = {k: float(w) for k, w in readout(driver, "data-key").items()}
     assert shown == pytest.approx({k: float(w) for k, w in enumerate(maps[0][0, 0])}, abs=1e-3)
+    assert driver.find_element(By.ID, "readout").get_attribute("aria-live") == "polite"
+    # → shows the next head: the labels are drawn anew, and the keyboard stays on query 0
+    # (review: focus fell to the page, and the next Tab started again from the first key)
+    ActionChains(driver).send_keys(Keys.ARROW_RIGHT).perform()
+    assert driver.execute_script(focused) == "qtok 0"
+    shown = {k: float(w) for k, w in readout(driver, "data-key").items()}
+    assert shown == pytest.approx({k: float(w) for k, w in enumerate(maps[0][1, 0])}, abs=1e-3)
+    ActionChains(driver).send_keys(Keys.ARROW_LEFT).perform()
     ActionChains(driver).send_keys(Keys.TAB).perform()       # the next query
     assert driver.execute_script(focused) == "qtok 1"
     assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 1")

@@ -119,7 +119,7 @@
   const legendNote = el("span", { class: "legend-note" });
   const legend = el("div", { id: "legend" }, el("span", { text: "0" }), legendBar, legendMax,
     el("span", { class: "legend-title", text: "attention weight" }), legendNote);
-  const readout = el("div", { id: "readout" });
+  const readout = el("div", { id: "readout", "aria-live": "polite" });  // read out as it changes
   const scroller = el("div", { class: "scroll" }, mapBox);
   const headView = el("section", { class: "head-view" }, legend, scroller);
   body.append(header, toolbar, el("main", {}, modelView, headView, el("section", { class: "readout-box" },
@@ -275,10 +275,17 @@
       (layer.masked ? " · grey: masked, no weight (a graph's non-edge, a padded key)" : "");
   }
 
+  // the labels are made anew for each map shown: a label the keyboard is on is focused again
+  // in its new making (← → ↑ ↓ a r g and a resize would otherwise drop the reader's place)
   function labelsFor() {
     const layer = current();
+    const on = document.activeElement;
+    const kind = on && ["qtok", "ktok"].find((c) => on.classList.contains(c));
+    const index = kind && on.dataset.index;
     placeLabels(qLabels, queryTokens(layer), "q");
     placeLabels(kLabels, keyTokens(layer), "k");
+    const again = kind && document.querySelector(`.${kind}[data-index="${index}"]`);
+    if (again) again.focus({ preventScroll: true });
   }
 
   function showReadout() {
