@@ -30,14 +30,15 @@ __all__ = ["check_output", "not_found"]
 def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
                  make_parents: bool = True, hint: str = "", example: str = "out") -> Path:
     """``out`` as a Path, or a ``UsageError`` naming ``flag`` and the path when nothing could
-    be written there: an empty name; ``-`` (standard output elsewhere); a file where a directory is wanted (``directory``) or a
-    directory where a file is; a broken or looping symbolic link on the way; a file where a
-    parent directory should be; a missing parent when the command does not make parents
-    (``make_parents=False``); or a nearest existing directory this process cannot create files
-    in (tested by making and removing a temporary directory there: the one test that also holds
-    for root and for /proc). ``hint`` ends each message (e.g. how to choose another path);
-    ``example`` is the file name suggested inside a directory given for a file.
-    Whether an existing ``out`` may be replaced is the caller's rule."""
+    be written there: an empty name; ``-`` (standard output elsewhere); a file where a
+    directory is wanted (``directory``) or a directory where a file is; a broken or looping
+    symbolic link on the way; a file where a parent directory should be; a missing parent when
+    the command does not make parents (``make_parents=False``); or a nearest existing
+    directory this process cannot create files in (tested by making and removing a temporary
+    directory there: the one test that also holds for root and for /proc). ``hint`` ends each
+    message (e.g. how to choose another path); ``example`` is the file name suggested inside a
+    directory given for a file. Whether an existing ``out`` may be replaced is the caller's
+    rule."""
     what = "directory" if directory else "file"
     if not str(out).strip():
         raise UsageError(f"{flag} is empty; name a {what}{hint}")
