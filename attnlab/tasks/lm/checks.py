@@ -7,7 +7,6 @@ before torch loads; the runtime checks a recorded corpus again with ``check_corp
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any
 
