@@ -118,7 +118,8 @@ class BestWatch:
         """Why the run stops (``exhausted``), for the line the run ends with."""
         best = "none finite" if self.value is None else f"best {self.value:.4g} at step {self.step}"
         more = f" by more than {self.min_delta:g}" if self.min_delta else ""
-        return f"{self.metric} did not improve{more} for {self.patience} validations ({best})"
+        # waited, not patience: a stopped run resumed with a raised budget waits one more
+        return f"{self.metric} did not improve{more} for {self.waited} validations ({best})"
 
     def summary(self) -> dict[str, Any]:
         """What ``metrics.json`` records of the best validation: ``best_step``,
