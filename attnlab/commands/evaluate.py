@@ -152,4 +152,11 @@ def _evaluate(args, task, run_dir, cfg) -> dict:
     else:
         metrics = runtime.evaluate(task, run_dir, cfg, args.data,
                                    **set_options(quantize=args.quantize))
+    if args.data is not None:  # said once scored: a file the reader refuses gets one line
+        from ..data.overlap import moved_training_file
+
+        note = moved_training_file(args.data, getattr(cfg, "data", None),
+                                   (getattr(cfg, "data_sha256", None) or {}).get("data"))
+        if note:
+            print(note, file=sys.stderr, flush=True)
     return metrics

@@ -57,6 +57,7 @@ def run(args) -> int:
 
     given_column = args.text_column  # None where the flag was not given
     check_options(args, PrepareOptions)
+    _no_row_tables(args.files)
     _column_is_read(given_column, args.files)
     meta = prepare(args.files, args.out, tokenizer=_tokenizer(args.tokenizer),
                    vocab_size=args.vocab_size, val_fraction=args.val_fraction, force=args.force,
@@ -64,6 +65,24 @@ def run(args) -> int:
     print(f"prepared {args.out}: {meta['train_tokens']:,} train and {meta['val_tokens']:,} val "
           f"tokens, {meta['tokenizer']} vocabulary of {meta['vocab_size']:,} ({meta['dtype']})")
     return 0
+
+
+def _no_row_tables(files: list[str]) -> None:
+    """A .csv, .tsv or .jsonl input is a table of rows, but prepare reads a file that is not
+    columnar (``COLUMNAR``) whole, as text: its header, separators, quotes and every column
+    (the labels, a JSON object's keys) became the corpus, and the run learned them, unsaid.
+    Refused naming the file; renamed ``.txt`` it is read whole, as asked."""
+    from ..data.tables import COLUMNAR, file_format
+    from ..errors import UsageError
+
+    for f in files:
+        kind = file_format(f) if Path(f).is_file() else None  # (a missing input: prepare's)
+        if kind is not None and kind not in COLUMNAR:
+            raise UsageError(f"{f} is a table ({Path(f).suffix}), and prepare reads such a "
+                             f"file whole, as text: its header or keys, separators and every "
+                             f"column would be the corpus; give its texts as a .parquet file or "
+                             f"datasets directory (prepare reads their --text-column), or "
+                             f"rename it .txt to read it whole")
 
 
 def _column_is_read(column: str | None, files: list[str]) -> None:

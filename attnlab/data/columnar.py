@@ -16,7 +16,8 @@ reads the two columnar kinds, with pyarrow alone (``datasets`` is not needed to 
 Values become the strings the CSV and JSONL readers give: text as it is, integers in decimal,
 floats and booleans as JSON writes them (``1.5``, ``true``). A ``datasets`` ``ClassLabel``
 column (integers with names, in the schema's ``huggingface`` metadata) gives the names, as a
-user who wrote the labels sees them. A null, or a column of any other type (a list, a struct,
+user who wrote the labels sees them. A column read whose name the file has twice (Arrow allows it) is
+refused, as a CSV header's is (``tables.check_unique``). A null, or a column of any other type (a list, a struct,
 bytes, a date), is refused by name: read as text it would be a string nobody wrote; so is a
 float that is NaN or infinite (``number_text``), where a value is missing. Only where
 a task reads a list per row may a column hold lists, each row then a Python list of str:
@@ -97,6 +98,10 @@ class ColumnarFile:
         self.columns = list([c for c in have if not _PANDAS_INDEX.fullmatch(c)]
                             if columns is None else columns)
         missing_columns(self.columns, have, where, hint)
+        from .tables import check_unique  # (tables imports this module where it reads one)
+
+        # Arrow allows a name twice in one schema, where pyarrow's lookup by name fails
+        check_unique(have, what="the file's columns", where=where, only=self.columns)
         names = _class_names(schema)
         self._types = {c: schema.field(c).type for c in self.columns}
         self._convert = {c: _converter_of(c, self._types[c], names.get(c), where,

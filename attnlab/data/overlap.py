@@ -16,8 +16,9 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
+from pathlib import Path
 
-__all__ = ["shared_inputs", "shared_note"]
+__all__ = ["shared_inputs", "shared_note", "moved_training_file"]
 
 
 def shared_inputs(train: Iterable[Hashable], held: Sequence[Hashable], places: Sequence[str],
@@ -42,3 +43,38 @@ def shared_note(shared: int, rows: int, first: str, *, what: str) -> str:
     return (f"warning: {what}: {shared} of its {rows} rows have an input that a training row "
             f"has too (first: {first}), so its scores are partly of inputs the model trained "
             f"on")
+
+
+def moved_training_file(given: str | Path, trained: str | Path | None,
+                        recorded: str | None) -> str | None:
+    """The warning for ``evaluate --data given`` when ``given`` holds the bytes of the run's
+    training file, which is no longer at ``trained`` with them (moved, renamed, or changed
+    since); None otherwise.
+
+    A task compares ``evaluate --data``'s inputs with its training split re-drawn from the
+    file at ``trained`` (config.yaml's ``data``), and finds nothing to compare with there once
+    the file has moved: ``evaluate --data moved/train.csv`` then scored the training rows
+    without a word. The digest still tells the file (``recorded``: config.yaml's
+    ``data_sha256`` of --data); where the file is still in place, the task's own comparison
+    counts the rows (so this says nothing).
+
+    Args:
+        given: the file (or datasets directory) ``evaluate --data`` names.
+        trained: the run's training file as it recorded it (absolute).
+        recorded: the digest the run recorded of it (None: none recorded).
+    """
+    from ..runs import digest_holds, file_digest
+
+    if not recorded or trained is None or not Path(given).exists():
+        return None  # (a missing --data is named by the task's reader)
+    try:
+        if not digest_holds(given, file_digest(given), recorded):
+            return None
+        if Path(trained).exists() and digest_holds(trained, file_digest(trained), recorded):
+            return None  # in place: the task compares the rows themselves
+    except OSError:  # unreadable: the task's reader names it
+        return None
+    return (f"warning: --data {given} holds the bytes of the file this run trained on (its "
+            f"SHA-256 is config.yaml's data_sha256 of --data, recorded at {trained}, which has "
+            f"moved or changed since), so its rows include the training split and its scores "
+            f"are partly of inputs the model trained on")
