@@ -275,6 +275,28 @@ def test_a_jet_not_ordered_by_pt_is_refused_where_the_read_drops_a_harder_one(tm
     assert read_labels(path).tolist() == labels.tolist()
 
 
+def test_constituents_past_the_200th_are_checked_not_dropped_unseen(tmp_path):
+    """A file of one's own may hold more than the reference's 200 constituents (E_200, ...).
+    Only the first 200 are read; the pT-order check looked no further than PZ_199, so a jet
+    whose hardest constituent stood at column 220 was read without it, silently: another jet.
+    Refused now, naming it; a pT-ordered file of 250 is read to its 200 hardest."""
+    p4, labels = reference_jets(4)
+    wide = np.zeros((4, 250, 4))
+    wide[:, :MAX_CONSTITUENTS] = p4
+    wide[:, 230] = p4[:, 0] * 1e-6  # softer than every kept constituent: may be dropped
+    frame = pd.DataFrame(wide.reshape(4, -1), columns=[
+        f"{c}_{i}" for i in range(250) for c in ("E", "PX", "PY", "PZ")])
+    frame[LABEL_COLUMN] = labels
+    ordered = write_reference(tmp_path / "ordered.h5", None, None, "fixed", frame=frame)
+    np.testing.assert_array_equal(read_jets(ordered)[0], p4.astype(np.float32))
+    frame.loc[2, ["E_220", "PX_220", "PY_220", "PZ_220"]] = [500.0, 500.0, 0.0, 0.0]
+    path = write_reference(tmp_path / "wide.h5", None, None, "fixed", frame=frame)
+    soft = int((p4[2, :, 0] > 0).sum()) - 1  # the softest kept constituent of row 2
+    with pytest.raises(UsageError, match=rf"^--data {path}: row 2 is not ordered by pT: "
+                       rf"constituent 220 \(pT 500\) is harder than constituent {soft} "):
+        check_jet_file(path, what="--data")
+
+
 @pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")  # writing text
 def test_text_in_a_column_the_read_drops_is_one_line_too(tmp_path):
     """The pT-order check reads the columns past --max-constituents: text there was a

@@ -177,15 +177,15 @@ class _JetFile:
 
     def _dropped(self) -> np.ndarray:
         """(k, 3) positions of the E, PX, PY columns of the k constituents the file holds after
-        the ``max_constituents`` read: ``_check_hardest`` compares their pT with the kept."""
+        the ``max_constituents`` read: ``_check_hardest`` compares their pT with the kept.
+        Past the reference's 200 too: a file of more (E_200, ...) has them checked, not
+        dropped unseen."""
         head = self.store.select(KEY, start=0, stop=0)
         index = {str(c): i for i, c in enumerate(head.columns)}
-        found = []
-        for i in range(len(self.columns) // 4, MAX_CONSTITUENTS):
-            names = (f"E_{i}", f"PX_{i}", f"PY_{i}")
-            if not all(n in index for n in names):
-                break
-            found.append([index[n] for n in names])
+        found, i = [], len(self.columns) // 4
+        while all(n in index for n in (f"E_{i}", f"PX_{i}", f"PY_{i}")):
+            found.append([index[f"{c}_{i}"] for c in ("E", "PX", "PY")])
+            i += 1
         return np.array(found, dtype=np.int64).reshape(-1, 3)
 
     def _check_hardest(self, frame, p4: np.ndarray, start: int) -> None:
