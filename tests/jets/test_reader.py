@@ -305,6 +305,21 @@ def test_a_constituent_after_padding_is_refused_where_the_read_drops_it(tmp_path
     assert (read_jets(moved, max_constituents=30)[0][1, :, 0] > 0).sum() == 20
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_nan_in_a_dropped_column_hides_no_harder_constituent(tmp_path, fmt):
+    """A NaN in a column past --max-constituents is not read, so it is not refused; but it made
+    its row's largest dropped pT NaN, and the order check passed the row whatever else it
+    dropped: here constituent 45, harder than a kept one, was dropped silently."""
+    p4, labels = reference_jets(6)
+    row = int(np.flatnonzero((p4[..., 0] > 0).sum(1) > 45)[0])
+    p4[row, [3, 45]] = p4[row, [45, 3]]
+    p4[row, 40, 1] = np.nan
+    path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
+    with pytest.raises(UsageError, match=rf"^--data {path}: row {row} is not ordered by pT: "
+                       rf"constituent 45 \(pT [0-9.]+\) is harder than constituent 3 "):
+        check_jet_file(path, what="--data", max_constituents=30)
+
+
 def test_constituents_past_the_200th_are_checked_not_dropped_unseen(tmp_path):
     """A file of one's own may hold more than the reference's 200 constituents (E_200, ...).
     Only the first 200 are read; the pT-order check looked no further than PZ_199, so a jet

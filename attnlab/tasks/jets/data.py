@@ -199,10 +199,13 @@ class _JetFile:
         rest = self._numbers(frame, start, columns, [str(c) for c in frame.columns[columns]])
         rest = rest.reshape(len(p4), -1, 3)
         rest_pt = np.where(rest[..., 0] > 0, np.hypot(rest[..., 1], rest[..., 2]), -np.inf)
+        # a NaN in a dropped column (not read) says nothing of its pT, and must not hide the
+        # pT of the row's other dropped constituents from the max below
+        rest_pt[np.isnan(rest_pt)] = -np.inf
         # a kept padding row is below every dropped constituent (pT >= 0 > -1)
         kept_pt = np.where(p4[..., 0] > 0, np.hypot(p4[..., 1], p4[..., 2]), -1.0)  # (n, N)
         # float32 may round two near-equal pTs apart (~1e-7): only a gap beyond the tolerance
-        # counts; a NaN in a dropped column compares False (it is not read)
+        # counts
         softer = np.flatnonzero(rest_pt.max(1) > kept_pt.min(1) * (1 + ORDER_TOLERANCE))
         if len(softer):
             row, n = softer[0], p4.shape[1]
