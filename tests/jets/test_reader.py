@@ -275,6 +275,70 @@ def test_a_jet_not_ordered_by_pt_is_refused_where_the_read_drops_a_harder_one(tm
     assert read_labels(path).tolist() == labels.tolist()
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_constituent_after_padding_is_refused_where_the_read_drops_it(tmp_path, fmt):
+    """A jet with zero rows (padding) among its constituents, and constituents after them
+    past --max-constituents: the order check counted padding as no constituent to compare,
+    so such a jet was read with fewer constituents than it has and than N allows (here 10
+    of its 20 with N = 30), silently. Refused, naming the row, the constituent and the gap;
+    read whole, or with the padding last, it is accepted."""
+    p4, labels = reference_jets(4)
+    pt = np.linspace(100.0, 5.0, 40)
+    p4[:, :40], p4[:, 40:] = np.c_[pt, pt, 0 * pt, 0 * pt], 0.0
+    packed = write_reference(tmp_path / "packed.h5", p4, labels, fmt)
+    p4[1, 10:30] = 0.0  # 20 constituents left, 10 of them after the first 30
+    path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
+    says = (f"{path}: row 1 has constituent 30 (pT {np.float32(pt[30]):g}) after a padding row "
+            f"(constituent 10 is all zeros), yet only the first 30 are read "
+            f"(--max-constituents 30); put each jet's constituents first, by decreasing pT, "
+            f"and the padding after")
+    for read in (lambda: read_jets(path, max_constituents=30),
+                 lambda: check_jet_file(path, what="--data", max_constituents=30)):
+        with pytest.raises(UsageError) as err:
+            read()
+        assert str(err.value).endswith(says), err.value
+    assert (read_jets(path, max_constituents=40)[0][1, :, 0] > 0).sum() == 20
+    np.testing.assert_array_equal(read_jets(packed, max_constituents=30)[0][1],
+                                  np.c_[pt, pt, 0 * pt, 0 * pt][:30].astype(np.float32))
+    p4[1, 10:20], p4[1, 20:40] = p4[1, 30:40].copy(), 0.0  # the same 20, padding last
+    moved = write_reference(tmp_path / "moved.h5", p4, labels, fmt)
+    assert (read_jets(moved, max_constituents=30)[0][1, :, 0] > 0).sum() == 20
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_nan_in_a_dropped_column_hides_no_harder_constituent(tmp_path, fmt):
+    """A NaN in a column past --max-constituents is not read, so it is not refused; but it made
+    its row's largest dropped pT NaN, and the order check passed the row whatever else it
+    dropped: here constituent 45, harder than a kept one, was dropped silently."""
+    p4, labels = reference_jets(6)
+    row = int(np.flatnonzero((p4[..., 0] > 0).sum(1) > 45)[0])
+    p4[row, [3, 45]] = p4[row, [45, 3]]
+    p4[row, 40, 1] = np.nan
+    path = write_reference(tmp_path / f"{fmt}.h5", p4, labels, fmt)
+    with pytest.raises(UsageError, match=rf"^--data {path}: row {row} is not ordered by pT: "
+                       rf"constituent 45 \(pT [0-9.]+\) is harder than constituent 3 "):
+        check_jet_file(path, what="--data", max_constituents=30)
+
+
+def test_constituents_past_the_200th_are_checked_not_dropped_unseen(tmp_path):
+    """A file of one's own may hold more than the reference's 200 constituents (E_200, ...).
+    Only the first 200 are read; the pT-order check looked no further than PZ_199, so a jet
+    whose hardest constituent stood at column 220 was read without it, silently: another jet.
+    Refused now, naming it; a pT-ordered file of 250 is read to its 200 hardest."""
+    pt = np.linspace(300.0, 1.0, 250)
+    wide = np.tile(np.c_[pt, pt, 0 * pt, 0 * pt], (4, 1, 1))  # (4, 250, 4), pT-ordered
+    frame = pd.DataFrame(wide.reshape(4, -1), columns=[
+        f"{c}_{i}" for i in range(250) for c in ("E", "PX", "PY", "PZ")])
+    frame[LABEL_COLUMN] = [0, 1, 0, 1]
+    ordered = write_reference(tmp_path / "ordered.h5", None, None, "fixed", frame=frame)
+    np.testing.assert_array_equal(read_jets(ordered)[0], wide[:, :200].astype(np.float32))
+    frame.loc[2, ["E_220", "PX_220", "PY_220", "PZ_220"]] = [500.0, 500.0, 0.0, 0.0]
+    path = write_reference(tmp_path / "wide.h5", None, None, "fixed", frame=frame)
+    with pytest.raises(UsageError, match=rf"^--data {path}: row 2 is not ordered by pT: "
+                       rf"constituent 220 \(pT 500\) is harder than constituent 199 "):
+        check_jet_file(path, what="--data")
+
+
 @pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")  # writing text
 def test_text_in_a_column_the_read_drops_is_one_line_too(tmp_path):
     """The pT-order check reads the columns past --max-constituents: text there was a

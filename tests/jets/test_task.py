@@ -91,6 +91,23 @@ def test_evaluate_gives_the_metrics_of_the_run_and_of_another_file(jets_run, cap
 
 
 @pytest.mark.slow
+def test_evaluate_on_a_file_of_training_jets_says_so(jets_run, jets_file, capsys, tmp_path):
+    """`evaluate DIR --data FILE` on the file the run trained on (as docs/jets.md's own example
+    does) printed metrics of jets the model had learned, 168 of the 240, with no word: train
+    says it of a --test file, and evaluate --data of classify does. Said now, as train says it;
+    a file of other jets gets no warning."""
+    assert main(["evaluate", str(jets_run), "--data", str(jets_file)]) == 0
+    err = capsys.readouterr().err
+    assert (f"warning: --data {jets_file}: 168 of its 240 rows have an input that a training "
+            f"row has too (first: row 0), so its scores are partly of inputs the model trained "
+            f"on") in err, err
+    other = tmp_path / "other.h5"
+    write_jets(other, *synthetic_jets(20, seed=5))
+    assert main(["evaluate", str(jets_run), "--data", str(other)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
 def test_predict_prints_the_label_and_its_probability(jets_run, jets_file, capsys):
     assert main(["predict", str(jets_run), "--input", f"{jets_file}:3"]) == 0
     assert re.fullmatch(r"(top|QCD) (0\.[5-9]\d{3}|1\.0000)",

@@ -177,34 +177,45 @@ class _JetFile:
 
     def _dropped(self) -> np.ndarray:
         """(k, 3) positions of the E, PX, PY columns of the k constituents the file holds after
-        the ``max_constituents`` read: ``_check_hardest`` compares their pT with the kept."""
+        the ``max_constituents`` read: ``_check_hardest`` compares their pT with the kept.
+        Past the reference's 200 too: a file of more (E_200, ...) has them checked, not
+        dropped unseen."""
         head = self.store.select(KEY, start=0, stop=0)
         index = {str(c): i for i, c in enumerate(head.columns)}
-        found = []
-        for i in range(len(self.columns) // 4, MAX_CONSTITUENTS):
-            names = (f"E_{i}", f"PX_{i}", f"PY_{i}")
-            if not all(n in index for n in names):
-                break
-            found.append([index[n] for n in names])
+        found, i = [], len(self.columns) // 4
+        while all(n in index for n in (f"E_{i}", f"PX_{i}", f"PY_{i}")):
+            found.append([index[f"{c}_{i}"] for c in ("E", "PX", "PY")])
+            i += 1
         return np.array(found, dtype=np.int64).reshape(-1, 3)
 
     def _check_hardest(self, frame, p4: np.ndarray, start: int) -> None:
         """Refuse a jet of which the read keeps a constituent softer (lower pT) than one it
-        drops: the first ``max_constituents`` are the hardest only in a pT-ordered file (as
-        the reference files are), and a model reading another subset scores another jet."""
+        drops, or keeps a padding row (all zeros) where it drops a constituent: the first
+        ``max_constituents`` are the hardest only in a pT-ordered file with the padding last
+        (as the reference files are), and a model reading another subset scores another jet."""
         if not len(self.dropped):
             return
         columns = self.dropped.ravel()
         rest = self._numbers(frame, start, columns, [str(c) for c in frame.columns[columns]])
         rest = rest.reshape(len(p4), -1, 3)
-        rest_pt = np.where(rest[..., 0] > 0, np.hypot(rest[..., 1], rest[..., 2]), 0)  # (n, k)
-        kept_pt = np.where(p4[..., 0] > 0, np.hypot(p4[..., 1], p4[..., 2]), np.inf)  # (n, N)
+        rest_pt = np.where(rest[..., 0] > 0, np.hypot(rest[..., 1], rest[..., 2]), -np.inf)
+        # a NaN in a dropped column (not read) says nothing of its pT, and must not hide the
+        # pT of the row's other dropped constituents from the max below
+        rest_pt[np.isnan(rest_pt)] = -np.inf
+        # a kept padding row is below every dropped constituent (pT >= 0 > -1)
+        kept_pt = np.where(p4[..., 0] > 0, np.hypot(p4[..., 1], p4[..., 2]), -1.0)  # (n, N)
         # float32 may round two near-equal pTs apart (~1e-7): only a gap beyond the tolerance
-        # counts; a NaN in a dropped column compares False (it is not read)
+        # counts
         softer = np.flatnonzero(rest_pt.max(1) > kept_pt.min(1) * (1 + ORDER_TOLERANCE))
         if len(softer):
             row, n = softer[0], p4.shape[1]
             kept, dropped = int(kept_pt[row].argmin()), n + int(rest_pt[row].argmax())
+            if kept_pt[row, kept] < 0:
+                raise UsageError(
+                    f"{self.where}: row {start + row} has constituent {dropped} (pT "
+                    f"{rest_pt[row].max():g}) after a padding row (constituent {kept} is all "
+                    f"zeros), yet only the first {n} are read (--max-constituents {n}); put "
+                    f"each jet's constituents first, by decreasing pT, and the padding after")
             raise UsageError(
                 f"{self.where}: row {start + row} is not ordered by pT: constituent {dropped} "
                 f"(pT {rest_pt[row].max():g}) is harder than constituent {kept} (pT "

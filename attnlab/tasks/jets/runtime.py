@@ -38,7 +38,7 @@ from ...settings import epoch_steps
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import config_from_run, each_input, probabilities_of
 from .checks import split_ranges
-from .data import check_jet_file, count_jets, read_jets
+from .data import check_jet_file, count_jets, jet_digests, read_jets, shared_jets
 from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
 
 __all__ = ["Split", "splits", "trim", "JetBatches", "score_split", "model_config_of",
@@ -394,10 +394,30 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         check_test_files(_files_of(cfg), cfg.data_sha256)
         test = splits(cfg, val_file=False)["test"]
     else:
-        test = Split(data, 0, check_jet_file(data, what="--data",
+        digests: list[np.ndarray] = []
+        test = Split(data, 0, check_jet_file(data, what="--data", digests=digests,
                                              max_constituents=cfg.max_constituents))
+        _note_trained_on(cfg, np.concatenate(digests), f"--data {data}")
     scores, labels = score_split(load(task, run_dir, cfg), test, cfg)
     return tagging_metrics(scores, labels, prefix="test_")
+
+
+def _note_trained_on(cfg: RunSettings, held: np.ndarray, what: str) -> None:
+    """The warning that ``train jets`` gives a --test file, for ``evaluate --data``: some of
+    its jets (``held``: their ``jet_digests``) are training jets of the run, so its metrics are
+    partly of jets the model learned (the training range is re-read from the run's --data;
+    nothing is said where that file is gone or no longer a jets file)."""
+    try:
+        n = count_jets(cfg.data, "--data", max_constituents=cfg.max_constituents)
+        a, b = split_ranges(n, val_fraction=cfg.val_fraction, test_fraction=cfg.test_fraction,
+                            val=cfg.val, test=cfg.test)["train"]
+        trained = [jet_digests(chunk.read(cfg.max_constituents)[0])
+                   for chunk in Split(cfg.data, a, b).chunks(cfg.chunk_size)]
+    except UsageError:
+        return
+    note = shared_jets(np.concatenate(trained), held, what)
+    if note:
+        print(note, file=sys.stderr, flush=True)
 
 
 def read_input(text: str, cfg: RunSettings,
