@@ -443,12 +443,25 @@ def _choose_out(cfg: RunSettings) -> Path:
     if not out and cfg.num_nodes > 1:
         raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
-    if not out and int(os.environ.get("WORLD_SIZE") or 1) > 1:
-        # torchrun starts every process itself: each would take its own runs/TASK-<time>
-        # (rank 1's a second later held a second copy of lm's prepared corpus)
-        raise UsageError(f"{os.environ['WORLD_SIZE']} processes started by torchrun need "
-                         f"--out DIR: each would choose its own default run directory")
+    started, launcher = _launched()
+    if not out and started > 1:
+        # torchrun and srun start every process themselves: each would take its own
+        # runs/TASK-<time> (rank 1's a second later held a second copy of lm's prepared corpus)
+        raise UsageError(f"{started} processes started by {launcher} need --out DIR: each "
+                         f"would choose its own default run directory")
     return Path(out) if out else _default_out(cfg.task)
+
+
+def _launched() -> tuple[int, str]:
+    """(the processes a launcher started, each running this command itself, its name):
+    torchrun's ``WORLD_SIZE``, or SLURM's ``SLURM_NTASKS``, which Lightning takes for srun's
+    processes unless the job is named bash or interactive (its ``SLURMEnvironment``); else
+    (1, "")."""
+    if int(os.environ.get("WORLD_SIZE") or 1) > 1:
+        return int(os.environ["WORLD_SIZE"]), "torchrun"
+    if os.environ.get("SLURM_JOB_NAME") not in ("bash", "interactive"):
+        return int(os.environ.get("SLURM_NTASKS") or 1), "srun"
+    return 1, ""
 
 
 def _default_out(task: str) -> Path:
