@@ -46,3 +46,24 @@ def test_an_interactive_slurm_job_is_not_taken_for_srun(monkeypatch):
     assert _launched() == (1, "")
     monkeypatch.setenv("WORLD_SIZE", "4")
     assert _launched() == (4, "torchrun")
+
+
+@pytest.mark.slow  # imports Lightning for the refusal it should not reach
+def test_srun_processes_that_are_not_the_runs_devices_are_refused(tmp_path, capsys,
+                                                                 monkeypatch):
+    """srun started 2 processes for a run of --devices 1 (the default): Lightning trained each
+    process alone, and both wrote the same --out as its only process (rank 0 trained into it
+    and exited 0; rank 1 alone would too). Refused, naming --devices, before anything is
+    written."""
+    for name, value in SRUN_RANK_ZERO.items():
+        monkeypatch.setenv(name, value)
+    for name in ("WORLD_SIZE", "LOCAL_RANK", "RANK", "ATTNLAB_RUN_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), "--max-steps", "2",
+                 *TINY_REVERSE[2:]]) == 2
+    assert one_line_error(capsys) == (
+        "attnlab: error: 2 processes started by srun, but --devices 1 --num-nodes 1 make 1: "
+        "each would train a run of its own; give the --devices (srun's --ntasks-per-node) and "
+        "--num-nodes (its --nodes) that make 2")
+    assert not out.exists()
