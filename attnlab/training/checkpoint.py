@@ -10,8 +10,7 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
     optimizer       AdamW's state; lr_scheduler: the schedule's
     rng             the random generators' state after that step (``capture_rng``)
     rng_ranks       under DDP: each process's, in rank order (``capture_rng_ranks``): the
-                    processes draw their own dropout masks, from states that part as soon
-                    as their batches differ in size
+                    processes draw their own dropout masks (``rank_seed``)
     train_seconds   training time so far, across interruptions
     train_loader    the position in the training data (``attnlab.data.ResumableBatches``)
     best            with --keep-best or --patience: the best validation so far and the
@@ -31,6 +30,7 @@ is in Lightning Trainer's layout, which holds the same things under other keys;
 """
 from __future__ import annotations
 
+import hashlib
 import pickle
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,8 @@ import torch
 from ..errors import UsageError
 
 __all__ = ["checkpoint_dir", "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
-           "capture_rng_ranks", "rank_rng", "restore_rng", "restore_schedule", "FORMAT"]
+           "capture_rng_ranks", "rank_rng", "rank_seed", "restore_rng", "restore_schedule",
+           "FORMAT"]
 
 FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
 
@@ -92,18 +93,37 @@ def capture_rng_ranks() -> list[dict[str, Any]] | None:
 def rank_rng(state: dict[str, Any], rank: int, world: int) -> dict[str, Any] | None:
     """The random state a checkpoint's process ``rank`` of ``world`` continues from: its own
     where the checkpoint holds each process's and as many processes resume it; else rank 0's
-    (a checkpoint of one process, of before ``rng_ranks``, or resumed on another number of
-    processes, which cannot draw as the run would have anyway).
+    for rank 0 and None for the others (a checkpoint of one process, of before ``rng_ranks``,
+    or resumed on another number of processes, which cannot draw as the run would have
+    anyway): they draw from ``rank_seed``, as at a run's start, not from rank 0's state,
+    which would give them rank 0's dropout masks.
 
     Examples:
         >>> saved = {"rng": "r0", "rng_ranks": ["r0", "r1"]}
-        >>> rank_rng(saved, 1, 2), rank_rng(saved, 1, 3), rank_rng({"rng": "r0"}, 1, 2)
-        ('r1', 'r0', 'r0')
+        >>> rank_rng(saved, 1, 2), rank_rng(saved, 1, 3), rank_rng({"rng": "r0"}, 0, 2)
+        ('r1', None, 'r0')
     """
     ranks = state.get("rng_ranks")
     if ranks is not None and len(ranks) == world:
         return ranks[rank]
-    return state.get("rng")
+    return state.get("rng") if rank == 0 else None
+
+
+def rank_seed(seed: int, rank: int, step: int) -> int:
+    """The seed of DDP process ``rank`` (above 0) for its own random draws from ``step`` on:
+    its dropout masks. Every process starts from the run's ``--seed``, so every process builds
+    the same initial weights; were they to go on drawing from it, every process would draw the
+    same dropout masks for batches of the same shape (all of them, in the generated tasks), and
+    the processes' batches, which one process accumulating them would drop out independently,
+    would share their masks. The data's order is not drawn from it: each loader has its own
+    generator, seeded from the run's seed, so that the processes share one order of batches.
+
+    Examples:
+        >>> rank_seed(1, 1, 0) == rank_seed(1, 1, 0) != rank_seed(1, 2, 0) != rank_seed(1, 1, 6)
+        True
+    """
+    digest = hashlib.sha256(f"attnlab rank seed {seed} {rank} {step}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1  # torch.manual_seed takes below 2**63
 
 
 def restore_rng(state: dict[str, Any]) -> None:

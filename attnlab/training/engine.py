@@ -49,7 +49,8 @@ from ..runs import naming, readable, save_weights, write_config, write_metrics
 from ..settings import epoch_steps
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, capture_rng_ranks, check_epochs, check_fits,
-                         checkpoint_dir, rank_rng, read_checkpoint, restore_rng, restore_schedule)
+                         checkpoint_dir, rank_rng, rank_seed, read_checkpoint, restore_rng,
+                         restore_schedule)
 from .csvlog import keep_previous_log
 from .runlog import RunLog
 from .stepstats import StepStats
@@ -227,6 +228,7 @@ class Loop:
         self.stats = StepStats(size=batch_size, tokens=module.tokens)  # lr, norm, throughput
         self.signals = _Signals(resume_command(cfg, self.run_dir))
         self._rng_to_restore: dict[str, Any] | None = None
+        self._reseed: int | None = None  # a DDP rank above 0: its own seed (``rank_seed``)
         self._rank_weight: torch.Tensor | float = 1.0  # DDP: the process's share of targets
         self._unvalidated = False  # resumed after a step whose validation did not run
         self.started: tuple[str | None, str | None] | None = None  # set up by setup()
@@ -274,6 +276,8 @@ class Loop:
             # again, now that the task has resolved its 'auto' settings (translate's
             # tokenisers): --resume then rebuilds what this run trains
             write_config(self.run_dir, cfg)
+        if fabric.global_rank > 0 and self._rng_to_restore is None:  # its own dropout masks
+            self._reseed = rank_seed(int(cfg.seed), fabric.global_rank, self.step)
         self.immediate = fabric.world_size == 1 and fabric.device.type == "cpu"
         self._bad = torch.zeros((), dtype=torch.long, device=fabric.device)  # step of a NaN
         self._bad_loss = torch.zeros((), device=fabric.device)
@@ -416,6 +420,9 @@ class Loop:
             if self._rng_to_restore is not None:  # setting up drew numbers since the save
                 restore_rng(self._rng_to_restore)
                 self._rng_to_restore = None
+            if self._reseed is not None:  # (after the loader's first batch, as the restore)
+                torch.manual_seed(self._reseed)
+                self._reseed = None
             batches.append(batch)
             if len(batches) == self.accumulate:
                 yield batches
