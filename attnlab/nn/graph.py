@@ -129,11 +129,12 @@ class GraphAttention(nn.Module):
         scores = F.leaky_relu(e_dst[..., :, None] + e_src[..., None, :], self.negative_slope)
         scores, mask = torch.broadcast_tensors(scores, mask)  # (…, H, N, N)
         lead = scores.shape[:-2]
-        out, weights = attend(scores.reshape(-1, N, N), h.reshape(-1, N, C),
-                              mask.reshape(-1, N, N))
+        # one x for a batch of graphs: the same features on each, (B, H, N, C)
+        h = h.expand(*lead, N, C).reshape(-1, N, C)
+        out, weights = attend(scores.reshape(-1, N, N), h, mask.reshape(-1, N, N))
         if self.dropout.p and self.training:
             weights = self.dropout(weights)
-            out = weights @ h.reshape(-1, N, C)
+            out = weights @ h
         out, weights = out.reshape(*lead, N, C), weights.reshape(*lead, N, N)
         out = out.transpose(-3, -2).flatten(-2) if self.concat else out.mean(-3)  # (…, N, ·)
         if self.bias is not None:
