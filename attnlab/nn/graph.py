@@ -17,9 +17,11 @@ The graph is an adjacency (N, N), bool or 0/1 floats, ``adjacency[i, j]`` = j is
 of i (i attends to j); or an integer ``edge_index`` (2, E) of (source j, target i) pairs as in
 PyTorch Geometric (messages flow from ``edge_index[0]`` to ``edge_index[1]``). The dtype tells
 them apart. Repeated edges count once. An ``edge_index`` is turned into an adjacency, and its
-node numbers checked (a read of its values: a host synchronisation on a GPU, a graph break under
-torch.compile), on every call; to train, convert it once with ``adjacency_from_edges`` and pass
-the adjacency, which the forward pass only reads as a mask (no host synchronisation).
+node numbers checked, and a float adjacency's values checked (0 and 1 only), on every call: a
+read of its values, a host synchronisation on a GPU and a graph break under torch.compile. To
+train, convert it once (``adjacency_from_edges``, or ``adjacency.bool()``) and pass the bool
+adjacency, which the forward pass only reads as a mask (no host synchronisation); ``GraphNet``
+reads the graph it is given once a pass, not once a layer.
 """
 from __future__ import annotations
 
