@@ -22,3 +22,13 @@ def test_one_x_over_a_batch_of_graphs_is_each_graph_alone(heads, concat):
         torch.testing.assert_close(out[b], alone)
         torch.testing.assert_close(weights[b], alone_weights)
     assert (weights[1][:, 1, 2:] == 0).all()  # star: leaf 1 sees only the hub and itself
+
+
+@pytest.mark.parametrize("arguments, named", [
+    ((5, 2, 0), "num_heads must be a positive integer, got 0"),  # built: outputs (N, 0)
+    ((5, 0, 2), "out_dim must be a positive integer, got 0"),  # a reshape error in forward
+    ((0, 2, 2), "in_dim must be a positive integer, got 0"),
+])
+def test_a_layer_of_no_width_or_heads_is_refused_when_built(arguments, named):
+    with pytest.raises(ValueError, match=named):
+        GraphAttention(*arguments)

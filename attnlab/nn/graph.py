@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..settings import check_argument
+from .arguments import BlockArguments, checked
 from .masks import as_bool_mask
 from .scores import attend
 
@@ -86,6 +88,10 @@ class GraphAttention(nn.Module):
         self_loops: every node also attends to itself (as in the paper).
         bias: add a learned bias to the output.
 
+    Raises:
+        ValueError: when built, naming the argument, for a width or a number of heads that
+            is not a positive integer, or a dropout outside [0, 1).
+
     Shape:
         x (N, F) or (B, N, F); graph: adjacency (N, N) / (B, N, N) or edge_index (2, E)
         -> (N, H·C) or (N, C) (with a leading B if given). With ``return_attention``, also the
@@ -106,6 +112,11 @@ class GraphAttention(nn.Module):
                  negative_slope: float = 0.2, dropout: float = 0.0, self_loops: bool = True,
                  bias: bool = True) -> None:
         super().__init__()
+        # widths of at least 1, checked here once (0 heads built a layer of 0 outputs)
+        check_argument(BlockArguments, "input_dim", in_dim, shown="in_dim")
+        check_argument(BlockArguments, "head_dim", out_dim, shown="out_dim")
+        checked("num_heads", num_heads)
+        checked("dropout", dropout)
         self.in_dim, self.out_dim, self.num_heads = in_dim, out_dim, num_heads
         self.concat, self.negative_slope, self.self_loops = concat, negative_slope, self_loops
         self.lin = nn.Linear(in_dim, num_heads * out_dim, bias=False)  # W, all heads
