@@ -94,7 +94,16 @@ class GraphNet(nn.Module):
         """The model a ``GraphNetConfig`` describes (randomly initialised): ``GraphNet(config)``."""
         return cls(config)
 
+    def neighbourhood(self, x: Tensor, adjacency: Tensor) -> Tensor:
+        """The graph as every layer reads it, a bool mask with self-loops, made once a pass:
+        a float adjacency's values are checked and an ``edge_index`` converted here, not again
+        by each layer (each a host read: a synchronisation on a GPU)."""
+        if self.kind == "mlp":
+            return adjacency
+        return neighbourhood(adjacency, x.shape[-2], self_loops=True)
+
     def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
+        adjacency = self.neighbourhood(x, adjacency)
         for i, layer in enumerate(self.layers):
             x = self.dropout(x)
             x = layer(x) if self.kind == "mlp" else layer(x, adjacency)
@@ -107,7 +116,7 @@ class GraphNet(nn.Module):
         """Every graph attention layer's weights, L × (H, N, N) (gat only)."""
         if self.kind != "gat":
             raise ValueError(f"a {self.kind} network has no attention")
-        maps = []
+        adjacency, maps = self.neighbourhood(x, adjacency), []
         for i, layer in enumerate(self.layers):
             out, weights = layer(x, adjacency, return_attention=True)
             maps.append(weights)

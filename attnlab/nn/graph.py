@@ -17,9 +17,11 @@ The graph is an adjacency (N, N), bool or 0/1 floats, ``adjacency[i, j]`` = j is
 of i (i attends to j); or an integer ``edge_index`` (2, E) of (source j, target i) pairs as in
 PyTorch Geometric (messages flow from ``edge_index[0]`` to ``edge_index[1]``). The dtype tells
 them apart. Repeated edges count once. An ``edge_index`` is turned into an adjacency, and its
-node numbers checked (a read of its values: a host synchronisation on a GPU, a graph break under
-torch.compile), on every call; to train, convert it once with ``adjacency_from_edges`` and pass
-the adjacency, which the forward pass only reads as a mask (no host synchronisation).
+node numbers checked, and a float adjacency's values checked (0 and 1 only), on every call: a
+read of its values, a host synchronisation on a GPU and a graph break under torch.compile. To
+train, convert it once (``adjacency_from_edges``, or ``adjacency.bool()``) and pass the bool
+adjacency, which the forward pass only reads as a mask (no host synchronisation); ``GraphNet``
+reads the graph it is given once a pass, not once a layer.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..settings import check_argument
+from .arguments import BlockArguments, checked
 from .masks import as_bool_mask
 from .scores import attend
 
@@ -84,6 +88,10 @@ class GraphAttention(nn.Module):
         self_loops: every node also attends to itself (as in the paper).
         bias: add a learned bias to the output.
 
+    Raises:
+        ValueError: when built, naming the argument, for a width or a number of heads that
+            is not a positive integer, or a dropout outside [0, 1).
+
     Shape:
         x (N, F) or (B, N, F); graph: adjacency (N, N) / (B, N, N) or edge_index (2, E)
         -> (N, H·C) or (N, C) (with a leading B if given). With ``return_attention``, also the
@@ -104,6 +112,11 @@ class GraphAttention(nn.Module):
                  negative_slope: float = 0.2, dropout: float = 0.0, self_loops: bool = True,
                  bias: bool = True) -> None:
         super().__init__()
+        # widths of at least 1, checked here once (0 heads built a layer of 0 outputs)
+        check_argument(BlockArguments, "input_dim", in_dim, shown="in_dim")
+        check_argument(BlockArguments, "head_dim", out_dim, shown="out_dim")
+        checked("num_heads", num_heads)
+        checked("dropout", dropout)
         self.in_dim, self.out_dim, self.num_heads = in_dim, out_dim, num_heads
         self.concat, self.negative_slope, self.self_loops = concat, negative_slope, self_loops
         self.lin = nn.Linear(in_dim, num_heads * out_dim, bias=False)  # W, all heads
@@ -129,11 +142,12 @@ class GraphAttention(nn.Module):
         scores = F.leaky_relu(e_dst[..., :, None] + e_src[..., None, :], self.negative_slope)
         scores, mask = torch.broadcast_tensors(scores, mask)  # (…, H, N, N)
         lead = scores.shape[:-2]
-        out, weights = attend(scores.reshape(-1, N, N), h.reshape(-1, N, C),
-                              mask.reshape(-1, N, N))
+        # one x for a batch of graphs: the same features on each, (B, H, N, C)
+        h = h.expand(*lead, N, C).reshape(-1, N, C)
+        out, weights = attend(scores.reshape(-1, N, N), h, mask.reshape(-1, N, N))
         if self.dropout.p and self.training:
             weights = self.dropout(weights)
-            out = weights @ h.reshape(-1, N, C)
+            out = weights @ h
         out, weights = out.reshape(*lead, N, C), weights.reshape(*lead, N, N)
         out = out.transpose(-3, -2).flatten(-2) if self.concat else out.mean(-3)  # (…, N, ·)
         if self.bias is not None:

@@ -100,21 +100,27 @@ class GraphTask(Task):
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """The karate club is one fixed graph: the sbm's settings have nothing to set there;
-        and only graph attention has heads (--num-heads 4 with --kind mean was taken, unused,
-        and recorded in config.yaml)."""
+        only graph attention has heads (--num-heads 4 with --kind mean was taken, unused,
+        and recorded in config.yaml); and a network of one layer has only its output layer,
+        of one head as wide as the classes."""
         unused = []
         if cfg.get("kind", "gat") != "gat":
             unused.append((["num_heads"], f"for --kind gat only; a --kind {cfg['kind']} "
                                           f"network has no attention heads"))
+        if cfg.get("num_layers") == 1:  # --num-heads 4 trained one head, recorded as 4
+            unused.append((["model_dim", "num_heads"],
+                           "with --num-layers 1 the only layer is the output layer (one head, "
+                           "one output per class); give --num-layers 2 or more to set it"))
         if cfg.get("graph") != "sbm":
             unused.append((["nodes", "communities", "p_in", "p_out", "feature_noise"],
                            f"for --graph sbm only; --graph {cfg.get('graph')} is a fixed graph"))
         return unused
 
     def unrecorded_settings(self, cfg: dict[str, Any]) -> list[str]:
-        """The sbm's settings of a karate run; num_heads stays: it is a field of the
-        ``GraphNetConfig`` that the run is loaded from (its default, for mean and mlp)."""
-        return [name for name in super().unrecorded_settings(cfg) if name != "num_heads"]
+        """The sbm's settings of a karate run; num_heads and model_dim stay: they are fields
+        of the ``GraphNetConfig`` that the run is loaded from (their defaults, where unused)."""
+        return [name for name in super().unrecorded_settings(cfg)
+                if name not in ("num_heads", "model_dim")]
 
     def validate(self, cfg: dict[str, Any]) -> None:
         if cfg.get("epochs") is not None:
