@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from ...run_config import RunSettings
 
 __all__ = ["Sentences", "read_sentences", "bio_problem", "load_splits", "read_and_pin",
-           "files_of", "known_tags", "check_tags", "read_file", "file_kind", "JSONL_SUFFIXES",
-           "DATA_FILES"]
+           "files_of", "known_tags", "check_tags", "check_entities", "read_file", "file_kind",
+           "JSONL_SUFFIXES", "DATA_FILES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DATA_FILES = ("data", "test", "val")
@@ -230,6 +230,18 @@ def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | 
 def known_tags(part: Sentences) -> set[str]:
     """The tags a model trained on ``part`` has an output for: its tags, and ``O``."""
     return {t for tags in part.tags for t in tags} | {"O"}
+
+
+def check_entities(train: Sentences) -> None:
+    """Refuse a training split whose every tag is ``O``: its model would say ``O`` for every
+    word, and its run would report an accuracy near 1 beside an entity F1 of 0. Most often the
+    tags are read from the wrong field, so the message names the flag that picks it. (A
+    --data sentence with a tag is never held out alone: ``_keep_new_tags_in_training``.)"""
+    if known_tags(train) == {"O"}:
+        field = "--tag-column N" if file_kind(train.path) == "conll" else "--tags-column NAME"
+        raise UsageError(f"--data {train.path}: every tag is 'O' (no entity in its {len(train)} "
+                         f"training sentences), so a tagger has nothing to learn; are the tags "
+                         f"in another field ({field})?")
 
 
 def check_tags(part: Sentences, known: set[str], key: str) -> None:

@@ -1,0 +1,32 @@
+"""``attnlab train tag`` on a practitioner's own files: what a file that cannot train a tagger
+gets (exit 2, one line naming the file, no run directory), rather than a run whose numbers
+mean nothing."""
+import json
+
+import pytest
+
+from attnlab.cli import main
+from tests.tasks.test_tag import capitalised, write_conll
+
+
+def _refused(args, out, capsys) -> str:
+    assert main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert not out.exists()
+    return err[0]
+
+
+@pytest.mark.slow  # the CLI, in process
+def test_a_file_without_any_entity_is_refused_naming_the_file_and_the_field(tmp_path, capsys):
+    # every tag O: the run would train a model that always says O, and report test_accuracy
+    # 1.0 beside an F1 of 0 and an empty per-type table
+    sentences = [(words, ["O"] * len(words)) for words, _ in capitalised(30)]
+    conll = write_conll(tmp_path / "flat.conll", sentences)
+    err = _refused(["train", "tag", "--data", str(conll)], tmp_path / "run", capsys)
+    assert f"--data {conll}: every tag is 'O'" in err and "--tag-column" in err
+    rows = tmp_path / "flat.jsonl"
+    rows.write_text("".join(json.dumps({"tokens": w, "tags": t}) + "\n" for w, t in sentences))
+    err = _refused(["train", "tag", "--data", str(rows)], tmp_path / "run", capsys)
+    assert f"--data {rows}: every tag is 'O'" in err and "--tags-column" in err
+
