@@ -30,3 +30,22 @@ def test_a_file_without_any_entity_is_refused_naming_the_file_and_the_field(tmp_
     err = _refused(["train", "tag", "--data", str(rows)], tmp_path / "run", capsys)
     assert f"--data {rows}: every tag is 'O'" in err and "--tags-column" in err
 
+
+
+@pytest.mark.slow
+def test_a_comma_separated_file_is_told_how_a_conll_line_is_split(tmp_path, capsys):
+    # the message said "its tag in field 0 (--tag-column)", and --tag-column 0 is refused
+    rows = tmp_path / "words.csv"
+    rows.write_text("John,B-PER\nlives,O\n")
+    err = _refused(["train", "tag", "--data", str(rows)], tmp_path / "run", capsys)
+    assert f"--data {rows} line 1: 1 field ('John,B-PER')" in err
+    assert "separated by white space (not by commas" in err and "field 0" not in err
+
+
+@pytest.mark.slow
+def test_a_tag_column_past_the_fields_names_the_flag_and_the_count(tmp_path, capsys):
+    conll = tmp_path / "pos.conll"
+    conll.write_text("John NNP B-PER\nlives VBZ O\n")
+    err = _refused(["train", "tag", "--data", str(conll), "--tag-column", "3"],
+                   tmp_path / "run", capsys)
+    assert f"--data {conll} line 1: 3 fields, so no field 3 (--tag-column 3" in err

@@ -105,6 +105,18 @@ def _check_tag(tag: str, where: str) -> str:
     return tag
 
 
+def _check_width(fields: list[str], column: int, where: str) -> None:
+    """A CoNLL file's first line: the word and a tag in field ``column`` (0 is the word)."""
+    if len(fields) < 2:  # a comma-separated line is one field: CSV is not read here
+        comma = (" (not by commas: a file that is not JSON Lines, Parquet or datasets is read "
+                 "as CoNLL)" if "," in fields[0] else "")
+        raise UsageError(f"{where}: 1 field ({fields[0][:40]!r}); a CoNLL line needs the word "
+                         f"and its tag, separated by white space{comma}")
+    if column >= len(fields):
+        raise UsageError(f"{where}: {len(fields)} fields, so no field {column} (--tag-column "
+                         f"{column}, counting the word as 0)")
+
+
 def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) -> None:
     width, words, tags, start = None, [], [], 0
     for number, line in enumerate(text.split("\n"), start=1):
@@ -120,9 +132,7 @@ def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) 
         if width is None:
             width = len(fields)
             column = width - 1 if tag_column is None else tag_column
-            if width < 2 or column >= width or column == 0:
-                raise UsageError(f"{where}: {width} field(s); a CoNLL line needs the word "
-                                 f"first and its tag in field {column} (--tag-column)")
+            _check_width(fields, column, where)
         elif len(fields) != width:
             raise UsageError(f"{where}: {len(fields)} fields where the file's first line has "
                              f"{width}")
