@@ -49,3 +49,15 @@ def test_a_tag_column_past_the_fields_names_the_flag_and_the_count(tmp_path, cap
     err = _refused(["train", "tag", "--data", str(conll), "--tag-column", "3"],
                    tmp_path / "run", capsys)
     assert f"--data {conll} line 1: 3 fields, so no field 3 (--tag-column 3" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, text, why", [
+    ("none.conll", " \n\n", "no sentence (the file is empty)"),
+    ("docs.conll", "-DOCSTART- -X- O\n\n-DOCSTART- -X- O\n", "only lines are -DOCSTART- lines"),
+    ("rows.jsonl", '{"tokens": [], "tags": []}\n' * 3, "no row holds a word")])
+def test_a_file_without_a_sentence_says_why(name, text, why, tmp_path, capsys):
+    # rows of empty lists were refused as "the file is empty", which they are not
+    (tmp_path / name).write_text(text)
+    err = _refused(["train", "tag", "--data", str(tmp_path / name)], tmp_path / "run", capsys)
+    assert f"--data {tmp_path / name}: no sentence (" in err and why in err

@@ -217,7 +217,7 @@ def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | 
             whose columns do not hold lists of text (``attnlab.data.columnar``).
     """
     found = Sentences(Path(path))
-    kind = file_kind(path)
+    kind, text = file_kind(path), ""
     if kind == "columnar":
         found.sha256 = _read_columnar(found, what, columns)
     else:
@@ -229,12 +229,21 @@ def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | 
             _read_conll(text, found, what, tag_column)
         found.sha256 = hashlib.sha256(data).hexdigest()
     if not found.words:
-        raise UsageError(f"{what} {path}: no sentence (the file is empty)")
+        raise UsageError(f"{what} {path}: no sentence ({_why_none(kind, text)})")
     forms = OneSpelling(f"{what} {path}", "the tags")  # a tag in two Unicode forms: two tags
     for tags, line in zip(found.tags, found.lines):
         for tag in tags:
             forms.see(tag, lambda: f"the sentence at {place(path, line)}")
     return found
+
+
+def _why_none(kind: str, text: str) -> str:
+    """Why a file gave no sentence: empty, or what its lines hold that is no sentence."""
+    if kind != "columnar" and not text.strip():
+        return "the file is empty"
+    if kind == "conll":  # every other line is a word, or refused
+        return f"its only lines are {DOCSTART} lines, which are skipped"
+    return "no row holds a word"
 
 
 def known_tags(part: Sentences) -> set[str]:
