@@ -61,3 +61,16 @@ def test_a_file_without_a_sentence_says_why(name, text, why, tmp_path, capsys):
     (tmp_path / name).write_text(text)
     err = _refused(["train", "tag", "--data", str(tmp_path / name)], tmp_path / "run", capsys)
     assert f"--data {tmp_path / name}: no sentence (" in err and why in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", ["John\tB-PER\nNew York\tB-LOC\n",
+                                  "New York\tB-LOC\nJohn\tB-PER\n"])
+def test_a_tab_separated_word_holding_a_space_is_named(text, tmp_path, capsys):
+    # the file has two tab-separated cells on every line; "3 fields where the file's first
+    # line has 2" alone does not say which word makes the third
+    tsv = tmp_path / "cities.tsv"
+    tsv.write_text(text)
+    err = _refused(["train", "tag", "--data", str(tsv)], tmp_path / "run", capsys)
+    assert f"--data {tsv} line 2: " in err
+    assert "so 'New York' is 2 fields; a word that holds a space can be given in JSON Lines" in err

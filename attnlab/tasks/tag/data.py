@@ -117,8 +117,22 @@ def _check_width(fields: list[str], column: int, where: str) -> None:
                          f"{column}, counting the word as 0)")
 
 
+def _spaced_word(*lines: str) -> str:
+    """Why two lines of a tab-separated file differ in fields, where a tab-separated cell of
+    one of them holds a space (``New York<TAB>B-LOC``): the fields are split at any white
+    space, so such a word is two fields."""
+    for line in lines:
+        cells = line.strip().split("\t")
+        spaced = next((c.strip() for c in cells if len(c.split()) > 1), None)
+        if len(cells) > 1 and spaced:
+            return (f" (fields are split at any white space, so {spaced[:40]!r} is "
+                    f"{len(spaced.split())} fields; a word that holds a space can be given in "
+                    f"JSON Lines)")
+    return ""
+
+
 def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) -> None:
-    width, words, tags, start = None, [], [], 0
+    width, words, tags, start, first = None, [], [], 0, ""
     for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
         where = f"{what} {found.path} line {number}"
@@ -130,12 +144,12 @@ def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) 
             words, tags = [], []
             continue
         if width is None:
-            width = len(fields)
+            width, first = len(fields), line
             column = width - 1 if tag_column is None else tag_column
             _check_width(fields, column, where)
         elif len(fields) != width:
             raise UsageError(f"{where}: {len(fields)} fields where the file's first line has "
-                             f"{width}")
+                             f"{width}{_spaced_word(line, first)}")
         if not words:
             start = number
         words.append(fields[0])
