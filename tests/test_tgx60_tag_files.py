@@ -6,6 +6,8 @@ import json
 import pytest
 
 from attnlab.cli import main
+from attnlab.tasks.tag.data import read_sentences
+from attnlab.tasks.tag.scoring import entities
 from tests.tasks.test_tag import capitalised, write_conll
 
 
@@ -74,3 +76,12 @@ def test_a_tab_separated_word_holding_a_space_is_named(text, tmp_path, capsys):
     err = _refused(["train", "tag", "--data", str(tsv)], tmp_path / "run", capsys)
     assert f"--data {tsv} line 2: " in err
     assert "so 'New York' is 2 fields; a word that holds a space can be given in JSON Lines" in err
+
+
+def test_an_iob1_file_is_read_and_its_first_i_tag_starts_an_entity(tmp_path):
+    # docs/tagging.md: an I-TYPE after O or another type is accepted and starts an entity
+    iob1 = tmp_path / "iob1.conll"
+    iob1.write_text("John I-PER\nSmith I-PER\nin O\nRome I-LOC\nParis B-LOC\n")
+    found = read_sentences(iob1)
+    assert found.tags == [["I-PER", "I-PER", "O", "I-LOC", "B-LOC"]]
+    assert entities(found.tags) == [("PER", 0, 1), ("LOC", 3, 3), ("LOC", 4, 4)]
