@@ -85,3 +85,12 @@ def test_an_iob1_file_is_read_and_its_first_i_tag_starts_an_entity(tmp_path):
     found = read_sentences(iob1)
     assert found.tags == [["I-PER", "I-PER", "O", "I-LOC", "B-LOC"]]
     assert entities(found.tags) == [("PER", 0, 1), ("LOC", 3, 3), ("LOC", 4, 4)]
+
+
+@pytest.mark.slow
+def test_a_word_without_its_tag_is_named_so(tmp_path, capsys):
+    conll = tmp_path / "untagged.conll"
+    conll.write_text("John B-PER\nlives\n")  # was "1 fields where the file's first line has 2"
+    err = _refused(["train", "tag", "--data", str(conll)], tmp_path / "run", capsys)
+    assert err.endswith(f"--data {conll} line 2: 1 field (a word without its tag) where the "
+                        f"file's first line has 2")

@@ -148,7 +148,9 @@ def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) 
             column = width - 1 if tag_column is None else tag_column
             _check_width(fields, column, where)
         elif len(fields) != width:
-            raise UsageError(f"{where}: {len(fields)} fields where the file's first line has "
+            count = (f"{len(fields)} fields" if len(fields) > 1
+                     else "1 field (a word without its tag)")
+            raise UsageError(f"{where}: {count} where the file's first line has "
                              f"{width}{_spaced_word(line, first)}")
         if not words:
             start = number
