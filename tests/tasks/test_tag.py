@@ -137,6 +137,26 @@ def test_predict_prints_each_word_with_its_tag(tag_run, capsys):
 
 
 @pytest.mark.slow
+def test_predict_json_lines_are_read_back_by_evaluate(tag_run, tmp_path, capsys):
+    # docs/tagging.md: predict --json writes JSON Lines that evaluate --data reads back
+    (tmp_path / "in.txt").write_text("Alice walks to Rome\nthe city near Paris\n")
+    assert main(["predict", str(tag_run), "--input-file", str(tmp_path / "in.txt"),
+                 "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (tmp_path / "tagged.jsonl").write_text("\n".join(lines) + "\n")
+    args = ["evaluate", str(tag_run), "--data", str(tmp_path / "tagged.jsonl"),
+            "--tags-column", "prediction"]
+    assert main(args) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["test_accuracy"] == 1.0 and scores["test_f1"] == 1.0
+    row = json.loads(lines[0])
+    row["prediction"][0] = "O"  # a tag corrected by hand: Alice is no entity
+    (tmp_path / "tagged.jsonl").write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n")
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["test_accuracy"] == 7 / 8
+
+
+@pytest.mark.slow
 def test_evaluate_gives_the_runs_test_metrics_and_takes_a_file(tag_run, tmp_path, capsys):
     metrics = json.loads((tag_run / "metrics.json").read_text())
     assert main(["evaluate", str(tag_run)]) == 0

@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from ...run_config import RunSettings
 
 __all__ = ["Sentences", "read_sentences", "bio_problem", "load_splits", "read_and_pin",
-           "files_of", "known_tags", "check_tags", "read_file", "file_kind", "JSONL_SUFFIXES",
-           "DATA_FILES"]
+           "files_of", "known_tags", "check_tags", "check_entities", "read_file", "file_kind",
+           "JSONL_SUFFIXES", "DATA_FILES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DATA_FILES = ("data", "test", "val")
@@ -105,8 +105,34 @@ def _check_tag(tag: str, where: str) -> str:
     return tag
 
 
+def _check_width(fields: list[str], column: int, where: str) -> None:
+    """A CoNLL file's first line: the word and a tag in field ``column`` (0 is the word)."""
+    if len(fields) < 2:  # a comma-separated line is one field: CSV is not read here
+        comma = (" (not by commas: a file that is not JSON Lines, Parquet or datasets is read "
+                 "as CoNLL)" if "," in fields[0] else "")
+        raise UsageError(f"{where}: 1 field ({fields[0][:40]!r}); a CoNLL line needs the word "
+                         f"and its tag, separated by white space{comma}")
+    if column >= len(fields):
+        raise UsageError(f"{where}: {len(fields)} fields, so no field {column} (--tag-column "
+                         f"{column}, counting the word as 0)")
+
+
+def _spaced_word(*lines: str) -> str:
+    """Why two lines of a tab-separated file differ in fields, where a tab-separated cell of
+    one of them holds a space (``New York<TAB>B-LOC``): the fields are split at any white
+    space, so such a word is two fields."""
+    for line in lines:
+        cells = line.strip().split("\t")
+        spaced = next((c.strip() for c in cells if len(c.split()) > 1), None)
+        if len(cells) > 1 and spaced:
+            return (f" (fields are split at any white space, so {spaced[:40]!r} is "
+                    f"{len(spaced.split())} fields; a word that holds a space can be given in "
+                    f"JSON Lines)")
+    return ""
+
+
 def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) -> None:
-    width, words, tags, start = None, [], [], 0
+    width, words, tags, start, first = None, [], [], 0, ""
     for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
         where = f"{what} {found.path} line {number}"
@@ -118,14 +144,14 @@ def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) 
             words, tags = [], []
             continue
         if width is None:
-            width = len(fields)
+            width, first = len(fields), line
             column = width - 1 if tag_column is None else tag_column
-            if width < 2 or column >= width or column == 0:
-                raise UsageError(f"{where}: {width} field(s); a CoNLL line needs the word "
-                                 f"first and its tag in field {column} (--tag-column)")
+            _check_width(fields, column, where)
         elif len(fields) != width:
-            raise UsageError(f"{where}: {len(fields)} fields where the file's first line has "
-                             f"{width}")
+            count = (f"{len(fields)} fields" if len(fields) > 1
+                     else "1 field (a word without its tag)")
+            raise UsageError(f"{where}: {count} where the file's first line has "
+                             f"{width}{_spaced_word(line, first)}")
         if not words:
             start = number
         words.append(fields[0])
@@ -207,7 +233,7 @@ def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | 
             whose columns do not hold lists of text (``attnlab.data.columnar``).
     """
     found = Sentences(Path(path))
-    kind = file_kind(path)
+    kind, text = file_kind(path), ""
     if kind == "columnar":
         found.sha256 = _read_columnar(found, what, columns)
     else:
@@ -219,7 +245,7 @@ def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | 
             _read_conll(text, found, what, tag_column)
         found.sha256 = hashlib.sha256(data).hexdigest()
     if not found.words:
-        raise UsageError(f"{what} {path}: no sentence (the file is empty)")
+        raise UsageError(f"{what} {path}: no sentence ({_why_none(kind, text)})")
     forms = OneSpelling(f"{what} {path}", "the tags")  # a tag in two Unicode forms: two tags
     for tags, line in zip(found.tags, found.lines):
         for tag in tags:
@@ -227,9 +253,30 @@ def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | 
     return found
 
 
+def _why_none(kind: str, text: str) -> str:
+    """Why a file gave no sentence: empty, or what its lines hold that is no sentence."""
+    if kind != "columnar" and not text.strip():
+        return "the file is empty"
+    if kind == "conll":  # every other line is a word, or refused
+        return f"its only lines are {DOCSTART} lines, which are skipped"
+    return "no row holds a word"
+
+
 def known_tags(part: Sentences) -> set[str]:
     """The tags a model trained on ``part`` has an output for: its tags, and ``O``."""
     return {t for tags in part.tags for t in tags} | {"O"}
+
+
+def check_entities(train: Sentences) -> None:
+    """Refuse a training split whose every tag is ``O``: its model would say ``O`` for every
+    word, and its run would report an accuracy near 1 beside an entity F1 of 0. Most often the
+    tags are read from the wrong field, so the message names the flag that picks it. (A
+    --data sentence with a tag is never held out alone: ``_keep_new_tags_in_training``.)"""
+    if known_tags(train) == {"O"}:
+        field = "--tag-column N" if file_kind(train.path) == "conll" else "--tags-column NAME"
+        raise UsageError(f"--data {train.path}: every tag is 'O' (no entity in its {len(train)} "
+                         f"training sentences), so a tagger has nothing to learn; are the tags "
+                         f"in another field ({field})?")
 
 
 def check_tags(part: Sentences, known: set[str], key: str) -> None:

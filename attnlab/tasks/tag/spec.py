@@ -25,8 +25,8 @@ logs ``val_f1``, ``val_precision``, ``val_recall``, ``val_acc`` and ``val_loss``
 
 Data problems stop the command before a run directory is written (exit 2, one line naming the
 file and line): a CoNLL line with another number of fields, a tag not in BIO form, a JSON Lines
-row whose words and tags differ in length, an empty file, a tag of a held-out file never seen
-in training.
+row whose words and tags differ in length, an empty file, a --data file whose every tag is
+``O``, a tag of a held-out file never seen in training.
 
 Examples:
     >>> from attnlab.tasks import SHARED_DEFAULTS
@@ -53,7 +53,7 @@ from ...settings import AdaptSettings, file_setting, flag, held_out_setting, set
 from ...tokenizers import normalize_setting, vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
-from .data import check_tags, file_kind, known_tags, read_and_pin
+from .data import check_entities, check_tags, file_kind, known_tags, read_and_pin
 
 __all__ = ["TagTask", "TagSettings", "TASKS"]
 
@@ -193,6 +193,7 @@ class TagTask(Task):
             raise UsageError(small)
         self.check_columns(cfg)
         splits: dict[str, Any] = read_and_pin(cfg, self.config_class().from_values)
+        check_entities(splits["train"])
         seen = known_tags(splits["train"])
         for key in ("val", "test"):
             check_tags(splits[key], seen, key)
