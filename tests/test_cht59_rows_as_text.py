@@ -22,12 +22,19 @@ def _alpaca(path):
     return path
 
 
-@pytest.mark.parametrize("make, seen", [
-    (lambda d: _csv(d / "pairs.csv"), "its header (prompt,response) names instruction rows"),
-    (lambda d: _csv(d / "pairs.tsv", "\t"), "its header (prompt\tresponse) names"),
-    (lambda d: _alpaca(d / "alpaca.json"), "it is JSON that holds instruction rows"),
+PREPARE = " (attnlab prepare {data} --out CORPUS) and give --data CORPUS"
+
+
+# the way to train on the file as text: prepare refuses a .csv or .tsv (a table read whole)
+@pytest.mark.parametrize("make, seen, as_text", [
+    (lambda d: _csv(d / "pairs.csv"), "its header (prompt,response) names instruction rows",
+     "as text, rename it .txt"),
+    (lambda d: _csv(d / "pairs.tsv", "\t"), "its header (prompt\tresponse) names",
+     "as text, rename it .txt"),
+    (lambda d: _alpaca(d / "alpaca.json"), "it is JSON that holds instruction rows", PREPARE),
 ])
-def test_instruction_rows_that_are_not_json_lines_are_refused(tmp_path, capsys, make, seen):
+def test_instruction_rows_that_are_not_json_lines_are_refused(tmp_path, capsys, make, seen,
+                                                              as_text):
     data, out = make(tmp_path), tmp_path / "run"
     # (a step, so that a file read as text, unrefused, does not train long)
     assert main(["train", "lm", "--data", str(data), "--out", str(out), "--max-steps", "1",
@@ -35,7 +42,7 @@ def test_instruction_rows_that_are_not_json_lines_are_refused(tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"attnlab: error: --data {data}: {seen}")
     assert "JSON Lines file (.jsonl" in err[0]
-    assert err[0].endswith(f"(attnlab prepare {data} --out CORPUS) and give --data CORPUS")
+    assert err[0].endswith(as_text.format(data=data))
     assert not out.exists()
 
 

@@ -69,20 +69,15 @@ def run(args) -> int:
 
 def _no_row_tables(files: list[str]) -> None:
     """A .csv, .tsv or .jsonl input is a table of rows, but prepare reads a file that is not
-    columnar (``COLUMNAR``) whole, as text: its header, separators, quotes and every column
-    (the labels, a JSON object's keys) became the corpus, and the run learned them, unsaid.
-    Refused naming the file; renamed ``.txt`` it is read whole, as asked."""
-    from ..data.tables import COLUMNAR, file_format
+    columnar whole, as text (``read_whole_as_text``). Refused naming the file; renamed
+    ``.txt`` it is read whole, as asked."""
+    from ..data.tables import read_whole_as_text
     from ..errors import UsageError
 
     for f in files:
-        kind = file_format(f) if Path(f).is_file() else None  # (a missing input: prepare's)
-        if kind is not None and kind not in COLUMNAR:
-            raise UsageError(f"{f} is a table ({Path(f).suffix}), and prepare reads such a "
-                             f"file whole, as text: its header or keys, separators and every "
-                             f"column would be the corpus; give its texts as a .parquet file or "
-                             f"datasets directory (prepare reads their --text-column), or "
-                             f"rename it .txt to read it whole")
+        refusal = read_whole_as_text(f, f, "prepare") if Path(f).is_file() else None
+        if refusal:  # (a missing input: prepare's own message)
+            raise UsageError(refusal)
 
 
 def _column_is_read(column: str | None, files: list[str]) -> None:

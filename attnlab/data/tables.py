@@ -41,7 +41,7 @@ from .headers import missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
            "COLUMNAR", "file_format", "place", "places", "KINDS", "parse_json_line", "refuse_utf16",
-           "decode_utf8"]
+           "decode_utf8", "read_whole_as_text"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
@@ -55,6 +55,27 @@ def file_format(path: str | Path) -> str | None:
     ``"datasets"`` for a directory; None for an unknown extension."""
     path = Path(path)
     return "datasets" if path.is_dir() else FORMATS.get(path.suffix.lower())
+
+
+def read_whole_as_text(path: str | Path, name: str, reader: str) -> str | None:
+    """The refusal of a table of rows (.csv, .tsv, .jsonl: not ``COLUMNAR``) given to a
+    ``reader`` that reads a file whole, as text: its header or keys, separators and every
+    column (the labels) would become the corpus, unsaid. None for any other file. ``name`` is
+    how the message names the file (``--data r.csv``, or the path itself).
+
+    Examples:
+        >>> read_whole_as_text("notes.txt", "notes.txt", "prepare") is None
+        True
+        >>> read_whole_as_text("r.csv", "--data r.csv", "train lm")[:60]
+        '--data r.csv is a table (.csv), and train lm reads such a fi'
+    """
+    kind = file_format(path)
+    if kind is None or kind in COLUMNAR:
+        return None
+    return (f"{name} is a table ({Path(path).suffix}), and {reader} reads such a file whole, "
+            f"as text: its header or keys, separators and every column would be the corpus; "
+            f"give its texts as a .parquet file or datasets directory (prepare reads their "
+            f"--text-column), or rename it .txt to read it whole")
 
 
 def place(path: str | Path, number: int) -> str:

@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...data.tables import decode_utf8, file_format
+from ...data.chat_rows import is_rows_file
+from ...data.tables import decode_utf8, file_format, read_whole_as_text
 from ...errors import UsageError
 from ...interop.gguf import gguf_chat_template, gguf_vocabulary, is_gguf
 from ...paths import not_found
@@ -51,6 +52,10 @@ def check_data(cfg: dict[str, Any]) -> None:
         head = _check_text_head(data)
         if not cfg.get("resume"):  # a run that started on it goes on as it began
             _refuse_rows_as_text(data, head)
+            refusal = None if is_rows_file(data) else read_whole_as_text(
+                data, f"--data {data}", "train lm")
+            if refusal:  # a .csv or .tsv of texts (a .jsonl is instruction rows)
+                raise UsageError(refusal)
     if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
 
@@ -104,11 +109,13 @@ def _refuse_rows_as_text(data: Path, head: str) -> None:
         seen = "it is JSON that holds instruction rows"
     else:
         return
+    # (prepare refuses a .csv or .tsv too: read whole, it is a .txt's)
+    as_text = ("rename it .txt" if file_format(data) else
+               f"prepare it (attnlab prepare {data} --out CORPUS) and give --data CORPUS")
     raise UsageError(f"--data {data}: {seen}, which would be trained on as plain text; "
                      f"instruction rows are read from a JSON Lines file (.jsonl: one "
                      f"{{\"prompt\": ..., \"response\": ...}} or {{\"messages\": [...]}} a line); "
-                     f"to train on the file as text, prepare it (attnlab prepare {data} --out "
-                     f"CORPUS) and give --data CORPUS")
+                     f"to train on the file as text, {as_text}")
 
 
 def check_corpus(corpus_sha256: dict[str, str], data_dir: str | Path, purpose: str) -> None:
