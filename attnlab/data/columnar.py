@@ -16,16 +16,16 @@ reads the two columnar kinds, with pyarrow alone (``datasets`` is not needed to 
 Values become the strings the CSV and JSONL readers give: text as it is, integers in decimal,
 floats and booleans as JSON writes them (``1.5``, ``true``). A ``datasets`` ``ClassLabel``
 column (integers with names, in the schema's ``huggingface`` metadata) gives the names, as a
-user who wrote the labels sees them. A column read whose name the file has twice (Arrow allows it) is
-refused, as a CSV header's is (``tables.check_unique``). A null, or a column of any other type (a list, a struct,
-bytes, a date), is refused by name: read as text it would be a string nobody wrote; so is a
-float that is NaN or infinite (``number_text``), where a value is missing. Only where
-a task reads a list per row may a column hold lists, each row then a Python list of str:
-tag's words and tags (``lists``) must be lists of text (or a ``datasets`` ``Sequence`` of
-``ClassLabel``: the names), and lists of numbers are refused; classify's ``--multi-label``
-labels (``maybe_lists``) may be one value or a list per row, and a list's items are read as a
-column's values are (text, numbers, class names), as the JSON Lines reader reads a list. A
-null list or a null item is refused naming the column and the row.
+user who wrote the labels sees them. A column read whose name the file has twice (Arrow allows
+it) is refused, as a CSV header's is (``headers.check_unique``). A null, or a column of any
+other type (a list, a struct, bytes, a date), is refused by name: read as text it would be a
+string nobody wrote; so is a float that is NaN or infinite (``number_text``), where a value is
+missing. Only where a task reads a list per row may a column hold lists, each row then a Python
+list of str: tag's words and tags (``lists``) must be lists of text (or a ``datasets``
+``Sequence`` of ``ClassLabel``: the names), and lists of numbers are refused; classify's
+``--multi-label`` labels (``maybe_lists``) may be one value or a list per row, and a list's
+items are read as a column's values are (text, numbers, class names), as the JSON Lines reader
+reads a list. A null list or a null item is refused naming the column and the row.
 
 Why the digest is taken through the open file: ``Table.sha256`` must be the digest of what was
 read, so that a run can tell a changed file on ``--resume``. Each file is hashed through the
@@ -45,7 +45,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..runs import tree_digest
-from .headers import missing_columns
+from .headers import check_unique, missing_columns
 
 __all__ = ["ColumnarFile", "open_columnar", "split_hint", "BATCH_ROWS"]
 
@@ -98,7 +98,6 @@ class ColumnarFile:
         self.columns = list([c for c in have if not _PANDAS_INDEX.fullmatch(c)]
                             if columns is None else columns)
         missing_columns(self.columns, have, where, hint)
-        from .tables import check_unique  # (tables imports this module where it reads one)
 
         # Arrow allows a name twice in one schema, where pyarrow's lookup by name fails
         check_unique(have, what="the file's columns", where=where, only=self.columns)

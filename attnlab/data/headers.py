@@ -1,12 +1,13 @@
-"""What a file's header lacks, said once for every reader (``attnlab.data.tables``' CSV, TSV and
-JSON Lines, ``attnlab.data.columnar``'s Parquet files and datasets directories): the columns
-asked for that it does not have, the ones it has, and, where the header shows it, why.
+"""What a file's header lacks or holds twice, said once for every reader
+(``attnlab.data.tables``' CSV, TSV and JSON Lines, ``attnlab.data.columnar``'s Parquet files
+and datasets directories): the columns asked for that it does not have, the ones it has, and,
+where the header shows it, why; a column read whose name the header holds twice.
 """
 from __future__ import annotations
 
 from ..errors import UsageError
 
-__all__ = ["missing_columns"]
+__all__ = ["missing_columns", "check_unique"]
 
 
 def missing_columns(columns: list[str], have: list[str], where: str, hint: str = "") -> None:
@@ -43,3 +44,24 @@ def _why(missing: list[str], have: list[str]) -> str:
         return (f"; the header is one name holding {other!r}: a .csv is read separated by "
                 f"commas, a .tsv by tabs")
     return ""
+
+
+def check_unique(names, *, what: str, where: str = "", only=None) -> None:
+    """``UsageError`` naming the first name that ``names`` holds twice.
+
+    Args:
+        names: column names, in order.
+        what: what the names are, for the message ("the header", "--feature-columns").
+        where: the file (and line) the names come from, to start the message.
+        only: check only these names (the columns that will be used; a repeated column that
+            nothing reads cannot change a result).
+    """
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if only is not None and name not in only:
+            continue
+        if name in seen:
+            start = f"{where}: " if where else ""
+            raise UsageError(f"{start}column {name!r} appears twice in {what} (positions "
+                             f"{seen[name]} and {i}), so which one to read is not clear")
+        seen[name] = i

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..paths import not_found
-from .headers import missing_columns
+from .headers import check_unique, missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
            "COLUMNAR", "file_format", "place", "places", "KINDS", "parse_json_line", "refuse_utf16",
@@ -230,27 +230,6 @@ def read_bytes(path: str | Path, *, what: str = "--data") -> bytes:
         raise UsageError(f"{what} {path} is a directory; give a data file") from None
     except OSError as e:  # ELOOP (a link loop), EACCES, EIO, ...
         raise UsageError(f"{what} {path}: cannot read the file ({e.strerror or e})") from None
-
-
-def check_unique(names, *, what: str, where: str = "", only=None) -> None:
-    """``UsageError`` naming the first name that ``names`` holds twice.
-
-    Args:
-        names: column names, in order.
-        what: what the names are, for the message ("the header", "--feature-columns").
-        where: the file (and line) the names come from, to start the message.
-        only: check only these names (the columns that will be used; a repeated column that
-            nothing reads cannot change a result).
-    """
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names, start=1):
-        if only is not None and name not in only:
-            continue
-        if name in seen:
-            start = f"{where}: " if where else ""
-            raise UsageError(f"{start}column {name!r} appears twice in {what} (positions "
-                             f"{seen[name]} and {i}), so which one to read is not clear")
-        seen[name] = i
 
 
 def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
