@@ -298,7 +298,9 @@ class TrainSettings:
                              help="Muon's peak learning rate (default: --lr, as Muon's update is "
                                   "scaled to AdamW's size; under Noam, Muon's factor)")
     checkpoint_every: int = setting(500, help="steps between checkpoints", low=1)
-    val_every: int = setting(None, help="steps between validations", low=1, optional=True)
+    val_every: int = setting(None, low=1, optional=True,
+                             help="steps between validations (beyond --max-steps: one, at the "
+                                  "last step)")
     monitor: str = setting("val_loss", metavar="METRIC", absent="val_loss",
                            blank_why="name a validation metric (val_loss, val_acc, ...)",
                            help="the validation metric --keep-best and --patience watch (the "

@@ -212,7 +212,9 @@ class Loop:
             val_check_interval = (max_steps if not hasattr(train_loader, "__len__")
                                   else epoch_steps(cfg, len(train_loader))
                                   if self.passes else len(train_loader))
-        self.val_every = max(1, int(val_check_interval))
+        # a --val-every beyond the budget validates at the last step: --keep-best and
+        # --patience then watch one validation, not none
+        self.val_every = max(1, min(int(val_check_interval), max_steps))
         self.checkpoint_every = int(cfg.checkpoint_every or 0)
         self.log_every = max(1, min(50, max_steps // 20))
         self.fabric = make_fabric(cfg)

@@ -425,9 +425,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     model = start.weights_into(build_model(cfg), cfg.labels)
     module = _module(ClassifierModule, model, cfg, steps)
     result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
-                 # a --val-every beyond the budget validates at the last step, as reverse's
-                 val_check_interval=min(cfg.val_every or epoch_steps(cfg, train.num_batches),
-                                        steps),
+                 val_check_interval=cfg.val_every or epoch_steps(cfg, train.num_batches),
                  tokenizer=tokenizer)
     if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)

@@ -239,7 +239,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     val_every = cfg.val_every
     result = fit(LMModule(model, cfg, max_steps), random_windows(train, B, max_steps, cfg.seed),
                  DataLoader(val, batch_size=B), cfg, run_dir, max_steps=max_steps,
-                 val_check_interval=min(val_every, max_steps) if val_every else None,
+                 val_check_interval=val_every or None,
                  limit_val_batches=cfg.val_batches, tokenizer=tokenizer)
     metrics = {}
     if result.is_global_zero:
@@ -271,7 +271,7 @@ def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
     result = fit(LMModule(model, cfg, max_steps),
                  example_batches(train, B, max_steps, cfg.seed, pad_id(tokenizer)), val_batches,
                  cfg, run_dir, max_steps=max_steps,
-                 val_check_interval=min(cfg.val_every, max_steps) if cfg.val_every else None,
+                 val_check_interval=cfg.val_every or None,
                  tokenizer=tokenizer)
     metrics = {}
     if result.is_global_zero:  # the saved weights, in float32 (as evaluate loads them)

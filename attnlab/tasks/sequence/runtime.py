@@ -120,7 +120,7 @@ def run(task: Task, cfg: RunSettings, run_dir: Path,
     result = fit(ElementModule(model, cfg, max_steps),
                  batch_loader(train, cfg.batch_size, shuffle=True, seed=cfg.seed),
                  batch_loader(val, len(val), shuffle=False), cfg, run_dir,
-                 max_steps=max_steps, val_check_interval=min(cfg.val_every, max_steps),
+                 max_steps=max_steps, val_check_interval=cfg.val_every,
                  stop_at=StopAt("val_seq_acc", 1.0, times=3) if cfg.early_stop else None)
     metrics = {}
     if result.is_global_zero:

@@ -347,8 +347,8 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
     val = make_batches(val_encoded, val_labels, 64, **_batching(cfg, tokenizer))
     module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
     result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
-                 max_steps=steps, val_check_interval=cfg.val_every or min(
-                     epoch_steps(cfg, train.num_batches), steps),
+                 max_steps=steps,
+                 val_check_interval=cfg.val_every or epoch_steps(cfg, train.num_batches),
                  tokenizer=tokenizer)
     if not result.is_global_zero:
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
