@@ -222,6 +222,7 @@ def test_a_class_without_test_examples_is_named_on_stderr_and_in_metrics(tmp_pat
     err = capsys.readouterr().err
     warning = [line for line in err.splitlines() if "no example" in line]
     assert len(warning) == 1 and "'meh'" in warning[0] and "test_macro_f1" in warning[0]
+    assert warning[0].startswith("warning: the test split has no example")
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["test_classes_without_examples"] == ["meh"]
     assert 0 <= metrics["test_macro_f1"] <= 1
@@ -229,7 +230,14 @@ def test_a_class_without_test_examples_is_named_on_stderr_and_in_metrics(tmp_pat
     assert main(["evaluate", str(run)]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["test_classes_without_examples"] == ["meh"]
-    assert any("no example" in line and "'meh'" in line for line in captured.err.splitlines())
+    assert any(line.startswith("warning: the test split has no example") and "'meh'" in line
+               for line in captured.err.splitlines())
+    # a file of the user's: the warning names it, not the test split the run did not score
+    assert main(["evaluate", str(run), "--data", str(test)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith(f"warning: --data {test} has no example of 1 of the 3 classes "
+                               f"('meh')") for line in err)
+    assert not any("test split" in line for line in err)
 
 
 def test_macro_f1_averages_over_classes_in_the_test_labels_or_the_predictions():

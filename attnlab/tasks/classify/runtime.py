@@ -295,11 +295,12 @@ def classes_without_examples(targets: torch.Tensor, labels: list[str]) -> list[s
     return [label for label, n in zip(labels, support.tolist()) if n == 0]
 
 
-def _say_missing(missing: list[str], labels: list[str]) -> None:
-    """One line on stderr naming the classes that the test split does not measure."""
+def _say_missing(missing: list[str], labels: list[str], where: str = "the test split") -> None:
+    """One line on stderr naming the classes that the test split (or ``where``: the file
+    ``evaluate --data`` scored) does not measure."""
     if missing:
         names = ", ".join(map(repr, missing[:10])) + (", ..." if len(missing) > 10 else "")
-        print(f"warning: the test split has no example of {len(missing)} of the {len(labels)} "
+        print(f"warning: {where} has no example of {len(missing)} of the {len(labels)} "
               f"classes ({names}): their support is 0 and their recall is not measured; "
               f"test_macro_f1 leaves them out unless the model predicted them (then their F1 is "
               f"0)", file=sys.stderr, flush=True)
@@ -363,12 +364,14 @@ def _test_metrics(cfg, model, tokenizer, pairs, what: str = "test texts"
     return test_scores(cfg, answers, truth), answers, truth
 
 
-def _report(cfg, metrics: dict[str, Any], count: str, stream) -> None:
-    """The per-class table (classes) and the classes without a test example, for people."""
+def _report(cfg, metrics: dict[str, Any], count: str, stream,
+            where: str = "the test split") -> None:
+    """The per-class table (classes) and the classes without an example in ``where``, for
+    people."""
     if cfg.regression:
         return
     print(f"{count}{_table(metrics['test_per_class'])}", file=stream, flush=True)
-    _say_missing(metrics[MISSING_KEY], cfg.labels)
+    _say_missing(metrics[MISSING_KEY], cfg.labels, where)
 
 
 # ---- the task's functions (the commands call these through Task.runtime) --------------------
@@ -626,5 +629,5 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         pairs = load_splits(cfg, val_file=False)["test"]
     metrics, _, _ = _test_metrics(cfg, model, tokenizer, pairs,
                                   "test texts" if data is None else f"texts of --data {data}")
-    _report(cfg, metrics, "", sys.stderr)
+    _report(cfg, metrics, "", sys.stderr, "the test split" if data is None else f"--data {data}")
     return metrics
