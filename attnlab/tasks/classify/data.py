@@ -241,8 +241,9 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
             ``test_fraction``).
         digests: when given, receives the SHA-256 of the bytes read from each file, by option
             ("data", "test", "val").
-        notes: when given, receives a warning per --test or --val file of texts that has
-            texts of the training split too (``attnlab.data.overlap``).
+        notes: when given, receives a warning per held-out split of texts that has texts of
+            the training split too (``attnlab.data.overlap``): a --test or --val file, or the
+            rows drawn from a --data file that repeats a row.
         val_file: False: a --val FILE is not read (``evaluate``: no test row depends on it).
 
     Raises:
@@ -255,20 +256,22 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
         raise UsageError(f"--data FILE is required: {KINDS} with columns "
                          f"{sets or cfg.text_column!r} and {cfg.label_column!r}")
     digests = {} if digests is None else digests
-    pairs, _, path, digests["data"] = read_examples(cfg, "data", cfg.data, pinned=True)
+    pairs, lines, path, digests["data"] = read_examples(cfg, "data", cfg.data, pinned=True)
     features = getattr(pairs, "features", None)  # held-out files must have the same features
     labels, by_label = _classes(cfg, pairs, path)
     rng = random.Random(cfg.seed)
     splits: dict[str, Any] = {}
     train_idx = list(range(len(pairs)))
     left = 1.0  # the fraction of --data not yet held out: fractions are of the whole file
-    given_lines: dict[str, tuple[list[int], Any]] = {}  # a held-out file's lines, its path
+    # a held-out split's lines, its file, and how a warning names it
+    held_lines: dict[str, tuple[list[int], Any, str]] = {}
     for key, given, fraction in (("test", cfg.test, cfg.test_fraction),
                                  ("val", cfg.val, cfg.val_fraction)):
         if given:
             if key == "test" or val_file:
-                splits[key], given_lines[key] = _held_out_file(cfg, key, given, features,
-                                                               labels, digests)
+                splits[key], (held, held_path) = _held_out_file(cfg, key, given, features,
+                                                                labels, digests)
+                held_lines[key] = held, held_path, f"--{key} {held_path}"
             continue
         keep = set(train_idx)
         subset = {lab: [i for i in idx if i in keep] for lab, idx in by_label.items()}
@@ -278,11 +281,12 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
             raise UsageError(f"--data {path}: too few {'sets' if sets else 'rows'} ({len(pairs)}) "
                              f"to hold out a {key} split; add rows or give --{key} FILE")
         splits[key] = [pairs[i] for i in held_idx]
+        held_lines[key] = [lines[i] for i in held_idx], path, f"the {key} rows of --data {path}"
     splits["train"] = [pairs[i] for i in train_idx]
-    for key, (lines, held_path) in given_lines.items():
+    for key, (held, held_path, what) in held_lines.items():
         note = None if sets or notes is None else shared_inputs(
             (x for x, _ in splits["train"]), [x for x, _ in splits[key]],
-            places(held_path, lines), what=f"--{key} {held_path}")
+            places(held_path, held), what=what)
         if note:
             notes.append(note)
     if sets:
