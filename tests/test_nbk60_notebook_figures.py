@@ -1,0 +1,62 @@
+"""The figures the notebooks draw in their own cells: each cell that draws one is run here as
+committed, on small stand-in data, and its figure is read as a reader sees it (axis labels,
+tick labels, the legend's place)."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+import torch
+
+from attnlab import viz
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def draw(notebook: str, marker: str, namespace: dict, monkeypatch):
+    """Run the one code cell of ``notebook`` whose source holds ``marker``, after the imports
+    of the cells above it that it uses, with the names in ``namespace`` standing in for what
+    those cells computed; return the figure it drew (``plt.show`` shows nothing here)."""
+    nb = nbformat.read(EXAMPLES / f"{notebook}.ipynb", as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    at = [i for i, source in enumerate(code) if marker in source]
+    assert len(at) == 1, f"{notebook}: {len(at)} code cells hold {marker!r}"
+    used = set(re.findall(r"\w+", code[at[0]]))
+    imports = [node for source in code[:at[0]] for node in ast.parse(source).body
+               if isinstance(node, (ast.Import, ast.ImportFrom))
+               and any((a.asname or a.name).split(".")[0] in used for a in node.names)]
+    plt = viz._pyplot()  # Agg, unless this process chose a backend already
+    scope = dict(namespace)
+    exec(compile(ast.Module(body=imports, type_ignores=[]), notebook, "exec"), scope)
+    plt.close("all")
+    monkeypatch.setattr(plt, "show", lambda *args, **kwargs: None)
+    exec(compile(code[at[0]], notebook, "exec"), scope)
+    fig = plt.gcf()
+    fig.canvas.draw()  # tick labels and the legend's place are set when drawn
+    return fig
+
+
+def shown(labels) -> list[str]:
+    return [t.get_text() for t in labels]
+
+
+def test_the_reversal_map_labels_each_axis_with_what_its_ticks_show(monkeypatch):
+    """Rows are query positions, columns the input's digits: a row's tick is its position."""
+    T = 16
+    x = torch.tensor([4, 2, 9, 6, 6, 6, 5, 0, 9, 6, 0, 9, 6, 8, 4, 8])
+    mirror = torch.eye(T).flip(1)[None, None]  # query t attends to key T-1-t
+    model = SimpleNamespace(eval=lambda: None, get_attention_maps=lambda seq: [mirror],
+                            predict=lambda seq: seq.flip(1))
+    loader = SimpleNamespace(dataset=[(x, x.flip(0))])
+    fig = draw("02_reversal_and_sets", "get_attention_maps(x)",
+               {"model": model, "test_loader": loader, "SEQ_LEN": T, "FULL_SIZE": False},
+               monkeypatch)
+    (ax,) = fig.axes
+    assert "position" in ax.get_ylabel()
+    assert shown(ax.get_yticklabels()) == [str(t) for t in range(T)]
+    assert "digit" in ax.get_xlabel()
+    assert shown(ax.get_xticklabels()) == [str(d) for d in x.tolist()]
