@@ -60,3 +60,33 @@ def test_the_reversal_map_labels_each_axis_with_what_its_ticks_show(monkeypatch)
     assert shown(ax.get_yticklabels()) == [str(t) for t in range(T)]
     assert "digit" in ax.get_xlabel()
     assert shown(ax.get_xticklabels()) == [str(d) for d in x.tolist()]
+
+
+def tick_value(text: str) -> float | None:
+    """The number a tick label reads, or None if it is not one number in digits (mathtext)."""
+    number = re.fullmatch(r"[−-]?\d+(\.\d+)?(e[−+-]?\d+)?", text)
+    return float(text.replace("−", "-")) if number else None
+
+
+@pytest.mark.parametrize("difference", [0.0, 3.7e-8], ids=["identical", "rounding"])
+def test_the_attention_difference_colour_bar_reads_its_values(monkeypatch, difference):
+    """Notebook 07's attnlab − GPT-2 panel: each tick of its colour bar reads the value it
+    stands at (not 8e-13 at 7.5e-13), whether the difference is 0 or a rounding error."""
+    L, H, T = 1, 2, 5
+    generator = torch.Generator().manual_seed(0)
+    theirs = torch.softmax(torch.randn(L, H, T, T, generator=generator), -1)
+    ours = theirs.clone()
+    ours[..., 0, 0] += difference  # in every head: the one drawn too
+    fig = draw("07_pretrained", "attnlab − GPT-2",
+               {"our_attn": ours, "hf_attn": theirs, "tokens": list("abcde"), "N_HEADS": H},
+               monkeypatch)
+    panel = next(ax for ax in fig.axes if ax.get_title().startswith("attnlab − GPT-2"))
+    bar = panel.images[0].colorbar.ax
+    low, high = bar.get_ylim()
+    labelled = [(v, t.get_text()) for v, t in zip(bar.get_yticks(), bar.get_yticklabels())
+                if low <= v <= high]
+    assert len(labelled) >= 3, labelled
+    assert len({text for _, text in labelled}) == len(labelled), labelled
+    for value, text in labelled:
+        assert tick_value(text) == pytest.approx(value, rel=1e-9, abs=1e-30), \
+            f"the tick at {value:g} reads {text!r}"
