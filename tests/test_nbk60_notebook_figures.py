@@ -4,6 +4,9 @@ tick labels, the legend's place)."""
 from __future__ import annotations
 
 import ast
+import csv
+import json
+import math
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -62,10 +65,64 @@ def test_the_reversal_map_labels_each_axis_with_what_its_ticks_show(monkeypatch)
     assert shown(ax.get_xticklabels()) == [str(d) for d in x.tolist()]
 
 
+def write_lm_run(run: Path) -> None:
+    """A run directory of `attnlab train lm` as the notebook's curve cell reads it: the
+    training loss every 45 steps and the validation loss every 100, falling as a real run's."""
+    (run / "logs").mkdir(parents=True)
+    with open(run / "logs" / "metrics.csv", "w", newline="") as f:
+        rows = csv.writer(f)
+        rows.writerow(["step", "train_loss", "val_loss"])
+        for step in range(900):  # 0-based, as the log writes it
+            if (step + 1) % 45 == 0:
+                rows.writerow([step, f"{0.7 + 1.9 * math.exp(-step / 250):.4f}", ""])
+            if (step + 1) % 100 == 0:
+                rows.writerow([step, "", f"{0.75 + 1.6 * math.exp(-step / 250):.4f}"])
+    (run / "metrics.json").write_text(json.dumps({
+        "val_loss": 1.09, "val_perplexity": 2.98, "parameters": 358176, "steps": 900,
+        "train_seconds": 191.0}))
+
+
+def test_the_language_models_legend_has_a_frame_and_no_line_through_it(monkeypatch, tmp_path):
+    write_lm_run(tmp_path / "run")
+    baselines = {"uniform": 6.73, "unigram": 4.70, "bigram": 3.35}
+    fig = draw("04_language_model", "train (one batch)",
+               {"RUN": str(tmp_path / "run"), "baselines": baselines, "FULL_SIZE": False},
+               monkeypatch)
+    (ax,) = fig.axes
+    legend = ax.get_legend()
+    assert legend.get_frame_on(), "a legend without a frame reads as part of the plot"
+    box = legend.get_window_extent()
+    for line in ax.lines:  # the curves and the baselines' horizontal lines
+        path = line.get_transform().transform_path(line.get_path())
+        name = line.get_label()  # a baseline's axhline has no label of its own
+        name = f"at {line.get_ydata()[0]:g} bits" if name.startswith("_") else repr(name)
+        assert not path.intersects_bbox(box, filled=False), \
+            f"the line {name} runs through the legend"
+    for text in ax.texts:  # the baselines' names
+        assert not text.get_window_extent().overlaps(box), text.get_text()
+
+
 def tick_value(text: str) -> float | None:
     """The number a tick label reads, or None if it is not one number in digits (mathtext)."""
     number = re.fullmatch(r"[−-]?\d+(\.\d+)?(e[−+-]?\d+)?", text)
     return float(text.replace("−", "-")) if number else None
+
+
+def test_the_time_to_loss_log_axis_reads_as_plain_decimals(monkeypatch):
+    """The held-out loss axis of notebook 04's last figure, from the committed record:
+    every labelled tick is a plain number equal to its place on the axis (0.3, not 3×10⁻¹)."""
+    fig = draw("04_language_model", "time_to_loss.csv", {}, monkeypatch)
+    (ax,) = fig.axes
+    low, high = ax.get_ylim()
+    labelled = []
+    for locs, labels in ((ax.yaxis.get_majorticklocs(), ax.yaxis.get_majorticklabels()),
+                         (ax.yaxis.get_minorticklocs(), ax.yaxis.get_minorticklabels())):
+        labelled += [(v, t.get_text()) for v, t in zip(locs, labels)
+                     if low <= v <= high and t.get_text()]
+    assert len(labelled) >= 3, labelled
+    for value, text in labelled:
+        assert re.fullmatch(r"\d+(\.\d+)?", text), f"the tick at {value:g} reads {text!r}"
+        assert float(text) == pytest.approx(value, rel=1e-9), (value, text)
 
 
 @pytest.mark.parametrize("difference", [0.0, 3.7e-8], ids=["identical", "rounding"])
