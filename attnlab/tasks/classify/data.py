@@ -283,15 +283,21 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
         splits[key] = [pairs[i] for i in held_idx]
         held_lines[key] = [lines[i] for i in held_idx], path, f"the {key} rows of --data {path}"
     splits["train"] = [pairs[i] for i in train_idx]
-    for key, (held, held_path, what) in held_lines.items():
-        note = None if sets or notes is None else shared_inputs(
-            (x for x, _ in splits["train"]), [x for x, _ in splits[key]],
-            places(held_path, held), what=what)
-        if note:
-            notes.append(note)
+    if notes is not None and not sets:
+        notes += _trained_inputs(splits, held_lines)
     if sets:
         splits["features"] = features
     return splits
+
+
+def _trained_inputs(splits: dict[str, Any], held_lines: dict[str, tuple[list[int], Any, str]]
+                    ) -> list[str]:
+    """The warning per held-out split (``held_lines``: its lines, its file, its name) with
+    texts that the training split has too (``attnlab.data.overlap``)."""
+    found = (shared_inputs((x for x, _ in splits["train"]), [x for x, _ in splits[key]],
+                           places(path, lines), what=what)
+             for key, (lines, path, what) in held_lines.items())
+    return [note for note in found if note]
 
 
 def _held_out_file(cfg: RunSettings, key: str, path: str, features, labels: set[str] | None,
@@ -303,12 +309,15 @@ def _held_out_file(cfg: RunSettings, key: str, path: str, features, labels: set[
     return list(held), (lines, held_path)
 
 
-def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSettings]
-                 ) -> dict[str, list[tuple[Any, str]]]:
+def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSettings],
+                 said: list[str] | None = None) -> dict[str, list[tuple[Any, str]]]:
     """``validate``'s reading of the files: the splits (``load_splits`` of ``typed(cfg)``, the
     settings dict as the task's run config), with each file's SHA-256 recorded in the settings
     dict's ``data_sha256`` (saved with config.yaml: evaluate and --resume check it). The bytes
-    trained on must be the ones pinned, and on --resume the ones the run started with."""
+    trained on must be the ones pinned, and on --resume the ones the run started with. The
+    warnings on the data (when the run starts, not on --resume) go into ``said``, for the
+    caller to print once its own checks pass (a refusal stays one line); printed now if None.
+    """
     paths = {key: cfg.get(key) for key in DATA_FILES}
     resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resumed:  # first: its message says which file changed since the run started
@@ -323,6 +332,14 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     for key, digest in digests.items():
         check_digest(cfg[key], digest, cfg["data_sha256"].get(key), what=f"--{key}")
     if not resumed:  # said when the run starts, not again on --resume
-        for note in notes:
-            print(note, file=sys.stderr, flush=True)
+        if said is None:
+            print_notes(notes)
+        else:
+            said += notes
     return splits
+
+
+def print_notes(notes: list[str]) -> None:
+    """Each warning on standard error, a line each."""
+    for note in notes:
+        print(note, file=sys.stderr, flush=True)

@@ -64,7 +64,7 @@ from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, normalize_setting, vo
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
 from . import pretrained
-from .data import classes_of, read_and_pin
+from .data import classes_of, print_notes, read_and_pin
 from .labels import LABEL_SEP, resolve_class_weights
 
 __all__ = ["ClassifyTask", "ClassifySettings", "TASKS"]
@@ -286,7 +286,8 @@ class ClassifyTask(Task):
         if cfg.get("set_column"):  # a set has no order and no [CLS] position: a set function
             cfg["pooling"], cfg["positional"] = "mean", "none"
         self.check_columns(cfg)
-        splits = read_and_pin(cfg, self.config_class().from_values)
+        said: list[str] = []  # the data's warnings: printed once every check here passed
+        splits = read_and_pin(cfg, self.config_class().from_values, said)
         if cfg.get("class_weights") and cfg.get("class_weight_values") is None:
             # not on --resume: the run keeps the weights it started with
             cfg["class_weight_values"] = resolve_class_weights(
@@ -294,6 +295,7 @@ class ClassifyTask(Task):
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"],
                                                      cfg["pooling"], max_len=cfg["max_len"])
+        print_notes(said)
         return splits
 
     def check_columns(self, cfg: dict[str, Any]) -> None:
