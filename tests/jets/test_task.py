@@ -3,6 +3,7 @@ predict → plot attention, and --baselines), and its input errors: exit 2, one 
 flag, file, column or row, and no run directory written."""
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -104,6 +105,16 @@ def test_evaluate_on_a_file_of_training_jets_says_so(jets_run, jets_file, capsys
     other = tmp_path / "other.h5"
     write_jets(other, *synthetic_jets(20, seed=5))
     assert main(["evaluate", str(jets_run), "--data", str(other)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # the training file replaced by other jets (review): they are not the ones trained on,
+    # though its first 70% are the range the run trained on, so nothing is said of them
+    moved = tmp_path / "run"
+    shutil.copytree(jets_run, moved)
+    fresh = tmp_path / "fresh.h5"
+    write_jets(fresh, *synthetic_jets(120, seed=7))
+    config = moved / "config.yaml"
+    config.write_text(config.read_text().replace(str(jets_file), str(fresh)))
+    assert main(["evaluate", str(moved), "--data", str(fresh)]) == 0
     assert "warning" not in capsys.readouterr().err
 
 

@@ -33,7 +33,8 @@ from ...models.jet_physics import (NUM_FEATURES, constituent_features, constitue
 from ...models.jet_tagger import JetTagger, scaled_features
 from ...models.pfn import ParticleFlowNetwork
 from ...run_config import RunSettings
-from ...runs import check_test_files, load_weights, pin_data_files, readable, write_json
+from ...runs import (check_data_files, check_test_files, load_weights, pin_data_files, readable,
+                     write_json)
 from ...settings import epoch_steps
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import config_from_run, each_input, probabilities_of
@@ -405,8 +406,10 @@ def _note_trained_on(cfg: RunSettings, held: np.ndarray, what: str) -> None:
     """The warning that ``train jets`` gives a --test file, for ``evaluate --data``: some of
     its jets (``held``: their ``jet_digests``) are training jets of the run, so its metrics are
     partly of jets the model learned (the training range is re-read from the run's --data;
-    nothing is said where that file is gone or no longer a jets file)."""
+    nothing is said where that file is gone or changed since: its jets are not the ones
+    trained on)."""
     try:
+        check_data_files({"data": cfg.data}, {"data": (cfg.data_sha256 or {}).get("data")})
         n = count_jets(cfg.data, "--data", max_constituents=cfg.max_constituents)
         a, b = split_ranges(n, val_fraction=cfg.val_fraction, test_fraction=cfg.test_fraction,
                             val=cfg.val, test=cfg.test)["train"]
