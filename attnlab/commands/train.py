@@ -16,8 +16,7 @@ from ..errors import Interrupted, UsageError
 from ..paths import check_output
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, TrainSettings, add_flags, as_typed, check, check_schedule,
-                        flag, heads_divide_width, monitoring_fits, optimizer_fits, processes,
-                        value_text)
+                        flag, heads_divide_width, monitoring_fits, optimizer_fits, value_text)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import moved_data, resume_conflicts
@@ -444,42 +443,12 @@ def _choose_out(cfg: RunSettings) -> Path:
     if not out and cfg.num_nodes > 1:
         raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
-    started, launcher = _launched()
-    if not out and started > 1:
-        # torchrun and srun start every process themselves: each would take its own
-        # runs/TASK-<time> (rank 1's a second later held a second copy of lm's prepared corpus)
-        raise UsageError(f"{started} processes started by {launcher} need --out DIR: each "
-                         f"would choose its own default run directory")
+    if not out and int(os.environ.get("WORLD_SIZE") or 1) > 1:
+        # torchrun starts every process itself: each would take its own runs/TASK-<time>
+        # (rank 1's a second later held a second copy of lm's prepared corpus)
+        raise UsageError(f"{os.environ['WORLD_SIZE']} processes started by torchrun need "
+                         f"--out DIR: each would choose its own default run directory")
     return Path(out) if out else _default_out(cfg.task)
-
-
-def _launched() -> tuple[int, str]:
-    """(the processes a launcher started, each running this command itself, its name):
-    torchrun's ``WORLD_SIZE``, or SLURM's ``SLURM_NTASKS``, which Lightning takes for srun's
-    processes unless the job is named bash or interactive (its ``SLURMEnvironment``); else
-    (1, "")."""
-    if int(os.environ.get("WORLD_SIZE") or 1) > 1:
-        return int(os.environ["WORLD_SIZE"]), "torchrun"
-    tasks = int(os.environ.get("SLURM_NTASKS") or 1)
-    if tasks > 1 and os.environ.get("SLURM_JOB_NAME") not in ("bash", "interactive"):
-        return tasks, "srun"
-    return 1, ""
-
-
-def _check_srun(cfg: RunSettings) -> None:
-    """srun's processes must be the run's --devices x --num-nodes: with --devices 1 (the
-    default) under ``srun --ntasks-per-node 2`` Lightning trains each process alone, and both
-    wrote the same run directory as its only process. Refused on every process (one that
-    went on would train alone), said once, by the process SLURM numbers 0."""
-    started, launcher = _launched()
-    if launcher != "srun" or started == processes(cfg):
-        return
-    if _is_child():
-        raise SystemExit(2)
-    raise UsageError(f"{started} processes started by srun, but --devices {cfg.devices} "
-                     f"--num-nodes {cfg.num_nodes} make {processes(cfg)}: each would train a run "
-                     f"of its own; give the --devices (srun's --ntasks-per-node) and "
-                     f"--num-nodes (its --nodes) that make {started}")
 
 
 def _default_out(task: str) -> Path:
@@ -503,7 +472,6 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
     """Everything that can be refused, checked before the run directory is touched.
     Returns the run directory, or None for a finished run that --resume has nothing to add to."""
     run_dir = _choose_out(cfg)
-    _check_srun(cfg)
     if _is_child():
         return run_dir
     preflight.check_out(run_dir, resume=cfg.resume)
