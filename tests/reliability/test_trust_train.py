@@ -525,7 +525,7 @@ def test_out_through_a_symlink_loop_exits_2(tmp_path, capsys):
 def test_a_long_seq_len_the_machine_cannot_hold_is_refused_with_the_memory_it_needs(tmp_path,
                                                                                   capsys):
     # the longest --seq-len the model takes (its 5,000 positions; a longer one is refused
-    # for that: tests/test_ano59_sequence_edges.py), over ten million sequences
+    # for that: tests/tasks/test_sequence_edges.py), over ten million sequences
     out = tmp_path / "run"
     assert main(["train", "reverse", "--out", str(out), "--seq-len", "5000",
                  "--train-size", "10000000"]) == 2

@@ -33,7 +33,6 @@ def test_a_file_without_any_entity_is_refused_naming_the_file_and_the_field(tmp_
     assert f"--data {rows}: every tag is 'O'" in err and "--tags-column" in err
 
 
-
 @pytest.mark.slow
 def test_a_comma_separated_file_is_told_how_a_conll_line_is_split(tmp_path, capsys):
     # the message said "its tag in field 0 (--tag-column)", and --tag-column 0 is refused
