@@ -720,8 +720,9 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
         max_steps: int, val_check_interval: int | None = None, stop_at: StopAt | None = None,
         limit_val_batches: int | None = None, tokenizer=None) -> FitResult:
     """Train ``module`` to ``max_steps``; with ``cfg.resume`` continue from the last
-    checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch) on at
-    most ``limit_val_batches`` batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
+    checkpoint. Validates every ``val_check_interval`` steps (default: once an epoch; at most
+    ``max_steps``, so that a run validates at least once) on at most ``limit_val_batches``
+    batches of ``val_loader``; saves ``checkpoints/last.ckpt`` every
     ``cfg.checkpoint_every`` steps and at the end; with ``stop_at``, stops early once its
     target is reached; with ``cfg.patience``, after that many validations without improvement
     of ``cfg.monitor``. Afterwards the module is on the CPU with float32 weights, whatever

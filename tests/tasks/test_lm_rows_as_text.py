@@ -22,15 +22,16 @@ def _alpaca(path):
     return path
 
 
-PREPARE = " (attnlab prepare {data} --out CORPUS) and give --data CORPUS"
+PREPARE = "as text, prepare it (attnlab prepare {text} --out CORPUS) and give --data CORPUS"
+RENAME = "as text, rename it {name}, then " + PREPARE.removeprefix("as text, ")
 
 
-# the way to train on the file as text: prepare refuses a .csv or .tsv (a table read whole)
+# the way to train on the file as text: prepare refuses a .csv or .tsv (a table read whole),
+# so that one is renamed first (review: renamed, the file drew the same refusal again)
 @pytest.mark.parametrize("make, seen, as_text", [
     (lambda d: _csv(d / "pairs.csv"), "its header (prompt,response) names instruction rows",
-     "as text, rename it .txt"),
-    (lambda d: _csv(d / "pairs.tsv", "\t"), "its header (prompt\tresponse) names",
-     "as text, rename it .txt"),
+     RENAME),
+    (lambda d: _csv(d / "pairs.tsv", "\t"), "its header (prompt\tresponse) names", RENAME),
     (lambda d: _alpaca(d / "alpaca.json"), "it is JSON that holds instruction rows", PREPARE),
 ])
 def test_instruction_rows_that_are_not_json_lines_are_refused(tmp_path, capsys, make, seen,
@@ -42,7 +43,11 @@ def test_instruction_rows_that_are_not_json_lines_are_refused(tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"attnlab: error: --data {data}: {seen}")
     assert "JSON Lines file (.jsonl" in err[0]
-    assert err[0].endswith(as_text.format(data=data))
+    text = data.with_suffix(".txt") if data.suffix != ".json" else data
+    assert err[0].endswith(as_text.format(text=text, name=text.name))
+    # the advice, followed, trains on the file as text
+    data.rename(text)
+    assert main(["prepare", str(text), "--out", str(tmp_path / "corpus")]) == 0
     assert not out.exists()
 
 

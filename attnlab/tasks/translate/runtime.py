@@ -282,8 +282,7 @@ def _train_loader(cfg: RunSettings, train, tok: TranslationTokenizers):
     steps_per_epoch = -(-len(train) // bs)
     max_steps = (epoch_steps(cfg, steps_per_epoch, cfg.epochs) if cfg.epochs
                  else cfg.max_steps)
-    every = cfg.val_every
-    return loader, max_steps, min(every, max_steps) if every else None
+    return loader, max_steps, cfg.val_every or None  # (the loop caps it at max_steps)
 
 
 def run(task, cfg: RunSettings, run_dir: Path,
