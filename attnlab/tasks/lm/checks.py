@@ -111,8 +111,8 @@ def _refuse_rows_as_text(data: Path, head: str) -> None:
         return
     # prepare refuses a .csv or .tsv (read whole, it is a .txt's), and this check any name
     named = data.with_suffix(".txt") if file_format(data) else data
-    as_text = (f"{f'rename it {named.name}, then ' if named != data else ''}prepare it "
-               f"(attnlab prepare {named} --out CORPUS) and give --data CORPUS")
+    rename = f"rename it {named.name}, then " if named != data else ""
+    as_text = f"{rename}prepare it (attnlab prepare {named} --out CORPUS) and give --data CORPUS"
     raise UsageError(f"--data {data}: {seen}, which would be trained on as plain text; "
                      f"instruction rows are read from a JSON Lines file (.jsonl: one "
                      f"{{\"prompt\": ..., \"response\": ...}} or {{\"messages\": [...]}} a line); "
