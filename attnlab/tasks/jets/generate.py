@@ -203,7 +203,7 @@ def eta_phi(px, py, pz):
 
 
 def delta_r(eta1, phi1, eta2, phi2):
-    """ΔR = √(Δη² + Δφ²), Δφ wrapped into (-π, π]."""
+    """ΔR = √(Δη² + Δφ²), Δφ wrapped into [-π, π)."""
     dphi = (phi1 - phi2 + np.pi) % (2 * np.pi) - np.pi
     return np.hypot(eta1 - eta2, dphi)
 
