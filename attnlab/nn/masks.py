@@ -192,6 +192,20 @@ def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
         return False
 
 
+def broadcasts_together(*shapes: tuple[int, ...]) -> bool:
+    """Whether tensors of these shapes broadcast against one another.
+
+    Examples:
+        >>> broadcasts_together((2, 3), (1, 3), (3,)), broadcasts_together((2,), (3,))
+        (True, False)
+    """
+    try:
+        torch.broadcast_shapes(*shapes)
+    except RuntimeError:
+        return False
+    return True
+
+
 def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:
     """Validate a mask against (B, H, T_q, T_k) and return it as a 4-D bool tensor.
 
