@@ -306,6 +306,16 @@ class MultiheadAttention(nn.Module):
         return position_range(start, T, max_len=getattr(self.pos_embeddings, "max_len", None),
                               device=device)
 
+    def check_dtype(self, x: Tensor, name: str = "x") -> None:
+        """``TypeError`` for an input whose dtype is not the weights' (outside autocast, which
+        casts for itself): the linear layers failed with "mat1 and mat2 must have the same
+        dtype", naming neither the input nor the module. A quantised projection is skipped."""
+        weight = getattr(self.o_proj, "weight", None)
+        if (isinstance(weight, Tensor) and x.dtype != weight.dtype
+                and not torch.is_autocast_enabled(x.device.type)):
+            raise TypeError(f"{name} has dtype {x.dtype} but the weights are {weight.dtype}: "
+                            f"convert {name} with .to({weight.dtype})")
+
     def _check_inputs(self, x: Tensor, memory: Tensor | None) -> None:
         if x.ndim != 3:
             raise ValueError(f"x must be (B, T, input_dim), got shape {tuple(x.shape)}")
@@ -319,6 +329,8 @@ class MultiheadAttention(nn.Module):
                     f"memory must be (B={x.shape[0]}, S, kv_dim={self.kv_dim}), "
                     f"got shape {tuple(memory.shape)}"
                 )
+            self.check_dtype(memory, "memory")
+        self.check_dtype(x)
 
     @staticmethod
     def _causal(mask: Tensor | None, is_causal: bool, T_q: int, T_k: int,

@@ -62,11 +62,21 @@ class _Block(nn.Module):
 
     def _setup(self, input_dim: int, norm_first: bool, layer_norm_eps: float,
                norm: NormFactory | None, count: int, bias: bool) -> None:
-        self.norm_first = norm_first
+        self.norm_first, self.input_dim = norm_first, input_dim
         # bias=False drops the LayerNorms' shift too, as nanoGPT's GPT(bias=False) does
         make = norm or (lambda d: nn.LayerNorm(d, eps=layer_norm_eps, bias=bias))
         for i in range(1, count + 1):
             setattr(self, f"norm{i}", make(input_dim))
+
+    def _check_input(self, x: Tensor) -> None:
+        """x is (B, T, input_dim) of the attention's dtype, checked before the first norm:
+        a pre-LN block's LayerNorm failed first, with "Given normalized_shape=[16], expected
+        input with shape [*, 16]" or "mixed dtype (CPU)", naming neither x nor input_dim."""
+        if x.ndim != 3 or x.shape[-1] != self.input_dim:
+            raise ValueError(f"x must be (B, T, input_dim={self.input_dim}), got shape "
+                             f"{tuple(x.shape)}")
+        if isinstance(self.self_attn, MultiheadAttention):
+            self.self_attn.check_dtype(x)
 
     def _sublayer(self, x: Tensor, fn: Callable[[Tensor], Tensor], norm: nn.Module) -> Tensor:
         """Residual connection around ``fn`` with the norm before (pre-LN) or after (post-LN)."""
@@ -138,6 +148,7 @@ class EncoderBlock(_Block):
                 x = self(x, mask, is_causal=is_causal, cache=cache, positions=positions,
                          score_bias=score_bias)
             return x, seen["self_attn"]
+        self._check_input(x)
 
         def attn(h: Tensor) -> Tensor:
             return self.self_attn(h, mask, is_causal=is_causal, cache=cache, positions=positions,
@@ -243,6 +254,7 @@ class DecoderBlock(_Block):
             with capture(self, ("self_attn", "cross_attn"), detach=False) as seen:
                 x = self(x, memory, tgt_mask, memory_mask, is_causal=is_causal, cache=cache)
             return x, seen["self_attn"], seen["cross_attn"]
+        self._check_input(x)
         cache = cache or {}
 
         def self_attn(h: Tensor) -> Tensor:

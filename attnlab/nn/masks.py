@@ -155,13 +155,27 @@ def as_bool_mask(mask: Tensor) -> Tensor:
     if mask.dtype == torch.bool:
         return mask
     if mask.is_floating_point():
-        odd = mask[(mask != 0) & (mask != 1)]
-        if odd.numel():
-            raise ValueError(f"a float mask must hold only 0 and 1 (1 = may attend), got "
-                             f"{float(odd.flatten()[0]):g}; an additive mask (0 = attend, -inf "
-                             f"= blocked, as torch's attn_mask) is `mask == 0` in attnlab's "
-                             f"convention")
+        _check_float_mask(mask)
     return mask != 0
+
+
+_FLOAT_MASK = ("a float mask must hold only 0 and 1 (1 = may attend), got {}; an additive mask "
+               "(0 = attend, -inf = blocked, as torch's attn_mask) is `mask == 0` in attnlab's "
+               "convention")
+
+
+def _check_float_mask(mask: Tensor) -> None:
+    """Refuse a float mask holding anything but 0 and 1. Eager: a ``ValueError`` showing a
+    bad value. Compiled: the same check inside the graph (``torch._assert_async``: a
+    ``RuntimeError`` on the CPU, a device-side assert on a GPU), since reading the values
+    there split the graph six ways per block and synchronised with the host."""
+    is_01 = (mask == 0) | (mask == 1)
+    if torch.compiler.is_compiling():
+        torch._assert_async(is_01.all(), _FLOAT_MASK.format("another value"))
+        return
+    odd = mask[~is_01]
+    if odd.numel():
+        raise ValueError(_FLOAT_MASK.format(f"{float(odd.flatten()[0]):g}"))
 
 
 def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
@@ -176,6 +190,20 @@ def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
         return tuple(torch.broadcast_shapes(shape, target)) == tuple(target)
     except RuntimeError:
         return False
+
+
+def broadcasts_together(*shapes: tuple[int, ...]) -> bool:
+    """Whether tensors of these shapes broadcast against one another.
+
+    Examples:
+        >>> broadcasts_together((2, 3), (1, 3), (3,)), broadcasts_together((2,), (3,))
+        (True, False)
+    """
+    try:
+        torch.broadcast_shapes(*shapes)
+    except RuntimeError:
+        return False
+    return True
 
 
 def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .masks import as_bool_mask, broadcasts_to
+from .masks import as_bool_mask, broadcasts_to, broadcasts_together
 
 __all__ = ["scaled_dot_product", "attend"]
 
@@ -32,6 +32,27 @@ def _guard_empty_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
     """
     row_ok = mask.any(dim=-1, keepdim=True)  # (B?, H?, T_q, 1)
     return mask | ~row_ok, row_ok
+
+
+def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
+    """q, k, v as the formula needs them (shapes and dtypes only, never values): a 1-D input
+    failed with an IndexError, batch dimensions that do not broadcast and mixed dtypes deep
+    inside the matmul, naming neither argument."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.ndim < 2:
+            raise ValueError(f"{name} must be (..., T, d) with at least 2 dimensions, got shape "
+                             f"{tuple(t.shape)}")
+    if q.size(-1) != k.size(-1):
+        raise ValueError(f"q has width {q.size(-1)} but k has width {k.size(-1)}")
+    if k.size(-2) != v.size(-2):
+        raise ValueError(f"k has {k.size(-2)} positions but v has {v.size(-2)}")
+    if not broadcasts_together(q.shape[:-2], k.shape[:-2], v.shape[:-2]):
+        raise ValueError(f"the batch dimensions of q {tuple(q.shape)}, k {tuple(k.shape)} and "
+                         f"v {tuple(v.shape)} (all but the last two) do not broadcast together")
+    # under autocast the matmuls cast for themselves
+    if len({q.dtype, k.dtype, v.dtype}) > 1 and not torch.is_autocast_enabled(q.device.type):
+        raise TypeError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype} and "
+                        f"{v.dtype}")
 
 
 def scaled_dot_product(
@@ -59,17 +80,16 @@ def scaled_dot_product(
         (values (..., T_q, d_v), attention (..., T_q, T_k)).
 
     Raises:
-        ValueError: if q and k differ in width, k and v in length, or the mask does not
+        ValueError: if q, k or v has fewer than 2 dimensions, q and k differ in width, k and v
+            in length, their batch dimensions do not broadcast together, or the mask does not
             broadcast to the scores (..., T_q, T_k) (it would broadcast them, mixing samples).
+        TypeError: if q, k and v differ in dtype (outside autocast).
 
     Examples:
         >>> q = k = v = torch.eye(3)[None]
         >>> values, attention = scaled_dot_product(q, k, v)
     """
-    if q.size(-1) != k.size(-1):
-        raise ValueError(f"q has width {q.size(-1)} but k has width {k.size(-1)}")
-    if k.size(-2) != v.size(-2):
-        raise ValueError(f"k has {k.size(-2)} positions but v has {v.size(-2)}")
+    _check_qkv(q, k, v)
     d_k = q.size(-1)
     attn_logits = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
     if bias is not None:

@@ -237,3 +237,28 @@ def test_wrong_input_rank_and_widths():
         an.scaled_dot_product(torch.randn(2, 4), torch.randn(3, 5), torch.randn(3, 5))
     with pytest.raises(ValueError, match=re.escape("k has 3 positions but v has 2")):
         an.scaled_dot_product(torch.randn(2, 4), torch.randn(3, 4), torch.randn(2, 5))
+
+
+@pytest.mark.parametrize("q,k,v,error,message", [
+    ((4,), (3, 4), (3, 5), ValueError, "q must be (..., T, d) with at least 2 dimensions, got "
+                                       "shape (4,)"),
+    ((2, 2, 4), (3, 3, 4), (3, 3, 5), ValueError, "the batch dimensions of q (2, 2, 4), "
+                                                  "k (3, 3, 4) and v (3, 3, 5)"),
+])
+def test_reference_path_names_the_argument_a_shape_is_wrong_in(q, k, v, error, message):
+    """A 1-D query failed with "IndexError: Dimension out of range", batches of 2 and 3 with a
+    RuntimeError from inside the matmul; neither named q, k or v."""
+    with pytest.raises(error, match=re.escape(message)):
+        an.scaled_dot_product(torch.randn(q), torch.randn(k), torch.randn(v))
+
+
+def test_reference_path_names_mixed_dtypes_outside_autocast_only():
+    """float64 queries against float32 keys failed in the matmul ("expected scalar type Double
+    but found Float"); under autocast the matmul casts them itself, as it should."""
+    q, k, v = torch.randn(3, 1, 3, 4).unbind(0)
+    with pytest.raises(TypeError, match="q, k and v must have one dtype, got torch.float64, "
+                                        "torch.float32 and torch.float32"):
+        an.scaled_dot_product(q.double(), k, v)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        values, _ = an.scaled_dot_product(q.bfloat16(), k, v)
+    assert values.dtype == torch.bfloat16

@@ -1,5 +1,7 @@
 """Encoder/decoder blocks and the feed-forward network: the course's API, parameter counts and
 the post-LN / pre-LN formulas."""
+import re
+
 import pytest
 import torch
 from torch.testing import assert_close
@@ -88,3 +90,26 @@ def test_heads_that_do_not_divide_the_width_are_named_as_the_block_was_called(bu
     message = r"^input_dim \(16\) must be divisible by num_heads \(3\)$"
     with pytest.raises(ValueError, match=message):
         build()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("make", [
+    lambda nf: an.EncoderBlock(16, 4, 32, norm_first=nf),
+    lambda nf: an.DecoderBlock(16, 4, 32, norm_first=nf),
+])
+def test_a_block_names_x_for_a_wrong_width_or_dtype(make, norm_first):
+    """A pre-LN block's LayerNorm failed first: "Given normalized_shape=[16], expected input
+    with shape [*, 16]" for a width of 12, "mixed dtype (CPU)" for float64; a post-LN block's
+    linear layer said "mat1 and mat2 must have the same dtype". None named x."""
+    block = make(norm_first)
+    memory = torch.randn(2, 3, 16)
+    run = (lambda x: block(x, memory)) if isinstance(block, an.DecoderBlock) else block
+    with pytest.raises(ValueError, match=re.escape("x must be (B, T, input_dim=16), got shape "
+                                                   "(2, 5, 12)")):
+        run(torch.randn(2, 5, 12))
+    with pytest.raises(TypeError, match=re.escape("x has dtype torch.float64 but the weights "
+                                                  "are torch.float32: convert x with "
+                                                  ".to(torch.float32)")):
+        run(torch.randn(2, 5, 16, dtype=torch.float64))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts for itself
+        assert run(torch.randn(2, 5, 16, dtype=torch.bfloat16)).shape == (2, 5, 16)

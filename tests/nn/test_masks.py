@@ -135,3 +135,23 @@ def test_a_mask_length_that_is_not_a_positive_integer_is_named(make, T):
     with pytest.raises(ValueError, match=re.escape(f"T must be a positive length, got {T!r}")):
         make(T)
     assert torch.equal(make(torch.tensor(3)), make(3))
+
+
+@pytest.mark.slow
+def test_a_float_mask_compiles_without_graph_breaks_and_is_still_checked():
+    """The course's ``torch.tril(torch.ones(T, T))`` is a float mask: its 0/1 check read the
+    values (a host synchronisation), splitting a compiled block into 7 graphs."""
+    import torch._dynamo as dynamo
+
+    block = an.EncoderBlock(8, 2, 16).eval()
+    x = torch.randn(2, 4, 8)
+    course_mask = torch.tril(torch.ones(4, 4))
+    dynamo.reset()
+    explained = dynamo.explain(block)(x, mask=course_mask)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+
+    compiled = torch.compile(block, fullgraph=True, dynamic=False)
+    assert_close(compiled(x, mask=course_mask), block(x, mask=course_mask.bool()))
+    additive = torch.zeros(4, 4).masked_fill(course_mask == 0, float("-inf"))
+    with pytest.raises(RuntimeError, match="a float mask must hold only 0 and 1"):
+        compiled(x, mask=additive)
