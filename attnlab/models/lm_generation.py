@@ -158,16 +158,37 @@ class LMStep:
 
 def stream_sliding(model: CausalModel, context: Tensor, n: int, options: dict) -> Iterator[Tensor]:
     """``n`` new tokens (B, 1) one by one past ``max_len``: when the context is full, keep its
-    last max_len // 2 tokens, re-read them, and continue (each round is cached)."""
+    last max_len // 2 tokens, re-read them, and continue (each round is cached). A row that
+    emitted EOS holds pad to the end, as in ``generate``, whatever window it is in."""
     keep = max(1, model.max_len // 2)
+    stops, pad = _stops_and_pad(options.get("eos_token_id"), options.get("pad_token_id"))
+    done = torch.zeros(context.shape[0], dtype=torch.bool, device=context.device)  # (B,)
     while n > 0:
         m = min(n, model.max_len - context.shape[1])
-        new = list(stream_tokens(model, context, m, None, **options))
-        yield from new
+        new = []
+        # each window starts a new decoding, in which every row is alive: a row that emitted
+        # EOS in an earlier window must keep its padding, not continue from its re-read tail
+        for token in stream_tokens(model, context, m, None, **options):
+            new.append(torch.where(done[:, None], pad, token))  # (B, 1)
+            yield new[-1]
         n -= m
         if len(new) < m:  # every row emitted EOS
             return
+        if stops is not None:
+            stops_here = torch.as_tensor(stops, device=context.device)
+            done |= torch.isin(torch.cat(new, dim=1), stops_here).any(1)
+            if bool(done.all()):  # the last rows emitted EOS in this window
+                return
         context = torch.cat([context, *new], dim=1)[:, -keep:]
+
+
+def _stops_and_pad(eos_token_id, pad_token_id) -> tuple[int | Tensor | None, int]:
+    """The EOS ids a row stops at (``stop_ids``), and what fills a row after its EOS:
+    ``pad_token_id``, else the first EOS id (Hugging Face's rule), else 0."""
+    stops = stop_ids(eos_token_id)
+    first_eos = int(stops[0]) if isinstance(stops, Tensor) else stops
+    pad = first_eos if pad_token_id is None else pad_token_id
+    return stops, 0 if pad is None else pad
 
 
 def stream_tokens(model: CausalModel, input_ids: Tensor, max_new_tokens: int,
@@ -181,16 +202,14 @@ def stream_tokens(model: CausalModel, input_ids: Tensor, max_new_tokens: int,
     selector(do_sample, temperature, top_k, top_p, None)  # bad options fail even for n = 0
     if max_new_tokens == 0:
         return
-    stops = stop_ids(eos_token_id)  # of several, the first pads (Hugging Face's rule)
-    first_eos = int(stops[0]) if isinstance(stops, Tensor) else stops
-    pad = first_eos if pad_token_id is None else pad_token_id
+    _, pad = _stops_and_pad(eos_token_id, pad_token_id)
     was_training = model.training
     model.eval()  # dropout has no place in generation
     try:
         step = LMStep(model, attention_mask, input_ids.shape[1] + max_new_tokens, use_cache)
         yield from decode_stream(step, input_ids, max_new_tokens, do_sample=do_sample,
                                  temperature=temperature, top_k=top_k, top_p=top_p,
-                                 eos_token_id=eos_token_id, pad_token_id=0 if pad is None else pad,
+                                 eos_token_id=eos_token_id, pad_token_id=pad,
                                  generator=generator)
     finally:
         model.train(was_training)

@@ -182,6 +182,23 @@ def test_sliding_stream_continues_past_max_len_from_the_last_half_of_the_context
         lm.generate(ids, 30)  # generate itself never goes past the context
 
 
+def test_a_row_that_emitted_eos_stays_finished_when_the_window_slides():
+    """A batch streamed past max_len: a row that emitted EOS in the first window holds pad
+    ever after, as in ``generate``; it must not start again when the context is re-read."""
+    torch.manual_seed(0)
+    lm = tiny(max_len=16)
+    ids = torch.randint(4, 41, (2, 6))
+    sample = dict(do_sample=True, generator=torch.Generator().manual_seed(1))
+    free = torch.cat(list(lm.stream(ids, 30, slide=True, **sample)), 1)  # (2, 30), no EOS
+    eos = int(free[0, 0])  # row 0 ends at once, in the first of three windows
+    pad = (eos + 1) % 41
+    out = torch.cat(list(lm.stream(ids, 30, slide=True, eos_token_id=eos, pad_token_id=pad,
+                                   do_sample=True, generator=torch.Generator().manual_seed(1))), 1)
+    assert out.shape == (2, 30)  # row 1 runs on: it did not emit EOS at its first token
+    assert out[0].tolist() == [eos] + [pad] * 29
+
+
+
 @pytest.mark.parametrize("positional", ["learned", "rope"])
 @pytest.mark.parametrize("width", [32, 256])
 def test_it_starts_from_small_init_with_gpt2s_residual_scaling(positional, width):
