@@ -28,20 +28,23 @@ class PrepareOptions(CorpusSettings):
     vocab_size: int = setting(None, low=5, optional=True, metavar="N",
                               help="vocabulary cap (char/word) or target size (bpe; default 1000)")
     text_column: str = setting("text", metavar="NAME",
-                               help="the column of the texts in a .parquet file or a Hugging Face "
-                                    "datasets directory (each row a document)")
+                               help="the column of the texts in a table: a .csv, .tsv, .jsonl "
+                                    "or .parquet file or a Hugging Face datasets directory "
+                                    "(each row a document)")
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "prepare", help="tokenise text files into memory-mapped token files for `train lm`",
-        description="Tokenise UTF-8 text files, or the --text-column of Parquet files and "
-                    "datasets directories (streamed in chunks, so corpora larger than "
-                    "memory work) into DIR/train.bin and DIR/val.bin, with tokenizer.json and "
-                    "meta.json. Train on them with `attnlab train lm --data DIR`.")
+        description="Tokenise UTF-8 text files, or the --text-column of tables (CSV, TSV, "
+                    "JSON Lines and Parquet files, datasets directories), streamed in chunks "
+                    "so that corpora larger than memory work, into DIR/train.bin and "
+                    "DIR/val.bin, with tokenizer.json and meta.json. Train on them with "
+                    "`attnlab train lm --data DIR`.")
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="UTF-8 text files, .parquet files or Hugging Face datasets directories "
-                        "(save_to_disk; a DatasetDict's split: DIR/train)")
+                   help="UTF-8 text files (read whole), tables (.csv, .tsv, .jsonl, .parquet) "
+                        "or Hugging Face datasets directories (save_to_disk; a DatasetDict's "
+                        "split: DIR/train)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="directory to write: new or empty (see --force)")
     p.add_argument("--force", action="store_true",
@@ -57,7 +60,6 @@ def run(args) -> int:
 
     given_column = args.text_column  # None where the flag was not given
     check_options(args, PrepareOptions)
-    _no_row_tables(args.files)
     _column_is_read(given_column, args.files)
     meta = prepare(args.files, args.out, tokenizer=_tokenizer(args.tokenizer),
                    vocab_size=args.vocab_size, val_fraction=args.val_fraction, force=args.force,
@@ -67,29 +69,18 @@ def run(args) -> int:
     return 0
 
 
-def _no_row_tables(files: list[str]) -> None:
-    """A .csv, .tsv or .jsonl input is a table of rows, but prepare reads a file that is not
-    columnar whole, as text (``read_whole_as_text``). Refused naming the file; renamed
-    ``.txt`` it is read whole, as asked."""
-    from ..data.tables import read_whole_as_text
-    from ..errors import UsageError
-
-    for f in files:
-        refusal = read_whole_as_text(f, f, "prepare") if Path(f).is_file() else None
-        if refusal:  # (a missing input: prepare's own message)
-            raise UsageError(refusal)
-
-
 def _column_is_read(column: str | None, files: list[str]) -> None:
-    """--text-column names a column of a table (a .parquet file, a datasets directory): given
-    where every input is a text file, read whole, it would do nothing, unsaid."""
-    from ..data.tables import COLUMNAR, file_format
+    """--text-column names a column of a table (a .csv, .tsv, .jsonl or .parquet file, a
+    datasets directory): given where every input is a text file, read whole, it would do
+    nothing, unsaid."""
+    from ..data.tables import file_format
     from ..errors import UsageError
 
-    if column is None or any(not Path(f).exists() or file_format(f) in COLUMNAR for f in files):
+    if column is None or any(not Path(f).exists() or file_format(f) for f in files):
         return  # (a missing input is named by prepare)
-    raise UsageError(f"--text-column {column}: the column of a .parquet file or a datasets "
-                     f"directory, but every input is a text file, read whole; drop it")
+    raise UsageError(f"--text-column {column}: the column of a table (a .csv, .tsv, .jsonl or "
+                     f".parquet file, a datasets directory), but every input is a text file, "
+                     f"read whole; drop it")
 
 
 def _tokenizer(value: str):

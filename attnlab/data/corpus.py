@@ -62,7 +62,7 @@ __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_id
 TOKENIZERS = TOKENIZER_KINDS  # the one registry of tokenizer kinds (attnlab.tokenizers)
 CHUNK_CHARS = 1 << 20  # characters read at a time
 BPE_FIT_CHARS = 1 << 13  # ... when fitting BPE (see _one_tokenizer_thread)
-TEXT_COLUMN = "text"  # the column of a Parquet file or datasets directory read by default
+TEXT_COLUMN = "text"  # the column of a table read by default
 # how much of its neighbours a chunk is encoded between (``_encoded``): a token is rarely
 # longer than a few words
 _CONTEXT_CHARS = 256
@@ -81,20 +81,22 @@ def iter_text_chunks(paths: Sequence[str | Path], chunk_chars: int = CHUNK_CHARS
     piece by piece gives the ids of the whole text. The rest starts the next piece. Joining a
     file's pieces gives the file back exactly.
 
-    A Parquet file or Hugging Face datasets directory (``attnlab.data.tables.file_format``)
-    gives the texts of its column ``text_column``, row by row, read a batch of rows at a time;
+    A table (``attnlab.data.tables.file_format``: a CSV, TSV, JSON Lines or Parquet file or a
+    Hugging Face datasets directory) gives the texts of its column ``text_column``, row by row,
+    read a line (or a batch of rows) at a time, never whole;
     each row is a document of its own (``prepare`` puts the EOS id between rows, as between
     files), and a row of no text ("") is no document and is skipped.
 
     Args:
         digests: when given, ``digests[i]`` becomes the SHA-256 (hex) of file i's bytes as read;
             of a directory, ``attnlab.runs.tree_digest``.
-        text_column: the column of a Parquet file or datasets directory to read.
+        text_column: the column of a table to read.
 
     Raises:
         UsageError: naming a file that is missing, a directory, a symbolic-link loop,
             unreadable, not UTF-8 text or holding a NUL byte; a table without ``text_column``,
-            or whose column is not text.
+            or whose column is not text (a JSON value that is not a string), or a row that
+            cannot be read (a malformed JSON line or CSV row; naming its line).
     """
     for (i, _), text in _documents(paths, chunk_chars, digests, text_column):
         yield i, text
@@ -107,7 +109,7 @@ def _documents(paths, chunk_chars: int, digests: list | None, text_column: str
     if chunk_chars < 2:
         raise ValueError(f"chunk_chars must be >= 2, got {chunk_chars}")
     for i, path in enumerate(paths):
-        if not Path(path).exists() or file_format(path) in COLUMNAR:
+        if not Path(path).exists() or file_format(path) is not None:  # a table
             yield from _table_documents(i, Path(path), chunk_chars, digests, text_column)
         else:
             yield from (((i, 0), text) for text in _text_file(Path(path), chunk_chars, digests))
@@ -160,20 +162,30 @@ def _text_file(path: Path, chunk_chars: int, digests: list | None) -> Iterator[s
 
 def _table_documents(i: int, path: Path, chunk_chars: int, digests: list | None,
                      text_column: str) -> Iterator[tuple[tuple[int, int], str]]:
+    """The documents of a table's ``text_column``, each keyed by (file index, row): a Parquet
+    file or datasets directory read a batch of rows at a time, a CSV, TSV or JSON Lines file a
+    line at a time (``RowsFile``: whose JSON texts must be strings)."""
     from .columnar import ColumnarFile, split_hint
+    from .tables import RowsFile
 
     if not path.exists():
         split_hint(path, "")  # DIR/test of a DatasetDict without that split: its splits
         raise not_found("", path)
-    table = ColumnarFile(path, [text_column], str(path), hint="; name it with --text-column")
-    for first, batch in table.batches():
-        for row, text in enumerate(batch[text_column], start=first - 1):  # from 0, as files
-            while len(text) > chunk_chars:  # a long document: pieces as a text file's
-                cut = _cut(text[:chunk_chars])
-                yield (i, row), text[:cut]
-                text = text[cut:]
-            if text:
-                yield (i, row), text
+    hint = "; name it with --text-column"
+    if file_format(path) in COLUMNAR:
+        table = ColumnarFile(path, [text_column], str(path), hint=hint)
+        rows = ((row, text) for first, batch in table.batches()  # rows from 0, as files
+                for row, text in enumerate(batch[text_column], start=first - 1))
+    else:
+        table = RowsFile(path, [text_column], str(path), hint, texts=(text_column,))
+        rows = ((line, row[text_column]) for line, row in table.rows())
+    for row, text in rows:
+        while len(text) > chunk_chars:  # a long document: pieces as a text file's
+            cut = _cut(text[:chunk_chars])
+            yield (i, row), text[:cut]
+            text = text[cut:]
+        if text:
+            yield (i, row), text
     if digests is not None:
         digests.append(table.sha256)
 
@@ -424,7 +436,8 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     by a failed run (and a kill mid-way leaves no meta.json, which ``read_meta`` refuses).
 
     Args:
-        paths: UTF-8 text files; Parquet files or datasets directories (``iter_text_chunks``).
+        paths: UTF-8 text files; tables: CSV, TSV, JSON Lines or Parquet files or datasets
+            directories (``iter_text_chunks``).
         out_dir: the directory to write (created if needed), empty or missing unless ``force``.
         tokenizer: "char", "word" or "bpe" (fitted on the files), or a ``Tokenizer`` already
             fitted (its ``kind`` is recorded in meta.json).
@@ -434,7 +447,7 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
         chunk_chars: characters read at a time.
         force: replace the prepared corpus in ``out_dir``; only a directory with meta.json that
             holds nothing but the files prepare writes is replaced (nothing else is deleted).
-        text_column: the column of the texts in a Parquet file or datasets directory.
+        text_column: the column of the texts in a table.
 
     Returns:
         The metadata written to ``meta.json``: also ``sha256`` (of train.bin, val.bin and
@@ -475,7 +488,7 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
             raise UsageError(f"--vocab-size {vocab_size}: the {tokenizer.kind} tokenizer given "
                              f"has its own vocabulary of {tokenizer.vocab_size:,}; drop the flag")
         if tokenizer.eos_id is None and (len(paths) > 1 or any(
-                file_format(p) in COLUMNAR for p in paths)):
+                file_format(p) is not None for p in paths)):
             raise UsageError(f"the {tokenizer.kind} tokenizer given has no end-of-text token to "
                              f"put between the files (or a table's rows); give one text file")
     elif tokenizer not in TOKENIZERS:

@@ -33,6 +33,8 @@ import io
 import json
 import os
 import re
+from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 from ..errors import UsageError
@@ -41,7 +43,7 @@ from .headers import check_unique, missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
            "COLUMNAR", "file_format", "place", "places", "KINDS", "parse_json_line", "refuse_utf16",
-           "decode_utf8", "read_whole_as_text"]
+           "decode_utf8", "read_whole_as_text", "RowsFile"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
@@ -59,12 +61,12 @@ def file_format(path: str | Path) -> str | None:
 
 def read_whole_as_text(path: str | Path, name: str, reader: str) -> str | None:
     """The refusal of a table of rows (.csv, .tsv, .jsonl: not ``COLUMNAR``) given to a
-    ``reader`` that reads a file whole, as text: its header or keys, separators and every
-    column (the labels) would become the corpus, unsaid. None for any other file. ``name`` is
-    how the message names the file (``--data r.csv``, or the path itself).
+    ``reader`` that reads a file whole, as text (``train lm --data``): its header or keys,
+    separators and every column (the labels) would become the corpus, unsaid. None for any
+    other file. ``name`` is how the message names the file (``--data r.csv``).
 
     Examples:
-        >>> read_whole_as_text("notes.txt", "notes.txt", "prepare") is None
+        >>> read_whole_as_text("notes.txt", "notes.txt", "train lm") is None
         True
         >>> read_whole_as_text("r.csv", "--data r.csv", "train lm")[:60]
         '--data r.csv is a table (.csv), and train lm reads such a fi'
@@ -74,8 +76,8 @@ def read_whole_as_text(path: str | Path, name: str, reader: str) -> str | None:
         return None
     return (f"{name} is a table ({Path(path).suffix}), and {reader} reads such a file whole, "
             f"as text: its header or keys, separators and every column would be the corpus; "
-            f"give its texts as a .parquet file or datasets directory (prepare reads their "
-            f"--text-column), or rename it .txt to read it whole")
+            f"prepare its texts first (attnlab prepare {path} --text-column NAME --out CORPUS, "
+            f"then give --data CORPUS), or rename it .txt to read it whole")
 
 
 def place(path: str | Path, number: int) -> str:
@@ -221,15 +223,103 @@ def read_bytes(path: str | Path, *, what: str = "--data") -> bytes:
     path = Path(path)
     try:
         return path.read_bytes()
-    except FileNotFoundError:
+    except OSError as e:
+        raise _unreadable(e, path, what) from None
+
+
+def _unreadable(e: OSError, path: Path, what: str) -> UsageError:
+    """The ``UsageError`` of a data file that could not be opened or read (``read_bytes``)."""
+    where = f"{what} {path}".strip()
+    if isinstance(e, FileNotFoundError):
         if path.is_symlink():
-            raise UsageError(f"{what} {path}: a symbolic link to a file that does not exist "
-                             f"({os.readlink(path)})") from None
-        raise not_found(what, path) from None
-    except IsADirectoryError:
-        raise UsageError(f"{what} {path} is a directory; give a data file") from None
-    except OSError as e:  # ELOOP (a link loop), EACCES, EIO, ...
-        raise UsageError(f"{what} {path}: cannot read the file ({e.strerror or e})") from None
+            return UsageError(f"{where}: a symbolic link to a file that does not exist "
+                              f"({os.readlink(path)})")
+        return not_found(what, path)
+    if isinstance(e, IsADirectoryError):
+        return UsageError(f"{where} is a directory; give a data file")
+    # ELOOP (a link loop), EACCES, EIO, ...
+    return UsageError(f"{where}: cannot read the file ({e.strerror or e})")
+
+
+# how much of a TSV decides how its quotes are read when it is read row by row (``RowsFile``)
+TSV_HEAD_CHARS = 1 << 22
+
+
+class RowsFile:
+    """A CSV, TSV or JSON Lines file read row by row as its lines come, never whole, so that a
+    file larger than memory can be read (``attnlab prepare``'s --text-column): the rows, rules
+    and messages of ``read_table``, each line decoded (and hashed) as it is read.
+
+    A TSV's quotes are decided (``tsv_quoting``) on its first ``TSV_HEAD_CHARS`` characters;
+    where none of those starts a value of ``columns`` with a quote, a later value that starts
+    with one is refused naming its line, not read one way or the other unsaid.
+
+    Args:
+        path: the file.
+        columns: the columns to read.
+        where: how messages start (``"reviews.csv"``, ``"--data reviews.csv"``).
+        hint: ends the message of a missing column (``"; name it with --text-column"``).
+        texts: columns whose JSON values must be strings (a number is refused, naming the line).
+
+    Attributes:
+        sha256: the SHA-256 (hex) of the bytes read, complete once ``rows()`` is.
+    """
+
+    def __init__(self, path: str | Path, columns: list[str], where: str, hint: str = "", *,
+                 texts: tuple[str, ...] = ()) -> None:
+        self.path, self.columns, self.where = Path(path), list(columns), where
+        self.hint, self.texts = hint, texts
+        self._hash = hashlib.sha256()
+
+    @property
+    def sha256(self) -> str:
+        return self._hash.hexdigest()
+
+    def rows(self) -> Iterator[tuple[int, dict[str, str]]]:
+        """(line, row) of each data row, as ``read_table`` numbers them."""
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - closed below
+        except OSError as e:
+            raise _unreadable(e, self.path, "") from None
+        with f:
+            lines = self._lines(f)
+            if file_format(self.path) == "jsonl":
+                yield from _jsonl_rows(lines, self.columns, self.where, hint=self.hint,
+                                       texts=self.texts)
+                return
+            yield from self._delimited((text for _, text in lines))
+
+    def _lines(self, f) -> Iterator[tuple[int, str]]:
+        """(number, text) of each line of the open file, hashed and decoded as it comes."""
+        try:
+            for number, raw in enumerate(f, start=1):
+                self._hash.update(raw)
+                yield number, _decode(raw, self.where, number)
+        except OSError as e:  # EIO, ...
+            raise _unreadable(e, self.path, "") from None
+
+    def _delimited(self, lines: Iterator[str]) -> Iterator[tuple[int, dict[str, str]]]:
+        fmt = file_format(self.path)
+        head, size = [], 0
+        if fmt == "tsv":  # the head that decides its quotes
+            for line in lines:
+                head.append(line)
+                size += len(line)
+                if size >= TSV_HEAD_CHARS:
+                    break
+        options = _delimited_options("".join(head), self.where, fmt)
+        # read whole, or quotes that enclose values: a later quote is read as the head's are
+        decided = size < TSV_HEAD_CHARS or options.get("quoting") != csv.QUOTE_NONE
+        for line, row in _delimited_rows(chain(head, lines), self.columns, self.where, options,
+                                         self.hint):
+            if not decided and any(v.startswith('"') for v in row.values()):
+                if line > len(head):
+                    raise UsageError(
+                        f"{self.where} line {line}: a value starts with a quote, and none did in "
+                        f"the first {TSV_HEAD_CHARS:,} characters, which decide whether the "
+                        f"file's quotes enclose values or are text; save it as .csv")
+                decided = True  # the head's quotes are text
+            yield line, row
 
 
 def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
@@ -292,34 +382,52 @@ def decode_utf8(decoder, raw: bytes, read: int, where: str) -> str:
     return text[1:] if start == 0 and text.startswith("\ufeff") else text
 
 
-def _decode(data: bytes, where: str) -> str:
-    """UTF-8 text of ``data``; the error names the line and column of the first bad byte."""
-    refuse_utf16(data, where)
+def _decode(data: bytes, where: str, line: int = 1) -> str:
+    """UTF-8 text of ``data``; the error names the line and column of the first bad byte.
+    ``data`` may be one line of a file read line by line (``RowsFile``): ``line`` is its
+    number; only the file's first line may start with a byte-order mark (dropped)."""
+    first = line == 1
+    if first:
+        refuse_utf16(data, where)
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig" if first else "utf-8")
     except UnicodeDecodeError as e:
-        start = e.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
-        line = data.count(b"\n", 0, start) + 1
+        start = e.start + (3 if first and data.startswith(b"\xef\xbb\xbf") else 0)
+        line += data.count(b"\n", 0, start)
         column = start - (data.rfind(b"\n", 0, start) + 1) + 1
         raise UsageError(f"{where} line {line}: not valid UTF-8 (byte 0x{data[start]:02x} at "
                          f"column {column}); save the file as UTF-8") from None
 
 
 def _read_delimited(text: str, columns, where: str, fmt: str):
-    # strict: a quote that is never closed, or text after a closing quote, is an error; without
-    # it Python's csv module reads the rest of the file into one value and says nothing.
-    # A TSV's quotes may be text (``tsv_quoting``: decided once for the file).
-    if fmt == "tsv":
-        from .tsv_quoting import quoting
+    rows, lines = [], []
+    for line, row in _delimited_rows(io.StringIO(text, newline=""), columns, where,
+                                     _delimited_options(text, where, fmt)):
+        rows.append(row)
+        lines.append(line)
+    return rows, lines, list(rows[0]) if rows else []
 
-        options = {"delimiter": "\t", "quoting": quoting(text, where)}
-    else:
-        options = {"delimiter": ","}
+
+def _delimited_options(text: str, where: str, fmt: str) -> dict:
+    """The csv module's options of a CSV, or of a TSV whose quotes ``text`` (the file, or its
+    head: ``RowsFile``) shows (they may be text: ``tsv_quoting``, decided once for the file)."""
+    if fmt != "tsv":
+        return {"delimiter": ","}
+    from .tsv_quoting import quoting
+
+    return {"delimiter": "\t", "quoting": quoting(text, where)}
+
+
+def _delimited_rows(lines, columns, where: str, options: dict, hint: str = ""):
+    """(line, row) of each data row of a CSV or TSV given as its ``lines`` (an iterable of
+    str, each with its line end), read as it comes. strict: a quote that is never closed, or
+    text after a closing quote, is an error; without it Python's csv module reads the rest of
+    the file into one value and says nothing. ``hint`` ends the message of a missing column."""
     # A value may be as long as the file (a long document): the csv module's default limit of
     # 131,072 characters refused one, and ``strict`` already names a quote never closed. The
     # limit is the process's; only ever raised here.
     csv.field_size_limit(max(csv.field_size_limit(), _FIELD_LIMIT))
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True, **options)
+    reader = csv.reader(lines, strict=True, **options)
     start = 1  # the line where the current record starts
     try:
         header = next(reader)
@@ -334,10 +442,9 @@ def _read_delimited(text: str, columns, where: str, fmt: str):
         raise _quote_error(e, where, start, reader.line_num) from None
     header = [h.strip() for h in header]
     columns = list(columns) if columns is not None else [h for h in header if h]
-    missing_columns(columns, header, where)
+    missing_columns(columns, header, where, hint)
     check_unique(header, what="the header", where=f"{where} line {start}", only=columns)
     index = {c: header.index(c) for c in columns}
-    rows, lines = [], []
     start = reader.line_num + 1
     try:
         for record in reader:
@@ -350,12 +457,10 @@ def _read_delimited(text: str, columns, where: str, fmt: str):
                                      f"({', '.join(header)}), as joining two files that each "
                                      f"have one writes it; it would be read as a row of data: "
                                      f"delete it")
-                rows.append({c: record[i] for c, i in index.items()})
-                lines.append(start)
+                yield start, {c: record[i] for c, i in index.items()}
             start = reader.line_num + 1
     except csv.Error as e:
         raise _quote_error(e, where, start, reader.line_num) from None
-    return rows, lines, columns
 
 
 def _repeats_header(record: list[str], header: list[str]) -> bool:
@@ -396,10 +501,24 @@ def _quote_error(e: csv.Error, where: str, start: int, end: int) -> UsageError:
 
 def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = ()):
     rows, lines = [], []
-    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is no line end
+    # not splitlines: U+2028 is no line end
+    for number, row in _jsonl_rows(enumerate(text.split("\n"), start=1), columns, where, lists):
+        rows.append(row)
+        lines.append(number)
+    return rows, lines, list(rows[0]) if rows else list(columns or [])
+
+
+def _jsonl_rows(numbered_lines, columns, where: str, lists: tuple[str, ...] = (), *,
+                hint: str = "", texts: tuple[str, ...] = ()):
+    """(line, row) of each object of a JSON Lines file given as (number, line) pairs, read as
+    they come. ``texts``: columns whose every value must be a JSON string (a corpus' texts:
+    a number or null there is refused naming the line); ``hint`` ends the message of a
+    missing field."""
+    for number, line in numbered_lines:
         if not line.strip():
             continue
-        obj = parse_json_line(line, f"{where} line {number}")
+        # (its line end dropped: json would count it, and name column 1 of a line after it)
+        obj = parse_json_line(line.rstrip("\n"), f"{where} line {number}")
         if not isinstance(obj, dict):
             raise UsageError(f"{where} line {number}: expected a JSON object, got "
                              f"{type(obj).__name__}")
@@ -412,21 +531,28 @@ def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = ()):
         missing = [c for c in columns if c not in obj]
         if missing:
             raise UsageError(f"{where} line {number}: no field {missing[0]!r} "
-                             f"(fields: {', '.join(obj) or 'none'})")
-        row = {}
-        for c in columns:
-            value = obj[c]
-            if c in lists and isinstance(value, list) and not any(map(_not_scalar, value)):
-                row[c] = _scalar_texts(value, f"{where} line {number}: field {c!r} holds")
-                continue
-            if _not_scalar(value):
-                listed = " or a list of them" if c in lists else ""
-                raise UsageError(f"{where} line {number}: field {c!r} must be a string or "
-                                 f"number{listed}, got {json.dumps(value)[:40]}")
-            row[c] = _scalar_texts([value], f"{where} line {number}: field {c!r} is")[0]
-        rows.append(row)
-        lines.append(number)
-    return rows, lines, list(columns or [])
+                             f"(fields: {', '.join(obj) or 'none'}){hint}")
+        yield number, _json_row(obj, columns, f"{where} line {number}", lists, texts)
+
+
+def _json_row(obj: dict, columns, where: str, lists: tuple[str, ...], texts: tuple[str, ...]
+              ) -> dict:
+    """The row of the ``columns`` of one JSON object (``where``: its file and line)."""
+    row = {}
+    for c in columns:
+        value = obj[c]
+        if c in texts and not isinstance(value, str):
+            raise UsageError(f"{where}: field {c!r} must be a string (a text), got "
+                             f"{json.dumps(value)[:40]}")
+        if c in lists and isinstance(value, list) and not any(map(_not_scalar, value)):
+            row[c] = _scalar_texts(value, f"{where}: field {c!r} holds")
+            continue
+        if _not_scalar(value):
+            listed = " or a list of them" if c in lists else ""
+            raise UsageError(f"{where}: field {c!r} must be a string or number{listed}, got "
+                             f"{json.dumps(value)[:40]}")
+        row[c] = _scalar_texts([value], f"{where}: field {c!r} is")[0]
+    return row
 
 
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # the JSON escape of a UTF-16 surrogate half

@@ -54,8 +54,9 @@ def test_prepare_refuses_a_text_column_that_no_input_has(tmp_path, capsys):
     assert main(["prepare", str(tmp_path / "a.txt"), "--out", str(tmp_path / "d"),
                  "--text-column", "body"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "attnlab: error: --text-column body: the column of a .parquet file or a datasets "
-        "directory, but every input is a text file, read whole; drop it")
+        "attnlab: error: --text-column body: the column of a table (a .csv, .tsv, .jsonl or "
+        ".parquet file, a datasets directory), but every input is a text file, read whole; "
+        "drop it")
     assert not (tmp_path / "d").exists()
 
 

@@ -243,15 +243,20 @@ def test_windows_never_load_the_whole_file(tmp_path):
 
 
 @pytest.mark.slow
+def prepare_peak_bytes(path, out) -> int:
+    """The peak of Python's allocations while ``prepare`` makes a char corpus of ``path``."""
+    tracemalloc.start()
+    prepare([path], out, tokenizer="char", chunk_chars=4096)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
 def test_prepare_memory_does_not_grow_with_the_corpus(tmp_path):
     def peak_bytes(n_chars: int) -> int:
         text = "".join(random.Random(n_chars).choices("abcdefgh \n", k=n_chars))
         path = write(tmp_path, f"corpus{n_chars}.txt", text)
-        tracemalloc.start()
-        prepare([path], tmp_path / f"out{n_chars}", tokenizer="char", chunk_chars=4096)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        return peak
+        return prepare_peak_bytes(path, tmp_path / f"out{n_chars}")
 
     peak_bytes(20_000)  # imports and caches first
     small, large = peak_bytes(100_000), peak_bytes(400_000)

@@ -109,7 +109,8 @@ def _refuse_rows_as_text(data: Path, head: str) -> None:
         seen = "it is JSON that holds instruction rows"
     else:
         return
-    # prepare refuses a .csv or .tsv (read whole, it is a .txt's), and this check any name
+    # prepare reads a .csv or .tsv by its --text-column (read whole, it is a .txt's), and
+    # this check refuses any name
     named = data.with_suffix(".txt") if file_format(data) else data
     rename = f"rename it {named.name}, then " if named != data else ""
     as_text = f"{rename}prepare it (attnlab prepare {named} --out CORPUS) and give --data CORPUS"
