@@ -2,6 +2,7 @@
 console error and no network request, shows every layer and head, reads out the same weights
 as the model's ``get_attention_maps``, switches a translation to its cross-attention, keeps its
 labels apart, and renders a 12 × 12 × 128 model."""
+import contextlib
 import json
 import os
 import time
@@ -167,6 +168,23 @@ def _overlap(a, b):
     return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
 
 
+def _metrics(driver, width):
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 800, "deviceScaleFactor": 1,
+                            "mobile": False})
+
+
+@contextlib.contextmanager
+def _width(driver, width):
+    """The open page reloaded at ``width`` × 800 CSS pixels; 1280 × 800 again after."""
+    _metrics(driver, width)
+    try:
+        driver.refresh()
+        yield
+    finally:
+        _metrics(driver, 1280)
+
+
 @pytest.mark.parametrize("T, word", [(128, "tok{}"), (40, "a-rather-long-word-piece-{}"),
                                      (6, "antidisestablishment-{}")])
 def test_labels_never_overlap(page, T, word):
@@ -276,11 +294,7 @@ def test_a_narrow_page_stacks_its_columns_and_nothing_overlaps(page, reverse_pag
     """A notebook's output column or a docs page is narrower than a window: the three columns
     become one, the map keeps its width and the legend, the map and the readout do not overlap."""
     driver = page(reverse_page.read_text(encoding="utf-8"))
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": 800, "deviceScaleFactor": 1,
-                            "mobile": False})
-    try:
-        driver.refresh()
+    with _width(driver, width):
         ready(driver)
         boxes = {name: driver.find_element(By.CSS_SELECTOR, css).rect for name, css in
                  (("legend", "#legend"), ("map", "#main-map"), ("readout", ".readout-box"),
@@ -291,10 +305,6 @@ def test_a_narrow_page_stacks_its_columns_and_nothing_overlaps(page, reverse_pag
             assert not overlap(boxes[a], boxes[b]), (a, b, boxes[a], boxes[b])
         for box in boxes.values():  # all inside the page's width
             assert box["x"] >= 0 and box["x"] + box["width"] <= width
-    finally:
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": 1280, "height": 800, "deviceScaleFactor": 1,
-                                "mobile": False})
 
 
 def overlap(a, b) -> bool:
@@ -692,3 +702,22 @@ def test_the_large_map_says_what_it_shows_and_the_weight_under_the_pointer(page,
     assert here.get_attribute("aria-current") == "true"
     assert here.value_of_css_property("font-weight") == "600"
 
+
+@pytest.mark.parametrize("width", [1280, 400])
+def test_sixteen_heads_keep_their_labels_apart(page, width):
+    """With 16 heads the grid's head labels ran together ("h10h11h12h13"): a learner could not
+    tell which column was which head. Each column's number now stands a space or more clear of
+    the next, on a laptop's width and a phone's."""
+    rng = np.random.default_rng(0)
+    w = rng.random((16, 6, 6))
+    data = attention_data([Layer(f"layers.{i}", "self", w / w.sum(-1, keepdims=True))
+                           for i in range(2)], list("abcdef"))
+    driver = page(data)
+    with _width(driver, width):
+        ready(driver)
+        boxes = _boxes(driver, "#grid .head-label")
+        labels = driver.find_elements(By.CSS_SELECTOR, "#grid .head-label")
+        assert [int(label.text.lstrip("h")) for label in labels] == list(range(1, 17))
+        gaps = [b[0] - a[2] for a, b in zip(boxes, boxes[1:])]  # "h10h11": gaps of 0
+        assert min(gaps) >= 3, gaps  # a space's width, at least
+        assert max(right for _, _, right, _ in boxes) <= width

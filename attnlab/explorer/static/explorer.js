@@ -154,8 +154,13 @@
     const H = Math.max(...g.layers.map((index) => data.layers[index].weights.length));
     const size = Math.max(18, Math.min(64, Math.floor(330 / H) - 4));
     grid.style.gridTemplateColumns = `2.6em repeat(${H}, ${size}px)`;
-    grid.appendChild(el("span", { class: "corner-label" }));
-    for (let h = 0; h < H; h++) grid.appendChild(el("span", { class: "head-label", text: `h${h + 1}` }));
+    // "h1", "h2", ... where a column has room for "h16"; else "1", "2", ... under the corner's
+    // "head" (16 heads' labels ran together: "h10h11h12")
+    const named = size >= 22;
+    grid.appendChild(el("span", { class: "corner-label", text: named ? "" : "head" }));
+    for (let h = 0; h < H; h++) {
+      grid.appendChild(el("span", { class: "head-label", text: named ? `h${h + 1}` : `${h + 1}` }));
+    }
     g.layers.forEach((index, l) => {
       const layer = data.layers[index];
       grid.appendChild(el("span", { class: "layer-label", text: `L${l + 1}` }));
