@@ -721,3 +721,15 @@ def test_sixteen_heads_keep_their_labels_apart(page, width):
         gaps = [b[0] - a[2] for a, b in zip(boxes, boxes[1:])]  # "h10h11": gaps of 0
         assert min(gaps) >= 3, gaps  # a space's width, at least
         assert max(right for _, _, right, _ in boxes) <= width
+
+
+def test_a_masked_key_says_so_in_the_weights_not_only_in_grey(page):
+    """A key a query cannot see (a causal map's later tokens) was told apart from a weight of
+    0 by its grey alone: a screen reader read out "0.000", and so did a reader who cannot tell
+    the grey. Its row of the weights now says "masked"; a key it sees keeps its bar."""
+    driver = page(attention_data([Layer("causal", "causal", _causal(4))], list("abcd")))
+    ready(driver)
+    hover(driver, '.qtok[data-index="1"]')
+    rows = driver.find_elements(By.CSS_SELECTOR, "#readout ol.weights li")
+    assert ["masked" in row.text for row in rows] == [False, False, True, True]
+    assert [len(row.find_elements(By.CSS_SELECTOR, ".bar")) for row in rows] == [1, 1, 0, 0]

@@ -361,8 +361,11 @@
     const list = el("ol", { class: "weights" });
     values.forEach((w, k) => {
       const hidden = isQuery ? masked(layer, focus.index, k) : masked(layer, k, focus.index);
-      const bar = el("span", { class: "bar" }, el("i", {}));
-      bar.firstChild.style.width = `${(100 * w) / top}%`;
+      // a masked key says so in words, where its bar would be: grey alone was lost on a
+      // screen reader (which read "0.000") and on a reader who cannot tell the grey
+      const bar = hidden ? el("span", { class: "masked-note", text: "masked" })
+        : el("span", { class: "bar" }, el("i", {}));
+      if (!hidden) bar.firstChild.style.width = `${(100 * w) / top}%`;
       const weight = el("span", { class: "weight", text: w.toFixed(3) });
       weight.setAttribute(isQuery ? "data-key" : "data-query", String(k));
       const row = el("li", { class: hidden ? "masked" : "" },
