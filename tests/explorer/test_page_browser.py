@@ -2,6 +2,7 @@
 console error and no network request, shows every layer and head, reads out the same weights
 as the model's ``get_attention_maps``, switches a translation to its cross-attention, keeps its
 labels apart, and renders a 12 × 12 × 128 model."""
+import contextlib
 import json
 import os
 import time
@@ -167,6 +168,23 @@ def _overlap(a, b):
     return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
 
 
+def _metrics(driver, width):
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 800, "deviceScaleFactor": 1,
+                            "mobile": False})
+
+
+@contextlib.contextmanager
+def _width(driver, width):
+    """The open page reloaded at ``width`` × 800 CSS pixels; 1280 × 800 again after."""
+    _metrics(driver, width)
+    try:
+        driver.refresh()
+        yield
+    finally:
+        _metrics(driver, 1280)
+
+
 @pytest.mark.parametrize("T, word", [(128, "tok{}"), (40, "a-rather-long-word-piece-{}"),
                                      (6, "antidisestablishment-{}")])
 def test_labels_never_overlap(page, T, word):
@@ -276,11 +294,7 @@ def test_a_narrow_page_stacks_its_columns_and_nothing_overlaps(page, reverse_pag
     """A notebook's output column or a docs page is narrower than a window: the three columns
     become one, the map keeps its width and the legend, the map and the readout do not overlap."""
     driver = page(reverse_page.read_text(encoding="utf-8"))
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": 800, "deviceScaleFactor": 1,
-                            "mobile": False})
-    try:
-        driver.refresh()
+    with _width(driver, width):
         ready(driver)
         boxes = {name: driver.find_element(By.CSS_SELECTOR, css).rect for name, css in
                  (("legend", "#legend"), ("map", "#main-map"), ("readout", ".readout-box"),
@@ -291,10 +305,6 @@ def test_a_narrow_page_stacks_its_columns_and_nothing_overlaps(page, reverse_pag
             assert not overlap(boxes[a], boxes[b]), (a, b, boxes[a], boxes[b])
         for box in boxes.values():  # all inside the page's width
             assert box["x"] >= 0 and box["x"] + box["width"] <= width
-    finally:
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                               {"width": 1280, "height": 800, "deviceScaleFactor": 1,
-                                "mobile": False})
 
 
 def overlap(a, b) -> bool:
@@ -585,3 +595,141 @@ def test_the_weights_can_be_read_without_a_mouse(page, course_model):
     assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 1")
     ActionChains(driver).send_keys(Keys.ESCAPE).perform()
     assert driver.find_element(By.CSS_SELECTOR, "#readout .about").text.startswith("query 2")
+
+
+def _tab(driver, *keys):
+    ActionChains(driver).send_keys(*keys).perform()
+    return driver.switch_to.active_element
+
+
+def _tab_to(driver, selector, tries=12):
+    """Tab until the keyboard is on an element matching ``selector``; that element."""
+    for _ in range(tries):
+        on = _tab(driver, Keys.TAB)
+        if driver.execute_script("return arguments[0].matches(arguments[1])", on, selector):
+            return on
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_the_heads_are_one_tab_stop_of_named_buttons(page, course_model):
+    """The small maps answered only the mouse, and a screen reader met 6 unnamed canvases: the
+    keyboard could not reach the grid, nor hear which head was shown. The grid is now one tab
+    stop (the shown head's map), a named button that says whether it is shown; ← → ↑ ↓ there
+    move the selection and the keyboard with it, and Tab goes on past the grid."""
+    _, data = course_model
+    driver = page(data)
+    ready(driver)
+    on = _tab_to(driver, "canvas.thumb")
+    assert (on.get_attribute("data-layer"), on.get_attribute("data-head")) == ("0", "0")
+    assert (on.aria_role, on.accessible_name) == ("button", "layer 1, head 1")
+    ring = "return getComputedStyle(arguments[0]).outlineColor"
+    focused = driver.execute_script(ring, on)  # the keyboard's place, not only "shown"'s red
+    pressed = "return [...document.querySelectorAll('canvas.thumb')].filter((c) => " \
+              "c.getAttribute('aria-pressed') === 'true').map((c) => c.getAttribute('aria-label'))"
+    assert driver.execute_script(pressed) == ["layer 1, head 1"]
+    on = _tab(driver, Keys.ARROW_RIGHT, Keys.ARROW_DOWN)
+    assert on.accessible_name == "layer 2, head 2"
+    assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 2"
+    assert driver.execute_script(pressed) == ["layer 2, head 2"]
+    assert not _tab(driver, Keys.TAB).get_attribute("data-head")  # one stop: out of the grid
+    assert driver.execute_script(ring, on) != focused  # the ring left with the keyboard
+    ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+    assert driver.switch_to.active_element.accessible_name == "layer 2, head 2"
+    driver.find_element(By.ID, "average-heads").click()  # every head of the layer is shown
+    assert driver.execute_script(pressed) == ["layer 2, head 1", "layer 2, head 2"]
+
+
+def test_the_groups_are_tabs_that_arrows_move_between(page, translation):
+    """On a group's tab, → changed the head instead of the group, and each of the three tabs
+    was a tab stop of its own. As the WAI-ARIA tabs pattern has it, the shown group's tab is
+    the one stop and ← → Home End move between the groups, each one said selected."""
+    _, data = translation
+    driver = page(data)
+    ready(driver)
+    on = _tab(driver, Keys.TAB)
+    assert (on.aria_role, on.accessible_name) == ("tab", "encoder self-attention")
+    on = _tab(driver, Keys.ARROW_RIGHT)
+    assert on.accessible_name == "decoder self-attention"
+    assert on.get_attribute("aria-selected") == "true"
+    assert driver.find_element(By.ID, "layer-label").text == \
+        "decoder self-attention · layer 1 · head 1"
+    assert _tab(driver, Keys.END).accessible_name == "cross-attention"
+    on = _tab(driver, Keys.ARROW_RIGHT)
+    assert on.accessible_name == "encoder self-attention"  # round to the first
+    panel = driver.find_element(By.CSS_SELECTOR, "[role=tabpanel]")
+    assert panel.get_attribute("aria-labelledby") == on.get_attribute("id")
+    assert _tab(driver, Keys.TAB).get_attribute("id") == "average-heads"  # past the other tabs
+
+
+def test_a_screen_reader_hears_each_token_and_whether_it_is_pinned(page):
+    """A token's name was its shown label: thinned characters were read as the run they
+    stand for ("the␣q" for "t"), a hidden label's token by its tooltip, and pinning one was
+    seen but not said. Each token is now named by itself and says when it is pinned."""
+    text = "the quick brown fox jumps over the lazy dog; attention is all you need"
+    driver = page(attention_data([Layer("causal", "causal", _causal(len(text)))], list(text)))
+    ready(driver)
+    tokens = driver.find_elements(By.CSS_SELECTOR, ".qtok")
+    names = [t.accessible_name for t in tokens[:6]]
+    assert names == [f"query {i}: {c}" for i, c in enumerate("the␣qu")]
+    assert driver.find_element(By.CSS_SELECTOR, '.ktok[data-index="4"]').accessible_name \
+        == "key 4: q"
+    on = _tab_to(driver, '.qtok[data-index="0"]', tries=len(text) + 8)
+    on = _tab(driver, Keys.TAB, Keys.TAB, Keys.ENTER)
+    assert (on.get_attribute("data-index"), on.get_attribute("aria-pressed")) == ("2", "true")
+    pressed = driver.find_elements(By.CSS_SELECTOR, ':is(.qtok, .ktok)[aria-pressed="true"]')
+    assert pressed == [on]
+    _tab(driver, Keys.ESCAPE)
+    assert on.get_attribute("aria-pressed") == "false"
+
+
+def test_the_large_map_says_what_it_shows_and_the_weight_under_the_pointer(page, course_model):
+    """The large map was an unnamed canvas, silent to a screen reader. It is an image named
+    by the map it shows, and by the query, key and weight of the cell under the pointer; the
+    cell's row of the weights is marked by more than its colour."""
+    maps, data = course_model
+    driver = page(data)
+    ready(driver)
+    main = driver.find_element(By.ID, "main-map")
+    assert main.aria_role == "image"
+    assert main.accessible_name == "attention map, layer 1 · head 1: 6 queries × 6 keys"
+    driver.find_element(By.CSS_SELECTOR, 'canvas.thumb[data-layer="2"][data-head="1"]').click()
+    cell = main.size["width"] / 6
+    x, y = -main.size["width"] / 2 + 3.5 * cell, -main.size["height"] / 2 + 2.5 * cell
+    ActionChains(driver).move_to_element_with_offset(main, int(x), int(y)).perform()  # (2, 3)
+    assert main.accessible_name == ("attention map, layer 3 · head 2: 6 queries × 6 keys; "
+                                    f"query 2 “4”, key 3 “1”: weight {maps[2][1, 2, 3]:.3f}")
+    here = driver.find_element(By.CSS_SELECTOR, "#readout li.here")
+    assert here.get_attribute("aria-current") == "true"
+    assert here.value_of_css_property("font-weight") == "600"
+
+
+@pytest.mark.parametrize("width", [1280, 400])
+def test_sixteen_heads_keep_their_labels_apart(page, width):
+    """With 16 heads the grid's head labels ran together ("h10h11h12h13"): a learner could not
+    tell which column was which head. Each column's number now stands a space or more clear of
+    the next, on a laptop's width and a phone's."""
+    rng = np.random.default_rng(0)
+    w = rng.random((16, 6, 6))
+    data = attention_data([Layer(f"layers.{i}", "self", w / w.sum(-1, keepdims=True))
+                           for i in range(2)], list("abcdef"))
+    driver = page(data)
+    with _width(driver, width):
+        ready(driver)
+        boxes = _boxes(driver, "#grid .head-label")
+        labels = driver.find_elements(By.CSS_SELECTOR, "#grid .head-label")
+        assert [int(label.text.lstrip("h")) for label in labels] == list(range(1, 17))
+        gaps = [b[0] - a[2] for a, b in zip(boxes, boxes[1:])]  # "h10h11": gaps of 0
+        assert min(gaps) >= 3, gaps  # a space's width, at least
+        assert max(right for _, _, right, _ in boxes) <= width
+
+
+def test_a_masked_key_says_so_in_the_weights_not_only_in_grey(page):
+    """A key a query cannot see (a causal map's later tokens) was told apart from a weight of
+    0 by its grey alone: a screen reader read out "0.000", and so did a reader who cannot tell
+    the grey. Its row of the weights now says "masked"; a key it sees keeps its bar."""
+    driver = page(attention_data([Layer("causal", "causal", _causal(4))], list("abcd")))
+    ready(driver)
+    hover(driver, '.qtok[data-index="1"]')
+    rows = driver.find_elements(By.CSS_SELECTOR, "#readout ol.weights li")
+    assert ["masked" in row.text for row in rows] == [False, False, True, True]
+    assert [len(row.find_elements(By.CSS_SELECTOR, ".bar")) for row in rows] == [1, 1, 0, 0]

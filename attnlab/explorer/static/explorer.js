@@ -106,9 +106,10 @@
                   title: "colour each row from 0 to its own largest weight" }, rowScale,
        document.createTextNode(" scale each row")),
     el("span", { id: "layer-label", "aria-live": "polite" }));
-  const grid = el("div", { class: "grid", id: "grid" });
+  const grid = el("div", { class: "grid", id: "grid", role: "group",
+                           "aria-label": "every layer and head: ← → head, ↑ ↓ layer" });
   const modelView = el("section", { class: "model-view" }, el("h2", { text: "every layer and head" }), grid);
-  const mainMap = el("canvas", { id: "main-map" });
+  const mainMap = el("canvas", { id: "main-map", role: "img" });  // named in describeMap
   const qLabels = el("div", { class: "qlabels" });
   const kLabels = el("div", { class: "klabels" });
   const mapBox = el("div", { class: "map-box" }, el("div", { class: "corner" },
@@ -122,8 +123,10 @@
   const readout = el("div", { id: "readout", "aria-live": "polite" });  // read out as it changes
   const scroller = el("div", { class: "scroll" }, mapBox);
   const headView = el("section", { class: "head-view" }, legend, scroller);
-  body.append(header, toolbar, el("main", {}, modelView, headView, el("section", { class: "readout-box" },
-    el("h2", { text: "weights" }), readout)));
+  // the panel the group tabs switch, inside the page's main landmark
+  const panel = el("div", { id: "attnlab-panel", class: "panel", role: "tabpanel" }, modelView,
+    headView, el("section", { class: "readout-box" }, el("h2", { text: "weights" }), readout));
+  body.append(header, toolbar, el("main", {}, panel));
   body.tabIndex = -1;
 
   // ---- the model view ----------------------------------------------------------------------
@@ -151,17 +154,28 @@
     const H = Math.max(...g.layers.map((index) => data.layers[index].weights.length));
     const size = Math.max(18, Math.min(64, Math.floor(330 / H) - 4));
     grid.style.gridTemplateColumns = `2.6em repeat(${H}, ${size}px)`;
-    grid.appendChild(el("span", { class: "corner-label" }));
-    for (let h = 0; h < H; h++) grid.appendChild(el("span", { class: "head-label", text: `h${h + 1}` }));
+    // "h1", "h2", ... where a column has room for "h16"; else "1", "2", ... under the corner's
+    // "head" (16 heads' labels ran together: "h10h11h12")
+    const named = size >= 22;
+    grid.appendChild(el("span", { class: "corner-label", text: named ? "" : "head" }));
+    for (let h = 0; h < H; h++) {
+      grid.appendChild(el("span", { class: "head-label", text: named ? `h${h + 1}` : `${h + 1}` }));
+    }
     g.layers.forEach((index, l) => {
       const layer = data.layers[index];
       grid.appendChild(el("span", { class: "layer-label", text: `L${l + 1}` }));
       for (let h = 0; h < layer.weights.length; h++) {
+        // a button to a screen reader, named and pressed or not; one tab stop for the whole
+        // grid (the shown head's), where ← → ↑ ↓ move as they do anywhere on the page
         const c = el("canvas", { class: "thumb", "data-layer": String(l), "data-head": String(h),
-                                 title: `layer ${l + 1}, head ${h + 1}` });
+                                 title: `layer ${l + 1}, head ${h + 1}`, role: "button",
+                                 "aria-label": `layer ${l + 1}, head ${h + 1}`, tabindex: "-1" });
         c.style.width = c.style.height = `${size}px`;
         paint(c, layer, layer.weights[h]);
         c.addEventListener("click", () => showHead(l, h));
+        c.addEventListener("keydown", (e) => {
+          if (e.key === "Enter" || e.key === " ") { e.preventDefault(); showHead(l, h); }
+        });
         grid.appendChild(c);
       }
       for (let h = layer.weights.length; h < H; h++) {
@@ -185,8 +199,11 @@
     const chars = every > 1 && texts.every((t) => [...t].length === 1) && texts.includes("␣");
     tokens.forEach((token, i) => {
       const text = texts[i];
+      // named by the token itself: its shown label may be a run of the next characters
+      // ("uick␣" for "u"), cut ("…"), or hidden where the labels are thinned
+      const name = `${axis === "q" ? "query" : "key"} ${i}: ${text}`;
       const item = el("div", { class: axis === "q" ? "qtok" : "ktok", "data-index": String(i),
-                               title: `${axis === "q" ? "query" : "key"} ${i}: ${text}` });
+                               title: name, "aria-label": name, "aria-pressed": "false" });
       const shown = i % every === 0;
       const run = short(shown && chars ? texts.slice(i, i + every).join("") : text,
                         axis === "q" ? 14 : 10);
@@ -259,6 +276,7 @@
       if (focus.axis === "q") ctx.strokeRect(1, focus.index * cell + 1, S * cell - 2, cell - 2);
       else ctx.strokeRect(focus.index * cell + 1, 1, cell - 2, T * cell - 2);
     }
+    describeMap(layer, map, focus);
     mapBox.style.setProperty("--cols", `${S * cell}px`);
     mapBox.style.setProperty("--rows", `${T * cell}px`);
     // legend
@@ -273,6 +291,20 @@
       : "scale: 0 to this map's largest weight") +
       (layer.kind === "causal" ? " · grey: a later token, which a query cannot see" : "") +
       (layer.masked ? " · grey: masked, no weight (a graph's non-edge, a padded key)" : "");
+  }
+
+  // the map's text alternative: which map, its size, and the weight of the cell under the
+  // pointer (the token labels read out a whole row or column)
+  function describeMap(layer, map, focus) {
+    const qs = queryTokens(layer), ks = keyTokens(layer);
+    let text = `attention map, ${mapName()}: ${map.length} queries × ${map[0].length} keys`;
+    if (focus && focus.cell !== undefined) {
+      const i = focus.index, j = focus.cell;
+      const q = visible(String(qs[i])), k = visible(String(ks[j]));
+      text += `; query ${i} “${q}”, key ${j} “${k}”: ` +
+        (masked(layer, i, j) ? "masked" : `weight ${map[i][j].toFixed(3)}`);
+    }
+    mainMap.setAttribute("aria-label", text);
   }
 
   // the labels are made anew for each map shown: a label the keyboard is on is focused again
@@ -296,6 +328,11 @@
       const label = n.querySelector(".label");  // back to the run of characters it stood for
       if (label && label.dataset.run !== undefined) label.textContent = label.dataset.run;
     });
+    document.querySelectorAll('[aria-pressed="true"]:is(.qtok, .ktok)').forEach(
+      (n) => n.setAttribute("aria-pressed", "false"));
+    const held = state.pinned && document.querySelector(
+      `.${state.pinned.axis}tok[data-index="${state.pinned.index}"]`);
+    if (held) held.setAttribute("aria-pressed", "true");  // pinned: said, not only seen
     if (!focus) {
       readout.appendChild(el("p", { class: "empty", text: "Hover a token or a cell of the large map." }));
       return;
@@ -324,14 +361,20 @@
     const list = el("ol", { class: "weights" });
     values.forEach((w, k) => {
       const hidden = isQuery ? masked(layer, focus.index, k) : masked(layer, k, focus.index);
-      const bar = el("span", { class: "bar" }, el("i", {}));
-      bar.firstChild.style.width = `${(100 * w) / top}%`;
+      // a masked key says so in words, where its bar would be: grey alone was lost on a
+      // screen reader (which read "0.000") and on a reader who cannot tell the grey
+      const bar = hidden ? el("span", { class: "masked-note", text: "masked" })
+        : el("span", { class: "bar" }, el("i", {}));
+      if (!hidden) bar.firstChild.style.width = `${(100 * w) / top}%`;
       const weight = el("span", { class: "weight", text: w.toFixed(3) });
       weight.setAttribute(isQuery ? "data-key" : "data-query", String(k));
       const row = el("li", { class: hidden ? "masked" : "" },
         el("span", { class: "tok" }, el("span", { class: "idx", text: String(k) }),
            document.createTextNode(short(visible(String(others[k])), 16))), bar, weight);
-      if (focus.cell === k) row.classList.add("here");
+      if (focus.cell === k) {
+        row.classList.add("here");
+        row.setAttribute("aria-current", "true");
+      }
       list.appendChild(row);
     });
     readout.appendChild(list);
@@ -341,22 +384,32 @@
     }
   }
 
+  function mapName() {  // "cross-attention · layer 2 · head 1"
+    const g = groups[state.group], layer = current();
+    const place = groups.length > 1 ? `${GROUP_NAMES[g.name] || g.name} · ` : "";
+    return state.average
+      ? `${place}layer ${state.layer + 1} · mean of ${layer.weights.length} heads`
+      : `${place}layer ${state.layer + 1} · head ${state.head + 1}`;
+  }
+
   function render(full) {
-    const g = groups[state.group];
     groupBar.querySelectorAll("button.group").forEach((b, i) => {
       b.classList.toggle("active", i === state.group);
       b.setAttribute("aria-selected", String(i === state.group));
+      b.tabIndex = i === state.group ? 0 : -1;  // one tab stop: the tabs pattern of WAI-ARIA
     });
+    panel.setAttribute("aria-labelledby", `group-${state.group}`);
+    const onThumb = document.activeElement && document.activeElement.matches("canvas.thumb");
     if (full) { buildGrid(); }
     grid.querySelectorAll("canvas.thumb").forEach((c) => {
       const l = Number(c.dataset.layer), h = Number(c.dataset.head);
-      c.classList.toggle("selected", l === state.layer && (state.average || h === state.head));
+      const shown = l === state.layer && (state.average || h === state.head);
+      c.classList.toggle("selected", shown);
+      c.setAttribute("aria-pressed", String(shown));
+      c.tabIndex = l === state.layer && h === state.head ? 0 : -1;
+      if (onThumb && c.tabIndex === 0) c.focus();
     });
-    const layer = current();
-    const place = groups.length > 1 ? `${GROUP_NAMES[g.name] || g.name} · ` : "";
-    document.getElementById("layer-label").textContent = state.average
-      ? `${place}layer ${state.layer + 1} · mean of ${layer.weights.length} heads`
-      : `${place}layer ${state.layer + 1} · head ${state.head + 1}`;
+    document.getElementById("layer-label").textContent = mapName();
     drawMain();
     labelsFor();
     showReadout();
@@ -392,9 +445,20 @@
   // ---- events ------------------------------------------------------------------------------
   groups.forEach((g, i) => {
     const b = el("button", { class: "group", "data-group": g.name, role: "tab", type: "button",
+                             id: `group-${i}`, "aria-controls": "attnlab-panel",
                              text: GROUP_NAMES[g.name] || g.name });
     b.addEventListener("click", () => select(i, state.layer, state.head));
     groupBar.appendChild(b);
+  });
+  // on a group's tab, ← → Home End move between the groups (the tabs pattern), not the heads
+  groupBar.addEventListener("keydown", (e) => {
+    const n = groups.length;
+    const to = { ArrowLeft: state.group + n - 1, ArrowRight: state.group + 1, Home: 0,
+                 End: n - 1 }[e.key];
+    if (to === undefined || e.altKey || e.ctrlKey || e.metaKey) return;
+    e.preventDefault(); e.stopPropagation();
+    select(to % n, state.layer, state.head);
+    groupBar.children[state.group].focus();
   });
   average.addEventListener("change", () => { state.average = average.checked; render(false); });
   rowScale.addEventListener("change", () => { state.rowScale = rowScale.checked; render(true); });
