@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...data.label_forms import OneSpelling, other_form
+from ...data.overlap import shared_inputs
 from ...data.tables import (COLUMNAR, _decode, check_digest, file_format,
-                             parse_json_line, place, read_bytes)
+                             parse_json_line, place, places, read_bytes)
 from ...errors import UsageError
 from ...paths import not_found
 from ...runs import check_data_files, record_data_files
@@ -53,7 +54,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Sentences", "read_sentences", "bio_problem", "load_splits", "read_and_pin",
            "files_of", "known_tags", "check_tags", "check_entities", "read_file", "file_kind",
-           "JSONL_SUFFIXES", "DATA_FILES"]
+           "held_out_notes", "trained_note", "split_name",
+           "shared_sentences", "JSONL_SUFFIXES", "DATA_FILES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DATA_FILES = ("data", "test", "val")
@@ -289,6 +291,44 @@ def check_tags(part: Sentences, known: set[str], key: str) -> None:
                 raise UsageError(f"--{key} {part.path} {place(part.path, line)}: tag {tag!r} "
                                  f"never seen in training (tags: {shown})"
                                  f"{other_form(tag, known)}")
+
+
+def shared_sentences(train: Sentences, part: Sentences, what: str) -> str | None:
+    """``attnlab.data.overlap``'s warning for the held-out sentences ``part`` (named ``what``)
+    of which some have the words of a training sentence."""
+    return shared_inputs((tuple(w) for w in train.words), [tuple(w) for w in part.words],
+                         places(part.path, part.lines), what=what)
+
+
+def split_name(key: str, part: Sentences, given: bool) -> str:
+    """How a warning names the held-out split ``key``: its file (``given``), or the sentences
+    drawn from --data."""
+    return f"--{key} {part.path}" if given else f"the {key} sentences of --data {part.path}"
+
+
+def held_out_notes(cfg: dict[str, Any], splits: dict[str, Sentences]) -> list[str]:
+    """The warnings of the held-out splits when the run starts (not on --resume): sentences
+    that the training split has too (a --val or --test file, or the sentences drawn from a
+    --data file that repeats a sentence: that split's scores are partly of trained
+    sentences)."""
+    if cfg.get("resume"):
+        return []
+    notes = []
+    for key in ("val", "test"):
+        what = split_name(key, splits[key], bool(cfg.get(key)))
+        notes.append(shared_sentences(splits["train"], splits[key], what))
+    return [note for note in notes if note]
+
+
+def trained_note(cfg: RunSettings, part: Sentences) -> str | None:
+    """``held_out_notes``' warning for ``evaluate --data``'s sentences ``part``: some are training
+    sentences of the run, re-drawn from its files (None where those changed or moved since:
+    there is then nothing to compare with)."""
+    try:
+        train = load_splits(cfg, val_file=False)["train"]
+    except UsageError:
+        return None
+    return shared_sentences(train, part, f"--data {part.path}")
 
 
 def files_of(cfg: RunSettings) -> dict[str, str | None]:
