@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Sentences", "read_sentences", "bio_problem", "load_splits", "read_and_pin",
            "files_of", "known_tags", "check_tags", "check_entities", "read_file", "file_kind",
-           "held_out_notes", "trained_note", "split_name",
+           "held_out_notes", "no_entity_note", "trained_note", "split_name",
            "shared_sentences", "JSONL_SUFFIXES", "DATA_FILES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -306,24 +306,55 @@ def split_name(key: str, part: Sentences, given: bool) -> str:
     return f"--{key} {part.path}" if given else f"the {key} sentences of --data {part.path}"
 
 
+def no_entity_note(part: Sentences, what: str, prefix: str) -> str | None:
+    """The warning for held-out sentences ``part`` (named ``what``) without an entity (every
+    tag ``O``): their entity scores (``prefix``: "val_", "test_") are 0 whatever the model
+    tags (recall is 0 of 0 entities, precision 0 of those it finds: 0/0 reads as 0, as in
+    ``scoring``)."""
+    if known_tags(part) != {"O"}:
+        return None
+    return (f"warning: {what}: no entity (every tag is 'O'), so {prefix}f1, {prefix}precision "
+            f"and {prefix}recall are 0 whatever the model tags")
+
+
 def held_out_notes(cfg: dict[str, Any], splits: dict[str, Sentences]) -> list[str]:
     """The warnings of the held-out splits when the run starts (not on --resume): sentences
     that the training split has too (a --val or --test file, or the sentences drawn from a
     --data file that repeats a sentence: that split's scores are partly of trained
-    sentences)."""
+    sentences), and no entity at all (its entity scores are 0 whatever the model tags).
+
+    Raises:
+        UsageError: --keep-best or --patience on an entity score (--monitor) of a validation
+            split without an entity: it is 0 at every validation, so nothing is compared.
+    """
     if cfg.get("resume"):
         return []
     notes = []
     for key in ("val", "test"):
         what = split_name(key, splits[key], bool(cfg.get(key)))
         notes.append(shared_sentences(splits["train"], splits[key], what))
+        notes.append(no_entity_note(splits[key], what, f"{key}_"))
+        if key == "val" and notes[-1]:
+            _check_monitor(cfg, what)
     return [note for note in notes if note]
 
 
+def _check_monitor(cfg: dict[str, Any], val: str) -> None:
+    """Refuse --keep-best or --patience on an entity score of a validation split (``val``,
+    its name) without an entity: the score is 0 at every validation."""
+    monitor, patience = cfg.get("monitor", "val_loss"), cfg.get("patience")
+    named = "--keep-best" if cfg.get("keep_best") else f"--patience {patience}"
+    if monitor in ("val_f1", "val_precision", "val_recall") and (cfg.get("keep_best")
+                                                                  or patience):
+        raise UsageError(f"--monitor {monitor}: {val} has no entity (every tag is 'O'), so "
+                         f"{monitor} is 0 at every validation and {named} would compare "
+                         f"nothing; give a --val FILE with entities, or --monitor val_loss")
+
+
 def trained_note(cfg: RunSettings, part: Sentences) -> str | None:
-    """``held_out_notes``' warning for ``evaluate --data``'s sentences ``part``: some are training
-    sentences of the run, re-drawn from its files (None where those changed or moved since:
-    there is then nothing to compare with)."""
+    """``held_out_notes``' warning for ``evaluate --data``'s sentences ``part``: some are
+    training sentences of the run, re-drawn from its files (None where those changed or moved
+    since: there is then nothing to compare with)."""
     try:
         train = load_splits(cfg, val_file=False)["train"]
     except UsageError:

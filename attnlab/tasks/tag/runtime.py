@@ -36,8 +36,8 @@ from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
-from .data import (Sentences, check_tags, files_of, known_tags, load_splits, read_file,
-                   shared_sentences, split_name, trained_note)
+from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
+                   read_file, shared_sentences, split_name, trained_note)
 from .scoring import entity_scores, format_table, per_type_table
 
 __all__ = ["build_model", "model_config_of", "Encoded", "encode_words", "make_batches",
@@ -445,12 +445,13 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     if data is not None:
         part = read_file(cfg, "data", data)
         check_tags(part, set(cfg.tags), "data")
-        notes = [trained_note(cfg, part)]
+        notes = [trained_note(cfg, part), no_entity_note(part, f"--data {part.path}", "test_")]
     else:
         check_test_files(files_of(cfg), cfg.data_sha256)
         splits = load_splits(cfg, val_file=False)
         part, what = splits["test"], split_name("test", splits["test"], bool(cfg.test))
-        notes = [shared_sentences(splits["train"], part, what)]
+        notes = [shared_sentences(splits["train"], part, what),
+                 no_entity_note(part, what, "test_")]
     for note in filter(None, notes):  # as train tag says them of its held-out splits
         print(note, file=sys.stderr, flush=True)
     metrics = _test(cfg, model, tokenizer, part)
