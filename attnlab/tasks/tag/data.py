@@ -269,16 +269,24 @@ def known_tags(part: Sentences) -> set[str]:
     return {t for tags in part.tags for t in tags} | {"O"}
 
 
-def check_entities(train: Sentences) -> None:
+def check_entities(train: Sentences, *, resume: bool = False) -> None:
     """Refuse a training split whose every tag is ``O``: its model would say ``O`` for every
     word, and its run would report an accuracy near 1 beside an entity F1 of 0. Most often the
-    tags are read from the wrong field, so the message names the flag that picks it. (A
-    --data sentence with a tag is never held out alone: ``_keep_new_tags_in_training``.)"""
-    if known_tags(train) == {"O"}:
-        field = "--tag-column N" if file_kind(train.path) == "conll" else "--tags-column NAME"
-        raise UsageError(f"--data {train.path}: every tag is 'O' (no entity in its {len(train)} "
-                         f"training sentences), so a tagger has nothing to learn; are the tags "
-                         f"in another field ({field})?")
+    tags are read from the wrong field, so the message names the flag that picks it (``resume``:
+    a run made before such a file was refused, which goes on with its own settings, so the
+    message says to start a new run). (A --data sentence with a tag is never held out alone:
+    ``_keep_new_tags_in_training``.)"""
+    if known_tags(train) != {"O"}:
+        return
+    field = "--tag-column N" if file_kind(train.path) == "conll" else "--tags-column NAME"
+    why = (f"--data {train.path}: every tag is 'O' (no entity in its {len(train)} training "
+           f"sentences)")
+    if resume:
+        raise UsageError(f"--resume: {why}, so the run's model can only say O (a run made "
+                         f"before train tag refused such a file); start a new run with another "
+                         f"--out, with {field} if the tags are in another field")
+    raise UsageError(f"{why}, so a tagger has nothing to learn; are the tags in another field "
+                     f"({field})?")
 
 
 def check_tags(part: Sentences, known: set[str], key: str) -> None:

@@ -424,12 +424,22 @@ def _note_unknown(cfg: RunSettings, tokenizer, texts: list[str], labels: list[st
     note_unknown(tokenizer if pretrained(cfg) else _WholeWords(tokenizer), texts, labels)
 
 
+def _say_only_o(run_dir: Path, cfg: RunSettings) -> None:
+    """A run whose only tag is ``O`` (made before train tag refused a --data file without an
+    entity) tags every word ``O``: ``predict`` and ``evaluate`` say so."""
+    if list(cfg.tags) == ["O"]:
+        print(f"warning: {run_dir} has no tag but 'O' (its --data {cfg.data} had no entity, "
+              f"which train tag now refuses), so it tags every word O", file=sys.stderr,
+              flush=True)
+
+
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's words (split at white space) with their tags: ``"prediction"`` the tags,
     ``"tokens"`` the words, and the printed ``"line"`` ``word/TAG word/TAG ...``."""
     model, tokenizer = _load(run_dir, cfg)
     sentences = [_words(t, label) for t, label in zip(texts, labels)]
+    _say_only_o(run_dir, cfg)
     _note_unknown(cfg, tokenizer, texts, labels)
     predicted, unread = predict_tags(cfg, model, tokenizer, sentences)
     unread.say(cfg)
@@ -452,6 +462,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         part, what = splits["test"], split_name("test", splits["test"], bool(cfg.test))
         notes = [shared_sentences(splits["train"], part, what),
                  no_entity_note(part, what, "test_")]
+    _say_only_o(run_dir, cfg)
     for note in filter(None, notes):  # as train tag says them of its held-out splits
         print(note, file=sys.stderr, flush=True)
     metrics = _test(cfg, model, tokenizer, part)

@@ -192,7 +192,7 @@ class TagTask(Task):
             raise UsageError(small)
         self.check_columns(cfg)
         splits: dict[str, Any] = read_and_pin(cfg, self.config_class().from_values)
-        check_entities(splits["train"])
+        check_entities(splits["train"], resume=bool(cfg.get("resume")))
         seen = known_tags(splits["train"])
         for key in ("val", "test"):
             check_tags(splits[key], seen, key)
