@@ -8,7 +8,7 @@ import pytest
 from attnlab.cli import main
 from attnlab.tasks.tag.data import read_sentences
 from attnlab.tasks.tag.scoring import entities
-from tests.tasks.test_tag import capitalised, write_conll
+from tests.tasks.test_tag import TINY, capitalised, write_conll
 
 
 def _refused(args, out, capsys) -> str:
@@ -93,3 +93,27 @@ def test_a_word_without_its_tag_is_named_so(tmp_path, capsys):
     err = _refused(["train", "tag", "--data", str(conll)], tmp_path / "run", capsys)
     assert err.endswith(f"--data {conll} line 2: 1 field (a word without its tag) where the "
                         f"file's first line has 2")
+
+
+@pytest.mark.slow  # trains a run
+def test_a_run_made_before_all_o_files_were_refused_says_so(tmp_path, capsys, monkeypatch):
+    # the run as the code before the refusal wrote it: trained on a file without an entity
+    sentences = [(words, ["O"] * len(words)) for words, _ in capitalised(30)]
+    conll = write_conll(tmp_path / "flat.conll", sentences)
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        m.setattr("attnlab.tasks.tag.spec.check_entities", lambda *a, **k: None)
+        assert main(["train", "tag", "--data", str(conll), "--out", str(out), "--max-steps",
+                     "2", "--checkpoint-every", "1", *TINY[2:]]) == 0
+    capsys.readouterr()
+    # resumed: refused in one line that says to start anew (--tag-column would be refused)
+    assert main(["train", "tag", "--out", str(out), "--resume", "--max-steps", "4"]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith(f"attnlab: error: --resume: --data {conll}: every tag is 'O'"), err
+    assert "start a new run with another --out, with --tag-column N" in err
+    said = (f"warning: {out} has no tag but 'O' (its --data {conll} had no entity, which train "
+            f"tag now refuses), so it tags every word O")
+    assert main(["predict", str(out), "--input", "John lives in Paris"]) == 0
+    assert said in capsys.readouterr().err.splitlines()
+    assert main(["evaluate", str(out)]) == 0
+    assert said in capsys.readouterr().err.splitlines()

@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...data.label_forms import OneSpelling, other_form
+from ...data.overlap import shared_inputs
 from ...data.tables import (COLUMNAR, _decode, check_digest, file_format,
-                             parse_json_line, place, read_bytes)
+                             parse_json_line, place, places, read_bytes)
 from ...errors import UsageError
 from ...paths import not_found
 from ...runs import check_data_files, record_data_files
@@ -53,7 +54,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Sentences", "read_sentences", "bio_problem", "load_splits", "read_and_pin",
            "files_of", "known_tags", "check_tags", "check_entities", "read_file", "file_kind",
-           "JSONL_SUFFIXES", "DATA_FILES"]
+           "held_out_notes", "no_entity_note", "trained_note", "split_name",
+           "shared_sentences", "JSONL_SUFFIXES", "DATA_FILES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DATA_FILES = ("data", "test", "val")
@@ -267,16 +269,24 @@ def known_tags(part: Sentences) -> set[str]:
     return {t for tags in part.tags for t in tags} | {"O"}
 
 
-def check_entities(train: Sentences) -> None:
+def check_entities(train: Sentences, *, resume: bool = False) -> None:
     """Refuse a training split whose every tag is ``O``: its model would say ``O`` for every
     word, and its run would report an accuracy near 1 beside an entity F1 of 0. Most often the
-    tags are read from the wrong field, so the message names the flag that picks it. (A
-    --data sentence with a tag is never held out alone: ``_keep_new_tags_in_training``.)"""
-    if known_tags(train) == {"O"}:
-        field = "--tag-column N" if file_kind(train.path) == "conll" else "--tags-column NAME"
-        raise UsageError(f"--data {train.path}: every tag is 'O' (no entity in its {len(train)} "
-                         f"training sentences), so a tagger has nothing to learn; are the tags "
-                         f"in another field ({field})?")
+    tags are read from the wrong field, so the message names the flag that picks it (``resume``:
+    a run made before such a file was refused, which goes on with its own settings, so the
+    message says to start a new run). (A --data sentence with a tag is never held out alone:
+    ``_keep_new_tags_in_training``.)"""
+    if known_tags(train) != {"O"}:
+        return
+    field = "--tag-column N" if file_kind(train.path) == "conll" else "--tags-column NAME"
+    why = (f"--data {train.path}: every tag is 'O' (no entity in its {len(train)} training "
+           f"sentences)")
+    if resume:
+        raise UsageError(f"--resume: {why}, so the run's model can only say O (a run made "
+                         f"before train tag refused such a file); start a new run with another "
+                         f"--out, with {field} if the tags are in another field")
+    raise UsageError(f"{why}, so a tagger has nothing to learn; are the tags in another field "
+                     f"({field})?")
 
 
 def check_tags(part: Sentences, known: set[str], key: str) -> None:
@@ -289,6 +299,75 @@ def check_tags(part: Sentences, known: set[str], key: str) -> None:
                 raise UsageError(f"--{key} {part.path} {place(part.path, line)}: tag {tag!r} "
                                  f"never seen in training (tags: {shown})"
                                  f"{other_form(tag, known)}")
+
+
+def shared_sentences(train: Sentences, part: Sentences, what: str) -> str | None:
+    """``attnlab.data.overlap``'s warning for the held-out sentences ``part`` (named ``what``)
+    of which some have the words of a training sentence."""
+    return shared_inputs((tuple(w) for w in train.words), [tuple(w) for w in part.words],
+                         places(part.path, part.lines), what=what)
+
+
+def split_name(key: str, part: Sentences, given: bool) -> str:
+    """How a warning names the held-out split ``key``: its file (``given``), or the sentences
+    drawn from --data."""
+    return f"--{key} {part.path}" if given else f"the {key} sentences of --data {part.path}"
+
+
+def no_entity_note(part: Sentences, what: str, prefix: str) -> str | None:
+    """The warning for held-out sentences ``part`` (named ``what``) without an entity (every
+    tag ``O``): their entity scores (``prefix``: "val_", "test_") are 0 whatever the model
+    tags (recall is 0 of 0 entities, precision 0 of those it finds: 0/0 reads as 0, as in
+    ``scoring``)."""
+    if known_tags(part) != {"O"}:
+        return None
+    return (f"warning: {what}: no entity (every tag is 'O'), so {prefix}f1, {prefix}precision "
+            f"and {prefix}recall are 0 whatever the model tags")
+
+
+def held_out_notes(cfg: dict[str, Any], splits: dict[str, Sentences]) -> list[str]:
+    """The warnings of the held-out splits when the run starts (not on --resume): sentences
+    that the training split has too (a --val or --test file, or the sentences drawn from a
+    --data file that repeats a sentence: that split's scores are partly of trained
+    sentences), and no entity at all (its entity scores are 0 whatever the model tags).
+
+    Raises:
+        UsageError: --keep-best or --patience on an entity score (--monitor) of a validation
+            split without an entity: it is 0 at every validation, so nothing is compared.
+    """
+    if cfg.get("resume"):
+        return []
+    notes = []
+    for key in ("val", "test"):
+        what = split_name(key, splits[key], bool(cfg.get(key)))
+        notes.append(shared_sentences(splits["train"], splits[key], what))
+        notes.append(no_entity_note(splits[key], what, f"{key}_"))
+        if key == "val" and notes[-1]:
+            _check_monitor(cfg, what)
+    return [note for note in notes if note]
+
+
+def _check_monitor(cfg: dict[str, Any], val: str) -> None:
+    """Refuse --keep-best or --patience on an entity score of a validation split (``val``,
+    its name) without an entity: the score is 0 at every validation."""
+    monitor, patience = cfg.get("monitor", "val_loss"), cfg.get("patience")
+    named = "--keep-best" if cfg.get("keep_best") else f"--patience {patience}"
+    if monitor in ("val_f1", "val_precision", "val_recall") and (cfg.get("keep_best")
+                                                                  or patience):
+        raise UsageError(f"--monitor {monitor}: {val} has no entity (every tag is 'O'), so "
+                         f"{monitor} is 0 at every validation and {named} would compare "
+                         f"nothing; give a --val FILE with entities, or --monitor val_loss")
+
+
+def trained_note(cfg: RunSettings, part: Sentences) -> str | None:
+    """``held_out_notes``' warning for ``evaluate --data``'s sentences ``part``: some are
+    training sentences of the run, re-drawn from its files (None where those changed or moved
+    since: there is then nothing to compare with)."""
+    try:
+        train = load_splits(cfg, val_file=False)["train"]
+    except UsageError:
+        return None
+    return shared_sentences(train, part, f"--data {part.path}")
 
 
 def files_of(cfg: RunSettings) -> dict[str, str | None]:

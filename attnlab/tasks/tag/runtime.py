@@ -36,7 +36,8 @@ from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
-from .data import Sentences, check_tags, files_of, known_tags, load_splits, read_file
+from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
+                   read_file, shared_sentences, split_name, trained_note)
 from .scoring import entity_scores, format_table, per_type_table
 
 __all__ = ["build_model", "model_config_of", "Encoded", "encode_words", "make_batches",
@@ -423,12 +424,22 @@ def _note_unknown(cfg: RunSettings, tokenizer, texts: list[str], labels: list[st
     note_unknown(tokenizer if pretrained(cfg) else _WholeWords(tokenizer), texts, labels)
 
 
+def _say_only_o(run_dir: Path, cfg: RunSettings) -> None:
+    """A run whose only tag is ``O`` (made before train tag refused a --data file without an
+    entity) tags every word ``O``: ``predict`` and ``evaluate`` say so."""
+    if list(cfg.tags) == ["O"]:
+        print(f"warning: {run_dir} has no tag but 'O' (its --data {cfg.data} had no entity, "
+              f"which train tag now refuses), so it tags every word O", file=sys.stderr,
+              flush=True)
+
+
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's words (split at white space) with their tags: ``"prediction"`` the tags,
     ``"tokens"`` the words, and the printed ``"line"`` ``word/TAG word/TAG ...``."""
     model, tokenizer = _load(run_dir, cfg)
     sentences = [_words(t, label) for t, label in zip(texts, labels)]
+    _say_only_o(run_dir, cfg)
     _note_unknown(cfg, tokenizer, texts, labels)
     predicted, unread = predict_tags(cfg, model, tokenizer, sentences)
     unread.say(cfg)
@@ -444,9 +455,16 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     if data is not None:
         part = read_file(cfg, "data", data)
         check_tags(part, set(cfg.tags), "data")
+        notes = [trained_note(cfg, part), no_entity_note(part, f"--data {part.path}", "test_")]
     else:
         check_test_files(files_of(cfg), cfg.data_sha256)
-        part = load_splits(cfg, val_file=False)["test"]
+        splits = load_splits(cfg, val_file=False)
+        part, what = splits["test"], split_name("test", splits["test"], bool(cfg.test))
+        notes = [shared_sentences(splits["train"], part, what),
+                 no_entity_note(part, what, "test_")]
+    _say_only_o(run_dir, cfg)
+    for note in filter(None, notes):  # as train tag says them of its held-out splits
+        print(note, file=sys.stderr, flush=True)
     metrics = _test(cfg, model, tokenizer, part)
     print(format_table(metrics["test_per_type"]), file=sys.stderr)
     return metrics

@@ -43,8 +43,6 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from ...data.overlap import shared_inputs
-from ...data.tables import place
 from ...errors import UsageError
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import PretrainedEncoderFields, SequenceClassifierConfig
@@ -53,7 +51,8 @@ from ...settings import AdaptSettings, file_setting, flag, held_out_setting, set
 from ...tokenizers import normalize_setting, vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
-from .data import check_entities, check_tags, file_kind, known_tags, read_and_pin
+from .data import (check_entities, check_tags, file_kind, known_tags, read_and_pin,
+                   held_out_notes)
 
 __all__ = ["TagTask", "TagSettings", "TASKS"]
 
@@ -193,30 +192,16 @@ class TagTask(Task):
             raise UsageError(small)
         self.check_columns(cfg)
         splits: dict[str, Any] = read_and_pin(cfg, self.config_class().from_values)
-        check_entities(splits["train"])
+        check_entities(splits["train"], resume=bool(cfg.get("resume")))
         seen = known_tags(splits["train"])
         for key in ("val", "test"):
             check_tags(splits[key], seen, key)
-        self._say_shared(cfg, splits)
+        said = held_out_notes(cfg, splits)  # printed once every check here passed
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag",
                                                   max_len=cfg["max_len"])
+        for note in said:
+            print(note, file=sys.stderr, flush=True)
         return splits
-
-    @staticmethod
-    def _say_shared(cfg: dict[str, Any], splits: dict[str, Any]) -> None:
-        """A warning per --val or --test file with sentences that training has too (when the
-        run starts, not on --resume): its scores are partly of trained sentences."""
-        if cfg.get("resume"):
-            return
-        trained = {tuple(words) for words in splits["train"].words}
-        for key in ("val", "test"):
-            part = splits[key]
-            note = cfg.get(key) and shared_inputs(
-                trained, [tuple(words) for words in part.words],
-                [place(part.path, line) for line in part.lines], what=f"--{key} {part.path}")
-            if note:
-                print(note, file=sys.stderr, flush=True)
-
 
 TASKS = {"tag": TagTask()}
