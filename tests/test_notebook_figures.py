@@ -91,15 +91,34 @@ def test_the_language_models_legend_has_a_frame_and_no_line_through_it(monkeypat
     (ax,) = fig.axes
     legend = ax.get_legend()
     assert legend.get_frame_on(), "a legend without a frame reads as part of the plot"
-    box = legend.get_window_extent()
-    for line in ax.lines:  # the curves and the baselines' horizontal lines
+    assert_no_line_through_legend(ax)
+    for text in ax.texts:  # the baselines' names
+        assert not text.get_window_extent().overlaps(legend.get_window_extent()), text.get_text()
+
+
+def assert_no_line_through_legend(ax) -> None:
+    """No line of ``ax`` (curves, and axhline/axvline marks, named by where they stand) runs
+    through its legend's box."""
+    box = ax.get_legend().get_window_extent()
+    for line in ax.lines:
         path = line.get_transform().transform_path(line.get_path())
-        name = line.get_label()  # a baseline's axhline has no label of its own
-        name = f"at {line.get_ydata()[0]:g} bits" if name.startswith("_") else repr(name)
+        x, y = line.get_data()  # an axhline or axvline: no label of its own
+        mark = f"at x = {x[0]:g}" if x[0] == x[-1] else f"at y = {y[0]:g}"
+        name = mark if line.get_label().startswith("_") else repr(line.get_label())
         assert not path.intersects_bbox(box, filled=False), \
             f"the line {name} runs through the legend"
-    for text in ax.texts:  # the baselines' names
-        assert not text.get_window_extent().overlaps(box), text.get_text()
+
+
+def test_the_warm_up_legend_is_clear_of_both_schedules(monkeypatch):
+    """Notebook 01's learning-rate figure: the cosine schedule's peak and the Noam curve are
+    not under the legend (it sat over the cosine curve just after the peak)."""
+    fig = draw("01_attention_from_scratch", "CosineWarmupScheduler(o, WARMUP",
+               {"WARMUP": 100, "SCHEDULE_STEPS": 2_000}, monkeypatch)
+    (ax,) = fig.axes
+    assert [line.get_label() for line in ax.lines if not line.get_label().startswith("_")] \
+        == ["cosine warm-up (the course)", "Noam (the paper), scaled to the same peak"]
+    assert_no_line_through_legend(ax)
+    assert fig.bbox.contains(*ax.get_legend().get_window_extent().p0)
 
 
 def tick_value(text: str) -> float | None:
