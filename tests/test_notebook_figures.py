@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 
@@ -166,3 +167,36 @@ def test_the_attention_difference_colour_bar_reads_its_values(monkeypatch, diffe
     for value, text in labelled:
         assert tick_value(text) == pytest.approx(value, rel=1e-9, abs=1e-30), \
             f"the tick at {value:g} reads {text!r}"
+
+
+def seen_near(fig, xy, colour, radius: int) -> bool:
+    """Whether pixels of ``colour`` (near enough: within 0.1 of each RGB channel) are drawn
+    within ``radius`` px of the display point ``xy`` of ``fig``, as rendered."""
+    import matplotlib.colors
+
+    image = np.asarray(fig.canvas.buffer_rgba())[..., :3] / 255.0
+    height = image.shape[0]
+    x, y = int(round(xy[0])), int(round(height - xy[1]))  # display y runs up, rows down
+    patch = image[max(y - radius, 0):y + radius + 1, max(x - radius, 0):x + radius + 1]
+    want = np.asarray(matplotlib.colors.to_rgb(colour))
+    return bool((np.abs(patch - want) < 0.1).all(-1).any())
+
+
+def test_the_teacher_forced_curve_is_seen_where_free_running_equals_it(monkeypatch):
+    """Notebook 03's accuracy by target position: where the trained model is right in both
+    modes at every position, the two curves coincide; the teacher-forced one still shows at
+    each of its points (it was drawn under the free-running one, the same size: hidden)."""
+    weak = [([True, True, False, True], [True, False, False, False]),
+            ([True, False, True], [True, False, False])]
+    trained = [([True] * 4, [True] * 4), ([True] * 3, [True] * 3)]
+    fig = draw("03_translation", "target position t (tokens after <sos>)",
+               {"modes": {"weak (160 steps)": weak, "trained (600 steps)": trained},
+                "EARLY_STEPS": 160, "STEPS": 600, "FULL_SIZE": False}, monkeypatch)
+    for ax in fig.axes:
+        forced = next(line for line in ax.lines if line.get_label() == "teacher forced")
+        free = next(line for line in ax.lines if line.get_label() == "free running (greedy)")
+        assert forced.get_color() != free.get_color()
+        points = forced.get_transform().transform(np.column_stack(forced.get_data()))
+        hidden = [i + 1 for i, xy in enumerate(points)
+                  if not seen_near(fig, xy, forced.get_color(), radius=5)]
+        assert not hidden, f"{ax.get_title()}: teacher forced hidden at t = {hidden}"
