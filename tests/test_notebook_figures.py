@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 
@@ -91,15 +92,34 @@ def test_the_language_models_legend_has_a_frame_and_no_line_through_it(monkeypat
     (ax,) = fig.axes
     legend = ax.get_legend()
     assert legend.get_frame_on(), "a legend without a frame reads as part of the plot"
-    box = legend.get_window_extent()
-    for line in ax.lines:  # the curves and the baselines' horizontal lines
+    assert_no_line_through_legend(ax)
+    for text in ax.texts:  # the baselines' names
+        assert not text.get_window_extent().overlaps(legend.get_window_extent()), text.get_text()
+
+
+def assert_no_line_through_legend(ax) -> None:
+    """No line of ``ax`` (curves, and axhline/axvline marks, named by where they stand) runs
+    through its legend's box."""
+    box = ax.get_legend().get_window_extent()
+    for line in ax.lines:
         path = line.get_transform().transform_path(line.get_path())
-        name = line.get_label()  # a baseline's axhline has no label of its own
-        name = f"at {line.get_ydata()[0]:g} bits" if name.startswith("_") else repr(name)
+        x, y = line.get_data()  # an axhline or axvline: no label of its own
+        mark = f"at x = {x[0]:g}" if x[0] == x[-1] else f"at y = {y[0]:g}"
+        name = mark if line.get_label().startswith("_") else repr(line.get_label())
         assert not path.intersects_bbox(box, filled=False), \
             f"the line {name} runs through the legend"
-    for text in ax.texts:  # the baselines' names
-        assert not text.get_window_extent().overlaps(box), text.get_text()
+
+
+def test_the_warm_up_legend_is_clear_of_both_schedules(monkeypatch):
+    """Notebook 01's learning-rate figure: the cosine schedule's peak and the Noam curve are
+    not under the legend (it sat over the cosine curve just after the peak)."""
+    fig = draw("01_attention_from_scratch", "CosineWarmupScheduler(o, WARMUP",
+               {"WARMUP": 100, "SCHEDULE_STEPS": 2_000}, monkeypatch)
+    (ax,) = fig.axes
+    assert [line.get_label() for line in ax.lines if not line.get_label().startswith("_")] \
+        == ["cosine warm-up (the course)", "Noam (the paper), scaled to the same peak"]
+    assert_no_line_through_legend(ax)
+    assert fig.bbox.contains(*ax.get_legend().get_window_extent().p0)
 
 
 def tick_value(text: str) -> float | None:
@@ -147,3 +167,36 @@ def test_the_attention_difference_colour_bar_reads_its_values(monkeypatch, diffe
     for value, text in labelled:
         assert tick_value(text) == pytest.approx(value, rel=1e-9, abs=1e-30), \
             f"the tick at {value:g} reads {text!r}"
+
+
+def seen_near(fig, xy, colour, radius: int) -> bool:
+    """Whether pixels of ``colour`` (near enough: within 0.1 of each RGB channel) are drawn
+    within ``radius`` px of the display point ``xy`` of ``fig``, as rendered."""
+    import matplotlib.colors
+
+    image = np.asarray(fig.canvas.buffer_rgba())[..., :3] / 255.0
+    height = image.shape[0]
+    x, y = int(round(xy[0])), int(round(height - xy[1]))  # display y runs up, rows down
+    patch = image[max(y - radius, 0):y + radius + 1, max(x - radius, 0):x + radius + 1]
+    want = np.asarray(matplotlib.colors.to_rgb(colour))
+    return bool((np.abs(patch - want) < 0.1).all(-1).any())
+
+
+def test_the_teacher_forced_curve_is_seen_where_free_running_equals_it(monkeypatch):
+    """Notebook 03's accuracy by target position: where the trained model is right in both
+    modes at every position, the two curves coincide; the teacher-forced one still shows at
+    each of its points (it was drawn under the free-running one, the same size: hidden)."""
+    weak = [([True, True, False, True], [True, False, False, False]),
+            ([True, False, True], [True, False, False])]
+    trained = [([True] * 4, [True] * 4), ([True] * 3, [True] * 3)]
+    fig = draw("03_translation", "target position t (tokens after <sos>)",
+               {"modes": {"weak (160 steps)": weak, "trained (600 steps)": trained},
+                "EARLY_STEPS": 160, "STEPS": 600, "FULL_SIZE": False}, monkeypatch)
+    for ax in fig.axes:
+        forced = next(line for line in ax.lines if line.get_label() == "teacher forced")
+        free = next(line for line in ax.lines if line.get_label() == "free running (greedy)")
+        assert forced.get_color() != free.get_color()
+        points = forced.get_transform().transform(np.column_stack(forced.get_data()))
+        hidden = [i + 1 for i, xy in enumerate(points)
+                  if not seen_near(fig, xy, forced.get_color(), radius=5)]
+        assert not hidden, f"{ax.get_title()}: teacher forced hidden at t = {hidden}"
