@@ -32,7 +32,7 @@ from .generation_config import FILE as GENERATION_CONFIG
 
 __all__ = ["is_hf_directory", "is_run", "has_chat_template", "check_chat_template",
            "conversation", "load_chat_tokenizer", "chat_ids", "render", "end_of_turn_id",
-           "stop_ids", "TEMPLATE_FILES"]
+           "stop_ids", "joined_stops", "config_eos_ids", "TEMPLATE_FILES"]
 
 # where transformers writes a template beside tokenizer_config.json (which older versions used)
 TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
@@ -169,8 +169,10 @@ def end_of_turn_id(tokenizer) -> int | None:
     return added[max(found, key=len)] if found else None
 
 
-def _config_eos(directory: Path) -> list[int]:
-    """The eos id(s) ``generation_config.json`` names, else ``config.json``'s."""
+def config_eos_ids(directory: str | Path) -> list[int]:
+    """The eos id(s) ``generation_config.json`` names, else ``config.json``'s (a run trained
+    from ``directory`` keeps them: ``HFTokenizer.checkpoint_eos_ids``)."""
+    directory = Path(directory)
     for name in (GENERATION_CONFIG, "config.json"):
         data = _json(directory / name)
         value = data.get("eos_token_id") if isinstance(data, dict) else None
@@ -184,6 +186,16 @@ def stop_ids(directory: str | Path, eos_id: int | None, chat_tokenizer=None) -> 
     """The ids that end generation from ``directory``: its config's eos id(s), the tokenizer's
     ``eos_id`` and, with ``chat_tokenizer`` (a chat), its template's end-of-turn token; each
     once, in that order."""
-    ids = [*_config_eos(Path(directory)), eos_id,
-           end_of_turn_id(chat_tokenizer) if chat_tokenizer is not None else None]
-    return list(dict.fromkeys(i for i in ids if i is not None))
+    return joined_stops(config_eos_ids(directory), eos_id,
+                        end_of_turn_id(chat_tokenizer) if chat_tokenizer is not None else None)
+
+
+def joined_stops(config_eos: list[int], eos_id: int | None, end: int | None) -> list[int]:
+    """The config's eos ids, the tokenizer's ``eos_id`` and the template's end-of-turn ``end``,
+    each once, in that order: what ends generation from a directory and from a run of it.
+
+    Examples:
+        >>> joined_stops([5, 7], 5, None)
+        [5, 7]
+    """
+    return list(dict.fromkeys(i for i in (*config_eos, eos_id, end) if i is not None))

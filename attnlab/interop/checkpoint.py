@@ -345,11 +345,12 @@ def _load_tokenizer(source: Path, model_type: str):
         return direct
     from transformers import AutoTokenizer
 
+    from .chat import config_eos_ids
     from .hf_tokenizer import HFTokenizer
 
     try:
         theirs = AutoTokenizer.from_pretrained(source, local_files_only=True)
-        return HFTokenizer.from_transformers(theirs)
+        return HFTokenizer.from_transformers(theirs, config_eos_ids(source))
     except Exception as e:
         raise UsageError(f"{source}: its tokenizer files cannot be read ({_one_line(e)})") from None
 

@@ -25,7 +25,8 @@ GGUF, an architecture attnlab does not convert (naming it and the supported ones
 ``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader
 cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab cannot run (yarn,
 longrope, other rope_freqs), a missing metadata key that fixes the model's numbers
-(``_REQUIRED``), and tensors the config does not describe.
+(``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the config
+does not describe.
 """
 from __future__ import annotations
 
@@ -117,6 +118,7 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
                          f"supported for {task}; supported: {', '.join(model_types) or 'none'}")
     _check_tensor_types(reader, name)
     _check_required(reader, architecture, name)
+    _check_tokenizer(reader, name)
     config = _config(p, name, _head_dim(reader, architecture, name),
                      _rope_scaling(reader, architecture, name))
     return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
@@ -140,6 +142,21 @@ def _check_required(reader, architecture: str, name: str) -> None:
             raise UsageError(f"{name}: its metadata has no {architecture}.{key}, and "
                              f"attnlab does not guess it (transformers would take its config's "
                              f"default); write the file again with its converter")
+
+
+# a GGUF file's tokenizer: its kind and its tokens. Without them ``transformers`` builds no
+# tokenizer and reads the vocabulary size as its config's default (32000 for Llama), so the
+# file would fail later on its embedding's shape, with a message that does not say why
+_TOKENIZER_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.tokens")
+
+
+def _check_tokenizer(reader, name: str) -> None:
+    """A one-line refusal naming the first key of ``_TOKENIZER_KEYS`` the file lacks."""
+    for key in _TOKENIZER_KEYS:
+        if _field(reader, key) is None:
+            raise UsageError(f"{name}: its metadata has no tokenizer (no {key}); attnlab reads "
+                             f"a GGUF file's tokenizer from the file: write it again with its "
+                             f"converter, which stores the tokenizer")
 
 
 def _head_dim(reader, architecture: str, name: str) -> int | None:

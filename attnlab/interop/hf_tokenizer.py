@@ -75,6 +75,10 @@ class HFTokenizer(Tokenizer):
             named templates), None for a base model: kept so that a run trained from the
             checkpoint renders conversations as it did (``attnlab.interop.chat``) and its
             export writes the template back.
+        checkpoint_eos_ids: the eos ids the checkpoint's ``generation_config.json`` (else
+            ``config.json``) names, where ``transformers``' ``generate`` stops: kept so that a
+            run's chat stops where the checkpoint's does (Qwen2.5-Instruct lists
+            ``<|im_end|>`` and ``<|endoftext|>``, Llama 3.1 Instruct three ids).
 
     Examples:
         >>> from tokenizers import Tokenizer as Fast, models, pre_tokenizers
@@ -89,7 +93,8 @@ class HFTokenizer(Tokenizer):
 
     def __init__(self, tokenizer, specials: dict[str, int], *, padding_side: str = "right",
                  clean_up_tokenization_spaces: bool = False, token_type_ids: bool = False,
-                 chat_template: str | dict | None = None):
+                 chat_template: str | dict | None = None,
+                 checkpoint_eos_ids: Iterable[int] = ()):
         unknown = sorted(set(specials) - set(SPECIAL_ROLES))
         if unknown:
             raise ValueError(f"unknown special roles {unknown}; expected some of {SPECIAL_ROLES}")
@@ -103,6 +108,7 @@ class HFTokenizer(Tokenizer):
         self.clean_up_tokenization_spaces = bool(clean_up_tokenization_spaces)
         self.token_type_ids = bool(token_type_ids)
         self.chat_template = chat_template or None
+        self.checkpoint_eos_ids = [int(i) for i in checkpoint_eos_ids]
         s = self.specials
         self.sos_id = _first(s.get("bos"), s.get("cls"))
         self.eos_id = _first(s.get("eos"), s.get("sep"))
@@ -110,8 +116,10 @@ class HFTokenizer(Tokenizer):
         self.unk_id = s.get("unk")
 
     @classmethod
-    def from_transformers(cls, hf_tokenizer) -> "HFTokenizer":
-        """The adapter of a loaded ``transformers`` fast tokeniser (``AutoTokenizer``'s).
+    def from_transformers(cls, hf_tokenizer, checkpoint_eos_ids: Iterable[int] = ()
+                          ) -> "HFTokenizer":
+        """The adapter of a loaded ``transformers`` fast tokeniser (``AutoTokenizer``'s), with
+        the ``checkpoint_eos_ids`` of its directory's config.
 
         Raises:
             ValueError: if ``hf_tokenizer`` has no ``tokenizers`` backend (a slow tokeniser).
@@ -126,7 +134,8 @@ class HFTokenizer(Tokenizer):
                    padding_side=hf_tokenizer.padding_side,
                    clean_up_tokenization_spaces=bool(hf_tokenizer.clean_up_tokenization_spaces),
                    token_type_ids="token_type_ids" in hf_tokenizer.model_input_names,
-                   chat_template=getattr(hf_tokenizer, "chat_template", None))
+                   chat_template=getattr(hf_tokenizer, "chat_template", None),
+                   checkpoint_eos_ids=checkpoint_eos_ids)
 
     @property
     def vocab_size(self) -> int:
@@ -317,7 +326,9 @@ class HFTokenizer(Tokenizer):
                 "padding_side": self.padding_side,
                 "clean_up_tokenization_spaces": self.clean_up_tokenization_spaces,
                 "token_type_ids": self.token_type_ids,
-                **({"chat_template": self.chat_template} if self.chat_template else {})}
+                **({"chat_template": self.chat_template} if self.chat_template else {}),
+                **({"checkpoint_eos_ids": self.checkpoint_eos_ids}
+                   if self.checkpoint_eos_ids else {})}
 
     @classmethod
     def load(cls, path: str | Path) -> "HFTokenizer":
@@ -332,7 +343,8 @@ class HFTokenizer(Tokenizer):
             Fast.from_str(json.dumps(data["tokenizer"])), data["specials"],
             padding_side=data["padding_side"],
             clean_up_tokenization_spaces=data["clean_up_tokenization_spaces"],
-            token_type_ids=data["token_type_ids"], chat_template=data.get("chat_template")))
+            token_type_ids=data["token_type_ids"], chat_template=data.get("chat_template"),
+            checkpoint_eos_ids=data.get("checkpoint_eos_ids", ())))
 
 
 def read_saved(path: str | Path, kind: str, build: Callable[[dict], Tokenizer]) -> Tokenizer:

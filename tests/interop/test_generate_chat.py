@@ -203,6 +203,26 @@ def test_stop_ids_join_the_configs_eos_tokens_and_the_end_of_turn(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_run_from_a_checkpoint_stops_its_chat_at_the_checkpoints_eos_ids(dirs, tmp_path):
+    """``train lm --init DIR`` keeps DIR's generation_config.json eos ids in the run's
+    tokenizer.json, so ``generate RUN --chat`` (and the run's export) stops where ``generate
+    DIR --chat`` does; the run once kept only the tokenizer's eos and the end-of-turn token."""
+    import shutil
+
+    from attnlab.interop.checkpoint import read_tokenizer
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import ChatSession
+
+    d = shutil.copytree(dirs["chat"], tmp_path / "chat")
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [0, 39]}))
+    read_tokenizer(d, task="lm").save(tmp_path / "tokenizer.json")  # as --init writes the run's
+    run_tokenizer = HFTokenizer.load(tmp_path / "tokenizer.json")
+    checkpoint = stop_ids(d, run_tokenizer.eos_id, transformers.AutoTokenizer.from_pretrained(d))
+    assert 39 in checkpoint
+    assert ChatSession(run_tokenizer, tmp_path).stops == checkpoint
+
+
+@pytest.mark.slow
 def test_chat_on_a_directory_without_a_chat_template_is_one_line(dirs, capsys):
     d = dirs["base"]
     assert main(["generate", str(d), "--chat", "hi"]) == 2

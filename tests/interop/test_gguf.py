@@ -49,11 +49,12 @@ def _gguf_name(name):
 
 
 def write_gpt2_gguf(path, hf, tok, *, f16=False, template=CHATML, arch="gpt2", broken=None,
-                    merges=True):
+                    merges=True, tokenizer=True):
     """``hf`` (a GPT2LMHeadModel) and ``tok`` as a GGUF file at ``path``; ``f16``: its
     matrices in float16 (norms and biases stay float32, as llama.cpp writes them); ``broken``:
     the name of a tensor written as int32, a type the reader cannot dequantise; without
-    ``merges``, a BPE tokenizer that transformers cannot read."""
+    ``merges``, a BPE tokenizer that transformers cannot read; without ``tokenizer``, no
+    tokenizer.ggml.* key at all."""
     c = hf.config
     w = gguf.GGUFWriter(str(path), arch)
     w.add_context_length(c.n_positions)
@@ -65,6 +66,9 @@ def write_gpt2_gguf(path, hf, tok, *, f16=False, template=CHATML, arch="gpt2", b
     _add_tokenizer(w, tok, template)
     if not merges:
         del w.kv_data[0]["tokenizer.ggml.merges"]
+    if not tokenizer:
+        for key in [k for k in w.kv_data[0] if k.startswith("tokenizer.")]:
+            del w.kv_data[0][key]
     for name, value in hf.state_dict().items():
         if name.endswith(".attn.bias") or name.endswith(".masked_bias"):
             continue  # causal-mask buffers of older transformers, not weights
@@ -164,7 +168,8 @@ def bad(files):
             "arch": write_gpt2_gguf(tmp / "bloom.gguf", hf, tok, arch="bloom"),
             "type": write_gpt2_gguf(tmp / "i32.gguf", hf, tok, broken="output_norm.weight"),
             "none": write_gpt2_gguf(tmp / "base.gguf", hf, tok, template=None),
-            "merges": write_gpt2_gguf(tmp / "no-merges.gguf", hf, tok, merges=False)}
+            "merges": write_gpt2_gguf(tmp / "no-merges.gguf", hf, tok, merges=False),
+            "untokenized": write_gpt2_gguf(tmp / "no-tokenizer.gguf", hf, tok, tokenizer=False)}
 
 
 @pytest.mark.parametrize("command", ["train", "generate"])
@@ -188,6 +193,10 @@ def test_bad_files_are_one_line_naming_the_file_and_nothing_is_written(
              out=out)
     _refused(capsys, argv(bad["merges"]), str(bad["merges"]), "its tokenizer cannot be read",
              out=out)
+    # transformers would read the vocabulary size as its config's default, and fail later on
+    # the embedding's shape
+    _refused(capsys, argv(bad["untokenized"]), str(bad["untokenized"]),
+             "has no tokenizer (no tokenizer.ggml.model)", out=out)
 
 
 @pytest.mark.slow

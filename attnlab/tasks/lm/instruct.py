@@ -37,7 +37,7 @@ from ...data.chat_rows import (IGNORE, Rows, chat_example, cut_to, holdout, plai
                                read_rows, repeated_note)
 from ...data.tables import check_digest
 from ...errors import UsageError
-from ...interop.chat import chat_ids, conversation, end_of_turn_id, render
+from ...interop.chat import chat_ids, conversation, end_of_turn_id, joined_stops, render
 from ...interop.saved import load_any_tokenizer
 from ...runs import check_data_files, file_digest
 
@@ -305,7 +305,8 @@ class ChatSession:
     def __init__(self, tokenizer, run_dir: Path) -> None:
         self.theirs, self.run_dir = tokenizer.to_transformers(), run_dir
         end = end_of_turn_id(self.theirs)
-        self.stops = list(dict.fromkeys(i for i in (tokenizer.eos_id, end) if i is not None))
+        # the checkpoint's eos ids first, as ``attnlab generate DIR --chat`` stops (``stop_ids``)
+        self.stops = joined_stops(tokenizer.checkpoint_eos_ids, tokenizer.eos_id, end)
 
     def ids(self, message: str, system: str | None = None) -> list[int]:
         return chat_ids(self.theirs, conversation(message, system), self.run_dir)
