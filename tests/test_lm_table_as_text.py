@@ -42,6 +42,22 @@ def test_a_run_that_started_on_a_table_resumes_as_it_began(tmp_path):
         check_data({"data": str(data), "block_size": 8})
 
 
+@pytest.mark.parametrize("init", [None, "tiny-llama"])
+def test_a_small_table_is_told_it_is_a_table_before_its_size(tmp_path, init):
+    """A 50-byte .csv under --block-size 64 was told it had too few bytes; given more, it was
+    then told it was a table. Told first now, with --init's tokenizer in the prepare named."""
+    from attnlab.errors import UsageError
+    from attnlab.tasks.lm.checks import check_data
+
+    data = tmp_path / "reviews.csv"
+    data.write_text(ROWS[:50])
+    with pytest.raises(UsageError) as e:
+        check_data({"data": str(data), "block_size": 64, "init": init})
+    tokenizer = f" --tokenizer {init}" if init else ""
+    assert "is a table (.csv)" in str(e.value) and "bytes are too few" not in str(e.value)
+    assert f"--text-column NAME{tokenizer} --out CORPUS" in str(e.value)
+
+
 def test_the_same_bytes_named_txt_are_still_text(tmp_path):
     from attnlab.tasks.lm.checks import check_data
 

@@ -59,11 +59,13 @@ def file_format(path: str | Path) -> str | None:
     return "datasets" if path.is_dir() else FORMATS.get(path.suffix.lower())
 
 
-def read_whole_as_text(path: str | Path, name: str, reader: str) -> str | None:
+def read_whole_as_text(path: str | Path, name: str, reader: str, tokenizer: str = ""
+                       ) -> str | None:
     """The refusal of a table of rows (.csv, .tsv, .jsonl: not ``COLUMNAR``) given to a
     ``reader`` that reads a file whole, as text (``train lm --data``): its header or keys,
     separators and every column (the labels) would become the corpus, unsaid. None for any
-    other file. ``name`` is how the message names the file (``--data r.csv``).
+    other file. ``name`` is how the message names the file (``--data r.csv``); ``tokenizer``
+    is put in the prepare command it gives (`` --tokenizer DIR``, for a run with --init).
 
     Examples:
         >>> read_whole_as_text("notes.txt", "notes.txt", "train lm") is None
@@ -76,8 +78,8 @@ def read_whole_as_text(path: str | Path, name: str, reader: str) -> str | None:
         return None
     return (f"{name} is a table ({Path(path).suffix}), and {reader} reads such a file whole, "
             f"as text: its header or keys, separators and every column would be the corpus; "
-            f"prepare its texts first (attnlab prepare {path} --text-column NAME --out CORPUS, "
-            f"then give --data CORPUS), or rename it .txt to read it whole")
+            f"prepare its texts first (attnlab prepare {path} --text-column NAME{tokenizer} "
+            f"--out CORPUS, then give --data CORPUS), or rename it .txt to read it whole")
 
 
 def place(path: str | Path, number: int) -> str:

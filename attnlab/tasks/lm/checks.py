@@ -38,26 +38,33 @@ def check_data(cfg: dict[str, Any]) -> None:
         raise not_found("--data", data)
     elif data.stat().st_size == 0:
         raise UsageError(f"--data {data}: the file is empty")
-    elif not cfg.get("resume") and data.stat().st_size + 1 < 10 * cfg["block_size"]:
-        # The validation split is a tenth of the tokens, and needs one window of
-        # --block-size + 1; no tokeniser makes more tokens than bytes (+1 for the EOS), so
-        # a file this small is refused now rather than after the run directory is made.
-        raise UsageError(f"--data {data}: {data.stat().st_size} bytes are too few for "
-                         f"--block-size {cfg['block_size']} (its validation tenth must hold "
-                         f"one window of --block-size + 1 tokens); give at least "
-                         f"{10 * cfg['block_size']} bytes of text or lower --block-size")
     elif cfg.get("resume") and cfg.get("data_sha256"):
         check_data_files({"data": cfg["data"]}, cfg["data_sha256"], purpose="resume")
     if data.is_file():
         head = _check_text_head(data)
         if not cfg.get("resume"):  # a run that started on it goes on as it began
             _refuse_rows_as_text(data, head)
+            init = f" --tokenizer {cfg['init']}" if cfg.get("init") else ""
             refusal = None if is_rows_file(data) else read_whole_as_text(
-                data, f"--data {data}", "train lm")
+                data, f"--data {data}", "train lm", init)
             if refusal:  # a .csv or .tsv of texts (a .jsonl is instruction rows)
                 raise UsageError(refusal)
+            _check_size(data, cfg["block_size"])
     if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
+
+
+def _check_size(data: Path, block_size: int) -> None:
+    """The validation split is a tenth of the tokens, and needs one window of --block-size +
+    1; no tokeniser makes more tokens than bytes (+1 for the EOS), so a text --data this small
+    is refused now rather than after the run directory is made (once it is known to be text:
+    a table or rows are told what they are first)."""
+    size = data.stat().st_size
+    if size + 1 < 10 * block_size:
+        raise UsageError(f"--data {data}: {size} bytes are too few for --block-size "
+                         f"{block_size} (its validation tenth must hold one window of "
+                         f"--block-size + 1 tokens); give at least {10 * block_size} bytes of "
+                         f"text or lower --block-size")
 
 
 def _refuse_table(data: Path, init: str | None = None) -> None:
