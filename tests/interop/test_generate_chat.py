@@ -279,3 +279,32 @@ def test_chat_flag_errors_are_one_line(tmp_path, capsys, args, message):
     assert main(["generate", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_run_from_a_checkpoint_continues_a_prompt_to_its_eos_ids_and_exports_them(
+        dirs, tmp_path, capsys):
+    """``generate RUN --prompt`` stopped at the tokenizer's eos alone, past the eos ids of the
+    checkpoint the run was trained from (Llama 3 lists three), and the export wrote that one
+    id; now both stop where ``generate DIR`` and transformers' ``generate`` do."""
+    import shutil
+
+    d = shutil.copytree(dirs["base"], tmp_path / "base")
+    model, tok = _theirs(d)
+    ids = tok("the cat")["input_ids"]
+    first = int(model(torch.tensor([ids])).logits[0, -1].argmax())
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [first]}))
+    text = tmp_path / "text.txt"
+    text.write_text(" ".join(CORPUS))
+    run = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(text), "--out", str(run),
+                 "--max-steps", "1", "--lr", "1e-9", "--block-size", "16", "--batch-size", "2",
+                 "--threads", "1"]) == 0
+    capsys.readouterr()
+    for where in (d, run):  # the directory, and the run of it: the same stop
+        assert main(["generate", str(where), "--prompt", "the cat", "--greedy",
+                     "--max-new-tokens", "8", "--threads", "1"]) == 0
+        assert capsys.readouterr().out == "the cat\n", where
+    assert main(["export", str(run), "--hf", str(tmp_path / "hf")]) == 0
+    exported = json.loads((tmp_path / "hf" / "generation_config.json").read_text())
+    assert exported["eos_token_id"] == [first, tok.eos_token_id]

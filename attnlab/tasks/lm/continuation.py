@@ -91,6 +91,7 @@ class AfterPrompt:
     def __init__(self, tokenizer, context: list[int]) -> None:
         self.tokenizer, self.context = tokenizer, context
         self.vocab_size, self.eos_id = tokenizer.vocab_size, tokenizer.eos_id
+        self.checkpoint_eos_ids = getattr(tokenizer, "checkpoint_eos_ids", [])
         # the tokenizer's normal form, if it has one: StopStreamer puts --stop strings in it
         self.normalized = getattr(tokenizer, "normalized", None)
         self.before = tokenizer.decode(context)
@@ -160,6 +161,15 @@ def prompt_end(tokenizer, ids: list[int], stops: list[str] | None) -> str:
     return tokenizer.tokenizer.decode(ids[-max(len(form(s)) for s in stops):])
 
 
+def text_stops(tokenizer) -> list[int]:
+    """The ids that end a text generated without a chat: the eos ids of the checkpoint a run
+    from ``--init`` was made from (``HFTokenizer.checkpoint_eos_ids``: Llama 3's several), and
+    the tokenizer's own eos, each once, as ``transformers``' ``generate`` stops."""
+    from ...interop.chat import joined_stops
+
+    return joined_stops(getattr(tokenizer, "checkpoint_eos_ids", []), tokenizer.eos_id, None)
+
+
 def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                     greedy: bool = True, temperature: float = 1.0,
                     top_k: int | None = None, top_p: float | None = None,
@@ -174,12 +184,12 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
     Args:
         stops: strings that end the text, cut before the first one found.
         stop_ids: ids that end generation, not printed: a checkpoint's eos ids and a chat
-            template's end-of-turn (``attnlab generate DIR``); default the tokenizer's EOS.
+            template's end-of-turn (``attnlab generate DIR``); default ``text_stops``: the
+            tokenizer's EOS, and those of the checkpoint a run from ``--init`` was made from.
         source: the Hugging Face directory or GGUF file the model is (``note_cut``).
     """
     note_cut(len(ids), model.max_len, label, source)
-    ends = ([] if tokenizer.eos_id is None else [tokenizer.eos_id]) if stop_ids is None \
-        else stop_ids
+    ends = text_stops(tokenizer) if stop_ids is None else stop_ids
     stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=not greedy,
                           temperature=temperature, top_k=top_k, top_p=top_p,
                           eos_token_id=ends or None, generator=generator,

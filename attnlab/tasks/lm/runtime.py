@@ -365,10 +365,8 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 
     model, tokenizer = load(task, run_dir, cfg)
     hf_model = to_hf(model, **special_ids(tokenizer))
-    if getattr(tokenizer, "chat_template", None):  # transformers' generate stops at the turn's end
-        from .instruct import ChatSession
-
-        stops = ChatSession(tokenizer, Path(run_dir)).stops
+    stops = _export_stops(tokenizer, Path(run_dir))
+    if stops:
         hf_model.generation_config.eos_token_id = stops if len(stops) > 1 else stops[0]
     n = getattr(hf_model.config, "n_positions", None)
     name = "n_positions" if n else "max_position_embeddings"
@@ -388,6 +386,21 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     # a GPT-2 reads no more than its positions: truncation=True cuts there, as GPT-2's does
     limit = n if name == "n_positions" else None
     return hf_model, {"": to_hf_tokenizer(tokenizer, model_max_length=limit)}, note
+
+
+def _export_stops(tokenizer, run_dir: Path) -> list[int] | None:
+    """The ids an exported run's ``generate`` stops at, where they are not the tokenizer's eos
+    alone (None): a chat's end of turn too (``ChatSession``), and each eos id of the checkpoint
+    a run from ``--init`` was made from (``text_stops``)."""
+    if getattr(tokenizer, "chat_template", None):
+        from .instruct import ChatSession
+
+        return ChatSession(tokenizer, run_dir).stops
+    if getattr(tokenizer, "checkpoint_eos_ids", None):
+        from .continuation import text_stops
+
+        return text_stops(tokenizer)
+    return None
 
 
 @torch.no_grad()
