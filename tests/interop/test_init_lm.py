@@ -327,6 +327,32 @@ def test_a_corpus_prepared_with_another_tokenizer_is_refused(gpt2, text, tmp_pat
     assert "another tokenizer" in err and "is id" in err
 
 
+@pytest.mark.slow
+def test_a_run_and_a_corpus_of_one_tokenizer_match_whether_or_not_they_keep_its_eos_ids(
+        gpt2, text, tmp_path):
+    """A corpus prepared with --tokenizer DIR now keeps DIR's eos ids (what ends generation)
+    in its tokenizer.json; an --init RUN made before, without them, reads the same ids, and
+    was refused as "another tokenizer"."""
+    import yaml
+
+    from attnlab.tasks.lm.checks import check_init_corpus
+
+    corpus = tmp_path / "corpus"
+    assert main(["prepare", str(text), "--tokenizer", str(gpt2), "--out", str(corpus)]) == 0
+    tok = json.loads((corpus / "tokenizer.json").read_text())
+    assert tok["checkpoint_eos_ids"]  # (GPT-2's generation_config.json names its eos)
+    run = tmp_path / "old-run"
+    run.mkdir()
+    (run / "config.yaml").write_text(yaml.safe_dump({"task": "lm"}))
+    del tok["checkpoint_eos_ids"]
+    (run / "tokenizer.json").write_text(json.dumps(tok))
+    check_init_corpus(run, corpus)  # no refusal
+    tok["specials"] = {**tok["specials"], "eos": "<|other|>"}
+    (run / "tokenizer.json").write_text(json.dumps(tok))
+    with pytest.raises(attnlab.errors.UsageError, match="another tokenizer"):
+        check_init_corpus(run, corpus)
+
+
 def test_a_directory_that_is_no_corpus_is_refused_with_init(gpt2, tmp_path, capsys):
     # a datasets directory (what save_to_disk writes) and an empty folder: without --init each
     # is refused in one line; --init read a tokenizer.json neither has and failed uncaught

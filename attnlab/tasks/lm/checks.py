@@ -204,7 +204,8 @@ def check_init_corpus(init: str | Path, data: Path) -> None:
     kind = ours.get("type") if isinstance(ours, dict) else None
     if init_is_run(init):
         theirs = read_json(Path(init) / "tokenizer.json", what="a tokenizer file written by attnlab")
-        differs = None if ours == theirs else _kind_or(kind, "its tokenizer.json differs")
+        same = _without_checkpoint_eos(ours) == _without_checkpoint_eos(theirs)
+        differs = None if same else _kind_or(kind, "its tokenizer.json differs")
     elif kind != "hf":
         differs = f"the {kind} tokenizer"
     else:
@@ -224,6 +225,15 @@ def check_init_vocabulary(init: str | Path, rows: int) -> None:
         raise UsageError(f"--init {init}: the tokenizer has {ids:,} ids but the model's embedding "
                          f"only {rows:,} rows (config.json's vocab_size); ids from {rows:,} on "
                          f"would index past it")
+
+
+def _without_checkpoint_eos(tokenizer: Any) -> Any:
+    """A tokenizer.json without the eos ids of the checkpoint it was read from
+    (``checkpoint_eos_ids``): what ends generation, not what a text's ids are; a corpus or run
+    made before they were kept has none, and its ids are the same."""
+    if not isinstance(tokenizer, dict):
+        return tokenizer
+    return {k: v for k, v in tokenizer.items() if k != "checkpoint_eos_ids"}
 
 
 def _kind_or(kind: str | None, otherwise: str) -> str:
