@@ -496,7 +496,7 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items() if k not in ("task", "func", "command")}
-    cfg, checked = configure(args.task, given)
+    cfg, checked = _configured(args.task, given)
     run_dir = _preflight(args, cfg)
     if run_dir is None:
         return 0
@@ -520,6 +520,19 @@ def run(args: argparse.Namespace) -> int:
         if lock is not None:
             os.close(lock)
     return 0
+
+
+def _configured(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
+    """``configure``; in a DDP process other than the first without the notes its checks print
+    on the data (a repeated row, a split without an entity): the first process read the same
+    files and said them, once. A refusal is raised, and told, as in the first."""
+    if not _is_child():
+        return configure(task_name, given)
+    import contextlib
+    import io
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        return configure(task_name, given)
 
 
 def _train(cfg: RunSettings, run_dir: Path, checked: Any = None) -> None:
