@@ -309,8 +309,10 @@ class MultiheadAttention(nn.Module):
     def check_dtype(self, x: Tensor, name: str = "x") -> None:
         """``TypeError`` for an input whose dtype is not the weights' (outside autocast, which
         casts for itself): the linear layers failed with "mat1 and mat2 must have the same
-        dtype", naming neither the input nor the module. A quantised projection is skipped."""
-        weight = getattr(self.o_proj, "weight", None)
+        dtype", naming neither the input nor the module. A quantised projection (no
+        parameters) is skipped. The dtype is a parameter's, not ``o_proj.weight``'s: a LoRA
+        layer's ``weight`` forms W₀ + BA, a matrix product, to be read."""
+        weight = next(self.o_proj.parameters(), None)
         if (isinstance(weight, Tensor) and x.dtype != weight.dtype
                 and not torch.is_autocast_enabled(x.device.type)):
             raise TypeError(f"{name} has dtype {x.dtype} but the weights are {weight.dtype}: "

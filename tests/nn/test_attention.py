@@ -246,8 +246,10 @@ def test_wrong_input_rank_and_widths():
                                                   "k (3, 3, 4) and v (3, 3, 5)"),
 ])
 def test_reference_path_names_the_argument_a_shape_is_wrong_in(q, k, v, error, message):
-    """A 1-D query failed with "IndexError: Dimension out of range", batches of 2 and 3 with a
-    RuntimeError from inside the matmul; neither named q, k or v."""
+    """A 1-D query (no T axis) was read as one query, and gave a (d_v,) result, not the
+    (..., T, d_v) the signature states (F.scaled_dot_product_attention refuses it too); batches
+    of 2 and 3 failed with a RuntimeError from inside the matmul that named neither q, k nor
+    v."""
     with pytest.raises(error, match=re.escape(message)):
         an.scaled_dot_product(torch.randn(q), torch.randn(k), torch.randn(v))
 

@@ -48,3 +48,22 @@ def test_dropout_reaches_the_update_only_and_is_off_in_eval():
     trained = layer(x)
     assert not torch.allclose(trained, _merged_forward(layer, x))  # some inputs were dropped
     assert_close(layer.eval()(x), _merged_forward(layer, x), **TOL)
+
+
+def test_a_block_forward_never_forms_the_merged_weight(monkeypatch):
+    """The blocks' dtype check read ``o_proj.weight``, which for a LoRA layer is W₀ + BA, a
+    matrix product: two of them in every block's forward, for a dtype (+55% at width 512)."""
+    from attnlab.nn import EncoderBlock
+    from attnlab.nn.lora import add_lora
+
+    torch.manual_seed(0)
+    block = EncoderBlock(32, 4, 64, dropout=0.0)
+    add_lora(block, 2, 4.0, targets="all-linear")
+    formed = []
+    merged = LoRALinear.weight.fget
+    monkeypatch.setattr(LoRALinear, "weight",
+                        property(lambda self: formed.append(self) or merged(self)))
+    block(torch.randn(2, 5, 32))
+    assert formed == []
+    with pytest.raises(TypeError, match="x has dtype torch.float64"):
+        block(torch.randn(2, 5, 32, dtype=torch.float64))  # the check still holds
