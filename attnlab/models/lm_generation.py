@@ -163,6 +163,7 @@ def stream_sliding(model: CausalModel, context: Tensor, n: int, options: dict) -
     keep = max(1, model.max_len // 2)
     stops, pad = _stops_and_pad(options.get("eos_token_id"), options.get("pad_token_id"))
     done = torch.zeros(context.shape[0], dtype=torch.bool, device=context.device)  # (B,)
+    stops = None if stops is None else torch.as_tensor(stops, device=context.device)
     while n > 0:
         m = min(n, model.max_len - context.shape[1])
         new = []
@@ -171,14 +172,13 @@ def stream_sliding(model: CausalModel, context: Tensor, n: int, options: dict) -
         for token in stream_tokens(model, context, m, None, **options):
             new.append(torch.where(done[:, None], pad, token))  # (B, 1)
             yield new[-1]
+            if stops is not None:
+                done |= torch.isin(new[-1][:, 0], stops)
+                if bool(done.all()):  # the last row emitted EOS: as generate, stop here
+                    return
         n -= m
         if len(new) < m:  # every row emitted EOS
             return
-        if stops is not None:
-            stops_here = torch.as_tensor(stops, device=context.device)
-            done |= torch.isin(torch.cat(new, dim=1), stops_here).any(1)
-            if bool(done.all()):  # the last rows emitted EOS in this window
-                return
         context = torch.cat([context, *new], dim=1)[:, -keep:]
 
 

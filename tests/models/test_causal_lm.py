@@ -198,6 +198,22 @@ def test_a_row_that_emitted_eos_stays_finished_when_the_window_slides():
     assert out[0].tolist() == [eos] + [pad] * 29
 
 
+def test_a_sliding_batch_stops_at_the_token_its_last_row_emits_eos():
+    """As ``generate`` does: the stream ran on with pad to the end of the window in which the
+    last row ended (up to max_len // 2 - 1 columns more), each a forward pass."""
+    torch.manual_seed(6)
+    lm = tiny(max_len=16)
+    ids = torch.randint(4, 41, (2, 6))
+    free = torch.cat(list(lm.stream(ids, 30, slide=True)), 1)  # greedy, (2, 30), no EOS
+    row = free[1].tolist()
+    later = next(t for t in row[10:] if t not in row[:10])  # row 1's first new token there
+    eos = [int(free[0, 0]), later]  # row 0 ends at once, row 1 in the second window
+    last = next(j for j, t in enumerate(row) if t in eos)
+    assert 10 <= last < 29  # (the first window holds 16 - 6 = 10 new tokens)
+    out = torch.cat(list(lm.stream(ids, 30, slide=True, eos_token_id=eos, pad_token_id=0)), 1)
+    assert out.shape == (2, last + 1)
+    assert out[1].tolist() == free[1, :last + 1].tolist()
+
 
 @pytest.mark.parametrize("positional", ["learned", "rope"])
 @pytest.mark.parametrize("width", [32, 256])
