@@ -320,9 +320,7 @@
     if (again) again.focus({ preventScroll: true });
   }
 
-  function showReadout() {
-    const focus = state.pinned || state.active;
-    readout.textContent = "";
+  function markTokens() {  // the token labels as nothing is shown, but the pinned one pressed
     document.querySelectorAll(".qtok.on, .ktok.on, .covered").forEach((n) => {
       n.classList.remove("on", "covered");
       const label = n.querySelector(".label");  // back to the run of characters it stood for
@@ -333,6 +331,12 @@
     const held = state.pinned && document.querySelector(
       `.${state.pinned.axis}tok[data-index="${state.pinned.index}"]`);
     if (held) held.setAttribute("aria-pressed", "true");  // pinned: said, not only seen
+  }
+
+  function showReadout() {
+    const focus = state.pinned || state.active;
+    readout.textContent = "";
+    markTokens();
     if (!focus) {
       readout.appendChild(el("p", { class: "empty", text: "Hover a token or a cell of the large map." }));
       return;
