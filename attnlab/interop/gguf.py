@@ -151,9 +151,10 @@ _TOKENIZER_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.tokens")
 
 
 def _check_tokenizer(reader, name: str) -> None:
-    """A one-line refusal naming the first key of ``_TOKENIZER_KEYS`` the file lacks."""
+    """A one-line refusal naming the first key of ``_TOKENIZER_KEYS`` the file lacks (looked
+    up, not read: the tokens of a real vocabulary are a list of 150,000 strings)."""
     for key in _TOKENIZER_KEYS:
-        if _field(reader, key) is None:
+        if key not in reader.fields:
             raise UsageError(f"{name}: its metadata has no tokenizer (no {key}); attnlab reads "
                              f"a GGUF file's tokenizer from the file: write it again with its "
                              f"converter, which stores the tokenizer")
