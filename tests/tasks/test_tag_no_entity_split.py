@@ -56,7 +56,7 @@ def test_keep_best_on_val_f1_of_a_validation_without_an_entity_is_refused(tmp_pa
     assert main(["train", "tag", "--data", str(data), "--val", str(plain), "--out", str(out),
                  "--monitor", "val_f1", *flags, *ONE_STEP]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"attnlab: error: --monitor val_f1: --val {plain} has no entity (every tag "
+    assert err == [f"attnlab: error: --monitor val_f1: --val {plain}: no entity (every tag "
                    f"is 'O'), so val_f1 is 0 at every validation and {named} would compare "
                    f"nothing; give a --val FILE with entities, or --monitor val_loss"], err
     assert not out.exists()

@@ -354,7 +354,7 @@ def _check_monitor(cfg: dict[str, Any], val: str) -> None:
     named = "--keep-best" if cfg.get("keep_best") else f"--patience {patience}"
     if monitor in ("val_f1", "val_precision", "val_recall") and (cfg.get("keep_best")
                                                                   or patience):
-        raise UsageError(f"--monitor {monitor}: {val} has no entity (every tag is 'O'), so "
+        raise UsageError(f"--monitor {monitor}: {val}: no entity (every tag is 'O'), so "
                          f"{monitor} is 0 at every validation and {named} would compare "
                          f"nothing; give a --val FILE with entities, or --monitor val_loss")
 
