@@ -256,6 +256,7 @@ class RowsFile:
     ended where a record ends (``_tsv_head``: never inside a quoted value); where none of those
     starts a value of ``columns`` with a quote, a later value that starts with one is refused
     naming its line (before its fields are counted), not read one way or the other unsaid.
+    Lines end as ``read_table``'s do: at "\\n", "\\r\\n" or a lone "\\r" (``_cr_lines``).
 
     Args:
         path: the file.
@@ -303,6 +304,7 @@ class RowsFile:
 
     def _delimited(self, lines: Iterator[str]) -> Iterator[tuple[int, dict[str, str]]]:
         fmt = file_format(self.path)
+        lines = _cr_lines(lines)
         head, decides, cut = _tsv_head(lines) if fmt == "tsv" else ([], 0, False)
         shown = "".join(head[:decides])
         options = _delimited_options(shown, self.where, fmt)
@@ -322,6 +324,20 @@ class RowsFile:
 
         yield from _delimited_rows(chain(head, lines), self.columns, self.where, options,
                                    self.hint, None if decided else check)
+
+
+def _cr_lines(lines: Iterator[str]) -> Iterator[str]:
+    """``lines`` (split at "\\n") split at each lone carriage return too, as ``read_table``'s
+    ``io.StringIO(text, newline="")`` splits the text it gives the csv module: a file whose
+    lines end in "\\r" alone (classic Mac OS) is read as it reads it."""
+    for line in lines:
+        if "\r" in line:
+            yield from filter(None, _LONE_CR.split(line))
+        else:
+            yield line
+
+
+_LONE_CR = re.compile(r"(?<=\r)(?!\n)")  # the place after a carriage return that ends a line
 
 
 def _tsv_head(lines: Iterator[str]) -> tuple[list[str], int, bool]:
