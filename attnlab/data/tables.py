@@ -252,9 +252,11 @@ class RowsFile:
     file larger than memory can be read (``attnlab prepare``'s --text-column): the rows, rules
     and messages of ``read_table``, each line decoded (and hashed) as it is read.
 
-    A TSV's quotes are decided (``tsv_quoting``) on its first ``TSV_HEAD_CHARS`` characters;
-    where none of those starts a value of ``columns`` with a quote, a later value that starts
-    with one is refused naming its line, not read one way or the other unsaid.
+    A TSV's quotes are decided (``tsv_quoting``) on its first ``TSV_HEAD_CHARS`` characters,
+    ended where a record ends (``_tsv_head``: never inside a quoted value); where none of those
+    starts a value of ``columns`` with a quote, a later value that starts with one is refused
+    naming its line (before its fields are counted), not read one way or the other unsaid.
+    Lines end as ``read_table``'s do: at "\\n", "\\r\\n" or a lone "\\r" (``_cr_lines``).
 
     Args:
         path: the file.
@@ -302,26 +304,86 @@ class RowsFile:
 
     def _delimited(self, lines: Iterator[str]) -> Iterator[tuple[int, dict[str, str]]]:
         fmt = file_format(self.path)
-        head, size = [], 0
-        if fmt == "tsv":  # the head that decides its quotes
-            for line in lines:
-                head.append(line)
-                size += len(line)
-                if size >= TSV_HEAD_CHARS:
-                    break
-        options = _delimited_options("".join(head), self.where, fmt)
+        lines = _cr_lines(lines)
+        head, decides, cut = _tsv_head(lines) if fmt == "tsv" else ([], 0, False)
+        shown = "".join(head[:decides])
+        options = _delimited_options(shown, self.where, fmt)
         # read whole, or quotes that enclose values: a later quote is read as the head's are
-        decided = size < TSV_HEAD_CHARS or options.get("quoting") != csv.QUOTE_NONE
-        for line, row in _delimited_rows(chain(head, lines), self.columns, self.where, options,
-                                         self.hint):
-            if not decided and any(v.startswith('"') for v in row.values()):
-                if line > len(head):
+        decided = not cut or options.get("quoting") != csv.QUOTE_NONE
+
+        def check(line: int, values: list[str]) -> None:  # before a row's fields are counted
+            nonlocal decided
+            if not decided and any(v.startswith('"') for v in values):
+                if line > decides:
                     raise UsageError(
                         f"{self.where} line {line}: a value starts with a quote, and none did in "
-                        f"the first {TSV_HEAD_CHARS:,} characters, which decide whether the "
-                        f"file's quotes enclose values or are text; save it as .csv")
+                        f"the first {min(len(shown), TSV_HEAD_CHARS):,} characters, which "
+                        f"decide whether the file's quotes enclose values or are text; save it "
+                        f"as .csv")
                 decided = True  # the head's quotes are text
-            yield line, row
+
+        yield from _delimited_rows(chain(head, lines), self.columns, self.where, options,
+                                   self.hint, None if decided else check)
+
+
+def _cr_lines(lines: Iterator[str]) -> Iterator[str]:
+    """``lines`` (split at "\\n") split at each lone carriage return too, as ``read_table``'s
+    ``io.StringIO(text, newline="")`` splits the text it gives the csv module: a file whose
+    lines end in "\\r" alone (classic Mac OS) is read as it reads it."""
+    for line in lines:
+        if "\r" in line:
+            yield from filter(None, _LONE_CR.split(line))
+        else:
+            yield line
+
+
+_LONE_CR = re.compile(r"(?<=\r)(?!\n)")  # the place after a carriage return that ends a line
+
+
+def _tsv_head(lines: Iterator[str]) -> tuple[list[str], int, bool]:
+    """The first lines of a TSV read row by row (``RowsFile``), whose first ``decides`` decide
+    its quotes: at least ``TSV_HEAD_CHARS`` characters, ending where a record ends (a line end
+    outside a quoted value, read as a quoting program writes it), so that a value running over
+    lines is judged whole, as ``read_table`` judges the file. A quote still open after twice
+    ``TSV_HEAD_CHARS`` leaves its record out. Returns (lines, decides, whether the file goes
+    on: ``cut``); the whole file's lines when it is shorter."""
+    head: list[str] = []
+    size, decides, quoted = 0, 0, False
+    for line in lines:
+        head.append(line)
+        size += len(line)
+        quoted = _quote_open(line, quoted)
+        if not quoted:
+            decides = len(head)
+        if size >= TSV_HEAD_CHARS and not quoted or size >= 2 * TSV_HEAD_CHARS:
+            return head, decides, True
+    return head, len(head), False
+
+
+def _quote_open(line: str, quoted: bool) -> bool:
+    """Whether a quoted value is open at the end of one line of a TSV, read as the csv
+    module's QUOTE_MINIMAL reads it (``quoted``: whether one was open at its start): a quote
+    that starts a field opens one; inside it, a doubled quote is a quote, a lone one closes."""
+    at = 0
+    while True:
+        if quoted:
+            at = line.find('"', at)
+            if at < 0:
+                return True
+            if line.startswith('"', at + 1):
+                at += 2
+                continue
+            quoted, at = False, line.find("\t", at + 1)  # the field's rest is not quoted
+            if at < 0:
+                return False
+            at += 1
+        elif line.startswith('"', at):
+            quoted, at = True, at + 1
+        else:  # to the next field that starts with a quote
+            at = line.find('\t"', at)
+            if at < 0:
+                return False
+            at += 1
 
 
 def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
@@ -420,11 +482,12 @@ def _delimited_options(text: str, where: str, fmt: str) -> dict:
     return {"delimiter": "\t", "quoting": quoting(text, where)}
 
 
-def _delimited_rows(lines, columns, where: str, options: dict, hint: str = ""):
+def _delimited_rows(lines, columns, where: str, options: dict, hint: str = "", check=None):
     """(line, row) of each data row of a CSV or TSV given as its ``lines`` (an iterable of
     str, each with its line end), read as it comes. strict: a quote that is never closed, or
     text after a closing quote, is an error; without it Python's csv module reads the rest of
-    the file into one value and says nothing. ``hint`` ends the message of a missing column."""
+    the file into one value and says nothing. ``hint`` ends the message of a missing column;
+    ``check(line, values)``, where given, sees each record's values of ``columns`` first."""
     # A value may be as long as the file (a long document): the csv module's default limit of
     # 131,072 characters refused one, and ``strict`` already names a quote never closed. The
     # limit is the process's; only ever raised here.
@@ -451,6 +514,8 @@ def _delimited_rows(lines, columns, where: str, options: dict, hint: str = ""):
     try:
         for record in reader:
             if not _blank_line(record):
+                if check:
+                    check(start, [record[i] for i in index.values() if i < len(record)])
                 if len(record) != len(header):
                     raise UsageError(f"{where} line {start}: {len(record)} fields, but the header "
                                      f"has {len(header)}")

@@ -242,7 +242,6 @@ def test_windows_never_load_the_whole_file(tmp_path):
     assert grown < 32, f"resident memory grew by {grown:.0f} MiB reading 200 windows"
 
 
-@pytest.mark.slow
 def prepare_peak_bytes(path, out) -> int:
     """The peak of Python's allocations while ``prepare`` makes a char corpus of ``path``."""
     tracemalloc.start()
@@ -252,6 +251,7 @@ def prepare_peak_bytes(path, out) -> int:
     return peak
 
 
+@pytest.mark.slow
 def test_prepare_memory_does_not_grow_with_the_corpus(tmp_path):
     def peak_bytes(n_chars: int) -> int:
         text = "".join(random.Random(n_chars).choices("abcdefgh \n", k=n_chars))

@@ -127,3 +127,67 @@ def test_a_jsonl_corpus_is_read_row_by_row_not_whole(tmp_path):
     peak_bytes(100)  # imports and caches first
     small, large = peak_bytes(500), peak_bytes(2000)  # about 110 kB and 440 kB
     assert large < 1.2 * small + 20_000, f"peak {small} B for 500 rows, {large} B for 2000"
+
+
+def _texts(path) -> list[str]:
+    """The texts ``attnlab prepare`` reads of a table's "text" column (``RowsFile``)."""
+    return [row["text"] for _, row in tables.RowsFile(path, ["text"], str(path)).rows()]
+
+
+# a value over lines and a doubled quote, as pandas' to_csv(sep="\t") writes them (review: where
+# the head that decides the quotes ended inside the first, prepare read one text as two, and
+# '"she said ""hi"""' with its quotes; with a second column, refused a valid file)
+PANDAS_TSV = ['text\nplain words in a row of text here\n"a review that runs on and on\nand two '
+              'lines"\n"she said ""hi"""\nlast one\n',
+              'text\tlabel\nplain words in a row of text here\tpos\n"a review that runs\nand '
+              'two lines"\tpos\n"she said ""hi"""\tneg\nlast one\tpos\n',
+              'text\tlabel\n"Hi" she said\tpos\nplain\tneg\n5" screen\tpos\n']  # quotes: text
+
+
+@pytest.mark.parametrize("text", PANDAS_TSV)
+def test_a_tsv_is_read_as_read_table_reads_it_wherever_its_head_ends(tmp_path, monkeypatch,
+                                                                     text):
+    """Wherever TSV_HEAD_CHARS falls (inside a quoted value over lines too), prepare's texts
+    are read_table's, value for value, or a value past the head that starts with a quote is
+    refused; never read another way."""
+    path = tmp_path / "d.tsv"
+    path.write_text(text)
+    want = tables.read_table(path, ["text"]).column("text")
+    monkeypatch.setattr(tables, "TSV_HEAD_CHARS", 64)
+    assert _texts(path) == want
+    for size in range(1, len(text) + 2):
+        monkeypatch.setattr(tables, "TSV_HEAD_CHARS", size)
+        try:
+            assert _texts(path) == want, size
+        except UsageError as e:
+            assert "a value starts with a quote, and none did in the first" in str(e), size
+
+
+@pytest.mark.parametrize("value, line", [('"a\tb"', 7), ('"two\nlines"', 7)])
+def test_a_quote_past_the_head_is_named_before_its_fields_are_counted(tmp_path, monkeypatch,
+                                                                      value, line):
+    """Read as text, a quoted value holding a tab or a line break has too many or too few
+    fields: the message says why (its quote), not only how many fields (review)."""
+    monkeypatch.setattr(tables, "TSV_HEAD_CHARS", 40)
+    path = tmp_path / "d.tsv"
+    path.write_text("text\tlabel\n" + "plain words here\tpos\n" * 5 + f"{value}\tpos\n")
+    with pytest.raises(UsageError, match=rf"^{path} line {line}: a value starts with a quote, "
+                                         r"and none did in the first 40 characters"):
+        prepare([path], tmp_path / "out")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("cr.csv", "text,label\rhello there,pos\rbad day,neg\r"),
+    ("cr.tsv", "text\tlabel\rhello there\tpos\rbad day\tneg"),
+    ("mixed.csv", 'text,label\r\n"a\rb",pos\r\nc d e,neg\n"e\r\nf g h",pos\r'),
+])
+def test_lines_that_end_in_a_lone_carriage_return_are_read_as_read_table_reads_them(
+        tmp_path, name, text):
+    """A file whose lines end in "\\r" alone (classic Mac OS, some exports): read_table read
+    its rows, prepare stopped at Python's "new-line character seen in unquoted field" (review);
+    a "\\r" inside a quoted value stays in it."""
+    path = tmp_path / name
+    path.write_bytes(text.encode())
+    want = tables.read_table(path, ["text"]).column("text")
+    assert _texts(path) == want and len(want) in (2, 3)
+    prepare([path], tmp_path / "out", tokenizer="char")

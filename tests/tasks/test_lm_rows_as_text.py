@@ -63,3 +63,33 @@ def test_text_that_only_looks_alike_is_still_text(tmp_path, first):
     data = tmp_path / "story.txt"
     data.write_text(first + "\n" + "once upon a time there was a prompt. " * 40)
     check_data({"data": str(data), "block_size": 16})  # no refusal
+
+
+def test_a_jsonl_of_texts_is_told_to_be_prepared_not_to_give_init(tmp_path, capsys):
+    """{"text": ...} lines are texts, not instruction rows: train lm names the prepare that
+    makes them a corpus (with --init, with its tokenizer), as it does for a .csv of texts; it
+    said they were instruction rows and asked for --init (review)."""
+    from attnlab.errors import UsageError
+    from attnlab.tasks.lm.checks import check_rows
+
+    data, out = tmp_path / "texts.jsonl", tmp_path / "run"
+    data.write_text("\n" + "".join(json.dumps({"text": f"story {i} " * 20, "id": i}) + "\n"
+                                   for i in range(40)))
+    told = (f"--data {data} line 2: a row of text, id, not an instruction row (\"messages\", or "
+            f"\"prompt\" and \"response\"): texts, which train lm reads prepared; prepare them "
+            f"first (attnlab prepare {data} --text-column text{{}} --out CORPUS, then give "
+            f"--data CORPUS)")
+    assert main(["train", "lm", "--data", str(data), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"attnlab: error: {told.format('')}"]
+    assert not out.exists()
+    with pytest.raises(UsageError) as e:  # with --init: prepared with its tokenizer
+        check_rows({"data": str(data), "init": "base", "seed": 0}, lambda cfg: None)
+    assert str(e.value) == told.format(" --tokenizer base")
+    # the advice, followed, makes the corpus
+    assert main(["prepare", str(data), "--text-column", "text", "--out",
+                 str(tmp_path / "corpus")]) == 0
+    # instruction rows are told what they were
+    data.write_text(json.dumps({"prompt": "reverse: ab", "response": "ba"}) + "\n")
+    assert main(["train", "lm", "--data", str(data), "--out", str(out)]) == 2
+    assert "holds instruction rows, which fine-tune a pretrained model: give --init DIR" in (
+        capsys.readouterr().err)

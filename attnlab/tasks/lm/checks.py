@@ -286,11 +286,12 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
     data, resuming = cfg["data"], bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resuming:  # first: its message says the file changed since the run started
         check_data_files({"data": data}, cfg["data_sha256"], purpose="resume")
-    elif not cfg.get("init"):
-        raise UsageError(f"--data {data} holds instruction rows, which fine-tune a pretrained "
-                         f"model: give --init DIR (a Hugging Face directory, a .gguf file or an "
-                         f"lm run)")
     else:
+        _refuse_texts_as_rows(data, cfg.get("init"))
+        if not cfg.get("init"):
+            raise UsageError(f"--data {data} holds instruction rows, which fine-tune a "
+                             f"pretrained model: give --init DIR (a Hugging Face directory, a "
+                             f".gguf file or an lm run)")
         check_init(cfg)
     rows = read_rows(data)
     if not cfg.get("resume"):
@@ -306,6 +307,39 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
     check_digest(cfg["data"], rows.sha256, (cfg.get("data_sha256") or {}).get("data"),
                  what="--data")
     return rows
+
+
+_ROW_KEYS = ("messages", "prompt", "response")  # the fields of an instruction row (chat_rows)
+
+
+def _refuse_texts_as_rows(data: str | Path, init: str | None) -> None:
+    """A .jsonl --data whose first row has no field of an instruction row (``{"text": ...}``
+    a line: texts, as a table of documents holds them) is refused naming the prepare that
+    makes a corpus of its texts, as a .csv of them is (``read_whole_as_text``): not told it
+    holds instruction rows that need --init. With --init, the prepare tokenises with its
+    tokenizer (``check_init_corpus``). A first row that is rows, or not a JSON object, is
+    left to ``read_rows``."""
+    import json
+
+    number, row = 0, None
+    try:
+        with open(data, "rb") as f:
+            for number, line in enumerate(f, start=1):
+                if line.strip():
+                    row = json.loads(line.decode("utf-8-sig" if number == 1 else "utf-8"))
+                    break
+    except (OSError, ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+        return  # named by read_rows, in its words
+    if not isinstance(row, dict) or any(k in row for k in _ROW_KEYS):
+        return
+    column = "text" if "text" in row else next(
+        (k for k, v in row.items() if isinstance(v, str)), "NAME")
+    tokenizer = f" --tokenizer {init}" if init else ""
+    raise UsageError(f"--data {data} line {number}: a row of {', '.join(row) or 'no fields'}, "
+                     f"not an instruction row (\"messages\", or \"prompt\" and \"response\"): "
+                     f"texts, which train lm reads prepared; prepare them first (attnlab prepare "
+                     f"{data} --text-column {column}{tokenizer} --out CORPUS, then give --data "
+                     f"CORPUS)")
 
 
 def init_has_chat_template(init: str | Path) -> bool:
