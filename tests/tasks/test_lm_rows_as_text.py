@@ -88,6 +88,10 @@ def test_a_jsonl_of_texts_is_told_to_be_prepared_not_to_give_init(tmp_path, caps
     # the advice, followed, makes the corpus
     assert main(["prepare", str(data), "--text-column", "text", "--out",
                  str(tmp_path / "corpus")]) == 0
+    # Alpaca's rows are told how a row is written (read_rows), not to be prepared as texts
+    data.write_text(json.dumps({"instruction": "reverse", "input": "ab", "output": "ba"}) + "\n")
+    with pytest.raises(UsageError, match='no "messages" or "prompt" \\(fields: instruction'):
+        check_rows({"data": str(data), "init": "base", "seed": 0}, lambda cfg: None)
     # instruction rows are told what they were
     data.write_text(json.dumps({"prompt": "reverse: ab", "response": "ba"}) + "\n")
     assert main(["train", "lm", "--data", str(data), "--out", str(out)]) == 2

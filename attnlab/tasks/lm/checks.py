@@ -309,7 +309,8 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
     return rows
 
 
-_ROW_KEYS = ("messages", "prompt", "response")  # the fields of an instruction row (chat_rows)
+# the fields of an instruction row, read (chat_rows) or told how to be written (Alpaca's)
+_ROW_KEYS = {"messages", *set().union(*_ROW_FIELDS)}
 
 
 def _refuse_texts_as_rows(data: str | Path, init: str | None) -> None:
