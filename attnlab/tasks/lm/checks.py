@@ -44,14 +44,19 @@ def check_data(cfg: dict[str, Any]) -> None:
         head = _check_text_head(data)
         if not cfg.get("resume"):  # a run that started on it goes on as it began
             _refuse_rows_as_text(data, head)
-            init = f" --tokenizer {cfg['init']}" if cfg.get("init") else ""
             refusal = None if is_rows_file(data) else read_whole_as_text(
-                data, f"--data {data}", "train lm", init)
+                data, f"--data {data}", "train lm", _tokenizer_flag(cfg.get("init")))
             if refusal:  # a .csv or .tsv of texts (a .jsonl is instruction rows)
                 raise UsageError(refusal)
             _check_size(data, cfg["block_size"])
     if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
+
+
+def _tokenizer_flag(init: str | None) -> str:
+    """What the `attnlab prepare` a refusal names adds for a run with --init: its tokenizer
+    (``check_init_corpus`` requires a corpus made with it)."""
+    return f" --tokenizer {init}" if init else ""
 
 
 def _check_size(data: Path, block_size: int) -> None:
@@ -73,7 +78,7 @@ def _refuse_table(data: Path, init: str | None = None) -> None:
     told first: it is a directory, as a prepared corpus is). With --init, the command given
     tokenises with its tokenizer, as ``check_init_corpus`` requires."""
     if file_format(data) == "parquet" or any((data / f).is_file() for f in DATASETS_MARKS):
-        tokenizer = f" --tokenizer {init}" if init else ""
+        tokenizer = _tokenizer_flag(init)
         raise UsageError(f"--data {data}: train lm reads a text file or a prepared corpus; "
                          f"prepare this table first (attnlab prepare {data} --text-column NAME"
                          f"{tokenizer} --out CORPUS), then give --data CORPUS")
@@ -335,7 +340,7 @@ def _refuse_texts_as_rows(data: str | Path, init: str | None) -> None:
         return
     column = "text" if "text" in row else next(
         (k for k, v in row.items() if isinstance(v, str)), "NAME")
-    tokenizer = f" --tokenizer {init}" if init else ""
+    tokenizer = _tokenizer_flag(init)
     raise UsageError(f"--data {data} line {number}: a row of {', '.join(row) or 'no fields'}, "
                      f"not an instruction row (\"messages\", or \"prompt\" and \"response\"): "
                      f"texts, which train lm reads prepared; prepare them first (attnlab prepare "
