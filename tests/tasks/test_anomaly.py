@@ -117,6 +117,8 @@ def test_predict_notes_a_set_with_no_single_odd_one(anomaly_run, capsys):
     (["--input", "1 2 99999"], "--input: digit image index 99999 is outside"),
     (["--input", "1 2"], "--input needs at least 3 image indices (a set of 2 has no odd one), "
                          "got 2"),
+    # two sets on two lines were read as one set of 6, and one image named odd
+    (["--input", "1 2 3\n4 5 6"], "--input holds 2 lines; it is one set, on one line"),
 ])
 def test_predict_input_errors_exit_2(anomaly_run, capsys, argv, message):
     assert main(["predict", str(anomaly_run), *argv]) == 2

@@ -39,3 +39,12 @@ def test_an_image_index_int_would_read_leniently_is_refused(token):
 def test_plain_indices_are_still_read():
     indices, x = runtime._parse_input(" 45 133\t10 ", get_task("anomaly").config())
     assert indices == [45, 133, 10] and tuple(x.shape) == (1, 3, 64)
+
+
+def test_a_set_typed_on_two_lines_is_refused_not_joined():
+    # --input "$(cat sets.txt)": the two sets were read as one of 6 images and one was named
+    # odd; a line break at either end (a pasted line) still reads the one set
+    cfg = get_task("anomaly").config()
+    with pytest.raises(UsageError, match=r"^--input holds 2 lines; it is one set, on one line"):
+        runtime._parse_input("45 133 153\n319 477 484", cfg)
+    assert runtime._parse_input("45 133 153\n", cfg)[0] == [45, 133, 153]

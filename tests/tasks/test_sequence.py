@@ -84,6 +84,14 @@ def test_parse_tokens_errors_name_the_token():
         parse_tokens("9" * 5000, 10, 3)
 
 
+def test_two_sequences_on_two_lines_are_refused_not_joined():
+    # predict --input "$(cat inputs.txt)" printed one reversal of the lines end to end
+    with pytest.raises(UsageError, match=r"^--input holds 2 lines; it is one sequence, on one "
+                                         r"line \(predict --input-file FILE"):
+        parse_tokens("3 1 4\n2 7", 10, 16)
+    assert parse_tokens("3 1 4\n", 10, 16) == [3, 1, 4]  # a pasted line's end cuts nothing
+
+
 class _Oracle:
     """Predicts the reversal exactly, except for row 0 position 0."""
 

@@ -33,6 +33,7 @@ from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
 from ..base import Task, config_from_run, decimal, each_input
+from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
            "predict_many", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
@@ -183,7 +184,7 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
 
 def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:
     """Image indices from ``--input`` and their features (1, T, 64); ``UsageError`` if bad."""
-    tokens = text.split()
+    tokens = spaced_tokens(text, "--input", "set")
     # digits only, as reverse's tokens: int() also reads '1_0' and '+10', as image 10
     numbers = [decimal(t.removeprefix("-")) for t in tokens]
     if None in numbers:

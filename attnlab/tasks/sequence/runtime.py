@@ -28,6 +28,7 @@ from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
 from ..base import Task, config_from_run, decimal, each_input
+from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
            "figures", "load", "predict_many", "evaluate", "attention_maps"]
@@ -55,13 +56,14 @@ def build_model(cfg: RunSettings) -> ElementPredictor:
 
 def parse_tokens(text: str, num_categories: int, seq_len: int, *,
                  what: str = "--input") -> list[int]:
-    """Tokens separated by spaces -> symbols; ``UsageError`` naming a bad token or length.
+    """Tokens separated by spaces -> symbols; ``UsageError`` naming a bad token or length, or
+    lines (``spaced_tokens``).
 
     Examples:
         >>> parse_tokens(" 3 1  4 ", 10, 16)
         [3, 1, 4]
     """
-    tokens = text.split()
+    tokens = spaced_tokens(text, what, "sequence")
     if not tokens:
         raise UsageError(f"{what} is empty; give up to {seq_len} symbols separated by spaces")
     symbols = []
