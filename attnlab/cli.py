@@ -50,17 +50,22 @@ class ArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{where}: {message}" if where else message)
 
     def _closest(self, extras: list[str]) -> str:
-        """"; did you mean --max-steps?" for a misspelt flag (``--max-step``) of this parser."""
+        """"; did you mean --max-steps?" for a misspelt flag of this parser: ``--max-step``,
+        ``--max_steps``, or ``-max-steps`` with one dash."""
         flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-        meant = [m for word in extras if word.startswith("--")
-                 for m in _near(word.split("=", 1)[0], flags)]
+        typed = [word.split("=", 1)[0] for word in extras
+                 if word.startswith("-") and not _NEGATIVE_NUMBER.match(word)]
+        meant = [m for word in typed for m in _near("--" + word.lstrip("-"), flags, typed=word)]
         return f"; did you mean {', '.join(meant)}?" if meant else ""
 
 
-def _near(word: str, names: list[str], cutoff: float = 0.75) -> list[str]:
-    """The one name of ``names`` closest to ``word``, as a list (empty when none is close). A
-    longer name that adds words (``--input`` -> ``--input-file``) is another flag, not a
-    correction: translate's ``--input TEXT`` is not its ``--input-file``."""
+def _near(word: str, names: list[str], cutoff: float = 0.75, typed: str = "") -> list[str]:
+    """The one name of ``names`` closest to ``word`` (as ``typed``, when that differs), as a
+    list (empty when none is close). A longer name that adds words (``--input`` ->
+    ``--input-file``) is another flag, not a correction: translate's ``--input TEXT`` is not
+    its ``--input-file``."""
+    if typed and typed != word and word in names:
+        return [word]
     names = [n for n in names if n != word and not n.startswith(f"{word}-")]
     return difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
 
