@@ -37,10 +37,26 @@ class ArgumentParser(argparse.ArgumentParser):
         # A sub-command's parser refuses what it does not know itself, so that the message
         # names the command and the closest of its own flags (argparse would hand the words
         # up to the top-level parser, which knows neither). attnlab wants no leftovers.
-        namespace, extras = super().parse_known_args(args, namespace)
+        args = sys.argv[1:] if args is None else list(args)
+        try:
+            namespace, extras = super().parse_known_args(args, namespace)
+        except UsageError as e:
+            # `data jets --singal 3` is told of its misspelt flag, not that --signal is missing
+            extras = self._unknown(args) if "arguments are required" in str(e) else []
+            if not extras:
+                raise
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest(extras)}")
         return namespace, extras
+
+    def _unknown(self, args: list[str]) -> list[str]:
+        """The words of ``args`` that look like flags this parser does not have (none for a
+        parser of sub-commands: the words are theirs to judge)."""
+        if any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return []
+        return [word for word in args if word.startswith("-") and len(word) > 1
+                and not _NEGATIVE_NUMBER.match(word)
+                and word.split("=", 1)[0] not in self._option_string_actions]
 
     def error(self, message: str):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
