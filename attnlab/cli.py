@@ -10,6 +10,7 @@ offending flag, file, column or value and no traceback; 1 only for an internal f
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import gc
 import re
@@ -32,11 +33,69 @@ class ArgumentParser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    def parse_known_args(self, args=None, namespace=None):
+        # A sub-command's parser refuses what it does not know itself, so that the message
+        # names the command and the closest of its own flags (argparse would hand the words
+        # up to the top-level parser, which knows neither). attnlab wants no leftovers.
+        args = sys.argv[1:] if args is None else list(args)
+        try:
+            namespace, extras = super().parse_known_args(args, namespace)
+        except UsageError as e:
+            # `data jets --singal 3` is told of its misspelt flag, not that --signal is missing
+            extras = self._unknown(args) if "arguments are required" in str(e) else []
+            if not extras:
+                raise
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest(extras)}")
+        return namespace, extras
+
+    def _unknown(self, args: list[str]) -> list[str]:
+        """The words of ``args`` that look like flags this parser does not have (none for a
+        parser of sub-commands: the words are theirs to judge)."""
+        if any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return []
+        return [word for word in args if word.startswith("-") and len(word) > 1
+                and not _NEGATIVE_NUMBER.match(word)
+                and word.split("=", 1)[0] not in self._option_string_actions]
+
     def error(self, message: str):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
         # main() already prints "attnlab: error:" (adding one here would print it twice)
         where = self.prog.removeprefix("attnlab").strip()
+        message += _closest_choice(message)
         raise UsageError(f"{where}: {message}" if where else message)
+
+    def _closest(self, extras: list[str]) -> str:
+        """"; did you mean --max-steps?" for a misspelt flag of this parser: ``--max-step``,
+        ``--max_steps``, or ``-max-steps`` with one dash."""
+        flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        typed = [word.split("=", 1)[0] for word in extras
+                 if word.startswith("-") and not _NEGATIVE_NUMBER.match(word)]
+        meant = [m for word in typed for m in _near("--" + word.lstrip("-"), flags, typed=word)]
+        return f"; did you mean {', '.join(meant)}?" if meant else ""
+
+
+def _near(word: str, names: list[str], cutoff: float = 0.75, typed: str = "") -> list[str]:
+    """The one name of ``names`` closest to ``word`` (as ``typed``, when that differs), as a
+    list (empty when none is close). A longer name that adds words (``--input`` ->
+    ``--input-file``) is another flag, not a correction: translate's ``--input TEXT`` is not
+    its ``--input-file``."""
+    if typed and typed != word and word in names:
+        return [word]
+    names = [n for n in names if n != word and not n.startswith(f"{word}-")]
+    return difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
+def _closest_choice(message: str) -> str:
+    """"; did you mean 'train'?" after argparse's "invalid choice: 'trian' (choose from ...)"."""
+    found = _INVALID_CHOICE.search(message)
+    if not found:
+        return ""
+    meant = _near(found.group(1), re.findall(r"'([^']*)'", found.group(2)), cutoff=0.6)
+    return f"; did you mean '{meant[0]}'?" if meant else ""
 
 
 def build_parser() -> ArgumentParser:

@@ -111,3 +111,29 @@ def test_notebook_08_trains_on_notebook_04s_text():
                 if line.startswith("prepared data/pyref:")]
 
     assert len(prepared("08")) == 1 and prepared("08") == prepared("04")
+
+
+def _flags(parser, path: str = "attnlab"):
+    """(command, flag) for every long flag of ``parser`` and of its sub-commands, one per
+    option (``--keep-best``, not its ``--no-keep-best`` twin)."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _flags(sub, f"{path} {name}")
+        elif action.option_strings and action.option_strings[0].startswith("--"):
+            yield path, action.option_strings[0]
+
+
+def test_every_flag_of_every_command_is_named_in_the_docs():
+    """What `--help` offers, a page explains: no flag is known only from its help line."""
+    from attnlab.cli import build_parser
+
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
+    flags = set(_flags(build_parser())) - {("attnlab", "--version")}
+    assert len(flags) > 300
+    missing = sorted(f"{command} {flag}" for command, flag in flags
+                     if flag != "--help" and not re.search(rf"{re.escape(flag)}(?![\w-])", text))
+    assert not missing, "flags no page of docs/ names:\n" + "\n".join(missing)

@@ -336,3 +336,36 @@ def test_a_flag_spelled_short_of_its_name_is_refused_not_read_as_another(argv, t
     argv = [str(tmp_path / a) if a in ("RUN", "OUT") else a for a in argv]
     _fails(argv, capsys, f"unrecognized arguments: {typed}")
     assert not (tmp_path / "OUT").exists()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["trian"], "invalid choice: 'trian' (choose from 'train', "),
+    (["train", "revrse"], "train: argument TASK: invalid choice: 'revrse'"),
+    (["plot", "pee"], "plot: argument FIGURE: invalid choice: 'pee'"),
+    (["train", "reverse", "--max-step", "2", "--out", "OUT"],
+     "train reverse: unrecognized arguments: --max-step 2"),
+    (["predict", "RUN", "--inpt", "3 1"], "predict: unrecognized arguments: --inpt 3 1"),
+    (["train", "lm", "--model_dim", "8", "--out", "OUT"], "train lm: unrecognized arguments"),
+    (["train", "sort", "-seed", "2", "--out", "OUT"], "train sort: unrecognized arguments"),
+    # not "the following arguments are required: --signal", as if it had not been typed
+    (["data", "jets", "--singal", "3"], "data jets: unrecognized arguments: --singal"),
+])
+def test_a_misspelt_command_or_flag_is_answered_with_the_one_meant(argv, said, tmp_path, capsys):
+    """The one line names the command whose flag it is not and the closest name it has."""
+    meant = {"trian": "'train'", "revrse": "'reverse'", "pee": "'pe'", "--max-step": "--max-steps",
+             "--inpt": "--input", "--model_dim": "--model-dim", "-seed": "--seed",
+             "--singal": "--signal"}
+    typo = next(meant[a] for a in argv if a in meant)
+    argv = [str(tmp_path / a) if a in ("RUN", "OUT") else a for a in argv]
+    line = _fails(argv, capsys, said)
+    assert line.endswith(f"; did you mean {typo}?"), line
+    assert not (tmp_path / "OUT").exists()
+
+
+def test_a_flag_of_other_words_is_not_offered_as_the_one_meant(capsys):
+    """translate's text is an argument: its --input-file is another flag, not a correction of
+    --input (argparse's abbreviations once read one as the other)."""
+    line = _fails(["translate", "RUN", "--input", "four"], capsys, "translate: unrecognized")
+    assert "did you mean" not in line
+    line = _fails(["train", "reverse", "--lerning-rate", "3"], capsys, "--lerning-rate 3")
+    assert "did you mean" not in line, line
