@@ -504,6 +504,7 @@ def run(args: argparse.Namespace) -> int:
     if run_dir is None:
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
+    from ..training.hardware import wait_for_rank_zero
 
     cfg = check_hardware(cfg, quiet=_is_child())
     # outside the try below: a run refused here must not remove what another one wrote
@@ -514,6 +515,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
     try:
         with _sigterm_as_exception():
+            wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
             _train(cfg, run_dir, checked)
     except BaseException as e:
         if _is_child():

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
            "AUTO_BF16_WIDTH", "processes", "single_process_ddp", "launch",
-           "run_dir_checkpoint_io", "launched", "check_launch"]
+           "run_dir_checkpoint_io", "launched", "check_launch",
+           "launch_id", "wait_for_rank_zero"]
 
 
 def _quiet_lightning() -> None:
@@ -167,14 +168,84 @@ def launch(built, cfg: RunSettings) -> None:
     """``built.launch()`` (DDP and FSDP: start the other processes, join the process group),
     keeping ``--threads``: Fabric's launcher sets torch's threads to the cores over the
     processes on this node, over what the run asked (it leaves them only when
-    ``OMP_NUM_THREADS`` is set)."""
+    ``OMP_NUM_THREADS`` is set). Where torchrun or srun started the processes, rank 0 first
+    lets the others start their run (``wait_for_rank_zero``), and once all joined removes
+    the note that let them."""
     import torch
 
     threads = torch.get_num_threads()
+    note = _launch_note(cfg.out) if _external_rank() == 0 else None
+    if note is not None:
+        from ..runs import atomic_write
+
+        atomic_write(note, launch_id() or "")
     with _no_rank_zero_info():
         built.launch()
+    if note is not None:
+        note.unlink(missing_ok=True)
     if cfg.threads:
         torch.set_num_threads(threads)
+
+
+def launch_id(environ: dict[str, str] | None = None) -> str | None:
+    """This launch's name, the same in every process of it, where torchrun (with more than
+    one process) or srun started them all; None otherwise (Lightning's own launcher starts
+    the others only at ``launch``)."""
+    env = os.environ if environ is None else environ
+    found = launched(env)
+    if found is None or found[2] < 2:
+        return None
+    if env.get("TORCHELASTIC_RUN_ID"):
+        restart = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+        return (f"torchrun {env['TORCHELASTIC_RUN_ID']} {env.get('MASTER_ADDR')}:"
+                f"{env.get('MASTER_PORT')} restart {restart}")
+    if found[0] == "srun":
+        return f"srun job {env.get('SLURM_JOB_ID')} step {env.get('SLURM_STEP_ID')}"
+    return None
+
+
+def _external_rank() -> int | None:
+    """This process's rank where torchrun or srun started it (``launch_id``), else None."""
+    if launch_id() is None:
+        return None
+    return int(os.environ.get("RANK") or os.environ.get("SLURM_PROCID") or 0)
+
+
+def _launch_note(run_dir: str | None):
+    """The file by which rank 0 tells the other processes of its launch that it has prepared
+    the run (``launch``)."""
+    from pathlib import Path
+
+    return Path(str(run_dir)) / ".launched" if run_dir else None
+
+
+RANK_ZERO_TIMEOUT = 1800.0  # seconds: torch's own default wait for the processes of a group
+
+
+def wait_for_rank_zero(run_dir, *, timeout: float | None = None, poll: float = 0.2) -> None:
+    """In a process above rank 0 that torchrun or srun started at the same time as rank 0:
+    wait until rank 0 has prepared the run and is launching (``launch``), as the processes
+    Lightning's own launcher starts only then. Without it every process ran the run's
+    preparation at once: two processes of ``train lm --data FILE`` wrote RUN_DIR/data's
+    files together and one stopped on the other's renamed file. ``timeout``: seconds
+    (default ``RANK_ZERO_TIMEOUT``); then a ``UsageError``."""
+    import time
+
+    expected = launch_id()
+    if expected is None or _external_rank() == 0:
+        return
+    note = _launch_note(run_dir)
+    timeout = RANK_ZERO_TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if note.read_text() == expected:
+                return
+        except OSError:
+            pass
+        time.sleep(poll)
+    raise UsageError(f"rank 0 of this launch ({expected}) did not start the run in {run_dir} "
+                     f"within {timeout:.0f} s")
 
 
 def _precision(value: str) -> str:

@@ -2,6 +2,12 @@
 launchers set): the run's --devices and --num-nodes must be the processes the launcher started,
 and every process must train in the one run directory that --out names, or the launch is
 refused in one line before anything is written."""
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from attnlab.cli import main
@@ -129,3 +135,62 @@ def test_processes_that_agree_with_their_launcher_pass(launched_as):
     check_launch(cfg, {})  # started by hand (Lightning's launcher starts the others)
     one = train_command.get_task("reverse").config()
     check_launch(one, torchrun(0, 1))  # torchrun --nproc-per-node 1
+
+
+@pytest.mark.slow  # waits a second for a rank 0 that is not there
+def test_a_process_torchrun_started_above_rank_zero_waits_for_rank_zero_to_prepare(
+        tmp_path, capsys, launched_as, monkeypatch):
+    """torchrun starts every process at once: rank 1 prepared RUN_DIR/data from --data FILE
+    while rank 0 did, the two writing its files together (one stopped on a file the other
+    had renamed). Rank 1 now starts its run only once rank 0 reached the launch, as a process
+    Lightning's launcher starts does; here rank 0 never does."""
+    from attnlab.training import hardware
+
+    from .conftest import write_corpus
+
+    launched_as(**torchrun(1, 2))
+    monkeypatch.setattr(hardware, "RANK_ZERO_TIMEOUT", 1.0, raising=False)
+    monkeypatch.setattr(engine, "launch", lambda *a: pytest.fail("rank 1 went on alone"))
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".launched").write_text("torchrun of an earlier launch")  # not this one's
+    assert main(["train", "lm", "--data", str(write_corpus(tmp_path / "c.txt")), "--out",
+                 str(out), "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu",
+                 "--max-steps", "2", "--num-layers", "1", "--model-dim", "16",
+                 "--num-heads", "2", "--batch-size", "8", "--block-size", "16"]) == 2
+    assert "rank 0 of this launch (torchrun none 127.0.0.1:29591 restart 0) did not " \
+           "start the run" in capsys.readouterr().err
+    assert not (out / "data").exists()
+
+
+@pytest.mark.slow  # starts torchrun: two training processes
+def test_torchrun_prepares_an_lm_corpus_once_and_writes_one_run(tmp_path, spawn):
+    """``torchrun --nproc-per-node 2 attnlab train lm --data FILE --devices 2``: the corpus
+    prepared once (by rank 0; each rank prepared it, into the same files, before), one
+    summary, metrics.json and last.ckpt written, no note of the launch left behind."""
+    from .conftest import write_corpus
+
+    corpus = tmp_path / "c.txt"  # large enough for two preparations to overlap (300 kB)
+    corpus.write_text(write_corpus(tmp_path / "line.txt").read_text() * 70)
+    args = ["--data", str(corpus), "--accelerator", "cpu", "--max-steps", "3",
+            "--num-layers", "1", "--model-dim", "16", "--num-heads", "2", "--block-size", "16",
+            "--val-batches", "2", "--warmup", "1", "--threads", "1"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for key in LAUNCHER_KEYS:
+        env.pop(key, None)
+    torchrun_bin = Path(sys.executable).with_name("torchrun")
+    with socket.socket() as free:  # a port no other test's processes hold
+        free.bind(("127.0.0.1", 0))
+        port = str(free.getsockname()[1])
+    proc = spawn([str(torchrun_bin), "--nproc-per-node", "2", "--master-port", port,
+                  str(Path(sys.executable).with_name("attnlab")), "train", "lm", "--out",
+                  str(tmp_path / "two"), "--devices", "2", "--strategy", "ddp", *args,
+                  "--batch-size", "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True, env=env, start_new_session=True)  # ended with its ranks
+    said, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert said.count("preparing ") == 1, said  # not once a rank
+    assert said.count("lm run:") == 1, said
+    two = tmp_path / "two"
+    assert (two / "checkpoints" / "last.ckpt").is_file() and (two / "metrics.json").is_file()
+    assert not (two / ".launched").exists()
