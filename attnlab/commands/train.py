@@ -443,11 +443,14 @@ def _choose_out(cfg: RunSettings) -> Path:
     if not out and cfg.num_nodes > 1:
         raise UsageError(f"--num-nodes {cfg.num_nodes} needs --out DIR on a shared file "
                          f"system: every node must write to the same run directory")
-    if not out and int(os.environ.get("WORLD_SIZE") or 1) > 1:
-        # torchrun starts every process itself: each would take its own runs/TASK-<time>
-        # (rank 1's a second later held a second copy of lm's prepared corpus)
-        raise UsageError(f"{os.environ['WORLD_SIZE']} processes started by torchrun need "
-                         f"--out DIR: each would choose its own default run directory")
+    from ..training.hardware import launched
+
+    found = None if out else launched()
+    if found and found[2] > 1:
+        # torchrun and srun start every process themselves: each would take its own
+        # runs/TASK-<time> (rank 1's a second later held a second copy of lm's prepared corpus)
+        raise UsageError(f"{found[2]} processes started by {found[0]} need --out DIR: each "
+                         f"would choose its own default run directory")
     return Path(out) if out else _default_out(cfg.task)
 
 
@@ -501,6 +504,7 @@ def run(args: argparse.Namespace) -> int:
     if run_dir is None:
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
+    from ..training.hardware import wait_for_rank_zero
 
     cfg = check_hardware(cfg, quiet=_is_child())
     # outside the try below: a run refused here must not remove what another one wrote
@@ -511,6 +515,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
     try:
         with _sigterm_as_exception():
+            wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
             _train(cfg, run_dir, checked)
     except BaseException as e:
         if _is_child():

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
            "AUTO_BF16_WIDTH", "processes", "single_process_ddp", "launch",
-           "run_dir_checkpoint_io"]
+           "run_dir_checkpoint_io", "launched", "check_launch",
+           "launch_id", "wait_for_rank_zero"]
 
 
 def _quiet_lightning() -> None:
@@ -167,14 +168,84 @@ def launch(built, cfg: RunSettings) -> None:
     """``built.launch()`` (DDP and FSDP: start the other processes, join the process group),
     keeping ``--threads``: Fabric's launcher sets torch's threads to the cores over the
     processes on this node, over what the run asked (it leaves them only when
-    ``OMP_NUM_THREADS`` is set)."""
+    ``OMP_NUM_THREADS`` is set). Where torchrun or srun started the processes, rank 0 first
+    lets the others start their run (``wait_for_rank_zero``), and once all joined removes
+    the note that let them."""
     import torch
 
     threads = torch.get_num_threads()
+    note = _launch_note(cfg.out) if _external_rank() == 0 else None
+    if note is not None:
+        from ..runs import atomic_write
+
+        atomic_write(note, launch_id() or "")
     with _no_rank_zero_info():
         built.launch()
+    if note is not None:
+        note.unlink(missing_ok=True)
     if cfg.threads:
         torch.set_num_threads(threads)
+
+
+def launch_id(environ: dict[str, str] | None = None) -> str | None:
+    """This launch's name, the same in every process of it, where torchrun (with more than
+    one process) or srun started them all; None otherwise (Lightning's own launcher starts
+    the others only at ``launch``)."""
+    env = os.environ if environ is None else environ
+    found = launched(env)
+    if found is None or found[2] < 2:
+        return None
+    if env.get("TORCHELASTIC_RUN_ID"):
+        restart = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+        return (f"torchrun {env['TORCHELASTIC_RUN_ID']} {env.get('MASTER_ADDR')}:"
+                f"{env.get('MASTER_PORT')} restart {restart}")
+    if found[0] == "srun":
+        return f"srun job {env.get('SLURM_JOB_ID')} step {env.get('SLURM_STEP_ID')}"
+    return None
+
+
+def _external_rank() -> int | None:
+    """This process's rank where torchrun or srun started it (``launch_id``), else None."""
+    if launch_id() is None:
+        return None
+    return int(os.environ.get("RANK") or os.environ.get("SLURM_PROCID") or 0)
+
+
+def _launch_note(run_dir: str | None):
+    """The file by which rank 0 tells the other processes of its launch that it has prepared
+    the run (``launch``)."""
+    from pathlib import Path
+
+    return Path(str(run_dir)) / ".launched" if run_dir else None
+
+
+RANK_ZERO_TIMEOUT = 1800.0  # seconds: torch's own default wait for the processes of a group
+
+
+def wait_for_rank_zero(run_dir, *, timeout: float | None = None, poll: float = 0.2) -> None:
+    """In a process above rank 0 that torchrun or srun started at the same time as rank 0:
+    wait until rank 0 has prepared the run and is launching (``launch``), as the processes
+    Lightning's own launcher starts only then. Without it every process ran the run's
+    preparation at once: two processes of ``train lm --data FILE`` wrote RUN_DIR/data's
+    files together and one stopped on the other's renamed file. ``timeout``: seconds
+    (default ``RANK_ZERO_TIMEOUT``); then a ``UsageError``."""
+    import time
+
+    expected = launch_id()
+    if expected is None or _external_rank() == 0:
+        return
+    note = _launch_note(run_dir)
+    timeout = RANK_ZERO_TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if note.read_text() == expected:
+                return
+        except OSError:
+            pass
+        time.sleep(poll)
+    raise UsageError(f"rank 0 of this launch ({expected}) did not start the run in {run_dir} "
+                     f"within {timeout:.0f} s")
 
 
 def _precision(value: str) -> str:
@@ -211,6 +282,78 @@ def auto_precision(device: str, model_dim: int) -> str:
     return "32"
 
 
+def launched(environ: dict[str, str] | None = None) -> tuple[str, str, int] | None:
+    """(the launcher, the variable, how many processes it started in all) where a launcher
+    starts every process itself: torchrun, or any rendezvous by environment variables, sets
+    ``WORLD_SIZE``; srun sets ``SLURM_NTASKS``, which Lightning takes as the processes
+    (``SLURMEnvironment``; not under a job named ``bash`` or ``interactive``, which Lightning
+    leaves to other launchers). None for a process started by hand (Lightning's own launcher
+    starts the others with ``WORLD_SIZE`` too, as many as the run's flags ask).
+
+    Examples:
+        >>> launched({"WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "x"})
+        ('torchrun', 'WORLD_SIZE', 2)
+        >>> launched({"SLURM_NTASKS": "4", "SLURM_JOB_NAME": "train"})
+        ('srun', 'SLURM_NTASKS', 4)
+    """
+    env = os.environ if environ is None else environ
+    if env.get("WORLD_SIZE"):  # torchrun's has priority over SLURM's, as Lightning's does
+        return "torchrun", "WORLD_SIZE", _count(env, "WORLD_SIZE")
+    if env.get("SLURM_NTASKS") and env.get("SLURM_JOB_NAME") not in ("bash", "interactive"):
+        return "srun", "SLURM_NTASKS", _count(env, "SLURM_NTASKS")
+    return None
+
+
+def _count(env, name: str) -> int:
+    """The whole number a launcher's variable holds, or a ``UsageError`` naming it."""
+    try:
+        return int(env[name])
+    except ValueError:
+        raise UsageError(f"{name} {env[name]!r} is not a whole number: it should hold how "
+                         f"many processes the launcher started") from None
+
+
+# (the variable of the processes on this node, of this process's place among them), by launcher
+_PER_NODE = {"torchrun": ("LOCAL_WORLD_SIZE", "LOCAL_RANK"),
+             "srun": ("SLURM_NTASKS_PER_NODE", "SLURM_LOCALID")}
+
+
+def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
+    """Refuse, before anything is written, a run whose ``--devices`` × ``--num-nodes`` is not
+    the processes its launcher started (``launched``). With fewer asked, each process trained
+    its own copy of the model on the whole data, as one process, and all wrote one run
+    directory; with more, Lightning waited for processes that never start, or stopped at
+    launch once the run directory existed. Also refused: an srun step that started fewer
+    tasks than the job's ``SLURM_NTASKS`` (which Lightning would wait for), and a process
+    whose place on its node (``LOCAL_RANK``, ``SLURM_LOCALID``) or whose node's processes
+    are beyond ``--devices``."""
+    env = os.environ if environ is None else environ
+    found = launched(env)
+    if found is None:
+        return
+    launcher, name, world = found
+    step = env.get("SLURM_STEP_NUM_TASKS") if launcher == "srun" else None
+    if step and _count(env, "SLURM_STEP_NUM_TASKS") != world:
+        raise UsageError(f"SLURM_NTASKS {world} (the job's tasks) but this srun step started "
+                         f"SLURM_STEP_NUM_TASKS {step}: the processes would wait forever for "
+                         f"{world}; start the step with srun --ntasks {world}, or give the job "
+                         f"as many tasks as the step")
+    devices, nodes = int(cfg.devices or 1), int(cfg.num_nodes or 1)
+    if devices * nodes != world:
+        raise UsageError(f"{name} {world}: {launcher} started {world} processes, but --devices "
+                         f"{devices} --num-nodes {nodes} trains on {devices * nodes} (each "
+                         f"process would train a model of its own); give --devices N "
+                         f"--num-nodes M with N × M = {world} (N: the processes on each node)")
+    per_node, place = _PER_NODE[launcher]
+    if env.get(per_node) and _count(env, per_node) != devices:
+        raise UsageError(f"{per_node} {env[per_node]} (the processes {launcher} started on this "
+                         f"node) but --devices {devices} (the processes on each node); give "
+                         f"--devices {env[per_node]}")
+    if env.get(place) and _count(env, place) >= devices:
+        raise UsageError(f"{place} {env[place]} (this process's place on its node) is beyond "
+                         f"--devices {devices} (the processes on each node, from 0)")
+
+
 def check_hardware(cfg, *, quiet: bool = False):
     """Refuse a --accelerator/--devices/--num-nodes/--strategy/--precision combination this
     machine cannot run (FSDP without a GPU, ``--accelerator gpu`` without one), before the run
@@ -224,6 +367,7 @@ def check_hardware(cfg, *, quiet: bool = False):
     without DDP (``single_process_ddp``), reported in one line; config.yaml keeps ``ddp``, which
     with one process trains the same numbers and on more devices is what was asked.
     """
+    check_launch(cfg)
     auto = cfg.precision == "auto"
     if auto:
         cfg = cfg.derive(precision="32")  # until the device is known
