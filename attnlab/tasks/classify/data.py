@@ -74,14 +74,15 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
         from ...data.feature_sets import parse_feature_columns, read_feature_sets
 
         found = read_feature_sets(path, set_column=cfg.set_column, label_column=cfg.label_column,
-                                  what=f"--{key}",
+                                  what=f"--{key}", spelled=cfg.json_decimals_as_written,
                                   feature_columns=features or parse_feature_columns(cfg.feature_columns))
         examples = found
     else:
         text, label = cfg.text_column, cfg.label_column
         objective = objective_of(cfg.multi_label, cfg.regression)
         # a list is read whatever the objective, so that parse_label can say --multi-label
-        found = read_table(path, [text, label], what=f"--{key}", lists=(label,))
+        found = read_table(path, [text, label], what=f"--{key}", lists=(label,),
+                           spelled=cfg.json_decimals_as_written)
         examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
                                             f"--{key} {found.path} {where}"))
                     for row, where in zip(found, places(path, found.lines))]
@@ -322,6 +323,8 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resumed:  # first: its message says which file changed since the run started
         check_data_files(paths, cfg["data_sha256"], purpose="resume")
+    if not cfg.get("resume"):  # a run resumed keeps its reading (``ClassifyDerived``)
+        cfg["json_decimals_as_written"] = True
     digests: dict[str, str] = {}
     notes: list[str] = []
     splits = load_splits(typed(cfg), digests=digests, notes=notes)  # data errors now, before
