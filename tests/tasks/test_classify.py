@@ -490,3 +490,21 @@ def test_predict_and_the_confusion_matrix_name_a_jsonl_decimal_class_as_written(
     found = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert sorted(found["probabilities"]) == ["1e2", "2.50"]
     assert found["prediction"] in ("1e2", "2.50")
+
+
+def test_a_held_out_label_that_is_a_training_label_written_otherwise_is_named(tmp_path):
+    """--data written by hand (1e2), --test by pandas' to_json (100.0): refused as a label
+    never seen in training, without a word on why; now the message names the twin."""
+    from attnlab.errors import UsageError
+    from attnlab.tasks.classify.data import read_and_pin
+
+    data, test = tmp_path / "d.jsonl", tmp_path / "t.jsonl"
+    data.write_text("".join(f'{{"text": "text {i}", "label": {["1e2", "2"][i % 2]}}}\n'
+                            for i in range(40)))
+    test.write_text('{"text": "a", "label": 2}\n{"text": "b", "label": 100.0}\n')
+    cfg = {**TASK.defaults, "task": "classify", "data": str(data), "test": str(test)}
+    with pytest.raises(UsageError, match=r"t.jsonl line 2: label '100.0' never seen in training "
+                                         r"\(labels: 1e2, 2\); training has '1e2', the same "
+                                         r"number written otherwise \(a label is used as "
+                                         r"written\): write each number one way$"):
+        read_and_pin(cfg, TASK.config_class().from_values, said=[])

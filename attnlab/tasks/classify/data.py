@@ -22,7 +22,6 @@ Examples:
 """
 from __future__ import annotations
 
-import math
 import random
 import sys
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from ...data.overlap import shared_inputs
 from ...data.label_forms import OneSpelling, other_form
 from ...data.tables import KINDS, check_digest, place, places, read_table
 from ...errors import UsageError
-from .labels import class_order, label_set, objective_of, parse_label
+from .labels import class_order, finite_number, label_set, objective_of, parse_label
 from ...runs import check_data_files, record_data_files
 
 if TYPE_CHECKING:
@@ -118,8 +117,22 @@ def check_labels(examples, lines, path, labels: set[str] | None, key: str) -> No
         label = next((c for c in label_set(found) if c not in labels), None)
         if label is not None:
             known = ", ".join(sorted(labels)[:10]) + (", ..." if len(labels) > 10 else "")
+            twin = other_form(label, labels) or _same_number(label, labels)
             raise UsageError(f"--{key} {path} {place(path, line)}: label {label!r} never seen in "
-                             f"training (labels: {known}){other_form(label, labels)}")
+                             f"training (labels: {known}){twin}")
+
+
+def _same_number(label: str, labels: set[str]) -> str:
+    """The end of a "never seen in training" message for a number that a training label
+    writes otherwise ('100.0' where training has '1e2', as two tools write one float); ""
+    when none does. A label is used as written, so they are two classes."""
+    value = finite_number(label)
+    twin = None if value is None else next(
+        (k for k in sorted(labels) if finite_number(k) == value), None)
+    if twin is None:
+        return ""
+    return (f"; training has {twin!r}, the same number written otherwise (a label is used as "
+            f"written): write each number one way")
 
 
 def _classes(cfg: RunSettings, pairs, path) -> tuple[set[str] | None, dict[Any, list[int]]]:
@@ -205,11 +218,8 @@ def number_twins(splits: dict[str, Any]) -> str | None:
     """
     by_value: dict[float, list[str]] = {}
     for c in classes_of(splits):
-        try:
-            value = float(c)
-        except ValueError:
-            continue
-        if math.isfinite(value):
+        value = finite_number(c)
+        if value is not None:
             by_value.setdefault(value, []).append(c)
     twins = [names for names in by_value.values()
              if any(n.lstrip("+-").isdigit() for n in names)
