@@ -76,7 +76,8 @@ def _number(text: str, where: str) -> float:
 
 
 def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
-                      feature_columns: list[str] | None = None, what: str = "--data") -> FeatureSets:
+                      feature_columns: list[str] | None = None, what: str = "--data",
+                      spelled: bool = False) -> FeatureSets:
     """Read a file of set elements (any kind ``read_table`` reads) into labelled feature sets.
 
     Args:
@@ -85,6 +86,8 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
         label_column: the set's label; every row of a set must give the same one.
         feature_columns: the features, in order; default every other column of the file.
         what: the flag the file came from, to start error messages.
+        spelled: a JSON Lines decimal set id or label is the text the line has (``1e2``),
+            not Python's float's (``100.0``): ``read_table``'s.
 
     Returns:
         A ``FeatureSets``: ``[(tensor (T, F), label), ...]``.
@@ -104,9 +107,9 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
     """
     keys = _roles(set_column, label_column, feature_columns)
     if feature_columns is not None:
-        table = read_table(path, keys + list(feature_columns), what=what)
+        table = read_table(path, keys + list(feature_columns), what=what, spelled=spelled)
     else:
-        table = read_table(path, None, what=what)
+        table = read_table(path, None, what=what, spelled=spelled)
         missing_columns(keys, table.columns, f"{what} {table.path}")
         feature_columns = [c for c in table.columns if c not in keys]
     where = f"{what} {table.path}"

@@ -118,7 +118,7 @@ class Table(list):
 
 def read_table(path: str | Path, columns: list[str] | None = None, *, what: str = "--data",
                format: str | None = None, allow_empty_values: bool = False,
-               lists: tuple[str, ...] = ()) -> Table:
+               lists: tuple[str, ...] = (), spelled: bool = False) -> Table:
     """Read a CSV, TSV or JSONL file into a list of rows.
 
     Args:
@@ -132,6 +132,8 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
             labels): a JSON Lines list, or a Parquet or datasets list column; the row then
             holds a list of str, each item spelled as a value of the column would be.
             Emptiness is the caller's to check (an empty list is not an empty value).
+        spelled: a JSON Lines decimal is the text the line has (``1e2``, ``2.50``), not the
+            one Python's float gives (``100.0``, ``2.5``; the default, as runs recorded it).
 
     Returns:
         A ``Table``: a list of dicts ``{column: str}`` (or ``list[str]``, see ``lists``) with
@@ -163,7 +165,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
     if not text.strip():
         raise UsageError(f"{where}: the file is empty")
     if fmt == "jsonl":
-        rows, lines, columns = _read_jsonl(text, columns, where, lists)
+        rows, lines, columns = _read_jsonl(text, columns, where, lists, spelled)
     else:
         rows, lines, columns = _read_delimited(text, columns, where, fmt)
     if not rows:
@@ -566,26 +568,28 @@ def _quote_error(e: csv.Error, where: str, start: int, end: int) -> UsageError:
     return UsageError(f"{where} line {end}: {e}")
 
 
-def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = ()):
+def _read_jsonl(text: str, columns, where: str, lists: tuple[str, ...] = (),
+                spelled: bool = False):
     rows, lines = [], []
     # not splitlines: U+2028 is no line end
-    for number, row in _jsonl_rows(enumerate(text.split("\n"), start=1), columns, where, lists):
+    numbered = enumerate(text.split("\n"), start=1)
+    for number, row in _jsonl_rows(numbered, columns, where, lists, spelled=spelled):
         rows.append(row)
         lines.append(number)
     return rows, lines, list(rows[0]) if rows else list(columns or [])
 
 
 def _jsonl_rows(numbered_lines, columns, where: str, lists: tuple[str, ...] = (), *,
-                hint: str = "", texts: tuple[str, ...] = ()):
+                hint: str = "", texts: tuple[str, ...] = (), spelled: bool = False):
     """(line, row) of each object of a JSON Lines file given as (number, line) pairs, read as
     they come. ``texts``: columns whose every value must be a JSON string (a corpus' texts:
     a number or null there is refused naming the line); ``hint`` ends the message of a
-    missing field."""
+    missing field; ``spelled``: decimals as the line writes them (``read_table``)."""
     for number, line in numbered_lines:
         if not line.strip():
             continue
         # (its line end dropped: json would count it, and name column 1 of a line after it)
-        obj = parse_json_line(line.rstrip("\n"), f"{where} line {number}")
+        obj = parse_json_line(line.rstrip("\n"), f"{where} line {number}", spelled=spelled)
         if not isinstance(obj, dict):
             raise UsageError(f"{where} line {number}: expected a JSON object, got "
                              f"{type(obj).__name__}")
@@ -625,9 +629,10 @@ def _json_row(obj: dict, columns, where: str, lists: tuple[str, ...], texts: tup
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # the JSON escape of a UTF-16 surrogate half
 
 
-def parse_json_line(line: str, where: str):
+def parse_json_line(line: str, where: str, *, spelled: bool = False):
     """The value of one line of a JSON Lines file, its objects ``_Object``s (which know a key
-    given twice).
+    given twice); with ``spelled``, its decimals ``_Decimal``s (which know how the line wrote
+    them: ``1e2``, not ``100.0``).
 
     Raises:
         UsageError: starting with ``where`` (the file and line): not valid JSON; nested too
@@ -637,7 +642,8 @@ def parse_json_line(line: str, where: str):
             the run directory was made.
     """
     try:
-        obj = json.loads(line, object_pairs_hook=_Object)
+        obj = json.loads(line, object_pairs_hook=_Object,
+                         parse_float=_Decimal if spelled else None)
     except json.JSONDecodeError as e:
         raise UsageError(f"{where}: not valid JSON ({e.msg}, column {e.colno})") from None
     except (RecursionError, ValueError) as e:
@@ -665,10 +671,21 @@ def _scalar_texts(values: list, where: str) -> list[str]:
         return list(values)
     from .columnar import no_value, number_text
 
-    try:
-        return [v if isinstance(v, str) else number_text(v) for v in values]
+    try:  # number_text first: a decimal that overflows (1e999) is inf, no value
+        return [v if isinstance(v, str) else getattr(v, "spelling", number_text(v))
+                for v in values]
     except ValueError as e:
         raise UsageError(f"{where} {no_value(e.args[0])}") from None
+
+
+class _Decimal(float):
+    """A JSON decimal that keeps its spelling (``spelling``): a label written ``1e2`` or
+    ``2.50`` is that label, as it would be in a CSV, not ``100.0`` or ``2.5``."""
+
+    def __new__(cls, spelling: str) -> "_Decimal":
+        number = super().__new__(cls, spelling)
+        number.spelling = spelling
+        return number
 
 
 class _Object(dict):

@@ -33,6 +33,25 @@ def test_tsv_jsonl_and_bom(tmp_path):
     assert rows.lines == [1, 3]
 
 
+def test_a_jsonl_decimal_keeps_its_spelling_when_asked(tmp_path):
+    """A JSON label written 1e2 was read as 100.0 (json.loads' float, spelled back), so
+    classify's predict and confusion matrix named a class that no row of the file has.
+    ``spelled=False`` (the default) reads as runs recorded before did."""
+    labels = ["1e2", "2.50", "1E-3", "-0.0", "1", "true", "0.1000000000000000001"]
+    path = write(tmp_path, "d.jsonl", "".join(f'{{"text": "t{i}", "label": {label}}}\n'
+                                              for i, label in enumerate(labels)))
+    assert read_table(path, ["text", "label"], spelled=True).column("label") == labels
+    assert read_table(path, ["text", "label"]).column("label")[:2] == ["100.0", "2.5"]
+    # the items of a list too (--multi-label)
+    write(tmp_path, "m.jsonl", '{"text": "a", "label": [1e2, 3]}\n')
+    found = read_table(tmp_path / "m.jsonl", ["text", "label"], lists=("label",), spelled=True)
+    assert found.column("label") == [["1e2", "3"]]
+    # a decimal too large for a float is still no value (inf), whatever its spelling
+    write(tmp_path, "inf.jsonl", '{"text": "a", "label": 1e999}\n')
+    with pytest.raises(UsageError, match=r"inf.jsonl line 1: field 'label' is Infinity, not a "):
+        read_table(tmp_path / "inf.jsonl", ["text", "label"], spelled=True)
+
+
 def test_all_columns_when_none_are_named(tmp_path):
     path = write(tmp_path, "d.csv", "source,target\nhello,bonjour\n")
     rows = read_table(path)

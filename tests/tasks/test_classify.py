@@ -453,3 +453,58 @@ def test_classes_that_are_one_number_written_two_ways_are_named_when_the_run_sta
         assert ("warning: classes that may be one number written two ways ('1' and '1.0') "
                 "are trained as different classes" in err) is said
         assert said or "written two ways" not in err
+
+
+def test_a_jsonl_decimal_label_is_the_class_as_written_and_an_old_run_reads_it_as_before(
+        tmp_path):
+    """A JSON label written 1e2 became the class '100.0' (json.loads' float spelled back), so
+    predict and confusion.csv named a class that no row of the file has. A run recorded
+    before keeps its classes ('100.0', '2.5'): its evaluate and --resume read them so."""
+    from attnlab.tasks.classify.data import read_and_pin
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(f'{{"text": "text {i}", "label": {["1e2", "2.50"][i % 2]}}}\n'
+                            for i in range(40)))
+    cfg = {**TASK.defaults, "task": "classify", "data": str(data)}
+    splits = read_and_pin(cfg, TASK.config_class().from_values, said=[])
+    assert {lab for _, lab in splits["train"]} == {"1e2", "2.50"}
+    assert cfg["json_decimals_as_written"] is True  # recorded in config.yaml
+    old = {k: v for k, v in cfg.items() if k != "json_decimals_as_written"}
+    before = load_splits(TASK.config_class().from_values(old))
+    assert {lab for _, lab in before["train"]} == {"100.0", "2.5"}
+
+
+@pytest.mark.slow
+def test_predict_and_the_confusion_matrix_name_a_jsonl_decimal_class_as_written(tmp_path,
+                                                                                capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(f'{{"text": "{w} film", "label": {lab}}}\n'
+                            for w, lab in [("good", "1e2"), ("bad", "2.50")] * 20))
+    out = tmp_path / "run"
+    assert main(["train", "classify", "--data", str(data), "--out", str(out), "--max-steps", "2",
+                 "--model-dim", "16", "--num-heads", "2", "--num-layers", "1"]) == 0
+    header = (out / "confusion.csv").read_text().splitlines()[0]
+    assert header == "true \\ predicted,2.50,1e2"
+    capsys.readouterr()
+    assert main(["predict", str(out), "--input", "good film", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert sorted(found["probabilities"]) == ["1e2", "2.50"]
+    assert found["prediction"] in ("1e2", "2.50")
+
+
+def test_a_held_out_label_that_is_a_training_label_written_otherwise_is_named(tmp_path):
+    """--data written by hand (1e2), --test by pandas' to_json (100.0): refused as a label
+    never seen in training, without a word on why; now the message names the twin."""
+    from attnlab.errors import UsageError
+    from attnlab.tasks.classify.data import read_and_pin
+
+    data, test = tmp_path / "d.jsonl", tmp_path / "t.jsonl"
+    data.write_text("".join(f'{{"text": "text {i}", "label": {["1e2", "2"][i % 2]}}}\n'
+                            for i in range(40)))
+    test.write_text('{"text": "a", "label": 2}\n{"text": "b", "label": 100.0}\n')
+    cfg = {**TASK.defaults, "task": "classify", "data": str(data), "test": str(test)}
+    with pytest.raises(UsageError, match=r"t.jsonl line 2: label '100.0' never seen in training "
+                                         r"\(labels: 1e2, 2\); training has '1e2', the same "
+                                         r"number written otherwise \(a label is used as "
+                                         r"written\): write each number one way$"):
+        read_and_pin(cfg, TASK.config_class().from_values, said=[])

@@ -72,3 +72,25 @@ def test_init_from_a_text_ordered_run_moves_the_head_rows_with_their_classes(tmp
     rows = [1, 2, 0]  # 2, 7, 12 in the old run's 12, 2, 7
     assert (new_w - old_w[rows]).abs().max() < 1e-6
     assert (new_b - old_b[rows]).abs().max() < 1e-6
+
+
+def test_init_from_a_run_of_other_classes_says_the_head_starts_anew(capsys):
+    """A run from --init of a run whose classes are spelled otherwise ('100.0' there, '1e2'
+    in this run's JSONL) silently trained a new last layer; now one line says so, and
+    nothing is said where the classes are the same."""
+    import torch
+
+    from attnlab.models import SequenceClassifier
+    from attnlab.tasks.classify.start import Start
+
+    def model():
+        return SequenceClassifier(2, vocab_size=20, model_dim=8, num_heads=2, num_layers=1)
+
+    torch.manual_seed(0)
+    start = Start(model=model(), labels=["2.5", "100.0"])
+    start.weights_into(model(), ["2.5", "100.0"])
+    assert capsys.readouterr().err == ""
+    start.weights_into(model(), ["2.50", "1e2"])
+    assert capsys.readouterr().err == (
+        "note: the --init run's classes ('2.5', '100.0') are not this run's ('2.50', '1e2'): "
+        "the last layer of the head starts anew, the rest from the --init run\n")

@@ -288,3 +288,21 @@ def test_an_empty_element_of_a_set_is_refused_not_dropped(text, message):
 
 def test_one_separator_after_the_last_element_is_allowed():
     assert parse_set("1.5,7;-2,7;", ["x", "y"]).tolist() == [[1.5, 7.0], [-2.0, 7.0]]
+
+
+def test_a_jsonl_decimal_set_label_is_the_class_as_written_and_an_old_run_reads_it_as_before(
+        tmp_path):
+    """As for texts: a set labelled 1e2 in a JSON Lines file was the class '100.0'."""
+    from attnlab.tasks.classify import TASKS
+    from attnlab.tasks.classify.data import load_splits, read_and_pin
+
+    task = TASKS["classify"]
+    data = tmp_path / "sets.jsonl"
+    data.write_text("".join(f'{{"set": "s{i // 2}", "label": {["1e2", "2.50"][i // 2 % 2]}, '
+                            f'"x": {i}}}\n' for i in range(80)))
+    cfg = {**task.defaults, "task": "classify", "data": str(data), "set_column": "set"}
+    splits = read_and_pin(cfg, task.config_class().from_values, said=[])
+    assert {lab for _, lab in splits["train"]} == {"1e2", "2.50"}
+    old = {k: v for k, v in cfg.items() if k != "json_decimals_as_written"}
+    before = load_splits(task.config_class().from_values(old))
+    assert {lab for _, lab in before["train"]} == {"100.0", "2.5"}

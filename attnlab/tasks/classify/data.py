@@ -22,7 +22,6 @@ Examples:
 """
 from __future__ import annotations
 
-import math
 import random
 import sys
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from ...data.overlap import shared_inputs
 from ...data.label_forms import OneSpelling, other_form
 from ...data.tables import KINDS, check_digest, place, places, read_table
 from ...errors import UsageError
-from .labels import class_order, label_set, objective_of, parse_label
+from .labels import class_order, finite_number, label_set, objective_of, parse_label
 from ...runs import check_data_files, record_data_files
 
 if TYPE_CHECKING:
@@ -74,14 +73,15 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
         from ...data.feature_sets import parse_feature_columns, read_feature_sets
 
         found = read_feature_sets(path, set_column=cfg.set_column, label_column=cfg.label_column,
-                                  what=f"--{key}",
+                                  what=f"--{key}", spelled=cfg.json_decimals_as_written,
                                   feature_columns=features or parse_feature_columns(cfg.feature_columns))
         examples = found
     else:
         text, label = cfg.text_column, cfg.label_column
         objective = objective_of(cfg.multi_label, cfg.regression)
         # a list is read whatever the objective, so that parse_label can say --multi-label
-        found = read_table(path, [text, label], what=f"--{key}", lists=(label,))
+        found = read_table(path, [text, label], what=f"--{key}", lists=(label,),
+                           spelled=cfg.json_decimals_as_written)
         examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
                                             f"--{key} {found.path} {where}"))
                     for row, where in zip(found, places(path, found.lines))]
@@ -117,8 +117,22 @@ def check_labels(examples, lines, path, labels: set[str] | None, key: str) -> No
         label = next((c for c in label_set(found) if c not in labels), None)
         if label is not None:
             known = ", ".join(sorted(labels)[:10]) + (", ..." if len(labels) > 10 else "")
+            twin = other_form(label, labels) or _same_number(label, labels)
             raise UsageError(f"--{key} {path} {place(path, line)}: label {label!r} never seen in "
-                             f"training (labels: {known}){other_form(label, labels)}")
+                             f"training (labels: {known}){twin}")
+
+
+def _same_number(label: str, labels: set[str]) -> str:
+    """The end of a "never seen in training" message for a number that a training label
+    writes otherwise ('100.0' where training has '1e2', as two tools write one float); ""
+    when none does. A label is used as written, so they are two classes."""
+    value = finite_number(label)
+    twin = None if value is None else next(
+        (k for k in sorted(labels) if finite_number(k) == value), None)
+    if twin is None:
+        return ""
+    return (f"; training has {twin!r}, the same number written otherwise (a label is used as "
+            f"written): write each number one way")
 
 
 def _classes(cfg: RunSettings, pairs, path) -> tuple[set[str] | None, dict[Any, list[int]]]:
@@ -204,11 +218,8 @@ def number_twins(splits: dict[str, Any]) -> str | None:
     """
     by_value: dict[float, list[str]] = {}
     for c in classes_of(splits):
-        try:
-            value = float(c)
-        except ValueError:
-            continue
-        if math.isfinite(value):
+        value = finite_number(c)
+        if value is not None:
             by_value.setdefault(value, []).append(c)
     twins = [names for names in by_value.values()
              if any(n.lstrip("+-").isdigit() for n in names)
@@ -322,6 +333,8 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resumed:  # first: its message says which file changed since the run started
         check_data_files(paths, cfg["data_sha256"], purpose="resume")
+    if not cfg.get("resume"):  # a run resumed keeps its reading (``ClassifyDerived``)
+        cfg["json_decimals_as_written"] = True
     digests: dict[str, str] = {}
     notes: list[str] = []
     splits = load_splits(typed(cfg), digests=digests, notes=notes)  # data errors now, before

@@ -35,7 +35,8 @@ from ...data.tables import read_bytes
 from ...errors import UsageError
 
 __all__ = ["OBJECTIVES", "objective_of", "parse_label", "label_set", "class_order",
-           "balanced_weights", "read_weights", "resolve_class_weights", "LABEL_SEP"]
+           "balanced_weights", "read_weights", "resolve_class_weights", "LABEL_SEP",
+           "finite_number"]
 
 OBJECTIVES = ("single", "multi", "regression")
 # the smallest normal and the largest float32 (torch.finfo(torch.float32).tiny and .max): a
@@ -135,7 +136,7 @@ def read_weights(path: str) -> dict[str, float]:
         import csv
 
         rows = [(n, r) for n, r in enumerate(csv.reader(text.splitlines()), start=1) if r]
-        if rows and len(rows[0][1]) == 2 and _number(rows[0][1][1]) is None:
+        if rows and len(rows[0][1]) == 2 and finite_number(rows[0][1][1]) is None:
             rows = rows[1:]  # the header
         for n, row in rows:
             if len(row) != 2:
@@ -147,7 +148,7 @@ def read_weights(path: str) -> dict[str, float]:
                          f".json or .csv")
     weights: dict[str, float] = {}
     for name, value, at in pairs:
-        weight = _number(value)
+        weight = finite_number(value)
         if weight is None or weight <= 0:
             raise UsageError(f"{at}: the weight of class {name!r} must be a positive number, "
                              f"got {value!r}")
@@ -161,7 +162,7 @@ def read_weights(path: str) -> dict[str, float]:
     return weights
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     """A finite float of ``value`` (text or JSON number), else None."""
     if isinstance(value, bool):
         return None

@@ -144,6 +144,9 @@ class ClassifyDerived:
     feature_names: list[str] | None = None
     feature_mean: list[float] | None = None
     feature_std: list[float] | None = None
+    # a JSON Lines decimal is read as written (1e2, 2.50); a run from before read it as Python
+    # spells the float (100.0, 2.5), its labels so named: it keeps reading so (evaluate, resume)
+    json_decimals_as_written: bool = field(default=True, metadata={"absent": False})
 
 
 class ClassifyRunConfig(RunSettings[ClassifySettings, SequenceClassifierConfig,

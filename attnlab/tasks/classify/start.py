@@ -13,6 +13,7 @@ never reads DIR again. Imports torch (the runtime's half of the task).
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,8 +76,21 @@ class Start:
             state.update({k: v[rows] for k, v in state.items() if k.startswith(head)})
         elif not same:
             state = {k: v for k, v in state.items() if not k.startswith(head)}
+            _say_new_head(old, labels)
         model.load_state_dict(state, strict=same)
         return model
+
+
+def _say_new_head(old: list[str], labels: list[str]) -> None:
+    """One line on stderr when a run from --init RUN has other classes than RUN's: the
+    head's last layer then starts anew, which a user who meant the same classes (spelled
+    otherwise: '100.0' in RUN, '1e2' now) would not otherwise learn."""
+    if old and labels:  # a number (--regression) has no classes to name
+        said = [", ".join(map(repr, names[:10])) + (", ..." if len(names) > 10 else "")
+                for names in (old, labels)]
+        print(f"note: the --init run's classes ({said[0]}) are not this run's ({said[1]}): "
+              f"the last layer of the head starts anew, the rest from the --init run",
+              file=sys.stderr, flush=True)
 
 
 def _encoder_into(model: nn.Module, encoder: nn.Module) -> None:
