@@ -17,6 +17,9 @@ A checkpoint is a plain dict, written by ``Fabric.save`` (FSDP gathers the whole
                     validations since it, with --keep-best its weights too
                     (``attnlab.training.best.BestWatch.state_dict``)
     early_stop_hits the validations in a row that reached the task's early-stop target
+    max_steps       the step budget it was written under: a run that stopped early there
+                    (--patience, the early stop's target) and resumes with the same budget
+                    stays stopped
     validation      the last validation's step and numbers; a step it is not at validates
                     first when resumed (a signal stops a run before its step's validation)
     init_kind       a --lora-rank run's (what --init was, its model_type) as it started

@@ -340,6 +340,8 @@ class Loop:
         # this process's own (DDP: each draws its own dropout masks)
         self._rng_to_restore = rank_rng(state, self.fabric.global_rank, self.fabric.world_size)
         self.hits = int(state.get("early_stop_hits", 0))  # the early stop's streak so far
+        if state.get("max_steps") == self.max_steps:  # the budget it was saved under
+            self.stopped = self._stop_reached()
         if state.get("init_kind"):  # what --init was when the run started (DIR may be gone)
             self.started = tuple(state["init_kind"])
         # a signal stops a run before its step's validation: the resumed run validates that
@@ -349,6 +351,18 @@ class Loop:
         validation = state.get("validation", {"step": self.step, "metrics": {}})
         self.validated = (int(validation["step"]), dict(validation["metrics"]))
         self._unvalidated = self._validates(self.step) and self.validated[0] != self.step
+
+    def _stop_reached(self) -> str | None:
+        """Why a restored run stops where its checkpoint is (the early stop's target reached
+        at enough validations in a row, or --patience validations without a gain), else None.
+        A run that stopped early is saved before its test split is scored: resumed after a
+        Ctrl-C during that last validation or a kill during the test, it trained on past its
+        stop, to other weights than the uninterrupted run's."""
+        if self.stop_at is not None and self.hits >= self.stop_at.times:
+            return self.stop_at.reason()
+        if self.watch is not None and self.watch.exhausted():
+            return self.watch.reason()
+        return None
 
     # ---- the step -------------------------------------------------------------------------
     def _check_batches(self) -> None:
@@ -688,7 +702,8 @@ class Loop:
                  "train_seconds": self.seconds(),
                  "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None,
                  "validation": {"step": self.validated[0], "metrics": self.validated[1]},
-                 "early_stop_hits": self.hits, "init_kind": self.started}
+                 "early_stop_hits": self.hits, "init_kind": self.started,
+                 "max_steps": self.max_steps}
         if self.watch is not None:  # the best so far, and its weights (training/best.py)
             state["best"] = self.watch.state_dict()
         if self.fabric.is_global_zero:
