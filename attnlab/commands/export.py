@@ -102,7 +102,31 @@ def run(args) -> int:
           file=sys.stderr)
     if note is not None:  # what the written model cannot do that the run can (lm)
         print(note, file=sys.stderr)
+    if args.checkpoint is None:
+        _say_a_best_step(run_dir)
     return 0
+
+
+def _say_a_best_step(run_dir) -> None:
+    """Say on stderr that a ``--keep-best`` run's ``model.safetensors``, which export writes,
+    holds the weights of its best validation's step where that is not its last step (read
+    from ``metrics.json``; a run without one, or unreadable, is exported without the note)."""
+    import sys
+
+    from ..errors import UsageError
+    from ..runs import read_json
+
+    try:
+        metrics = read_json(run_dir / "metrics.json", what="a metrics file")
+    except (OSError, UsageError):
+        return
+    best, steps = (metrics.get(key) if isinstance(metrics, dict) else None
+                   for key in ("best_step", "steps"))
+    if not isinstance(best, int) or not isinstance(steps, int) or best == steps:
+        return
+    print(f"note: {run_dir} kept its best validation (--keep-best): the export holds step "
+          f"{best}'s weights ({metrics.get('best_metric')} {metrics.get('best_value')}), not "
+          f"the last step's ({steps}); --checkpoint last exports those", file=sys.stderr)
 
 
 def _decode_as_the_run(model, cfg) -> None:

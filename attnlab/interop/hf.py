@@ -166,8 +166,8 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
         The ``transformers`` model (above) with the same logits, in the same train/eval mode.
 
     Raises:
-        ValueError: naming the setting the Hugging Face model cannot represent, or for another
-            model type.
+        ValueError: naming the setting the Hugging Face model cannot represent, for another
+            model type, or for a model with int8 layers (``attnlab.nn.quantize``).
 
     Examples:
         >>> from attnlab.models import CausalLM, Seq2SeqTransformer
@@ -176,9 +176,9 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
         >>> type(hf).__name__, type(mt).__name__
         ('GPT2LMHeadModel', 'MarianMTModel')
     """
-    from ..models.causal_lm import CausalLM
-    from ..models.seq2seq import Seq2SeqTransformer
+    from ..models import CausalLM, Seq2SeqTransformer
 
+    _refuse_int8(model)
     ids = dict(bos_token_id=bos_token_id, eos_token_id=eos_token_id, pad_token_id=pad_token_id)
     if isinstance(model, Seq2SeqTransformer):
         _refuse_gpt2_ids(**ids)
@@ -187,6 +187,18 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
         raise ValueError(f"to_hf exports a CausalLM or a Seq2SeqTransformer, "
                          f"got {type(model).__name__}")
     return _causal_lm_to_hf(model, **ids)
+
+
+def _refuse_int8(model: nn.Module) -> None:
+    """A ValueError for a model with int8 layers (``attnlab.nn.quantize``): their weights are
+    packed int8, not the float tensors a Hugging Face checkpoint holds."""
+    from ..nn.quantize import int8_layers
+
+    int8 = int8_layers(model)
+    if int8:
+        raise ValueError(f"to_hf: {len(int8)} linear layers of this model hold int8 weights "
+                         f"(attnlab.nn.quantize; {int8[0]}, ...): export the float model "
+                         f"it was made from")
 
 
 def _causal_lm_to_hf(model: nn.Module, **ids: int | None):

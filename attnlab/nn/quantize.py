@@ -66,6 +66,22 @@ def linear(module: nn.Module, x: Tensor) -> Tensor:
     return out.view(*x.shape[:-1], out.shape[-1])
 
 
+def int8_layers(model: nn.Module) -> list[str]:
+    """The names of ``model``'s submodules that ``quantize`` made int8 (PyTorch's quantised
+    modules, whose weights are no float ``Parameter``): what a float-only reader, such as
+    ``attnlab.interop.to_hf``, cannot copy.
+
+    Examples:
+        >>> from attnlab.models import CausalLM
+        >>> lm = CausalLM(vocab_size=20, model_dim=16, num_heads=2, num_layers=1, max_len=8)
+        >>> int8_layers(lm), int8_layers(quantize(lm))[-1]
+        ([], 'lm_head')
+    """
+    return [name for name, module in model.named_modules()  # not their packed-weight holders
+            if type(module).__module__.startswith("torch.ao.nn.quantized")
+            and not type(module).__name__.endswith("PackedParams")]
+
+
 def quantized(model: nn.Module, kind: str | None) -> nn.Module:
     """``model`` itself when ``kind`` is None, else ``quantize(model, kind, inplace=True)``:
     for a model just loaded for inference, with no float copy kept."""

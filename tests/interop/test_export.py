@@ -10,6 +10,7 @@ from torch.testing import assert_close
 import attnlab
 from attnlab.cli import main
 from attnlab.interop.tokenizer import to_hf_tokenizer
+from attnlab.runs import read_json
 from attnlab.tokenizers import TOKENIZER_KINDS
 
 STEPS = ["--max-steps", "3", "--warmup", "1", "--model-dim", "16", "--num-layers", "1",
@@ -163,3 +164,23 @@ def test_an_existing_out_is_never_written_over(tmp_path, capsys):
     assert f"--hf {tmp_path / 'hf'} already exists" in err and len(err.splitlines()) == 1
     assert (tmp_path / "hf" / "mine.txt").read_text() == "keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
+
+
+@pytest.mark.slow
+def test_a_keep_best_runs_export_says_it_holds_the_best_step_not_the_last(tmp_path, capsys):
+    # at --lr 1 the first validation is the best of three: model.safetensors holds step 1's
+    # weights, checkpoints/last.ckpt step 3's
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    run = tmp_path / "best"
+    assert main(["train", "lm", "--data", str(tmp_path / "text.txt"), "--block-size", "16",
+                 "--out", str(run), *TINY, "--lr", "1", "--val-every", "1", "--keep-best"]) == 0
+    metrics = read_json(run / "metrics.json")
+    assert (metrics["best_step"], metrics["steps"]) == (1, 3)
+    capsys.readouterr()
+    assert main(["export", str(run), "--hf", str(tmp_path / "hf")]) == 0
+    err = capsys.readouterr().err
+    assert ("the export holds step 1's weights (val_loss" in err and "not the last step's (3); "
+            "--checkpoint last exports those" in err), err
+    assert main(["export", str(run), "--hf", str(tmp_path / "last"), "--checkpoint", "last"]) == 0
+    err = capsys.readouterr().err
+    assert "(step 3)" in err and "best validation" not in err, err
