@@ -44,8 +44,8 @@ from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_b
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
-           "predict_many", "evaluate", "attention_maps", "attention_layers", "evaluate_by_length",
-           "export_hf"]
+           "predict_many", "translation_results", "evaluate", "attention_maps",
+           "attention_layers", "evaluate_by_length", "export_hf"]
 
 # where ``attnlab export --hf OUT`` writes the target tokenizer, beside the source one in OUT
 TARGET_TOKENIZER_DIR = "target_tokenizer"
@@ -361,8 +361,19 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
 
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
-    """Every text's translation (``translate``: the model loaded once, the texts batched)."""
-    return [{"prediction": t} for t in translate(task, run_dir, cfg, texts, labels=labels)]
+    """Every text's translation (``translate``: the model loaded once, the texts batched), as
+    ``translation_results`` gives it."""
+    return translation_results(translate(task, run_dir, cfg, texts, labels=labels))
+
+
+def translation_results(translations: list[str]) -> list[dict[str, str]]:
+    """``predict``'s and ``translate``'s result of each translation: ``--json`` gives it as
+    written, and its printed line has each newline as a space (a run trained on targets that
+    span lines writes them), so that one input is one line of output, as an lm run's
+    continuation is printed (``prediction_of``)."""
+    from ..lm.continuation import prediction_of
+
+    return [prediction_of(t) for t in translations]
 
 
 def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], None]:
