@@ -28,7 +28,7 @@ from ...data.tables import Table, check_digest, places, read_table
 from ...errors import UsageError
 from ...run_config import RunSettings
 from ...runs import check_data_files, pin_data_files
-from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
+from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, note_unknown
 
 __all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "check_languages", "builtin_splits",
            "read_pairs", "file_splits", "check_files", "evaluation_pairs", "spell_digits",
@@ -84,6 +84,11 @@ class TranslationTokenizers:
         if self.marian:
             return [self.src.encode(t, add_special_tokens=True) for t in texts]
         return self.src.encode_batch(texts)
+
+    def note_unknown(self, texts: list[str], labels: list[str]) -> None:
+        """``attnlab.tokenizers.note_unknown`` of the sources as the model reads them
+        (``as_source``): a tab after a text is not read, so it is not named as unknown."""
+        note_unknown(self.src, [as_source(t) for t in texts], labels)
 
     def source_pieces(self, text: str) -> list[str]:
         """A readable label for each id of ``encode_sources([text])[0]``."""

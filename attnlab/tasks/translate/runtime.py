@@ -34,7 +34,7 @@ from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...settings import epoch_steps
-from ...tokenizers import note_pieces, note_unknown
+from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
 from ..base import config_from_run
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
@@ -352,7 +352,7 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
                             unfinished=unfinished)
     # after the texts were accepted: a refusal stays the one line said
     names = labels or [f"text number {n}" for n in range(1, len(texts) + 1)]
-    note_unknown(tok.src, texts, names)
+    tok.note_unknown(texts, names)
     if (line := unfinished_note(unfinished, names, cfg.max_target_len)) is not None:
         print(f"note: {line}", file=sys.stderr, flush=True)
     return found
@@ -403,7 +403,7 @@ def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     model, tok = load(task, run_dir, cfg)
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
                                   labels=["--input"])[0]
-    note_unknown(tok.src, [text], ["--input"])  # as translate and predict say it
+    tok.note_unknown([text], ["--input"])  # as translate and predict say it
     return model, tok, text, translation
 
 
