@@ -72,6 +72,6 @@ def run(args) -> int:
         found = task.runtime().translate(task, run_dir, cfg, args.texts, num_beams=args.beam,
                                          length_penalty=args.length_penalty,
                                          quantize=args.quantize, labels=labels)
-    write_results([{"prediction": t} for t in found], args.texts, as_json=args.json,
+    write_results(task.runtime().translation_results(found), args.texts, as_json=args.json,
                   output_key="translation")
     return 0

@@ -212,6 +212,20 @@ def test_score_counts_exact_matches_and_uses_character_bleu_for_one_word_targets
     assert half["test_exact_match"] == 0.5 and 0 < half["test_bleu"] < 100
 
 
+def test_scores_count_case_and_inner_spaces_but_not_the_spaces_around_a_text():
+    """As docs/translation.md#metrics says it."""
+    perfect = {"test_exact_match": 1.0, "test_bleu": pytest.approx(100.0),
+               "test_chrf": pytest.approx(100.0)}
+    assert score(["drei hundert"], ["  drei hundert \t"]) == perfect  # character BLEU
+    words = "es ist drei Uhr am Morgen"  # enough words for BLEU's 4-grams (13a)
+    assert score([f" {words}"], [f"{words}  "], bleu_tokenize="13a") == perfect
+    upper = score([words.upper()], [words], bleu_tokenize="13a")
+    assert upper["test_exact_match"] == 0.0 and upper["test_bleu"] < 100
+    assert upper["test_chrf"] < 100
+    spaced = score([words.replace(" ", "  ")], [words], bleu_tokenize="13a")
+    assert spaced == {**perfect, "test_exact_match": 0.0}
+
+
 def test_a_translation_that_prints_as_its_reference_scores_as_one_in_any_unicode_form():
     """A reference in decomposed form (NFD, as a Mac may store "é") once scored the model's
     composed "é" as wrong: exact match 0, BLEU 59.5, chrF 44.1 for identical-looking text."""

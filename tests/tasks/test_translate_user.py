@@ -52,6 +52,25 @@ def test_translate_reads_decomposed_accents_as_the_composed_text(translate_run, 
 
 
 @pytest.mark.slow
+def test_spaces_around_a_source_do_not_change_its_translation(translate_run, tmp_path, capsys):
+    """A file of inputs with trailing spaces (or a tab) is translated as the texts it holds:
+    the model never saw a sentence that starts or ends in a space."""
+    texts = ["le café été", "un thé crème", "élève"]
+    inputs = tmp_path / "inputs.txt"
+    inputs.write_text("le café été \n  un thé crème\n\télève\t\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["translate", str(translate_run), *texts]) == 0
+    plain = capsys.readouterr().out
+    assert plain == "the coffee summer\na tea cream\npupil\n"  # the run learnt the words
+    assert main(["translate", str(translate_run), "--input-file", str(inputs)]) == 0
+    out = capsys.readouterr()
+    assert out.out == plain
+    assert out.err == ""  # the tabs are not read: no note names them as unknown to the model
+    assert main(["predict", str(translate_run), "--input", "le café été   "]) == 0
+    assert capsys.readouterr().out == "the coffee summer\n"
+
+
+@pytest.mark.slow
 def test_a_translation_cut_by_the_runs_length_limit_is_named_in_a_note(translate_run, tmp_path,
                                                                         capsys):
     run = shutil.copytree(translate_run, tmp_path / "run")

@@ -28,7 +28,7 @@ from ...data.tables import Table, check_digest, places, read_table
 from ...errors import UsageError
 from ...run_config import RunSettings
 from ...runs import check_data_files, pin_data_files
-from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer
+from ...tokenizers import BPETokenizer, CharTokenizer, WordTokenizer, note_unknown
 
 __all__ = ["TARGET_TOKENIZER_FILE", "TranslationTokenizers", "check_languages", "builtin_splits",
            "read_pairs", "file_splits", "check_files", "evaluation_pairs", "spell_digits",
@@ -78,14 +78,21 @@ class TranslationTokenizers:
         return self.tgt.decode(ids)
 
     def encode_sources(self, texts: list[str]) -> list[list[int]]:
-        """The encoder's input ids of each text (without padding)."""
+        """The encoder's input ids of each text (without padding), read without the spaces
+        around it (``as_source``)."""
+        texts = [as_source(t) for t in texts]
         if self.marian:
             return [self.src.encode(t, add_special_tokens=True) for t in texts]
         return self.src.encode_batch(texts)
 
+    def note_unknown(self, texts: list[str], labels: list[str]) -> None:
+        """``attnlab.tokenizers.note_unknown`` of the sources as the model reads them
+        (``as_source``): a tab after a text is not read, so it is not named as unknown."""
+        note_unknown(self.src, [as_source(t) for t in texts], labels)
+
     def source_pieces(self, text: str) -> list[str]:
         """A readable label for each id of ``encode_sources([text])[0]``."""
-        pieces = [t.strip() or repr(t) for t in self.src.tokenize(text)]
+        pieces = [t.strip() or repr(t) for t in self.src.tokenize(as_source(text))]
         return [*pieces, "</s>"] if self.marian else pieces
 
     def encode_targets(self, texts: list[str]) -> list[list[int]]:
@@ -115,6 +122,20 @@ class TranslationTokenizers:
 
         return cls(load_any_tokenizer(path),
                    load_any_tokenizer(Path(path).with_name(TARGET_TOKENIZER_FILE)))
+
+
+def as_source(text: str) -> str:
+    """``text`` as a model reads it: without the spaces (tabs, line ends) around it. Byte-level
+    BPE and the word and character tokenisers keep spaces as tokens, so "twelve " would read
+    as a sentence that ends in a space: one the model never saw (the built-in data and most
+    files have none), translated as something else than "twelve" (trailing spaces are easily
+    typed, and left in a file of inputs).
+
+    Examples:
+        >>> as_source("  twelve \t")
+        'twelve'
+    """
+    return text.strip()
 
 
 # ---- splits -----------------------------------------------------------------------------
@@ -212,7 +233,9 @@ def trained_sources_notes(cfg: RunSettings, train, val, test) -> list[str]:
 
 
 def _as_read(cfg: RunSettings, texts: list[str]) -> list[str]:
-    """``texts`` in the Unicode form the run's tokenisers read them in."""
+    """``texts`` as the run's model reads them: in its tokenisers' Unicode form, without the
+    spaces around them (``as_source``)."""
+    texts = [as_source(t) for t in texts]
     return [unicodedata.normalize(cfg.normalize, t) for t in texts] if cfg.normalize else texts
 
 

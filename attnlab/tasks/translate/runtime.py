@@ -34,7 +34,7 @@ from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...settings import epoch_steps
-from ...tokenizers import note_pieces, note_unknown
+from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
 from ..base import config_from_run
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
@@ -44,8 +44,8 @@ from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_b
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
-           "predict_many", "evaluate", "attention_maps", "attention_layers", "evaluate_by_length",
-           "export_hf"]
+           "predict_many", "translation_results", "evaluate", "attention_maps",
+           "attention_layers", "evaluate_by_length", "export_hf"]
 
 # where ``attnlab export --hf OUT`` writes the target tokenizer, beside the source one in OUT
 TARGET_TOKENIZER_DIR = "target_tokenizer"
@@ -352,7 +352,7 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
                             unfinished=unfinished)
     # after the texts were accepted: a refusal stays the one line said
     names = labels or [f"text number {n}" for n in range(1, len(texts) + 1)]
-    note_unknown(tok.src, texts, names)
+    tok.note_unknown(texts, names)
     if (line := unfinished_note(unfinished, names, cfg.max_target_len)) is not None:
         print(f"note: {line}", file=sys.stderr, flush=True)
     return found
@@ -361,8 +361,19 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
 
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
-    """Every text's translation (``translate``: the model loaded once, the texts batched)."""
-    return [{"prediction": t} for t in translate(task, run_dir, cfg, texts, labels=labels)]
+    """Every text's translation (``translate``: the model loaded once, the texts batched), as
+    ``translation_results`` gives it."""
+    return translation_results(translate(task, run_dir, cfg, texts, labels=labels))
+
+
+def translation_results(translations: list[str]) -> list[dict[str, str]]:
+    """``predict``'s and ``translate``'s result of each translation: ``--json`` gives it as
+    written, and its printed line has each newline as a space (a run trained on targets that
+    span lines writes them), so that one input is one line of output, as an lm run's
+    continuation is printed (``prediction_of``)."""
+    from ..lm.continuation import prediction_of
+
+    return [prediction_of(t) for t in translations]
 
 
 def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any], None]:
@@ -392,7 +403,7 @@ def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     model, tok = load(task, run_dir, cfg)
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
                                   labels=["--input"])[0]
-    note_unknown(tok.src, [text], ["--input"])  # as translate and predict say it
+    tok.note_unknown([text], ["--input"])  # as translate and predict say it
     return model, tok, text, translation
 
 
