@@ -69,13 +69,15 @@ def test_a_missing_column_or_an_empty_cell_is_one_error_before_the_run_is_read(
     assert err == f"attnlab: error: {said.format(p=path)}\n"
 
 
-def test_a_null_cell_of_json_lines_is_named_by_its_line(tmp_path, capsys):
-    path = write(tmp_path / "films.jsonl", '{"text": "great"}\n{"text": null}\n')
+@pytest.mark.parametrize("cell", ["null", '["EU", "rejects"]'])
+def test_a_null_or_list_cell_of_json_lines_is_named_by_its_line(tmp_path, cell, capsys):
+    """A tagging set's `tokens` list is no text: refused, not joined in some way unsaid."""
+    path = write(tmp_path / "films.jsonl", f'{{"text": "great"}}\n{{"text": {cell}}}\n')
     code, _, err = call(capsys, "predict", tmp_path / "no-run", "--input-file", path,
                         "--text-column", "text")
     assert code == 2
     assert err == (f"attnlab: error: --input-file {path} line 2: field 'text' must be a string "
-                   f"or number, got null\n")
+                   f"or number, got {cell}\n")
 
 
 NEEDS_FILE = ("{0} names a column of the table given as --input-file FILE; give --input-file "
