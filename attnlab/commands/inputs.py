@@ -6,6 +6,13 @@ mark are fine). Every line is read and checked before the model is loaded: an em
 file that is missing, a directory or not UTF-8 is one error naming the file and the line. The
 command then writes one line per input, in the order read: the prediction, or with ``--json``
 one JSON object (the input, the output and, where the model gives them, its probabilities).
+
+A table (.csv, .tsv, .jsonl, .parquet, or a Hugging Face datasets directory) is read by its
+column with ``--text-column NAME`` (translate: ``--src-column NAME``, as ``train translate``
+names its source column): one input per row, in the file's order, read by ``read_table`` with
+its rules and messages (a missing column named with those the file has; an empty cell or a
+null named by its line, or row). Without the flag a table is read as lines, whole, and a note
+says so.
 """
 from __future__ import annotations
 
@@ -13,23 +20,32 @@ import json
 import sys
 from pathlib import Path
 
-from ..data.tables import file_format
+from ..data.tables import FORMATS, file_format, places, read_table
 from ..errors import UsageError
 from ..tasks.base import line_of
 
 
-def add_input_file_flags(parser, what: str = "input") -> None:
+def add_input_file_flags(parser, what: str = "input", column: str = "--text-column") -> None:
+    """--input-file, ``column`` (the table's column of the inputs: ``args.input_column``) and
+    --json."""
     parser.add_argument("--input-file", metavar="FILE",
                         help=f"many inputs, one {what} per line ('-' reads standard input); "
                              "one output line per input, in order")
+    parser.add_argument(column, metavar="NAME", dest="input_column",
+                        help=f"--input-file is a table ({', '.join(FORMATS)} or a Hugging "
+                             f"Face datasets directory): one {what} per row, from column NAME")
     parser.add_argument("--json", action="store_true",
                         help="write each output line as a JSON object (the input, the output "
                              "and, where the model gives them, its probabilities)")
 
 
-def read_inputs(path: str) -> tuple[list[str], list[str]]:
+def read_inputs(path: str, column: str | None = None, flag: str = "--text-column"
+                ) -> tuple[list[str], list[str]]:
     """(the lines of ``path``, each line's label ``--input-file PATH line N``); UsageError
-    naming the file, or the first empty line."""
+    naming the file, or the first empty line. With ``column`` (given as ``flag``), the cells of
+    that column of a table instead (``read_column``)."""
+    if column is not None:
+        return read_column(path, column, flag)
     where = "--input-file -" if path == "-" else f"--input-file {path}"
     if path == "-":
         if sys.stdin is None:  # started with standard input closed (`<&-`)
@@ -50,7 +66,8 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
     except UnicodeDecodeError as e:
         if data[:4] == b"PAR1":  # Parquet's magic bytes
             raise UsageError(f"{where}: is a Parquet file; give a text file of inputs, one "
-                             f"per line") from None
+                             f"per line, or {flag} NAME for the texts of its column NAME"
+                             ) from None
         line = data[:e.start].count(b"\n") + 1
         raise UsageError(f"{where} line {line}: not UTF-8 text") from None
     # lines end at "\n" (and "\r\n") only: str.splitlines would also cut at a form feed,
@@ -66,9 +83,34 @@ def read_inputs(path: str) -> tuple[list[str], list[str]]:
             raise UsageError(f"{where} line {n} is empty; give one input per line")
     if path != "-" and file_format(path) in ("csv", "tsv", "jsonl"):  # a table, as lines
         print(f"note: {where} is read as one input per line, whole: a table's header and "
-              f"every column too ({len(lines)} inputs); for its texts alone, save their "
-              f"column as a text file, one per line", file=sys.stderr)
+              f"every column too ({len(lines)} inputs); for the texts of one column, give "
+              f"{flag} NAME", file=sys.stderr)
     return lines, [f"{where} line {n}" for n in range(1, len(lines) + 1)]
+
+
+def read_column(path: str, column: str, flag: str = "--text-column"
+                ) -> tuple[list[str], list[str]]:
+    """(the cells of ``column`` of the table ``path``, one per row in the file's order, each
+    row's label ``--input-file PATH line N``, or ``row N`` of a Parquet file); UsageError
+    naming the flag, the file, and the column or the row at fault.
+
+    Examples:
+        >>> _ = Path("films.csv").write_text("id,review\\n1,loved it\\n2,dull\\n")
+        >>> texts, labels = read_column("films.csv", "review")
+        >>> texts, labels[-1]
+        (['loved it', 'dull'], '--input-file films.csv line 3')
+    """
+    if not column.strip():
+        raise UsageError(f"{flag} is empty; give the name of the table's column of inputs")
+    if path == "-":
+        raise UsageError(f"{flag} {column}: --input-file - (standard input) has no file type to "
+                         f"read a table by; give the table's file")
+    if file_format(path) is None and Path(path).exists():
+        raise UsageError(f"{flag} {column}: --input-file {path} is not a table "
+                         f"({', '.join(FORMATS)}); drop {flag} to read its lines, one input each")
+    table = read_table(path, [column], what="--input-file", spelled=True)
+    return (table.column(column),
+            [f"--input-file {path} {p}" for p in places(path, table.lines)])
 
 
 def check_input(value: str | None, flag: str = "--input") -> None:
@@ -80,13 +122,24 @@ def check_input(value: str | None, flag: str = "--input") -> None:
         raise UsageError(f"{flag} is empty")
 
 
-def one_or_file(value: str | None, flag: str, input_file: str | None
-                ) -> tuple[list[str], list[str]]:
-    """(inputs, their labels) from ``flag``'s one ``value`` or from ``--input-file``; a
-    UsageError unless exactly one of the two is given."""
+def one_or_file(value: str | None, flag: str, input_file: str | None,
+                column: str | None = None) -> tuple[list[str], list[str]]:
+    """(inputs, their labels) from ``flag``'s one ``value`` or from ``--input-file`` (its
+    ``--text-column``'s cells where ``column`` is given); a UsageError unless exactly one of the
+    two is given."""
     if (value is None) == (input_file is None):
         raise UsageError(f"give {flag} TEXT or --input-file FILE (one of the two)")
-    return ([value], [flag]) if value is not None else read_inputs(input_file)
+    column_needs_file(column, input_file)
+    return ([value], [flag]) if value is not None else read_inputs(input_file, column)
+
+
+def column_needs_file(column: str | None, input_file: str | None,
+                      flag: str = "--text-column") -> None:
+    """``UsageError`` when ``flag`` (the table's column of inputs) is given without
+    --input-file, which would read nothing by it."""
+    if column is not None and input_file is None:
+        raise UsageError(f"{flag} {column} names a column of the table given as --input-file "
+                         f"FILE; give --input-file with it, or drop it")
 
 
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,

@@ -1,6 +1,7 @@
 """``attnlab predict DIR --input TEXT``: one prediction, printed as the last line.
 ``--input-file FILE`` (``-``: standard input): one input per line, the model loaded once and
 the inputs batched, one prediction per line; ``--json`` for a machine-readable line each.
+``--input-file TABLE --text-column NAME``: one input per row of a table, from its column NAME.
 
 On an lm run the prediction is the greedy continuation of the whole input, as ``attnlab
 generate --greedy`` makes it (one code path, ``attnlab.tasks.lm.continuation``), of
@@ -43,7 +44,7 @@ def run(args) -> int:
     if args.max_new_tokens is not None:
         check(GenerationSettings, {"max_new_tokens": args.max_new_tokens},
               only=("max_new_tokens",))
-    texts, labels = one_or_file(args.input, "--input", args.input_file)
+    texts, labels = one_or_file(args.input, "--input", args.input_file, args.input_column)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict", checkpoint=args.checkpoint)
     task = get_task(cfg.task)
     if args.max_new_tokens is not None and not task.capabilities.encode_prompt:

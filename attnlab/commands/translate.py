@@ -1,7 +1,8 @@
 """``attnlab translate DIR TEXT... [--beam N]``: translate with a trained translate run.
 
 Prints one translation per line, in the order of the texts; ``--input-file FILE`` (``-``:
-standard input) reads the texts one per line, ``--json`` writes a JSON object per line;
+standard input) reads the texts one per line (a table's column with ``--src-column NAME``),
+``--json`` writes a JSON object per line;
 ``--checkpoint last`` translates with an interrupted run's last saved step. Never imports
 Lightning.
 """
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from ..settings import (MAX_BEAM, ModelRunSettings, add_flags, beam_setting, check_options,
                         length_penalty_setting)
 from .checkpoint import add_checkpoint_flag
-from .inputs import add_input_file_flags, read_inputs, write_results
+from .inputs import add_input_file_flags, column_needs_file, read_inputs, write_results
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
 
@@ -37,7 +38,8 @@ def register(sub) -> None:
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("texts", nargs="*", metavar="TEXT")
     add_flags(p, TranslateOptions)
-    add_input_file_flags(p, "text")
+    # --src-column: the name `train translate` gives the table's column of source texts
+    add_input_file_flags(p, "text", column="--src-column")
     add_quantize_flag(p)
     add_checkpoint_flag(p)
     p.set_defaults(func=run)
@@ -55,8 +57,9 @@ def run(args) -> int:
     if empty:
         raise UsageError(f"TEXT number {empty[0]} is empty")
     labels = [f"TEXT number {n}" for n in range(1, len(args.texts) + 1)]
+    column_needs_file(args.input_column, args.input_file, "--src-column")
     if args.input_file is not None:
-        args.texts, labels = read_inputs(args.input_file)
+        args.texts, labels = read_inputs(args.input_file, args.input_column, "--src-column")
     run_dir, cfg = check_run_dir(args.run_dir, command="translate", checkpoint=args.checkpoint,
                                  tasks=tasks_that(lambda task: task.capabilities.translate))
     beams = args.beam or cfg.beam
