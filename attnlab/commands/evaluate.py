@@ -127,6 +127,8 @@ def run(args) -> int:
                          f"{cfg.task} run")
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
         metrics = _evaluate(args, task, run_dir, cfg)
+    if args.quantize is not None:  # int8 metrics, printed as the float run's, say they are
+        metrics = {"quantize": args.quantize, **metrics}
     # 6 significant digits, as metrics.json holds them (not float32 noise like 0.99800002574)
     # and strict JSON: a NaN metric is null, as in metrics.json
     print(dumps(readable(metrics), indent=2))

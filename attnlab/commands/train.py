@@ -267,7 +267,8 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
             derived.add("beta2")
     unknown = sorted(set(file_cfg) - known - derived)
     if unknown:
-        raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}")
+        raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}"
+                         f"{_meant_settings(unknown, known)}")
     aside = sorted(set(file_cfg) & derived)
     file_cfg = {k: v for k, v in file_cfg.items() if k not in derived
                 and k not in _budgets_given(given)}  # a budget flag wins over the file's
@@ -279,6 +280,15 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
              f"ran there; not settings of this new run, which works out its own"] if aside else []
     return {**file_cfg, **read}, notes, recorded  # as checked: ``init: 5`` is the text 5
+
+
+def _meant_settings(unknown: list[str], known: set[str]) -> str:
+    """"; did you mean max_steps?" for a misspelt key of a --config file (``max_step``), as
+    the command line says it of a misspelt flag (cli's ``_near``, one rule for both)."""
+    from ..cli import _near
+
+    meant = [m for key in unknown for m in _near(key, sorted(known))]
+    return f"; did you mean {', '.join(meant)}?" if meant else ""
 
 
 def _budgets_given(given: dict[str, Any]) -> set[str]:

@@ -33,6 +33,17 @@ def test_a_run_of_another_task_is_named_by_its_task_not_by_its_keys(tmp_path, ca
         "task translate, but this is attnlab train copy")
 
 
+@pytest.mark.parametrize("text, said", [
+    ("max_step: 3\n", "unknown setting(s) max_step; did you mean max_steps?"),
+    ("warmpu: 5\nmax-step: 3\n", "unknown setting(s) max_step, warmpu; did you mean "
+                                  "max_steps, warmup?"),
+    ("colour: red\n", "unknown setting(s) colour")])
+def test_a_misspelt_key_is_refused_naming_the_setting_meant(tmp_path, capsys, text, said):
+    """The command line suggests --max-steps for --max-step; a --config file's max_step was
+    refused with no suggestion."""
+    assert _refused(tmp_path, capsys, text) == said
+
+
 @pytest.mark.parametrize("text, key", [("1: 2\n", "1"), ("~: 2\n", "null"),
                                        ("max_steps: 5\n3.5: x\n", "3.5")])
 def test_a_key_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, text, key):

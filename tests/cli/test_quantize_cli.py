@@ -5,6 +5,7 @@ where it does not apply."""
 from __future__ import annotations
 
 import json
+from unittest.mock import ANY
 
 import pytest
 import torch
@@ -50,6 +51,10 @@ def test_int8_perplexity_is_within_one_percent_of_float32(runs, capsys):
     code8, out8, _ = run_cli(capsys, "evaluate", runs["lm"], "--quantize", "int8")
     fp32, int8 = json.loads(out)["val_perplexity"], json.loads(out8)["val_perplexity"]
     assert code == code8 == 0
+    # the int8 metrics say they are int8: the float run's keys, and "quantize" before them
+    assert json.loads(out8) == {"quantize": "int8", **json.loads(out), "val_loss": ANY,
+                                "val_perplexity": int8}
+    assert out8.startswith('{\n  "quantize": "int8",\n') and "quantize" not in out
     assert fp32 < 2.0  # the model has learnt its text, so the comparison means something
     assert abs(int8 / fp32 - 1) < 0.01
 
@@ -69,6 +74,7 @@ def test_translate_and_its_evaluation_run_on_int8_weights(runs, capsys):
     assert [json.loads(line)["input"] for line in out.splitlines()] == ["342", "17"]
     code, out, _ = run_cli(capsys, "evaluate", runs["translate"], "--quantize", "int8")
     assert code == 0 and {"test_bleu", "test_chrf", "test_exact_match"} <= set(json.loads(out))
+    assert json.loads(out)["quantize"] == "int8"
 
 
 def test_int8_translations_of_a_file_are_those_of_one_call_per_text(runs, tmp_path,

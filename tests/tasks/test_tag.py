@@ -210,6 +210,20 @@ def test_an_input_of_white_space_is_refused(tag_run, capsys):
     assert "--input is empty" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_two_sentences_on_two_lines_are_refused_not_tagged_as_one(tag_run, tmp_path, capsys):
+    # predict --input "$(cat sentences.txt)" printed the lines' words as one sentence
+    for command in (["predict"], ["view", "--out", str(tmp_path / "v.html")]):
+        assert main([command[0], str(tag_run), "--input", "John lives\nin Paris",
+                     *command[1:]]) == 2
+        assert capsys.readouterr().err == (
+            "attnlab: error: --input holds 2 lines; it is one sentence, on one line (predict "
+            "--input-file FILE reads one sentence per line)\n")
+    assert not (tmp_path / "v.html").exists()
+    assert main(["predict", str(tag_run), "--input", "Alice walks to Rome\r\n"]) == 0
+    assert capsys.readouterr().out.strip() == "Alice/B-X walks/O to/O Rome/B-X"
+
+
 def test_the_tagging_page_names_only_flags_the_commands_take():
     import re
     from pathlib import Path

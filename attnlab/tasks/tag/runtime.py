@@ -36,6 +36,7 @@ from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_
 from ...training.tagger import IGNORE
 from ..base import config_from_run
 from ..classify.pretrained import read_init
+from ..spaced_input import spaced_tokens
 from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
                    read_file, shared_sentences, split_name, trained_note)
 from .scoring import entity_scores, format_table, per_type_table
@@ -413,7 +414,9 @@ class _WholeWords:
 
 
 def _words(text: str, label: str) -> list[str]:
-    words = text.split()
+    """The words of one sentence; refused where ``text`` holds several lines, which
+    ``str.split`` would join into one sentence (``spaced_tokens``)."""
+    words = spaced_tokens(text, label, "sentence")
     if not words:
         raise UsageError(f"{label}: no words to tag")
     return words
@@ -437,8 +440,8 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's words (split at white space) with their tags: ``"prediction"`` the tags,
     ``"tokens"`` the words, and the printed ``"line"`` ``word/TAG word/TAG ...``."""
-    model, tokenizer = _load(run_dir, cfg)
     sentences = [_words(t, label) for t, label in zip(texts, labels)]
+    model, tokenizer = _load(run_dir, cfg)
     _say_only_o(run_dir, cfg)
     _note_unknown(cfg, tokenizer, texts, labels)
     predicted, unread = predict_tags(cfg, model, tokenizer, sentences)
@@ -473,8 +476,8 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``plot attention`` and ``view``: every layer's (H, T, T) map of one sentence, one row
     and column per word (from scratch) or per subword, special tokens included (``--init``)."""
-    model, tokenizer = _load(run_dir, cfg)
     words = _words(text, "--input")
+    model, tokenizer = _load(run_dir, cfg)
     _note_unknown(cfg, tokenizer, [text], ["--input"])  # as predict says it: a label is a word
     e = encode_words(cfg, tokenizer, [words])[0]
     # the words cut by --max-len: those without a token that are not empty (a word that gives
