@@ -122,6 +122,10 @@ def build_parser() -> ArgumentParser:
 # argparse reads a value that starts with "-" as a flag unless it is a plain number, so
 # `--input -0.4,1;0.2,3` (a set of feature rows) would fail; such values are glued to their flag.
 _TEXT_FLAGS = ("--input", "--prompt", "--chat", "--system")
+# flags that name one input, file or column: given twice, argparse would keep the last alone
+# (`predict --input-file t.csv --text-column review --text-column id` read the ids)
+_ONCE_FLAGS = {**dict.fromkeys(_TEXT_FLAGS, "text"), "--input-file": "file",
+               "--text-column": "column", "--src-column": "column"}
 _NEGATIVE_NUMBER = re.compile(r"-\.?\d")
 
 
@@ -140,13 +144,14 @@ def _glue_negative_values(argv: list[str]) -> list[str]:
 def _check_given_once(argv: list[str]) -> None:
     """A text flag given twice is refused: argparse keeps the last, so `predict --input a
     --input b` would answer b alone, as if a had never been asked."""
-    for flag in _TEXT_FLAGS:
+    for flag, what in _ONCE_FLAGS.items():
         values = [arg for arg in argv if arg == flag or arg.startswith(f"{flag}=")]
         if len(values) > 1:
             # the commands that read many inputs from a file (plot and view draw one)
-            reads_many = argv[:1] in (["predict"], ["generate"]) and flag != "--system"
+            reads_many = (what == "text" and argv[:1] in (["predict"], ["generate"])
+                          and flag != "--system")
             many = " (many inputs, one per line: --input-file FILE)" if reads_many else ""
-            raise UsageError(f"{flag} is given {len(values)} times; it takes one text{many}")
+            raise UsageError(f"{flag} is given {len(values)} times; it takes one {what}{many}")
 
 
 # A write that failed for lack of space or a failing device, not because of a bug: reported

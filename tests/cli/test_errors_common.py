@@ -176,6 +176,11 @@ def test_a_text_flag_given_twice_is_refused_not_answered_for_the_last_alone(run_
     # plot attention and view draw one input: no --input-file to point to (review)
     said = _fails(["plot", "attention", str(run_dir), "--input", "1", "--input", "2"], capsys)
     assert said.endswith("--input is given 2 times; it takes one text")
+    # a file or a column given twice: the last alone was read
+    _fails(["predict", str(run_dir), "--input-file", "a.csv", "--text-column", "review",
+            "--text-column=id"], capsys, "--text-column is given 2 times; it takes one column")
+    _fails(["translate", str(run_dir), "--input-file", "a.txt", "--input-file", "b.txt"],
+           capsys, "--input-file is given 2 times; it takes one file")
     assert main(["predict", str(run_dir), "--input", "1 2"]) == 0  # once is fine
     assert capsys.readouterr().out.strip()
 
