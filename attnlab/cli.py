@@ -31,7 +31,22 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        if sys.version_info >= (3, 14):  # argparse's own hint, worded per version: ours only
+            kwargs.setdefault("suggest_on_error", False)
         super().__init__(*args, **kwargs)
+
+    def _check_value(self, action, value):
+        # "invalid choice: 'trian' (choose from ...); did you mean 'train'?", from the choices
+        # themselves: argparse words (and quotes) its message differently from one Python to
+        # the next
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as e:
+            meant = _near(str(value), [str(c) for c in action.choices or ()], cutoff=0.6)
+            if not meant:
+                raise
+            raise argparse.ArgumentError(action, f"{e.message}; did you mean '{meant[0]}'?"
+                                         ) from None
 
     def parse_known_args(self, args=None, namespace=None):
         # A sub-command's parser refuses what it does not know itself, so that the message
@@ -54,15 +69,15 @@ class ArgumentParser(argparse.ArgumentParser):
         parser of sub-commands: the words are theirs to judge)."""
         if any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
             return []
+        # (a word with a space is a value to argparse, as `--input "-a b"` is: not a flag)
         return [word for word in args if word.startswith("-") and len(word) > 1
-                and not _NEGATIVE_NUMBER.match(word)
+                and " " not in word and not _NEGATIVE_NUMBER.match(word)
                 and word.split("=", 1)[0] not in self._option_string_actions]
 
     def error(self, message: str):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
         # main() already prints "attnlab: error:" (adding one here would print it twice)
         where = self.prog.removeprefix("attnlab").strip()
-        message += _closest_choice(message)
         raise UsageError(f"{where}: {message}" if where else message)
 
     def _closest(self, extras: list[str]) -> str:
@@ -84,18 +99,6 @@ def _near(word: str, names: list[str], cutoff: float = 0.75, typed: str = "") ->
         return [word]
     names = [n for n in names if n != word and not n.startswith(f"{word}-")]
     return difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
-
-
-_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
-
-
-def _closest_choice(message: str) -> str:
-    """"; did you mean 'train'?" after argparse's "invalid choice: 'trian' (choose from ...)"."""
-    found = _INVALID_CHOICE.search(message)
-    if not found:
-        return ""
-    meant = _near(found.group(1), re.findall(r"'([^']*)'", found.group(2)), cutoff=0.6)
-    return f"; did you mean '{meant[0]}'?" if meant else ""
 
 
 def build_parser() -> ArgumentParser:

@@ -374,3 +374,25 @@ def test_a_flag_of_other_words_is_not_offered_as_the_one_meant(capsys):
     assert "did you mean" not in line
     line = _fails(["train", "reverse", "--lerning-rate", "3"], capsys, "--lerning-rate 3")
     assert "did you mean" not in line, line
+
+
+def test_a_misspelt_choice_is_answered_whatever_the_python_words_argparse_s_message(
+        monkeypatch, capsys):
+    """Python 3.12 and 3.13 print argparse's choices unquoted (3.11 quotes them): the one meant
+    is found among the choices, not read back from the message."""
+    import argparse
+
+    def unquoted(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, f"invalid choice: '{value}' (choose from "
+                                                 f"{', '.join(map(str, action.choices))})")
+
+    monkeypatch.setattr(argparse.ArgumentParser, "_check_value", unquoted)
+    line = _fails(["train", "revrse"], capsys, "invalid choice: 'revrse'")
+    assert line.endswith("; did you mean 'reverse'?"), line
+
+
+def test_a_text_value_that_starts_with_a_dash_is_not_taken_for_a_misspelt_flag(capsys):
+    """`predict --input "-a b"` without its run directory is told the directory is missing:
+    argparse reads a word with a space as a value, not as a flag it does not know."""
+    _fails(["predict", "--input", "-a b"], capsys, "required", "DIR")
