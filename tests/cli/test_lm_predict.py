@@ -132,3 +132,13 @@ def test_export_says_how_far_transformers_can_generate(run, tmp_path, capsys):
     hf = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
     with pytest.raises(IndexError):
         hf.generate(torch.tensor([[5, 6, 7]]), max_new_tokens=40, do_sample=False)
+
+
+def test_a_continuation_s_line_ends_of_every_kind_print_as_spaces():
+    """predict prints one line per input: a "\\r" (alone or in "\\r\\n") would otherwise move the
+    terminal back to the line's start and print the rest over it; --json keeps the text."""
+    from attnlab.tasks.lm.continuation import prediction_of
+
+    got = prediction_of("the\r\ncoffee\rtea\u2028milk\n")
+    assert got["line"] == "the coffee tea milk "
+    assert got["prediction"] == "the\r\ncoffee\rtea\u2028milk\n"

@@ -12,6 +12,7 @@ Shapes: T0 prompt length, max_len the model's context length (--block-size).
 """
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 
@@ -23,9 +24,19 @@ __all__ = ["StopStreamer", "AfterPrompt", "prompt_ids", "continue_prompt", "prom
 
 def prediction_of(text: str) -> dict[str, str]:
     """``predict``'s result for a continuation ``text``: ``--json`` gives the text as generated
-    (as ``generate --json`` does), and the printed line has each newline as a space, so that
-    one input is one line of output."""
-    return {"prediction": text, "line": text.replace("\n", " ")}
+    (as ``generate --json`` does), and the printed line has each line end as a space (``\\n``,
+    ``\\r\\n``, a lone ``\\r``, which a terminal would print over the line's start, U+2028),
+    so that one input is one line of output.
+
+    Examples:
+        >>> prediction_of("the\\r\\ncoffee\\rtea\\u2028milk\\n")["line"]
+        'the coffee tea milk '
+    """
+    return {"prediction": text, "line": _LINE_END.sub(" ", text)}
+
+
+# what str.splitlines ends a line at, "\r\n" as one
+_LINE_END = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class StopStreamer:
