@@ -169,8 +169,8 @@ def launch(built, cfg: RunSettings) -> None:
     keeping ``--threads``: Fabric's launcher sets torch's threads to the cores over the
     processes on this node, over what the run asked (it leaves them only when
     ``OMP_NUM_THREADS`` is set). Where torchrun or srun started the processes, rank 0 first
-    lets the others start their run (``wait_for_rank_zero``), and once all joined removes
-    the note that let them."""
+    lets the others start their run (``wait_for_rank_zero``), and once all joined (or the
+    join failed) removes the note that let them."""
     import torch
 
     threads = torch.get_num_threads()
@@ -179,10 +179,12 @@ def launch(built, cfg: RunSettings) -> None:
         from ..runs import atomic_write
 
         atomic_write(note, launch_id() or "")
-    with _no_rank_zero_info():
-        built.launch()
-    if note is not None:
-        note.unlink(missing_ok=True)
+    try:
+        with _no_rank_zero_info():
+            built.launch()
+    finally:  # a join that failed leaves no note for the next launch's processes to take
+        if note is not None:
+            note.unlink(missing_ok=True)
     if cfg.threads:
         torch.set_num_threads(threads)
 

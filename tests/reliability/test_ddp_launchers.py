@@ -213,6 +213,24 @@ def test_a_process_torchrun_started_above_rank_zero_waits_for_rank_zero_to_prepa
     assert not (out / "data").exists()
 
 
+def test_rank_zero_removes_its_note_when_the_join_fails(tmp_path, launched_as):
+    """A join that failed (a process that never came) left OUT/.launched, which the next
+    launch of the same torchrun command (same run id, port and restart) took as its own."""
+    from attnlab.training import hardware
+
+    launched_as(**torchrun(0, 2))
+
+    class Unjoined:
+        def launch(self):
+            assert (tmp_path / ".launched").exists()  # the others were let start
+            raise RuntimeError("timed out joining the process group")
+
+    cfg = train_command.get_task("reverse").config(devices=2, strategy="ddp", out=str(tmp_path))
+    with pytest.raises(RuntimeError, match="timed out joining"):
+        hardware.launch(Unjoined(), cfg)
+    assert not (tmp_path / ".launched").exists()
+
+
 @pytest.mark.slow  # starts torchrun: two training processes
 def test_torchrun_prepares_an_lm_corpus_once_and_writes_one_run(tmp_path, spawn):
     """``torchrun --nproc-per-node 2 attnlab train lm --data FILE --devices 2``: the corpus
