@@ -340,7 +340,8 @@ class Loop:
         # this process's own (DDP: each draws its own dropout masks)
         self._rng_to_restore = rank_rng(state, self.fabric.global_rank, self.fabric.world_size)
         self.hits = int(state.get("early_stop_hits", 0))  # the early stop's streak so far
-        if state.get("max_steps") == self.max_steps:  # the budget it was saved under
+        saved = state.get("max_steps")  # the budget it was saved under; a raised one trains on
+        if saved is not None and self.max_steps <= int(saved):
             self.stopped = self._stop_reached()
         if state.get("init_kind"):  # what --init was when the run started (DIR may be gone)
             self.started = tuple(state["init_kind"])

@@ -169,8 +169,8 @@ def launch(built, cfg: RunSettings) -> None:
     keeping ``--threads``: Fabric's launcher sets torch's threads to the cores over the
     processes on this node, over what the run asked (it leaves them only when
     ``OMP_NUM_THREADS`` is set). Where torchrun or srun started the processes, rank 0 first
-    lets the others start their run (``wait_for_rank_zero``), and once all joined removes
-    the note that let them."""
+    lets the others start their run (``wait_for_rank_zero``), and once all joined (or the
+    join failed) removes the note that let them."""
     import torch
 
     threads = torch.get_num_threads()
@@ -179,10 +179,12 @@ def launch(built, cfg: RunSettings) -> None:
         from ..runs import atomic_write
 
         atomic_write(note, launch_id() or "")
-    with _no_rank_zero_info():
-        built.launch()
-    if note is not None:
-        note.unlink(missing_ok=True)
+    try:
+        with _no_rank_zero_info():
+            built.launch()
+    finally:  # a join that failed leaves no note for the next launch's processes to take
+        if note is not None:
+            note.unlink(missing_ok=True)
     if cfg.threads:
         torch.set_num_threads(threads)
 
@@ -285,23 +287,34 @@ def auto_precision(device: str, model_dim: int) -> str:
 def launched(environ: dict[str, str] | None = None) -> tuple[str, str, int] | None:
     """(the launcher, the variable, how many processes it started in all) where a launcher
     starts every process itself: torchrun, or any rendezvous by environment variables, sets
-    ``WORLD_SIZE``; srun sets ``SLURM_NTASKS``, which Lightning takes as the processes
-    (``SLURMEnvironment``; not under a job named ``bash`` or ``interactive``, which Lightning
-    leaves to other launchers). None for a process started by hand (Lightning's own launcher
-    starts the others with ``WORLD_SIZE`` too, as many as the run's flags ask).
+    ``WORLD_SIZE``; srun sets the step's ``SLURM_STEP_NUM_TASKS`` and (unless ``--export`` or
+    ``-E`` keep the job's) ``SLURM_NTASKS`` to the step's tasks, which Lightning takes as the
+    processes (``SLURMEnvironment``; not under a job named ``bash`` or ``interactive``, which
+    Lightning leaves to other launchers). None for a process started by hand (Lightning's own
+    launcher starts the others with ``WORLD_SIZE`` too, as many as the run's flags ask), and
+    for the shell of an ``sbatch`` script or ``salloc`` (the job's ``SLURM_NTASKS``, no step's
+    variables): one process, whatever tasks its job has (``check_launch``).
 
     Examples:
         >>> launched({"WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "x"})
         ('torchrun', 'WORLD_SIZE', 2)
-        >>> launched({"SLURM_NTASKS": "4", "SLURM_JOB_NAME": "train"})
+        >>> launched({"SLURM_NTASKS": "4", "SLURM_STEP_NUM_TASKS": "4", "SLURM_JOB_NAME": "t"})
         ('srun', 'SLURM_NTASKS', 4)
+        >>> launched({"SLURM_NTASKS": "4", "SLURM_JOB_NAME": "train"}) is None  # sbatch's shell
+        True
     """
     env = os.environ if environ is None else environ
     if env.get("WORLD_SIZE"):  # torchrun's has priority over SLURM's, as Lightning's does
         return "torchrun", "WORLD_SIZE", _count(env, "WORLD_SIZE")
-    if env.get("SLURM_NTASKS") and env.get("SLURM_JOB_NAME") not in ("bash", "interactive"):
+    if _slurm_job(env) and env.get("SLURM_STEP_NUM_TASKS"):
         return "srun", "SLURM_NTASKS", _count(env, "SLURM_NTASKS")
     return None
+
+
+def _slurm_job(env) -> bool:
+    """Whether Lightning takes SLURM's tasks as the run's processes (``SLURMEnvironment``)."""
+    return bool(env.get("SLURM_NTASKS")) and env.get("SLURM_JOB_NAME") not in ("bash",
+                                                                                 "interactive")
 
 
 def _count(env, name: str) -> int:
@@ -313,9 +326,9 @@ def _count(env, name: str) -> int:
                          f"many processes the launcher started") from None
 
 
-# (the variable of the processes on this node, of this process's place among them), by launcher
-_PER_NODE = {"torchrun": ("LOCAL_WORLD_SIZE", "LOCAL_RANK"),
-             "srun": ("SLURM_NTASKS_PER_NODE", "SLURM_LOCALID")}
+# (the variable of the processes on this node, of this process's place among them), by launcher;
+# srun's SLURM_NTASKS_PER_NODE is the job's (an srun -n1 step of a 4-task job keeps its 4)
+_PER_NODE = {"torchrun": ("LOCAL_WORLD_SIZE", "LOCAL_RANK"), "srun": (None, "SLURM_LOCALID")}
 
 
 def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
@@ -326,10 +339,12 @@ def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> Non
     launch once the run directory existed. Also refused: an srun step that started fewer
     tasks than the job's ``SLURM_NTASKS`` (which Lightning would wait for), and a process
     whose place on its node (``LOCAL_RANK``, ``SLURM_LOCALID``) or whose node's processes
-    are beyond ``--devices``."""
+    (``LOCAL_WORLD_SIZE``) are beyond ``--devices``, and more than one device asked in the
+    shell of an sbatch script or salloc, where Lightning starts no process itself."""
     env = os.environ if environ is None else environ
     found = launched(env)
     if found is None:
+        _check_batch_shell(cfg, env)
         return
     launcher, name, world = found
     step = env.get("SLURM_STEP_NUM_TASKS") if launcher == "srun" else None
@@ -345,13 +360,25 @@ def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> Non
                          f"process would train a model of its own); give --devices N "
                          f"--num-nodes M with N × M = {world} (N: the processes on each node)")
     per_node, place = _PER_NODE[launcher]
-    if env.get(per_node) and _count(env, per_node) != devices:
+    if per_node and env.get(per_node) and _count(env, per_node) != devices:
         raise UsageError(f"{per_node} {env[per_node]} (the processes {launcher} started on this "
                          f"node) but --devices {devices} (the processes on each node); give "
                          f"--devices {env[per_node]}")
     if env.get(place) and _count(env, place) >= devices:
         raise UsageError(f"{place} {env[place]} (this process's place on its node) is beyond "
                          f"--devices {devices} (the processes on each node, from 0)")
+
+
+def _check_batch_shell(cfg: RunSettings, env) -> None:
+    """Refuse more than one device in a SLURM job's own shell (no srun step): Lightning takes
+    the job's ``SLURM_NTASKS`` as processes that something else starts, and starts none."""
+    devices, nodes = int(cfg.devices or 1), int(cfg.num_nodes or 1)
+    if devices * nodes > 1 and _slurm_job(env) and not env.get("WORLD_SIZE"):
+        raise UsageError(f"SLURM_NTASKS {env['SLURM_NTASKS']} without an srun step (no "
+                         f"SLURM_STEP_NUM_TASKS): in a SLURM job Lightning starts no process "
+                         f"itself, so --devices {devices} --num-nodes {nodes} would wait "
+                         f"forever; start the command with srun --ntasks-per-node {devices}, "
+                         f"or give --devices 1")
 
 
 def check_hardware(cfg, *, quiet: bool = False):

@@ -137,6 +137,56 @@ def test_processes_that_agree_with_their_launcher_pass(launched_as):
     check_launch(one, torchrun(0, 1))  # torchrun --nproc-per-node 1
 
 
+def batch_shell(tasks, per_node=None):
+    """The shell of an ``sbatch`` script (or ``salloc``): the job's variables, no step's."""
+    return dict(SLURM_NTASKS=tasks, SLURM_NTASKS_PER_NODE=per_node or tasks, SLURM_PROCID=0,
+                SLURM_LOCALID=0, SLURM_JOB_ID="4242", SLURM_JOB_NAME="train", SLURM_NNODES=1,
+                SLURM_NODEID=0)
+
+
+@pytest.mark.parametrize("devices, env", [
+    (1, batch_shell(4)),  # sbatch --ntasks-per-node=4 running `attnlab train ...` (no srun)
+    (1, {**srun(0, 1), "SLURM_NTASKS_PER_NODE": "4"}),  # srun -n1 in a job of 4 tasks a node
+    (2, {**srun(1, 2), "SLURM_NTASKS_PER_NODE": "4"}),  # srun -n2 in a job of 4 tasks a node
+])
+def test_slurm_processes_that_run_as_their_devices_ask_pass(devices, env):
+    """Refused before with advice (--devices 4) that would have waited forever: srun's step
+    keeps the job's SLURM_NTASKS_PER_NODE, and the job's own shell is one process (Lightning
+    runs --devices 1 there on one device), whatever tasks the job has."""
+    from attnlab.training.hardware import check_launch, launched
+
+    cfg = train_command.get_task("reverse").config(devices=devices, strategy="ddp")
+    check_launch(cfg, {key: str(value) for key, value in env.items()})
+    if devices == 1 and "SLURM_STEP_NUM_TASKS" not in env:
+        assert launched({key: str(value) for key, value in env.items()}) is None
+
+
+def test_an_srun_step_of_fewer_processes_than_its_devices_is_still_refused():
+    from attnlab.errors import UsageError
+    from attnlab.training.hardware import check_launch
+
+    cfg = train_command.get_task("reverse").config(devices=4, strategy="ddp")
+    env = {key: str(value) for key, value in srun(0, 2, per_node=4).items()}
+    with pytest.raises(UsageError, match="SLURM_NTASKS 2: srun started 2 processes, but "
+                                         "--devices 4 --num-nodes 1 trains on 4"):
+        check_launch(cfg, env)
+
+
+def test_devices_in_an_sbatch_shell_without_srun_are_refused_naming_no_srun(
+        tmp_path, capsys, launched_as, monkeypatch):
+    """In the job's own shell Lightning starts no process: --devices 4 would wait forever for
+    three. Refused in one line that says no srun started them (it once said srun had)."""
+    launched_as(**batch_shell(4))
+    monkeypatch.setattr(engine, "launch", lambda *a: pytest.fail("launched: waits for 4"))
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), "--devices", "4", "--strategy", "ddp",
+                 "--accelerator", "cpu", *TINY_REVERSE]) == 2
+    line = one_line_error(capsys)
+    assert "SLURM_NTASKS 4 without an srun step (no SLURM_STEP_NUM_TASKS)" in line, line
+    assert "srun started" not in line, line
+    assert not out.exists()
+
+
 @pytest.mark.slow  # waits a second for a rank 0 that is not there
 def test_a_process_torchrun_started_above_rank_zero_waits_for_rank_zero_to_prepare(
         tmp_path, capsys, launched_as, monkeypatch):
@@ -161,6 +211,24 @@ def test_a_process_torchrun_started_above_rank_zero_waits_for_rank_zero_to_prepa
     assert "rank 0 of this launch (torchrun none 127.0.0.1:29591 restart 0) did not " \
            "start the run" in capsys.readouterr().err
     assert not (out / "data").exists()
+
+
+def test_rank_zero_removes_its_note_when_the_join_fails(tmp_path, launched_as):
+    """A join that failed (a process that never came) left OUT/.launched, which the next
+    launch of the same torchrun command (same run id, port and restart) took as its own."""
+    from attnlab.training import hardware
+
+    launched_as(**torchrun(0, 2))
+
+    class Unjoined:
+        def launch(self):
+            assert (tmp_path / ".launched").exists()  # the others were let start
+            raise RuntimeError("timed out joining the process group")
+
+    cfg = train_command.get_task("reverse").config(devices=2, strategy="ddp", out=str(tmp_path))
+    with pytest.raises(RuntimeError, match="timed out joining"):
+        hardware.launch(Unjoined(), cfg)
+    assert not (tmp_path / ".launched").exists()
 
 
 @pytest.mark.slow  # starts torchrun: two training processes

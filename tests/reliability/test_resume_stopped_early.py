@@ -79,3 +79,17 @@ def test_a_run_interrupted_after_its_early_stop_resumes_stopped(tmp_path, monkey
     uninterrupted = load_file(whole / "model.safetensors")
     for name in uninterrupted:
         torch.testing.assert_close(weights[name], uninterrupted[name], rtol=1e-5, atol=1e-6)
+
+
+def test_a_lowered_budget_still_above_the_stop_resumes_stopped(tmp_path, monkeypatch, capsys):
+    """Killed while its test split was scored, resumed with --max-steps 25 (of 30): it trained
+    on from its stop at 20 to 25, where the run that was not killed stopped at 20."""
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        _killed_after_the_last_checkpoint(m)
+        with pytest.raises(_Killed):
+            main(["train", "reverse", "--out", str(out), *STOPS])
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(out), "--resume", "--max-steps", "25"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == STOP_STEP and "stopped_early" in metrics, metrics
