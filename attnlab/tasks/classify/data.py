@@ -339,8 +339,10 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resumed:  # first: its message says which file changed since the run started
         check_data_files(paths, cfg["data_sha256"], purpose="resume")
-    if not cfg.get("resume"):  # a run resumed keeps its reading (``ClassifyDerived``)
-        cfg["json_decimals_as_written"] = True
+    if not cfg.get("resume"):  # a run resumed keeps its reading (``ClassifyDerived``), and a
+        # run from --init RUN takes RUN's (``ClassifyTask.init_settings``)
+        cfg["json_decimals_as_written"] = bool(cfg.get("json_decimals_as_written", True)
+                                               if cfg.get("init") else True)
     digests: dict[str, str] = {}
     notes: list[str] = []
     splits = load_splits(typed(cfg), digests=digests, notes=notes)  # data errors now, before
