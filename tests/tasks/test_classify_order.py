@@ -96,6 +96,26 @@ def test_init_from_a_run_of_other_classes_says_the_head_starts_anew(capsys):
         "the last layer of the head starts anew, the rest from the --init run\n")
 
 
+def test_the_new_head_note_is_said_by_the_first_ddp_process_alone(capsys, monkeypatch):
+    """Each DDP process builds its model from --init RUN: the note that the head starts anew
+    was said once per process."""
+    from attnlab.models import SequenceClassifier
+    from attnlab.settings import RANK_KEYS
+    from attnlab.tasks.classify.start import Start
+
+    def model():
+        return SequenceClassifier(2, vocab_size=20, model_dim=8, num_heads=2, num_layers=1)
+
+    for key in RANK_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    start = Start(model=model(), labels=["a", "b"])
+    for rank, said in ((None, True), ("1", False)):
+        if rank:
+            monkeypatch.setenv("LOCAL_RANK", rank)
+        start.weights_into(model(), ["c", "d"])
+        assert ("the last layer of the head starts anew" in capsys.readouterr().err) is said
+
+
 @pytest.mark.slow
 def test_init_from_a_run_made_before_decimals_were_read_as_written_keeps_its_head(
         tmp_path, capsys):
