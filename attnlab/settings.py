@@ -35,7 +35,8 @@ from .errors import UsageError
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "label_smoothing_setting", "held_out_setting", "min_lr_setting", "cooldown_setting",
-           "check_schedule", "steps_of_epochs", "epoch_steps", "processes", "SCHEDULES",
+           "check_schedule", "steps_of_epochs", "epoch_steps", "processes", "RANK_KEYS",
+           "later_process", "SCHEDULES",
            "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
            "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed",
            "file_setting"]
@@ -355,6 +356,19 @@ def steps_of_epochs(epochs: int, batches: int, accumulate: int = 1, processes: i
 def processes(cfg: Any) -> int:
     """The training processes a run starts in all: ``--devices`` × ``--num-nodes``."""
     return int(cfg.devices or 1) * int(cfg.num_nodes or 1)
+
+
+# A process's rank where a launcher started it: Lightning's own launcher (LOCAL_RANK and
+# NODE_RANK of the processes it starts), torchrun (RANK), SLURM's srun (SLURM_PROCID), LSF's
+# jsrun (JSM_NAMESPACE_RANK): the keys Lightning's rank-zero check reads too
+RANK_KEYS = ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
+
+
+def later_process() -> bool:
+    """This process is a DDP process other than the first (Lightning's launcher re-runs the
+    train command; srun and torchrun start every process themselves): a note the first one
+    says is not said again here."""
+    return any(os.environ.get(key, "0") != "0" for key in RANK_KEYS)
 
 
 def epoch_steps(cfg: Any, batches: int, epochs: int = 1) -> int:

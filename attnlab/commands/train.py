@@ -15,8 +15,9 @@ from typing import Any
 from ..errors import Interrupted, UsageError
 from ..paths import check_output
 from ..run_config import RunSettings
-from ..settings import (NOAM_BETA2, TrainSettings, add_flags, as_typed, check, check_schedule,
-                        flag, heads_divide_width, monitoring_fits, optimizer_fits, value_text)
+from ..settings import (NOAM_BETA2, RANK_KEYS, TrainSettings, add_flags, as_typed, check,
+                        check_schedule, flag, heads_divide_width, later_process,
+                        monitoring_fits, optimizer_fits, value_text)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import moved_data, resume_conflicts
@@ -414,17 +415,9 @@ def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
             raise UsageError(f"{flags}: {why}")
 
 
-# A process's rank where a launcher started it: Lightning's own launcher (LOCAL_RANK and
-# NODE_RANK of the processes it starts), torchrun (RANK), SLURM's srun (SLURM_PROCID), LSF's
-# jsrun (JSM_NAMESPACE_RANK): the keys Lightning's rank-zero check reads too
-RANK_KEYS = ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
-
-
-def _is_child() -> bool:
-    """A DDP process other than the first (Lightning's launcher re-runs this command; srun and
-    torchrun start every process themselves): it trains in the directory rank 0 chose and
-    writes nothing of its own."""
-    return any(os.environ.get(key, "0") != "0" for key in RANK_KEYS)
+# a DDP process other than the first (``settings.later_process``; RANK_KEYS its variables): it
+# trains in the directory rank 0 chose and writes nothing of its own
+_is_child = later_process
 
 
 def _claimed(cfg: RunSettings, run_dir: Path) -> tuple[Path, int | None, str, Path | None]:

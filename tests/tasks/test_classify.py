@@ -455,6 +455,32 @@ def test_classes_that_are_one_number_written_two_ways_are_named_when_the_run_sta
         assert said or "written two ways" not in err
 
 
+def test_json_numbers_that_are_one_number_written_two_ways_are_named_when_the_run_starts(
+        tmp_path):
+    """A JSONL label column of 2.5 and 2.50 (1e2 and 100.0) trained four classes without a
+    word: two equal JSON numbers are one number. The same texts in a CSV ("3.1" and "3.10"
+    may be versions there) are not named."""
+    from attnlab.tasks.classify.data import read_and_pin
+
+    def said(name, labels):
+        data = tmp_path / name
+        data.write_text("".join(f'{{"text": "text {i}", "label": {labels[i % 4]}}}\n'
+                                for i in range(60)) if name.endswith(".jsonl") else
+                        "text,label\n" + "".join(f"t{i},{labels[i % 4]}\n" for i in range(60)))
+        notes: list[str] = []
+        cfg = {**TASK.defaults, "task": "classify", "data": str(data)}
+        splits = read_and_pin(cfg, TASK.config_class().from_values, said=notes)
+        assert len({lab for _, lab in splits["train"]}) == 4  # still classes as written
+        return [note for note in notes if "written two ways" in note]
+
+    numbers = ["2.5", "2.50", "1e2", "100.0"]
+    assert said("n.jsonl", numbers) == [
+        "warning: classes that may be one number written two ways ('2.5' and '2.50'; '100.0' "
+        "and '1e2') are trained as different classes; write each number one way if they are "
+        "one class"]
+    assert said("n.csv", numbers) == []
+
+
 def test_a_jsonl_decimal_label_is_the_class_as_written_and_an_old_run_reads_it_as_before(
         tmp_path):
     """A JSON label written 1e2 became the class '100.0' (json.loads' float spelled back), so

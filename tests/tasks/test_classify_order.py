@@ -94,3 +94,51 @@ def test_init_from_a_run_of_other_classes_says_the_head_starts_anew(capsys):
     assert capsys.readouterr().err == (
         "note: the --init run's classes ('2.5', '100.0') are not this run's ('2.50', '1e2'): "
         "the last layer of the head starts anew, the rest from the --init run\n")
+
+
+def test_the_new_head_note_is_said_by_the_first_ddp_process_alone(capsys, monkeypatch):
+    """Each DDP process builds its model from --init RUN: the note that the head starts anew
+    was said once per process."""
+    from attnlab.models import SequenceClassifier
+    from attnlab.settings import RANK_KEYS
+    from attnlab.tasks.classify.start import Start
+
+    def model():
+        return SequenceClassifier(2, vocab_size=20, model_dim=8, num_heads=2, num_layers=1)
+
+    for key in RANK_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    start = Start(model=model(), labels=["a", "b"])
+    for rank, said in ((None, True), ("1", False)):
+        if rank:
+            monkeypatch.setenv("LOCAL_RANK", rank)
+        start.weights_into(model(), ["c", "d"])
+        assert ("the last layer of the head starts anew" in capsys.readouterr().err) is said
+
+
+@pytest.mark.slow
+def test_init_from_a_run_made_before_decimals_were_read_as_written_keeps_its_head(
+        tmp_path, capsys):
+    """A classify run made before a JSONL decimal was read as written (config.yaml without
+    json_decimals_as_written) named its classes '2.5' and '100.0'; a run from --init of it on
+    the same file read '2.50' and '1e2', said the classes differ and trained a new last layer.
+    Now it reads the file as the --init run did: the same classes, its head kept."""
+    from attnlab.runs import write_yaml
+
+    data, old, new = tmp_path / "d.jsonl", tmp_path / "old", tmp_path / "new"
+    data.write_text("".join(f'{{"text": "word{i % 7} thing{i % 2}", "label": '
+                            f'{["2.50", "1e2"][i % 2]}}}\n' for i in range(60)))
+    assert main(["train", "classify", "--data", str(data), "--out", str(old),
+                 "--max-steps", "2", *TINY]) == 0
+    cfg = read_yaml(old / "config.yaml")
+    assert cfg.pop("json_decimals_as_written") is True and cfg["labels"] == ["2.50", "1e2"]
+    write_yaml(old / "config.yaml", {**cfg, "labels": ["2.5", "100.0"]})  # as it was written
+    capsys.readouterr()
+    assert main(["train", "classify", "--data", str(data), "--out", str(new), "--init",
+                 str(old), "--max-steps", "1", "--lr", "1e-12", *TINY]) == 0
+    assert "starts anew" not in capsys.readouterr().err
+    recorded = read_yaml(new / "config.yaml")
+    assert recorded["labels"] == ["2.5", "100.0"]
+    assert recorded["json_decimals_as_written"] is False  # its evaluate reads the file so too
+    (old_w, old_b), (new_w, new_b) = _head(old), _head(new)
+    assert (new_w - old_w).abs().max() < 1e-6 and (new_b - old_b).abs().max() < 1e-6

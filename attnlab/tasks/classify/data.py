@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...data.overlap import shared_inputs
 from ...data.label_forms import OneSpelling, other_form
-from ...data.tables import KINDS, check_digest, place, places, read_table
+from ...data.tables import KINDS, check_digest, file_format, place, places, read_table
 from ...errors import UsageError
 from .labels import class_order, finite_number, label_set, objective_of, parse_label
 from ...runs import check_data_files, record_data_files
@@ -205,11 +205,14 @@ def missing_value_classes(splits: dict[str, Any]) -> str | None:
             f"its own: remove the rows that have no label, or keep them if it is a class")
 
 
-def number_twins(splits: dict[str, Any]) -> str | None:
+def number_twins(splits: dict[str, Any], json_numbers: bool = False) -> str | None:
     """The warning naming classes that may be one number written two ways: an integer and a
     decimal of the same value ('1' and '1.0', as a file of integers and one of floats give
     it), or None. A label is used as written, so they are two classes. Two decimals ('3.1'
-    and '3.10': versions, sections) or two integers ('01' and '1': codes) are not named.
+    and '3.10': versions, sections) or two integers ('01' and '1': codes) are not named,
+    but for ``json_numbers`` (the classes are of a JSON Lines file read as written, whose
+    numbers 2.5 and 2.50, or 1e2 and 100.0, are one number) two decimals are (JSON strings
+    "3.1" and "3.10" too: the label texts no longer say which were numbers).
 
     Examples:
         >>> number_twins({"train": [("a", "1"), ("b", "1.0"), ("c", "3.1"), ("d", "3.10")],
@@ -221,8 +224,8 @@ def number_twins(splits: dict[str, Any]) -> str | None:
         value = finite_number(c)
         if value is not None:
             by_value.setdefault(value, []).append(c)
-    twins = [names for names in by_value.values()
-             if any(n.lstrip("+-").isdigit() for n in names)
+    twins = [names for names in by_value.values() if len(names) > 1 and (
+             json_numbers or any(n.lstrip("+-").isdigit() for n in names))
              and not all(n.lstrip("+-").isdigit() for n in names)]
     if not twins:
         return None
@@ -236,8 +239,11 @@ def class_warnings(cfg: dict[str, Any], splits: dict[str, Any]) -> list[str]:
     training row has (--multi-label), spelled as a missing value, or one number twice."""
     if cfg.get("regression"):
         return []
+    # the classes are those of --data (a held-out file's are checked to be among them)
+    json_numbers = bool(cfg.get("json_decimals_as_written")) and file_format(
+        cfg["data"]) == "jsonl"
     found = (untrained_classes(splits) if cfg.get("multi_label") else None,
-             missing_value_classes(splits), number_twins(splits))
+             missing_value_classes(splits), number_twins(splits, json_numbers))
     return [note for note in found if note]
 
 
@@ -333,8 +339,10 @@ def read_and_pin(cfg: dict[str, Any], typed: Callable[[dict[str, Any]], RunSetti
     resumed = bool(cfg.get("resume") and cfg.get("data_sha256"))
     if resumed:  # first: its message says which file changed since the run started
         check_data_files(paths, cfg["data_sha256"], purpose="resume")
-    if not cfg.get("resume"):  # a run resumed keeps its reading (``ClassifyDerived``)
-        cfg["json_decimals_as_written"] = True
+    if not cfg.get("resume"):  # a run resumed keeps its reading (``ClassifyDerived``), and a
+        # run from --init RUN takes RUN's (``ClassifyTask.init_settings``)
+        cfg["json_decimals_as_written"] = bool(cfg.get("json_decimals_as_written", True)
+                                               if cfg.get("init") else True)
     digests: dict[str, str] = {}
     notes: list[str] = []
     splits = load_splits(typed(cfg), digests=digests, notes=notes)  # data errors now, before

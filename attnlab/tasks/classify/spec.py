@@ -200,8 +200,13 @@ class ClassifyTask(Task):
     def init_settings(self, source) -> dict[str, Any]:
         """What ``--init DIR`` fixes: a Hugging Face BERT-family encoder's shape and
         architecture (``pretrained.init_settings``); an attnlab classify run's, as for any
-        task, and its architecture when it was a pretrained encoder's."""
+        task, and its architecture when it was a pretrained encoder's; and its reading of a
+        JSON Lines decimal (a run from before read 2.50 as 2.5), so that the same file gives
+        its classes and the head is kept (``start.Start.weights_into``)."""
         own = super().init_settings(source) if source.kind == "run" else {}
+        if source.kind == "run":
+            own["json_decimals_as_written"] = bool(source.config.get("json_decimals_as_written",
+                                                                     False))
         return {**own, **pretrained.init_settings(source)}
 
     def init_defaults(self, source) -> dict[str, tuple[Any, str]]:

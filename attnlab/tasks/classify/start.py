@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ...settings import later_process
 
 __all__ = ["Start", "start_of", "pretrained", "load_run_tokenizer"]
 
@@ -84,8 +85,9 @@ class Start:
 def _say_new_head(old: list[str], labels: list[str]) -> None:
     """One line on stderr when a run from --init RUN has other classes than RUN's: the
     head's last layer then starts anew, which a user who meant the same classes (spelled
-    otherwise: '100.0' in RUN, '1e2' now) would not otherwise learn."""
-    if old and labels:  # a number (--regression) has no classes to name
+    otherwise: '100.0' in RUN, '1e2' now) would not otherwise learn. Said by the first DDP
+    process alone: each process builds its model."""
+    if old and labels and not later_process():  # (--regression's number has no classes)
         said = [", ".join(map(repr, names[:10])) + (", ..." if len(names) > 10 else "")
                 for names in (old, labels)]
         print(f"note: the --init run's classes ({said[0]}) are not this run's ({said[1]}): "
