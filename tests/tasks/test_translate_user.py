@@ -71,6 +71,23 @@ def test_spaces_around_a_source_do_not_change_its_translation(translate_run, tmp
 
 
 @pytest.mark.slow
+def test_a_run_made_before_sources_were_stripped_reads_them_as_it_trained(translate_run,
+                                                                          tmp_path):
+    """A run made before spaces around a source were dropped trained on them as written: its
+    config.yaml has no sources_stripped, and evaluate, predict and --resume read its sources
+    as it trained (they read them stripped, so its scores changed and a resume differed)."""
+    text = "le café été"
+    assert read_yaml(translate_run / "config.yaml")["sources_stripped"] is True
+    _, tok = attnlab.load(translate_run)
+    assert tok.encode(f" {text} ") == tok.encode(text)  # a new run strips
+    old = shutil.copytree(translate_run, tmp_path / "old")
+    cfg = read_yaml(old / "config.yaml")
+    write_yaml(old / "config.yaml", {k: v for k, v in cfg.items() if k != "sources_stripped"})
+    _, tok = attnlab.load(old)
+    assert tok.encode(f" {text} ") != tok.encode(text)  # as written, as the run trained
+
+
+@pytest.mark.slow
 def test_a_translation_cut_by_the_runs_length_limit_is_named_in_a_note(translate_run, tmp_path,
                                                                         capsys):
     run = shutil.copytree(translate_run, tmp_path / "run")

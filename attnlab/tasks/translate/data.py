@@ -54,6 +54,9 @@ class TranslationTokenizers:
       (Marian's decoder starts from its pad id), the target's pieces cut by its target
       SentencePiece model.
 
+    A source is read without the spaces around it (``as_source``) when ``strip_sources`` is
+    set: a run's ``sources_stripped``, false for a run made before, which trained on them.
+
     Examples:
         >>> from attnlab.tokenizers import WordTokenizer
         >>> tok = WordTokenizer.fit(["one two"])
@@ -64,6 +67,7 @@ class TranslationTokenizers:
 
     src: Any
     tgt: Any
+    strip_sources: bool = True
 
     @property
     def marian(self) -> bool:
@@ -77,22 +81,27 @@ class TranslationTokenizers:
     def decode(self, ids) -> str:
         return self.tgt.decode(ids)
 
+    def read_sources(self, texts: list[str]) -> list[str]:
+        """``texts`` as the model reads them: without the spaces around each (``as_source``),
+        unless the run trained on them (``strip_sources`` false)."""
+        return [as_source(t) for t in texts] if self.strip_sources else list(texts)
+
     def encode_sources(self, texts: list[str]) -> list[list[int]]:
-        """The encoder's input ids of each text (without padding), read without the spaces
-        around it (``as_source``)."""
-        texts = [as_source(t) for t in texts]
+        """The encoder's input ids of each text (without padding), read as the model reads it
+        (``read_sources``)."""
+        texts = self.read_sources(texts)
         if self.marian:
             return [self.src.encode(t, add_special_tokens=True) for t in texts]
         return self.src.encode_batch(texts)
 
     def note_unknown(self, texts: list[str], labels: list[str]) -> None:
         """``attnlab.tokenizers.note_unknown`` of the sources as the model reads them
-        (``as_source``): a tab after a text is not read, so it is not named as unknown."""
-        note_unknown(self.src, [as_source(t) for t in texts], labels)
+        (``read_sources``): a tab after a text is not read, so it is not named as unknown."""
+        note_unknown(self.src, self.read_sources(texts), labels)
 
     def source_pieces(self, text: str) -> list[str]:
         """A readable label for each id of ``encode_sources([text])[0]``."""
-        pieces = [t.strip() or repr(t) for t in self.src.tokenize(as_source(text))]
+        pieces = [t.strip() or repr(t) for t in self.src.tokenize(self.read_sources([text])[0])]
         return [*pieces, "</s>"] if self.marian else pieces
 
     def encode_targets(self, texts: list[str]) -> list[list[int]]:
@@ -115,13 +124,15 @@ class TranslationTokenizers:
         self.tgt.save(Path(path).with_name(TARGET_TOKENIZER_FILE))
 
     @classmethod
-    def load(cls, path: str | Path) -> TranslationTokenizers:
+    def load(cls, path: str | Path, *, strip_sources: bool) -> TranslationTokenizers:
         """The pair ``save(path)`` wrote (a run directory's ``tokenizer.json`` and its sibling),
-        of any kind attnlab saves (a checkpoint's own too: ``load_any_tokenizer``)."""
+        of any kind attnlab saves (a checkpoint's own too: ``load_any_tokenizer``), reading
+        sources as the run does (its ``sources_stripped``)."""
         from ...interop.saved import load_any_tokenizer
 
         return cls(load_any_tokenizer(path),
-                   load_any_tokenizer(Path(path).with_name(TARGET_TOKENIZER_FILE)))
+                   load_any_tokenizer(Path(path).with_name(TARGET_TOKENIZER_FILE)),
+                   strip_sources=strip_sources)
 
 
 def as_source(text: str) -> str:
@@ -234,8 +245,8 @@ def trained_sources_notes(cfg: RunSettings, train, val, test) -> list[str]:
 
 def _as_read(cfg: RunSettings, texts: list[str]) -> list[str]:
     """``texts`` as the run's model reads them: in its tokenisers' Unicode form, without the
-    spaces around them (``as_source``)."""
-    texts = [as_source(t) for t in texts]
+    spaces around them (``as_source``) unless it trained on them (a run made before)."""
+    texts = [as_source(t) for t in texts] if cfg.sources_stripped else texts
     return [unicodedata.normalize(cfg.normalize, t) for t in texts] if cfg.normalize else texts
 
 

@@ -16,6 +16,7 @@ Lightning is imported inside ``run`` only: the commands that do not train never 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +185,8 @@ def _fit_tokenizers(cfg, sample, val, test):
                      tgt_tokenizer=resolve_tokenizer(cfg.tgt_tokenizer, targets, builtin=builtin))
     tok = TranslationTokenizers(
         fit_tokenizer(cfg.src_tokenizer, sources, cfg.vocab_size, cfg.normalize),
-        fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size, cfg.normalize))
+        fit_tokenizer(cfg.tgt_tokenizer, targets, cfg.vocab_size, cfg.normalize),
+        strip_sources=cfg.sources_stripped)
     note_pieces(tok.src, [s for s, _ in test], "the test sources")  # what word cannot split
     note_pieces(tok.tgt, [t for _, t in test], "the test targets")
     src_len = max(map(len, tok.src.encode_batch([s for s, _ in sample + val + test])))
@@ -218,12 +220,14 @@ def read_init(task, cfg: RunSettings) -> tuple[Seq2SeqTransformer, TranslationTo
         if ckpt.sha256 != source.sha256:
             raise UsageError(f"--init {source.path}: {ckpt.weights.name} changed while it was "
                              f"read; start the run again")
-        return ckpt.model, TranslationTokenizers(ckpt.tokenizer, ckpt.tokenizer)
+        return ckpt.model, TranslationTokenizers(ckpt.tokenizer, ckpt.tokenizer,
+                                                 strip_sources=cfg.sources_stripped)
     run = task.typed(source.config, source.path)  # the --init run's own config.yaml
     if run.arch != "transformer":
         raise UsageError(f"--init {source.path}: a --arch {run.arch} run; "
                          f"--init takes a Transformer's")
-    return load(task, source.path, run)
+    model, tok = load(task, source.path, run)  # the new run reads sources its own way
+    return model, replace(tok, strip_sources=cfg.sources_stripped)
 
 
 def check_init_lengths(init, cfg: RunSettings) -> None:
@@ -301,7 +305,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
         cfg, tok = _fit_tokenizers(cfg, sample, val, test)
         model = build_model(cfg)
     elif cfg.resume:  # continues from its checkpoint: the tokenisers it saved when it started
-        tok = TranslationTokenizers.load(run_dir / "tokenizer.json")
+        tok = TranslationTokenizers.load(run_dir / "tokenizer.json",
+                                         strip_sources=cfg.sources_stripped)
         model = build_model(cfg)
     else:  # validate read DIR before the run directory existed
         cfg, model, tok = _init_config(cfg, checked or read_init(task, cfg), sample)
@@ -327,7 +332,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
 def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     """(model in eval mode, ``TranslationTokenizers``) of a run directory; with
     ``quantize="int8"``, the model's linear layers on int8 weights (``attnlab.nn.quantize``)."""
-    tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json")
+    tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json",
+                                     strip_sources=cfg.sources_stripped)
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
     return quantized(model.eval(), quantize), tok

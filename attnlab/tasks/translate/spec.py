@@ -23,7 +23,7 @@ run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -109,6 +109,9 @@ class TranslateDerived:
                                            "final_logits_bias")
 
     max_target_len: int | None = None
+    # a source is read without the spaces around it (``data.as_source``); a run from before
+    # trained on them as written: it keeps reading so (evaluate, predict, translate, resume)
+    sources_stripped: bool = field(default=True, metadata={"absent": False})
 
 
 class TranslateRunConfig(RunSettings[TranslateSettings, Seq2SeqConfig, TranslateDerived]):
@@ -179,6 +182,8 @@ class TranslateTask(Task):
         # build its parser
         from .data import check_files, check_languages
 
+        if not cfg.get("resume"):  # a run resumed keeps its reading (``TranslateDerived``)
+            cfg["sources_stripped"] = True
         frozen = self.config_class().from_values  # the readers below read a typed config
         init = None
         if cfg.get("init") is not None and not cfg.get("resume"):
