@@ -39,12 +39,15 @@ _WORD_PATTERN = (rf" ?[{_WORD}]+| ?[^{_WORD}{_SPACE}]|[{_SPACE}]+(?![^{_SPACE}])
 _ONE_CHARACTER = r"[\s\S]"
 
 
-def to_hf_tokenizer(tokenizer: Tokenizer, *, model_max_length: int | None = None):
+def to_hf_tokenizer(tokenizer: Tokenizer, *, model_max_length: int | None = None,
+                    strip: bool = False):
     """A ``transformers.PreTrainedTokenizerFast`` that encodes as ``tokenizer`` does.
 
     ``model_max_length``: the most ids the exported model reads, special tokens included (a
     classifier's or tagger's ``--max-len``), so that ``tok(text, truncation=True)`` cuts a long
     text where the run cut it, as the checkpoint's own tokenizer would; None: no limit.
+    ``strip``: the white space around a text is dropped first, as a translate run that
+    records ``sources_stripped`` reads its sources.
 
     Examples:
         >>> from attnlab.tokenizers import WordTokenizer
@@ -71,6 +74,9 @@ def to_hf_tokenizer(tokenizer: Tokenizer, *, model_max_length: int | None = None
         raise ValueError(f"no Hugging Face form for a {tokenizer.kind!r} tokenizer")
     if tokenizer.normalize:  # "NFC" -> normalizers.NFC(), as attnlab's encode does first
         inner.normalizer = getattr(normalizers, tokenizer.normalize)()
+    if strip:  # before the Unicode form, as the run's as_source comes before its encode
+        inner.normalizer = normalizers.Sequence(
+            [normalizers.Strip(), *([inner.normalizer] if inner.normalizer else [])])
     pad, sos, eos, unk = SPECIAL_TOKENS
     return PreTrainedTokenizerFast(tokenizer_object=inner, pad_token=pad, bos_token=sos,
                                    eos_token=eos, unk_token=unk,

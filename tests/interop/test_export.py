@@ -129,6 +129,8 @@ def test_a_translate_run_loads_as_marian_with_both_tokenizers(runs, tmp_path):
     batch = source(texts, padding=True, return_tensors="pt")
     assert [[i for i in row if i != tok.src.pad_id] for row in batch["input_ids"].tolist()] == \
         [tok.src.encode(t) for t in texts]
+    # the run reads a source without the spaces around it: so does the exported tokenizer
+    assert source(" seven\t")["input_ids"] == source("seven")["input_ids"]
     tgt = torch.tensor([[ours.sos_id, 5, 6, 7]] * 2)
     with torch.no_grad():
         theirs = hf(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],

@@ -74,8 +74,9 @@ def test_spaces_around_a_source_do_not_change_its_translation(translate_run, tmp
 def test_a_run_made_before_sources_were_stripped_reads_them_as_it_trained(translate_run,
                                                                           tmp_path):
     """A run made before spaces around a source were dropped trained on them as written: its
-    config.yaml has no sources_stripped, and evaluate, predict and --resume read its sources
-    as it trained (they read them stripped, so its scores changed and a resume differed)."""
+    config.yaml has no sources_stripped, and its tokenisers (as attnlab.load, evaluate, predict
+    and --resume load them, through the run's settings) read its sources as it trained (they
+    read them stripped, so its scores changed and a resume differed)."""
     text = "le café été"
     assert read_yaml(translate_run / "config.yaml")["sources_stripped"] is True
     _, tok = attnlab.load(translate_run)

@@ -398,7 +398,9 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     model, tok = load(task, run_dir, cfg)
     if tok.marian:  # a run from a Marian checkpoint: its one tokenizer, as Marian's files
         return to_hf(model), {"": tok.src}, None
-    return to_hf(model), {"": to_hf_tokenizer(tok.src),
+    # a run that reads its sources without the spaces around them exports a tokenizer that
+    # drops them too: transformers would otherwise read " le chat " as other ids
+    return to_hf(model), {"": to_hf_tokenizer(tok.src, strip=cfg.sources_stripped),
                           TARGET_TOKENIZER_DIR: to_hf_tokenizer(tok.tgt)}, None
 
 
