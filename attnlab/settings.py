@@ -35,7 +35,8 @@ from .errors import UsageError
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "label_smoothing_setting", "held_out_setting", "min_lr_setting", "cooldown_setting",
-           "check_schedule", "steps_of_epochs", "epoch_steps", "processes", "RANK_KEYS",
+           "check_schedule", "schedule_takes", "steps_of_epochs", "epoch_steps", "processes",
+           "RANK_KEYS",
            "later_process", "SCHEDULES",
            "DECAY_SCHEDULES", "WSD_COOLDOWN", "add_flags", "defaults", "absent_values", "check",
            "check_record", "check_options", "check_argument", "flag", "as_typed", "exposed",
@@ -380,6 +381,17 @@ def epoch_steps(cfg: Any, batches: int, epochs: int = 1) -> int:
     return steps_of_epochs(epochs, batches, int(cfg.accumulate), 1 if older else processes(cfg))
 
 
+def schedule_takes(schedule: str) -> dict[str, bool]:
+    """Whether ``schedule`` takes each of --cooldown (wsd's decay share) and --min-lr (the
+    rate a decaying schedule ends at: noam's has no floor, constant's does not decay).
+
+    Examples:
+        >>> schedule_takes("linear")
+        {'cooldown': False, 'min_lr': True}
+    """
+    return {"cooldown": schedule == "wsd", "min_lr": schedule in DECAY_SCHEDULES[:-1]}
+
+
 def check_schedule(cfg: dict[str, Any]) -> None:
     """--schedule, --min-lr and --cooldown against each other and --lr: --cooldown is wsd's
     only, --min-lr ends a schedule that decays (not noam's, not constant's) and is at most
@@ -394,10 +406,11 @@ def check_schedule(cfg: dict[str, Any]) -> None:
         attnlab.errors.UsageError: --min-lr 0.01 is above --lr 0.001: ...
     """
     schedule, min_lr, cooldown = cfg["schedule"], cfg.get("min_lr"), cfg.get("cooldown")
-    if cooldown is not None and schedule != "wsd":
+    takes = schedule_takes(schedule)
+    if cooldown is not None and not takes["cooldown"]:
         raise UsageError(f"--cooldown {cooldown} is the decay share of --schedule wsd, not of "
                          f"--schedule {schedule}")
-    if min_lr is not None and schedule not in DECAY_SCHEDULES[:-1]:
+    if min_lr is not None and not takes["min_lr"]:
         why = ("Noam's rate has no floor (--lr is its factor)" if schedule == "noam"
                else "constant holds --lr to the end")
         raise UsageError(f"--min-lr {min_lr} with --schedule {schedule}: {why}")

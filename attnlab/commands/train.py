@@ -17,7 +17,7 @@ from ..paths import check_output
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, RANK_KEYS, TrainSettings, add_flags, as_typed, check,
                         check_schedule, flag, heads_divide_width, later_process,
-                        monitoring_fits, optimizer_fits, value_text)
+                        monitoring_fits, optimizer_fits, schedule_takes, value_text)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import preflight
 from .preflight import moved_data, resume_conflicts
@@ -266,11 +266,13 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
         derived |= set(task.run_config.layout.owner) - known | {"out", "resume"}
         if file_cfg.get("schedule") == "noam":
             derived.add("beta2")
+    of_schedule = _not_of_schedule(file_cfg, given) if recorded else {}
+    derived |= set(of_schedule)
     unknown = sorted(set(file_cfg) - known - derived)
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}"
                          f"{_meant_settings(unknown, known)}")
-    aside = sorted(set(file_cfg) & derived)
+    aside = sorted(set(file_cfg) & derived - set(of_schedule))
     file_cfg = {k: v for k, v in file_cfg.items() if k not in derived
                 and k not in _budgets_given(given)}  # a budget flag wins over the file's
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
@@ -280,7 +282,23 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     check_values(task, read, where, training=True, of_use=not resuming)
     notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
              f"ran there; not settings of this new run, which works out its own"] if aside else []
+    if of_schedule:
+        notes.append(f"note: {where}: {', '.join(f'{k} {v}' for k, v in of_schedule.items())}: "
+                     f"settings of its --schedule {file_cfg['schedule']}, not of --schedule "
+                     f"{given['schedule']}; set aside")
     return {**file_cfg, **read}, notes, recorded  # as checked: ``init: 5`` is the text 5
+
+
+def _not_of_schedule(file_cfg: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """A run's own config.yaml with another ``--schedule`` given: {setting: value} of those it
+    records that the new schedule does not take (wsd's --cooldown; --min-lr, which noam and
+    constant have none of), which ``check_schedule`` would refuse as if given: a wsd run
+    records the --cooldown 0.2 and --min-lr 0 it filled in."""
+    schedule = given.get("schedule", file_cfg.get("schedule"))
+    if schedule == file_cfg.get("schedule"):
+        return {}
+    return {k: file_cfg[k] for k, ok in schedule_takes(schedule).items()
+            if not ok and file_cfg.get(k) is not None}
 
 
 def _meant_settings(unknown: list[str], known: set[str]) -> str:

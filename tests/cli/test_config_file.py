@@ -171,6 +171,30 @@ def test_a_noam_runs_beta2_is_not_carried_into_another_schedule(tmp_path, record
     assert build_config("reverse", given).beta2 == 0.98
 
 
+@pytest.mark.parametrize("recorded, schedule, aside", [
+    ("wsd", "cosine", "cooldown 0.2"), ("wsd", "linear", "cooldown 0.2"),
+    ("wsd", "noam", "cooldown 0.2, min_lr 0.0"), ("linear", "constant", "min_lr 0.0")])
+def test_a_runs_config_yaml_takes_another_schedule(tmp_path, capsys, recorded, schedule,
+                                                   aside):
+    """A wsd or linear run records the --cooldown and --min-lr it trained with (0.2 and 0,
+    filled in): handed back with --schedule cosine, the run was refused as "--cooldown 0.2 is
+    the decay share of --schedule wsd", a flag never given, and nothing but an edit of the
+    file let it vary its schedule. Those of the schedule the new one has not are set aside."""
+    from attnlab.commands.train import build_config
+    from attnlab.runs import write_yaml
+
+    record = build_config("reverse", {"schedule": recorded, "out": str(tmp_path / "r")})
+    write_yaml(tmp_path / "config.yaml", record.record())
+    capsys.readouterr()
+    cfg = build_config("reverse", {"config": str(tmp_path / "config.yaml"),
+                                   "schedule": schedule})
+    assert cfg.schedule == schedule
+    assert cfg.cooldown is None or schedule == "wsd"
+    assert cfg.min_lr is None or schedule in ("linear", "cosine")
+    assert (f"note: --config {tmp_path / 'config.yaml'}: {aside}: settings of its --schedule "
+            f"{recorded}, not of --schedule {schedule}; set aside") in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_a_prepared_corpus_runs_config_yaml_trains_again(tmp_path, capsys):
     """An lm run on a prepared corpus records its tokenizer and vocabulary size, which a new
