@@ -49,13 +49,14 @@ def register(sub) -> None:
 
 def _show_defaults(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
     """Append this task's default to each flag's help (the flags themselves default to
-    'not given', so that --config can set them)."""
+    'not given', so that --config can set them); a switch's is on or off (sort's
+    --early-stop, off where reverse's is on, once said nothing)."""
     for action in parser._actions:
         value = defaults.get(action.dest)
-        if (value is None or action.help == argparse.SUPPRESS or isinstance(value, bool) and not value
+        if (value is None or action.help == argparse.SUPPRESS
                 or "default" in (action.help or "")):  # a task that states its own
             continue
-        shown = "on" if value is True else value
+        shown = ("on" if value else "off") if isinstance(value, bool) else value
         action.help = f"{action.help or ''} (default: {shown})".lstrip()
 
 
