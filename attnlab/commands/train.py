@@ -272,7 +272,7 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     unknown = sorted(set(file_cfg) - known - derived)
     if unknown:
         raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}"
-                         f"{_meant_settings(unknown, known)}")
+                         f"{_meant_settings(unknown, known)}{_of_other_tasks(unknown, task)}")
     aside = sorted(set(file_cfg) & derived - set(of_schedule))
     file_cfg = {k: v for k, v in file_cfg.items() if k not in derived
                 and k not in _budgets_given(given)}  # a budget flag wins over the file's
@@ -309,6 +309,17 @@ def _meant_settings(unknown: list[str], known: set[str]) -> str:
 
     meant = [m for key in unknown for m in _near(key, sorted(known))]
     return f"; did you mean {', '.join(meant)}?" if meant else ""
+
+
+def _of_other_tasks(unknown: list[str], task) -> str:
+    """"; block_size is a setting of train lm, not of train copy" for the keys of a --config
+    file that other tasks' flags set (a file written for another task), each task named."""
+    said = []
+    for key in unknown:
+        tasks = [name for name, other in available_tasks().items() if key in other.defaults]
+        if tasks:
+            said.append(f"{key}{' is a setting' if not said else ''} of train {', '.join(tasks)}")
+    return f"; {', '.join(said)}, not of train {task.name}" if said else ""
 
 
 def _budgets_given(given: dict[str, Any]) -> set[str]:

@@ -44,6 +44,17 @@ def test_a_misspelt_key_is_refused_naming_the_setting_meant(tmp_path, capsys, te
     assert _refused(tmp_path, capsys, text) == said
 
 
+@pytest.mark.parametrize("text, said", [
+    ("src: en\n", "unknown setting(s) src; src is a setting of train translate, not of train copy"),
+    ("block_size: 8\nsrc: en\nwarmpu: 5\n", "unknown setting(s) block_size, src, warmpu; did you "
+     "mean warmup?; block_size is a setting of train lm, src of train translate, not of train "
+     "copy")])
+def test_a_key_of_another_task_is_refused_naming_that_task(tmp_path, capsys, text, said):
+    """A file written for lm or translate, handed to copy, was refused as "unknown setting(s)
+    block_size", as if lm's --block-size were a typing error."""
+    assert _refused(tmp_path, capsys, text) == said
+
+
 @pytest.mark.parametrize("text, key", [("1: 2\n", "1"), ("~: 2\n", "null"),
                                        ("max_steps: 5\n3.5: x\n", "3.5")])
 def test_a_key_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, text, key):
