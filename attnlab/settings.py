@@ -825,6 +825,9 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
     if isinstance(value, list) and meta.get("list_sep") and _is_text(kind):
         value = _joined(shown, value, meta["list_sep"], error)
     if _is_text(kind) and not isinstance(value, (str, os.PathLike)):
+        if isinstance(value, bool) and in_file:  # YAML 1.1's Norway problem: `tgt: no`
+            raise error(f"{shown} must be text, got {str(value).lower()} (YAML reads an unquoted "
+                        f"yes, no, on or off as true or false; quote a text: 'no')")
         if not isinstance(value, (int, float)) or isinstance(value, bool):  # yes, [a], null
             raise error(f"{shown} must be text, got {value_text(value)}")
         value = str(value)  # YAML reads `label_column: 1` or `init: 5` as a number

@@ -55,6 +55,20 @@ def test_a_key_of_another_task_is_refused_naming_that_task(tmp_path, capsys, tex
     assert _refused(tmp_path, capsys, text) == said
 
 
+@pytest.mark.parametrize("word, read", [("no", "false"), ("off", "false"), ("Yes", "true")])
+def test_a_text_that_yaml_reads_as_a_boolean_is_refused_saying_to_quote_it(tmp_path, capsys,
+                                                                           word, read):
+    """`tgt: no` (Norwegian) was refused as "tgt must be text, got False": a value the user
+    never wrote, and no word of why (YAML 1.1 reads yes, no, on and off as booleans)."""
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text(f"tgt: {word}\n")
+    assert main(["train", "translate", "--config", str(config), "--out", str(out)]) == 2
+    assert one_line_error(capsys) == (
+        f"attnlab: error: --config {config}: tgt must be text, got {read} (YAML reads an unquoted "
+        f"yes, no, on or off as true or false; quote a text: 'no')")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("text, key", [("1: 2\n", "1"), ("~: 2\n", "null"),
                                        ("max_steps: 5\n3.5: x\n", "3.5")])
 def test_a_key_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, text, key):

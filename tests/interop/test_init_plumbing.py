@@ -203,7 +203,7 @@ def test_an_empty_init_in_a_config_file_is_refused_naming_the_file(tmp_path, cap
 @pytest.mark.parametrize("value, named", [
     ("5", "--init 5"),  # YAML's number: read as the text it was typed as, a path
     ("[a, b]", "init must be text, got ['a', 'b']"),
-    ("yes", "init must be text, got True")])
+    ("yes", "init must be text, got true (YAML reads an unquoted yes, no, on or off as true")])
 def test_an_init_in_a_config_file_that_is_not_text_is_refused_in_one_line(tmp_path, capsys,
                                                                           value, named):
     """`init: 5` in a --config file ended in a TypeError's traceback (exit 1)."""
