@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import functools
 import math
 import numbers
@@ -807,7 +808,12 @@ def _joined(shown: str, names: list, sep: str, error: type) -> str:
 
 
 def value_text(value: Any) -> str:
-    """A value as a message shows it; None, which only a file's null gives, as null."""
+    """A value as a message shows it; None, which only a file's null gives, as null, and a
+    date, which YAML reads from an unquoted ``2024-01-01``, as a file writes it."""
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
     return "null" if value is None else repr(value)
 
 

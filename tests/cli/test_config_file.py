@@ -69,6 +69,14 @@ def test_a_text_that_yaml_reads_as_a_boolean_is_refused_saying_to_quote_it(tmp_p
     assert not out.exists()
 
 
+@pytest.mark.parametrize("text, said", [
+    ("seed: 2024-01-01\n", "seed must be an integer, got 2024-01-01"),
+    ("seed: 2024-01-01 10:30:00\n", "seed must be an integer, got 2024-01-01 10:30:00")])
+def test_a_date_is_named_as_the_file_wrote_it(tmp_path, capsys, text, said):
+    """YAML reads an unquoted date as one: it was shown as Python's datetime.date(2024, 1, 1)."""
+    assert _refused(tmp_path, capsys, text) == said
+
+
 @pytest.mark.parametrize("text, key", [("1: 2\n", "1"), ("~: 2\n", "null"),
                                        ("max_steps: 5\n3.5: x\n", "3.5")])
 def test_a_key_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, text, key):
