@@ -306,9 +306,8 @@ class TrainSettings:
                                   "last step)")
     monitor: str = setting("val_loss", metavar="METRIC", absent="val_loss",
                            blank_why="name a validation metric (val_loss, val_acc, ...)",
-                           help="the validation metric --keep-best and --patience watch (the "
-                                "task's: val_loss, val_acc, ...; lower or higher is better as "
-                                "the metric says)")
+                           help="the validation metric --keep-best and --patience watch "
+                                "(lower or higher is better as the metric says)")
     keep_best: bool = setting(False, absent=False,
                               help="model.safetensors holds the weights of the best validation "
                                    "(by --monitor), not the last step's; the test split is "

@@ -43,6 +43,7 @@ def register(sub) -> None:
         if task.model_settings():  # generated from the model's typed config
             add_flags(tp.add_argument_group(f"{name} model"), task.model_config,
                       only=task.model_settings())
+        _show_metrics(tp, task.val_metrics)
         _show_defaults(tp, {**SHARED_DEFAULTS, **task.defaults, **task.default_notes})
         tp.set_defaults(func=run)
 
@@ -58,6 +59,14 @@ def _show_defaults(parser: argparse.ArgumentParser, defaults: dict[str, Any]) ->
             continue
         shown = ("on" if value else "off") if isinstance(value, bool) else value
         action.help = f"{action.help or ''} (default: {shown})".lstrip()
+
+
+def _show_metrics(parser: argparse.ArgumentParser, metrics: tuple[str, ...]) -> None:
+    """--monitor's help names what this task's validation computes (``Task.val_metrics``),
+    where it said "val_loss, val_acc, ..." of every task, lm's (val_loss alone) too."""
+    for action in parser._actions:
+        if action.dest == "monitor":
+            action.help = f"{action.help}; this task's: {', '.join(metrics)}"
 
 
 def validate_shared(cfg: dict[str, Any], task=None) -> None:

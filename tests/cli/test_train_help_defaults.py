@@ -58,3 +58,19 @@ def test_every_switch_says_whether_it_is_on_or_off_by_default(task, capsys):
         value = get_task(task).defaults[name]
         if isinstance(value, bool):
             assert entry.endswith(f"(default: {'on' if value else 'off'})"), (name, entry)
+
+
+def _monitor_entry(task: str, capsys) -> str:
+    with pytest.raises(SystemExit):
+        main(["train", task, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    return out.split(" --monitor METRIC ", 1)[1].split(" --keep-best,", 1)[0]
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_monitor_help_lists_the_metrics_this_task_validates(task, capsys):
+    # every task's --help said "the task's: val_loss, val_acc, ...": lm's too, whose validation
+    # computes val_loss alone, and reverse's without its val_seq_acc
+    entry = _monitor_entry(task, capsys)
+    named = set(re.findall(r"val_\w+", entry))
+    assert named == set(get_task(task).val_metrics), entry
