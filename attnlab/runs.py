@@ -289,6 +289,18 @@ def _cannot_read(path: str | Path, error: OSError, prefix: str = "") -> UsageErr
     return UsageError(f"{prefix}{path}: cannot read the file ({error.strerror or error})")
 
 
+def _yaml_problem(error: Exception) -> str:
+    """What is wrong in a file PyYAML could not read, and where: its problem and the line and
+    column of it (its message's first line is only the context, "while scanning ...")."""
+    import yaml
+
+    mark = getattr(error, "problem_mark", None)
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem and mark is not None:
+        return f"{error.problem}, line {mark.line + 1}, column {mark.column + 1}"
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def read_yaml(path: str | Path, *, what: str = "--config",
               hand_written: bool = False) -> dict:
     """A YAML mapping from ``path``; ``UsageError`` naming the file when missing, broken or
@@ -309,8 +321,7 @@ def read_yaml(path: str | Path, *, what: str = "--config",
     try:
         data = yaml.load(raw.decode("utf-8"), Loader=loader)  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UsageError(f"{what}: {path} is not valid YAML ({first})") from None
+        raise UsageError(f"{what}: {path} is not valid YAML ({_yaml_problem(e)})") from None
     if data is None:
         raise UsageError(f"{what}: {path} is empty: it holds no settings")
     if not isinstance(data, dict):

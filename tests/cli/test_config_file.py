@@ -353,3 +353,17 @@ def test_a_time_of_day_is_not_an_integer(tmp_path, capsys):
     """``max_steps: 1:30`` trained 90 steps (YAML 1.1's base-60 integers)."""
     assert _refused(tmp_path, capsys, "max_steps: 1:30\n") == (
         "max_steps must be an integer, got '1:30'")
+
+
+@pytest.mark.parametrize("text, said", [
+    ("max_steps:\t5\n", "found character '\\t' that cannot start any token, line 1, column 11"),
+    ("seed: 3\nlr: [0.1\n", "expected ',' or ']', but got '<stream end>', line 3, column 1")])
+def test_a_file_yaml_cannot_read_says_what_is_wrong_and_where(tmp_path, capsys, text, said):
+    """A tab, or a list left open: the message said only PyYAML's context ("while scanning
+    for the next token"), not the character at fault nor its line."""
+    config, out = tmp_path / "c.yaml", tmp_path / "run"
+    config.write_text(text)
+    assert main(["train", "copy", "--config", str(config), "--out", str(out)]) == 2
+    assert not out.exists()
+    assert one_line_error(capsys) == (
+        f"attnlab: error: --config: {config} is not valid YAML ({said})")
