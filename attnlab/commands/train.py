@@ -143,7 +143,8 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
                                        {**file_cfg, **given})) from None
     _say(notes_of_file + notes)  # after the checks: a refusal stays the one line of its error
     if recipe:
-        _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init)
+        _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init,
+                               set(file_cfg) - set(given), given.get("config"))
     _as_trained(task, cfg)
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
 
@@ -228,15 +229,19 @@ def _recipe_named(message: str, name: str, recipe: dict[str, Any],
 
 
 def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],
-                           from_init: set[str]) -> None:
+                           from_init: set[str], from_file: set[str],
+                           config_file: str | None = None) -> None:
     """One line naming each setting of ``--recipe name`` that the run does not train with,
-    and where its value came from: given (a flag or ``--config`` over it, or an ``--arch``
-    that sets that part), or ``--init DIR`` (``from_init``: its model's shape, or a default
-    it sets)."""
+    and where its value came from: the ``--config`` file (``from_file``: its keys no flag
+    gave; a run's own config.yaml records every setting, so it leaves the recipe none),
+    given (a flag over it, or an ``--arch`` that sets that part), or ``--init DIR``
+    (``from_init``: its model's shape, or a default it sets)."""
     won = {k: f"{as_typed(k, cfg[k])} (the recipe's {as_typed(k, v)})"
            for k, v in recipe.items() if cfg.get(k) not in (v, None)}
     parts = [(where, [text for k, text in won.items() if mine(k)]) for where, mine in (
-        ("given, and used instead", lambda k: k not in from_init),
+        (f"from --config {config_file}, used instead",
+         lambda k: k in from_file and k not in from_init),
+        ("given, and used instead", lambda k: k not in from_init and k not in from_file),
         (f"from --init {cfg.get('init')}, used instead", lambda k: k in from_init))]
     said = "; ".join(f"{where}: {', '.join(texts)}" for where, texts in parts if texts)
     if said:

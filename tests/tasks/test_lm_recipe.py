@@ -77,6 +77,11 @@ def test_the_recipes_beta1_is_0_8_and_a_beta1_given_wins(tmp_path, capsys):
     (tmp_path / "c.yaml").write_text("beta1: 0.85\n")
     assert build_config("lm", {**base, "recipe": "fast",
                                "config": str(tmp_path / "c.yaml")}).beta1 == 0.85
+    # named as the file's, not as "given" (a run's own config.yaml records every setting, so
+    # a --recipe over it trains none of its own: the line says where each value came from)
+    assert capsys.readouterr().err.strip() == (
+        f"--recipe fast: from --config {tmp_path / 'c.yaml'}, used instead: --beta1 0.85 "
+        "(the recipe's --beta1 0.8)")
 
 
 def test_an_unknown_recipe_is_refused_before_a_run_directory(tmp_path, capsys):
