@@ -532,6 +532,35 @@ def test_key_value_heads_left_out_or_null_are_transformers_own(model_type):
         assert ours["num_kv_heads"] == theirs.num_key_value_heads, given
 
 
+@pytest.mark.parametrize("name, options", [
+    ("mistral", {"attention_bias": True, "mlp_bias": True}),
+    ("qwen2", {"attention_bias": True}),  # q/k/v biases whatever the key says
+    ("qwen3", {"mlp_bias": True})])
+def test_bias_keys_a_familys_class_does_not_read_are_ignored_as_transformers_ignores_them(
+        tmp_path, capsys, name, options):
+    """transformers' Mistral has no biases, Qwen2 q/k/v biases always, Qwen3 no feed-forward
+    biases, whatever config.json's attention_bias and mlp_bias say: such a Mistral directory
+    was written as a run directory then refused in several lines (tensors missing), the Qwen
+    ones refused with exit 2, though transformers reads all three."""
+    d = save_family(tmp_path / name, name, **options)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+    assert json.loads((d / "config.json").read_text())[next(iter(options))] is True
+    ckpt = read_checkpoint(d, task="lm")
+    x = _ids(seed=8, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf(x).logits, **TOL)
+    assert main(["generate", str(d), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", "3"]) == 0
+
+
+def test_qwen3s_attention_bias_is_refused_naming_its_key(tmp_path, capsys):
+    """Qwen3's attention_bias puts biases on q, k, v and o but none on the feed-forward
+    network, which attnlab's --bias cannot leave out."""
+    d = save_family(tmp_path / "qwen3", "qwen3", attention_bias=True)
+    _refused_by_generate_and_init(d, tmp_path, capsys,
+                                  "attention_bias True (qwen3 has no feed-forward biases)")
+
+
 def test_swish_is_silu_as_transformers_reads_it():
     hf = _tiny("llama", hidden_act="swish")
     ours = from_hf(hf).eval()
