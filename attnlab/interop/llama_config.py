@@ -26,7 +26,8 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     tie_word_embeddings              tie_weights
 
 What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a
-RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a scaling without
+RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a scaled RoPE on part
+of each head (``partial_rotary_factor``, which transformers' plain RoPE ignores), a scaling without
 its factors (transformers refuses it too; llama3's missing ``original_max_position_embeddings``
 is ``max_position_embeddings``, as transformers 5 reads it), a sliding window on some layers
 only (Ministral's ``layer_types``, Qwen's ``max_window_layers``), attention biases
@@ -170,6 +171,11 @@ def _rope(c: dict[str, Any]) -> dict[str, Any]:
     if kind not in _ROPE_KINDS:
         raise ValueError(f"rope scaling {kind!r} is not supported; supported: "
                          f"{', '.join(_ROPE_KINDS)}")
+    # (read by transformers' scaled frequencies, not by its plain RoPE)
+    partial = params.get("partial_rotary_factor", c.get("partial_rotary_factor"))
+    if kind != "default" and partial not in (None, 1):
+        raise ValueError(f"partial_rotary_factor {partial} with rope scaling {kind!r}: RoPE on "
+                         f"part of each head has no attnlab equivalent")
     found = {"rope_theta": float(params["rope_theta"] or c["rope_theta"]),
              "rope_scaling": _ROPE_KINDS[kind]}
     if kind != "default":

@@ -349,6 +349,26 @@ def test_rope_keys_given_twice_are_read_in_transformers_order(tmp_path, change, 
         assert_close(ckpt.model(x), hf(x).logits, **TOL)
 
 
+@pytest.mark.parametrize("rope, where", [
+    ({"rope_type": "linear", "factor": 4.0}, "rope_parameters"),
+    (LLAMA3, "top level")])
+def test_a_scaled_rope_on_part_of_each_head_is_refused_naming_partial_rotary_factor(
+        tmp_path, capsys, rope, where):
+    """transformers' linear and llama3 frequencies read partial_rotary_factor (RoPE on part of
+    each head, which its Llama family cannot run: a shape error at the first forward); attnlab
+    ran such a directory with every feature rotated, without a word. (Plain RoPE does not read
+    the key, in transformers as in attnlab.)"""
+    d = save_family(tmp_path / "llama", "llama",
+                    rope_parameters={**rope, "partial_rotary_factor": 0.5})
+    if where == "top level":  # beside a legacy rope_scaling, as transformers 4 wrote it
+        _edit_config(d, lambda c, rope: c.update(partial_rotary_factor=rope.pop(
+            "partial_rotary_factor"), rope_scaling=c.pop("rope_parameters")))
+    with pytest.raises(RuntimeError):  # transformers cannot run it either
+        transformers.AutoModelForCausalLM.from_pretrained(d)(_ids(vocab=50))
+    _refused_by_generate_and_init(d, tmp_path, capsys, "partial_rotary_factor 0.5 with rope "
+                                  f"scaling {rope['rope_type']!r}: RoPE on part of each head")
+
+
 @pytest.mark.parametrize("key", ["low_freq_factor", "high_freq_factor"])
 def test_a_llama3_scaling_without_a_frequency_factor_is_one_line_exit_2(tmp_path, capsys, key):
     """transformers refuses it (a KeyError); attnlab read 1 or 4 in its place, and generate
