@@ -35,6 +35,12 @@ FAMILIES = {  # name -> (config class, model class, config options)
     # 128, in small; Llama's of 12 also keeps o_proj's input (48) off the model width
     "qwen3-head-dim": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
     "llama-head-dim": ("LlamaConfig", "LlamaForCausalLM", {"head_dim": 12}),
+    # one key/value head (MQA), GeGLU, an epsilon that shows (transformers' is 1e-6)
+    "llama-mqa-gelu": ("LlamaConfig", "LlamaForCausalLM", {
+        "num_key_value_heads": 1, "hidden_act": "gelu", "rms_norm_eps": 0.1}),
+    # Qwen3's window, from the first layer on, shorter than the 40-token inputs
+    "qwen3-window": ("Qwen3Config", "Qwen3ForCausalLM", {
+        "use_sliding_window": True, "sliding_window": 8, "max_window_layers": 0}),
 }
 
 
