@@ -26,7 +26,7 @@ GGUF, an architecture attnlab does not convert (naming it and the supported ones
 cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab cannot run (yarn,
 longrope, other rope_freqs), a missing metadata key that fixes the model's numbers
 (``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the config
-does not describe.
+does not describe (a Llama-family file's from its header, ``_check_tensors``).
 """
 from __future__ import annotations
 
@@ -121,7 +121,48 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
     _check_tokenizer(reader, name)
     config = _config(p, name, _head_dim(reader, architecture, name),
                      _rope_scaling(reader, architecture, name))
+    if config["model_type"] in LLAMA_FAMILY:
+        _check_tensors(reader, architecture, config, name)
     return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
+
+
+def _check_tensors(reader, architecture: str, config: dict[str, Any], name: str) -> None:
+    """Every tensor the family's model of ``config`` reads in the file, of its shape, checked
+    from the header (the names by ``gguf``'s map of the architecture, the shapes in ggml's
+    order reversed): a file whose metadata describes other tensors is refused before a run
+    directory exists, not once ``load_gguf`` reads them."""
+    import gguf
+    import torch
+    import transformers
+
+    arch = next((k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == architecture), None)
+    if arch is None:  # an architecture this gguf version has no names for: load_gguf says
+        return
+    names = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(**config))
+    stored = {t.name: tuple(int(n) for n in reversed(t.shape)) for t in reader.tensors}
+    tied = {"lm_head.weight"} if config.get("tie_word_embeddings") else set()
+    missing = []
+    for key, param in model.state_dict().items():
+        theirs = names.get_name(key, try_suffixes=(".weight", ".bias"))
+        if key in tied or theirs is None:  # (a name gguf does not map: load_gguf's to say)
+            continue
+        if theirs not in stored:
+            missing.append(key)
+        elif stored[theirs] != tuple(param.shape):
+            raise UsageError(f"{name}: tensor {theirs} is {stored[theirs]} in the file, "
+                             f"{tuple(param.shape)} by its metadata ({key})")
+    if missing:
+        raise UsageError(_lacks(name, missing))
+
+
+def _lacks(name: str, missing: list[str]) -> str:
+    """The refusal of a file without the tensors ``missing`` (transformers' names)."""
+    missing = sorted(missing)
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return f"{name} lacks tensors its metadata describes ({', '.join(missing[:3])}{more})"
 
 
 # per architecture: the metadata keys (after ``{arch}.``) that fix the model's numbers and have
@@ -323,8 +364,6 @@ def load_gguf(path: str | Path, source: GGUFSource):
                          f"its metadata describes ({_one_line(e)})") from None
     tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
     if missing := sorted(set(found.missing_keys) - tied):
-        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        raise UsageError(f"{path} lacks tensors its metadata describes ({', '.join(missing[:3])}"
-                         f"{more})")
+        raise UsageError(_lacks(str(path), missing))
     model.tie_weights()
     return model.eval(), load_gguf_tokenizer(path)

@@ -15,7 +15,9 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     rms_norm_eps                     layer_norm_eps (RMSNorm's epsilon, also QK-norm's)
     rope_theta / rope_parameters /   rope_theta, rope_scaling (none, linear, llama3),
     rope_scaling                     rope_factor, rope_*_freq_factor, rope_original_max_len
-    attention_bias, mlp_bias         bias (both equal), qkv_bias (Qwen2: q/k/v only)
+    attention_bias, mlp_bias         bias (both equal; Qwen3 reads attention_bias alone,
+                                     Mistral and Qwen2 neither, as transformers),
+                                     qkv_bias (Qwen2: q/k/v only, always)
     (qwen3)                          qk_norm=True
     sliding_window, layer_types,     sliding_window (on every layer or none)
     use_sliding_window,
@@ -24,11 +26,12 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     tie_word_embeddings              tie_weights
 
 What attnlab cannot represent is a ``ValueError`` of one line naming the key and value: a
-RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a scaling without
+RoPE kind other than none, linear and llama3 (yarn, dynamic, longrope), a scaled RoPE on part
+of each head (``partial_rotary_factor``, which transformers' plain RoPE ignores), a scaling without
 its factors (transformers refuses it too; llama3's missing ``original_max_position_embeddings``
 is ``max_position_embeddings``, as transformers 5 reads it), a sliding window on some layers
 only (Ministral's ``layer_types``, Qwen's ``max_window_layers``), attention biases
-without the feed-forward's (Llama's ``attention_bias`` alone).
+without the feed-forward's (Llama's or Qwen3's ``attention_bias`` alone).
 """
 from __future__ import annotations
 
@@ -99,10 +102,7 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     if act not in _GATES:
         raise ValueError(f"hidden_act {c['hidden_act']!r} has no gated feed-forward in "
                          f"attnlab; supported: {', '.join(_GATES)}, swish")
-    bias = bool(c["attention_bias"])
-    if bias != bool(c["mlp_bias"]):
-        raise ValueError(f"attention_bias {c['attention_bias']} with mlp_bias {c['mlp_bias']}: "
-                         f"attnlab's --bias sets both")
+    bias = _bias(model_type, c)
     window = _window(model_type, c)
     settings = {
         "model_dim": D, "num_layers": c["num_hidden_layers"], "num_heads": H,
@@ -115,6 +115,21 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
         "sliding_window": window, "arch": "llama" if not bias and act == "silu"
         else None, **_rope(c)}
     return settings
+
+
+def _bias(model_type: str, c: dict[str, Any]) -> bool:
+    """Biases on every projection or none, from the keys the family's transformers class reads:
+    Llama's ``attention_bias`` (q, k, v, o) and ``mlp_bias``, Qwen3's ``attention_bias`` (it
+    has no feed-forward biases); Mistral has none and Qwen2 q/k/v biases (``qkv_bias``)
+    whatever either key says, as transformers reads them. A mix is refused."""
+    attention = bool(c["attention_bias"]) if model_type in ("llama", "qwen3") else False
+    mlp = bool(c["mlp_bias"]) if model_type == "llama" else False
+    if attention == mlp:
+        return attention
+    said = (f"with mlp_bias {c['mlp_bias']}" if model_type == "llama" else
+            f"({model_type} has no feed-forward biases)")
+    raise ValueError(f"attention_bias {c['attention_bias']} {said}: attnlab's --bias sets "
+                     f"both")
 
 
 def _window(model_type: str, c: dict[str, Any]) -> int | None:
@@ -156,6 +171,11 @@ def _rope(c: dict[str, Any]) -> dict[str, Any]:
     if kind not in _ROPE_KINDS:
         raise ValueError(f"rope scaling {kind!r} is not supported; supported: "
                          f"{', '.join(_ROPE_KINDS)}")
+    # (read by transformers' scaled frequencies, not by its plain RoPE)
+    partial = params.get("partial_rotary_factor", c.get("partial_rotary_factor"))
+    if kind != "default" and partial not in (None, 1):
+        raise ValueError(f"partial_rotary_factor {partial} with rope scaling {kind!r}: RoPE on "
+                         f"part of each head has no attnlab equivalent")
     found = {"rope_theta": float(params["rope_theta"] or c["rope_theta"]),
              "rope_scaling": _ROPE_KINDS[kind]}
     if kind != "default":

@@ -203,3 +203,20 @@ def test_a_file_rotating_part_of_each_head_is_refused_naming_the_key(files, comm
              else f"({arch}.attention.key_length)")
     _refused(capsys, argv, str(path), f"{arch}.rope.dimension_count 4", f"head width 8 {width}",
              out=out)
+
+
+@pytest.mark.parametrize("changed, needle", [
+    ({"add_block_count": 3}, "lacks tensors its metadata describes (model.layers.2."),
+    ({"add_feed_forward_length": 128}, "tensor blk.0.ffn_gate.weight is (256, 32) in the file, "
+                                       "(128, 32) by its metadata")])
+def test_a_file_whose_metadata_describes_other_tensors_is_refused_before_the_run_directory(
+        files, changed, needle, tmp_path, capsys):
+    # its tensors were compared once the run had started: `attnlab train lm -> DIR` printed,
+    # the directory written, then removed, in several lines
+    hf = _tiny("Qwen2ForCausalLM", files["tok"])  # (biases and all, mapped to the file's names)
+    path = write_llama_gguf(tmp_path / "other.gguf", hf, files["tok"], arch="qwen2",
+                            changed=changed)[0]
+    out, text = tmp_path / "run", tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat.\n" * 20)
+    _refused(capsys, ["train", "lm", "--init", str(path), "--data", str(text), "--out", str(out),
+                      "--max-steps", "1", "--block-size", "16"], str(path), needle, out=out)

@@ -35,6 +35,12 @@ FAMILIES = {  # name -> (config class, model class, config options)
     # 128, in small; Llama's of 12 also keeps o_proj's input (48) off the model width
     "qwen3-head-dim": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
     "llama-head-dim": ("LlamaConfig", "LlamaForCausalLM", {"head_dim": 12}),
+    # one key/value head (MQA), GeGLU, an epsilon that shows (transformers' is 1e-6)
+    "llama-mqa-gelu": ("LlamaConfig", "LlamaForCausalLM", {
+        "num_key_value_heads": 1, "hidden_act": "gelu", "rms_norm_eps": 0.1}),
+    # Qwen3's window, from the first layer on, shorter than the 40-token inputs
+    "qwen3-window": ("Qwen3Config", "Qwen3ForCausalLM", {
+        "use_sliding_window": True, "sliding_window": 8, "max_window_layers": 0}),
 }
 
 
@@ -349,6 +355,26 @@ def test_rope_keys_given_twice_are_read_in_transformers_order(tmp_path, change, 
         assert_close(ckpt.model(x), hf(x).logits, **TOL)
 
 
+@pytest.mark.parametrize("rope, where", [
+    ({"rope_type": "linear", "factor": 4.0}, "rope_parameters"),
+    (LLAMA3, "top level")])
+def test_a_scaled_rope_on_part_of_each_head_is_refused_naming_partial_rotary_factor(
+        tmp_path, capsys, rope, where):
+    """transformers' linear and llama3 frequencies read partial_rotary_factor (RoPE on part of
+    each head, which its Llama family cannot run: a shape error at the first forward); attnlab
+    ran such a directory with every feature rotated, without a word. (Plain RoPE does not read
+    the key, in transformers as in attnlab.)"""
+    d = save_family(tmp_path / "llama", "llama",
+                    rope_parameters={**rope, "partial_rotary_factor": 0.5})
+    if where == "top level":  # beside a legacy rope_scaling, as transformers 4 wrote it
+        _edit_config(d, lambda c, rope: c.update(partial_rotary_factor=rope.pop(
+            "partial_rotary_factor"), rope_scaling=c.pop("rope_parameters")))
+    with pytest.raises(RuntimeError):  # transformers cannot run it either
+        transformers.AutoModelForCausalLM.from_pretrained(d)(_ids(vocab=50))
+    _refused_by_generate_and_init(d, tmp_path, capsys, "partial_rotary_factor 0.5 with rope "
+                                  f"scaling {rope['rope_type']!r}: RoPE on part of each head")
+
+
 @pytest.mark.parametrize("key", ["low_freq_factor", "high_freq_factor"])
 def test_a_llama3_scaling_without_a_frequency_factor_is_one_line_exit_2(tmp_path, capsys, key):
     """transformers refuses it (a KeyError); attnlab read 1 or 4 in its place, and generate
@@ -530,6 +556,35 @@ def test_key_value_heads_left_out_or_null_are_transformers_own(model_type):
             assert (model_type, ours["num_kv_heads"]) == ("mistral", 64)  # one as H
             continue
         assert ours["num_kv_heads"] == theirs.num_key_value_heads, given
+
+
+@pytest.mark.parametrize("name, options", [
+    ("mistral", {"attention_bias": True, "mlp_bias": True}),
+    ("qwen2", {"attention_bias": True}),  # q/k/v biases whatever the key says
+    ("qwen3", {"mlp_bias": True})])
+def test_bias_keys_a_familys_class_does_not_read_are_ignored_as_transformers_ignores_them(
+        tmp_path, capsys, name, options):
+    """transformers' Mistral has no biases, Qwen2 q/k/v biases always, Qwen3 no feed-forward
+    biases, whatever config.json's attention_bias and mlp_bias say: such a Mistral directory
+    was written as a run directory then refused in several lines (tensors missing), the Qwen
+    ones refused with exit 2, though transformers reads all three."""
+    d = save_family(tmp_path / name, name, **options)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(d).eval()
+    assert json.loads((d / "config.json").read_text())[next(iter(options))] is True
+    ckpt = read_checkpoint(d, task="lm")
+    x = _ids(seed=8, vocab=ckpt.tokenizer.vocab_size)
+    with torch.no_grad():
+        assert_close(ckpt.model(x), hf(x).logits, **TOL)
+    assert main(["generate", str(d), "--prompt", "the cat", "--greedy",
+                 "--max-new-tokens", "3"]) == 0
+
+
+def test_qwen3s_attention_bias_is_refused_naming_its_key(tmp_path, capsys):
+    """Qwen3's attention_bias puts biases on q, k, v and o but none on the feed-forward
+    network, which attnlab's --bias cannot leave out."""
+    d = save_family(tmp_path / "qwen3", "qwen3", attention_bias=True)
+    _refused_by_generate_and_init(d, tmp_path, capsys,
+                                  "attention_bias True (qwen3 has no feed-forward biases)")
 
 
 def test_swish_is_silu_as_transformers_reads_it():
