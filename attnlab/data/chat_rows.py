@@ -81,9 +81,9 @@ def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
     Raises:
         UsageError: one line naming the file (and line) for a missing or unreadable file, no
             rows, a line that is not a JSON object, a row with neither ``messages`` nor
-            ``prompt``, a role other than system/user/assistant, a content that is not text,
-            an empty (or blank) assistant reply, or a conversation without an assistant
-            turn.
+            ``prompt`` (ShareGPT's and Alpaca's told how they are written here), a role other
+            than system/user/assistant, a content that is not text, an empty (or blank)
+            assistant reply, or a conversation without an assistant turn.
     """
     data = read_bytes(path, what=what)
     where = f"{what} {path}"
@@ -126,16 +126,33 @@ def _conversation(obj: dict, at: str) -> Messages:
     else:
         keys = ", ".join(obj) or "none"
         raise UsageError(f"{at}: no \"messages\" or \"prompt\" (fields: {keys}); a row is "
-                         f"{{\"messages\": [...]}} or {{\"prompt\": ..., \"response\": ...}}")
+                         f"{{\"messages\": [...]}} or {{\"prompt\": ..., \"response\": ...}}"
+                         f"{_other_form(obj)}")
     if not any(m["role"] == "assistant" for m in found):
         raise UsageError(f"{at}: the conversation has no assistant turn, so nothing for the "
                          f"loss to count")
     return found
 
 
+# a row of another tool's form, and how it is written here
+_FROM_VALUE = ("\"from\" and \"value\" are \"role\" and \"content\" here (\"human\" is \"user\", "
+               "\"gpt\" is \"assistant\")")
+_SHAREGPT = f"; ShareGPT's \"conversations\" is \"messages\", and a message's {_FROM_VALUE}"
+_ALPACA = ("; Alpaca's \"instruction\" and \"input\" are one \"prompt\" here (joined as the model "
+           "should read them), its \"output\" the \"response\"")
+
+
+def _other_form(obj: dict) -> str:
+    """How a row in ShareGPT's or Alpaca's form is written here ("" for another row)."""
+    if "conversations" in obj:
+        return _SHAREGPT
+    return _ALPACA if "instruction" in obj else ""
+
+
 def _message(message, at: str) -> dict[str, str]:
     if isinstance(message, dict) and "role" not in message:
-        raise UsageError(f"{at}: no \"role\"")
+        raise UsageError(f"{at}: no \"role\"" + (f"; ShareGPT's {_FROM_VALUE}"
+                                                 if "from" in message else ""))
     if not isinstance(message, dict) or set(message) != {"role", "content"}:
         shown = ", ".join(message) if isinstance(message, dict) else type(message).__name__
         raise UsageError(f"{at}: a message is {{\"role\", \"content\"}} only, got {shown}")

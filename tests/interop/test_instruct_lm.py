@@ -360,6 +360,21 @@ BAD = [
     ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
      "line 1, message 2: the assistant's reply is empty"),
+    # other tools' forms are told how they are written here (ShareGPT's first row was told to
+    # be prepared as texts by train lm)
+    ('{"conversations": [{"from": "human", "value": "x"}, {"from": "gpt", "value": "y"}]}\n',
+     'line 1: no "messages" or "prompt" (fields: conversations); a row is {"messages": [...]} '
+     'or {"prompt": ..., "response": ...}; ShareGPT\'s "conversations" is "messages", and a '
+     'message\'s "from" and "value" are "role" and "content" here ("human" is "user", "gpt" is '
+     '"assistant")'),
+    ('{"messages": [{"from": "human", "value": "x"}, {"from": "gpt", "value": "y"}]}\n',
+     'line 1, message 1: no "role"; ShareGPT\'s "from" and "value" are "role" and "content" '
+     'here'),
+    ('{"prompt": "x", "response": "y"}\n{"instruction": "x", "input": "z", "output": "y"}\n',
+     'line 2: no "messages" or "prompt" (fields: instruction, input, output); a row is '
+     '{"messages": [...]} or {"prompt": ..., "response": ...}; Alpaca\'s "instruction" and '
+     '"input" are one "prompt" here (joined as the model should read them), its "output" the '
+     '"response"'),
 ]
 
 

@@ -104,7 +104,9 @@ _ROW_FIELDS = ({"prompt", "response"}, {"instruction", "output"})
 # a JSON document of rows: a list of objects, or an object, whose first thing is a key, and
 # one of a row's keys given a value (not a wikitext "{{", a TOML "[table]", prose quoting a key)
 _JSON_START = re.compile(r'\[?\s*\{\s*"')
-_JSON_KEY = re.compile(r'"(?:messages|%s)"\s*:' % "|".join(sorted(set().union(*_ROW_FIELDS))))
+# (ShareGPT's "conversations" too: its .json documents were trained on as text)
+_JSON_KEY = re.compile(r'"(?:messages|conversations|%s)"\s*:'
+                       % "|".join(sorted(set().union(*_ROW_FIELDS))))
 
 
 def _refuse_rows_as_text(data: Path, head: str) -> None:
@@ -314,8 +316,9 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
     return rows
 
 
-# the fields of an instruction row, read (chat_rows) or told how to be written (Alpaca's)
-_ROW_KEYS = {"messages", *set().union(*_ROW_FIELDS)}
+# the fields of an instruction row, read (chat_rows) or told how to be written (Alpaca's,
+# ShareGPT's)
+_ROW_KEYS = {"messages", "conversations", *set().union(*_ROW_FIELDS)}
 
 
 def _refuse_texts_as_rows(data: str | Path, init: str | None) -> None:
