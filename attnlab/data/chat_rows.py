@@ -47,7 +47,8 @@ from ..errors import UsageError
 from .tables import _decode, parse_json_line, read_bytes
 
 __all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
-           "holdout", "repeated_note", "chat_example", "plain_example", "cut_to", "VAL_SHARE"]
+           "check_last_turns", "holdout", "repeated_note", "chat_example", "plain_example",
+           "cut_to", "VAL_SHARE"]
 
 IGNORE = -100  # the label of a position the loss skips (``F.cross_entropy``'s ignore_index)
 ROLES = ("system", "user", "assistant")
@@ -166,6 +167,24 @@ def _message(message, at: str) -> dict[str, str]:
         raise UsageError(f"{at}: the assistant's reply is empty, which would teach the model "
                          f"to answer nothing; give it text or leave the row out")
     return {"role": message["role"], "content": message["content"]}
+
+
+def check_last_turns(rows: Rows, *, what: str = "--data") -> None:
+    """A new run's check of ``rows`` (``checks.check_rows``): a turn after a conversation's
+    last assistant reply is never read by a step (no counted token follows it), so the row
+    likely lost its reply. Not read on --resume or by ``evaluate``, so that a run that started
+    on such a file goes on as it began.
+
+    Raises:
+        UsageError: one line naming the file, line and message of the first such turn.
+    """
+    for messages, line in zip(rows.conversations, rows.lines):
+        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+        if last + 1 < len(messages):
+            raise UsageError(f"{what} {rows.path} line {line}, message {last + 2}: a "
+                             f"{messages[last + 1]['role']} turn after the last assistant "
+                             f"reply, which the loss never reads (no reply follows it); end "
+                             f"the conversation with the assistant's reply")
 
 
 def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:

@@ -388,6 +388,29 @@ def test_bad_rows_are_one_line_naming_the_file_and_line(tmp_path, text, message)
     assert len(str(refused.value).splitlines()) == 1
 
 
+def test_a_turn_after_the_last_reply_is_refused_for_a_new_run_only(dirs, tmp_path, capsys):
+    """A user turn after the last reply was trained on without a word, though no step reads
+    it (no counted token follows it): the row had likely lost its reply."""
+    from attnlab.runs import record_data_files
+    from attnlab.tasks.lm.checks import check_rows
+
+    rows = _rows(20)
+    rows[5] = {"messages": [*rows[4]["messages"], {"role": "user", "content": "and dog?"}]}
+    data, out = _write(tmp_path / "rows.jsonl", rows), tmp_path / "run"
+    capsys.readouterr()
+    assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(data),
+                 "--out", str(out), *TRAIN, "--max-steps", "1"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"attnlab: error: --data {data} line 6, message 4: a user turn after the last "
+        f"assistant reply, which the loss never reads (no reply follows it); end the "
+        f"conversation with the assistant's reply"]
+    assert not out.exists()
+    # a run that started on such a file (before this check) resumes as it began
+    resumed = {"data": str(data), "resume": True, "init": str(dirs["chatml"]), "seed": 0,
+               "instruction": "chat", **record_data_files({"data": data})}
+    assert len(check_rows(resumed, lambda cfg: None).conversations) == 20
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("text, message", BAD[:2])
 def test_train_refuses_bad_rows_before_the_run_directory(dirs, tmp_path, capsys, text, message):

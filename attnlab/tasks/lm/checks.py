@@ -287,7 +287,7 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
     refuses a "messages" row. The file's SHA-256 is recorded (``data_sha256``) and on
     --resume must be the one the run started with; the held-out tenth must have a row.
     """
-    from ...data.chat_rows import holdout, read_rows
+    from ...data.chat_rows import check_last_turns, holdout, read_rows
     from ...data.tables import check_digest
 
     data, resuming = cfg["data"], bool(cfg.get("resume") and cfg.get("data_sha256"))
@@ -302,6 +302,7 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
         check_init(cfg)
     rows = read_rows(data)
     if not cfg.get("resume"):
+        check_last_turns(rows)
         cfg["instruction"] = "chat" if init_has_chat_template(cfg["init"]) else "plain"
     if cfg.get("instruction") == "plain" and True in rows.as_messages:
         line = rows.lines[rows.as_messages.index(True)]
