@@ -204,6 +204,68 @@ def test_the_loss_is_the_cross_entropy_of_the_assistant_positions_only(dirs):
     assert not torch.equal(*unmasked)
 
 
+# each template's layout written out by hand: (text, whether the loss counts it), per message
+LAYOUT = {
+    "chatml": lambda m: [(f"<|im_start|>{m['role']}\n", False),
+                         *[(t, m["role"] == "assistant") for t in (m["content"], "<|im_end|>")],
+                         ("\n", False)],
+    "llama3": lambda m: [(f"<|start_header_id|>{m['role']}<|end_header_id|>\n\n", False),
+                         *[(t, m["role"] == "assistant")
+                           for t in (m["content"].strip(), "<|eot_id|>")]],
+}
+TURNS = [("reverse: abc", "cba"), ("reverse: dog", " god "), ("and sun?", "nus")]
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_the_ids_trained_on_are_the_templates_and_the_mask_is_the_replies(dirs, tmp_path, style):
+    """For 1, 2 and 3 turns, with and without a system message: the ids a run trains on (its
+    --init tokenizer, and the one it saves and reads back on --resume and generate) are
+    transformers' apply_chat_template of the directory's tokenizer; the loss counts exactly
+    each reply and its end-of-turn token, found from the template's text written by hand;
+    each reply starts where the generation prompt of the turns before it ends; and generate
+    --chat's prompt is apply_chat_template(..., add_generation_prompt=True)."""
+    from attnlab.interop.saved import load_any_tokenizer
+    from attnlab.tasks.lm.checks import init_tokenizer
+    from attnlab.tasks.lm.instruct import ChatSession, encode_rows
+
+    d = dirs[style]
+    theirs = transformers.AutoTokenizer.from_pretrained(d)
+    ours = init_tokenizer(d)
+    ours.save(tmp_path / "tokenizer.json")
+    saved = load_any_tokenizer(tmp_path / "tokenizer.json")
+    chats = []
+    for system in (None, "be brief"):
+        for n in (1, 2, 3):
+            head = [{"role": "system", "content": system}] if system else []
+            chats.append(head + [{"role": r, "content": t} for u, a in TURNS[:n]
+                                 for r, t in (("user", u), ("assistant", a))])
+    rows = read_rows(_write(tmp_path / "chats.jsonl", [{"messages": c} for c in chats]))
+    cfg = SimpleNamespace(instruction="chat", init=str(d), out=None, seed=0, block_size=500)
+    trained = encode_rows(cfg, ours, rows, list(range(len(chats))))
+    assert encode_rows(cfg, saved, rows, list(range(len(chats)))) == trained
+    bos = [("<|begin_of_text|>", False)] if style == "llama3" else []
+    for messages, (ids, labels) in zip(chats, trained):
+        assert ids == theirs.apply_chat_template(messages, tokenize=True, return_dict=False)
+        by_hand, mask = [], []
+        for text, counted in bos + [p for m in messages for p in LAYOUT[style](m)]:
+            piece = theirs.encode(text, add_special_tokens=False)
+            by_hand += piece
+            mask += [counted] * len(piece)
+        assert ids == by_hand
+        assert labels == [i if counted else IGNORE for i, counted in zip(ids, mask)]
+        starts = [t for t in range(1, len(ids)) if mask[t] and not mask[t - 1]]
+        replies = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+        assert [ids[:t] for t in starts] == [theirs.apply_chat_template(
+            messages[:i], add_generation_prompt=True, return_dict=False) for i in replies]
+    session = ChatSession(saved, tmp_path)
+    for system in (None, "be brief"):
+        head = [{"role": "system", "content": system}] if system else []
+        assert session.ids("reverse: abc", system) == theirs.apply_chat_template(
+            [*head, {"role": "user", "content": "reverse: abc"}], add_generation_prompt=True,
+            return_dict=False)
+    assert theirs.convert_tokens_to_ids(STYLES[style][3]) in session.stops
+
+
 def test_a_conversation_longer_than_the_block_is_cut_at_its_end_and_counted():
     examples = [([1, 2, 3, 4, 5], [IGNORE, IGNORE, 3, 4, 5]), ([1, 2, 3], [IGNORE, 2, 3]),
                 ([1, 2, 3, 4, 5, 6], [IGNORE] * 4 + [5, 6])]
