@@ -6,8 +6,10 @@ A row (one JSON object per line) is either
     {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}, ...]}
     {"prompt": "...", "response": "..."}     (read as a user turn and an assistant turn)
 
-Other keys of a row (an id, a source) are kept out of the way; a message has a role and a
-content only. Every problem is one ``UsageError`` naming the flag, the file and the line.
+Other keys of a row (an id, a source) are kept out of the way, but not one the run should
+read (a row-level ``system``, a prompt row's ``input`` or ``context``): refused, not dropped.
+A message has a role and a content only. Every problem is one ``UsageError`` naming the
+flag, the file and the line.
 
 Labels: the loss counts the assistant's tokens only, as TRL's ``assistant_only_loss`` does.
 Every other position holds ``IGNORE`` (-100, ``F.cross_entropy``'s ``ignore_index``). Where
@@ -111,6 +113,7 @@ def _conversation(obj: dict, at: str) -> Messages:
         raise UsageError(f"{at}: field {obj.duplicates[0]!r} appears twice in one object")
     if "messages" in obj and "prompt" in obj:
         raise UsageError(f"{at}: a row has \"messages\" or \"prompt\", not both")
+    _refuse_unread(obj, at)
     if "messages" in obj:
         messages = obj["messages"]
         if not isinstance(messages, list) or not messages:
@@ -139,15 +142,43 @@ def _conversation(obj: dict, at: str) -> Messages:
 _FROM_VALUE = ("\"from\" and \"value\" are \"role\" and \"content\" here (\"human\" is \"user\", "
                "\"gpt\" is \"assistant\")")
 _SHAREGPT = f"; ShareGPT's \"conversations\" is \"messages\", and a message's {_FROM_VALUE}"
-_ALPACA = ("; Alpaca's \"instruction\" and \"input\" are one \"prompt\" here (joined as the model "
-           "should read them), its \"output\" the \"response\"")
+# a prompt row's part of the prompt, as Alpaca (input) and Dolly (context) name them
+_PROMPT_PARTS = ("instruction", "input", "context")
 
 
 def _other_form(obj: dict) -> str:
-    """How a row in ShareGPT's or Alpaca's form is written here ("" for another row)."""
+    """How a row in ShareGPT's form or Alpaca's (or Dolly's) is written here ("" for another
+    row)."""
     if "conversations" in obj:
         return _SHAREGPT
-    return _ALPACA if "instruction" in obj else ""
+    if "instruction" not in obj:
+        return ""
+    parts = [f"\"{k}\"" for k in _PROMPT_PARTS if k in obj]
+    prompt = (f"{' and '.join(parts)} as one \"prompt\" (joined as the model should read them)"
+              if len(parts) > 1 else f"{parts[0]} as the \"prompt\"")
+    answer = next((k for k in ("output", "response") if k in obj), "output")
+    return f"; write {prompt}" + (f" and \"{answer}\" as the \"response\""
+                                  if answer != "response" else "")
+
+
+def _refuse_unread(obj: dict, at: str) -> None:
+    """A row's field that would be ignored though the run should read it: a system message
+    beside "messages" or "prompt" (the row-level "system" of Anthropic's API), the input or
+    context of a prompt row (Alpaca's, Dolly's, left beside a "prompt"). One that holds
+    nothing (null, blank: Alpaca's many rows without an input) loses nothing, and is let be."""
+    def held(key: str) -> bool:
+        value = obj.get(key)
+        return value is not None and not (isinstance(value, str) and not value.strip())
+
+    if held("system") and ("messages" in obj or "prompt" in obj):
+        raise UsageError(f"{at}: field \"system\" is not read (a row's other fields are "
+                         f"ignored); give the system message first in \"messages\", "
+                         f"{{\"role\": \"system\", \"content\": ...}}")
+    unread = next((k for k in _PROMPT_PARTS if held(k)), None) if "prompt" in obj else None
+    if unread:
+        raise UsageError(f"{at}: field \"{unread}\" is not read beside \"prompt\" (a row's "
+                         f"other fields are ignored); join it into \"prompt\" as the model "
+                         f"should read it")
 
 
 def _message(message, at: str) -> dict[str, str]:

@@ -434,9 +434,22 @@ BAD = [
      'here'),
     ('{"prompt": "x", "response": "y"}\n{"instruction": "x", "input": "z", "output": "y"}\n',
      'line 2: no "messages" or "prompt" (fields: instruction, input, output); a row is '
-     '{"messages": [...]} or {"prompt": ..., "response": ...}; Alpaca\'s "instruction" and '
-     '"input" are one "prompt" here (joined as the model should read them), its "output" the '
-     '"response"'),
+     '{"messages": [...]} or {"prompt": ..., "response": ...}; write "instruction" and "input" '
+     'as one "prompt" (joined as the model should read them) and "output" as the "response"'),
+    ('{"instruction": "x", "context": "z", "response": "y", "category": "qa"}\n',  # Dolly's
+     'line 1: no "messages" or "prompt" (fields: instruction, context, response, category); a '
+     'row is {"messages": [...]} or {"prompt": ..., "response": ...}; write "instruction" and '
+     '"context" as one "prompt" (joined as the model should read them)'),
+    # a field the run should read was dropped without a word: the system message (the
+    # row-level "system" of Anthropic's API), the input of a half-converted Alpaca row
+    ('{"system": "be brief", "prompt": "x", "response": "y"}\n',
+     'line 1: field "system" is not read (a row\'s other fields are ignored); give the system '
+     'message first in "messages", {"role": "system", "content": ...}'),
+    ('{"system": "be brief", "messages": [{"role": "user", "content": "x"}, '
+     '{"role": "assistant", "content": "y"}]}\n', 'line 1: field "system" is not read'),
+    ('{"prompt": "reverse", "input": "ab", "response": "ba", "id": 3}\n',
+     'line 1: field "input" is not read beside "prompt" (a row\'s other fields are ignored); '
+     'join it into "prompt" as the model should read it'),
 ]
 
 
@@ -448,6 +461,14 @@ def test_bad_rows_are_one_line_naming_the_file_and_line(tmp_path, text, message)
         read_rows(data)
     assert str(refused.value).startswith(f"--data {data}") and message in str(refused.value)
     assert len(str(refused.value).splitlines()) == 1
+
+
+def test_a_system_or_input_field_that_holds_nothing_is_let_be(tmp_path):
+    """(Alpaca's rows mostly have an empty "input": nothing is lost, nothing refused.)"""
+    data = _write(tmp_path / "rows.jsonl", [{"prompt": "x", "input": "", "context": " ",
+                                              "system": None, "response": "y"}])
+    assert read_rows(data).conversations == [[{"role": "user", "content": "x"},
+                                              {"role": "assistant", "content": "y"}]]
 
 
 def test_a_turn_after_the_last_reply_is_refused_for_a_new_run_only(dirs, tmp_path, capsys):
