@@ -78,8 +78,10 @@ class Rows:
     sha256: str = ""
 
 
-def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
-    """The rows of the JSONL file ``path`` (``what``: its flag, for the messages).
+def read_rows(path: str | Path, *, what: str = "--data", new: bool = True) -> Rows:
+    """The rows of the JSONL file ``path`` (``what``: its flag, for the messages). ``new``:
+    rows not yet trained on, whose fields that would be dropped are refused (``_refuse_unread``);
+    False for the rows a run started on (--resume, ``evaluate RUN``), which go on as they began.
 
     Raises:
         UsageError: one line naming the file (and line) for a missing or unreadable file, no
@@ -98,7 +100,7 @@ def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
         obj = parse_json_line(line, at)
         if not isinstance(obj, dict):
             raise UsageError(f"{at}: expected a JSON object, got {type(obj).__name__}")
-        rows.conversations.append(_conversation(obj, at))
+        rows.conversations.append(_conversation(obj, at, new))
         rows.lines.append(number)
         rows.as_messages.append("messages" in obj)
     if not rows.conversations:
@@ -107,13 +109,14 @@ def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
     return rows
 
 
-def _conversation(obj: dict, at: str) -> Messages:
+def _conversation(obj: dict, at: str, new: bool = True) -> Messages:
     """The messages of one row (a prompt/response row as a user and an assistant turn)."""
     if obj.duplicates:
         raise UsageError(f"{at}: field {obj.duplicates[0]!r} appears twice in one object")
     if "messages" in obj and "prompt" in obj:
         raise UsageError(f"{at}: a row has \"messages\" or \"prompt\", not both")
-    _refuse_unread(obj, at)
+    if new:
+        _refuse_unread(obj, at)
     if "messages" in obj:
         messages = obj["messages"]
         if not isinstance(messages, list) or not messages:

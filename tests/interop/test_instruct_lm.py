@@ -488,7 +488,10 @@ def test_a_turn_after_the_last_reply_is_refused_for_a_new_run_only(dirs, tmp_pat
         f"assistant reply, which the loss never reads (no reply follows it); end the "
         f"conversation with the assistant's reply"]
     assert not out.exists()
-    # a run that started on such a file (before this check) resumes as it began
+    # a run that started on such a file (before these checks) resumes as it began, as one
+    # with a row-level "system" (refused by a new run too: BAD)
+    rows[6] = {"system": "be brief", **rows[6]}
+    data = _write(tmp_path / "started.jsonl", rows)
     resumed = {"data": str(data), "resume": True, "init": str(dirs["chatml"]), "seed": 0,
                "instruction": "chat", **record_data_files({"data": data})}
     assert len(check_rows(resumed, lambda cfg: None).conversations) == 20

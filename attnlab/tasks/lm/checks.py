@@ -300,7 +300,7 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
                              f"pretrained model: give --init DIR (a Hugging Face directory, a "
                              f".gguf file or an lm run)")
         check_init(cfg)
-    rows = read_rows(data)
+    rows = read_rows(data, new=not cfg.get("resume"))
     if not cfg.get("resume"):
         check_last_turns(rows)
         cfg["instruction"] = "chat" if init_has_chat_template(cfg["init"]) else "plain"
