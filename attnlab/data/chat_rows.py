@@ -88,7 +88,8 @@ def read_rows(path: str | Path, *, what: str = "--data", new: bool = True) -> Ro
             rows, a line that is not a JSON object, a row with neither ``messages`` nor
             ``prompt`` (ShareGPT's and Alpaca's told how they are written here), a role other
             than system/user/assistant, a content that is not text, an empty (or blank)
-            assistant reply, or a conversation without an assistant turn.
+            assistant reply, or a conversation without an assistant turn or that opens
+            with one.
     """
     data = read_bytes(path, what=what)
     where = f"{what} {path}"
@@ -138,6 +139,11 @@ def _conversation(obj: dict, at: str, new: bool = True) -> Messages:
     if not any(m["role"] == "assistant" for m in found):
         raise UsageError(f"{at}: the conversation has no assistant turn, so nothing for the "
                          f"loss to count")
+    if found[0]["role"] == "assistant":  # (transformers renders no empty conversation)
+        raise UsageError(f"{at}, message 1: the conversation opens with an assistant turn, "
+                         f"which answers nothing (a chat template renders no conversation "
+                         f"before it, so where its reply starts is not known); open it with a "
+                         f"user or system message")
     return found
 
 

@@ -422,6 +422,12 @@ BAD = [
     ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
      "line 1, message 2: the assistant's reply is empty"),
+    # was refused as a conversation the template "cannot render" (the empty one before it)
+    ('{"messages": [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "x"}, '
+     '{"role": "assistant", "content": "y"}]}\n',
+     "line 1, message 1: the conversation opens with an assistant turn, which answers nothing "
+     "(a chat template renders no conversation before it, so where its reply starts is not "
+     "known); open it with a user or system message"),
     # other tools' forms are told how they are written here (ShareGPT's first row was told to
     # be prepared as texts by train lm)
     ('{"conversations": [{"from": "human", "value": "x"}, {"from": "gpt", "value": "y"}]}\n',
