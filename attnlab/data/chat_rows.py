@@ -6,8 +6,10 @@ A row (one JSON object per line) is either
     {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}, ...]}
     {"prompt": "...", "response": "..."}     (read as a user turn and an assistant turn)
 
-Other keys of a row (an id, a source) are kept out of the way; a message has a role and a
-content only. Every problem is one ``UsageError`` naming the flag, the file and the line.
+Other keys of a row (an id, a source) are kept out of the way, but not one the run should
+read (a row-level ``system``, a prompt row's ``input`` or ``context``): refused, not dropped.
+A message has a role and a content only. Every problem is one ``UsageError`` naming the
+flag, the file and the line.
 
 Labels: the loss counts the assistant's tokens only, as TRL's ``assistant_only_loss`` does.
 Every other position holds ``IGNORE`` (-100, ``F.cross_entropy``'s ``ignore_index``). Where
@@ -47,7 +49,8 @@ from ..errors import UsageError
 from .tables import _decode, parse_json_line, read_bytes
 
 __all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
-           "holdout", "repeated_note", "chat_example", "plain_example", "cut_to", "VAL_SHARE"]
+           "check_last_turns", "holdout", "repeated_note", "chat_example", "plain_example",
+           "cut_to", "VAL_SHARE"]
 
 IGNORE = -100  # the label of a position the loss skips (``F.cross_entropy``'s ignore_index)
 ROLES = ("system", "user", "assistant")
@@ -75,15 +78,18 @@ class Rows:
     sha256: str = ""
 
 
-def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
-    """The rows of the JSONL file ``path`` (``what``: its flag, for the messages).
+def read_rows(path: str | Path, *, what: str = "--data", new: bool = True) -> Rows:
+    """The rows of the JSONL file ``path`` (``what``: its flag, for the messages). ``new``:
+    rows not yet trained on, whose fields that would be dropped are refused (``_refuse_unread``);
+    False for the rows a run started on (--resume, ``evaluate RUN``), which go on as they began.
 
     Raises:
         UsageError: one line naming the file (and line) for a missing or unreadable file, no
             rows, a line that is not a JSON object, a row with neither ``messages`` nor
-            ``prompt``, a role other than system/user/assistant, a content that is not text,
-            an empty (or blank) assistant reply, or a conversation without an assistant
-            turn.
+            ``prompt`` (ShareGPT's and Alpaca's told how they are written here), a role other
+            than system/user/assistant, a content that is not text, an empty (or blank)
+            assistant reply, or a conversation without an assistant turn or that opens
+            with one.
     """
     data = read_bytes(path, what=what)
     where = f"{what} {path}"
@@ -95,7 +101,7 @@ def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
         obj = parse_json_line(line, at)
         if not isinstance(obj, dict):
             raise UsageError(f"{at}: expected a JSON object, got {type(obj).__name__}")
-        rows.conversations.append(_conversation(obj, at))
+        rows.conversations.append(_conversation(obj, at, new))
         rows.lines.append(number)
         rows.as_messages.append("messages" in obj)
     if not rows.conversations:
@@ -104,12 +110,14 @@ def read_rows(path: str | Path, *, what: str = "--data") -> Rows:
     return rows
 
 
-def _conversation(obj: dict, at: str) -> Messages:
+def _conversation(obj: dict, at: str, new: bool = True) -> Messages:
     """The messages of one row (a prompt/response row as a user and an assistant turn)."""
     if obj.duplicates:
         raise UsageError(f"{at}: field {obj.duplicates[0]!r} appears twice in one object")
     if "messages" in obj and "prompt" in obj:
         raise UsageError(f"{at}: a row has \"messages\" or \"prompt\", not both")
+    if new:
+        _refuse_unread(obj, at)
     if "messages" in obj:
         messages = obj["messages"]
         if not isinstance(messages, list) or not messages:
@@ -126,16 +134,66 @@ def _conversation(obj: dict, at: str) -> Messages:
     else:
         keys = ", ".join(obj) or "none"
         raise UsageError(f"{at}: no \"messages\" or \"prompt\" (fields: {keys}); a row is "
-                         f"{{\"messages\": [...]}} or {{\"prompt\": ..., \"response\": ...}}")
+                         f"{{\"messages\": [...]}} or {{\"prompt\": ..., \"response\": ...}}"
+                         f"{_other_form(obj)}")
     if not any(m["role"] == "assistant" for m in found):
         raise UsageError(f"{at}: the conversation has no assistant turn, so nothing for the "
                          f"loss to count")
+    if found[0]["role"] == "assistant":  # (transformers renders no empty conversation)
+        raise UsageError(f"{at}, message 1: the conversation opens with an assistant turn, "
+                         f"which answers nothing (a chat template renders no conversation "
+                         f"before it, so where its reply starts is not known); open it with a "
+                         f"user or system message")
     return found
+
+
+# a row of another tool's form, and how it is written here
+_FROM_VALUE = ("\"from\" and \"value\" are \"role\" and \"content\" here (\"human\" is \"user\", "
+               "\"gpt\" is \"assistant\")")
+_SHAREGPT = f"; ShareGPT's \"conversations\" is \"messages\", and a message's {_FROM_VALUE}"
+# a prompt row's part of the prompt, as Alpaca (input) and Dolly (context) name them
+_PROMPT_PARTS = ("instruction", "input", "context")
+
+
+def _other_form(obj: dict) -> str:
+    """How a row in ShareGPT's form or Alpaca's (or Dolly's) is written here ("" for another
+    row)."""
+    if "conversations" in obj:
+        return _SHAREGPT
+    if "instruction" not in obj:
+        return ""
+    parts = [f"\"{k}\"" for k in _PROMPT_PARTS if k in obj]
+    prompt = (f"{' and '.join(parts)} as one \"prompt\" (joined as the model should read them)"
+              if len(parts) > 1 else f"{parts[0]} as the \"prompt\"")
+    answer = next((k for k in ("output", "response") if k in obj), "output")
+    return f"; write {prompt}" + (f" and \"{answer}\" as the \"response\""
+                                  if answer != "response" else "")
+
+
+def _refuse_unread(obj: dict, at: str) -> None:
+    """A row's field that would be ignored though the run should read it: a system message
+    beside "messages" or "prompt" (the row-level "system" of Anthropic's API), the input or
+    context of a prompt row (Alpaca's, Dolly's, left beside a "prompt"). One that holds
+    nothing (null, blank: Alpaca's many rows without an input) loses nothing, and is let be."""
+    def held(key: str) -> bool:
+        value = obj.get(key)
+        return value is not None and not (isinstance(value, str) and not value.strip())
+
+    if held("system") and ("messages" in obj or "prompt" in obj):
+        raise UsageError(f"{at}: field \"system\" is not read (a row's other fields are "
+                         f"ignored); give the system message first in \"messages\", "
+                         f"{{\"role\": \"system\", \"content\": ...}}")
+    unread = next((k for k in _PROMPT_PARTS if held(k)), None) if "prompt" in obj else None
+    if unread:
+        raise UsageError(f"{at}: field \"{unread}\" is not read beside \"prompt\" (a row's "
+                         f"other fields are ignored); join it into \"prompt\" as the model "
+                         f"should read it")
 
 
 def _message(message, at: str) -> dict[str, str]:
     if isinstance(message, dict) and "role" not in message:
-        raise UsageError(f"{at}: no \"role\"")
+        raise UsageError(f"{at}: no \"role\"" + (f"; ShareGPT's {_FROM_VALUE}"
+                                                 if "from" in message else ""))
     if not isinstance(message, dict) or set(message) != {"role", "content"}:
         shown = ", ".join(message) if isinstance(message, dict) else type(message).__name__
         raise UsageError(f"{at}: a message is {{\"role\", \"content\"}} only, got {shown}")
@@ -149,6 +207,24 @@ def _message(message, at: str) -> dict[str, str]:
         raise UsageError(f"{at}: the assistant's reply is empty, which would teach the model "
                          f"to answer nothing; give it text or leave the row out")
     return {"role": message["role"], "content": message["content"]}
+
+
+def check_last_turns(rows: Rows, *, what: str = "--data") -> None:
+    """A new run's check of ``rows`` (``checks.check_rows``): a turn after a conversation's
+    last assistant reply is never read by a step (no counted token follows it), so the row
+    likely lost its reply. Not read on --resume or by ``evaluate``, so that a run that started
+    on such a file goes on as it began.
+
+    Raises:
+        UsageError: one line naming the file, line and message of the first such turn.
+    """
+    for messages, line in zip(rows.conversations, rows.lines):
+        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+        if last + 1 < len(messages):
+            raise UsageError(f"{what} {rows.path} line {line}, message {last + 2}: a "
+                             f"{messages[last + 1]['role']} turn after the last assistant "
+                             f"reply, which the loss never reads (no reply follows it); end "
+                             f"the conversation with the assistant's reply")
 
 
 def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:

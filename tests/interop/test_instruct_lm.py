@@ -204,6 +204,68 @@ def test_the_loss_is_the_cross_entropy_of_the_assistant_positions_only(dirs):
     assert not torch.equal(*unmasked)
 
 
+# each template's layout written out by hand: (text, whether the loss counts it), per message
+LAYOUT = {
+    "chatml": lambda m: [(f"<|im_start|>{m['role']}\n", False),
+                         *[(t, m["role"] == "assistant") for t in (m["content"], "<|im_end|>")],
+                         ("\n", False)],
+    "llama3": lambda m: [(f"<|start_header_id|>{m['role']}<|end_header_id|>\n\n", False),
+                         *[(t, m["role"] == "assistant")
+                           for t in (m["content"].strip(), "<|eot_id|>")]],
+}
+TURNS = [("reverse: abc", "cba"), ("reverse: dog", " god "), ("and sun?", "nus")]
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_the_ids_trained_on_are_the_templates_and_the_mask_is_the_replies(dirs, tmp_path, style):
+    """For 1, 2 and 3 turns, with and without a system message: the ids a run trains on (its
+    --init tokenizer, and the one it saves and reads back on --resume and generate) are
+    transformers' apply_chat_template of the directory's tokenizer; the loss counts exactly
+    each reply and its end-of-turn token, found from the template's text written by hand;
+    each reply starts where the generation prompt of the turns before it ends; and generate
+    --chat's prompt is apply_chat_template(..., add_generation_prompt=True)."""
+    from attnlab.interop.saved import load_any_tokenizer
+    from attnlab.tasks.lm.checks import init_tokenizer
+    from attnlab.tasks.lm.instruct import ChatSession, encode_rows
+
+    d = dirs[style]
+    theirs = transformers.AutoTokenizer.from_pretrained(d)
+    ours = init_tokenizer(d)
+    ours.save(tmp_path / "tokenizer.json")
+    saved = load_any_tokenizer(tmp_path / "tokenizer.json")
+    chats = []
+    for system in (None, "be brief"):
+        for n in (1, 2, 3):
+            head = [{"role": "system", "content": system}] if system else []
+            chats.append(head + [{"role": r, "content": t} for u, a in TURNS[:n]
+                                 for r, t in (("user", u), ("assistant", a))])
+    rows = read_rows(_write(tmp_path / "chats.jsonl", [{"messages": c} for c in chats]))
+    cfg = SimpleNamespace(instruction="chat", init=str(d), out=None, seed=0, block_size=500)
+    trained = encode_rows(cfg, ours, rows, list(range(len(chats))))
+    assert encode_rows(cfg, saved, rows, list(range(len(chats)))) == trained
+    bos = [("<|begin_of_text|>", False)] if style == "llama3" else []
+    for messages, (ids, labels) in zip(chats, trained):
+        assert ids == theirs.apply_chat_template(messages, tokenize=True, return_dict=False)
+        by_hand, mask = [], []
+        for text, counted in bos + [p for m in messages for p in LAYOUT[style](m)]:
+            piece = theirs.encode(text, add_special_tokens=False)
+            by_hand += piece
+            mask += [counted] * len(piece)
+        assert ids == by_hand
+        assert labels == [i if counted else IGNORE for i, counted in zip(ids, mask)]
+        starts = [t for t in range(1, len(ids)) if mask[t] and not mask[t - 1]]
+        replies = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+        assert [ids[:t] for t in starts] == [theirs.apply_chat_template(
+            messages[:i], add_generation_prompt=True, return_dict=False) for i in replies]
+    session = ChatSession(saved, tmp_path)
+    for system in (None, "be brief"):
+        head = [{"role": "system", "content": system}] if system else []
+        assert session.ids("reverse: abc", system) == theirs.apply_chat_template(
+            [*head, {"role": "user", "content": "reverse: abc"}], add_generation_prompt=True,
+            return_dict=False)
+    assert theirs.convert_tokens_to_ids(STYLES[style][3]) in session.stops
+
+
 def test_a_conversation_longer_than_the_block_is_cut_at_its_end_and_counted():
     examples = [([1, 2, 3, 4, 5], [IGNORE, IGNORE, 3, 4, 5]), ([1, 2, 3], [IGNORE, 2, 3]),
                 ([1, 2, 3, 4, 5, 6], [IGNORE] * 4 + [5, 6])]
@@ -360,6 +422,40 @@ BAD = [
     ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
      "line 1, message 2: the assistant's reply is empty"),
+    # was refused as a conversation the template "cannot render" (the empty one before it)
+    ('{"messages": [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "x"}, '
+     '{"role": "assistant", "content": "y"}]}\n',
+     "line 1, message 1: the conversation opens with an assistant turn, which answers nothing "
+     "(a chat template renders no conversation before it, so where its reply starts is not "
+     "known); open it with a user or system message"),
+    # other tools' forms are told how they are written here (ShareGPT's first row was told to
+    # be prepared as texts by train lm)
+    ('{"conversations": [{"from": "human", "value": "x"}, {"from": "gpt", "value": "y"}]}\n',
+     'line 1: no "messages" or "prompt" (fields: conversations); a row is {"messages": [...]} '
+     'or {"prompt": ..., "response": ...}; ShareGPT\'s "conversations" is "messages", and a '
+     'message\'s "from" and "value" are "role" and "content" here ("human" is "user", "gpt" is '
+     '"assistant")'),
+    ('{"messages": [{"from": "human", "value": "x"}, {"from": "gpt", "value": "y"}]}\n',
+     'line 1, message 1: no "role"; ShareGPT\'s "from" and "value" are "role" and "content" '
+     'here'),
+    ('{"prompt": "x", "response": "y"}\n{"instruction": "x", "input": "z", "output": "y"}\n',
+     'line 2: no "messages" or "prompt" (fields: instruction, input, output); a row is '
+     '{"messages": [...]} or {"prompt": ..., "response": ...}; write "instruction" and "input" '
+     'as one "prompt" (joined as the model should read them) and "output" as the "response"'),
+    ('{"instruction": "x", "context": "z", "response": "y", "category": "qa"}\n',  # Dolly's
+     'line 1: no "messages" or "prompt" (fields: instruction, context, response, category); a '
+     'row is {"messages": [...]} or {"prompt": ..., "response": ...}; write "instruction" and '
+     '"context" as one "prompt" (joined as the model should read them)'),
+    # a field the run should read was dropped without a word: the system message (the
+    # row-level "system" of Anthropic's API), the input of a half-converted Alpaca row
+    ('{"system": "be brief", "prompt": "x", "response": "y"}\n',
+     'line 1: field "system" is not read (a row\'s other fields are ignored); give the system '
+     'message first in "messages", {"role": "system", "content": ...}'),
+    ('{"system": "be brief", "messages": [{"role": "user", "content": "x"}, '
+     '{"role": "assistant", "content": "y"}]}\n', 'line 1: field "system" is not read'),
+    ('{"prompt": "reverse", "input": "ab", "response": "ba", "id": 3}\n',
+     'line 1: field "input" is not read beside "prompt" (a row\'s other fields are ignored); '
+     'join it into "prompt" as the model should read it'),
 ]
 
 
@@ -371,6 +467,40 @@ def test_bad_rows_are_one_line_naming_the_file_and_line(tmp_path, text, message)
         read_rows(data)
     assert str(refused.value).startswith(f"--data {data}") and message in str(refused.value)
     assert len(str(refused.value).splitlines()) == 1
+
+
+def test_a_system_or_input_field_that_holds_nothing_is_let_be(tmp_path):
+    """(Alpaca's rows mostly have an empty "input": nothing is lost, nothing refused.)"""
+    data = _write(tmp_path / "rows.jsonl", [{"prompt": "x", "input": "", "context": " ",
+                                              "system": None, "response": "y"}])
+    assert read_rows(data).conversations == [[{"role": "user", "content": "x"},
+                                              {"role": "assistant", "content": "y"}]]
+
+
+def test_a_turn_after_the_last_reply_is_refused_for_a_new_run_only(dirs, tmp_path, capsys):
+    """A user turn after the last reply was trained on without a word, though no step reads
+    it (no counted token follows it): the row had likely lost its reply."""
+    from attnlab.runs import record_data_files
+    from attnlab.tasks.lm.checks import check_rows
+
+    rows = _rows(20)
+    rows[5] = {"messages": [*rows[4]["messages"], {"role": "user", "content": "and dog?"}]}
+    data, out = _write(tmp_path / "rows.jsonl", rows), tmp_path / "run"
+    capsys.readouterr()
+    assert main(["train", "lm", "--init", str(dirs["chatml"]), "--data", str(data),
+                 "--out", str(out), *TRAIN, "--max-steps", "1"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"attnlab: error: --data {data} line 6, message 4: a user turn after the last "
+        f"assistant reply, which the loss never reads (no reply follows it); end the "
+        f"conversation with the assistant's reply"]
+    assert not out.exists()
+    # a run that started on such a file (before these checks) resumes as it began, as one
+    # with a row-level "system" (refused by a new run too: BAD)
+    rows[6] = {"system": "be brief", **rows[6]}
+    data = _write(tmp_path / "started.jsonl", rows)
+    resumed = {"data": str(data), "resume": True, "init": str(dirs["chatml"]), "seed": 0,
+               "instruction": "chat", **record_data_files({"data": data})}
+    assert len(check_rows(resumed, lambda cfg: None).conversations) == 20
 
 
 @pytest.mark.slow

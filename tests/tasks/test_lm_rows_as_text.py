@@ -22,6 +22,13 @@ def _alpaca(path):
     return path
 
 
+def _sharegpt(path):  # (ShareGPT's .json was trained on as text without a word)
+    path.write_text(json.dumps([{"id": str(i), "conversations": [
+        {"from": "human", "value": p}, {"from": "gpt", "value": r}]}
+        for i, (p, r) in enumerate(ROWS)]))
+    return path
+
+
 PREPARE = "as text, prepare it (attnlab prepare {text} --out CORPUS) and give --data CORPUS"
 RENAME = "as text, rename it {name}, then " + PREPARE.removeprefix("as text, ")
 
@@ -33,6 +40,8 @@ RENAME = "as text, rename it {name}, then " + PREPARE.removeprefix("as text, ")
      RENAME),
     (lambda d: _csv(d / "pairs.tsv", "\t"), "its header (prompt\tresponse) names", RENAME),
     (lambda d: _alpaca(d / "alpaca.json"), "it is JSON that holds instruction rows", PREPARE),
+    (lambda d: _sharegpt(d / "sharegpt.json"), "it is JSON that holds instruction rows",
+     PREPARE),
 ])
 def test_instruction_rows_that_are_not_json_lines_are_refused(tmp_path, capsys, make, seen,
                                                               as_text):
@@ -91,6 +100,12 @@ def test_a_jsonl_of_texts_is_told_to_be_prepared_not_to_give_init(tmp_path, caps
     # Alpaca's rows are told how a row is written (read_rows), not to be prepared as texts
     data.write_text(json.dumps({"instruction": "reverse", "input": "ab", "output": "ba"}) + "\n")
     with pytest.raises(UsageError, match='no "messages" or "prompt" \\(fields: instruction'):
+        check_rows({"data": str(data), "init": "base", "seed": 0}, lambda cfg: None)
+    # so are ShareGPT's (they were told to be prepared, --text-column NAME, as texts)
+    data.write_text(json.dumps({"conversations": [{"from": "human", "value": "reverse: ab"},
+                                                  {"from": "gpt", "value": "ba"}]}) + "\n")
+    with pytest.raises(UsageError, match='no "messages" or "prompt" \\(fields: conversations\\)'
+                       '.*ShareGPT\'s "conversations" is "messages"'):
         check_rows({"data": str(data), "init": "base", "seed": 0}, lambda cfg: None)
     # instruction rows are told what they were
     data.write_text(json.dumps({"prompt": "reverse: ab", "response": "ba"}) + "\n")

@@ -104,7 +104,9 @@ _ROW_FIELDS = ({"prompt", "response"}, {"instruction", "output"})
 # a JSON document of rows: a list of objects, or an object, whose first thing is a key, and
 # one of a row's keys given a value (not a wikitext "{{", a TOML "[table]", prose quoting a key)
 _JSON_START = re.compile(r'\[?\s*\{\s*"')
-_JSON_KEY = re.compile(r'"(?:messages|%s)"\s*:' % "|".join(sorted(set().union(*_ROW_FIELDS))))
+# (ShareGPT's "conversations" too: its .json documents were trained on as text)
+_JSON_KEY = re.compile(r'"(?:messages|conversations|%s)"\s*:'
+                       % "|".join(sorted(set().union(*_ROW_FIELDS))))
 
 
 def _refuse_rows_as_text(data: Path, head: str) -> None:
@@ -285,7 +287,7 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
     refuses a "messages" row. The file's SHA-256 is recorded (``data_sha256``) and on
     --resume must be the one the run started with; the held-out tenth must have a row.
     """
-    from ...data.chat_rows import holdout, read_rows
+    from ...data.chat_rows import check_last_turns, holdout, read_rows
     from ...data.tables import check_digest
 
     data, resuming = cfg["data"], bool(cfg.get("resume") and cfg.get("data_sha256"))
@@ -298,8 +300,9 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
                              f"pretrained model: give --init DIR (a Hugging Face directory, a "
                              f".gguf file or an lm run)")
         check_init(cfg)
-    rows = read_rows(data)
+    rows = read_rows(data, new=not cfg.get("resume"))
     if not cfg.get("resume"):
+        check_last_turns(rows)
         cfg["instruction"] = "chat" if init_has_chat_template(cfg["init"]) else "plain"
     if cfg.get("instruction") == "plain" and True in rows.as_messages:
         line = rows.lines[rows.as_messages.index(True)]
@@ -314,8 +317,9 @@ def check_rows(cfg: dict[str, Any], check_init) -> Any:
     return rows
 
 
-# the fields of an instruction row, read (chat_rows) or told how to be written (Alpaca's)
-_ROW_KEYS = {"messages", *set().union(*_ROW_FIELDS)}
+# the fields of an instruction row, read (chat_rows) or told how to be written (Alpaca's,
+# ShareGPT's)
+_ROW_KEYS = {"messages", "conversations", *set().union(*_ROW_FIELDS)}
 
 
 def _refuse_texts_as_rows(data: str | Path, init: str | None) -> None:

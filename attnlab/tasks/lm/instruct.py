@@ -286,7 +286,7 @@ def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
     checked against config.yaml's digest), or every row of another rows file ``data``."""
     if data is None:
         check_data_files({"data": cfg.data}, cfg.data_sha256, purpose="evaluate")
-        rows = read_rows(cfg.data)
+        rows = read_rows(cfg.data, new=False)  # the rows it was trained on, as read then
         check_digest(cfg.data, rows.sha256, (cfg.data_sha256 or {}).get("data"), what="--data")
         which = holdout(len(rows.conversations), cfg.seed, where=f"--data {cfg.data}")[1]
     else:
