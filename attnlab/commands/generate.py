@@ -208,7 +208,7 @@ def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
     before its first word, as ``attnlab generate DIR`` does)."""
     from ..tasks.lm.continuation import AfterPrompt, continue_prompt
 
-    return continue_prompt(model, AfterPrompt(tokenizer, ids[-1:]), ids, args.max_new_tokens,
+    return continue_prompt(model, AfterPrompt(tokenizer, ids), ids, args.max_new_tokens,
                            greedy=args.greedy, temperature=args.temperature, top_k=args.top_k,
                            top_p=args.top_p, generator=generator, stops=args.stop, write=write,
                            label=label)

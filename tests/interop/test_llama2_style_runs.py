@@ -223,3 +223,56 @@ def test_a_recipe_names_what_init_set_apart_from_what_was_given(made, capsys):
         f"--recipe fast: given, and used instead: --lr 0.001 (the recipe's --lr 0.003); from "
         f"--init {made['dir']}, used instead: --norm rms (the recipe's --norm layer), "
         f"--no-qk-norm (the recipe's --qk-norm)")
+
+
+def _byte_fallback_tokenizer():
+    """Llama 2's tokenizer in small: SentencePiece pieces carrying their space, and a byte
+    piece ("<0xF0>") for each byte of a character it has no piece for (byte_fallback)."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+
+    pieces = [("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0),
+              *((f"<0x{b:02X}>", 0.0) for b in range(256)),
+              *((p, -1.0) for p in ("▁", "▁the", "▁cat", "▁sat"))]
+    tok = Tokenizer(models.Unigram(pieces, unk_id=0, byte_fallback=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
+                                           normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                     decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    return HFTokenizer(tok, {"unk": 0, "bos": 1, "eos": 2})
+
+
+class _Says:
+    """A causal LM that generates ``ids``, one a step (what ``continue_prompt`` reads)."""
+
+    max_len = 64
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def stream(self, prompt, max_new_tokens, **_):
+        import torch
+
+        return (torch.tensor([[i]]) for i in self.ids[:max_new_tokens])
+
+
+@pytest.mark.parametrize("of", ["run", "checkpoint"])
+@pytest.mark.parametrize("prompt, new", [("the 😀", "😀 cat"), ("the 日本", "語 sat"),
+                                         ("the cat", " 😀 sat")])
+def test_a_character_in_byte_pieces_after_a_prompt_ending_in_one_prints_whole(prompt, new, of):
+    """A prompt ending in a character spelt in byte pieces ("😀": four of them), continued by
+    another: generate (of a run or of a checkpoint directory) decoded the new pieces after the
+    prompt's last byte alone, a run of five bytes that are no UTF-8, and printed "����" for
+    the "😀" (streamed and in --json alike). Now it prints what transformers' decode of the
+    whole output reads after the prompt."""
+    from attnlab.commands.generate import continuation
+    from attnlab.commands.hf_generate import reply
+
+    tok = _byte_fallback_tokenizer()
+    ids, whole = tok.encode(prompt), tok.encode(prompt + new)
+    assert whole[:len(ids)] == ids and tok.decode(whole) == prompt + new
+    args = SimpleNamespace(max_new_tokens=20, greedy=True, temperature=None, top_k=None,
+                           top_p=None, stop=[], chat=None)
+    model, printed = _Says(whole[len(ids):]), []
+    out = (continuation(model, tok, ids, args, None, write=printed.append) if of == "run" else
+           reply(model, tok, ids, [tok.eos_id], args, None, write=printed.append))
+    assert "".join(printed) == out == new
