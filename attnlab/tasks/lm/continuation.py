@@ -118,12 +118,12 @@ class AfterPrompt:
 UTF8_MAX_BYTES = 4
 
 
-def whole_end(tokenizer, ids: list[int]) -> list[int]:
-    """The fewest last ``ids`` (one at least) whose text starts with a whole character, not
-    with the last bytes of one (U+FFFD). A SentencePiece tokenizer with byte pieces (Llama 2,
-    Mistral: "<0x80>") decodes a run of them together, one U+FFFD for each byte when they are
-    no UTF-8: after the last byte of a prompt's "😀" alone, the "😀" that follows it would read
-    "����".
+def whole_end(tokenizer, ids: list[int], least: int = 1) -> list[int]:
+    """The fewest last ``ids`` (``least`` at least) whose text starts with a whole character,
+    not with the last bytes of one (U+FFFD). A SentencePiece tokenizer with byte pieces
+    (Llama 2, Mistral: "<0x80>") decodes a run of them together, one U+FFFD for each byte
+    when they are no UTF-8: after the last byte of a prompt's "😀" alone, the "😀" that
+    follows it would read "����".
 
     Examples:
         >>> from attnlab.tokenizers import BPETokenizer
@@ -132,10 +132,11 @@ def whole_end(tokenizer, ids: list[int]) -> list[int]:
         >>> whole_end(tok, ids) == ids[1:]
         True
     """
-    for n in range(1, min(len(ids), UTF8_MAX_BYTES) + 1):
+    least = min(least, len(ids))
+    for n in range(least, min(len(ids), least + UTF8_MAX_BYTES - 1) + 1):
         if not tokenizer.decode(ids[-n:]).startswith("\ufffd"):
             return ids[-n:]
-    return ids[-1:]
+    return ids[-least:]
 
 
 def prompt_ids(tokenizer, text: str, what: str = "--prompt") -> list[int]:
@@ -188,14 +189,17 @@ def note_cut(prompt_tokens: int, max_len: int, label: str, source: str | None = 
 
 
 def prompt_end(tokenizer, ids: list[int], stops: list[str] | None) -> str:
-    """The text at the end of the prompt ``ids`` that a stop string may begin in: its last
-    tokens, as many as the longest stop string has characters (each token has one or more),
-    when ``tokenizer`` prints text after the prompt (``AfterPrompt``); else none (a chat's
-    reply is printed alone: a stop string starts within it)."""
+    """The text at the end of the prompt ``ids`` that a stop string may begin in: at least as
+    many characters as the longest stop string has (each in at most ``UTF8_MAX_BYTES`` tokens:
+    a byte-level piece may hold one byte of a character), from where a character starts
+    (``whole_end``), when ``tokenizer`` prints text after the prompt (``AfterPrompt``); else
+    none (a chat's reply is printed alone: a stop string starts within it)."""
     if not stops or not isinstance(tokenizer, AfterPrompt):
         return ""
     form = getattr(tokenizer, "normalized", None) or (lambda s: s)
-    return tokenizer.tokenizer.decode(ids[-max(len(form(s)) for s in stops):])
+    characters = max(len(form(s)) for s in stops)
+    return tokenizer.tokenizer.decode(whole_end(tokenizer.tokenizer, ids,
+                                                least=UTF8_MAX_BYTES * characters))
 
 
 def text_stops(tokenizer) -> list[int]:
