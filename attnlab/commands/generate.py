@@ -13,6 +13,7 @@ its model converted as ``--init`` converts it, with its own tokenizer, sampling 
 tokenizer kept the chat template of the checkpoint it was trained from."""
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -28,6 +29,10 @@ from .threads import use_threads
 # means a blank line). Any other backslash is refused rather than kept: a stop string that
 # silently never matches would let generation run on.
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
+# Python's stand-ins for the bytes of a command-line argument that are not UTF-8
+# ("surrogateescape": byte 0xe9 is U+DCE9); any lone surrogate, to find them
+_ESCAPED_BYTES = re.compile("[\udc80-\udcff]*")
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -91,6 +96,10 @@ def register(sub) -> None:
 def _check(args) -> None:
     from ..errors import UsageError
 
+    for flag in ("--prompt", "--chat", "--system", "--stop"):
+        value = getattr(args, flag[2:])
+        for text in value if isinstance(value, list) else [value]:
+            check_utf8(text, flag)
     # --greedy would ignore every sampling option without a word: refuse them together
     sampling = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in SAMPLING_FLAGS
                 if getattr(args, name) is not None]
@@ -122,6 +131,36 @@ def _check_chat(args) -> None:
     for flag, value in (("--chat", args.chat), ("--system", args.system)):
         if value is not None and not value.strip():
             raise UsageError(f"{flag} is empty")
+
+
+def check_utf8(text: str | None, flag: str) -> None:
+    r"""``UsageError`` naming ``flag`` and the byte when ``text``, a command-line argument, is
+    not UTF-8. Python hands the bytes of another encoding (a Latin-1 terminal, ``$(cat
+    latin1.txt)``) over as lone surrogates, which a byte-level tokenizer refused with a
+    traceback and a char or word one read as unk, the continuation printed after a broken
+    prompt.
+
+    Examples:
+        >>> check_utf8("caf\u00e9", "--prompt")  # UTF-8: nothing to say
+        >>> check_utf8("caf\udce9 au lait", "--prompt")
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: --prompt is not UTF-8 text (invalid continuation byte at byte 3); the shell passed it in another encoding: give UTF-8 text
+    """
+    from ..errors import UsageError
+
+    if text is None or not _SURROGATES.search(text):
+        return
+    # the bytes the shell gave (a surrogate made otherwise: as UTF-8 would spell it)
+    raw = text.encode("utf-8", "surrogateescape" if _ESCAPED_BYTES.fullmatch(
+        "".join(_SURROGATES.findall(text))) else "surrogatepass")
+    try:
+        raw.decode("utf-8")
+        reason = "a lone surrogate"  # escaped bytes that join into UTF-8: not from a shell
+        at = len(text[:_SURROGATES.search(text).start()].encode("utf-8"))
+    except UnicodeDecodeError as e:
+        reason, at = e.reason, e.start
+    raise UsageError(f"{flag} is not UTF-8 text ({reason} at byte {at}); the shell passed it "
+                     f"in another encoding: give UTF-8 text")
 
 
 def inputs(args) -> tuple[list[str], list[str]]:
@@ -169,7 +208,7 @@ def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
     before its first word, as ``attnlab generate DIR`` does)."""
     from ..tasks.lm.continuation import AfterPrompt, continue_prompt
 
-    return continue_prompt(model, AfterPrompt(tokenizer, ids[-1:]), ids, args.max_new_tokens,
+    return continue_prompt(model, AfterPrompt(tokenizer, ids), ids, args.max_new_tokens,
                            greedy=args.greedy, temperature=args.temperature, top_k=args.top_k,
                            top_p=args.top_p, generator=generator, stops=args.stop, write=write,
                            label=label)

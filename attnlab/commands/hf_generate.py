@@ -122,7 +122,7 @@ def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *
     from ..tasks.lm.continuation import AfterPrompt, continue_prompt
 
     if args.chat is None:  # the text goes on from the prompt printed before it
-        tokenizer = AfterPrompt(tokenizer, ids[-1:])
+        tokenizer = AfterPrompt(tokenizer, ids)
     return continue_prompt(model, tokenizer, ids, args.max_new_tokens, greedy=args.greedy,
                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            generator=generator, stops=args.stop, write=write, label=label,

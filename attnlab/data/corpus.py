@@ -397,6 +397,11 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
     """Encode text files with an already fitted tokeniser into one token file (EOS ids between
     files), streaming as ``prepare`` does; ``TokenWindows`` reads it. Returns the token count.
 
+    When more than half of the tokens are unk (a char or word tokeniser that never saw the
+    text's pieces: Greek given to a run fitted on English), a note on stderr says so, as
+    ``prepare`` says it of a validation split: a model scored on such a text predicts its one
+    unk token again and again, and its loss would pass for one on the text.
+
     Raises:
         UsageError: naming a file that is missing or not UTF-8 text.
 
@@ -408,12 +413,17 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
         >>> encode_file(["other.txt"], load_tokenizer("data/tokenizer.json"), "other.bin")
         10
     """
-    count = 0
+    count = unknown = 0
     with _one_tokenizer_thread(), open(out_path, "wb") as f:
         for _, ids in _encoded(paths, tokenizer, chunk_chars, text_column=text_column):
             np.asarray(ids, dtype=dtype).tofile(f)
             count += len(ids)
+            unknown += ids.count(tokenizer.unk_id)
             del ids  # as in _encode_splits
+    if tokenizer.kind in ("char", "word"):  # (a checkpoint's unk may be its eos: GPT-2's)
+        # (characters 0: the note on long words is of the text a tokeniser is fitted on)
+        _say_pieces_notes(tokenizer, characters=0, tokens=count, unknown=unknown,
+                          what=", ".join(map(str, paths)))
     return count
 
 
@@ -622,15 +632,20 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
 def _notes_on_pieces(path: Path, dtype, tok: Tokenizer, meta: dict, chunk: int = 1 << 24
                      ) -> None:
     """``pieces_notes`` of the validation split, on stderr."""
-    import sys
-
     tokens = np.memmap(path, dtype=dtype, mode="r")
     unknown = sum(int(np.count_nonzero(tokens[i:i + chunk] == tok.unk_id))
                   for i in range(0, len(tokens), chunk))
     total = meta["characters"]
     characters = total - int(total * (1 - meta["val_fraction"]))  # as _write_corpus splits
-    for note in pieces_notes(tok, characters=characters, tokens=len(tokens), unknown=unknown,
-                             what="the validation split"):
+    _say_pieces_notes(tok, characters=characters, tokens=len(tokens), unknown=unknown,
+                      what="the validation split")
+
+
+def _say_pieces_notes(tok: Tokenizer, **counts) -> None:
+    """``pieces_notes(tok, **counts)``, each on stderr as a note."""
+    import sys
+
+    for note in pieces_notes(tok, **counts):
         print(f"note: {note}", file=sys.stderr, flush=True)
 
 

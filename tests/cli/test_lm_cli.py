@@ -236,6 +236,24 @@ def test_greedy_refuses_the_sampling_options_it_would_ignore(tmp_path, capsys, f
                                        f"so {named}, or drop --greedy to sample\n")
 
 
+@pytest.mark.parametrize("flags", [
+    ["--prompt", "un caf\udce9 au lait"],
+    ["--chat", "un caf\udce9 au lait"],
+    ["--chat", "hi", "--system", "un caf\udce9 au lait"],
+    ["--prompt", "hi", "--stop", "un caf\udce9 au lait"],
+])
+def test_generate_refuses_an_argument_that_is_not_utf8_naming_its_byte(tmp_path, capsys, flags):
+    """A Latin-1 shell passes "café" as the byte 0xe9, which Python hands over as U+DCE9: a bpe
+    or Hugging Face tokenizer failed with a traceback (TypeError: TextInputSequence must be
+    str), a char or word run read it as unk and printed the prompt broken. Now one line names
+    the flag and the byte, before the run is read."""
+    assert main(["generate", str(tmp_path / "nope"), *flags]) == 2
+    flag = flags[-2]
+    assert capsys.readouterr().err == (
+        f"attnlab: error: {flag} is not UTF-8 text (invalid continuation byte at byte 6); the "
+        f"shell passed it in another encoding: give UTF-8 text\n")
+
+
 @pytest.mark.slow
 def test_generate_names_prompt_characters_a_bpe_models_text_never_had(tmp_path, capsys):
     """A byte-level BPE model trained on English, prompted in Greek, continued without a word:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.data.corpus import TokenWindows, iter_text_chunks, prepare
+from attnlab.data.corpus import TokenWindows, encode_file, iter_text_chunks, prepare
 from attnlab.errors import UsageError
 from attnlab.tokenizers import load_tokenizer
 
@@ -355,4 +355,25 @@ def test_prepare_notes_pieces_that_will_not_serve_the_model(tmp_path, capsys):
     val = np.fromfile(tmp_path / "en" / "val.bin", dtype=np.uint16)
     assert share == pytest.approx(np.mean(val == 3), abs=0.005)
     prepare([english], tmp_path / "en-all", tokenizer="word")
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("kind", ["char", "word"])
+def test_a_text_encoded_for_scoring_that_is_mostly_unk_is_said(tmp_path, capsys, kind):
+    """`evaluate RUN --data greek.txt` on a char or word run fitted on other text read every
+    Greek piece as its one unk token and reported a val_perplexity as good as on its own text
+    or better (a word run: 14 against 35), without a word. Now the encoding (``encode_file``,
+    evaluate's) says how much of the text is unk; a text of known pieces gets no note."""
+    english = write(tmp_path, "en.txt", "the cat sat on the mat, and the dog ran. " * 50)
+    prepare([english], tmp_path / "en", tokenizer=kind)
+    tok = load_tokenizer(tmp_path / "en" / "tokenizer.json")
+    capsys.readouterr()
+    greek = write(tmp_path, "el.txt", "Καλημέρα κόσμε, τι κάνεις σήμερα; " * 20)
+    n = encode_file([greek], tok, tmp_path / "el.bin")
+    unknown = np.count_nonzero(np.fromfile(tmp_path / "el.bin", dtype=np.uint16) == tok.unk_id)
+    assert capsys.readouterr().err == (
+        f"note: {unknown / n:.0%} of the {n:,} tokens of {greek} are unk, pieces the {kind} "
+        f"tokenizer fitted on the training text lacks (its vocabulary: {tok.vocab_size:,}): "
+        f"the model learns one token for all of them; a bpe tokenizer has fewer\n")
+    encode_file([english], tok, tmp_path / "en.bin")
     assert capsys.readouterr().err == ""

@@ -4,8 +4,10 @@ word's leading space, and a bos token put before every text), given to ``train l
 
 What a user would see if these broke: a run's continuation glued to its prompt ("the catsat"),
 a run that reads a prompt without the bos token its checkpoint and ``transformers`` put
-there (so its export continues a prompt otherwise than ``attnlab generate RUN`` does), and a
-Llama fine-tune trained at lm's dropout 0.1 where the checkpoint has none.
+there (so its export continues a prompt otherwise than ``attnlab generate RUN`` does), a
+Llama fine-tune trained at lm's dropout 0.1 where the checkpoint has none, and, with the byte
+pieces Llama 2 spells a character it has no piece for in, a character after a prompt ending in
+one printed "����" or a --stop string begun in such a prompt never found.
 
 Offline: the family tests' tiny random LlamaForCausalLM (weights drawn with std 0.2, so greedy
 ids are not decided by rounding) beside a tokenizer trained here.
@@ -223,3 +225,79 @@ def test_a_recipe_names_what_init_set_apart_from_what_was_given(made, capsys):
         f"--recipe fast: given, and used instead: --lr 0.001 (the recipe's --lr 0.003); from "
         f"--init {made['dir']}, used instead: --norm rms (the recipe's --norm layer), "
         f"--no-qk-norm (the recipe's --qk-norm)")
+
+
+def _byte_fallback_tokenizer():
+    """Llama 2's tokenizer in small: SentencePiece pieces carrying their space, and a byte
+    piece ("<0xF0>") for each byte of a character it has no piece for (byte_fallback)."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+
+    pieces = [("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0),
+              *((f"<0x{b:02X}>", 0.0) for b in range(256)),
+              *((p, -1.0) for p in ("▁", "▁the", "▁cat", "▁sat"))]
+    tok = Tokenizer(models.Unigram(pieces, unk_id=0, byte_fallback=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
+                                           normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                     decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    return HFTokenizer(tok, {"unk": 0, "bos": 1, "eos": 2})
+
+
+class _Says:
+    """A causal LM that generates ``ids``, one a step (what ``continue_prompt`` reads)."""
+
+    max_len = 64
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def stream(self, prompt, max_new_tokens, **_):
+        import torch
+
+        return (torch.tensor([[i]]) for i in self.ids[:max_new_tokens])
+
+
+@pytest.mark.parametrize("of", ["run", "checkpoint"])
+@pytest.mark.parametrize("prompt, new", [("the 😀", "😀 cat"), ("the 日本", "語 sat"),
+                                         ("the cat", " 😀 sat")])
+def test_a_character_in_byte_pieces_after_a_prompt_ending_in_one_prints_whole(prompt, new, of):
+    """A prompt ending in a character spelt in byte pieces ("😀": four of them), continued by
+    another: generate (of a run or of a checkpoint directory) decoded the new pieces after the
+    prompt's last byte alone, a run of five bytes that are no UTF-8, and printed "����" for
+    the "😀" (streamed and in --json alike). Now it prints what transformers' decode of the
+    whole output reads after the prompt."""
+    from attnlab.commands.generate import continuation
+    from attnlab.commands.hf_generate import reply
+
+    tok = _byte_fallback_tokenizer()
+    ids, whole = tok.encode(prompt), tok.encode(prompt + new)
+    assert whole[:len(ids)] == ids and tok.decode(whole) == prompt + new
+    args = SimpleNamespace(max_new_tokens=20, greedy=True, temperature=None, top_k=None,
+                           top_p=None, stop=[], chat=None)
+    model, printed = _Says(whole[len(ids):]), []
+    out = (continuation(model, tok, ids, args, None, write=printed.append) if of == "run" else
+           reply(model, tok, ids, [tok.eos_id], args, None, write=printed.append))
+    assert "".join(printed) == out == new
+
+
+@pytest.mark.parametrize("pieces", ["byte fallback", "byte-level bpe"])
+@pytest.mark.parametrize("prompt, new, stop", [("the 日本", "語 sat", "本語"),
+                                               ("the 😀", "😀 cat", "😀😀")])
+def test_a_stop_string_begun_by_a_character_in_byte_pieces_stops_where_completed(
+        prompt, new, stop, pieces):
+    """--stop "本語" after the prompt "the 日本": the stop string appears as soon as the model
+    writes "語", but generate looked for it after the prompt's last 2 tokens, 2 of the 3
+    bytes of "本" (a byte-level BPE's, and Llama 2's byte pieces, spell a character in up to
+    4), and printed "語 sat" on. Now it prints nothing, as --stop "rld" after "wor" does."""
+    from attnlab.commands.generate import continuation
+    from attnlab.tokenizers import BPETokenizer
+
+    tok = (_byte_fallback_tokenizer() if pieces == "byte fallback" else
+           BPETokenizer.fit(["the cat sat"], vocab_size=270))
+    ids, whole = tok.encode(prompt), tok.encode(prompt + new)
+    assert whole[:len(ids)] == ids and len(ids) > len(tok.encode(prompt[:-1])) + 1
+    args = SimpleNamespace(max_new_tokens=20, greedy=True, temperature=None, top_k=None,
+                           top_p=None, stop=[stop], chat=None)
+    printed = []
+    out = continuation(_Says(whole[len(ids):]), tok, ids, args, None, write=printed.append)
+    assert "".join(printed) == out == ""

@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["StopStreamer", "AfterPrompt", "prompt_ids", "continue_prompt", "prompt_read",
-           "note_cut", "prompt_end", "prediction_of"]
+__all__ = ["StopStreamer", "AfterPrompt", "whole_end", "prompt_ids", "continue_prompt",
+           "prompt_read", "note_cut", "prompt_end", "prediction_of"]
 
 
 def prediction_of(text: str) -> dict[str, str]:
@@ -90,26 +90,53 @@ class StopStreamer:
 
 
 class AfterPrompt:
-    """``tokenizer``'s text of new ids as it reads after the prompt's last ids ``context``.
+    """``tokenizer``'s text of new ids as it reads after the prompt ``prompt`` (its ids).
 
     A SentencePiece-style tokenizer (Llama 2, Mistral) writes a word's leading space as part of
     its token and drops the space that starts a decoded text, so the continuation decoded
-    alone would be glued to the prompt ("the cat" + "sat"): decoded after ``context`` and cut
-    after it, it keeps its space ("the cat" + " sat"), as ``transformers``' ``decode`` of the
-    whole output does. A byte-level BPE (GPT-2, Llama 3, Qwen) decodes the same either way.
+    alone would be glued to the prompt ("the cat" + "sat"): decoded after the prompt's last
+    ids and cut after them, it keeps its space ("the cat" + " sat"), as ``transformers``'
+    ``decode`` of the whole output does. A byte-level BPE (GPT-2, Llama 3, Qwen) decodes the
+    same either way. Those last ids start where a character does (``whole_end``): their byte
+    pieces must not join the new ones into bytes that are no text.
     """
 
-    def __init__(self, tokenizer, context: list[int]) -> None:
-        self.tokenizer, self.context = tokenizer, context
+    def __init__(self, tokenizer, prompt: list[int]) -> None:
+        self.tokenizer, self.context = tokenizer, whole_end(tokenizer, prompt)
         self.vocab_size, self.eos_id = tokenizer.vocab_size, tokenizer.eos_id
         self.checkpoint_eos_ids = getattr(tokenizer, "checkpoint_eos_ids", [])
         # the tokenizer's normal form, if it has one: StopStreamer puts --stop strings in it
         self.normalized = getattr(tokenizer, "normalized", None)
-        self.before = tokenizer.decode(context)
+        self.before = tokenizer.decode(self.context)
 
     def decode(self, ids: list[int]) -> str:
         text = self.tokenizer.decode([*self.context, *ids])
         return text[len(self.before):] if text.startswith(self.before) else self.tokenizer.decode(ids)
+
+
+# the most bytes a character takes in UTF-8, so the most byte pieces it is spelt in
+UTF8_MAX_BYTES = 4
+
+
+def whole_end(tokenizer, ids: list[int], least: int = 1) -> list[int]:
+    """The fewest last ``ids`` (``least`` at least) whose text starts with a whole character,
+    not with the last bytes of one (U+FFFD). A SentencePiece tokenizer with byte pieces
+    (Llama 2, Mistral: "<0x80>") decodes a run of them together, one U+FFFD for each byte
+    when they are no UTF-8: after the last byte of a prompt's "😀" alone, the "😀" that
+    follows it would read "����".
+
+    Examples:
+        >>> from attnlab.tokenizers import BPETokenizer
+        >>> tok = BPETokenizer.fit(["x"], vocab_size=260)
+        >>> ids = tok.encode("a\u00e9")  # "a" and the two bytes of "é"
+        >>> whole_end(tok, ids) == ids[1:]
+        True
+    """
+    least = min(least, len(ids))
+    for n in range(least, min(len(ids), least + UTF8_MAX_BYTES - 1) + 1):
+        if not tokenizer.decode(ids[-n:]).startswith("\ufffd"):
+            return ids[-n:]
+    return ids[-least:]
 
 
 def prompt_ids(tokenizer, text: str, what: str = "--prompt") -> list[int]:
@@ -162,14 +189,17 @@ def note_cut(prompt_tokens: int, max_len: int, label: str, source: str | None = 
 
 
 def prompt_end(tokenizer, ids: list[int], stops: list[str] | None) -> str:
-    """The text at the end of the prompt ``ids`` that a stop string may begin in: its last
-    tokens, as many as the longest stop string has characters (each token has one or more),
-    when ``tokenizer`` prints text after the prompt (``AfterPrompt``); else none (a chat's
-    reply is printed alone: a stop string starts within it)."""
+    """The text at the end of the prompt ``ids`` that a stop string may begin in: at least as
+    many characters as the longest stop string has (each in at most ``UTF8_MAX_BYTES`` tokens:
+    a byte-level piece may hold one byte of a character), from where a character starts
+    (``whole_end``), when ``tokenizer`` prints text after the prompt (``AfterPrompt``); else
+    none (a chat's reply is printed alone: a stop string starts within it)."""
     if not stops or not isinstance(tokenizer, AfterPrompt):
         return ""
     form = getattr(tokenizer, "normalized", None) or (lambda s: s)
-    return tokenizer.tokenizer.decode(ids[-max(len(form(s)) for s in stops):])
+    characters = max(len(form(s)) for s in stops)
+    return tokenizer.tokenizer.decode(whole_end(tokenizer.tokenizer, ids,
+                                                least=UTF8_MAX_BYTES * characters))
 
 
 def text_stops(tokenizer) -> list[int]:
