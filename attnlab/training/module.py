@@ -29,7 +29,7 @@ from . import muon
 from .totals import resolve
 
 __all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "make_scheduler", "optimizer_groups", "decay_groups", "fused_adamw_ok", "computed_tables",
-           "exact_tables", "back_to_float32"]
+           "exact_tables", "frozen_weights", "back_to_float32"]
 
 
 def batch_size(batch) -> int:
@@ -299,11 +299,21 @@ def exact_tables(module: nn.Module) -> dict[str, torch.Tensor]:
             if b.dtype == torch.float32}
 
 
+def frozen_weights(module: nn.Module) -> dict[str, torch.Tensor]:
+    """CPU copies of ``module``'s frozen float32 parameters (``--freeze``, the weights under
+    ``--lora-rank``'s update), by name, to put back by ``back_to_float32``: a ``bf16-true``
+    run trains with them rounded to bfloat16, and saves them as they were, bit for bit, as
+    frozen weights are (the checkpoint keeps them for ``--resume``)."""
+    return {name: p.detach().to("cpu", copy=True) for name, p in module.named_parameters()
+            if not p.requires_grad and p.dtype == torch.float32}
+
+
 @torch.no_grad()
 def back_to_float32(module: nn.Module, tables: dict[str, torch.Tensor]) -> None:
     """Float32 weights again after training in ``64`` or ``bf16-true``, with the computed
-    tables put back exact (``tables`` from ``exact_tables`` before training), not rounded
-    through bfloat16: what comes after training — the test split, the figures,
+    tables (and any frozen weights) put back exact (``tables`` from ``exact_tables`` and
+    ``frozen_weights`` before training), not rounded through bfloat16: what comes after
+    training — the test split, the figures,
     ``model.safetensors`` — then uses the dtype ``attnlab.load`` builds, so ``metrics.json``
     is what ``attnlab evaluate`` reports for the saved weights (bfloat16 -> float32 is exact;
     float64 -> float32 rounds to 24 bits). The mixed precisions keep float32 weights: nothing
@@ -311,7 +321,7 @@ def back_to_float32(module: nn.Module, tables: dict[str, torch.Tensor]) -> None:
     if not any(p.is_floating_point() and p.dtype != torch.float32 for p in module.parameters()):
         return
     module.to(torch.float32)
-    now = computed_tables(module)
+    now = {**computed_tables(module), **dict(module.named_parameters())}
     for name, exact in tables.items():
         if name in now and now[name].shape == exact.shape:
             now[name].copy_(exact.to(now[name].device))
