@@ -270,9 +270,8 @@ class Loop:
         self.optimizer, self.scheduler = self._optimizer(params)
         last = checkpoint_dir(self.run_dir) / "last.ckpt"
         state = self._checkpoint(last) if cfg.resume else None
-        if state and len(state["optimizer"]["param_groups"]) != len(self.optimizer.param_groups):
-            # a checkpoint with one parameter group resumes with one group (docs/compatibility.md)
-            self.optimizer, self.scheduler = self._optimizer(list(self.model.parameters()))
+        if state:
+            self._groups_saved(state)
         self.optimizer = fabric.setup_optimizers(self.optimizer)
         if state:
             self._restore(last, state)
@@ -288,6 +287,20 @@ class Loop:
         self.device_batches = fabric.device.type != "cpu"
         self.scaler = self._scaler()
         return str(last) if state else None
+
+    def _groups_saved(self, state: dict[str, Any]) -> None:
+        """--resume: the optimiser's parameter groups as the checkpoint has them
+        (docs/compatibility.md): one group (saved by a run without weight decay that trained
+        with one), or a class token in the decayed group (saved before it was left out)."""
+        saved = [len(g["params"]) for g in state["optimizer"]["param_groups"]]
+        if len(saved) != len(self.optimizer.param_groups):
+            self.optimizer, self.scheduler = self._optimizer(list(self.model.parameters()))
+            return
+        if saved == [len(g["params"]) for g in self.optimizer.param_groups]:
+            return
+        older = self._optimizer(optimizer_groups(self.model, self.cfg, decay_tokens=True))
+        if saved == [len(g["params"]) for g in older[0].param_groups]:
+            self.optimizer, self.scheduler = older
 
     def _scaler(self):
         """The gradient scaler of ``16-mixed`` on a GPU (None under every other precision)."""
