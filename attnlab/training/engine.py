@@ -61,7 +61,7 @@ from .hardware import check_hardware, launch, make_fabric  # noqa: F401
 from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
 from .module import (OptimizerSettings, TaskModule, back_to_float32, batch_size, exact_tables,
-                     make_optimizer, optimizer_groups)
+                     frozen_weights, make_optimizer, optimizer_groups)
 from .progress import Progress
 from .totals import is_total
 
@@ -259,6 +259,8 @@ class Loop:
             # unchanged; the torch model inside the TaskModule.
             self.module.model.compile()
         self.tables = exact_tables(self.module)  # before a *-true precision rounds them
+        # bf16-true rounds the frozen weights too: kept exact, to be saved as they were
+        self.frozen = frozen_weights(self.module) if cfg.precision == "bf16-true" else {}
         self.model = fabric.setup_module(self.module)
         # the step calls the task's loss by name through Fabric's wrapper: under DDP and FSDP
         # the call goes through their forward (gradient syncing, sharded parameters)
@@ -268,9 +270,8 @@ class Loop:
         self.optimizer, self.scheduler = self._optimizer(params)
         last = checkpoint_dir(self.run_dir) / "last.ckpt"
         state = self._checkpoint(last) if cfg.resume else None
-        if state and len(state["optimizer"]["param_groups"]) != len(self.optimizer.param_groups):
-            # a checkpoint with one parameter group resumes with one group (docs/compatibility.md)
-            self.optimizer, self.scheduler = self._optimizer(list(self.model.parameters()))
+        if state:
+            self._groups_saved(state)
         self.optimizer = fabric.setup_optimizers(self.optimizer)
         if state:
             self._restore(last, state)
@@ -286,6 +287,20 @@ class Loop:
         self.device_batches = fabric.device.type != "cpu"
         self.scaler = self._scaler()
         return str(last) if state else None
+
+    def _groups_saved(self, state: dict[str, Any]) -> None:
+        """--resume: the optimiser's parameter groups as the checkpoint has them
+        (docs/compatibility.md): one group (saved by a run without weight decay that trained
+        with one), or a class token in the decayed group (saved before it was left out)."""
+        saved = [len(g["params"]) for g in state["optimizer"]["param_groups"]]
+        if len(saved) != len(self.optimizer.param_groups):
+            self.optimizer, self.scheduler = self._optimizer(list(self.model.parameters()))
+            return
+        if saved == [len(g["params"]) for g in self.optimizer.param_groups]:
+            return
+        older = self._optimizer(optimizer_groups(self.model, self.cfg, decay_tokens=True))
+        if saved == [len(g["params"]) for g in older[0].param_groups]:
+            self.optimizer, self.scheduler = older
 
     def _scaler(self):
         """The gradient scaler of ``16-mixed`` on a GPU (None under every other precision)."""
@@ -333,6 +348,9 @@ class Loop:
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
         self.step, self.clock = int(state["global_step"]), TrainClock(float(state["train_seconds"]))
+        if self.frozen:  # the model was built anew: its frozen weights are the checkpoint's,
+            # rounded; exact, where the checkpoint has them (one saved before: left rounded)
+            self.frozen = dict(state.get("frozen_float32") or {})
         if self.watch is not None and state.get("best") is not None:  # the best so far
             note = self.watch.load_state_dict(state["best"], str(last))
             if note and self.fabric.is_global_zero:
@@ -707,6 +725,8 @@ class Loop:
                  "max_steps": self.max_steps}
         if self.watch is not None:  # the best so far, and its weights (training/best.py)
             state["best"] = self.watch.state_dict()
+        if self.frozen:  # bf16-true: the frozen weights as float32, for model.safetensors
+            state["frozen_float32"] = self.frozen
         if self.fabric.is_global_zero:
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -774,7 +794,7 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     validation = keep_best(loop)
     if cfg.compile:  # ... and eager: each new shape of it would compile the model again
         module.model._compiled_call_impl = None
-    back_to_float32(module, loop.tables)
+    back_to_float32(module, {**loop.tables, **loop.frozen})
     lora = lora_factors(module.model)  # --lora-rank: finish writes them as a peft adapter
     merge_lora(module.model)  # the saved model is an ordinary one ...
     module.model.requires_grad_(True)  # ... which knows nothing of what --freeze froze

@@ -5,10 +5,10 @@ A ``TaskModule`` wraps a task's torch model and says what one batch costs:
 name. The optimiser is AdamW with a warm-up schedule stepped every iteration: the course's
 cosine warm-up (``schedule: cosine``), the paper's Noam schedule (``schedule: noam``; then
 --lr is the Noam factor), or one that decays to ``min_lr`` (nanoGPT's cosine, wsd, linear,
-constant: ``make_scheduler``). Weight decay, where a run sets it, applies to matrices only (the GPT
-recipe): not to biases, norms or learned positions (``decay_groups``). ``--optimizer muon``
-gives the blocks' weight matrices to Muon instead, in one optimiser with AdamW
-(``attnlab.training.muon``).
+constant: ``make_scheduler``). Weight decay, where a run sets it, applies to matrices only (the
+GPT recipe): not to biases, norms, learned positions or class tokens (``decay_groups``).
+``--optimizer muon`` gives the blocks' weight matrices to Muon instead, in one optimiser with
+AdamW (``attnlab.training.muon``).
 
 Nothing here imports Lightning: ``attnlab.training.engine`` is the loop, on Fabric.
 """
@@ -29,7 +29,7 @@ from . import muon
 from .totals import resolve
 
 __all__ = ["TaskModule", "OptimizerSettings", "make_optimizer", "make_scheduler", "optimizer_groups", "decay_groups", "fused_adamw_ok", "computed_tables",
-           "exact_tables", "back_to_float32"]
+           "exact_tables", "frozen_weights", "back_to_float32", "learned_token"]
 
 
 def batch_size(batch) -> int:
@@ -129,14 +129,29 @@ def fused_adamw_ok(params: list) -> bool:
             and all(p.is_floating_point() for p in params))
 
 
+def learned_token(p: torch.Tensor) -> bool:
+    """Whether ``p`` is one learned vector held as a sequence of one token, (1, 1, D): a
+    classifier's or a jet tagger's class token, put before the batch's tokens. A vector,
+    not a matrix, whatever its number of dimensions.
+
+    Examples:
+        >>> learned_token(torch.zeros(1, 1, 8)), learned_token(torch.zeros(1, 8))
+        (True, False)
+    """
+    return p.ndim > 2 and p.shape[:-1].numel() == 1
+
+
 def decay_groups(module: nn.Module, weight_decay: float, *,
-                 leave: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
+                 leave: frozenset[int] = frozenset(),
+                 decay_tokens: bool = False) -> list[dict[str, Any]]:
     """``module``'s trainable parameters in two AdamW groups: the matrices (linear layers'
     weights, token embeddings) with ``weight_decay``, and the rest — biases, norms' scales,
-    learned position tables — without (the GPT recipe: decaying a norm's scale or a bias
-    pulls it towards a value that means nothing, and a position table is looked up, not
-    multiplied). A parameter shared by two modules (tied embeddings) is listed once; one
-    whose ``id`` is in ``leave`` (another optimiser's) is not listed.
+    learned position tables, class tokens (``learned_token``) — without (the GPT recipe:
+    decaying a norm's scale or a bias pulls it towards a value that means nothing, and a
+    position table or a class token is added or read, not multiplied). A parameter shared by
+    two modules (tied embeddings) is listed once; one whose ``id`` is in ``leave`` (another
+    optimiser's) is not listed. ``decay_tokens``: a class token is decayed, as it was in a
+    checkpoint saved before it was not (``--resume`` keeps the groups a run trained with).
 
     Examples:
         >>> net = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8))
@@ -150,7 +165,8 @@ def decay_groups(module: nn.Module, weight_decay: float, *,
         if not p.requires_grad or id(p) in seen:
             continue
         seen.add(id(p))
-        (decay if p.ndim >= 2 and id(p) not in positions else keep).append(p)
+        matrix = p.ndim >= 2 and id(p) not in positions
+        (decay if matrix and (decay_tokens or not learned_token(p)) else keep).append(p)
     return [{"params": decay, "weight_decay": weight_decay},
             {"params": keep, "weight_decay": 0.0}]
 
@@ -195,11 +211,12 @@ class OptimizerSettings:
         return cls(**{k: getattr(cfg, k) for k in names})
 
 
-def optimizer_groups(module: nn.Module, cfg: Any) -> list:
+def optimizer_groups(module: nn.Module, cfg: Any, *, decay_tokens: bool = False) -> list:
     """What ``make_optimizer`` trains of ``module`` under ``cfg`` (``OptimizerSettings.of``):
-    its trainable parameters, in ``decay_groups`` where a run sets weight decay, and for
-    ``--optimizer muon`` the blocks' weight matrices (``muon.hidden_matrices``) in a group
-    of their own marked ``"muon"``, with the same weight decay.
+    its trainable parameters, in ``decay_groups`` where a run sets weight decay (with
+    ``decay_tokens``: as a checkpoint saved before class tokens were left undecayed), and
+    for ``--optimizer muon`` the blocks' weight matrices (``muon.hidden_matrices``) in a
+    group of their own marked ``"muon"``, with the same weight decay.
 
     Raises:
         UsageError: ``--optimizer muon`` with nothing for Muon to train (the task's
@@ -213,9 +230,12 @@ def optimizer_groups(module: nn.Module, cfg: Any) -> list:
             raise UsageError(f"--optimizer muon: this {type(module).__name__} trains no weight "
                              f"matrix of a Transformer block, which are what Muon trains; use "
                              f"--optimizer adamw")
-        rest = decay_groups(module, wd, leave=frozenset(map(id, hidden)))
+        rest = decay_groups(module, wd, leave=frozenset(map(id, hidden)),
+                            decay_tokens=decay_tokens)
         return [*rest, {"params": hidden, "weight_decay": wd, "muon": True}]
-    return decay_groups(module, wd) if wd else [p for p in module.parameters() if p.requires_grad]
+    if not wd:
+        return [p for p in module.parameters() if p.requires_grad]
+    return decay_groups(module, wd, decay_tokens=decay_tokens)
 
 
 def make_optimizer(params, cfg: Any, *, model_dim: int, max_steps: int, fused: bool = True):
@@ -299,11 +319,21 @@ def exact_tables(module: nn.Module) -> dict[str, torch.Tensor]:
             if b.dtype == torch.float32}
 
 
+def frozen_weights(module: nn.Module) -> dict[str, torch.Tensor]:
+    """CPU copies of ``module``'s frozen float32 parameters (``--freeze``, the weights under
+    ``--lora-rank``'s update), by name, to put back by ``back_to_float32``: a ``bf16-true``
+    run trains with them rounded to bfloat16, and saves them as they were, bit for bit, as
+    frozen weights are (the checkpoint keeps them for ``--resume``)."""
+    return {name: p.detach().to("cpu", copy=True) for name, p in module.named_parameters()
+            if not p.requires_grad and p.dtype == torch.float32}
+
+
 @torch.no_grad()
 def back_to_float32(module: nn.Module, tables: dict[str, torch.Tensor]) -> None:
     """Float32 weights again after training in ``64`` or ``bf16-true``, with the computed
-    tables put back exact (``tables`` from ``exact_tables`` before training), not rounded
-    through bfloat16: what comes after training — the test split, the figures,
+    tables (and any frozen weights) put back exact (``tables`` from ``exact_tables`` and
+    ``frozen_weights`` before training), not rounded through bfloat16: what comes after
+    training — the test split, the figures,
     ``model.safetensors`` — then uses the dtype ``attnlab.load`` builds, so ``metrics.json``
     is what ``attnlab evaluate`` reports for the saved weights (bfloat16 -> float32 is exact;
     float64 -> float32 rounds to 24 bits). The mixed precisions keep float32 weights: nothing
@@ -311,7 +341,7 @@ def back_to_float32(module: nn.Module, tables: dict[str, torch.Tensor]) -> None:
     if not any(p.is_floating_point() and p.dtype != torch.float32 for p in module.parameters()):
         return
     module.to(torch.float32)
-    now = computed_tables(module)
+    now = {**computed_tables(module), **dict(module.named_parameters())}
     for name, exact in tables.items():
         if name in now and now[name].shape == exact.shape:
             now[name].copy_(exact.to(now[name].device))

@@ -231,3 +231,35 @@ def test_classify_lora_trains_the_update_and_the_new_head(tmp_path, monkeypatch,
     assert any(k.startswith("output_net.") for k in changed)
     assert any(adapted in k for k in changed)
     assert all(k.startswith("output_net.") or adapted in k for k in changed), changed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, frozen", [
+    (["--freeze", "all-but-last-1"],
+     lambda k: k.startswith(("decoder.layers.0.", "positional_encoding."))),
+    (["--lora-rank", "2"], lambda k: ".self_attn." not in k or k.endswith("bias")),
+], ids=["freeze", "lora"])
+@pytest.mark.parametrize("resumed", [False, True], ids=["whole", "resumed"])
+def test_frozen_weights_are_saved_bit_for_bit_after_a_bf16_true_run(tmp_path, flags, frozen,
+                                                                    resumed):
+    """--precision bf16-true trains the weights in bfloat16: the frozen ones are the
+    --init model's all the same in model.safetensors, not rounded to bfloat16's 8 bits; also
+    after --resume, which builds the model anew from the checkpoint (its frozen weights
+    bfloat16's), not from --init."""
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    base, out = tmp_path / "base", tmp_path / "run"
+    data = ["--data", str(tmp_path / "text.txt"), "--block-size", "16", *TINY]
+    assert main(["train", "lm", *data, "--out", str(base), "--precision", "32"]) == 0
+    run = ["train", "lm", *data, "--out", str(out), "--precision", "bf16-true", *flags]
+    if resumed:  # the first 2 of the 4 steps, then the rest
+        assert main([*run, "--init", str(base), "--max-steps", "2"]) == 0
+        assert main([*run, "--resume"]) == 0
+    else:
+        assert main([*run, "--init", str(base)]) == 0
+    start, final = attnlab.load(base)[0].state_dict(), attnlab.load(out)[0].state_dict()
+    kept = [k for k in final if frozen(k)]
+    # bfloat16 would round these
+    assert len(kept) > 5 and any(not torch.equal(start[k], start[k].bfloat16().float())
+                                 for k in kept)
+    assert [k for k in kept if not torch.equal(final[k], start[k])] == []
+    assert any(not torch.equal(final[k], start[k]) for k in final if not frozen(k))

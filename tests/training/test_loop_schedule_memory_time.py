@@ -4,8 +4,9 @@ tiny models:
 - ``--accumulate N``: one optimiser step over N batches of B equals one step over one batch of
   N·B (copied weights; the update applied by plain SGD, so a wrong gradient scale shows, where
   Adam's first step would hide it), for lm and classify, and where the batches' losses are
-  means over different numbers of targets (lm's unlabelled targets, translate's padding,
-  classify's class weights, a short batch); with --epochs, an epoch's last step takes the
+  means over different numbers of targets (lm's unlabelled targets, translate's and tag's
+  padding, classify's class weights, a short batch); the step's gradient clipped once, summed;
+  with --epochs, an epoch's last step takes the
   batches left, so each is trained on once an epoch; DDP's sync skipped on all but the
   step's last batch; a run with it (and a wsd schedule, checkpointed activations, dropout)
   killed and resumed ends with the weights of one never killed;
@@ -31,6 +32,7 @@ from attnlab.training import engine, fit
 from attnlab.training.classifier import ClassifierModule
 from attnlab.training.lm import LMModule, lm_loss
 from attnlab.training.seq2seq import Seq2SeqModule
+from attnlab.training.tagger import TaggerModule
 
 from .loop_probe import probe_loop
 
@@ -89,12 +91,28 @@ def _translate_with_padding():
     return model, "translate", Seq2SeqModule, (src, tgt)
 
 
-def _step(make, tmp_path, accumulate: int, first: int | None = None):
+def _tag_with_padding():
+    """tag's sentences: the first batch's padded after two words (label -100 past them), the
+    second's all T words labelled."""
+    torch.manual_seed(0)
+    model = SequenceClassifier(vocab_size=V, num_classes=3, model_dim=16, num_heads=2,
+                               num_layers=2, dim_feedforward=32, max_len=T, head="token")
+    g = torch.Generator().manual_seed(1)
+    ids, labels = torch.randint(1, V, (N * B, T), generator=g), torch.randint(0, 3, (N * B, T),
+                                                                              generator=g)
+    ids[:B, 2:], labels[:B, 2:] = 0, IGNORE
+    tagger = functools.partial(TaggerModule, tags=["O", "B-X", "I-X"], score=None)
+    return model, "tag", tagger, (ids, labels)
+
+
+def _step(make, tmp_path, accumulate: int, first: int | None = None, **settings):
     """The weights after one optimiser step on the N·B examples, in ``accumulate`` batches
-    (with ``first``: two, the first of ``first`` examples)."""
+    (with ``first``: two, the first of ``first`` examples); no clipping unless ``settings``
+    say (it would hide a wrong scale)."""
     model, task, Module, (x, y) = make()
-    cfg = get_task(task).config(accumulate=accumulate, warmup=0, model_dim=16, precision="32",
-                                checkpoint_every=100, grad_clip=0.0)  # clipping would hide a scale
+    cfg = get_task(task).config(**{"accumulate": accumulate, "warmup": 0, "model_dim": 16,
+                                   "precision": "32", "checkpoint_every": 100,
+                                   "grad_clip": 0.0, **settings})
     size = len(x) // accumulate
     cuts = [0, first, len(x)] if first else [*range(0, len(x), size), len(x)]
     batches = [(x[i:j], y[i:j]) for i, j in zip(cuts, cuts[1:])]
@@ -118,9 +136,9 @@ def test_n_batches_of_b_make_the_step_of_one_batch_of_n_times_b(make, tmp_path, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("make, first", [
-    (_lm_with_unlabelled_targets, B), (_translate_with_padding, B),
+    (_lm_with_unlabelled_targets, B), (_translate_with_padding, B), (_tag_with_padding, B),
     (_classify_with_class_weights, B), (_classify, 4)],
-    ids=["lm-unlabelled-targets", "translate-padding", "classify-class-weights",
+    ids=["lm-unlabelled-targets", "translate-padding", "tag-padding", "classify-class-weights",
          "classify-unequal-batches"])
 def test_accumulated_batches_count_as_their_targets(make, first, tmp_path, monkeypatch):
     """Two batches whose losses are means over different numbers of targets (tokens counted,
@@ -132,6 +150,23 @@ def test_accumulated_batches_count_as_their_targets(make, first, tmp_path, monke
     assert sum(not torch.equal(whole[k], before[k]) for k in whole) > 10
     for name in whole:
         torch.testing.assert_close(accumulated[name], whole[name], rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.slow
+def test_the_accumulated_gradient_is_clipped_once(tmp_path, monkeypatch):
+    """--grad-clip 0.01 with --accumulate 2: the step's summed gradient is clipped, once, to
+    norm 0.01, as one batch of both would be (clipping each batch's share, or clipping twice,
+    would step elsewhere). No weight decay: the step is then lr x the clipped gradient."""
+    _sgd(monkeypatch)
+    clip = {"grad_clip": 0.01, "weight_decay": 0.0}
+    before, whole = _step(_lm, tmp_path / "whole", accumulate=1, **clip)
+    _, accumulated = _step(_lm, tmp_path / "accumulated", accumulate=N, **clip)
+    moved = torch.cat([(whole[k] - before[k]).flatten() for k in whole
+                       if k != "lm_head.weight"])  # the token embedding, tied: once
+    assert moved.norm() == pytest.approx(0.5 * 0.01, rel=1e-4)  # lr 0.5 x the clipped norm
+    for name in whole:
+        torch.testing.assert_close(accumulated[name], whole[name], rtol=1e-5, atol=1e-7,
                                    msg=lambda m: f"{name}: {m}")
 
 

@@ -5,7 +5,9 @@ import copy
 import pytest
 import torch
 
-from attnlab.training.module import fused_adamw_ok, make_optimizer
+from attnlab.models import JetTagger, SequenceClassifier
+from attnlab.models.configs import JetTaggerConfig, SequenceClassifierConfig
+from attnlab.training.module import fused_adamw_ok, make_optimizer, optimizer_groups
 
 CFG = {"lr": 1e-2, "warmup": 5, "weight_decay": 0.1}
 
@@ -158,3 +160,55 @@ def test_without_a_fused_kernel_the_per_tensor_update_is_used(monkeypatch):
     assert isinstance(opt, real) and not opt.param_groups[0]["fused"]
     _train(net, opt, sched, 3)
     assert any(not torch.equal(a, b) for a, b in zip(net.parameters(), before))
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+@pytest.mark.parametrize("make", [
+    lambda: SequenceClassifier(SequenceClassifierConfig(num_classes=3, vocab_size=20,
+                                                        model_dim=16, num_heads=2, num_layers=1,
+                                                        pooling="cls")),
+    lambda: JetTagger(JetTaggerConfig(model_dim=16, num_heads=2, num_layers=1,
+                                      class_token=True, class_layers=1))],
+    ids=["classify-cls", "jets-class-token"])
+def test_weight_decay_leaves_a_class_token_alone_as_a_bias(make, optimizer):
+    """--weight-decay is on matrices only: a class token (one learned vector, (1, 1, D)) is not
+    pulled towards 0, as a bias is not; the embedding and the head's matrices are. One step
+    with a zero gradient: AdamW's decoupled decay alone moves a weight, by lr x decay."""
+    torch.manual_seed(0)
+    model = make()
+    cfg = {**CFG, "optimizer": optimizer, "warmup": 0}
+    opt, _ = make_optimizer(optimizer_groups(model, cfg), cfg, model_dim=16, max_steps=10)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    after = dict(model.named_parameters())
+    token = "cls" if "cls" in after else "class_token"
+    assert torch.equal(after[token], before[token])
+    head = [n for n in after if after[n].ndim == 2 and n.startswith(("output_net", "head"))]
+    assert head and all(torch.allclose(after[n], before[n] * (1 - 1e-2 * 0.1), rtol=0, atol=1e-7)
+                        for n in head)
+
+
+@pytest.mark.slow
+def test_a_classify_run_saved_with_its_class_token_decayed_resumes(tmp_path, monkeypatch):
+    """A checkpoint saved while the class token was in the decayed group (before it was left
+    out) resumes with the groups it was saved with (docs/compatibility.md), not refused by
+    PyTorch for groups of other sizes."""
+    import json
+
+    from attnlab.cli import main
+    from attnlab.training import module
+
+    rows = ["text,label"] + [f"{w} is {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
+                             for i, w in enumerate(["this", "that", "it", "one"] * 10)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "run"
+    argv = ["train", "classify", "--data", str(tmp_path / "data.csv"), "--out", str(out),
+            "--model-dim", "16", "--num-heads", "2", "--num-layers", "1", "--batch-size", "8",
+            "--threads", "1", "--weight-decay", "0.1", "--warmup", "1"]
+    with monkeypatch.context() as m:
+        m.setattr(module, "learned_token", lambda p: False)  # the rule before
+        assert main([*argv, "--max-steps", "2"]) == 0
+    assert main([*argv, "--max-steps", "4", "--resume"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 4
