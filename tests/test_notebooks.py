@@ -159,3 +159,34 @@ def test_full_size_asserts_run_at_full_size_and_only_there(path):
     expression = compile(ast.Expression(flag), "FULL_SIZE", "eval")
     assert eval(expression, full) is True
     assert eval(expression, {**full, **small_parameters(nb)}) is False
+
+
+def training_cell(nb) -> int | None:
+    """The index of a notebook's first cell that trains a run through the `attnlab` command
+    into an ``--out`` directory (the cell a learner is likeliest to run twice), or None."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and '"train"' in cell.source and '"--out"' in cell.source:
+            return index
+    return None
+
+
+TRAINING = [p for p in NOTEBOOKS if training_cell(nbformat.read(p, as_version=4)) is not None]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", TRAINING, ids=[p.stem for p in TRAINING])
+def test_a_training_cell_run_twice_stops_with_the_commands_reason(path, tmp_path, kernel):
+    """Run a second time, a training cell finds its --out directory holding the first run;
+    `attnlab train` refuses (it never overwrites a run) and the learner must see why, not a bare
+    AssertionError with the command's message swallowed."""
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    at = training_cell(nb)
+    nb.cells = nb.cells[:at + 1] + [nbformat.v4.new_code_cell(nb.cells[at].source)]
+    twice = tmp_path / path.name
+    nbformat.write(nb, twice)
+    with pytest.raises(CellExecutionError) as stopped:
+        execute(twice, overrides=small_parameters(nb), cwd=tmp_path, timeout=600, kernel=kernel)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))  # the traceback, uncoloured
+    assert "attnlab: error: --out " in shown, shown[-2000:]
