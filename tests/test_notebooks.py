@@ -190,3 +190,33 @@ def test_a_training_cell_run_twice_stops_with_the_commands_reason(path, tmp_path
         execute(twice, overrides=small_parameters(nb), cwd=tmp_path, timeout=600, kernel=kernel)
     shown = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))  # the traceback, uncoloured
     assert "attnlab: error: --out " in shown, shown[-2000:]
+
+
+def code_cell_with(nb, text: str) -> int:
+    """The index of the one code cell whose source contains ``text``."""
+    found = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and text in c.source]
+    assert len(found) == 1, f"{len(found)} code cells contain {text!r}"
+    return found[0]
+
+
+@pytest.mark.slow
+def test_drawing_the_jets_again_leaves_the_attention_readings_as_they_were(tmp_path, kernel):
+    """Notebook 05: a learner who scrolls back and runs the cell that draws a top and a QCD jet
+    again, then the attention cell of section 6, gets the same readings of the same test jet;
+    the drawing cell's own names must not replace the test jet's ``i``, ``n`` and ``pt``."""
+    path = next(p for p in NOTEBOOKS if p.stem == "05_jets")
+    nb = nbformat.read(path, as_version=4)
+    drawing, attention = code_cell_with(nb, "constituent_features("), \
+        code_cell_with(nb, "get_attention_maps(")
+    again = [nbformat.v4.new_code_cell(nb.cells[i].source) for i in (drawing, attention)]
+    nb.cells = nb.cells + again
+    rerun = tmp_path / path.name
+    nbformat.write(nb, rerun)
+    ran = execute(rerun, overrides=small_parameters(nb), cwd=tmp_path, timeout=600, kernel=kernel)
+
+    def printed(cell):
+        return "".join(o.text for o in cell.outputs if o.output_type == "stream")
+
+    first = next(c for c in ran.cells if c.cell_type == "code"
+                 and c.source == nb.cells[attention].source)
+    assert printed(first) and printed(ran.cells[-1]) == printed(first)
