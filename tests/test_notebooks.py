@@ -159,3 +159,64 @@ def test_full_size_asserts_run_at_full_size_and_only_there(path):
     expression = compile(ast.Expression(flag), "FULL_SIZE", "eval")
     assert eval(expression, full) is True
     assert eval(expression, {**full, **small_parameters(nb)}) is False
+
+
+def training_cell(nb) -> int | None:
+    """The index of a notebook's first cell that trains a run through the `attnlab` command
+    into an ``--out`` directory (the cell a learner is likeliest to run twice), or None."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and '"train"' in cell.source and '"--out"' in cell.source:
+            return index
+    return None
+
+
+TRAINING = [p for p in NOTEBOOKS if training_cell(nbformat.read(p, as_version=4)) is not None]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", TRAINING, ids=[p.stem for p in TRAINING])
+def test_a_training_cell_run_twice_stops_with_the_commands_reason(path, tmp_path, kernel):
+    """Run a second time, a training cell finds its --out directory holding the first run;
+    `attnlab train` refuses (it never overwrites a run) and the learner must see why, not a bare
+    AssertionError with the command's message swallowed."""
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    at = training_cell(nb)
+    nb.cells = nb.cells[:at + 1] + [nbformat.v4.new_code_cell(nb.cells[at].source)]
+    twice = tmp_path / path.name
+    nbformat.write(nb, twice)
+    with pytest.raises(CellExecutionError) as stopped:
+        execute(twice, overrides=small_parameters(nb), cwd=tmp_path, timeout=600, kernel=kernel)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))  # the traceback, uncoloured
+    assert "attnlab: error: --out " in shown, shown[-2000:]
+
+
+def code_cell_with(nb, text: str) -> int:
+    """The index of the one code cell whose source contains ``text``."""
+    found = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and text in c.source]
+    assert len(found) == 1, f"{len(found)} code cells contain {text!r}"
+    return found[0]
+
+
+@pytest.mark.slow
+def test_drawing_the_jets_again_leaves_the_attention_readings_as_they_were(tmp_path, kernel):
+    """Notebook 05: a learner who scrolls back and runs the cell that draws a top and a QCD jet
+    again, then the attention cell of section 6, gets the same readings of the same test jet;
+    the drawing cell's own names must not replace the test jet's ``i``, ``n`` and ``pt``."""
+    path = next(p for p in NOTEBOOKS if p.stem == "05_jets")
+    nb = nbformat.read(path, as_version=4)
+    drawing, attention = code_cell_with(nb, "constituent_features("), \
+        code_cell_with(nb, "get_attention_maps(")
+    again = [nbformat.v4.new_code_cell(nb.cells[i].source) for i in (drawing, attention)]
+    nb.cells = nb.cells + again
+    rerun = tmp_path / path.name
+    nbformat.write(nb, rerun)
+    ran = execute(rerun, overrides=small_parameters(nb), cwd=tmp_path, timeout=600, kernel=kernel)
+
+    def printed(cell):
+        return "".join(o.text for o in cell.outputs if o.output_type == "stream")
+
+    first = next(c for c in ran.cells if c.cell_type == "code"
+                 and c.source == nb.cells[attention].source)
+    assert printed(first) and printed(ran.cells[-1]) == printed(first)
