@@ -67,7 +67,16 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
 def naming(error: BaseException, path: str | Path) -> BaseException:
     """``error``, naming ``path`` when it is an ``OSError`` that names no file: a ``write``
     to an open file on a full disk names none, and the one line the command line prints for
-    it would otherwise blame standard output (``attnlab.cli``). Any other error as it is."""
+    it would otherwise blame standard output (``attnlab.cli``).
+
+    ``torch.save``'s zip writer reports a write that failed (a full disk, ``ulimit -f``) as
+    its own ``RuntimeError`` ("unexpected pos ..."), raised while the write's ``OSError`` was
+    being handled: that ``OSError`` is the error, named. Any other error as it is."""
+    cause = error
+    while isinstance(cause, RuntimeError) and cause.__context__ is not None:
+        cause = cause.__context__
+    if isinstance(cause, OSError):
+        error = cause
     if isinstance(error, OSError) and error.filename is None:
         error.filename = str(path)
     return error

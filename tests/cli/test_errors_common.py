@@ -246,6 +246,65 @@ def test_a_full_disk_while_weights_are_saved_is_a_write_error_naming_the_file(tm
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_full_disk_inside_torch_save_is_the_write_error_naming_the_file(tmp_path):
+    """What torch.save raises when the disk fills part-way (its zip writer's RuntimeError,
+    "unexpected pos ...") is, once named, the OSError of the failed write: one line, exit 1."""
+    import torch
+
+    from attnlab.runs import naming
+
+    class FillsUp(io.RawIOBase):
+        written = 0
+
+        def writable(self):
+            return True
+
+        def write(self, data):
+            self.written += len(data)
+            if self.written > 300:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return len(data)
+
+    path = tmp_path / "last.ckpt"
+    with pytest.raises(BaseException) as raised:
+        torch.save({"weights": torch.zeros(300)}, FillsUp())
+    error = naming(raised.value, path)
+    assert isinstance(error, OSError)
+    assert (error.errno, error.filename) == (errno.ENOSPC, str(path))
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_the_checkpoint_is_written_is_one_line_and_keeps_the_last(tmp_path):
+    """`ulimit -f` (or a full disk) under `train --resume`: torch.save's zip writer reports the
+    failed write as its own RuntimeError ("unexpected pos ..."), which ended the run in a
+    traceback; it is the write's OSError naming the checkpoint (one line, exit 1), and the
+    previous last.ckpt stays as it was, with no half-written file beside it."""
+    import resource
+    import shutil
+    from pathlib import Path
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "reverse-trainer", run)
+    ckpt = run / "checkpoints" / "last.ckpt"
+    before = ckpt.read_bytes()
+    # above what a resumed run writes before its checkpoint, below the checkpoint: its write
+    # fails inside torch.save (a limit that falls in its last buffered bytes fails in the
+    # flush after torch.save, an OSError already)
+    limit = 4096
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run([sys.executable, "-m", "attnlab", "train", "reverse", "--out",
+                           str(run), "--resume", "--max-steps", "30", "--threads", "1"],
+                          preexec_fn=small_files, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == f"attnlab: cannot write to {ckpt}: File too large"
+    assert ckpt.read_bytes() == before
+    assert sorted(p.name for p in ckpt.parent.iterdir()) == ["last.ckpt"]
+
+
 def _refuse_reading(monkeypatch, locked):
     """``locked`` read as a file without read permission (the tests may run as root, who
     reads any file)."""
