@@ -10,11 +10,15 @@ offending flag, file, column or value and no traceback; 1 only for an internal f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import errno
 import gc
+import os
 import re
+import signal
 import sys
+import threading
 from importlib import import_module
 
 from .errors import Interrupted, UsageError
@@ -174,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = _glue_negative_values(sys.argv[1:] if argv is None else list(argv))
         _check_given_once(argv)
         args = build_parser().parse_args(argv)
-        code = int(args.func(args) or 0)
+        with _sigterm_interrupts():
+            code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, so a full disk is reported below, not at interpreter exit
         return code
     except UsageError as e:
@@ -214,6 +219,35 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"attnlab: out of memory: {text[:300]}", file=sys.stderr)
         return 1
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM (``kill PID``, a batch scheduler's stop, ``timeout``) raises ``Interrupted`` in
+    the command, as Ctrl-C raises KeyboardInterrupt: what a command undoes when it is stopped
+    (prepare's half-written token files, export's partial directory) it undoes on a kill too,
+    and it exits 143 with one line. Killed at once, prepare left token files that its next
+    run took for a prepared corpus. (``train`` and ``view --serve`` set their own handlers
+    inside.) A process forked from this one (a pool's worker) ends at once, as by default;
+    where SIGTERM is not at its default (ignored, or a program's own handler), it is left."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    ours = os.getpid()
+
+    def interrupt(signum, frame):
+        if os.getpid() != ours:  # a forked child: the default, which ends it
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Interrupted("terminated (SIGTERM)", signum)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def console() -> int:
