@@ -91,7 +91,7 @@ def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:
 def not_found(what: str, path: str | Path) -> UsageError:
     """The error of an input file that is not there: ``WHAT: file not found: PATH`` (without
     ``WHAT: `` where ``what`` is "": a positional FILE), and where PATH starts with a ``~``
-    that nothing expanded, the path meant.
+    that nothing expanded, the path meant; where PATH is ``-``, that it is not standard input.
 
         >>> str(not_found("--data", "~/nowhere.csv")).startswith(
         ...     "--data: file not found: ~/nowhere.csv ('~' is not expanded here")
@@ -100,6 +100,8 @@ def not_found(what: str, path: str | Path) -> UsageError:
     found = _unexpanded(path)
     meant = (f" ({NOT_EXPANDED}: write it out in full, e.g. {found[1]})"
              if found and found[1] else "")
+    if str(path) == "-":  # the usual name of standard input, which only --input-file reads
+        meant = " ('-' is not standard input here: name the file)"
     return UsageError(f"{f'{what}: ' if what else ''}file not found: {path}{meant}")
 
 

@@ -377,6 +377,20 @@ def test_weights_it_may_not_read_are_not_said_to_be_missing(run_dir, monkeypatch
                                        f"(Permission denied)\n")
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["prepare", "-", "--out", "OUT"], ""),
+    (["train", "lm", "--data", "-", "--out", "OUT"], "--data: "),
+    (["train", "classify", "--data", "-", "--out", "OUT"], "--data: "),
+])
+def test_a_dash_for_a_file_is_not_said_to_be_a_missing_file_alone(argv, flag, capsys, tmp_path):
+    """`cat corpus.txt | attnlab prepare - --out c`: '-' reads standard input for --input-file
+    only; elsewhere "file not found: -" left a user of Unix tools asking why."""
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    assert _fails(argv, capsys) == (f"attnlab: error: {flag}file not found: - ('-' is not "
+                                    f"standard input here: name the file)")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv, named", [
     (["predict", "RUN", "--input", " "], "--input is empty"),
     (["plot", "attention", "RUN", "--input", "\t"], "--input is empty"),
