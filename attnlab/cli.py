@@ -65,7 +65,8 @@ class ArgumentParser(argparse.ArgumentParser):
             if not extras:
                 raise
         if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest(extras)}")
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest(extras)}"
+                       f"{_as_path(extras)}")
         return namespace, extras
 
     def _unknown(self, args: list[str]) -> list[str]:
@@ -92,6 +93,15 @@ class ArgumentParser(argparse.ArgumentParser):
                  if word.startswith("-") and not _NEGATIVE_NUMBER.match(word)]
         meant = [m for word in typed for m in _near("--" + word.lstrip("-"), flags, typed=word)]
         return f"; did you mean {', '.join(meant)}?" if meant else ""
+
+
+def _as_path(extras: list[str]) -> str:
+    """"; -r1 is read as a flag: write ./-r1 for the path" for a word that starts with a dash
+    and names a file or directory here (``attnlab predict -r1``), as ``rm ./-f`` is written."""
+    paths = [w for w in extras if w.startswith("-") and len(w) > 1 and os.path.lexists(w)]
+    if not paths:
+        return ""
+    return f"; {paths[0]} is read as a flag: write {os.path.join('.', paths[0])} for the path"
 
 
 def _near(word: str, names: list[str], cutoff: float = 0.75, typed: str = "") -> list[str]:

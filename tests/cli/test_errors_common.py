@@ -440,6 +440,18 @@ def test_a_misspelt_command_or_flag_is_answered_with_the_one_meant(argv, said, t
     assert not (tmp_path / "OUT").exists()
 
 
+@pytest.mark.parametrize("argv", [["predict", "-r1", "--input", "1 2"], ["evaluate", "-r1"],
+                                  ["export", "-r1", "--hf", "out"]])
+def test_a_path_that_starts_with_a_dash_is_told_how_to_write_it(argv, tmp_path, monkeypatch,
+                                                                 capsys):
+    """`attnlab predict -r1` (a run directory named -r1, as a shell glob or script may pass
+    it): the word is read as a flag, and the refusal says how to give the path, as `rm ./-f`."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-r1").mkdir()
+    line = _fails(argv, capsys, "unrecognized arguments: -r1")
+    assert line.endswith("; -r1 is read as a flag: write ./-r1 for the path")
+
+
 def test_a_flag_of_other_words_is_not_offered_as_the_one_meant(capsys):
     """translate's text is an argument: its --input-file is another flag, not a correction of
     --input (argparse's abbreviations once read one as the other)."""
