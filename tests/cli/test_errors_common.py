@@ -391,6 +391,25 @@ def test_a_dash_for_a_file_is_not_said_to_be_a_missing_file_alone(argv, flag, ca
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv", [["train", "lm", "--data", "FIFO", "--out", "OUT"],
+                                  ["evaluate", "RUN", "--data", "FIFO"]])
+def test_a_pipe_for_a_file_is_said_to_be_a_pipe_not_a_missing_file(argv, run_dir, tmp_path,
+                                                                   capsys):
+    """`attnlab train lm --data <(zcat corpus.gz)`: the pipe is there, but is no file these
+    read; "file not found: /dev/fd/63" sent the user looking for a file that existed."""
+    import os
+
+    here = tmp_path / "here"
+    here.mkdir()
+    fifo = here / "fifo"
+    os.mkfifo(fifo)  # no writer: a command that opened it would wait forever
+    names = {"FIFO": str(fifo), "OUT": str(here / "out"), "RUN": str(run_dir)}
+    assert _fails([names.get(a, a) for a in argv], capsys) == (
+        f"attnlab: error: --data: {fifo} is not a regular file (a pipe, as <(...) gives, or a "
+        f"device); write its text to a file and give that")
+    assert sorted(p.name for p in here.iterdir()) == ["fifo"]
+
+
 @pytest.mark.parametrize("argv, named", [
     (["predict", "RUN", "--input", " "], "--input is empty"),
     (["plot", "attention", "RUN", "--input", "\t"], "--input is empty"),
