@@ -57,6 +57,7 @@ class ArgumentParser(argparse.ArgumentParser):
         # names the command and the closest of its own flags (argparse would hand the words
         # up to the top-level parser, which knows neither). attnlab wants no leftovers.
         args = sys.argv[1:] if args is None else list(args)
+        self._words = args  # for error()'s hint
         try:
             namespace, extras = super().parse_known_args(args, namespace)
         except UsageError as e:
@@ -83,6 +84,7 @@ class ArgumentParser(argparse.ArgumentParser):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
         # main() already prints "attnlab: error:" (adding one here would print it twice)
         where = self.prog.removeprefix("attnlab").strip()
+        message += _dash_value(message, getattr(self, "_words", []), self._option_string_actions)
         raise UsageError(f"{where}: {message}" if where else message)
 
     def _closest(self, extras: list[str]) -> str:
@@ -93,6 +95,21 @@ class ArgumentParser(argparse.ArgumentParser):
                  if word.startswith("-") and not _NEGATIVE_NUMBER.match(word)]
         meant = [m for word in typed for m in _near("--" + word.lstrip("-"), flags, typed=word)]
         return f"; did you mean {', '.join(meant)}?" if meant else ""
+
+
+def _dash_value(message: str, args: list[str], flags) -> str:
+    """"; a value that starts with '-' is written --out=-r1" where ``message`` is argparse's
+    "argument --out: expected one argument" and the word after --out in ``args`` starts with a
+    dash but is none of the parser's ``flags``: argparse took it for a flag (``train reverse
+    --out -r1``). "" otherwise."""
+    flag = re.search(r"argument (--[\w-]+): expected one argument", message)
+    if flag is None or flag[1] not in args:
+        return ""
+    after = args[args.index(flag[1]) + 1:][:1]
+    if (not after or not after[0].startswith("-") or after[0].startswith("--")
+            or after[0] == "-" or after[0].split("=", 1)[0] in flags):
+        return ""
+    return f"; a value that starts with '-' is written {flag[1]}={after[0]}"
 
 
 def _as_path(extras: list[str]) -> str:

@@ -471,6 +471,20 @@ def test_a_path_that_starts_with_a_dash_is_told_how_to_write_it(argv, tmp_path, 
     assert line.endswith("; -r1 is read as a flag: write ./-r1 for the path")
 
 
+@pytest.mark.parametrize("argv, hint", [
+    (["train", "reverse", "--out", "-r1"], "; a value that starts with '-' is written --out=-r1"),
+    (["plot", "pe", "--out", "-pe.png"], "; a value that starts with '-' is written "
+                                         "--out=-pe.png"),
+    (["train", "reverse", "--out", "--max-steps", "3"], ""),  # a forgotten value: no hint
+    (["train", "reverse", "--out", "-h"], ""),
+])
+def test_a_value_that_starts_with_a_dash_is_told_how_to_write_it(argv, hint, capsys):
+    """`--out -r1`: argparse reads -r1 as a flag and says only that --out "expected one
+    argument"; the refusal says how to give such a value."""
+    line = _fails(argv, capsys, "expected one argument")
+    assert line.endswith(f"expected one argument{hint}")
+
+
 def test_a_flag_of_other_words_is_not_offered_as_the_one_meant(capsys):
     """translate's text is an argument: its --input-file is another flag, not a correction of
     --input (argparse's abbreviations once read one as the other)."""
