@@ -10,11 +10,15 @@ offending flag, file, column or value and no traceback; 1 only for an internal f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import errno
 import gc
+import os
 import re
+import signal
 import sys
+import threading
 from importlib import import_module
 
 from .errors import Interrupted, UsageError
@@ -53,6 +57,7 @@ class ArgumentParser(argparse.ArgumentParser):
         # names the command and the closest of its own flags (argparse would hand the words
         # up to the top-level parser, which knows neither). attnlab wants no leftovers.
         args = sys.argv[1:] if args is None else list(args)
+        self._words = args  # for error()'s hint
         try:
             namespace, extras = super().parse_known_args(args, namespace)
         except UsageError as e:
@@ -61,7 +66,8 @@ class ArgumentParser(argparse.ArgumentParser):
             if not extras:
                 raise
         if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest(extras)}")
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest(extras)}"
+                       f"{_as_path(extras)}")
         return namespace, extras
 
     def _unknown(self, args: list[str]) -> list[str]:
@@ -78,6 +84,7 @@ class ArgumentParser(argparse.ArgumentParser):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
         # main() already prints "attnlab: error:" (adding one here would print it twice)
         where = self.prog.removeprefix("attnlab").strip()
+        message += _dash_value(message, getattr(self, "_words", []), self._option_string_actions)
         raise UsageError(f"{where}: {message}" if where else message)
 
     def _closest(self, extras: list[str]) -> str:
@@ -88,6 +95,30 @@ class ArgumentParser(argparse.ArgumentParser):
                  if word.startswith("-") and not _NEGATIVE_NUMBER.match(word)]
         meant = [m for word in typed for m in _near("--" + word.lstrip("-"), flags, typed=word)]
         return f"; did you mean {', '.join(meant)}?" if meant else ""
+
+
+def _dash_value(message: str, args: list[str], flags) -> str:
+    """"; a value that starts with '-' is written --out=-r1" where ``message`` is argparse's
+    "argument --out: expected one argument" and the word after --out in ``args`` starts with a
+    dash but is none of the parser's ``flags``: argparse took it for a flag (``train reverse
+    --out -r1``). "" otherwise."""
+    flag = re.search(r"argument (--[\w-]+): expected one argument", message)
+    if flag is None or flag[1] not in args:
+        return ""
+    after = args[args.index(flag[1]) + 1:][:1]
+    if (not after or not after[0].startswith("-") or after[0].startswith("--")
+            or after[0] == "-" or after[0].split("=", 1)[0] in flags):
+        return ""
+    return f"; a value that starts with '-' is written {flag[1]}={after[0]}"
+
+
+def _as_path(extras: list[str]) -> str:
+    """"; -r1 is read as a flag: write ./-r1 for the path" for a word that starts with a dash
+    and names a file or directory here (``attnlab predict -r1``), as ``rm ./-f`` is written."""
+    paths = [w for w in extras if w.startswith("-") and len(w) > 1 and os.path.lexists(w)]
+    if not paths:
+        return ""
+    return f"; {paths[0]} is read as a flag: write {os.path.join('.', paths[0])} for the path"
 
 
 def _near(word: str, names: list[str], cutoff: float = 0.75, typed: str = "") -> list[str]:
@@ -174,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = _glue_negative_values(sys.argv[1:] if argv is None else list(argv))
         _check_given_once(argv)
         args = build_parser().parse_args(argv)
-        code = int(args.func(args) or 0)
+        with _sigterm_interrupts():
+            code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, so a full disk is reported below, not at interpreter exit
         return code
     except UsageError as e:
@@ -214,6 +246,35 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"attnlab: out of memory: {text[:300]}", file=sys.stderr)
         return 1
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM (``kill PID``, a batch scheduler's stop, ``timeout``) raises ``Interrupted`` in
+    the command, as Ctrl-C raises KeyboardInterrupt: what a command undoes when it is stopped
+    (prepare's half-written token files, export's partial directory) it undoes on a kill too,
+    and it exits 143 with one line. Killed at once, prepare left token files that its next
+    run took for a prepared corpus. (``train`` and ``view --serve`` set their own handlers
+    inside.) A process forked from this one (a pool's worker) ends at once, as by default;
+    where SIGTERM is not at its default (ignored, or a program's own handler), it is left."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    ours = os.getpid()
+
+    def interrupt(signum, frame):
+        if os.getpid() != ours:  # a forked child: the default, which ends it
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Interrupted("terminated (SIGTERM)", signum)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def console() -> int:

@@ -91,7 +91,8 @@ def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:
 def not_found(what: str, path: str | Path) -> UsageError:
     """The error of an input file that is not there: ``WHAT: file not found: PATH`` (without
     ``WHAT: `` where ``what`` is "": a positional FILE), and where PATH starts with a ``~``
-    that nothing expanded, the path meant.
+    that nothing expanded, the path meant; where PATH is ``-``, that it is not standard input;
+    where PATH is there but no regular file (a pipe), that.
 
         >>> str(not_found("--data", "~/nowhere.csv")).startswith(
         ...     "--data: file not found: ~/nowhere.csv ('~' is not expanded here")
@@ -100,6 +101,14 @@ def not_found(what: str, path: str | Path) -> UsageError:
     found = _unexpanded(path)
     meant = (f" ({NOT_EXPANDED}: write it out in full, e.g. {found[1]})"
              if found and found[1] else "")
+    if str(path) == "-":  # the usual name of standard input, which only --input-file reads
+        meant = " ('-' is not standard input here: name the file)"
+    elif os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+        # `--data <(zcat corpus.gz)`: a pipe, which a reader that reads a file twice (a
+        # tokeniser fitted, then the text encoded) or by its size cannot read
+        return UsageError(f"{f'{what}: ' if what else ''}{path} is not a regular file (a pipe, "
+                          f"as <(...) gives, or a device); write its text to a file and give "
+                          f"that")
     return UsageError(f"{f'{what}: ' if what else ''}file not found: {path}{meant}")
 
 

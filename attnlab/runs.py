@@ -67,7 +67,22 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
 def naming(error: BaseException, path: str | Path) -> BaseException:
     """``error``, naming ``path`` when it is an ``OSError`` that names no file: a ``write``
     to an open file on a full disk names none, and the one line the command line prints for
-    it would otherwise blame standard output (``attnlab.cli``). Any other error as it is."""
+    it would otherwise blame standard output (``attnlab.cli``).
+
+    ``torch.save``'s zip writer reports a write that failed (a full disk, ``ulimit -f``) as
+    its own ``RuntimeError`` ("unexpected pos ..."), raised while the write's ``OSError`` was
+    being handled: that ``OSError`` is the error, named. safetensors reports one as its own
+    ``SafetensorError`` ("... (os error 28)"): the ``OSError`` of that code, named. Any other
+    error as it is."""
+    cause = error
+    while isinstance(cause, RuntimeError) and cause.__context__ is not None:
+        cause = cause.__context__
+    if isinstance(cause, OSError):
+        error = cause
+    code = (re.search(r"\(os error (\d+)\)", str(error))
+            if type(error).__name__ == "SafetensorError" else None)
+    if code:
+        return OSError(int(code[1]), os.strerror(int(code[1])), str(path))
     if isinstance(error, OSError) and error.filename is None:
         error.filename = str(path)
     return error
@@ -495,11 +510,6 @@ def _save_safetensors(save: Callable[[str], None], path: str | Path) -> None:
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
-        # safetensors reports a failed write (a full disk) as its own error, "... (os error 28)"
-        code = re.search(r"\(os error (\d+)\)", str(e)) if type(e).__name__ == \
-            "SafetensorError" else None
-        if code:
-            raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from None
         raise naming(e, path)
 
 

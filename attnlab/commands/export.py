@@ -151,7 +151,7 @@ def _write_atomically(out, model, tokenizers) -> None:
     import tempfile
     from pathlib import Path
 
-    from ..runs import process_umask
+    from ..runs import naming, process_umask
 
     from transformers.utils import logging
 
@@ -167,6 +167,6 @@ def _write_atomically(out, model, tokenizers) -> None:
         for path in [partial, *partial.rglob("*")]:
             path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
         partial.rename(out)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(partial, ignore_errors=True)
-        raise
+        raise naming(e, out)  # a full disk: one line naming --hf's directory, not a traceback

@@ -246,6 +246,65 @@ def test_a_full_disk_while_weights_are_saved_is_a_write_error_naming_the_file(tm
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_full_disk_inside_torch_save_is_the_write_error_naming_the_file(tmp_path):
+    """What torch.save raises when the disk fills part-way (its zip writer's RuntimeError,
+    "unexpected pos ...") is, once named, the OSError of the failed write: one line, exit 1."""
+    import torch
+
+    from attnlab.runs import naming
+
+    class FillsUp(io.RawIOBase):
+        written = 0
+
+        def writable(self):
+            return True
+
+        def write(self, data):
+            self.written += len(data)
+            if self.written > 300:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return len(data)
+
+    path = tmp_path / "last.ckpt"
+    with pytest.raises(BaseException) as raised:
+        torch.save({"weights": torch.zeros(300)}, FillsUp())
+    error = naming(raised.value, path)
+    assert isinstance(error, OSError)
+    assert (error.errno, error.filename) == (errno.ENOSPC, str(path))
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_the_checkpoint_is_written_is_one_line_and_keeps_the_last(tmp_path):
+    """`ulimit -f` (or a full disk) under `train --resume`: torch.save's zip writer reports the
+    failed write as its own RuntimeError ("unexpected pos ..."), which ended the run in a
+    traceback; it is the write's OSError naming the checkpoint (one line, exit 1), and the
+    previous last.ckpt stays as it was, with no half-written file beside it."""
+    import resource
+    import shutil
+    from pathlib import Path
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "reverse-trainer", run)
+    ckpt = run / "checkpoints" / "last.ckpt"
+    before = ckpt.read_bytes()
+    # above what a resumed run writes before its checkpoint, below the checkpoint: its write
+    # fails inside torch.save (a limit that falls in its last buffered bytes fails in the
+    # flush after torch.save, an OSError already)
+    limit = 4096
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run([sys.executable, "-m", "attnlab", "train", "reverse", "--out",
+                           str(run), "--resume", "--max-steps", "30", "--threads", "1"],
+                          preexec_fn=small_files, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == f"attnlab: cannot write to {ckpt}: File too large"
+    assert ckpt.read_bytes() == before
+    assert sorted(p.name for p in ckpt.parent.iterdir()) == ["last.ckpt"]
+
+
 def _refuse_reading(monkeypatch, locked):
     """``locked`` read as a file without read permission (the tests may run as root, who
     reads any file)."""
@@ -318,6 +377,39 @@ def test_weights_it_may_not_read_are_not_said_to_be_missing(run_dir, monkeypatch
                                        f"(Permission denied)\n")
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["prepare", "-", "--out", "OUT"], ""),
+    (["train", "lm", "--data", "-", "--out", "OUT"], "--data: "),
+    (["train", "classify", "--data", "-", "--out", "OUT"], "--data: "),
+])
+def test_a_dash_for_a_file_is_not_said_to_be_a_missing_file_alone(argv, flag, capsys, tmp_path):
+    """`cat corpus.txt | attnlab prepare - --out c`: '-' reads standard input for --input-file
+    only; elsewhere "file not found: -" left a user of Unix tools asking why."""
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    assert _fails(argv, capsys) == (f"attnlab: error: {flag}file not found: - ('-' is not "
+                                    f"standard input here: name the file)")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["train", "lm", "--data", "FIFO", "--out", "OUT"],
+                                  ["evaluate", "RUN", "--data", "FIFO"]])
+def test_a_pipe_for_a_file_is_said_to_be_a_pipe_not_a_missing_file(argv, run_dir, tmp_path,
+                                                                   capsys):
+    """`attnlab train lm --data <(zcat corpus.gz)`: the pipe is there, but is no file these
+    read; "file not found: /dev/fd/63" sent the user looking for a file that existed."""
+    import os
+
+    here = tmp_path / "here"
+    here.mkdir()
+    fifo = here / "fifo"
+    os.mkfifo(fifo)  # no writer: a command that opened it would wait forever
+    names = {"FIFO": str(fifo), "OUT": str(here / "out"), "RUN": str(run_dir)}
+    assert _fails([names.get(a, a) for a in argv], capsys) == (
+        f"attnlab: error: --data: {fifo} is not a regular file (a pipe, as <(...) gives, or a "
+        f"device); write its text to a file and give that")
+    assert sorted(p.name for p in here.iterdir()) == ["fifo"]
+
+
 @pytest.mark.parametrize("argv, named", [
     (["predict", "RUN", "--input", " "], "--input is empty"),
     (["plot", "attention", "RUN", "--input", "\t"], "--input is empty"),
@@ -365,6 +457,32 @@ def test_a_misspelt_command_or_flag_is_answered_with_the_one_meant(argv, said, t
     line = _fails(argv, capsys, said)
     assert line.endswith(f"; did you mean {typo}?"), line
     assert not (tmp_path / "OUT").exists()
+
+
+@pytest.mark.parametrize("argv", [["predict", "-r1", "--input", "1 2"], ["evaluate", "-r1"],
+                                  ["export", "-r1", "--hf", "out"]])
+def test_a_path_that_starts_with_a_dash_is_told_how_to_write_it(argv, tmp_path, monkeypatch,
+                                                                 capsys):
+    """`attnlab predict -r1` (a run directory named -r1, as a shell glob or script may pass
+    it): the word is read as a flag, and the refusal says how to give the path, as `rm ./-f`."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-r1").mkdir()
+    line = _fails(argv, capsys, "unrecognized arguments: -r1")
+    assert line.endswith("; -r1 is read as a flag: write ./-r1 for the path")
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["train", "reverse", "--out", "-r1"], "; a value that starts with '-' is written --out=-r1"),
+    (["plot", "pe", "--out", "-pe.png"], "; a value that starts with '-' is written "
+                                         "--out=-pe.png"),
+    (["train", "reverse", "--out", "--max-steps", "3"], ""),  # a forgotten value: no hint
+    (["train", "reverse", "--out", "-h"], ""),
+])
+def test_a_value_that_starts_with_a_dash_is_told_how_to_write_it(argv, hint, capsys):
+    """`--out -r1`: argparse reads -r1 as a flag and says only that --out "expected one
+    argument"; the refusal says how to give such a value."""
+    line = _fails(argv, capsys, "expected one argument")
+    assert line.endswith(f"expected one argument{hint}")
 
 
 def test_a_flag_of_other_words_is_not_offered_as_the_one_meant(capsys):

@@ -158,6 +158,27 @@ def test_what_hugging_face_cannot_hold_is_refused_in_one_line(runs, run, message
     assert list(tmp_path.iterdir()) == []  # neither OUT nor a partial one
 
 
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_naming_out_and_leaves_nothing(runs, tmp_path):
+    """`ulimit -f` (or a full disk) under export: safetensors' own error for the failed write
+    ended in a traceback; it is one line naming --hf's directory, exit 1, and neither OUT nor
+    a partial one is left."""
+    import resource
+    import subprocess
+    import sys
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # the weights are larger
+
+    out = tmp_path / "hf"
+    done = subprocess.run([sys.executable, "-m", "attnlab", "export", str(runs / "lm"),
+                           "--hf", str(out)], preexec_fn=small_files, capture_output=True,
+                          text=True, timeout=600)
+    assert (done.returncode, done.stderr) == (1, f"attnlab: cannot write to {out}: File too "
+                                                 f"large\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_existing_out_is_never_written_over(tmp_path, capsys):
     (tmp_path / "hf").mkdir()
     (tmp_path / "hf" / "mine.txt").write_text("keep")
