@@ -13,7 +13,6 @@ its model converted as ``--init`` converts it, with its own tokenizer, sampling 
 tokenizer kept the chat template of the checkpoint it was trained from."""
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 
@@ -21,7 +20,7 @@ from ..interop.source import LOAD_DTYPES
 from ..settings import (GenerationSettings, ModelRunSettings, add_flags, check_options,
                         seed_setting, setting)
 from .checkpoint import add_checkpoint_flag
-from .inputs import add_input_file_flags, one_or_file
+from .inputs import add_input_file_flags, check_utf8, one_or_file
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
 
@@ -31,8 +30,6 @@ from .threads import use_threads
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 # Python's stand-ins for the bytes of a command-line argument that are not UTF-8
 # ("surrogateescape": byte 0xe9 is U+DCE9); any lone surrogate, to find them
-_ESCAPED_BYTES = re.compile("[\udc80-\udcff]*")
-_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -131,36 +128,6 @@ def _check_chat(args) -> None:
     for flag, value in (("--chat", args.chat), ("--system", args.system)):
         if value is not None and not value.strip():
             raise UsageError(f"{flag} is empty")
-
-
-def check_utf8(text: str | None, flag: str) -> None:
-    r"""``UsageError`` naming ``flag`` and the byte when ``text``, a command-line argument, is
-    not UTF-8. Python hands the bytes of another encoding (a Latin-1 terminal, ``$(cat
-    latin1.txt)``) over as lone surrogates, which a byte-level tokenizer refused with a
-    traceback and a char or word one read as unk, the continuation printed after a broken
-    prompt.
-
-    Examples:
-        >>> check_utf8("caf\u00e9", "--prompt")  # UTF-8: nothing to say
-        >>> check_utf8("caf\udce9 au lait", "--prompt")
-        Traceback (most recent call last):
-        attnlab.errors.UsageError: --prompt is not UTF-8 text (invalid continuation byte at byte 3); the shell passed it in another encoding: give UTF-8 text
-    """
-    from ..errors import UsageError
-
-    if text is None or not _SURROGATES.search(text):
-        return
-    # the bytes the shell gave (a surrogate made otherwise: as UTF-8 would spell it)
-    raw = text.encode("utf-8", "surrogateescape" if _ESCAPED_BYTES.fullmatch(
-        "".join(_SURROGATES.findall(text))) else "surrogatepass")
-    try:
-        raw.decode("utf-8")
-        reason = "a lone surrogate"  # escaped bytes that join into UTF-8: not from a shell
-        at = len(text[:_SURROGATES.search(text).start()].encode("utf-8"))
-    except UnicodeDecodeError as e:
-        reason, at = e.reason, e.start
-    raise UsageError(f"{flag} is not UTF-8 text ({reason} at byte {at}); the shell passed it "
-                     f"in another encoding: give UTF-8 text")
 
 
 def inputs(args) -> tuple[list[str], list[str]]:

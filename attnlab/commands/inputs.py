@@ -17,6 +17,7 @@ says so.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -113,13 +114,48 @@ def read_column(path: str, column: str, flag: str = "--text-column"
             [f"--input-file {path} {p}" for p in places(path, table.lines)])
 
 
+# the lone surrogates by which Python hands over an argument's bytes that are not UTF-8
+_ESCAPED_BYTES = re.compile("[\udc80-\udcff]*")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def check_utf8(text: str | None, flag: str) -> None:
+    r"""``UsageError`` naming ``flag`` and the byte when ``text``, a command-line argument, is
+    not UTF-8. Python hands the bytes of another encoding (a Latin-1 terminal, ``$(cat
+    latin1.txt)``) over as lone surrogates, which a byte-level tokenizer refused with a
+    traceback and a char or word one read as unk, the continuation printed after a broken
+    prompt.
+
+    Examples:
+        >>> check_utf8("caf\u00e9", "--prompt")  # UTF-8: nothing to say
+        >>> check_utf8("caf\udce9 au lait", "--prompt")
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: --prompt is not UTF-8 text (invalid continuation byte at byte 3); the shell passed it in another encoding: give UTF-8 text
+    """
+    if text is None or not _SURROGATES.search(text):
+        return
+    # the bytes the shell gave (a surrogate made otherwise: as UTF-8 would spell it)
+    raw = text.encode("utf-8", "surrogateescape" if _ESCAPED_BYTES.fullmatch(
+        "".join(_SURROGATES.findall(text))) else "surrogatepass")
+    try:
+        raw.decode("utf-8")
+        reason = "a lone surrogate"  # escaped bytes that join into UTF-8: not from a shell
+        at = len(text[:_SURROGATES.search(text).start()].encode("utf-8"))
+    except UnicodeDecodeError as e:
+        reason, at = e.reason, e.start
+    raise UsageError(f"{flag} is not UTF-8 text ({reason} at byte {at}); the shell passed it "
+                     f"in another encoding: give UTF-8 text")
+
+
 def check_input(value: str | None, flag: str = "--input") -> None:
     """``UsageError`` when ``flag``'s one input is given but blank: ``predict``, ``plot
-    attention`` and ``view`` run a model on tokens, words or elements, and blank has none. (A
-    language model's prompt is not checked here: a space is a token of a character model, and
-    ``encode_prompt`` refuses a prompt of no tokens.)"""
+    attention`` and ``view`` run a model on tokens, words or elements, and blank has none; or
+    when it is not UTF-8 (``check_utf8``). (A language model's prompt is not checked for blank
+    here: a space is a token of a character model, and ``encode_prompt`` refuses a prompt of
+    no tokens.)"""
     if value is not None and not value.strip():
         raise UsageError(f"{flag} is empty")
+    check_utf8(value, flag)
 
 
 def one_or_file(value: str | None, flag: str, input_file: str | None,

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..settings import (MAX_BEAM, ModelRunSettings, add_flags, beam_setting, check_options,
                         length_penalty_setting)
 from .checkpoint import add_checkpoint_flag
-from .inputs import add_input_file_flags, column_needs_file, read_inputs, write_results
+from .inputs import (add_input_file_flags, check_utf8, column_needs_file, read_inputs,
+                     write_results)
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
 
@@ -57,6 +58,8 @@ def run(args) -> int:
     if empty:
         raise UsageError(f"TEXT number {empty[0]} is empty")
     labels = [f"TEXT number {n}" for n in range(1, len(args.texts) + 1)]
+    for text, label in zip(args.texts, labels):
+        check_utf8(text, label)
     column_needs_file(args.input_column, args.input_file, "--src-column")
     if args.input_file is not None:
         args.texts, labels = read_inputs(args.input_file, args.input_column, "--src-column")

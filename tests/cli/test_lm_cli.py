@@ -275,3 +275,21 @@ def test_generate_names_prompt_characters_a_bpe_models_text_never_had(tmp_path, 
     assert said["γεια world"] == (
         "note: --prompt holds characters absent from the text the bpe tokenizer was fit on "
         "(spelt in bytes the model may never have learnt): 'γ', 'ε', 'ι', 'α'\n")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["predict", "RUN", "--input", "un caf\udce9 au lait"], "--input"),
+    (["plot", "attention", "RUN", "--input", "un caf\udce9 au lait", "--out", "a.png"],
+     "--input"),
+    (["view", "RUN", "--input", "un caf\udce9 au lait"], "--input"),
+    (["translate", "RUN", "hello", "un caf\udce9 au lait"], "TEXT number 2"),
+])
+def test_an_input_that_is_not_utf8_is_refused_naming_its_byte(tmp_path, capsys, argv, flag):
+    """`predict --input` (and plot, view, translate's TEXT) in a Latin-1 shell's bytes: a bpe
+    or Hugging Face run failed with a traceback (TypeError: TextInputSequence must be str), a
+    char run read the byte as unk. One line, as generate's --prompt, before the run is read."""
+    argv = [str(tmp_path / "nope") if a == "RUN" else a for a in argv]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"attnlab: error: {flag} is not UTF-8 text (invalid continuation byte at byte 6); the "
+        f"shell passed it in another encoding: give UTF-8 text\n")
