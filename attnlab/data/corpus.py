@@ -39,7 +39,7 @@ import hashlib
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from itertools import islice
 from pathlib import Path
 
@@ -49,6 +49,7 @@ from torch.utils.data import Dataset
 
 from ..errors import UsageError
 from ..paths import check_output, not_found
+from ..runs import naming
 from ..settings import CorpusSettings, check_argument
 from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes, vocab_too_small
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
@@ -369,6 +370,16 @@ def _release(held: deque) -> tuple[tuple[int, int], str, str]:
     return doc, text, "".join(t for _, t in held)[:_CONTEXT_CHARS]
 
 
+@contextmanager
+def _naming_write_errors(path: str | Path):
+    """A write that fails inside (a full disk, ``ulimit -f``) names ``path``: the write to an
+    open file names none, and the command line blamed standard output for it."""
+    try:
+        yield
+    except OSError as e:
+        raise naming(e, path) from None
+
+
 def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int,
                    sources: list, text_column: str) -> tuple[dict, dict]:
     """Encode the files into ``out/.{train,val}.bin.tmp``; character ``split_at`` starts the
@@ -377,17 +388,14 @@ def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int
     each text file as read."""
     counts = dict.fromkeys(SPLITS, 0)
     hashes = {s: hashlib.sha256() for s in SPLITS}
-    files = {s: open(out / f".{s}.bin.tmp", "wb") for s in SPLITS}
-    try:
+    with _naming_write_errors(out), ExitStack() as stack:
+        files = {s: stack.enter_context(open(out / f".{s}.bin.tmp", "wb")) for s in SPLITS}
         for split, ids in _encoded(paths, tok, chunk_chars, split_at, sources, text_column):
             data = np.asarray(ids, dtype=dtype).tobytes()
             files[split].write(data)
             hashes[split].update(data)
             counts[split] += len(ids)
             del ids, data  # not kept while the next chunk is encoded (up to 36 MB of ids per MB)
-    finally:
-        for f in files.values():
-            f.close()
     return counts, {f"{s}.bin": h.hexdigest() for s, h in hashes.items()}
 
 
@@ -414,7 +422,7 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
         10
     """
     count = unknown = 0
-    with _one_tokenizer_thread(), open(out_path, "wb") as f:
+    with _one_tokenizer_thread(), _naming_write_errors(out_path), open(out_path, "wb") as f:
         for _, ids in _encoded(paths, tokenizer, chunk_chars, text_column=text_column):
             np.asarray(ids, dtype=dtype).tofile(f)
             count += len(ids)

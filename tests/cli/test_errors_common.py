@@ -514,3 +514,28 @@ def test_a_text_value_that_starts_with_a_dash_is_not_taken_for_a_misspelt_flag(c
     """`predict --input "-a b"` without its run directory is told the directory is missing:
     argparse reads a word with a space as a value, not as a flag it does not know."""
     _fails(["predict", "--input", "-a b"], capsys, "required", "DIR")
+
+
+def test_a_full_disk_under_prepare_names_its_out_not_standard_output(tmp_path, capsys):
+    """`(ulimit -f 200; attnlab prepare big.txt --out prep)`: the token file's write fails
+    with an OSError that names no file, and the one line blamed standard output ("cannot write
+    to standard output: File too large"). It names --out now, and leaves no directory."""
+    import random
+    import resource
+
+    random.seed(0)
+    words = ["alpha", "beta", "gamma", "delta"]
+    (tmp_path / "c.txt").write_text("\n".join(" ".join(random.choice(words) for _ in range(12))
+                                              for _ in range(3000)), encoding="utf-8")
+    out = tmp_path / "prep"
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, hard))  # Python ignores SIGXFSZ
+    try:
+        code = main(["prepare", str(tmp_path / "c.txt"), "--out", str(out), "--tokenizer",
+                     "char"])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert code == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"attnlab: cannot write to {out}: File too large")
+    assert not out.exists()
