@@ -516,6 +516,9 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
     check_argument(CorpusSettings, "val_fraction", val_fraction)
     if not paths:
         raise UsageError("no input files given")
+    for path in paths:  # a pipe (`prepare <(zcat corpus.gz)`) is read twice: empty the second
+        if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+            raise not_found("", path)  # (time: "changed while it was being prepared")
 
 
 def _count_characters(paths, chunk_chars: int, digests: list[str], text_column: str) -> int:

@@ -410,6 +410,18 @@ def test_a_pipe_for_a_file_is_said_to_be_a_pipe_not_a_missing_file(argv, run_dir
     assert sorted(p.name for p in here.iterdir()) == ["fifo"]
 
 
+def test_prepare_of_a_pipe_is_said_to_be_a_pipe_before_out_is_made(tmp_path, capsys):
+    """`attnlab prepare <(zcat corpus.gz) --out c`: prepare reads its files twice (counted,
+    then encoded), a pipe's second read is empty, and the run said the file "changed while it
+    was being prepared". A device (no writer needed, so the test cannot hang) is refused as the
+    pipe is, before --out is made."""
+    out = tmp_path / "out"
+    assert _fails(["prepare", "/dev/null", "--out", str(out)], capsys) == (
+        "attnlab: error: /dev/null is not a regular file (a pipe, as <(...) gives, or a "
+        "device); write its text to a file and give that")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("argv, named", [
     (["predict", "RUN", "--input", " "], "--input is empty"),
     (["plot", "attention", "RUN", "--input", "\t"], "--input is empty"),
