@@ -296,6 +296,23 @@ def test_a_checkpoint_with_fewer_rows_than_tokenizer_ids_is_refused(text, tmp_pa
     assert "the tokenizer has 300 ids but the model's embedding only 295 rows" in err
 
 
+@pytest.mark.parametrize("change, named", [
+    ({"n_layer": 3}, "model.safetensors lacks tensors that"),
+    ({"n_inner": 64}, "transformer.h.0.mlp.c_fc.bias is (128,) there, (64,) by the config")])
+def test_a_config_json_its_weights_do_not_match_is_refused_before_the_run_directory(
+        gpt2, text, tmp_path, capsys, change, named):
+    # it was found once the run read the weights: after `attnlab train lm -> RUN` and the
+    # directory made, then removed, below transformers' report of the tensors it lacked
+    import shutil
+
+    d = tmp_path / "edited"
+    shutil.copytree(gpt2, d)
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, **change}))
+    err = _refused(capsys, tmp_path / "run", "--init", str(d), "--data", str(text))
+    assert f"--init {d}: " in err and named in err and str(d / "config.json") in err, err
+
+
 @pytest.mark.slow
 def test_a_refusal_loads_neither_torch_nor_transformers(gpt2, text, tmp_path):
     import subprocess
