@@ -276,7 +276,10 @@ def _refused(capsys, out, *args):
 
 
 @pytest.mark.parametrize("flags, says", [
-    (["--model-dim", "64"], ["--model-dim 64", "model_dim 32"]),
+    (["--model-dim", "64"], ["--model-dim 64", "model_dim 32",
+                             "(the shape comes from the checkpoint)"]),
+    (["--layer-norm-eps", "1e-3"], ["--layer-norm-eps 0.001", "layer_norm_eps 1e-05",
+                                    "(the checkpoint's weights were trained with it)"]),
     (["--num-layers", "3"], ["--num-layers 3", "num_layers 2"]),
     (["--tokenizer", "bpe"], ["--tokenizer bpe", "hf"]),
     (["--vocab-size", "100"], ["--vocab-size 100", "320"]),

@@ -316,6 +316,21 @@ def test_train_lm_refuses_a_config_json_its_weights_do_not_match_before_the_run_
     assert not out.exists()
 
 
+def test_a_setting_the_checkpoint_fixes_that_is_no_shape_is_not_called_one(tmp_path, capsys):
+    """--rope-theta and --layer-norm-eps with --init are refused, but they are not the model's
+    shape: the message said "the shape comes from the checkpoint" for them."""
+    d = save_family(tmp_path / "llama", "llama")
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    for flags, why in ((["--rope-theta", "5000"], "the checkpoint's weights were trained with it"),
+                       (["--layer-norm-eps", "1e-3"], "the checkpoint's weights were trained "
+                                                      "with it"),
+                       (["--num-layers", "3"], "the shape comes from the checkpoint")):
+        assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                     "--out", str(tmp_path / "run"), *flags]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"drop {flags[0]} ({why})" in err[0], err
+
+
 def test_a_rope_scaling_without_its_factor_is_one_line_exit_2(tmp_path, capsys):
     """A legacy ``rope_scaling`` of ``{"type": "linear"}`` alone ended in a KeyError traceback."""
     d = save_family(tmp_path / "llama", "llama")
