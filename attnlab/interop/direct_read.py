@@ -27,6 +27,7 @@ naming them.
 """
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 from typing import Any, Callable
@@ -157,26 +158,30 @@ def transformers_files_disagree(config: dict[str, Any], weights: Path
     """``files_disagree`` of a checkpoint ``transformers`` reads (GPT-2's): the tensors of
     ``AutoModelForCausalLM`` built from ``config`` on the meta device, found as
     ``from_pretrained`` finds them (with or without the base model's prefix, a tied head
-    not looked for), against the files' headers.
-
-    Raises:
-        ValueError: a config ``transformers`` cannot build a model of.
+    not looked for), against the files' headers. A config ``transformers`` cannot build a
+    model of: ``([], [])``, as the run's ``from_pretrained`` names it.
     """
     import transformers
 
-    built = transformers.AutoConfig.for_model(**config)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(built)
+    try:
+        built = transformers.AutoConfig.for_model(**config)
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(built)
+    except Exception:  # a bad value of config.json's, said when the run loads it
+        return [], []
     stored = _stored_shapes(weights)
     if stored is None:
         return [], []
     tied = set(getattr(model, "_tied_weights_keys", None) or ()) if built.tie_word_embeddings \
         else set()
+    # what from_pretrained does not miss (an older transformers' GPT-2 attention buffers)
+    ignored = [re.compile(p) for p in getattr(model, "_keys_to_ignore_on_load_missing", None)
+               or ()]
     prefix = f"{model.base_model_prefix}."
     missing, mismatched = [], []
     for name, tensor in model.state_dict().items():
         found = next((n for n in (name, name.removeprefix(prefix)) if n in stored), None)
-        if found is None and name not in tied:
+        if found is None and name not in tied and not any(p.search(name) for p in ignored):
             missing.append(name)
         elif found is not None and tuple(stored[found]) != tuple(tensor.shape):
             mismatched.append((found, tuple(stored[found]), tuple(tensor.shape)))
