@@ -36,8 +36,8 @@ from ..settings import AdaptSettings, check_argument
 from .gguf import gguf_source, is_gguf
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
-           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files", "weights_file",
-           "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
+           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files",
+           "weights_file", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
            "checkpoint_dropout", "ATTENTION_DROPOUT_KEYS", "LOAD_DTYPES"]
 
