@@ -408,7 +408,7 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]
         if name in named and cfg.get(name) != value:
             typed, key = _as_given(name, cfg.get(name), named[name])
             raise UsageError(f"{typed}: --init {cfg['init']}'s model has {name} {value}; drop "
-                             f"{key} (the shape comes from the checkpoint)")
+                             f"{key} ({_fixed_by_init(name)})")
         cfg[name] = value
         if name not in named:  # (a value given as DIR has it is the user's too)
             found.add(name)
@@ -428,6 +428,20 @@ def _apply_init(task, cfg: dict[str, Any], named: dict[str, str]
                          f"{shown} given wins")
     cfg["init"], cfg["init_sha256"] = str(source.path), source.sha256
     return notes, found
+
+
+# the settings --init fixes that are the sizes of the checkpoint's tensors; the rest (an
+# epsilon, RoPE's theta, an activation, pre- or post-norm) are what its weights were trained with
+_INIT_SHAPES = frozenset({"model_dim", "num_layers", "num_encoder_layers", "num_decoder_layers",
+                          "num_heads", "num_kv_heads", "head_dim", "dim_feedforward",
+                          "vocab_size", "type_vocab_size", "max_len", "max_positions"})
+
+
+def _fixed_by_init(name: str) -> str:
+    """Why a setting --init fixes cannot be given another value, for the refusal's words."""
+    if name in _INIT_SHAPES:
+        return "the shape comes from the checkpoint"
+    return "the checkpoint's weights were trained with it"
 
 
 def _as_given(name: str, value: Any, where: str) -> tuple[str, str]:

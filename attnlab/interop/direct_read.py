@@ -27,6 +27,8 @@ naming them.
 """
 from __future__ import annotations
 
+import re
+import struct
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,7 +40,8 @@ from .source import weight_files
 from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
 
 __all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype",
-           "check_tied_head", "check_tied_files"]
+           "check_tied_head", "check_tied_files", "files_disagree",
+           "transformers_files_disagree"]
 
 # attnlab's name parts -> Hugging Face's (the table of the module doc)
 _RENAMED = (("token_embedding.", "model.embed_tokens."), ("decoder.layers.", "model.layers."),
@@ -96,19 +99,9 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
     Raises:
         ValueError: naming the config key and value attnlab cannot represent.
     """
-    from ..models.causal_lm import CausalLM, CausalLMConfig
-
-    settings = llama_family_settings(config)
-    dropout = float(config.get("attention_dropout", 0.0) or 0.0)
-    with parameters_on_meta():
-        model = CausalLM(CausalLMConfig(**settings, dropout=0.0, ff_dropout=0.0,
-                                        attention_dropout=dropout))
-    params = dict(model.named_parameters())  # a tied head is listed once, as the embedding
+    model = _on_meta(config)
     with SafetensorsTensors(weight_files(weights)) as tensors:
-        wanted = [(name, e) for name, p in params.items() for e in _expected(model, name, p)]
-        missing = [hf for _, (hf, _) in wanted if hf not in tensors]
-        mismatched = sorted((hf, tensors.shape(hf), shape) for _, (hf, shape) in wanted
-                            if hf in tensors and tensors.shape(hf) != shape)
+        missing, mismatched = _disagreeing(model, {n: tensors.shape(n) for n in tensors.names()})
         if missing or mismatched:
             return None, missing, mismatched
         if dtype == "auto":
@@ -117,6 +110,103 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
         read_named(model, tensors.read)
         _check_tied_head(model, tensors)
     return model.eval(), [], []
+
+
+def _on_meta(config: dict[str, Any]) -> nn.Module:
+    """The ``CausalLM`` of a Llama-family ``config.json`` mapping, its parameters on the meta
+    device (shapes, no memory); ValueError naming a key attnlab cannot represent."""
+    from ..models.causal_lm import CausalLM, CausalLMConfig
+
+    settings = llama_family_settings(config)
+    dropout = float(config.get("attention_dropout", 0.0) or 0.0)
+    with parameters_on_meta():
+        return CausalLM(CausalLMConfig(**settings, dropout=0.0, ff_dropout=0.0,
+                                       attention_dropout=dropout))
+
+
+def _disagreeing(model: nn.Module, stored: dict[str, tuple[int, ...]]
+                 ) -> tuple[list[str], list[tuple[str, tuple, tuple]]]:
+    """(the Hugging Face names of ``model``'s tensors not in ``stored`` (name -> shape),
+    [(name, stored shape, the model's shape)] of those of another shape, sorted)."""
+    params = dict(model.named_parameters())  # a tied head is listed once, as the embedding
+    wanted = [e for name, p in params.items() for e in _expected(model, name, p)]
+    missing = [hf for hf, _ in wanted if hf not in stored]
+    mismatched = sorted((hf, tuple(stored[hf]), shape) for hf, shape in wanted
+                        if hf in stored and tuple(stored[hf]) != shape)
+    return missing, mismatched
+
+
+def files_disagree(config: dict[str, Any], weights: Path
+                   ) -> tuple[list[str], list[tuple[str, tuple, tuple]]]:
+    """``read_llama_family``'s ``(missing, mismatched)`` found from the files' headers alone,
+    before any weight is read: ``attnlab train lm --init`` refuses a directory whose
+    config.json describes other tensors than its files hold before its run directory exists.
+    Safetensors (one file or shards) by their headers; ``pytorch_model.bin`` files mapped (zip
+    form; an old pickle-only file, or a header that cannot be read: ``([], [])``, checked as
+    the weights load).
+
+    Raises:
+        ValueError: naming the config key and value attnlab cannot represent.
+    """
+    model = _on_meta(config)
+    stored = _stored_shapes(weights)
+    return ([], []) if stored is None else _disagreeing(model, stored)
+
+
+def transformers_files_disagree(config: dict[str, Any], weights: Path
+                                ) -> tuple[list[str], list[tuple[str, tuple, tuple]]]:
+    """``files_disagree`` of a checkpoint ``transformers`` reads (GPT-2's): the tensors of
+    ``AutoModelForCausalLM`` built from ``config`` on the meta device, found as
+    ``from_pretrained`` finds them (with or without the base model's prefix, a tied head
+    not looked for), against the files' headers. A config ``transformers`` cannot build a
+    model of: ``([], [])``, as the run's ``from_pretrained`` names it.
+    """
+    import transformers
+
+    try:
+        built = transformers.AutoConfig.for_model(**config)
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(built)
+    except Exception:  # a bad value of config.json's, said when the run loads it
+        return [], []
+    stored = _stored_shapes(weights)
+    if stored is None:
+        return [], []
+    tied = set(getattr(model, "_tied_weights_keys", None) or ()) if built.tie_word_embeddings \
+        else set()
+    # what from_pretrained does not miss (an older transformers' GPT-2 attention buffers)
+    ignored = [re.compile(p) for p in getattr(model, "_keys_to_ignore_on_load_missing", None)
+               or ()]
+    prefix = f"{model.base_model_prefix}."
+    missing, mismatched = [], []
+    for name, tensor in model.state_dict().items():
+        found = next((n for n in (name, name.removeprefix(prefix)) if n in stored), None)
+        if found is None and name not in tied and not any(p.search(name) for p in ignored):
+            missing.append(name)
+        elif found is not None and tuple(stored[found]) != tuple(tensor.shape):
+            mismatched.append((found, tuple(stored[found]), tuple(tensor.shape)))
+    return missing, sorted(mismatched)
+
+
+def _stored_shapes(weights: Path) -> dict[str, tuple[int, ...]] | None:
+    """name -> shape of every tensor of ``weights``' files, None where they cannot be read
+    so (the run's own reading of them names the file)."""
+    try:
+        if not weights.name.endswith((".safetensors", ".safetensors.index.json")):
+            return {n: tuple(t.shape) for n, t in _bin_tensors(weights).items()}
+        with SafetensorsTensors(weight_files(weights)) as tensors:
+            return {n: tensors.shape(n) for n in tensors.names()}
+    except (RuntimeError, OSError, ValueError, KeyError, struct.error):
+        return None
+
+
+def _bin_tensors(weights: Path) -> dict[str, torch.Tensor]:
+    """The tensors of ``pytorch_model.bin`` files, mapped (zip form: only what is used of
+    them is read); RuntimeError, OSError or ValueError for an old pickle-only file."""
+    found: dict[str, torch.Tensor] = {}
+    for path in weight_files(weights):
+        found.update(torch.load(path, map_location="cpu", weights_only=True, mmap=True))
+    return found
 
 
 @torch.no_grad()
@@ -131,13 +221,10 @@ def check_tied_files(weights: Path) -> None:
             if all(n in tensors for n in names):
                 check_tied_head(*(tensors.read(n) for n in names))
         return
-    found: dict[str, torch.Tensor] = {}
-    for path in weight_files(weights):
-        try:  # mapped: only the two tensors' bytes are read
-            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except (RuntimeError, OSError, ValueError):
-            return  # not a zip file: read and checked as the model loads
-        found.update({n: state[n] for n in names if n in state})
+    try:  # mapped: only the two tensors' bytes are read
+        found = {n: t for n, t in _bin_tensors(weights).items() if n in names}
+    except (RuntimeError, OSError, ValueError):
+        return  # not a zip file: read and checked as the model loads
     if len(found) == 2:
         check_tied_head(*(found[n] for n in names))
 

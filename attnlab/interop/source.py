@@ -36,7 +36,8 @@ from ..settings import AdaptSettings, check_argument
 from .gguf import gguf_source, is_gguf
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
-           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
+           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files",
+           "weights_file", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
            "checkpoint_dropout", "ATTENTION_DROPOUT_KEYS", "LOAD_DTYPES"]
 
@@ -157,7 +158,7 @@ def _read_source(path: str | Path, task: str, model_types: tuple[str, ...] | Non
     if model_types is not None and model_type not in model_types:
         raise UsageError(f"{name}: model_type {model_type!r} is not supported for {task}; "
                          f"supported: {', '.join(model_types)}")
-    weights = next((source / n for n in WEIGHTS_FILES if (source / n).is_file()), None)
+    weights = weights_file(source)
     if weights is None:
         raise UsageError(f"{name} has no weights file: expected {WEIGHTS_EXPECTED}")
     check_tokenizer_files(source, model_type, name)
@@ -181,6 +182,12 @@ def _check_transformers(source: Path, model_type: str, name: str) -> None:
             return
     raise UsageError(f"{name}: reading a {model_type} checkpoint needs the transformers "
                      f"package, which is not installed: pip install 'attnlab[hf]'")
+
+
+def weights_file(source: Path) -> Path | None:
+    """The weights file of the Hugging Face directory ``source`` that is read: the first of
+    ``WEIGHTS_FILES`` there; None without one."""
+    return next((source / n for n in WEIGHTS_FILES if (source / n).is_file()), None)
 
 
 def weight_files(weights: Path) -> list[Path]:

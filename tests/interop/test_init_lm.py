@@ -276,7 +276,10 @@ def _refused(capsys, out, *args):
 
 
 @pytest.mark.parametrize("flags, says", [
-    (["--model-dim", "64"], ["--model-dim 64", "model_dim 32"]),
+    (["--model-dim", "64"], ["--model-dim 64", "model_dim 32",
+                             "(the shape comes from the checkpoint)"]),
+    (["--layer-norm-eps", "1e-3"], ["--layer-norm-eps 0.001", "layer_norm_eps 1e-05",
+                                    "(the checkpoint's weights were trained with it)"]),
     (["--num-layers", "3"], ["--num-layers 3", "num_layers 2"]),
     (["--tokenizer", "bpe"], ["--tokenizer bpe", "hf"]),
     (["--vocab-size", "100"], ["--vocab-size 100", "320"]),
@@ -294,6 +297,23 @@ def test_a_checkpoint_with_fewer_rows_than_tokenizer_ids_is_refused(text, tmp_pa
     short = save_gpt2(tmp_path / "short", extra_rows=-5)
     err = _refused(capsys, tmp_path / "run", "--init", str(short), "--data", str(text))
     assert "the tokenizer has 300 ids but the model's embedding only 295 rows" in err
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"n_layer": 3}, "model.safetensors lacks tensors that"),
+    ({"n_inner": 64}, "transformer.h.0.mlp.c_fc.bias is (128,) there, (64,) by the config")])
+def test_a_config_json_its_weights_do_not_match_is_refused_before_the_run_directory(
+        gpt2, text, tmp_path, capsys, change, named):
+    # it was found once the run read the weights: after `attnlab train lm -> RUN` and the
+    # directory made, then removed, below transformers' report of the tensors it lacked
+    import shutil
+
+    d = tmp_path / "edited"
+    shutil.copytree(gpt2, d)
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, **change}))
+    err = _refused(capsys, tmp_path / "run", "--init", str(d), "--data", str(text))
+    assert f"--init {d}: " in err and named in err and str(d / "config.json") in err, err
 
 
 @pytest.mark.slow

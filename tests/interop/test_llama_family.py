@@ -285,6 +285,52 @@ def test_train_lm_refuses_a_tied_config_with_its_own_head_before_the_run_directo
     assert not out.exists()
 
 
+@pytest.mark.parametrize("form, change, needle", [
+    ("safetensors", {"num_hidden_layers": 3}, "model.safetensors lacks tensors that"),
+    ("safetensors", {"intermediate_size": 48}, "model.safetensors does not match"),
+    ("shards", {"num_hidden_layers": 3}, "model.safetensors.index.json lacks tensors that"),
+    ("bin", {"intermediate_size": 48}, "pytorch_model.bin does not match")])
+def test_train_lm_refuses_a_config_json_its_weights_do_not_match_before_the_run_directory(
+        tmp_path, capsys, form, change, needle):
+    # it was refused once the weights loaded: after `attnlab train lm -> RUN` and the run
+    # directory made (then removed), in more than one line
+    d = save_family(tmp_path / "llama", "llama",
+                    max_shard_size="20KB" if form == "shards" else None)
+    if form == "bin":
+        from safetensors.torch import load_file
+
+        torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
+        (d / "model.safetensors").unlink()
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, **change}))
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out), "--max-steps", "1", "--block-size", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"attnlab: error: --init {d}: "), err
+    assert needle in err[0] and f"{d / 'config.json'}" in err[0], err[0]
+    first = ("model.layers.2.input_layernorm.weight" if "num_hidden_layers" in change else
+             "model.layers.0.mlp.down_proj.weight is (32, 64) there, (32, 48) by the config")
+    assert first in err[0], err[0]
+    assert not out.exists()
+
+
+def test_a_setting_the_checkpoint_fixes_that_is_no_shape_is_not_called_one(tmp_path, capsys):
+    """--rope-theta and --layer-norm-eps with --init are refused, but they are not the model's
+    shape: the message said "the shape comes from the checkpoint" for them."""
+    d = save_family(tmp_path / "llama", "llama")
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    for flags, why in ((["--rope-theta", "5000"], "the checkpoint's weights were trained with it"),
+                       (["--layer-norm-eps", "1e-3"], "the checkpoint's weights were trained "
+                                                      "with it"),
+                       (["--num-layers", "3"], "the shape comes from the checkpoint")):
+        assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                     "--out", str(tmp_path / "run"), *flags]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"drop {flags[0]} ({why})" in err[0], err
+
+
 def test_a_rope_scaling_without_its_factor_is_one_line_exit_2(tmp_path, capsys):
     """A legacy ``rope_scaling`` of ``{"type": "linear"}`` alone ended in a KeyError traceback."""
     d = save_family(tmp_path / "llama", "llama")

@@ -25,12 +25,13 @@ from ...errors import UsageError
 from ...interop.gguf import is_gguf
 from ...interop.llama_config import llama_family_settings
 from ...interop.source import (ATTENTION_DROPOUT_KEYS, INIT_MODEL_TYPES, LLAMA_TYPES,
-                                checkpoint_dropout)
+                                checkpoint_dropout, weights_file)
 from ...models.configs import ARCH_PARTS, CausalLMConfig, lm_parts_broken
 from ...settings import (AdaptSettings, absent_values, as_typed, flag, label_smoothing_setting,
                          setting)
 from ...tokenizers import TOKENIZER_KINDS
 from ...run_config import RunSettings
+from ...runs import read_json
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ...data.chat_rows import is_rows_file
@@ -143,10 +144,7 @@ class LMTask(Task):
         context length (``max_len``: --block-size may be shorter), with its tokenizer; an lm
         run's model settings, tokenizer and context length (``gpt2_settings``)."""
         if source.kind == "hf" and source.model_type in LLAMA_TYPES:
-            found = llama_settings(source.config, source.path)
-            if found.get("tie_weights"):  # a head of its own beside: refused before the run
-                _check_tied_files(source)
-            return found
+            return llama_settings(source.config, source.path)
         if source.kind == "hf":
             return gpt2_settings(source.config, source.path)
         found = super().init_settings(source)
@@ -252,7 +250,10 @@ class LMTask(Task):
             raise UsageError("--data is required: a directory from `attnlab prepare` or a text file")
         if is_rows_file(cfg["data"]) and not is_prepared(cfg["data"]):
             rows = check_rows(cfg, _check_init)  # instruction rows (``checks.check_rows``)
-            return rows if cfg.get("resume") else _encoded(cfg, rows)
+            if cfg.get("resume"):
+                return rows
+            _check_files(cfg)
+            return _encoded(cfg, rows)
         if cfg.get("init") and not cfg.get("resume"):
             _check_init(cfg)
         elif (cfg.get("tokenizer") == INIT_TOKENIZER and not is_prepared(cfg["data"])
@@ -264,7 +265,8 @@ class LMTask(Task):
                                                                        cfg.get("vocab_size"))):
             raise UsageError(small)
         check_data(cfg)
-        if cfg.get("init") and not cfg.get("resume"):  # last: it loads transformers
+        if cfg.get("init") and not cfg.get("resume"):  # last: they load torch, transformers
+            _check_files(cfg)
             init_tokenizer(cfg["init"])
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
@@ -371,15 +373,28 @@ def llama_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str
     return {**found, "tokenizer": INIT_TOKENIZER}
 
 
-def _check_tied_files(source) -> None:
-    """A tied Llama-family checkpoint whose files hold a head of other values than its
-    embedding (``interop.direct_read.check_tied_files``), as a ``UsageError`` naming it."""
-    from ...interop.direct_read import check_tied_files
+def _check_files(cfg: dict[str, Any]) -> None:
+    """A Hugging Face directory whose files hold other tensors than its config.json describes
+    (``interop.direct_read``'s ``files_disagree`` for the Llama family,
+    ``transformers_files_disagree`` for GPT-2: from the files' headers, no weight read), or a
+    tied Llama-family one whose files hold a head of other values than its embedding
+    (``check_tied_files``): a one-line ``UsageError`` naming it, before the run directory
+    exists, not once the run reads the weights. (A GGUF file's tensors: ``gguf_source``.)"""
+    if not cfg.get("init") or init_is_run(cfg["init"]) or is_gguf(cfg["init"]):
+        return
+    from ...interop import direct_read
+    from ...interop.checkpoint import _refuse_incomplete
 
+    source = Path(cfg["init"])
+    config, weights = read_json(source / "config.json"), weights_file(source)
+    llama = config.get("model_type") in LLAMA_TYPES
+    compare = direct_read.files_disagree if llama else direct_read.transformers_files_disagree
     try:
-        check_tied_files(source.weights)
-    except ValueError as e:
-        raise UsageError(f"--init {source.path}: {e}") from None
+        _refuse_incomplete(source, weights, *compare(config, weights))
+        if llama and cfg.get("tie_weights"):
+            direct_read.check_tied_files(weights)
+    except (UsageError, ValueError) as e:
+        raise UsageError(f"--init {source}: {e}") from None
 
 
 TASKS = {"lm": LMTask()}
