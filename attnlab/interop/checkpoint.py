@@ -312,6 +312,10 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
     logging.disable_progress_bar()  # "Loading weights" on stderr, in the middle of a run's output
     # looked up by name: each class imports its own model code
     cls = getattr(transformers, _model_class(source, task))
+    verbosity = logging.get_verbosity()
+    # transformers' own "LOAD REPORT" table of the tensors missing or of another shape: the
+    # caller names them in one line (refused, as _refuse_incomplete says)
+    logging.set_verbosity_error()
     try:
         model, info = cls.from_pretrained(source, local_files_only=True,
                                           output_loading_info=True,
@@ -319,6 +323,8 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
     except Exception as e:  # unreadable pickles, bad config values
         raise UsageError(f"{weights} cannot be loaded as the model {source / 'config.json'} "
                          f"describes ({_one_line(e)})") from None
+    finally:
+        logging.set_verbosity(verbosity)
     mismatched = sorted(k for k in info.get("mismatched_keys", ()) if isinstance(k, tuple))
     mismatched_names = {k[0] for k in mismatched}
     missing = [k for k in info.get("missing_keys", ()) if k not in mismatched_names]

@@ -316,6 +316,29 @@ def test_a_config_json_its_weights_do_not_match_is_refused_before_the_run_direct
     assert f"--init {d}: " in err and named in err and str(d / "config.json") in err, err
 
 
+def test_generate_of_a_directory_its_config_does_not_match_says_one_line(gpt2, tmp_path,
+                                                                         capfd):
+    """`attnlab generate DIR` (and train translate --init of a Marian directory, through the
+    same load) printed transformers' LOAD REPORT, a table of each missing tensor, above the
+    one line that names them."""
+    import shutil
+
+    d = tmp_path / "edited"
+    shutil.copytree(gpt2, d)
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "n_layer": 3}))
+    import transformers
+
+    transformers.logging.set_verbosity_warning()  # as a user's (the tests quiet it)
+    capfd.readouterr()
+    assert main(["generate", str(d), "--prompt", "hi"]) == 2
+    err = capfd.readouterr().err
+    assert err.splitlines() == [f"attnlab: error: {d / 'model.safetensors'} lacks tensors "
+                                f"that {d / 'config.json'} describes (transformer.h.2.attn."
+                                f"c_attn.bias, transformer.h.2.attn.c_attn.weight, "
+                                f"transformer.h.2.attn.c_proj.bias and 9 more)"], err
+
+
 @pytest.mark.slow
 def test_a_refusal_loads_neither_torch_nor_transformers(gpt2, text, tmp_path):
     import subprocess
