@@ -42,7 +42,8 @@ import torch
 
 from ..errors import UsageError
 
-__all__ = ["checkpoint_dir", "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
+__all__ = ["checkpoint_dir", "resumes_from_checkpoint", "saved_tokenizer_file",
+           "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
            "capture_rng_ranks", "rank_rng", "rank_seed", "restore_rng", "restore_schedule",
            "FORMAT"]
 
@@ -51,6 +52,23 @@ FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
 
 def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "checkpoints"
+
+
+def resumes_from_checkpoint(cfg, run_dir: Path) -> bool:
+    """Whether the run continues from its ``checkpoints/last.ckpt`` (``--resume`` of a run that
+    wrote one). A run resumed before its first checkpoint starts as a new run does: from
+    --init's weights (read again and checked), with the same seed, so it equals a run never
+    interrupted. Each task's runtime asks this, never ``cfg.resume`` alone, for its start."""
+    return bool(cfg.resume) and (checkpoint_dir(run_dir) / "last.ckpt").is_file()
+
+
+def saved_tokenizer_file(cfg, run_dir: Path) -> Path | None:
+    """A resumed run's ``tokenizer.json`` (``fit`` writes it before the first step): a run
+    resumed before its first checkpoint takes --init's weights again but this tokeniser, not
+    --init's files (init_sha256 pins the weights only). None for a new run, or one killed
+    before it saved its tokeniser."""
+    path = Path(run_dir) / "tokenizer.json"
+    return path if cfg.resume and path.is_file() else None
 
 
 def check_epochs(epochs: int | None, max_steps: int, done: int) -> None:

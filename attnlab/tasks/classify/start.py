@@ -7,6 +7,8 @@
         classify run                 the run's tokeniser
     --resume of a run from --init    the run's last checkpoint (the training loop restores it);
                                      the tokeniser the run saved in its directory
+    --resume before that checkpoint  --init's weights again (checked against init_sha256); the
+                                     tokeniser the run saved
 
 A run from --init saves its tokeniser in its directory before training, so that ``--resume``
 never reads DIR again. Imports torch (the runtime's half of the task).
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,14 +134,25 @@ def start_of(cfg, run_dir: Path, checkpoint=None, *,
     """
     if not cfg.init or cfg.set_column:
         return Start()
-    if cfg.resume:
+    from ...training.checkpoint import resumes_from_checkpoint, saved_tokenizer_file
+
+    if resumes_from_checkpoint(cfg, run_dir):
         return Start(tokenizer=load_run_tokenizer(run_dir))
+    start = _init_start(cfg, checkpoint, load)
+    if saved_tokenizer_file(cfg, run_dir):  # resumed before its first checkpoint
+        start = replace(start, tokenizer=load_run_tokenizer(run_dir))
+    return start
+
+
+def _init_start(cfg, checkpoint, load) -> Start:
+    """``start_of`` of a run that starts: --init DIR's weights, read again and checked."""
     source = Path(cfg.init)
     if not (source / "config.yaml").is_file():  # a Hugging Face directory
-        if checkpoint is None:
+        if checkpoint is None:  # resumed: validate read none, before the run was seeded
             from .pretrained import read_init
 
-            checkpoint = read_init(cfg.init, cfg.init_sha256, cfg.pooling)
+            with torch.random.fork_rng(devices=[]):  # so it draws what a new run draws
+                checkpoint = read_init(cfg.init, cfg.init_sha256, cfg.pooling)
         return Start(model=checkpoint.model, tokenizer=checkpoint.tokenizer,
                      vocab_size=checkpoint.config.vocab_size)
     from ...interop.source import reread_init_source

@@ -225,7 +225,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     from ...training import finish, fit  # Lightning: imported by training only
     from ...training.lm import LMModule
 
-    start = pretrained(cfg)
+    start = pretrained(cfg, run_dir)
     cfg, tokenizer, train_tokens = _corpus_of_run(cfg, run_dir, start and start[1])
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
     B = cfg.batch_size
@@ -257,8 +257,10 @@ def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
     from ...training.lm import LMModule
     from .instruct import assistant_loss, batched, example_batches, pad_id, prepare
 
-    start = pretrained(cfg)
-    cfg, tokenizer, train, val = prepare(cfg, run_dir, rows, start and start[1])
+    start = pretrained(cfg, run_dir)
+    # resumed (before its first checkpoint too): the tokenizer it saved, never --init's again
+    cfg, tokenizer, train, val = prepare(cfg, run_dir, rows,
+                                         None if cfg.resume else start and start[1])
     B = cfg.batch_size
     max_steps = epoch_steps(cfg, math.ceil(len(train) / B), cfg.epochs) if cfg.epochs \
         else cfg.max_steps
@@ -291,12 +293,16 @@ def _last_validation(cfg: RunSettings, result) -> dict[str, float] | None:
     return loss_metrics(loss)
 
 
-def pretrained(cfg: RunSettings) -> tuple[dict[str, torch.Tensor], Tokenizer] | None:
-    """(state dict, tokenizer) of --init DIR for a new run: a GPT-2 directory's converted
-    weights and own tokenizer, or an attnlab lm run's; None without --init or on --resume
-    (the checkpoint holds the weights). ``UsageError`` if DIR's weights are not those whose
-    SHA-256 ``attnlab train`` recorded (``init_sha256``)."""
-    if not cfg.init or cfg.resume:
+def pretrained(cfg: RunSettings,
+               run_dir: Path) -> tuple[dict[str, torch.Tensor], Tokenizer] | None:
+    """(state dict, tokenizer) of --init DIR for a run that starts (a new one, or one resumed
+    before its first checkpoint): a GPT-2 directory's converted weights and own tokenizer, or
+    an attnlab lm run's; None without --init or when the run resumes from its checkpoint
+    (which holds the weights). ``UsageError`` if DIR's weights are not those whose SHA-256
+    ``attnlab train`` recorded (``init_sha256``)."""
+    from ...training.checkpoint import resumes_from_checkpoint  # Lightning: when training
+
+    if not cfg.init or resumes_from_checkpoint(cfg, run_dir):
         return None
     source = reread_init_source(cfg.init, cfg.init_sha256, task="lm")  # unchanged since train
     if source.kind == "hf":

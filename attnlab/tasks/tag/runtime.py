@@ -299,11 +299,29 @@ def _start(cfg, splits, run_dir: Path, task):
     its first weights): random, a Hugging Face encoder's (``--init DIR``) or a tag run's."""
     tags = sorted(known_tags(splits["train"]))
     cfg = cfg.derive(tags=tags)
-    checkpoint = splits.get("init")
-    if cfg.init and cfg.resume:
+    if not cfg.init:
+        tokenizer = fit_vocabulary(cfg, splits["train"].words)
+        cfg = cfg.derive(model_vocab_size=tokenizer.vocab_size)
+        return cfg, tokenizer, build_model(cfg)
+    from ...training.checkpoint import resumes_from_checkpoint, saved_tokenizer_file
+
+    if resumes_from_checkpoint(cfg, run_dir):
         return cfg, _tokenizer(run_dir, cfg), build_model(cfg)
-    if cfg.init and checkpoint is None and not (Path(cfg.init) / "config.yaml").is_file():
-        checkpoint = read_init(cfg.init, cfg.init_sha256, task="tag")
+    cfg, tokenizer, model = _init_weights(cfg, splits.get("init"), tags, task)
+    if saved_tokenizer_file(cfg, run_dir):  # resumed before its first checkpoint
+        tokenizer = _tokenizer(run_dir, cfg)
+    return cfg, tokenizer, model
+
+
+def _init_weights(cfg, checkpoint, tags: list[str], task):
+    """(config, tokenizer, model) of a run from --init DIR that starts (a new one, or one
+    resumed before its first checkpoint): DIR's weights, read again and checked against
+    init_sha256 (``checkpoint``: the Hugging Face one ``validate`` read, if it did)."""
+    if checkpoint is None and not (Path(cfg.init) / "config.yaml").is_file():
+        # resumed: validate read none, before the run was seeded; read here drawing nothing,
+        # so that the run draws what a new run draws
+        with torch.random.fork_rng(devices=[]):
+            checkpoint = read_init(cfg.init, cfg.init_sha256, task="tag")
     if checkpoint is not None:
         cfg = cfg.derive(model_vocab_size=checkpoint.config.vocab_size)
         model = build_model(cfg)
@@ -311,23 +329,20 @@ def _start(cfg, splits, run_dir: Path, task):
                                                          strict=False)
         assert not missing and all(k.startswith("pooler.") for k in unexpected), unexpected
         return cfg, checkpoint.tokenizer, model
-    if cfg.init:  # an attnlab tag run: its model, a new head where its tags differ
-        from ...interop.source import reread_init_source
+    # an attnlab tag run: its model, a new head where its tags differ
+    from ...interop.source import reread_init_source
 
-        reread_init_source(Path(cfg.init), cfg.init_sha256, task="tag")
-        source = task.read_config(read_yaml(Path(cfg.init) / "config.yaml"), cfg.init)
-        old, tokenizer = _load(Path(cfg.init), source)
-        cfg = cfg.derive(model_vocab_size=source.model_vocab_size)
-        model = build_model(cfg)
-        state = old.state_dict()
-        if list(source.tags) != tags:
-            head = "classifier." if pretrained(cfg) else f"output_net.{len(model.output_net) - 1}."
-            state = {k: v for k, v in state.items() if not k.startswith(head)}
-        model.load_state_dict(state, strict=list(source.tags) == tags)
-        return cfg, tokenizer, model
-    tokenizer = fit_vocabulary(cfg, splits["train"].words)
-    cfg = cfg.derive(model_vocab_size=tokenizer.vocab_size)
-    return cfg, tokenizer, build_model(cfg)
+    reread_init_source(Path(cfg.init), cfg.init_sha256, task="tag")
+    source = task.read_config(read_yaml(Path(cfg.init) / "config.yaml"), cfg.init)
+    old, tokenizer = _load(Path(cfg.init), source)
+    cfg = cfg.derive(model_vocab_size=source.model_vocab_size)
+    model = build_model(cfg)
+    state = old.state_dict()
+    if list(source.tags) != tags:
+        head = "classifier." if pretrained(cfg) else f"output_net.{len(model.output_net) - 1}."
+        state = {k: v for k, v in state.items() if not k.startswith(head)}
+    model.load_state_dict(state, strict=list(source.tags) == tags)
+    return cfg, tokenizer, model
 
 
 def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str, float]:

@@ -289,6 +289,30 @@ def _train_loader(cfg: RunSettings, train, tok: TranslationTokenizers):
     return loader, max_steps, cfg.val_every or None  # (the loop caps it at max_steps)
 
 
+def _start(task, cfg: RunSettings, run_dir: Path, checked, sample, val, test):
+    """(the run config, the model holding its first weights, the tokenisers): fit on the data
+    and random; --init DIR's (``checked``: read by ``validate`` for a new run; read again and
+    checked against init_sha256 for one resumed before its first checkpoint, which keeps the
+    tokenisers it saved); or, resumed from its checkpoint, the tokenisers it saved when it
+    started (the loop restores the weights)."""
+    from ...training.checkpoint import resumes_from_checkpoint, saved_tokenizer_file
+
+    if cfg.init is None:
+        cfg, tok = _fit_tokenizers(cfg, sample, val, test)
+        return cfg, build_model(cfg), tok
+    if resumes_from_checkpoint(cfg, run_dir):
+        return cfg, build_model(cfg), TranslationTokenizers.load(
+            run_dir / "tokenizer.json", strip_sources=cfg.sources_stripped)
+    saved = saved_tokenizer_file(cfg, run_dir)
+    if checked is None:  # resumed: validate read none, before the run was seeded
+        with torch.random.fork_rng(devices=[]):  # so it draws what a new run draws
+            checked = read_init(task, cfg)
+    model, tok = checked
+    if saved:
+        tok = TranslationTokenizers.load(saved, strip_sources=cfg.sources_stripped)
+    return _init_config(cfg, (model, tok), sample)
+
+
 def run(task, cfg: RunSettings, run_dir: Path,
         checked: Any = None) -> dict[str, float]:
     """Train, test on the held-out pairs and write the run directory (with
@@ -301,15 +325,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     from ...training.seq2seq import Seq2SeqModule
 
     train, sample, val, test = _splits(cfg)
-    if cfg.init is None:
-        cfg, tok = _fit_tokenizers(cfg, sample, val, test)
-        model = build_model(cfg)
-    elif cfg.resume:  # continues from its checkpoint: the tokenisers it saved when it started
-        tok = TranslationTokenizers.load(run_dir / "tokenizer.json",
-                                         strip_sources=cfg.sources_stripped)
-        model = build_model(cfg)
-    else:  # validate read DIR before the run directory existed
-        cfg, model, tok = _init_config(cfg, checked or read_init(task, cfg), sample)
+    cfg, model, tok = _start(task, cfg, run_dir, checked, sample, val, test)
     loader, max_steps, every = _train_loader(cfg, train, tok)
     # before training: --val-bleu scores the validation pairs as the test pairs are scored
     cfg = cfg.derive(bleu_tokenize=resolve_bleu_tokenize([t for _, t in test],
