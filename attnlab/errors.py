@@ -10,12 +10,16 @@ class UsageError(Exception):
     """
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):
     """Training stopped by a signal (SIGINT from Ctrl-C, SIGTERM from a batch scheduler).
 
     The message is the one line the user reads, e.g. ``"interrupted at step 120 of 600;
     continue with: attnlab train reverse --out runs/r --resume"``; the process exits with
     ``128 + signum`` (130 for SIGINT, 143 for SIGTERM).
+
+    A ``BaseException``, as ``KeyboardInterrupt`` is: a SIGTERM that arrives while a reader's
+    ``except Exception`` guards a load (a checkpoint, a tokenizer, a GGUF file) stops the
+    command rather than being taken for that file's error, or swallowed.
     """
 
     def __init__(self, message: str, signum: int, *, checkpointed: bool = False,

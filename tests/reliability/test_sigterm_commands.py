@@ -32,3 +32,23 @@ def test_a_terminated_prepare_leaves_nothing_that_blocks_its_next_run(tmp_path, 
     stdout, stderr = proc.communicate(timeout=PATIENCE)
     assert (proc.returncode, stdout, stderr) == (143, "", "attnlab: terminated (SIGTERM)\n")
     assert not out.exists()
+
+
+def test_a_sigterm_during_a_files_read_stops_the_command_not_blamed_on_the_file(
+        tmp_path, capsys, monkeypatch):
+    """A SIGTERM that arrives while a reader guards a load with `except Exception` (the GGUF
+    header here; a checkpoint, a tokenizer the same) was taken for that file's error: exit 2,
+    "x.gguf is not a readable GGUF file (terminated (SIGTERM))", or swallowed and the command
+    went on. It stops the command, as Ctrl-C does: 143 and one line. (In-process: the handler
+    raises where the signal lands, so the read raising it is the same.)"""
+    gguf = pytest.importorskip("gguf")
+    from attnlab.cli import main
+    from attnlab.errors import Interrupted
+
+    def terminated(*args, **kwargs):
+        raise Interrupted("terminated (SIGTERM)", 15)
+
+    monkeypatch.setattr(gguf, "GGUFReader", terminated)
+    (tmp_path / "x.gguf").write_bytes(b"GGUF" + bytes(60))
+    assert main(["generate", str(tmp_path / "x.gguf"), "--prompt", "hi"]) == 143
+    assert capsys.readouterr().err == "attnlab: terminated (SIGTERM)\n"
