@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["check_output", "not_found"]
+__all__ = ["check_output", "is_special_file", "not_found"]
 
 
 def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
@@ -88,6 +88,13 @@ def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:
     return first, (Path(home, *parts[1:]) if home != first else None)
 
 
+def is_special_file(path: str | Path) -> bool:
+    """Whether ``path`` is there but is no regular file nor directory: a pipe (``--data
+    <(zcat corpus.gz)``, a FIFO) or a device, which a reader that reads a file twice (a
+    tokeniser fitted, then the text encoded) or by its size cannot read."""
+    return os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path))
+
+
 def not_found(what: str, path: str | Path) -> UsageError:
     """The error of an input file that is not there: ``WHAT: file not found: PATH`` (without
     ``WHAT: `` where ``what`` is "": a positional FILE), and where PATH starts with a ``~``
@@ -103,9 +110,7 @@ def not_found(what: str, path: str | Path) -> UsageError:
              if found and found[1] else "")
     if str(path) == "-":  # the usual name of standard input, which only --input-file reads
         meant = " ('-' is not standard input here: name the file)"
-    elif os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
-        # `--data <(zcat corpus.gz)`: a pipe, which a reader that reads a file twice (a
-        # tokeniser fitted, then the text encoded) or by its size cannot read
+    elif is_special_file(path):
         return UsageError(f"{f'{what}: ' if what else ''}{path} is not a regular file (a pipe, "
                           f"as <(...) gives, or a device); write its text to a file and give "
                           f"that")

@@ -28,8 +28,6 @@ from .threads import use_threads
 # means a blank line). Any other backslash is refused rather than kept: a stop string that
 # silently never matches would let generation run on.
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
-# Python's stand-ins for the bytes of a command-line argument that are not UTF-8
-# ("surrogateescape": byte 0xe9 is U+DCE9); any lone surrogate, to find them
 
 
 @dataclass

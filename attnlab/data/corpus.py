@@ -48,7 +48,7 @@ import torch
 from torch.utils.data import Dataset
 
 from ..errors import UsageError
-from ..paths import check_output, not_found
+from ..paths import check_output, is_special_file, not_found
 from ..runs import naming
 from ..settings import CorpusSettings, check_argument
 from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes, vocab_too_small
@@ -516,9 +516,9 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
     check_argument(CorpusSettings, "val_fraction", val_fraction)
     if not paths:
         raise UsageError("no input files given")
-    for path in paths:  # a pipe (`prepare <(zcat corpus.gz)`) is read twice: empty the second
-        if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
-            raise not_found("", path)  # (time: "changed while it was being prepared")
+    for path in paths:  # a pipe (`prepare <(zcat corpus.gz)`) read twice is empty the second
+        if is_special_file(path):  # time ("changed while it was being prepared")
+            raise not_found("", path)
 
 
 def _count_characters(paths, chunk_chars: int, digests: list[str], text_column: str) -> int:
