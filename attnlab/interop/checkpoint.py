@@ -121,7 +121,7 @@ def read_checkpoint(path: str | Path, *, task: str, dtype: str | None = None) ->
         model = _cast(_read_encoder(source, model_type, weights),
                       read_json(source / "config.json"), dtype)
         rows = model.word_embeddings.num_embeddings
-    elif _reads_directly(task, model_type, weights):  # no transformers model, no copy
+    elif reads_directly(task, model_type, weights):  # no transformers model, no copy
         model = _read_direct(source, weights, dtype or "float32")
         rows = model.token_embedding.num_embeddings
     else:
@@ -135,7 +135,7 @@ def read_checkpoint(path: str | Path, *, task: str, dtype: str | None = None) ->
                       weights=weights, sha256=digest, model_type=model_type)
 
 
-def _reads_directly(task: str, model_type: str, weights: Path) -> bool:
+def reads_directly(task: str, model_type: str, weights: Path) -> bool:
     """Whether ``direct_read`` reads this checkpoint: a Llama-family language model stored
     as safetensors (one file or shards)."""
     return (task == "lm" and model_type in LLAMA_CLASSES
@@ -148,11 +148,11 @@ def _read_direct(source: Path, weights: Path, dtype: str):
     from .weights import TORCH_DTYPES
 
     try:
-        model, missing, mismatched = read_llama_family(
+        model, *disagree = read_llama_family(
             read_json(source / "config.json"), weights, TORCH_DTYPES.get(dtype, dtype))
     except ValueError as e:  # a setting attnlab cannot represent; a file cut short
         raise UsageError(f"{source}: {_one_line(e)}") from None
-    _refuse_incomplete(source, weights, missing, mismatched)
+    refuse_incomplete(source, weights, *disagree)
     return model
 
 
@@ -265,8 +265,8 @@ def _one_line(e: BaseException) -> str:
 
 def _load_model(source: Path, task: str, weights: Path):
     """The Hugging Face model, every tensor of it read from ``weights`` (none left random)."""
-    model, missing, mismatched = _from_pretrained(source, task, weights)
-    _refuse_incomplete(source, weights, missing, mismatched)
+    model, *disagree = _from_pretrained(source, task, weights)
+    refuse_incomplete(source, weights, *disagree)
     return model.eval()
 
 
@@ -280,13 +280,16 @@ def _read_encoder(source: Path, model_type: str, weights: Path):
             bert_tensors(weights), model_type, read_json(source / "config.json"))
     except ValueError as e:
         raise UsageError(f"{source}: {_one_line(e)}") from None
-    _refuse_incomplete(source, weights, missing, mismatched)
+    refuse_incomplete(source, weights, missing, mismatched)
     return model
 
 
-def _refuse_incomplete(source: Path, weights: Path, missing: list[str], mismatched: list) -> None:
+def refuse_incomplete(source: Path, weights: Path, missing: list[str], mismatched: list,
+                      unexpected: list[str] = ()) -> None:
     """A UsageError naming the first tensor of ``weights`` of another shape than the config's
-    (``mismatched``: (name, stored shape, config's shape)), else the first ones missing."""
+    (``mismatched``: (name, stored shape, config's shape)), else the first ones missing, else
+    the first ones the config does not describe (``unexpected``: a config.json of fewer layers
+    than its weights)."""
     config = source / "config.json"
     if mismatched:
         name, stored, expected = mismatched[0]
@@ -297,6 +300,11 @@ def _refuse_incomplete(source: Path, weights: Path, missing: list[str], mismatch
         shown = ", ".join(sorted(missing)[:3])
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         raise UsageError(f"{weights} lacks tensors that {config} describes ({shown}{more})")
+    if unexpected:
+        shown = ", ".join(sorted(unexpected)[:3])
+        more = f" and {len(unexpected) - 3} more" if len(unexpected) > 3 else ""
+        raise UsageError(f"{weights} holds tensors that {config} does not describe "
+                         f"({shown}{more}): is config.json the one saved with these weights?")
 
 
 def _shape(shape) -> str:
@@ -304,17 +312,21 @@ def _shape(shape) -> str:
 
 
 def _from_pretrained(source: Path, task: str, weights: Path, **options):
-    """``(model, tensors not in weights, [(name, stored shape, config's shape)])``; tensors of
-    another shape are reported rather than raised, so the message can name them."""
+    """``(model, tensors not in weights, [(name, stored shape, config's shape)], tensors of
+    weights the model does not use)``; tensors of another shape are reported rather than
+    raised, so the message can name them; unused ones are those transformers does not
+    ignore (its ``_keys_to_ignore_on_load_unexpected``; ``direct_read.undescribed``)."""
     import transformers
     from transformers.utils import logging
+
+    from .direct_read import undescribed
 
     logging.disable_progress_bar()  # "Loading weights" on stderr, in the middle of a run's output
     # looked up by name: each class imports its own model code
     cls = getattr(transformers, _model_class(source, task))
     verbosity = logging.get_verbosity()
     # transformers' own "LOAD REPORT" table of the tensors missing or of another shape: the
-    # caller names them in one line (refused, as _refuse_incomplete says)
+    # caller names them in one line (refused, as refuse_incomplete says)
     logging.set_verbosity_error()
     try:
         model, info = cls.from_pretrained(source, local_files_only=True,
@@ -328,7 +340,7 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
     mismatched = sorted(k for k in info.get("mismatched_keys", ()) if isinstance(k, tuple))
     mismatched_names = {k[0] for k in mismatched}
     missing = [k for k in info.get("missing_keys", ()) if k not in mismatched_names]
-    return model, missing, mismatched
+    return model, missing, mismatched, undescribed(info.get("unexpected_keys", ()))
 
 
 def _model_class(source: Path, task: str) -> str:

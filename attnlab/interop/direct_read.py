@@ -19,16 +19,17 @@ The tensors are found by Hugging Face's names, attnlab's with these parts rename
     decoder.norm.                   model.norm.
     (the rest: self_attn.o_proj, self_attn.q_norm/k_norm, lm_head: the same names)
 
-Tensors the model does not use are ignored, as ``transformers`` ignores them, but for a
-tied checkpoint's ``lm_head.weight`` of other values than the embedding's (``transformers``
-then unties the head: refused, naming ``tie_word_embeddings``); every tensor it does use must
-be there with its shape, else nothing is allocated and the caller refuses the directory
-naming them.
+Every tensor the model uses must be there with its shape, and the files may hold no tensor
+the model does not use (a config.json of fewer layers than its weights) but for those
+``transformers`` ignores too (its ``_keys_to_ignore_on_load_unexpected``, an old checkpoint's
+``rotary_emb.inv_freq``, a tied checkpoint's ``lm_head.weight``), else nothing is allocated
+and the caller refuses the directory naming them. A tied checkpoint's ``lm_head.weight`` of
+other values than the embedding's (``transformers`` then unties the head) is refused, naming
+``tie_word_embeddings``.
 """
 from __future__ import annotations
 
 import re
-import struct
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,13 +42,18 @@ from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_o
 
 __all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype",
            "check_tied_head", "check_tied_files", "files_disagree",
-           "transformers_files_disagree"]
+           "transformers_files_disagree", "ignored_unexpected",
+           "undescribed"]
 
 # attnlab's name parts -> Hugging Face's (the table of the module doc)
 _RENAMED = (("token_embedding.", "model.embed_tokens."), ("decoder.layers.", "model.layers."),
             ("decoder.norm.", "model.norm."), (".norm1.", ".input_layernorm."),
             (".norm2.", ".post_attention_layernorm."), (".linear_net.", ".mlp."))
 _STACKED = ".qkv_proj."
+# a tensor files saved by an older transformers hold that today's ignores without listing it
+# (its LOAD REPORT calls it UNEXPECTED): GPT-2's attention constant, -1e4, kept in the files
+# of many a GPT-2 fine-tuned before the buffer was made non-persistent
+_SAVED_BY_OLDER = re.compile(r"(^|\.)attn\.masked_bias$")
 
 
 def hf_names(name: str) -> tuple[str, ...]:
@@ -90,26 +96,27 @@ def stored_dtype(config: dict[str, Any], tensors: SafetensorsTensors) -> torch.d
 
 
 def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype | str):
-    """``(model, missing, mismatched)``: the ``CausalLM`` of a Llama-family ``config.json``
-    mapping with the tensors of ``weights`` (a ``.safetensors`` file or the shards' index)
-    read into parameters of ``dtype`` (``"auto"``: ``stored_dtype``), in eval mode; or
-    ``(None, names not in the files, [(name, stored shape, config's shape)])`` when a tensor is
-    absent or of another shape, before any parameter memory is allocated.
+    """``(model, missing, mismatched, unexpected)``: the ``CausalLM`` of a Llama-family
+    ``config.json`` mapping with the tensors of ``weights`` (a ``.safetensors`` file or the
+    shards' index) read into parameters of ``dtype`` (``"auto"``: ``stored_dtype``), in eval
+    mode; or ``(None, names not in the files, [(name, stored shape, config's shape)], names of
+    the files the model does not use)`` when a tensor is absent, of another shape or unused,
+    before any parameter memory is allocated.
 
     Raises:
         ValueError: naming the config key and value attnlab cannot represent.
     """
     model = _on_meta(config)
     with SafetensorsTensors(weight_files(weights)) as tensors:
-        missing, mismatched = _disagreeing(model, {n: tensors.shape(n) for n in tensors.names()})
-        if missing or mismatched:
-            return None, missing, mismatched
+        found = _disagreeing(model, config, {n: tensors.shape(n) for n in tensors.names()})
+        if any(found):
+            return None, *found
         if dtype == "auto":
             dtype = stored_dtype(config, tensors)
         materialize(model, dtype)
         read_named(model, tensors.read)
         _check_tied_head(model, tensors)
-    return model.eval(), [], []
+    return model.eval(), [], [], []
 
 
 def _on_meta(config: dict[str, Any]) -> nn.Module:
@@ -124,42 +131,66 @@ def _on_meta(config: dict[str, Any]) -> nn.Module:
                                        attention_dropout=dropout))
 
 
-def _disagreeing(model: nn.Module, stored: dict[str, tuple[int, ...]]
-                 ) -> tuple[list[str], list[tuple[str, tuple, tuple]]]:
+def _disagreeing(model: nn.Module, config: dict[str, Any], stored: dict[str, tuple[int, ...]]
+                 ) -> tuple[list[str], list[tuple[str, tuple, tuple]], list[str]]:
     """(the Hugging Face names of ``model``'s tensors not in ``stored`` (name -> shape),
-    [(name, stored shape, the model's shape)] of those of another shape, sorted)."""
+    [(name, stored shape, the model's shape)] of those of another shape, sorted, the names of
+    ``stored`` the model does not use and ``transformers`` does not ignore, sorted)."""
     params = dict(model.named_parameters())  # a tied head is listed once, as the embedding
     wanted = [e for name, p in params.items() for e in _expected(model, name, p)]
     missing = [hf for hf, _ in wanted if hf not in stored]
     mismatched = sorted((hf, tuple(stored[hf]), shape) for hf, shape in wanted
                         if hf in stored and tuple(stored[hf]) != shape)
-    return missing, mismatched
+    used = {hf for hf, _ in wanted} | {"lm_head.weight"}  # tied: checked by check_tied_head
+    unused = [n for n in stored if n not in used]
+    return missing, mismatched, _not_ignored(config.get("model_type"), unused) if unused else []
+
+
+def _not_ignored(model_type: str | None, unused: list[str]) -> list[str]:
+    """``unused`` less what ``transformers``' class of ``model_type`` ignores, sorted: the
+    class's ``_keys_to_ignore_on_load_unexpected`` patterns, and the ``rotary_emb.inv_freq`` of
+    old checkpoints that ``from_pretrained`` ignores in every model with rotary buffers
+    (``_adjust_missing_and_unexpected_keys``). Only then is ``transformers`` imported, if
+    installed: the direct reader needs none of it."""
+    from .llama_config import LLAMA_CLASSES
+
+    try:
+        import transformers
+
+        cls = getattr(transformers, LLAMA_CLASSES.get(model_type or "", "LlamaForCausalLM"))
+        patterns = [*(cls._keys_to_ignore_on_load_unexpected or ())]
+    except ImportError:
+        patterns = []
+    ignored = re.compile("|".join(f"({p})" for p in [*patterns, r"rotary_emb\.inv_freq"]))
+    return undescribed(n for n in unused if not ignored.search(n))
 
 
 def files_disagree(config: dict[str, Any], weights: Path
-                   ) -> tuple[list[str], list[tuple[str, tuple, tuple]]]:
-    """``read_llama_family``'s ``(missing, mismatched)`` found from the files' headers alone,
-    before any weight is read: ``attnlab train lm --init`` refuses a directory whose
-    config.json describes other tensors than its files hold before its run directory exists.
-    Safetensors (one file or shards) by their headers; ``pytorch_model.bin`` files mapped (zip
-    form; an old pickle-only file, or a header that cannot be read: ``([], [])``, checked as
-    the weights load).
+                   ) -> tuple[list[str], list[tuple[str, tuple, tuple]], list[str]]:
+    """``read_llama_family``'s ``(missing, mismatched, unexpected)`` found from the files'
+    headers alone, before any weight is read: ``attnlab train lm --init`` refuses a directory
+    whose config.json describes other tensors than its files hold before its run directory
+    exists.
+    Safetensors (one file or shards: the files the direct reader reads; ``pytorch_model.bin``
+    ones are read by ``transformers``: ``transformers_files_disagree``) by their headers; a
+    header that cannot be read: ``([], [], [])``, named as the weights load.
 
     Raises:
         ValueError: naming the config key and value attnlab cannot represent.
     """
     model = _on_meta(config)
     stored = _stored_shapes(weights)
-    return ([], []) if stored is None else _disagreeing(model, stored)
+    return ([], [], []) if stored is None else _disagreeing(model, config, stored)
 
 
 def transformers_files_disagree(config: dict[str, Any], weights: Path
-                                ) -> tuple[list[str], list[tuple[str, tuple, tuple]]]:
-    """``files_disagree`` of a checkpoint ``transformers`` reads (GPT-2's): the tensors of
-    ``AutoModelForCausalLM`` built from ``config`` on the meta device, found as
-    ``from_pretrained`` finds them (with or without the base model's prefix, a tied head
-    not looked for), against the files' headers. A config ``transformers`` cannot build a
-    model of: ``([], [])``, as the run's ``from_pretrained`` names it.
+                                ) -> tuple[list[str], list[tuple[str, tuple, tuple]], list[str]]:
+    """``files_disagree`` of a checkpoint ``transformers`` reads (GPT-2's; a Llama-family
+    ``pytorch_model.bin``): the tensors of ``AutoModelForCausalLM`` built from ``config`` on
+    the meta device, found as ``from_pretrained`` finds them (with or without the base model's
+    prefix, a tied head not looked for), against the files' headers; the files' tensors it
+    does not use, less those ``from_pretrained`` ignores. A config ``transformers`` cannot
+    build a model of: ``([], [], [])``, as the run's ``from_pretrained`` names it.
     """
     import transformers
 
@@ -168,35 +199,61 @@ def transformers_files_disagree(config: dict[str, Any], weights: Path
         with torch.device("meta"):
             model = transformers.AutoModelForCausalLM.from_config(built)
     except Exception:  # a bad value of config.json's, said when the run loads it
-        return [], []
+        return [], [], []
     stored = _stored_shapes(weights)
     if stored is None:
-        return [], []
+        return [], [], []
     tied = set(getattr(model, "_tied_weights_keys", None) or ()) if built.tie_word_embeddings \
         else set()
     # what from_pretrained does not miss (an older transformers' GPT-2 attention buffers)
     ignored = [re.compile(p) for p in getattr(model, "_keys_to_ignore_on_load_missing", None)
                or ()]
     prefix = f"{model.base_model_prefix}."
-    missing, mismatched = [], []
+    missing, mismatched, used = [], [], set()
     for name, tensor in model.state_dict().items():
         found = next((n for n in (name, name.removeprefix(prefix)) if n in stored), None)
+        used.add(found)
         if found is None and name not in tied and not any(p.search(name) for p in ignored):
             missing.append(name)
         elif found is not None and tuple(stored[found]) != tuple(tensor.shape):
             mismatched.append((found, tuple(stored[found]), tuple(tensor.shape)))
-    return missing, sorted(mismatched)
+    used |= {n for b, _ in model.named_buffers() for n in (b, b.removeprefix(prefix))}
+    return missing, sorted(mismatched), ignored_unexpected(model, set(stored) - used)
+
+
+def ignored_unexpected(model: nn.Module, unexpected: set[str]) -> list[str]:
+    """``unexpected``, the names of tensors a ``transformers`` ``model`` does not use, less
+    those its ``from_pretrained`` ignores (its ``_keys_to_ignore_on_load_unexpected``, an old
+    checkpoint's ``rotary_emb.inv_freq``: ``_adjust_missing_and_unexpected_keys``) and those
+    ``undescribed`` leaves out, sorted."""
+    from types import SimpleNamespace
+
+    info = SimpleNamespace(missing_keys=set(), unexpected_keys=set(unexpected))
+    adjust = getattr(model, "_adjust_missing_and_unexpected_keys", None)
+    if adjust is not None:
+        adjust(info)
+    else:  # another transformers: its class's patterns
+        patterns = [re.compile(p) for p in model._keys_to_ignore_on_load_unexpected or ()]
+        info.unexpected_keys = {n for n in unexpected if not any(p.search(n) for p in patterns)}
+    return undescribed(info.unexpected_keys)
+
+
+def undescribed(unexpected) -> list[str]:
+    """``unexpected``, the tensors ``transformers`` reports as unused, less GPT-2's
+    ``attn.masked_bias`` of files an older transformers saved, sorted: the tensors a
+    config.json does not describe (``checkpoint.refuse_incomplete`` refuses them)."""
+    return sorted(n for n in unexpected if not _SAVED_BY_OLDER.search(n))
 
 
 def _stored_shapes(weights: Path) -> dict[str, tuple[int, ...]] | None:
     """name -> shape of every tensor of ``weights``' files, None where they cannot be read
-    so (the run's own reading of them names the file)."""
+    so: any error of a damaged header (the run's own reading of them names the file)."""
     try:
         if not weights.name.endswith((".safetensors", ".safetensors.index.json")):
             return {n: tuple(t.shape) for n, t in _bin_tensors(weights).items()}
         with SafetensorsTensors(weight_files(weights)) as tensors:
             return {n: tensors.shape(n) for n in tensors.names()}
-    except (RuntimeError, OSError, ValueError, KeyError, struct.error):
+    except Exception:  # OverflowError, TypeError, ... of a header not safetensors'
         return None
 
 
@@ -216,6 +273,8 @@ def check_tied_files(weights: Path) -> None:
     directory exists): read from safetensors files, or mapped from ``pytorch_model.bin`` files
     (zip form; an old pickle-only file is checked as its weights load)."""
     names = ("lm_head.weight", "model.embed_tokens.weight")
+    if _stored_shapes(weights) is None:
+        return  # a damaged header: named as the weights load
     if weights.suffix == ".safetensors" or weights.name.endswith(".safetensors.index.json"):
         with SafetensorsTensors(weight_files(weights)) as tensors:
             if all(n in tensors for n in names):

@@ -286,6 +286,10 @@ def test_weights_that_do_not_match_the_config_are_refused(dirs, tmp_path):
     d = _copy_dir(dirs["gpt2"], tmp_path / "deeper")
     _edit_config(d, n_layer=3)
     _refused(d, "lm", "lacks tensors", "h.2.")
+    # read as one layer of the two, transformers' report of the other silenced
+    d = _copy_dir(dirs["gpt2"], tmp_path / "shallower")
+    _edit_config(d, n_layer=1)
+    _refused(d, "lm", "holds tensors that", "does not describe", "h.1.")
 
 
 def test_a_tokenizer_larger_than_the_embedding_is_refused(tmp_path):
@@ -347,6 +351,16 @@ def save_marian(d):
 
 # without sacremoses installed, transformers' MarianTokenizer warns (it normalises nothing)
 SACREMOSES = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
+
+@pytest.mark.slow
+@SACREMOSES
+def test_a_marian_config_of_fewer_layers_than_its_weights_is_refused(tmp_path):
+    """train translate --init of it trained one encoder layer of the two without a word."""
+    d = save_marian(tmp_path / "marian")
+    _edit_config(d, encoder_layers=1)
+    _refused(d, "translate", "holds tensors that", "does not describe",
+             "(model.encoder.layers.1.")
 
 
 @pytest.mark.slow

@@ -301,6 +301,9 @@ def test_a_checkpoint_with_fewer_rows_than_tokenizer_ids_is_refused(text, tmp_pa
 
 @pytest.mark.parametrize("change, named", [
     ({"n_layer": 3}, "model.safetensors lacks tensors that"),
+    # trained one layer of the two without a word (transformers' report of the unused ones
+    # silenced)
+    ({"n_layer": 1}, "model.safetensors holds tensors that"),
     ({"n_inner": 64}, "transformer.h.0.mlp.c_fc.bias is (128,) there, (64,) by the config")])
 def test_a_config_json_its_weights_do_not_match_is_refused_before_the_run_directory(
         gpt2, text, tmp_path, capsys, change, named):
@@ -316,8 +319,16 @@ def test_a_config_json_its_weights_do_not_match_is_refused_before_the_run_direct
     assert f"--init {d}: " in err and named in err and str(d / "config.json") in err, err
 
 
+@pytest.mark.parametrize("layers, says", [
+    (3, "lacks tensors that {config} describes (transformer.h.2.attn.c_attn.bias, "
+        "transformer.h.2.attn.c_attn.weight, transformer.h.2.attn.c_proj.bias and 9 more)"),
+    # transformers' report listed the unused layer's tensors as UNEXPECTED and the model
+    # generated from its first layer; once the report was silenced, without a word
+    (1, "holds tensors that {config} does not describe (transformer.h.1.attn.c_attn.weight, "
+        "transformer.h.1.attn.c_proj.bias, transformer.h.1.attn.c_proj.weight and 8 more): "
+        "is config.json the one saved with these weights?")])
 def test_generate_of_a_directory_its_config_does_not_match_says_one_line(gpt2, tmp_path,
-                                                                         capfd):
+                                                                         capfd, layers, says):
     """`attnlab generate DIR` (and train translate --init of a Marian directory, through the
     same load) printed transformers' LOAD REPORT, a table of each missing tensor, above the
     one line that names them."""
@@ -326,17 +337,37 @@ def test_generate_of_a_directory_its_config_does_not_match_says_one_line(gpt2, t
     d = tmp_path / "edited"
     shutil.copytree(gpt2, d)
     config = json.loads((d / "config.json").read_text())
-    (d / "config.json").write_text(json.dumps({**config, "n_layer": 3}))
+    (d / "config.json").write_text(json.dumps({**config, "n_layer": layers}))
     import transformers
 
     transformers.logging.set_verbosity_warning()  # as a user's (the tests quiet it)
     capfd.readouterr()
     assert main(["generate", str(d), "--prompt", "hi"]) == 2
     err = capfd.readouterr().err
-    assert err.splitlines() == [f"attnlab: error: {d / 'model.safetensors'} lacks tensors "
-                                f"that {d / 'config.json'} describes (transformer.h.2.attn."
-                                f"c_attn.bias, transformer.h.2.attn.c_attn.weight, "
-                                f"transformer.h.2.attn.c_proj.bias and 9 more)"], err
+    assert err.splitlines() == [f"attnlab: error: {d / 'model.safetensors'} "
+                                + says.format(config=d / "config.json")], err
+
+
+def test_an_old_gpt2_checkpoints_attention_buffers_are_not_called_undescribed(gpt2, tmp_path):
+    """GPT-2 files saved by an older transformers hold attn.bias and attn.masked_bias, which
+    transformers reads past (attn.bias in _keys_to_ignore_on_load_unexpected; masked_bias,
+    a constant, no longer listed): neither the header check nor the load refuses them."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from attnlab.interop.direct_read import transformers_files_disagree
+
+    d = tmp_path / "old"
+    shutil.copytree(gpt2, d)
+    tensors = load_file(d / "model.safetensors")
+    for i in range(2):
+        tensors[f"transformer.h.{i}.attn.bias"] = torch.ones(1, 1, 64, 64)
+        tensors[f"transformer.h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
+    save_file(tensors, d / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((d / "config.json").read_text())
+    assert transformers_files_disagree(config, d / "model.safetensors") == ([], [], [])
+    assert read_checkpoint(d, task="lm").model.config.num_layers == 2
 
 
 @pytest.mark.slow

@@ -289,7 +289,11 @@ def test_train_lm_refuses_a_tied_config_with_its_own_head_before_the_run_directo
     ("safetensors", {"num_hidden_layers": 3}, "model.safetensors lacks tensors that"),
     ("safetensors", {"intermediate_size": 48}, "model.safetensors does not match"),
     ("shards", {"num_hidden_layers": 3}, "model.safetensors.index.json lacks tensors that"),
-    ("bin", {"intermediate_size": 48}, "pytorch_model.bin does not match")])
+    ("bin", {"intermediate_size": 48}, "pytorch_model.bin does not match"),
+    # fewer layers than the files: the run trained one layer of the two without a word
+    ("safetensors", {"num_hidden_layers": 1}, "model.safetensors holds tensors that"),
+    ("shards", {"num_hidden_layers": 1}, "model.safetensors.index.json holds tensors that"),
+    ("bin", {"num_hidden_layers": 1}, "pytorch_model.bin holds tensors that")])
 def test_train_lm_refuses_a_config_json_its_weights_do_not_match_before_the_run_directory(
         tmp_path, capsys, form, change, needle):
     # it was refused once the weights loaded: after `attnlab train lm -> RUN` and the run
@@ -310,8 +314,10 @@ def test_train_lm_refuses_a_config_json_its_weights_do_not_match_before_the_run_
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"attnlab: error: --init {d}: "), err
     assert needle in err[0] and f"{d / 'config.json'}" in err[0], err[0]
-    first = ("model.layers.2.input_layernorm.weight" if "num_hidden_layers" in change else
-             "model.layers.0.mlp.down_proj.weight is (32, 64) there, (32, 48) by the config")
+    first = {3: "model.layers.2.input_layernorm.weight",
+             1: "does not describe (model.layers.1.input_layernorm.weight, "}.get(
+        change.get("num_hidden_layers"),
+        "model.layers.0.mlp.down_proj.weight is (32, 64) there, (32, 48) by the config")
     assert first in err[0], err[0]
     assert not out.exists()
 
@@ -329,6 +335,82 @@ def test_a_setting_the_checkpoint_fixes_that_is_no_shape_is_not_called_one(tmp_p
                      "--out", str(tmp_path / "run"), *flags]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"drop {flags[0]} ({why})" in err[0], err
+
+
+def _train_1(tmp_path, d):
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    code = main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out), "--max-steps", "1", "--block-size", "8"])
+    return code, out
+
+
+def test_train_lm_takes_a_tied_base_model_saved_as_pytorch_model_bin(tmp_path, capsys):
+    """``LlamaModel``'s tensors (no "model." prefix, no head) in pytorch_model.bin, as
+    transformers reads them: refused as lacking model.embed_tokens.weight... by the header
+    check, which named attnlab's own tensors for a file transformers reads."""
+    from safetensors.torch import load_file
+
+    d = save_family(tmp_path / "llama", "llama", tie_word_embeddings=True)
+    tensors = load_file(d / "model.safetensors")
+    torch.save({k.removeprefix("model."): v for k, v in tensors.items() if k != "lm_head.weight"},
+               d / "pytorch_model.bin")
+    (d / "model.safetensors").unlink()
+    code, out = _train_1(tmp_path, d)
+    assert code == 0, capsys.readouterr().err
+    assert (out / "model.safetensors").is_file()
+
+
+def test_train_lm_says_one_line_of_a_safetensors_header_that_overflows(tmp_path, capsys):
+    """The header check let the OverflowError of a header length past 2**63 out as a
+    traceback; the run's own read of the file names it in one line."""
+    d = save_family(tmp_path / "llama", "llama")
+    (d / "model.safetensors").write_bytes(b"\xff" * 8 + b"x" * 100)
+    code, out = _train_1(tmp_path, d)
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"attnlab: error: {d / 'model.safetensors'} is not a readable "
+                           "safetensors file (") and "header too large" in last, err
+    assert not out.exists()
+
+
+def test_generate_refuses_weights_of_more_layers_than_config_json(tmp_path, capsys):
+    """The direct reader's own load (``generate DIR`` of Llama safetensors) refuses them too."""
+    d = save_family(tmp_path / "llama", "llama")
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
+    assert main(["generate", str(d), "--prompt", "hi"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not describe (model.layers.1.input_layernorm.weight, " in err[0]
+
+
+@pytest.mark.parametrize("form", ["safetensors", "bin"])
+def test_tensors_transformers_ignores_are_not_called_undescribed(tmp_path, form):
+    """An old checkpoint's rotary_emb.inv_freq and a tied head stored anyway (of the
+    embedding's values) are read by transformers without a word: so by the header checks."""
+    from safetensors.torch import load_file, save_file
+
+    from attnlab.interop.direct_read import files_disagree, transformers_files_disagree
+
+    d = save_family(tmp_path / "llama", "llama", tie_word_embeddings=True)
+    tensors = load_file(d / "model.safetensors")
+    tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"].clone()
+    for i in range(2):
+        tensors[f"model.layers.{i}.self_attn.rotary_emb.inv_freq"] = torch.ones(4)
+    (d / "model.safetensors").unlink()
+    if form == "bin":
+        torch.save(tensors, d / "pytorch_model.bin")
+        compare, weights = transformers_files_disagree, d / "pytorch_model.bin"
+    else:
+        save_file(tensors, d / "model.safetensors", metadata={"format": "pt"})
+        compare, weights = files_disagree, d / "model.safetensors"
+    config = json.loads((d / "config.json").read_text())
+    assert compare(config, weights) == ([], [], [])
+    tensors["model.layers.2.mlp.up_proj.weight"] = torch.ones(2)
+    (torch.save(tensors, weights) if form == "bin" else
+     save_file(tensors, weights, metadata={"format": "pt"}))
+    assert compare(config, weights)[2] == ["model.layers.2.mlp.up_proj.weight"]
 
 
 def test_a_rope_scaling_without_its_factor_is_one_line_exit_2(tmp_path, capsys):

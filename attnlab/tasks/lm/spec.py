@@ -375,22 +375,24 @@ def llama_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str
 
 def _check_files(cfg: dict[str, Any]) -> None:
     """A Hugging Face directory whose files hold other tensors than its config.json describes
-    (``interop.direct_read``'s ``files_disagree`` for the Llama family,
-    ``transformers_files_disagree`` for GPT-2: from the files' headers, no weight read), or a
-    tied Llama-family one whose files hold a head of other values than its embedding
-    (``check_tied_files``): a one-line ``UsageError`` naming it, before the run directory
+    or tensors it does not describe (``interop.direct_read``'s ``files_disagree`` where the
+    direct reader reads the files, a Llama family's safetensors; ``transformers_files_disagree``
+    where transformers does, GPT-2 and ``pytorch_model.bin``: from the files' headers, no
+    weight read), or a tied Llama-family one whose files hold a head of other values than its
+    embedding (``check_tied_files``): a one-line ``UsageError`` naming it, before the run directory
     exists, not once the run reads the weights. (A GGUF file's tensors: ``gguf_source``.)"""
     if not cfg.get("init") or init_is_run(cfg["init"]) or is_gguf(cfg["init"]):
         return
     from ...interop import direct_read
-    from ...interop.checkpoint import _refuse_incomplete
+    from ...interop.checkpoint import reads_directly, refuse_incomplete
 
     source = Path(cfg["init"])
     config, weights = read_json(source / "config.json"), weights_file(source)
     llama = config.get("model_type") in LLAMA_TYPES
-    compare = direct_read.files_disagree if llama else direct_read.transformers_files_disagree
+    direct = reads_directly("lm", config.get("model_type"), weights)
+    compare = direct_read.files_disagree if direct else direct_read.transformers_files_disagree
     try:
-        _refuse_incomplete(source, weights, *compare(config, weights))
+        refuse_incomplete(source, weights, *compare(config, weights))
         if llama and cfg.get("tie_weights"):
             direct_read.check_tied_files(weights)
     except (UsageError, ValueError) as e:
