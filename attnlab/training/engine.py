@@ -275,9 +275,10 @@ class Loop:
         self.optimizer = fabric.setup_optimizers(self.optimizer)
         if state:
             self._restore(last, state)
-        elif not cfg.resume and fabric.is_global_zero:
+        elif fabric.is_global_zero:
             # again, now that the task has resolved its 'auto' settings (translate's
-            # tokenisers): --resume then rebuilds what this run trains
+            # tokenisers): --resume then rebuilds what this run trains; a resumed run without
+            # a checkpoint too (killed before it got here, its config.yaml lacks them)
             write_config(self.run_dir, cfg)
         if fabric.global_rank > 0 and self._rng_to_restore is None:  # its own dropout masks
             self._reseed = rank_seed(int(cfg.seed), fabric.global_rank, self.step)

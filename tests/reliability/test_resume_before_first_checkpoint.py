@@ -5,7 +5,9 @@ without --init starts from the same seed. Either way its weights after training 
 the same run never interrupted, bit for bit. Every task that takes --init: lm (a GPT-2
 directory, a GGUF file, an attnlab run, with --freeze and --lora-rank, and an instruction
 fine-tune of a chat model), classify, tag and translate (a Hugging Face directory, an attnlab
-run). Tiny models, four steps."""
+run). A run killed before its training loop was set up, resumed, killed after a checkpoint
+and resumed again, of every task: the first resume records the settings the task resolved, so
+the second rebuilds the same run. Tiny models, four steps."""
 import csv
 import json
 import importlib.util
@@ -13,6 +15,7 @@ import shutil
 
 import pytest
 import torch
+import yaml
 from safetensors.torch import load_file, save_file
 
 transformers = pytest.importorskip("transformers")
@@ -91,17 +94,19 @@ def _argv(made, name, out):
             *DATA[task].split(), *(["--init", str(made[init])] if init else []), *extra]
 
 
+class _KillAt2:
+    """A loop probe: the run dies after its second step (and its checkpoint, if it makes one)."""
+
+    def on_train_batch_end(self, loop):
+        if loop.step == 2:
+            raise _Killed("killed after step 2")
+
+
 def _killed_at_step_2(argv, out, monkeypatch):
     """``attnlab train`` (``argv``) dying after its second step, before any checkpoint;
     as a kill -9, it leaves its run directory as it was (config.yaml, tokenizer.json)."""
-
-    class KillAt2:
-        def on_train_batch_end(self, loop):
-            if loop.step == 2:
-                raise _Killed("killed after step 2")
-
     with monkeypatch.context() as m:
-        probe_loop(m, KillAt2())
+        probe_loop(m, _KillAt2())
         m.setattr("attnlab.commands.preflight.discard_unstarted", lambda *a, **k: False)
         with pytest.raises(_Killed):
             main(argv)
@@ -168,3 +173,91 @@ def test_a_changed_init_is_refused_on_such_a_resume(made, tmp_path, monkeypatch,
     err = capsys.readouterr().err.strip().splitlines()
     assert "changed since the run was configured" in err[-1] and str(base) in err[-1], err
     assert not (out / "model.safetensors").exists()
+
+
+def _killed_in_setup(argv):
+    """``attnlab train`` (``argv``) dying as its training loop is built (a kill -9, an OOM):
+    after the run directory and the task's start, before the engine resolves its settings."""
+    import attnlab.training.engine as engine
+
+    def killed(*args, **kwargs):
+        raise _Killed("killed before setup")
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(engine.Loop, "__init__", killed)
+        m.setattr("attnlab.commands.preflight.discard_unstarted", lambda *a, **k: False)
+        with pytest.raises(_Killed):
+            main(argv)
+
+
+def _settings(run_dir):
+    """config.yaml of ``run_dir``, less whether it was resumed and its nulls, ``run_dir``
+    written RUN in its paths (``out``, lm's ``data_dir``)."""
+    found = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+    return {k: v.replace(str(run_dir), "RUN") if isinstance(v, str) else v
+            for k, v in found.items() if k != "resume" and v is not None}
+
+
+@pytest.mark.parametrize("name", ["lm-scratch", "lm-gpt2", "classify-scratch", "classify-run",
+                                  "tag-scratch", "tag-bert", "translate-scratch",
+                                  "translate-marian", "translate-run"])
+def test_a_run_killed_in_setup_then_after_a_checkpoint_resumes_twice(made, name, tmp_path,
+                                                                     monkeypatch, capsys):
+    """The first resume, which finds no checkpoint, records the settings the task resolved
+    (translate's vocabulary sizes, classify's labels) in config.yaml, so that a second
+    resume, from the checkpoint the first one wrote, rebuilds the same run."""
+    _resumed_twice(_argv(made, name, tmp_path / "whole"), tmp_path, monkeypatch, capsys)
+
+
+def _tasks_without_init(tmp_path):
+    """name -> argv (less --out) of the tasks that take no --init: tiny runs, four steps."""
+    from attnlab.tasks.jets.data import write_jets
+    from tests.jets.test_task import synthetic_jets
+    from tests.tasks.test_classify_sets import SET_ARGS, write_sets
+
+    write_jets(tmp_path / "jets.h5", *synthetic_jets(40))
+    small = ["--model-dim", "16", "--num-heads", "2", "--dim-feedforward", "32"]
+    return {"reverse": ["reverse", "--train-size", "64", "--val-size", "16", "--test-size",
+                        "16", "--num-layers", "2", *small],
+            "jets": ["jets", "--data", str(tmp_path / "jets.h5"), "--batch-size", "16",
+                     "--max-constituents", "30", "--pair-bias", *small],
+            "sets": ["classify", "--data", str(write_sets(tmp_path / "clouds.csv")), *SET_ARGS,
+                     "--batch-size", "16", "--num-layers", "1", *small],
+            "anomaly": ["anomaly", "--train-sets", "256", "--val-sets", "32", "--test-sets", "64",
+                        "--set-size", "5", "--batch-size", "16", *small],
+            "graph": ["graph"],
+            "translate-builtin": ["translate", "--max-number", "1000", "--test-size", "40",
+                                  "--val-size", "16", "--num-layers", "1", "--batch-size", "16",
+                                  *small]}
+
+
+@pytest.mark.parametrize("name", ["reverse", "jets", "sets", "anomaly", "graph",
+                                  "translate-builtin"])
+def test_so_does_a_run_of_a_task_without_init(name, tmp_path, monkeypatch, capsys):
+    task, *rest = _tasks_without_init(tmp_path)[name]
+    argv = ["train", task, "--out", str(tmp_path / "whole"), *rest, *STEPS, "--dropout", "0.1"]
+    _resumed_twice(argv, tmp_path, monkeypatch, capsys)
+
+
+def _resumed_twice(argv, tmp_path, monkeypatch, capsys):
+    """``argv`` (``--out tmp_path/whole``) trained whole, and again in tmp_path/resumed killed
+    in setup, resumed and killed after step 2's checkpoint, resumed again: the second run
+    records the first resume's settings as the first does, and ends with its weights."""
+    whole, resumed, task = tmp_path / "whole", tmp_path / "resumed", argv[1]
+    argv = [a if a != "100" else "1" for a in argv]  # --checkpoint-every 1
+    assert main(argv) == 0
+    _killed_in_setup([a if a != str(whole) else str(resumed) for a in argv])
+    with monkeypatch.context() as m:
+        probe_loop(m, _KillAt2())
+        with pytest.raises(_Killed):
+            main(["train", task, "--out", str(resumed), "--resume"])
+    assert (resumed / "checkpoints" / "last.ckpt").is_file()
+    # the settings the first resume resolved, as the run never interrupted records them (a
+    # resumed classify run writes its absent target_mean &c. as null: the same settings)
+    assert _settings(resumed) == _settings(whole)
+    capsys.readouterr()
+    assert main(["train", task, "--out", str(resumed), "--resume"]) == 0, capsys.readouterr().err
+    a, b = load_file(whole / "model.safetensors"), load_file(resumed / "model.safetensors")
+    assert a.keys() == b.keys()
+    differ = sorted(k for k in a if not torch.equal(a[k], b[k]))
+    assert not differ, f"{len(differ)} of {len(a)} tensors differ: {differ[:3]}"

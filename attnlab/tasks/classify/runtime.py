@@ -383,9 +383,9 @@ def _prepare(cfg, splits: dict[str, Any], start) -> tuple[Any, Any, list]:
     (the model learns the standardised number, whose scale does not depend on the data's
     units). The tokeniser of a run started from --init (``start``) is its source's, and so is
     the vocabulary. A resumed run keeps its labels' order (its head's rows: a run from before
-    ``class_order`` listed classes 12, 2, 7). Returns (the run config, tokenizer or None, model
-    inputs)."""
-    if not (cfg.resume and cfg.labels):
+    ``class_order`` listed classes 12, 2, 7); one killed before it recorded them derives them.
+    Returns (the run config, tokenizer or None, model inputs)."""
+    if not (cfg.resume and cfg.recorded("labels")):
         cfg = cfg.derive(labels=None if cfg.regression else classes_of(splits))
     if cfg.regression:
         ys = torch.tensor([y for _, y in splits["train"]], dtype=torch.float64)

@@ -173,13 +173,13 @@ def _splits(cfg: RunSettings):
     return train, train, val, test
 
 
-def _fit_tokenizers(cfg, sample, val, test):
+def _fit_tokenizers(cfg, sample, val, test, resumed: bool = False):
     """(the run config, the two tokenisers fit on ``sample``): the config with the kinds
     ``auto`` chose and what the model's size depends on (vocabularies, longest source and
     target) derived. ``max_len`` reaches every source the run reads (validation's too) and
-    every target validation reads teacher-forced, so that no pair stops the run midway; a
-    resumed run keeps the ``max_len`` its config.yaml records (one made before validation
-    counted may be shorter)."""
+    every target validation reads teacher-forced, so that no pair stops the run midway; a run
+    ``resumed`` from its checkpoint keeps the ``max_len`` its config.yaml records (one made
+    before validation counted may be shorter)."""
     sources, targets, builtin = [s for s, _ in sample], [t for _, t in sample], cfg.data is None
     cfg = cfg.derive(src_tokenizer=resolve_tokenizer(cfg.src_tokenizer, sources, builtin=builtin),
                      tgt_tokenizer=resolve_tokenizer(cfg.tgt_tokenizer, targets, builtin=builtin))
@@ -194,7 +194,7 @@ def _fit_tokenizers(cfg, sample, val, test):
     # the decoder reads a validation target as start + pieces (teacher forcing)
     val_len = max(map(len, tok.tgt.encode_batch([t for _, t in val])), default=0) + 1
     max_len = max(64, src_len + 2, 2 * tgt_len + 8, val_len)
-    if cfg.resume and cfg.max_len is not None:  # the model's shape as its checkpoint holds it
+    if resumed and cfg.max_len is not None:  # the model's shape as its checkpoint holds it
         max_len = cfg.max_len  # (a learned position table is a weight of that length)
     cfg = cfg.derive(src_vocab_size=tok.src.vocab_size, tgt_vocab_size=tok.tgt.vocab_size,
                      max_target_len=tgt_len + max(4, tgt_len // 2), max_len=max_len)
@@ -298,7 +298,8 @@ def _start(task, cfg: RunSettings, run_dir: Path, checked, sample, val, test):
     from ...training.checkpoint import resumes_from_checkpoint, saved_tokenizer_file
 
     if cfg.init is None:
-        cfg, tok = _fit_tokenizers(cfg, sample, val, test)
+        resumed = resumes_from_checkpoint(cfg, run_dir)
+        cfg, tok = _fit_tokenizers(cfg, sample, val, test, resumed)
         return cfg, build_model(cfg), tok
     if resumes_from_checkpoint(cfg, run_dir):
         return cfg, build_model(cfg), TranslationTokenizers.load(
