@@ -305,7 +305,7 @@ class TrainSettings:
                              help="steps between validations (beyond --max-steps: one, at the "
                                   "last step)")
     monitor: str = setting("val_loss", metavar="METRIC", absent="val_loss",
-                           blank_why="name a validation metric (val_loss, val_acc, ...)",
+                           blank_why="name a validation metric (--help lists this task's)",
                            help="the validation metric --keep-best and --patience watch "
                                 "(lower or higher is better as the metric says)")
     keep_best: bool = setting(False, absent=False,

@@ -281,7 +281,9 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
         derived |= set(task.run_config.layout.owner) - known | {"out", "resume"}
         if file_cfg.get("schedule") == "noam":
             derived.add("beta2")
-    of_schedule = _not_of_schedule(file_cfg, given) if recorded else {}
+    default_schedule = {**SHARED_DEFAULTS, **task.defaults}["schedule"]
+    of_schedule = (_not_of_schedule(file_cfg, given, where, default_schedule) if recorded
+                   else {})
     derived |= set(of_schedule)
     unknown = sorted(set(file_cfg) - known - derived)
     if unknown:
@@ -298,22 +300,35 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
              f"ran there; not settings of this new run, which works out its own"] if aside else []
     if of_schedule:
+        takes = [flag(k) for k in of_schedule if schedule_takes(given["schedule"])[k]]
         notes.append(f"note: {where}: {', '.join(f'{k} {v}' for k, v in of_schedule.items())}: "
-                     f"settings of its --schedule {file_cfg['schedule']}, not of --schedule "
-                     f"{given['schedule']}; set aside")
+                     f"settings of its --schedule {file_cfg.get('schedule', default_schedule)}"
+                     f", not of --schedule {given['schedule']}; set aside"
+                     + (f" (give {' or '.join(takes)} to set it)" if takes else ""))
     return {**file_cfg, **read}, notes, recorded  # as checked: ``init: 5`` is the text 5
 
 
-def _not_of_schedule(file_cfg: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+def _not_of_schedule(file_cfg: dict[str, Any], given: dict[str, Any], where: str,
+                     default: str) -> dict[str, Any]:
     """A run's own config.yaml with another ``--schedule`` given: {setting: value} of those it
-    records that the new schedule does not take (wsd's --cooldown; --min-lr, which noam and
-    constant have none of), which ``check_schedule`` would refuse as if given: a wsd run
-    records the --cooldown 0.2 and --min-lr 0 it filled in."""
-    schedule = given.get("schedule", file_cfg.get("schedule"))
-    if schedule == file_cfg.get("schedule"):
+    records for its own schedule, set aside: wsd's --cooldown (``check_schedule`` refused it as
+    if given) and --min-lr, which a wsd or linear run fills in (0) and which, kept under
+    cosine, trained nanoGPT's cosine rather than the course's without a word. Its --lr (and
+    --muon-lr) is refused where one schedule is Noam and the other not, unless given: Noam's
+    is a factor, the others' a rate (a factor of 2 became a peak rate of 2)."""
+    recorded = file_cfg.get("schedule", default)
+    schedule = given.get("schedule", recorded)
+    if schedule == recorded:
         return {}
-    return {k: file_cfg[k] for k, ok in schedule_takes(schedule).items()
-            if not ok and file_cfg.get(k) is not None}
+    if "noam" in (schedule, recorded):
+        for key in ("lr", "muon_lr"):
+            if file_cfg.get(key) is not None and key not in given:
+                what = ("the factor of its --schedule noam, not a rate" if recorded == "noam"
+                        else f"a rate of its --schedule {recorded}, not a factor")
+                raise UsageError(f"{where}: {key} {file_cfg[key]} is {what} of --schedule "
+                                 f"{schedule}; give {flag(key)}")
+    return {k: file_cfg[k] for k in schedule_takes(schedule)
+            if file_cfg.get(k) is not None and k not in given}
 
 
 def _meant_settings(unknown: list[str], known: set[str]) -> str:

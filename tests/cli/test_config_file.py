@@ -200,13 +200,15 @@ def test_a_noam_runs_beta2_is_not_carried_into_another_schedule(tmp_path, record
     record = build_config("reverse", {"schedule": "noam", "out": str(tmp_path / "r")}).record()
     write_yaml(tmp_path / "config.yaml", {**record, "beta2": recorded_beta2})
     given = {"config": str(tmp_path / "config.yaml")}
-    assert build_config("reverse", {**given, "schedule": "cosine"}).beta2 == 0.999
+    # (its --lr, Noam's factor, is no rate of cosine's: given, test_a_runs_lr_is_not_carried...)
+    assert build_config("reverse", {**given, "schedule": "cosine", "lr": 1e-3}).beta2 == 0.999
     assert build_config("reverse", given).beta2 == 0.98
 
 
 @pytest.mark.parametrize("recorded, schedule, aside", [
-    ("wsd", "cosine", "cooldown 0.2"), ("wsd", "linear", "cooldown 0.2"),
-    ("wsd", "noam", "cooldown 0.2, min_lr 0.0"), ("linear", "constant", "min_lr 0.0")])
+    ("wsd", "cosine", "cooldown 0.2, min_lr 0.0; set aside (give --min-lr to set it)"),
+    ("wsd", "linear", "cooldown 0.2, min_lr 0.0; set aside (give --min-lr to set it)"),
+    ("linear", "constant", "min_lr 0.0; set aside")])
 def test_a_runs_config_yaml_takes_another_schedule(tmp_path, capsys, recorded, schedule,
                                                    aside):
     """A wsd or linear run records the --cooldown and --min-lr it trained with (0.2 and 0,
@@ -222,10 +224,52 @@ def test_a_runs_config_yaml_takes_another_schedule(tmp_path, capsys, recorded, s
     cfg = build_config("reverse", {"config": str(tmp_path / "config.yaml"),
                                    "schedule": schedule})
     assert cfg.schedule == schedule
-    assert cfg.cooldown is None or schedule == "wsd"
-    assert cfg.min_lr is None or schedule in ("linear", "cosine")
-    assert (f"note: --config {tmp_path / 'config.yaml'}: {aside}: settings of its --schedule "
-            f"{recorded}, not of --schedule {schedule}; set aside") in capsys.readouterr().err
+    assert cfg.cooldown is None
+    # the min_lr 0 a wsd run filled in, kept under cosine, trained nanoGPT's cosine (decay from
+    # the end of warm-up) instead of the course's, unsaid: the new schedule fills in its own
+    assert cfg.min_lr == (0.0 if schedule == "linear" else None)
+    settings, why = aside.split("; ", 1)
+    assert (f"note: --config {tmp_path / 'config.yaml'}: {settings}: settings of its --schedule "
+            f"{recorded}, not of --schedule {schedule}; {why}\n") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("recorded, lr, schedule, said", [
+    ("noam", 2.0, "cosine", "lr 2.0 is the factor of its --schedule noam, not a rate of "
+                            "--schedule cosine; give --lr"),
+    ("cosine", 0.001, "noam", "lr 0.001 is a rate of its --schedule cosine, not a factor of "
+                              "--schedule noam; give --lr")])
+def test_a_runs_lr_is_not_carried_between_noam_and_a_rate(tmp_path, capsys, recorded, lr,
+                                                          schedule, said):
+    """Noam's --lr is a factor, the other schedules' a rate: a Noam run's factor 2 handed back
+    with --schedule cosine trained at a peak rate of 2.0, noted only for beta2."""
+    from attnlab.commands.train import build_config
+    from attnlab.runs import write_yaml
+
+    record = build_config("reverse", {"schedule": recorded, "lr": lr, "out": str(tmp_path / "r")})
+    write_yaml(tmp_path / "config.yaml", record.record())
+    out = tmp_path / "new"
+    assert main(["train", "reverse", "--config", str(tmp_path / "config.yaml"), "--schedule",
+                 schedule, "--out", str(out)]) == 2
+    assert not out.exists()
+    assert one_line_error(capsys) == f"attnlab: error: --config {tmp_path / 'config.yaml'}: {said}"
+    given = build_config("reverse", {"config": str(tmp_path / "config.yaml"),
+                                     "schedule": schedule, "lr": 0.5})
+    assert (given.schedule, given.lr) == (schedule, 0.5)
+
+
+def test_a_runs_config_yaml_without_its_schedule_line_takes_another(tmp_path, capsys):
+    """A run's config.yaml whose schedule line was deleted by hand (the task's default then)
+    ended in a KeyError traceback once another --schedule was given."""
+    from attnlab.commands.train import build_config
+    from attnlab.runs import write_yaml
+
+    record = build_config("reverse", {"schedule": "wsd", "out": str(tmp_path / "r")}).record()
+    del record["schedule"]  # reverse's default: cosine
+    write_yaml(tmp_path / "config.yaml", record)
+    cfg = build_config("reverse", {"config": str(tmp_path / "config.yaml"), "schedule": "noam",
+                                   "lr": 2.0})
+    assert (cfg.schedule, cfg.cooldown, cfg.min_lr) == ("noam", None, None)
+    assert "settings of its --schedule cosine, not of --schedule noam" in capsys.readouterr().err
 
 
 @pytest.mark.slow
