@@ -192,6 +192,15 @@ def test_a_stop_string_typed_decomposed_stops_an_nfc_tokenizers_text():
     assert "".join(_streamed(s, tok.encode("le café est bon"))) == "le caf" and s.stopped
 
 
+def test_a_stop_string_longer_than_the_prompt_that_begins_it_stops():
+    """`generate --prompt "xab" --stop "ab cd"`: the prompt's text kept to join the new text
+    was cut from a negative place (3 - 4), so only its last character was kept, "ab cd" never
+    appeared, and generation printed " cd" and ran on."""
+    tok = CharTokenizer.fit(["xab cd ef"])
+    s = StopStreamer(tok, ["ab cd"], before="xab")
+    assert "".join(_streamed(s, tok.encode(" cd ef"))) == "" and s.stopped
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["--prompt", ""], "--prompt is empty"),

@@ -57,7 +57,7 @@ class StopStreamer:
         self.ids: list[int] = []
         self.printed = 0
         self.hold = max((len(s) for s in self.stops), default=1) - 1  # as searched: ﬁ→fi
-        self.before = before[len(before) - self.hold:] if self.hold else ""
+        self.before = before[-self.hold:] if self.hold else ""  # (a prompt shorter: whole)
         self.stopped = False
 
     def add(self, token: int) -> str:
