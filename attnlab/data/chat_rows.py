@@ -174,16 +174,26 @@ def _refuse_unread(obj: dict, at: str) -> None:
     """A row's field that would be ignored though the run should read it: a system message
     beside "messages" or "prompt" (the row-level "system" of Anthropic's API), the input or
     context of a prompt row (Alpaca's, Dolly's, left beside a "prompt"). One that holds
-    nothing (null, blank: Alpaca's many rows without an input) loses nothing, and is let be."""
-    def held(key: str) -> bool:
-        value = obj.get(key)
-        return value is not None and not (isinstance(value, str) and not value.strip())
+    nothing (null, blank: Alpaca's many rows without an input), or whose text the row already
+    holds where it is read (a converted row that kept its fields: the system message first in
+    "messages", the instruction inside "prompt"), loses nothing, and is let be."""
+    first = (obj.get("messages") or [None])[0]
+    system = (first.get("content") if isinstance(first, dict) and first.get("role") == "system"
+              else None)
 
-    if held("system") and ("messages" in obj or "prompt" in obj):
+    def held(key: str, read: object) -> bool:
+        value = obj.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return False
+        return not (isinstance(value, str) and isinstance(read, str)
+                    and value.strip() in read)
+
+    if held("system", system) and ("messages" in obj or "prompt" in obj):
         raise UsageError(f"{at}: field \"system\" is not read (a row's other fields are "
                          f"ignored); give the system message first in \"messages\", "
                          f"{{\"role\": \"system\", \"content\": ...}}")
-    unread = next((k for k in _PROMPT_PARTS if held(k)), None) if "prompt" in obj else None
+    unread = (next((k for k in _PROMPT_PARTS if held(k, obj["prompt"])), None)
+              if "prompt" in obj else None)
     if unread:
         raise UsageError(f"{at}: field \"{unread}\" is not read beside \"prompt\" (a row's "
                          f"other fields are ignored); join it into \"prompt\" as the model "

@@ -477,6 +477,23 @@ def test_a_system_or_input_field_that_holds_nothing_is_let_be(tmp_path):
                                               {"role": "assistant", "content": "y"}]]
 
 
+def test_a_field_whose_text_the_row_already_reads_is_let_be(tmp_path):
+    """A converted row that kept its raw fields was refused though nothing would be lost: a
+    row-level "system" already first in "messages", Alpaca's "instruction" and "input"
+    already inside "prompt". A field whose text is not there is still refused."""
+    system = {"system": "be brief", "messages": [
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "x"},
+        {"role": "assistant", "content": "y"}]}
+    alpaca = {"instruction": "Give three tips", "input": "for sleep", "output": "a b c",
+              "prompt": "### Instruction:\nGive three tips\n\n### Input:\nfor sleep\n\n"
+                        "### Response:\n", "response": "a b c"}
+    rows = read_rows(_write(tmp_path / "rows.jsonl", [system, alpaca]))
+    assert rows.conversations[0] == system["messages"]
+    assert rows.conversations[1][0] == {"role": "user", "content": alpaca["prompt"]}
+    with pytest.raises(UsageError, match='field "input" is not read beside "prompt"'):
+        read_rows(_write(tmp_path / "other.jsonl", [{**alpaca, "input": "for work"}]))
+
+
 def test_a_turn_after_the_last_reply_is_refused_for_a_new_run_only(dirs, tmp_path, capsys):
     """A user turn after the last reply was trained on without a word, though no step reads
     it (no counted token follows it): the row had likely lost its reply."""
