@@ -423,10 +423,13 @@ def check_schedule(cfg: dict[str, Any]) -> None:
         cfg["min_lr"] = 0.0
 
 
-def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str) -> str | None:
+def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str,
+                   weight_decay: float = 0.0) -> str | None:
     """The rule of ``--optimizer`` and its settings: ``--muon-lr`` is Muon's, so it needs
-    ``--optimizer muon`` (rather than be silently unused); and Muon orthogonalises each weight
-    matrix whole, which ``--strategy fsdp`` splits across devices. The message naming the
+    ``--optimizer muon`` (rather than be silently unused); Muon orthogonalises each weight
+    matrix whole, which ``--strategy fsdp`` splits across devices; and ``--weight-decay``
+    decays the matrices, told by their shape, which FSDP hands the optimiser flattened (every
+    parameter one-dimensional: nothing was decayed, without a word). The message naming the
     flags, or None where it holds; ``attnlab train`` checks it before the run starts. Whether
     the model has weight matrices for Muon is ``muon_finds_matrices``'s rule.
 
@@ -442,6 +445,10 @@ def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str) -> str 
     if optimizer == "muon" and strategy == "fsdp":
         return ("--optimizer muon orthogonalises each weight matrix whole, and --strategy fsdp "
                 "splits them across devices; use --strategy ddp")
+    if weight_decay and strategy == "fsdp":
+        return (f"--weight-decay {weight_decay:g} decays the weight matrices, told by their "
+                f"shape, and --strategy fsdp hands the optimiser every weight flattened; use "
+                f"--strategy ddp, or --weight-decay 0")
     return None
 
 

@@ -74,7 +74,8 @@ def validate_shared(cfg: dict[str, Any], task=None) -> None:
     the message names the flag and shows the value."""
     check(TrainSettings, cfg)
     check_schedule(cfg)
-    if broken := optimizer_fits(cfg["optimizer"], cfg.get("muon_lr"), cfg["strategy"]):
+    if broken := optimizer_fits(cfg["optimizer"], cfg.get("muon_lr"), cfg["strategy"],
+                                cfg.get("weight_decay") or 0.0):
         raise UsageError(broken)
     if task is None or task.heads_split_width(cfg):
         if broken := heads_divide_width(cfg["model_dim"], cfg["num_heads"]):

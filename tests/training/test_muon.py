@@ -342,6 +342,11 @@ def test_muon_without_block_matrices_to_train_is_refused_before_the_run(task, fl
     (["--optimizer", "muon", "--strategy", "fsdp"],
      "--optimizer muon orthogonalises each weight matrix whole, and --strategy fsdp splits "
      "them across devices; use --strategy ddp"),
+    # FSDP hands the optimiser each weight flattened (use_orig_params): the rule of the
+    # matrices, by shape, decayed none of them, without a word
+    (["--weight-decay", "0.1", "--strategy", "fsdp"],
+     "--weight-decay 0.1 decays the weight matrices, told by their shape, and --strategy fsdp "
+     "hands the optimiser every weight flattened; use --strategy ddp, or --weight-decay 0"),
 ])
 def test_muon_lr_without_muon_and_muon_under_fsdp_are_refused(flags, message, tmp_path, capsys):
     out = tmp_path / "run"
