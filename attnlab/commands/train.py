@@ -299,7 +299,8 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
         _refuse_blank({"out": read["out"]}, f"out in {where}")
     check_values(task, read, where, training=True, of_use=not resuming)
     notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
-             f"ran there; not settings of this new run, which works out its own"] if aside else []
+             f"ran there; not settings of this new run, which works out its own"
+             ] if aside and not resuming else []  # (a resumed run is the one that wrote it)
     if of_schedule:
         takes = [flag(k) for k in of_schedule if schedule_takes(given["schedule"])[k]]
         notes.append(f"note: {where}: {', '.join(f'{k} {v}' for k, v in of_schedule.items())}: "

@@ -132,6 +132,12 @@ def test_a_runs_config_yaml_trains_the_same_settings_again(tmp_path, capsys):
     assert before.pop("out") != after.pop("out")
     assert after == before
     assert "epochs_of_all_processes, out, resume: the run that wrote it worked them out" in err
+    # resumed from its own config.yaml, the run is the one that wrote it: no such note (it
+    # said "not settings of this new run" of the run being continued)
+    second = tmp_path / "second"
+    assert main(["train", "reverse", "--config", str(second / "config.yaml"), "--out",
+                 str(second), "--resume", "--max-steps", "3"]) == 0
+    assert "not settings of this new run" not in capsys.readouterr().err
 
 
 @pytest.mark.slow
