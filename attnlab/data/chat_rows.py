@@ -226,15 +226,21 @@ def check_last_turns(rows: Rows, *, what: str = "--data") -> None:
     on such a file goes on as it began.
 
     Raises:
-        UsageError: one line naming the file, line and message of the first such turn.
+        UsageError: one line naming the file, line and message of the first such turn, and
+            how many rows end so where more than one does.
     """
-    for messages, line in zip(rows.conversations, rows.lines):
-        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
-        if last + 1 < len(messages):
-            raise UsageError(f"{what} {rows.path} line {line}, message {last + 2}: a "
-                             f"{messages[last + 1]['role']} turn after the last assistant "
-                             f"reply, which the loss never reads (no reply follows it); end "
-                             f"the conversation with the assistant's reply")
+    def last_reply(messages: list[dict]) -> int:
+        return max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+
+    ending = [(messages, line) for messages, line in zip(rows.conversations, rows.lines)
+              if last_reply(messages) + 1 < len(messages)]
+    if ending:
+        (messages, line), last = ending[0], last_reply(ending[0][0])
+        many = f" ({len(ending)} rows end so)" if len(ending) > 1 else ""
+        raise UsageError(f"{what} {rows.path} line {line}, message {last + 2}: a "
+                         f"{messages[last + 1]['role']} turn after the last assistant "
+                         f"reply, which the loss never reads (no reply follows it){many}; end "
+                         f"the conversation with the assistant's reply")
 
 
 def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:

@@ -494,6 +494,19 @@ def test_a_field_whose_text_the_row_already_reads_is_let_be(tmp_path):
         read_rows(_write(tmp_path / "other.jsonl", [{**alpaca, "input": "for work"}]))
 
 
+def test_the_refusal_of_turns_after_the_last_reply_counts_the_rows(tmp_path):
+    """A dump whose rows often end on a user's "thanks!" was refused one row at a time: the
+    one line says how many rows end so."""
+    from attnlab.data.chat_rows import check_last_turns
+
+    rows = _rows(6)
+    for i in (2, 4):  # (rows of messages: system, user, assistant)
+        rows[i] = {"messages": [*rows[i]["messages"], {"role": "user", "content": "thanks!"}]}
+    with pytest.raises(UsageError, match=r"line 3, message 4: a user turn after the last "
+                                         r"assistant reply, .* \(2 rows end so\); end"):
+        check_last_turns(read_rows(_write(tmp_path / "rows.jsonl", rows)))
+
+
 def test_a_turn_after_the_last_reply_is_refused_for_a_new_run_only(dirs, tmp_path, capsys):
     """A user turn after the last reply was trained on without a word, though no step reads
     it (no counted token follows it): the row had likely lost its reply."""
