@@ -2,6 +2,19 @@
 ``UsageError``) or 128 + the signal number (an ``Interrupted`` run, as a shell reports it)."""
 
 
+def first_few(names, shown: int = 3) -> str:
+    """The first ``shown`` of ``names`` and how many more, as a one-line error lists missing
+    columns or tensors.
+
+    Examples:
+        >>> first_few(["a", "b", "c", "d", "e"])
+        'a, b, c and 2 more'
+    """
+    names = list(names)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{', '.join(names[:shown])}{more}"
+
+
 class UsageError(Exception):
     """A usage or input error: a bad flag, value, file, column or run directory.
 

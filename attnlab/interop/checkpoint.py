@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, first_few
 from ..runs import read_json
 from .gguf import is_gguf
 from .llama_config import LLAMA_CLASSES
@@ -297,14 +297,12 @@ def refuse_incomplete(source: Path, weights: Path, missing: list[str], mismatche
                          f"{_shape(stored)} there, {_shape(expected)} by the config"
                          + (f" (and {len(mismatched) - 1} more)" if len(mismatched) > 1 else ""))
     if missing:
-        shown = ", ".join(sorted(missing)[:3])
-        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        raise UsageError(f"{weights} lacks tensors that {config} describes ({shown}{more})")
+        raise UsageError(f"{weights} lacks tensors that {config} describes "
+                         f"({first_few(sorted(missing))})")
     if unexpected:
-        shown = ", ".join(sorted(unexpected)[:3])
-        more = f" and {len(unexpected) - 3} more" if len(unexpected) > 3 else ""
         raise UsageError(f"{weights} holds tensors that {config} does not describe "
-                         f"({shown}{more}): is config.json the one saved with these weights?")
+                         f"({first_few(sorted(unexpected))}): is config.json the one saved "
+                         f"with these weights?")
 
 
 def _shape(shape) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, first_few
 from .chat import _one_line
 from .llama_config import LLAMA_FAMILY
 
@@ -160,9 +160,7 @@ def _check_tensors(reader, architecture: str, config: dict[str, Any], name: str)
 
 def _lacks(name: str, missing: list[str]) -> str:
     """The refusal of a file without the tensors ``missing`` (transformers' names)."""
-    missing = sorted(missing)
-    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-    return f"{name} lacks tensors its metadata describes ({', '.join(missing[:3])}{more})"
+    return f"{name} lacks tensors its metadata describes ({first_few(sorted(missing))})"
 
 
 # per architecture: the metadata keys (after ``{arch}.``) that fix the model's numbers and have

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ...data.overlap import shared_note
-from ...errors import UsageError
+from ...errors import UsageError, first_few
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
@@ -233,8 +233,7 @@ class _JetFile:
             return (f"holds {k} constituents per jet (columns E_0..PZ_{k - 1}), fewer than the "
                     f"{n} read (--max-constituents {n}); train with --max-constituents {k} or "
                     f"fewer, or add zero columns (padding) up to PZ_{n - 1}")
-        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        return (f"missing columns {', '.join(missing[:3])}{more} (a jets file has E_i, PX_i, "
+        return (f"missing columns {first_few(missing)} (a jets file has E_i, PX_i, "
                 f"PY_i, PZ_i for i < {MAX_CONSTITUENTS} and {LABEL_COLUMN})")
 
     def _range(self, start: int, stop: int | None) -> tuple[int, int]:
