@@ -213,7 +213,7 @@ def _drop_recipe_cooldown(cfg: dict[str, Any], set_by_user: dict[str, Any]) -> N
     """A recipe's --cooldown is its wsd's decay share and goes with its wsd: a --schedule given
     over the recipe is not refused for the recipe's --cooldown (nor named as overriding it);
     a --cooldown the user gave stays, and is checked as given."""
-    if cfg["schedule"] != "wsd" and "cooldown" not in set_by_user:
+    if not schedule_takes(cfg["schedule"])["cooldown"] and "cooldown" not in set_by_user:
         cfg["cooldown"] = None
 
 
