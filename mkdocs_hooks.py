@@ -20,7 +20,9 @@ import re
 from pathlib import Path
 
 from latex2mathml.converter import convert as latex_to_mathml
+from markdown.extensions.toc import nest_toc_tokens
 from mkdocs.structure.files import File
+from mkdocs.structure.toc import get_toc
 
 ROOT = Path(__file__).resolve().parent
 LINK = re.compile(r"(\]\()([^)#\s]+)([#)\s])")
@@ -123,6 +125,44 @@ def separate_lists(markdown: str) -> str:
                 out.append("")
         out.append(line)
     return "\n".join(out)
+
+
+# ---- a notebook's contents ----------------------------------------------------------------------
+
+# a heading of a notebook's markdown cell as nbconvert writes it, with its permalink
+NOTEBOOK_HEADING = re.compile(r'<h([1-6]) id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
+
+
+def notebook_contents(page_html: str) -> list[dict]:
+    """The contents of a notebook's page, read from its headings as the page shows them.
+
+    mkdocs-jupyter makes a notebook's contents from a markdown copy of it that drops a
+    heading's code (``## 1. GPT-2 → attnlab `CausalLM` `` is listed as "1. GPT-2 → attnlab"),
+    so the entry was cut and its link led to an anchor no heading has. The headings' own ids
+    and text are the ones the contents must point at.
+
+    Examples:
+        >>> page = ('<h1 id="pretrained">Pretrained<a class="anchor-link" href="#">¶</a></h1>'
+        ...         '<h2 id="1-gpt-2-attnlab-causallm">1. GPT-2 → attnlab <code>CausalLM</code>'
+        ...         '<a class="anchor-link" href="#1-gpt-2-attnlab-causallm">¶</a></h2>')
+        >>> [(t["id"], t["name"], len(t["children"])) for t in notebook_contents(page)]
+        [('pretrained', 'Pretrained', 1)]
+        >>> notebook_contents(page)[0]["children"][0]["name"]
+        '1. GPT-2 → attnlab CausalLM'
+    """
+    tokens = [{"level": int(level), "id": html.unescape(anchor), "name": _text(inner),
+               "children": []} for level, anchor, inner in NOTEBOOK_HEADING.findall(page_html)]
+    return nest_toc_tokens(tokens)
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment)).strip()
+
+
+def on_page_content(output, page, config, files):
+    if page.file.src_uri.endswith(".ipynb"):
+        page.toc = get_toc(notebook_contents(output))
+    return output
 
 
 # ---- formulas -----------------------------------------------------------------------------------

@@ -167,3 +167,19 @@ def test_fences_stretch_around_fractions_and_sums_centre_their_limits(site, brow
             assert fence >= 0.9 * fraction, (page, fence, fraction)
         for base, under, over in got["sums"]:  # the limits centred on the Σ
             assert abs(under - base) <= 1.5 and abs(over - base) <= 1.5, (page, base, under, over)
+
+
+def test_a_notebooks_contents_lead_to_its_headings(site):
+    """mkdocs-jupyter listed a heading without its code ("1. GPT-2 → attnlab" for "1. GPT-2 →
+    attnlab `CausalLM`") and linked it to an anchor no heading had: a click in the contents
+    went nowhere."""
+    for page in sorted((site / "examples").glob("[0-9][0-9]_*.html")):
+        text = page.read_text(encoding="utf-8")
+        ids = set(re.findall(r'\sid="([^"]+)"', text))
+        for anchor in re.findall(r'<a href="#([^"]+)" class="md-nav__link">', text):
+            assert html.unescape(anchor) in ids, (page.name, anchor)
+    pretrained = (site / "examples" / "07_pretrained.html").read_text(encoding="utf-8")
+    entry = re.search(r'<a href="#1-gpt-2-attnlab-causallm" class="md-nav__link">(.*?)</a>',
+                      pretrained, re.S)
+    assert entry and "1. GPT-2 → attnlab CausalLM" in entry.group(1)
+
