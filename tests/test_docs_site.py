@@ -183,3 +183,31 @@ def test_a_notebooks_contents_lead_to_its_headings(site):
                       pretrained, re.S)
     assert entry and "1. GPT-2 → attnlab CausalLM" in entry.group(1)
 
+
+def test_a_formula_wider_than_a_phone_scrolls_by_itself(site, browser):
+    """On a 390 px phone, MultiHead's and RoPE's formulas made the whole page scroll sideways
+    (multihead.html was 788 px wide) and cut the formula at the screen's edge; at 1280 px
+    MultiHead's ran past the text column. Each now fits, or scrolls in its own box, drawn
+    whole in height."""
+    measure = """
+        const formulas = [...document.querySelectorAll('math[display="block"]')];
+        return {page: document.documentElement.scrollWidth,
+                view: document.documentElement.clientWidth, formulas: formulas.length,
+                cut: formulas.filter((m) => m.scrollHeight > m.clientHeight).length,
+                scrolled: formulas.filter((m) => m.scrollWidth > m.clientWidth).length};"""
+    pages = ("multihead.html", "llama_family.html", "positional_encoding.html", "blocks.html",
+             "schedules.html")
+    try:
+        for width in (390, 1280):
+            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                "width": width, "height": 800, "deviceScaleFactor": 1, "mobile": width < 500})
+            for page in pages:
+                browser.get((site / page).as_uri())
+                got = browser.execute_script(measure)
+                assert got["formulas"] and got["page"] <= got["view"], (width, page, got)
+                assert got["cut"] == 0, (width, page, got)
+                if width == 1280:
+                    assert got["scrolled"] == 0, (page, got)  # a reader sees each whole
+    finally:  # the session's browser back at its size for the other tests
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
