@@ -733,3 +733,23 @@ def test_a_masked_key_says_so_in_the_weights_not_only_in_grey(page):
     rows = driver.find_elements(By.CSS_SELECTOR, "#readout ol.weights li")
     assert ["masked" in row.text for row in rows] == [False, False, True, True]
     assert [len(row.find_elements(By.CSS_SELECTOR, ".bar")) for row in rows] == [1, 1, 0, 0]
+
+
+def test_a_title_with_a_word_longer_than_a_phone_stays_on_the_page(page):
+    """`attnlab view RUN --input` with a word of 60 letters put it in the title, which ran
+    past a 390 px phone's edge: the page scrolled sideways and the title was cut. A deep run
+    directory in the line under it did the same."""
+    word = "a" * 30 + "b" * 30
+    data = attention_data([Layer("attn", "self", np.full((1, 3, 3), 1 / 3))],
+                          ["the", word, "film"], title=f"classify: attention on 'the {word} film'",
+                          task="classify", run="/home/reader/" + "x" * 60 + "/runs/classify")
+    driver = page(data)
+    with _width(driver, 390):
+        ready(driver)
+        got = driver.execute_script("""
+            const h = document.querySelector('header').getBoundingClientRect();
+            return {page: document.documentElement.scrollWidth,
+                    view: document.documentElement.clientWidth, header: h.right,
+                    title: document.querySelector('header h1').textContent};""")
+        assert got["page"] <= got["view"] and got["header"] <= got["view"], got
+        assert word in got["title"]  # broken across lines, not shortened
