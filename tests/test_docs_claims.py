@@ -137,3 +137,18 @@ def test_every_flag_of_every_command_is_named_in_the_docs():
     missing = sorted(f"{command} {flag}" for command, flag in flags
                      if flag != "--help" and not re.search(rf"{re.escape(flag)}(?![\w-])", text))
     assert not missing, "flags no page of docs/ names:\n" + "\n".join(missing)
+
+
+def test_the_explorer_screenshots_caption_names_the_row_as_the_page_labels_it():
+    """The reversal screenshot's caption called query 4 "5" (the input's token 4), while the
+    page, as the screenshot shows, labels a row with the output it predicts: "8"."""
+    page = (DOCS / "attention_explorer.md").read_text()
+    tokens = re.search(r'attnlab view runs/reverse --input "([^"]+)"', page).group(1).split()
+    caption = re.search(r"!\[The explorer on a trained reversal run: (.*?)\]", page).group(1)
+    found = re.search(r'query (\d+) \(its output, "(\S+)"\) attends to key (\d+) \("(\S+)"\)',
+                      caption)
+    assert found, caption
+    query, output, key, token = int(found[1]), found[2], int(found[3]), found[4]
+    T = len(tokens)
+    assert key == T - 1 - query and token == tokens[key]  # its mirror image
+    assert output == tokens[T - 1 - query]  # row i outputs the reversal's token i
