@@ -162,6 +162,9 @@ def _text(fragment: str) -> str:
 def on_page_content(output, page, config, files):
     if page.file.src_uri.endswith(".ipynb"):
         page.toc = get_toc(notebook_contents(output))
+        # the theme's name for a heading's permalink: its search leaves the "¶" out of the
+        # section's title ("1. Reversal¶" was listed), and it is drawn as the other pages' are
+        output = output.replace('<a class="anchor-link" ', '<a class="headerlink" ')
     return output
 
 

@@ -184,6 +184,17 @@ def test_a_notebooks_contents_lead_to_its_headings(site):
     assert entry and "1. GPT-2 → attnlab CausalLM" in entry.group(1)
 
 
+def test_search_lists_a_notebooks_sections_without_the_permalink_sign(site):
+    """The search box listed a notebook's sections as "1. Reversal¶": nbconvert's permalink,
+    which the theme's search does not know, was read as part of the heading."""
+    import json
+
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    sections = [d["title"] for d in index["docs"] if d["location"].startswith("examples/0")]
+    assert "1. Reversal" in sections
+    assert [t for t in sections if "¶" in t] == []
+
+
 def test_a_formula_wider_than_a_phone_scrolls_by_itself(site, browser):
     """On a 390 px phone, MultiHead's and RoPE's formulas made the whole page scroll sideways
     (multihead.html was 788 px wide) and cut the formula at the screen's edge; at 1280 px
