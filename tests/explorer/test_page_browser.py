@@ -661,6 +661,25 @@ def test_the_groups_are_tabs_that_arrows_move_between(page, translation):
     assert _tab(driver, Keys.TAB).get_attribute("id") == "average-heads"  # past the other tabs
 
 
+def test_g_from_a_source_token_past_the_decoders_last_keeps_the_keyboard_on_a_token(page,
+                                                                                    translation):
+    """`g` on the source's key 4 showed the decoder's self-attention, whose input has 4 tokens:
+    the keyboard fell to the page (the next Tab began again at the group tabs) and the weights
+    read "Hover a token". It now lands on the decoder's last key and reads it out."""
+    _, data = translation
+    driver = page(data)
+    ready(driver)
+    on = _tab_to(driver, '.ktok[data-index="4"]')
+    assert on.get_attribute("title") == "key 4: </s>"
+    on = _tab(driver, "g")
+    assert driver.find_element(By.ID, "layer-label").text == \
+        "decoder self-attention · layer 1 · head 1"
+    assert "ktok" in on.get_attribute("class").split(), on.tag_name  # not the page's body
+    assert on.get_attribute("data-index") == "3"
+    about = driver.find_element(By.CSS_SELECTOR, "#readout .about").text
+    assert about.startswith("key 3 “x” receives from")
+
+
 def test_a_screen_reader_hears_each_token_and_whether_it_is_pinned(page):
     """A token's name was its shown label: thinned characters were read as the run they
     stand for ("the␣q" for "t"), a hidden label's token by its tooltip, and pinning one was

@@ -308,15 +308,18 @@
   }
 
   // the labels are made anew for each map shown: a label the keyboard is on is focused again
-  // in its new making (← → ↑ ↓ a r g and a resize would otherwise drop the reader's place)
+  // in its new making (← → ↑ ↓ a r g and a resize would otherwise drop the reader's place);
+  // past the end of a shorter group's tokens (g from source token 9 to a 4-token decoder
+  // input), on that group's last token of the same axis
   function labelsFor() {
     const layer = current();
     const on = document.activeElement;
     const kind = on && ["qtok", "ktok"].find((c) => on.classList.contains(c));
-    const index = kind && on.dataset.index;
+    const index = kind && Number(on.dataset.index);
     placeLabels(qLabels, queryTokens(layer), "q");
     placeLabels(kLabels, keyTokens(layer), "k");
-    const again = kind && document.querySelector(`.${kind}[data-index="${index}"]`);
+    const all = kind ? document.querySelectorAll(`.${kind}`) : [];
+    const again = all[Math.min(index, all.length - 1)];
     if (again) again.focus({ preventScroll: true });
   }
 
