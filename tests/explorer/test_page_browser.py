@@ -369,6 +369,28 @@ def test_inline_view_is_sized_to_its_content_and_shows_every_key(page, reverse_p
                                 "mobile": False})
 
 
+def test_every_small_map_fits_a_notebooks_output_on_a_phone(page):
+    """A notebook page of the docs site on a 390 px phone gives its output a 242 px frame:
+    the grid of 4 heads' maps was drawn 64 px a map, 304 px wide, and the fourth head's maps
+    were cut off at the frame's edge (the page inside scrolled sideways)."""
+    rng = np.random.default_rng(0)
+    layers = [Layer(f"layers.{i}", "self", rng.dirichlet(np.ones(8), size=(4, 8)))
+              for i in range(3)]
+    view = AttentionView(attention_data(layers, [f"t{i}" for i in range(8)]))
+    host = ("<!DOCTYPE html><html><body style='margin:0'>"
+            f"<div style='width:242px'>{view._repr_html_()}</div></body></html>")
+    driver = page(host, name="notebook.html")
+    got = _in_frame(driver, """
+        const thumbs = [...document.querySelectorAll('canvas.thumb')];
+        return {ready: document.body.dataset.ready, width: window.innerWidth,
+                page: document.documentElement.scrollWidth, thumbs: thumbs.length,
+                right: Math.max(...thumbs.map((c) => c.getBoundingClientRect().right)),
+                size: thumbs[0].getBoundingClientRect().width};""")
+    assert got["ready"] == "1" and got["thumbs"] == 12 and got["width"] == 242, got
+    assert got["page"] <= got["width"] and got["right"] <= got["width"], got
+    assert got["size"] >= 18  # still a map one can see and click
+
+
 def _causal(T):
     rng = np.random.default_rng(0)
     w = np.tril(rng.random((1, T, T)) + 0.05)

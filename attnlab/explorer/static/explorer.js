@@ -152,7 +152,10 @@
     // as many columns as the layer with the most heads: a layer with fewer leaves its row's
     // last cells empty (else its neighbours' maps would slide under other layers' labels)
     const H = Math.max(...g.layers.map((index) => data.layers[index].weights.length));
-    const size = Math.max(18, Math.min(64, Math.floor(330 / H) - 4));
+    // 330 px for the maps, or what the page has beside its padding and the layer labels: a
+    // notebook's output on a phone (a 242 px frame) cut off the last heads' maps
+    const room = Math.min(330, body.clientWidth - 76);
+    const size = Math.max(18, Math.min(64, Math.floor(room / H) - 4));
     grid.style.gridTemplateColumns = `2.6em repeat(${H}, ${size}px)`;
     // "h1", "h2", ... where a column has room for "h16"; else "1", "2", ... under the corner's
     // "head" (16 heads' labels ran together: "h10h11h12")
@@ -520,7 +523,7 @@
     pending = true;
     requestAnimationFrame(() => {
       pending = false; lastWidth = window.innerWidth;
-      render(false); reportHeight();
+      render(true); reportHeight();  // the small maps too: their size follows the width
     });
   });
 
