@@ -29,6 +29,14 @@ from .configs import ElementPredictorConfig
 __all__ = ["ElementPredictor", "ElementPredictorConfig"]
 
 
+def _check_tensor(x) -> None:
+    """``TypeError`` for inputs that are not a tensor (a list, a NumPy array); its type only,
+    no value read."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a tensor (B, T) of symbols or (B, T, C) of features, "
+                        f"got {type(x).__name__}: pass torch.tensor(x)")
+
+
 class ElementPredictor(nn.Module):
     """Transformer encoder that classifies every position of a sequence.
 
@@ -120,9 +128,7 @@ class ElementPredictor(nn.Module):
             TypeError: ``x`` is not a tensor (a list: ``torch.tensor(x)``).
             ValueError: naming the range of the values given and the one expected.
         """
-        if not isinstance(x, Tensor):
-            raise TypeError(f"x must be a tensor (B, T) of symbols or (B, T, C) of features, "
-                            f"got {type(x).__name__}: pass torch.tensor(x)")
+        _check_tensor(x)
         self._check_length(x)
         if x.is_floating_point() or not x.numel():
             return
@@ -150,6 +156,7 @@ class ElementPredictor(nn.Module):
 
     def embed(self, x: Tensor, add_positional_encoding: bool = True) -> Tensor:
         """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""
+        _check_tensor(x)  # the course's forward: a NumPy array was an AttributeError here
         if not x.is_floating_point():
             if x.dim() != 2:  # F.one_hot(x, C) without .float(): one-hot again, (B, T, C, C)
                 hint = {3: f"; one-hot features (B, T, input_dim) must be float: "
