@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import GraphAttention
-from ..nn.graph import neighbourhood
+from ..nn.graph import check_features, neighbourhood
 from .configs import GraphNetConfig
 
 __all__ = ["GraphNet"]
@@ -97,7 +97,9 @@ class GraphNet(nn.Module):
     def neighbourhood(self, x: Tensor, adjacency: Tensor) -> Tensor:
         """The graph as every layer reads it, a bool mask with self-loops, made once a pass:
         a float adjacency's values are checked and an ``edge_index`` converted here, not again
-        by each layer (each a host read: a synchronisation on a GPU)."""
+        by each layer (each a host read: a synchronisation on a GPU). ``x`` is checked here
+        too, against ``in_dim``, for every kind (a linear layer names neither)."""
+        check_features(x, self.config.in_dim)
         if self.kind == "mlp":
             return adjacency
         return neighbourhood(adjacency, x.shape[-2], self_loops=True)

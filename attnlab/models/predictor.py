@@ -29,6 +29,14 @@ from .configs import ElementPredictorConfig
 __all__ = ["ElementPredictor", "ElementPredictorConfig"]
 
 
+def _check_tensor(x) -> None:
+    """``TypeError`` for inputs that are not a tensor (a list, a NumPy array); its type only,
+    no value read."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a tensor (B, T) of symbols or (B, T, C) of features, "
+                        f"got {type(x).__name__}: pass torch.tensor(x)")
+
+
 class ElementPredictor(nn.Module):
     """Transformer encoder that classifies every position of a sequence.
 
@@ -102,6 +110,13 @@ class ElementPredictor(nn.Module):
         """
         return cls(config)
 
+    # The one sequence length a trained run learned, and its task (``attnlab.load`` sets both
+    # from the run's --seq-len): a reversal sends position i to T-1-i for the T it trained
+    # on, so at another length every answer lands in the wrong place without a word. None
+    # (a model built in Python, the course's): any length.
+    trained_seq_len: int | None = None
+    trained_task: str | None = None
+
     def check_symbols(self, x: Tensor) -> None:
         """Where symbols enter (``predict``, ``get_attention_maps``; the tasks' readers check
         theirs): integer inputs must lie in 0..input_dim-1. Not in ``forward``: reading the
@@ -113,9 +128,8 @@ class ElementPredictor(nn.Module):
             TypeError: ``x`` is not a tensor (a list: ``torch.tensor(x)``).
             ValueError: naming the range of the values given and the one expected.
         """
-        if not isinstance(x, Tensor):
-            raise TypeError(f"x must be a tensor (B, T) of symbols or (B, T, C) of features, "
-                            f"got {type(x).__name__}: pass torch.tensor(x)")
+        _check_tensor(x)
+        self._check_length(x)
         if x.is_floating_point() or not x.numel():
             return
         low, high = torch.aminmax(x)
@@ -124,8 +138,25 @@ class ElementPredictor(nn.Module):
             raise ValueError(f"symbols must be in 0..{self.input_dim - 1}, got values "
                              f"{low}..{high}")
 
+    def _check_length(self, x: Tensor) -> None:
+        """Refuse a sequence length other than the one a loaded run trained on
+        (``trained_seq_len``), naming how to pad a shorter one as ``attnlab predict`` does."""
+        T, trained = (x.shape[1] if x.dim() > 1 else None), self.trained_seq_len
+        if trained is None or T in (None, trained):
+            return
+        task = self.trained_task
+        if T < trained:
+            how = (f"pad a shorter one as attnlab predict does, padded, _ = "
+                   f"attnlab.data.pad_to_length({task!r}, tokens, {trained}, "
+                   f"{self.input_dim}), and read the first len(tokens) predictions")
+        else:
+            how = f"a longer one needs a run trained with --seq-len {T} or more"
+        raise ValueError(f"x has sequences of {T} symbols; this {task} run was trained on "
+                         f"--seq-len {trained} and answers only at that length: {how}")
+
     def embed(self, x: Tensor, add_positional_encoding: bool = True) -> Tensor:
         """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""
+        _check_tensor(x)  # the course's forward: a NumPy array was an AttributeError here
         if not x.is_floating_point():
             if x.dim() != 2:  # F.one_hot(x, C) without .float(): one-hot again, (B, T, C, C)
                 hint = {3: f"; one-hot features (B, T, input_dim) must be float: "

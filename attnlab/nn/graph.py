@@ -34,7 +34,27 @@ from .arguments import BlockArguments, checked
 from .masks import as_bool_mask
 from .scores import attend
 
-__all__ = ["GraphAttention", "adjacency_from_edges", "neighbourhood"]
+__all__ = ["GraphAttention", "adjacency_from_edges", "neighbourhood", "check_features"]
+
+
+def check_features(x: Tensor, in_dim: int) -> None:
+    """Node features as a layer or a network takes them: a float tensor (N, in_dim) or
+    (B, N, in_dim). Its type and shape only, never its values (no host synchronisation): a
+    wrong width was a matrix product's "mat1 and mat2 shapes cannot be multiplied", a vector
+    an IndexError, integers a RuntimeError of casting.
+
+    Raises:
+        TypeError: ``x`` is not a tensor, or not floating point.
+        ValueError: ``x`` has another shape, naming it and ``in_dim``.
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a tensor of node features (N, {in_dim}), got "
+                        f"{type(x).__name__}: pass torch.as_tensor(x, dtype=torch.float32)")
+    if x.ndim not in (2, 3) or x.shape[-1] != in_dim:
+        raise ValueError(f"x must be node features (N, in_dim) or (B, N, in_dim) with in_dim "
+                         f"{in_dim}, got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"x must be float node features, got {x.dtype}: pass x.float()")
 
 
 def neighbourhood(graph: Tensor, num_nodes: int, *, self_loops: bool) -> Tensor:
@@ -42,6 +62,10 @@ def neighbourhood(graph: Tensor, num_nodes: int, *, self_loops: bool) -> Tensor:
     an adjacency (…, N, N), bool or 0/1 floats (``mask[i, j]``: j is a neighbour of i), each
     node its own neighbour once with ``self_loops`` (whatever the diagonal says). One reading
     for ``GraphAttention`` and ``GraphNet``'s mean aggregation."""
+    if not isinstance(graph, Tensor):
+        raise TypeError(f"the graph must be a tensor, an edge_index (2, E) of integers or an "
+                        f"adjacency (N, N) of bools, got {type(graph).__name__}: pass "
+                        f"torch.tensor(...)")
     if not graph.dtype.is_floating_point and graph.dtype != torch.bool:  # integer: edges
         square = graph.shape[-2:] == (num_nodes, num_nodes)
         if square and (graph.ndim > 2 or num_nodes != 2):  # (2, 2): edges, by dtype
@@ -50,10 +74,14 @@ def neighbourhood(graph: Tensor, num_nodes: int, *, self_loops: bool) -> Tensor:
                              f"{tuple(graph.shape)}: pass adjacency.bool()")
         mask = adjacency_from_edges(graph, num_nodes)
     else:
-        mask = as_bool_mask(graph)
-        if mask.shape[-2:] != (num_nodes, num_nodes):
+        if graph.shape[-2:] != (num_nodes, num_nodes):  # before its values are read
+            # float edges, as a (2, E) made with torch.tensor of floats or .float(), were
+            # refused as a float mask "got 2", which named no edge_index
+            hint = (f"; an edge_index (2, E) must be integers: edge_index.long()"
+                    if graph.ndim == 2 and graph.shape[0] == 2 else "")
             raise ValueError(f"adjacency must be (N, N) = ({num_nodes}, {num_nodes}), got "
-                             f"shape {tuple(mask.shape)}")
+                             f"shape {tuple(graph.shape)} of {graph.dtype}{hint}")
+        mask = as_bool_mask(graph)
     if self_loops:
         mask = mask | torch.eye(num_nodes, dtype=torch.bool, device=mask.device)
     return mask
@@ -67,9 +95,11 @@ def adjacency_from_edges(edge_index: Tensor, num_nodes: int) -> Tensor:
     """
     if edge_index.ndim != 2 or edge_index.shape[0] != 2:
         raise ValueError(f"edge_index must be (2, E), got shape {tuple(edge_index.shape)}")
-    if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
-        raise ValueError(f"edge_index names node {int(edge_index.max())} or "
-                         f"{int(edge_index.min())}, outside 0..{num_nodes - 1}")
+    if edge_index.numel():
+        low, high = (int(v) for v in torch.aminmax(edge_index))  # one read of the values
+        if low < 0 or high >= num_nodes:  # the node outside, not both ends of the range
+            raise ValueError(f"edge_index names node {low if low < 0 else high}, outside "
+                             f"0..{num_nodes - 1} (the graph has {num_nodes} nodes)")
     adjacency = torch.zeros(num_nodes, num_nodes, dtype=torch.bool, device=edge_index.device)
     adjacency[edge_index[1], edge_index[0]] = True
     return adjacency
@@ -90,7 +120,11 @@ class GraphAttention(nn.Module):
 
     Raises:
         ValueError: when built, naming the argument, for a width or a number of heads that
-            is not a positive integer, or a dropout outside [0, 1).
+            is not a positive integer, or a dropout outside [0, 1); when called, for an ``x``
+            that is not (N, in_dim) or (B, N, in_dim) (``check_features``), or a graph of
+            another shape or naming a node outside 0..N-1.
+        TypeError: when called, for an ``x`` or a graph that is not a tensor, or an ``x``
+            of integers.
 
     Shape:
         x (N, F) or (B, N, F); graph: adjacency (N, N) / (B, N, N) or edge_index (2, E)
@@ -134,6 +168,7 @@ class GraphAttention(nn.Module):
         return neighbourhood(graph, num_nodes, self_loops=self.self_loops)
 
     def forward(self, x: Tensor, graph: Tensor, *, return_attention: bool = False):
+        check_features(x, self.in_dim)
         N, H, C = x.shape[-2], self.num_heads, self.out_dim
         mask = self.neighbourhood(graph, N).unsqueeze(-3)  # (…, 1, N, N)
         h = self.lin(x).unflatten(-1, (H, C)).transpose(-3, -2)  # (…, H, N, C)

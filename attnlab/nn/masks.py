@@ -21,6 +21,7 @@ __all__ = [
     "padding_mask",
     "window_mask",
     "as_bool_mask",
+    "attention_mask_as_bool",
     "check_mask",
 ]
 
@@ -178,6 +179,37 @@ def _check_float_mask(mask: Tensor) -> None:
         raise ValueError(_FLOAT_MASK.format(f"{float(odd.flatten()[0]):g}"))
 
 
+_ALL_BLOCKED = ("a float mask of only 0s blocks every key (1 = may attend), so every output "
+                "would be 0; torch's additive mask of zeros, which blocks nothing, is mask=None "
+                "in attnlab")
+
+
+def _check_not_all_blocked(mask: Tensor) -> None:
+    """Refuse an attention mask, given as floats, that blocks everything: torch's additive
+    ``attn_mask`` of zeros means "attend everywhere", and read in attnlab's convention it made
+    every output 0 without a word. Float masks only (their values are read already: a bool
+    mask is never read), and not graphs, where no edge at all is a graph. Compiled: checked
+    inside the graph, as ``_check_float_mask`` does."""
+    if not mask.numel():
+        return
+    if torch.compiler.is_compiling():
+        torch._assert_async(mask.any(), _ALL_BLOCKED)
+        return
+    if not bool(mask.any()):
+        raise ValueError(_ALL_BLOCKED)
+
+
+def attention_mask_as_bool(mask: Tensor) -> Tensor:
+    """``as_bool_mask`` for attention: a float mask of only 0s is refused too
+    (``_check_not_all_blocked``); a graph's adjacency, where it is a graph with no edge, is
+    read by ``as_bool_mask`` alone."""
+    floating = mask.is_floating_point()
+    mask = as_bool_mask(mask)
+    if floating:
+        _check_not_all_blocked(mask)
+    return mask
+
+
 def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     """Whether a tensor of ``shape`` broadcasts to ``target`` without growing it (a mask that
     would broadcast the scores to more dimensions or a larger size does not).
@@ -210,7 +242,8 @@ def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:
     """Validate a mask against (B, H, T_q, T_k) and return it as a 4-D bool tensor.
 
     Raises:
-        ValueError: if the mask does not broadcast to (B, H, T_q, T_k), showing the shape given.
+        ValueError: if the mask does not broadcast to (B, H, T_q, T_k), showing the shape given;
+            for a float mask holding other values than 0 and 1 (``as_bool_mask``) or only 0s.
     """
     if mask.ndim < 2 or mask.ndim > 4:
         raise ValueError(
@@ -218,7 +251,7 @@ def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:
             f"{(B, H, T_q, T_k)}, got shape {tuple(mask.shape)}"
         )
     given = tuple(mask.shape)
-    mask = expand_mask(as_bool_mask(mask))
+    mask = expand_mask(attention_mask_as_bool(mask))
     if not broadcasts_to(mask.shape, (B, H, T_q, T_k)):
         # the shape the caller made, and how it was read: a (B, T_k) key-padding mask (torch's
         # key_padding_mask) is read as (T_q, T_k)

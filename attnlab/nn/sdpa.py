@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .masks import as_bool_mask, broadcasts_to, broadcasts_together
+from .masks import attention_mask_as_bool, broadcasts_to, broadcasts_together
 
 __all__ = ["scaled_dot_product", "attend"]
 
@@ -99,7 +99,7 @@ def scaled_dot_product(
         if not broadcasts_to(mask.shape, attn_logits.shape):
             raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the "
                              f"scores (..., T_q, T_k) = {tuple(attn_logits.shape)}")
-        mask, row_ok = _guard_empty_rows(as_bool_mask(mask))
+        mask, row_ok = _guard_empty_rows(attention_mask_as_bool(mask))
         # the dtype's minimum, not a literal like -9e15 that overflows float16
         attn_logits = attn_logits.masked_fill(~mask, torch.finfo(attn_logits.dtype).min)
     attention = F.softmax(attn_logits, dim=-1)

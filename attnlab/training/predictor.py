@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from ..models.predictor import ElementPredictor
 from ..settings import TrainSettings, check_argument
-from .element import element_metrics
+from .element import check_labels, element_metrics
 from .module import back_to_float32, exact_tables, make_optimizer
 
 __all__ = ["TransformerPredictor", "element_metrics"]
@@ -163,6 +163,7 @@ class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.Li
     def training_step(self, batch, batch_idx):
         inputs, labels = batch
         logits = self(inputs)  # (B, T, K)
+        check_labels(logits, labels)
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
         self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
         return loss

@@ -1,5 +1,6 @@
 """ElementPredictor: symbols are checked where they enter (``predict``, the attention maps), not
 in the forward pass, which reads no values."""
+import numpy as np
 import pytest
 import torch
 
@@ -27,6 +28,17 @@ def test_predict_and_attention_maps_of_a_list_say_to_make_it_a_tensor():
     for call in (tiny().predict, tiny().get_attention_maps):
         with pytest.raises(TypeError, match=r"x must be a tensor .* got list: pass torch"):
             call([[1, 2, 3]])
+
+
+def test_the_course_forward_of_a_numpy_array_says_to_make_it_a_tensor():
+    """The course calls ``model(x, add_positional_encoding=False)`` on a set of features; a
+    NumPy array (as a learner's own features often are) was an AttributeError about
+    ``is_floating_point``."""
+    features = np.random.default_rng(0).random((2, 5, 10), dtype=np.float32)
+    with pytest.raises(TypeError, match=r"^x must be a tensor .* got ndarray: pass "
+                                        r"torch.tensor\(x\)$"):
+        tiny()(features, add_positional_encoding=False)
+    assert tiny()(torch.tensor(features), add_positional_encoding=False).shape == (2, 5, 10)
 
 
 def test_forward_on_the_cpu_still_refuses_an_out_of_range_symbol():

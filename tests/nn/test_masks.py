@@ -155,3 +155,23 @@ def test_a_float_mask_compiles_without_graph_breaks_and_is_still_checked():
     additive = torch.zeros(4, 4).masked_fill(course_mask == 0, float("-inf"))
     with pytest.raises(RuntimeError, match="a float mask must hold only 0 and 1"):
         compiled(x, mask=additive)
+
+
+def test_a_float_mask_of_only_zeros_is_refused_not_read_as_blocking_everything():
+    """torch's additive attn_mask of zeros means "attend everywhere"; read as a 0/1 mask it
+    blocked every key, and every output was 0 without a word. A graph with no edge, given
+    as a float adjacency, is still a graph (each node attends to itself)."""
+    from attnlab.nn import GraphAttention, MultiheadAttention, TransformerEncoder, scaled_dot_product
+
+    x = torch.randn(2, 3, 4)
+    zeros = torch.zeros(3, 3)
+    message = r"^a float mask of only 0s blocks every key .* is mask=None in attnlab$"
+    for call in (lambda: scaled_dot_product(x, x, x, zeros),
+                 lambda: MultiheadAttention(4, 4, 2)(x, zeros),
+                 lambda: MultiheadAttention(4, 4, 2)(x, zeros, return_attention=True),
+                 lambda: TransformerEncoder(1, input_dim=4, num_heads=2,
+                                            dim_feedforward=8)(x, mask=zeros)):
+        with pytest.raises(ValueError, match=message):
+            call()
+    assert MultiheadAttention(4, 4, 2)(x, zeros + 1).abs().sum() > 0  # a 0/1 mask still works
+    assert torch.isfinite(GraphAttention(4, 2)(x[0], zeros)).all()  # no edges: a graph

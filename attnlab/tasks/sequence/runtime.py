@@ -150,9 +150,11 @@ def figures(task: Task, model, cfg: RunSettings, run_dir: Path, sequence: list[i
 
 # ---- using a trained run (no Lightning) ----------------------------------------------------
 def load(task: Task, run_dir: Path, cfg: RunSettings) -> ElementPredictor:
-    """The trained ``ElementPredictor`` of ``run_dir`` (eval mode)."""
+    """The trained ``ElementPredictor`` of ``run_dir`` (eval mode), which knows the length it
+    was trained on: its ``predict`` and ``get_attention_maps`` refuse another."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
+    model.trained_seq_len, model.trained_task = cfg.seq_len, task.name
     return model.eval()
 
 
