@@ -276,11 +276,11 @@ def _read_encoder(source: Path, model_type: str, weights: Path):
     from .bert_weights import bert_encoder_of, bert_tensors
 
     try:
-        model, missing, mismatched = bert_encoder_of(
+        model, *disagree = bert_encoder_of(
             bert_tensors(weights), model_type, read_json(source / "config.json"))
     except ValueError as e:
         raise UsageError(f"{source}: {_one_line(e)}") from None
-    refuse_incomplete(source, weights, missing, mismatched)
+    refuse_incomplete(source, weights, *disagree)
     return model
 
 

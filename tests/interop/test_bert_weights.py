@@ -122,6 +122,21 @@ def test_weights_that_do_not_match_the_config_are_named(dirs, tmp_path):
     _refused(d, "lacks tensors", "embeddings.LayerNorm.bias, embeddings.LayerNorm.weight")
 
 
+@pytest.mark.parametrize("name, layers, needle", [
+    ("bert", "num_hidden_layers", "encoder.layer.1."),
+    ("roberta-classifier", "num_hidden_layers", "encoder.layer.1."),
+    ("distilbert", "n_layers", "transformer.layer.1."),
+])
+def test_a_config_of_fewer_layers_than_the_weights_is_refused(dirs, tmp_path, name, layers,
+                                                              needle):
+    """Read as the first layer of two, the encoder would train in silence on a truncated
+    model; transformers itself only warns of the unused tensors."""
+    d = _copy_dir(dirs[name], tmp_path / "shallower")
+    _edit_config(d, **{layers: 1})
+    _refused(d, "holds tensors that", "config.json does not describe", needle,
+             "is config.json the one saved with these weights?")
+
+
 @pytest.mark.parametrize("change, needle", [
     ({"is_decoder": True}, "is_decoder=True (a causal decoder) is not supported"),
     ({"position_embedding_type": "relative_key"}, "position_embedding_type 'relative_key'"),
