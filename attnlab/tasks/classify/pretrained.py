@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ...activation_names import ACT_FROM_HF
-from ...errors import UsageError
+from ...errors import UsageError, first_few
 from ...interop.source import BERT_FAMILY
 from ...models.configs import BertClassifierConfig, PretrainedEncoderFields
 from ...settings import setting
@@ -51,7 +51,7 @@ from ...settings import setting
 __all__ = ["init_settings", "init_defaults", "settings_of_config", "has_pooler",
            "check_pretrained", "max_tokens", "read_init", "pooler_activation", "ARCHS",
            "ROBERTA_STYLE", "arch_setting", "ENCODER_OVERRIDES", "OWN_MAX_LEN", "resolve_max_len",
-           "check_room"]
+           "check_room", "head_note"]
 
 ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
 ARCHS = ("transformer", *BERT_FAMILY)  # classify's arch: its own encoder, or a checkpoint's
@@ -63,6 +63,9 @@ ENCODER_OVERRIDES = {"max_len": None, "dim_feedforward": 128, "batch_size": 32, 
 OWN_MAX_LEN = 256  # tokens (tag: words) kept per input by attnlab's own encoder
 
 _POOLER = "pooler.dense.weight"  # the pooler's weight, under any prefix (bert., roberta.)
+# the classes whose head a fine-tuned checkpoint holds that a run does not read (its encoder
+# is read; the run's head is new, for the run's own labels)
+_FINE_TUNED = ("ForSequenceClassification", "ForTokenClassification")
 _HF_HEADS = {"bert": "Bert", "roberta": "Roberta", "xlm-roberta": "XLMRoberta",
              "camembert": "Camembert", "distilbert": "DistilBert"}
 
@@ -253,3 +256,35 @@ def check_room(max_len: int, init: str, tokenizer) -> None:
         raise UsageError(f"--max-len {max_len}: --init {init}'s tokenizer adds {added} special "
                          f"tokens to every input, so no token of the text would be read; give "
                          f"--max-len {added + 1} or more")
+
+
+def head_note(checkpoint) -> str | None:
+    """A note where the Hugging Face ``checkpoint`` (``read_init``'s) is a fine-tuned
+    classifier (config.json's ``architectures``: a ``*ForSequenceClassification`` or
+    ``*ForTokenClassification``): its head and labels (``id2label``) are not read, and the
+    run trains a new head from random weights. Said, so that a user who meant to go on from
+    the checkpoint's predictions is not surprised by a run that starts from chance.
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> head_note(SimpleNamespace(source=Path("no-such-dir"))) is None
+        True
+    """
+    from ...runs import read_json
+
+    try:
+        config = read_json(Path(checkpoint.source) / "config.json")
+    except (OSError, ValueError, UsageError):
+        return None
+    classes = config.get("architectures") if isinstance(config, dict) else None
+    head = next((c for c in classes or () if isinstance(c, str) and c.endswith(_FINE_TUNED)),
+                None)
+    if head is None:
+        return None
+    labels = config.get("id2label")
+    names = ([str(labels[k]) for k in sorted(labels, key=lambda k: int(k))]
+             if isinstance(labels, dict) and all(str(k).isdigit() for k in labels) else [])
+    held = f" for {len(names)} labels ({first_few(names)})" if names else ""
+    return (f"note: --init {checkpoint.source} is a {head}{held}: its encoder is read, its head "
+            f"and labels are not; this run trains a new head, from random weights, for the "
+            f"labels of its own data")
