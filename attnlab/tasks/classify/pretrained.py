@@ -51,7 +51,7 @@ from ...settings import setting
 __all__ = ["init_settings", "init_defaults", "settings_of_config", "has_pooler",
            "check_pretrained", "max_tokens", "read_init", "pooler_activation", "ARCHS",
            "ROBERTA_STYLE", "arch_setting", "ENCODER_OVERRIDES", "OWN_MAX_LEN", "resolve_max_len",
-           "check_room", "head_note"]
+           "check_room", "head_note", "unknown_note", "UNKNOWN_SHARE", "init_notes"]
 
 ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
 ARCHS = ("transformer", *BERT_FAMILY)  # classify's arch: its own encoder, or a checkpoint's
@@ -66,6 +66,11 @@ _POOLER = "pooler.dense.weight"  # the pooler's weight, under any prefix (bert.,
 # the classes whose head a fine-tuned checkpoint holds that a run does not read (its encoder
 # is read; the run's head is new, for the run's own labels)
 _FINE_TUNED = ("ForSequenceClassification", "ForTokenClassification")
+# the share of a training split's tokens read as the checkpoint's unk token worth a warning:
+# a pretrained vocabulary reads text of the languages it was trained on with well under 1%
+# unknown, so a tenth is text of a script or casing it lacks (an uncased vocabulary given a
+# cased checkpoint's text, Chinese to an English WordPiece), all of it one token to the model
+UNKNOWN_SHARE = 0.1
 _HF_HEADS = {"bert": "Bert", "roberta": "Roberta", "xlm-roberta": "XLMRoberta",
              "camembert": "Camembert", "distilbert": "DistilBert"}
 
@@ -288,3 +293,44 @@ def head_note(checkpoint) -> str | None:
     return (f"note: --init {checkpoint.source} is a {head}{held}: its encoder is read, its head "
             f"and labels are not; this run trains a new head, from random weights, for the "
             f"labels of its own data")
+
+
+def unknown_note(checkpoint, texts: list[str], what: str = "the training texts") -> str | None:
+    """A warning where more than ``UNKNOWN_SHARE`` of the tokens the Hugging Face
+    ``checkpoint``'s tokeniser (``read_init``'s) makes of ``texts`` are its unk token: the
+    encoder reads all of them as one token, and nothing else would say so before the run
+    trains on them. None for a tokeniser without an unk token (GPT-2's byte-level BPE has
+    none to give).
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> unknown_note(SimpleNamespace(tokenizer=SimpleNamespace(unk_id=None)), ["a"]) is None
+        True
+    """
+    tok = checkpoint.tokenizer
+    if tok.unk_id is None or not texts:
+        return None
+    ids = tok.encode_batch(texts)
+    total, unknown = sum(map(len, ids)), sum(row.count(tok.unk_id) for row in ids)
+    if not total or unknown <= UNKNOWN_SHARE * total:
+        return None
+    pieces: dict[str, None] = {}  # the first few, in order, each once
+    for text, row in zip(texts, ids):
+        if tok.unk_id in row:
+            pieces.update(dict.fromkeys(tok.unknown(text)))
+        if len(pieces) >= 3:
+            break
+    name = tok.tokenizer.id_to_token(tok.unk_id)
+    return (f"warning: {unknown / total:.0%} of the {total:,} tokens of {what} are {name} to "
+            f"--init {checkpoint.source}'s tokenizer (such as "
+            f"{', '.join(map(repr, list(pieces)[:3]))}): the model reads them all as one token; "
+            f"is the text of a language, script or casing that checkpoint was trained on?")
+
+
+def init_notes(checkpoint, texts: list[str], what: str) -> list[str]:
+    """What a run from the Hugging Face ``checkpoint`` (``read_init``'s; None: an attnlab
+    run, nothing to say) says before it trains on ``texts`` (its training split, named
+    ``what``): ``head_note`` and ``unknown_note``, those that apply."""
+    if checkpoint is None:
+        return []
+    return [n for n in (head_note(checkpoint), unknown_note(checkpoint, texts, what)) if n]

@@ -303,8 +303,8 @@ class ClassifyTask(Task):
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"],
                                                      cfg["pooling"], max_len=cfg["max_len"])
-            if splits["init"] is not None and (note := pretrained.head_note(splits["init"])):
-                said.append(note)
+            said += pretrained.init_notes(splits["init"], [x for x, _ in splits["train"]],
+                                          "the training texts")
         print_notes(said)
         return splits
 

@@ -200,8 +200,9 @@ class TagTask(Task):
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag",
                                                   max_len=cfg["max_len"])
-            if splits["init"] is not None and (note := pretrained.head_note(splits["init"])):
-                said.append(note)
+            said += pretrained.init_notes(
+                splits["init"], [" ".join(words) for words in splits["train"].words],
+                "the training sentences")
         for note in said:
             print(note, file=sys.stderr, flush=True)
         return splits
