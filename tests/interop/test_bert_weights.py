@@ -97,6 +97,33 @@ def test_gamma_beta_layer_norms_and_a_pytorch_bin_read_as_transformers_reads_the
     _same_weights(ckpt.model, _from_transformers(dirs["bert-classifier"])[1])
 
 
+def _flip_a_tensor_byte(path):
+    """A byte in the middle of the largest tensor of the zip-format ``torch.save`` file
+    ``path`` flipped: a file that still loads, one weight changed."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        info = max(z.infolist(), key=lambda i: i.file_size)
+    data = bytearray(path.read_bytes())
+    at = info.header_offset  # the local header: 30 bytes, then the name and the extra field
+    start = at + 30 + int.from_bytes(data[at + 26:at + 28], "little") + int.from_bytes(
+        data[at + 28:at + 30], "little")
+    data[start + info.file_size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return info.filename
+
+
+def test_a_pytorch_bin_damaged_after_it_was_written_is_refused(dirs, tmp_path):
+    """torch.load does not compare the zip's CRC-32s: the flipped byte would load as a wrong
+    weight of the encoder (transformers reads it so too)."""
+    d = _copy_dir(dirs["bert"], tmp_path / "flipped", drop=("model.safetensors",))
+    torch.save(load_file(dirs["bert"] / "model.safetensors"), d / "pytorch_model.bin")
+    damaged = _flip_a_tensor_byte(d / "pytorch_model.bin")
+    assert torch.load(d / "pytorch_model.bin", weights_only=True)  # loads, as it was
+    _refused(d, "pytorch_model.bin is not a readable PyTorch weights file",
+             f"{damaged} does not match the CRC-32")
+
+
 def _refused(d, *needles):
     with pytest.raises(UsageError) as info:
         read_checkpoint(d, task="classify")
