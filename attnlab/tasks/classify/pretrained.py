@@ -148,6 +148,11 @@ def settings_of_config(model_type: str, config: dict[str, Any], *,
         return value
 
     dim, heads, layers, ff, act = (need(k) for k in names)
+    if isinstance(dim, int) and isinstance(heads, int) and heads > 0 and dim % heads:
+        # said of the file, not of --model-dim / --num-heads, which the user did not give
+        raise UsageError(f"{Path(where) / 'config.json'}: {names[0]} {dim} is not divisible "
+                         f"by {names[1]} {heads} (each attention head takes an equal share of "
+                         f"the width): is it the config.json saved with these weights?")
     pad = config.get("pad_token_id")
     # vocab_size: the embedding's rows, for the memory estimate (--vocab-size is refused)
     return {"arch": model_type, "vocab_size": need("vocab_size"), "model_dim": dim, "num_heads": heads, "num_layers": layers,
