@@ -64,14 +64,18 @@ _BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
 
 
 def bert_tensors(weights: str | Path) -> dict[str, Tensor]:
-    """Every tensor of a ``model.safetensors`` or ``pytorch_model.bin`` file, by name, on the
-    CPU (the pickle read with ``weights_only=True``)."""
-    weights = Path(weights)
-    if weights.suffix == ".safetensors":
-        from safetensors.torch import load_file
+    """Every tensor of a ``model.safetensors`` or ``pytorch_model.bin`` file, or of the
+    shards a ``model.safetensors.index.json`` names, by name, on the CPU (the pickle read with
+    ``weights_only=True``)."""
+    from safetensors.torch import load_file
 
-        return load_file(weights, device="cpu")
-    return torch.load(weights, map_location="cpu", weights_only=True)
+    from .source import weight_files
+
+    out: dict[str, Tensor] = {}
+    for each in weight_files(Path(weights)):
+        out.update(load_file(each, device="cpu") if each.suffix == ".safetensors" else
+                   torch.load(each, map_location="cpu", weights_only=True))
+    return out
 
 
 def _renamed(stored: Mapping[str, Tensor], model_type: str) -> dict[str, Tensor]:

@@ -97,6 +97,22 @@ def test_gamma_beta_layer_norms_and_a_pytorch_bin_read_as_transformers_reads_the
     _same_weights(ckpt.model, _from_transformers(dirs["bert-classifier"])[1])
 
 
+def test_a_sharded_checkpoint_reads_as_its_one_file_does(dirs, tmp_path):
+    """save_pretrained(max_shard_size=...) writes model.safetensors.index.json and its
+    shards: the encoder and its pooler are read from all of them (they were refused as "not a
+    readable PyTorch weights file")."""
+    from attnlab.tasks.classify.pretrained import has_pooler
+
+    d = _copy_dir(dirs["bert"], tmp_path / "sharded", drop=("model.safetensors",))
+    hf = transformers.BertModel.from_pretrained(dirs["bert"], local_files_only=True)
+    hf.save_pretrained(d, max_shard_size="20KB")
+    assert len(list(d.glob("model-*-of-*.safetensors"))) > 1
+    ckpt = read_checkpoint(d, task="classify")
+    assert ckpt.weights.name == "model.safetensors.index.json"
+    assert has_pooler(ckpt.weights) and ckpt.model.pooler is not None
+    _same_weights(ckpt.model, read_checkpoint(dirs["bert"], task="classify").model)
+
+
 def _flip_a_tensor_byte(path):
     """A byte in the middle of the largest tensor of the zip-format ``torch.save`` file
     ``path`` flipped: a file that still loads, one weight changed."""

@@ -169,11 +169,16 @@ def settings_of_config(model_type: str, config: dict[str, Any], *,
 
 def has_pooler(weights: Path) -> bool:
     """Whether ``weights`` holds BERT's pooler, read without torch: the tensor names of a
-    safetensors file's JSON header, or the pickled state dict's keys of a PyTorch zip file.
+    safetensors file's JSON header (of each shard a ``model.safetensors.index.json`` names),
+    or the pickled state dict's keys of a PyTorch zip file.
 
     Raises:
         UsageError: naming the file when it is neither.
     """
+    if weights.name.endswith(".index.json"):
+        from ...interop.source import weight_files
+
+        return any(has_pooler(shard) for shard in weight_files(weights))
     try:
         if weights.suffix == ".safetensors":
             with open(weights, "rb") as f:
