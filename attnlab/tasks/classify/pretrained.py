@@ -71,6 +71,7 @@ _FINE_TUNED = ("ForSequenceClassification", "ForTokenClassification")
 # unknown, so a tenth is text of a script or casing it lacks (an uncased vocabulary given a
 # cased checkpoint's text, Chinese to an English WordPiece), all of it one token to the model
 UNKNOWN_SHARE = 0.1
+UNKNOWN_SAMPLE = 10_000  # texts tokenised to find it: a big corpus is not tokenised twice
 _HF_HEADS = {"bert": "Bert", "roberta": "Roberta", "xlm-roberta": "XLMRoberta",
              "camembert": "Camembert", "distilbert": "DistilBert"}
 
@@ -320,6 +321,8 @@ def unknown_note(checkpoint, texts: list[str], what: str = "the training texts")
     tok = checkpoint.tokenizer
     if tok.unk_id is None or not texts:
         return None
+    if len(texts) > UNKNOWN_SAMPLE:  # a share, not a count: the first texts tell it
+        texts, what = texts[:UNKNOWN_SAMPLE], f"the first {UNKNOWN_SAMPLE:,} of {what}"
     ids = tok.encode_batch(texts)
     total, unknown = sum(map(len, ids)), sum(row.count(tok.unk_id) for row in ids)
     if not total or unknown <= UNKNOWN_SHARE * total:
