@@ -51,7 +51,8 @@ from ...settings import setting
 __all__ = ["init_settings", "init_defaults", "settings_of_config", "has_pooler",
            "check_pretrained", "max_tokens", "read_init", "pooler_activation", "ARCHS",
            "ROBERTA_STYLE", "arch_setting", "ENCODER_OVERRIDES", "OWN_MAX_LEN", "resolve_max_len",
-           "check_room", "head_note", "unknown_note", "UNKNOWN_SHARE", "init_notes"]
+           "check_room", "head_note", "unknown_note", "UNKNOWN_SHARE", "init_notes",
+           "vocabulary_note"]
 
 ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
 ARCHS = ("transformer", *BERT_FAMILY)  # classify's arch: its own encoder, or a checkpoint's
@@ -346,4 +347,27 @@ def init_notes(checkpoint, texts: list[str], what: str) -> list[str]:
     ``what``): ``head_note`` and ``unknown_note``, those that apply."""
     if checkpoint is None:
         return []
-    return [n for n in (head_note(checkpoint), unknown_note(checkpoint, texts, what)) if n]
+    return [n for n in (head_note(checkpoint), vocabulary_note(checkpoint),
+                        unknown_note(checkpoint, texts, what)) if n]
+
+
+def vocabulary_note(checkpoint) -> str | None:
+    """A note where the Hugging Face ``checkpoint``'s tokeniser gives fewer ids than its
+    model has embedding rows (more are refused when it is read). Some checkpoints pad their
+    embedding so, but most BERT-family ones ship a tokeniser of the model's size, and a
+    tokeniser copied from another model (a cased one of 28,996 ids beside an uncased model
+    of 30,522 rows) would give each token another token's embedding, in silence.
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> same = SimpleNamespace(tokenizer=SimpleNamespace(vocab_size=90),
+        ...                        config=SimpleNamespace(vocab_size=90))
+        >>> vocabulary_note(same) is None
+        True
+    """
+    ids, rows = checkpoint.tokenizer.vocab_size, checkpoint.config.vocab_size
+    if ids >= rows:
+        return None
+    return (f"note: --init {checkpoint.source}'s tokenizer gives {ids:,} ids and its model has "
+            f"{rows:,} embedding rows, {rows - ids:,} of them never read; if the tokenizer is "
+            f"not the one saved with these weights, each token reads another's embedding")
