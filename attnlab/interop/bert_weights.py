@@ -28,7 +28,8 @@ A LayerNorm that old TensorFlow ports saved as ``gamma`` / ``beta`` reads as ``w
 ``bias``, as ``transformers`` reads it. Tensors outside the encoder (a task head, an MLM head)
 and the index buffers older files saved (``position_ids``) are left out; an encoder tensor the
 config does not describe (a layer past ``num_hidden_layers``: a config.json of fewer layers than
-its weights) is reported, so that a truncated model is never read in silence. The encoder has BERT's pooler where the weights hold one.
+its weights) is reported, so that a truncated model is never read in silence. The encoder has
+BERT's pooler where the weights hold one.
 What ``config.json`` describes that the encoder cannot be (a decoder, relative positions, a
 factorised embedding, an activation attnlab lacks) is refused with a ValueError, as
 ``attnlab.interop.from_hf`` refuses the same model.

@@ -10,7 +10,7 @@ transformers = pytest.importorskip("transformers")
 
 from attnlab.cli import main  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
-from attnlab.tasks.classify.pretrained import head_note  # noqa: E402
+from attnlab.tasks.classify.checkpoint_notes import head_note  # noqa: E402
 from tests.interop.test_checkpoint import save_bert  # noqa: E402
 from tests.interop.test_init_classify import _write_data  # noqa: E402
 from tests.tasks.test_tag import capitalised, write_conll  # noqa: E402

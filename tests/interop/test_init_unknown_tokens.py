@@ -10,8 +10,8 @@ transformers = pytest.importorskip("transformers")
 
 from attnlab.cli import main  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
-from attnlab.tasks.classify.pretrained import (UNKNOWN_SAMPLE, UNKNOWN_SHARE,  # noqa: E402
-                                               unknown_note)
+from attnlab.tasks.classify.checkpoint_notes import (  # noqa: E402
+    UNKNOWN_SAMPLE, UNKNOWN_SHARE, unknown_note)
 from tests.interop.test_checkpoint import save_bert  # noqa: E402
 from tests.interop.test_init_classify import TEXTS, _write_data  # noqa: E402
 from tests.tasks.test_tag import capitalised, write_conll  # noqa: E402

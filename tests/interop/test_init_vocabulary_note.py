@@ -9,7 +9,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
-from attnlab.tasks.classify.pretrained import init_notes  # noqa: E402
+from attnlab.tasks.classify.checkpoint_notes import init_notes  # noqa: E402
 from tests.interop.test_checkpoint import save_bert  # noqa: E402
 
 TEXTS = ["the cat sat on the mat.", "hello world"]
