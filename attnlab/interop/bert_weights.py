@@ -25,8 +25,11 @@ model that is converted and thrown away. The encoder needs only
     pooler.dense                    (D, D)     (none)                        pooler
 
 A LayerNorm that old TensorFlow ports saved as ``gamma`` / ``beta`` reads as ``weight`` /
-``bias``, as ``transformers`` reads it. Tensors the encoder does not use (a task head, an MLM
-head, ``position_ids``) are left out. The encoder has BERT's pooler where the weights hold one.
+``bias``, as ``transformers`` reads it. Tensors outside the encoder (a task head, an MLM head)
+and the index buffers older files saved (``position_ids``) are left out; an encoder tensor the
+config does not describe (a layer past ``num_hidden_layers``: a config.json of fewer layers than
+its weights) is reported, so that a truncated model is never read in silence. The encoder has
+BERT's pooler where the weights hold one.
 What ``config.json`` describes that the encoder cannot be (a decoder, relative positions, a
 factorised embedding, an activation attnlab lacks) is refused with a ValueError, as
 ``attnlab.interop.from_hf`` refuses the same model.
@@ -55,17 +58,25 @@ BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "xlm-roberta": "roberta."
                "camembert": "roberta.", "distilbert": "distilbert."}
 _ROBERTA_STYLE = ("roberta", "xlm-roberta", "camembert")  # positions from pad_token_id + 1
 _WORDS = "embeddings.word_embeddings.weight"
+# the encoder's own tensors start with these (after the prefix); the rest is a head's
+_ENCODER_PARTS = ("embeddings.", "encoder.", "transformer.", "pooler.")
+# index buffers older transformers saved: no weights, rebuilt from the config
+_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
 
 
 def bert_tensors(weights: str | Path) -> dict[str, Tensor]:
-    """Every tensor of a ``model.safetensors`` or ``pytorch_model.bin`` file, by name, on the
-    CPU (the pickle read with ``weights_only=True``)."""
-    weights = Path(weights)
-    if weights.suffix == ".safetensors":
-        from safetensors.torch import load_file
+    """Every tensor of a ``model.safetensors`` or ``pytorch_model.bin`` file, or of the
+    shards a ``model.safetensors.index.json`` names, by name, on the CPU (the pickle read with
+    ``weights_only=True``)."""
+    from safetensors.torch import load_file
 
-        return load_file(weights, device="cpu")
-    return torch.load(weights, map_location="cpu", weights_only=True)
+    from .source import weight_files
+
+    out: dict[str, Tensor] = {}
+    for each in weight_files(Path(weights)):
+        out.update(load_file(each, device="cpu") if each.suffix == ".safetensors" else
+                   torch.load(each, map_location="cpu", weights_only=True))
+    return out
 
 
 def _renamed(stored: Mapping[str, Tensor], model_type: str) -> dict[str, Tensor]:
@@ -184,8 +195,8 @@ def _expected(module: nn.Module, kind: str) -> dict[str, tuple[int, ...]]:
 
 
 @torch.no_grad()
-def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str,
-                    config: Mapping[str, Any]) -> tuple[BertEncoder | None, list[str], list]:
+def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str, config: Mapping[str, Any]
+                    ) -> tuple[BertEncoder | None, list[str], list, list[str]]:
     """The encoder ``config`` (``config.json``'s mapping) describes, holding ``stored``'s
     tensors (``bert_tensors``), in eval mode.
 
@@ -195,9 +206,10 @@ def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str,
         config: ``config.json``'s mapping.
 
     Returns:
-        ``(encoder, missing, mismatched)``: the tensors the config describes that ``stored``
-        lacks (names as saved, without a prefix), and ``(name, stored shape, config's shape)``
-        of those of another shape; the encoder is None unless both are empty.
+        ``(encoder, missing, mismatched, unexpected)``: the tensors the config describes that
+        ``stored`` lacks (names as saved, without a prefix), ``(name, stored shape, config's
+        shape)`` of those of another shape, and the encoder's tensors of ``stored`` the config
+        does not describe (sorted); the encoder is None unless all three are empty.
 
     Raises:
         ValueError: for a model the encoder cannot be (see the module doc) or a
@@ -217,16 +229,18 @@ def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str,
     model = BertEncoder(_encoder_config(model_type, config,
                                         pooler="pooler.dense.weight" in tensors))
     parts = _targets(model, model_type)
-    missing, mismatched = [], []
+    missing, mismatched, used = [], [], set(_BUFFERS)
     for name, module, kind in parts:
         for suffix, shape in _expected(module, kind).items():
             key = f"{name}.{suffix}"
+            used.add(key)
             if key not in tensors:
                 missing.append(key)
             elif tuple(tensors[key].shape) != shape:
                 mismatched.append((key, tuple(tensors[key].shape), shape))
-    if missing or mismatched:
-        return None, missing, mismatched
+    unexpected = sorted(n for n in tensors if n.startswith(_ENCODER_PARTS) and n not in used)
+    if missing or mismatched or unexpected:
+        return None, missing, mismatched, unexpected
     qkv: dict[int, dict[str, Tensor]] = {}
     for name, module, kind in parts:
         weight, bias = tensors[f"{name}.weight"], tensors.get(f"{name}.bias")
@@ -240,7 +254,7 @@ def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str,
         module.weight.copy_(weight)
         if kind != "embedding":
             module.bias.copy_(bias)
-    return model.eval(), [], []
+    return model.eval(), [], [], []
 
 
 @torch.no_grad()

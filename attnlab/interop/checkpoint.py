@@ -235,8 +235,9 @@ def _weights_file(source: Path) -> Path:
 
 
 def _check_weights_readable(weights: Path) -> None:
-    """A weights file cut short or not of its format is refused here, before ``transformers``
-    reads it: safetensors' header and tensor extents, or ``torch.load(weights_only=True)``."""
+    """A weights file cut short, damaged or not of its format is refused here, before
+    ``transformers`` reads it: safetensors' header and tensor extents, or a zip-format
+    ``pytorch_model.bin``'s checksums (``_check_crc``) and ``torch.load(weights_only=True)``."""
     for each in weight_files(weights):
         _check_file_readable(each)
 
@@ -252,10 +253,28 @@ def _check_file_readable(weights: Path) -> None:
         else:
             import torch
 
+            _check_crc(weights)
             torch.load(weights, map_location="cpu", weights_only=True)
     except Exception as e:  # SafetensorError, pickle errors, the I/O errors of a short file
         kind = "safetensors" if weights.suffix == ".safetensors" else "PyTorch weights"
         raise UsageError(f"{weights} is not a readable {kind} file ({_one_line(e)})") from None
+
+
+def _check_crc(weights: Path) -> None:
+    """A ValueError naming the first tensor file of a zip-format ``pytorch_model.bin``
+    (``torch.save``'s) whose bytes do not match the CRC-32 the zip stores for them: a byte
+    damaged after the file was written (a copy or download gone wrong), which ``torch.load``
+    does not check and so reads as a wrong weight in silence. A legacy (not zip) pickle has no
+    checksums to compare."""
+    import zipfile
+
+    if not zipfile.is_zipfile(weights):
+        return
+    with zipfile.ZipFile(weights) as z:
+        damaged = z.testzip()
+    if damaged is not None:
+        raise ValueError(f"{damaged} does not match the CRC-32 the file stores for it: "
+                         f"damaged since it was written")
 
 
 def _one_line(e: BaseException) -> str:
@@ -276,11 +295,11 @@ def _read_encoder(source: Path, model_type: str, weights: Path):
     from .bert_weights import bert_encoder_of, bert_tensors
 
     try:
-        model, missing, mismatched = bert_encoder_of(
+        model, *disagree = bert_encoder_of(
             bert_tensors(weights), model_type, read_json(source / "config.json"))
     except ValueError as e:
         raise UsageError(f"{source}: {_one_line(e)}") from None
-    refuse_incomplete(source, weights, missing, mismatched)
+    refuse_incomplete(source, weights, *disagree)
     return model
 
 

@@ -290,11 +290,12 @@ def _bert_family(hf, model_type: str) -> nn.Module:
     read as a checkpoint file's are (``bert_weights.bert_encoder_of``: one set of checks)."""
     from .bert_weights import bert_encoder_of
 
-    model, missing, mismatched = bert_encoder_of(hf.state_dict(), model_type,
-                                                 hf.config.to_dict())
+    model, missing, mismatched, unexpected = bert_encoder_of(hf.state_dict(), model_type,
+                                                             hf.config.to_dict())
     if model is None:
         wrong = missing + [f"{name} {theirs} (expected {ours})" for name, theirs, ours in mismatched]
-        raise ValueError(f"{model_type}: {type(hf).__name__} lacks or reshapes "
+        wrong += [f"{name} (not in its config)" for name in unexpected]
+        raise ValueError(f"{model_type}: {type(hf).__name__} lacks, reshapes or adds "
                          f"{', '.join(wrong[:3])}")
     return model
 

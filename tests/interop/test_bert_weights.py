@@ -97,6 +97,49 @@ def test_gamma_beta_layer_norms_and_a_pytorch_bin_read_as_transformers_reads_the
     _same_weights(ckpt.model, _from_transformers(dirs["bert-classifier"])[1])
 
 
+def test_a_sharded_checkpoint_reads_as_its_one_file_does(dirs, tmp_path):
+    """save_pretrained(max_shard_size=...) writes model.safetensors.index.json and its
+    shards: the encoder and its pooler are read from all of them (they were refused as "not a
+    readable PyTorch weights file")."""
+    from attnlab.tasks.classify.pretrained import has_pooler
+
+    d = _copy_dir(dirs["bert"], tmp_path / "sharded", drop=("model.safetensors",))
+    hf = transformers.BertModel.from_pretrained(dirs["bert"], local_files_only=True)
+    hf.save_pretrained(d, max_shard_size="20KB")
+    assert len(list(d.glob("model-*-of-*.safetensors"))) > 1
+    ckpt = read_checkpoint(d, task="classify")
+    assert ckpt.weights.name == "model.safetensors.index.json"
+    assert has_pooler(ckpt.weights) and ckpt.model.pooler is not None
+    _same_weights(ckpt.model, read_checkpoint(dirs["bert"], task="classify").model)
+
+
+def _flip_a_tensor_byte(path):
+    """A byte in the middle of the largest tensor of the zip-format ``torch.save`` file
+    ``path`` flipped: a file that still loads, one weight changed."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        info = max(z.infolist(), key=lambda i: i.file_size)
+    data = bytearray(path.read_bytes())
+    at = info.header_offset  # the local header: 30 bytes, then the name and the extra field
+    start = at + 30 + int.from_bytes(data[at + 26:at + 28], "little") + int.from_bytes(
+        data[at + 28:at + 30], "little")
+    data[start + info.file_size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return info.filename
+
+
+def test_a_pytorch_bin_damaged_after_it_was_written_is_refused(dirs, tmp_path):
+    """torch.load does not compare the zip's CRC-32s: the flipped byte would load as a wrong
+    weight of the encoder (transformers reads it so too)."""
+    d = _copy_dir(dirs["bert"], tmp_path / "flipped", drop=("model.safetensors",))
+    torch.save(load_file(dirs["bert"] / "model.safetensors"), d / "pytorch_model.bin")
+    damaged = _flip_a_tensor_byte(d / "pytorch_model.bin")
+    assert torch.load(d / "pytorch_model.bin", weights_only=True)  # loads, as it was
+    _refused(d, "pytorch_model.bin is not a readable PyTorch weights file",
+             f"{damaged} does not match the CRC-32")
+
+
 def _refused(d, *needles):
     with pytest.raises(UsageError) as info:
         read_checkpoint(d, task="classify")
@@ -120,6 +163,21 @@ def test_weights_that_do_not_match_the_config_are_named(dirs, tmp_path):
     save_file({k: v for k, v in state.items() if "embeddings.LayerNorm" not in k},
               d / "model.safetensors")
     _refused(d, "lacks tensors", "embeddings.LayerNorm.bias, embeddings.LayerNorm.weight")
+
+
+@pytest.mark.parametrize("name, layers, needle", [
+    ("bert", "num_hidden_layers", "encoder.layer.1."),
+    ("roberta-classifier", "num_hidden_layers", "encoder.layer.1."),
+    ("distilbert", "n_layers", "transformer.layer.1."),
+])
+def test_a_config_of_fewer_layers_than_the_weights_is_refused(dirs, tmp_path, name, layers,
+                                                              needle):
+    """Read as the first layer of two, the encoder would train in silence on a truncated
+    model; transformers itself only warns of the unused tensors."""
+    d = _copy_dir(dirs[name], tmp_path / "shallower")
+    _edit_config(d, **{layers: 1})
+    _refused(d, "holds tensors that", "config.json does not describe", needle,
+             "is config.json the one saved with these weights?")
 
 
 @pytest.mark.parametrize("change, needle", [

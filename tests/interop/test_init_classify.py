@@ -427,6 +427,12 @@ def _broken(dirs, tmp_path, how):
         config = transformers.BertConfig.from_pretrained(d)
         config.vocab_size = 50
         transformers.BertModel(config).save_pretrained(d)
+    elif how == "fewer layers":  # config.json of 1 layer beside the weights of 2
+        config = json.loads((d / "config.json").read_text())
+        (d / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
+    elif how == "heads":  # 32 wide, in 5 heads
+        config = json.loads((d / "config.json").read_text())
+        (d / "config.json").write_text(json.dumps({**config, "num_attention_heads": 5}))
     elif how == "decoder":
         config = transformers.BertConfig.from_pretrained(d)
         config.is_decoder = True
@@ -439,6 +445,9 @@ def _broken(dirs, tmp_path, how):
     ("gpt2", ["model_type 'gpt2' is not supported for classify", "supported: bert, roberta"]),
     ("small vocabulary", ["the tokenizer has 90 ids", "only 50 rows"]),
     ("decoder", ["is_decoder=True", "not supported"]),
+    ("heads", ["config.json: hidden_size 32 is not divisible by num_attention_heads 5"]),
+    ("fewer layers", ["holds tensors that", "config.json does not describe",
+                      "encoder.layer.1.attention"]),
 ])
 def test_a_checkpoint_attnlab_cannot_use_is_refused_before_the_run_directory(
         dirs, tmp_path, capsys, how, named):

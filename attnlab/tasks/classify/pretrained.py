@@ -140,6 +140,11 @@ def settings_of_config(model_type: str, config: dict[str, Any], *,
         return value
 
     dim, heads, layers, ff, act = (need(k) for k in names)
+    if isinstance(dim, int) and isinstance(heads, int) and heads > 0 and dim % heads:
+        # said of the file, not of --model-dim / --num-heads, which the user did not give
+        raise UsageError(f"{Path(where) / 'config.json'}: {names[0]} {dim} is not divisible "
+                         f"by {names[1]} {heads} (each attention head takes an equal share of "
+                         f"the width): is it the config.json saved with these weights?")
     pad = config.get("pad_token_id")
     # vocab_size: the embedding's rows, for the memory estimate (--vocab-size is refused)
     return {"arch": model_type, "vocab_size": need("vocab_size"), "model_dim": dim, "num_heads": heads, "num_layers": layers,
@@ -156,11 +161,16 @@ def settings_of_config(model_type: str, config: dict[str, Any], *,
 
 def has_pooler(weights: Path) -> bool:
     """Whether ``weights`` holds BERT's pooler, read without torch: the tensor names of a
-    safetensors file's JSON header, or the pickled state dict's keys of a PyTorch zip file.
+    safetensors file's JSON header (of each shard a ``model.safetensors.index.json`` names),
+    or the pickled state dict's keys of a PyTorch zip file.
 
     Raises:
         UsageError: naming the file when it is neither.
     """
+    if weights.name.endswith(".index.json"):
+        from ...interop.source import weight_files
+
+        return any(has_pooler(shard) for shard in weight_files(weights))
     try:
         if weights.suffix == ".safetensors":
             with open(weights, "rb") as f:
@@ -253,3 +263,4 @@ def check_room(max_len: int, init: str, tokenizer) -> None:
         raise UsageError(f"--max-len {max_len}: --init {init}'s tokenizer adds {added} special "
                          f"tokens to every input, so no token of the text would be read; give "
                          f"--max-len {added + 1} or more")
+

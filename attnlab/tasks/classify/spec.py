@@ -64,6 +64,7 @@ from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, normalize_setting, vo
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
 from . import pretrained
+from .checkpoint_notes import init_notes
 from .data import classes_of, print_notes, read_and_pin
 from .labels import LABEL_SEP, resolve_class_weights
 
@@ -303,6 +304,8 @@ class ClassifyTask(Task):
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"],
                                                      cfg["pooling"], max_len=cfg["max_len"])
+            said += init_notes(splits["init"], [x for x, _ in splits["train"]],
+                               "the training texts")
         print_notes(said)
         return splits
 

@@ -51,6 +51,7 @@ from ...settings import AdaptSettings, file_setting, flag, held_out_setting, set
 from ...tokenizers import normalize_setting, vocab_too_small
 from ..base import Capabilities, Runtime, Task
 from ..classify import pretrained
+from ..classify.checkpoint_notes import init_notes
 from .data import (check_entities, check_tags, file_kind, known_tags, read_and_pin,
                    held_out_notes)
 
@@ -200,6 +201,9 @@ class TagTask(Task):
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag",
                                                   max_len=cfg["max_len"])
+            said += init_notes(
+                splits["init"], [" ".join(words) for words in splits["train"].words],
+                "the training sentences")
         for note in said:
             print(note, file=sys.stderr, flush=True)
         return splits
