@@ -57,7 +57,7 @@ from .stepstats import StepStats
 from .adapt import adapt, init_kind, merge_lora, parameter_share, save_adapter
 from .best import BestWatch, cpu_copy
 # check_hardware: for commands/train
-from .hardware import check_hardware, launch, make_fabric  # noqa: F401
+from .hardware import check_hardware, compile_options, launch, make_fabric  # noqa: F401
 from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
 from .module import (OptimizerSettings, TaskModule, back_to_float32, batch_size, exact_tables,
@@ -256,8 +256,9 @@ class Loop:
                       "every activation is kept", file=sys.stderr, flush=True)
         if cfg.compile:
             # In place (nn.Module.compile), so parameter names and the saved weights are
-            # unchanged; the torch model inside the TaskModule.
-            self.module.model.compile()
+            # unchanged; the torch model inside the TaskModule. On a CPU with eager's dropout
+            # masks (compile_options), so its losses are the eager run's.
+            self.module.model.compile(**compile_options(fabric.device.type))
         self.tables = exact_tables(self.module)  # before a *-true precision rounds them
         # bf16-true rounds the frozen weights too: kept exact, to be saved as they were
         self.frozen = frozen_weights(self.module) if cfg.precision == "bf16-true" else {}

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
            "AUTO_BF16_WIDTH", "processes", "single_process_ddp", "launch",
            "run_dir_checkpoint_io", "launched", "check_launch",
-           "launch_id", "wait_for_rank_zero"]
+           "launch_id", "wait_for_rank_zero", "compile_options",
+           "emulated_bf16_note"]
 
 
 def _quiet_lightning() -> None:
@@ -250,6 +251,25 @@ def wait_for_rank_zero(run_dir, *, timeout: float | None = None, poll: float = 0
                      f"within {timeout:.0f} s")
 
 
+def compile_options(device: str) -> dict[str, Any]:
+    """``torch.compile``'s options for ``--compile`` on ``device`` (a ``torch.device.type``).
+
+    On a CPU, dropout draws its masks from torch's own generator, as eager does
+    (inductor's ``fallback_random``): inductor's generator gave other masks, so a compiled
+    run of a model with dropout (graph attention's, the language model's) logged other
+    losses than the eager run of the same seed, where a model without dropout agrees to
+    float32's rounding, and a user comparing them could not tell a fault from another draw
+    (tests/reliability/test_compile.py). On
+    a GPU inductor keeps its own generator, fused into its kernels, for speed (the same
+    seed still gives the same run; benchmarks/gpu_lm.py compiles with dropout 0.2).
+
+    Examples:
+        >>> compile_options("cpu"), compile_options("cuda")
+        ({'options': {'fallback_random': True}}, {})
+    """
+    return {"options": {"fallback_random": True}} if device == "cpu" else {}
+
+
 def _precision(value: str) -> str:
     """attnlab's ``--precision`` (32, 64, bf16-mixed ...) as Fabric spells it."""
     return {"32": "32-true", "64": "64-true", "16": "16-mixed"}.get(value, value)
@@ -267,6 +287,24 @@ def cpu_has_bf16() -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def emulated_bf16_note(precision: str) -> str | None:
+    """The note for a run on a CPU in ``precision`` (as it runs: ``16-mixed`` has become
+    ``bf16-mixed``) where bfloat16 has no instructions of its own (``cpu_has_bf16``); None
+    where there is nothing to say. Without one, torch computes bfloat16 by converting to and
+    from float32, and a user who asked for bfloat16 to train faster trained several times
+    slower, unsaid (benchmarks/RESULTS.md, precision_compile, for a CPU that has them).
+
+    Examples:
+        >>> emulated_bf16_note("32") is None
+        True
+    """
+    if not precision.startswith("bf16") or cpu_has_bf16():
+        return None
+    return (f"note: --precision {precision}: no bfloat16 instructions found on this CPU "
+            f"(AVX-512 BF16 or AMX in /proc/cpuinfo), so bfloat16 is likely emulated, which "
+            f"trains slower than --precision 32, often several times")
 
 
 def auto_precision(device: str, model_dim: int) -> str:
@@ -417,6 +455,8 @@ def check_hardware(cfg, *, quiet: bool = False):
         if not quiet:
             print(f"note: --precision {asked} is not available on {device}; running "
                   f"{cfg.precision} (recorded in config.yaml)", file=sys.stderr, flush=True)
+    if device == "cpu" and not quiet and (note := emulated_bf16_note(str(cfg.precision))):
+        print(note, file=sys.stderr, flush=True)
     if single_process_ddp(cfg) and not quiet:
         print(f"note: --strategy ddp with one process (--devices {cfg.devices}): training as "
               f"one process without DDP, which would only slow it (config.yaml keeps ddp, for a "
