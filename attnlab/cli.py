@@ -21,7 +21,7 @@ import sys
 import threading
 from importlib import import_module
 
-from .errors import Interrupted, UsageError
+from .errors import TERMINATING, Interrupted, UsageError
 
 COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "view",
             "explain", "data", "export")
@@ -250,15 +250,16 @@ def main(argv: list[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _sigterm_interrupts():
-    """SIGTERM (``kill PID``, a batch scheduler's stop, ``timeout``) raises ``Interrupted`` in
-    the command, as Ctrl-C raises KeyboardInterrupt: what a command undoes when it is stopped
-    (prepare's half-written token files, export's partial directory) it undoes on a kill too,
-    and it exits 143 with one line. Killed at once, prepare left token files that its next
-    run took for a prepared corpus. (``train`` and ``view --serve`` set their own handlers
-    inside.) A process forked from this one (a pool's worker) ends at once, as by default;
-    where SIGTERM is not at its default (ignored, or a program's own handler), it is left."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+    """SIGTERM (``kill PID``, a batch scheduler's stop, ``timeout``) and SIGHUP (the terminal
+    closed, an ssh session dropped) raise ``Interrupted`` in the command, as Ctrl-C raises
+    KeyboardInterrupt: what a command undoes when it is stopped (prepare's half-written token
+    files, export's partial directory, a run stopped before its first checkpoint) it undoes on
+    a kill too, and it exits 128 + the signal's number with one line. Killed at once, prepare
+    left token files that its next run took for a prepared corpus. (``train``'s loop and
+    ``view --serve`` set their own handlers inside.) A process forked from this one (a pool's
+    worker) ends at once, as by default; a signal not at its default (ignored, as ``nohup``
+    leaves SIGHUP, or a program's own handler) is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
     ours = os.getpid()
@@ -268,13 +269,16 @@ def _sigterm_interrupts():
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        raise Interrupted("terminated (SIGTERM)", signum)
+        raise Interrupted(f"terminated ({signal.Signals(signum).name})", signum)
 
-    signal.signal(signal.SIGTERM, interrupt)
+    taken = [s for s in TERMINATING if signal.getsignal(s) is signal.SIG_DFL]
+    for s in taken:
+        signal.signal(s, interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for s in taken:
+            signal.signal(s, signal.SIG_DFL)
 
 
 def console() -> int:
