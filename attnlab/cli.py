@@ -198,6 +198,16 @@ _HF_EXTRA = ("transformers", "sentencepiece", "gguf")
 
 
 def main(argv: list[str] | None = None) -> int:
+    stderr = sys.stderr
+    if stderr is not None:
+        sys.stderr = _Diagnostics(stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         if sys.stdout is None:  # started with `>&-`: print() would drop every result silently
             raise UsageError("standard output is closed; attnlab writes its results there "
@@ -219,8 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnlab: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # e.g. `attnlab generate ... | head`
-        return 0
+    except BrokenPipeError:  # `attnlab generate ... | head`: the reader has what it wanted
+        # Python's convention (the signal module's "Note on SIGPIPE"): nothing more is written
+        # to the closed pipe, not even by the interpreter's exit, and the status is 1
+        _discard(sys.stdout)
+        return 1
     except ModuleNotFoundError as e:
         name = e.name or ""
         package = name.split(".")[0]
@@ -236,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         if e.errno not in _WRITE_FAULTS:
             raise
         where = e.filename or "standard output"
+        if not e.filename:  # else the interpreter's exit fails on it again, with a traceback
+            _discard(sys.stdout)
         print(f"attnlab: cannot write to {where}: {e.strerror}", file=sys.stderr)
         return 1
     except (MemoryError, RuntimeError) as e:
@@ -246,6 +261,53 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"attnlab: out of memory: {text[:300]}", file=sys.stderr)
         return 1
+
+
+class _Diagnostics:
+    """Standard error while a command runs: a write that fails (``2>/dev/full``, a pipe whose
+    reader is gone, the terminal of a dropped ssh session) is dropped with the rest of what
+    would follow, instead of ending the command. A training run went down with its first
+    note, losing the run; after a SIGHUP its checkpoint could not be written, as the progress
+    line failed first. Results go to standard output and the run directory, whose failures
+    are still said."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            self._drop()
+
+    def _drop(self) -> None:
+        _discard(self._stream)
+        self._stream = open(os.devnull, "w")
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _discard(stream) -> None:
+    """Point ``stream``'s file descriptor at the null device: what it still holds, flushed at
+    the interpreter's exit, goes nowhere, instead of failing once more (exit status 120 and
+    an "Exception ignored" traceback). A stream without a descriptor is left as it is."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 @contextlib.contextmanager

@@ -942,7 +942,10 @@ def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
     """
     numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
     width = max(map(len, numbers))
-    print(f"\n{task} run: {run_dir}")
+    if sys.stdout.isatty():  # apart from the progress above it; in a pipe or a file (`| head
+        # -1`, a script reading the run's directory off the first line) the summary comes first
+        print()
+    print(f"{task} run: {run_dir}")
     for key, value in numbers.items():
         text = (f"{value:,.0f}" if key in ("steps", "parameters", "best_step")
                 else f"{value:.4g}" if 0 < abs(value) < 1e-3 else f"{value:.4f}")
