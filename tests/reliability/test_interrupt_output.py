@@ -1,6 +1,7 @@
 """A training run interrupted the ways real life does, with its output sent where real life sends
 it: the terminal closed (SIGHUP), standard error a full disk, standard output a pipe whose reader
-left early."""
+left early, a kill after the last checkpoint and a resume."""
+import csv
 import json
 import os
 import re
@@ -11,6 +12,10 @@ import time
 
 import pytest
 import torch
+
+from attnlab.cli import main
+
+from ..training.loop_probe import probe_loop
 
 pytestmark = pytest.mark.slow  # every test trains a run
 
@@ -115,3 +120,47 @@ def test_standard_output_closed_early_keeps_the_run_and_exits_as_python_does(tmp
     assert proc.wait(timeout=PATIENCE) == 1, err
     assert "Exception ignored" not in err and "Traceback" not in err, err
     assert json.loads((out / "metrics.json").read_text())["steps"] == 4
+
+
+class _Kill(Exception):
+    pass
+
+
+def test_a_resumed_runs_log_has_each_step_once(tmp_path, monkeypatch):
+    """Killed at step 25 with its checkpoint at step 20, then resumed: metrics.csv, which a
+    user plots, has each step once, 1 to 30, with the numbers of the process that trained
+    it. It had the resumed steps 21-30 only, and the interrupted process's 1-25 beside it in
+    metrics.part1.csv, so that the two together showed 21-25 twice. The part file keeps the
+    interrupted process's log as it was."""
+
+    class Kill:
+        def on_train_batch_end(self, loop):
+            if loop.step == 25:
+                raise _Kill
+
+    out = tmp_path / "run"
+    argv = ["train", "reverse", "--out", str(out), *TINY, "--max-steps", "30",
+            "--checkpoint-every", "20", "--val-every", "10"]  # a row after every step
+    with monkeypatch.context() as m:
+        probe_loop(m, Kill())
+        with pytest.raises(_Kill):
+            main(argv)
+    before = _rows(out / "logs" / "metrics.csv")
+    assert main([*argv, "--resume"]) == 0
+
+    rows = _rows(out / "logs" / "metrics.csv")
+    trained = [int(r["step"]) for r in rows if r["train_loss"]]
+    validated = [int(r["step"]) for r in rows if r["val_loss"]]
+    assert trained == list(range(1, 31)) and validated == [10, 20, 30]
+    assert rows[:len(_upto(before, 20))] == _upto(before, 20)  # the first process's numbers
+    assert _rows(out / "logs" / "metrics.part1.csv") == before  # as it was, steps 1-24
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _upto(rows, step):
+    return [r for r in rows if int(r["step"]) <= step]
+
