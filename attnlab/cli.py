@@ -198,13 +198,18 @@ _HF_EXTRA = ("transformers", "sentencepiece", "gguf")
 
 
 def main(argv: list[str] | None = None) -> int:
-    stderr = sys.stderr
-    if stderr is not None:
-        sys.stderr = _Diagnostics(stderr)
+    stderr = closed = sys.stderr
+    if stderr is None:  # started with `2>&-`: print(file=None) wrote the notes into stdout,
+        # and the progress line failed, ending the run. The null device takes descriptor 2,
+        # so that no file the command opens gets it, to be written into by C libraries.
+        closed = open(os.devnull, "w")
+    sys.stderr = _Diagnostics(closed)
     try:
         return _main(argv)
     finally:
         sys.stderr = stderr
+        if stderr is None:
+            closed.close()
 
 
 def _main(argv: list[str] | None) -> int:

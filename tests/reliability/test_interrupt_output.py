@@ -108,6 +108,19 @@ def test_a_full_standard_error_does_not_lose_the_run(tmp_path):
     assert proc.stdout.splitlines()[0] == f"reverse run: {out}"
 
 
+def test_a_closed_standard_error_does_not_lose_the_run_nor_fill_standard_output(tmp_path):
+    """`attnlab train ... 2>&-`: Python has no sys.stderr, and print(file=None) prints to
+    standard output: the notes went there, then the progress line failed, ending the run
+    (exit 1, the run directory removed). The run trains; standard output is its summary."""
+    out = tmp_path / "run"
+    command, env = _command(out, "--max-steps", "4")
+    proc = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=env,
+                          timeout=PATIENCE, preexec_fn=lambda: os.close(2))
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0] == f"reverse run: {out}", proc.stdout
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 4
+
+
 def test_standard_output_closed_early_keeps_the_run_and_exits_as_python_does(tmp_path, spawn):
     """`attnlab train ... | head -1` whose reader has gone before the summary: the run is
     written whole, the process exits 1 as Python's convention for a closed pipe has it, and
