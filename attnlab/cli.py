@@ -21,7 +21,7 @@ import sys
 import threading
 from importlib import import_module
 
-from .errors import Interrupted, UsageError
+from .errors import TERMINATING, Interrupted, UsageError
 
 COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "view",
             "explain", "data", "export")
@@ -198,6 +198,21 @@ _HF_EXTRA = ("transformers", "sentencepiece", "gguf")
 
 
 def main(argv: list[str] | None = None) -> int:
+    stderr = closed = sys.stderr
+    if stderr is None:  # started with `2>&-`: print(file=None) wrote the notes into stdout,
+        # and the progress line failed, ending the run. The null device takes descriptor 2,
+        # so that no file the command opens gets it, to be written into by C libraries.
+        closed = open(os.devnull, "w")
+    sys.stderr = _Diagnostics(closed)
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = stderr
+        if stderr is None:
+            closed.close()
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         if sys.stdout is None:  # started with `>&-`: print() would drop every result silently
             raise UsageError("standard output is closed; attnlab writes its results there "
@@ -219,8 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnlab: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # e.g. `attnlab generate ... | head`
-        return 0
+    except BrokenPipeError:  # `attnlab generate ... | head`: the reader has what it wanted
+        # Python's convention (the signal module's "Note on SIGPIPE"): nothing more is written
+        # to the closed pipe, not even by the interpreter's exit, and the status is 1
+        _discard(sys.stdout)
+        return 1
     except ModuleNotFoundError as e:
         name = e.name or ""
         package = name.split(".")[0]
@@ -236,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         if e.errno not in _WRITE_FAULTS:
             raise
         where = e.filename or "standard output"
+        if not e.filename:  # else the interpreter's exit fails on it again, with a traceback
+            _discard(sys.stdout)
         print(f"attnlab: cannot write to {where}: {e.strerror}", file=sys.stderr)
         return 1
     except (MemoryError, RuntimeError) as e:
@@ -248,17 +268,65 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+class _Diagnostics:
+    """Standard error while a command runs: a write that fails (``2>/dev/full``, a pipe whose
+    reader is gone, the terminal of a dropped ssh session) is dropped with the rest of what
+    would follow, instead of ending the command. A training run went down with its first
+    note, losing the run; after a SIGHUP its checkpoint could not be written, as the progress
+    line failed first. Results go to standard output and the run directory, whose failures
+    are still said."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            self._drop()
+
+    def _drop(self) -> None:
+        _discard(self._stream)
+        self._stream = open(os.devnull, "w")
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _discard(stream) -> None:
+    """Point ``stream``'s file descriptor at the null device: what it still holds, flushed at
+    the interpreter's exit, goes nowhere, instead of failing once more (exit status 120 and
+    an "Exception ignored" traceback). A stream without a descriptor is left as it is."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
 @contextlib.contextmanager
 def _sigterm_interrupts():
-    """SIGTERM (``kill PID``, a batch scheduler's stop, ``timeout``) raises ``Interrupted`` in
-    the command, as Ctrl-C raises KeyboardInterrupt: what a command undoes when it is stopped
-    (prepare's half-written token files, export's partial directory) it undoes on a kill too,
-    and it exits 143 with one line. Killed at once, prepare left token files that its next
-    run took for a prepared corpus. (``train`` and ``view --serve`` set their own handlers
-    inside.) A process forked from this one (a pool's worker) ends at once, as by default;
-    where SIGTERM is not at its default (ignored, or a program's own handler), it is left."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+    """SIGTERM (``kill PID``, a batch scheduler's stop, ``timeout``) and SIGHUP (the terminal
+    closed, an ssh session dropped) raise ``Interrupted`` in the command, as Ctrl-C raises
+    KeyboardInterrupt: what a command undoes when it is stopped (prepare's half-written token
+    files, export's partial directory, a run stopped before its first checkpoint) it undoes on
+    a kill too, and it exits 128 + the signal's number with one line. Killed at once, prepare
+    left token files that its next run took for a prepared corpus. (``train``'s loop and
+    ``view --serve`` set their own handlers inside.) A process forked from this one (a pool's
+    worker) ends at once, as by default; a signal not at its default (ignored, as ``nohup``
+    leaves SIGHUP, or a program's own handler) is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
     ours = os.getpid()
@@ -268,13 +336,16 @@ def _sigterm_interrupts():
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        raise Interrupted("terminated (SIGTERM)", signum)
+        raise Interrupted(f"terminated ({signal.Signals(signum).name})", signum)
 
-    signal.signal(signal.SIGTERM, interrupt)
+    taken = [s for s in TERMINATING if signal.getsignal(s) is signal.SIG_DFL]
+    for s in taken:
+        signal.signal(s, interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for s in taken:
+            signal.signal(s, signal.SIG_DFL)
 
 
 def console() -> int:

@@ -1,5 +1,13 @@
 """User-facing errors. The CLI prints their message as one line on stderr and exits 2 (a
 ``UsageError``) or 128 + the signal number (an ``Interrupted`` run, as a shell reports it)."""
+import signal
+
+# The signals that stop a command as ``Interrupted`` rather than killing it at once, so that it
+# saves (train: the step's checkpoint) or undoes what it half wrote: SIGTERM (``kill``, a batch
+# scheduler's stop) and SIGHUP (the terminal closed, an ssh session dropped; absent on
+# Windows). SIGINT is Python's KeyboardInterrupt, which train's loop takes over too.
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                    if hasattr(signal, name))
 
 
 def first_few(names, shown: int = 3) -> str:
@@ -24,11 +32,12 @@ class UsageError(Exception):
 
 
 class Interrupted(BaseException):
-    """Training stopped by a signal (SIGINT from Ctrl-C, SIGTERM from a batch scheduler).
+    """A command stopped by a signal (SIGINT from Ctrl-C, SIGTERM from a batch scheduler,
+    SIGHUP from a closed terminal).
 
     The message is the one line the user reads, e.g. ``"interrupted at step 120 of 600;
     continue with: attnlab train reverse --out runs/r --resume"``; the process exits with
-    ``128 + signum`` (130 for SIGINT, 143 for SIGTERM).
+    ``128 + signum`` (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
 
     A ``BaseException``, as ``KeyboardInterrupt`` is: a SIGTERM that arrives while a reader's
     ``except Exception`` guards a load (a checkpoint, a tokenizer, a GGUF file) stops the

@@ -7,7 +7,6 @@ import random
 import re
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -592,9 +591,9 @@ def run(args: argparse.Namespace) -> int:
                      **({} if cfg.resume else {"epochs_of_all_processes": True}))
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
     try:
-        with _sigterm_as_exception():
-            wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
-            _train(cfg, run_dir, checked)
+        # (a SIGTERM or SIGHUP before the loop raises Interrupted: cli._sigterm_interrupts)
+        wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
+        _train(cfg, run_dir, checked)
     except BaseException as e:
         if _is_child():
             raise
@@ -642,27 +641,6 @@ def _train(cfg: RunSettings, run_dir: Path, checked: Any = None) -> None:
         print(f"attnlab train {cfg.task} -> {run_dir}", file=sys.stderr, flush=True)
     task = get_task(cfg.task)
     task.runtime().run(task, cfg, run_dir, checked)
-
-
-class _sigterm_as_exception:
-    """SIGTERM raises ``Interrupted`` instead of killing the process at once, so a run stopped
-    before its first checkpoint can clean up (during training the engine replaces this handler
-    with one that finishes the step and saves a checkpoint first)."""
-
-    def __enter__(self):
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, self._raise)
-        return self
-
-    @staticmethod
-    def _raise(signum, frame):
-        raise Interrupted("terminated (SIGTERM)", signum)
-
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
-        return False
 
 
 def _after_failure(e: BaseException, cfg: RunSettings, run_dir: Path,

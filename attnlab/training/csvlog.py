@@ -4,12 +4,16 @@ Columns: ``step`` (optimiser steps done), ``train_seconds`` (seconds of training
 step, validation left out, across ``--resume``: ``attnlab.training.clock``), then the metrics in
 the order first logged (``train_loss``, ``train_acc`` ..., the step's ``lr``, ``grad_norm`` and
 throughput: ``stepstats``, ``val_loss`` ...); a cell is empty where a row has no value (training
-rows have no validation metrics). ``--resume`` keeps the interrupted part of the log
-as ``metrics.partN.csv`` and starts a new ``metrics.csv``. One of the sinks of ``runlog.RunLog``.
+rows have no validation metrics). A resumed run's ``metrics.csv`` holds the whole run, each
+step once: the rows up to the checkpoint it resumed from, then its own. The interrupted
+process's log is kept as it was, as ``metrics.partN.csv``, with the rows it wrote after that
+checkpoint (steps the resumed run trained again). One of the sinks of ``runlog.RunLog``.
 """
 from __future__ import annotations
 
 import csv
+import os
+import shutil
 from pathlib import Path
 
 __all__ = ["CSVLog", "keep_previous_log"]
@@ -33,7 +37,22 @@ class CSVLog:
         self.rows: list[dict[str, float]] = []
 
     def begin(self, step: int) -> None:
-        """Nothing to do: a resumed run's earlier rows were kept by ``keep_previous_log``."""
+        """Training starts at ``step``: of a log already there (a resumed run's), the rows up
+        to ``step`` are kept, and those after it, which the interrupted process wrote after
+        its checkpoint and this one writes again, are dropped (``keep_previous_log`` kept
+        them). Plotted, steps 21-25 of a run killed at 25 and resumed from 20 showed twice."""
+        if not self.path.is_file():
+            return
+        with open(self.path, newline="") as f:
+            reader = csv.DictReader(f)
+            columns = list(reader.fieldnames or [])
+            rows = [row for row in reader if row.get("step") and float(row["step"]) <= step]
+        if not rows:
+            self.path.unlink()
+            return
+        self.columns += [c for c in columns if c not in self.columns]
+        self.rows = rows
+        self._rewrite()
 
     def close(self) -> None:
         """Nothing to do: each row is written when it comes."""
@@ -45,22 +64,30 @@ class CSVLog:
         new = [k for k in row if k not in self.columns]
         self.columns += new
         if new or len(self.rows) == 1:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "w", newline="") as f:
-                writer = csv.DictWriter(f, self.columns)
-                writer.writeheader()
-                writer.writerows(self.rows)
+            self._rewrite()
         else:
             with open(self.path, "a", newline="") as f:
                 csv.DictWriter(f, self.columns).writerow(row)
 
 
+    def _rewrite(self) -> None:
+        """The whole file anew, header and rows, replacing the old one only once written."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(f".{self.path.name}.partial")
+        with open(temporary, "w", newline="") as f:
+            writer = csv.DictWriter(f, self.columns)
+            writer.writeheader()
+            writer.writerows(self.rows)
+        os.replace(temporary, self.path)
+
+
 def keep_previous_log(log_dir: Path) -> None:
-    """Keep the log of an interrupted run as ``metrics.partN.csv`` (N = 1, 2, ...), so that the
-    resumed run's new ``metrics.csv`` does not erase the history."""
+    """Keep a copy of the log of an interrupted run as ``metrics.partN.csv`` (N = 1, 2, ...):
+    the resumed run's ``metrics.csv`` drops the rows written after the checkpoint
+    (``CSVLog.begin``), which the copy keeps as they were."""
     csv_log = Path(log_dir) / "metrics.csv"
     if csv_log.is_file():
         n = 1
         while (kept := csv_log.with_name(f"metrics.part{n}.csv")).exists():
             n += 1
-        csv_log.rename(kept)
+        shutil.copyfile(csv_log, kept)

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from ..errors import Interrupted, UsageError
+from ..errors import TERMINATING, Interrupted, UsageError
 from ..run_config import RunSettings
 from ..runs import naming, readable, save_weights, write_config, write_metrics
 from ..settings import epoch_steps
@@ -111,16 +111,18 @@ class NonFiniteLoss(UsageError):
 
 
 class _Signals:
-    """SIGINT (Ctrl-C) and SIGTERM (what a batch scheduler sends before it preempts a job)
-    end training at the end of the current step, with a checkpoint of that step: the work
-    since the last periodic checkpoint is kept, and ``--resume`` continues exactly as after
-    any checkpoint. A second one stops at once, without that checkpoint.
+    """SIGINT (Ctrl-C), SIGTERM (what a batch scheduler sends before it preempts a job) and
+    SIGHUP (the terminal closed, an ssh session dropped) end training at the end of the
+    current step, with a checkpoint of that step: the work since the last periodic checkpoint
+    is kept, and ``--resume`` continues exactly as after any checkpoint. A second one stops at
+    once, without that checkpoint. A signal the process was started ignoring (``nohup``, a
+    job started with ``&`` by a script) stays ignored.
 
     The handlers are installed while the loop runs and put back after it. Under DDP the ranks
     agree on stopping (``Loop._told_to_stop``), so all of them save and stop together.
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, *TERMINATING)
 
     def __init__(self, resume_hint: str) -> None:
         self.resume_hint = resume_hint
@@ -136,7 +138,8 @@ class _Signals:
 
     def __enter__(self) -> "_Signals":
         if threading.current_thread() is threading.main_thread():
-            self._previous = {s: signal.signal(s, self._notice) for s in self.SIGNALS}
+            self._previous = {s: signal.signal(s, self._notice) for s in self.SIGNALS
+                              if signal.getsignal(s) is not signal.SIG_IGN}
         return self
 
     def _notice(self, signum, frame) -> None:
@@ -940,7 +943,10 @@ def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
     """
     numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
     width = max(map(len, numbers))
-    print(f"\n{task} run: {run_dir}")
+    if sys.stdout.isatty():  # apart from the progress above it; in a pipe or a file (`| head
+        # -1`, a script reading the run's directory off the first line) the summary comes first
+        print()
+    print(f"{task} run: {run_dir}")
     for key, value in numbers.items():
         text = (f"{value:,.0f}" if key in ("steps", "parameters", "best_step")
                 else f"{value:.4g}" if 0 < abs(value) < 1e-3 else f"{value:.4f}")

@@ -27,8 +27,10 @@ def test_a_budget_lowered_on_resume_ends_the_run_and_its_schedule_there(tmp_path
     assert json.loads((out / "metrics.json").read_text())["steps"] == 20
     cfg = yaml.safe_load((out / "config.yaml").read_text())
     assert cfg["max_steps"] == 20
-    logged = [(int(row["step"]), float(row["lr"]))
-              for row in csv.DictReader((out / "logs" / "metrics.csv").open()) if row.get("lr")]
+    rows = [(int(row["step"]), float(row["lr"]))
+            for row in csv.DictReader((out / "logs" / "metrics.csv").open()) if row.get("lr")]
+    assert [step for step, _ in rows] == sorted({step for step, _ in rows})  # each step once
+    logged = [(step, lr) for step, lr in rows if step > 10]  # the resumed process's steps
     assert logged and logged[0][0] > 10 and logged[-1][0] == 20
     for step, lr in logged:  # the rate a step trains at is the schedule's after step - 1
         expected = schedule_lr("cosine", step - 1, lr=cfg["lr"], warmup=cfg["warmup"],

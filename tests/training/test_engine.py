@@ -339,6 +339,8 @@ def test_the_summary_shows_a_small_number_not_zero(capsys):
     # a regression in years that vary by thousandths: its test_mse is 1.6e-07, not "0.0000"
     print_summary("classify", "runs/years", {"test_mse": 1.55028e-07, "test_r2": 0.9955,
                                              "test_loss": 0.0, "steps": 1500})
-    lines = dict(line.split() for line in capsys.readouterr().out.splitlines()[2:])
+    first, *rest = capsys.readouterr().out.splitlines()
+    assert first == "classify run: runs/years"  # first: `| head -1` names the run
+    lines = dict(line.split() for line in rest)
     assert lines == {"test_mse": "1.55e-07", "test_r2": "0.9955", "test_loss": "0.0000",
                      "steps": "1,500"}
