@@ -52,6 +52,15 @@ def test_the_readme_says_how_to_install_with_pip_and_names_every_extra():
     assert set(EXTRAS) <= in_readme, f"extras the README does not name: {set(EXTRAS) - in_readme}"
 
 
+def test_the_version_is_declared_once():
+    """``attnlab --version`` prints ``attnlab.__version__``; the installed metadata reads the
+    same attribute, so the two cannot drift apart."""
+    project = PYPROJECT["project"]
+    assert "version" not in project and "version" in project.get("dynamic", [])
+    dynamic = PYPROJECT["tool"]["setuptools"]["dynamic"]["version"]
+    assert dynamic == {"attr": "attnlab.__version__"}
+
+
 # a fresh interpreter in which no optional package can be imported, as in a plain install
 _BLOCKED = """
 import importlib.abc, sys
