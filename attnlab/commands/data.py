@@ -6,7 +6,7 @@
 Writes FILE in the Top Quark Tagging Reference Dataset's layout (``attnlab.tasks.jets.data``), which
 ``attnlab train jets --data FILE`` reads. Every flag is checked before the first event is made.
 Progress goes to standard error (a bar on a terminal, a line per tenth otherwise); the one line
-on standard output is the summary. Needs the `jets` extra (``pip install attnlab[jets]``).
+on standard output is the summary. Needs the `jets` extra (``pip install 'attnlab[jets]'``).
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def register(sub) -> None:
                     "14 TeV, anti-kt R = 0.8, the leading jet with 550 < pT < 650 GeV and "
                     "|eta| < 2, up to 200 constituents. Particle level by default, which is "
                     "easier to tag than the reference's detector-level jets. Needs the jets "
-                    "extra: pip install attnlab[jets].")
+                    "extra: pip install 'attnlab[jets]'.")
     add_flags(j, JetsOptions, only=("signal", "background"))
     j.add_argument("--out", required=True, metavar="FILE",
                    help="the .h5 file to write; an existing file is refused (see --force)")
@@ -72,7 +72,7 @@ def check_args(args: argparse.Namespace) -> None:
     missing = check_installed()
     if missing is not None:
         raise UsageError(f"the jets extra is not installed ({missing} is missing): "
-                         f"pip install attnlab[jets]")
+                         f"pip install 'attnlab[jets]'")
 
 
 def check_out(out: str, *, force: bool) -> None:

@@ -128,7 +128,7 @@ def test_missing_extra_names_the_install_command(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(gen, "check_installed", lambda: "pythia8mc")
     code, res = _cli(capsys, "--signal", "5", "--background", "5", "--out",
                      str(tmp_path / "j.h5"))
-    assert code == 2 and "pip install attnlab[jets]" in res.err and "pythia8mc" in res.err
+    assert code == 2 and "pip install 'attnlab[jets]'" in res.err and "pythia8mc" in res.err
 
 
 @pytest.mark.slow
