@@ -576,8 +576,10 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    given = {k: v for k, v in vars(args).items() if k not in ("task", "func", "command")}
+    given = {k: v for k, v in vars(args).items()
+             if k not in ("task", "func", "command", "flag_notes")}
     cfg, checked = _configured(args.task, given)
+    _say(getattr(args, "flag_notes", []))  # a flag given twice: after the checks, as its notes
     run_dir = _preflight(args, cfg)
     if run_dir is None:
         return 0

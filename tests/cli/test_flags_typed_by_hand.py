@@ -1,0 +1,67 @@
+"""Flags typed by hand, with the slips a tired user makes: a flag given twice, or both
+spellings of a switch. argparse keeps the last value and says nothing; attnlab refuses a second
+input, file or list (exit 2, one line, nothing written) and says which value of any other flag
+it used (a script may append a flag to override its own)."""
+import pytest
+
+from attnlab.cli import build_parser, main
+
+from .test_errors_common import _fails
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["train", "reverse", "--config", "a.yaml", "--config", "b.yaml"],
+     "--config is given 2 times; it takes one file"),
+    # the second matrix of queries was explained, the first dropped without a word
+    (["explain", "--q", "[[0,10,0]]", "--q", "[[0,0,10]]"], "--q is given 2 times; it takes one list"),
+    (["explain", "--mask", "[[1,1,1,1]]", "--k", "[[1]]", "--mask=[[1,0,0,0]]"],
+     "--mask is given 2 times"),
+])
+def test_an_input_given_twice_is_refused(argv, named, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _fails(argv, capsys, named)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_a_setting_given_twice_keeps_the_last_and_says_so():
+    """`train reverse --lr 1e-3 ... --lr 3e-4` trained at 3e-4, unsaid; the note names both."""
+    args = build_parser().parse_args(["train", "reverse", "--lr", "1e-3", "--max-steps", "2",
+                                      "--lr=3e-4"])
+    assert args.lr == 3e-4
+    assert args.flag_notes == ["note: --lr is given 2 times (0.001, 0.0003); the last, 0.0003, "
+                               "is used"]
+    # the same value again chooses nothing: no note
+    args = build_parser().parse_args(["train", "reverse", "--lr", "1e-3", "--lr", "0.001"])
+    assert args.flag_notes == []
+    args = build_parser().parse_args(["train", "reverse", "--norm-first", "--no-norm-first"])
+    assert args.norm_first is False and args.flag_notes == [
+        "note: --norm-first and --no-norm-first are both given; the last, --no-norm-first, is used"]
+
+
+def test_a_command_that_does_not_train_says_the_note_once_it_parsed(capsys, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["plot", "pe", "--d-model", "8", "--out", "pe.png", "--d-model", "16"]) == 0
+    err = capsys.readouterr().err
+    assert err == "note: --d-model is given 2 times (8, 16); the last, 16, is used\n"
+    assert (tmp_path / "pe.png").is_file()
+
+
+def test_a_repeated_flag_that_collects_values_still_collects_them():
+    """``generate --stop`` is given once per text to stop at: a repeat is its use."""
+    args = build_parser().parse_args(["generate", "d", "--prompt", "x", "--stop", "a",
+                                      "--stop", "b", "--greedy", "--greedy"])
+    assert args.stop == ["a", "b"] and args.greedy is True and not hasattr(args, "flag_notes")
+
+
+@pytest.mark.slow
+def test_train_says_the_note_once_its_settings_pass(capsys, tmp_path):
+    """The note comes after the checks: a refused run stays the one line of its error."""
+    out = tmp_path / "run"
+    _fails(["train", "reverse", "--out", str(out), "--lr", "1", "--lr", "-1"], capsys,
+           "--lr must be > 0, got -1.0")
+    assert main(["train", "reverse", "--out", str(out), "--max-steps", "1", "--max-steps", "2",
+                 "--model-dim", "16", "--num-heads", "2", "--num-layers", "1",
+                 "--test-size", "8", "--val-size", "8", "--train-size", "16"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --max-steps is given 2 times (1, 2); the last, 2, is used" in err
