@@ -73,8 +73,8 @@ class ArgumentParser(argparse.ArgumentParser):
             if not extras:
                 raise
         if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest(extras)}"
-                       f"{_as_path(extras)}")
+            hint = self._of_siblings(extras) or self._closest(extras)
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}{_as_path(extras)}")
         # a sub-command's notes go up with its values; the whole command's are said once it
         # parsed, train's once its settings pass their checks (``attnlab.commands.train``)
         namespace.flag_notes = [*getattr(namespace, "flag_notes", []), *self._notes.values()]
@@ -99,6 +99,20 @@ class ArgumentParser(argparse.ArgumentParser):
         where = self.prog.removeprefix("attnlab").strip()
         message += _dash_value(message, getattr(self, "_words", []), self._option_string_actions)
         raise UsageError(f"{where}: {message}" if where else message)
+
+    def _of_siblings(self, extras: list[str]) -> str:
+        """"; --block-size is a flag of train lm, not of train reverse" for a flag of this
+        parser's sibling commands (``_siblings``, set by ``build_parser``): a flag copied from
+        another task's command line is told so, not matched to a flag it is not (--batch-size)."""
+        said = []
+        for word in extras:
+            typed = word.split("=", 1)[0]
+            owners = [p.prog.removeprefix("attnlab ") for p in getattr(self, "_siblings", ())
+                      if typed in p._option_string_actions]
+            if typed.startswith("--") and owners:
+                said.append(f"{typed} is a flag of {', '.join(owners)}")
+        where = self.prog.removeprefix("attnlab ")
+        return f"; {'; '.join(said)}, not of {where}" if said else ""
 
     def _closest(self, extras: list[str]) -> str:
         """"; did you mean --max-steps?" for a misspelt flag of this parser: ``--max-step``,
@@ -210,7 +224,19 @@ def build_parser() -> ArgumentParser:
                 raise
             continue
         module.register(sub)
+    _know_siblings(parser)
     return parser
+
+
+def _know_siblings(parser: argparse.ArgumentParser) -> None:
+    """Give each sub-command's parser, at every depth, its siblings (``train lm``'s are the
+    other tasks' parsers), for ``ArgumentParser._of_siblings``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            children = list(dict.fromkeys(action.choices.values()))
+            for child in children:
+                child._siblings = [other for other in children if other is not child]
+                _know_siblings(child)
 
 
 # argparse reads a value that starts with "-" as a flag unless it is a plain number, so

@@ -65,3 +65,23 @@ def test_train_says_the_note_once_its_settings_pass(capsys, tmp_path):
                  "--test-size", "8", "--val-size", "8", "--train-size", "16"]) == 0
     err = capsys.readouterr().err
     assert "note: --max-steps is given 2 times (1, 2); the last, 2, is used" in err
+
+
+@pytest.mark.parametrize("argv, said", [
+    # was "did you mean --batch-size?": a flag it is not
+    (["train", "reverse", "--block-size", "8"],
+     "train reverse: unrecognized arguments: --block-size 8; --block-size is a flag of train lm, "
+     "not of train reverse"),
+    (["train", "lm", "--seq-len=3"], "--seq-len is a flag of train reverse, train copy, "
+                                     "train sort, not of train lm"),
+    (["plot", "pe", "--schedule", "noam"], "--schedule is a flag of plot lr, not of plot pe"),
+    (["predict", "RUN", "--input", "1", "--beam", "3"],
+     "--beam is a flag of translate, not of predict"),
+    # a misspelt flag of its own is still answered with the closest
+    (["train", "lm", "--max-step", "3"], "--max-step 3; did you mean --max-steps?"),
+])
+def test_a_flag_of_another_command_is_named_as_that_commands(argv, said, capsys, tmp_path,
+                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _fails(argv, capsys, said)
+    assert not list(tmp_path.iterdir())
