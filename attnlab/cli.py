@@ -97,8 +97,23 @@ class ArgumentParser(argparse.ArgumentParser):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
         # main() already prints "attnlab: error:" (adding one here would print it twice)
         where = self.prog.removeprefix("attnlab").strip()
+        message = self._one_dash(message)
         message += _dash_value(message, getattr(self, "_words", []), self._option_string_actions)
         raise UsageError(f"{where}: {message}" if where else message)
+
+    def _one_dash(self, message: str) -> str:
+        """argparse's "argument -h/--help: ignored explicit argument 'f'" for ``-hf`` (a flag
+        written with one dash, read as -h and f), as what was typed and what was meant:
+        "-hf is read as -h followed by 'f'; did you mean --hf?"."""
+        typed = re.fullmatch(r"argument (-\w)/--[\w-]+: ignored explicit argument '(.*)'",
+                             message)
+        if typed is None:
+            return message
+        short, rest = typed[1], typed[2].lstrip("=")
+        flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        meant = _near(f"--{short[1:]}{rest}", flags, typed=f"{short}{rest}")
+        hint = f"did you mean {meant[0]}?" if meant else "a long flag is written with two dashes"
+        return f"{short}{typed[2]} is read as {short} followed by {typed[2]!r}; {hint}"
 
     def _of_siblings(self, extras: list[str]) -> str:
         """"; --block-size is a flag of train lm, not of train reverse" for a flag of this

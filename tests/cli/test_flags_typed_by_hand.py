@@ -85,3 +85,14 @@ def test_a_flag_of_another_command_is_named_as_that_commands(argv, said, capsys,
     monkeypatch.chdir(tmp_path)
     _fails(argv, capsys, said)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("argv, said", [
+    # was "argument -h/--help: ignored explicit argument 'f'"
+    (["export", "RUN", "-hf", "out"], "export: -hf is read as -h followed by 'f'; did you mean --hf?"),
+    (["predict", "RUN", "-hinput", "3"], "did you mean --input?"),
+    (["train", "reverse", "-hf"], "-hf is read as -h followed by 'f'; a long flag is written "
+                                  "with two dashes"),
+])
+def test_a_long_flag_with_one_dash_after_h_is_named_as_typed(argv, said, capsys):
+    _fails(argv, capsys, said)
