@@ -321,7 +321,9 @@ class TrainSettings:
     threads: int = threads_setting("torch CPU threads (for a task that sets none: "
                                    "torch's count, or 1 when another job holds a core; tiny "
                                    "models train fastest on 1)")
-    devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)
+    devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1,
+                           cap=MAX_THREADS, cap_why="more processes per node than any machine "
+                                                    "has cores or GPUs")
     num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",
                              low=1)
     strategy: str = setting("auto", help="how devices share the work (docs/scale.md)",

@@ -96,3 +96,19 @@ def test_a_flag_of_another_command_is_named_as_that_commands(argv, said, capsys,
 ])
 def test_a_long_flag_with_one_dash_after_h_is_named_as_typed(argv, said, capsys):
     _fails(argv, capsys, said)
+
+
+@pytest.mark.parametrize("source", ["flag", "file"])
+def test_a_huge_device_count_is_a_usage_error_not_an_out_of_memory_fault(source, capsys,
+                                                                        tmp_path):
+    """``--devices 1000000000000`` (a slip of the keyboard) made Lightning list a trillion
+    devices: exit 1, "attnlab: out of memory:" and nothing after the colon."""
+    out = tmp_path / "run"
+    if source == "file":
+        (tmp_path / "c.yaml").write_text("devices: 1000000000000\n")
+        given = ["--config", str(tmp_path / "c.yaml")]
+    else:
+        given = ["--devices", "1000000000000"]
+    _fails(["train", "reverse", "--out", str(out), *given], capsys, "devices",
+           "1000000000000 is too large (at most 256)")
+    assert not out.exists()
