@@ -190,8 +190,9 @@ def threads_setting(help: str) -> Any:
 
 
 def seed_setting(default: int | None, help: str) -> Any:
-    """``--seed S``: training's, sampling's (``generate``) and the jets generator's (``data
-    jets``): one range, what NumPy and Pythia take (PyTorch takes more)."""
+    """``--seed S``: training's, sampling's (``generate``), the jets generator's (``data
+    jets``) and the graph's (``train graph --graph-seed``): one range, what NumPy and Pythia
+    take (PyTorch takes more)."""
     return setting(default, help=help, low=0, below=2**32, optional=default is None,
                    metavar="S")
 

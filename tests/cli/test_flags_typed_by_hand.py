@@ -112,3 +112,12 @@ def test_a_huge_device_count_is_a_usage_error_not_an_out_of_memory_fault(source,
     _fails(["train", "reverse", "--out", str(out), *given], capsys, "devices",
            "1000000000000 is too large (at most 256)")
     assert not out.exists()
+
+
+def test_a_graph_seed_out_of_range_is_refused_before_the_graph_is_drawn(capsys, tmp_path):
+    """``--graph-seed 99999999999999999999999`` ended in torch's "ValueError: Overflow when
+    unpacking long long" and a traceback: the graph's seed now has every seed's range."""
+    out = tmp_path / "run"
+    _fails(["train", "graph", "--out", str(out), "--graph-seed", "99999999999999999999999"],
+           capsys, "--graph-seed must be in 0..4294967295, got 99999999999999999999999")
+    assert not out.exists()
