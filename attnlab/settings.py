@@ -568,12 +568,18 @@ class SamplingSettings:
                                 "Face DIR's generation_config.json's)")
 
 
+MAX_NEW_TOKENS = 1_000_000  # a mistyped --max-new-tokens 1000000000000 seemed to hang
+
+
 @dataclass
 class GenerationSettings(SamplingSettings):
     """A generation's length, and how its next tokens are chosen (``attnlab.generation``'s
     loops and ``attnlab generate``)."""
 
-    max_new_tokens: int = setting(200, low=1, metavar="N",
+    max_new_tokens: int = setting(200, low=1, metavar="N", cap=MAX_NEW_TOKENS,
+                                  cap_why="a continuation that long takes hours, token by "
+                                          "token (a greedy one may never reach an end "
+                                          "token)",
                                   help="tokens to generate at most (default 200)")
 
 
@@ -871,7 +877,8 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
     if floor is not None and value < floor:
         raise error(f"{shown} {value} is too small (at least {floor:g}): {meta['floor_why']}")
     if cap is not None and value > cap:
-        raise error(f"{shown} {value} is too large (at most {cap:g}): {meta['cap_why']}")
+        most = f"{int(cap):,}" if kind is int else f"{cap:g}"  # 1,000,000, not 1e+06
+        raise error(f"{shown} {value} is too large (at most {most}): {meta['cap_why']}")
     return value
 
 

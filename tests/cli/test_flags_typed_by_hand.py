@@ -121,3 +121,16 @@ def test_a_graph_seed_out_of_range_is_refused_before_the_graph_is_drawn(capsys, 
     _fails(["train", "graph", "--out", str(out), "--graph-seed", "99999999999999999999999"],
            capsys, "--graph-seed must be in 0..4294967295, got 99999999999999999999999")
     assert not out.exists()
+
+
+def test_a_mistyped_token_budget_is_refused_not_generated_for_hours(capsys, tmp_path):
+    """``predict LM --max-new-tokens 1000000000000``: a greedy continuation of a small model
+    rarely reaches its end token, and the command seemed to hang. The same rule holds for
+    ``generate`` and for the library's ``generate(max_new_tokens=...)``."""
+    from attnlab.settings import GenerationSettings, check_argument
+
+    _fails(["predict", str(tmp_path), "--input", "the", "--max-new-tokens", "1000000000000"],
+           capsys, "--max-new-tokens 1000000000000 is too large (at most 1,000,000)")
+    with pytest.raises(ValueError, match="max_new_tokens 1000001 is too large"):
+        check_argument(GenerationSettings, "max_new_tokens", 1_000_001)
+    assert check_argument(GenerationSettings, "max_new_tokens", 1_000_000) == 1_000_000
