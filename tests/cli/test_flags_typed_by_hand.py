@@ -38,6 +38,7 @@ def test_a_setting_given_twice_keeps_the_last_and_says_so():
         "note: --norm-first and --no-norm-first are both given; the last, --no-norm-first, is used"]
 
 
+@pytest.mark.slow  # draws a figure (matplotlib)
 def test_a_command_that_does_not_train_says_the_note_once_it_parsed(capsys, tmp_path,
                                                                     monkeypatch):
     monkeypatch.chdir(tmp_path)
