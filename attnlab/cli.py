@@ -38,6 +38,11 @@ class ArgumentParser(argparse.ArgumentParser):
         if sys.version_info >= (3, 14):  # argparse's own hint, worded per version: ours only
             kwargs.setdefault("suggest_on_error", False)
         super().__init__(*args, **kwargs)
+        # a flag given twice is refused or noted (``_StoreOnce``), for every flag of every command
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+        # (argparse looks an action class up in the registry too: add_flags' switches)
+        self.register("action", argparse.BooleanOptionalAction, _SwitchOnce)
 
     def _check_value(self, action, value):
         # "invalid choice: 'trian' (choose from ...); did you mean 'train'?", from the choices
@@ -58,6 +63,8 @@ class ArgumentParser(argparse.ArgumentParser):
         # up to the top-level parser, which knows neither). attnlab wants no leftovers.
         args = sys.argv[1:] if args is None else list(args)
         self._words = args  # for error()'s hint
+        self._given: dict[str, list] = {}  # dest -> (option string, value) of each given
+        self._notes: dict[str, str] = {}  # dest -> the note of a flag given again
         try:
             namespace, extras = super().parse_known_args(args, namespace)
         except UsageError as e:
@@ -66,8 +73,14 @@ class ArgumentParser(argparse.ArgumentParser):
             if not extras:
                 raise
         if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest(extras)}"
-                       f"{_as_path(extras)}")
+            hint = self._of_siblings(extras) or self._closest(extras)
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}{_as_path(extras)}")
+        # a sub-command's notes go up with its values; the whole command's are said once it
+        # parsed, train's once its settings pass their checks (``attnlab.commands.train``)
+        namespace.flag_notes = [*getattr(namespace, "flag_notes", []), *self._notes.values()]
+        if " " not in self.prog and getattr(namespace, "command", None) != "train":
+            for note in vars(namespace).pop("flag_notes"):
+                print(note, file=sys.stderr)
         return namespace, extras
 
     def _unknown(self, args: list[str]) -> list[str]:
@@ -84,8 +97,37 @@ class ArgumentParser(argparse.ArgumentParser):
         # "train reverse: unrecognized arguments: ..."; the top-level parser adds no prefix, as
         # main() already prints "attnlab: error:" (adding one here would print it twice)
         where = self.prog.removeprefix("attnlab").strip()
+        message = self._one_dash(message)
         message += _dash_value(message, getattr(self, "_words", []), self._option_string_actions)
         raise UsageError(f"{where}: {message}" if where else message)
+
+    def _one_dash(self, message: str) -> str:
+        """argparse's "argument -h/--help: ignored explicit argument 'f'" for ``-hf`` (a flag
+        written with one dash, read as -h and f), as what was typed and what was meant:
+        "-hf is read as -h followed by 'f'; did you mean --hf?"."""
+        typed = re.fullmatch(r"argument (-\w)/--[\w-]+: ignored explicit argument '(.*)'",
+                             message)
+        if typed is None:
+            return message
+        short, rest = typed[1], typed[2].lstrip("=")
+        flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        meant = _near(f"--{short[1:]}{rest}", flags, typed=f"{short}{rest}")
+        hint = f"did you mean {meant[0]}?" if meant else "a long flag is written with two dashes"
+        return f"{short}{typed[2]} is read as {short} followed by {typed[2]!r}; {hint}"
+
+    def _of_siblings(self, extras: list[str]) -> str:
+        """"; --block-size is a flag of train lm, not of train reverse" for a flag of this
+        parser's sibling commands (``_siblings``, set by ``build_parser``): a flag copied from
+        another task's command line is told so, not matched to a flag it is not (--batch-size)."""
+        said = []
+        for word in extras:
+            typed = word.split("=", 1)[0]
+            owners = [p.prog.removeprefix("attnlab ") for p in getattr(self, "_siblings", ())
+                      if typed in p._option_string_actions]
+            if typed.startswith("--") and owners:
+                said.append(f"{typed} is a flag of {', '.join(owners)}")
+        where = self.prog.removeprefix("attnlab ")
+        return f"; {'; '.join(said)}, not of {where}" if said else ""
 
     def _closest(self, extras: list[str]) -> str:
         """"; did you mean --max-steps?" for a misspelt flag of this parser: ``--max-step``,
@@ -95,6 +137,53 @@ class ArgumentParser(argparse.ArgumentParser):
                  if word.startswith("-") and not _NEGATIVE_NUMBER.match(word)]
         meant = [m for word in typed for m in _near("--" + word.lstrip("-"), flags, typed=word)]
         return f"; did you mean {', '.join(meant)}?" if meant else ""
+
+
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, minding a flag given twice: argparse keeps the last value, unsaid,
+    so ``train reverse --lr 1e-3 --lr 3e-4`` trained at 3e-4 as if 1e-3 had never been typed.
+    A flag naming an input, file or column (``_ONCE_FLAGS``) is refused: ``predict --input a
+    --input b`` answered b alone. Another flag given again with another value keeps the last,
+    as a script that appends a flag to override its own expects, and a note says so."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string is not None:
+            _given_again(parser, self, option_string, values)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _SwitchOnce(argparse.BooleanOptionalAction):
+    """A ``--x/--no-x`` switch: both spellings in one command keep the last, and a note says so."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _given_again(parser, self, option_string, not option_string.startswith("--no-"))
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _given_again(parser, action, option_string: str, value) -> None:
+    """Record ``action``'s flag (``option_string``) and ``value`` on ``parser``; given before,
+    refuse it or note it (``_StoreOnce``)."""
+    given = getattr(parser, "_given", {}).setdefault(action.dest, [])
+    given.append((option_string, value))
+    if len(given) < 2:
+        return
+    times = len(given)
+    what = _ONCE_FLAGS.get(option_string)
+    if what is not None:
+        # the commands that read many inputs from a file (plot and view draw one)
+        reads_many = (what == "text" and option_string != "--system"
+                      and parser.prog in ("attnlab predict", "attnlab generate"))
+        many = " (many inputs, one per line: --input-file FILE)" if reads_many else ""
+        parser.error(f"{option_string} is given {times} times; it takes one {what}{many}")
+    if len({repr(v) for _, v in given}) == 1:  # the same value again: nothing to choose
+        return
+    if isinstance(value, bool):  # a switch: --norm-first and --no-norm-first
+        said = " and ".join(dict.fromkeys(o for o, _ in given))
+        parser._notes[action.dest] = f"note: {said} are both given; the last, {option_string}, is used"
+    else:
+        said = ", ".join(str(v) for _, v in given)
+        parser._notes[action.dest] = (f"note: {option_string} is given {times} times ({said}); "
+                                      f"the last, {value}, is used")
 
 
 def _dash_value(message: str, args: list[str], flags) -> str:
@@ -150,16 +239,28 @@ def build_parser() -> ArgumentParser:
                 raise
             continue
         module.register(sub)
+    _know_siblings(parser)
     return parser
+
+
+def _know_siblings(parser: argparse.ArgumentParser) -> None:
+    """Give each sub-command's parser, at every depth, its siblings (``train lm``'s are the
+    other tasks' parsers), for ``ArgumentParser._of_siblings``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            children = list(dict.fromkeys(action.choices.values()))
+            for child in children:
+                child._siblings = [other for other in children if other is not child]
+                _know_siblings(child)
 
 
 # argparse reads a value that starts with "-" as a flag unless it is a plain number, so
 # `--input -0.4,1;0.2,3` (a set of feature rows) would fail; such values are glued to their flag.
 _TEXT_FLAGS = ("--input", "--prompt", "--chat", "--system")
-# flags that name one input, file or column: given twice, argparse would keep the last alone
-# (`predict --input-file t.csv --text-column review --text-column id` read the ids)
-_ONCE_FLAGS = {**dict.fromkeys(_TEXT_FLAGS, "text"), "--input-file": "file",
-               "--text-column": "column", "--src-column": "column"}
+# what a flag given twice (``_StoreOnce``) takes one of, where that is more than "one value"
+_ONCE_FLAGS = {**dict.fromkeys(_TEXT_FLAGS, "text"), "--input-file": "file", "--config": "file",
+               "--text-column": "column", "--src-column": "column",
+               **dict.fromkeys(("--q", "--k", "--v", "--mask"), "list")}  # explain's inputs
 _NEGATIVE_NUMBER = re.compile(r"-\.?\d")
 
 
@@ -173,19 +274,6 @@ def _glue_negative_values(argv: list[str]) -> list[str]:
         else:
             out.append(arg)
     return out
-
-
-def _check_given_once(argv: list[str]) -> None:
-    """A text flag given twice is refused: argparse keeps the last, so `predict --input a
-    --input b` would answer b alone, as if a had never been asked."""
-    for flag, what in _ONCE_FLAGS.items():
-        values = [arg for arg in argv if arg == flag or arg.startswith(f"{flag}=")]
-        if len(values) > 1:
-            # the commands that read many inputs from a file (plot and view draw one)
-            reads_many = (what == "text" and argv[:1] in (["predict"], ["generate"])
-                          and flag != "--system")
-            many = " (many inputs, one per line: --input-file FILE)" if reads_many else ""
-            raise UsageError(f"{flag} is given {len(values)} times; it takes one {what}{many}")
 
 
 # A write that failed for lack of space or a failing device, not because of a bug: reported
@@ -218,7 +306,6 @@ def _main(argv: list[str] | None) -> int:
             raise UsageError("standard output is closed; attnlab writes its results there "
                              "(send them to /dev/null to discard them)")
         argv = _glue_negative_values(sys.argv[1:] if argv is None else list(argv))
-        _check_given_once(argv)
         args = build_parser().parse_args(argv)
         with _sigterm_interrupts():
             code = int(args.func(args) or 0)

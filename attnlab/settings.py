@@ -190,8 +190,9 @@ def threads_setting(help: str) -> Any:
 
 
 def seed_setting(default: int | None, help: str) -> Any:
-    """``--seed S``: training's, sampling's (``generate``) and the jets generator's (``data
-    jets``): one range, what NumPy and Pythia take (PyTorch takes more)."""
+    """``--seed S``: training's, sampling's (``generate``), the jets generator's (``data
+    jets``) and the graph's (``train graph --graph-seed``): one range, what NumPy and Pythia
+    take (PyTorch takes more)."""
     return setting(default, help=help, low=0, below=2**32, optional=default is None,
                    metavar="S")
 
@@ -321,7 +322,9 @@ class TrainSettings:
     threads: int = threads_setting("torch CPU threads (for a task that sets none: "
                                    "torch's count, or 1 when another job holds a core; tiny "
                                    "models train fastest on 1)")
-    devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1)
+    devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1,
+                           cap=MAX_THREADS, cap_why="more processes per node than any machine "
+                                                    "has cores or GPUs")
     num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",
                              low=1)
     strategy: str = setting("auto", help="how devices share the work (docs/scale.md)",
@@ -565,12 +568,18 @@ class SamplingSettings:
                                 "Face DIR's generation_config.json's)")
 
 
+MAX_NEW_TOKENS = 1_000_000  # a mistyped --max-new-tokens 1000000000000 seemed to hang
+
+
 @dataclass
 class GenerationSettings(SamplingSettings):
     """A generation's length, and how its next tokens are chosen (``attnlab.generation``'s
     loops and ``attnlab generate``)."""
 
-    max_new_tokens: int = setting(200, low=1, metavar="N",
+    max_new_tokens: int = setting(200, low=1, metavar="N", cap=MAX_NEW_TOKENS,
+                                  cap_why="a continuation that long takes hours, token by "
+                                          "token (a greedy one may never reach an end "
+                                          "token)",
                                   help="tokens to generate at most (default 200)")
 
 
@@ -868,7 +877,8 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
     if floor is not None and value < floor:
         raise error(f"{shown} {value} is too small (at least {floor:g}): {meta['floor_why']}")
     if cap is not None and value > cap:
-        raise error(f"{shown} {value} is too large (at most {cap:g}): {meta['cap_why']}")
+        most = f"{int(cap):,}" if kind is int else f"{cap:g}"  # 1,000,000, not 1e+06
+        raise error(f"{shown} {value} is too large (at most {most}): {meta['cap_why']}")
     return value
 
 

@@ -290,6 +290,7 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
         raise UsageError(f"{where}: unknown setting(s) {', '.join(unknown)}"
                          f"{_meant_settings(unknown, known)}{_of_other_tasks(unknown, task)}")
     aside = sorted(set(file_cfg) & derived - set(of_schedule))
+    overridden = _overridden(file_cfg, given, derived)
     file_cfg = {k: v for k, v in file_cfg.items() if k not in derived
                 and k not in _budgets_given(given)}  # a budget flag wins over the file's
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
@@ -300,6 +301,8 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
     notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
              f"ran there; not settings of this new run, which works out its own"
              ] if aside and not resuming else []  # (a resumed run is the one that wrote it)
+    if overridden:  # flags win (docs/cli.md), said: the file's value was what its user wrote
+        notes.append(f"note: {where}: flags win: {'; '.join(overridden)}")
     if of_schedule:
         takes = [flag(k) for k in of_schedule if schedule_takes(given["schedule"])[k]]
         notes.append(f"note: {where}: {', '.join(f'{k} {v}' for k, v in of_schedule.items())}: "
@@ -307,6 +310,20 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
                      f", not of --schedule {given['schedule']}; set aside"
                      + (f" (give {' or '.join(takes)} to set it)" if takes else ""))
     return {**file_cfg, **read}, notes, recorded  # as checked: ``init: 5`` is the text 5
+
+
+def _overridden(file_cfg: dict[str, Any], given: dict[str, Any], derived: set[str]) -> list[str]:
+    """"--lr 0.0003 over its lr: 0.001" for each setting of a --config file that a flag
+    replaces with another value (a budget flag replaces either budget of the file)."""
+    budget = next((b for b in ("epochs", "max_steps") if given.get(b) is not None), None)
+    said = []
+    for key, value in file_cfg.items():
+        by = key if key in given else budget if key in _budgets_given(given) else None
+        if by is None or key in derived or (by == key and str(value) == str(given[key])):
+            continue
+        shown = str(value).lower() if isinstance(value, bool) else value_text(value)
+        said.append(f"{as_typed(by, given[by])} over its {key}: {shown}")
+    return said
 
 
 def _not_of_schedule(file_cfg: dict[str, Any], given: dict[str, Any], where: str,
@@ -575,8 +592,10 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    given = {k: v for k, v in vars(args).items() if k not in ("task", "func", "command")}
+    given = {k: v for k, v in vars(args).items()
+             if k not in ("task", "func", "command", "flag_notes")}
     cfg, checked = _configured(args.task, given)
+    _say(getattr(args, "flag_notes", []))  # a flag given twice: after the checks, as its notes
     run_dir = _preflight(args, cfg)
     if run_dir is None:
         return 0

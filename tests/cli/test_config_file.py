@@ -417,3 +417,22 @@ def test_a_file_yaml_cannot_read_says_what_is_wrong_and_where(tmp_path, capsys, 
     assert not out.exists()
     assert one_line_error(capsys) == (
         f"attnlab: error: --config: {config} is not valid YAML ({said})")
+
+
+def test_a_flag_over_a_key_of_the_file_is_said_naming_both_values(tmp_path, capsys):
+    """Flags win over the file, as documented, but the file's ``lr: 0.001`` was dropped
+    without a word: a user who wrote it there, and typed --lr out of habit, trained at the
+    flag's rate unawares."""
+    from attnlab.commands.train import build_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text("lr: 0.001\nmax_steps: 5\nnorm_first: true\nwarmup: 3\n")
+    cfg = build_config("copy", {"config": str(config), "lr": 3e-4,
+                                "norm_first": False, "warmup": 3})
+    assert (cfg.lr, cfg.max_steps, cfg.norm_first, cfg.warmup) == (3e-4, 5, False, 3)
+    assert capsys.readouterr().err == (
+        f"note: --config {config}: flags win: --lr 0.0003 over its lr: 0.001; --no-norm-first "
+        f"over its norm_first: true\n")  # warmup: the same value, nothing to say
+    build_config("copy", {"config": str(config), "epochs": 2})  # a budget over the other one
+    assert capsys.readouterr().err == (f"note: --config {config}: flags win: --epochs 2 over "
+                                       f"its max_steps: 5\n")

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from ...errors import UsageError
 from ...models.configs import GraphNetConfig
 from ...run_config import RunSettings
-from ...settings import nodes_leave_a_test_node, setting
+from ...settings import nodes_leave_a_test_node, seed_setting, setting
 from ..base import Capabilities, Runtime, Task
 
 __all__ = ["GraphSettings", "GraphTask", "TASKS", "GRAPHS"]
@@ -42,7 +42,7 @@ class GraphSettings:
     feature_noise: float = setting(1.0, help="sbm: noise on the one-hot group features", low=0)
     train_per_class: int = setting(4, help="labelled training nodes per class", low=1)
     val_per_class: int = setting(4, help="validation nodes per class", low=1)
-    graph_seed: int = setting(0, help="seed of the sbm graph and of the node split", low=0)
+    graph_seed: int = seed_setting(0, help="seed of the sbm graph and of the node split")
 
 
 @dataclass
