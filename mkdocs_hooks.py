@@ -14,6 +14,7 @@ that cannot be converted is a warning, so the strict build fails on it.
 from __future__ import annotations
 
 import html
+import json
 import logging
 import os
 import re
@@ -220,3 +221,38 @@ def on_post_page(output, page, config):
             output = part.sub(
                 lambda m: m.group(1) + _cell_math(m.group(2), where) + m.group(3), output)
     return output
+
+
+# ---- the search index ---------------------------------------------------------------------------
+
+# TeX a search result's title can say in plain characters; any other command loses its backslash
+TEX_SYMBOLS = {"cdot": "·", "times": "×", "top": "ᵀ", "in": "∈", "infty": "∞", "le": "≤",
+               "ge": "≥", "alpha": "α", "beta": "β", "theta": "θ", "sigma": "σ", "mu": "μ"}
+TEX_COMMAND = re.compile(r"\\([A-Za-z]+)")
+TEX_SQRT = re.compile(r"\\sqrt\s*\{([^{}]*)\}")
+
+
+def tex_text(latex: str) -> str:
+    r"""A formula as plain text for where no formula can be drawn (a search result's title).
+
+    Examples:
+        >>> tex_text(r"\sqrt{d_k}"), tex_text(r"\alpha \cdot \sqrt{x + 1}")
+        ('√d_k', 'α · √(x + 1)')
+    """
+    text = TEX_SQRT.sub(lambda m: "√" + (m.group(1) if re.fullmatch(r"[\w^]+", m.group(1))
+                                         else f"({m.group(1)})"), latex)
+    text = TEX_COMMAND.sub(lambda m: TEX_SYMBOLS.get(m.group(1), m.group(1)), text)
+    return text.replace("{", "").replace("}", "").strip()
+
+
+def on_post_build(config):
+    """Search lists a section by its heading's text, read before the formulas are drawn: a
+    notebook's "3. Why divide by $\\sqrt{d_k}$?" was listed with its TeX. Its formulas are
+    listed as plain text ("√d_k")."""
+    path = Path(config["site_dir"]) / "search" / "search_index.json"
+    if not path.is_file():
+        return
+    index = json.loads(path.read_text(encoding="utf-8"))
+    for doc in index.get("docs", []):
+        doc["title"] = CELL_MATH.sub(lambda m: tex_text(m.group(1) or m.group(2)), doc["title"])
+    path.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

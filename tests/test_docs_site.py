@@ -195,6 +195,17 @@ def test_search_lists_a_notebooks_sections_without_the_permalink_sign(site):
     assert [t for t in sections if "¶" in t] == []
 
 
+def test_search_lists_a_formula_in_a_heading_as_text(site):
+    """The search box listed notebook 01's section as "3. Why divide by $\\sqrt{d_k}$?", its
+    TeX raw: search reads a heading before its formula is drawn. It reads "√d_k" now."""
+    import json
+
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    titles = [d["title"] for d in index["docs"]]
+    assert "3. Why divide by √d_k?" in titles
+    assert [t for t in titles if "$" in t or "\\" in t] == []
+
+
 def test_a_formula_wider_than_a_phone_scrolls_by_itself(site, browser):
     """On a 390 px phone, MultiHead's and RoPE's formulas made the whole page scroll sideways
     (multihead.html was 788 px wide) and cut the formula at the screen's edge; at 1280 px

@@ -3,10 +3,11 @@
 This is what ``attnlab view`` embeds in its page, in ``<script type="application/json"
 id="attnlab-attention">``, so that other tools can read it::
 
-    {"version": 1, "task": "translate", "run": "runs/numbers", "title": "...",
+    {"version": 1, "task": "translate", "run": "runs/numbers", "title": "...", "digits": 4,
      "query_tokens": [...], "key_tokens": [...], "focus": {"axis": "q", "index": 33},
      "layers": [{"name": "transformer.encoder.layers.0.self_attn", "kind": "self",
-                 "group": "encoder", "weights": [[[...]]]},          # [head][query][key]
+                 "group": "encoder", "weights": [[[...]]],           # [head][query][key]
+                 "mean": [[...]]},                                   # [query][key]
                 ...]}
 
 ``kind`` is "self" (every token sees every token), "causal" (a token sees itself and the
@@ -18,8 +19,11 @@ cross-attention: target queries over source keys) carries its own ``query_tokens
 weight is exactly 0, as a mask makes it (a graph's non-edge, a padded key; a causal layer's
 later keys are its kind's), drawn grey, not as a weight of 0 the model chose. ``focus``, where
 there is one, is the query row the page opens pinned on (a graph node's, which ``--input``
-names; absent or null: none). Weights are rounded to ``digits`` decimals (4: a page of 12 layers
-× 12 heads × 128 tokens is then about 14 MB).
+names; absent or null: none). Weights are rounded to ``digits`` decimals (4; benchmarks/RESULTS.md,
+"explorer", measures a page's size), each correctly (``rounded``: 0.07849 is 0.0785),
+and the page shows them at that precision, so each number it shows is the model's weight rounded
+once. ``mean``, in a layer of more than one head, is the T_q × T_k mean over its heads, taken
+before rounding (a mean of rounded weights can be off in the last digit).
 
 Torch is not needed here: weights may be tensors, NumPy arrays or nested lists.
 
@@ -33,7 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["KINDS", "Layer", "attention_data", "check_data", "masked_cells",
+__all__ = ["KINDS", "Layer", "attention_data", "check_data", "masked_cells", "rounded",
            "underflows_early"]
 
 KINDS = ("self", "causal", "cross")
@@ -102,6 +106,32 @@ def masked_cells(w: np.ndarray, kind: str, *, half: bool = False) -> np.ndarray:
     return masked
 
 
+def rounded(w: np.ndarray, digits: int) -> np.ndarray:
+    """``w`` rounded to ``digits`` decimals as Python's ``round`` does: the number's exact
+    binary value, ties to even. ``np.round`` scales by 10**digits first, which can carry a
+    weight just under a half over it, so the cells within reach of a half are redone here.
+
+    Examples:
+        >>> rounded(np.array([0.07849, 0.0625, 1.0]), 3).tolist()
+        [0.078, 0.062, 1.0]
+    """
+    out = np.round(w, digits)
+    scaled = np.abs(w) * 10.0 ** digits
+    near = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6
+    out[near] = [round(float(x), digits) for x in w[near]]
+    return out
+
+
+def _shown_weights(w: np.ndarray, digits: int) -> dict[str, list]:
+    """A layer's (H, T_q, T_k) weights rounded for the page, and the mean of its heads where it
+    has more than one: taken before rounding, as the mean of the rounded heads can be off in
+    the last digit shown (0.10004, 0.10004, 0.10014: 0.1000 from the rounded, 0.1001 true)."""
+    shown = {"weights": rounded(w, digits).tolist()}
+    if len(w) > 1:
+        shown["mean"] = rounded(w.mean(axis=0), digits).tolist()  # (T_q, T_k)
+    return shown
+
+
 def _tokens(tokens: Sequence[Any], what: str) -> list[str]:
     if isinstance(tokens, str):
         raise ValueError(f"{what} must be a list of tokens, not the string {tokens!r}")
@@ -121,7 +151,7 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         task: the task the maps come from (None in Python use).
         run: the run directory the maps come from (None in Python use).
         title: a line over the page.
-        digits: decimals kept of each weight.
+        digits: decimals kept of each weight and shown on the page.
         focus: a query row the page opens pinned on (its weights read out), or None.
 
     Returns:
@@ -154,7 +184,7 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
             raise ValueError(f"layer {layer.name!r}: weights are {w.shape[1]} x {w.shape[2]} "
                              f"(T_q x T_k) but there are {len(q)} query and {len(k)} key tokens")
         entry = {"name": layer.name, "kind": layer.kind, "group": layer.group or layer.kind,
-                 "weights": np.round(w, digits).tolist()}
+                 **_shown_weights(w, digits)}
         masked = masked_cells(w, layer.kind, half=underflows_early(layer.weights))
         if masked.any():
             entry["masked"] = masked.astype(int).tolist()
@@ -162,7 +192,7 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
             entry.update(query_tokens=q, key_tokens=k)
         out.append(entry)
     data = {"version": VERSION, "task": task, "run": run, "title": title or "",
-            "query_tokens": queries, "key_tokens": keys, "layers": out}
+            "digits": digits, "query_tokens": queries, "key_tokens": keys, "layers": out}
     if focus is not None:
         if not 0 <= focus < len(queries):
             raise ValueError(f"focus must be a query row, 0 to {len(queries) - 1}, got {focus}")
@@ -184,10 +214,20 @@ def check_data(data: dict[str, Any]) -> None:
             raise ValueError(f"layer {layer.get('name')!r} does not match its tokens or kind")
         if any(not math.isfinite(x) for head in w for row in head for x in row):
             raise ValueError(f"layer {layer.get('name')!r} has a weight that is not finite")
+        mean = layer.get("mean", [[0.0] * len(k)] * len(q))  # absent: one head, or the page's own
+        if not isinstance(mean, list) or len(mean) != len(q) or any(
+                not isinstance(row, list) or len(row) != len(k)
+                or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in row)
+                for row in mean):
+            raise ValueError(f"layer {layer.get('name')!r}: mean is not T_q x T_k of finite "
+                             "numbers")
         masked = layer.get("masked", [[0] * len(k)] * len(q))  # absent: none; null is bad
         if not isinstance(masked, list) or (len(masked) != len(q) or any(
                 len(row) != len(k) or any(x not in (0, 1) for x in row) for row in masked)):
             raise ValueError(f"layer {layer.get('name')!r}: masked is not T_q x T_k of 0 and 1")
+    digits = data.get("digits", 4)
+    if type(digits) is not int or not 0 <= digits <= 20:  # toFixed's range is 0 to 100
+        raise ValueError(f"digits {digits!r} is not a number of decimals, 0 to 20")
     focus = data.get("focus")
     if focus is not None and not (focus.get("axis") == "q" and isinstance(focus.get("index"), int)
                                   and 0 <= focus["index"] < len(data["query_tokens"])):

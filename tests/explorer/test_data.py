@@ -16,13 +16,41 @@ def test_layout_shapes_and_rounding():
     data = attention_data([Layer("enc.0", "self", w[None]),  # a batch of one is dropped
                            Layer("dec.0", "causal", w, group="decoder")],
                           ["a", "b"], task="reverse", run="runs/r", title="t", digits=3)
-    assert set(data) == {"version", "task", "run", "title", "query_tokens", "key_tokens", "layers"}
+    assert set(data) == {"version", "task", "run", "title", "digits", "query_tokens",
+                         "key_tokens", "layers"}
+    assert data["digits"] == 3  # what the page shows them to
     assert data["query_tokens"] == data["key_tokens"] == ["a", "b"]
     assert data["layers"][0] == {"name": "enc.0", "kind": "self", "group": "self",
                                  "weights": [[[0.123, 0.877], [1.0, 0.0]]],
                                  "masked": [[0, 0], [0, 1]]}  # exactly 0 in every head
     assert data["layers"][1]["group"] == "decoder"
     json.dumps(data, allow_nan=False)  # plain JSON
+
+
+def test_each_weight_is_rounded_once_at_the_precision_the_page_shows():
+    """Weights were stored to 4 decimals and shown to 3: 0.07849 was stored 0.0785 and shown
+    0.079 (the weight to 3 decimals is 0.078). The page now shows what is stored, and what is
+    stored is the weight rounded once, as Python's round does (ties to even)."""
+    # a tie (to even), one rounding up a digit, and 5e-05, whose binary value is a little over
+    # the half: np.round, which scales by 10**4 first, made it 0.0
+    w = [0.07849, 0.078449, 0.0625, 0.0009995, 5e-05]
+    for digits in (3, 4):
+        data = attention_data([Layer("attn", "self", [[w]])], ["q"], list("abcde"), digits=digits)
+        assert data["digits"] == digits
+        assert data["layers"][0]["weights"] == [[[round(x, digits) for x in w]]]
+    data = attention_data([Layer("attn", "self", [[w]])], ["q"], list("abcde"))
+    assert data["layers"][0]["weights"] == [[[0.0785, 0.0784, 0.0625, 0.001, 0.0001]]]
+
+
+def test_the_mean_of_heads_is_taken_before_rounding():
+    """The page averaged the rounded heads: 0.10004, 0.10004 and 0.10014 are stored 0.1, 0.1
+    and 0.1001, whose mean shows 0.1000; the heads' mean, 0.100073, is 0.1001."""
+    heads = np.array([0.10004, 0.10004, 0.10014])[:, None, None]  # (H, 1, 1)
+    layer = attention_data([Layer("attn", "self", heads)], ["q"], ["k"])["layers"][0]
+    assert layer["weights"] == [[[0.1]], [[0.1]], [[0.1001]]]
+    assert layer["mean"] == [[0.1001]]
+    one = attention_data([Layer("attn", "self", heads[:1])], ["q"], ["k"])["layers"][0]
+    assert "mean" not in one  # one head: its own weights are the mean
 
 
 def test_cells_every_head_gives_exactly_0_are_marked_masked_before_rounding():
@@ -110,6 +138,14 @@ def test_no_layers_is_an_error():
     {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
                                                              "weights": [[[1.0]]],
                                                              "masked": [[0, 1]]}]},
+    {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
+                                                             "weights": [[[1.0]]],
+                                                             "mean": [[1.0, 0.0]]}]},
+    {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
+                                                             "weights": [[[1.0]]],
+                                                             "mean": [[math.nan]]}]},
+    {"query_tokens": ["a"], "key_tokens": ["a"], "digits": 3.5, "layers": [
+        {"name": "x", "kind": "self", "weights": [[[1.0]]]}]},
     # null: the page's script read null[i] and broke (review)
     {"query_tokens": ["a"], "key_tokens": ["a"], "layers": [{"name": "x", "kind": "self",
                                                              "weights": [[[1.0]]],

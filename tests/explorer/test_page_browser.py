@@ -35,7 +35,7 @@ def course_model():
     x = torch.nn.functional.one_hot(torch.tensor([tokens]), 10).float()
     maps = [m[0] for m in model.get_attention_maps(x)]  # L × (H, T, T)
     data = attention_data([Layer(f"layers.{i}", "self", m) for i, m in enumerate(maps)],
-                          [str(t) for t in tokens], digits=6)
+                          [str(t) for t in tokens])
     return maps, data
 
 
@@ -48,8 +48,19 @@ def translation():
     src, tgt = torch.tensor([[5, 6, 7, 8, 2]]), torch.tensor([[1, 4, 5, 6]])
     layers = collect_layers(model, src, tgt)
     source, target = ["three", "hundred", "forty", "two", "</s>"], ["<s>", "342", "·", "x"]
-    return layers, attention_data(with_tokens(layers, source, target), source, digits=6,
+    return layers, attention_data(with_tokens(layers, source, target), source,
                                   title="translate: attention on '342'", task="translate")
+
+
+def shown(w) -> str:
+    """The weight ``w`` (a float or a 0-d tensor) as the page shows it by default: rounded once
+    to attention_data's 4 decimals, as a learner rounding ``get_attention_maps`` would."""
+    return f"{float(w):.4f}"
+
+
+def as_shown(text: str, w) -> str:
+    """``w`` rounded by hand to the decimals ``text`` shows."""
+    return f"{float(w):.{len(text.split('.')[1])}f}"
 
 
 def ready(driver):
@@ -99,21 +110,21 @@ def test_hover_reads_out_the_models_weights(page, course_model):
     T = maps[0].shape[1]
     for i in range(T):  # every query: the row it gives
         hover(driver, f'.qtok[data-index="{i}"]')
-        assert readout(driver, "data-key") == {j: f"{maps[2][1, i, j]:.3f}" for j in range(T)}
+        assert readout(driver, "data-key") == {j: shown(maps[2][1, i, j]) for j in range(T)}
     hover(driver, '.ktok[data-index="4"]')  # a key: the column it receives
-    assert readout(driver, "data-query") == {i: f"{maps[2][1, i, 4]:.3f}" for i in range(T)}
+    assert readout(driver, "data-query") == {i: shown(maps[2][1, i, 4]) for i in range(T)}
 
     body = driver.find_element(By.TAG_NAME, "body")
     body.send_keys(Keys.ARROW_UP, Keys.ARROW_LEFT)  # layer 2, head 1, by keyboard
     assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 1"
     hover(driver, '.qtok[data-index="2"]')
-    assert readout(driver, "data-key") == {j: f"{maps[1][0, 2, j]:.3f}" for j in range(T)}
+    assert readout(driver, "data-key") == {j: shown(maps[1][0, 2, j]) for j in range(T)}
 
     driver.find_element(By.ID, "average-heads").click()
     assert driver.find_element(By.ID, "layer-label").text == "layer 2 · mean of 2 heads"
     hover(driver, '.qtok[data-index="2"]')
-    mean = maps[1].mean(0)
-    assert readout(driver, "data-key") == {j: f"{mean[2, j]:.3f}" for j in range(T)}
+    mean = maps[1].double().mean(0)  # as the page takes it: from the weights, not rounded
+    assert readout(driver, "data-key") == {j: shown(mean[2, j]) for j in range(T)}
 
 
 def test_translation_switches_to_cross_attention(page, translation):
@@ -134,12 +145,12 @@ def test_translation_switches_to_cross_attention(page, translation):
     cross = [layer.weights for layer in layers if layer.group == "cross"]
     driver.find_element(By.CSS_SELECTOR, 'canvas.thumb[data-layer="1"][data-head="0"]').click()
     hover(driver, '.qtok[data-index="3"]')
-    assert readout(driver, "data-key") == {j: f"{cross[1][0, 3, j]:.3f}" for j in range(5)}
+    assert readout(driver, "data-key") == {j: shown(cross[1][0, 3, j]) for j in range(5)}
     assert driver.find_element(By.ID, "layer-label").text == "cross-attention · layer 2 · head 1"
 
     driver.find_element(By.CSS_SELECTOR, 'button.group[data-group="decoder"]').click()
     hover(driver, '.qtok[data-index="0"]')  # the first target token sees only itself
-    assert readout(driver, "data-key") == {0: "1.000", 1: "0.000", 2: "0.000", 3: "0.000"}
+    assert readout(driver, "data-key") == {0: "1.0000", 1: "0.0000", 2: "0.0000", 3: "0.0000"}
     assert console_errors(driver) == []
 
 
@@ -217,7 +228,7 @@ def test_twelve_layers_twelve_heads_128_tokens(page):
     driver.find_element(By.CSS_SELECTOR, 'canvas.thumb[data-layer="11"][data-head="11"]').click()
     hover(driver, '.qtok[data-index="100"]')
     got = readout(driver, "data-key")
-    assert got[7] == f"{round(w[11, 11, 100, 7], 4):.3f}" and len(got) == 128
+    assert got == {j: shown(w[11, 11, 100, j]) for j in range(128)}
     assert console_errors(driver) == []
 
 
@@ -245,6 +256,69 @@ def test_trained_reversal_page_shows_the_anti_diagonal(page, reverse_page):
         hover(driver, f'.qtok[data-index="{i}"]')
         weights = {j: float(w) for j, w in readout(driver, "data-key").items()}
         assert max(weights, key=weights.get) == 15 - i
+
+
+def every_shown_weight(driver, layer, heads, T):
+    """{(head, query): readout texts} of every query of ``layer`` (head "mean": averaged)."""
+    out = {}
+    for h in heads:
+        if h == "mean":
+            if not driver.find_element(By.ID, "average-heads").is_selected():
+                driver.find_element(By.ID, "average-heads").click()
+        else:
+            driver.find_element(By.CSS_SELECTOR,
+                                f'canvas.thumb[data-layer="{layer}"][data-head="{h}"]').click()
+        for i in range(T):
+            hover(driver, f'.qtok[data-index="{i}"]')
+            got = readout(driver, "data-key")
+            out[h, i] = [got[j] for j in range(len(got))]
+    return out
+
+
+def test_a_shown_weight_is_the_weight_rounded_once(page):
+    """Weights were stored to 4 decimals and shown to 3, so rounded twice: 0.07849 was
+    stored 0.0785 and shown 0.079, where a learner rounding it by hand gets 0.078. Every
+    number shown (the readout, the legend's largest weight, the map's spoken cell) is now the
+    weight rounded once to the decimals it shows."""
+    w = np.array([[0.07849, 0.92151], [0.0009996, 0.9990004]])  # double rounding: 0.079, 0.001
+    driver = page(attention_data([Layer("attn", "self", w)], ["a", "b"]))
+    ready(driver)
+    for i in range(2):
+        hover(driver, f'.qtok[data-index="{i}"]')
+        got = readout(driver, "data-key")
+        assert got == {j: as_shown(got[j], w[i, j]) for j in range(2)}
+    legend = driver.find_element(By.CSS_SELECTOR, ".legend-max").text
+    assert legend == as_shown(legend, w.max())
+    main = driver.find_element(By.ID, "main-map")
+    cell = main.size["width"] / 2
+    ActionChains(driver).move_to_element_with_offset(  # the cell (0, 0)
+        main, int(-main.size["width"] / 2 + cell / 2), int(-main.size["height"] / 2 + cell / 2)
+    ).perform()
+    spoken = main.accessible_name.rsplit("weight ", 1)[1]
+    assert spoken == as_shown(spoken, w[0, 0])
+
+
+def test_every_weight_on_a_trained_reversal_page_is_the_models_rounded_once(page, reverse_page):
+    """On a reversal run 48 of 1024 weights read 0.001 off the model's weight rounded to the
+    decimals shown. Every head's every weight, and the mean of the heads, now equals the
+    weight from ``get_attention_maps`` (``attnlab.load``) rounded once, as a learner would."""
+    import attnlab
+    from attnlab.explorer import read_data
+
+    model = attnlab.load(reverse_page.parent / "runs" / "reverse")
+    x = torch.tensor([[int(t) for t in "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3".split()]])
+    with torch.no_grad():
+        maps = [m[0].double() for m in model.get_attention_maps(x)]  # L × (H, T, T)
+    data = read_data(reverse_page.read_text(encoding="utf-8"))
+    assert len(data["layers"]) == len(maps)
+    driver = page(reverse_page.read_text(encoding="utf-8"))
+    ready(driver)
+    H, T = maps[0].shape[:2]
+    for layer, w in enumerate(maps):
+        heads = list(range(H)) + ["mean"] * (H > 1)
+        for (h, i), got in every_shown_weight(driver, layer, heads, T).items():
+            true = w.mean(0)[i] if h == "mean" else w[h, i]
+            assert len(got) == T and got == [as_shown(t, v) for t, v in zip(got, true)], (h, i)
 
 
 def test_a_reversal_pages_rows_are_labelled_with_what_they_output(reverse_page):
@@ -495,12 +569,12 @@ def test_a_head_chosen_while_averaging_is_shown(page, course_model):
     assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 2"
     assert not driver.find_element(By.ID, "average-heads").is_selected()
     hover(driver, '.qtok[data-index="3"]')
-    assert readout(driver, "data-key") == {j: f"{maps[1][1, 3, j]:.3f}" for j in range(6)}
+    assert readout(driver, "data-key") == {j: shown(maps[1][1, 3, j]) for j in range(6)}
     driver.find_element(By.ID, "average-heads").click()
     driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
     assert driver.find_element(By.ID, "layer-label").text == "layer 2 · head 1"
     hover(driver, '.qtok[data-index="3"]')
-    assert readout(driver, "data-key") == {j: f"{maps[1][0, 3, j]:.3f}" for j in range(6)}
+    assert readout(driver, "data-key") == {j: shown(maps[1][0, 3, j]) for j in range(6)}
 
 
 @pytest.mark.parametrize("T", [128, 300])
@@ -738,7 +812,7 @@ def test_the_large_map_says_what_it_shows_and_the_weight_under_the_pointer(page,
     x, y = -main.size["width"] / 2 + 3.5 * cell, -main.size["height"] / 2 + 2.5 * cell
     ActionChains(driver).move_to_element_with_offset(main, int(x), int(y)).perform()  # (2, 3)
     assert main.accessible_name == ("attention map, layer 3 · head 2: 6 queries × 6 keys; "
-                                    f"query 2 “4”, key 3 “1”: weight {maps[2][1, 2, 3]:.3f}")
+                                    f"query 2 “4”, key 3 “1”: weight {shown(maps[2][1, 2, 3])}")
     here = driver.find_element(By.CSS_SELECTOR, "#readout li.here")
     assert here.get_attribute("aria-current") == "true"
     assert here.value_of_css_property("font-weight") == "600"

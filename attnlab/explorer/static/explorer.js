@@ -26,6 +26,11 @@
   })();
   const colour = (w, max) => LUT[Math.max(0, Math.min(255, Math.round((w / max) * 255)))];
   const css = (c) => `rgb(${c[0]},${c[1]},${c[2]})`;
+  // A weight is shown at the precision it is stored to (data.digits), so the number read is the
+  // model's weight rounded once: showing fewer digits would round a rounded number again
+  // (0.07849 stored 0.0785, shown 0.079).
+  const DIGITS = Number.isInteger(data.digits) ? data.digits : 4;
+  const fixed = (w) => w.toFixed(DIGITS);
 
   // ---- the model: groups of layers, tokens per layer --------------------------------------
   const groups = [];
@@ -54,6 +59,7 @@
   function shownMap() {  // [query][key] of the selected head, or the mean over heads
     const layer = current();
     if (!state.average) return layer.weights[state.head];
+    if (layer.mean) return layer.mean;  // taken before rounding: the rounded heads' is off
     const key = groups[state.group].layers[state.layer];
     if (!meanCache.has(key)) {
       const H = layer.weights.length;
@@ -289,7 +295,7 @@
       lctx.fillRect(x, 0, 1, legendBar.height);
     }
     rowScale.checked = byRow(layer);
-    legendMax.textContent = byRow(layer) ? "row's largest" : max.toFixed(3);
+    legendMax.textContent = byRow(layer) ? "row's largest" : fixed(max);
     legendNote.textContent = (byRow(layer) ? "scale: each row from 0 to its own largest weight"
       : "scale: 0 to this map's largest weight") +
       (layer.kind === "causal" ? " · grey: a later token, which a query cannot see" : "") +
@@ -305,7 +311,7 @@
       const i = focus.index, j = focus.cell;
       const q = visible(String(qs[i])), k = visible(String(ks[j]));
       text += `; query ${i} “${q}”, key ${j} “${k}”: ` +
-        (masked(layer, i, j) ? "masked" : `weight ${map[i][j].toFixed(3)}`);
+        (masked(layer, i, j) ? "masked" : `weight ${fixed(map[i][j])}`);
     }
     mainMap.setAttribute("aria-label", text);
   }
@@ -376,7 +382,7 @@
       const bar = hidden ? el("span", { class: "masked-note", text: "masked" })
         : el("span", { class: "bar" }, el("i", {}));
       if (!hidden) bar.firstChild.style.width = `${(100 * w) / top}%`;
-      const weight = el("span", { class: "weight", text: w.toFixed(3) });
+      const weight = el("span", { class: "weight", text: fixed(w) });
       weight.setAttribute(isQuery ? "data-key" : "data-query", String(k));
       const row = el("li", { class: hidden ? "masked" : "" },
         el("span", { class: "tok" }, el("span", { class: "idx", text: String(k) }),
