@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["check_output", "is_special_file", "not_found"]
+__all__ = ["check_output", "is_special_file", "not_found", "refuse_stream"]
 
 
 def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
@@ -93,6 +93,22 @@ def is_special_file(path: str | Path) -> bool:
     <(zcat corpus.gz)``, a FIFO) or a device, which a reader that reads a file twice (a
     tokeniser fitted, then the text encoded) or by its size cannot read."""
     return os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path))
+
+
+def refuse_stream(path: str | Path, what: str) -> None:
+    """The one rule for a data file that is a pipe (``--data <(cat my.tsv)``, a FIFO,
+    ``/dev/stdin``) or a device, checked before it is opened: ``not_found``'s one line naming
+    ``what`` (its flag) and the path. A run records each data file's SHA-256 and reads the
+    file again to check it (on ``--resume``, in ``evaluate``), which a stream cannot give
+    twice: read, it would be recorded as a file that is gone, and a FIFO no one writes to
+    would keep the command waiting forever on its first open.
+
+        >>> refuse_stream("/dev/null", "--data")
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: --data: /dev/null is not a regular file (a pipe, as <(...) gives, or a device); write its text to a file and give that
+    """
+    if is_special_file(path):
+        raise not_found(what, path)
 
 
 def not_found(what: str, path: str | Path) -> UsageError:

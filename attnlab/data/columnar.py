@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..paths import refuse_stream
 from ..runs import tree_digest
 from .headers import check_unique, missing_columns
 
@@ -220,7 +221,9 @@ class ColumnarFile:
 
 def open_columnar(path: str | Path, columns: list[str] | None, *, what: str, hint: str = "",
                   lists: tuple[str, ...] = ()) -> ColumnarFile:
-    """``ColumnarFile(path, columns, f"{what} {path}", hint, lists)``: see the class."""
+    """``ColumnarFile(path, columns, f"{what} {path}", hint, lists)``: see the class; a pipe
+    or device is refused first (``refuse_stream``)."""
+    refuse_stream(path, what)
     return ColumnarFile(Path(path), columns, f"{what} {path}", hint, lists)
 
 

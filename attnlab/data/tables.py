@@ -38,7 +38,7 @@ from itertools import chain
 from pathlib import Path
 
 from ..errors import UsageError
-from ..paths import not_found
+from ..paths import not_found, refuse_stream
 from .headers import check_unique, missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
@@ -185,6 +185,7 @@ def _found_format(path: Path, format: str | None, what: str) -> str:
 
         split_hint(path, what)  # DIR/test of a DatasetDict without a test split
         raise not_found(what, path)
+    refuse_stream(path, what)  # before its name: <(...) is /dev/fd/63, of no file type
     if fmt is None:
         raise UsageError(f"{what} {path}: unknown file type {path.suffix or '(none)'!r}; use "
                          f"{', '.join(FORMATS)} or a Hugging Face datasets directory")
@@ -223,8 +224,10 @@ def _read_columnar(path: Path, columns, where: str, allow_empty_values: bool,
 
 def read_bytes(path: str | Path, *, what: str = "--data") -> bytes:
     """The bytes of a data file, read once; ``UsageError`` naming the file (and ``what``, its
-    flag) when it is missing, a directory, a symbolic-link loop or unreadable."""
+    flag) when it is missing, a directory, a symbolic-link loop, unreadable, or a pipe or
+    device (``refuse_stream``)."""
     path = Path(path)
+    refuse_stream(path, what)
     try:
         return path.read_bytes()
     except OSError as e:

@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from ..nn import TransformerEncoder, positional_kind
 from ..nn.positional import input_kinds
 from .configs import HEADS, POOLINGS, SequenceClassifierConfig
+from .tensor_inputs import check_tensor
 
 __all__ = ["SequenceClassifier", "SequenceClassifierConfig", "POOLINGS", "POSITIONALS", "HEADS"]
 
@@ -144,8 +145,14 @@ class SequenceClassifier(nn.Module):
         return cls(config)
 
     def _embed(self, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
-        """Inputs -> (encoder inputs (B, T', D), real-element mask (B, T')); T' = T (+1 for CLS)."""
-        if self.vocab_size is not None:
+        """Inputs -> (encoder inputs (B, T', D), real-element mask (B, T')); T' = T (+1 for CLS).
+        Checks the inputs' type, shape and dtype only (no value read: no host sync)."""
+        tokens = self.vocab_size is not None
+        check_tensor(x, "(B, T) of token ids" if tokens else
+                     f"(B, T, {self.input_dim}) of float features")
+        if mask is not None:
+            check_tensor(mask, "(B, T) of booleans, True = real element", name="mask")
+        if tokens:
             if x.ndim != 2 or x.is_floating_point():
                 raise ValueError(f"token inputs must be integer ids (B, T), got {x.dtype} "
                                  f"{tuple(x.shape)}")
@@ -153,6 +160,9 @@ class SequenceClassifier(nn.Module):
                 mask = x != self.pad_id
         elif x.ndim != 3 or x.shape[-1] != self.input_dim:
             raise ValueError(f"feature inputs must be (B, T, {self.input_dim}), got {tuple(x.shape)}")
+        elif not x.is_floating_point():  # nn.Linear's "mat1 and mat2 must have the same dtype"
+            raise ValueError(f"feature inputs must be floating point (B, T, {self.input_dim}), "
+                             f"got {x.dtype}: pass x.float()")
         if mask is None:
             mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
         mask = mask.bool()

@@ -25,16 +25,14 @@ from torch import Tensor, nn
 from ..nn import PositionalEncoding, TransformerEncoder
 from ..settings import heads_divide_width
 from .configs import ElementPredictorConfig
+from .tensor_inputs import check_tensor
 
 __all__ = ["ElementPredictor", "ElementPredictorConfig"]
 
 
 def _check_tensor(x) -> None:
-    """``TypeError`` for inputs that are not a tensor (a list, a NumPy array); its type only,
-    no value read."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"x must be a tensor (B, T) of symbols or (B, T, C) of features, "
-                        f"got {type(x).__name__}: pass torch.tensor(x)")
+    """``TypeError`` for inputs that are not a tensor (a list, a NumPy array)."""
+    check_tensor(x, "(B, T) of symbols or (B, T, C) of features")
 
 
 class ElementPredictor(nn.Module):

@@ -38,6 +38,7 @@ import numpy as np
 
 from ...data.overlap import shared_note
 from ...errors import UsageError, first_few
+from ...paths import refuse_stream
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
@@ -138,6 +139,7 @@ class _JetFile:
                  max_constituents: int = MAX_CONSTITUENTS) -> None:
         self.path, self.where = Path(path), f"{what} {path}".strip()
         self.columns = jet_columns(max_constituents)
+        refuse_stream(self.path, what)  # HDF5 reads by seeking: a pipe could only hang it
         self.store = _open_store(self.path, self.where)
         try:
             self.nrows, self.positions = self._layout()
