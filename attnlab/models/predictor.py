@@ -155,6 +155,7 @@ class ElementPredictor(nn.Module):
     def embed(self, x: Tensor, add_positional_encoding: bool = True) -> Tensor:
         """Inputs (B, T) symbols or (B, T, C) features -> (B, T, D) encoder inputs."""
         _check_tensor(x)  # the course's forward: a NumPy array was an AttributeError here
+        self._check_length(x)  # the course's model(x) on a loaded run: its shape, no values
         if not x.is_floating_point():
             if x.dim() != 2:  # F.one_hot(x, C) without .float(): one-hot again, (B, T, C, C)
                 hint = {3: f"; one-hot features (B, T, input_dim) must be float: "

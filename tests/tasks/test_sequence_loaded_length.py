@@ -1,7 +1,7 @@
 """A reversal run loaded in Python (``attnlab.load``) answers at the length it was trained on
 only: a reversal sends position i to T-1-i for its own T, so a sequence of another length got
-answers that were wrong in every place, without a word. ``predict`` and ``get_attention_maps``
-refuse it, naming the length trained on and how ``attnlab predict`` pads a shorter one."""
+answers that were wrong in every place, without a word. ``predict``, ``get_attention_maps`` and
+the course's ``model(x)`` refuse it, naming the length trained on and how ``attnlab predict`` pads a shorter one."""
 import pytest
 import torch
 
@@ -15,7 +15,7 @@ SEQ_LEN = 16  # TINY_REVERSE keeps the default --seq-len
 
 @pytest.mark.slow
 @pytest.mark.parametrize("length", [SEQ_LEN - 5, SEQ_LEN + 4])
-@pytest.mark.parametrize("method", ["predict", "get_attention_maps"])
+@pytest.mark.parametrize("method", ["predict", "get_attention_maps", "__call__"])
 def test_another_length_is_refused_naming_the_trained_one(reverse_run, length, method):
     model = attnlab.load(reverse_run)
     with pytest.raises(ValueError, match=rf"x has sequences of {length} symbols; this reverse "
