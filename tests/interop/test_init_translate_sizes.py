@@ -77,3 +77,14 @@ def test_a_depth_flag_that_disagrees_with_the_directory_is_refused(pairs_csv, tm
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{flag} {value}" in err and "1" in err, err
     assert not out.exists()
+
+
+@pytest.mark.slow  # spells the built-in numbers
+def test_built_in_pairs_longer_than_the_checkpoints_positions_are_refused_before_the_run(
+        tmp_path, capsys):
+    d = _marian(tmp_path / "marian", max_position_embeddings=16)
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--init", str(d), "--out", str(out), *STEPS]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "error: --dataset numbers: a source of" in err, err
+    assert "model reads at most 16" in err and not out.exists()
