@@ -192,7 +192,10 @@ def marian_to_seq2seq(hf) -> nn.Module:
     model = Seq2SeqTransformer(Seq2SeqConfig(
         src_vocab_size=enc.embed_tokens.num_embeddings,
         tgt_vocab_size=dec.embed_tokens.num_embeddings, model_dim=D,
-        num_heads=c.encoder_attention_heads, num_encoder_layers=c.encoder_layers,
+        # num_layers as ``attnlab train translate`` records it (``marian_settings``): the
+        # decoder's, which --freeze all-but-last-N counts
+        num_heads=c.encoder_attention_heads, num_layers=c.decoder_layers,
+        num_encoder_layers=c.encoder_layers,
         num_decoder_layers=c.decoder_layers, dim_feedforward=c.encoder_ffn_dim,
         dropout=c.dropout, norm_first=False,
         activation=_activation(c.activation_function, "marian"),

@@ -231,22 +231,28 @@ def read_init(task, cfg: RunSettings) -> tuple[Seq2SeqTransformer, TranslationTo
 
 
 def check_init_lengths(init, cfg: RunSettings) -> None:
-    """``UsageError`` naming ``--data`` (or ``--test``) when a pair of it, encoded by the
-    ``--init`` checkpoint's tokeniser, is longer than its model's positions reach."""
+    """``UsageError`` naming ``--data`` (or ``--test``, or the built-in ``--dataset``) when a
+    pair of it, encoded by the ``--init`` checkpoint's tokeniser, is longer than its model's
+    positions reach. The built-in data is checked on the pairs the run sizes itself by
+    (``_splits``: its tokeniser sample, validation and test pairs)."""
     model, tok = init
     reach = model.config.max_len
-    train, val, test = file_splits(cfg)
-    for flag, path, pairs in (("--data", cfg.data, train + val),
-                              ("--test", cfg.test, test) if cfg.test else ("--data", cfg.data, test)):
+    if cfg.data is None:
+        stream, val, test = builtin_splits(cfg)
+        parts = [(f"--dataset {cfg.dataset}", stream.sample(TOKENIZER_SAMPLE) + val + test)]
+    else:
+        train, val, test = file_splits(cfg)
+        parts = [(f"--data {cfg.data}", train + val),
+                 (f"--test {cfg.test}", test) if cfg.test else (f"--data {cfg.data}", test)]
+    for where, pairs in parts:
         # the decoder reads a target without its last id (teacher forcing)
         for side, lengths in (("source", map(len, tok.encode_sources([s for s, _ in pairs]))),
                               ("target", (len(ids) - 1 for ids in
                                           tok.encode_targets([t for _, t in pairs])))):
             longest = max(lengths, default=0)
             if longest > reach:
-                raise UsageError(f"{flag} {path}: a {side} of "
-                                 f"{longest} tokens; --init {cfg.init}'s model reads at most "
-                                 f"{reach}")
+                raise UsageError(f"{where}: a {side} of {longest} tokens; --init "
+                                 f"{cfg.init}'s model reads at most {reach}")
 
 
 def _init_config(cfg, init, sample):

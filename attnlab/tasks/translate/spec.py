@@ -201,6 +201,8 @@ class TranslateTask(Task):
         if cfg["dataset"] == "numbers" and 2 * held_out > cfg["max_number"]:
             raise UsageError(f"--test-size + --val-size ({held_out}) must be at most half of "
                              f"--max-number ({cfg['max_number']})")
+        if init is not None:
+            self.runtime().check_init_lengths(init, frozen(cfg))
         return init
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
