@@ -42,6 +42,23 @@ def test_the_site_builds_strictly_with_every_page_and_notebook(site):
         assert (site / "examples" / f"{nb.stem}.html").is_file(), nb.name
 
 
+def test_a_notebook_heading_with_markup_characters_is_listed_as_text_in_the_contents():
+    """A notebook's contents entry is inserted into the page as it is: a heading
+    ``## Q & A `<pad>` `` was listed un-escaped, a raw ``<pad>`` element in the page's
+    contents where the reader should read "<pad>"."""
+    import importlib.util
+
+    from mkdocs.structure.toc import get_toc
+
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "mkdocs_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = ('<h2 id="q-a-pad">Q &amp; A <code>&lt;pad&gt;</code>'
+            '<a class="anchor-link" href="#q-a-pad">¶</a></h2>')
+    [entry] = get_toc(hooks.notebook_contents(page))
+    assert entry.title == "Q &amp; A &lt;pad&gt;" and entry.url == "#q-a-pad"
+
+
 def test_a_notebook_page_shows_its_committed_outputs(site):
     text = (site / "examples" / "01_attention_from_scratch.html").read_text(encoding="utf-8")
     assert "attnlab equals the hand computation: True" in text  # a printed output
