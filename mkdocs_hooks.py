@@ -157,7 +157,15 @@ def notebook_contents(page_html: str) -> list[dict]:
 
 
 def _text(fragment: str) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", "", fragment)).strip()
+    """A heading's HTML as the contents' entry, which the theme inserts as it is: tags dropped,
+    its text kept escaped (a heading's `` `<pad>` `` would be a ``<pad>`` element), as
+    Markdown's own contents are.
+
+    Examples:
+        >>> _text('Q &amp; A <code>&lt;pad&gt;</code> "x"')
+        'Q &amp; A &lt;pad&gt; "x"'
+    """
+    return html.escape(html.unescape(re.sub(r"<[^>]+>", "", fragment)).strip(), quote=False)
 
 
 def on_page_content(output, page, config, files):

@@ -34,7 +34,8 @@ class _MeanNeighbours(nn.Module):
 
     def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
         # N(i) ∪ {i}: a self-loop the adjacency already has counts once, as in GraphAttention
-        a = neighbourhood(adjacency, x.shape[-2], self_loops=True).to(x.dtype)  # (…, N, N)
+        a = neighbourhood(adjacency, x.shape[-2], self_loops=True,
+                          name="adjacency").to(x.dtype)  # (…, N, N)
         return self.lin((a @ x) / a.sum(-1, keepdim=True))
 
 
@@ -102,7 +103,7 @@ class GraphNet(nn.Module):
         check_features(x, self.config.in_dim)
         if self.kind == "mlp":
             return adjacency
-        return neighbourhood(adjacency, x.shape[-2], self_loops=True)
+        return neighbourhood(adjacency, x.shape[-2], self_loops=True, name="adjacency")
 
     def forward(self, x: Tensor, adjacency: Tensor) -> Tensor:
         adjacency = self.neighbourhood(x, adjacency)

@@ -57,13 +57,15 @@ def check_features(x: Tensor, in_dim: int) -> None:
         raise TypeError(f"x must be float node features, got {x.dtype}: pass x.float()")
 
 
-def neighbourhood(graph: Tensor, num_nodes: int, *, self_loops: bool) -> Tensor:
+def neighbourhood(graph: Tensor, num_nodes: int, *, self_loops: bool,
+                  name: str = "graph") -> Tensor:
     """The boolean (…, N, N) mask of a graph given as an ``edge_index`` (2, E) of integers or
     an adjacency (…, N, N), bool or 0/1 floats (``mask[i, j]``: j is a neighbour of i), each
     node its own neighbour once with ``self_loops`` (whatever the diagonal says). One reading
-    for ``GraphAttention`` and ``GraphNet``'s mean aggregation."""
+    for ``GraphAttention`` and ``GraphNet``'s mean aggregation; ``name``: the caller's
+    parameter, named when it is no tensor."""
     if not isinstance(graph, Tensor):
-        raise TypeError(f"the graph must be a tensor, an edge_index (2, E) of integers or an "
+        raise TypeError(f"{name} must be a tensor, an edge_index (2, E) of integers or an "
                         f"adjacency (N, N) of bools, got {type(graph).__name__}: pass "
                         f"torch.tensor(...)")
     if not graph.dtype.is_floating_point and graph.dtype != torch.bool:  # integer: edges

@@ -137,13 +137,14 @@ def padding_mask(
     return (pos[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, T)
 
 
-def as_bool_mask(mask: Tensor) -> Tensor:
+def as_bool_mask(mask: Tensor, *, attention: bool = False) -> Tensor:
     """Bool view of a bool or 0/1 mask (nonzero means "may attend").
 
     Raises:
         ValueError: for a floating-point mask holding anything but 0 and 1, such as the
             additive masks of ``F.scaled_dot_product_attention`` (0 = attend, -inf = blocked),
-            which would otherwise be read backwards.
+            which would otherwise be read backwards; with ``attention``, for a float mask of
+            only 0s too (``_ALL_BLOCKED``; a graph's adjacency with no edge is a graph).
 
     Examples:
         >>> as_bool_mask(torch.tensor([1.0, 0.0]))
@@ -156,7 +157,7 @@ def as_bool_mask(mask: Tensor) -> Tensor:
     if mask.dtype == torch.bool:
         return mask
     if mask.is_floating_point():
-        _check_float_mask(mask)
+        _check_float_mask(mask, attention=attention)
     return mask != 0
 
 
@@ -164,50 +165,39 @@ _FLOAT_MASK = ("a float mask must hold only 0 and 1 (1 = may attend), got {}; an
                "(0 = attend, -inf = blocked, as torch's attn_mask) is `mask == 0` in attnlab's "
                "convention")
 
-
-def _check_float_mask(mask: Tensor) -> None:
-    """Refuse a float mask holding anything but 0 and 1. Eager: a ``ValueError`` showing a
-    bad value. Compiled: the same check inside the graph (``torch._assert_async``: a
-    ``RuntimeError`` on the CPU, a device-side assert on a GPU), since reading the values
-    there split the graph six ways per block and synchronised with the host."""
-    is_01 = (mask == 0) | (mask == 1)
-    if torch.compiler.is_compiling():
-        torch._assert_async(is_01.all(), _FLOAT_MASK.format("another value"))
-        return
-    odd = mask[~is_01]
-    if odd.numel():
-        raise ValueError(_FLOAT_MASK.format(f"{float(odd.flatten()[0]):g}"))
-
-
+# torch's additive attn_mask of zeros means "attend everywhere"; read in attnlab's convention it
+# blocked every key and made every output 0 without a word
 _ALL_BLOCKED = ("a float mask of only 0s blocks every key (1 = may attend), so every output "
                 "would be 0; torch's additive mask of zeros, which blocks nothing, is mask=None "
                 "in attnlab")
 
 
-def _check_not_all_blocked(mask: Tensor) -> None:
-    """Refuse an attention mask, given as floats, that blocks everything: torch's additive
-    ``attn_mask`` of zeros means "attend everywhere", and read in attnlab's convention it made
-    every output 0 without a word. Float masks only (their values are read already: a bool
-    mask is never read), and not graphs, where no edge at all is a graph. Compiled: checked
-    inside the graph, as ``_check_float_mask`` does."""
-    if not mask.numel():
-        return
+def _check_float_mask(mask: Tensor, *, attention: bool) -> None:
+    """Refuse a float mask holding anything but 0 and 1, and with ``attention`` one of only 0s,
+    in ONE read of its values when it is good (a host synchronisation on a GPU; a bad mask's
+    message reads it again). Eager: a ``ValueError`` showing a bad value. Compiled: the same
+    checks inside the graph (``torch._assert_async``: a ``RuntimeError`` on the CPU, a
+    device-side assert on a GPU), since reading the values there split the graph six ways per
+    block and synchronised with the host."""
+    only_01 = ((mask == 0) | (mask == 1)).all()
+    some = mask.any() if attention and mask.numel() else None  # an empty mask blocks nothing
     if torch.compiler.is_compiling():
-        torch._assert_async(mask.any(), _ALL_BLOCKED)
+        torch._assert_async(only_01, _FLOAT_MASK.format("another value"))
+        if some is not None:
+            torch._assert_async(some, _ALL_BLOCKED)
         return
-    if not bool(mask.any()):
-        raise ValueError(_ALL_BLOCKED)
+    if bool(only_01 if some is None else only_01 & some):  # the one read
+        return
+    if not bool(only_01):
+        odd = mask[(mask != 0) & (mask != 1)]
+        raise ValueError(_FLOAT_MASK.format(f"{float(odd.flatten()[0]):g}"))
+    raise ValueError(_ALL_BLOCKED)
 
 
 def attention_mask_as_bool(mask: Tensor) -> Tensor:
-    """``as_bool_mask`` for attention: a float mask of only 0s is refused too
-    (``_check_not_all_blocked``); a graph's adjacency, where it is a graph with no edge, is
-    read by ``as_bool_mask`` alone."""
-    floating = mask.is_floating_point()
-    mask = as_bool_mask(mask)
-    if floating:
-        _check_not_all_blocked(mask)
-    return mask
+    """``as_bool_mask`` for attention: a float mask of only 0s is refused too; a graph's
+    adjacency, where it is a graph with no edge, is read by ``as_bool_mask`` alone."""
+    return as_bool_mask(mask, attention=True)
 
 
 def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:

@@ -16,6 +16,7 @@ from .arguments import checked
 from .blocks import DecoderBlock, EncoderBlock, _norm
 from .cache import KVCache
 from .capture import capture
+from .masks import attention_mask_as_bool
 from .positional import RotaryEmbedding
 
 __all__ = ["TransformerEncoder", "TransformerDecoder", "Transformer", "checkpoint_activations"]
@@ -47,6 +48,13 @@ def _through(stack: nn.Module, layer: nn.Module, *args, **kwargs) -> Tensor:
     if stack.checkpointed and training and kwargs.get("cache") is None:
         return checkpoint(layer, *args, use_reentrant=False, **kwargs)
     return layer(*args, **kwargs)
+
+
+def _bool_once(mask: Tensor | None) -> Tensor | None:
+    """A stack's mask as bool, checked here once for every layer: each layer would read a
+    float mask's values again (a host synchronisation per layer on a GPU); a bool one it
+    never reads."""
+    return None if mask is None else attention_mask_as_bool(mask)
 
 
 def _final_norm(final_norm: bool | None, block_args: dict) -> nn.Module:
@@ -127,6 +135,7 @@ class TransformerEncoder(nn.Module):
                 score_bias: Tensor | None = None) -> Tensor:
         """Args: see ``EncoderBlock.forward`` (``cache``: one ``KVCache`` per layer;
         ``score_bias``: one float bias (B, H, T, T) added in every layer). Returns (B, T, D)."""
+        mask = _bool_once(mask)
         for i, layer in enumerate(self.layers):
             x = _through(self, layer, x, mask, is_causal=is_causal, positions=positions,
                          score_bias=score_bias, cache=None if cache is None else cache[i])
@@ -186,6 +195,7 @@ class TransformerDecoder(nn.Module):
     def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None, *, is_causal: bool = True,
                 cache: list[dict[str, KVCache]] | None = None) -> Tensor:
+        tgt_mask, memory_mask = _bool_once(tgt_mask), _bool_once(memory_mask)
         for i, layer in enumerate(self.layers):
             x = _through(self, layer, x, memory, tgt_mask, memory_mask, is_causal=is_causal,
                          cache=None if cache is None else cache[i])
@@ -207,6 +217,7 @@ class TransformerDecoder(nn.Module):
              memory_mask: Tensor | None = None) -> Tensor:
         """One new target token (B, 1, D) through every layer's ``DecoderBlock.step``, then the
         final norm: the same as ``forward(x, memory, None, memory_mask, cache=cache)``."""
+        memory_mask = _bool_once(memory_mask)
         for layer, layer_cache in zip(self.layers, cache):
             x = layer.step(x, memory, layer_cache, memory_mask)
         return _norm(self.norm, x)

@@ -465,6 +465,38 @@ def test_every_small_map_fits_a_notebooks_output_on_a_phone(page):
     assert got["size"] >= 18  # still a map one can see and click
 
 
+def test_a_resize_redraws_the_small_maps_only_when_their_size_changes(page):
+    """A resize rebuilt and repainted every small map (144 maps of 128 × 128 on the benchmark
+    page) even where their size stayed; a narrow window shrinks them, and widening it again
+    gives the 64 px maps back."""
+    rng = np.random.default_rng(0)
+    layers = [Layer(f"layers.{i}", "self", rng.dirichlet(np.ones(8), size=(4, 8)))
+              for i in range(3)]
+    driver = page(attention_data(layers, [f"t{i}" for i in range(8)]))
+    size = """return document.querySelector('canvas.thumb').getBoundingClientRect().width;"""
+
+    def resize(width):
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+        # the page redraws on the next animation frame after the resize event
+        driver.execute_async_script("requestAnimationFrame(() => requestAnimationFrame("
+                                    "arguments[arguments.length - 1]));")
+
+    try:
+        assert driver.execute_script(size) == 64
+        driver.execute_script("document.querySelector('canvas.thumb').dataset.kept = '1';")
+        resize(1200)  # still room for 64 px maps: the same canvases, not repainted
+        assert driver.execute_script(size) == 64
+        assert driver.execute_script(
+            "return document.querySelector('canvas.thumb').dataset.kept") == "1"
+        resize(300)
+        assert 18 <= driver.execute_script(size) < 64  # narrower, every head still shown
+        resize(1280)
+        assert driver.execute_script(size) == 64
+    finally:
+        resize(1280)
+
+
 def _causal(T):
     rng = np.random.default_rng(0)
     w = np.tril(rng.random((1, T, T)) + 0.05)

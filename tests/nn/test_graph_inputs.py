@@ -44,10 +44,15 @@ def test_node_features_a_network_cannot_take_are_named_for_every_kind(x, error, 
             model(x, torch.ones(3, 3, dtype=torch.bool))
 
 
-def test_a_graph_that_is_not_a_tensor_is_a_type_error():
-    with pytest.raises(TypeError, match=r"the graph must be a tensor, an edge_index \(2, E\) "
+def test_a_graph_that_is_not_a_tensor_is_a_type_error_naming_the_parameter_passed():
+    # GraphAttention's parameter is `graph`, GraphNet's `adjacency`: the message names the one
+    # the user passed (GraphNet's said "the graph", a name its signature does not have)
+    with pytest.raises(TypeError, match=r"^graph must be a tensor, an edge_index \(2, E\) "
                                         r".* got list"):
         gat_layer(torch.randn(3, 5), EDGES.tolist())
+    for model in networks()[:2]:  # "mlp" reads no graph
+        with pytest.raises(TypeError, match=r"^adjacency must be a tensor, .* got list"):
+            model(torch.randn(3, 5), EDGES.tolist())
 
 
 def test_float_edges_are_named_as_edges_that_must_be_integers():

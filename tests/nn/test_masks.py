@@ -175,3 +175,44 @@ def test_a_float_mask_of_only_zeros_is_refused_not_read_as_blocking_everything()
             call()
     assert MultiheadAttention(4, 4, 2)(x, zeros + 1).abs().sum() > 0  # a 0/1 mask still works
     assert torch.isfinite(GraphAttention(4, 2)(x[0], zeros)).all()  # no edges: a graph
+
+
+def _host_reads(run) -> int:
+    """How many times ``run()`` reads a tensor's values back to Python (``bool(t)``,
+    ``t.item()``, a boolean index's ``nonzero``): each a host synchronisation on a GPU."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    reading = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default}
+
+    class Count(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.n += func in reading
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        run()
+    return Count.n
+
+
+def test_a_float_mask_is_read_once_per_call_not_twice_in_every_layer():
+    """A float mask's values were read in every layer of every forward, by two checks (0/1
+    values, not all 0). A stack now reads it once for all its layers, and a single attention
+    once, both checks in one read."""
+    x, memory = torch.randn(2, 4, 8), torch.randn(2, 5, 8)
+    course = torch.tril(torch.ones(4, 4))
+    padding = torch.ones(2, 1, 1, 5)
+    args = dict(input_dim=8, num_heads=2, dim_feedforward=16)
+    encoder = an.TransformerEncoder(3, **args).eval()
+    decoder = an.TransformerDecoder(3, **args).eval()
+    attention = an.MultiheadAttention(8, 8, 2).eval()
+    for run, float_masks in (
+            (lambda m: encoder(x, m), 1),
+            (lambda m: decoder(x, memory, m, padding if m.dtype != torch.bool else padding.bool(),
+                               is_causal=False), 2),
+            (lambda m: attention(x, m), 1)):
+        # the same call with the masks given as bool, where nothing is read for the mask
+        with torch.no_grad():
+            extra = _host_reads(lambda: run(course)) - _host_reads(lambda: run(course.bool()))
+        assert extra == float_masks

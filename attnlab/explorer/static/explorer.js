@@ -152,16 +152,25 @@
     ctx.putImageData(img, 0, 0);
   }
 
+  // as many columns as the layer with the most heads: a layer with fewer leaves its row's
+  // last cells empty (else its neighbours' maps would slide under other layers' labels)
+  function gridHeads() {
+    return Math.max(...groups[state.group].layers.map((index) => data.layers[index].weights.length));
+  }
+
+  // 330 px for the maps, or what the page has beside its padding and the layer labels: a
+  // notebook's output on a phone (a 242 px frame) cut off the last heads' maps
+  function thumbSize() {
+    const room = Math.min(330, body.clientWidth - 76);
+    return Math.max(18, Math.min(64, Math.floor(room / gridHeads()) - 4));
+  }
+
+  let builtSize = 0;  // the small maps' size when last drawn (a resize that keeps it redraws none)
   function buildGrid() {
     grid.textContent = "";
     const g = groups[state.group];
-    // as many columns as the layer with the most heads: a layer with fewer leaves its row's
-    // last cells empty (else its neighbours' maps would slide under other layers' labels)
-    const H = Math.max(...g.layers.map((index) => data.layers[index].weights.length));
-    // 330 px for the maps, or what the page has beside its padding and the layer labels: a
-    // notebook's output on a phone (a 242 px frame) cut off the last heads' maps
-    const room = Math.min(330, body.clientWidth - 76);
-    const size = Math.max(18, Math.min(64, Math.floor(room / H) - 4));
+    const H = gridHeads();
+    const size = builtSize = thumbSize();
     grid.style.gridTemplateColumns = `2.6em repeat(${H}, ${size}px)`;
     // "h1", "h2", ... where a column has room for "h16"; else "1", "2", ... under the corner's
     // "head" (16 heads' labels ran together: "h10h11h12")
@@ -529,7 +538,9 @@
     pending = true;
     requestAnimationFrame(() => {
       pending = false; lastWidth = window.innerWidth;
-      render(true); reportHeight();  // the small maps too: their size follows the width
+      // the small maps rebuilt only when their size changes (144 maps of 128 × 128 on the
+      // benchmark page were all repainted at every step of a window's drag)
+      render(thumbSize() !== builtSize); reportHeight();
     });
   });
 
