@@ -261,11 +261,11 @@ def _check_file_readable(weights: Path) -> None:
 
 
 def _check_crc(weights: Path) -> None:
-    """A ValueError naming the first tensor file of a zip-format ``pytorch_model.bin``
-    (``torch.save``'s) whose bytes do not match the CRC-32 the zip stores for them: a byte
-    damaged after the file was written (a copy or download gone wrong), which ``torch.load``
-    does not check and so reads as a wrong weight in silence. A legacy (not zip) pickle has no
-    checksums to compare."""
+    """A ValueError naming the first storage record (``torch.save``'s ``<name>/data/<key>``,
+    the bytes of one or more tensors) of a zip-format ``pytorch_model.bin`` whose bytes do
+    not match the CRC-32 the zip stores for them: a byte damaged after the file was written
+    (a copy or download gone wrong), which ``torch.load`` does not check and so reads as a
+    wrong weight in silence. A legacy (not zip) pickle has no checksums to compare."""
     import zipfile
 
     if not zipfile.is_zipfile(weights):
@@ -273,8 +273,8 @@ def _check_crc(weights: Path) -> None:
     with zipfile.ZipFile(weights) as z:
         damaged = z.testzip()
     if damaged is not None:
-        raise ValueError(f"{damaged} does not match the CRC-32 the file stores for it: "
-                         f"damaged since it was written")
+        raise ValueError(f"its storage record {damaged} fails its CRC-32: the file was "
+                         f"damaged after it was written")
 
 
 def _one_line(e: BaseException) -> str:

@@ -137,7 +137,8 @@ def test_a_pytorch_bin_damaged_after_it_was_written_is_refused(dirs, tmp_path):
     damaged = _flip_a_tensor_byte(d / "pytorch_model.bin")
     assert torch.load(d / "pytorch_model.bin", weights_only=True)  # loads, as it was
     _refused(d, "pytorch_model.bin is not a readable PyTorch weights file",
-             f"{damaged} does not match the CRC-32")
+             f"its storage record {damaged} fails its CRC-32",
+             "the file was damaged after it was written")
 
 
 def _refused(d, *needles):
