@@ -344,7 +344,7 @@ def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str,
     try:
         heads_divide_width(c, "n_embd", "n_head")
     except ValueError as e:
-        raise UsageError(f"--init {path}: {e} (config.json)") from None
+        raise UsageError(f"--init {path}: config.json: {e}") from None
     return {"model_dim": c["n_embd"], "num_layers": c["n_layer"], "num_heads": c["n_head"],
             "dim_feedforward": c["n_inner"] or 4 * c["n_embd"],
             "max_len": c["n_positions"],

@@ -294,7 +294,7 @@ def marian_settings(config: dict[str, Any], where: Path) -> dict[str, Any]:
     try:
         heads_divide_width(c, "d_model", "encoder_attention_heads")
     except ValueError as e:
-        raise refuse(str(e)) from None
+        raise UsageError(f"--init {where}: config.json: {e}") from None
     for name in ("encoder_layerdrop", "decoder_layerdrop"):
         if c.get(name):
             raise refuse(f"{name} {c[name]} (skipping layers while training) is not supported")
