@@ -253,28 +253,32 @@ def _check_file_readable(weights: Path) -> None:
         else:
             import torch
 
-            _check_crc(weights)
-            torch.load(weights, map_location="cpu", weights_only=True)
+            # the CRC pass reads every byte; the load then maps the zip's records rather
+            # than read them once more (a legacy pickle cannot be mapped: read whole)
+            zipped = _check_crc(weights)
+            torch.load(weights, map_location="cpu", weights_only=True, mmap=zipped)
     except Exception as e:  # SafetensorError, pickle errors, the I/O errors of a short file
         kind = "safetensors" if weights.suffix == ".safetensors" else "PyTorch weights"
         raise UsageError(f"{weights} is not a readable {kind} file ({_one_line(e)})") from None
 
 
-def _check_crc(weights: Path) -> None:
-    """A ValueError naming the first tensor file of a zip-format ``pytorch_model.bin``
-    (``torch.save``'s) whose bytes do not match the CRC-32 the zip stores for them: a byte
-    damaged after the file was written (a copy or download gone wrong), which ``torch.load``
-    does not check and so reads as a wrong weight in silence. A legacy (not zip) pickle has no
-    checksums to compare."""
+def _check_crc(weights: Path) -> bool:
+    """A ValueError naming the first storage record (``torch.save``'s ``<name>/data/<key>``,
+    the bytes of one or more tensors) of a zip-format ``pytorch_model.bin`` whose bytes do
+    not match the CRC-32 the zip stores for them: a byte damaged after the file was written
+    (a copy or download gone wrong), which ``torch.load`` does not check and so reads as a
+    wrong weight in silence. A legacy (not zip) pickle has no checksums to compare. Whether
+    ``weights`` is a zip."""
     import zipfile
 
     if not zipfile.is_zipfile(weights):
-        return
+        return False
     with zipfile.ZipFile(weights) as z:
         damaged = z.testzip()
     if damaged is not None:
-        raise ValueError(f"{damaged} does not match the CRC-32 the file stores for it: "
-                         f"damaged since it was written")
+        raise ValueError(f"its storage record {damaged} fails its CRC-32: the file was "
+                         f"damaged after it was written")
+    return True
 
 
 def _one_line(e: BaseException) -> str:

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .config_rules import heads_divide_width
+
 __all__ = ["LLAMA_FAMILY", "LLAMA_CLASSES", "llama_family_settings", "llama_family_config"]
 
 # model_type -> its transformers causal-LM class
@@ -91,9 +93,8 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     # a head width of its own (Qwen3's 128 whatever the width), recorded only where it is not
     # D / H, so that a checkpoint without one reads as before
     head_dim = None if c["head_dim"] == D // H and not D % H else c["head_dim"]
-    if head_dim is None and D % H:
-        raise ValueError(f"hidden_size {D} is not divisible by num_attention_heads {H} and "
-                         f"no head_dim is given")
+    if head_dim is None:  # a head_dim of its own needs no equal share of the width
+        heads_divide_width(c, "hidden_size", "num_attention_heads")
     kv_heads = c["num_key_value_heads"] or H
     if H % kv_heads:  # said here, in config.json's names, not as flags the user never gave
         raise ValueError(f"num_attention_heads {H} is not divisible by num_key_value_heads "

@@ -278,15 +278,32 @@ def _precision(value: str) -> str:
 AUTO_BF16_WIDTH = 128  # from this model width bf16 autocast pays on a CPU with bf16 instructions
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX on x86, read from
-    /proc/cpuinfo; elsewhere False: emulated bfloat16 is slower than float32)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
+    r"""Whether this CPU computes bfloat16 natively, read from ``cpuinfo`` (the text of
+    /proc/cpuinfo, read when None): AVX-512 BF16 or AMX in x86's ``flags`` line, ``bf16`` in
+    aarch64's ``Features`` line (Graviton3/4, Neoverse V1/V2); without /proc/cpuinfo False:
+    emulated bfloat16 is slower than float32.
+
+    Examples:
+        >>> cpu_has_bf16("flags\t\t: fpu sse avx512f avx512_bf16\n")
+        True
+        >>> cpu_has_bf16("Features\t: fp asimd sve bf16 i8mm\n")
+        True
+        >>> cpu_has_bf16("Features\t: fp asimd evtstrm aes\nflags : fpu avx2\n")
+        False
+    """
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return False
+    found = set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            found.update(value.split())
+    return bool(found & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
 def emulated_bf16_note(precision: str) -> str | None:
@@ -303,8 +320,8 @@ def emulated_bf16_note(precision: str) -> str | None:
     if not precision.startswith("bf16") or cpu_has_bf16():
         return None
     return (f"note: --precision {precision}: no bfloat16 instructions found on this CPU "
-            f"(AVX-512 BF16 or AMX in /proc/cpuinfo), so bfloat16 is likely emulated, which "
-            f"trains slower than --precision 32, often several times")
+            f"(AVX-512 BF16, AMX or Arm's bf16 in /proc/cpuinfo), so bfloat16 is likely "
+            f"emulated, which trains slower than --precision 32, often several times")
 
 
 def auto_precision(device: str, model_dim: int) -> str:

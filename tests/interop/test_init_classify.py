@@ -22,7 +22,8 @@ from attnlab.interop.hf_tokenizer import HFTokenizer  # noqa: E402
 from attnlab.models import BertClassifier  # noqa: E402
 from attnlab.tasks import get_task  # noqa: E402
 from attnlab.tasks.classify.runtime import Padding, _inputs  # noqa: E402
-from tests.interop.test_checkpoint import _wordpiece, save_bert, save_roberta  # noqa: E402
+from tests.interop.test_checkpoint import (  # noqa: E402
+    CORPUS, _wordpiece, save_bert, save_gpt2, save_marian, save_roberta)
 from tests.training.loop_probe import probe_loop  # noqa: E402
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -454,6 +455,34 @@ def test_a_checkpoint_attnlab_cannot_use_is_refused_before_the_run_directory(
     out = tmp_path / "run"
     _refused(["train", "classify", "--init", str(_broken(dirs, tmp_path, how)),
               "--data", str(dirs["data"]), "--out", str(out)], capsys, out, *named)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+@pytest.mark.parametrize("task, save, width, heads", [
+    ("lm", save_gpt2, "n_embd 32", "n_head"),
+    ("translate", save_marian, "d_model 16", "encoder_attention_heads")])
+def test_a_config_json_whose_width_its_heads_do_not_divide_is_refused_in_its_own_keys(
+        tmp_path, capsys, task, save, width, heads):
+    """GPT-2 and Marian said "--model-dim (32) must be divisible by --num-heads (5)", flags
+    the user never gave, as BERT did before its own refusal (the case "heads" above)."""
+    import csv
+
+    d = save(tmp_path / "hf")
+    config = json.loads((d / "config.json").read_text())
+    wrong = {"n_head": 5} if task == "lm" else {"encoder_attention_heads": 3,
+                                                 "decoder_attention_heads": 3}
+    (d / "config.json").write_text(json.dumps({**config, **wrong}))
+    data = tmp_path / ("corpus.txt" if task == "lm" else "pairs.csv")
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        if task == "lm":
+            f.write("\n".join(CORPUS))
+        else:
+            csv.writer(f).writerows([("source", "target"), *((t, t) for t in CORPUS)])
+    out = tmp_path / "run"
+    _refused(["train", task, "--init", str(d), "--data", str(data), "--out", str(out)],
+             capsys, out, f"--init {d}: ", f"{width} is not divisible by {heads} "
+             f"{wrong[heads]}", "config.json")
 
 
 def test_a_pretrained_arch_without_init_is_refused(dirs, tmp_path, capsys):

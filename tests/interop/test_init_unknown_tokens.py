@@ -11,7 +11,7 @@ transformers = pytest.importorskip("transformers")
 from attnlab.cli import main  # noqa: E402
 from attnlab.interop.checkpoint import read_checkpoint  # noqa: E402
 from attnlab.tasks.classify.checkpoint_notes import (  # noqa: E402
-    UNKNOWN_SAMPLE, UNKNOWN_SHARE, unknown_note)
+    UNKNOWN_SAMPLE, UNKNOWN_SHARE, init_unknown_note)
 from tests.interop.test_checkpoint import save_bert  # noqa: E402
 from tests.interop.test_init_classify import TEXTS, _write_data  # noqa: E402
 from tests.tasks.test_tag import capitalised, write_conll  # noqa: E402
@@ -47,13 +47,13 @@ def test_text_the_vocabulary_knows_is_read_without_a_warning(dirs):
     ids = checkpoint.tokenizer.encode_batch(TEXTS)
     unknown = sum(row.count(checkpoint.tokenizer.unk_id) for row in ids)
     assert unknown <= UNKNOWN_SHARE * sum(map(len, ids))  # the case the rule leaves alone
-    assert unknown_note(checkpoint, TEXTS) is None
+    assert init_unknown_note(checkpoint, TEXTS) is None
 
 
 def test_a_large_training_split_is_judged_by_its_first_texts_and_says_so(dirs):
     checkpoint = read_checkpoint(dirs["bert"], task="classify")
     texts = CHINESE * (UNKNOWN_SAMPLE // len(CHINESE) + 1)
-    note = unknown_note(checkpoint, texts)
+    note = init_unknown_note(checkpoint, texts)
     assert f"of the first {UNKNOWN_SAMPLE:,} of the training texts are [UNK]" in note, note
 
 

@@ -27,6 +27,12 @@ TINY = {
 TINY_MODEL = "--model-dim 16 --num-heads 2 --dim-feedforward 32 --warmup 5 --threads 1"
 
 
+def train_losses(run):
+    """The training losses a run logged, in order (its logs/metrics.csv)."""
+    with open(run / "logs" / "metrics.csv", newline="") as f:
+        return [float(r["train_loss"]) for r in csv.DictReader(f) if r["train_loss"]]
+
+
 def write_reviews(path, rows=120):
     """A two-class CSV (columns text, label) that a tiny classifier can learn."""
     rng = random.Random(0)

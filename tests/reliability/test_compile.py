@@ -1,12 +1,11 @@
 """``--compile`` trains through torch.compile and leaves a run directory like any other."""
-import csv
 
 import pytest
 from safetensors import safe_open
 
 from attnlab.cli import main
 
-from .conftest import TINY_REVERSE
+from .conftest import TINY_REVERSE, train_losses
 
 pytestmark = pytest.mark.slow  # trains a run through torch.compile
 
@@ -32,11 +31,6 @@ def test_compiled_run_saves_plain_weight_names_and_predicts(tmp_path, capsys):
     assert len(capsys.readouterr().out.strip().splitlines()[-1].split()) == 3
 
 
-def _train_losses(run):
-    with open(run / "logs" / "metrics.csv", newline="") as f:
-        return [float(r["train_loss"]) for r in csv.DictReader(f) if r["train_loss"]]
-
-
 def test_compiled_run_with_dropout_logs_the_eager_runs_losses(tmp_path, capsys):
     """Graph attention trains with dropout 0.6: compiled on a CPU, its masks came from
     inductor's own generator, and the losses differed from the eager run's (by 0.09 at the
@@ -50,7 +44,7 @@ def test_compiled_run_with_dropout_logs_the_eager_runs_losses(tmp_path, capsys):
     assert main([*args, "--out", str(tmp_path / "eager")]) == 0
     assert main([*args, "--out", str(tmp_path / "compiled"), "--compile"]) == 0
     assert "compile: true" in (tmp_path / "compiled" / "config.yaml").read_text()
-    eager, compiled = _train_losses(tmp_path / "eager"), _train_losses(tmp_path / "compiled")
+    eager, compiled = train_losses(tmp_path / "eager"), train_losses(tmp_path / "compiled")
     assert len(eager) == len(compiled) == 8
     torch.testing.assert_close(compiled, eager, rtol=0, atol=1e-5)
     capsys.readouterr()

@@ -11,7 +11,6 @@ most 0.018 (bf16-mixed) and 0.11 (bf16-true, whose weights are rounded too), bot
 when measured (2026-12-01; tag and graph: 0.002 and 0.03); the bounds below are over twice
 that, and a run that diverged is off by more within a few steps.
 """
-import csv
 
 import pytest
 import torch
@@ -19,7 +18,7 @@ import torch
 from attnlab.cli import main
 from attnlab.runs import read_yaml
 
-from .conftest import task_data
+from .conftest import task_data, train_losses
 
 pytestmark = pytest.mark.slow  # trains each task three times
 
@@ -66,11 +65,6 @@ def _args(task, data):
     return ["train", task, *given, *MODEL]
 
 
-def _losses(run):
-    with open(run / "logs" / "metrics.csv", newline="") as f:
-        return [float(r["train_loss"]) for r in csv.DictReader(f) if r["train_loss"]]
-
-
 @pytest.mark.parametrize("task", ["tag", "jets", "graph"])
 def test_bfloat16_runs_train_in_bfloat16_near_float32(task, data, tmp_path):
     losses = {}
@@ -90,7 +84,7 @@ def test_bfloat16_runs_train_in_bfloat16_near_float32(task, data, tmp_path):
             handle.remove()
         assert (seen["outputs"], seen["weights"]) == (outputs, weights), precision
         assert str(read_yaml(run / "config.yaml")["precision"]) == precision
-        losses[precision] = _losses(run)
+        losses[precision] = train_losses(run)
     assert len(losses["32"]) == 20
     for precision, tolerance in TOLERANCE.items():
         assert len(losses[precision]) == 20

@@ -22,6 +22,27 @@ def test_the_note_names_the_precision_only_where_bf16_is_emulated(monkeypatch, p
     assert hardware.emulated_bf16_note(precision) is None
 
 
+@pytest.mark.parametrize("cpuinfo, has", [
+    # Graviton3's /proc/cpuinfo: no flags line, its features on a "Features" line
+    ("processor\t: 0\nBogoMIPS\t: 2100.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 "
+     "sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 "
+     "asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs paca pacg dcpodp svei8mm "
+     "svebf16 i8mm bf16 dgh rng\nCPU implementer\t: 0x41\n", True),
+    # Graviton2 (Neoverse N1): no bf16
+    ("processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp "
+     "asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs\n", False),
+    ("processor\t: 0\nflags\t\t: fpu vme sse sse2 avx avx2 avx512f avx512_bf16\n", True),
+    ("processor\t: 0\nflags\t\t: fpu vme sse sse2 avx avx2 amx_bf16 amx_tile\n", True),
+    ("processor\t: 0\nflags\t\t: fpu vme sse sse2 avx avx2 avx512f\n", False),
+])
+def test_bf16_instructions_are_found_on_x86_and_arm(cpuinfo, has, monkeypatch):
+    """On a Graviton3 the note said "no bfloat16 instructions found": only x86's flags line
+    was read."""
+    assert hardware.cpu_has_bf16(cpuinfo) is has
+    monkeypatch.setattr(hardware, "cpu_has_bf16", lambda: has)
+    assert (hardware.emulated_bf16_note("bf16-mixed") is None) is has
+
+
 @pytest.mark.slow  # trains a run
 @pytest.mark.parametrize("precision, bf16_cpu, said", [
     ("16-mixed", False, "bf16-mixed"), ("bf16-true", False, "bf16-true"),

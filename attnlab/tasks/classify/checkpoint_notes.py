@@ -2,12 +2,12 @@
 (``init_notes``), once ``pretrained.read_init`` has read the checkpoint: the things that are
 not errors, yet would otherwise pass in silence.
 
-    head_note        a fine-tuned ``*ForSequenceClassification`` / ``*ForTokenClassification``:
-                     its head and ``id2label`` are left behind, the run's head is new
-    vocabulary_note  a tokeniser of fewer ids than the model's embedding rows (one copied from
-                     another model reads each token as another's embedding)
-    unknown_note     training text read mostly as the tokeniser's unk token (a script or
-                     casing its vocabulary lacks)
+    head_note          a fine-tuned ``*ForSequenceClassification`` / ``*ForTokenClassification``:
+                       its head and ``id2label`` are left behind, the run's head is new
+    vocabulary_note    a tokeniser of fewer ids than the model's embedding rows (one copied from
+                       another model reads each token as another's embedding)
+    init_unknown_note  training text read mostly as the tokeniser's unk token (a script or
+                       casing its vocabulary lacks)
 
 classify's and tag's ``validate`` print them with their other notes, before the run directory
 is written, and not on ``--resume``.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...errors import UsageError, first_few
 
-__all__ = ["init_notes", "head_note", "vocabulary_note", "unknown_note", "UNKNOWN_SHARE",
+__all__ = ["init_notes", "head_note", "vocabulary_note", "init_unknown_note", "UNKNOWN_SHARE",
            "UNKNOWN_SAMPLE"]
 
 # the classes whose head a fine-tuned checkpoint holds that a run does not read (its encoder
@@ -64,7 +64,7 @@ def head_note(checkpoint) -> str | None:
             f"labels of its own data")
 
 
-def unknown_note(checkpoint, texts: list[str], what: str = "the training texts") -> str | None:
+def init_unknown_note(checkpoint, texts: list[str], what: str = "the training texts") -> str | None:
     """A warning where more than ``UNKNOWN_SHARE`` of the tokens the Hugging Face
     ``checkpoint``'s tokeniser (``read_init``'s) makes of ``texts`` are its unk token: the
     encoder reads all of them as one token, and nothing else would say so before the run
@@ -73,7 +73,8 @@ def unknown_note(checkpoint, texts: list[str], what: str = "the training texts")
 
     Examples:
         >>> from types import SimpleNamespace
-        >>> unknown_note(SimpleNamespace(tokenizer=SimpleNamespace(unk_id=None)), ["a"]) is None
+        >>> no_unk = SimpleNamespace(tokenizer=SimpleNamespace(unk_id=None))
+        >>> init_unknown_note(no_unk, ["a"]) is None
         True
     """
     tok = checkpoint.tokenizer
@@ -101,11 +102,11 @@ def unknown_note(checkpoint, texts: list[str], what: str = "the training texts")
 def init_notes(checkpoint, texts: list[str], what: str) -> list[str]:
     """What a run from the Hugging Face ``checkpoint`` (``read_init``'s; None: an attnlab
     run, nothing to say) says before it trains on ``texts`` (its training split, named
-    ``what``): ``head_note``, ``vocabulary_note`` and ``unknown_note``, those that apply."""
+    ``what``): ``head_note``, ``vocabulary_note`` and ``init_unknown_note``, those that apply."""
     if checkpoint is None:
         return []
     return [n for n in (head_note(checkpoint), vocabulary_note(checkpoint),
-                        unknown_note(checkpoint, texts, what)) if n]
+                        init_unknown_note(checkpoint, texts, what)) if n]
 
 
 def vocabulary_note(checkpoint) -> str | None:

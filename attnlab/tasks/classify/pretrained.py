@@ -44,6 +44,7 @@ from typing import Any
 
 from ...activation_names import ACT_FROM_HF
 from ...errors import UsageError
+from ...interop.config_rules import heads_divide_width
 from ...interop.source import BERT_FAMILY
 from ...models.configs import BertClassifierConfig, PretrainedEncoderFields
 from ...settings import setting
@@ -140,11 +141,11 @@ def settings_of_config(model_type: str, config: dict[str, Any], *,
         return value
 
     dim, heads, layers, ff, act = (need(k) for k in names)
-    if isinstance(dim, int) and isinstance(heads, int) and heads > 0 and dim % heads:
-        # said of the file, not of --model-dim / --num-heads, which the user did not give
-        raise UsageError(f"{Path(where) / 'config.json'}: {names[0]} {dim} is not divisible "
-                         f"by {names[1]} {heads} (each attention head takes an equal share of "
-                         f"the width): is it the config.json saved with these weights?")
+    try:
+        heads_divide_width(config, names[0], names[1])
+    except ValueError as e:
+        raise UsageError(f"{Path(where) / 'config.json'}: {e}: is it the config.json saved "
+                         f"with these weights?") from None
     pad = config.get("pad_token_id")
     # vocab_size: the embedding's rows, for the memory estimate (--vocab-size is refused)
     return {"arch": model_type, "vocab_size": need("vocab_size"), "model_dim": dim, "num_heads": heads, "num_layers": layers,
@@ -263,4 +264,3 @@ def check_room(max_len: int, init: str, tokenizer) -> None:
         raise UsageError(f"--max-len {max_len}: --init {init}'s tokenizer adds {added} special "
                          f"tokens to every input, so no token of the text would be read; give "
                          f"--max-len {added + 1} or more")
-

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from ...activation_names import hf_activation
 from ...errors import UsageError
 from ...interop.gguf import is_gguf
+from ...interop.config_rules import heads_divide_width
 from ...interop.llama_config import llama_family_settings
 from ...interop.source import (ATTENTION_DROPOUT_KEYS, INIT_MODEL_TYPES, LLAMA_TYPES,
                                 checkpoint_dropout, weights_file)
@@ -340,6 +341,10 @@ def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str,
         activation = hf_activation(c["activation_function"], "gpt2")
     except ValueError as e:
         raise UsageError(f"--init {path}: {e}") from None
+    try:
+        heads_divide_width(c, "n_embd", "n_head")
+    except ValueError as e:
+        raise UsageError(f"--init {path}: config.json: {e}") from None
     return {"model_dim": c["n_embd"], "num_layers": c["n_layer"], "num_heads": c["n_head"],
             "dim_feedforward": c["n_inner"] or 4 * c["n_embd"],
             "max_len": c["n_positions"],

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import UsageError
+from ...interop.config_rules import heads_divide_width
 from ...interop.source import INIT_MODEL_TYPES
 from ...models.configs import Seq2SeqConfig
 from ...settings import (MAX_BEAM, AdaptSettings, beam_setting, label_smoothing_setting,
@@ -290,6 +291,10 @@ def marian_settings(config: dict[str, Any], where: Path) -> dict[str, Any]:
         if c.get(enc) != c.get(dec):
             raise refuse(f"{enc} {c.get(enc)} and {dec} {c.get(dec)} differ; attnlab's "
                          f"Seq2SeqTransformer has one value for both stacks")
+    try:
+        heads_divide_width(c, "d_model", "encoder_attention_heads")
+    except ValueError as e:
+        raise UsageError(f"--init {where}: config.json: {e}") from None
     for name in ("encoder_layerdrop", "decoder_layerdrop"):
         if c.get(name):
             raise refuse(f"{name} {c[name]} (skipping layers while training) is not supported")
