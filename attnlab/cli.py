@@ -75,12 +75,9 @@ class ArgumentParser(argparse.ArgumentParser):
         if extras:
             hint = self._of_siblings(extras) or self._closest(extras)
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}{_as_path(extras)}")
-        # a sub-command's notes go up with its values; the whole command's are said once it
-        # parsed, train's once its settings pass their checks (``attnlab.commands.train``)
+        # a sub-command's notes go up with its values, to be said once the command has done
+        # its checks (``_main``; train's before it trains, ``attnlab.commands.train``)
         namespace.flag_notes = [*getattr(namespace, "flag_notes", []), *self._notes.values()]
-        if " " not in self.prog and getattr(namespace, "command", None) != "train":
-            for note in vars(namespace).pop("flag_notes"):
-                print(note, file=sys.stderr)
         return namespace, extras
 
     def _unknown(self, args: list[str]) -> list[str]:
@@ -309,6 +306,10 @@ def _main(argv: list[str] | None) -> int:
         args = build_parser().parse_args(argv)
         with _sigterm_interrupts():
             code = int(args.func(args) or 0)
+        # a flag given twice, said once the command is done: a refusal stays the one line of
+        # its error (train says its notes itself, before it trains, and leaves none here)
+        for note in getattr(args, "flag_notes", []):
+            print(note, file=sys.stderr)
         sys.stdout.flush()  # here, so a full disk is reported below, not at interpreter exit
         return code
     except UsageError as e:

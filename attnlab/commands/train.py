@@ -87,11 +87,14 @@ def build_config(task_name: str, given: dict[str, Any]) -> RunSettings:
     return configure(task_name, given)[0]
 
 
-def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
+def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None = None
+              ) -> tuple[RunSettings, Any]:
     """``build_config``'s settings, and what the task's checks read that its run needs
     (``Task.validate``'s result, handed to the runtime's ``run``, ``task.runtime().run``: the
     task object keeps nothing). Every check runs on the plain dict (and may normalise it); the
-    dict is then frozen, once, into the task's typed run config (``Task.config_class``)."""
+    dict is then frozen, once, into the task's typed run config (``Task.config_class``).
+    The notes on the settings are added to ``notes_out`` (``train`` says them once nothing else
+    refuses the run), or said once the checks pass when it is None."""
     from ..loading import check_values
     from ..runs import read_yaml
 
@@ -141,10 +144,13 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
             raise
         raise UsageError(_recipe_named(str(e), recipe, task.recipes[recipe],
                                        {**file_cfg, **given})) from None
-    _say(notes_of_file + notes)  # after the checks: a refusal stays the one line of its error
-    if recipe:
-        _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init,
-                               set(file_cfg) - set(given), given.get("config"))
+    said = notes_of_file + notes + (_recipe_overridden(
+        recipe, task.recipes[recipe], cfg, from_init, set(file_cfg) - set(given),
+        given.get("config")) if recipe else [])
+    if notes_out is None:
+        _say(said)  # after the checks: a refusal stays the one line of its error
+    else:
+        notes_out.extend(said)
     _as_trained(task, cfg)
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
 
@@ -228,10 +234,10 @@ def _recipe_named(message: str, name: str, recipe: dict[str, Any],
     return f"{message} (--recipe {name} sets {sets})"
 
 
-def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],
-                           from_init: set[str], from_file: set[str],
-                           config_file: str | None = None) -> None:
-    """One line naming each setting of ``--recipe name`` that the run does not train with,
+def _recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],
+                       from_init: set[str], from_file: set[str],
+                       config_file: str | None = None) -> list[str]:
+    """The line (as a list: none when there is nothing to say) naming each setting of ``--recipe name`` that the run does not train with,
     and where its value came from: the ``--config`` file (``from_file``: its keys no flag
     gave; a run's own config.yaml records every setting, so it leaves the recipe none),
     given (a flag over it, or an ``--arch`` that sets that part), or ``--init DIR``
@@ -244,8 +250,7 @@ def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any
         ("given, and used instead", lambda k: k not in from_init and k not in from_file),
         (f"from --init {cfg.get('init')}, used instead", lambda k: k in from_init))]
     said = "; ".join(f"{where}: {', '.join(texts)}" for where, texts in parts if texts)
-    if said:
-        print(f"--recipe {name}: {said}", file=sys.stderr)
+    return [f"--recipe {name}: {said}"] if said else []
 
 
 # the keys every run's config.yaml holds, which a --config file written by hand seldom does
@@ -594,15 +599,19 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items()
              if k not in ("task", "func", "command", "flag_notes")}
-    cfg, checked = _configured(args.task, given)
-    _say(getattr(args, "flag_notes", []))  # a flag given twice: after the checks, as its notes
+    # the notes of the settings (a flag given twice, a --config value a flag replaced), said
+    # once nothing refuses the run: a refusal stays the one line of its error
+    notes = vars(args).pop("flag_notes", [])
+    cfg, checked = _configured(args.task, given, notes)
     run_dir = _preflight(args, cfg)
     if run_dir is None:
+        _say(notes)
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
     from ..training.hardware import wait_for_rank_zero
 
     cfg = check_hardware(cfg, quiet=_is_child())
+    _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir)
     # a new run records that its --epochs count the passes of all processes together
@@ -623,17 +632,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configured(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
-    """``configure``; in a DDP process other than the first without the notes its checks print
-    on the data (a repeated row, a split without an entity): the first process read the same
-    files and said them, once. A refusal is raised, and told, as in the first."""
+def _configured(task_name: str, given: dict[str, Any], notes: list[str]
+                ) -> tuple[RunSettings, Any]:
+    """``configure``, its notes of the settings added to ``notes``; in a DDP process other
+    than the first without the notes its checks print on the data (a repeated row, a split
+    without an entity): the first process read the same files and said them, once. A refusal
+    is raised, and told, as in the first."""
     if not _is_child():
-        return configure(task_name, given)
+        return configure(task_name, given, notes)
     import contextlib
     import io
 
     with contextlib.redirect_stderr(io.StringIO()):
-        return configure(task_name, given)
+        return configure(task_name, given, notes)
 
 
 def _train(cfg: RunSettings, run_dir: Path, checked: Any = None) -> None:

@@ -39,13 +39,26 @@ def test_a_setting_given_twice_keeps_the_last_and_says_so():
 
 
 @pytest.mark.slow  # draws a figure (matplotlib)
-def test_a_command_that_does_not_train_says_the_note_once_it_parsed(capsys, tmp_path,
+def test_a_command_that_does_not_train_says_the_note_once_it_is_done(capsys, tmp_path,
                                                                     monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["plot", "pe", "--d-model", "8", "--out", "pe.png", "--d-model", "16"]) == 0
     err = capsys.readouterr().err
     assert err == "note: --d-model is given 2 times (8, 16); the last, 16, is used\n"
     assert (tmp_path / "pe.png").is_file()
+
+
+def test_a_refusal_after_a_repeated_flag_is_one_line(capsys, tmp_path, monkeypatch):
+    """The note of a flag given twice was said before the refusal that followed it: two lines
+    for one error. A refused command says its error alone."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing").mkdir()
+    (tmp_path / "existing" / "mine.txt").write_text("kept")
+    _fails(["train", "reverse", "--out", "existing", "--lr", "1e-3", "--lr", "3e-4"], capsys,
+           "--out existing already holds files")
+    _fails(["predict", str(tmp_path / "nope"), "--threads", "1", "--threads", "2", "--input",
+            "x"], capsys, "run directory not found")
+    assert (tmp_path / "existing" / "mine.txt").read_text() == "kept"
 
 
 def test_a_repeated_flag_that_collects_values_still_collects_them():
