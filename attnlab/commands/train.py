@@ -319,12 +319,15 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
 
 def _overridden(file_cfg: dict[str, Any], given: dict[str, Any], derived: set[str]) -> list[str]:
     """"--lr 0.0003 over its lr: 0.001" for each setting of a --config file that a flag
-    replaces with another value (a budget flag replaces either budget of the file)."""
+    replaces with another value (a budget flag replaces either budget of the file). A key the
+    file leaves unset (``epochs: null``, as a run's own config.yaml records the budget it did
+    not use) set nothing, so nothing is said of it."""
     budget = next((b for b in ("epochs", "max_steps") if given.get(b) is not None), None)
     said = []
     for key, value in file_cfg.items():
         by = key if key in given else budget if key in _budgets_given(given) else None
-        if by is None or key in derived or (by == key and str(value) == str(given[key])):
+        if (value is None or by is None or key in derived
+                or (by == key and str(value) == str(given[key]))):
             continue
         shown = str(value).lower() if isinstance(value, bool) else value_text(value)
         said.append(f"{as_typed(by, given[by])} over its {key}: {shown}")
