@@ -101,16 +101,16 @@ class ArgumentParser(argparse.ArgumentParser):
     def _one_dash(self, message: str) -> str:
         """argparse's "argument -h/--help: ignored explicit argument 'f'" for ``-hf`` (a flag
         written with one dash, read as -h and f), as what was typed and what was meant:
-        "-hf is read as -h followed by 'f'; did you mean --hf?"."""
-        typed = re.fullmatch(r"argument (-\w)/--[\w-]+: ignored explicit argument '(.*)'",
-                             message)
+        "-hf is read as -h followed by 'f'; did you mean --hf?" where the command has that very
+        flag; else that -h stands alone (``train lm -hf`` was asked "did you mean --ff?", a
+        flag nobody typed)."""
+        typed = re.fullmatch(r"argument -h/--help: ignored explicit argument '(.*)'", message)
         if typed is None:
             return message
-        short, rest = typed[1], typed[2].lstrip("=")
-        flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-        meant = _near(f"--{short[1:]}{rest}", flags, typed=f"{short}{rest}")
-        hint = f"did you mean {meant[0]}?" if meant else "a long flag is written with two dashes"
-        return f"{short}{typed[2]} is read as {short} followed by {typed[2]!r}; {hint}"
+        meant = f"--h{typed[1].lstrip('=')}"
+        hint = (f"did you mean {meant}?" if meant in self._option_string_actions
+                else "-h alone prints help; a long flag takes two dashes")
+        return f"-h{typed[1]} is read as -h followed by {typed[1]!r}; {hint}"
 
     def _of_siblings(self, extras: list[str]) -> str:
         """"; --block-size is a flag of train lm, not of train reverse" for a flag of this
