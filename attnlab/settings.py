@@ -568,19 +568,33 @@ class SamplingSettings:
                                 "Face DIR's generation_config.json's)")
 
 
-MAX_NEW_TOKENS = 1_000_000  # a mistyped --max-new-tokens 1000000000000 seemed to hang
-
-
 @dataclass
 class GenerationSettings(SamplingSettings):
     """A generation's length, and how its next tokens are chosen (``attnlab.generation``'s
-    loops and ``attnlab generate``)."""
+    loops and ``attnlab generate``, which streams: a long sample is its user's to stop)."""
 
-    max_new_tokens: int = setting(200, low=1, metavar="N", cap=MAX_NEW_TOKENS,
-                                  cap_why="a continuation that long takes hours, token by "
-                                          "token (a greedy one may never reach an end "
-                                          "token)",
+    max_new_tokens: int = setting(200, low=1, metavar="N",
                                   help="tokens to generate at most (default 200)")
+
+
+# predict prints each continuation once it is whole: a mistyped --max-new-tokens 1000000000000
+# seemed to hang, where generate, which streams, shows its tokens as they come
+MAX_PREDICT_TOKENS = 1_000_000
+
+
+@dataclass
+class PredictSettings:
+    """``attnlab predict``'s continuation of an lm run's inputs (its other flags are inputs)."""
+
+    max_new_tokens: int = setting(None, low=1, optional=True, metavar="N",
+                                  cap=MAX_PREDICT_TOKENS,
+                                  cap_why="predict prints a continuation once it is whole, "
+                                          "and one that long takes hours (a greedy one may "
+                                          "never reach an end token); generate streams its "
+                                          "tokens as they come",
+                                  help="lm runs: tokens to continue each input by, as "
+                                       "`generate --greedy --max-new-tokens N` does (default: "
+                                       "the run's predict_tokens, 100)")
 
 
 @dataclass

@@ -142,14 +142,20 @@ def test_a_graph_seed_out_of_range_is_refused_before_the_graph_is_drawn(capsys, 
     assert not out.exists()
 
 
-def test_a_mistyped_token_budget_is_refused_not_generated_for_hours(capsys, tmp_path):
+def test_a_mistyped_token_budget_is_refused_by_predict_alone(capsys, tmp_path):
     """``predict LM --max-new-tokens 1000000000000``: a greedy continuation of a small model
-    rarely reaches its end token, and the command seemed to hang. The same rule holds for
-    ``generate`` and for the library's ``generate(max_new_tokens=...)``."""
-    from attnlab.settings import GenerationSettings, check_argument
+    rarely reaches its end token, and predict, which prints it once it is whole, seemed to
+    hang. ``generate`` streams and the library yields token by token: a long sample is theirs
+    to take (the cap refused ``decode_stream(step, ids, 1_000_001)`` too)."""
+    import torch
+
+    from attnlab.generation import decode_stream
 
     _fails(["predict", str(tmp_path), "--input", "the", "--max-new-tokens", "1000000000000"],
            capsys, "--max-new-tokens 1000000000000 is too large (at most 1,000,000)")
-    with pytest.raises(ValueError, match="max_new_tokens 1000001 is too large"):
-        check_argument(GenerationSettings, "max_new_tokens", 1_000_001)
-    assert check_argument(GenerationSettings, "max_new_tokens", 1_000_000) == 1_000_000
+
+    def ends_at_once(tokens):  # the end token, 2, most likely: the generation stops there
+        return torch.tensor([[0.0, 0.0, 5.0]]).expand(tokens.shape[0], 3)
+
+    made = list(decode_stream(ends_at_once, torch.tensor([[1]]), 1_000_001, eos_token_id=2))
+    assert [t.tolist() for t in made] == [[[2]]]
