@@ -182,6 +182,9 @@ def file_setting(help: str, **absent: Any) -> Any:
 
 
 MAX_THREADS = 256  # more torch threads than any machine attnlab runs on has cores
+# processes per node (--devices): nodes hold a few GPUs to a few dozen, and a CPU run of many
+# processes is a test of DDP; --devices 1000000000000 (a slip) ran Lightning out of memory
+MAX_DEVICES = 256
 
 
 def threads_setting(help: str) -> Any:
@@ -323,8 +326,9 @@ class TrainSettings:
                                    "torch's count, or 1 when another job holds a core; tiny "
                                    "models train fastest on 1)")
     devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1,
-                           cap=MAX_THREADS, cap_why="more processes per node than any machine "
-                                                    "has cores or GPUs")
+                           cap=MAX_DEVICES, cap_why="far more than any node's GPUs; a "
+                                                    "count that large is taken for a slip "
+                                                    "of the keyboard")
     num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",
                              low=1)
     strategy: str = setting("auto", help="how devices share the work (docs/scale.md)",

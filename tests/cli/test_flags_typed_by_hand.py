@@ -128,8 +128,10 @@ def test_a_huge_device_count_is_a_usage_error_not_an_out_of_memory_fault(source,
         given = ["--config", str(tmp_path / "c.yaml")]
     else:
         given = ["--devices", "1000000000000"]
-    _fails(["train", "reverse", "--out", str(out), *given], capsys, "devices",
-           "1000000000000 is too large (at most 256)")
+    said = _fails(["train", "reverse", "--out", str(out), *given], capsys, "devices",
+                  "1000000000000 is too large (at most 256)")
+    # its own reason: "more than any machine has cores" was the reason of --threads, and untrue
+    assert "cores" not in said and "GPUs" in said
     assert not out.exists()
 
 
