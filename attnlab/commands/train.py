@@ -635,9 +635,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configured(task_name: str, given: dict[str, Any], notes: list[str]
+def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None = None
                 ) -> tuple[RunSettings, Any]:
-    """``configure``, its notes of the settings added to ``notes``; in a DDP process other
+    """``configure``, its notes of the settings added to ``notes`` (said, without); in a DDP process other
     than the first without the notes its checks print on the data (a repeated row, a split
     without an entity): the first process read the same files and said them, once. A refusal
     is raised, and told, as in the first."""
