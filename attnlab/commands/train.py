@@ -90,11 +90,9 @@ def build_config(task_name: str, given: dict[str, Any]) -> RunSettings:
 def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None = None
               ) -> tuple[RunSettings, Any]:
     """``build_config``'s settings, and what the task's checks read that its run needs
-    (``Task.validate``'s result, handed to the runtime's ``run``, ``task.runtime().run``: the
-    task object keeps nothing). Every check runs on the plain dict (and may normalise it); the
-    dict is then frozen, once, into the task's typed run config (``Task.config_class``).
-    The notes on the settings are added to ``notes_out`` (``train`` says them once nothing else
-    refuses the run), or said once the checks pass when it is None."""
+    (``Task.validate``'s result, for ``task.runtime().run``: the task object keeps nothing).
+    Every check runs on the plain dict (and may normalise it), then frozen, once, into the
+    task's typed run config (``Task.config_class``); its notes said, or put in ``notes_out``."""
     from ..loading import check_values
     from ..runs import read_yaml
 
@@ -144,13 +142,9 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
             raise
         raise UsageError(_recipe_named(str(e), recipe, task.recipes[recipe],
                                        {**file_cfg, **given})) from None
-    said = notes_of_file + notes + (_recipe_overridden(
-        recipe, task.recipes[recipe], cfg, from_init, set(file_cfg) - set(given),
-        given.get("config")) if recipe else [])
-    if notes_out is None:
-        _say(said)  # after the checks: a refusal stays the one line of its error
-    else:
-        notes_out.extend(said)
+    _say([*notes_of_file, *notes, *_recipe_overridden(  # after the checks: a refusal stays
+        recipe, task.recipes.get(recipe, {}), cfg, from_init,  # the one line of its error
+        set(file_cfg) - set(given), given.get("config"))], into=notes_out)
     _as_trained(task, cfg)
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
 
@@ -237,11 +231,12 @@ def _recipe_named(message: str, name: str, recipe: dict[str, Any],
 def _recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],
                        from_init: set[str], from_file: set[str],
                        config_file: str | None = None) -> list[str]:
-    """The line (as a list: none when there is nothing to say) naming each setting of ``--recipe name`` that the run does not train with,
-    and where its value came from: the ``--config`` file (``from_file``: its keys no flag
-    gave; a run's own config.yaml records every setting, so it leaves the recipe none),
-    given (a flag over it, or an ``--arch`` that sets that part), or ``--init DIR``
-    (``from_init``: its model's shape, or a default it sets)."""
+    """The line (as a list: none without a recipe or anything to say) naming each setting of
+    ``--recipe name`` that the run does not train with, and where its value came from: the
+    ``--config`` file (``from_file``: its keys no flag gave; a run's own config.yaml records
+    every setting, so it leaves the recipe none), given (a flag over it, or an ``--arch``
+    that sets that part), or ``--init DIR`` (``from_init``: its model's shape, or a default
+    it sets)."""
     won = {k: f"{as_typed(k, cfg[k])} (the recipe's {as_typed(k, v)})"
            for k, v in recipe.items() if cfg.get(k) not in (v, None)}
     parts = [(where, [text for k, text in won.items() if mine(k)]) for where, mine in (
@@ -418,9 +413,12 @@ def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str
                          f"change it")
 
 
-def _say(notes: list[str]) -> None:
-    """Each of ``notes`` on stderr, once: not from each DDP rank."""
-    if not _is_child():
+def _say(notes: list[str], into: list[str] | None = None) -> None:
+    """Each of ``notes`` on stderr, once: not from each DDP rank; or added to ``into``, to be
+    said later."""
+    if into is not None:
+        into.extend(notes)
+    elif not _is_child():
         for note in notes:
             print(note, file=sys.stderr, flush=True)
 
@@ -637,10 +635,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None = None
                 ) -> tuple[RunSettings, Any]:
-    """``configure``, its notes of the settings added to ``notes`` (said, without); in a DDP process other
-    than the first without the notes its checks print on the data (a repeated row, a split
-    without an entity): the first process read the same files and said them, once. A refusal
-    is raised, and told, as in the first."""
+    """``configure``, its notes of the settings added to ``notes`` (said, without); in a DDP
+    process other than the first without the notes its checks print on the data (a repeated
+    row, a split without an entity): the first process read the same files and said them,
+    once. A refusal is raised, and told, as in the first."""
     if not _is_child():
         return configure(task_name, given, notes)
     import contextlib
