@@ -75,12 +75,9 @@ class ArgumentParser(argparse.ArgumentParser):
         if extras:
             hint = self._of_siblings(extras) or self._closest(extras)
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}{_as_path(extras)}")
-        # a sub-command's notes go up with its values; the whole command's are said once it
-        # parsed, train's once its settings pass their checks (``attnlab.commands.train``)
+        # a sub-command's notes go up with its values, to be said once the command has done
+        # its checks (``_main``; train's before it trains, ``attnlab.commands.train``)
         namespace.flag_notes = [*getattr(namespace, "flag_notes", []), *self._notes.values()]
-        if " " not in self.prog and getattr(namespace, "command", None) != "train":
-            for note in vars(namespace).pop("flag_notes"):
-                print(note, file=sys.stderr)
         return namespace, extras
 
     def _unknown(self, args: list[str]) -> list[str]:
@@ -104,16 +101,16 @@ class ArgumentParser(argparse.ArgumentParser):
     def _one_dash(self, message: str) -> str:
         """argparse's "argument -h/--help: ignored explicit argument 'f'" for ``-hf`` (a flag
         written with one dash, read as -h and f), as what was typed and what was meant:
-        "-hf is read as -h followed by 'f'; did you mean --hf?"."""
-        typed = re.fullmatch(r"argument (-\w)/--[\w-]+: ignored explicit argument '(.*)'",
-                             message)
+        "-hf is read as -h followed by 'f'; did you mean --hf?" where the command has that very
+        flag; else that -h stands alone (``train lm -hf`` was asked "did you mean --ff?", a
+        flag nobody typed)."""
+        typed = re.fullmatch(r"argument -h/--help: ignored explicit argument '(.*)'", message)
         if typed is None:
             return message
-        short, rest = typed[1], typed[2].lstrip("=")
-        flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-        meant = _near(f"--{short[1:]}{rest}", flags, typed=f"{short}{rest}")
-        hint = f"did you mean {meant[0]}?" if meant else "a long flag is written with two dashes"
-        return f"{short}{typed[2]} is read as {short} followed by {typed[2]!r}; {hint}"
+        meant = f"--h{typed[1].lstrip('=')}"
+        hint = (f"did you mean {meant}?" if meant in self._option_string_actions
+                else "-h alone prints help; a long flag takes two dashes")
+        return f"-h{typed[1]} is read as -h followed by {typed[1]!r}; {hint}"
 
     def _of_siblings(self, extras: list[str]) -> str:
         """"; --block-size is a flag of train lm, not of train reverse" for a flag of this
@@ -309,6 +306,10 @@ def _main(argv: list[str] | None) -> int:
         args = build_parser().parse_args(argv)
         with _sigterm_interrupts():
             code = int(args.func(args) or 0)
+        # a flag given twice, said once the command is done: a refusal stays the one line of
+        # its error (train says its notes itself, before it trains, and leaves none here)
+        for note in getattr(args, "flag_notes", []):
+            print(note, file=sys.stderr)
         sys.stdout.flush()  # here, so a full disk is reported below, not at interpreter exit
         return code
     except UsageError as e:

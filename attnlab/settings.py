@@ -182,6 +182,9 @@ def file_setting(help: str, **absent: Any) -> Any:
 
 
 MAX_THREADS = 256  # more torch threads than any machine attnlab runs on has cores
+# processes per node (--devices): nodes hold a few GPUs to a few dozen, and a CPU run of many
+# processes is a test of DDP; --devices 1000000000000 (a slip) ran Lightning out of memory
+MAX_DEVICES = 256
 
 
 def threads_setting(help: str) -> Any:
@@ -323,8 +326,9 @@ class TrainSettings:
                                    "torch's count, or 1 when another job holds a core; tiny "
                                    "models train fastest on 1)")
     devices: int = setting(1, help="processes (GPUs, or CPU processes) per node", low=1,
-                           cap=MAX_THREADS, cap_why="more processes per node than any machine "
-                                                    "has cores or GPUs")
+                           cap=MAX_DEVICES, cap_why="far more than any node's GPUs; a "
+                                                    "count that large is taken for a slip "
+                                                    "of the keyboard")
     num_nodes: int = setting(1, help="machines (needs a cluster environment, docs/scale.md)",
                              low=1)
     strategy: str = setting("auto", help="how devices share the work (docs/scale.md)",
@@ -568,19 +572,33 @@ class SamplingSettings:
                                 "Face DIR's generation_config.json's)")
 
 
-MAX_NEW_TOKENS = 1_000_000  # a mistyped --max-new-tokens 1000000000000 seemed to hang
-
-
 @dataclass
 class GenerationSettings(SamplingSettings):
     """A generation's length, and how its next tokens are chosen (``attnlab.generation``'s
-    loops and ``attnlab generate``)."""
+    loops and ``attnlab generate``, which streams: a long sample is its user's to stop)."""
 
-    max_new_tokens: int = setting(200, low=1, metavar="N", cap=MAX_NEW_TOKENS,
-                                  cap_why="a continuation that long takes hours, token by "
-                                          "token (a greedy one may never reach an end "
-                                          "token)",
+    max_new_tokens: int = setting(200, low=1, metavar="N",
                                   help="tokens to generate at most (default 200)")
+
+
+# predict prints each continuation once it is whole: a mistyped --max-new-tokens 1000000000000
+# seemed to hang, where generate, which streams, shows its tokens as they come
+MAX_PREDICT_TOKENS = 1_000_000
+
+
+@dataclass
+class PredictSettings:
+    """``attnlab predict``'s continuation of an lm run's inputs (its other flags are inputs)."""
+
+    max_new_tokens: int = setting(None, low=1, optional=True, metavar="N",
+                                  cap=MAX_PREDICT_TOKENS,
+                                  cap_why="predict prints a continuation once it is whole, "
+                                          "and one that long takes hours (a greedy one may "
+                                          "never reach an end token); generate streams its "
+                                          "tokens as they come",
+                                  help="lm runs: tokens to continue each input by, as "
+                                       "`generate --greedy --max-new-tokens N` does (default: "
+                                       "the run's predict_tokens, 100)")
 
 
 @dataclass

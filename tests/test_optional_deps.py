@@ -48,6 +48,8 @@ def test_every_extra_named_exists_and_every_pip_command_quotes_it():
 def test_the_readme_says_how_to_install_with_pip_and_names_every_extra():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "pip install torch==2.13.0" in text  # pyproject.toml's torch comment points here
+    # PyPI's Linux torch is the CUDA build: a CPU-only machine is shown PyTorch's CPU index
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in text
     in_readme = {name for m in _EXTRA.finditer(text) for name in m["names"].split(",")}
     assert set(EXTRAS) <= in_readme, f"extras the README does not name: {set(EXTRAS) - in_readme}"
 

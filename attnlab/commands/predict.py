@@ -8,6 +8,7 @@ generate --greedy`` makes it (one code path, ``attnlab.tasks.lm.continuation``),
 ``--max-new-tokens`` tokens (default: the run's ``predict_tokens``, 100)."""
 from __future__ import annotations
 
+from ..settings import PredictSettings, add_flags
 from .checkpoint import add_checkpoint_flag
 from .inputs import add_input_file_flags, check_input, one_or_file, write_results
 from .threads import add_threads_flag, check_threads, use_threads
@@ -22,10 +23,7 @@ def register(sub) -> None:
                                    "--input-file.")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--input", metavar="TEXT")
-    # the rule (at least 1) is generate's declaration of the same flag (GenerationSettings)
-    p.add_argument("--max-new-tokens", type=int, metavar="N",
-                   help="lm runs: tokens to continue each input by, as `generate --greedy "
-                        "--max-new-tokens N` does (default: the run's predict_tokens, 100)")
+    add_flags(p, PredictSettings)  # --max-new-tokens, its rules declared there
     add_input_file_flags(p)
     add_threads_flag(p)
     add_checkpoint_flag(p)
@@ -35,15 +33,14 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..errors import UsageError
     from ..loading import check_run_dir, tasks_phrase, tasks_that, weights_from
-    from ..settings import GenerationSettings, check
+    from ..settings import check
     from ..tasks import get_task
     from ..tasks.base import set_options
 
     check_input(args.input)
     check_threads(args.threads)
     if args.max_new_tokens is not None:
-        check(GenerationSettings, {"max_new_tokens": args.max_new_tokens},
-              only=("max_new_tokens",))
+        check(PredictSettings, {"max_new_tokens": args.max_new_tokens})
     texts, labels = one_or_file(args.input, "--input", args.input_file, args.input_column)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict", checkpoint=args.checkpoint)
     task = get_task(cfg.task)

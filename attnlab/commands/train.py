@@ -87,11 +87,12 @@ def build_config(task_name: str, given: dict[str, Any]) -> RunSettings:
     return configure(task_name, given)[0]
 
 
-def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
+def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None = None
+              ) -> tuple[RunSettings, Any]:
     """``build_config``'s settings, and what the task's checks read that its run needs
-    (``Task.validate``'s result, handed to the runtime's ``run``, ``task.runtime().run``: the
-    task object keeps nothing). Every check runs on the plain dict (and may normalise it); the
-    dict is then frozen, once, into the task's typed run config (``Task.config_class``)."""
+    (``Task.validate``'s result, for ``task.runtime().run``: the task object keeps nothing).
+    Every check runs on the plain dict (and may normalise it), then frozen, once, into the
+    task's typed run config (``Task.config_class``); its notes said, or put in ``notes_out``."""
     from ..loading import check_values
     from ..runs import read_yaml
 
@@ -141,10 +142,9 @@ def configure(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
             raise
         raise UsageError(_recipe_named(str(e), recipe, task.recipes[recipe],
                                        {**file_cfg, **given})) from None
-    _say(notes_of_file + notes)  # after the checks: a refusal stays the one line of its error
-    if recipe:
-        _say_recipe_overridden(recipe, task.recipes[recipe], cfg, from_init,
-                               set(file_cfg) - set(given), given.get("config"))
+    _say([*notes_of_file, *notes, *_recipe_overridden(  # after the checks: a refusal stays
+        recipe, task.recipes.get(recipe, {}), cfg, from_init,  # the one line of its error
+        set(file_cfg) - set(given), given.get("config"))], into=notes_out)
     _as_trained(task, cfg)
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
 
@@ -228,14 +228,15 @@ def _recipe_named(message: str, name: str, recipe: dict[str, Any],
     return f"{message} (--recipe {name} sets {sets})"
 
 
-def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],
-                           from_init: set[str], from_file: set[str],
-                           config_file: str | None = None) -> None:
-    """One line naming each setting of ``--recipe name`` that the run does not train with,
-    and where its value came from: the ``--config`` file (``from_file``: its keys no flag
-    gave; a run's own config.yaml records every setting, so it leaves the recipe none),
-    given (a flag over it, or an ``--arch`` that sets that part), or ``--init DIR``
-    (``from_init``: its model's shape, or a default it sets)."""
+def _recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any],
+                       from_init: set[str], from_file: set[str],
+                       config_file: str | None = None) -> list[str]:
+    """The line (as a list: none without a recipe or anything to say) naming each setting of
+    ``--recipe name`` that the run does not train with, and where its value came from: the
+    ``--config`` file (``from_file``: its keys no flag gave; a run's own config.yaml records
+    every setting, so it leaves the recipe none), given (a flag over it, or an ``--arch``
+    that sets that part), or ``--init DIR`` (``from_init``: its model's shape, or a default
+    it sets)."""
     won = {k: f"{as_typed(k, cfg[k])} (the recipe's {as_typed(k, v)})"
            for k, v in recipe.items() if cfg.get(k) not in (v, None)}
     parts = [(where, [text for k, text in won.items() if mine(k)]) for where, mine in (
@@ -244,8 +245,7 @@ def _say_recipe_overridden(name: str, recipe: dict[str, Any], cfg: dict[str, Any
         ("given, and used instead", lambda k: k not in from_init and k not in from_file),
         (f"from --init {cfg.get('init')}, used instead", lambda k: k in from_init))]
     said = "; ".join(f"{where}: {', '.join(texts)}" for where, texts in parts if texts)
-    if said:
-        print(f"--recipe {name}: {said}", file=sys.stderr)
+    return [f"--recipe {name}: {said}"] if said else []
 
 
 # the keys every run's config.yaml holds, which a --config file written by hand seldom does
@@ -314,12 +314,15 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
 
 def _overridden(file_cfg: dict[str, Any], given: dict[str, Any], derived: set[str]) -> list[str]:
     """"--lr 0.0003 over its lr: 0.001" for each setting of a --config file that a flag
-    replaces with another value (a budget flag replaces either budget of the file)."""
+    replaces with another value (a budget flag replaces either budget of the file). A key the
+    file leaves unset (``epochs: null``, as a run's own config.yaml records the budget it did
+    not use) set nothing, so nothing is said of it."""
     budget = next((b for b in ("epochs", "max_steps") if given.get(b) is not None), None)
     said = []
     for key, value in file_cfg.items():
         by = key if key in given else budget if key in _budgets_given(given) else None
-        if by is None or key in derived or (by == key and str(value) == str(given[key])):
+        if (value is None or by is None or key in derived
+                or (by == key and str(value) == str(given[key]))):
             continue
         shown = str(value).lower() if isinstance(value, bool) else value_text(value)
         said.append(f"{as_typed(by, given[by])} over its {key}: {shown}")
@@ -410,9 +413,12 @@ def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str
                          f"change it")
 
 
-def _say(notes: list[str]) -> None:
-    """Each of ``notes`` on stderr, once: not from each DDP rank."""
-    if not _is_child():
+def _say(notes: list[str], into: list[str] | None = None) -> None:
+    """Each of ``notes`` on stderr, once: not from each DDP rank; or added to ``into``, to be
+    said later."""
+    if into is not None:
+        into.extend(notes)
+    elif not _is_child():
         for note in notes:
             print(note, file=sys.stderr, flush=True)
 
@@ -594,15 +600,19 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items()
              if k not in ("task", "func", "command", "flag_notes")}
-    cfg, checked = _configured(args.task, given)
-    _say(getattr(args, "flag_notes", []))  # a flag given twice: after the checks, as its notes
+    # the notes of the settings (a flag given twice, a --config value a flag replaced), said
+    # once nothing refuses the run: a refusal stays the one line of its error
+    notes = vars(args).pop("flag_notes", [])
+    cfg, checked = _configured(args.task, given, notes)
     run_dir = _preflight(args, cfg)
     if run_dir is None:
+        _say(notes)
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
     from ..training.hardware import wait_for_rank_zero
 
     cfg = check_hardware(cfg, quiet=_is_child())
+    _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir)
     # a new run records that its --epochs count the passes of all processes together
@@ -623,17 +633,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configured(task_name: str, given: dict[str, Any]) -> tuple[RunSettings, Any]:
-    """``configure``; in a DDP process other than the first without the notes its checks print
-    on the data (a repeated row, a split without an entity): the first process read the same
-    files and said them, once. A refusal is raised, and told, as in the first."""
+def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None = None
+                ) -> tuple[RunSettings, Any]:
+    """``configure``, its notes of the settings added to ``notes`` (said, without); in a DDP
+    process other than the first without the notes its checks print on the data (a repeated
+    row, a split without an entity): the first process read the same files and said them,
+    once. A refusal is raised, and told, as in the first."""
     if not _is_child():
-        return configure(task_name, given)
+        return configure(task_name, given, notes)
     import contextlib
     import io
 
     with contextlib.redirect_stderr(io.StringIO()):
-        return configure(task_name, given)
+        return configure(task_name, given, notes)
 
 
 def _train(cfg: RunSettings, run_dir: Path, checked: Any = None) -> None:

@@ -436,3 +436,12 @@ def test_a_flag_over_a_key_of_the_file_is_said_naming_both_values(tmp_path, caps
     build_config("copy", {"config": str(config), "epochs": 2})  # a budget over the other one
     assert capsys.readouterr().err == (f"note: --config {config}: flags win: --epochs 2 over "
                                        f"its max_steps: 5\n")
+    # a run's own config.yaml records the budget it did not use as null: set nothing, and
+    # "--max-steps 2 over its epochs: null" named a value the file never gave
+    config.write_text("lr: 0.001\nepochs: null\nmax_steps: 5\n")
+    build_config("copy", {"config": str(config), "max_steps": 2})
+    assert capsys.readouterr().err == (f"note: --config {config}: flags win: --max-steps 2 "
+                                       f"over its max_steps: 5\n")
+    config.write_text("lr: 0.001\nepochs: null\n")
+    build_config("copy", {"config": str(config), "max_steps": 2})
+    assert capsys.readouterr().err == ""

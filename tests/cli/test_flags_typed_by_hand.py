@@ -39,7 +39,7 @@ def test_a_setting_given_twice_keeps_the_last_and_says_so():
 
 
 @pytest.mark.slow  # draws a figure (matplotlib)
-def test_a_command_that_does_not_train_says_the_note_once_it_parsed(capsys, tmp_path,
+def test_a_command_that_does_not_train_says_the_note_once_it_is_done(capsys, tmp_path,
                                                                     monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["plot", "pe", "--d-model", "8", "--out", "pe.png", "--d-model", "16"]) == 0
@@ -48,11 +48,24 @@ def test_a_command_that_does_not_train_says_the_note_once_it_parsed(capsys, tmp_
     assert (tmp_path / "pe.png").is_file()
 
 
+def test_a_refusal_after_a_repeated_flag_is_one_line(capsys, tmp_path, monkeypatch):
+    """The note of a flag given twice was said before the refusal that followed it: two lines
+    for one error. A refused command says its error alone."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing").mkdir()
+    (tmp_path / "existing" / "mine.txt").write_text("kept")
+    _fails(["train", "reverse", "--out", "existing", "--lr", "1e-3", "--lr", "3e-4"], capsys,
+           "--out existing already holds files")
+    _fails(["predict", str(tmp_path / "nope"), "--threads", "1", "--threads", "2", "--input",
+            "x"], capsys, "run directory not found")
+    assert (tmp_path / "existing" / "mine.txt").read_text() == "kept"
+
+
 def test_a_repeated_flag_that_collects_values_still_collects_them():
     """``generate --stop`` is given once per text to stop at: a repeat is its use."""
     args = build_parser().parse_args(["generate", "d", "--prompt", "x", "--stop", "a",
                                       "--stop", "b", "--greedy", "--greedy"])
-    assert args.stop == ["a", "b"] and args.greedy is True and not hasattr(args, "flag_notes")
+    assert args.stop == ["a", "b"] and args.greedy is True and args.flag_notes == []
 
 
 @pytest.mark.slow
@@ -91,9 +104,14 @@ def test_a_flag_of_another_command_is_named_as_that_commands(argv, said, capsys,
 @pytest.mark.parametrize("argv, said", [
     # was "argument -h/--help: ignored explicit argument 'f'"
     (["export", "RUN", "-hf", "out"], "export: -hf is read as -h followed by 'f'; did you mean --hf?"),
-    (["predict", "RUN", "-hinput", "3"], "did you mean --input?"),
-    (["train", "reverse", "-hf"], "-hf is read as -h followed by 'f'; a long flag is written "
-                                  "with two dashes"),
+    # --hinput is no flag: guessing --input named a flag the user did not type
+    (["predict", "RUN", "-hinput", "3"], "-hinput is read as -h followed by 'input'; -h alone "
+                                         "prints help"),
+    (["train", "reverse", "-hf"], "-hf is read as -h followed by 'f'; -h alone prints help; "
+                                  "a long flag takes two dashes"),
+    # was "did you mean --ff?": train lm has --ff, but no --hf, and -hf meant neither
+    (["train", "lm", "-hf"], "train lm: -hf is read as -h followed by 'f'; -h alone prints "
+                             "help; a long flag takes two dashes"),
 ])
 def test_a_long_flag_with_one_dash_after_h_is_named_as_typed(argv, said, capsys):
     _fails(argv, capsys, said)
@@ -110,8 +128,10 @@ def test_a_huge_device_count_is_a_usage_error_not_an_out_of_memory_fault(source,
         given = ["--config", str(tmp_path / "c.yaml")]
     else:
         given = ["--devices", "1000000000000"]
-    _fails(["train", "reverse", "--out", str(out), *given], capsys, "devices",
-           "1000000000000 is too large (at most 256)")
+    said = _fails(["train", "reverse", "--out", str(out), *given], capsys, "devices",
+                  "1000000000000 is too large (at most 256)")
+    # its own reason: "more than any machine has cores" was the reason of --threads, and untrue
+    assert "cores" not in said and "GPUs" in said
     assert not out.exists()
 
 
@@ -124,14 +144,20 @@ def test_a_graph_seed_out_of_range_is_refused_before_the_graph_is_drawn(capsys, 
     assert not out.exists()
 
 
-def test_a_mistyped_token_budget_is_refused_not_generated_for_hours(capsys, tmp_path):
+def test_a_mistyped_token_budget_is_refused_by_predict_alone(capsys, tmp_path):
     """``predict LM --max-new-tokens 1000000000000``: a greedy continuation of a small model
-    rarely reaches its end token, and the command seemed to hang. The same rule holds for
-    ``generate`` and for the library's ``generate(max_new_tokens=...)``."""
-    from attnlab.settings import GenerationSettings, check_argument
+    rarely reaches its end token, and predict, which prints it once it is whole, seemed to
+    hang. ``generate`` streams and the library yields token by token: a long sample is theirs
+    to take (the cap refused ``decode_stream(step, ids, 1_000_001)`` too)."""
+    import torch
+
+    from attnlab.generation import decode_stream
 
     _fails(["predict", str(tmp_path), "--input", "the", "--max-new-tokens", "1000000000000"],
            capsys, "--max-new-tokens 1000000000000 is too large (at most 1,000,000)")
-    with pytest.raises(ValueError, match="max_new_tokens 1000001 is too large"):
-        check_argument(GenerationSettings, "max_new_tokens", 1_000_001)
-    assert check_argument(GenerationSettings, "max_new_tokens", 1_000_000) == 1_000_000
+
+    def ends_at_once(tokens):  # the end token, 2, most likely: the generation stops there
+        return torch.tensor([[0.0, 0.0, 5.0]]).expand(tokens.shape[0], 3)
+
+    made = list(decode_stream(ends_at_once, torch.tensor([[1]]), 1_000_001, eos_token_id=2))
+    assert [t.tolist() for t in made] == [[[2]]]
