@@ -37,6 +37,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
+import sys
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -636,20 +637,68 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
     (out / ".tokenizer.json.tmp").replace(out / "tokenizer.json")
     write_json(out / "meta.json", meta)
     if kind in ("char", "word"):  # fitted here with a capped vocabulary: unk can be common
-        _notes_on_pieces(out / "val.bin", dtype, tok, meta)
+        _notes_on_pieces(out, dtype, tok, meta, vocab_size)
     return meta
 
 
-def _notes_on_pieces(path: Path, dtype, tok: Tokenizer, meta: dict, chunk: int = 1 << 24
+def _notes_on_pieces(out: Path, dtype, tok: Tokenizer, meta: dict, vocab_size: int | None
                      ) -> None:
-    """``pieces_notes`` of the validation split, on stderr."""
-    tokens = np.memmap(path, dtype=dtype, mode="r")
-    unknown = sum(int(np.count_nonzero(tokens[i:i + chunk] == tok.unk_id))
-                  for i in range(0, len(tokens), chunk))
+    """What of the corpus a char or word tokeniser fitted on it does not serve, on stderr: the
+    share of unk in each split (``unk_note``), and ``pieces_notes``' long words."""
+    unknown = {s: _count_id(out / f"{s}.bin", dtype, tok.unk_id) for s in SPLITS}
+    note = unk_note(tok, vocab_size, unknown, {s: meta[f"{s}_tokens"] for s in SPLITS})
+    if note:
+        print(f"note: {note}", file=sys.stderr, flush=True)
     total = meta["characters"]
     characters = total - int(total * (1 - meta["val_fraction"]))  # as _write_corpus splits
-    _say_pieces_notes(tok, characters=characters, tokens=len(tokens), unknown=unknown,
+    # (unknown=0: the share of unk is said above, of both splits)
+    _say_pieces_notes(tok, characters=characters, tokens=meta["val_tokens"], unknown=0,
                       what="the validation split")
+
+
+def _count_id(path: Path, dtype, token: int, chunk: int = 1 << 24) -> int:
+    """How often ``token`` occurs in the token file ``path``, read ``chunk`` ids at a time."""
+    tokens = np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.zeros(0, dtype)
+    return sum(int(np.count_nonzero(tokens[i:i + chunk] == token))
+               for i in range(0, len(tokens), chunk))
+
+
+def unk_note(tok: Tokenizer, vocab_size: int | None, unknown: dict, tokens: dict) -> str | None:
+    """The line saying how much of a prepared corpus is unk, or None where none is.
+
+    A char or word tokeniser ``prepare`` fits on the corpus has seen every piece of it, so each
+    unk is a piece ``--vocab-size`` left out: text the model never reads and ``decode`` gives
+    back as U+FFFD. Said whatever the share (a vocabulary cap that turns a sixth of the text
+    into one token was said by nothing below half of the validation split).
+
+    Examples:
+        >>> from attnlab.tokenizers import WordTokenizer
+        >>> tok = WordTokenizer.fit(["a b c"], vocab_size=6)
+        >>> unk_note(tok, 6, {"train": 9, "val": 0}, {"train": 1000, "val": 100})
+        "--vocab-size 6 leaves pieces of the text out of the word vocabulary: 0.8% of the corpus's 1,100 tokens are unk (train 0.9%, val 0%), which the model learns as one token and decode writes as U+FFFD; raise --vocab-size, or use --tokenizer bpe (no unk)"
+    """
+    total = sum(unknown.values())
+    if not total:
+        return None
+    count = sum(tokens.values())
+    splits = ", ".join(f"{s} {_share(unknown[s], tokens[s])}" for s in SPLITS)
+    return (f"--vocab-size {vocab_size} leaves pieces of the text out of the {tok.kind} "
+            f"vocabulary: {_share(total, count)} of the corpus's {count:,} tokens are unk "
+            f"({splits}), which the model learns as one token and decode writes as U+FFFD; "
+            f"raise --vocab-size, or use --tokenizer bpe (no unk)")
+
+
+def _share(part: int, whole: int) -> str:
+    """``part / whole`` as a percentage that is never "0%" for a part that is not 0.
+
+    Examples:
+        >>> _share(1, 100_000), _share(0, 10), _share(1, 3)
+        ('<0.1%', '0%', '33.3%')
+    """
+    if not part:
+        return "0%"
+    share = part / whole
+    return "<0.1%" if share < 0.001 else f"{share:.1%}".replace(".0%", "%")
 
 
 def _say_pieces_notes(tok: Tokenizer, **counts) -> None:
