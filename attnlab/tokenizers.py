@@ -127,6 +127,11 @@ class Tokenizer:
         """The readable piece of text behind each id of ``encode(text)`` (for plot labels)."""
         return [self.decode([i], skip_special_tokens=False) for i in self.encode(text)]
 
+    def labels(self, ids: Iterable[int], skip_special_tokens: bool = True) -> list[str]:
+        """The text each id of ``ids`` stands for, read as the sequence (labels of attention
+        maps): ``decode`` of each id, special ones as ``decode`` gives them."""
+        return [self.decode([i], skip_special_tokens=skip_special_tokens) for i in ids]
+
     def unknown(self, text: str) -> list[str]:
         """The pieces of ``text`` this tokeniser reads as unk (for byte-level BPE, which has
         no unk: the characters its training text lacked)."""
@@ -343,6 +348,41 @@ class BPETokenizer(Tokenizer):
         text = self.normalized(text)
         return [text[a:b] for a, b in self.tokenizer.encode(text, add_special_tokens=False).offsets]
 
+    def labels(self, ids: Iterable[int], skip_special_tokens: bool = True) -> list[str]:
+        """The text of each id of ``ids``, as ``tokenize`` shows a text's pieces: a piece that
+        holds part of a character's bytes shows that whole character, where its own
+        ``decode`` would be U+FFFD (the replacement character) for a piece that is not whole
+        UTF-8; bytes that make no character together are each U+FFFD. Special ids are as
+        ``decode`` gives them.
+
+        Examples:
+            >>> tok = BPETokenizer.fit(["tea for two"] * 5, vocab_size=262)
+            >>> ids = tok.encode("two 😀")
+            >>> tok.labels(ids) == tok.tokenize("two 😀"), "\ufffd" in tok.labels(ids)
+            (True, False)
+        """
+        ids = [int(i) for i in ids]
+        labels = [""] * len(ids)
+        run: list[int] = []  # positions of a run of ordinary ids, read together
+        for at, i in enumerate([*ids, None]):
+            if i is not None and i >= len(SPECIAL_TOKENS):
+                run.append(at)
+                continue
+            pieces = [self._bytes(ids[k]) for k in run]
+            for k, label in zip(run, _byte_labels(pieces)):
+                labels[k] = label
+            run = []
+            if i is not None:
+                labels[at] = self.decode([i], skip_special_tokens=skip_special_tokens)
+        return labels
+
+    def _bytes(self, i: int) -> bytes:
+        """The bytes id ``i`` (an ordinary one) stands for."""
+        piece = self.tokenizer.id_to_token(i)
+        if piece is None:
+            raise ValueError(f"id {i} is outside the vocabulary [0, {self.vocab_size})")
+        return bytes(_BYTE_OF[c] for c in piece)
+
     def unknown(self, text: str) -> list[str]:
         # Every byte has an id, but those of a character never seen in fit may be bytes no
         # training text held, whose embeddings kept their initial values: the model reads
@@ -370,6 +410,51 @@ class BPETokenizer(Tokenizer):
         seen = {} if self.characters is None else {"characters": "".join(sorted(self.characters))}
         return {"normalize": self.normalize, **seen,
                 "tokenizer": json.loads(self.tokenizer.to_str())}
+
+
+def _byte_symbols() -> dict[str, int]:
+    """The byte each of byte-level BPE's 256 symbols stands for (GPT-2's ``bytes_to_unicode``,
+    inverted): a printable byte is its own character; the others are shifted past 255."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1),
+                 *range(ord("\xae"), ord("\xff") + 1)]
+    rest = [b for b in range(256) if b not in printable]
+    return {**{chr(b): b for b in printable}, **{chr(256 + n): b for n, b in enumerate(rest)}}
+
+
+_BYTE_OF = _byte_symbols()
+
+
+def _byte_labels(pieces: list[bytes]) -> list[str]:
+    """For pieces of bytes read one after another, the characters each piece's bytes belong to
+    (a character cut between pieces is shown whole on each; a byte that starts no valid
+    character is U+FFFD).
+
+    Examples:
+        >>> _byte_labels([b"a\\xf0\\x9f", b"\\x98\\x80", b"\\xff"])
+        ['a😀', '😀', '\ufffd']
+    """
+    data = b"".join(pieces)
+    owner: list[tuple[int, int]] = []  # for each byte, the (start, end) of its character
+    at = 0
+    while at < len(data):
+        for width in (1, 2, 3, 4):  # UTF-8 characters are 1 to 4 bytes
+            try:
+                data[at:at + width].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            break
+        else:
+            width = 0
+        end = at + max(width, 1)
+        owner += [(at, end if width else -1)] * (end - at)
+        at = end
+    labels, start = [], 0
+    for piece in pieces:
+        spans = dict.fromkeys(owner[start:start + len(piece)])  # in order, each once
+        labels.append("".join(data[a:b].decode("utf-8") if b >= 0 else UNK_TEXT
+                              for a, b in spans))
+        start += len(piece)
+    return labels
 
 
 def _noting_characters(texts: Iterable[str], form: str | None, seen: set[str]

@@ -493,5 +493,5 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
         raise UsageError(f"--input has {len(ids)} tokens; this model reads at most "
                          f"--block-size {model.max_len}")
     maps = [m[0] for m in model.get_attention_maps(torch.tensor([ids]))]  # L × (H, T, T)
-    labels = [tokenizer.decode([i]) or "·" for i in ids]
+    labels = [label or "·" for label in tokenizer.labels(ids)]  # (byte-level: no "�")
     return maps, labels, labels

@@ -139,7 +139,7 @@ def _pair(tok: TranslationTokenizers, src_text: str, translation: str,
     model's) encodes back to more tokens than were generated."""
     src = torch.tensor(tok.encode_sources([src_text]))  # (1, S)
     tgt_ids = tok.decoder_input(translation)[:max_len]
-    tgt_labels = [tok.tgt.decode([i], skip_special_tokens=False) for i in tgt_ids]
+    tgt_labels = tok.tgt.labels(tgt_ids, skip_special_tokens=False)
     src_labels = tok.source_pieces(src_text)
     return src, torch.tensor([tgt_ids]), src_labels, tgt_labels
 
