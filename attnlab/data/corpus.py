@@ -38,6 +38,7 @@ import codecs
 import hashlib
 import os
 import sys
+import unicodedata
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -52,7 +53,8 @@ from ..errors import UsageError
 from ..paths import check_output, is_special_file, not_found
 from ..runs import naming
 from ..settings import CorpusSettings, check_argument
-from ..tokenizers import TOKENIZER_KINDS, Tokenizer, pieces_notes, vocab_too_small
+from ..tokenizers import (DEFAULT_FORM, TOKENIZER_KINDS, Tokenizer, pieces_notes,
+                          vocab_too_small)
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import CORPUS_FILES, SPLITS, corpus_identity, read_meta
@@ -488,14 +490,19 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     _check_options(paths, tokenizer, vocab_size, val_fraction)
     out = _check_out_dir(out_dir, paths, force)
     read_first: list[str] = []
-    total = _count_characters(paths, chunk_chars, read_first, text_column)
+    total, not_nfc = _count_characters(paths, chunk_chars, read_first, text_column)
     created = not out.exists()
     try:
-        return _write_corpus(paths, out, tokenizer, vocab_size, val_fraction, chunk_chars, total,
+        meta = _write_corpus(paths, out, tokenizer, vocab_size, val_fraction, chunk_chars, total,
                              read_first, text_column)
     except BaseException:
         _remove_temporary(out, created)
         raise
+    form = DEFAULT_FORM if isinstance(tokenizer, str) else tokenizer.normalize
+    if form == DEFAULT_FORM and not_nfc:
+        print(f"note: {form_note([paths[i] for i in not_nfc], meta['tokenizer'])}",
+              file=sys.stderr, flush=True)
+    return meta
 
 
 _TEMPORARY = (".train.bin.tmp", ".val.bin.tmp", ".tokenizer.json.tmp")
@@ -522,17 +529,37 @@ def _check_options(paths, tokenizer, vocab_size: int | None, val_fraction: float
             raise not_found("", path)
 
 
-def _count_characters(paths, chunk_chars: int, digests: list[str], text_column: str) -> int:
+def _count_characters(paths, chunk_chars: int, digests: list[str], text_column: str
+                      ) -> tuple[int, list[int]]:
     """The first pass: the files' character count (UsageError if 0, or if two files are the
-    same); ``digests`` receives the SHA-256 of each file as read, to be compared with the
-    second pass's."""
-    total = 0
-    for _, text in iter_text_chunks(paths, chunk_chars, digests=digests, text_column=text_column):
+    same) and the indices of the files with text not in NFC (``form_note``); ``digests``
+    receives the SHA-256 of each file as read, to be compared with the second pass's."""
+    total, not_nfc = 0, []
+    for i, text in iter_text_chunks(paths, chunk_chars, digests=digests, text_column=text_column):
         total += len(text)
+        if (not not_nfc or not_nfc[-1] != i) and not unicodedata.is_normalized(DEFAULT_FORM, text):
+            not_nfc.append(i)
     if total == 0:
         raise UsageError(f"the input files hold no text: {', '.join(map(str, paths))}")
     _refuse_repeated(paths, digests)
-    return total
+    return total, not_nfc
+
+
+def form_note(paths: list, kind: str) -> str:
+    """The line saying that the text of ``paths`` is not all in NFC, so that a corpus read in
+    NFC (every tokenizer ``prepare`` fits: ``attnlab.tokenizers``, "Unicode forms") decodes to
+    other code points than the files hold: the same text to Unicode, not the same bytes.
+
+    Examples:
+        >>> form_note(["a.txt", "b.txt", "c.txt"], "bpe").split(" (a letter")[0]
+        'a.txt (and 2 more files) holds text not in NFC'
+    """
+    n = len(paths) - 1
+    more = f" (and {n} more file{'s' if n > 1 else ''})" if n else ""
+    return (f"{paths[0]}{more} holds text not in NFC (a letter and its accent as two code "
+            f"points, as macOS and some editors write them): the {kind} tokenizer reads it in "
+            f"NFC, the same text to Unicode, so the corpus decodes to that form, not to the "
+            f"file's own code points")
 
 
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
