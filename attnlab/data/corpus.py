@@ -683,8 +683,10 @@ def _notes_on_pieces(out: Path, dtype, tok: Tokenizer, meta: dict, vocab_size: i
                       what="the validation split")
 
 
-def _count_id(path: Path, dtype, token: int, chunk: int = 1 << 24) -> int:
-    """How often ``token`` occurs in the token file ``path``, read ``chunk`` ids at a time."""
+def _count_id(path: Path, dtype, token: int, chunk: int = 1 << 16) -> int:
+    """How often ``token`` occurs in the token file ``path``, read ``chunk`` ids at a time
+    (a small chunk: each comparison makes an array of its size, and prepare's peak memory
+    stays that of a small corpus)."""
     tokens = np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.zeros(0, dtype)
     return sum(int(np.count_nonzero(tokens[i:i + chunk] == token))
                for i in range(0, len(tokens), chunk))
