@@ -58,6 +58,7 @@ from ..tokenizers import (DEFAULT_FORM, TOKENIZER_KINDS, Tokenizer, pieces_notes
 # the readers that import no numpy or torch, re-exported (``from attnlab.data.corpus import
 # read_meta`` works)
 from .corpus_meta import CORPUS_FILES, SPLITS, corpus_identity, read_meta
+from .overlap import shared_note
 from .tables import COLUMNAR, decode_utf8, file_format
 
 __all__ = ["prepare", "encode_file", "iter_text_chunks", "read_meta", "corpus_identity",
@@ -228,7 +229,8 @@ def _fit_tokenizer(paths, kind: str, vocab_size: int | None, chunk_chars: int, t
 
 
 def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=None,
-             text_column: str = TEXT_COLUMN) -> Iterator[tuple[str, list[int]]]:
+             text_column: str = TEXT_COLUMN, rows: "RepeatedRows | None" = None
+             ) -> Iterator[tuple[str, list[int]]]:
     """(split, token ids) pieces of the files, encoded chunk by chunk, with the EOS id between
     documents (files, and a table's rows: a boundary, in the split where the new one starts);
     character ``split_at`` starts the validation split (None: everything is "train").
@@ -237,7 +239,8 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
     before it and the start of the one after (``HFTokenizer.encode_piece``), so the ids are
     those of the whole document, and a token goes to the split where it starts; a document
     starts with what the tokenizer puts before every text (Llama's and Mistral's bos; nothing
-    for GPT-2 and Qwen), as their pretraining put it there."""
+    for GPT-2 and Qwen), as their pretraining put it there. ``rows``, when given, is told each
+    piece (``RepeatedRows.add``)."""
     seen, last, before = 0, None, ""
     for doc, text, after in _with_next(_documents(paths, chunk_chars, digests, text_column)):
         split = "train" if split_at is None or seen < split_at else "val"
@@ -245,6 +248,8 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
             if last is not None:
                 yield split, [tok.eos_id]
             last, before = doc, ""
+        if rows is not None:
+            rows.add(doc, split, text)
         at = split_at - seen if split_at is not None and seen < split_at < seen + len(text) \
             else None  # the split inside the chunk
         if at is not None and tok.kind != "char":  # a word's pieces are of the whole word
@@ -384,7 +389,7 @@ def _naming_write_errors(path: str | Path):
 
 
 def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int,
-                   sources: list, text_column: str) -> tuple[dict, dict]:
+                   sources: list, text_column: str, rows: "RepeatedRows") -> tuple[dict, dict]:
     """Encode the files into ``out/.{train,val}.bin.tmp``; character ``split_at`` starts the
     validation split. Returns the token count and the SHA-256 of each split's file (hashed as
     it is written, so no second pass over a large file); ``sources`` receives the digest of
@@ -393,7 +398,8 @@ def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int
     hashes = {s: hashlib.sha256() for s in SPLITS}
     with _naming_write_errors(out), ExitStack() as stack:
         files = {s: stack.enter_context(open(out / f".{s}.bin.tmp", "wb")) for s in SPLITS}
-        for split, ids in _encoded(paths, tok, chunk_chars, split_at, sources, text_column):
+        for split, ids in _encoded(paths, tok, chunk_chars, split_at, sources, text_column,
+                                   rows):
             data = np.asarray(ids, dtype=dtype).tobytes()
             files[split].write(data)
             hashes[split].update(data)
@@ -638,8 +644,9 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         dtype = np.uint16 if tok.vocab_size <= 2**16 else np.uint32
         out.mkdir(parents=True, exist_ok=True)
         read_again: list[str] = []
+        rows = RepeatedRows(paths)
         counts, digests = _encode_splits(paths, tok, out, dtype, int(total * (1 - val_fraction)),
-                                         chunk_chars, read_again, text_column)
+                                         chunk_chars, read_again, text_column, rows)
     for path, first, again in zip(paths, read_first, read_again):
         if first != again:  # the tokeniser was fit on, and the split placed in, other text
             raise UsageError(f"{path} changed while it was being prepared; prepare it again "
@@ -665,7 +672,67 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
     write_json(out / "meta.json", meta)
     if kind in ("char", "word"):  # fitted here with a capped vocabulary: unk can be common
         _notes_on_pieces(out, dtype, tok, meta, vocab_size)
+    if (warning := rows.warning()):
+        print(warning, file=sys.stderr, flush=True)
     return meta
+
+
+class RepeatedRows:
+    """Rows of a table that start in the validation split and that the training split holds
+    too, word for word: a scraped corpus repeats rows, and ``val_loss`` of rows the model
+    trained on is lower than of new text, without a word (two files of the same bytes are
+    refused by ``_refuse_repeated``; rows are warned of, as ``attnlab train`` warns of a
+    ``--test`` file sharing rows with the training data: ``overlap.shared_note``).
+
+    A row is known by an 8-byte digest of its text, so memory grows by a few dozen bytes per
+    training row, not by its text.
+
+    Examples:
+        >>> rows = RepeatedRows(["c.jsonl"])
+        >>> for row, split, text in [(1, "train", "a b"), (2, "train", "c"), (3, "val", "a b")]:
+        ...     rows.add((0, row), split, text)
+        >>> rows.warning()  # doctest: +ELLIPSIS
+        'warning: the validation split (val_loss): 1 of its 1 rows have an input that a training row has too (first: c.jsonl line 3), so its ...'
+    """
+
+    def __init__(self, paths) -> None:
+        self.paths = [str(p) for p in paths]
+        self.train: set[bytes] = set()
+        self.val = self.shared = 0
+        self.first: str | None = None
+        self.doc, self.split, self.hash = None, "train", None
+
+    def add(self, doc: tuple[int, int], split: str, text: str) -> None:
+        """A piece ``text`` of document ``doc`` (file index, row; row 0 of a text file, read
+        whole), in ``split`` where it starts; a document is in the split where it starts."""
+        if doc != self.doc:
+            self._end()
+            self.doc, self.split, self.hash = doc, split, hashlib.blake2b(digest_size=8)
+        self.hash.update(text.encode("utf-8", "surrogatepass"))
+
+    def _end(self) -> None:
+        if self.doc is None:
+            return
+        digest = self.hash.digest()
+        if self.split == "train":
+            self.train.add(digest)
+            return
+        self.val += 1
+        if digest in self.train:
+            self.shared += 1
+            if self.first is None:
+                i, row = self.doc
+                path = self.paths[i]
+                self.first = f"{path} {'row' if file_format(path) in COLUMNAR else 'line'} {row}"
+
+    def warning(self) -> str | None:
+        """The warning line, or None when no row of the validation split is a training row."""
+        self._end()
+        self.doc = None
+        if not self.shared:
+            return None
+        return shared_note(self.shared, self.val, self.first,
+                           what="the validation split (val_loss)")
 
 
 def _notes_on_pieces(out: Path, dtype, tok: Tokenizer, meta: dict, vocab_size: int | None
