@@ -38,7 +38,7 @@ import numpy as np
 
 from ...data.overlap import shared_note
 from ...errors import UsageError, first_few
-from ...paths import refuse_stream
+from ...paths import not_found, refuse_stream
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
@@ -140,7 +140,7 @@ class _JetFile:
         self.path, self.where = Path(path), f"{what} {path}".strip()
         self.columns = jet_columns(max_constituents)
         refuse_stream(self.path, what)  # HDF5 reads by seeking: a pipe could only hang it
-        self.store = _open_store(self.path, self.where)
+        self.store = _open_store(self.path, what)
         try:
             self.nrows, self.positions = self._layout()
             self.dropped = self._dropped()
@@ -330,13 +330,15 @@ class _JetFile:
         return labels.astype(np.int64)
 
 
-def _open_store(path: Path, where: str):
-    """``pandas.HDFStore(path, "r")``, or a ``UsageError`` saying why not."""
+def _open_store(path: Path, what: str = ""):
+    """``pandas.HDFStore(path, "r")``, or a ``UsageError`` naming ``what`` (the flag) and the
+    file, saying why not (a missing one in ``not_found``'s words, as every command's)."""
     pd = _pandas()
     import tables
 
+    where = f"{what} {path}".strip()
     if not path.exists():
-        raise UsageError(f"{where}: not found")
+        raise not_found(what, path)
     if path.is_dir():
         raise UsageError(f"{where}: is a directory, not a jets file")
     try:
@@ -359,7 +361,7 @@ def read_settings(path: str | Path) -> dict[str, Any] | None:
         >>> read_settings("jets.h5") is None
         True
     """
-    store = _open_store(Path(path), str(path))
+    store = _open_store(Path(path))
     with store:
         if f"/{KEY}" not in store.keys():
             raise UsageError(f"{path}: no key '{KEY}'")
