@@ -346,12 +346,21 @@ _QUEUE = None  # in a worker process: where it reports progress
 
 def _init_worker(queue) -> None:
     """Ctrl-C is the parent's to handle (it stops the pool); a worker ignores it, instead of
-    dying with a traceback of its own."""
+    dying with a traceback of its own. SIGTERM and SIGHUP get their default back where the
+    parent set a Python handler (the ``attnlab`` command does): ``Pool.terminate`` stops the
+    workers with SIGTERM, and a Python handler runs only when the main thread runs Python,
+    which a worker waiting for its next task does not; the signal may land on another of its
+    threads (its progress queue's, or a library's), so it lived on and the command hung after
+    its last jet."""
     import signal
 
     global _QUEUE
     _QUEUE = queue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)  # no SIGHUP on Windows
+        if number is not None and callable(signal.getsignal(number)):
+            signal.signal(number, signal.SIG_DFL)  # ignored (nohup) stays ignored
 
 
 def _report(kind: str, k: int) -> None:
