@@ -86,6 +86,28 @@ def test_iter_jets_holds_one_chunk_not_the_file(tmp_path, fmt):
     assert peak < file_bytes / 4
 
 
+def test_write_jets_holds_one_chunk_beside_the_jets(tmp_path, monkeypatch):
+    """Writing once held four more copies of the jets (13 kB a jet beside their 3 kB), so
+    ``data jets`` could make more jets than it could write; now a chunk at a time."""
+    from attnlab.tasks.jets import data
+
+    monkeypatch.setattr(data, "SCAN_CHUNK", 100)
+    p4, labels = reference_jets(3000, seed=3)
+    p4 = p4.astype(np.float32)  # 9.6 MB; a chunk of 100 jets 0.3 MB
+    tracemalloc.start()
+    try:
+        write_jets(tmp_path / "j.h5", p4, labels, settings={"seed": 3})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < p4.nbytes / 4, f"peak {peak / 1e6:.1f} MB beside {p4.nbytes / 1e6:.1f} MB"
+    read, read_labels_ = read_jets(tmp_path / "j.h5")
+    np.testing.assert_array_equal(read, p4)
+    np.testing.assert_array_equal(read_labels_, labels)
+    assert read_settings(tmp_path / "j.h5") == {"seed": 3}
+    assert pd.read_hdf(tmp_path / "j.h5", "table", start=2998).index.tolist() == [2998, 2999]
+
+
 def test_write_jets_round_trip_in_the_reference_layout(tmp_path):
     p4, labels = reference_jets(7, seed=2)
     settings = {"generator": "attnlab data jets", "seed": 3, "recipe": {"common": ["a", "b"]}}

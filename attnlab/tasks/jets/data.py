@@ -48,7 +48,7 @@ MAX_CONSTITUENTS = 200     # the reference files' constituents per jet
 KEY = "table"              # the HDF key of the DataFrame
 LABEL_COLUMN = "is_signal_new"
 SETTINGS_ATTR = "attnlab_settings"  # the generator settings, JSON, on the table's HDF node
-SCAN_CHUNK = 20_000        # jets per read when a whole file is scanned (≈ 65 MB as float32)
+SCAN_CHUNK = 20_000        # jets per read when a whole file is scanned, or per write (≈ 65 MB)
 SPACELIKE_TOLERANCE = 1e-4  # how far below |p| (relative) a constituent's E may be rounded
 ORDER_TOLERANCE = 1e-4  # how far (relative) a dropped constituent's pT may exceed a kept one's
 
@@ -83,7 +83,8 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
     halves the file), zero-padded to 200 constituents; ``settings`` (JSON-serialisable: how the
     jets were made) is stored as an attribute of the ``table`` node, for ``read_settings``. The
     file is written next to ``path`` and renamed into place, so an interrupted write never
-    leaves a half file under the final name.
+    leaves a half file under the final name; it is written ``SCAN_CHUNK`` jets at a time, so
+    writing holds one chunk beside ``p4`` (``attnlab data jets`` checks its memory for that).
 
     Args:
         path: the .h5 file to (over)write.
@@ -109,27 +110,37 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
         raise ValueError(f"labels must have shape ({len(p4)},) with N >= 1, got {labels.shape}")
     if not np.isin(labels, (0, 1)).all():
         raise ValueError(f"labels must be 0 or 1, got {sorted(set(labels.tolist()) - {0, 1})[:5]}")
-    if not np.isfinite(p4).all():
+    if not all(np.isfinite(p4[a:a + SCAN_CHUNK]).all() for a in range(0, len(p4), SCAN_CHUNK)):
         raise ValueError("p4 holds NaN or inf")
     try:
         text = None if settings is None else json.dumps(settings, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"settings must be JSON-serialisable: {exc}") from None
     pd = _pandas()
-    padded = np.zeros((len(p4), MAX_CONSTITUENTS, 4), np.float32)
-    padded[:, :p4.shape[1]] = p4
-    frame = pd.DataFrame(padded.reshape(len(p4), -1), columns=jet_columns())  # (N, 800)
-    frame[LABEL_COLUMN] = labels.astype(np.int64)
     partial = Path(f"{path}.partial")
     try:
-        frame.to_hdf(partial, key=KEY, mode="w", format="table", complevel=5,
-                     complib="blosc:lz4")
-        if text is not None:
-            with pd.HDFStore(partial, mode="a") as store:
+        with pd.HDFStore(partial, mode="w", complevel=5, complib="blosc:lz4") as store:
+            # a chunk at a time: the whole table at once held four more copies of the jets
+            # (padded, the frame, pandas' and PyTables' own), 13 kB a jet beside the 3 kB
+            for a in range(0, len(p4), SCAN_CHUNK):
+                store.append(KEY, _frame(pd, p4[a:a + SCAN_CHUNK], labels[a:a + SCAN_CHUNK],
+                                         start=a), index=False)
+            if text is not None:
                 store.get_storer(KEY).attrs[SETTINGS_ATTR] = text
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _frame(pd, p4: np.ndarray, labels: np.ndarray, *, start: int):
+    """Rows ``start ..`` of the reference table: p4 (n, ≤ 200, 4) zero-padded to 200
+    constituents as float32, then the labels; a DataFrame (n, 801)."""
+    padded = np.zeros((len(p4), MAX_CONSTITUENTS, 4), np.float32)
+    padded[:, :p4.shape[1]] = p4
+    frame = pd.DataFrame(padded.reshape(len(p4), -1), columns=jet_columns(),  # (n, 800)
+                         index=pd.RangeIndex(start, start + len(p4)))
+    frame[LABEL_COLUMN] = labels.astype(np.int64)
+    return frame
 
 
 class _JetFile:
