@@ -131,6 +131,21 @@ def test_missing_extra_names_the_install_command(capsys, tmp_path, monkeypatch):
     assert code == 2 and "pip install 'attnlab[jets]'" in res.err and "pythia8mc" in res.err
 
 
+def test_more_jets_than_memory_holds_exit_2_before_generating(capsys, tmp_path, monkeypatch):
+    """--signal 10**12 once started generating 3.2 PB of jets, which are held until written;
+    now the memory check refuses it in one line naming the flags, and nothing is made."""
+    def generate(*args, **kwargs):
+        raise AssertionError("generation started")
+
+    monkeypatch.setattr(gen, "generate_jets", generate)
+    out = tmp_path / "jets.h5"
+    code, res = _cli(capsys, "--signal", str(10**12), "--background", "5", "--out", str(out))
+    assert code == 2 and res.err.count("\n") == 1, res.err
+    assert "--signal 1,000,000,000,000 + --background 5 jets" in res.err
+    assert "6.4 PB" in res.err and "available" in res.err
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
 @pytest.mark.slow
 def test_cli_writes_the_reference_layout(capfd, tmp_path):
     out = tmp_path / "jets.h5"

@@ -84,6 +84,20 @@ class JetSettings:
     radius: float = 0.8
     max_constituents: int = MAX_CONSTITUENTS
 
+    def memory_estimate(self) -> list[tuple[str, float]]:
+        """What making the jets holds at its peak, as (what, bytes) for ``check_memory``:
+        every jet twice, 16 bytes a constituent (the pieces and the jets joined from them,
+        then those and their shuffled copy; ``write_jets`` adds one chunk only).
+
+        Examples:
+            >>> JetSettings(signal=1000, background=0).memory_estimate()[0][1] / 1e6  # MB
+            6.4
+        """
+        n = self.signal + self.background
+        return [(f"--signal {self.signal:,} + --background {self.background:,} jets of "
+                 f"{self.max_constituents} constituents, held twice while they are shuffled",
+                 2 * n * self.max_constituents * 4 * 4)]
+
     def as_dict(self) -> dict:
         """The settings, the Pythia recipe and the versions that made the jets (JSON-able)."""
         recipe = {"common": list(_COMMON), **{k: list(v) for k, v in RECIPES.items()}}
