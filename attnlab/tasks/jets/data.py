@@ -123,8 +123,11 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
             # a chunk at a time: the whole table at once held four more copies of the jets
             # (padded, the frame, pandas' and PyTables' own), 13 kB a jet beside the 3 kB
             for a in range(0, len(p4), SCAN_CHUNK):
-                store.append(KEY, _frame(pd, p4[a:a + SCAN_CHUNK], labels[a:a + SCAN_CHUNK],
-                                         start=a), index=False)
+                # track_times=False: no write time in the file, so the same jets (the same
+                # --seed) make the same bytes, and a run's recorded SHA-256 still matches
+                store.put(KEY, _frame(pd, p4[a:a + SCAN_CHUNK], labels[a:a + SCAN_CHUNK],
+                                      start=a), format="table", append=True, index=False,
+                          track_times=False)
             if text is not None:
                 store.get_storer(KEY).attrs[SETTINGS_ATTR] = text
         os.replace(partial, path)
