@@ -122,6 +122,18 @@ def test_the_same_jets_make_the_same_bytes(tmp_path):
     assert (tmp_path / "a.h5").read_bytes() == (tmp_path / "b.h5").read_bytes()
 
 
+def test_write_jets_leaves_a_file_named_like_its_temporary_alone(tmp_path):
+    """The file was written as NAME.partial and renamed: a user's own jets.h5.partial was
+    overwritten, then deleted. Now it stays, and nothing else is left beside jets.h5."""
+    mine = tmp_path / "jets.h5.partial"
+    mine.write_text("my notes\n")
+    p4, labels = reference_jets(4, seed=5)
+    write_jets(tmp_path / "jets.h5", p4, labels)
+    assert mine.read_text() == "my notes\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["jets.h5", "jets.h5.partial"]
+    assert count_jets(tmp_path / "jets.h5") == 4
+
+
 def test_write_jets_round_trip_in_the_reference_layout(tmp_path):
     p4, labels = reference_jets(7, seed=2)
     settings = {"generator": "attnlab data jets", "seed": 3, "recipe": {"common": ["a", "b"]}}

@@ -39,6 +39,7 @@ import numpy as np
 from ...data.overlap import shared_note
 from ...errors import UsageError, first_few
 from ...paths import not_found, refuse_stream
+from ...runs import _create_temporary
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
@@ -117,7 +118,10 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
     except (TypeError, ValueError) as exc:
         raise ValueError(f"settings must be JSON-serialisable: {exc}") from None
     pd = _pandas()
-    partial = Path(f"{path}.partial")
+    # a new name of its own (``.NAME.<random>.tmp``): a fixed "NAME.partial" was overwritten,
+    # then deleted, where the user had a file of that name
+    fd, partial = _create_temporary(Path(path))
+    os.close(fd)
     try:
         with pd.HDFStore(partial, mode="w", complevel=5, complib="blosc:lz4") as store:
             # a chunk at a time: the whole table at once held four more copies of the jets
