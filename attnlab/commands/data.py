@@ -73,6 +73,18 @@ def check_args(args: argparse.Namespace) -> None:
     if missing is not None:
         raise UsageError(f"the jets extra is not installed ({missing} is missing): "
                          f"pip install 'attnlab[jets]'")
+    from .preflight import check_memory
+
+    # the jets are held in memory until they are written: --signal 10**12 once started
+    check_memory(settings_of(args).memory_estimate())
+
+
+def settings_of(args: argparse.Namespace):
+    """The generator's ``JetSettings`` of the flags."""
+    from ..tasks.jets.generate import JetSettings
+
+    return JetSettings(signal=args.signal, background=args.background, seed=args.seed,
+                       jobs=args.jobs, detector=args.detector)
 
 
 def check_out(out: str, *, force: bool) -> None:
@@ -124,10 +136,9 @@ class Progress:
 def run(args: argparse.Namespace) -> int:
     check_args(args)
     from ..tasks.jets.data import write_jets
-    from ..tasks.jets.generate import JetSettings, generate_jets
+    from ..tasks.jets.generate import generate_jets
 
-    settings = JetSettings(signal=args.signal, background=args.background, seed=args.seed,
-                           jobs=args.jobs, detector=args.detector)
+    settings = settings_of(args)
     progress = Progress(args.signal, args.background)
     try:
         p4, labels = generate_jets(settings, progress=progress)

@@ -131,6 +131,21 @@ def test_missing_extra_names_the_install_command(capsys, tmp_path, monkeypatch):
     assert code == 2 and "pip install 'attnlab[jets]'" in res.err and "pythia8mc" in res.err
 
 
+def test_more_jets_than_memory_holds_exit_2_before_generating(capsys, tmp_path, monkeypatch):
+    """--signal 10**12 once started generating 3.2 PB of jets, which are held until written;
+    now the memory check refuses it in one line naming the flags, and nothing is made."""
+    def generate(*args, **kwargs):
+        raise AssertionError("generation started")
+
+    monkeypatch.setattr(gen, "generate_jets", generate)
+    out = tmp_path / "jets.h5"
+    code, res = _cli(capsys, "--signal", str(10**12), "--background", "5", "--out", str(out))
+    assert code == 2 and res.err.count("\n") == 1, res.err
+    assert "--signal 1,000,000,000,000 + --background 5 jets" in res.err
+    assert "6.4 PB" in res.err and "available" in res.err
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
 @pytest.mark.slow
 def test_cli_writes_the_reference_layout(capfd, tmp_path):
     out = tmp_path / "jets.h5"
@@ -251,3 +266,28 @@ def test_every_flag_comes_from_the_typed_options_and_signal_is_required(capsys, 
         "signal", "background", "seed", "jobs", "detector"}
     code, out = _cli(capsys, "--background", "5", "--out", str(tmp_path / "jets.h5"))
     assert code == 2 and "required: --signal" in out.err and out.err.count("\n") == 1
+
+
+def _signal_handlers(task, s):
+    """A pool task (in place of ``_run_task``): the worker's SIGTERM and SIGHUP handlers."""
+    import signal
+
+    return [signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)]
+
+
+@pytest.mark.slow
+def test_a_worker_ends_at_once_when_the_pool_is_stopped(monkeypatch):
+    """``data jets --jobs 2`` once hung after its last jet, until its worker was killed by
+    hand: the pool stops its workers with SIGTERM, and a worker had inherited the command's
+    Python handler, which never ran while the worker waited for its next task. A worker has
+    the default again (it dies at once), under the command's handlers as ``main`` sets them."""
+    import signal
+
+    from attnlab.cli import _sigterm_interrupts
+
+    monkeypatch.setattr(gen, "_run_task", _signal_handlers)
+    s = gen.JetSettings(signal=1, background=1, jobs=2)
+    with _sigterm_interrupts():
+        assert callable(signal.getsignal(signal.SIGTERM))  # the command's own, in the parent
+        found = gen._run_pool([("signal", 1, 1), ("background", 1, 2)], s, None)
+    assert found == [[signal.SIG_DFL, signal.SIG_DFL]] * 2

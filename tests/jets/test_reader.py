@@ -86,6 +86,54 @@ def test_iter_jets_holds_one_chunk_not_the_file(tmp_path, fmt):
     assert peak < file_bytes / 4
 
 
+def test_write_jets_holds_one_chunk_beside_the_jets(tmp_path, monkeypatch):
+    """Writing once held four more copies of the jets (13 kB a jet beside their 3 kB), so
+    ``data jets`` could make more jets than it could write; now a chunk at a time."""
+    from attnlab.tasks.jets import data
+
+    monkeypatch.setattr(data, "SCAN_CHUNK", 100)
+    p4, labels = reference_jets(3000, seed=3)
+    p4 = p4.astype(np.float32)  # 9.6 MB; a chunk of 100 jets 0.3 MB
+    tracemalloc.start()
+    try:
+        write_jets(tmp_path / "j.h5", p4, labels, settings={"seed": 3})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < p4.nbytes / 4, f"peak {peak / 1e6:.1f} MB beside {p4.nbytes / 1e6:.1f} MB"
+    read, read_labels_ = read_jets(tmp_path / "j.h5")
+    np.testing.assert_array_equal(read, p4)
+    np.testing.assert_array_equal(read_labels_, labels)
+    assert read_settings(tmp_path / "j.h5") == {"seed": 3}
+    assert pd.read_hdf(tmp_path / "j.h5", "table", start=2998).index.tolist() == [2998, 2999]
+
+
+@pytest.mark.slow
+def test_the_same_jets_make_the_same_bytes(tmp_path):
+    """``data jets`` with the same --seed made files that differed in the time HDF5 stamps on
+    the table, so their SHA-256 differed, and a run that recorded one took the other for a
+    changed file. A second apart (the stamp counts seconds), the bytes are the same."""
+    import time
+
+    p4, labels = reference_jets(30, seed=4)
+    write_jets(tmp_path / "a.h5", p4, labels, settings={"seed": 4})
+    time.sleep(1.1)
+    write_jets(tmp_path / "b.h5", p4, labels, settings={"seed": 4})
+    assert (tmp_path / "a.h5").read_bytes() == (tmp_path / "b.h5").read_bytes()
+
+
+def test_write_jets_leaves_a_file_named_like_its_temporary_alone(tmp_path):
+    """The file was written as NAME.partial and renamed: a user's own jets.h5.partial was
+    overwritten, then deleted. Now it stays, and nothing else is left beside jets.h5."""
+    mine = tmp_path / "jets.h5.partial"
+    mine.write_text("my notes\n")
+    p4, labels = reference_jets(4, seed=5)
+    write_jets(tmp_path / "jets.h5", p4, labels)
+    assert mine.read_text() == "my notes\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["jets.h5", "jets.h5.partial"]
+    assert count_jets(tmp_path / "jets.h5") == 4
+
+
 def test_write_jets_round_trip_in_the_reference_layout(tmp_path):
     p4, labels = reference_jets(7, seed=2)
     settings = {"generator": "attnlab data jets", "seed": 3, "recipe": {"common": ["a", "b"]}}

@@ -137,7 +137,7 @@ def test_plot_attention_draws_the_jet(jets_run, jets_file, tmp_path, capsys):
 @pytest.mark.parametrize("text, message", [
     ("{file}:999", r"--input .*:999: row 999 is past the end of .* \(240 jets: rows 0\.\.239\)"),
     ("{file}", r"--input must be FILE:ROW"),
-    ("nope.h5:1", r"--input nope.h5: not found"),
+    ("nope.h5:1", r"--input: file not found: nope.h5"),
 ])
 def test_predict_refuses_a_bad_input_with_exit_2(jets_run, jets_file, capsys, text, message):
     assert main(["predict", str(jets_run), "--input", text.format(file=jets_file)]) == 2
@@ -279,7 +279,10 @@ def bad_dir(tmp_path_factory):
 
 
 ERRORS = {
-    "missing file": (["--data", "{tmp}/nope.h5"], r"--data .*nope.h5: not found"),
+    "missing file": (["--data", "{tmp}/nope.h5"], r"--data: file not found: .*nope.h5\n"),
+    # once "--data -: not found", as if a file named "-" were meant: --data is never stdin
+    "stdin": (["--data", "-"], r"--data: file not found: - \('-' is not standard input here: "
+                               r"name the file\)\n"),
     "not HDF5": (["--data", "{tmp}/text.h5"], r"--data .*text.h5: not an HDF5 file"),
     "no key table": (["--data", "{tmp}/otherkey.h5"], r"--data .*otherkey.h5: no key 'table'"),
     "missing columns": (["--data", "{tmp}/columns.h5"],

@@ -38,7 +38,8 @@ import numpy as np
 
 from ...data.overlap import shared_note
 from ...errors import UsageError, first_few
-from ...paths import refuse_stream
+from ...paths import not_found, refuse_stream
+from ...runs import _create_temporary
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
@@ -48,7 +49,7 @@ MAX_CONSTITUENTS = 200     # the reference files' constituents per jet
 KEY = "table"              # the HDF key of the DataFrame
 LABEL_COLUMN = "is_signal_new"
 SETTINGS_ATTR = "attnlab_settings"  # the generator settings, JSON, on the table's HDF node
-SCAN_CHUNK = 20_000        # jets per read when a whole file is scanned (≈ 65 MB as float32)
+SCAN_CHUNK = 20_000        # jets per read when a whole file is scanned, or per write (≈ 65 MB)
 SPACELIKE_TOLERANCE = 1e-4  # how far below |p| (relative) a constituent's E may be rounded
 ORDER_TOLERANCE = 1e-4  # how far (relative) a dropped constituent's pT may exceed a kept one's
 
@@ -83,7 +84,8 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
     halves the file), zero-padded to 200 constituents; ``settings`` (JSON-serialisable: how the
     jets were made) is stored as an attribute of the ``table`` node, for ``read_settings``. The
     file is written next to ``path`` and renamed into place, so an interrupted write never
-    leaves a half file under the final name.
+    leaves a half file under the final name; it is written ``SCAN_CHUNK`` jets at a time, so
+    writing holds one chunk beside ``p4`` (``attnlab data jets`` checks its memory for that).
 
     Args:
         path: the .h5 file to (over)write.
@@ -109,27 +111,43 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
         raise ValueError(f"labels must have shape ({len(p4)},) with N >= 1, got {labels.shape}")
     if not np.isin(labels, (0, 1)).all():
         raise ValueError(f"labels must be 0 or 1, got {sorted(set(labels.tolist()) - {0, 1})[:5]}")
-    if not np.isfinite(p4).all():
+    if not all(np.isfinite(p4[a:a + SCAN_CHUNK]).all() for a in range(0, len(p4), SCAN_CHUNK)):
         raise ValueError("p4 holds NaN or inf")
     try:
         text = None if settings is None else json.dumps(settings, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"settings must be JSON-serialisable: {exc}") from None
     pd = _pandas()
-    padded = np.zeros((len(p4), MAX_CONSTITUENTS, 4), np.float32)
-    padded[:, :p4.shape[1]] = p4
-    frame = pd.DataFrame(padded.reshape(len(p4), -1), columns=jet_columns())  # (N, 800)
-    frame[LABEL_COLUMN] = labels.astype(np.int64)
-    partial = Path(f"{path}.partial")
+    # a new name of its own (``.NAME.<random>.tmp``): a fixed "NAME.partial" was overwritten,
+    # then deleted, where the user had a file of that name
+    fd, partial = _create_temporary(Path(path))
+    os.close(fd)
     try:
-        frame.to_hdf(partial, key=KEY, mode="w", format="table", complevel=5,
-                     complib="blosc:lz4")
-        if text is not None:
-            with pd.HDFStore(partial, mode="a") as store:
+        with pd.HDFStore(partial, mode="w", complevel=5, complib="blosc:lz4") as store:
+            # a chunk at a time: the whole table at once held four more copies of the jets
+            # (padded, the frame, pandas' and PyTables' own), 13 kB a jet beside the 3 kB
+            for a in range(0, len(p4), SCAN_CHUNK):
+                # track_times=False: no write time in the file, so the same jets (the same
+                # --seed) make the same bytes, and a run's recorded SHA-256 still matches
+                store.put(KEY, _frame(pd, p4[a:a + SCAN_CHUNK], labels[a:a + SCAN_CHUNK],
+                                      start=a), format="table", append=True, index=False,
+                          track_times=False)
+            if text is not None:
                 store.get_storer(KEY).attrs[SETTINGS_ATTR] = text
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _frame(pd, p4: np.ndarray, labels: np.ndarray, *, start: int):
+    """Rows ``start ..`` of the reference table: p4 (n, ≤ 200, 4) zero-padded to 200
+    constituents as float32, then the labels; a DataFrame (n, 801)."""
+    padded = np.zeros((len(p4), MAX_CONSTITUENTS, 4), np.float32)
+    padded[:, :p4.shape[1]] = p4
+    frame = pd.DataFrame(padded.reshape(len(p4), -1), columns=jet_columns(),  # (n, 800)
+                         index=pd.RangeIndex(start, start + len(p4)))
+    frame[LABEL_COLUMN] = labels.astype(np.int64)
+    return frame
 
 
 class _JetFile:
@@ -140,7 +158,7 @@ class _JetFile:
         self.path, self.where = Path(path), f"{what} {path}".strip()
         self.columns = jet_columns(max_constituents)
         refuse_stream(self.path, what)  # HDF5 reads by seeking: a pipe could only hang it
-        self.store = _open_store(self.path, self.where)
+        self.store = _open_store(self.path, what)
         try:
             self.nrows, self.positions = self._layout()
             self.dropped = self._dropped()
@@ -330,13 +348,15 @@ class _JetFile:
         return labels.astype(np.int64)
 
 
-def _open_store(path: Path, where: str):
-    """``pandas.HDFStore(path, "r")``, or a ``UsageError`` saying why not."""
+def _open_store(path: Path, what: str = ""):
+    """``pandas.HDFStore(path, "r")``, or a ``UsageError`` naming ``what`` (the flag) and the
+    file, saying why not (a missing one in ``not_found``'s words, as every command's)."""
     pd = _pandas()
     import tables
 
+    where = f"{what} {path}".strip()
     if not path.exists():
-        raise UsageError(f"{where}: not found")
+        raise not_found(what, path)
     if path.is_dir():
         raise UsageError(f"{where}: is a directory, not a jets file")
     try:
@@ -359,7 +379,7 @@ def read_settings(path: str | Path) -> dict[str, Any] | None:
         >>> read_settings("jets.h5") is None
         True
     """
-    store = _open_store(Path(path), str(path))
+    store = _open_store(Path(path))
     with store:
         if f"/{KEY}" not in store.keys():
             raise UsageError(f"{path}: no key '{KEY}'")

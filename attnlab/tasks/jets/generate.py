@@ -84,6 +84,20 @@ class JetSettings:
     radius: float = 0.8
     max_constituents: int = MAX_CONSTITUENTS
 
+    def memory_estimate(self) -> list[tuple[str, float]]:
+        """What making the jets holds at its peak, as (what, bytes) for ``check_memory``:
+        every jet twice, 16 bytes a constituent (the pieces and the jets joined from them,
+        then those and their shuffled copy; ``write_jets`` adds one chunk only).
+
+        Examples:
+            >>> JetSettings(signal=1000, background=0).memory_estimate()[0][1] / 1e6  # MB
+            6.4
+        """
+        n = self.signal + self.background
+        return [(f"--signal {self.signal:,} + --background {self.background:,} jets of "
+                 f"{self.max_constituents} constituents, held twice while they are shuffled",
+                 2 * n * self.max_constituents * 4 * 4)]
+
     def as_dict(self) -> dict:
         """The settings, the Pythia recipe and the versions that made the jets (JSON-able)."""
         recipe = {"common": list(_COMMON), **{k: list(v) for k, v in RECIPES.items()}}
@@ -346,12 +360,21 @@ _QUEUE = None  # in a worker process: where it reports progress
 
 def _init_worker(queue) -> None:
     """Ctrl-C is the parent's to handle (it stops the pool); a worker ignores it, instead of
-    dying with a traceback of its own."""
+    dying with a traceback of its own. SIGTERM and SIGHUP get their default back where the
+    parent set a Python handler (the ``attnlab`` command does): ``Pool.terminate`` stops the
+    workers with SIGTERM, and a Python handler runs only when the main thread runs Python,
+    which a worker waiting for its next task does not; the signal may land on another of its
+    threads (its progress queue's, or a library's), so it lived on and the command hung after
+    its last jet."""
     import signal
 
     global _QUEUE
     _QUEUE = queue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)  # no SIGHUP on Windows
+        if number is not None and callable(signal.getsignal(number)):
+            signal.signal(number, signal.SIG_DFL)  # ignored (nohup) stays ignored
 
 
 def _report(kind: str, k: int) -> None:
