@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Interrupted, UsageError
-from ..paths import check_output
+from ..paths import check_named, check_output
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, RANK_KEYS, TrainSettings, add_flags, as_typed, check,
                         check_schedule, flag, heads_divide_width, later_process,
@@ -154,9 +154,8 @@ def _refuse_blank(given: dict[str, Any], out_flag: str = "--out") -> None:
     $CFG``) names nothing: an empty --config was read as not given, so the run trained on the
     defaults, unsaid, and an empty --out as the default directory (where ``--out '  '`` was
     refused by the rule of every output path, ``check_output``, which this one uses)."""
-    if isinstance(given.get("config"), str) and not given["config"].strip():
-        raise UsageError("--config is empty; name a YAML file of settings (or leave --config "
-                         "out)")
+    if isinstance(given.get("config"), str):
+        check_named(given["config"], "--config", "file")
     if isinstance(given.get("out"), str) and not given["out"].strip():
         check_output(given["out"], out_flag, directory=True)
 
