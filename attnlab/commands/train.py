@@ -87,12 +87,15 @@ def build_config(task_name: str, given: dict[str, Any]) -> RunSettings:
     return configure(task_name, given)[0]
 
 
-def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None = None
-              ) -> tuple[RunSettings, Any]:
+def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None = None,
+              *, check_out: bool = False) -> tuple[RunSettings, Any]:
     """``build_config``'s settings, and what the task's checks read that its run needs
     (``Task.validate``'s result, for ``task.runtime().run``: the task object keeps nothing).
     Every check runs on the plain dict (and may normalise it), then frozen, once, into the
-    task's typed run config (``Task.config_class``); its notes said, or put in ``notes_out``."""
+    task's typed run config (``Task.config_class``); its notes said, or put in ``notes_out``.
+    ``check_out``: ``--out`` (a flag or the --config file's) is checked as the run will write
+    it (``preflight.check_out``) before the task reads its data, whose notes would otherwise
+    come before the refusal ("warning: ... rows ..." then "--out run already holds files")."""
     from ..loading import check_values
     from ..runs import read_yaml
 
@@ -123,6 +126,8 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
         resume_conflicts(previous, settings, cfg, Path(out), config_file=given.get("config"),
                          from_file=frozenset(file_cfg) - set(given))
         cfg.update(previous)
+    if check_out and out:
+        preflight.check_out(out, resume=bool(resuming))
     _one_budget(file_cfg, given, previous if resuming else {})
     recipe = None if resuming else given.get("recipe", file_cfg.get("recipe"))
     if recipe:  # over the defaults, under --config and the flags
@@ -639,7 +644,7 @@ def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None =
     row, a split without an entity): the first process read the same files and said them,
     once. A refusal is raised, and told, as in the first."""
     if not _is_child():
-        return configure(task_name, given, notes)
+        return configure(task_name, given, notes, check_out=True)
     import contextlib
     import io
 

@@ -576,3 +576,20 @@ def test_a_full_disk_under_prepare_names_its_out_not_standard_output(tmp_path, c
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"attnlab: cannot write to {out}: File too large")
     assert not out.exists()
+
+
+def test_a_refused_out_comes_before_the_notes_on_the_data(tmp_path, capsys):
+    """`train classify --data d.csv --out used`: the data was read and its notes printed (a
+    row of the test split that training has too), then --out was refused: the user read a
+    warning about a run that never started above its one-line error."""
+    rows = ["text,label", *["good film,pos"] * 20,
+            *[f"word{i} thing{i % 5},{'pos' if i % 2 else 'neg'}" for i in range(60)]]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "mine.txt").write_text("kept")
+    argv = ["train", "classify", "--data", str(tmp_path / "d.csv"), "--out", str(used),
+            "--max-steps", "1"]
+    assert _fails(argv, capsys) == (f"attnlab: error: --out {used} already holds files; pass "
+                                    f"--resume to continue that run, or choose another --out")
+    assert sorted(p.name for p in used.iterdir()) == ["mine.txt"]
