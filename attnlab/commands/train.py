@@ -615,7 +615,10 @@ def run(args: argparse.Namespace) -> int:
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
     from ..training.hardware import wait_for_rank_zero
 
+    asked = cfg.precision
     cfg = check_hardware(cfg, quiet=_is_child())
+    if cfg.resume:
+        preflight.check_resumed_precision(run_dir, asked, cfg.precision)
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir)
