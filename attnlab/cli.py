@@ -22,6 +22,7 @@ import threading
 from importlib import import_module
 
 from .errors import TERMINATING, Interrupted, UsageError
+from .paths import PATH_METAVARS, check_named
 
 COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "view",
             "explain", "data", "export")
@@ -75,10 +76,32 @@ class ArgumentParser(argparse.ArgumentParser):
         if extras:
             hint = self._of_siblings(extras) or self._closest(extras)
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}{_as_path(extras)}")
+        self._check_paths(namespace)
         # a sub-command's notes go up with its values, to be said once the command has done
         # its checks (``_main``; train's before it trains, ``attnlab.commands.train``)
         namespace.flag_notes = [*getattr(namespace, "flag_notes", []), *self._notes.values()]
         return namespace, extras
+
+    def _check_paths(self, namespace) -> None:
+        """Refuse an empty or blank path (``predict RUN --input-file ""``, ``evaluate " "``)
+        by the one rule of ``attnlab.paths.check_named``, naming the flag, or the placeholder
+        of a positional (DIR): read on, "" was the current directory and " " a file named " ",
+        and the message that followed named neither. A setting (``--data FILE`` of a task,
+        with its own type) is checked by the same declaration where settings are read, in
+        ``--config`` files too."""
+        for action in self._actions:
+            what = PATH_METAVARS.get(action.metavar)
+            value = getattr(namespace, action.dest, None)
+            if what is None or action.type is not None or value is None:
+                continue
+            for each in value if isinstance(value, list) else [value]:
+                if action.option_strings:  # a flag names itself, as check_output's messages do
+                    check_named(each, action.option_strings[-1], what)
+                    continue
+                try:  # a positional's placeholder, with its command: "predict: DIR is empty"
+                    check_named(each, action.metavar, what)
+                except UsageError as e:
+                    self.error(str(e))
 
     def _unknown(self, args: list[str]) -> list[str]:
         """The words of ``args`` that look like flags this parser does not have (none for a

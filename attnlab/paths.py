@@ -24,7 +24,27 @@ from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["check_output", "is_special_file", "not_found", "refuse_stream"]
+__all__ = ["PATH_METAVARS", "check_named", "check_output", "is_special_file", "not_found",
+           "refuse_stream"]
+
+# The placeholders (argparse's metavar) of the arguments that name a path, and what each names:
+# the one declaration by which every command's path argument, input or output, is refused when
+# empty or blank (``attnlab.cli`` for plain arguments, ``attnlab.settings.setting`` for
+# settings). Unrefused, ``Path("")`` and ``Path(" ")`` are read as the current directory or a
+# file named " ", and the message that follows ("--input-file : is a directory") names neither.
+PATH_METAVARS = {"DIR": "directory", "FILE": "file", "PATH": "file or directory",
+                 "PNG": "file", "FILE.html": "file", "OUT": "directory"}
+
+
+def check_named(value: str | os.PathLike, flag: str, what: str, hint: str = "") -> None:
+    """Refuse a path argument that names nothing: empty or spaces only.
+
+        >>> check_named(" ", "--input-file", "file")
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: --input-file is empty; name a file
+    """
+    if not str(value).strip():
+        raise UsageError(f"{flag} is empty; name a {what}{hint}")
 
 
 def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
@@ -40,8 +60,7 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
     directory given for a file. Whether an existing ``out`` may be replaced is the caller's
     rule."""
     what = "directory" if directory else "file"
-    if not str(out).strip():
-        raise UsageError(f"{flag} is empty; name a {what}{hint}")
+    check_named(out, flag, what, hint)
     if str(out).strip() == "-":  # the usual name of standard output, which nothing here writes
         raise UsageError(f"{flag} -: this command writes a {what}, not to standard output; "
                          f"name a {what}{hint}")

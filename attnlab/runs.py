@@ -163,20 +163,36 @@ def write_yaml(path: str | Path, obj: dict) -> None:
 # YAML 1.2's numbers where YAML 1.1, which PyYAML reads, differs: a number with an exponent
 # (1e-3, 3E4, 1.0e3: 1.1 asks for a dot and a signed exponent, 1.0e-3, and reads the others as
 # text); an integer with leading zeros is decimal (1.1: 010 is octal 8), 0o17 octal, and 1:30 is
-# text (1.1: sexagesimal 90). Underscores between digits stay (1_000), as a user means them.
-_EXPONENT = r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"
+# text (1.1: sexagesimal 90). Underscores between digits stay (1_000), as a user means them,
+# by Python's rule, which the command line's --max-steps 1_000 follows too: one underscore
+# between two digits (1__000, 1000_ and 1__0.0 are text, refused naming the setting; YAML 1.1
+# read them as numbers the flag refused), also in an exponent's number (1_0e3 is 10000.0).
+_EXPONENT = r"^[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)[eE][-+]?[0-9_]+$"
 _INTEGER = r"^[-+]?[0-9][0-9_]*$|^0x[0-9a-fA-F_]+$|^0o[0-7_]+$"
 _FLOAT, _INT = "tag:yaml.org,2002:float", "tag:yaml.org,2002:int"
 
 
 def _yaml12_int(loader, node) -> int | str:
-    """An integer as YAML 1.2 reads it (``_INTEGER``); a prefix without digits (``0o_``) stays
-    the text it is, which the setting's check then refuses, naming it."""
+    """An integer as YAML 1.2 reads it (``_INTEGER``), its underscores as Python's ``int``
+    reads them (the command line's rule); what that refuses (``0o_``, ``1__0``) stays the
+    text it is, which the setting's check then refuses, naming it."""
     written = loader.construct_scalar(node)
-    text = written.replace("_", "")
-    base = {"0x": 16, "0o": 8}.get(text[:2].lower(), 10)
+    prefixed = written.lstrip("+-")[:2].lower() in ("0x", "0o")
     try:
-        return int(text[2:] if base != 10 else text, base)
+        return int(written, 0 if prefixed else 10)
+    except ValueError:
+        return written
+
+
+def _python_float(loader, node) -> float | str:
+    """A number with a dot or an exponent, read by Python's ``float`` (the command line's
+    ``--lr 1_0e-3``); YAML's ``.inf`` and ``.nan`` as YAML reads them; anything else that
+    ``float`` refuses (``1__0.0``) the text it is, refused by the setting's check."""
+    written = loader.construct_scalar(node)
+    if written.lstrip("+-").lower() in (".inf", ".nan"):
+        return loader.construct_yaml_float(node)
+    try:
+        return float(written)
     except ValueError:
         return written
 
@@ -212,6 +228,7 @@ def _yaml_classes() -> tuple[type, type, type]:
         first: [(tag, rx) for tag, rx in resolvers if tag != _INT]
         for first, resolvers in UniqueKeys.yaml_implicit_resolvers.items()}
     Yaml12Numbers.add_constructor(_INT, _yaml12_int)
+    Yaml12Numbers.add_constructor(_FLOAT, _python_float)
     for cls in (Yaml12Numbers, QuoteNumbers):
         cls.add_implicit_resolver(_FLOAT, re.compile(_EXPONENT), list("-+0123456789."))
         cls.add_implicit_resolver(_INT, re.compile(_INTEGER), list("-+0123456789"))

@@ -32,6 +32,7 @@ from typing import Any
 
 from .activation_names import LORA_LAYERS, LORA_TARGETS
 from .errors import UsageError
+from .paths import PATH_METAVARS
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
@@ -102,10 +103,13 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
         blank_why: for a text that names something (``--init DIR``): an empty value (or
             spaces only) is refused, with this reason, where it would otherwise be read as
             something else (``Path("")`` is the current directory). Like ``floor``, a rule of
-            use: a run already made with such a value still loads.
+            use: a run already made with such a value still loads. A path's placeholder
+            (``metavar`` of ``attnlab.paths.PATH_METAVARS``) gives "name a file" unless said.
         list_sep: for a text that lists names (``--feature-columns a,b``): a file's YAML list
             (``[a, b]``) is read as the names joined by this separator.
     """
+    if not blank_why and metavar in PATH_METAVARS:
+        blank_why = f"name a {PATH_METAVARS[metavar]}"
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
             "optional": optional, "flag": flag, "floor": floor, "floor_why": floor_why,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "claim", "discard_unstarted", "first_missing",
-           "available_memory",
+           "available_memory", "check_resumed_precision", "PRECISION_ON_CPU",
            "RESUMABLE", "resume_notes"]
 
 # Settings a --resume may change: how long, where and how fast a run trains, not what it
@@ -84,9 +84,17 @@ def has_checkpoint(run_dir: Path) -> bool:
     return (Path(run_dir) / "checkpoints" / "last.ckpt").is_file()
 
 
+# the precision Fabric runs on a CPU instead of the one asked for, which config.yaml records
+# (``training.hardware.check_hardware``): a CPU run started with --precision 16-mixed holds
+# bf16-mixed, and its --resume with the same flags was refused as another precision
+PRECISION_ON_CPU = {"16-mixed": "bf16-mixed"}
+
+
 def _same(key: str, given: Any, saved: Any) -> bool:
     if given == "auto" and isinstance(saved, str):
         return True  # config.yaml records what 'auto' chose when the run started
+    if key == "precision" and PRECISION_ON_CPU.get(str(given)) == saved:
+        return True  # the same, where it runs on a CPU: check_resumed_precision, once known
     if isinstance(saved, str) and os.path.isabs(saved) and isinstance(given, str):
         return Path(given).resolve() == Path(saved).resolve()  # a data file named another way
     if isinstance(saved, str) and not isinstance(given, str):
@@ -122,6 +130,20 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
         raise UsageError(f"--resume: {'; '.join(differ)} — a run continues with the settings of "
                          f"{run_dir}/config.yaml: drop the {what}, or start a new run with "
                          f"another --out")
+
+
+def check_resumed_precision(run_dir: Path, asked: str, runs: str) -> None:
+    """Refuse a ``--resume`` whose ``--precision`` (``asked``) this machine runs as another
+    precision (``runs``, from ``check_hardware``) than the run's config.yaml holds: the CPU's
+    bf16-mixed for 16-mixed passes ``resume_conflicts`` (a CPU run records bf16-mixed), and
+    is known to be the same only once the device is."""
+    from ..runs import read_yaml
+
+    saved = str(read_yaml(Path(run_dir) / "config.yaml").get("precision"))
+    if str(runs) != saved:
+        raise UsageError(f"--resume: --precision {asked} runs as {runs} here (the run has "
+                         f"{saved}) — a run continues with the settings of {run_dir}/"
+                         f"config.yaml: drop the flag, or start a new run with another --out")
 
 
 # RESUMABLE settings that change how the numbers are added up (the order of a sum over threads,

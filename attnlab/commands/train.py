@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Interrupted, UsageError
-from ..paths import check_output
+from ..paths import check_named, check_output
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, RANK_KEYS, TrainSettings, add_flags, as_typed, check,
                         check_schedule, flag, heads_divide_width, later_process,
@@ -87,12 +87,15 @@ def build_config(task_name: str, given: dict[str, Any]) -> RunSettings:
     return configure(task_name, given)[0]
 
 
-def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None = None
-              ) -> tuple[RunSettings, Any]:
+def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None = None,
+              *, check_out: bool = False) -> tuple[RunSettings, Any]:
     """``build_config``'s settings, and what the task's checks read that its run needs
     (``Task.validate``'s result, for ``task.runtime().run``: the task object keeps nothing).
     Every check runs on the plain dict (and may normalise it), then frozen, once, into the
-    task's typed run config (``Task.config_class``); its notes said, or put in ``notes_out``."""
+    task's typed run config (``Task.config_class``); its notes said, or put in ``notes_out``.
+    ``check_out``: ``--out`` (a flag or the --config file's) is checked as the run will write
+    it (``preflight.check_out``) before the task reads its data, whose notes would otherwise
+    come before the refusal ("warning: ... rows ..." then "--out run already holds files")."""
     from ..loading import check_values
     from ..runs import read_yaml
 
@@ -123,6 +126,8 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
         resume_conflicts(previous, settings, cfg, Path(out), config_file=given.get("config"),
                          from_file=frozenset(file_cfg) - set(given))
         cfg.update(previous)
+    if check_out and out:
+        preflight.check_out(out, resume=bool(resuming))
     _one_budget(file_cfg, given, previous if resuming else {})
     recipe = None if resuming else given.get("recipe", file_cfg.get("recipe"))
     if recipe:  # over the defaults, under --config and the flags
@@ -154,9 +159,8 @@ def _refuse_blank(given: dict[str, Any], out_flag: str = "--out") -> None:
     $CFG``) names nothing: an empty --config was read as not given, so the run trained on the
     defaults, unsaid, and an empty --out as the default directory (where ``--out '  '`` was
     refused by the rule of every output path, ``check_output``, which this one uses)."""
-    if isinstance(given.get("config"), str) and not given["config"].strip():
-        raise UsageError("--config is empty; name a YAML file of settings (or leave --config "
-                         "out)")
+    if isinstance(given.get("config"), str):
+        check_named(given["config"], "--config", "file")
     if isinstance(given.get("out"), str) and not given["out"].strip():
         check_output(given["out"], out_flag, directory=True)
 
@@ -611,7 +615,10 @@ def run(args: argparse.Namespace) -> int:
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
     from ..training.hardware import wait_for_rank_zero
 
+    asked = cfg.precision
     cfg = check_hardware(cfg, quiet=_is_child())
+    if cfg.resume:
+        preflight.check_resumed_precision(run_dir, asked, cfg.precision)
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir)
@@ -640,7 +647,7 @@ def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None =
     row, a split without an entity): the first process read the same files and said them,
     once. A refusal is raised, and told, as in the first."""
     if not _is_child():
-        return configure(task_name, given, notes)
+        return configure(task_name, given, notes, check_out=True)
     import contextlib
     import io
 

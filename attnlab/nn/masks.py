@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from .tensor_inputs import check_tensor
+
 __all__ = [
     "expand_mask",
     "causal_mask",
@@ -38,6 +40,7 @@ def expand_mask(mask: Tensor) -> Tensor:
         >>> expand_mask(causal_mask(3)).shape
         torch.Size([1, 1, 3, 3])
     """
+    check_tensor(mask, _MASK, name="mask")
     if mask.ndim < 2:
         raise ValueError(
             f"mask must have at least 2 dimensions (T_q, T_k), got shape {tuple(mask.shape)}"
@@ -154,12 +157,16 @@ def as_bool_mask(mask: Tensor, *, attention: bool = False) -> Tensor:
         ...
         ValueError: a float mask must hold only 0 and 1 (1 = may attend), got -inf; an additive mask (0 = attend, -inf = blocked, as torch's attn_mask) is `mask == 0` in attnlab's convention
     """
+    check_tensor(mask, _MASK, name="mask")  # a list or a NumPy array: AttributeError below
     if mask.dtype == torch.bool:
         return mask
     if mask.is_floating_point():
         _check_float_mask(mask, attention=attention)
     return mask != 0
 
+
+# what every mask is, in check_tensor's message
+_MASK = "(bool or 0/1, True = may attend)"
 
 _FLOAT_MASK = ("a float mask must hold only 0 and 1 (1 = may attend), got {}; an additive mask "
                "(0 = attend, -inf = blocked, as torch's attn_mask) is `mask == 0` in attnlab's "
@@ -235,6 +242,7 @@ def check_mask(mask: Tensor, B: int, H: int, T_q: int, T_k: int) -> Tensor:
         ValueError: if the mask does not broadcast to (B, H, T_q, T_k), showing the shape given;
             for a float mask holding other values than 0 and 1 (``as_bool_mask``) or only 0s.
     """
+    check_tensor(mask, _MASK, name="mask")
     if mask.ndim < 2 or mask.ndim > 4:
         raise ValueError(
             f"mask must have 2 to 4 dimensions broadcastable to (B, H, T_q, T_k) = "

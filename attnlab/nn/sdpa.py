@@ -96,10 +96,11 @@ def scaled_dot_product(
         attn_logits = attn_logits + bias.to(attn_logits.dtype)
     row_ok = None
     if mask is not None:
+        mask = attention_mask_as_bool(mask)  # first: a list or a NumPy array is named there
         if not broadcasts_to(mask.shape, attn_logits.shape):
             raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the "
                              f"scores (..., T_q, T_k) = {tuple(attn_logits.shape)}")
-        mask, row_ok = _guard_empty_rows(attention_mask_as_bool(mask))
+        mask, row_ok = _guard_empty_rows(mask)
         # the dtype's minimum, not a literal like -9e15 that overflows float16
         attn_logits = attn_logits.masked_fill(~mask, torch.finfo(attn_logits.dtype).min)
     attention = F.softmax(attn_logits, dim=-1)

@@ -1,5 +1,5 @@
-"""The training clock: seconds of training since the first step, validation left out, across
-``--resume`` (the checkpoint keeps the seconds before it).
+"""The training clock: seconds of training since the first step, validation and ``--compile``'s
+compilation left out, across ``--resume`` (the checkpoint keeps the seconds before it).
 
 Every row of ``logs/metrics.csv`` carries its reading as ``train_seconds`` (the name of
 ``metrics.json``'s total), so the time a run took to reach a loss is read off the log of any
@@ -16,7 +16,8 @@ __all__ = ["TrainClock"]
 
 class TrainClock:
     """Training seconds: ``before`` (a resumed run's, from its checkpoint) plus the time since
-    ``start`` (called at the first step), less the time spent inside ``paused()``.
+    ``start`` (called at the first step), less the time spent inside ``paused()`` and
+    ``compiling()``; ``compile_seconds`` is the time inside ``compiling()``.
 
     Args:
         before: seconds trained before this process.
@@ -29,6 +30,12 @@ class TrainClock:
         >>> with clock.paused(): pass
         >>> clock.seconds()  # 5 before + 6 since the start - 3 paused
         8.0
+        >>> ticks = iter([0.0, 1.0, 31.0, 33.0])  # start, compile 30 s in the first step, read
+        >>> clock = TrainClock(now=lambda: next(ticks))
+        >>> clock.start()
+        >>> with clock.compiling(): pass
+        >>> clock.seconds(), clock.compile_seconds
+        (3.0, 30.0)
     """
 
     def __init__(self, before: float = 0.0, *, now: Callable[[], float] = time.perf_counter):
@@ -36,6 +43,7 @@ class TrainClock:
         self.started: float | None = None
         self.paused_since: float | None = None
         self.excluded = 0.0
+        self.compile_seconds = 0.0
 
     def start(self) -> None:
         """Start counting (once: a later call changes nothing)."""
@@ -51,6 +59,17 @@ class TrainClock:
         finally:
             self.excluded += self.now() - self.paused_since
             self.paused_since = None
+
+    @contextmanager
+    def compiling(self) -> Iterator[None]:
+        """The time inside is compilation (``--compile``'s first step of a process, which
+        compiles the model before it runs): counted in ``compile_seconds``, not as training
+        time, so that a compiled run's ``train_seconds`` and samples per second are the
+        compiled model's, comparable with an eager run's."""
+        before = self.excluded
+        with self.paused():
+            yield
+        self.compile_seconds += self.excluded - before
 
     def seconds(self) -> float:
         """Training seconds so far (while paused: up to the pause)."""

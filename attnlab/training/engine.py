@@ -32,6 +32,7 @@ split in plain PyTorch, then calls ``finish`` to write the run directory.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -173,6 +174,9 @@ class FitResult:
     lora: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     # what --init was when the run started (``adapt.init_kind``), for the adapter
     started: tuple[str | None, str | None] | None = None
+    # --compile: the seconds its first step took (compiling, then the step), which
+    # train_seconds leaves out; None without --compile
+    compile_seconds: float | None = None
 
 
 def _shares(counts: list) -> list:
@@ -226,6 +230,7 @@ class Loop:
         self.watch = watch_of(cfg)  # --keep-best, --patience
         self.module = module  # the TaskModule as built: its weights are what a run saves
         self.step, self.clock = 0, TrainClock()
+        self.to_compile = bool(cfg.compile)  # the next step compiles the model first
         self.stopped: str | None = None  # why training stopped before max_steps
         self.shown: dict[str, float] = {}  # what the progress line shows: the latest numbers
         self.progress = Progress(max_steps)
@@ -425,7 +430,10 @@ class Loop:
         while self.step < self.max_steps and self.stopped is None:
             for batches in self._steps_batches():
                 self.clock.start()  # train_seconds count from the first step
-                loss, logs = self.train_step(*batches)
+                # --compile compiles in its first step, counted apart (compile_seconds)
+                with self.clock.compiling() if self.to_compile else contextlib.nullcontext():
+                    loss, logs = self.train_step(*batches)
+                self.to_compile = False
                 self._show(loss, logs)
                 if self._told_to_stop():
                     self.save()
@@ -811,7 +819,8 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
                      validation=validation,
                      stopped=loop.stopped if loop.step < max_steps else None,
                      best=watch.summary() if watch is not None and watch.keep else {},
-                     lora=lora, started=loop.started)
+                     lora=lora, started=loop.started,
+                     compile_seconds=loop.clock.compile_seconds if cfg.compile else None)
 
 
 def watch_of(cfg: RunSettings) -> BestWatch | None:
@@ -922,6 +931,12 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
         metrics["stopped_early"] = result.stopped
     metrics.update(steps=int(result.steps), train_seconds=round(result.train_seconds, 3),
                    parameters=parameter_count(model))
+    # how it trained, beside how long: config.yaml holds them too, but a reader comparing
+    # runs' train_seconds reads this file (what --precision auto, or a CPU's stand-in for
+    # 16-mixed, ran; whether compiled, and how long compiling took, left out of train_seconds)
+    metrics.update(precision=str(cfg.precision), compile=bool(cfg.compile))
+    if result.compile_seconds is not None:
+        metrics["compile_seconds"] = round(result.compile_seconds, 3)
     metrics = readable(metrics)  # what metrics.json holds: 6 significant digits, not float noise
     if not result.is_global_zero:
         return metrics
@@ -941,7 +956,8 @@ def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
     """The run's numbers for people: counts whole, scores to 4 decimals, and a number below
     0.001 to 4 significant digits (a regression's test_mse of 1.6e-07 in years is no 0.0000).
     """
-    numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+    numbers = {k: v for k, v in metrics.items()  # (compile, true or false, is no number)
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
     width = max(map(len, numbers))
     if sys.stdout.isatty():  # apart from the progress above it; in a pipe or a file (`| head
         # -1`, a script reading the run's directory off the first line) the summary comes first

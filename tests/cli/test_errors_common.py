@@ -435,6 +435,31 @@ def test_a_blank_input_is_refused_before_the_run_is_read(argv, named, capsys, tm
     _fails([str(tmp_path / a) if a == "RUN" else a for a in argv], capsys, named)
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["predict", "RUN", "--input-file", ""], "--input-file is empty; name a file"),
+    (["translate", "RUN", "--input-file", " "], "--input-file is empty; name a file"),
+    (["evaluate", "RUN", "--data", ""], "--data is empty; name a file"),
+    (["evaluate", "RUN", "--data", "x", "--by-length", "--out", " "],
+     "--out is empty; name a file"),
+    (["predict", " ", "--input", "1 2"], "predict: DIR is empty; name a directory"),
+    (["evaluate", ""], "evaluate: DIR is empty; name a directory"),
+    (["generate", "", "--prompt", "a"], "generate: DIR is empty; name a directory"),
+    (["prepare", "", "--out", "OUT"], "prepare: FILE is empty; name a file"),
+    (["train", "lm", "--data", " ", "--out", "OUT"], "--data is empty: name a file or directory"),
+    (["train", "reverse", "--config", "", "--out", "OUT"], "--config is empty; name a file"),
+])
+def test_an_empty_or_blank_path_is_refused_naming_its_flag(argv, line, capsys, tmp_path,
+                                                           monkeypatch):
+    """One rule (``attnlab.paths.PATH_METAVARS``) for every argument that names a path: ""
+    was read as the current directory ("--input-file : is a directory"), " " as a file named
+    " " ("run directory not found:  "). Nothing is read or written: RUN is a real run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "RUN").mkdir()
+    (tmp_path / "RUN" / "config.yaml").write_text("task: reverse\n")
+    assert _fails(argv, capsys) == f"attnlab: error: {line}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["RUN"]
+
+
 @pytest.mark.parametrize("argv, typed", [
     (["translate", "RUN", "--input", "four"], "--input four"),  # read as --input-file four
     (["generate", "RUN", "--prom", "a", "--prompt", "b"], "--prom a"),  # the prompt was b alone
@@ -551,3 +576,20 @@ def test_a_full_disk_under_prepare_names_its_out_not_standard_output(tmp_path, c
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"attnlab: cannot write to {out}: File too large")
     assert not out.exists()
+
+
+def test_a_refused_out_comes_before_the_notes_on_the_data(tmp_path, capsys):
+    """`train classify --data d.csv --out used`: the data was read and its notes printed (a
+    row of the test split that training has too), then --out was refused: the user read a
+    warning about a run that never started above its one-line error."""
+    rows = ["text,label", *["good film,pos"] * 20,
+            *[f"word{i} thing{i % 5},{'pos' if i % 2 else 'neg'}" for i in range(60)]]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "mine.txt").write_text("kept")
+    argv = ["train", "classify", "--data", str(tmp_path / "d.csv"), "--out", str(used),
+            "--max-steps", "1"]
+    assert _fails(argv, capsys) == (f"attnlab: error: --out {used} already holds files; pass "
+                                    f"--resume to continue that run, or choose another --out")
+    assert sorted(p.name for p in used.iterdir()) == ["mine.txt"]

@@ -1,6 +1,7 @@
 """Masks: shapes, the True = may-attend convention, and masks as graph structure."""
 import re
 
+import numpy as np
 import pytest
 import torch
 from torch.testing import assert_close
@@ -216,3 +217,31 @@ def test_a_float_mask_is_read_once_per_call_not_twice_in_every_layer():
         with torch.no_grad():
             extra = _host_reads(lambda: run(course)) - _host_reads(lambda: run(course.bool()))
         assert extra == float_masks
+
+
+@pytest.mark.parametrize("kind", [list, np.array])
+@pytest.mark.parametrize("call", ["scaled_dot_product", "expand_mask", "MultiheadAttention",
+                                  "EncoderBlock", "TransformerEncoder", "get_attention_maps",
+                                  "TransformerPredictor"])
+def test_a_mask_that_is_no_tensor_is_named_as_such(call, kind):
+    """The course's mask written as a list or a NumPy array (`mask=[[1, 0], [1, 1]]`) was an
+    AttributeError ('list' object has no attribute 'shape', 'ndarray' ... 'is_floating_point')
+    from inside the library; it is a TypeError naming the argument and the fix, wherever the
+    mask goes in."""
+    from attnlab.training import TransformerPredictor
+
+    x = torch.randn(1, 2, 4)
+    mask = kind([[1, 0], [1, 1]])
+    enc = an.TransformerEncoder(1, input_dim=4, num_heads=1, dim_feedforward=8)
+    run = {"scaled_dot_product": lambda: an.scaled_dot_product(x, x, x, mask=mask),
+           "expand_mask": lambda: an.expand_mask(mask),
+           "MultiheadAttention": lambda: an.MultiheadAttention(4, 4, 1)(x, mask=mask),
+           "EncoderBlock": lambda: an.EncoderBlock(4, 1, 8)(x, mask=mask),
+           "TransformerEncoder": lambda: enc(x, mask=mask),
+           "get_attention_maps": lambda: enc.get_attention_maps(x, mask=mask),
+           "TransformerPredictor": lambda: TransformerPredictor(4, 8, 3, 1, 1, 1e-3, 1, 10)(
+               x, mask=mask)}[call]
+    with pytest.raises(TypeError, match=rf"^mask must be a tensor \(bool or 0/1, True = may "
+                                        rf"attend\), got {type(mask).__name__}: pass "
+                                        rf"torch.tensor\(mask\)$"):
+        run()
