@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UsageError
-from .source import weight_files
+from .source import file_stat, weight_files
 from .weights import SafetensorsTensors
 
 __all__ = ["check_twin_weights", "first_difference", "TWIN"]
@@ -43,7 +43,7 @@ def check_twin_weights(weights: Path) -> None:
     if weights.name == TWIN or not twin.is_file():
         return
     files = weight_files(weights)
-    key = tuple(_stat(p) for p in (*files, twin))
+    key = tuple(file_stat(p) for p in (*files, twin))
     if key in _CHECKED:
         return
     found = first_difference(files, twin)
@@ -87,10 +87,3 @@ def _bin(path: Path) -> dict[str, torch.Tensor]:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except RuntimeError:  # not a zip: cannot be mapped
         return torch.load(path, map_location="cpu", weights_only=True)
-
-
-def _stat(path: Path) -> tuple:
-    """What changes when the file does: its identity, size and times (ctime: any write,
-    rename or metadata change, which no user can set back)."""
-    s = path.stat()
-    return (str(path.resolve()), s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns)
