@@ -27,7 +27,8 @@ model that is converted and thrown away. The encoder needs only
 A LayerNorm that old TensorFlow ports saved as ``gamma`` / ``beta`` reads as ``weight`` /
 ``bias``, as ``transformers`` reads it. Tensors outside the encoder (a task head, an MLM head)
 and the index buffers older files saved (``position_ids``) are left out; an encoder tensor the
-config does not describe (a layer past ``num_hidden_layers``: a config.json of fewer layers than
+config does not describe (or any tensor outside the encoder where config.json's
+``architectures`` is a base model, ``BertModel``, which has no head) (a layer past ``num_hidden_layers``: a config.json of fewer layers than
 its weights) is reported, so that a truncated model is never read in silence. The encoder has
 BERT's pooler where the weights hold one.
 What ``config.json`` describes that the encoder cannot be (a decoder, relative positions, a
@@ -194,6 +195,15 @@ def _expected(module: nn.Module, kind: str) -> dict[str, tuple[int, ...]]:
     return {"weight": tuple(module.weight.shape), "bias": tuple(module.bias.shape)}
 
 
+def _is_base_model(config: Mapping[str, Any]) -> bool:
+    """Whether config.json's ``architectures`` name only base models (``BertModel``,
+    ``RobertaModel``, ...: no head), not a task model (``*For...``) or none at all."""
+    classes = config.get("architectures")
+    return (isinstance(classes, list) and bool(classes)
+            and all(isinstance(c, str) and c.endswith("Model") and "For" not in c
+                    for c in classes))
+
+
 @torch.no_grad()
 def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str, config: Mapping[str, Any]
                     ) -> tuple[BertEncoder | None, list[str], list, list[str]]:
@@ -238,7 +248,12 @@ def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str, config: Mappi
                 missing.append(key)
             elif tuple(tensors[key].shape) != shape:
                 mismatched.append((key, tuple(tensors[key].shape), shape))
-    unexpected = sorted(n for n in tensors if n.startswith(_ENCODER_PARTS) and n not in used)
+    # a task model's head is left out (its own names: classifier., cls., qa_outputs., ...);
+    # a base model's file holds no head, so a tensor outside its encoder is one the config
+    # does not describe either
+    base = _is_base_model(config)
+    unexpected = sorted(n for n in tensors if n not in used
+                        and (base or n.startswith(_ENCODER_PARTS)))
     if missing or mismatched or unexpected:
         return None, missing, mismatched, unexpected
     qkv: dict[int, dict[str, Tensor]] = {}

@@ -28,7 +28,8 @@ encoder without one.
 
 Every bad input is a ``UsageError`` whose one-line message names the path: not a directory,
 a ``model_type`` the task does not take, a missing ``config.json``, weights file or tokeniser
-file, corrupt weights (a truncated file, tensors missing or of other shapes than the config's)
+file, a ``pytorch_model.bin`` beside ``model.safetensors`` of other weights
+(``twin_weights``), corrupt weights (a truncated file, tensors missing or of other shapes than the config's)
 and a tokeniser with more ids than the model has embedding rows. A tokeniser with fewer ids
 than rows is accepted (GPT-2-style vocabularies padded to a round number): the model keeps its
 rows, the extra ids are never produced by the tokeniser.
@@ -115,6 +116,9 @@ def read_checkpoint(path: str | Path, *, task: str, dtype: str | None = None) ->
     weights = _weights_file(source)
     check_tokenizer_files(source, model_type)
     _check_weights_readable(weights)
+    from .twin_weights import check_twin_weights  # torch
+
+    check_twin_weights(weights)  # a pytorch_model.bin beside, of other weights
     digest = weights_digest(weights)
     hf_model = None
     if model_type in BERT_FAMILY:  # read by name: none of transformers' model code is imported

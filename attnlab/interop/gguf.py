@@ -72,8 +72,11 @@ def _reader(path: Path, name: str):
     if not path.is_file():
         raise UsageError(f"{name} is not a file; attnlab never downloads: fetch the .gguf file "
                          f"on a machine online and pass its path")
-    from gguf import GGUFReader
-
+    try:
+        from gguf import GGUFReader
+    except ImportError:  # the file and the flag named, not only the package (cli's message)
+        raise UsageError(f"{name}: reading a GGUF file needs the gguf package, which is not "
+                         f"installed: pip install 'attnlab[hf]'") from None
     try:
         return GGUFReader(path)
     except Exception as e:  # bad magic, a header cut short, an unknown value type

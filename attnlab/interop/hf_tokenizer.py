@@ -30,7 +30,8 @@ from pathlib import Path
 from ..errors import UsageError
 from ..tokenizers import Tokenizer
 
-__all__ = ["HFTokenizer", "SPECIAL_ROLES", "clean_up", "read_saved"]
+__all__ = ["HFTokenizer", "SPECIAL_ROLES", "clean_up", "read_saved", "bare_first_word",
+           "with_prefix_space"]
 
 SPECIAL_ROLES = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
 KIND = "hf"
@@ -345,6 +346,37 @@ class HFTokenizer(Tokenizer):
             clean_up_tokenization_spaces=data["clean_up_tokenization_spaces"],
             token_type_ids=data["token_type_ids"], chat_template=data.get("chat_template"),
             checkpoint_eos_ids=data.get("checkpoint_eos_ids", ())))
+
+
+def _byte_level(fast) -> tuple[dict, list[dict]]:
+    """(the pre-tokeniser of the ``tokenizers.Tokenizer`` ``fast`` as JSON, its ``ByteLevel``
+    parts: itself, or those of a ``Sequence``)."""
+    state = json.loads(fast.pre_tokenizer.__getstate__()) if fast.pre_tokenizer else {}
+    parts = state.get("pretokenizers", [state]) if state.get("type") == "Sequence" else [state]
+    return state, [p for p in parts if p.get("type") == "ByteLevel"]
+
+
+def bare_first_word(fast) -> bool:
+    """Whether the ``tokenizers.Tokenizer`` ``fast`` is a byte-level BPE (GPT-2's,
+    RoBERTa's) that reads a text's first word without the space every other word has
+    (``Ġ``): the word is then other ids at the start of a text than within it, which is why
+    ``transformers`` reads words given one by one (``is_split_into_words=True``) only with
+    ``add_prefix_space=True``."""
+    return any(not p.get("add_prefix_space", True) for p in _byte_level(fast)[1])
+
+
+def with_prefix_space(fast):
+    """A copy of the ``tokenizers.Tokenizer`` ``fast`` whose byte-level pre-tokeniser adds a
+    space before a text's first word (``add_prefix_space``), as ``transformers``' tokeniser
+    of a byte-level BPE does when built with ``add_prefix_space=True``."""
+    from tokenizers import Tokenizer as Fast
+
+    state, parts = _byte_level(fast)
+    for part in parts:
+        part["add_prefix_space"] = True
+    whole = json.loads(fast.to_str())
+    whole["pre_tokenizer"] = state
+    return Fast.from_str(json.dumps(whole))
 
 
 def read_saved(path: str | Path, kind: str, build: Callable[[dict], Tokenizer]) -> Tokenizer:

@@ -36,7 +36,7 @@ from ..settings import AdaptSettings, check_argument
 from .gguf import gguf_source, is_gguf
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
-           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files",
+           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files", "file_stat",
            "weights_file", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
            "checkpoint_dropout", "ATTENTION_DROPOUT_KEYS", "LOAD_DTYPES"]
@@ -209,15 +209,37 @@ def weight_files(weights: Path) -> list[Path]:
 def weights_digest(weights: Path) -> str:
     """The SHA-256 (hex) that pins ``weights``: the file's own; for a sharded checkpoint's
     index, the SHA-256 of the index's digest and each shard's name and digest, in name order
-    (a changed shard or index changes it)."""
+    (a changed shard or index changes it). Each file is read once per process while it is
+    unchanged (``file_stat``): a run's checks and its start take the digest of the same
+    weights, and each pass over a big checkpoint costs seconds."""
     if not weights.name.endswith(".index.json"):
-        return file_digest(weights)
+        return _digest(weights)
     import hashlib
 
-    h = hashlib.sha256(file_digest(weights).encode())
+    h = hashlib.sha256(_digest(weights).encode())
     for shard in weight_files(weights):
-        h.update(f"\n{shard.name} {file_digest(shard)}".encode())
+        h.update(f"\n{shard.name} {_digest(shard)}".encode())
     return h.hexdigest()
+
+
+# file_stat -> the file's SHA-256, taken in this process
+_DIGESTS: dict[tuple, str] = {}
+
+
+def _digest(path: Path) -> str:
+    key = file_stat(path)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_digest(path)
+    return _DIGESTS[key]
+
+
+def file_stat(path: Path) -> tuple:
+    """What changes when the file ``path`` does: its identity, size and times (``st_ctime``
+    changes with any write, rename or change of its metadata, and no user can set it back),
+    so a result computed from its bytes can be kept while this is the same."""
+    s = Path(path).stat()
+    return (str(Path(path).resolve()), s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns,
+            s.st_ctime_ns)
 
 
 def check_tokenizer_files(source: Path, model_type: str, name: str | None = None) -> None:

@@ -1,6 +1,6 @@
 """``attnlab train classify|tag --init DIR`` where DIR is a fine-tuned classifier
-(``*ForSequenceClassification``, ``*ForTokenClassification``, with its own ``id2label``): its
-encoder is read and its head is not, and the run says so before it trains, naming the class
+(``*ForSequenceClassification``, ``*ForTokenClassification``, with its own ``id2label``; a
+``*ForQuestionAnswering``, ``*ForMultipleChoice``): its encoder is read and its head is not, and the run says so before it trains, naming the class
 and the labels it leaves behind. Tiny random models saved with transformers' classes (the
 builders of ``test_checkpoint``); nothing downloaded."""
 import pytest
@@ -36,12 +36,25 @@ def dirs(tmp_path_factory):
     return {"base": save_bert(root / "base"),
             "sequence": _fine_tuned(root / "sequence", "BertForSequenceClassification", LABELS),
             "token": _fine_tuned(root / "token", "BertForTokenClassification", TAGS),
+            "span": _fine_tuned(root / "span", "BertForQuestionAnswering", {0: "LABEL_0"}),
+            "choice": _fine_tuned(root / "choice", "BertForMultipleChoice", {0: "LABEL_0"}),
             "csv": _write_data(root / "tiny.csv"),
             "conll": write_conll(root / "caps.conll", capitalised(30))}
 
 
 def test_a_base_model_is_read_without_a_note(dirs):
     assert head_note(read_checkpoint(dirs["base"], task="classify")) is None
+
+
+@pytest.mark.parametrize("name, cls", [("span", "BertForQuestionAnswering"),
+                                       ("choice", "BertForMultipleChoice")])
+def test_a_span_or_choice_heads_weights_are_said_to_be_left_behind(dirs, name, cls):
+    """Their head (answer spans' start and end; a score per choice) was dropped without a
+    word; their id2label is transformers' default, no labels to name."""
+    note = head_note(read_checkpoint(dirs[name], task="classify"))
+    assert note == (f"note: --init {dirs[name]} is a {cls}: its encoder is read, its head is "
+                    f"not; this run trains a new head, from random weights, for the labels of "
+                    f"its own data")
 
 
 @pytest.mark.slow  # trains two runs

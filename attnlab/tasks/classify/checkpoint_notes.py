@@ -2,8 +2,9 @@
 (``init_notes``), once ``pretrained.read_init`` has read the checkpoint: the things that are
 not errors, yet would otherwise pass in silence.
 
-    head_note          a fine-tuned ``*ForSequenceClassification`` / ``*ForTokenClassification``:
-                       its head and ``id2label`` are left behind, the run's head is new
+    head_note          a fine-tuned ``*ForSequenceClassification`` / ``*ForTokenClassification``
+                       (its head and ``id2label`` are left behind) or ``*ForQuestionAnswering`` /
+                       ``*ForMultipleChoice`` (its head): the run's head is new
     vocabulary_note    a tokeniser of fewer ids than the model's embedding rows (one copied from
                        another model reads each token as another's embedding)
     init_unknown_note  training text read mostly as the tokeniser's unk token (a script or
@@ -22,8 +23,10 @@ __all__ = ["init_notes", "head_note", "vocabulary_note", "init_unknown_note", "U
            "UNKNOWN_SAMPLE"]
 
 # the classes whose head a fine-tuned checkpoint holds that a run does not read (its encoder
-# is read; the run's head is new, for the run's own labels)
-_FINE_TUNED = ("ForSequenceClassification", "ForTokenClassification")
+# is read; the run's head is new, for the run's own labels): those with labels (id2label),
+# and those whose head has none (answer spans' start and end; one score per choice)
+_LABELLED = ("ForSequenceClassification", "ForTokenClassification")
+_FINE_TUNED = (*_LABELLED, "ForQuestionAnswering", "ForMultipleChoice")
 # the share of a training split's tokens read as the checkpoint's unk token worth a warning:
 # a pretrained vocabulary reads text of the languages it was trained on with well under 1%
 # unknown, so a tenth is text of a script or casing it lacks (an uncased vocabulary given a
@@ -33,10 +36,11 @@ UNKNOWN_SAMPLE = 10_000  # texts tokenised to find it: a big corpus is not token
 
 
 def head_note(checkpoint) -> str | None:
-    """A note where the Hugging Face ``checkpoint`` (``read_init``'s) is a fine-tuned
-    classifier (config.json's ``architectures``: a ``*ForSequenceClassification`` or
-    ``*ForTokenClassification``): its head and labels (``id2label``) are not read, and the
-    run trains a new head from random weights. Said, so that a user who meant to go on from
+    """A note where the Hugging Face ``checkpoint`` (``read_init``'s) is a fine-tuned model
+    (config.json's ``architectures``: a ``*ForSequenceClassification`` or
+    ``*ForTokenClassification``, whose head and labels (``id2label``) are not read, or a
+    ``*ForQuestionAnswering`` or ``*ForMultipleChoice``, whose head is not), and the run
+    trains a new head from random weights. Said, so that a user who meant to go on from
     the checkpoint's predictions is not surprised by a run that starts from chance.
 
     Examples:
@@ -55,13 +59,14 @@ def head_note(checkpoint) -> str | None:
                 None)
     if head is None:
         return None
-    labels = config.get("id2label")
+    labelled = head.endswith(_LABELLED)  # a span or choice head's id2label is the default's
+    labels = config.get("id2label") if labelled else None
     names = ([str(labels[k]) for k in sorted(labels, key=lambda k: int(k))]
              if isinstance(labels, dict) and all(str(k).isdigit() for k in labels) else [])
     held = f" for {len(names)} labels ({first_few(names)})" if names else ""
-    return (f"note: --init {checkpoint.source} is a {head}{held}: its encoder is read, its head "
-            f"and labels are not; this run trains a new head, from random weights, for the "
-            f"labels of its own data")
+    left = "its head and labels are not" if labelled else "its head is not"
+    return (f"note: --init {checkpoint.source} is a {head}{held}: its encoder is read, {left}; "
+            f"this run trains a new head, from random weights, for the labels of its own data")
 
 
 def init_unknown_note(checkpoint, texts: list[str], what: str = "the training texts") -> str | None:

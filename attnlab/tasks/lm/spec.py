@@ -384,12 +384,14 @@ def _check_files(cfg: dict[str, Any]) -> None:
     direct reader reads the files, a Llama family's safetensors; ``transformers_files_disagree``
     where transformers does, GPT-2 and ``pytorch_model.bin``: from the files' headers, no
     weight read), or a tied Llama-family one whose files hold a head of other values than its
-    embedding (``check_tied_files``): a one-line ``UsageError`` naming it, before the run directory
+    embedding (``check_tied_files``), or a ``pytorch_model.bin`` beside its safetensors of other
+    weights (``check_twin_weights``): a one-line ``UsageError`` naming it, before the run directory
     exists, not once the run reads the weights. (A GGUF file's tensors: ``gguf_source``.)"""
     if not cfg.get("init") or init_is_run(cfg["init"]) or is_gguf(cfg["init"]):
         return
     from ...interop import direct_read
     from ...interop.checkpoint import reads_directly, refuse_incomplete
+    from ...interop.twin_weights import check_twin_weights
 
     source = Path(cfg["init"])
     config, weights = read_json(source / "config.json"), weights_file(source)
@@ -397,6 +399,7 @@ def _check_files(cfg: dict[str, Any]) -> None:
     direct = reads_directly("lm", config.get("model_type"), weights)
     compare = direct_read.files_disagree if direct else direct_read.transformers_files_disagree
     try:
+        check_twin_weights(weights)
         refuse_incomplete(source, weights, *compare(config, weights))
         if llama and cfg.get("tie_weights"):
             direct_read.check_tied_files(weights)

@@ -5,8 +5,9 @@ and the module-level ``run``, ``load``, ``predict_many``, ``evaluate`` and ``att
 
 From scratch a sentence is its words' ids (B, T) in a vocabulary of the training split's words
 (``<unk>`` for the others), padded with id 0; labels (B, T) are tag indices, -100 on padding.
-A pretrained encoder reads the words joined by single spaces, as its tokenizer splits them:
-each subword belongs to the word its characters fall in (its offsets), the first subword of a
+A pretrained encoder reads the words joined by single spaces, as its tokenizer splits them (a
+byte-level BPE's, RoBERTa's, with a space before the first word too, as every other word has
+one: ``transformers``' ``is_split_into_words=True, add_prefix_space=True``): each subword belongs to the word its characters fall in (its offsets), the first subword of a
 word carries the word's label, every other position -100; batches are padded on the right with
 the tokenizer's pad id and an attention mask (B, T) (1 = real). A word past ``--max-len`` (words
 from scratch, subwords with ``--init``) has no prediction: it is read as ``O``, and a warning
@@ -107,10 +108,13 @@ def _word_spans(words: list[str]) -> tuple[str, list[tuple[int, int]]]:
     return " ".join(words), spans
 
 
-def _encode_subwords(tokenizer, words: list[str], max_len: int) -> Encoded:
+def _encode_subwords(tokenizer, words: list[str], max_len: int, lead: str = "") -> Encoded:
     """A pretrained tokenizer's ids of ``words`` (special tokens added, cut to ``max_len``)
-    and each word's first subword, found by the subwords' character offsets."""
+    and each word's first subword, found by the subwords' character offsets; ``lead``
+    written before the first word (a space: ``_lead``; the words are then read spaced, a
+    word's bare space token its first)."""
     text, spans = _word_spans(words)
+    text, spans = lead + text, [(a + len(lead), b + len(lead)) for a, b in spans]
     fast = tokenizer.tokenizer
     fast.enable_truncation(max_len)
     try:
@@ -118,14 +122,18 @@ def _encode_subwords(tokenizer, words: list[str], max_len: int) -> Encoded:
     finally:
         fast.no_truncation()
     first: list[int | None] = [None] * len(words)
-    word = 0
+    word, space = 0, None  # space: a bare "Ġ" token's position, before its word's characters
     for pos, ((a, b), special) in enumerate(zip(e.offsets, e.special_tokens_mask)):
         if special or b <= a:
+            # words read spaced: a word's space alone (no offsets) is its first token, as in
+            # transformers' word_ids of words given one by one
+            space = pos if lead and not special and space is None else space
             continue
         while word < len(words) and spans[word][1] < b:  # its last character's word
             word += 1
         if word < len(words) and first[word] is None:
-            first[word] = pos
+            first[word] = pos if space is None else space
+        space = None
     # cut by --max-len: the words after the last one read, when the text was cut at all
     read = [i for i, pos in enumerate(first) if pos is not None]
     end = (read[-1] if read else 0) if e.overflowing else len(words)
@@ -133,10 +141,19 @@ def _encode_subwords(tokenizer, words: list[str], max_len: int) -> Encoded:
                    [i for i in range(end) if first[i] is None])
 
 
+def _lead(cfg: RunSettings, tokenizer) -> str:
+    """What a sentence starts with before its first word: a space where the run reads words
+    spaced (``words_spaced``) with a tokenizer that would read the first one bare."""
+    from ...interop.hf_tokenizer import bare_first_word
+
+    return " " if cfg.words_spaced and bare_first_word(tokenizer.tokenizer) else ""
+
+
 def encode_words(cfg: RunSettings, tokenizer, sentences: list[list[str]]) -> list[Encoded]:
     """Each sentence as the model reads it (see the module doc)."""
     if pretrained(cfg):
-        return [_encode_subwords(tokenizer, words, cfg.max_len) for words in sentences]
+        lead = _lead(cfg, tokenizer)
+        return [_encode_subwords(tokenizer, words, cfg.max_len, lead) for words in sentences]
     out = []
     for words in sentences:
         ids = [tokenizer.piece_id(w) for w in words[: cfg.max_len]]
@@ -411,7 +428,12 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     model, tok = _load(run_dir, cfg)
     hf = tagger_to_hf(model, model_type=cfg.arch, labels=list(cfg.tags), specials=tok.specials)
     # truncation=True cuts where the run cut its inputs (--max-len)
-    return hf, {"": to_hf_tokenizer(tok, model_max_length=cfg.max_len)}, None
+    theirs = to_hf_tokenizer(tok, model_max_length=cfg.max_len)
+    if _lead(cfg, tok):  # its text read as the run read its words: the first after a space
+        from ...interop.hf_tokenizer import with_prefix_space
+
+        theirs.backend_tokenizer.pre_tokenizer = with_prefix_space(tok.tokenizer).pre_tokenizer
+    return hf, {"": theirs}, None
 
 
 class _WholeWords:

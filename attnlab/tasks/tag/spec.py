@@ -40,7 +40,7 @@ Examples:
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from ...errors import UsageError
@@ -96,6 +96,10 @@ class TagDerived:
     resolves: ClassVar[tuple[str, ...]] = ("model_vocab_size",)
 
     tags: list[str] | None = None
+    # a byte-level BPE (RoBERTa's) reads each word after a space, the first one too, as
+    # transformers' is_split_into_words=True with add_prefix_space=True does; a run made
+    # before read the first word without: it keeps reading so (predict, evaluate, export)
+    words_spaced: bool = field(default=True, metadata={"absent": False})
 
 
 class TagRunConfig(RunSettings[TagSettings, SequenceClassifierConfig, TagDerived]):
@@ -198,6 +202,8 @@ class TagTask(Task):
         for key in ("val", "test"):
             check_tags(splits[key], seen, key)
         said = held_out_notes(cfg, splits)  # printed once every check here passed
+        if not cfg.get("resume"):  # a run resumed keeps its reading (``TagDerived``)
+            cfg["words_spaced"] = True
         if cfg.get("init") and not cfg.get("resume"):
             splits["init"] = pretrained.read_init(cfg["init"], cfg["init_sha256"], task="tag",
                                                   max_len=cfg["max_len"])

@@ -230,18 +230,19 @@ def read_init(task, cfg: RunSettings) -> tuple[Seq2SeqTransformer, TranslationTo
     return model, replace(tok, strip_sources=cfg.sources_stripped)
 
 
-def check_init_lengths(init, cfg: RunSettings) -> None:
+def check_init_lengths(init, cfg: RunSettings) -> tuple:
     """``UsageError`` naming ``--data`` (or ``--test``, or the built-in ``--dataset``) when a
     pair of it, encoded by the ``--init`` checkpoint's tokeniser, is longer than its model's
     positions reach. The built-in data is checked on the pairs the run sizes itself by
-    (``_splits``: its tokeniser sample, validation and test pairs)."""
-    model, tok = init
+    (``_splits``: its tokeniser sample, validation and test pairs). Returns ``init`` with
+    those splits after it, which ``run`` reads instead of making them again (the built-in
+    sample: seconds of num2words)."""
+    model, tok = init[:2]
     reach = model.config.max_len
+    train, sample, val, test = splits = _splits(cfg)
     if cfg.data is None:
-        stream, val, test = builtin_splits(cfg)
-        parts = [(f"--dataset {cfg.dataset}", stream.sample(TOKENIZER_SAMPLE) + val + test)]
+        parts = [(f"--dataset {cfg.dataset}", sample + val + test)]
     else:
-        train, val, test = file_splits(cfg)
         parts = [(f"--data {cfg.data}", train + val),
                  (f"--test {cfg.test}", test) if cfg.test else (f"--data {cfg.data}", test)]
     for where, pairs in parts:
@@ -253,6 +254,7 @@ def check_init_lengths(init, cfg: RunSettings) -> None:
             if longest > reach:
                 raise UsageError(f"{where}: a {side} of {longest} tokens; --init "
                                  f"{cfg.init}'s model reads at most {reach}")
+    return (model, tok, splits)
 
 
 def _init_config(cfg, init, sample):
@@ -331,8 +333,9 @@ def run(task, cfg: RunSettings, run_dir: Path,
     from ...training import finish, fit  # Lightning: loaded by training only
     from ...training.seq2seq import Seq2SeqModule
 
-    train, sample, val, test = _splits(cfg)
-    cfg, model, tok = _start(task, cfg, run_dir, checked, sample, val, test)
+    # validate's --init check made the splits already (``check_init_lengths``)
+    train, sample, val, test = checked[2] if checked is not None else _splits(cfg)
+    cfg, model, tok = _start(task, cfg, run_dir, checked and checked[:2], sample, val, test)
     loader, max_steps, every = _train_loader(cfg, train, tok)
     # before training: --val-bleu scores the validation pairs as the test pairs are scored
     cfg = cfg.derive(bleu_tokenize=resolve_bleu_tokenize([t for _, t in test],

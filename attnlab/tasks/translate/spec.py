@@ -177,7 +177,8 @@ class TranslateTask(Task):
         fails before the run starts. With ``--init DIR`` (not resumed), DIR's model and
         tokenizer are read now too (``runtime.read_init``), so that corrupt weights or a
         tokenizer that disagrees with them are refused before the run directory exists; they
-        are returned, for ``run``."""
+        are returned, for ``run``, with the data splits their lengths were checked on
+        (``runtime.check_init_lengths``), which the run trains on rather than make again."""
         # imported here, not at the top: it loads num2words (its cost: benchmarks/RESULTS.md),
         # which only a translate run needs, and every attnlab command imports this module to
         # build its parser
@@ -191,8 +192,8 @@ class TranslateTask(Task):
             init = self.runtime().read_init(self, frozen(cfg))
         if cfg["data"] is not None:
             cfg.update(check_files(frozen(cfg)))  # the settings dict records the files' digests
-            if init is not None:
-                self.runtime().check_init_lengths(init, frozen(cfg))
+            if init is not None:  # (model, tokenisers, the splits run reads)
+                init = self.runtime().check_init_lengths(init, frozen(cfg))
             return init
         check_languages(frozen(cfg))
         if cfg.get("epochs") is not None:
@@ -202,8 +203,8 @@ class TranslateTask(Task):
         if cfg["dataset"] == "numbers" and 2 * held_out > cfg["max_number"]:
             raise UsageError(f"--test-size + --val-size ({held_out}) must be at most half of "
                              f"--max-number ({cfg['max_number']})")
-        if init is not None:
-            self.runtime().check_init_lengths(init, frozen(cfg))
+        if init is not None:  # (model, tokenisers, the splits run reads)
+            init = self.runtime().check_init_lengths(init, frozen(cfg))
         return init
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
