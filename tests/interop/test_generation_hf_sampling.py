@@ -4,7 +4,8 @@ order) give on the same logits, edge values included (top-k 1 and past the vocab
 1 and tiny, a temperature near attnlab's floor); and a Llama-family model's greedy ids for a
 batch of prompts of different lengths, padded on the left or on the right, are those of
 ``generate`` on the left-padded batch, with and without the key/value cache (RoPE positions
-counted from each row's first real token, as ``transformers`` counts them from the mask).
+counted from each row's first real token, as ``transformers`` counts them from the mask;
+Mistral's and Qwen3's sliding windows, shorter than prompt and continuation, included).
 
 Logits are drawn continuous (no ties: which of two equal logits a filter keeps is arbitrary in
 both). Probabilities are compared at atol 1e-6, rtol 1e-5; ids exactly."""
@@ -58,7 +59,7 @@ def _batch(rows, side):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["llama", "qwen2"])
+@pytest.mark.parametrize("name", ["llama", "qwen2", "mistral", "qwen3-window", "llama3"])
 def test_a_padded_batch_decodes_as_transformers_left_padded_generate(name):
     hf = _tiny(name)
     ours = from_hf(hf).eval()
