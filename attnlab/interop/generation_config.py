@@ -14,9 +14,11 @@ as the checkpoint's authors chose. The rule, one for every key:
   top-p). ``transformers`` fills a missing key from ``GenerationConfig``'s defaults instead
   (top_k 50), and without do_sample it decodes greedily; attnlab does not copy those defaults,
   because then a file that names only its eos ids (GPT-2's) would change what
-  ``attnlab generate`` does without saying so. Where the file says do_sample true but no
-  top_k (Llama 3's Instruct files), the note says that ``transformers`` samples among its
-  default 50 most likely tokens there, and names ``--top-k 50``, unless ``--top-k`` is given.
+  ``attnlab generate`` does without saying so. Where those defaults make ``transformers``
+  decode otherwise, the note says so and names the flag that does as it does: a file with
+  do_sample true but no top_k (Llama 3's Instruct files) is sampled among its default 50 most
+  likely tokens (``--top-k 50``), one with sampling values but no do_sample is decoded
+  greedily (``--greedy``).
 
 A key that changes the chosen token but that attnlab's decoding loop has no rule for
 (repetition_penalty, num_beams, ...) is named in the note, never dropped in silence. A value
@@ -131,31 +133,45 @@ def resolve(given: dict[str, Any], file: FileSampling | None) -> tuple[dict[str,
     if file is None:
         return {}, None
     taken = _decide(given, file)
-    return taken, _note(taken, file, _samples_among_top_50(given, file))
+    return taken, _note(taken, file, _transformers_differs(given, file))
 
 
 def _decide(given: dict[str, Any], file: FileSampling) -> dict[str, Any]:
     """What ``file`` sets of the settings ``given`` leaves open, each value checked."""
     if given["greedy"]:
         return {}
-    if given["greedy"] is None and file.do_sample is False and \
-            all(given.get(k) is None for k in (*SAMPLING_KEYS, "seed")):
+    if file.do_sample is False and _no_decoding_flag(given):
         return {"greedy": True}
     return {key: _checked(file.path, key, value) for key, value in file.values.items()
             if given[key] is None}
 
 
-def _samples_among_top_50(given: dict[str, Any], file: FileSampling) -> bool:
-    """Whether ``transformers`` samples ``file``'s directory among its default top-k 50 where
-    attnlab, with the flags ``given``, samples among all tokens: the file says do_sample true
-    and no top_k, and neither --greedy nor --top-k is given."""
-    return (file.do_sample is True and file.top_k_unset and not given["greedy"]
-            and given.get("top_k") is None)
+def _no_decoding_flag(given: dict[str, Any]) -> bool:
+    """Whether none of --greedy/--no-greedy, the sampling flags and --seed was given."""
+    return given["greedy"] is None and all(given.get(k) is None
+                                           for k in (*SAMPLING_KEYS, "seed"))
 
 
-def _note(taken: dict[str, Any], file: FileSampling, top_50: bool = False) -> str | None:
+def _transformers_differs(given: dict[str, Any], file: FileSampling) -> str | None:
+    """How ``transformers``' ``generate`` decodes ``file``'s directory otherwise than attnlab
+    with the flags ``given``, from the defaults it fills in (the module's rule), if it does:
+    do_sample true and no top_k, neither --greedy nor --top-k given: it samples among its
+    default top-k 50; sampling values without do_sample, no flag given: it decodes greedily.
+    The place to name the file is left as ``{file}``."""
+    if file.do_sample is True and file.top_k_unset and not given["greedy"] \
+            and given.get("top_k") is None:
+        return (f"with no top_k in {{file}}, transformers' generate samples among its default "
+                f"{TRANSFORMERS_TOP_K} most likely tokens and attnlab among all: give --top-k "
+                f"{TRANSFORMERS_TOP_K} to sample as transformers does")
+    if file.do_sample is None and file.values and _no_decoding_flag(given):
+        return ("with no do_sample in {file}, transformers' generate decodes greedily and "
+                "attnlab samples: give --greedy to decode as transformers does")
+    return None
+
+
+def _note(taken: dict[str, Any], file: FileSampling, differs: str | None = None) -> str | None:
     """The one line saying what ``file`` decided, what it asks for that is not applied and
-    (``top_50``) the top-k that ``transformers`` adds to it."""
+    how ``transformers`` decodes otherwise (``differs``, from ``_transformers_differs``)."""
     parts = []
     if taken.get("greedy"):
         parts.append(f"greedy decoding, as {file.path} says (do_sample false); "
@@ -168,11 +184,8 @@ def _note(taken: dict[str, Any], file: FileSampling, top_50: bool = False) -> st
         verb = "is" if len(file.not_applied) == 1 else "are"
         parts.append(f"{where} {unapplied} {verb} not applied (attnlab generate has no such "
                      f"option), so the text is not what transformers' generate gives")
-    if top_50:
-        parts.append(f"with no top_k in {'it' if parts else file.path}, transformers' generate "
-                     f"samples among its default {TRANSFORMERS_TOP_K} most likely tokens and "
-                     f"attnlab among all: give --top-k {TRANSFORMERS_TOP_K} to sample as "
-                     f"transformers does")
+    if differs:
+        parts.append(differs.format(file="it" if parts else file.path))
     return "note: " + "; ".join(parts) if parts else None
 
 
