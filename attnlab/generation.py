@@ -28,7 +28,8 @@ from .beam import beam_search
 from .settings import SamplingSettings, check_argument
 from .step_protocol import StepFunction, check_prompt
 
-__all__ = ["translate_from_start", "filter_top_k", "filter_top_p", "select_next_token", "selector", "StepFunction",
+__all__ = ["translate_from_start", "filter_top_k", "filter_top_p", "sampling_scores",
+           "select_next_token", "selector", "StepFunction",
            "decode", "decode_stream", "beam_search"]
 
 
@@ -129,13 +130,37 @@ def select_next_token(
         if top_p is not None:
             filter_top_p(logits[:0], top_p)
         return logits.argmax(dim=-1)
-    scores = logits.float() / temperature
+    probs = sampling_scores(logits, temperature, top_k, top_p).softmax(dim=-1)  # (B, V)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def sampling_scores(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
+                    top_p: float | None = None) -> Tensor:
+    """The scores a sample is drawn from (its softmax): logits / temperature, then top-k,
+    then top-p, in float32 — the order of Hugging Face's logits warpers, whose distribution
+    this equals (``tests/interop/test_generation_hf_sampling.py``).
+
+    Args:
+        logits: (B, V) next-token scores.
+        temperature, top_k, top_p: as in ``select_next_token``.
+
+    Returns:
+        (B, V) float32 scores, -inf where a filter removed the token.
+
+    Raises:
+        ValueError: for a temperature not > 0 or below 1e-6, or bad top_k/top_p.
+
+    Examples:
+        >>> sampling_scores(torch.tensor([[1.0, 3.0, 2.0]]), 0.5, top_k=2)
+        tensor([[-inf, 6., 4.]])
+    """
+    check_argument(SamplingSettings, "temperature", temperature)
+    scores = logits.float() / temperature  # (B, V)
     if top_k is not None:
         scores = filter_top_k(scores, top_k)
     if top_p is not None:
         scores = filter_top_p(scores, top_p)
-    probs = scores.softmax(dim=-1)  # (B, V)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return scores
 
 
 # ---- decoding loops ---------------------------------------------------------------------

@@ -14,7 +14,11 @@ as the checkpoint's authors chose. The rule, one for every key:
   top-p). ``transformers`` fills a missing key from ``GenerationConfig``'s defaults instead
   (top_k 50), and without do_sample it decodes greedily; attnlab does not copy those defaults,
   because then a file that names only its eos ids (GPT-2's) would change what
-  ``attnlab generate`` does without saying so.
+  ``attnlab generate`` does without saying so. Where those defaults make ``transformers``
+  decode otherwise, the note says so and names the flag that does as it does: a file with
+  do_sample true but no top_k (Llama 3's Instruct files) is sampled among its default 50 most
+  likely tokens (``--top-k 50``), one with sampling values but no do_sample is decoded
+  greedily (``--greedy``).
 
 A key that changes the chosen token but that attnlab's decoding loop has no rule for
 (repetition_penalty, num_beams, ...) is named in the note, never dropped in silence. A value
@@ -37,6 +41,9 @@ __all__ = ["FILE", "SAMPLING_KEYS", "NOT_APPLIED", "FileSampling", "read_samplin
 FILE = "generation_config.json"
 # the file's keys attnlab takes, each with the flag that sets the same option
 SAMPLING_KEYS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p"}
+# what transformers' generate samples among when do_sample is true and top_k unset
+# (GenerationConfig's default, transformers 4 and 5)
+TRANSFORMERS_TOP_K = 50
 # keys that change which token transformers' generate picks (or when it stops) and that
 # attnlab's loop has no rule for, each with the value at which it does nothing
 # (GenerationConfig's default in transformers 4; transformers 5 writes null for every key it
@@ -64,12 +71,14 @@ class FileSampling:
         values: its temperature, top_k and top_p, those it has (top_k 0 left out: to
             ``transformers`` it means no top-k, attnlab's default).
         not_applied: its keys of ``NOT_APPLIED`` whose value does something.
+        top_k_unset: it has no top_k (or null), which ``transformers`` reads as top-k 50.
     """
 
     path: Path
     do_sample: bool | None
     values: dict[str, Any]
     not_applied: dict[str, Any]
+    top_k_unset: bool = False
 
 
 def read_sampling(directory: str | Path) -> FileSampling | None:
@@ -96,7 +105,8 @@ def read_sampling(directory: str | Path) -> FileSampling | None:
         del values["top_k"]
     return FileSampling(path, do_sample, values,
                         {k: data[k] for k, off in NOT_APPLIED.items()
-                         if data.get(k) is not None and data[k] != off})
+                         if data.get(k) is not None and data[k] != off},
+                        top_k_unset=data.get("top_k") is None)
 
 
 def resolve(given: dict[str, Any], file: FileSampling | None) -> tuple[dict[str, Any], str | None]:
@@ -123,22 +133,45 @@ def resolve(given: dict[str, Any], file: FileSampling | None) -> tuple[dict[str,
     if file is None:
         return {}, None
     taken = _decide(given, file)
-    return taken, _note(taken, file)
+    return taken, _note(taken, file, _transformers_differs(given, file))
 
 
 def _decide(given: dict[str, Any], file: FileSampling) -> dict[str, Any]:
     """What ``file`` sets of the settings ``given`` leaves open, each value checked."""
     if given["greedy"]:
         return {}
-    if given["greedy"] is None and file.do_sample is False and \
-            all(given.get(k) is None for k in (*SAMPLING_KEYS, "seed")):
+    if file.do_sample is False and _no_decoding_flag(given):
         return {"greedy": True}
     return {key: _checked(file.path, key, value) for key, value in file.values.items()
             if given[key] is None}
 
 
-def _note(taken: dict[str, Any], file: FileSampling) -> str | None:
-    """The one line saying what ``file`` decided and what it asks for that is not applied."""
+def _no_decoding_flag(given: dict[str, Any]) -> bool:
+    """Whether none of --greedy/--no-greedy, the sampling flags and --seed was given."""
+    return given["greedy"] is None and all(given.get(k) is None
+                                           for k in (*SAMPLING_KEYS, "seed"))
+
+
+def _transformers_differs(given: dict[str, Any], file: FileSampling) -> str | None:
+    """How ``transformers``' ``generate`` decodes ``file``'s directory otherwise than attnlab
+    with the flags ``given``, from the defaults it fills in (the module's rule), if it does:
+    do_sample true and no top_k, neither --greedy nor --top-k given: it samples among its
+    default top-k 50; sampling values without do_sample, no flag given: it decodes greedily.
+    The place to name the file is left as ``{file}``."""
+    if file.do_sample is True and file.top_k_unset and not given["greedy"] \
+            and given.get("top_k") is None:
+        return (f"with no top_k in {{file}}, transformers' generate samples among its default "
+                f"{TRANSFORMERS_TOP_K} most likely tokens and attnlab among all: give --top-k "
+                f"{TRANSFORMERS_TOP_K} to sample as transformers does")
+    if file.do_sample is None and file.values and _no_decoding_flag(given):
+        return ("with no do_sample in {file}, transformers' generate decodes greedily and "
+                "attnlab samples: give --greedy to decode as transformers does")
+    return None
+
+
+def _note(taken: dict[str, Any], file: FileSampling, differs: str | None = None) -> str | None:
+    """The one line saying what ``file`` decided, what it asks for that is not applied and
+    how ``transformers`` decodes otherwise (``differs``, from ``_transformers_differs``)."""
     parts = []
     if taken.get("greedy"):
         parts.append(f"greedy decoding, as {file.path} says (do_sample false); "
@@ -151,6 +184,8 @@ def _note(taken: dict[str, Any], file: FileSampling) -> str | None:
         verb = "is" if len(file.not_applied) == 1 else "are"
         parts.append(f"{where} {unapplied} {verb} not applied (attnlab generate has no such "
                      f"option), so the text is not what transformers' generate gives")
+    if differs:
+        parts.append(differs.format(file="it" if parts else file.path))
     return "note: " + "; ".join(parts) if parts else None
 
 
