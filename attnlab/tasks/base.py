@@ -510,5 +510,18 @@ def each_input(texts: list[str], labels: list[str], parse) -> list:
 
 
 def probabilities_of(names: list[str], p) -> dict[str, float]:
-    """{class name: probability} to 6 digits, for a machine-readable prediction."""
-    return {str(n): round(float(v), 6) for n, v in zip(names, p)}
+    """{class name: probability}, for a machine-readable prediction (``probability_list``)."""
+    return dict(zip(map(str, names), probability_list(p)))
+
+
+def probability_list(p) -> list[float]:
+    """The probabilities ``p`` as the model computed them, every digit kept: rounded to 6
+    decimals, one the model gave as 1e-13 was written 0 (an infinite log-loss to a program
+    that reads it) and the rounded ones no longer summed to 1.
+
+    Examples:
+        >>> import torch
+        >>> probability_list(torch.tensor([1.0, 2.0 ** -40]))  # not [1.0, 0.0]
+        [1.0, 9.094947017729282e-13]
+    """
+    return [float(v) for v in p]
