@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..data.tables import FORMATS, file_format, places, read_table
 from ..errors import UsageError
+from ..runs import strict_json
 from ..tasks.base import line_of
 
 
@@ -181,11 +182,13 @@ def column_needs_file(column: str | None, input_file: str | None,
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,
                   input_key: str = "input", output_key: str = "prediction") -> None:
     """One line per result: its line (a runtime's ``predict_many``), or a JSON object with the
-    input, the prediction and the other keys but ``"line"``."""
+    input, the prediction and the other keys but ``"line"``, in standard JSON: a number that
+    is not finite (a model whose outputs are NaN) is null, not the ``NaN`` that ``jq`` and
+    ``JSON.parse`` refuse."""
     for text, result in zip(inputs, results, strict=True):
         if as_json:
             record = {input_key: text, output_key: result["prediction"],
                       **{k: v for k, v in result.items() if k not in ("prediction", "line")}}
-            print(json.dumps(record, ensure_ascii=False))
+            print(json.dumps(strict_json(record), ensure_ascii=False, allow_nan=False))
         else:
             print(line_of(result))

@@ -72,3 +72,9 @@ def test_probabilities_are_the_models_own_numbers(classify_run, tmp_path, capsys
         assert expected.min() < -20  # the scaled head is sure: a probability below 1e-9
         assert sum(written.values()) == pytest.approx(1.0, abs=1e-6)
 
+
+def test_a_model_that_gives_nan_writes_standard_json(classify_run, tmp_path, capsys):
+    run = _with_head_scaled(classify_run, tmp_path, float("nan"))
+    records = _predict_json(capsys, run, tmp_path)
+    assert [r["input"] for r in records] == TEXTS
+    assert all(set(r["probabilities"].values()) == {None} for r in records)
