@@ -43,3 +43,17 @@ def test_one_line_per_input_when_a_class_name_holds_a_line_break(label_with_a_br
     assert main(["predict", str(label_with_a_break), "--input-file", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines == [r["prediction"].replace("\n", " ") for r in records]
+
+
+def test_json_lines_stay_one_per_input_when_an_input_holds_a_line_separator(
+        label_with_a_break, tmp_path, capsys):
+    """U+2028, U+2029 and NEL inside an input (a line of the file: only a newline ends one)
+    were written raw into its JSON line, and `str.splitlines` cut the line there, as a program
+    reading the output with it saw: they are written escaped, and read back as they were."""
+    texts = ["the film\u2028was great", "awful\u2029film", "the film\x85was awful", "great"]
+    path = tmp_path / "inputs.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8", newline="")
+    capsys.readouterr()
+    assert main(["predict", str(label_with_a_break), "--input-file", str(path), "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["input"] for line in lines] == texts
