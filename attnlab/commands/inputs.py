@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..data.tables import FORMATS, file_format, places, read_table
 from ..errors import UsageError
+from ..runs import strict_json
 from ..tasks.base import line_of
 
 
@@ -181,11 +182,31 @@ def column_needs_file(column: str | None, input_file: str | None,
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,
                   input_key: str = "input", output_key: str = "prediction") -> None:
     """One line per result: its line (a runtime's ``predict_many``), or a JSON object with the
-    input, the prediction and the other keys but ``"line"``."""
+    input, the prediction and the other keys but ``"line"`` (``json_line``)."""
     for text, result in zip(inputs, results, strict=True):
         if as_json:
             record = {input_key: text, output_key: result["prediction"],
                       **{k: v for k, v in result.items() if k not in ("prediction", "line")}}
-            print(json.dumps(record, ensure_ascii=False))
+            print(json_line(record))
         else:
             print(line_of(result))
+
+
+# line ends of str.splitlines that JSON leaves unescaped in a string written with
+# ensure_ascii=False (the others are control characters, which it escapes)
+_UNESCAPED_LINE_ENDS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028",
+                                      "\u2029": "\\u2029"})
+
+
+def json_line(record: dict) -> str:
+    r"""``record`` as one line of standard JSON, text as written (not ``\u00e9``): a number
+    that is not finite (a model whose outputs are NaN) is null, not the ``NaN`` that ``jq``
+    and ``JSON.parse`` refuse; NEL, U+2028 and U+2029 are escaped, since ``str.splitlines``
+    ends a line at each.
+
+    Examples:
+        >>> print(json_line({"input": "caf\u00e9\u2028au lait", "p": float("nan")}))
+        {"input": "café\u2028au lait", "p": null}
+    """
+    text = json.dumps(strict_json(record), ensure_ascii=False, allow_nan=False)
+    return text.translate(_UNESCAPED_LINE_ENDS)

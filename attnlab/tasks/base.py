@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -463,8 +464,25 @@ class Task:
 
 
 def line_of(result: dict[str, Any]) -> str:
-    """The line ``attnlab predict`` prints for one result of ``predict_many``."""
-    return result.get("line", result["prediction"])
+    """The line ``attnlab predict`` prints for one result of ``predict_many``: on one line
+    (``one_line``), so that each input has one line of output, whatever its answer holds (a
+    class name with a line break in it, from a quoted CSV label)."""
+    return one_line(result.get("line", result["prediction"]))
+
+
+# what str.splitlines ends a line at, "\r\n" as one
+_LINE_END = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with each line end as a space (``\\n``, ``\\r\\n``, a lone ``\\r``, which a
+    terminal would print over the line's start, U+2028): printed, it is one line.
+
+    Examples:
+        >>> one_line("the\\r\\ncoffee\\rtea\\u2028milk\\n")
+        'the coffee tea milk '
+    """
+    return _LINE_END.sub(" ", text)
 
 
 def relabel(message: str, label: str) -> str:
@@ -510,5 +528,18 @@ def each_input(texts: list[str], labels: list[str], parse) -> list:
 
 
 def probabilities_of(names: list[str], p) -> dict[str, float]:
-    """{class name: probability} to 6 digits, for a machine-readable prediction."""
-    return {str(n): round(float(v), 6) for n, v in zip(names, p)}
+    """{class name: probability}, for a machine-readable prediction (``probability_list``)."""
+    return dict(zip(map(str, names), probability_list(p)))
+
+
+def probability_list(p) -> list[float]:
+    """The probabilities ``p`` as the model computed them, every digit kept: rounded to 6
+    decimals, one the model gave as 1e-13 was written 0 (an infinite log-loss to a program
+    that reads it) and the rounded ones no longer summed to 1.
+
+    Examples:
+        >>> import torch
+        >>> probability_list(torch.tensor([1.0, 2.0 ** -40]))  # not [1.0, 0.0]
+        [1.0, 9.094947017729282e-13]
+    """
+    return [float(v) for v in p]

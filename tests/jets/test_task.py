@@ -465,7 +465,9 @@ def test_a_zero_row_inside_a_jet_changes_no_answer(jets_run, jets_file, tmp_path
                      str(tmp_path / "inputs.txt")]) == 0
         answers.append([json.loads(line)["probabilities"]
                         for line in capsys.readouterr().out.splitlines()])
-    assert answers[0] == answers[1]  # as printed: 6 decimals
+    # the same probabilities within float32 noise: a batch padded otherwise sums in another order
+    for plain_jet, gapped_jet in zip(*answers, strict=True):
+        assert gapped_jet == pytest.approx(plain_jet, abs=1e-6)
     # plot attention and view: the jet's constituents, not a padding row in place of its last
     from attnlab.tasks import get_task
 

@@ -32,7 +32,7 @@ from ...run_config import RunSettings
 from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
-from ..base import Task, config_from_run, decimal, each_input
+from ..base import Task, config_from_run, decimal, each_input, probability_list
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
@@ -143,7 +143,7 @@ def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
             p = model(torch.stack([sets[i] for i in chunk])).float().softmax(-1)  # (B, T)
             for i, row in zip(chunk, p):
                 found[i] = {"prediction": str(int(row.argmax())),
-                            "probabilities": [round(float(v), 6) for v in row]}
+                            "probabilities": probability_list(row)}
     return found
 
 

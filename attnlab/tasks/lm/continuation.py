@@ -12,11 +12,12 @@ Shapes: T0 prompt length, max_len the model's context length (--block-size).
 """
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
 
 import torch
+
+from ..base import one_line
 
 __all__ = ["StopStreamer", "AfterPrompt", "whole_end", "prompt_ids", "continue_prompt",
            "prompt_read", "note_cut", "prompt_end", "prediction_of"]
@@ -32,11 +33,7 @@ def prediction_of(text: str) -> dict[str, str]:
         >>> prediction_of("the\\r\\ncoffee\\rtea\\u2028milk\\n")["line"]
         'the coffee tea milk '
     """
-    return {"prediction": text, "line": _LINE_END.sub(" ", text)}
-
-
-# what str.splitlines ends a line at, "\r\n" as one
-_LINE_END = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+    return {"prediction": text, "line": one_line(text)}
 
 
 class StopStreamer:
