@@ -180,8 +180,11 @@ def launch(built, cfg: RunSettings) -> None:
         from ..runs import atomic_write
 
         atomic_write(note, launch_id() or "")
+    from .ranks import joining, launching
+
+    joining()  # a rank Lightning's launcher started: rank 0 waits for this before it joins
     try:
-        with _no_rank_zero_info():
+        with _no_rank_zero_info(), launching():  # a join that failed ends the ranks started
             built.launch()
     finally:  # a join that failed leaves no note for the next launch's processes to take
         if note is not None:
