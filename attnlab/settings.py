@@ -376,11 +376,12 @@ def processes(cfg: Any) -> int:
 RANK_KEYS = ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
 
 
-def later_process() -> bool:
-    """This process is a DDP process other than the first (Lightning's launcher re-runs the
-    train command; srun and torchrun start every process themselves): a note the first one
-    says is not said again here."""
-    return any(os.environ.get(key, "0") != "0" for key in RANK_KEYS)
+def later_process(environ: Any = None) -> bool:
+    """This process (with ``environ``: one of that environment) is a DDP process other than
+    the first (Lightning's launcher re-runs the train command; srun and torchrun start every
+    process themselves): a note the first one says is not said again here."""
+    env = os.environ if environ is None else environ
+    return any(env.get(key, "0") != "0" for key in RANK_KEYS)
 
 
 def epoch_steps(cfg: Any, batches: int, epochs: int = 1) -> int:

@@ -631,8 +631,10 @@ def run(args: argparse.Namespace) -> int:
         wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
         _train(cfg, run_dir, checked)
     except BaseException as e:
-        if _is_child():
-            raise
+        if _is_child():  # an interruption is said by the first process alone
+            from ..training.ranks import quiet
+
+            raise quiet(e)
         raise _after_failure(e, cfg, run_dir, found, created) from None
     finally:
         if lock is not None:

@@ -59,6 +59,7 @@ from .adapt import adapt, init_kind, merge_lora, parameter_share, save_adapter
 from .best import BestWatch, cpu_copy
 # check_hardware: for commands/train
 from .hardware import check_hardware, compile_options, launch, make_fabric  # noqa: F401
+from . import ranks
 from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
 from .module import (OptimizerSettings, TaskModule, back_to_float32, batch_size, exact_tables,
@@ -134,8 +135,10 @@ class _Signals:
     def stopped(self, message: str) -> Interrupted:
         """The ``Interrupted`` that ends a run after a signal, the step saved: every rank
         stops with it, and only global rank 0 says so."""
-        return Interrupted(message, self.signum or signal.SIGTERM, checkpointed=True,
+        stop = Interrupted(message, self.signum or signal.SIGTERM, checkpointed=True,
                            quiet=self.quiet)
+        stop.agreed = True  # every rank stops with it (ranks.agreed)
+        return stop
 
     def __enter__(self) -> "_Signals":
         if threading.current_thread() is threading.main_thread():
@@ -782,6 +785,16 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
                 val_check_interval=val_check_interval, stop_at=stop_at,
                 limit_val_batches=limit_val_batches)
+    try:
+        return _fit(loop, module, train_loader, cfg, run_dir, max_steps, tokenizer)
+    except BaseException as e:  # the ranks launched from here end before the run is reported
+        ranks.end(ranks.ENDING_GRACE if ranks.agreed(e) else 0.0)
+        raise
+
+
+def _fit(loop: Loop, module: TaskModule, train_loader, cfg: RunSettings, run_dir: Path,
+         max_steps: int, tokenizer) -> FitResult:
+    """``fit`` once its ``Loop`` is built: launch, train, and hand back the weights."""
     resumed = loop.setup()
     if tokenizer is not None and loop.fabric.is_global_zero:
         tokenizer.save(Path(run_dir) / "tokenizer.json")

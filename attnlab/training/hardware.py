@@ -24,7 +24,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..settings import processes
+from ..settings import later_process, processes
 
 if TYPE_CHECKING:
     from ..run_config import RunSettings
@@ -33,7 +33,7 @@ __all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has
            "AUTO_BF16_WIDTH", "processes", "single_process_ddp", "launch",
            "run_dir_checkpoint_io", "launched", "check_launch",
            "launch_id", "wait_for_rank_zero", "compile_options",
-           "emulated_bf16_note"]
+           "emulated_bf16_note", "check_port"]
 
 
 def _quiet_lightning() -> None:
@@ -180,8 +180,11 @@ def launch(built, cfg: RunSettings) -> None:
         from ..runs import atomic_write
 
         atomic_write(note, launch_id() or "")
+    from .ranks import joining, launching
+
+    joining()  # a rank Lightning's launcher started: rank 0 waits for this before it joins
     try:
-        with _no_rank_zero_info():
+        with _no_rank_zero_info(), launching():  # a join that failed ends the ranks started
             built.launch()
     finally:  # a join that failed leaves no note for the next launch's processes to take
         if note is not None:
@@ -436,6 +439,32 @@ def _check_batch_shell(cfg: RunSettings, env) -> None:
                          f"or give --devices 1")
 
 
+def check_port(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
+    """Refuse a ``MASTER_PORT`` that something on this machine already listens on, where this
+    process is the one that would listen there (rank 0 of a run of several processes that
+    Lightning's launcher or srun starts; torchrun's agent listens there itself): rank 0 failed
+    at ``launch`` with torch's "EADDRINUSE" traceback, after the run directory was made and
+    the other ranks started. A second run with the run before's ``MASTER_PORT`` is the usual
+    case."""
+    import socket
+
+    env = os.environ if environ is None else environ
+    found = launched(env)
+    if (not env.get("MASTER_PORT") or processes(cfg) < 2 or later_process(env)
+            or (found is not None and found[0] == "torchrun")):
+        return
+    port = _count(env, "MASTER_PORT")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's store does
+        try:
+            probe.bind(("", port))
+        except OSError as e:
+            raise UsageError(f"MASTER_PORT {port}: {e.strerror or e} on this machine (another "
+                             f"run's, or another program's), where rank 0 of this run would "
+                             f"listen for the others; give a free port, or unset MASTER_PORT "
+                             f"to have one chosen") from None
+
+
 def check_hardware(cfg, *, quiet: bool = False):
     """Refuse a --accelerator/--devices/--num-nodes/--strategy/--precision combination this
     machine cannot run (FSDP without a GPU, ``--accelerator gpu`` without one), before the run
@@ -450,6 +479,7 @@ def check_hardware(cfg, *, quiet: bool = False):
     with one process trains the same numbers and on more devices is what was asked.
     """
     check_launch(cfg)
+    check_port(cfg)
     auto = cfg.precision == "auto"
     if auto:
         cfg = cfg.derive(precision="32")  # until the device is known

@@ -1,0 +1,159 @@
+"""The other DDP processes of a run that Lightning's launcher starts from this one, and how they end.
+
+``attnlab train --devices N`` on one machine is rank 0; at ``launch`` Lightning starts ranks 1 to
+N-1 as copies of the same command (``subprocess.Popen``) and a thread that watches them
+(``_ChildProcessObserver``): when one of them exits with an error, it kills the others and this
+process with SIGKILL, since a rank that is gone leaves the rest waiting in their next collective.
+That watch could not tell a rank that failed from one that rank 0 itself stopped: a SIGTERM to
+rank 0 while the ranks were starting (``kill``, a scheduler's stop) ended rank 0, rank 1 then
+failed to join (a traceback), and the watch killed rank 0 in the middle of removing its
+half-made run directory (exit 137, a ``config.yaml`` left for ``--resume`` to take for a run).
+
+Here rank 0 ends the others itself whenever it stops (``end``), before it reports or cleans up,
+and the watch stands aside from then on. A rank that fails on its own is still Lightning's
+case: the others and rank 0 are killed, as before.
+
+Nor could rank 0 hear a signal while it waited for the others to join: torch's join waits in
+C++, where Python's signal handlers do not run, so a SIGTERM to every process (a scheduler's
+stop) killed a rank that was still starting, and rank 0, deaf until that rank joined, which it
+never would, was killed by the watch. Rank 0 now waits, in Python, until each rank says it is
+about to join (``joining``) or has ended, and only then joins.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..errors import Interrupted, UsageError
+from ..settings import later_process
+
+__all__ = ["launching", "joining", "end", "agreed", "quiet", "ENDING_GRACE", "JOINING"]
+
+# seconds the other ranks get to end by themselves after a stop all ranks agreed on (a signal
+# in the loop: every rank saved the step and leaves): they have nothing left to write
+ENDING_GRACE = 30.0
+
+_LOCK = threading.Lock()  # held while the watch looks at the ranks, and while rank 0 ends them
+_ENDING = threading.Event()  # rank 0 is ending the run: a rank that exits is not a failure
+_PROCS: list[subprocess.Popen] = []  # the ranks Lightning's launcher started from this process
+# the variable naming the folder (private to this launch, on this machine) in which each rank
+# Lightning's launcher starts says, by a file named by its LOCAL_RANK, that it is joining
+JOINING = "ATTNLAB_JOINING"
+
+
+def _watch(child_processes: list[subprocess.Popen]) -> None:
+    """Lightning's ``_launch_process_observer`` in its place: its watch, which stands aside once
+    rank 0 ends the run itself (``end``)."""
+    script = importlib.import_module("lightning_fabric.strategies.launchers.subprocess_script")
+
+    class Watch(script._ChildProcessObserver):
+        def _run(self) -> bool:
+            with _LOCK:
+                return _ENDING.is_set() or super()._run()
+
+    _ENDING.clear()
+    _PROCS[:] = child_processes
+    _until_joining(child_processes, os.environ.get(JOINING))
+    Watch(main_pid=os.getpid(), child_processes=child_processes).start()
+
+
+def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: float = 0.1) -> None:
+    """Wait, where a signal raises, until each of ``procs`` (rank 1, 2, ...) says that it is
+    joining (a file named by its rank in ``folder``); a ``UsageError`` naming a rank that ended
+    before."""
+    while folder:
+        said = set(os.listdir(folder))
+        for rank, proc in enumerate(procs, start=1):
+            code = proc.poll()
+            if str(rank) not in said and code is not None:
+                how = (f"was killed by {signal.Signals(-code).name}" if code < 0
+                       else f"exited with status {code}")
+                raise UsageError(f"rank {rank} of this run (process {proc.pid}) {how} before "
+                                 f"it joined the others")
+        if all(str(rank) in said for rank in range(1, len(procs) + 1)):
+            return
+        time.sleep(poll)
+
+
+def joining() -> None:
+    """In a rank that Lightning's launcher started from rank 0 (``launching``): say that it is
+    joining, so that rank 0 joins too."""
+    folder, rank = os.environ.get(JOINING), os.environ.get("LOCAL_RANK", "0")
+    if folder and rank != "0":
+        with contextlib.suppress(OSError):  # rank 0 has ended meanwhile: it hears no more
+            Path(folder, rank).touch()
+
+
+@contextlib.contextmanager
+def launching():
+    """While Lightning launches the other ranks: they are watched by ``_watch``; and if this
+    process stops before all have joined (a signal, a port in use), they are ended with it."""
+    script = importlib.import_module("lightning_fabric.strategies.launchers.subprocess_script")
+    theirs = script._launch_process_observer
+    script._launch_process_observer = _watch
+    folder = None if later_process() else tempfile.mkdtemp(prefix="attnlab-joining-")
+    if folder:
+        os.environ[JOINING] = folder  # the ranks started inherit it
+    try:
+        yield
+    except BaseException:
+        end()
+        raise
+    finally:
+        script._launch_process_observer = theirs
+        if folder:
+            os.environ.pop(JOINING, None)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def end(grace: float = 0.0) -> None:
+    """End the ranks this process launched (none where it launched none: one process, or
+    torchrun's and srun's, which start every rank themselves), waiting up to ``grace`` seconds
+    for them to end by themselves: after a stop that all ranks agreed on, they leave; after one
+    that only this process knows of, they would wait for it in a collective, or fail to join,
+    each printing its traceback. A rank killed here prints nothing."""
+    with _LOCK:
+        _ENDING.set()
+    deadline = time.monotonic() + grace
+    try:
+        for proc in _PROCS:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    finally:  # a second Ctrl-C while waiting: the rest now
+        for proc in _PROCS:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        _PROCS.clear()
+
+
+def agreed(error: BaseException) -> bool:
+    """Whether ``error`` is a stop that every rank agreed on (a signal in the loop, the step
+    saved: ``_Signals.stopped`` marks it), after which the other ranks end by themselves."""
+    return bool(getattr(error, "agreed", False))
+
+
+def quiet(error: BaseException) -> BaseException:
+    """``error`` as a process other than rank 0 ends with it: an interruption (Ctrl-C, which the
+    terminal sends to every rank; SIGTERM, which a scheduler sends to every task) with its exit
+    status but without its line, which rank 0 says, once; any other error as it is.
+
+    Examples:
+        >>> quiet(KeyboardInterrupt()).quiet, quiet(KeyboardInterrupt()).exit_code
+        (True, 130)
+        >>> quiet(ValueError("x"))
+        ValueError('x')
+    """
+    if isinstance(error, KeyboardInterrupt):
+        return Interrupted("interrupted", signal.SIGINT, quiet=True)
+    if isinstance(error, Interrupted) and not error.quiet:
+        return Interrupted(str(error), error.signum, checkpointed=error.checkpointed, quiet=True)
+    return error
