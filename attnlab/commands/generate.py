@@ -255,21 +255,28 @@ def _note_init_defaults(run_dir, cfg, args) -> None:
     """A run keeps its --init DIR's weights, tokenizer and chat template, not DIR's sampling
     defaults (training changed the distribution they were chosen for), so it decodes by
     attnlab's. When DIR is still there and its generation_config.json would decode otherwise,
-    one note on stderr names the flags that decode as DIR says."""
+    one note on stderr names the flags that decode as DIR says, and, as ``generate DIR``'s
+    note does, where transformers' defaults decode DIR otherwise than that."""
     from ..errors import UsageError
     from ..interop.chat import is_hf_directory
-    from ..interop.generation_config import FILE, as_flags, read_sampling, resolve
+    from ..interop.generation_config import (FILE, as_flags, read_sampling, resolve,
+                                             transformers_differs)
 
     init = getattr(cfg, "init", None)
     if not init or not is_hf_directory(init):
         return
     try:
-        taken, _ = resolve(args.given, read_sampling(init))
+        file = read_sampling(init)
+        taken, _ = resolve(args.given, file)
     except UsageError:  # advice only: a file broken since training stops nothing here
         return
-    if taken:
+    parts = [f"give {as_flags(taken)} to decode as it says"] if taken else []
+    differs = transformers_differs(args.given, file) if file is not None else None
+    if differs:  # the same words as `generate DIR`'s note
+        parts.append(differs.format(file="it"))
+    if parts:
         print(f"note: {run_dir} decodes by attnlab's defaults, not by --init {init}'s {FILE}; "
-              f"give {as_flags(taken)} to decode as it says", file=sys.stderr, flush=True)
+              + "; ".join(parts), file=sys.stderr, flush=True)
 
 
 def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[int]],

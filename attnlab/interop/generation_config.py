@@ -36,7 +36,7 @@ from ..errors import UsageError
 from ..settings import SamplingSettings, check_argument
 
 __all__ = ["FILE", "SAMPLING_KEYS", "NOT_APPLIED", "FileSampling", "read_sampling", "resolve",
-           "as_flags"]
+           "transformers_differs", "as_flags"]
 
 FILE = "generation_config.json"
 # the file's keys attnlab takes, each with the flag that sets the same option
@@ -133,7 +133,7 @@ def resolve(given: dict[str, Any], file: FileSampling | None) -> tuple[dict[str,
     if file is None:
         return {}, None
     taken = _decide(given, file)
-    return taken, _note(taken, file, _transformers_differs(given, file))
+    return taken, _note(taken, file, transformers_differs(given, file))
 
 
 def _decide(given: dict[str, Any], file: FileSampling) -> dict[str, Any]:
@@ -152,7 +152,7 @@ def _no_decoding_flag(given: dict[str, Any]) -> bool:
                                            for k in (*SAMPLING_KEYS, "seed"))
 
 
-def _transformers_differs(given: dict[str, Any], file: FileSampling) -> str | None:
+def transformers_differs(given: dict[str, Any], file: FileSampling) -> str | None:
     """How ``transformers``' ``generate`` decodes ``file``'s directory otherwise than attnlab
     with the flags ``given``, from the defaults it fills in (the module's rule), if it does:
     do_sample true and no top_k, neither --greedy nor --top-k given: it samples among its
@@ -171,7 +171,7 @@ def _transformers_differs(given: dict[str, Any], file: FileSampling) -> str | No
 
 def _note(taken: dict[str, Any], file: FileSampling, differs: str | None = None) -> str | None:
     """The one line saying what ``file`` decided, what it asks for that is not applied and
-    how ``transformers`` decodes otherwise (``differs``, from ``_transformers_differs``)."""
+    how ``transformers`` decodes otherwise (``differs``, from ``transformers_differs``)."""
     parts = []
     if taken.get("greedy"):
         parts.append(f"greedy decoding, as {file.path} says (do_sample false); "

@@ -143,17 +143,22 @@ def test_what_the_file_decides(tmp_path, given, config, taken):
     assert (note is None) == (not taken)
 
 
-@pytest.mark.slow
-def test_a_run_from_init_names_the_flags_of_its_checkpoints_defaults(base, tmp_path, capsys):
-    """A run decodes by attnlab's defaults; while its --init DIR is there, a note names the
-    flags that decode as DIR's generation_config.json says, and the flags given silence it."""
-    d = _with(base, tmp_path, "instruct", QWEN_INSTRUCT)
+def _run_from(d, tmp_path, capsys):
+    """An lm run trained one step with --init ``d``."""
     (tmp_path / "text.txt").write_text("\n".join(CORPUS), encoding="utf-8")
     run = tmp_path / "run"
     assert main(["train", "lm", "--out", str(run), "--init", str(d), "--data",
                  str(tmp_path / "text.txt"), "--block-size", "16", "--batch-size", "4",
                  "--max-steps", "1", "--val-batches", "1", "--threads", "1"]) == 0
     capsys.readouterr()
+    return run
+
+@pytest.mark.slow
+def test_a_run_from_init_names_the_flags_of_its_checkpoints_defaults(base, tmp_path, capsys):
+    """A run decodes by attnlab's defaults; while its --init DIR is there, a note names the
+    flags that decode as DIR's generation_config.json says, and the flags given silence it."""
+    d = _with(base, tmp_path, "instruct", QWEN_INSTRUCT)
+    run = _run_from(d, tmp_path, capsys)
     out, err = _generate(capsys, run, "--seed", "3")
     (d / "generation_config.json").rename(tmp_path / "away.json")
     assert _generate(capsys, run, "--seed", "3") == (out, "")  # the file changes nothing
@@ -161,4 +166,34 @@ def test_a_run_from_init_names_the_flags_of_its_checkpoints_defaults(base, tmp_p
     assert err == (f"note: {run} decodes by attnlab's defaults, not by --init {d}'s "
                    f"generation_config.json; give --temperature 0.7 --top-k 20 --top-p 0.8 "
                    f"to decode as it says\n")
+    assert _generate(capsys, run, "--greedy")[1] == ""
+
+
+@pytest.mark.slow
+def test_a_run_from_init_says_where_transformers_decodes_its_checkpoint_otherwise(
+        base, tmp_path, capsys):
+    """`generate RUN` says what `generate DIR` says of transformers' defaults: a Llama 3
+    Instruct style file (do_sample, no top_k) is sampled among 50 tokens by transformers, a
+    file with sampling values but no do_sample is decoded greedily. The run's note named only
+    the file's flags (or nothing, for do_sample alone), as if they sampled as DIR samples."""
+    d = _with(base, tmp_path, "llama", {"do_sample": True, "temperature": 0.6, "top_p": 0.9})
+    run = _run_from(d, tmp_path, capsys)
+    head = (f"note: {run} decodes by attnlab's defaults, not by --init {d}'s "
+            f"generation_config.json; ")
+    top_50 = ("with no top_k in it, transformers' generate samples among its default 50 most "
+              "likely tokens and attnlab among all: give --top-k 50 to sample as transformers "
+              "does\n")
+    greedy = ("with no do_sample in it, transformers' generate decodes greedily and attnlab "
+              "samples: give --greedy to decode as transformers does\n")
+    assert _generate(capsys, run, "--seed", "3")[1] == (
+        head + "give --temperature 0.6 --top-p 0.9 to decode as it says; " + top_50)
+    assert _generate(capsys, run, "--seed", "3", "--top-k", "50")[1] == (
+        head + "give --temperature 0.6 --top-p 0.9 to decode as it says\n")
+    (d / "generation_config.json").write_text(json.dumps({"do_sample": True}),
+                                              encoding="utf-8")
+    assert _generate(capsys, run, "--seed", "3")[1] == head + top_50
+    (d / "generation_config.json").write_text(json.dumps({"temperature": 0.7, "top_p": 0.8}),
+                                              encoding="utf-8")
+    assert _generate(capsys, run)[1] == (
+        head + "give --temperature 0.7 --top-p 0.8 to decode as it says; " + greedy)
     assert _generate(capsys, run, "--greedy")[1] == ""
