@@ -161,8 +161,8 @@ def transformers_differs(given: dict[str, Any], file: FileSampling) -> str | Non
     if file.do_sample is True and file.top_k_unset and not given["greedy"] \
             and given.get("top_k") is None:
         return (f"with no top_k in {{file}}, transformers' generate samples among its default "
-                f"{TRANSFORMERS_TOP_K} most likely tokens and attnlab among all: give --top-k "
-                f"{TRANSFORMERS_TOP_K} to sample as transformers does")
+                f"{TRANSFORMERS_TOP_K} most likely tokens and attnlab without a top-k: give "
+                f"--top-k {TRANSFORMERS_TOP_K} to sample as transformers does")
     if file.do_sample is None and file.values and _no_decoding_flag(given):
         return ("with no do_sample in {file}, transformers' generate decodes greedily and "
                 "attnlab samples: give --greedy to decode as transformers does")

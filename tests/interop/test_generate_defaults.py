@@ -181,8 +181,8 @@ def test_a_run_from_init_says_where_transformers_decodes_its_checkpoint_otherwis
     head = (f"note: {run} decodes by attnlab's defaults, not by --init {d}'s "
             f"generation_config.json; ")
     top_50 = ("with no top_k in it, transformers' generate samples among its default 50 most "
-              "likely tokens and attnlab among all: give --top-k 50 to sample as transformers "
-              "does\n")
+              "likely tokens and attnlab without a top-k: give --top-k 50 to sample as "
+              "transformers does\n")
     greedy = ("with no do_sample in it, transformers' generate decodes greedily and attnlab "
               "samples: give --greedy to decode as transformers does\n")
     assert _generate(capsys, run, "--seed", "3")[1] == (

@@ -35,7 +35,7 @@ def test_keys_written_as_null_are_not_named(tmp_path):
 
 
 TOP_50 = ("transformers' generate samples among its default 50 most likely tokens and attnlab "
-          "among all: give --top-k 50 to sample as transformers does")
+          "without a top-k: give --top-k 50 to sample as transformers does")
 GREEDY = ("with no do_sample in it, transformers' generate decodes greedily and attnlab samples: "
           "give --greedy to decode as transformers does")
 
@@ -56,7 +56,7 @@ GREEDY = ("with no do_sample in it, transformers' generate decodes greedily and 
 def test_a_note_names_where_transformers_defaults_decode_otherwise(tmp_path, given, config,
                                                                    said):
     """Llama 3's Instruct files say do_sample, temperature 0.6, top_p 0.9 and no top_k:
-    transformers samples among 50 tokens there, attnlab among all; and a file with a
+    transformers samples among 50 tokens there, attnlab without a top-k; and a file with a
     temperature but no do_sample is greedy in transformers. The note said "sampling with
     --temperature ..., from" the file, as if that were how transformers decodes it too."""
     (tmp_path / "generation_config.json").write_text(json.dumps(config), encoding="utf-8")
