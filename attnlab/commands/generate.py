@@ -68,7 +68,8 @@ def register(sub) -> None:
                     "TEXT answers TEXT as the assistant and prints the reply alone. Samples by "
                     "default (--temperature, --top-k, --top-p); --greedy takes the most likely "
                     "token each step. A directory's generation_config.json sets the ones not "
-                    "given, as transformers' generate reads it (a note says which).")
+                    "given, as its authors set it; a note says which, and where "
+                    "transformers' defaults decode it otherwise.")
     p.add_argument("run_dir", metavar="DIR")
     p.add_argument("--prompt", metavar="TEXT")
     p.add_argument("--chat", nargs="?", const=CHAT_LINES, metavar="TEXT",
