@@ -14,11 +14,15 @@ as the checkpoint's authors chose. The rule, one for every key:
   top-p). ``transformers`` fills a missing key from ``GenerationConfig``'s defaults instead
   (top_k 50), and without do_sample it decodes greedily; attnlab does not copy those defaults,
   because then a file that names only its eos ids (GPT-2's) would change what
-  ``attnlab generate`` does without saying so. Where those defaults make ``transformers``
-  decode otherwise, the note says so and names the flag that does as it does: a file with
-  do_sample true but no top_k (Llama 3's Instruct files) is sampled among its default 50 most
-  likely tokens (``--top-k 50``), one with sampling values but no do_sample is decoded
-  greedily (``--greedy``).
+  ``attnlab generate`` does without saying so. The note names two cases where those
+  defaults make ``transformers`` decode otherwise, with the flag that does as it does: a file
+  with do_sample true but no top_k (Llama 3's Instruct files) is sampled among its default 50
+  most likely tokens (``--top-k 50``); one with a temperature, a top_p or a top_k other than 0
+  but no do_sample, read with no decoding flag given, is decoded greedily (``--greedy``).
+  Other differences go unnamed: ``transformers`` also decodes greedily a file without
+  do_sample that has no sampling value (GPT-2's) or only top_k 0, which attnlab samples; and
+  told to sample a file with no top_k, as --seed or --no-greedy tell attnlab, it would
+  sample among 50 tokens.
 
 A key that changes the chosen token but that attnlab's decoding loop has no rule for
 (repetition_penalty, num_beams, ...) is named in the note, never dropped in silence. A value
