@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UsageError
-from .source import file_stat, weight_files
+from .source import settled_stat, weight_files
 from .weights import SafetensorsTensors
 
 __all__ = ["check_twin_weights", "first_difference", "TWIN"]
@@ -43,8 +43,8 @@ def check_twin_weights(weights: Path) -> None:
     if weights.name == TWIN or not twin.is_file():
         return
     files = weight_files(weights)
-    key = tuple(file_stat(p) for p in (*files, twin))
-    if key in _CHECKED:
+    key = tuple(settled_stat(p) for p in (*files, twin))
+    if None not in key and key in _CHECKED:
         return
     found = first_difference(files, twin)
     if found is not None:
@@ -52,7 +52,8 @@ def check_twin_weights(weights: Path) -> None:
                          f"weights ({found}); transformers reads {weights.name}, and so does "
                          f"attnlab: move the file that is not the model you mean out of the "
                          f"directory")
-    _CHECKED.add(key)
+    if None not in key:
+        _CHECKED.add(key)
 
 
 @torch.no_grad()
