@@ -50,8 +50,8 @@ BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")  # a
 MARIAN_TYPES = ("marian",)  # to a Seq2SeqTransformer
 # the one table of which Hugging Face model types each task starts from with --init: the
 # task's ``Task.init_model_types`` is its row, and ``read_checkpoint`` reads the same rows
-INIT_MODEL_TYPES: dict[str, tuple[str, ...]] = {"lm": GPT2_TYPES + LLAMA_TYPES, "classify": BERT_FAMILY,
-                                                "tag": BERT_FAMILY,
+INIT_MODEL_TYPES: dict[str, tuple[str, ...]] = {"lm": GPT2_TYPES + LLAMA_TYPES,
+                                                "classify": BERT_FAMILY, "tag": BERT_FAMILY,
                                                 "translate": MARIAN_TYPES}
 # the first present is read; the index of sharded safetensors stands for its shards
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
