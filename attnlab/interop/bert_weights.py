@@ -27,10 +27,10 @@ model that is converted and thrown away. The encoder needs only
 A LayerNorm that old TensorFlow ports saved as ``gamma`` / ``beta`` reads as ``weight`` /
 ``bias``, as ``transformers`` reads it. Tensors outside the encoder (a task head, an MLM head)
 and the index buffers older files saved (``position_ids``) are left out; an encoder tensor the
-config does not describe (or any tensor outside the encoder where config.json's
-``architectures`` is a base model, ``BertModel``, which has no head) (a layer past ``num_hidden_layers``: a config.json of fewer layers than
-its weights) is reported, so that a truncated model is never read in silence. The encoder has
-BERT's pooler where the weights hold one.
+config does not describe (a layer past ``num_hidden_layers``: a config.json of fewer layers
+than its weights), or any tensor outside the encoder where config.json's ``architectures`` is
+a base model (``BertModel``, which has no head), is reported, so that a truncated model is
+never read in silence. The encoder has BERT's pooler where the weights hold one.
 What ``config.json`` describes that the encoder cannot be (a decoder, relative positions, a
 factorised embedding, an activation attnlab lacks) is refused with a ValueError, as
 ``attnlab.interop.from_hf`` refuses the same model.
@@ -82,13 +82,15 @@ def bert_tensors(weights: str | Path) -> dict[str, Tensor]:
 
 def _renamed(stored: Mapping[str, Tensor], model_type: str) -> dict[str, Tensor]:
     """The encoder's tensors without their prefix, ``gamma`` / ``beta`` read as ``weight`` /
-    ``bias``."""
+    ``bias``; the unprefixed tensors outside the encoder (a head) under their own names."""
     prefix = BASE_PREFIX[model_type]
     if _WORDS in stored or prefix + _WORDS not in stored:
         prefix = ""  # a saved base model (or neither: the missing tensors are named later)
     out = {}
     for name, tensor in stored.items():
         if not name.startswith(prefix):
+            if not name.startswith(_ENCODER_PARTS):  # a head beside the prefixed encoder
+                out.setdefault(name, tensor)
             continue
         name = name[len(prefix):]
         if name.endswith(".gamma"):

@@ -29,10 +29,10 @@ encoder without one.
 Every bad input is a ``UsageError`` whose one-line message names the path: not a directory,
 a ``model_type`` the task does not take, a missing ``config.json``, weights file or tokeniser
 file, a ``pytorch_model.bin`` beside ``model.safetensors`` of other weights
-(``twin_weights``), corrupt weights (a truncated file, tensors missing or of other shapes than the config's)
-and a tokeniser with more ids than the model has embedding rows. A tokeniser with fewer ids
-than rows is accepted (GPT-2-style vocabularies padded to a round number): the model keeps its
-rows, the extra ids are never produced by the tokeniser.
+(``twin_weights``), corrupt weights (a truncated file, tensors missing or of other shapes
+than the config's) and a tokeniser with more ids than the model has embedding rows. A
+tokeniser with fewer ids than rows is accepted (GPT-2-style vocabularies padded to a round
+number): the model keeps its rows, the extra ids are never produced by the tokeniser.
 """
 from __future__ import annotations
 

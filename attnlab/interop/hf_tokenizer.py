@@ -31,7 +31,7 @@ from ..errors import UsageError
 from ..tokenizers import Tokenizer
 
 __all__ = ["HFTokenizer", "SPECIAL_ROLES", "clean_up", "read_saved", "bare_first_word",
-           "with_prefix_space"]
+           "with_prefix_space", "is_byte_level"]
 
 SPECIAL_ROLES = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
 KIND = "hf"
@@ -354,6 +354,12 @@ def _byte_level(fast) -> tuple[dict, list[dict]]:
     state = json.loads(fast.pre_tokenizer.__getstate__()) if fast.pre_tokenizer else {}
     parts = state.get("pretokenizers", [state]) if state.get("type") == "Sequence" else [state]
     return state, [p for p in parts if p.get("type") == "ByteLevel"]
+
+
+def is_byte_level(fast) -> bool:
+    """Whether the ``tokenizers.Tokenizer`` ``fast`` pre-tokenises byte-level (GPT-2's,
+    RoBERTa's BPE: a word's space is part of its first token, ``Ġ``)."""
+    return bool(_byte_level(fast)[1])
 
 
 def bare_first_word(fast) -> bool:

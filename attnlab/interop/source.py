@@ -26,6 +26,7 @@ Every refusal is a ``UsageError`` of one line naming DIR.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,8 @@ from ..settings import AdaptSettings, check_argument
 from .gguf import gguf_source, is_gguf
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
-           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files", "file_stat",
+           "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files",
+           "file_stat", "settled_stat",
            "weights_file", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
            "checkpoint_dropout", "ATTENTION_DROPOUT_KEYS", "LOAD_DTYPES"]
@@ -48,8 +50,8 @@ BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")  # a
 MARIAN_TYPES = ("marian",)  # to a Seq2SeqTransformer
 # the one table of which Hugging Face model types each task starts from with --init: the
 # task's ``Task.init_model_types`` is its row, and ``read_checkpoint`` reads the same rows
-INIT_MODEL_TYPES: dict[str, tuple[str, ...]] = {"lm": GPT2_TYPES + LLAMA_TYPES, "classify": BERT_FAMILY,
-                                                "tag": BERT_FAMILY,
+INIT_MODEL_TYPES: dict[str, tuple[str, ...]] = {"lm": GPT2_TYPES + LLAMA_TYPES,
+                                                "classify": BERT_FAMILY, "tag": BERT_FAMILY,
                                                 "translate": MARIAN_TYPES}
 # the first present is read; the index of sharded safetensors stands for its shards
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
@@ -210,7 +212,7 @@ def weights_digest(weights: Path) -> str:
     """The SHA-256 (hex) that pins ``weights``: the file's own; for a sharded checkpoint's
     index, the SHA-256 of the index's digest and each shard's name and digest, in name order
     (a changed shard or index changes it). Each file is read once per process while it is
-    unchanged (``file_stat``): a run's checks and its start take the digest of the same
+    unchanged (``settled_stat``): a run's checks and its start take the digest of the same
     weights, and each pass over a big checkpoint costs seconds."""
     if not weights.name.endswith(".index.json"):
         return _digest(weights)
@@ -222,12 +224,18 @@ def weights_digest(weights: Path) -> str:
     return h.hexdigest()
 
 
-# file_stat -> the file's SHA-256, taken in this process
+# settled_stat -> the file's SHA-256, taken in this process
 _DIGESTS: dict[tuple, str] = {}
+# git's "racily clean" rule: a file whose mtime is this close to now may be rewritten again
+# within the same timestamp on a filesystem that counts whole seconds (ext3, HFS+, NFS) or
+# two (FAT), with the same size, so its stat cannot tell the two versions apart
+RACY_NS = 2_000_000_000
 
 
 def _digest(path: Path) -> str:
-    key = file_stat(path)
+    key = settled_stat(path)
+    if key is None:
+        return file_digest(path)
     if key not in _DIGESTS:
         _DIGESTS[key] = file_digest(path)
     return _DIGESTS[key]
@@ -240,6 +248,15 @@ def file_stat(path: Path) -> tuple:
     s = Path(path).stat()
     return (str(Path(path).resolve()), s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns,
             s.st_ctime_ns)
+
+
+def settled_stat(path: Path) -> tuple | None:
+    """``file_stat(path)`` where a result computed from the file's bytes now may be kept;
+    None while its mtime is less than ``RACY_NS`` old, when a rewrite of the same size could
+    keep every field where timestamps are coarse."""
+    now = time.time_ns()
+    key = file_stat(path)
+    return key if now - key[4] >= RACY_NS else None
 
 
 def check_tokenizer_files(source: Path, model_type: str, name: str | None = None) -> None:

@@ -9,7 +9,9 @@ its user may mean, in silence. ``check_twin_weights`` refuses such a directory i
 naming both files and the first tensor that differs.
 
 What is compared: every tensor both hold, by value (in the dtype of fewer bytes where a
-conversion changed it). A tensor that only one holds is left out: files saved by an older
+conversion changed it), by name or, where no name is common, by name without the base
+model's prefix (``transformer.``, ``bert.``: one model saved with and without its head); where
+still none is common, nothing. A tensor that only one holds is left out: files saved by an older
 ``transformers`` keep buffers a newer one drops (``position_ids``, GPT-2's ``attn.bias``) and
 a tied head that safetensors cannot store twice (``lm_head.weight``).
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UsageError
-from .source import file_stat, weight_files
+from .source import settled_stat, weight_files
 from .weights import SafetensorsTensors
 
 __all__ = ["check_twin_weights", "first_difference", "TWIN"]
@@ -43,8 +45,8 @@ def check_twin_weights(weights: Path) -> None:
     if weights.name == TWIN or not twin.is_file():
         return
     files = weight_files(weights)
-    key = tuple(file_stat(p) for p in (*files, twin))
-    if key in _CHECKED:
+    key = tuple(settled_stat(p) for p in (*files, twin))
+    if None not in key and key in _CHECKED:
         return
     found = first_difference(files, twin)
     if found is not None:
@@ -52,7 +54,8 @@ def check_twin_weights(weights: Path) -> None:
                          f"weights ({found}); transformers reads {weights.name}, and so does "
                          f"attnlab: move the file that is not the model you mean out of the "
                          f"directory")
-    _CHECKED.add(key)
+    if None not in key:
+        _CHECKED.add(key)
 
 
 @torch.no_grad()
@@ -64,11 +67,8 @@ def first_difference(files: list[Path], twin: Path) -> str | None:
     except Exception as e:  # a damaged or not-a-checkpoint twin
         return f"{TWIN} cannot be read: {' '.join(str(e).split())[:120]}"
     with SafetensorsTensors(files) as tensors:
-        common = [n for n in tensors.names() if n in theirs]
-        if not common:
-            return "no tensor of the same name"
-        for name in common:
-            ours, other = tensors.read(name), theirs[name]
+        for name, their_name in _pairs(list(tensors.names()), list(theirs)):
+            ours, other = tensors.read(name), theirs[their_name]
             if tuple(ours.shape) != tuple(other.shape):
                 return f"{name} is {tuple(ours.shape)} in one, {tuple(other.shape)} in the other"
             if ours.dtype != other.dtype:  # compared in the narrower of the two
@@ -78,6 +78,24 @@ def first_difference(files: list[Path], twin: Path) -> str | None:
             if not torch.equal(ours, other):
                 return f"{name} differs"
     return None
+
+
+def _pairs(ours: list[str], theirs: list[str]) -> list[tuple[str, str]]:
+    """(our name, their name) of each tensor both hold: by name; where no name is common, with
+    the base model's prefix taken off the names of the file that has one (``GPT2Model`` saved
+    ``h.0.attn.c_attn.weight``, ``GPT2LMHeadModel`` ``transformer.h.0.attn.c_attn.weight``,
+    which transformers loads as the same tensor). Nothing common: nothing to compare."""
+    named = set(theirs)
+    if common := [(n, n) for n in ours if n in named]:
+        return common
+
+    def base(n: str) -> str:
+        return n.split(".", 1)[-1]
+
+    ours_off = [(n, base(n)) for n in ours if base(n) in named]
+    theirs_off = {base(n): n for n in theirs}
+    theirs_on = [(n, theirs_off[n]) for n in ours if n in theirs_off]
+    return max(ours_off, theirs_on, key=len)
 
 
 def _bin(path: Path) -> dict[str, torch.Tensor]:

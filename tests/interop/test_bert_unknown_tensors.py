@@ -30,3 +30,14 @@ def test_a_tensor_outside_a_base_models_encoder_is_refused_naming_it(tmp_path):
 def test_the_old_index_buffers_of_a_base_model_are_still_read(tmp_path):
     d = _with_tensor(save_bert(tmp_path / "bert"), "embeddings.position_ids")
     assert read_checkpoint(d, task="classify").model is not None
+
+
+def test_a_head_beside_a_prefixed_base_models_encoder_is_refused_naming_it(tmp_path):
+    # a base model's config.json over a file whose encoder is saved under "bert." (a task
+    # model's) and whose head is not: the head is named as in an unprefixed file
+    d = save_bert(tmp_path / "bert")
+    tensors = {f"bert.{n}": t for n, t in load_file(d / "model.safetensors").items()}
+    tensors["classifier.weight"] = torch.zeros(3)
+    save_file(tensors, d / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(UsageError, match=r"holds tensors that .* \(classifier.weight\)"):
+        read_checkpoint(d, task="classify")

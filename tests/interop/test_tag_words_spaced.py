@@ -4,6 +4,7 @@ read after a space, the first one too, so that the ids are those of transformers
 Face fine-tunes RoBERTa taggers), and each word's label sits on its first token; a run made
 before (config.yaml without ``words_spaced``) keeps reading its first word bare. WordPiece
 (BERT) is read as before. Tiny random checkpoints (``test_checkpoint``'s builders)."""
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -51,3 +52,21 @@ def test_a_run_made_before_keeps_reading_its_first_word_bare(dirs):
     old = encode_words(_cfg("roberta", words_spaced=False), tokenizer, SENTENCES)
     hf = transformers.AutoTokenizer.from_pretrained(dirs["roberta"])
     assert [e.ids for e in old] == [hf(" ".join(w))["input_ids"] for w in SENTENCES]
+
+
+def test_a_tokenizer_that_adds_the_first_space_itself_labels_each_words_space(tmp_path):
+    # a RoBERTa tagger saved with add_prefix_space=True (tokenizer.json and its config say so):
+    # a word whose characters do not merge with its space starts with a bare "Ġ", which
+    # transformers' word_ids() give to the word, so its label sits there
+    d = save_pooled_roberta(tmp_path / "roberta")
+    for name, part in (("tokenizer.json", ("pre_tokenizer", "post_processor")),
+                       ("tokenizer_config.json", (None,))):
+        data = json.loads((d / name).read_text())
+        for key in part:
+            (data[key] if key else data)["add_prefix_space"] = True
+        (d / name).write_text(json.dumps(data))
+    words = ["Alice", "walks", "Ωmega", "to", "Rome", "ñ"]
+    ours = encode_words(_cfg("roberta"), read_checkpoint(d, task="tag").tokenizer, [words])[0]
+    ids, first = _theirs(d, words)
+    assert ours.ids == ids
+    assert ours.first == first

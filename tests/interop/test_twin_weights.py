@@ -60,3 +60,34 @@ def test_train_init_refuses_them_before_the_run_directory(tmp_path, capsys, task
     assert len(err) == 1 and f"({tensor} differs)" in err[0], err
     assert "model.safetensors and pytorch_model.bin of different weights" in err[0]
     assert not out.exists()
+
+
+def _without_prefix(d, prefix, change=None):
+    """``d``'s model.safetensors saved again as pytorch_model.bin with ``prefix`` taken off
+    its names (a GPT2Model's file beside a GPT2LMHeadModel's), ``change``d first."""
+    tensors = load_file(d / "model.safetensors")
+    if change:
+        tensors[change] = tensors[change] + 0.01
+    torch.save({n.removeprefix(prefix): t for n, t in tensors.items()}, d / "pytorch_model.bin")
+    return d
+
+
+def test_the_same_weights_under_the_base_models_names_are_read(tmp_path):
+    d = _without_prefix(save_gpt2(tmp_path / "gpt2"), "transformer.")
+    assert read_checkpoint(d, task="lm").weights.name == "model.safetensors"
+
+
+def test_other_weights_under_the_base_models_names_are_refused(tmp_path):
+    from attnlab.errors import UsageError
+
+    d = _without_prefix(save_gpt2(tmp_path / "gpt2"), "transformer.",
+                        "transformer.h.0.mlp.c_fc.weight")
+    with pytest.raises(UsageError, match=r"different weights \(transformer.h.0.mlp.c_fc.weight "
+                                         r"differs\)"):
+        read_checkpoint(d, task="lm")
+
+
+def test_a_twin_with_no_tensor_in_common_is_not_refused(tmp_path):
+    d = save_gpt2(tmp_path / "gpt2")
+    torch.save({"unrelated.weight": torch.zeros(2)}, d / "pytorch_model.bin")
+    assert read_checkpoint(d, task="lm").weights.name == "model.safetensors"

@@ -3,6 +3,7 @@ and the reading of the checkpoint (``read_init``) take the SHA-256 of the weight
 once each (each pass over a BERT-base file is about a second); a file changed in between is
 still read again and refused. Tiny random BERT (``test_checkpoint``'s builder)."""
 import os
+import time
 
 import pytest
 import torch
@@ -22,7 +23,14 @@ def bert_bin(tmp_path):
     d = save_bert(tmp_path / "bert")
     torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
     (d / "model.safetensors").unlink()
+    _settle(d / "pytorch_model.bin")
     return d
+
+
+def _settle(path, mtime_ns=None):
+    """Set ``path``'s mtime to ``mtime_ns`` (default: a minute ago, so a digest may be kept)."""
+    t = time.time_ns() - 60 * 10**9 if mtime_ns is None else mtime_ns
+    os.utime(path, ns=(t, t))
 
 
 def _spy(monkeypatch):
@@ -54,3 +62,21 @@ def test_weights_rewritten_after_the_checks_are_read_again_and_refused(bert_bin,
     with pytest.raises(UsageError, match="pytorch_model.bin changed since the run was configured"):
         read_init(str(bert_bin), found.sha256)
     assert read == ["pytorch_model.bin"] * 2
+
+
+def test_a_same_size_rewrite_within_a_coarse_timestamp_is_read_again(bert_bin, monkeypatch):
+    # a filesystem that counts whole seconds (ext3, HFS+, NFS): a file rewritten in the second
+    # it was read keeps its size and every time stat shows; ctime cannot be set back here, so
+    # the stat is made to leave it out
+    stat = source_module.file_stat
+    monkeypatch.setattr(source_module, "file_stat", lambda p: stat(p)[:5])
+    weights = bert_bin / "pytorch_model.bin"
+    now = time.time_ns()
+    _settle(weights, now)
+    found = read_init_source(bert_bin, task="classify", model_types=("bert",))
+    tensors = torch.load(weights, weights_only=True)
+    tensors["pooler.dense.bias"] += 1
+    torch.save(tensors, weights)
+    _settle(weights, now)
+    with pytest.raises(UsageError, match="pytorch_model.bin changed since the run was configured"):
+        read_init(str(bert_bin), found.sha256)

@@ -7,9 +7,11 @@ From scratch a sentence is its words' ids (B, T) in a vocabulary of the training
 (``<unk>`` for the others), padded with id 0; labels (B, T) are tag indices, -100 on padding.
 A pretrained encoder reads the words joined by single spaces, as its tokenizer splits them (a
 byte-level BPE's, RoBERTa's, with a space before the first word too, as every other word has
-one: ``transformers``' ``is_split_into_words=True, add_prefix_space=True``): each subword belongs to the word its characters fall in (its offsets), the first subword of a
-word carries the word's label, every other position -100; batches are padded on the right with
-the tokenizer's pad id and an attention mask (B, T) (1 = real). A word past ``--max-len`` (words
+one: ``transformers``' ``is_split_into_words=True, add_prefix_space=True``): each subword
+belongs to the word its characters fall in (its offsets; a word's bare space token, ``Ġ``, to
+the word after it), the first subword of a word carries the word's label, every other
+position -100; batches are padded on the right with the tokenizer's pad id and an attention
+mask (B, T) (1 = real). A word past ``--max-len`` (words
 from scratch, subwords with ``--init``) has no prediction: it is read as ``O``, and a warning
 says how many there were (in the training split: its tag is not trained; a warning says so).
 
@@ -108,11 +110,12 @@ def _word_spans(words: list[str]) -> tuple[str, list[tuple[int, int]]]:
     return " ".join(words), spans
 
 
-def _encode_subwords(tokenizer, words: list[str], max_len: int, lead: str = "") -> Encoded:
+def _encode_subwords(tokenizer, words: list[str], max_len: int, lead: str = "",
+                     spaced: bool = False) -> Encoded:
     """A pretrained tokenizer's ids of ``words`` (special tokens added, cut to ``max_len``)
     and each word's first subword, found by the subwords' character offsets; ``lead``
-    written before the first word (a space: ``_lead``; the words are then read spaced, a
-    word's bare space token its first)."""
+    written before the first word (a space: ``_lead``); ``spaced``: each word is read after
+    its space (``_spaced``), a word's bare space token its first."""
     text, spans = _word_spans(words)
     text, spans = lead + text, [(a + len(lead), b + len(lead)) for a, b in spans]
     fast = tokenizer.tokenizer
@@ -127,7 +130,7 @@ def _encode_subwords(tokenizer, words: list[str], max_len: int, lead: str = "") 
         if special or b <= a:
             # words read spaced: a word's space alone (no offsets) is its first token, as in
             # transformers' word_ids of words given one by one
-            space = pos if lead and not special and space is None else space
+            space = pos if spaced and not special and space is None else space
             continue
         while word < len(words) and spans[word][1] < b:  # its last character's word
             word += 1
@@ -149,11 +152,21 @@ def _lead(cfg: RunSettings, tokenizer) -> str:
     return " " if cfg.words_spaced and bare_first_word(tokenizer.tokenizer) else ""
 
 
+def _spaced(cfg: RunSettings, tokenizer) -> bool:
+    """Whether each word is read after a space token of its own where its first characters do
+    not merge with it (``Ġ``): words read spaced (``words_spaced``) by a byte-level BPE,
+    whether its first space is ``_lead``'s or the tokenizer's own (``add_prefix_space``)."""
+    from ...interop.hf_tokenizer import is_byte_level
+
+    return bool(cfg.words_spaced) and is_byte_level(tokenizer.tokenizer)
+
+
 def encode_words(cfg: RunSettings, tokenizer, sentences: list[list[str]]) -> list[Encoded]:
     """Each sentence as the model reads it (see the module doc)."""
     if pretrained(cfg):
-        lead = _lead(cfg, tokenizer)
-        return [_encode_subwords(tokenizer, words, cfg.max_len, lead) for words in sentences]
+        lead, spaced = _lead(cfg, tokenizer), _spaced(cfg, tokenizer)
+        return [_encode_subwords(tokenizer, words, cfg.max_len, lead, spaced)
+                for words in sentences]
     out = []
     for words in sentences:
         ids = [tokenizer.piece_id(w) for w in words[: cfg.max_len]]
