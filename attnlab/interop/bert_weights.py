@@ -258,6 +258,13 @@ def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str, config: Mappi
                         and (base or n.startswith(_ENCODER_PARTS)))
     if missing or mismatched or unexpected:
         return None, missing, mismatched, unexpected
+    _copy_into(parts, tensors)
+    return model.eval(), [], [], []
+
+
+def _copy_into(parts, tensors: Mapping[str, Tensor]) -> None:
+    """Copy ``tensors`` into the modules of ``parts`` (``_targets``'s), every one present and
+    of its shape; the query, key and value of a layer are stacked once all three are read."""
     qkv: dict[int, dict[str, Tensor]] = {}
     for name, module, kind in parts:
         weight, bias = tensors[f"{name}.weight"], tensors.get(f"{name}.bias")
@@ -271,7 +278,6 @@ def bert_encoder_of(stored: Mapping[str, Tensor], model_type: str, config: Mappi
         module.weight.copy_(weight)
         if kind != "embedding":
             module.bias.copy_(bias)
-    return model.eval(), [], [], []
 
 
 @torch.no_grad()
