@@ -47,7 +47,7 @@ import torch
 from ..errors import TERMINATING, Interrupted, UsageError
 from ..run_config import RunSettings
 from ..runs import naming, readable, save_weights, write_config, write_metrics
-from ..settings import epoch_steps
+from ..settings import epoch_steps, later_process, processes
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, capture_rng_ranks, check_epochs, check_fits,
                          checkpoint_dir, rank_rng, rank_seed, read_checkpoint, restore_rng,
@@ -252,6 +252,7 @@ class Loop:
         """Launch the processes, put the model and optimiser where they train, and restore the
         last checkpoint when resuming. Returns the checkpoint resumed from, if any."""
         fabric, cfg = self.fabric, self.cfg
+        self._check_batches(launched=False)  # before the other ranks start, not after
         launch(fabric, cfg)  # DDP: starts the other ranks, which re-run this command
         self.signals.quiet = not fabric.is_global_zero
         # --freeze / --lora-rank: before the optimiser sees the parameters (and a checkpoint
@@ -397,11 +398,19 @@ class Loop:
         return None
 
     # ---- the step -------------------------------------------------------------------------
-    def _check_batches(self) -> None:
+    def _check_batches(self, *, launched: bool = True) -> None:
         """Every process takes a batch of its own each step: a training split of fewer
         batches than processes left one with none, and training looked for a batch forever
-        (deaf to Ctrl-C, whose stop waits for a step). Refused on every process at once."""
+        (deaf to Ctrl-C, whose stop waits for a step). Refused before ``launch`` from the
+        loader's batches of all processes (before launch it deals them to one), so that no
+        other rank starts for a run refused; after it on every process at once (the batches
+        of a rank where a launcher started the processes with their process group)."""
         if not hasattr(self.train_loader, "__len__"):
+            return
+        if not launched:
+            world = processes(self.cfg)
+            if world > 1 and len(self.train_loader) < world:
+                self._refuse_batches(world, first=not later_process())
             return
         fewest = torch.tensor(len(self.train_loader), device=self.fabric.device)
         world = self.fabric.world_size
@@ -409,9 +418,11 @@ class Loop:
             import torch.distributed as dist
 
             dist.all_reduce(fewest, op=dist.ReduceOp.MIN)
-        if int(fewest) > 0:
-            return
-        if not self.fabric.is_global_zero:
+        if int(fewest) == 0:
+            self._refuse_batches(world, first=self.fabric.is_global_zero)
+
+    def _refuse_batches(self, world: int, *, first: bool) -> None:
+        if not first:
             raise SystemExit(2)  # rank 0 says why, once
         raise UsageError(f"--batch-size {self.cfg.batch_size}: the training split makes fewer "
                          f"batches than the {world} processes (--devices x --num-nodes), each of "

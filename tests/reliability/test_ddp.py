@@ -146,21 +146,45 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
+def _few_reviews(path):
+    """Twelve rows: in batches of 32, one batch, for two processes."""
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([("text", "label")] + [
+            (("great", "awful")[i % 2] + " film", ("pos", "neg")[i % 2]) for i in range(12)])
+    return path
+
+
+FEW_BATCHES = ["--tokenizer", "word", "--model-dim", "16", "--num-heads", "2", "--num-layers",
+               "1", "--batch-size", "32", "--max-steps", "3"]
+TOO_FEW = "--batch-size 32: the training split makes fewer batches than the 2 processes"
+
+
 def test_fewer_training_batches_than_processes_is_refused_not_an_endless_search(tmp_path,
                                                                              spawn):
     """Twelve rows in batches of 32 make one batch for two processes: the one without a batch
     looked for one forever, deaf to Ctrl-C and SIGTERM (the test's timeout ends a hang)."""
-    data = tmp_path / "few.csv"
-    with open(data, "w", newline="") as f:
-        csv.writer(f).writerows([("text", "label")] + [
-            (("great", "awful")[i % 2] + " film", ("pos", "neg")[i % 2]) for i in range(12)])
     out = tmp_path / "run"
-    proc = start_ddp(spawn, "classify", out, "--data", str(data), "--tokenizer", "word",
-                     "--model-dim", "16", "--num-heads", "2", "--num-layers", "1",
-                     "--batch-size", "32", "--max-steps", "3")
+    proc = start_ddp(spawn, "classify", out, "--data", str(_few_reviews(tmp_path / "few.csv")),
+                     *FEW_BATCHES)
     _, err = proc.communicate(timeout=240)  # (the spawn fixture ends both ranks of a hang)
     assert proc.returncode == 2, err[-3000:]
     errors = [line for line in err.splitlines() if line.startswith("attnlab: error")]
-    assert len(errors) == 1 and "--batch-size 32: the training split makes fewer batches " \
-        "than the 2 processes" in errors[0], err
+    assert len(errors) == 1 and TOO_FEW in errors[0], err
+    assert not out.exists()
+
+
+def test_too_few_training_batches_are_refused_before_the_other_processes_start(
+        tmp_path, monkeypatch, capsys):
+    """The refusal came only once both processes had started and joined (minutes on a busy
+    machine, for a user error the first process can tell from its data alone)."""
+    def launched(*args):
+        raise AssertionError("the other processes were started for a refused run")
+
+    monkeypatch.setattr("attnlab.training.engine.launch", launched)
+    out = tmp_path / "run"
+    assert main(["train", "classify", "--out", str(out), "--devices", "2", "--strategy", "ddp",
+                 "--accelerator", "cpu", "--data", str(_few_reviews(tmp_path / "few.csv")),
+                 *FEW_BATCHES]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 1 and TOO_FEW in errors[0], errors
     assert not out.exists()
