@@ -19,19 +19,29 @@ PATIENCE = 600  # seconds: a rank's start on a loaded two-core machine
 
 def _held_rank_one(tmp_path, monkeypatch):
     """Rank 1 (which Lightning's launcher starts at the first process's ``launch``) held at
-    its interpreter's start until the returned file exists: a process that is still starting,
-    however fast this machine is. Rank 0 meanwhile waits for it to join."""
+    its interpreter's start until the returned ``release`` file exists: a process that is still
+    starting, however fast this machine is. Rank 0 meanwhile waits for it to join. Rank 1
+    writes ``started`` once it is held, so a test signals after the launch, not after a guess."""
     hold = tmp_path / "hold"
     hold.mkdir()
-    release = tmp_path / "release"
+    release, started = tmp_path / "release", tmp_path / "started"
     (hold / "sitecustomize.py").write_text(
         "import os, time\n"
         "if os.environ.get('LOCAL_RANK') == '1':\n"
+        f"    open({str(started)!r}, 'w').close()\n"
         f"    while not os.path.exists({str(release)!r}):\n"
         "        time.sleep(0.1)\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [p for p in (os.environ.get("PYTHONPATH"), str(hold)) if p]))
-    return release
+    return release, started
+
+
+def _until_started(started, proc):
+    """Wait until the held rank 1 has started (rank 0 has launched it), or rank 0 has ended."""
+    deadline = time.monotonic() + PATIENCE
+    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), "rank 1 never started"
 
 
 def test_sigterm_while_the_ranks_start_ends_in_one_line_and_removes_the_run(
@@ -41,13 +51,13 @@ def test_sigterm_while_the_ranks_start_ends_in_one_line_and_removes_the_run(
     over the ranks killed the first (exit 137) while it removed its half-made run directory,
     whose config.yaml ``--resume`` took for a run. Now: exit 143, one line, no traceback, the
     directory removed so that the same command runs again."""
-    release = _held_rank_one(tmp_path, monkeypatch)
+    release, started = _held_rank_one(tmp_path, monkeypatch)
     out = tmp_path / "ddp"
     proc = start_ddp(spawn, "reverse", out, *ARGS)
     seen = ""
     while "attnlab train reverse ->" not in seen and proc.poll() is None:
         seen += proc.stderr.readline()  # rank 0 is past its checks, launching
-    time.sleep(1)
+    _until_started(started, proc)
     proc.send_signal(signal.SIGTERM)
     release.touch()  # rank 1 starts now, after the signal
     _, err = proc.communicate(timeout=PATIENCE)  # the pipe closes once rank 1 has gone too
@@ -65,13 +75,13 @@ def test_sigterm_to_every_rank_while_one_starts_ends_in_one_line(tmp_path, spawn
     ended at once, and the first process, waiting in torch's join where no signal handler
     runs, never heard its own SIGTERM; Lightning's watch then killed it (exit 137), leaving its
     half-made run directory. Now it hears it: exit 143, one line, the directory removed."""
-    release = _held_rank_one(tmp_path, monkeypatch)
+    release, started = _held_rank_one(tmp_path, monkeypatch)
     out = tmp_path / "ddp"
     proc = start_ddp(spawn, "reverse", out, *ARGS)
     seen = ""
     while "attnlab train reverse ->" not in seen and proc.poll() is None:
         seen += proc.stderr.readline()
-    time.sleep(1)
+    _until_started(started, proc)
     os.killpg(proc.pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=PATIENCE)
     release.touch()
