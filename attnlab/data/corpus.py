@@ -389,12 +389,15 @@ def _naming_write_errors(path: str | Path):
 
 
 def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int,
-                   sources: list, text_column: str, rows: "RepeatedRows") -> tuple[dict, dict]:
+                   sources: list, text_column: str, rows: "RepeatedRows"
+                   ) -> tuple[dict, dict, dict]:
     """Encode the files into ``out/.{train,val}.bin.tmp``; character ``split_at`` starts the
-    validation split. Returns the token count and the SHA-256 of each split's file (hashed as
-    it is written, so no second pass over a large file); ``sources`` receives the digest of
-    each text file as read."""
+    validation split. Returns the token count, the unk count (counted as encoded, as
+    ``encode_file`` counts it: no second pass over a token file that may be larger than memory)
+    and the SHA-256 of each split's file (hashed as it is written); ``sources`` receives the
+    digest of each text file as read."""
     counts = dict.fromkeys(SPLITS, 0)
+    unknown = dict.fromkeys(SPLITS, 0)
     hashes = {s: hashlib.sha256() for s in SPLITS}
     with _naming_write_errors(out), ExitStack() as stack:
         files = {s: stack.enter_context(open(out / f".{s}.bin.tmp", "wb")) for s in SPLITS}
@@ -404,8 +407,9 @@ def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int
             files[split].write(data)
             hashes[split].update(data)
             counts[split] += len(ids)
+            unknown[split] += ids.count(tok.unk_id)
             del ids, data  # not kept while the next chunk is encoded (up to 36 MB of ids per MB)
-    return counts, {f"{s}.bin": h.hexdigest() for s, h in hashes.items()}
+    return counts, unknown, {f"{s}.bin": h.hexdigest() for s, h in hashes.items()}
 
 
 def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
@@ -633,6 +637,7 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
                   chunk_chars: int, total: int, read_first: list[str], text_column: str) -> dict:
     from ..runs import write_json
 
+    fitted = isinstance(kind, str)  # (a tokeniser given is not fitted here: kind becomes its kind)
     with _one_tokenizer_thread():  # the BPE library would otherwise read ahead and hold the text
         if isinstance(kind, Tokenizer):
             tok, kind = kind, kind.kind
@@ -645,8 +650,9 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         out.mkdir(parents=True, exist_ok=True)
         read_again: list[str] = []
         rows = RepeatedRows(paths)
-        counts, digests = _encode_splits(paths, tok, out, dtype, int(total * (1 - val_fraction)),
-                                         chunk_chars, read_again, text_column, rows)
+        counts, unknown, digests = _encode_splits(
+            paths, tok, out, dtype, int(total * (1 - val_fraction)), chunk_chars, read_again,
+            text_column, rows)
     for path, first, again in zip(paths, read_first, read_again):
         if first != again:  # the tokeniser was fit on, and the split placed in, other text
             raise UsageError(f"{path} changed while it was being prepared; prepare it again "
@@ -670,8 +676,8 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         (out / f".{s}.bin.tmp").replace(out / f"{s}.bin")
     (out / ".tokenizer.json.tmp").replace(out / "tokenizer.json")
     write_json(out / "meta.json", meta)
-    if kind in ("char", "word"):  # fitted here with a capped vocabulary: unk can be common
-        _notes_on_pieces(out, dtype, tok, meta, vocab_size)
+    if kind in ("char", "word"):  # (a checkpoint's unk may be its eos: GPT-2's)
+        _notes_on_pieces(tok, meta, unknown, vocab_size, fitted=fitted)
     if (warning := rows.warning()):
         print(warning, file=sys.stderr, flush=True)
     return meta
@@ -735,28 +741,22 @@ class RepeatedRows:
                            what="the validation split (val_loss)")
 
 
-def _notes_on_pieces(out: Path, dtype, tok: Tokenizer, meta: dict, vocab_size: int | None
-                     ) -> None:
-    """What of the corpus a char or word tokeniser fitted on it does not serve, on stderr: the
-    share of unk in each split (``unk_note``), and ``pieces_notes``' long words."""
-    unknown = {s: _count_id(out / f"{s}.bin", dtype, tok.unk_id) for s in SPLITS}
-    note = unk_note(tok, vocab_size, unknown, {s: meta[f"{s}_tokens"] for s in SPLITS})
-    if note:
-        print(f"note: {note}", file=sys.stderr, flush=True)
+def _notes_on_pieces(tok: Tokenizer, meta: dict, unknown: dict, vocab_size: int | None, *,
+                     fitted: bool) -> None:
+    """What of the corpus a char or word tokeniser does not serve, on stderr. One fitted on the
+    corpus (``fitted``; ``vocab_size`` its cap) has seen every piece, so each unk is one the cap
+    left out: their share of each split (``unk_note``). One given (a run's, fitted on other
+    text, whose vocabulary no flag changes) gets ``pieces_notes``' line on the validation
+    split's unk, as ``encode_file`` says it of a text; both get its long words."""
     total = meta["characters"]
     characters = total - int(total * (1 - meta["val_fraction"]))  # as _write_corpus splits
-    # (unknown=0: the share of unk is said above, of both splits)
-    _say_pieces_notes(tok, characters=characters, tokens=meta["val_tokens"], unknown=0,
+    tokens = {s: meta[f"{s}_tokens"] for s in SPLITS}
+    if fitted and (note := unk_note(tok, vocab_size, unknown, tokens)):
+        print(f"note: {note}", file=sys.stderr, flush=True)
+    # (a fitted one's unk=0: the share of unk is said above, of both splits)
+    _say_pieces_notes(tok, characters=characters, tokens=meta["val_tokens"],
+                      unknown=0 if fitted else unknown["val"],
                       what="the validation split")
-
-
-def _count_id(path: Path, dtype, token: int, chunk: int = 1 << 16) -> int:
-    """How often ``token`` occurs in the token file ``path``, read ``chunk`` ids at a time
-    (a small chunk: each comparison makes an array of its size, and prepare's peak memory
-    stays that of a small corpus)."""
-    tokens = np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.zeros(0, dtype)
-    return sum(int(np.count_nonzero(tokens[i:i + chunk] == token))
-               for i in range(0, len(tokens), chunk))
 
 
 def unk_note(tok: Tokenizer, vocab_size: int | None, unknown: dict, tokens: dict) -> str | None:
