@@ -39,6 +39,7 @@ import hashlib
 import os
 import sys
 import unicodedata
+from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -649,7 +650,7 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         dtype = np.uint16 if tok.vocab_size <= 2**16 else np.uint32
         out.mkdir(parents=True, exist_ok=True)
         read_again: list[str] = []
-        rows = RepeatedRows(paths)
+        rows = RepeatedRows(paths, tok.normalized)
         counts, unknown, digests = _encode_splits(
             paths, tok, out, dtype, int(total * (1 - val_fraction)), chunk_chars, read_again,
             text_column, rows)
@@ -685,13 +686,15 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
 
 class RepeatedRows:
     """Rows of a table that start in the validation split and that the training split holds
-    too, word for word: a scraped corpus repeats rows, and ``val_loss`` of rows the model
-    trained on is lower than of new text, without a word (two files of the same bytes are
+    too, word for word once in ``normalized``'s form (the tokeniser's: a row in NFD is the
+    same row to it as in NFC): a scraped corpus repeats rows, and ``val_loss`` of rows the
+    model trained on is lower than of new text, without a word (two files of the same bytes are
     refused by ``_refuse_repeated``; rows are warned of, as ``attnlab train`` warns of a
     ``--test`` file sharing rows with the training data: ``overlap.shared_note``).
 
-    A row is known by an 8-byte digest of its text, so memory grows by a few dozen bytes per
-    training row, not by its text.
+    A row is known by an 8-byte digest of its text, kept in an ``array`` (8 bytes a training
+    row, not a set's ~75): every training row comes before the first validation row, so the
+    digests are sorted once there and each validation row is looked up by binary search.
 
     Examples:
         >>> rows = RepeatedRows(["c.jsonl"])
@@ -701,9 +704,11 @@ class RepeatedRows:
         'warning: the validation split (val_loss): 1 of its 1 rows have an input that a training row has too (first: c.jsonl line 3), so its ...'
     """
 
-    def __init__(self, paths) -> None:
+    def __init__(self, paths, normalized=lambda text: text) -> None:
         self.paths = [str(p) for p in paths]
-        self.train: set[bytes] = set()
+        self.normalized = normalized
+        self.train = array("Q")
+        self.sorted: np.ndarray | None = None
         self.val = self.shared = 0
         self.first: str | None = None
         self.doc, self.split, self.hash = None, "train", None
@@ -714,17 +719,21 @@ class RepeatedRows:
         if doc != self.doc:
             self._end()
             self.doc, self.split, self.hash = doc, split, hashlib.blake2b(digest_size=8)
-        self.hash.update(text.encode("utf-8", "surrogatepass"))
+        self.hash.update(self.normalized(text).encode("utf-8", "surrogatepass"))
 
     def _end(self) -> None:
         if self.doc is None:
             return
-        digest = self.hash.digest()
+        digest = int.from_bytes(self.hash.digest(), "little")
         if self.split == "train":
-            self.train.add(digest)
+            self.train.append(digest)
             return
+        if self.sorted is None:  # the first validation row: no training row comes after it
+            self.sorted = np.frombuffer(self.train, dtype=np.uint64)  # (a view: no copy)
+            self.sorted.sort()
         self.val += 1
-        if digest in self.train:
+        at = int(np.searchsorted(self.sorted, np.uint64(digest)))
+        if at < len(self.sorted) and self.sorted[at] == digest:
             self.shared += 1
             if self.first is None:
                 i, row = self.doc
