@@ -256,6 +256,8 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
         if at is not None and tok.kind != "char":  # a word's pieces are of the whole word
             # a checkpoint's pieces must meet however far back the word starts
             at = _word_start(text, at, near=None if tok.kind == "hf" else _CONTEXT_CHARS)
+        while at and unicodedata.combining(text[at]):  # a letter keeps its accent (NFD text):
+            at -= 1  # apart, the char tokenizer reads neither as the letter it makes
         if tok.kind == "hf" and at is None:
             yield split, tok.encode_piece(text, before, after)
             before = (before + text)[-_CONTEXT_CHARS:]
@@ -460,7 +462,8 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     encodes chunk by chunk and appends to the token files, so memory use does not grow with the
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
     boundary), and so are a table's rows. The last ``val_fraction`` of the characters is the
-    validation split, from the start of the word it falls in (``_word_start``; char's at once).
+    validation split, from the start of the word it falls in (``_word_start``; char's at the
+    character, moved back before a combining accent).
     A tokeniser given as an object (``attnlab prepare --tokenizer DIR``) is used as it is.
 
     Everything is written under temporary names first; only when the corpus is complete are
