@@ -741,7 +741,9 @@ class RepeatedRows:
             if self.first is None:
                 i, row = self.doc
                 path = self.paths[i]
-                self.first = f"{path} {'row' if file_format(path) in COLUMNAR else 'line'} {row}"
+                fmt = file_format(path)  # (None: a text file, one document: no "line 0")
+                self.first = f"{path} (the whole file)" if fmt is None else \
+                    f"{path} {'row' if fmt in COLUMNAR else 'line'} {row}"
 
     def warning(self) -> str | None:
         """The warning line, or None when no row of the validation split is a training row."""

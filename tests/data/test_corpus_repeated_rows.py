@@ -88,3 +88,14 @@ def test_the_digests_of_training_rows_take_8_bytes_a_row():
     tracemalloc.stop()
     assert held < 12 * n and peak < 12 * n, (held, peak)
     assert repeated.warning().startswith("warning: the validation split (val_loss): 1 of its 1 ")
+
+
+def test_a_text_file_that_repeats_a_row_is_named_as_a_whole_file(tmp_path, capsys):
+    """A text file among tables is one document: it was named "b.txt line 0"."""
+    texts = rows()
+    corpus = write(tmp_path / "a.jsonl", texts)
+    whole = tmp_path / "b.txt"
+    whole.write_text(texts[5], encoding="utf-8")
+    prepare([corpus, whole], tmp_path / "c", tokenizer="char", val_fraction=0.01)
+    err = capsys.readouterr().err
+    assert f"(first: {whole} (the whole file))" in err and "line 0" not in err, err
