@@ -423,8 +423,9 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
 
     When more than half of the tokens are unk (a char or word tokeniser that never saw the
     text's pieces: Greek given to a run fitted on English), a note on stderr says so, as
-    ``prepare`` says it of a validation split: a model scored on such a text predicts its one
-    unk token again and again, and its loss would pass for one on the text.
+    ``prepare`` says it of the validation split when given such a tokeniser (of one it fits,
+    it gives the share of unk whatever it is: ``unk_note``): a model scored on such a text
+    predicts its one unk token again and again, and its loss would pass for one on the text.
 
     Raises:
         UsageError: naming a file that is missing or not UTF-8 text.
