@@ -41,7 +41,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .errors import UsageError
@@ -361,27 +361,16 @@ class BPETokenizer(Tokenizer):
             >>> tok.labels(ids) == tok.tokenize("two 😀"), "\ufffd" in tok.labels(ids)
             (True, False)
         """
-        ids = [int(i) for i in ids]
-        labels = [""] * len(ids)
-        run: list[int] = []  # positions of a run of ordinary ids, read together
-        for at, i in enumerate([*ids, None]):
-            if i is not None and i >= len(SPECIAL_TOKENS):
-                run.append(at)
-                continue
-            pieces = [self._bytes(ids[k]) for k in run]
-            for k, label in zip(run, _byte_labels(pieces)):
-                labels[k] = label
-            run = []
-            if i is not None:
-                labels[at] = self.decode([i], skip_special_tokens=skip_special_tokens)
-        return labels
+        return byte_level_labels(
+            ids, lambda i: self._bytes(i) if i >= len(SPECIAL_TOKENS) else None,
+            lambda i: self.decode([i], skip_special_tokens=skip_special_tokens))
 
     def _bytes(self, i: int) -> bytes:
         """The bytes id ``i`` (an ordinary one) stands for."""
         piece = self.tokenizer.id_to_token(i)
         if piece is None:
             raise ValueError(f"id {i} is outside the vocabulary [0, {self.vocab_size})")
-        return bytes(_BYTE_OF[c] for c in piece)
+        return symbol_bytes(piece)
 
     def unknown(self, text: str) -> list[str]:
         # Every byte has an id, but those of a character never seen in fit may be bytes no
@@ -422,6 +411,45 @@ def _byte_symbols() -> dict[str, int]:
 
 
 _BYTE_OF = _byte_symbols()
+
+
+def symbol_bytes(piece: str) -> bytes | None:
+    """The bytes a byte-level BPE piece (``"Ġthe"``, ``"ðŁĺ"``) stands for, or None for a
+    piece that is not of its 256 symbols (a checkpoint's added token, ``"<|im_end|>"``: all
+    printable symbols, so such a token is told apart by the caller).
+
+    Examples:
+        >>> symbol_bytes("Ġhi"), symbol_bytes("日")
+        (b' hi', None)
+    """
+    return bytes(_BYTE_OF[c] for c in piece) if all(c in _BYTE_OF for c in piece) else None
+
+
+def byte_level_labels(ids: Iterable[int], piece_bytes: Callable[[int], bytes | None],
+                      label_of: Callable[[int], str]) -> list[str]:
+    """Labels of a byte-level BPE's ``ids`` (ours, or a checkpoint's: GPT-2's, Qwen's): each
+    run of ids that ``piece_bytes`` gives the bytes of is read together (``_byte_labels``); any
+    other id (a special one: ``piece_bytes`` gives None) is ``label_of(id)``.
+
+    Examples:
+        >>> pieces = {5: b"a\\xf0\\x9f", 6: b"\\x98\\x80"}
+        >>> byte_level_labels([5, 6, 2], pieces.get, lambda i: "<eos>")
+        ['a😀', '😀', '<eos>']
+    """
+    ids = [int(i) for i in ids]
+    labels = [""] * len(ids)
+    run: list[tuple[int, bytes]] = []  # (position, bytes) of a run of ordinary ids
+    for at, i in enumerate([*ids, None]):
+        piece = None if i is None else piece_bytes(i)
+        if piece is not None:
+            run.append((at, piece))
+            continue
+        for (k, _), label in zip(run, _byte_labels([p for _, p in run])):
+            labels[k] = label
+        run = []
+        if i is not None:
+            labels[at] = label_of(i)
+    return labels
 
 
 def _byte_labels(pieces: list[bytes]) -> list[str]:

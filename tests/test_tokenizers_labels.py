@@ -69,3 +69,35 @@ def test_the_attention_page_of_a_bpe_lm_labels_split_characters_by_them(tmp_path
     tokens = json.loads(found.group(1))["key_tokens"]
     tok = BPETokenizer.load(tmp_path / "run" / "tokenizer.json")
     assert tokens == tok.tokenize(given) and "\ufffd" not in "".join(tokens)
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_byte_level_checkpoints_pieces_show_their_characters(bpe, text):
+    """A checkpoint's byte-level tokenizer (GPT-2's, Qwen's, Llama 3's: a ByteLevel decoder)
+    still labelled a piece holding part of a character "�" in plot attention and view."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+
+    eos = bpe.tokenizer.token_to_id("<eos>")
+    tok = HFTokenizer(bpe.tokenizer, {"eos": eos})
+    ids = tok.encode(text)
+    assert "\ufffd" in "".join(tok.decode([i]) for i in ids)  # (the labels before)
+    assert tok.labels(ids) == bpe.labels(ids)
+    assert "\ufffd" not in "".join(tok.labels(ids))
+    assert tok.labels([*ids, eos], skip_special_tokens=False)[-1] == "<eos>"
+
+
+def test_a_translation_cut_at_max_len_inside_a_character_labels_it_whole(bpe):
+    """The cross-attention map of a translation longer than the run's max_len labelled the
+    last tokens "�" when the cut fell inside a character's bytes: the cut ids were labelled
+    alone. Now the whole decoder input is labelled, then cut."""
+    from attnlab.tasks.translate.data import TranslationTokenizers
+    from attnlab.tasks.translate.runtime import _pair
+
+    pair = TranslationTokenizers(bpe, bpe)
+    translation = "tea for two 😀"
+    whole = pair.decoder_input(translation)
+    max_len = len(whole) - 2  # inside the emoji's four bytes
+    assert "\ufffd" in bpe.labels(whole[:max_len])  # (what the map showed)
+    _, tgt, _, labels = _pair(pair, "two for tea", translation, max_len=max_len)
+    assert tgt.shape == (1, max_len) and len(labels) == max_len
+    assert labels[-2:] == ["😀", "😀"]

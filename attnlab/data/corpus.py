@@ -39,6 +39,7 @@ import hashlib
 import os
 import sys
 import unicodedata
+from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -255,6 +256,8 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
         if at is not None and tok.kind != "char":  # a word's pieces are of the whole word
             # a checkpoint's pieces must meet however far back the word starts
             at = _word_start(text, at, near=None if tok.kind == "hf" else _CONTEXT_CHARS)
+        while at and unicodedata.combining(text[at]):  # a letter keeps its accent (NFD text):
+            at -= 1  # apart, the char tokenizer reads neither as the letter it makes
         if tok.kind == "hf" and at is None:
             yield split, tok.encode_piece(text, before, after)
             before = (before + text)[-_CONTEXT_CHARS:]
@@ -389,12 +392,15 @@ def _naming_write_errors(path: str | Path):
 
 
 def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int,
-                   sources: list, text_column: str, rows: "RepeatedRows") -> tuple[dict, dict]:
+                   sources: list, text_column: str, rows: "RepeatedRows"
+                   ) -> tuple[dict, dict, dict]:
     """Encode the files into ``out/.{train,val}.bin.tmp``; character ``split_at`` starts the
-    validation split. Returns the token count and the SHA-256 of each split's file (hashed as
-    it is written, so no second pass over a large file); ``sources`` receives the digest of
-    each text file as read."""
+    validation split. Returns the token count, the unk count (counted as encoded, as
+    ``encode_file`` counts it: no second pass over a token file that may be larger than memory)
+    and the SHA-256 of each split's file (hashed as it is written); ``sources`` receives the
+    digest of each text file as read."""
     counts = dict.fromkeys(SPLITS, 0)
+    unknown = dict.fromkeys(SPLITS, 0)
     hashes = {s: hashlib.sha256() for s in SPLITS}
     with _naming_write_errors(out), ExitStack() as stack:
         files = {s: stack.enter_context(open(out / f".{s}.bin.tmp", "wb")) for s in SPLITS}
@@ -404,8 +410,9 @@ def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int
             files[split].write(data)
             hashes[split].update(data)
             counts[split] += len(ids)
+            unknown[split] += ids.count(tok.unk_id)
             del ids, data  # not kept while the next chunk is encoded (up to 36 MB of ids per MB)
-    return counts, {f"{s}.bin": h.hexdigest() for s, h in hashes.items()}
+    return counts, unknown, {f"{s}.bin": h.hexdigest() for s, h in hashes.items()}
 
 
 def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
@@ -416,8 +423,9 @@ def encode_file(paths: Sequence[str | Path], tokenizer, out_path: str | Path, *,
 
     When more than half of the tokens are unk (a char or word tokeniser that never saw the
     text's pieces: Greek given to a run fitted on English), a note on stderr says so, as
-    ``prepare`` says it of a validation split: a model scored on such a text predicts its one
-    unk token again and again, and its loss would pass for one on the text.
+    ``prepare`` says it of the validation split when given such a tokeniser (of one it fits,
+    it gives the share of unk whatever it is: ``unk_note``): a model scored on such a text
+    predicts its one unk token again and again, and its loss would pass for one on the text.
 
     Raises:
         UsageError: naming a file that is missing or not UTF-8 text.
@@ -455,7 +463,8 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     encodes chunk by chunk and appends to the token files, so memory use does not grow with the
     corpus. Files are concatenated with the tokeniser's EOS id between them (a document
     boundary), and so are a table's rows. The last ``val_fraction`` of the characters is the
-    validation split, from the start of the word it falls in (``_word_start``; char's at once).
+    validation split, from the start of the word it falls in (``_word_start``; char's at the
+    character, moved back before a combining accent).
     A tokeniser given as an object (``attnlab prepare --tokenizer DIR``) is used as it is.
 
     Everything is written under temporary names first; only when the corpus is complete are
@@ -633,6 +642,7 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
                   chunk_chars: int, total: int, read_first: list[str], text_column: str) -> dict:
     from ..runs import write_json
 
+    fitted = isinstance(kind, str)  # (a tokeniser given is not fitted here: kind becomes its kind)
     with _one_tokenizer_thread():  # the BPE library would otherwise read ahead and hold the text
         if isinstance(kind, Tokenizer):
             tok, kind = kind, kind.kind
@@ -644,9 +654,10 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         dtype = np.uint16 if tok.vocab_size <= 2**16 else np.uint32
         out.mkdir(parents=True, exist_ok=True)
         read_again: list[str] = []
-        rows = RepeatedRows(paths)
-        counts, digests = _encode_splits(paths, tok, out, dtype, int(total * (1 - val_fraction)),
-                                         chunk_chars, read_again, text_column, rows)
+        rows = RepeatedRows(paths, tok.normalized)
+        counts, unknown, digests = _encode_splits(
+            paths, tok, out, dtype, int(total * (1 - val_fraction)), chunk_chars, read_again,
+            text_column, rows)
     for path, first, again in zip(paths, read_first, read_again):
         if first != again:  # the tokeniser was fit on, and the split placed in, other text
             raise UsageError(f"{path} changed while it was being prepared; prepare it again "
@@ -670,8 +681,8 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         (out / f".{s}.bin.tmp").replace(out / f"{s}.bin")
     (out / ".tokenizer.json.tmp").replace(out / "tokenizer.json")
     write_json(out / "meta.json", meta)
-    if kind in ("char", "word"):  # fitted here with a capped vocabulary: unk can be common
-        _notes_on_pieces(out, dtype, tok, meta, vocab_size)
+    if kind in ("char", "word"):  # (a checkpoint's unk may be its eos: GPT-2's)
+        _notes_on_pieces(tok, meta, unknown, vocab_size, fitted=fitted)
     if (warning := rows.warning()):
         print(warning, file=sys.stderr, flush=True)
     return meta
@@ -679,13 +690,15 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
 
 class RepeatedRows:
     """Rows of a table that start in the validation split and that the training split holds
-    too, word for word: a scraped corpus repeats rows, and ``val_loss`` of rows the model
-    trained on is lower than of new text, without a word (two files of the same bytes are
+    too, word for word once in ``normalized``'s form (the tokeniser's: a row in NFD is the
+    same row to it as in NFC): a scraped corpus repeats rows, and ``val_loss`` of rows the
+    model trained on is lower than of new text, without a word (two files of the same bytes are
     refused by ``_refuse_repeated``; rows are warned of, as ``attnlab train`` warns of a
     ``--test`` file sharing rows with the training data: ``overlap.shared_note``).
 
-    A row is known by an 8-byte digest of its text, so memory grows by a few dozen bytes per
-    training row, not by its text.
+    A row is known by an 8-byte digest of its text, kept in an ``array`` (8 bytes a training
+    row, not a set's ~75): every training row comes before the first validation row, so the
+    digests are sorted once there and each validation row is looked up by binary search.
 
     Examples:
         >>> rows = RepeatedRows(["c.jsonl"])
@@ -695,9 +708,11 @@ class RepeatedRows:
         'warning: the validation split (val_loss): 1 of its 1 rows have an input that a training row has too (first: c.jsonl line 3), so its ...'
     """
 
-    def __init__(self, paths) -> None:
+    def __init__(self, paths, normalized=lambda text: text) -> None:
         self.paths = [str(p) for p in paths]
-        self.train: set[bytes] = set()
+        self.normalized = normalized
+        self.train = array("Q")
+        self.sorted: np.ndarray | None = None
         self.val = self.shared = 0
         self.first: str | None = None
         self.doc, self.split, self.hash = None, "train", None
@@ -708,22 +723,28 @@ class RepeatedRows:
         if doc != self.doc:
             self._end()
             self.doc, self.split, self.hash = doc, split, hashlib.blake2b(digest_size=8)
-        self.hash.update(text.encode("utf-8", "surrogatepass"))
+        self.hash.update(self.normalized(text).encode("utf-8", "surrogatepass"))
 
     def _end(self) -> None:
         if self.doc is None:
             return
-        digest = self.hash.digest()
+        digest = int.from_bytes(self.hash.digest(), "little")
         if self.split == "train":
-            self.train.add(digest)
+            self.train.append(digest)
             return
+        if self.sorted is None:  # the first validation row: no training row comes after it
+            self.sorted = np.frombuffer(self.train, dtype=np.uint64)  # (a view: no copy)
+            self.sorted.sort()
         self.val += 1
-        if digest in self.train:
+        at = int(np.searchsorted(self.sorted, np.uint64(digest)))
+        if at < len(self.sorted) and self.sorted[at] == digest:
             self.shared += 1
             if self.first is None:
                 i, row = self.doc
                 path = self.paths[i]
-                self.first = f"{path} {'row' if file_format(path) in COLUMNAR else 'line'} {row}"
+                fmt = file_format(path)  # (None: a text file, one document: no "line 0")
+                self.first = f"{path} (the whole file)" if fmt is None else \
+                    f"{path} {'row' if fmt in COLUMNAR else 'line'} {row}"
 
     def warning(self) -> str | None:
         """The warning line, or None when no row of the validation split is a training row."""
@@ -735,28 +756,22 @@ class RepeatedRows:
                            what="the validation split (val_loss)")
 
 
-def _notes_on_pieces(out: Path, dtype, tok: Tokenizer, meta: dict, vocab_size: int | None
-                     ) -> None:
-    """What of the corpus a char or word tokeniser fitted on it does not serve, on stderr: the
-    share of unk in each split (``unk_note``), and ``pieces_notes``' long words."""
-    unknown = {s: _count_id(out / f"{s}.bin", dtype, tok.unk_id) for s in SPLITS}
-    note = unk_note(tok, vocab_size, unknown, {s: meta[f"{s}_tokens"] for s in SPLITS})
-    if note:
-        print(f"note: {note}", file=sys.stderr, flush=True)
+def _notes_on_pieces(tok: Tokenizer, meta: dict, unknown: dict, vocab_size: int | None, *,
+                     fitted: bool) -> None:
+    """What of the corpus a char or word tokeniser does not serve, on stderr. One fitted on the
+    corpus (``fitted``; ``vocab_size`` its cap) has seen every piece, so each unk is one the cap
+    left out: their share of each split (``unk_note``). One given (a run's, fitted on other
+    text, whose vocabulary no flag changes) gets ``pieces_notes``' line on the validation
+    split's unk, as ``encode_file`` says it of a text; both get its long words."""
     total = meta["characters"]
     characters = total - int(total * (1 - meta["val_fraction"]))  # as _write_corpus splits
-    # (unknown=0: the share of unk is said above, of both splits)
-    _say_pieces_notes(tok, characters=characters, tokens=meta["val_tokens"], unknown=0,
+    tokens = {s: meta[f"{s}_tokens"] for s in SPLITS}
+    if fitted and (note := unk_note(tok, vocab_size, unknown, tokens)):
+        print(f"note: {note}", file=sys.stderr, flush=True)
+    # (a fitted one's unk=0: the share of unk is said above, of both splits)
+    _say_pieces_notes(tok, characters=characters, tokens=meta["val_tokens"],
+                      unknown=0 if fitted else unknown["val"],
                       what="the validation split")
-
-
-def _count_id(path: Path, dtype, token: int, chunk: int = 1 << 16) -> int:
-    """How often ``token`` occurs in the token file ``path``, read ``chunk`` ids at a time
-    (a small chunk: each comparison makes an array of its size, and prepare's peak memory
-    stays that of a small corpus)."""
-    tokens = np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.zeros(0, dtype)
-    return sum(int(np.count_nonzero(tokens[i:i + chunk] == token))
-               for i in range(0, len(tokens), chunk))
 
 
 def unk_note(tok: Tokenizer, vocab_size: int | None, unknown: dict, tokens: dict) -> str | None:

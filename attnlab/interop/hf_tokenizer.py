@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import UsageError
-from ..tokenizers import Tokenizer
+from ..tokenizers import Tokenizer, byte_level_labels, symbol_bytes
 
 __all__ = ["HFTokenizer", "SPECIAL_ROLES", "clean_up", "read_saved", "bare_first_word",
            "with_prefix_space", "is_byte_level"]
@@ -318,6 +318,22 @@ class HFTokenizer(Tokenizer):
     def tokenize(self, text: str) -> list[str]:
         return self.tokenizer.encode(text, add_special_tokens=False).tokens
 
+    def labels(self, ids: Iterable[int], skip_special_tokens: bool = True) -> list[str]:
+        """The text of each id of ``ids``; of a byte-level checkpoint's (GPT-2's, Qwen's,
+        Llama 3's: a ``ByteLevel`` decoder) as ``BPETokenizer.labels`` shows ours: a piece
+        holding part of a character's bytes shows that whole character, where its own
+        ``decode`` is U+FFFD. Added and special tokens are as ``decode`` gives them."""
+        if not _byte_level_decoder(self.tokenizer):
+            return super().labels(ids, skip_special_tokens)
+        added = self.tokenizer.get_added_tokens_decoder()
+
+        def piece_bytes(i: int) -> bytes | None:
+            piece = None if i in added else self.tokenizer.id_to_token(i)
+            return None if piece is None else symbol_bytes(piece)
+
+        return byte_level_labels(ids, piece_bytes, lambda i: self.decode(
+            [i], skip_special_tokens=skip_special_tokens))
+
     def unknown(self, text: str) -> list[str]:
         e = self.tokenizer.encode(text, add_special_tokens=False)
         return [text[a:b] for (a, b), i in zip(e.offsets, e.ids) if i == self.unk_id]
@@ -360,6 +376,14 @@ def is_byte_level(fast) -> bool:
     """Whether the ``tokenizers.Tokenizer`` ``fast`` pre-tokenises byte-level (GPT-2's,
     RoBERTa's BPE: a word's space is part of its first token, ``Ġ``)."""
     return bool(_byte_level(fast)[1])
+
+
+def _byte_level_decoder(fast) -> bool:
+    """Whether the ``tokenizers.Tokenizer`` ``fast`` decodes its pieces as byte-level BPE's
+    symbols (a ``ByteLevel`` decoder, or one in a ``Sequence``)."""
+    state = json.loads(fast.decoder.__getstate__()) if fast.decoder else {}
+    parts = state.get("decoders", [state]) if state.get("type") == "Sequence" else [state]
+    return any(p.get("type") == "ByteLevel" for p in parts)
 
 
 def bare_first_word(fast) -> bool:

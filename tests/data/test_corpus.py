@@ -402,3 +402,26 @@ def test_a_text_encoded_for_scoring_that_is_mostly_unk_is_said(tmp_path, capsys,
         f"the model learns one token for all of them; a bpe tokenizer has fewer\n")
     encode_file([english], tok, tmp_path / "en.bin")
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("kind", ["char", "word"])
+def test_a_tokenizer_given_to_prepare_names_itself_not_a_vocab_size(tmp_path, capsys, kind):
+    """`attnlab prepare greek.txt --tokenizer RUN` (a run fitted on English) said "--vocab-size
+    None leaves pieces of the text out ...; raise --vocab-size", a flag prepare refuses with a
+    tokenizer given. The note now names the tokenizer that lacks the pieces, counted while
+    the text is encoded."""
+    english = write(tmp_path, "en.txt", "the cat sat on the mat, and the dog ran. " * 50)
+    prepare([english], tmp_path / "en", tokenizer=kind)
+    tok = load_tokenizer(tmp_path / "en" / "tokenizer.json")
+    capsys.readouterr()
+    greek = write(tmp_path, "el.txt", "the cat sat. " * 40 + "Καλημέρα κόσμε, τι κάνεις; " * 40)
+    meta = prepare([greek], tmp_path / "el", tokenizer=tok)
+    err = capsys.readouterr().err
+    val = np.fromfile(tmp_path / "el" / "val.bin", dtype=meta["dtype"])
+    n = meta["val_tokens"]
+    assert err == (
+        f"note: {np.count_nonzero(val == tok.unk_id) / n:.0%} of the {n:,} tokens of the "
+        f"validation split are unk, pieces the {kind} tokenizer fitted on the training text "
+        f"lacks (its vocabulary: {tok.vocab_size:,}): the model learns one token for all of "
+        f"them; a bpe tokenizer has fewer\n"), err
+    assert "--vocab-size" not in err

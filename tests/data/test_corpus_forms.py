@@ -33,3 +33,16 @@ def test_a_corpus_in_nfc_gets_no_note(tmp_path, capsys):
     (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
     prepare([tmp_path / "t.txt"], tmp_path / "c", tokenizer="char")
     assert capsys.readouterr().err == ""
+
+
+def test_the_split_never_falls_between_a_letter_and_its_accent(tmp_path):
+    """With --tokenizer char on NFD text, a split point between "e" and its combining accent
+    turned both into unk: the corpus decoded to 'xxxx��yyyy' where the file held 'é'."""
+    text = "x" * 89 + "e\u0301" + "y" * 9  # character 90 of 100, the split, is the accent
+    (tmp_path / "c.txt").write_text(text, encoding="utf-8")
+    meta = prepare([tmp_path / "c.txt"], tmp_path / "c", tokenizer="char", val_fraction=0.1)
+    tok = load_tokenizer(tmp_path / "c" / "tokenizer.json")
+    decoded = [tok.decode(np.fromfile(tmp_path / "c" / f"{s}.bin", dtype=meta["dtype"]).tolist())
+               for s in SPLITS]
+    assert "".join(decoded) == unicodedata.normalize("NFC", text), decoded
+    assert decoded[1].startswith("é")

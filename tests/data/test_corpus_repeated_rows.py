@@ -54,3 +54,48 @@ def test_a_table_of_distinct_rows_gets_no_warning(tmp_path, capsys):
     corpus = write(tmp_path / "c.jsonl", rows())
     prepare([corpus], tmp_path / "c", tokenizer="char")
     assert capsys.readouterr().err == ""
+
+
+def test_a_repeated_row_in_another_unicode_form_is_warned_of(tmp_path, capsys):
+    """A row repeated in NFD (macOS's decomposed accents) is the same row to the tokenizer,
+    which reads both in NFC, but it was missed: its bytes differ."""
+    import unicodedata
+
+    texts = [t + " café" for t in rows()]
+    again = [unicodedata.normalize("NFD", t) for t in texts[:30]]
+    corpus = write(tmp_path / "c.jsonl", texts + again)
+    prepare([corpus], tmp_path / "c", tokenizer="char", val_fraction=0.1)
+    err = capsys.readouterr().err
+    assert "warning: the validation split (val_loss): " in err, err
+
+
+def test_the_digests_of_training_rows_take_8_bytes_a_row():
+    """The module promises memory that does not grow with the corpus; the digests of training
+    rows grow by what a row's digest needs, 8 bytes (a set of bytes objects took ~75: 75 MB a
+    million rows)."""
+    import tracemalloc
+
+    from attnlab.data.corpus import RepeatedRows
+
+    repeated = RepeatedRows(["c.jsonl"])
+    n = 50_000
+    tracemalloc.start()
+    for row in range(n):
+        repeated.add((0, row), "train", f"row {row}")
+    held = tracemalloc.get_traced_memory()[0]
+    repeated.add((0, n), "val", "row 7")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert held < 12 * n and peak < 12 * n, (held, peak)
+    assert repeated.warning().startswith("warning: the validation split (val_loss): 1 of its 1 ")
+
+
+def test_a_text_file_that_repeats_a_row_is_named_as_a_whole_file(tmp_path, capsys):
+    """A text file among tables is one document: it was named "b.txt line 0"."""
+    texts = rows()
+    corpus = write(tmp_path / "a.jsonl", texts)
+    whole = tmp_path / "b.txt"
+    whole.write_text(texts[5], encoding="utf-8")
+    prepare([corpus, whole], tmp_path / "c", tokenizer="char", val_fraction=0.01)
+    err = capsys.readouterr().err
+    assert f"(first: {whole} (the whole file))" in err and "line 0" not in err, err

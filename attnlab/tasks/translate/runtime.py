@@ -138,8 +138,10 @@ def _pair(tok: TranslationTokenizers, src_text: str, translation: str,
     reads; None: not cut): a translation that decodes to broken characters (an untrained
     model's) encodes back to more tokens than were generated."""
     src = torch.tensor(tok.encode_sources([src_text]))  # (1, S)
-    tgt_ids = tok.decoder_input(translation)[:max_len]
-    tgt_labels = tok.tgt.labels(tgt_ids, skip_special_tokens=False)
+    whole = tok.decoder_input(translation)
+    tgt_ids = whole[:max_len]
+    # labelled whole, then cut: a character whose bytes the cut divides still shows as itself
+    tgt_labels = tok.tgt.labels(whole, skip_special_tokens=False)[:max_len]
     src_labels = tok.source_pieces(src_text)
     return src, torch.tensor([tgt_ids]), src_labels, tgt_labels
 
