@@ -65,7 +65,9 @@ class TrainClock:
         """The time inside is compilation (``--compile``'s first step of a process, which
         compiles the model before it runs): counted in ``compile_seconds``, not as training
         time, so that a compiled run's ``train_seconds`` and samples per second are the
-        compiled model's, comparable with an eager run's."""
+        compiled model's, comparable with an eager run's. ``compile_seconds`` also holds the
+        step's own compute (compiling and running one step cannot be timed apart): the whole
+        loop is ``seconds() + compile_seconds``."""
         before = self.excluded
         with self.paused():
             yield
