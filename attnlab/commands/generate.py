@@ -69,7 +69,7 @@ def register(sub) -> None:
                     "default (--temperature, --top-k, --top-p); --greedy takes the most likely "
                     "token each step. A directory's generation_config.json sets the ones not "
                     "given, as transformers' generate reads it (a note says which).")
-    p.add_argument("run_dir", metavar="DIR")
+    p.add_argument("run_dir", metavar="DIR").path_kind = "directory or .gguf file"
     p.add_argument("--prompt", metavar="TEXT")
     p.add_argument("--chat", nargs="?", const=CHAT_LINES, metavar="TEXT",
                    help="a DIR with a chat template (a checkpoint's, or a run's trained from "
