@@ -90,7 +90,9 @@ class ArgumentParser(argparse.ArgumentParser):
         with its own type) is checked by the same declaration where settings are read, in
         ``--config`` files too."""
         for action in self._actions:
-            what = PATH_METAVARS.get(action.metavar)
+            # what the argument names: its own ``path_kind`` where the placeholder says less
+            # (generate's DIR is a .gguf file too), else its placeholder's
+            what = getattr(action, "path_kind", None) or PATH_METAVARS.get(action.metavar)
             value = getattr(namespace, action.dest, None)
             if what is None or action.type is not None or value is None:
                 continue

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["PATH_METAVARS", "check_named", "check_output", "is_special_file", "not_found",
-           "refuse_stream"]
+__all__ = ["PATH_METAVARS", "check_named", "check_output", "empty_message", "is_special_file",
+           "not_found", "refuse_stream"]
 
 # The placeholders (argparse's metavar) of the arguments that name a path, and what each names:
 # the one declaration by which every command's path argument, input or output, is refused when
@@ -36,6 +36,17 @@ PATH_METAVARS = {"DIR": "directory", "FILE": "file", "PATH": "file or directory"
                  "PNG": "file", "FILE.html": "file", "OUT": "directory"}
 
 
+def empty_message(name: str, advice: str) -> str:
+    """The one wording of a value that names nothing (empty or spaces only), for a path or
+    any setting: ``name`` (a flag, a positional's placeholder, a --config key) and what to
+    give instead.
+
+        >>> empty_message("--freeze", "give none, encoder or all-but-last-N")
+        '--freeze is empty; give none, encoder or all-but-last-N'
+    """
+    return f"{name} is empty; {advice}"
+
+
 def check_named(value: str | os.PathLike, flag: str, what: str, hint: str = "") -> None:
     """Refuse a path argument that names nothing: empty or spaces only.
 
@@ -44,7 +55,7 @@ def check_named(value: str | os.PathLike, flag: str, what: str, hint: str = "") 
         attnlab.errors.UsageError: --input-file is empty; name a file
     """
     if not str(value).strip():
-        raise UsageError(f"{flag} is empty; name a {what}{hint}")
+        raise UsageError(empty_message(flag, f"name a {what}{hint}"))
 
 
 def check_output(out: str | os.PathLike, flag: str, *, directory: bool,

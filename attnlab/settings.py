@@ -32,7 +32,7 @@ from typing import Any
 
 from .activation_names import LORA_LAYERS, LORA_TARGETS
 from .errors import UsageError
-from .paths import PATH_METAVARS
+from .paths import PATH_METAVARS, empty_message
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
@@ -876,7 +876,7 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
             raise error(f"{shown} must be text, got {value_text(value)}")
         value = str(value)  # YAML reads `label_column: 1` or `init: 5` as a number
     if meta.get("blank_why") and of_use and isinstance(value, str) and not value.strip():
-        raise error(f"{shown} is empty: {meta['blank_why']}")
+        raise error(empty_message(shown, meta["blank_why"]))
     if kind is bool:
         if not isinstance(value, bool):
             raise error(f"{shown} must be true or false, got {value_text(value)}")

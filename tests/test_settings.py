@@ -61,11 +61,11 @@ def test_a_blank_text_declared_to_name_something_is_refused_by_flag_file_and_lib
     the library, each naming what the user wrote."""
     from attnlab.settings import check_argument, check_record
 
-    with pytest.raises(UsageError, match="^--path is empty: give DIR$"):
+    with pytest.raises(UsageError, match="^--path is empty; give DIR$"):
         check(Named, {"path": value})
-    with pytest.raises(UsageError, match="^--config c.yaml: path is empty: give DIR$"):
+    with pytest.raises(UsageError, match="^--config c.yaml: path is empty; give DIR$"):
         check_record(Named, {"path": value}, "--config c.yaml", of_use=True)
-    with pytest.raises(ValueError, match="^path is empty: give DIR$"):
+    with pytest.raises(ValueError, match="^path is empty; give DIR$"):
         check_argument(Named, "path", value)
     # a run already made with such a value (config.yaml, --resume) still loads
     check_record(Named, {"path": value}, "runs/r/config.yaml")

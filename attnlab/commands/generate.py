@@ -70,7 +70,7 @@ def register(sub) -> None:
                     "token each step. A directory's generation_config.json sets the ones not "
                     "given, as its authors set it; a note says which, and where "
                     "transformers' defaults decode it otherwise.")
-    p.add_argument("run_dir", metavar="DIR")
+    p.add_argument("run_dir", metavar="DIR").path_kind = "directory or .gguf file"
     p.add_argument("--prompt", metavar="TEXT")
     p.add_argument("--chat", nargs="?", const=CHAT_LINES, metavar="TEXT",
                    help="a DIR with a chat template (a checkpoint's, or a run's trained from "

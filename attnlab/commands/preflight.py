@@ -132,18 +132,23 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
                          f"another --out")
 
 
-def check_resumed_precision(run_dir: Path, asked: str, runs: str) -> None:
-    """Refuse a ``--resume`` whose ``--precision`` (``asked``) this machine runs as another
-    precision (``runs``, from ``check_hardware``) than the run's config.yaml holds: the CPU's
-    bf16-mixed for 16-mixed passes ``resume_conflicts`` (a CPU run records bf16-mixed), and
-    is known to be the same only once the device is."""
+def check_resumed_precision(run_dir: Path, asked: str, runs: str, *,
+                            config_file: str | None = None) -> None:
+    """Refuse a ``--resume`` given a precision (``asked``: ``--precision``, or the key of
+    ``--config config_file``) that this machine runs as another (``runs``, from
+    ``check_hardware``) than the run's config.yaml holds: the CPU's bf16-mixed for 16-mixed
+    passes ``resume_conflicts`` (a CPU run records bf16-mixed), and is known to be the same
+    only once the device is. A --resume given no precision continues with the run's, as this
+    machine runs it (``check_hardware`` says so in a note)."""
     from ..runs import read_yaml
 
     saved = str(read_yaml(Path(run_dir) / "config.yaml").get("precision"))
     if str(runs) != saved:
-        raise UsageError(f"--resume: --precision {asked} runs as {runs} here (the run has "
-                         f"{saved}) — a run continues with the settings of {run_dir}/"
-                         f"config.yaml: drop the flag, or start a new run with another --out")
+        said, what = ((f"precision: {asked} in --config {config_file}", "setting") if config_file
+                      else (f"--precision {asked}", "flag"))
+        raise UsageError(f"--resume: {said} runs as {runs} here (the run has {saved}) — a run "
+                         f"continues with the settings of {run_dir}/config.yaml: drop the "
+                         f"{what}, or start a new run with another --out")
 
 
 # RESUMABLE settings that change how the numbers are added up (the order of a sum over threads,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import re
@@ -575,7 +576,7 @@ def seed_all(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
+def _preflight(args: argparse.Namespace, cfg: RunSettings, notes: list[str]) -> Path | None:
     """Everything that can be refused, checked before the run directory is touched.
     Returns the run directory, or None for a finished run that --resume has nothing to add to."""
     run_dir = _choose_out(cfg)
@@ -592,8 +593,8 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings) -> Path | None:
         if done:
             print(f"attnlab: {done}", file=sys.stderr)
             return None
-        for note in preflight.resume_notes(saved, cfg.record()):  # a run that trains on
-            print(note, file=sys.stderr)
+        # a run that trains on: said with ``notes``, once nothing refuses it
+        notes.extend(preflight.resume_notes(saved, cfg.record()))
         if not preflight.has_checkpoint(run_dir) and (run_dir / "model.safetensors").is_file():
             raise UsageError(f"--resume: no checkpoint to resume from in {run_dir}/checkpoints")
     preflight.check_cluster(cfg)
@@ -608,17 +609,18 @@ def run(args: argparse.Namespace) -> int:
     # once nothing refuses the run: a refusal stays the one line of its error
     notes = vars(args).pop("flag_notes", [])
     cfg, checked = _configured(args.task, given, notes)
-    run_dir = _preflight(args, cfg)
+    run_dir = _preflight(args, cfg, notes)
     if run_dir is None:
         _say(notes)
         return 0
     from ..training.engine import check_hardware  # Lightning: only once the flags are valid
     from ..training.hardware import wait_for_rank_zero
 
-    asked = cfg.precision
-    cfg = check_hardware(cfg, quiet=_is_child())
-    if cfg.resume:
-        preflight.check_resumed_precision(run_dir, asked, cfg.precision)
+    check = None
+    if cfg.resume and (asked := _given_precision(given)):  # checked before any note is said
+        check = functools.partial(preflight.check_resumed_precision, run_dir, cfg.precision,
+                                  config_file=asked if isinstance(asked, str) else None)
+    cfg = check_hardware(cfg, quiet=_is_child(), check_precision=check)
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir)
@@ -640,6 +642,20 @@ def run(args: argparse.Namespace) -> int:
         if lock is not None:
             os.close(lock)
     return 0
+
+
+def _given_precision(given: dict[str, Any]) -> str | bool:
+    """Whether ``--precision`` was given: True for the flag, the --config file that sets it,
+    or False (a --resume without either continues with the run's own)."""
+    from ..runs import read_yaml
+
+    if "precision" in given:
+        return True
+    if given.get("config"):
+        raw = read_yaml(given["config"], hand_written=True)  # read, and checked, by configure
+        if "precision" in _setting_names(raw, f"--config {given['config']}"):
+            return given["config"]
+    return False
 
 
 def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None = None

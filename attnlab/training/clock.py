@@ -17,10 +17,12 @@ __all__ = ["TrainClock"]
 class TrainClock:
     """Training seconds: ``before`` (a resumed run's, from its checkpoint) plus the time since
     ``start`` (called at the first step), less the time spent inside ``paused()`` and
-    ``compiling()``; ``compile_seconds`` is the time inside ``compiling()``.
+    ``compiling()``; ``compile_seconds`` is ``compiled_before`` plus the time inside
+    ``compiling()``.
 
     Args:
         before: seconds trained before this process.
+        compiled_before: seconds compiled before this process (``compile_seconds``).
         now: the clock read (seconds; ``time.perf_counter``, or a test's).
 
     Examples:
@@ -38,12 +40,13 @@ class TrainClock:
         (3.0, 30.0)
     """
 
-    def __init__(self, before: float = 0.0, *, now: Callable[[], float] = time.perf_counter):
+    def __init__(self, before: float = 0.0, *, compiled_before: float = 0.0,
+                 now: Callable[[], float] = time.perf_counter):
         self.before, self.now = float(before), now
         self.started: float | None = None
         self.paused_since: float | None = None
         self.excluded = 0.0
-        self.compile_seconds = 0.0
+        self.compile_seconds = float(compiled_before)  # a resumed run's, as ``before``'s
 
     def start(self) -> None:
         """Start counting (once: a later call changes nothing)."""
@@ -65,7 +68,9 @@ class TrainClock:
         """The time inside is compilation (``--compile``'s first step of a process, which
         compiles the model before it runs): counted in ``compile_seconds``, not as training
         time, so that a compiled run's ``train_seconds`` and samples per second are the
-        compiled model's, comparable with an eager run's."""
+        compiled model's, comparable with an eager run's. ``compile_seconds`` also holds the
+        step's own compute (compiling and running one step cannot be timed apart): the whole
+        loop is ``seconds() + compile_seconds``."""
         before = self.excluded
         with self.paused():
             yield

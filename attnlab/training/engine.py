@@ -361,7 +361,10 @@ class Loop:
                 print(f"note: --resume: {note}", file=sys.stderr, flush=True)
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
-        self.step, self.clock = int(state["global_step"]), TrainClock(float(state["train_seconds"]))
+        # a checkpoint saved before compile_seconds was kept: none compiled before
+        self.step = int(state["global_step"])
+        self.clock = TrainClock(float(state["train_seconds"]),
+                                compiled_before=float(state.get("compile_seconds", 0.0)))
         if self.frozen:  # the model was built anew: its frozen weights are the checkpoint's,
             # rounded; exact, where the checkpoint has them (one saved before: left rounded)
             self.frozen = dict(state.get("frozen_float32") or {})
@@ -745,7 +748,7 @@ class Loop:
         state = {"format": FORMAT, "global_step": self.step, "state_dict": self.model,
                  "optimizer": self.optimizer, "lr_scheduler": self.scheduler.state_dict(),
                  "rng": capture_rng(), "rng_ranks": capture_rng_ranks(),
-                 "train_seconds": self.seconds(),
+                 "train_seconds": self.seconds(), "compile_seconds": self.clock.compile_seconds,
                  "train_loader": loader.state_dict() if hasattr(loader, "state_dict") else None,
                  "validation": {"step": self.validated[0], "metrics": self.validated[1]},
                  "early_stop_hits": self.hits, "init_kind": self.started,

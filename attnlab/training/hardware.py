@@ -27,6 +27,7 @@ from ..errors import UsageError
 from ..settings import later_process, processes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from ..run_config import RunSettings
 
 __all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
@@ -465,7 +466,8 @@ def check_port(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
                              f"to have one chosen") from None
 
 
-def check_hardware(cfg, *, quiet: bool = False):
+def check_hardware(cfg, *, quiet: bool = False,
+                   check_precision: Callable[[str], None] | None = None):
     """Refuse a --accelerator/--devices/--num-nodes/--strategy/--precision combination this
     machine cannot run (FSDP without a GPU, ``--accelerator gpu`` without one), before the run
     directory is created: Fabric's own check (a Fabric is only configured here, nothing is
@@ -477,6 +479,8 @@ def check_hardware(cfg, *, quiet: bool = False):
     record names what it ran, not what was asked. ``--strategy ddp`` with one process trains
     without DDP (``single_process_ddp``), reported in one line; config.yaml keeps ``ddp``, which
     with one process trains the same numbers and on more devices is what was asked.
+    ``check_precision``, if given, is called with the precision Fabric will run before any
+    note is printed: a refusal it raises stays the one line of its error.
     """
     check_launch(cfg)
     check_port(cfg)
@@ -490,18 +494,22 @@ def check_hardware(cfg, *, quiet: bool = False):
         raise UsageError(f"{given}: {' '.join(str(e).split())}") from None
     asked, runs = str(cfg.precision), str(built.strategy.precision.precision)
     device = type(built.accelerator).__name__.removesuffix("Accelerator").lower() or "this device"
+    said = None
     if auto:
         cfg = cfg.derive(precision=auto_precision(device, int(cfg.model_dim or 0)))
-        if cfg.precision != "32" and not quiet:  # not the float32 one might expect: say so
-            print(f"note: --precision auto: {cfg.precision} on this {device} for a model "
-                  f"{cfg.model_dim} wide (recorded in config.yaml; --precision 32 for "
-                  f"float32)", file=sys.stderr, flush=True)
+        if cfg.precision != "32":  # not the float32 one might expect: say so
+            said = (f"note: --precision auto: {cfg.precision} on this {device} for a model "
+                    f"{cfg.model_dim} wide (recorded in config.yaml; --precision 32 for "
+                    f"float32)")
     elif runs.removesuffix("-true") != asked.removesuffix("-true"):
         cfg = cfg.derive(precision=runs.removesuffix("-true") if runs in ("32-true", "64-true")
                          else runs)
-        if not quiet:
-            print(f"note: --precision {asked} is not available on {device}; running "
-                  f"{cfg.precision} (recorded in config.yaml)", file=sys.stderr, flush=True)
+        said = (f"note: --precision {asked} is not available on {device}; running "
+                f"{cfg.precision} (recorded in config.yaml)")
+    if check_precision is not None:
+        check_precision(str(cfg.precision))
+    if said and not quiet:
+        print(said, file=sys.stderr, flush=True)
     if device == "cpu" and not quiet and (note := emulated_bf16_note(str(cfg.precision))):
         print(note, file=sys.stderr, flush=True)
     if single_process_ddp(cfg) and not quiet:

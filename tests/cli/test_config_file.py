@@ -340,14 +340,14 @@ def test_a_text_like_1e3_in_a_written_file_reads_back_as_that_text(tmp_path):
 
 
 @pytest.mark.parametrize("task, given, message", [
-    ("classify", ["--test="], "--test is empty: name a file"),
-    ("classify", ["--val="], "--val is empty: name a file"),
+    ("classify", ["--test="], "--test is empty; name a file"),
+    ("classify", ["--val="], "--val is empty; name a file"),
     ("classify", ["--set-column="],
-     "--set-column is empty: name the column whose value groups rows into sets"),
-    ("tag", ["--test="], "--test is empty: name a file"),
-    ("translate", ["--data="], "--data is empty: name a file"),
-    ("jets", ["--data", "jets.h5", "--val="], "--val is empty: name a file"),
-    ("lm", ["--freeze="], "--freeze is empty: give none, encoder or all-but-last-N"),
+     "--set-column is empty; name the column whose value groups rows into sets"),
+    ("tag", ["--test="], "--test is empty; name a file"),
+    ("translate", ["--data="], "--data is empty; name a file"),
+    ("jets", ["--data", "jets.h5", "--val="], "--val is empty; name a file"),
+    ("lm", ["--freeze="], "--freeze is empty; give none, encoder or all-but-last-N"),
 ])
 def test_an_empty_file_or_column_is_refused_not_read_as_not_given(tmp_path, capsys, task,
                                                                   given, message):
@@ -368,7 +368,7 @@ def test_an_empty_file_in_a_config_file_is_named_by_its_key(tmp_path, capsys):
     config.write_text("test: ''\n")
     assert main(["train", "classify", *tiny_args("classify", data, "--max-steps", "1"),
                  "--config", str(config), "--out", str(out)]) == 2
-    assert one_line_error(capsys) == (f"attnlab: error: --config {config}: test is empty: "
+    assert one_line_error(capsys) == (f"attnlab: error: --config {config}: test is empty; "
                                       f"name a file")
     assert not out.exists()
 

@@ -87,7 +87,7 @@ def test_an_empty_out_in_the_config_file_is_refused_naming_the_file(out, capsys,
 def test_an_empty_monitor_is_refused_as_empty(tmp_path, capsys):
     line = _fails(["train", "reverse", "--monitor", "", "--keep-best", "--out",
                    str(tmp_path / "r")], capsys, "--monitor")
-    assert "is empty: name a validation metric" in line
+    assert "is empty; name a validation metric" in line
     assert not (tmp_path / "r").exists()
 
 
@@ -443,9 +443,10 @@ def test_a_blank_input_is_refused_before_the_run_is_read(argv, named, capsys, tm
      "--out is empty; name a file"),
     (["predict", " ", "--input", "1 2"], "predict: DIR is empty; name a directory"),
     (["evaluate", ""], "evaluate: DIR is empty; name a directory"),
-    (["generate", "", "--prompt", "a"], "generate: DIR is empty; name a directory"),
+    (["generate", "", "--prompt", "a"],
+     "generate: DIR is empty; name a directory or .gguf file"),
     (["prepare", "", "--out", "OUT"], "prepare: FILE is empty; name a file"),
-    (["train", "lm", "--data", " ", "--out", "OUT"], "--data is empty: name a file or directory"),
+    (["train", "lm", "--data", " ", "--out", "OUT"], "--data is empty; name a file or directory"),
     (["train", "reverse", "--config", "", "--out", "OUT"], "--config is empty; name a file"),
 ])
 def test_an_empty_or_blank_path_is_refused_naming_its_flag(argv, line, capsys, tmp_path,

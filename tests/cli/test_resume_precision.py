@@ -32,3 +32,42 @@ def test_a_resumed_precision_that_runs_as_another_is_refused_naming_both(tmp_pat
     with pytest.raises(UsageError, match=r"^--resume: --precision 16-mixed runs as 16-mixed "
                                          r"here \(the run has bf16-mixed\)"):
         check_resumed_precision(tmp_path, "16-mixed", "16-mixed")
+
+
+def _a_gpu_run_of_16_mixed(tmp_path):
+    """A run as a GPU leaves it (config.yaml: 16-mixed), trained here in float32 for speed."""
+    run = tmp_path / "run"
+    flags = [f for f in TINY if f not in ("--precision", "16-mixed")]
+    assert main(["train", "reverse", "--out", str(run), "--max-steps", "2", *flags]) == 0
+    saved = read_yaml(run / "config.yaml")
+    write_yaml(run / "config.yaml", {**saved, "precision": "16-mixed"})
+    return run, flags
+
+
+@pytest.mark.slow
+def test_a_gpu_run_of_16_mixed_resumes_on_a_cpu_without_the_flag(tmp_path, capsys):
+    run, flags = _a_gpu_run_of_16_mixed(tmp_path)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(run), "--max-steps", "4", *flags,
+                 "--resume"]) == 0, capsys.readouterr().err
+    assert "running bf16-mixed" in capsys.readouterr().err
+    assert read_json(run / "metrics.json")["steps"] == 4
+
+
+@pytest.mark.slow
+def test_a_precision_given_that_a_cpu_runs_as_another_is_refused_in_one_line(tmp_path, capsys):
+    run, flags = _a_gpu_run_of_16_mixed(tmp_path)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(run), "--max-steps", "4", *flags,
+                 "--precision", "16-mixed", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnlab: error: --resume: --precision 16-mixed runs as bf16-mixed "
+                          "here (the run has 16-mixed)"), err
+    assert err.count("\n") == 1, err  # no note above the refusal
+    config = tmp_path / "settings.yaml"
+    write_yaml(config, {"precision": "16-mixed"})
+    assert main(["train", "reverse", "--out", str(run), "--max-steps", "4", *flags,
+                 "--config", str(config), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "precision: 16-mixed in --config" in err and "drop the setting" in err, err
+    assert err.count("\n") == 1, err

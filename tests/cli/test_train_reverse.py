@@ -32,7 +32,9 @@ def test_run_directory_is_complete(run_dir, capsys):
     assert (run_dir / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     metrics = json.loads((run_dir / "metrics.json").read_text())
     stopped = metrics["steps"] < 600  # and why the run stopped before its budget
-    assert set(metrics) == TEST_KEYS | VAL_KEYS | ({"stopped_early"} if stopped else set())
+    assert set(metrics) == (TEST_KEYS | VAL_KEYS | {"precision", "compile"}
+                            | ({"stopped_early"} if stopped else set()))
+    assert metrics["precision"] == "32" and metrics["compile"] is False  # how it trained
     assert metrics.get("stopped_early", "") == ("val_seq_acc reached 1 at 3 validations in a row"
                                                 if stopped else "")
     # the defaults' promise (docs/reverse.md): every one of the 10,000 test sequences reversed

@@ -32,8 +32,8 @@ def test_compile_time_is_recorded_apart_from_train_seconds(compiled, tmp_path, m
 
     monkeypatch.setattr(torch.nn.Module, "compile", lambda module, **options: None)
     monkeypatch.setattr(engine.Loop, "train_step", first_slow)
-    monkeypatch.setattr(engine, "TrainClock", lambda before=0.0: TrainClock(
-        before, now=lambda: time.perf_counter() + waited[0]))
+    monkeypatch.setattr(engine, "TrainClock", lambda *before, **kw: TrainClock(
+        *before, **kw, now=lambda: time.perf_counter() + waited[0]))
     out = tmp_path / "run"
     assert main(["train", "reverse", "--out", str(out), *TINY,
                  *(["--compile"] if compiled else [])]) == 0
@@ -43,3 +43,36 @@ def test_compile_time_is_recorded_apart_from_train_seconds(compiled, tmp_path, m
         assert metrics["compile_seconds"] >= 1000 > metrics["train_seconds"]
     else:
         assert "compile_seconds" not in metrics and metrics["train_seconds"] >= 1000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("old_checkpoint", [False, True])
+def test_compile_time_adds_up_across_resume(old_checkpoint, tmp_path, monkeypatch):
+    """Each process's compiling first step is made to last 1000 s more: a run compiled, then
+    resumed and compiled again, compiled for 2000 s, as its train_seconds add up; from a
+    checkpoint saved before compile_seconds was kept, for the 1000 s of the resumed process."""
+    waited = [0.0]
+    step = engine.Loop.train_step
+
+    def compiling_slow(loop, *batches):
+        if loop.to_compile:
+            waited[0] += 1000.0
+        return step(loop, *batches)
+
+    monkeypatch.setattr(torch.nn.Module, "compile", lambda module, **options: None)
+    monkeypatch.setattr(engine.Loop, "train_step", compiling_slow)
+    monkeypatch.setattr(engine, "TrainClock", lambda *before, **kw: TrainClock(
+        *before, **kw, now=lambda: time.perf_counter() + waited[0]))
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), *TINY, "--compile"]) == 0
+    if old_checkpoint:
+        last = out / "checkpoints" / "last.ckpt"
+        state = torch.load(last, weights_only=True)
+        del state["compile_seconds"]
+        torch.save(state, last)
+    assert main(["train", "reverse", "--out", str(out), *TINY, "--compile", "--resume",
+                 "--max-steps", "5"]) == 0
+    metrics = read_json(out / "metrics.json")
+    assert metrics["steps"] == 5 and metrics["train_seconds"] < 1000
+    compiled = 1000 if old_checkpoint else 2000
+    assert compiled <= metrics["compile_seconds"] < compiled + 1000
