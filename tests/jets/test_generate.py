@@ -146,6 +146,26 @@ def test_more_jets_than_memory_holds_exit_2_before_generating(capsys, tmp_path, 
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
+
+def test_workers_that_memory_cannot_hold_exit_2_before_generating(capsys, tmp_path, monkeypatch):
+    """The memory check counted the jets only: with --jobs each Pythia worker holds its own
+    tables beside them, and a count it let through ran out of memory part-way. Now a --jobs
+    that the available memory cannot hold is refused in one line naming it."""
+    from attnlab.commands import preflight
+
+    def generate(*args, **kwargs):
+        raise AssertionError("generation started")
+
+    monkeypatch.setattr(gen, "generate_jets", generate)
+    jets = gen.JetSettings(signal=1000, background=1000).memory_estimate()[0][1]
+    monkeypatch.setattr(preflight, "available_memory", lambda: int(jets + 100e6))
+    out = tmp_path / "jets.h5"
+    code, res = _cli(capsys, "--signal", "1000", "--background", "1000", "--jobs", "8",
+                     "--out", str(out))
+    assert code == 2 and res.err.count("\n") == 1, res.err
+    assert "--jobs 8 Pythia generator processes" in res.err and "available" in res.err
+    assert not out.exists() and not list(tmp_path.iterdir())
+
 @pytest.mark.slow
 def test_cli_writes_the_reference_layout(capfd, tmp_path):
     out = tmp_path / "jets.h5"
