@@ -124,7 +124,10 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
             # (padded, the frame, pandas' and PyTables' own), 13 kB a jet beside the 3 kB
             for a in range(0, len(p4), SCAN_CHUNK):
                 # track_times=False: no write time in the file, so the same jets (the same
-                # --seed) make the same bytes, and a run's recorded SHA-256 still matches
+                # --seed) make the same bytes, and a run's recorded SHA-256 still matches.
+                # index=False, and no index made after: PyTables' index nodes record when
+                # they were made (two writes of the same jets differed), and every read here
+                # is a row range (start=, stop=), which needs no index
                 store.put(KEY, _frame(pd, p4[a:a + SCAN_CHUNK], labels[a:a + SCAN_CHUNK],
                                       start=a), format="table", append=True, index=False,
                           track_times=False)
