@@ -30,7 +30,7 @@ from .errors import UsageError
 from .paths import not_found
 
 __all__ = [
-    "atomic_write", "naming", "read_json", "write_json", "write_yaml", "read_yaml",
+    "atomic_write", "write_through", "naming", "read_json", "write_json", "write_yaml", "read_yaml",
     "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
@@ -52,12 +52,37 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _create_temporary(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
+    payload = data.encode() if isinstance(data, str) else data
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            f.write(payload)
             f.flush()
             os.fsync(f.fileno())
+
+    write_through(path, write)
+
+
+def write_through(path: str | Path, write: Callable[[Path], None]) -> None:
+    """Make ``path`` by ``write(tmp)`` to a new temporary file next to it, then an atomic
+    rename: a kill never leaves a half file under ``path``, and a failed write leaves the old
+    one as it was.
+
+    The temporary file (``.NAME.<random>.tmp``, a name of its own: a fixed one would overwrite,
+    then delete, a user's file of that name) exists, empty, with the mode ``open`` would give
+    it, when ``write`` gets it; ``write`` may open it again or write over it. On any error it is
+    deleted and the error is raised, naming ``path`` (``naming``).
+
+    Examples:
+        >>> write_through("note.txt", lambda tmp: tmp.write_text("hello"))
+        >>> Path("note.txt").read_text()
+        'hello'
+    """
+    path = Path(path)
+    fd, tmp = _create_temporary(path)
+    os.close(fd)
+    try:
+        write(tmp)
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
@@ -517,17 +542,13 @@ def save_tensors(tensors: Mapping[str, Any], path: str | Path) -> None:
 
 
 def _save_safetensors(save: Callable[[str], None], path: str | Path) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
+    def write(tmp: Path) -> None:
         save(str(tmp))
         # safetensors writes its file with mode 0600 whatever the umask; give it the mode any
         # other new file gets, so that a group on a shared file system can read the model
         os.chmod(tmp, 0o666 & ~process_umask())
-        os.replace(tmp, path)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        raise naming(e, path)
+
+    write_through(path, write)
 
 
 # Weights read in place of one file: (the file, a function that loads the weights into a

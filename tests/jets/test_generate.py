@@ -146,6 +146,26 @@ def test_more_jets_than_memory_holds_exit_2_before_generating(capsys, tmp_path, 
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
+
+def test_workers_that_memory_cannot_hold_exit_2_before_generating(capsys, tmp_path, monkeypatch):
+    """The memory check counted the jets only: with --jobs each Pythia worker holds its own
+    tables beside them, and a count it let through ran out of memory part-way. Now a --jobs
+    that the available memory cannot hold is refused in one line naming it."""
+    from attnlab.commands import preflight
+
+    def generate(*args, **kwargs):
+        raise AssertionError("generation started")
+
+    monkeypatch.setattr(gen, "generate_jets", generate)
+    jets = gen.JetSettings(signal=1000, background=1000).memory_estimate()[0][1]
+    monkeypatch.setattr(preflight, "available_memory", lambda: int(jets + 100e6))
+    out = tmp_path / "jets.h5"
+    code, res = _cli(capsys, "--signal", "1000", "--background", "1000", "--jobs", "8",
+                     "--out", str(out))
+    assert code == 2 and res.err.count("\n") == 1, res.err
+    assert "--jobs 8 Pythia generator processes" in res.err and "available" in res.err
+    assert not out.exists() and not list(tmp_path.iterdir())
+
 @pytest.mark.slow
 def test_cli_writes_the_reference_layout(capfd, tmp_path):
     out = tmp_path / "jets.h5"
@@ -269,10 +289,13 @@ def test_every_flag_comes_from_the_typed_options_and_signal_is_required(capsys, 
 
 
 def _signal_handlers(task, s):
-    """A pool task (in place of ``_run_task``): the worker's SIGTERM and SIGHUP handlers."""
+    """A pool task (in place of ``_run_task``): whether the worker's SIGTERM and SIGHUP are at
+    their default (booleans: a handler the worker inherited is a function the pool cannot
+    pickle back, which would fail the test on pickling, not on what it checks)."""
     import signal
 
-    return [signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)]
+    return [signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
+            signal.getsignal(signal.SIGHUP) is signal.SIG_DFL]
 
 
 @pytest.mark.slow
@@ -280,14 +303,21 @@ def test_a_worker_ends_at_once_when_the_pool_is_stopped(monkeypatch):
     """``data jets --jobs 2`` once hung after its last jet, until its worker was killed by
     hand: the pool stops its workers with SIGTERM, and a worker had inherited the command's
     Python handler, which never ran while the worker waited for its next task. A worker has
-    the default again (it dies at once), under the command's handlers as ``main`` sets them."""
+    the default again (it dies at once), under the command's handlers as ``main`` sets them.
+    SIGHUP starts at its default here, as in a terminal: under ``nohup`` it is ignored, and
+    the command rightly leaves it so."""
     import signal
 
     from attnlab.cli import _sigterm_interrupts
 
     monkeypatch.setattr(gen, "_run_task", _signal_handlers)
     s = gen.JetSettings(signal=1, background=1, jobs=2)
-    with _sigterm_interrupts():
-        assert callable(signal.getsignal(signal.SIGTERM))  # the command's own, in the parent
-        found = gen._run_pool([("signal", 1, 1), ("background", 1, 2)], s, None)
-    assert found == [[signal.SIG_DFL, signal.SIG_DFL]] * 2
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        with _sigterm_interrupts():
+            assert callable(signal.getsignal(signal.SIGTERM))  # the command's own, in the parent
+            assert callable(signal.getsignal(signal.SIGHUP))
+            found = gen._run_pool([("signal", 1, 1), ("background", 1, 2)], s, None)
+    finally:
+        signal.signal(signal.SIGHUP, hangup)
+    assert found == [[True, True]] * 2  # [SIGTERM, SIGHUP] at their default in each worker

@@ -143,6 +143,17 @@ def test_atomic_write_replaces_and_keeps_the_old_file_on_failure(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]  # no temporary left over
 
 
+
+def test_saving_weights_leaves_a_users_file_named_like_its_temporary_alone(tmp_path):
+    """The weights went through a fixed ``.model.safetensors.tmp``: a user's file of that name
+    was overwritten, then deleted. Now every writer goes through a new name of its own."""
+    mine = tmp_path / ".model.safetensors.tmp"
+    mine.write_text("my notes\n")
+    save_weights(torch.nn.Linear(2, 2), tmp_path / "model.safetensors")
+    assert mine.read_text() == "my notes\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".model.safetensors.tmp",
+                                                          "model.safetensors"]
+
 # --- 16. generate --stop with escapes ---------------------------------------------------------
 
 BLANK_LINES = "hello world.\n\n" * 200

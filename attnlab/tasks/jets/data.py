@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ import numpy as np
 from ...data.overlap import shared_note
 from ...errors import UsageError, first_few
 from ...paths import not_found, refuse_stream
-from ...runs import _create_temporary
+from ...runs import write_through
 
 __all__ = ["MAX_CONSTITUENTS", "KEY", "LABEL_COLUMN", "jet_columns", "write_jets",
            "read_settings", "count_jets", "read_jets", "read_labels", "iter_jets",
@@ -118,25 +117,24 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
     except (TypeError, ValueError) as exc:
         raise ValueError(f"settings must be JSON-serialisable: {exc}") from None
     pd = _pandas()
-    # a new name of its own (``.NAME.<random>.tmp``): a fixed "NAME.partial" was overwritten,
-    # then deleted, where the user had a file of that name
-    fd, partial = _create_temporary(Path(path))
-    os.close(fd)
-    try:
+
+    def write(partial: Path) -> None:
         with pd.HDFStore(partial, mode="w", complevel=5, complib="blosc:lz4") as store:
             # a chunk at a time: the whole table at once held four more copies of the jets
             # (padded, the frame, pandas' and PyTables' own), 13 kB a jet beside the 3 kB
             for a in range(0, len(p4), SCAN_CHUNK):
                 # track_times=False: no write time in the file, so the same jets (the same
-                # --seed) make the same bytes, and a run's recorded SHA-256 still matches
+                # --seed) make the same bytes, and a run's recorded SHA-256 still matches.
+                # index=False, and no index made after: PyTables' index nodes record when
+                # they were made (two writes of the same jets differed), and every read here
+                # is a row range (start=, stop=), which needs no index
                 store.put(KEY, _frame(pd, p4[a:a + SCAN_CHUNK], labels[a:a + SCAN_CHUNK],
                                       start=a), format="table", append=True, index=False,
                           track_times=False)
             if text is not None:
                 store.get_storer(KEY).attrs[SETTINGS_ATTR] = text
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+
+    write_through(path, write)
 
 
 def _frame(pd, p4: np.ndarray, labels: np.ndarray, *, start: int):
