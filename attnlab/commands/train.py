@@ -97,9 +97,6 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
     ``check_out``: ``--out`` (a flag or the --config file's) is checked as the run will write
     it (``preflight.check_out``) before the task reads its data, whose notes would otherwise
     come before the refusal ("warning: ... rows ..." then "--out run already holds files")."""
-    from ..loading import check_values
-    from ..runs import read_yaml
-
     task = get_task(task_name)
     cfg: dict[str, Any] = {**SHARED_DEFAULTS, **task.defaults}
     _refuse_blank(given)
@@ -109,23 +106,7 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     out = given.get("out") or file_cfg.get("out")
     if resuming:
-        if not out:
-            raise UsageError("--resume needs --out DIR: the run directory to continue")
-        saved = Path(out) / "config.yaml"
-        if not saved.is_file():
-            raise UsageError(f"--resume: {saved} not found; nothing to resume")
-        previous = read_yaml(saved, what="--resume")
-        # a setting the run lacks: what its declaration says such a run trained with
-        previous = {**task.run_config.layout.absent, **previous}
-        if previous.get("task") != task_name:
-            raise UsageError(f"--resume: {out} holds a {previous.get('task')!r} run, "
-                             f"not {task_name!r}")
-        # a hand-edited value is named in the file, as generate and evaluate name it (the
-        # rules between settings are checked below, on the values the run continues with)
-        check_values(task, previous, str(saved), training=True)
-        settings = {**file_cfg, **{k: v for k, v in given.items() if k not in ("func", "command")}}
-        resume_conflicts(previous, settings, cfg, Path(out), config_file=given.get("config"),
-                         from_file=frozenset(file_cfg) - set(given))
+        previous = _resumed(task, task_name, out, cfg, file_cfg, given)
         cfg.update(previous)
     if check_out and out:
         preflight.check_out(out, resume=bool(resuming))
@@ -153,6 +134,33 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
         set(file_cfg) - set(given), given.get("config"))], into=notes_out)
     _as_trained(task, cfg)
     return task.config_class().from_values(cfg), checked  # checked and normalised: frozen
+
+
+def _resumed(task, task_name: str, out: str | None, cfg: dict[str, Any],
+             file_cfg: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The settings of the run ``--resume`` continues (its config.yaml), checked against the
+    task, the values in it and the settings given now (``resume_conflicts``)."""
+    from ..loading import check_values
+    from ..runs import read_yaml
+
+    if not out:
+        raise UsageError("--resume needs --out DIR: the run directory to continue")
+    saved = Path(out) / "config.yaml"
+    if not saved.is_file():
+        raise UsageError(f"--resume: {saved} not found; nothing to resume")
+    previous = read_yaml(saved, what="--resume")
+    # a setting the run lacks: what its declaration says such a run trained with
+    previous = {**task.run_config.layout.absent, **previous}
+    if previous.get("task") != task_name:
+        raise UsageError(f"--resume: {out} holds a {previous.get('task')!r} run, "
+                         f"not {task_name!r}")
+    # a hand-edited value is named in the file, as generate and evaluate name it (the
+    # rules between settings are checked later, on the values the run continues with)
+    check_values(task, previous, str(saved), training=True)
+    settings = {**file_cfg, **{k: v for k, v in given.items() if k not in ("func", "command")}}
+    resume_conflicts(previous, settings, cfg, Path(out), config_file=given.get("config"),
+                     from_file=frozenset(file_cfg) - set(given))
+    return previous
 
 
 def _refuse_blank(given: dict[str, Any], out_flag: str = "--out") -> None:

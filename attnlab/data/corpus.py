@@ -459,17 +459,14 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
             ) -> dict:
     """Tokenise text files into ``out_dir/{train,val}.bin``, ``tokenizer.json`` and ``meta.json``.
 
-    Two streaming passes over the files: one fits the tokeniser (and counts characters), one
-    encodes chunk by chunk and appends to the token files, so memory use does not grow with the
-    corpus. Files are concatenated with the tokeniser's EOS id between them (a document
-    boundary), and so are a table's rows. The last ``val_fraction`` of the characters is the
-    validation split, from the start of the word it falls in (``_word_start``; char's at the
-    character, moved back before a combining accent).
+    Two streaming passes (one fits the tokeniser and counts characters, one encodes chunk by
+    chunk): memory does not grow with the corpus. Files, and a table's rows, are joined with
+    the EOS id between them. The last ``val_fraction`` of the characters is the validation
+    split, from the start of its word (``_word_start``; char's before a combining accent).
     A tokeniser given as an object (``attnlab prepare --tokenizer DIR``) is used as it is.
 
-    Everything is written under temporary names first; only when the corpus is complete are
-    they renamed into place, meta.json last, so an existing corpus is never left half replaced
-    by a failed run (and a kill mid-way leaves no meta.json, which ``read_meta`` refuses).
+    Everything is written under temporary names, renamed into place once complete, meta.json
+    last: a failed run never half replaces a corpus (a kill leaves no meta.json, refused).
 
     Args:
         paths: UTF-8 text files; tables: CSV, TSV, JSON Lines or Parquet files or datasets
@@ -513,11 +510,17 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     except BaseException:
         _remove_temporary(out, created)
         raise
+    _say_form(paths, not_nfc, tokenizer, meta)
+    return meta
+
+
+def _say_form(paths, not_nfc: list[int], tokenizer: str | Tokenizer, meta: dict) -> None:
+    """The note that files of ``paths`` (``not_nfc``: their indices) are not in the Unicode
+    form the tokeniser reads them in (NFC), whose corpus decodes to other code points."""
     form = DEFAULT_FORM if isinstance(tokenizer, str) else tokenizer.normalize
     if form == DEFAULT_FORM and not_nfc:
         print(f"note: {form_note([paths[i] for i in not_nfc], meta['tokenizer'])}",
               file=sys.stderr, flush=True)
-    return meta
 
 
 _TEMPORARY = (".train.bin.tmp", ".val.bin.tmp", ".tokenizer.json.tmp")
