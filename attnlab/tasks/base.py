@@ -533,13 +533,18 @@ def probabilities_of(names: list[str], p) -> dict[str, float]:
 
 
 def probability_list(p) -> list[float]:
-    """The probabilities ``p`` as the model computed them, every digit kept: rounded to 6
-    decimals, one the model gave as 1e-13 was written 0 (an infinite log-loss to a program
-    that reads it) and the rounded ones no longer summed to 1.
+    """The float32 probabilities ``p`` as the model computed them, each as the shortest number
+    that reads back as the same float32 (0.1970189, not its float64 expansion
+    0.19701890647411346: the digits after the eighth are float32 noise, as ``runs.readable``
+    says of metrics). Not rounded to a fixed number of decimals: to 6, one the model gave as
+    1e-13 was written 0 (an infinite log-loss to a program that reads it) and the rounded ones
+    no longer summed to 1.
 
     Examples:
         >>> import torch
-        >>> probability_list(torch.tensor([1.0, 2.0 ** -40]))  # not [1.0, 0.0]
-        [1.0, 9.094947017729282e-13]
+        >>> probability_list(torch.tensor([0.19701890647411346, 2.0 ** -40]))  # not 0
+        [0.1970189, 9.094947e-13]
     """
-    return [float(v) for v in p]
+    import numpy as np
+
+    return [float(str(np.float32(v))) for v in map(float, p)]

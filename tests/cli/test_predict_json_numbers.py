@@ -1,12 +1,14 @@
 """What `predict --json` writes is read by other programs (pandas, `jq`, `json.load`): the
-probabilities are the model's own numbers, not rounded to 6 decimals (a class the model gives
-1e-13 read 0, an infinite log-loss, and the rounded ones did not sum to 1), and every line is
+probabilities are the model's own numbers, each the shortest text of its float32, not rounded
+to 6 decimals (a class the model gives 1e-13 read 0, an infinite log-loss, and the rounded ones
+did not sum to 1) nor written with float32 noise (0.19701890647411346), and every line is
 standard JSON (Python's `NaN`, which `jq` and `JSON.parse` refuse, is written null)."""
 from __future__ import annotations
 
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -99,6 +101,8 @@ def test_probabilities_are_the_models_own_numbers(task, request, tmp_path, capsy
         # in the run's order of labels (positions), as the model's outputs
         values = list(written.values()) if isinstance(written, dict) else written
         assert all(v > 0 for v in values), written
+        # each the shortest text of its float32, not float32 noise (0.19701890647411346)
+        assert all(float(str(np.float32(v))) == v for v in values), written
         logs = torch.tensor(values, dtype=torch.float64).log()
         torch.testing.assert_close(logs, expected, rtol=0, atol=1e-4)
         assert expected.min() < -20  # the scaled head is sure: a probability below 1e-9
