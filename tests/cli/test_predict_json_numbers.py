@@ -110,7 +110,16 @@ def test_probabilities_are_the_models_own_numbers(task, request, tmp_path, capsy
 
 
 def test_a_model_that_gives_nan_writes_standard_json(classify_run, tmp_path, capsys):
+    """A model whose outputs are NaN gave the argmax of a NaN row, its first class, as sure as
+    any answer: there is no answer (null; plain ``nan``), and one warning says how many."""
     run = _with_head_scaled(classify_run, tmp_path, float("nan"))
     records = _predict_json(capsys, run, tmp_path)
     assert [r["input"] for r in records] == TEXTS
     assert all(set(r["probabilities"].values()) == {None} for r in records)
+    assert [r["prediction"] for r in records] == [None] * len(TEXTS)
+    assert main(["predict", str(run), "--input-file", str(tmp_path / "inputs.txt")]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["nan"] * len(TEXTS)
+    warning, = [line for line in err.splitlines() if line.startswith("warning:")]  # one
+    assert warning.startswith(f"warning: {run} gives NaN for 4 of 4 inputs (first: "
+                              f"--input-file {tmp_path / 'inputs.txt'} line 1)"), warning
