@@ -13,6 +13,7 @@ its model converted as ``--init`` converts it, with its own tokenizer, sampling 
 tokenizer kept the chat template of the checkpoint it was trained from."""
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from ..interop.source import LOAD_DTYPES
 from ..settings import (GenerationSettings, ModelRunSettings, add_flags, check_options,
                         seed_setting, setting)
 from .checkpoint import add_checkpoint_flag
-from .inputs import add_input_file_flags, check_utf8, one_or_file
+from .inputs import add_input_file_flags, check_utf8, json_line, one_or_file
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
 
@@ -28,6 +29,7 @@ from .threads import use_threads
 # means a blank line). Any other backslash is refused rather than kept: a stop string that
 # silently never matches would let generation run on.
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
+_HEX4 = re.compile("[0-9a-fA-F]{4}")
 
 
 @dataclass
@@ -156,6 +158,10 @@ def unescape(text: str, flag: str = "--stop") -> str:
             i += 1
             continue
         nxt = text[i + 1: i + 2]
+        if nxt == "u" and _HEX4.fullmatch(text[i + 2: i + 6]):  # escape()'s \uXXXX
+            out.append(chr(int(text[i + 2: i + 6], 16)))
+            i += 6
+            continue
         if nxt not in ESCAPES:
             shown = f"unknown escape '\\{nxt}'" if nxt else "a lone '\\' at the end"
             raise UsageError(f"{flag}: {shown}; use \\n (newline), \\t (tab), \\r (carriage "
@@ -182,16 +188,18 @@ def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
 
 def escape(text: str) -> str:
     r"""``text`` on one line: a backslash, newline, tab or carriage return written as ``\\``,
-    ``\n``, ``\t`` or ``\r`` (what ``unescape`` reads back).
+    ``\n``, ``\t`` or ``\r``, any other character ``str.splitlines`` ends a line at (U+2028,
+    NEL, a form feed) as ``\uXXXX`` (what ``unescape`` reads back).
 
     Examples:
-        >>> print(escape("a\\b\n\tc"))
-        a\\b\n\tc
-        >>> unescape(escape("x\n\\ny")) == "x\n\\ny"
+        >>> print(escape("a\\b\n\tc\u2028d"))
+        a\\b\n\tc\u2028d
+        >>> unescape(escape("x\n\\ny\x85")) == "x\n\\ny\x85"
         True
     """
     inverse = {v: "\\" + k for k, v in ESCAPES.items()}
-    return "".join(inverse.get(c, c) for c in text)
+    return "".join(inverse.get(c, f"\\u{ord(c):04x}" if c.splitlines() == [""] else c)
+                   for c in text)
 
 
 def run(args) -> int:
@@ -284,9 +292,8 @@ def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[
                   produce, *, key: str = "prompt", echo: bool = True) -> None:
     """Print what ``produce(ids, write, label)`` generates after each input's ``ids``: one
     input streamed (after the input itself when ``echo``), else one line per input (escaped,
-    or with --json an object of the input under ``key`` and the generated ``"text"``)."""
-    import json
-
+    or with --json an object of the input under ``key`` and the generated ``"text"``:
+    ``json_line``)."""
     if args.input_file is None and not args.json:  # one input: stream it
         if echo:
             sys.stdout.write(texts[0])
@@ -296,7 +303,7 @@ def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[
         return
     for text, ids, label in zip(texts, all_ids, labels):
         out = produce(ids, None, label)
-        print(json.dumps({key: text, "text": out}, ensure_ascii=False) if args.json
+        print(json_line({key: text, "text": out}) if args.json
               else escape(text + out if echo else out), flush=True)
 
 

@@ -35,7 +35,7 @@ def run(args) -> int:
     from ..loading import check_run_dir, tasks_phrase, tasks_that, weights_from
     from ..settings import check
     from ..tasks import get_task
-    from ..tasks.base import set_options
+    from ..tasks.base import set_options, without_nan_answers
 
     check_input(args.input)
     check_threads(args.threads)
@@ -53,5 +53,5 @@ def run(args) -> int:
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
         results = task.runtime().predict_many(task, run_dir, cfg, texts, labels,
                                               **set_options(max_new_tokens=args.max_new_tokens))
-    write_results(results, texts, as_json=args.json)
+    write_results(without_nan_answers(results, labels, run_dir), texts, as_json=args.json)
     return 0

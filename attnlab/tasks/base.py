@@ -470,6 +470,35 @@ def line_of(result: dict[str, Any]) -> str:
     return one_line(result.get("line", result["prediction"]))
 
 
+def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
+                        run_dir: Path) -> list[dict[str, Any]]:
+    """``results`` of ``predict_many`` with no answer where the model's outputs are not finite
+    (a run whose weights hold NaN, or an input that overflows it): the prediction None (null
+    with ``--json``) and the line ``nan``, not the argmax of a NaN row (its first class, as
+    sure as any other answer), with one warning on stderr naming how many and the first.
+
+    Examples:
+        >>> without_nan_answers([{"prediction": "neg", "probabilities": {"neg": 0.2}}], ["x"],
+        ...                     Path("run"))
+        [{'prediction': 'neg', 'probabilities': {'neg': 0.2}}]
+    """
+    import math
+    import sys
+
+    def finite(result: dict[str, Any]) -> bool:
+        p = result.get("probabilities", result["prediction"])
+        values = p.values() if isinstance(p, dict) else p if isinstance(p, list) else [p]
+        return all(math.isfinite(v) for v in values if isinstance(v, float))
+
+    bad = [i for i, result in enumerate(results) if not finite(result)]
+    for i in bad:
+        results[i] = {**results[i], "prediction": None, "line": "nan"}
+    if bad:
+        print(f"warning: {run_dir} gives NaN for {len(bad)} of {len(results)} inputs (first: "
+              f"{labels[bad[0]]}); their prediction is null", file=sys.stderr, flush=True)
+    return results
+
+
 # what str.splitlines ends a line at, "\r\n" as one
 _LINE_END = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
@@ -533,13 +562,18 @@ def probabilities_of(names: list[str], p) -> dict[str, float]:
 
 
 def probability_list(p) -> list[float]:
-    """The probabilities ``p`` as the model computed them, every digit kept: rounded to 6
-    decimals, one the model gave as 1e-13 was written 0 (an infinite log-loss to a program
-    that reads it) and the rounded ones no longer summed to 1.
+    """The float32 probabilities ``p`` as the model computed them, each as the shortest number
+    that reads back as the same float32 (0.1970189, not its float64 expansion
+    0.19701890647411346: the digits after the eighth are float32 noise, as ``runs.readable``
+    says of metrics). Not rounded to a fixed number of decimals: to 6, one the model gave as
+    1e-13 was written 0 (an infinite log-loss to a program that reads it) and the rounded ones
+    no longer summed to 1.
 
     Examples:
         >>> import torch
-        >>> probability_list(torch.tensor([1.0, 2.0 ** -40]))  # not [1.0, 0.0]
-        [1.0, 9.094947017729282e-13]
+        >>> probability_list(torch.tensor([0.19701890647411346, 2.0 ** -40]))  # not 0
+        [0.1970189, 9.094947e-13]
     """
-    return [float(v) for v in p]
+    import numpy as np
+
+    return [float(str(np.float32(v))) for v in map(float, p)]

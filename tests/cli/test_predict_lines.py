@@ -11,6 +11,9 @@ import json
 import pytest
 
 from attnlab.cli import main
+from attnlab.commands.generate import unescape
+
+from ..reliability.conftest import task_data, tiny_args
 
 pytestmark = pytest.mark.slow
 
@@ -57,3 +60,32 @@ def test_json_lines_stay_one_per_input_when_an_input_holds_a_line_separator(
     assert main(["predict", str(label_with_a_break), "--input-file", str(path), "--json"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["input"] for line in lines] == texts
+
+
+@pytest.fixture(scope="module")
+def lm_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lm_lines")
+    run = tmp / "run"
+    assert main(["train", "lm", *tiny_args("lm", task_data(tmp), "--max-steps", "3"),
+                 "--out", str(run)]) == 0
+    return run
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_generate_writes_one_line_per_prompt_when_a_prompt_holds_a_line_separator(
+        lm_run, tmp_path, capsys, as_json):
+    """`generate --input-file` wrote U+2028, U+2029 and NEL raw (in its JSON lines and in its
+    plain lines alike): a program splitting the output with `str.splitlines` read more answers
+    than prompts. They are written escaped, and read back as they were."""
+    prompts = ["the\u2028quick", "fox\x85the", "a\u2029fox", "the"]
+    path = tmp_path / "prompts.txt"
+    path.write_text("\n".join(prompts) + "\n", encoding="utf-8", newline="")
+    capsys.readouterr()
+    assert main(["generate", str(lm_run), "--input-file", str(path), "--greedy",
+                 "--max-new-tokens", "3", *(["--json"] if as_json else [])]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    if as_json:
+        assert [json.loads(line)["prompt"] for line in lines] == prompts
+    else:
+        assert [unescape(line)[:len(p)] for line, p in zip(lines, prompts)] == prompts
+        assert len(lines) == len(prompts)
