@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import Interrupted, UsageError
+from ..errors import Interrupted, RankFailed
 from ..settings import later_process
 
 __all__ = ["launching", "joining", "end", "agreed", "quiet", "ENDING_GRACE", "JOINING"]
@@ -67,8 +67,9 @@ def _watch(child_processes: list[subprocess.Popen]) -> None:
 
 def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: float = 0.1) -> None:
     """Wait, where a signal raises, until each of ``procs`` (rank 1, 2, ...) says that it is
-    joining (a file named by its rank in ``folder``); a ``UsageError`` naming a rank that ended
-    before."""
+    joining (a file named by its rank in ``folder``); a ``RankFailed`` naming a rank that ended
+    before: exit 1 (it crashed, or was killed), or 2 where the rank exited 2, having said the
+    usage error in its own line."""
     while folder:
         said = set(os.listdir(folder))
         for rank, proc in enumerate(procs, start=1):
@@ -76,8 +77,8 @@ def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: floa
             if str(rank) not in said and code is not None:
                 how = (f"was killed by {signal.Signals(-code).name}" if code < 0
                        else f"exited with status {code}")
-                raise UsageError(f"rank {rank} of this run (process {proc.pid}) {how} before "
-                                 f"it joined the others")
+                raise RankFailed(f"rank {rank} of this run (process {proc.pid}) {how} before "
+                                 f"it joined the others", exit_code=code)
         if all(str(rank) in said for rank in range(1, len(procs) + 1)):
             return
         time.sleep(poll)
