@@ -449,11 +449,12 @@ def check_port(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
     import socket
 
     env = os.environ if environ is None else environ
-    found = launched(env)
-    if (not env.get("MASTER_PORT") or processes(cfg) < 2 or later_process(env)
-            or (found is not None and found[0] == "torchrun")):
+    if not env.get("MASTER_PORT") or processes(cfg) < 2:
         return
-    port = _count(env, "MASTER_PORT")
+    port = _port(env)
+    found = launched(env)
+    if later_process(env) or (found is not None and found[0] == "torchrun"):
+        return
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's store does
         try:
@@ -463,6 +464,24 @@ def check_port(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
                              f"run's, or another program's), where rank 0 of this run would "
                              f"listen for the others; give a free port, or unset MASTER_PORT "
                              f"to have one chosen") from None
+
+
+def _port(env) -> int:
+    """The port ``MASTER_PORT`` holds, or a ``UsageError`` naming its value: one beyond 65535
+    failed with a traceback (``bind``'s OverflowError), a word was called not a whole number
+    of processes.
+
+    Examples:
+        >>> _port({"MASTER_PORT": "29500"})
+        29500
+        >>> _port({"MASTER_PORT": "70000"})
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: MASTER_PORT '70000' is not a port number (1 to 65535)
+    """
+    value = env["MASTER_PORT"]
+    if value.isascii() and value.isdigit() and 1 <= int(value) <= 65535:
+        return int(value)
+    raise UsageError(f"MASTER_PORT {value!r} is not a port number (1 to 65535)")
 
 
 def check_hardware(cfg, *, quiet: bool = False):
