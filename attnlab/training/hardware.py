@@ -442,7 +442,8 @@ def _check_batch_shell(cfg: RunSettings, env) -> None:
 def check_port(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
     """Refuse a ``MASTER_PORT`` that something on this machine already listens on, where this
     process is the one that would listen there (rank 0 of a run of several processes that
-    Lightning's launcher or srun starts; torchrun's agent listens there itself): rank 0 failed
+    Lightning's launcher or srun starts, or that are given ``WORLD_SIZE`` by hand on several
+    machines; torchrun's agent, ``TORCHELASTIC_RUN_ID``, listens there itself): rank 0 failed
     at ``launch`` with torch's "EADDRINUSE" traceback, after the run directory was made and
     the other ranks started. A second run with the run before's ``MASTER_PORT`` is the usual
     case."""
@@ -452,8 +453,7 @@ def check_port(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
     if not env.get("MASTER_PORT") or processes(cfg) < 2:
         return
     port = _port(env)
-    found = launched(env)
-    if later_process(env) or (found is not None and found[0] == "torchrun"):
+    if later_process(env) or env.get("TORCHELASTIC_RUN_ID"):  # torchrun's agent's port
         return
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's store does
