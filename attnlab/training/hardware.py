@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..settings import later_process, processes
+from .ranks import RANK_ZERO_TIMEOUT
 
 if TYPE_CHECKING:
     from ..run_config import RunSettings
@@ -225,7 +226,6 @@ def _launch_note(run_dir: str | None):
     return Path(str(run_dir)) / ".launched" if run_dir else None
 
 
-RANK_ZERO_TIMEOUT = 1800.0  # seconds: torch's own default wait for the processes of a group
 
 
 def wait_for_rank_zero(run_dir, *, timeout: float | None = None, poll: float = 0.2) -> None:

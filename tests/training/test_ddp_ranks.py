@@ -38,6 +38,16 @@ def test_a_rank_that_refused_its_input_exits_2_without_a_second_line(
     assert _exit(error, capsys, monkeypatch) == (2, [])
 
 
+def test_a_rank_that_hangs_before_it_joins_is_named_after_the_deadline(tmp_path, spawn):
+    """Rank 0 waited forever for a rank that neither joined nor ended: an unattended job hung."""
+    hanging = spawn([sys.executable, "-c", "import time; time.sleep(600)"])
+    (tmp_path / "1").touch()
+    with pytest.raises(RankFailed, match=rf"^rank 2 of this run \(process {hanging.pid}\) did "
+                                         rf"not join the others within 0.2 s$") as e:
+        ranks._until_joining([_ended(spawn), hanging], str(tmp_path), poll=0.01, timeout=0.2)
+    assert e.value.exit_code == 1
+
+
 def test_ranks_that_all_said_they_join_are_joined(tmp_path, spawn):
     for rank in ("1", "2"):
         (tmp_path / rank).touch()
