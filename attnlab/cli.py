@@ -21,7 +21,7 @@ import sys
 import threading
 from importlib import import_module
 
-from .errors import TERMINATING, Interrupted, UsageError
+from .errors import TERMINATING, Interrupted, RankFailed, UsageError
 from .paths import PATH_METAVARS, check_named
 
 COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "view",
@@ -340,7 +340,7 @@ def _main(argv: list[str] | None) -> int:
     except UsageError as e:
         print(f"attnlab: error: {e}", file=sys.stderr)
         return 2
-    except Interrupted as e:
+    except (Interrupted, RankFailed) as e:  # RankFailed: another process's fault, said once
         if not e.quiet:
             print(f"attnlab: {e}", file=sys.stderr)
         return e.exit_code

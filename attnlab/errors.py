@@ -1,5 +1,6 @@
 """User-facing errors. The CLI prints their message as one line on stderr and exits 2 (a
-``UsageError``) or 128 + the signal number (an ``Interrupted`` run, as a shell reports it)."""
+``UsageError``), 128 + the signal number (an ``Interrupted`` run, as a shell reports it) or
+the status a ``RankFailed`` gives."""
 import signal
 
 # The signals that stop a command as ``Interrupted`` rather than killing it at once, so that it
@@ -54,3 +55,18 @@ class Interrupted(BaseException):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+class RankFailed(Exception):
+    """Another process of a DDP run (a rank) ended in error before it joined the others.
+
+    Not the user's input: the CLI prints the message as one line and exits 1 (an internal
+    fault: a bug, an import error, a kill for lack of memory; the rank's own traceback says
+    which). Where the rank itself exited 2, its own line already named the usage error: the
+    CLI then exits 2 and prints nothing more (``quiet``).
+    """
+
+    def __init__(self, message: str, *, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = 2 if exit_code == 2 else 1
+        self.quiet = self.exit_code == 2  # the rank said it, once

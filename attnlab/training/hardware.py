@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..settings import later_process, processes
+from .ranks import RANK_ZERO_TIMEOUT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -226,7 +227,6 @@ def _launch_note(run_dir: str | None):
     return Path(str(run_dir)) / ".launched" if run_dir else None
 
 
-RANK_ZERO_TIMEOUT = 1800.0  # seconds: torch's own default wait for the processes of a group
 
 
 def wait_for_rank_zero(run_dir, *, timeout: float | None = None, poll: float = 0.2) -> None:
@@ -443,18 +443,19 @@ def _check_batch_shell(cfg: RunSettings, env) -> None:
 def check_port(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
     """Refuse a ``MASTER_PORT`` that something on this machine already listens on, where this
     process is the one that would listen there (rank 0 of a run of several processes that
-    Lightning's launcher or srun starts; torchrun's agent listens there itself): rank 0 failed
+    Lightning's launcher or srun starts, or that are given ``WORLD_SIZE`` by hand on several
+    machines; torchrun's agent, ``TORCHELASTIC_RUN_ID``, listens there itself): rank 0 failed
     at ``launch`` with torch's "EADDRINUSE" traceback, after the run directory was made and
     the other ranks started. A second run with the run before's ``MASTER_PORT`` is the usual
     case."""
     import socket
 
     env = os.environ if environ is None else environ
-    found = launched(env)
-    if (not env.get("MASTER_PORT") or processes(cfg) < 2 or later_process(env)
-            or (found is not None and found[0] == "torchrun")):
+    if not env.get("MASTER_PORT") or processes(cfg) < 2:
         return
-    port = _count(env, "MASTER_PORT")
+    port = _port(env)
+    if later_process(env) or env.get("TORCHELASTIC_RUN_ID"):  # torchrun's agent's port
+        return
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's store does
         try:
@@ -464,6 +465,24 @@ def check_port(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
                              f"run's, or another program's), where rank 0 of this run would "
                              f"listen for the others; give a free port, or unset MASTER_PORT "
                              f"to have one chosen") from None
+
+
+def _port(env) -> int:
+    """The port ``MASTER_PORT`` holds, or a ``UsageError`` naming its value: one beyond 65535
+    failed with a traceback (``bind``'s OverflowError), a word was called not a whole number
+    of processes.
+
+    Examples:
+        >>> _port({"MASTER_PORT": "29500"})
+        29500
+        >>> _port({"MASTER_PORT": "70000"})
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: MASTER_PORT '70000' is not a port number (1 to 65535)
+    """
+    value = env["MASTER_PORT"]
+    if value.isascii() and value.isdigit() and 1 <= int(value) <= 65535:
+        return int(value)
+    raise UsageError(f"MASTER_PORT {value!r} is not a port number (1 to 65535)")
 
 
 def check_hardware(cfg, *, quiet: bool = False,

@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import Interrupted, UsageError
+from ..errors import Interrupted, RankFailed
 from ..settings import later_process
 
 __all__ = ["launching", "joining", "end", "agreed", "quiet", "ENDING_GRACE", "JOINING"]
@@ -40,6 +40,7 @@ __all__ = ["launching", "joining", "end", "agreed", "quiet", "ENDING_GRACE", "JO
 # seconds the other ranks get to end by themselves after a stop all ranks agreed on (a signal
 # in the loop: every rank saved the step and leaves): they have nothing left to write
 ENDING_GRACE = 30.0
+RANK_ZERO_TIMEOUT = 1800.0  # seconds: torch's own default wait for the processes of a group
 
 _LOCK = threading.Lock()  # held while the watch looks at the ranks, and while rank 0 ends them
 _ENDING = threading.Event()  # rank 0 is ending the run: a rank that exits is not a failure
@@ -65,10 +66,16 @@ def _watch(child_processes: list[subprocess.Popen]) -> None:
     Watch(main_pid=os.getpid(), child_processes=child_processes).start()
 
 
-def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: float = 0.1) -> None:
+def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: float = 0.1,
+                   timeout: float | None = None) -> None:
     """Wait, where a signal raises, until each of ``procs`` (rank 1, 2, ...) says that it is
-    joining (a file named by its rank in ``folder``); a ``UsageError`` naming a rank that ended
-    before."""
+    joining (a file named by its rank in ``folder``); a ``RankFailed`` naming a rank that ended
+    before: exit 1 (it crashed, or was killed), or 2 where the rank exited 2, having said the
+    usage error in its own line; or one that has not said it within ``timeout`` seconds
+    (default ``RANK_ZERO_TIMEOUT``, torch's own wait for a join): a rank hanging before it
+    joins left an unattended job waiting forever."""
+    timeout = RANK_ZERO_TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + timeout
     while folder:
         said = set(os.listdir(folder))
         for rank, proc in enumerate(procs, start=1):
@@ -76,10 +83,15 @@ def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: floa
             if str(rank) not in said and code is not None:
                 how = (f"was killed by {signal.Signals(-code).name}" if code < 0
                        else f"exited with status {code}")
-                raise UsageError(f"rank {rank} of this run (process {proc.pid}) {how} before "
-                                 f"it joined the others")
-        if all(str(rank) in said for rank in range(1, len(procs) + 1)):
+                raise RankFailed(f"rank {rank} of this run (process {proc.pid}) {how} before "
+                                 f"it joined the others", exit_code=code)
+        late = [rank for rank in range(1, len(procs) + 1) if str(rank) not in said]
+        if not late:
             return
+        if time.monotonic() > deadline:
+            proc = procs[late[0] - 1]
+            raise RankFailed(f"rank {late[0]} of this run (process {proc.pid}) did not join the "
+                             f"others within {timeout:g} s")
         time.sleep(poll)
 
 
