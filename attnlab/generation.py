@@ -142,7 +142,9 @@ def sampling_scores(logits: Tensor, temperature: float = 1.0, top_k: int | None 
 
     Args:
         logits: (B, V) next-token scores.
-        temperature, top_k, top_p: as in ``select_next_token``.
+        temperature: as in ``select_next_token``.
+        top_k: as in ``select_next_token``.
+        top_p: as in ``select_next_token``.
 
     Returns:
         (B, V) float32 scores, -inf where a filter removed the token.

@@ -186,7 +186,8 @@ def launch(built, cfg: RunSettings) -> None:
 
     joining()  # a rank Lightning's launcher started: rank 0 waits for this before it joins
     try:
-        with _no_rank_zero_info(), launching():  # a join that failed ends the ranks started
+        # a join that failed ends the ranks started
+        with _no_rank_zero_info(), launching(others=processes(cfg) > 1):
             built.launch()
     finally:  # a join that failed leaves no note for the next launch's processes to take
         if note is not None:

@@ -105,13 +105,16 @@ def joining() -> None:
 
 
 @contextlib.contextmanager
-def launching():
+def launching(others: bool = True):
     """While Lightning launches the other ranks: they are watched by ``_watch``; and if this
-    process stops before all have joined (a signal, a port in use), they are ended with it."""
+    process stops before all have joined (a signal, a port in use), they are ended with it.
+    ``others``: whether this launch starts other processes at all; one process makes no
+    folder for them (a full or unusable $TMPDIR stops no run of one process)."""
     script = importlib.import_module("lightning_fabric.strategies.launchers.subprocess_script")
     theirs = script._launch_process_observer
     script._launch_process_observer = _watch
-    folder = None if later_process() else tempfile.mkdtemp(prefix="attnlab-joining-")
+    folder = (tempfile.mkdtemp(prefix="attnlab-joining-") if others and not later_process()
+              else None)
     if folder:
         os.environ[JOINING] = folder  # the ranks started inherit it
     try:

@@ -59,6 +59,8 @@ def test_bf16_mixed_run_is_valid_and_sane(task, task_runs, capsys):
     per_class = metrics.pop("test_per_class", {})
     assert bool(per_class) == (task == "classify"), per_class
     assert all(math.isfinite(v) for row in per_class.values() for v in row.values()), per_class
+    # how the run trained, as it ran: the precision asked for, not compiled
+    assert (metrics.pop("precision"), metrics.pop("compile")) == ("bf16-mixed", False)
     assert all(math.isfinite(v) for v in metrics.values()), metrics
     for key in TASK_KEYS[task] - {"val_loss", "val_perplexity"}:
         assert 0 <= metrics[key] <= (100 if key in ("test_bleu", "test_chrf") else 1), metrics
