@@ -82,9 +82,9 @@ def test_launch_keeps_the_threads_the_run_asked_for(monkeypatch):
     built = SimpleNamespace(launch=lambda: torch.set_num_threads(3))
     try:
         torch.set_num_threads(1)
-        hardware.launch(built, SimpleNamespace(threads=1))
+        hardware.launch(built, SimpleNamespace(threads=1, devices=1, num_nodes=1))
         assert torch.get_num_threads() == 1
-        hardware.launch(built, SimpleNamespace(threads=None))  # not asked: the launcher's
+        hardware.launch(built, SimpleNamespace(threads=None, devices=1, num_nodes=1))  # not asked
         assert torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(before)
