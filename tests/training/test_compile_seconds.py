@@ -22,18 +22,7 @@ TINY = ["--max-steps", "3", "--train-size", "32", "--val-size", "8", "--test-siz
 def test_compile_time_is_recorded_apart_from_train_seconds(compiled, tmp_path, monkeypatch):
     """The model's compile is a no-op here, and the first step is made to last 1000 s more on
     the loop's clock, as compiling a real model makes it last (minutes on a loaded CPU)."""
-    waited = [0.0]  # the seconds the first step took more, as the clock sees them
-    step = engine.Loop.train_step
-
-    def first_slow(loop, *batches):
-        if loop.step == 0:
-            waited[0] += 1000.0
-        return step(loop, *batches)
-
-    monkeypatch.setattr(torch.nn.Module, "compile", lambda module, **options: None)
-    monkeypatch.setattr(engine.Loop, "train_step", first_slow)
-    monkeypatch.setattr(engine, "TrainClock", lambda *before, **kw: TrainClock(
-        *before, **kw, now=lambda: time.perf_counter() + waited[0]))
+    _slow_steps(monkeypatch, lambda loop: loop.step == 0)
     out = tmp_path / "run"
     assert main(["train", "reverse", "--out", str(out), *TINY,
                  *(["--compile"] if compiled else [])]) == 0
@@ -51,18 +40,7 @@ def test_compile_time_adds_up_across_resume(old_checkpoint, tmp_path, monkeypatc
     """Each process's compiling first step is made to last 1000 s more: a run compiled, then
     resumed and compiled again, compiled for 2000 s, as its train_seconds add up; from a
     checkpoint saved before compile_seconds was kept, for the 1000 s of the resumed process."""
-    waited = [0.0]
-    step = engine.Loop.train_step
-
-    def compiling_slow(loop, *batches):
-        if loop.to_compile:
-            waited[0] += 1000.0
-        return step(loop, *batches)
-
-    monkeypatch.setattr(torch.nn.Module, "compile", lambda module, **options: None)
-    monkeypatch.setattr(engine.Loop, "train_step", compiling_slow)
-    monkeypatch.setattr(engine, "TrainClock", lambda *before, **kw: TrainClock(
-        *before, **kw, now=lambda: time.perf_counter() + waited[0]))
+    _slow_steps(monkeypatch, lambda loop: loop.to_compile)
     out = tmp_path / "run"
     assert main(["train", "reverse", "--out", str(out), *TINY, "--compile"]) == 0
     if old_checkpoint:
@@ -76,3 +54,20 @@ def test_compile_time_adds_up_across_resume(old_checkpoint, tmp_path, monkeypatc
     assert metrics["steps"] == 5 and metrics["train_seconds"] < 1000
     compiled = 1000 if old_checkpoint else 2000
     assert compiled <= metrics["compile_seconds"] < compiled + 1000
+
+
+def _slow_steps(monkeypatch, slow):
+    """Steps for which ``slow(loop)`` holds last 1000 s more, as the run's clock sees them
+    (compiling is faked: ``Module.compile`` does nothing)."""
+    waited = [0.0]
+    step = engine.Loop.train_step
+
+    def slowed(loop, *batches):
+        if slow(loop):
+            waited[0] += 1000.0
+        return step(loop, *batches)
+
+    monkeypatch.setattr(torch.nn.Module, "compile", lambda module, **options: None)
+    monkeypatch.setattr(engine.Loop, "train_step", slowed)
+    monkeypatch.setattr(engine, "TrainClock", lambda *before, **kw: TrainClock(
+        *before, **kw, now=lambda: time.perf_counter() + waited[0]))
