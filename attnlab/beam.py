@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .step_protocol import StepFunction, check_positive_int, check_prompt
+from .step_protocol import StepFunction, check_positive_int, check_prompt, suppress
 
 __all__ = ["beam_search"]
 
@@ -36,6 +36,7 @@ class _Rules:
     length_penalty: float
     eos_token_id: int | None
     pad_token_id: int
+    suppress_tokens: tuple[int, ...] = ()
 
     def score(self, logprob: float, length: int) -> float:
         """A number that grows with ``logprob / length ** length_penalty`` (logprob <= 0): the
@@ -57,6 +58,7 @@ def beam_search(
     length_penalty: float = 1.0,
     eos_token_id: int | None = None,
     pad_token_id: int = 0,
+    suppress_tokens: tuple[int, ...] = (),
 ) -> Tensor:
     """Beam search: keep the ``num_beams`` most probable continuations of each row.
 
@@ -74,6 +76,9 @@ def beam_search(
         length_penalty: > 0 favours longer hypotheses, < 0 shorter ones (Hugging Face's meaning).
         eos_token_id: the token that finishes a hypothesis (None: all run to max_new_tokens).
         pad_token_id: fills the positions after a hypothesis's EOS.
+        suppress_tokens: ids no beam is extended by: their log-probabilities are set to -inf
+            after the log-softmax and the others are not normalised again, as Hugging Face's
+            ``bad_words_ids`` and ``suppress_tokens`` do.
 
     Returns:
         (B, T0 + N) int64 ids: the prompt, then each row's best hypothesis, padded.
@@ -95,7 +100,8 @@ def beam_search(
     if eos_token_id is not None and not isinstance(eos_token_id, int):
         raise ValueError(f"beam search takes one eos_token_id, got {eos_token_id!r}")
     B, T0 = input_ids.shape
-    rules = _Rules(num_beams, T0, max_new_tokens, length_penalty, eos_token_id, pad_token_id)
+    rules = _Rules(num_beams, T0, max_new_tokens, length_penalty, eos_token_id, pad_token_id,
+                   tuple(suppress_tokens))
     found: list[list] = [[] for _ in range(B)]  # per row: (score, tokens), best first
     seqs, scores, items = _search(step, input_ids, found, rules)
     _file_running(found, items, seqs, scores, rules)
@@ -109,7 +115,8 @@ def _search(step, input_ids: Tensor, found: list[list], rules: _Rules):
     seqs, scores = _start(step, input_ids, rules.K)  # (B·K, T0), (B·K,)
     items = list(range(input_ids.shape[0]))  # the batch row of each group of K rows the step holds
     for t in range(rules.max_new_tokens):
-        logprobs = step(seqs).float().log_softmax(dim=-1)  # (A·K, V)
+        logprobs = suppress(step(seqs).float().log_softmax(dim=-1),
+                            rules.suppress_tokens)  # (A·K, V)
         rows, tokens, kept_scores, items = _advance(logprobs, scores, seqs, items, found,
                                                     t + 1, rules)
         if not items:

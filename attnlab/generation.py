@@ -26,7 +26,7 @@ from torch import Tensor
 
 from .beam import beam_search
 from .settings import SamplingSettings, check_argument
-from .step_protocol import StepFunction, check_prompt
+from .step_protocol import StepFunction, check_prompt, suppress
 
 __all__ = ["translate_from_start", "filter_top_k", "filter_top_p", "sampling_scores",
            "select_next_token", "selector", "StepFunction",
@@ -217,6 +217,7 @@ def decode_stream(
     eos_token_id: int | None = None,
     pad_token_id: int = 0,
     generator: torch.Generator | None = None,
+    suppress_tokens: tuple[int, ...] = (),
 ) -> Iterator[Tensor]:
     """``decode``, yielding each step's new tokens (B, 1) as soon as they exist.
 
@@ -241,7 +242,7 @@ def decode_stream(
     seqs = torch.cat((input_ids, input_ids.new_zeros(B, n)), dim=1)  # (B', T0 + N)
     for t in range(n):
         with torch.inference_mode():
-            nxt = select(step(seqs[:, : T0 + t]))  # (B',)
+            nxt = select(suppress(step(seqs[:, : T0 + t]), suppress_tokens))  # (B',)
             seqs[:, T0 + t] = nxt
             token = nxt if rows is None else (  # back to all B rows, dropped ones padded
                 nxt.new_full((B,), pad_token_id).index_copy(0, rows, nxt))
@@ -274,6 +275,7 @@ def decode(
     eos_token_id: int | None = None,
     pad_token_id: int = 0,
     generator: torch.Generator | None = None,
+    suppress_tokens: tuple[int, ...] = (),
 ) -> Tensor:
     """Greedy (or sampled) decoding: append ``select_next_token(step(tokens))`` until every row
     has emitted EOS or ``max_new_tokens`` were added.
@@ -293,6 +295,7 @@ def decode(
         eos_token_id: a row stops after emitting it, or any of a list of ids (None: never
             stop early).
         pad_token_id: fills the positions after a row's EOS.
+        suppress_tokens: ids never appended (their logits set to -inf).
 
     Returns:
         (B, T0 + N) int64 ids: the prompt, then the new tokens (N <= max_new_tokens is the
@@ -309,7 +312,7 @@ def decode(
     new = list(decode_stream(step, input_ids, max_new_tokens, do_sample=do_sample,
                              temperature=temperature, top_k=top_k, top_p=top_p,
                              eos_token_id=eos_token_id, pad_token_id=pad_token_id,
-                             generator=generator))
+                             generator=generator, suppress_tokens=suppress_tokens))
     return torch.cat((input_ids, *new), dim=1)
 
 
@@ -319,18 +322,24 @@ def translate_from_start(model, make_step: Callable[[], StepFunction], batch_siz
     """An encoder–decoder's ``generate``: in eval mode (restored after), ``make_step()``
     encodes the source and returns the step function; then, from ``model.sos_id`` in every
     row, greedy ``decode`` (one beam) or ``beam_search`` until ``eos_token_id`` (default
-    ``model.eos_id``), padding with ``model.pad_id``. Returns (B, 1 + N) ids."""
+    ``model.eos_id``), padding with ``model.pad_id``. Returns (B, 1 + N) ids.
+
+    The model never writes ``model.pad_id`` (unless it is the stop token): padding is never a
+    training target, and a written one would read as the padding after EOS, dropped from the
+    decoded text. Marian's checkpoints ban it too (``bad_words_ids`` [[pad]]), so the tokens
+    are Hugging Face's ``generate``'s (tests/interop/test_marian_pad_banned.py)."""
     was_training = model.training
     model.eval()
     try:
         step = make_step()
         start = torch.full((batch_size, 1), model.sos_id, dtype=torch.long, device=device)
         eos = model.eos_id if eos_token_id is None else eos_token_id
+        banned = () if model.pad_id == eos else (model.pad_id,)
         if num_beams == 1:
             return decode(step, start, max_new_tokens, eos_token_id=eos,
-                          pad_token_id=model.pad_id)
+                          pad_token_id=model.pad_id, suppress_tokens=banned)
         return beam_search(step, start, max_new_tokens, num_beams=num_beams,
                            length_penalty=length_penalty, eos_token_id=eos,
-                           pad_token_id=model.pad_id)
+                           pad_token_id=model.pad_id, suppress_tokens=banned)
     finally:
         model.train(was_training)

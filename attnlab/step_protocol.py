@@ -15,7 +15,7 @@ from torch import Tensor
 
 from .settings import GenerationSettings, check_argument
 
-__all__ = ["StepFunction", "check_positive_int", "check_prompt", "check_token_ids"]
+__all__ = ["StepFunction", "check_positive_int", "check_prompt", "check_token_ids", "suppress"]
 
 
 class StepFunction(Protocol):
@@ -51,3 +51,17 @@ def check_token_ids(ids: Tensor, vocab_size: int, name: str = "input_ids") -> No
     if low < 0 or high >= vocab_size:
         raise ValueError(f"{name} must be token ids in 0..{vocab_size - 1}, got values "
                          f"{low}..{high}")
+
+
+def suppress(scores: Tensor, token_ids: tuple[int, ...]) -> Tensor:
+    """``scores`` (B, V) with the tokens ``token_ids`` set to -inf, so that no loop picks them
+    (Hugging Face's ``suppress_tokens`` and one-token ``bad_words_ids``: it masks the scores
+    after the log-softmax, without normalising them again, and so does beam search here).
+
+    Examples:
+        >>> suppress(torch.tensor([[0.0, 2.0, 1.0]]), (1,))
+        tensor([[0., -inf, 1.]])
+    """
+    if not token_ids:
+        return scores
+    return scores.index_fill(-1, torch.tensor(token_ids, device=scores.device), float("-inf"))
