@@ -30,6 +30,7 @@ from .threads import use_threads
 # silently never matches would let generation run on.
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 _HEX4 = re.compile("[0-9a-fA-F]{4}")
+SEEDS = 2**32  # --seed's range (``seed_setting``)
 
 
 @dataclass
@@ -37,7 +38,9 @@ class GenerateOptions(GenerationSettings, ModelRunSettings):
     """``attnlab generate``'s flags: the generation's length and how its next tokens are
     chosen (the library's declaration, ``GenerationSettings``), --threads, and these."""
 
-    seed: int = seed_setting(None, help="seed for reproducible sampling")
+    seed: int = seed_setting(None, help="seed for reproducible sampling; with --input-file, "
+                                        "input number k is sampled with seed S+k-1, so "
+                                        "--prompt with --seed S+k-1 writes its text again")
     greedy: bool = setting(False, help="argmax decoding instead of sampling (--no-greedy: "
                                        "sample where DIR's generation_config.json says "
                                        "do_sample false)")
@@ -83,8 +86,9 @@ def register(sub) -> None:
     add_flags(p, GenerateOptions)
     p.add_argument("--stop", action="append", metavar="S", default=[],
                    help=r"stop before this text appears (repeatable); \n is a newline, \t a "
-                        r"tab, \r a carriage return, \\ a backslash (--stop '\n\n' stops at a "
-                        r"blank line); any other backslash escape is an error")
+                        r"tab, \r a carriage return, \\ a backslash, \uXXXX the character of "
+                        r"four hex digits (--stop '\n\n' stops at a blank line); any other "
+                        r"backslash escape is an error")
     add_input_file_flags(p, "prompt")
     add_quantize_flag(p)
     add_checkpoint_flag(p)
@@ -141,8 +145,9 @@ def inputs(args) -> tuple[list[str], list[str]]:
 
 
 def unescape(text: str, flag: str = "--stop") -> str:
-    r"""``text`` with ``\n``, ``\t``, ``\r`` and ``\\`` turned into the characters they
-    name; ``UsageError`` naming any other escape (or a lone backslash at the end).
+    r"""``text`` with ``\n``, ``\t``, ``\r``, ``\\`` and ``\uXXXX`` (four hex digits, as
+    ``escape`` writes them) turned into the characters they name; ``UsageError`` naming any
+    other escape (or a lone backslash at the end).
 
     Examples:
         >>> unescape(r"\n\n")
@@ -165,7 +170,8 @@ def unescape(text: str, flag: str = "--stop") -> str:
         if nxt not in ESCAPES:
             shown = f"unknown escape '\\{nxt}'" if nxt else "a lone '\\' at the end"
             raise UsageError(f"{flag}: {shown}; use \\n (newline), \\t (tab), \\r (carriage "
-                             f"return) or \\\\ (a backslash)")
+                             f"return), \\\\ (a backslash) or \\uXXXX (the character of "
+                             f"four hex digits)")
         out.append(ESCAPES[nxt])
         i += 2
     return "".join(out)
@@ -212,10 +218,12 @@ def run(args) -> int:
     if is_hf_directory(args.run_dir) or is_gguf(args.run_dir):  # a checkpoint, not a run
         from .hf_generate import from_directory
 
-        all_ids, produce = from_directory(args, texts, labels)
+        generator = input_generator(args.seed)
+        all_ids, produce = from_directory(args, texts, labels, generator)
         chatting = args.chat is not None  # the reply alone, not the message before it
         print_outputs(args, texts, labels, all_ids, produce,
-                      key="chat" if chatting else "prompt", echo=not chatting)
+                      key="chat" if chatting else "prompt", echo=not chatting,
+                      generator=generator)
         return 0
     run_dir, cfg = check_run_dir(args.run_dir, command="generate", checkpoint=args.checkpoint,
                                  tasks=tasks_that(lambda task: task.capabilities.encode_prompt))
@@ -241,7 +249,7 @@ def run(args) -> int:
         from ..interop.weights import TORCH_DTYPES
 
         model = model.to(TORCH_DTYPES[args.dtype])
-    generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
+    generator = input_generator(args.seed)
     if args.chat is not None:  # a run trained from a checkpoint with a chat template
         from ..tasks.lm.instruct import ChatSession
         from .hf_generate import reply
@@ -250,13 +258,13 @@ def run(args) -> int:
         all_ids = each_input(texts, labels, lambda message: session.ids(message, args.system))
         print_outputs(args, texts, labels, all_ids, lambda ids, write, label: reply(
             model, tokenizer, ids, session.stops, args, generator, write=write, label=label),
-            key="chat", echo=False)
+            key="chat", echo=False, generator=generator)
         return 0
     all_ids = each_input(texts, labels,
                          lambda p: runtime.encode_prompt(task, tokenizer, p, what="--input"))
     note_unknown(tokenizer, texts, labels)  # the model continues what it read
     print_outputs(args, texts, labels, all_ids, lambda ids, write, label: continuation(
-        model, tokenizer, ids, args, generator, write=write, label=label))
+        model, tokenizer, ids, args, generator, write=write, label=label), generator=generator)
     return 0
 
 
@@ -288,12 +296,22 @@ def _note_init_defaults(run_dir, cfg, args) -> None:
               + "; ".join(parts), file=sys.stderr, flush=True)
 
 
+def input_generator(seed: int | None):
+    """The random generator of sampling (None without --seed: torch's global one), which
+    ``print_outputs`` seeds again for each input."""
+    import torch
+
+    return torch.Generator().manual_seed(seed) if seed is not None else None
+
+
 def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[int]],
-                  produce, *, key: str = "prompt", echo: bool = True) -> None:
+                  produce, *, key: str = "prompt", echo: bool = True, generator=None) -> None:
     """Print what ``produce(ids, write, label)`` generates after each input's ``ids``: one
     input streamed (after the input itself when ``echo``), else one line per input (escaped,
     or with --json an object of the input under ``key`` and the generated ``"text"``:
-    ``json_line``)."""
+    ``json_line``). ``generator`` (``input_generator``'s, the one ``produce`` samples with)
+    is seeded with --seed S + k - 1 before input number k, so that an input's sample does not
+    depend on the inputs before it: given alone with that seed, it is the same text."""
     if args.input_file is None and not args.json:  # one input: stream it
         if echo:
             sys.stdout.write(texts[0])
@@ -301,7 +319,9 @@ def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[
         sys.stdout.write("\n")
         sys.stdout.flush()
         return
-    for text, ids, label in zip(texts, all_ids, labels):
+    for k, (text, ids, label) in enumerate(zip(texts, all_ids, labels)):
+        if generator is not None:  # within --seed's range, where a seed reaches past its end
+            generator.manual_seed((args.seed + k) % SEEDS)
         out = produce(ids, None, label)
         print(json_line({key: text, "text": out}) if args.json
               else escape(text + out if echo else out), flush=True)

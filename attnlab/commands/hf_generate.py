@@ -29,10 +29,10 @@ from .threads import use_threads
 LM = "lm"  # the task whose conversion (--init's) reads the directory
 
 
-def from_directory(args, texts: list[str], labels: list[str]):
+def from_directory(args, texts: list[str], labels: list[str], generator=None):
     """For ``attnlab generate DIR`` with a Hugging Face directory ``args.run_dir``: the inputs
     ``texts`` (prompts, or chat messages with ``--chat``) checked and encoded, the model
-    loaded. Returns (each input's ids, ``produce(ids, write, label)``: the text generated
+    loaded; ``generator``: the one sampling draws from (``input_generator``'s). Returns (each input's ids, ``produce(ids, write, label)``: the text generated
     after ``ids``, each piece passed to ``write`` as it comes), for ``print_outputs``."""
     from ..interop.chat import (chat_ids, check_chat_template, conversation,
                                 load_chat_tokenizer, stop_ids)
@@ -59,7 +59,6 @@ def from_directory(args, texts: list[str], labels: list[str]):
         all_ids = each_input(texts, labels, lambda prompt: _encode(tokenizer, prompt))
         note_unknown(tokenizer, texts, labels)
     stops = stop_ids(directory, tokenizer.eos_id, chat_tokenizer)
-    generator = _generator(args.seed)
     return all_ids, lambda ids, write, label: reply(model, tokenizer, ids, stops, args,
                                                      generator, write=write, label=label,
                                                      source=str(directory))
@@ -104,12 +103,6 @@ def _encode(tokenizer, prompt: str) -> list[int]:
     from ..tasks.lm.continuation import prompt_ids
 
     return prompt_ids(tokenizer, prompt, "--input")  # each_input names it
-
-
-def _generator(seed: int | None):
-    import torch
-
-    return torch.Generator().manual_seed(seed) if seed is not None else None
 
 
 def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *,
