@@ -197,14 +197,28 @@ _INTEGER = r"^[-+]?[0-9][0-9_]*$|^0x[0-9a-fA-F_]+$|^0o[0-7_]+$"
 _FLOAT, _INT = "tag:yaml.org,2002:float", "tag:yaml.org,2002:int"
 
 
+def integer(text: str) -> int:
+    """An integer as a person writes one, the one rule of a ``--config`` file's integers
+    (``_yaml12_int``) and of an integer flag's value (``settings.add_flags``): decimal, with
+    Python's underscores (``1_000``) and leading zeros (``010`` is ten), or YAML 1.2's ``0x``
+    hexadecimal and ``0o`` octal. ``ValueError`` for anything else.
+
+    Examples:
+        >>> integer("0x10"), integer("010"), integer("1_000")
+        (16, 10, 1000)
+    """
+    if not re.fullmatch(_INTEGER, text):  # not int's " 12 " or other scripts' digits either
+        raise ValueError(f"not an integer: {text!r}")
+    prefixed = text.lstrip("+-")[:2].lower() in ("0x", "0o")
+    return int(text, 0 if prefixed else 10)
+
+
 def _yaml12_int(loader, node) -> int | str:
-    """An integer as YAML 1.2 reads it (``_INTEGER``), its underscores as Python's ``int``
-    reads them (the command line's rule); what that refuses (``0o_``, ``1__0``) stays the
-    text it is, which the setting's check then refuses, naming it."""
+    """An integer as YAML 1.2 reads it (``integer``); what that refuses (``0o_``, ``1__0``)
+    stays the text it is, which the setting's check then refuses, naming it."""
     written = loader.construct_scalar(node)
-    prefixed = written.lstrip("+-")[:2].lower() in ("0x", "0o")
     try:
-        return int(written, 0 if prefixed else 10)
+        return integer(written)
     except ValueError:
         return written
 

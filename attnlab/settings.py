@@ -33,6 +33,7 @@ from typing import Any
 from .activation_names import LORA_LAYERS, LORA_TARGETS
 from .errors import UsageError
 from .paths import PATH_METAVARS, empty_message
+from .runs import integer
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
@@ -801,8 +802,29 @@ def add_flags(group, cls, *, only: Iterable[str] | None = None) -> None:
             group.add_argument(flag(f.name), choices=meta["choices"], help=meta["help"] or None)
         else:
             metavar = meta["metavar"] or ("N" if kind is int else "F")
-            group.add_argument(flag(f.name), type=kind, metavar=metavar, help=meta["help"] or None,
-                               required=meta.get("required", False))
+            group.add_argument(flag(f.name), type=FLAG_TYPES.get(kind, kind), metavar=metavar,
+                               help=meta["help"] or None, required=meta.get("required", False))
+
+
+def number(text: str) -> float:
+    """A float flag's value: Python's ``float`` (without spaces around it), or an integer as
+    ``integer`` reads it, so that ``--lr`` reads what ``lr:`` in a ``--config`` file reads
+    (``0x10``). ``ValueError`` for anything else (argparse then names the flag).
+
+    Examples:
+        >>> number("1e-3"), number("0x10")
+        (0.001, 16.0)
+    """
+    if text != text.strip():  # float's " 12", which a file's ' 12' (a text) is not
+        raise ValueError(f"not a number: {text!r}")
+    try:
+        return float(text)
+    except ValueError:
+        return float(integer(text))
+
+
+# the value of a flag of each type, read by the rule a --config file's value is read by
+FLAG_TYPES = {int: integer, float: number}
 
 
 def _range_text(meta: dict, kind: type) -> str | None:
