@@ -625,7 +625,7 @@ def run(args: argparse.Namespace) -> int:
     from ..training.hardware import wait_for_rank_zero
 
     check = None
-    if cfg.resume and (asked := _given_precision(given)):  # checked before any note is said
+    if cfg.resume and (asked := _given_precision(given, run_dir)):  # before any note is said
         check = functools.partial(preflight.check_resumed_precision, run_dir, cfg.precision,
                                   config_file=asked if isinstance(asked, str) else None)
     cfg = check_hardware(cfg, quiet=_is_child(), check_precision=check)
@@ -652,18 +652,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _given_precision(given: dict[str, Any]) -> str | bool:
-    """Whether ``--precision`` was given: True for the flag, the --config file that sets it,
-    or False (a --resume without either continues with the run's own)."""
+def _given_precision(given: dict[str, Any], run_dir: Path) -> str | bool:
+    """Whether ``--precision`` was given to the ``--resume`` of ``run_dir``: True for the flag,
+    the --config file that sets it, or False (a --resume without either continues with the
+    run's own). The run's own config.yaml given as --config (that file, or a copy of it) asks
+    for nothing: it records every setting, the precision among them, and the run continues
+    as without it."""
     from ..runs import read_yaml
 
     if "precision" in given:
         return True
-    if given.get("config"):
-        raw = read_yaml(given["config"], hand_written=True)  # read, and checked, by configure
-        if "precision" in _setting_names(raw, f"--config {given['config']}"):
-            return given["config"]
+    config = given.get("config")
+    if config:
+        raw = read_yaml(config, hand_written=True)  # read, and checked, by configure
+        if "precision" in _setting_names(raw, f"--config {config}") \
+                and not _is_run_config(config, run_dir):
+            return config
     return False
+
+
+def _is_run_config(config: str, run_dir: Path) -> bool:
+    """Whether the --config file ``config`` is ``run_dir``'s config.yaml or a copy of it."""
+    from ..runs import read_yaml
+
+    own = Path(run_dir) / "config.yaml"
+    if not own.is_file():
+        return False
+    return Path(config).resolve() == own.resolve() or read_yaml(config) == read_yaml(own)
 
 
 def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None = None
