@@ -436,9 +436,13 @@ def _sigterm_interrupts():
     files, export's partial directory, a run stopped before its first checkpoint) it undoes on
     a kill too, and it exits 128 + the signal's number with one line. Killed at once, prepare
     left token files that its next run took for a prepared corpus. (``train``'s loop and
-    ``view --serve`` set their own handlers inside.) A process forked from this one (a pool's
-    worker) ends at once, as by default; a signal not at its default (ignored, as ``nohup``
-    leaves SIGHUP, or a program's own handler) is left as it is."""
+    ``view --serve`` set their own handlers inside.) A process forked from this one inherits
+    the handler, which there puts the default back and ends the process by the same signal;
+    but only once its main thread runs Python: one waiting in C (a pool's worker waiting for
+    its next task) would never end, so a pool that forks sets its workers' signals back to
+    the default itself (``attnlab.tasks.jets.generate._init_worker``). A signal not at its
+    default (ignored, as ``nohup`` leaves SIGHUP, or a program's own handler) is left as it
+    is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
