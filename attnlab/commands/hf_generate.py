@@ -12,7 +12,8 @@ so ``--greedy`` prints what ``transformers``' greedy ``generate`` continues the 
 
 ``--chat TEXT`` (``--system TEXT``) renders the message with the checkpoint's chat template
 and prints the assistant's reply alone, generation stopping at the template's end-of-turn
-token (``attnlab.interop.chat``). Generation stops at the config's eos token(s) too.
+token (``attnlab.interop.chat``). Generation stops at the config's eos token(s) too, and at
+the tokenizer's, which a note names where no config does (``transformers`` would go on).
 
 The sampling settings not given as flags come from the directory's ``generation_config.json``
 (do_sample, temperature, top_k, top_p: ``attnlab.interop.generation_config``), as
@@ -58,6 +59,8 @@ def from_directory(args, texts: list[str], labels: list[str], generator=None):
     else:
         all_ids = each_input(texts, labels, lambda prompt: _encode(tokenizer, prompt))
         note_unknown(tokenizer, texts, labels)
+        if not gguf:
+            _note_tokenizer_stop(directory, tokenizer)
     stops = stop_ids(directory, tokenizer.eos_id, chat_tokenizer)
     return all_ids, lambda ids, write, label: reply(model, tokenizer, ids, stops, args,
                                                      generator, write=write, label=label,
@@ -78,6 +81,26 @@ def _sample_as_the_directory_says(directory: Path, args) -> None:
         setattr(args, name, value)
     if note:
         print(note, file=sys.stderr, flush=True)
+
+
+def _note_tokenizer_stop(directory: Path, tokenizer) -> None:
+    """One line on stderr where generation stops at a token ``transformers``' ``generate``
+    does not stop at: the tokenizer's eos, when neither generation_config.json nor
+    config.json names an eos id (``generate`` stops only at those, and writes on after it).
+    attnlab stops there all the same: the tokenizer's eos ends a text, and what a model writes
+    after it belongs to no text of the prompt."""
+    import sys
+
+    from ..interop.chat import config_eos_ids
+
+    if tokenizer.eos_id is None or config_eos_ids(directory):
+        return
+    (name,) = tokenizer.labels([tokenizer.eos_id], skip_special_tokens=False)
+    print(f"note: generation stops at the tokenizer's eos token {name} (id "
+          f"{tokenizer.eos_id}), which neither generation_config.json nor config.json of "
+          f"{directory} names: transformers' generate would write on past it, to "
+          f"--max-new-tokens",
+          file=sys.stderr, flush=True)
 
 
 def _load(directory: Path, args):
