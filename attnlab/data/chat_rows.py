@@ -21,7 +21,8 @@ its layout (``chat_example``):
   That prefix is exactly what ``attnlab generate --chat`` feeds the model;
 - the end: the template's end-of-turn token (``<|im_end|>``, ``<|eot_id|>``), included, as
   generation stops there; what follows it before the next turn (ChatML's newline) is not
-  the reply. A template with no such token: the end of the turn as rendered alone.
+  the reply; a reply that quotes that marker in its text is counted to the turn's own
+  end-of-turn token. A template with no such token: the end of the turn as rendered alone.
 
 Without a chat template (a base model) a prompt/response row is ``prompt`` + ``response`` +
 eos, the loss on the response and the eos (``plain_example``), so the model learns to stop.
@@ -319,11 +320,17 @@ def _turn_end(render: Render, upto: Messages, ids: list[int], start: int,
               end_of_turn: int | None) -> int:
     """Where the reply starting at ``start`` ends in ``ids``: after its end-of-turn token,
     within the turn as rendered alone (``upto``, the conversation up to the reply) where that
-    is a prefix of the whole (some templates, Qwen3's, render the last reply otherwise)."""
+    is a prefix of the whole (some templates, Qwen3's, render the last reply otherwise).
+
+    A reply whose text quotes the marker (``<|im_end|>``) holds that token, as transformers
+    reads it; the turn's own end-of-turn is the one after as many as the reply rendered alone
+    holds, so the loss counts the whole reply, as transformers' assistant mask does."""
     turn = render(upto, False)
     bound = len(turn) if ids[:len(turn)] == turn else len(ids)
-    if end_of_turn is not None and end_of_turn in ids[start:bound]:
-        return ids.index(end_of_turn, start, bound) + 1
+    ends = [j for j in range(start, bound) if ids[j] == end_of_turn]
+    if end_of_turn is not None and ends:
+        own = turn[start:].count(end_of_turn) if turn[:start] == ids[:start] else 1
+        return ends[min(max(own, 1), len(ends)) - 1] + 1
     if bound == len(ids) and ids[:len(turn)] != turn:
         raise ValueError("the chat template renders a reply otherwise than within the whole "
                          "conversation, and has no end-of-turn token to find its end by")

@@ -163,6 +163,30 @@ def test_the_labels_are_each_reply_and_its_end_of_turn_token(style):
     assert labels[len(prompt) - 1] == IGNORE and labels[len(prompt)] == ids[len(prompt)]
 
 
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_reply_that_quotes_the_end_of_turn_marker_is_counted_to_its_own_end(style):
+    """A text that quotes the template's end-of-turn marker holds that token, as transformers
+    reads it (the ids stay apply_chat_template's); the loss counts the whole reply, through
+    the end-of-turn token the template closes it with, as transformers' assistant mask does
+    (the layout written by hand, ``LAYOUT``): not the reply up to the marker it quotes."""
+    tok = _tokenizer(style)
+    marker = STYLES[style][3]
+    messages = [{"role": "user", "content": f"say {marker} twice"},
+                {"role": "assistant", "content": f"a {marker} b {marker} c"},
+                {"role": "user", "content": "and?"}, {"role": "assistant", "content": "d"}]
+
+    def rendered(messages, generation_prompt):
+        return render(tok, messages, "DIR", generation_prompt=generation_prompt)
+
+    ids, labels = chat_example(rendered, messages, tok.convert_tokens_to_ids(marker))
+    assert ids == tok.apply_chat_template(messages, return_dict=False)
+    by_hand, mask = _by_hand(tok, messages, style)
+    assert ids == by_hand
+    assert labels == [i if counted else IGNORE for i, counted in zip(ids, mask)]
+    assert (tok.decode([lab for lab in labels if lab != IGNORE])
+            == f"a {marker} b {marker} c{marker}d{marker}")
+
+
 @pytest.mark.slow
 def test_the_loss_is_the_cross_entropy_of_the_assistant_positions_only(dirs):
     d = dirs["chatml"]
@@ -213,6 +237,19 @@ LAYOUT = {
                          *[(t, m["role"] == "assistant")
                            for t in (m["content"].strip(), "<|eot_id|>")]],
 }
+
+
+def _by_hand(tok, messages, style):
+    """(ids, whether the loss counts each) of ``messages`` laid out by ``LAYOUT`` by hand."""
+    ids, mask = [], []
+    bos = [("<|begin_of_text|>", False)] if style == "llama3" else []
+    for text, counted in bos + [p for m in messages for p in LAYOUT[style](m)]:
+        piece = tok.encode(text, add_special_tokens=False)
+        ids += piece
+        mask += [counted] * len(piece)
+    return ids, mask
+
+
 TURNS = [("reverse: abc", "cba"), ("reverse: dog", " god "), ("and sun?", "nus")]
 
 
@@ -243,14 +280,9 @@ def test_the_ids_trained_on_are_the_templates_and_the_mask_is_the_replies(dirs, 
     cfg = SimpleNamespace(instruction="chat", init=str(d), out=None, seed=0, block_size=500)
     trained = encode_rows(cfg, ours, rows, list(range(len(chats))))
     assert encode_rows(cfg, saved, rows, list(range(len(chats)))) == trained
-    bos = [("<|begin_of_text|>", False)] if style == "llama3" else []
     for messages, (ids, labels) in zip(chats, trained):
         assert ids == theirs.apply_chat_template(messages, tokenize=True, return_dict=False)
-        by_hand, mask = [], []
-        for text, counted in bos + [p for m in messages for p in LAYOUT[style](m)]:
-            piece = theirs.encode(text, add_special_tokens=False)
-            by_hand += piece
-            mask += [counted] * len(piece)
+        by_hand, mask = _by_hand(theirs, messages, style)
         assert ids == by_hand
         assert labels == [i if counted else IGNORE for i, counted in zip(ids, mask)]
         starts = [t for t in range(1, len(ids)) if mask[t] and not mask[t - 1]]
