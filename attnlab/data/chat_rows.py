@@ -89,8 +89,8 @@ def read_rows(path: str | Path, *, what: str = "--data", new: bool = True) -> Ro
             rows, a line that is not a JSON object, a row with neither ``messages`` nor
             ``prompt`` (ShareGPT's and Alpaca's told how they are written here), a role other
             than system/user/assistant, a content that is not text, an empty (or blank)
-            assistant reply, or a conversation without an assistant turn or that opens
-            with one.
+            assistant reply (or, ``new``, any empty message), or a conversation without an
+            assistant turn or that opens with one.
     """
     data = read_bytes(path, what=what)
     where = f"{what} {path}"
@@ -124,14 +124,14 @@ def _conversation(obj: dict, at: str, new: bool = True) -> Messages:
         if not isinstance(messages, list) or not messages:
             raise UsageError(f"{at}: \"messages\" must be a non-empty list of "
                              f"{{\"role\", \"content\"}} objects")
-        found = [_message(m, f"{at}, message {i}") for i, m in enumerate(messages, start=1)]
+        found = [_message(m, f"{at}, message {i}", new) for i, m in enumerate(messages, start=1)]
     elif "prompt" in obj:
         if "response" not in obj:
             raise UsageError(f"{at}: a \"prompt\" row needs a \"response\" (the text the loss "
                              f"counts)")
-        found = [_message({"role": "user", "content": obj["prompt"]}, f"{at}, \"prompt\""),
+        found = [_message({"role": "user", "content": obj["prompt"]}, f"{at}, \"prompt\"", new),
                  _message({"role": "assistant", "content": obj["response"]},
-                          f"{at}, \"response\"")]
+                          f"{at}, \"response\"", new)]
     else:
         keys = ", ".join(obj) or "none"
         raise UsageError(f"{at}: no \"messages\" or \"prompt\" (fields: {keys}); a row is "
@@ -201,7 +201,8 @@ def _refuse_unread(obj: dict, at: str) -> None:
                          f"should read it")
 
 
-def _message(message, at: str) -> dict[str, str]:
+def _message(message, at: str, new: bool = True) -> dict[str, str]:
+    """The role and content of one message, checked (``new``: as ``read_rows``')."""
     if isinstance(message, dict) and "role" not in message:
         raise UsageError(f"{at}: no \"role\"" + (f"; ShareGPT's {_FROM_VALUE}"
                                                  if "from" in message else ""))
@@ -217,6 +218,10 @@ def _message(message, at: str) -> dict[str, str]:
         # its labels would be the end-of-turn token alone: the model learns to answer nothing
         raise UsageError(f"{at}: the assistant's reply is empty, which would teach the model "
                          f"to answer nothing; give it text or leave the row out")
+    if new and not message["content"].strip():  # a run that began on one goes on as it began
+        raise UsageError(f"{at}: the {message['role']} message is empty, which the chat "
+                         f"template renders as a {message['role']} turn with no text (not as "
+                         f"none); give it text or leave it out")
     return {"role": message["role"], "content": message["content"]}
 
 

@@ -454,6 +454,17 @@ BAD = [
     ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
      "line 1, message 2: the assistant's reply is empty"),
+    # an empty user or system message was trained on as a turn with no text (Qwen's template
+    # then drops its default system message, which generate --chat puts back)
+    ('{"prompt": "", "response": "y"}\n',
+     'line 1, "prompt": the user message is empty, which the chat template renders as a user '
+     'turn with no text (not as none); give it text or leave it out'),
+    ('{"prompt": "a", "response": "b"}\n{"messages": [{"role": "system", "content": " "}, '
+     '{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}\n',
+     "line 2, message 1: the system message is empty"),
+    ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}, '
+     '{"role": "user", "content": ""}, {"role": "assistant", "content": "z"}]}\n',
+     "line 1, message 3: the user message is empty"),
     # was refused as a conversation the template "cannot render" (the empty one before it)
     ('{"messages": [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "x"}, '
      '{"role": "assistant", "content": "y"}]}\n',
@@ -499,6 +510,12 @@ def test_bad_rows_are_one_line_naming_the_file_and_line(tmp_path, text, message)
         read_rows(data)
     assert str(refused.value).startswith(f"--data {data}") and message in str(refused.value)
     assert len(str(refused.value).splitlines()) == 1
+
+
+def test_an_empty_user_message_is_read_as_it_was_for_a_run_that_began_on_it(tmp_path):
+    data = _write(tmp_path / "rows.jsonl", [{"prompt": "", "response": "y"}])
+    assert read_rows(data, new=False).conversations == [
+        [{"role": "user", "content": ""}, {"role": "assistant", "content": "y"}]]
 
 
 def test_a_system_or_input_field_that_holds_nothing_is_let_be(tmp_path):
