@@ -219,9 +219,9 @@ def _message(message, at: str, new: bool = True) -> dict[str, str]:
         raise UsageError(f"{at}: the assistant's reply is empty, which would teach the model "
                          f"to answer nothing; give it text or leave the row out")
     if new and not message["content"].strip():  # a run that began on one goes on as it began
-        raise UsageError(f"{at}: the {message['role']} message is empty, which the chat "
-                         f"template renders as a {message['role']} turn with no text (not as "
-                         f"none); give it text or leave it out")
+        raise UsageError(f"{at}: the {message['role']} message is empty, which would be read "
+                         f"as a {message['role']} turn with no text (not as none); give it "
+                         f"text or leave it out")
     return {"role": message["role"], "content": message["content"]}
 
 

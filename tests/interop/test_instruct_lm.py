@@ -457,8 +457,8 @@ BAD = [
     # an empty user or system message was trained on as a turn with no text (Qwen's template
     # then drops its default system message, which generate --chat puts back)
     ('{"prompt": "", "response": "y"}\n',
-     'line 1, "prompt": the user message is empty, which the chat template renders as a user '
-     'turn with no text (not as none); give it text or leave it out'),
+     'line 1, "prompt": the user message is empty, which would be read as a user turn with no '
+     'text (not as none); give it text or leave it out'),
     ('{"prompt": "a", "response": "b"}\n{"messages": [{"role": "system", "content": " "}, '
      '{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}\n',
      "line 2, message 1: the system message is empty"),
