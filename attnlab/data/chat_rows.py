@@ -50,8 +50,8 @@ from ..errors import UsageError
 from .tables import _decode, parse_json_line, read_bytes
 
 __all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
-           "check_last_turns", "holdout", "repeated_note", "chat_example", "plain_example",
-           "cut_to", "VAL_SHARE"]
+           "check_last_turns", "holdout", "held_out_note", "repeated_note", "chat_example",
+           "plain_example", "cut_to", "VAL_SHARE"]
 
 IGNORE = -100  # the label of a position the loss skips (``F.cross_entropy``'s ignore_index)
 ROLES = ("system", "user", "assistant")
@@ -270,6 +270,25 @@ def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:
         raise UsageError(f"{where}: too few rows ({n}) to hold out a tenth for val_loss; give "
                          f"at least {round(0.5 / VAL_SHARE)} rows")
     return train, val
+
+
+def held_out_note(rows: Rows, val: list[int], counted: int) -> str:
+    """The line naming the held-out rows ``val`` that ``val_loss`` is measured on (their
+    file lines), and ``counted``, their assistant tokens within --block-size: which rows the
+    run does not train on, and how many tokens its ``val_loss`` averages.
+
+    Examples:
+        >>> chat = [[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]]
+        >>> held_out_note(Rows(Path("c.jsonl"), chat * 20, list(range(1, 21))), [3, 11], 14)
+        'note: --data c.jsonl: val_loss is measured on 2 held-out rows of 20 (lines 4, 12: 14 assistant tokens), which the run does not train on'
+    """
+    lines = [str(rows.lines[i]) for i in val]
+    shown = ", ".join(lines[:10]) + (", ..." if len(lines) > 10 else "")
+    one = len(lines) == 1
+    return (f"note: --data {rows.path}: val_loss is measured on {len(lines)} held-out "
+            f"row{'' if one else 's'} of {len(rows.conversations)} (line{'' if one else 's'} "
+            f"{shown}: {counted:,} assistant token{'' if counted == 1 else 's'}), which the run "
+            f"does not train on")
 
 
 def repeated_note(rows: Rows, train: list[int], val: list[int]) -> str | None:

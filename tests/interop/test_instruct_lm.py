@@ -734,7 +734,7 @@ def test_held_out_rows_that_repeat_a_training_row_are_said(tmp_path):
     cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
     rows = _rows(10)
     twice = read_rows(_write(tmp_path / "twice.jsonl", rows + rows))  # line i + 10 repeats i
-    notes = [n for n in encode_splits(cfg, tok, twice).notes if "repeat" in n]
+    notes = [n for n in encode_splits(cfg, tok, twice).notes if "repeat a training row" in n]
     train, val = holdout(20, 0, where="x")
     lines = [(i + 1, (i + 10) % 20 + 1) for i in val]
     assert len(val) == 2 and notes == [
@@ -743,4 +743,24 @@ def test_held_out_rows_that_repeat_a_training_row_are_said(tmp_path):
         f"{lines[1][1]}), so val_loss measures them as trained on; leave the repeats out of "
         f"the file to measure unseen rows"]
     once = read_rows(_write(tmp_path / "once.jsonl", rows + _rows(10, seed=1)))
-    assert not [n for n in encode_splits(cfg, tok, once).notes if "repeat" in n]
+    assert not [n for n in encode_splits(cfg, tok, once).notes if "repeat a training row" in n]
+
+
+def test_the_held_out_rows_are_named_with_their_assistant_tokens(tmp_path):
+    """A run said nothing of the tenth of the rows it held out: which lines val_loss measures
+    (and the run never trains on), and over how many assistant tokens it is averaged."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits
+
+    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=3, block_size=96)
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n" + "".join(json.dumps(r) + "\n" for r in _rows(30)), encoding="utf-8")
+    found = encode_splits(cfg, tok, read_rows(data))
+    val = holdout(30, 3, where="x")[1]
+    counted = sum(lab != IGNORE for _, labels in found.val for lab in labels[1:])
+    assert len(val) == 3 and len(found.val) == 3 and counted > 3
+    lines = ", ".join(str(i + 2) for i in val)  # the file's lines, after its blank first one
+    assert [n for n in found.notes if "held-out rows of" in n] == [
+        f"note: --data {data}: val_loss is measured on 3 held-out rows of 30 (lines {lines}: "
+        f"{counted} assistant tokens), which the run does not train on"]

@@ -33,8 +33,8 @@ import torch
 import torch.nn.functional as F
 
 from ...data import numbered_batches
-from ...data.chat_rows import (IGNORE, Rows, chat_example, cut_to, holdout, plain_example,
-                               read_rows, repeated_note)
+from ...data.chat_rows import (IGNORE, Rows, chat_example, cut_to, held_out_note, holdout,
+                               plain_example, read_rows, repeated_note)
 from ...data.tables import check_digest
 from ...errors import UsageError
 from ...interop.chat import chat_ids, conversation, end_of_turn_id, joined_stops, render
@@ -86,8 +86,11 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     train, said = _encoded_rows(cfg, tokenizer, rows, train_rows)
     val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ")
     no_stop = _no_stop_note(cfg, tokenizer) if cfg.instruction == "chat" else None
+    counted = sum(lab != IGNORE for _, labels in val for lab in labels[1:])
+    held = held_out_note(rows, val_rows, counted)
     repeated = repeated_note(rows, train_rows, val_rows)
-    return EncodedRows(rows, train, val, [n for n in (said, said_val, no_stop, repeated) if n])
+    return EncodedRows(rows, train, val,
+                       [n for n in (said, said_val, no_stop, held, repeated) if n])
 
 
 def batched(examples: list[Example], batch_size: int, tokenizer) -> list:
