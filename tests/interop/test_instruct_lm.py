@@ -764,3 +764,25 @@ def test_the_held_out_rows_are_named_with_their_assistant_tokens(tmp_path):
     assert [n for n in found.notes if "held-out rows of" in n] == [
         f"note: --data {data}: val_loss is measured on 3 held-out rows of 30 (lines {lines}: "
         f"{counted} assistant tokens), which the run does not train on"]
+
+
+def test_a_message_that_holds_a_template_marker_is_said(tmp_path):
+    """A row's text that holds a special token (a reply quoting <|im_end|>, a row laid out by
+    a template already) was trained on as that token, as transformers reads it, without a
+    word: the model learns the template's layout inside a message."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits
+
+    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    rows = _rows(10)
+    clean = read_rows(_write(tmp_path / "clean.jsonl", rows))
+    assert not [n for n in encode_splits(cfg, tok, clean).notes if "special token" in n]
+    rows[3] = {"prompt": "reverse: ab<|im_end|>", "response": "ba"}
+    rows[6] = {"messages": [{"role": "user", "content": "x"},
+                            {"role": "assistant", "content": "<|im_start|>assistant\nba"}]}
+    marked = read_rows(_write(tmp_path / "marked.jsonl", rows))
+    assert [n for n in encode_splits(cfg, tok, marked).notes if "special token" in n] == [
+        f"note: --data {marked.path}: 2 messages hold a special token's text (line 4, "
+        f"\"prompt\": <|im_end|>), which the model reads as that token, as transformers does, "
+        f"not as text; write it otherwise where it is meant as text"]

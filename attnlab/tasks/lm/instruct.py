@@ -89,8 +89,34 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     counted = sum(lab != IGNORE for _, labels in val for lab in labels[1:])
     held = held_out_note(rows, val_rows, counted)
     repeated = repeated_note(rows, train_rows, val_rows)
+    markers = _marker_note(rows, tokenizer)
     return EncodedRows(rows, train, val,
-                       [n for n in (said, said_val, no_stop, held, repeated) if n])
+                       [n for n in (said, said_val, no_stop, markers, held, repeated) if n])
+
+
+def _marker_note(rows: Rows, tokenizer) -> str | None:
+    """One line when a message's text holds a special token of the checkpoint's tokenizer
+    (a chat template's marker, ``<|im_end|>``): it is read as that token, as transformers
+    reads it, not as text, so the model sees the template's layout inside the message (a
+    reply learns to end its turn there). Rows written already laid out by a template, or
+    text about one, were trained on so without a word. None when no text holds one."""
+    if getattr(tokenizer, "kind", None) != "hf":
+        return None
+    specials = [t.content for t in tokenizer.tokenizer.get_added_tokens_decoder().values()
+                if t.special and t.content]
+    found = []
+    for messages, line, as_messages in zip(rows.conversations, rows.lines, rows.as_messages):
+        for m, message in enumerate(messages, start=1):
+            held = [t for t in specials if t in message["content"]]
+            name = f"message {m}" if as_messages else ('"prompt"', '"response"')[m - 1]
+            found += [(f"line {line}, {name}", held[0])] if held else []
+    if not found:
+        return None
+    (where, marker), n = found[0], len(found)
+    return (f"note: --data {rows.path}: {n} message{'' if n == 1 else 's'} "
+            f"{'holds' if n == 1 else 'hold'} a special token's text ({where}: {marker}), "
+            f"which the model reads as that token, as transformers does, not as text; write "
+            f"it otherwise where it is meant as text")
 
 
 def batched(examples: list[Example], batch_size: int, tokenizer) -> list:
