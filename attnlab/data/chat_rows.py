@@ -273,22 +273,23 @@ def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:
 
 
 def held_out_note(rows: Rows, val: list[int], counted: int) -> str:
-    """The line naming the held-out rows ``val`` that ``val_loss`` is measured on (their
-    file lines), and ``counted``, their assistant tokens within --block-size: which rows the
-    run does not train on, and how many tokens its ``val_loss`` averages.
+    """The line naming the rows ``val`` held out for ``val_loss`` (their file lines), which
+    the run does not train on, and ``counted``, their assistant tokens within --block-size:
+    how many tokens ``val_loss`` averages over.
 
     Examples:
         >>> chat = [[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]]
         >>> held_out_note(Rows(Path("c.jsonl"), chat * 20, list(range(1, 21))), [3, 11], 14)
-        'note: --data c.jsonl: val_loss is measured on 2 held-out rows of 20 (lines 4, 12: 14 assistant tokens), which the run does not train on'
+        'note: --data c.jsonl: 2 rows of 20 are held out for val_loss (lines 4, 12), which the run does not train on; val_loss averages over their 14 assistant tokens within --block-size'
     """
     lines = [str(rows.lines[i]) for i in val]
     shown = ", ".join(lines[:10]) + (", ..." if len(lines) > 10 else "")
     one = len(lines) == 1
-    return (f"note: --data {rows.path}: val_loss is measured on {len(lines)} held-out "
-            f"row{'' if one else 's'} of {len(rows.conversations)} (line{'' if one else 's'} "
-            f"{shown}: {counted:,} assistant token{'' if counted == 1 else 's'}), which the run "
-            f"does not train on")
+    return (f"note: --data {rows.path}: {len(lines)} row{'' if one else 's'} of "
+            f"{len(rows.conversations)} {'is' if one else 'are'} held out for val_loss "
+            f"(line{'' if one else 's'} {shown}), which the run does not train on; val_loss "
+            f"averages over {'its' if one else 'their'} {counted:,} assistant "
+            f"token{'' if counted == 1 else 's'} within --block-size")
 
 
 def repeated_note(rows: Rows, train: list[int], val: list[int]) -> str | None:

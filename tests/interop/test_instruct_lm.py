@@ -761,9 +761,10 @@ def test_the_held_out_rows_are_named_with_their_assistant_tokens(tmp_path):
     counted = sum(lab != IGNORE for _, labels in found.val for lab in labels[1:])
     assert len(val) == 3 and len(found.val) == 3 and counted > 3
     lines = ", ".join(str(i + 2) for i in val)  # the file's lines, after its blank first one
-    assert [n for n in found.notes if "held-out rows of" in n] == [
-        f"note: --data {data}: val_loss is measured on 3 held-out rows of 30 (lines {lines}: "
-        f"{counted} assistant tokens), which the run does not train on"]
+    assert [n for n in found.notes if "held out for val_loss" in n] == [
+        f"note: --data {data}: 3 rows of 30 are held out for val_loss (lines {lines}), which "
+        f"the run does not train on; val_loss averages over their {counted} assistant tokens "
+        f"within --block-size"]
 
 
 def test_a_message_that_holds_a_template_marker_is_said(tmp_path):
