@@ -24,6 +24,7 @@ Shapes: B batch, T the longest example of a batch less one, V vocabulary.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,14 +103,19 @@ def _marker_note(rows: Rows, tokenizer) -> str | None:
     text about one, were trained on so without a word. None when no text holds one."""
     if getattr(tokenizer, "kind", None) != "hf":
         return None
-    specials = [t.content for t in tokenizer.tokenizer.get_added_tokens_decoder().values()
-                if t.special and t.content]
+    added = tokenizer.tokenizer.get_added_tokens_decoder().values()
+    specials = sorted((t.content for t in added if t.special and t.content), key=len,
+                      reverse=True)
+    if not specials:
+        return None
+    # one search per message (Llama 3 has 256 special tokens), the longest marker first
+    pattern = re.compile("|".join(map(re.escape, specials)))
     found = []
     for messages, line, as_messages in zip(rows.conversations, rows.lines, rows.as_messages):
         for m, message in enumerate(messages, start=1):
-            held = [t for t in specials if t in message["content"]]
+            held = pattern.search(message["content"])
             name = f"message {m}" if as_messages else ('"prompt"', '"response"')[m - 1]
-            found += [(f"line {line}, {name}", held[0])] if held else []
+            found += [(f"line {line}, {name}", held.group())] if held else []
     if not found:
         return None
     (where, marker), n = found[0], len(found)
