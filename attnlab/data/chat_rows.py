@@ -51,7 +51,7 @@ from .tables import _decode, parse_json_line, read_bytes
 
 __all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
            "check_last_turns", "holdout", "held_out_note", "repeated_note", "chat_example",
-           "plain_example", "cut_to", "VAL_SHARE"]
+           "counted_tokens", "plain_example", "cut_to", "VAL_SHARE"]
 
 IGNORE = -100  # the label of a position the loss skips (``F.cross_entropy``'s ignore_index)
 ROLES = ("system", "user", "assistant")
@@ -362,6 +362,17 @@ def _turn_end(render: Render, upto: Messages, ids: list[int], start: int,
     return bound
 
 
+def counted_tokens(labels: list[int]) -> int:
+    """How many targets of an example's ``labels`` the loss counts (the first token is no
+    target: nothing before it predicts it).
+
+    Examples:
+        >>> counted_tokens([5, IGNORE, 7, 2])
+        2
+    """
+    return sum(lab != IGNORE for lab in labels[1:])
+
+
 def plain_example(prompt: list[int], response: list[int], eos: int
                   ) -> tuple[list[int], list[int]]:
     """(ids, labels) of a prompt/response row without a chat template: prompt + response +
@@ -388,12 +399,12 @@ def cut_to(examples: list[tuple[list[int], list[int]]], length: int
     """
     kept, said = [], {"cut": 0, "dropped": 0, "lost": 0, "labelled": 0}
     for ids, labels in examples:
-        counted = sum(lab != IGNORE for lab in labels[1:])  # the first token is no target
+        counted = counted_tokens(labels)
         said["labelled"] += counted
         if len(ids) > length:
             said["cut"] += 1
             ids, labels = ids[:length], labels[:length]
-        left = sum(lab != IGNORE for lab in labels[1:])
+        left = counted_tokens(labels)
         said["lost"] += counted - left
         if left:
             kept.append((ids, labels))

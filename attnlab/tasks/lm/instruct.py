@@ -34,8 +34,8 @@ import torch
 import torch.nn.functional as F
 
 from ...data import numbered_batches
-from ...data.chat_rows import (IGNORE, Rows, chat_example, cut_to, held_out_note, holdout,
-                               plain_example, read_rows, repeated_note)
+from ...data.chat_rows import (IGNORE, Rows, chat_example, counted_tokens, cut_to,
+                               held_out_note, holdout, plain_example, read_rows, repeated_note)
 from ...data.tables import check_digest
 from ...errors import UsageError
 from ...interop.chat import chat_ids, conversation, end_of_turn_id, joined_stops, render
@@ -87,8 +87,7 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     train, said = _encoded_rows(cfg, tokenizer, rows, train_rows)
     val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ")
     no_stop = _no_stop_note(cfg, tokenizer) if cfg.instruction == "chat" else None
-    counted = sum(lab != IGNORE for _, labels in val for lab in labels[1:])
-    held = held_out_note(rows, val_rows, counted)
+    held = held_out_note(rows, val_rows, sum(counted_tokens(labels) for _, labels in val))
     repeated = repeated_note(rows, train_rows, val_rows)
     markers = _marker_note(rows, tokenizer)
     return EncodedRows(rows, train, val,
