@@ -21,7 +21,8 @@ its layout (``chat_example``):
   That prefix is exactly what ``attnlab generate --chat`` feeds the model;
 - the end: the template's end-of-turn token (``<|im_end|>``, ``<|eot_id|>``), included, as
   generation stops there; what follows it before the next turn (ChatML's newline) is not
-  the reply. A template with no such token: the end of the turn as rendered alone.
+  the reply; a reply that quotes that marker in its text is counted to the turn's own
+  end-of-turn token. A template with no such token: the end of the turn as rendered alone.
 
 Without a chat template (a base model) a prompt/response row is ``prompt`` + ``response`` +
 eos, the loss on the response and the eos (``plain_example``), so the model learns to stop.
@@ -49,8 +50,8 @@ from ..errors import UsageError
 from .tables import _decode, parse_json_line, read_bytes
 
 __all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
-           "check_last_turns", "holdout", "repeated_note", "chat_example", "plain_example",
-           "cut_to", "VAL_SHARE"]
+           "check_last_turns", "holdout", "held_out_note", "repeated_note", "chat_example",
+           "counted_tokens", "plain_example", "cut_to", "VAL_SHARE"]
 
 IGNORE = -100  # the label of a position the loss skips (``F.cross_entropy``'s ignore_index)
 ROLES = ("system", "user", "assistant")
@@ -88,8 +89,8 @@ def read_rows(path: str | Path, *, what: str = "--data", new: bool = True) -> Ro
             rows, a line that is not a JSON object, a row with neither ``messages`` nor
             ``prompt`` (ShareGPT's and Alpaca's told how they are written here), a role other
             than system/user/assistant, a content that is not text, an empty (or blank)
-            assistant reply, or a conversation without an assistant turn or that opens
-            with one.
+            assistant reply (or, ``new``, any empty message), or a conversation without an
+            assistant turn or that opens with one.
     """
     data = read_bytes(path, what=what)
     where = f"{what} {path}"
@@ -123,14 +124,14 @@ def _conversation(obj: dict, at: str, new: bool = True) -> Messages:
         if not isinstance(messages, list) or not messages:
             raise UsageError(f"{at}: \"messages\" must be a non-empty list of "
                              f"{{\"role\", \"content\"}} objects")
-        found = [_message(m, f"{at}, message {i}") for i, m in enumerate(messages, start=1)]
+        found = [_message(m, f"{at}, message {i}", new) for i, m in enumerate(messages, start=1)]
     elif "prompt" in obj:
         if "response" not in obj:
             raise UsageError(f"{at}: a \"prompt\" row needs a \"response\" (the text the loss "
                              f"counts)")
-        found = [_message({"role": "user", "content": obj["prompt"]}, f"{at}, \"prompt\""),
+        found = [_message({"role": "user", "content": obj["prompt"]}, f"{at}, \"prompt\"", new),
                  _message({"role": "assistant", "content": obj["response"]},
-                          f"{at}, \"response\"")]
+                          f"{at}, \"response\"", new)]
     else:
         keys = ", ".join(obj) or "none"
         raise UsageError(f"{at}: no \"messages\" or \"prompt\" (fields: {keys}); a row is "
@@ -200,7 +201,8 @@ def _refuse_unread(obj: dict, at: str) -> None:
                          f"should read it")
 
 
-def _message(message, at: str) -> dict[str, str]:
+def _message(message, at: str, new: bool = True) -> dict[str, str]:
+    """The role and content of one message, checked (``new``: as ``read_rows``')."""
     if isinstance(message, dict) and "role" not in message:
         raise UsageError(f"{at}: no \"role\"" + (f"; ShareGPT's {_FROM_VALUE}"
                                                  if "from" in message else ""))
@@ -216,6 +218,10 @@ def _message(message, at: str) -> dict[str, str]:
         # its labels would be the end-of-turn token alone: the model learns to answer nothing
         raise UsageError(f"{at}: the assistant's reply is empty, which would teach the model "
                          f"to answer nothing; give it text or leave the row out")
+    if new and not message["content"].strip():  # a run that began on one goes on as it began
+        raise UsageError(f"{at}: the {message['role']} message is empty, which would be read "
+                         f"as a {message['role']} turn with no text (not as none); give it "
+                         f"text or leave it out")
     return {"role": message["role"], "content": message["content"]}
 
 
@@ -264,6 +270,26 @@ def holdout(n: int, seed: int, *, where: str) -> tuple[list[int], list[int]]:
         raise UsageError(f"{where}: too few rows ({n}) to hold out a tenth for val_loss; give "
                          f"at least {round(0.5 / VAL_SHARE)} rows")
     return train, val
+
+
+def held_out_note(rows: Rows, val: list[int], counted: int) -> str:
+    """The line naming the rows ``val`` held out for ``val_loss`` (their file lines), which
+    the run does not train on, and ``counted``, their assistant tokens within --block-size:
+    how many tokens ``val_loss`` averages over.
+
+    Examples:
+        >>> chat = [[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]]
+        >>> held_out_note(Rows(Path("c.jsonl"), chat * 20, list(range(1, 21))), [3, 11], 14)
+        'note: --data c.jsonl: 2 rows of 20 are held out for val_loss (lines 4, 12), which the run does not train on; val_loss averages over their 14 assistant tokens within --block-size'
+    """
+    lines = [str(rows.lines[i]) for i in val]
+    shown = ", ".join(lines[:10]) + (", ..." if len(lines) > 10 else "")
+    one = len(lines) == 1
+    return (f"note: --data {rows.path}: {len(lines)} row{'' if one else 's'} of "
+            f"{len(rows.conversations)} {'is' if one else 'are'} held out for val_loss "
+            f"(line{'' if one else 's'} {shown}), which the run does not train on; val_loss "
+            f"averages over {'its' if one else 'their'} {counted:,} assistant "
+            f"token{'' if counted == 1 else 's'} within --block-size")
 
 
 def repeated_note(rows: Rows, train: list[int], val: list[int]) -> str | None:
@@ -319,15 +345,32 @@ def _turn_end(render: Render, upto: Messages, ids: list[int], start: int,
               end_of_turn: int | None) -> int:
     """Where the reply starting at ``start`` ends in ``ids``: after its end-of-turn token,
     within the turn as rendered alone (``upto``, the conversation up to the reply) where that
-    is a prefix of the whole (some templates, Qwen3's, render the last reply otherwise)."""
+    is a prefix of the whole (some templates, Qwen3's, render the last reply otherwise).
+
+    A reply whose text quotes the marker (``<|im_end|>``) holds that token, as transformers
+    reads it; the turn's own end-of-turn is the one after as many as the reply rendered alone
+    holds, so the loss counts the whole reply, as transformers' assistant mask does."""
     turn = render(upto, False)
     bound = len(turn) if ids[:len(turn)] == turn else len(ids)
-    if end_of_turn is not None and end_of_turn in ids[start:bound]:
-        return ids.index(end_of_turn, start, bound) + 1
+    ends = [j for j in range(start, bound) if ids[j] == end_of_turn]
+    if end_of_turn is not None and ends:
+        own = turn[start:].count(end_of_turn) if turn[:start] == ids[:start] else 1
+        return ends[min(max(own, 1), len(ends)) - 1] + 1
     if bound == len(ids) and ids[:len(turn)] != turn:
         raise ValueError("the chat template renders a reply otherwise than within the whole "
                          "conversation, and has no end-of-turn token to find its end by")
     return bound
+
+
+def counted_tokens(labels: list[int]) -> int:
+    """How many targets of an example's ``labels`` the loss counts (the first token is no
+    target: nothing before it predicts it).
+
+    Examples:
+        >>> counted_tokens([5, IGNORE, 7, 2])
+        2
+    """
+    return sum(lab != IGNORE for lab in labels[1:])
 
 
 def plain_example(prompt: list[int], response: list[int], eos: int
@@ -356,12 +399,12 @@ def cut_to(examples: list[tuple[list[int], list[int]]], length: int
     """
     kept, said = [], {"cut": 0, "dropped": 0, "lost": 0, "labelled": 0}
     for ids, labels in examples:
-        counted = sum(lab != IGNORE for lab in labels[1:])  # the first token is no target
+        counted = counted_tokens(labels)
         said["labelled"] += counted
         if len(ids) > length:
             said["cut"] += 1
             ids, labels = ids[:length], labels[:length]
-        left = sum(lab != IGNORE for lab in labels[1:])
+        left = counted_tokens(labels)
         said["lost"] += counted - left
         if left:
             kept.append((ids, labels))

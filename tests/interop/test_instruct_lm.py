@@ -163,6 +163,30 @@ def test_the_labels_are_each_reply_and_its_end_of_turn_token(style):
     assert labels[len(prompt) - 1] == IGNORE and labels[len(prompt)] == ids[len(prompt)]
 
 
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_reply_that_quotes_the_end_of_turn_marker_is_counted_to_its_own_end(style):
+    """A text that quotes the template's end-of-turn marker holds that token, as transformers
+    reads it (the ids stay apply_chat_template's); the loss counts the whole reply, through
+    the end-of-turn token the template closes it with, as transformers' assistant mask does
+    (the layout written by hand, ``LAYOUT``): not the reply up to the marker it quotes."""
+    tok = _tokenizer(style)
+    marker = STYLES[style][3]
+    messages = [{"role": "user", "content": f"say {marker} twice"},
+                {"role": "assistant", "content": f"a {marker} b {marker} c"},
+                {"role": "user", "content": "and?"}, {"role": "assistant", "content": "d"}]
+
+    def rendered(messages, generation_prompt):
+        return render(tok, messages, "DIR", generation_prompt=generation_prompt)
+
+    ids, labels = chat_example(rendered, messages, tok.convert_tokens_to_ids(marker))
+    assert ids == tok.apply_chat_template(messages, return_dict=False)
+    by_hand, mask = _by_hand(tok, messages, style)
+    assert ids == by_hand
+    assert labels == [i if counted else IGNORE for i, counted in zip(ids, mask)]
+    assert (tok.decode([lab for lab in labels if lab != IGNORE])
+            == f"a {marker} b {marker} c{marker}d{marker}")
+
+
 @pytest.mark.slow
 def test_the_loss_is_the_cross_entropy_of_the_assistant_positions_only(dirs):
     d = dirs["chatml"]
@@ -213,6 +237,19 @@ LAYOUT = {
                          *[(t, m["role"] == "assistant")
                            for t in (m["content"].strip(), "<|eot_id|>")]],
 }
+
+
+def _by_hand(tok, messages, style):
+    """(ids, whether the loss counts each) of ``messages`` laid out by ``LAYOUT`` by hand."""
+    ids, mask = [], []
+    bos = [("<|begin_of_text|>", False)] if style == "llama3" else []
+    for text, counted in bos + [p for m in messages for p in LAYOUT[style](m)]:
+        piece = tok.encode(text, add_special_tokens=False)
+        ids += piece
+        mask += [counted] * len(piece)
+    return ids, mask
+
+
 TURNS = [("reverse: abc", "cba"), ("reverse: dog", " god "), ("and sun?", "nus")]
 
 
@@ -243,14 +280,9 @@ def test_the_ids_trained_on_are_the_templates_and_the_mask_is_the_replies(dirs, 
     cfg = SimpleNamespace(instruction="chat", init=str(d), out=None, seed=0, block_size=500)
     trained = encode_rows(cfg, ours, rows, list(range(len(chats))))
     assert encode_rows(cfg, saved, rows, list(range(len(chats)))) == trained
-    bos = [("<|begin_of_text|>", False)] if style == "llama3" else []
     for messages, (ids, labels) in zip(chats, trained):
         assert ids == theirs.apply_chat_template(messages, tokenize=True, return_dict=False)
-        by_hand, mask = [], []
-        for text, counted in bos + [p for m in messages for p in LAYOUT[style](m)]:
-            piece = theirs.encode(text, add_special_tokens=False)
-            by_hand += piece
-            mask += [counted] * len(piece)
+        by_hand, mask = _by_hand(theirs, messages, style)
         assert ids == by_hand
         assert labels == [i if counted else IGNORE for i, counted in zip(ids, mask)]
         starts = [t for t in range(1, len(ids)) if mask[t] and not mask[t - 1]]
@@ -422,6 +454,17 @@ BAD = [
     ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
      "line 1, message 2: the assistant's reply is empty"),
+    # an empty user or system message was trained on as a turn with no text (Qwen's template
+    # then drops its default system message, which generate --chat puts back)
+    ('{"prompt": "", "response": "y"}\n',
+     'line 1, "prompt": the user message is empty, which would be read as a user turn with no '
+     'text (not as none); give it text or leave it out'),
+    ('{"prompt": "a", "response": "b"}\n{"messages": [{"role": "system", "content": " "}, '
+     '{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}\n',
+     "line 2, message 1: the system message is empty"),
+    ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}, '
+     '{"role": "user", "content": ""}, {"role": "assistant", "content": "z"}]}\n',
+     "line 1, message 3: the user message is empty"),
     # was refused as a conversation the template "cannot render" (the empty one before it)
     ('{"messages": [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "x"}, '
      '{"role": "assistant", "content": "y"}]}\n',
@@ -467,6 +510,12 @@ def test_bad_rows_are_one_line_naming_the_file_and_line(tmp_path, text, message)
         read_rows(data)
     assert str(refused.value).startswith(f"--data {data}") and message in str(refused.value)
     assert len(str(refused.value).splitlines()) == 1
+
+
+def test_an_empty_user_message_is_read_as_it_was_for_a_run_that_began_on_it(tmp_path):
+    data = _write(tmp_path / "rows.jsonl", [{"prompt": "", "response": "y"}])
+    assert read_rows(data, new=False).conversations == [
+        [{"role": "user", "content": ""}, {"role": "assistant", "content": "y"}]]
 
 
 def test_a_system_or_input_field_that_holds_nothing_is_let_be(tmp_path):
@@ -685,7 +734,7 @@ def test_held_out_rows_that_repeat_a_training_row_are_said(tmp_path):
     cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
     rows = _rows(10)
     twice = read_rows(_write(tmp_path / "twice.jsonl", rows + rows))  # line i + 10 repeats i
-    notes = [n for n in encode_splits(cfg, tok, twice).notes if "repeat" in n]
+    notes = [n for n in encode_splits(cfg, tok, twice).notes if "repeat a training row" in n]
     train, val = holdout(20, 0, where="x")
     lines = [(i + 1, (i + 10) % 20 + 1) for i in val]
     assert len(val) == 2 and notes == [
@@ -694,4 +743,47 @@ def test_held_out_rows_that_repeat_a_training_row_are_said(tmp_path):
         f"{lines[1][1]}), so val_loss measures them as trained on; leave the repeats out of "
         f"the file to measure unseen rows"]
     once = read_rows(_write(tmp_path / "once.jsonl", rows + _rows(10, seed=1)))
-    assert not [n for n in encode_splits(cfg, tok, once).notes if "repeat" in n]
+    assert not [n for n in encode_splits(cfg, tok, once).notes if "repeat a training row" in n]
+
+
+def test_the_held_out_rows_are_named_with_their_assistant_tokens(tmp_path):
+    """A run said nothing of the tenth of the rows it held out: which lines val_loss measures
+    (and the run never trains on), and over how many assistant tokens it is averaged."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits
+
+    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=3, block_size=96)
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n" + "".join(json.dumps(r) + "\n" for r in _rows(30)), encoding="utf-8")
+    found = encode_splits(cfg, tok, read_rows(data))
+    val = holdout(30, 3, where="x")[1]
+    counted = sum(lab != IGNORE for _, labels in found.val for lab in labels[1:])
+    assert len(val) == 3 and len(found.val) == 3 and counted > 3
+    lines = ", ".join(str(i + 2) for i in val)  # the file's lines, after its blank first one
+    assert [n for n in found.notes if "held out for val_loss" in n] == [
+        f"note: --data {data}: 3 rows of 30 are held out for val_loss (lines {lines}), which "
+        f"the run does not train on; val_loss averages over their {counted} assistant tokens "
+        f"within --block-size"]
+
+
+def test_a_message_that_holds_a_template_marker_is_said(tmp_path):
+    """A row's text that holds a special token (a reply quoting <|im_end|>, a row laid out by
+    a template already) was trained on as that token, as transformers reads it, without a
+    word: the model learns the template's layout inside a message."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits
+
+    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    rows = _rows(10)
+    clean = read_rows(_write(tmp_path / "clean.jsonl", rows))
+    assert not [n for n in encode_splits(cfg, tok, clean).notes if "special token" in n]
+    rows[3] = {"prompt": "reverse: ab<|im_end|>", "response": "ba"}
+    rows[6] = {"messages": [{"role": "user", "content": "x"},
+                            {"role": "assistant", "content": "<|im_start|>assistant\nba"}]}
+    marked = read_rows(_write(tmp_path / "marked.jsonl", rows))
+    assert [n for n in encode_splits(cfg, tok, marked).notes if "special token" in n] == [
+        f"note: --data {marked.path}: 2 messages hold a special token's text (line 4, "
+        f"\"prompt\": <|im_end|>), which the model reads as that token, as transformers does, "
+        f"not as text; write it otherwise where it is meant as text"]

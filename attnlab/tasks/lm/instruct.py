@@ -24,6 +24,7 @@ Shapes: B batch, T the longest example of a batch less one, V vocabulary.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +34,8 @@ import torch
 import torch.nn.functional as F
 
 from ...data import numbered_batches
-from ...data.chat_rows import (IGNORE, Rows, chat_example, cut_to, holdout, plain_example,
-                               read_rows, repeated_note)
+from ...data.chat_rows import (IGNORE, Rows, chat_example, counted_tokens, cut_to,
+                               held_out_note, holdout, plain_example, read_rows, repeated_note)
 from ...data.tables import check_digest
 from ...errors import UsageError
 from ...interop.chat import chat_ids, conversation, end_of_turn_id, joined_stops, render
@@ -86,8 +87,41 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     train, said = _encoded_rows(cfg, tokenizer, rows, train_rows)
     val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ")
     no_stop = _no_stop_note(cfg, tokenizer) if cfg.instruction == "chat" else None
+    held = held_out_note(rows, val_rows, sum(counted_tokens(labels) for _, labels in val))
     repeated = repeated_note(rows, train_rows, val_rows)
-    return EncodedRows(rows, train, val, [n for n in (said, said_val, no_stop, repeated) if n])
+    markers = _marker_note(rows, tokenizer)
+    return EncodedRows(rows, train, val,
+                       [n for n in (said, said_val, no_stop, markers, held, repeated) if n])
+
+
+def _marker_note(rows: Rows, tokenizer) -> str | None:
+    """One line when a message's text holds a special token of the checkpoint's tokenizer
+    (a chat template's marker, ``<|im_end|>``): it is read as that token, as transformers
+    reads it, not as text, so the model sees the template's layout inside the message (a
+    reply learns to end its turn there). Rows written already laid out by a template, or
+    text about one, were trained on so without a word. None when no text holds one."""
+    if getattr(tokenizer, "kind", None) != "hf":
+        return None
+    added = tokenizer.tokenizer.get_added_tokens_decoder().values()
+    specials = sorted((t.content for t in added if t.special and t.content), key=len,
+                      reverse=True)
+    if not specials:
+        return None
+    # one search per message (Llama 3 has 256 special tokens), the longest marker first
+    pattern = re.compile("|".join(map(re.escape, specials)))
+    found = []
+    for messages, line, as_messages in zip(rows.conversations, rows.lines, rows.as_messages):
+        for m, message in enumerate(messages, start=1):
+            held = pattern.search(message["content"])
+            name = f"message {m}" if as_messages else ('"prompt"', '"response"')[m - 1]
+            found += [(f"line {line}, {name}", held.group())] if held else []
+    if not found:
+        return None
+    (where, marker), n = found[0], len(found)
+    return (f"note: --data {rows.path}: {n} message{'' if n == 1 else 's'} "
+            f"{'holds' if n == 1 else 'hold'} a special token's text ({where}: {marker}), "
+            f"which the model reads as that token, as transformers does, not as text; write "
+            f"it otherwise where it is meant as text")
 
 
 def batched(examples: list[Example], batch_size: int, tokenizer) -> list:
