@@ -23,6 +23,12 @@ from . import preflight
 from .preflight import moved_data, resume_conflicts
 from .threads import default_threads
 
+# said under every task's --help: the check preflight.check_memory makes (docs/scale.md)
+MEMORY_NOTE = ("Settings whose weights, data and one training step's activations would not fit "
+               "in the memory available are refused before the run starts (docs/scale.md, "
+               "\"Memory\").")
+
+
 def add_shared_flags(p: argparse.ArgumentParser) -> None:
     """The flags every task shares: --out, --config, and one per ``TrainSettings`` field."""
     g = p.add_argument_group("training (every task's; a --config YAML may set any)")
@@ -37,7 +43,7 @@ def register(sub) -> None:
     tsub.required = True
     for name, task in available_tasks().items():
         tp = tsub.add_parser(name, help=task.help, description=task.help,
-                             argument_default=argparse.SUPPRESS)
+                             argument_default=argparse.SUPPRESS, epilog=MEMORY_NOTE)
         add_shared_flags(tp)
         task.add_arguments(tp)
         if task.model_settings():  # generated from the model's typed config
