@@ -329,8 +329,8 @@ def check_memory(parts: list[tuple[str, float]], *, available: int | None = None
         return
     shown = sorted((part for part in parts if part[1] >= total / 100), key=lambda p: -p[1])
     what = " + ".join(f"{_gb(size)} for {name}" for name, size in shown)
-    if len(shown) < len(parts):
-        what += f" + {len(parts) - len(shown)} smaller parts"
+    if (left := len(parts) - len(shown)) > 0:
+        what += f" + {left} smaller part{'s' if left > 1 else ''}"
     raise UsageError(f"these settings need about {_gb(total)} ({what}); this machine has "
                      f"{_gb(available)} available (the count is a lower bound: only what is "
                      f"sure to be allocated)")

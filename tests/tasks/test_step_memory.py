@@ -90,7 +90,7 @@ def test_a_batch_bigger_than_the_training_set_is_counted_as_the_set():
 
 def test_small_parts_are_left_out_of_the_line():
     with pytest.raises(UsageError, match=r"^these settings need about 3\.0 GB \(2\.0 GB for b "
-                                         r"\+ 1\.0 GB for a \+ 1 smaller parts\); this machine "
+                                         r"\+ 1\.0 GB for a \+ 1 smaller part\); this machine "
                                          r"has 2\.0 GB available \(the count is a lower bound"):
         preflight.check_memory([("a", 1e9), ("c", 1e6), ("b", 2e9)], available=2 * 10**9)
 
@@ -139,3 +139,20 @@ def test_attention_weights_are_counted_only_where_dropout_keeps_them():
     assert any("--attention-dropout" in what for what in kept)
     cfg["attention_dropout"] = 0.0
     assert not any("attention weights" in what for what, _ in get_task("lm").memory_estimate(cfg))
+
+
+def test_a_refusal_for_memory_comes_before_any_note_on_the_data(tmp_path, capsys, monkeypatch):
+    """classify --max-len 1000000000 over a file whose rows repeat: the one line of the
+    refusal, not a warning on the data's repeated rows first (the data was read, and said,
+    before the memory was checked)."""
+    monkeypatch.setattr(preflight, "available_memory", lambda: LAPTOP)
+    data = tmp_path / "reviews.csv"
+    rows = [f"review number {i} {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
+            for i in range(60)]
+    data.write_text("text,label\n" + "\n".join(rows + rows) + "\n")  # every input twice
+    out = tmp_path / "run"
+    assert main(["train", "classify", "--data", str(data), "--max-len", "1000000000",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-len 1,000,000,000" in err, err
+    assert not out.exists()
