@@ -313,14 +313,27 @@ def _gb(n: float) -> str:
 
 def check_memory(parts: list[tuple[str, float]], *, available: int | None = None) -> None:
     """Refuse a run whose known allocations (``parts``: (what, bytes), from the task's
-    ``memory_estimate``) exceed the memory this machine has available."""
+    ``memory_estimate``: the weights, the data, one training step's activations) exceed the
+    memory this machine has available, before anything is written. The parts are named
+    largest first, so the first one is what to make smaller; those under a hundredth of the
+    total are left out of the line. Each part counts only what is sure to be allocated (the
+    runs measured peak higher: docs/scale.md, "Memory"), so a run that fits is not refused,
+    which the message says.
+
+    Examples:
+        >>> check_memory([("the data", 1e9)], available=2 * 10**9)  # fits: nothing said
+    """
     total = sum(size for _, size in parts)
     available = available_memory() if available is None else available
     if not parts or available is None or total <= available:
         return
-    what = " + ".join(f"{_gb(size)} for {name}" for name, size in parts)
+    shown = sorted((part for part in parts if part[1] >= total / 100), key=lambda p: -p[1])
+    what = " + ".join(f"{_gb(size)} for {name}" for name, size in shown)
+    if (left := len(parts) - len(shown)) > 0:
+        what += f" + {left} smaller part{'s' if left > 1 else ''}"
     raise UsageError(f"these settings need about {_gb(total)} ({what}); this machine has "
-                     f"{_gb(available)} available")
+                     f"{_gb(available)} available (the count is a lower bound: only what is "
+                     f"sure to be allocated)")
 
 
 def first_missing(path: Path) -> Path:

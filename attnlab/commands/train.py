@@ -23,6 +23,12 @@ from . import preflight
 from .preflight import moved_data, resume_conflicts
 from .threads import default_threads
 
+# said under every task's --help: the check preflight.check_memory makes (docs/scale.md)
+MEMORY_NOTE = ("Settings whose weights, data and one training step's activations would not fit "
+               "in the memory available are refused before the run starts (docs/scale.md, "
+               "\"Memory\").")
+
+
 def add_shared_flags(p: argparse.ArgumentParser) -> None:
     """The flags every task shares: --out, --config, and one per ``TrainSettings`` field."""
     g = p.add_argument_group("training (every task's; a --config YAML may set any)")
@@ -37,7 +43,7 @@ def register(sub) -> None:
     tsub.required = True
     for name, task in available_tasks().items():
         tp = tsub.add_parser(name, help=task.help, description=task.help,
-                             argument_default=argparse.SUPPRESS)
+                             argument_default=argparse.SUPPRESS, epilog=MEMORY_NOTE)
         add_shared_flags(tp)
         task.add_arguments(tp)
         if task.model_settings():  # generated from the model's typed config
@@ -123,7 +129,8 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
     try:
-        notes, from_init, checked = _check_all(task, cfg, file_cfg, given, recorded)
+        notes, from_init, checked = _check_all(task, cfg, file_cfg, given, recorded,
+                                               memory_first=check_out)
     except UsageError as e:
         if not recipe:
             raise
@@ -175,19 +182,35 @@ def _refuse_blank(given: dict[str, Any], out_flag: str = "--out") -> None:
 
 
 def _check_all(task, cfg: dict[str, Any], file_cfg: dict[str, Any], given: dict[str, Any],
-               recorded: bool) -> tuple[list[str], set[str], Any]:
+               recorded: bool, *, memory_first: bool = False) -> tuple[list[str], set[str], Any]:
     """``--init``'s model settings over ``cfg``, then every rule of the run's settings (a
     ``UsageError`` names the first broken): (notes to print, the settings ``--init`` set,
-    what ``Task.check_settings`` read for the run)."""
+    what ``Task.check_settings`` read for the run). ``memory_first``: the memory check on
+    the settings as given, before the task reads its data (``_memory_before_data``)."""
     notes, from_init = _apply_init(task, cfg, {
         **{k: f"--config {given.get('config')}" for k in file_cfg}, **{k: "" for k in given}})
     validate_shared(cfg, task)
     if not cfg["resume"]:  # a resumed run continues as it was trained
         # a run's own config.yaml chose nothing its run did not: its values are not refused
         _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
+    if memory_first:
+        _memory_before_data(task, cfg)
     checked = task.check_settings(cfg)
     _check_monitoring(task, cfg)
     return notes, from_init, checked
+
+
+def _memory_before_data(task, cfg: dict[str, Any]) -> None:
+    """``preflight.check_memory`` on the settings as given, before the task reads its data
+    files, whose notes ("warning: the val rows of --data ...") came before the refusal of
+    classify's --max-len 1000000000; ``_preflight`` checks again once the data has said what
+    the flags do not (a prepared corpus's vocabulary). A value the estimate cannot count yet
+    (a --config value of the wrong type) is left to the task's own check, which names it."""
+    try:
+        parts = task.memory_estimate(cfg)
+    except (KeyError, TypeError, ValueError):
+        return
+    preflight.check_memory(parts)
 
 
 def _as_trained(task, cfg: dict[str, Any]) -> None:

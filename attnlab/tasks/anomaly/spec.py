@@ -24,6 +24,7 @@ from ...models.configs import SequenceClassifierConfig
 from ...run_config import RunSettings
 from ...settings import set_size_fits, setting
 from ..base import Runtime, Task
+from ..memory import step_activations
 from .checks import smallest_pool_class
 
 __all__ = ["AnomalySettings", "AnomalyTask", "TASKS"]
@@ -73,6 +74,18 @@ class AnomalyTask(Task):
         broken = set_size_fits(cfg["set_size"], smallest_pool_class())
         if broken:
             raise UsageError(broken)
+
+    def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
+        """The weights (default count); the --val-sets made at once, each element's 64 pixel
+        features in float32, held twice while they are stacked (``DigitSets.materialize``);
+        and one training step's activations over --batch-size new sets of --set-size
+        (``step_activations``). (--train-sets only counts the sets of an epoch: each batch
+        draws its own.)"""
+        T, val = cfg["set_size"], cfg["val_sets"]
+        return [*super().memory_estimate(cfg),
+                (f"--val-sets {val:,} of --set-size {T:,}", 2 * val * T * 64 * 4),
+                *step_activations(cfg, batch=cfg["batch_size"], length=T,
+                                  length_flag="--set-size")]
 
 
 

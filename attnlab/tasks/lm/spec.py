@@ -35,6 +35,7 @@ from ...run_config import RunSettings
 from ...runs import read_json
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
+from ..memory import step_activations
 from ...data.chat_rows import is_rows_file
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, check_rows,
                      init_is_run, init_tokenizer, is_prepared)
@@ -275,7 +276,11 @@ class LMTask(Task):
         copies): per block the attention's projections (queries and output --num-heads x
         --head-dim wide, keys and values --num-kv-heads x --head-dim) and the feed-forward
         network's two matrices (three when gated); the token embedding (and a separate output
-        matrix, --no-tie-weights); the learned position table (--positional learned).
+        matrix, --no-tie-weights); the learned position table (--positional learned); one
+        training step's activations over --batch-size windows of --block-size tokens
+        (``step_activations``), with the scores over the vocabulary where its size is known
+        before the run (a prepared corpus, --init; a tokeniser fitted to a text file may make
+        fewer than --vocab-size).
 
         Examples:
             >>> parts = LMTask().memory_estimate({"model_dim": 64, "num_heads": 4,
@@ -298,7 +303,11 @@ class LMTask(Task):
         if cfg.get("positional") == "learned":
             T = cfg.get("max_len") or cfg.get("block_size") or 0
             found.append((f"the learned position table ({T:,} x {d:,})", 16 * T * d))
-        return found
+        known = cfg.get("init") or (cfg.get("data") and is_prepared(cfg["data"]))
+        return [*found, *step_activations(
+            cfg, batch=cfg.get("batch_size") or 0, length=cfg.get("block_size") or 0,
+            length_flag="--block-size", ff=ff, outputs=(cfg.get("vocab_size") or 0) if known else 0,
+            outputs_flag="--vocab-size")]
 
 
 def _check_init(cfg: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from ...models.configs import ElementPredictorConfig
 from ...run_config import RunSettings
 from ...settings import epoch_steps, setting
 from ..base import Runtime, Task
+from ..memory import step_activations
 
 __all__ = ["SequenceSettings", "SequenceTask", "TASKS"]
 
@@ -98,17 +99,20 @@ class SequenceTask(Task):
         layers over the C symbols (C × D weights each, with their gradients and AdamW's
         moments) and one batch's one-hot inputs (B × T × C, int64), which a mistyped
         ``--num-categories 1000000000`` makes terabytes; and the attention maps of one
-        sequence (every layer and head, T × T), which the figures draw."""
+        sequence (every layer and head, T × T), which the figures draw; and one training
+        step's activations (``step_activations``) over a batch of at most --train-size."""
         n = cfg["train_size"] + cfg["val_size"] + cfg["test_size"]
         T, C = cfg["seq_len"], cfg["num_categories"]
+        B = min(cfg["batch_size"], cfg["train_size"])  # a batch holds at most the training set
         maps = cfg["num_layers"] * cfg["num_heads"] * T * T * 4
         return [*super().memory_estimate(cfg),
                 (f"{n:,} sequences of --seq-len {T:,}", 2 * n * T * 8),
                 (f"the input and output layers over --num-categories {C:,}",
                  16 * 2 * C * cfg["model_dim"]),
-                (f"one batch of one-hot inputs ({cfg['batch_size']:,} x {T:,} x {C:,})",
-                 cfg["batch_size"] * T * C * 8),
-                (f"the attention maps of one sequence ({T:,} x {T:,} per head and layer)", maps)]
+                (f"one batch of one-hot inputs ({B:,} x {T:,} x {C:,})", B * T * C * 8),
+                (f"the attention maps of one sequence ({T:,} x {T:,} per head and layer)", maps),
+                *step_activations(cfg, batch=B, length=T, length_flag="--seq-len", outputs=C,
+                                  outputs_flag="--num-categories")]
 
 
 

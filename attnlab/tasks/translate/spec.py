@@ -36,6 +36,7 @@ from ...settings import (MAX_BEAM, AdaptSettings, beam_setting, label_smoothing_
 from ...tokenizers import TOKENIZER_KINDS, normalize_setting
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
+from ..memory import step_activations
 
 __all__ = ["TranslateSettings", "TranslateTask", "TASKS", "TOKENIZERS", "DATASETS",
            "BLEU_TOKENIZE", "ARCHS", "marian_settings"]
@@ -148,6 +149,20 @@ class TranslateTask(Task):
         return dict.fromkeys(("val_bleu", "val_chrf"), "computed with --val-bleu N only (N "
                                                         "validation pairs decoded at each "
                                                         "validation)")
+
+    def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
+        """The weights (default count), and for the built-in pairs, drawn --batch-size at a
+        time whatever --test-size, one training step's activations through the encoder's and
+        the decoder's blocks, counted at one token a sentence (their length is the data's).
+        Batches of --data are its rows, however big --batch-size: not counted."""
+        found = super().memory_estimate(cfg)
+        if cfg.get("data") or cfg.get("arch", "transformer") != "transformer":
+            return found
+        layers = ((cfg.get("num_encoder_layers") or cfg["num_layers"])
+                  + (cfg.get("num_decoder_layers") or cfg["num_layers"]))
+        return [*found, *step_activations(cfg, batch=cfg["batch_size"], length=1,
+                                          length_flag="tokens a sentence, at least",
+                                          layers=layers, layers_flag="layers")]
 
     def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""

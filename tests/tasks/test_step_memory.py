@@ -1,0 +1,158 @@
+"""A run too big for the machine's memory is refused before it starts, counting one training
+step's activations (``attnlab.tasks.memory``), not only the weights: ``train reverse
+--num-layers 100000`` or ``train lm --batch-size 1000000000`` started training on a laptop and
+were killed by the operating system (exit 137, nothing saved). The memory available is stated
+in every test (a laptop's 8 GiB), never this machine's."""
+import subprocess
+import sys
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.commands import preflight
+from attnlab.errors import UsageError
+from attnlab.tasks import SHARED_DEFAULTS, get_task
+from attnlab.tasks.memory import step_activations
+
+LAPTOP = 8 * 2**30
+
+
+def refusal(task: str, cfg: dict) -> str:
+    """The one line ``check_memory`` refuses the settings ``cfg`` of ``task`` with on a
+    laptop, or fail if it lets them run."""
+    with pytest.raises(UsageError) as e:
+        preflight.check_memory(get_task(task).memory_estimate(cfg), available=LAPTOP)
+    return str(e.value)
+
+
+def settings(task: str, **given) -> dict:
+    """``task``'s default settings, on the CPU, with ``given`` (the dict the check reads)."""
+    return {**SHARED_DEFAULTS, **get_task(task).defaults, "accelerator": "cpu", **given}
+
+
+@pytest.mark.parametrize("task, given, named", [
+    ("reverse", {"num_layers": 100_000}, "--num-layers 100,000"),
+    ("lm", {"batch_size": 10**9, "data": "corpus.txt"}, "--batch-size 1,000,000,000"),
+    ("lm", {"block_size": 2**20, "model_dim": 1024, "num_heads": 16, "data": "corpus.txt",
+            "batch_size": 8}, "--block-size 1,048,576"),  # a wide model with a long context
+    # lm's default --attention-dropout 0.1 keeps every block's B x H x T x T weights on a CPU
+    # (its settings check makes None --dropout's)
+    ("lm", {"block_size": 8192, "data": "corpus.txt", "attention_dropout": 0.1},
+     "--block-size 8,192 squared"),
+    ("translate", {"batch_size": 10**9}, "--batch-size 1,000,000,000"),
+    ("anomaly", {"batch_size": 10**8}, "--batch-size 100,000,000"),
+])
+def test_a_step_too_big_for_a_laptop_is_refused_naming_the_flag(task, given, named):
+    line = refusal(task, settings(task, **given))
+    # the largest part comes first, naming the flag to make smaller, and the memory there is
+    first = line.split(" + ")[0]
+    assert named in first and ("activations of one training step" in first
+                               or "attention weights --attention-dropout keeps" in first), line
+    assert "8.6 GB available" in line and "lower bound" in line, line
+
+
+def test_the_activations_follow_precision_and_checkpointing():
+    cfg = settings("reverse", batch_size=64, seq_len=512, num_layers=8)
+    full = sum(size for _, size in step_activations(cfg, batch=64, length=512,
+                                                    length_flag="--seq-len"))
+    half = sum(size for _, size in step_activations({**cfg, "precision": "bf16-mixed"},
+                                                    batch=64, length=512, length_flag="--seq-len"))
+    kept = sum(size for _, size in step_activations({**cfg, "checkpoint_activations": True},
+                                                    batch=64, length=512, length_flag="--seq-len"))
+    assert half == full / 2
+    # 8 blocks' inputs (D each) and one block's 9·D + d_ff values, against 8 blocks' 9·D + d_ff
+    D, ff = cfg["model_dim"], cfg["dim_feedforward"]
+    assert kept / full == pytest.approx((8 * D + 9 * D + ff) / (8 * (9 * D + ff)))
+
+
+def test_activations_on_a_gpu_are_not_counted_against_this_machines_memory():
+    """--accelerator gpu keeps them in the GPU's memory: a laptop's RAM must not refuse it."""
+    cfg = settings("lm", batch_size=10**9, data="corpus.txt", accelerator="gpu")
+    preflight.check_memory(get_task("lm").memory_estimate(cfg), available=LAPTOP)
+
+
+def test_frozen_blocks_keep_no_activations():
+    cfg = settings("reverse", num_layers=12, batch_size=64)
+    whole = step_activations(cfg, batch=64, length=16, length_flag="--seq-len")[0][1]
+    last2 = step_activations({**cfg, "freeze": "all-but-last-2"}, batch=64, length=16,
+                             length_flag="--seq-len")[0][1]
+    lora = step_activations({**cfg, "freeze": "all-but-last-2", "lora_rank": 4}, batch=64,
+                            length=16, length_flag="--seq-len")[0][1]
+    assert last2 == whole * 2 / 12 and lora == whole
+
+
+def test_a_batch_bigger_than_the_training_set_is_counted_as_the_set():
+    """reverse's batches hold at most --train-size sequences: --batch-size 10**9 over 1,000
+    sequences trains on batches of 1,000 and must not be refused for 10**9."""
+    cfg = settings("reverse", batch_size=10**9, train_size=1000)
+    preflight.check_memory(get_task("reverse").memory_estimate(cfg), available=LAPTOP)
+
+
+def test_small_parts_are_left_out_of_the_line():
+    with pytest.raises(UsageError, match=r"^these settings need about 3\.0 GB \(2\.0 GB for b "
+                                         r"\+ 1\.0 GB for a \+ 1 smaller part\); this machine "
+                                         r"has 2\.0 GB available \(the count is a lower bound"):
+        preflight.check_memory([("a", 1e9), ("c", 1e6), ("b", 2e9)], available=2 * 10**9)
+
+
+@pytest.mark.slow
+def test_the_refusal_comes_before_the_run_directory(tmp_path, capsys, monkeypatch):
+    """A stated 100 MB available: the step's activations (~370 MB) are refused, exit 2, one
+    line, and --out is not made."""
+    monkeypatch.setattr(preflight, "available_memory", lambda: 100 * 10**6)
+    out = tmp_path / "run"
+    assert main(["train", "reverse", "--out", str(out), "--accelerator", "cpu", "--max-steps",
+                 "1", "--batch-size", "4096", "--seq-len", "64", "--train-size", "4096",
+                 "--val-size", "16", "--test-size", "16"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("attnlab: error: these settings need"), err
+    assert "--batch-size 4,096 x --seq-len 64" in err and "0.1 GB available" in err
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_the_estimate_is_below_what_a_run_really_holds(tmp_path):
+    """Never refuse a run that fits: the estimate of a run whose activations are most of its
+    memory stays below the peak resident memory the run reaches (the process's max RSS)."""
+    args = ["reverse", "--accelerator", "cpu", "--max-steps", "2", "--batch-size", "64",
+            "--seq-len", "512", "--model-dim", "64", "--num-layers", "2", "--train-size", "256",
+            "--val-size", "32", "--test-size", "32"]
+    cfg = settings("reverse", batch_size=64, seq_len=512, model_dim=64, num_layers=2,
+                   train_size=256, val_size=32, test_size=32)
+    parts = get_task("reverse").memory_estimate(cfg)
+    estimate = sum(size for _, size in parts)
+    assert max(parts, key=lambda p: p[1])[0].startswith("the activations of one training step")
+    code = ("import resource, sys; from attnlab.cli import main; rc = main(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    run = subprocess.run([sys.executable, "-c", code, "train", *args, "--out",
+                          str(tmp_path / "run")], capture_output=True, text=True, check=True)
+    peak = int(run.stdout.split()[-1]) * 1024  # Linux: kilobytes
+    assert estimate < peak
+
+
+def test_attention_weights_are_counted_only_where_dropout_keeps_them():
+    """The fused attention keeps no B x H x T x T weights (a block's memory per token did not
+    grow from 128 to 512 tokens); attention dropout on a CPU takes the reference path, which
+    keeps them (a 4-block lm of 32 x 512 tokens: 0.9 GB without it, 2.6 GB with it)."""
+    cfg = settings("lm", batch_size=32, block_size=512, data="corpus.txt", attention_dropout=0.1)
+    kept = [what for what, _ in get_task("lm").memory_estimate(cfg)]
+    assert any("--attention-dropout" in what for what in kept)
+    cfg["attention_dropout"] = 0.0
+    assert not any("attention weights" in what for what, _ in get_task("lm").memory_estimate(cfg))
+
+
+def test_a_refusal_for_memory_comes_before_any_note_on_the_data(tmp_path, capsys, monkeypatch):
+    """classify --max-len 1000000000 over a file whose rows repeat: the one line of the
+    refusal, not a warning on the data's repeated rows first (the data was read, and said,
+    before the memory was checked)."""
+    monkeypatch.setattr(preflight, "available_memory", lambda: LAPTOP)
+    data = tmp_path / "reviews.csv"
+    rows = [f"review number {i} {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
+            for i in range(60)]
+    data.write_text("text,label\n" + "\n".join(rows + rows) + "\n")  # every input twice
+    out = tmp_path / "run"
+    assert main(["train", "classify", "--data", str(data), "--max-len", "1000000000",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-len 1,000,000,000" in err, err
+    assert not out.exists()
