@@ -216,7 +216,7 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         x_labels: the T_k key tokens (columns).
         y_labels: the T_q query tokens (rows).
         path: the PNG file to write.
-        title: a title over the figure (wrapped to the figure's width).
+        title: a title over the figure (each of its lines wrapped to the figure's width).
         cmap: matplotlib colour map.
         kind: what every map is, named in each panel's title ("cross": a decoder's over the
             source). "causal" (square maps): keys after their query are grey, as the title
@@ -279,12 +279,14 @@ def _check_sizes(layers, x_labels, y_labels, mark_row) -> tuple[int, int]:
 
 def _with_grey(title: str | None, kind: str | None, shown: list[torch.Tensor],
                half: bool = False) -> str | None:
-    """``title`` with what the grey cells of the ``shown`` layers are, where there are any."""
+    """``title`` with what the grey cells of the ``shown`` layers are, where there are any, at
+    the end of its first line (the lines after it say other things: the run's metrics)."""
+    first, *rest = (title or "").split("\n")
     if kind == "causal":
-        title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
+        first = f"{first + '; ' if first else ''}grey: a key after its query (the causal mask)"
     if any(masked_cells(layer.numpy(), kind or "self", half=half).any() for layer in shown):
-        title = f"{title + '; ' if title else ''}grey: {MASKED_NOTE}"
-    return title
+        first = f"{first + '; ' if first else ''}grey: {MASKED_NOTE}"
+    return "\n".join([first, *rest]) if title or first else title
 
 
 def fewest_heads(heads: list[int], layer: int | None) -> int:
@@ -369,7 +371,9 @@ def _figure_size(rows, columns: int, T: int, x_text, y_text, fontsize: float,
     width = columns * (cell + side + bar)
     wrapped, top = None, 0.0
     if title:  # characters of the title's font in a line as wide as the figure
-        wrapped = textwrap.fill(title, max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4))
+        chars = max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4)
+        # each line wrapped on its own: a run's weights and metrics keep a line of their own
+        wrapped = "\n".join(textwrap.fill(line, chars) for line in title.split("\n"))
         top = 0.3 + 0.25 * wrapped.count("\n")
     return (width, len(rows) * (cell + below + head) + top + 0.2), wrapped
 

@@ -191,6 +191,7 @@ def _attention(args) -> str:
              f"{shown_input(args.input, 120)!r}")
     if row is not None:
         title += f", query row {row} outlined"
+    title += "\n" + record_line(run_dir)
     layer, head = (None if n is None else n - 1 for n in (args.layer, args.head))
     return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title, kind=kind,
                                          mark_row=row, layer=layer, head=head), out, given=given)
@@ -226,6 +227,18 @@ def shown_input(text: str, most: int) -> str:
     with "…" where it was cut."""
     text = " ".join(text.split())
     return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def record_line(run_dir) -> str:
+    """The line a figure of a run's attention says which run, weights and step it shows, and
+    what the run reached on its held-out split (``metrics.json``'s test_ scores, else its
+    val_ ones: an lm's; ``attnlab view`` shows every metric)."""
+    from ..explorer.record import metrics_text, run_record, weights_text
+
+    record = run_record(run_dir)
+    metrics = record.get("metrics") or {}
+    keys = ("test_",) if any(k.startswith("test_") for k in metrics) else ("val_",)
+    return f"run {run_dir} · {weights_text(record)} · {metrics_text(record, keys=keys)}"
 
 
 def attention_focus(task, run_dir, cfg, text):

@@ -94,8 +94,11 @@ def write_page(args):
     row = attention_focus(task, run_dir, cfg, args.input)  # a graph node's row: opened pinned
     if row is not None:
         title += f", query row {row} pinned"
+    from ..explorer.record import run_record
+
     view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg.task,
-                                        run=str(args.run_dir), title=title, focus=row))
+                                        run=str(args.run_dir), title=title, focus=row,
+                                        record=run_record(run_dir)))
     return Path(_write(lambda: view.save(out), out, given=given))
 
 
