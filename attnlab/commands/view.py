@@ -60,14 +60,16 @@ def _check_flags(args) -> None:
 def attention_layers(task, run_dir, cfg, text):
     """(layers, query tokens, key tokens) of the trained model on ``text``: the runtime's own
     ``attention_layers`` (a translation's three groups, a jet's every constituent), else its
-    ``attention_maps`` as layers ("causal" where no weight lies above the diagonal)."""
+    ``attention_maps`` as layers of the task's kind of attention (an lm's: "causal", also on a
+    one-token input, whose map cannot show it), else "causal" where no weight lies above the
+    diagonal."""
     from ..explorer.view import layers_of
 
     runtime = task.runtime()
     if task.capabilities.attention_layers:
         return runtime.attention_layers(task, run_dir, cfg, text)
     maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, text)
-    return layers_of(maps), y_labels, x_labels
+    return layers_of(maps, task.capabilities.attention_kind), y_labels, x_labels
 
 
 def write_page(args):

@@ -192,6 +192,17 @@ def test_the_page_says_which_weights_and_what_the_run_reached(run_copy, capsys):
     assert record["note"].startswith(f"no metrics yet: {run}/metrics.json is not written")
 
 
+def test_a_one_token_lm_page_is_causal_as_the_figure_says(runs, tmp_path, capsys):
+    """A one-token lm input's 1 x 1 maps cannot show their mask: the page called them
+    "self-attention" while `plot attention` of the same input titled them causal."""
+    run, _ = runs["lm"]
+    out = tmp_path / "one.html"
+    assert view(capsys, run, "--input", "t", "--out", out)[0] == 0
+    layers = read_data(out.read_text(encoding="utf-8"))["layers"]
+    assert layers and {(layer["kind"], layer["group"]) for layer in layers} == {
+        ("causal", "causal")}
+
+
 def stop(proc, signum=signal.SIGINT) -> tuple[int, str, str]:
     """Sends ``signum`` (Ctrl-C) and returns the exit status, stdout and stderr. A process still
     running 20 s later fails the test with what each of its threads was doing then (Python's
