@@ -135,7 +135,8 @@ def weights_text(record: dict[str, Any]) -> str:
         value = w.get("value")
         return (f"{w['file']}: step {w['step']}{of}, the best {w.get('monitor') or 'validation'}"
                 f"{'' if value is None and 'value' not in w else f' ({shown_value(value)})'}")
-    return f"{w['file']}: step {w['step']}{of}, the last step"
+    saved = "" if w["file"] == WEIGHTS_FILE else " saved"  # a checkpoint: the last saved
+    return f"{w['file']}: step {w['step']}{of}, the last{saved} step"
 
 
 def metrics_text(record: dict[str, Any], *, keys: tuple[str, ...] | None = None) -> str:

@@ -78,7 +78,7 @@ def test_a_run_without_readable_metrics_says_so(tmp_path, content, says):
 def test_a_checkpoints_step_is_the_one_named(tmp_path):
     run = write_metrics(tmp_path / "run", {"steps": 50})
     record = run_record(run, step=12, checkpoint="checkpoints/last.ckpt")
-    assert weights_text(record) == "checkpoints/last.ckpt: step 12 of 50, the last step"
+    assert weights_text(record) == "checkpoints/last.ckpt: step 12 of 50, the last saved step"
 
 
 def test_a_page_record_that_is_not_the_layout_is_refused():
