@@ -39,9 +39,11 @@ def _read_metrics(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"no metrics: {e}"
     if not isinstance(metrics, dict):
         return None, f"no metrics: {path} holds no table of metrics"
-    # numbers, and null for a value that was not finite; lists and tables (classify's per-class
+    # numbers, and null for a value that was not finite (as metrics.json writes one; an older
+    # attnlab wrote NaN, which Python's json reads); lists and tables (classify's per-class
     # scores) stay in the file
-    return {k: v for k, v in metrics.items()
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in metrics.items()
             if v is None or isinstance(v, (bool, numbers.Real, str))}, None
 
 

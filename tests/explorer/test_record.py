@@ -56,6 +56,18 @@ def test_a_value_that_was_not_finite_is_said_so_not_hidden(tmp_path):
     check_data(attention_data(ONE_LAYER, ["a", "b"], record=record))
 
 
+def test_an_older_runs_nan_is_shown_as_not_finite_not_a_crash(tmp_path):
+    """An older attnlab wrote a NaN loss into metrics.json as NaN, which Python's json reads:
+    `attnlab view` of such a run stopped on a traceback (the page holds no NaN)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text('{"steps": 4, "val_loss": NaN, "test_auc": Infinity}')
+    record = run_record(run)
+    assert shown_metrics(record) == [["test_auc", "not finite (null)"],
+                                     ["val_loss", "not finite (null)"], ["steps", "4"]]
+    check_data(attention_data(ONE_LAYER, ["a", "b"], record=record))
+
+
 @pytest.mark.parametrize("content, says", [
     (None, "no metrics yet: {run}/metrics.json is not written (training stopped before its "
            "end, or is still running)"),
