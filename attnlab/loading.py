@@ -33,7 +33,8 @@ __all__ = ["check_run_dir", "check_config", "check_values", "load", "weights_fro
 CHECKPOINTS = ("last",)
 CHECKPOINT_FLAG = "--checkpoint"
 # the commands that take it (attnlab.commands.checkpoint.add_checkpoint_flag), as a hint names them
-CHECKPOINT_COMMANDS = ("predict", "translate", "generate", "evaluate", "export")
+CHECKPOINT_COMMANDS = ("predict", "translate", "generate", "evaluate", "export", "view",
+                       "plot attention")
 
 
 def check_values(task, values: dict, where: str, *, training: bool = False,

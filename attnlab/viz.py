@@ -216,7 +216,7 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
         x_labels: the T_k key tokens (columns).
         y_labels: the T_q query tokens (rows).
         path: the PNG file to write.
-        title: a title over the figure (wrapped to the figure's width).
+        title: a title over the figure (each of its lines wrapped to the figure's width).
         cmap: matplotlib colour map.
         kind: what every map is, named in each panel's title ("cross": a decoder's over the
             source). "causal" (square maps): keys after their query are grey, as the title
@@ -279,12 +279,14 @@ def _check_sizes(layers, x_labels, y_labels, mark_row) -> tuple[int, int]:
 
 def _with_grey(title: str | None, kind: str | None, shown: list[torch.Tensor],
                half: bool = False) -> str | None:
-    """``title`` with what the grey cells of the ``shown`` layers are, where there are any."""
+    """``title`` with what the grey cells of the ``shown`` layers are, where there are any, at
+    the end of its first line (the lines after it say other things: the run's metrics)."""
+    first, *rest = (title or "").split("\n")
     if kind == "causal":
-        title = f"{title + '; ' if title else ''}grey: a key after its query (the causal mask)"
+        first = f"{first + '; ' if first else ''}grey: a key after its query (the causal mask)"
     if any(masked_cells(layer.numpy(), kind or "self", half=half).any() for layer in shown):
-        title = f"{title + '; ' if title else ''}grey: {MASKED_NOTE}"
-    return title
+        first = f"{first + '; ' if first else ''}grey: {MASKED_NOTE}"
+    return "\n".join([first, *rest]) if title or first else title
 
 
 def fewest_heads(heads: list[int], layer: int | None) -> int:
@@ -369,7 +371,9 @@ def _figure_size(rows, columns: int, T: int, x_text, y_text, fontsize: float,
     width = columns * (cell + side + bar)
     wrapped, top = None, 0.0
     if title:  # characters of the title's font in a line as wide as the figure
-        wrapped = textwrap.fill(title, max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4))
+        chars = max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4)
+        # each line wrapped on its own: a run's weights and metrics keep a line of their own
+        wrapped = "\n".join(textwrap.fill(line, chars) for line in title.split("\n"))
         top = 0.3 + 0.25 * wrapped.count("\n")
     return (width, len(rows) * (cell + below + head) + top + 0.2), wrapped
 
@@ -699,7 +703,10 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     np.fill_diagonal(w, 0.0)  # attention to itself is not a line
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.2, 5.6))
-    strongest = np.argsort(w, axis=None)[::-1][:min(lines, w.size)]
+    # among the pairs of two constituents: a jet of 6 has 30, and its 6 self-weights of 0
+    # were counted ("the 36 strongest") and set the legend's weakest arrow at "weight 0.00"
+    pairs = np.flatnonzero(~np.eye(len(w), dtype=bool))
+    strongest = pairs[np.argsort(w.flat[pairs], kind="stable")[::-1]][:lines]
     top = w.flat[strongest[0]] if len(strongest) and w.flat[strongest[0]] > 0 else 1.0
     biggest = max(pt.max(), 1e-9)
     area = 400 * pt / biggest + 4  # a disc's area in points², proportional to pT
@@ -744,17 +751,50 @@ def _jet_legend(ax, drawn, top: float, biggest: float) -> None:
     the strongest and weakest arrow drawn, and two discs with their pT."""
     from matplotlib.lines import Line2D
 
+    strongest, weakest = float(drawn.max()), float(drawn.min())
+    texts = _distinct_numbers(strongest, weakest)
     handles = [Line2D([], [], color="C3", lw=_arrow_width(1.0), alpha=0.9,
-                      label=f"query → key, weight {float(drawn.max()):.2f}"),
-               Line2D([], [], color="C3", lw=_arrow_width(float(drawn.min()) / top),
-                      alpha=0.15 + 0.75 * float(drawn.min()) / top,
-                      label=f"query → key, weight {float(drawn.min()):.2f}"),
-               ax.scatter([], [], s=404, color="C0", edgecolors="k", linewidths=0.4,
-                          label=f"pT {biggest:.0f} GeV (disc area ∝ pT)"),
-               ax.scatter([], [], s=104, color="C0", edgecolors="k", linewidths=0.4,
-                          label=f"pT {biggest / 4:.0f} GeV")]
+                      label=f"query → key, weight {texts[0]}")]
+    if len(texts) > 1:  # arrows of one weight are one entry, not two that read the same
+        handles.append(Line2D([], [], color="C3", lw=_arrow_width(weakest / top),
+                              alpha=0.15 + 0.75 * weakest / top,
+                              label=f"query → key, weight {texts[1]}"))
+    sizes = _distinct_numbers(biggest, biggest / 4)
+    handles += [ax.scatter([], [], s=404, color="C0", edgecolors="k", linewidths=0.4,
+                           label=f"pT {sizes[0]} GeV (disc area ∝ pT)"),
+                ax.scatter([], [], s=104, color="C0", edgecolors="k", linewidths=0.4,
+                           label=f"pT {sizes[-1]} GeV")]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
               fontsize=8, labelspacing=1.2, borderpad=0.8, columnspacing=2.0, frameon=False)
+
+
+def _distinct_numbers(large: float, small: float) -> list[str]:
+    """``large`` and ``small`` as a legend writes them: two decimals (no decimals from 10 on),
+    more where two decimals would write both alike (a near-uniform attention's 0.0345 and
+    0.0338, both "0.03"), until they differ (at most 12 decimals); one text where the two
+    are equal. A small positive number is never written 0.
+
+    Examples:
+        >>> _distinct_numbers(0.9, 0.3), _distinct_numbers(0.0345, 0.0338)
+        (['0.90', '0.30'], ['0.035', '0.034'])
+        >>> _distinct_numbers(97.2, 24.3), _distinct_numbers(0.05, 0.05)
+        (['97', '24'], ['0.05'])
+    """
+    if large == small:
+        return [_decimals(large, 2 if abs(large) < 10 else 0)]
+    decimals = 2 if abs(large) < 10 else 0
+    while True:
+        texts = [_decimals(large, decimals), _decimals(small, decimals)]
+        if texts[0] != texts[1] or decimals >= 12:
+            return texts
+        decimals += 1
+
+
+def _decimals(value: float, decimals: int) -> str:
+    """``value`` to ``decimals`` decimals, or to 2 significant digits where that writes a
+    positive number as 0 (a jet's 0.4 GeV at no decimals)."""
+    text = f"{value:.{decimals}f}"
+    return f"{value:.2g}" if value > 0 and float(text) == 0 else text
 
 
 _CLASS_CHARS = 24  # characters kept of a class name in plot_confusion (20 Newsgroups' fit)

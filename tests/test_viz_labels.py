@@ -86,6 +86,33 @@ def test_the_jet_figure_says_what_its_arrows_and_discs_mean(drawn):
                       "pT 200 GeV (disc area ∝ pT)", "pT 50 GeV"]
 
 
+@pytest.mark.slow
+def test_the_jet_legend_never_shows_two_entries_that_read_the_same(drawn):
+    """A freshly trained tagger attends almost uniformly: its strongest and weakest arrows
+    (0.0345 and 0.0338) were both written "weight 0.03", two legend entries that read alike
+    for arrows of different widths. They are written until they differ; arrows of one weight
+    are one entry; a constituent's weight on itself is no arrow, counted or in the legend."""
+    import numpy as np
+
+    eta, phi = np.array([0.0, 0.3, -0.3]), np.array([0.0, 0.2, 0.1])
+    pt = np.array([1.6, 0.8, 0.4])  # soft constituents: a quarter of 1.6 GeV is not "0 GeV"
+    w = np.full((3, 3), 0.034)
+    w[1, 0], w[2, 1] = 0.0345, 0.0338
+    viz.plot_jet_attention(eta, phi, pt, w, "unused.png", lines=2)
+    legend = [t.get_text() for t in drawn[0].axes[0].get_legend().get_texts()]
+    assert legend == ["query → key, weight 0.035", "query → key, weight 0.034",
+                      "pT 1.60 GeV (disc area ∝ pT)", "pT 0.40 GeV"]
+    # more lines asked than a jet of 3 has pairs (6): its self-weights are no arrows, and
+    # were counted ("the 9 strongest") as arrows of "weight 0.00"
+    viz.plot_jet_attention(eta, phi, pt, np.full((3, 3), 0.25), "unused.png", lines=40)
+    (ax,) = drawn[1].axes
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["query → key, weight 0.25", "pT 1.60 GeV (disc area ∝ pT)",
+                      "pT 0.40 GeV"]
+    assert ax.get_title() == "3 constituents; the 6 strongest attention weights"
+    assert len([a for a in ax.texts if a.arrow_patch is not None]) == 6
+
+
 def test_the_pe_heatmap_counts_positions_and_dimensions_from_0_as_its_curves_and_pe_do(drawn):
     """The heatmap once put position 0 at x = 1 and dimension 0 at y = 1, while the curves
     below it (and PE(pos, i)) count from 0: read at position 2, dimension 1, it showed

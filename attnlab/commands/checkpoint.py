@@ -1,5 +1,5 @@
-"""``--checkpoint last`` of ``predict``, ``translate``, ``generate``, ``evaluate`` and
-``export`` (``attnlab.loading.CHECKPOINT_COMMANDS``): use the
+"""``--checkpoint last`` of ``predict``, ``translate``, ``generate``, ``evaluate``, ``export``,
+``view`` and ``plot attention`` (``attnlab.loading.CHECKPOINT_COMMANDS``): use the
 weights of the run's training checkpoint (``checkpoints/last.ckpt``) instead of its final
 ``model.safetensors`` — the only weights of a run that was interrupted, and the last step
 (not the best) of a ``--keep-best`` run. ``attnlab.loading.weights_from`` reads it; the

@@ -1,6 +1,7 @@
 """``attnlab plot attention|pe|lr``: figures as PNG files (matplotlib, no display needed).
 
     attnlab plot attention DIR --input TEXT [--layer N] [--head N] [--out PNG]
+                           [--checkpoint last]
                                                           attention maps of a trained run
     attnlab plot pe [--d-model 48] [--max-len 96] [--out PNG]
     attnlab plot lr [--schedule cosine|noam|wsd|linear|constant|both|all] [--warmup W]
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from ..errors import UsageError
 from ..settings import (SCHEDULES, WSD_COOLDOWN, add_flags, check_options, check_schedule,
                         cooldown_setting, min_lr_setting, setting)
+from .checkpoint import add_checkpoint_flag
 from .threads import add_threads_flag, check_threads, use_threads
 
 # per schedule: (warm-up, steps) the course and the paper plot (the others: the course's)
@@ -46,6 +48,7 @@ def register(sub) -> None:
                                                 "you name it here)")
     add_flags(a, AttentionOptions)
     add_threads_flag(a)
+    add_checkpoint_flag(a)
     a.set_defaults(func=run)
 
     pe = what.add_parser("pe", help="the sinusoidal positional encoding",
@@ -162,7 +165,7 @@ def _write(draw, out, *, given: bool = True) -> str:
 def _attention(args) -> str:
     from pathlib import Path
 
-    from ..loading import check_run_dir
+    from ..loading import check_run_dir, weights_from
     from ..tasks import get_task
     from ..viz import heads_per_layer, plot_attention
     from .inputs import check_input
@@ -173,24 +176,27 @@ def _attention(args) -> str:
     given = args.out is not None
     if given:
         choose_out(args.out, None)
-    run_dir, cfg = check_run_dir(args.run_dir, command="plot attention")
+    run_dir, cfg = check_run_dir(args.run_dir, command="plot attention",
+                                 checkpoint=args.checkpoint)
     use_threads(args, "one", run_dir)
     out = choose_out(args.out, Path(run_dir) / "attention_input.png")
     task = get_task(cfg.task)
     runtime = task.runtime()
-    if task.capabilities.attention_figure:  # a task's own picture (jets: the jet itself)
-        _no_choice(args, cfg.task)
-        return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out),
-                      out, given=given)
-    maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, args.input)
-    _check_choice(args, heads_per_layer(maps))
-    row = attention_focus(task, run_dir, cfg, args.input)
+    with weights_from(run_dir, cfg, args.checkpoint, say=True) as step:
+        if task.capabilities.attention_figure:  # a task's own picture (jets: the jet itself)
+            _no_choice(args, cfg.task)
+            return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out),
+                          out, given=given)
+        maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, args.input)
+        _check_choice(args, heads_per_layer(maps))
+        row = attention_focus(task, run_dir, cfg, args.input)
     kind = task.capabilities.attention_kind  # translate: "cross", all its maps are
     # the figure wraps its title: room for more of the input than a line holds, "…" if cut
     title = (f"{cfg.task}: {kind + '-' if kind else ''}attention on "
              f"{shown_input(args.input, 120)!r}")
     if row is not None:
         title += f", query row {row} outlined"
+    title += "\n" + record_line(run_dir, shown_record(run_dir, args.checkpoint, step))
     layer, head = (None if n is None else n - 1 for n in (args.layer, args.head))
     return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title, kind=kind,
                                          mark_row=row, layer=layer, head=head), out, given=given)
@@ -226,6 +232,29 @@ def shown_input(text: str, most: int) -> str:
     with "…" where it was cut."""
     text = " ".join(text.split())
     return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def shown_record(run_dir, checkpoint: str | None, step: int | None) -> dict:
+    """``run_record`` of the weights a command shows: ``--checkpoint``'s file and ``step``
+    (``weights_from``'s), else ``model.safetensors``."""
+    from ..explorer.record import run_record
+    from ..loading import checkpoint_file
+
+    if checkpoint is None:
+        return run_record(run_dir)
+    path = checkpoint_file(run_dir, checkpoint).relative_to(run_dir)
+    return run_record(run_dir, step=step, checkpoint=path.as_posix())
+
+
+def record_line(run_dir, record: dict) -> str:
+    """The line a figure of a run's attention says which run, weights and step it shows, and
+    what the run reached on its held-out split (``metrics.json``'s test_ scores, else its
+    val_ ones: an lm's; ``attnlab view`` shows every metric)."""
+    from ..explorer.record import metrics_text, weights_text
+
+    metrics = record.get("metrics") or {}
+    keys = ("test_",) if any(k.startswith("test_") for k in metrics) else ("val_",)
+    return f"run {run_dir} · {weights_text(record)} · {metrics_text(record, keys=keys)}"
 
 
 def attention_focus(task, run_dir, cfg, text):

@@ -1,4 +1,5 @@
-"""``attnlab view DIR --input TEXT [--out FILE.html] [--serve [--port N]]``: an interactive page
+"""``attnlab view DIR --input TEXT [--out FILE.html] [--serve [--port N]] [--checkpoint last]``:
+an interactive page
 of a trained run's attention on one input — every layer and head, tokens on both axes — as one
 self-contained HTML file (no network request; it can be mailed or committed).
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..settings import ModelRunSettings, add_flags, check_options, setting
+from .checkpoint import add_checkpoint_flag
 from .threads import use_threads
 
 PAGE_FORMATS = (".html", ".htm")
@@ -44,6 +46,7 @@ def register(sub) -> None:
                         f"replaced unless you name it here)")
     p.add_argument("--serve", action="store_true",
                    help="also serve the page on 127.0.0.1 until Ctrl-C or SIGTERM")
+    add_checkpoint_flag(p)
     add_flags(p, ViewOptions)
     p.set_defaults(func=run)
 
@@ -60,42 +63,46 @@ def _check_flags(args) -> None:
 def attention_layers(task, run_dir, cfg, text):
     """(layers, query tokens, key tokens) of the trained model on ``text``: the runtime's own
     ``attention_layers`` (a translation's three groups, a jet's every constituent), else its
-    ``attention_maps`` as layers ("causal" where no weight lies above the diagonal)."""
+    ``attention_maps`` as layers of the task's kind of attention (an lm's: "causal", also on a
+    one-token input, whose map cannot show it), else "causal" where no weight lies above the
+    diagonal."""
     from ..explorer.view import layers_of
 
     runtime = task.runtime()
     if task.capabilities.attention_layers:
         return runtime.attention_layers(task, run_dir, cfg, text)
     maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, text)
-    return layers_of(maps), y_labels, x_labels
+    return layers_of(maps, task.capabilities.attention_kind), y_labels, x_labels
 
 
 def write_page(args):
     """Check the flags and the run, then write the page; return its path."""
     from pathlib import Path
 
-    from ..loading import check_run_dir
+    from ..loading import check_run_dir, weights_from
     from ..tasks import get_task
-    from .plot import _write, choose_out
+    from .plot import _write, choose_out, shown_record
 
     _check_flags(args)
     given = args.out is not None
     if given:
         choose_out(args.out, None, formats=PAGE_FORMATS)
-    run_dir, cfg = check_run_dir(args.run_dir, command="view")
+    run_dir, cfg = check_run_dir(args.run_dir, command="view", checkpoint=args.checkpoint)
     use_threads(args, "one", run_dir)
     out = choose_out(args.out, Path(run_dir) / DEFAULT_NAME, formats=PAGE_FORMATS, what="a page")
     task = get_task(cfg.task)
-    layers, query_tokens, key_tokens = attention_layers(task, run_dir, cfg, args.input)
     from ..explorer import AttentionView, attention_data
     from .plot import attention_focus, shown_input
 
+    with weights_from(run_dir, cfg, args.checkpoint, say=True) as step:
+        layers, query_tokens, key_tokens = attention_layers(task, run_dir, cfg, args.input)
+        row = attention_focus(task, run_dir, cfg, args.input)  # a graph node's: opened pinned
     title = f"{cfg.task}: attention on {shown_input(args.input, 61)!r}"
-    row = attention_focus(task, run_dir, cfg, args.input)  # a graph node's row: opened pinned
     if row is not None:
         title += f", query row {row} pinned"
     view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg.task,
-                                        run=str(args.run_dir), title=title, focus=row))
+                                        run=str(args.run_dir), title=title, focus=row,
+                                        record=shown_record(run_dir, args.checkpoint, step)))
     return Path(_write(lambda: view.save(out), out, given=given))
 
 

@@ -19,11 +19,15 @@ cross-attention: target queries over source keys) carries its own ``query_tokens
 weight is exactly 0, as a mask makes it (a graph's non-edge, a padded key; a causal layer's
 later keys are its kind's), drawn grey, not as a weight of 0 the model chose. ``focus``, where
 there is one, is the query row the page opens pinned on (a graph node's, which ``--input``
-names; absent or null: none). Weights are rounded to ``digits`` decimals (4; benchmarks/RESULTS.md,
-"explorer", measures a page's size), each correctly (``rounded``: 0.07849 is 0.0785),
-and the page shows them at that precision, so each number it shows is the model's weight rounded
-once. ``mean``, in a layer of more than one head, is the T_q × T_k mean over its heads, taken
-before rounding (a mean of rounded weights can be off in the last digit).
+names; absent or null: none). ``record``, on a page of a run (``attnlab view``), is which
+weights are shown and what the run reached: ``{"weights": {"file", "step", "steps", "which"},
+"metrics": {...} or null, "note", "shown": {"weights": "...", "metrics": [[name, text]]}}``
+(``attnlab.explorer.record``). Weights are rounded to ``digits`` decimals (4;
+benchmarks/RESULTS.md, "explorer", measures a page's size), each correctly (``rounded``:
+0.07849 is 0.0785), and the page shows them at that precision, so each number it shows is the
+model's weight rounded once. ``mean``, in a layer of more than one head, is the T_q × T_k
+mean over its heads, taken before rounding (a mean of rounded weights can be off in the last
+digit).
 
 Torch is not needed here: weights may be tensors, NumPy arrays or nested lists.
 
@@ -36,6 +40,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+
+from .record import check_record, shown_metrics, weights_text
 
 __all__ = ["KINDS", "Layer", "attention_data", "check_data", "masked_cells", "rounded",
            "underflows_early"]
@@ -138,10 +144,32 @@ def _tokens(tokens: Sequence[Any], what: str) -> list[str]:
     return [str(t) for t in tokens]
 
 
+def _layer_entry(layer: Layer, queries: list[str], keys: list[str], digits: int) -> dict:
+    """One layer as the page's JSON holds it (over the page's tokens unless it has its own)."""
+    if layer.kind not in KINDS:
+        raise ValueError(f"layer {layer.name!r}: kind must be one of {KINDS}, "
+                         f"got {layer.kind!r}")
+    w = _as_heads(layer.weights, layer.name)
+    q = queries if layer.query_tokens is None else _tokens(layer.query_tokens, "query_tokens")
+    k = keys if layer.key_tokens is None else _tokens(layer.key_tokens, "key_tokens")
+    if w.shape[1:] != (len(q), len(k)):
+        raise ValueError(f"layer {layer.name!r}: weights are {w.shape[1]} x {w.shape[2]} "
+                         f"(T_q x T_k) but there are {len(q)} query and {len(k)} key tokens")
+    entry = {"name": layer.name, "kind": layer.kind, "group": layer.group or layer.kind,
+             **_shown_weights(w, digits)}
+    masked = masked_cells(w, layer.kind, half=underflows_early(layer.weights))
+    if masked.any():
+        entry["masked"] = masked.astype(int).tolist()
+    if layer.query_tokens is not None or layer.key_tokens is not None:
+        entry.update(query_tokens=q, key_tokens=k)
+    return entry
+
+
 def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
                    key_tokens: Sequence[Any] | None = None, *, task: str | None = None,
                    run: str | None = None, title: str | None = None,
-                   digits: int = 4, focus: int | None = None) -> dict[str, Any]:
+                   digits: int = 4, focus: int | None = None,
+                   record: dict[str, Any] | None = None) -> dict[str, Any]:
     """The page's JSON-ready dict for ``layers`` over these tokens.
 
     Args:
@@ -153,10 +181,13 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         title: a line over the page.
         digits: decimals kept of each weight and shown on the page.
         focus: a query row the page opens pinned on (its weights read out), or None.
+        record: what the run reached and which of its weights these are
+            (``attnlab.explorer.record.run_record``), shown over the page; None in Python use.
 
     Returns:
         ``{"version", "task", "run", "title", "query_tokens", "key_tokens", "layers"}``, and
-        ``"focus"`` when given.
+        ``"focus"`` and ``"record"`` (with the texts the page shows, under ``"shown"``) when
+        given.
 
     Raises:
         ValueError: no layers, an unknown kind, weights not (H, T_q, T_k) or not finite, or
@@ -172,31 +203,17 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         raise ValueError("no attention layers to show")
     queries = _tokens(query_tokens, "query_tokens")
     keys = queries if key_tokens is None else _tokens(key_tokens, "key_tokens")
-    out = []
-    for layer in layers:
-        if layer.kind not in KINDS:
-            raise ValueError(f"layer {layer.name!r}: kind must be one of {KINDS}, "
-                             f"got {layer.kind!r}")
-        w = _as_heads(layer.weights, layer.name)
-        q = queries if layer.query_tokens is None else _tokens(layer.query_tokens, "query_tokens")
-        k = keys if layer.key_tokens is None else _tokens(layer.key_tokens, "key_tokens")
-        if w.shape[1:] != (len(q), len(k)):
-            raise ValueError(f"layer {layer.name!r}: weights are {w.shape[1]} x {w.shape[2]} "
-                             f"(T_q x T_k) but there are {len(q)} query and {len(k)} key tokens")
-        entry = {"name": layer.name, "kind": layer.kind, "group": layer.group or layer.kind,
-                 **_shown_weights(w, digits)}
-        masked = masked_cells(w, layer.kind, half=underflows_early(layer.weights))
-        if masked.any():
-            entry["masked"] = masked.astype(int).tolist()
-        if layer.query_tokens is not None or layer.key_tokens is not None:
-            entry.update(query_tokens=q, key_tokens=k)
-        out.append(entry)
+    out = [_layer_entry(layer, queries, keys, digits) for layer in layers]
     data = {"version": VERSION, "task": task, "run": run, "title": title or "",
             "digits": digits, "query_tokens": queries, "key_tokens": keys, "layers": out}
     if focus is not None:
         if not 0 <= focus < len(queries):
             raise ValueError(f"focus must be a query row, 0 to {len(queries) - 1}, got {focus}")
         data["focus"] = {"axis": "q", "index": int(focus)}
+    if record is not None:
+        check_record(record)
+        data["record"] = {**record, "shown": {"weights": weights_text(record),
+                                              "metrics": shown_metrics(record)}}
     return data
 
 
@@ -228,7 +245,21 @@ def check_data(data: dict[str, Any]) -> None:
     digits = data.get("digits", 4)
     if type(digits) is not int or not 0 <= digits <= 20:  # toFixed's range is 0 to 100
         raise ValueError(f"digits {digits!r} is not a number of decimals, 0 to 20")
+    if data.get("record") is not None:
+        _check_shown_record(data["record"])
     focus = data.get("focus")
     if focus is not None and not (focus.get("axis") == "q" and isinstance(focus.get("index"), int)
                                   and 0 <= focus["index"] < len(data["query_tokens"])):
         raise ValueError(f"focus {focus!r} is not a query row of the page")
+
+
+def _check_shown_record(record: Any) -> None:
+    """A page's run record: ``run_record``'s layout and the texts the page shows of it."""
+    check_record(record)
+    shown = record.get("shown")
+    if not (isinstance(shown, dict) and isinstance(shown.get("weights"), str)
+            and isinstance(shown.get("metrics"), list)
+            and all(isinstance(pair, list) and len(pair) == 2
+                    and all(isinstance(x, str) for x in pair) for pair in shown["metrics"])):
+        raise ValueError("the run record's shown texts are not a weights line and "
+                         "[name, value] pairs")

@@ -55,9 +55,8 @@ def test_an_interrupted_run_answers_as_the_finished_one_from_its_last_checkpoint
     assert main([a.format(run=run) for a in command]) == 2  # no model.safetensors
     assert capsys.readouterr().err.endswith(
         f"has no model.safetensors (did training finish?); predict, translate, generate, "
-        f"evaluate and "
-        f"export take --checkpoint last to use {run / 'checkpoints' / 'last.ckpt'}, its last "
-        f"saved step\n")
+        f"evaluate, export, view and plot attention take --checkpoint last to use "
+        f"{run / 'checkpoints' / 'last.ckpt'}, its last saved step\n")
     steps = 12 if name == "cut" else 4
     resumed = _out(capsys, [a.format(run=run) for a in command] + ["--checkpoint", "last"])
     assert resumed.out == finished.out  # the final checkpoint holds the final weights
@@ -181,9 +180,53 @@ def test_an_interrupted_translate_run_translates_from_its_last_checkpoint(tmp_pa
     capsys.readouterr()
     finished = _out(capsys, ["translate", str(done), "12", "345"])
     assert main(["translate", str(cut), "12", "345"]) == 2
-    assert "; predict, translate, generate, evaluate and export take --checkpoint last to use " \
+    assert ("; predict, translate, generate, evaluate, export, view and plot attention take "
+            "--checkpoint last to use ") \
            in capsys.readouterr().err
     resumed = _out(capsys, ["translate", str(cut), "12", "345", "--checkpoint", "last"])
     assert resumed.out == finished.out and len(finished.out.splitlines()) == 2
     # and the notes of the finished run's translations, after the step it uses
     assert resumed.err == f"using {cut / 'checkpoints' / 'last.ckpt'} (step 6)\n{finished.err}"
+
+
+def test_an_interrupted_run_is_viewed_and_plotted_from_its_last_checkpoint(runs, tmp_path,
+                                                                         capsys):
+    """An interrupted run (no model.safetensors, no metrics.json) could not be looked at:
+    `view` and `plot attention` refused it, naming other commands that take --checkpoint
+    last. They take it too, say the step they use, and the page and figure name that file
+    and step and say the run has no metrics yet; the weights are the checkpoint's."""
+    import json
+
+    from attnlab import viz
+    from attnlab.explorer import read_data
+
+    done, cut = runs / "done", tmp_path / "cut"
+    shutil.copytree(runs / "cut", cut)
+    (cut / "metrics.json").unlink()
+    ckpt = cut / "checkpoints" / "last.ckpt"
+    assert main(["view", str(cut), "--input", "the qu", "--out", str(tmp_path / "no.html")]) == 2
+    assert "view and plot attention take --checkpoint last" in capsys.readouterr().err
+    assert not (tmp_path / "no.html").exists()
+    pages, said = {}, {}
+    for run, flags in ((done, []), (cut, ["--checkpoint", "last"])):
+        out = tmp_path / f"{run.name}.html"
+        said[run.name] = _out(capsys, ["view", str(run), "--input", "the qu", "--out", str(out),
+                                       *flags]).err
+        pages[run.name] = read_data(out.read_text(encoding="utf-8"))
+    assert said == {"done": "", "cut": f"using {ckpt} (step 12)\n"}
+    assert pages["cut"]["layers"] == pages["done"]["layers"]  # the final step's weights
+    record = pages["cut"]["record"]
+    assert record["shown"]["weights"] == "checkpoints/last.ckpt: step 12, the last saved step"
+    assert record["metrics"] is None and record["note"].startswith("no metrics yet")
+    assert json.loads((done / "metrics.json").read_text())["steps"] == 12
+    titles = []
+    save = viz._save
+    viz._save = lambda fig, path: titles.append(fig._suptitle.get_text()) or save(fig, path)
+    try:
+        err = _out(capsys, ["plot", "attention", str(cut), "--input", "the qu", "--out",
+                            str(tmp_path / "cut.png"), "--checkpoint", "last"]).err
+    finally:
+        viz._save = save
+    assert err == f"using {ckpt} (step 12)\n"
+    assert "checkpoints/last.ckpt: step 12, the last saved step · no metrics yet" in \
+        " ".join(titles[0].split())

@@ -83,6 +83,35 @@ def test_every_tasks_figure_fits_a_screen_and_draws_no_empty_axes(runs, name, dr
         assert not any(grey.any() for grey in fig["grey"])
 
 
+def test_the_figure_says_which_run_weights_and_scores_it_shows(run_copy, drawn, tmp_path,
+                                                               capsys):
+    """Two runs' figures could not be told apart: neither said which run, which step's
+    weights, or what the run reached. The title's second line now says so, each score as
+    metrics.json holds it (the test split's; an lm's validation), or that there are none."""
+    import json
+
+    for name in ("reverse", "lm"):
+        run, text = run_copy(name)
+        metrics = json.loads((run / "metrics.json").read_text())
+        plot(run, text, tmp_path / f"{name}.png", capsys)
+        steps = metrics["steps"]
+        scores = ", ".join(f"{k} {json.dumps(v)}" for k, v in metrics.items()
+                           if k.startswith("test_" if name == "reverse" else "val_"))
+        assert unwrapped(drawn[-1]["title"]).endswith(unwrapped(
+            f"run {run} · model.safetensors: step {steps} of {steps}, the last step · "
+            f"{scores}"))
+    (run / "metrics.json").unlink()
+    plot(run, text, tmp_path / "none.png", capsys)
+    assert unwrapped(drawn[-1]["title"]).endswith(unwrapped(
+        f"step not recorded · no metrics yet: {run}/metrics.json is not written (training "
+        f"stopped before its end, or is still running)"))
+
+
+def unwrapped(title: str) -> str:
+    """A title's text without the spaces and line ends the figure wraps it at."""
+    return "".join(title.split())
+
+
 def test_a_graph_figure_and_page_single_out_the_node_named(runs, drawn, tmp_path, capsys):
     run, _ = runs["graph"]
     for node in ("0", "33"):

@@ -167,6 +167,42 @@ def test_an_earlier_page_is_replaced_only_when_named(run_copy, capsys):
     assert read_data(page.read_text())["layers"]
 
 
+def test_the_page_says_which_weights_and_what_the_run_reached(run_copy, capsys):
+    """A reader comparing runs saw each run's attention but not its metrics nor the step of
+    its weights. The page now holds metrics.json's numbers as the file holds them and the
+    step; a run whose metrics.json is missing says so, not a page like a finished run's."""
+    import json
+
+    run, text = run_copy("reverse")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert view(capsys, run, "--input", text)[0] == 0
+    record = read_data((run / "attention.html").read_text(encoding="utf-8"))["record"]
+    assert record["metrics"] == metrics  # every value a number or text: none left out
+    assert record["weights"] == {"file": "model.safetensors", "step": metrics["steps"],
+                                 "steps": metrics["steps"], "which": "last"}
+    assert record["shown"]["weights"] == (f"model.safetensors: step {metrics['steps']} of "
+                                          f"{metrics['steps']}, the last step")
+    assert ["test_token_accuracy", json.dumps(metrics["test_token_accuracy"])] in \
+        record["shown"]["metrics"]
+    (run / "metrics.json").unlink()
+    out = run / "without.html"
+    assert view(capsys, run, "--input", text, "--out", out)[0] == 0
+    record = read_data(out.read_text(encoding="utf-8"))["record"]
+    assert record["metrics"] is None and record["weights"]["step"] is None
+    assert record["note"].startswith(f"no metrics yet: {run}/metrics.json is not written")
+
+
+def test_a_one_token_lm_page_is_causal_as_the_figure_says(runs, tmp_path, capsys):
+    """A one-token lm input's 1 x 1 maps cannot show their mask: the page called them
+    "self-attention" while `plot attention` of the same input titled them causal."""
+    run, _ = runs["lm"]
+    out = tmp_path / "one.html"
+    assert view(capsys, run, "--input", "t", "--out", out)[0] == 0
+    layers = read_data(out.read_text(encoding="utf-8"))["layers"]
+    assert layers and {(layer["kind"], layer["group"]) for layer in layers} == {
+        ("causal", "causal")}
+
+
 def stop(proc, signum=signal.SIGINT) -> tuple[int, str, str]:
     """Sends ``signum`` (Ctrl-C) and returns the exit status, stdout and stderr. A process still
     running 20 s later fails the test with what each of its threads was doing then (Python's

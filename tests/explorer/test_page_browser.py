@@ -900,3 +900,45 @@ def test_a_title_with_a_word_longer_than_a_phone_stays_on_the_page(page):
                     title: document.querySelector('header h1').textContent};""")
         assert got["page"] <= got["view"] and got["header"] <= got["view"], got
         assert word in got["title"]  # broken across lines, not shortened
+
+
+def test_a_runs_page_shows_its_weights_step_and_every_metric_as_metrics_json_holds_it(page,
+                                                                                      tmp_path):
+    """A reader comparing runs opened each run's page and saw its attention but not what the
+    run reached nor which step's weights these were. The page now shows both, each number as
+    metrics.json holds it, a null (a NaN loss) said so; a run without metrics.json says it has
+    none. On a phone the line wraps inside the page."""
+    from attnlab.explorer.record import run_record
+
+    run = tmp_path / "run"  # a run directory of metrics.json alone
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({
+        "best_metric": "val_loss", "best_step": 20, "best_value": 2.65887, "steps": 40,
+        "test_token_accuracy": 0.0957031, "val_loss": 2.65887, "val_perplexity": None}))
+    layers = [Layer("attn", "self", np.full((1, 3, 3), 1 / 3))]
+    driver = page(attention_data(layers, list("abc"), task="lm", run=str(run),
+                                 record=run_record(run)))
+    with _width(driver, 390):
+        ready(driver)
+        got = driver.execute_script("""
+            return {weights: document.querySelector('header .run-weights').textContent,
+                    metrics: [...document.querySelectorAll('header .run-metrics .metric')].map(
+                        (m) => [m.querySelector('dt').textContent,
+                                m.querySelector('dd').textContent,
+                                m.classList.contains('not-finite')]),
+                    page: document.documentElement.scrollWidth,
+                    view: document.documentElement.clientWidth};""")
+        assert got["weights"] == ("weights model.safetensors: step 20 of 40, the best val_loss "
+                                  "(2.65887)")
+        assert got["metrics"] == [
+            ["test_token_accuracy", "0.0957031", False], ["val_loss", "2.65887", False],
+            ["val_perplexity", "not finite (null)", True], ["best_metric", "val_loss", False],
+            ["best_step", "20", False], ["best_value", "2.65887", False],
+            ["steps", "40", False]]
+        assert got["page"] <= got["view"], got
+    (run / "metrics.json").unlink()
+    driver = page(attention_data(layers, list("abc"), record=run_record(run)))
+    ready(driver)
+    note = driver.find_element(By.CSS_SELECTOR, "header .run-metrics.none").text
+    assert note.startswith(f"no metrics yet: {run}/metrics.json is not written")
+    assert not console_errors(driver)

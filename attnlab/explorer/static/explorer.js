@@ -93,12 +93,33 @@
   };
   const visible = (t) => (t === "" ? "·" : t.replace(/\n/g, "⏎").replace(/^ +$/, (s) => "␣".repeat(s.length)));
 
+  // which weights the page shows and what the run reached (metrics.json), as the data's
+  // "shown" texts write them: a reader comparing runs reads them beside the attention
+  function runRecord(record) {
+    if (!record) return [];
+    const weights = el("p", { class: "run-weights" },
+      el("span", { class: "record-label", text: "weights " }),
+      document.createTextNode(record.shown.weights));
+    if (record.metrics === null || record.metrics === undefined) {
+      return [weights, el("p", { class: "run-metrics none", text: record.note || "no metrics" })];
+    }
+    const list = el("dl", { class: "run-metrics",
+                            "aria-label": "the run's metrics (metrics.json)" });
+    record.shown.metrics.forEach(([name, value]) => {
+      const finite = record.metrics[name] !== null;
+      list.appendChild(el("div", { class: finite ? "metric" : "metric not-finite" },
+        el("dt", { text: name }), el("dd", { text: value })));
+    });
+    return [weights, list];
+  }
+
   const body = document.body;
   const header = el("header", {},
     el("h1", { text: data.title || "attention" }),
     el("p", { class: "meta", text: [data.task && `task ${data.task}`, data.run && `run ${data.run}`,
       `${data.layers.length} attention layer${data.layers.length === 1 ? "" : "s"}`]
       .filter(Boolean).join(" · ") }),
+    ...runRecord(data.record),
     el("p", { class: "hint", text: "Hover a token or a cell to read its weights · click to pin, " +
       "Esc to unpin · Tab: token by token · ←/→ head · ↑/↓ layer · a: average the heads · " +
       "r: scale each row · g: next group" }));
