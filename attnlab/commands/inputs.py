@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..data.tables import FORMATS, file_format, places, read_table
@@ -42,8 +43,9 @@ def add_input_file_flags(parser, what: str = "input", column: str = "--text-colu
 
 
 def read_inputs(path: str, column: str | None = None, flag: str = "--text-column"
-                ) -> tuple[list[str], list[str]]:
-    """(the lines of ``path``, each line's label ``--input-file PATH line N``); UsageError
+                ) -> tuple[list[str], Sequence[str]]:
+    """(the lines of ``path``, each line's label ``--input-file PATH line N``: ``LineLabels``,
+    made when named); UsageError
     naming the file, or the first empty line. With ``column`` (given as ``flag``), the cells of
     that column of a table instead (``read_column``)."""
     if column is not None:
@@ -87,7 +89,37 @@ def read_inputs(path: str, column: str | None = None, flag: str = "--text-column
         print(f"note: {where} is read as one input per line, whole: a table's header and "
               f"every column too ({len(lines)} inputs); for the texts of one column, give "
               f"{flag} NAME", file=sys.stderr)
-    return lines, [f"{where} line {n}" for n in range(1, len(lines) + 1)]
+    return lines, LineLabels(where, len(lines))
+
+
+class LineLabels(Sequence):
+    """``WHERE line N`` for the lines 1 to ``count`` of a file, each made when asked for: the
+    list of them held about 100 bytes a line (a file of a million lines: 100 MB) for the few
+    that a note or an error names.
+
+    Examples:
+        >>> labels = LineLabels("--input-file big.txt", 1_000_000)
+        >>> len(labels), labels[0], labels[-1]
+        (1000000, '--input-file big.txt line 1', '--input-file big.txt line 1000000')
+        >>> list(labels[8192:8194])
+        ['--input-file big.txt line 8193', '--input-file big.txt line 8194']
+    """
+
+    def __init__(self, where: str, count: int, first: int = 1) -> None:
+        self.where, self.count, self.first = where, count, first
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self.count)
+            if step != 1:
+                return [self[j] for j in range(start, stop, step)]
+            return LineLabels(self.where, max(stop - start, 0), self.first + start)
+        if not -self.count <= i < self.count:
+            raise IndexError(f"line label {i} of {self.count}")
+        return f"{self.where} line {self.first + i % self.count}"
 
 
 def read_column(path: str, column: str, flag: str = "--text-column"
@@ -181,15 +213,21 @@ def column_needs_file(column: str | None, input_file: str | None,
 
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,
                   input_key: str = "input", output_key: str = "prediction") -> None:
-    """One line per result: its line (a runtime's ``predict_many``), or a JSON object with the
+    """One line per result (``result_lines``), all written to standard output at once."""
+    sys.stdout.write("".join(f"{line}\n" for line in result_lines(
+        results, inputs, as_json=as_json, input_key=input_key, output_key=output_key)))
+
+
+def result_lines(results: list[dict], inputs: list[str], *, as_json: bool,
+                 input_key: str = "input", output_key: str = "prediction") -> Iterator[str]:
+    """Each result's line: its line (a runtime's ``predict_many``), or a JSON object with the
     input, the prediction and the other keys but ``"line"`` (``json_line``)."""
     for text, result in zip(inputs, results, strict=True):
         if as_json:
-            record = {input_key: text, output_key: result["prediction"],
-                      **{k: v for k, v in result.items() if k not in ("prediction", "line")}}
-            print(json_line(record))
+            yield json_line({input_key: text, output_key: result["prediction"],
+                             **{k: v for k, v in result.items() if k not in ("prediction", "line")}})
         else:
-            print(line_of(result))
+            yield line_of(result)
 
 
 # line ends of str.splitlines that JSON leaves unescaped in a string written with

@@ -544,6 +544,25 @@ def decimal(token: str) -> int | None:
         return None
 
 
+def fraction(hits, counted=None) -> float:
+    """The share of ``hits`` (a boolean tensor) that are True, among those where ``counted``
+    is True (default: all), as the exact ratio of the two counts in float64, as scikit-learn's
+    ``accuracy_score`` gives it; NaN of none. A float32 mean was 2e-8 off (0.6666666865348816
+    for 2 of 3, 0.9009100198745728 for 90,091 of 100,000).
+
+    Examples:
+        >>> import torch
+        >>> fraction(torch.tensor([True, True, False]))
+        0.6666666666666666
+        >>> fraction(torch.tensor([True, False, False]), torch.tensor([True, True, False]))
+        0.5
+    """
+    if counted is not None:
+        hits = hits & counted
+    total = int(counted.sum()) if counted is not None else hits.numel()
+    return int(hits.sum()) / total if total else float("nan")
+
+
 def each_input(texts: list[str], labels: list[str], parse) -> list:
     """``[parse(text) for text in texts]``; the first bad one is a UsageError named by its
     label, before any prediction is made."""

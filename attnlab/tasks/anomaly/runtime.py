@@ -32,7 +32,7 @@ from ...run_config import RunSettings
 from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
-from ..base import Task, config_from_run, decimal, each_input, probability_list
+from ..base import Task, config_from_run, decimal, each_input, fraction, probability_list
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
@@ -73,7 +73,7 @@ def anomaly_accuracy(model, cfg: RunSettings) -> float:
     x, targets = fixed_sets("test", cfg).materialize().tensors  # (N, T, 64), (N,)
     model.eval()
     preds = torch.cat([model.predict(chunk) for chunk in x.split(500)])
-    return float((preds == targets).float().mean())
+    return fraction(preds == targets)
 
 
 def _training_batches(cfg: RunSettings, steps: int):

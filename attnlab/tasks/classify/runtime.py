@@ -42,7 +42,7 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import config_from_run, each_input, probabilities_of
+from ..base import config_from_run, each_input, fraction, probabilities_of
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
 from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
@@ -331,8 +331,8 @@ def test_scores(cfg, answers: torch.Tensor, truth: torch.Tensor) -> dict[str, An
     if cfg.multi_label:
         counts = multi_label_counts(answers, truth)
         f1 = f1_scores(*counts)
-        exact = (answers.bool() == truth.bool()).all(1).float().mean()
-        scores = {"test_accuracy": float(exact), "test_macro_f1": f1["macro_f1"],
+        exact = fraction((answers.bool() == truth.bool()).all(1))
+        scores = {"test_accuracy": exact, "test_macro_f1": f1["macro_f1"],
                   "test_micro_f1": f1["micro_f1"]}
     else:
         scores = classification_metrics(answers, truth, len(cfg.labels))

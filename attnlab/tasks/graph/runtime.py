@@ -20,7 +20,7 @@ from ...models.configs import GraphNetConfig
 from ...models.graph_net import GraphNet
 from ...run_config import RunSettings
 from ...runs import load_weights
-from ..base import config_from_run, each_input, probabilities_of
+from ..base import config_from_run, each_input, fraction, probabilities_of
 
 __all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
            "attention_maps", "attention_focus"]
@@ -62,7 +62,7 @@ def _targets(labels, mask):
 @torch.no_grad()
 def _accuracy(model, x, adjacency, labels, mask) -> float:
     model.eval()
-    return float((model(x, adjacency).argmax(-1)[mask] == labels[mask]).float().mean())
+    return fraction(model(x, adjacency).argmax(-1)[mask] == labels[mask])
 
 
 def run(task, cfg: RunSettings, run_dir: Path,

@@ -27,7 +27,7 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
-from ..base import Task, config_from_run, decimal, each_input
+from ..base import Task, config_from_run, decimal, each_input, fraction
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
@@ -92,9 +92,8 @@ def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
     if lengths is None:
         lengths = torch.full((len(inputs),), inputs.shape[1])
     counted = torch.arange(inputs.shape[1])[None, :] < lengths[:, None]  # (N, T)
-    token = (correct & counted).sum() / counted.sum()
-    sequence = (correct | ~counted).all(-1).float().mean()
-    return {f"{prefix}token_accuracy": float(token), f"{prefix}sequence_accuracy": float(sequence)}
+    return {f"{prefix}token_accuracy": fraction(correct, counted),
+            f"{prefix}sequence_accuracy": fraction((correct | ~counted).all(-1))}
 
 
 def dataset(task: Task, cfg: RunSettings, split: str) -> SequenceDataset:
