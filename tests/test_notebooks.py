@@ -36,12 +36,17 @@ def test_a_committed_notebook_holds_the_outputs_of_one_run_in_order(path):
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert not errors, errors[0]["ename"] if errors else ""
     assert parameters_index(nb) == next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
-    assigned = {target.id for node in ast.walk(ast.parse(nb.cells[parameters_index(nb)].source))
-                if isinstance(node, ast.Assign) for t in node.targets
-                for target in (t.elts if isinstance(t, ast.Tuple) else [t])
-                if isinstance(target, ast.Name)}
+    assigned = parameter_names(nb)
     for name in small_parameters(nb):  # every test size names a parameter of the first cell
         assert name in assigned, f"{name} is not set in the parameters cell"
+
+
+def parameter_names(nb) -> set[str]:
+    """The names the parameters cell assigns (``A = 1`` and ``A, B = 1, 2``)."""
+    return {target.id for node in ast.walk(ast.parse(nb.cells[parameters_index(nb)].source))
+            if isinstance(node, ast.Assign) for t in node.targets
+            for target in (t.elts if isinstance(t, ast.Tuple) else [t])
+            if isinstance(target, ast.Name)}
 
 
 # What a reader of a committed output must not meet: a warning (a library's
@@ -161,6 +166,33 @@ def test_full_size_asserts_run_at_full_size_and_only_there(path):
     assert eval(expression, {**full, **small_parameters(nb)}) is False
 
 
+def changed(value):
+    """Another value of a parameter's kind: what a learner might type in its place."""
+    if isinstance(value, list):
+        return value + value[-1:]
+    return (value * 2 or 0.1) if isinstance(value, float) else value + 1
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_full_size_is_the_committed_parameters_and_no_others(path):
+    """The text reads the outputs of the run at the committed parameters, and ``FULL_SIZE``
+    asserts those readings. A learner who changes any parameter (more steps, another seed: what
+    the notebooks suggest trying) gets other results, so the readings are not asserted: the
+    run prints its own numbers and goes on, instead of stopping at an AssertionError about
+    numbers it was never going to reproduce."""
+    nb = nbformat.read(path, as_version=4)
+    flag = full_size_flag(nb)
+    if flag is None:
+        return
+    full: dict = {}
+    exec(nb.cells[parameters_index(nb)].source, full)
+    expression = compile(ast.Expression(flag), "FULL_SIZE", "eval")
+    for name in sorted(parameter_names(nb)):
+        other = changed(full[name])
+        assert eval(expression, {**full, name: other}) is False, \
+            f"{path.name}: with {name} = {other!r}, FULL_SIZE is still True"
+
+
 def training_cell(nb) -> int | None:
     """The index of a notebook's first cell that trains a run through the `attnlab` command
     into an ``--out`` directory (the cell a learner is likeliest to run twice), or None."""
@@ -220,3 +252,4 @@ def test_drawing_the_jets_again_leaves_the_attention_readings_as_they_were(tmp_p
     first = next(c for c in ran.cells if c.cell_type == "code"
                  and c.source == nb.cells[attention].source)
     assert printed(first) and printed(ran.cells[-1]) == printed(first)
+
