@@ -253,3 +253,19 @@ def test_drawing_the_jets_again_leaves_the_attention_readings_as_they_were(tmp_p
                  and c.source == nb.cells[attention].source)
     assert printed(first) and printed(ran.cells[-1]) == printed(first)
 
+
+@pytest.mark.slow
+def test_asking_for_more_distinct_numbers_than_there_are_stops_with_the_reason(tmp_path, kernel):
+    """Notebook 03 draws N_PAIRS distinct numbers below MAX_NUMBER. A learner who lowers
+    MAX_NUMBER to make the task easier, and leaves N_PAIRS, asked for more numbers than there
+    are: the data cell must say so, not draw for ever."""
+    from nbclient.exceptions import CellExecutionError
+
+    path = next(p for p in NOTEBOOKS if p.stem == "03_translation")
+    nb = nbformat.read(path, as_version=4)
+    with pytest.raises(CellExecutionError) as stopped:
+        execute(path, overrides={**small_parameters(nb), "N_PAIRS": 2_000, "MAX_NUMBER": 1_000},
+                cwd=tmp_path, timeout=120, kernel=kernel)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))
+    assert "N_PAIRS = 2,000 distinct numbers cannot be drawn below MAX_NUMBER = 1,000" in shown
+
