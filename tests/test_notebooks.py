@@ -269,3 +269,16 @@ def test_asking_for_more_distinct_numbers_than_there_are_stops_with_the_reason(t
     shown = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))
     assert "N_PAIRS = 2,000 distinct numbers cannot be drawn below MAX_NUMBER = 1,000" in shown
 
+
+@pytest.mark.slow
+def test_a_context_shorter_than_the_attention_sentence_still_runs_notebook_04(tmp_path, kernel):
+    """Notebook 04's learner who shortens BLOCK_SIZE (the model's context) below the 55
+    characters of the sentence whose attention it draws gets the maps of the sentence's first
+    BLOCK_SIZE characters, not a ValueError from inside the positional encoding."""
+    path = next(p for p in NOTEBOOKS if p.stem == "04_language_model")
+    nb = nbformat.read(path, as_version=4)
+    ran = execute(path, overrides={**small_parameters(nb), "BLOCK_SIZE": 32}, cwd=tmp_path,
+                  timeout=600, kernel=kernel)
+    shown = [o for c in ran.cells if c.cell_type == "code" and "get_attention_maps(ids)" in c.source
+             for o in c.outputs if o.output_type == "display_data"]
+    assert shown, "the attention cell drew no figure"
