@@ -36,12 +36,17 @@ def test_a_committed_notebook_holds_the_outputs_of_one_run_in_order(path):
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert not errors, errors[0]["ename"] if errors else ""
     assert parameters_index(nb) == next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
-    assigned = {target.id for node in ast.walk(ast.parse(nb.cells[parameters_index(nb)].source))
-                if isinstance(node, ast.Assign) for t in node.targets
-                for target in (t.elts if isinstance(t, ast.Tuple) else [t])
-                if isinstance(target, ast.Name)}
+    assigned = parameter_names(nb)
     for name in small_parameters(nb):  # every test size names a parameter of the first cell
         assert name in assigned, f"{name} is not set in the parameters cell"
+
+
+def parameter_names(nb) -> set[str]:
+    """The names the parameters cell assigns (``A = 1`` and ``A, B = 1, 2``)."""
+    return {target.id for node in ast.walk(ast.parse(nb.cells[parameters_index(nb)].source))
+            if isinstance(node, ast.Assign) for t in node.targets
+            for target in (t.elts if isinstance(t, ast.Tuple) else [t])
+            if isinstance(target, ast.Name)}
 
 
 # What a reader of a committed output must not meet: a warning (a library's
@@ -161,6 +166,33 @@ def test_full_size_asserts_run_at_full_size_and_only_there(path):
     assert eval(expression, {**full, **small_parameters(nb)}) is False
 
 
+def changed(value):
+    """Another value of a parameter's kind: what a learner might type in its place."""
+    if isinstance(value, list):
+        return value + value[-1:]
+    return (value * 2 or 0.1) if isinstance(value, float) else value + 1
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_full_size_is_the_committed_parameters_and_no_others(path):
+    """The text reads the outputs of the run at the committed parameters, and ``FULL_SIZE``
+    asserts those readings. A learner who changes any parameter (more steps, another seed: what
+    the notebooks suggest trying) gets other results, so the readings are not asserted: the
+    run prints its own numbers and goes on, instead of stopping at an AssertionError about
+    numbers it was never going to reproduce."""
+    nb = nbformat.read(path, as_version=4)
+    flag = full_size_flag(nb)
+    if flag is None:
+        return
+    full: dict = {}
+    exec(nb.cells[parameters_index(nb)].source, full)
+    expression = compile(ast.Expression(flag), "FULL_SIZE", "eval")
+    for name in sorted(parameter_names(nb)):
+        other = changed(full[name])
+        assert eval(expression, {**full, name: other}) is False, \
+            f"{path.name}: with {name} = {other!r}, FULL_SIZE is still True"
+
+
 def training_cell(nb) -> int | None:
     """The index of a notebook's first cell that trains a run through the `attnlab` command
     into an ``--out`` directory (the cell a learner is likeliest to run twice), or None."""
@@ -220,3 +252,33 @@ def test_drawing_the_jets_again_leaves_the_attention_readings_as_they_were(tmp_p
     first = next(c for c in ran.cells if c.cell_type == "code"
                  and c.source == nb.cells[attention].source)
     assert printed(first) and printed(ran.cells[-1]) == printed(first)
+
+
+@pytest.mark.slow
+def test_asking_for_more_distinct_numbers_than_there_are_stops_with_the_reason(tmp_path, kernel):
+    """Notebook 03 draws N_PAIRS distinct numbers below MAX_NUMBER. A learner who lowers
+    MAX_NUMBER to make the task easier, and leaves N_PAIRS, asked for more numbers than there
+    are: the data cell must say so, not draw for ever."""
+    from nbclient.exceptions import CellExecutionError
+
+    path = next(p for p in NOTEBOOKS if p.stem == "03_translation")
+    nb = nbformat.read(path, as_version=4)
+    with pytest.raises(CellExecutionError) as stopped:
+        execute(path, overrides={**small_parameters(nb), "N_PAIRS": 2_000, "MAX_NUMBER": 1_000},
+                cwd=tmp_path, timeout=120, kernel=kernel)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))
+    assert "N_PAIRS = 2,000 distinct numbers cannot be drawn below MAX_NUMBER = 1,000" in shown
+
+
+@pytest.mark.slow
+def test_a_context_shorter_than_the_attention_sentence_still_runs_notebook_04(tmp_path, kernel):
+    """Notebook 04's learner who shortens BLOCK_SIZE (the model's context) below the 55
+    characters of the sentence whose attention it draws gets the maps of the sentence's first
+    BLOCK_SIZE characters, not a ValueError from inside the positional encoding."""
+    path = next(p for p in NOTEBOOKS if p.stem == "04_language_model")
+    nb = nbformat.read(path, as_version=4)
+    ran = execute(path, overrides={**small_parameters(nb), "BLOCK_SIZE": 32}, cwd=tmp_path,
+                  timeout=600, kernel=kernel)
+    shown = [o for c in ran.cells if c.cell_type == "code" and "get_attention_maps(ids)" in c.source
+             for o in c.outputs if o.output_type == "display_data"]
+    assert shown, "the attention cell drew no figure"
