@@ -26,7 +26,8 @@ Each task that can be written declares the ``transformers`` class that loads it
 (``Capabilities.hf_auto_class``), and its runtime's ``export_hf`` calls the conversion of
 ``attnlab.interop``; a task without it is refused, naming the tasks that have it. The
 tokenizers encode as the run's own (``attnlab.interop.tokenizer``). OUT is written whole or
-not at all (a temporary directory renamed) and never over an existing path.
+not at all (a temporary directory renamed) and never over an existing path, one made while it
+was being written included.
 """
 from __future__ import annotations
 
@@ -81,8 +82,7 @@ def run(args) -> int:
     check_threads(args.threads)
     out = check_output(args.hf, "--hf", directory=True, make_parents=False)
     if out.exists() or out.is_symlink():
-        raise UsageError(f"--hf {out} already exists; give a new directory (export never "
-                         f"writes over a path)")
+        raise _exists(out)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=export_tasks(), command="export",
                                  checkpoint=args.checkpoint)
     try:
@@ -166,7 +166,24 @@ def _write_atomically(out, model, tokenizers) -> None:
         mask = process_umask()
         for path in [partial, *partial.rglob("*")]:
             path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
+        # OUT may have appeared while the model was written (another export to the same OUT,
+        # a directory the user made): a rename alone would replace an empty directory in
+        # silence and fail with a traceback on a full one. Making OUT claims it at once or
+        # fails if it exists; the rename then replaces only that empty directory of ours
+        try:
+            out.mkdir()
+        except FileExistsError:
+            raise _exists(out, made_since=True) from None
         partial.rename(out)
     except BaseException as e:
         shutil.rmtree(partial, ignore_errors=True)
         raise naming(e, out)  # a full disk: one line naming --hf's directory, not a traceback
+
+
+def _exists(out, *, made_since: bool = False):
+    """The UsageError for an OUT that exists (``made_since``: since export checked it)."""
+    from ..errors import UsageError
+
+    when = " (made while export was writing it)" if made_since else ""
+    return UsageError(f"--hf {out} already exists{when}; give a new directory (export never "
+                      f"writes over a path)")

@@ -189,6 +189,32 @@ def test_an_existing_out_is_never_written_over(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
 
 
+
+@pytest.mark.parametrize("theirs", [[], ["mine.txt"]], ids=["empty", "with a file"])
+def test_an_out_made_while_export_writes_is_refused_and_kept(theirs, tmp_path):
+    """OUT made after export checked it (another export to the same OUT, the user's mkdir):
+    the finished model was renamed over an empty directory in silence, and over a full one
+    failed with a traceback, leaving the hidden partial directory behind."""
+    from attnlab.commands.export import _write_atomically
+    from attnlab.errors import UsageError
+
+    out = tmp_path / "hf"
+
+    class Model:  # stands in for the Hugging Face model: its files written, OUT appears
+        def save_pretrained(self, where):
+            (where / "config.json").write_text("{}")
+            out.mkdir()
+            for name in theirs:
+                (out / name).write_text("keep")
+
+    with pytest.raises(UsageError) as e:
+        _write_atomically(out, Model(), {})
+    assert str(e.value) == (f"--hf {out} already exists (made while export was writing it); "
+                            f"give a new directory (export never writes over a path)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]  # no partial left beside it
+    assert sorted(p.name for p in out.iterdir()) == theirs
+    assert all((out / name).read_text() == "keep" for name in theirs)
+
 @pytest.mark.slow
 def test_a_keep_best_runs_export_says_it_holds_the_best_step_not_the_last(tmp_path, capsys):
     # at --lr 1 the first validation is the best of three: model.safetensors holds step 1's
