@@ -76,7 +76,7 @@ def run(args) -> int:
     import sys
 
     from ..errors import UsageError
-    from ..loading import check_run_dir, weights_from
+    from ..loading import check_run_dir, checkpoint_file, weights_from
     from ..paths import check_output
     from ..tasks import get_task
 
@@ -92,13 +92,18 @@ def run(args) -> int:
         raise UsageError("export --hf needs transformers: pip install 'attnlab[hf]'") from None
     task = get_task(cfg.task)
     try:
-        with weights_from(run_dir, cfg, args.checkpoint, say=True):
+        with weights_from(run_dir, cfg, args.checkpoint, say=True) as step:
             model, tokenizers, note = task.runtime().export_hf(task, run_dir, cfg)
     except ValueError as e:  # what the architecture cannot represent, named by to_hf
         raise UsageError(f"export: {run_dir}: {str(e).removeprefix('to_hf: ')}") from None
     _decode_as_the_run(model, cfg)
     _write_atomically(out, model, tokenizers)
-    print(f"wrote {out} ({type(model).__name__}; load it with "
+    # which weights OUT holds, as a resumed, compiled or --keep-best run leaves a reader unsure
+    source = (f"{checkpoint_file(run_dir, args.checkpoint)} (step {step})" if args.checkpoint
+              else run_dir / "model.safetensors")
+    merged = (", its --lora-rank update merged" if cfg.declares("lora_rank") and cfg.lora_rank
+              else "")
+    print(f"wrote {out} from {source} ({type(model).__name__}{merged}; load it with "
           f"transformers.{task.capabilities.hf_auto_class}.from_pretrained({str(out)!r}))",
           file=sys.stderr)
     if note is not None:  # what the written model cannot do that the run can (lm)

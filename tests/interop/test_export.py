@@ -257,6 +257,10 @@ def test_a_keep_best_runs_export_says_it_holds_the_best_step_not_the_last(tmp_pa
     err = capsys.readouterr().err
     assert ("the export holds step 1's weights (val_loss" in err and "not the last step's (3); "
             "--checkpoint last exports those" in err), err
+    # the line that says OUT is written names the weights it holds
+    assert f"wrote {tmp_path / 'hf'} from {run / 'model.safetensors'} (GPT2LMHeadModel; " in err
     assert main(["export", str(run), "--hf", str(tmp_path / "last"), "--checkpoint", "last"]) == 0
     err = capsys.readouterr().err
     assert "(step 3)" in err and "best validation" not in err, err
+    assert (f"wrote {tmp_path / 'last'} from {run / 'checkpoints' / 'last.ckpt'} (step 3) "
+            f"(GPT2LMHeadModel; ") in err, err
