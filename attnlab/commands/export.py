@@ -25,8 +25,10 @@ the tokenizer — with the run's logits:
 Each task that can be written declares the ``transformers`` class that loads it
 (``Capabilities.hf_auto_class``), and its runtime's ``export_hf`` calls the conversion of
 ``attnlab.interop``; a task without it is refused, naming the tasks that have it. The
-tokenizers encode as the run's own (``attnlab.interop.tokenizer``). OUT is written whole or
-not at all (a temporary directory renamed) and never over an existing path.
+tokenizers encode as the run's own (``attnlab.interop.tokenizer``), checked as ``AutoTokenizer``
+reads them back from OUT (``_check_read_back``). OUT is written whole or
+not at all (a temporary directory renamed) and never over an existing path, one made while it
+was being written included.
 """
 from __future__ import annotations
 
@@ -74,15 +76,14 @@ def run(args) -> int:
     import sys
 
     from ..errors import UsageError
-    from ..loading import check_run_dir, weights_from
+    from ..loading import check_run_dir, checkpoint_file, weights_from
     from ..paths import check_output
     from ..tasks import get_task
 
     check_threads(args.threads)
     out = check_output(args.hf, "--hf", directory=True, make_parents=False)
     if out.exists() or out.is_symlink():
-        raise UsageError(f"--hf {out} already exists; give a new directory (export never "
-                         f"writes over a path)")
+        raise _exists(out)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=export_tasks(), command="export",
                                  checkpoint=args.checkpoint)
     try:
@@ -91,13 +92,18 @@ def run(args) -> int:
         raise UsageError("export --hf needs transformers: pip install 'attnlab[hf]'") from None
     task = get_task(cfg.task)
     try:
-        with weights_from(run_dir, cfg, args.checkpoint, say=True):
+        with weights_from(run_dir, cfg, args.checkpoint, say=True) as step:
             model, tokenizers, note = task.runtime().export_hf(task, run_dir, cfg)
     except ValueError as e:  # what the architecture cannot represent, named by to_hf
         raise UsageError(f"export: {run_dir}: {str(e).removeprefix('to_hf: ')}") from None
     _decode_as_the_run(model, cfg)
     _write_atomically(out, model, tokenizers)
-    print(f"wrote {out} ({type(model).__name__}; load it with "
+    # which weights OUT holds, as a resumed, compiled or --keep-best run leaves a reader unsure
+    source = (f"{checkpoint_file(run_dir, args.checkpoint)} (step {step})" if args.checkpoint
+              else run_dir / "model.safetensors")
+    merged = (", its --lora-rank update merged" if cfg.declares("lora_rank") and cfg.lora_rank
+              else "")
+    print(f"wrote {out} from {source} ({type(model).__name__}{merged}; load it with "
           f"transformers.{task.capabilities.hf_auto_class}.from_pretrained({str(out)!r}))",
           file=sys.stderr)
     if note is not None:  # what the written model cannot do that the run can (lm)
@@ -161,12 +167,63 @@ def _write_atomically(out, model, tokenizers) -> None:
         model.save_pretrained(partial)
         for sub, tokenizer in tokenizers.items():
             tokenizer.save_pretrained(partial / sub if sub else partial)
+        _check_read_back(partial, out, tokenizers)
         # mkdtemp makes the directory 0700 and safetensors its file 0600: the modes any
         # other file gets under the umask
         mask = process_umask()
         for path in [partial, *partial.rglob("*")]:
             path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
+        # OUT may have appeared while the model was written (another export to the same OUT,
+        # a directory the user made): a rename alone would replace an empty directory in
+        # silence and fail with a traceback on a full one. Making OUT claims it at once or
+        # fails if it exists; the rename then replaces only that empty directory of ours
+        try:
+            out.mkdir()
+        except FileExistsError:
+            raise _exists(out, made_since=True) from None
         partial.rename(out)
     except BaseException as e:
         shutil.rmtree(partial, ignore_errors=True)
         raise naming(e, out)  # a full disk: one line naming --hf's directory, not a traceback
+
+
+# texts that each tokenizer written to OUT must encode, once read back from OUT, as it did
+# before it was written: spaces, runs of them and tabs, punctuation, contractions, digits,
+# accents, another script, newlines, a special token's spelling as text
+READ_BACK_TEXTS = ("The end, 12 times: ünï Ω\nnext", "  two  spaces\tand a tab\n\n",
+                   "we're here; isn't it 1234?", "<pad> and <eos> are text here")
+
+
+def _check_read_back(partial, out, tokenizers) -> None:
+    """A UsageError naming --hf where ``transformers``' ``AutoTokenizer`` reads a tokenizer
+    back from ``partial`` (OUT being written) as a class that encodes one of
+    ``READ_BACK_TEXTS`` otherwise than the tokenizer written: transformers 5 reads the
+    tokenizer of a ``qwen2`` directory as its ``Qwen2Tokenizer``, a byte-level BPE rebuilt
+    from the vocabulary alone, which drops the spaces of a run's own char or word tokenizer.
+    The model would load with the run's logits, and its ids would be wrong, in silence."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerBase, __version__
+
+    from ..errors import UsageError
+
+    for sub, written in tokenizers.items():
+        if not isinstance(written, PreTrainedTokenizerBase):  # Marian's files, attnlab's own
+            continue  # writer: read back as MarianTokenizer, the class they were written for
+        theirs = AutoTokenizer.from_pretrained(partial / sub if sub else partial)
+        for text in READ_BACK_TEXTS:
+            # (verbose=False: no warning that the text passes an lm's n_positions)
+            want, got = (t(text, verbose=False)["input_ids"] for t in (written, theirs))
+            if got != want:
+                where = out / sub if sub else out
+                raise UsageError(
+                    f"--hf {out}: transformers {__version__}'s AutoTokenizer would read the "
+                    f"tokenizer of {where} as {type(theirs).__name__}, which encodes {text!r} "
+                    f"as {got} where the run's tokenizer gives {want}; nothing was written")
+
+
+def _exists(out, *, made_since: bool = False):
+    """The UsageError for an OUT that exists (``made_since``: since export checked it)."""
+    from ..errors import UsageError
+
+    when = " (made while export was writing it)" if made_since else ""
+    return UsageError(f"--hf {out} already exists{when}; give a new directory (export never "
+                      f"writes over a path)")

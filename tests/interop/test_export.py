@@ -189,6 +189,59 @@ def test_an_existing_out_is_never_written_over(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
 
 
+
+@pytest.mark.parametrize("theirs", [[], ["mine.txt"]], ids=["empty", "with a file"])
+def test_an_out_made_while_export_writes_is_refused_and_kept(theirs, tmp_path):
+    """OUT made after export checked it (another export to the same OUT, the user's mkdir):
+    the finished model was renamed over an empty directory in silence, and over a full one
+    failed with a traceback, leaving the hidden partial directory behind."""
+    from attnlab.commands.export import _write_atomically
+    from attnlab.errors import UsageError
+
+    out = tmp_path / "hf"
+
+    class Model:  # stands in for the Hugging Face model: its files written, OUT appears
+        def save_pretrained(self, where):
+            (where / "config.json").write_text("{}")
+            out.mkdir()
+            for name in theirs:
+                (out / name).write_text("keep")
+
+    with pytest.raises(UsageError) as e:
+        _write_atomically(out, Model(), {})
+    assert str(e.value) == (f"--hf {out} already exists (made while export was writing it); "
+                            f"give a new directory (export never writes over a path)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]  # no partial left beside it
+    assert sorted(p.name for p in out.iterdir()) == theirs
+    assert all((out / name).read_text() == "keep" for name in theirs)
+
+
+@pytest.mark.slow
+def test_an_out_whose_tokenizer_transformers_reads_otherwise_is_never_written(tmp_path, capsys):
+    """A run with q/k/v biases and no others exports as Qwen2; transformers 5 reads a qwen2
+    directory's tokenizer as Qwen2Tokenizer, a byte-level BPE rebuilt from the vocabulary,
+    which dropped the spaces of the run's char tokenizer: OUT loaded with the run's logits and
+    other ids, in silence. Whatever transformers is installed, OUT's tokenizer as
+    AutoTokenizer reads it gives the run's ids, or OUT is refused in one line."""
+    from transformers import AutoTokenizer
+
+    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
+    run, out = tmp_path / "qwen2", tmp_path / "hf"
+    assert main(["train", "lm", "--data", str(tmp_path / "text.txt"), "--block-size", "16",
+                 "--out", str(run), *STEPS, "--num-heads", "2", "--dim-feedforward", "32",
+                 "--arch", "llama", "--qkv-bias"]) == 0
+    capsys.readouterr()
+    code = main(["export", str(run), "--hf", str(out)])
+    err = capsys.readouterr().err.strip()
+    _, tokenizer = attnlab.load(run)
+    text = "the lazy dog"
+    if code == 0:  # a transformers that reads the tokenizer as it was written
+        assert AutoTokenizer.from_pretrained(out)(text)["input_ids"] == tokenizer.encode(text)
+        return
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"would read the tokenizer of {out} as " in err and err.endswith("nothing was written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qwen2", "text.txt"]
+
 @pytest.mark.slow
 def test_a_keep_best_runs_export_says_it_holds_the_best_step_not_the_last(tmp_path, capsys):
     # at --lr 1 the first validation is the best of three: model.safetensors holds step 1's
@@ -204,6 +257,10 @@ def test_a_keep_best_runs_export_says_it_holds_the_best_step_not_the_last(tmp_pa
     err = capsys.readouterr().err
     assert ("the export holds step 1's weights (val_loss" in err and "not the last step's (3); "
             "--checkpoint last exports those" in err), err
+    # the line that says OUT is written names the weights it holds
+    assert f"wrote {tmp_path / 'hf'} from {run / 'model.safetensors'} (GPT2LMHeadModel; " in err
     assert main(["export", str(run), "--hf", str(tmp_path / "last"), "--checkpoint", "last"]) == 0
     err = capsys.readouterr().err
     assert "(step 3)" in err and "best validation" not in err, err
+    assert (f"wrote {tmp_path / 'last'} from {run / 'checkpoints' / 'last.ckpt'} (step 3) "
+            f"(GPT2LMHeadModel; ") in err, err

@@ -108,7 +108,11 @@ def test_export_writes_bert_for_token_classification_with_the_runs_logits(lora_r
                                                                          capsys):
     out = tmp_path / "hf"
     assert main(["export", str(lora_run), "--hf", str(out)]) == 0
-    assert "AutoModelForTokenClassification" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "AutoModelForTokenClassification" in err
+    # the weights named, and the update in them (RUN/adapter/ holds it alone)
+    assert (f"from {lora_run / 'model.safetensors'} (BertForTokenClassification, its "
+            f"--lora-rank update merged; ") in err, err
     hf = transformers.AutoModelForTokenClassification.from_pretrained(out).eval()
     model, tags, x = _batch(lora_run)
     assert type(hf).__name__ == "BertForTokenClassification"
