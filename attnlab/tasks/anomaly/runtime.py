@@ -32,7 +32,7 @@ from ...run_config import RunSettings
 from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
-from ..base import Task, config_from_run, decimal, each_input, probability_list
+from ..base import Task, config_from_run, decimal, each_input, predicts, probability_list
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
@@ -123,6 +123,7 @@ def load(task: Task, run_dir: Path, cfg: RunSettings) -> SequenceClassifier:
 
 
 
+@predicts
 @torch.no_grad()
 def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:

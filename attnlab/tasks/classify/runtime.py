@@ -42,7 +42,7 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import config_from_run, each_input, probabilities_of
+from ..base import config_from_run, each_input, predicts, probabilities_of
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
 from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
@@ -519,6 +519,7 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     return hf, {"": to_hf_tokenizer(tok, model_max_length=cfg.max_len)}, None
 
 
+@predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:

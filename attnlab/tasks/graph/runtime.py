@@ -20,7 +20,7 @@ from ...models.configs import GraphNetConfig
 from ...models.graph_net import GraphNet
 from ...run_config import RunSettings
 from ...runs import load_weights
-from ..base import config_from_run, each_input, probabilities_of
+from ..base import config_from_run, each_input, predicts, probabilities_of
 
 __all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
            "attention_maps", "attention_focus"]
@@ -101,6 +101,7 @@ def _node(text: str, names: list[str]) -> int:
 
 
 
+@predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:

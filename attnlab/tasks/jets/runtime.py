@@ -37,7 +37,7 @@ from ...runs import (check_data_files, check_test_files, load_weights, pin_data_
                      write_json)
 from ...settings import epoch_steps
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
-from ..base import config_from_run, each_input, probabilities_of
+from ..base import config_from_run, each_input, predicts, probabilities_of
 from .checks import split_ranges
 from .data import check_jet_file, count_jets, jet_digests, read_jets, shared_jets
 from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
@@ -447,6 +447,7 @@ def read_input(text: str, cfg: RunSettings,
 
 
 
+@predicts
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each ``FILE:ROW`` jet's class and probabilities; the jets zero-padded into batches (the

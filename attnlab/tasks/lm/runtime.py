@@ -48,7 +48,7 @@ from ...runs import load_weights, pin_data_files
 from ...settings import epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import config_from_run, each_input
+from ..base import config_from_run, each_input, predicts
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -409,6 +409,7 @@ def _export_stops(tokenizer, run_dir: Path) -> list[int] | None:
     return None
 
 
+@predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels: list[str], *,
                  max_new_tokens: int | None = None) -> list[dict[str, Any]]:

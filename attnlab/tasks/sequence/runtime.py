@@ -27,7 +27,7 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
-from ..base import Task, config_from_run, decimal, each_input
+from ..base import Task, config_from_run, decimal, each_input, predicts
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
@@ -168,6 +168,7 @@ def _padded(task: Task, cfg: RunSettings,
 
 
 
+@predicts
 def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every input's predicted symbols, all inputs in batches of one forward pass."""

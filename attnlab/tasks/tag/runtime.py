@@ -37,7 +37,7 @@ from ...settings import epoch_steps
 from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
                            note_unknown)
 from ...training.tagger import IGNORE
-from ..base import config_from_run
+from ..base import config_from_run, predicts
 from ..classify.pretrained import read_init
 from ..spaced_input import spaced_tokens
 from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
@@ -486,6 +486,7 @@ def _say_only_o(run_dir: Path, cfg: RunSettings) -> None:
               flush=True)
 
 
+@predicts
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's words (split at white space) with their tags: ``"prediction"`` the tags,

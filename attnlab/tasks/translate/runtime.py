@@ -37,7 +37,7 @@ from ...runs import load_weights
 from ...settings import epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
-from ..base import config_from_run
+from ..base import config_from_run, predicts
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
@@ -393,6 +393,7 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
 
 
 
+@predicts
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every text's translation (``translate``: the model loaded once, the texts batched), as

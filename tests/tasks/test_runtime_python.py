@@ -1,0 +1,75 @@
+"""A task's runtime called from Python, as a notebook calls it after ``attnlab train``:
+``predict_many`` gives what ``attnlab predict --json`` gives for the same texts, value by value
+(no class for an input whose outputs are NaN, where the command says null); a text given as
+one ``str``, bytes or a number is a ``TypeError`` naming it, not one input per character or a
+traceback from inside the tokenizer."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.loading import check_run_dir
+from attnlab.tasks import get_task
+
+# the tiny classify run (a fixture), its texts, ``predict --json``, a copy with its head scaled
+from ..cli.test_predict_json_numbers import TEXTS, _predict_json, _with_head_scaled, classify_run  # noqa: F401
+
+pytestmark = pytest.mark.slow  # trains a run
+
+
+def predict_many(run, texts, *labels):
+    """The runtime's ``predict_many`` as a notebook calls it (no labels: it names them)."""
+    run_dir, cfg = check_run_dir(run)
+    task = get_task(cfg.task)
+    return task.runtime().predict_many(task, run_dir, cfg, texts, *labels)
+
+
+def test_python_answers_are_the_commands(classify_run, reverse_run, tmp_path, capsys):
+    for run, texts in ((classify_run, TEXTS), (reverse_run, ["1 2 3", "4 0 0 1", "9"])):
+        records = _predict_json(capsys, run, tmp_path, texts)
+        answers = predict_many(run, texts)
+        assert [r["prediction"] for r in records] == [a["prediction"] for a in answers]
+        assert ([r.get("probabilities") for r in records]
+                == [a.get("probabilities") for a in answers])
+
+
+def test_nan_outputs_give_no_class_as_the_command_does(classify_run, tmp_path, capsys):
+    """The argmax of a NaN row is the first class, as sure as any answer: Python gave it where
+    the command says null."""
+    run = _with_head_scaled(classify_run, tmp_path, float("nan"))
+    records = _predict_json(capsys, run, tmp_path)
+    assert [r["prediction"] for r in records] == [None] * len(TEXTS)
+    answers = predict_many(run, TEXTS)
+    assert [a["prediction"] for a in answers] == [None] * len(TEXTS)
+    warning, = [line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("warning:")]  # one, naming the first text as Python gave it
+    assert warning == (f"warning: {run} gives NaN for 4 of 4 inputs (first: texts[0]); their "
+                       f"prediction is null")
+
+
+@pytest.mark.parametrize("texts, message", [
+    ("the film was great", "texts must be a list of texts, not one str ('the film was great')"),
+    ([b"the film"], "texts[0] must be a str, got bytes (b'the film'); decode it first"),
+    (["the film", 7], "texts[1] must be a str, got int (7)"),
+    (np.array([1, 2]), "texts[0] must be a str, got int64 (np.int64(1))"),
+])
+def test_texts_of_another_type_are_named(classify_run, texts, message):
+    with pytest.raises(TypeError) as e:
+        predict_many(classify_run, texts)
+    assert str(e.value).startswith(message)
+
+
+def test_texts_that_python_gives(classify_run, reverse_run, capsys):
+    assert predict_many(reverse_run, []) == []  # no texts, no answers, as for a classify run
+    assert predict_many(classify_run, []) == []
+    # a numpy array of texts, or a tuple, is a list of texts
+    assert predict_many(classify_run, np.array(TEXTS)) == predict_many(classify_run, tuple(TEXTS))
+    # an input error names the text by its place in the list
+    from attnlab.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"^texts\[1\] is empty"):
+        predict_many(reverse_run, ["1 2", " "])
+    with pytest.raises(ValueError, match="labels must name each of the 2 texts, got 1"):
+        predict_many(reverse_run, ["1 2", "3"], ["line 1"])
+
