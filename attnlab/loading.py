@@ -23,7 +23,7 @@ from .run_config import RunSettings
 from .runs import read_yaml
 from .settings import TrainSettings, check_record, heads_divide_width
 from .tasks import TASKS, get_task
-from .tasks.base import set_options
+from .tasks.base import rng_kept, set_options
 
 __all__ = ["check_run_dir", "check_config", "check_values", "load", "weights_from", "CHECKPOINTS",
            "checkpoint_file", "quantize_refusal", "quantize_tasks", "tasks_that", "tasks_phrase"]
@@ -156,7 +156,8 @@ def load(run_dir: str | Path, *, quantize: str | None = None, checkpoint: str | 
             saved; an interrupted run's only weights) instead of ``model.safetensors``.
 
     Returns:
-        The model in eval mode; ``(model, tokenizer)`` for a task with a tokenizer.
+        The model in eval mode; ``(model, tokenizer)`` for a task with a tokenizer. Loading
+        leaves torch's global random state as it was.
 
     Raises:
         UsageError: the directory is not a run that can be loaded (see ``check_run_dir``).
@@ -169,7 +170,9 @@ def load(run_dir: str | Path, *, quantize: str | None = None, checkpoint: str | 
     if why:
         raise ValueError(f"quantize {why} (attnlab.nn.quantize converts any model)")
     task = get_task(cfg.task)
-    with weights_from(run_dir, cfg, checkpoint):
+    # the model is built at random before its weights are read: a notebook's seeded draws
+    # after ``load`` are the ones they were before it
+    with weights_from(run_dir, cfg, checkpoint), rng_kept():
         return task.runtime().load(task, run_dir, cfg, **set_options(quantize=quantize))
 
 

@@ -472,7 +472,9 @@ def predicts(predict_many):
     The texts are checked where they enter (``input_texts``); ``labels`` default to
     ``texts[0]``, ``texts[1]``, ..., by which an input error names its text; no texts, no
     answers (and no model loaded). The answers are ``without_nan_answers``'s, as ``attnlab
-    predict`` prints them: no class for an input whose outputs are NaN.
+    predict`` prints them: no class for an input whose outputs are NaN. The global random
+    state is as it was (``rng_kept``): rebuilding the model before its weights are read draws
+    from it, which moved what a notebook's seeded cells drew next.
     """
     import functools
 
@@ -482,7 +484,8 @@ def predicts(predict_many):
         labels = input_labels(texts, labels)
         if not texts:
             return []
-        results = predict_many(task, run_dir, cfg, texts, labels, **options)
+        with rng_kept():
+            results = predict_many(task, run_dir, cfg, texts, labels, **options)
         return without_nan_answers(results, labels, run_dir)
     return checked
 
@@ -540,6 +543,14 @@ def _shown(value: Any, most: int = 40) -> str:
     """``repr(value)``, cut to ``most`` characters, for a message."""
     text = repr(value)
     return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def rng_kept():
+    """A context in which torch's global (CPU) random state may be drawn from and is then
+    put back: loading a run builds its model at random before reading its weights."""
+    import torch
+
+    return torch.random.fork_rng(devices=[])
 
 
 def line_of(result: dict[str, Any]) -> str:

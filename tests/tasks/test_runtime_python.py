@@ -2,13 +2,15 @@
 ``predict_many`` gives what ``attnlab predict --json`` gives for the same texts, value by value
 (no class for an input whose outputs are NaN, where the command says null); a text given as
 one ``str``, bytes or a number is a ``TypeError`` naming it, not one input per character or a
-traceback from inside the tokenizer."""
+traceback from inside the tokenizer; and neither ``attnlab.load`` nor ``predict_many`` moves
+what a seeded notebook draws next."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
+import attnlab
 from attnlab.loading import check_run_dir
 from attnlab.tasks import get_task
 
@@ -73,3 +75,13 @@ def test_texts_that_python_gives(classify_run, reverse_run, capsys):
     with pytest.raises(ValueError, match="labels must name each of the 2 texts, got 1"):
         predict_many(reverse_run, ["1 2", "3"], ["line 1"])
 
+
+def test_loading_and_predicting_keep_the_seeded_stream(classify_run, reverse_run):
+    torch.manual_seed(0)
+    expected = torch.rand(4)
+    torch.manual_seed(0)
+    attnlab.load(classify_run)
+    attnlab.load(reverse_run)
+    predict_many(classify_run, TEXTS)
+    predict_many(reverse_run, ["1 2 3"])
+    assert torch.equal(torch.rand(4), expected)
