@@ -161,10 +161,24 @@ def load(run_dir: str | Path, *, quantize: str | None = None, checkpoint: str | 
 
     Raises:
         UsageError: the directory is not a run that can be loaded (see ``check_run_dir``).
-        ValueError: ``quantize`` for a run of a task that does not take it.
+        ValueError: ``quantize`` other than None and ``"int8"``, or for a run of a task that
+            does not take it; ``checkpoint`` other than None and ``"last"``.
+        TypeError: ``run_dir`` is not a path (``str`` or ``os.PathLike``: bytes, a number).
+
+    Examples:
+        >>> load(b"runs/r")
+        Traceback (most recent call last):
+        TypeError: run_dir must be a path (str or pathlib.Path), got bytes: b'runs/r'
     """
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a path (str or pathlib.Path), got "
+                        f"{type(run_dir).__name__}: {run_dir!r}")
     if checkpoint is not None and checkpoint not in CHECKPOINTS:
         raise ValueError(f"checkpoint must be None or one of {CHECKPOINTS}, got {checkpoint!r}")
+    from .nn.quantize import QUANTIZE_KINDS  # torch: loading imports it anyway
+
+    if quantize is not None and quantize not in QUANTIZE_KINDS:
+        raise ValueError(f"quantize must be None or one of {QUANTIZE_KINDS}, got {quantize!r}")
     run_dir, cfg = check_run_dir(run_dir, checkpoint=checkpoint)
     why = quantize_refusal(quantize, cfg.task, run_dir)
     if why:
