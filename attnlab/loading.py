@@ -98,9 +98,10 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
             interrupted run has without ``model.safetensors``.
 
     Returns:
-        ``(Path(run_dir), config)``: the task's typed run config (``Task.read_config``), whose
-        keys are the file's; reading a setting the file lacks is a ``UsageError`` naming
-        ``config.yaml`` and the setting, and a key no setting declares is kept, not refused.
+        ``(Path(run_dir), config)``: the task's typed run config (``Task.read_config``),
+            whose keys are the file's; reading a setting the file lacks is a ``UsageError``
+            naming ``config.yaml`` and the setting, and a key no setting declares is kept,
+            not refused.
 
     Raises:
         UsageError: no such directory, no or a broken ``config.yaml``, an unknown task or one
@@ -156,8 +157,8 @@ def load(run_dir: str | Path, *, quantize: str | None = None, checkpoint: str | 
             saved; an interrupted run's only weights) instead of ``model.safetensors``.
 
     Returns:
-        The model in eval mode; ``(model, tokenizer)`` for a task with a tokenizer. Loading
-        leaves torch's global random state as it was.
+        The model in eval mode; ``(model, tokenizer)`` for a task with a tokenizer.
+            Loading leaves torch's global random state as it was.
 
     Raises:
         UsageError: the directory is not a run that can be loaded (see ``check_run_dir``).
