@@ -99,9 +99,8 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
 
     Returns:
         ``(Path(run_dir), config)``: the task's typed run config (``Task.read_config``),
-            whose keys are the file's; reading a setting the file lacks is a ``UsageError``
-            naming ``config.yaml`` and the setting, and a key no setting declares is kept,
-            not refused.
+            keys as the file's; reading a setting the file lacks is a ``UsageError`` naming
+            ``config.yaml`` and the setting; a key no setting declares is kept, not refused.
 
     Raises:
         UsageError: no such directory, no or a broken ``config.yaml``, an unknown task or one
