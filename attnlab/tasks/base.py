@@ -490,6 +490,45 @@ def predicts(predict_many):
     return checked
 
 
+def attends(attention_maps):
+    """A runtime's ``attention_maps`` as a Python caller may call it too: ``text`` one ``str``
+    (``input_text``: a ``TypeError`` naming anything else, a ``UsageError`` where it is blank,
+    as ``plot attention --input ''`` says, where a classify or translate model failed deep
+    inside on no tokens), the maps made with torch's global random state kept (``rng_kept``).
+    """
+    import functools
+
+    @functools.wraps(attention_maps)
+    def checked(task, run_dir, cfg, text, **options):
+        text = input_text(text)
+        with rng_kept():
+            return attention_maps(task, run_dir, cfg, text, **options)
+    return checked
+
+
+def input_text(text, name: str = "text") -> str:
+    """``text`` when it is one ``str`` with something other than white space in it.
+
+    Raises:
+        TypeError: ``text`` is not a ``str`` (bytes, a list), naming it.
+        UsageError: ``text`` is blank: it has no tokens, words or elements to run a model on.
+
+    Examples:
+        >>> input_text(["1 2"])
+        Traceback (most recent call last):
+        TypeError: text must be a str, got list (['1 2'])
+        >>> input_text(" ")
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: text is empty
+    """
+    if not isinstance(text, str):
+        hint = "; decode it first" if isinstance(text, (bytes, bytearray)) else ""
+        raise TypeError(f"{name} must be a str, got {type(text).__name__} ({_shown(text)}){hint}")
+    if not text.strip():
+        raise UsageError(f"{name} is empty")
+    return str(text)
+
+
 def input_texts(texts) -> list[str]:
     """``texts`` (any iterable of ``str``: a list, a tuple, a numpy array of strings) as a
     list, each a ``str``; a ``TypeError`` naming the value where it is one text (a ``str``
@@ -516,9 +555,7 @@ def input_texts(texts) -> list[str]:
                         f"({_shown(texts)})") from None
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            hint = "; decode it first" if isinstance(text, (bytes, bytearray)) else ""
-            raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__} "
-                            f"({_shown(text)}){hint}")
+            input_text(text, f"texts[{i}]")  # its TypeError
     return [str(text) for text in texts]  # numpy's str_ as str
 
 

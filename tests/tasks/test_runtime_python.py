@@ -2,8 +2,9 @@
 ``predict_many`` gives what ``attnlab predict --json`` gives for the same texts, value by value
 (no class for an input whose outputs are NaN, where the command says null); a text given as
 one ``str``, bytes or a number is a ``TypeError`` naming it, not one input per character or a
-traceback from inside the tokenizer; and neither ``attnlab.load`` nor ``predict_many`` moves
-what a seeded notebook draws next."""
+traceback from inside the tokenizer (``attention_maps``' one text likewise, and a blank one
+is refused as ``plot attention`` refuses it); and neither ``attnlab.load``, ``predict_many`` nor
+``attention_maps`` moves what a seeded notebook draws next."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 import attnlab
+from attnlab.errors import UsageError
 from attnlab.loading import check_run_dir
 from attnlab.tasks import get_task
 
@@ -68,8 +70,6 @@ def test_texts_that_python_gives(classify_run, reverse_run, capsys):
     # a numpy array of texts, or a tuple, is a list of texts
     assert predict_many(classify_run, np.array(TEXTS)) == predict_many(classify_run, tuple(TEXTS))
     # an input error names the text by its place in the list
-    from attnlab.errors import UsageError
-
     with pytest.raises(UsageError, match=r"^texts\[1\] is empty"):
         predict_many(reverse_run, ["1 2", " "])
     with pytest.raises(ValueError, match="labels must name each of the 2 texts, got 1"):
@@ -84,4 +84,32 @@ def test_loading_and_predicting_keep_the_seeded_stream(classify_run, reverse_run
     attnlab.load(reverse_run)
     predict_many(classify_run, TEXTS)
     predict_many(reverse_run, ["1 2 3"])
+    assert torch.equal(torch.rand(4), expected)
+
+
+def attention_maps(run, text):
+    run_dir, cfg = check_run_dir(run)
+    task = get_task(cfg.task)
+    return task.runtime().attention_maps(task, run_dir, cfg, text)
+
+
+@pytest.mark.parametrize("text, error, message", [
+    (b"the film", TypeError, "text must be a str, got bytes (b'the film'); decode it first"),
+    (["the film"], TypeError, "text must be a str, got list (['the film'])"),
+    # a classify model failed inside on no tokens: "token inputs must be integer ids"
+    ("  ", UsageError, "text is empty"),
+])
+def test_attention_maps_of_a_text_that_is_none_are_named(classify_run, text, error, message):
+    with pytest.raises(error) as e:
+        attention_maps(classify_run, text)
+    assert str(e.value) == message
+
+
+def test_attention_maps_keep_the_seeded_stream(classify_run, reverse_run):
+    torch.manual_seed(0)
+    expected = torch.rand(4)
+    torch.manual_seed(0)
+    for run, text in ((classify_run, TEXTS[0]), (reverse_run, "1 2 3")):
+        maps, _, _ = attention_maps(run, text)
+        assert not any(m.requires_grad for m in maps)  # nothing to detach in a notebook
     assert torch.equal(torch.rand(4), expected)

@@ -32,7 +32,7 @@ from ...run_config import RunSettings
 from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
-from ..base import Task, config_from_run, decimal, each_input, predicts, probability_list
+from ..base import Task, attends, config_from_run, decimal, each_input, predicts, probability_list
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
@@ -162,6 +162,7 @@ def _note_no_odd_one(sets: list[list[int]], labels: list[str]) -> None:
               f"its answer here is a guess", file=sys.stderr)
 
 
+@attends
 def attention_maps(task: Task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input "i1 ... iT"``: L × (H, T, T) maps, elements
     labelled by their position and digit."""

@@ -42,7 +42,7 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import config_from_run, each_input, predicts, probabilities_of
+from ..base import attends, config_from_run, each_input, predicts, probabilities_of
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
 from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
@@ -585,6 +585,7 @@ def _note_trained_on(cfg: RunSettings, pairs: list, places: list[str], what: str
         print(note, file=sys.stderr, flush=True)
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
     with cls pooling; a pretrained encoder's special tokens as its tokenizer adds them), every

@@ -20,7 +20,7 @@ from ...models.configs import GraphNetConfig
 from ...models.graph_net import GraphNet
 from ...run_config import RunSettings
 from ...runs import load_weights
-from ..base import config_from_run, each_input, predicts, probabilities_of
+from ..base import attends, config_from_run, each_input, predicts, probabilities_of
 
 __all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
            "attention_maps", "attention_focus"]
@@ -122,6 +122,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
                                        masks["test"])}
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """Every graph attention layer's weights over the whole graph, L × (H, N, N), the nodes
     labelled ``node:class``. The graph is the input: ``--input`` names the node whose row

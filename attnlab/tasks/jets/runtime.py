@@ -37,7 +37,7 @@ from ...runs import (check_data_files, check_test_files, load_weights, pin_data_
                      write_json)
 from ...settings import epoch_steps
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
-from ..base import config_from_run, each_input, predicts, probabilities_of
+from ..base import attends, config_from_run, each_input, predicts, probabilities_of
 from .checks import split_ranges
 from .data import check_jet_file, count_jets, jet_digests, read_jets, shared_jets
 from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
@@ -480,6 +480,7 @@ def attention_figure(task, run_dir: Path, cfg: RunSettings, text: str, out: Path
                     title=f"{Path(path).name} row {row}: a {LABELS[label]} jet, P(top) = {top:.3f}")
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str, *, most: int = 20):
     """``plot attention DIR --input FILE:ROW``: every block's attention among the ``most``
     hardest constituents (the files order them by pT), labelled by rank and pT in GeV."""

@@ -48,7 +48,7 @@ from ...runs import load_weights, pin_data_files
 from ...settings import epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import config_from_run, each_input, predicts
+from ..base import attends, config_from_run, each_input, predicts
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -483,6 +483,7 @@ def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, f
         return lm_metrics(model, windows, cfg.batch_size, to_the_end=True)
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention`` (and ``view``) on an lm run: the causal maps over the tokens
     of ``text``, labelled by the text of each token; a text longer than the model reads

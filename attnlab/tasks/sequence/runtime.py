@@ -27,7 +27,7 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
-from ..base import Task, config_from_run, decimal, each_input, predicts
+from ..base import Task, attends, config_from_run, decimal, each_input, predicts
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
@@ -223,6 +223,7 @@ def _maps(task: Task, model, cfg: RunSettings, tokens: list[int], n: int):
     return maps, keys, queries
 
 
+@attends
 def attention_maps(task: Task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention``: (L × (H, T, T) maps, key labels, query labels)."""
     tokens = parse_tokens(text, cfg.num_categories, cfg.seq_len)

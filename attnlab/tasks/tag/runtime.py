@@ -37,7 +37,7 @@ from ...settings import epoch_steps
 from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
                            note_unknown)
 from ...training.tagger import IGNORE
-from ..base import config_from_run, predicts
+from ..base import attends, config_from_run, predicts
 from ..classify.pretrained import read_init
 from ..spaced_input import spaced_tokens
 from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
@@ -524,6 +524,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     return metrics
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``plot attention`` and ``view``: every layer's (H, T, T) map of one sentence, one row
     and column per word (from scratch) or per subword, special tokens included (``--init``)."""

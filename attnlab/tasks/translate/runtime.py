@@ -37,7 +37,7 @@ from ...runs import load_weights
 from ...settings import epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
-from ..base import config_from_run, predicts
+from ..base import attends, config_from_run, predicts
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
@@ -444,6 +444,7 @@ def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     return model, tok, text, translation
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """Cross-attention of the model reading its own (greedy) translation of ``text``."""
     model, tok, text, translation = _own_translation(task, run_dir, cfg, text)
