@@ -584,7 +584,8 @@ def _shown(value: Any, most: int = 40) -> str:
 
 def rng_kept():
     """A context in which torch's global (CPU) random state may be drawn from and is then
-    put back: loading a run builds its model at random before reading its weights."""
+    put back: loading a run builds its model at random before reading its weights. Also a
+    decorator (``@rng_kept()``, as a runtime's ``evaluate`` is defined)."""
     import torch
 
     return torch.random.fork_rng(devices=[])

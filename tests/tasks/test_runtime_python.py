@@ -4,7 +4,7 @@
 one ``str``, bytes or a number is a ``TypeError`` naming it, not one input per character or a
 traceback from inside the tokenizer (``attention_maps``' one text likewise, and a blank one
 is refused as ``plot attention`` refuses it); and neither ``attnlab.load``, ``predict_many`` nor
-``attention_maps`` moves what a seeded notebook draws next."""
+``attention_maps`` nor ``evaluate`` moves what a seeded notebook draws next."""
 from __future__ import annotations
 
 import numpy as np
@@ -105,11 +105,14 @@ def test_attention_maps_of_a_text_that_is_none_are_named(classify_run, text, err
     assert str(e.value) == message
 
 
-def test_attention_maps_keep_the_seeded_stream(classify_run, reverse_run):
+def test_attention_maps_and_evaluate_keep_the_seeded_stream(classify_run, reverse_run):
     torch.manual_seed(0)
     expected = torch.rand(4)
     torch.manual_seed(0)
     for run, text in ((classify_run, TEXTS[0]), (reverse_run, "1 2 3")):
         maps, _, _ = attention_maps(run, text)
         assert not any(m.requires_grad for m in maps)  # nothing to detach in a notebook
+        run_dir, cfg = check_run_dir(run)
+        task = get_task(cfg.task)
+        task.runtime().evaluate(task, run_dir, cfg, None)
     assert torch.equal(torch.rand(4), expected)

@@ -42,7 +42,7 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import attends, config_from_run, each_input, predicts, probabilities_of
+from ..base import attends, config_from_run, each_input, predicts, probabilities_of, rng_kept
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
 from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
@@ -615,6 +615,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     return [m[0] for m in maps], labels, labels
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on ``data`` (same columns), or on the run's test split (re-drawn with
     its seed from the training files, refused if they changed since); the per-class table on

@@ -20,7 +20,7 @@ from ...models.configs import GraphNetConfig
 from ...models.graph_net import GraphNet
 from ...run_config import RunSettings
 from ...runs import load_weights
-from ..base import attends, config_from_run, each_input, predicts, probabilities_of
+from ..base import attends, config_from_run, each_input, predicts, probabilities_of, rng_kept
 
 __all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
            "attention_maps", "attention_focus"]
@@ -113,6 +113,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
             for n in nodes]
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test accuracy on the run's test nodes (the graph is made again from its settings)."""
     if data is not None:

@@ -48,7 +48,7 @@ from ...runs import load_weights, pin_data_files
 from ...settings import epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import attends, config_from_run, each_input, predicts
+from ..base import attends, config_from_run, each_input, predicts, rng_kept
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -432,6 +432,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
             for ids, label in zip(prompts, labels)]
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE); of the

@@ -27,7 +27,7 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
-from ..base import Task, attends, config_from_run, decimal, each_input, predicts
+from ..base import Task, attends, config_from_run, decimal, each_input, predicts, rng_kept
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
@@ -180,6 +180,7 @@ def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
             for p, row in zip(predicted, rows)]
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on the run's test split, or on ``data`` (one sequence a line, symbols
     separated by spaces, each up to --seq-len long)."""
