@@ -12,21 +12,23 @@ import pytest
 import torch
 
 import attnlab
+from attnlab.cli import main
 from attnlab.errors import UsageError
 from attnlab.loading import check_run_dir
 from attnlab.tasks import get_task
 
 # the tiny classify run (a fixture), its texts, ``predict --json``, a copy with its head scaled
 from ..cli.test_predict_json_numbers import TEXTS, _predict_json, _with_head_scaled, classify_run  # noqa: F401
+from ..reliability.conftest import task_data, tiny_args
 
 pytestmark = pytest.mark.slow  # trains a run
 
 
-def predict_many(run, texts, *labels):
+def predict_many(run, texts, *labels, **options):
     """The runtime's ``predict_many`` as a notebook calls it (no labels: it names them)."""
     run_dir, cfg = check_run_dir(run)
     task = get_task(cfg.task)
-    return task.runtime().predict_many(task, run_dir, cfg, texts, *labels)
+    return task.runtime().predict_many(task, run_dir, cfg, texts, *labels, **options)
 
 
 def test_python_answers_are_the_commands(classify_run, reverse_run, tmp_path, capsys):
@@ -116,3 +118,33 @@ def test_attention_maps_and_evaluate_keep_the_seeded_stream(classify_run, revers
         task = get_task(cfg.task)
         task.runtime().evaluate(task, run_dir, cfg, None)
     assert torch.equal(torch.rand(4), expected)
+
+
+@pytest.fixture(scope="module")
+def lm_and_translate_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("runtime_python_decoding")
+    data = task_data(tmp)
+    for task in ("lm", "translate"):
+        assert main(["train", task, *tiny_args(task, data, "--max-steps", "3"),
+                     "--out", str(tmp / task)]) == 0
+    return tmp / "lm", tmp / "translate"
+
+
+@pytest.mark.parametrize("n, message", [
+    ("5", "--max-new-tokens must be an integer, got '5'"),   # failed inside generation
+    (0, "--max-new-tokens must be a positive integer, got 0"),  # as predict refuses it
+])
+def test_an_lm_continuation_length_is_checked_as_the_flag(lm_and_translate_runs, n, message):
+    with pytest.raises(UsageError) as e:
+        predict_many(lm_and_translate_runs[0], ["the "], max_new_tokens=n)
+    assert str(e.value).startswith(message)
+
+
+def test_translate_from_python_takes_a_list_of_texts(lm_and_translate_runs):
+    """One ``str`` was translated character by character: five translations of "seven"."""
+    run = lm_and_translate_runs[1]
+    run_dir, cfg = check_run_dir(run)
+    task = get_task(cfg.task)
+    with pytest.raises(TypeError, match=r"^texts must be a list of texts, not one str \('seven'\)"):
+        task.runtime().translate(task, run_dir, cfg, "seven")
+    assert len(task.runtime().translate(task, run_dir, cfg, ["seven"])) == 1

@@ -37,7 +37,7 @@ from ...runs import load_weights
 from ...settings import epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
-from ..base import attends, config_from_run, predicts, rng_kept
+from ..base import attends, config_from_run, input_texts, predicts, rng_kept
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
@@ -374,8 +374,9 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     with the built-in numbers, digits are spelled out first; ``quantize="int8"``: by the int8
     model, one text at a time (its linear layers round each call's input to 8 bits by the
     range of the whole call, so in a batch a text's translation would depend on the texts
-    beside it); ``labels`` name the texts in errors."""
-    texts = spell_digits(cfg, texts, labels)  # refused before the model loads
+    beside it); ``labels`` name the texts in errors. ``texts`` one ``str`` (or bytes) is a
+    ``TypeError``, not a translation of each of its characters."""
+    texts = spell_digits(cfg, input_texts(texts), labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     unfinished: list[int] = []
     found = translate_texts(model, tok, texts, max_new_tokens=cfg.max_target_len,
