@@ -23,7 +23,7 @@ from .run_config import RunSettings
 from .runs import read_yaml
 from .settings import TrainSettings, check_record, heads_divide_width
 from .tasks import TASKS, get_task
-from .tasks.base import set_options
+from .tasks.base import rng_kept, set_options
 
 __all__ = ["check_run_dir", "check_config", "check_values", "load", "weights_from", "CHECKPOINTS",
            "checkpoint_file", "quantize_refusal", "quantize_tasks", "tasks_that", "tasks_phrase"]
@@ -99,9 +99,9 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
             interrupted run has without ``model.safetensors``.
 
     Returns:
-        ``(Path(run_dir), config)``: the task's typed run config (``Task.read_config``), whose
-        keys are the file's; reading a setting the file lacks is a ``UsageError`` naming
-        ``config.yaml`` and the setting, and a key no setting declares is kept, not refused.
+        ``(Path(run_dir), config)``: the task's typed run config (``Task.read_config``),
+            keys as the file's; reading a setting the file lacks is a ``UsageError`` naming
+            ``config.yaml`` and the setting; a key no setting declares is kept, not refused.
 
     Raises:
         UsageError: no such directory, no or a broken ``config.yaml``, an unknown task or one
@@ -158,19 +158,36 @@ def load(run_dir: str | Path, *, quantize: str | None = None, checkpoint: str | 
 
     Returns:
         The model in eval mode; ``(model, tokenizer)`` for a task with a tokenizer.
+            Loading leaves torch's global random state as it was.
 
     Raises:
         UsageError: the directory is not a run that can be loaded (see ``check_run_dir``).
-        ValueError: ``quantize`` for a run of a task that does not take it.
+        ValueError: ``quantize`` other than None and ``"int8"``, or for a run of a task that
+            does not take it; ``checkpoint`` other than None and ``"last"``.
+        TypeError: ``run_dir`` is not a path (``str`` or ``os.PathLike``: bytes, a number).
+
+    Examples:
+        >>> load(b"runs/r")
+        Traceback (most recent call last):
+        TypeError: run_dir must be a path (str or pathlib.Path), got bytes: b'runs/r'
     """
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a path (str or pathlib.Path), got "
+                        f"{type(run_dir).__name__}: {run_dir!r}")
     if checkpoint is not None and checkpoint not in CHECKPOINTS:
         raise ValueError(f"checkpoint must be None or one of {CHECKPOINTS}, got {checkpoint!r}")
+    from .nn.quantize import QUANTIZE_KINDS  # torch: loading imports it anyway
+
+    if quantize is not None and quantize not in QUANTIZE_KINDS:
+        raise ValueError(f"quantize must be None or one of {QUANTIZE_KINDS}, got {quantize!r}")
     run_dir, cfg = check_run_dir(run_dir, checkpoint=checkpoint)
     why = quantize_refusal(quantize, cfg.task, run_dir)
     if why:
         raise ValueError(f"quantize {why} (attnlab.nn.quantize converts any model)")
     task = get_task(cfg.task)
-    with weights_from(run_dir, cfg, checkpoint):
+    # the model is built at random before its weights are read: a notebook's seeded draws
+    # after ``load`` are the ones they were before it
+    with weights_from(run_dir, cfg, checkpoint), rng_kept():
         return task.runtime().load(task, run_dir, cfg, **set_options(quantize=quantize))
 
 

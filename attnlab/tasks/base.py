@@ -95,13 +95,15 @@ class Runtime(Protocol):
         ``(model, tokenizer)`` where the run has a tokenizer."""
 
     def predict_many(self, task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
-                     labels: list[str]) -> list[dict[str, Any]]:
+                     labels: list[str] | None = None) -> list[dict[str, Any]]:
         """``attnlab predict``: the model loaded once, the inputs in batches; one dict per
-        input, in order: ``"prediction"`` (the answer alone: a label, a sequence, a text),
-        where the model gives them ``"probabilities"``, and ``"line"`` where the line
-        ``predict`` prints says more than the prediction (jets: the label and its
-        probability). A bad input is a UsageError named by its label in ``labels``
-        (``--input``, ``--input-file FILE line N``). lm's also takes ``max_new_tokens=``."""
+        input, in order: ``"prediction"`` (the answer alone: a label, a sequence, a text;
+        None where the model's outputs are NaN), where the model gives them
+        ``"probabilities"``, and ``"line"`` where the line ``predict`` prints says more than
+        the prediction (jets: the label and its probability). A bad input is a UsageError
+        named by its label in ``labels`` (``--input``, ``--input-file FILE line N``; from
+        Python, ``texts[i]``). lm's also takes ``max_new_tokens=``. Defined under
+        ``@predicts``, which checks the texts and takes out NaN answers for every task."""
 
     def evaluate(self, task: Task, run_dir: Path, cfg: RunSettings,
                  data: str | None) -> dict[str, float]:
@@ -463,6 +465,132 @@ class Task:
                          f"predict, evaluate or plot attention with")
 
 
+def predicts(predict_many):
+    """A runtime's ``predict_many`` as a Python caller may call it too:
+    ``predict_many(task, run_dir, cfg, texts, labels=None, **options)``.
+
+    The texts are checked where they enter (``input_texts``); ``labels`` default to
+    ``texts[0]``, ``texts[1]``, ..., by which an input error names its text; no texts, no
+    answers (and no model loaded). The answers are ``without_nan_answers``'s, as ``attnlab
+    predict`` prints them: no class for an input whose outputs are NaN. The global random
+    state is as it was (``rng_kept``): rebuilding the model before its weights are read draws
+    from it, which moved what a notebook's seeded cells drew next.
+    """
+    import functools
+
+    @functools.wraps(predict_many)
+    def checked(task, run_dir, cfg, texts, labels=None, **options):
+        texts = input_texts(texts)
+        labels = input_labels(texts, labels)
+        if not texts:
+            return []
+        with rng_kept():
+            results = predict_many(task, run_dir, cfg, texts, labels, **options)
+        return without_nan_answers(results, labels, run_dir)
+    return checked
+
+
+def attends(attention_maps):
+    """A runtime's ``attention_maps`` as a Python caller may call it too: ``text`` one ``str``
+    (``input_text``: a ``TypeError`` naming anything else, a ``UsageError`` where it is blank,
+    as ``plot attention --input ''`` says, where a classify or translate model failed deep
+    inside on no tokens), the maps made with torch's global random state kept (``rng_kept``).
+    """
+    import functools
+
+    @functools.wraps(attention_maps)
+    def checked(task, run_dir, cfg, text, **options):
+        text = input_text(text)
+        with rng_kept():
+            return attention_maps(task, run_dir, cfg, text, **options)
+    return checked
+
+
+def input_text(text, name: str = "text") -> str:
+    """``text`` when it is one ``str`` with something other than white space in it.
+
+    Raises:
+        TypeError: ``text`` is not a ``str`` (bytes, a list), naming it.
+        UsageError: ``text`` is blank: it has no tokens, words or elements to run a model on.
+
+    Examples:
+        >>> input_text(["1 2"])
+        Traceback (most recent call last):
+        TypeError: text must be a str, got list (['1 2'])
+        >>> input_text(" ")
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: text is empty
+    """
+    if not isinstance(text, str):
+        hint = "; decode it first" if isinstance(text, (bytes, bytearray)) else ""
+        raise TypeError(f"{name} must be a str, got {type(text).__name__} ({_shown(text)}){hint}")
+    if not text.strip():
+        raise UsageError(f"{name} is empty")
+    return str(text)
+
+
+def input_texts(texts) -> list[str]:
+    """``texts`` (any iterable of ``str``: a list, a tuple, a numpy array of strings) as a
+    list, each a ``str``; a ``TypeError`` naming the value where it is one text (a ``str``
+    would be read as one input per character) or holds something else (bytes, a number).
+
+    Examples:
+        >>> input_texts(("1 2", "3"))
+        ['1 2', '3']
+        >>> input_texts("1 2 3")
+        Traceback (most recent call last):
+        TypeError: texts must be a list of texts, not one str ('1 2 3'): give ['1 2 3']
+        >>> input_texts(["ok", b"1 2"])
+        Traceback (most recent call last):
+        TypeError: texts[1] must be a str, got bytes (b'1 2'); decode it first
+    """
+    if isinstance(texts, (str, bytes)):
+        kind = type(texts).__name__
+        raise TypeError(f"texts must be a list of texts, not one {kind} ({_shown(texts)}): "
+                        f"give [{_shown(texts)}]")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"texts must be a list of texts, got {type(texts).__name__} "
+                        f"({_shown(texts)})") from None
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            input_text(text, f"texts[{i}]")  # its TypeError
+    return [str(text) for text in texts]  # numpy's str_ as str
+
+
+def input_labels(texts: list[str], labels) -> list[str]:
+    """The label that names each of ``texts`` in an input error: ``labels`` (one per text, as
+    ``attnlab predict`` gives ``--input-file FILE line N``), or ``texts[i]``.
+
+    Examples:
+        >>> input_labels(["a", "b"], None)
+        ['texts[0]', 'texts[1]']
+    """
+    if labels is None:
+        return [f"texts[{i}]" for i in range(len(texts))]
+    labels = [str(label) for label in labels]
+    if len(labels) != len(texts):
+        raise ValueError(f"labels must name each of the {len(texts)} texts, got "
+                         f"{len(labels)} labels")
+    return labels
+
+
+def _shown(value: Any, most: int = 40) -> str:
+    """``repr(value)``, cut to ``most`` characters, for a message."""
+    text = repr(value)
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def rng_kept():
+    """A context in which torch's global (CPU) random state may be drawn from and is then
+    put back: loading a run builds its model at random before reading its weights. Also a
+    decorator (``@rng_kept()``, as a runtime's ``evaluate`` is defined)."""
+    import torch
+
+    return torch.random.fork_rng(devices=[])
+
+
 def line_of(result: dict[str, Any]) -> str:
     """The line ``attnlab predict`` prints for one result of ``predict_many``: on one line
     (``one_line``), so that each input has one line of output, whatever its answer holds (a
@@ -490,7 +618,9 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
         values = p.values() if isinstance(p, dict) else p if isinstance(p, list) else [p]
         return all(math.isfinite(v) for v in values if isinstance(v, float))
 
-    bad = [i for i, result in enumerate(results) if not finite(result)]
+    # a result already without an answer (a runtime's ``predicts``) is not counted again
+    bad = [i for i, result in enumerate(results)
+           if not finite(result) and result["prediction"] is not None]
     for i in bad:
         results[i] = {**results[i], "prediction": None, "line": "nan"}
     if bad:

@@ -32,7 +32,8 @@ from ...run_config import RunSettings
 from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
-from ..base import Task, config_from_run, decimal, each_input, fraction, probability_list
+from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, predicts,
+                    probability_list, rng_kept)
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
@@ -123,6 +124,7 @@ def load(task: Task, run_dir: Path, cfg: RunSettings) -> SequenceClassifier:
 
 
 
+@predicts
 @torch.no_grad()
 def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
@@ -161,6 +163,7 @@ def _note_no_odd_one(sets: list[list[int]], labels: list[str]) -> None:
               f"its answer here is a guess", file=sys.stderr)
 
 
+@attends
 def attention_maps(task: Task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input "i1 ... iT"``: L × (H, T, T) maps, elements
     labelled by their position and digit."""
@@ -170,6 +173,7 @@ def attention_maps(task: Task, run_dir: Path, cfg: RunSettings, text: str):
     return [m[0] for m in maps], labels, labels
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test accuracy on the fixed test sets (the task takes no data file)."""
     if data is not None:

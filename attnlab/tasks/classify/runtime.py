@@ -42,7 +42,8 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import config_from_run, each_input, fraction, probabilities_of
+from ..base import (attends, config_from_run, each_input, fraction, predicts, probabilities_of,
+                    rng_kept)
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
 from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
@@ -519,6 +520,7 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     return hf, {"": to_hf_tokenizer(tok, model_max_length=cfg.max_len)}, None
 
 
+@predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
@@ -584,6 +586,7 @@ def _note_trained_on(cfg: RunSettings, pairs: list, places: list[str], what: str
         print(note, file=sys.stderr, flush=True)
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention DIR --input TEXT``: one row and column per token ([CLS] first
     with cls pooling; a pretrained encoder's special tokens as its tokenizer adds them), every
@@ -613,6 +616,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     return [m[0] for m in maps], labels, labels
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on ``data`` (same columns), or on the run's test split (re-drawn with
     its seed from the training files, refused if they changed since); the per-class table on

@@ -20,7 +20,8 @@ from ...models.configs import GraphNetConfig
 from ...models.graph_net import GraphNet
 from ...run_config import RunSettings
 from ...runs import load_weights
-from ..base import config_from_run, each_input, fraction, probabilities_of
+from ..base import (attends, config_from_run, each_input, fraction, predicts, probabilities_of,
+                    rng_kept)
 
 __all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
            "attention_maps", "attention_focus"]
@@ -101,6 +102,7 @@ def _node(text: str, names: list[str]) -> int:
 
 
 
+@predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
@@ -112,6 +114,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
             for n in nodes]
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test accuracy on the run's test nodes (the graph is made again from its settings)."""
     if data is not None:
@@ -121,6 +124,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
                                        masks["test"])}
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """Every graph attention layer's weights over the whole graph, L × (H, N, N), the nodes
     labelled ``node:class``. The graph is the input: ``--input`` names the node whose row

@@ -37,7 +37,7 @@ from ...runs import (check_data_files, check_test_files, load_weights, pin_data_
                      write_json)
 from ...settings import epoch_steps
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
-from ..base import config_from_run, each_input, probabilities_of
+from ..base import attends, config_from_run, each_input, predicts, probabilities_of, rng_kept
 from .checks import split_ranges
 from .data import check_jet_file, count_jets, jet_digests, read_jets, shared_jets
 from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
@@ -388,6 +388,7 @@ def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path
 
 # ---- using a trained run ----------------------------------------------------------------------
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on the run's test jets, or on every jet of ``data``."""
     if data is None:
@@ -447,6 +448,7 @@ def read_input(text: str, cfg: RunSettings,
 
 
 
+@predicts
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each ``FILE:ROW`` jet's class and probabilities; the jets zero-padded into batches (the
@@ -479,6 +481,7 @@ def attention_figure(task, run_dir: Path, cfg: RunSettings, text: str, out: Path
                     title=f"{Path(path).name} row {row}: a {LABELS[label]} jet, P(top) = {top:.3f}")
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str, *, most: int = 20):
     """``plot attention DIR --input FILE:ROW``: every block's attention among the ``most``
     hardest constituents (the files order them by pT), labelled by rank and pT in GeV."""

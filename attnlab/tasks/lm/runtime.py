@@ -45,10 +45,10 @@ from ...nn.quantize import quantized
 from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights, pin_data_files
-from ...settings import epoch_steps
+from ...settings import PredictSettings, check, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import config_from_run, each_input
+from ..base import attends, config_from_run, each_input, predicts, rng_kept
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -409,6 +409,7 @@ def _export_stops(tokenizer, run_dir: Path) -> list[int] | None:
     return None
 
 
+@predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels: list[str], *,
                  max_new_tokens: int | None = None) -> list[dict[str, Any]]:
@@ -418,6 +419,8 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
     prompt longer than the model reads is cut to its end, said on stderr)."""
     from .continuation import continue_prompt, prediction_of
 
+    if max_new_tokens is not None:  # as --max-new-tokens: "5", 0 or 10**9 from Python too
+        check(PredictSettings, {"max_new_tokens": max_new_tokens})
     model, tokenizer = load(task, run_dir, cfg)
     n = cfg.predict_tokens if max_new_tokens is None else max_new_tokens
     if cfg.instruction == "chat":  # trained on conversations: each text is a user's message
@@ -431,6 +434,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
             for ids, label in zip(prompts, labels)]
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """val_loss/val_perplexity on the run's val split, or on a text file (--data FILE); of the
@@ -482,6 +486,7 @@ def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, f
         return lm_metrics(model, windows, cfg.batch_size, to_the_end=True)
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention`` (and ``view``) on an lm run: the causal maps over the tokens
     of ``text``, labelled by the text of each token; a text longer than the model reads

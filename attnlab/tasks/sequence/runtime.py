@@ -27,7 +27,8 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
-from ..base import Task, config_from_run, decimal, each_input, fraction
+from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, predicts,
+                    rng_kept)
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
@@ -167,6 +168,7 @@ def _padded(task: Task, cfg: RunSettings,
 
 
 
+@predicts
 def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every input's predicted symbols, all inputs in batches of one forward pass."""
@@ -178,6 +180,7 @@ def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
             for p, row in zip(predicted, rows)]
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on the run's test split, or on ``data`` (one sequence a line, symbols
     separated by spaces, each up to --seq-len long)."""
@@ -221,6 +224,7 @@ def _maps(task: Task, model, cfg: RunSettings, tokens: list[int], n: int):
     return maps, keys, queries
 
 
+@attends
 def attention_maps(task: Task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab plot attention``: (L × (H, T, T) maps, key labels, query labels)."""
     tokens = parse_tokens(text, cfg.num_categories, cfg.seq_len)

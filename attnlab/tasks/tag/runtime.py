@@ -37,7 +37,7 @@ from ...settings import epoch_steps
 from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
                            note_unknown)
 from ...training.tagger import IGNORE
-from ..base import config_from_run
+from ..base import attends, config_from_run, predicts, rng_kept
 from ..classify.pretrained import read_init
 from ..spaced_input import spaced_tokens
 from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
@@ -486,6 +486,7 @@ def _say_only_o(run_dir: Path, cfg: RunSettings) -> None:
               flush=True)
 
 
+@predicts
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's words (split at white space) with their tags: ``"prediction"`` the tags,
@@ -501,6 +502,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
             for words, tags in zip(sentences, predicted)]
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, Any]:
     """The test metrics on ``data`` (a file in the run's format), or on the run's test split
     (re-drawn with its seed, refused if the files changed); the per-type table on stderr."""
@@ -523,6 +525,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     return metrics
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """``plot attention`` and ``view``: every layer's (H, T, T) map of one sentence, one row
     and column per word (from scratch) or per subword, special tokens included (``--init``)."""

@@ -37,7 +37,7 @@ from ...runs import load_weights
 from ...settings import epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
-from ..base import config_from_run
+from ..base import attends, config_from_run, input_texts, predicts, rng_kept
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
@@ -374,8 +374,9 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     with the built-in numbers, digits are spelled out first; ``quantize="int8"``: by the int8
     model, one text at a time (its linear layers round each call's input to 8 bits by the
     range of the whole call, so in a batch a text's translation would depend on the texts
-    beside it); ``labels`` name the texts in errors."""
-    texts = spell_digits(cfg, texts, labels)  # refused before the model loads
+    beside it); ``labels`` name the texts in errors. ``texts`` one ``str`` (or bytes) is a
+    ``TypeError``, not a translation of each of its characters."""
+    texts = spell_digits(cfg, input_texts(texts), labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     unfinished: list[int] = []
     found = translate_texts(model, tok, texts, max_new_tokens=cfg.max_target_len,
@@ -393,6 +394,7 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
 
 
 
+@predicts
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every text's translation (``translate``: the model loaded once, the texts batched), as
@@ -443,6 +445,7 @@ def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     return model, tok, text, translation
 
 
+@attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     """Cross-attention of the model reading its own (greedy) translation of ``text``."""
     model, tok, text, translation = _own_translation(task, run_dir, cfg, text)
@@ -465,6 +468,7 @@ def _warn(line: str | None) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+@rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs (of the
