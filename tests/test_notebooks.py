@@ -271,13 +271,34 @@ def test_asking_for_more_distinct_numbers_than_there_are_stops_with_the_reason(t
 
 
 @pytest.mark.slow
+def test_a_context_too_short_for_the_sampling_prompt_stops_notebook_04_before_training(
+        tmp_path, kernel):
+    """Notebook 04 samples after the 17-character prompt "The value of the ". A learner who
+    shortens BLOCK_SIZE to 17 or less must hear so before the training, naming BLOCK_SIZE and
+    the smallest context that works, not from inside generate after it
+    ("max_new_tokens must be an integer >= 0, got -1"), or get samples of nothing."""
+    from nbclient.exceptions import CellExecutionError
+
+    path = next(p for p in NOTEBOOKS if p.stem == "04_language_model")
+    nb = nbformat.read(path, as_version=4)
+    with pytest.raises(CellExecutionError) as stopped:
+        execute(path, overrides={**small_parameters(nb), "BLOCK_SIZE": 17}, cwd=tmp_path,
+                timeout=120, kernel=kernel)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))
+    assert "BLOCK_SIZE = 17 leaves no room to sample after section 4's 17-character prompt " \
+           "'The value of the ': use BLOCK_SIZE >= 18" in shown
+    assert not (tmp_path / "runs").exists(), "it stopped after training"
+
+
+@pytest.mark.slow
 def test_a_context_shorter_than_the_attention_sentence_still_runs_notebook_04(tmp_path, kernel):
     """Notebook 04's learner who shortens BLOCK_SIZE (the model's context) below the 55
     characters of the sentence whose attention it draws gets the maps of the sentence's first
-    BLOCK_SIZE characters, not a ValueError from inside the positional encoding."""
+    BLOCK_SIZE characters, not a ValueError from inside the positional encoding. 18, the
+    smallest context the notebook's first cells accept, runs to the end."""
     path = next(p for p in NOTEBOOKS if p.stem == "04_language_model")
     nb = nbformat.read(path, as_version=4)
-    ran = execute(path, overrides={**small_parameters(nb), "BLOCK_SIZE": 32}, cwd=tmp_path,
+    ran = execute(path, overrides={**small_parameters(nb), "BLOCK_SIZE": 18}, cwd=tmp_path,
                   timeout=600, kernel=kernel)
     shown = [o for c in ran.cells if c.cell_type == "code" and "get_attention_maps(ids)" in c.source
              for o in c.outputs if o.output_type == "display_data"]
