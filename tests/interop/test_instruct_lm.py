@@ -454,14 +454,15 @@ BAD = [
     ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
      "line 1, message 2: the assistant's reply is empty"),
-    # an empty user or system message was trained on as a turn with no text (Qwen's template
-    # then drops its default system message, which generate --chat puts back)
+    # an empty user message was trained on as a turn with no text; a blank system message is
+    # told how to write an empty one (an empty system turn, in place of the default one)
     ('{"prompt": "", "response": "y"}\n',
      'line 1, "prompt": the user message is empty, which would be read as a user turn with no '
      'text (not as none); give it text or leave it out'),
     ('{"prompt": "a", "response": "b"}\n{"messages": [{"role": "system", "content": " "}, '
      '{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}\n',
-     "line 2, message 1: the system message is empty"),
+     'line 2, message 1: the system message is blank; give it text, or "" for an empty '
+     'system turn (in place of a chat template\'s default one)'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}, '
      '{"role": "user", "content": ""}, {"role": "assistant", "content": "z"}]}\n',
      "line 1, message 3: the user message is empty"),
@@ -516,6 +517,52 @@ def test_an_empty_user_message_is_read_as_it_was_for_a_run_that_began_on_it(tmp_
     data = _write(tmp_path / "rows.jsonl", [{"prompt": "", "response": "y"}])
     assert read_rows(data, new=False).conversations == [
         [{"role": "user", "content": ""}, {"role": "assistant", "content": "y"}]]
+
+
+# a template with a default system prompt, as Qwen2.5's ("You are Qwen..."), which an empty
+# system message replaces with an empty system turn
+DEFAULT_SYSTEM = ("{% if messages[0]['role'] == 'system' %}<|im_start|>system\n"
+                  "{{ messages[0]['content'] }}<|im_end|>\n{% else %}<|im_start|>system\nbe "
+                  "brief<|im_end|>\n{% endif %}{% for m in messages %}{% if m['role'] != "
+                  "'system' %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+                  "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+                  "{% endif %}")
+
+
+@pytest.mark.parametrize("template", [DEFAULT_SYSTEM, CHATML])
+def test_an_empty_system_message_is_trained_as_an_empty_system_turn_and_said(tmp_path,
+                                                                              template):
+    """An empty system message was refused, and its advice (leave it out) brought back the
+    template's default system prompt: it is how Hugging Face users keep that default out.
+    Read now, it is rendered as transformers renders it, one note says so, and generate
+    --chat --system '' asks in that layout."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import ChatSession, encode_splits
+
+    theirs = _tokenizer("chatml", template)
+    tok = HFTokenizer.from_transformers(theirs)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    rows = _rows(20)
+    for i in (2, 4):  # (rows of messages: system, user, assistant)
+        rows[i]["messages"][0]["content"] = ""
+    data = _write(tmp_path / "rows.jsonl", rows)
+    found = encode_splits(cfg, tok, read_rows(data))
+    trained = {tuple(ids) for ids, _ in found.train + found.val}
+    for i in (2, 4):
+        assert tuple(theirs.apply_chat_template(rows[i]["messages"], return_dict=False)) in trained
+    instead = " in place of its default one" if template == DEFAULT_SYSTEM else ""
+    assert [n for n in found.notes if "empty system" in n] == [
+        f"note: --data {data}: 2 rows have an empty system message (line 3, ...): the chat "
+        f"template renders an empty system turn{instead}; generate --chat --system '' asks in "
+        f"that layout"]
+    empty = [{"role": "system", "content": ""}, {"role": "user", "content": "reverse: ab"}]
+    assert ChatSession(tok, tmp_path).ids("reverse: ab", "") == theirs.apply_chat_template(
+        empty, add_generation_prompt=True, return_dict=False)
+    assert theirs.decode(theirs.apply_chat_template(empty, return_dict=False)).startswith(
+        "<|im_start|>system\n<|im_end|>\n<|im_start|>user")
+    with pytest.raises(UsageError, match="message 2: the user message is empty"):
+        read_rows(_write(tmp_path / "user.jsonl", [{"messages": empty[:1] + [
+            {"role": "user", "content": ""}, {"role": "assistant", "content": "y"}]}]))
 
 
 def test_a_system_or_input_field_that_holds_nothing_is_let_be(tmp_path):

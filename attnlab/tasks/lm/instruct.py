@@ -35,7 +35,8 @@ import torch.nn.functional as F
 
 from ...data import numbered_batches
 from ...data.chat_rows import (IGNORE, Rows, chat_example, counted_tokens, cut_to,
-                               held_out_note, holdout, plain_example, read_rows, repeated_note)
+                               empty_system_note, held_out_note, holdout, plain_example,
+                               read_rows, repeated_note)
 from ...data.tables import check_digest
 from ...errors import UsageError
 from ...interop.chat import chat_ids, conversation, end_of_turn_id, joined_stops, render
@@ -86,12 +87,14 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     train_rows, val_rows = holdout(len(rows.conversations), cfg.seed, where=f"--data {rows.path}")
     train, said = _encoded_rows(cfg, tokenizer, rows, train_rows)
     val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ")
-    no_stop = _no_stop_note(cfg, tokenizer) if cfg.instruction == "chat" else None
+    chat = cfg.instruction == "chat"
+    no_stop = _no_stop_note(cfg, tokenizer) if chat else None
+    empty = empty_system_note(rows, _template(cfg, tokenizer)[0]) if chat else None
     held = held_out_note(rows, val_rows, sum(counted_tokens(labels) for _, labels in val))
     repeated = repeated_note(rows, train_rows, val_rows)
     markers = _marker_note(rows, tokenizer)
-    return EncodedRows(rows, train, val,
-                       [n for n in (said, said_val, no_stop, markers, held, repeated) if n])
+    return EncodedRows(rows, train, val, [n for n in (said, said_val, no_stop, empty, markers,
+                                                      held, repeated) if n])
 
 
 def _marker_note(rows: Rows, tokenizer) -> str | None:
