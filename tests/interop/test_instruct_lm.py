@@ -834,3 +834,29 @@ def test_a_message_that_holds_a_template_marker_is_said(tmp_path):
         f"note: --data {marked.path}: 2 messages hold a special token's text (line 4, "
         f"\"prompt\": <|im_end|>), which the model reads as that token, as transformers does, "
         f"not as text; write it otherwise where it is meant as text"]
+
+
+@pytest.mark.parametrize("rank, said", [("0", True), ("1", False)])
+def test_the_notes_of_the_rows_are_said_by_the_first_process_only(tmp_path, monkeypatch,
+                                                                  capsys, rank, said):
+    """A DDP run on two devices said each note (held out, cut, special tokens) twice: every
+    process prepares its rows."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.settings import RANK_KEYS
+    from attnlab.tasks.lm.instruct import encode_splits, prepare
+
+    class Config(SimpleNamespace):
+        def derive(self, **changes):
+            return Config(**{**vars(self), **changes})
+
+    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    cfg = Config(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    found = encode_splits(cfg, tok, read_rows(_write(tmp_path / "rows.jsonl", _rows(20))))
+    assert any("held out for val_loss" in n for n in found.notes)
+    for key in RANK_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("LOCAL_RANK", rank)
+    capsys.readouterr()
+    _, _, train, val = prepare(cfg, tmp_path / "run", found, tok)
+    assert (train, val) == (found.train, found.val)
+    assert capsys.readouterr().err == ("".join(n + "\n" for n in found.notes) if said else "")

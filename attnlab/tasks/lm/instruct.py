@@ -42,6 +42,7 @@ from ...errors import UsageError
 from ...interop.chat import chat_ids, conversation, end_of_turn_id, joined_stops, render
 from ...interop.saved import load_any_tokenizer
 from ...runs import check_data_files, file_digest
+from ...settings import later_process
 
 __all__ = ["prepare", "EncodedRows", "encode_splits", "encode_rows", "padded", "batched",
            "pad_id", "example_batches", "assistant_loss", "evaluate_loss", "ChatSession",
@@ -54,10 +55,11 @@ def prepare(cfg, run_dir: Path, checked: "Rows | EncodedRows", tokenizer=None):
     """What a fine-tuning run trains on: (the run config with its tokenizer's place and digest
     derived, the tokenizer, the training examples, the held-out ones). ``tokenizer`` is
     --init's (a new run), whose rows the spec encoded already (``checked``, ``encode_splits``);
-    None on --resume (read back from the run; ``checked`` is then the rows, encoded here)."""
+    None on --resume (read back from the run; ``checked`` is then the rows, encoded here).
+    The notes of the rows are printed by the first process only (DDP runs one per device)."""
     cfg, tokenizer = _tokenizer_of_run(cfg, Path(run_dir), tokenizer)
     found = checked if isinstance(checked, EncodedRows) else encode_splits(cfg, tokenizer, checked)
-    for note in found.notes:
+    for note in found.notes if not later_process() else []:  # once a run, not once a process
         print(note, file=sys.stderr, flush=True)
     return cfg, tokenizer, found.train, found.val
 
