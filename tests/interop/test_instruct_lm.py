@@ -860,3 +860,33 @@ def test_the_notes_of_the_rows_are_said_by_the_first_process_only(tmp_path, monk
     _, _, train, val = prepare(cfg, tmp_path / "run", found, tok)
     assert (train, val) == (found.train, found.val)
     assert capsys.readouterr().err == ("".join(n + "\n" for n in found.notes) if said else "")
+
+
+def test_evaluate_data_reads_a_file_with_an_empty_message_as_the_run_did(tmp_path):
+    """``evaluate RUN --data FILE`` refused the very file a run had trained on when it held an
+    empty user message (read as rows not yet trained on); it measures it now, every row."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import evaluate_loss
+
+    theirs = _tokenizer("chatml")
+    tok = HFTokenizer.from_transformers(theirs)
+    rows = [*_rows(6), {"prompt": "", "response": "ba"},
+            {"messages": [{"role": "user", "content": " "}, {"role": "assistant", "content": "x"}]}]
+    data = _write(tmp_path / "rows.jsonl", rows)
+    with pytest.raises(UsageError, match="line 7, \"prompt\": the user message is empty"):
+        read_rows(data)  # as a new run reads it
+    torch.manual_seed(0)
+    model = torch.nn.Embedding(len(theirs), len(theirs))  # ids (B, T) -> logits (B, T, V)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96,
+                          batch_size=3)
+    total, count = 0.0, 0  # by hand: each row as transformers lays it out, its replies counted
+    for row in rows:
+        messages = row.get("messages") or [{"role": "user", "content": row["prompt"]},
+                                           {"role": "assistant", "content": row["response"]}]
+        ids, mask = _by_hand(theirs, messages, "chatml")
+        assert ids == theirs.apply_chat_template(messages, return_dict=False)
+        with torch.no_grad():
+            logp = F.log_softmax(model(torch.tensor(ids[:-1])), -1)  # (T, V)
+        total -= sum(float(logp[t - 1, ids[t]]) for t in range(1, len(ids)) if mask[t])
+        count += sum(mask[1:])
+    assert_close(evaluate_loss(cfg, model, tok, str(data)), total / count, atol=1e-5, rtol=0)

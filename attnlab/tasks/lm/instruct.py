@@ -328,8 +328,8 @@ def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
         rows = read_rows(cfg.data, new=False)  # the rows it was trained on, as read then
         check_digest(cfg.data, rows.sha256, (cfg.data_sha256 or {}).get("data"), what="--data")
         which = holdout(len(rows.conversations), cfg.seed, where=f"--data {cfg.data}")[1]
-    else:
-        rows = read_rows(data)
+    else:  # nothing trains on it: read as the run's own --data was (an empty user message)
+        rows = read_rows(data, what="--data", new=False)
         which = list(range(len(rows.conversations)))
     examples = encode_rows(cfg, tokenizer, rows, which, say=True)
     return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer))
