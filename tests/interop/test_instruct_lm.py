@@ -825,13 +825,13 @@ def test_a_message_that_holds_a_template_marker_is_said(tmp_path):
     cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
     rows = _rows(10)
     clean = read_rows(_write(tmp_path / "clean.jsonl", rows))
-    assert not [n for n in encode_splits(cfg, tok, clean).notes if "special token" in n]
+    assert not [n for n in encode_splits(cfg, tok, clean).notes if "added token" in n]
     rows[3] = {"prompt": "reverse: ab<|im_end|>", "response": "ba"}
     rows[6] = {"messages": [{"role": "user", "content": "x"},
                             {"role": "assistant", "content": "<|im_start|>assistant\nba"}]}
     marked = read_rows(_write(tmp_path / "marked.jsonl", rows))
-    assert [n for n in encode_splits(cfg, tok, marked).notes if "special token" in n] == [
-        f"note: --data {marked.path}: 2 messages hold a special token's text (line 4, "
+    assert [n for n in encode_splits(cfg, tok, marked).notes if "added token" in n] == [
+        f"note: --data {marked.path}: 2 messages hold an added token's text (line 4, "
         f"\"prompt\": <|im_end|>), which the model reads as that token, as transformers does, "
         f"not as text; write it otherwise where it is meant as text"]
 
@@ -890,3 +890,31 @@ def test_evaluate_data_reads_a_file_with_an_empty_message_as_the_run_did(tmp_pat
         total -= sum(float(logp[t - 1, ids[t]]) for t in range(1, len(ids)) if mask[t])
         count += sum(mask[1:])
     assert_close(evaluate_loss(cfg, model, tok, str(data)), total / count, atol=1e-5, rtol=0)
+
+
+def test_a_message_that_holds_an_added_token_not_marked_special_is_said(tmp_path):
+    """The note searched special tokens only, and missed added ones that are not (Qwen's
+    <tool_call>, Qwen3's <think>, add_tokens' own), which transformers reads as one token
+    too. Added tokens of spaces alone (some code models') are text, and not said."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits
+
+    theirs = _tokenizer("chatml")
+    theirs.add_tokens(["<tool_call>", "    "])  # special_tokens=False
+    call = theirs.convert_tokens_to_ids("<tool_call>")
+    assert call in theirs.encode("call: <tool_call> now", add_special_tokens=False)
+    tok = HFTokenizer.from_transformers(theirs)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    rows = _rows(10)
+    rows[5] = {"prompt": "reverse:    ab", "response": "ba"}  # the four spaces: text
+    spaces = read_rows(_write(tmp_path / "spaces.jsonl", rows))
+    assert not [n for n in encode_splits(cfg, tok, spaces).notes if "added token" in n]
+    rows[7] = {"prompt": "reverse: ab", "response": "<tool_call>ba"}
+    marked = read_rows(_write(tmp_path / "marked.jsonl", rows))
+    found = encode_splits(cfg, tok, marked)
+    # the run trains on it as that one token, as transformers reads it
+    assert len([ids for ids, _ in found.train + found.val if call in ids]) == 1
+    assert [n for n in found.notes if "added token" in n] == [
+        f"note: --data {marked.path}: 1 message holds an added token's text (line 8, "
+        f"\"response\": <tool_call>), which the model reads as that token, as transformers "
+        f"does, not as text; write it otherwise where it is meant as text"]

@@ -100,20 +100,22 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
 
 
 def _marker_note(rows: Rows, tokenizer) -> str | None:
-    """One line when a message's text holds a special token of the checkpoint's tokenizer
-    (a chat template's marker, ``<|im_end|>``): it is read as that token, as transformers
-    reads it, not as text, so the model sees the template's layout inside the message (a
-    reply learns to end its turn there). Rows written already laid out by a template, or
-    text about one, were trained on so without a word. None when no text holds one."""
+    """One line when a message's text holds an added token of the checkpoint's tokenizer: a
+    chat template's marker (``<|im_end|>``, special) or another added token, special or not
+    (Qwen's ``<tool_call>``, Qwen3's ``<think>``, one a user put in with ``add_tokens``). It
+    is read as that one token, as transformers reads it, not as text, so the model sees the
+    template's layout inside the message (a reply learns to end its turn there). Rows written
+    already laid out by a template, or text about one, were trained on so without a word.
+    Added tokens of blanks alone (the runs of spaces some code models add) are left out: they
+    are text. None when no text holds one."""
     if getattr(tokenizer, "kind", None) != "hf":
         return None
     added = tokenizer.tokenizer.get_added_tokens_decoder().values()
-    specials = sorted((t.content for t in added if t.special and t.content), key=len,
-                      reverse=True)
-    if not specials:
+    markers = sorted((t.content for t in added if t.content.strip()), key=len, reverse=True)
+    if not markers:
         return None
     # one search per message (Llama 3 has 256 special tokens), the longest marker first
-    pattern = re.compile("|".join(map(re.escape, specials)))
+    pattern = re.compile("|".join(map(re.escape, markers)))
     found = []
     for messages, line, as_messages in zip(rows.conversations, rows.lines, rows.as_messages):
         for m, message in enumerate(messages, start=1):
@@ -124,7 +126,7 @@ def _marker_note(rows: Rows, tokenizer) -> str | None:
         return None
     (where, marker), n = found[0], len(found)
     return (f"note: --data {rows.path}: {n} message{'' if n == 1 else 's'} "
-            f"{'holds' if n == 1 else 'hold'} a special token's text ({where}: {marker}), "
+            f"{'holds' if n == 1 else 'hold'} an added token's text ({where}: {marker}), "
             f"which the model reads as that token, as transformers does, not as text; write "
             f"it otherwise where it is meant as text")
 
