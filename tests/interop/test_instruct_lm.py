@@ -799,13 +799,22 @@ def test_the_held_out_rows_are_named_with_their_assistant_tokens(tmp_path):
     from attnlab.interop.hf_tokenizer import HFTokenizer
     from attnlab.tasks.lm.instruct import encode_splits
 
-    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    theirs = _tokenizer("chatml")
+    tok = HFTokenizer.from_transformers(theirs)
     cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=3, block_size=96)
     data = tmp_path / "rows.jsonl"
-    data.write_text("\n" + "".join(json.dumps(r) + "\n" for r in _rows(30)), encoding="utf-8")
+    rows = _rows(30)
+    data.write_text("\n" + "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     found = encode_splits(cfg, tok, read_rows(data))
     val = holdout(30, 3, where="x")[1]
-    counted = sum(lab != IGNORE for _, labels in found.val for lab in labels[1:])
+    counted = 0  # by hand: each held-out row laid out as ChatML, its reply and <|im_end|>
+    for i in val:
+        messages = rows[i].get("messages") or [{"role": "user", "content": rows[i]["prompt"]},
+                                               {"role": "assistant",
+                                                "content": rows[i]["response"]}]
+        ids, mask = _by_hand(theirs, messages, "chatml")
+        assert len(ids) <= cfg.block_size + 1  # none cut
+        counted += sum(mask[1:])
     assert len(val) == 3 and len(found.val) == 3 and counted > 3
     lines = ", ".join(str(i + 2) for i in val)  # the file's lines, after its blank first one
     assert [n for n in found.notes if "held out for val_loss" in n] == [
