@@ -927,3 +927,31 @@ def test_a_message_that_holds_an_added_token_not_marked_special_is_said(tmp_path
         f"note: --data {marked.path}: 1 message holds an added token's text (line 8, "
         f"\"response\": <tool_call>), which the model reads as that token, as transformers "
         f"does, not as text; write it otherwise where it is meant as text"]
+
+
+def test_a_held_out_row_cut_to_nothing_is_said_as_not_measured(tmp_path, capsys):
+    """A held-out conversation whose reply lay beyond --block-size was said to be "not
+    trained on", though held-out rows never are (nor those evaluate reads): it is not
+    measured by val_loss."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits, evaluate_loss
+
+    theirs = _tokenizer("chatml")
+    tok = HFTokenizer.from_transformers(theirs)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=80,
+                          batch_size=4)
+    rows = _rows(20)
+    train, val = holdout(20, 0, where="x")
+    for i in (val[0], train[0]):  # a reply past the block, held out and trained on
+        rows[i] = {"prompt": "reverse: " + "abc " * 40, "response": "cba"}
+    found = encode_splits(cfg, tok, read_rows(_write(tmp_path / "rows.jsonl", rows)))
+    cut = [n for n in found.notes if "cut at the end" in n]
+    assert len(cut) == 2, found.notes
+    assert cut[0].endswith("(1 conversation has none left and is not trained on)")
+    assert cut[1].startswith(f"note: --data {tmp_path / 'rows.jsonl'}: 1 of 2 held-out ")
+    assert cut[1].endswith("(1 conversation has none left and is not measured by val_loss)")
+    capsys.readouterr()
+    evaluate_loss(cfg, torch.nn.Embedding(len(theirs), len(theirs)), tok,
+                  str(tmp_path / "rows.jsonl"))  # every row of the file, measured
+    assert capsys.readouterr().err.endswith(
+        "(2 conversations have none left and are not measured by val_loss)\n")

@@ -88,7 +88,8 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     """
     train_rows, val_rows = holdout(len(rows.conversations), cfg.seed, where=f"--data {rows.path}")
     train, said = _encoded_rows(cfg, tokenizer, rows, train_rows)
-    val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ")
+    val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ",
+                                  measured=True)
     chat = cfg.instruction == "chat"
     no_stop = _no_stop_note(cfg, tokenizer) if chat else None
     empty = empty_system_note(rows, _template(cfg, tokenizer)[0]) if chat else None
@@ -158,19 +159,20 @@ def pad_id(tokenizer) -> int:
 
 
 def encode_rows(cfg, tokenizer, rows: Rows, which: list[int], *, say: bool = False,
-                split: str = "") -> list[Example]:
+                split: str = "", measured: bool = False) -> list[Example]:
     """The (ids, labels) of the rows numbered ``which``, as the run's ``instruction`` turns
     them into tokens, cut to --block-size + 1; with ``say``, one line on stderr for what was
-    cut. ``UsageError`` naming the file and line of a row the template refuses, or when no
-    assistant token is left within --block-size."""
-    kept, note = _encoded_rows(cfg, tokenizer, rows, which, split)
+    cut (``measured``: rows val_loss measures, not trained on). ``UsageError`` naming the file
+    and line of a row the template refuses, or when no assistant token is left within
+    --block-size."""
+    kept, note = _encoded_rows(cfg, tokenizer, rows, which, split, measured)
     if say and note:
         print(note, file=sys.stderr, flush=True)
     return kept
 
 
-def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = ""
-                  ) -> tuple[list[Example], str | None]:
+def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = "",
+                  measured: bool = False) -> tuple[list[Example], str | None]:
     """``encode_rows``' examples, and its line on what was cut (None when nothing was)."""
     encode = _encoder(cfg, tokenizer)
     examples = []
@@ -186,11 +188,16 @@ def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = ""
                          f"--block-size {cfg.block_size}; raise --block-size")
     if not said["cut"]:
         return kept, None
-    return kept, f"note: {where}: {cut_note(said, len(examples), cfg.block_size, split)}"
+    note = cut_note(said, len(examples), cfg.block_size, split, measured=measured)
+    return kept, f"note: {where}: {note}"
 
 
-def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "") -> str:
-    """What ``cut_to`` cut, in words (``said``: its counts; ``n`` conversations in all).
+def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "", *,
+             measured: bool = False) -> str:
+    """What ``cut_to`` cut, in words (``said``: its counts; ``n`` conversations in all, of
+    ``split``, "held-out " or ""; ``measured``: rows val_loss measures, never trained on,
+    whose conversation left with no assistant token is not measured, rather than not trained
+    on).
 
     Examples:
         >>> cut_note({"cut": 2, "dropped": 1, "lost": 30, "labelled": 400}, 50, 64)
@@ -202,9 +209,10 @@ def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "") -> 
             f"end: {said['lost']:,} of {said['labelled']:,} assistant tokens are left out")
     if said["dropped"]:
         one = said["dropped"] == 1
+        left_out = "measured by val_loss" if measured else "trained on"
         text += (f" ({said['dropped']} conversation{'' if one else 's'} "
                  f"{'has' if one else 'have'} none left and {'is' if one else 'are'} not "
-                 f"trained on)")
+                 f"{left_out})")
     return text
 
 
@@ -333,7 +341,7 @@ def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
     else:  # nothing trains on it: read as the run's own --data was (an empty user message)
         rows = read_rows(data, what="--data", new=False)
         which = list(range(len(rows.conversations)))
-    examples = encode_rows(cfg, tokenizer, rows, which, say=True)
+    examples = encode_rows(cfg, tokenizer, rows, which, say=True, measured=True)
     return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer))
 
 
