@@ -303,9 +303,11 @@ def _note_init_defaults(run_dir, cfg, args) -> None:
 def input_generator(seed: int | None):
     """The random generator of sampling (None without --seed: torch's global one), which
     ``print_outputs`` seeds again for each input."""
+    if seed is None:  # torch not imported yet: --chat on a directory without a template is
+        return None   # refused before it is (hf_generate.from_directory)
     import torch
 
-    return torch.Generator().manual_seed(seed) if seed is not None else None
+    return torch.Generator().manual_seed(seed)
 
 
 def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[int]],
