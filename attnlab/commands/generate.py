@@ -122,7 +122,9 @@ def _check(args) -> None:
 
 
 def _check_chat(args) -> None:
-    """--chat and --system against --prompt and each other; a blank message refused."""
+    """--chat and --system against --prompt and each other; a blank message refused, but for
+    --system '' (an empty system turn, in place of a chat template's default system prompt,
+    as a run trained on rows with an empty system message was)."""
     from ..errors import UsageError
 
     if args.system is not None and args.chat is None:
@@ -130,9 +132,11 @@ def _check_chat(args) -> None:
     if args.chat is not None and args.prompt is not None:
         raise UsageError("give --prompt TEXT (continue a text) or --chat TEXT (the assistant's "
                          "reply to it), not both")
-    for flag, value in (("--chat", args.chat), ("--system", args.system)):
-        if value is not None and not value.strip():
-            raise UsageError(f"{flag} is empty")
+    if args.chat is not None and not args.chat.strip():
+        raise UsageError("--chat is empty")
+    if args.system and not args.system.strip():
+        raise UsageError("--system is blank; give it text, or --system '' for an empty system "
+                         "turn (in place of the chat template's default one)")
 
 
 def inputs(args) -> tuple[list[str], list[str]]:
@@ -299,9 +303,11 @@ def _note_init_defaults(run_dir, cfg, args) -> None:
 def input_generator(seed: int | None):
     """The random generator of sampling (None without --seed: torch's global one), which
     ``print_outputs`` seeds again for each input."""
+    if seed is None:  # torch not imported yet: --chat on a directory without a template is
+        return None   # refused before it is (hf_generate.from_directory)
     import torch
 
-    return torch.Generator().manual_seed(seed) if seed is not None else None
+    return torch.Generator().manual_seed(seed)
 
 
 def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[int]],

@@ -50,7 +50,8 @@ from ..errors import UsageError
 from .tables import _decode, parse_json_line, read_bytes
 
 __all__ = ["IGNORE", "ROLES", "ROWS_SUFFIXES", "Rows", "is_rows_file", "read_rows",
-           "check_last_turns", "holdout", "held_out_note", "repeated_note", "chat_example",
+           "check_last_turns", "holdout", "held_out_note", "repeated_note", "empty_system_note",
+           "chat_example",
            "counted_tokens", "plain_example", "cut_to", "VAL_SHARE"]
 
 IGNORE = -100  # the label of a position the loss skips (``F.cross_entropy``'s ignore_index)
@@ -89,8 +90,10 @@ def read_rows(path: str | Path, *, what: str = "--data", new: bool = True) -> Ro
             rows, a line that is not a JSON object, a row with neither ``messages`` nor
             ``prompt`` (ShareGPT's and Alpaca's told how they are written here), a role other
             than system/user/assistant, a content that is not text, an empty (or blank)
-            assistant reply (or, ``new``, any empty message), or a conversation without an
-            assistant turn or that opens with one.
+            assistant reply (or, ``new``, an empty or blank user message, a blank system
+            message), or a conversation without an assistant turn or that opens with one. An
+            empty system message (``""``) is read: a chat template renders it as an empty
+            system turn, in place of its default system prompt where it has one.
     """
     data = read_bytes(path, what=what)
     where = f"{what} {path}"
@@ -218,6 +221,13 @@ def _message(message, at: str, new: bool = True) -> dict[str, str]:
         # its labels would be the end-of-turn token alone: the model learns to answer nothing
         raise UsageError(f"{at}: the assistant's reply is empty, which would teach the model "
                          f"to answer nothing; give it text or leave the row out")
+    if message["role"] == "system" and not message["content"]:
+        # how Hugging Face users keep a template's default system prompt out (Qwen2.5 writes
+        # "You are Qwen..." without a system message, an empty system turn with this one)
+        return {"role": "system", "content": ""}
+    if new and message["role"] == "system" and not message["content"].strip():
+        raise UsageError(f"{at}: the system message is blank; give it text, or \"\" for an "
+                         f"empty system turn (in place of a chat template's default one)")
     if new and not message["content"].strip():  # a run that began on one goes on as it began
         raise UsageError(f"{at}: the {message['role']} message is empty, which would be read "
                          f"as a {message['role']} turn with no text (not as none); give it "
@@ -315,6 +325,36 @@ def repeated_note(rows: Rows, train: list[int], val: list[int]) -> str | None:
     return (f"note: --data {rows.path}: {len(twins)} of {len(val)} held-out rows repeat a "
             f"training row ({shown}{', ...' if len(twins) > 3 else ''}), so val_loss measures "
             f"them as trained on; leave the repeats out of the file to measure unseen rows")
+
+
+def empty_system_note(rows: Rows, render: Render) -> str | None:
+    """One line when rows hold an empty system message (``""``), rendered by ``render`` (the
+    run's chat template) as an empty system turn: in place of the template's default system
+    prompt where it has one (it renders a conversation without a system message longer than
+    one with the empty turn). ``generate --chat`` asks in that layout with ``--system ''``
+    only. None when no row holds one, or the template renders it as nothing.
+
+    Examples:
+        >>> render = lambda msgs, gen: [len(m["content"]) + 1 for m in msgs]
+        >>> empty = [{"role": "system", "content": ""}, {"role": "user", "content": "a"}]
+        >>> empty_system_note(Rows(Path("c.jsonl"), [empty], [4]), render)[:60]
+        'note: --data c.jsonl: 1 row has an empty system message (lin'
+    """
+    found = [line for messages, line in zip(rows.conversations, rows.lines)
+             if any(m["role"] == "system" and not m["content"] for m in messages)]
+    user = [{"role": "user", "content": "hi"}]
+    try:
+        alone, empty = render(user, True), render([{"role": "system", "content": ""}, *user], True)
+    except (UsageError, ValueError):  # the rows' own rendering says what is wrong
+        return None
+    if not found or alone == empty:
+        return None
+    n = len(found)
+    instead = " in place of its default one" if len(alone) > len(empty) else ""
+    return (f"note: --data {rows.path}: {n} row{' has' if n == 1 else 's have'} an empty "
+            f"system message (line {found[0]}{', ...' if n > 1 else ''}): the chat template "
+            f"renders an empty system turn{instead}; generate --chat --system '' asks in that "
+            f"layout")
 
 
 def chat_example(render: Render, messages: Messages, end_of_turn: int | None

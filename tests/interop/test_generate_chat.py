@@ -22,6 +22,13 @@ CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }
 # a template that refuses a system message, as Gemma's does
 NO_SYSTEM = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not "
              "supported') }}{% endif %}" + CHATML)
+# a template with a default system prompt, as Qwen2.5's: an empty system message replaces it
+DEFAULT_SYSTEM = ("{% if messages[0]['role'] == 'system' %}<|im_start|>system\n"
+                  "{{ messages[0]['content'] }}<|im_end|>\n{% else %}<|im_start|>system\nthe "
+                  "cat sat<|im_end|>\n{% endif %}{% for m in messages %}{% if m['role'] != "
+                  "'system' %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+                  "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+                  "{% endif %}")
 N = 30  # new tokens at most
 
 
@@ -81,6 +88,7 @@ def dirs(tmp_path_factory):
     transformers.logging.disable_progress_bar()
     return {"chat": _save(tmp / "chat", CHATML), "base": _save(tmp / "base", None),
             "no-system": _save(tmp / "no-system", NO_SYSTEM),
+            "default-system": _save(tmp / "default-system", DEFAULT_SYSTEM),
             "metaspace": _save_metaspace(tmp / "metaspace")}
 
 
@@ -159,6 +167,26 @@ def test_a_chat_reply_is_the_templated_reply_cut_at_the_end_of_turn_token(dirs, 
     assert at is not None and 0 < at < N  # the reply ended at <|im_end|>, after some text
     assert printed == expected + "\n"
     assert "<|im_start|>" not in printed and "hello there" not in printed  # the reply alone
+
+
+@pytest.mark.slow
+def test_an_empty_system_message_replaces_the_templates_default_one(dirs, capsys):
+    """--system '' was refused as empty, though an empty system message is how Hugging Face
+    users keep a template's default system prompt (Qwen2.5's "You are Qwen...") out, and how
+    rows trained with one were laid out: leaving --system out brings the default back."""
+    from attnlab.interop.chat import chat_ids, conversation
+
+    d = dirs["default-system"]
+    empty = [{"role": "system", "content": ""}, {"role": "user", "content": "hello there"}]
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    theirs = tok.apply_chat_template(empty, add_generation_prompt=True, return_dict=False)
+    assert tok.decode(theirs).startswith("<|im_start|>system\n<|im_end|>\n<|im_start|>user")
+    assert theirs != tok.apply_chat_template(empty[1:], add_generation_prompt=True,
+                                             return_dict=False)  # the default, "the cat sat"
+    assert chat_ids(tok, conversation("hello there", ""), d) == theirs
+    assert main(["generate", str(d), "--chat", "hello there", "--system", "", "--greedy",
+                 "--max-new-tokens", str(N), "--threads", "1"]) == 0
+    assert capsys.readouterr().out == _reference_reply(d, empty)[0] + "\n"
 
 
 @pytest.mark.slow
@@ -271,7 +299,8 @@ def test_an_unsupported_family_names_its_model_type_and_the_supported_ones(tmp_p
     (["--chat", "hi", "--prompt", "hi"], "give --prompt TEXT (continue a text) or --chat TEXT"),
     (["--chat"], "give --chat TEXT or --input-file FILE (one of the two)"),
     (["--chat", " "], "--chat is empty"),
-    (["--chat", "hi", "--system", ""], "--system is empty"),
+    (["--chat", "hi", "--system", " "], "--system is blank; give it text, or --system '' for "
+                                        "an empty system turn"),
     (["--prompt", "hi", "--checkpoint", "last"], "has no training checkpoints"),
 ])
 def test_chat_flag_errors_are_one_line(tmp_path, capsys, args, message):

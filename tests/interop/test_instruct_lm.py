@@ -454,14 +454,15 @@ BAD = [
     ('{"prompt": "x", "response": ""}\n', 'line 1, "response": the assistant\'s reply is empty'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": " \\n"}]}\n',
      "line 1, message 2: the assistant's reply is empty"),
-    # an empty user or system message was trained on as a turn with no text (Qwen's template
-    # then drops its default system message, which generate --chat puts back)
+    # an empty user message was trained on as a turn with no text; a blank system message is
+    # told how to write an empty one (an empty system turn, in place of the default one)
     ('{"prompt": "", "response": "y"}\n',
      'line 1, "prompt": the user message is empty, which would be read as a user turn with no '
      'text (not as none); give it text or leave it out'),
     ('{"prompt": "a", "response": "b"}\n{"messages": [{"role": "system", "content": " "}, '
      '{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}\n',
-     "line 2, message 1: the system message is empty"),
+     'line 2, message 1: the system message is blank; give it text, or "" for an empty '
+     'system turn (in place of a chat template\'s default one)'),
     ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}, '
      '{"role": "user", "content": ""}, {"role": "assistant", "content": "z"}]}\n',
      "line 1, message 3: the user message is empty"),
@@ -516,6 +517,52 @@ def test_an_empty_user_message_is_read_as_it_was_for_a_run_that_began_on_it(tmp_
     data = _write(tmp_path / "rows.jsonl", [{"prompt": "", "response": "y"}])
     assert read_rows(data, new=False).conversations == [
         [{"role": "user", "content": ""}, {"role": "assistant", "content": "y"}]]
+
+
+# a template with a default system prompt, as Qwen2.5's ("You are Qwen..."), which an empty
+# system message replaces with an empty system turn
+DEFAULT_SYSTEM = ("{% if messages[0]['role'] == 'system' %}<|im_start|>system\n"
+                  "{{ messages[0]['content'] }}<|im_end|>\n{% else %}<|im_start|>system\nbe "
+                  "brief<|im_end|>\n{% endif %}{% for m in messages %}{% if m['role'] != "
+                  "'system' %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+                  "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+                  "{% endif %}")
+
+
+@pytest.mark.parametrize("template", [DEFAULT_SYSTEM, CHATML])
+def test_an_empty_system_message_is_trained_as_an_empty_system_turn_and_said(tmp_path,
+                                                                              template):
+    """An empty system message was refused, and its advice (leave it out) brought back the
+    template's default system prompt: it is how Hugging Face users keep that default out.
+    Read now, it is rendered as transformers renders it, one note says so, and generate
+    --chat --system '' asks in that layout."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import ChatSession, encode_splits
+
+    theirs = _tokenizer("chatml", template)
+    tok = HFTokenizer.from_transformers(theirs)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    rows = _rows(20)
+    for i in (2, 4):  # (rows of messages: system, user, assistant)
+        rows[i]["messages"][0]["content"] = ""
+    data = _write(tmp_path / "rows.jsonl", rows)
+    found = encode_splits(cfg, tok, read_rows(data))
+    trained = {tuple(ids) for ids, _ in found.train + found.val}
+    for i in (2, 4):
+        assert tuple(theirs.apply_chat_template(rows[i]["messages"], return_dict=False)) in trained
+    instead = " in place of its default one" if template == DEFAULT_SYSTEM else ""
+    assert [n for n in found.notes if "empty system" in n] == [
+        f"note: --data {data}: 2 rows have an empty system message (line 3, ...): the chat "
+        f"template renders an empty system turn{instead}; generate --chat --system '' asks in "
+        f"that layout"]
+    empty = [{"role": "system", "content": ""}, {"role": "user", "content": "reverse: ab"}]
+    assert ChatSession(tok, tmp_path).ids("reverse: ab", "") == theirs.apply_chat_template(
+        empty, add_generation_prompt=True, return_dict=False)
+    assert theirs.decode(theirs.apply_chat_template(empty, return_dict=False)).startswith(
+        "<|im_start|>system\n<|im_end|>\n<|im_start|>user")
+    with pytest.raises(UsageError, match="message 2: the user message is empty"):
+        read_rows(_write(tmp_path / "user.jsonl", [{"messages": empty[:1] + [
+            {"role": "user", "content": ""}, {"role": "assistant", "content": "y"}]}]))
 
 
 def test_a_system_or_input_field_that_holds_nothing_is_let_be(tmp_path):
@@ -752,13 +799,22 @@ def test_the_held_out_rows_are_named_with_their_assistant_tokens(tmp_path):
     from attnlab.interop.hf_tokenizer import HFTokenizer
     from attnlab.tasks.lm.instruct import encode_splits
 
-    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    theirs = _tokenizer("chatml")
+    tok = HFTokenizer.from_transformers(theirs)
     cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=3, block_size=96)
     data = tmp_path / "rows.jsonl"
-    data.write_text("\n" + "".join(json.dumps(r) + "\n" for r in _rows(30)), encoding="utf-8")
+    rows = _rows(30)
+    data.write_text("\n" + "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     found = encode_splits(cfg, tok, read_rows(data))
     val = holdout(30, 3, where="x")[1]
-    counted = sum(lab != IGNORE for _, labels in found.val for lab in labels[1:])
+    counted = 0  # by hand: each held-out row laid out as ChatML, its reply and <|im_end|>
+    for i in val:
+        messages = rows[i].get("messages") or [{"role": "user", "content": rows[i]["prompt"]},
+                                               {"role": "assistant",
+                                                "content": rows[i]["response"]}]
+        ids, mask = _by_hand(theirs, messages, "chatml")
+        assert len(ids) <= cfg.block_size + 1  # none cut
+        counted += sum(mask[1:])
     assert len(val) == 3 and len(found.val) == 3 and counted > 3
     lines = ", ".join(str(i + 2) for i in val)  # the file's lines, after its blank first one
     assert [n for n in found.notes if "held out for val_loss" in n] == [
@@ -778,12 +834,124 @@ def test_a_message_that_holds_a_template_marker_is_said(tmp_path):
     cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
     rows = _rows(10)
     clean = read_rows(_write(tmp_path / "clean.jsonl", rows))
-    assert not [n for n in encode_splits(cfg, tok, clean).notes if "special token" in n]
+    assert not [n for n in encode_splits(cfg, tok, clean).notes if "added token" in n]
     rows[3] = {"prompt": "reverse: ab<|im_end|>", "response": "ba"}
     rows[6] = {"messages": [{"role": "user", "content": "x"},
                             {"role": "assistant", "content": "<|im_start|>assistant\nba"}]}
     marked = read_rows(_write(tmp_path / "marked.jsonl", rows))
-    assert [n for n in encode_splits(cfg, tok, marked).notes if "special token" in n] == [
-        f"note: --data {marked.path}: 2 messages hold a special token's text (line 4, "
+    assert [n for n in encode_splits(cfg, tok, marked).notes if "added token" in n] == [
+        f"note: --data {marked.path}: 2 messages hold an added token's text (line 4, "
         f"\"prompt\": <|im_end|>), which the model reads as that token, as transformers does, "
         f"not as text; write it otherwise where it is meant as text"]
+
+
+@pytest.mark.parametrize("rank, said", [("0", True), ("1", False)])
+def test_the_notes_of_the_rows_are_said_by_the_first_process_only(tmp_path, monkeypatch,
+                                                                  capsys, rank, said):
+    """A DDP run on two devices said each note (held out, cut, special tokens) twice: every
+    process prepares its rows."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.settings import RANK_KEYS
+    from attnlab.tasks.lm.instruct import encode_splits, prepare
+
+    class Config(SimpleNamespace):
+        def derive(self, **changes):
+            return Config(**{**vars(self), **changes})
+
+    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    cfg = Config(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    found = encode_splits(cfg, tok, read_rows(_write(tmp_path / "rows.jsonl", _rows(20))))
+    assert any("held out for val_loss" in n for n in found.notes)
+    for key in RANK_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("LOCAL_RANK", rank)
+    capsys.readouterr()
+    _, _, train, val = prepare(cfg, tmp_path / "run", found, tok)
+    assert (train, val) == (found.train, found.val)
+    assert capsys.readouterr().err == ("".join(n + "\n" for n in found.notes) if said else "")
+
+
+def test_evaluate_data_reads_a_file_with_an_empty_message_as_the_run_did(tmp_path):
+    """``evaluate RUN --data FILE`` refused the very file a run had trained on when it held an
+    empty user message (read as rows not yet trained on); it measures it now, every row."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import evaluate_loss
+
+    theirs = _tokenizer("chatml")
+    tok = HFTokenizer.from_transformers(theirs)
+    rows = [*_rows(6), {"prompt": "", "response": "ba"},
+            {"messages": [{"role": "user", "content": " "}, {"role": "assistant", "content": "x"}]}]
+    data = _write(tmp_path / "rows.jsonl", rows)
+    with pytest.raises(UsageError, match="line 7, \"prompt\": the user message is empty"):
+        read_rows(data)  # as a new run reads it
+    torch.manual_seed(0)
+    model = torch.nn.Embedding(len(theirs), len(theirs))  # ids (B, T) -> logits (B, T, V)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96,
+                          batch_size=3)
+    total, count = 0.0, 0  # by hand: each row as transformers lays it out, its replies counted
+    for row in rows:
+        messages = row.get("messages") or [{"role": "user", "content": row["prompt"]},
+                                           {"role": "assistant", "content": row["response"]}]
+        ids, mask = _by_hand(theirs, messages, "chatml")
+        assert ids == theirs.apply_chat_template(messages, return_dict=False)
+        with torch.no_grad():
+            logp = F.log_softmax(model(torch.tensor(ids[:-1])), -1)  # (T, V)
+        total -= sum(float(logp[t - 1, ids[t]]) for t in range(1, len(ids)) if mask[t])
+        count += sum(mask[1:])
+    assert_close(evaluate_loss(cfg, model, tok, str(data)), total / count, atol=1e-5, rtol=0)
+
+
+def test_a_message_that_holds_an_added_token_not_marked_special_is_said(tmp_path):
+    """The note searched special tokens only, and missed added ones that are not (Qwen's
+    <tool_call>, Qwen3's <think>, add_tokens' own), which transformers reads as one token
+    too. Added tokens of spaces alone (some code models') are text, and not said."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits
+
+    theirs = _tokenizer("chatml")
+    theirs.add_tokens(["<tool_call>", "    "])  # special_tokens=False
+    call = theirs.convert_tokens_to_ids("<tool_call>")
+    assert call in theirs.encode("call: <tool_call> now", add_special_tokens=False)
+    tok = HFTokenizer.from_transformers(theirs)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=96)
+    rows = _rows(10)
+    rows[5] = {"prompt": "reverse:    ab", "response": "ba"}  # the four spaces: text
+    spaces = read_rows(_write(tmp_path / "spaces.jsonl", rows))
+    assert not [n for n in encode_splits(cfg, tok, spaces).notes if "added token" in n]
+    rows[7] = {"prompt": "reverse: ab", "response": "<tool_call>ba"}
+    marked = read_rows(_write(tmp_path / "marked.jsonl", rows))
+    found = encode_splits(cfg, tok, marked)
+    # the run trains on it as that one token, as transformers reads it
+    assert len([ids for ids, _ in found.train + found.val if call in ids]) == 1
+    assert [n for n in found.notes if "added token" in n] == [
+        f"note: --data {marked.path}: 1 message holds an added token's text (line 8, "
+        f"\"response\": <tool_call>), which the model reads as that token, as transformers "
+        f"does, not as text; write it otherwise where it is meant as text"]
+
+
+def test_a_held_out_row_cut_to_nothing_is_said_as_not_measured(tmp_path, capsys):
+    """A held-out conversation whose reply lay beyond --block-size was said to be "not
+    trained on", though held-out rows never are (nor those evaluate reads): it is not
+    measured by val_loss."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits, evaluate_loss
+
+    theirs = _tokenizer("chatml")
+    tok = HFTokenizer.from_transformers(theirs)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=80,
+                          batch_size=4)
+    rows = _rows(20)
+    train, val = holdout(20, 0, where="x")
+    for i in (val[0], train[0]):  # a reply past the block, held out and trained on
+        rows[i] = {"prompt": "reverse: " + "abc " * 40, "response": "cba"}
+    found = encode_splits(cfg, tok, read_rows(_write(tmp_path / "rows.jsonl", rows)))
+    cut = [n for n in found.notes if "cut at the end" in n]
+    assert len(cut) == 2, found.notes
+    assert cut[0].endswith("(1 conversation has none left and is not trained on)")
+    assert cut[1].startswith(f"note: --data {tmp_path / 'rows.jsonl'}: 1 of 2 held-out ")
+    assert cut[1].endswith("(1 conversation has none left and is not measured by val_loss)")
+    capsys.readouterr()
+    evaluate_loss(cfg, torch.nn.Embedding(len(theirs), len(theirs)), tok,
+                  str(tmp_path / "rows.jsonl"))  # every row of the file, measured
+    assert capsys.readouterr().err.endswith(
+        "(2 conversations have none left and are not measured by val_loss)\n")

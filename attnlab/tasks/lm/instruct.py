@@ -35,12 +35,14 @@ import torch.nn.functional as F
 
 from ...data import numbered_batches
 from ...data.chat_rows import (IGNORE, Rows, chat_example, counted_tokens, cut_to,
-                               held_out_note, holdout, plain_example, read_rows, repeated_note)
+                               empty_system_note, held_out_note, holdout, plain_example,
+                               read_rows, repeated_note)
 from ...data.tables import check_digest
 from ...errors import UsageError
 from ...interop.chat import chat_ids, conversation, end_of_turn_id, joined_stops, render
 from ...interop.saved import load_any_tokenizer
 from ...runs import check_data_files, file_digest
+from ...settings import later_process
 
 __all__ = ["prepare", "EncodedRows", "encode_splits", "encode_rows", "padded", "batched",
            "pad_id", "example_batches", "assistant_loss", "evaluate_loss", "ChatSession",
@@ -53,10 +55,11 @@ def prepare(cfg, run_dir: Path, checked: "Rows | EncodedRows", tokenizer=None):
     """What a fine-tuning run trains on: (the run config with its tokenizer's place and digest
     derived, the tokenizer, the training examples, the held-out ones). ``tokenizer`` is
     --init's (a new run), whose rows the spec encoded already (``checked``, ``encode_splits``);
-    None on --resume (read back from the run; ``checked`` is then the rows, encoded here)."""
+    None on --resume (read back from the run; ``checked`` is then the rows, encoded here).
+    The notes of the rows are printed by the first process only (DDP runs one per device)."""
     cfg, tokenizer = _tokenizer_of_run(cfg, Path(run_dir), tokenizer)
     found = checked if isinstance(checked, EncodedRows) else encode_splits(cfg, tokenizer, checked)
-    for note in found.notes:
+    for note in found.notes if not later_process() else []:  # once a run, not once a process
         print(note, file=sys.stderr, flush=True)
     return cfg, tokenizer, found.train, found.val
 
@@ -85,30 +88,35 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     """
     train_rows, val_rows = holdout(len(rows.conversations), cfg.seed, where=f"--data {rows.path}")
     train, said = _encoded_rows(cfg, tokenizer, rows, train_rows)
-    val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ")
-    no_stop = _no_stop_note(cfg, tokenizer) if cfg.instruction == "chat" else None
+    val, said_val = _encoded_rows(cfg, tokenizer, rows, val_rows, split="held-out ",
+                                  measured=True)
+    chat = cfg.instruction == "chat"
+    no_stop = _no_stop_note(cfg, tokenizer) if chat else None
+    empty = empty_system_note(rows, _template(cfg, tokenizer)[0]) if chat else None
     held = held_out_note(rows, val_rows, sum(counted_tokens(labels) for _, labels in val))
     repeated = repeated_note(rows, train_rows, val_rows)
     markers = _marker_note(rows, tokenizer)
-    return EncodedRows(rows, train, val,
-                       [n for n in (said, said_val, no_stop, markers, held, repeated) if n])
+    return EncodedRows(rows, train, val, [n for n in (said, said_val, no_stop, empty, markers,
+                                                      held, repeated) if n])
 
 
 def _marker_note(rows: Rows, tokenizer) -> str | None:
-    """One line when a message's text holds a special token of the checkpoint's tokenizer
-    (a chat template's marker, ``<|im_end|>``): it is read as that token, as transformers
-    reads it, not as text, so the model sees the template's layout inside the message (a
-    reply learns to end its turn there). Rows written already laid out by a template, or
-    text about one, were trained on so without a word. None when no text holds one."""
+    """One line when a message's text holds an added token of the checkpoint's tokenizer: a
+    chat template's marker (``<|im_end|>``, special) or another added token, special or not
+    (Qwen's ``<tool_call>``, Qwen3's ``<think>``, one a user put in with ``add_tokens``). It
+    is read as that one token, as transformers reads it, not as text, so the model sees the
+    template's layout inside the message (a reply learns to end its turn there). Rows written
+    already laid out by a template, or text about one, were trained on so without a word.
+    Added tokens of blanks alone (the runs of spaces some code models add) are left out: they
+    are text. None when no text holds one."""
     if getattr(tokenizer, "kind", None) != "hf":
         return None
     added = tokenizer.tokenizer.get_added_tokens_decoder().values()
-    specials = sorted((t.content for t in added if t.special and t.content), key=len,
-                      reverse=True)
-    if not specials:
+    markers = sorted((t.content for t in added if t.content.strip()), key=len, reverse=True)
+    if not markers:
         return None
     # one search per message (Llama 3 has 256 special tokens), the longest marker first
-    pattern = re.compile("|".join(map(re.escape, specials)))
+    pattern = re.compile("|".join(map(re.escape, markers)))
     found = []
     for messages, line, as_messages in zip(rows.conversations, rows.lines, rows.as_messages):
         for m, message in enumerate(messages, start=1):
@@ -119,7 +127,7 @@ def _marker_note(rows: Rows, tokenizer) -> str | None:
         return None
     (where, marker), n = found[0], len(found)
     return (f"note: --data {rows.path}: {n} message{'' if n == 1 else 's'} "
-            f"{'holds' if n == 1 else 'hold'} a special token's text ({where}: {marker}), "
+            f"{'holds' if n == 1 else 'hold'} an added token's text ({where}: {marker}), "
             f"which the model reads as that token, as transformers does, not as text; write "
             f"it otherwise where it is meant as text")
 
@@ -151,19 +159,20 @@ def pad_id(tokenizer) -> int:
 
 
 def encode_rows(cfg, tokenizer, rows: Rows, which: list[int], *, say: bool = False,
-                split: str = "") -> list[Example]:
+                split: str = "", measured: bool = False) -> list[Example]:
     """The (ids, labels) of the rows numbered ``which``, as the run's ``instruction`` turns
     them into tokens, cut to --block-size + 1; with ``say``, one line on stderr for what was
-    cut. ``UsageError`` naming the file and line of a row the template refuses, or when no
-    assistant token is left within --block-size."""
-    kept, note = _encoded_rows(cfg, tokenizer, rows, which, split)
+    cut (``measured``: rows val_loss measures, not trained on). ``UsageError`` naming the file
+    and line of a row the template refuses, or when no assistant token is left within
+    --block-size."""
+    kept, note = _encoded_rows(cfg, tokenizer, rows, which, split, measured)
     if say and note:
         print(note, file=sys.stderr, flush=True)
     return kept
 
 
-def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = ""
-                  ) -> tuple[list[Example], str | None]:
+def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = "",
+                  measured: bool = False) -> tuple[list[Example], str | None]:
     """``encode_rows``' examples, and its line on what was cut (None when nothing was)."""
     encode = _encoder(cfg, tokenizer)
     examples = []
@@ -179,11 +188,16 @@ def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = ""
                          f"--block-size {cfg.block_size}; raise --block-size")
     if not said["cut"]:
         return kept, None
-    return kept, f"note: {where}: {cut_note(said, len(examples), cfg.block_size, split)}"
+    note = cut_note(said, len(examples), cfg.block_size, split, measured=measured)
+    return kept, f"note: {where}: {note}"
 
 
-def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "") -> str:
-    """What ``cut_to`` cut, in words (``said``: its counts; ``n`` conversations in all).
+def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "", *,
+             measured: bool = False) -> str:
+    """What ``cut_to`` cut, in words (``said``: its counts; ``n`` conversations in all, of
+    ``split``, "held-out " or ""; ``measured``: rows val_loss measures, never trained on,
+    whose conversation left with no assistant token is not measured, rather than not trained
+    on).
 
     Examples:
         >>> cut_note({"cut": 2, "dropped": 1, "lost": 30, "labelled": 400}, 50, 64)
@@ -195,9 +209,10 @@ def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "") -> 
             f"end: {said['lost']:,} of {said['labelled']:,} assistant tokens are left out")
     if said["dropped"]:
         one = said["dropped"] == 1
+        left_out = "measured by val_loss" if measured else "trained on"
         text += (f" ({said['dropped']} conversation{'' if one else 's'} "
                  f"{'has' if one else 'have'} none left and {'is' if one else 'are'} not "
-                 f"trained on)")
+                 f"{left_out})")
     return text
 
 
@@ -323,10 +338,10 @@ def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
         rows = read_rows(cfg.data, new=False)  # the rows it was trained on, as read then
         check_digest(cfg.data, rows.sha256, (cfg.data_sha256 or {}).get("data"), what="--data")
         which = holdout(len(rows.conversations), cfg.seed, where=f"--data {cfg.data}")[1]
-    else:
-        rows = read_rows(data)
+    else:  # nothing trains on it: read as the run's own --data was (an empty user message)
+        rows = read_rows(data, what="--data", new=False)
         which = list(range(len(rows.conversations)))
-    examples = encode_rows(cfg, tokenizer, rows, which, say=True)
+    examples = encode_rows(cfg, tokenizer, rows, which, say=True, measured=True)
     return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer))
 
 
