@@ -217,32 +217,6 @@ def test_an_out_made_while_export_writes_is_refused_and_kept(theirs, tmp_path):
 
 
 @pytest.mark.slow
-def test_an_out_whose_tokenizer_transformers_reads_otherwise_is_never_written(tmp_path, capsys):
-    """A run with q/k/v biases and no others exports as Qwen2; transformers 5 reads a qwen2
-    directory's tokenizer as Qwen2Tokenizer, a byte-level BPE rebuilt from the vocabulary,
-    which dropped the spaces of the run's char tokenizer: OUT loaded with the run's logits and
-    other ids, in silence. Whatever transformers is installed, OUT's tokenizer as
-    AutoTokenizer reads it gives the run's ids, or OUT is refused in one line."""
-    from transformers import AutoTokenizer
-
-    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
-    run, out = tmp_path / "qwen2", tmp_path / "hf"
-    assert main(["train", "lm", "--data", str(tmp_path / "text.txt"), "--block-size", "16",
-                 "--out", str(run), *STEPS, "--num-heads", "2", "--dim-feedforward", "32",
-                 "--arch", "llama", "--qkv-bias"]) == 0
-    capsys.readouterr()
-    code = main(["export", str(run), "--hf", str(out)])
-    err = capsys.readouterr().err.strip()
-    _, tokenizer = attnlab.load(run)
-    text = "the lazy dog"
-    if code == 0:  # a transformers that reads the tokenizer as it was written
-        assert AutoTokenizer.from_pretrained(out)(text)["input_ids"] == tokenizer.encode(text)
-        return
-    assert code == 2 and len(err.splitlines()) == 1, err
-    assert f"would read the tokenizer of {out} as " in err and err.endswith("nothing was written")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["qwen2", "text.txt"]
-
-@pytest.mark.slow
 def test_a_keep_best_runs_export_says_it_holds_the_best_step_not_the_last(tmp_path, capsys):
     # at --lr 1 the first validation is the best of three: model.safetensors holds step 1's
     # weights, checkpoints/last.ckpt step 3's
