@@ -155,7 +155,9 @@ def _decode_as_the_run(model, cfg) -> None:
 
 
 def _write_atomically(out, model, tokenizers) -> None:
-    """``out`` whole: written as a hidden sibling, then renamed (a failure leaves nothing)."""
+    """``out`` whole: written as a hidden sibling, then renamed (a failure or an interruption
+    leaves nothing: neither the sibling nor the claimed, empty ``out``)."""
+    import contextlib
     import shutil
     import tempfile
     from pathlib import Path
@@ -166,6 +168,7 @@ def _write_atomically(out, model, tokenizers) -> None:
 
     logging.disable_progress_bar()  # "Writing model shards" on stderr
     partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    claimed = False
     try:
         model.save_pretrained(partial)
         for sub, tokenizer in tokenizers.items():
@@ -176,17 +179,35 @@ def _write_atomically(out, model, tokenizers) -> None:
         for path in [partial, *partial.rglob("*")]:
             path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
         # OUT may have appeared while the model was written (another export to the same OUT,
-        # a directory the user made): a rename alone would replace an empty directory in
-        # silence and fail with a traceback on a full one. Making OUT claims it at once or
-        # fails if it exists; the rename then replaces only that empty directory of ours
+        # a directory the user made): a POSIX rename alone would replace an empty directory
+        # in silence and fail with a traceback on a full one. Making OUT claims it at once or
+        # fails if it exists; the rename then replaces only that empty directory of ours.
+        # Windows' rename replaces no directory: it fails on any OUT, and is the claim itself
+        if _rename_replaces_an_empty_directory():
+            try:
+                out.mkdir()
+            except FileExistsError:
+                raise _exists(out, made_since=True) from None
+            claimed = True
         try:
-            out.mkdir()
-        except FileExistsError:
+            partial.rename(out)
+        except FileExistsError:  # (Windows)
             raise _exists(out, made_since=True) from None
-        partial.rename(out)
+        claimed = False
     except BaseException as e:
         shutil.rmtree(partial, ignore_errors=True)
+        if claimed:  # claimed and not renamed onto: the next export would call it taken
+            with contextlib.suppress(OSError):  # (removes only an empty directory)
+                out.rmdir()
         raise naming(e, out)  # a full disk: one line naming --hf's directory, not a traceback
+
+
+def _rename_replaces_an_empty_directory() -> bool:
+    """Whether ``Path.rename`` onto an empty directory replaces it (POSIX) or fails
+    (Windows: ``FileExistsError``)."""
+    import os
+
+    return os.name != "nt"
 
 
 def _exists(out, *, made_since: bool = False):
