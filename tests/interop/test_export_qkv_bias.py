@@ -70,3 +70,29 @@ def test_qkv_bias_with_a_sliding_window_is_refused_in_one_line(text_file, tmp_pa
     assert len(err.splitlines()) == 1, err
     assert "--qkv-bias" in err and "--sliding-window" in err and str(run) in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_to_hf_writes_qkv_biases_as_llamas_attention_bias_with_the_same_logits():
+    """``qkv_bias_as="llama"``: every bias copied (drawn away from zero here), o_proj's zero,
+    the logits equal within float32 rounding; a sliding window beside them is refused."""
+    from attnlab.interop import to_hf
+    from attnlab.models import CausalLM
+
+    parts = dict(positional="rope", norm="rms", ff="swiglu", bias=False, qkv_bias=True)
+    ours = CausalLM(80, model_dim=32, num_heads=4, num_layers=2, num_kv_heads=2, max_len=64,
+                    **parts).eval()
+    with torch.no_grad():
+        for p in ours.parameters():
+            p.normal_(0, 0.2)
+    hf = to_hf(ours, qkv_bias_as="llama").eval()
+    assert type(hf).__name__ == "LlamaForCausalLM"
+    assert hf.config.attention_bias and not hf.config.mlp_bias
+    assert all(not layer.self_attn.o_proj.bias.any() for layer in hf.model.layers)
+    x = torch.randint(0, 80, (2, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert_close(hf(x).logits, ours(x), atol=1e-5, rtol=1e-5)
+    assert type(to_hf(ours)).__name__ == "Qwen2ForCausalLM"  # the default: Qwen2's
+    with pytest.raises(ValueError, match=r"\(--qkv-bias\) with a sliding window "
+                                         r"\(--sliding-window\) fit no Hugging Face family"):
+        to_hf(CausalLM(80, model_dim=32, num_heads=4, sliding_window=8, **parts),
+              qkv_bias_as="llama")
