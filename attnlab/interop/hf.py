@@ -128,7 +128,8 @@ def _gpt2_to_causal_lm(hf) -> nn.Module:
 
 
 def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
-          eos_token_id: int | None = None, pad_token_id: int | None = None):
+          eos_token_id: int | None = None, pad_token_id: int | None = None,
+          qkv_bias_as: str = "qwen2"):
     """Export an attnlab model to the equivalent Hugging Face model, weights copied.
 
     Supported:
@@ -161,6 +162,10 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
             ``sos_id``, ``eos_id`` and ``pad_id``.
         eos_token_id: CausalLM only, likewise (attnlab tokenizers: 2).
         pad_token_id: CausalLM only, likewise (attnlab tokenizers: 0).
+        qkv_bias_as: CausalLM only: the family of q/k/v biases alone, ``"qwen2"`` or
+            ``"llama"`` (``LlamaForCausalLM`` with ``attention_bias`` and zero o_proj
+            biases): a model whose tokenizer is not Qwen2's needs ``"llama"``, as
+            transformers reads every ``qwen2`` directory's tokenizer as ``Qwen2Tokenizer``.
 
     Returns:
         The ``transformers`` model (above) with the same logits, in the same train/eval mode.
@@ -186,7 +191,7 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
     if not isinstance(model, CausalLM):
         raise ValueError(f"to_hf exports a CausalLM or a Seq2SeqTransformer, "
                          f"got {type(model).__name__}")
-    return _causal_lm_to_hf(model, **ids)
+    return _causal_lm_to_hf(model, qkv_bias_as=qkv_bias_as, **ids)
 
 
 def _refuse_int8(model: nn.Module) -> None:
@@ -201,13 +206,13 @@ def _refuse_int8(model: nn.Module) -> None:
                          f"it was made from")
 
 
-def _causal_lm_to_hf(model: nn.Module, **ids: int | None):
+def _causal_lm_to_hf(model: nn.Module, *, qkv_bias_as: str, **ids: int | None):
     """A Llama-family block (RoPE with RMSNorm or a gated network) to its family, else GPT-2."""
     c = model.config
     if c.positional == "rope" and (c.norm == "rms" or c.ff != "mlp"):
         from .llama import llama_family_of
 
-        return llama_family_of(model, **ids).train(model.training)
+        return llama_family_of(model, qkv_bias_as=qkv_bias_as, **ids).train(model.training)
     return _causal_lm_to_gpt2(model, **ids)
 
 

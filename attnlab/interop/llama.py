@@ -34,16 +34,22 @@ def causal_lm_of(hf) -> nn.Module:
     return model
 
 
-def llama_family_of(model: nn.Module, **ids: int | None):
+def llama_family_of(model: nn.Module, *, qkv_bias_as: str = "qwen2", **ids: int | None):
     """The Llama-family ``*ForCausalLM`` holding a ``CausalLM``'s weights (the family that has
-    its parts: ``llama_config.llama_family_config``), in float32."""
+    its parts, q/k/v biases alone as ``qkv_bias_as``: ``llama_config.llama_family_config``),
+    in float32."""
+    import torch
     import transformers
 
-    model_type, kwargs = llama_family_config(model.config)
+    model_type, kwargs = llama_family_config(model.config, qkv_bias_as=qkv_bias_as)
     cls = getattr(transformers, LLAMA_CLASSES[model_type])
     config = cls.config_class(**kwargs, **ids)
     hf = cls(config).float()
     _walk(model, hf, to_ours=False)
+    if model_type == "llama" and config.attention_bias and not model.config.bias:
+        with torch.no_grad():  # q/k/v biases as Llama's attention_bias: o_proj's adds nothing
+            for layer in hf.model.layers:
+                layer.self_attn.o_proj.bias.zero_()
     return hf
 
 

@@ -205,12 +205,18 @@ def _original_context(c: dict[str, Any], params: dict[str, Any]) -> int:
     return int(c["max_position_embeddings"])
 
 
-def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
+def llama_family_config(cfg: Any, *, qkv_bias_as: str = "qwen2") -> tuple[str, dict[str, Any]]:
     """(model_type, the transformers config's keyword arguments) of a ``CausalLMConfig``
     built from the Llama family's parts: the inverse of ``llama_family_settings``. The family
-    is the one that holds the parts: QK-norm -> qwen3, q/k/v biases alone -> qwen2 (a sliding
-    window with either: Qwen's, on every layer), a sliding window alone -> mistral, else
-    llama. ``ValueError`` naming the first setting none holds."""
+    is the one that holds the parts: QK-norm -> qwen3, q/k/v biases alone -> ``qkv_bias_as``
+    (a sliding window with either: Qwen's, on every layer), a sliding window alone ->
+    mistral, else llama. ``ValueError`` naming the first setting none holds.
+
+    ``qkv_bias_as="llama"`` writes q/k/v biases alone as Llama's ``attention_bias`` (the
+    caller sets the o_proj biases it adds to zero), for a model whose tokenizer is not
+    Qwen2's: transformers reads the tokenizer of every ``qwen2`` directory as its own
+    ``Qwen2Tokenizer``, whatever the directory holds, and a Llama directory's as written. No
+    family then holds a sliding window beside the biases (Mistral has none): refused."""
     needs = {"norm_first": (True,), "positional": ("rope",), "norm": ("rms",),
              "ff": tuple(_GATES.values())}
     for key, allowed in needs.items():
@@ -221,7 +227,13 @@ def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
     if qkv_only and not cfg.qkv_bias:
         raise ValueError("to_hf: qkv_bias=False with bias=True (biases everywhere but q/k/v) "
                          "has no Hugging Face family")
-    parts = [name for name, on in (("qwen3", cfg.qk_norm), ("qwen2", qkv_only)) if on]
+    if qkv_bias_as not in ("qwen2", "llama"):
+        raise ValueError(f"to_hf: qkv_bias_as {qkv_bias_as!r}; expected 'qwen2' or 'llama'")
+    if qkv_only and qkv_bias_as == "llama" and cfg.sliding_window is not None:
+        raise ValueError("to_hf: q/k/v biases (--qkv-bias) with a sliding window "
+                         "(--sliding-window) fit no Hugging Face family that reads this "
+                         "model's tokenizer: Llama has no window, Mistral no biases")
+    parts = [name for name, on in (("qwen3", cfg.qk_norm), (qkv_bias_as, qkv_only)) if on]
     if len(parts) > 1:
         raise ValueError(f"to_hf: qk_norm and qkv_bias alone belong to different families "
                          f"({', '.join(parts)}); this CausalLM has both")
@@ -247,7 +259,7 @@ def llama_family_config(cfg: Any) -> tuple[str, dict[str, Any]]:
               "tie_word_embeddings": cfg.tie_weights, "rope_parameters": rope,
               "attention_dropout": cfg.attention_dropout}
     if model_type in ("llama", "qwen3"):
-        kwargs["attention_bias"] = cfg.bias
+        kwargs["attention_bias"] = cfg.bias or qkv_only
     if model_type == "llama":
         kwargs["mlp_bias"] = cfg.bias
     elif cfg.bias:

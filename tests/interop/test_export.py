@@ -216,31 +216,85 @@ def test_an_out_made_while_export_writes_is_refused_and_kept(theirs, tmp_path):
     assert all((out / name).read_text() == "keep" for name in theirs)
 
 
-@pytest.mark.slow
-def test_an_out_whose_tokenizer_transformers_reads_otherwise_is_never_written(tmp_path, capsys):
-    """A run with q/k/v biases and no others exports as Qwen2; transformers 5 reads a qwen2
-    directory's tokenizer as Qwen2Tokenizer, a byte-level BPE rebuilt from the vocabulary,
-    which dropped the spaces of the run's char tokenizer: OUT loaded with the run's logits and
-    other ids, in silence. Whatever transformers is installed, OUT's tokenizer as
-    AutoTokenizer reads it gives the run's ids, or OUT is refused in one line."""
-    from transformers import AutoTokenizer
+class _Model:
+    """Stands in for the Hugging Face model: ``save_pretrained`` writes one file."""
 
-    (tmp_path / "text.txt").write_text(TEXT, encoding="utf-8")
-    run, out = tmp_path / "qwen2", tmp_path / "hf"
-    assert main(["train", "lm", "--data", str(tmp_path / "text.txt"), "--block-size", "16",
-                 "--out", str(run), *STEPS, "--num-heads", "2", "--dim-feedforward", "32",
-                 "--arch", "llama", "--qkv-bias"]) == 0
-    capsys.readouterr()
-    code = main(["export", str(run), "--hf", str(out)])
-    err = capsys.readouterr().err.strip()
-    _, tokenizer = attnlab.load(run)
-    text = "the lazy dog"
-    if code == 0:  # a transformers that reads the tokenizer as it was written
-        assert AutoTokenizer.from_pretrained(out)(text)["input_ids"] == tokenizer.encode(text)
-        return
-    assert code == 2 and len(err.splitlines()) == 1, err
-    assert f"would read the tokenizer of {out} as " in err and err.endswith("nothing was written")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["qwen2", "text.txt"]
+    def save_pretrained(self, where):
+        (where / "config.json").write_text("{}")
+
+
+def _renames_as_windows(monkeypatch):
+    """Path.rename as Windows': FileExistsError onto any existing path, an empty directory
+    too, where POSIX replaces it."""
+    from pathlib import Path
+
+    from attnlab.commands import export
+
+    rename = Path.rename
+
+    def windows_rename(self, target):
+        if os.path.lexists(target):
+            raise FileExistsError(17, "Cannot create a file when that file already exists",
+                                  str(self), None, str(target))
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", windows_rename)
+    monkeypatch.setattr(export, "_rename_replaces_an_empty_directory", lambda: False,
+                        raising=False)
+
+
+def test_an_export_on_windows_writes_out(monkeypatch, tmp_path):
+    """Windows' rename fails onto the empty OUT that export made to claim it: every export
+    failed and left that empty OUT behind."""
+    from attnlab.commands.export import _write_atomically
+
+    _renames_as_windows(monkeypatch)
+    out = tmp_path / "hf"
+    _write_atomically(out, _Model(), {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
+    assert (out / "config.json").read_text() == "{}"
+
+
+def test_an_out_made_while_export_writes_on_windows_is_refused_and_kept(monkeypatch, tmp_path):
+    from attnlab.commands.export import _write_atomically
+    from attnlab.errors import UsageError
+
+    _renames_as_windows(monkeypatch)
+    out = tmp_path / "hf"
+
+    class Theirs(_Model):
+        def save_pretrained(self, where):
+            super().save_pretrained(where)
+            out.mkdir()
+            (out / "mine.txt").write_text("keep")
+
+    with pytest.raises(UsageError) as e:
+        _write_atomically(out, Theirs(), {})
+    assert str(e.value) == (f"--hf {out} already exists (made while export was writing it); "
+                            f"give a new directory (export never writes over a path)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+
+
+def test_an_export_interrupted_after_claiming_out_leaves_nothing(monkeypatch, tmp_path):
+    """Ctrl-C (or an error) between the claim of OUT and the rename left an empty OUT, and
+    the next export to it said it already exists."""
+    from pathlib import Path
+
+    from attnlab.commands.export import _write_atomically
+
+    def interrupted(self, target):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "hf"
+    with monkeypatch.context() as patch:
+        patch.setattr(Path, "rename", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            _write_atomically(out, _Model(), {})
+    assert list(tmp_path.iterdir()) == []
+    _write_atomically(out, _Model(), {})  # the same OUT again: written
+    assert (out / "config.json").read_text() == "{}"
+
 
 @pytest.mark.slow
 def test_a_keep_best_runs_export_says_it_holds_the_best_step_not_the_last(tmp_path, capsys):

@@ -370,7 +370,11 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     from ...interop.tokenizer import special_ids, to_hf_tokenizer
 
     model, tokenizer = load(task, run_dir, cfg)
-    hf_model = to_hf(model, **special_ids(tokenizer))
+    # q/k/v biases alone are Qwen2's only with Qwen2's own tokenizer (an --init run's):
+    # transformers reads any qwen2 directory's tokenizer as Qwen2Tokenizer, which gives a
+    # run's own char, word or BPE tokenizer other ids; Llama's reads the one written
+    hf_model = to_hf(model, **special_ids(tokenizer),
+                     qkv_bias_as="qwen2" if tokenizer.kind == "hf" else "llama")
     stops = _export_stops(tokenizer, Path(run_dir))
     if stops:
         hf_model.generation_config.eos_token_id = stops if len(stops) > 1 else stops[0]
