@@ -66,7 +66,7 @@ def test_texts_of_another_type_are_named(classify_run, texts, message):
     assert str(e.value).startswith(message)
 
 
-def test_texts_that_python_gives(classify_run, reverse_run, capsys):
+def test_texts_that_python_gives(classify_run, reverse_run, lm_and_translate_runs, capsys):
     assert predict_many(reverse_run, []) == []  # no texts, no answers, as for a classify run
     assert predict_many(classify_run, []) == []
     # a numpy array of texts, or a tuple, is a list of texts
@@ -74,6 +74,16 @@ def test_texts_that_python_gives(classify_run, reverse_run, capsys):
     # an input error names the text by its place in the list
     with pytest.raises(UsageError, match=r"^texts\[1\] is empty"):
         predict_many(reverse_run, ["1 2", " "])
+    # a blank text is refused, as predict --input ' ' is: a classify run called it 'neg' at
+    # 0.667, a translate run translated it and an lm run continued it
+    for run in (classify_run, *lm_and_translate_runs):
+        for blank in ("", " ", "\t\n"):
+            with pytest.raises(UsageError) as e:
+                predict_many(run, ["the film", blank])
+            assert str(e.value) == "texts[1] is empty"
+        with pytest.raises(UsageError) as e:  # named by the caller's label
+            predict_many(run, [" "], ["reviews.txt line 1"])
+        assert str(e.value) == "reviews.txt line 1 is empty"
     with pytest.raises(ValueError, match="labels must name each of the 2 texts, got 1"):
         predict_many(reverse_run, ["1 2", "3"], ["line 1"])
 
