@@ -141,13 +141,22 @@ def lm_and_translate_runs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("n, message", [
-    ("5", "--max-new-tokens must be an integer, got '5'"),   # failed inside generation
-    (0, "--max-new-tokens must be a positive integer, got 0"),  # as predict refuses it
+    ("5", "max_new_tokens must be a positive integer, got '5'"),   # failed inside generation
+    (0, "max_new_tokens must be a positive integer, got 0"),  # as predict refuses it
+    (True, "max_new_tokens must be a positive integer, got True"),
 ])
 def test_an_lm_continuation_length_is_checked_as_the_flag(lm_and_translate_runs, n, message):
+    """By --max-new-tokens' rule, named as the argument a Python caller gave."""
     with pytest.raises(UsageError) as e:
         predict_many(lm_and_translate_runs[0], ["the "], max_new_tokens=n)
     assert str(e.value).startswith(message)
+
+
+def test_an_lm_continuation_length_may_be_a_numpy_integer(lm_and_translate_runs):
+    """``np.int64(3)`` (a length read from an array) was refused as not an integer."""
+    run = lm_and_translate_runs[0]
+    assert (predict_many(run, ["the "], max_new_tokens=np.int64(3))
+            == predict_many(run, ["the "], max_new_tokens=3))
 
 
 def test_translate_from_python_takes_a_list_of_texts(lm_and_translate_runs):
