@@ -498,14 +498,22 @@ def attends(attention_maps):
     (``input_text``: a ``TypeError`` naming anything else, a ``UsageError`` where it is blank,
     as ``plot attention --input ''`` says, where a classify or translate model failed deep
     inside on no tokens), the maps made with torch's global random state kept (``rng_kept``).
+    An input error names ``label``: ``text`` for a Python caller, not the ``--input`` flag
+    it never gave (``plot attention`` and ``view`` pass ``label="--input"``).
     """
     import functools
 
     @functools.wraps(attention_maps)
-    def checked(task, run_dir, cfg, text, **options):
-        text = input_text(text)
+    def checked(task, run_dir, cfg, text, *, label: str = "text", **options):
+        text = input_text(text, label)
         with rng_kept():
-            return attention_maps(task, run_dir, cfg, text, **options)
+            try:
+                return attention_maps(task, run_dir, cfg, text, **options)
+            except UsageError as e:
+                # the run's own errors (its config, its weights) are not the text's
+                if label == "--input" or str(e).split(" ", 1)[0].rstrip(":") != "--input":
+                    raise
+                raise UsageError(relabel(str(e), label)) from None
     return checked
 
 

@@ -117,6 +117,18 @@ def test_attention_maps_of_a_text_that_is_none_are_named(classify_run, text, err
     assert str(e.value) == message
 
 
+def test_attention_maps_name_the_text_not_the_flag(reverse_run, tmp_path, capsys):
+    """A Python caller gave ``text``, not ``--input`` (which ``plot attention`` still names)."""
+    with pytest.raises(UsageError) as e:
+        attention_maps(reverse_run, "1 x")
+    assert str(e.value).startswith("text: token 'x' is not a symbol of this model")
+    assert main(["plot", "attention", str(reverse_run), "--input", "1 x",
+                 "--out", str(tmp_path / "a.png")]) == 2
+    assert capsys.readouterr().err.startswith(
+        "attnlab: error: --input: token 'x' is not a symbol of this model")
+    assert not (tmp_path / "a.png").exists()
+
+
 def test_attention_maps_and_evaluate_keep_the_seeded_stream(classify_run, reverse_run):
     torch.manual_seed(0)
     expected = torch.rand(4)
