@@ -84,6 +84,21 @@ def _is_a_directory(run_dir: Path, where: str) -> None:
         raise UsageError(f"{where}run directory not found: {run_dir}")
 
 
+def run_dir_path(run_dir: str | Path) -> Path:
+    """``run_dir`` as a ``Path``; a ``TypeError`` naming it where it is not a path (bytes, a
+    number), not pathlib's message from inside (``load`` and ``check_run_dir`` both check it).
+
+    Examples:
+        >>> run_dir_path(b"runs/r")
+        Traceback (most recent call last):
+        TypeError: run_dir must be a path (str or pathlib.Path), got bytes: b'runs/r'
+    """
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a path (str or pathlib.Path), got "
+                        f"{type(run_dir).__name__}: {run_dir!r}")
+    return Path(run_dir)
+
+
 def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
                   command: str = "", checkpoint: str | None = None
                   ) -> tuple[Path, RunSettings]:
@@ -104,18 +119,18 @@ def check_run_dir(run_dir: str | Path, *, tasks: tuple[str, ...] | None = None,
             ``config.yaml`` and the setting; a key no setting declares is kept, not refused.
 
     Raises:
+        TypeError: ``run_dir`` is not a path (``run_dir_path``: bytes, a number).
         UsageError: no such directory, no or a broken ``config.yaml``, an unknown task or one
             outside ``tasks``, no ``model.safetensors`` (no ``checkpoints/last.ckpt`` with
-            ``checkpoint="last"``), or a model setting no trained run has
-            (a width the heads do not divide, where the task's model splits it; fractions
-            held out of the data that leave nothing to train on).
+            ``checkpoint="last"``), or a model setting no trained run has (heads that do not
+            divide the width; held-out fractions that leave nothing to train on).
 
     Examples:
         >>> check_run_dir("runs/none", command="predict")
         Traceback (most recent call last):
         attnlab.errors.UsageError: predict: run directory not found: runs/none
     """
-    run_dir = Path(run_dir)
+    run_dir = run_dir_path(run_dir)
     where = f"{command}: " if command else ""
     _is_a_directory(run_dir, where)
     cfg_path = run_dir / "config.yaml"
@@ -171,9 +186,7 @@ def load(run_dir: str | Path, *, quantize: str | None = None, checkpoint: str | 
         Traceback (most recent call last):
         TypeError: run_dir must be a path (str or pathlib.Path), got bytes: b'runs/r'
     """
-    if not isinstance(run_dir, (str, os.PathLike)):
-        raise TypeError(f"run_dir must be a path (str or pathlib.Path), got "
-                        f"{type(run_dir).__name__}: {run_dir!r}")
+    run_dir_path(run_dir)  # before the other arguments, as check_run_dir checks it
     if checkpoint is not None and checkpoint not in CHECKPOINTS:
         raise ValueError(f"checkpoint must be None or one of {CHECKPOINTS}, got {checkpoint!r}")
     from .nn.quantize import QUANTIZE_KINDS  # torch: loading imports it anyway

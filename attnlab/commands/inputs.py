@@ -25,7 +25,7 @@ from pathlib import Path
 from ..data.tables import FORMATS, file_format, places, read_table
 from ..errors import UsageError
 from ..runs import strict_json
-from ..tasks.base import line_of
+from ..tasks.base import line_of, refuse_blank
 
 
 def add_input_file_flags(parser, what: str = "input", column: str = "--text-column") -> None:
@@ -83,8 +83,7 @@ def read_inputs(path: str, column: str | None = None, flag: str = "--text-column
     if not lines:
         raise UsageError(f"{where}: no inputs (the file is empty)")
     for n, line in enumerate(lines, 1):
-        if not line.strip():
-            raise UsageError(f"{where} line {n} is empty; give one input per line")
+        refuse_blank(line, f"{where} line {n}", "; give one input per line")
     if path != "-" and file_format(path) in ("csv", "tsv", "jsonl"):  # a table, as lines
         print(f"note: {where} is read as one input per line, whole: a table's header and "
               f"every column too ({len(lines)} inputs); for the texts of one column, give "
@@ -186,8 +185,8 @@ def check_input(value: str | None, flag: str = "--input") -> None:
     when it is not UTF-8 (``check_utf8``). (A language model's prompt is not checked for blank
     here: a space is a token of a character model, and ``encode_prompt`` refuses a prompt of
     no tokens.)"""
-    if value is not None and not value.strip():
-        raise UsageError(f"{flag} is empty")
+    if value is not None:
+        refuse_blank(value, flag)
     check_utf8(value, flag)
 
 

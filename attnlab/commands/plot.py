@@ -187,7 +187,8 @@ def _attention(args) -> str:
             _no_choice(args, cfg.task)
             return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out),
                           out, given=given)
-        maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, args.input)
+        maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, args.input,
+                                                          label="--input")
         _check_choice(args, heads_per_layer(maps))
         row = attention_focus(task, run_dir, cfg, args.input)
     kind = task.capabilities.attention_kind  # translate: "cross", all its maps are

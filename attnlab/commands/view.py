@@ -71,7 +71,7 @@ def attention_layers(task, run_dir, cfg, text):
     runtime = task.runtime()
     if task.capabilities.attention_layers:
         return runtime.attention_layers(task, run_dir, cfg, text)
-    maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, text)
+    maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, text, label="--input")
     return layers_of(maps, task.capabilities.attention_kind), y_labels, x_labels
 
 

@@ -469,7 +469,8 @@ def predicts(predict_many):
     """A runtime's ``predict_many`` as a Python caller may call it too:
     ``predict_many(task, run_dir, cfg, texts, labels=None, **options)``.
 
-    The texts are checked where they enter (``input_texts``); ``labels`` default to
+    The texts are checked where they enter (``input_texts``; a blank one refused, as
+    ``predict --input ' '`` is: ``refuse_blank``); ``labels`` default to
     ``texts[0]``, ``texts[1]``, ..., by which an input error names its text; no texts, no
     answers (and no model loaded). The answers are ``without_nan_answers``'s, as ``attnlab
     predict`` prints them: no class for an input whose outputs are NaN. The global random
@@ -482,6 +483,8 @@ def predicts(predict_many):
     def checked(task, run_dir, cfg, texts, labels=None, **options):
         texts = input_texts(texts)
         labels = input_labels(texts, labels)
+        for text, label in zip(texts, labels):  # as predict refuses --input ' '
+            refuse_blank(text, label)
         if not texts:
             return []
         with rng_kept():
@@ -495,14 +498,22 @@ def attends(attention_maps):
     (``input_text``: a ``TypeError`` naming anything else, a ``UsageError`` where it is blank,
     as ``plot attention --input ''`` says, where a classify or translate model failed deep
     inside on no tokens), the maps made with torch's global random state kept (``rng_kept``).
+    An input error names ``label``: ``text`` for a Python caller, not the ``--input`` flag
+    it never gave (``plot attention`` and ``view`` pass ``label="--input"``).
     """
     import functools
 
     @functools.wraps(attention_maps)
-    def checked(task, run_dir, cfg, text, **options):
-        text = input_text(text)
+    def checked(task, run_dir, cfg, text, *, label: str = "text", **options):
+        text = input_text(text, label)
         with rng_kept():
-            return attention_maps(task, run_dir, cfg, text, **options)
+            try:
+                return attention_maps(task, run_dir, cfg, text, **options)
+            except UsageError as e:
+                # the run's own errors (its config, its weights) are not the text's
+                if label == "--input" or str(e).split(" ", 1)[0].rstrip(":") != "--input":
+                    raise
+                raise UsageError(relabel(str(e), label)) from None
     return checked
 
 
@@ -524,9 +535,24 @@ def input_text(text, name: str = "text") -> str:
     if not isinstance(text, str):
         hint = "; decode it first" if isinstance(text, (bytes, bytearray)) else ""
         raise TypeError(f"{name} must be a str, got {type(text).__name__} ({_shown(text)}){hint}")
-    if not text.strip():
-        raise UsageError(f"{name} is empty")
+    refuse_blank(text, name)
     return str(text)
+
+
+def refuse_blank(text: str, label: str, hint: str = "") -> None:
+    """``UsageError`` ``{label} is empty`` (and ``hint``) where ``text`` is blank: white space
+    alone has no tokens, words or elements to run a model on, and a model given none answered
+    as surely as for any text (a class, a whole translation). The one rule of a blank input:
+    ``predict --input``, a line of ``--input-file`` and a Python caller's texts all keep it.
+
+    Examples:
+        >>> refuse_blank(" 1 ", "--input")  # something to read: nothing to say
+        >>> refuse_blank("\\t", "texts[1]")
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: texts[1] is empty
+    """
+    if not text.strip():
+        raise UsageError(f"{label} is empty{hint}")
 
 
 def input_texts(texts) -> list[str]:

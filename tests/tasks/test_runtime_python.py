@@ -66,7 +66,7 @@ def test_texts_of_another_type_are_named(classify_run, texts, message):
     assert str(e.value).startswith(message)
 
 
-def test_texts_that_python_gives(classify_run, reverse_run, capsys):
+def test_texts_that_python_gives(classify_run, reverse_run, lm_and_translate_runs, capsys):
     assert predict_many(reverse_run, []) == []  # no texts, no answers, as for a classify run
     assert predict_many(classify_run, []) == []
     # a numpy array of texts, or a tuple, is a list of texts
@@ -74,6 +74,16 @@ def test_texts_that_python_gives(classify_run, reverse_run, capsys):
     # an input error names the text by its place in the list
     with pytest.raises(UsageError, match=r"^texts\[1\] is empty"):
         predict_many(reverse_run, ["1 2", " "])
+    # a blank text is refused, as predict --input ' ' is: a classify run called it 'neg' at
+    # 0.667, a translate run translated it and an lm run continued it
+    for run in (classify_run, *lm_and_translate_runs):
+        for blank in ("", " ", "\t\n"):
+            with pytest.raises(UsageError) as e:
+                predict_many(run, ["the film", blank])
+            assert str(e.value) == "texts[1] is empty"
+        with pytest.raises(UsageError) as e:  # named by the caller's label
+            predict_many(run, [" "], ["reviews.txt line 1"])
+        assert str(e.value) == "reviews.txt line 1 is empty"
     with pytest.raises(ValueError, match="labels must name each of the 2 texts, got 1"):
         predict_many(reverse_run, ["1 2", "3"], ["line 1"])
 
@@ -107,6 +117,18 @@ def test_attention_maps_of_a_text_that_is_none_are_named(classify_run, text, err
     assert str(e.value) == message
 
 
+def test_attention_maps_name_the_text_not_the_flag(reverse_run, tmp_path, capsys):
+    """A Python caller gave ``text``, not ``--input`` (which ``plot attention`` still names)."""
+    with pytest.raises(UsageError) as e:
+        attention_maps(reverse_run, "1 x")
+    assert str(e.value).startswith("text: token 'x' is not a symbol of this model")
+    assert main(["plot", "attention", str(reverse_run), "--input", "1 x",
+                 "--out", str(tmp_path / "a.png")]) == 2
+    assert capsys.readouterr().err.startswith(
+        "attnlab: error: --input: token 'x' is not a symbol of this model")
+    assert not (tmp_path / "a.png").exists()
+
+
 def test_attention_maps_and_evaluate_keep_the_seeded_stream(classify_run, reverse_run):
     torch.manual_seed(0)
     expected = torch.rand(4)
@@ -131,13 +153,22 @@ def lm_and_translate_runs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("n, message", [
-    ("5", "--max-new-tokens must be an integer, got '5'"),   # failed inside generation
-    (0, "--max-new-tokens must be a positive integer, got 0"),  # as predict refuses it
+    ("5", "max_new_tokens must be a positive integer, got '5'"),   # failed inside generation
+    (0, "max_new_tokens must be a positive integer, got 0"),  # as predict refuses it
+    (True, "max_new_tokens must be a positive integer, got True"),
 ])
 def test_an_lm_continuation_length_is_checked_as_the_flag(lm_and_translate_runs, n, message):
+    """By --max-new-tokens' rule, named as the argument a Python caller gave."""
     with pytest.raises(UsageError) as e:
         predict_many(lm_and_translate_runs[0], ["the "], max_new_tokens=n)
     assert str(e.value).startswith(message)
+
+
+def test_an_lm_continuation_length_may_be_a_numpy_integer(lm_and_translate_runs):
+    """``np.int64(3)`` (a length read from an array) was refused as not an integer."""
+    run = lm_and_translate_runs[0]
+    assert (predict_many(run, ["the "], max_new_tokens=np.int64(3))
+            == predict_many(run, ["the "], max_new_tokens=3))
 
 
 def test_translate_from_python_takes_a_list_of_texts(lm_and_translate_runs):

@@ -496,5 +496,6 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str, *, most: in
 def attention_layers(task, run_dir: Path, cfg: RunSettings, text: str):
     """``attnlab view DIR --input FILE:ROW``: every block's attention among all the jet's
     constituents (hardest first), labelled by rank and pT in GeV."""
-    maps, keys, queries = attention_maps(task, run_dir, cfg, text, most=cfg.max_constituents)
+    maps, keys, queries = attention_maps(task, run_dir, cfg, text, label="--input",
+                                         most=cfg.max_constituents)
     return layers_of(maps, kind="self"), queries, keys

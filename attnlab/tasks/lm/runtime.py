@@ -45,7 +45,7 @@ from ...nn.quantize import quantized
 from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights, pin_data_files
-from ...settings import PredictSettings, check, epoch_steps
+from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
 from ..base import attends, config_from_run, each_input, predicts, rng_kept
@@ -423,8 +423,10 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
     prompt longer than the model reads is cut to its end, said on stderr)."""
     from .continuation import continue_prompt, prediction_of
 
-    if max_new_tokens is not None:  # as --max-new-tokens: "5", 0 or 10**9 from Python too
-        check(PredictSettings, {"max_new_tokens": max_new_tokens})
+    # by --max-new-tokens' rule ("5", 0 or 10**9 refused), named as the argument: predict
+    # checked its flag already; a NumPy integer is a number
+    max_new_tokens = check_argument(PredictSettings, "max_new_tokens", max_new_tokens,
+                                    error=UsageError)
     model, tokenizer = load(task, run_dir, cfg)
     n = cfg.predict_tokens if max_new_tokens is None else max_new_tokens
     if cfg.instruction == "chat":  # trained on conversations: each text is a user's message
