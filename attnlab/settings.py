@@ -807,15 +807,17 @@ def add_flags(group, cls, *, only: Iterable[str] | None = None) -> None:
 
 
 def number(text: str) -> float:
-    """A float flag's value: Python's ``float`` (without spaces around it), or an integer as
-    ``integer`` reads it, so that ``--lr`` reads what ``lr:`` in a ``--config`` file reads
-    (``0x10``). ``ValueError`` for anything else (argparse then names the flag).
+    """A float flag's value: Python's ``float`` of ASCII text without spaces around it, or an
+    integer as ``integer`` reads it, so that ``--lr`` reads what ``lr:`` in a ``--config``
+    file reads (``0x10``). ``ValueError`` for anything else (argparse then names the flag).
 
     Examples:
         >>> number("1e-3"), number("0x10")
         (0.001, 16.0)
     """
-    if text != text.strip():  # float's " 12", which a file's ' 12' (a text) is not
+    # float's " 12" and "١٢" (other scripts' digits): a file's ' 12' and ١٢ are texts, and
+    # ``integer`` refuses both
+    if text != text.strip() or not text.isascii():
         raise ValueError(f"not a number: {text!r}")
     try:
         return float(text)

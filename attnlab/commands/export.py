@@ -142,7 +142,10 @@ def _decode_as_the_run(model, cfg) -> None:
     """Set on ``model.generation_config`` the run's settings of ``DECODING`` that it records
     (a length penalty only for beam search: greedy decoding has no use for it, and
     ``transformers`` refuses to save one beside a single beam); with beams, ``early_stopping``
-    "never", the rule attnlab's beam search keeps (docs/translation.md)."""
+    "never", the rule attnlab's beam search keeps (docs/translation.md). An encoder–decoder
+    never writes its pad token (``attnlab.generation.translate_from_start``), unless it is the
+    eos: ``bad_words_ids`` [[pad]], as opus-mt's checkpoints ban it, without which
+    ``transformers`` writes it where it wins and the tokenizer drops it from the text."""
     values = {key: getattr(cfg, key) for key in DECODING
               if cfg.declares(key) and cfg.readable(key) and getattr(cfg, key) is not None}
     if values.get("beam", 1) == 1:
@@ -152,6 +155,10 @@ def _decode_as_the_run(model, cfg) -> None:
         setattr(model.generation_config, name, written(value))
     if values.get("beam", 1) > 1:  # attnlab's beam search stops as transformers' "never" does
         model.generation_config.early_stopping = "never"  # (its default, False, stops sooner)
+    pad = model.config.pad_token_id
+    if model.config.is_encoder_decoder and pad is not None \
+            and pad != model.generation_config.eos_token_id:
+        model.generation_config.bad_words_ids = [[pad]]
 
 
 def _write_atomically(out, model, tokenizers) -> None:

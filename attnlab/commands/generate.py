@@ -39,8 +39,9 @@ class GenerateOptions(GenerationSettings, ModelRunSettings):
     chosen (the library's declaration, ``GenerationSettings``), --threads, and these."""
 
     seed: int = seed_setting(None, help="seed for reproducible sampling; with --input-file, "
-                                        "input number k is sampled with seed S+k-1, so "
-                                        "--prompt with --seed S+k-1 writes its text again")
+                                        "input number k is sampled with seed S+k-1 (mod "
+                                        "2^32), so --prompt with that --seed writes its "
+                                        "text again")
     greedy: bool = setting(False, help="argmax decoding instead of sampling (--no-greedy: "
                                        "sample where DIR's generation_config.json says "
                                        "do_sample false)")
@@ -316,7 +317,7 @@ def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[
     input streamed (after the input itself when ``echo``), else one line per input (escaped,
     or with --json an object of the input under ``key`` and the generated ``"text"``:
     ``json_line``). ``generator`` (``input_generator``'s, the one ``produce`` samples with)
-    is seeded with --seed S + k - 1 before input number k, so that an input's sample does not
+    is seeded with --seed S + k - 1 (mod 2**32) before input number k, so that an input's sample does not
     depend on the inputs before it: given alone with that seed, it is the same text."""
     if args.input_file is None and not args.json:  # one input: stream it
         if echo:

@@ -85,20 +85,23 @@ def _sample_as_the_directory_says(directory: Path, args) -> None:
 
 def _note_tokenizer_stop(directory: Path, tokenizer) -> None:
     """One line on stderr where generation stops at a token ``transformers``' ``generate``
-    does not stop at: the tokenizer's eos, when neither generation_config.json nor
-    config.json names an eos id (``generate`` stops only at those, and writes on after it).
-    attnlab stops there all the same: the tokenizer's eos ends a text, and what a model writes
-    after it belongs to no text of the prompt."""
+    does not stop at: the tokenizer's eos, when it is not among the eos ids
+    generation_config.json or config.json names (``generate`` stops only at those, and writes
+    on after it). attnlab stops there all the same: the tokenizer's eos ends a text, and what a
+    model writes after it belongs to no text of the prompt."""
     import sys
 
     from ..interop.chat import config_eos_ids
 
-    if tokenizer.eos_id is None or config_eos_ids(directory):
+    named = config_eos_ids(directory)
+    if tokenizer.eos_id is None or tokenizer.eos_id in named:
         return
     (name,) = tokenizer.labels([tokenizer.eos_id], skip_special_tokens=False)
+    which = (f"which is not among the eos ids {named} that generation_config.json or "
+             f"config.json of {directory} names" if named else
+             f"which neither generation_config.json nor config.json of {directory} names")
     print(f"note: generation stops at the tokenizer's eos token {name} (id "
-          f"{tokenizer.eos_id}), which neither generation_config.json nor config.json of "
-          f"{directory} names: transformers' generate would write on past it, to "
+          f"{tokenizer.eos_id}), {which}: transformers' generate would write on past it, to "
           f"--max-new-tokens",
           file=sys.stderr, flush=True)
 

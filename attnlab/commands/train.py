@@ -677,10 +677,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _given_precision(given: dict[str, Any], run_dir: Path) -> str | bool:
     """Whether ``--precision`` was given to the ``--resume`` of ``run_dir``: True for the flag,
-    the --config file that sets it, or False (a --resume without either continues with the
-    run's own). The run's own config.yaml given as --config (that file, or a copy of it) asks
-    for nothing: it records every setting, the precision among them, and the run continues
-    as without it."""
+    the --config file that sets another precision than the run's config.yaml holds, or False
+    (a --resume without either continues with the run's own). A --config file that repeats
+    the run's precision asks for nothing: the run's own config.yaml, or a copy of it with
+    max_steps raised, records every setting, and the run continues as without it."""
     from ..runs import read_yaml
 
     if "precision" in given:
@@ -688,20 +688,18 @@ def _given_precision(given: dict[str, Any], run_dir: Path) -> str | bool:
     config = given.get("config")
     if config:
         raw = read_yaml(config, hand_written=True)  # read, and checked, by configure
-        if "precision" in _setting_names(raw, f"--config {config}") \
-                and not _is_run_config(config, run_dir):
+        named = _setting_names(raw, f"--config {config}")
+        if "precision" in named and str(named["precision"]) != _run_precision(run_dir):
             return config
     return False
 
 
-def _is_run_config(config: str, run_dir: Path) -> bool:
-    """Whether the --config file ``config`` is ``run_dir``'s config.yaml or a copy of it."""
+def _run_precision(run_dir: Path) -> str | None:
+    """The precision ``run_dir``'s config.yaml records (None without the file)."""
     from ..runs import read_yaml
 
     own = Path(run_dir) / "config.yaml"
-    if not own.is_file():
-        return False
-    return Path(config).resolve() == own.resolve() or read_yaml(config) == read_yaml(own)
+    return str(read_yaml(own).get("precision")) if own.is_file() else None
 
 
 def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None = None

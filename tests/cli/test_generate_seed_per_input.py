@@ -43,7 +43,7 @@ def test_each_line_is_the_text_of_its_prompt_alone_with_its_seed(lm_run, tmp_pat
 def test_help_says_how_to_sample_one_line_again(capsys):
     with pytest.raises(SystemExit):
         main(["generate", "--help"])
-    assert "seed S+k-1" in " ".join(capsys.readouterr().out.split())
+    assert "seed S+k-1 (mod 2^32)" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.slow

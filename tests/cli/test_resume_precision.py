@@ -65,9 +65,9 @@ def test_a_precision_given_that_a_cpu_runs_as_another_is_refused_in_one_line(tmp
                           "here (the run has 16-mixed)"), err
     assert err.count("\n") == 1, err  # no note above the refusal
     config = tmp_path / "settings.yaml"
-    write_yaml(config, {"precision": "16-mixed"})
+    write_yaml(config, {"precision": "bf16-mixed"})  # another than the run's: asked for
     assert main(["train", "reverse", "--out", str(run), "--max-steps", "4", *flags,
                  "--config", str(config), "--resume"]) == 2
     err = capsys.readouterr().err
-    assert "precision: 16-mixed in --config" in err and "drop the setting" in err, err
+    assert "precision: bf16-mixed in --config" in err and "drop the setting" in err, err
     assert err.count("\n") == 1, err
