@@ -135,6 +135,7 @@ def test_notes_are_said_once_of_the_whole_file(classify_run, tmp_path, monkeypat
     run = _with_head_scaled(classify_run, tmp_path, float("nan"))
     texts = ["the film was great"] * 8
     texts[1] = texts[4] = texts[7] = "the zzzq film"  # in each of the three chunks
+    texts[2] = texts[3] = "the " + " ".join(["film"] * 5000)  # past --max-len, in two chunks
     path = tmp_path / "inputs.txt"
     path.write_text("\n".join(texts) + "\n")
     monkeypatch.setattr(predict, "CHUNK", 3)
@@ -143,10 +144,11 @@ def test_notes_are_said_once_of_the_whole_file(classify_run, tmp_path, monkeypat
     out, err = capsys.readouterr()
     assert code == 0 and out.splitlines() == ["nan"] * 8
     notes = [line for line in err.splitlines() if line.startswith(("note:", "warning:"))]
-    assert len(notes) == 2, err
+    assert len(notes) == 3, err
     assert notes[0].startswith(f"note: --input-file {path} line 2 holds ")
     assert notes[0].endswith("'zzzq' (and 2 more inputs)")
-    assert notes[1] == (f"warning: {run} gives NaN for 8 of 8 inputs (first: --input-file "
+    assert notes[1].startswith("warning: 2 of the 8 inputs are longer than --max-len ")
+    assert notes[2] == (f"warning: {run} gives NaN for 8 of 8 inputs (first: --input-file "
                         f"{path} line 1); their prediction is null")
 
 

@@ -38,6 +38,7 @@ from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...nn import padding_mask
+from ...notes import say
 from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
@@ -267,11 +268,11 @@ def _say_cut(cut: int, texts: int, what: str, cfg: RunSettings) -> None:
     """One line on stderr when ``cut`` of the ``texts`` (``what``: "training texts") were
     longer than --max-len: the model reads only their first tokens (as tag warns of words past
     it), and nothing else would say so."""
-    if cut:
-        specials = ", the checkpoint's special tokens included" if pretrained(cfg) else ""
-        print(f"warning: {cut} of the {texts} {what} {'is' if cut == 1 else 'are'} longer than "
-              f"--max-len {cfg.max_len} tokens{specials}: the model reads the first "
-              f"{cfg.max_len} of each, and the rest plays no part", file=sys.stderr, flush=True)
+    specials = ", the checkpoint's special tokens included" if pretrained(cfg) else ""
+    say("cut", cut, lambda count, total: (  # predict: once, of the whole file
+        f"warning: {count} of the {total} {what} {'is' if count == 1 else 'are'} longer than "
+        f"--max-len {cfg.max_len} tokens{specials}: the model reads the first "
+        f"{cfg.max_len} of each, and the rest plays no part"), texts)
 
 
 def _test_batches(cfg, tokenizer, pairs, what: str | None = None):
