@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import pytest
 import safetensors.torch
+import yaml
 
 import attnlab.commands.predict as predict
 import attnlab.tasks.sequence.runtime as reverse_runtime
 from attnlab.cli import main
 
+from ..tasks.test_tag import tag_run  # noqa: F401
 from .test_predict_json_numbers import SETS, _with_head_scaled, anomaly_run, classify_run  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -150,6 +152,21 @@ def test_notes_are_said_once_of_the_whole_file(classify_run, tmp_path, monkeypat
     assert notes[1].startswith("warning: 2 of the 8 inputs are longer than --max-len ")
     assert notes[2] == (f"warning: {run} gives NaN for 8 of 8 inputs (first: --input-file "
                         f"{path} line 1); their prediction is null")
+
+
+def test_a_tag_runs_warning_is_said_once_of_the_whole_file(tag_run, tmp_path, monkeypatch,
+                                                           capsys):
+    long = " ".join(["Anna"] * 3000)  # words past --max-len, in two chunks
+    path = tmp_path / "sentences.txt"
+    path.write_text("\n".join(["Anna went home", long, "home", "Anna", long]) + "\n")
+    monkeypatch.setattr(predict, "CHUNK", 3)
+    capsys.readouterr()
+    assert main(["predict", str(tag_run), "--input-file", str(path)]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("warning:")]
+    m = yaml.safe_load((tag_run / "config.yaml").read_text())["max_len"]
+    assert warnings == [f"warning: {2 * (3000 - m)} word(s) lie past --max-len {m} (words) "
+                        f"and have no prediction: they are read as O"]  # both sentences'
 
 
 def test_the_model_is_loaded_once(reverse_run, inputs, calls, monkeypatch, capsys,

@@ -271,21 +271,21 @@ class Unread:
             print(f"warning: {self.cut} word(s) of the training split lie past --max-len "
                   f"{cfg.max_len} ({what}s): their tags are not trained", file=sys.stderr,
                   flush=True)
-        elif self.cut:
+        else:  # predict: once, of the whole file (``say``)
             split = " of the validation split" if validation else ""
-            print(f"warning: {self.cut} word(s){split} lie past --max-len {cfg.max_len} "
-                  f"({what}s) and have no prediction: they are read as O", file=sys.stderr,
-                  flush=True)
+            say("past --max-len", self.cut, lambda count, _: (
+                f"warning: {count} word(s){split} lie past --max-len {cfg.max_len} "
+                f"({what}s) and have no prediction: they are read as O"), self.cut)
         self.say_empty(cfg, "their tags are not trained" if training else
                        "the validation scores leave them out" if validation else
                        "they are read as O")
 
     def say_empty(self, cfg: RunSettings, then: str) -> None:
-        if self.empty:
-            print(f"warning: {len(self.empty)} word(s) give no subword to --init "
-                  f"{cfg.init}'s tokenizer (first {self.empty[0]!r}; its normaliser removes "
-                  f"such characters), so the model reads nothing of them: {then}",
-                  file=sys.stderr, flush=True)
+        first = self.empty[0] if self.empty else None
+        say("no subword", len(self.empty), lambda count, _: (
+            f"warning: {count} word(s) give no subword to --init {cfg.init}'s tokenizer "
+            f"(first {first!r}; its normaliser removes such characters), so the model reads "
+            f"nothing of them: {then}"), len(self.empty))
 
 
 @torch.no_grad()
