@@ -583,18 +583,29 @@ def unknown_note(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> s
         >>> unknown_note(tok, ["the film", "the zzz film qqq"], ["TEXT number 1", "TEXT number 2"])
         "TEXT number 2 holds pieces unknown to this model, each read as unk: 'zzz', 'qqq'"
     """
+    count, line = _unknown_inputs(tokenizer, texts, labels)
+    return line(count) if count else None
+
+
+def _unknown_inputs(tokenizer: Tokenizer, texts: list[str], labels: list[str]
+                    ) -> tuple[int, Callable[[int], str]]:
+    """(how many of ``texts`` hold pieces ``tokenizer`` never saw, the line naming the first
+    of them and its pieces, given how many inputs in all hold some)."""
     # each piece named once as shown: a word tokeniser's words carry their space, and " zzz"
     # and "zzz" (at the start) would both be shown 'zzz'
     found = [(label, pieces) for label, text in zip(labels, texts)
              if (pieces := list(dict.fromkeys(p.strip() or p for p in tokenizer.unknown(text))))]
     if not found:
-        return None
+        return 0, str
     label, pieces = found[0]
     shown = ", ".join(repr(p) for p in pieces[:5])
     if len(pieces) > 5:
         shown += f" and {len(pieces) - 5} more"
-    more = f" (and {len(found) - 1} more inputs)" if len(found) > 1 else ""
-    return f"{label} holds {tokenizer.unknown_means}: {shown}{more}"
+
+    def line(count: int) -> str:
+        more = f" (and {count - 1} more inputs)" if count > 1 else ""
+        return f"{label} holds {tokenizer.unknown_means}: {shown}{more}"
+    return len(found), line
 
 
 # a share of unk in held-out tokens worth a note: more than half (a small English CSV's
@@ -640,12 +651,12 @@ def note_pieces(tokenizer: Tokenizer, texts: list[str], what: str) -> None:
 
 
 def note_unknown(tokenizer: Tokenizer, texts: list[str], labels: list[str]) -> None:
-    """``unknown_note``'s line, if any, on standard error as a note."""
-    import sys
+    """``unknown_note``'s line, if any, on standard error as a note (``attnlab.notes.say``:
+    once per command, of all its inputs, where the command holds its notes)."""
+    from .notes import say
 
-    note = unknown_note(tokenizer, texts, labels)
-    if note:
-        print(f"note: {note}", file=sys.stderr, flush=True)
+    count, line = _unknown_inputs(tokenizer, texts, labels)
+    say("unknown", count, lambda n, _: f"note: {line(n)}", len(texts))
 
 
 def note_cut(total: int, kept: int, max_len: int, *, what: str = "--input",

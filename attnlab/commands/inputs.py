@@ -92,9 +92,9 @@ def read_inputs(path: str, column: str | None = None, flag: str = "--text-column
 
 
 class LineLabels(Sequence):
-    """``WHERE line N`` for the lines 1 to ``count`` of a file, each made when asked for: the
-    list of them held about 100 bytes a line (a file of a million lines: 100 MB) for the few
-    that a note or an error names.
+    """``WHERE line N`` for the lines 1 to ``count`` of a file, each made when asked for: a
+    list of them held a string per line of the file for the few that a note or an error
+    names.
 
     Examples:
         >>> labels = LineLabels("--input-file big.txt", 1_000_000)

@@ -3,10 +3,13 @@
 the inputs batched, one prediction per line; ``--json`` for a machine-readable line each.
 ``--input-file TABLE --text-column NAME``: one input per row of a table, from its column NAME.
 
-Many inputs are predicted ``CHUNK`` at a time, each chunk's answers written (and flushed) before
-the next is read by the model: the answers held in memory grow with the chunk, not the file (a
-million lines held 1.7 GB of answers before any was written), ``| head`` stops the command
-after the first chunk, and a long file reports its progress on stderr.
+Many inputs are predicted ``CHUNK`` at a time by the model loaded once, each chunk's answers
+written (and flushed) before the next is predicted: the answers held in memory grow with the
+chunk, not the file (all of a file's answers were held before any was written), ``| head``
+stops the command after the first chunk, and a long file reports its progress on stderr. Every
+input is read first (the runtime's ``input_reader``), so a bad line anywhere is refused before
+the model is loaded; the notes of the inputs are said once, of the whole file
+(``attnlab.notes``).
 
 On an lm run the prediction is the greedy continuation of the whole input, as ``attnlab
 generate --greedy`` makes it (one code path, ``attnlab.tasks.lm.continuation``), of
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from signal import SIGINT
 
 from ..settings import PredictSettings, add_flags
@@ -40,17 +45,17 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..errors import Interrupted, UsageError
+    from ..errors import UsageError
     from ..loading import check_run_dir, tasks_phrase, tasks_that, weights_from
+    from ..notes import said_once
     from ..settings import check
     from ..tasks import get_task
-    from ..tasks.base import set_options, without_nan_answers
+    from ..tasks.base import check_each, loaded_once, set_options
 
     check_input(args.input)
     check_threads(args.threads)
     if args.max_new_tokens is not None:
         check(PredictSettings, {"max_new_tokens": args.max_new_tokens})
-    started = time.perf_counter()
     texts, labels = one_or_file(args.input, "--input", args.input_file, args.input_column)
     run_dir, cfg = check_run_dir(args.run_dir, command="predict", checkpoint=args.checkpoint)
     task = get_task(cfg.task)
@@ -58,29 +63,55 @@ def run(args) -> int:
         continuing = tasks_that(lambda other: other.capabilities.encode_prompt)
         raise UsageError(f"--max-new-tokens is for {tasks_phrase(continuing)} runs; {run_dir} "
                          f"is a {cfg.task} run")
+    runtime = task.runtime()
+    reader = getattr(runtime, "input_reader", None)
+    read = reader(task, run_dir, cfg) if reader and len(texts) > CHUNK else None
+    if read is not None:  # (one chunk: predict_many reads every input before the model)
+        # every input read before the weights are: a bad line of a later chunk refused with
+        # nothing written, as a file of one chunk is
+        check_each(texts, labels, read)
     work = "one" if len(texts) == 1 else "decode" if task.capabilities.generates else "forward"
     use_threads(args, work, run_dir)
     options = set_options(max_new_tokens=args.max_new_tokens)
-    with weights_from(run_dir, cfg, args.checkpoint, say=True):
+    with weights_from(run_dir, cfg, args.checkpoint, say=True), loaded_once(), \
+            said_once(len(texts)):
+        started = time.perf_counter()  # the rate from the first chunk: not of reading the file
         for start in range(0, len(texts), CHUNK):
             part, named = texts[start:start + CHUNK], labels[start:start + CHUNK]
-            try:
-                results = task.runtime().predict_many(task, run_dir, cfg, part, named, **options)
-                write_results(without_nan_answers(results, named, run_dir), part,
-                              as_json=args.json)
+            with _stop_said(start, len(texts)):
+                results = runtime.predict_many(task, run_dir, cfg, part, named, **options)
+            with _stop_said(start, len(texts), writing=len(part)):
+                write_results(results, part, as_json=args.json)
                 sys.stdout.flush()  # this chunk's answers out before the next is predicted
-            except UsageError as e:  # a bad input of a later chunk: the answers above stand
-                raise UsageError(f"{e}{_written(start, len(texts))}") from None
-            except KeyboardInterrupt:
-                raise Interrupted(f"interrupted{_written(start, len(texts))}", SIGINT) from None
-            except Interrupted as e:  # SIGTERM, SIGHUP
-                raise Interrupted(f"{e}{_written(start, len(texts))}", e.signum) from None
             _progress(start, start + len(part), len(texts), started)
     return 0
 
 
-def _written(done: int, total: int) -> str:
-    """What the output holds when the command stops after ``done`` of ``total`` answers."""
+@contextmanager
+def _stop_said(done: int, total: int, writing: int = 0) -> Iterator[None]:
+    """A stop (Ctrl-C, SIGTERM, SIGHUP) or a bad input of a later chunk, its message saying
+    what the output holds after ``done`` of ``total`` answers were written whole, and while
+    ``writing`` more were being written."""
+    from ..errors import Interrupted, UsageError
+
+    try:
+        yield
+    except UsageError as e:  # a bad input no first pass read: the answers above stand
+        raise UsageError(f"{e}{_written(done, total)}") from None
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted{_written(done, total, writing)}", SIGINT) from None
+    except Interrupted as e:
+        raise Interrupted(f"{e}{_written(done, total, writing)}", e.signum) from None
+
+
+def _written(done: int, total: int, writing: int = 0) -> str:
+    """What the output holds when the command stops after ``done`` of ``total`` answers, and
+    while the next ``writing`` were being written (a pipe that was full: some of them got
+    out, the last maybe in part)."""
+    if writing:
+        return (f"; the output holds the answers to the first {done + writing:,} of {total:,} "
+                f"inputs at most, its last line maybe cut short: the answers to inputs "
+                f"{done + 1:,} to {done + writing:,} were being written")
     if done == 0:
         return ""
     return (f"; the output holds the answers to the first {done:,} of {total:,} inputs, each "

@@ -23,7 +23,8 @@ from torch.utils.data import Dataset, TensorDataset
 
 from ..settings import set_size_fits
 
-__all__ = ["DigitPool", "digit_pools", "DigitSets", "features_of", "digit_images", "digit_labels",
+__all__ = ["DigitPool", "digit_pools", "DigitSets", "features_of", "check_image_indices",
+           "digit_images", "digit_labels",
            "NUM_FEATURES", "POOL_SEED"]
 
 NUM_FEATURES = 64
@@ -131,11 +132,17 @@ def features_of(indices: list[int]) -> torch.Tensor:
     Raises:
         ValueError: if an index is outside [0, 1797).
     """
-    x, _ = _digits()
-    bad = [i for i in indices if not 0 <= i < len(x)]
+    check_image_indices(indices)
+    return torch.from_numpy(_digits()[0][np.asarray(indices, dtype=np.int64)])
+
+
+def check_image_indices(indices: list[int]) -> None:
+    """``ValueError`` naming the first of ``indices`` that is no image of ``load_digits()``
+    (outside [0, 1797)), without building the images' features."""
+    count = len(_digits()[0])
+    bad = [i for i in indices if not 0 <= i < count]
     if bad:
-        raise ValueError(f"digit image index {bad[0]} is outside [0, {len(x)})")
-    return torch.from_numpy(x[np.asarray(indices, dtype=np.int64)])
+        raise ValueError(f"digit image index {bad[0]} is outside [0, {count})")
 
 
 def digit_labels(indices) -> list[int]:

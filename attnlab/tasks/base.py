@@ -38,6 +38,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -103,7 +106,14 @@ class Runtime(Protocol):
         the prediction (jets: the label and its probability). A bad input is a UsageError
         named by its label in ``labels`` (``--input``, ``--input-file FILE line N``; from
         Python, ``texts[i]``). lm's also takes ``max_new_tokens=``. Defined under
-        ``@predicts``, which checks the texts and takes out NaN answers for every task."""
+        ``@predicts``, which checks the texts and takes out NaN answers for every task.
+        ``attnlab predict`` calls it once per chunk of a long file, the model loaded once
+        (``loads``), and its notes said once (``attnlab.notes``).
+
+        A runtime may also define ``input_reader(task, run_dir, cfg)``: the function
+        ``predict_many`` reads one input by (a UsageError for a bad one) without the model's
+        weights, or None; ``attnlab predict`` reads a long file by it before loading
+        them (``check_each``)."""
 
     def evaluate(self, task: Task, run_dir: Path, cfg: RunSettings,
                  data: str | None) -> dict[str, float]:
@@ -493,6 +503,41 @@ def predicts(predict_many):
     return checked
 
 
+# the models loaded while a command predicts a file chunk by chunk (``loaded_once``)
+_LOADED: ContextVar[dict | None] = ContextVar("attnlab_loaded", default=None)
+
+
+def loads(load):
+    """A runtime's ``load`` (or a helper that builds its model and reads its weights), which
+    inside ``loaded_once`` does so once per arguments: ``attnlab predict`` calls
+    ``predict_many`` once per chunk of a long file, and each call loaded the model again.
+    Outside it (a call from Python), every call loads, as before."""
+    import functools
+
+    @functools.wraps(load)
+    def once(*args, **options):
+        held = _LOADED.get()
+        if held is None:
+            return load(*args, **options)
+        key = (load.__module__, load.__qualname__, tuple(map(id, args)),
+               tuple(sorted(options.items())))
+        if key not in held:  # the arguments kept with it: their ids are not reused meanwhile
+            held[key] = (args, load(*args, **options))
+        return held[key][1]
+    return once
+
+
+@contextmanager
+def loaded_once() -> Iterator[None]:
+    """While open, a runtime's ``load`` (``loads``) builds and reads each model once; the
+    models are let go at its end."""
+    token = _LOADED.set({})
+    try:
+        yield
+    finally:
+        _LOADED.reset(token)
+
+
 def attends(attention_maps):
     """A runtime's ``attention_maps`` as a Python caller may call it too: ``text`` one ``str``
     (``input_text``: a ``TypeError`` naming anything else, a ``UsageError`` where it is blank,
@@ -637,7 +682,8 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
         [{'prediction': 'neg', 'probabilities': {'neg': 0.2}}]
     """
     import math
-    import sys
+
+    from ..notes import say
 
     def finite(result: dict[str, Any]) -> bool:
         p = result.get("probabilities", result["prediction"])
@@ -650,8 +696,10 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
     for i in bad:
         results[i] = {**results[i], "prediction": None, "line": "nan"}
     if bad:
-        print(f"warning: {run_dir} gives NaN for {len(bad)} of {len(results)} inputs (first: "
-              f"{labels[bad[0]]}); their prediction is null", file=sys.stderr, flush=True)
+        first = labels[bad[0]]
+        say("nan", len(bad), lambda count, inputs: (
+            f"warning: {run_dir} gives NaN for {count} of {inputs} inputs (first: {first}); "
+            f"their prediction is null"), len(results))
     return results
 
 
@@ -722,13 +770,29 @@ def fraction(hits, counted=None) -> float:
 def each_input(texts: list[str], labels: list[str], parse) -> list:
     """``[parse(text) for text in texts]``; the first bad one is a UsageError named by its
     label, before any prediction is made."""
-    out = []
+    return list(_read_each(texts, labels, parse))
+
+
+def check_each(texts: list[str], labels: list[str], parse) -> None:
+    """``each_input`` keeping nothing: every text read by ``parse`` (a runtime's
+    ``input_reader``), the first bad one a UsageError named by its label, so that ``attnlab
+    predict`` refuses a bad line of a long file before its model is loaded.
+
+    Examples:
+        >>> check_each(["1 2", " "], ["line 1", "line 2"], input_text)
+        Traceback (most recent call last):
+        attnlab.errors.UsageError: line 2: text is empty
+    """
+    for _ in _read_each(texts, labels, parse):
+        pass
+
+
+def _read_each(texts: list[str], labels: list[str], parse) -> Iterator[Any]:
     for text, label in zip(texts, labels, strict=True):
         try:
-            out.append(parse(text))
+            yield parse(text)
         except UsageError as e:
             raise UsageError(relabel(str(e), label)) from None
-    return out
 
 
 def probabilities_of(names: list[str], p) -> dict[str, float]:

@@ -5,10 +5,14 @@
 100,003 answers of three classes."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
+from attnlab.tasks.anomaly.runtime import anomaly_accuracy, fixed_sets
 from attnlab.tasks.classify.metrics import classification_metrics, confusion
+from attnlab.tasks.classify.runtime import test_scores as classify_test_scores
 from attnlab.tasks.graph.runtime import _accuracy as graph_accuracy
 from attnlab.tasks.sequence.runtime import sequence_metrics
 
@@ -67,3 +71,32 @@ def test_graph_accuracy_is_the_exact_share(answers):
     mask = torch.arange(N) % 3 > 0
     ours = graph_accuracy(Fixed(preds), None, None, truth, mask)
     assert ours == metrics.accuracy_score(truth[mask], preds[mask])
+
+
+def test_multi_label_exact_match_is_the_exact_share():
+    """A multi-label run's ``test_accuracy`` is the share of texts whose every label is right
+    (scikit-learn's subset accuracy), exactly."""
+    g = torch.Generator().manual_seed(1)
+    truth = (torch.rand(N, 3, generator=g) < 0.5).long()
+    wrong = torch.rand(N, 3, generator=g) < 0.05  # some labels of some texts flipped
+    answers = torch.where(wrong, 1 - truth, truth)
+    cfg = SimpleNamespace(regression=False, multi_label=True, labels=["a", "b", "c"])
+    ours = classify_test_scores(cfg, answers, truth)["test_accuracy"]
+    assert ours == metrics.accuracy_score(truth.numpy(), answers.numpy())
+
+
+class FirstPosition:
+    """A set model that answers position 0 for every set."""
+
+    def eval(self):
+        return self
+
+    def predict(self, x):  # (B, T, 64) -> (B,)
+        return torch.zeros(len(x), dtype=torch.long)
+
+
+def test_anomaly_accuracy_is_the_exact_share():
+    cfg = SimpleNamespace(test_sets=3_001, set_size=5)
+    targets = fixed_sets("test", cfg).materialize().tensors[1]
+    ours = anomaly_accuracy(FirstPosition(), cfg)
+    assert ours == metrics.accuracy_score(targets, torch.zeros_like(targets))

@@ -13,7 +13,6 @@ Shapes: N sets, T = set_size images per set, F = 64 pixel features, L layers, H 
 from __future__ import annotations
 
 import math
-import sys
 from collections import Counter
 from io import BytesIO
 from pathlib import Path
@@ -23,21 +22,22 @@ import torch
 from torch.utils.data import DataLoader
 
 from ...data import numbered_batches
-from ...data.digits_sets import (NUM_FEATURES, DigitSets, digit_images, digit_labels, digit_pools,
-                                 features_of)
+from ...data.digits_sets import (NUM_FEATURES, DigitSets, check_image_indices, digit_images,
+                                 digit_labels, digit_pools, features_of)
 from ...errors import UsageError
 from ...models import SequenceClassifier
 from ...models.configs import SequenceClassifierConfig
 from ...run_config import RunSettings
+from ...notes import say
 from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
-from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, predicts,
-                    probability_list, rng_kept)
+from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, loads,
+                    predicts, probability_list, rng_kept)
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
-           "predict_many", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
+           "input_reader", "predict_many", "evaluate", "attention_maps", "plot_figures", "plot_sets"]
 
 _VAL_SEED, _TEST_SEED = 1, 2  # fixed: every run is tested on the same sets
 
@@ -116,12 +116,18 @@ def run(task: Task, cfg: RunSettings, run_dir: Path,
 
 
 # ---- using a trained run (no Lightning) ----------------------------------------------------
+@loads
 def load(task: Task, run_dir: Path, cfg: RunSettings) -> SequenceClassifier:
     """The trained set classifier of ``run_dir`` (eval mode)."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
     return model.eval()
 
+
+
+def input_reader(task: Task, run_dir: Path, cfg: RunSettings):
+    """One input's image indices, as ``predict_many`` reads it (``_indices``: no images)."""
+    return lambda text: _indices(text, cfg)
 
 
 @predicts
@@ -131,9 +137,9 @@ def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
     """Every set's anomaly position (0-based) and the probability of each position. An input
     is the indices of images in ``load_digits()`` separated by spaces; sets of one size go
     through the model together."""
-    parsed = each_input(texts, labels, lambda text: _parse_input(text, cfg))
-    _note_no_odd_one([indices for indices, _ in parsed], labels)
-    sets = [x[0] for _, x in parsed]  # (T_i, 64)
+    parsed = each_input(texts, labels, input_reader(task, run_dir, cfg))
+    _note_no_odd_one(parsed, labels)
+    sets = [features_of(indices) for indices in parsed]  # (T_i, 64)
     model = load(task, run_dir, cfg)
     found: list[dict[str, Any]] = [{} for _ in sets]
     by_size: dict[int, list[int]] = {}
@@ -157,10 +163,13 @@ def _note_no_odd_one(sets: list[list[int]], labels: list[str]) -> None:
            if sorted(Counter(digits).values()) != [1, len(digits) - 1]]
     if odd:
         label, digits = odd[0]
-        more = f" (and {len(odd) - 1} more inputs)" if len(odd) > 1 else ""
-        print(f"note: {label} is not one digit's images and one other's (digits "
-              f"{' '.join(map(str, digits))}){more}: the run learned to find that one, so "
-              f"its answer here is a guess", file=sys.stderr)
+
+        def line(count: int, _) -> str:
+            more = f" (and {count - 1} more inputs)" if count > 1 else ""
+            return (f"note: {label} is not one digit's images and one other's (digits "
+                    f"{' '.join(map(str, digits))}){more}: the run learned to find that one, "
+                    f"so its answer here is a guess")
+        say("no odd one", len(odd), line, len(labels))
 
 
 @attends
@@ -188,6 +197,13 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
 
 def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:
     """Image indices from ``--input`` and their features (1, T, 64); ``UsageError`` if bad."""
+    indices = _indices(text, cfg)
+    return indices, features_of(indices)[None]  # (1, T, 64)
+
+
+def _indices(text: str, cfg: RunSettings) -> list[int]:
+    """Image indices from ``--input``, each of an image of ``load_digits()``; ``UsageError``
+    if bad."""
     tokens = spaced_tokens(text, "--input", "set")
     # digits only, as reverse's tokens: int() also reads '1_0' and '+10', as image 10
     numbers = [decimal(t.removeprefix("-")) for t in tokens]
@@ -201,9 +217,10 @@ def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:
         raise UsageError(f"--input needs at least 3 image indices (a set of 2 has no odd one), "
                          f"got {len(indices)}")
     try:
-        return indices, features_of(indices)[None]  # (1, T, 64)
+        check_image_indices(indices)
     except ValueError as e:
         raise UsageError(f"--input: {e}") from None
+    return indices
 
 
 # ---- figures -------------------------------------------------------------------------------

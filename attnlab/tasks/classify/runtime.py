@@ -38,12 +38,13 @@ from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...nn import padding_mask
+from ...notes import say
 from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import (attends, config_from_run, each_input, fraction, predicts, probabilities_of,
-                    rng_kept)
+from ..base import (attends, config_from_run, each_input, fraction, loads, predicts,
+                    probabilities_of, rng_kept)
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
 from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
@@ -54,7 +55,8 @@ from .start import load_run_tokenizer, pretrained, start_of
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches", "Padding",
            "collect_predictions", "classification_metrics", "per_class_table", "test_scores",
            "classes_without_examples", "objective", "MISSING_KEY",
-           "run", "load", "predict_many", "evaluate", "attention_maps", "export_hf"]
+           "run", "load", "input_reader", "predict_many", "evaluate", "attention_maps",
+           "export_hf"]
 
 MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
 
@@ -266,11 +268,11 @@ def _say_cut(cut: int, texts: int, what: str, cfg: RunSettings) -> None:
     """One line on stderr when ``cut`` of the ``texts`` (``what``: "training texts") were
     longer than --max-len: the model reads only their first tokens (as tag warns of words past
     it), and nothing else would say so."""
-    if cut:
-        specials = ", the checkpoint's special tokens included" if pretrained(cfg) else ""
-        print(f"warning: {cut} of the {texts} {what} {'is' if cut == 1 else 'are'} longer than "
-              f"--max-len {cfg.max_len} tokens{specials}: the model reads the first "
-              f"{cfg.max_len} of each, and the rest plays no part", file=sys.stderr, flush=True)
+    specials = ", the checkpoint's special tokens included" if pretrained(cfg) else ""
+    say("cut", cut, lambda count, total: (  # predict: once, of the whole file
+        f"warning: {count} of the {total} {what} {'is' if count == 1 else 'are'} longer than "
+        f"--max-len {cfg.max_len} tokens{specials}: the model reads the first "
+        f"{cfg.max_len} of each, and the rest plays no part"), texts)
 
 
 def _test_batches(cfg, tokenizer, pairs, what: str | None = None):
@@ -472,6 +474,7 @@ def _write_confusion(run_dir: Path, matrix: torch.Tensor, labels: list[str]) -> 
     plot_confusion(matrix, labels, run_dir / "confusion.png")
 
 
+@loads
 def _load(run_dir: Path, cfg: RunSettings):
     """(model in eval mode, tokenizer); the tokenizer is None for feature sets."""
     tokenizer = None if cfg.set_column else load_run_tokenizer(run_dir)
@@ -520,6 +523,12 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     return hf, {"": to_hf_tokenizer(tok, model_max_length=cfg.max_len)}, None
 
 
+def input_reader(task, run_dir: Path, cfg: RunSettings):
+    """One input's features, as ``predict_many`` reads a feature-set run's (``parse_set``);
+    None for a text run, whose every text is read."""
+    return (lambda text: parse_set(text, cfg.feature_names)) if cfg.set_column else None
+
+
 @predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
@@ -530,7 +539,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     them with --label-sep; none: an empty line); --regression: the number."""
     model, tokenizer = _load(run_dir, cfg)
     if tokenizer is None:
-        xs = each_input(texts, labels, lambda text: parse_set(text, cfg.feature_names))
+        xs = each_input(texts, labels, input_reader(task, run_dir, cfg))
     else:
         xs = texts
         note_unknown(tokenizer, texts, labels)

@@ -20,10 +20,10 @@ from ...models.configs import GraphNetConfig
 from ...models.graph_net import GraphNet
 from ...run_config import RunSettings
 from ...runs import load_weights
-from ..base import (attends, config_from_run, each_input, fraction, predicts, probabilities_of,
-                    rng_kept)
+from ..base import (attends, config_from_run, each_input, fraction, loads, predicts,
+                    probabilities_of, rng_kept)
 
-__all__ = ["graph_of", "build_model", "run", "load", "predict_many", "evaluate",
+__all__ = ["graph_of", "build_model", "run", "load", "input_reader", "predict_many", "evaluate",
            "attention_maps", "attention_focus"]
 
 IGNORE = -100  # the target of a node the loss does not count (cross_entropy's ignore_index)
@@ -88,6 +88,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
 
 # ---- a trained run (no Lightning) ------------------------------------------------------------
+@loads
 def load(task, run_dir: Path, cfg: RunSettings) -> GraphNet:
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
@@ -101,14 +102,19 @@ def _node(text: str, names: list[str]) -> int:
     return names.index(text.strip())
 
 
+def input_reader(task, run_dir: Path, cfg: RunSettings):
+    """One input's node, as ``predict_many`` reads it (``_node``)."""
+    names = graph_of(cfg)[4]
+    return lambda text: _node(text, names)
+
 
 @predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each named node's class and class probabilities, from one pass over the graph."""
-    x, adjacency, _, classes, names, _ = graph_of(cfg)
-    nodes = each_input(texts, labels, lambda text: _node(text, names))
+    x, adjacency, _, classes, _, _ = graph_of(cfg)
+    nodes = each_input(texts, labels, input_reader(task, run_dir, cfg))
     p = load(task, run_dir, cfg)(x, adjacency).float().softmax(-1)  # (N, C)
     return [{"prediction": classes[int(p[n].argmax())], "probabilities": probabilities_of(classes, p[n])}
             for n in nodes]

@@ -37,14 +37,15 @@ from ...runs import (check_data_files, check_test_files, load_weights, pin_data_
                      write_json)
 from ...settings import epoch_steps
 from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
-from ..base import attends, config_from_run, each_input, predicts, probabilities_of, rng_kept
+from ..base import (attends, config_from_run, each_input, loads, predicts, probabilities_of,
+                    rng_kept)
 from .checks import split_ranges
 from .data import check_jet_file, count_jets, jet_digests, read_jets, shared_jets
 from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
 
 __all__ = ["Split", "splits", "trim", "JetBatches", "score_split", "model_config_of",
-           "build_model", "run", "load", "evaluate", "predict_many", "attention_maps", "figures",
-           "LABELS"]
+           "build_model", "run", "load", "evaluate", "input_reader", "predict_many",
+           "attention_maps", "figures", "LABELS"]
 
 LABELS = ("QCD", "top")  # is_signal_new = 0, 1
 BASELINES = {"mass": "jet mass alone", "tau32": "τ3/τ2 alone",  # baselines.json key: its name
@@ -196,6 +197,7 @@ def build_model(cfg: RunSettings) -> JetTagger:
     return JetTagger(model_config_of(cfg))
 
 
+@loads
 def load(task, run_dir: Path, cfg: RunSettings) -> JetTagger:
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
@@ -448,14 +450,18 @@ def read_input(text: str, cfg: RunSettings,
 
 
 
+def input_reader(task, run_dir: Path, cfg: RunSettings):
+    """One input's jet (N, 4), as ``predict_many`` reads it (``read_input``)."""
+    counted: dict[str, int] = {}  # each file's layout is checked once, not once per line
+    return lambda text: read_input(text, cfg, counted)[0][0]
+
+
 @predicts
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each ``FILE:ROW`` jet's class and probabilities; the jets zero-padded into batches (the
     tagger ignores padding)."""
-    counted: dict[str, int] = {}  # each file's layout is checked once, not once per line
-    jets = each_input(texts, labels,  # (N_i, 4) each
-                      lambda text: read_input(text, cfg, counted)[0][0])
+    jets = each_input(texts, labels, input_reader(task, run_dir, cfg))  # (N_i, 4) each
     model = load(task, run_dir, cfg)
     found = []
     for start in range(0, len(jets), EVAL_BATCH):

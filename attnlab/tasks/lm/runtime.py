@@ -48,12 +48,12 @@ from ...runs import load_weights, pin_data_files
 from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import attends, config_from_run, each_input, predicts, rng_kept
+from ..base import attends, config_from_run, each_input, loads, predicts, rng_kept
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
            "pin_corpus", "split_windows", "pretrained", "figures", "run", "load",
-           "encode_prompt", "predict_many", "evaluate", "attention_maps", "export_hf",
+           "encode_prompt", "input_reader", "predict_many", "evaluate", "attention_maps", "export_hf",
            "fine_tune"]
 
 
@@ -343,6 +343,7 @@ def figures(cfg: RunSettings, run_dir: Path, steps: int, max_steps: int) -> None
 
 
 # ---- using a trained run (no Lightning) -----------------------------------------------------
+@loads
 def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     """The trained ``CausalLM`` (eval mode) and its tokenizer (``attnlab.load``); with
     ``quantize="int8"``, its linear layers on int8 weights (``attnlab.nn.quantize``)."""
@@ -413,6 +414,18 @@ def _export_stops(tokenizer, run_dir: Path) -> list[int] | None:
     return None
 
 
+def input_reader(task, run_dir: Path, cfg: RunSettings):
+    """One input's prompt ids, as ``predict_many`` reads it (``encode_prompt``) with the run's
+    tokenizer alone; None for a chat run, whose messages ``chat_predictions`` reads."""
+    if cfg.instruction == "chat":
+        return None
+    return _prompt_reader(task, load_any_tokenizer(Path(run_dir) / "tokenizer.json"))
+
+
+def _prompt_reader(task, tokenizer):
+    return lambda text: encode_prompt(task, tokenizer, text, what="--input")
+
+
 @predicts
 @torch.no_grad()
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels: list[str], *,
@@ -433,8 +446,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
         from .instruct import chat_predictions
 
         return chat_predictions(model, tokenizer, Path(run_dir), texts, labels, n)
-    prompts = each_input(texts, labels,
-                         lambda text: encode_prompt(task, tokenizer, text, what="--input"))
+    prompts = each_input(texts, labels, _prompt_reader(task, tokenizer))
     note_unknown(tokenizer, texts, labels)
     return [prediction_of(continue_prompt(model, tokenizer, ids, n, label=label))
             for ids, label in zip(prompts, labels)]

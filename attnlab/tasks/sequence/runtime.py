@@ -27,12 +27,12 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
-from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, predicts,
-                    rng_kept)
+from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, loads,
+                    predicts, rng_kept)
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
-           "figures", "load", "predict_many", "evaluate", "attention_maps"]
+           "figures", "load", "input_reader", "predict_many", "evaluate", "attention_maps"]
 
 
 def model_config_of(cfg: RunSettings) -> ElementPredictorConfig:
@@ -149,6 +149,7 @@ def figures(task: Task, model, cfg: RunSettings, run_dir: Path, sequence: list[i
 
 
 # ---- using a trained run (no Lightning) ----------------------------------------------------
+@loads
 def load(task: Task, run_dir: Path, cfg: RunSettings) -> ElementPredictor:
     """The trained ``ElementPredictor`` of ``run_dir`` (eval mode), which knows the length it
     was trained on: its ``predict`` and ``get_attention_maps`` refuse another."""
@@ -168,12 +169,16 @@ def _padded(task: Task, cfg: RunSettings,
 
 
 
+def input_reader(task: Task, run_dir: Path, cfg: RunSettings):
+    """One input's symbols, as ``predict_many`` reads it (``parse_tokens``)."""
+    return lambda text: parse_tokens(text, cfg.num_categories, cfg.seq_len)
+
+
 @predicts
 def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Every input's predicted symbols, all inputs in batches of one forward pass."""
-    rows = each_input(texts, labels,
-                      lambda text: parse_tokens(text, cfg.num_categories, cfg.seq_len))
+    rows = each_input(texts, labels, input_reader(task, run_dir, cfg))
     inputs, _, _ = _padded(task, cfg, rows)
     predicted = load(task, run_dir, cfg).predict(inputs)  # (N, T); an answer fills its row's start
     return [{"prediction": " ".join(str(int(t)) for t in p[:len(row)])}

@@ -31,13 +31,14 @@ from ...data.resumable import ShuffledBatches, length_grouped
 from ...errors import UsageError
 from ...models import BertTagger, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
+from ...notes import say
 from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
                            note_unknown)
 from ...training.tagger import IGNORE
-from ..base import attends, config_from_run, predicts, rng_kept
+from ..base import attends, config_from_run, each_input, loads, predicts, rng_kept
 from ..classify.pretrained import read_init
 from ..spaced_input import spaced_tokens
 from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
@@ -45,7 +46,7 @@ from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_
 from .scoring import entity_scores, format_table, per_type_table
 
 __all__ = ["build_model", "model_config_of", "Encoded", "encode_words", "make_batches",
-           "run", "load", "predict_many", "evaluate", "attention_maps", "export_hf"]
+           "run", "load", "input_reader", "predict_many", "evaluate", "attention_maps", "export_hf"]
 
 
 def pretrained(cfg: RunSettings) -> bool:
@@ -270,21 +271,21 @@ class Unread:
             print(f"warning: {self.cut} word(s) of the training split lie past --max-len "
                   f"{cfg.max_len} ({what}s): their tags are not trained", file=sys.stderr,
                   flush=True)
-        elif self.cut:
+        else:  # predict: once, of the whole file (``say``)
             split = " of the validation split" if validation else ""
-            print(f"warning: {self.cut} word(s){split} lie past --max-len {cfg.max_len} "
-                  f"({what}s) and have no prediction: they are read as O", file=sys.stderr,
-                  flush=True)
+            say("past --max-len", self.cut, lambda count, _: (
+                f"warning: {count} word(s){split} lie past --max-len {cfg.max_len} "
+                f"({what}s) and have no prediction: they are read as O"), self.cut)
         self.say_empty(cfg, "their tags are not trained" if training else
                        "the validation scores leave them out" if validation else
                        "they are read as O")
 
     def say_empty(self, cfg: RunSettings, then: str) -> None:
-        if self.empty:
-            print(f"warning: {len(self.empty)} word(s) give no subword to --init "
-                  f"{cfg.init}'s tokenizer (first {self.empty[0]!r}; its normaliser removes "
-                  f"such characters), so the model reads nothing of them: {then}",
-                  file=sys.stderr, flush=True)
+        first = self.empty[0] if self.empty else None
+        say("no subword", len(self.empty), lambda count, _: (
+            f"warning: {count} word(s) give no subword to --init {cfg.init}'s tokenizer "
+            f"(first {first!r}; its normaliser removes such characters), so the model reads "
+            f"nothing of them: {then}"), len(self.empty))
 
 
 @torch.no_grad()
@@ -413,6 +414,7 @@ def _tokenizer(run_dir: Path, cfg: RunSettings):
     return load_any_tokenizer(Path(run_dir) / "tokenizer.json")
 
 
+@loads
 def _load(run_dir: Path, cfg: RunSettings):
     """(model in eval mode, tokenizer)."""
     model = build_model(cfg)
@@ -480,10 +482,15 @@ def _note_unknown(cfg: RunSettings, tokenizer, texts: list[str], labels: list[st
 def _say_only_o(run_dir: Path, cfg: RunSettings) -> None:
     """A run whose only tag is ``O`` (made before train tag refused a --data file without an
     entity) tags every word ``O``: ``predict`` and ``evaluate`` say so."""
-    if list(cfg.tags) == ["O"]:
-        print(f"warning: {run_dir} has no tag but 'O' (its --data {cfg.data} had no entity, "
-              f"which train tag now refuses), so it tags every word O", file=sys.stderr,
-              flush=True)
+    if list(cfg.tags) == ["O"]:  # of the run, not of an input: said once by predict
+        say("only O", 1, lambda *_: (
+            f"warning: {run_dir} has no tag but 'O' (its --data {cfg.data} had no entity, "
+            f"which train tag now refuses), so it tags every word O"), 1)
+
+
+def input_reader(task, run_dir: Path, cfg: RunSettings):
+    """One input's words, as ``predict_many`` reads it (``_words``)."""
+    return lambda text: _words(text, "--input")
 
 
 @predicts
@@ -491,7 +498,7 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
                  labels: list[str]) -> list[dict[str, Any]]:
     """Each text's words (split at white space) with their tags: ``"prediction"`` the tags,
     ``"tokens"`` the words, and the printed ``"line"`` ``word/TAG word/TAG ...``."""
-    sentences = [_words(t, label) for t, label in zip(texts, labels)]
+    sentences = each_input(texts, labels, input_reader(task, run_dir, cfg))
     model, tokenizer = _load(run_dir, cfg)
     _say_only_o(run_dir, cfg)
     _note_unknown(cfg, tokenizer, texts, labels)

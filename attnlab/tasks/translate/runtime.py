@@ -31,13 +31,14 @@ from ...explorer.data import Layer
 from ...models import Seq2SeqTransformer
 from ...models.configs import Seq2SeqConfig
 from ...models.rnn_seq2seq import RNNSeq2Seq
+from ...notes import say
 from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...settings import epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
-from ..base import attends, config_from_run, input_texts, predicts, rng_kept
+from ..base import attends, config_from_run, input_texts, loads, predicts, rng_kept
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
@@ -357,6 +358,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
 
 # ---- a trained run ----------------------------------------------------------------------
+@loads
 def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     """(model in eval mode, ``TranslationTokenizers``) of a run directory; with
     ``quantize="int8"``, the model's linear layers on int8 weights (``attnlab.nn.quantize``)."""
@@ -388,8 +390,8 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     # after the texts were accepted: a refusal stays the one line said
     names = labels or [f"text number {n}" for n in range(1, len(texts) + 1)]
     tok.note_unknown(texts, names)
-    if (line := unfinished_note(unfinished, names, cfg.max_target_len)) is not None:
-        print(f"note: {line}", file=sys.stderr, flush=True)
+    say("unfinished", len(unfinished), lambda count, _: "note: " + unfinished_note(
+        unfinished, names, cfg.max_target_len, count), len(texts))
     return found
 
 

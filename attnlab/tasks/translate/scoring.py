@@ -75,9 +75,11 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     return out
 
 
-def unfinished_note(unfinished: list[int], labels: list[str], limit: int) -> str | None:
+def unfinished_note(unfinished: list[int], labels: list[str], limit: int,
+                    count: int | None = None) -> str | None:
     """A line naming the first text whose translation stopped at ``limit`` tokens (the run's
     ``max_target_len``) before the model ended it, so its end may be missing; None if none.
+    ``count``: how many stopped so in all (default: those of ``unfinished``).
 
     Examples:
         >>> unfinished_note([1], ["TEXT number 1", "TEXT number 2"], 8)[:57]
@@ -85,7 +87,8 @@ def unfinished_note(unfinished: list[int], labels: list[str], limit: int) -> str
     """
     if not unfinished:
         return None
-    more = f" (and {len(unfinished) - 1} more inputs)" if len(unfinished) > 1 else ""
+    count = len(unfinished) if count is None else count
+    more = f" (and {count - 1} more inputs)" if count > 1 else ""
     return (f"the translation of {labels[min(unfinished)]} stopped at {limit} tokens, the most "
             f"this run writes (max_target_len in config.yaml), before the model ended it: it "
             f"may be cut short{more}")
