@@ -191,10 +191,27 @@ def files_disagree(config: dict[str, Any], weights: Path
     if stored is None:
         return [], [], []
     found = _disagreeing(model, config, stored)
-    if not any(found) and zero_biases(config):
+    if not any(found):
+        _check_zero_files(config, weights)
+    return found
+
+
+def _check_zero_files(config: dict[str, Any], weights: Path) -> None:
+    """``check_zero_biases`` of the tensors ``weights``' files hold: read from safetensors,
+    mapped from ``pytorch_model.bin`` (zip form; an old pickle-only file is checked as its
+    weights load), only the few that must be zero."""
+    if not zero_biases(config):
+        return
+    if weights.name.endswith((".safetensors", ".safetensors.index.json")):
         with SafetensorsTensors(weight_files(weights)) as tensors:
             check_zero_biases(config, tensors.read)
-    return found
+        return
+    try:
+        tensors = _bin_tensors(weights)
+    except (RuntimeError, OSError, ValueError):
+        return  # not a zip file: checked as the model loads (causal_lm_of)
+    # (found with or without the base model's prefix, as from_pretrained finds them)
+    check_zero_biases(config, lambda n: tensors.get(n, tensors.get(n.removeprefix("model."))))
 
 
 @torch.no_grad()
@@ -215,8 +232,9 @@ def transformers_files_disagree(config: dict[str, Any], weights: Path
     ``pytorch_model.bin``): the tensors of ``AutoModelForCausalLM`` built from ``config`` on
     the meta device, found as ``from_pretrained`` finds them (with or without the base model's
     prefix, a tied head not looked for), against the files' headers; the files' tensors it
-    does not use, less those ``from_pretrained`` ignores. A config ``transformers`` cannot
-    build a model of: ``([], [], [])``, as the run's ``from_pretrained`` names it.
+    does not use, less those ``from_pretrained`` ignores; ``ValueError`` naming a tensor that
+    must be zero and is not (``check_zero_biases``). A config ``transformers`` cannot build a
+    model of: ``([], [], [])``, as the run's ``from_pretrained`` names it.
     """
     import transformers
 
@@ -244,7 +262,10 @@ def transformers_files_disagree(config: dict[str, Any], weights: Path
         elif found is not None and tuple(stored[found]) != tuple(tensor.shape):
             mismatched.append((found, tuple(stored[found]), tuple(tensor.shape)))
     used |= {n for b, _ in model.named_buffers() for n in (b, b.removeprefix(prefix))}
-    return missing, sorted(mismatched), ignored_unexpected(model, set(stored) - used)
+    found = missing, sorted(mismatched), ignored_unexpected(model, set(stored) - used)
+    if not any(found):
+        _check_zero_files(config, weights)
+    return found
 
 
 def ignored_unexpected(model: nn.Module, unexpected: set[str]) -> list[str]:

@@ -130,6 +130,19 @@ def test_attnlab_reads_its_own_qkv_bias_export_back(text_file, tmp_path, capsys)
     assert (tmp_path / "tuned" / "metrics.json").exists()
 
 
+NOT_ZERO = "model.layers.0.self_attn.o_proj.bias is not zero"
+
+
+def _refused_before_the_run(d, tmp_path, capsys):
+    (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out), "--max-steps", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and NOT_ZERO in err[0] and str(d) in err[0], err
+    assert not out.exists()
+
+
 def test_a_llama_dir_whose_o_proj_bias_is_not_zero_is_refused_naming_it(tmp_path, capsys):
     """attnlab's q/k/v biases alone have no output bias: Llama's attention_bias without
     mlp_bias is read only when every o_proj bias is zero, else refused in one line naming the
@@ -137,14 +150,8 @@ def test_a_llama_dir_whose_o_proj_bias_is_not_zero_is_refused_naming_it(tmp_path
     from transformers import AutoModelForCausalLM
 
     d = save_family(tmp_path / "llama", "llama", attention_bias=True, mlp_bias=False)
-    name = "model.layers.0.self_attn.o_proj.bias is not zero"
-    (tmp_path / "t.txt").write_text(TEXT, encoding="utf-8")
-    out = tmp_path / "run"
-    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
-                 "--out", str(out), "--max-steps", "1"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and name in err[0] and str(d) in err[0], err
-    assert not out.exists()
+    name = NOT_ZERO
+    _refused_before_the_run(d, tmp_path, capsys)
     assert main(["generate", str(d), "--prompt", "hi"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and name in err[0] and str(d) in err[0], err
@@ -161,3 +168,15 @@ def test_a_llama_dir_whose_o_proj_bias_is_not_zero_is_refused_naming_it(tmp_path
         assert_close(attnlab.interop.from_hf(hf)(x), theirs, atol=1e-5, rtol=1e-5)
         assert_close(read_checkpoint(d, task="lm").model.eval()(x), theirs, atol=1e-5,
                      rtol=1e-5)
+
+
+def test_a_pytorch_model_bin_whose_o_proj_bias_is_not_zero_is_refused_before_the_run(
+        tmp_path, capsys):
+    """transformers reads a pytorch_model.bin: the run directory was made (and removed) before
+    the refusal; now it is refused from the files, as safetensors are."""
+    from safetensors.torch import load_file
+
+    d = save_family(tmp_path / "llama", "llama", attention_bias=True, mlp_bias=False)
+    torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
+    (d / "model.safetensors").unlink()
+    _refused_before_the_run(d, tmp_path, capsys)
