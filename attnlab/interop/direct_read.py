@@ -19,6 +19,11 @@ The tensors are found by Hugging Face's names, attnlab's with these parts rename
     decoder.norm.                   model.norm.
     (the rest: self_attn.o_proj, self_attn.q_norm/k_norm, lm_head: the same names)
 
+Llama's ``attention_bias`` without ``mlp_bias`` (what ``export --hf`` writes of q/k/v biases
+alone) is read as q/k/v biases: its ``self_attn.o_proj.bias`` tensors must be there and hold
+zeros (``llama_config.zero_biases``), else the directory is refused naming the first that does
+not (``check_zero_biases``), never read without it.
+
 Every tensor the model uses must be there with its shape, and the files may hold no tensor
 the model does not use (a config.json of fewer layers than its weights) but for those
 ``transformers`` ignores too (its ``_keys_to_ignore_on_load_unexpected``, an old checkpoint's
@@ -36,12 +41,12 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from .llama_config import llama_family_settings
+from .llama_config import llama_family_settings, zero_biases
 from .source import weight_files
 from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
 
 __all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype",
-           "check_tied_head", "check_tied_files", "files_disagree",
+           "check_tied_head", "check_tied_files", "check_zero_biases", "files_disagree",
            "transformers_files_disagree", "ignored_unexpected",
            "undescribed"]
 
@@ -111,6 +116,7 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
         found = _disagreeing(model, config, {n: tensors.shape(n) for n in tensors.names()})
         if any(found):
             return None, *found
+        check_zero_biases(config, tensors.read)
         if dtype == "auto":
             dtype = stored_dtype(config, tensors)
         materialize(model, dtype)
@@ -138,6 +144,7 @@ def _disagreeing(model: nn.Module, config: dict[str, Any], stored: dict[str, tup
     ``stored`` the model does not use and ``transformers`` does not ignore, sorted)."""
     params = dict(model.named_parameters())  # a tied head is listed once, as the embedding
     wanted = [e for name, p in params.items() for e in _expected(model, name, p)]
+    wanted += [(n, (model.config.model_dim,)) for n in zero_biases(config)]  # o_proj's, zero
     missing = [hf for hf, _ in wanted if hf not in stored]
     mismatched = sorted((hf, tuple(stored[hf]), shape) for hf, shape in wanted
                         if hf in stored and tuple(stored[hf]) != shape)
@@ -168,9 +175,10 @@ def _not_ignored(model_type: str | None, unused: list[str]) -> list[str]:
 def files_disagree(config: dict[str, Any], weights: Path
                    ) -> tuple[list[str], list[tuple[str, tuple, tuple]], list[str]]:
     """``read_llama_family``'s ``(missing, mismatched, unexpected)`` found from the files'
-    headers alone, before any weight is read: ``attnlab train lm --init`` refuses a directory
-    whose config.json describes other tensors than its files hold before its run directory
-    exists.
+    headers alone, before any weight is read but the few that must be zero
+    (``check_zero_biases``, ``ValueError`` naming one that is not): ``attnlab train lm --init``
+    refuses a directory whose config.json describes other tensors than its files hold before
+    its run directory exists.
     Safetensors (one file or shards: the files the direct reader reads; ``pytorch_model.bin``
     ones are read by ``transformers``: ``transformers_files_disagree``) by their headers; a
     header that cannot be read: ``([], [], [])``, named as the weights load.
@@ -180,7 +188,42 @@ def files_disagree(config: dict[str, Any], weights: Path
     """
     model = _on_meta(config)
     stored = _stored_shapes(weights)
-    return ([], [], []) if stored is None else _disagreeing(model, config, stored)
+    if stored is None:
+        return [], [], []
+    found = _disagreeing(model, config, stored)
+    if not any(found):
+        _check_zero_files(config, weights)
+    return found
+
+
+def _check_zero_files(config: dict[str, Any], weights: Path) -> None:
+    """``check_zero_biases`` of the tensors ``weights``' files hold: read from safetensors,
+    mapped from ``pytorch_model.bin`` (zip form; an old pickle-only file is checked as its
+    weights load), only the few that must be zero."""
+    if not zero_biases(config):
+        return
+    if weights.name.endswith((".safetensors", ".safetensors.index.json")):
+        with SafetensorsTensors(weight_files(weights)) as tensors:
+            check_zero_biases(config, tensors.read)
+        return
+    try:
+        tensors = _bin_tensors(weights)
+    except (RuntimeError, OSError, ValueError):
+        return  # not a zip file: checked as the model loads (causal_lm_of)
+    # (found with or without the base model's prefix, as from_pretrained finds them)
+    check_zero_biases(config, lambda n: tensors.get(n, tensors.get(n.removeprefix("model."))))
+
+
+@torch.no_grad()
+def check_zero_biases(config: dict[str, Any], read: Callable[[str], torch.Tensor]) -> None:
+    """``ValueError`` naming the first of ``zero_biases(config)`` (Llama's o_proj biases beside
+    ``attention_bias`` without ``mlp_bias``) that ``read(name)`` gives with a value other than
+    zero: attnlab's q/k/v biases alone have no output bias, so reading the rest without it
+    would give other logits than ``transformers``."""
+    for name in zero_biases(config):
+        if read(name).any():
+            raise ValueError(f"{name} is not zero: Llama's attention_bias without mlp_bias is "
+                             f"read as q/k/v biases alone, which have no o_proj bias")
 
 
 def transformers_files_disagree(config: dict[str, Any], weights: Path
@@ -189,8 +232,9 @@ def transformers_files_disagree(config: dict[str, Any], weights: Path
     ``pytorch_model.bin``): the tensors of ``AutoModelForCausalLM`` built from ``config`` on
     the meta device, found as ``from_pretrained`` finds them (with or without the base model's
     prefix, a tied head not looked for), against the files' headers; the files' tensors it
-    does not use, less those ``from_pretrained`` ignores. A config ``transformers`` cannot
-    build a model of: ``([], [], [])``, as the run's ``from_pretrained`` names it.
+    does not use, less those ``from_pretrained`` ignores; ``ValueError`` naming a tensor that
+    must be zero and is not (``check_zero_biases``). A config ``transformers`` cannot build a
+    model of: ``([], [], [])``, as the run's ``from_pretrained`` names it.
     """
     import transformers
 
@@ -218,7 +262,10 @@ def transformers_files_disagree(config: dict[str, Any], weights: Path
         elif found is not None and tuple(stored[found]) != tuple(tensor.shape):
             mismatched.append((found, tuple(stored[found]), tuple(tensor.shape)))
     used |= {n for b, _ in model.named_buffers() for n in (b, b.removeprefix(prefix))}
-    return missing, sorted(mismatched), ignored_unexpected(model, set(stored) - used)
+    found = missing, sorted(mismatched), ignored_unexpected(model, set(stored) - used)
+    if not any(found):
+        _check_zero_files(config, weights)
+    return found
 
 
 def ignored_unexpected(model: nn.Module, unexpected: set[str]) -> list[str]:

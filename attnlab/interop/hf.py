@@ -39,8 +39,10 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
           logits (B, T, V), and ``m.generate`` the same greedy continuations.
         - ``LlamaForCausalLM``, ``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``,
           ``MistralForCausalLM`` -> ``CausalLM`` with RMSNorm, SwiGLU, grouped-query
-          attention, RoPE (θ, none/linear/llama3 scaling), Qwen2's q/k/v biases, Qwen3's
-          QK-norm, Mistral's sliding window (``attnlab.interop.llama``), in float32.
+          attention, RoPE (θ, none/linear/llama3 scaling), Qwen2's q/k/v biases (and
+          Llama's ``attention_bias`` without ``mlp_bias``, as ``to_hf(qkv_bias_as="llama")``
+          writes them, when its o_proj biases are zero), Qwen3's QK-norm, Mistral's sliding
+          window (``attnlab.interop.llama``), in float32.
         - ``BertModel`` and BERT-family encoders (RoBERTa, XLM-R, CamemBERT, DistilBERT; or a
           task model built on one, whose base model is converted) ->
           ``attnlab.models.bert.BertEncoder``: ``m(input_ids, attention_mask=None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from .direct_read import check_tied_head, read_named, write_named
+from .direct_read import check_tied_head, check_zero_biases, read_named, write_named
 from .llama_config import LLAMA_CLASSES, llama_family_config, llama_family_settings
 
 __all__ = ["causal_lm_of", "llama_family_of"]
@@ -21,10 +21,14 @@ __all__ = ["causal_lm_of", "llama_family_of"]
 
 def causal_lm_of(hf) -> nn.Module:
     """The ``CausalLM`` of a Llama-family ``*ForCausalLM`` ``hf`` (its config and modules),
-    in float32; ``ValueError`` naming what attnlab cannot represent."""
+    in float32; ``ValueError`` naming what attnlab cannot represent (a config.json key, or
+    an o_proj bias of Llama's ``attention_bias`` without ``mlp_bias`` that is not zero)."""
     from ..models.causal_lm import CausalLM, CausalLMConfig
 
-    settings = llama_family_settings(hf.config.to_dict())
+    config = hf.config.to_dict()
+    settings = llama_family_settings(config)
+    # o_proj biases attnlab has no place for: read only when zero, never dropped
+    check_zero_biases(config, hf.state_dict().__getitem__)
     if settings["tie_weights"]:  # transformers unties a head the checkpoint holds apart
         check_tied_head(hf.get_output_embeddings().weight, hf.get_input_embeddings().weight)
     model = CausalLM(CausalLMConfig(**settings, dropout=0.0, ff_dropout=0.0,

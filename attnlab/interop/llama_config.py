@@ -17,7 +17,8 @@ and ``to_hf`` (``llama.py``) share one declaration of the mapping:
     rope_scaling                     rope_factor, rope_*_freq_factor, rope_original_max_len
     attention_bias, mlp_bias         bias (both equal; Qwen3 reads attention_bias alone,
                                      Mistral and Qwen2 neither, as transformers),
-                                     qkv_bias (Qwen2: q/k/v only, always)
+                                     qkv_bias (Qwen2: q/k/v only, always; Llama's
+                                     attention_bias alone, its o_proj biases zero)
     (qwen3)                          qk_norm=True
     sliding_window, layer_types,     sliding_window (on every layer or none)
     use_sliding_window,
@@ -31,7 +32,9 @@ of each head (``partial_rotary_factor``, which transformers' plain RoPE ignores)
 its factors (transformers refuses it too; llama3's missing ``original_max_position_embeddings``
 is ``max_position_embeddings``, as transformers 5 reads it), a sliding window on some layers
 only (Ministral's ``layer_types``, Qwen's ``max_window_layers``), attention biases
-without the feed-forward's (Llama's or Qwen3's ``attention_bias`` alone).
+without the feed-forward's in Qwen3 (``attention_bias``). Llama's ``attention_bias`` without
+``mlp_bias`` is read as q/k/v biases alone (``export --hf`` writes them so) when its o_proj
+biases are zero: ``zero_biases`` names those tensors, which the reader checks.
 """
 from __future__ import annotations
 
@@ -39,7 +42,8 @@ from typing import Any
 
 from .config_rules import heads_divide_width
 
-__all__ = ["LLAMA_FAMILY", "LLAMA_CLASSES", "llama_family_settings", "llama_family_config"]
+__all__ = ["LLAMA_FAMILY", "LLAMA_CLASSES", "llama_family_settings", "llama_family_config",
+           "zero_biases"]
 
 # model_type -> its transformers causal-LM class
 LLAMA_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
@@ -103,7 +107,7 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
     if act not in _GATES:
         raise ValueError(f"hidden_act {c['hidden_act']!r} has no gated feed-forward in "
                          f"attnlab; supported: {', '.join(_GATES)}, swish")
-    bias = _bias(model_type, c)
+    bias, qkv_bias = _bias(model_type, c)
     window = _window(model_type, c)
     settings = {
         "model_dim": D, "num_layers": c["num_hidden_layers"], "num_heads": H,
@@ -112,25 +116,51 @@ def llama_family_settings(config: dict[str, Any]) -> dict[str, Any]:
         "vocab_size": c["vocab_size"], "layer_norm_eps": c["rms_norm_eps"],
         "tie_weights": bool(c["tie_word_embeddings"]), "norm_first": True,
         "positional": "rope", "norm": "rms", "ff": _GATES[act], "bias": bias,
-        "qkv_bias": True if model_type == "qwen2" else None, "qk_norm": model_type == "qwen3",
+        "qkv_bias": qkv_bias, "qk_norm": model_type == "qwen3",
         "sliding_window": window, "arch": "llama" if not bias and act == "silu"
         else None, **_rope(c)}
     return settings
 
 
-def _bias(model_type: str, c: dict[str, Any]) -> bool:
-    """Biases on every projection or none, from the keys the family's transformers class reads:
-    Llama's ``attention_bias`` (q, k, v, o) and ``mlp_bias``, Qwen3's ``attention_bias`` (it
-    has no feed-forward biases); Mistral has none and Qwen2 q/k/v biases (``qkv_bias``)
-    whatever either key says, as transformers reads them. A mix is refused."""
+def _bias(model_type: str, c: dict[str, Any]) -> tuple[bool, bool | None]:
+    """(bias, qkv_bias): biases on every projection, on q/k/v alone, or none, from the keys
+    the family's transformers class reads: Llama's ``attention_bias`` (q, k, v, o) and
+    ``mlp_bias``, Qwen3's ``attention_bias`` (it has no feed-forward biases); Mistral has none
+    and Qwen2 q/k/v biases whatever either key says, as transformers reads them. Llama's
+    ``attention_bias`` alone is q/k/v biases, its o_proj biases zero (``zero_biases``, checked
+    where the weights are read); Qwen3's is refused."""
     attention = bool(c["attention_bias"]) if model_type in ("llama", "qwen3") else False
     mlp = bool(c["mlp_bias"]) if model_type == "llama" else False
+    if model_type == "qwen2":
+        return False, True
     if attention == mlp:
-        return attention
+        return attention, None
+    if model_type == "llama" and attention:
+        return False, True
     said = (f"with mlp_bias {c['mlp_bias']}" if model_type == "llama" else
             f"({model_type} has no feed-forward biases)")
     raise ValueError(f"attention_bias {c['attention_bias']} {said}: attnlab's --bias sets "
                      f"both")
+
+
+def zero_biases(config: dict[str, Any]) -> list[str]:
+    """The Hugging Face names of the tensors a Llama-family ``config.json`` mapping's weights
+    must hold as zeros for attnlab to read them: Llama's o_proj biases where
+    ``attention_bias`` comes without ``mlp_bias`` (attnlab's q/k/v biases alone have no output
+    bias; ``export --hf`` writes them zero), else none.
+
+    Examples:
+        >>> zero_biases({"model_type": "llama", "attention_bias": True, "num_hidden_layers": 2})
+        ['model.layers.0.self_attn.o_proj.bias', 'model.layers.1.self_attn.o_proj.bias']
+        >>> zero_biases({"model_type": "llama", "attention_bias": True, "mlp_bias": True})
+        []
+    """
+    if config.get("model_type") != "llama":
+        return []
+    c = {**_DEFAULTS["llama"], **{k: v for k, v in config.items() if v is not None}}
+    if not c["attention_bias"] or c["mlp_bias"]:
+        return []
+    return [f"model.layers.{i}.self_attn.o_proj.bias" for i in range(c["num_hidden_layers"])]
 
 
 def _window(model_type: str, c: dict[str, Any]) -> int | None:
