@@ -164,10 +164,8 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
             ``sos_id``, ``eos_id`` and ``pad_id``.
         eos_token_id: CausalLM only, likewise (attnlab tokenizers: 2).
         pad_token_id: CausalLM only, likewise (attnlab tokenizers: 0).
-        qkv_bias_as: CausalLM only: the family of q/k/v biases alone, ``"qwen2"`` or
-            ``"llama"`` (``LlamaForCausalLM`` with ``attention_bias`` and zero o_proj
-            biases): a model whose tokenizer is not Qwen2's needs ``"llama"``, as
-            transformers reads every ``qwen2`` directory's tokenizer as ``Qwen2Tokenizer``.
+        qkv_bias_as: CausalLM only: the family of q/k/v biases alone, ``"qwen2"``, or
+            ``"llama"`` for a tokenizer not Qwen2's (``llama_family_config`` says why).
 
     Returns:
         The ``transformers`` model (above) with the same logits, in the same train/eval mode.
@@ -183,16 +181,13 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
         >>> type(hf).__name__, type(mt).__name__
         ('GPT2LMHeadModel', 'MarianMTModel')
     """
-    from ..models import CausalLM, Seq2SeqTransformer
+    from ..models import Seq2SeqTransformer
 
     _refuse_int8(model)
     ids = dict(bos_token_id=bos_token_id, eos_token_id=eos_token_id, pad_token_id=pad_token_id)
     if isinstance(model, Seq2SeqTransformer):
         _refuse_gpt2_ids(**ids)
         return seq2seq_to_marian(model)
-    if not isinstance(model, CausalLM):
-        raise ValueError(f"to_hf exports a CausalLM or a Seq2SeqTransformer, "
-                         f"got {type(model).__name__}")
     return _causal_lm_to_hf(model, qkv_bias_as=qkv_bias_as, **ids)
 
 
@@ -210,6 +205,11 @@ def _refuse_int8(model: nn.Module) -> None:
 
 def _causal_lm_to_hf(model: nn.Module, *, qkv_bias_as: str, **ids: int | None):
     """A Llama-family block (RoPE with RMSNorm or a gated network) to its family, else GPT-2."""
+    from ..models import CausalLM
+
+    if not isinstance(model, CausalLM):
+        raise ValueError(f"to_hf exports a CausalLM or a Seq2SeqTransformer, "
+                         f"got {type(model).__name__}")
     c = model.config
     if c.positional == "rope" and (c.norm == "rms" or c.ff != "mlp"):
         from .llama import llama_family_of

@@ -235,6 +235,19 @@ def _original_context(c: dict[str, Any], params: dict[str, Any]) -> int:
     return int(c["max_position_embeddings"])
 
 
+def _rope_parameters(cfg: Any) -> dict[str, Any]:
+    """A ``CausalLMConfig``'s RoPE as transformers' ``rope_parameters``."""
+    rope: dict[str, Any] = {"rope_theta": cfg.rope_theta, "rope_type": {
+        v: k for k, v in _ROPE_KINDS.items()}[cfg.rope_scaling]}
+    if cfg.rope_scaling != "none":
+        rope["factor"] = cfg.rope_factor
+    if cfg.rope_scaling == "llama3":
+        rope.update(low_freq_factor=cfg.rope_low_freq_factor,
+                    high_freq_factor=cfg.rope_high_freq_factor,
+                    original_max_position_embeddings=cfg.rope_original_max_len)
+    return rope
+
+
 def llama_family_config(cfg: Any, *, qkv_bias_as: str = "qwen2") -> tuple[str, dict[str, Any]]:
     """(model_type, the transformers config's keyword arguments) of a ``CausalLMConfig``
     built from the Llama family's parts: the inverse of ``llama_family_settings``. The family
@@ -271,14 +284,6 @@ def llama_family_config(cfg: Any, *, qkv_bias_as: str = "qwen2") -> tuple[str, d
     model_type = parts[0] if parts else "mistral" if cfg.sliding_window is not None else "llama"
     if model_type == "qwen2" and cfg.bias:
         raise ValueError("to_hf: Qwen2 has q/k/v biases only; this CausalLM has bias=True")
-    rope: dict[str, Any] = {"rope_theta": cfg.rope_theta, "rope_type": {
-        v: k for k, v in _ROPE_KINDS.items()}[cfg.rope_scaling]}
-    if cfg.rope_scaling != "none":
-        rope["factor"] = cfg.rope_factor
-    if cfg.rope_scaling == "llama3":
-        rope.update(low_freq_factor=cfg.rope_low_freq_factor,
-                    high_freq_factor=cfg.rope_high_freq_factor,
-                    original_max_position_embeddings=cfg.rope_original_max_len)
     kwargs = {"vocab_size": cfg.vocab_size, "hidden_size": cfg.model_dim,
               "intermediate_size": cfg.dim_feedforward, "num_hidden_layers": cfg.num_layers,
               "num_attention_heads": cfg.num_heads,
@@ -286,7 +291,7 @@ def llama_family_config(cfg: Any, *, qkv_bias_as: str = "qwen2") -> tuple[str, d
               "head_dim": cfg.head_dim or cfg.model_dim // cfg.num_heads,
               "hidden_act": {v: k for k, v in _GATES.items()}[cfg.ff],
               "max_position_embeddings": cfg.max_len, "rms_norm_eps": cfg.layer_norm_eps,
-              "tie_word_embeddings": cfg.tie_weights, "rope_parameters": rope,
+              "tie_word_embeddings": cfg.tie_weights, "rope_parameters": _rope_parameters(cfg),
               "attention_dropout": cfg.attention_dropout}
     if model_type in ("llama", "qwen3"):
         kwargs["attention_bias"] = cfg.bias or qkv_only
