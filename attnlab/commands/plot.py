@@ -249,12 +249,15 @@ def shown_record(run_dir, checkpoint: str | None, step: int | None) -> dict:
 def record_line(run_dir, record: dict) -> str:
     """The line a figure of a run's attention says which run, weights and step it shows, and
     what the run reached on its held-out split (``metrics.json``'s test_ scores, else its
-    val_ ones: an lm's; ``attnlab view`` shows every metric)."""
-    from ..explorer.record import metrics_text, weights_text
+    val_ ones: an lm's; ``attnlab view`` shows every metric). Scores of other weights than
+    those drawn (``--checkpoint last`` of a ``--keep-best`` run) are left out, saying whose
+    they are."""
+    from ..explorer.record import metrics_of_text, metrics_text, weights_text
 
     metrics = record.get("metrics") or {}
     keys = ("test_",) if any(k.startswith("test_") for k in metrics) else ("val_",)
-    return f"run {run_dir} · {weights_text(record)} · {metrics_text(record, keys=keys)}"
+    scores = metrics_of_text(record) or metrics_text(record, keys=keys)
+    return f"run {run_dir} · {weights_text(record)} · {scores}"
 
 
 def attention_focus(task, run_dir, cfg, text):
