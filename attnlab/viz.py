@@ -255,7 +255,7 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
     axes = _draw_panels(fig, fig.add_gridspec(len(rows), columns), rows, layers, kind, cmap,
                         mark_row, half)
     if wrapped:
-        fig.suptitle(wrapped, fontsize=_TITLE_POINTS)
+        fig.suptitle(wrapped, fontsize=_TITLE_POINTS, parse_math=False)  # "$..$": text, not math
     fig.draw_without_rendering()  # the layout, so that labels are measured where they are drawn
     for ax in axes:
         _label_axis(fig, ax.xaxis, x_text, fontsize)
@@ -726,7 +726,7 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     reach = max(0.9, float(np.abs(np.concatenate([eta, phi])).max()) + 0.1)
     ax.set_xlim(-reach, reach), ax.set_ylim(-reach, reach)
     ax.set_title(title or f"{len(pt)} constituents; the {len(strongest)} strongest attention "
-                          f"weights", fontsize=9)
+                          f"weights", fontsize=9, parse_math=False)  # a file's "$": as written
     fig.tight_layout()
     return _save(fig, path)
 

@@ -28,6 +28,8 @@ def drawn(monkeypatch):
         figures.append({
             "axes": len(fig.axes), "panels": [ax.get_title() for ax in panels(fig)],
             "title": fig._suptitle.get_text() if fig._suptitle else "",
+            # False: "$...$" in the title is drawn as written, not read as matplotlib's math
+            "math": fig._suptitle.get_parse_math() if fig._suptitle else None,
             "boxes": [[(p.get_y(), p.get_height()) for p in ax.patches] for ax in panels(fig)],
             "bold": [[t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
                      for ax in panels(fig)],
@@ -105,6 +107,22 @@ def test_the_figure_says_which_run_weights_and_scores_it_shows(run_copy, drawn, 
     assert unwrapped(drawn[-1]["title"]).endswith(unwrapped(
         f"step not recorded · no metrics yet: {run}/metrics.json is not written (training "
         f"stopped before its end, or is still running)"))
+
+
+def test_a_run_named_with_dollar_signs_is_drawn_with_its_name_as_written(run_copy, drawn,
+                                                                        tmp_path, capsys):
+    """`plot attention` of a run in a directory named 'm$\\q$' stopped on matplotlib's
+    ParseFatalException (the title's "$...$" read as math text), exit 1; one named 'a$x$'
+    was titled with an italic x. The title now holds the name as written."""
+    import shutil
+
+    run, text = run_copy("reverse")
+    for name in ("m$\\q$", "a$x$ b"):
+        named = shutil.copytree(run, tmp_path / name)
+        plot(named, text, tmp_path / "figure.png", capsys)  # exit 0
+        assert unwrapped(f"run {named} · ") in unwrapped(drawn[-1]["title"])
+        assert drawn[-1]["math"] is False
+        (tmp_path / "figure.png").unlink()
 
 
 def unwrapped(title: str) -> str:
