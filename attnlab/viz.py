@@ -359,8 +359,6 @@ def _figure_size(rows, columns: int, T: int, x_text, y_text, fontsize: float,
                  title: str | None):
     """((width, height) in inches, the title wrapped to that width or None): each map as large
     as its T tokens need (0.16 in a token) within _MAP_INCHES, all within MAX_INCHES."""
-    import textwrap
-
     side = _text_inches(y_text, fontsize) + 0.55  # the query labels and "query" beside a map
     bar = 0.75  # its colour bar
     below = min(_text_inches(x_text, fontsize), 1.2) + 0.55  # key labels, upright at worst
@@ -370,12 +368,19 @@ def _figure_size(rows, columns: int, T: int, x_text, y_text, fontsize: float,
                                           (MAX_INCHES - 0.8) / len(rows) - below - head))
     width = columns * (cell + side + bar)
     wrapped, top = None, 0.0
-    if title:  # characters of the title's font in a line as wide as the figure
-        chars = max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4)
-        # each line wrapped on its own: a run's weights and metrics keep a line of their own
-        wrapped = "\n".join(textwrap.fill(line, chars) for line in title.split("\n"))
+    if title:
+        wrapped = _wrap_title(title, width, _TITLE_POINTS)
         top = 0.3 + 0.25 * wrapped.count("\n")
     return (width, len(rows) * (cell + below + head) + top + 0.2), wrapped
+
+
+def _wrap_title(title: str, inches: float, points: float) -> str:
+    """``title`` wrapped to a line ``inches`` wide in a font of ``points``, each of its lines
+    on its own: a run's weights and metrics keep a line of their own."""
+    import textwrap
+
+    chars = max(20, int(inches * 72 / (points * 0.62)) - 4)  # characters of the font in a line
+    return "\n".join(textwrap.fill(line, chars) for line in title.split("\n"))
 
 
 def _row_box(row: int, T_k: int):
@@ -725,8 +730,9 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     ax.set_aspect("equal")
     reach = max(0.9, float(np.abs(np.concatenate([eta, phi])).max()) + 0.1)
     ax.set_xlim(-reach, reach), ax.set_ylim(-reach, reach)
-    ax.set_title(title or f"{len(pt)} constituents; the {len(strongest)} strongest attention "
-                          f"weights", fontsize=9, parse_math=False)  # a file's "$": as written
+    title = title or f"{len(pt)} constituents; the {len(strongest)} strongest attention weights"
+    # wrapped to the figure's width (a run's record line is longer); a file's "$": as written
+    ax.set_title(_wrap_title(title, 6.2, 9), fontsize=9, parse_math=False)
     fig.tight_layout()
     return _save(fig, path)
 

@@ -183,10 +183,11 @@ def _attention(args) -> str:
     task = get_task(cfg.task)
     runtime = task.runtime()
     with weights_from(run_dir, cfg, args.checkpoint, say=True) as step:
+        record = record_line(run_dir, shown_record(run_dir, args.checkpoint, step))
         if task.capabilities.attention_figure:  # a task's own picture (jets: the jet itself)
             _no_choice(args, cfg.task)
-            return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out),
-                          out, given=given)
+            return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out,
+                                                           record=record), out, given=given)
         maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, args.input)
         _check_choice(args, heads_per_layer(maps))
         row = attention_focus(task, run_dir, cfg, args.input)
@@ -196,7 +197,7 @@ def _attention(args) -> str:
              f"{shown_input(args.input, 120)!r}")
     if row is not None:
         title += f", query row {row} outlined"
-    title += "\n" + record_line(run_dir, shown_record(run_dir, args.checkpoint, step))
+    title += "\n" + record
     layer, head = (None if n is None else n - 1 for n in (args.layer, args.head))
     return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title, kind=kind,
                                          mark_row=row, layer=layer, head=head), out, given=given)
