@@ -255,7 +255,7 @@ def plot_attention(maps, x_labels: Sequence[str], y_labels: Sequence[str], path:
     axes = _draw_panels(fig, fig.add_gridspec(len(rows), columns), rows, layers, kind, cmap,
                         mark_row, half)
     if wrapped:
-        fig.suptitle(wrapped, fontsize=_TITLE_POINTS)
+        fig.suptitle(wrapped, fontsize=_TITLE_POINTS, parse_math=False)  # "$..$": text, not math
     fig.draw_without_rendering()  # the layout, so that labels are measured where they are drawn
     for ax in axes:
         _label_axis(fig, ax.xaxis, x_text, fontsize)
@@ -359,8 +359,6 @@ def _figure_size(rows, columns: int, T: int, x_text, y_text, fontsize: float,
                  title: str | None):
     """((width, height) in inches, the title wrapped to that width or None): each map as large
     as its T tokens need (0.16 in a token) within _MAP_INCHES, all within MAX_INCHES."""
-    import textwrap
-
     side = _text_inches(y_text, fontsize) + 0.55  # the query labels and "query" beside a map
     bar = 0.75  # its colour bar
     below = min(_text_inches(x_text, fontsize), 1.2) + 0.55  # key labels, upright at worst
@@ -370,12 +368,19 @@ def _figure_size(rows, columns: int, T: int, x_text, y_text, fontsize: float,
                                           (MAX_INCHES - 0.8) / len(rows) - below - head))
     width = columns * (cell + side + bar)
     wrapped, top = None, 0.0
-    if title:  # characters of the title's font in a line as wide as the figure
-        chars = max(20, int(width * 72 / (_TITLE_POINTS * 0.62)) - 4)
-        # each line wrapped on its own: a run's weights and metrics keep a line of their own
-        wrapped = "\n".join(textwrap.fill(line, chars) for line in title.split("\n"))
+    if title:
+        wrapped = _wrap_title(title, width, _TITLE_POINTS)
         top = 0.3 + 0.25 * wrapped.count("\n")
     return (width, len(rows) * (cell + below + head) + top + 0.2), wrapped
+
+
+def _wrap_title(title: str, inches: float, points: float) -> str:
+    """``title`` wrapped to a line ``inches`` wide in a font of ``points``, each of its lines
+    on its own: a run's weights and metrics keep a line of their own."""
+    import textwrap
+
+    chars = max(20, int(inches * 72 / (points * 0.62)) - 4)  # characters of the font in a line
+    return "\n".join(textwrap.fill(line, chars) for line in title.split("\n"))
 
 
 def _row_box(row: int, T_k: int):
@@ -717,7 +722,7 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
         "c": np.asarray(token_weights, float), "cmap": "viridis"}
     dots = ax.scatter(eta, phi, s=area, edgecolors="k",
                       linewidths=0.4, alpha=0.85, zorder=2, **colour)
-    _jet_legend(ax, w.flat[strongest] if len(strongest) else np.zeros(1), top, biggest)
+    _jet_legend(ax, w.flat[strongest] if len(strongest) else None, top, biggest)
     if token_weights is not None:
         fig.colorbar(dots, ax=ax, label="class token's attention")
     ax.set_xlabel("Δη from the jet axis")
@@ -725,8 +730,11 @@ def plot_jet_attention(eta, phi, pt, weights, path: str | Path, *, lines: int = 
     ax.set_aspect("equal")
     reach = max(0.9, float(np.abs(np.concatenate([eta, phi])).max()) + 0.1)
     ax.set_xlim(-reach, reach), ax.set_ylim(-reach, reach)
-    ax.set_title(title or f"{len(pt)} constituents; the {len(strongest)} strongest attention "
-                          f"weights", fontsize=9)
+    title = title or (f"{len(pt)} constituent{'s' if len(pt) != 1 else ''}; the "
+                      f"{len(strongest)} strongest attention weights" if len(strongest) else
+                      f"{len(pt)} constituent{'s' if len(pt) != 1 else ''}; no pair to draw")
+    # wrapped to the figure's width (a run's record line is longer); a file's "$": as written
+    ax.set_title(_wrap_title(title, 6.2, 9), fontsize=9, parse_math=False)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -748,17 +756,20 @@ def _jet_arrow(ax, query, key, share: float, key_area: float) -> None:
 
 def _jet_legend(ax, drawn, top: float, biggest: float) -> None:
     """What plot_jet_attention's arrows and discs mean, on the figure itself: the weights of
-    the strongest and weakest arrow drawn, and two discs with their pT."""
+    the strongest and weakest arrow drawn (``drawn``; None: no arrow, no entry), and two discs
+    with their pT."""
     from matplotlib.lines import Line2D
 
-    strongest, weakest = float(drawn.max()), float(drawn.min())
-    texts = _distinct_numbers(strongest, weakest)
-    handles = [Line2D([], [], color="C3", lw=_arrow_width(1.0), alpha=0.9,
-                      label=f"query → key, weight {texts[0]}")]
-    if len(texts) > 1:  # arrows of one weight are one entry, not two that read the same
-        handles.append(Line2D([], [], color="C3", lw=_arrow_width(weakest / top),
-                              alpha=0.15 + 0.75 * weakest / top,
-                              label=f"query → key, weight {texts[1]}"))
+    handles = []
+    if drawn is not None:  # a jet of one constituent has no pair to draw
+        strongest, weakest = float(drawn.max()), float(drawn.min())
+        texts = _distinct_numbers(strongest, weakest)
+        handles.append(Line2D([], [], color="C3", lw=_arrow_width(1.0), alpha=0.9,
+                              label=f"query → key, weight {texts[0]}"))
+        if len(texts) > 1:  # arrows of one weight are one entry, not two that read the same
+            handles.append(Line2D([], [], color="C3", lw=_arrow_width(weakest / top),
+                                  alpha=0.15 + 0.75 * weakest / top,
+                                  label=f"query → key, weight {texts[1]}"))
     sizes = _distinct_numbers(biggest, biggest / 4)
     handles += [ax.scatter([], [], s=404, color="C0", edgecolors="k", linewidths=0.4,
                            label=f"pT {sizes[0]} GeV (disc area ∝ pT)"),
@@ -791,9 +802,19 @@ def _distinct_numbers(large: float, small: float) -> list[str]:
 
 
 def _decimals(value: float, decimals: int) -> str:
-    """``value`` to ``decimals`` decimals, or to 2 significant digits where that writes a
-    positive number as 0 (a jet's 0.4 GeV at no decimals)."""
-    text = f"{value:.{decimals}f}"
+    """``value`` to ``decimals`` decimals, a half rounded up as a reader rounds the number
+    written (12.5 GeV: "13", where Python's format rounds it to the even "12"), or to 2
+    significant digits where that writes a positive number as 0 (a jet's 0.4 GeV at no
+    decimals).
+
+    Examples:
+        >>> _decimals(12.5, 0), _decimals(0.125, 2), _decimals(0.4, 0), _decimals(-2.5, 0)
+        ('13', '0.13', '0.4', '-3')
+    """
+    from decimal import ROUND_HALF_UP, Decimal
+
+    value = float(value)  # (numpy's float64 writes its repr as "np.float64(...)")
+    text = str(Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP))
     return f"{value:.2g}" if value > 0 and float(text) == 0 else text
 
 

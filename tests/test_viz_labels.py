@@ -113,6 +113,21 @@ def test_the_jet_legend_never_shows_two_entries_that_read_the_same(drawn):
     assert len([a for a in ax.texts if a.arrow_patch is not None]) == 6
 
 
+@pytest.mark.slow
+def test_a_jet_without_arrows_has_no_arrow_in_its_legend_and_a_half_gev_rounds_up(drawn):
+    """A jet of one constituent draws no arrow, but its legend showed "query → key, weight
+    0.00"; and a quarter of 50 GeV, 12.5, was written "12" (the format's round-half-even)
+    where a reader rounds it to 13."""
+    import numpy as np
+
+    viz.plot_jet_attention([0.1], [-0.2], [50.0], np.ones((1, 1)), "unused.png")
+    (ax,) = drawn[0].axes
+    assert [a for a in ax.texts if a.arrow_patch is not None] == []
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["pT 50 GeV (disc area ∝ pT)", "pT 13 GeV"]
+    assert ax.get_title() == "1 constituent; no pair to draw"
+
+
 def test_the_pe_heatmap_counts_positions_and_dimensions_from_0_as_its_curves_and_pe_do(drawn):
     """The heatmap once put position 0 at x = 1 and dimension 0 at y = 1, while the curves
     below it (and PE(pos, i)) count from 0: read at position 2, dimension 1, it showed

@@ -183,10 +183,11 @@ def _attention(args) -> str:
     task = get_task(cfg.task)
     runtime = task.runtime()
     with weights_from(run_dir, cfg, args.checkpoint, say=True) as step:
+        record = record_line(run_dir, shown_record(run_dir, args.checkpoint, step))
         if task.capabilities.attention_figure:  # a task's own picture (jets: the jet itself)
             _no_choice(args, cfg.task)
-            return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out),
-                          out, given=given)
+            return _write(lambda: runtime.attention_figure(task, run_dir, cfg, args.input, out,
+                                                           record=record), out, given=given)
         maps, x_labels, y_labels = runtime.attention_maps(task, run_dir, cfg, args.input,
                                                           label="--input")
         _check_choice(args, heads_per_layer(maps))
@@ -197,7 +198,7 @@ def _attention(args) -> str:
              f"{shown_input(args.input, 120)!r}")
     if row is not None:
         title += f", query row {row} outlined"
-    title += "\n" + record_line(run_dir, shown_record(run_dir, args.checkpoint, step))
+    title += "\n" + record
     layer, head = (None if n is None else n - 1 for n in (args.layer, args.head))
     return _write(lambda: plot_attention(maps, x_labels, y_labels, out, title=title, kind=kind,
                                          mark_row=row, layer=layer, head=head), out, given=given)
@@ -250,12 +251,15 @@ def shown_record(run_dir, checkpoint: str | None, step: int | None) -> dict:
 def record_line(run_dir, record: dict) -> str:
     """The line a figure of a run's attention says which run, weights and step it shows, and
     what the run reached on its held-out split (``metrics.json``'s test_ scores, else its
-    val_ ones: an lm's; ``attnlab view`` shows every metric)."""
-    from ..explorer.record import metrics_text, weights_text
+    val_ ones: an lm's; ``attnlab view`` shows every metric). Scores of other weights than
+    those drawn (``--checkpoint last`` of a ``--keep-best`` run) are left out, saying whose
+    they are."""
+    from ..explorer.record import metrics_of_text, metrics_text, weights_text
 
     metrics = record.get("metrics") or {}
     keys = ("test_",) if any(k.startswith("test_") for k in metrics) else ("val_",)
-    return f"run {run_dir} · {weights_text(record)} · {metrics_text(record, keys=keys)}"
+    scores = metrics_of_text(record) or metrics_text(record, keys=keys)
+    return f"run {run_dir} · {weights_text(record)} · {scores}"
 
 
 def attention_focus(task, run_dir, cfg, text):

@@ -21,8 +21,9 @@ later keys are its kind's), drawn grey, not as a weight of 0 the model chose. ``
 there is one, is the query row the page opens pinned on (a graph node's, which ``--input``
 names; absent or null: none). ``record``, on a page of a run (``attnlab view``), is which
 weights are shown and what the run reached: ``{"weights": {"file", "step", "steps", "which"},
-"metrics": {...} or null, "note", "shown": {"weights": "...", "metrics": [[name, text]]}}``
-(``attnlab.explorer.record``). Weights are rounded to ``digits`` decimals (4;
+"metrics": {...} or null, "note", "metrics_of", "shown": {"weights": "...", "metrics":
+[[name, text]], "metrics_of": "..." or null}}`` (``attnlab.explorer.record``; ``metrics_of``:
+the weights the metrics are of, where they are not those shown). Weights are rounded to ``digits`` decimals (4;
 benchmarks/RESULTS.md, "explorer", measures a page's size), each correctly (``rounded``:
 0.07849 is 0.0785), and the page shows them at that precision, so each number it shows is the
 model's weight rounded once. ``mean``, in a layer of more than one head, is the T_q × T_k
@@ -41,7 +42,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .record import check_record, shown_metrics, weights_text
+from .record import check_record, metrics_of_text, shown_metrics, weights_text
 
 __all__ = ["KINDS", "Layer", "attention_data", "check_data", "masked_cells", "rounded",
            "underflows_early"]
@@ -213,7 +214,8 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
     if record is not None:
         check_record(record)
         data["record"] = {**record, "shown": {"weights": weights_text(record),
-                                              "metrics": shown_metrics(record)}}
+                                              "metrics": shown_metrics(record),
+                                              "metrics_of": metrics_of_text(record)}}
     return data
 
 
@@ -260,6 +262,7 @@ def _check_shown_record(record: Any) -> None:
     if not (isinstance(shown, dict) and isinstance(shown.get("weights"), str)
             and isinstance(shown.get("metrics"), list)
             and all(isinstance(pair, list) and len(pair) == 2
-                    and all(isinstance(x, str) for x in pair) for pair in shown["metrics"])):
-        raise ValueError("the run record's shown texts are not a weights line and "
-                         "[name, value] pairs")
+                    and all(isinstance(x, str) for x in pair) for pair in shown["metrics"])
+            and isinstance(shown.get("metrics_of"), (str, type(None)))):
+        raise ValueError("the run record's shown texts are not a weights line, "
+                         "[name, value] pairs and whose the metrics are (text or null)")

@@ -17,8 +17,8 @@ import numbers
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_record", "weights_text", "metrics_text", "shown_metrics", "check_record",
-           "shown_value"]
+__all__ = ["run_record", "weights_text", "metrics_text", "metrics_of_text", "shown_metrics",
+           "check_record", "shown_value"]
 
 WEIGHTS_FILE = "model.safetensors"
 NOT_FINITE = "not finite (null)"
@@ -61,7 +61,10 @@ def run_record(run_dir: str | Path, *, step: int | None = None,
         ``{"weights": {"file", "step", "steps", "which", ...}, "metrics": {...} or None}`` and
         ``"note"`` where there are no metrics. ``which`` is "last" (the last step trained),
         "best" (``--keep-best``: the best validation's, with ``monitor`` and ``value``) or
-        None where the run does not record it; ``steps`` the steps trained.
+        None where the run does not record it; ``steps`` the steps trained. With a
+        ``checkpoint`` whose step is not the one ``metrics.json`` scored (``model.safetensors``'s:
+        ``best_step``, else ``steps``), ``"metrics_of": {"file", "step"}`` names the weights
+        the metrics are of (``metrics_of_text``).
 
     Examples:
         >>> import json; _ = Path("run").mkdir(exist_ok=True)
@@ -76,6 +79,7 @@ def run_record(run_dir: str | Path, *, step: int | None = None,
     weights: dict[str, Any] = {"file": checkpoint or WEIGHTS_FILE, "step": step, "steps": steps,
                                "which": None}
     best = metrics.get("best_step")
+    scored = best if isinstance(best, int) else steps  # model.safetensors' step
     if checkpoint is not None:
         weights["which"] = "last"
     elif isinstance(best, int):
@@ -86,7 +90,30 @@ def run_record(run_dir: str | Path, *, step: int | None = None,
     record = {"weights": weights, "metrics": metrics if note is None else None}
     if note is not None:
         record["note"] = note
+    elif checkpoint is not None and (step is None or step != scored):
+        # metrics.json scores model.safetensors: a checkpoint of another step (the last of a
+        # --keep-best run, one resumed past the end) must not be read beside its scores
+        record["metrics_of"] = {"file": WEIGHTS_FILE, "step": scored}
     return record
+
+
+def metrics_of_text(record: dict[str, Any]) -> str | None:
+    """Whose weights ``metrics.json``'s scores are of, where they are not the weights shown;
+    None where they are (or there are no metrics).
+
+    Examples:
+        >>> metrics_of_text({"weights": {"file": "checkpoints/last.ckpt", "step": 30},
+        ...                  "metrics": {}, "metrics_of": {"file": "model.safetensors",
+        ...                                                "step": 18}})
+        'metrics.json: of model.safetensors, step 18, not these weights'
+    """
+    of = record.get("metrics_of")
+    if of is None:
+        return None
+    step = "step not recorded" if of["step"] is None else f"step {of['step']}"
+    these = ("not these weights" if record["weights"].get("step") is not None
+             else "maybe not these weights (their step is not recorded)")
+    return f"metrics.json: of {of['file']}, {step}, {these}"
 
 
 def shown_value(value: Any) -> str:
@@ -132,7 +159,9 @@ def weights_text(record: dict[str, Any]) -> str:
     w = record["weights"]
     if w["step"] is None:
         return f"{w['file']}: step not recorded"
-    of = f" of {w['steps']}" if w.get("steps") is not None else ""
+    # "of N" only up to N: a run resumed past its end and stopped is not at step 25206 of 500
+    of = (f" of {w['steps']}" if w.get("steps") is not None and w["step"] <= w["steps"]
+          else "")
     if w["which"] == "best":
         value = w.get("value")
         return (f"{w['file']}: step {w['step']}{of}, the best {w.get('monitor') or 'validation'}"
@@ -169,3 +198,8 @@ def check_record(record: Any) -> None:
                  or isinstance(v, numbers.Real) and math.isfinite(v))
             for v in metrics.values())):
         raise ValueError("run record's metrics must map names to numbers, text or null")
+    of = record.get("metrics_of")
+    if of is not None and not (isinstance(of, dict) and isinstance(of.get("file"), str)
+                               and (of.get("step") is None or type(of["step"]) is int)):
+        raise ValueError(f"run record's metrics_of {of!r}: file must be text, step a whole "
+                         f"number or null")

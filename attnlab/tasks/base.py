@@ -181,7 +181,8 @@ class Capabilities:
         evaluate_by_length: ``evaluate --by-length``: ``evaluate_by_length(task, run_dir, cfg,
             data, out, *, quantize)``, (metrics, rows by source length), the figure at ``out``.
         attention_figure: ``plot attention`` draws a picture of its own instead of the heat
-            maps (jets: the jet): ``attention_figure(task, run_dir, cfg, text, out)``, the path.
+            maps (jets: the jet): ``attention_figure(task, run_dir, cfg, text, out, *,
+            record)``, the path (``record``: the run's line under its title).
         attention_layers: ``attnlab view`` shows more than ``attention_maps``:
             ``attention_layers(task, run_dir, cfg, text)``, (layers, query tokens, key tokens).
         attention_focus: the input singles out one query row (graph: a node):

@@ -230,3 +230,63 @@ def test_an_interrupted_run_is_viewed_and_plotted_from_its_last_checkpoint(runs,
     assert err == f"using {ckpt} (step 12)\n"
     assert "checkpoints/last.ckpt: step 12, the last saved step · no metrics yet" in \
         " ".join(titles[0].split())
+
+
+REVERSE = ["train", "reverse", "--val-every", "3", "--seed", "1", "--train-size", "64",
+           "--val-size", "16", "--test-size", "16", "--model-dim", "16", "--num-heads", "2",
+           "--num-layers", "1", "--threads", "1"]
+
+
+def _title(capsys, argv) -> str:
+    """The title of the figure `attnlab plot attention ...` draws, on one line."""
+    from attnlab import viz
+
+    titles = []
+    save = viz._save
+    viz._save = lambda fig, path: titles.append(fig._suptitle.get_text()) or save(fig, path)
+    try:
+        _out(capsys, argv)
+    finally:
+        viz._save = save
+    return " ".join(titles[0].split())
+
+
+def test_the_last_checkpoint_is_not_shown_beside_scores_of_other_weights(tmp_path, capsys):
+    """metrics.json scores model.safetensors: a --keep-best run's best step, a finished run's
+    last. `--checkpoint last` of a --keep-best run showed step 30's weights beside step 27's
+    test scores as if they were theirs; a finished run resumed further and stopped read "step
+    36 of 30" beside step 30's. The page says whose the scores are; the figure leaves them out
+    and says so; "of N" is left out past the run's N steps."""
+    import json
+
+    from attnlab.explorer import read_data
+
+    best = tmp_path / "best"
+    assert main([*REVERSE, "--max-steps", "30", "--keep-best", "--monitor", "val_acc",
+                 "--out", str(best)]) == 0
+    metrics = json.loads((best / "metrics.json").read_text())
+    assert metrics["best_step"] < metrics["steps"] == 30  # this seed's best is not the last
+    more = tmp_path / "more"  # the same run trained on: its last checkpoint is step 36's
+    assert main([*REVERSE, "--max-steps", "36", "--out", str(more)]) == 0
+    resumed = shutil.copytree(best, tmp_path / "resumed")  # as `--resume` stopped at step 36
+    shutil.copy(more / "checkpoints" / "last.ckpt", resumed / "checkpoints" / "last.ckpt")
+    capsys.readouterr()
+    scored = f"metrics.json: of model.safetensors, step {metrics['best_step']}, not these weights"
+    for run, weights in ((best, "checkpoints/last.ckpt: step 30 of 30, the last saved step"),
+                         (resumed, "checkpoints/last.ckpt: step 36, the last saved step")):
+        page = tmp_path / f"{run.name}.html"
+        _out(capsys, ["view", str(run), "--input", "1 2 3 4", "--out", str(page),
+                      "--checkpoint", "last"])
+        shown = read_data(page.read_text(encoding="utf-8"))["record"]["shown"]
+        assert (shown["weights"], shown["metrics_of"]) == (weights, scored)
+        title = _title(capsys, ["plot", "attention", str(run), "--input", "1 2 3 4", "--out",
+                                str(tmp_path / f"{run.name}.png"), "--checkpoint", "last"])
+        assert title.endswith(f"· {weights} · {scored}") and "accuracy" not in title
+    # the weights metrics.json scores: their scores, as before
+    _out(capsys, ["view", str(best), "--input", "1 2 3 4", "--out", str(tmp_path / "own.html")])
+    shown = read_data((tmp_path / "own.html").read_text(encoding="utf-8"))["record"]["shown"]
+    assert shown["metrics_of"] is None
+    assert ["test_token_accuracy", json.dumps(metrics["test_token_accuracy"])] in shown["metrics"]
+    title = _title(capsys, ["plot", "attention", str(best), "--input", "1 2 3 4", "--out",
+                            str(tmp_path / "own.png")])
+    assert f"test_token_accuracy {json.dumps(metrics['test_token_accuracy'])}" in title

@@ -28,6 +28,9 @@ def drawn(monkeypatch):
         figures.append({
             "axes": len(fig.axes), "panels": [ax.get_title() for ax in panels(fig)],
             "title": fig._suptitle.get_text() if fig._suptitle else "",
+            # False: "$...$" in the title is drawn as written, not read as matplotlib's math
+            "math": fig._suptitle.get_parse_math() if fig._suptitle else None,
+            "first_axes_title": fig.axes[0].get_title(),  # jets: the jet's own figure's title
             "boxes": [[(p.get_y(), p.get_height()) for p in ax.patches] for ax in panels(fig)],
             "bold": [[t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
                      for ax in panels(fig)],
@@ -105,6 +108,38 @@ def test_the_figure_says_which_run_weights_and_scores_it_shows(run_copy, drawn, 
     assert unwrapped(drawn[-1]["title"]).endswith(unwrapped(
         f"step not recorded · no metrics yet: {run}/metrics.json is not written (training "
         f"stopped before its end, or is still running)"))
+
+
+def test_the_jet_figure_says_which_run_weights_and_scores_it_shows_too(run_copy, drawn,
+                                                                      tmp_path, capsys):
+    """Every figure of `plot attention` names the run, its weights and scores, as the docs
+    say: the jets figure (the jet itself) said none of them."""
+    import json
+
+    run, text = run_copy("jets")
+    metrics = json.loads((run / "metrics.json").read_text())
+    plot(run, text, tmp_path / "jet.png", capsys)
+    steps = metrics["steps"]
+    scores = ", ".join(f"{k} {json.dumps(v)}" for k, v in metrics.items() if k.startswith("test_"))
+    assert scores  # the run's held-out scores, each as metrics.json holds it
+    assert unwrapped(drawn[-1]["first_axes_title"]).endswith(unwrapped(
+        f"run {run} · model.safetensors: step {steps} of {steps}, the last step · {scores}"))
+
+
+def test_a_run_named_with_dollar_signs_is_drawn_with_its_name_as_written(run_copy, drawn,
+                                                                        tmp_path, capsys):
+    """`plot attention` of a run in a directory named 'm$\\q$' stopped on matplotlib's
+    ParseFatalException (the title's "$...$" read as math text), exit 1; one named 'a$x$'
+    was titled with an italic x. The title now holds the name as written."""
+    import shutil
+
+    run, text = run_copy("reverse")
+    for name in ("m$\\q$", "a$x$ b"):
+        named = shutil.copytree(run, tmp_path / name)
+        plot(named, text, tmp_path / "figure.png", capsys)  # exit 0
+        assert unwrapped(f"run {named} · ") in unwrapped(drawn[-1]["title"])
+        assert drawn[-1]["math"] is False
+        (tmp_path / "figure.png").unlink()
 
 
 def unwrapped(title: str) -> str:

@@ -942,3 +942,28 @@ def test_a_runs_page_shows_its_weights_step_and_every_metric_as_metrics_json_hol
     note = driver.find_element(By.CSS_SELECTOR, "header .run-metrics.none").text
     assert note.startswith(f"no metrics yet: {run}/metrics.json is not written")
     assert not console_errors(driver)
+
+
+def test_a_checkpoints_page_says_the_metrics_are_of_other_weights(page, tmp_path):
+    """`view --checkpoint last` of a --keep-best run showed step 30's weights over step 18's
+    scores, as if they were theirs. The page now says whose they are, over the numbers."""
+    from attnlab.explorer.record import run_record
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({
+        "best_metric": "val_acc", "best_step": 18, "best_value": 0.13, "steps": 30,
+        "test_token_accuracy": 0.100569}))
+    layers = [Layer("attn", "self", np.full((1, 3, 3), 1 / 3))]
+    driver = page(attention_data(layers, list("abc"), task="reverse", run=str(run),
+                                 record=run_record(run, step=30,
+                                                   checkpoint="checkpoints/last.ckpt")))
+    ready(driver)
+    got = driver.execute_script("""
+        const of = document.querySelector('header .run-metrics-of');
+        return {of: of.textContent, next: of.nextElementSibling.className,
+                weights: document.querySelector('header .run-weights').textContent};""")
+    assert got == {"of": "metrics.json: of model.safetensors, step 18, not these weights",
+                   "next": "run-metrics",
+                   "weights": "weights checkpoints/last.ckpt: step 30 of 30, the last saved step"}
+    assert not console_errors(driver)

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from attnlab.explorer import Layer, attention_data, check_data
-from attnlab.explorer.record import metrics_text, run_record, shown_metrics, weights_text
+from attnlab.explorer.record import (metrics_of_text, metrics_text, run_record, shown_metrics,
+                                     weights_text)
 
 ONE_LAYER = [Layer("attn", "self", [[[0.25, 0.75], [1.0, 0.0]]])]
 
@@ -104,3 +105,34 @@ def test_a_page_record_that_is_not_the_layout_is_refused():
     data["record"]["shown"]["metrics"] = [["val_loss"]]
     with pytest.raises(ValueError, match=r"\[name, value\] pairs"):
         check_data(data)
+
+
+@pytest.mark.parametrize("step, metrics, of", [
+    (30, {"best_metric": "val_acc", "best_step": 18, "best_value": 0.5, "steps": 30},
+     "metrics.json: of model.safetensors, step 18, not these weights"),
+    (18, {"best_metric": "val_acc", "best_step": 18, "best_value": 0.5, "steps": 30}, None),
+    (30, {"steps": 30, "test_token_accuracy": 0.1}, None),
+    (25206, {"steps": 500, "test_token_accuracy": 0.1},
+     "metrics.json: of model.safetensors, step 500, not these weights"),
+    (None, {"steps": 500, "test_token_accuracy": 0.1}, "metrics.json: of model.safetensors, "
+     "step 500, maybe not these weights (their step is not recorded)"),
+])
+def test_a_checkpoint_is_not_given_the_scores_of_other_weights(tmp_path, step, metrics, of):
+    """metrics.json scores model.safetensors (the best step's, else the last's): a checkpoint
+    of another step was shown beside them as if they were its own."""
+    run = write_metrics(tmp_path / "run", metrics)
+    record = run_record(run, step=step, checkpoint="checkpoints/last.ckpt")
+    assert metrics_of_text(record) == of
+    data = attention_data(ONE_LAYER, ["a", "b"], record=record)
+    check_data(data)
+    assert data["record"]["shown"]["metrics_of"] == of
+    assert metrics_text(record)  # the page still lists every number, under that line
+
+
+def test_a_step_past_the_runs_steps_is_not_said_to_be_of_them(tmp_path):
+    """A finished run of 500 steps resumed and stopped at 25206 read "step 25206 of 500"."""
+    run = write_metrics(tmp_path / "run", {"steps": 500})
+    assert weights_text(run_record(run, step=25206, checkpoint="checkpoints/last.ckpt")) == \
+        "checkpoints/last.ckpt: step 25206, the last saved step"
+    assert weights_text(run_record(run, step=400, checkpoint="checkpoints/last.ckpt")) == \
+        "checkpoints/last.ckpt: step 400 of 500, the last saved step"

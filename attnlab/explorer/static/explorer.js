@@ -103,6 +103,10 @@
     if (record.metrics === null || record.metrics === undefined) {
       return [weights, el("p", { class: "run-metrics none", text: record.note || "no metrics" })];
     }
+    // the scores of other weights than those shown (--checkpoint last of a --keep-best run)
+    // say whose they are, over the list
+    const of = record.shown.metrics_of
+      ? [el("p", { class: "run-metrics-of", text: record.shown.metrics_of })] : [];
     const list = el("dl", { class: "run-metrics",
                             "aria-label": "the run's metrics (metrics.json)" });
     record.shown.metrics.forEach(([name, value]) => {
@@ -110,7 +114,7 @@
       list.appendChild(el("div", { class: finite ? "metric" : "metric not-finite" },
         el("dt", { text: name }), el("dd", { text: value })));
     });
-    return [weights, list];
+    return [weights, ...of, list];
   }
 
   const body = document.body;

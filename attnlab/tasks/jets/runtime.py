@@ -373,9 +373,11 @@ def _constituents(p4: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path:
+def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str,
+             record: str | None = None) -> Path:
     """One jet (1, N, 4) in the (Δη, Δφ) plane with the last encoder block's attention
-    (heads averaged) as lines, and the class token's attention as colour when it has one."""
+    (heads averaged) as lines, and the class token's attention as colour when it has one;
+    ``record``, a line under the title: which run, weights and scores (``plot attention``)."""
     mask = constituent_mask(p4)
     real = _constituents(p4)  # (n,): not the padding, wherever it is
     features = constituent_features(p4.float(), mask)[0, real]  # (n, 7): Δη, Δφ, log pT, ...
@@ -384,7 +386,8 @@ def draw_jet(model: JetTagger, p4: torch.Tensor, path: Path, title: str) -> Path
     token = token[-1][0].mean(0)[0, real].numpy() if token else None  # (n,)
     return plot_jet_attention(features[:, 0].numpy(), features[:, 1].numpy(),
                               features[:, 2].exp().numpy(), weights.numpy(), path,
-                              title=f"{title}\nlast block's attention (heads averaged)",
+                              title=f"{title}\nlast block's attention (heads averaged)"
+                                    + (f"\n{record}" if record else ""),
                               token_weights=token)
 
 
@@ -476,15 +479,18 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     return found
 
 
-def attention_figure(task, run_dir: Path, cfg: RunSettings, text: str, out: Path) -> Path:
+def attention_figure(task, run_dir: Path, cfg: RunSettings, text: str, out: Path, *,
+                     record: str | None = None) -> Path:
     """``plot attention DIR --input FILE:ROW``: that jet in the (Δη, Δφ) plane, particles
-    sized by pT, the last block's strongest attention weights as lines (``draw_jet``)."""
+    sized by pT, the last block's strongest attention weights as lines (``draw_jet``), and
+    ``record`` (which run, weights and scores) under its title."""
     p4, label = read_input(text, cfg)
     model = load(task, run_dir, cfg)
     top = float(model.probabilities(p4)[0, 1])
     path, _, row = text.strip().rpartition(":")
     return draw_jet(model, p4, Path(out),
-                    title=f"{Path(path).name} row {row}: a {LABELS[label]} jet, P(top) = {top:.3f}")
+                    title=f"{Path(path).name} row {row}: a {LABELS[label]} jet, P(top) = {top:.3f}",
+                    record=record)
 
 
 @attends
