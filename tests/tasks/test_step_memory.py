@@ -156,3 +156,35 @@ def test_a_refusal_for_memory_comes_before_any_note_on_the_data(tmp_path, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--max-len 1,000,000,000" in err, err
     assert not out.exists()
+
+
+def test_instruction_rows_are_counted_at_a_row_not_at_block_size():
+    """lm's instruction rows are padded to the longest row of their batch, not to
+    --block-size: --block-size 32768 x --batch-size 512 over short rows holds well under a
+    gigabyte and must not be refused for the ~41 GB of 512 full windows."""
+    cfg = settings("lm", data="chat.jsonl", init="qwen2", block_size=32768, batch_size=512,
+                   model_dim=32, num_layers=2, num_heads=4, dim_feedforward=64, vocab_size=160)
+    parts = get_task("lm").memory_estimate(cfg)
+    preflight.check_memory(parts, available=10**9)
+    assert any("--batch-size 512 x tokens a row, at least 1 x" in what for what, _ in parts)
+
+
+@pytest.mark.slow
+def test_an_instruction_run_that_fits_is_not_refused(tmp_path, capsys, monkeypatch):
+    """The command as a user gives it: a tiny Qwen2 that reads 65,536 positions, 200 short
+    rows, --block-size 32768 --batch-size 512; 2 GB stated available (the run peaks under 1 GB)."""
+    pytest.importorskip("transformers")
+    from ..interop.test_instruct_lm import _rows, _tokenizer, _write
+    from ..interop.test_llama_family import _tiny
+
+    model, tok = tmp_path / "qwen2", _tokenizer("chatml")
+    _tiny("qwen2", vocab_size=len(tok), max_position_embeddings=65536).save_pretrained(model)
+    tok.save_pretrained(model)
+    data = _write(tmp_path / "chat.jsonl", _rows(200))
+    monkeypatch.setattr(preflight, "available_memory", lambda: 2 * 10**9)
+    out = tmp_path / "run"
+    rc = main(["train", "lm", "--init", str(model), "--data", str(data), "--block-size", "32768",
+               "--batch-size", "512", "--max-steps", "2", "--accelerator", "cpu", "--threads",
+               "1", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err.splitlines()[-1:]  # was refused for ~34 GB
+    assert (out / "model.safetensors").is_file()

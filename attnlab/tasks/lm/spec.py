@@ -278,7 +278,8 @@ class LMTask(Task):
         network's two matrices (three when gated); the token embedding (and a separate output
         matrix, --no-tie-weights); the learned position table (--positional learned); one
         training step's activations over --batch-size windows of --block-size tokens
-        (``step_activations``), with the scores over the vocabulary where its size is known
+        (``step_activations``; of one token each for instruction rows, which are padded to
+        the longest row of their batch), with the scores over the vocabulary where its size is known
         before the run (a prepared corpus, --init; a tokeniser fitted to a text file may make
         fewer than --vocab-size).
 
@@ -304,9 +305,14 @@ class LMTask(Task):
             T = cfg.get("max_len") or cfg.get("block_size") or 0
             found.append((f"the learned position table ({T:,} x {d:,})", 16 * T * d))
         known = cfg.get("init") or (cfg.get("data") and is_prepared(cfg["data"]))
+        # instruction rows are padded to the batch's longest row, not to --block-size: count
+        # one token a row, the least the data can hold
+        rows = bool(cfg.get("data") and is_rows_file(cfg["data"]) and not is_prepared(cfg["data"]))
+        length, length_flag = (1, "tokens a row, at least") if rows else (
+            cfg.get("block_size") or 0, "--block-size")
         return [*found, *step_activations(
-            cfg, batch=cfg.get("batch_size") or 0, length=cfg.get("block_size") or 0,
-            length_flag="--block-size", ff=ff, outputs=(cfg.get("vocab_size") or 0) if known else 0,
+            cfg, batch=cfg.get("batch_size") or 0, length=length, length_flag=length_flag,
+            ff=ff, outputs=(cfg.get("vocab_size") or 0) if known else 0,
             outputs_flag="--vocab-size")]
 
 
