@@ -193,7 +193,8 @@ def _check_all(task, cfg: dict[str, Any], file_cfg: dict[str, Any], given: dict[
     if not cfg["resume"]:  # a resumed run continues as it was trained
         # a run's own config.yaml chose nothing its run did not: its values are not refused
         _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
-    if memory_first:
+    if memory_first:  # each value in its range first: a negative --block-size is named
+        task.check_typed(cfg)  # as that, not refused for the memory its estimate makes of it
         _memory_before_data(task, cfg)
     checked = task.check_settings(cfg)
     _check_monitoring(task, cfg)

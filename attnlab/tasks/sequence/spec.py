@@ -75,17 +75,22 @@ class SequenceTask(Task):
         self.name, self.help = name, help
         self.overrides = {**SequenceTask.overrides, **overrides}
 
-    def validate(self, cfg: dict[str, Any]) -> None:
-        """``--val-every`` may not be unset here (the shared setting allows it): early stopping
-        counts validations, and the run validates every ``--val-every`` steps. ``--seq-len``
-        at most the model's position table (``ElementPredictorConfig.max_len``): a longer one
-        trained up to its first forward pass and ended in a traceback."""
-        if cfg.get("val_every") is None:
-            raise UsageError(f"--val-every must be a positive integer for {self.name}, got None")
+    def check_typed(self, cfg: dict[str, Any]) -> None:
+        """The typed settings, and ``--seq-len`` at most the model's position table
+        (``ElementPredictorConfig.max_len``): a longer one trained up to its first forward
+        pass and ended in a traceback (and is named before the memory check, which refused
+        --seq-len 100000000 for petabytes)."""
+        super().check_typed(cfg)
         positions = ElementPredictorConfig.max_len
         if cfg["seq_len"] > positions:
             raise UsageError(f"--seq-len must be at most {positions:,} (the positions of the "
                              f"model's sinusoidal table, max_len), got {cfg['seq_len']}")
+
+    def validate(self, cfg: dict[str, Any]) -> None:
+        """``--val-every`` may not be unset here (the shared setting allows it): early stopping
+        counts validations, and the run validates every ``--val-every`` steps."""
+        if cfg.get("val_every") is None:
+            raise UsageError(f"--val-every must be a positive integer for {self.name}, got None")
 
     def budget(self, cfg: RunSettings) -> int:
         """The step budget of the typed run config ``cfg``: --epochs × batches per epoch, or

@@ -144,10 +144,11 @@ class TagTask(Task):
         return pretrained.settings_of_config(source.model_type, source.config,
                                              where=source.path)
 
-    def check_settings(self, cfg: dict[str, Any]) -> Any:
-        """--max-len not given: 256 words, or with a pretrained encoder all it holds."""
+    def check_typed(self, cfg: dict[str, Any]) -> None:
+        """--max-len not given: 256 words, or with a pretrained encoder all it holds; then
+        each typed setting (``Task.check_typed``)."""
         pretrained.resolve_max_len(cfg)
-        return super().check_settings(cfg)
+        super().check_typed(cfg)
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A pretrained encoder's fields only with --init; the word vocabulary only without;
