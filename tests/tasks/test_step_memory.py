@@ -188,3 +188,15 @@ def test_an_instruction_run_that_fits_is_not_refused(tmp_path, capsys, monkeypat
                "1", "--out", str(out)])
     assert rc == 0, capsys.readouterr().err.splitlines()[-1:]  # was refused for ~34 GB
     assert (out / "model.safetensors").is_file()
+
+
+def test_a_prepared_corpus_is_counted_with_its_own_vocabulary(tmp_path):
+    """--vocab-size is unused with a prepared corpus: the estimate reads the corpus's meta.json
+    (a vocabulary of 50 million rows x --model-dim 64 is ~51 GB of weights alone), where it
+    counted the default --vocab-size and let the run start."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "meta.json").write_text('{"vocab_size": 50000000, "dtype": "uint32"}')
+    line = refusal("lm", settings("lm", data=str(corpus), model_dim=64, num_heads=4))
+    assert "(~3,200," in line, line  # the weights of 50,000,000 x 64 table rows
+    assert f"the vocabulary of --data {corpus} 50,000,000" in line, line

@@ -284,9 +284,9 @@ class LMTask(Task):
         matrix, --no-tie-weights); the learned position table (--positional learned); one
         training step's activations over --batch-size windows of --block-size tokens
         (``step_activations``; of one token each for instruction rows, which are padded to
-        the longest row of their batch), with the scores over the vocabulary where its size is known
-        before the run (a prepared corpus, --init; a tokeniser fitted to a text file may make
-        fewer than --vocab-size).
+        the longest row of their batch), with the scores over the vocabulary where its size
+        is known before the run (a prepared corpus's, from its meta.json; --init's; a
+        tokeniser fitted to a text file may make fewer than --vocab-size).
 
         Examples:
             >>> parts = LMTask().memory_estimate({"model_dim": 64, "num_heads": 4,
@@ -303,22 +303,37 @@ class LMTask(Task):
         attention = 2 * d * heads * width + 2 * d * kv_heads * width
         feed_forward = (2 if cfg.get("ff", "mlp") == "mlp" else 3) * d * ff
         tables = 1 if cfg.get("tie_weights", True) else 2
-        params = layers * (attention + feed_forward) + tables * (cfg.get("vocab_size") or 0) * d
+        prepared = bool(cfg.get("data") and is_prepared(cfg["data"]))
+        # a prepared corpus's own vocabulary, not --vocab-size (unused there), unless --init's
+        vocab = (_corpus_vocab(cfg["data"]) if prepared and not cfg.get("init")
+                 else cfg.get("vocab_size") or 0)
+        params = layers * (attention + feed_forward) + tables * vocab * d
         found = [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
                   16 * params)]
         if cfg.get("positional") == "learned":
             T = cfg.get("max_len") or cfg.get("block_size") or 0
             found.append((f"the learned position table ({T:,} x {d:,})", 16 * T * d))
-        known = cfg.get("init") or (cfg.get("data") and is_prepared(cfg["data"]))
+        known = cfg.get("init") or prepared
         # instruction rows are padded to the batch's longest row, not to --block-size: count
         # one token a row, the least the data can hold
-        rows = bool(cfg.get("data") and is_rows_file(cfg["data"]) and not is_prepared(cfg["data"]))
+        rows = bool(cfg.get("data") and is_rows_file(cfg["data"]) and not prepared)
         length, length_flag = (1, "tokens a row, at least") if rows else (
             cfg.get("block_size") or 0, "--block-size")
         return [*found, *step_activations(
             cfg, batch=cfg.get("batch_size") or 0, length=length, length_flag=length_flag,
-            ff=ff, outputs=(cfg.get("vocab_size") or 0) if known else 0,
-            outputs_flag="--vocab-size")]
+            ff=ff, outputs=vocab if known else 0,
+            outputs_flag="--vocab-size" if not prepared or cfg.get("init")
+            else f"the vocabulary of --data {cfg['data']}")]
+
+
+def _corpus_vocab(data: str) -> int:
+    """The vocabulary size a prepared corpus's meta.json states (read without checking the
+    token files: ``corpus_meta.read_meta`` does, later); 0 where it says none, which the
+    corpus's own check names."""
+    try:
+        return max(int(read_json(Path(data) / "meta.json")["vocab_size"]), 0)
+    except (UsageError, OSError, KeyError, TypeError, ValueError):
+        return 0
 
 
 def _check_init(cfg: dict[str, Any]) -> None:
