@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UsageError
+from .memory import weights
 from ..run_config import RunSettings
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
                         defaults, exposed, fractions_leave_training, muon_finds_matrices)
@@ -451,13 +452,12 @@ class Task:
         """The large allocations a run with ``cfg`` will make, as (what, bytes) pairs, for
         ``attnlab train`` to refuse settings the machine cannot hold before anything runs
         (``--train-size 10**7`` at ``--seq-len 5000``, ``--dim-feedforward 10**11``). Count
-        only what is surely allocated; the default counts the encoder layers' weights with
-        their gradients and AdamW's two moments (4 float32 copies), and an embedding table of
-        ``vocab_size``."""
+        only what is surely allocated; the default counts the encoder layers' weights and
+        an embedding table of ``vocab_size``, trained ones with their gradients and AdamW's
+        two moments, as ``memory.weights`` holds them."""
         d, ff = cfg.get("model_dim", 0), cfg.get("dim_feedforward", 0)
-        params = cfg.get("num_layers", 0) * (4 * d * d + 2 * d * ff) + (cfg.get("vocab_size") or 0) * d
-        return [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
-                 16 * params)]
+        blocks = cfg.get("num_layers", 0) * (4 * d * d + 2 * d * ff)
+        return weights(cfg, blocks + (cfg.get("vocab_size") or 0) * d, in_blocks=blocks)
 
     def runtime(self) -> Runtime:
         """The task's ``runtime.py`` (torch, its model, training, loading), whose functions the

@@ -200,3 +200,38 @@ def test_a_prepared_corpus_is_counted_with_its_own_vocabulary(tmp_path):
     line = refusal("lm", settings("lm", data=str(corpus), model_dim=64, num_heads=4))
     assert "(~3,200," in line, line  # the weights of 50,000,000 x 64 table rows
     assert f"the vocabulary of --data {corpus} 50,000,000" in line, line
+
+
+def weights_part(cfg: dict) -> tuple[float, int]:
+    """(bytes, parameters) of lm's weights part for ``cfg``."""
+    [(what, size)] = [p for p in get_task("lm").memory_estimate(cfg)
+                      if p[0].startswith("the model's weights")]
+    return size, int(what.split("~")[1].split(" ")[0].replace(",", ""))
+
+
+@pytest.mark.parametrize("given, per_parameter", [
+    ({}, 16),                          # float32 weight, gradient and AdamW's two moments
+    ({"precision": "bf16-mixed"}, 16),  # float32 weights under the mixed precisions
+    ({"precision": "bf16-true"}, 8),   # the model and its optimiser's state in bfloat16
+    ({"lora_rank": 8}, 4),             # every weight frozen: held once
+])
+def test_the_weights_are_counted_as_the_run_holds_them(given, per_parameter):
+    """The refusal says it counts only what is sure to be allocated: frozen weights hold no
+    gradient or optimiser state, and bf16-true holds 2 bytes a value (all were counted at
+    16 bytes a parameter, refusing a --lora-rank fine-tune four times too early)."""
+    size, params = weights_part(settings("lm", data="corpus.txt", **given))
+    assert size == per_parameter * params
+
+
+def test_frozen_blocks_weights_hold_no_gradients():
+    cfg = settings("lm", data="corpus.txt", num_layers=4)
+    whole, params = weights_part(cfg)
+    last1, _ = weights_part({**cfg, "freeze": "all-but-last-1"})
+    assert 4 * params < last1 < whole
+
+
+def test_weights_on_a_gpu_are_not_counted_against_this_machines_memory():
+    """--accelerator gpu: a model of 819 million parameters lives in the GPU's memory, not
+    this machine's 8 GiB."""
+    cfg = settings("reverse", num_layers=100_000, accelerator="gpu")
+    preflight.check_memory(get_task("reverse").memory_estimate(cfg), available=LAPTOP)

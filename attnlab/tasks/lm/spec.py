@@ -35,7 +35,7 @@ from ...run_config import RunSettings
 from ...runs import read_json
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
-from ..memory import step_activations
+from ..memory import activations_in_host_memory, step_activations, weight_bytes, weights
 from ...data.chat_rows import is_rows_file
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, check_rows,
                      init_is_run, init_tokenizer, is_prepared)
@@ -277,8 +277,8 @@ class LMTask(Task):
             init_tokenizer(cfg["init"])
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
-        """The ``CausalLM``'s matrices with their gradient and AdamW's two moments (4 float32
-        copies): per block the attention's projections (queries and output --num-heads x
+        """The ``CausalLM``'s matrices (``memory.weights``: trained ones with their gradient
+        and AdamW's two moments): per block the attention's projections (queries and output --num-heads x
         --head-dim wide, keys and values --num-kv-heads x --head-dim) and the feed-forward
         network's two matrices (three when gated); the token embedding (and a separate output
         matrix, --no-tie-weights); the learned position table (--positional learned); one
@@ -307,12 +307,12 @@ class LMTask(Task):
         # a prepared corpus's own vocabulary, not --vocab-size (unused there), unless --init's
         vocab = (_corpus_vocab(cfg["data"]) if prepared and not cfg.get("init")
                  else cfg.get("vocab_size") or 0)
-        params = layers * (attention + feed_forward) + tables * vocab * d
-        found = [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
-                  16 * params)]
-        if cfg.get("positional") == "learned":
+        blocks = layers * (attention + feed_forward)
+        found = weights(cfg, blocks + tables * vocab * d, in_blocks=blocks)
+        if cfg.get("positional") == "learned" and activations_in_host_memory(cfg):
             T = cfg.get("max_len") or cfg.get("block_size") or 0
-            found.append((f"the learned position table ({T:,} x {d:,})", 16 * T * d))
+            found.append((f"the learned position table ({T:,} x {d:,})",
+                          weight_bytes(cfg, T * d)))
         known = cfg.get("init") or prepared
         # instruction rows are padded to the batch's longest row, not to --block-size: count
         # one token a row, the least the data can hold

@@ -27,7 +27,7 @@ from ...models.configs import ElementPredictorConfig
 from ...run_config import RunSettings
 from ...settings import epoch_steps, setting
 from ..base import Runtime, Task
-from ..memory import step_activations
+from ..memory import step_activations, weight_bytes
 
 __all__ = ["SequenceSettings", "SequenceTask", "TASKS"]
 
@@ -113,7 +113,7 @@ class SequenceTask(Task):
         return [*super().memory_estimate(cfg),
                 (f"{n:,} sequences of --seq-len {T:,}", 2 * n * T * 8),
                 (f"the input and output layers over --num-categories {C:,}",
-                 16 * 2 * C * cfg["model_dim"]),
+                 weight_bytes(cfg, 2 * C * cfg["model_dim"])),
                 (f"one batch of one-hot inputs ({B:,} x {T:,} x {C:,})", B * T * C * 8),
                 (f"the attention maps of one sequence ({T:,} x {T:,} per head and layer)", maps),
                 *step_activations(cfg, batch=B, length=T, length_flag="--seq-len", outputs=C,
