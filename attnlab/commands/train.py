@@ -194,7 +194,7 @@ def _check_all(task, cfg: dict[str, Any], file_cfg: dict[str, Any], given: dict[
         # a run's own config.yaml chose nothing its run did not: its values are not refused
         _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
     if memory_first:  # each value in its range first: a negative --block-size is named
-        task.check_typed(cfg)  # as that, not refused for the memory its estimate makes of it
+        task.check_settings(cfg, typed_only=True)  # as that, not refused for its memory
         _memory_before_data(task, cfg)
     checked = task.check_settings(cfg)
     _check_monitoring(task, cfg)

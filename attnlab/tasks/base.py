@@ -315,11 +315,19 @@ class Task:
             add_flags(parser.add_argument_group(f"{self.name} task"), self.settings,
                       only=exposed(self.settings, besides=None))
 
-    def check_settings(self, cfg: dict[str, Any]) -> Any:
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
         """Check every typed setting of the task (its ``settings`` and the model fields it
         exposes: type, range, choices), then what ``validate`` adds; return what ``validate``
-        returns (for ``run``'s ``checked``)."""
-        self.check_typed(cfg)
+        returns (for ``run``'s ``checked``). ``typed_only``: each value on its own, reading no
+        data, and nothing else: ``attnlab train`` checks them before the memory check too, so
+        that ``--block-size -100000`` is named as out of range, not refused for the memory its
+        estimate makes of it."""
+        if self.settings is not None:
+            check(self.settings, cfg)
+        if self.model_settings():
+            check(self.model_config, cfg, only=self.model_settings())
+        if typed_only:
+            return None
         layout = self.adapt_layout(cfg)
         if self.settings is not None and issubclass(self.settings, AdaptSettings):
             check_adapt(cfg, blocks=layout["blocks"], encoder=layout["encoder"],
@@ -328,16 +336,6 @@ class Task:
             if broken:
                 raise UsageError(broken)
         return self.validate(cfg)
-
-    def check_typed(self, cfg: dict[str, Any]) -> None:
-        """Each typed setting of the task on its own (its ``settings`` and the model fields it
-        exposes: type, range, choices), reading no data: ``attnlab train`` runs it before the
-        memory check too, so that ``--block-size -100000`` is named as out of range, not
-        refused for the memory its estimate makes of it."""
-        if self.settings is not None:
-            check(self.settings, cfg)
-        if self.model_settings():
-            check(self.model_config, cfg, only=self.model_settings())
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The blocks of the model ``cfg`` builds, as the rules about what a run trains read

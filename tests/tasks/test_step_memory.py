@@ -235,3 +235,10 @@ def test_weights_on_a_gpu_are_not_counted_against_this_machines_memory():
     this machine's 8 GiB."""
     cfg = settings("reverse", num_layers=100_000, accelerator="gpu")
     preflight.check_memory(get_task("reverse").memory_estimate(cfg), available=LAPTOP)
+
+
+def test_translate_names_the_flags_of_both_stacks():
+    """Its part read "x layers 4", naming no flag to lower."""
+    line = refusal("translate", settings("translate", batch_size=10**9, num_encoder_layers=3))
+    assert "x 5 blocks (encoder --num-encoder-layers 3 + decoder --num-layers 2) x" in line, line
+

@@ -216,18 +216,14 @@ class ClassifyTask(Task):
         mean pooling unless ``--pooling cls`` asks for a new head (``pretrained``)."""
         return {**super().init_defaults(source), **pretrained.init_defaults(source)}
 
-    def check_typed(self, cfg: dict[str, Any]) -> None:
-        """--max-len not given: 256 tokens, or with a pretrained encoder all it holds; then
-        each typed setting (``Task.check_typed``)."""
-        pretrained.resolve_max_len(cfg)
-        super().check_typed(cfg)
-
-    def check_settings(self, cfg: dict[str, Any]) -> Any:
-        """--multi-label and --regression are two answers to what a label is: not both."""
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
+        """--max-len not given: 256 tokens, or with a pretrained encoder all it holds.
+        --multi-label and --regression are two answers to what a label is: not both."""
         if cfg.get("multi_label") and cfg.get("regression"):
             raise UsageError("--multi-label and --regression exclude each other: a row holds "
                              "either class names or a number")
-        return super().check_settings(cfg)
+        pretrained.resolve_max_len(cfg)
+        return super().check_settings(cfg, typed_only=typed_only)
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The encoder is everything before the classifier's head."""

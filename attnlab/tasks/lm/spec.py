@@ -201,18 +201,13 @@ class LMTask(Task):
         return {"block_size": (cfg["max_len"], f"--init {cfg['init']}'s model reads at most "
                                                f"{cfg['max_len']} positions ({what})")}
 
-    def check_typed(self, cfg: dict[str, Any]) -> None:
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
         """--attention-dropout not given: the same as --dropout (recorded in config.yaml);
-        then each typed setting (``Task.check_typed``)."""
+        --arch sets its parts (a part flag that disagrees was refused by ``unused_settings``)."""
         if cfg.get("attention_dropout") is None:
             cfg["attention_dropout"] = cfg["dropout"]
-        super().check_typed(cfg)
-
-    def check_settings(self, cfg: dict[str, Any]) -> Any:
-        """--arch sets its parts (a part flag that disagrees was refused by
-        ``unused_settings``); then every check (``Task.check_settings``)."""
         cfg.update(ARCH_PARTS.get(cfg.get("arch"), {}))
-        return super().check_settings(cfg)  # instruction rows, for ``run``'s ``checked``
+        return super().check_settings(cfg, typed_only=typed_only)  # instruction rows, for ``run``'s ``checked``
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A prepared corpus has its tokeniser already (and --init's must be it); instruction

@@ -75,16 +75,17 @@ class SequenceTask(Task):
         self.name, self.help = name, help
         self.overrides = {**SequenceTask.overrides, **overrides}
 
-    def check_typed(self, cfg: dict[str, Any]) -> None:
-        """The typed settings, and ``--seq-len`` at most the model's position table
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
+        """The typed settings, and with them ``--seq-len`` at most the model's position table
         (``ElementPredictorConfig.max_len``): a longer one trained up to its first forward
         pass and ended in a traceback (and is named before the memory check, which refused
-        --seq-len 100000000 for petabytes)."""
-        super().check_typed(cfg)
+        --seq-len 100000000 for petabytes); then every other check."""
+        super().check_settings(cfg, typed_only=True)
         positions = ElementPredictorConfig.max_len
         if cfg["seq_len"] > positions:
             raise UsageError(f"--seq-len must be at most {positions:,} (the positions of the "
                              f"model's sinusoidal table, max_len), got {cfg['seq_len']}")
+        return None if typed_only else super().check_settings(cfg)
 
     def validate(self, cfg: dict[str, Any]) -> None:
         """``--val-every`` may not be unset here (the shared setting allows it): early stopping
