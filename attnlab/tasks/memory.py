@@ -2,10 +2,10 @@
 
 ``Task.memory_estimate`` counts the weights, the optimiser's state and the data; this module
 adds what a step of training holds on top of them (and ``weights``, the bytes the weights
-themselves hold), which grows with --batch-size × the length
-× --num-layers × --model-dim and was not counted: ``--num-layers 100000`` or ``--batch-size
-1000000000`` started training and was then killed by the operating system (exit 137, nothing
-saved). ``commands.preflight.check_memory`` compares the sum with the memory available.
+themselves hold), which grows with --batch-size × the length × --num-layers × --model-dim and
+was not counted: ``--num-layers 100000`` or ``--batch-size 1000000000`` started training and
+was then killed by the operating system (exit 137, nothing saved).
+``commands.preflight.check_memory`` compares the sum with the memory available.
 
 The count is a lower bound, so that a run that fits is never refused: per token and block,
 the 9·D + d_ff values a block surely keeps for its backward pass (queries, keys and values
@@ -56,10 +56,10 @@ def bytes_per_activation(precision: Any) -> int:
 
 
 def activations_in_host_memory(cfg: dict[str, Any]) -> bool:
-    """Whether a run with ``cfg`` keeps its weights and activations in this machine's memory: on the CPU
-    (--accelerator cpu, or auto where no GPU is found; Apple's MPS shares the memory, but
-    macOS reports none available, so nothing is checked there). Found without importing
-    torch; where unsure (a GPU device file), no: a refused run that fits is worse than an
+    """Whether a run with ``cfg`` keeps its weights and activations in this machine's memory:
+    on the CPU (--accelerator cpu, or auto where no GPU is found; Apple's MPS shares the
+    memory, but macOS reports none available, so nothing is checked there). Found without
+    importing torch; where unsure (a GPU device file), no: a refused run that fits is worse than an
     unrefused one that does not."""
     accelerator = cfg.get("accelerator", "auto")
     if accelerator == "cpu":
@@ -101,9 +101,9 @@ def step_activations(cfg: dict[str, Any], *, batch: int, length: int, length_fla
     tokens = batch * length
     kept = (tokens * (L * D + per_token) if cfg.get("checkpoint_activations")
             else tokens * L * per_token)
-    blocks = f"{L:,} blocks ({layers_named})" if layers_named else f"--num-layers {L:,}"
+    through = f"{L:,} blocks ({layers_named})" if layers_named else f"--num-layers {L:,}"
     found = [(f"the activations of one training step (--batch-size {batch:,} x {length_flag} "
-              f"{length:,} x {blocks} x {per_token:,} values of --model-dim {D:,})",
+              f"{length:,} x {through} x {per_token:,} values of --model-dim {D:,})",
               size * kept)]
     if cfg.get("attention_dropout"):
         # dropout on the attention weights takes the reference path on a CPU (the fused

@@ -273,20 +273,21 @@ class LMTask(Task):
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
         """The ``CausalLM``'s matrices (``memory.weights``: trained ones with their gradient
-        and AdamW's two moments): per block the attention's projections (queries and output --num-heads x
-        --head-dim wide, keys and values --num-kv-heads x --head-dim) and the feed-forward
-        network's two matrices (three when gated); the token embedding (and a separate output
-        matrix, --no-tie-weights); the learned position table (--positional learned); one
-        training step's activations over --batch-size windows of --block-size tokens
-        (``step_activations``; of one token each for instruction rows, which are padded to
-        the longest row of their batch), with the scores over the vocabulary where its size
-        is known before the run (a prepared corpus's, from its meta.json; --init's; a
-        tokeniser fitted to a text file may make fewer than --vocab-size).
+        and AdamW's two moments): per block the attention's projections (queries and output
+        --num-heads x --head-dim wide, keys and values --num-kv-heads x --head-dim) and the
+        feed-forward network's two matrices (three when gated); the token embedding (and a
+        separate output matrix, --no-tie-weights); the learned position table (--positional
+        learned); one training step's activations over --batch-size windows of --block-size
+        tokens (``step_activations``; of one token each for instruction rows, which are
+        padded to the longest row of their batch), with the scores over the vocabulary where
+        its size is known before the run (a prepared corpus's, from its meta.json; --init's;
+        a tokeniser fitted to a text file may make fewer than --vocab-size).
 
         Examples:
             >>> parts = LMTask().memory_estimate({"model_dim": 64, "num_heads": 4,
             ...     "num_layers": 2, "vocab_size": 100, "positional": "rope", "ff": "swiglu",
-            ...     "dim_feedforward": 128, "num_kv_heads": 2, "head_dim": 32})
+            ...     "dim_feedforward": 128, "num_kv_heads": 2, "head_dim": 32,
+            ...     "accelerator": "cpu"})
             >>> parts[0][0]
             "the model's weights, gradients and optimiser state (~104,704 parameters)"
         """
