@@ -193,7 +193,8 @@ def _check_all(task, cfg: dict[str, Any], file_cfg: dict[str, Any], given: dict[
     if not cfg["resume"]:  # a resumed run continues as it was trained
         # a run's own config.yaml chose nothing its run did not: its values are not refused
         _refuse_unused(task, cfg, (set() if recorded else set(file_cfg)) | set(given))
-    if memory_first:
+    if memory_first:  # each value in its range first: a negative --block-size is named
+        task.check_settings(cfg, typed_only=True)  # as that, not refused for its memory
         _memory_before_data(task, cfg)
     checked = task.check_settings(cfg)
     _check_monitoring(task, cfg)
@@ -203,8 +204,9 @@ def _check_all(task, cfg: dict[str, Any], file_cfg: dict[str, Any], given: dict[
 def _memory_before_data(task, cfg: dict[str, Any]) -> None:
     """``preflight.check_memory`` on the settings as given, before the task reads its data
     files, whose notes ("warning: the val rows of --data ...") came before the refusal of
-    classify's --max-len 1000000000; ``_preflight`` checks again once the data has said what
-    the flags do not (a prepared corpus's vocabulary). A value the estimate cannot count yet
+    classify's --max-len 1000000000 (a prepared corpus's vocabulary is read from its
+    meta.json, a small file, here already); ``_preflight`` checks again on the settings as
+    the task's checks left them. A value the estimate cannot count yet
     (a --config value of the wrong type) is left to the task's own check, which names it."""
     try:
         parts = task.memory_estimate(cfg)

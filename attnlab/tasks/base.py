@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UsageError
+from .memory import weights
 from ..run_config import RunSettings
 from ..settings import (AdaptSettings, TrainSettings, add_flags, check, check_adapt,
                         defaults, exposed, fractions_leave_training, muon_finds_matrices)
@@ -325,14 +326,19 @@ class Task:
             add_flags(parser.add_argument_group(f"{self.name} task"), self.settings,
                       only=exposed(self.settings, besides=None))
 
-    def check_settings(self, cfg: dict[str, Any]) -> Any:
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
         """Check every typed setting of the task (its ``settings`` and the model fields it
         exposes: type, range, choices), then what ``validate`` adds; return what ``validate``
-        returns (for ``run``'s ``checked``)."""
+        returns (for ``run``'s ``checked``). ``typed_only``: each value on its own, reading no
+        data, and nothing else: ``attnlab train`` checks them before the memory check too, so
+        that ``--block-size -100000`` is named as out of range, not refused for the memory its
+        estimate makes of it."""
         if self.settings is not None:
             check(self.settings, cfg)
         if self.model_settings():
             check(self.model_config, cfg, only=self.model_settings())
+        if typed_only:
+            return None
         layout = self.adapt_layout(cfg)
         if self.settings is not None and issubclass(self.settings, AdaptSettings):
             check_adapt(cfg, blocks=layout["blocks"], encoder=layout["encoder"],
@@ -455,13 +461,12 @@ class Task:
         """The large allocations a run with ``cfg`` will make, as (what, bytes) pairs, for
         ``attnlab train`` to refuse settings the machine cannot hold before anything runs
         (``--train-size 10**7`` at ``--seq-len 5000``, ``--dim-feedforward 10**11``). Count
-        only what is surely allocated; the default counts the encoder layers' weights with
-        their gradients and AdamW's two moments (4 float32 copies), and an embedding table of
-        ``vocab_size``."""
+        only what is surely allocated; the default counts the encoder layers' weights and
+        an embedding table of ``vocab_size``, trained ones with their gradients and AdamW's
+        two moments, as ``memory.weights`` holds them."""
         d, ff = cfg.get("model_dim", 0), cfg.get("dim_feedforward", 0)
-        params = cfg.get("num_layers", 0) * (4 * d * d + 2 * d * ff) + (cfg.get("vocab_size") or 0) * d
-        return [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
-                 16 * params)]
+        blocks = cfg.get("num_layers", 0) * (4 * d * d + 2 * d * ff)
+        return weights(cfg, blocks + (cfg.get("vocab_size") or 0) * d, in_blocks=blocks)
 
     def runtime(self) -> Runtime:
         """The task's ``runtime.py`` (torch, its model, training, loading), whose functions the

@@ -550,6 +550,28 @@ def test_a_huge_num_categories_is_refused_with_the_memory_it_needs(tmp_path, cap
     assert not out.exists()
 
 
+@pytest.mark.parametrize("args, error", [
+    (["lm", "--data", "{data}", "--block-size", "-100000", "--attention-dropout", "0.1"],
+     "--block-size must be an integer >= 2, got -100000"),
+    (["reverse", "--seq-len", "100000000"], "--seq-len must be at most 5,000"),
+    (["anomaly", "--model-dim", "-100000"], "--model-dim must be a positive integer, got -100000"),
+    (["anomaly", "--val-sets", "-100000000"], "--val-sets must be a positive integer"),
+])
+def test_a_value_out_of_range_is_named_before_the_memory_check(tmp_path, capsys, monkeypatch,
+                                                                args, error):
+    """The memory check ran on the settings before their ranges were checked: a negative
+    --block-size "needed about 25.6 TB", --seq-len 100000000 "40.1 PB"."""
+    monkeypatch.setattr(preflight, "available_memory", lambda: 8 * 2**30)
+    data = tmp_path / "corpus.txt"
+    data.write_text("some text to model\n" * 50)
+    out = tmp_path / "run"
+    assert main(["train", *[a.format(data=data) for a in args], "--accelerator", "cpu",
+                 "--out", str(out)]) == 2
+    line = one_line_error(capsys)
+    assert line.startswith(f"attnlab: error: {error}"), line
+    assert not out.exists()
+
+
 def test_memory_check_compares_the_estimate_with_what_is_available():
     preflight.check_memory([("data", 1e9)], available=2 * 10**9)  # fits: no error
     with pytest.raises(Exception, match=r"about 3\.0 GB \(2\.0 GB for b \+ 1\.0 GB for a\); "

@@ -63,6 +63,7 @@ from ...settings import (AdaptSettings, file_setting, flag, held_out_setting,
 from ...tokenizers import SMALLEST_VOCAB, TOKENIZER_KINDS, normalize_setting, vocab_too_small
 from ...run_config import RunSettings
 from ..base import Capabilities, Runtime, Task
+from ..memory import activations_in_host_memory, weight_bytes
 from . import pretrained
 from .checkpoint_notes import init_notes
 from .data import classes_of, print_notes, read_and_pin
@@ -215,14 +216,14 @@ class ClassifyTask(Task):
         mean pooling unless ``--pooling cls`` asks for a new head (``pretrained``)."""
         return {**super().init_defaults(source), **pretrained.init_defaults(source)}
 
-    def check_settings(self, cfg: dict[str, Any]) -> Any:
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
         """--max-len not given: 256 tokens, or with a pretrained encoder all it holds.
         --multi-label and --regression are two answers to what a label is: not both."""
         if cfg.get("multi_label") and cfg.get("regression"):
             raise UsageError("--multi-label and --regression exclude each other: a row holds "
                              "either class names or a number")
         pretrained.resolve_max_len(cfg)
-        return super().check_settings(cfg)
+        return super().check_settings(cfg, typed_only=typed_only)
 
     def adapt_layout(self, cfg: dict[str, Any]) -> dict[str, Any]:
         """The encoder is everything before the classifier's head."""
@@ -328,13 +329,12 @@ class ClassifyTask(Task):
         which sets do not have) and the position table of ``--max-len`` rows (+1 for [CLS])."""
         sets = bool(cfg.get("set_column"))
         estimate = super().memory_estimate({**cfg, "vocab_size": None} if sets else cfg)
-        # bytes per value: a fixed float32 buffer, or a trained table with its gradient and
-        # AdamW's two moments
-        size = {"sinusoidal": 4, "learned": 16}.get(cfg.get("positional"), 0)
-        if size:
-            estimate.append((f"the position table of --max-len {cfg['max_len']:,}",
-                             size * (cfg["max_len"] + (cfg.get("pooling") == "cls"))
-                             * cfg["model_dim"]))
+        positional = cfg.get("positional")
+        if positional in ("sinusoidal", "learned") and activations_in_host_memory(cfg):
+            values = (cfg["max_len"] + (cfg.get("pooling") == "cls")) * cfg["model_dim"]
+            # a fixed float32 buffer, or a trained table (``memory.weight_bytes``)
+            size = 4 * values if positional == "sinusoidal" else weight_bytes(cfg, values)
+            estimate.append((f"the position table of --max-len {cfg['max_len']:,}", size))
         return estimate
 
 

@@ -35,7 +35,7 @@ from ...run_config import RunSettings
 from ...runs import read_json
 from ...tokenizers import vocab_too_small
 from ..base import Capabilities, Runtime, Task
-from ..memory import step_activations
+from ..memory import activations_in_host_memory, step_activations, weight_bytes, weights
 from ...data.chat_rows import is_rows_file
 from .checks import (check_data, check_init_corpus, check_init_vocabulary, check_rows,
                      init_is_run, init_tokenizer, is_prepared)
@@ -201,13 +201,13 @@ class LMTask(Task):
         return {"block_size": (cfg["max_len"], f"--init {cfg['init']}'s model reads at most "
                                                f"{cfg['max_len']} positions ({what})")}
 
-    def check_settings(self, cfg: dict[str, Any]) -> Any:
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
         """--attention-dropout not given: the same as --dropout (recorded in config.yaml);
         --arch sets its parts (a part flag that disagrees was refused by ``unused_settings``)."""
         if cfg.get("attention_dropout") is None:
             cfg["attention_dropout"] = cfg["dropout"]
         cfg.update(ARCH_PARTS.get(cfg.get("arch"), {}))
-        return super().check_settings(cfg)  # instruction rows, for ``run``'s ``checked``
+        return super().check_settings(cfg, typed_only=typed_only)  # instruction rows, for ``run``'s ``checked``
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A prepared corpus has its tokeniser already (and --init's must be it); instruction
@@ -272,20 +272,22 @@ class LMTask(Task):
             init_tokenizer(cfg["init"])
 
     def memory_estimate(self, cfg: dict[str, Any]) -> list[tuple[str, float]]:
-        """The ``CausalLM``'s matrices with their gradient and AdamW's two moments (4 float32
-        copies): per block the attention's projections (queries and output --num-heads x
-        --head-dim wide, keys and values --num-kv-heads x --head-dim) and the feed-forward
-        network's two matrices (three when gated); the token embedding (and a separate output
-        matrix, --no-tie-weights); the learned position table (--positional learned); one
-        training step's activations over --batch-size windows of --block-size tokens
-        (``step_activations``), with the scores over the vocabulary where its size is known
-        before the run (a prepared corpus, --init; a tokeniser fitted to a text file may make
-        fewer than --vocab-size).
+        """The ``CausalLM``'s matrices (``memory.weights``: trained ones with their gradient
+        and AdamW's two moments): per block the attention's projections (queries and output
+        --num-heads x --head-dim wide, keys and values --num-kv-heads x --head-dim) and the
+        feed-forward network's two matrices (three when gated); the token embedding (and a
+        separate output matrix, --no-tie-weights); the learned position table (--positional
+        learned); one training step's activations over --batch-size windows of --block-size
+        tokens (``step_activations``; of one token each for instruction rows, which are
+        padded to the longest row of their batch), with the scores over the vocabulary where
+        its size is known before the run (a prepared corpus's, from its meta.json; --init's;
+        a tokeniser fitted to a text file may make fewer than --vocab-size).
 
         Examples:
             >>> parts = LMTask().memory_estimate({"model_dim": 64, "num_heads": 4,
             ...     "num_layers": 2, "vocab_size": 100, "positional": "rope", "ff": "swiglu",
-            ...     "dim_feedforward": 128, "num_kv_heads": 2, "head_dim": 32})
+            ...     "dim_feedforward": 128, "num_kv_heads": 2, "head_dim": 32,
+            ...     "accelerator": "cpu"})
             >>> parts[0][0]
             "the model's weights, gradients and optimiser state (~104,704 parameters)"
         """
@@ -297,17 +299,37 @@ class LMTask(Task):
         attention = 2 * d * heads * width + 2 * d * kv_heads * width
         feed_forward = (2 if cfg.get("ff", "mlp") == "mlp" else 3) * d * ff
         tables = 1 if cfg.get("tie_weights", True) else 2
-        params = layers * (attention + feed_forward) + tables * (cfg.get("vocab_size") or 0) * d
-        found = [(f"the model's weights, gradients and optimiser state (~{params:,} parameters)",
-                  16 * params)]
-        if cfg.get("positional") == "learned":
+        prepared = bool(cfg.get("data") and is_prepared(cfg["data"]))
+        # a prepared corpus's own vocabulary, not --vocab-size (unused there), unless --init's
+        vocab = (_corpus_vocab(cfg["data"]) if prepared and not cfg.get("init")
+                 else cfg.get("vocab_size") or 0)
+        blocks = layers * (attention + feed_forward)
+        found = weights(cfg, blocks + tables * vocab * d, in_blocks=blocks)
+        if cfg.get("positional") == "learned" and activations_in_host_memory(cfg):
             T = cfg.get("max_len") or cfg.get("block_size") or 0
-            found.append((f"the learned position table ({T:,} x {d:,})", 16 * T * d))
-        known = cfg.get("init") or (cfg.get("data") and is_prepared(cfg["data"]))
+            found.append((f"the learned position table ({T:,} x {d:,})",
+                          weight_bytes(cfg, T * d)))
+        known = cfg.get("init") or prepared
+        # instruction rows are padded to the batch's longest row, not to --block-size: count
+        # one token a row, the least the data can hold
+        rows = bool(cfg.get("data") and is_rows_file(cfg["data"]) and not prepared)
+        length, length_flag = (1, "tokens a row, at least") if rows else (
+            cfg.get("block_size") or 0, "--block-size")
         return [*found, *step_activations(
-            cfg, batch=cfg.get("batch_size") or 0, length=cfg.get("block_size") or 0,
-            length_flag="--block-size", ff=ff, outputs=(cfg.get("vocab_size") or 0) if known else 0,
-            outputs_flag="--vocab-size")]
+            cfg, batch=cfg.get("batch_size") or 0, length=length, length_flag=length_flag,
+            ff=ff, outputs=vocab if known else 0,
+            outputs_flag="--vocab-size" if not prepared or cfg.get("init")
+            else f"the vocabulary of --data {cfg['data']}")]
+
+
+def _corpus_vocab(data: str) -> int:
+    """The vocabulary size a prepared corpus's meta.json states (read without checking the
+    token files: ``corpus_meta.read_meta`` does, later); 0 where it says none, which the
+    corpus's own check names."""
+    try:
+        return max(int(read_json(Path(data) / "meta.json")["vocab_size"]), 0)
+    except (UsageError, OSError, KeyError, TypeError, ValueError):
+        return 0
 
 
 def _check_init(cfg: dict[str, Any]) -> None:

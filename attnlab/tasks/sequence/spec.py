@@ -27,7 +27,7 @@ from ...models.configs import ElementPredictorConfig
 from ...run_config import RunSettings
 from ...settings import epoch_steps, setting
 from ..base import Runtime, Task
-from ..memory import step_activations
+from ..memory import step_activations, weight_bytes
 
 __all__ = ["SequenceSettings", "SequenceTask", "TASKS"]
 
@@ -75,17 +75,23 @@ class SequenceTask(Task):
         self.name, self.help = name, help
         self.overrides = {**SequenceTask.overrides, **overrides}
 
-    def validate(self, cfg: dict[str, Any]) -> None:
-        """``--val-every`` may not be unset here (the shared setting allows it): early stopping
-        counts validations, and the run validates every ``--val-every`` steps. ``--seq-len``
-        at most the model's position table (``ElementPredictorConfig.max_len``): a longer one
-        trained up to its first forward pass and ended in a traceback."""
-        if cfg.get("val_every") is None:
-            raise UsageError(f"--val-every must be a positive integer for {self.name}, got None")
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
+        """The typed settings, and with them ``--seq-len`` at most the model's position table
+        (``ElementPredictorConfig.max_len``): a longer one trained up to its first forward
+        pass and ended in a traceback (and is named before the memory check, which refused
+        --seq-len 100000000 for petabytes); then every other check."""
+        super().check_settings(cfg, typed_only=True)
         positions = ElementPredictorConfig.max_len
         if cfg["seq_len"] > positions:
             raise UsageError(f"--seq-len must be at most {positions:,} (the positions of the "
                              f"model's sinusoidal table, max_len), got {cfg['seq_len']}")
+        return None if typed_only else super().check_settings(cfg)
+
+    def validate(self, cfg: dict[str, Any]) -> None:
+        """``--val-every`` may not be unset here (the shared setting allows it): early stopping
+        counts validations, and the run validates every ``--val-every`` steps."""
+        if cfg.get("val_every") is None:
+            raise UsageError(f"--val-every must be a positive integer for {self.name}, got None")
 
     def budget(self, cfg: RunSettings) -> int:
         """The step budget of the typed run config ``cfg``: --epochs × batches per epoch, or
@@ -108,7 +114,7 @@ class SequenceTask(Task):
         return [*super().memory_estimate(cfg),
                 (f"{n:,} sequences of --seq-len {T:,}", 2 * n * T * 8),
                 (f"the input and output layers over --num-categories {C:,}",
-                 16 * 2 * C * cfg["model_dim"]),
+                 weight_bytes(cfg, 2 * C * cfg["model_dim"])),
                 (f"one batch of one-hot inputs ({B:,} x {T:,} x {C:,})", B * T * C * 8),
                 (f"the attention maps of one sequence ({T:,} x {T:,} per head and layer)", maps),
                 *step_activations(cfg, batch=B, length=T, length_flag="--seq-len", outputs=C,

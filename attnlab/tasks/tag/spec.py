@@ -144,10 +144,10 @@ class TagTask(Task):
         return pretrained.settings_of_config(source.model_type, source.config,
                                              where=source.path)
 
-    def check_settings(self, cfg: dict[str, Any]) -> Any:
+    def check_settings(self, cfg: dict[str, Any], *, typed_only: bool = False) -> Any:
         """--max-len not given: 256 words, or with a pretrained encoder all it holds."""
         pretrained.resolve_max_len(cfg)
-        return super().check_settings(cfg)
+        return super().check_settings(cfg, typed_only=typed_only)
 
     def unused_settings(self, cfg: dict[str, Any]) -> list[tuple[list[str], str]]:
         """A pretrained encoder's fields only with --init; the word vocabulary only without;

@@ -158,11 +158,15 @@ class TranslateTask(Task):
         found = super().memory_estimate(cfg)
         if cfg.get("data") or cfg.get("arch", "transformer") != "transformer":
             return found
-        layers = ((cfg.get("num_encoder_layers") or cfg["num_layers"])
-                  + (cfg.get("num_decoder_layers") or cfg["num_layers"]))
-        return [*found, *step_activations(cfg, batch=cfg["batch_size"], length=1,
-                                          length_flag="tokens a sentence, at least",
-                                          layers=layers, layers_flag="layers")]
+        # each stack's count: its own flag, else --num-layers
+        stacks = [(side, f"--num-{side}-layers", cfg.get(f"num_{side}_layers"))
+                  for side in ("encoder", "decoder")]
+        stacks = [(side, name, n) if n else (side, "--num-layers", cfg["num_layers"])
+                  for side, name, n in stacks]
+        return [*found, *step_activations(
+            cfg, batch=cfg["batch_size"], length=1, length_flag="tokens a sentence, at least",
+            layers=sum(n for *_, n in stacks),
+            layers_named=" + ".join(f"{side} {name} {n:,}" for side, name, n in stacks))]
 
     def runtime(self) -> Runtime:
         """``runtime.py`` of this package (torch, the model, training), imported on first use."""
