@@ -127,14 +127,15 @@ def _check_chat(args) -> None:
     --system '' (an empty system turn, in place of a chat template's default system prompt,
     as a run trained on rows with an empty system message was)."""
     from ..errors import UsageError
+    from ..tasks.base import refuse_blank
 
     if args.system is not None and args.chat is None:
         raise UsageError("--system is the system message of a chat: give it with --chat")
     if args.chat is not None and args.prompt is not None:
         raise UsageError("give --prompt TEXT (continue a text) or --chat TEXT (the assistant's "
                          "reply to it), not both")
-    if args.chat is not None and not args.chat.strip():
-        raise UsageError("--chat is empty")
+    if args.chat is not None:
+        refuse_blank(args.chat, "--chat")
     if args.system and not args.system.strip():
         raise UsageError("--system is blank; give it text, or --system '' for an empty system "
                          "turn (in place of the chat template's default one)")
