@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from attnlab.explorer.collect import collect_layers, with_tokens
 from attnlab.models import Seq2SeqTransformer
 
 from .conftest import ARTIFACTS
+
+DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "attention_explorer.png"
 
 pytestmark = pytest.mark.slow  # a browser and a reversal run: too slow for `make test-fast`
 
@@ -349,6 +352,15 @@ def test_screenshot_at_1280_by_800_is_not_blank(page, reverse_page):
                  int(main["x"]):int(main["x"] + main["width"])]
     assert crop.size and crop.std() > 10
     assert console_errors(driver) == []
+    # docs/attention_explorer.md shows this screenshot: its map must sit where the page draws
+    # it now and hold the same colours (a page that gained a line above the map, the run's
+    # step and metrics, once left the docs showing the page as it was before).
+    docs = np.asarray(Image.open(DOCS_SHOT).convert("RGB"))
+    assert docs.shape == image.shape, f"{DOCS_SHOT} is stale: copy {shot} over it"
+    box = (slice(int(main["y"]), int(main["y"] + main["height"])),
+           slice(int(main["x"]), int(main["x"] + main["width"])))
+    differ = np.abs(docs[box].astype(int) - image[box].astype(int)).max(-1) > 8
+    assert differ.mean() < 0.01, f"{DOCS_SHOT} is stale: copy {shot} over it"
 
 
 def test_inline_view_renders_inside_its_iframe(page, course_model):
