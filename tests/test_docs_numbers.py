@@ -1,0 +1,71 @@
+"""A memory or speed the docs quote is one that benchmarks/RESULTS.md (or a test) records.
+
+Such numbers change with the code and the machine; a page that quotes one nobody can find again
+tells a reader what attnlab no longer does (docs/language_model.md once gave `prepare`'s peak
+memory with `char` and its MB/s, measured once and written down nowhere else)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# The units of measured memory and speed; a size that is a rule of the code (a NUL byte in a
+# file's first 64 KiB) is in KiB and not a measurement.
+UNITS = "MiB|GiB|MB/s|GB/s|jets/s|tokens/s|steps/s"
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+LIST = ", | and | or | / "
+QUOTE = re.compile(rf"(?<![\w.])({NUMBER})\s*({UNITS})(?!\w)")
+# A record may list several before the unit ("446, 445 and 473 MiB") or give KiB.
+RECORD = re.compile(rf"(?<![\w.])({NUMBER}(?:(?:{LIST}){NUMBER})*)\s*({UNITS}|KiB)(?!\w)")
+
+
+def _value(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _words(path: Path) -> str:
+    """The file's text with every run of white space one space: a quote broken over two lines
+    is still one quote."""
+    return re.sub(r"\s+", " ", path.read_text(encoding="utf-8"))
+
+
+def _recorded() -> dict[str, list[float]]:
+    """Every number with one of those units in benchmarks/RESULTS.md and the tests."""
+    sources = [ROOT / "benchmarks" / "RESULTS.md", *sorted((ROOT / "tests").rglob("*.py"))]
+    found: dict[str, list[float]] = {}
+    for source in sources:
+        for numbers, unit in RECORD.findall(_words(source)):
+            values = [_value(v) for v in re.split(LIST, numbers)]
+            if unit == "KiB":
+                unit, values = "MiB", [v / 1024 for v in values]
+            found.setdefault(unit, []).extend(values)
+    return found
+
+
+def _decimals(text: str) -> int:
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def test_every_memory_and_speed_a_page_quotes_is_recorded():
+    recorded = _recorded()
+    unbacked = []
+    for page in PAGES:
+        for number, unit in QUOTE.findall(_words(page)):
+            # the page may round what the record holds (42 MiB for 42.1 MiB)
+            places = _decimals(number)
+            if not any(round(v, places) == _value(number) for v in recorded.get(unit, [])):
+                unbacked.append(f"{page.relative_to(ROOT)}: {number} {unit}")
+    assert not unbacked, ("numbers no benchmarks/RESULTS.md entry or test records:\n"
+                          + "\n".join(unbacked))
+
+
+def test_the_check_finds_a_quote_nobody_recorded(tmp_path):
+    """The rule itself: a page's 250 MiB is found, a record's list and KiB read, and a page's
+    42 MiB matches a record of 42.1."""
+    assert QUOTE.findall("a 100 MB file peaks at 250 MiB with `char`") == [("250", "MiB")]
+    assert QUOTE.findall("160–180 jets/s, 1.4 MB/s") == [("180", "jets/s"), ("1.4", "MB/s")]
+    assert RECORD.findall("446, 445 and 473 MiB; 284,408 KiB") == [("446, 445 and 473", "MiB"),
+                                                                   ("284,408", "KiB")]
+    assert round(42.1, _decimals("42")) == _value("42")
+    assert round(1.39, _decimals("1.4")) == _value("1.4")
