@@ -21,15 +21,17 @@ What ``transformers`` leaves out of a Llama-family file is read here (``_head_di
 from the metadata or Llama 3.1's llama3 from llama.cpp's ``rope_freqs`` tensor.
 
 Refused in one line naming the file, before a run directory is written: a file that is not
-GGUF, an architecture attnlab does not convert (naming it and the supported ones: the caller's
-``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader
-cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab cannot run (yarn,
-longrope, other rope_freqs), a missing metadata key that fixes the model's numbers
-(``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the config
-does not describe (a Llama-family file's from its header, ``_check_tensors``).
+GGUF, one cut short or with a tensor type id ``gguf`` does not know (naming the tensor,
+``_tensor_table_refusal``), an architecture attnlab does not convert (naming it and the supported
+ones: the caller's ``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the
+``gguf`` reader cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab
+cannot run (yarn, longrope, other rope_freqs), a missing metadata key that fixes the model's
+numbers (``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the
+config does not describe (a Llama-family file's from its header, ``_check_tensors``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +82,45 @@ def _reader(path: Path, name: str):
     try:
         return GGUFReader(path)
     except Exception as e:  # bad magic, a header cut short, an unknown value type
-        raise UsageError(f"{name} is not a readable GGUF file ({_one_line(e)})") from None
+        raise UsageError(_tensor_table_refusal(path, name)
+                         or f"{name} is not a readable GGUF file ({_one_line(e)})") from None
+
+
+def _tensor_table_refusal(path: Path, name: str) -> str | None:
+    """Why gguf's reader failed on ``path`` where its header reads and a tensor of it is the
+    cause (gguf's own error is numpy's, about a reshape or an enum, naming no tensor): the
+    first tensor whose type id ``gguf`` does not know (a type of a newer llama.cpp), or whose
+    bytes end past the end of the file (a download or copy cut short). None otherwise."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader
+
+    found = []
+
+    class Header(GGUFReader):  # the header read, its tensors' table kept and not mapped
+        def _build_tensors(self, start_offs, fields):
+            found.append((start_offs, fields, self.data.size))
+
+    try:
+        Header(path)
+    except Exception:  # the header itself unreadable: gguf's error says what it could
+        return None
+    if not found:
+        return None
+    start, fields, size = found[0]
+    for field in fields:
+        _, raw_name, _, dims, raw_type, offset = field.parts
+        tensor = bytes(raw_name).decode("utf-8", errors="replace")
+        try:
+            block, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType(int(raw_type[0]))]
+        except (ValueError, KeyError):
+            return (f"{name}: tensor {tensor} is of type id {int(raw_type[0])}, which the gguf "
+                    f"reader does not know (a newer llama.cpp type?); convert the file to "
+                    f"another type (F16, Q8_0, Q4_K, ...) or upgrade gguf")
+        end = start + int(offset[0]) + math.prod(int(n) for n in dims) * block_bytes // block
+        if end > size:
+            return (f"{name} is cut short: its tensor {tensor} ends at byte {end:,}, the file "
+                    f"has {size:,} bytes (a download or copy interrupted?); fetch or copy it "
+                    f"again")
+    return None
 
 
 def _field(reader, key: str):
