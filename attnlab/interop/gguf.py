@@ -391,15 +391,23 @@ def load_gguf(path: str | Path, source: GGUFSource):
     from contextlib import redirect_stderr
 
     import transformers
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # transformers 4
+        from transformers.modeling_utils import no_init_weights
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
     config = transformers.AutoConfig.for_model(**source.config)
-    model = transformers.AutoModelForCausalLM.from_config(config)
+    # its parameters left empty (untouched memory) and then replaced by the file's tensors
+    # (``assign``): the weights are in memory once, not a random copy and the file's
+    with no_init_weights():
+        model = transformers.AutoModelForCausalLM.from_config(config)
     try:
         with redirect_stderr(io.StringIO()):  # its tqdm bar, whatever transformers' logging says
             tensors = load_gguf_checkpoint(str(path), return_tensors=True,
                                            model_to_load=model)["tensors"]
-        found = model.load_state_dict(tensors, strict=False)
+        found = model.load_state_dict(tensors, strict=False, assign=True)
+        del tensors
     except Exception as e:  # NotImplementedError of a type, a shape the config does not give
         raise UsageError(f"{path}: its tensors cannot be read as the {source.model_type} model "
                          f"its metadata describes ({_one_line(e)})") from None
