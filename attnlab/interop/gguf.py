@@ -27,7 +27,9 @@ ones: the caller's ``model_types``, the task's row of ``INIT_MODEL_TYPES``), a t
 ``gguf`` reader cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab
 cannot run (yarn, longrope, other rope_freqs), a missing metadata key that fixes the model's
 numbers (``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the
-config does not describe (a Llama-family file's from its header, ``_check_tensors``).
+config does not describe (a Llama-family file's from its header, ``_check_tensors``). Once
+the tensors are read, one that dequantises to NaN or infinite values is refused naming it
+(``_check_finite``).
 """
 from __future__ import annotations
 
@@ -178,10 +180,9 @@ def _check_tensors(reader, architecture: str, config: dict[str, Any], name: str)
     import torch
     import transformers
 
-    arch = next((k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == architecture), None)
-    if arch is None:  # an architecture this gguf version has no names for: load_gguf says
+    names = _name_map(architecture, config["num_hidden_layers"])
+    if names is None:  # an architecture this gguf version has no names for: load_gguf says
         return
-    names = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(
             transformers.AutoConfig.for_model(**config))
@@ -199,6 +200,34 @@ def _check_tensors(reader, architecture: str, config: dict[str, Any], name: str)
                              f"{tuple(param.shape)} by its metadata ({key})")
     if missing:
         raise UsageError(_lacks(name, missing))
+
+
+def _name_map(architecture: str, layers: int):
+    """``gguf``'s map of transformers' tensor names to llama.cpp's for ``architecture`` with
+    ``layers`` blocks, None for an architecture this ``gguf`` version has no names for."""
+    import gguf
+
+    arch = next((k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == architecture), None)
+    return None if arch is None else gguf.get_tensor_name_map(arch, layers)
+
+
+def _check_finite(tensors: dict, source: GGUFSource, name: str) -> None:
+    """A one-line refusal naming the first of the dequantised ``tensors`` (transformers'
+    names) with a value that is not finite: a block of the file whose float16 scale is NaN or
+    infinite (damaged bytes, a quantisation gone wrong) dequantises to NaN, and the model
+    would write nothing, or noise, without a word."""
+    import torch
+
+    for key, tensor in tensors.items():
+        bad = int((~torch.isfinite(tensor)).sum())
+        if bad:
+            names = _name_map(source.config.get("model_type", ""), int(
+                source.config.get("num_hidden_layers") or source.config.get("n_layer") or 0))
+            theirs = names and names.get_name(key, try_suffixes=(".weight", ".bias"))
+            raise UsageError(f"{name}: its tensor {theirs or key} has {bad:,} of its "
+                             f"{tensor.numel():,} values not finite (NaN or infinite) once "
+                             f"dequantised: the file is damaged or was quantised wrongly; fetch "
+                             f"or convert it again")
 
 
 def _lacks(name: str, missing: list[str]) -> str:
@@ -407,10 +436,11 @@ def load_gguf(path: str | Path, source: GGUFSource):
             tensors = load_gguf_checkpoint(str(path), return_tensors=True,
                                            model_to_load=model)["tensors"]
         found = model.load_state_dict(tensors, strict=False, assign=True)
-        del tensors
     except Exception as e:  # NotImplementedError of a type, a shape the config does not give
         raise UsageError(f"{path}: its tensors cannot be read as the {source.model_type} model "
                          f"its metadata describes ({_one_line(e)})") from None
+    _check_finite(tensors, source, str(path))
+    del tensors
     tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
     if missing := sorted(set(found.missing_keys) - tied):
         raise UsageError(_lacks(str(path), missing))

@@ -63,3 +63,31 @@ def test_a_tensor_of_a_type_id_gguf_does_not_know_is_named(tmp_path, capsys):
     for argv in _argvs(path, tmp_path):
         _refused(capsys, argv, str(path), "tensor blk.0.attn_q.weight", "type id 250",
                  "the gguf reader does not know", out=tmp_path / "run")
+
+
+@pytest.mark.slow
+def test_a_tensor_that_dequantises_to_nan_is_named_not_run(tmp_path, capsys):
+    """A Q8_0 block whose float16 scale is NaN (damaged bytes; a quantisation gone wrong):
+    the model would print nothing, or noise, and exit 0."""
+    import torch
+
+    from .conftest import transformers
+    from .gguf_files import Q, write_llama_gguf
+    from .test_generate_chat import _tokenizer
+
+    tok = _tokenizer()
+    torch.manual_seed(0)
+    hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=len(tok), max_position_embeddings=64, hidden_size=32, intermediate_size=64,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        tie_word_embeddings=False)).eval()
+    path, _ = write_llama_gguf(tmp_path / "nan.gguf", hf, tok, arch="llama",
+                               types={"ffn_down.weight": Q.Q8_0})
+    reader = gguf.GGUFReader(path, "r+")
+    (down,) = [t for t in reader.tensors if t.name == "blk.1.ffn_down.weight"]
+    down.data[3, :2] = np.array([np.nan], np.float16).view(np.uint8)  # a block's scale
+    reader.data.flush()
+    del reader, down
+    _refused(capsys, ["generate", str(path), "--prompt", "the cat", "--max-new-tokens", "3"],
+             str(path), "tensor blk.1.ffn_down.weight has 32 of its 2,048 values not finite",
+             out=tmp_path / "run")
