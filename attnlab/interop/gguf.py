@@ -21,15 +21,19 @@ What ``transformers`` leaves out of a Llama-family file is read here (``_head_di
 from the metadata or Llama 3.1's llama3 from llama.cpp's ``rope_freqs`` tensor.
 
 Refused in one line naming the file, before a run directory is written: a file that is not
-GGUF, an architecture attnlab does not convert (naming it and the supported ones: the caller's
-``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader
-cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab cannot run (yarn,
-longrope, other rope_freqs), a missing metadata key that fixes the model's numbers
-(``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the config
-does not describe (a Llama-family file's from its header, ``_check_tensors``).
+GGUF, one cut short or with a tensor type id ``gguf`` does not know (naming the tensor,
+``_tensor_table_refusal``), an architecture attnlab does not convert (naming it and the supported
+ones: the caller's ``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the
+``gguf`` reader cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab
+cannot run (yarn, longrope, other rope_freqs), a missing metadata key that fixes the model's
+numbers (``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the
+config does not describe (a Llama-family file's from its header, ``_check_tensors``). Once
+the tensors are read, one that dequantises to NaN or infinite values is refused naming it
+(``_check_finite``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +84,45 @@ def _reader(path: Path, name: str):
     try:
         return GGUFReader(path)
     except Exception as e:  # bad magic, a header cut short, an unknown value type
-        raise UsageError(f"{name} is not a readable GGUF file ({_one_line(e)})") from None
+        raise UsageError(_tensor_table_refusal(path, name)
+                         or f"{name} is not a readable GGUF file ({_one_line(e)})") from None
+
+
+def _tensor_table_refusal(path: Path, name: str) -> str | None:
+    """Why gguf's reader failed on ``path`` where its header reads and a tensor of it is the
+    cause (gguf's own error is numpy's, about a reshape or an enum, naming no tensor): the
+    first tensor whose type id ``gguf`` does not know (a type of a newer llama.cpp), or whose
+    bytes end past the end of the file (a download or copy cut short). None otherwise."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader
+
+    found = []
+
+    class Header(GGUFReader):  # the header read, its tensors' table kept and not mapped
+        def _build_tensors(self, start_offs, fields):
+            found.append((start_offs, fields, self.data.size))
+
+    try:
+        Header(path)
+    except Exception:  # the header itself unreadable: gguf's error says what it could
+        return None
+    if not found:
+        return None
+    start, fields, size = found[0]
+    for field in fields:
+        _, raw_name, _, dims, raw_type, offset = field.parts
+        tensor = bytes(raw_name).decode("utf-8", errors="replace")
+        try:
+            block, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType(int(raw_type[0]))]
+        except (ValueError, KeyError):
+            return (f"{name}: tensor {tensor} is of type id {int(raw_type[0])}, which the gguf "
+                    f"reader does not know (a newer llama.cpp type?); convert the file to "
+                    f"another type (F16, Q8_0, Q4_K, ...) or upgrade gguf")
+        end = start + int(offset[0]) + math.prod(int(n) for n in dims) * block_bytes // block
+        if end > size:
+            return (f"{name} is cut short: its tensor {tensor} ends at byte {end:,}, the file "
+                    f"has {size:,} bytes (a download or copy interrupted?); fetch or copy it "
+                    f"again")
+    return None
 
 
 def _field(reader, key: str):
@@ -138,10 +180,9 @@ def _check_tensors(reader, architecture: str, config: dict[str, Any], name: str)
     import torch
     import transformers
 
-    arch = next((k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == architecture), None)
-    if arch is None:  # an architecture this gguf version has no names for: load_gguf says
+    names = _name_map(architecture, config["num_hidden_layers"])
+    if names is None:  # an architecture this gguf version has no names for: load_gguf says
         return
-    names = gguf.get_tensor_name_map(arch, config["num_hidden_layers"])
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(
             transformers.AutoConfig.for_model(**config))
@@ -159,6 +200,34 @@ def _check_tensors(reader, architecture: str, config: dict[str, Any], name: str)
                              f"{tuple(param.shape)} by its metadata ({key})")
     if missing:
         raise UsageError(_lacks(name, missing))
+
+
+def _name_map(architecture: str, layers: int):
+    """``gguf``'s map of transformers' tensor names to llama.cpp's for ``architecture`` with
+    ``layers`` blocks, None for an architecture this ``gguf`` version has no names for."""
+    import gguf
+
+    arch = next((k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == architecture), None)
+    return None if arch is None else gguf.get_tensor_name_map(arch, layers)
+
+
+def _check_finite(tensors: dict, source: GGUFSource, name: str) -> None:
+    """A one-line refusal naming the first of the dequantised ``tensors`` (transformers'
+    names) with a value that is not finite: a block of the file whose float16 scale is NaN or
+    infinite (damaged bytes, a quantisation gone wrong) dequantises to NaN, and the model
+    would write nothing, or noise, without a word."""
+    import torch
+
+    for key, tensor in tensors.items():
+        bad = int((~torch.isfinite(tensor)).sum())
+        if bad:
+            names = _name_map(source.config.get("model_type", ""), int(
+                source.config.get("num_hidden_layers") or source.config.get("n_layer") or 0))
+            theirs = names and names.get_name(key, try_suffixes=(".weight", ".bias"))
+            raise UsageError(f"{name}: its tensor {theirs or key} has {bad:,} of its "
+                             f"{tensor.numel():,} values not finite (NaN or infinite) once "
+                             f"dequantised: the file is damaged or was quantised wrongly; fetch "
+                             f"or convert it again")
 
 
 def _lacks(name: str, missing: list[str]) -> str:
@@ -351,18 +420,27 @@ def load_gguf(path: str | Path, source: GGUFSource):
     from contextlib import redirect_stderr
 
     import transformers
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # transformers 4
+        from transformers.modeling_utils import no_init_weights
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
     config = transformers.AutoConfig.for_model(**source.config)
-    model = transformers.AutoModelForCausalLM.from_config(config)
+    # its parameters left empty (untouched memory) and then replaced by the file's tensors
+    # (``assign``): the weights are in memory once, not a random copy and the file's
+    with no_init_weights():
+        model = transformers.AutoModelForCausalLM.from_config(config)
     try:
         with redirect_stderr(io.StringIO()):  # its tqdm bar, whatever transformers' logging says
             tensors = load_gguf_checkpoint(str(path), return_tensors=True,
                                            model_to_load=model)["tensors"]
-        found = model.load_state_dict(tensors, strict=False)
+        found = model.load_state_dict(tensors, strict=False, assign=True)
     except Exception as e:  # NotImplementedError of a type, a shape the config does not give
         raise UsageError(f"{path}: its tensors cannot be read as the {source.model_type} model "
                          f"its metadata describes ({_one_line(e)})") from None
+    _check_finite(tensors, source, str(path))
+    del tensors
     tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
     if missing := sorted(set(found.missing_keys) - tied):
         raise UsageError(_lacks(str(path), missing))
