@@ -366,8 +366,10 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     (``attnlab.interop.to_hf``), and its tokenizer, in OUT itself, with a note on what the
     exported model does otherwise than ``attnlab generate``: a GPT-2's learned table cannot
     continue past its positions (``n_positions``: transformers' ``generate`` fails there, where
-    attnlab slides the window); RoPE continues, past the context the model was trained on."""
+    attnlab slides the window); RoPE continues, past the context the model was trained on.
+    Its ``generation_config.json`` samples as ``attnlab generate RUN`` does (``write_sampling``)."""
     from ...interop import to_hf
+    from ...interop.generation_config import write_sampling
     from ...interop.tokenizer import special_ids, to_hf_tokenizer
 
     model, tokenizer = load(task, run_dir, cfg)
@@ -379,6 +381,7 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     stops = _export_stops(tokenizer, Path(run_dir))
     if stops:
         hf_model.generation_config.eos_token_id = stops if len(stops) > 1 else stops[0]
+    write_sampling(hf_model.generation_config)  # as attnlab generate RUN samples, not greedily
     n = getattr(hf_model.config, "n_positions", None)
     name = "n_positions" if n else "max_position_embeddings"
     n = n or hf_model.config.max_position_embeddings
