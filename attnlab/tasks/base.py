@@ -675,12 +675,20 @@ def line_of(result: dict[str, Any]) -> str:
     return one_line(result.get("line", result["prediction"]))
 
 
+# the key of a ``predict_many`` result whose answer holds no number to read NaN from (a
+# sequence, tags): False where the model's outputs for it were not finite; read and taken out
+# by ``without_nan_answers``
+FINITE = "finite"
+
+
 def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
                         run_dir: Path) -> list[dict[str, Any]]:
     """``results`` of ``predict_many`` with no answer where the model's outputs are not finite
     (a run whose weights hold NaN, or an input that overflows it): the prediction None (null
     with ``--json``) and the line ``nan``, not the argmax of a NaN row (its first class, as
-    sure as any other answer), with one warning on stderr naming how many and the first.
+    sure as any other answer), with one warning on stderr naming how many and the first. The
+    outputs are read from the result's probabilities or number, or where its answer has none
+    (a sequence's symbols, a sentence's tags) from its ``FINITE`` key, which is taken out.
 
     Examples:
         >>> without_nan_answers([{"prediction": "neg", "probabilities": {"neg": 0.2}}], ["x"],
@@ -692,6 +700,8 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
     from ..notes import say
 
     def finite(result: dict[str, Any]) -> bool:
+        if result.get(FINITE) is False:
+            return False
         p = result.get("probabilities", result["prediction"])
         values = p.values() if isinstance(p, dict) else p if isinstance(p, list) else [p]
         return all(math.isfinite(v) for v in values if isinstance(v, float))
@@ -699,6 +709,7 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
     # a result already without an answer (a runtime's ``predicts``) is not counted again
     bad = [i for i, result in enumerate(results)
            if not finite(result) and result["prediction"] is not None]
+    results = [{k: v for k, v in result.items() if k != FINITE} for result in results]
     for i in bad:
         results[i] = {**results[i], "prediction": None, "line": "nan"}
     if bad:
