@@ -544,19 +544,37 @@ def loaded_once() -> Iterator[None]:
         _LOADED.reset(token)
 
 
+# the name ``attention_maps``' notes give its input: ``--input`` on the command line, the
+# Python argument's name (``text``) from Python; ``attends`` sets it for the call
+_INPUT_NAME: ContextVar[str] = ContextVar("attnlab_input_name", default="--input")
+
+
+def input_name() -> str:
+    """The name of the input an ``attention_maps`` call is making maps of, for its notes (a
+    word the run never saw, a text cut at --max-len): ``--input``, or ``text`` from Python.
+
+    Examples:
+        >>> input_name()
+        '--input'
+    """
+    return _INPUT_NAME.get()
+
+
 def attends(attention_maps):
     """A runtime's ``attention_maps`` as a Python caller may call it too: ``text`` one ``str``
     (``input_text``: a ``TypeError`` naming anything else, a ``UsageError`` where it is blank,
     as ``plot attention --input ''`` says, where a classify or translate model failed deep
     inside on no tokens), the maps made with torch's global random state kept (``rng_kept``).
     An input error names ``label``: ``text`` for a Python caller, not the ``--input`` flag
-    it never gave (``plot attention`` and ``view`` pass ``label="--input"``).
+    it never gave (``plot attention`` and ``view`` pass ``label="--input"``); its notes
+    name it as ``input_name()`` says.
     """
     import functools
 
     @functools.wraps(attention_maps)
     def checked(task, run_dir, cfg, text, *, label: str = "text", **options):
         text = input_text(text, label)
+        named = _INPUT_NAME.set(label)  # its notes name it so
         with rng_kept():
             try:
                 return attention_maps(task, run_dir, cfg, text, **options)
@@ -565,6 +583,8 @@ def attends(attention_maps):
                 if label == "--input" or str(e).split(" ", 1)[0].rstrip(":") != "--input":
                     raise
                 raise UsageError(relabel(str(e), label)) from None
+            finally:
+                _INPUT_NAME.reset(named)
     return checked
 
 

@@ -48,7 +48,7 @@ from ...runs import load_weights, pin_data_files
 from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import attends, config_from_run, each_input, loads, predicts, rng_kept
+from ..base import attends, config_from_run, each_input, input_name, loads, predicts, rng_kept
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -514,7 +514,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     (--block-size) is refused, as the other tasks refuse theirs, not cut without a word."""
     model, tokenizer = load(task, run_dir, cfg)
     ids = encode_prompt(task, tokenizer, text, what="--input")
-    note_unknown(tokenizer, [text], ["--input"])  # as predict and generate say it
+    note_unknown(tokenizer, [text], [input_name()])  # as predict and generate say it
     if len(ids) > model.max_len:
         raise UsageError(f"--input has {len(ids)} tokens; this model reads at most "
                          f"--block-size {model.max_len}")

@@ -38,7 +38,8 @@ from ...settings import epoch_steps
 from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
                            note_unknown)
 from ...training.tagger import IGNORE
-from ..base import FINITE, attends, config_from_run, each_input, loads, predicts, rng_kept
+from ..base import (FINITE, attends, config_from_run, each_input, input_name, loads, predicts,
+                    rng_kept)
 from ..classify.pretrained import read_init
 from ..spaced_input import spaced_tokens
 from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
@@ -543,12 +544,12 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     and column per word (from scratch) or per subword, special tokens included (``--init``)."""
     words = _words(text, "--input")
     model, tokenizer = _load(run_dir, cfg)
-    _note_unknown(cfg, tokenizer, [text], ["--input"])  # as predict says it: a label is a word
+    _note_unknown(cfg, tokenizer, [text], [input_name()])  # as predict says it: a label is a word
     e = encode_words(cfg, tokenizer, [words])[0]
     # the words cut by --max-len: those without a token that are not empty (a word that gives
     # the checkpoint's tokenizer no subword, a zero-width space, is read, as nothing)
     cut = sum(pos is None and i not in e.empty for i, pos in enumerate(e.first))
-    note_cut(len(words), len(words) - cut, cfg.max_len, unit="words")
+    note_cut(len(words), len(words) - cut, cfg.max_len, what=input_name(), unit="words")
     if pretrained(cfg):
         inputs = _pad([e], [[IGNORE] * len(e.ids)], 0, bool(_batching(cfg, tokenizer)["types"]),
                       True)[:-1]

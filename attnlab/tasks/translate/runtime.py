@@ -38,7 +38,8 @@ from ...runs import load_weights
 from ...settings import check_argument, epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
-from ..base import attends, config_from_run, input_texts, loads, predicts, rng_kept
+from ..base import (attends, config_from_run, input_name, input_texts, loads, predicts,
+                    rng_kept)
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
@@ -450,7 +451,7 @@ def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     model, tok = load(task, run_dir, cfg)
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
                                   labels=["--input"])[0]
-    tok.note_unknown([text], ["--input"])  # as translate and predict say it
+    tok.note_unknown([text], [input_name()])  # as translate and predict say it
     return model, tok, text, translation
 
 
