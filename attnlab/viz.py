@@ -792,24 +792,24 @@ def _distinct_numbers(large: float, small: float) -> list[str]:
         (['97', '24'], ['0.05'])
     """
     if large == small:
-        return [_decimals(large, 2 if abs(large) < 10 else 0)]
+        return [decimals_half_up(large, 2 if abs(large) < 10 else 0)]
     decimals = 2 if abs(large) < 10 else 0
     while True:
-        texts = [_decimals(large, decimals), _decimals(small, decimals)]
+        texts = [decimals_half_up(large, decimals), decimals_half_up(small, decimals)]
         if texts[0] != texts[1] or decimals >= 12:
             return texts
         decimals += 1
 
 
-def _decimals(value: float, decimals: int) -> str:
+def decimals_half_up(value: float, decimals: int) -> str:
     """``value`` to ``decimals`` decimals, a half rounded up as a reader rounds the number
     written (12.5 GeV: "13", where Python's format rounds it to the even "12"), or to 2
     significant digits where that writes a positive number as 0 (a jet's 0.4 GeV at no
-    decimals).
+    decimals): the jets' legends and their attention maps' labels.
 
     Examples:
-        >>> _decimals(12.5, 0), _decimals(0.125, 2), _decimals(0.4, 0), _decimals(-2.5, 0)
-        ('13', '0.13', '0.4', '-3')
+        >>> [decimals_half_up(v, d) for v, d in ((12.5, 0), (0.125, 2), (0.4, 0), (-2.5, 0))]
+        ['13', '0.13', '0.4', '-3']
     """
     from decimal import ROUND_HALF_UP, Decimal
 

@@ -30,25 +30,35 @@ from .threads import use_threads
 LM = "lm"  # the task whose conversion (--init's) reads the directory
 
 
-def from_directory(args, texts: list[str], labels: list[str], generator=None):
-    """For ``attnlab generate DIR`` with a Hugging Face directory ``args.run_dir``: the inputs
-    ``texts`` (prompts, or chat messages with ``--chat``) checked and encoded, the model
-    loaded; ``generator``: the one sampling draws from (``input_generator``'s). Returns (each input's ids, ``produce(ids, write, label)``: the text generated
-    after ``ids``, each piece passed to ``write`` as it comes), for ``print_outputs``."""
-    from ..interop.chat import (chat_ids, check_chat_template, conversation,
-                                load_chat_tokenizer, stop_ids)
-    from ..interop.gguf import check_gguf_chat_template, is_gguf, load_gguf_tokenizer
-    from ..tasks.base import each_input
-    from ..tokenizers import note_unknown
+def check_directory(args) -> None:
+    """The refusals of ``generate DIR`` with a Hugging Face directory or GGUF file that need
+    neither its weights nor torch (``generate.run`` says them before it imports torch for
+    --seed's generator): --checkpoint, and --chat without a chat template."""
+    from ..interop.chat import check_chat_template
+    from ..interop.gguf import check_gguf_chat_template, is_gguf
 
     directory = Path(args.run_dir)
     if args.checkpoint is not None:
         raise UsageError(f"--checkpoint {args.checkpoint}: {directory} is a Hugging Face model "
                          f"directory or GGUF file, which has no training checkpoints (an "
                          f"attnlab run has)")
-    chat_tokenizer, gguf = None, is_gguf(directory)
     if args.chat is not None:  # before the model is read: it may take a while
-        (check_gguf_chat_template if gguf else check_chat_template)(directory)
+        (check_gguf_chat_template if is_gguf(directory) else check_chat_template)(directory)
+
+
+def from_directory(args, texts: list[str], labels: list[str], generator=None):
+    """For ``attnlab generate DIR`` with a Hugging Face directory ``args.run_dir``: the inputs
+    ``texts`` (prompts, or chat messages with ``--chat``) checked and encoded, the model
+    loaded; ``generator``: the one sampling draws from (``input_generator``'s). Returns (each input's ids, ``produce(ids, write, label)``: the text generated
+    after ``ids``, each piece passed to ``write`` as it comes), for ``print_outputs``."""
+    from ..interop.chat import chat_ids, conversation, load_chat_tokenizer, stop_ids
+    from ..interop.gguf import is_gguf, load_gguf_tokenizer
+    from ..tasks.base import each_input
+    from ..tokenizers import note_unknown
+
+    directory = Path(args.run_dir)
+    check_directory(args)
+    chat_tokenizer, gguf = None, is_gguf(directory)
     if not gguf:  # a GGUF file holds no sampling defaults
         _sample_as_the_directory_says(directory, args)
     model, tokenizer = _load(directory, args)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "claim", "discard_unstarted", "first_missing",
-           "available_memory", "check_resumed_precision", "PRECISION_ON_CPU",
+           "available_memory", "cgroup_available", "check_resumed_precision", "PRECISION_ON_CPU",
            "RESUMABLE", "resume_notes"]
 
 # Settings a --resume may change: how long, where and how fast a run trains, not what it
@@ -283,8 +283,23 @@ def check_cluster(cfg: RunSettings, environ: dict[str, str] | None = None) -> No
                      f"MASTER_PORT and NODE_RANK on every node (docs/scale.md)")
 
 
+# where Linux shows the process's control groups (a container's memory limit is one)
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")
+# cgroup v1 writes "no limit" as the largest page-aligned int64, 9223372036854771712
+_V1_UNLIMITED = 2**62
+
+
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (Linux: MemAvailable), or None."""
+    """Bytes of memory available to a new allocation, or None: the machine's (Linux:
+    MemAvailable) or, less, what the process's memory cgroup leaves it (``cgroup_available``:
+    a container given 4 GiB on a 24 GiB host is killed past 4 GiB)."""
+    known = [n for n in (_machine_available(), cgroup_available()) if n is not None]
+    return min(known) if known else None
+
+
+def _machine_available() -> int | None:
+    """The machine's MemAvailable (else its free pages), or None."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
@@ -295,6 +310,72 @@ def available_memory() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def cgroup_available(root: Path | None = None, own: Path | None = None) -> int | None:
+    """Bytes the memory limits of the process's cgroup and those above it leave, the least of
+    them: limit - (usage - inactive file pages, which the kernel reclaims before the limit
+    counts as reached); None where no limit is set or none can be read (not Linux).
+
+    cgroup v2 (``own``, /proc/self/cgroup, says ``0::/PATH``): ``memory.max`` ("max": none),
+    ``memory.current`` and ``memory.stat``'s ``inactive_file`` of ``root``/PATH and its
+    parents; v1 (``N:...memory...:/PATH``): ``memory.limit_in_bytes`` (near 2**63: none),
+    ``memory.usage_in_bytes`` and ``total_inactive_file`` under ``root``/memory. A PATH not
+    under ``root`` (a container that sees the host's path but mounts its own cgroup at the
+    root) is read at the root.
+    """
+    root, own = root or CGROUP_ROOT, own or PROC_CGROUP
+    try:
+        lines = own.read_text().splitlines()
+    except OSError:
+        return None
+    found = []
+    for line in lines:
+        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if number == "0" and not controllers:
+            found += _limits(root, path, ("memory.max", "memory.current", "inactive_file"))
+        elif "memory" in controllers.split(","):
+            found += _limits(root / "memory", path, ("memory.limit_in_bytes",
+                                                     "memory.usage_in_bytes",
+                                                     "total_inactive_file"))
+    return max(0, min(found)) if found else None
+
+
+def _limits(mount: Path, path: str, names: tuple[str, str, str]) -> list[int]:
+    """What each limited cgroup from ``mount``/``path`` up to ``mount`` leaves (``names``: its
+    limit file, usage file and memory.stat key of inactive file pages)."""
+    here = mount / path.strip("/")
+    if not here.is_dir():
+        here = mount
+    left = []
+    for directory in [here, *here.parents]:
+        limit = _read_int(directory / names[0])
+        if limit is not None and limit < _V1_UNLIMITED:
+            usage = _read_int(directory / names[1]) or 0
+            left.append(limit - max(0, usage - _stat(directory / "memory.stat", names[2])))
+        if directory == mount:
+            break
+    return left
+
+
+def _read_int(path: Path) -> int | None:
+    """The integer a cgroup file holds, None for "max" or a file that cannot be read."""
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _stat(path: Path, key: str) -> int:
+    """The value of ``key`` in a cgroup's memory.stat, 0 where it has none."""
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _gb(n: float) -> str:

@@ -345,6 +345,7 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
     from transformers.utils import logging
 
     from .direct_read import undescribed
+    from .llama_config import lacking
 
     logging.disable_progress_bar()  # "Loading weights" on stderr, in the middle of a run's output
     # looked up by name: each class imports its own model code
@@ -364,7 +365,8 @@ def _from_pretrained(source: Path, task: str, weights: Path, **options):
         logging.set_verbosity(verbosity)
     mismatched = sorted(k for k in info.get("mismatched_keys", ()) if isinstance(k, tuple))
     mismatched_names = {k[0] for k in mismatched}
-    missing = [k for k in info.get("missing_keys", ()) if k not in mismatched_names]
+    missing = lacking(model.config.to_dict(), [k for k in info.get("missing_keys", ())
+                                               if k not in mismatched_names])
     return model, missing, mismatched, undescribed(info.get("unexpected_keys", ()))
 
 

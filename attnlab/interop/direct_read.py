@@ -20,9 +20,10 @@ The tensors are found by Hugging Face's names, attnlab's with these parts rename
     (the rest: self_attn.o_proj, self_attn.q_norm/k_norm, lm_head: the same names)
 
 Llama's ``attention_bias`` without ``mlp_bias`` (what ``export --hf`` writes of q/k/v biases
-alone) is read as q/k/v biases: its ``self_attn.o_proj.bias`` tensors must be there and hold
-zeros (``llama_config.zero_biases``), else the directory is refused naming the first that does
-not (``check_zero_biases``), never read without it.
+alone) is read as q/k/v biases: its ``self_attn.o_proj.bias`` tensors must hold zeros
+(``llama_config.zero_biases``), else the directory is refused naming the first that does not
+(``check_zero_biases``), never read without it; absent, they are zero, as ``transformers``
+starts them (``llama_config.lacking``).
 
 Every tensor the model uses must be there with its shape, and the files may hold no tensor
 the model does not use (a config.json of fewer layers than its weights) but for those
@@ -41,7 +42,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from .llama_config import llama_family_settings, zero_biases
+from .llama_config import lacking, llama_family_settings, zero_biases
 from .source import weight_files
 from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
 
@@ -145,7 +146,7 @@ def _disagreeing(model: nn.Module, config: dict[str, Any], stored: dict[str, tup
     params = dict(model.named_parameters())  # a tied head is listed once, as the embedding
     wanted = [e for name, p in params.items() for e in _expected(model, name, p)]
     wanted += [(n, (model.config.model_dim,)) for n in zero_biases(config)]  # o_proj's, zero
-    missing = [hf for hf, _ in wanted if hf not in stored]
+    missing = lacking(config, [hf for hf, _ in wanted if hf not in stored])
     mismatched = sorted((hf, tuple(stored[hf]), shape) for hf, shape in wanted
                         if hf in stored and tuple(stored[hf]) != shape)
     used = {hf for hf, _ in wanted} | {"lm_head.weight"}  # tied: checked by check_tied_head
@@ -219,9 +220,14 @@ def check_zero_biases(config: dict[str, Any], read: Callable[[str], torch.Tensor
     """``ValueError`` naming the first of ``zero_biases(config)`` (Llama's o_proj biases beside
     ``attention_bias`` without ``mlp_bias``) that ``read(name)`` gives with a value other than
     zero: attnlab's q/k/v biases alone have no output bias, so reading the rest without it
-    would give other logits than ``transformers``."""
+    would give other logits than ``transformers``. One ``read`` finds absent (KeyError or
+    None) is zero (``llama_config.lacking``)."""
     for name in zero_biases(config):
-        if read(name).any():
+        try:
+            tensor = read(name)
+        except KeyError:
+            continue
+        if tensor is not None and tensor.any():
             raise ValueError(f"{name} is not zero: Llama's attention_bias without mlp_bias is "
                              f"read as q/k/v biases alone, which have no o_proj bias")
 
@@ -262,7 +268,8 @@ def transformers_files_disagree(config: dict[str, Any], weights: Path
         elif found is not None and tuple(stored[found]) != tuple(tensor.shape):
             mismatched.append((found, tuple(stored[found]), tuple(tensor.shape)))
     used |= {n for b, _ in model.named_buffers() for n in (b, b.removeprefix(prefix))}
-    found = missing, sorted(mismatched), ignored_unexpected(model, set(stored) - used)
+    found = (lacking(config, missing), sorted(mismatched),
+             ignored_unexpected(model, set(stored) - used))
     if not any(found):
         _check_zero_files(config, weights)
     return found

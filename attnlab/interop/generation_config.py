@@ -24,6 +24,11 @@ as the checkpoint's authors chose. The rule, one for every key:
   told to sample a file with no top_k, as --seed or --no-greedy tell attnlab, it would
   sample among 50 tokens.
 
+``export --hf`` writes the other way (``write_sampling``): an lm run's OUT samples as
+``attnlab generate RUN`` does without flags, do_sample true, temperature 1, top_k 0 and top_p 1
+written out, where a file without them would make ``transformers`` decode greedily (or, told
+to sample, among its default 50 most likely tokens).
+
 A key that changes the chosen token but that attnlab's decoding loop has no rule for
 (repetition_penalty, num_beams, ...) is named in the note, never dropped in silence. A value
 the file gets wrong (a temperature of 0, a top_p above 1) is a one-line ``UsageError`` naming
@@ -40,7 +45,7 @@ from ..errors import UsageError
 from ..settings import SamplingSettings, check_argument
 
 __all__ = ["FILE", "SAMPLING_KEYS", "NOT_APPLIED", "FileSampling", "read_sampling", "resolve",
-           "transformers_differs", "as_flags"]
+           "transformers_differs", "as_flags", "write_sampling"]
 
 FILE = "generation_config.json"
 # the file's keys attnlab takes, each with the flag that sets the same option
@@ -212,3 +217,17 @@ def _checked(path: Path, key: str, value: Any) -> Any:
                               error=UsageError)
     except UsageError as e:
         raise UsageError(f"{e}; give {SAMPLING_KEYS[key]} to override it") from None
+
+
+def write_sampling(generation_config, sampling: SamplingSettings | None = None) -> None:
+    """Set on ``generation_config`` (a ``transformers.GenerationConfig``) the keys that make
+    ``transformers``' ``generate`` draw from the distribution attnlab's does with ``sampling``
+    (default: ``attnlab generate``'s defaults), each written: a key left unset would be
+    filled by transformers' defaults (do_sample false: greedy; top_k 50). attnlab's "no top-k"
+    is top_k 0 to transformers (which ``read_sampling`` reads back as none), its "no top-p"
+    top_p 1."""
+    sampling = sampling if sampling is not None else SamplingSettings()
+    generation_config.do_sample = True
+    generation_config.temperature = float(sampling.temperature)
+    generation_config.top_k = 0 if sampling.top_k is None else int(sampling.top_k)
+    generation_config.top_p = 1.0 if sampling.top_p is None else float(sampling.top_p)

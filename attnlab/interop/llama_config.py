@@ -43,7 +43,7 @@ from typing import Any
 from .config_rules import heads_divide_width
 
 __all__ = ["LLAMA_FAMILY", "LLAMA_CLASSES", "llama_family_settings", "llama_family_config",
-           "zero_biases"]
+           "zero_biases", "lacking"]
 
 # model_type -> its transformers causal-LM class
 LLAMA_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
@@ -161,6 +161,22 @@ def zero_biases(config: dict[str, Any]) -> list[str]:
     if not c["attention_bias"] or c["mlp_bias"]:
         return []
     return [f"model.layers.{i}.self_attn.o_proj.bias" for i in range(c["num_hidden_layers"])]
+
+
+def lacking(config: dict[str, Any], missing: list[str]) -> list[str]:
+    """``missing``, the tensors a directory's files lack, less ``zero_biases(config)``: an
+    o_proj bias that must be zero may be absent, read as zero, as ``transformers``'
+    ``from_pretrained`` starts it (its ``_init_weights`` zeroes a missing Linear bias); a
+    missing q, k or v bias (which it would zero too) holds values attnlab cannot know, and stays
+    missing.
+
+    Examples:
+        >>> lacking({"model_type": "llama", "attention_bias": True, "num_hidden_layers": 1},
+        ...         ["model.layers.0.self_attn.o_proj.bias", "model.layers.0.self_attn.q_proj.bias"])
+        ['model.layers.0.self_attn.q_proj.bias']
+    """
+    zeros = set(zero_biases(config))
+    return [name for name in missing if name not in zeros]
 
 
 def _window(model_type: str, c: dict[str, Any]) -> int | None:

@@ -188,8 +188,13 @@ class ElementPredictor(nn.Module):
         return self.transformer.get_attention_maps(x, mask=mask)
 
     @torch.no_grad()
-    def predict(self, x: Tensor, *, batch_size: int = 4096) -> Tensor:
+    def predict(self, x: Tensor, *, batch_size: int = 4096,
+                finite: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         """Predicted class of every position, (B, T) -> (B, T), in batches, without gradients.
+
+        Args:
+            finite: also return (B, T) bools, True where the position's scores are all finite:
+                the argmax of a NaN row (a run trained to NaN) is class 0, as sure as any.
 
         Raises:
             ValueError: for symbols outside 0..input_dim-1 (``check_symbols``).
@@ -197,7 +202,12 @@ class ElementPredictor(nn.Module):
         self.check_symbols(x)
         was_training = self.training
         self.eval()
+        classes, finites = [], []
         try:
-            return torch.cat([self(chunk).argmax(-1) for chunk in x.split(batch_size)])
+            for chunk in x.split(batch_size):
+                scores = self(chunk)  # (b, T, K)
+                classes.append(scores.argmax(-1))
+                finites.append(scores.isfinite().all(-1))
         finally:
             self.train(was_training)
+        return (torch.cat(classes), torch.cat(finites)) if finite else torch.cat(classes)

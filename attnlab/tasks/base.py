@@ -544,19 +544,37 @@ def loaded_once() -> Iterator[None]:
         _LOADED.reset(token)
 
 
+# the name ``attention_maps``' notes give its input: ``--input`` on the command line, the
+# Python argument's name (``text``) from Python; ``attends`` sets it for the call
+_INPUT_NAME: ContextVar[str] = ContextVar("attnlab_input_name", default="--input")
+
+
+def input_name() -> str:
+    """The name of the input an ``attention_maps`` call is making maps of, for its notes (a
+    word the run never saw, a text cut at --max-len): ``--input``, or ``text`` from Python.
+
+    Examples:
+        >>> input_name()
+        '--input'
+    """
+    return _INPUT_NAME.get()
+
+
 def attends(attention_maps):
     """A runtime's ``attention_maps`` as a Python caller may call it too: ``text`` one ``str``
     (``input_text``: a ``TypeError`` naming anything else, a ``UsageError`` where it is blank,
     as ``plot attention --input ''`` says, where a classify or translate model failed deep
     inside on no tokens), the maps made with torch's global random state kept (``rng_kept``).
     An input error names ``label``: ``text`` for a Python caller, not the ``--input`` flag
-    it never gave (``plot attention`` and ``view`` pass ``label="--input"``).
+    it never gave (``plot attention`` and ``view`` pass ``label="--input"``); its notes
+    name it as ``input_name()`` says.
     """
     import functools
 
     @functools.wraps(attention_maps)
     def checked(task, run_dir, cfg, text, *, label: str = "text", **options):
         text = input_text(text, label)
+        named = _INPUT_NAME.set(label)  # its notes name it so
         with rng_kept():
             try:
                 return attention_maps(task, run_dir, cfg, text, **options)
@@ -565,6 +583,8 @@ def attends(attention_maps):
                 if label == "--input" or str(e).split(" ", 1)[0].rstrip(":") != "--input":
                     raise
                 raise UsageError(relabel(str(e), label)) from None
+            finally:
+                _INPUT_NAME.reset(named)
     return checked
 
 
@@ -675,12 +695,20 @@ def line_of(result: dict[str, Any]) -> str:
     return one_line(result.get("line", result["prediction"]))
 
 
+# the key of a ``predict_many`` result whose answer holds no number to read NaN from (a
+# sequence, tags): False where the model's outputs for it were not finite; read and taken out
+# by ``without_nan_answers``
+FINITE = "finite"
+
+
 def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
                         run_dir: Path) -> list[dict[str, Any]]:
     """``results`` of ``predict_many`` with no answer where the model's outputs are not finite
     (a run whose weights hold NaN, or an input that overflows it): the prediction None (null
     with ``--json``) and the line ``nan``, not the argmax of a NaN row (its first class, as
-    sure as any other answer), with one warning on stderr naming how many and the first.
+    sure as any other answer), with one warning on stderr naming how many and the first. The
+    outputs are read from the result's probabilities or number, or where its answer has none
+    (a sequence's symbols, a sentence's tags) from its ``FINITE`` key, which is taken out.
 
     Examples:
         >>> without_nan_answers([{"prediction": "neg", "probabilities": {"neg": 0.2}}], ["x"],
@@ -692,6 +720,8 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
     from ..notes import say
 
     def finite(result: dict[str, Any]) -> bool:
+        if result.get(FINITE) is False:
+            return False
         p = result.get("probabilities", result["prediction"])
         values = p.values() if isinstance(p, dict) else p if isinstance(p, list) else [p]
         return all(math.isfinite(v) for v in values if isinstance(v, float))
@@ -699,6 +729,7 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
     # a result already without an answer (a runtime's ``predicts``) is not counted again
     bad = [i for i, result in enumerate(results)
            if not finite(result) and result["prediction"] is not None]
+    results = [{k: v for k, v in result.items() if k != FINITE} for result in results]
     for i in bad:
         results[i] = {**results[i], "prediction": None, "line": "nan"}
     if bad:

@@ -520,3 +520,22 @@ def test_a_tagger_sure_of_every_jet_is_scored_by_its_own_ranking(tmp_path):
     logits = model(torch.as_tensor(p4))  # (120, 2)
     assert validation_auc(logits, torch.as_tensor(truth))["auc"] == pytest.approx(
         roc_auc_score(truth, leads), abs=1e-12)
+
+
+@pytest.mark.slow  # trains a run
+def test_attention_labels_round_a_half_gev_up_as_the_legend(jets_run, tmp_path):
+    """The labels of plot attention and view wrote a constituent of 12.5 GeV as "12" (Python
+    rounds a half to even) and one of 0.4 GeV as "0", where attention.png's legend writes
+    "13" and "0.4", as a reader rounds the number."""
+    from attnlab.tasks import get_task
+
+    pt = [(300.0, 400.0), (7.5, 10.0), (0.4, 0.0)]  # pT 500, 12.5 (exact in float32), 0.4
+    p4 = np.zeros((2, 30, 4), np.float32)
+    for i, (px, py) in enumerate(pt):
+        p4[:, i] = [np.hypot(px, py), px, py, 0.0]
+    path = tmp_path / "one.h5"
+    write_jets(path, p4, np.array([1, 0]))
+    task = get_task("jets")
+    cfg = task.typed(read_yaml(jets_run / "config.yaml"), jets_run)
+    _, keys, queries = task.runtime().attention_maps(task, jets_run, cfg, f"{path}:0")
+    assert keys == queries == ["0:500", "1:13", "2:0.4"]

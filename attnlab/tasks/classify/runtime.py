@@ -43,8 +43,8 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import (attends, config_from_run, each_input, fraction, loads, predicts,
-                    probabilities_of, rng_kept)
+from ..base import (attends, config_from_run, each_input, fraction, input_name, loads,
+                    predicts, probabilities_of, rng_kept)
 from .data import check_labels, classes_of, files_of, load_splits, read_examples
 from .labels import objective_of
 from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
@@ -603,7 +603,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     their position and values, ``"0:(1.5,2)"``."""
     model, tokenizer = _load(run_dir, cfg)
     if tokenizer is not None:  # a label of a piece the model read as unk would pass for it
-        note_unknown(tokenizer, [text], ["--input"])
+        note_unknown(tokenizer, [text], [input_name()])
     if tokenizer is None:
         features = parse_set(text, cfg.feature_names)  # (T, F), as the user wrote them
         x = _inputs(cfg, None, [features])[0][None]  # (1, T, F) standardised
@@ -612,7 +612,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     elif pretrained(cfg):  # one text: no padding, every token real
         (ids, types), = tokenizer.encode_for_model([text], cfg.max_len)
         (whole, _), = tokenizer.encode_for_model([text], 1 << 30)  # uncut, for the note
-        note_cut(len(whole), len(ids), cfg.max_len)  # both with [CLS] and [SEP]
+        note_cut(len(whole), len(ids), cfg.max_len, what=input_name())  # both with [CLS], [SEP]
         batch = Padding.of(cfg, tokenizer).pad([(ids, types)])
         labels = [tokenizer.tokenizer.id_to_token(i) for i in ids]  # [CLS] ... [SEP] included
         return [m[0] for m in model.get_attention_maps(*batch)], labels, labels

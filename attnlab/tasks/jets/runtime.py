@@ -36,7 +36,7 @@ from ...run_config import RunSettings
 from ...runs import (check_data_files, check_test_files, load_weights, pin_data_files, readable,
                      write_json)
 from ...settings import epoch_steps
-from ...viz import plot_jet_attention, plot_jet_roc, plot_jet_scores
+from ...viz import decimals_half_up, plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ..base import (attends, config_from_run, each_input, loads, predicts, probabilities_of,
                     rng_kept)
 from .checks import split_ranges
@@ -501,7 +501,8 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str, *, most: in
     real = _constituents(p4)[:most]
     maps = load(task, run_dir, cfg).get_attention_maps(p4)  # L × (1, H, N, N)
     pt = torch.hypot(p4[0, real, 1], p4[0, real, 2])
-    labels = [f"{i}:{v:.0f}" for i, v in enumerate(pt.tolist())]
+    # 12.5 GeV reads "13", as the legend of attention.png writes it; 0.4 GeV "0.4", not "0"
+    labels = [f"{i}:{decimals_half_up(v, 0)}" for i, v in enumerate(pt.tolist())]
     return [m[0][:, real][:, :, real] for m in maps], labels, labels
 
 

@@ -48,7 +48,7 @@ from ...runs import load_weights, pin_data_files
 from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import attends, config_from_run, each_input, loads, predicts, rng_kept
+from ..base import attends, config_from_run, each_input, input_name, loads, predicts, rng_kept
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -366,8 +366,10 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     (``attnlab.interop.to_hf``), and its tokenizer, in OUT itself, with a note on what the
     exported model does otherwise than ``attnlab generate``: a GPT-2's learned table cannot
     continue past its positions (``n_positions``: transformers' ``generate`` fails there, where
-    attnlab slides the window); RoPE continues, past the context the model was trained on."""
+    attnlab slides the window); RoPE continues, past the context the model was trained on.
+    Its ``generation_config.json`` samples as ``attnlab generate RUN`` does (``write_sampling``)."""
     from ...interop import to_hf
+    from ...interop.generation_config import write_sampling
     from ...interop.tokenizer import special_ids, to_hf_tokenizer
 
     model, tokenizer = load(task, run_dir, cfg)
@@ -379,6 +381,7 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     stops = _export_stops(tokenizer, Path(run_dir))
     if stops:
         hf_model.generation_config.eos_token_id = stops if len(stops) > 1 else stops[0]
+    write_sampling(hf_model.generation_config)  # as attnlab generate RUN samples, not greedily
     n = getattr(hf_model.config, "n_positions", None)
     name = "n_positions" if n else "max_position_embeddings"
     n = n or hf_model.config.max_position_embeddings
@@ -511,7 +514,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     (--block-size) is refused, as the other tasks refuse theirs, not cut without a word."""
     model, tokenizer = load(task, run_dir, cfg)
     ids = encode_prompt(task, tokenizer, text, what="--input")
-    note_unknown(tokenizer, [text], ["--input"])  # as predict and generate say it
+    note_unknown(tokenizer, [text], [input_name()])  # as predict and generate say it
     if len(ids) > model.max_len:
         raise UsageError(f"--input has {len(ids)} tokens; this model reads at most "
                          f"--block-size {model.max_len}")

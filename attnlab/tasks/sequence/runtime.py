@@ -27,8 +27,8 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
-from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, loads,
-                    predicts, rng_kept)
+from ..base import (FINITE, Task, attends, config_from_run, decimal, each_input, fraction,
+                    loads, predicts, rng_kept)
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
@@ -180,9 +180,10 @@ def predict_many(task: Task, run_dir: Path, cfg: RunSettings, texts: list[str],
     """Every input's predicted symbols, all inputs in batches of one forward pass."""
     rows = each_input(texts, labels, input_reader(task, run_dir, cfg))
     inputs, _, _ = _padded(task, cfg, rows)
-    predicted = load(task, run_dir, cfg).predict(inputs)  # (N, T); an answer fills its row's start
-    return [{"prediction": " ".join(str(int(t)) for t in p[:len(row)])}
-            for p, row in zip(predicted, rows)]
+    # (N, T) each; an answer fills its row's start
+    predicted, finite = load(task, run_dir, cfg).predict(inputs, finite=True)
+    return [{"prediction": " ".join(str(int(t)) for t in p[:len(row)]),
+             FINITE: bool(ok[:len(row)].all())} for p, ok, row in zip(predicted, finite, rows)]
 
 
 @rng_kept()  # a notebook's seeded draws after it are as before it

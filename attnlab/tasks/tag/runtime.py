@@ -38,7 +38,8 @@ from ...settings import epoch_steps
 from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
                            note_unknown)
 from ...training.tagger import IGNORE
-from ..base import attends, config_from_run, each_input, loads, predicts, rng_kept
+from ..base import (FINITE, attends, config_from_run, each_input, input_name, loads, predicts,
+                    rng_kept)
 from ..classify.pretrained import read_init
 from ..spaced_input import spaced_tokens
 from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
@@ -290,20 +291,25 @@ class Unread:
 
 @torch.no_grad()
 def predict_tags(cfg: RunSettings, model, tokenizer, sentences: list[list[str]]
-                 ) -> tuple[list[list[str]], Unread]:
+                 ) -> tuple[list[list[str]], Unread, list[bool]]:
     """(each sentence's predicted tags, one per word; the words the model did not read and
-    that were read as ``O``), in batches of 64 sentences (padding is masked, so a batch gives
-    what each sentence alone gives)."""
+    that were read as ``O``; whether the scores of each sentence's words were all finite: the
+    argmax of a NaN row is the first tag, as sure as any), in batches of 64 sentences (padding
+    is masked, so a batch gives what each sentence alone gives)."""
     model.eval()
     encoded = encode_words(cfg, tokenizer, sentences)
     out: list[list[str]] = [[] for _ in sentences]
+    finite = [True] * len(sentences)
     # make_batches reorders by length: each batch's "labels" hold its sentences' positions
     where = [[i] for i in range(len(encoded))]
     for *inputs, rows in make_batches(encoded, where, 64, **_batching(cfg, tokenizer)):
-        preds = model(*inputs).argmax(-1)  # (B, T)
-        for row, p in zip(rows[:, 0].tolist(), preds.tolist()):
-            out[row] = ["O" if pos is None else cfg.tags[p[pos]] for pos in encoded[row].first]
-    return out, Unread.of(encoded, sentences)
+        scores = model(*inputs)  # (B, T, tags)
+        preds, oks = scores.argmax(-1).tolist(), scores.isfinite().all(-1).tolist()  # (B, T)
+        for row, p, ok in zip(rows[:, 0].tolist(), preds, oks):
+            first = encoded[row].first
+            out[row] = ["O" if pos is None else cfg.tags[p[pos]] for pos in first]
+            finite[row] = all(ok[pos] for pos in first if pos is not None)
+    return out, Unread.of(encoded, sentences), finite
 
 
 def tag_metrics(true: list[list[str]], predicted: list[list[str]]) -> dict[str, Any]:
@@ -318,7 +324,7 @@ def tag_metrics(true: list[list[str]], predicted: list[list[str]]) -> dict[str, 
 
 
 def _test(cfg, model, tokenizer, part: Sentences) -> dict[str, Any]:
-    predicted, unread = predict_tags(cfg, model, tokenizer, part.words)
+    predicted, unread, _ = predict_tags(cfg, model, tokenizer, part.words)
     unread.say(cfg)
     return tag_metrics(part.tags, predicted)
 
@@ -502,11 +508,11 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
     model, tokenizer = _load(run_dir, cfg)
     _say_only_o(run_dir, cfg)
     _note_unknown(cfg, tokenizer, texts, labels)
-    predicted, unread = predict_tags(cfg, model, tokenizer, sentences)
+    predicted, unread, finite = predict_tags(cfg, model, tokenizer, sentences)
     unread.say(cfg)
-    return [{"prediction": tags, "tokens": words,
+    return [{"prediction": tags, "tokens": words, FINITE: ok,
              "line": " ".join(f"{w}/{t}" for w, t in zip(words, tags))}
-            for words, tags in zip(sentences, predicted)]
+            for words, tags, ok in zip(sentences, predicted, finite)]
 
 
 @rng_kept()  # a notebook's seeded draws after it are as before it
@@ -538,12 +544,12 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
     and column per word (from scratch) or per subword, special tokens included (``--init``)."""
     words = _words(text, "--input")
     model, tokenizer = _load(run_dir, cfg)
-    _note_unknown(cfg, tokenizer, [text], ["--input"])  # as predict says it: a label is a word
+    _note_unknown(cfg, tokenizer, [text], [input_name()])  # as predict says it: a label is a word
     e = encode_words(cfg, tokenizer, [words])[0]
     # the words cut by --max-len: those without a token that are not empty (a word that gives
     # the checkpoint's tokenizer no subword, a zero-width space, is read, as nothing)
     cut = sum(pos is None and i not in e.empty for i, pos in enumerate(e.first))
-    note_cut(len(words), len(words) - cut, cfg.max_len, unit="words")
+    note_cut(len(words), len(words) - cut, cfg.max_len, what=input_name(), unit="words")
     if pretrained(cfg):
         inputs = _pad([e], [[IGNORE] * len(e.ids)], 0, bool(_batching(cfg, tokenizer)["types"]),
                       True)[:-1]

@@ -35,14 +35,16 @@ from ...notes import say
 from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
-from ...settings import epoch_steps
+from ...settings import check_argument, epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
-from ..base import attends, config_from_run, input_texts, loads, predicts, rng_kept
+from ..base import (attends, config_from_run, input_name, input_texts, loads, predicts,
+                    rng_kept)
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
                       translate_texts, unfinished_note, validation_scores)
+from .spec import TranslateSettings
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
@@ -377,7 +379,13 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     model, one text at a time (its linear layers round each call's input to 8 bits by the
     range of the whole call, so in a batch a text's translation would depend on the texts
     beside it); ``labels`` name the texts in errors. ``texts`` one ``str`` (or bytes) is a
-    ``TypeError``, not a translation of each of its characters."""
+    ``TypeError``, not a translation of each of its characters; ``num_beams`` and
+    ``length_penalty`` given are checked as ``--beam`` and ``--length-penalty`` are (a
+    ``ValueError`` naming them: ``num_beams=0`` translated with the run's beams, in silence)."""
+    for name, key, value in (("num_beams", "beam", num_beams),
+                             ("length_penalty", "length_penalty", length_penalty)):
+        if value is not None:  # not given: the run's own
+            check_argument(TranslateSettings, key, value, shown=name)
     texts = spell_digits(cfg, input_texts(texts), labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     unfinished: list[int] = []
@@ -443,7 +451,7 @@ def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     model, tok = load(task, run_dir, cfg)
     translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
                                   labels=["--input"])[0]
-    tok.note_unknown([text], ["--input"])  # as translate and predict say it
+    tok.note_unknown([text], [input_name()])  # as translate and predict say it
     return model, tok, text, translation
 
 
