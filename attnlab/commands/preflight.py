@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "claim", "discard_unstarted", "first_missing",
            "available_memory", "cgroup_available", "check_resumed_precision", "PRECISION_ON_CPU",
-           "RESUMABLE", "resume_notes"]
+           "RESUMABLE", "resume_notes", "check_epoch_processes"]
 
 # Settings a --resume may change: how long, where and how fast a run trains, not what it
 # learns. The step budget may grow; validation does not move the random state
@@ -168,6 +168,32 @@ def resume_notes(saved: dict[str, Any], given: dict[str, Any]) -> list[str]:
     return [f"note: --resume: {', '.join(changed)}: the run trains on, but will not end with "
             f"the weights of one that never stopped (another --threads adds up in another "
             f"order; other processes see other batches)"]
+
+
+def check_epoch_processes(saved: dict[str, Any], cfg: RunSettings) -> None:
+    """Refuse ``--resume`` of a run whose budget is ``--epochs`` on another number of processes
+    (``--devices`` × ``--num-nodes``) than config.yaml's: its steps are counted in batches of
+    all the processes, so the steps done and the steps the epochs make on the new number do
+    not add up. A run of one epoch on two processes (20 steps) resumed on one to --epochs 2
+    trained to step 80, 2.5 epochs, without a word (one resumed on more: fewer than asked)."""
+    from types import SimpleNamespace
+
+    from ..settings import processes
+
+    if not cfg.epochs or saved.get("devices") is None:
+        return
+    before = processes(SimpleNamespace(devices=saved.get("devices"),
+                                       num_nodes=saved.get("num_nodes")))
+    now = processes(cfg)
+    if now == before:
+        return
+    flags = " ".join(f"--{key.replace('_', '-')} {getattr(cfg, key)}"
+                     for key in ("devices", "num_nodes") if getattr(cfg, key) != saved.get(key))
+    raise UsageError(f"--resume: {flags} trains on {now} process{'es' * (now > 1)} where the "
+                     f"run had {before}, and its budget, --epochs {cfg.epochs}, counts steps of "
+                     f"{before} processes' batches: on {now} it would train "
+                     f"{'more' if now < before else 'fewer'} epochs than that; resume it on "
+                     f"{before} process{'es' * (before > 1)}")
 
 
 def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:

@@ -626,6 +626,7 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings, notes: list[str]) -> 
         if done:
             print(f"attnlab: {done}", file=sys.stderr)
             return None
+        preflight.check_epoch_processes(saved, cfg)
         # a run that trains on: said with ``notes``, once nothing refuses it
         notes.extend(preflight.resume_notes(saved, cfg.record()))
         if not preflight.has_checkpoint(run_dir) and (run_dir / "model.safetensors").is_file():

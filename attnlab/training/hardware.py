@@ -371,10 +371,14 @@ def launched(environ: dict[str, str] | None = None) -> tuple[str, str, int] | No
     return None
 
 
+# the job names under which Lightning takes a SLURM job for an interactive shell, and not
+# SLURM's tasks for the run's processes (``SLURMEnvironment.detect``)
+_INTERACTIVE_JOBS = ("bash", "interactive")
+
+
 def _slurm_job(env) -> bool:
     """Whether Lightning takes SLURM's tasks as the run's processes (``SLURMEnvironment``)."""
-    return bool(env.get("SLURM_NTASKS")) and env.get("SLURM_JOB_NAME") not in ("bash",
-                                                                                 "interactive")
+    return bool(env.get("SLURM_NTASKS")) and env.get("SLURM_JOB_NAME") not in _INTERACTIVE_JOBS
 
 
 def _count(env, name: str) -> int:
@@ -404,6 +408,7 @@ def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> Non
     env = os.environ if environ is None else environ
     found = launched(env)
     if found is None:
+        _check_interactive_step(env)
         _check_batch_shell(cfg, env)
         return
     launcher, name, world = found
@@ -427,6 +432,22 @@ def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> Non
     if env.get(place) and _count(env, place) >= devices:
         raise UsageError(f"{place} {env[place]} (this process's place on its node) is beyond "
                          f"--devices {devices} (the processes on each node, from 0)")
+
+
+def _check_interactive_step(env) -> None:
+    """Refuse an srun step of several tasks in a job named ``bash`` or ``interactive`` (``srun
+    --pty bash``'s, or one so named), which Lightning takes for an interactive shell: it reads
+    none of SLURM's variables there, so each task trained a model of its own (with ``--devices
+    N``, each with N - 1 processes it started itself), all in one run directory, and said
+    nothing. A launcher that sets ``WORLD_SIZE`` (torchrun inside the step) is ``launched``'s."""
+    tasks = env.get("SLURM_STEP_NUM_TASKS")
+    name = env.get("SLURM_JOB_NAME")
+    if name in _INTERACTIVE_JOBS and tasks and _count(env, "SLURM_STEP_NUM_TASKS") > 1:
+        raise UsageError(f"SLURM_JOB_NAME {name}: Lightning takes a job of this name for an "
+                         f"interactive shell and reads no SLURM variable, so each of this srun "
+                         f"step's {tasks} tasks (SLURM_STEP_NUM_TASKS) would train a model of "
+                         f"its own; name the job otherwise (srun or sbatch --job-name train), "
+                         f"or run one task (srun --ntasks 1) with --devices N")
 
 
 def _check_batch_shell(cfg: RunSettings, env) -> None:
