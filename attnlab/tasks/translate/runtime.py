@@ -44,7 +44,6 @@ from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file
                    fit_tokenizer, resolve_tokenizer, spell_digits)
 from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
                       translate_texts, unfinished_note, validation_scores)
-from .spec import TranslateSettings
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
@@ -385,7 +384,7 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     for name, key, value in (("num_beams", "beam", num_beams),
                              ("length_penalty", "length_penalty", length_penalty)):
         if value is not None:  # not given: the run's own
-            check_argument(TranslateSettings, key, value, shown=name)
+            check_argument(task.settings, key, value, shown=name)
     texts = spell_digits(cfg, input_texts(texts), labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     unfinished: list[int] = []
