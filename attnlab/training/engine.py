@@ -182,24 +182,31 @@ class FitResult:
     compile_seconds: float | None = None
 
 
-def _shares(counts: list) -> list:
+def _shares(counts: list, dtype: torch.dtype = torch.float32) -> list:
     """Each batch's share of a step's loss, in proportion to what its mean is over (its
     targets: ``TaskModule.targets``), so that ``--accumulate N`` batches train as one batch N
     times larger even where their padding differs (``train_step`` gives one batch 1, so it
-    trains as it always did). Tensors stay on the device: nothing here waits for it."""
+    trains as it always did). Tensors stay on the device: nothing here waits for it; their
+    shares are in ``dtype`` (a float64 run's float64: a share of 1/3 in float32 would cost
+    its gradients their last nine digits)."""
     total = sum(counts)
+    if isinstance(total, torch.Tensor):
+        total = total.to(dtype)
     return [count / total for count in counts]
 
 
 def _weighted(shares: list, losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The step's loss and logged numbers: its batches' weighted by their ``_shares`` (one
-    batch: its own, as given)."""
+    batch: its own, as given), in the numbers' own dtype (float64 shares log no more digits
+    than the losses have, as a DDP run's rows have them)."""
     if len(losses) == 1:
         return losses[0], logged[0]
-    loss = sum(share * value.detach() for share, value in zip(shares, losses))
-    return loss, {k: sum(share * logs[k].detach() for share, logs in zip(shares, logged))
-                  for k in logged[0]}
+
+    def mean(values: list[torch.Tensor]) -> torch.Tensor:
+        return sum(share * v.detach() for share, v in zip(shares, values)).to(values[0].dtype)
+
+    return mean(losses), {k: mean([logs[k] for logs in logged]) for k in logged[0]}
 
 
 class Loop:
@@ -510,10 +517,12 @@ class Loop:
         if world == 1 and len(batches) == 1:
             return [1], [1]
         counts = [self.module.targets(batch) for batch in batches]
-        shares = _shares(counts)
+        wide = self.fabric.strategy.precision.precision == "64-true"  # --precision 64
+        dtype = torch.float64 if wide else torch.float32
+        shares = _shares(counts, dtype)
         if world == 1:
             return shares, shares
-        mine = torch.as_tensor(sum(counts), dtype=torch.float32, device=self.fabric.device)
+        mine = torch.as_tensor(sum(counts), dtype=dtype, device=self.fabric.device)
         total = mine.clone()  # torch's own collective: Fabric's waits at a barrier before it
         torch.distributed.all_reduce(total)  # (a sum; queued on the device, not waited for)
         self._rank_weight = mine * world / total
@@ -548,15 +557,18 @@ class Loop:
                 # dtype; for 32, nothing. The numbers come out in float32.
                 precision = fabric.strategy.precision
                 with precision.forward_context():
-                    loss, logs = self.model.loss(precision.convert_input(batch))
-                loss, logs = precision.convert_output((loss, logs))
+                    computed, logs = self.model.loss(precision.convert_input(batch))
+                loss, logs = precision.convert_output((computed, logs))
                 self._watch_finite(loss)  # one CPU process: raises here, before the update
                 # backward, through Fabric: DDP averages the gradients over the processes, and
                 # under 16-mixed the loss is first multiplied by the scaler's scale (small
                 # float16 gradients would otherwise round to zero). Each of N batches' loss is
                 # weighted by its share of the step's targets: the gradients add up to those
                 # of one batch of all N (x * 1 is x exactly: one batch trains as it always did).
-                fabric.backward(loss * weights[i])
+                # --precision 64: through the float64 loss, not its float32 copy, whose
+                # gradient would round each weight to float32
+                wide = computed.dtype == torch.float64
+                fabric.backward((computed if wide else loss) * weights[i])
             losses.append(loss)
             logged.append(logs)
         loss, logs = _weighted(shares, losses, logged)
