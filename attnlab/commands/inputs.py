@@ -25,8 +25,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from signal import SIGINT
 
-from ..data.tables import FORMATS, file_format, places, read_table
+from ..data.tables import CHUNK_ROWS, FORMATS, file_format, places, read_table
 from ..errors import UsageError
+from ..notes import progress
 from ..runs import strict_json
 from ..tasks.base import line_of, refuse_blank
 
@@ -213,7 +214,7 @@ def column_needs_file(column: str | None, input_file: str | None,
                          f"FILE; give --input-file with it, or drop it")
 
 
-CHUNK = 8192  # inputs per call of a command's answering function: its answers are all held
+CHUNK = CHUNK_ROWS  # inputs per call of a command's answering function: its answers are all held
 
 
 def write_in_chunks(texts: Sequence[str], labels: Sequence[str], answer, *, as_json: bool,
@@ -265,17 +266,6 @@ def _written(done: int, total: int, writing: int = 0) -> str:
         return ""
     return (f"; the output holds the answers to the first {done:,} of {total:,} inputs, each "
             f"line whole, and none of the {total - done:,} after them")
-
-
-def progress(command: str, before: int, done: int, total: int, started: float,
-             chunk: int = CHUNK) -> None:
-    """``COMMAND: N of M inputs`` on stderr after the chunk (inputs ``before`` to ``done``)
-    that passes a further tenth of a file of more than one chunk (a log of a million lines
-    gets ten lines, not 123)."""
-    if total > chunk and 10 * done // total > 10 * before // total:
-        rate = done / max(time.perf_counter() - started, 1e-9)
-        print(f"{command}: {done:,} of {total:,} inputs ({rate:,.0f}/s)", file=sys.stderr,
-              flush=True)
 
 
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,
