@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["say", "said_once"]
+__all__ = ["say", "said_once", "progress"]
 
 # a note's line from (how many inputs it is said of, how many inputs there are in all)
 Line = Callable[[int, int], str]
@@ -83,3 +83,24 @@ def said_once(inputs: int) -> Iterator[None]:
         _HELD.reset(token)
         for line in held.lines():
             print(line, file=sys.stderr, flush=True)
+
+
+def progress(command: str, before: int, done: int, total: int, started: float, chunk: int,
+             unit: str = "inputs") -> None:
+    """``COMMAND: N of M inputs (R/s)`` on stderr after the chunk (``unit`` ``before`` to
+    ``done``, begun at ``started``, a ``time.perf_counter``) that passes a further tenth of
+    ``total``, for more than one ``chunk`` of them (a log of a million lines gets ten lines,
+    not 123).
+
+    Examples:
+        >>> import contextlib, time
+        >>> with contextlib.redirect_stderr(sys.stdout):  # doctest: +ELLIPSIS
+        ...     progress("evaluate", 0, 3, 10, time.perf_counter(), 3, "rows")
+        evaluate: 3 of 10 rows (...)
+    """
+    import time
+
+    if total > chunk and 10 * done // total > 10 * before // total:
+        rate = done / max(time.perf_counter() - started, 1e-9)
+        print(f"{command}: {done:,} of {total:,} {unit} ({rate:,.0f}/s)", file=sys.stderr,
+              flush=True)

@@ -19,11 +19,15 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from signal import SIGINT
 
-from ..data.tables import FORMATS, file_format, places, read_table
+from ..data.tables import CHUNK_ROWS, FORMATS, file_format, places, read_table
 from ..errors import UsageError
+from ..notes import progress
 from ..runs import strict_json
 from ..tasks.base import line_of, refuse_blank
 
@@ -208,6 +212,60 @@ def column_needs_file(column: str | None, input_file: str | None,
     if column is not None and input_file is None:
         raise UsageError(f"{flag} {column} names a column of the table given as --input-file "
                          f"FILE; give --input-file with it, or drop it")
+
+
+CHUNK = CHUNK_ROWS  # inputs per call of a command's answering function: its answers are all held
+
+
+def write_in_chunks(texts: Sequence[str], labels: Sequence[str], answer, *, as_json: bool,
+                    output_key: str = "prediction", command: str = "predict",
+                    chunk: int = CHUNK) -> None:
+    """Answer ``texts`` ``chunk`` at a time (``answer(part, its labels)``: a runtime's results,
+    as ``predict_many`` gives them) and write each chunk's lines (``write_results``), flushed,
+    before the next is answered: the answers held grow with the chunk, not the file, ``|
+    head`` stops the command after the first chunk, and a file of more than one chunk says on
+    stderr how far ``command`` is (``progress``). A stop or a bad input of a later chunk says
+    what the output holds (``stop_said``)."""
+    started = time.perf_counter()  # the rate from the first chunk: not of reading the file
+    for start in range(0, len(texts), chunk):
+        part, named = texts[start:start + chunk], labels[start:start + chunk]
+        with stop_said(start, len(texts)):
+            results = answer(part, named)
+        with stop_said(start, len(texts), writing=len(part)):
+            write_results(results, part, as_json=as_json, output_key=output_key)
+            sys.stdout.flush()  # this chunk's answers out before the next is answered
+        progress(command, start, start + len(part), len(texts), started, chunk)
+
+
+@contextmanager
+def stop_said(done: int, total: int, writing: int = 0) -> Iterator[None]:
+    """A stop (Ctrl-C, SIGTERM, SIGHUP) or a bad input of a later chunk, its message saying
+    what the output holds after ``done`` of ``total`` answers were written whole, and while
+    ``writing`` more were being written."""
+    from ..errors import Interrupted
+
+    try:
+        yield
+    except UsageError as e:  # a bad input no first pass read: the answers above stand
+        raise UsageError(f"{e}{_written(done, total)}") from None
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted{_written(done, total, writing)}", SIGINT) from None
+    except Interrupted as e:
+        raise Interrupted(f"{e}{_written(done, total, writing)}", e.signum) from None
+
+
+def _written(done: int, total: int, writing: int = 0) -> str:
+    """What the output holds when the command stops after ``done`` of ``total`` answers, and
+    while the next ``writing`` were being written (a pipe that was full: some of them got
+    out, the last maybe in part)."""
+    if writing:
+        return (f"; the output holds the answers to the first {done + writing:,} of {total:,} "
+                f"inputs at most, its last line maybe cut short: the answers to inputs "
+                f"{done + 1:,} to {done + writing:,} were being written")
+    if done == 0:
+        return ""
+    return (f"; the output holds the answers to the first {done:,} of {total:,} inputs, each "
+            f"line whole, and none of the {total - done:,} after them")
 
 
 def write_results(results: list[dict], inputs: list[str], *, as_json: bool,

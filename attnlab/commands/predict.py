@@ -16,15 +16,9 @@ generate --greedy`` makes it (one code path, ``attnlab.tasks.lm.continuation``),
 ``--max-new-tokens`` tokens (default: the run's ``predict_tokens``, 100)."""
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from signal import SIGINT
-
 from ..settings import PredictSettings, add_flags
 from .checkpoint import add_checkpoint_flag
-from .inputs import add_input_file_flags, check_input, one_or_file, write_results
+from .inputs import CHUNK, add_input_file_flags, check_input, one_or_file, write_in_chunks
 from .threads import add_threads_flag, check_threads, use_threads
 
 
@@ -75,57 +69,6 @@ def run(args) -> int:
     options = set_options(max_new_tokens=args.max_new_tokens)
     with weights_from(run_dir, cfg, args.checkpoint, say=True), loaded_once(), \
             said_once(len(texts)):
-        started = time.perf_counter()  # the rate from the first chunk: not of reading the file
-        for start in range(0, len(texts), CHUNK):
-            part, named = texts[start:start + CHUNK], labels[start:start + CHUNK]
-            with _stop_said(start, len(texts)):
-                results = runtime.predict_many(task, run_dir, cfg, part, named, **options)
-            with _stop_said(start, len(texts), writing=len(part)):
-                write_results(results, part, as_json=args.json)
-                sys.stdout.flush()  # this chunk's answers out before the next is predicted
-            _progress(start, start + len(part), len(texts), started)
+        write_in_chunks(texts, labels, lambda part, named: runtime.predict_many(
+            task, run_dir, cfg, part, named, **options), as_json=args.json, chunk=CHUNK)
     return 0
-
-
-@contextmanager
-def _stop_said(done: int, total: int, writing: int = 0) -> Iterator[None]:
-    """A stop (Ctrl-C, SIGTERM, SIGHUP) or a bad input of a later chunk, its message saying
-    what the output holds after ``done`` of ``total`` answers were written whole, and while
-    ``writing`` more were being written."""
-    from ..errors import Interrupted, UsageError
-
-    try:
-        yield
-    except UsageError as e:  # a bad input no first pass read: the answers above stand
-        raise UsageError(f"{e}{_written(done, total)}") from None
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted{_written(done, total, writing)}", SIGINT) from None
-    except Interrupted as e:
-        raise Interrupted(f"{e}{_written(done, total, writing)}", e.signum) from None
-
-
-def _written(done: int, total: int, writing: int = 0) -> str:
-    """What the output holds when the command stops after ``done`` of ``total`` answers, and
-    while the next ``writing`` were being written (a pipe that was full: some of them got
-    out, the last maybe in part)."""
-    if writing:
-        return (f"; the output holds the answers to the first {done + writing:,} of {total:,} "
-                f"inputs at most, its last line maybe cut short: the answers to inputs "
-                f"{done + 1:,} to {done + writing:,} were being written")
-    if done == 0:
-        return ""
-    return (f"; the output holds the answers to the first {done:,} of {total:,} inputs, each "
-            f"line whole, and none of the {total - done:,} after them")
-
-
-CHUNK = 8192  # inputs per predict_many call: its answers are all that is held at once
-
-
-def _progress(before: int, done: int, total: int, started: float) -> None:
-    """``predict: N of M inputs`` on stderr after the chunk (inputs ``before`` to ``done``)
-    that passes a further tenth of a file of more than one chunk (a log of a million lines
-    gets ten lines, not 123)."""
-    if total > CHUNK and 10 * done // total > 10 * before // total:
-        rate = done / max(time.perf_counter() - started, 1e-9)
-        print(f"predict: {done:,} of {total:,} inputs ({rate:,.0f}/s)", file=sys.stderr,
-              flush=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from ..settings import (MAX_BEAM, ModelRunSettings, add_flags, beam_setting, check_options,
                         length_penalty_setting)
 from .checkpoint import add_checkpoint_flag
-from .inputs import (add_input_file_flags, check_utf8, column_needs_file, read_inputs,
-                     write_results)
+from .inputs import (CHUNK, add_input_file_flags, check_utf8, column_needs_file, read_inputs,
+                     write_in_chunks)
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
 
@@ -49,7 +49,9 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..errors import UsageError
     from ..loading import check_run_dir, tasks_that, weights_from
+    from ..notes import said_once
     from ..tasks import get_task
+    from ..tasks.base import check_each, loaded_once
 
     check_options(args, TranslateOptions, unset=("beam", "length_penalty"))  # the run's
     if bool(args.texts) == (args.input_file is not None):
@@ -73,11 +75,18 @@ def run(args) -> int:
                          f"with it, or drop it")
     use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     task = get_task(cfg.task)
+    runtime = task.runtime()
     note_if_slower(args.quantize, cfg.task, cfg, len(args.texts))
-    with weights_from(run_dir, cfg, args.checkpoint, say=True):
-        found = task.runtime().translate(task, run_dir, cfg, args.texts, num_beams=args.beam,
-                                         length_penalty=args.length_penalty,
-                                         quantize=args.quantize, labels=labels)
-    write_results(task.runtime().translation_results(found), args.texts, as_json=args.json,
-                  output_key="translation")
+    if len(args.texts) > CHUNK:  # a bad line of a later chunk refused before the model loads
+        check_each(args.texts, labels, runtime.input_reader(task, run_dir, cfg))
+
+    def translations(texts, named):
+        return runtime.translation_results(runtime.translate(
+            task, run_dir, cfg, texts, num_beams=args.beam, length_penalty=args.length_penalty,
+            quantize=args.quantize, labels=named))
+
+    with weights_from(run_dir, cfg, args.checkpoint, say=True), loaded_once(), \
+            said_once(len(args.texts)):
+        write_in_chunks(args.texts, labels, translations, as_json=args.json,
+                        output_key="translation", command="translate", chunk=CHUNK)
     return 0

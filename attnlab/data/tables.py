@@ -43,11 +43,14 @@ from .headers import check_unique, missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
            "COLUMNAR", "file_format", "place", "places", "KINDS", "parse_json_line", "refuse_utf16",
-           "decode_utf8", "read_whole_as_text", "RowsFile"]
+           "decode_utf8", "read_whole_as_text", "RowsFile", "table_chunks", "CHUNK_ROWS"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
 _FIELD_LIMIT = 2**31 - 1  # the largest csv.field_size_limit takes on every platform (a C long)
+# rows a reader or a command holds at a time (predict's inputs and their answers, the rows
+# evaluate scores): what they hold grows with it, not with the file
+CHUNK_ROWS = 8192
 COLUMNAR = ("parquet", "datasets")  # the formats ``attnlab.data.columnar`` reads, by rows
 KINDS = "a .csv, .tsv, .jsonl or .parquet file or a Hugging Face datasets directory"
 
@@ -176,6 +179,52 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
                  sha256=hashlib.sha256(data).hexdigest())
 
 
+def table_chunks(path: str | Path, columns: list[str], *, what: str = "--data",
+                 lists: tuple[str, ...] = (), spelled: bool = False,
+                 rows: int = CHUNK_ROWS) -> Iterator[Table]:
+    """``read_table``'s rows of ``columns`` (no empty value), ``rows`` at a time, the file
+    read as they come and never whole (``RowsFile``; a Parquet file or datasets directory a
+    batch at a time): each chunk a ``Table`` of its rows and their lines (a Parquet file's
+    rows), its ``sha256`` the digest of the bytes read so far, the file's once the last chunk
+    is out. ``UsageError`` as ``read_table``'s, each once its row is read.
+
+    Examples:
+        >>> _ = Path("votes.csv").write_text("text,label\\nyes,a\\nno,b\\nmaybe,a\\n")
+        >>> [(chunk.column("text"), chunk.lines) for chunk in table_chunks(
+        ...     "votes.csv", ["text", "label"], rows=2)]
+        [(['yes', 'no'], [2, 3]), (['maybe'], [4])]
+    """
+    path = Path(path)
+    fmt = _found_format(path, None, what)
+    where = f"{what} {path}"
+    check_unique(columns, what="the columns asked for", where=where)
+    if fmt in COLUMNAR:
+        from .columnar import ColumnarFile
+
+        source, unit = ColumnarFile(path, columns, where, maybe_lists=lists), "row"
+        numbered = ((first + i, dict(zip(source.columns, values)))
+                    for first, batch in source.batches(rows)
+                    for i, values in enumerate(zip(*(batch[c] for c in source.columns))))
+    else:
+        source, unit = RowsFile(path, columns, where, lists=lists, spelled=spelled), "line"
+        numbered = source.rows()
+    held, lines, seen = [], [], False
+    for line, row in chain(numbered, [(None, None)]):
+        if line is not None:
+            for c in columns:
+                if isinstance(row[c], str) and not row[c].strip():
+                    raise UsageError(f"{where} {unit} {line}: empty value in column {c!r}")
+            held.append(row)
+            lines.append(line)
+        if held and (len(held) == rows or line is None):
+            seen = True
+            yield Table(held, path=path, columns=list(columns), lines=lines,
+                        sha256=source.sha256)
+            held, lines = [], []
+    if not seen:
+        raise UsageError(f"{where}: the file has no data rows")
+
+
 def _found_format(path: Path, format: str | None, what: str) -> str:
     """The file's format (``format``, else from its name); ``UsageError`` first when the file
     is missing (the name may only be mistyped), then when its type is unknown."""
@@ -269,15 +318,17 @@ class RowsFile:
         where: how messages start (``"reviews.csv"``, ``"--data reviews.csv"``).
         hint: ends the message of a missing column (``"; name it with --text-column"``).
         texts: columns whose JSON values must be strings (a number is refused, naming the line).
+        lists, spelled: as ``read_table``'s.
 
     Attributes:
         sha256: the SHA-256 (hex) of the bytes read, complete once ``rows()`` is.
     """
 
     def __init__(self, path: str | Path, columns: list[str], where: str, hint: str = "", *,
-                 texts: tuple[str, ...] = ()) -> None:
+                 texts: tuple[str, ...] = (), lists: tuple[str, ...] = (),
+                 spelled: bool = False) -> None:
         self.path, self.columns, self.where = Path(path), list(columns), where
-        self.hint, self.texts = hint, texts
+        self.hint, self.texts, self.lists, self.spelled = hint, texts, lists, spelled
         self._hash = hashlib.sha256()
 
     @property
@@ -293,8 +344,8 @@ class RowsFile:
         with f:
             lines = self._lines(f)
             if file_format(self.path) == "jsonl":
-                yield from _jsonl_rows(lines, self.columns, self.where, hint=self.hint,
-                                       texts=self.texts)
+                yield from _jsonl_rows(lines, self.columns, self.where, self.lists,
+                                       hint=self.hint, texts=self.texts, spelled=self.spelled)
                 return
             yield from self._delimited((text for _, text in lines))
 

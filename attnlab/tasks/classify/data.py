@@ -25,11 +25,12 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...data.overlap import shared_inputs
 from ...data.label_forms import OneSpelling, other_form
-from ...data.tables import KINDS, check_digest, file_format, place, places, read_table
+from ...data.tables import CHUNK_ROWS, KINDS, check_digest, file_format, place, places, read_table
 from ...errors import UsageError
 from .labels import class_order, finite_number, label_set, objective_of, parse_label
 from ...runs import check_data_files, record_data_files
@@ -37,7 +38,7 @@ from ...runs import check_data_files, record_data_files
 if TYPE_CHECKING:
     from ...run_config import RunSettings
 
-__all__ = ["load_splits", "read_and_pin", "read_examples", "check_labels", "classes_of",
+__all__ = ["load_splits", "read_and_pin", "read_examples", "example_chunks", "check_labels", "classes_of",
            "untrained_classes", "missing_value_classes", "number_twins", "class_warnings",
            "DATA_FILES"]
 
@@ -77,22 +78,59 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
                                   feature_columns=features or parse_feature_columns(cfg.feature_columns))
         examples = found
     else:
-        text, label = cfg.text_column, cfg.label_column
-        objective = objective_of(cfg.multi_label, cfg.regression)
         # a list is read whatever the objective, so that parse_label can say --multi-label
-        found = read_table(path, [text, label], what=f"--{key}", lists=(label,),
-                           spelled=cfg.json_decimals_as_written)
-        examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
-                                            f"--{key} {found.path} {where}"))
-                    for row, where in zip(found, places(path, found.lines))]
-    if not cfg.regression:  # a class name in two Unicode forms would be two classes
-        forms = OneSpelling(f"--{key} {found.path}", f"column {cfg.label_column!r}")
-        for (_, label), line in zip(examples, found.lines):
-            for name in label_set(label):
-                forms.see(name, lambda: place(path, line))
+        found = read_table(path, [cfg.text_column, cfg.label_column], what=f"--{key}",
+                           lists=(cfg.label_column,), spelled=cfg.json_decimals_as_written)
+        examples = _labelled(cfg, key, found, path)
+    _one_spelling(cfg, key, examples, found, path, _forms(cfg, key, found.path))
     if pinned:
         check_digest(found.path, found.sha256, (cfg.data_sha256 or {}).get(key), what=f"--{key}")
     return examples, found.lines, found.path, found.sha256
+
+
+def example_chunks(cfg: RunSettings, key: str, path: str, features: list[str] | None = None,
+                   *, rows: int = CHUNK_ROWS):
+    """``read_examples``' examples of the file ``path``, ``rows`` at a time: ``(examples,
+    their lines, the file, the SHA-256 of its bytes read so far)`` per chunk, a text file read as its rows come
+    (``table_chunks``), never whole; its checks (a label in two Unicode forms included) made
+    across the chunks as over the whole file. A file of sets is read whole, one chunk."""
+    if cfg.set_column:
+        yield read_examples(cfg, key, path, features)
+        return
+    from ...data.tables import table_chunks
+
+    forms = _forms(cfg, key, Path(path))
+    for chunk in table_chunks(path, [cfg.text_column, cfg.label_column], what=f"--{key}",
+                              lists=(cfg.label_column,), spelled=cfg.json_decimals_as_written,
+                              rows=rows):
+        examples = _labelled(cfg, key, chunk, path)
+        _one_spelling(cfg, key, examples, chunk, path, forms)
+        yield examples, chunk.lines, chunk.path, chunk.sha256
+
+
+def _labelled(cfg: RunSettings, key: str, table, path) -> list[tuple[str, Any]]:
+    """The (text, label) examples of a table's rows, each label parsed (``parse_label``)."""
+    text, label = cfg.text_column, cfg.label_column
+    objective = objective_of(cfg.multi_label, cfg.regression)
+    return [(row[text], parse_label(row[label], objective, cfg.label_sep,
+                                    f"--{key} {table.path} {where}"))
+            for row, where in zip(table, places(path, table.lines))]
+
+
+def _forms(cfg: RunSettings, key: str, path) -> OneSpelling | None:
+    """What sees the labels of one file (None for numbers): a class name in two Unicode
+    forms would be two classes."""
+    return None if cfg.regression else OneSpelling(f"--{key} {path}",
+                                                   f"column {cfg.label_column!r}")
+
+
+def _one_spelling(cfg, key: str, examples, found, path, forms: OneSpelling | None) -> None:
+    """Each label of ``examples`` (rows of ``found``, at its lines) seen by ``forms``."""
+    if forms is None:
+        return
+    for (_, label), line in zip(examples, found.lines):
+        for name in label_set(label):
+            forms.see(name, lambda: place(path, line))
 
 
 def _split(indices_by_label: dict[str, list[int]], fraction: float, rng: random.Random):

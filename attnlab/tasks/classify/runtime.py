@@ -23,6 +23,7 @@ from __future__ import annotations
 from functools import partial
 import math
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,21 +32,21 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from ...data.feature_sets import feature_stats, parse_set, standardise
-from ...data.overlap import shared_inputs
+from ...data.overlap import shared_note
 from ...data.resumable import ShuffledBatches, length_grouped
-from ...data.tables import places
+from ...data.tables import CHUNK_ROWS, places
 from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
 from ...nn import padding_mask
-from ...notes import say
+from ...notes import progress, said_once, say
 from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
 from ..base import (attends, config_from_run, each_input, fraction, input_name, loads,
                     predicts, probabilities_of, rng_kept)
-from .data import check_labels, classes_of, files_of, load_splits, read_examples
+from .data import check_labels, classes_of, example_chunks, files_of, load_splits
 from .labels import objective_of
 from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
                       per_class, regression_scores, validation_scores)
@@ -54,7 +55,7 @@ from .start import load_run_tokenizer, pretrained, start_of
 
 __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_batches", "Padding",
            "collect_predictions", "classification_metrics", "per_class_table", "test_scores",
-           "classes_without_examples", "objective", "MISSING_KEY",
+           "Tally", "classes_without_examples", "objective", "MISSING_KEY",
            "run", "load", "input_reader", "predict_many", "evaluate", "attention_maps",
            "export_hf"]
 
@@ -329,20 +330,59 @@ def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str
 def test_scores(cfg, answers: torch.Tensor, truth: torch.Tensor) -> dict[str, Any]:
     """metrics.json's test scores of a run's answers and the truth (``metrics`` module doc):
     classes (N,), label sets (N, K) or numbers (N,)."""
-    if cfg.regression:
-        return {f"test_{k}": v for k, v in regression_scores(answers, truth).items()}
-    if cfg.multi_label:
-        counts = multi_label_counts(answers, truth)
-        f1 = f1_scores(*counts)
-        exact = fraction((answers.bool() == truth.bool()).all(1))
-        scores = {"test_accuracy": exact, "test_macro_f1": f1["macro_f1"],
-                  "test_micro_f1": f1["micro_f1"]}
-    else:
-        scores = classification_metrics(answers, truth, len(cfg.labels))
-        matrix = confusion(answers, truth, len(cfg.labels))
-        counts = (matrix.diag(), matrix.sum(0), matrix.sum(1))
-    return {**scores, "test_per_class": per_class(*counts, cfg.labels),
-            MISSING_KEY: classes_without_examples(truth, cfg.labels)}
+    return Tally(cfg).add(answers, truth).scores()
+
+
+class Tally:
+    """The test scores of rows scored a chunk at a time (``add``), the same as of all the rows
+    at once: one class per row adds to the confusion counts (K, K), label sets to each class's
+    counts and the rows right in every label, exact integers whatever the chunks; numbers keep
+    each row's answer and truth (R² and Spearman's ranks need every row: 16 bytes a row, not
+    the rows read)."""
+
+    def __init__(self, cfg) -> None:
+        self.cfg, self.rows, self.exact = cfg, 0, 0
+        k = len(cfg.labels or ())
+        self.matrix = torch.zeros(k, k, dtype=torch.long)  # (K, K)
+        self.counts = tuple(torch.zeros(k, dtype=torch.long) for _ in range(3))  # (K,) each
+        self.numbers: tuple[list, list] = ([], [])
+
+    def add(self, answers: torch.Tensor, truth: torch.Tensor) -> "Tally":
+        """Count one chunk's answers and truth (as ``test_scores`` takes them)."""
+        self.rows += len(truth)
+        if self.cfg.regression:
+            self.numbers[0].append(answers.double())
+            self.numbers[1].append(truth.double())
+        elif self.cfg.multi_label:
+            for total, count in zip(self.counts, multi_label_counts(answers, truth)):
+                total += count
+            self.exact += int((answers.bool() == truth.bool()).all(1).sum())
+        else:
+            self.matrix += confusion(answers, truth, len(self.cfg.labels))
+        return self
+
+    def scores(self) -> dict[str, Any]:
+        """metrics.json's test scores of every row added."""
+        cfg = self.cfg
+        if cfg.regression:
+            pred, true = (torch.cat(n) for n in self.numbers)
+            return {f"test_{k}": v for k, v in regression_scores(pred, true).items()}
+        if cfg.multi_label:
+            counts = self.counts
+            f1 = f1_scores(*counts)
+            scores = {"test_accuracy": self._share(self.exact), "test_macro_f1": f1["macro_f1"],
+                      "test_micro_f1": f1["micro_f1"]}
+        else:
+            counts = (self.matrix.diag(), self.matrix.sum(0), self.matrix.sum(1))
+            scores = {"test_accuracy": self._share(int(counts[0].sum())),
+                      "test_macro_f1": f1_scores(*counts)["macro_f1"]}
+        support = counts[2].tolist()  # the rows of each class (that have it, label sets)
+        return {**scores, "test_per_class": per_class(*counts, cfg.labels),
+                MISSING_KEY: [label for label, n in zip(cfg.labels, support) if n == 0]}
+
+    def _share(self, hits: int) -> float:
+        """``hits`` of the rows, the exact ratio in float64 (``fraction``); NaN of none."""
+        return hits / self.rows if self.rows else float("nan")
 
 
 def _decide(cfg, outputs: torch.Tensor) -> torch.Tensor:
@@ -356,6 +396,15 @@ def _test_metrics(cfg, model, tokenizer, pairs, what: str = "test texts"
     """(the metrics of ``pairs`` (``test_scores``); the answers; the truth: classes, label
     sets as 0/1, or the numbers as read), in the same order; a warning names the texts
     (``what``) that --max-len cut."""
+    answers, truth = _answers(cfg, model, tokenizer, pairs, what)
+    return test_scores(cfg, answers, truth), answers, truth
+
+
+def _answers(cfg, model, tokenizer, pairs, what: str | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the model's answers to ``pairs``; the truth), in the same order, as ``predict``
+    batches the same inputs (``make_batches``); a warning names the texts (``what``) that
+    --max-len cut."""
     inputs = _inputs(cfg, tokenizer, [x for x, _ in pairs], what)
     # make_batches reorders by length: each batch's "targets" are its rows' positions
     outputs, where = collect_predictions(model, make_batches(
@@ -363,8 +412,7 @@ def _test_metrics(cfg, model, tokenizer, pairs, what: str = "test texts"
     rows = [pairs[i] for i in where.tolist()]
     truth = (torch.tensor([y for _, y in rows], dtype=torch.float64) if cfg.regression
              else torch.tensor(_targets(cfg, rows)))
-    answers = _decide(cfg, outputs)
-    return test_scores(cfg, answers, truth), answers, truth
+    return _decide(cfg, outputs), truth
 
 
 def _report(cfg, metrics: dict[str, Any], count: str, stream,
@@ -579,20 +627,58 @@ def _digits(y: float, std: float) -> int:
     return min(17, 6 + max(0, math.ceil(math.log10(abs(y) / std))))  # 17: a double's
 
 
-def _note_trained_on(cfg: RunSettings, pairs: list, places: list[str], what: str) -> None:
-    """The warning that train classify gives a --test file, for ``evaluate --data``: some of
-    its texts are training texts of the run, so its scores are partly of what the model
-    learned (the training split is re-drawn from the run's files; nothing is said where they
-    changed or moved since, as there is then nothing to compare with)."""
-    if cfg.set_column:  # sets are tensors; train classify compares texts only too
-        return
-    try:
-        train = load_splits(cfg, val_file=False)["train"]
-    except UsageError:
-        return
-    note = shared_inputs((x for x, _ in train), [x for x, _ in pairs], places, what=what)
-    if note:
-        print(note, file=sys.stderr, flush=True)
+class _TrainedOn:
+    """The warning that train classify gives a --test file, for ``evaluate --data``, counted a
+    chunk at a time (``see``): some of its texts are training texts of the run, so its scores
+    are partly of what the model learned (the training split is re-drawn from the run's files;
+    nothing is said where they changed or moved since, as there is then nothing to compare
+    with). Sets are tensors; train classify compares texts only too."""
+
+    def __init__(self, cfg: RunSettings) -> None:
+        self.train: set[str] = set()
+        self.shared, self.rows, self.first = 0, 0, None
+        if not cfg.set_column:
+            try:
+                self.train = {x for x, _ in load_splits(cfg, val_file=False)["train"]}
+            except UsageError:
+                pass
+
+    def see(self, pairs: list, where) -> None:
+        """Count the rows of ``pairs`` (at the places ``where()`` gives) that training has."""
+        self.rows += len(pairs)
+        shared = [i for i, (x, _) in enumerate(pairs) if x in self.train]
+        if shared and self.first is None:
+            self.first = where()[shared[0]]
+        self.shared += len(shared)
+
+    def note(self, what: str) -> None:
+        """The warning on stderr, of the rows seen in the file ``what``, where any is shared."""
+        if self.shared:
+            print(shared_note(self.shared, self.rows, self.first, what=what), file=sys.stderr,
+                  flush=True)
+
+
+def _data_chunks(cfg: RunSettings, data: str):
+    """(a function that gives the chunks of ``evaluate --data``'s examples, each ``(pairs,
+    lines, file, digest so far)``; how many rows there are; the file's digest): a first pass
+    reads and checks every row (``example_chunks``, and the labels as training knows them)
+    keeping none, so that a bad row anywhere is refused before any is scored, and the rows it
+    shares with training are said; a file of sets, read whole, is kept as its one chunk."""
+    labels = None if cfg.regression else set(cfg.labels)
+    features = cfg.feature_names if cfg.set_column else None
+    trained = _TrainedOn(cfg)
+    kept = [] if cfg.set_column else None
+    for pairs, lines, path, digest in example_chunks(cfg, "data", data, features,
+                                                     rows=CHUNK_ROWS):
+        check_labels(pairs, lines, path, labels, "data")
+        trained.see(pairs, lambda: places(path, lines))
+        if kept is not None:
+            kept.append((pairs, lines, path, digest))
+    trained.note(f"--data {path}")
+    if kept is not None:
+        return (lambda: kept), trained.rows, digest
+    return ((lambda: example_chunks(cfg, "data", data, features, rows=CHUNK_ROWS)),
+            trained.rows, digest)
 
 
 @attends
@@ -629,18 +715,28 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, float]:
     """The test metrics on ``data`` (same columns), or on the run's test split (re-drawn with
     its seed from the training files, refused if they changed since); the per-class table on
-    stderr."""
+    stderr. ``data`` is read and scored ``CHUNK_ROWS`` rows at a time (``Tally``: the metrics
+    of all its rows, exact), after a first pass that checks every row (``_data_chunks``): what
+    is held grows with the chunk, not the file, and a long file says on stderr how far it is."""
     model, tokenizer = _load(run_dir, cfg)
     if data is not None:
-        features = cfg.feature_names if cfg.set_column else None
-        pairs, lines, path, _ = read_examples(cfg, "data", data, features)
-        check_labels(pairs, lines, path, None if cfg.regression else set(cfg.labels), "data")
-        _note_trained_on(cfg, pairs, places(path, lines), f"--data {path}")
+        chunks, total, digest = _data_chunks(cfg, data)
+        what = f"texts of --data {data}"
     else:
         check_test_files(files_of(cfg), cfg.data_sha256)
         # and its bytes are the recorded ones (load_splits)
         pairs = load_splits(cfg, val_file=False)["test"]
-    metrics, _, _ = _test_metrics(cfg, model, tokenizer, pairs,
-                                  "test texts" if data is None else f"texts of --data {data}")
+        chunks, total, digest, what = (lambda: [(pairs, None, None, None)]), len(pairs), None, \
+            "test texts"
+    tally, started = Tally(cfg), time.perf_counter()
+    with said_once(total):  # a warning of cut texts: once, of them all
+        for pairs, _, path, read in chunks():
+            tally.add(*_answers(cfg, model, tokenizer, pairs, what))
+            progress("evaluate", tally.rows - len(pairs), tally.rows, total, started,
+                     CHUNK_ROWS, "rows")
+    if read != digest:  # the rows scored are not the rows checked
+        raise UsageError(f"--data {path} changed while evaluate read it (its SHA-256 differs "
+                         f"between its two readings); evaluate it again once it is written")
+    metrics = tally.scores()
     _report(cfg, metrics, "", sys.stderr, "the test split" if data is None else f"--data {data}")
     return metrics

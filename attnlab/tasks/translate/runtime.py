@@ -42,12 +42,12 @@ from ..base import (attends, config_from_run, input_name, input_texts, loads, pr
                     rng_kept)
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, resolve_tokenizer, spell_digits)
-from .scoring import (compute_test_metrics, pad, resolve_bleu_tokenize, scores_by_length,
-                      translate_texts, unfinished_note, validation_scores)
+from .scoring import (check_source_lengths, compute_test_metrics, pad, resolve_bleu_tokenize,
+                      scores_by_length, translate_texts, unfinished_note, validation_scores)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
-           "predict_many", "translation_results", "evaluate", "attention_maps",
+           "input_reader", "predict_many", "translation_results", "evaluate", "attention_maps",
            "attention_layers", "evaluate_by_length", "export_hf"]
 
 # where ``attnlab export --hf OUT`` writes the target tokenizer, beside the source one in OUT
@@ -401,6 +401,21 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
         unfinished, names, cfg.max_target_len, count), len(texts))
     return found
 
+
+
+def input_reader(task, run_dir: Path, cfg: RunSettings):
+    """One source text as ``translate`` reads it: its digits spelled (``spell_digits``), no
+    longer than the model reads (``check_source_lengths``), by the run's tokenizers alone, so
+    that every line of a long file is checked before the model is loaded."""
+    tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json",
+                                     strip_sources=cfg.sources_stripped)
+    max_len = model_config_of(cfg).max_len if cfg.arch == "transformer" else None
+
+    def read(text: str) -> str:
+        text = spell_digits(cfg, [text], ["--input"])[0]
+        check_source_lengths(tok.encode_sources([text]), max_len, ["--input"])
+        return text
+    return read
 
 
 @predicts

@@ -19,7 +19,7 @@ from torch import Tensor
 from ...errors import UsageError
 from .data import TranslationTokenizers
 
-__all__ = ["pad", "translate_texts", "unfinished_note", "resolve_bleu_tokenize", "score",
+__all__ = ["pad", "translate_texts", "check_source_lengths", "unfinished_note", "resolve_bleu_tokenize", "score",
            "compute_test_metrics", "validation_scores"]
 
 
@@ -52,13 +52,8 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
         UsageError: if a text is longer than the model's positional encoding reaches.
     """
     ids = tok.encode_sources(texts)
-    longest = max(range(len(ids)), key=lambda i: len(ids[i]), default=None)
     # the positions a Transformer's encoding has (a recurrent model has no such limit)
-    max_len = getattr(getattr(model, "config", None), "max_len", None)
-    if max_len is not None and longest is not None and len(ids[longest]) > max_len:
-        name = labels[longest] if labels else f"text number {longest + 1}"
-        raise UsageError(f"{name} has {len(ids[longest])} tokens; this model reads at most "
-                         f"{max_len}")
+    check_source_lengths(ids, getattr(getattr(model, "config", None), "max_len", None), labels)
     order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(texts)
     if num_beams > 1:
@@ -73,6 +68,18 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
             if unfinished is not None and model.eos_id not in row[1:]:
                 unfinished.append(i)
     return out
+
+
+def check_source_lengths(ids: list[list[int]], max_len: int | None,
+                         labels: list[str] | None = None) -> None:
+    """``UsageError`` naming the longest source (``labels``; default "text number N") when its
+    ``ids`` are more than ``max_len``, the positions the model's encoding has (None: a
+    recurrent model, which has no such limit)."""
+    longest = max(range(len(ids)), key=lambda i: len(ids[i]), default=None)
+    if max_len is not None and longest is not None and len(ids[longest]) > max_len:
+        name = labels[longest] if labels else f"text number {longest + 1}"
+        raise UsageError(f"{name} has {len(ids[longest])} tokens; this model reads at most "
+                         f"{max_len}")
 
 
 def unfinished_note(unfinished: list[int], labels: list[str], limit: int,
