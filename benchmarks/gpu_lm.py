@@ -327,10 +327,12 @@ def attnlab_train(args, work: Path, text_file: Path, settings: dict, compiled: b
             "own_val": metrics.get("val_loss"), "run": out}
 
 
-def runs_part(args, s: dict, device: str, settings: dict, caches: Path) -> dict:
+def runs_part(args, s: dict, device: str, settings: dict, caches: Path, done=None) -> dict:
+    """Part 2's numbers; ``done(found)`` is called with them so far after each run, so a
+    machine taken back part way keeps what was measured (``--json``)."""
     dtype = args.dtype if device == "cuda" else "float32"  # nanoGPT autocasts on CUDA only
     precision = "bf16-mixed" if dtype == "bfloat16" else "32"
-    found: dict = {}
+    found: dict = {"dtype": dtype, "precision": precision}
     with tempfile.TemporaryDirectory(prefix="attnlab-gpu-lm-") as tmp:
         work = Path(tmp)
         text_file = work / "corpus.txt"
@@ -349,12 +351,15 @@ def runs_part(args, s: dict, device: str, settings: dict, caches: Path) -> dict:
                                             s["block"])
                 found[f"nanoGPT {mode}"] = r
                 print(f"nanoGPT {mode}: {r['wall_s']:.1f} s, val {r['val']:.4f}", flush=True)
+                if done:
+                    done(found)
             fresh_caches(caches, f"attnlab-{mode}")
             r = attnlab_train(args, work, text_file, settings, compiled, precision)
             r["val"] = attnlab_val_loss(r.pop("run"), val_text, s["block"])
             found[f"attnlab {mode}"] = r
             print(f"attnlab {mode}: {r['wall_s']:.1f} s, val {r['val']:.4f}", flush=True)
-    found["dtype"], found["precision"] = dtype, precision
+            if done:
+                done(found)
     return found
 
 
@@ -505,7 +510,8 @@ def main() -> None:
                 for mode in ("eager", "compiled")), flush=True)
             save(found, args.json)  # what a time limit in part 2 would otherwise lose
         if not args.skip_runs:
-            found["runs"] = runs_part(args, s, device.type, settings, Path(caches))
+            found["runs"] = runs_part(args, s, device.type, settings, Path(caches),
+                                      lambda runs: save({**found, "runs": runs}, args.json))
             if "step" in found:  # the MFU of the whole runs counts part 1's models' flops
                 found["runs"]["flops_per_token"] = {k: v["flops_per_token"]
                                                     for k, v in found["step"].items()}

@@ -51,6 +51,11 @@ own clocks (wall seconds of training, validation excluded) are printed too, for 
   flags (``attnlab_step``), forward, loss, backward, clipping, update, on one fixed batch
   each; data loading and the loops around the step are not timed on either side.
 
+On ``--shape gpu`` (CUDA only: without it the script says so and stops) the step is not
+timed in this process; the times are each run's own training clock instead, compile included
+on both sides (nanoGPT's logged iteration times, whose first holds its compile; attnlab's
+``train_seconds`` + ``compile_seconds``), on a GPU no other work shares.
+
 ``--ablate`` then trains attnlab once more per row of ``ABLATIONS`` (the recipe with one piece
 put back to nanoGPT's), with the same steps and validations and the first seed, and times each
 row's step in the same turns: which pieces buy what, in steps and in seconds per step.
@@ -63,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import shutil
@@ -245,6 +251,13 @@ def attnlab_side(work: Path, name: str, text_file: Path, flags: list[str], threa
     return out, loss_curve(out / "logs" / "metrics.csv"), attnlab_val_loss(out, val_text, block)
 
 
+def compile_seconds(run_dir: Path) -> float:
+    """``compile_seconds`` of an attnlab run's metrics.json (0 for a run not compiled): the
+    first compiled step, which ``train_seconds`` leaves out and nanoGPT's first iteration
+    time holds."""
+    return json.loads((run_dir / "metrics.json").read_text()).get("compile_seconds") or 0.0
+
+
 def nanogpt_step(repo: Path, s: dict, vocab: int):
     """One training step of nanoGPT's ``GPT`` at shape ``s``, as its ``train.py`` takes it on
     a CPU: forward with targets, backward, clipping to 1.0, the AdamW of its
@@ -346,9 +359,9 @@ def step_seconds(steps: dict, threads: int, repeats: int, chunk: int = 2) -> dic
 
 
 def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float,
-         title: str) -> None:
-    """Held-out loss against training seconds (each side's steps times its seconds per step),
-    one line per side, the target dashed."""
+         title: str, xlabel: str) -> None:
+    """Held-out loss against training seconds (``xlabel`` says which), one line per side, the
+    target dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -360,7 +373,7 @@ def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float
                 label=label)
     ax.axhline(target, color="grey", linestyle="--", linewidth=1,
                label=f"target: nanoGPT's final loss {target:.4f}")
-    ax.set_xlabel("training seconds: steps x seconds per step, both timed in one process")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("held-out loss (nats per character)")
     ax.set_yscale("log")
     ax.set_title(title, fontsize=10)
@@ -428,6 +441,13 @@ def main() -> None:
     if args.nanogpt_every:
         s["every"] = args.nanogpt_every
     a = attnlab_shape(s, args.attnlab_shape)
+    if s["device"] == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"skipped: --shape {args.shape} trains on a CUDA device and there is none here "
+                  f"(--shape cpu runs on this CPU)")
+            return
     if args.nanogpt is None:
         print("skipped: no nanoGPT checkout; give --nanogpt DIR or set NANOGPT")
         return
@@ -445,6 +465,7 @@ def main() -> None:
         text_file = work / "corpus.txt"
         text = write_corpus(text_file, args.chars, args.corpus)
         val_text = text[int(len(text) * 0.9):]  # both hold out the last 10%
+        their_clock = None  # nanoGPT's own training seconds at each kept iteration
         if args.time_only:
             theirs, their_wall = [(s["iters"], float("nan"))], None  # no target needed
         elif args.nanogpt_from:
@@ -455,6 +476,7 @@ def main() -> None:
             curve, their_wall = nanogpt_side(args.nanogpt, work, text_file, s, args.threads,
                                              val_text, "bfloat16" if s["compile"] else None)
             theirs = [(it, loss) for _, it, loss in curve]
+            their_clock = {it: seconds for seconds, it, _ in curve}
             print(f"nanoGPT: {s['iters']} iterations in {their_wall:.1f} s of training",
                   flush=True)
         target = theirs[-1][1]
@@ -487,7 +509,7 @@ def main() -> None:
                                                  flags + extra + ["--seed", str(seed)],
                                                  args.threads, val_text, s["block"])
                 reached = time_to_loss(out / "logs" / "metrics.csv", target)
-                results[name, seed] = (curve, final, reached)
+                results[name, seed] = (curve, final, reached, compile_seconds(out))
                 when = (f"at step {reached[1]} ({reached[0]:.1f} s of training)" if reached
                         else "not reached")
                 print(f"{name}, seed {seed}: target {when}; final held-out loss "
@@ -499,12 +521,18 @@ def main() -> None:
           f"characters of {args.corpus}, threads {args.threads}; load average "
           f"{' / '.join(f'{x:.2f}' for x in load)} (start / after the step timing / end)")
     their_steps = theirs[-1][0]
-    print(f"{'side':48s} {'seed':>4s} {'steps':>6s} {'ms/step':>8s} {'steps x s':>9s} "
-          f"{'vs nanoGPT':>10s} {'final loss':>10s} {'wall s':>7s}")
-    base = their_steps * cost["nanoGPT"] if timed else None
+    # the time to the target: steps x the seconds per step timed here, or on a shape not timed
+    # here (the GPU's) each run's own clock with its compile (see the docstring)
+    print(f"{'side':48s} {'seed':>4s} {'steps':>6s} {'ms/step':>8s} "
+          f"{'steps x s' if timed else 'own s':>9s} {'vs nanoGPT':>10s} {'final loss':>10s} "
+          f"{'wall s':>7s}")
+    if timed:
+        base = their_steps * cost["nanoGPT"]
+    else:
+        base = their_wall  # all its iterations' logged times, the first holding its compile
 
-    def line(name, seed, steps_, c, final, wall):
-        t = steps_ * c if steps_ is not None and c is not None else None
+    def line(name, seed, steps_, c, final, wall, own=None):
+        t = steps_ * c if steps_ is not None and c is not None else own
 
         def cell(value, width, fmt):  # "-": not reached, not timed, not run here
             return f"{'-' if value is None else format(value, fmt):>{width}}"
@@ -513,21 +541,27 @@ def main() -> None:
               f"{final:10.4f} {cell(wall, 7, '.1f')}")
 
     line("nanoGPT (its recipe, to its end)", "-", their_steps,
-         cost["nanoGPT"] if timed else None, target, their_wall)
-    for (name, seed), (curve, final, reached) in results.items():
+         cost["nanoGPT"] if timed else None, target, their_wall, own=base)
+    for (name, seed), (curve, final, reached, compiled) in results.items():
         line(name, seed, reached[1] if reached else None, cost[name] if timed else None,
-             final, reached[0] if reached else None)
-    if args.plot and timed:
+             final, reached[0] if reached else None,
+             own=reached[0] + compiled if reached and not timed else None)
+    if args.plot and (timed or their_clock):
         seed = args.seeds[0]
-        ours = results[fast, seed][0]
-        curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
-                  fast: [(st, st * cost[fast], loss) for _, st, loss in ours]}
+        ours, _, _, compiled = results[fast, seed]
+        if timed:
+            curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
+                      fast: [(st, st * cost[fast], loss) for _, st, loss in ours]}
+        else:
+            curves = {"nanoGPT": [(it, their_clock[it], loss) for it, loss in theirs],
+                      fast: [(st, seconds + compiled, loss) for seconds, st, loss in ours]}
         title = (f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's recipe "
                  f"({their_steps} it.) vs {fast} (seed {seed})" if a is s else  # both sizes:
                  f"block {s['block']}: nanoGPT {s['layers']}x{s['width']}x{s['heads']}, "
                  f"{their_steps} it. vs {fast}, seed {seed}")  # a title that fits the figure
         plot(args.plot, {k: [(t, loss) for _, t, loss in v] for k, v in curves.items()},
-             target, title)
+             target, title, "training seconds: steps x seconds per step, both timed in one "
+             "process" if timed else "training seconds, each run's own clock, compile included")
         write_curves(args.plot.with_suffix(".csv"), curves)
         print(f"wrote {args.plot} and {args.plot.with_suffix('.csv')}")
 
