@@ -366,6 +366,7 @@ def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for label, points in curves.items():
@@ -376,6 +377,8 @@ def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float
     ax.set_xlabel(xlabel)
     ax.set_ylabel("held-out loss (nats per character)")
     ax.set_yscale("log")
+    for set_formatter in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        set_formatter(FormatStrFormatter("%g"))  # 1.4, not 1.4×10⁰, on the log axis
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()

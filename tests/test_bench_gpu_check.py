@@ -128,3 +128,25 @@ def test_gpu_check_on_a_cpu_says_what_each_part_did_and_returns_few_files(tmp_pa
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", p.name) for p in files)
     if not (ROOT / ".nanogpt" / "train.py").exists():  # not prepared here: said, and exit 1
         assert "missing .nanogpt/train.py: carry it" in log and done.returncode == 1
+
+
+@pytest.mark.slow  # draws the figure
+def test_time_to_loss_plot_labels_its_loss_axis_in_plain_decimals(tmp_path, monkeypatch):
+    """Losses between 1.2 and 2.5 on the log axis read 1.4, 2, not 1.4×10⁰."""
+    import matplotlib.pyplot as plt
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to read its ticks
+    ttl.plot(tmp_path / "ttl.png", {"nanoGPT": [(10.0, 2.5), (50.0, 1.23)],
+                                    "attnlab": [(5.0, 2.2), (20.0, 1.21)]},
+             1.23, "title", "training seconds")
+    (ax,) = figures[0].axes
+    figures[0].canvas.draw()
+    low, high = ax.get_ylim()
+    labels = [(value, tick.get_text())
+              for locs, ticks in ((ax.yaxis.get_majorticklocs(), ax.yaxis.get_majorticklabels()),
+                                  (ax.yaxis.get_minorticklocs(), ax.yaxis.get_minorticklabels()))
+              for value, tick in zip(locs, ticks) if low <= value <= high and tick.get_text()]
+    assert len(labels) >= 3, labels
+    for value, text in labels:
+        assert re.fullmatch(r"\d+(\.\d+)?", text) and float(text) == pytest.approx(value), text
