@@ -8,7 +8,8 @@
 #
 #   1. GPT-2 small's shape (12 x 768, block 1024, vocabulary 50,304, batch 8): the training
 #      step of attnlab and nanoGPT, eager and compiled, and the MFU of each
-#      (benchmarks/gpu_lm.py part 1)                                        ~2 min
+#      (benchmarks/gpu_lm.py part 1; not the recompilations, which the H100 counted at width
+#      384 and which would compile three more graphs at this size)        ~2.5 min
 #   2. nanoGPT's shakespeare-char shape (6 x 384, block 256, batch 64, bf16): whole compiled
 #      runs of 1,000 iterations on both sides: the held-out loss at equal iterations and width
 #      384 after the initialisation change (issue #40 item 5; the re-measure), wall and loop
@@ -117,7 +118,8 @@ done
 if wanted gpt2; then
     part "GPT-2 small's step" 200 90 python3 -m benchmarks.gpu_lm --nanogpt .nanogpt \
         --layers 12 --heads 12 --width 768 --block 1024 --vocab 50304 \
-        --batch "${GPT2_BATCH:-8}" --dropout 0 --skip-runs --json "$OUT/gpu_lm_gpt2.json"
+        --batch "${GPT2_BATCH:-8}" --dropout 0 --skip-runs --skip-recompiles \
+        --json "$OUT/gpu_lm_gpt2.json"
 fi
 
 if wanted lm; then
@@ -141,7 +143,8 @@ if wanted tests; then
         say "pytest -m cuda: no test file marks tests cuda yet"
     else
         # shellcheck disable=SC2086  # one word per file
-        part "pytest -m cuda" 150 30 python3 -m pytest -m cuda -q -p no:cacheprovider \
+        # -v: each test's result as it ends, so a part cut short still names what passed
+        part "pytest -m cuda" 150 30 python3 -m pytest -m cuda -v --tb=short -p no:cacheprovider \
             --continue-on-collection-errors $files
     fi
 fi

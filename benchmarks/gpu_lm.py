@@ -2,7 +2,8 @@
 then whole runs of ``attnlab train lm`` against nanoGPT's ``train.py``.
 
     python -m benchmarks.gpu_lm --nanogpt DIR [--iters 1000] [--runs eager compiled]
-                                [--skip-step] [--skip-runs] [--json FILE] [--peak-tflops 989]
+                                [--skip-step] [--skip-runs] [--skip-recompiles] [--json FILE]
+                                [--peak-tflops 989]
     python -m benchmarks.gpu_lm --quick --nanogpt DIR      # a smoke run of the script on a CPU
 
 (``NANOGPT=DIR`` instead of ``--nanogpt``; without either, nanoGPT's side is skipped with the
@@ -218,7 +219,9 @@ def recompiles(model, x, ctx) -> dict:
     return added
 
 
-def step_part(args, s: dict, device: torch.device, settings: dict) -> dict:
+def step_part(args, s: dict, device: torch.device, settings: dict, done=None) -> dict:
+    """Part 1's numbers; ``done(out)`` is called with them before the recompilations are
+    counted (each compiles again: at GPT-2's size a minute or more)."""
     cuda = device.type == "cuda"
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True  # as train.py
     clock = Clock(cuda)
@@ -285,7 +288,10 @@ def step_part(args, s: dict, device: torch.device, settings: dict) -> dict:
         out[side][mode]["ms"] = statistics.median(samples)
         out[side][mode]["mfu"] = mfu(out[side][mode]["ms"], out[side]["flops_per_token"], s,
                                      args.peak_tflops)
-    out["attnlab"]["recompiles"] = recompiles(kept["attnlab compiled"], x, ctx)
+    if done:
+        done(out)
+    if not args.skip_recompiles:
+        out["attnlab"]["recompiles"] = recompiles(kept["attnlab compiled"], x, ctx)
     return out
 
 
@@ -405,10 +411,11 @@ def step_rows(p: dict, args, cuda: bool) -> list[tuple[str, str, str, str]]:
     for mode in ("eager", "compiled"):
         row(f"MFU, {mode} step (of {args.peak_tflops:g} TFLOPS)", lambda d, m=mode: d[m]["mfu"],
             ".1f", " %", compare=False)
-    r = ours["recompiles"]
-    rows.append(("graphs the compiled attnlab model compiles: training step; " +
-                 "; ".join(r), "", f"{ours['compiled']['graphs_compiled']}; " +
-                 "; ".join(f"+{n}" for n in r.values()), ""))
+    r = ours.get("recompiles", {})  # none with --skip-recompiles
+    rows.append(("graphs the compiled attnlab model compiles: training step" +
+                 "".join(f"; {name}" for name in r), "",
+                 f"{ours['compiled']['graphs_compiled']}" +
+                 "".join(f"; +{n}" for n in r.values()), ""))
     return rows
 
 
@@ -470,6 +477,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, help="CPU threads (default: 1 on a CPU, all with CUDA)")
     ap.add_argument("--skip-step", action="store_true", help="no part 1 (the step)")
     ap.add_argument("--skip-runs", action="store_true", help="no part 2 (the whole runs)")
+    ap.add_argument("--skip-recompiles", action="store_true",
+                    help="part 1 without the graphs an eval forward and shorter batches add")
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
     ap.add_argument("--quick", action="store_true",
                     help="a tiny shape and 20 iterations: a smoke run that fits a CPU")
@@ -504,7 +513,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpu-lm-caches-") as caches:
         if not args.skip_step:
             fresh_caches(Path(caches), "step")
-            found["step"] = step_part(args, s, device, settings)
+            found["step"] = step_part(args, s, device, settings,
+                                      lambda step: save({**found, "step": step}, args.json))
             print("the step, ms: " + ", ".join(
                 f"{side} {mode} {p[mode]['ms']:.2f}" for side, p in found["step"].items()
                 for mode in ("eager", "compiled")), flush=True)

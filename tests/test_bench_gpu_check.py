@@ -1,6 +1,7 @@
 """The prepared GPU call (benchmarks/gpu_check.sh) and the benchmarks it runs, checked on a CPU:
 a lent GPU comes once, for one call of under ten minutes, and a part that fails there with a
 traceback, or numbers that do not come back, waste it."""
+import argparse
 import json
 import os
 import re
@@ -122,7 +123,7 @@ def test_gpu_check_on_a_cpu_says_what_each_part_did_and_returns_few_files(tmp_pa
         assert f"== {part}: exit 0" in log, part
     assert log.count("skipped: no CUDA device") == 2  # gpu_lm's two parts
     assert "skipped: --shape gpu trains on a CUDA device" in log
-    assert re.search(r"\n27 skipped", log)  # every test marked cuda, each skipped
+    assert re.search(r"\b27 skipped", log)  # every test marked cuda, each skipped
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) <= 8
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", p.name) for p in files)
@@ -150,3 +151,14 @@ def test_time_to_loss_plot_labels_its_loss_axis_in_plain_decimals(tmp_path, monk
     assert len(labels) >= 3, labels
     for value, text in labels:
         assert re.fullmatch(r"\d+(\.\d+)?", text) and float(text) == pytest.approx(value), text
+
+
+def test_gpu_lm_reports_a_step_measured_without_the_recompilations():
+    """GPT-2 small's part skips counting recompilations (--skip-recompiles): its table still
+    prints, with the training step's graphs alone."""
+    side = {"flops_per_token": 1e6, "explain": {"graphs": 1, "breaks": 0, "reasons": []},
+            **{mode: {"ms": 2.0, "first_step_s": 1.0, "graphs_compiled": 1, "peak_mib": None,
+                      "mfu": None} for mode in ("eager", "compiled")}}
+    args = argparse.Namespace(peak_tflops=989.0)
+    rows = gpu_lm.step_rows({"attnlab": side, "nanoGPT": side}, args, cuda=False)
+    assert ("graphs the compiled attnlab model compiles: training step", "", "1", "") in rows
