@@ -10,20 +10,21 @@
 #      step of attnlab and nanoGPT, eager and compiled, and the MFU of each
 #      (benchmarks/gpu_lm.py part 1; not the recompilations, which the H100 counted at width
 #      384 and which would compile three more graphs at this size)        ~2.5 min
-#   2. nanoGPT's shakespeare-char shape (6 x 384, block 256, batch 64, bf16): whole compiled
-#      runs of 1,000 iterations on both sides: the held-out loss at equal iterations and width
-#      384 after the initialisation change (issue #40 item 5; the re-measure), wall and loop
-#      time (benchmarks/gpu_lm.py; its step at this shape, measured on the H100 before, only
-#      with STEP=1)                                                         ~3 min
-#   3. time-to-loss at that shape (issue #40 item 6): nanoGPT's 5,000 compiled iterations,
-#      evaluated every 500, against `attnlab train lm --recipe fast` for 1,500 steps,
-#      compiled, bf16: steps to nanoGPT's final loss, the ratio of training times, a
-#      loss-vs-time PNG and CSV (benchmarks/time_to_loss.py)                ~4 min
-#   4. the tests marked `cuda` (issue #26), in what time is left            ~1-2 min
+#   2. nanoGPT's shakespeare-char shape (6 x 384, block 256, batch 64, dropout 0.2, bf16,
+#      compiled), from ONE nanoGPT run of its 5,000 iterations, evaluated every 500
+#      (benchmarks/time_to_loss.py):
+#      - time-to-loss (issue #40 item 6): `attnlab train lm --recipe fast` for 1,500 steps:
+#        steps to nanoGPT's final loss, the ratio of training times (each run's own clock,
+#        compile included), a loss-vs-time PNG and CSV;
+#      - the loss at equal iterations (item 5, at the issue's 5,000) and at width 384 after
+#        the initialisation change (the re-measure): attnlab with nanoGPT's own flags for
+#        its 5,000 iterations (--same-flags)                                ~5.5 min
+#   3. the tests marked `cuda` (issue #26), in what time is left            ~1-2 min
 #
 # Not in the default call (each a call of its own, when a second lease comes):
-#   ONLY=llama                issue #39 item 6's GPU half (benchmarks/llama_real.py --parts gpu)
-#   ITERS=5000 ONLY=lm        item 5 at the issue's 5,000 iterations (part 2 only)
+#   ONLY=lm      the whole runs of 1,000 iterations against nanoGPT's train.py, with wall and
+#                loop time (benchmarks/gpu_lm.py; its step at width 384 with STEP=1)
+#   ONLY=llama   issue #39 item 6's GPU half (benchmarks/llama_real.py --parts gpu)
 #
 # Prepare, here, once, in the root of the checkout the device tool sends:
 #
@@ -44,14 +45,14 @@
 #
 # What comes back under $OUT (default /tmp/gpu-check; the tool returns at most 8 files):
 #   gpu_check.log          everything printed: the device, each part's output, its exit line
-#   gpu_lm_gpt2.json       part 1's numbers         gpu_lm.json     part 2's (after each run)
-#   time_to_loss_gpu.png   part 3's loss against training seconds, and its .csv
+#   gpu_lm_gpt2.json       part 1's numbers         gpu_lm.json     ONLY=lm's (after each run)
+#   time_to_loss_gpu.png   part 2's loss against training seconds, and its .csv
 #
 # Knobs (environment): BUDGET (570 s: the whole call; each part gets at most what is left),
-# ONLY (a space-separated subset of: gpt2 lm ttl tests llama), ITERS (1000), RUNS ("compiled";
-# "eager compiled" for both), STEP (1: part 2 times the step too), GPT2_BATCH (8), TTL_STEPS
-# (1500), TTL_EVERY (nanoGPT's iterations between evaluations, 500), LLAMA_REAL (1: add the
-# llama part), SKIP_TESTS, SKIP_GPU_LM (leave out part 4, part 2).
+# ONLY (a space-separated subset of: gpt2 ttl tests lm llama), GPT2_BATCH (8), TTL_STEPS
+# (1500), TTL_EVERY (nanoGPT's iterations between evaluations, 500), SKIP_TESTS (leave out
+# part 3); for lm: ITERS (1000), RUNS ("compiled"; "eager compiled" for both), STEP (1: the
+# step at width 384 too); LLAMA_REAL (1: add the llama part).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -72,7 +73,7 @@ wanted() {  # wanted NAME: whether the part runs in this call
     fi
     case $1 in
         tests) [ -z "${SKIP_TESTS:-}" ] ;;
-        lm) [ -z "${SKIP_GPU_LM:-}" ] ;;
+        lm) false ;;
         llama) [ -n "${LLAMA_REAL:-}" ] ;;
         *) true ;;
     esac
@@ -122,17 +123,11 @@ if wanted gpt2; then
         --json "$OUT/gpu_lm_gpt2.json"
 fi
 
-if wanted lm; then
-    # shellcheck disable=SC2086  # RUNS is a list of words
-    part "shakespeare-char whole runs" 300 150 python3 -m benchmarks.gpu_lm \
-        --nanogpt .nanogpt --iters "${ITERS:-1000}" --runs ${RUNS:-compiled} \
-        $([ -n "${STEP:-}" ] || echo --skip-step) --json "$OUT/gpu_lm.json"
-fi
-
 if wanted ttl; then
-    part "time to loss" 300 150 python3 -m benchmarks.time_to_loss --nanogpt .nanogpt \
+    part "time to loss" 380 150 python3 -m benchmarks.time_to_loss --nanogpt .nanogpt \
         --shape gpu --corpus stdlib --threads "$(nproc)" --attnlab-steps "${TTL_STEPS:-1500}" \
-        --every 100 --nanogpt-every "${TTL_EVERY:-500}" --plot "$OUT/time_to_loss_gpu.png"
+        --every 100 --nanogpt-every "${TTL_EVERY:-500}" --same-flags \
+        --plot "$OUT/time_to_loss_gpu.png"
 fi
 
 if wanted tests; then
@@ -142,11 +137,18 @@ if wanted tests; then
     if [ -z "$files" ]; then
         say "pytest -m cuda: no test file marks tests cuda yet"
     else
-        # shellcheck disable=SC2086  # one word per file
         # -v: each test's result as it ends, so a part cut short still names what passed
+        # shellcheck disable=SC2086  # one word per file
         part "pytest -m cuda" 150 30 python3 -m pytest -m cuda -v --tb=short -p no:cacheprovider \
             --continue-on-collection-errors $files
     fi
+fi
+
+if wanted lm; then
+    # shellcheck disable=SC2086  # RUNS is a list of words
+    part "shakespeare-char whole runs" 300 150 python3 -m benchmarks.gpu_lm \
+        --nanogpt .nanogpt --iters "${ITERS:-1000}" --runs ${RUNS:-compiled} \
+        $([ -n "${STEP:-}" ] || echo --skip-step) --json "$OUT/gpu_lm.json"
 fi
 
 if wanted llama; then

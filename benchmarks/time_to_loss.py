@@ -3,6 +3,7 @@
     python -m benchmarks.time_to_loss --nanogpt /somewhere/nanoGPT [--threads 1] [--shape cpu]
                                       [--nanogpt-from CSV] [--seeds 42 7]
                                       [--attnlab-steps 300] [--every 25] [--ablate]
+                                      [--same-flags]
                                       [--attnlab-shape LAYERSxWIDTHxHEADS]
                                       [--plot docs/images/time_to_loss.png] [--quick]
 
@@ -56,6 +57,11 @@ timed in this process; the times are each run's own training clock instead, comp
 on both sides (nanoGPT's logged iteration times, whose first holds its compile; attnlab's
 ``train_seconds`` + ``compile_seconds``), on a GPU no other work shares.
 
+``--same-flags`` then trains attnlab once more with nanoGPT's own recipe (its flags as
+``benchmarks.gpu_lm`` gives them, those attnlab has) for nanoGPT's iterations, validating when
+nanoGPT evaluates, and prints its final held-out loss beside nanoGPT's: the loss at equal
+iterations, from the same nanoGPT run (on the GPU: issue #40's item 5 at 5,000 iterations).
+
 ``--ablate`` then trains attnlab once more per row of ``ABLATIONS`` (the recipe with one piece
 put back to nanoGPT's), with the same steps and validations and the first seed, and times each
 row's step in the same turns: which pieces buy what, in steps and in seconds per step.
@@ -91,6 +97,7 @@ SHAPES = {
 QUICK = dict(layers=2, heads=2, width=32, block=32, batch=8, lr=1e-3, min_lr=1e-4, warmup=5,
              iters=40, dropout=0.0, every=10, device="cpu", compile=False)
 
+SAME = "attnlab at nanoGPT's flags"  # --same-flags' row
 STEPS = 300  # --attnlab-steps: where the recipe reached the target at the CPU shape (RESULTS.md)
 
 # --ablate: the recipe with one piece put back to nanoGPT's (flags given after --recipe fast,
@@ -230,9 +237,27 @@ def attnlab_flags(s: dict, steps: int, every: int, threads: int) -> list[str]:
     ``every`` steps over all held-out windows."""
     flags = ["--recipe", "fast", "--model-dim", str(s["width"]), "--num-heads", str(s["heads"]),
              "--num-layers", str(s["layers"]), "--dim-feedforward", str(swiglu_width(s["width"])),
-             "--block-size", str(s["block"]), "--batch-size", str(s["batch"]),
-             "--max-steps", str(steps),
-             "--val-every", str(every), "--val-batches", "100000", "--threads", str(threads)]
+             "--block-size", str(s["block"]), "--batch-size", str(s["batch"])]
+    return flags + run_flags(s, steps, every, threads)
+
+
+def nanogpt_recipe_flags(s: dict, threads: int) -> list[str]:
+    """``attnlab train lm``'s flags for nanoGPT's own recipe at shape ``s`` (the settings of
+    ``benchmarks.gpu_lm.recipe`` that attnlab has), for nanoGPT's iterations, validating
+    when nanoGPT evaluates: ``--same-flags``, the loss at equal iterations."""
+    from benchmarks.gpu_lm import as_flags, recipe
+    from benchmarks.gpu_lm import attnlab_flags as settable
+
+    have = settable()
+    return (as_flags({k: v for k, v in recipe(s).items() if k in have}) +
+            run_flags(s, s["iters"], s["every"], threads))
+
+
+def run_flags(s: dict, steps: int, every: int, threads: int) -> list[str]:
+    """The flags every attnlab run here takes: its steps, a validation every ``every`` steps
+    over all held-out windows, threads, and the shape's device settings."""
+    flags = ["--max-steps", str(steps), "--val-every", str(every), "--val-batches", "100000",
+             "--threads", str(threads)]
     if s["compile"]:
         flags.append("--compile")
     if s["device"] == "cuda":  # nanoGPT's --dtype bfloat16 there
@@ -432,6 +457,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15,
                     help="turns of the step timing (each side 2 steps a turn)")
     ap.add_argument("--ablate", action="store_true", help="also one run per ABLATIONS row")
+    ap.add_argument("--same-flags", action="store_true",
+                    help="also attnlab with nanoGPT's own recipe for its iterations (the loss "
+                         "at equal iterations), after the --recipe fast runs")
     ap.add_argument("--time-only", action="store_true",
                     help="only time the steps (nanoGPT's, the recipe's, with --ablate each "
                          "row's): no training")
@@ -487,16 +515,18 @@ def main() -> None:
             print(f"target: nanoGPT's held-out loss after {theirs[-1][0]} iterations, "
                   f"{target:.4f}", flush=True)
         flags = attnlab_flags(a, args.attnlab_steps, args.every, args.threads)
-        rows = {fast: []}
+        rows = {fast: flags}  # each row's whole flags
         if args.ablate:
-            rows.update({name: extra(a) if callable(extra) else extra
+            rows.update({name: flags + (extra(a) if callable(extra) else extra)
                          for name, extra in ABLATIONS.items()})
+        if args.same_flags:
+            rows[SAME] = nanogpt_recipe_flags(s, args.threads)
         vocab = len(set(text))
         timed = s["device"] == "cpu"
         if timed:
             steps = {"nanoGPT": nanogpt_step(args.nanogpt, s, vocab)}
-            steps.update({name: attnlab_step(text_file, flags + extra, vocab)
-                          for name, extra in rows.items()})
+            steps.update({name: attnlab_step(text_file, row, vocab)
+                          for name, row in rows.items()})
             cost = step_seconds(steps, args.threads, args.repeats)
             load.append(os.getloadavg()[0])
             print("seconds per step, in this process, in turns: " + ", ".join(
@@ -506,10 +536,10 @@ def main() -> None:
                 print(f"load average {' / '.join(f'{x:.2f}' for x in load)} (start / end)")
                 return
         results = {}
-        for name, extra in rows.items():
+        for name, row in rows.items():
             for seed in args.seeds if name == fast else args.seeds[:1]:
                 out, curve, final = attnlab_side(work, f"{len(results)}", text_file,
-                                                 flags + extra + ["--seed", str(seed)],
+                                                 row + ["--seed", str(seed)],
                                                  args.threads, val_text, s["block"])
                 reached = time_to_loss(out / "logs" / "metrics.csv", target)
                 results[name, seed] = (curve, final, reached, compile_seconds(out))
@@ -519,6 +549,10 @@ def main() -> None:
                       f"{final:.4f} (the run's own val_loss {curve[-1][2]:.4f}, differs by "
                       f"{abs(final - curve[-1][2]):.1e}); {curve[-1][0]:.1f} s for "
                       f"{curve[-1][1]} steps", flush=True)
+                if name == SAME:
+                    print(f"loss at equal iterations ({curve[-1][1]:,}): {SAME} {final:.4f}, "
+                          f"nanoGPT {target:.4f} (attnlab / nanoGPT {final / target:.3f})",
+                          flush=True)
     load.append(os.getloadavg()[0])
     print(f"\n{started}, --shape {'quick' if args.quick else args.shape}, {len(text):,} "
           f"characters of {args.corpus}, threads {args.threads}; load average "

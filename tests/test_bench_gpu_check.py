@@ -118,10 +118,9 @@ def test_gpu_check_on_a_cpu_says_what_each_part_did_and_returns_few_files(tmp_pa
     log = (out / "gpu_check.log").read_text()
     assert done.stdout == log
     assert "Traceback" not in log
-    for part in ("GPT-2 small's step", "shakespeare-char whole runs", "time to loss",
-                 "pytest -m cuda"):
+    for part in ("GPT-2 small's step", "time to loss", "pytest -m cuda"):
         assert f"== {part}: exit 0" in log, part
-    assert log.count("skipped: no CUDA device") == 2  # gpu_lm's two parts
+    assert log.count("skipped: no CUDA device") == 1  # gpu_lm's
     assert "skipped: --shape gpu trains on a CUDA device" in log
     assert re.search(r"\b27 skipped", log)  # every test marked cuda, each skipped
     files = [p for p in out.rglob("*") if p.is_file()]
@@ -162,3 +161,43 @@ def test_gpu_lm_reports_a_step_measured_without_the_recompilations():
     args = argparse.Namespace(peak_tflops=989.0)
     rows = gpu_lm.step_rows({"attnlab": side, "nanoGPT": side}, args, cuda=False)
     assert ("graphs the compiled attnlab model compiles: training step", "", "1", "") in rows
+
+
+def test_time_to_loss_same_flags_trains_nanogpts_recipe_for_its_iterations_and_compares(
+        tmp_path, monkeypatch, capsys):
+    """--same-flags: one more attnlab run with nanoGPT's flags (not the fast recipe) for all
+    of nanoGPT's iterations; its held-out loss is printed beside nanoGPT's."""
+    import benchmarks.gpu_lm
+
+    (tmp_path / "train.py").write_text("")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
+    monkeypatch.setattr(ttl, "nanogpt_side",
+                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0))
+    monkeypatch.setattr(benchmarks.gpu_lm, "attnlab_flags",
+                        lambda: set(gpu_lm.recipe(ttl.SHAPES["gpu"])))
+    flags_of = []
+
+    def attnlab_side(work, name, text_file, flags, threads, val_text, block):
+        flags_of.append(flags)
+        out = work / f"attnlab-{name}"
+        (out / "logs").mkdir(parents=True)
+        (out / "logs" / "metrics.csv").write_text(
+            "step,train_seconds,train_loss,val_loss\n2500,30.0,,1.8\n5000,60.0,,1.6\n")
+        (out / "metrics.json").write_text("{}")
+        return out, ttl.loss_curve(out / "logs" / "metrics.csv"), 1.6
+
+    monkeypatch.setattr(ttl, "attnlab_side", attnlab_side)
+    monkeypatch.setattr(sys, "argv", ["time_to_loss", "--nanogpt", str(tmp_path), "--shape",
+                                      "gpu", "--same-flags"])
+    ttl.main()
+    fast, same = flags_of
+    assert "--recipe" in fast and "--recipe" not in same
+    def value(flag):
+        return same[same.index(flag) + 1]
+
+    assert value("--max-steps") == "5000" and value("--model-dim") == "384"
+    assert value("--lr") == "0.001" and value("--min-lr") == "0.0001"
+    assert "--compile" in same and "--no-bias" in same
+    assert "loss at equal iterations (5,000): attnlab at nanoGPT's flags 1.6000, nanoGPT 1.5000" \
+        in capsys.readouterr().out
