@@ -2,7 +2,8 @@
 then whole runs of ``attnlab train lm`` against nanoGPT's ``train.py``.
 
     python -m benchmarks.gpu_lm --nanogpt DIR [--iters 1000] [--runs eager compiled]
-                                [--skip-step] [--skip-runs] [--json FILE] [--peak-tflops 989]
+                                [--skip-step] [--skip-runs] [--skip-recompiles] [--json FILE]
+                                [--peak-tflops 989]
     python -m benchmarks.gpu_lm --quick --nanogpt DIR      # a smoke run of the script on a CPU
 
 (``NANOGPT=DIR`` instead of ``--nanogpt``; without either, nanoGPT's side is skipped with the
@@ -218,7 +219,9 @@ def recompiles(model, x, ctx) -> dict:
     return added
 
 
-def step_part(args, s: dict, device: torch.device, settings: dict) -> dict:
+def step_part(args, s: dict, device: torch.device, settings: dict, done=None) -> dict:
+    """Part 1's numbers; ``done(out)`` is called with them before the recompilations are
+    counted (each compiles again: at GPT-2's size a minute or more)."""
     cuda = device.type == "cuda"
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True  # as train.py
     clock = Clock(cuda)
@@ -285,7 +288,10 @@ def step_part(args, s: dict, device: torch.device, settings: dict) -> dict:
         out[side][mode]["ms"] = statistics.median(samples)
         out[side][mode]["mfu"] = mfu(out[side][mode]["ms"], out[side]["flops_per_token"], s,
                                      args.peak_tflops)
-    out["attnlab"]["recompiles"] = recompiles(kept["attnlab compiled"], x, ctx)
+    if done:
+        done(out)
+    if not args.skip_recompiles:
+        out["attnlab"]["recompiles"] = recompiles(kept["attnlab compiled"], x, ctx)
     return out
 
 
@@ -327,10 +333,12 @@ def attnlab_train(args, work: Path, text_file: Path, settings: dict, compiled: b
             "own_val": metrics.get("val_loss"), "run": out}
 
 
-def runs_part(args, s: dict, device: str, settings: dict, caches: Path) -> dict:
+def runs_part(args, s: dict, device: str, settings: dict, caches: Path, done=None) -> dict:
+    """Part 2's numbers; ``done(found)`` is called with them so far after each run, so a
+    machine taken back part way keeps what was measured (``--json``)."""
     dtype = args.dtype if device == "cuda" else "float32"  # nanoGPT autocasts on CUDA only
     precision = "bf16-mixed" if dtype == "bfloat16" else "32"
-    found: dict = {}
+    found: dict = {"dtype": dtype, "precision": precision}
     with tempfile.TemporaryDirectory(prefix="attnlab-gpu-lm-") as tmp:
         work = Path(tmp)
         text_file = work / "corpus.txt"
@@ -349,12 +357,15 @@ def runs_part(args, s: dict, device: str, settings: dict, caches: Path) -> dict:
                                             s["block"])
                 found[f"nanoGPT {mode}"] = r
                 print(f"nanoGPT {mode}: {r['wall_s']:.1f} s, val {r['val']:.4f}", flush=True)
+                if done:
+                    done(found)
             fresh_caches(caches, f"attnlab-{mode}")
             r = attnlab_train(args, work, text_file, settings, compiled, precision)
             r["val"] = attnlab_val_loss(r.pop("run"), val_text, s["block"])
             found[f"attnlab {mode}"] = r
             print(f"attnlab {mode}: {r['wall_s']:.1f} s, val {r['val']:.4f}", flush=True)
-    found["dtype"], found["precision"] = dtype, precision
+            if done:
+                done(found)
     return found
 
 
@@ -400,10 +411,11 @@ def step_rows(p: dict, args, cuda: bool) -> list[tuple[str, str, str, str]]:
     for mode in ("eager", "compiled"):
         row(f"MFU, {mode} step (of {args.peak_tflops:g} TFLOPS)", lambda d, m=mode: d[m]["mfu"],
             ".1f", " %", compare=False)
-    r = ours["recompiles"]
-    rows.append(("graphs the compiled attnlab model compiles: training step; " +
-                 "; ".join(r), "", f"{ours['compiled']['graphs_compiled']}; " +
-                 "; ".join(f"+{n}" for n in r.values()), ""))
+    r = ours.get("recompiles", {})  # none with --skip-recompiles
+    rows.append(("graphs the compiled attnlab model compiles: training step" +
+                 "".join(f"; {name}" for name in r), "",
+                 f"{ours['compiled']['graphs_compiled']}" +
+                 "".join(f"; +{n}" for n in r.values()), ""))
     return rows
 
 
@@ -465,6 +477,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, help="CPU threads (default: 1 on a CPU, all with CUDA)")
     ap.add_argument("--skip-step", action="store_true", help="no part 1 (the step)")
     ap.add_argument("--skip-runs", action="store_true", help="no part 2 (the whole runs)")
+    ap.add_argument("--skip-recompiles", action="store_true",
+                    help="part 1 without the graphs an eval forward and shorter batches add")
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
     ap.add_argument("--quick", action="store_true",
                     help="a tiny shape and 20 iterations: a smoke run that fits a CPU")
@@ -499,13 +513,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpu-lm-caches-") as caches:
         if not args.skip_step:
             fresh_caches(Path(caches), "step")
-            found["step"] = step_part(args, s, device, settings)
+            found["step"] = step_part(args, s, device, settings,
+                                      lambda step: save({**found, "step": step}, args.json))
             print("the step, ms: " + ", ".join(
                 f"{side} {mode} {p[mode]['ms']:.2f}" for side, p in found["step"].items()
                 for mode in ("eager", "compiled")), flush=True)
             save(found, args.json)  # what a time limit in part 2 would otherwise lose
         if not args.skip_runs:
-            found["runs"] = runs_part(args, s, device.type, settings, Path(caches))
+            found["runs"] = runs_part(args, s, device.type, settings, Path(caches),
+                                      lambda runs: save({**found, "runs": runs}, args.json))
             if "step" in found:  # the MFU of the whole runs counts part 1's models' flops
                 found["runs"]["flops_per_token"] = {k: v["flops_per_token"]
                                                     for k, v in found["step"].items()}

@@ -3,6 +3,7 @@
     python -m benchmarks.time_to_loss --nanogpt /somewhere/nanoGPT [--threads 1] [--shape cpu]
                                       [--nanogpt-from CSV] [--seeds 42 7]
                                       [--attnlab-steps 300] [--every 25] [--ablate]
+                                      [--same-flags]
                                       [--attnlab-shape LAYERSxWIDTHxHEADS]
                                       [--plot docs/images/time_to_loss.png] [--quick]
 
@@ -51,6 +52,16 @@ own clocks (wall seconds of training, validation excluded) are printed too, for 
   flags (``attnlab_step``), forward, loss, backward, clipping, update, on one fixed batch
   each; data loading and the loops around the step are not timed on either side.
 
+On ``--shape gpu`` (CUDA only: without it the script says so and stops) the step is not
+timed in this process; the times are each run's own training clock instead, compile included
+on both sides (nanoGPT's logged iteration times, whose first holds its compile; attnlab's
+``train_seconds`` + ``compile_seconds``), on a GPU no other work shares.
+
+``--same-flags`` then trains attnlab once more with nanoGPT's own recipe (its flags as
+``benchmarks.gpu_lm`` gives them, those attnlab has) for nanoGPT's iterations, validating when
+nanoGPT evaluates, and prints its final held-out loss beside nanoGPT's: the loss at equal
+iterations, from the same nanoGPT run (on the GPU: issue #40's item 5 at 5,000 iterations).
+
 ``--ablate`` then trains attnlab once more per row of ``ABLATIONS`` (the recipe with one piece
 put back to nanoGPT's), with the same steps and validations and the first seed, and times each
 row's step in the same turns: which pieces buy what, in steps and in seconds per step.
@@ -63,6 +74,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import shutil
@@ -85,6 +97,7 @@ SHAPES = {
 QUICK = dict(layers=2, heads=2, width=32, block=32, batch=8, lr=1e-3, min_lr=1e-4, warmup=5,
              iters=40, dropout=0.0, every=10, device="cpu", compile=False)
 
+SAME = "attnlab at nanoGPT's flags"  # --same-flags' row
 STEPS = 300  # --attnlab-steps: where the recipe reached the target at the CPU shape (RESULTS.md)
 
 # --ablate: the recipe with one piece put back to nanoGPT's (flags given after --recipe fast,
@@ -224,9 +237,27 @@ def attnlab_flags(s: dict, steps: int, every: int, threads: int) -> list[str]:
     ``every`` steps over all held-out windows."""
     flags = ["--recipe", "fast", "--model-dim", str(s["width"]), "--num-heads", str(s["heads"]),
              "--num-layers", str(s["layers"]), "--dim-feedforward", str(swiglu_width(s["width"])),
-             "--block-size", str(s["block"]), "--batch-size", str(s["batch"]),
-             "--max-steps", str(steps),
-             "--val-every", str(every), "--val-batches", "100000", "--threads", str(threads)]
+             "--block-size", str(s["block"]), "--batch-size", str(s["batch"])]
+    return flags + run_flags(s, steps, every, threads)
+
+
+def nanogpt_recipe_flags(s: dict, threads: int) -> list[str]:
+    """``attnlab train lm``'s flags for nanoGPT's own recipe at shape ``s`` (the settings of
+    ``benchmarks.gpu_lm.recipe`` that attnlab has), for nanoGPT's iterations, validating
+    when nanoGPT evaluates: ``--same-flags``, the loss at equal iterations."""
+    from benchmarks.gpu_lm import as_flags, recipe
+    from benchmarks.gpu_lm import attnlab_flags as settable
+
+    have = settable()
+    return (as_flags({k: v for k, v in recipe(s).items() if k in have}) +
+            run_flags(s, s["iters"], s["every"], threads))
+
+
+def run_flags(s: dict, steps: int, every: int, threads: int) -> list[str]:
+    """The flags every attnlab run here takes: its steps, a validation every ``every`` steps
+    over all held-out windows, threads, and the shape's device settings."""
+    flags = ["--max-steps", str(steps), "--val-every", str(every), "--val-batches", "100000",
+             "--threads", str(threads)]
     if s["compile"]:
         flags.append("--compile")
     if s["device"] == "cuda":  # nanoGPT's --dtype bfloat16 there
@@ -243,6 +274,13 @@ def attnlab_side(work: Path, name: str, text_file: Path, flags: list[str], threa
     run([sys.executable, "-m", "attnlab", "train", "lm", "--data", str(text_file), "--out",
          str(out), *flags], work, threads)
     return out, loss_curve(out / "logs" / "metrics.csv"), attnlab_val_loss(out, val_text, block)
+
+
+def compile_seconds(run_dir: Path) -> float:
+    """``compile_seconds`` of an attnlab run's metrics.json (0 for a run not compiled): the
+    first compiled step, which ``train_seconds`` leaves out and nanoGPT's first iteration
+    time holds."""
+    return json.loads((run_dir / "metrics.json").read_text()).get("compile_seconds") or 0.0
 
 
 def nanogpt_step(repo: Path, s: dict, vocab: int):
@@ -346,13 +384,14 @@ def step_seconds(steps: dict, threads: int, repeats: int, chunk: int = 2) -> dic
 
 
 def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float,
-         title: str) -> None:
-    """Held-out loss against training seconds (each side's steps times its seconds per step),
-    one line per side, the target dashed."""
+         title: str, xlabel: str) -> None:
+    """Held-out loss against training seconds (``xlabel`` says which), one line per side, the
+    target dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for label, points in curves.items():
@@ -360,9 +399,11 @@ def plot(path: Path, curves: dict[str, list[tuple[float, float]]], target: float
                 label=label)
     ax.axhline(target, color="grey", linestyle="--", linewidth=1,
                label=f"target: nanoGPT's final loss {target:.4f}")
-    ax.set_xlabel("training seconds: steps x seconds per step, both timed in one process")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("held-out loss (nats per character)")
     ax.set_yscale("log")
+    for set_formatter in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        set_formatter(FormatStrFormatter("%g"))  # 1.4, not 1.4×10⁰, on the log axis
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
@@ -416,6 +457,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15,
                     help="turns of the step timing (each side 2 steps a turn)")
     ap.add_argument("--ablate", action="store_true", help="also one run per ABLATIONS row")
+    ap.add_argument("--same-flags", action="store_true",
+                    help="also attnlab with nanoGPT's own recipe for its iterations (the loss "
+                         "at equal iterations), after the --recipe fast runs")
     ap.add_argument("--time-only", action="store_true",
                     help="only time the steps (nanoGPT's, the recipe's, with --ablate each "
                          "row's): no training")
@@ -428,6 +472,13 @@ def main() -> None:
     if args.nanogpt_every:
         s["every"] = args.nanogpt_every
     a = attnlab_shape(s, args.attnlab_shape)
+    if s["device"] == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"skipped: --shape {args.shape} trains on a CUDA device and there is none here "
+                  f"(--shape cpu runs on this CPU)")
+            return
     if args.nanogpt is None:
         print("skipped: no nanoGPT checkout; give --nanogpt DIR or set NANOGPT")
         return
@@ -445,6 +496,7 @@ def main() -> None:
         text_file = work / "corpus.txt"
         text = write_corpus(text_file, args.chars, args.corpus)
         val_text = text[int(len(text) * 0.9):]  # both hold out the last 10%
+        their_clock = None  # nanoGPT's own training seconds at each kept iteration
         if args.time_only:
             theirs, their_wall = [(s["iters"], float("nan"))], None  # no target needed
         elif args.nanogpt_from:
@@ -455,6 +507,7 @@ def main() -> None:
             curve, their_wall = nanogpt_side(args.nanogpt, work, text_file, s, args.threads,
                                              val_text, "bfloat16" if s["compile"] else None)
             theirs = [(it, loss) for _, it, loss in curve]
+            their_clock = {it: seconds for seconds, it, _ in curve}
             print(f"nanoGPT: {s['iters']} iterations in {their_wall:.1f} s of training",
                   flush=True)
         target = theirs[-1][1]
@@ -462,16 +515,18 @@ def main() -> None:
             print(f"target: nanoGPT's held-out loss after {theirs[-1][0]} iterations, "
                   f"{target:.4f}", flush=True)
         flags = attnlab_flags(a, args.attnlab_steps, args.every, args.threads)
-        rows = {fast: []}
+        rows = {fast: flags}  # each row's whole flags
         if args.ablate:
-            rows.update({name: extra(a) if callable(extra) else extra
+            rows.update({name: flags + (extra(a) if callable(extra) else extra)
                          for name, extra in ABLATIONS.items()})
+        if args.same_flags:
+            rows[SAME] = nanogpt_recipe_flags(s, args.threads)
         vocab = len(set(text))
         timed = s["device"] == "cpu"
         if timed:
             steps = {"nanoGPT": nanogpt_step(args.nanogpt, s, vocab)}
-            steps.update({name: attnlab_step(text_file, flags + extra, vocab)
-                          for name, extra in rows.items()})
+            steps.update({name: attnlab_step(text_file, row, vocab)
+                          for name, row in rows.items()})
             cost = step_seconds(steps, args.threads, args.repeats)
             load.append(os.getloadavg()[0])
             print("seconds per step, in this process, in turns: " + ", ".join(
@@ -481,30 +536,40 @@ def main() -> None:
                 print(f"load average {' / '.join(f'{x:.2f}' for x in load)} (start / end)")
                 return
         results = {}
-        for name, extra in rows.items():
+        for name, row in rows.items():
             for seed in args.seeds if name == fast else args.seeds[:1]:
                 out, curve, final = attnlab_side(work, f"{len(results)}", text_file,
-                                                 flags + extra + ["--seed", str(seed)],
+                                                 row + ["--seed", str(seed)],
                                                  args.threads, val_text, s["block"])
                 reached = time_to_loss(out / "logs" / "metrics.csv", target)
-                results[name, seed] = (curve, final, reached)
+                results[name, seed] = (curve, final, reached, compile_seconds(out))
                 when = (f"at step {reached[1]} ({reached[0]:.1f} s of training)" if reached
                         else "not reached")
                 print(f"{name}, seed {seed}: target {when}; final held-out loss "
                       f"{final:.4f} (the run's own val_loss {curve[-1][2]:.4f}, differs by "
                       f"{abs(final - curve[-1][2]):.1e}); {curve[-1][0]:.1f} s for "
                       f"{curve[-1][1]} steps", flush=True)
+                if name == SAME:
+                    print(f"loss at equal iterations ({curve[-1][1]:,}): {SAME} {final:.4f}, "
+                          f"nanoGPT {target:.4f} (attnlab / nanoGPT {final / target:.3f})",
+                          flush=True)
     load.append(os.getloadavg()[0])
     print(f"\n{started}, --shape {'quick' if args.quick else args.shape}, {len(text):,} "
           f"characters of {args.corpus}, threads {args.threads}; load average "
           f"{' / '.join(f'{x:.2f}' for x in load)} (start / after the step timing / end)")
     their_steps = theirs[-1][0]
-    print(f"{'side':48s} {'seed':>4s} {'steps':>6s} {'ms/step':>8s} {'steps x s':>9s} "
-          f"{'vs nanoGPT':>10s} {'final loss':>10s} {'wall s':>7s}")
-    base = their_steps * cost["nanoGPT"] if timed else None
+    # the time to the target: steps x the seconds per step timed here, or on a shape not timed
+    # here (the GPU's) each run's own clock with its compile (see the docstring)
+    print(f"{'side':48s} {'seed':>4s} {'steps':>6s} {'ms/step':>8s} "
+          f"{'steps x s' if timed else 'own s':>9s} {'vs nanoGPT':>10s} {'final loss':>10s} "
+          f"{'wall s':>7s}")
+    if timed:
+        base = their_steps * cost["nanoGPT"]
+    else:
+        base = their_wall  # all its iterations' logged times, the first holding its compile
 
-    def line(name, seed, steps_, c, final, wall):
-        t = steps_ * c if steps_ is not None and c is not None else None
+    def line(name, seed, steps_, c, final, wall, own=None):
+        t = steps_ * c if steps_ is not None and c is not None else own
 
         def cell(value, width, fmt):  # "-": not reached, not timed, not run here
             return f"{'-' if value is None else format(value, fmt):>{width}}"
@@ -513,21 +578,27 @@ def main() -> None:
               f"{final:10.4f} {cell(wall, 7, '.1f')}")
 
     line("nanoGPT (its recipe, to its end)", "-", their_steps,
-         cost["nanoGPT"] if timed else None, target, their_wall)
-    for (name, seed), (curve, final, reached) in results.items():
+         cost["nanoGPT"] if timed else None, target, their_wall, own=base)
+    for (name, seed), (curve, final, reached, compiled) in results.items():
         line(name, seed, reached[1] if reached else None, cost[name] if timed else None,
-             final, reached[0] if reached else None)
-    if args.plot and timed:
+             final, reached[0] if reached else None,
+             own=reached[0] + compiled if reached and not timed else None)
+    if args.plot and (timed or their_clock):
         seed = args.seeds[0]
-        ours = results[fast, seed][0]
-        curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
-                  fast: [(st, st * cost[fast], loss) for _, st, loss in ours]}
+        ours, _, _, compiled = results[fast, seed]
+        if timed:
+            curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
+                      fast: [(st, st * cost[fast], loss) for _, st, loss in ours]}
+        else:
+            curves = {"nanoGPT": [(it, their_clock[it], loss) for it, loss in theirs],
+                      fast: [(st, seconds + compiled, loss) for seconds, st, loss in ours]}
         title = (f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's recipe "
                  f"({their_steps} it.) vs {fast} (seed {seed})" if a is s else  # both sizes:
                  f"block {s['block']}: nanoGPT {s['layers']}x{s['width']}x{s['heads']}, "
                  f"{their_steps} it. vs {fast}, seed {seed}")  # a title that fits the figure
         plot(args.plot, {k: [(t, loss) for _, t, loss in v] for k, v in curves.items()},
-             target, title)
+             target, title, "training seconds: steps x seconds per step, both timed in one "
+             "process" if timed else "training seconds, each run's own clock, compile included")
         write_curves(args.plot.with_suffix(".csv"), curves)
         print(f"wrote {args.plot} and {args.plot.with_suffix('.csv')}")
 
