@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...data.overlap import shared_inputs
+from ...data.overlap import chosen_by, shared_inputs
 from ...data.label_forms import OneSpelling, other_form
 from ...data.tables import KINDS, check_digest, file_format, place, places, read_table
 from ...errors import UsageError
@@ -302,6 +302,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
     splits["train"] = [pairs[i] for i in train_idx]
     if notes is not None and not sets:
         notes += _trained_inputs(splits, held_lines)
+        notes += _chosen_inputs(cfg, splits, held_lines)
     if sets:
         splits["features"] = features
     return splits
@@ -315,6 +316,19 @@ def _trained_inputs(splits: dict[str, Any], held_lines: dict[str, tuple[list[int
                            places(path, lines), what=what)
              for key, (lines, path, what) in held_lines.items())
     return [note for note in found if note]
+
+
+def _chosen_inputs(cfg: RunSettings, splits: dict[str, Any],
+                   held_lines: dict[str, tuple[list[int], Any, str]]) -> list[str]:
+    """The warning for test texts that the validation split has too when it chooses the
+    weights (--keep-best) or stops the run (--patience): ``attnlab.data.overlap``."""
+    if "val" not in held_lines or "test" not in held_lines:
+        return []
+    lines, path, what = held_lines["test"]
+    chosen = chosen_by(held_lines["val"][2], keep_best=cfg.keep_best, patience=cfg.patience)
+    note = chosen and shared_inputs((x for x, _ in splits["val"]), [x for x, _ in splits["test"]],
+                                    places(path, lines), what=what, chosen=chosen)
+    return [note] if note else []
 
 
 def _held_out_file(cfg: RunSettings, key: str, path: str, features, labels: set[str] | None,
