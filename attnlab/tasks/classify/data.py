@@ -80,8 +80,10 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
         text, label = cfg.text_column, cfg.label_column
         objective = objective_of(cfg.multi_label, cfg.regression)
         # a list is read whatever the objective, so that parse_label can say --multi-label
+        # an empty --multi-label label is parse_label's to name (as a Parquet [] is)
         found = read_table(path, [text, label], what=f"--{key}", lists=(label,),
-                           spelled=cfg.json_decimals_as_written)
+                           spelled=cfg.json_decimals_as_written,
+                           allow_empty_values=(label,) if cfg.multi_label else False)
         examples = [(row[text], parse_label(row[label], objective, cfg.label_sep,
                                             f"--{key} {found.path} {where}"))
                     for row, where in zip(found, places(path, found.lines))]
