@@ -8,38 +8,72 @@ starts: how many of the file's rows have an input (a text; a sentence's words) t
 row has, and the first of them. A warning, not a refusal: a user may mean it (a check that the
 model fits its training data). Light: no torch.
 
+The same rule for a test file and the validation split that chose the weights: with
+``--keep-best`` (the weights kept are those that scored best on the validation split) or
+``--patience`` (the run stopped by its scores), test rows that are validation rows too score
+the weights on rows that picked them, and the test score is optimistic (``chosen_by``
+words how the split chose; ``shared_inputs(..., chosen=...)`` the warning).
+
 Examples:
     >>> shared_inputs(["a b", "c"], ["c", "d", "c"], ["line 2", "line 3", "line 4"],
     ...               what="--test t.csv")
     'warning: --test t.csv: 2 of its 3 rows have an input that a training row has too (first: line 2), so its scores are partly of inputs the model trained on'
+    >>> shared_inputs(["c"], ["c", "d"], ["line 2", "line 3"], what="--test t.csv",
+    ...               chosen=chosen_by("--val v.csv", keep_best=True, patience=None))
+    'warning: --test t.csv: 1 of its 2 rows have an input that is in --val v.csv too (first: line 2), and --keep-best keeps the weights that score best on --val v.csv, so its scores are optimistic'
 """
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["shared_inputs", "shared_note", "moved_training_file"]
+__all__ = ["shared_inputs", "shared_note", "chosen_by", "moved_training_file"]
 
 
 def shared_inputs(train: Iterable[Hashable], held: Sequence[Hashable], places: Sequence[str],
-                  *, what: str) -> str | None:
+                  *, what: str, chosen: tuple[str, str] | None = None) -> str | None:
     """The warning for the held-out file ``what`` (inputs ``held``, at ``places``: "line 7",
     "row 7") when some of its rows have an input that a row of ``train`` has; None when none
-    has."""
+    has. ``chosen`` (``chosen_by``'s): ``train`` is then the validation split that chose the
+    weights, and the warning says so."""
     seen = set(train)
     shared = [where for x, where in zip(held, places) if x in seen]
-    return shared_note(len(shared), len(held), shared[0], what=what) if shared else None
+    return shared_note(len(shared), len(held), shared[0], what=what,
+                       chosen=chosen) if shared else None
 
 
-def shared_note(shared: int, rows: int, first: str, *, what: str) -> str:
+def chosen_by(val: str, *, keep_best: bool, patience: int | None) -> tuple[str, str] | None:
+    """How the validation split ``val`` ("--val v.csv", "the validation rows of --data d.csv")
+    chose the run's weights, for ``shared_note``: (``val``, what chose), or None when it chose
+    nothing (no --keep-best, no --patience: its scores were only looked at).
+
+    Examples:
+        >>> chosen_by("--val v.csv", keep_best=False, patience=3)[1]
+        '--patience 3 stops the run by its scores on --val v.csv'
+        >>> chosen_by("--val v.csv", keep_best=False, patience=None) is None
+        True
+    """
+    ways = ([f"--keep-best keeps the weights that score best on {val}"] if keep_best else []) \
+        + ([f"--patience {patience} stops the run by its scores on {val}"] if patience else [])
+    return (val, " and ".join(ways)) if ways else None
+
+
+def shared_note(shared: int, rows: int, first: str, *, what: str,
+                chosen: tuple[str, str] | None = None) -> str:
     """The warning for the held-out file ``what``: ``shared`` of its ``rows`` rows have an
     input that a training row has, the first at ``first`` ("row 7"). ``shared_inputs`` words
     it; a task that compares its inputs another way (jets: by digest) words it here too.
+    ``chosen`` (``chosen_by``'s): the rows are instead those of the validation split that
+    chose the weights.
 
     Examples:
         >>> shared_note(80, 80, "row 0", what="--test copy.h5")  # doctest: +ELLIPSIS
         'warning: --test copy.h5: 80 of its 80 rows have an input that a training row has ...'
     """
+    if chosen is not None:
+        val, how = chosen
+        return (f"warning: {what}: {shared} of its {rows} rows have an input that is in {val} "
+                f"too (first: {first}), and {how}, so its scores are optimistic")
     return (f"warning: {what}: {shared} of its {rows} rows have an input that a training row "
             f"has too (first: {first}), so its scores are partly of inputs the model trained "
             f"on")

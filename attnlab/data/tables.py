@@ -33,7 +33,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from itertools import chain
 from pathlib import Path
 
@@ -120,7 +120,7 @@ class Table(list):
 
 
 def read_table(path: str | Path, columns: list[str] | None = None, *, what: str = "--data",
-               format: str | None = None, allow_empty_values: bool = False,
+               format: str | None = None, allow_empty_values: bool | Collection[str] = False,
                lists: tuple[str, ...] = (), spelled: bool = False) -> Table:
     """Read a CSV, TSV or JSONL file into a list of rows.
 
@@ -130,7 +130,9 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
             the header's columns (CSV/TSV) or the first row's keys (JSONL).
         what: the flag the file came from, to start error messages (``"--test"``).
         format: ``"csv"``, ``"tsv"`` or ``"jsonl"``; default from the extension.
-        allow_empty_values: accept empty strings in the named columns.
+        allow_empty_values: accept empty strings in every column (True), or in the columns
+            it names (a column whose own rule words the message: --multi-label's label, which
+            ``parse_label`` refuses as an empty label set).
         lists: columns where a row may hold a list of values instead of one (--multi-label's
             labels): a JSON Lines list, or a Parquet or datasets list column; the row then
             holds a list of str, each item spelled as a value of the column would be.
@@ -173,8 +175,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         rows, lines, columns = _read_delimited(text, columns, where, fmt)
     if not rows:
         raise UsageError(f"{where}: the file has no data rows")
-    if not allow_empty_values:
-        _no_empty_values(rows, lines, columns, where)
+    _no_empty_values(rows, lines, _checked(columns, allow_empty_values), where)
     return Table(rows, path=path, columns=columns, lines=lines,
                  sha256=hashlib.sha256(data).hexdigest())
 
@@ -241,6 +242,14 @@ def _found_format(path: Path, format: str | None, what: str) -> str:
     return fmt
 
 
+def _checked(columns, allowed: bool | Collection[str]) -> list[str]:
+    """The columns whose empty values ``read_table`` refuses (``allowed``: its
+    ``allow_empty_values``)."""
+    if allowed is True:
+        return []
+    return [c for c in columns if not (allowed and c in allowed)]
+
+
 def _no_empty_values(rows: list[dict[str, str]], lines: list[int], columns, where: str) -> None:
     """``UsageError`` naming the file, line and column of the first empty (or blank) value."""
     for row, line in zip(rows, lines):
@@ -249,7 +258,7 @@ def _no_empty_values(rows: list[dict[str, str]], lines: list[int], columns, wher
                 raise UsageError(f"{where} line {line}: empty value in column {c!r}")
 
 
-def _read_columnar(path: Path, columns, where: str, allow_empty_values: bool,
+def _read_columnar(path: Path, columns, where: str, allow_empty_values: bool | Collection[str],
                    lists: tuple[str, ...]) -> Table:
     """``read_table`` of a Parquet file or datasets directory (``attnlab.data.columnar``): the
     same rows of strings (lists of them in a list column of ``lists``), numbered by row."""
@@ -257,13 +266,13 @@ def _read_columnar(path: Path, columns, where: str, allow_empty_values: bool,
 
     source = ColumnarFile(path, columns, where, maybe_lists=lists)
     rows: list[dict[str, str]] = []
+    checked = _checked(source.columns, allow_empty_values)
     for first, batch in source.batches():
         values = [batch[c] for c in source.columns]
         for i, row in enumerate(zip(*values)):
-            if not allow_empty_values:
-                for c, v in zip(source.columns, row):
-                    if isinstance(v, str) and not v.strip():
-                        raise UsageError(f"{where} row {first + i}: empty value in column {c!r}")
+            for c, v in zip(source.columns, row):
+                if c in checked and isinstance(v, str) and not v.strip():
+                    raise UsageError(f"{where} row {first + i}: empty value in column {c!r}")
             rows.append(dict(zip(source.columns, row)))
     if not rows:
         raise UsageError(f"{where}: no data rows")

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...data.overlap import shared_inputs
+from ...data.overlap import chosen_by, shared_inputs
 from ...data.label_forms import OneSpelling, other_form
 from ...data.tables import CHUNK_ROWS, KINDS, check_digest, file_format, place, places, read_table
 from ...errors import UsageError
@@ -79,8 +79,10 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
         examples = found
     else:
         # a list is read whatever the objective, so that parse_label can say --multi-label
+        # an empty --multi-label label is parse_label's to name (as a Parquet [] is)
         found = read_table(path, [cfg.text_column, cfg.label_column], what=f"--{key}",
-                           lists=(cfg.label_column,), spelled=cfg.json_decimals_as_written)
+                           lists=(cfg.label_column,), spelled=cfg.json_decimals_as_written,
+                           allow_empty_values=(cfg.label_column,) if cfg.multi_label else False)
         examples = _labelled(cfg, key, found, path)
     _one_spelling(cfg, key, examples, found, path, _forms(cfg, key, found.path))
     if pinned:
@@ -340,6 +342,7 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
     splits["train"] = [pairs[i] for i in train_idx]
     if notes is not None and not sets:
         notes += _trained_inputs(splits, held_lines)
+        notes += _chosen_inputs(cfg, splits, held_lines)
     if sets:
         splits["features"] = features
     return splits
@@ -353,6 +356,19 @@ def _trained_inputs(splits: dict[str, Any], held_lines: dict[str, tuple[list[int
                            places(path, lines), what=what)
              for key, (lines, path, what) in held_lines.items())
     return [note for note in found if note]
+
+
+def _chosen_inputs(cfg: RunSettings, splits: dict[str, Any],
+                   held_lines: dict[str, tuple[list[int], Any, str]]) -> list[str]:
+    """The warning for test texts that the validation split has too when it chooses the
+    weights (--keep-best) or stops the run (--patience): ``attnlab.data.overlap``."""
+    if "val" not in held_lines or "test" not in held_lines:
+        return []
+    lines, path, what = held_lines["test"]
+    chosen = chosen_by(held_lines["val"][2], keep_best=cfg.keep_best, patience=cfg.patience)
+    note = chosen and shared_inputs((x for x, _ in splits["val"]), [x for x, _ in splits["test"]],
+                                    places(path, lines), what=what, chosen=chosen)
+    return [note] if note else []
 
 
 def _held_out_file(cfg: RunSettings, key: str, path: str, features, labels: set[str] | None,

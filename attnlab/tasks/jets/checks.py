@@ -81,19 +81,29 @@ def _say_shared(cfg: dict[str, Any], digests: dict[str, list],
     """A warning on stderr per held-out part with jets that --data trains on: a --val or
     --test file (a copy of --data under another name, or files cut from one sample twice), or
     --data's own val or test range (a file that holds its jets twice). Its scores are partly
-    of trained jets."""
+    of trained jets. And for test jets that the validation part has when it chooses the
+    weights (--keep-best, --patience): the test scores are then optimistic."""
     import numpy as np
 
+    from ...data.overlap import chosen_by
     from .data import shared_jets
 
     data = np.concatenate(digests["data"])
     trained = data[parts["train"][0]:parts["train"][1]]
+    held = {}  # by part: (its digests, how a warning names it, its first row)
     for key in ("val", "test"):
         if cfg.get(key):
-            note = shared_jets(trained, np.concatenate(digests[key]), f"--{key} {cfg[key]}")
+            held[key] = np.concatenate(digests[key]), f"--{key} {cfg[key]}", 0
         else:
             a, b = parts[key]
-            note = shared_jets(trained, data[a:b], f"--data {cfg['data']} (its {key} range, "
-                               f"rows {a}..{b - 1})", first_row=a)
+            held[key] = data[a:b], f"--data {cfg['data']} (its {key} range, rows {a}..{b - 1})", a
+    notes = [shared_jets(trained, jets, what, first_row=first)
+             for jets, what, first in held.values()]
+    chosen = chosen_by(held["val"][1], keep_best=bool(cfg.get("keep_best")),
+                       patience=cfg.get("patience"))
+    if chosen:  # test jets that chose the weights
+        jets, what, first = held["test"]
+        notes.append(shared_jets(held["val"][0], jets, what, first_row=first, chosen=chosen))
+    for note in notes:
         if note:
             print(note, file=sys.stderr, flush=True)

@@ -489,10 +489,11 @@ def jet_digests(p4: np.ndarray) -> np.ndarray:
 
 
 def shared_jets(trained: np.ndarray, held: np.ndarray, what: str, *,
-                first_row: int = 0) -> str | None:
+                first_row: int = 0, chosen: tuple[str, str] | None = None) -> str | None:
     """The warning (``attnlab.data.overlap``'s words) for a held-out file ``what`` with jets
     (``held``: their ``jet_digests``, in file order, from row ``first_row``) that training has
-    too (``trained``), or None when it has none.
+    too (``trained``), or None when it has none. ``chosen`` (``overlap.chosen_by``'s):
+    ``trained`` is instead the validation part that chose the weights.
 
     Examples:
         >>> shared_jets(np.array([1, 2], np.uint64), np.array([3, 2, 2], np.uint64),
@@ -502,7 +503,8 @@ def shared_jets(trained: np.ndarray, held: np.ndarray, what: str, *,
     shared = np.flatnonzero(np.isin(held, trained))
     if not len(shared):
         return None
-    return shared_note(len(shared), len(held), f"row {first_row + shared[0]}", what=what)
+    return shared_note(len(shared), len(held), f"row {first_row + shared[0]}", what=what,
+                       chosen=chosen)
 
 
 def check_jet_file(path: str | Path, what: str = "--data", *,

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...data.label_forms import OneSpelling, other_form
-from ...data.overlap import shared_inputs
+from ...data.overlap import chosen_by, shared_inputs
 from ...data.tables import (COLUMNAR, _decode, check_digest, file_format,
                              parse_json_line, place, places, read_bytes)
 from ...errors import UsageError
@@ -301,11 +301,13 @@ def check_tags(part: Sentences, known: set[str], key: str) -> None:
                                  f"{other_form(tag, known)}")
 
 
-def shared_sentences(train: Sentences, part: Sentences, what: str) -> str | None:
+def shared_sentences(train: Sentences, part: Sentences, what: str,
+                     chosen: tuple[str, str] | None = None) -> str | None:
     """``attnlab.data.overlap``'s warning for the held-out sentences ``part`` (named ``what``)
-    of which some have the words of a training sentence."""
+    of which some have the words of a training sentence (``chosen``: of the validation split
+    that chose the weights, ``overlap.chosen_by``)."""
     return shared_inputs((tuple(w) for w in train.words), [tuple(w) for w in part.words],
-                         places(part.path, part.lines), what=what)
+                         places(part.path, part.lines), what=what, chosen=chosen)
 
 
 def split_name(key: str, part: Sentences, given: bool) -> str:
@@ -329,7 +331,9 @@ def held_out_notes(cfg: dict[str, Any], splits: dict[str, Sentences]) -> list[st
     """The warnings of the held-out splits when the run starts (not on --resume): sentences
     that the training split has too (a --val or --test file, or the sentences drawn from a
     --data file that repeats a sentence: that split's scores are partly of trained
-    sentences), and no entity at all (its entity scores are 0 whatever the model tags).
+    sentences), test sentences that the validation split has too when it chooses the weights
+    (--keep-best, --patience: the test scores are optimistic), and no entity at all (its
+    entity scores are 0 whatever the model tags).
 
     Raises:
         UsageError: --keep-best or --patience on an entity score (--monitor) of a validation
@@ -338,12 +342,16 @@ def held_out_notes(cfg: dict[str, Any], splits: dict[str, Sentences]) -> list[st
     if cfg.get("resume"):
         return []
     notes = []
-    for key in ("val", "test"):
-        what = split_name(key, splits[key], bool(cfg.get(key)))
+    name = {key: split_name(key, splits[key], bool(cfg.get(key))) for key in ("val", "test")}
+    for key, what in name.items():
         notes.append(shared_sentences(splits["train"], splits[key], what))
         notes.append(no_entity_note(splits[key], what, f"{key}_"))
         if key == "val" and notes[-1]:
             _check_monitor(cfg, what)
+    chosen = chosen_by(name["val"], keep_best=bool(cfg.get("keep_best")),
+                       patience=cfg.get("patience"))
+    if chosen:  # test sentences that chose the weights
+        notes.append(shared_sentences(splits["val"], splits["test"], name["test"], chosen))
     return [note for note in notes if note]
 
 

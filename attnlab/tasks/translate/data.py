@@ -23,7 +23,7 @@ from typing import Any
 
 from ...data.dates import DatePairs, check_locale, held_out_days
 from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
-from ...data.overlap import shared_inputs
+from ...data.overlap import chosen_by, shared_inputs
 from ...data.tables import Table, check_digest, places, read_table
 from ...errors import UsageError
 from ...run_config import RunSettings
@@ -227,20 +227,22 @@ def _placed_splits(cfg: RunSettings):
 def trained_sources_notes(cfg: RunSettings, train, val, test) -> list[str]:
     """The warnings (``attnlab.data.overlap``) for the validation and test pairs whose source a
     training pair has too: a file that repeats a row (or a --test cut from --data) puts copies
-    of it on both sides of the split, and the scores then count sentences the model learnt.
-    Sources are compared as the tokeniser reads them (in the run's Unicode form)."""
+    of it on both sides of the split, and the scores then count sentences the model learnt;
+    and for the test pairs whose source a validation pair has, when the validation split
+    chooses the weights (--keep-best, --patience: the test scores are optimistic). Sources
+    are compared as the tokeniser reads them (in the run's Unicode form)."""
     def read(part):
         return _as_read(cfg, [source for (source, _), _ in part])
 
-    notes = []
-    for part, what in ((val, f"the validation rows of --data {cfg.data}"),
-                       (test, f"--test {cfg.test}" if cfg.test
-                        else f"the test rows of --data {cfg.data}")):
-        note = shared_inputs(read(train), read(part),
-                             [where for _, where in part], what=what)
-        if note:
-            notes.append(note)
-    return notes
+    val_what = f"the validation rows of --data {cfg.data}"
+    test_what = f"--test {cfg.test}" if cfg.test else f"the test rows of --data {cfg.data}"
+    chosen = chosen_by(val_what, keep_best=cfg.keep_best, patience=cfg.patience)
+    found = [shared_inputs(read(train), read(part), [where for _, where in part], what=what)
+             for part, what in ((val, val_what), (test, test_what))]
+    if chosen:  # test pairs that chose the weights
+        found.append(shared_inputs(read(val), read(test), [where for _, where in test],
+                                   what=test_what, chosen=chosen))
+    return [note for note in found if note]
 
 
 def _as_read(cfg: RunSettings, texts: list[str]) -> list[str]:
