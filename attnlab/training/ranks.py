@@ -13,11 +13,6 @@ Here rank 0 ends the others itself whenever it stops (``end``), before it report
 and the watch stands aside from then on. A rank that fails on its own is still Lightning's
 case: the others and rank 0 are killed, as before.
 
-A rank that died while training (killed for memory, ``kill -9``) left rank 0 with torch's
-traceback of a broken connection ("Connection reset by peer", gloo) naming no rank, or killed
-silently by the watch (exit 137): rank 0 now names the rank and how it ended (``failed``, and
-the watch, where it is first), in one line.
-
 Nor could rank 0 hear a signal while it waited for the others to join: torch's join waits in
 C++, where Python's signal handlers do not run, so a SIGTERM to every process (a scheduler's
 stop) killed a rank that was still starting, and rank 0, deaf until that rank joined, which it
@@ -32,7 +27,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,15 +35,11 @@ from pathlib import Path
 from ..errors import Interrupted, RankFailed
 from ..settings import later_process
 
-__all__ = ["launching", "joining", "end", "failed", "agreed", "quiet", "ENDING_GRACE",
-           "JOINING"]
+__all__ = ["launching", "joining", "end", "agreed", "quiet", "ENDING_GRACE", "JOINING"]
 
 # seconds the other ranks get to end by themselves after a stop all ranks agreed on (a signal
 # in the loop: every rank saved the step and leaves): they have nothing left to write
 ENDING_GRACE = 30.0
-# seconds rank 0, its collective broken, waits for a rank to be seen ended: the connection
-# breaks as the rank's process dies, a moment before the process can be reaped
-DEATH_GRACE = 5.0
 RANK_ZERO_TIMEOUT = 1800.0  # seconds: torch's own default wait for the processes of a group
 
 _LOCK = threading.Lock()  # held while the watch looks at the ranks, and while rank 0 ends them
@@ -68,57 +58,12 @@ def _watch(child_processes: list[subprocess.Popen]) -> None:
     class Watch(script._ChildProcessObserver):
         def _run(self) -> bool:
             with _LOCK:
-                if _ENDING.is_set():
-                    return True
-                failure = _ended_rank("during training")
-                if failure is not None:  # rank 0 may wait in a collective forever: said here
-                    _ENDING.set()
-                    print(f"attnlab: {failure}; ending the run", file=sys.stderr, flush=True)
-                return super()._run()
+                return _ENDING.is_set() or super()._run()
 
     _ENDING.clear()
     _PROCS[:] = child_processes
     _until_joining(child_processes, os.environ.get(JOINING))
     Watch(main_pid=os.getpid(), child_processes=child_processes).start()
-
-
-def _how(code: int) -> str:
-    """How a process ended, from its exit status (``Popen.returncode``)."""
-    return (f"was killed by {signal.Signals(-code).name}" if code < 0
-            else f"exited with status {code}")
-
-
-def _ended_rank(when: str, procs: list[subprocess.Popen] | None = None) -> RankFailed | None:
-    """A ``RankFailed`` naming the first of ``procs`` (default: the ranks launched from here)
-    that has ended in error, ``when`` saying when; None while none has."""
-    for rank, proc in enumerate(_PROCS if procs is None else procs, start=1):
-        code = proc.poll()
-        if code:
-            return RankFailed(f"rank {rank} of this run (process {proc.pid}) {_how(code)} "
-                              f"{when}", exit_code=code)
-    return None
-
-
-def failed(error: BaseException, after: str = "", *, grace: float = DEATH_GRACE
-           ) -> RankFailed | None:
-    """In rank 0, after ``error`` stopped its training: the ``RankFailed`` naming a rank
-    launched from here that ended in error (a kill breaks the collective that rank 0 is in),
-    ``after`` appended to its message; None where none did within ``grace`` seconds, for an
-    interruption, or where the watch has said it. The watch stands aside from here on.
-    Only a ``RuntimeError`` (a broken collective: gloo's, NCCL's ``DistBackendError``) is
-    looked into: an error every rank raised (a non-finite loss) is rank 0's to say."""
-    if not _PROCS or not isinstance(error, RuntimeError):
-        return None
-    with _LOCK:
-        if _ENDING.is_set():  # the watch said which, and ends this process
-            return None
-        _ENDING.set()
-    deadline = time.monotonic() + grace
-    while (failure := _ended_rank("during training")) is None:
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.05)
-    return RankFailed(f"{failure}{after}", exit_code=failure.exit_code)
 
 
 def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: float = 0.1,
@@ -136,8 +81,10 @@ def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: floa
         for rank, proc in enumerate(procs, start=1):
             code = proc.poll()
             if str(rank) not in said and code is not None:
-                raise RankFailed(f"rank {rank} of this run (process {proc.pid}) {_how(code)} "
-                                 f"before it joined the others", exit_code=code)
+                how = (f"was killed by {signal.Signals(-code).name}" if code < 0
+                       else f"exited with status {code}")
+                raise RankFailed(f"rank {rank} of this run (process {proc.pid}) {how} before "
+                                 f"it joined the others", exit_code=code)
         late = [rank for rank in range(1, len(procs) + 1) if str(rank) not in said]
         if not late:
             return
