@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
 
-.PHONY: setup browser run test test-fast test-stress bench notebooks docs
+.PHONY: setup browser run test test-fast test-stress bench notebooks docs docs-images
 setup: $(VENV)/.installed
 
 # The CPU build of PyTorch first: an unpinned `torch` would pull a multi-gigabyte CUDA build.
@@ -67,6 +67,14 @@ bench: setup
 # two cores; 05_jets, which generates and trains on 10,000 jets, takes half of it).
 notebooks: setup
 	$(PY) -m examples.run
+
+# Renew the docs' screenshots from the code as it is: the explorer on a freshly trained reversal
+# run (docs/attention_explorer.md), taken by its browser test. The suite checks only the
+# picture's size and that it is not blank: its pixels change with the CPU's kernels and the
+# font, so run this after changing the explorer's page and commit the picture.
+docs-images: setup browser
+	$(PY) -m pytest -q tests/explorer/test_page_browser.py -k screenshot_at_1280
+	cp build/test-artifacts/attention_explorer.png docs/images/attention_explorer.png
 
 # The docs site into site/: docs/ pages, the notebooks as committed, the API reference; strict,
 # so a broken link or a docstring that does not render stops the build.
