@@ -49,14 +49,16 @@ browser:
 test: setup browser
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2
 
-# The inner loop, under 30 s on 2 cores: all but the tests marked slow (those that train a run,
-# start a process, compile, generate jets or take over about a second).
+# The inner loop, 36 s on 2 cores when benchmarks/RESULTS.md last timed it: all but the tests
+# marked slow (those that train a run, start a process, compile, generate jets or take over
+# about a second).
 test-fast: setup browser
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 -m "not slow"
 
 # A suite that passes every time: `make test`'s command 5 times as it is, 3 times with every core
 # kept busy by another process and once in a shuffled order, one row a run (load, minutes,
-# failures); about an hour on two cores. ARGS=--write appends the table to benchmarks/RESULTS.md.
+# failures); the last campaign benchmarks/RESULTS.md records took 76 minutes on two cores, for a
+# suite half today's size. ARGS=--write appends the table to benchmarks/RESULTS.md.
 test-stress: setup browser
 	$(PY) -m benchmarks.suite_stress $(ARGS)
 

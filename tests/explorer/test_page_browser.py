@@ -237,7 +237,8 @@ def test_twelve_layers_twelve_heads_128_tokens(page):
 
 @pytest.fixture(scope="module")
 def reverse_page(tmp_path_factory):
-    """`attnlab view` of a trained reversal run (the course's experiment, ~110 steps)."""
+    """`attnlab view` of a trained reversal run (the course's experiment; it stops after
+    100–130 steps, as docs/reverse.md measured)."""
     from attnlab.cli import main
 
     tmp = tmp_path_factory.mktemp("reverse")
