@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip -q --disable-pip-version-check
 
-.PHONY: setup browser run test test-fast test-stress bench notebooks docs
+.PHONY: setup browser run test test-fast test-stress bench notebooks docs docs-images
 setup: $(VENV)/.installed
 
 # The CPU build of PyTorch first: an unpinned `torch` would pull a multi-gigabyte CUDA build.
@@ -49,14 +49,16 @@ browser:
 test: setup browser
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2
 
-# The inner loop, under 30 s on 2 cores: all but the tests marked slow (those that train a run,
-# start a process, compile, generate jets or take over about a second).
+# The inner loop, 36 s on 2 cores when benchmarks/RESULTS.md last timed it: all but the tests
+# marked slow (those that train a run, start a process, compile, generate jets or take over
+# about a second).
 test-fast: setup browser
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 -m "not slow"
 
 # A suite that passes every time: `make test`'s command 5 times as it is, 3 times with every core
 # kept busy by another process and once in a shuffled order, one row a run (load, minutes,
-# failures); about an hour on two cores. ARGS=--write appends the table to benchmarks/RESULTS.md.
+# failures); the last campaign benchmarks/RESULTS.md records took 76 minutes on two cores, for a
+# suite half today's size. ARGS=--write appends the table to benchmarks/RESULTS.md.
 test-stress: setup browser
 	$(PY) -m benchmarks.suite_stress $(ARGS)
 
@@ -67,6 +69,14 @@ bench: setup
 # two cores; 05_jets, which generates and trains on 10,000 jets, takes half of it).
 notebooks: setup
 	$(PY) -m examples.run
+
+# Renew the docs' screenshots from the code as it is: the explorer on a freshly trained reversal
+# run (docs/attention_explorer.md), taken by its browser test. The suite checks only the
+# picture's size and that it is not blank: its pixels change with the CPU's kernels and the
+# font, so run this after changing the explorer's page and commit the picture.
+docs-images: setup browser
+	$(PY) -m pytest -q tests/explorer/test_page_browser.py -k screenshot_at_1280
+	cp build/test-artifacts/attention_explorer.png docs/images/attention_explorer.png
 
 # The docs site into site/: docs/ pages, the notebooks as committed, the API reference; strict,
 # so a broken link or a docstring that does not render stops the build.
