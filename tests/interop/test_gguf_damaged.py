@@ -9,7 +9,7 @@ refusal, so a few small tensors and no model stand for a real file.
 import numpy as np
 import pytest
 
-from attnlab.cli import main
+from .test_gguf import _refused
 
 gguf = pytest.importorskip("gguf")
 
@@ -24,15 +24,6 @@ def _write(path):
     w.write_tensors_to_file()
     w.close()
     return path
-
-
-def _refused(capsys, argv, *parts, out):
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err
-    for part in parts:
-        assert part in err, err
-    assert not out.exists()
 
 
 def _argvs(path, tmp_path):
