@@ -21,10 +21,10 @@ What ``transformers`` leaves out of a Llama-family file is read here (``_head_di
 from the metadata or Llama 3.1's llama3 from llama.cpp's ``rope_freqs`` tensor.
 
 Refused in one line naming the file, before a run directory is written: a file that is not
-GGUF, one cut short or with a tensor type id ``gguf`` does not know (naming the tensor,
-``_tensor_table_refusal``), an architecture attnlab does not convert (naming it and the supported
-ones: the caller's ``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the
-``gguf`` reader cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab
+GGUF, one cut short (in its header, or naming the tensor) or with a tensor type id ``gguf``
+does not know (naming the tensor, ``_tensor_table_refusal``), an architecture attnlab does not
+convert (naming it and the supported ones: the caller's ``model_types``, the task's row of
+``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab
 cannot run (yarn, longrope, other rope_freqs), a missing metadata key that fixes the model's
 numbers (``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the
 config does not describe (a Llama-family file's from its header, ``_check_tensors``), and a
@@ -84,26 +84,42 @@ def _reader(path: Path, name: str):
                          f"installed: pip install 'attnlab[hf]'") from None
     try:
         return GGUFReader(path)
-    except Exception as e:  # bad magic, a header cut short, an unknown value type
+    except Exception as e:  # bad magic, an unknown value type
         raise UsageError(_tensor_table_refusal(path, name)
                          or f"{name} is not a readable GGUF file ({_one_line(e)})") from None
 
 
+class _CutShort(Exception):
+    """A GGUF header read past the end of its file: (the byte it needs, the file's size)."""
+
+
 def _tensor_table_refusal(path: Path, name: str) -> str | None:
-    """Why gguf's reader failed on ``path`` where its header reads and a tensor of it is the
-    cause (gguf's own error is numpy's, about a reshape or an enum, naming no tensor): the
-    first tensor whose type id ``gguf`` does not know (a type of a newer llama.cpp), or whose
-    bytes end past the end of the file (a download or copy cut short). None otherwise."""
+    """Why gguf's reader failed on ``path`` where the file is cut short or a tensor of it is
+    the cause (gguf's own error is numpy's, about a reshape, a view or an enum, naming nothing):
+    a header (metadata, tensor table) that ends past the end of the file, the first tensor
+    whose type id ``gguf`` does not know (a type of a newer llama.cpp), or whose bytes end past
+    the end of the file (a download or copy cut short). None otherwise."""
+    import numpy as np
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader
 
     found = []
 
     class Header(GGUFReader):  # the header read, its tensors' table kept and not mapped
+        def _get(self, offset, dtype, count=1, override_order=None):
+            end = int(offset) + np.dtype(dtype).itemsize * int(count)
+            if end > self.data.size:  # gguf's view of the missing bytes fails in numpy's words
+                raise _CutShort(end, self.data.size)
+            return super()._get(offset, dtype, count, override_order)
+
         def _build_tensors(self, start_offs, fields):
             found.append((start_offs, fields, self.data.size))
 
     try:
         Header(path)
+    except _CutShort as e:
+        end, size = e.args
+        return (f"{name} is cut short in its header (needs byte {end:,}, the file has "
+                f"{size:,}; a download or copy interrupted?); fetch or copy it again")
     except Exception:  # the header itself unreadable: gguf's error says what it could
         return None
     if not found:

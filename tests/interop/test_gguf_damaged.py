@@ -1,7 +1,8 @@
-"""A damaged ``.gguf`` file: one cut short (an interrupted download or copy) and one with a
-tensor type id the ``gguf`` reader does not know (a newer llama.cpp's). Both are refused in one
-line naming the file and the tensor, before a run directory is written, where ``gguf``'s own
-reader fails with numpy's words about a reshape or an enum.
+"""A damaged ``.gguf`` file: one cut short (an interrupted download or copy; in a tensor or in
+its header) and one with a tensor type id the ``gguf`` reader does not know (a newer
+llama.cpp's). Both are refused in one line naming the file and the tensor (or the header),
+before a run directory is written, where ``gguf``'s own reader fails with numpy's words about a
+reshape, a view or an enum. So is a tensor whose values dequantise to NaN or infinity.
 
 The files are written here with ``gguf.GGUFWriter``: their header alone is read before the
 refusal, so a few small tensors and no model stand for a real file.
@@ -46,6 +47,23 @@ def test_a_file_cut_short_names_the_tensor_it_ends_in(tmp_path, capsys):
     for argv in _argvs(cut, tmp_path).values():
         _refused(capsys, argv, str(cut), "is cut short", "tensor output_norm.weight",
                  f"the file has {len(data) - 100:,} bytes", out=tmp_path / "run")
+
+
+@pytest.mark.parametrize("where", ["at byte 10", "in its metadata", "in its tensor table"])
+def test_a_file_cut_short_in_its_header_says_so(where, tmp_path, capsys):
+    # gguf's reader failed in numpy's words ("index 0 is out of bounds for axis 0 with size 0",
+    # "When changing to a larger dtype, its size must be a divisor ...")
+    path = _write(tmp_path / "whole.gguf")
+    reader = gguf.GGUFReader(path)
+    end = {"at byte 10": 10,
+           "in its metadata": reader.fields["general.architecture"].offset + 10,
+           "in its tensor table": reader.tensors[1].field.offset + 10}[where]
+    del reader
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(path.read_bytes()[:end])
+    for argv in _argvs(cut, tmp_path).values():
+        _refused(capsys, argv, str(cut), "is cut short in its header (needs byte",
+                 f"the file has {end:,};", "fetch or copy it again", out=tmp_path / "run")
 
 
 def test_a_tensor_of_a_type_id_gguf_does_not_know_is_named(tmp_path, capsys):
