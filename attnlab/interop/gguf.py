@@ -21,15 +21,16 @@ What ``transformers`` leaves out of a Llama-family file is read here (``_head_di
 from the metadata or Llama 3.1's llama3 from llama.cpp's ``rope_freqs`` tensor.
 
 Refused in one line naming the file, before a run directory is written: a file that is not
-GGUF, one cut short or with a tensor type id ``gguf`` does not know (naming the tensor,
-``_tensor_table_refusal``), an architecture attnlab does not convert (naming it and the supported
-ones: the caller's ``model_types``, the task's row of ``INIT_MODEL_TYPES``), a tensor type the
-``gguf`` reader cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab
+GGUF, one cut short (in its header, or naming the tensor) or with a tensor type id ``gguf``
+does not know (naming the tensor, ``_tensor_table_refusal``), an architecture attnlab does not
+convert (naming it and the supported ones: the caller's ``model_types``, the task's row of
+``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab
 cannot run (yarn, longrope, other rope_freqs), a missing metadata key that fixes the model's
 numbers (``_REQUIRED``), a file without a tokenizer (``_TOKENIZER_KEYS``), and tensors the
-config does not describe (a Llama-family file's from its header, ``_check_tensors``). Once
-the tensors are read, one that dequantises to NaN or infinite values is refused naming it
-(``_check_finite``).
+config does not describe (a Llama-family file's from its header, ``_check_tensors``), and a
+tensor with values that dequantise to NaN or infinity, naming it (from its bytes: F32, F16 and
+BF16 values, a block type's float16 scales, ``_check_finite_bytes``; a block type whose
+scales are not read there once dequantised, ``_check_finite``, after the run has started).
 """
 from __future__ import annotations
 
@@ -83,26 +84,42 @@ def _reader(path: Path, name: str):
                          f"installed: pip install 'attnlab[hf]'") from None
     try:
         return GGUFReader(path)
-    except Exception as e:  # bad magic, a header cut short, an unknown value type
+    except Exception as e:  # bad magic, an unknown value type
         raise UsageError(_tensor_table_refusal(path, name)
                          or f"{name} is not a readable GGUF file ({_one_line(e)})") from None
 
 
+class _CutShort(Exception):
+    """A GGUF header read past the end of its file: (the byte it needs, the file's size)."""
+
+
 def _tensor_table_refusal(path: Path, name: str) -> str | None:
-    """Why gguf's reader failed on ``path`` where its header reads and a tensor of it is the
-    cause (gguf's own error is numpy's, about a reshape or an enum, naming no tensor): the
-    first tensor whose type id ``gguf`` does not know (a type of a newer llama.cpp), or whose
-    bytes end past the end of the file (a download or copy cut short). None otherwise."""
+    """Why gguf's reader failed on ``path`` where the file is cut short or a tensor of it is
+    the cause (gguf's own error is numpy's, about a reshape, a view or an enum, naming nothing):
+    a header (metadata, tensor table) that ends past the end of the file, the first tensor
+    whose type id ``gguf`` does not know (a type of a newer llama.cpp), or whose bytes end past
+    the end of the file (a download or copy cut short). None otherwise."""
+    import numpy as np
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader
 
     found = []
 
     class Header(GGUFReader):  # the header read, its tensors' table kept and not mapped
+        def _get(self, offset, dtype, count=1, override_order=None):
+            end = int(offset) + np.dtype(dtype).itemsize * int(count)
+            if end > self.data.size:  # gguf's view of the missing bytes fails in numpy's words
+                raise _CutShort(end, self.data.size)
+            return super()._get(offset, dtype, count, override_order)
+
         def _build_tensors(self, start_offs, fields):
             found.append((start_offs, fields, self.data.size))
 
     try:
         Header(path)
+    except _CutShort as e:
+        end, size = e.args
+        return (f"{name} is cut short in its header (needs byte {end:,}, the file has "
+                f"{size:,}; a download or copy interrupted?); fetch or copy it again")
     except Exception:  # the header itself unreadable: gguf's error says what it could
         return None
     if not found:
@@ -168,6 +185,7 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
                      _rope_scaling(reader, architecture, name))
     if config["model_type"] in LLAMA_FAMILY:
         _check_tensors(reader, architecture, config, name)
+    _check_finite_bytes(reader, name)
     return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
 
 
@@ -211,11 +229,57 @@ def _name_map(architecture: str, layers: int):
     return None if arch is None else gguf.get_tensor_name_map(arch, layers)
 
 
+# per block type: the bytes of a block (start, end) that hold its float16 scales (d, and the
+# min's dmin or m), as gguf's quants.py splits it; a block dequantises to NaN or infinity
+# exactly where one of them is not finite (NaN * 0 is NaN), as its integers cannot overflow
+_SCALES = {"Q4_0": (0, 2), "Q5_0": (0, 2), "Q8_0": (0, 2), "Q4_1": (0, 4), "Q5_1": (0, 4),
+           "Q4_K": (0, 4), "Q5_K": (0, 4), "Q2_K": (-4, None), "Q3_K": (-2, None),
+           "Q6_K": (-2, None)}
+_CHUNK = 1 << 24  # values checked at a time: a 14 GB F16 file is not copied into memory
+
+
+def _not_finite(tensor) -> int | None:
+    """How many of the values of ``tensor`` (``gguf``'s, its bytes memory-mapped) dequantise
+    to NaN or infinity, read from its bytes: F32, F16 and BF16 values, a block type's scales
+    (``_SCALES``); None for another type (``_check_finite`` counts it once dequantised)."""
+    import numpy as np
+    from gguf import GGML_QUANT_SIZES
+    from gguf import GGMLQuantizationType as Q
+
+    kind, raw = tensor.tensor_type, np.asarray(tensor.data).reshape(-1).view(np.uint8)
+    if kind in (Q.F32, Q.F16, Q.BF16):
+        values = raw.view({Q.F32: np.float32, Q.F16: np.float16, Q.BF16: np.uint16}[kind])
+        finite = ((lambda v: (v & 0x7F80) != 0x7F80) if kind == Q.BF16  # its exponent all 1s
+                  else np.isfinite)
+        return sum(int((~finite(values[i:i + _CHUNK])).sum())
+                   for i in range(0, values.size, _CHUNK))
+    if kind.name not in _SCALES:
+        return None
+    block, size = GGML_QUANT_SIZES[kind]
+    start, end = _SCALES[kind.name]
+    scales = np.ascontiguousarray(raw.reshape(-1, size)[:, start:end]).view(np.float16)
+    return int((~np.isfinite(scales)).any(axis=1).sum()) * block
+
+
+def _refuse_not_finite(name: str, tensor: str, bad: int, total: int) -> None:
+    raise UsageError(f"{name}: its tensor {tensor} has {bad:,} of its {total:,} values not "
+                     f"finite (NaN or infinite) once dequantised: the file is damaged or was "
+                     f"quantised wrongly; fetch or convert it again")
+
+
+def _check_finite_bytes(reader, name: str) -> None:
+    """A one-line refusal naming the first tensor of the file with a value that dequantises
+    to NaN or infinity, read from the bytes before a run directory is written: a block whose
+    float16 scale is NaN or infinite (damaged bytes, a quantisation gone wrong) dequantises to
+    NaN, and the model would write nothing, or noise, without a word."""
+    for tensor in reader.tensors:
+        if bad := _not_finite(tensor):
+            _refuse_not_finite(name, tensor.name, bad, int(tensor.n_elements))
+
+
 def _check_finite(tensors: dict, source: GGUFSource, name: str) -> None:
-    """A one-line refusal naming the first of the dequantised ``tensors`` (transformers'
-    names) with a value that is not finite: a block of the file whose float16 scale is NaN or
-    infinite (damaged bytes, a quantisation gone wrong) dequantises to NaN, and the model
-    would write nothing, or noise, without a word."""
+    """``_check_finite_bytes`` once the tensors are dequantised (transformers' names), for the
+    types whose bytes it does not read (``_not_finite``: None)."""
     import torch
 
     for key, tensor in tensors.items():
@@ -224,10 +288,7 @@ def _check_finite(tensors: dict, source: GGUFSource, name: str) -> None:
             names = _name_map(source.config.get("model_type", ""), int(
                 source.config.get("num_hidden_layers") or source.config.get("n_layer") or 0))
             theirs = names and names.get_name(key, try_suffixes=(".weight", ".bias"))
-            raise UsageError(f"{name}: its tensor {theirs or key} has {bad:,} of its "
-                             f"{tensor.numel():,} values not finite (NaN or infinite) once "
-                             f"dequantised: the file is damaged or was quantised wrongly; fetch "
-                             f"or convert it again")
+            _refuse_not_finite(name, theirs or key, bad, tensor.numel())
 
 
 def _lacks(name: str, missing: list[str]) -> str:

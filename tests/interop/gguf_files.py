@@ -130,6 +130,9 @@ def write_llama_gguf(path, hf, tok, *, arch, types=None, changed=None):
     _add_tokenizer(w, tok, CHATML)
     stored = {}
     for name, value in hf.state_dict().items():
+        if name == "lm_head.weight" and c.tie_word_embeddings:  # llama.cpp writes no output
+            stored[name] = stored["model.embed_tokens.weight"]
+            continue
         key = _gguf_name(name)
         a = value.numpy().astype(np.float32)
         permuted = arch == "llama" and key.endswith(("attn_q.weight", "attn_k.weight"))

@@ -20,7 +20,7 @@ from attnlab.interop.checkpoint import read_checkpoint
 from attnlab.interop.gguf import gguf_source, load_gguf
 
 from .conftest import transformers
-from .gguf_files import Q, write_llama_gguf
+from .gguf_files import Q, gguf, write_llama_gguf
 from .test_gguf import PROMPT, _refused, files  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow  # test_gguf.py's files fixture and seven more files
@@ -35,8 +35,8 @@ def _tiny(cls, tok, **options):
     hf = getattr(transformers, cls)(config_cls(
         vocab_size=len(tok), max_position_embeddings=128, hidden_size=32,
         intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, tie_word_embeddings=False, rope_theta=10000.0,
-        bos_token_id=None, eos_token_id=None, pad_token_id=None, **options)).eval()
+        num_key_value_heads=2, rope_theta=10000.0, bos_token_id=None, eos_token_id=None,
+        pad_token_id=None, **{"tie_word_embeddings": False, **options})).eval()
     with torch.no_grad():  # logits far from flat, so greedy ids are not decided by rounding
         for p in hf.parameters():
             p.normal_(0, 0.2)
@@ -56,6 +56,8 @@ CASES = {  # name -> (class, gguf architecture, config options, tensor types)
     "llama-linear": ("LlamaForCausalLM", "llama", {"rope_parameters": {
         "rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}}, None),
     "llama3-rope-freqs": ("LlamaForCausalLM", "llama", {"rope_parameters": LLAMA3}, None),
+    # a tied model, written as llama.cpp writes it: no output.weight, the head is the embedding
+    "llama-tied": ("LlamaForCausalLM", "llama", {"tie_word_embeddings": True}, {"*": Q.Q8_0}),
 }
 
 
@@ -89,6 +91,24 @@ def test_a_llama_family_file_reads_as_written_and_converts_to_the_same_model(
     assert expected.shape[1] == 6 + N
     assert ckpt.model.generate(prompt, N).tolist() == expected.tolist()
     assert ckpt.model.generate(prompt, N, use_cache=False).tolist() == expected.tolist()
+
+
+def test_a_tied_files_head_is_its_embedding(written):
+    """A file without output.weight (a tied model's, as llama.cpp writes it): the model is
+    built empty and its tensors assigned, so the head is the embedding only once tied; untied,
+    it would hold whatever memory it was given."""
+    path, reference = written["llama-tied"]
+    assert "output.weight" not in {t.name for t in gguf.GGUFReader(path).tensors}
+    source = gguf_source(path, task="lm", model_types=None)
+    assert source.config["tie_word_embeddings"]
+    theirs, _ = load_gguf(source.path, source)
+    assert theirs.lm_head.weight is theirs.model.embed_tokens.weight
+    ckpt = read_checkpoint(path, task="lm")
+    assert ckpt.model.config.tie_weights
+    ids = torch.tensor([[5, 9, 2, 7]])
+    with torch.no_grad():
+        assert_close(theirs(ids).logits, reference(ids).logits, **TOL)
+        assert_close(ckpt.model(ids), reference(ids).logits, **TOL)
 
 
 def test_the_qwen3_files_head_width_is_its_key_length(written):
