@@ -170,30 +170,49 @@ def resume_notes(saved: dict[str, Any], given: dict[str, Any]) -> list[str]:
             f"order; other processes see other batches)"]
 
 
-def check_epoch_processes(saved: dict[str, Any], cfg: RunSettings) -> None:
-    """Refuse ``--resume`` of a run whose budget is ``--epochs`` on another number of processes
-    (``--devices`` × ``--num-nodes``) than config.yaml's: its steps are counted in batches of
-    all the processes, so the steps done and the steps the epochs make on the new number do
-    not add up. A run of one epoch on two processes (20 steps) resumed on one to --epochs 2
-    trained to step 80, 2.5 epochs, without a word (one resumed on more: fewer than asked)."""
+def processes_of(values: dict[str, Any]) -> int:
+    """The training processes (``--devices`` × ``--num-nodes``) of ``values``: a run's
+    config.yaml, or the settings asked now."""
     from types import SimpleNamespace
 
     from ..settings import processes
 
-    if not cfg.epochs or saved.get("devices") is None:
+    return processes(SimpleNamespace(devices=values.get("devices"),
+                                     num_nodes=values.get("num_nodes")))
+
+
+def check_epoch_processes(saved: dict[str, Any], cfg: RunSettings,
+                          run_dir: Path | None = None) -> None:
+    """Refuse ``--resume`` of a run whose budget is ``--epochs`` on another number of processes
+    (``--devices`` × ``--num-nodes``) than config.yaml's: its steps are counted in batches of
+    all the processes, so the steps done and the steps the epochs make on the new number do
+    not add up. A run of one epoch on two processes (20 steps) resumed on one to --epochs 2
+    trained to step 80, 2.5 epochs, without a word (one resumed on more: fewer than asked).
+    The way out it names: ``--max-steps`` in place of ``--epochs`` (a step budget, which
+    another number of processes continues). A run made before ``epochs_of_all_processes``
+    counted each process's passes, a budget in steps that no number of processes changes:
+    it passes."""
+    from ..settings import processes
+
+    if (not cfg.epochs or saved.get("devices") is None
+            or not getattr(cfg, "epochs_of_all_processes", True)):
         return
-    before = processes(SimpleNamespace(devices=saved.get("devices"),
-                                       num_nodes=saved.get("num_nodes")))
-    now = processes(cfg)
+    before, now = processes_of(saved), processes(cfg)
     if now == before:
         return
     flags = " ".join(f"--{key.replace('_', '-')} {getattr(cfg, key)}"
                      for key in ("devices", "num_nodes") if getattr(cfg, key) != saved.get(key))
-    raise UsageError(f"--resume: {flags} trains on {now} process{'es' * (now > 1)} where the "
-                     f"run had {before}, and its budget, --epochs {cfg.epochs}, counts steps of "
-                     f"{before} processes' batches: on {now} it would train "
+    done = steps_done(run_dir) if run_dir is not None else None
+    raise UsageError(f"--resume: {flags} trains on {_processes(now)} where the run had "
+                     f"{before}, and its budget, --epochs {cfg.epochs}, counts steps of the "
+                     f"batches of {_processes(before)}: on {now} it would train "
                      f"{'more' if now < before else 'fewer'} epochs than that; resume it on "
-                     f"{before} process{'es' * (before > 1)}")
+                     f"{_processes(before)}, or give --max-steps N in place of --epochs (the "
+                     f"step to end at{f'; it has done {done}' if done is not None else ''})")
+
+
+def _processes(n: int) -> str:
+    return f"{n} process{'es' * (n > 1)}"
 
 
 def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:

@@ -126,6 +126,8 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
         _drop_recipe_cooldown(cfg, {**file_cfg, **given})
     if resuming:
         _kept_on_resume(cfg, previous, {**file_cfg, **given})
+        if {**file_cfg, **given}.get("max_steps") is not None:  # _one_budget let it replace
+            cfg["epochs"] = None  # the run's --epochs: the budget is the steps now
     cfg["task"] = task_name
     cfg["resume"] = bool(cfg.get("resume"))
     try:
@@ -436,13 +438,18 @@ def _one_budget(file_cfg: dict[str, Any], given: dict[str, Any], saved: dict[str
     """--epochs and --max-steps are two ways to give one budget: with both, --epochs would win
     and --max-steps be ignored while config.yaml recorded both. Refuse the pair, from flags
     or --config, and a --max-steps given to --resume a run whose budget is --epochs (or
-    --epochs to one whose budget is --max-steps)."""
+    --epochs to one whose budget is --max-steps). On another number of processes a run's
+    --epochs no longer adds up (``preflight.check_epoch_processes``): there --max-steps
+    replaces it, the one budget another number of processes continues."""
     named = {**file_cfg, **given}
     epochs, steps = named.get("epochs"), named.get("max_steps")
     if epochs is not None and steps is not None:
         raise UsageError(f"--epochs {epochs} and --max-steps {steps}: give one budget, not both "
                          f"(--epochs N trains N passes over the training data)")
-    if steps is not None and saved.get("epochs"):
+    moved = saved and preflight.processes_of(
+        {k: named.get(k) or saved.get(k) for k in ("devices", "num_nodes")}
+    ) != preflight.processes_of(saved)
+    if steps is not None and saved.get("epochs") and not moved:
         raise UsageError(f"--max-steps {steps}: this run's budget is --epochs {saved['epochs']} "
                          f"(its config.yaml); give --epochs to change it")
     if epochs is not None and saved and not saved.get("epochs"):
@@ -626,7 +633,7 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings, notes: list[str]) -> 
         if done:
             print(f"attnlab: {done}", file=sys.stderr)
             return None
-        preflight.check_epoch_processes(saved, cfg)
+        preflight.check_epoch_processes(saved, cfg, run_dir)
         # a run that trains on: said with ``notes``, once nothing refuses it
         notes.extend(preflight.resume_notes(saved, cfg.record()))
         if not preflight.has_checkpoint(run_dir) and (run_dir / "model.safetensors").is_file():

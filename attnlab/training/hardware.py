@@ -395,7 +395,7 @@ def _count(env, name: str) -> int:
 _PER_NODE = {"torchrun": ("LOCAL_WORLD_SIZE", "LOCAL_RANK"), "srun": (None, "SLURM_LOCALID")}
 
 
-def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> None:
+def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> str | None:
     """Refuse, before anything is written, a run whose ``--devices`` × ``--num-nodes`` is not
     the processes its launcher started (``launched``). With fewer asked, each process trained
     its own copy of the model on the whole data, as one process, and all wrote one run
@@ -404,13 +404,15 @@ def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> Non
     tasks than the job's ``SLURM_NTASKS`` (which Lightning would wait for), and a process
     whose place on its node (``LOCAL_RANK``, ``SLURM_LOCALID``) or whose node's processes
     (``LOCAL_WORLD_SIZE``) are beyond ``--devices``, and more than one device asked in the
-    shell of an sbatch script or salloc, where Lightning starts no process itself."""
+    shell of an sbatch script or salloc, where Lightning starts no process itself. Returns a
+    warning to say, or None: task 0 of a step of several tasks in a job Lightning takes for an
+    interactive shell (``_check_interactive_step``)."""
     env = os.environ if environ is None else environ
     found = launched(env)
     if found is None:
-        _check_interactive_step(env)
+        warning = _check_interactive_step(env)
         _check_batch_shell(cfg, env)
-        return
+        return warning
     launcher, name, world = found
     step = env.get("SLURM_STEP_NUM_TASKS") if launcher == "srun" else None
     if step and _count(env, "SLURM_STEP_NUM_TASKS") != world:
@@ -434,20 +436,31 @@ def check_launch(cfg: RunSettings, environ: dict[str, str] | None = None) -> Non
                          f"--devices {devices} (the processes on each node, from 0)")
 
 
-def _check_interactive_step(env) -> None:
-    """Refuse an srun step of several tasks in a job named ``bash`` or ``interactive`` (``srun
-    --pty bash``'s, or one so named), which Lightning takes for an interactive shell: it reads
-    none of SLURM's variables there, so each task trained a model of its own (with ``--devices
-    N``, each with N - 1 processes it started itself), all in one run directory, and said
-    nothing. A launcher that sets ``WORLD_SIZE`` (torchrun inside the step) is ``launched``'s."""
-    tasks = env.get("SLURM_STEP_NUM_TASKS")
-    name = env.get("SLURM_JOB_NAME")
-    if name in _INTERACTIVE_JOBS and tasks and _count(env, "SLURM_STEP_NUM_TASKS") > 1:
-        raise UsageError(f"SLURM_JOB_NAME {name}: Lightning takes a job of this name for an "
-                         f"interactive shell and reads no SLURM variable, so each of this srun "
-                         f"step's {tasks} tasks (SLURM_STEP_NUM_TASKS) would train a model of "
-                         f"its own; name the job otherwise (srun or sbatch --job-name train), "
-                         f"or run one task (srun --ntasks 1) with --devices N")
+def _check_interactive_step(env) -> str | None:
+    """An srun step of several tasks in a job named ``bash`` or ``interactive`` (``srun --pty
+    bash``'s, or salloc's own name), which Lightning takes for an interactive shell: it reads
+    none of SLURM's variables there, so each task of ``salloc -N2`` then ``srun attnlab train``
+    trained a model of its own (with ``--devices N``, each with N - 1 processes it started
+    itself), all in one run directory, and said nothing. A task above 0 (``SLURM_PROCID``) is
+    evidence of several: refused. Task 0 cannot be told from the one shell of ``srun
+    --ntasks-per-node 4 --pty bash`` (the step's variables, one process, where ``--devices 4``
+    starts the others as Lightning means it to): returned, a warning to say. A launcher that
+    sets ``WORLD_SIZE`` (torchrun inside the step) is ``launched``'s."""
+    tasks, name = env.get("SLURM_STEP_NUM_TASKS"), env.get("SLURM_JOB_NAME")
+    if name not in _INTERACTIVE_JOBS or not tasks or _count(env, "SLURM_STEP_NUM_TASKS") <= 1:
+        return None
+    why = (f"SLURM_JOB_NAME {name}: Lightning takes a job of this name for an interactive "
+           f"shell and reads no SLURM variable")
+    named = "name the job (salloc or sbatch --job-name NAME)"
+    if env.get("SLURM_PROCID") and _count(env, "SLURM_PROCID") > 0:
+        raise UsageError(f"{why}, so each of this srun step's {tasks} tasks "
+                         f"(SLURM_STEP_NUM_TASKS) would train a model of its own (this is task "
+                         f"SLURM_PROCID {env['SLURM_PROCID']}); {named}, or run one task (srun "
+                         f"--ntasks 1) with --devices N")
+    return (f"warning: {why}: in the one shell of an srun step (srun --pty bash) --devices N "
+            f"starts its processes itself, but if srun started this command as each of the "
+            f"step's {tasks} tasks (SLURM_STEP_NUM_TASKS), each trains a model of its own: "
+            f"{named}, or run one task (srun --ntasks 1)")
 
 
 def _check_batch_shell(cfg: RunSettings, env) -> None:
@@ -523,7 +536,7 @@ def check_hardware(cfg, *, quiet: bool = False,
     ``check_precision``, if given, is called with the precision Fabric will run before any
     note is printed: a refusal it raises stays the one line of its error.
     """
-    check_launch(cfg)
+    launch_warning = check_launch(cfg)
     check_port(cfg)
     auto = cfg.precision == "auto"
     if auto:
@@ -549,8 +562,9 @@ def check_hardware(cfg, *, quiet: bool = False,
                 f"{cfg.precision} (recorded in config.yaml)")
     if check_precision is not None:
         check_precision(str(cfg.precision))
-    if said and not quiet:
-        print(said, file=sys.stderr, flush=True)
+    for line in (said, launch_warning):
+        if line and not quiet:
+            print(line, file=sys.stderr, flush=True)
     if device == "cpu" and not quiet and (note := emulated_bf16_note(str(cfg.precision))):
         print(note, file=sys.stderr, flush=True)
     if single_process_ddp(cfg) and not quiet:

@@ -2,12 +2,17 @@
 count batches of all the processes, so on another number the steps done and those the epochs
 make did not add up. A one-epoch run on two processes (20 steps of two batches) resumed on one
 to --epochs 2 trained to step 80, 2.5 epochs, without a word; one resumed on more, fewer than
-asked. Refused in one line naming the flag, the run left as it was."""
+asked. Refused in one line naming the flag and the way on (--max-steps in place of --epochs,
+which a run on another number of processes then trains to), the run left as it was."""
 import hashlib
+import json
+from types import SimpleNamespace
 
 import pytest
 
 from attnlab.cli import main
+from attnlab.commands.preflight import check_epoch_processes
+from attnlab.runs import read_yaml
 
 from .conftest import TINY_REVERSE, train_ddp, write_reviews
 
@@ -34,8 +39,10 @@ def test_an_epochs_run_of_one_process_resumed_on_two_is_refused(tmp_path, capsys
                  "--accelerator", "cpu"]) == 2
     line = _one_line(capsys)
     assert line == ("attnlab: error: --resume: --devices 2 trains on 2 processes where the run "
-                    "had 1, and its budget, --epochs 2, counts steps of 1 processes' batches: "
-                    "on 2 it would train fewer epochs than that; resume it on 1 process"), line
+                    "had 1, and its budget, --epochs 2, counts steps of the batches of 1 "
+                    "process: on 2 it would train fewer epochs than that; resume it on 1 "
+                    "process, or give --max-steps N in place of --epochs (the step to end at; "
+                    "it has done 8)"), line
     assert _checksums(out) == before
 
 
@@ -53,5 +60,34 @@ def test_an_epochs_run_of_two_processes_resumed_on_one_is_refused(tmp_path, caps
     line = _one_line(capsys)
     assert line.startswith("attnlab: error: --resume: --devices 1 trains on 1 process where "
                            "the run had 2, and its budget, --epochs 2"), line
-    assert line.endswith("on 1 it would train more epochs than that; resume it on 2 processes")
+    assert ("on 1 it would train more epochs than that; resume it on 2 processes, or give "
+            "--max-steps N in place of --epochs") in line, line
     assert _checksums(out) == before
+
+
+@pytest.mark.slow  # trains two DDP processes
+def test_an_epochs_run_resumed_on_two_processes_with_max_steps_trains_to_them(tmp_path, capsys):
+    """A user who lost a node (or gained one) continues with the way out the refusal names:
+    the budget becomes --max-steps, recorded so, and the run trains to that step."""
+    out = tmp_path / "run"
+    args = [*TINY_REVERSE[2:], "--no-early-stop"]
+    assert main(["train", "reverse", "--out", str(out), *args, "--epochs", "1",
+                 "--accelerator", "cpu"]) == 0
+    capsys.readouterr()
+    done = train_ddp("reverse", out, *args, "--resume", "--max-steps", "12")
+    assert done.returncode == 0, done.stderr
+    saved = read_yaml(out / "config.yaml")
+    assert (saved["max_steps"], saved["epochs"], saved["devices"]) == (12, None, 2), saved
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 12
+
+
+def test_an_older_epochs_run_is_not_refused_on_another_number_of_processes():
+    """A run made before ``epochs_of_all_processes`` counted each process's passes (its budget
+    in steps is the same on any number of processes): not refused with a claim that does not
+    hold for it."""
+    saved = {"devices": 1, "num_nodes": 1, "epochs": 1}
+    older = SimpleNamespace(epochs=2, devices=2, num_nodes=1, epochs_of_all_processes=False)
+    check_epoch_processes(saved, older)  # no UsageError
+    with pytest.raises(Exception, match="trains on 2 processes where the run had 1"):
+        check_epoch_processes(saved, SimpleNamespace(**{**vars(older),
+                                                        "epochs_of_all_processes": True}))
