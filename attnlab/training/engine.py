@@ -683,7 +683,9 @@ class Loop:
         step's targets (``_step_shares``; a collective: every rank)."""
         numbers = {"loss": loss.detach().float(),
                    **{k: v.detach().float() for k, v in logs.items()}}
-        numbers = {k: v * self._rank_weight for k, v in numbers.items()}  # by targets
+        # by targets; back to float32 after a float64 weight (--precision 64), as one
+        # process's rows are (``_weighted``)
+        numbers = {k: (v * self._rank_weight).float() for k, v in numbers.items()}
         mean = self.fabric.all_reduce(numbers, reduce_op="mean")
         return mean.pop("loss"), mean
 
