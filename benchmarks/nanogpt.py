@@ -23,8 +23,9 @@ Each round runs, as new processes, in turns:
   ``attnlab train lm --data corpus.txt`` with the same shape, batch, learning rate, warm-up and
   steps (``--model-dim 128 --num-heads 4 --num-layers 4 --dim-feedforward 512 --block-size 64
   --batch-size 12 --lr 1e-3 --warmup 100 --dropout 0``), nanoGPT's schedule (``--schedule
-  cosine --min-lr 1e-4``: a linear warm-up, then a cosine from the end of the warm-up down to
-  min_lr = lr/10 at the last step, as its ``get_lr``) and nanoGPT's optimiser settings for
+  cosine --min-lr 1e-4``: a linear warm-up, then a cosine from the end of the warm-up that
+  reaches min_lr = lr/10 as the last step ends, as its ``get_lr`` does at its extra iteration
+  ``max_iters``; docs/schedules.md) and nanoGPT's optimiser settings for
   this config (``--weight-decay 0.1 --beta2 0.99 --grad-clip 1.0``: train.py's weight decay
   and clipping, train_shakespeare_char.py's beta2; lm's defaults too, given here so
   that the comparison does not move with them) and its architecture (``--no-bias``: train.py's

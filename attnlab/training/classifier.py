@@ -64,10 +64,13 @@ class ClassifierModule(TaskModule):
 
     def targets(self, batch) -> Tensor | int:
         """With --class-weights, the sum of the rows' class weights (the weighted loss's mean
-        divides by it); else the rows."""
+        divides by it); else the rows. Summed in the weights' dtype, at least float32: a
+        --precision 64 run's float64 (float32's sum would cost the accumulated step its
+        float64 digits), a bf16 run's in float32."""
         if self.objective != "single" or self.class_weight is None:
             return super().targets(batch)
-        return self.class_weight[batch[-1]].float().sum()
+        wide = torch.promote_types(self.class_weight.dtype, torch.float32)
+        return self.class_weight[batch[-1]].to(wide).sum()
 
     def loss(self, batch) -> tuple[Tensor, dict[str, Tensor]]:
         *inputs, targets = batch

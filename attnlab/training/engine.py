@@ -58,7 +58,7 @@ from .stepstats import StepStats
 from .adapt import adapt, init_kind, merge_lora, parameter_share, save_adapter
 from .best import BestWatch, cpu_copy
 # check_hardware: for commands/train
-from .hardware import check_hardware, compile_options, launch, make_fabric  # noqa: F401
+from .hardware import check_hardware, compile_options, launch, make_fabric, sums_in  # noqa: F401
 from . import ranks
 from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
@@ -235,6 +235,7 @@ class Loop:
         self.checkpoint_every = int(cfg.checkpoint_every or 0)
         self.log_every = max(1, min(50, max_steps // 20))
         self.fabric = make_fabric(cfg)
+        self.dtype = sums_in(self.fabric)  # the step's shares and loss (--precision 64: float64)
         self.grad_clip = float(cfg.grad_clip or 0.0)  # 0: no clipping
         self.stop_at, self.hits = stop_at, 0  # hits: validations in a row at stop_at's target
         self.watch = watch_of(cfg)  # --keep-best, --patience
@@ -516,12 +517,10 @@ class Loop:
         if world == 1 and len(batches) == 1:
             return [1], [1]
         counts = [self.module.targets(batch) for batch in batches]
-        wide = self.fabric.strategy.precision.precision == "64-true"  # --precision 64
-        dtype = torch.float64 if wide else torch.float32
-        shares = _shares(counts, dtype)
+        shares = _shares(counts, self.dtype)
         if world == 1:
             return shares, shares
-        mine = torch.as_tensor(sum(counts), dtype=dtype, device=self.fabric.device)
+        mine = torch.as_tensor(sum(counts), dtype=self.dtype, device=self.fabric.device)
         total = mine.clone()  # torch's own collective: Fabric's waits at a barrier before it
         torch.distributed.all_reduce(total)  # (a sum; queued on the device, not waited for)
         self._rank_weight = mine * world / total
@@ -566,8 +565,7 @@ class Loop:
                 # of one batch of all N (x * 1 is x exactly: one batch trains as it always did).
                 # --precision 64: through the float64 loss, not its float32 copy, whose
                 # gradient would round each weight to float32
-                wide = computed.dtype == torch.float64
-                fabric.backward((computed if wide else loss) * weights[i])
+                fabric.backward((computed if self.dtype == torch.float64 else loss) * weights[i])
             losses.append(loss)
             logged.append(logs)
         loss, logs = _weighted(shares, losses, logged)
@@ -683,7 +681,9 @@ class Loop:
         step's targets (``_step_shares``; a collective: every rank)."""
         numbers = {"loss": loss.detach().float(),
                    **{k: v.detach().float() for k, v in logs.items()}}
-        numbers = {k: v * self._rank_weight for k, v in numbers.items()}  # by targets
+        # by targets; back to float32 after a float64 weight (--precision 64), as one
+        # process's rows are (``_weighted``)
+        numbers = {k: (v * self._rank_weight).float() for k, v in numbers.items()}
         mean = self.fabric.all_reduce(numbers, reduce_op="mean")
         return mean.pop("loss"), mean
 

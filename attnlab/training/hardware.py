@@ -29,9 +29,12 @@ from .ranks import RANK_ZERO_TIMEOUT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import torch
+
     from ..run_config import RunSettings
 
-__all__ = ["fabric", "make_fabric", "check_hardware", "auto_precision", "cpu_has_bf16",
+__all__ = ["fabric", "make_fabric", "sums_in", "check_hardware", "auto_precision", "cpu_has_bf16",
            "AUTO_BF16_WIDTH", "processes", "single_process_ddp", "launch",
            "run_dir_checkpoint_io", "launched", "check_launch",
            "launch_id", "wait_for_rank_zero", "compile_options",
@@ -278,6 +281,16 @@ def compile_options(device: str) -> dict[str, Any]:
 def _precision(value: str) -> str:
     """attnlab's ``--precision`` (32, 64, bf16-mixed ...) as Fabric spells it."""
     return {"32": "32-true", "64": "64-true", "16": "16-mixed"}.get(value, value)
+
+
+def sums_in(fabric) -> torch.dtype:
+    """The dtype a step's batch shares and summed loss are kept in: ``fabric``'s run of
+    ``--precision 64`` float64 (float32 would round its accumulated step to float32), any
+    other float32."""
+    import torch
+
+    return torch.float64 if fabric.strategy.precision.precision == _precision("64") else (
+        torch.float32)
 
 
 AUTO_BF16_WIDTH = 128  # from this model width bf16 autocast pays on a CPU with bf16 instructions

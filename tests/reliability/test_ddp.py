@@ -88,16 +88,20 @@ def test_an_epoch_under_ddp_is_one_pass_over_the_data_not_one_per_process(tmp_pa
     assert epoch_steps(cfg, 10, cfg.epochs) == 2 * 3  # 5 batches a process: steps of 2, 2, 1
 
 
-def test_two_processes_weigh_their_batches_by_targets_as_one_process_accumulating(tmp_path):
+@pytest.mark.parametrize("precision", ["32", "64"])
+def test_two_processes_weigh_their_batches_by_targets_as_one_process_accumulating(tmp_path,
+                                                                                  precision):
     """Under DDP each process takes every other batch of the epoch, so two processes of a
     batch train as one process accumulating two. Translations differ in length: each
     process's loss is a mean over its own target tokens, and DDP averaged the two means as
     equals, where one process accumulating weighs each batch by its tokens; the second step
-    (after one update) and the logged losses showed it."""
+    (after one update) and the logged losses showed it. Under --precision 64 the float64
+    weight of each process's share gave the DDP rows float64 digits, one process's float32."""
     args = ["--max-steps", "3", "--max-number", "1000", "--test-size", "16", "--val-size", "16",
             "--num-layers", "1", "--model-dim", "16", "--num-heads", "2", "--dropout", "0",
             "--warmup", "0", "--schedule", "constant", "--lr", "3e-2", "--batch-size", "4",
-            "--accelerator", "cpu", "--threads", "1", "--val-every", "100"]
+            "--accelerator", "cpu", "--threads", "1", "--val-every", "100",
+            "--precision", precision]
     proc = train_ddp("translate", tmp_path / "ddp", *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert main(["train", "translate", "--out", str(tmp_path / "one"), *args,
@@ -108,6 +112,8 @@ def test_two_processes_weigh_their_batches_by_targets_as_one_process_accumulatin
               for name in rows}
     assert len(losses["ddp"]) == len(losses["one"]) == 3
     assert losses["ddp"] == pytest.approx(losses["one"], abs=1e-5)
+    for name, logged in losses.items():  # float32 numbers, as the log's rows promise
+        assert logged == [float(torch.tensor(x, dtype=torch.float32)) for x in logged], name
 
 
 def test_a_resumed_ddp_run_with_dropout_trains_as_the_uninterrupted_one(tmp_path):

@@ -19,13 +19,15 @@ pytestmark = pytest.mark.slow  # every test trains a run
 TINY = ["--train-size", "256", "--val-size", "32", "--test-size", "32", "--model-dim", "16",
         "--num-heads", "1", "--batch-size", "16", "--no-early-stop", "--threads", "1"]
 STEPS, LR, WARMUP = 12, 0.01, 4  # 12 steps: a row after every step (one per 20th of the run)
+SCHEDULE = dict(lr=LR, warmup=WARMUP, max_iters=STEPS, min_lr=LR / 10, cooldown=0.5)  # wsd
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("tb") / "reverse"
     assert main(["train", "reverse", "--out", str(out), *TINY, "--max-steps", str(STEPS),
-                 "--val-every", "4", "--lr", str(LR), "--warmup", str(WARMUP)]) == 0
+                 "--val-every", "4", "--lr", str(LR), "--warmup", str(WARMUP),
+                 "--schedule", "wsd", "--cooldown", "0.5", "--min-lr", str(LR / 10)]) == 0
     return out
 
 
@@ -43,12 +45,17 @@ def test_the_event_files_hold_the_csv_rows_at_their_steps(run):
 
 def test_lr_is_the_rate_each_logged_step_trained_at(run):
     """Step s trains at the schedule's rate after s - 1 updates (0 at the first step of the
-    course's warm-up), not at the rate the schedule moved on to after it."""
+    course's warm-up), not at the rate the schedule moved on to after it: the last step one
+    step of the decay above --min-lr, which the schedule reaches as training stops, the rate
+    the checkpoint resumes at (docs/schedules.md)."""
     rows = [r for r in csv_rows(run / "logs" / "metrics.csv") if r["lr"]]
-    expected = [schedule_lr("cosine", int(r["step"]) - 1, lr=LR, warmup=WARMUP, max_iters=STEPS)
-                for r in rows]
+    assert [int(r["step"]) for r in rows] == list(range(1, STEPS + 1))  # every step logged
+    expected = [schedule_lr("wsd", int(r["step"]) - 1, **SCHEDULE) for r in rows]
     assert [float(r["lr"]) for r in rows] == pytest.approx(expected, rel=1e-9)
     assert float(rows[0]["lr"]) == 0.0 < float(rows[1]["lr"])
+    assert float(rows[-1]["lr"]) > LR / 10  # the last step still above the floor
+    saved = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    assert saved["optimizer"]["param_groups"][0]["lr"] == pytest.approx(LR / 10)  # the floor
 
 
 def test_throughput_is_the_examples_trained_per_training_second(run):
