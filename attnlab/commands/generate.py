@@ -222,9 +222,9 @@ def run(args) -> int:
     _check(args)
     texts, labels = inputs(args)
     if is_hf_directory(args.run_dir) or is_gguf(args.run_dir):  # a checkpoint, not a run
-        from .hf_generate import check_directory, from_directory
+        from .hf_generate import check_hf_flags, from_directory
 
-        check_directory(args)  # before --seed's generator imports torch
+        check_hf_flags(args)  # before --seed's generator imports torch
         generator = input_generator(args.seed)
         all_ids, produce = from_directory(args, texts, labels, generator)
         chatting = args.chat is not None  # the reply alone, not the message before it
@@ -307,7 +307,7 @@ def input_generator(seed: int | None):
     """The random generator of sampling (None without --seed: torch's global one), which
     ``print_outputs`` seeds again for each input."""
     if seed is None:  # torch not imported yet: --chat on a directory without a template is
-        return None   # refused before it is (hf_generate.check_directory)
+        return None   # refused before it is (hf_generate.check_hf_flags)
     import torch
 
     return torch.Generator().manual_seed(seed)

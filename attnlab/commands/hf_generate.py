@@ -30,7 +30,7 @@ from .threads import use_threads
 LM = "lm"  # the task whose conversion (--init's) reads the directory
 
 
-def check_directory(args) -> None:
+def check_hf_flags(args) -> None:
     """The refusals of ``generate DIR`` with a Hugging Face directory or GGUF file that need
     neither its weights nor torch (``generate.run`` says them before it imports torch for
     --seed's generator): --checkpoint, and --chat without a chat template."""
@@ -56,8 +56,7 @@ def from_directory(args, texts: list[str], labels: list[str], generator=None):
     from ..tasks.base import each_input
     from ..tokenizers import note_unknown
 
-    directory = Path(args.run_dir)
-    check_directory(args)
+    directory = Path(args.run_dir)  # its flags checked before (``check_hf_flags``)
     chat_tokenizer, gguf = None, is_gguf(directory)
     if not gguf:  # a GGUF file holds no sampling defaults
         _sample_as_the_directory_says(directory, args)

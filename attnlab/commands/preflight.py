@@ -457,9 +457,18 @@ def check_memory(parts: list[tuple[str, float]], *, available: int | None = None
     what = " + ".join(f"{_gb(size)} for {name}" for name, size in shown)
     if (left := len(parts) - len(shown)) > 0:
         what += f" + {left} smaller part{'s' if left > 1 else ''}"
-    raise UsageError(f"these settings need about {_gb(total)} ({what}); this machine has "
-                     f"{_gb(available)} available (the count is a lower bound: only what is "
-                     f"sure to be allocated)")
+    raise UsageError(f"these settings need about {_gb(total)} ({what}); {_who_has(available)} "
+                     f"(the count is a lower bound: only what is sure to be allocated)")
+
+
+def _who_has(available: int) -> str:
+    """Where the refusal's ``available`` bytes come from: the limit of the process's memory
+    cgroup (a container's) where that is less than the machine has, so that a user on a
+    machine with more free does not read the number as wrong."""
+    machine = _machine_available()
+    if cgroup_available() == available and (machine is None or available < machine):
+        return f"this container's memory limit (its cgroup) leaves {_gb(available)}"
+    return f"this machine has {_gb(available)} available"
 
 
 def first_missing(path: Path) -> Path:

@@ -67,15 +67,10 @@ def run(args) -> int:
         args.texts, labels = read_inputs(args.input_file, args.input_column, "--src-column")
     run_dir, cfg = check_run_dir(args.run_dir, command="translate", checkpoint=args.checkpoint,
                                  tasks=tasks_that(lambda task: task.capabilities.translate))
-    beams = args.beam or cfg.beam
-    if args.length_penalty is not None and beams == 1:  # greedy would ignore it without a word
-        whose = "" if args.beam else ", the run's setting"
-        raise UsageError(f"--length-penalty {args.length_penalty} is for beam search, and this "
-                         f"translation is greedy (--beam {beams}{whose}); give --beam N > 1 "
-                         f"with it, or drop it")
-    use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     task = get_task(cfg.task)
     runtime = task.runtime()
+    runtime.check_greedy_penalty(cfg, args.beam, args.length_penalty, flags=True)
+    use_threads(args, "decode" if len(args.texts) > 1 else "one", run_dir)
     note_if_slower(args.quantize, cfg.task, cfg, len(args.texts))
     if len(args.texts) > CHUNK:  # a bad line of a later chunk refused before the model loads
         check_each(args.texts, labels, runtime.input_reader(task, run_dir, cfg))

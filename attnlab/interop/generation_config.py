@@ -25,9 +25,9 @@ as the checkpoint's authors chose. The rule, one for every key:
   sample among 50 tokens.
 
 ``export --hf`` writes the other way (``write_sampling``): an lm run's OUT samples as
-``attnlab generate RUN`` does without flags, do_sample true, temperature 1, top_k 0 and top_p 1
-written out, where a file without them would make ``transformers`` decode greedily (or, told
-to sample, among its default 50 most likely tokens).
+``attnlab generate RUN`` does without flags, do_sample true and top_k 0 written, where a file
+without them would make ``transformers`` decode greedily (or, told to sample, among its
+default 50 most likely tokens); temperature 1 and no top_p are both libraries' defaults.
 
 A key that changes the chosen token but that attnlab's decoding loop has no rule for
 (repetition_penalty, num_beams, ...) is named in the note, never dropped in silence. A value
@@ -222,12 +222,16 @@ def _checked(path: Path, key: str, value: Any) -> Any:
 def write_sampling(generation_config, sampling: SamplingSettings | None = None) -> None:
     """Set on ``generation_config`` (a ``transformers.GenerationConfig``) the keys that make
     ``transformers``' ``generate`` draw from the distribution attnlab's does with ``sampling``
-    (default: ``attnlab generate``'s defaults), each written: a key left unset would be
-    filled by transformers' defaults (do_sample false: greedy; top_k 50). attnlab's "no top-k"
-    is top_k 0 to transformers (which ``read_sampling`` reads back as none), its "no top-p"
-    top_p 1."""
+    (default: ``attnlab generate``'s defaults): do_sample true and top_k, which transformers
+    would otherwise fill with its defaults (do_sample false: greedy; top_k 50); attnlab's "no
+    top-k" is top_k 0 to transformers (which ``read_sampling`` reads back as none). A
+    temperature or top_p is set only where it does something (not 1): saved, transformers 4
+    leaves a key at its default out of the file, and a 1 written would be said back by
+    ``attnlab generate OUT``'s note as if it chose something."""
     sampling = sampling if sampling is not None else SamplingSettings()
     generation_config.do_sample = True
-    generation_config.temperature = float(sampling.temperature)
     generation_config.top_k = 0 if sampling.top_k is None else int(sampling.top_k)
-    generation_config.top_p = 1.0 if sampling.top_p is None else float(sampling.top_p)
+    if float(sampling.temperature) != 1.0:
+        generation_config.temperature = float(sampling.temperature)
+    if sampling.top_p is not None and float(sampling.top_p) != 1.0:
+        generation_config.top_p = float(sampling.top_p)

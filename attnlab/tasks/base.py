@@ -717,8 +717,6 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
     """
     import math
 
-    from ..notes import say
-
     def finite(result: dict[str, Any]) -> bool:
         if result.get(FINITE) is False:
             return False
@@ -733,11 +731,43 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
     for i in bad:
         results[i] = {**results[i], "prediction": None, "line": "nan"}
     if bad:
-        first = labels[bad[0]]
-        say("nan", len(bad), lambda count, inputs: (
-            f"warning: {run_dir} gives NaN for {count} of {inputs} inputs (first: {first}); "
-            f"their prediction is null"), len(results))
+        say_nan(run_dir, len(bad), len(results), labels[bad[0]], "their prediction is null")
     return results
+
+
+def say_nan(run_dir: Path, count: int, inputs: int, first: str, then: str) -> None:
+    """The one warning that ``run_dir``'s outputs are NaN for ``count`` of ``inputs`` inputs,
+    ``first`` named, and ``then`` what became of their answers (``say``: once per command)."""
+    from ..notes import say
+
+    say("nan", count, lambda count, inputs: (
+        f"warning: {run_dir} gives NaN for {count} of {inputs} inputs (first: {first}); "
+        f"{then}"), inputs)
+
+
+def without_nan_metrics(metrics: dict[str, Any], finite: list[bool], labels: list[str],
+                        run_dir: Path) -> dict[str, Any]:
+    """``metrics`` as ``evaluate`` returns them when the model's outputs for some input are
+    not finite (``finite`` False): every score NaN (null in metrics.json and on stdout), not
+    the score of argmax answers read from NaN rows, with ``say_nan``'s warning naming the first
+    of ``labels``. Counts (an ``int``, a table's ``support``) stay; all finite, as they were.
+
+    Examples:
+        >>> without_nan_metrics({"test_accuracy": 0.5}, [True], ["x"], Path("run"))
+        {'test_accuracy': 0.5}
+    """
+    bad = [label for ok, label in zip(finite, labels) if not ok]
+    if not bad:
+        return metrics
+    say_nan(run_dir, len(bad), len(finite), bad[0], "its metrics are null")
+
+    def nan(value: Any) -> Any:
+        if isinstance(value, float):
+            return float("nan")
+        if isinstance(value, dict):
+            return {k: nan(v) for k, v in value.items()}
+        return [nan(v) for v in value] if isinstance(value, list) else value
+    return nan(metrics)
 
 
 # what str.splitlines ends a line at, "\r\n" as one

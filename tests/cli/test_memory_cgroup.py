@@ -83,5 +83,6 @@ def test_a_run_past_the_containers_limit_is_refused_before_its_directory(tmp_pat
                  "--val-size", "16", "--test-size", "16"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("attnlab: error: these settings need"), err
-    assert "this machine has 3.5 GB available" in err
+    # the container's limit named as such: the machine has 24 GiB available
+    assert "; this container's memory limit (its cgroup) leaves 3.5 GB (" in err, err
     assert not out.exists()

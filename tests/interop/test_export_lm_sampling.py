@@ -1,14 +1,12 @@
 """``attnlab export --hf`` of an lm run writes how ``attnlab generate RUN`` samples into
-``generation_config.json`` (do_sample, temperature 1, top_k 0, top_p 1): without them
-``transformers``' ``generate`` decoded the exported model greedily, the same text whatever the
-seed, where ``attnlab generate`` samples; and told to sample, it drew among its default 50 most
+``generation_config.json`` (do_sample true, top_k 0; temperature 1 and no top_p are the
+defaults): without them ``transformers``' ``generate`` decoded the exported model greedily,
+the same text whatever the seed, where ``attnlab generate`` samples; and told to sample, it drew among its default 50 most
 likely tokens, where attnlab draws among all.
 
 The distributions are compared on the same logits (the run's, and the exported model's next
 scores after transformers' warpers) at atol 1e-6, rtol 1e-5, as
 ``test_generation_hf_sampling.py`` compares them."""
-import json
-
 import pytest
 import torch
 from torch.testing import assert_close
@@ -30,17 +28,24 @@ STEPS = ["--max-steps", "2", "--warmup", "1", "--model-dim", "16", "--num-layers
 
 @pytest.mark.slow  # trains a run
 @pytest.mark.parametrize("arch", [[], ["--arch", "llama"]])
-def test_transformers_samples_an_exported_lm_run_as_attnlab_generate_does(arch, tmp_path):
-    from transformers import AutoModelForCausalLM
+def test_transformers_samples_an_exported_lm_run_as_attnlab_generate_does(arch, tmp_path,
+                                                                          capsys):
+    from transformers import AutoModelForCausalLM, GenerationConfig
 
     text = tmp_path / "text.txt"
     text.write_text(" ".join(WORDS * 4) + "\n", encoding="utf-8")
     run, out = tmp_path / "run", tmp_path / "hf"
     assert main(["train", "lm", "--data", str(text), "--out", str(run), *STEPS, *arch]) == 0
     assert main(["export", str(run), "--hf", str(out)]) == 0
-    written = json.loads((out / "generation_config.json").read_text())
-    assert (written["do_sample"], written["temperature"], written["top_k"],
-            written["top_p"]) == (True, 1.0, 0, 1.0)
+    # as transformers reads it back (transformers 4 saves only the keys off its defaults)
+    written = GenerationConfig.from_pretrained(out)
+    assert (written.do_sample, written.top_k) == (True, 0)
+    assert written.temperature in (None, 1.0) and written.top_p in (None, 1.0)  # 5's, 4's
+    capsys.readouterr()
+    assert main(["generate", str(out), "--prompt", "w3", "--max-new-tokens", "2",
+                 "--seed", "0"]) == 0
+    # the export's own file decides nothing (it said "sampling with --temperature 1.0 ...")
+    assert "generation_config.json" not in capsys.readouterr().err
     ours, tokenizer = attnlab.load(run)
     hf = AutoModelForCausalLM.from_pretrained(out).eval()
     assert hf.config.vocab_size > 50

@@ -70,3 +70,30 @@ def test_finite_outputs_answer_as_before(task, reverse_run, tag_run, capsys):
     record = json.loads(out)
     assert record["prediction"] is not None and "finite" not in record
     assert "NaN" not in err
+
+
+@pytest.mark.parametrize("task", ["reverse", "tag"])
+def test_evaluate_of_nan_outputs_scores_null_with_one_warning(task, reverse_run, tag_run,
+                                                              tmp_path, capsys):
+    # evaluate scored the argmax of NaN rows (a tag run's f1 0.7 and recall 1.0, exit 0)
+    run = _nan_copy(reverse_run if task == "reverse" else tag_run, tmp_path)
+    capsys.readouterr()
+    assert main(["evaluate", str(run)]) == 0
+    out, err = capsys.readouterr()
+    scores = {k: v for k, v in json.loads(out).items() if k != "test_per_type"}
+    assert scores and all(v is None for v in scores.values())
+    warning, = [line for line in err.splitlines() if line.startswith("warning:")]
+    first = "test sequence 1" if task == "reverse" else "sentence 1 of the test sentences"
+    assert warning.startswith(f"warning: {run} gives NaN for ")
+    assert f"(first: {first}" in warning and warning.endswith("; its metrics are null")
+
+
+@pytest.mark.parametrize("task", ["reverse", "tag"])
+def test_evaluate_of_finite_outputs_scores_and_warns_nothing(task, reverse_run, tag_run,
+                                                             capsys):
+    capsys.readouterr()
+    assert main(["evaluate", str(reverse_run if task == "reverse" else tag_run)]) == 0
+    out, err = capsys.readouterr()
+    scores = json.loads(out)
+    assert all(isinstance(v, float) for k, v in scores.items() if k != "test_per_type")
+    assert "NaN" not in err

@@ -47,3 +47,25 @@ def test_given_beams_translate_as_the_command(translate_run, capsys):
     capsys.readouterr()
     assert main(["translate", str(translate_run), "seven", "twelve", "--beam", "1"]) == 0
     assert capsys.readouterr().out.splitlines() == ours
+
+
+
+def _greedy_penalty_refusal(run, **options):
+    run_dir, cfg = check_run_dir(run)
+    task = get_task(cfg.task)
+    with pytest.raises(ValueError) as e:
+        task.runtime().translate(task, run_dir, cfg, ["seven"], length_penalty=0.5, **options)
+    return str(e.value)
+
+
+def test_a_length_penalty_for_greedy_decoding_is_refused_as_the_command_refuses_it(
+        translate_run, tmp_path):
+    # it translated, the penalty ignored without a word, where the command refuses it
+    assert _greedy_penalty_refusal(translate_run, num_beams=1) == (
+        "length_penalty=0.5 is for beam search, and this translation is greedy (num_beams=1); "
+        "give num_beams=N > 1 with it, or drop it")
+    greedy = tmp_path / "run"  # greedy by its own setting
+    assert main(["train", "translate", *tiny_args("translate", task_data(tmp_path),
+                                                  "--max-steps", "1"),
+                 "--beam", "1", "--out", str(greedy)]) == 0
+    assert "(num_beams=1, the run's setting)" in _greedy_penalty_refusal(greedy)

@@ -704,7 +704,7 @@ def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
         return [m[0] for m in model.get_attention_maps(*batch)], labels, labels
     else:
         ids = encode(tokenizer, [text], cfg.max_len)[0]
-        note_cut(len(tokenizer.encode(text)), len(ids), cfg.max_len)
+        note_cut(len(tokenizer.encode(text)), len(ids), cfg.max_len, what=input_name())
         x, labels = torch.tensor([ids]), tokenizer.tokenize(text)[: len(ids)]
     labels = (["[CLS]"] if model.use_cls else []) + labels
     maps = model.get_attention_maps(x)  # L x (1, H, T, T)

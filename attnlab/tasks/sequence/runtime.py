@@ -28,7 +28,7 @@ from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
 from ..base import (FINITE, Task, attends, config_from_run, decimal, each_input, fraction,
-                    loads, predicts, rng_kept)
+                    loads, predicts, rng_kept, without_nan_metrics)
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
@@ -88,13 +88,31 @@ def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
     With ``lengths`` (N,), only the first lengths[i] output positions of row i count (inputs of
     a shorter sequence padded by ``pad_to_length``).
     """
-    predictions = model.predict(inputs)  # (N, T)
-    correct = predictions == labels  # (N, T)
+    return _accuracies(model.predict(inputs), labels, _counted(inputs, lengths), prefix)
+
+
+def _counted(inputs: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+    """(N, T) bools: the output positions within each row's length (all, without lengths)."""
     if lengths is None:
         lengths = torch.full((len(inputs),), inputs.shape[1])
-    counted = torch.arange(inputs.shape[1])[None, :] < lengths[:, None]  # (N, T)
+    return torch.arange(inputs.shape[1])[None, :] < lengths[:, None]  # (N, T)
+
+
+def _accuracies(predictions: torch.Tensor, labels: torch.Tensor, counted: torch.Tensor,
+                prefix: str) -> dict[str, float]:
+    """Token and whole-sequence accuracy of ``predictions`` (N, T), ``counted`` positions."""
+    correct = predictions == labels  # (N, T)
     return {f"{prefix}token_accuracy": fraction(correct, counted),
             f"{prefix}sequence_accuracy": fraction((correct | ~counted).all(-1))}
+
+
+def _scored(model, inputs: torch.Tensor, labels: torch.Tensor,
+            lengths: torch.Tensor | None) -> tuple[dict[str, float], list[bool]]:
+    """(``sequence_metrics``, for each row whether its counted outputs are all finite)."""
+    predictions, finite = model.predict(inputs, finite=True)  # (N, T) each
+    counted = _counted(inputs, lengths)
+    return (_accuracies(predictions, labels, counted, "test_"),
+            (finite | ~counted).all(-1).tolist())
 
 
 def dataset(task: Task, cfg: RunSettings, split: str) -> SequenceDataset:
@@ -193,7 +211,9 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
     model = load(task, run_dir, cfg)
     if data is None:
         test = dataset(task, cfg, "test")
-        return sequence_metrics(model, test.inputs, test.labels)
+        metrics, finite = _scored(model, test.inputs, test.labels, None)
+        labels = [f"test sequence {i}" for i in range(1, len(finite) + 1)]
+        return without_nan_metrics(metrics, finite, labels, run_dir)
     path = Path(data)
     if path.is_dir():
         raise UsageError(f"--data {path}: is a directory, not a file of sequences")
@@ -203,8 +223,9 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
     # token, which would otherwise be refused as a symbol that prints like a digit
     text = _decode(read_bytes(path), f"--data {path}")
     lines = enumerate(text.split("\n"), 1)  # "\n" only, as --input-file (a "\r" is white space)
-    rows = [parse_tokens(line, cfg.num_categories, cfg.seq_len,
-                         what=f"--data {path} line {i}") for i, line in lines if line.strip()]
+    numbered = [(i, line) for i, line in lines if line.strip()]
+    rows = [parse_tokens(line, cfg.num_categories, cfg.seq_len, what=f"--data {path} line {i}")
+            for i, line in numbered]
     if not rows:
         raise UsageError(f"--data {path} holds no sequences (one per line, tokens separated "
                          f"by spaces)")
@@ -212,7 +233,9 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
     labels = torch.zeros_like(inputs)  # (N, T); past each row's length, not counted
     for i, r in enumerate(rows):
         labels[i, : len(r)] = make_labels(task.name, torch.tensor([r]))[0]
-    return sequence_metrics(model, inputs, labels, lengths)
+    metrics, finite = _scored(model, inputs, labels, lengths)
+    return without_nan_metrics(metrics, finite, [f"--data {path} line {i}" for i, _ in numbered],
+                               run_dir)
 
 
 def _maps(task: Task, model, cfg: RunSettings, tokens: list[int], n: int):

@@ -39,7 +39,7 @@ from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_
                            note_unknown)
 from ...training.tagger import IGNORE
 from ..base import (FINITE, attends, config_from_run, each_input, input_name, loads, predicts,
-                    rng_kept)
+                    rng_kept, without_nan_metrics)
 from ..classify.pretrained import read_init
 from ..spaced_input import spaced_tokens
 from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
@@ -323,10 +323,17 @@ def tag_metrics(true: list[list[str]], predicted: list[list[str]]) -> dict[str, 
             "test_per_type": per_type_table(true, predicted)}
 
 
-def _test(cfg, model, tokenizer, part: Sentences) -> dict[str, Any]:
-    predicted, unread, _ = predict_tags(cfg, model, tokenizer, part.words)
+def _test(cfg, model, tokenizer, part: Sentences, run_dir: Path | None = None,
+          what: str = "") -> dict[str, Any]:
+    """``tag_metrics`` of ``part``; with ``run_dir``, null where an output is NaN
+    (``without_nan_metrics``, its warning naming ``what``'s sentence)."""
+    predicted, unread, finite = predict_tags(cfg, model, tokenizer, part.words)
     unread.say(cfg)
-    return tag_metrics(part.tags, predicted)
+    metrics = tag_metrics(part.tags, predicted)
+    if run_dir is None:
+        return metrics
+    labels = [f"sentence {i} of {what}" for i in range(1, len(finite) + 1)]
+    return without_nan_metrics(metrics, finite, labels, run_dir)
 
 
 # ---- the task's functions (the commands call these through Task.runtime) --------------------
@@ -523,7 +530,8 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     if data is not None:
         part = read_file(cfg, "data", data)
         check_tags(part, set(cfg.tags), "data")
-        notes = [trained_note(cfg, part), no_entity_note(part, f"--data {part.path}", "test_")]
+        what = f"--data {part.path}"
+        notes = [trained_note(cfg, part), no_entity_note(part, what, "test_")]
     else:
         check_test_files(files_of(cfg), cfg.data_sha256)
         splits = load_splits(cfg, val_file=False)
@@ -533,7 +541,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     _say_only_o(run_dir, cfg)
     for note in filter(None, notes):  # as train tag says them of its held-out splits
         print(note, file=sys.stderr, flush=True)
-    metrics = _test(cfg, model, tokenizer, part)
+    metrics = _test(cfg, model, tokenizer, part, run_dir, what)
     print(format_table(metrics["test_per_type"]), file=sys.stderr)
     return metrics
 

@@ -46,7 +46,8 @@ from .scoring import (check_source_lengths, compute_test_metrics, pad, resolve_b
                       scores_by_length, translate_texts, unfinished_note, validation_scores)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
-           "cross_attention_maps", "read_init", "check_init_lengths", "run", "load", "translate",
+           "cross_attention_maps", "read_init", "check_init_lengths", "run", "load",
+           "check_greedy_penalty", "translate",
            "input_reader", "predict_many", "translation_results", "evaluate", "attention_maps",
            "attention_layers", "evaluate_by_length", "export_hf"]
 
@@ -370,6 +371,23 @@ def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     return quantized(model.eval(), quantize), tok
 
 
+def check_greedy_penalty(cfg: RunSettings, num_beams: int | None,
+                         length_penalty: float | None, *, flags: bool = False) -> None:
+    """Refuse a ``length_penalty`` given for greedy decoding (``num_beams``, or the run's
+    ``beam`` when not given, 1), which would ignore it without a word: a ``ValueError``
+    naming the arguments, or with ``flags`` a ``UsageError`` naming ``--length-penalty`` and
+    ``--beam``."""
+    beams = num_beams or cfg.beam
+    if length_penalty is None or beams != 1:
+        return
+    penalty, beam = ("--length-penalty ", "--beam ") if flags else ("length_penalty=",
+                                                                    "num_beams=")
+    whose = "" if num_beams else ", the run's setting"
+    raise (UsageError if flags else ValueError)(
+        f"{penalty}{length_penalty} is for beam search, and this translation is greedy "
+        f"({beam}{beams}{whose}); give {beam}N > 1 with it, or drop it")
+
+
 def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
               num_beams: int | None = None, length_penalty: float | None = None,
               quantize: str | None = None, labels: list[str] | None = None) -> list[str]:
@@ -380,11 +398,13 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     beside it); ``labels`` name the texts in errors. ``texts`` one ``str`` (or bytes) is a
     ``TypeError``, not a translation of each of its characters; ``num_beams`` and
     ``length_penalty`` given are checked as ``--beam`` and ``--length-penalty`` are (a
-    ``ValueError`` naming them: ``num_beams=0`` translated with the run's beams, in silence)."""
+    ``ValueError`` naming them: ``num_beams=0`` translated with the run's beams, in silence),
+    ``length_penalty`` for greedy decoding refused too (``check_greedy_penalty``)."""
     for name, key, value in (("num_beams", "beam", num_beams),
                              ("length_penalty", "length_penalty", length_penalty)):
         if value is not None:  # not given: the run's own
             check_argument(task.settings, key, value, shown=name)
+    check_greedy_penalty(cfg, num_beams, length_penalty)
     texts = spell_digits(cfg, input_texts(texts), labels)  # refused before the model loads
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     unfinished: list[int] = []
