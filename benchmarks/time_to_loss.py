@@ -60,7 +60,8 @@ on both sides (nanoGPT's logged iteration times, whose first holds its compile; 
 ``--same-flags`` then trains attnlab once more with nanoGPT's own recipe (its flags as
 ``benchmarks.gpu_lm`` gives them, those attnlab has) for nanoGPT's iterations, validating when
 nanoGPT evaluates, and prints its final held-out loss beside nanoGPT's: the loss at equal
-iterations, from the same nanoGPT run (on the GPU: issue #40's item 5 at 5,000 iterations).
+iterations, from the same nanoGPT run (on the GPU: nanoGPT's 5,000 iterations, its own
+recipe on both sides).
 
 ``--ablate`` then trains attnlab once more per row of ``ABLATIONS`` (the recipe with one piece
 put back to nanoGPT's), with the same steps and validations and the first seed, and times each

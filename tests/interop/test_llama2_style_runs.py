@@ -124,15 +124,16 @@ def test_a_run_reads_a_prompt_as_its_checkpoint_and_its_export_do(made, run, cap
 
 
 @pytest.mark.slow
-def test_the_export_states_the_runs_bos_and_eos_and_no_sampling(made, run):
+def test_the_export_states_the_runs_bos_and_eos_and_its_own_sampling(made, run):
     """A run keeps --init DIR's weights, not its sampling defaults (docs/cli.md): its export's
-    generation_config.json names the ids the run reads and stops at, and no sampling key, so
-    that transformers does not sample the fine-tune as DIR's authors sampled DIR."""
+    generation_config.json names the ids the run reads and stops at, and samples as
+    ``attnlab generate RUN`` does (temperature 1, no top-k or top-p), so that transformers
+    does not sample the fine-tune as DIR's authors sampled DIR (temperature 0.6)."""
     assert json.loads((made["dir"] / "generation_config.json").read_text())["temperature"] == 0.6
     exported = made["root"] / "exported"
-    written = json.loads((exported / "generation_config.json").read_text())
-    assert not {"do_sample", "temperature", "top_k", "top_p"} & set(written)
     config = transformers.GenerationConfig.from_pretrained(exported)
+    assert config.do_sample is True and config.top_k == 0
+    assert config.temperature in (None, 1.0) and config.top_p in (None, 1.0)
     tokenizer = attnlab.load(run)[1]
     assert (config.bos_token_id, config.eos_token_id) == (tokenizer.sos_id, tokenizer.eos_id)
     assert (config.bos_token_id, config.eos_token_id) == (1, 2)  # the checkpoint's <s>, </s>
