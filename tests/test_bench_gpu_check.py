@@ -173,7 +173,7 @@ def test_time_to_loss_same_flags_trains_nanogpts_recipe_for_its_iterations_and_c
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
     monkeypatch.setattr(ttl, "nanogpt_side",
-                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0))
+                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0, 8.0))
     monkeypatch.setattr(benchmarks.gpu_lm, "attnlab_flags",
                         lambda: set(gpu_lm.recipe(ttl.SHAPES["gpu"])))
     flags_of = []
@@ -201,3 +201,56 @@ def test_time_to_loss_same_flags_trains_nanogpts_recipe_for_its_iterations_and_c
     assert "--compile" in same and "--no-bias" in same
     assert "loss at equal iterations (5,000): attnlab at nanoGPT's flags 1.6000, nanoGPT 1.5000" \
         in capsys.readouterr().out
+
+
+@pytest.mark.slow  # draws the figure
+def test_time_to_loss_writes_its_table_plot_and_csv_before_the_same_flags_run_is_cut(
+        tmp_path, monkeypatch, capsys):
+    """The GPU call's cap cuts the last, longest run (--same-flags): the time-to-loss of the
+    --recipe fast run is already printed, with compile counted on both sides and the ratio
+    without compile too, and its PNG and CSV are already written."""
+    import benchmarks.gpu_lm
+
+    (tmp_path / "train.py").write_text("")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
+    # nanoGPT: 50 s on its own clock for 5,000 iterations, 8 s of them its compile
+    monkeypatch.setattr(ttl, "nanogpt_side",
+                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0, 8.0))
+    monkeypatch.setattr(benchmarks.gpu_lm, "attnlab_flags",
+                        lambda: set(gpu_lm.recipe(ttl.SHAPES["gpu"])))
+    flags_of = []
+
+    def attnlab_side(work, name, text_file, flags, threads, val_text, block):
+        flags_of.append(flags)
+        if "--recipe" not in flags:
+            raise KeyboardInterrupt  # the cap: timeout's signal
+        out = work / f"attnlab-{name}"
+        (out / "logs").mkdir(parents=True)
+        (out / "logs" / "metrics.csv").write_text(
+            "step,train_seconds,train_loss,val_loss\n500,12.0,,1.6\n1000,24.0,,1.4\n")
+        (out / "metrics.json").write_text('{"compile_seconds": 6.0}')
+        return out, ttl.loss_curve(out / "logs" / "metrics.csv"), 1.4
+
+    monkeypatch.setattr(ttl, "attnlab_side", attnlab_side)
+    png = tmp_path / "out" / "ttl.png"
+    monkeypatch.setattr(sys, "argv", ["time_to_loss", "--nanogpt", str(tmp_path), "--shape",
+                                      "gpu", "--same-flags", "--plot", str(png)])
+    with pytest.raises(KeyboardInterrupt):
+        ttl.main()
+    out = capsys.readouterr().out
+    assert len(flags_of) == 2  # the fast run, then the --same-flags one, cut
+    assert "attnlab --recipe fast, seed 42: target at step 1000" in out
+    assert "compile 6.0 s" in out
+    # its time to the target with compile (24 + 6 s) against nanoGPT's 50 s, both columns
+    fast_row = next(row for row in out.splitlines() if row.startswith("attnlab --recipe fast "))
+    assert fast_row.split()[-4:] == ["30.0", "0.600", "1.4000", "30.0"], fast_row
+    # and without: 24 s against 50 - 8 s
+    assert "attnlab / nanoGPT 0.600 with compile, 0.571 without" in out
+    assert png.is_file()
+    rows = png.with_suffix(".csv").read_text().splitlines()
+    assert "attnlab --recipe fast,1000,30.000,1.40000" in rows
+    # nanoGPT's checkpoints are off its clock; attnlab saves none until its end
+    fast = flags_of[0]
+    assert int(fast[fast.index("--checkpoint-every") + 1]) > int(
+        fast[fast.index("--max-steps") + 1])
