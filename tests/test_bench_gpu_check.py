@@ -52,7 +52,7 @@ def test_time_to_loss_at_the_gpu_shape_prints_the_ratio_and_the_plot_from_each_r
     monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
     # nanoGPT: 500 iterations after 10 s (its compile in the first), all 1,000 after 50 s
     monkeypatch.setattr(ttl, "nanogpt_side",
-                        lambda *a, **k: ([(10.0, 500, 2.0), (50.0, 1000, 1.5)], 50.0))
+                        lambda *a, **k: ([(10.0, 500, 2.0), (50.0, 1000, 1.5)], 50.0, 4.0))
 
     def attnlab_side(work, name, text_file, flags, threads, val_text, block):
         out = work / f"attnlab-{name}"
@@ -74,6 +74,7 @@ def test_time_to_loss_at_the_gpu_shape_prints_the_ratio_and_the_plot_from_each_r
                if re.match(r"attnlab --recipe fast +42 ", line))  # the table's row
     assert row.split()[3:7] == ["42", "20", "-", "11.0"]
     assert row.split()[7] == f"{11.0 / 50.0:.3f}"
+    assert row.split()[-1] == "11.0"  # wall s: compile counted, as in nanoGPT's 50 s
     assert png.is_file()
     csv = png.with_suffix(".csv").read_text().splitlines()
     assert "nanoGPT,500,10.000,2.00000" in csv
@@ -110,7 +111,7 @@ def test_gpu_check_on_a_cpu_says_what_each_part_did_and_returns_few_files(tmp_pa
     skipped, nothing ends in a traceback, and what lands under $OUT is what the tool returns
     (at most 8 files, plain names)."""
     out = tmp_path / "out"
-    env = dict(os.environ, OUT=str(out), BUDGET="400",
+    env = dict(os.environ, OUT=str(out), BUDGET="400", CUDA_VISIBLE_DEVICES="",  # no GPU
                PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     env.pop("PYTHONPATH", None)
     done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_check.sh")], env=env,
@@ -118,11 +119,17 @@ def test_gpu_check_on_a_cpu_says_what_each_part_did_and_returns_few_files(tmp_pa
     log = (out / "gpu_check.log").read_text()
     assert done.stdout == log
     assert "Traceback" not in log
-    for part in ("GPT-2 small's step", "time to loss", "pytest -m cuda"):
+    parts = ("pytest -m cuda", "GPT-2 small's step", "time to loss")  # the order they run in
+    for part in parts:
         assert f"== {part}: exit 0" in log, part
+    assert sorted(parts, key=lambda part: log.index(f"== {part}: at most")) == list(parts)
+    assert "== pytest -m cuda: at most 100 s" in log  # its cap leaves the rest to the others
     assert log.count("skipped: no CUDA device") == 1  # gpu_lm's
     assert "skipped: --shape gpu trains on a CUDA device" in log
-    assert re.search(r"\b27 skipped", log)  # every test marked cuda, each skipped
+    collected = re.search(r"collected (\d+) items?(?: / (\d+) deselected)?", log)
+    assert collected, log
+    selected = int(collected[1]) - int(collected[2] or 0)
+    assert selected > 0 and re.search(rf"\b{selected} skipped\b", log)  # each cuda test
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) <= 8
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", p.name) for p in files)
@@ -254,3 +261,22 @@ def test_time_to_loss_writes_its_table_plot_and_csv_before_the_same_flags_run_is
     fast = flags_of[0]
     assert int(fast[fast.index("--checkpoint-every") + 1]) > int(
         fast[fast.index("--max-steps") + 1])
+
+
+@pytest.mark.parametrize("knob, instead", [("SKIP_STEP", "ONLY=lm ITERS=5000"),
+                                           ("LLAMA_REAL", "ONLY=llama"), ("TTL", "ONLY=ttl"),
+                                           ("GPT2_STEP", "ONLY=gpt2")])
+def test_gpu_check_refuses_a_knob_of_an_earlier_version_naming_the_one_to_use(
+        tmp_path, knob, instead):
+    """RESULTS.md's older commands set knobs the script no longer reads: the call stops at
+    once, in one line naming the knob and its replacement, and writes nothing, rather than
+    spending the lease on parts its caller did not ask for."""
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_check.sh")],
+                          env=dict(os.environ, OUT=str(out), **{knob: "1"}),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [done.stderr.strip()] and knob in done.stderr
+    assert f"use {instead}" in done.stderr
+    assert done.stdout == "" and not out.exists()
+
