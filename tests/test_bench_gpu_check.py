@@ -280,3 +280,27 @@ def test_gpu_check_refuses_a_knob_of_an_earlier_version_naming_the_one_to_use(
     assert f"use {instead}" in done.stderr
     assert done.stdout == "" and not out.exists()
 
+
+def test_held_out_scores_use_full_float32_even_after_gpu_lm_switched_tf32_on():
+    """gpu_lm turns TF32 on for its whole process; the evaluator scores both sides in full
+    float32 all the same (a loss compared to four decimals), and leaves the setting as it
+    found it."""
+    import benchmarks.nanogpt as nanogpt
+
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = matmul.allow_tf32, cudnn.allow_tf32
+    matmul.allow_tf32 = cudnn.allow_tf32 = True  # as gpu_lm leaves them
+    seen = []
+
+    def logits_of(x):  # (b, T) -> (b, T, V): uniform over 4 ids
+        seen.append((matmul.allow_tf32, cudnn.allow_tf32, x.device.type))
+        return torch.zeros(*x.shape, 4)
+
+    try:
+        loss = nanogpt.windows_loss(logits_of, [0, 1, 2, 3] * 10, 8)
+        after = matmul.allow_tf32, cudnn.allow_tf32
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32 = saved
+    assert loss == pytest.approx(float(torch.log(torch.tensor(4.0))))
+    assert seen and all(s == (False, False, "cpu") for s in seen)
+    assert after == (True, True)
