@@ -102,7 +102,9 @@ def test_gpu_lm_writes_each_whole_run_to_its_json_as_it_ends(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         gpu_lm.main()
     assert calls == [False, True]
-    assert json.loads(saved.read_text())["runs"]["attnlab eager"]["val"] == 1.25
+    part_way = json.loads(saved.read_text())
+    assert part_way["runs"]["attnlab eager"]["val"] == 1.25
+    assert "no CUDA" in part_way["meta"]["device"]  # what it was measured on, saved part way
 
 
 @pytest.mark.slow
