@@ -2,24 +2,27 @@
 # The GPU measurements of issues #26 and #40 as ONE call of under ten minutes on a lent GPU
 # machine, which has no internet and no package index (/work/shared/GPU.md). A lease is about
 # 15 minutes of device time, a machine start one or two of them, so there is one call and no
-# rerun: the parts run cheapest-and-newest first, each under what is left of BUDGET seconds,
-# and each writes its numbers as they come, so a machine taken back part way still returns
-# what was done. In order:
+# rerun: the parts run in an order that gets the most numbers back from a call cut short
+# (the one part no CPU can run first, then the shortest measurement, then the longest), each
+# under what is left of BUDGET seconds, and each writes its numbers as they come, so a
+# machine taken back part way still returns what was done. In order:
 #
-#   1. GPT-2 small's shape (12 x 768, block 1024, vocabulary 50,304, batch 8): the training
+#   1. the tests marked `cuda` (issue #26; the FSDP and the other tests no CPU runs), capped
+#      at 100 s                                                          ~45 s on the H100
+#   2. GPT-2 small's shape (12 x 768, block 1024, vocabulary 50,304, batch 8): the training
 #      step of attnlab and nanoGPT, eager and compiled, and the MFU of each
 #      (benchmarks/gpu_lm.py part 1; not the recompilations, which the H100 counted at width
 #      384 and which would compile three more graphs at this size)        ~2.5 min
-#   2. nanoGPT's shakespeare-char shape (6 x 384, block 256, batch 64, dropout 0.2, bf16,
+#   3. nanoGPT's shakespeare-char shape (6 x 384, block 256, batch 64, dropout 0.2, bf16,
 #      compiled), from ONE nanoGPT run of its 5,000 iterations, evaluated every 500
-#      (benchmarks/time_to_loss.py):
+#      (benchmarks/time_to_loss.py), in what is left:
 #      - time-to-loss (issue #40 item 6): `attnlab train lm --recipe fast` for 1,500 steps:
 #        steps to nanoGPT's final loss, the ratio of training times (each run's own clock,
-#        compile included), a loss-vs-time PNG and CSV;
+#        with and without compile), a loss-vs-time PNG and CSV, printed and written as soon
+#        as this run ends;
 #      - the loss at equal iterations (item 5, at the issue's 5,000) and at width 384 after
 #        the initialisation change (the re-measure): attnlab with nanoGPT's own flags for
-#        its 5,000 iterations (--same-flags)                                ~5.5 min
-#   3. the tests marked `cuda` (issue #26), in what time is left            ~1-2 min
+#        its 5,000 iterations (--same-flags), last: the part most likely to be cut ~5.5 min
 #
 # Not in the default call (each a call of its own, when a second lease comes):
 #   ONLY=lm      the whole runs of 1,000 iterations against nanoGPT's train.py, with wall and
@@ -41,19 +44,41 @@
 # .gpu-site, which comes first on the path and would shadow the machine's own, its pytest
 # plugins included; the first lines of the log say what is missing.) Then:
 #
-#   run(command="bash benchmarks/gpu_check.sh", carry=[".gpu-site", ".nanogpt"], timeout_s=600)
+#   status()      # budget_left_s: the device time this session has left
+#   run(command="BUDGET=<min(570, budget_left_s - 60)> bash benchmarks/gpu_check.sh",
+#       carry=[".gpu-site", ".nanogpt"], timeout_s=600)
+#
+# (BUDGET from what is left, not the default: the call ends at the lease's end whatever
+# timeout_s says, and the 60 s cover the machine's start and the files coming back; the parts
+# themselves stop at BUDGET, so what they wrote comes back.)
 #
 # What comes back under $OUT (default /tmp/gpu-check; the tool returns at most 8 files):
 #   gpu_check.log          everything printed: the device, each part's output, its exit line
-#   gpu_lm_gpt2.json       part 1's numbers         gpu_lm.json     ONLY=lm's (after each run)
-#   time_to_loss_gpu.png   part 2's loss against training seconds, and its .csv
+#   gpu_lm_gpt2.json       part 2's numbers         gpu_lm.json     ONLY=lm's (after each run)
+#   time_to_loss_gpu.png   part 3's loss against training seconds, and its .csv
 #
 # Knobs (environment): BUDGET (570 s: the whole call; each part gets at most what is left),
-# ONLY (a space-separated subset of: gpt2 ttl tests lm llama), GPT2_BATCH (8), TTL_STEPS
+# ONLY (a space-separated subset of: tests gpt2 ttl lm llama), GPT2_BATCH (8), TTL_STEPS
 # (1500), TTL_EVERY (nanoGPT's iterations between evaluations, 500), SKIP_TESTS (leave out
-# part 3); for lm: ITERS (1000), RUNS ("compiled"; "eager compiled" for both), STEP (1: the
-# step at width 384 too); LLAMA_REAL (1: add the llama part).
+# part 1); for lm: ITERS (1000), RUNS ("compiled"; "eager compiled" for both), STEP (1: the
+# step at width 384 too). Knobs of earlier versions are refused (exit 2), with the one to
+# use instead.
 set -u
+# knobs of earlier versions (benchmarks/RESULTS.md's older commands): refused, not ignored, so a
+# call does not run something other than what its caller asked for
+for retired in \
+        "SKIP_STEP=ONLY=lm ITERS=5000 (nanoGPT's runs alone; its step only with STEP=1)" \
+        "LLAMA_REAL=ONLY=llama" "SKIP_GPU_LM=ONLY (the lm runs come only when ONLY names lm)" \
+        "TTL=ONLY=ttl (or nothing: the default call runs it)" \
+        "GPT2_STEP=ONLY=gpt2 (or nothing: the default call runs it)" \
+        "TEST_TIMEOUT=BUDGET (the whole call's seconds)" \
+        "BENCH_TIMEOUT=BUDGET (the whole call's seconds)"; do
+    name=${retired%%=*}
+    if [ -n "${!name+set}" ]; then
+        echo "gpu_check.sh: $name is no longer read: use ${retired#*=}" >&2
+        exit 2
+    fi
+done
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
@@ -74,7 +99,7 @@ wanted() {  # wanted NAME: whether the part runs in this call
     case $1 in
         tests) [ -z "${SKIP_TESTS:-}" ] ;;
         lm) false ;;
-        llama) [ -n "${LLAMA_REAL:-}" ] ;;
+        llama) false ;;
         *) true ;;
     esac
 }
@@ -116,6 +141,20 @@ for need in .gpu-site/num2words .nanogpt/train.py; do
     [ -e "$need" ] || { say "missing $need: carry it (see the top of $0)"; status=1; }
 done
 
+if wanted tests; then
+    # Only the files that mark tests `cuda`: collecting all of tests/ would import what the GPU
+    # machine lacks (selenium, the jets extra) and take minutes.
+    files=$(grep -rl "mark\.cuda" tests --include="*.py" || true)
+    if [ -z "$files" ]; then
+        say "pytest -m cuda: no test file marks tests cuda yet"
+    else
+        # -v: each test's result as it ends, so a part cut short still names what passed
+        # shellcheck disable=SC2086  # one word per file
+        part "pytest -m cuda" 100 30 python3 -m pytest -m cuda -v --tb=short -p no:cacheprovider \
+            --continue-on-collection-errors $files
+    fi
+fi
+
 if wanted gpt2; then
     part "GPT-2 small's step" 200 90 python3 -m benchmarks.gpu_lm --nanogpt .nanogpt \
         --layers 12 --heads 12 --width 768 --block 1024 --vocab 50304 \
@@ -128,20 +167,6 @@ if wanted ttl; then
         --shape gpu --corpus stdlib --threads "$(nproc)" --attnlab-steps "${TTL_STEPS:-1500}" \
         --every 100 --nanogpt-every "${TTL_EVERY:-500}" --same-flags \
         --plot "$OUT/time_to_loss_gpu.png"
-fi
-
-if wanted tests; then
-    # Only the files that mark tests `cuda`: collecting all of tests/ would import what the GPU
-    # machine lacks (selenium, the jets extra) and take minutes.
-    files=$(grep -rl "mark\.cuda" tests --include="*.py" || true)
-    if [ -z "$files" ]; then
-        say "pytest -m cuda: no test file marks tests cuda yet"
-    else
-        # -v: each test's result as it ends, so a part cut short still names what passed
-        # shellcheck disable=SC2086  # one word per file
-        part "pytest -m cuda" 150 30 python3 -m pytest -m cuda -v --tb=short -p no:cacheprovider \
-            --continue-on-collection-errors $files
-    fi
 fi
 
 if wanted lm; then

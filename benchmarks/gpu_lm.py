@@ -28,7 +28,9 @@ training step, an eval forward and shorter last batches (dynamo's ``unique_graph
 
 MFU, as nanoGPT's ``estimate_mfu`` (PaLM, appendix B): 6N + 12·L·H·Q·T flops per token (N: the
 parameters less the position table, Q: head width, T: block), against ``--peak-tflops``
-(default 989: an H100 SXM's dense bf16 peak; nanoGPT's own log uses an A100's 312).
+(default 989: the dense bf16 peak of an H100 SXM, and of an H200 SXM, the same chip with more
+memory; an H100 PCIe's is 756, an A100's 312, which nanoGPT's own log uses). The device found
+is printed first, and saved with the numbers.
 
 Part 2, whole runs as new processes on the same corpus (``benchmarks.nanogpt.write_corpus``,
 default 1.1 M characters of the standard library's source, character level): nanoGPT's
@@ -473,7 +475,9 @@ def main() -> None:
                     default=["eager", "compiled"])
     ap.add_argument("--corpus", choices=["stdlib", "numbers"], default="stdlib")
     ap.add_argument("--peak-tflops", type=float, default=989.0,
-                    help="the accelerator's peak for MFU (default 989: H100 SXM dense bf16)")
+                    help="the accelerator's peak for MFU (default 989: the dense bf16 peak "
+                         "of an H100 SXM and of an H200 SXM; 756 on an H100 PCIe, 312 on an "
+                         "A100)")
     ap.add_argument("--threads", type=int, help="CPU threads (default: 1 on a CPU, all with CUDA)")
     ap.add_argument("--skip-step", action="store_true", help="no part 1 (the step)")
     ap.add_argument("--skip-runs", action="store_true", help="no part 2 (the whole runs)")
@@ -507,9 +511,14 @@ def main() -> None:
     have = attnlab_flags()
     settings = {k: v for k, v in wanted.items() if k in have}
     lacking = {k: v for k, v in wanted.items() if k not in have}
-    found: dict = {"shape": s, "iters": args.iters, "dtype": args.dtype,
+    # meta first: a JSON saved part way (a machine taken back) still says what it measured on
+    found: dict = {"meta": {"device": device_line(device), "torch": torch.__version__,
+                            "date": date, "load_start": load},
+                   "shape": s, "iters": args.iters, "dtype": args.dtype,
                    "peak_tflops": args.peak_tflops, "attnlab_flags": as_flags(settings),
                    "recipe_not_in_attnlab": lacking}
+    print(f"device: {found['meta']['device']}; MFU against --peak-tflops "
+          f"{args.peak_tflops:g}", flush=True)
     with tempfile.TemporaryDirectory(prefix="gpu-lm-caches-") as caches:
         if not args.skip_step:
             fresh_caches(Path(caches), "step")
@@ -525,8 +534,7 @@ def main() -> None:
             if "step" in found:  # the MFU of the whole runs counts part 1's models' flops
                 found["runs"]["flops_per_token"] = {k: v["flops_per_token"]
                                                     for k, v in found["step"].items()}
-    found["meta"] = {"device": device_line(device), "torch": torch.__version__, "date": date,
-                     "load_start": load, "load_end": os.getloadavg()}
+    found["meta"]["load_end"] = os.getloadavg()
     report(found, args, s, cuda)
     save(found, args.json)
 

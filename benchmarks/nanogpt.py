@@ -48,6 +48,7 @@ validation loss no worse.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import re
@@ -231,13 +232,36 @@ def step_times(repo: Path, vocab: int = 65, repeats: int = 5, steps: int = 20) -
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def windows_loss(logits_of, ids: list[int], T: int) -> float:
-    """Mean next-token cross-entropy over non-overlapping (T + 1)-token windows of ``ids``."""
+def eval_device() -> str:
+    """Where the evaluator scores a model: the GPU when there is one (on the CPU the held-out
+    evaluations of a GPU run take minutes while the GPU waits), else the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@contextlib.contextmanager
+def full_float32():
+    """Matrix products in full float32 inside, TF32 off: ``gpu_lm`` switches TF32 on for the
+    whole process (as nanoGPT's train.py does), and a score must not depend on which benchmark
+    ran before it, nor differ between the two sides it compares."""
+    flags = (torch.backends.cuda.matmul, torch.backends.cudnn)
+    saved = [f.allow_tf32 for f in flags]
+    for f in flags:
+        f.allow_tf32 = False
+    try:
+        yield
+    finally:
+        for f, was in zip(flags, saved):
+            f.allow_tf32 = was
+
+
+def windows_loss(logits_of, ids: list[int], T: int, device: str = "cpu") -> float:
+    """Mean next-token cross-entropy over non-overlapping (T + 1)-token windows of ``ids``,
+    the windows on ``device`` (where the model is), in float32 without TF32."""
     n = (len(ids) - 1) // T
-    x = torch.tensor(ids[: n * T + 1])
+    x = torch.tensor(ids[: n * T + 1], device=device)
     inputs, targets = x[:-1].view(n, T), x[1:].view(n, T)
     total = 0.0
-    with torch.inference_mode():
+    with torch.inference_mode(), full_float32():
         for i in range(0, n, 64):
             logits = logits_of(inputs[i:i + 64])  # (b, T, V)
             total += float(F.cross_entropy(logits.flatten(0, 1).float(),
@@ -251,21 +275,22 @@ def nanogpt_val_loss(repo: Path, ckpt: Path, work: Path, val_text: str,
     from the ``meta.pkl`` its prepare.py wrote in ``work``)."""
     import pickle
 
-    GPT, GPTConfig = nanogpt_classes(repo)
-    import contextlib
     import io
 
-    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    GPT, GPTConfig = nanogpt_classes(repo)
+
+    device = eval_device()
+    state = torch.load(ckpt, map_location=device, weights_only=False)
     with contextlib.redirect_stdout(io.StringIO()):  # its "number of parameters" line
         model = GPT(GPTConfig(**state["model_args"]))
     model.load_state_dict({k.removeprefix("_orig_mod."): v for k, v in state["model"].items()})
-    model.eval()
+    model.to(device).eval()
     stoi = pickle.loads((work / "data" / "corpus" / "meta.pkl").read_bytes())["stoi"]
 
     def logits_of(x):  # nanoGPT returns every position's logits when given targets
         return model(x, x)[0]
 
-    return windows_loss(logits_of, [stoi[c] for c in val_text], T)
+    return windows_loss(logits_of, [stoi[c] for c in val_text], T, device)
 
 
 def attnlab_val_loss(run_dir: Path, val_text: str, T: int = SHAPE["block"]) -> float:
@@ -273,7 +298,8 @@ def attnlab_val_loss(run_dir: Path, val_text: str, T: int = SHAPE["block"]) -> f
     import attnlab
 
     model, tokenizer = attnlab.load(run_dir)
-    return windows_loss(model, tokenizer.encode(val_text), T)
+    device = eval_device()
+    return windows_loss(model.to(device), tokenizer.encode(val_text), T, device)
 
 
 def main() -> None:

@@ -57,6 +57,14 @@ timed in this process; the times are each run's own training clock instead, comp
 on both sides (nanoGPT's logged iteration times, whose first holds its compile; attnlab's
 ``train_seconds`` + ``compile_seconds``), on a GPU no other work shares.
 
+The table (and ``--plot``'s PNG and CSV) is printed as soon as the ``--recipe fast`` seeds are
+done, and again at the end: a run cut short in the rows after them (a GPU call's cap) still
+leaves the time-to-loss. Each attnlab run's line gives its compile seconds; its checkpoints
+are saved at its end only (``--checkpoint-every`` beyond its steps), off its clock, as
+nanoGPT's are. On the GPU shape the table's times count compile on both sides, and a line
+per run gives the ratio without compile too (nanoGPT's compile: its first iteration's time
+beyond its median iteration's).
+
 ``--same-flags`` then trains attnlab once more with nanoGPT's own recipe (its flags as
 ``benchmarks.gpu_lm`` gives them, those attnlab has) for nanoGPT's iterations, validating when
 nanoGPT evaluates, and prints its final held-out loss beside nanoGPT's: the loss at equal
@@ -172,7 +180,8 @@ def patched_train(repo: Path, work: Path) -> Path:
 def nanogpt_side(repo: Path, work: Path, text_file: Path, s: dict, threads: int, val_text: str,
                  dtype: str | None = None):
     """nanoGPT's run: ([(train seconds, iteration, held-out loss)] per kept checkpoint, the
-    training seconds of all ``iters`` steps)."""
+    training seconds of all ``iters`` steps, the seconds its first iteration took beyond the
+    median iteration: its compile, which those training seconds hold)."""
     out = work / "out-nanogpt"
     shutil.rmtree(out, ignore_errors=True)
     nanogpt_prepare(repo, work, text_file, threads)
@@ -195,7 +204,8 @@ def nanogpt_side(repo: Path, work: Path, text_file: Path, s: dict, threads: int,
         it = int(ckpt.stem.split("-")[1])  # the weights after iterations 0 .. it-1
         seconds = sum(dt[i] for i in range(it))
         curve.append((seconds, it, nanogpt_val_loss(repo, ckpt, work, val_text, s["block"])))
-    return curve, sum(dt[i] for i in range(s["iters"]))
+    return (curve, sum(dt[i] for i in range(s["iters"])),
+            max(dt[0] - statistics.median(dt.values()), 0.0))
 
 
 def swiglu_width(width: int) -> int:
@@ -258,7 +268,10 @@ def run_flags(s: dict, steps: int, every: int, threads: int) -> list[str]:
     """The flags every attnlab run here takes: its steps, a validation every ``every`` steps
     over all held-out windows, threads, and the shape's device settings."""
     flags = ["--max-steps", str(steps), "--val-every", str(every), "--val-batches", "100000",
-             "--threads", str(threads)]
+             "--threads", str(threads),
+             # nanoGPT's saves are off its clock; attnlab's every 500 steps would be on its
+             # own: none until the run's end, which both sides leave off their clocks
+             "--checkpoint-every", str(steps + 1)]
     if s["compile"]:
         flags.append("--compile")
     if s["device"] == "cuda":  # nanoGPT's --dtype bfloat16 there
@@ -500,12 +513,13 @@ def main() -> None:
         their_clock = None  # nanoGPT's own training seconds at each kept iteration
         if args.time_only:
             theirs, their_wall = [(s["iters"], float("nan"))], None  # no target needed
+            their_compile = None
         elif args.nanogpt_from:
             theirs = read_nanogpt_curve(args.nanogpt_from)
-            their_wall = None
+            their_wall = their_compile = None
             print(f"nanoGPT: its curve from {args.nanogpt_from} (not trained again)")
         else:
-            curve, their_wall = nanogpt_side(args.nanogpt, work, text_file, s, args.threads,
+            curve, their_wall, their_compile = nanogpt_side(args.nanogpt, work, text_file, s, args.threads,
                                              val_text, "bfloat16" if s["compile"] else None)
             theirs = [(it, loss) for _, it, loss in curve]
             their_clock = {it: seconds for seconds, it, _ in curve}
@@ -524,6 +538,7 @@ def main() -> None:
             rows[SAME] = nanogpt_recipe_flags(s, args.threads)
         vocab = len(set(text))
         timed = s["device"] == "cpu"
+        cost = None
         if timed:
             steps = {"nanoGPT": nanogpt_step(args.nanogpt, s, vocab)}
             steps.update({name: attnlab_step(text_file, row, vocab)
@@ -537,37 +552,60 @@ def main() -> None:
                 print(f"load average {' / '.join(f'{x:.2f}' for x in load)} (start / end)")
                 return
         results = {}
+        nanogpt = dict(theirs=theirs, clock=their_clock, wall=their_wall,
+                       compile=their_compile, cost=cost)
+
+        def report():  # the table, and the plot and its CSV, of the runs done so far
+            load_now = [*load, os.getloadavg()[0]]
+            print(f"\n{started}, --shape {'quick' if args.quick else args.shape}, "
+                  f"{len(text):,} characters of {args.corpus}, threads {args.threads}; load "
+                  f"average {' / '.join(f'{x:.2f}' for x in load_now)} (start"
+                  f"{' / after the step timing' if timed else ''} / now)")
+            table(fast, nanogpt, results)
+            if args.plot and (timed or their_clock):
+                write_plot(args.plot, s, a, fast, args.seeds[0], nanogpt,
+                           results[fast, args.seeds[0]])
+
         for name, row in rows.items():
             for seed in args.seeds if name == fast else args.seeds[:1]:
                 out, curve, final = attnlab_side(work, f"{len(results)}", text_file,
                                                  row + ["--seed", str(seed)],
                                                  args.threads, val_text, s["block"])
                 reached = time_to_loss(out / "logs" / "metrics.csv", target)
-                results[name, seed] = (curve, final, reached, compile_seconds(out))
+                compiled = compile_seconds(out)
+                results[name, seed] = (curve, final, reached, compiled)
                 when = (f"at step {reached[1]} ({reached[0]:.1f} s of training)" if reached
                         else "not reached")
                 print(f"{name}, seed {seed}: target {when}; final held-out loss "
                       f"{final:.4f} (the run's own val_loss {curve[-1][2]:.4f}, differs by "
                       f"{abs(final - curve[-1][2]):.1e}); {curve[-1][0]:.1f} s for "
-                      f"{curve[-1][1]} steps", flush=True)
+                      f"{curve[-1][1]} steps, compile {compiled:.1f} s", flush=True)
                 if name == SAME:
                     print(f"loss at equal iterations ({curve[-1][1]:,}): {SAME} {final:.4f}, "
                           f"nanoGPT {target:.4f} (attnlab / nanoGPT {final / target:.3f})",
                           flush=True)
-    load.append(os.getloadavg()[0])
-    print(f"\n{started}, --shape {'quick' if args.quick else args.shape}, {len(text):,} "
-          f"characters of {args.corpus}, threads {args.threads}; load average "
-          f"{' / '.join(f'{x:.2f}' for x in load)} (start / after the step timing / end)")
-    their_steps = theirs[-1][0]
+            if name == fast and len(rows) > 1:
+                # the rows after these may be cut short (a GPU call's cap): what the recipe's
+                # seeds measured is printed and written now, and again at the end
+                report()
+        report()
+
+
+def table(fast: str, nanogpt: dict, results: dict) -> None:
+    """The time to the target of each run in ``results`` against nanoGPT's (``nanogpt``:
+    its curve ``theirs``, ``wall`` and ``compile`` seconds of its own clock, and ``cost``,
+    the seconds per step timed here, None on a shape not timed here)."""
+    cost, base = nanogpt["cost"], nanogpt["wall"]
+    timed = cost is not None
+    their_steps = nanogpt["theirs"][-1][0]
     # the time to the target: steps x the seconds per step timed here, or on a shape not timed
-    # here (the GPU's) each run's own clock with its compile (see the docstring)
+    # here (the GPU's) each run's own clock with its compile (see the docstring); "wall s" is
+    # each run's own clock, compile included on both sides
     print(f"{'side':48s} {'seed':>4s} {'steps':>6s} {'ms/step':>8s} "
           f"{'steps x s' if timed else 'own s':>9s} {'vs nanoGPT':>10s} {'final loss':>10s} "
           f"{'wall s':>7s}")
     if timed:
         base = their_steps * cost["nanoGPT"]
-    else:
-        base = their_wall  # all its iterations' logged times, the first holding its compile
 
     def line(name, seed, steps_, c, final, wall, own=None):
         t = steps_ * c if steps_ is not None and c is not None else own
@@ -579,29 +617,48 @@ def main() -> None:
               f"{final:10.4f} {cell(wall, 7, '.1f')}")
 
     line("nanoGPT (its recipe, to its end)", "-", their_steps,
-         cost["nanoGPT"] if timed else None, target, their_wall, own=base)
+         cost["nanoGPT"] if timed else None, nanogpt["theirs"][-1][1], nanogpt["wall"],
+         own=base)
     for (name, seed), (curve, final, reached, compiled) in results.items():
         line(name, seed, reached[1] if reached else None, cost[name] if timed else None,
-             final, reached[0] if reached else None,
+             final, reached[0] + compiled if reached else None,
              own=reached[0] + compiled if reached and not timed else None)
-    if args.plot and (timed or their_clock):
-        seed = args.seeds[0]
-        ours, _, _, compiled = results[fast, seed]
-        if timed:
-            curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
-                      fast: [(st, st * cost[fast], loss) for _, st, loss in ours]}
-        else:
-            curves = {"nanoGPT": [(it, their_clock[it], loss) for it, loss in theirs],
-                      fast: [(st, seconds + compiled, loss) for seconds, st, loss in ours]}
-        title = (f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's recipe "
-                 f"({their_steps} it.) vs {fast} (seed {seed})" if a is s else  # both sizes:
-                 f"block {s['block']}: nanoGPT {s['layers']}x{s['width']}x{s['heads']}, "
-                 f"{their_steps} it. vs {fast}, seed {seed}")  # a title that fits the figure
-        plot(args.plot, {k: [(t, loss) for _, t, loss in v] for k, v in curves.items()},
-             target, title, "training seconds: steps x seconds per step, both timed in one "
-             "process" if timed else "training seconds, each run's own clock, compile included")
-        write_curves(args.plot.with_suffix(".csv"), curves)
-        print(f"wrote {args.plot} and {args.plot.with_suffix('.csv')}")
+    if timed or not base or nanogpt["compile"] is None:
+        return
+    # a compile's seconds depend on the machine's compiler cache, not on the recipe: the
+    # ratio of the training alone too (nanoGPT's compile: its first iteration beyond the median)
+    their_train = base - nanogpt["compile"]
+    for (name, seed), (_, _, reached, compiled) in results.items():
+        if reached:
+            print(f"{name}, seed {seed}: to the target {reached[0] + compiled:.1f} s with "
+                  f"compile ({compiled:.1f} s), {reached[0]:.1f} s without; nanoGPT "
+                  f"{base:.1f} s with ({nanogpt['compile']:.1f} s), {their_train:.1f} s "
+                  f"without; attnlab / nanoGPT {(reached[0] + compiled) / base:.3f} with "
+                  f"compile, {reached[0] / their_train:.3f} without")
+
+
+def write_plot(path: Path, s: dict, a: dict, fast: str, seed: int, nanogpt: dict,
+               result: tuple) -> None:
+    """``--plot``'s PNG and its CSV: nanoGPT's curve and ``fast``'s first seed's ``result``."""
+    ours, _, _, compiled = result
+    cost, theirs = nanogpt["cost"], nanogpt["theirs"]
+    timed = cost is not None
+    their_steps = theirs[-1][0]
+    if timed:
+        curves = {"nanoGPT": [(it, it * cost["nanoGPT"], loss) for it, loss in theirs],
+                  fast: [(st, st * cost[fast], loss) for _, st, loss in ours]}
+    else:
+        curves = {"nanoGPT": [(it, nanogpt["clock"][it], loss) for it, loss in theirs],
+                  fast: [(st, seconds + compiled, loss) for seconds, st, loss in ours]}
+    title = (f"{s['layers']} layers x {s['width']}, block {s['block']}: nanoGPT's recipe "
+             f"({their_steps} it.) vs {fast} (seed {seed})" if a is s else  # both sizes:
+             f"block {s['block']}: nanoGPT {s['layers']}x{s['width']}x{s['heads']}, "
+             f"{their_steps} it. vs {fast}, seed {seed}")  # a title that fits the figure
+    plot(path, {k: [(t, loss) for _, t, loss in v] for k, v in curves.items()},
+         theirs[-1][1], title, "training seconds: steps x seconds per step, both timed in one "
+         "process" if timed else "training seconds, each run's own clock, compile included")
+    write_curves(path.with_suffix(".csv"), curves)
+    print(f"wrote {path} and {path.with_suffix('.csv')}", flush=True)
 
 
 if __name__ == "__main__":

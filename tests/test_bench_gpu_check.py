@@ -52,7 +52,7 @@ def test_time_to_loss_at_the_gpu_shape_prints_the_ratio_and_the_plot_from_each_r
     monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
     # nanoGPT: 500 iterations after 10 s (its compile in the first), all 1,000 after 50 s
     monkeypatch.setattr(ttl, "nanogpt_side",
-                        lambda *a, **k: ([(10.0, 500, 2.0), (50.0, 1000, 1.5)], 50.0))
+                        lambda *a, **k: ([(10.0, 500, 2.0), (50.0, 1000, 1.5)], 50.0, 4.0))
 
     def attnlab_side(work, name, text_file, flags, threads, val_text, block):
         out = work / f"attnlab-{name}"
@@ -74,6 +74,7 @@ def test_time_to_loss_at_the_gpu_shape_prints_the_ratio_and_the_plot_from_each_r
                if re.match(r"attnlab --recipe fast +42 ", line))  # the table's row
     assert row.split()[3:7] == ["42", "20", "-", "11.0"]
     assert row.split()[7] == f"{11.0 / 50.0:.3f}"
+    assert row.split()[-1] == "11.0"  # wall s: compile counted, as in nanoGPT's 50 s
     assert png.is_file()
     csv = png.with_suffix(".csv").read_text().splitlines()
     assert "nanoGPT,500,10.000,2.00000" in csv
@@ -101,7 +102,9 @@ def test_gpu_lm_writes_each_whole_run_to_its_json_as_it_ends(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         gpu_lm.main()
     assert calls == [False, True]
-    assert json.loads(saved.read_text())["runs"]["attnlab eager"]["val"] == 1.25
+    part_way = json.loads(saved.read_text())
+    assert part_way["runs"]["attnlab eager"]["val"] == 1.25
+    assert "no CUDA" in part_way["meta"]["device"]  # what it was measured on, saved part way
 
 
 @pytest.mark.slow
@@ -110,7 +113,7 @@ def test_gpu_check_on_a_cpu_says_what_each_part_did_and_returns_few_files(tmp_pa
     skipped, nothing ends in a traceback, and what lands under $OUT is what the tool returns
     (at most 8 files, plain names)."""
     out = tmp_path / "out"
-    env = dict(os.environ, OUT=str(out), BUDGET="400",
+    env = dict(os.environ, OUT=str(out), BUDGET="400", CUDA_VISIBLE_DEVICES="",  # no GPU
                PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     env.pop("PYTHONPATH", None)
     done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_check.sh")], env=env,
@@ -118,11 +121,17 @@ def test_gpu_check_on_a_cpu_says_what_each_part_did_and_returns_few_files(tmp_pa
     log = (out / "gpu_check.log").read_text()
     assert done.stdout == log
     assert "Traceback" not in log
-    for part in ("GPT-2 small's step", "time to loss", "pytest -m cuda"):
+    parts = ("pytest -m cuda", "GPT-2 small's step", "time to loss")  # the order they run in
+    for part in parts:
         assert f"== {part}: exit 0" in log, part
+    assert sorted(parts, key=lambda part: log.index(f"== {part}: at most")) == list(parts)
+    assert "== pytest -m cuda: at most 100 s" in log  # its cap leaves the rest to the others
     assert log.count("skipped: no CUDA device") == 1  # gpu_lm's
     assert "skipped: --shape gpu trains on a CUDA device" in log
-    assert re.search(r"\b27 skipped", log)  # every test marked cuda, each skipped
+    collected = re.search(r"collected (\d+) items?(?: / (\d+) deselected)?", log)
+    assert collected, log
+    selected = int(collected[1]) - int(collected[2] or 0)
+    assert selected > 0 and re.search(rf"\b{selected} skipped\b", log)  # each cuda test
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) <= 8
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", p.name) for p in files)
@@ -173,7 +182,7 @@ def test_time_to_loss_same_flags_trains_nanogpts_recipe_for_its_iterations_and_c
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
     monkeypatch.setattr(ttl, "nanogpt_side",
-                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0))
+                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0, 8.0))
     monkeypatch.setattr(benchmarks.gpu_lm, "attnlab_flags",
                         lambda: set(gpu_lm.recipe(ttl.SHAPES["gpu"])))
     flags_of = []
@@ -201,3 +210,99 @@ def test_time_to_loss_same_flags_trains_nanogpts_recipe_for_its_iterations_and_c
     assert "--compile" in same and "--no-bias" in same
     assert "loss at equal iterations (5,000): attnlab at nanoGPT's flags 1.6000, nanoGPT 1.5000" \
         in capsys.readouterr().out
+
+
+@pytest.mark.slow  # draws the figure
+def test_time_to_loss_writes_its_table_plot_and_csv_before_the_same_flags_run_is_cut(
+        tmp_path, monkeypatch, capsys):
+    """The GPU call's cap cuts the last, longest run (--same-flags): the time-to-loss of the
+    --recipe fast run is already printed, with compile counted on both sides and the ratio
+    without compile too, and its PNG and CSV are already written."""
+    import benchmarks.gpu_lm
+
+    (tmp_path / "train.py").write_text("")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
+    # nanoGPT: 50 s on its own clock for 5,000 iterations, 8 s of them its compile
+    monkeypatch.setattr(ttl, "nanogpt_side",
+                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0, 8.0))
+    monkeypatch.setattr(benchmarks.gpu_lm, "attnlab_flags",
+                        lambda: set(gpu_lm.recipe(ttl.SHAPES["gpu"])))
+    flags_of = []
+
+    def attnlab_side(work, name, text_file, flags, threads, val_text, block):
+        flags_of.append(flags)
+        if "--recipe" not in flags:
+            raise KeyboardInterrupt  # the cap: timeout's signal
+        out = work / f"attnlab-{name}"
+        (out / "logs").mkdir(parents=True)
+        (out / "logs" / "metrics.csv").write_text(
+            "step,train_seconds,train_loss,val_loss\n500,12.0,,1.6\n1000,24.0,,1.4\n")
+        (out / "metrics.json").write_text('{"compile_seconds": 6.0}')
+        return out, ttl.loss_curve(out / "logs" / "metrics.csv"), 1.4
+
+    monkeypatch.setattr(ttl, "attnlab_side", attnlab_side)
+    png = tmp_path / "out" / "ttl.png"
+    monkeypatch.setattr(sys, "argv", ["time_to_loss", "--nanogpt", str(tmp_path), "--shape",
+                                      "gpu", "--same-flags", "--plot", str(png)])
+    with pytest.raises(KeyboardInterrupt):
+        ttl.main()
+    out = capsys.readouterr().out
+    assert len(flags_of) == 2  # the fast run, then the --same-flags one, cut
+    assert "attnlab --recipe fast, seed 42: target at step 1000" in out
+    assert "compile 6.0 s" in out
+    # its time to the target with compile (24 + 6 s) against nanoGPT's 50 s, both columns
+    fast_row = next(row for row in out.splitlines() if row.startswith("attnlab --recipe fast "))
+    assert fast_row.split()[-4:] == ["30.0", "0.600", "1.4000", "30.0"], fast_row
+    # and without: 24 s against 50 - 8 s
+    assert "attnlab / nanoGPT 0.600 with compile, 0.571 without" in out
+    assert png.is_file()
+    rows = png.with_suffix(".csv").read_text().splitlines()
+    assert "attnlab --recipe fast,1000,30.000,1.40000" in rows
+    # nanoGPT's checkpoints are off its clock; attnlab saves none until its end
+    fast = flags_of[0]
+    assert int(fast[fast.index("--checkpoint-every") + 1]) > int(
+        fast[fast.index("--max-steps") + 1])
+
+
+@pytest.mark.parametrize("knob, instead", [("SKIP_STEP", "ONLY=lm ITERS=5000"),
+                                           ("LLAMA_REAL", "ONLY=llama"), ("TTL", "ONLY=ttl"),
+                                           ("GPT2_STEP", "ONLY=gpt2")])
+def test_gpu_check_refuses_a_knob_of_an_earlier_version_naming_the_one_to_use(
+        tmp_path, knob, instead):
+    """RESULTS.md's older commands set knobs the script no longer reads: the call stops at
+    once, in one line naming the knob and its replacement, and writes nothing, rather than
+    spending the lease on parts its caller did not ask for."""
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_check.sh")],
+                          env=dict(os.environ, OUT=str(out), **{knob: "1"}),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [done.stderr.strip()] and knob in done.stderr
+    assert f"use {instead}" in done.stderr
+    assert done.stdout == "" and not out.exists()
+
+
+def test_held_out_scores_use_full_float32_even_after_gpu_lm_switched_tf32_on():
+    """gpu_lm turns TF32 on for its whole process; the evaluator scores both sides in full
+    float32 all the same (a loss compared to four decimals), and leaves the setting as it
+    found it."""
+    import benchmarks.nanogpt as nanogpt
+
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = matmul.allow_tf32, cudnn.allow_tf32
+    matmul.allow_tf32 = cudnn.allow_tf32 = True  # as gpu_lm leaves them
+    seen = []
+
+    def logits_of(x):  # (b, T) -> (b, T, V): uniform over 4 ids
+        seen.append((matmul.allow_tf32, cudnn.allow_tf32, x.device.type))
+        return torch.zeros(*x.shape, 4)
+
+    try:
+        loss = nanogpt.windows_loss(logits_of, [0, 1, 2, 3] * 10, 8)
+        after = matmul.allow_tf32, cudnn.allow_tf32
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32 = saved
+    assert loss == pytest.approx(float(torch.log(torch.tensor(4.0))))
+    assert seen and all(s == (False, False, "cpu") for s in seen)
+    assert after == (True, True)
