@@ -213,3 +213,16 @@ def test_a_file_that_changes_between_its_readings_is_refused(mixed_run, data, mo
     assert err.splitlines()[-1] == (f"attnlab: error: --data {path} changed while evaluate "
                                     f"read it (its SHA-256 differs between its two readings); "
                                     f"evaluate it again once it is written")
+
+
+@pytest.mark.slow
+def test_the_test_split_scored_in_one_chunk_says_no_progress(mixed_run, scored, monkeypatch,
+                                                             capsys):
+    """`evaluate RUN` scores the run's test split in one chunk, however long: a line
+    "evaluate: N of N rows" after it told nothing (the chunk made smaller than the split)."""
+    monkeypatch.setattr(classify_runtime, "CHUNK_ROWS", 8, raising=False)  # (none before)
+    capsys.readouterr()
+    assert main(["evaluate", str(mixed_run)]) == 0
+    err = capsys.readouterr().err
+    assert len(scored) == 1 and scored[0] > 8  # one chunk, longer than CHUNK_ROWS
+    assert "evaluate:" not in err

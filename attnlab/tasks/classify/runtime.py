@@ -732,8 +732,9 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     with said_once(total):  # a warning of cut texts: once, of them all
         for pairs, _, path, read in chunks():
             tally.add(*_answers(cfg, model, tokenizer, pairs, what))
+            # the test split is one chunk, however long: no progress to say
             progress("evaluate", tally.rows - len(pairs), tally.rows, total, started,
-                     CHUNK_ROWS, "rows")
+                     CHUNK_ROWS if data is not None else total, "rows")
     if read != digest:  # the rows scored are not the rows checked
         raise UsageError(f"--data {path} changed while evaluate read it (its SHA-256 differs "
                          f"between its two readings); evaluate it again once it is written")
