@@ -47,9 +47,10 @@ def _cfg(**kw):
 
 
 def _tallied(cfg, answers, truth):
-    from attnlab.tasks.classify.runtime import Tally
+    from attnlab.tasks.classify.labels import objective_of
+    from attnlab.tasks.classify.metrics import Tally
 
-    tally = Tally(cfg)
+    tally = Tally(cfg.labels, objective_of(cfg.multi_label, cfg.regression))
     for part in _chunks(len(truth)):
         tally.add(answers[part], truth[part])
     return tally.scores()
