@@ -359,6 +359,7 @@ class RowsFile:
         except _Undecided as late:  # whole_if_undecided: read_table's rule, on the whole file
             text = _decode(read_bytes(self.path, what=""), self.where)
             quoting = _delimited_options(text, self.where, "tsv")["quoting"]
+            del text  # not held while the rows are read again
             self._hash = hashlib.sha256()  # the bytes read again, from the start
             # the rows before ``late.line`` start no value with a quote: both readings agree
             yield from ((line, row) for line, row in self._rows(quoting) if line >= late.line)
