@@ -107,7 +107,9 @@ class Tally:
         self.labels, self.objective, self.rows, self.exact = labels, objective, 0, 0
         k = len(labels or ())
         self.matrix = torch.zeros(k, k, dtype=torch.long)  # (K, K)
-        self.counts = tuple(torch.zeros(k, dtype=torch.long) for _ in range(3))  # (K,) each
+        # (true positives, predicted, true) of label sets, (K,) each
+        self.counts = (torch.zeros(k, dtype=torch.long), torch.zeros(k, dtype=torch.long),
+                       torch.zeros(k, dtype=torch.long))
         self.numbers: tuple[list, list] = ([], [])
 
     def add(self, answers: torch.Tensor, truth: torch.Tensor) -> "Tally":
@@ -122,7 +124,7 @@ class Tally:
                 total += count
             self.exact += int((answers.bool() == truth.bool()).all(1).sum())
         else:
-            self.matrix += confusion(answers, truth, len(self.labels))
+            self.matrix += confusion(answers, truth, len(self.matrix))
         return self
 
     def scores(self) -> dict[str, Any]:
@@ -139,9 +141,10 @@ class Tally:
             counts = _counts_of(self.matrix)
             scores = {"test_accuracy": ratio(int(counts[0].sum()), self.rows),
                       "test_macro_f1": f1_scores(*counts)["macro_f1"]}
+        labels = self.labels or []
         support = counts[2].tolist()  # the rows of each class (that have it, label sets)
-        return {**scores, "test_per_class": per_class(*counts, self.labels),
-                MISSING_KEY: [label for label, n in zip(self.labels, support) if n == 0]}
+        return {**scores, "test_per_class": per_class(*counts, labels),
+                MISSING_KEY: [label for label, n in zip(labels, support) if n == 0]}
 
 
 def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
