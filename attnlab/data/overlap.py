@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["shared_inputs", "shared_note", "chosen_by", "moved_training_file"]
+__all__ = ["shared_inputs", "SharedCount", "shared_note", "chosen_by", "moved_training_file"]
 
 
 def shared_inputs(train: Iterable[Hashable], held: Sequence[Hashable], places: Sequence[str],
@@ -36,10 +36,31 @@ def shared_inputs(train: Iterable[Hashable], held: Sequence[Hashable], places: S
     "row 7") when some of its rows have an input that a row of ``train`` has; None when none
     has. ``chosen`` (``chosen_by``'s): ``train`` is then the validation split that chose the
     weights, and the warning says so."""
-    seen = set(train)
-    shared = [where for x, where in zip(held, places) if x in seen]
-    return shared_note(len(shared), len(held), shared[0], what=what,
-                       chosen=chosen) if shared else None
+    count = SharedCount(train)
+    count.see(held, lambda: places)
+    return count.note(what, chosen=chosen)
+
+
+class SharedCount:
+    """``shared_inputs``' count, of a held-out file seen a chunk of rows at a time (``see``):
+    how many of its rows have an input that a row of ``train`` has, and where the first is."""
+
+    def __init__(self, train: Iterable[Hashable]) -> None:
+        self.train = set(train)
+        self.shared, self.rows, self.first = 0, 0, None
+
+    def see(self, held: Sequence[Hashable], places) -> None:
+        """Count the rows of one chunk (inputs ``held``, at the places ``places()`` gives)."""
+        self.rows += len(held)
+        shared = [i for i, x in enumerate(held) if x in self.train]
+        if shared and self.first is None:
+            self.first = places()[shared[0]]
+        self.shared += len(shared)
+
+    def note(self, what: str, *, chosen: tuple[str, str] | None = None) -> str | None:
+        """The warning (``shared_note``) of the rows seen, None where none is shared."""
+        return shared_note(self.shared, self.rows, self.first, what=what,
+                           chosen=chosen) if self.shared else None
 
 
 def chosen_by(val: str, *, keep_best: bool, patience: int | None) -> tuple[str, str] | None:

@@ -182,12 +182,14 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
 
 def table_chunks(path: str | Path, columns: list[str], *, what: str = "--data",
                  lists: tuple[str, ...] = (), spelled: bool = False,
+                 allow_empty_values: bool | Collection[str] = False,
                  rows: int = CHUNK_ROWS) -> Iterator[Table]:
-    """``read_table``'s rows of ``columns`` (no empty value), ``rows`` at a time, the file
-    read as they come and never whole (``RowsFile``; a Parquet file or datasets directory a
-    batch at a time): each chunk a ``Table`` of its rows and their lines (a Parquet file's
-    rows), its ``sha256`` the digest of the bytes read so far, the file's once the last chunk
-    is out. ``UsageError`` as ``read_table``'s, each once its row is read.
+    """``read_table``'s rows of ``columns``, ``rows`` at a time, the file read as they come
+    (``RowsFile``, which reads a TSV whole only where its head leaves its quotes undecided; a
+    Parquet file or datasets directory a batch at a time): each chunk a ``Table`` of its rows
+    and their lines (a Parquet file's rows), its ``sha256`` the digest of the bytes read so
+    far, the file's once the last chunk is out. ``UsageError`` as ``read_table``'s (with its
+    ``allow_empty_values``), each once its row is read.
 
     Examples:
         >>> _ = Path("votes.csv").write_text("text,label\\nyes,a\\nno,b\\nmaybe,a\\n")
@@ -207,12 +209,14 @@ def table_chunks(path: str | Path, columns: list[str], *, what: str = "--data",
                     for first, batch in source.batches(rows)
                     for i, values in enumerate(zip(*(batch[c] for c in source.columns))))
     else:
-        source, unit = RowsFile(path, columns, where, lists=lists, spelled=spelled), "line"
+        source, unit = RowsFile(path, columns, where, lists=lists, spelled=spelled,
+                                whole_if_undecided=True), "line"
         numbered = source.rows()
     held, lines, seen = [], [], False
+    checked = _checked(columns, allow_empty_values)
     for line, row in chain(numbered, [(None, None)]):
         if line is not None:
-            for c in columns:
+            for c in checked:
                 if isinstance(row[c], str) and not row[c].strip():
                     raise UsageError(f"{where} {unit} {line}: empty value in column {c!r}")
             held.append(row)
@@ -318,7 +322,9 @@ class RowsFile:
     A TSV's quotes are decided (``tsv_quoting``) on its first ``TSV_HEAD_CHARS`` characters,
     ended where a record ends (``_tsv_head``: never inside a quoted value); where none of those
     starts a value of ``columns`` with a quote, a later value that starts with one is refused
-    naming its line (before its fields are counted), not read one way or the other unsaid.
+    naming its line (before its fields are counted), not read one way or the other unsaid;
+    with ``whole_if_undecided``, the file's quotes are then decided as ``read_table`` decides
+    them, on the whole file (read whole once, for this), and the rows read on from that line.
     Lines end as ``read_table``'s do: at "\\n", "\\r\\n" or a lone "\\r" (``_cr_lines``).
 
     Args:
@@ -328,6 +334,7 @@ class RowsFile:
         hint: ends the message of a missing column (``"; name it with --text-column"``).
         texts: columns whose JSON values must be strings (a number is refused, naming the line).
         lists, spelled: as ``read_table``'s.
+        whole_if_undecided: a late quote in a TSV is decided on the whole file, not refused.
 
     Attributes:
         sha256: the SHA-256 (hex) of the bytes read, complete once ``rows()`` is.
@@ -335,9 +342,10 @@ class RowsFile:
 
     def __init__(self, path: str | Path, columns: list[str], where: str, hint: str = "", *,
                  texts: tuple[str, ...] = (), lists: tuple[str, ...] = (),
-                 spelled: bool = False) -> None:
+                 spelled: bool = False, whole_if_undecided: bool = False) -> None:
         self.path, self.columns, self.where = Path(path), list(columns), where
         self.hint, self.texts, self.lists, self.spelled = hint, texts, lists, spelled
+        self.whole_if_undecided = whole_if_undecided
         self._hash = hashlib.sha256()
 
     @property
@@ -346,6 +354,18 @@ class RowsFile:
 
     def rows(self) -> Iterator[tuple[int, dict[str, str]]]:
         """(line, row) of each data row, as ``read_table`` numbers them."""
+        try:
+            yield from self._rows(None)
+        except _Undecided as late:  # whole_if_undecided: read_table's rule, on the whole file
+            text = _decode(read_bytes(self.path, what=""), self.where)
+            quoting = _delimited_options(text, self.where, "tsv")["quoting"]
+            del text  # not held while the rows are read again
+            self._hash = hashlib.sha256()  # the bytes read again, from the start
+            # the rows before ``late.line`` start no value with a quote: both readings agree
+            yield from ((line, row) for line, row in self._rows(quoting) if line >= late.line)
+
+    def _rows(self, quoting: int | None) -> Iterator[tuple[int, dict[str, str]]]:
+        """``rows``, a TSV's quotes read as ``quoting`` says (None: as its head decides)."""
         try:
             f = open(self.path, "rb")  # noqa: SIM115 - closed below
         except OSError as e:
@@ -356,7 +376,7 @@ class RowsFile:
                 yield from _jsonl_rows(lines, self.columns, self.where, self.lists,
                                        hint=self.hint, texts=self.texts, spelled=self.spelled)
                 return
-            yield from self._delimited((text for _, text in lines))
+            yield from self._delimited((text for _, text in lines), quoting)
 
     def _lines(self, f) -> Iterator[tuple[int, str]]:
         """(number, text) of each line of the open file, hashed and decoded as it comes."""
@@ -367,9 +387,14 @@ class RowsFile:
         except OSError as e:  # EIO, ...
             raise _unreadable(e, self.path, "") from None
 
-    def _delimited(self, lines: Iterator[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    def _delimited(self, lines: Iterator[str], quoting: int | None
+                   ) -> Iterator[tuple[int, dict[str, str]]]:
         fmt = file_format(self.path)
         lines = _cr_lines(lines)
+        if quoting is not None:  # decided on the whole file
+            yield from _delimited_rows(lines, self.columns, self.where,
+                                       {"delimiter": "\t", "quoting": quoting}, self.hint)
+            return
         head, decides, cut = _tsv_head(lines) if fmt == "tsv" else ([], 0, False)
         shown = "".join(head[:decides])
         options = _delimited_options(shown, self.where, fmt)
@@ -379,6 +404,8 @@ class RowsFile:
         def check(line: int, values: list[str]) -> None:  # before a row's fields are counted
             nonlocal decided
             if not decided and any(v.startswith('"') for v in values):
+                if line > decides and self.whole_if_undecided:
+                    raise _Undecided(line)
                 if line > decides:
                     raise UsageError(
                         f"{self.where} line {line}: a value starts with a quote, and none did in "
@@ -389,6 +416,15 @@ class RowsFile:
 
         yield from _delimited_rows(chain(head, lines), self.columns, self.where, options,
                                    self.hint, None if decided else check)
+
+
+class _Undecided(Exception):
+    """A value of a TSV read row by row starts with a quote at ``line``, past the head that
+    decided its quotes (``RowsFile``'s ``whole_if_undecided``)."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
 
 
 def _cr_lines(lines: Iterator[str]) -> Iterator[str]:

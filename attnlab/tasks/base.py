@@ -830,8 +830,17 @@ def fraction(hits, counted=None) -> float:
     """
     if counted is not None:
         hits = hits & counted
-    total = int(counted.sum()) if counted is not None else hits.numel()
-    return int(hits.sum()) / total if total else float("nan")
+    return ratio(int(hits.sum()), int(counted.sum()) if counted is not None else hits.numel())
+
+
+def ratio(hits: int, total: int) -> float:
+    """``hits`` of ``total`` (counts), the exact ratio in float64 (``fraction``'s); NaN of none.
+
+    Examples:
+        >>> ratio(2, 3), ratio(0, 0)
+        (0.6666666666666666, nan)
+    """
+    return hits / total if total else float("nan")
 
 
 def each_input(texts: list[str], labels: list[str], parse) -> list:

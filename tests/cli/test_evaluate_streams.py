@@ -47,9 +47,10 @@ def _cfg(**kw):
 
 
 def _tallied(cfg, answers, truth):
-    from attnlab.tasks.classify.runtime import Tally
+    from attnlab.tasks.classify.labels import objective_of
+    from attnlab.tasks.classify.metrics import Tally
 
-    tally = Tally(cfg)
+    tally = Tally(cfg.labels, objective_of(cfg.multi_label, cfg.regression))
     for part in _chunks(len(truth)):
         tally.add(answers[part], truth[part])
     return tally.scores()
@@ -213,3 +214,37 @@ def test_a_file_that_changes_between_its_readings_is_refused(mixed_run, data, mo
     assert err.splitlines()[-1] == (f"attnlab: error: --data {path} changed while evaluate "
                                     f"read it (its SHA-256 differs between its two readings); "
                                     f"evaluate it again once it is written")
+
+
+@pytest.mark.slow
+def test_the_test_split_scored_in_one_chunk_says_no_progress(mixed_run, scored, monkeypatch,
+                                                             capsys):
+    """`evaluate RUN` scores the run's test split in one chunk, however long: a line
+    "evaluate: N of N rows" after it told nothing (the chunk made smaller than the split)."""
+    monkeypatch.setattr(classify_runtime, "CHUNK_ROWS", 8, raising=False)  # (none before)
+    capsys.readouterr()
+    assert main(["evaluate", str(mixed_run)]) == 0
+    err = capsys.readouterr().err
+    assert len(scored) == 1 and scored[0] > 8  # one chunk, longer than CHUNK_ROWS
+    assert "evaluate:" not in err
+
+
+@pytest.mark.slow
+def test_a_tsv_whose_first_quote_is_past_its_head_is_scored_as_its_csv(mixed_run, monkeypatch,
+                                                                       capsys, tmp_path):
+    """A TSV whose first value that starts with a quote comes past the head that decides its
+    quotes (4,194,304 characters; 64 here) was refused ("save it as .csv"); train classify
+    reads it. It is scored, its quotes read as train reads them: the scores of the same rows
+    as a CSV."""
+    from attnlab.data import tables
+
+    monkeypatch.setattr(tables, "TSV_HEAD_CHARS", 64)
+    monkeypatch.setattr(classify_runtime, "CHUNK_ROWS", 8, raising=False)  # (none before)
+    rows = _rows() + [('"Hi" the film was great', "pos")]  # a person's quotes: text
+    tsv, csv_ = tmp_path / "held.tsv", tmp_path / "held.csv"
+    tsv.write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
+    csv_.write_text("text,label\n" + "".join(
+        '"{}",{}\n'.format(t.replace('"', '""'), y) for t, y in rows))
+    as_csv, _ = _evaluate(capsys, mixed_run, csv_)
+    as_tsv, _ = _evaluate(capsys, mixed_run, tsv)
+    assert as_tsv == as_csv

@@ -41,3 +41,29 @@ def test_an_empty_text_is_still_named_as_an_empty_value(tmp_path, capsys):
                  str(tmp_path / "run")]) == 2
     assert capsys.readouterr().err.strip() == (
         f"attnlab: error: --data {data} line 3: empty value in column 'text'")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("d.csv", "text,label\ngood,a|b\nbad,\nok,a\n"),
+    ("d.tsv", "text\tlabel\ngood\ta|b\nbad\t\nok\ta\n"),
+    ("d.jsonl", '{"text": "good", "label": "a|b"}\n{"text": "bad", "label": ""}\n'),
+])
+def test_evaluate_data_read_a_chunk_at_a_time_says_it_needs_one_too(tmp_path, name, text):
+    """``evaluate --data`` reads its rows a chunk at a time (``example_chunks``): the same
+    message as training's whole read (``read_examples``), not "empty value in column"."""
+    from types import SimpleNamespace
+
+    from attnlab.errors import UsageError
+    from attnlab.tasks.classify.data import example_chunks, read_examples
+
+    data = tmp_path / name
+    data.write_text(text)
+    cfg = SimpleNamespace(set_column=None, text_column="text", label_column="label",
+                          json_decimals_as_written=False, multi_label=True, regression=False,
+                          label_sep="|", data_sha256=None)
+    with pytest.raises(UsageError) as whole:
+        read_examples(cfg, "data", str(data))
+    with pytest.raises(UsageError) as chunked:
+        list(example_chunks(cfg, "data", str(data), rows=1))
+    assert str(chunked.value) == str(whole.value)
+    assert "--multi-label needs at least one label per row" in str(chunked.value)

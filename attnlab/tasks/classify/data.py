@@ -78,11 +78,7 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
                                   feature_columns=features or parse_feature_columns(cfg.feature_columns))
         examples = found
     else:
-        # a list is read whatever the objective, so that parse_label can say --multi-label
-        # an empty --multi-label label is parse_label's to name (as a Parquet [] is)
-        found = read_table(path, [cfg.text_column, cfg.label_column], what=f"--{key}",
-                           lists=(cfg.label_column,), spelled=cfg.json_decimals_as_written,
-                           allow_empty_values=(cfg.label_column,) if cfg.multi_label else False)
+        found = read_table(path, **_table_options(cfg, key))
         examples = _labelled(cfg, key, found, path)
     _one_spelling(cfg, key, examples, found, path, _forms(cfg, key, found.path))
     if pinned:
@@ -94,7 +90,7 @@ def example_chunks(cfg: RunSettings, key: str, path: str, features: list[str] | 
                    *, rows: int = CHUNK_ROWS):
     """``read_examples``' examples of the file ``path``, ``rows`` at a time: ``(examples,
     their lines, the file, the SHA-256 of its bytes read so far)`` per chunk, a text file read as its rows come
-    (``table_chunks``), never whole; its checks (a label in two Unicode forms included) made
+    (``table_chunks``); its checks (a label in two Unicode forms included) made
     across the chunks as over the whole file. A file of sets is read whole, one chunk."""
     if cfg.set_column:
         yield read_examples(cfg, key, path, features)
@@ -102,12 +98,19 @@ def example_chunks(cfg: RunSettings, key: str, path: str, features: list[str] | 
     from ...data.tables import table_chunks
 
     forms = _forms(cfg, key, Path(path))
-    for chunk in table_chunks(path, [cfg.text_column, cfg.label_column], what=f"--{key}",
-                              lists=(cfg.label_column,), spelled=cfg.json_decimals_as_written,
-                              rows=rows):
+    for chunk in table_chunks(path, **_table_options(cfg, key), rows=rows):
         examples = _labelled(cfg, key, chunk, path)
         _one_spelling(cfg, key, examples, chunk, path, forms)
         yield examples, chunk.lines, chunk.path, chunk.sha256
+
+
+def _table_options(cfg: RunSettings, key: str) -> dict[str, Any]:
+    """How ``read_table`` and ``table_chunks`` read the (text, label) rows of ``--key``."""
+    # a list is read whatever the objective, so that parse_label can say --multi-label;
+    # an empty --multi-label label is parse_label's to name (as a Parquet [] is)
+    return {"columns": [cfg.text_column, cfg.label_column], "what": f"--{key}",
+            "lists": (cfg.label_column,), "spelled": cfg.json_decimals_as_written,
+            "allow_empty_values": (cfg.label_column,) if cfg.multi_label else False}
 
 
 def _labelled(cfg: RunSettings, key: str, table, path) -> list[tuple[str, Any]]:

@@ -28,12 +28,14 @@ Shapes: N examples, K classes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from ..base import fraction
+from ..base import ratio
 
-__all__ = ["confusion", "per_class", "classification_metrics", "multi_label_counts",
+__all__ = ["confusion", "per_class", "classification_metrics", "classes_without_examples",
+           "Tally", "MISSING_KEY", "multi_label_counts",
            "f1_scores", "regression_scores", "spearman", "validation_scores", "decide"]
 
 
@@ -81,17 +83,87 @@ def per_class(tp: torch.Tensor, predicted: torch.Tensor, true: torch.Tensor,
             for i, label in enumerate(labels)}
 
 
+MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
+
+
+class Tally:
+    """The test scores (metrics.json's) of rows scored a chunk at a time (``add``), the same as
+    of all the rows at once: one class per row adds to the confusion counts (K, K), label sets
+    to each class's counts and the rows right in every label, exact integers whatever the
+    chunks; numbers keep each row's answer and truth (R² and Spearman's ranks need every row:
+    16 bytes a row, not the rows read).
+
+    Args:
+        labels: the run's classes (None for ``"regression"``).
+        objective: "single", "multi" or "regression" (``labels.objective_of``).
+
+    Examples:
+        >>> tally = Tally(["a", "b"], "single").add(torch.tensor([0, 1]), torch.tensor([0, 0]))
+        >>> tally.add(torch.tensor([1]), torch.tensor([1])).scores()["test_accuracy"]
+        0.6666666666666666
+    """
+
+    def __init__(self, labels: list[str] | None, objective: str) -> None:
+        self.labels, self.objective, self.rows, self.exact = labels, objective, 0, 0
+        k = len(labels or ())
+        self.matrix = torch.zeros(k, k, dtype=torch.long)  # (K, K)
+        # (true positives, predicted, true) of label sets, (K,) each
+        self.counts = (torch.zeros(k, dtype=torch.long), torch.zeros(k, dtype=torch.long),
+                       torch.zeros(k, dtype=torch.long))
+        self.numbers: tuple[list, list] = ([], [])
+
+    def add(self, answers: torch.Tensor, truth: torch.Tensor) -> "Tally":
+        """Count one chunk's answers and truth: classes (N,), label sets (N, K) or numbers
+        (N,)."""
+        self.rows += len(truth)
+        if self.objective == "regression":
+            self.numbers[0].append(answers.double())
+            self.numbers[1].append(truth.double())
+        elif self.objective == "multi":
+            for total, count in zip(self.counts, multi_label_counts(answers, truth)):
+                total += count
+            self.exact += int((answers.bool() == truth.bool()).all(1).sum())
+        else:
+            self.matrix += confusion(answers, truth, len(self.matrix))
+        return self
+
+    def scores(self) -> dict[str, Any]:
+        """metrics.json's test scores of every row added."""
+        if self.objective == "regression":
+            pred, true = (torch.cat(n) for n in self.numbers)
+            return {f"test_{k}": v for k, v in regression_scores(pred, true).items()}
+        if self.objective == "multi":
+            counts = self.counts
+            f1 = f1_scores(*counts)
+            scores = {"test_accuracy": ratio(self.exact, self.rows),
+                      "test_macro_f1": f1["macro_f1"], "test_micro_f1": f1["micro_f1"]}
+        else:
+            counts = _counts_of(self.matrix)
+            scores = {"test_accuracy": ratio(int(counts[0].sum()), self.rows),
+                      "test_macro_f1": f1_scores(*counts)["macro_f1"]}
+        labels = self.labels or []
+        support = counts[2].tolist()  # the rows of each class (that have it, label sets)
+        return {**scores, "test_per_class": per_class(*counts, labels),
+                MISSING_KEY: [label for label, n in zip(labels, support) if n == 0]}
+
+
 def classification_metrics(preds: torch.Tensor, targets: torch.Tensor, num_classes: int) -> dict:
     """``test_accuracy`` and ``test_macro_f1`` of one class per example (multiclass F1, macro
-    average, as scikit-learn's ``f1_score``: see the module doc).
+    average, as scikit-learn's ``f1_score``: see the module doc), as ``Tally`` gives them.
 
     Examples:
         >>> classification_metrics(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 0]), 2)
         {'test_accuracy': 0.6666666666666666, 'test_macro_f1': 0.6666666666666666}
     """
-    scores = f1_scores(*_counts_of(confusion(preds, targets, num_classes)))
-    return {"test_accuracy": fraction(preds == targets),
-            "test_macro_f1": scores["macro_f1"]}
+    scores = Tally([str(k) for k in range(num_classes)], "single").add(preds, targets).scores()
+    return {key: scores[key] for key in ("test_accuracy", "test_macro_f1")}
+
+
+def classes_without_examples(targets: torch.Tensor, labels: list[str]) -> list[str]:
+    """The labels (of training) that no test example has, in ``labels`` order (``Tally``'s
+    ``MISSING_KEY``): ``targets`` are class indices (N,), or label sets (N, K)."""
+    objective = "multi" if targets.ndim == 2 else "single"
+    return Tally(labels, objective).add(targets, targets).scores()[MISSING_KEY]
 
 
 def _ranks(x: torch.Tensor) -> torch.Tensor:

@@ -32,7 +32,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from ...data.feature_sets import feature_stats, parse_set, standardise
-from ...data.overlap import shared_note
+from ...data.overlap import SharedCount
 from ...data.resumable import ShuffledBatches, length_grouped
 from ...data.tables import CHUNK_ROWS, places
 from ...errors import UsageError
@@ -44,12 +44,12 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import (attends, config_from_run, each_input, fraction, input_name, loads,
-                    predicts, probabilities_of, rng_kept)
+from ..base import (attends, config_from_run, each_input, input_name, loads, predicts,
+                    probabilities_of, rng_kept)
 from .data import check_labels, classes_of, example_chunks, files_of, load_splits
 from .labels import objective_of
-from .metrics import (classification_metrics, confusion, decide, f1_scores, multi_label_counts,
-                      per_class, regression_scores, validation_scores)
+from .metrics import (MISSING_KEY, Tally, classes_without_examples, classification_metrics,
+                      confusion, decide, per_class, validation_scores)
 from .pretrained import pooler_activation
 from .start import load_run_tokenizer, pretrained, start_of
 
@@ -59,7 +59,6 @@ __all__ = ["build_model", "model_config_of", "fit_tokenizer", "encode", "make_ba
            "run", "load", "input_reader", "predict_many", "evaluate", "attention_maps",
            "export_hf"]
 
-MISSING_KEY = "test_classes_without_examples"  # metrics.json: labels with no test example
 
 # Texts per batch when nothing trains (validation, the test split, predict): batches are
 # sorted by length, and a batch is padded to its longest text, so fewer texts per batch means
@@ -291,14 +290,6 @@ def collect_predictions(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(outputs), torch.cat(targets)
 
 
-def classes_without_examples(targets: torch.Tensor, labels: list[str]) -> list[str]:
-    """The labels (of training) that no test example has, in ``labels`` order: ``targets``
-    are class indices (N,), or label sets (N, K)."""
-    support = (targets.sum(0) if targets.ndim == 2
-               else torch.bincount(targets, minlength=len(labels)))  # (K,)
-    return [label for label, n in zip(labels, support.tolist()) if n == 0]
-
-
 def _say_missing(missing: list[str], labels: list[str], where: str = "the test split") -> None:
     """One line on stderr naming the classes that the test split (or ``where``: the file
     ``evaluate --data`` scored) does not measure."""
@@ -330,59 +321,7 @@ def per_class_table(preds: torch.Tensor, targets: torch.Tensor, labels: list[str
 def test_scores(cfg, answers: torch.Tensor, truth: torch.Tensor) -> dict[str, Any]:
     """metrics.json's test scores of a run's answers and the truth (``metrics`` module doc):
     classes (N,), label sets (N, K) or numbers (N,)."""
-    return Tally(cfg).add(answers, truth).scores()
-
-
-class Tally:
-    """The test scores of rows scored a chunk at a time (``add``), the same as of all the rows
-    at once: one class per row adds to the confusion counts (K, K), label sets to each class's
-    counts and the rows right in every label, exact integers whatever the chunks; numbers keep
-    each row's answer and truth (R² and Spearman's ranks need every row: 16 bytes a row, not
-    the rows read)."""
-
-    def __init__(self, cfg) -> None:
-        self.cfg, self.rows, self.exact = cfg, 0, 0
-        k = len(cfg.labels or ())
-        self.matrix = torch.zeros(k, k, dtype=torch.long)  # (K, K)
-        self.counts = tuple(torch.zeros(k, dtype=torch.long) for _ in range(3))  # (K,) each
-        self.numbers: tuple[list, list] = ([], [])
-
-    def add(self, answers: torch.Tensor, truth: torch.Tensor) -> "Tally":
-        """Count one chunk's answers and truth (as ``test_scores`` takes them)."""
-        self.rows += len(truth)
-        if self.cfg.regression:
-            self.numbers[0].append(answers.double())
-            self.numbers[1].append(truth.double())
-        elif self.cfg.multi_label:
-            for total, count in zip(self.counts, multi_label_counts(answers, truth)):
-                total += count
-            self.exact += int((answers.bool() == truth.bool()).all(1).sum())
-        else:
-            self.matrix += confusion(answers, truth, len(self.cfg.labels))
-        return self
-
-    def scores(self) -> dict[str, Any]:
-        """metrics.json's test scores of every row added."""
-        cfg = self.cfg
-        if cfg.regression:
-            pred, true = (torch.cat(n) for n in self.numbers)
-            return {f"test_{k}": v for k, v in regression_scores(pred, true).items()}
-        if cfg.multi_label:
-            counts = self.counts
-            f1 = f1_scores(*counts)
-            scores = {"test_accuracy": self._share(self.exact), "test_macro_f1": f1["macro_f1"],
-                      "test_micro_f1": f1["micro_f1"]}
-        else:
-            counts = (self.matrix.diag(), self.matrix.sum(0), self.matrix.sum(1))
-            scores = {"test_accuracy": self._share(int(counts[0].sum())),
-                      "test_macro_f1": f1_scores(*counts)["macro_f1"]}
-        support = counts[2].tolist()  # the rows of each class (that have it, label sets)
-        return {**scores, "test_per_class": per_class(*counts, cfg.labels),
-                MISSING_KEY: [label for label, n in zip(cfg.labels, support) if n == 0]}
-
-    def _share(self, hits: int) -> float:
-        """``hits`` of the rows, the exact ratio in float64 (``fraction``); NaN of none."""
-        return hits / self.rows if self.rows else float("nan")
+    return Tally(cfg.labels, objective(cfg)).add(answers, truth).scores()
 
 
 def _decide(cfg, outputs: torch.Tensor) -> torch.Tensor:
@@ -635,27 +574,27 @@ class _TrainedOn:
     with). Sets are tensors; train classify compares texts only too."""
 
     def __init__(self, cfg: RunSettings) -> None:
-        self.train: set[str] = set()
-        self.shared, self.rows, self.first = 0, 0, None
+        train: list[str] = []
         if not cfg.set_column:
             try:
-                self.train = {x for x, _ in load_splits(cfg, val_file=False)["train"]}
+                train = [x for x, _ in load_splits(cfg, val_file=False)["train"]]
             except UsageError:
                 pass
+        self.count = SharedCount(train)
 
     def see(self, pairs: list, where) -> None:
         """Count the rows of ``pairs`` (at the places ``where()`` gives) that training has."""
-        self.rows += len(pairs)
-        shared = [i for i, (x, _) in enumerate(pairs) if x in self.train]
-        if shared and self.first is None:
-            self.first = where()[shared[0]]
-        self.shared += len(shared)
+        self.count.see([x for x, _ in pairs], where)
+
+    @property
+    def rows(self) -> int:
+        return self.count.rows
 
     def note(self, what: str) -> None:
         """The warning on stderr, of the rows seen in the file ``what``, where any is shared."""
-        if self.shared:
-            print(shared_note(self.shared, self.rows, self.first, what=what), file=sys.stderr,
-                  flush=True)
+        note = self.count.note(what)
+        if note:
+            print(note, file=sys.stderr, flush=True)
 
 
 def _data_chunks(cfg: RunSettings, data: str):
@@ -728,12 +667,13 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         pairs = load_splits(cfg, val_file=False)["test"]
         chunks, total, digest, what = (lambda: [(pairs, None, None, None)]), len(pairs), None, \
             "test texts"
-    tally, started = Tally(cfg), time.perf_counter()
+    tally, started = Tally(cfg.labels, objective(cfg)), time.perf_counter()
     with said_once(total):  # a warning of cut texts: once, of them all
         for pairs, _, path, read in chunks():
             tally.add(*_answers(cfg, model, tokenizer, pairs, what))
+            # the test split is one chunk, however long: no progress to say
             progress("evaluate", tally.rows - len(pairs), tally.rows, total, started,
-                     CHUNK_ROWS, "rows")
+                     CHUNK_ROWS if data is not None else total, "rows")
     if read != digest:  # the rows scored are not the rows checked
         raise UsageError(f"--data {path} changed while evaluate read it (its SHA-256 differs "
                          f"between its two readings); evaluate it again once it is written")
