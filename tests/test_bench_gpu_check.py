@@ -161,6 +161,20 @@ def test_time_to_loss_plot_labels_its_loss_axis_in_plain_decimals(tmp_path, monk
         assert re.fullmatch(r"\d+(\.\d+)?", text) and float(text) == pytest.approx(value), text
 
 
+def _a_gpu_shape_run(tmp_path, monkeypatch):
+    """time_to_loss at the GPU shape without a GPU: nanoGPT 50 s on its own clock for 5,000
+    iterations, 8 s of them its compile; attnlab's flags those of gpu_lm's recipe."""
+    import benchmarks.gpu_lm
+
+    (tmp_path / "train.py").write_text("")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
+    monkeypatch.setattr(ttl, "nanogpt_side",
+                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0, 8.0))
+    monkeypatch.setattr(benchmarks.gpu_lm, "attnlab_flags",
+                        lambda: set(gpu_lm.recipe(ttl.SHAPES["gpu"])))
+
+
 def test_gpu_lm_reports_a_step_measured_without_the_recompilations():
     """GPT-2 small's part skips counting recompilations (--skip-recompiles): its table still
     prints, with the training step's graphs alone."""
@@ -176,15 +190,7 @@ def test_time_to_loss_same_flags_trains_nanogpts_recipe_for_its_iterations_and_c
         tmp_path, monkeypatch, capsys):
     """--same-flags: one more attnlab run with nanoGPT's flags (not the fast recipe) for all
     of nanoGPT's iterations; its held-out loss is printed beside nanoGPT's."""
-    import benchmarks.gpu_lm
-
-    (tmp_path / "train.py").write_text("")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
-    monkeypatch.setattr(ttl, "nanogpt_side",
-                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0, 8.0))
-    monkeypatch.setattr(benchmarks.gpu_lm, "attnlab_flags",
-                        lambda: set(gpu_lm.recipe(ttl.SHAPES["gpu"])))
+    _a_gpu_shape_run(tmp_path, monkeypatch)
     flags_of = []
 
     def attnlab_side(work, name, text_file, flags, threads, val_text, block):
@@ -218,16 +224,7 @@ def test_time_to_loss_writes_its_table_plot_and_csv_before_the_same_flags_run_is
     """The GPU call's cap cuts the last, longest run (--same-flags): the time-to-loss of the
     --recipe fast run is already printed, with compile counted on both sides and the ratio
     without compile too, and its PNG and CSV are already written."""
-    import benchmarks.gpu_lm
-
-    (tmp_path / "train.py").write_text("")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(ttl, "write_corpus", _small_corpus)
-    # nanoGPT: 50 s on its own clock for 5,000 iterations, 8 s of them its compile
-    monkeypatch.setattr(ttl, "nanogpt_side",
-                        lambda *a, **k: ([(10.0, 2500, 2.0), (50.0, 5000, 1.5)], 50.0, 8.0))
-    monkeypatch.setattr(benchmarks.gpu_lm, "attnlab_flags",
-                        lambda: set(gpu_lm.recipe(ttl.SHAPES["gpu"])))
+    _a_gpu_shape_run(tmp_path, monkeypatch)
     flags_of = []
 
     def attnlab_side(work, name, text_file, flags, threads, val_text, block):
