@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "claim", "discard_unstarted", "first_missing",
            "available_memory", "cgroup_available", "check_resumed_precision", "PRECISION_ON_CPU",
-           "RESUMABLE", "resume_notes", "check_epoch_processes"]
+           "RESUMABLE", "resume_notes", "check_epoch_processes", "kept_accumulate"]
 
 # Settings a --resume may change: how long, where and how fast a run trains, not what it
 # learns. The step budget may grow; validation does not move the random state
@@ -165,9 +165,11 @@ def resume_notes(saved: dict[str, Any], given: dict[str, Any]) -> list[str]:
                and given[key] != saved[key]]
     if not changed:
         return []
-    return [f"note: --resume: {', '.join(changed)}: the run trains on, but will not end with "
-            f"the weights of one that never stopped (another --threads adds up in another "
-            f"order; other processes see other batches)"]
+    notes = [f"note: --resume: {', '.join(changed)}: the run trains on, but will not end with "
+             f"the weights of one that never stopped (another --threads adds up in another "
+             f"order; other processes see other batches)"]
+    step = _step_note(saved, given)
+    return [*notes, step] if step else notes
 
 
 def processes_of(values: dict[str, Any]) -> int:
@@ -209,6 +211,54 @@ def check_epoch_processes(saved: dict[str, Any], cfg: RunSettings,
                      f"{'more' if now < before else 'fewer'} epochs than that; resume it on "
                      f"{_processes(before)}, or give --max-steps N in place of --epochs (the "
                      f"step to end at{f'; it has done {done}' if done is not None else ''})")
+
+
+def step_batches(values: dict[str, Any]) -> int:
+    """The batches one optimiser step takes over all processes (``--accumulate`` on each of
+    ``--devices`` x ``--num-nodes``): what a step learns from. An epoch's batches are dealt out
+    in turn (rank r takes every world-th, ``attnlab.data.resumable``), so a step of N batches
+    takes the same N of them however they are shared between processes and passes."""
+    return int(values.get("accumulate") or 1) * processes_of(values)
+
+
+def kept_accumulate(saved: dict[str, Any], asked: dict[str, Any]) -> int:
+    """The ``--accumulate`` a ``--resume`` on ``asked``'s number of processes trains with: the
+    one that keeps the run's ``step_batches`` (two processes resumed on one: twice the
+    run's), where they share them evenly; else the run's own (``_step_note`` says what that
+    does to each step). A run resumed on another number of processes otherwise halved (or
+    doubled) the examples of each step without a word, and trained on to other losses than
+    it would have.
+
+    Examples:
+        >>> kept_accumulate({"devices": 2, "accumulate": 1}, {"devices": 1})
+        2
+        >>> kept_accumulate({"devices": 1, "accumulate": 4}, {"devices": 2})
+        2
+    """
+    whole, left = divmod(step_batches(saved), processes_of(asked))
+    return whole if whole and not left else int(saved.get("accumulate") or 1)
+
+
+def _step_note(saved: dict[str, Any], given: dict[str, Any]) -> str | None:
+    """What ``kept_accumulate`` did to the run's steps on the processes ``given``: each still
+    takes the run's batches (--accumulate changed), or, where those processes cannot share
+    them evenly (a run of 1 batch a step resumed on 2), each takes more or fewer than the
+    run's, which trains on (refusing it would leave a user who gained a node no way on:
+    --accumulate and --batch-size stay the run's) but not as the run would have."""
+    accumulate, had = int(given.get("accumulate") or 1), int(saved.get("accumulate") or 1)
+    before, now = step_batches(saved), step_batches(given)
+    of = f"batch{'es' * (before > 1)} of {saved.get('batch_size')}"
+    if before != now:
+        return (f"note: --resume: each step now takes {now} batches of "
+                f"{saved.get('batch_size')}, where the run's took {before} (--accumulate {had} "
+                f"on {_processes(processes_of(saved))}, which {processes_of(given)} processes "
+                f"cannot share evenly): its losses will not go on as the run's would have; "
+                f"resume it on a number of processes that divides {before} to keep its steps")
+    if accumulate != had:
+        return (f"note: --resume: --accumulate {accumulate} in place of the run's {had}, so "
+                f"that each step still takes its {before} {of} (the schedule and the data's "
+                f"order go on as they were)")
+    return None
 
 
 def _processes(n: int) -> str:

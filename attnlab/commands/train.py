@@ -232,10 +232,13 @@ def _as_trained(task, cfg: dict[str, Any]) -> None:
 
 def _kept_on_resume(cfg: dict[str, Any], previous: dict[str, Any], given: dict[str, Any]) -> None:
     """--resume: a setting given again as 'auto' keeps what it chose when the run started; a
-    data file given at its new path is recorded absolute (``moved_data``)."""
+    data file given at its new path is recorded absolute (``moved_data``); on another number
+    of processes, --accumulate keeps the run's batches a step (``kept_accumulate``: worked out
+    by every process from config.yaml, which nothing rewrites before training ends)."""
     cfg.update({k: previous[k] for k, v in cfg.items()
                 if v == "auto" and isinstance(previous.get(k), str)})
     cfg.update(moved_data(previous, given))
+    cfg["accumulate"] = preflight.kept_accumulate(previous, cfg)
 
 
 def _check_monitoring(task, cfg: dict[str, Any]) -> None:
