@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import Interrupted, UsageError
+from ..errors import Interrupted, RankFailed, UsageError
 from ..paths import check_named, check_output
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, RANK_KEYS, TrainSettings, add_flags, as_typed, check,
@@ -771,6 +771,8 @@ def _after_failure(e: BaseException, cfg: RunSettings, run_dir: Path,
     gone = f"{what}, so the same command can run again"
     if isinstance(e, UsageError) and removed:  # a data error found late: still one line
         return type(e)(f"{e} (the run stopped before its first checkpoint; {gone})")
+    if isinstance(e, RankFailed) and removed and not e.quiet:  # a rank died: one line too
+        return RankFailed(f"{e}; {gone}", exit_code=e.exit_code)
     if not isinstance(e, (KeyboardInterrupt, Interrupted)):
         if removed:
             print(f"attnlab: the run stopped before its first checkpoint; {gone}", file=sys.stderr)

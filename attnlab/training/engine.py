@@ -254,6 +254,7 @@ class Loop:
         self._unvalidated = False  # resumed after a step whose validation did not run
         self.started: tuple[str | None, str | None] | None = None  # set up by setup()
         self.validated: tuple[int, dict[str, float]] = (-1, {})  # the last validation's step
+        self.saved: int | None = None  # the step of checkpoints/last.ckpt, once there is one
 
     # ---- set-up ---------------------------------------------------------------------------
     def setup(self) -> str | None:
@@ -370,7 +371,7 @@ class Loop:
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
         # a checkpoint saved before compile_seconds was kept: none compiled before
-        self.step = int(state["global_step"])
+        self.step = self.saved = int(state["global_step"])
         self.clock = TrainClock(float(state["train_seconds"]),
                                 compiled_before=float(state.get("compile_seconds", 0.0)))
         if self.frozen:  # the model was built anew: its frozen weights are the checkpoint's,
@@ -781,6 +782,7 @@ class Loop:
             raise naming(e, path)
         if self.fabric.is_global_zero:
             os.replace(temporary, path)
+        self.saved = self.step
         self.fabric.barrier()
 
 
@@ -811,11 +813,25 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     loop = Loop(module, train_loader, val_loader, cfg, run_dir, max_steps=max_steps,
                 val_check_interval=val_check_interval, stop_at=stop_at,
                 limit_val_batches=limit_val_batches)
+    ranks.where(lambda: _where_stopped(loop))
     try:
         return _fit(loop, module, train_loader, cfg, run_dir, max_steps, tokenizer)
     except BaseException as e:  # the ranks launched from here end before the run is reported
+        failure = ranks.failed(e)  # a rank died: named in one line, not gloo's traceback
         ranks.end(ranks.ENDING_GRACE if ranks.agreed(e) else 0.0)
+        if failure is not None:
+            raise failure from None
         raise
+
+
+def _where_stopped(loop: Loop) -> str:
+    """What the line of a rank that died while ``loop`` trained adds: the step, and where to
+    go on from (before the first checkpoint: none; ``attnlab train`` removes the run and says
+    so in the same line)."""
+    if loop.saved is None:
+        return f" at step {loop.step}, before the first checkpoint; the others were stopped"
+    return (f" at step {loop.step}; the others were stopped; the last checkpoint is of step "
+            f"{loop.saved}: continue with: {loop.signals.resume_hint}")
 
 
 def _fit(loop: Loop, module: TaskModule, train_loader, cfg: RunSettings, run_dir: Path,

@@ -13,6 +13,15 @@ Here rank 0 ends the others itself whenever it stops (``end``), before it report
 and the watch stands aside from then on. A rank that fails on its own is still Lightning's
 case: the others and rank 0 are killed, as before.
 
+A rank that dies while the run trains (``kill -9``, killed for memory) breaks the collective rank
+0 is in: gloo raised its "Connection reset by peer" traceback, which names no rank, or
+Lightning's watch, polling, got there first and killed rank 0 without a word (exit 137). Both
+ways now end in the one line of ``_failure``, the step and where to go on from in it
+(``where``), exit 1: rank 0's broken collective (``failed``, which looks only at an error of
+torch's collectives, ``broken_collective``: an error every rank raised is rank 0's own to
+say), or the watch, after giving rank 0 ``DEATH_GRACE`` seconds to say it first (NCCL can
+wait in a broken collective for good).
+
 Nor could rank 0 hear a signal while it waited for the others to join: torch's join waits in
 C++, where Python's signal handlers do not run, so a SIGTERM to every process (a scheduler's
 stop) killed a rank that was still starting, and rank 0, deaf until that rank joined, which it
@@ -27,6 +36,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -35,16 +45,22 @@ from pathlib import Path
 from ..errors import Interrupted, RankFailed
 from ..settings import later_process
 
-__all__ = ["launching", "joining", "end", "agreed", "quiet", "ENDING_GRACE", "JOINING"]
+__all__ = ["launching", "joining", "end", "agreed", "quiet", "failed", "where",
+           "broken_collective", "ENDING_GRACE", "DEATH_GRACE", "JOINING"]
 
 # seconds the other ranks get to end by themselves after a stop all ranks agreed on (a signal
 # in the loop: every rank saved the step and leaves): they have nothing left to write
 ENDING_GRACE = 30.0
+# seconds rank 0 has, once a rank is seen dead, to hear it from its collective and say it (the
+# watch says it otherwise); and its broken collective to see the rank's process reaped (the
+# connection breaks as the process dies, a moment before it can be)
+DEATH_GRACE = 5.0
 RANK_ZERO_TIMEOUT = 1800.0  # seconds: torch's own default wait for the processes of a group
 
 _LOCK = threading.Lock()  # held while the watch looks at the ranks, and while rank 0 ends them
 _ENDING = threading.Event()  # rank 0 is ending the run: a rank that exits is not a failure
 _PROCS: list[subprocess.Popen] = []  # the ranks Lightning's launcher started from this process
+_WHERE: list = [lambda: ""]  # what the line of a dead rank adds: the step, where to go on from
 # the variable naming the folder (private to this launch, on this machine) in which each rank
 # Lightning's launcher starts says, by a file named by its LOCAL_RANK, that it is joining
 JOINING = "ATTNLAB_JOINING"
@@ -57,13 +73,109 @@ def _watch(child_processes: list[subprocess.Popen]) -> None:
 
     class Watch(script._ChildProcessObserver):
         def _run(self) -> bool:
-            with _LOCK:
-                return _ENDING.is_set() or super()._run()
+            return _look(self._child_processes, super()._run)
 
     _ENDING.clear()
     _PROCS[:] = child_processes
     _until_joining(child_processes, os.environ.get(JOINING))
     Watch(main_pid=os.getpid(), child_processes=child_processes).start()
+
+
+def _look(procs: list[subprocess.Popen], theirs) -> bool:
+    """One look of the watch at the ranks; True once it has nothing more to watch. A rank
+    that died: rank 0 gets ``DEATH_GRACE`` seconds to say it (``failed``) or to be ending
+    anyway (``end``); else it waits in a collective that will not end, and the watch says it,
+    in the same words, and ends the run (``_stop_all``). Else Lightning's look (``theirs``)."""
+    with _LOCK:
+        if _ENDING.is_set():
+            return True
+        dead = _dead(procs)
+        if dead is None:
+            return theirs()
+    if _ENDING.wait(DEATH_GRACE):
+        return True
+    with _LOCK:
+        if _ENDING.is_set():
+            return True
+        _ENDING.set()
+    _stop_all(procs, _failure(*dead))
+    return True
+
+
+def _stop_all(procs: list[subprocess.Popen], failure: RankFailed) -> None:
+    """The watch's end of a run whose rank 0 cannot hear that a rank died: ``failure``'s line,
+    the other ranks killed, and this process's exit with its status (where Lightning's watch
+    killed rank 0 with SIGKILL, without a word)."""
+    print(f"attnlab: {failure}", file=sys.stderr, flush=True)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+    os._exit(failure.exit_code)
+
+
+def _how(code: int) -> str:
+    """How a process ended, from its exit status (``Popen.returncode``)."""
+    return (f"was killed by {signal.Signals(-code).name}" if code < 0
+            else f"exited with status {code}")
+
+
+def _dead(procs: list[subprocess.Popen]) -> tuple[int, subprocess.Popen] | None:
+    """(rank, process) of the first of ``procs`` (rank 1, 2, ...) that has ended in error."""
+    for rank, proc in enumerate(procs, start=1):
+        if proc.poll():
+            return rank, proc
+    return None
+
+
+def _failure(rank: int, proc: subprocess.Popen) -> RankFailed:
+    """The one line of a rank that died while the run trained, whichever way rank 0 learns
+    of it (its broken collective, ``failed``; the watch); exit 1, or 2 where the rank exited
+    2 having said its usage error (``RankFailed.quiet``)."""
+    return RankFailed(f"rank {rank} of this run (process {proc.pid}) {_how(proc.returncode)} "
+                      f"during training{_WHERE[0]()}", exit_code=proc.returncode)
+
+
+def where(said) -> None:
+    """``said()``: what the line of a rank that died adds (the loop's step and its last
+    checkpoint), asked when the line is said."""
+    _WHERE[0] = said
+
+
+def broken_collective(error: BaseException) -> bool:
+    """Whether ``error`` is one of torch's collectives failing on another process's end
+    (NCCL's ``DistBackendError``; gloo's ``RuntimeError`` of its TCP transport, "Connection
+    reset by peer"): only such an error may be a rank's death, never the task's own.
+
+    Examples:
+        >>> broken_collective(RuntimeError("[third_party/gloo/gloo/transport/tcp/pair.cc:537] "
+        ...                                "Read error: Connection reset by peer"))
+        True
+        >>> broken_collective(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+        False
+    """
+    import torch.distributed as dist
+
+    return (isinstance(error, getattr(dist, "DistError", ()))
+            or isinstance(error, RuntimeError) and "gloo/transport" in str(error))
+
+
+def failed(error: BaseException, *, grace: float = DEATH_GRACE) -> RankFailed | None:
+    """In rank 0, after ``error`` stopped its training: the ``RankFailed`` of a rank launched
+    from here that died, when ``error`` is the collective its death broke
+    (``broken_collective``) and the rank is seen ended within ``grace`` seconds; else None
+    (the error is rank 0's to report as it is). The watch stands aside from then on."""
+    if not _PROCS or not broken_collective(error):
+        return None
+    deadline = time.monotonic() + grace
+    while (dead := _dead(_PROCS)) is None:
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+    with _LOCK:
+        if _ENDING.is_set():  # the watch said it, and ends this process
+            return None
+        _ENDING.set()
+    return _failure(*dead)
 
 
 def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: float = 0.1,
@@ -81,10 +193,8 @@ def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: floa
         for rank, proc in enumerate(procs, start=1):
             code = proc.poll()
             if str(rank) not in said and code is not None:
-                how = (f"was killed by {signal.Signals(-code).name}" if code < 0
-                       else f"exited with status {code}")
-                raise RankFailed(f"rank {rank} of this run (process {proc.pid}) {how} before "
-                                 f"it joined the others", exit_code=code)
+                raise RankFailed(f"rank {rank} of this run (process {proc.pid}) {_how(code)} "
+                                 f"before it joined the others", exit_code=code)
         late = [rank for rank in range(1, len(procs) + 1) if str(rank) not in said]
         if not late:
             return
