@@ -95,3 +95,19 @@ def test_a_rank_that_said_its_usage_error_is_not_said_again(launched):
     launched(_Rank(4242, 2))
     failure = ranks.failed(RuntimeError(GLOO), grace=0.0)
     assert (failure.exit_code, failure.quiet) == (2, True)
+
+
+def test_a_run_a_rank_died_in_before_its_first_checkpoint_is_removed_in_the_same_line(tmp_path):
+    """Nothing to go on from: the run is removed (the same command starts it again), said in
+    the rank's line, not in a second one."""
+    from attnlab.commands.train import _after_failure
+
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "config.yaml").write_text("task: reverse\n")
+    died = RankFailed("rank 1 of this run (process 4242) was killed by SIGKILL during training "
+                      "at step 7, before the first checkpoint; the others were stopped")
+    said = _after_failure(died, None, run, "new")
+    assert isinstance(said, RankFailed) and said.exit_code == 1
+    assert str(said) == f"{died}; removed {run}, so the same command can run again"
+    assert not run.exists()
