@@ -131,7 +131,7 @@ def _gpt2_to_causal_lm(hf) -> nn.Module:
 
 def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
           eos_token_id: int | None = None, pad_token_id: int | None = None,
-          qkv_bias_as: str = "qwen2"):
+          qkv_bias_as: str = "llama"):
     """Export an attnlab model to the equivalent Hugging Face model, weights copied.
 
     Supported:
@@ -164,8 +164,12 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
             ``sos_id``, ``eos_id`` and ``pad_id``.
         eos_token_id: CausalLM only, likewise (attnlab tokenizers: 2).
         pad_token_id: CausalLM only, likewise (attnlab tokenizers: 0).
-        qkv_bias_as: CausalLM only: the family of q/k/v biases alone, ``"qwen2"``, or
-            ``"llama"`` for a tokenizer not Qwen2's (``llama_family_config`` says why).
+        qkv_bias_as: CausalLM only: the family of q/k/v biases alone: ``"llama"`` (its
+            ``attention_bias``, o_proj's biases zero), whose directory ``AutoTokenizer``
+            reads with whatever tokenizer is saved in it, or ``"qwen2"``, only for a model
+            with Qwen2's own tokenizer: transformers reads every ``qwen2`` directory's
+            tokenizer as ``Qwen2Tokenizer``, which gives attnlab's char, word and BPE
+            tokenizers other ids (``llama_family_config``). The logits are the same.
 
     Returns:
         The ``transformers`` model (above) with the same logits, in the same train/eval mode.

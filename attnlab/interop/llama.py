@@ -38,7 +38,7 @@ def causal_lm_of(hf) -> nn.Module:
     return model
 
 
-def llama_family_of(model: nn.Module, *, qkv_bias_as: str = "qwen2", **ids: int | None):
+def llama_family_of(model: nn.Module, *, qkv_bias_as: str = "llama", **ids: int | None):
     """The Llama-family ``*ForCausalLM`` holding a ``CausalLM``'s weights (the family that has
     its parts, q/k/v biases alone as ``qkv_bias_as``: ``llama_config.llama_family_config``),
     in float32."""
