@@ -164,12 +164,8 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
             ``sos_id``, ``eos_id`` and ``pad_id``.
         eos_token_id: CausalLM only, likewise (attnlab tokenizers: 2).
         pad_token_id: CausalLM only, likewise (attnlab tokenizers: 0).
-        qkv_bias_as: CausalLM only: the family of q/k/v biases alone: ``"llama"`` (its
-            ``attention_bias``, o_proj's biases zero), whose directory ``AutoTokenizer``
-            reads with whatever tokenizer is saved in it, or ``"qwen2"``, only for a model
-            with Qwen2's own tokenizer: transformers reads every ``qwen2`` directory's
-            tokenizer as ``Qwen2Tokenizer``, which gives attnlab's char, word and BPE
-            tokenizers other ids (``llama_family_config``). The logits are the same.
+        qkv_bias_as: CausalLM only: the family of q/k/v biases alone, ``"llama"``, read with
+            any tokenizer, or ``"qwen2"`` for Qwen2's own only (``llama_family_config``).
 
     Returns:
         The ``transformers`` model (above) with the same logits, in the same train/eval mode.
