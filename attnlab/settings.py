@@ -698,9 +698,11 @@ def check_adapt(cfg: dict[str, Any], *, blocks: int, encoder: bool, attention: b
         named = "" if targets == "attention" else f" (--lora-targets {targets})"
         raise UsageError(f"--lora-rank adapts {LORA_LAYERS[targets]}{named}; this model has "
                          f"none (--arch transformer has)")
-    if rank > cfg["model_dim"]:
-        raise UsageError(f"--lora-rank {rank} is above the model width (--model-dim "
-                         f"{cfg['model_dim']}); a rank-R update needs R <= the width")
+    if rank > cfg["model_dim"]:  # the width is --init's where the run starts from one
+        width = (f"{cfg['model_dim']}, --init {cfg['init']}'s" if cfg.get("init") else
+                 f"--model-dim {cfg['model_dim']}")
+        raise UsageError(f"--lora-rank {rank} is above the model width ({width}); a rank-R "
+                         f"update needs R <= the width")
     if cfg.get("lora_alpha") is None:
         cfg["lora_alpha"] = float(rank)
 

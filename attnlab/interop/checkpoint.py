@@ -181,7 +181,8 @@ def _read_gguf(path: str | Path, task: str) -> Checkpoint:
     hf_model, theirs = load_gguf(found.path, found)
     tokenizer = _gguf_tokenizer(path, theirs)
     _check_vocabulary(found.path, hf_model.get_input_embeddings().num_embeddings, tokenizer)
-    model = _convert(found.path, hf_model)
+    # read only to be converted: given up tensor by tensor as ours fills (one copy at the peak)
+    model = _convert(found.path, hf_model, release=True)
     return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=found.path,
                       weights=found.path, sha256=found.sha256, model_type=found.model_type)
 
@@ -407,10 +408,16 @@ def _check_vocabulary(source: Path, rows: int, tokenizer) -> None:
                          f"embedding only {rows} rows; ids from {rows} on would index past it")
 
 
-def _convert(source: Path, hf_model):
+def _convert(source: Path, hf_model, *, release: bool = False):
+    """``from_hf(hf_model)`` in eval mode, its ValueError one line naming ``source``;
+    ``release``: a Llama-family ``hf_model`` is emptied as it is read (``causal_lm_of``)."""
     from .hf import from_hf
+    from .llama import causal_lm_of
+    from .llama_config import LLAMA_FAMILY
 
     try:
+        if release and hf_model.config.model_type in LLAMA_FAMILY:
+            return causal_lm_of(hf_model, release=True).eval()
         return from_hf(hf_model).eval()
     except ValueError as e:
         raise UsageError(f"{source}: {_one_line(e)}") from None

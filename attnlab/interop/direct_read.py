@@ -46,9 +46,9 @@ from .llama_config import lacking, llama_family_settings, zero_biases
 from .source import weight_files
 from .weights import TORCH_DTYPES, SafetensorsTensors, materialize, parameters_on_meta
 
-__all__ = ["read_llama_family", "hf_names", "read_named", "write_named", "stored_dtype",
-           "check_tied_head", "check_tied_files", "check_zero_biases", "files_disagree",
-           "transformers_files_disagree", "ignored_unexpected",
+__all__ = ["read_llama_family", "causal_lm_on_meta", "hf_names", "read_named", "write_named",
+           "stored_dtype", "check_tied_head", "check_tied_files", "check_zero_biases",
+           "files_disagree", "transformers_files_disagree", "ignored_unexpected",
            "undescribed"]
 
 # attnlab's name parts -> Hugging Face's (the table of the module doc)
@@ -112,7 +112,7 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
     Raises:
         ValueError: naming the config key and value attnlab cannot represent.
     """
-    model = _on_meta(config)
+    model = causal_lm_on_meta(config)
     with SafetensorsTensors(weight_files(weights)) as tensors:
         found = _disagreeing(model, config, {n: tensors.shape(n) for n in tensors.names()})
         if any(found):
@@ -126,7 +126,7 @@ def read_llama_family(config: dict[str, Any], weights: Path, dtype: torch.dtype 
     return model.eval(), [], [], []
 
 
-def _on_meta(config: dict[str, Any]) -> nn.Module:
+def causal_lm_on_meta(config: dict[str, Any]) -> nn.Module:
     """The ``CausalLM`` of a Llama-family ``config.json`` mapping, its parameters on the meta
     device (shapes, no memory); ValueError naming a key attnlab cannot represent."""
     from ..models.causal_lm import CausalLM, CausalLMConfig
@@ -187,7 +187,7 @@ def files_disagree(config: dict[str, Any], weights: Path
     Raises:
         ValueError: naming the config key and value attnlab cannot represent.
     """
-    model = _on_meta(config)
+    model = causal_lm_on_meta(config)
     stored = _stored_shapes(weights)
     if stored is None:
         return [], [], []

@@ -131,7 +131,7 @@ def _gpt2_to_causal_lm(hf) -> nn.Module:
 
 def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
           eos_token_id: int | None = None, pad_token_id: int | None = None,
-          qkv_bias_as: str = "qwen2"):
+          qkv_bias_as: str = "llama"):
     """Export an attnlab model to the equivalent Hugging Face model, weights copied.
 
     Supported:
@@ -164,8 +164,8 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
             ``sos_id``, ``eos_id`` and ``pad_id``.
         eos_token_id: CausalLM only, likewise (attnlab tokenizers: 2).
         pad_token_id: CausalLM only, likewise (attnlab tokenizers: 0).
-        qkv_bias_as: CausalLM only: the family of q/k/v biases alone, ``"qwen2"``, or
-            ``"llama"`` for a tokenizer not Qwen2's (``llama_family_config`` says why).
+        qkv_bias_as: CausalLM only: the family of q/k/v biases alone, ``"llama"``, read with
+            any tokenizer, or ``"qwen2"`` for Qwen2's own only (``llama_family_config``).
 
     Returns:
         The ``transformers`` model (above) with the same logits, in the same train/eval mode.

@@ -11,59 +11,72 @@ directions walk the same names: ``model.embed_tokens``, per layer ``input_layern
 """
 from __future__ import annotations
 
+import torch
 from torch import nn
 
-from .direct_read import check_tied_head, check_zero_biases, read_named, write_named
-from .llama_config import LLAMA_CLASSES, llama_family_config, llama_family_settings
+from .direct_read import (causal_lm_on_meta, check_tied_head, check_zero_biases, read_named,
+                          write_named)
+from .llama_config import LLAMA_CLASSES, llama_family_config
+from .weights import materialize
 
 __all__ = ["causal_lm_of", "llama_family_of"]
 
 
-def causal_lm_of(hf) -> nn.Module:
+def causal_lm_of(hf, *, release: bool = False) -> nn.Module:
     """The ``CausalLM`` of a Llama-family ``*ForCausalLM`` ``hf`` (its config and modules),
     in float32; ``ValueError`` naming what attnlab cannot represent (a config.json key, or
-    an o_proj bias of Llama's ``attention_bias`` without ``mlp_bias`` that is not zero)."""
-    from ..models.causal_lm import CausalLM, CausalLMConfig
+    an o_proj bias of Llama's ``attention_bias`` without ``mlp_bias`` that is not zero).
 
+    The ``CausalLM`` is built on the meta device and given untouched memory (no random
+    initialisation to overwrite); ``release``: each of ``hf``'s parameters is emptied once
+    read, so that a model read only to be converted (a GGUF file's) and ours are not both
+    whole in memory: ours takes each float32 tensor's memory, and only the stacked q/k/v
+    projections are new. ``hf`` is then of no further use."""
     config = hf.config.to_dict()
-    settings = llama_family_settings(config)
+    model = causal_lm_on_meta(config)  # (ValueError naming a key attnlab cannot represent)
     # o_proj biases attnlab has no place for: read only when zero, never dropped
     check_zero_biases(config, hf.state_dict().__getitem__)
-    if settings["tie_weights"]:  # transformers unties a head the checkpoint holds apart
+    if model.config.tie_weights:  # transformers unties a head the checkpoint holds apart
         check_tied_head(hf.get_output_embeddings().weight, hf.get_input_embeddings().weight)
-    model = CausalLM(CausalLMConfig(**settings, dropout=0.0, ff_dropout=0.0,
-                                    attention_dropout=float(
-                                        getattr(hf.config, "attention_dropout", 0.0) or 0.0)))
-    _walk(model, hf, to_ours=True)
+    materialize(model, torch.float32)
+    read_named(model, _reader(hf, release=release))
     return model
 
 
-def llama_family_of(model: nn.Module, *, qkv_bias_as: str = "qwen2", **ids: int | None):
+def _reader(hf, *, release: bool):
+    """``read_named``'s ``read(name, out=None)`` of ``hf``'s tensors by Hugging Face name;
+    ``release``: the parameter read is given up (its memory freed when the tensor returned
+    is), which a tied head shares with the embedding, read once."""
+    theirs = hf.state_dict()  # (tensors sharing the parameters' memory)
+
+    @torch.no_grad()
+    def read(name: str, out: torch.Tensor | None = None) -> torch.Tensor:
+        tensor = theirs.pop(name) if release else theirs[name]
+        if not release:
+            return tensor if out is None else out.copy_(tensor)
+        hf.get_parameter(name).data = torch.empty(0)
+        if out is None:  # q, k or v, stacked by set_qkv into memory of its own
+            return tensor
+        if tensor.dtype == out.dtype and tensor.is_contiguous():
+            return out.set_(tensor)  # its memory is ours now, its untouched memory given up
+        return out.copy_(tensor)
+
+    return read
+
+
+def llama_family_of(model: nn.Module, *, qkv_bias_as: str = "llama", **ids: int | None):
     """The Llama-family ``*ForCausalLM`` holding a ``CausalLM``'s weights (the family that has
     its parts, q/k/v biases alone as ``qkv_bias_as``: ``llama_config.llama_family_config``),
     in float32."""
-    import torch
     import transformers
 
     model_type, kwargs = llama_family_config(model.config, qkv_bias_as=qkv_bias_as)
     cls = getattr(transformers, LLAMA_CLASSES[model_type])
     config = cls.config_class(**kwargs, **ids)
     hf = cls(config).float()
-    _walk(model, hf, to_ours=False)
+    write_named(model, hf.state_dict())  # (its tensors share hf's parameters' memory)
     if model_type == "llama" and config.attention_bias and not model.config.bias:
         with torch.no_grad():  # q/k/v biases as Llama's attention_bias: o_proj's adds nothing
             for layer in hf.model.layers:
                 layer.self_attn.o_proj.bias.zero_()
     return hf
-
-
-def _walk(ours: nn.Module, hf, *, to_ours: bool) -> None:
-    """Copy every tensor between ``ours`` (CausalLM) and ``hf``, in the direction
-    ``to_ours``, by ``direct_read``'s one table of names (a checkpoint's tied ``lm_head`` is
-    the embedding's memory in both)."""
-    theirs = hf.state_dict()
-    if to_ours:
-        read_named(ours, lambda name, out=None: theirs[name] if out is None
-                   else out.copy_(theirs[name]))
-    else:
-        write_named(ours, theirs)

@@ -264,18 +264,19 @@ def _rope_parameters(cfg: Any) -> dict[str, Any]:
     return rope
 
 
-def llama_family_config(cfg: Any, *, qkv_bias_as: str = "qwen2") -> tuple[str, dict[str, Any]]:
+def llama_family_config(cfg: Any, *, qkv_bias_as: str = "llama") -> tuple[str, dict[str, Any]]:
     """(model_type, the transformers config's keyword arguments) of a ``CausalLMConfig``
     built from the Llama family's parts: the inverse of ``llama_family_settings``. The family
     is the one that holds the parts: QK-norm -> qwen3, q/k/v biases alone -> ``qkv_bias_as``
     (a sliding window with either: Qwen's, on every layer), a sliding window alone ->
     mistral, else llama. ``ValueError`` naming the first setting none holds.
 
-    ``qkv_bias_as="llama"`` writes q/k/v biases alone as Llama's ``attention_bias`` (the
-    caller sets the o_proj biases it adds to zero), for a model whose tokenizer is not
-    Qwen2's: transformers reads the tokenizer of every ``qwen2`` directory as its own
-    ``Qwen2Tokenizer``, whatever the directory holds, and a Llama directory's as written. No
-    family then holds a sliding window beside the biases (Mistral has none): refused."""
+    ``qkv_bias_as="llama"`` (the default) writes q/k/v biases alone as Llama's
+    ``attention_bias`` (the caller sets the o_proj biases it adds to zero), right for any
+    tokenizer: transformers reads the tokenizer of every ``qwen2`` directory as its own
+    ``Qwen2Tokenizer``, whatever the directory holds, and a Llama directory's as written, so
+    ``"qwen2"`` is for a model with Qwen2's own tokenizer only. With ``"llama"`` no family
+    holds a sliding window beside the biases (Mistral has none): refused."""
     needs = {"norm_first": (True,), "positional": ("rope",), "norm": ("rms",),
              "ff": tuple(_GATES.values())}
     for key, allowed in needs.items():
