@@ -324,6 +324,10 @@ def test_scores(cfg, answers: torch.Tensor, truth: torch.Tensor) -> dict[str, An
     return Tally(cfg.labels, objective(cfg)).add(answers, truth).scores()
 
 
+# named after the test split, not a test: ``pytest --doctest-modules`` would collect it
+test_scores.__test__ = False
+
+
 def _decide(cfg, outputs: torch.Tensor) -> torch.Tensor:
     """The run's answers of its model's outputs (``metrics.decide``)."""
     return decide(outputs, objective(cfg), threshold=cfg.threshold,
