@@ -280,7 +280,8 @@ class TrainSettings:
     accumulate: int = setting(1, low=1, absent=1,
                               help="batches per optimiser step (gradient accumulation: the "
                                    "step of N x --batch-size examples, in N passes)")
-    lr: float = setting(1e-3, help="peak learning rate (Noam: its factor)", low=0, above=True)
+    lr: float = setting(1e-3, help="peak learning rate (Noam: its factor, peak "
+                                       "factor·D^-0.5·warmup^-0.5)", low=0, above=True)
     warmup: int = setting(100, help="warm-up steps", low=0)
     schedule: str = setting("cosine", choices=SCHEDULES,
                             help="learning-rate schedule (docs/schedules.md): cosine (the "

@@ -124,6 +124,9 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
     cfg.update({k: v for k, v in given.items() if k not in ("config", "func", "command")})
     if recipe:
         _drop_recipe_cooldown(cfg, {**file_cfg, **given})
+        _refuse_rate_as_factor(f"--recipe {recipe}", task.recipes[recipe],
+                               {**file_cfg, **given}, task.recipes[recipe].get(
+                                   "schedule", cfg["schedule"]), cfg["schedule"])
     if resuming:
         _kept_on_resume(cfg, previous, {**file_cfg, **given})
         if {**file_cfg, **given}.get("max_steps") is not None:  # _one_budget let it replace
@@ -384,15 +387,25 @@ def _not_of_schedule(file_cfg: dict[str, Any], given: dict[str, Any], where: str
     schedule = given.get("schedule", recorded)
     if schedule == recorded:
         return {}
-    if "noam" in (schedule, recorded):
-        for key in ("lr", "muon_lr"):
-            if file_cfg.get(key) is not None and key not in given:
-                what = ("the factor of its --schedule noam, not a rate" if recorded == "noam"
-                        else f"a rate of its --schedule {recorded}, not a factor")
-                raise UsageError(f"{where}: {key} {file_cfg[key]} is {what} of --schedule "
-                                 f"{schedule}; give {flag(key)}")
+    _refuse_rate_as_factor(where, file_cfg, given, recorded, schedule)
     return {k: file_cfg[k] for k in schedule_takes(schedule)
             if file_cfg.get(k) is not None and k not in given}
+
+
+def _refuse_rate_as_factor(where: str, values: dict[str, Any], set_by_user: dict[str, Any],
+                           was: str, schedule: str) -> None:
+    """Refuse the --lr (and --muon-lr) of ``values`` (a run's config.yaml, a recipe), chosen
+    for ``--schedule was``, under ``--schedule schedule`` where one of the two is Noam and the
+    user did not set it: Noam's is a factor, the others' a rate (a factor of 2 became a peak
+    rate of 2; ``--recipe fast``'s rate 0.003 became a Noam peak of 7.5e-5 at D 80)."""
+    if schedule == was or "noam" not in (schedule, was):
+        return
+    for key in ("lr", "muon_lr"):
+        if values.get(key) is not None and key not in set_by_user:
+            what = ("the factor of its --schedule noam, not a rate" if was == "noam"
+                    else f"a rate of its --schedule {was}, not a factor")
+            raise UsageError(f"{where}: {key} {values[key]} is {what} of --schedule "
+                             f"{schedule}; give {flag(key)}")
 
 
 def _meant_settings(unknown: list[str], known: set[str]) -> str:

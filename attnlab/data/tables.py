@@ -131,8 +131,8 @@ def read_table(path: str | Path, columns: list[str] | None = None, *, what: str 
         what: the flag the file came from, to start error messages (``"--test"``).
         format: ``"csv"``, ``"tsv"`` or ``"jsonl"``; default from the extension.
         allow_empty_values: accept empty strings in every column (True), or in the columns
-            it names (a column whose own rule words the message: --multi-label's label, which
-            ``parse_label`` refuses as an empty label set).
+            it names (a column whose own rule reads it: --multi-label's label, which
+            ``parse_label`` reads as the empty label set).
         lists: columns where a row may hold a list of values instead of one (--multi-label's
             labels): a JSON Lines list, or a Parquet or datasets list column; the row then
             holds a list of str, each item spelled as a value of the column would be.

@@ -289,14 +289,15 @@ def make_scheduler(opt: torch.optim.Optimizer, cfg: Any, *, model_dim: int, max_
 
 
 def _muon(groups: list[dict[str, Any]], opt_cfg: OptimizerSettings, noam: bool):
-    """``torch.optim.Muon`` over ``groups`` with its authors' momentum (0.95, Nesterov) and
-    five Newton–Schulz steps, its update scaled to AdamW's size (``match_rms_adamw``), so
-    that ``muon_lr`` defaults to AdamW's ``lr``. Under Noam, whose schedule multiplies each
+    """``torch.optim.Muon`` (``muon.Muon``: in float64 under ``--precision 64``) over
+    ``groups`` with its authors' momentum (0.95, Nesterov) and five Newton–Schulz steps, its
+    update scaled to AdamW's size (``match_rms_adamw``), so that ``muon_lr`` defaults to
+    AdamW's ``lr``. Under Noam, whose schedule multiplies each
     group's rate (AdamW's is 1: ``lr`` is the factor), Muon's is ``muon_lr / lr``."""
     lr = float(opt_cfg.muon_lr or opt_cfg.lr)
     if noam:
         lr /= float(opt_cfg.lr)
-    return torch.optim.Muon(groups, lr=lr, weight_decay=float(opt_cfg.weight_decay),
+    return muon.Muon(groups, lr=lr, weight_decay=float(opt_cfg.weight_decay),
                             momentum=0.95, nesterov=True, ns_steps=5,
                             adjust_lr_fn="match_rms_adamw")
 

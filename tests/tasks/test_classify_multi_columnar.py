@@ -86,8 +86,6 @@ BAD = {
     "null_item": (_table([["sport"], ["music", None]]),
                   "row 2: column 'label' holds a null item"),
     "null_list": (_table([["sport"], None]), "row 2: column 'label' is null"),
-    "empty_list": (_table([["sport"], ["music"], []]),
-                   "row 3: empty label set [] (--multi-label needs at least one label"),
     "struct": (_table([{"a": "sport"}, {"a": "music"}]),
                "column 'label' holds struct<a: string> values; it must hold text or numbers"),
     "missing": (pa.table({"text": ["a", "b"], "topics": [["sport"], ["music"]]}),

@@ -111,7 +111,7 @@ def run(task: Task, cfg: RunSettings, run_dir: Path,
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics = {"test_accuracy": anomaly_accuracy(model, cfg)}
-        plot_figures(model, cfg, Path(run_dir))
+        plot_figures(model, cfg, Path(run_dir), weights=result.weights_step)
     return finish(cfg, run_dir, model, metrics, result)
 
 
@@ -225,9 +225,10 @@ def _indices(text: str, cfg: RunSettings) -> list[int]:
 
 # ---- figures -------------------------------------------------------------------------------
 @torch.no_grad()
-def plot_figures(model, cfg: RunSettings, run_dir: Path) -> None:
+def plot_figures(model, cfg: RunSettings, run_dir: Path, *, weights: str | None = None) -> None:
     """``attention.png``: every layer's and head's attention on the first test set, elements
-    labelled by digit with the anomaly starred (``attnlab.viz``); ``sets.png``: test sets as
+    labelled by digit with the anomaly starred (``attnlab.viz``), its title naming ``weights``
+    (``FitResult.weights_step``); ``sets.png``: test sets as
     images next to the last layer's attention (``plot_sets``)."""
     sets = fixed_sets("test", cfg)
     x, target = sets[0]  # (T, 64), int
@@ -236,7 +237,8 @@ def plot_figures(model, cfg: RunSettings, run_dir: Path) -> None:
     model.eval()
     pred = int(model.predict(x[None])[0])
     plot_attention(model.get_attention_maps(x[None]), labels, labels, run_dir / "attention.png",
-                   title=f"anomaly (starred) at {target}, predicted {pred}")
+                   title=f"anomaly (starred) at {target}, predicted {pred}"
+                   + (f", {weights}" if weights else ""))
     plot_sets(model, cfg, run_dir / "sets.png")
 
 

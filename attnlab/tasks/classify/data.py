@@ -107,7 +107,7 @@ def example_chunks(cfg: RunSettings, key: str, path: str, features: list[str] | 
 def _table_options(cfg: RunSettings, key: str) -> dict[str, Any]:
     """How ``read_table`` and ``table_chunks`` read the (text, label) rows of ``--key``."""
     # a list is read whatever the objective, so that parse_label can say --multi-label;
-    # an empty --multi-label label is parse_label's to name (as a Parquet [] is)
+    # an empty --multi-label label is the empty label set (parse_label), as a Parquet [] is
     return {"columns": [cfg.text_column, cfg.label_column], "what": f"--{key}",
             "lists": (cfg.label_column,), "spelled": cfg.json_decimals_as_written,
             "allow_empty_values": (cfg.label_column,) if cfg.multi_label else False}
@@ -196,8 +196,9 @@ def _classes(cfg: RunSettings, pairs, path) -> tuple[set[str] | None, dict[Any, 
         return None, {"": list(range(len(pairs)))}
     labels = {c for _, lab in pairs for c in label_set(lab)}
     if len(labels) < 2:
-        raise UsageError(f"--data {path}: column {cfg.label_column!r} has a single class "
-                         f"({next(iter(labels))!r}); a classifier needs at least 2")
+        has = f"a single class ({next(iter(labels))!r})" if labels else "no label in any row"
+        raise UsageError(f"--data {path}: column {cfg.label_column!r} has {has}; a classifier "
+                         f"needs at least 2")
     if objective == "multi":
         return labels, {"": list(range(len(pairs)))}
     by_label: dict[Any, list[int]] = {}
@@ -301,15 +302,15 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
             ``test_fraction``).
         digests: when given, receives the SHA-256 of the bytes read from each file, by option
             ("data", "test", "val").
-        notes: when given, receives a warning per held-out split of texts that has texts of
-            the training split too (``attnlab.data.overlap``): a --test or --val file, or the
-            rows drawn from a --data file that repeats a row.
+        notes: when given, receives the notes of rows with no label (``unlabelled_rows``) and
+            a warning per held-out split with texts of the training split too
+            (``attnlab.data.overlap``): a --test or --val file, or rows drawn from a --data
+            file that repeats a row.
         val_file: False: a --val FILE is not read (``evaluate``: no test row depends on it).
 
     Raises:
         UsageError: on data errors (no ``--data``, a single class, too few rows to hold out a
-            split, an unseen label in a held-out file), and when a file's bytes are not those
-            config.yaml's ``data_sha256`` recorded.
+            split, an unseen label in a held-out file), and bytes not config.yaml's digest.
     """
     sets = cfg.set_column
     if not cfg.data:
@@ -343,12 +344,36 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
         splits[key] = [pairs[i] for i in held_idx]
         held_lines[key] = [lines[i] for i in held_idx], path, f"the {key} rows of --data {path}"
     splits["train"] = [pairs[i] for i in train_idx]
+    if notes is not None:
+        notes += _unlabelled_notes(cfg, (pairs, lines, path), splits, held_lines)
     if notes is not None and not sets:
         notes += _trained_inputs(splits, held_lines)
         notes += _chosen_inputs(cfg, splits, held_lines)
     if sets:
         splits["features"] = features
     return splits
+
+
+def unlabelled_rows(pairs, lines, path, key: str) -> str | None:
+    """The note for the --multi-label rows of ``--key path`` with no label (the empty label
+    set: every class no), how many and the first; None when every row has one (or the
+    labels are not label sets). A row left without a label by mistake would otherwise train
+    as a row of no class without a word."""
+    empty = [line for (_, label), line in zip(pairs, lines) if label == ()]
+    if not empty:
+        return None
+    return (f"note: --{key} {path}: {len(empty)} of its {len(pairs)} rows have no label "
+            f"(first: {place(path, empty[0])}); --multi-label reads each as every class no")
+
+
+def _unlabelled_notes(cfg: RunSettings, data: tuple, splits: dict[str, Any],
+                      held_lines: dict[str, tuple[list[int], Any, str]]) -> list[str]:
+    """``unlabelled_rows``' notes of --data (``data``: its pairs, lines and path) and of each
+    --test or --val FILE read (``held_lines``' entries of a file, not of rows of --data)."""
+    found = [unlabelled_rows(*data, "data")] + [
+        unlabelled_rows(splits[key], held_lines[key][0], held_lines[key][1], key)
+        for key in ("test", "val") if getattr(cfg, key) and key in held_lines]
+    return [note for note in found if note]
 
 
 def _trained_inputs(splits: dict[str, Any], held_lines: dict[str, tuple[list[int], Any, str]]

@@ -55,9 +55,13 @@ def parse_label(raw: str | list[str], objective: str, sep: str, where: str):
     ``read_table(lists=...)`` reads a list) -> the label the objective trains on: the class
     name, the sorted tuple of class names, or the number.
 
+    A --multi-label row with no label (an empty cell, ``[]``) is the empty label set ``()``:
+    every class no, as scikit-learn's ``MultiLabelBinarizer`` and Hugging Face's multi-label
+    targets read it (the run says how many rows have none: ``data.unlabelled_rows``).
+
     Raises:
-        UsageError: naming ``where`` (file and line): an empty label set, a value that is
-            not a finite number under --regression, or a list without --multi-label.
+        UsageError: naming ``where`` (file and line): a value that is not a finite number
+            under --regression, or a list without --multi-label.
     """
     if objective != "multi" and isinstance(raw, list):
         raise UsageError(f"{where}: label {json.dumps(raw)[:40]} is a list; give --multi-label "
@@ -74,11 +78,7 @@ def parse_label(raw: str | list[str], objective: str, sep: str, where: str):
                              f"(--regression needs a number in every row)")
         return value
     names = raw if isinstance(raw, list) else raw.split(sep)
-    found = tuple(sorted({name.strip() for name in names if name.strip()}))
-    if not found:
-        raise UsageError(f"{where}: empty label set {raw!r} (--multi-label needs at least one "
-                         f"label per row, separated by --label-sep {sep!r})")
-    return found
+    return tuple(sorted({name.strip() for name in names if name.strip()}))
 
 
 def label_set(label) -> tuple[str, ...]:

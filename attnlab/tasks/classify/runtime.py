@@ -324,6 +324,10 @@ def test_scores(cfg, answers: torch.Tensor, truth: torch.Tensor) -> dict[str, An
     return Tally(cfg.labels, objective(cfg)).add(answers, truth).scores()
 
 
+# named after the test split, not a test: ``pytest --doctest-modules`` would collect it
+test_scores.__test__ = False
+
+
 def _decide(cfg, outputs: torch.Tensor) -> torch.Tensor:
     """The run's answers of its model's outputs (``metrics.decide``)."""
     return decide(outputs, objective(cfg), threshold=cfg.threshold,
@@ -426,7 +430,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     # (finish adds the saved weights' validation: val_acc, val_f1, ...)
     metrics = finish(cfg, run_dir, model, scores, result, tokenizer=tokenizer)
     if objective(cfg) == "single":
-        _write_confusion(Path(run_dir), confusion(answers, truth, len(cfg.labels)), cfg.labels)
+        _write_confusion(Path(run_dir), confusion(answers, truth, len(cfg.labels)), cfg.labels,
+                         result.weights_step)
     what = "sets" if tokenizer is None else "texts"
     _report(cfg, scores, f"\ntest split, per class ({len(truth)} {what}):\n", sys.stdout)
     return metrics
@@ -443,9 +448,11 @@ def _module(kind, model, cfg, steps: int):
     return kind(model, cfg, steps, objective=objective(cfg), class_weight=weight, scores=scores)
 
 
-def _write_confusion(run_dir: Path, matrix: torch.Tensor, labels: list[str]) -> None:
+def _write_confusion(run_dir: Path, matrix: torch.Tensor, labels: list[str],
+                     weights: str) -> None:
     """``confusion.csv`` (a row per true class, a column per predicted one, headed by the
-    class names) and ``confusion.png`` of the test split."""
+    class names) and ``confusion.png`` of the test split, its title naming ``weights``
+    (``FitResult.weights_step``)."""
     import csv
     import io
 
@@ -458,7 +465,8 @@ def _write_confusion(run_dir: Path, matrix: torch.Tensor, labels: list[str]) -> 
     for label, row in zip(labels, matrix.tolist()):
         writer.writerow([label, *row])
     atomic_write(run_dir / "confusion.csv", buffer.getvalue().encode())
-    plot_confusion(matrix, labels, run_dir / "confusion.png")
+    plot_confusion(matrix, labels, run_dir / "confusion.png",
+                   title=f"confusion matrix, test split\n{weights}")
 
 
 @loads

@@ -161,10 +161,10 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, trans
 
 
 def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path,
-                           max_len: int) -> None:
+                           max_len: int, *, weights: str) -> None:
     maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
     plot_attention(maps, x_labels, y_labels, path, kind="cross",
-                   title=f"cross-attention (decoder over source) on {src_text!r}")
+                   title=f"cross-attention (decoder over source) on {src_text!r}, {weights}")
 
 
 # ---- training ---------------------------------------------------------------------------
@@ -355,7 +355,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
         metrics, hyps = compute_test_metrics(model, tok, test, cfg)
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
             _cross_attention_figure(model, tok, test[0][0], hyps[0],
-                                    run_dir / "cross_attention.png", cfg.max_len)
+                                    run_dir / "cross_attention.png", cfg.max_len,
+                                    weights=result.weights_step)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
 
 
