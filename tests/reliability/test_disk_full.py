@@ -1,0 +1,86 @@
+"""A disk that fills while a run writes its training log: the command says so in one line that
+names the file, and what was on disk stays whole (no half row of ``metrics.csv`` that a
+resumed run reads back, no temporary file left taking the space).
+
+The full disk is real: ``RLIMIT_FSIZE`` caps the size of any file this process writes, so a
+write past it is cut short and fails (EFBIG, as ENOSPC does on a full disk; Python ignores the
+signal that would otherwise end the process), in the middle of a row as a full disk does.
+"""
+import contextlib
+import resource
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.training.csvlog import CSVLog
+
+
+@contextlib.contextmanager
+def files_capped_at(size: int):
+    """No file this process writes grows past ``size`` bytes (pipes are not files)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def _log_of_two_rows(tmp_path):
+    log = CSVLog(tmp_path / "logs" / "metrics.csv")
+    log.write(1, {"train_loss": 2.4172234535217285}, seconds=0.037)
+    log.write(2, {"train_loss": 2.367035388946533}, seconds=0.075)
+    return log
+
+
+def test_a_row_that_does_not_fit_is_not_left_half_written(tmp_path):
+    log = _log_of_two_rows(tmp_path)
+    before = log.path.read_bytes()
+    with files_capped_at(len(before) + 8), pytest.raises(OSError) as raised:
+        log.write(3, {"train_loss": 2.4174337387084961}, seconds=0.105)
+    assert raised.value.filename == str(log.path)
+    # a resumed run reads this file back: no "3,0.105" row with its loss cut off
+    assert log.path.read_bytes() == before
+
+
+def test_a_new_column_that_does_not_fit_leaves_the_log_as_it_was(tmp_path):
+    log = _log_of_two_rows(tmp_path)
+    before = log.path.read_bytes()
+    with files_capped_at(len(before) + 8), pytest.raises(OSError) as raised:
+        log.write(3, {"val_loss": 2.324683837890625}, seconds=0.11)  # the file is rewritten
+    assert raised.value.filename == str(log.path)
+    assert log.path.read_bytes() == before
+    assert [p.name for p in log.path.parent.iterdir()] == ["metrics.csv"]  # no temporary left
+
+
+@pytest.mark.slow  # imports TensorBoard
+def test_a_full_disk_under_the_event_file_names_it_without_a_traceback(tmp_path, capsys):
+    from attnlab.training.tblog import TensorBoardLog
+
+    log = TensorBoardLog(tmp_path)
+    log.begin(0)
+    (events,) = tmp_path.glob("events.out.tfevents.*")
+    with files_capped_at(events.stat().st_size + 200), pytest.raises(OSError) as raised:
+        for step in range(1, 100):
+            log.write(step, {"train_loss": 2.5, "lr": 0.001, "grad_norm": 0.4}, seconds=0.1)
+    assert raised.value.filename == str(events)
+    log.close()
+    # TensorBoard's writer thread printed its own traceback ("Exception in thread ...")
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.slow  # trains a run
+def test_a_run_whose_log_fills_the_disk_says_so_in_one_line(tmp_path, capsys):
+    run = tmp_path / "run"
+    args = ["train", "reverse", "--out", str(run), "--max-steps", "20", "--train-size", "64",
+            "--val-size", "16", "--test-size", "16", "--model-dim", "16", "--num-heads", "1",
+            "--num-layers", "1", "--batch-size", "16", "--checkpoint-every", "1000",
+            "--threads", "1"]
+    with files_capped_at(2048):
+        code = main(args)
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith(f"attnlab: cannot write to {run / 'logs'}/"), last
+    assert last.endswith(": File too large")
