@@ -84,3 +84,34 @@ def test_a_run_whose_log_fills_the_disk_says_so_in_one_line(tmp_path, capsys):
     last = err.splitlines()[-1]
     assert last.startswith(f"attnlab: cannot write to {run / 'logs'}/"), last
     assert last.endswith(": File too large")
+
+
+@pytest.mark.parametrize("what", ["model.safetensors", "metrics.csv"])
+def test_a_file_is_on_the_disk_before_it_takes_the_old_ones_name(tmp_path, monkeypatch, what):
+    """A machine that crashes (power lost) just after the rename must not leave an empty
+    model.safetensors or metrics.csv where the old one was: the new file's data is synced
+    before the rename."""
+    import os
+
+    import torch
+
+    from attnlab.runs import save_weights
+
+    synced, renamed = set(), []
+    fsync, replace = os.fsync, os.replace
+
+    def recording_fsync(fd):
+        synced.add(os.fstat(fd).st_ino)
+        fsync(fd)
+
+    def recording_replace(src, dst):
+        renamed.append((os.stat(src).st_ino in synced, os.path.basename(dst)))
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(os, "replace", recording_replace)
+    if what == "model.safetensors":
+        save_weights(torch.nn.Linear(2, 2), tmp_path / what)
+    else:
+        _log_of_two_rows(tmp_path)
+    assert renamed and renamed[0] == (True, what)
