@@ -30,7 +30,7 @@ from .errors import UsageError
 from .paths import not_found
 
 __all__ = [
-    "atomic_write", "write_through", "naming", "read_json", "write_json", "write_yaml", "read_yaml",
+    "atomic_write", "write_through", "naming", "sync", "read_json", "write_json", "write_yaml", "read_yaml",
     "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
@@ -79,7 +79,7 @@ def write_through(path: str | Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
-        _sync(tmp)
+        sync(tmp)
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
@@ -110,8 +110,9 @@ def naming(error: BaseException, path: str | Path) -> BaseException:
     return error
 
 
-def _sync(path: Path) -> None:
-    """``path``'s data on the disk (``fsync``), whoever wrote it."""
+def sync(path: str | Path) -> None:
+    """``path``'s data on the disk (``fsync``), whoever wrote it: before a rename gives it the
+    name of a file that readers trust."""
     fd = os.open(path, os.O_RDWR if os.name == "nt" else os.O_RDONLY)  # (Windows syncs only
     # what it may write)
     try:

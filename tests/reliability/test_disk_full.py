@@ -86,11 +86,11 @@ def test_a_run_whose_log_fills_the_disk_says_so_in_one_line(tmp_path, capsys):
     assert last.endswith(": File too large")
 
 
-@pytest.mark.parametrize("what", ["model.safetensors", "metrics.csv"])
+@pytest.mark.parametrize("what", ["model.safetensors", "metrics.csv", "train.bin"])
 def test_a_file_is_on_the_disk_before_it_takes_the_old_ones_name(tmp_path, monkeypatch, what):
     """A machine that crashes (power lost) just after the rename must not leave an empty
-    model.safetensors or metrics.csv where the old one was: the new file's data is synced
-    before the rename."""
+    model.safetensors or metrics.csv where the old one was, nor a train.bin of zeros that
+    prepare's meta.json vouches for: the new file's data is synced before the rename."""
     import os
 
     import torch
@@ -112,6 +112,11 @@ def test_a_file_is_on_the_disk_before_it_takes_the_old_ones_name(tmp_path, monke
     monkeypatch.setattr(os, "replace", recording_replace)
     if what == "model.safetensors":
         save_weights(torch.nn.Linear(2, 2), tmp_path / what)
-    else:
+    elif what == "metrics.csv":
         _log_of_two_rows(tmp_path)
-    assert renamed and renamed[0] == (True, what)
+    else:
+        from attnlab.data.corpus import prepare
+
+        (tmp_path / "input.txt").write_text("to be or not to be\n" * 20)
+        prepare([tmp_path / "input.txt"], tmp_path / "data", tokenizer="char")
+    assert (True, what) in renamed and all(was_synced for was_synced, _ in renamed)
