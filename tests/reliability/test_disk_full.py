@@ -120,3 +120,35 @@ def test_a_file_is_on_the_disk_before_it_takes_the_old_ones_name(tmp_path, monke
         (tmp_path / "input.txt").write_text("to be or not to be\n" * 20)
         prepare([tmp_path / "input.txt"], tmp_path / "data", tokenizer="char")
     assert (True, what) in renamed and all(was_synced for was_synced, _ in renamed)
+
+
+@pytest.mark.slow  # starts a process
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_predictions_cut_short_by_a_full_disk_are_an_error(reverse_run, tmp_path, unbuffered):
+    """``predict --input-file FILE --json > out.jsonl`` on a disk that fills: under
+    PYTHONUNBUFFERED=1 (many Docker images set it) Python dropped what the file did not take,
+    and the command ended with exit status 0 and the file cut short."""
+    import os
+    import random
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = random.Random(0)
+    inputs = tmp_path / "inputs.txt"
+    inputs.write_text("".join(" ".join(str(rng.randrange(10)) for _ in range(16)) + "\n"
+                              for _ in range(300)))
+    root = Path(__file__).parent.parent.parent
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    out = tmp_path / "out.jsonl"
+    with open(out, "wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "attnlab", "predict", str(reverse_run), "--input-file",
+             str(inputs), "--json", "--threads", "1"], stdout=stdout, stderr=subprocess.PIPE,
+            text=True, env=env, timeout=300,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)))
+    assert out.stat().st_size == 4096  # the disk took that much of the answers
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == \
+        "attnlab: cannot write to standard output: File too large"
