@@ -112,4 +112,7 @@ def keep_previous_log(log_dir: Path) -> None:
         n = 1
         while (kept := csv_log.with_name(f"metrics.part{n}.csv")).exists():
             n += 1
-        shutil.copyfile(csv_log, kept)
+        # whole or not at all (a half copy, left by a full disk, would pass for the log), and
+        # an error names the copy (shutil.copyfile's named the log copied, on a full disk)
+        rows = csv_log.read_bytes()  # (a few kB: rows are few)
+        write_through(kept, lambda tmp: tmp.write_bytes(rows))

@@ -152,3 +152,15 @@ def test_predictions_cut_short_by_a_full_disk_are_an_error(reverse_run, tmp_path
     assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines()[-1] == \
         "attnlab: cannot write to standard output: File too large"
+
+
+def test_the_kept_log_of_an_interrupted_run_is_whole_or_absent(tmp_path):
+    """``--resume`` keeps the interrupted process's log as metrics.part1.csv: on a full disk
+    that copy was left half made, and the error named no file."""
+    from attnlab.training.csvlog import keep_previous_log
+
+    log = _log_of_two_rows(tmp_path)
+    with files_capped_at(log.path.stat().st_size - 8), pytest.raises(OSError) as raised:
+        keep_previous_log(log.path.parent)
+    assert raised.value.filename == str(log.path.with_name("metrics.part1.csv"))
+    assert [p.name for p in log.path.parent.iterdir()] == ["metrics.csv"]
