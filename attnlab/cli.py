@@ -314,12 +314,37 @@ def main(argv: list[str] | None = None) -> int:
         # so that no file the command opens gets it, to be written into by C libraries.
         closed = open(os.devnull, "w")
     sys.stderr = _Diagnostics(closed)
+    stdout = sys.stdout
+    sys.stdout = _whole_writes(stdout)
     try:
         return _main(argv)
     finally:
+        if sys.stdout is not stdout:
+            with contextlib.suppress(OSError, ValueError):  # (said already, by _main)
+                sys.stdout.flush()
+        sys.stdout = stdout
         sys.stderr = stderr
         if stderr is None:
             closed.close()
+
+
+def _whole_writes(stream):
+    """Standard output that writes each text whole or fails. Under ``PYTHONUNBUFFERED=1`` (or
+    ``python -u``: set in many Docker images and batch scripts) Python's standard output writes
+    straight to the file with one ``write`` call and drops what it did not take: on a disk that
+    filled, ``predict --input-file FILE --json > out.jsonl`` ended with exit status 0 and the
+    file cut short. A buffered writer over the same descriptor, flushed at each line as
+    unbuffered output is seen, writes the rest or raises. Any other stream is left as it is."""
+    import io
+
+    raw = getattr(stream, "buffer", None)
+    if not isinstance(raw, io.RawIOBase):
+        return stream
+    # a FileIO of its own (closefd=False): closing this wrapper closes neither descriptor 1 nor
+    # the FileIO of the interpreter's sys.stdout, which is put back afterwards
+    return io.TextIOWrapper(io.BufferedWriter(io.FileIO(raw.fileno(), "w", closefd=False)),
+                            encoding=stream.encoding, errors=stream.errors,
+                            line_buffering=True, write_through=True)
 
 
 def _main(argv: list[str] | None) -> int:

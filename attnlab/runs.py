@@ -30,7 +30,7 @@ from .errors import UsageError
 from .paths import not_found
 
 __all__ = [
-    "atomic_write", "write_through", "naming", "read_json", "write_json", "write_yaml", "read_yaml",
+    "atomic_write", "write_through", "naming", "sync", "read_json", "write_json", "write_yaml", "read_yaml",
     "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
@@ -54,13 +54,7 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode() if isinstance(data, str) else data
 
-    def write(tmp: Path) -> None:
-        with open(tmp, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-
-    write_through(path, write)
+    write_through(path, lambda tmp: tmp.write_bytes(payload))
 
 
 def write_through(path: str | Path, write: Callable[[Path], None]) -> None:
@@ -71,7 +65,9 @@ def write_through(path: str | Path, write: Callable[[Path], None]) -> None:
     The temporary file (``.NAME.<random>.tmp``, a name of its own: a fixed one would overwrite,
     then delete, a user's file of that name) exists, empty, with the mode ``open`` would give
     it, when ``write`` gets it; ``write`` may open it again or write over it. On any error it is
-    deleted and the error is raised, naming ``path`` (``naming``).
+    deleted and the error is raised, naming ``path`` (``naming``). What ``write`` wrote is
+    synced to the disk before the rename: else a machine that crashed just after it could
+    leave ``path`` renamed but empty (a ``model.safetensors`` of 0 bytes where the old one was).
 
     Examples:
         >>> write_through("note.txt", lambda tmp: tmp.write_text("hello"))
@@ -83,6 +79,7 @@ def write_through(path: str | Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
+        sync(tmp)
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
@@ -111,6 +108,17 @@ def naming(error: BaseException, path: str | Path) -> BaseException:
     if isinstance(error, OSError) and error.filename is None:
         error.filename = str(path)
     return error
+
+
+def sync(path: str | Path) -> None:
+    """``path``'s data on the disk (``fsync``), whoever wrote it: before a rename gives it the
+    name of a file that readers trust."""
+    fd = os.open(path, os.O_RDWR if os.name == "nt" else os.O_RDONLY)  # (Windows syncs only
+    # what it may write)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _create_temporary(path: Path) -> tuple[int, Path]:

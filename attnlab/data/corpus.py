@@ -52,7 +52,7 @@ from torch.utils.data import Dataset
 
 from ..errors import UsageError
 from ..paths import check_output, is_special_file, not_found
-from ..runs import naming
+from ..runs import naming, sync
 from ..settings import CorpusSettings, check_argument
 from ..tokenizers import (DEFAULT_FORM, TOKENIZER_KINDS, Tokenizer, pieces_notes,
                           vocab_too_small)
@@ -679,6 +679,10 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
             "files": [str(p) for p in paths], "files_sha256": read_again, "sha256": digests}
     # The commit: the old meta.json goes first (from here until the new one is written the
     # directory is no corpus at all, never a mix of the old meta.json and new token files).
+    with _naming_write_errors(out):  # on the disk before they are renamed: a machine that
+        # crashed just after could leave a train.bin of zeros that meta.json vouches for
+        for s in SPLITS:
+            sync(out / f".{s}.bin.tmp")
     (out / "meta.json").unlink(missing_ok=True)
     for s in SPLITS:
         (out / f".{s}.bin.tmp").replace(out / f"{s}.bin")

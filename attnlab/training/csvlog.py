@@ -12,11 +12,16 @@ checkpoint (steps the resumed run trained again). One of the sinks of ``runlog.R
 from __future__ import annotations
 
 import csv
+import io
 import os
 import shutil
 from pathlib import Path
 
+from ..runs import naming, write_through
+
 __all__ = ["CSVLog", "keep_previous_log"]
+
+ENCODING = "utf-8"  # what pandas reads by default
 
 
 class CSVLog:
@@ -43,7 +48,7 @@ class CSVLog:
         them). Plotted, steps 21-25 of a run killed at 25 and resumed from 20 showed twice."""
         if not self.path.is_file():
             return
-        with open(self.path, newline="") as f:
+        with open(self.path, newline="", encoding=ENCODING) as f:
             reader = csv.DictReader(f)
             columns = list(reader.fieldnames or [])
             rows = [row for row in reader if row.get("step") and float(row["step"]) <= step]
@@ -66,19 +71,36 @@ class CSVLog:
         if new or len(self.rows) == 1:
             self._rewrite()
         else:
-            with open(self.path, "a", newline="") as f:
-                csv.DictWriter(f, self.columns).writerow(row)
+            self._append(row)
 
+    def _append(self, row: dict[str, float]) -> None:
+        """``row`` at the end of the file, whole or not at all: a full disk took half a row
+        (``2,0.04,2.3`` of ``2,0.04,2.3958``), which a resumed run then read back as a row whose
+        numbers were cut short. The error names the file (a failed write names none)."""
+        text = io.StringIO()
+        csv.DictWriter(text, self.columns).writerow(row)
+        data = memoryview(text.getvalue().encode(ENCODING))
+        with open(self.path, "ab", buffering=0) as f:  # unbuffered: nothing left to flush
+            end = f.seek(0, os.SEEK_END)
+            try:
+                while data:
+                    data = data[f.write(data):]
+            except BaseException as e:
+                f.truncate(end)  # frees space: it cannot fail for want of it
+                raise naming(e, self.path)
 
     def _rewrite(self) -> None:
-        """The whole file anew, header and rows, replacing the old one only once written."""
+        """The whole file anew, header and rows, replacing the old one only once written (a
+        full disk leaves the old one as it was, and no temporary file)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f".{self.path.name}.partial")
-        with open(temporary, "w", newline="") as f:
-            writer = csv.DictWriter(f, self.columns)
-            writer.writeheader()
-            writer.writerows(self.rows)
-        os.replace(temporary, self.path)
+
+        def write(temporary: Path) -> None:
+            with open(temporary, "w", newline="", encoding=ENCODING) as f:
+                writer = csv.DictWriter(f, self.columns)
+                writer.writeheader()
+                writer.writerows(self.rows)
+
+        write_through(self.path, write)
 
 
 def keep_previous_log(log_dir: Path) -> None:
@@ -90,4 +112,7 @@ def keep_previous_log(log_dir: Path) -> None:
         n = 1
         while (kept := csv_log.with_name(f"metrics.part{n}.csv")).exists():
             n += 1
-        shutil.copyfile(csv_log, kept)
+        # whole or not at all (a half copy, left by a full disk, would pass for the log), and
+        # an error names the copy (shutil.copyfile's named the log copied, on a full disk)
+        rows = csv_log.read_bytes()  # (a few kB: rows are few)
+        write_through(kept, lambda tmp: tmp.write_bytes(rows))

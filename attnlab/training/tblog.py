@@ -19,8 +19,11 @@ load it.
 """
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+
+from ..runs import naming
 
 __all__ = ["TensorBoardLog", "tag"]
 
@@ -53,6 +56,7 @@ class TensorBoardLog:
         self.log_dir = Path(log_dir)
         self.first_step = 0
         self._writer = None
+        self._failed = False
 
     def begin(self, step: int) -> None:
         """This process trains from ``step``: a resumed run's earlier event files show nothing
@@ -64,23 +68,60 @@ class TensorBoardLog:
     def write(self, step: int, metrics: dict[str, float], *, seconds: float) -> None:
         """The numbers of a row at ``step`` (``seconds`` is the CSV's, not written here)."""
         writer = self._writer or self._open()
-        for column, value in metrics.items():
-            writer.add_scalar(tag(column), value, step)
-        writer.flush()
+        try:
+            for column, value in metrics.items():
+                writer.add_scalar(tag(column), value, step)
+            writer.flush()
+        except OSError as e:  # a full disk: raised by TensorBoard's writer thread, unnamed
+            self._failed = True
+            raise naming(e, self._file()) from None
 
     def close(self) -> None:
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            try:
+                writer.close()
+            except OSError as e:
+                if not self._failed:  # (else said already, by the write that failed)
+                    raise naming(e, self._file(writer)) from None
 
     def _open(self):
         from torch.utils.tensorboard import SummaryWriter
 
         _after_earlier_files(self.log_dir)
+        _quiet_writer_threads()
         # purge_step: events of earlier files at this step or later are hidden (the steps of an
         # interrupted process after its checkpoint, which this one trains again)
-        self._writer = SummaryWriter(str(self.log_dir), purge_step=self.first_step + 1)
+        try:
+            self._writer = SummaryWriter(str(self.log_dir), purge_step=self.first_step + 1)
+        except OSError as e:
+            raise naming(e, self.log_dir) from None
         return self._writer
+
+    def _file(self, writer=None) -> Path:
+        """The event file being written (the folder, should TensorBoard's internals change)."""
+        writer = writer or self._writer
+        name = getattr(getattr(getattr(writer, "file_writer", None), "event_writer", None),
+                       "_file_name", None)
+        return Path(name) if name else self.log_dir
+
+
+def _quiet_writer_threads() -> None:
+    """TensorBoard writes events from a thread of its own, whose ``OSError`` (a full disk)
+    printed that thread's traceback, and is then raised again in the training thread at the
+    next flush, where the command line says it in one line, naming the file. Other threads'
+    errors print as before."""
+    hook = threading.excepthook
+    if getattr(hook, "_attnlab_tensorboard", False):
+        return
+
+    def excepthook(args) -> None:
+        if not (issubclass(args.exc_type, OSError)
+                and type(args.thread).__name__ == "_AsyncWriterThread"):
+            hook(args)
+
+    excepthook._attnlab_tensorboard = True
+    threading.excepthook = excepthook
 
 
 def _after_earlier_files(log_dir: Path) -> None:
