@@ -303,3 +303,35 @@ def test_a_context_shorter_than_the_attention_sentence_still_runs_notebook_04(tm
     shown = [o for c in ran.cells if c.cell_type == "code" and "get_attention_maps(ids)" in c.source
              for o in c.outputs if o.output_type == "display_data"]
     assert shown, "the attention cell drew no figure"
+
+
+# The attention page a notebook shows is saved with its script, style and frame: a notebook run
+# before the explorer changed keeps showing the old page on GitHub and in Jupyter (its output is
+# not re-run). The frame's id is random per display.
+FRAME_ID = re.compile(r"attnlab-view-[0-9a-f]{12}")
+
+
+def saved_attention_pages(nb) -> list[tuple[int, str]]:
+    """(cell index, HTML) of each attention page (``AttentionView``) a notebook's outputs hold."""
+    return [(index, output.data["text/html"]) for index, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" for output in cell.outputs
+            if "attnlab-view-" in output.get("data", {}).get("text/html", "")]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_a_saved_attention_page_is_the_page_attnlab_makes_today(path):
+    """Each saved page, rebuilt from its own data by today's package, is the same HTML: the
+    explorer's script and style, the page around them and the frame that shows it. A stale one
+    means: re-run the notebook with ``python -m examples.run NAME``."""
+    import html
+
+    from attnlab.explorer import AttentionView, read_data
+
+    nb = nbformat.read(path, as_version=4)
+    for index, saved in saved_attention_pages(nb):
+        page = html.unescape(saved.split('srcdoc="', 1)[1].split('"', 1)[0])
+        today = AttentionView(read_data(page))
+        assert page == today.html(), (f"{path.name}, cell {index}: the saved attention page is "
+                                      f"not today's: python -m examples.run {path.stem}")
+        assert FRAME_ID.sub("", saved) == FRAME_ID.sub("", today._repr_html_()), \
+            f"{path.name}, cell {index}: the frame around the page is not today's"
