@@ -863,7 +863,7 @@ def ratio(hits: int, total: int) -> float:
 def each_input(texts: list[str], labels: list[str], parse) -> list:
     """``[parse(text) for text in texts]``; the first bad one is a UsageError named by its
     label, before any prediction is made."""
-    return list(_read_each(texts, labels, parse))
+    return list(each_read(texts, labels, parse))
 
 
 def check_each(texts: list[str], labels: list[str], parse) -> None:
@@ -876,11 +876,13 @@ def check_each(texts: list[str], labels: list[str], parse) -> None:
         Traceback (most recent call last):
         attnlab.errors.UsageError: line 2: text is empty
     """
-    for _ in _read_each(texts, labels, parse):
+    for _ in each_read(texts, labels, parse):
         pass
 
 
-def _read_each(texts: list[str], labels: list[str], parse) -> Iterator[Any]:
+def each_read(texts: Sequence[str], labels: Sequence[str], parse) -> Iterator[Any]:
+    """``each_input``'s ``parse(text)`` of each text, one at a time, as it is asked for: none
+    held (after ``check_each``, the inputs of a long file read again as they are answered)."""
     for text, label in zip(texts, labels, strict=True):
         try:
             yield parse(text)
