@@ -605,20 +605,15 @@ def _data_chunks(cfg: RunSettings, data: str):
     lines, file, digest so far)``; how many rows there are; the file's digest): a first pass
     reads and checks every row (``example_chunks``, and the labels as training knows them)
     keeping none, so that a bad row anywhere is refused before any is scored, and the rows it
-    shares with training are said; a file of sets, read whole, is kept as its one chunk."""
+    shares with training are said."""
     labels = None if cfg.regression else set(cfg.labels)
     features = cfg.feature_names if cfg.set_column else None
     trained = _TrainedOn(cfg)
-    kept = [] if cfg.set_column else None
     for pairs, lines, path, digest in example_chunks(cfg, "data", data, features,
                                                      rows=CHUNK_ROWS):
         check_labels(pairs, lines, path, labels, "data")
         trained.see(pairs, lambda: places(path, lines))
-        if kept is not None:
-            kept.append((pairs, lines, path, digest))
     trained.note(f"--data {path}")
-    if kept is not None:
-        return (lambda: kept), trained.rows, digest
     return ((lambda: example_chunks(cfg, "data", data, features, rows=CHUNK_ROWS)),
             trained.rows, digest)
 
