@@ -7,14 +7,13 @@ chunk at a time alike."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from safetensors.torch import load_file, save_file
 
 import attnlab.tasks.classify.runtime as classify_runtime
 from attnlab.cli import main
 
+from ..tasks.test_nan_answers_sequence_tag import _nan_copy
 from .test_predict_json_numbers import classify_run  # noqa: F401
 
 pytestmark = pytest.mark.slow  # trains a run
@@ -22,12 +21,7 @@ pytestmark = pytest.mark.slow  # trains a run
 
 @pytest.fixture
 def nan_run(classify_run, tmp_path):  # noqa: F811
-    """A copy of the classify run whose every weight is NaN, as a run trained to NaN."""
-    copy = shutil.copytree(classify_run, tmp_path / "nan")
-    weights = load_file(copy / "model.safetensors")
-    save_file({k: v * float("nan") if v.is_floating_point() else v for k, v in weights.items()},
-              copy / "model.safetensors")
-    return copy
+    return _nan_copy(classify_run, tmp_path)
 
 
 def _scores(metrics: dict) -> list:
