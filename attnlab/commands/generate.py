@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..interop.source import LOAD_DTYPES
 from ..settings import (GenerationSettings, ModelRunSettings, add_flags, check_options,
                         seed_setting, setting)
 from .checkpoint import add_checkpoint_flag
-from .inputs import add_input_file_flags, check_utf8, json_line, one_or_file
+from .inputs import add_input_file_flags, check_utf8, checked_ids, json_line, one_or_file
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
 
@@ -243,7 +244,7 @@ def run(args) -> int:
 
     from ..loading import weights_from
     from ..tasks import get_task
-    from ..tasks.base import each_input, set_options
+    from ..tasks.base import set_options
     from ..tokenizers import note_unknown
 
     use_threads(args, "one", run_dir)  # one prompt at a time, token by token
@@ -262,13 +263,13 @@ def run(args) -> int:
         from .hf_generate import reply
 
         session = ChatSession(tokenizer, run_dir)
-        all_ids = each_input(texts, labels, lambda message: session.ids(message, args.system))
+        all_ids = checked_ids(texts, labels, lambda message: session.ids(message, args.system))
         print_outputs(args, texts, labels, all_ids, lambda ids, write, label: reply(
             model, tokenizer, ids, session.stops, args, generator, write=write, label=label),
             key="chat", echo=False, generator=generator)
         return 0
-    all_ids = each_input(texts, labels,
-                         lambda p: runtime.encode_prompt(task, tokenizer, p, what="--input"))
+    all_ids = checked_ids(texts, labels,
+                          lambda p: runtime.encode_prompt(task, tokenizer, p, what="--input"))
     note_unknown(tokenizer, texts, labels)  # the model continues what it read
     print_outputs(args, texts, labels, all_ids, lambda ids, write, label: continuation(
         model, tokenizer, ids, args, generator, write=write, label=label), generator=generator)
@@ -313,7 +314,7 @@ def input_generator(seed: int | None):
     return torch.Generator().manual_seed(seed)
 
 
-def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[int]],
+def print_outputs(args, texts: list[str], labels: list[str], all_ids: Iterable[list[int]],
                   produce, *, key: str = "prompt", echo: bool = True, generator=None) -> None:
     """Print what ``produce(ids, write, label)`` generates after each input's ``ids``: one
     input streamed (after the input itself when ``echo``), else one line per input (escaped,
@@ -324,7 +325,7 @@ def print_outputs(args, texts: list[str], labels: list[str], all_ids: list[list[
     if args.input_file is None and not args.json:  # one input: stream it
         if echo:
             sys.stdout.write(texts[0])
-        produce(all_ids[0], _write_now, labels[0])
+        produce(next(iter(all_ids)), _write_now, labels[0])
         sys.stdout.write("\n")
         sys.stdout.flush()
         return

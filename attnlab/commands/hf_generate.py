@@ -48,13 +48,15 @@ def check_hf_flags(args) -> None:
 
 def from_directory(args, texts: list[str], labels: list[str], generator=None):
     """For ``attnlab generate DIR`` with a Hugging Face directory ``args.run_dir``: the inputs
-    ``texts`` (prompts, or chat messages with ``--chat``) checked and encoded, the model
-    loaded; ``generator``: the one sampling draws from (``input_generator``'s). Returns (each input's ids, ``produce(ids, write, label)``: the text generated
-    after ``ids``, each piece passed to ``write`` as it comes), for ``print_outputs``."""
+    ``texts`` (prompts, or chat messages with ``--chat``) checked and encoded (each again as it
+    is generated after: ``checked_ids``), the model loaded; ``generator``: the one sampling
+    draws from (``input_generator``'s). Returns (each input's ids, ``produce(ids, write,
+    label)``: the text generated after ``ids``, each piece passed to ``write`` as it comes),
+    for ``print_outputs``."""
     from ..interop.chat import chat_ids, conversation, load_chat_tokenizer, stop_ids
     from ..interop.gguf import is_gguf, load_gguf_tokenizer
-    from ..tasks.base import each_input
     from ..tokenizers import note_unknown
+    from .inputs import checked_ids
 
     directory = Path(args.run_dir)  # its flags checked before (``check_hf_flags``)
     chat_tokenizer, gguf = None, is_gguf(directory)
@@ -63,10 +65,10 @@ def from_directory(args, texts: list[str], labels: list[str], generator=None):
     model, tokenizer = _load(directory, args)
     if args.chat is not None:
         chat_tokenizer = (load_gguf_tokenizer if gguf else load_chat_tokenizer)(directory)
-        all_ids = each_input(texts, labels, lambda message: chat_ids(
+        all_ids = checked_ids(texts, labels, lambda message: chat_ids(
             chat_tokenizer, conversation(message, args.system), directory))
     else:
-        all_ids = each_input(texts, labels, lambda prompt: _encode(tokenizer, prompt))
+        all_ids = checked_ids(texts, labels, lambda prompt: _encode(tokenizer, prompt))
         note_unknown(tokenizer, texts, labels)
         if not gguf:
             _note_tokenizer_stop(directory, tokenizer)

@@ -29,7 +29,7 @@ from ..data.tables import CHUNK_ROWS, FORMATS, file_format, places, read_table
 from ..errors import UsageError
 from ..notes import progress
 from ..runs import strict_json
-from ..tasks.base import line_of, refuse_blank
+from ..tasks.base import check_each, each_read, line_of, refuse_blank
 
 
 def add_input_file_flags(parser, what: str = "input", column: str = "--text-column") -> None:
@@ -203,6 +203,15 @@ def one_or_file(value: str | None, flag: str, input_file: str | None,
         raise UsageError(f"give {flag} TEXT or --input-file FILE (one of the two)")
     column_needs_file(column, input_file)
     return ([value], [flag]) if value is not None else read_inputs(input_file, column)
+
+
+def checked_ids(texts: Sequence[str], labels: Sequence[str], encode) -> Iterator[list[int]]:
+    """The ids of each input, ``encode``'d as it is generated after (``generate``): every
+    input is encoded and checked first (``check_each``: a bad line anywhere refused before any
+    is generated after), keeping none, so that what is held grows with one input, not the file
+    (the ids of 10^5 prompts were held while the first was continued)."""
+    check_each(texts, labels, encode)
+    return each_read(texts, labels, encode)
 
 
 def column_needs_file(column: str | None, input_file: str | None,

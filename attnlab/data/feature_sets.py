@@ -22,6 +22,7 @@ Shapes: T elements of a set, F features per element.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -29,9 +30,9 @@ import torch
 from ..errors import UsageError
 from .label_forms import OneSpelling
 from .headers import missing_columns
-from .tables import check_unique, place, read_table
+from .tables import CHUNK_ROWS, check_unique, place, read_table
 
-__all__ = ["FeatureSets", "read_feature_sets", "parse_feature_columns", "parse_set",
+__all__ = ["FeatureSets", "read_feature_sets", "feature_set_chunks", "parse_feature_columns", "parse_set",
            "feature_stats", "standardise"]
 
 
@@ -116,22 +117,114 @@ def read_feature_sets(path: str | Path, *, set_column: str, label_column: str,
     if not feature_columns:
         raise UsageError(f"{where}: no feature columns (columns: {', '.join(table.columns)}); "
                          f"add some or name them with --feature-columns")
+    check = _SetRows(table.path, where, set_column, label_column, list(feature_columns))
     rows: dict[str, list[list[float]]] = {}
-    labels: dict[str, tuple[str, int]] = {}  # set -> (label, line of its first row)
-    spelling = OneSpelling(where, f"column {set_column!r}")  # one id in two forms: two sets
     for row, line in zip(table, table.lines):
-        key, label = row[set_column].strip(), row[label_column].strip()
-        spelling.see(key, lambda: place(path, line))
-        first = labels.setdefault(key, (label, line))
+        key, values = check.see(row, line)
+        rows.setdefault(key, []).append(values)
+    ids = list(rows)  # dicts keep insertion order: sets in order of their first row
+    sets = [(torch.tensor(rows[k], dtype=torch.float32), check.labels[k][0]) for k in ids]  # (T, F) each
+    return FeatureSets(sets, path=table.path, features=list(feature_columns), ids=ids,
+                       lines=[check.labels[k][1] for k in ids], sha256=table.sha256)
+
+
+class _SetRows:
+    """The rows of a file of sets, checked one at a time (``see``) as ``read_feature_sets``
+    checks them: a set id in two Unicode forms, a set with two labels, a feature value that is
+    not a finite number. ``labels``: each set's (label, line of its first row), in order of
+    first row."""
+
+    def __init__(self, path: Path, where: str, set_column: str, label_column: str,
+                 features: list[str]) -> None:
+        self.path, self.where, self.features = path, where, features
+        self.set_column, self.label_column = set_column, label_column
+        self.labels: dict[str, tuple[str, int]] = {}
+        self.spelling = OneSpelling(where, f"column {set_column!r}")  # one id in two forms: two sets
+
+    def see(self, row: dict[str, str], line: int) -> tuple[str, list[float]]:
+        """(the set id, the feature values) of the row at ``line``, checked."""
+        path, where = self.path, self.where
+        key, label = row[self.set_column].strip(), row[self.label_column].strip()
+        self.spelling.see(key, lambda: place(path, line))
+        first = self.labels.setdefault(key, (label, line))
         if first[0] != label:
             raise UsageError(f"{where} {place(path, line)}: set {key!r} has label {label!r} here "
                              f"but {first[0]!r} on {place(path, first[1])}; a set has one label")
-        rows.setdefault(key, []).append(
-            [_number(row[c].strip(), f"{where} {place(path, line)}: column {c!r}: value") for c in feature_columns])
-    ids = list(rows)  # dicts keep insertion order: sets in order of their first row
-    sets = [(torch.tensor(rows[k], dtype=torch.float32), labels[k][0]) for k in ids]  # (T, F) each
-    return FeatureSets(sets, path=table.path, features=list(feature_columns), ids=ids,
-                       lines=[labels[k][1] for k in ids], sha256=table.sha256)
+        return key, [_number(row[c].strip(), f"{where} {place(path, line)}: column {c!r}: value")
+                     for c in self.features]
+
+
+def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
+                       feature_columns: list[str], what: str = "--data", spelled: bool = False,
+                       sets: int = CHUNK_ROWS) -> Iterator[FeatureSets]:
+    """``read_feature_sets``' sets of ``path`` (its ``feature_columns`` named), ``sets`` at a
+    time, in the same order, checked by the same rules, the file read twice as its rows come
+    (``table_chunks``), never whole: a first pass checks every row and notes each set's last
+    line; the second gives each set once its last row is read, in order of first row. What is
+    held grows with the chunk and the sets whose rows are spread out (all of a file's sets
+    when their rows are shuffled), not with the rows of a file whose sets' rows are together;
+    each chunk's ``sha256`` is the digest of the second reading so far, the file's with the
+    last chunk (``UsageError`` if the first reading's differs: the file changed).
+
+    Examples:
+        >>> rows = ["cloud,shape,x", "c1,ball,0", "c2,cube,1", "c1,ball,2", "c3,cube,3"]
+        >>> _ = Path("points.csv").write_text("\\n".join(rows) + "\\n")
+        >>> [(c.ids, c.lines) for c in feature_set_chunks(
+        ...     "points.csv", set_column="cloud", label_column="shape", feature_columns=["x"],
+        ...     sets=2)]
+        [(['c1', 'c2'], [2, 3]), (['c3'], [5])]
+    """
+    from .tables import same_both_readings, table_chunks
+
+    keys = _roles(set_column, label_column, feature_columns)
+    options = {"columns": keys + list(feature_columns), "what": what, "spelled": spelled}
+    path = Path(path)
+    check = _SetRows(path, f"{what} {path}", set_column, label_column, list(feature_columns))
+    last, first_digest = _last_lines(path, options, check)
+    order = iter(check.labels)
+
+    def changed(second: str = "") -> None:  # the rows read now are not the rows checked
+        same_both_readings(path, first_digest, second, what=what)
+
+    held: dict[str, list[list[float]]] = {}
+    waiting, whole = next(order), set()
+    out = FeatureSets([], path=path, features=list(feature_columns), ids=[], lines=[])
+    for chunk in table_chunks(path, **options):
+        for row, line in zip(chunk, chunk.lines):
+            key = row[set_column].strip()
+            if last.get(key, 0) < line:  # a row, or a set, the first reading did not have
+                changed()
+            held.setdefault(key, []).append(check.see(row, line)[1])
+            if last[key] == line:
+                whole.add(key)
+            while waiting in whole:  # the sets whole, in order of first row
+                if len(out) == sets:  # given once another set is whole: the last, at the end
+                    out.sha256 = chunk.sha256
+                    yield out
+                    out = FeatureSets([], path=path, features=list(feature_columns), ids=[],
+                                      lines=[])
+                whole.discard(waiting)
+                label, first = check.labels[waiting]
+                out.append((torch.tensor(held.pop(waiting), dtype=torch.float32), label))
+                out.ids.append(waiting), out.lines.append(first)
+                waiting = next(order, None)
+    if waiting is not None:  # a set whose last row the second reading did not find
+        changed()
+    changed(chunk.sha256)
+    out.sha256 = chunk.sha256  # the whole file's
+    yield out
+
+
+def _last_lines(path: Path, options: dict, check: _SetRows) -> tuple[dict[str, int], str]:
+    """(each set's last line, the file's digest) of the file of sets ``path`` read row by row
+    (``table_chunks`` with ``options``), every row checked (``check``)."""
+    from .tables import table_chunks
+
+    last: dict[str, int] = {}
+    for chunk in table_chunks(path, **options):
+        for row, line in zip(chunk, chunk.lines):
+            last[check.see(row, line)[0]] = line
+    return last, chunk.sha256
 
 
 def _roles(set_column: str, label_column: str, feature_columns: list[str] | None) -> list[str]:

@@ -43,7 +43,8 @@ from .headers import check_unique, missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
            "COLUMNAR", "file_format", "place", "places", "KINDS", "parse_json_line", "refuse_utf16",
-           "decode_utf8", "read_whole_as_text", "RowsFile", "table_chunks", "CHUNK_ROWS"]
+           "decode_utf8", "read_whole_as_text", "RowsFile", "table_chunks", "text_lines",
+           "same_both_readings", "CHUNK_ROWS"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
@@ -380,12 +381,7 @@ class RowsFile:
 
     def _lines(self, f) -> Iterator[tuple[int, str]]:
         """(number, text) of each line of the open file, hashed and decoded as it comes."""
-        try:
-            for number, raw in enumerate(f, start=1):
-                self._hash.update(raw)
-                yield number, _decode(raw, self.where, number)
-        except OSError as e:  # EIO, ...
-            raise _unreadable(e, self.path, "") from None
+        return _numbered_lines(f, self._hash, self.path, self.where, "")
 
     def _delimited(self, lines: Iterator[str], quoting: int | None
                    ) -> Iterator[tuple[int, dict[str, str]]]:
@@ -416,6 +412,38 @@ class RowsFile:
 
         yield from _delimited_rows(chain(head, lines), self.columns, self.where, options,
                                    self.hint, None if decided else check)
+
+
+def text_lines(path: str | Path, hasher, *, what: str = "--data") -> Iterator[tuple[int, str]]:
+    """(number, text) of each line of the text file ``path`` (its "\\n" kept), read as they
+    come, never whole: each line's bytes added to ``hasher`` (a ``hashlib`` object, the file's
+    digest once the last line is out) and decoded, with ``read_bytes``' and ``read_table``'s
+    messages (a pipe, a missing file, bytes that are not UTF-8: the line and column).
+
+    Examples:
+        >>> _ = Path("two.txt").write_bytes(b"\\xef\\xbb\\xbfone\\ntwo\\n")
+        >>> list(text_lines("two.txt", hashlib.sha256()))
+        [(1, 'one\\n'), (2, 'two\\n')]
+    """
+    path = Path(path)
+    refuse_stream(path, what)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise _unreadable(e, path, what) from None
+    with f:
+        yield from _numbered_lines(f, hasher, path, f"{what} {path}", what)
+
+
+def _numbered_lines(f, hasher, path: Path, where: str, what: str) -> Iterator[tuple[int, str]]:
+    """(number, text) of each line of the open binary file ``f``, hashed and decoded as it
+    comes (``text_lines``, ``RowsFile``)."""
+    try:
+        for number, raw in enumerate(f, start=1):
+            hasher.update(raw)
+            yield number, _decode(raw, where, number)
+    except OSError as e:  # EIO, ...
+        raise _unreadable(e, path, what) from None
 
 
 class _Undecided(Exception):
@@ -506,6 +534,15 @@ def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
         raise UsageError(f"{what} {path} changed since this run recorded it (its SHA-256 "
                          f"differs from config.yaml's data_sha256), so the rows read now are not "
                          f"the ones the run checked; put the file back or start a new run")
+
+
+def same_both_readings(path, first: str, second: str, *, what: str = "--data",
+                       command: str = "evaluate") -> None:
+    """``UsageError`` when the digests of ``path``'s two readings (a first pass that checks
+    every row, a second that scores them) differ: the rows scored are not the rows checked."""
+    if first != second:
+        raise UsageError(f"{what} {path} changed while {command} read it (its SHA-256 differs "
+                         f"between its two readings); {command} it again once it is written")
 
 
 def refuse_utf16(head: bytes, where: str) -> None:

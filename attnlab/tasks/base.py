@@ -38,7 +38,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -748,19 +748,36 @@ def say_nan(run_dir: Path, count: int, inputs: int, first: str, then: str) -> No
 def without_nan_metrics(metrics: dict[str, Any], finite: list[bool], labels: list[str],
                         run_dir: Path) -> dict[str, Any]:
     """``metrics`` as ``evaluate`` returns them when the model's outputs for some input are
-    not finite (``finite`` False): every score NaN (null in metrics.json and on stdout), not
-    the score of argmax answers read from NaN rows, with ``say_nan``'s warning naming the first
-    of ``labels``. Counts (an ``int``, a table's ``support``) stay; all finite, as they were.
+    not finite (``finite`` False): every score NaN (``null_scores``), not the score of argmax
+    answers read from NaN rows, with ``say_nan``'s warning naming the first of ``labels``
+    (``said_nan``). Inputs scored a chunk at a time: ``said_nan`` of each chunk, then
+    ``null_scores`` if any said so.
 
     Examples:
         >>> without_nan_metrics({"test_accuracy": 0.5}, [True], ["x"], Path("run"))
         {'test_accuracy': 0.5}
     """
-    bad = [label for ok, label in zip(finite, labels) if not ok]
-    if not bad:
-        return metrics
-    say_nan(run_dir, len(bad), len(finite), bad[0], "its metrics are null")
+    return null_scores(metrics) if said_nan(finite, labels, run_dir) else metrics
 
+
+def said_nan(finite: Sequence[bool], labels: Sequence[str], run_dir: Path) -> bool:
+    """Whether the model's outputs for some input are not finite (``finite`` False), said by
+    ``say_nan``'s warning naming the first of them (of ``labels``) and that the metrics are
+    null (held and summed within ``said_once``)."""
+    bad = [i for i, ok in enumerate(finite) if not ok]
+    if bad:
+        say_nan(run_dir, len(bad), len(finite), labels[bad[0]], "its metrics are null")
+    return bool(bad)
+
+
+def null_scores(metrics: dict[str, Any]) -> dict[str, Any]:
+    """``metrics`` with every score NaN (null in metrics.json and on stdout); counts (an
+    ``int``, a table's ``support``) stay, all finite, as they were.
+
+    Examples:
+        >>> null_scores({"test_accuracy": 0.5, "rows": 3, "per": [{"f1": 1.0}]})
+        {'test_accuracy': nan, 'rows': 3, 'per': [{'f1': nan}]}
+    """
     def nan(value: Any) -> Any:
         if isinstance(value, float):
             return float("nan")
@@ -846,7 +863,7 @@ def ratio(hits: int, total: int) -> float:
 def each_input(texts: list[str], labels: list[str], parse) -> list:
     """``[parse(text) for text in texts]``; the first bad one is a UsageError named by its
     label, before any prediction is made."""
-    return list(_read_each(texts, labels, parse))
+    return list(each_read(texts, labels, parse))
 
 
 def check_each(texts: list[str], labels: list[str], parse) -> None:
@@ -859,11 +876,13 @@ def check_each(texts: list[str], labels: list[str], parse) -> None:
         Traceback (most recent call last):
         attnlab.errors.UsageError: line 2: text is empty
     """
-    for _ in _read_each(texts, labels, parse):
+    for _ in each_read(texts, labels, parse):
         pass
 
 
-def _read_each(texts: list[str], labels: list[str], parse) -> Iterator[Any]:
+def each_read(texts: Sequence[str], labels: Sequence[str], parse) -> Iterator[Any]:
+    """``each_input``'s ``parse(text)`` of each text, one at a time, as it is asked for: none
+    held (after ``check_each``, the inputs of a long file read again as they are answered)."""
     for text, label in zip(texts, labels, strict=True):
         try:
             yield parse(text)

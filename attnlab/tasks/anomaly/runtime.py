@@ -33,7 +33,7 @@ from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
 from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, loads,
-                    predicts, probability_list, rng_kept)
+                    predicts, probability_list, rng_kept, without_nan_metrics)
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "fixed_sets", "anomaly_accuracy", "run", "load",
@@ -75,6 +75,15 @@ def anomaly_accuracy(model, cfg: RunSettings) -> float:
     model.eval()
     preds = torch.cat([model.predict(chunk) for chunk in x.split(500)])
     return fraction(preds == targets)
+
+
+@torch.no_grad()
+def _finite(model, cfg: RunSettings) -> list[bool]:
+    """For each fixed test set, whether the model's scores of its elements are all finite:
+    the argmax of a NaN row is element 0, as sure as any."""
+    x, _ = fixed_sets("test", cfg).materialize().tensors  # (N, T, 64)
+    model.eval()
+    return torch.cat([model(chunk).isfinite().all(-1) for chunk in x.split(500)]).tolist()
 
 
 def _training_batches(cfg: RunSettings, steps: int):
@@ -192,7 +201,11 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
         raise UsageError(f"{run_dir / 'config.yaml'}: set_size {cfg.set_size}: a set of 2 has "
                          f"no odd one, so no test set can score this run; train it again with "
                          f"--set-size 3 or more")
-    return {"test_accuracy": anomaly_accuracy(load(task, run_dir, cfg), cfg)}
+    model = load(task, run_dir, cfg)
+    finite = _finite(model, cfg)
+    labels = [f"test set {i}" for i in range(1, len(finite) + 1)]
+    return without_nan_metrics({"test_accuracy": anomaly_accuracy(model, cfg)}, finite, labels,
+                               run_dir)
 
 
 def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:

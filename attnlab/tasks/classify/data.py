@@ -89,11 +89,20 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
 def example_chunks(cfg: RunSettings, key: str, path: str, features: list[str] | None = None,
                    *, rows: int = CHUNK_ROWS):
     """``read_examples``' examples of the file ``path``, ``rows`` at a time: ``(examples,
-    their lines, the file, the SHA-256 of its bytes read so far)`` per chunk, a text file read as its rows come
-    (``table_chunks``); its checks (a label in two Unicode forms included) made
-    across the chunks as over the whole file. A file of sets is read whole, one chunk."""
+    their lines, the file, the SHA-256 of its bytes read so far)`` per chunk, a text file read
+    as its rows come (``table_chunks``), a file of sets (its ``features`` named) ``rows`` sets
+    at a time (``feature_set_chunks``); its checks (a label in two Unicode forms included)
+    made across the chunks as over the whole file."""
     if cfg.set_column:
-        yield read_examples(cfg, key, path, features)
+        from ...data.feature_sets import feature_set_chunks
+
+        forms = _forms(cfg, key, Path(path))
+        for found in feature_set_chunks(path, set_column=cfg.set_column,
+                                        label_column=cfg.label_column, feature_columns=features,
+                                        what=f"--{key}", spelled=cfg.json_decimals_as_written,
+                                        sets=rows):
+            _one_spelling(cfg, key, found, found, path, forms)
+            yield found, found.lines, found.path, found.sha256
         return
     from ...data.tables import table_chunks
 

@@ -34,7 +34,7 @@ from torch.nn.utils.rnn import pad_sequence
 from ...data.feature_sets import feature_stats, parse_set, standardise
 from ...data.overlap import SharedCount
 from ...data.resumable import ShuffledBatches, length_grouped
-from ...data.tables import CHUNK_ROWS, places
+from ...data.tables import CHUNK_ROWS, places, same_both_readings
 from ...errors import UsageError
 from ...models import BertClassifier, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
@@ -44,8 +44,8 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
-from ..base import (attends, config_from_run, each_input, input_name, loads, predicts,
-                    probabilities_of, rng_kept)
+from ..base import (attends, config_from_run, each_input, input_name, loads, null_scores,
+                    predicts, probabilities_of, rng_kept, said_nan)
 from .data import check_labels, classes_of, example_chunks, files_of, load_splits
 from .labels import objective_of
 from .metrics import (MISSING_KEY, Tally, classes_without_examples, classification_metrics,
@@ -339,15 +339,16 @@ def _test_metrics(cfg, model, tokenizer, pairs, what: str = "test texts"
     """(the metrics of ``pairs`` (``test_scores``); the answers; the truth: classes, label
     sets as 0/1, or the numbers as read), in the same order; a warning names the texts
     (``what``) that --max-len cut."""
-    answers, truth = _answers(cfg, model, tokenizer, pairs, what)
+    answers, truth, _ = _answers(cfg, model, tokenizer, pairs, what)
     return test_scores(cfg, answers, truth), answers, truth
 
 
 def _answers(cfg, model, tokenizer, pairs, what: str | None = None
-             ) -> tuple[torch.Tensor, torch.Tensor]:
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(the model's answers to ``pairs``; the truth), in the same order, as ``predict``
-    batches the same inputs (``make_batches``); a warning names the texts (``what``) that
-    --max-len cut."""
+    batches the same inputs (``make_batches``); and for each of ``pairs``, in their order,
+    whether the model's outputs for it are all finite (N,). A warning names the texts
+    (``what``) that --max-len cut."""
     inputs = _inputs(cfg, tokenizer, [x for x, _ in pairs], what)
     # make_batches reorders by length: each batch's "targets" are its rows' positions
     outputs, where = collect_predictions(model, make_batches(
@@ -355,7 +356,9 @@ def _answers(cfg, model, tokenizer, pairs, what: str | None = None
     rows = [pairs[i] for i in where.tolist()]
     truth = (torch.tensor([y for _, y in rows], dtype=torch.float64) if cfg.regression
              else torch.tensor(_targets(cfg, rows)))
-    return _decide(cfg, outputs), truth
+    finite = torch.ones(len(pairs), dtype=torch.bool)
+    finite[where] = outputs.reshape(len(outputs), -1).isfinite().all(-1)  # (N, K) -> (N,)
+    return _decide(cfg, outputs), truth, finite
 
 
 def _report(cfg, metrics: dict[str, Any], count: str, stream,
@@ -610,20 +613,15 @@ def _data_chunks(cfg: RunSettings, data: str):
     lines, file, digest so far)``; how many rows there are; the file's digest): a first pass
     reads and checks every row (``example_chunks``, and the labels as training knows them)
     keeping none, so that a bad row anywhere is refused before any is scored, and the rows it
-    shares with training are said; a file of sets, read whole, is kept as its one chunk."""
+    shares with training are said."""
     labels = None if cfg.regression else set(cfg.labels)
     features = cfg.feature_names if cfg.set_column else None
     trained = _TrainedOn(cfg)
-    kept = [] if cfg.set_column else None
     for pairs, lines, path, digest in example_chunks(cfg, "data", data, features,
                                                      rows=CHUNK_ROWS):
         check_labels(pairs, lines, path, labels, "data")
         trained.see(pairs, lambda: places(path, lines))
-        if kept is not None:
-            kept.append((pairs, lines, path, digest))
     trained.note(f"--data {path}")
-    if kept is not None:
-        return (lambda: kept), trained.rows, digest
     return ((lambda: example_chunks(cfg, "data", data, features, rows=CHUNK_ROWS)),
             trained.rows, digest)
 
@@ -675,16 +673,20 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         pairs = load_splits(cfg, val_file=False)["test"]
         chunks, total, digest, what = (lambda: [(pairs, None, None, None)]), len(pairs), None, \
             "test texts"
-    tally, started = Tally(cfg.labels, objective(cfg)), time.perf_counter()
-    with said_once(total):  # a warning of cut texts: once, of them all
-        for pairs, _, path, read in chunks():
-            tally.add(*_answers(cfg, model, tokenizer, pairs, what))
+    tally, nan, started = Tally(cfg.labels, objective(cfg)), False, time.perf_counter()
+    with said_once(total):  # the warnings of cut texts and NaN outputs: once, of them all
+        for pairs, lines, path, read in chunks():
+            answers, truth, finite = _answers(cfg, model, tokenizer, pairs, what)
+            tally.add(answers, truth)
+            before = tally.rows - len(pairs)
+            nan |= said_nan(finite.tolist(), [f"--data {path} {p}" for p in places(path, lines)]
+                            if data is not None else [f"row {before + i} of the test split"
+                                                      for i in range(1, len(pairs) + 1)], run_dir)
             # the test split is one chunk, however long: no progress to say
-            progress("evaluate", tally.rows - len(pairs), tally.rows, total, started,
+            progress("evaluate", before, tally.rows, total, started,
                      CHUNK_ROWS if data is not None else total, "rows")
-    if read != digest:  # the rows scored are not the rows checked
-        raise UsageError(f"--data {path} changed while evaluate read it (its SHA-256 differs "
-                         f"between its two readings); evaluate it again once it is written")
-    metrics = tally.scores()
+    if data is not None:
+        same_both_readings(path, digest, read)
+    metrics = null_scores(tally.scores()) if nan else tally.scores()
     _report(cfg, metrics, "", sys.stderr, "the test split" if data is None else f"--data {data}")
     return metrics

@@ -21,7 +21,7 @@ from ...models.graph_net import GraphNet
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ..base import (attends, config_from_run, each_input, fraction, loads, predicts,
-                    probabilities_of, rng_kept)
+                    probabilities_of, rng_kept, without_nan_metrics)
 
 __all__ = ["graph_of", "build_model", "run", "load", "input_reader", "predict_many", "evaluate",
            "attention_maps", "attention_focus"]
@@ -62,8 +62,17 @@ def _targets(labels, mask):
 
 @torch.no_grad()
 def _accuracy(model, x, adjacency, labels, mask) -> float:
+    return _scored(model, x, adjacency, labels, mask)[0]
+
+
+@torch.no_grad()
+def _scored(model, x, adjacency, labels, mask) -> tuple[float, list[bool]]:
+    """(the accuracy on the nodes of ``mask``; for each of them, whether the model's scores
+    of it are all finite: the argmax of a NaN row is the first class, as sure as any)."""
     model.eval()
-    return fraction(model(x, adjacency).argmax(-1)[mask] == labels[mask])
+    scores = model(x, adjacency)  # (N, C)
+    return (fraction(scores.argmax(-1)[mask] == labels[mask]),
+            scores[mask].isfinite().all(-1).tolist())
 
 
 def run(task, cfg: RunSettings, run_dir: Path,
@@ -125,9 +134,10 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
     """The test accuracy on the run's test nodes (the graph is made again from its settings)."""
     if data is not None:
         raise UsageError("--data: a graph run is evaluated on its own graph's test nodes")
-    x, adjacency, labels, _, _, masks = graph_of(cfg)
-    return {"test_accuracy": _accuracy(load(task, run_dir, cfg), x, adjacency, labels,
-                                       masks["test"])}
+    x, adjacency, labels, _, names, masks = graph_of(cfg)
+    accuracy, finite = _scored(load(task, run_dir, cfg), x, adjacency, labels, masks["test"])
+    tested = [f"test node {name}" for name, test in zip(names, masks["test"].tolist()) if test]
+    return without_nan_metrics({"test_accuracy": accuracy}, finite, tested, run_dir)
 
 
 @attends

@@ -36,15 +36,16 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...data.label_forms import OneSpelling, other_form
-from ...data.overlap import chosen_by, shared_inputs
-from ...data.tables import (COLUMNAR, _decode, check_digest, file_format,
-                             parse_json_line, place, places, read_bytes)
+from ...data.overlap import SharedCount, chosen_by, shared_inputs
+from ...data.tables import (CHUNK_ROWS, COLUMNAR, check_digest, file_format,
+                             parse_json_line, place, places, text_lines)
 from ...errors import UsageError
 from ...paths import not_found
 from ...runs import check_data_files, record_data_files
@@ -52,9 +53,9 @@ from ...runs import check_data_files, record_data_files
 if TYPE_CHECKING:
     from ...run_config import RunSettings
 
-__all__ = ["Sentences", "read_sentences", "bio_problem", "load_splits", "read_and_pin",
+__all__ = ["Sentences", "read_sentences", "sentence_chunks", "bio_problem", "load_splits", "read_and_pin",
            "files_of", "known_tags", "check_tags", "check_entities", "read_file", "file_kind",
-           "held_out_notes", "no_entity_note", "trained_note", "split_name",
+           "held_out_notes", "no_entity_note", "checked_chunks", "split_name",
            "shared_sentences", "JSONL_SUFFIXES", "DATA_FILES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -133,16 +134,17 @@ def _spaced_word(*lines: str) -> str:
     return ""
 
 
-def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) -> None:
+def _conll_sentences(lines, path: Path, what: str, tag_column: int | None):
+    """(words, tags, line it starts at) of each sentence of a CoNLL file's numbered lines."""
     width, words, tags, start, first = None, [], [], 0, ""
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in lines:
         fields = line.split()
-        where = f"{what} {found.path} line {number}"
+        where = f"{what} {path} line {number}"
         if fields and fields[0] == DOCSTART:
             fields = []
         if not fields:
             if words:
-                found.words.append(words), found.tags.append(tags), found.lines.append(start)
+                yield words, tags, start
             words, tags = [], []
             continue
         if width is None:
@@ -159,7 +161,7 @@ def _read_conll(text: str, found: Sentences, what: str, tag_column: int | None) 
         words.append(fields[0])
         tags.append(_check_tag(fields[column], where))
     if words:
-        found.words.append(words), found.tags.append(tags), found.lines.append(start)
+        yield words, tags, start
 
 
 def _strings(value: Any, name: str, where: str) -> list[str]:
@@ -169,26 +171,26 @@ def _strings(value: Any, name: str, where: str) -> list[str]:
     return value
 
 
-def _add_row(found: Sentences, words: Any, tags: Any, columns: tuple[str, str], where: str,
-             number: int) -> None:
+def _row_sentence(words: Any, tags: Any, columns: tuple[str, str], where: str
+                  ) -> tuple[list[str], list[str]] | None:
     """One JSON Lines or columnar row's sentence, checked: lists of non-empty strings of one
-    length, BIO tags (a row without words adds nothing)."""
+    length, BIO tags (None for a row without words)."""
     tokens, tags_key = columns
     words, tags = _strings(words, tokens, where), _strings(tags, tags_key, where)
     if len(words) != len(tags):
         raise UsageError(f"{where}: {len(words)} {tokens} but {len(tags)} {tags_key}")
-    if words:
-        found.words.append([w.strip() for w in words])
-        found.tags.append([_check_tag(t, where) for t in tags])
-        found.lines.append(number)
+    if not words:
+        return None
+    return [w.strip() for w in words], [_check_tag(t, where) for t in tags]
 
 
-def _read_jsonl(text: str, found: Sentences, what: str, columns: tuple[str, str]) -> None:
+def _jsonl_sentences(lines, path: Path, what: str, columns: tuple[str, str]):
+    """(words, tags, line) of each sentence of a JSON Lines file's numbered lines."""
     tokens, tags_key = columns
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in lines:
         if not line.strip():
             continue
-        where = f"{what} {found.path} line {number}"
+        where = f"{what} {path} line {number}"
         row = parse_json_line(line, where)
         if not isinstance(row, dict) or tokens not in row or tags_key not in row:
             have = ", ".join(row) if isinstance(row, dict) else type(row).__name__
@@ -198,66 +200,107 @@ def _read_jsonl(text: str, found: Sentences, what: str, columns: tuple[str, str]
         if twice:  # a plain json.loads would keep the last one and say nothing
             raise UsageError(f"{where}: field {twice[0]!r} appears twice in one object; keep "
                              f"one so it is clear which value to use")
-        _add_row(found, row[tokens], row[tags_key], columns, where, number)
+        sentence = _row_sentence(row[tokens], row[tags_key], columns, where)
+        if sentence:
+            yield *sentence, number
 
 
-def _read_columnar(found: Sentences, what: str, columns: tuple[str, str]) -> str:
-    """The rows of a Parquet file or datasets directory into ``found``; returns the SHA-256
-    of what was read."""
+def _open_columnar(path: Path, what: str, columns: tuple[str, str]):
+    """The Parquet file or datasets directory ``path``, opened (``open_columnar``)."""
     from ...data.columnar import open_columnar, split_hint
 
-    path = found.path
     if not path.exists() and not path.is_symlink():
         split_hint(path, what)  # DIR/test of a DatasetDict without a test split
         raise not_found(what, path)
-    source = open_columnar(path, list(columns), what=what, lists=columns,
-                           hint="; name them with --tokens-column and --tags-column")
+    return open_columnar(path, list(columns), what=what, lists=columns,
+                         hint="; name them with --tokens-column and --tags-column")
+
+
+def _columnar_sentences(source, path: Path, what: str, columns: tuple[str, str]):
+    """(words, tags, row) of each sentence of an open columnar file, a batch at a time."""
     for first, batch in source.batches():
         for i, (words, tags) in enumerate(zip(*(batch[c] for c in columns))):
-            _add_row(found, words, tags, columns, f"{what} {path} row {first + i}", first + i)
-    return source.sha256
+            sentence = _row_sentence(words, tags, columns, f"{what} {path} row {first + i}")
+            if sentence:
+                yield *sentence, first + i
 
 
-def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | None = None,
-                   columns: tuple[str, str] = ("tokens", "tags")) -> Sentences:
-    """The sentences of a CoNLL, JSON Lines or columnar file (see the module doc).
+def _noting_text(lines, seen: list[bool]):
+    """``lines`` as they are, ``seen`` given True once one holds more than white space."""
+    for number, line in lines:
+        if not seen and line.strip():
+            seen.append(True)
+        yield number, line
+
+
+def sentence_chunks(path: str | Path, *, what: str = "--data", tag_column: int | None = None,
+                    columns: tuple[str, str] = ("tokens", "tags"), rows: int = CHUNK_ROWS
+                    ) -> Iterator[Sentences]:
+    """The sentences of a CoNLL, JSON Lines or columnar file (see the module doc), ``rows``
+    at a time, the file read as its lines (a columnar file's batches) come: each chunk a
+    ``Sentences`` whose ``sha256`` is the digest of the bytes read so far (the file's, once
+    the last chunk is out). What is held grows with the chunk, not the file.
 
     Args:
         path: the file.
         what: its flag, to start each message.
         tag_column: CoNLL: the field holding the tag (0 is the word); None: the last.
         columns: JSON Lines, Parquet, datasets: the fields of the words and of the tags.
+        rows: the sentences of a chunk.
 
     Raises:
-        UsageError: one line naming the file (and the line): missing or unreadable, not UTF-8,
-            a line with another number of fields, a tag not in BIO form, words and tags of
-            different lengths, no sentence at all; a columnar file without the columns, or
-            whose columns do not hold lists of text (``attnlab.data.columnar``).
+        UsageError: one line naming the file (and the line), once its line is read: missing
+            or unreadable, not UTF-8, a line with another number of fields, a tag not in BIO
+            form or spelled in two Unicode forms, words and tags of different lengths, no
+            sentence at all; a columnar file without the columns, or whose columns do not
+            hold lists of text (``attnlab.data.columnar``).
+
+    Examples:
+        >>> _ = Path("two.conll").write_text("John B-PER\\nran O\\n\\nParis B-LOC\\n")
+        >>> [(c.words, c.lines) for c in sentence_chunks("two.conll", rows=1)]
+        [([['John', 'ran']], [1]), ([['Paris']], [4])]
     """
-    found = Sentences(Path(path))
-    kind, text = file_kind(path), ""
+    path, kind = Path(path), file_kind(path)
+    seen: list[bool] = []  # a text file: whether a line holds more than white space
     if kind == "columnar":
-        found.sha256 = _read_columnar(found, what, columns)
+        source = _open_columnar(path, what, columns)
+        sentences, digest = _columnar_sentences(source, path, what, columns), \
+            (lambda: source.sha256)
     else:
-        data = read_bytes(path, what=what)
-        text = _decode(data, f"{what} {path}")
-        if kind == "jsonl":
-            _read_jsonl(text, found, what, columns)
-        else:
-            _read_conll(text, found, what, tag_column)
-        found.sha256 = hashlib.sha256(data).hexdigest()
-    if not found.words:
-        raise UsageError(f"{what} {path}: no sentence ({_why_none(kind, text)})")
+        hasher = hashlib.sha256()
+        lines = _noting_text(text_lines(path, hasher, what=what), seen)
+        sentences = (_jsonl_sentences(lines, path, what, columns) if kind == "jsonl"
+                     else _conll_sentences(lines, path, what, tag_column))
+        digest = hasher.hexdigest
     forms = OneSpelling(f"{what} {path}", "the tags")  # a tag in two Unicode forms: two tags
-    for tags, line in zip(found.tags, found.lines):
+    chunk = Sentences(path)
+    for words, tags, line in sentences:
+        if len(chunk) == rows:  # given once another sentence comes: the last, at the end
+            chunk.sha256 = digest()
+            yield chunk
+            chunk = Sentences(path)
         for tag in tags:
             forms.see(tag, lambda: f"the sentence at {place(path, line)}")
-    return found
+        chunk.words.append(words), chunk.tags.append(tags), chunk.lines.append(line)
+    if not chunk.words:
+        raise UsageError(f"{what} {path}: no sentence ({_why_none(kind, bool(seen))})")
+    chunk.sha256 = digest()  # the whole file's
+    yield chunk
 
 
-def _why_none(kind: str, text: str) -> str:
-    """Why a file gave no sentence: empty, or what its lines hold that is no sentence."""
-    if kind != "columnar" and not text.strip():
+def read_sentences(path: str | Path, *, what: str = "--data", tag_column: int | None = None,
+                   columns: tuple[str, str] = ("tokens", "tags")) -> Sentences:
+    """The sentences of a CoNLL, JSON Lines or columnar file, all of them:
+    ``sentence_chunks``' one chunk (with its arguments, checks and messages)."""
+    whole, = sentence_chunks(path, what=what, tag_column=tag_column, columns=columns,
+                             rows=sys.maxsize)
+    return whole
+
+
+def _why_none(kind: str, text: bool) -> str:
+    """Why a file gave no sentence: empty (no ``text``: no line holds more than white space),
+    or what its lines hold that is no sentence."""
+    if kind != "columnar" and not text:
         return "the file is empty"
     if kind == "conll":  # every other line is a word, or refused
         return f"its only lines are {DOCSTART} lines, which are skipped"
@@ -316,12 +359,12 @@ def split_name(key: str, part: Sentences, given: bool) -> str:
     return f"--{key} {part.path}" if given else f"the {key} sentences of --data {part.path}"
 
 
-def no_entity_note(part: Sentences, what: str, prefix: str) -> str | None:
-    """The warning for held-out sentences ``part`` (named ``what``) without an entity (every
-    tag ``O``): their entity scores (``prefix``: "val_", "test_") are 0 whatever the model
-    tags (recall is 0 of 0 entities, precision 0 of those it finds: 0/0 reads as 0, as in
-    ``scoring``)."""
-    if known_tags(part) != {"O"}:
+def no_entity_note(tags: set[str], what: str, prefix: str) -> str | None:
+    """The warning for held-out sentences (named ``what``, their ``known_tags`` ``tags``)
+    without an entity (every tag ``O``): their entity scores (``prefix``: "val_", "test_") are
+    0 whatever the model tags (recall is 0 of 0 entities, precision 0 of those it finds: 0/0
+    reads as 0, as in ``scoring``)."""
+    if tags != {"O"}:
         return None
     return (f"warning: {what}: no entity (every tag is 'O'), so {prefix}f1, {prefix}precision "
             f"and {prefix}recall are 0 whatever the model tags")
@@ -345,7 +388,7 @@ def held_out_notes(cfg: dict[str, Any], splits: dict[str, Sentences]) -> list[st
     name = {key: split_name(key, splits[key], bool(cfg.get(key))) for key in ("val", "test")}
     for key, what in name.items():
         notes.append(shared_sentences(splits["train"], splits[key], what))
-        notes.append(no_entity_note(splits[key], what, f"{key}_"))
+        notes.append(no_entity_note(known_tags(splits[key]), what, f"{key}_"))
         if key == "val" and notes[-1]:
             _check_monitor(cfg, what)
     chosen = chosen_by(name["val"], keep_best=bool(cfg.get("keep_best")),
@@ -367,15 +410,33 @@ def _check_monitor(cfg: dict[str, Any], val: str) -> None:
                          f"nothing; give a --val FILE with entities, or --monitor val_loss")
 
 
-def trained_note(cfg: RunSettings, part: Sentences) -> str | None:
-    """``held_out_notes``' warning for ``evaluate --data``'s sentences ``part``: some are
-    training sentences of the run, re-drawn from its files (None where those changed or moved
-    since: there is then nothing to compare with)."""
+def checked_chunks(cfg: RunSettings, path: str, rows: int = CHUNK_ROWS
+                   ) -> tuple[Callable[[], Iterator[Sentences]], int, str, list[str | None]]:
+    """``evaluate --data``'s first pass over the file ``path``: every sentence read and
+    checked (``sentence_chunks``; a tag that training never saw refused, ``check_tags``),
+    none kept, so that a bad line anywhere is refused before any sentence is scored. Returns
+    (a function that reads its chunks of ``rows`` sentences again, how many sentences there
+    are, the file's digest, the warnings ``held_out_notes`` gives a held-out file: sentences
+    that training has, re-drawn from the run's files (none said where those changed or moved
+    since: nothing to compare with), and no entity)."""
+    def read() -> Iterator[Sentences]:
+        return sentence_chunks(path, what="--data", tag_column=cfg.tag_column,
+                               columns=(cfg.tokens_column, cfg.tags_column), rows=rows)
+
+    known, tags, total = set(cfg.tags), set(), 0
     try:
-        train = load_splits(cfg, val_file=False)["train"]
+        shared = SharedCount(tuple(w) for w in load_splits(cfg, val_file=False)["train"].words)
     except UsageError:
-        return None
-    return shared_sentences(train, part, f"--data {part.path}")
+        shared = None
+    for part in read():
+        check_tags(part, known, "data")
+        tags |= known_tags(part)
+        total += len(part)
+        if shared is not None:
+            shared.see([tuple(w) for w in part.words], lambda: places(part.path, part.lines))
+    what = f"--data {part.path}"
+    return read, total, part.sha256, [shared and shared.note(what),
+                                      no_entity_note(tags, what, "test_")]
 
 
 def files_of(cfg: RunSettings) -> dict[str, str | None]:

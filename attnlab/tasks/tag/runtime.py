@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from functools import partial
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,23 +29,24 @@ from typing import Any
 import torch
 
 from ...data.resumable import ShuffledBatches, length_grouped
+from ...data.tables import CHUNK_ROWS, same_both_readings
 from ...errors import UsageError
 from ...models import BertTagger, SequenceClassifier
 from ...models.configs import BertClassifierConfig, SequenceClassifierConfig
-from ...notes import say
+from ...notes import progress, said_once, say
 from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import (SPECIAL_TOKENS, UNK_ID, WordTokenizer, in_form, note_cut,
                            note_unknown)
 from ...training.tagger import IGNORE
-from ..base import (FINITE, attends, config_from_run, each_input, input_name, loads, predicts,
-                    rng_kept, without_nan_metrics)
+from ..base import (FINITE, attends, config_from_run, each_input, input_name, loads, null_scores,
+                    predicts, rng_kept, said_nan, without_nan_metrics)
 from ..classify.pretrained import read_init
 from ..spaced_input import spaced_tokens
-from .data import (Sentences, check_tags, files_of, known_tags, load_splits, no_entity_note,
-                   read_file, shared_sentences, split_name, trained_note)
-from .scoring import entity_scores, format_table, per_type_table
+from .data import (Sentences, checked_chunks, files_of, known_tags, load_splits, no_entity_note,
+                   shared_sentences, split_name)
+from .scoring import EntityTally, entity_scores, format_table
 
 __all__ = ["build_model", "model_config_of", "Encoded", "encode_words", "make_batches",
            "run", "load", "input_reader", "predict_many", "evaluate", "attention_maps", "export_hf"]
@@ -315,12 +317,15 @@ def predict_tags(cfg: RunSettings, model, tokenizer, sentences: list[list[str]]
 def tag_metrics(true: list[list[str]], predicted: list[list[str]]) -> dict[str, Any]:
     """``test_f1``, ``test_precision``, ``test_recall`` (entities), ``test_accuracy``
     (words) and ``test_per_type``."""
-    s = entity_scores(true, predicted)
-    words = sum(map(len, true))
-    correct = sum(a == b for t, p in zip(true, predicted) for a, b in zip(t, p))
+    return _scores(EntityTally().add(true, predicted))
+
+
+def _scores(tally: EntityTally) -> dict[str, Any]:
+    """``tag_metrics`` of the sentences ``tally`` counted."""
+    s = tally.scores()
     return {"test_f1": s["f1"], "test_precision": s["precision"], "test_recall": s["recall"],
-            "test_accuracy": correct / words if words else 0.0,
-            "test_per_type": per_type_table(true, predicted)}
+            "test_accuracy": tally.right_words / tally.words if tally.words else 0.0,
+            "test_per_type": tally.per_type()}
 
 
 def _test(cfg, model, tokenizer, part: Sentences, run_dir: Path | None = None,
@@ -525,23 +530,38 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
 @rng_kept()  # a notebook's seeded draws after it are as before it
 def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[str, Any]:
     """The test metrics on ``data`` (a file in the run's format), or on the run's test split
-    (re-drawn with its seed, refused if the files changed); the per-type table on stderr."""
+    (re-drawn with its seed, refused if the files changed); the per-type table on stderr.
+    ``data`` is read and scored ``CHUNK_ROWS`` sentences at a time (``EntityTally``: the
+    metrics of all its sentences, exact), after a first pass that checks every sentence
+    (``checked_chunks``): what is held grows with the chunk, not the file, and a long file
+    says on stderr how far it is."""
     model, tokenizer = _load(run_dir, cfg)
     if data is not None:
-        part = read_file(cfg, "data", data)
-        check_tags(part, set(cfg.tags), "data")
-        what = f"--data {part.path}"
-        notes = [trained_note(cfg, part), no_entity_note(part, what, "test_")]
+        chunks, total, digest, notes = checked_chunks(cfg, data, CHUNK_ROWS)
+        what, chunk = f"--data {data}", CHUNK_ROWS
     else:
         check_test_files(files_of(cfg), cfg.data_sha256)
         splits = load_splits(cfg, val_file=False)
         part, what = splits["test"], split_name("test", splits["test"], bool(cfg.test))
         notes = [shared_sentences(splits["train"], part, what),
-                 no_entity_note(part, what, "test_")]
+                 no_entity_note(known_tags(part), what, "test_")]
+        chunks, total, chunk = (lambda: [part]), len(part), len(part)  # no progress to say
     _say_only_o(run_dir, cfg)
     for note in filter(None, notes):  # as train tag says them of its held-out splits
         print(note, file=sys.stderr, flush=True)
-    metrics = _test(cfg, model, tokenizer, part, run_dir, what)
+    tally, nan, started = EntityTally(), False, time.perf_counter()
+    with said_once(total):  # the words not read and the NaN outputs: said once, of them all
+        for part in chunks():
+            predicted, unread, finite = predict_tags(cfg, model, tokenizer, part.words)
+            unread.say(cfg)
+            before = tally.sentences
+            tally.add(part.tags, predicted)
+            nan |= said_nan(finite, [f"sentence {before + i} of {what}"
+                                     for i in range(1, len(part) + 1)], run_dir)
+            progress("evaluate", before, tally.sentences, total, started, chunk, "sentences")
+    if data is not None:
+        same_both_readings(part.path, digest, part.sha256)
+    metrics = null_scores(_scores(tally)) if nan else _scores(tally)
     print(format_table(metrics["test_per_type"]), file=sys.stderr)
     return metrics
 

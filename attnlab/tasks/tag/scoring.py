@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["entities", "entity_scores", "counts_by_type", "per_type_table", "format_table",
+__all__ = ["entities", "entity_scores", "EntityTally", "counts_by_type", "per_type_table", "format_table",
            "split_tag"]
 
 
@@ -89,28 +89,66 @@ def counts_by_type(true: Sequence[Sequence[str]], predicted: Sequence[Sequence[s
                 sum(1 for e in gold if e[0] == t)) for t in types}
 
 
+class EntityTally:
+    """Entity counts of each type (right, predicted, true), and counts of sentences and words
+    (all, right), of sentences given a chunk at a time (``add``): a sentence's entities are its own, so the
+    sums are those of all the sentences at once, and the scores of them (``scores``,
+    ``per_type``) exact, whatever the chunks.
+
+    Examples:
+        >>> tally = EntityTally().add([["B-PER", "O"]], [["B-PER", "O"]])
+        >>> tally.add([["B-LOC"]], [["O"]]).scores()["recall"], tally.words, tally.right_words
+        (0.5, 3, 2)
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict[str, tuple[int, int, int]] = {}
+        self.sentences = self.words = self.right_words = 0
+
+    def add(self, true: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
+            ) -> "EntityTally":
+        """Count the sentences ``true`` and their ``predicted`` tags; ``ValueError`` if the
+        two sides have different numbers of sentences or words."""
+        if [len(s) for s in true] != [len(s) for s in predicted]:
+            raise ValueError("true and predicted tags must have the same sentences and lengths")
+        for kind, counts in counts_by_type(true, predicted).items():
+            held = self.counts.get(kind, (0, 0, 0))
+            self.counts[kind] = tuple(a + b for a, b in zip(held, counts))
+        self.sentences += len(true)
+        self.words += sum(map(len, true))
+        self.right_words += sum(a == b for t, p in zip(true, predicted) for a, b in zip(t, p))
+        return self
+
+    def scores(self) -> dict[str, float]:
+        """Entity-level ``precision``, ``recall`` and ``f1`` (micro: over all types), and the
+        counts ``right``, ``predicted`` and ``true``."""
+        right, guessed, gold = (sum(c[i] for c in self.counts.values()) for i in range(3))
+        return {**_prf(right, guessed, gold), "right": right, "predicted": guessed,
+                "true": gold}
+
+    def per_type(self) -> list[dict[str, float | str]]:
+        """One row per entity type either side has, sorted by type: ``type``,
+        ``precision``, ``recall``, ``f1`` and ``support`` (the true entities of the type), as
+        the rows of seqeval's ``classification_report``."""
+        return [{"type": t, **_prf(*self.counts[t]), "support": self.counts[t][2]}
+                for t in sorted(self.counts)]
+
+
 def entity_scores(true: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
                   ) -> dict[str, float]:
     """Entity-level ``precision``, ``recall`` and ``f1`` (micro: over all types), and the
-    counts ``right``, ``predicted`` and ``true``.
+    counts ``right``, ``predicted`` and ``true`` (``EntityTally.scores``).
 
     Raises:
         ValueError: if the two sides have different numbers of sentences or words.
     """
-    if [len(s) for s in true] != [len(s) for s in predicted]:
-        raise ValueError("true and predicted tags must have the same sentences and lengths")
-    counts = counts_by_type(true, predicted).values()
-    right, guessed, gold = (sum(c[i] for c in counts) for i in range(3))
-    return {**_prf(right, guessed, gold), "right": right, "predicted": guessed, "true": gold}
+    return EntityTally().add(true, predicted).scores()
 
 
 def per_type_table(true: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
                    ) -> list[dict[str, float | str]]:
-    """One row per entity type either side has, sorted by type: ``type``, ``precision``,
-    ``recall``, ``f1`` and ``support`` (the true entities of the type), as the rows of
-    seqeval's ``classification_report``."""
-    return [{"type": t, **_prf(*c), "support": c[2]}
-            for t, c in counts_by_type(true, predicted).items()]
+    """``EntityTally.per_type`` of ``true`` and ``predicted``."""
+    return EntityTally().add(true, predicted).per_type()
 
 
 def format_table(rows: list[dict[str, float | str]]) -> str:
