@@ -355,9 +355,8 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
     splits["train"] = [pairs[i] for i in train_idx]
     if notes is not None:
         notes += _unlabelled_notes(cfg, (pairs, lines, path), splits, held_lines)
-    if notes is not None and not sets:
-        notes += _trained_inputs(splits, held_lines)
-        notes += _chosen_inputs(cfg, splits, held_lines)
+        if not sets:
+            notes += _trained_inputs(splits, held_lines) + _chosen_inputs(cfg, splits, held_lines)
     if sets:
         splits["features"] = features
     return splits
