@@ -5,7 +5,11 @@ worker that runs one of the module's tests; a session fixture here is trained on
 The run is shared, so a test must leave it as it found it: the fixture a test takes checks
 after the test that no file of the run was added, removed or rewritten (a test that writes into
 the run fails in its teardown, naming the files). A test that writes copies the run first.
+Also the worker's fork server (``forks``), which starts ``attnlab`` commands without their
+imports.
 """
+import os
+
 import pytest
 
 from attnlab.cli import main
@@ -41,3 +45,18 @@ def reverse_run(trained_reverse_run):
     before = files_of(trained_reverse_run)
     yield trained_reverse_run
     left_unchanged(before, trained_reverse_run)
+
+
+@pytest.fixture(scope="session")
+def forks(spawn_session, tmp_path_factory):
+    """The directory of an ``attnlab`` that runs each command in a process forked from this
+    worker's fork server (tests/forkserver.py), started at the first test that needs it: the
+    docs pages' commands, and the first process of a DDP run (tests/reliability/conftest.py)."""
+    from . import forkserver
+
+    where = tmp_path_factory.mktemp("forks")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ATTNLAB_RUN_DIR", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE")}
+    env["MPLBACKEND"] = "Agg"   # as the docs test's run_command sets it for every command
+    with forkserver.running(spawn_session, str(where), env):
+        yield where

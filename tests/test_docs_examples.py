@@ -215,20 +215,6 @@ def skipped(block: Block) -> bool:
     return "norun" in block.flags or ("slow" in block.flags and not SLOW)
 
 
-@pytest.fixture(scope="session")
-def forks(spawn_session, tmp_path_factory):
-    """The directory of an ``attnlab`` that runs each command in a process forked from this
-    worker's fork server (tests/forkserver.py), started at the first page that needs it."""
-    from . import forkserver
-
-    where = tmp_path_factory.mktemp("forks")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("ATTNLAB_RUN_DIR", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE")}
-    env["MPLBACKEND"] = "Agg"   # as run_command sets it for every command
-    with forkserver.running(spawn_session, str(where), env):
-        yield where
-
-
 # ---- the tests --------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))

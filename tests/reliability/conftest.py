@@ -83,9 +83,29 @@ def _ddp_command(task, out, *args):
              "--strategy", "ddp", "--accelerator", "cpu", *args], env)
 
 
+# How train_ddp gets the worker's fork server (tests/conftest.py's ``forks``), for the test
+# that runs (``_fork_server``): started at the first DDP run of the worker, not before.
+_forks = None
+
+
+@pytest.fixture(autouse=True)
+def _fork_server(request):
+    global _forks
+    _forks = lambda: request.getfixturevalue("forks")  # noqa: E731
+    yield
+    _forks = None
+
+
 def train_ddp(task, out, *args):
-    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in a real process."""
+    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in a real process: the
+    first started by the worker's fork server (tests/forkserver.py), so that of the two
+    processes' imports (most of such a run's time) only the second one's is paid; each process
+    still runs the command as a fresh ``attnlab`` would, Lightning starting the second with
+    ``python attnlab ...``. Signals are for ``start_ddp``'s run, a process of its own."""
     command, env = _ddp_command(task, out, *args)
+    if _forks is not None:
+        command = [os.path.join(_forks(), "attnlab"), *command[3:]]  # not `python -m attnlab`
+        env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
