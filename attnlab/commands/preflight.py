@@ -49,7 +49,7 @@ def check_out(out: str | Path, *, resume: bool) -> Path:
     return run_dir
 
 
-def claim(run_dir: Path, *, resume: bool) -> int | None:
+def claim(run_dir: Path, *, resume: bool, chosen: bool = False) -> int | None:
     """Make ``run_dir`` and hold it for this process: an exclusive ``flock`` on the directory,
     released when the returned descriptor is closed or the process ends (a killed run leaves
     no lock behind). A second ``attnlab train`` with the same ``--out`` started meanwhile is
@@ -57,8 +57,17 @@ def claim(run_dir: Path, *, resume: bool) -> int | None:
     empty directory before either wrote to it); under the lock ``check_out`` is asked again,
     for a run that finished in between. None where the file system has no locks for a
     directory (NFS: Linux takes ``flock`` there as a lock of a file open for writing, which a
-    directory cannot be) or the platform none (Windows): the run is then unguarded, as before."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    directory cannot be) or the platform none (Windows): the run is then unguarded, as before.
+
+    A name the run ``chosen`` itself (no ``--out``: ``runs/TASK-<timestamp>``) must not exist:
+    ``mkdir`` makes it for one process alone, and raises ``FileExistsError`` in any other, so
+    that runs started in the same second never share a directory, also without locks (the
+    tasks of a SLURM array, started together on NFS, all wrote into one and exited 0)."""
+    if chosen:
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir()
+    else:
+        run_dir.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
     except ImportError:

@@ -1,0 +1,46 @@
+"""A hyperparameter sweep: many `attnlab train` started at once (a shell loop with `&`, a SLURM
+array), each a run of its own, then compared. No two runs share a directory; nothing one run
+does removes another's files."""
+import errno
+import fcntl
+import time
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.commands import preflight
+
+from .conftest import TINY_REVERSE
+
+SECOND = "20260101-120000"
+
+
+def no_directory_locks(fd, operation):
+    """``fcntl.flock`` of a directory on NFS, where every task of a SLURM array writes: an
+    exclusive lock needs a file open for writing, which a directory cannot be."""
+    raise OSError(errno.EBADF, "Bad file descriptor")
+
+
+@pytest.mark.slow
+def test_runs_started_in_the_same_second_without_locks_get_a_directory_each(
+        tmp_path, monkeypatch, capsys):
+    """Two tasks of a SLURM array (no --out) started in the same second on NFS both chose
+    runs/reverse-<second>, both wrote into it and both exited 0: its config.yaml held one
+    run's learning rate, its weights and metrics.json possibly the other's. The name is made
+    by one process alone; the other takes the next one."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda fmt, *t: SECOND)
+    monkeypatch.setattr(fcntl, "flock", no_directory_locks)
+    first = tmp_path / "runs" / f"reverse-{SECOND}"
+    real_first_missing = preflight.first_missing
+
+    def the_other_run_makes_it_first(path):
+        if path.resolve() == first and not first.exists():
+            first.mkdir(parents=True)  # the other task, between this one's choice and mkdir
+        return real_first_missing(path)
+
+    monkeypatch.setattr(preflight, "first_missing", the_other_run_makes_it_first)
+    assert main(["train", "reverse", *TINY_REVERSE, "--max-steps", "2"]) == 0
+    assert list(first.iterdir()) == []  # the other run's, left to it
+    assert (tmp_path / "runs" / f"reverse-{SECOND}-2" / "model.safetensors").is_file()
+    assert f"attnlab train reverse -> runs/reverse-{SECOND}-2" in capsys.readouterr().err
