@@ -489,22 +489,42 @@ def first_missing(path: Path) -> Path:
     return top
 
 
-def discard_unstarted(run_dir: Path, *, found: str, created: Path | None = None) -> bool:
+def discard_unstarted(run_dir: Path, *, found: str, created: Path | None = None
+                      ) -> Path | None:
     """Remove what a run wrote if it died before its first checkpoint (nothing in it can be
     resumed, and the same command can then simply run again). ``found`` is what ``--out`` was
     before the run: ``"new"`` (the directory goes, with the parents the run made for it, from
-    ``created`` down), ``"empty"`` (its contents go; the directory the user made stays) or
-    ``"run"`` (``--resume`` of an existing run: nothing goes). Returns whether anything was
-    removed."""
+    ``created`` down, while they are empty: ``_remove_parents``), ``"empty"`` (its contents
+    go; the directory the user made stays) or ``"run"`` (``--resume`` of an existing run:
+    nothing goes). Returns the outermost directory removed (``run_dir`` for "empty"), or None
+    where nothing was."""
     run_dir = Path(run_dir)
     if found == "run" or has_checkpoint(run_dir) or not run_dir.is_dir():
-        return False
+        return None
     if found == "new":
-        shutil.rmtree(created or run_dir, ignore_errors=True)
-        return True
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return _remove_parents(run_dir, created)
     for child in run_dir.iterdir():
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)
         else:
             child.unlink(missing_ok=True)
-    return True
+    return run_dir
+
+
+def _remove_parents(run_dir: Path, created: Path | None) -> Path:
+    """Remove the parents of the removed ``run_dir`` that its run made (up to ``created``),
+    each only while empty: a run started at the same moment (``--out sweep/lr1`` beside
+    ``--out sweep/lr2``, ``sweep/`` made by whichever came first) may hold its own directory
+    in one, which removing the whole tree from ``created`` down took with it. Returns the
+    outermost directory removed."""
+    gone = run_dir
+    for parent in run_dir.parents:
+        if created is None or created not in (parent, *parent.parents):
+            break
+        try:
+            parent.rmdir()
+        except OSError:  # not empty: another run's
+            break
+        gone = parent
+    return gone

@@ -765,7 +765,7 @@ def _after_failure(e: BaseException, cfg: RunSettings, run_dir: Path,
         return e
     removed = preflight.discard_unstarted(run_dir, found=found, created=created)
     what = (f"removed what it wrote in {run_dir}" if found == "empty"  # the user's: it stays
-            else f"removed {created or run_dir}")
+            else f"removed {removed}")
     gone = f"{what}, so the same command can run again"
     if isinstance(e, UsageError) and removed:  # a data error found late: still one line
         return type(e)(f"{e} (the run stopped before its first checkpoint; {gone})")

@@ -44,3 +44,32 @@ def test_runs_started_in_the_same_second_without_locks_get_a_directory_each(
     assert list(first.iterdir()) == []  # the other run's, left to it
     assert (tmp_path / "runs" / f"reverse-{SECOND}-2" / "model.safetensors").is_file()
     assert f"attnlab train reverse -> runs/reverse-{SECOND}-2" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_at_once_leaves_the_run_started_beside_it(tmp_path, monkeypatch,
+                                                                    capsys):
+    """`--out sweep/lr1` and `--out sweep/lr2` started together, sweep/ made by whichever came
+    first: the one that failed before its first checkpoint removed sweep/ as a directory it
+    had made, the other run's checkpoint with it. Only its own directory goes, and the parents
+    it made while they are empty."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a few words of text. " * 20)
+    sweep = tmp_path / "sweep"
+    other = sweep / "lr2"
+    real_first_missing = preflight.first_missing
+
+    def the_other_run_starts_meanwhile(path):
+        made = real_first_missing(path)  # sweep/: it does not exist yet
+        (other / "checkpoints").mkdir(parents=True)
+        (other / "checkpoints" / "last.ckpt").write_bytes(b"the other run's step 10")
+        return made
+
+    monkeypatch.setattr(preflight, "first_missing", the_other_run_starts_meanwhile)
+    # 420 bytes pass the checks made before the run directory, but as ~120 words they hold no
+    # window of 41 tokens: found once the text is tokenised, in the run
+    assert main(["train", "lm", "--data", str(corpus), "--out", str(sweep / "lr1"),
+                 "--block-size", "40", "--tokenizer", "word", "--max-steps", "2"]) == 2
+    assert f"removed {sweep / 'lr1'}, so the same command" in capsys.readouterr().err
+    assert (other / "checkpoints" / "last.ckpt").read_bytes() == b"the other run's step 10"
+    assert sorted(p.name for p in sweep.iterdir()) == ["lr2"]
