@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..paths import check_output
+from ..paths import check_output, hold
 from ..settings import as_typed
 
 if TYPE_CHECKING:
@@ -50,14 +50,12 @@ def check_out(out: str | Path, *, resume: bool) -> Path:
 
 
 def claim(run_dir: Path, *, resume: bool, chosen: bool = False) -> int | None:
-    """Make ``run_dir`` and hold it for this process: an exclusive ``flock`` on the directory,
-    released when the returned descriptor is closed or the process ends (a killed run leaves
-    no lock behind). A second ``attnlab train`` with the same ``--out`` started meanwhile is
-    refused, naming it, instead of writing its files over the first one's (both checked an
-    empty directory before either wrote to it); under the lock ``check_out`` is asked again,
-    for a run that finished in between. None where the file system has no locks for a
-    directory (NFS: Linux takes ``flock`` there as a lock of a file open for writing, which a
-    directory cannot be) or the platform none (Windows): the run is then unguarded, as before.
+    """Make ``run_dir`` and hold it for this process (``paths.hold``: the descriptor of its
+    lock). A second ``attnlab train`` with the same ``--out`` started meanwhile is refused,
+    naming it, instead of writing its files over the first one's (both checked an empty
+    directory before either wrote to it); under the lock ``check_out`` is asked again, for a
+    run that finished in between. None where there are no locks (``hold``): the run is then
+    unguarded, as before.
 
     A name the run ``chosen`` itself (no ``--out``: ``runs/TASK-<timestamp>``) must not exist:
     ``mkdir`` makes it for one process alone, and raises ``FileExistsError`` in any other, so
@@ -68,24 +66,13 @@ def claim(run_dir: Path, *, resume: bool, chosen: bool = False) -> int | None:
         run_dir.mkdir()
     else:
         run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:
-        return None
-    fd = os.open(run_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        check_out(run_dir, resume=resume)
-    except BlockingIOError:
-        os.close(fd)
-        raise UsageError(f"--out {run_dir} is in use by another attnlab train running now; "
-                         f"wait for it to end, or choose another --out") from None
-    except UsageError:
-        os.close(fd)
-        raise
-    except OSError:  # no locks on this file system
-        os.close(fd)
-        return None
+    fd = hold(run_dir, "--out", "train")
+    if fd is not None:
+        try:
+            check_out(run_dir, resume=resume)
+        except UsageError:
+            os.close(fd)
+            raise
     return fd
 
 

@@ -1,16 +1,20 @@
 """A hyperparameter sweep: many `attnlab train` started at once (a shell loop with `&`, a SLURM
 array), each a run of its own, then compared. No two runs share a directory; nothing one run
-does removes another's files."""
+does removes another's files, and a corpus prepared by several of them at once is one
+corpus."""
 import errno
-import fcntl
+import os
 import time
 
 import pytest
 
 from attnlab.cli import main
 from attnlab.commands import preflight
+from attnlab.data import corpus as corpus_module
 
 from .conftest import TINY_REVERSE
+
+fcntl = pytest.importorskip("fcntl")  # (Windows has no locks: a run there is unguarded)
 
 SECOND = "20260101-120000"
 
@@ -73,3 +77,51 @@ def test_a_run_that_fails_at_once_leaves_the_run_started_beside_it(tmp_path, mon
     assert f"removed {sweep / 'lr1'}, so the same command" in capsys.readouterr().err
     assert (other / "checkpoints" / "last.ckpt").read_bytes() == b"the other run's step 10"
     assert sorted(p.name for p in sweep.iterdir()) == ["lr2"]
+
+
+# ---- prepare: one corpus, prepared by tasks started together ---------------------------------
+
+def test_a_prepare_of_an_out_another_prepare_is_writing_is_refused(tmp_path, capsys):
+    """Three `attnlab prepare corpus.txt --out P` started together wrote into the same
+    temporary files; the first said "prepared P", and the others' commits removed its
+    meta.json (no corpus left) and ended in a traceback. P is held while a prepare writes it:
+    another is refused in one line and leaves it as it was."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("to be or not to be\n" * 20)
+    out = tmp_path / "P"
+    out.mkdir()  # by the other prepare, still fitting its tokenizer: nothing written yet
+    held = os.open(out, os.O_RDONLY)  # what the prepare writing there holds
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert main(["prepare", str(corpus), "--out", str(out)]) == 2
+    finally:
+        os.close(held)
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"attnlab: error: --out {out} is in use by another attnlab "
+                                f"prepare running now; wait for it to end, or choose another "
+                                f"--out"], err
+    assert list(out.iterdir()) == []  # nothing of this one's mixed into the other's
+
+
+def test_a_prepare_that_finished_while_another_read_the_text_is_not_replaced(tmp_path,
+                                                                              monkeypatch,
+                                                                              capsys):
+    """Both found P empty; the one that finished first left a word corpus, and the other
+    replaced it with its own without --force (runs trained on the first then refuse to
+    evaluate). The one that comes second is refused as P holds a corpus now."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("to be or not to be\n" * 20)
+    out = tmp_path / "P"
+    real_count = corpus_module._count_characters
+
+    def the_other_prepare_finishes_meanwhile(*args, **kwargs):
+        counted = real_count(*args, **kwargs)
+        monkeypatch.setattr(corpus_module, "_count_characters", real_count)
+        corpus_module.prepare([corpus], out, tokenizer="word")
+        return counted
+
+    monkeypatch.setattr(corpus_module, "_count_characters", the_other_prepare_finishes_meanwhile)
+    assert main(["prepare", str(corpus), "--out", str(out), "--tokenizer", "char"]) == 2
+    assert (f"attnlab: error: --out {out} already holds a prepared corpus; add --force"
+            in capsys.readouterr().err)
+    assert corpus_module.read_meta(out)["tokenizer"] == "word"
