@@ -8,6 +8,7 @@ that dies before it leaves nothing that would block the same command from starti
 """
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
@@ -49,30 +50,35 @@ def check_out(out: str | Path, *, resume: bool) -> Path:
     return run_dir
 
 
-def claim(run_dir: Path, *, resume: bool, chosen: bool = False) -> int | None:
+def claim(run_dir: Path, *, resume: bool, new: bool = False) -> int | None:
     """Make ``run_dir`` and hold it for this process (``paths.hold``: the descriptor of its
     lock). A second ``attnlab train`` with the same ``--out`` started meanwhile is refused,
     naming it, instead of writing its files over the first one's (both checked an empty
     directory before either wrote to it); under the lock ``check_out`` is asked again, for a
     run that finished in between. None where there are no locks (``hold``): the run is then
-    unguarded, as before.
+    unguarded, as before, but for a ``new`` one.
 
-    A name the run ``chosen`` itself (no ``--out``: ``runs/TASK-<timestamp>``) must not exist:
-    ``mkdir`` makes it for one process alone, and raises ``FileExistsError`` in any other, so
-    that runs started in the same second never share a directory, also without locks (the
-    tasks of a SLURM array, started together on NFS, all wrote into one and exited 0)."""
-    if chosen:
-        run_dir.parent.mkdir(parents=True, exist_ok=True)
+    ``new``: ``run_dir`` did not exist when the run checked it (a default name,
+    ``runs/TASK-<timestamp>``, never does). ``mkdir`` makes it in one step with that check;
+    where another process made it meanwhile and no lock can tell whether that one writes
+    there, ``FileExistsError``: the tasks of a SLURM array started in the same second on NFS,
+    where a directory has no locks, all wrote into one and exited 0."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
         run_dir.mkdir()
-    else:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        another = False
+    except FileExistsError:
+        another = new  # (one that existed before the run is an --out the user gave)
     fd = hold(run_dir, "--out", "train")
-    if fd is not None:
-        try:
-            check_out(run_dir, resume=resume)
-        except UsageError:
-            os.close(fd)
-            raise
+    if fd is None:
+        if another:
+            raise FileExistsError(errno.EEXIST, "made by another process", str(run_dir))
+        return None
+    try:
+        check_out(run_dir, resume=resume)
+    except UsageError:
+        os.close(fd)
+        raise
     return fd
 
 

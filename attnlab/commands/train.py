@@ -565,21 +565,28 @@ _is_child = later_process
 def _claimed(cfg: RunSettings, run_dir: Path) -> tuple[Path, int | None, str, Path | None]:
     """(the run directory, ``preflight.claim``'s lock of it, what was there: "run", "empty"
     or "new", the first directory the run makes): for ``_after_failure``. A default run
-    directory (no --out) that a run started in the same second made first (``claim`` makes
-    it in one step, checks and all), holds, or has filled since, is passed over for the next
-    free name (-2, -3, ...): two runs started together each get their own. A DDP process other than the first claims nothing."""
+    directory (no --out) that a run started in the same second made first (``claim`` makes a
+    new one in one step with its check), holds, or has filled since, is passed over for the
+    next free name (-2, -3, ...): two runs started together each get their own. A new --out
+    another process made meanwhile, where no lock tells whether it writes there, is refused.
+    A DDP process other than the first claims nothing."""
     while True:
         found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
         created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
         if _is_child():
             return run_dir, None, found, created
         try:
-            return (run_dir, preflight.claim(run_dir, resume=cfg.resume, chosen=not cfg.out),
+            return (run_dir, preflight.claim(run_dir, resume=cfg.resume, new=found == "new"),
                     found, created)
-        except (UsageError, FileExistsError):
-            if cfg.out or not run_dir.is_dir():
+        except (UsageError, FileExistsError) as e:
+            if not cfg.out and run_dir.is_dir():
+                run_dir = _default_out(cfg.task)  # taken meanwhile: the next free name
+            elif isinstance(e, FileExistsError):
+                raise UsageError(f"--out {run_dir} was made by another process as this run "
+                                 f"started (another attnlab train with the same --out?); "
+                                 f"choose another --out") from None
+            else:
                 raise
-            run_dir = _default_out(cfg.task)  # taken meanwhile: the next free name
 
 
 def _choose_out(cfg: RunSettings) -> Path:

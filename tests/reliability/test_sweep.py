@@ -125,3 +125,29 @@ def test_a_prepare_that_finished_while_another_read_the_text_is_not_replaced(tmp
     assert (f"attnlab: error: --out {out} already holds a prepared corpus; add --force"
             in capsys.readouterr().err)
     assert corpus_module.read_meta(out)["tokenizer"] == "word"
+
+
+@pytest.mark.slow
+def test_a_new_out_another_run_made_meanwhile_without_locks_is_refused(tmp_path, monkeypatch,
+                                                                       capsys):
+    """Array tasks given one --out (a base --config that sets `out:`), started together on
+    NFS: each found it missing, each made it (`mkdir` of one that exists is no error) and all
+    trained into it. The check and the `mkdir` are one step: the one that comes second is
+    refused in one line and writes nothing there."""
+    monkeypatch.setattr(fcntl, "flock", no_directory_locks)
+    out = tmp_path / "sweep"
+    real_first_missing = preflight.first_missing
+
+    def the_other_run_makes_it_first(path):
+        made = real_first_missing(path)
+        (out / "logs").mkdir(parents=True)  # the other run, between this one's check and mkdir
+        return made
+
+    monkeypatch.setattr(preflight, "first_missing", the_other_run_makes_it_first)
+    assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("attnlab: error:") == 1, err
+    assert err.splitlines()[-1] == (f"attnlab: error: --out {out} was made by another process "
+                                    f"as this run started (another attnlab train with the same "
+                                    f"--out?); choose another --out"), err
+    assert [p.name for p in out.iterdir()] == ["logs"]  # the other run's, as it left it
