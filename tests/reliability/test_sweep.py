@@ -7,6 +7,7 @@ import os
 import time
 
 import pytest
+import torch
 
 from attnlab.cli import main
 from attnlab.commands import preflight
@@ -151,3 +152,37 @@ def test_a_new_out_another_run_made_meanwhile_without_locks_is_refused(tmp_path,
                                     f"as this run started (another attnlab train with the same "
                                     f"--out?); choose another --out"), err
     assert [p.name for p in out.iterdir()] == ["logs"]  # the other run's, as it left it
+
+
+# ---- a SLURM array: one process a task, not one job of many processes -------------------------
+
+ARRAY_TASK = {"SLURM_ARRAY_JOB_ID": "100", "SLURM_ARRAY_TASK_ID": "2",
+              "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "0",
+              "SLURM_ARRAY_TASK_MAX": "3", "SLURM_JOB_ID": "102", "SLURM_JOB_NAME": "sweep",
+              "SLURM_NTASKS": "1", "SLURM_NPROCS": "1", "SLURM_PROCID": "0",
+              "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_NNODES": "1",
+              "SLURM_JOB_NUM_NODES": "1", "SLURM_NTASKS_PER_NODE": "1",
+              "SLURM_TASKS_PER_NODE": "1", "SLURM_NODELIST": "n1", "SLURM_JOB_NODELIST": "n1"}
+SRUN_STEP = {"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "1", "SLURM_STEP_NUM_NODES": "1",
+             "SLURM_STEP_TASKS_PER_NODE": "1", "SLURM_STEP_NODELIST": "n1"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [{}, SRUN_STEP], ids=["sbatch-shell", "srun"])
+def test_a_slurm_array_task_trains_what_a_run_started_by_hand_does(tmp_path, monkeypatch, step):
+    """Task 2 of an array of 4 is one process with the whole training set: were it taken for
+    rank 2 of 4 processes, it would train on a quarter of the data (or wait for the others).
+    Its weights are those of the same command started by hand, to the bit."""
+    from safetensors.torch import load_file
+
+    argv = ["train", "reverse", *TINY_REVERSE, "--max-steps", "3", "--seed", "5"]
+    assert main([*argv, "--out", str(tmp_path / "by-hand")]) == 0
+    for key, value in {**ARRAY_TASK, **step}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 0  # the default run directory: one process, not a job of four
+    (task,) = (tmp_path / "runs").iterdir()
+    by_hand, in_array = (load_file(d / "model.safetensors") for d in (tmp_path / "by-hand", task))
+    assert by_hand.keys() == in_array.keys()
+    for name in by_hand:
+        assert torch.equal(by_hand[name], in_array[name]), name
