@@ -562,13 +562,15 @@ def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
 _is_child = later_process
 
 
-def _claimed(cfg: RunSettings, run_dir: Path) -> tuple[Path, int | None, str, Path | None]:
+def _claimed(cfg: RunSettings, run_dir: Path, new: bool = False
+             ) -> tuple[Path, int | None, str, Path | None]:
     """(the run directory, ``preflight.claim``'s lock of it, what was there: "run", "empty"
     or "new", the first directory the run makes): for ``_after_failure``. A default run
     directory (no --out) that a run started in the same second made first (``claim`` makes a
     new one in one step with its check), holds, or has filled since, is passed over for the
-    next free name (-2, -3, ...): two runs started together each get their own. A new --out
-    another process made meanwhile, where no lock tells whether it writes there, is refused.
+    next free name (-2, -3, ...): two runs started together each get their own. A ``new``
+    --out (free when checked) that another process made meanwhile, where no lock tells
+    whether that one writes there, is refused.
     A DDP process other than the first claims nothing."""
     while True:
         found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
@@ -576,8 +578,7 @@ def _claimed(cfg: RunSettings, run_dir: Path) -> tuple[Path, int | None, str, Pa
         if _is_child():
             return run_dir, None, found, created
         try:
-            return (run_dir, preflight.claim(run_dir, resume=cfg.resume, new=found == "new"),
-                    found, created)
+            return run_dir, preflight.claim(run_dir, resume=cfg.resume, new=new), found, created
         except (UsageError, FileExistsError) as e:
             if not cfg.out and run_dir.is_dir():
                 run_dir = _default_out(cfg.task)  # taken meanwhile: the next free name
@@ -658,6 +659,9 @@ def run(args: argparse.Namespace) -> int:
     # once nothing refuses the run: a refusal stays the one line of its error
     notes = vars(args).pop("flag_notes", [])
     cfg, checked = _configured(args.task, given, notes)
+    # whether --out is free (a default name always is): made by another process by the time
+    # this one makes it (the checks and Lightning's import, below, take seconds), it is theirs
+    new = not cfg.resume and not (cfg.out and os.path.lexists(cfg.out))
     run_dir = _preflight(args, cfg, notes)
     if run_dir is None:
         _say(notes)
@@ -672,7 +676,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = check_hardware(cfg, quiet=_is_child(), check_precision=check)
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
-    run_dir, lock, found, created = _claimed(cfg, run_dir)
+    run_dir, lock, found, created = _claimed(cfg, run_dir, new)
     # a new run records that its --epochs count the passes of all processes together
     cfg = cfg.derive(out=str(run_dir),
                      **({} if cfg.resume else {"epochs_of_all_processes": True}))

@@ -37,14 +37,14 @@ def test_runs_started_in_the_same_second_without_locks_get_a_directory_each(
     monkeypatch.setattr(time, "strftime", lambda fmt, *t: SECOND)
     monkeypatch.setattr(fcntl, "flock", no_directory_locks)
     first = tmp_path / "runs" / f"reverse-{SECOND}"
-    real_first_missing = preflight.first_missing
+    real_check_cluster = preflight.check_cluster
 
-    def the_other_run_makes_it_first(path):
-        if path.resolve() == first and not first.exists():
-            first.mkdir(parents=True)  # the other task, between this one's choice and mkdir
-        return real_first_missing(path)
+    def the_other_run_makes_it_meanwhile(*args, **kwargs):
+        # after this task chose the name, and seconds before it makes it (Lightning's import)
+        first.mkdir(parents=True, exist_ok=True)
+        return real_check_cluster(*args, **kwargs)
 
-    monkeypatch.setattr(preflight, "first_missing", the_other_run_makes_it_first)
+    monkeypatch.setattr(preflight, "check_cluster", the_other_run_makes_it_meanwhile)
     assert main(["train", "reverse", *TINY_REVERSE, "--max-steps", "2"]) == 0
     assert list(first.iterdir()) == []  # the other run's, left to it
     assert (tmp_path / "runs" / f"reverse-{SECOND}-2" / "model.safetensors").is_file()
@@ -137,14 +137,14 @@ def test_a_new_out_another_run_made_meanwhile_without_locks_is_refused(tmp_path,
     refused in one line and writes nothing there."""
     monkeypatch.setattr(fcntl, "flock", no_directory_locks)
     out = tmp_path / "sweep"
-    real_first_missing = preflight.first_missing
+    real_check_cluster = preflight.check_cluster
 
-    def the_other_run_makes_it_first(path):
-        made = real_first_missing(path)
-        (out / "logs").mkdir(parents=True)  # the other run, between this one's check and mkdir
-        return made
+    def the_other_run_makes_it_meanwhile(*args, **kwargs):
+        # after this run found --out free, and seconds before it makes it (Lightning's import)
+        (out / "logs").mkdir(parents=True, exist_ok=True)
+        return real_check_cluster(*args, **kwargs)
 
-    monkeypatch.setattr(preflight, "first_missing", the_other_run_makes_it_first)
+    monkeypatch.setattr(preflight, "check_cluster", the_other_run_makes_it_meanwhile)
     assert main(["train", "reverse", "--out", str(out), *TINY_REVERSE, "--max-steps", "2"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("attnlab: error:") == 1, err
