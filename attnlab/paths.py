@@ -24,8 +24,8 @@ from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["PATH_METAVARS", "check_named", "check_output", "empty_message", "is_special_file",
-           "not_found", "refuse_stream"]
+__all__ = ["PATH_METAVARS", "check_named", "check_output", "empty_message", "hold",
+           "is_special_file", "not_found", "refuse_stream"]
 
 # The placeholders (argparse's metavar) of the arguments that name a path, and what each names:
 # the one declaration by which every command's path argument, input or output, is refused when
@@ -105,6 +105,35 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
 
 # why a path that starts with '~' names no home directory here
 NOT_EXPANDED = "'~' is not expanded here (a quoted path, or one in a --config file)"
+
+
+def hold(directory: Path, flag: str, command: str) -> int | None:
+    """Hold the existing ``directory`` for this process while it writes there: an exclusive
+    ``flock``, released when the returned descriptor is closed or the process ends (a killed
+    process leaves no lock behind). None where the file system has no locks for a directory
+    (NFS: Linux takes ``flock`` there as a lock of a file open for writing, which a directory
+    cannot be) or the platform none (Windows): the directory is then unguarded.
+
+    Raises:
+        UsageError: another process holds it (two commands started together with the same
+            ``flag``, both having found it free), naming ``flag``, the directory and
+            ``attnlab command``.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError(f"{flag} {directory} is in use by another attnlab {command} running "
+                         f"now; wait for it to end, or choose another {flag}") from None
+    except OSError:  # no locks on this file system
+        os.close(fd)
+        return None
+    return fd
 
 
 def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:

@@ -8,13 +8,14 @@ that dies before it leaves nothing that would block the same command from starti
 """
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..paths import check_output
+from ..paths import check_output, hold
 from ..settings import as_typed
 
 if TYPE_CHECKING:
@@ -49,34 +50,35 @@ def check_out(out: str | Path, *, resume: bool) -> Path:
     return run_dir
 
 
-def claim(run_dir: Path, *, resume: bool) -> int | None:
-    """Make ``run_dir`` and hold it for this process: an exclusive ``flock`` on the directory,
-    released when the returned descriptor is closed or the process ends (a killed run leaves
-    no lock behind). A second ``attnlab train`` with the same ``--out`` started meanwhile is
-    refused, naming it, instead of writing its files over the first one's (both checked an
-    empty directory before either wrote to it); under the lock ``check_out`` is asked again,
-    for a run that finished in between. None where the file system has no locks for a
-    directory (NFS: Linux takes ``flock`` there as a lock of a file open for writing, which a
-    directory cannot be) or the platform none (Windows): the run is then unguarded, as before."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+def claim(run_dir: Path, *, resume: bool, new: bool = False) -> int | None:
+    """Make ``run_dir`` and hold it for this process (``paths.hold``: the descriptor of its
+    lock). A second ``attnlab train`` with the same ``--out`` started meanwhile is refused,
+    naming it, instead of writing its files over the first one's (both checked an empty
+    directory before either wrote to it); under the lock ``check_out`` is asked again, for a
+    run that finished in between. None where there are no locks (``hold``): the run is then
+    unguarded, as before, but for a ``new`` one.
+
+    ``new``: ``run_dir`` did not exist when the run checked it (a default name,
+    ``runs/TASK-<timestamp>``, never does). ``mkdir`` makes it in one step with that check;
+    where another process made it meanwhile and no lock can tell whether that one writes
+    there, ``FileExistsError``: the tasks of a SLURM array started in the same second on NFS,
+    where a directory has no locks, all wrote into one and exited 0."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
-        import fcntl
-    except ImportError:
+        run_dir.mkdir()
+        another = False
+    except FileExistsError:
+        another = new  # (one that existed before the run is an --out the user gave)
+    fd = hold(run_dir, "--out", "train")
+    if fd is None:
+        if another:
+            raise FileExistsError(errno.EEXIST, "made by another process", str(run_dir))
         return None
-    fd = os.open(run_dir, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         check_out(run_dir, resume=resume)
-    except BlockingIOError:
-        os.close(fd)
-        raise UsageError(f"--out {run_dir} is in use by another attnlab train running now; "
-                         f"wait for it to end, or choose another --out") from None
     except UsageError:
         os.close(fd)
         raise
-    except OSError:  # no locks on this file system
-        os.close(fd)
-        return None
     return fd
 
 
@@ -530,22 +532,42 @@ def first_missing(path: Path) -> Path:
     return top
 
 
-def discard_unstarted(run_dir: Path, *, found: str, created: Path | None = None) -> bool:
+def discard_unstarted(run_dir: Path, *, found: str, created: Path | None = None
+                      ) -> Path | None:
     """Remove what a run wrote if it died before its first checkpoint (nothing in it can be
     resumed, and the same command can then simply run again). ``found`` is what ``--out`` was
     before the run: ``"new"`` (the directory goes, with the parents the run made for it, from
-    ``created`` down), ``"empty"`` (its contents go; the directory the user made stays) or
-    ``"run"`` (``--resume`` of an existing run: nothing goes). Returns whether anything was
-    removed."""
+    ``created`` down, while they are empty: ``_remove_parents``), ``"empty"`` (its contents
+    go; the directory the user made stays) or ``"run"`` (``--resume`` of an existing run:
+    nothing goes). Returns the outermost directory removed (``run_dir`` for "empty"), or None
+    where nothing was."""
     run_dir = Path(run_dir)
     if found == "run" or has_checkpoint(run_dir) or not run_dir.is_dir():
-        return False
+        return None
     if found == "new":
-        shutil.rmtree(created or run_dir, ignore_errors=True)
-        return True
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return _remove_parents(run_dir, created)
     for child in run_dir.iterdir():
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)
         else:
             child.unlink(missing_ok=True)
-    return True
+    return run_dir
+
+
+def _remove_parents(run_dir: Path, created: Path | None) -> Path:
+    """Remove the parents of the removed ``run_dir`` that its run made (up to ``created``),
+    each only while empty: a run started at the same moment (``--out sweep/lr1`` beside
+    ``--out sweep/lr2``, ``sweep/`` made by whichever came first) may hold its own directory
+    in one, which removing the whole tree from ``created`` down took with it. Returns the
+    outermost directory removed."""
+    gone = run_dir
+    for parent in run_dir.parents:
+        if created is None or created not in (parent, *parent.parents):
+            break
+        try:
+            parent.rmdir()
+        except OSError:  # not empty: another run's
+            break
+        gone = parent
+    return gone

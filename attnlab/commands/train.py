@@ -578,23 +578,32 @@ def _refuse_unused(task, cfg: dict[str, Any], given: set[str]) -> None:
 _is_child = later_process
 
 
-def _claimed(cfg: RunSettings, run_dir: Path) -> tuple[Path, int | None, str, Path | None]:
+def _claimed(cfg: RunSettings, run_dir: Path, new: bool = False
+             ) -> tuple[Path, int | None, str, Path | None]:
     """(the run directory, ``preflight.claim``'s lock of it, what was there: "run", "empty"
     or "new", the first directory the run makes): for ``_after_failure``. A default run
-    directory (no --out) that a run started in the same second holds, or has filled since,
-    is passed over for the next free name (-2, -3, ...): two runs started together each get
-    their own. A DDP process other than the first claims nothing."""
+    directory (no --out) that a run started in the same second made first (``claim`` makes a
+    new one in one step with its check), holds, or has filled since, is passed over for the
+    next free name (-2, -3, ...): two runs started together each get their own. A ``new``
+    --out (free when checked) that another process made meanwhile, where no lock tells
+    whether that one writes there, is refused.
+    A DDP process other than the first claims nothing."""
     while True:
         found = "run" if cfg.resume else ("empty" if run_dir.is_dir() else "new")
         created = preflight.first_missing(run_dir)  # --out a/b/run may make a/ and a/b/ too
         if _is_child():
             return run_dir, None, found, created
         try:
-            return run_dir, preflight.claim(run_dir, resume=cfg.resume), found, created
-        except UsageError:
-            if cfg.out or not run_dir.is_dir():
+            return run_dir, preflight.claim(run_dir, resume=cfg.resume, new=new), found, created
+        except (UsageError, FileExistsError) as e:
+            if not cfg.out and run_dir.is_dir():
+                run_dir = _default_out(cfg.task)  # taken meanwhile: the next free name
+            elif isinstance(e, FileExistsError):
+                raise UsageError(f"--out {run_dir} was made by another process as this run "
+                                 f"started (another attnlab train with the same --out?); "
+                                 f"choose another --out") from None
+            else:
                 raise
-            run_dir = _default_out(cfg.task)  # taken meanwhile: the next free name
 
 
 def _choose_out(cfg: RunSettings) -> Path:
@@ -666,6 +675,9 @@ def run(args: argparse.Namespace) -> int:
     # once nothing refuses the run: a refusal stays the one line of its error
     notes = vars(args).pop("flag_notes", [])
     cfg, checked = _configured(args.task, given, notes)
+    # whether --out is free (a default name always is): made by another process by the time
+    # this one makes it (the checks and Lightning's import, below, take seconds), it is theirs
+    new = not cfg.resume and not (cfg.out and os.path.lexists(cfg.out))
     run_dir = _preflight(args, cfg, notes)
     if run_dir is None:
         _say(notes)
@@ -680,7 +692,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = check_hardware(cfg, quiet=_is_child(), check_precision=check)
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
-    run_dir, lock, found, created = _claimed(cfg, run_dir)
+    run_dir, lock, found, created = _claimed(cfg, run_dir, new)
     # a new run records that its --epochs count the passes of all processes together
     cfg = cfg.derive(out=str(run_dir),
                      **({} if cfg.resume else {"epochs_of_all_processes": True}))
@@ -780,7 +792,7 @@ def _after_failure(e: BaseException, cfg: RunSettings, run_dir: Path,
         return e
     removed = preflight.discard_unstarted(run_dir, found=found, created=created)
     what = (f"removed what it wrote in {run_dir}" if found == "empty"  # the user's: it stays
-            else f"removed {created or run_dir}")
+            else f"removed {removed}")
     gone = f"{what}, so the same command can run again"
     if isinstance(e, UsageError) and removed:  # a data error found late: still one line
         return type(e)(f"{e} (the run stopped before its first checkpoint; {gone})")

@@ -51,7 +51,7 @@ import torch
 from torch.utils.data import Dataset
 
 from ..errors import UsageError
-from ..paths import check_output, is_special_file, not_found
+from ..paths import check_output, hold, is_special_file, not_found
 from ..runs import naming, sync
 from ..settings import CorpusSettings, check_argument
 from ..tokenizers import (DEFAULT_FORM, TOKENIZER_KINDS, Tokenizer, pieces_notes,
@@ -503,15 +503,33 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     out = _check_out_dir(out_dir, paths, force)
     read_first: list[str] = []
     total, not_nfc = _count_characters(paths, chunk_chars, read_first, text_column)
-    created = not out.exists()
-    try:
+    with _held(out, lambda: _check_out_dir(out_dir, paths, force)):
         meta = _write_corpus(paths, out, tokenizer, vocab_size, val_fraction, chunk_chars, total,
                              read_first, text_column)
+    _say_form(paths, not_nfc, tokenizer, meta)
+    return meta
+
+
+@contextmanager
+def _held(out: Path, check):
+    """``out``, made if missing, held for this prepare (``paths.hold``) and ``check``-ed again
+    once held (another prepare of it may have finished meanwhile), while the body writes it;
+    what the body wrote under temporary names goes if it fails. Two prepares of one --out
+    started together (each task of a sweep preparing the corpus it trains on) wrote into the
+    same temporary files, and the second's commit removed the first's meta.json: the one that
+    said "prepared" left no corpus, the others a traceback."""
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    lock = hold(out, "--out", "prepare")  # (refused: nothing here is this prepare's to remove)
+    try:
+        check()
+        yield
     except BaseException:
         _remove_temporary(out, created)
         raise
-    _say_form(paths, not_nfc, tokenizer, meta)
-    return meta
+    finally:
+        if lock is not None:
+            os.close(lock)
 
 
 def _say_form(paths, not_nfc: list[int], tokenizer: str | Tokenizer, meta: dict) -> None:

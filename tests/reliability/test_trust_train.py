@@ -993,12 +993,12 @@ def test_a_default_run_directory_taken_after_it_was_chosen_is_passed_over(tmp_pa
     first = tmp_path / "runs" / "reverse-20260101-120000"
     real_claim = preflight.claim
 
-    def the_other_run_claims_first(run_dir, *, resume):
+    def the_other_run_claims_first(run_dir, **kw):
         if Path(run_dir).resolve() == first and not first.exists():
             first.mkdir(parents=True)  # the other run, between this one's choice and claim
             fcntl.flock(held := os.open(first, os.O_RDONLY), fcntl.LOCK_EX)
             the_other_run_claims_first.held = held
-        return real_claim(run_dir, resume=resume)
+        return real_claim(run_dir, **kw)
 
     monkeypatch.setattr(preflight, "claim", the_other_run_claims_first)
     try:
