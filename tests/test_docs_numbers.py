@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The units of measured memory and speed, the per-second ones before the sizes they start with;
@@ -185,3 +187,22 @@ def test_a_new_record_leaves_the_readmes_times_true():
     assert not _stress_campaign_as_timed(readme.replace("took 76 minutes", "took 60 minutes"),
                                          results)
     assert not _inner_loop_as_timed(readme.replace("36 s on two", "30 s on two"), results)
+
+
+LICENCES = Path("/usr/share/common-licenses")
+
+
+@pytest.mark.skipif(not LICENCES.is_dir(), reason="Debian's licence texts are not here")
+def test_the_licence_example_counts_the_characters_of_its_texts():
+    """docs/language_model.md once said 86 distinct characters where its five licence texts
+    have 82: the 86 are the character tokeniser's ids, with its 4 special tokens."""
+    from attnlab.tokenizers import CharTokenizer
+
+    page = _words(ROOT / "docs" / "language_model.md")
+    names = re.search(r"cat /usr/share/common-licenses/\{([^}]*)\}", page)[1].split(",")
+    text = "".join((LICENCES / name).read_text(encoding="utf-8") for name in names)
+    said = re.search(r"(\d+) distinct characters(?:, (\d+) token ids)?", page)
+    assert said, "docs/language_model.md no longer counts the licence texts' characters"
+    ids = CharTokenizer.fit([text]).vocab_size
+    assert (int(said[1]), said[2] and int(said[2])) == (len(set(text)), ids)
+    assert f"uniform guessing over the {ids} ids: {ids})" in page
