@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .test_docs_tables import fenced_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The units of measured memory and speed, the per-second ones before the sizes they start with;
@@ -20,8 +22,6 @@ NUMBER = r"\d[\d,]*(?:\.\d+)?"
 LIST = ", | and | or | / "
 # A quote may be a range ("160–180 jets/s"): both ends are quotes.
 QUOTE = re.compile(rf"(?<![\w.])(?:({NUMBER})\s*(?:–|-| to )\s*)?({NUMBER})\s*({UNITS})(?!\w)")
-# A fenced block is a command's printed output (an estimate the code computes), not a claim.
-FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 # A record may list several before the unit ("446, 445 and 473 MiB") or give KiB.
 RECORD = re.compile(rf"(?<![\w.])({NUMBER}(?:(?:{LIST}){NUMBER})*)\s*({UNITS}|KiB)(?!\w)")
 
@@ -38,7 +38,10 @@ def _words(path: Path) -> str:
 
 def _quotes(text: str) -> list[tuple[str, str]]:
     """Each number a page quotes with a unit, both ends of a range, outside fenced blocks."""
-    prose = re.sub(r"\s+", " ", FENCE.sub(" ", text))
+    # a fenced block is a command's printed output (an estimate the code computes), not a claim
+    lines = text.split("\n")
+    prose = re.sub(r"\s+", " ", " ".join(line for line, fenced in zip(lines, fenced_lines(text))
+                                          if not fenced))
     return [(number, unit) for low, high, unit in QUOTE.findall(prose)
             for number in (low, high) if number]
 
@@ -167,6 +170,7 @@ def test_the_check_finds_a_quote_nobody_recorded(tmp_path):
                                                    ("1.4", "MB/s")]
     assert _quotes("prepare says\n```console\nabout 250 MiB\n```\nthen 12 MiB") == [
         ("12", "MiB")]
+    assert _quotes("~~~\nabout 250 MiB\n~~~\n  ```\n1 GB\n  ```\nthen 12 MiB") == [("12", "MiB")]
     assert Path(__file__).resolve() not in [p.resolve() for p in _sources()]
     assert RECORD.findall("446, 445 and 473 MiB; 284,408 KiB") == [("446, 445 and 473", "MiB"),
                                                                    ("284,408", "KiB")]
