@@ -3,6 +3,7 @@
     python -m examples.run                      # all of them at full size, outputs saved in place
     python -m examples.run 03_translation       # one (a name, with or without .ipynb)
     python -m examples.run --check 01_attention_from_scratch   # run, save nothing
+    python -m examples.run --pages 03_translation   # renew its attention pages only (seconds)
 
 ``make notebooks`` is the first line. Each notebook runs in its own new temporary directory, so
 what it writes (runs, figures, data) stays out of ``examples/``; its outputs are written back
@@ -12,16 +13,25 @@ A notebook's first code cell holds its parameters (sizes, steps) and is tagged `
 ``execute(path, overrides={...})`` runs a cell with the overrides right after it. The
 notebook's metadata ``attnlab.small`` holds the overrides the tests (``tests/test_notebooks.py``)
 run it with: ``--small`` here does the same.
+
+``--pages`` trains nothing: each attention page (``AttentionView``) a notebook's outputs hold
+is rendered again from its own saved data by today's package (script, style, frame), which is
+what ``tests/test_notebooks.py`` compares with. A change of the page's data layout (what the
+notebook computes and puts in it) needs the full run instead.
 """
 from __future__ import annotations
 
 import argparse
+import html
+import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# The frame around a saved attention page has a random id per display (``AttentionView``).
+FRAME_ID = re.compile(r"attnlab-view-[0-9a-f]{12}")
 
 
 def notebooks(names: list[str] | None = None) -> list[Path]:
@@ -111,6 +121,57 @@ def coalesce_streams(outputs: list) -> list:
     return merged
 
 
+def saved_attention_pages(nb) -> list[tuple[int, dict]]:
+    """(cell index, output) of each attention page (``AttentionView``) a notebook's outputs
+    hold, the page's HTML in ``output.data["text/html"]``."""
+    return [(index, output) for index, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" for output in cell.outputs
+            if "attnlab-view-" in output.get("data", {}).get("text/html", "")]
+
+
+def page_in_frame(frame: str) -> str:
+    """The page (an HTML document) a saved frame shows: its ``srcdoc``, unescaped."""
+    return html.unescape(frame.split('srcdoc="', 1)[1].split('"', 1)[0])
+
+
+def todays_view(frame: str):
+    """Today's ``AttentionView`` of the data the saved ``frame``'s page holds.
+
+    Raises:
+        ValueError: if that data does not have the layout today's page reads (a full run of
+            the notebook renews it).
+    """
+    from attnlab.explorer import AttentionView, read_data
+
+    return AttentionView(read_data(page_in_frame(frame)))
+
+
+def renew_pages(path: Path, *, save: bool = True) -> int:
+    """Render each attention page the notebook at ``path`` shows again from its own saved data
+    with today's package (its frame keeps its id); write the notebook if one changed and
+    ``save``. Returns how many pages changed. Raises ``ValueError`` naming the cell whose data
+    today's page cannot read."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    changed = 0
+    for index, output in saved_attention_pages(nb):
+        saved = output.data["text/html"]
+        try:
+            view = todays_view(saved)
+        except ValueError as e:
+            raise ValueError(f"{path.name}, cell {index}: its saved attention data does not fit "
+                             f"today's page ({e}): run the whole notebook, python -m "
+                             f"examples.run {path.stem}") from None
+        today = FRAME_ID.sub(FRAME_ID.search(saved).group(0), view._repr_html_())
+        if today != saved:
+            output.data["text/html"] = today
+            changed += 1
+    if changed and save:
+        nbformat.write(nb, path)
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     import nbformat
 
@@ -119,8 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="run them, save nothing")
     p.add_argument("--small", action="store_true",
                    help="with the tests' sizes (implies --check: small outputs are not saved)")
+    p.add_argument("--pages", action="store_true",
+                   help="run nothing: render their attention pages again from the data saved in "
+                        "them, with today's attnlab (seconds; a change of the pages' data "
+                        "layout needs a full run)")
     args = p.parse_args(argv)
+    if args.pages and args.small:
+        p.error("--pages runs no cell: it takes no --small")
     args.check = args.check or args.small
+    if args.pages:
+        return main_pages(notebooks(args.names), save=not args.check)
     for path in notebooks(args.names):
         start = time.perf_counter()
         small = small_parameters(nbformat.read(path, as_version=4)) if args.small else None
@@ -129,6 +198,20 @@ def main(argv: list[str] | None = None) -> int:
             nbformat.write(nb, path)
         print(f"{path.name}: ran in {time.perf_counter() - start:.0f} s"
               + ("" if args.check else ", outputs saved"), flush=True)
+    return 0
+
+
+def main_pages(paths: list[Path], *, save: bool) -> int:
+    """``--pages``: renew the attention pages of ``paths``; 2 with one line on a page whose
+    data today's page cannot read."""
+    for path in paths:
+        try:
+            changed = renew_pages(path, save=save)
+        except ValueError as e:
+            print(f"examples.run: {e}", file=sys.stderr)
+            return 2
+        verb = "renewed" if save else "stale"
+        print(f"{path.name}: {changed} attention page{'s' * (changed != 1)} {verb}", flush=True)
     return 0
 
 

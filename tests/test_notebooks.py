@@ -10,7 +10,9 @@ import re
 import nbformat
 import pytest
 
-from examples.run import execute, notebooks, parameters_index, small_parameters
+from examples.run import (FRAME_ID, execute, main_pages, notebooks, page_in_frame,
+                          parameters_index, renew_pages, saved_attention_pages,
+                          small_parameters, todays_view)
 
 NOTEBOOKS = notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
@@ -306,30 +308,77 @@ def test_a_context_shorter_than_the_attention_sentence_still_runs_notebook_04(tm
 # The attention page a notebook shows is saved with its script, style and frame: a notebook run
 # before the explorer changed keeps showing the old page on GitHub and in Jupyter (its output is
 # not re-run). The frame's id is random per display.
-FRAME_ID = re.compile(r"attnlab-view-[0-9a-f]{12}")
-
-
-def saved_attention_pages(nb) -> list[tuple[int, str]]:
-    """(cell index, HTML) of each attention page (``AttentionView``) a notebook's outputs hold."""
-    return [(index, output.data["text/html"]) for index, cell in enumerate(nb.cells)
-            if cell.cell_type == "code" for output in cell.outputs
-            if "attnlab-view-" in output.get("data", {}).get("text/html", "")]
+def renew_hint(path) -> str:
+    return (f"renew its pages from their saved data in seconds: python -m examples.run --pages "
+            f"{path.stem} (a change of the page's data layout needs the full run: python -m "
+            f"examples.run {path.stem})")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_a_saved_attention_page_is_the_page_attnlab_makes_today(path):
     """Each saved page, rebuilt from its own data by today's package, is the same HTML: the
     explorer's script and style, the page around them and the frame that shows it. A stale one
-    means: re-run the notebook with ``python -m examples.run NAME``."""
-    import html
-
-    from attnlab.explorer import AttentionView, read_data
-
+    is renewed by ``python -m examples.run --pages NAME`` (what this test computes)."""
     nb = nbformat.read(path, as_version=4)
-    for index, saved in saved_attention_pages(nb):
-        page = html.unescape(saved.split('srcdoc="', 1)[1].split('"', 1)[0])
-        today = AttentionView(read_data(page))
-        assert page == today.html(), (f"{path.name}, cell {index}: the saved attention page is "
-                                      f"not today's: python -m examples.run {path.stem}")
+    for index, output in saved_attention_pages(nb):
+        saved = output.data["text/html"]
+        try:
+            today = todays_view(saved)
+        except ValueError as e:
+            pytest.fail(f"{path.name}, cell {index}: its saved attention data does not fit "
+                        f"today's page ({e}): run the whole notebook, python -m examples.run "
+                        f"{path.stem}")
+        assert page_in_frame(saved) == today.html(), (
+            f"{path.name}, cell {index}: the saved attention page is not today's: "
+            f"{renew_hint(path)}")
         assert FRAME_ID.sub("", saved) == FRAME_ID.sub("", today._repr_html_()), \
-            f"{path.name}, cell {index}: the frame around the page is not today's"
+            (f"{path.name}, cell {index}: the frame around the page is not today's: "
+             f"{renew_hint(path)}")
+
+
+def _with_a_stale_page(tmp_path):
+    """A copy of notebook 03 whose attention page is not today's: its script has a line today's
+    lacks, and page and frame another height rule."""
+    path = next(p for p in NOTEBOOKS if p.stem == "03_translation")
+    nb = nbformat.read(path, as_version=4)
+    (index, output), = saved_attention_pages(nb)
+    saved = output.data["text/html"]
+    head, tail = saved.replace("attnlabHeight", "height").rsplit("&lt;/script&gt;", 1)
+    output.data["text/html"] = head + "// an older explorer\n&lt;/script&gt;" + tail
+    copy = tmp_path / path.name
+    nbformat.write(nb, copy)
+    return copy, index, saved
+
+
+def test_pages_renews_a_stale_attention_page_from_its_saved_data(tmp_path, capsys):
+    """``python -m examples.run --pages NAME`` writes today's page and frame around the data
+    the notebook saved (the frame keeping its id), and changes nothing else; ``--check`` only
+    counts."""
+    copy, index, saved = _with_a_stale_page(tmp_path)
+    stale = copy.read_text(encoding="utf-8")
+    assert main_pages([copy], save=False) == 0
+    assert copy.read_text(encoding="utf-8") == stale
+    assert main_pages([copy], save=True) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{copy.name}: 1 attention page stale",
+                                                    f"{copy.name}: 1 attention page renewed"]
+    renewed = nbformat.read(copy, as_version=4)
+    assert renewed.cells[index].outputs == nbformat.read(
+        next(p for p in NOTEBOOKS if p.stem == copy.stem), as_version=4).cells[index].outputs
+    assert saved_attention_pages(renewed)[0][1].data["text/html"] == saved
+    assert renew_pages(copy) == 0  # renewed once, nothing left to renew
+
+
+def test_pages_stops_on_saved_data_todays_page_cannot_read(tmp_path, capsys):
+    copy, index, _ = _with_a_stale_page(tmp_path)
+    nb = nbformat.read(copy, as_version=4)
+    output = saved_attention_pages(nb)[0][1]
+    output.data["text/html"] = output.data["text/html"].replace("&quot;layers&quot;",
+                                                                "&quot;levels&quot;", 1)
+    nbformat.write(nb, copy)
+    before = copy.read_text(encoding="utf-8")
+    assert main_pages([copy], save=True) == 2
+    err = capsys.readouterr().err
+    assert err == (f"examples.run: {copy.name}, cell {index}: its saved attention data does not "
+                   "fit today's page (attention data has no 'layers'): run the whole notebook, "
+                   "python -m examples.run 03_translation\n")
+    assert copy.read_text(encoding="utf-8") == before
