@@ -32,7 +32,7 @@ def test_an_epochs_run_of_one_process_resumed_on_two_is_refused(tmp_path, capsys
     out = tmp_path / "run"
     assert TINY_REVERSE[0] == "--max-steps"  # left out: the budget is --epochs
     args = ["train", "reverse", "--out", str(out), *TINY_REVERSE[2:], "--no-early-stop"]
-    assert main([*args, "--epochs", "1", "--accelerator", "cpu"]) == 0
+    assert main([*args, "--epochs", "1", "--accumulate", "2", "--accelerator", "cpu"]) == 0
     before = _checksums(out)
     capsys.readouterr()
     assert main([*args, "--resume", "--epochs", "2", "--devices", "2", "--strategy", "ddp",
@@ -42,7 +42,7 @@ def test_an_epochs_run_of_one_process_resumed_on_two_is_refused(tmp_path, capsys
                     "had 1, and its budget, --epochs 2, counts steps of the batches of 1 "
                     "process: on 2 it would train fewer epochs than that; resume it on 1 "
                     "process, or give --max-steps N in place of --epochs (the step to end at; "
-                    "it has done 8)"), line
+                    "it has done 4)"), line
     assert _checksums(out) == before
 
 
@@ -68,16 +68,18 @@ def test_an_epochs_run_of_two_processes_resumed_on_one_is_refused(tmp_path, caps
 @pytest.mark.slow  # trains two DDP processes
 def test_an_epochs_run_resumed_on_two_processes_with_max_steps_trains_to_them(tmp_path, capsys):
     """A user who lost a node (or gained one) continues with the way out the refusal names:
-    the budget becomes --max-steps, recorded so, and the run trains to that step."""
+    the budget becomes --max-steps, recorded so, and the run trains to that step (the run
+    takes 2 batches a step, which two processes share: one each)."""
     out = tmp_path / "run"
     args = [*TINY_REVERSE[2:], "--no-early-stop"]
     assert main(["train", "reverse", "--out", str(out), *args, "--epochs", "1",
-                 "--accelerator", "cpu"]) == 0
+                 "--accumulate", "2", "--accelerator", "cpu"]) == 0
     capsys.readouterr()
     done = train_ddp("reverse", out, *args, "--resume", "--max-steps", "12")
     assert done.returncode == 0, done.stderr
     saved = read_yaml(out / "config.yaml")
-    assert (saved["max_steps"], saved["epochs"], saved["devices"]) == (12, None, 2), saved
+    assert (saved["max_steps"], saved["epochs"], saved["devices"], saved["accumulate"]) == (
+        12, None, 2, 1), saved
     assert json.loads((out / "metrics.json").read_text())["steps"] == 12
 
 
