@@ -193,14 +193,16 @@ def processes_of(values: dict[str, Any]) -> int:
 def check_epoch_processes(saved: dict[str, Any], cfg: RunSettings,
                           run_dir: Path | None = None) -> None:
     """Refuse ``--resume`` of a run whose budget is ``--epochs`` on another number of processes
-    (``--devices`` × ``--num-nodes``) than config.yaml's: its steps are counted in batches of
-    all the processes, so the steps done and the steps the epochs make on the new number do
-    not add up. A run of one epoch on two processes (20 steps) resumed on one to --epochs 2
-    trained to step 80, 2.5 epochs, without a word (one resumed on more: fewer than asked).
-    The way out it names: ``--max-steps`` in place of ``--epochs`` (a step budget, which
-    another number of processes continues). A run made before ``epochs_of_all_processes``
-    counted each process's passes, a budget in steps that no number of processes changes:
-    it passes."""
+    (``--devices`` × ``--num-nodes``) than config.yaml's. Each step keeps the run's batches
+    (``kept_accumulate``), but an epoch's steps are counted from each process's share of its
+    batches (``settings.steps_of_epochs``), and the batches the new processes cannot share
+    evenly are left out of it: there the steps done and those the epochs make do not add up
+    (a run of 1 process, 2 batches a step, over 41 batches: 21 steps an epoch; on 2 processes:
+    20). Whether they do is known only once the data is read, after the run directory is, so
+    it is refused here, naming the way out: ``--max-steps`` in place of ``--epochs`` (a step
+    budget, which another number of processes continues). A run made before
+    ``epochs_of_all_processes`` counted each process's passes, a budget in steps that no
+    number of processes changes: it passes."""
     from ..settings import processes
 
     if (not cfg.epochs or saved.get("devices") is None
@@ -212,9 +214,10 @@ def check_epoch_processes(saved: dict[str, Any], cfg: RunSettings,
     flags = _moved_flags(saved, {key: getattr(cfg, key) for key in ("devices", "num_nodes")})
     done = steps_done(run_dir) if run_dir is not None else None
     raise UsageError(f"--resume: {flags} trains on {_processes(now)} where the run had "
-                     f"{before}, and its budget, --epochs {cfg.epochs}, counts steps of the "
-                     f"batches of {_processes(before)}: on {now} it would train "
-                     f"{'more' if now < before else 'fewer'} epochs than that; resume it on "
+                     f"{before}, and its budget, --epochs {cfg.epochs}, counts the steps of an "
+                     f"epoch shared out to {_processes(before)}: on {now} the batches that do "
+                     f"not share evenly are left out, so the steps done and those the epochs "
+                     f"make may not add up; resume it on "
                      f"{_processes(before)}, or give --max-steps N in place of --epochs (the "
                      f"step to end at{f'; it has done {done}' if done is not None else ''})")
 
