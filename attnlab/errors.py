@@ -58,7 +58,8 @@ class Interrupted(BaseException):
 
 
 class RankFailed(Exception):
-    """Another process of a DDP run (a rank) ended in error before it joined the others.
+    """Another process of a DDP run (a rank) ended in error: before it joined the others, or
+    while the run trained (killed by a signal, or exited on an error of its own).
 
     Not the user's input: the CLI prints the message as one line and exits 1 (an internal
     fault: a bug, an import error, a kill for lack of memory; the rank's own traceback says

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["check_out", "resume_conflicts", "finished_message", "check_budget", "check_cluster",
            "check_memory", "has_checkpoint", "claim", "discard_unstarted", "first_missing",
            "available_memory", "cgroup_available", "check_resumed_precision", "PRECISION_ON_CPU",
-           "RESUMABLE", "resume_notes", "check_epoch_processes", "kept_accumulate"]
+           "RESUMABLE", "resume_notes", "check_epoch_processes", "kept_accumulate", "given_as"]
 
 # Settings a --resume may change: how long, where and how fast a run trains, not what it
 # learns. The step budget may grow; validation does not move the random state
@@ -118,13 +118,14 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
     # the ones the run started on (``check_data_files``), which a path cannot say
     pinned = saved.get("data_sha256") or {}
     for key, value in sorted(given.items()):
-        if key in RESUMABLE or key in pinned or value is None:
+        # --accumulate may change with the processes, to the one value that keeps the run's
+        # batches a step: kept_accumulate checks it against that
+        if key in RESUMABLE or key in pinned or key == "accumulate" or value is None:
             continue
         saved_value = saved.get(key, defaults.get(key))
         if not _same(key, value, saved_value):
             had = as_typed(key, saved_value) if isinstance(saved_value, bool) else saved_value
-            said = (f"{key}: {value} in --config {config_file}" if key in from_file
-                    else as_typed(key, value))
+            said = given_as(key, value, config_file if key in from_file else None)
             differ.append(f"{said} (the run has {'none' if had is None else had})")
             keys.add(key)
     if differ:
@@ -132,6 +133,12 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
         raise UsageError(f"--resume: {'; '.join(differ)} — a run continues with the settings of "
                          f"{run_dir}/config.yaml: drop the {what}, or start a new run with "
                          f"another --out")
+
+
+def given_as(key: str, value: Any, config_file: str | None = None) -> str:
+    """A setting as the user gave it: its flag (``--accumulate 2``), or, from ``--config
+    config_file``, its key there (``accumulate: 2 in --config run.yaml``)."""
+    return f"{key}: {value} in --config {config_file}" if config_file else as_typed(key, value)
 
 
 def check_resumed_precision(run_dir: Path, asked: str, runs: str, *,
@@ -188,14 +195,16 @@ def processes_of(values: dict[str, Any]) -> int:
 def check_epoch_processes(saved: dict[str, Any], cfg: RunSettings,
                           run_dir: Path | None = None) -> None:
     """Refuse ``--resume`` of a run whose budget is ``--epochs`` on another number of processes
-    (``--devices`` × ``--num-nodes``) than config.yaml's: its steps are counted in batches of
-    all the processes, so the steps done and the steps the epochs make on the new number do
-    not add up. A run of one epoch on two processes (20 steps) resumed on one to --epochs 2
-    trained to step 80, 2.5 epochs, without a word (one resumed on more: fewer than asked).
-    The way out it names: ``--max-steps`` in place of ``--epochs`` (a step budget, which
-    another number of processes continues). A run made before ``epochs_of_all_processes``
-    counted each process's passes, a budget in steps that no number of processes changes:
-    it passes."""
+    (``--devices`` × ``--num-nodes``) than config.yaml's. Each step keeps the run's batches
+    (``kept_accumulate``), but an epoch's steps are counted from each process's share of its
+    batches (``settings.steps_of_epochs``), and the batches the new processes cannot share
+    evenly are left out of it: there the steps done and those the epochs make do not add up
+    (a run of 1 process, 2 batches a step, over 41 batches: 21 steps an epoch; on 2 processes:
+    20). Whether they do is known only once the data is read, after the run directory is, so
+    it is refused here, naming the way out: ``--max-steps`` in place of ``--epochs`` (a step
+    budget, which another number of processes continues). A run made before
+    ``epochs_of_all_processes`` counted each process's passes, a budget in steps that no
+    number of processes changes: it passes."""
     from ..settings import processes
 
     if (not cfg.epochs or saved.get("devices") is None
@@ -204,13 +213,13 @@ def check_epoch_processes(saved: dict[str, Any], cfg: RunSettings,
     before, now = processes_of(saved), processes(cfg)
     if now == before:
         return
-    flags = " ".join(f"--{key.replace('_', '-')} {getattr(cfg, key)}"
-                     for key in ("devices", "num_nodes") if getattr(cfg, key) != saved.get(key))
+    flags = _moved_flags(saved, {key: getattr(cfg, key) for key in ("devices", "num_nodes")})
     done = steps_done(run_dir) if run_dir is not None else None
     raise UsageError(f"--resume: {flags} trains on {_processes(now)} where the run had "
-                     f"{before}, and its budget, --epochs {cfg.epochs}, counts steps of the "
-                     f"batches of {_processes(before)}: on {now} it would train "
-                     f"{'more' if now < before else 'fewer'} epochs than that; resume it on "
+                     f"{before}, and its budget, --epochs {cfg.epochs}, counts the steps of an "
+                     f"epoch shared out to {_processes(before)}: on {now} the batches that do "
+                     f"not share evenly are left out, so the steps done and those the epochs "
+                     f"make may not add up; resume it on "
                      f"{_processes(before)}, or give --max-steps N in place of --epochs (the "
                      f"step to end at{f'; it has done {done}' if done is not None else ''})")
 
@@ -223,13 +232,19 @@ def step_batches(values: dict[str, Any]) -> int:
     return int(values.get("accumulate") or 1) * processes_of(values)
 
 
-def kept_accumulate(saved: dict[str, Any], asked: dict[str, Any]) -> int:
+def kept_accumulate(saved: dict[str, Any], asked: dict[str, Any], given: Any = None, *,
+                    said: str = "") -> int:
     """The ``--accumulate`` a ``--resume`` on ``asked``'s number of processes trains with: the
-    one that keeps the run's ``step_batches`` (two processes resumed on one: twice the
-    run's), where they share them evenly; else the run's own (``_step_note`` says what that
-    does to each step). A run resumed on another number of processes otherwise halved (or
-    doubled) the examples of each step without a word, and trained on to other losses than
-    it would have.
+    one that keeps the run's ``step_batches`` (two processes resumed on one: twice the run's).
+    A run resumed on another number of processes otherwise halved (or doubled) the examples
+    of each step without a word, and trained on to other losses than it would have.
+
+    Raises:
+        UsageError: where those processes cannot share the run's batches a step evenly (a run
+            of 1 batch a step resumed on 2: each step would learn from more examples, another
+            recipe, which ``RESUMABLE`` does not allow), naming the numbers of processes that
+            can; or where ``given`` (an ``--accumulate`` given now, ``said`` as the user wrote
+            it: the flag, or the key of a --config file) is another value than the kept one.
 
     Examples:
         >>> kept_accumulate({"devices": 2, "accumulate": 1}, {"devices": 1})
@@ -237,25 +252,40 @@ def kept_accumulate(saved: dict[str, Any], asked: dict[str, Any]) -> int:
         >>> kept_accumulate({"devices": 1, "accumulate": 4}, {"devices": 2})
         2
     """
-    whole, left = divmod(step_batches(saved), processes_of(asked))
-    return whole if whole and not left else int(saved.get("accumulate") or 1)
+    before, now = step_batches(saved), processes_of(asked)
+    whole, left = divmod(before, now)
+    of = f"batch{'es' * (before > 1)} of {saved.get('batch_size')}"
+    if left or not whole:
+        fit = [str(n) for n in range(1, before + 1) if before % n == 0]
+        fit_text = (f"{', '.join(fit[:-1])} or {fit[-1]}" if len(fit) > 1 else fit[0])
+        init = f", from its weights with --init {asked.get('out')}" if "init" in saved else ""
+        raise UsageError(
+            f"--resume: {_moved_flags(saved, asked)} trains on {_processes(now)} where the run "
+            f"had {processes_of(saved)}, which cannot share its {before} {of} a step "
+            f"(--accumulate {int(saved.get('accumulate') or 1)} on "
+            f"{_processes(processes_of(saved))}) evenly: each step would learn from another "
+            f"number of examples than the run's; resume it on {fit_text} "
+            f"process{'es' * (fit != ['1'])}, or start a new run with another --out{init}")
+    if given is not None and str(given) != str(whole):
+        raise UsageError(f"--resume: {said or f'--accumulate {given}'}: on {_processes(now)} this "
+                         f"run goes on with --accumulate {whole}, so that each step takes its "
+                         f"{before} {of} as the run's did; give {whole}, or leave it out")
+    return whole
+
+
+def _moved_flags(saved: dict[str, Any], asked: dict[str, Any]) -> str:
+    """The --devices and --num-nodes of ``asked`` that differ from the run's ``saved``."""
+    return " ".join(f"--{key.replace('_', '-')} {asked.get(key)}"
+                    for key in ("devices", "num_nodes")
+                    if (asked.get(key) or 1) != (saved.get(key) or 1))
 
 
 def _step_note(saved: dict[str, Any], given: dict[str, Any]) -> str | None:
     """What ``kept_accumulate`` did to the run's steps on the processes ``given``: each still
-    takes the run's batches (--accumulate changed), or, where those processes cannot share
-    them evenly (a run of 1 batch a step resumed on 2), each takes more or fewer than the
-    run's, which trains on (refusing it would leave a user who gained a node no way on:
-    --accumulate and --batch-size stay the run's) but not as the run would have."""
+    takes the run's batches, with another --accumulate."""
     accumulate, had = int(given.get("accumulate") or 1), int(saved.get("accumulate") or 1)
-    before, now = step_batches(saved), step_batches(given)
+    before = step_batches(saved)
     of = f"batch{'es' * (before > 1)} of {saved.get('batch_size')}"
-    if before != now:
-        return (f"note: --resume: each step now takes {now} batches of "
-                f"{saved.get('batch_size')}, where the run's took {before} (--accumulate {had} "
-                f"on {_processes(processes_of(saved))}, which {processes_of(given)} processes "
-                f"cannot share evenly): its losses will not go on as the run's would have; "
-                f"resume it on a number of processes that divides {before} to keep its steps")
     if accumulate != had:
         return (f"note: --resume: --accumulate {accumulate} in place of the run's {had}, so "
                 f"that each step still takes its {before} {of} (the schedule and the data's "

@@ -128,7 +128,8 @@ def configure(task_name: str, given: dict[str, Any], notes_out: list[str] | None
                                {**file_cfg, **given}, task.recipes[recipe].get(
                                    "schedule", cfg["schedule"]), cfg["schedule"])
     if resuming:
-        _kept_on_resume(cfg, previous, {**file_cfg, **given})
+        _kept_on_resume(cfg, previous, {**file_cfg, **given}, _accumulate_given(
+            file_cfg, given, recorded))
         if {**file_cfg, **given}.get("max_steps") is not None:  # _one_budget let it replace
             cfg["epochs"] = None  # the run's --epochs: the budget is the steps now
     cfg["task"] = task_name
@@ -233,15 +234,32 @@ def _as_trained(task, cfg: dict[str, Any]) -> None:
         cfg.pop("max_steps", None)
 
 
-def _kept_on_resume(cfg: dict[str, Any], previous: dict[str, Any], given: dict[str, Any]) -> None:
+def _kept_on_resume(cfg: dict[str, Any], previous: dict[str, Any], given: dict[str, Any],
+                    accumulate: tuple[Any, str]) -> None:
     """--resume: a setting given again as 'auto' keeps what it chose when the run started; a
     data file given at its new path is recorded absolute (``moved_data``); on another number
     of processes, --accumulate keeps the run's batches a step (``kept_accumulate``: worked out
-    by every process from config.yaml, which nothing rewrites before training ends)."""
+    by every process from config.yaml, which nothing rewrites before training ends), and one
+    given (``accumulate``: ``_accumulate_given``) must be that one."""
     cfg.update({k: previous[k] for k, v in cfg.items()
                 if v == "auto" and isinstance(previous.get(k), str)})
     cfg.update(moved_data(previous, given))
-    cfg["accumulate"] = preflight.kept_accumulate(previous, cfg)
+    cfg["accumulate"] = preflight.kept_accumulate(
+        previous, {**cfg, "out": cfg.get("out") or given.get("out")}, accumulate[0],
+        said=accumulate[1])
+
+
+def _accumulate_given(file_cfg: dict[str, Any], given: dict[str, Any],
+                      recorded: bool) -> tuple[Any, str]:
+    """The --accumulate given to a --resume (None: none), and how it was given: the flag, or
+    the key of a --config file (a run's own config.yaml, given back, asks nothing: it holds
+    what the run had)."""
+    if given.get("accumulate") is not None:
+        return given["accumulate"], preflight.given_as("accumulate", given["accumulate"])
+    if not recorded and file_cfg.get("accumulate") is not None:
+        return file_cfg["accumulate"], preflight.given_as(
+            "accumulate", file_cfg["accumulate"], given.get("config"))
+    return None, ""
 
 
 def _check_monitoring(task, cfg: dict[str, Any]) -> None:

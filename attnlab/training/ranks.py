@@ -120,17 +120,23 @@ def _how(code: int) -> str:
 
 
 def _dead(procs: list[subprocess.Popen]) -> tuple[int, subprocess.Popen] | None:
-    """(rank, process) of the first of ``procs`` (rank 1, 2, ...) that has ended in error."""
-    for rank, proc in enumerate(procs, start=1):
-        if proc.poll():
-            return rank, proc
-    return None
+    """(rank, process) of the rank of ``procs`` (rank 1, 2, ...) that has ended in error: the
+    first killed by a signal, the one that died (the others may since have exited with status
+    1 on the collective its death broke), else the first in order."""
+    ended = [(rank, proc) for rank, proc in enumerate(procs, start=1) if proc.poll()]
+    return min(ended, key=lambda ended: ended[1].returncode > 0, default=None)
 
 
 def _failure(rank: int, proc: subprocess.Popen) -> RankFailed:
-    """The one line of a rank that died while the run trained, whichever way rank 0 learns
+    """The one line of a rank that ended while the run trained, whichever way rank 0 learns
     of it (its broken collective, ``failed``; the watch); exit 1, or 2 where the rank exited
-    2 having said its usage error (``RankFailed.quiet``)."""
+    2 having said its usage error (``RankFailed.quiet``). A rank killed by a signal: the step
+    and the command that continues the run (``where``); one that exited on its own error:
+    that error, above, says what to fix before any --resume."""
+    if proc.returncode > 0:
+        return RankFailed(f"rank {rank} of this run (process {proc.pid}) "
+                          f"{_how(proc.returncode)} during training (its error is above); the "
+                          f"others were stopped", exit_code=proc.returncode)
     return RankFailed(f"rank {rank} of this run (process {proc.pid}) {_how(proc.returncode)} "
                       f"during training{_WHERE[0]()}", exit_code=proc.returncode)
 

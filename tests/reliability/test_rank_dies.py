@@ -66,10 +66,12 @@ def test_the_broken_collective_and_the_watch_say_the_same_line(launched, monkeyp
     assert ranks.failed(RuntimeError(GLOO), grace=0.0) is None  # said once, by the watch
 
 
-def test_the_watch_leaves_rank_zero_the_time_to_say_it(launched):
+def test_the_watch_leaves_rank_zero_the_time_to_say_it(launched, monkeypatch):
     """Rank 0 hears the broken collective a moment after the watch sees the rank gone: the
-    watch waits for it (Lightning's killed rank 0 first: exit 137, no step, no way on)."""
+    watch waits for it (Lightning's killed rank 0 first: exit 137, no step, no way on). The
+    grace is long: the watch returns as soon as rank 0 speaks, whenever that is."""
     stopped = launched(_Rank(4242, -signal.SIGKILL))
+    monkeypatch.setattr(ranks, "DEATH_GRACE", 30)
     said = []
     hears = threading.Timer(0.05, lambda: said.append(ranks.failed(RuntimeError(GLOO))))
     hears.start()
@@ -89,6 +91,24 @@ def test_an_error_of_rank_zeros_own_is_not_blamed_on_a_rank(launched):
     assert ranks.failed(KeyboardInterrupt(), grace=0.0) is None
     launched(_Rank(4242, None))  # still running
     assert ranks.failed(RuntimeError(GLOO), grace=0.05) is None
+
+
+def test_the_rank_killed_is_named_not_one_that_failed_after_it(launched):
+    """Rank 2 killed; rank 1 then exited with status 1 on the collective rank 2's death broke
+    (and ranks are looked at in order): the line names rank 2, the one that died."""
+    launched(_Rank(4241, 1), _Rank(4242, -signal.SIGKILL))
+    failure = ranks.failed(RuntimeError(GLOO), grace=0.0)
+    assert str(failure) == SAID.replace("rank 1 ", "rank 2 "), failure
+
+
+def test_a_rank_that_exited_on_its_own_error_is_not_said_to_be_killed(launched):
+    """A rank that raised an error of its own (its traceback printed above) is not told to be
+    continued with --resume, which would meet the same error: the line points to that error."""
+    launched(_Rank(4242, 1))
+    failure = ranks.failed(RuntimeError(GLOO), grace=0.0)
+    assert (str(failure), failure.exit_code) == (
+        "rank 1 of this run (process 4242) exited with status 1 during training (its error is "
+        "above); the others were stopped", 1)
 
 
 def test_a_rank_that_said_its_usage_error_is_not_said_again(launched):

@@ -1,9 +1,10 @@
-"""``--resume`` of a run whose budget is ``--epochs`` on another number of processes: its steps
-count batches of all the processes, so on another number the steps done and those the epochs
-make did not add up. A one-epoch run on two processes (20 steps of two batches) resumed on one
-to --epochs 2 trained to step 80, 2.5 epochs, without a word; one resumed on more, fewer than
-asked. Refused in one line naming the flag and the way on (--max-steps in place of --epochs,
-which a run on another number of processes then trains to), the run left as it was."""
+"""``--resume`` of a run whose budget is ``--epochs`` on another number of processes. Each step
+keeps the run's batches, but an epoch's steps are counted from each process's share of its
+batches, and those the new processes cannot share evenly are left out: the steps done and those
+the epochs make need not add up (a one-epoch run on two processes resumed on one to --epochs 2
+once trained to step 80, 2.5 epochs, without a word). Refused in one line naming the flag and
+the way on (--max-steps in place of --epochs, which a run on another number of processes then
+trains to), the run left as it was."""
 import hashlib
 import json
 from types import SimpleNamespace
@@ -32,17 +33,18 @@ def test_an_epochs_run_of_one_process_resumed_on_two_is_refused(tmp_path, capsys
     out = tmp_path / "run"
     assert TINY_REVERSE[0] == "--max-steps"  # left out: the budget is --epochs
     args = ["train", "reverse", "--out", str(out), *TINY_REVERSE[2:], "--no-early-stop"]
-    assert main([*args, "--epochs", "1", "--accelerator", "cpu"]) == 0
+    assert main([*args, "--epochs", "1", "--accumulate", "2", "--accelerator", "cpu"]) == 0
     before = _checksums(out)
     capsys.readouterr()
     assert main([*args, "--resume", "--epochs", "2", "--devices", "2", "--strategy", "ddp",
                  "--accelerator", "cpu"]) == 2
     line = _one_line(capsys)
     assert line == ("attnlab: error: --resume: --devices 2 trains on 2 processes where the run "
-                    "had 1, and its budget, --epochs 2, counts steps of the batches of 1 "
-                    "process: on 2 it would train fewer epochs than that; resume it on 1 "
+                    "had 1, and its budget, --epochs 2, counts the steps of an epoch shared out "
+                    "to 1 process: on 2 the batches that do not share evenly are left out, so "
+                    "the steps done and those the epochs make may not add up; resume it on 1 "
                     "process, or give --max-steps N in place of --epochs (the step to end at; "
-                    "it has done 8)"), line
+                    "it has done 4)"), line
     assert _checksums(out) == before
 
 
@@ -60,24 +62,28 @@ def test_an_epochs_run_of_two_processes_resumed_on_one_is_refused(tmp_path, caps
     line = _one_line(capsys)
     assert line.startswith("attnlab: error: --resume: --devices 1 trains on 1 process where "
                            "the run had 2, and its budget, --epochs 2"), line
-    assert ("on 1 it would train more epochs than that; resume it on 2 processes, or give "
-            "--max-steps N in place of --epochs") in line, line
+    assert ("counts the steps of an epoch shared out to 2 processes: on 1 the batches that "
+            "do not share evenly are left out, so the steps done and those the epochs make may "
+            "not add up; resume it on 2 processes, or give --max-steps N in place of --epochs"
+            ) in line, line
     assert _checksums(out) == before
 
 
 @pytest.mark.slow  # trains two DDP processes
 def test_an_epochs_run_resumed_on_two_processes_with_max_steps_trains_to_them(tmp_path, capsys):
     """A user who lost a node (or gained one) continues with the way out the refusal names:
-    the budget becomes --max-steps, recorded so, and the run trains to that step."""
+    the budget becomes --max-steps, recorded so, and the run trains to that step (the run
+    takes 2 batches a step, which two processes share: one each)."""
     out = tmp_path / "run"
     args = [*TINY_REVERSE[2:], "--no-early-stop"]
     assert main(["train", "reverse", "--out", str(out), *args, "--epochs", "1",
-                 "--accelerator", "cpu"]) == 0
+                 "--accumulate", "2", "--accelerator", "cpu"]) == 0
     capsys.readouterr()
     done = train_ddp("reverse", out, *args, "--resume", "--max-steps", "12")
     assert done.returncode == 0, done.stderr
     saved = read_yaml(out / "config.yaml")
-    assert (saved["max_steps"], saved["epochs"], saved["devices"]) == (12, None, 2), saved
+    assert (saved["max_steps"], saved["epochs"], saved["devices"], saved["accumulate"]) == (
+        12, None, 2, 1), saved
     assert json.loads((out / "metrics.json").read_text())["steps"] == 12
 
 
