@@ -131,7 +131,7 @@ def _gpt2_to_causal_lm(hf) -> nn.Module:
 
 def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
           eos_token_id: int | None = None, pad_token_id: int | None = None,
-          qkv_bias_as: str = "llama"):
+          qkv_bias_as: str | None = None):
     """Export an attnlab model to the equivalent Hugging Face model, weights copied.
 
     Supported:
@@ -164,8 +164,8 @@ def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
             ``sos_id``, ``eos_id`` and ``pad_id``.
         eos_token_id: CausalLM only, likewise (attnlab tokenizers: 2).
         pad_token_id: CausalLM only, likewise (attnlab tokenizers: 0).
-        qkv_bias_as: CausalLM only: the family of q/k/v biases alone, ``"llama"``, read with
-            any tokenizer, or ``"qwen2"`` for Qwen2's own only (``llama_family_config``).
+        qkv_bias_as: CausalLM only: ``None``, q/k/v biases alone as Llama's unless only Qwen2
+            holds them (beside a window); ``"qwen2"`` for Qwen2's own tokenizer (``llama_config``).
 
     Returns:
         The ``transformers`` model (above) with the same logits, in the same train/eval mode.
@@ -203,7 +203,7 @@ def _refuse_int8(model: nn.Module) -> None:
                          f"it was made from")
 
 
-def _causal_lm_to_hf(model: nn.Module, *, qkv_bias_as: str, **ids: int | None):
+def _causal_lm_to_hf(model: nn.Module, *, qkv_bias_as: str | None, **ids: int | None):
     """A Llama-family block (RoPE with RMSNorm or a gated network) to its family, else GPT-2."""
     from ..models import CausalLM
 

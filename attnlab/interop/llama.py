@@ -64,7 +64,7 @@ def _reader(hf, *, release: bool):
     return read
 
 
-def llama_family_of(model: nn.Module, *, qkv_bias_as: str = "llama", **ids: int | None):
+def llama_family_of(model: nn.Module, *, qkv_bias_as: str | None = None, **ids: int | None):
     """The Llama-family ``*ForCausalLM`` holding a ``CausalLM``'s weights (the family that has
     its parts, q/k/v biases alone as ``qkv_bias_as``: ``llama_config.llama_family_config``),
     in float32."""

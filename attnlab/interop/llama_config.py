@@ -264,36 +264,63 @@ def _rope_parameters(cfg: Any) -> dict[str, Any]:
     return rope
 
 
-def llama_family_config(cfg: Any, *, qkv_bias_as: str = "llama") -> tuple[str, dict[str, Any]]:
+def _qkv_only(cfg: Any) -> bool:
+    """Whether a ``CausalLMConfig``'s q/k/v biases differ from its other layers'."""
+    return cfg.qkv_bias is not None and cfg.qkv_bias != cfg.bias
+
+
+def qkv_bias_beside_window(cfg: Any) -> bool:
+    """Whether a ``CausalLMConfig`` has q/k/v biases alone beside a sliding window: of the
+    Llama family only Qwen2 holds both."""
+    return _qkv_only(cfg) and bool(cfg.qkv_bias) and cfg.sliding_window is not None
+
+
+def _bias_family(cfg: Any, qkv_bias_as: str | None) -> str:
+    """The family ``llama_family_config`` writes q/k/v biases alone as: ``qkv_bias_as``, or
+    for ``None`` Llama's unless only Qwen2 holds the parts."""
+    if qkv_bias_as is None:
+        return "qwen2" if qkv_bias_beside_window(cfg) else "llama"
+    if qkv_bias_as not in ("qwen2", "llama"):
+        raise ValueError(f"to_hf: qkv_bias_as {qkv_bias_as!r}; expected None, 'qwen2' or "
+                         f"'llama'")
+    if qkv_bias_as == "llama" and qkv_bias_beside_window(cfg):
+        raise ValueError(f"to_hf: qkv_bias_as='llama' with q/k/v biases alone (qkv_bias=True) "
+                         f"and sliding_window={cfg.sliding_window}: no family reads both (Llama "
+                         f"has no window, Mistral no biases); qkv_bias_as='qwen2' (or None) "
+                         f"writes Qwen2's, whose directory transformers reads with Qwen2's own "
+                         f"tokenizer")
+    return qkv_bias_as
+
+
+def llama_family_config(cfg: Any, *, qkv_bias_as: str | None = None
+                        ) -> tuple[str, dict[str, Any]]:
     """(model_type, the transformers config's keyword arguments) of a ``CausalLMConfig``
     built from the Llama family's parts: the inverse of ``llama_family_settings``. The family
     is the one that holds the parts: QK-norm -> qwen3, q/k/v biases alone -> ``qkv_bias_as``
     (a sliding window with either: Qwen's, on every layer), a sliding window alone ->
     mistral, else llama. ``ValueError`` naming the first setting none holds.
 
-    ``qkv_bias_as="llama"`` (the default) writes q/k/v biases alone as Llama's
-    ``attention_bias`` (the caller sets the o_proj biases it adds to zero), right for any
-    tokenizer: transformers reads the tokenizer of every ``qwen2`` directory as its own
-    ``Qwen2Tokenizer``, whatever the directory holds, and a Llama directory's as written, so
-    ``"qwen2"`` is for a model with Qwen2's own tokenizer only. With ``"llama"`` no family
-    holds a sliding window beside the biases (Mistral has none): refused."""
+    ``qkv_bias_as="llama"`` writes q/k/v biases alone as Llama's ``attention_bias`` (the
+    caller sets the o_proj biases it adds to zero), right for any tokenizer: transformers
+    reads the tokenizer of every ``qwen2`` directory as its own ``Qwen2Tokenizer``, whatever
+    the directory holds, and a Llama directory's as written, so ``"qwen2"`` is for a model
+    with Qwen2's own tokenizer: pass it for one (a Llama export's zero o_proj biases train in
+    Hugging Face, and ``from_hf`` then refuses "o_proj.bias is not zero"). With ``"llama"`` no
+    family holds a sliding window beside the biases (Mistral has none): refused. ``None``
+    (the default): ``"llama"``, unless only Qwen2 holds the parts (biases beside a window),
+    then ``"qwen2"``."""
     needs = {"norm_first": (True,), "positional": ("rope",), "norm": ("rms",),
              "ff": tuple(_GATES.values())}
     for key, allowed in needs.items():
         if getattr(cfg, key) not in allowed:
             raise ValueError(f"to_hf: the Llama family needs {key}={allowed[0]!r}, this "
                              f"CausalLM has {key}={getattr(cfg, key)!r}")
-    qkv_only = cfg.qkv_bias is not None and cfg.qkv_bias != cfg.bias
+    qkv_only = _qkv_only(cfg)
     if qkv_only and not cfg.qkv_bias:
         raise ValueError("to_hf: qkv_bias=False with bias=True (biases everywhere but q/k/v) "
                          "has no Hugging Face family")
-    if qkv_bias_as not in ("qwen2", "llama"):
-        raise ValueError(f"to_hf: qkv_bias_as {qkv_bias_as!r}; expected 'qwen2' or 'llama'")
-    if qkv_only and qkv_bias_as == "llama" and cfg.sliding_window is not None:
-        raise ValueError("to_hf: q/k/v biases (--qkv-bias) with a sliding window "
-                         "(--sliding-window) fit no Hugging Face family that reads this "
-                         "model's tokenizer: Llama has no window, Mistral no biases")
-    parts = [name for name, on in (("qwen3", cfg.qk_norm), (qkv_bias_as, qkv_only)) if on]
+    parts = [name for name, on in (("qwen3", cfg.qk_norm),
+                                   (_bias_family(cfg, qkv_bias_as), qkv_only)) if on]
     if len(parts) > 1:
         raise ValueError(f"to_hf: qk_norm and qkv_bias alone belong to different families "
                          f"({', '.join(parts)}); this CausalLM has both")

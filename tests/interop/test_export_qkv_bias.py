@@ -97,8 +97,8 @@ def test_to_hf_writes_qkv_biases_as_llamas_attention_bias_with_the_same_logits()
         assert_close(hf(x).logits, ours(x), atol=1e-5, rtol=1e-5)
     assert type(to_hf(ours)).__name__ == "LlamaForCausalLM"  # the default: any tokenizer
     assert type(to_hf(ours, qkv_bias_as="qwen2")).__name__ == "Qwen2ForCausalLM"
-    with pytest.raises(ValueError, match=r"\(--qkv-bias\) with a sliding window "
-                                         r"\(--sliding-window\) fit no Hugging Face family"):
+    with pytest.raises(ValueError, match=r"qkv_bias_as='llama' with q/k/v biases alone "
+                                         r"\(qkv_bias=True\) and sliding_window=8"):
         to_hf(CausalLM(80, model_dim=32, num_heads=4, sliding_window=8, **parts),
               qkv_bias_as="llama")
 

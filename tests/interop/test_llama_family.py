@@ -105,6 +105,27 @@ def test_to_hf_writes_the_same_family_back(name):
         assert_close(back(x).logits, hf(x).logits, **TOL)
 
 
+def test_to_hf_default_writes_a_windowed_qwen2_back_as_qwen2_and_names_its_arguments():
+    """The default (``qkv_bias_as=None``) writes q/k/v biases as Llama's unless only Qwen2
+    holds the parts: a windowed Qwen2 round trip was refused ("--qkv-bias ...
+    --sliding-window", flags a Python caller never gave). Asking for Llama's is refused naming
+    the Python arguments and the way out."""
+    hf = _tiny("qwen2", use_sliding_window=True, sliding_window=8, max_window_layers=0)
+    ours = from_hf(hf).eval()
+    back = to_hf(ours).eval()
+    assert type(back).__name__ == "Qwen2ForCausalLM"
+    assert back.config.use_sliding_window and back.config.sliding_window == 8
+    x = _ids(seed=3)
+    with torch.no_grad():
+        assert_close(back(x).logits, hf(x).logits, **TOL)
+    assert type(to_hf(from_hf(_tiny("qwen2")))).__name__ == "LlamaForCausalLM"  # no window
+    with pytest.raises(ValueError) as refused:
+        to_hf(ours, qkv_bias_as="llama")
+    message = str(refused.value)
+    assert "qkv_bias_as='llama'" in message and "sliding_window=8" in message, message
+    assert "qkv_bias_as='qwen2'" in message and "--" not in message, message
+
+
 def test_config_json_keys_left_out_or_null_read_as_transformers_does():
     from attnlab.interop.llama_config import llama_family_settings
 
@@ -230,6 +251,11 @@ def test_qwens_window_reads_as_transformers_reads_it(tmp_path, capsys):
             back = to_hf(ckpt.model.eval(), qkv_bias_as="qwen2").eval()
             assert type(back).__name__ == "Qwen2ForCausalLM"
             assert_close(back(x).logits, hf(x).logits, **TOL)
+            # and by default: only Qwen2 holds biases beside a window (none: Llama's)
+            default = to_hf(ckpt.model.eval()).eval()
+            assert type(default).__name__ == ("Qwen2ForCausalLM" if first == 0
+                                              else "LlamaForCausalLM")
+            assert_close(default(x).logits, hf(x).logits, **TOL)
     mixed = save_family(tmp_path / "mixed", "qwen2", use_sliding_window=True,
                         sliding_window=4, max_window_layers=1)
     assert main(["generate", str(mixed), "--prompt", "hi"]) == 2

@@ -370,14 +370,19 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
     Its ``generation_config.json`` samples as ``attnlab generate RUN`` does (``write_sampling``)."""
     from ...interop import to_hf
     from ...interop.generation_config import write_sampling
+    from ...interop.llama_config import qkv_bias_beside_window
     from ...interop.tokenizer import special_ids, to_hf_tokenizer
 
     model, tokenizer = load(task, run_dir, cfg)
     # q/k/v biases alone are Qwen2's only with Qwen2's own tokenizer (an --init run's):
     # transformers reads any qwen2 directory's tokenizer as Qwen2Tokenizer, which gives a
     # run's own char, word or BPE tokenizer other ids; Llama's reads the one written
-    hf_model = to_hf(model, **special_ids(tokenizer),
-                     qkv_bias_as="qwen2" if tokenizer.kind == "hf" else "llama")
+    own = tokenizer.kind == "hf"
+    if not own and qkv_bias_beside_window(model.config):  # named by the run's flags
+        raise ValueError("q/k/v biases (--qkv-bias) with a sliding window (--sliding-window) "
+                         "fit no Hugging Face family that reads this run's tokenizer: Llama "
+                         "has no window, Mistral no biases")
+    hf_model = to_hf(model, **special_ids(tokenizer), qkv_bias_as="qwen2" if own else "llama")
     stops = _export_stops(tokenizer, Path(run_dir))
     if stops:
         hf_model.generation_config.eos_token_id = stops if len(stops) > 1 else stops[0]
