@@ -164,3 +164,19 @@ def test_the_kept_log_of_an_interrupted_run_is_whole_or_absent(tmp_path):
         keep_previous_log(log.path.parent)
     assert raised.value.filename == str(log.path.with_name("metrics.part1.csv"))
     assert [p.name for p in log.path.parent.iterdir()] == ["metrics.csv"]
+
+
+@pytest.mark.parametrize("cut", ["2", "2,0.075,2.36", "2\r\n"])
+def test_a_row_cut_short_is_not_read_back_on_resume(tmp_path, cut):
+    """A log that ends in half a row (``2``: an older version's full disk, or a power loss)
+    gave a row ``2,,`` after ``--resume``: a step logged with no numbers, or a loss cut
+    short; so did a row with fields missing. The whole rows are kept; the cut one is
+    dropped, as a step not logged."""
+    log = CSVLog(tmp_path / "metrics.csv")
+    log.write(1, {"train_loss": 2.4172234535217285}, seconds=0.037)
+    with open(log.path, "a", newline="") as f:
+        f.write(cut)
+    resumed = CSVLog(log.path)
+    resumed.begin(20)
+    assert log.path.read_text().splitlines() == ["step,train_seconds,train_loss",
+                                                  "1,0.037,2.4172234535217285"]
