@@ -154,6 +154,29 @@ def test_predictions_cut_short_by_a_full_disk_are_an_error(reverse_run, tmp_path
         "attnlab: cannot write to standard output: File too large"
 
 
+def test_unbuffered_output_to_a_console_is_left_to_the_console():
+    """Under ``python -u`` standard output is a raw stream; only a file's (FileIO) is wrapped
+    to write whole. A Windows console's is a RawIOBase on descriptor 1 too, and wrapping it in
+    a FileIO bypassed the console's writer: text not in the console's code page came out
+    garbled."""
+    import io
+
+    from attnlab.cli import _whole_writes
+
+    class Console(io.RawIOBase):  # stands in for io._WindowsConsoleIO
+        def fileno(self):
+            return 1
+
+        def writable(self):
+            return True
+
+        def write(self, data):
+            return len(data)
+
+    console = io.TextIOWrapper(Console(), encoding="utf-8", write_through=True)
+    assert _whole_writes(console) is console
+
+
 def test_the_kept_log_of_an_interrupted_run_is_whole_or_absent(tmp_path):
     """``--resume`` keeps the interrupted process's log as metrics.part1.csv: on a full disk
     that copy was left half made, and the error named no file."""
