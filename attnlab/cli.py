@@ -334,11 +334,13 @@ def _whole_writes(stream):
     straight to the file with one ``write`` call and drops what it did not take: on a disk that
     filled, ``predict --input-file FILE --json > out.jsonl`` ended with exit status 0 and the
     file cut short. A buffered writer over the same descriptor, flushed at each line as
-    unbuffered output is seen, writes the rest or raises. Any other stream is left as it is."""
+    unbuffered output is seen, writes the rest or raises. Any other stream is left as it is:
+    a Windows console's (``_WindowsConsoleIO``, a RawIOBase too) writes text through the
+    console's own writer, which a FileIO over its descriptor would bypass."""
     import io
 
     raw = getattr(stream, "buffer", None)
-    if not isinstance(raw, io.RawIOBase):
+    if type(raw) is not io.FileIO:
         return stream
     # a FileIO of its own (closefd=False): closing this wrapper closes neither descriptor 1 nor
     # the FileIO of the interpreter's sys.stdout, which is put back afterwards

@@ -30,7 +30,8 @@ from .errors import UsageError
 from .paths import not_found
 
 __all__ = [
-    "atomic_write", "write_through", "naming", "sync", "read_json", "write_json", "write_yaml", "read_yaml",
+    "atomic_write", "write_through", "naming", "sync", "read_json", "write_json", "write_yaml",
+    "read_yaml",
     "save_weights", "save_tensors",
     "load_weights",
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",

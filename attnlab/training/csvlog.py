@@ -45,13 +45,18 @@ class CSVLog:
         """Training starts at ``step``: of a log already there (a resumed run's), the rows up
         to ``step`` are kept, and those after it, which the interrupted process wrote after
         its checkpoint and this one writes again, are dropped (``keep_previous_log`` kept
-        them). Plotted, steps 21-25 of a run killed at 25 and resumed from 20 showed twice."""
+        them). Plotted, steps 21-25 of a run killed at 25 and resumed from 20 showed twice.
+        A row cut short (a last line with no line end, left by a power loss or an older
+        version's full disk) is dropped, as a step not logged: kept, ``2`` read back as a row
+        ``2,,,`` of a step with no numbers."""
         if not self.path.is_file():
             return
-        with open(self.path, newline="", encoding=ENCODING) as f:
-            reader = csv.DictReader(f)
-            columns = list(reader.fieldnames or [])
-            rows = [row for row in reader if row.get("step") and float(row["step"]) <= step]
+        text = self.path.read_text(encoding=ENCODING)
+        whole = text[:text.rfind("\n") + 1]  # (DictWriter ends each row with "\r\n")
+        reader = csv.DictReader(io.StringIO(whole, newline=""))
+        columns = list(reader.fieldnames or [])
+        rows = [row for row in reader if row.get("step") and float(row["step"]) <= step
+                and None not in row and None not in row.values()]  # no field missing or extra
         if not rows:
             self.path.unlink()
             return

@@ -46,7 +46,7 @@ import torch
 
 from ..errors import TERMINATING, Interrupted, UsageError
 from ..run_config import RunSettings
-from ..runs import naming, readable, save_weights, write_config, write_metrics
+from ..runs import naming, readable, save_weights, sync, write_config, write_metrics
 from ..settings import epoch_steps, later_process, processes
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, capture_rng_ranks, check_epochs, check_fits,
@@ -783,6 +783,11 @@ class Loop:
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.fabric.save(temporary, state)
+            if self.fabric.is_global_zero:
+                # on the disk before it is named last.ckpt, whoever wrote it (under FSDP,
+                # Lightning's own torch.save): a machine that crashed just after the rename
+                # left a last.ckpt whose data never reached the disk
+                sync(temporary)
         except BaseException as e:  # a full disk: no half-written file left taking its space
             temporary.unlink(missing_ok=True)
             stop = _interruption(e)

@@ -153,9 +153,9 @@ def run_dir_checkpoint_io():
     few GiB on many machines and clusters) the first checkpoint of a run whose directory has
     room failed with "No space left on device" naming a ``/tmp`` file, and the run was lost. The
     caller (``engine.Loop.save``) already writes to a temporary name in the run directory and
-    renames it, so nothing here needs another copy; the file is synced before that rename, so
-    a crash of the machine cannot leave a renamed ``last.ckpt`` whose data never reached the
-    disk."""
+    renames it, so nothing here needs another copy; it also syncs the file before that rename
+    (a crash of the machine cannot leave a renamed ``last.ckpt`` whose data never reached the
+    disk), whatever strategy wrote it."""
     import torch
 
     class RunDirCheckpointIO(fabric().plugins.TorchCheckpointIO):
@@ -164,8 +164,6 @@ def run_dir_checkpoint_io():
                 raise TypeError("storage_options are not supported")
             with open(path, "wb") as f:
                 torch.save(checkpoint, f)
-                f.flush()
-                os.fsync(f.fileno())
 
     return RunDirCheckpointIO()
 

@@ -86,30 +86,42 @@ def test_a_run_whose_log_fills_the_disk_says_so_in_one_line(tmp_path, capsys):
     assert last.endswith(": File too large")
 
 
-@pytest.mark.parametrize("what", ["model.safetensors", "metrics.csv", "train.bin"])
-def test_a_file_is_on_the_disk_before_it_takes_the_old_ones_name(tmp_path, monkeypatch, what):
-    """A machine that crashes (power lost) just after the rename must not leave an empty
-    model.safetensors or metrics.csv where the old one was, nor a train.bin of zeros that
-    prepare's meta.json vouches for: the new file's data is synced before the rename."""
+def _renames(monkeypatch) -> list[tuple[bool, str]]:
+    """What ``os.replace`` renames while ``monkeypatch`` holds, as it comes: (whether the file
+    was synced under its name since that name was last renamed away, the name it is given).
+    Files are told by path, not inode: the inode of a file replaced is soon a new file's."""
     import os
-
-    import torch
-
-    from attnlab.runs import save_weights
 
     synced, renamed = set(), []
     fsync, replace = os.fsync, os.replace
 
     def recording_fsync(fd):
-        synced.add(os.fstat(fd).st_ino)
+        synced.add(os.readlink(f"/proc/self/fd/{fd}"))  # (Linux: the path the fd is open at)
         fsync(fd)
 
     def recording_replace(src, dst):
-        renamed.append((os.stat(src).st_ino in synced, os.path.basename(dst)))
+        src = os.path.realpath(src)
+        renamed.append((src in synced, os.path.basename(dst)))
+        if src in synced:  # the name synced moves; a later file of the old name (another
+            synced.remove(src)  # .last.ckpt.partial) is synced anew
+            synced.add(os.path.realpath(dst))
         replace(src, dst)
 
     monkeypatch.setattr(os, "fsync", recording_fsync)
     monkeypatch.setattr(os, "replace", recording_replace)
+    return renamed
+
+
+@pytest.mark.parametrize("what", ["model.safetensors", "metrics.csv", "train.bin"])
+def test_a_file_is_on_the_disk_before_it_takes_the_old_ones_name(tmp_path, monkeypatch, what):
+    """A machine that crashes (power lost) just after the rename must not leave an empty
+    model.safetensors or metrics.csv where the old one was, nor a train.bin of zeros that
+    prepare's meta.json vouches for: the new file's data is synced before the rename."""
+    import torch
+
+    from attnlab.runs import save_weights
+
+    renamed = _renames(monkeypatch)
     if what == "model.safetensors":
         save_weights(torch.nn.Linear(2, 2), tmp_path / what)
     elif what == "metrics.csv":
@@ -120,6 +132,33 @@ def test_a_file_is_on_the_disk_before_it_takes_the_old_ones_name(tmp_path, monke
         (tmp_path / "input.txt").write_text("to be or not to be\n" * 20)
         prepare([tmp_path / "input.txt"], tmp_path / "data", tokenizer="char")
     assert (True, what) in renamed and all(was_synced for was_synced, _ in renamed)
+
+
+@pytest.mark.slow  # trains a run
+def test_a_checkpoint_is_on_the_disk_before_it_takes_the_last_ones_name(tmp_path, monkeypatch):
+    """Under ``--strategy fsdp`` Lightning writes the checkpoint itself (a plain torch.save,
+    which is what stands in for it here), and the file was renamed last.ckpt unsynced: a
+    machine that crashed just after left a last.ckpt whose data never reached the disk, the
+    run's only checkpoint."""
+    import shutil
+    from pathlib import Path
+
+    import torch
+
+    from attnlab.training.hardware import fabric
+
+    def save_as_fsdp_does(self, path, state, storage_options=None, filter=None):
+        state = self._convert_stateful_objects_in_state(state, filter=filter or {})
+        if self.is_global_zero:
+            torch.save(state, path)
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "reverse-trainer", run)
+    monkeypatch.setattr(fabric().strategies.Strategy, "save_checkpoint", save_as_fsdp_does)
+    renamed = _renames(monkeypatch)
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30",
+                 "--threads", "1"]) == 0
+    assert (True, "last.ckpt") in renamed and all(was_synced for was_synced, _ in renamed)
 
 
 @pytest.mark.slow  # starts a process
@@ -154,6 +193,29 @@ def test_predictions_cut_short_by_a_full_disk_are_an_error(reverse_run, tmp_path
         "attnlab: cannot write to standard output: File too large"
 
 
+def test_unbuffered_output_to_a_console_is_left_to_the_console():
+    """Under ``python -u`` standard output is a raw stream; only a file's (FileIO) is wrapped
+    to write whole. A Windows console's is a RawIOBase on descriptor 1 too, and wrapping it in
+    a FileIO bypassed the console's writer: text not in the console's code page came out
+    garbled."""
+    import io
+
+    from attnlab.cli import _whole_writes
+
+    class Console(io.RawIOBase):  # stands in for io._WindowsConsoleIO
+        def fileno(self):
+            return 1
+
+        def writable(self):
+            return True
+
+        def write(self, data):
+            return len(data)
+
+    console = io.TextIOWrapper(Console(), encoding="utf-8", write_through=True)
+    assert _whole_writes(console) is console
+
+
 def test_the_kept_log_of_an_interrupted_run_is_whole_or_absent(tmp_path):
     """``--resume`` keeps the interrupted process's log as metrics.part1.csv: on a full disk
     that copy was left half made, and the error named no file."""
@@ -164,3 +226,19 @@ def test_the_kept_log_of_an_interrupted_run_is_whole_or_absent(tmp_path):
         keep_previous_log(log.path.parent)
     assert raised.value.filename == str(log.path.with_name("metrics.part1.csv"))
     assert [p.name for p in log.path.parent.iterdir()] == ["metrics.csv"]
+
+
+@pytest.mark.parametrize("cut", ["2", "2,0.075,2.36", "2\r\n"])
+def test_a_row_cut_short_is_not_read_back_on_resume(tmp_path, cut):
+    """A log that ends in half a row (``2``: an older version's full disk, or a power loss)
+    gave a row ``2,,`` after ``--resume``: a step logged with no numbers, or a loss cut
+    short; so did a row with fields missing. The whole rows are kept; the cut one is
+    dropped, as a step not logged."""
+    log = CSVLog(tmp_path / "metrics.csv")
+    log.write(1, {"train_loss": 2.4172234535217285}, seconds=0.037)
+    with open(log.path, "a", newline="") as f:
+        f.write(cut)
+    resumed = CSVLog(log.path)
+    resumed.begin(20)
+    assert log.path.read_text().splitlines() == ["step,train_seconds,train_loss",
+                                                  "1,0.037,2.4172234535217285"]
