@@ -10,18 +10,15 @@ import pytest
 
 from attnlab.cli import main
 
-from ..reliability.conftest import tiny_args
 from ..tasks.test_nan_answers_sequence_tag import _nan_copy
 
-pytestmark = pytest.mark.slow  # trains a run
+pytestmark = pytest.mark.slow  # reads the session's runs (tests/cli/conftest.py)
 
 
-@pytest.fixture(scope="module")
-def anomaly_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp("nan_anomaly") / "run"
-    assert main(["train", "anomaly", *tiny_args("anomaly", {}, "--max-steps", "3"),
-                 "--out", str(run)]) == 0
-    return run
+@pytest.fixture
+def anomaly_run(runs):
+    """The session's anomaly run, checked unchanged after the test (copied before NaN)."""
+    return runs["anomaly"][0]
 
 
 def test_evaluate_of_nan_outputs_scores_null_with_one_warning(anomaly_run, tmp_path, capsys):
