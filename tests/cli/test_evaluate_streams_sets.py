@@ -85,7 +85,7 @@ def test_a_file_of_sets_is_scored_a_chunk_of_sets_at_a_time(sets_run, scored,  #
     scored.clear()
     chunked, err = _evaluate(capsys, sets_run, path)
     assert scored == [8] * 7 + [5]  # never more than a chunk of sets at once
-    assert f"evaluate: {SETS} of {SETS} rows" in err
+    assert f"evaluate: {SETS} of {SETS} sets" in err  # what it counts, not the rows
     assert chunked == whole
     assert len(readings) == 2
 

@@ -689,7 +689,8 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
                                                       for i in range(1, len(pairs) + 1)], run_dir)
             # the test split is one chunk, however long: no progress to say
             progress("evaluate", before, tally.rows, total, started,
-                     CHUNK_ROWS if data is not None else total, "rows")
+                     CHUNK_ROWS if data is not None else total,
+                     "sets" if cfg.set_column else "rows")
     if data is not None:
         same_both_readings(path, digest, read)
     metrics = null_scores(tally.scores()) if nan else tally.scores()
