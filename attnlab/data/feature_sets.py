@@ -199,15 +199,13 @@ def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
                        feature_columns: list[str], what: str = "--data", spelled: bool = False,
                        sets: int = CHUNK_ROWS,
                        checked: CheckedSets | None = None) -> Iterator[FeatureSets]:
-    """``read_feature_sets``' sets of ``path`` (its ``feature_columns`` named), ``sets`` at a
-    time, in the same order, checked by the same rules, the file read twice as its rows come
-    (``table_chunks``), never whole: a first pass checks every row and notes each set's last
-    line (``check_set_rows``; not made where its answer is given as ``checked``); the second
-    gives each set once its last row is read, in order of first row. What is held grows with
-    the chunk and the sets whose rows are spread out (all of a file's sets when their rows are
-    shuffled), not with the rows of a file whose sets' rows are together; each chunk's
-    ``sha256`` is the digest of the second reading so far, the file's with the last chunk
-    (``UsageError`` if the first reading's differs: the file changed).
+    """``read_feature_sets``' sets of ``path`` (its ``feature_columns``), ``sets`` at a time, in
+    the same order, by the same rules, the file read twice as its rows come (``table_chunks``):
+    a first pass checks every row and notes each set's last line (``check_set_rows``, or its
+    answer given as ``checked``); the second gives each set once its last row is read. What is
+    held grows with the chunk and the sets whose rows are spread out, not with a file's rows;
+    each chunk's ``sha256`` is the second reading's digest so far (``UsageError`` where a row, a
+    set's label or the file's digest is not the first reading's: the file changed).
 
     Examples:
         >>> rows = ["cloud,shape,x", "c1,ball,0", "c2,cube,1", "c1,ball,2", "c3,cube,3"]
@@ -219,19 +217,18 @@ def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
     """
     from .tables import same_both_readings, table_chunks
 
-    options = {"set_column": set_column, "label_column": label_column,
-               "feature_columns": feature_columns, "what": what, "spelled": spelled}
-    last, _, first_digest = checked or check_set_rows(path, **options)
+    last, checked_labels, first_digest = checked or check_set_rows(
+        path, set_column=set_column, label_column=label_column,
+        feature_columns=feature_columns, what=what, spelled=spelled)
     path = Path(path)
     check = _SetRows(path, f"{what} {path}", set_column, label_column, list(feature_columns))
-    order = iter(last)
 
     def changed(second: str = "") -> None:  # the rows read now are not the rows checked
         same_both_readings(path, first_digest, second, what=what)
 
-    held: dict[str, list[list[float]]] = {}
-    waiting, whole = next(order, None), set()
-    out = FeatureSets([], path=path, features=list(feature_columns), ids=[], lines=[])
+    held: dict[str, list[list[float]]] = {}  # the rows of the sets not yet whole
+    order, whole, out = iter(last), set(), _no_sets(path, feature_columns)
+    waiting = next(order, None)  # last's keys are in order of first row
     for chunk in table_chunks(path, columns=[set_column, label_column, *feature_columns],
                               what=what, spelled=spelled):
         for row, line in zip(chunk, chunk.lines):
@@ -245,10 +242,11 @@ def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
                 if len(out) == sets:  # given once another set is whole: the last, at the end
                     out.sha256 = chunk.sha256
                     yield out
-                    out = FeatureSets([], path=path, features=list(feature_columns), ids=[],
-                                      lines=[])
+                    out = _no_sets(path, feature_columns)
                 whole.discard(waiting)
                 label, first = check.labels[waiting]
+                if (label, first) != checked_labels[waiting]:  # a label never checked
+                    changed()
                 out.append((torch.tensor(held.pop(waiting), dtype=torch.float32), label))
                 out.ids.append(waiting), out.lines.append(first)
                 waiting = next(order, None)
@@ -257,6 +255,11 @@ def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
     changed(chunk.sha256)
     out.sha256 = chunk.sha256  # the whole file's
     yield out
+
+
+def _no_sets(path: Path, features: list[str]) -> FeatureSets:
+    """A ``FeatureSets`` of no set yet, of ``path``'s ``features``."""
+    return FeatureSets([], path=path, features=list(features), ids=[], lines=[])
 
 
 def _roles(set_column: str, label_column: str, feature_columns: list[str] | None) -> list[str]:

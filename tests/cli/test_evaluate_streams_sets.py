@@ -14,6 +14,7 @@ import torch
 import attnlab.tasks.classify.runtime as classify_runtime
 from attnlab.data import tables
 from attnlab.data.feature_sets import check_set_rows, feature_set_chunks, read_feature_sets
+from attnlab.errors import UsageError
 
 from ..tasks.test_classify_sets import sets_run, write_sets  # noqa: F401
 from .test_evaluate_streams import _evaluate, scored  # noqa: F401
@@ -58,6 +59,18 @@ def test_a_checked_file_of_sets_is_read_once_more_for_the_same_sets(tmp_path, mo
     for a, b in zip((s for c in given for s in c), (s for c in whole for s in c)):
         torch.testing.assert_close(a[0], b[0], rtol=0, atol=0)
         assert a[1] == b[1]
+
+
+def test_a_set_relabelled_between_the_readings_is_refused_before_it_is_given(tmp_path):
+    path = write_sets(tmp_path / "clouds.csv", n=12, seed=7)
+    checked = check_set_rows(path, **COLUMNS)
+    text = path.read_text()
+    path.write_text(text.replace(",left,", ",right,"))  # every row of the left sets
+    given = []
+    with pytest.raises(UsageError, match="changed while evaluate read it"):
+        for chunk in feature_set_chunks(path, **COLUMNS, sets=1, checked=checked):
+            given += [(i, y) for i, (_, y) in zip(chunk.ids, chunk)]
+    assert all(checked.labels[i][0] == y for i, y in given)  # no label that was not checked
 
 
 def _readings(monkeypatch) -> list:
