@@ -39,6 +39,26 @@ def trained_reverse_run(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session")
+def trained_tag_run(tmp_path_factory):
+    """A finished tiny tag run (3 steps), shared by the modules that read one."""
+    from .reliability.conftest import task_data, tiny_args
+
+    tmp = tmp_path_factory.mktemp("tag")
+    out = tmp / "run"
+    assert main(["train", "tag", *tiny_args("tag", task_data(tmp), "--max-steps", "3"),
+                 "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture
+def tag_run(trained_tag_run):
+    """``trained_tag_run``, checked unchanged after the test."""
+    before = files_of(trained_tag_run)
+    yield trained_tag_run
+    left_unchanged(before, trained_tag_run)
+
+
 @pytest.fixture
 def reverse_run(trained_reverse_run):
     """``trained_reverse_run``, checked unchanged after the test."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -32,7 +33,8 @@ from .label_forms import OneSpelling
 from .headers import missing_columns
 from .tables import CHUNK_ROWS, check_unique, place, read_table
 
-__all__ = ["FeatureSets", "read_feature_sets", "feature_set_chunks", "parse_feature_columns", "parse_set",
+__all__ = ["FeatureSets", "read_feature_sets", "feature_set_chunks", "check_set_rows",
+           "CheckedSets", "parse_feature_columns", "parse_set",
            "feature_stats", "standardise"]
 
 
@@ -154,17 +156,56 @@ class _SetRows:
                      for c in self.features]
 
 
+class CheckedSets(NamedTuple):
+    """What a reading that checks every row of a file of sets (``check_set_rows``) keeps:
+    ``last``, each set's last line, in order of first row; ``labels``, each set's (label, line
+    of its first row), in the same order; ``sha256``, the digest of the bytes read."""
+
+    last: dict[str, int]
+    labels: dict[str, tuple[str, int]]
+    sha256: str
+
+
+def check_set_rows(path: str | Path, *, set_column: str, label_column: str,
+                   feature_columns: list[str], what: str = "--data",
+                   spelled: bool = False) -> CheckedSets:
+    """The file of sets ``path`` read once as its rows come (``table_chunks``), every row
+    checked by ``read_feature_sets``' rules and none kept: ``UsageError`` at the first bad row,
+    else a ``CheckedSets`` to give ``feature_set_chunks`` (``checked=``), so that it reads the
+    file once more, not twice.
+
+    Examples:
+        >>> rows = ["cloud,shape,x", "c1,ball,0", "c2,cube,1", "c1,ball,2"]
+        >>> _ = Path("points.csv").write_text("\\n".join(rows) + "\\n")
+        >>> found = check_set_rows("points.csv", set_column="cloud", label_column="shape",
+        ...                        feature_columns=["x"])
+        >>> found.last, found.labels
+        ({'c1': 4, 'c2': 3}, {'c1': ('ball', 2), 'c2': ('cube', 3)})
+    """
+    from .tables import table_chunks
+
+    keys = _roles(set_column, label_column, feature_columns)
+    path = Path(path)
+    check = _SetRows(path, f"{what} {path}", set_column, label_column, list(feature_columns))
+    last: dict[str, int] = {}  # a key keeps the place of its first row: sets in that order
+    for chunk in table_chunks(path, columns=keys + list(feature_columns), what=what,
+                              spelled=spelled):
+        for row, line in zip(chunk, chunk.lines):
+            last[check.see(row, line)[0]] = line
+    return CheckedSets(last, check.labels, chunk.sha256)
+
+
 def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
                        feature_columns: list[str], what: str = "--data", spelled: bool = False,
-                       sets: int = CHUNK_ROWS) -> Iterator[FeatureSets]:
-    """``read_feature_sets``' sets of ``path`` (its ``feature_columns`` named), ``sets`` at a
-    time, in the same order, checked by the same rules, the file read twice as its rows come
-    (``table_chunks``), never whole: a first pass checks every row and notes each set's last
-    line; the second gives each set once its last row is read, in order of first row. What is
-    held grows with the chunk and the sets whose rows are spread out (all of a file's sets
-    when their rows are shuffled), not with the rows of a file whose sets' rows are together;
-    each chunk's ``sha256`` is the digest of the second reading so far, the file's with the
-    last chunk (``UsageError`` if the first reading's differs: the file changed).
+                       sets: int = CHUNK_ROWS,
+                       checked: CheckedSets | None = None) -> Iterator[FeatureSets]:
+    """``read_feature_sets``' sets of ``path`` (its ``feature_columns``), ``sets`` at a time, in
+    the same order, by the same rules, the file read twice as its rows come (``table_chunks``):
+    a first pass checks every row and notes each set's last line (``check_set_rows``, or its
+    answer given as ``checked``); the second gives each set once its last row is read. What is
+    held grows with the chunk and the sets whose rows are spread out, not with a file's rows;
+    each chunk's ``sha256`` is the second reading's digest so far (``UsageError`` where a row, a
+    set's label or the file's digest is not the first reading's: the file changed).
 
     Examples:
         >>> rows = ["cloud,shape,x", "c1,ball,0", "c2,cube,1", "c1,ball,2", "c3,cube,3"]
@@ -176,20 +217,20 @@ def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
     """
     from .tables import same_both_readings, table_chunks
 
-    keys = _roles(set_column, label_column, feature_columns)
-    options = {"columns": keys + list(feature_columns), "what": what, "spelled": spelled}
+    last, checked_labels, first_digest = checked or check_set_rows(
+        path, set_column=set_column, label_column=label_column,
+        feature_columns=feature_columns, what=what, spelled=spelled)
     path = Path(path)
     check = _SetRows(path, f"{what} {path}", set_column, label_column, list(feature_columns))
-    last, first_digest = _last_lines(path, options, check)
-    order = iter(check.labels)
 
     def changed(second: str = "") -> None:  # the rows read now are not the rows checked
         same_both_readings(path, first_digest, second, what=what)
 
-    held: dict[str, list[list[float]]] = {}
-    waiting, whole = next(order), set()
-    out = FeatureSets([], path=path, features=list(feature_columns), ids=[], lines=[])
-    for chunk in table_chunks(path, **options):
+    held: dict[str, list[list[float]]] = {}  # the rows of the sets not yet whole
+    order, whole, out = iter(last), set(), _no_sets(path, feature_columns)
+    waiting = next(order, None)  # last's keys are in order of first row
+    for chunk in table_chunks(path, columns=[set_column, label_column, *feature_columns],
+                              what=what, spelled=spelled):
         for row, line in zip(chunk, chunk.lines):
             key = row[set_column].strip()
             if last.get(key, 0) < line:  # a row, or a set, the first reading did not have
@@ -201,10 +242,11 @@ def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
                 if len(out) == sets:  # given once another set is whole: the last, at the end
                     out.sha256 = chunk.sha256
                     yield out
-                    out = FeatureSets([], path=path, features=list(feature_columns), ids=[],
-                                      lines=[])
+                    out = _no_sets(path, feature_columns)
                 whole.discard(waiting)
                 label, first = check.labels[waiting]
+                if (label, first) != checked_labels[waiting]:  # a label never checked
+                    changed()
                 out.append((torch.tensor(held.pop(waiting), dtype=torch.float32), label))
                 out.ids.append(waiting), out.lines.append(first)
                 waiting = next(order, None)
@@ -215,16 +257,9 @@ def feature_set_chunks(path: str | Path, *, set_column: str, label_column: str,
     yield out
 
 
-def _last_lines(path: Path, options: dict, check: _SetRows) -> tuple[dict[str, int], str]:
-    """(each set's last line, the file's digest) of the file of sets ``path`` read row by row
-    (``table_chunks`` with ``options``), every row checked (``check``)."""
-    from .tables import table_chunks
-
-    last: dict[str, int] = {}
-    for chunk in table_chunks(path, **options):
-        for row, line in zip(chunk, chunk.lines):
-            last[check.see(row, line)[0]] = line
-    return last, chunk.sha256
+def _no_sets(path: Path, features: list[str]) -> FeatureSets:
+    """A ``FeatureSets`` of no set yet, of ``path``'s ``features``."""
+    return FeatureSets([], path=path, features=list(features), ids=[], lines=[])
 
 
 def _roles(set_column: str, label_column: str, feature_columns: list[str] | None) -> list[str]:

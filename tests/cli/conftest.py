@@ -1,5 +1,6 @@
 """A tiny trained run of every task, trained once per pytest-xdist worker and shared by the
-modules that read runs of every task (test_view.py, test_plot_figures.py, test_many_inputs.py).
+modules that read runs of every task (test_view.py, test_plot_figures.py, test_many_inputs.py)
+and those that need one of them (the anomaly and graph runs of test_evaluate_nan_*.py).
 
 Each of those modules trained the same eight runs in a module fixture of its own, about 20 s of
 CPU each time, in each worker that ran one of its tests. The runs are now trained once per

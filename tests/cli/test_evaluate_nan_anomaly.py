@@ -4,23 +4,21 @@ so and write null. Now it says it the same way (``attnlab.tasks.base.without_nan
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from attnlab.cli import main
 
-from ..reliability.conftest import tiny_args
 from ..tasks.test_nan_answers_sequence_tag import _nan_copy
 
-pytestmark = pytest.mark.slow  # trains a run
+pytestmark = pytest.mark.slow  # reads the session's runs (tests/cli/conftest.py)
 
 
-@pytest.fixture(scope="module")
-def anomaly_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp("nan_anomaly") / "run"
-    assert main(["train", "anomaly", *tiny_args("anomaly", {}, "--max-steps", "3"),
-                 "--out", str(run)]) == 0
-    return run
+@pytest.fixture
+def anomaly_run(runs):
+    """The session's anomaly run, checked unchanged after the test (copied before NaN)."""
+    return runs["anomaly"][0]
 
 
 def test_evaluate_of_nan_outputs_scores_null_with_one_warning(anomaly_run, tmp_path, capsys):
@@ -39,3 +37,19 @@ def test_evaluate_of_finite_outputs_scores_and_warns_nothing(anomaly_run, capsys
     assert main(["evaluate", str(anomaly_run)]) == 0
     out, err = capsys.readouterr()
     assert isinstance(json.loads(out)["test_accuracy"], float) and "NaN" not in err
+
+
+def test_evaluate_builds_and_scores_the_test_sets_once(anomaly_run, monkeypatch, capsys):
+    import attnlab
+    from attnlab.runs import read_yaml
+    from attnlab.tasks.anomaly import runtime
+
+    cfg = read_yaml(anomaly_run / "config.yaml")
+    expected = runtime.anomaly_accuracy(attnlab.load(anomaly_run), SimpleNamespace(
+        test_sets=cfg["test_sets"], set_size=cfg["set_size"]))  # by predict, as training scores
+    real, built = runtime.fixed_sets, []
+    monkeypatch.setattr(runtime, "fixed_sets", lambda *a: built.append(a) or real(*a))
+    capsys.readouterr()
+    assert main(["evaluate", str(anomaly_run)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"test_accuracy": expected}
+    assert len(built) == 1  # the NaN check and the accuracy: one building, one pass

@@ -11,14 +11,13 @@ from attnlab.cli import main
 
 from ..tasks.test_nan_answers_sequence_tag import _nan_copy
 
-pytestmark = pytest.mark.slow  # trains a run
+pytestmark = pytest.mark.slow  # reads the session's runs (tests/cli/conftest.py)
 
 
-@pytest.fixture(scope="module")
-def graph_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp("nan_graph") / "run"
-    assert main(["train", "graph", "--kind", "mlp", "--max-steps", "3", "--out", str(run)]) == 0
-    return run
+@pytest.fixture
+def graph_run(runs):
+    """The session's graph run, checked unchanged after the test (copied before NaN)."""
+    return runs["graph"][0]
 
 
 def test_evaluate_of_nan_outputs_scores_null_with_one_warning(graph_run, tmp_path, capsys):

@@ -15,7 +15,6 @@ import attnlab.tasks.tag.runtime as tag_runtime
 from attnlab.cli import main
 from attnlab.tasks.tag.scoring import EntityTally, entity_scores, per_type_table
 
-from ..reliability.conftest import task_data, tiny_args
 from .test_evaluate_streams import _evaluate
 
 SENTENCES = 61
@@ -44,15 +43,6 @@ def _people(path, rng):
     path.write_text("".join("".join(f"{w} {'B-PER' if w[0].isupper() else 'O'}\n"
                                     for w in s) + "\n" for s in sentences))
     return sentences
-
-
-@pytest.fixture(scope="module")
-def tag_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("stream_tag")
-    run = tmp / "run"
-    assert main(["train", "tag", *tiny_args("tag", task_data(tmp), "--max-steps", "3"),
-                 "--out", str(run)]) == 0
-    return run
 
 
 @pytest.fixture

@@ -13,20 +13,10 @@ from attnlab.cli import main
 from attnlab.loading import check_run_dir
 from attnlab.tasks import get_task
 
-from ..reliability.conftest import task_data, tiny_args
 
-pytestmark = pytest.mark.slow  # trains a run (or copies the session's reversal run)
+pytestmark = pytest.mark.slow  # reads the session's tag and reversal runs (tests/conftest.py)
 
 INPUTS = {"reverse": ["1 2 3", "4 0 0 1"], "tag": ["Anna met Bob", "the cat sat"]}
-
-
-@pytest.fixture(scope="module")
-def tag_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("nan_tag")
-    run = tmp / "run"
-    assert main(["train", "tag", *tiny_args("tag", task_data(tmp), "--max-steps", "3"),
-                 "--out", str(run)]) == 0
-    return run
 
 
 def _nan_copy(run, tmp_path):

@@ -78,12 +78,14 @@ def anomaly_accuracy(model, cfg: RunSettings) -> float:
 
 
 @torch.no_grad()
-def _finite(model, cfg: RunSettings) -> list[bool]:
-    """For each fixed test set, whether the model's scores of its elements are all finite:
-    the argmax of a NaN row is element 0, as sure as any."""
-    x, _ = fixed_sets("test", cfg).materialize().tensors  # (N, T, 64)
+def _scored(model, cfg: RunSettings) -> tuple[float, list[bool]]:
+    """(``anomaly_accuracy``, for each fixed test set whether the model's scores of its
+    elements are all finite) from one building of the sets and one pass of the model: the
+    argmax of a NaN row is element 0, as sure as any. ``predict`` is that argmax."""
+    x, targets = fixed_sets("test", cfg).materialize().tensors  # (N, T, 64), (N,)
     model.eval()
-    return torch.cat([model(chunk).isfinite().all(-1) for chunk in x.split(500)]).tolist()
+    scores = torch.cat([model(chunk) for chunk in x.split(500)])  # (N, T)
+    return fraction(scores.argmax(-1) == targets), scores.isfinite().all(-1).tolist()
 
 
 def _training_batches(cfg: RunSettings, steps: int):
@@ -201,11 +203,9 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
         raise UsageError(f"{run_dir / 'config.yaml'}: set_size {cfg.set_size}: a set of 2 has "
                          f"no odd one, so no test set can score this run; train it again with "
                          f"--set-size 3 or more")
-    model = load(task, run_dir, cfg)
-    finite = _finite(model, cfg)
+    accuracy, finite = _scored(load(task, run_dir, cfg), cfg)
     labels = [f"test set {i}" for i in range(1, len(finite) + 1)]
-    return without_nan_metrics({"test_accuracy": anomaly_accuracy(model, cfg)}, finite, labels,
-                               run_dir)
+    return without_nan_metrics({"test_accuracy": accuracy}, finite, labels, run_dir)
 
 
 def _parse_input(text: str, cfg: RunSettings) -> tuple[list[int], torch.Tensor]:

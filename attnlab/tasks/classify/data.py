@@ -38,7 +38,7 @@ from ...runs import check_data_files, record_data_files
 if TYPE_CHECKING:
     from ...run_config import RunSettings
 
-__all__ = ["load_splits", "read_and_pin", "read_examples", "example_chunks", "check_labels", "classes_of",
+__all__ = ["load_splits", "read_and_pin", "read_examples", "example_chunks", "checked_sets", "check_labels", "classes_of",
            "untrained_classes", "missing_value_classes", "number_twins", "class_warnings",
            "DATA_FILES"]
 
@@ -80,18 +80,19 @@ def read_examples(cfg: RunSettings, key: str, path: str, features: list[str] | N
     else:
         found = read_table(path, **_table_options(cfg, key))
         examples = _labelled(cfg, key, found, path)
-    _one_spelling(cfg, key, examples, found, path, _forms(cfg, key, found.path))
+    _one_spelling(examples, found.lines, path, _forms(cfg, key, found.path))
     if pinned:
         check_digest(found.path, found.sha256, (cfg.data_sha256 or {}).get(key), what=f"--{key}")
     return examples, found.lines, found.path, found.sha256
 
 
 def example_chunks(cfg: RunSettings, key: str, path: str, features: list[str] | None = None,
-                   *, rows: int = CHUNK_ROWS):
+                   *, rows: int = CHUNK_ROWS, checked=None):
     """``read_examples``' examples of the file ``path``, ``rows`` at a time: ``(examples,
     their lines, the file, the SHA-256 of its bytes read so far)`` per chunk, a text file read
     as its rows come (``table_chunks``), a file of sets (its ``features`` named) ``rows`` sets
-    at a time (``feature_set_chunks``); its checks (a label in two Unicode forms included)
+    at a time (``feature_set_chunks``, its first reading skipped where ``checked``, a
+    ``CheckedSets``, gives its answer); its checks (a label in two Unicode forms included)
     made across the chunks as over the whole file."""
     if cfg.set_column:
         from ...data.feature_sets import feature_set_chunks
@@ -100,8 +101,8 @@ def example_chunks(cfg: RunSettings, key: str, path: str, features: list[str] | 
         for found in feature_set_chunks(path, set_column=cfg.set_column,
                                         label_column=cfg.label_column, feature_columns=features,
                                         what=f"--{key}", spelled=cfg.json_decimals_as_written,
-                                        sets=rows):
-            _one_spelling(cfg, key, found, found, path, forms)
+                                        sets=rows, checked=checked):
+            _one_spelling(found, found.lines, path, forms)
             yield found, found.lines, found.path, found.sha256
         return
     from ...data.tables import table_chunks
@@ -109,8 +110,26 @@ def example_chunks(cfg: RunSettings, key: str, path: str, features: list[str] | 
     forms = _forms(cfg, key, Path(path))
     for chunk in table_chunks(path, **_table_options(cfg, key), rows=rows):
         examples = _labelled(cfg, key, chunk, path)
-        _one_spelling(cfg, key, examples, chunk, path, forms)
+        _one_spelling(examples, chunk.lines, path, forms)
         yield examples, chunk.lines, chunk.path, chunk.sha256
+
+
+def checked_sets(cfg: RunSettings, key: str, path: str, features: list[str],
+                 labels: set[str] | None):
+    """The file of sets ``path`` of ``--key`` read once, every row checked (``check_set_rows``)
+    and every set's label as ``example_chunks`` and ``check_labels`` (against ``labels``)
+    check it, no set built: the ``CheckedSets`` to give ``example_chunks`` (``checked=``), so
+    that a file checked, then scored, is read twice in all."""
+    from ...data.feature_sets import check_set_rows
+
+    checked = check_set_rows(path, set_column=cfg.set_column, label_column=cfg.label_column,
+                             feature_columns=features, what=f"--{key}",
+                             spelled=cfg.json_decimals_as_written)
+    found, where = Path(path), list(checked.labels.values())  # (label, first line), in order
+    sets, lines = [(None, label) for label, _ in where], [line for _, line in where]
+    _one_spelling(sets, lines, found, _forms(cfg, key, found))
+    check_labels(sets, lines, found, labels, key)
+    return checked
 
 
 def _table_options(cfg: RunSettings, key: str) -> dict[str, Any]:
@@ -138,11 +157,11 @@ def _forms(cfg: RunSettings, key: str, path) -> OneSpelling | None:
                                                    f"column {cfg.label_column!r}")
 
 
-def _one_spelling(cfg, key: str, examples, found, path, forms: OneSpelling | None) -> None:
-    """Each label of ``examples`` (rows of ``found``, at its lines) seen by ``forms``."""
+def _one_spelling(examples, lines: list[int], path, forms: OneSpelling | None) -> None:
+    """Each label of ``examples`` (at ``lines`` of ``path``) seen by ``forms``."""
     if forms is None:
         return
-    for (_, label), line in zip(examples, found.lines):
+    for (_, label), line in zip(examples, lines):
         for name in label_set(label):
             forms.see(name, lambda: place(path, line))
 

@@ -46,7 +46,7 @@ from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
 from ..base import (attends, config_from_run, each_input, input_name, loads, null_scores,
                     predicts, probabilities_of, rng_kept, said_nan)
-from .data import check_labels, classes_of, example_chunks, files_of, load_splits
+from .data import check_labels, checked_sets, classes_of, example_chunks, files_of, load_splits
 from .labels import objective_of
 from .metrics import (MISSING_KEY, Tally, classes_without_examples, classification_metrics,
                       confusion, decide, per_class, validation_scores)
@@ -613,9 +613,14 @@ def _data_chunks(cfg: RunSettings, data: str):
     lines, file, digest so far)``; how many rows there are; the file's digest): a first pass
     reads and checks every row (``example_chunks``, and the labels as training knows them)
     keeping none, so that a bad row anywhere is refused before any is scored, and the rows it
-    shares with training are said."""
+    shares with training are said. A file of sets is checked by a reading that builds no set
+    (``checked_sets``), which the scoring reading takes instead of making its own: two in all."""
     labels = None if cfg.regression else set(cfg.labels)
     features = cfg.feature_names if cfg.set_column else None
+    if cfg.set_column:  # checked without building a set, then read once more to score
+        checked = checked_sets(cfg, "data", data, features, labels)
+        return ((lambda: example_chunks(cfg, "data", data, features, rows=CHUNK_ROWS,
+                                        checked=checked)), len(checked.last), checked.sha256)
     trained = _TrainedOn(cfg)
     for pairs, lines, path, digest in example_chunks(cfg, "data", data, features,
                                                      rows=CHUNK_ROWS):
@@ -684,7 +689,8 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
                                                       for i in range(1, len(pairs) + 1)], run_dir)
             # the test split is one chunk, however long: no progress to say
             progress("evaluate", before, tally.rows, total, started,
-                     CHUNK_ROWS if data is not None else total, "rows")
+                     CHUNK_ROWS if data is not None else total,
+                     "sets" if cfg.set_column else "rows")
     if data is not None:
         same_both_readings(path, digest, read)
     metrics = null_scores(tally.scores()) if nan else tally.scores()
