@@ -63,6 +63,18 @@ def test_a_file_with_no_label_at_all_is_refused(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_an_empty_text_is_still_named_as_an_empty_value(tmp_path, capsys):
+    """Only the label column may be empty under --multi-label: an empty text is refused,
+    with its file, line and column, before a run directory is written."""
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\ngood,a\n,b\n")
+    assert main(["train", "classify", "--data", str(data), "--multi-label", "--out",
+                 str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnlab: error: --data {data} line 3: empty value in column 'text'")
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_scores_of_rows_without_a_label_are_scikit_learns():
     """Exact match counts an empty answer to an empty truth as right; micro and macro F1 as
     scikit-learn's (every class occurs, so its macro average is over the same classes)."""
