@@ -117,3 +117,27 @@ def test_a_test_file_with_rows_of_no_label_is_named_in_its_own_note(tmp_path):
         f"reads each as every class no",
         f"note: --test {test}: 1 of its 2 rows have no label (first: line 3); --multi-label "
         f"reads each as every class no"]
+
+
+@pytest.mark.slow  # trains a run
+def test_evaluate_data_says_its_rows_of_no_label_as_training_does(tmp_path, capsys,
+                                                                  monkeypatch):
+    """``evaluate DIR --data FILE`` reads FILE a chunk at a time (2 rows here): its rows of
+    no label are counted over every chunk and said in training's one note, the first named
+    in the chunk it is in, before the scores."""
+    import attnlab.tasks.classify.runtime as classify_runtime
+
+    data, other = tmp_path / "d.csv", tmp_path / "e.csv"
+    data.write_text(CSV)
+    other.write_text("text,label\nt0,a|b\nt2,a\nt4,\nt5,b\nt7,\n")
+    assert main(["train", "classify", "--data", str(data), "--multi-label", "--out",
+                 str(tmp_path / "run"), "--max-steps", "2", "--model-dim", "16",
+                 "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "16",
+                 "--threads", "1"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(classify_runtime, "CHUNK_ROWS", 2)
+    assert main(["evaluate", str(tmp_path / "run"), "--data", str(other)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("rows have no label") == 1
+    assert (f"note: --data {other}: 2 of its 5 rows have no label (first: line 4); "
+            f"--multi-label reads each as every class no") in err

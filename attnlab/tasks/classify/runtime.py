@@ -46,7 +46,8 @@ from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
 from ..base import (attends, config_from_run, each_input, input_name, loads, null_scores,
                     predicts, probabilities_of, rng_kept, said_nan)
-from .data import check_labels, classes_of, example_chunks, files_of, load_splits
+from .data import (check_labels, classes_of, example_chunks, files_of, load_splits, no_label,
+                   unlabelled_rows)
 from .labels import objective_of
 from .metrics import (MISSING_KEY, Tally, classes_without_examples, classification_metrics,
                       confusion, decide, per_class, validation_scores)
@@ -613,15 +614,22 @@ def _data_chunks(cfg: RunSettings, data: str):
     lines, file, digest so far)``; how many rows there are; the file's digest): a first pass
     reads and checks every row (``example_chunks``, and the labels as training knows them)
     keeping none, so that a bad row anywhere is refused before any is scored, and the rows it
-    shares with training are said."""
+    shares with training, and its rows of no label (``unlabelled_rows``, as training says
+    them), are said."""
     labels = None if cfg.regression else set(cfg.labels)
     features = cfg.feature_names if cfg.set_column else None
     trained = _TrainedOn(cfg)
+    empty, first = 0, None  # the rows of no label (--multi-label), as training's note says
     for pairs, lines, path, digest in example_chunks(cfg, "data", data, features,
                                                      rows=CHUNK_ROWS):
         check_labels(pairs, lines, path, labels, "data")
         trained.see(pairs, lambda: places(path, lines))
+        more, at = no_label(pairs, lines, path)
+        empty, first = empty + more, first or at
     trained.note(f"--data {path}")
+    note = unlabelled_rows("data", path, trained.rows, empty, first)
+    if note:
+        print(note, file=sys.stderr, flush=True)
     return ((lambda: example_chunks(cfg, "data", data, features, rows=CHUNK_ROWS)),
             trained.rows, digest)
 
