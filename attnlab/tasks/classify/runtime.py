@@ -44,6 +44,7 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
+from ...explorer.record import fit_weights_text
 from ..base import (attends, config_from_run, each_input, input_name, loads, null_scores,
                     predicts, probabilities_of, rng_kept, said_nan)
 from .data import (check_labels, classes_of, example_chunks, files_of, load_splits, no_label,
@@ -435,7 +436,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     metrics = finish(cfg, run_dir, model, scores, result, tokenizer=tokenizer)
     if objective(cfg) == "single":
         _write_confusion(Path(run_dir), confusion(answers, truth, len(cfg.labels)), cfg.labels,
-                         result.weights_step)
+                         fit_weights_text(result.steps, result.best))
     what = "sets" if tokenizer is None else "texts"
     _report(cfg, scores, f"\ntest split, per class ({len(truth)} {what}):\n", sys.stdout)
     return metrics
@@ -456,7 +457,7 @@ def _write_confusion(run_dir: Path, matrix: torch.Tensor, labels: list[str],
                      weights: str) -> None:
     """``confusion.csv`` (a row per true class, a column per predicted one, headed by the
     class names) and ``confusion.png`` of the test split, its title naming ``weights``
-    (``FitResult.weights_step``)."""
+    (``explorer.record.fit_weights_text``)."""
     import csv
     import io
 
