@@ -17,7 +17,7 @@ import numbers
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_record", "weights_text", "metrics_text", "metrics_of_text", "shown_metrics",
+__all__ = ["run_record", "saved_weights", "fit_weights_text", "weights_text", "metrics_text", "metrics_of_text", "shown_metrics",
            "check_record", "shown_value"]
 
 WEIGHTS_FILE = "model.safetensors"
@@ -76,17 +76,12 @@ def run_record(run_dir: str | Path, *, step: int | None = None,
     metrics, note = _read_metrics(run_dir)
     metrics = metrics or {}
     steps = metrics.get("steps") if isinstance(metrics.get("steps"), int) else None
-    weights: dict[str, Any] = {"file": checkpoint or WEIGHTS_FILE, "step": step, "steps": steps,
-                               "which": None}
     best = metrics.get("best_step")
     scored = best if isinstance(best, int) else steps  # model.safetensors' step
-    if checkpoint is not None:
-        weights["which"] = "last"
-    elif isinstance(best, int):
-        weights.update(step=best, which="best", monitor=metrics.get("best_metric"),
-                       value=metrics.get("best_value"))
-    elif steps is not None:
-        weights.update(step=steps, which="last")
+    weights = (saved_weights(metrics) if checkpoint is None
+               else {"file": checkpoint, "step": step, "steps": steps, "which": "last"})
+    if weights["step"] is None:  # metrics.json holds no steps: the step given, if any
+        weights["step"] = step
     record = {"weights": weights, "metrics": metrics if note is None else None}
     if note is not None:
         record["note"] = note
@@ -95,6 +90,43 @@ def run_record(run_dir: str | Path, *, step: int | None = None,
         # --keep-best run, one resumed past the end) must not be read beside its scores
         record["metrics_of"] = {"file": WEIGHTS_FILE, "step": scored}
     return record
+
+
+def saved_weights(metrics: dict[str, Any]) -> dict[str, Any]:
+    """``run_record``'s ``"weights"`` of ``model.safetensors``, from the ``steps`` and
+    (``--keep-best``) ``best_step``, ``best_metric`` and ``best_value`` that ``metrics.json``
+    holds (``which`` None, ``step`` None where it holds no ``steps``).
+
+    Examples:
+        >>> saved_weights({"steps": 30, "best_step": 20, "best_metric": "val_loss",
+        ...                "best_value": 1.25})["step"]
+        20
+    """
+    steps = metrics.get("steps") if isinstance(metrics.get("steps"), int) else None
+    best = metrics.get("best_step")
+    if isinstance(best, int):
+        return {"file": WEIGHTS_FILE, "step": best, "steps": steps, "which": "best",
+                "monitor": metrics.get("best_metric"), "value": metrics.get("best_value")}
+    return {"file": WEIGHTS_FILE, "step": steps, "steps": steps,
+            "which": None if steps is None else "last"}
+
+
+def fit_weights_text(steps: int, best: dict[str, Any]) -> str:
+    """``weights_text`` of the weights a run has just saved, from what training returns
+    (``FitResult.steps`` and ``.best``) rounded as ``metrics.json`` writes it: the figures
+    drawn as a run ends name their weights in the words ``attnlab plot attention`` and
+    ``attnlab view`` use.
+
+    Examples:
+        >>> fit_weights_text(300, {})
+        'model.safetensors: step 300 of 300, the last step'
+        >>> fit_weights_text(300, {"best_step": 200, "best_metric": "val_loss",
+        ...                        "best_value": 0.50000001})
+        'model.safetensors: step 200 of 300, the best val_loss (0.5)'
+    """
+    from ..runs import readable
+
+    return weights_text({"weights": saved_weights(readable({**best, "steps": int(steps)}))})
 
 
 def metrics_of_text(record: dict[str, Any]) -> str | None:

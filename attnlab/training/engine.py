@@ -181,15 +181,6 @@ class FitResult:
     # train_seconds leaves out; None without --compile
     compile_seconds: float | None = None
 
-    @property
-    def weights_step(self) -> str:
-        """Which step's weights the run saves and its figures draw, for their titles:
-        "weights of step 300", or with --keep-best "weights of step 200 (--keep-best's;
-        trained to 300)": two runs' pictures are told apart."""
-        best = self.best.get("best_step")
-        return (f"weights of step {self.steps}" if best is None
-                else f"weights of step {best} (--keep-best's; trained to {self.steps})")
-
 
 def _shares(counts: list, dtype: torch.dtype = torch.float32) -> list:
     """Each batch's share of a step's loss, in proportion to what its mean is over (its

@@ -15,8 +15,9 @@ The step is PyTorch's own (``torch.optim.Muon``), with the update scaled to Adam
 "Muon is Scalable for LLM Training"), so that AdamW's learning rate and weight decay carry
 over: ``--muon-lr`` defaults to ``--lr``. PyTorch runs the Newton–Schulz steps in bfloat16
 (so does Jordan's reference); ``Muon`` here runs them in float64 for float64 matrices
-(``--precision 64``), whose user asked for float64 arithmetic: in bfloat16 the update was 2 to 7%
-(Frobenius) from the float64 one (random and a tiny model's matrices).
+(``--precision 64``), whose user asked for float64 arithmetic: the bfloat16 update differs
+measurably from the float64 one (tests/training/test_muon_float64.py). Each matrix takes its
+own dtype's path: a float32 one beside float64 ones is PyTorch's step, bfloat16 and all.
 """
 from __future__ import annotations
 
@@ -82,8 +83,9 @@ def newton_schulz(update: torch.Tensor, coefficients: tuple[float, float, float]
 
 class Muon(torch.optim.Muon):
     """``torch.optim.Muon``, whose float64 matrices (``--precision 64``) are orthogonalised in
-    float64 (``newton_schulz``) where PyTorch rounds them to bfloat16; any other dtype is
-    PyTorch's step, bit for bit. The same arguments, state and ``state_dict``."""
+    float64 (``newton_schulz``) where PyTorch rounds them to bfloat16; a matrix of any other
+    dtype takes PyTorch's step, bit for bit, whatever the others' dtype. The same arguments,
+    state and ``state_dict``."""
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -102,11 +104,22 @@ class Muon(torch.optim.Muon):
             for param, grad, buf in zip(params, grads, momenta):
                 buf.lerp_(grad, 1 - momentum)  # M <- μM + (1 - μ)G
                 update = grad.lerp(buf, momentum) if group["nesterov"] else buf
-                update = newton_schulz(update, group["ns_coefficients"], group["ns_steps"],
-                                       group["eps"])
+                # chosen per matrix: a float32 one beside float64 ones stays PyTorch's
+                orthogonal = newton_schulz if update.dtype == torch.float64 else _bfloat16_ns
+                update = orthogonal(update, group["ns_coefficients"], group["ns_steps"],
+                                    group["eps"])
                 param.mul_(1 - lr * group["weight_decay"])
                 param.add_(update, alpha=-lr * _rate_scale(group["adjust_lr_fn"], param.shape))
         return loss
+
+
+def _bfloat16_ns(update: torch.Tensor, coefficients: tuple[float, float, float], steps: int,
+                 eps: float) -> torch.Tensor:
+    """PyTorch's own Newton–Schulz (in bfloat16), which ``torch.optim.Muon.step`` calls: the
+    same module, so present wherever ``torch.optim.Muon`` is."""
+    from torch.optim._muon import _zeropower_via_newtonschulz
+
+    return _zeropower_via_newtonschulz(update, coefficients, steps, eps)
 
 
 def _rate_scale(adjust_lr_fn: str | None, shape: torch.Size) -> float:

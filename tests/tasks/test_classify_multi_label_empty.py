@@ -63,6 +63,18 @@ def test_a_file_with_no_label_at_all_is_refused(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_an_empty_text_is_still_named_as_an_empty_value(tmp_path, capsys):
+    """Only the label column may be empty under --multi-label: an empty text is refused,
+    with its file, line and column, before a run directory is written."""
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\ngood,a\n,b\n")
+    assert main(["train", "classify", "--data", str(data), "--multi-label", "--out",
+                 str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"attnlab: error: --data {data} line 3: empty value in column 'text'")
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_scores_of_rows_without_a_label_are_scikit_learns():
     """Exact match counts an empty answer to an empty truth as right; micro and macro F1 as
     scikit-learn's (every class occurs, so its macro average is over the same classes)."""
@@ -105,3 +117,27 @@ def test_a_test_file_with_rows_of_no_label_is_named_in_its_own_note(tmp_path):
         f"reads each as every class no",
         f"note: --test {test}: 1 of its 2 rows have no label (first: line 3); --multi-label "
         f"reads each as every class no"]
+
+
+@pytest.mark.slow  # trains a run
+def test_evaluate_data_says_its_rows_of_no_label_as_training_does(tmp_path, capsys,
+                                                                  monkeypatch):
+    """``evaluate DIR --data FILE`` reads FILE a chunk at a time (2 rows here): its rows of
+    no label are counted over every chunk and said in training's one note, the first named
+    in the chunk it is in, before the scores."""
+    import attnlab.tasks.classify.runtime as classify_runtime
+
+    data, other = tmp_path / "d.csv", tmp_path / "e.csv"
+    data.write_text(CSV)
+    other.write_text("text,label\nt0,a|b\nt2,a\nt4,\nt5,b\nt7,\n")
+    assert main(["train", "classify", "--data", str(data), "--multi-label", "--out",
+                 str(tmp_path / "run"), "--max-steps", "2", "--model-dim", "16",
+                 "--num-heads", "2", "--num-layers", "1", "--dim-feedforward", "16",
+                 "--threads", "1"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(classify_runtime, "CHUNK_ROWS", 2)
+    assert main(["evaluate", str(tmp_path / "run"), "--data", str(other)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("rows have no label") == 1
+    assert (f"note: --data {other}: 2 of its 5 rows have no label (first: line 4); "
+            f"--multi-label reads each as every class no") in err

@@ -208,3 +208,33 @@ def test_the_docs_parameter_counts_of_fast_small_are_the_models(tmp_path):
         cfg = build_config("lm", {**base, "vocab_size": int(vocab)})
         model = build_model(cfg)
         assert sum(p.numel() for p in model.parameters()) == int(count.replace(",", ""))
+
+
+def test_the_docs_noam_peaks_of_the_recipes_rate_are_noams(tmp_path):
+    """docs/language_model.md says where the recipe's --lr 3e-3, taken as Noam's factor, would
+    peak for each recipe's width: that peak, to the 2 digits the page gives, is
+    ``NoamScheduler``'s at the recipe's --model-dim and --warmup."""
+    import re
+    from pathlib import Path
+
+    import torch
+
+    from attnlab.schedulers import NoamScheduler
+
+    docs = (Path(__file__).parents[2] / "docs" / "language_model.md").read_text()
+    said = re.search(r"would\s+peak at ([\d.e-]+) \(`fast`, model width (\d+)\) or "
+                     r"([\d.e-]+) \(`fast-small`, width (\d+)\)", docs)
+    assert said, "the page no longer says where noam would peak"
+    (tmp_path / "small.txt").write_text(TEXT, encoding="utf-8")
+    for recipe, peak, width in (("fast", *said.groups()[:2]), ("fast-small", *said.groups()[2:])):
+        cfg = build_config("lm", {"data": str(tmp_path / "small.txt"), "out": str(tmp_path / "r"),
+                                  "recipe": recipe})
+        assert _recorded(cfg, "model_dim") == int(width)
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
+        noam = NoamScheduler(optimizer, int(width), warmup=cfg.warmup)
+        rates = [noam.get_last_lr()[0]]
+        for _ in range(3 * cfg.warmup):
+            optimizer.step()
+            noam.step()
+            rates.append(noam.get_last_lr()[0])
+        assert float(f"{max(rates):.2g}") == float(peak), recipe

@@ -51,3 +51,27 @@ def test_under_float64_muons_step_is_newton_schulz_in_float64():
         for name, (moved, by_hand) in step.items():
             assert moved.dtype == torch.float64
             assert (moved - by_hand).norm() < 1e-10 * by_hand.norm(), name
+
+
+def test_a_float32_matrix_beside_float64_ones_keeps_pytorchs_step():
+    """Each matrix takes its own dtype's path: a float32 one in the same optimiser as a
+    float64 one moves exactly as ``torch.optim.Muon`` moves it alone (bfloat16 Newton–Schulz),
+    not by a float32 Newton–Schulz; the float64 one by float64's. Tolerance: 0 (the same
+    operations)."""
+    from attnlab.training.muon import Muon, newton_schulz
+
+    g = torch.Generator().manual_seed(0)
+    wide = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    narrow = torch.randn(5, 3, generator=g)
+    ours = [torch.nn.Parameter(wide.clone()), torch.nn.Parameter(narrow.clone())]
+    alone = torch.nn.Parameter(narrow.clone())
+    kw = {"lr": 1e-2, "weight_decay": 0.1, "adjust_lr_fn": "match_rms_adamw"}
+    mixed, reference = Muon(ours, **kw), torch.optim.Muon([alone], **kw)
+    for _ in range(3):
+        grads = torch.randn(4, 6, generator=g, dtype=torch.float64), torch.randn(5, 3, generator=g)
+        ours[0].grad, ours[1].grad, alone.grad = grads[0], grads[1].clone(), grads[1].clone()
+        before = ours[0].detach().clone()
+        mixed.step()
+        reference.step()
+        torch.testing.assert_close(ours[1].detach(), alone.detach(), rtol=0, atol=0)
+        assert ours[0].dtype == torch.float64 and not torch.equal(ours[0], before)

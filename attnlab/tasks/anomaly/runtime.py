@@ -32,6 +32,7 @@ from ...notes import say
 from ...runs import atomic_write, load_weights
 from ...settings import epoch_steps
 from ...viz import plot_attention
+from ...explorer.record import fit_weights_text
 from ..base import (Task, attends, config_from_run, decimal, each_input, fraction, loads,
                     predicts, probability_list, rng_kept, without_nan_metrics)
 from ..spaced_input import spaced_tokens
@@ -122,7 +123,7 @@ def run(task: Task, cfg: RunSettings, run_dir: Path,
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics = {"test_accuracy": anomaly_accuracy(model, cfg)}
-        plot_figures(model, cfg, Path(run_dir), weights=result.weights_step)
+        plot_figures(model, cfg, Path(run_dir), weights=fit_weights_text(result.steps, result.best))
     return finish(cfg, run_dir, model, metrics, result)
 
 
@@ -241,8 +242,8 @@ def _indices(text: str, cfg: RunSettings) -> list[int]:
 def plot_figures(model, cfg: RunSettings, run_dir: Path, *, weights: str | None = None) -> None:
     """``attention.png``: every layer's and head's attention on the first test set, elements
     labelled by digit with the anomaly starred (``attnlab.viz``), its title naming ``weights``
-    (``FitResult.weights_step``); ``sets.png``: test sets as
-    images next to the last layer's attention (``plot_sets``)."""
+    (``explorer.record.fit_weights_text``); ``sets.png``: test sets as
+    images next to the last layer's attention (``plot_sets``), titled ``weights`` too."""
     sets = fixed_sets("test", cfg)
     x, target = sets[0]  # (T, 64), int
     rows, _ = sets.draw(0)
@@ -251,16 +252,17 @@ def plot_figures(model, cfg: RunSettings, run_dir: Path, *, weights: str | None 
     pred = int(model.predict(x[None])[0])
     plot_attention(model.get_attention_maps(x[None]), labels, labels, run_dir / "attention.png",
                    title=f"anomaly (starred) at {target}, predicted {pred}"
-                   + (f", {weights}" if weights else ""))
-    plot_sets(model, cfg, run_dir / "sets.png")
+                   + (f"\n{weights}" if weights else ""))
+    plot_sets(model, cfg, run_dir / "sets.png", weights=weights)
 
 
 @torch.no_grad()
-def plot_sets(model, cfg: RunSettings, path: Path, *, num_sets: int = 3) -> None:
+def plot_sets(model, cfg: RunSettings, path: Path, *, num_sets: int = 3,
+              weights: str | None = None) -> None:
     """The first ``num_sets`` test sets (fewer where --test-sets is smaller; images in a row,
     true anomaly framed red, prediction titled) next to the last layer's attention averaged
     over heads, the anomaly's column outlined: a working model attends to (or away from) the
-    odd one out."""
+    odd one out; ``weights``, which weights drew it (``fit_weights_text``), as its title."""
     # matplotlib only when drawing (attnlab.viz's rule): predict and evaluate never load it.
     from ...viz import _pyplot
 
@@ -292,6 +294,8 @@ def plot_sets(model, cfg: RunSettings, path: Path, *, num_sets: int = 3) -> None
         ax.set_title(f"last-layer attention; anomaly = {target}", fontsize=7)
         ax.set_xlabel("key (attended)", fontsize=7), ax.set_ylabel("query", fontsize=7)
         ax.tick_params(labelsize=6)
+    if weights:
+        fig.suptitle(weights, fontsize=9, parse_math=False)
     buffer = BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
     plt.close(fig)

@@ -381,25 +381,37 @@ def load_splits(cfg: RunSettings, *, digests: dict[str, str] | None = None, val_
     return splits
 
 
-def unlabelled_rows(pairs, lines, path, key: str) -> str | None:
-    """The note for the --multi-label rows of ``--key path`` with no label (the empty label
-    set: every class no), how many and the first; None when every row has one (or the
-    labels are not label sets). A row left without a label by mistake would otherwise train
-    as a row of no class without a word."""
+def no_label(pairs, lines, path) -> tuple[int, str | None]:
+    """How many of ``pairs`` (at ``lines`` of the file ``path``) have no label (the empty
+    label set of --multi-label), and the place of the first ("line 3"; None when none has)."""
     empty = [line for (_, label), line in zip(pairs, lines) if label == ()]
+    return len(empty), (place(path, empty[0]) if empty else None)
+
+
+def unlabelled_rows(key: str, path, rows: int, empty: int, first: str | None) -> str | None:
+    """The note for the ``empty`` of the ``rows`` rows of ``--key path`` with no label (the
+    empty label set: every class no), the first at ``first`` (``no_label``); None when every
+    row has one. A row left without a label by mistake would otherwise train, or be scored,
+    as a row of no class without a word.
+
+    >>> unlabelled_rows("data", "d.csv", 4, 1, "line 3")[:53]
+    'note: --data d.csv: 1 of its 4 rows have no label (fi'
+    """
     if not empty:
         return None
-    return (f"note: --{key} {path}: {len(empty)} of its {len(pairs)} rows have no label "
-            f"(first: {place(path, empty[0])}); --multi-label reads each as every class no")
+    return (f"note: --{key} {path}: {empty} of its {rows} rows have no label "
+            f"(first: {first}); --multi-label reads each as every class no")
 
 
 def _unlabelled_notes(cfg: RunSettings, data: tuple, splits: dict[str, Any],
                       held_lines: dict[str, tuple[list[int], Any, str]]) -> list[str]:
     """``unlabelled_rows``' notes of --data (``data``: its pairs, lines and path) and of each
     --test or --val FILE read (``held_lines``' entries of a file, not of rows of --data)."""
-    found = [unlabelled_rows(*data, "data")] + [
-        unlabelled_rows(splits[key], held_lines[key][0], held_lines[key][1], key)
-        for key in ("test", "val") if getattr(cfg, key) and key in held_lines]
+    files = [("data", *data)] + [(key, splits[key], *held_lines[key][:2])
+                                 for key in ("test", "val") if getattr(cfg, key)
+                                 and key in held_lines]
+    found = (unlabelled_rows(key, path, len(pairs), *no_label(pairs, lines, path))
+             for key, pairs, lines, path in files)
     return [note for note in found if note]
 
 

@@ -44,9 +44,11 @@ from ...run_config import RunSettings
 from ...runs import check_test_files, load_weights, read_yaml
 from ...settings import epoch_steps
 from ...tokenizers import TOKENIZER_KINDS, note_cut, note_pieces, note_unknown
+from ...explorer.record import fit_weights_text
 from ..base import (attends, config_from_run, each_input, input_name, loads, null_scores,
                     predicts, probabilities_of, rng_kept, said_nan)
-from .data import check_labels, checked_sets, classes_of, example_chunks, files_of, load_splits
+from .data import (check_labels, checked_sets, classes_of, example_chunks, files_of, load_splits,
+                   no_label, unlabelled_rows)
 from .labels import objective_of
 from .metrics import (MISSING_KEY, Tally, classes_without_examples, classification_metrics,
                       confusion, decide, per_class, validation_scores)
@@ -434,7 +436,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     metrics = finish(cfg, run_dir, model, scores, result, tokenizer=tokenizer)
     if objective(cfg) == "single":
         _write_confusion(Path(run_dir), confusion(answers, truth, len(cfg.labels)), cfg.labels,
-                         result.weights_step)
+                         fit_weights_text(result.steps, result.best))
     what = "sets" if tokenizer is None else "texts"
     _report(cfg, scores, f"\ntest split, per class ({len(truth)} {what}):\n", sys.stdout)
     return metrics
@@ -455,7 +457,7 @@ def _write_confusion(run_dir: Path, matrix: torch.Tensor, labels: list[str],
                      weights: str) -> None:
     """``confusion.csv`` (a row per true class, a column per predicted one, headed by the
     class names) and ``confusion.png`` of the test split, its title naming ``weights``
-    (``FitResult.weights_step``)."""
+    (``explorer.record.fit_weights_text``)."""
     import csv
     import io
 
@@ -613,7 +615,8 @@ def _data_chunks(cfg: RunSettings, data: str):
     lines, file, digest so far)``; how many rows there are; the file's digest): a first pass
     reads and checks every row (``example_chunks``, and the labels as training knows them)
     keeping none, so that a bad row anywhere is refused before any is scored, and the rows it
-    shares with training are said. A file of sets is checked by a reading that builds no set
+    shares with training, and its rows of no label (``unlabelled_rows``, as training says
+    them), are said. A file of sets is checked by a reading that builds no set
     (``checked_sets``), which the scoring reading takes instead of making its own: two in all."""
     labels = None if cfg.regression else set(cfg.labels)
     features = cfg.feature_names if cfg.set_column else None
@@ -622,11 +625,17 @@ def _data_chunks(cfg: RunSettings, data: str):
         return ((lambda: example_chunks(cfg, "data", data, features, rows=CHUNK_ROWS,
                                         checked=checked)), len(checked.last), checked.sha256)
     trained = _TrainedOn(cfg)
+    empty, first = 0, None  # the rows of no label (--multi-label), as training's note says
     for pairs, lines, path, digest in example_chunks(cfg, "data", data, features,
                                                      rows=CHUNK_ROWS):
         check_labels(pairs, lines, path, labels, "data")
         trained.see(pairs, lambda: places(path, lines))
+        more, at = no_label(pairs, lines, path)
+        empty, first = empty + more, first or at
     trained.note(f"--data {path}")
+    note = unlabelled_rows("data", path, trained.rows, empty, first)
+    if note:
+        print(note, file=sys.stderr, flush=True)
     return ((lambda: example_chunks(cfg, "data", data, features, rows=CHUNK_ROWS)),
             trained.rows, digest)
 

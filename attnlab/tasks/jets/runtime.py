@@ -37,6 +37,7 @@ from ...runs import (check_data_files, check_test_files, load_weights, pin_data_
                      write_json)
 from ...settings import epoch_steps
 from ...viz import decimals_half_up, plot_jet_attention, plot_jet_roc, plot_jet_scores
+from ...explorer.record import fit_weights_text
 from ..base import (attends, config_from_run, each_input, loads, predicts, probabilities_of,
                     rng_kept)
 from .checks import split_ranges
@@ -236,7 +237,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
         scores, labels = score_split(model, parts["test"], cfg)
         metrics = tagging_metrics(scores, labels, prefix="test_")
         extra = baselines(cfg, parts, labels, steps) if cfg.baselines else None
-        figures(model, scores, labels, parts["test"], cfg, Path(run_dir), extra)
+        figures(model, scores, labels, parts["test"], cfg, Path(run_dir), extra,
+                weights=fit_weights_text(result.steps, result.best))
     metrics = finish(cfg, run_dir, model, metrics, result)
     if extra is not None:
         write_json(Path(run_dir) / "baselines.json", _baselines_record(extra, len(labels)))
@@ -342,9 +344,11 @@ def comparison_table(metrics: dict[str, float], extra, test_jets: int) -> str:
 # ---- figures ----------------------------------------------------------------------------------
 
 def figures(model: JetTagger, scores: np.ndarray, labels: np.ndarray, test: Split,
-            cfg: RunSettings, run_dir: Path, extra=None) -> None:
+            cfg: RunSettings, run_dir: Path, extra=None, *, weights: str | None = None
+            ) -> None:
     """``roc.png`` (the tagger, and the baselines when scored), ``scores.png`` and
-    ``attention.png`` (the first top jet of the test jets)."""
+    ``attention.png`` (the first top jet of the test jets; its title names ``weights``, the
+    step ``explorer.record.fit_weights_text`` says)."""
     curves = {"tagger": (*roc(scores, labels), roc_auc(scores, labels))}
     for key, (m, s) in (extra or {}).items():
         curves[BASELINES[key]] = (*roc(s, labels), m["test_auc"])
@@ -353,7 +357,8 @@ def figures(model: JetTagger, scores: np.ndarray, labels: np.ndarray, test: Spli
                     title=f"tagger scores on {len(labels):,} test jets")
     row, p4 = first_top(test, cfg)
     draw_jet(model, p4, run_dir / "attention.png",
-             f"test jet {row} (top): P(top) = {float(model.probabilities(p4)[0, 1]):.3f}")
+             f"test jet {row} (top): P(top) = {float(model.probabilities(p4)[0, 1]):.3f}",
+             record=weights)
 
 
 def first_top(split: Split, cfg: RunSettings) -> tuple[int, torch.Tensor]:

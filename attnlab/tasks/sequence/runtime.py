@@ -27,6 +27,7 @@ from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
+from ...explorer.record import fit_weights_text
 from ..base import (FINITE, Task, attends, config_from_run, decimal, each_input, fraction,
                     loads, predicts, rng_kept, without_nan_metrics)
 from ..spaced_input import spaced_tokens
@@ -147,19 +148,19 @@ def run(task: Task, cfg: RunSettings, run_dir: Path,
         test = dataset(task, cfg, "test")
         metrics = sequence_metrics(model, test.inputs, test.labels)
         figures(task, model, cfg, run_dir, test.inputs[0].tolist(), result.steps, max_steps,
-                weights=result.weights_step)
+                weights=fit_weights_text(result.steps, result.best))
     return finish(cfg, run_dir, model, metrics, result)
 
 
 def figures(task: Task, model, cfg: RunSettings, run_dir: Path, sequence: list[int],
             steps: int, max_steps: int, *, weights: str | None = None) -> None:
     """attention.png (the maps of one test sequence; its title names ``weights``, the step
-    ``FitResult.weights_step`` says) and lr_schedule.png."""
+    ``explorer.record.fit_weights_text`` says) and lr_schedule.png."""
     model.eval()
     maps, x_labels, y_labels = _maps(task, model, cfg, sequence, len(sequence))
     plot_attention(maps, x_labels, y_labels, Path(run_dir) / "attention.png",
                    title=f"{task.name}: attention of a test sequence"
-                   + (f", {weights}" if weights else ""))
+                   + (f"\n{weights}" if weights else ""))
     curve = lr_curve(cfg.schedule, warmup=cfg.warmup, max_iters=max_steps,
                      d_model=cfg.model_dim, lr=cfg.lr, min_lr=cfg.min_lr, cooldown=cfg.cooldown)
     label = (f"{cfg.schedule} (--lr {cfg.lr:g}, warm-up {cfg.warmup}, "

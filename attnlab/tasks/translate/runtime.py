@@ -38,6 +38,7 @@ from ...runs import load_weights
 from ...settings import check_argument, epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
+from ...explorer.record import fit_weights_text
 from ..base import (attends, config_from_run, input_name, input_texts, loads, predicts,
                     rng_kept)
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
@@ -164,7 +165,7 @@ def _cross_attention_figure(model, tok, src_text: str, translation: str, path: P
                            max_len: int, *, weights: str) -> None:
     maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
     plot_attention(maps, x_labels, y_labels, path, kind="cross",
-                   title=f"cross-attention (decoder over source) on {src_text!r}, {weights}")
+                   title=f"cross-attention (decoder over source) on {src_text!r}\n{weights}")
 
 
 # ---- training ---------------------------------------------------------------------------
@@ -356,7 +357,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
             _cross_attention_figure(model, tok, test[0][0], hyps[0],
                                     run_dir / "cross_attention.png", cfg.max_len,
-                                    weights=result.weights_step)
+                                    weights=fit_weights_text(result.steps, result.best))
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
 
 
