@@ -134,8 +134,9 @@ def spawn():
 
 @pytest.fixture(scope="session")
 def spawn_session():
-    """``spawn`` for a process that serves a worker's whole session (tests/test_docs_examples.py's
-    fork server): ended at the session's end."""
+    """``spawn`` for a process that serves a worker's whole session (a fork server of
+    tests/forkserver.py: tests/conftest.py's ``forks``, tests/test_notebooks.py's ``kernel``):
+    ended at the session's end."""
     yield from _spawning()
 
 

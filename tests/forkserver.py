@@ -1,5 +1,6 @@
-"""A fork server for ``attnlab`` commands, so that the docs pages' examples do not each pay for
-starting Python and importing torch and Lightning (tests/test_docs_examples.py).
+"""A fork server for ``attnlab`` commands, so that the commands the tests run (the docs pages'
+examples, tests/test_docs_examples.py; the first process of a DDP run, tests/reliability) do not
+each pay for starting Python and importing torch and Lightning.
 
 A fresh ``attnlab train`` process spends about 16 s of CPU importing before it does anything:
 torch 4 s, Lightning 12 s (it imports torchmetrics, which imports transformers and scipy).
@@ -9,17 +10,17 @@ in a process forked from it, so every command still has a process of its own (it
 working directory, environment, standard streams, exit status and exit handlers), started
 from a state a fresh ``attnlab`` process would also reach (modules imported, nothing run).
 
-How a command gets here: the docs test puts a directory first on PATH whose ``attnlab``
-(``SHIM``, a small Python script without site packages) connects to this server's Unix
-socket and passes it its argument list, working directory, environment and standard streams
-(the file descriptors themselves). The server forks a monitor for it, which forks the command:
-``sys.exit(console())`` with ``sys.argv`` as the console script's, the real ``attnlab`` on
-PATH as ``sys.argv[0]`` (Lightning's DDP launcher starts the other ranks from it), the shim's
-directory taken off PATH. The monitor reports the command's exit status to the shim, which
-exits with it (or dies of the same signal), and kills the command if the shim goes away (a
-timeout). Shell syntax around a command (pipes, redirections, ``$(...)``) is still bash's.
-The command's process ends as an interpreter does, less the teardown of the server's modules
-(``_exit_as_a_process_does``: a second of CPU a command).
+How a command gets here: a test runs this server's ``attnlab`` (``SHIM``, a small Python script
+without site packages), by its path or with its directory first on PATH; it connects to the
+server's Unix socket and passes it its argument list, working directory, environment and
+standard streams (the file descriptors themselves). The server forks a monitor for it, which
+forks the command: ``sys.exit(console())`` with ``sys.argv`` as the console script's, the real
+``attnlab`` on PATH as ``sys.argv[0]`` (Lightning's DDP launcher starts the other ranks from
+it), the shim's directory taken off PATH. The monitor reports the command's exit status to the
+shim, which exits with it (or dies of the same signal), and kills the command if the shim goes
+away (a timeout). Shell syntax around a command (pipes, redirections, ``$(...)``) is still
+bash's. The command's process ends as an interpreter does, less the teardown of the server's
+modules (``_exit_as_a_process_does``: a second of CPU a command).
 
 The notebooks' kernels start the same way (tests/test_notebooks.py): a server started with
 ``--kernel`` also imports ipykernel, in the environment a kernel sets up before it runs a cell
@@ -44,21 +45,26 @@ import sys
 
 HEADER = struct.Struct("!Q")  # the length of the JSON request that follows
 
-# The `attnlab` the docs test puts first on PATH. {python}: this interpreter; {socket}: the
+# The `attnlab` a test runs instead of the real one. {python}: this interpreter; {socket}: the
 # server's. `-S`: no site packages, so it starts in a few milliseconds.
 SHIM = '''#!{python} -S
 import json, os, shutil, signal, socket, struct, sys
 {argv}
 request = json.dumps({{"argv": argv, "cwd": os.getcwd(), "env": env}}).encode()
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-server.connect({socket!r})
+try:
+    server.connect({socket!r})
+except OSError as e:  # the server is gone: say where its log is, not a bare traceback
+    print("attnlab (test fork server): cannot connect to " + {socket!r} + " (" + str(e.strerror)
+          + "); its log: " + {log!r}, file=sys.stderr)
+    sys.exit(1)
 socket.send_fds(server, [struct.pack("!Q", len(request))], [0, 1, 2])
 server.sendall(request)
 answer = b""
 while len(answer) < 8:
     part = server.recv(8 - len(answer))
     if not part:
-        print("attnlab (docs fork server): the server closed the connection", file=sys.stderr)
+        print("attnlab (test fork server): the server closed the connection", file=sys.stderr)
         sys.exit(1)
     answer += part
 code = struct.unpack("!q", answer)[0]
@@ -90,29 +96,53 @@ def write_shim(directory: str, address: str, name: str = "attnlab") -> str:
     path = os.path.join(directory, name)
     with open(path, "w", encoding="utf-8") as f:
         f.write(SHIM.format(python=sys.executable, socket=address,
+                            log=os.path.join(os.path.dirname(address), "server.log"),
                             argv=KERNEL_ARGV if name == "kernel" else ATTNLAB_ARGV))
     os.chmod(path, 0o755)
     return path
 
 
+# The servers ``running`` has started and not yet stopped, by their directory (``serving``).
+_servers: dict = {}
+
+
+def serving(where) -> bool:
+    """Whether the server started in the directory ``where`` is still running: a test that
+    finds it gone (killed, crashed) runs its command the plain way instead."""
+    server = _servers.get(str(where))
+    return server is not None and server.poll() is None
+
+
 @contextlib.contextmanager
-def running(spawn, where: str, env: dict, kernel: bool = False):
+def running(spawn, where: str, env: dict, kernel: bool = False, ready_within: float = 300):
     """Starts a server with ``spawn`` (conftest's ``spawn_session``) in ``env``, its socket and
     log (server.log: each command's CPU seconds) in the directory ``where``; yields the path of
-    its shim (``write_shim``). At the end it stops the server, which first waits for any command
-    still running."""
+    its shim (``write_shim``). Fails, naming the log, when the server has not said it is ready
+    within ``ready_within`` seconds (its imports take seconds). At the end it stops the server,
+    which first waits for any command still running."""
     import subprocess
 
     address = os.path.join(where, "socket")
-    log = open(os.path.join(where, "server.log"), "w")
+    log_path = os.path.join(where, "server.log")
+    log = open(log_path, "w")
     server = spawn([sys.executable, __file__, address, *(["--kernel"] if kernel else [])],
                    env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    # "ready\n" comes in one write, so a readline after select does not block
+    if not select.select([server.stdout], [], [], ready_within)[0]:
+        server.kill()
+        log.close()
+        raise AssertionError(f"the fork server did not say it was ready within {ready_within:g}"
+                             f" s; its log: {log_path}")
     ready = server.stdout.readline()
     if ready != "ready\n":
         log.close()
-        with open(os.path.join(where, "server.log")) as f:
+        with open(log_path) as f:
             raise AssertionError(f"the fork server did not start:\n{f.read()}")
-    yield write_shim(where, address, "kernel" if kernel else "attnlab")
+    _servers[str(where)] = server
+    try:
+        yield write_shim(where, address, "kernel" if kernel else "attnlab")
+    finally:
+        del _servers[str(where)]
     server.terminate()
     try:
         server.wait(timeout=60)

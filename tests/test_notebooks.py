@@ -105,11 +105,30 @@ def kernel(spawn_session, tmp_path_factory):
 
 # Cells a learner runs again after the notebook: appended to its run from top to bottom, so
 # that each check costs a cell, not another kernel and run of the notebook.
-def again(nb, index: int, *, fails: bool = False):
-    """A copy of the code cell at ``index``; ``fails``: tagged so that the run goes on past its
-    error, which is kept in its outputs (nbclient's ``raises-exception``)."""
-    return nbformat.v4.new_code_cell(nb.cells[index].source,
+def again(nb, index: int, what: str, *, fails: bool = False):
+    """A copy of the code cell at ``index``, its first line a comment saying it is the test's
+    re-run and of ``what`` (so that a failure shown in it is not taken for the notebook's own
+    cell); ``fails``: tagged so that the run goes on past its error, which is kept in its
+    outputs (nbclient's ``raises-exception``)."""
+    source = f"# run again by tests/test_notebooks.py, as a learner would: {what}\n"
+    return nbformat.v4.new_code_cell(source + nb.cells[index].source,
                                      metadata={"tags": ["raises-exception"]} if fails else {})
+
+
+# What each cell run again is, in the comment that starts its copy (``again``).
+RERUN = {"drawing": "the cell that draws a top and a QCD jet",
+         "attention": "the attention cell of section 6, after the drawing cell",
+         "training": "the training cell, whose --out directory now holds its first run"}
+
+
+def test_a_cell_run_again_says_it_is_the_tests_rerun_and_of_what():
+    """A failure in a re-run cell shows, in its first line, that the test ran it again and
+    which cell it is; the rest is the notebook's cell as it is, under a cell id of its own."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\nprint(x)")])
+    copy = again(nb, 0, "the cell that prints x", fails=True)
+    assert copy.source == ("# run again by tests/test_notebooks.py, as a learner would: the cell "
+                           "that prints x\nx = 1\nprint(x)")
+    assert copy.id != nb.cells[0].id and copy.metadata["tags"] == ["raises-exception"]
 
 
 @pytest.mark.slow
@@ -130,7 +149,8 @@ def test_a_notebook_runs_from_top_to_bottom_at_its_test_sizes(path, tmp_path, ke
         rerun["attention"] = code_cell_with(nb, "get_attention_maps(")
     if training_cell(nb) is not None:
         rerun["training"] = training_cell(nb)
-    nb.cells += [again(nb, i, fails=name == "training") for name, i in rerun.items()]
+    nb.cells += [again(nb, i, RERUN[name], fails=name == "training")
+                 for name, i in rerun.items()]
     path = tmp_path / path.name
     nbformat.write(nb, path)
     (tmp_path / "run").mkdir()
@@ -139,7 +159,7 @@ def test_a_notebook_runs_from_top_to_bottom_at_its_test_sizes(path, tmp_path, ke
     assert all(c.execution_count for c in ran.cells if c.cell_type == "code")
     cells = dict(zip(rerun, ran.cells[len(ran.cells) - len(rerun):]))
     if "attention" in cells:
-        first = next(c for c in ran.cells if c.source == cells["attention"].source)
+        first = next(c for c in ran.cells if c.id == nb.cells[rerun["attention"]].id)
         assert printed(first) and printed(cells["attention"]) == printed(first)
     if "training" in cells:
         errors = [o for o in cells["training"].outputs if o.output_type == "error"]

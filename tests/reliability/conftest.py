@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -102,11 +103,25 @@ def train_ddp(task, out, *args):
     processes' imports (most of such a run's time) only the second one's is paid; each process
     still runs the command as a fresh ``attnlab`` would, Lightning starting the second with
     ``python attnlab ...``. Signals are for ``start_ddp``'s run, a process of its own."""
-    command, env = _ddp_command(task, out, *args)
-    if _forks is not None:
-        command = [os.path.join(_forks(), "attnlab"), *command[3:]]  # not `python -m attnlab`
-        env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    command, env = _through_the_fork_server(*_ddp_command(task, out, *args))
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+
+def _through_the_fork_server(command, env):
+    """``python -m attnlab ...`` as the fork server's ``attnlab``; left as it is when the server
+    is gone (killed, crashed: a warning names its log), so that one lost server does not fail
+    every DDP test after it."""
+    from .. import forkserver
+
+    if _forks is None:
+        return command, env
+    where = _forks()
+    if not forkserver.serving(where):
+        warnings.warn(f"the fork server has stopped (its log: {os.path.join(where, 'server.log')})"
+                      "; DDP runs start as `python -m attnlab`")
+        return command, env
+    env = dict(env, PATH=os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")]))
+    return [os.path.join(where, "attnlab"), *command[3:]], env  # not `python -m attnlab`
 
 
 def start_ddp(spawn, task, out, *args):
