@@ -4,6 +4,7 @@ does removes another's files, and a corpus prepared by several of them at once i
 corpus."""
 import errno
 import os
+import pathlib
 import time
 
 import pytest
@@ -78,6 +79,32 @@ def test_a_run_that_fails_at_once_leaves_the_run_started_beside_it(tmp_path, mon
     assert f"removed {sweep / 'lr1'}, so the same command" in capsys.readouterr().err
     assert (other / "checkpoints" / "last.ckpt").read_bytes() == b"the other run's step 10"
     assert sorted(p.name for p in sweep.iterdir()) == ["lr2"]
+
+
+@pytest.mark.slow
+def test_a_run_whose_shared_parent_a_failed_sibling_removes_meanwhile_still_starts(
+        tmp_path, monkeypatch):
+    """`--out sweep/lr2` beside `--out sweep/lr1`: between this run making sweep/ (there
+    already, the sibling's) and making sweep/lr2 in it, the sibling failed and removed sweep/
+    as an empty parent it had made. This run died in a traceback (exit 1) instead of training;
+    it makes the parent again."""
+    sweep = tmp_path / "sweep"
+    sibling = sweep / "lr1"
+    sibling.mkdir(parents=True)  # the sibling's, sweep/ made by it
+    ours = sweep / "lr2"
+    real_mkdir = pathlib.Path.mkdir
+    failed = []
+
+    def the_sibling_fails_meanwhile(self, *args, **kwargs):
+        if self == ours and not failed:
+            failed.append(preflight.discard_unstarted(sibling, found="new", created=sweep))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", the_sibling_fails_meanwhile)
+    assert main(["train", "reverse", "--out", str(ours), *TINY_REVERSE, "--max-steps", "2"]) == 0
+    assert failed == [sweep]  # the sibling did remove the shared parent in between
+    assert (ours / "checkpoints" / "last.ckpt").is_file()
+    assert (ours / "model.safetensors").is_file()
 
 
 # ---- prepare: one corpus, prepared by tasks started together ---------------------------------
