@@ -63,9 +63,8 @@ def claim(run_dir: Path, *, resume: bool, new: bool = False) -> int | None:
     where another process made it meanwhile and no lock can tell whether that one writes
     there, ``FileExistsError``: the tasks of a SLURM array started in the same second on NFS,
     where a directory has no locks, all wrote into one and exited 0."""
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
-        run_dir.mkdir()
+        _make(run_dir)
         another = False
     except FileExistsError:
         another = new  # (one that existed before the run is an --out the user gave)
@@ -80,6 +79,22 @@ def claim(run_dir: Path, *, resume: bool, new: bool = False) -> int | None:
         os.close(fd)
         raise
     return fd
+
+
+def _make(run_dir: Path, tries: int = 5) -> None:
+    """``mkdir`` of ``run_dir`` and its parents. A run beside it (``--out sweep/lr1`` beside
+    ``sweep/lr2``) that fails between the two steps removes the shared parent while it is
+    empty (``_remove_parents``), and ``run_dir.mkdir`` then finds no parent: the parent is
+    made again, a few times, instead of ending the run in a traceback. ``FileExistsError``
+    where ``run_dir`` exists."""
+    for left in reversed(range(tries)):
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir()
+            return
+        except FileNotFoundError:
+            if not left:
+                raise
 
 
 def has_checkpoint(run_dir: Path) -> bool:

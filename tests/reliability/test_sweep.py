@@ -4,6 +4,7 @@ does removes another's files, and a corpus prepared by several of them at once i
 corpus."""
 import errno
 import os
+import pathlib
 import time
 
 import pytest
@@ -78,6 +79,32 @@ def test_a_run_that_fails_at_once_leaves_the_run_started_beside_it(tmp_path, mon
     assert f"removed {sweep / 'lr1'}, so the same command" in capsys.readouterr().err
     assert (other / "checkpoints" / "last.ckpt").read_bytes() == b"the other run's step 10"
     assert sorted(p.name for p in sweep.iterdir()) == ["lr2"]
+
+
+@pytest.mark.slow
+def test_a_run_whose_shared_parent_a_failed_sibling_removes_meanwhile_still_starts(
+        tmp_path, monkeypatch):
+    """`--out sweep/lr2` beside `--out sweep/lr1`: between this run making sweep/ (there
+    already, the sibling's) and making sweep/lr2 in it, the sibling failed and removed sweep/
+    as an empty parent it had made. This run died in a traceback (exit 1) instead of training;
+    it makes the parent again."""
+    sweep = tmp_path / "sweep"
+    sibling = sweep / "lr1"
+    sibling.mkdir(parents=True)  # the sibling's, sweep/ made by it
+    ours = sweep / "lr2"
+    real_mkdir = pathlib.Path.mkdir
+    failed = []
+
+    def the_sibling_fails_meanwhile(self, *args, **kwargs):
+        if self == ours and not failed:
+            failed.append(preflight.discard_unstarted(sibling, found="new", created=sweep))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", the_sibling_fails_meanwhile)
+    assert main(["train", "reverse", "--out", str(ours), *TINY_REVERSE, "--max-steps", "2"]) == 0
+    assert failed == [sweep]  # the sibling did remove the shared parent in between
+    assert (ours / "checkpoints" / "last.ckpt").is_file()
+    assert (ours / "model.safetensors").is_file()
 
 
 # ---- prepare: one corpus, prepared by tasks started together ---------------------------------
@@ -186,3 +213,38 @@ def test_a_slurm_array_task_trains_what_a_run_started_by_hand_does(tmp_path, mon
     assert by_hand.keys() == in_array.keys()
     for name in by_hand:
         assert torch.equal(by_hand[name], in_array[name]), name
+
+
+# ---- comparing the runs: the table of docs/cli.md ---------------------------------------------
+
+def test_the_sweep_table_of_the_docs_lines_up_real_run_names_and_skips_other_tasks(
+        tmp_path, monkeypatch, capsys):
+    """The loop in docs/cli.md, "Compare the runs of a sweep", padded names to 6 characters
+    (runs/reverse-20261201-165510-2 pushed its row's columns out of line) and ended in a
+    KeyError at a run of another task in runs/, whose metrics.json has no
+    test_sequence_accuracy. Each column now starts where its header does, and that run shows
+    '-'."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    section = page[page.index("### Compare the runs of a sweep"):]
+    start = section.index("```python\n") + len("```python\n")
+    loop = section[start:section.index("```", start)]
+    runs = {"reverse-20261201-165510-2": ("0.001", '{"steps": 120, '
+                                                   '"test_sequence_accuracy": 0.98}'),
+            "r": ("0.01", '{"steps": 30, "test_sequence_accuracy": 1.0}'),
+            "lm-20261201-170000": ("0.0003", '{"steps": 3000, "test_perplexity": 41.2}')}
+    for name, (lr, metrics) in runs.items():
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "config.yaml").write_text(f"lr: {lr}\n")
+        (tmp_path / "runs" / name / "metrics.json").write_text(metrics)
+    (tmp_path / "runs" / "still-training").mkdir()
+    monkeypatch.chdir(tmp_path)
+    exec(compile(loop, "docs/cli.md", "exec"), {})
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert [row.split()[0] for row in rows] == ["lm-20261201-170000", "r",
+                                                 "reverse-20261201-165510-2"]
+    for column in ("lr", "steps"):  # right-aligned under their headers
+        end = header.index(column) + len(column)
+        assert all(row[end - 1] != " " and row[end] == " " for row in rows), (header, rows)
+    assert rows[0].split()[-1] == "-" and rows[2].split()[-1] == "0.98"
