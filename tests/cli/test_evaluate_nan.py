@@ -1,6 +1,7 @@
-"""`evaluate` of an anomaly run trained to NaN printed the accuracy of the argmax of its NaN
-rows (element 0 of every set), exit 0 and not a word, where tag, reverse and classify runs say
-so and write null. Now it says it the same way (``attnlab.tasks.base.without_nan_metrics``)."""
+"""`evaluate` of an anomaly or graph run trained to NaN printed the accuracy of the argmax of its
+NaN rows (element 0 of every set; the first class for every node), exit 0 and not a word, where
+tag, reverse and classify runs say so and write null. Now they say it the same way
+(``attnlab.tasks.base.without_nan_metrics``)."""
 from __future__ import annotations
 
 import json
@@ -15,26 +16,45 @@ from ..tasks.test_nan_answers_sequence_tag import _nan_copy
 pytestmark = pytest.mark.slow  # reads the session's runs (tests/cli/conftest.py)
 
 
+def _anomaly_warning(warning, run):
+    assert warning == (f"warning: {run} gives NaN for 64 of 64 inputs (first: test set 1); its "
+                       f"metrics are null")
+
+
+def _graph_warning(warning, run):
+    assert warning.startswith(f"warning: {run} gives NaN for ")
+    assert "(first: test node " in warning and warning.endswith("; its metrics are null")
+
+
+WARNINGS = {"anomaly": _anomaly_warning, "graph": _graph_warning}
+
+
+@pytest.fixture(params=sorted(WARNINGS))
+def task_run(request, runs):
+    """The session's run of the task, checked unchanged after the test (copied before NaN)."""
+    return request.param, runs[request.param][0]
+
+
 @pytest.fixture
 def anomaly_run(runs):
-    """The session's anomaly run, checked unchanged after the test (copied before NaN)."""
+    """The session's anomaly run, checked unchanged after the test."""
     return runs["anomaly"][0]
 
 
-def test_evaluate_of_nan_outputs_scores_null_with_one_warning(anomaly_run, tmp_path, capsys):
-    run = _nan_copy(anomaly_run, tmp_path)
+def test_evaluate_of_nan_outputs_scores_null_with_one_warning(task_run, tmp_path, capsys):
+    task, given = task_run
+    run = _nan_copy(given, tmp_path)
     capsys.readouterr()
     assert main(["evaluate", str(run)]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == {"test_accuracy": None}
     warning, = [line for line in err.splitlines() if "NaN" in line]
-    assert warning == (f"warning: {run} gives NaN for 64 of 64 inputs (first: test set 1); its "
-                       f"metrics are null")
+    WARNINGS[task](warning, run)
 
 
-def test_evaluate_of_finite_outputs_scores_and_warns_nothing(anomaly_run, capsys):
+def test_evaluate_of_finite_outputs_scores_and_warns_nothing(task_run, capsys):
     capsys.readouterr()
-    assert main(["evaluate", str(anomaly_run)]) == 0
+    assert main(["evaluate", str(task_run[1])]) == 0
     out, err = capsys.readouterr()
     assert isinstance(json.loads(out)["test_accuracy"], float) and "NaN" not in err
 
