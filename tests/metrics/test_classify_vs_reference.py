@@ -57,3 +57,10 @@ def test_label_sets_equal_scikit_learn_where_it_is_told_the_classes_that_occur()
     assert scores["test_macro_f1"] == pytest.approx((1 + 2 / 3 + 0) / 3, abs=TOL)  # by hand
     everything = metrics.f1_score(true, pred, average="macro", zero_division=0)
     assert everything == pytest.approx((1 + 2 / 3) / 4, abs=TOL)  # scikit-learn's own mean
+    p, r, f, support = metrics.precision_recall_fscore_support(true, pred, zero_division=0)
+    for k, label in enumerate(LABELS):
+        row = scores["test_per_class"][label]
+        assert [row["precision"], row["recall"], row["f1"]] == pytest.approx(
+            [p[k], r[k], f[k]], abs=TOL)
+        assert row["support"] == support[k]
+    assert scores["test_classes_without_examples"] == ["d"]
