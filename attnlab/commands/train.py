@@ -612,7 +612,10 @@ def _claimed(cfg: RunSettings, run_dir: Path, new: bool = False
         if _is_child():
             return run_dir, None, found, created
         try:
-            return run_dir, preflight.claim(run_dir, resume=cfg.resume, new=new), found, created
+            lock, made = preflight.claim(run_dir, resume=cfg.resume, new=new)
+            # what claim made: a shared parent removed since first_missing (a failed run
+            # beside this one) is made again, and is this run's to remove if it fails
+            return run_dir, lock, found, made or created
         except (UsageError, FileExistsError) as e:
             if not cfg.out and run_dir.is_dir():
                 run_dir = _default_out(cfg.task)  # taken meanwhile: the next free name
