@@ -714,6 +714,10 @@ def run(args: argparse.Namespace) -> int:
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir, new)
+    if cfg.resume and not _is_child():  # held now: no save of another process is writing it
+        from ..training.checkpoint import remove_partial_checkpoint
+
+        _say([note] if (note := remove_partial_checkpoint(run_dir)) else [])
     # a new run records that its --epochs count the passes of all processes together
     cfg = cfg.derive(out=str(run_dir),
                      **({} if cfg.resume else {"epochs_of_all_processes": True}))
