@@ -247,13 +247,18 @@ def _remove_leftovers(out) -> None:
             fd = hold(path, "--hf", "export") if found[1] else None
         except UsageError:
             continue
+        except OSError:  # (another user's, say): not for this export to remove
+            fd = None
         if fd is None:
             named.append(path)
             continue
         try:
-            size += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            held = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
             shutil.rmtree(path)
+            size += held
             removed.append(path)
+        except OSError:  # what it could not remove is named, and the export goes on
+            named.append(path)
         finally:
             os.close(fd)
     if removed:

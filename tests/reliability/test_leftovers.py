@@ -104,3 +104,24 @@ def test_export_removes_what_a_killed_export_to_the_same_directory_left(tmp_path
             f"writing it; remove it if no export is writing {hf} now") in err, err
     assert not left[0].exists() and (hf / "config.json").is_file()
     assert mine[0].is_dir() and mine[1].read_text() == "a user's file" and writing.is_dir()
+
+
+def test_a_leftover_export_cannot_remove_is_named_and_the_export_goes_on(tmp_path, monkeypatch,
+                                                                         capsys):
+    """A leftover it may not remove (another user's, in a shared directory) ended the export
+    in a PermissionError traceback: it is named instead."""
+    from attnlab.commands import export
+
+    left = tmp_path / ".hf.abcdefgh.partial"
+    (left / "config.json").parent.mkdir()
+    (left / "config.json").write_text("{}")
+
+    def not_allowed(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path / "config.json"))
+
+    monkeypatch.setattr("shutil.rmtree", not_allowed)
+    export._remove_leftovers(tmp_path / "hf")
+    assert capsys.readouterr().err.splitlines() == [
+        f"note: --hf: {left} may be left by an export to {tmp_path / 'hf'} that was stopped "
+        f"while writing it; remove it if no export is writing {tmp_path / 'hf'} now"]
+    assert (left / "config.json").is_file()
