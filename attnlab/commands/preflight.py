@@ -53,11 +53,12 @@ def check_out(out: str | Path, *, resume: bool) -> Path:
 def claim(run_dir: Path, *, resume: bool, new: bool = False
           ) -> tuple[int | None, Path | None]:
     """Make ``run_dir`` and hold it for this process: (``paths.hold``'s descriptor of its
-    lock, the outermost directory made for it, None where it existed: ``_make``). A second ``attnlab train`` with the same ``--out`` started meanwhile is refused,
-    naming it, instead of writing its files over the first one's (both checked an empty
-    directory before either wrote to it); under the lock ``check_out`` is asked again, for a
-    run that finished in between. None where there are no locks (``hold``): the run is then
-    unguarded, as before, but for a ``new`` one.
+    lock, the outermost directory made for it, None where it existed: ``_make``). A second
+    ``attnlab train`` with the same ``--out`` started meanwhile is refused, naming it, instead
+    of writing its files over the first one's (both checked an empty directory before either
+    wrote to it); under the lock ``check_out`` is asked again, for a run that finished in
+    between. The lock is None where there are no locks (``hold``): the run is then unguarded,
+    as before, but for a ``new`` one.
 
     ``new``: ``run_dir`` did not exist when the run checked it (a default name,
     ``runs/TASK-<timestamp>``, never does). ``mkdir`` makes it in one step with that check;

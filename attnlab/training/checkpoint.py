@@ -42,8 +42,8 @@ import torch
 
 from ..errors import UsageError
 
-__all__ = ["checkpoint_dir", "partial_checkpoint", "remove_partial_checkpoint", "resumes_from_checkpoint", "saved_tokenizer_file",
-           "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
+__all__ = ["checkpoint_dir", "partial_checkpoint", "remove_partial_checkpoint",
+           "resumes_from_checkpoint", "saved_tokenizer_file", "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
            "capture_rng_ranks", "rank_rng", "rank_seed", "restore_rng", "restore_schedule",
            "FORMAT"]
 
