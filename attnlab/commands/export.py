@@ -165,16 +165,20 @@ def _write_atomically(out, model, tokenizers) -> None:
     """``out`` whole: written as a hidden sibling, then renamed (a failure or an interruption
     leaves nothing: neither the sibling nor the claimed, empty ``out``)."""
     import contextlib
+    import os
     import shutil
     import tempfile
     from pathlib import Path
 
+    from ..paths import hold
     from ..runs import naming, process_umask
 
     from transformers.utils import logging
 
     logging.disable_progress_bar()  # "Writing model shards" on stderr
-    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    _remove_leftovers(out)
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=PARTIAL, dir=out.parent))
+    lock = hold(partial, "--hf", "export")  # while it is written: see _remove_leftovers
     claimed = False
     try:
         model.save_pretrained(partial)
@@ -207,6 +211,63 @@ def _write_atomically(out, model, tokenizers) -> None:
             with contextlib.suppress(OSError):  # (removes only an empty directory)
                 out.rmdir()
         raise naming(e, out)  # a full disk: one line naming --hf's directory, not a traceback
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+# how the temporary directory of an export ends (``.OUT.<random>.partial``): the one name by
+# which a later export tells those of its own from a user's files beside OUT
+PARTIAL = ".partial"
+
+
+def _remove_leftovers(out) -> None:
+    """Remove the temporary directories that exports to ``out`` killed while writing (SIGKILL,
+    out of memory) left beside it, unseen (hidden) and as large as the model, saying so in one
+    line. Only attnlab's own (``.OUT.<random>.partial``, a directory) that no process holds:
+    an export holds its own while it writes it (``paths.hold``), so one writing now is left
+    to it. Where the file system has no locks (NFS), or for a directory named as exports
+    before the ``.partial`` ending did (``.OUT.<random>``, a name a user's may have too),
+    nothing is removed: the note names them instead."""
+    import os
+    import re
+    import shutil
+    import sys
+
+    from ..errors import UsageError
+    from ..paths import hold
+
+    ours = re.compile(re.escape(f".{out.name}.") + r"[a-z0-9_]{8}(" + re.escape(PARTIAL) + ")?")
+    removed, named, size = [], [], 0
+    for path in sorted(out.parent.iterdir()):
+        found = ours.fullmatch(path.name)
+        if not found or path.is_symlink() or not path.is_dir():
+            continue
+        try:  # (raises where another export holds it: writing it now)
+            fd = hold(path, "--hf", "export") if found[1] else None
+        except UsageError:
+            continue
+        except OSError:  # (another user's, say): not for this export to remove
+            fd = None
+        if fd is None:
+            named.append(path)
+            continue
+        try:
+            held = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            shutil.rmtree(path)
+            size += held
+            removed.append(path)
+        except OSError:  # what it could not remove is named, and the export goes on
+            named.append(path)
+        finally:
+            os.close(fd)
+    if removed:
+        print(f"note: --hf: removed {', '.join(map(str, removed))} ({size:,} bytes), left "
+              f"by an export to {out} that was stopped while writing it", file=sys.stderr)
+    if named:
+        print(f"note: --hf: {', '.join(map(str, named))} may be left by an export to {out} "
+              f"that was stopped while writing it; remove it if no export is writing {out} now",
+              file=sys.stderr)
 
 
 def _rename_replaces_an_empty_directory() -> bool:

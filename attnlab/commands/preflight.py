@@ -50,21 +50,24 @@ def check_out(out: str | Path, *, resume: bool) -> Path:
     return run_dir
 
 
-def claim(run_dir: Path, *, resume: bool, new: bool = False) -> int | None:
-    """Make ``run_dir`` and hold it for this process (``paths.hold``: the descriptor of its
-    lock). A second ``attnlab train`` with the same ``--out`` started meanwhile is refused,
-    naming it, instead of writing its files over the first one's (both checked an empty
-    directory before either wrote to it); under the lock ``check_out`` is asked again, for a
-    run that finished in between. None where there are no locks (``hold``): the run is then
-    unguarded, as before, but for a ``new`` one.
+def claim(run_dir: Path, *, resume: bool, new: bool = False
+          ) -> tuple[int | None, Path | None]:
+    """Make ``run_dir`` and hold it for this process: (``paths.hold``'s descriptor of its
+    lock, the outermost directory made for it, None where it existed: ``_make``). A second
+    ``attnlab train`` with the same ``--out`` started meanwhile is refused, naming it, instead
+    of writing its files over the first one's (both checked an empty directory before either
+    wrote to it); under the lock ``check_out`` is asked again, for a run that finished in
+    between. The lock is None where there are no locks (``hold``): the run is then unguarded,
+    as before, but for a ``new`` one.
 
     ``new``: ``run_dir`` did not exist when the run checked it (a default name,
     ``runs/TASK-<timestamp>``, never does). ``mkdir`` makes it in one step with that check;
     where another process made it meanwhile and no lock can tell whether that one writes
     there, ``FileExistsError``: the tasks of a SLURM array started in the same second on NFS,
     where a directory has no locks, all wrote into one and exited 0."""
+    made = None
     try:
-        _make(run_dir)
+        made = _make(run_dir)
         another = False
     except FileExistsError:
         another = new  # (one that existed before the run is an --out the user gave)
@@ -72,29 +75,35 @@ def claim(run_dir: Path, *, resume: bool, new: bool = False) -> int | None:
     if fd is None:
         if another:
             raise FileExistsError(errno.EEXIST, "made by another process", str(run_dir))
-        return None
+        return None, made
     try:
         check_out(run_dir, resume=resume)
     except UsageError:
         os.close(fd)
         raise
-    return fd
+    return fd, made
 
 
-def _make(run_dir: Path, tries: int = 5) -> None:
-    """``mkdir`` of ``run_dir`` and its parents. A run beside it (``--out sweep/lr1`` beside
-    ``sweep/lr2``) that fails between the two steps removes the shared parent while it is
-    empty (``_remove_parents``), and ``run_dir.mkdir`` then finds no parent: the parent is
-    made again, a few times, instead of ending the run in a traceback. ``FileExistsError``
-    where ``run_dir`` exists."""
+def _make(run_dir: Path, tries: int = 5) -> Path:
+    """``mkdir`` of ``run_dir`` and its parents; returns the outermost directory made. A run
+    beside it (``--out sweep/lr1`` beside ``sweep/lr2``) that fails between the two steps
+    removes the shared parent while it is empty (``_remove_parents``), and ``run_dir.mkdir``
+    then finds no parent: the parent is made again, a few times, instead of ending the run in
+    a traceback, and counts as made by this run (a failure removes it while empty, as it does
+    a parent made at first). ``FileExistsError`` where ``run_dir`` exists."""
+    made = run_dir
     for left in reversed(range(tries)):
+        top = first_missing(run_dir)
+        if len(top.parts) < len(made.parts):
+            made = top
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
             run_dir.mkdir()
-            return
+            return made
         except FileNotFoundError:
             if not left:
                 raise
+    return made  # (not reached: the last try returns or raises)
 
 
 def has_checkpoint(run_dir: Path) -> bool:

@@ -612,7 +612,10 @@ def _claimed(cfg: RunSettings, run_dir: Path, new: bool = False
         if _is_child():
             return run_dir, None, found, created
         try:
-            return run_dir, preflight.claim(run_dir, resume=cfg.resume, new=new), found, created
+            lock, made = preflight.claim(run_dir, resume=cfg.resume, new=new)
+            # what claim made: a shared parent removed since first_missing (a failed run
+            # beside this one) is made again, and is this run's to remove if it fails
+            return run_dir, lock, found, made or created
         except (UsageError, FileExistsError) as e:
             if not cfg.out and run_dir.is_dir():
                 run_dir = _default_out(cfg.task)  # taken meanwhile: the next free name
@@ -711,6 +714,10 @@ def run(args: argparse.Namespace) -> int:
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir, new)
+    if cfg.resume and not _is_child():  # held now: no save of another process is writing it
+        from ..training.checkpoint import remove_partial_checkpoint
+
+        _say([note] if (note := remove_partial_checkpoint(run_dir)) else [])
     # a new run records that its --epochs count the passes of all processes together
     cfg = cfg.derive(out=str(run_dir),
                      **({} if cfg.resume else {"epochs_of_all_processes": True}))

@@ -687,7 +687,11 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         raise UsageError(f"the corpus of {', '.join(map(str, paths))} is too small to split "
                          f"({counts['train']} train and {counts['val']} val tokens); give more "
                          f"text")
-    tok.save(out / ".tokenizer.json.tmp")
+    try:
+        tok.save(out / ".tokenizer.json.tmp")
+    except OSError as e:  # (a full disk) named as the file the user asked for, not the
+        e.filename = str(out / "tokenizer.json")  # temporary one, which is removed
+        raise
     # (a small file: read whole, not in runs.file_digest's 1 MiB blocks, which would be the
     # largest allocation of the whole prepare)
     digests["tokenizer.json"] = hashlib.sha256((out / ".tokenizer.json.tmp").read_bytes()).hexdigest()

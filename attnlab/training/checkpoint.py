@@ -42,8 +42,8 @@ import torch
 
 from ..errors import UsageError
 
-__all__ = ["checkpoint_dir", "resumes_from_checkpoint", "saved_tokenizer_file",
-           "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
+__all__ = ["checkpoint_dir", "partial_checkpoint", "remove_partial_checkpoint",
+           "resumes_from_checkpoint", "saved_tokenizer_file", "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
            "capture_rng_ranks", "rank_rng", "rank_seed", "restore_rng", "restore_schedule",
            "FORMAT"]
 
@@ -52,6 +52,37 @@ FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
 
 def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "checkpoints"
+
+
+def partial_checkpoint(run_dir: Path) -> Path:
+    """Where ``last.ckpt`` is written before it is renamed: ``checkpoints/.last.ckpt.partial``,
+    whole only once renamed. A process killed while writing it (SIGKILL, out of memory, a
+    node lost) leaves it there, as large as a checkpoint."""
+    return checkpoint_dir(run_dir) / ".last.ckpt.partial"
+
+
+def remove_partial_checkpoint(run_dir: Path) -> str | None:
+    """Remove the ``partial_checkpoint`` a killed save left in ``run_dir`` (never read: a
+    resumed run continues from ``last.ckpt``), while this process holds the run directory
+    (``commands.preflight.claim``), so that no save of another process is writing it. Returns
+    the note that says so, or None where there was none.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     partial_checkpoint(d).parent.mkdir()
+        ...     _ = partial_checkpoint(d).write_bytes(b"half a checkpoint")
+        ...     remove_partial_checkpoint(d).endswith(
+        ...         "(17 bytes), the checkpoint a stopped save was writing")
+        True
+    """
+    path = partial_checkpoint(run_dir)
+    if path.is_symlink() or not path.is_file():  # (a link or a directory: not ours)
+        return None
+    size = path.stat().st_size
+    path.unlink()
+    return (f"note: --resume: removed {path} ({size:,} bytes), the checkpoint a stopped save "
+            f"was writing")
 
 
 def resumes_from_checkpoint(cfg, run_dir: Path) -> bool:

@@ -17,6 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
+from ..errors import UsageError
 from ..runs import naming, write_through
 
 __all__ = ["CSVLog", "keep_previous_log"]
@@ -55,7 +56,7 @@ class CSVLog:
         whole = text[:text.rfind("\n") + 1]  # (DictWriter ends each row with "\r\n")
         reader = csv.DictReader(io.StringIO(whole, newline=""))
         columns = list(reader.fieldnames or [])
-        rows = [row for row in reader if row.get("step") and float(row["step"]) <= step
+        rows = [row for row in reader if row.get("step") and self._step(row, reader) <= step
                 and None not in row and None not in row.values()]  # no field missing or extra
         if not rows:
             self.path.unlink()
@@ -63,6 +64,17 @@ class CSVLog:
         self.columns += [c for c in columns if c not in self.columns]
         self.rows = rows
         self._rewrite()
+
+    def _step(self, row: dict[str, str], reader: csv.DictReader) -> float:
+        """The step of a ``row`` read back (``reader`` at its line); a ``UsageError`` naming
+        the file, the line and the value where it is no number (a log edited by hand), which
+        ended a resume in a ``ValueError`` traceback."""
+        try:
+            return float(row["step"])
+        except ValueError:
+            raise UsageError(f"--resume: {self.path}: line {reader.line_num}: step "
+                             f"{row['step']!r} is not a number; correct that line, or remove "
+                             f"it, and resume again") from None
 
     def close(self) -> None:
         """Nothing to do: each row is written when it comes."""

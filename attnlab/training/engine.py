@@ -50,8 +50,8 @@ from ..runs import naming, readable, save_weights, sync, write_config, write_met
 from ..settings import epoch_steps, later_process, processes
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, capture_rng_ranks, check_epochs, check_fits,
-                         checkpoint_dir, rank_rng, rank_seed, read_checkpoint, restore_rng,
-                         restore_schedule)
+                         checkpoint_dir, partial_checkpoint, rank_rng, rank_seed,
+                         read_checkpoint, restore_rng, restore_schedule)
 from .csvlog import keep_previous_log
 from .runlog import RunLog
 from .stepstats import StepStats
@@ -756,7 +756,7 @@ class Loop:
         file renamed), and never of a run whose loss went non-finite."""
         self._check_finite()
         path = checkpoint_dir(self.run_dir) / "last.ckpt"
-        temporary = path.with_name(f".{path.name}.partial")
+        temporary = partial_checkpoint(self.run_dir)
         loader = self.train_loader
         state = {"format": FORMAT, "global_step": self.step, "state_dict": self.model,
                  "optimizer": self.optimizer, "lr_scheduler": self.scheduler.state_dict(),

@@ -66,8 +66,8 @@ def test_a_run_that_fails_at_once_leaves_the_run_started_beside_it(tmp_path, mon
     real_first_missing = preflight.first_missing
 
     def the_other_run_starts_meanwhile(path):
-        made = real_first_missing(path)  # sweep/: it does not exist yet
-        (other / "checkpoints").mkdir(parents=True)
+        made = real_first_missing(path)  # sweep/: it does not exist yet (when first asked)
+        (other / "checkpoints").mkdir(parents=True, exist_ok=True)
         (other / "checkpoints" / "last.ckpt").write_bytes(b"the other run's step 10")
         return made
 
@@ -81,16 +81,12 @@ def test_a_run_that_fails_at_once_leaves_the_run_started_beside_it(tmp_path, mon
     assert sorted(p.name for p in sweep.iterdir()) == ["lr2"]
 
 
-@pytest.mark.slow
-def test_a_run_whose_shared_parent_a_failed_sibling_removes_meanwhile_still_starts(
-        tmp_path, monkeypatch):
-    """`--out sweep/lr2` beside `--out sweep/lr1`: between this run making sweep/ (there
-    already, the sibling's) and making sweep/lr2 in it, the sibling failed and removed sweep/
-    as an empty parent it had made. This run died in a traceback (exit 1) instead of training;
-    it makes the parent again."""
-    sweep = tmp_path / "sweep"
+def _the_sibling_fails_while_ours_is_made(sweep, monkeypatch):
+    """(sweep/lr2, the list of what the sibling removed): `--out sweep/lr2` beside `--out
+    sweep/lr1`, sweep/ made by the sibling; between this run making sweep/ (there already) and
+    making sweep/lr2 in it, the sibling fails and removes sweep/ as an empty parent it made."""
     sibling = sweep / "lr1"
-    sibling.mkdir(parents=True)  # the sibling's, sweep/ made by it
+    sibling.mkdir(parents=True)
     ours = sweep / "lr2"
     real_mkdir = pathlib.Path.mkdir
     failed = []
@@ -101,10 +97,37 @@ def test_a_run_whose_shared_parent_a_failed_sibling_removes_meanwhile_still_star
         return real_mkdir(self, *args, **kwargs)
 
     monkeypatch.setattr(pathlib.Path, "mkdir", the_sibling_fails_meanwhile)
+    return ours, failed
+
+
+@pytest.mark.slow
+def test_a_run_whose_shared_parent_a_failed_sibling_removes_meanwhile_still_starts(
+        tmp_path, monkeypatch):
+    """This run died in a traceback (exit 1) instead of training; it makes the parent
+    again."""
+    sweep = tmp_path / "sweep"
+    ours, failed = _the_sibling_fails_while_ours_is_made(sweep, monkeypatch)
     assert main(["train", "reverse", "--out", str(ours), *TINY_REVERSE, "--max-steps", "2"]) == 0
     assert failed == [sweep]  # the sibling did remove the shared parent in between
     assert (ours / "checkpoints" / "last.ckpt").is_file()
     assert (ours / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_a_failed_run_removes_the_shared_parent_it_had_to_make_again(tmp_path, monkeypatch,
+                                                                      capsys):
+    """This run made sweep/ again, then failed too, before its first checkpoint: it left
+    sweep/ behind, empty, where a run that made sweep/ at first removes it."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a few words of text. " * 20)
+    sweep = tmp_path / "sweep"
+    ours, failed = _the_sibling_fails_while_ours_is_made(sweep, monkeypatch)
+    # ~120 words hold no window of 41 tokens: found once the text is tokenised, in the run
+    assert main(["train", "lm", "--data", str(corpus), "--out", str(ours), "--block-size", "40",
+                 "--tokenizer", "word", "--max-steps", "2"]) == 2
+    assert failed == [sweep]  # the sibling did remove the shared parent in between
+    assert f"removed {sweep}, so the same command" in capsys.readouterr().err
+    assert not sweep.exists()
 
 
 # ---- prepare: one corpus, prepared by tasks started together ---------------------------------

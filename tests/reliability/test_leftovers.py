@@ -1,0 +1,127 @@
+"""What a save or an export killed while writing (SIGKILL, out of memory, a node lost) leaves:
+its hidden temporary file, as large as a checkpoint or a model, is removed by the next
+``--resume`` or export to the same place, which says so; a user's file beside it never is."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from attnlab.cli import main
+
+from .conftest import TINY_REVERSE, tiny_args, write_corpus
+
+pytestmark = pytest.mark.slow  # trains, and kills real processes
+
+fcntl = pytest.importorskip("fcntl")
+
+# ``python -c`` of attnlab's command line whose process is killed (SIGKILL, by itself) in the
+# middle of writing: {patch} replaces the writer with one that writes a part, then dies
+KILLED_WRITING = """
+import os, signal, sys
+{patch}
+from attnlab.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+# the second checkpoint's save: half of its bytes written, then killed
+SECOND_SAVE = """
+from lightning_fabric import Fabric
+real, saves = Fabric.save, []
+def save(self, path, state):
+    real(self, path, state)
+    saves.append(path)
+    if len(saves) == 2:
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+        os.kill(os.getpid(), signal.SIGKILL)
+Fabric.save = save
+"""
+
+# the model's save_pretrained: its files written, the tokenizer's not, then killed
+SAVE_PRETRAINED = """
+import transformers
+real = transformers.PreTrainedModel.save_pretrained
+def save_pretrained(self, where, *args, **kwargs):
+    real(self, where, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+transformers.PreTrainedModel.save_pretrained = save_pretrained
+"""
+
+
+def _killed(patch, *argv):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("ATTNLAB_RUN_DIR", None)
+    done = subprocess.run([sys.executable, "-c", KILLED_WRITING.format(patch=patch), *argv],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+def test_resume_removes_the_checkpoint_a_killed_save_was_writing(tmp_path, capsys):
+    run = tmp_path / "run"
+    _killed(SECOND_SAVE, "train", "reverse", "--out", str(run), *TINY_REVERSE)
+    checkpoints = run / "checkpoints"
+    partial = checkpoints / ".last.ckpt.partial"
+    size = partial.stat().st_size
+    assert size > 0 and (checkpoints / "last.ckpt").is_file()  # step 10's, whole
+    (checkpoints / ".last.ckpt.partial.mine").write_text("a user's file")
+
+    assert main(["train", "reverse", "--out", str(run), *TINY_REVERSE, "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert (f"note: --resume: removed {partial} ({size:,} bytes), the checkpoint a stopped "
+            f"save was writing") in err.splitlines()
+    assert not partial.exists()
+    assert (checkpoints / ".last.ckpt.partial.mine").read_text() == "a user's file"
+    assert (run / "metrics.json").is_file()
+
+
+def test_export_removes_what_a_killed_export_to_the_same_directory_left(tmp_path, capsys):
+    run, hf = tmp_path / "run", tmp_path / "hf"
+    data = {"lm": write_corpus(tmp_path / "corpus.txt")}
+    assert main(["train", "lm", "--out", str(run), "--max-steps", "4",
+                 *tiny_args("lm", data)]) == 0
+    _killed(SAVE_PRETRAINED, "export", str(run), "--hf", str(hf))
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(".hf.")]
+    assert len(left) == 1 and (left[0] / "config.json").is_file(), left
+    size = sum(f.stat().st_size for f in left[0].rglob("*") if f.is_file())
+    mine = [tmp_path / ".hf.backup01", tmp_path / ".hf.notes"]  # a user's, named like ours
+    mine[0].mkdir()
+    mine[1].write_text("a user's file")
+    writing = tmp_path / ".hf.abcdefgh.partial"  # an export writing it now holds it
+    writing.mkdir()
+    held = os.open(writing, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        capsys.readouterr()
+        assert main(["export", str(run), "--hf", str(hf)]) == 0
+    finally:
+        os.close(held)
+    err = capsys.readouterr().err.splitlines()
+    assert (f"note: --hf: removed {left[0]} ({size:,} bytes), left by an export to {hf} that "
+            f"was stopped while writing it") in err, err
+    assert (f"note: --hf: {mine[0]} may be left by an export to {hf} that was stopped while "
+            f"writing it; remove it if no export is writing {hf} now") in err, err
+    assert not left[0].exists() and (hf / "config.json").is_file()
+    assert mine[0].is_dir() and mine[1].read_text() == "a user's file" and writing.is_dir()
+
+
+def test_a_leftover_export_cannot_remove_is_named_and_the_export_goes_on(tmp_path, monkeypatch,
+                                                                         capsys):
+    """A leftover it may not remove (another user's, in a shared directory) ended the export
+    in a PermissionError traceback: it is named instead."""
+    from attnlab.commands import export
+
+    left = tmp_path / ".hf.abcdefgh.partial"
+    (left / "config.json").parent.mkdir()
+    (left / "config.json").write_text("{}")
+
+    def not_allowed(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path / "config.json"))
+
+    monkeypatch.setattr("shutil.rmtree", not_allowed)
+    export._remove_leftovers(tmp_path / "hf")
+    assert capsys.readouterr().err.splitlines() == [
+        f"note: --hf: {left} may be left by an export to {tmp_path / 'hf'} that was stopped "
+        f"while writing it; remove it if no export is writing {tmp_path / 'hf'} now"]
+    assert (left / "config.json").is_file()
