@@ -370,6 +370,9 @@ class Loop:
                 print(f"note: --resume: {note}", file=sys.stderr, flush=True)
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
+            note = getattr(self.train_loader, "dealing_note", lambda: None)()
+            if note and self.fabric.is_global_zero:
+                print(f"note: --resume: {note}", file=sys.stderr, flush=True)
         # a checkpoint saved before compile_seconds was kept: none compiled before
         self.step = self.saved = int(state["global_step"])
         self.clock = TrainClock(float(state["train_seconds"]),
