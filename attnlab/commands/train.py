@@ -722,6 +722,11 @@ def run(args: argparse.Namespace) -> int:
     cfg = cfg.derive(out=str(run_dir),
                      **({} if cfg.resume else {"epochs_of_all_processes": True}))
     os.environ["ATTNLAB_RUN_DIR"] = str(run_dir)
+    from ..training import ranks
+
+    # a rank dead while rank 0 waits in a collective that never ends: Lightning's watch says
+    # it and ends the run, leaving it as rank 0 would have (removed, with nothing saved)
+    ranks.after(lambda failure: _after_failure(failure, cfg, run_dir, found, created))
     try:
         # (a SIGTERM or SIGHUP before the loop raises Interrupted: cli._sigterm_interrupts)
         wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
@@ -733,6 +738,7 @@ def run(args: argparse.Namespace) -> int:
             raise quiet(e)
         raise _after_failure(e, cfg, run_dir, found, created) from None
     finally:
+        ranks.after(lambda failure: failure)  # this run's, not another's in this process
         if lock is not None:
             os.close(lock)
     return 0

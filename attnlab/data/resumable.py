@@ -61,6 +61,8 @@ class ResumableBatches:
         self._epoch_batches, self._length, self.passes = epoch_batches, length, passes
         self.epoch, self.done = 0, 0  # the epoch being served and the batches it has given
         self._restored = False
+        # the processes the run's epochs were first dealt out to (``kept``): None, this many
+        self.dealt: int | None = None
 
     #: training examples an epoch passes over, where the loader knows them (None: an endless
     #: supply); a --batch-size above it gets a note (``attnlab.training.engine.batch_note``)
@@ -74,6 +76,43 @@ class ResumableBatches:
     def _shard(self) -> tuple[int, int]:
         """(rank, processes) among which the epoch's batches are dealt out."""
         return shard()
+
+    def kept(self, batches: int) -> int:
+        """How many of an epoch's ``batches`` (of all processes) the processes take: the most
+        that they share evenly (the rest is left out, as DistributedSampler(drop_last=True)
+        leaves it). Resumed on other processes than the run's (``dealt``), also the most that
+        the run's share evenly: two processes left an epoch's odd batch out, which one process
+        resuming them took, as a step of its own, where the run would have gone on to the next
+        epoch; from then on every step held other batches than the uninterrupted run's. The
+        run's one process resumed on two cannot take its odd batch: ``dealing_note`` says so.
+
+        Examples:
+            >>> loader = ResumableBatches(lambda epoch, start: [], length=5)
+            >>> loader.kept(5), loader.load_state_dict({"epoch": 0, "done": 1, "world": 2})
+            (5, None)
+            >>> loader.kept(5), loader.state_dict()
+            (4, {'epoch': 0, 'done': 2, 'world': 1, 'dealt': 2})
+        """
+        world = self._shard()[1]
+        share = math.lcm(self.dealt or world, world)
+        return batches - batches % share if batches >= share else batches - batches % world
+
+    def all_batches(self) -> int | None:
+        """An epoch's batches over all processes, where a subclass knows them (else None)."""
+        return None
+
+    def dealing_note(self) -> str | None:
+        """The line that says each epoch leaves out batches that the run, on the processes it
+        was dealt out to, trained (``kept``); None where it takes them all."""
+        world, dealt, batches = self._shard()[1], self.dealt, self.all_batches()
+        if dealt is None or batches is None or not self.passes:
+            return None
+        left = batches - self.kept(batches)
+        if left <= batches % dealt:
+            return None
+        return (f"on {world} processes each epoch leaves out {left} of its {batches} batches, "
+                f"which the run on {dealt} process{'es' if dealt > 1 else ''} trained: the "
+                f"steps from here are not those of the run uninterrupted")
 
     def __len__(self) -> int:
         if self._length is None:
@@ -90,7 +129,9 @@ class ResumableBatches:
         self.epoch, self.done = self.epoch + 1, 0
 
     def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "done": self.done, "world": self._shard()[1]}
+        world = self._shard()[1]
+        dealt = {"dealt": self.dealt} if self.dealt not in (None, world) else {}
+        return {"epoch": self.epoch, "done": self.done, "world": world, **dealt}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         """Continue at ``state``'s place. ``done`` counts this process's batches: an epoch's
@@ -101,10 +142,13 @@ class ResumableBatches:
         resumed on one) or left half of it out (one on two). An endless supply's "epochs" are
         a length only (``numbered_batches``: one as long as the run), so there the position
         is counted over the epochs and may move into the next. A state without ``world`` (an
-        older checkpoint) is taken as this number of processes'."""
+        older checkpoint) is taken as this number of processes'. ``dealt`` (the processes the
+        run's epochs were first dealt out to; the saved ``world`` in an older checkpoint) sets
+        which of an epoch's batches are taken (``kept``)."""
         self.epoch, self.done = int(state["epoch"]), int(state["done"])
         world = self._shard()[1]
         saved = int(state.get("world", world))
+        self.dealt = int(state.get("dealt", saved))
         if saved != world and not self.passes:
             self.epoch, self.done = divmod(-(-(self.epoch * len(self) + self.done) * saved
                                              // world), len(self))
@@ -157,10 +201,13 @@ class ShuffledBatches(ResumableBatches):
     def epoch_batches(self, epoch: int, start: int):
         batches = self.make(shuffle=True, seed=self.seed * 100_003 + epoch + 1)
         rank, world = shard()
-        return batches[: len(batches) - len(batches) % world][rank::world][start:]
+        return batches[: self.kept(len(batches))][rank::world][start:]
 
     def __len__(self) -> int:
-        return self.num_batches // shard()[1]
+        return self.kept(self.num_batches) // shard()[1]
+
+    def all_batches(self) -> int:
+        return self.num_batches
 
     @property
     def num_batches(self) -> int:

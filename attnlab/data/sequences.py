@@ -145,12 +145,15 @@ class BatchLoader(ResumableBatches):
         """Batches per epoch on this rank: under DDP each rank has as many (the remainder of
         the batches over the ranks is left out, as DistributedSampler(drop_last=True) does),
         so that each step of every rank takes as many batches, epoch ends included."""
-        n = len(self.dataset)
-        full = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        full = self.all_batches()
         rank, world = self._shard()
-        if world == 1 or full < world:  # fewer batches than ranks: one each where there is
+        if full < world:  # fewer batches than ranks: one each where there is
             return len(range(rank, full, world))
-        return full // world
+        return self.kept(full) // world
+
+    def all_batches(self) -> int:
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def epoch_batches(self, epoch: int, start: int):
         return (self.dataset[indices] for indices in self._batches(epoch)[start:])

@@ -58,7 +58,8 @@ from .stepstats import StepStats
 from .adapt import adapt, init_kind, merge_lora, parameter_share, save_adapter
 from .best import BestWatch, cpu_copy
 # check_hardware: for commands/train
-from .hardware import check_hardware, compile_options, launch, make_fabric, sums_in  # noqa: F401
+from .hardware import (check_hardware, compile_options, launch, launch_id,  # noqa: F401
+                       make_fabric, sums_in)
 from . import ranks
 from ..nn.lora import lora_factors
 from ..nn.stacks import checkpoint_activations
@@ -370,6 +371,9 @@ class Loop:
                 print(f"note: --resume: {note}", file=sys.stderr, flush=True)
         if state.get("train_loader") is not None and hasattr(self.train_loader, "load_state_dict"):
             self.train_loader.load_state_dict(state["train_loader"])
+            note = getattr(self.train_loader, "dealing_note", lambda: None)()
+            if note and self.fabric.is_global_zero:
+                print(f"note: --resume: {note}", file=sys.stderr, flush=True)
         # a checkpoint saved before compile_seconds was kept: none compiled before
         self.step = self.saved = int(state["global_step"])
         self.clock = TrainClock(float(state["train_seconds"]),
@@ -822,7 +826,9 @@ def fit(module: TaskModule, train_loader, val_loader, cfg: RunSettings, run_dir:
     try:
         return _fit(loop, module, train_loader, cfg, run_dir, max_steps, tokenizer)
     except BaseException as e:  # the ranks launched from here end before the run is reported
-        failure = ranks.failed(e)  # a rank died: named in one line, not gloo's traceback
+        # a rank died: named in one line, not gloo's traceback (one that torchrun or srun
+        # started: its launcher names it)
+        failure = ranks.failed(e) or ranks.elsewhere(e, launch_id())
         ranks.end(ranks.ENDING_GRACE if ranks.agreed(e) else 0.0)
         if failure is not None:
             raise failure from None

@@ -45,7 +45,7 @@ from pathlib import Path
 from ..errors import Interrupted, RankFailed
 from ..settings import later_process
 
-__all__ = ["launching", "joining", "end", "agreed", "quiet", "failed", "where",
+__all__ = ["launching", "joining", "end", "agreed", "quiet", "failed", "elsewhere", "where", "after",
            "broken_collective", "ENDING_GRACE", "DEATH_GRACE", "JOINING"]
 
 # seconds the other ranks get to end by themselves after a stop all ranks agreed on (a signal
@@ -61,6 +61,7 @@ _LOCK = threading.Lock()  # held while the watch looks at the ranks, and while r
 _ENDING = threading.Event()  # rank 0 is ending the run: a rank that exits is not a failure
 _PROCS: list[subprocess.Popen] = []  # the ranks Lightning's launcher started from this process
 _WHERE: list = [lambda: ""]  # what the line of a dead rank adds: the step, where to go on from
+_AFTER: list = [lambda failure: failure]  # what the watch does before it says that line
 # the variable naming the folder (private to this launch, on this machine) in which each rank
 # Lightning's launcher starts says, by a file named by its LOCAL_RANK, that it is joining
 JOINING = "ATTNLAB_JOINING"
@@ -103,14 +104,25 @@ def _look(procs: list[subprocess.Popen], theirs) -> bool:
 
 
 def _stop_all(procs: list[subprocess.Popen], failure: RankFailed) -> None:
-    """The watch's end of a run whose rank 0 cannot hear that a rank died: ``failure``'s line,
-    the other ranks killed, and this process's exit with its status (where Lightning's watch
-    killed rank 0 with SIGKILL, without a word)."""
-    print(f"attnlab: {failure}", file=sys.stderr, flush=True)
+    """The watch's end of a run whose rank 0 cannot hear that a rank died: the other ranks
+    killed, what the run leaves done (``after``: a run with nothing saved is removed, as where
+    rank 0 hears it), ``failure``'s line, and this process's exit with its status (where
+    Lightning's watch killed rank 0 with SIGKILL, without a word)."""
     for proc in procs:
         if proc.poll() is None:
             proc.kill()
-    os._exit(failure.exit_code)
+    try:
+        failure = _AFTER[0](failure)
+    finally:  # whatever went wrong there, the line is said and the run ends
+        print(f"attnlab: {failure}", file=sys.stderr, flush=True)
+        os._exit(failure.exit_code)
+
+
+def after(done) -> None:
+    """``done(failure)``: what rank 0 does with a run whose rank died, before its line is said
+    (``attnlab train`` removes a run with nothing saved), and the ``RankFailed`` it says then;
+    the watch calls it where rank 0, waiting in a collective, cannot."""
+    _AFTER[0] = done
 
 
 def _how(code: int) -> str:
@@ -169,7 +181,9 @@ def failed(error: BaseException, *, grace: float = DEATH_GRACE) -> RankFailed | 
     """In rank 0, after ``error`` stopped its training: the ``RankFailed`` of a rank launched
     from here that died, when ``error`` is the collective its death broke
     (``broken_collective``) and the rank is seen ended within ``grace`` seconds; else None
-    (the error is rank 0's to report as it is). The watch stands aside from then on."""
+    (the error is rank 0's to report as it is). The watch stands aside from then on. Where
+    torchrun or srun started the processes (none launched from here to look at):
+    ``elsewhere``."""
     if not _PROCS or not broken_collective(error):
         return None
     deadline = time.monotonic() + grace
@@ -182,6 +196,23 @@ def failed(error: BaseException, *, grace: float = DEATH_GRACE) -> RankFailed | 
             return None
         _ENDING.set()
     return _failure(*dead)
+
+
+def elsewhere(error: BaseException, launch: str | None) -> RankFailed | None:
+    """The ``RankFailed`` of a process that torchrun or srun started with this one (``launch``:
+    ``hardware.launch_id``, None where they did not) and that ended while the run trained,
+    when ``error`` is the collective its end broke; else None. Which process, and how it
+    ended, only the launcher knows (it names them in its own lines, and stops the others):
+    gloo's "Connection closed by peer" traceback, all rank 0 said, named neither.
+
+    Examples:
+        >>> elsewhere(RuntimeError("mat1 and mat2 shapes cannot be multiplied"), "srun job 7")
+        >>> elsewhere(RuntimeError("gloo/transport/tcp/pair.cc: Connection closed"), None)
+    """
+    if launch is None or _PROCS or not broken_collective(error):
+        return None
+    return RankFailed(f"another process of this run ended during training (its collective "
+                      f"broke; {launch.split()[0]} names which, and how){_WHERE[0]()}")
 
 
 def _until_joining(procs: list[subprocess.Popen], folder: str | None, poll: float = 0.1,

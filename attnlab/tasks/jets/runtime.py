@@ -131,7 +131,10 @@ class JetBatches(ResumableBatches):
         self.examples = sum(len(c) for c in self.parts)
 
     def __len__(self) -> int:
-        return max(1, sum(self.sizes) // shard()[1])
+        return max(1, self.kept(sum(self.sizes)) // shard()[1])
+
+    def all_batches(self) -> int:
+        return sum(self.sizes)
 
     def epoch_batches(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         rank, world = shard()
