@@ -134,15 +134,19 @@ def _alignment_layers(model, src, tgt):
     return [Layer("attention", "cross", weights[0], "cross")]
 
 
-def _pair(tok: TranslationTokenizers, src_text: str, translation: str,
+def _pair(tok: TranslationTokenizers, src_text: str, translation: str | list[int],
           max_len: int | None = None):
     """(source ids (1, S), decoder input ids (1, T): SOS then the translation, their labels).
 
+    ``translation`` is a text, or the ids the model wrote (``_written``): those are what its
+    decoder read, where a text it decoded to "�" (an untrained model's lone bytes) encodes
+    back to the replacement character's bytes, and its labels said "�", not which bytes.
     The decoder input is cut at ``max_len`` tokens (the run's ``max_len``, the most the model
     reads; None: not cut): a translation that decodes to broken characters (an untrained
     model's) encodes back to more tokens than were generated."""
     src = torch.tensor(tok.encode_sources([src_text]))  # (1, S)
-    whole = tok.decoder_input(translation)
+    whole = (tok.decoder_input(translation) if isinstance(translation, str)
+             else [tok.tgt.sos_id, *translation])
     tgt_ids = whole[:max_len]
     # labelled whole, then cut: a character whose bytes the cut divides still shows as itself
     tgt_labels = tok.tgt.labels(whole, skip_special_tokens=False)[:max_len]
@@ -481,14 +485,24 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 
 
 def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
-    """(the model, its tokenisers, ``text`` as the model reads it, the model's greedy
-    translation of it) for the pictures of ``--input``: a refusal names ``--input``."""
+    """(the model, its tokenisers, ``text`` as the model reads it, the ids of the model's
+    greedy translation of it) for the pictures of ``--input``: a refusal names ``--input``."""
     text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
-                                  labels=["--input"])[0]
+    translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
+                    labels=["--input"])  # its checks and refusals, as translate's
     tok.note_unknown([text], [input_name()])  # as translate and predict say it
-    return model, tok, text, translation
+    return model, tok, text, _written(model, tok, text, cfg.max_target_len)
+
+
+def _written(model, tok: TranslationTokenizers, text: str, max_new_tokens: int) -> list[int]:
+    """The ids ``model`` writes for ``text`` (greedy, as ``translate_texts``), after the start
+    and before the end: what its decoder reads, as a decoded text re-encoded is not (bytes that
+    make no character decode to "�", whose own bytes are other ids)."""
+    src = torch.tensor(tok.encode_sources([text]))  # (1, S)
+    with torch.no_grad():
+        row = model.generate(src, max_new_tokens)[0, 1:].tolist()  # after SOS
+    return row[:row.index(model.eos_id)] if model.eos_id in row else row
 
 
 @attends
