@@ -117,6 +117,20 @@
     return [weights, ...of, list];
   }
 
+  // the keys there is something to move between: a one-head model has no other head and no
+  // heads to average (the hint and a checkbox that did nothing said it had)
+  const headsOf = (g) => Math.max(...g.layers.map((i) => data.layers[i].weights.length));
+  function hint() {
+    const many = (n) => n > 1;
+    return ["Hover a token or a cell to read its weights · click to pin, Esc to unpin · " +
+            "Tab: token by token",
+            groups.some((g) => many(headsOf(g))) && "←/→ head",
+            groups.some((g) => many(g.layers.length)) && "↑/↓ layer",
+            groups.some((g) => many(headsOf(g))) && "a: average the heads",
+            "r: scale each row", many(groups.length) && "g: next group"]
+      .filter(Boolean).join(" · ");
+  }
+
   const body = document.body;
   const header = el("header", {},
     el("h1", { text: data.title || "attention" }),
@@ -124,15 +138,13 @@
       `${data.layers.length} attention layer${data.layers.length === 1 ? "" : "s"}`]
       .filter(Boolean).join(" · ") }),
     ...runRecord(data.record),
-    el("p", { class: "hint", text: "Hover a token or a cell to read its weights · click to pin, " +
-      "Esc to unpin · Tab: token by token · ←/→ head · ↑/↓ layer · a: average the heads · " +
-      "r: scale each row · g: next group" }));
+    el("p", { class: "hint", text: hint() }));
   const groupBar = el("div", { class: "groups", role: "tablist" });
   const average = el("input", { type: "checkbox", id: "average-heads" });
   const rowScale = el("input", { type: "checkbox", id: "row-scale" });
-  const toolbar = el("div", { class: "toolbar" }, groupBar,
-    el("label", { class: "average", for: "average-heads" }, average,
-       document.createTextNode(" average the heads")),
+  const averageLabel = el("label", { class: "average", for: "average-heads" }, average,
+                          document.createTextNode(" average the heads"));
+  const toolbar = el("div", { class: "toolbar" }, groupBar, averageLabel,
     el("label", { class: "average", for: "row-scale",
                   title: "colour each row from 0 to its own largest weight" }, rowScale,
        document.createTextNode(" scale each row")),
@@ -449,6 +461,9 @@
       b.tabIndex = i === state.group ? 0 : -1;  // one tab stop: the tabs pattern of WAI-ARIA
     });
     panel.setAttribute("aria-labelledby", `group-${state.group}`);
+    const oneHead = headsOf(groups[state.group]) === 1;  // nothing to average: not offered
+    averageLabel.hidden = oneHead;
+    if (oneHead) { state.average = false; average.checked = false; }
     const onThumb = document.activeElement && document.activeElement.matches("canvas.thumb");
     if (full) { buildGrid(); }
     grid.querySelectorAll("canvas.thumb").forEach((c) => {
@@ -535,7 +550,10 @@
       ArrowRight: () => showHead(state.layer, (state.head + 1) % H),
       ArrowUp: () => select(state.group, (state.layer + g.layers.length - 1) % g.layers.length, state.head),
       ArrowDown: () => select(state.group, (state.layer + 1) % g.layers.length, state.head),
-      a: () => { average.checked = !average.checked; state.average = average.checked; render(false); },
+      a: () => {
+        if (averageLabel.hidden) return;  // one head: no mean of it
+        average.checked = !average.checked; state.average = average.checked; render(false);
+      },
       r: () => { state.rowScale = !byRow(current()); render(true); },
       g: () => select((state.group + 1) % groups.length, state.layer, state.head),
       Escape: () => { state.pinned = null; drawMain(); showReadout(); },
