@@ -154,8 +154,8 @@ def _pair(tok: TranslationTokenizers, src_text: str, translation: str | list[int
     return src, torch.tensor([tgt_ids]), src_labels, tgt_labels
 
 
-def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, translation: str,
-                         max_len: int | None = None):
+def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str,
+                         translation: str | list[int], max_len: int | None = None):
     """The cross-attention of every decoder layer while it reads ``translation`` (at most
     ``max_len`` tokens of it) after the source: (L × (H, T, S) maps, the S source tokens, the T
     decoder-input tokens)."""
@@ -165,7 +165,7 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, trans
     return maps, src_labels, tgt_labels
 
 
-def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path,
+def _cross_attention_figure(model, tok, src_text: str, translation: list[int], path: Path,
                            max_len: int, *, weights: str) -> None:
     maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
     plot_attention(maps, x_labels, y_labels, path, kind="cross",
@@ -357,9 +357,11 @@ def run(task, cfg: RunSettings, run_dir: Path,
     model.eval()
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
-        metrics, hyps = compute_test_metrics(model, tok, test, cfg)
+        metrics, _ = compute_test_metrics(model, tok, test, cfg)
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
-            _cross_attention_figure(model, tok, test[0][0], hyps[0],
+            written = _written(model, tok, test[0][0], cfg.max_target_len,  # the test's first
+                               num_beams=cfg.beam, length_penalty=cfg.length_penalty)
+            _cross_attention_figure(model, tok, test[0][0], written,
                                     run_dir / "cross_attention.png", cfg.max_len,
                                     weights=fit_weights_text(result.steps, result.best))
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
@@ -495,13 +497,15 @@ def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     return model, tok, text, _written(model, tok, text, cfg.max_target_len)
 
 
-def _written(model, tok: TranslationTokenizers, text: str, max_new_tokens: int) -> list[int]:
-    """The ids ``model`` writes for ``text`` (greedy, as ``translate_texts``), after the start
-    and before the end: what its decoder reads, as a decoded text re-encoded is not (bytes that
-    make no character decode to "�", whose own bytes are other ids)."""
+def _written(model, tok: TranslationTokenizers, text: str, max_new_tokens: int, *,
+             num_beams: int = 1, length_penalty: float = 1.0) -> list[int]:
+    """The ids ``model`` writes for ``text`` (as ``translate_texts`` with the same search),
+    after the start and before the end: what its decoder reads, as a decoded text re-encoded
+    is not (bytes that make no character decode to "�", whose own bytes are other ids)."""
     src = torch.tensor(tok.encode_sources([text]))  # (1, S)
     with torch.no_grad():
-        row = model.generate(src, max_new_tokens)[0, 1:].tolist()  # after SOS
+        row = model.generate(src, max_new_tokens, num_beams=num_beams,
+                             length_penalty=length_penalty)[0, 1:].tolist()  # after SOS
     return row[:row.index(model.eos_id)] if model.eos_id in row else row
 
 
