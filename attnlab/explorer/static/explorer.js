@@ -252,6 +252,10 @@
     // a shown label carries the run of characters up to the next one ("the q", "uick ").
     // (text, not symbols: a reversal's one-digit tokens are not to be read as numbers)
     const chars = every > 1 && texts.every((t) => [...t].length === 1) && texts.includes("␣");
+    // keys that fit across their column (an lm's characters, a reversal's digits) stand
+    // upright: turned on their side, "t", "h", "e" read as strokes on a projector
+    box.classList.toggle("upright", axis === "k" && every === 1 &&
+                         widest(texts.map((t) => short(t, 10))) + 2 <= cell);
     tokens.forEach((token, i) => {
       const text = texts[i];
       // named by the token itself: its shown label may be a run of the next characters
@@ -288,15 +292,20 @@
   // Measured in the labels' font, bold as when hovered, not counted in characters: a Chinese
   // or Japanese character, or a capital Cyrillic letter, is much wider than a Latin letter, and
   // counted ones were cut with "…" though the column had room for them.
+  let measurer = null;
+  function widest(texts) {  // px of the widest of ``texts`` in the labels' font, bold
+    if (!measurer) {
+      measurer = document.createElement("canvas").getContext("2d");
+      measurer.font = `600 12px ${getComputedStyle(body).fontFamily}`;
+    }
+    return texts.reduce((w, t) => Math.max(w, measurer.measureText(t).width), 0);
+  }
   const columns = new Map();  // query tokens -> px
   function queryColumn() {
     const tokens = queryTokens(current());
     if (!columns.has(tokens)) {
-      const ctx = document.createElement("canvas").getContext("2d");
-      ctx.font = `600 12px ${getComputedStyle(body).fontFamily}`;
-      const widest = tokens.reduce(
-        (w, t) => Math.max(w, ctx.measureText(short(visible(String(t)), 14)).width), 0);
-      columns.set(tokens, Math.max(64, Math.min(180, Math.ceil(widest) + 10)));
+      const wide = widest(tokens.map((t) => short(visible(String(t)), 14)));
+      columns.set(tokens, Math.max(64, Math.min(180, Math.ceil(wide) + 10)));
     }
     return columns.get(tokens);
   }
