@@ -352,8 +352,9 @@ class BPETokenizer(Tokenizer):
         """The text of each id of ``ids``, as ``tokenize`` shows a text's pieces: a piece that
         holds part of a character's bytes shows that whole character, where its own
         ``decode`` would be U+FFFD (the replacement character) for a piece that is not whole
-        UTF-8; bytes that make no character together are each U+FFFD. Special ids are as
-        ``decode`` gives them.
+        UTF-8; a byte that makes no character with its neighbours (an untrained model's lone
+        lead byte) is its escape, ``<0xD0>``, as Hugging Face writes a byte token. Special ids
+        are as ``decode`` gives them.
 
         Examples:
             >>> tok = BPETokenizer.fit(["tea for two"] * 5, vocab_size=262)
@@ -455,11 +456,12 @@ def byte_level_labels(ids: Iterable[int], piece_bytes: Callable[[int], bytes | N
 def _byte_labels(pieces: list[bytes]) -> list[str]:
     """For pieces of bytes read one after another, the characters each piece's bytes belong to
     (a character cut between pieces is shown whole on each; a byte that starts no valid
-    character is U+FFFD).
+    character is its escape, ``<0xFF>``, as Hugging Face names byte tokens: a row of "�"
+    said nothing of which bytes the model wrote).
 
     Examples:
         >>> _byte_labels([b"a\\xf0\\x9f", b"\\x98\\x80", b"\\xff"])
-        ['a😀', '😀', '\ufffd']
+        ['a😀', '😀', '<0xFF>']
     """
     data = b"".join(pieces)
     owner: list[tuple[int, int]] = []  # for each byte, the (start, end) of its character
@@ -479,7 +481,7 @@ def _byte_labels(pieces: list[bytes]) -> list[str]:
     labels, start = [], 0
     for piece in pieces:
         spans = dict.fromkeys(owner[start:start + len(piece)])  # in order, each once
-        labels.append("".join(data[a:b].decode("utf-8") if b >= 0 else UNK_TEXT
+        labels.append("".join(data[a:b].decode("utf-8") if b >= 0 else f"<0x{data[a]:02X}>"
                               for a, b in spans))
         start += len(piece)
     return labels

@@ -117,6 +117,20 @@
     return [weights, ...of, list];
   }
 
+  // the keys there is something to move between: a one-head model has no other head and no
+  // heads to average (the hint and a checkbox that did nothing said it had)
+  const headsOf = (g) => Math.max(...g.layers.map((i) => data.layers[i].weights.length));
+  function hint() {
+    const many = (n) => n > 1;
+    return ["Hover a token or a cell to read its weights · click to pin, Esc to unpin · " +
+            "Tab: token by token",
+            groups.some((g) => many(headsOf(g))) && "←/→ head",
+            groups.some((g) => many(g.layers.length)) && "↑/↓ layer",
+            groups.some((g) => many(headsOf(g))) && "a: average the heads",
+            "r: scale each row", many(groups.length) && "g: next group"]
+      .filter(Boolean).join(" · ");
+  }
+
   const body = document.body;
   const header = el("header", {},
     el("h1", { text: data.title || "attention" }),
@@ -124,15 +138,13 @@
       `${data.layers.length} attention layer${data.layers.length === 1 ? "" : "s"}`]
       .filter(Boolean).join(" · ") }),
     ...runRecord(data.record),
-    el("p", { class: "hint", text: "Hover a token or a cell to read its weights · click to pin, " +
-      "Esc to unpin · Tab: token by token · ←/→ head · ↑/↓ layer · a: average the heads · " +
-      "r: scale each row · g: next group" }));
+    el("p", { class: "hint", text: hint() }));
   const groupBar = el("div", { class: "groups", role: "tablist" });
   const average = el("input", { type: "checkbox", id: "average-heads" });
   const rowScale = el("input", { type: "checkbox", id: "row-scale" });
-  const toolbar = el("div", { class: "toolbar" }, groupBar,
-    el("label", { class: "average", for: "average-heads" }, average,
-       document.createTextNode(" average the heads")),
+  const averageLabel = el("label", { class: "average", for: "average-heads" }, average,
+                          document.createTextNode(" average the heads"));
+  const toolbar = el("div", { class: "toolbar" }, groupBar, averageLabel,
     el("label", { class: "average", for: "row-scale",
                   title: "colour each row from 0 to its own largest weight" }, rowScale,
        document.createTextNode(" scale each row")),
@@ -240,6 +252,10 @@
     // a shown label carries the run of characters up to the next one ("the q", "uick ").
     // (text, not symbols: a reversal's one-digit tokens are not to be read as numbers)
     const chars = every > 1 && texts.every((t) => [...t].length === 1) && texts.includes("␣");
+    // keys that fit across their column (an lm's characters, a reversal's digits) stand
+    // upright: turned on their side, "t", "h", "e" read as strokes on a projector
+    box.classList.toggle("upright", axis === "k" && every === 1 &&
+                         widest(texts.map((t) => short(t, 10))) + 2 <= cell);
     tokens.forEach((token, i) => {
       const text = texts[i];
       // named by the token itself: its shown label may be a run of the next characters
@@ -276,15 +292,20 @@
   // Measured in the labels' font, bold as when hovered, not counted in characters: a Chinese
   // or Japanese character, or a capital Cyrillic letter, is much wider than a Latin letter, and
   // counted ones were cut with "…" though the column had room for them.
+  let measurer = null;
+  function widest(texts) {  // px of the widest of ``texts`` in the labels' font, bold
+    if (!measurer) {
+      measurer = document.createElement("canvas").getContext("2d");
+      measurer.font = `600 12px ${getComputedStyle(body).fontFamily}`;
+    }
+    return texts.reduce((w, t) => Math.max(w, measurer.measureText(t).width), 0);
+  }
   const columns = new Map();  // query tokens -> px
   function queryColumn() {
     const tokens = queryTokens(current());
     if (!columns.has(tokens)) {
-      const ctx = document.createElement("canvas").getContext("2d");
-      ctx.font = `600 12px ${getComputedStyle(body).fontFamily}`;
-      const widest = tokens.reduce(
-        (w, t) => Math.max(w, ctx.measureText(short(visible(String(t)), 14)).width), 0);
-      columns.set(tokens, Math.max(64, Math.min(180, Math.ceil(widest) + 10)));
+      const wide = widest(tokens.map((t) => short(visible(String(t)), 14)));
+      columns.set(tokens, Math.max(64, Math.min(180, Math.ceil(wide) + 10)));
     }
     return columns.get(tokens);
   }
@@ -449,6 +470,9 @@
       b.tabIndex = i === state.group ? 0 : -1;  // one tab stop: the tabs pattern of WAI-ARIA
     });
     panel.setAttribute("aria-labelledby", `group-${state.group}`);
+    const oneHead = headsOf(groups[state.group]) === 1;  // nothing to average: not offered
+    averageLabel.hidden = oneHead;
+    if (oneHead) { state.average = false; average.checked = false; }
     const onThumb = document.activeElement && document.activeElement.matches("canvas.thumb");
     if (full) { buildGrid(); }
     grid.querySelectorAll("canvas.thumb").forEach((c) => {
@@ -535,7 +559,10 @@
       ArrowRight: () => showHead(state.layer, (state.head + 1) % H),
       ArrowUp: () => select(state.group, (state.layer + g.layers.length - 1) % g.layers.length, state.head),
       ArrowDown: () => select(state.group, (state.layer + 1) % g.layers.length, state.head),
-      a: () => { average.checked = !average.checked; state.average = average.checked; render(false); },
+      a: () => {
+        if (averageLabel.hidden) return;  // one head: no mean of it
+        average.checked = !average.checked; state.average = average.checked; render(false);
+      },
       r: () => { state.rowScale = !byRow(current()); render(true); },
       g: () => select((state.group + 1) % groups.length, state.layer, state.head),
       Escape: () => { state.pinned = null; drawMain(); showReadout(); },

@@ -134,15 +134,19 @@ def _alignment_layers(model, src, tgt):
     return [Layer("attention", "cross", weights[0], "cross")]
 
 
-def _pair(tok: TranslationTokenizers, src_text: str, translation: str,
+def _pair(tok: TranslationTokenizers, src_text: str, translation: str | list[int],
           max_len: int | None = None):
     """(source ids (1, S), decoder input ids (1, T): SOS then the translation, their labels).
 
+    ``translation`` is a text, or the ids the model wrote (``_written``): those are what its
+    decoder read, where a text it decoded to "�" (an untrained model's lone bytes) encodes
+    back to the replacement character's bytes, and its labels said "�", not which bytes.
     The decoder input is cut at ``max_len`` tokens (the run's ``max_len``, the most the model
     reads; None: not cut): a translation that decodes to broken characters (an untrained
     model's) encodes back to more tokens than were generated."""
     src = torch.tensor(tok.encode_sources([src_text]))  # (1, S)
-    whole = tok.decoder_input(translation)
+    whole = (tok.decoder_input(translation) if isinstance(translation, str)
+             else [tok.tgt.sos_id, *translation])
     tgt_ids = whole[:max_len]
     # labelled whole, then cut: a character whose bytes the cut divides still shows as itself
     tgt_labels = tok.tgt.labels(whole, skip_special_tokens=False)[:max_len]
@@ -150,8 +154,8 @@ def _pair(tok: TranslationTokenizers, src_text: str, translation: str,
     return src, torch.tensor([tgt_ids]), src_labels, tgt_labels
 
 
-def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, translation: str,
-                         max_len: int | None = None):
+def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str,
+                         translation: str | list[int], max_len: int | None = None):
     """The cross-attention of every decoder layer while it reads ``translation`` (at most
     ``max_len`` tokens of it) after the source: (L × (H, T, S) maps, the S source tokens, the T
     decoder-input tokens)."""
@@ -161,7 +165,7 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str, trans
     return maps, src_labels, tgt_labels
 
 
-def _cross_attention_figure(model, tok, src_text: str, translation: str, path: Path,
+def _cross_attention_figure(model, tok, src_text: str, translation: list[int], path: Path,
                            max_len: int, *, weights: str) -> None:
     maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
     plot_attention(maps, x_labels, y_labels, path, kind="cross",
@@ -353,9 +357,11 @@ def run(task, cfg: RunSettings, run_dir: Path,
     model.eval()
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
-        metrics, hyps = compute_test_metrics(model, tok, test, cfg)
+        metrics, _ = compute_test_metrics(model, tok, test, cfg)
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
-            _cross_attention_figure(model, tok, test[0][0], hyps[0],
+            written = _written(model, tok, test[0][0], cfg.max_target_len,  # the test's first
+                               num_beams=cfg.beam, length_penalty=cfg.length_penalty)
+            _cross_attention_figure(model, tok, test[0][0], written,
                                     run_dir / "cross_attention.png", cfg.max_len,
                                     weights=fit_weights_text(result.steps, result.best))
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
@@ -481,14 +487,26 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 
 
 def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
-    """(the model, its tokenisers, ``text`` as the model reads it, the model's greedy
-    translation of it) for the pictures of ``--input``: a refusal names ``--input``."""
+    """(the model, its tokenisers, ``text`` as the model reads it, the ids of the model's
+    greedy translation of it) for the pictures of ``--input``: a refusal names ``--input``."""
     text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    translation = translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
-                                  labels=["--input"])[0]
+    translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
+                    labels=["--input"])  # its checks and refusals, as translate's
     tok.note_unknown([text], [input_name()])  # as translate and predict say it
-    return model, tok, text, translation
+    return model, tok, text, _written(model, tok, text, cfg.max_target_len)
+
+
+def _written(model, tok: TranslationTokenizers, text: str, max_new_tokens: int, *,
+             num_beams: int = 1, length_penalty: float = 1.0) -> list[int]:
+    """The ids ``model`` writes for ``text`` (as ``translate_texts`` with the same search),
+    after the start and before the end: what its decoder reads, as a decoded text re-encoded
+    is not (bytes that make no character decode to "�", whose own bytes are other ids)."""
+    src = torch.tensor(tok.encode_sources([text]))  # (1, S)
+    with torch.no_grad():
+        row = model.generate(src, max_new_tokens, num_beams=num_beams,
+                             length_penalty=length_penalty)[0, 1:].tolist()  # after SOS
+    return row[:row.index(model.eos_id)] if model.eos_id in row else row
 
 
 @attends

@@ -1,0 +1,41 @@
+"""The attention page's weights readout at a notebook cell's width (760 px, where it is a
+190 px column beside the map): each token it lists is readable, not cut to one letter and
+"…" as jets' "rank:pT" labels were ("1…" for "1:120"), and every row's columns line up."""
+import numpy as np
+import pytest
+from selenium.webdriver.common.by import By
+
+from attnlab.explorer import Layer, attention_data
+
+from .explorer.conftest import browser, page  # noqa: F401  (the headless Chromium)
+
+pytestmark = pytest.mark.slow  # a browser
+
+TOKENS = [f"{i}:{pt}" for i, pt in enumerate([319, 120, 61, 53, 43, 5, 4, 3, 2, 1, 1, 1])]
+
+
+def _at(driver, width):
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 800, "deviceScaleFactor": 1,
+                            "mobile": False})
+    driver.refresh()
+
+
+@pytest.mark.parametrize("width", [760, 1280])
+def test_the_readout_shows_each_token_whole(page, width):
+    T = len(TOKENS)
+    w = np.random.default_rng(0).dirichlet(np.ones(T), size=(2, T))  # (H, T, T)
+    driver = page(attention_data([Layer("attn", "self", w)], TOKENS, task="jets"))
+    try:
+        _at(driver, width)
+        driver.find_elements(By.CSS_SELECTOR, ".qtok")[1].click()  # pinned: query 1's row
+        rows = driver.execute_script("""
+            return [...document.querySelectorAll('#readout ol.weights li')].map((li) => {
+              const tok = li.querySelector('.tok'), bar = li.children[1];
+              return [tok.textContent, tok.scrollWidth <= tok.clientWidth,
+                      bar.getBoundingClientRect().left]; });""")
+    finally:
+        _at(driver, 1280)
+    assert [text for text, _, _ in rows] == [f"{i}{t}" for i, t in enumerate(TOKENS)]
+    assert all(whole for _, whole, _ in rows), [text for text, whole, _ in rows if not whole]
+    assert len({round(left) for _, _, left in rows}) == 1  # the bars start in one column
