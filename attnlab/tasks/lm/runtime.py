@@ -505,17 +505,20 @@ def _split_metrics(model, cfg: RunSettings, run_dir: Path) -> dict[str, float]:
                         "the validation split", run_dir)
 
 
-def _without_nan(measure, what: str, run_dir: Path) -> dict[str, float]:
+def _without_nan(measure, what: str, run_dir: Path | None) -> dict[str, float]:
     """``measure(finite)``'s metrics, null where a window's loss is not finite (a run trained
     to NaN), with one warning naming how many and the first (``without_nan_metrics``, the
-    rule every task's evaluate keeps)."""
+    rule every task's evaluate keeps); of a model of no run (``run_dir`` None), as
+    measured."""
+    if run_dir is None:
+        return measure(None)
     finite: list[bool] = []
     metrics = measure(finite)
     names = Numbered(lambda i: f"window {i + 1} of {what}", len(finite))
     return without_nan_metrics(metrics, finite, names, run_dir)
 
 
-def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings, run_dir: Path
+def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings, run_dir: Path | None = None
                   ) -> dict[str, float]:
     """val_loss/val_perplexity over every token of a text file after its first: its
     non-overlapping windows and the tokens they leave at its end (``lm_metrics``' to_the_end),
