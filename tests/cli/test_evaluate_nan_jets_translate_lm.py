@@ -59,3 +59,16 @@ def test_evaluate_data_names_the_first_nan_line_of_the_file(runs, tmp_path, caps
     assert json.loads(out) == dict.fromkeys(KEYS["translate"])
     assert f"warning: {run} gives NaN for 2 of 2 inputs (first: --data {data} line 2); its " \
            f"metrics are null" in err.splitlines()
+
+
+def test_evaluate_by_length_of_nan_outputs_scores_every_bucket_null(runs, tmp_path, capsys):
+    run = _nan_copy(runs["translate"][0], tmp_path)
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--by-length", "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    scores = json.loads(out)
+    assert [scores[key] for key in KEYS["translate"]] == [None] * 3
+    assert scores["by_length"] and all(row["exact_match"] is None and row["chrf"] is None
+                                       and row["pairs"] > 0 for row in scores["by_length"])
+    assert len([line for line in err.splitlines() if "NaN" in line]) == 1
+    assert (run / "by_length.png").is_file()

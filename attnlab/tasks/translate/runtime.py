@@ -576,16 +576,20 @@ def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
     bucket); draws the figure ``out``, its title naming the pairs scored."""
     test, labels, trained = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels)
+    metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels, run_dir)
     _warn(trained)
     rows = scores_by_length(tok, test, hyps, cfg.normalize)
+    nan = any(value != value for value in metrics.values())
+    if nan:  # NaN outputs: null, as the totals (and the figure says why it is empty)
+        rows = null_scores(rows)
     scored = f"--data {Path(data).name}" if data is not None else "the run's test pairs"
     try:
         plot_by_length({"exact match": [r["exact_match"] for r in rows],
                         "chrF / 100": [r["chrf"] / 100 for r in rows]},
                        [r["lengths"] for r in rows], out,
                        title=f"{cfg.arch}: score by source length, "
-                             f"{scored} ({len(test):,} pairs)")
+                             f"{scored} ({len(test):,} pairs)"
+                             + ("\nno scores: the model's outputs are NaN" if nan else ""))
     except OSError as e:  # a read-only run directory: say which file, no traceback
         raise UsageError(f"--out {out}: cannot write it ({e.strerror or e})") from None
     return metrics, rows
