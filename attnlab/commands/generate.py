@@ -329,12 +329,15 @@ def print_outputs(args, texts: list[str], labels: list[str], all_ids: Iterable[l
         sys.stdout.write("\n")
         sys.stdout.flush()
         return
-    for k, (text, ids, label) in enumerate(zip(texts, all_ids, labels)):
-        if generator is not None:  # within --seed's range, where a seed reaches past its end
-            generator.manual_seed((args.seed + k) % SEEDS)
-        out = produce(ids, None, label)
-        print(json_line({key: text, "text": out}) if args.json
-              else escape(text + out if echo else out), flush=True)
+    from ..notes import said_once
+
+    with said_once(len(texts)):  # a note of each kind (a prompt cut) once, of all the inputs
+        for k, (text, ids, label) in enumerate(zip(texts, all_ids, labels)):
+            if generator is not None:  # within --seed's range, where a seed reaches past its end
+                generator.manual_seed((args.seed + k) % SEEDS)
+            out = produce(ids, None, label)
+            print(json_line({key: text, "text": out}) if args.json
+                  else escape(text + out if echo else out), flush=True)
 
 
 def _write_now(piece: str) -> None:

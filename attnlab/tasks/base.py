@@ -38,7 +38,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -758,6 +758,31 @@ def without_nan_metrics(metrics: dict[str, Any], finite: list[bool], labels: lis
         {'test_accuracy': 0.5}
     """
     return null_scores(metrics) if said_nan(finite, labels, run_dir) else metrics
+
+
+class Numbered(Sequence):
+    """The names of ``count`` inputs, input i's ``name(i)``, each made when asked for: a list
+    of them held a string per input (a jet, a window of a corpus) for the one that a warning
+    names.
+
+    Examples:
+        >>> names = Numbered(lambda i: f"window {i + 1}", 10**6)
+        >>> len(names), names[0], names[-1]
+        (1000000, 'window 1', 'window 1000000')
+    """
+
+    def __init__(self, name: Callable[[int], str], count: int) -> None:
+        self.name, self.count = name, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.count))]
+        if not -self.count <= i < self.count:
+            raise IndexError(f"name {i} of {self.count}")
+        return self.name(i % self.count)
 
 
 def said_nan(finite: Sequence[bool], labels: Sequence[str], run_dir: Path) -> bool:

@@ -39,7 +39,7 @@ from ...settings import epoch_steps
 from ...viz import decimals_half_up, plot_jet_attention, plot_jet_roc, plot_jet_scores
 from ...explorer.record import fit_weights_text
 from ..base import (attends, config_from_run, each_input, loads, predicts, probabilities_of,
-                    rng_kept)
+                    Numbered, rng_kept, without_nan_metrics)
 from .checks import split_ranges
 from .data import check_jet_file, count_jets, jet_digests, read_jets, shared_jets
 from .metrics import baseline_scores, roc, roc_auc, tagging_metrics
@@ -158,22 +158,32 @@ class JetBatches(ResumableBatches):
 def fixed_batches(split: Split, cfg: RunSettings, limit: int | None = None):
     """The first ``limit`` jets of ``split`` (all by default) as batches, in file order within
     each window of ``WINDOW`` batches sorted by length (``by_length``)."""
+    for p4, labels, _ in _numbered_batches(split, cfg, limit):
+        yield p4, labels
+
+
+def _numbered_batches(split: Split, cfg: RunSettings, limit: int | None = None):
+    """``fixed_batches``' batches, each with its jets' rows in the file (n,)."""
     stop = split.stop if limit is None else min(split.stop, split.start + limit)
     for chunk in Split(split.path, split.start, stop).chunks(cfg.chunk_size):
         p4, labels = chunk.read(cfg.max_constituents)
         for rows in by_length(p4, np.arange(len(labels)), EVAL_BATCH):
-            yield trim(p4[rows]), torch.as_tensor(labels[rows])
+            yield trim(p4[rows]), torch.as_tensor(labels[rows]), chunk.start + rows
 
 
 @torch.no_grad()
-def score_split(model: JetTagger, split: Split, cfg: RunSettings) -> tuple[np.ndarray, np.ndarray]:
+def score_split(model: JetTagger, split: Split, cfg: RunSettings,
+                rows: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(P(top) (n,) float64, labels (n,)) of every jet of ``split``, streamed (in the order of
-    ``fixed_batches``: every scorer of a split sees its jets in the same order)."""
+    ``fixed_batches``: every scorer of a split sees its jets in the same order); ``rows``,
+    when given, gets each batch's rows of the file, in that order."""
     model.eval()
     scores, labels = [], []
-    for p4, y in fixed_batches(split, cfg):
+    for p4, y, numbers in _numbered_batches(split, cfg):
         scores.append(top_probability(model(p4)).numpy())
         labels.append(y.numpy())
+        if rows is not None:
+            rows.append(numbers)
     return np.concatenate(scores), np.concatenate(labels)
 
 
@@ -412,8 +422,17 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None) -> dict[st
         test = Split(data, 0, check_jet_file(data, what="--data", digests=digests,
                                              max_constituents=cfg.max_constituents))
         _note_trained_on(cfg, np.concatenate(digests), f"--data {data}")
-    scores, labels = score_split(load(task, run_dir, cfg), test, cfg)
-    return tagging_metrics(scores, labels, prefix="test_")
+    rows: list[np.ndarray] = []
+    scores, labels = score_split(load(task, run_dir, cfg), test, cfg, rows)
+    finite = np.isfinite(scores)
+    in_file_order = np.empty(len(test), dtype=bool)
+    in_file_order[np.concatenate(rows) - test.start] = finite
+    # a NaN score is no ranking: the metrics are null (``without_nan_metrics``), and those
+    # of the finite scores stand in to be nulled (tagging_metrics refuses a NaN)
+    metrics = tagging_metrics(np.where(finite, scores, 0.5), labels, prefix="test_")
+    # each jet named FILE:ROW, as predict --input takes it
+    names = Numbered(lambda i: f"{test.path}:{test.start + i}", len(test))
+    return without_nan_metrics(metrics, in_file_order.tolist(), names, run_dir)
 
 
 def _note_trained_on(cfg: RunSettings, held: np.ndarray, what: str) -> None:

@@ -176,13 +176,20 @@ def prompt_read(prompt_tokens: int, max_len: int) -> int:
 def note_cut(prompt_tokens: int, max_len: int, label: str, source: str | None = None) -> None:
     """One line on stderr when the prompt ``label`` names is longer than the model reads: the
     limit named as a run's --block-size, or as the context length of ``source`` (a Hugging
-    Face directory or GGUF file, which has no --block-size)."""
+    Face directory or GGUF file, which has no --block-size). Many prompts continued within
+    ``said_once`` (``generate --input-file``): one line, naming the first such prompt and how
+    many there are (``say``)."""
+    from ...notes import say
+
     read = prompt_read(prompt_tokens, max_len)
     if read < prompt_tokens:
         limit = f"--block-size {max_len}" if source is None else \
             f"{source}'s context length, {max_len}"
-        print(f"note: {label} has {prompt_tokens} tokens; the model reads its last {read} "
-              f"({limit})", file=sys.stderr, flush=True)
+        first = (f"note: {label} has {prompt_tokens} tokens; the model reads its last {read} "
+                 f"({limit})")
+        say("cut prompt", 1, lambda count, inputs: first if count == 1 else (
+            f"{first}; and {count - 1:,} more of the {inputs:,} prompts, each cut to its last "
+            f"{read}"), 1)
 
 
 def prompt_end(tokenizer, ids: list[int], stops: list[str] | None) -> str:

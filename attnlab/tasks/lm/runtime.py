@@ -48,7 +48,8 @@ from ...runs import load_weights, pin_data_files
 from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import attends, config_from_run, each_input, input_name, loads, predicts, rng_kept
+from ..base import (Numbered, attends, config_from_run, each_input, input_name, loads, predicts,
+                    rng_kept, without_nan_metrics)
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -92,13 +93,15 @@ def build_model(cfg: RunSettings) -> CausalLM:
 
 @torch.no_grad()
 def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None, *,
-               to_the_end: bool = False) -> dict[str, float]:
+               to_the_end: bool = False, finite: list[bool] | None = None
+               ) -> dict[str, float]:
     """``val_loss`` (mean next-token cross-entropy, nats) and ``val_perplexity`` = exp(val_loss)
     over the first ``max_batches`` batches of ``windows`` (a ``TokenWindows``), every token
     weighted equally (a short last batch counts by its tokens, not as a whole batch).
 
     With ``to_the_end`` (``evaluate --data FILE``), the tokens after the last whole window
-    count too (``_tail``): every token of the file after its first is predicted once."""
+    count too (``_tail``): every token of the file after its first is predicted once.
+    ``finite``, when given, gets whether each window's loss (the tail's last) is finite."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
@@ -107,13 +110,19 @@ def lm_metrics(model, windows, batch_size: int, max_batches: int | None = None, 
         inputs, targets = (torch.stack(t) for t in zip(*(windows[i] for i in
                                                           range(start, min(start + batch_size, n)))))
         logits = model(inputs)  # (B, T, V)
-        total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum"))
+        losses = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none")
+        total += float(losses.sum())
         count += targets.numel()
+        if finite is not None:
+            finite += losses.view(targets.shape).sum(1).isfinite().tolist()  # (B,)
     if to_the_end and (tail := _tail(windows)) is not None:
         inputs, targets, rest = tail
         logits = model(inputs)[0, -rest:]  # (rest, V): the targets no window has scored
-        total += float(F.cross_entropy(logits, targets[0, -rest:], reduction="sum"))
+        loss = float(F.cross_entropy(logits, targets[0, -rest:], reduction="sum"))
+        total += loss
         count += rest
+        if finite is not None:
+            finite.append(math.isfinite(loss))
     model.train(was_training)
     return loss_metrics(total / count)
 
@@ -471,15 +480,15 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
 
         return loss_metrics(evaluate_loss(cfg, model, tokenizer, data))
     if data is not None:
-        return _file_metrics(model, tokenizer, Path(data), cfg)
+        return _file_metrics(model, tokenizer, Path(data), cfg, run_dir)
     cfg = cfg.derive(data_dir=str(trained_corpus(cfg, run_dir)))
     if cfg.corpus_sha256:  # the corpus is the one trained on (pin_corpus)
         check_corpus(cfg.corpus_sha256, Path(cfg.data_dir), "evaluate")
         read_meta(cfg.data_dir)  # and val.bin has the size its meta.json states
-    return _split_metrics(model, cfg)
+    return _split_metrics(model, cfg, run_dir)
 
 
-def _split_metrics(model, cfg: RunSettings) -> dict[str, float]:
+def _split_metrics(model, cfg: RunSettings, run_dir: Path) -> dict[str, float]:
     """val_loss/val_perplexity over the windows of the validation split that training
     measured (its first --val-batches batches of --batch-size: metrics.json's number, at a
     bounded cost on a corpus of any size); a note says so when the split holds more, and that
@@ -491,10 +500,26 @@ def _split_metrics(model, cfg: RunSettings) -> dict[str, float]:
               f"{len(val):,} windows (--val-batches {cfg.val_batches} of --batch-size "
               f"{cfg.batch_size}), as training measured it; evaluate --data FILE scores all of "
               f"a file", file=sys.stderr, flush=True)
-    return lm_metrics(model, val, cfg.batch_size, cfg.val_batches)
+    return _without_nan(lambda finite: lm_metrics(model, val, cfg.batch_size, cfg.val_batches,
+                                                  finite=finite),
+                        "the validation split", run_dir)
 
 
-def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, float]:
+def _without_nan(measure, what: str, run_dir: Path | None) -> dict[str, float]:
+    """``measure(finite)``'s metrics, null where a window's loss is not finite (a run trained
+    to NaN), with one warning naming how many and the first (``without_nan_metrics``, the
+    rule every task's evaluate keeps); of a model of no run (``run_dir`` None), as
+    measured."""
+    if run_dir is None:
+        return measure(None)
+    finite: list[bool] = []
+    metrics = measure(finite)
+    names = Numbered(lambda i: f"window {i + 1} of {what}", len(finite))
+    return without_nan_metrics(metrics, finite, names, run_dir)
+
+
+def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings, run_dir: Path | None = None
+                  ) -> dict[str, float]:
     """val_loss/val_perplexity over every token of a text file after its first: its
     non-overlapping windows and the tokens they leave at its end (``lm_metrics``' to_the_end),
     encoded chunk by chunk into a temporary token file and read through a memory map (any size
@@ -509,7 +534,9 @@ def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings) -> dict[str, f
         if n < 2:
             raise UsageError(f"--data {path} holds fewer than 2 tokens")
         windows = TokenWindows(tokens, min(cfg.block_size, n - 1), dtype=cfg.dtype)
-        return lm_metrics(model, windows, cfg.batch_size, to_the_end=True)
+        return _without_nan(lambda finite: lm_metrics(model, windows, cfg.batch_size,
+                                                      to_the_end=True, finite=finite),
+                            f"--data {path}", run_dir)
 
 
 @attends

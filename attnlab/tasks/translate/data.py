@@ -19,12 +19,13 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from ...data.dates import DatePairs, check_locale, held_out_days
 from ...data.numbers import NumberPairs, check_language, held_out_numbers, spell
-from ...data.overlap import chosen_by, shared_inputs
-from ...data.tables import Table, check_digest, places, read_table
+from ...data.overlap import SharedCount, chosen_by, shared_inputs
+from ...data.tables import CHUNK_ROWS, Table, check_digest, places, read_table, table_chunks
 from ...errors import UsageError
 from ...run_config import RunSettings
 from ...runs import check_data_files, pin_data_files
@@ -173,12 +174,51 @@ def builtin_splits(cfg: RunSettings):
     return stream, [stream.pair(n) for n in val], [stream.pair(n) for n in test]
 
 
-def _pair_rows(path: str, cfg: RunSettings, what: str) -> Table:
-    """The rows of a table file, of the run's source and target columns."""
+def _pair_columns(cfg: RunSettings) -> list[str]:
+    """The run's source and target columns; ``UsageError`` where they are one."""
     if cfg.src_column == cfg.tgt_column:  # the model would learn to copy its input
         raise UsageError(f"--src-column and --tgt-column are both {cfg.src_column!r}; they must "
                          f"name two different columns")
-    return read_table(path, columns=[cfg.src_column, cfg.tgt_column], what=what)
+    return [cfg.src_column, cfg.tgt_column]
+
+
+def _pair_rows(path: str, cfg: RunSettings, what: str) -> Table:
+    """The rows of a table file, of the run's source and target columns."""
+    return read_table(path, columns=_pair_columns(cfg), what=what)
+
+
+def pair_chunks(cfg: RunSettings, data: str, rows: int = CHUNK_ROWS
+                ) -> Iterator[tuple[list[tuple[str, str]], list[str], Table]]:
+    """``evaluate --data FILE``'s pairs, ``rows`` at a time, the file read as they come
+    (``table_chunks``): per chunk (its (source, reference) pairs, each named "--data FILE line
+    N", the chunk's ``Table``: its lines and the digest of the bytes read so far). A source of
+    digits is read as ``attnlab translate`` reads it (``spell_digits``)."""
+    for chunk in table_chunks(data, _pair_columns(cfg), what="--data", rows=rows):
+        labels = [f"--data {data} {where}" for where in places(data, chunk.lines)]
+        sources = spell_digits(cfg, chunk.column(cfg.src_column), labels)
+        yield list(zip(sources, chunk.column(cfg.tgt_column), strict=True)), labels, chunk
+
+
+def trained_sources(cfg: RunSettings) -> SharedCount | None:
+    """A count of the rows of ``evaluate --data FILE`` whose source the run trained on (a
+    pair of its own --data's training split), seen a chunk at a time (``see_sources``); None
+    when the run trained on no file, and when that file moved or changed since: which rows
+    were trained on is then unknown."""
+    if cfg.data is None:
+        return None
+    try:
+        check_data_files(_files_of(cfg), cfg.data_sha256)
+        train = _placed_splits(cfg)[0]
+    except UsageError:
+        return None
+    return SharedCount(_as_read(cfg, [source for (source, _), _ in train]))
+
+
+def see_sources(count: SharedCount | None, cfg: RunSettings, pairs, chunk: Table) -> None:
+    """``count`` (``trained_sources``') of one chunk of ``pair_chunks``."""
+    if count is not None:
+        count.see(_as_read(cfg, [source for source, _ in pairs]),
+                  lambda: places(chunk.path, chunk.lines))
 
 
 def read_pairs(path: str, cfg: RunSettings, what: str, *, pinned: bool = False
@@ -252,23 +292,6 @@ def _as_read(cfg: RunSettings, texts: list[str]) -> list[str]:
     return [unicodedata.normalize(cfg.normalize, t) for t in texts] if cfg.normalize else texts
 
 
-def _trained_note(cfg: RunSettings, data: str, sources: list[str], lines: list[int]
-                  ) -> str | None:
-    """``evaluate --data FILE``: the warning for rows of FILE that have a source the run
-    trained on (a pair of its own --data's training split). None when none has, and when that
-    file moved or changed since: which rows were trained on is then unknown."""
-    if cfg.data is None:
-        return None
-    try:
-        check_data_files(_files_of(cfg), cfg.data_sha256)
-        train = _placed_splits(cfg)[0]
-    except UsageError:
-        return None
-    return shared_inputs(_as_read(cfg, [source for (source, _), _ in train]),
-                         _as_read(cfg, sources), places(data, lines),
-                         what=f"--data {data}")
-
-
 def _files_of(cfg: RunSettings) -> dict[str, str | None]:
     return {"data": cfg.data, "test": cfg.test}
 
@@ -294,11 +317,12 @@ def evaluation_pairs(cfg: RunSettings, data: str | None
     was trained: the same seed would then hold out other rows). A source of digits is read as
     ``attnlab translate`` reads it (``spell_digits``)."""
     if data is not None:
-        rows = _pair_rows(data, cfg, "--data")
-        labels = [f"--data {data} {where}" for where in places(data, rows.lines)]
-        sources = spell_digits(cfg, [r[cfg.src_column] for r in rows], labels)
-        return (list(zip(sources, [r[cfg.tgt_column] for r in rows], strict=True)), labels,
-                _trained_note(cfg, data, sources, rows.lines))
+        pairs, labels, trained = [], [], trained_sources(cfg)
+        for part, named, chunk in pair_chunks(cfg, data):
+            pairs += part
+            labels += named
+            see_sources(trained, cfg, part, chunk)
+        return pairs, labels, trained and trained.note(f"--data {data}")
     if cfg.data is None:
         return builtin_splits(cfg)[2], None, None
     check_data_files(_files_of(cfg), cfg.data_sha256)

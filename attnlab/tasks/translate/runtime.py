@@ -16,6 +16,7 @@ Lightning is imported inside ``run`` only: the commands that do not train never 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,14 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from ...data import BatchLoader, numbered_batches
+from ...data.tables import CHUNK_ROWS, same_both_readings
 from ...errors import UsageError
 from ...explorer.collect import collect_layers, with_tokens
 from ...explorer.data import Layer
 from ...models import Seq2SeqTransformer
 from ...models.configs import Seq2SeqConfig
 from ...models.rnn_seq2seq import RNNSeq2Seq
-from ...notes import say
+from ...notes import progress, said_once, say
 from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
@@ -39,12 +41,14 @@ from ...settings import check_argument, epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
 from ...explorer.record import fit_weights_text
-from ..base import (attends, config_from_run, input_name, input_texts, loads, predicts,
-                    rng_kept)
+from ..base import (attends, config_from_run, input_name, input_texts, loads, null_scores,
+                    predicts, rng_kept)
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
-                   fit_tokenizer, resolve_tokenizer, spell_digits)
-from .scoring import (check_source_lengths, compute_test_metrics, pad, resolve_bleu_tokenize,
-                      scores_by_length, translate_texts, unfinished_note, validation_scores)
+                   fit_tokenizer, pair_chunks, resolve_tokenizer, see_sources, spell_digits,
+                   trained_sources)
+from .scoring import (Tally, bleu_tokenize_of, check_source_lengths, compute_test_metrics, pad,
+                      resolve_bleu_tokenize, scores_by_length, scored_translations,
+                      translate_texts, unfinished_note, validation_scores)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load",
@@ -437,7 +441,7 @@ def input_reader(task, run_dir: Path, cfg: RunSettings):
     that every line of a long file is checked before the model is loaded."""
     tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json",
                                      strip_sources=cfg.sources_stripped)
-    max_len = model_config_of(cfg).max_len if cfg.arch == "transformer" else None
+    max_len = _source_reach(cfg)
 
     def read(text: str) -> str:
         text = spell_digits(cfg, [text], ["--input"])[0]
@@ -537,11 +541,51 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
              quantize: str | None = None) -> dict[str, float]:
     """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs (of the
     int8 model with ``quantize="int8"``)."""
+    if data is not None:
+        return _file_metrics(task, run_dir, cfg, data, quantize)
     test, labels, trained = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    metrics = compute_test_metrics(model, tok, test, cfg, labels)[0]
+    metrics = compute_test_metrics(model, tok, test, cfg, labels, run_dir)[0]
     _warn(trained)
     return metrics
+
+
+def _file_metrics(task, run_dir: Path, cfg: RunSettings, data: str,
+                  quantize: str | None) -> dict[str, float]:
+    """``evaluate --data FILE``: its pairs read, translated and scored ``CHUNK_ROWS`` at a
+    time (``Tally``: the scores of all of them, exact), after a first pass that checks every
+    pair (its source's digits and length) and counts the references' words (``auto``'s BLEU
+    tokenisation), keeping none: what is held grows with the chunk, not the file, a bad pair
+    anywhere is refused before any is translated, and a long file says on stderr how far it
+    is."""
+    tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json",
+                                     strip_sources=cfg.sources_stripped)
+    reach = _source_reach(cfg)
+    trained, total, words = trained_sources(cfg), 0, 0
+    for pairs, labels, chunk in pair_chunks(cfg, data, CHUNK_ROWS):
+        check_source_lengths(tok.encode_sources([s for s, _ in pairs]), reach, labels)
+        see_sources(trained, cfg, pairs, chunk)
+        total, words = total + len(pairs), words + sum(len(t.split()) for _, t in pairs)
+    digest = chunk.sha256
+    model, tok = load(task, run_dir, cfg, quantize=quantize)
+    tally = Tally(bleu_tokenize_of(words, total, cfg.bleu_tokenize), cfg.normalize)
+    started, nan = time.perf_counter(), False
+    with said_once(total):  # the notes of cut and NaN translations: once, of them all
+        for pairs, labels, chunk in pair_chunks(cfg, data, CHUNK_ROWS):
+            before = tally.pairs
+            hyps, nan_here = scored_translations(model, tok, pairs, cfg, labels, run_dir)
+            tally.add(hyps, [t for _, t in pairs])
+            nan |= nan_here
+            progress("evaluate", before, tally.pairs, total, started, CHUNK_ROWS, "pairs")
+    same_both_readings(chunk.path, digest, chunk.sha256)
+    _warn(trained and trained.note(f"--data {data}"))
+    return null_scores(tally.scores()) if nan else tally.scores()
+
+
+def _source_reach(cfg: RunSettings) -> int | None:
+    """The most source tokens the run's model reads: its positions (None: a recurrent
+    model, which has no such limit)."""
+    return model_config_of(cfg).max_len if cfg.arch == "transformer" else None
 
 
 def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
@@ -550,16 +594,20 @@ def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
     bucket); draws the figure ``out``, its title naming the pairs scored."""
     test, labels, trained = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
-    metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels)
+    metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels, run_dir)
     _warn(trained)
     rows = scores_by_length(tok, test, hyps, cfg.normalize)
+    nan = any(value != value for value in metrics.values())
+    if nan:  # NaN outputs: null, as the totals (and the figure says why it is empty)
+        rows = null_scores(rows)
     scored = f"--data {Path(data).name}" if data is not None else "the run's test pairs"
     try:
         plot_by_length({"exact match": [r["exact_match"] for r in rows],
                         "chrF / 100": [r["chrf"] / 100 for r in rows]},
                        [r["lengths"] for r in rows], out,
                        title=f"{cfg.arch}: score by source length, "
-                             f"{scored} ({len(test):,} pairs)")
+                             f"{scored} ({len(test):,} pairs)"
+                             + ("\nno scores: the model's outputs are NaN" if nan else ""))
     except OSError as e:  # a read-only run directory: say which file, no traceback
         raise UsageError(f"--out {out}: cannot write it ({e.strerror or e})") from None
     return metrics, rows

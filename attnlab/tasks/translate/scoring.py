@@ -9,7 +9,6 @@ training; ``runtime.py`` holds those. Nothing here imports Lightning.
 """
 from __future__ import annotations
 
-import sys
 import unicodedata
 
 import sacrebleu
@@ -19,7 +18,7 @@ from torch import Tensor
 from ...errors import UsageError
 from .data import TranslationTokenizers
 
-__all__ = ["pad", "translate_texts", "check_source_lengths", "unfinished_note", "resolve_bleu_tokenize", "score",
+__all__ = ["pad", "translate_texts", "check_source_lengths", "unfinished_note", "resolve_bleu_tokenize", "bleu_tokenize_of", "score", "Tally",
            "compute_test_metrics", "validation_scores"]
 
 
@@ -41,12 +40,16 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
                     num_beams: int = 1, length_penalty: float = 1.0,
                     batch_size: int = 500, labels: list[str] | None = None,
                     device: torch.device | str = "cpu",
-                    unfinished: list[int] | None = None) -> list[str]:
+                    unfinished: list[int] | None = None,
+                    finite: list[bool] | None = None) -> list[str]:
     """Translate texts in batches of similar length (little padding), greedy or beam search.
     ``labels`` name the texts in errors (``--input-file F line N``; default "text number N");
     ``device``: where the model is (training's validation decodes on the GPU it trains on);
     ``unfinished``, when given, gets the index of each text whose translation reached
-    ``max_new_tokens`` before the model wrote its end token (so it may be cut short).
+    ``max_new_tokens`` before the model wrote its end token (so it may be cut short);
+    ``finite``, when given, gets whether each text's outputs are finite: its first decoding
+    step's logits (weights trained to NaN, or a source that overflows the encoder, make them
+    NaN, and greedy search then writes the argmax of a NaN row, as sure as any translation).
 
     Raises:
         UsageError: if a text is longer than the model's positional encoding reaches.
@@ -56,6 +59,7 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     check_source_lengths(ids, getattr(getattr(model, "config", None), "max_len", None), labels)
     order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(texts)
+    ok = [True] * len(texts)
     if num_beams > 1:
         batch_size = max(1, batch_size // num_beams)
     for start in range(0, len(order), batch_size):
@@ -67,6 +71,12 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
             out[i] = tok.decode(row[1:])  # after SOS; decode drops EOS and padding
             if unfinished is not None and model.eos_id not in row[1:]:
                 unfinished.append(i)
+        if finite is not None:  # the first step again: (B, 1, V) logits, one decoder step
+            for i, good in zip(chunk, model(src, generated[:, :1]).isfinite().all(-1)[:, 0]
+                               .tolist()):
+                ok[i] = good
+    if finite is not None:
+        finite += ok
     return out
 
 
@@ -109,10 +119,20 @@ def resolve_bleu_tokenize(refs: list[str], choice: str) -> str:
         >>> resolve_bleu_tokenize(["dreihundert", "zweitausendeins"], "auto")
         'char'
     """
+    return bleu_tokenize_of(sum(len(r.split()) for r in refs), len(refs), choice)
+
+
+def bleu_tokenize_of(words: int, refs: int, choice: str) -> str:
+    """``resolve_bleu_tokenize``'s choice for ``refs`` references of ``words`` words in all
+    (counted a chunk of a file at a time by ``evaluate --data``).
+
+    Examples:
+        >>> bleu_tokenize_of(30, 10, "auto"), bleu_tokenize_of(30, 10, "char")
+        ('char', 'char')
+    """
     if choice != "auto":
         return choice
-    words = sum(len(r.split()) for r in refs) / max(1, len(refs))
-    return "char" if words < 4 else "13a"
+    return "char" if words / max(1, refs) < 4 else "13a"
 
 
 def same_form(texts: list[str], run_form: str | None = None) -> list[str]:
@@ -135,27 +155,93 @@ def score(hyps: list[str], refs: list[str], *, bleu_tokenize: str = "auto",
           run_form: str | None = None) -> dict[str, float]:
     """test_exact_match (fraction), test_bleu and test_chrf (sacrebleu, 0-100), of the texts
     in one Unicode form (``same_form``)."""
-    hyps, refs = same_form(hyps, run_form), same_form(refs, run_form)
-    exact = sum(h.strip() == r.strip() for h, r in zip(hyps, refs)) / max(1, len(refs))
-    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize=resolve_bleu_tokenize(refs, bleu_tokenize))
-    chrf = sacrebleu.corpus_chrf(hyps, [refs])
-    return {"test_exact_match": exact, "test_bleu": bleu.score, "test_chrf": chrf.score}
+    tally = Tally(resolve_bleu_tokenize(refs, bleu_tokenize), run_form)
+    tally.add(hyps, refs)
+    return tally.scores()
 
 
-def compute_test_metrics(model, tok, pairs, cfg, labels: list[str] | None = None
-                         ) -> tuple[dict[str, float], list[str]]:
+class Tally:
+    """test_exact_match, test_bleu and test_chrf of pairs added a chunk at a time (``add``),
+    exactly those of all of them at once: corpus BLEU and chrF are functions of n-gram counts
+    summed over the sentences (sacrebleu's ``corpus_bleu`` and ``corpus_chrf`` sum the same
+    per-sentence statistics), exact match a count; nothing of a chunk is held after it.
+
+    Examples:
+        >>> tally = Tally("13a")
+        >>> tally.add(["the cat sat on the mat"], ["the cat sat on the mat"])
+        >>> tally.add(["a dog"], ["the dog ran"])
+        >>> tally.pairs, tally.scores()["test_exact_match"]
+        (2, 0.5)
+    """
+
+    def __init__(self, bleu_tokenize: str, run_form: str | None = None) -> None:
+        # corpus_bleu's and corpus_chrf's defaults (sacrebleu 2)
+        self.bleu, self.chrf = sacrebleu.BLEU(tokenize=bleu_tokenize), sacrebleu.CHRF()
+        self.run_form = run_form
+        self.exact, self.pairs = 0, 0
+        self.bleu_stats: list | None = None
+        self.chrf_stats: list | None = None
+
+    def add(self, hyps: list[str], refs: list[str]) -> None:
+        """Count the translations ``hyps`` of one chunk against their references ``refs``, in
+        one Unicode form (``same_form``)."""
+        hyps, refs = same_form(hyps, self.run_form), same_form(refs, self.run_form)
+        self.exact += sum(h.strip() == r.strip() for h, r in zip(hyps, refs, strict=True))
+        self.pairs += len(refs)
+        self.bleu_stats = _summed(self.bleu_stats,
+                                  self.bleu._extract_corpus_statistics(hyps, [refs]))
+        self.chrf_stats = _summed(self.chrf_stats,
+                                  self.chrf._extract_corpus_statistics(hyps, [refs]))
+
+    def scores(self) -> dict[str, float]:
+        """The three scores of every pair added (exact match a fraction, BLEU and chrF 0-100);
+        of none, an ``IndexError`` as sacrebleu's (a reader gives no file of no pairs)."""
+        bleu = self.bleu._compute_score_from_stats(self.bleu_stats)
+        chrf = self.chrf._compute_score_from_stats(self.chrf_stats)
+        return {"test_exact_match": self.exact / max(1, self.pairs), "test_bleu": bleu.score,
+                "test_chrf": chrf.score}
+
+
+def _summed(total: list | None, stats: list[list]) -> list | None:
+    """The per-sentence statistics ``stats`` summed, element by element, onto ``total``."""
+    for row in stats:
+        total = list(row) if total is None else [a + b for a, b in zip(total, row, strict=True)]
+    return total
+
+
+def compute_test_metrics(model, tok, pairs, cfg, labels: list[str] | None = None,
+                         run_dir=None) -> tuple[dict[str, float], list[str]]:
     """(metrics, translations) of the (source, reference) ``pairs`` with the run's settings;
     ``labels`` name the pairs in errors (``translate_texts``) and in the note on stderr that a
-    translation stopped at ``max_target_len`` (its end may be missing from what is scored)."""
+    translation stopped at ``max_target_len`` (its end may be missing from what is scored);
+    with ``run_dir``, the metrics are null where outputs are NaN (``scored_translations``)."""
+    from ..base import null_scores
+
+    hyps, nan = scored_translations(model, tok, pairs, cfg, labels, run_dir)
+    metrics = score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize,
+                    run_form=cfg.normalize)
+    return null_scores(metrics) if nan else metrics, hyps
+
+
+def scored_translations(model, tok, pairs, cfg, labels: list[str] | None = None,
+                        run_dir=None) -> tuple[list[str], bool]:
+    """(the translations of the sources of ``pairs`` with the run's settings, whether the
+    outputs for some were NaN), with the note (``say``: one for a file scored a chunk at a
+    time, within ``said_once``) that some stopped at ``max_target_len`` (their end may be
+    missing from what is scored) and, with ``run_dir``, the warning of NaN outputs
+    (``said_nan``, the rule of every task's evaluate: its metrics are then null)."""
+    from ...notes import say
+    from ..base import said_nan
+
     unfinished: list[int] = []
+    finite: list[bool] | None = [] if run_dir is not None else None
     hyps = translate_texts(model, tok, [s for s, _ in pairs], max_new_tokens=cfg.max_target_len,
                            num_beams=cfg.beam, length_penalty=cfg.length_penalty, labels=labels,
-                           unfinished=unfinished)
+                           unfinished=unfinished, finite=finite)
     names = labels or [f"test pair number {n}" for n in range(1, len(pairs) + 1)]
-    if (line := unfinished_note(unfinished, names, cfg.max_target_len)) is not None:
-        print(f"note: {line}", file=sys.stderr, flush=True)
-    return score(hyps, [t for _, t in pairs], bleu_tokenize=cfg.bleu_tokenize,
-                 run_form=cfg.normalize), hyps
+    say("unfinished", len(unfinished), lambda count, _: "note: " + unfinished_note(
+        unfinished, names, cfg.max_target_len, count), len(pairs))
+    return hyps, finite is not None and said_nan(finite, names, run_dir)
 
 
 def validation_scores(tok, pairs, cfg):
