@@ -410,14 +410,10 @@ def _check_vocabulary(source: Path, rows: int, tokenizer) -> None:
 
 def _convert(source: Path, hf_model, *, release: bool = False):
     """``from_hf(hf_model)`` in eval mode, its ValueError one line naming ``source``;
-    ``release``: a Llama-family ``hf_model`` is emptied as it is read (``causal_lm_of``)."""
+    ``release``: a GPT-2 or Llama-family ``hf_model`` is emptied as it is read."""
     from .hf import from_hf
-    from .llama import causal_lm_of
-    from .llama_config import LLAMA_FAMILY
 
     try:
-        if release and hf_model.config.model_type in LLAMA_FAMILY:
-            return causal_lm_of(hf_model, release=True).eval()
-        return from_hf(hf_model).eval()
+        return from_hf(hf_model, release=release).eval()
     except ValueError as e:
         raise UsageError(f"{source}: {_one_line(e)}") from None

@@ -21,7 +21,7 @@ What ``transformers`` leaves out of a Llama-family file is read here (``_head_di
 from the metadata or Llama 3.1's llama3 from llama.cpp's ``rope_freqs`` tensor.
 
 Refused in one line naming the file, before a run directory is written: a file that is not
-GGUF, one cut short (in its header, or naming the tensor) or with a tensor type id ``gguf``
+GGUF, one part of a model split over several files (``_check_whole``), one cut short (in its header, or naming the tensor) or with a tensor type id ``gguf``
 does not know (naming the tensor, ``_tensor_table_refusal``), an architecture attnlab does not
 convert (naming it and the supported ones: the caller's ``model_types``, the task's row of
 ``INIT_MODEL_TYPES``), a tensor type the ``gguf`` reader cannot dequantise (naming the type and the tensor), a RoPE scaling attnlab
@@ -174,6 +174,7 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
     name = f"{flag} {path}" if flag else str(path)
     p = Path(path).expanduser()
     reader = _reader(p, name)
+    _check_whole(reader, name)  # (a later part has no general.architecture)
     architecture = _field(reader, "general.architecture")
     if model_types is not None and architecture not in model_types:
         raise UsageError(f"{name}: architecture {architecture!r} (general.architecture) is not "
@@ -187,6 +188,19 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
         _check_tensors(reader, architecture, config, name)
     _check_finite_bytes(reader, name)
     return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
+
+
+def _check_whole(reader, name: str) -> None:
+    """A one-line refusal of one part of a model split over several files (llama.cpp's
+    ``gguf-split``, how the largest models are shared: ``split.count`` in each part's
+    metadata), which holds only some of its tensors: attnlab reads one file."""
+    count = _field(reader, "split.count")
+    if count is not None and int(count) > 1:
+        part = int(_field(reader, "split.no") or 0) + 1
+        raise UsageError(f"{name} is part {part} of {int(count)} of a model split over "
+                         f"{int(count)} files (split.count); attnlab reads one file: merge the "
+                         f"parts with llama.cpp's llama-gguf-split --merge FIRST_PART OUT.gguf "
+                         f"and pass OUT.gguf")
 
 
 def _check_tensors(reader, architecture: str, config: dict[str, Any], name: str) -> None:

@@ -31,7 +31,7 @@ from .weights import copy_norm as _copy_norm
 __all__ = ["from_hf", "to_hf", "BERT_FAMILY"]
 
 
-def from_hf(hf_model: nn.Module) -> nn.Module:
+def from_hf(hf_model: nn.Module, *, release: bool = False) -> nn.Module:
     """The attnlab model equivalent to a Hugging Face model, weights copied.
 
     Supported:
@@ -61,6 +61,8 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
 
     Args:
         hf_model: a ``transformers`` model instance.
+        release: empty ``hf_model`` (GPT-2, Llama family) as it is read, so that a model read
+            only to be converted (a GGUF file's) is not whole twice in memory; it is then unusable.
 
     Returns:
         The attnlab model, in the same train/eval mode as ``hf_model``.
@@ -73,6 +75,8 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
         >>> lm = from_hf(GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=4)))
     """
     model_type = getattr(getattr(hf_model, "config", None), "model_type", None)
+    if release and model_type not in _RELEASED:
+        raise ValueError(f"from_hf: release=True is for {', '.join(_RELEASED)}, not {model_type!r}")
     if model_type in BERT_FAMILY:
         model = _bert_family(getattr(hf_model, "base_model", hf_model), model_type)
     elif model_type in _WITH_HEAD:
@@ -80,7 +84,7 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
         if not hasattr(hf_model, "lm_head"):
             raise ValueError(f"from_hf converts {name} (with its LM head), "
                              f"got {type(hf_model).__name__}")
-        model = convert(hf_model)
+        model = convert(hf_model, release=True) if release else convert(hf_model)
     else:
         raise ValueError(f"from_hf: unsupported model {type(hf_model).__name__} "
                          f"(model_type {model_type!r}); supported: GPT2LMHeadModel, "
@@ -89,44 +93,83 @@ def from_hf(hf_model: nn.Module) -> nn.Module:
     return model.train(hf_model.training)
 
 
-def _llama_family(hf) -> nn.Module:
+def _llama_family(hf, *, release: bool = False) -> nn.Module:
     from .llama import causal_lm_of
 
-    return causal_lm_of(hf)
+    return causal_lm_of(hf, release=release)
 
 
 # ---- GPT-2 ----------------------------------------------------------------------------------
-def _gpt2_to_causal_lm(hf) -> nn.Module:
+def _gpt2_to_causal_lm(hf, *, release: bool = False) -> nn.Module:
+    """The ``CausalLM`` of a ``GPT2LMHeadModel``, built on the meta device and given untouched
+    memory that ``hf``'s tensors fill; ``release``: as ``llama.causal_lm_of``'s, each of
+    ``hf``'s parameters is given up once read (a GGUF file's model, read only to be converted),
+    so the two models are not both whole in memory."""
     from ..models.causal_lm import CausalLM, CausalLMConfig
+    from .weights import materialize, parameters_on_meta
 
     c = hf.config
     if not getattr(c, "scale_attn_weights", True) or getattr(c, "scale_attn_by_inverse_layer_idx", False):
         raise ValueError("GPT-2 with scale_attn_weights=False or scale_attn_by_inverse_layer_idx=True "
                          "uses a different attention scale than softmax(QKᵀ/√d_k)")
     D = c.n_embd
-    model = CausalLM(CausalLMConfig(
-        vocab_size=c.vocab_size, model_dim=D, num_heads=c.n_head, num_layers=c.n_layer,
-        dim_feedforward=c.n_inner or 4 * D, max_len=c.n_positions, dropout=c.resid_pdrop,
-        attention_dropout=c.attn_pdrop, ff_dropout=0.0, norm_first=True,
-        tie_weights=bool(getattr(c, "tie_word_embeddings", True)), positional="learned",
-        activation=_activation(c.activation_function, "gpt2"),
-        layer_norm_eps=c.layer_norm_epsilon))
-    t = hf.transformer
-    _copy(model.token_embedding.weight, t.wte.weight)
-    _copy(model.positional_encoding.embedding.weight, t.wpe.weight)
-    for ours, theirs in zip(model.decoder.layers, t.h):
-        wq, wk, wv = theirs.attn.c_attn.weight.T.split(D, dim=0)  # Conv1D (D, 3D) -> 3 × (D, D)
-        bq, bk, bv = theirs.attn.c_attn.bias.split(D)
+    with parameters_on_meta():  # every parameter is read from hf below
+        model = CausalLM(CausalLMConfig(
+            vocab_size=c.vocab_size, model_dim=D, num_heads=c.n_head, num_layers=c.n_layer,
+            dim_feedforward=c.n_inner or 4 * D, max_len=c.n_positions, dropout=c.resid_pdrop,
+            attention_dropout=c.attn_pdrop, ff_dropout=0.0, norm_first=True,
+            tie_weights=bool(getattr(c, "tie_word_embeddings", True)), positional="learned",
+            activation=_activation(c.activation_function, "gpt2"),
+            layer_norm_eps=c.layer_norm_epsilon))
+    materialize(model, torch.float32)
+    take = _gpt2_reader(hf, release=release)
+    take("transformer.wte.weight", model.token_embedding.weight)
+    take("transformer.wpe.weight", model.positional_encoding.embedding.weight)
+    for i, ours in enumerate(model.decoder.layers):
+        h = f"transformer.h.{i}."
+        # Conv1D (D, 3D) -> 3 × (D, D)
+        wq, wk, wv = take(h + "attn.c_attn.weight", transposed=True).split(D, dim=0)
+        bq, bk, bv = take(h + "attn.c_attn.bias").split(D)
         ours.self_attn.set_qkv(wq, wk, wv, bq, bk, bv)
-        _copy_linear(ours.self_attn.o_proj, theirs.attn.c_proj.weight.T, theirs.attn.c_proj.bias)
-        _copy_linear(ours.linear_net[0], theirs.mlp.c_fc.weight.T, theirs.mlp.c_fc.bias)
-        _copy_linear(ours.linear_net[3], theirs.mlp.c_proj.weight.T, theirs.mlp.c_proj.bias)
-        _copy_norm(ours.norm1, theirs.ln_1)
-        _copy_norm(ours.norm2, theirs.ln_2)
-    _copy_norm(model.decoder.norm, t.ln_f)
+        for linear, name in ((ours.self_attn.o_proj, "attn.c_proj"),
+                             (ours.linear_net[0], "mlp.c_fc"), (ours.linear_net[3], "mlp.c_proj")):
+            take(h + name + ".weight", linear.weight, transposed=True)  # Conv1D (in, out)
+            take(h + name + ".bias", linear.bias)
+        for norm, name in ((ours.norm1, "ln_1"), (ours.norm2, "ln_2")):
+            take(h + name + ".weight", norm.weight)
+            take(h + name + ".bias", norm.bias)
+    take("transformer.ln_f.weight", model.decoder.norm.weight)
+    take("transformer.ln_f.bias", model.decoder.norm.bias)
     if not model.config["tie_weights"]:
-        _copy(model.lm_head.weight, hf.lm_head.weight)
+        take("lm_head.weight", model.lm_head.weight)
     return model
+
+
+def _gpt2_reader(hf, *, release: bool):
+    """``take(name, out=None, transposed=False)``: ``hf``'s parameter ``name`` (a tied one
+    listed once; ``transposed``: a Conv1D weight, (in, out), as ``nn.Linear``'s (out, in)),
+    copied into ``out`` or returned; ``release``: given up once taken, its memory becoming
+    ``out``'s where it fits as it is (``llama._reader``'s way: transformers' GGUF reader gives
+    a Conv1D weight as the transpose of a contiguous matrix), else freed with the tensor
+    returned."""
+    theirs = dict(hf.named_parameters())
+
+    @torch.no_grad()
+    def take(name: str, out: torch.Tensor | None = None, *,
+             transposed: bool = False) -> torch.Tensor:
+        tensor = (theirs.pop(name) if release else theirs[name]).detach()
+        tensor = tensor.T if transposed else tensor
+        if release:
+            hf.get_parameter(name).data = torch.empty(0)
+        if out is None:
+            return tensor
+        if (release and tensor.dtype == out.dtype and tensor.shape == out.shape
+                and tensor.is_contiguous()):
+            return out.set_(tensor)
+        _copy(out, tensor)
+        return out
+
+    return take
 
 
 def to_hf(model: nn.Module, *, bos_token_id: int | None = None,
@@ -311,3 +354,4 @@ def _bert_family(hf, model_type: str) -> nn.Module:
 _WITH_HEAD = {"gpt2": ("GPT2LMHeadModel", _gpt2_to_causal_lm),
               "marian": ("MarianMTModel", marian_to_seq2seq),
               **{t: (cls, _llama_family) for t, cls in LLAMA_CLASSES.items()}}
+_RELEASED = ("gpt2", *LLAMA_CLASSES)  # the converters that take ``release``
