@@ -37,10 +37,12 @@ def test_a_length_is_required():
 
 
 def test_numbered_batches_give_each_rank_its_own_numbers(monkeypatch):
+    # numbered_batches of the module patched: `pytest attnlab/data/resumable.py tests/data/...`
+    # imports the module a second time for its examples, and the package's name then is another copy
     per_rank = {}
     for rank in (0, 1):
         monkeypatch.setattr(resumable, "shard", lambda rank=rank: (rank, 2))
-        loader = numbered_batches(lambda n: n, 3)
+        loader = resumable.numbered_batches(lambda n: n, 3)
         per_rank[rank] = list(loader) + list(loader)  # two epochs
     assert per_rank[0] == [0, 2, 4, 6, 8, 10] and per_rank[1] == [1, 3, 5, 7, 9, 11]
 
