@@ -379,18 +379,11 @@ def steps_done(run_dir: Path) -> int | None:
     """The optimiser steps a run's ``checkpoints/last.ckpt`` has done (its "global_step"), or
     None without a readable one (``--resume`` itself then reports a broken checkpoint). Only
     ``--resume`` calls this, so only it imports torch here; the file is memory-mapped, so its
-    weights are not read."""
-    path = Path(run_dir) / "checkpoints" / "last.ckpt"
-    if not path.is_file():
-        return None
-    import torch
+    weights are not read (``partial_copy.checkpoint_state``)."""
+    from .partial_copy import checkpoint_state
 
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # noqa: BLE001 -- any unreadable file: the engine names what is wrong
-        return None
-    step = state.get("global_step") if isinstance(state, dict) else None
-    return step if isinstance(step, int) and not isinstance(step, bool) else None
+    state = checkpoint_state(run_dir)
+    return None if state is None else state["global_step"]
 
 
 def check_budget(run_dir: Path, cfg: RunSettings) -> None:
