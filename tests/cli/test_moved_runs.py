@@ -1,0 +1,51 @@
+"""A run directory renamed, moved or copied elsewhere, and commands run from another working
+directory: what the run reads of its own is read where the run is now, never at a path
+config.yaml recorded when it started (which may be gone, or hold another run's files)."""
+import json
+import shutil
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.runs import read_yaml
+
+TINY = ["--model-dim", "16", "--num-heads", "2", "--num-layers", "1", "--batch-size", "4",
+        "--block-size", "16", "--threads", "1"]
+WORDS = "the cat sat on a mat and dog ran far away while bird sang".split()
+
+
+def _text(path):
+    path.write_text("\n".join(" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(12))
+                              for i in range(300)))
+    return path
+
+
+def _rows(path):
+    with open(path, "w") as f:
+        for i in range(40):
+            f.write(json.dumps({"prompt": " ".join(WORDS[i % 5:i % 5 + 3]),
+                                "response": " ".join(WORDS[i % 7:i % 7 + 3])}) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_a_renamed_instruction_run_resumes_with_the_tokenizer_in_its_own_directory(
+        tmp_path, capsys, monkeypatch):
+    """Its tokenizer is RUN/data/tokenizer.json: a renamed run read it at the old name, and
+    resuming it was refused as if its --data were gone."""
+    base, run = tmp_path / "base", tmp_path / "chat run"
+    assert main(["train", "lm", "--data", str(_text(tmp_path / "text.txt")), "--out", str(base),
+                 "--max-steps", "2", *TINY]) == 0
+    assert main(["train", "lm", "--init", str(base), "--data", str(_rows(tmp_path / "rows.jsonl")),
+                 "--out", str(run), "--max-steps", "2", "--batch-size", "4",
+                 "--threads", "1"]) == 0
+    renamed = tmp_path / "chat run, renamed"
+    run.rename(renamed)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["train", "lm", "--out", str(renamed), "--resume", "--max-steps", "4"]) == 0, \
+        capsys.readouterr().err
+    assert read_yaml(renamed / "config.yaml")["data_dir"] == str(renamed / "data")
+    assert not run.exists()
