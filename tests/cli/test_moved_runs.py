@@ -49,3 +49,36 @@ def test_a_renamed_instruction_run_resumes_with_the_tokenizer_in_its_own_directo
         capsys.readouterr().err
     assert read_yaml(renamed / "config.yaml")["data_dir"] == str(renamed / "data")
     assert not run.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recorded", ["absolute", "relative, as earlier runs recorded it"])
+def test_a_run_on_a_corpus_given_by_a_relative_path_resumes_from_another_directory(
+        tmp_path, capsys, monkeypatch, recorded):
+    """``--data corpus`` was recorded as typed: resumed from another directory, the run read
+    that directory's ``corpus`` (another one: refused as changed) or none (refused as not
+    found), where config.yaml's data_dir named the corpus the run started on."""
+    cluster, laptop = tmp_path / "cluster", tmp_path / "laptop"
+    for where, lines in ((cluster, 300), (laptop, 100)):
+        where.mkdir()
+        monkeypatch.chdir(where)
+        _text(where / "text.txt")
+        (where / "text.txt").write_text("\n".join((where / "text.txt").read_text()
+                                                  .splitlines()[:lines]))
+        assert main(["prepare", "text.txt", "--out", "corpus", "--tokenizer", "char"]) == 0
+    monkeypatch.chdir(cluster)
+    assert main(["train", "lm", "--data", "corpus", "--out", "run", "--max-steps", "2",
+                 *TINY]) == 0
+    config = cluster / "run" / "config.yaml"
+    if recorded != "absolute":
+        config.write_text(config.read_text().replace(f"data: {cluster / 'corpus'}\n",
+                                                     "data: corpus\n"))
+        assert read_yaml(config)["data"] == "corpus"
+    else:
+        assert read_yaml(config)["data"] == str(cluster / "corpus")
+    monkeypatch.chdir(laptop)  # its own corpus/, another text's
+    capsys.readouterr()
+    assert main(["train", "lm", "--out", str(cluster / "run"), "--resume", "--max-steps",
+                 "4"]) == 0, capsys.readouterr().err
+    assert read_yaml(config)["data"] == str(cluster / "corpus")
+    assert read_yaml(config)["data_dir"] == str(cluster / "corpus")
