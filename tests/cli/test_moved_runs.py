@@ -82,3 +82,31 @@ def test_a_run_on_a_corpus_given_by_a_relative_path_resumes_from_another_directo
                  "4"]) == 0, capsys.readouterr().err
     assert read_yaml(config)["data"] == str(cluster / "corpus")
     assert read_yaml(config)["data_dir"] == str(cluster / "corpus")
+
+
+@pytest.mark.slow
+def test_a_moved_corpus_is_given_to_resume_at_its_new_path_and_checked_by_its_bytes(
+        tmp_path, capsys, monkeypatch):
+    """As a moved data file is (docs/cli.md, Resume): the corpus's meta.json and tokenizer.json
+    are the ones config.yaml's corpus_sha256 holds. It was refused as another --data than the
+    run's, so a run whose corpus moved could not be resumed at all."""
+    monkeypatch.chdir(tmp_path)
+    _text(tmp_path / "text.txt")
+    (tmp_path / "other.txt").write_text("a b c d e f g h i j k l m n o p\n" * 40)
+    for text, corpus in (("text.txt", "corpus"), ("other.txt", "another")):
+        assert main(["prepare", text, "--out", corpus, "--tokenizer", "char"]) == 0
+    run = tmp_path / "run"
+    assert main(["train", "lm", "--data", "corpus", "--out", str(run), "--max-steps", "2",
+                 *TINY]) == 0
+    (tmp_path / "corpus").rename(tmp_path / "moved corpus")
+    capsys.readouterr()
+    assert main(["train", "lm", "--out", str(run), "--resume", "--max-steps", "4", "--data",
+                 "another"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnlab: error: --data another is not the corpus this run started "
+                          f"on: its bytes differ; the run started on {tmp_path / 'corpus'}"), err
+    assert len(err.splitlines()) == 1
+    assert main(["train", "lm", "--out", str(run), "--resume", "--max-steps", "4", "--data",
+                 "moved corpus"]) == 0, capsys.readouterr().err
+    assert read_yaml(run / "config.yaml")["data_dir"] == str(tmp_path / "moved corpus")
+    assert read_yaml(run / "config.yaml")["data"] == str(tmp_path / "moved corpus")
