@@ -6,6 +6,7 @@ the same declarations and checked the same way."""
 from __future__ import annotations
 
 import re
+import sys
 
 from ..errors import UsageError
 from .checkpoint import add_checkpoint_flag
@@ -125,6 +126,12 @@ def run(args) -> int:
         served = tasks_that(lambda other: other.capabilities.evaluate_by_length)
         raise UsageError(f"--by-length is for {tasks_phrase(served)} runs; {run_dir} is a "
                          f"{cfg.task} run")
+    if args.checkpoint is None:  # a run resumed after it finished, or copied while it trained
+        from .partial_copy import newer_checkpoint_note
+
+        note = newer_checkpoint_note(run_dir)
+        if note:
+            print(note, file=sys.stderr, flush=True)
     with weights_from(run_dir, cfg, args.checkpoint, say=True):
         metrics = _evaluate(args, task, run_dir, cfg)
     if args.quantize is not None:  # int8 metrics, printed as the float run's, say they are
@@ -137,8 +144,6 @@ def run(args) -> int:
 
 def _evaluate(args, task, run_dir, cfg) -> dict:
     """The metrics ``evaluate`` prints (with --by-length, its table and figure written)."""
-    import sys
-
     from ..tasks.base import set_options
 
     runtime = task.runtime()

@@ -140,7 +140,7 @@ def resume_conflicts(saved: dict[str, Any], given: dict[str, Any], defaults: dic
     # a data file config.yaml holds the SHA-256 of may be given at another path (the data
     # moved, or the run went to another machine): the task then checks that its bytes are
     # the ones the run started on (``check_data_files``), which a path cannot say
-    pinned = saved.get("data_sha256") or {}
+    pinned = pinned_data(saved)
     for key, value in sorted(given.items()):
         # --accumulate may change with the processes, to the one value that keeps the run's
         # batches a step: kept_accumulate checks it against that
@@ -330,19 +330,39 @@ def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
     "changed")."""
     from ..runs import file_digest
 
-    pinned, moved = saved.get("data_sha256") or {}, {}
+    pinned, moved = pinned_data(saved), {}
     for key in (k for k in pinned if given.get(k)):
         new, old = Path(given[key]).resolve(), saved.get(key)
-        if old is not None and new != Path(old):  # moved: it must be the file, found
-            started = (f"the run started on {old} (its SHA-256 is config.yaml's data_sha256): "
-                       f"give that file where it is now, or start a new run")
+        if old is not None and new != Path(old).resolve():  # moved: it must be the file, found
+            digest = pinned[key]
+            record = ("data_sha256" if isinstance(digest, str) else
+                      f"corpus_sha256, of its {' and '.join(digest)}")
+            started = (f"the run started on {old} (its SHA-256 is config.yaml's {record}): "
+                       f"give that {'file' if isinstance(digest, str) else 'corpus'} where it "
+                       f"is now, or start a new run")
             if not new.exists():
                 raise UsageError(f"--{key} {given[key]} not found; {started}")
-            if file_digest(new) != pinned[key]:
-                raise UsageError(f"--{key} {given[key]} is not the file this run started on: "
-                                 f"its bytes differ; {started}")
+            same = (file_digest(new) == digest if isinstance(digest, str) else
+                    all((new / name).is_file() and file_digest(new / name) == held
+                        for name, held in digest.items()))
+            if not same:
+                raise UsageError(f"--{key} {given[key]} is not the "
+                                 f"{'file' if isinstance(digest, str) else 'corpus'} this run "
+                                 f"started on: its bytes differ; {started}")
         moved[key] = str(new)
     return moved
+
+
+def pinned_data(saved: dict[str, Any]) -> dict[str, str | dict[str, str]]:
+    """The data settings of a run whose bytes its config.yaml pins, by name: each file of
+    ``data_sha256`` (its SHA-256), and an lm run's prepared corpus given as --data (its
+    ``corpus_sha256``: the SHA-256 of its meta.json and tokenizer.json, by name). ``--resume``
+    may be given one at another path (it moved, or the run went to another machine): its
+    bytes, not its path, say whether it is the one the run started on."""
+    pinned: dict[str, str | dict[str, str]] = dict(saved.get("data_sha256") or {})
+    if saved.get("corpus_sha256") and "data" not in pinned:
+        pinned["data"] = dict(saved["corpus_sha256"])
+    return pinned
 
 
 def record_moved_data(run_dir: Path, record: dict[str, Any]) -> None:
@@ -354,7 +374,7 @@ def record_moved_data(run_dir: Path, record: dict[str, Any]) -> None:
 
     path = run_dir / "config.yaml"
     saved = read_yaml(path)
-    moved = {k: record[k] for k in saved.get("data_sha256") or {}
+    moved = {k: record[k] for k in pinned_data(saved)
              if record.get(k) and record[k] != saved.get(k)}
     if moved:
         write_yaml(path, {**saved, **moved})
@@ -388,18 +408,11 @@ def steps_done(run_dir: Path) -> int | None:
     """The optimiser steps a run's ``checkpoints/last.ckpt`` has done (its "global_step"), or
     None without a readable one (``--resume`` itself then reports a broken checkpoint). Only
     ``--resume`` calls this, so only it imports torch here; the file is memory-mapped, so its
-    weights are not read."""
-    path = Path(run_dir) / "checkpoints" / "last.ckpt"
-    if not path.is_file():
-        return None
-    import torch
+    weights are not read (``partial_copy.checkpoint_state``)."""
+    from .partial_copy import checkpoint_state
 
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # noqa: BLE001 -- any unreadable file: the engine names what is wrong
-        return None
-    step = state.get("global_step") if isinstance(state, dict) else None
-    return step if isinstance(step, int) and not isinstance(step, bool) else None
+    state = checkpoint_state(run_dir)
+    return None if state is None else state["global_step"]
 
 
 def check_budget(run_dir: Path, cfg: RunSettings) -> None:

@@ -19,7 +19,7 @@ from ..settings import (NOAM_BETA2, RANK_KEYS, TrainSettings, add_flags, as_type
                         check_schedule, flag, heads_divide_width, later_process,
                         monitoring_fits, optimizer_fits, schedule_takes, value_text)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
-from . import preflight
+from . import partial_copy, preflight
 from .preflight import moved_data, resume_conflicts
 from .threads import default_threads
 
@@ -684,6 +684,10 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings, notes: list[str]) -> 
         notes.extend(preflight.resume_notes(saved, cfg.record()))
         if not preflight.has_checkpoint(run_dir) and (run_dir / "model.safetensors").is_file():
             raise UsageError(f"--resume: no checkpoint to resume from in {run_dir}/checkpoints")
+        # a run directory copied while it trained: its checkpoint, metrics.json and log of
+        # different moments
+        partial_copy.refuse_older_checkpoint(run_dir)
+        notes.extend(note for note in [partial_copy.log_behind_note(run_dir)] if note)
     preflight.check_cluster(cfg)
     preflight.check_memory(get_task(cfg.task).memory_estimate(cfg.record()))
     return run_dir

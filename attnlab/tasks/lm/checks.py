@@ -29,6 +29,8 @@ def check_data(cfg: dict[str, Any]) -> None:
     """--data (given): a prepared corpus whose splits each hold a window of --block-size + 1
     tokens (its tokeniser recorded in ``cfg``), or a non-empty text file large enough; on
     --resume, the one the run started with. ``UsageError`` naming the flag otherwise."""
+    if cfg.get("resume"):
+        cfg["data"] = _corpus_where_started(cfg)
     data = Path(cfg["data"])
     _refuse_table(data, None if cfg.get("resume") else cfg.get("init"))
     if is_prepared(data):
@@ -51,6 +53,18 @@ def check_data(cfg: dict[str, Any]) -> None:
             _check_size(data, cfg["block_size"])
     if cfg.get("resume") and cfg.get("out") and (Path(cfg["out"]) / "data").is_dir():
         _record_tokenizer(cfg, Path(cfg["out"]) / "data")  # what a text file became
+
+
+def _corpus_where_started(cfg: dict[str, Any]) -> str:
+    """--data of a resumed run: a prepared corpus that config.yaml names by a relative path
+    (as typed, by runs before it was recorded absolute) is the one the run started on,
+    config.yaml's ``data_dir``, not that path read from the directory resumed from (where it
+    names nothing, or another corpus). A text or rows file is recorded absolute, and pinned."""
+    data, started = cfg["data"], cfg.get("data_dir")
+    if (started and Path(started).is_absolute() and not Path(data).is_absolute()
+            and not (cfg.get("data_sha256") or {}).get("data")):
+        return started
+    return data
 
 
 def _tokenizer_flag(init: str | None) -> str:

@@ -140,7 +140,9 @@ def batched(examples: list[Example], batch_size: int, tokenizer) -> list:
 
 def _tokenizer_of_run(cfg, run_dir: Path, tokenizer):
     """The run's tokenizer: --init's (a new run), written to RUN_DIR/data/tokenizer.json and
-    its SHA-256 derived into ``corpus_sha256``; on --resume, read back from there, checked."""
+    its SHA-256 derived into ``corpus_sha256``; on --resume, read back from there, checked:
+    from the run directory as it is now, not config.yaml's ``data_dir`` (the directory the
+    run started in, which a run renamed or copied elsewhere is no longer in)."""
     from .checks import check_corpus
 
     data_dir = run_dir / "data"
@@ -149,8 +151,9 @@ def _tokenizer_of_run(cfg, run_dir: Path, tokenizer):
         tokenizer.save(data_dir / "tokenizer.json")
         return cfg.derive(data_dir=str(data_dir.resolve()), corpus_sha256={
             "tokenizer.json": file_digest(data_dir / "tokenizer.json")}), tokenizer
-    check_corpus(cfg.corpus_sha256, cfg.data_dir, "resume")
-    return cfg, load_any_tokenizer(Path(cfg.data_dir) / "tokenizer.json")
+    check_corpus(cfg.corpus_sha256, data_dir, "resume")
+    return (cfg.derive(data_dir=str(data_dir.resolve())),
+            load_any_tokenizer(data_dir / "tokenizer.json"))
 
 
 def pad_id(tokenizer) -> int:

@@ -331,6 +331,8 @@ def _corpus_of_run(cfg, run_dir: Path, tokenizer: Tokenizer | None = None):
     if Path(cfg.data).is_file():  # before preparing: a resumed run refuses a changed file
         cfg = cfg.derive(**pin_data_files({"data": cfg.data}, cfg.data_sha256,
                                           resuming=cfg.resume))
+    else:  # a prepared corpus, recorded absolute as a file is: resumed from anywhere
+        cfg = cfg.derive(data=str(Path(cfg.data).resolve()))
     data_dir = corpus_dir(cfg, run_dir, tokenizer)
     cfg = pin_corpus(cfg, run_dir, data_dir)
     meta = read_meta(data_dir)

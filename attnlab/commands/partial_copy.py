@@ -1,0 +1,140 @@
+"""A run directory copied while its run trained: its files from different moments.
+
+``rsync`` or ``cp -r`` of a run that is training (or that a ``--resume`` with a raised budget is
+training on) copies each file as it is when the copy reaches it, so ``checkpoints/last.ckpt``
+may be of another step than ``metrics.json`` and ``model.safetensors`` (written together when
+the run finishes) or than ``logs/metrics.csv``. In a run directory that one process wrote,
+they agree: the last checkpoint is of the step ``metrics.json`` counts (``engine.fit`` saves
+one when the loop ends), and the log holds the row of the validation that checkpoint records
+(validation is logged before the checkpoint of its step is written). Where they disagree,
+the commands say which file does, instead of resuming from an older step than the run had
+done or evaluating older weights than the run's last without a word.
+
+Reads only the checkpoint's small values (a memory map: no weights are read), the log and
+``metrics.json``; imports torch only when there is a checkpoint to read.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..loading import CHECKPOINT_FLAG, checkpoint_file
+
+__all__ = ["checkpoint_state", "final_steps", "refuse_older_checkpoint", "log_behind_note",
+           "newer_checkpoint_note"]
+
+
+def checkpoint_state(run_dir: str | Path) -> dict[str, Any] | None:
+    """The values of ``run_dir``'s ``checkpoints/last.ckpt`` (memory-mapped: its weights are
+    not read), or None without a readable one (what reads it for training names what is
+    wrong with it)."""
+    path = checkpoint_file(run_dir, "last")
+    if not path.is_file():
+        return None
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 -- any unreadable file: the engine names what is wrong
+        return None
+    step = state.get("global_step") if isinstance(state, dict) else None
+    return state if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def final_steps(run_dir: str | Path) -> int | None:
+    """The steps ``metrics.json`` says the finished run trained, or None (no such file, or
+    no whole number of steps in it)."""
+    try:
+        steps = json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8"))["steps"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+
+
+def refuse_older_checkpoint(run_dir: Path) -> None:
+    """``--resume`` of a run whose checkpoint is of an earlier step than the steps its
+    ``metrics.json`` and ``model.safetensors`` were written after (the checkpoint copied
+    before the run finished) is refused: it would train again from that earlier step and, at
+    its end, write over the finished run's weights and numbers."""
+    state, steps = checkpoint_state(run_dir), final_steps(run_dir)
+    if state is None or steps is None or state["global_step"] >= steps:
+        return
+    raise UsageError(f"--resume: {checkpoint_file(run_dir, 'last')} is of step "
+                     f"{state['global_step']}, but {run_dir}/metrics.json and model.safetensors "
+                     f"are of step {steps}: the checkpoint is older than the run (copied before "
+                     f"it finished?), and resuming from it would train steps "
+                     f"{state['global_step'] + 1}-{steps} again and replace the finished "
+                     f"weights; copy checkpoints/last.ckpt again from where the run trained")
+
+
+def newer_checkpoint_note(run_dir: Path) -> str | None:
+    """For a command using ``model.safetensors``: a note when the run's checkpoint is of a
+    later step than ``metrics.json``'s (a finished run resumed with a raised budget, still
+    training or interrupted, or copied while it trained), naming both; else None."""
+    state, steps = checkpoint_state(run_dir), final_steps(run_dir)
+    if state is None or steps is None or state["global_step"] <= steps:
+        return None
+    return (f"note: {run_dir}/model.safetensors is of step {steps} (metrics.json), but "
+            f"{checkpoint_file(run_dir, 'last')} is of step {state['global_step']}: the run "
+            f"trained on after it (resumed, or copied while it trained); these are step "
+            f"{steps}'s weights; {CHECKPOINT_FLAG} last uses step {state['global_step']}'s")
+
+
+def log_behind_note(run_dir: Path) -> str | None:
+    """For ``--resume``: a warning when ``logs/metrics.csv`` lacks the row of the validation
+    the checkpoint records (the log copied before the checkpoint, or another run's), naming
+    both files and the steps the resumed run's log will have no rows of; else None. A log
+    with rows after the checkpoint is an interrupted run's, which ``--resume`` expects."""
+    state = checkpoint_state(run_dir)
+    validation = (state or {}).get("validation") or {}
+    step, metrics = validation.get("step"), validation.get("metrics") or {}
+    if not metrics or not isinstance(step, int):
+        return None  # no validation logged yet: nothing the log must hold
+    log = Path(run_dir) / "logs" / "metrics.csv"
+    rows = _rows(log)
+    if any(_holds(row, step, metrics) for row in rows):
+        return None
+    before = [s for s in (_step(row) for row in rows) if s is not None and s <= step]
+    last = max(before, default=0)
+    had = (f"its last row up to it is of step {last}" if last
+           else "it has no row up to it" if log.is_file() else "it is missing")
+    return (f"warning: --resume: {log} has no row of the validation at step {step} that "
+            f"{checkpoint_file(run_dir, 'last')} holds ({had}): the log is older than the "
+            f"checkpoint (copied before it?), so the resumed run's log has no rows of steps "
+            f"{last + 1}-{state['global_step']}")
+
+
+def _rows(log: Path) -> list[dict[str, str]]:
+    try:
+        with open(log, newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+
+
+def _step(row: dict[str, str]) -> int | None:
+    try:
+        return int(float(row.get("step") or ""))
+    except ValueError:
+        return None
+
+
+def _holds(row: dict[str, str], step: int, metrics: dict[str, Any]) -> bool:
+    """Whether ``row`` is the log's row of the validation at ``step`` that logged ``metrics``
+    (the same numbers: the log writes each float as Python prints it, exactly)."""
+    return _step(row) == step and all(_same(row.get(name), value)
+                                      for name, value in metrics.items())
+
+
+def _same(cell: str | None, value: Any) -> bool:
+    """Whether a cell of the log holds ``value`` (a number, NaN as NaN; None as an empty
+    cell, as ``csv`` writes it)."""
+    try:
+        logged, held = float(cell or ""), float(value)
+    except (TypeError, ValueError):
+        return (cell or "") == ("" if value is None else str(value))
+    return logged == held or (math.isnan(logged) and math.isnan(held))
