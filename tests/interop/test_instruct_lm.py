@@ -438,6 +438,21 @@ def test_resume_is_exact_and_refuses_a_changed_file(dirs, tmp_path, monkeypatch,
     assert "changed since this run started" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_evaluate_data_whose_replies_lie_beyond_the_block_is_refused_naming_no_flag(
+        trained, tmp_path, capsys):
+    """evaluate has no --block-size: its line says the run's, and what to change in the file."""
+    out, _ = trained
+    long = {"messages": [{"role": "user", "content": "reverse: " + "abc " * 200},
+                         {"role": "assistant", "content": "cba"}]}
+    data = _write(tmp_path / "long.jsonl", [long] * 3)
+    capsys.readouterr()
+    assert main(["evaluate", str(out), "--data", str(data)]) == 2
+    assert capsys.readouterr().err == (
+        f"attnlab: error: --data {data}: no conversation has an assistant token within the "
+        f"run's block size, 96 tokens, fixed when it trained; give shorter conversations\n")
+
+
 # ---- what is refused, in one line, with nothing written --------------------------------------
 BAD = [
     ('{"messages": [}\n', "line 1: not valid JSON"),
@@ -899,6 +914,32 @@ def test_evaluate_data_reads_a_file_with_an_empty_message_as_the_run_did(tmp_pat
         total -= sum(float(logp[t - 1, ids[t]]) for t in range(1, len(ids)) if mask[t])
         count += sum(mask[1:])
     assert_close(evaluate_loss(cfg, model, tok, str(data)), total / count, atol=1e-5, rtol=0)
+
+
+def test_no_reply_within_the_block_says_what_to_change_in_train_and_in_evaluate(tmp_path):
+    """Rows whose every reply lies beyond the block: ``train`` says to raise --block-size;
+    ``evaluate RUN --data FILE`` said so too, naming a flag evaluate does not have. A run's
+    block size is fixed when it trains, so evaluate asks for shorter conversations."""
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits, evaluate_loss
+
+    theirs = _tokenizer("chatml")
+    tok = HFTokenizer.from_transformers(theirs)
+    long = {"messages": [{"role": "user", "content": "reverse: " + "abc " * 30},
+                         {"role": "assistant", "content": "cba"}]}
+    data = _write(tmp_path / "long.jsonl", [long] * 10)
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=8,
+                          batch_size=3)
+    with pytest.raises(UsageError) as training:
+        encode_splits(cfg, tok, read_rows(data))
+    assert str(training.value) == (f"--data {data}: no conversation has an assistant token "
+                                   f"within --block-size 8; raise --block-size")
+    model = torch.nn.Embedding(len(theirs), len(theirs))  # ids (B, T) -> logits (B, T, V)
+    with pytest.raises(UsageError) as evaluating:
+        evaluate_loss(cfg, model, tok, str(data))
+    assert str(evaluating.value) == (f"--data {data}: no conversation has an assistant token "
+                                     f"within the run's block size, 8 tokens, fixed when it "
+                                     f"trained; give shorter conversations")
 
 
 def test_a_message_that_holds_an_added_token_not_marked_special_is_said(tmp_path):

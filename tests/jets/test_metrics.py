@@ -1,5 +1,7 @@
-"""attnlab.tasks.jets.metrics against scikit-learn on fixed scores; the likelihood-ratio baselines;
-and the Particle Flow Network baseline (attnlab.models.pfn): order and padding do not matter."""
+"""attnlab.tasks.jets.metrics against scikit-learn on fixed scores, and against the published
+taggers' reading of its ROC where a test set puts ROC points exactly at ε_S = 0.3 and 0.5; the
+likelihood-ratio baselines; and the Particle Flow Network baseline (attnlab.models.pfn): order
+and padding do not matter."""
 import math
 
 import numpy as np
@@ -45,6 +47,64 @@ def test_rejection_interpolates_scikit_learns_roc(ties, efficiency):
     fpr, tpr, _ = roc_curve(labels, scores)  # default drop_intermediate: the same straight lines
     expected = 1 / np.interp(efficiency, tpr, fpr)
     assert rejection(scores, labels, efficiency) == pytest.approx(expected, rel=TOL)
+
+
+def scores_with_qcd_between_tops(rounded: bool):
+    """1,000 tops and 1,500 QCD jets with overlapping scores (rounded: many ties), and three QCD
+    jets placed between the 300th and 301st, and the 500th and 501st, best tops: ROC points sit
+    exactly at ε_S = 0.3 and 0.5, as on the reference data's 50/50 test splits."""
+    rng = np.random.default_rng(3)
+    top, qcd = rng.normal(1.0, 1.0, 1000), rng.normal(0.0, 1.0, 1500)
+    ranked = np.sort(top)[::-1]
+    for k in (300, 500):
+        qcd[k:k + 3] = ranked[k - 1] - np.array([0.1, 0.2, 0.3]) * (ranked[k - 1] - ranked[k])
+    scores = 1 / (1 + np.exp(-np.r_[top, qcd]))
+    labels = np.r_[np.ones(1000, int), np.zeros(1500, int)]
+    return (np.round(scores, 3) if rounded else scores), labels
+
+
+def reference_rejection(scores, labels, efficiency):
+    """The published taggers' reading of scikit-learn's ROC (LorentzNet's ``buildROC``, PELICAN):
+    at a point with exactly ε_S, ``fpr[argmin |tpr − ε_S|]``, the first such point and so the
+    lowest ε_B; elsewhere linear between the points around ε_S."""
+    from sklearn.metrics import roc_curve
+
+    fpr, tpr, _ = roc_curve(labels, scores)
+    if np.any(tpr == efficiency):
+        eff_b = fpr[np.argmin(np.abs(tpr - efficiency))]
+    else:
+        eff_b = np.interp(efficiency, tpr, fpr)
+    return 1 / max(eff_b, 1 / np.count_nonzero(labels == 0))
+
+
+@pytest.mark.parametrize("rounded", [False, True])
+def test_metrics_json_numbers_equal_the_published_taggers_reading(rounded):
+    from sklearn.metrics import accuracy_score, roc_auc_score
+
+    scores, labels = scores_with_qcd_between_tops(rounded)
+    m = tagging_metrics(scores, labels)
+    assert m["test_auc"] == pytest.approx(roc_auc_score(labels, scores), abs=TOL)
+    assert m["test_accuracy"] == accuracy_score(labels, scores > 0.5)
+    for key, efficiency in (("test_rejection_30", 0.3), ("test_rejection_50", 0.5)):
+        assert m[key] == pytest.approx(reference_rejection(scores, labels, efficiency), rel=TOL)
+
+
+def test_rejection_at_an_roc_point_with_qcd_jets_between_two_tops():
+    """ε_S = 1/2 is reached at 0.8 (1 of 4 QCD jets tagged) and still at 0.7 (2 of 4): the
+    published taggers read the 0.8, so 1/ε_B = 4, not 2."""
+    scores = np.array([0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.2, 0.1])
+    labels = np.array([1, 0, 1, 0, 1, 1, 0, 0])
+    assert reference_rejection(scores, labels, 0.5) == 4.0
+    assert rejection(scores, labels, 0.5) == 4.0
+
+
+def test_a_perfect_tagger_rejects_every_qcd_jet_even_at_full_signal_efficiency():
+    """Every top above every QCD jet: all tops are tagged before any QCD jet, so at ε_S = 1 the
+    rejection is the bound N_B (read np.interp's way, the last ROC point, it was 1)."""
+    labels = np.r_[np.ones(10, int), np.zeros(40, int)]
+    separated = np.r_[np.linspace(0.6, 1, 10), np.linspace(0, 0.4, 40)]
+    assert rejection(separated, labels, 1.0) == 40.0
+    assert reference_rejection(separated, labels, 1.0) == 40.0
 
 
 def test_rejection_is_bounded_by_the_number_of_qcd_jets():

@@ -6,6 +6,7 @@ import csv
 import json
 import re
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -16,7 +17,7 @@ from attnlab.runs import read_yaml
 from attnlab.tasks.classify import TASKS
 from attnlab.tasks.classify.data import load_splits
 from attnlab.tasks.classify.labels import balanced_weights, resolve_class_weights
-from attnlab.tasks.classify.metrics import confusion, per_class, validation_scores
+from attnlab.tasks.classify.metrics import Tally, confusion, per_class, validation_scores
 from attnlab.training.classifier import ClassifierModule
 
 from .test_classify import write_csv
@@ -107,6 +108,65 @@ def test_per_class_and_macro_f1_of_a_confusion_matrix_are_sklearns():
         assert ours[label]["support"] == theirs[str(i)]["support"]
     f1 = validation_scores("single", 4)(torch.nn.functional.one_hot(preds, 4).float(), targets)
     assert f1["f1"] == pytest.approx(f1_score(targets, preds, average="macro"))
+
+
+LABELS = ["a", "b", "c", "d"]
+TRUE = [0, 0, 1, 1, 3, 3, 0, 1, 3]  # "c" has no test row
+PREDICTED = {"c never predicted": [0, 1, 1, 1, 0, 1, 0, 0, 1],  # nor "d"
+             "c predicted": [0, 2, 1, 1, 0, 1, 0, 0, 3]}
+
+
+def assert_per_class_is_sklearns(scores, true, pred):
+    """metrics.json's ``test_per_class`` of LABELS: each class's precision, recall, F1 and
+    support as scikit-learn's, a class with no row or no prediction included (0, not NaN)."""
+    from sklearn.metrics import precision_recall_fscore_support
+
+    p, r, f, support = precision_recall_fscore_support(true, pred, labels=range(len(LABELS)),
+                                                       zero_division=0)
+    for k, label in enumerate(LABELS):
+        row = scores["test_per_class"][label]
+        assert [row["precision"], row["recall"], row["f1"]] == pytest.approx(
+            [p[k], r[k], f[k]], abs=1e-12)
+        assert row["support"] == support[k]
+
+
+@pytest.mark.parametrize("case", sorted(PREDICTED))
+def test_the_test_scores_of_a_class_with_no_test_row_are_sklearns(case):
+    """A class no test row has ("c"), predicted or not: accuracy, macro F1 (over the classes in
+    the answers or the truth, as scikit-learn's), per class, and named in metrics.json; val_f1
+    from the model's outputs (N, K) is the same macro F1."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    pred = PREDICTED[case]
+    scores = Tally(LABELS, "single").add(torch.tensor(pred), torch.tensor(TRUE)).scores()
+    assert scores["test_accuracy"] == pytest.approx(accuracy_score(TRUE, pred), abs=1e-12)
+    macro = f1_score(TRUE, pred, average="macro", zero_division=0)
+    assert scores["test_macro_f1"] == pytest.approx(macro, abs=1e-12)
+    assert_per_class_is_sklearns(scores, TRUE, pred)
+    assert scores["test_classes_without_examples"] == ["c"]
+    outputs = F.one_hot(torch.tensor(pred), 4).float()
+    assert validation_scores("single", 4)(outputs, torch.tensor(TRUE))["f1"] == pytest.approx(
+        macro, abs=1e-12)
+
+
+def test_label_sets_equal_scikit_learn_where_it_is_told_the_classes_that_occur():
+    """docs/classification.md: a multi-label macro F1 is the mean over the classes that occur,
+    scikit-learn's ``f1_score(labels=...)`` of them, not its mean over every column."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    true = np.array([[1, 0, 1, 0], [0, 1, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]])
+    pred = np.array([[1, 0, 0, 0], [0, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]])  # "d" in neither
+    scores = Tally(LABELS, "multi").add(torch.tensor(pred), torch.tensor(true)).scores()
+    assert scores["test_accuracy"] == pytest.approx(accuracy_score(true, pred), abs=1e-12)
+    micro = f1_score(true, pred, average="micro", zero_division=0)
+    assert scores["test_micro_f1"] == pytest.approx(micro, abs=1e-12)
+    macro = f1_score(true, pred, labels=[0, 1, 2], average="macro", zero_division=0)
+    assert scores["test_macro_f1"] == pytest.approx(macro, abs=1e-12)
+    assert scores["test_macro_f1"] == pytest.approx((1 + 2 / 3 + 0) / 3, abs=1e-12)  # by hand
+    everything = f1_score(true, pred, average="macro", zero_division=0)
+    assert everything == pytest.approx((1 + 2 / 3) / 4, abs=1e-12)  # scikit-learn's own mean
+    assert_per_class_is_sklearns(scores, true, pred)
+    assert scores["test_classes_without_examples"] == ["d"]
 
 
 def test_balanced_weights_are_sklearns_and_a_file_must_name_every_class(tmp_path):

@@ -2,6 +2,7 @@
 directory, evaluate/predict/load, metrics, and the usage errors (exit 2, one line)."""
 import csv
 import json
+import math
 
 import pytest
 import torch
@@ -210,6 +211,29 @@ def test_score_counts_exact_matches_and_uses_character_bleu_for_one_word_targets
                        "test_chrf": pytest.approx(100.0)}
     half = score(["dreihundert", "zweitausendzwei", "eins", "sieben"], refs)
     assert half["test_exact_match"] == 0.5 and 0 < half["test_bleu"] < 100
+
+
+def test_auto_bleu_of_sentences_counts_words_and_the_brevity_penalty_of_a_short_and_an_empty_one():
+    """What ``score`` decides before sacrebleu counts (not sacrebleu's arithmetic, which it
+    calls): references of four or more words are tokenised as 13a, and a short and an empty
+    translation are scored, not dropped. Every word the model wrote is right, so BLEU is 100 ·
+    the brevity penalty alone, exp(1 − 22/15): 22 reference words, 15 written."""
+    refs = ["the cat sat on the mat today", "a dog ran in the park", "it rains again this week",
+            "we like green tea"]
+    hyps = ["the cat sat on the mat", "", " it rains again this week ", "we like green tea"]
+    found = score(hyps, refs)
+    assert found == score(hyps, refs, bleu_tokenize="13a")
+    assert found["test_bleu"] == pytest.approx(100 * math.exp(1 - 22 / 15), rel=1e-12)
+    assert found["test_exact_match"] == 2 / 4  # the spaced third and the fourth
+
+
+def test_auto_bleu_of_one_word_references_counts_characters():
+    """A one-word reference has no 4-gram of words, so 13a would score every translation 0."""
+    refs, hyps = ["dreihundert", "zweitausendeins", "elf"], ["dreihundert", "zweitausend", ""]
+    found = score(hyps, refs)
+    assert found == score(hyps, refs, bleu_tokenize="char") and 0 < found["test_bleu"] < 100
+    assert score(hyps, refs, bleu_tokenize="13a")["test_bleu"] == 0.0
+    assert found["test_exact_match"] == 1 / 3
 
 
 def test_scores_count_case_and_inner_spaces_but_not_the_spaces_around_a_text():

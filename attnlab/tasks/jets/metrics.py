@@ -11,11 +11,13 @@ For a threshold t, a jet is tagged when its score is ≥ t:
     rejection at ε_S = 1 / ε_B(ε_S)                (Kasieczka, Plehn et al., 2019, table 1)
 
 The ROC has one point per distinct score (as scikit-learn's ``roc_curve`` with
-``drop_intermediate=False``); ``rejection`` reads ε_B off it at the requested ε_S with
-``np.interp(ε_S, ε_S_points, ε_B_points)``, as top-tagging code does with scikit-learn's
-``roc_curve`` (``interp1d(tpr, fpr)`` is the same line). Where ε_S is exactly that of several
-points (QCD jets scored between two top jets: with N_S top jets, ε_S = 0.5 is such a value for
-every even N_S), ``np.interp`` takes the last of them, the largest ε_B.
+``drop_intermediate=False``); ``rejection`` reads ε_B off it at the requested ε_S, linearly
+between the two ROC points around it (``np.interp(ε_S, ε_S_points, ε_B_points)``, the usual
+``interp1d(tpr, fpr)`` of top-tagging code). Where ε_S is exactly that of several points (QCD
+jets scored between two top jets, and always at ε_S = 1), it takes the lowest ε_B of them: the
+nearest-point reading of the published taggers (LorentzNet's and PELICAN's
+``fpr[argmin |tpr − ε_S|]`` on scikit-learn's ``roc_curve``). ``np.interp`` would take the
+largest, and give every tagger, a perfect one too, a rejection of 1 at ε_S = 1.
 
 Baselines: ``LikelihoodRatio`` estimates p(top | x) from histograms of x in each
 class, fitted on training jets; on x = (jet mass, τ3/τ2) it is the classic two-variable
@@ -92,13 +94,12 @@ def roc_auc(scores, labels) -> float:
 def rejection(scores, labels, signal_efficiency: float) -> float:
     """Background rejection 1/ε_B at the signal efficiency ε_S (0.3 and 0.5 in the literature).
 
-    ε_B is ``np.interp(ε_S, ...)`` on ``roc``'s points, the field's reading of scikit-learn's
-    ``roc_curve``: linear between the points around ε_S and, where several points have ε_S
-    exactly, the last (largest ε_B) of them; at ε_S = 1 that is the last point, ε_B = 1. A
-    test set of N_B QCD jets cannot measure ε_B below 1/N_B: where fewer than one QCD jet
-    would be tagged (ε_B = 0 included, which would be an infinite rejection) the result is
-    the bound N_B, so it is always finite — read it as "at least N_B". So
-    1/ε_B = 1 / max(ε_B, 1/N_B).
+    ε_B is interpolated linearly on the ROC between the last point with a lower ε_S and the
+    first point reaching ε_S; where several points have exactly ε_S, that first one is the
+    lowest ε_B of them (the nearest-point reading of the published taggers). A test set of N_B
+    QCD jets cannot measure ε_B below 1/N_B: where fewer than one QCD jet would be tagged
+    (ε_B = 0 included, which would be an infinite rejection) the result is the bound N_B, so it
+    is always finite — read it as "at least N_B". So 1/ε_B = 1 / max(ε_B, 1/N_B).
 
     Args:
         scores, labels: as ``roc``.
@@ -110,14 +111,17 @@ def rejection(scores, labels, signal_efficiency: float) -> float:
     Examples:
         >>> scores, labels = [0.9, 0.85, 0.8, 0.7, 0.6, 0.2, 0.1], [1, 0, 1, 0, 1, 0, 0]
         >>> rejection(scores, labels, 2 / 3)  # ε_S = 2/3 at 0.8 (ε_B = 1/4) and 0.7 (2/4)
-        2.0
-        >>> rejection(scores, labels, 1 / 6)  # half way from (0, 0) to (1/3, 0): the bound N_B
         4.0
+        >>> rejection(scores, labels, 1.0)  # ε_S = 1 from 0.6 down: the lowest ε_B there is 2/4
+        2.0
     """
     if not 0 < signal_efficiency <= 1:
         raise ValueError(f"signal_efficiency must be in (0, 1], got {signal_efficiency}")
     eff_s, eff_b = roc(scores, labels)
-    eff = float(np.interp(signal_efficiency, eff_s, eff_b))
+    hi = int(np.searchsorted(eff_s, signal_efficiency, side="left"))  # first with ε_S ≥ target
+    lo = hi - 1  # eff_s[0] = 0 < target, so lo ≥ 0
+    t = (signal_efficiency - eff_s[lo]) / (eff_s[hi] - eff_s[lo])
+    eff = eff_b[lo] + t * (eff_b[hi] - eff_b[lo])
     qcd_jets = np.count_nonzero(np.asarray(labels) == 0)
     return float(1.0 / max(eff, 1.0 / qcd_jets))
 

@@ -162,20 +162,21 @@ def pad_id(tokenizer) -> int:
 
 
 def encode_rows(cfg, tokenizer, rows: Rows, which: list[int], *, say: bool = False,
-                split: str = "", measured: bool = False) -> list[Example]:
+                split: str = "", measured: bool = False, training: bool = True) -> list[Example]:
     """The (ids, labels) of the rows numbered ``which``, as the run's ``instruction`` turns
     them into tokens, cut to --block-size + 1; with ``say``, one line on stderr for what was
     cut (``measured``: rows val_loss measures, not trained on). ``UsageError`` naming the file
     and line of a row the template refuses, or when no assistant token is left within
-    --block-size."""
-    kept, note = _encoded_rows(cfg, tokenizer, rows, which, split, measured)
+    --block-size (``training`` False: evaluate, which cannot change the block size)."""
+    kept, note = _encoded_rows(cfg, tokenizer, rows, which, split, measured, training)
     if say and note:
         print(note, file=sys.stderr, flush=True)
     return kept
 
 
 def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = "",
-                  measured: bool = False) -> tuple[list[Example], str | None]:
+                  measured: bool = False, training: bool = True
+                  ) -> tuple[list[Example], str | None]:
     """``encode_rows``' examples, and its line on what was cut (None when nothing was)."""
     encode = _encoder(cfg, tokenizer)
     examples = []
@@ -186,9 +187,11 @@ def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = "",
             raise UsageError(f"--data {rows.path} line {rows.lines[i]}: {e}") from None
     kept, said = cut_to(examples, cfg.block_size + 1)
     where = f"--data {rows.path}"
-    if not kept:
-        raise UsageError(f"{where}: no {split}conversation has an assistant token within "
-                         f"--block-size {cfg.block_size}; raise --block-size")
+    if not kept:  # evaluate has no --block-size: a run's positions are those it trained on
+        within = (f"--block-size {cfg.block_size}; raise --block-size" if training else
+                  f"the run's block size, {cfg.block_size} tokens, fixed when it trained; give "
+                  f"shorter conversations")
+        raise UsageError(f"{where}: no {split}conversation has an assistant token within {within}")
     if not said["cut"]:
         return kept, None
     note = cut_note(said, len(examples), cfg.block_size, split, measured=measured)
@@ -344,7 +347,7 @@ def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
     else:  # nothing trains on it: read as the run's own --data was (an empty user message)
         rows = read_rows(data, what="--data", new=False)
         which = list(range(len(rows.conversations)))
-    examples = encode_rows(cfg, tokenizer, rows, which, say=True, measured=True)
+    examples = encode_rows(cfg, tokenizer, rows, which, say=True, measured=True, training=False)
     return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer))
 
 
