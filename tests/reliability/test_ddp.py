@@ -39,12 +39,12 @@ def test_an_interrupted_ddp_run_says_so_once_from_rank_zero(tmp_path, spawn):
     """SIGTERM to rank 0 stops both ranks at the same step, each saving; the line that says
     where it stopped and how to continue used to come from each rank (issue #37)."""
     out = tmp_path / "ddp"
-    proc = start_ddp(spawn, "reverse", out, "--max-steps", "5000", "--train-size", "256",
+    proc = start_ddp(spawn, "reverse", out, "--max-steps", "1000", "--train-size", "256",
                      "--val-size", "32", "--test-size", "32", "--model-dim", "16",
                      "--num-heads", "1", "--batch-size", "16", "--val-every", "100000",
                      "--checkpoint-every", "100000", "--no-early-stop")
     seen = ""
-    while "step 500/" not in seen and proc.poll() is None:  # progress every 500 steps
+    while "step 100/" not in seen and proc.poll() is None:  # progress every 100 steps
         seen += proc.stderr.readline()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
@@ -52,7 +52,7 @@ def test_an_interrupted_ddp_run_says_so_once_from_rank_zero(tmp_path, spawn):
     assert proc.returncode == 143, err
     lines = [line for line in err.splitlines() if line.startswith("attnlab: interrupted")]
     assert len(lines) == 1, err  # not once a rank
-    assert re.fullmatch(rf"attnlab: interrupted at step \d+ of 5000; continue with: attnlab "
+    assert re.fullmatch(rf"attnlab: interrupted at step \d+ of 1000; continue with: attnlab "
                         rf"train reverse --out {re.escape(str(out))} --resume", lines[0]), err
     assert (out / "checkpoints" / "last.ckpt").is_file()
 
