@@ -107,15 +107,17 @@ def train_ddp(task, out, *args):
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
-def _through_the_fork_server(command, env):
-    """``python -m attnlab ...`` as the fork server's ``attnlab``; left as it is when the server
-    is gone (killed, crashed: a warning names its log), so that one lost server does not fail
-    every DDP test after it."""
+def _through_the_fork_server(command, env, where=None):
+    """``python -m attnlab ...`` as the fork server's ``attnlab`` (``where``: the ``forks``
+    fixture's directory, for a fixture to pass; else the running test's); left as it is when the
+    server is gone (killed, crashed: a warning names its log), so that one lost server does not
+    fail every DDP test after it."""
     from .. import forkserver
 
-    if _forks is None:
-        return command, env
-    where = _forks()
+    if where is None:
+        if _forks is None:
+            return command, env
+        where = _forks()
     if not forkserver.serving(where):
         warnings.warn(f"the fork server has stopped (its log: {os.path.join(where, 'server.log')})"
                       "; DDP runs start as `python -m attnlab`")

@@ -164,6 +164,7 @@ def test_two_process_ddp_lm_run_writes_a_valid_run_directory(tmp_path, capsys):
                      *tiny_args("lm", task_data(tmp_path)))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("lm run:") == 1  # rank 0 alone evaluates and writes
+    assert proc.stderr.count("attnlab train lm ->") == 1, proc.stderr  # not once a rank
     metrics = _metrics(out)
     assert metrics["steps"] == 30 and math.isfinite(metrics["val_loss"])
     # metrics.json holds 6 significant digits, so exp of the written loss agrees to ~1e-5

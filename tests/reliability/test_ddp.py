@@ -1,7 +1,6 @@
 """Two DDP processes on CPU (gloo) train one reversal model and leave one valid run directory."""
 import csv
 import json
-import os
 import re
 import signal
 
@@ -18,33 +17,16 @@ from .conftest import start_ddp, train_ddp
 pytestmark = pytest.mark.slow  # trains with two DDP processes
 
 
-def test_two_process_ddp_run_writes_a_valid_run_directory(tmp_path, capsys):
-    out = tmp_path / "ddp"
-    proc = train_ddp("reverse", out, "--max-steps", "40", "--train-size", "512", "--val-size",
-                     "64", "--test-size", "128", "--model-dim", "16", "--num-heads", "1",
-                     "--batch-size", "32", "--val-every", "20", "--no-early-stop")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["steps"] == 40
-    assert 0.0 <= metrics["test_token_accuracy"] <= 1.0
-    # one summary (rank 0 only) and a model that loads and predicts
-    assert proc.stdout.count("reverse run:") == 1
-    assert proc.stderr.count("attnlab train reverse ->") == 1, proc.stderr  # not once a rank
-    capsys.readouterr()
-    assert main(["predict", str(out), "--input", "1 2 3 4"]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()[-1].split()) == 4
-
-
 def test_an_interrupted_ddp_run_says_so_once_from_rank_zero(tmp_path, spawn):
     """SIGTERM to rank 0 stops both ranks at the same step, each saving; the line that says
     where it stopped and how to continue used to come from each rank (issue #37)."""
     out = tmp_path / "ddp"
-    proc = start_ddp(spawn, "reverse", out, "--max-steps", "5000", "--train-size", "256",
+    proc = start_ddp(spawn, "reverse", out, "--max-steps", "1000", "--train-size", "256",
                      "--val-size", "32", "--test-size", "32", "--model-dim", "16",
                      "--num-heads", "1", "--batch-size", "16", "--val-every", "100000",
                      "--checkpoint-every", "100000", "--no-early-stop")
     seen = ""
-    while "step 500/" not in seen and proc.poll() is None:  # progress every 500 steps
+    while "step 100/" not in seen and proc.poll() is None:  # progress every 100 steps
         seen += proc.stderr.readline()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
@@ -52,7 +34,7 @@ def test_an_interrupted_ddp_run_says_so_once_from_rank_zero(tmp_path, spawn):
     assert proc.returncode == 143, err
     lines = [line for line in err.splitlines() if line.startswith("attnlab: interrupted")]
     assert len(lines) == 1, err  # not once a rank
-    assert re.fullmatch(rf"attnlab: interrupted at step \d+ of 5000; continue with: attnlab "
+    assert re.fullmatch(rf"attnlab: interrupted at step \d+ of 1000; continue with: attnlab "
                         rf"train reverse --out {re.escape(str(out))} --resume", lines[0]), err
     assert (out / "checkpoints" / "last.ckpt").is_file()
 

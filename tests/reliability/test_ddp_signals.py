@@ -98,10 +98,10 @@ def test_ctrl_c_to_every_rank_during_training_is_said_once(tmp_path, spawn):
     line saying where the run stopped came once, while a rank that got it outside the loop
     said "attnlab: interrupted" of its own. Now: one line, 130, the step saved."""
     out = tmp_path / "ddp"
-    proc = start_ddp(spawn, "reverse", out, *ARGS[2:], "--max-steps", "5000",
+    proc = start_ddp(spawn, "reverse", out, *ARGS[2:], "--max-steps", "1000",
                      "--val-every", "100000", "--checkpoint-every", "100000", "--no-early-stop")
     seen = ""
-    while "step 500/" not in seen and proc.poll() is None:  # progress every 500 steps
+    while "step 100/" not in seen and proc.poll() is None:  # progress every 100 steps
         seen += proc.stderr.readline()
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=PATIENCE)
@@ -109,6 +109,6 @@ def test_ctrl_c_to_every_rank_during_training_is_said_once(tmp_path, spawn):
     assert proc.returncode == 130, err
     said = [line for line in err.splitlines() if line.startswith("attnlab:")]
     assert len(said) == 1, err
-    assert re.fullmatch(rf"attnlab: interrupted at step \d+ of 5000; continue with: attnlab "
+    assert re.fullmatch(rf"attnlab: interrupted at step \d+ of 1000; continue with: attnlab "
                         rf"train reverse --out {re.escape(str(out))} --resume", said[0]), err
     assert (out / "checkpoints" / "last.ckpt").is_file()

@@ -20,7 +20,7 @@ from attnlab.cli import build_parser, main
 from attnlab.commands import preflight
 from attnlab.tasks import get_task
 
-from .conftest import TINY_REVERSE
+from .conftest import TINY_REVERSE, _through_the_fork_server
 
 TRACEBACK = "Traceback"
 
@@ -47,19 +47,24 @@ SIGNAL_ARGS = ["--max-steps", str(BUDGET), "--no-early-stop", "--checkpoint-ever
                "--dim-feedforward", "16", "--batch-size", "16", "--threads", "1"]
 
 
-def _train(out, *extra) -> dict:
-    """The arguments of ``subprocess.run`` or ``spawn`` for ``attnlab train reverse``."""
+def _train(out, *extra, forks=None) -> dict:
+    """The arguments of ``subprocess.run`` or ``spawn`` for ``attnlab train reverse``; with
+    ``forks`` (the ``forks`` fixture), started by the worker's fork server, as a run that no
+    test signals can be (its import of torch and Lightning paid once)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("ATTNLAB_RUN_DIR", None)
-    return dict(args=[sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out),
-                      *SIGNAL_ARGS, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, env=env)
+    command = [sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out),
+               *SIGNAL_ARGS, *extra]
+    if forks is not None:
+        command, env = _through_the_fork_server(command, env, forks)
+    return dict(args=command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=env)
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
+def uninterrupted(tmp_path_factory, forks):
     out = tmp_path_factory.mktemp("signal") / "whole"
-    proc = subprocess.run(**_train(out), timeout=300)  # killed if it outlives the timeout
+    proc = subprocess.run(**_train(out, forks=forks), timeout=300)  # killed if it outlives that
     assert proc.returncode == 0, proc.stderr
     return load_file(out / "model.safetensors")
 
@@ -67,7 +72,7 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("signum,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_run_does(
-        tmp_path, uninterrupted, signum, status, spawn):
+        tmp_path, uninterrupted, signum, status, spawn, forks):
     out = tmp_path / "run"
     proc = spawn(**_train(out))
     # wait until it has trained a while (progress lines every BUDGET/10 steps), then signal
@@ -90,7 +95,7 @@ def test_a_signal_saves_the_current_step_and_resume_ends_where_an_uninterrupted_
     assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == step
     assert not (out / "metrics.json").exists()
 
-    resumed = spawn(**_train(out, "--resume"))
+    resumed = spawn(**_train(out, "--resume", forks=forks))
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
     assert json.loads((out / "metrics.json").read_text())["steps"] == BUDGET
