@@ -679,6 +679,9 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings, notes: list[str]) -> 
         if done:
             print(f"attnlab: {done}", file=sys.stderr)
             return None
+        from ..training.csvlog import check_steps
+
+        check_steps(run_dir / "logs")  # before keep_previous_log copies the log
         preflight.check_epoch_processes(saved, cfg, run_dir)
         # a run that trains on: said with ``notes``, once nothing refuses it
         notes.extend(preflight.resume_notes(saved, cfg.record()))
