@@ -125,3 +125,52 @@ def test_a_leftover_export_cannot_remove_is_named_and_the_export_goes_on(tmp_pat
         f"note: --hf: {left} may be left by an export to {tmp_path / 'hf'} that was stopped "
         f"while writing it; remove it if no export is writing {tmp_path / 'hf'} now"]
     assert (left / "config.json").is_file()
+
+
+class _Model:
+    """What ``export._write_atomically`` asks of a model: a ``save_pretrained``."""
+
+    def save_pretrained(self, where):
+        (where / "config.json").write_text("{}")
+
+
+def test_a_second_export_starting_as_the_first_makes_its_directory_leaves_it_alone(
+        tmp_path, monkeypatch, capsys):
+    """A second export to the same OUT whose sweep ran between the first's making its hidden
+    directory and holding it removed it: the first ended in a FileNotFoundError traceback,
+    the second said it removed a leftover."""
+    import tempfile
+
+    from attnlab.commands import export
+
+    out, real = tmp_path / "hf", tempfile.mkdtemp
+
+    def mkdtemp(*args, **kwargs):
+        made = real(*args, **kwargs)
+        export._remove_leftovers(out)  # the second export starts at this moment
+        return made
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    export._write_atomically(out, _Model(), {})
+    assert (out / "config.json").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["hf"]  # nothing hidden left beside it
+    assert capsys.readouterr().err == ""  # no false note of a removal
+
+
+def test_an_export_into_a_drop_box_is_written(tmp_path, monkeypatch):
+    """A parent that may be written and searched but not read (mode 0333) cannot be listed
+    for leftovers: the export ended in a PermissionError traceback; it is written."""
+    from pathlib import Path
+
+    from attnlab.commands import export
+
+    out, real = tmp_path / "hf", Path.iterdir
+
+    def iterdir(self):
+        if self == tmp_path:  # (as root, chmod would not refuse the listing)
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    export._write_atomically(out, _Model(), {})
+    assert (out / "config.json").is_file()
