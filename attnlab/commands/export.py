@@ -177,10 +177,15 @@ def _write_atomically(out, model, tokenizers) -> None:
 
     logging.disable_progress_bar()  # "Writing model shards" on stderr
     _remove_leftovers(out)
-    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=PARTIAL, dir=out.parent))
-    lock = hold(partial, "--hf", "export")  # while it is written: see _remove_leftovers
-    claimed = False
+    # made under a name the sweep of another export ignores (``.new``), held, then given its
+    # ``.partial`` name (the lock stays with the directory): made as ``.partial``, another
+    # export starting to OUT before the lock was taken removed it under this one
+    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
+    partial = new.with_name(new.name.removesuffix(".new") + PARTIAL)
+    lock, claimed = None, False
     try:
+        lock = hold(new, "--hf", "export")  # while it is written: see _remove_leftovers
+        new.rename(partial)
         model.save_pretrained(partial)
         for sub, tokenizer in tokenizers.items():
             tokenizer.save_pretrained(partial / sub if sub else partial)
@@ -206,7 +211,8 @@ def _write_atomically(out, model, tokenizers) -> None:
             raise _exists(out, made_since=True) from None
         claimed = False
     except BaseException as e:
-        shutil.rmtree(partial, ignore_errors=True)
+        for made in (new, partial):  # (one of them, or neither once renamed to OUT)
+            shutil.rmtree(made, ignore_errors=True)
         if claimed:  # claimed and not renamed onto: the next export would call it taken
             with contextlib.suppress(OSError):  # (removes only an empty directory)
                 out.rmdir()
@@ -239,7 +245,11 @@ def _remove_leftovers(out) -> None:
 
     ours = re.compile(re.escape(f".{out.name}.") + r"[a-z0-9_]{8}(" + re.escape(PARTIAL) + ")?")
     removed, named, size = [], [], 0
-    for path in sorted(out.parent.iterdir()):
+    try:
+        beside = sorted(out.parent.iterdir())
+    except OSError:  # a drop box (write and search, no read): no leftover can be found
+        return
+    for path in beside:
         found = ours.fullmatch(path.name)
         if not found or path.is_symlink() or not path.is_dir():
             continue

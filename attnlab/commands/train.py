@@ -679,6 +679,9 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings, notes: list[str]) -> 
         if done:
             print(f"attnlab: {done}", file=sys.stderr)
             return None
+        from ..training.csvlog import check_steps
+
+        check_steps(run_dir / "logs")  # before keep_previous_log copies the log
         preflight.check_epoch_processes(saved, cfg, run_dir)
         # a run that trains on: said with ``notes``, once nothing refuses it
         notes.extend(preflight.resume_notes(saved, cfg.record()))
@@ -718,10 +721,6 @@ def run(args: argparse.Namespace) -> int:
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir, new)
-    if cfg.resume and not _is_child():  # held now: no save of another process is writing it
-        from ..training.checkpoint import remove_partial_checkpoint
-
-        _say([note] if (note := remove_partial_checkpoint(run_dir)) else [])
     # a new run records that its --epochs count the passes of all processes together
     cfg = cfg.derive(out=str(run_dir),
                      **({} if cfg.resume else {"epochs_of_all_processes": True}))
@@ -732,6 +731,11 @@ def run(args: argparse.Namespace) -> int:
     # it and ends the run, leaving it as rank 0 would have (removed, with nothing saved)
     ranks.after(lambda failure: _after_failure(failure, cfg, run_dir, found, created))
     try:
+        if cfg.resume and not _is_child():  # held: no save of another process is writing it
+            from ..training.checkpoint import remove_partial_checkpoint
+
+            note = remove_partial_checkpoint(run_dir, held=lock is not None)
+            _say([note] if note else [])
         # (a SIGTERM or SIGHUP before the loop raises Interrupted: cli._sigterm_interrupts)
         wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
         _train(cfg, run_dir, checked)

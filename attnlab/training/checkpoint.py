@@ -43,9 +43,9 @@ import torch
 from ..errors import UsageError
 
 __all__ = ["checkpoint_dir", "partial_checkpoint", "remove_partial_checkpoint",
-           "resumes_from_checkpoint", "saved_tokenizer_file", "read_checkpoint", "check_fits", "check_epochs", "capture_rng",
-           "capture_rng_ranks", "rank_rng", "rank_seed", "restore_rng", "restore_schedule",
-           "FORMAT"]
+           "resumes_from_checkpoint", "saved_tokenizer_file", "read_checkpoint", "check_fits",
+           "check_epochs", "capture_rng", "capture_rng_ranks", "rank_rng", "rank_seed",
+           "restore_rng", "restore_schedule", "FORMAT"]
 
 FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
 
@@ -61,11 +61,13 @@ def partial_checkpoint(run_dir: Path) -> Path:
     return checkpoint_dir(run_dir) / ".last.ckpt.partial"
 
 
-def remove_partial_checkpoint(run_dir: Path) -> str | None:
+def remove_partial_checkpoint(run_dir: Path, *, held: bool = True) -> str | None:
     """Remove the ``partial_checkpoint`` a killed save left in ``run_dir`` (never read: a
     resumed run continues from ``last.ckpt``), while this process holds the run directory
-    (``commands.preflight.claim``), so that no save of another process is writing it. Returns
-    the note that says so, or None where there was none.
+    (``commands.preflight.claim``), so that no save of another process is writing it. Where
+    it is not ``held`` (a file system without locks: NFS), or cannot be removed (a read-only
+    ``checkpoints/``), the file is named, not removed. Returns the note that says so, or None
+    where there was none.
 
     Examples:
         >>> import tempfile
@@ -79,8 +81,15 @@ def remove_partial_checkpoint(run_dir: Path) -> str | None:
     path = partial_checkpoint(run_dir)
     if path.is_symlink() or not path.is_file():  # (a link or a directory: not ours)
         return None
-    size = path.stat().st_size
-    path.unlink()
+    left = (f"note: --resume: {path} may be left by a save that was stopped while writing "
+            f"it; remove it if no attnlab train is writing {run_dir} now")
+    if not held:  # another process's save may be writing it
+        return left
+    try:
+        size = path.stat().st_size
+        path.unlink()
+    except OSError as e:
+        return f"{left} (it could not be removed: {e.strerror or e})"
     return (f"note: --resume: removed {path} ({size:,} bytes), the checkpoint a stopped save "
             f"was writing")
 

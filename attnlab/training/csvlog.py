@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import shutil
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..runs import naming, write_through
 
-__all__ = ["CSVLog", "keep_previous_log"]
+__all__ = ["CSVLog", "check_steps", "keep_previous_log"]
 
 ENCODING = "utf-8"  # what pandas reads by default
 
@@ -47,16 +48,12 @@ class CSVLog:
         to ``step`` are kept, and those after it, which the interrupted process wrote after
         its checkpoint and this one writes again, are dropped (``keep_previous_log`` kept
         them). Plotted, steps 21-25 of a run killed at 25 and resumed from 20 showed twice.
-        A row cut short (a last line with no line end, left by a power loss or an older
-        version's full disk) is dropped, as a step not logged: kept, ``2`` read back as a row
-        ``2,,,`` of a step with no numbers."""
+        A row cut short is dropped (``read_rows``); the steps were checked before the run
+        wrote anything (``check_steps``)."""
         if not self.path.is_file():
             return
-        text = self.path.read_text(encoding=ENCODING)
-        whole = text[:text.rfind("\n") + 1]  # (DictWriter ends each row with "\r\n")
-        reader = csv.DictReader(io.StringIO(whole, newline=""))
-        columns = list(reader.fieldnames or [])
-        rows = [row for row in reader if row.get("step") and self._step(row, reader) <= step
+        columns, read = read_rows(self.path)
+        rows = [row for line, row in read if step_of(row, self.path, line) <= step
                 and None not in row and None not in row.values()]  # no field missing or extra
         if not rows:
             self.path.unlink()
@@ -64,17 +61,6 @@ class CSVLog:
         self.columns += [c for c in columns if c not in self.columns]
         self.rows = rows
         self._rewrite()
-
-    def _step(self, row: dict[str, str], reader: csv.DictReader) -> float:
-        """The step of a ``row`` read back (``reader`` at its line); a ``UsageError`` naming
-        the file, the line and the value where it is no number (a log edited by hand), which
-        ended a resume in a ``ValueError`` traceback."""
-        try:
-            return float(row["step"])
-        except ValueError:
-            raise UsageError(f"--resume: {self.path}: line {reader.line_num}: step "
-                             f"{row['step']!r} is not a number; correct that line, or remove "
-                             f"it, and resume again") from None
 
     def close(self) -> None:
         """Nothing to do: each row is written when it comes."""
@@ -118,6 +104,44 @@ class CSVLog:
                 writer.writerows(self.rows)
 
         write_through(self.path, write)
+
+
+def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """(the columns, each row that has a step with its line number) of the log at ``path``. A
+    row cut short (a last line with no line end, left by a power loss or an older version's
+    full disk) is left out, as a step not logged: kept, ``2`` read back as a row ``2,,,`` of
+    a step with no numbers."""
+    text = path.read_text(encoding=ENCODING)
+    whole = text[:text.rfind("\n") + 1]  # (DictWriter ends each row with "\r\n")
+    reader = csv.DictReader(io.StringIO(whole, newline=""))
+    columns = list(reader.fieldnames or [])
+    return columns, [(reader.line_num, row) for row in reader if row.get("step")]
+
+
+def step_of(row: dict[str, str], path: Path, line: int) -> int:
+    """The step of a ``row`` read back from the log at ``path`` (at ``line``): a finite whole
+    number. A ``UsageError`` naming the file, the line and the value otherwise (a log edited
+    by hand): text ended a resume in a ``ValueError`` traceback, and ``nan`` or ``inf``
+    dropped the row in silence."""
+    try:
+        step = float(row["step"])
+    except ValueError:
+        step = math.nan
+    if not math.isfinite(step) or step != int(step):
+        raise UsageError(f"--resume: {path}: line {line}: step {row['step']!r} is not a "
+                         f"whole number; correct that line, or remove it, and resume again")
+    return int(step)
+
+
+def check_steps(log_dir: Path) -> None:
+    """``--resume``: the step of every row of ``log_dir``'s ``metrics.csv`` (where there is
+    one) is a whole number (``step_of``), checked before the run writes anything: a refusal
+    found when training started, after the data and the model were built, left a copy of the
+    log (``keep_previous_log``) at each try."""
+    path = Path(log_dir) / "metrics.csv"
+    if path.is_file():
+        for line, row in read_rows(path)[1]:
+            step_of(row, path, line)
 
 
 def keep_previous_log(log_dir: Path) -> None:

@@ -1,6 +1,7 @@
 """What a save or an export killed while writing (SIGKILL, out of memory, a node lost) leaves:
 its hidden temporary file, as large as a checkpoint or a model, is removed by the next
 ``--resume`` or export to the same place, which says so; a user's file beside it never is."""
+import json
 import os
 import signal
 import subprocess
@@ -58,7 +59,7 @@ def _killed(patch, *argv):
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
-def test_resume_removes_the_checkpoint_a_killed_save_was_writing(tmp_path, capsys):
+def test_resume_removes_the_checkpoint_a_killed_save_was_writing(tmp_path, monkeypatch, capsys):
     run = tmp_path / "run"
     _killed(SECOND_SAVE, "train", "reverse", "--out", str(run), *TINY_REVERSE)
     checkpoints = run / "checkpoints"
@@ -66,12 +67,13 @@ def test_resume_removes_the_checkpoint_a_killed_save_was_writing(tmp_path, capsy
     size = partial.stat().st_size
     assert size > 0 and (checkpoints / "last.ckpt").is_file()  # step 10's, whole
     (checkpoints / ".last.ckpt.partial.mine").write_text("a user's file")
+    seen = _seen_at_saves(monkeypatch, partial)
 
     assert main(["train", "reverse", "--out", str(run), *TINY_REVERSE, "--resume"]) == 0
     err = capsys.readouterr().err
     assert (f"note: --resume: removed {partial} ({size:,} bytes), the checkpoint a stopped "
             f"save was writing") in err.splitlines()
-    assert not partial.exists()
+    assert seen and seen[0] is None  # gone before the first save (which writes that name)
     assert (checkpoints / ".last.ckpt.partial.mine").read_text() == "a user's file"
     assert (run / "metrics.json").is_file()
 
@@ -125,3 +127,121 @@ def test_a_leftover_export_cannot_remove_is_named_and_the_export_goes_on(tmp_pat
         f"note: --hf: {left} may be left by an export to {tmp_path / 'hf'} that was stopped "
         f"while writing it; remove it if no export is writing {tmp_path / 'hf'} now"]
     assert (left / "config.json").is_file()
+
+
+class _Model:
+    """What ``export._write_atomically`` asks of a model: a ``save_pretrained``."""
+
+    def save_pretrained(self, where):
+        (where / "config.json").write_text("{}")
+
+
+def test_a_second_export_starting_as_the_first_makes_its_directory_leaves_it_alone(
+        tmp_path, monkeypatch, capsys):
+    """A second export to the same OUT whose sweep ran between the first's making its hidden
+    directory and holding it removed it: the first ended in a FileNotFoundError traceback,
+    the second said it removed a leftover."""
+    import tempfile
+
+    from attnlab.commands import export
+
+    out, real = tmp_path / "hf", tempfile.mkdtemp
+
+    def mkdtemp(*args, **kwargs):
+        made = real(*args, **kwargs)
+        export._remove_leftovers(out)  # the second export starts at this moment
+        return made
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    export._write_atomically(out, _Model(), {})
+    assert (out / "config.json").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["hf"]  # nothing hidden left beside it
+    assert capsys.readouterr().err == ""  # no false note of a removal
+
+
+def test_an_export_into_a_drop_box_is_written(tmp_path, monkeypatch):
+    """A parent that may be written and searched but not read (mode 0333) cannot be listed
+    for leftovers: the export ended in a PermissionError traceback; it is written."""
+    from pathlib import Path
+
+    from attnlab.commands import export
+
+    out, real = tmp_path / "hf", Path.iterdir
+
+    def iterdir(self):
+        if self == tmp_path:  # (as root, chmod would not refuse the listing)
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    export._write_atomically(out, _Model(), {})
+    assert (out / "config.json").is_file()
+
+
+def _seen_at_saves(monkeypatch, path):
+    """The bytes of ``path`` (None where there is none) as each checkpoint save starts: a
+    resumed run's saves write the same name, so what the run found is seen only then."""
+    from lightning_fabric import Fabric
+
+    real, seen = Fabric.save, []
+
+    def save(self, where, state, *args, **kwargs):
+        seen.append(path.read_bytes() if path.is_file() else None)
+        return real(self, where, state, *args, **kwargs)
+
+    monkeypatch.setattr(Fabric, "save", save)
+    return seen
+
+
+def _with_partial(reverse_run, tmp_path):
+    """A copy of ``reverse_run`` with a half-written checkpoint left in it; its path."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(reverse_run, run)
+    partial = run / "checkpoints" / ".last.ckpt.partial"
+    partial.write_bytes(b"half a checkpoint")
+    return run, partial
+
+
+def test_a_leftover_checkpoint_resume_cannot_remove_is_named_and_the_run_goes_on(
+        reverse_run, tmp_path, monkeypatch, capsys):
+    """One in a read-only checkpoints/ ended --resume in a PermissionError traceback, and, in
+    the Python API, left the run held: the next --resume was refused "in use"."""
+    from pathlib import Path
+
+    run, partial = _with_partial(reverse_run, tmp_path)
+    real = Path.unlink
+
+    def unlink(self, *args, **kwargs):
+        if self == partial:
+            raise PermissionError(1, "Operation not permitted", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    seen = _seen_at_saves(monkeypatch, partial)
+    argv = ["train", "reverse", "--out", str(run), *TINY_REVERSE, "--resume"]
+    capsys.readouterr()
+    assert main([*argv, "--max-steps", "40"]) == 0
+    assert (f"note: --resume: {partial} may be left by a save that was stopped while writing "
+            f"it; remove it if no attnlab train is writing {run} now (it could not be removed: "
+            f"Operation not permitted)") in capsys.readouterr().err.splitlines()
+    assert seen[0] == b"half a checkpoint"
+    assert main([*argv, "--max-steps", "50"]) == 0  # not held by the first
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 50
+
+
+def test_without_locks_resume_names_a_leftover_checkpoint_and_leaves_it(reverse_run, tmp_path,
+                                                                        monkeypatch, capsys):
+    """On a file system without locks (NFS), a save of another process may be writing it:
+    --resume removed it all the same."""
+    run, partial = _with_partial(reverse_run, tmp_path)
+    monkeypatch.setattr("attnlab.commands.preflight.hold", lambda *args, **kwargs: None)
+    seen = _seen_at_saves(monkeypatch, partial)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(run), *TINY_REVERSE, "--max-steps", "40",
+                 "--resume"]) == 0
+    assert (f"note: --resume: {partial} may be left by a save that was stopped while writing "
+            f"it; remove it if no attnlab train is writing {run} now"
+            ) in capsys.readouterr().err.splitlines()
+    assert seen[0] == b"half a checkpoint"  # left as it was until the run's first save
