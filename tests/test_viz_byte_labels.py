@@ -7,6 +7,8 @@ import torch
 
 from attnlab import viz
 from attnlab.models import Seq2SeqTransformer
+from attnlab.tasks import get_task
+from attnlab.tasks.translate import runtime
 from attnlab.tasks.translate.data import TranslationTokenizers
 from attnlab.tasks.translate.runtime import _written, cross_attention_maps
 from attnlab.tokenizers import BPETokenizer
@@ -46,3 +48,58 @@ def test_a_translations_rows_are_the_bytes_the_model_wrote(bpe, monkeypatch):
     viz.plot_attention(maps, keys, queries, "unused.png", kind="cross")
     ax = next(ax for ax in drawn[0].axes if ax.get_title().startswith("cross"))
     assert [t.get_text() for t in ax.get_yticklabels()] == queries
+
+
+@pytest.fixture
+def lone_byte_run(bpe, monkeypatch):
+    """(task, a translate run's settings maker, the model always writing the lead byte 0xD0,
+    the searches its generate was asked for): the run's loading replaced by that model."""
+    task = get_task("translate")
+    pair = TranslationTokenizers(bpe, bpe)
+    model = Seq2SeqTransformer(bpe.vocab_size, bpe.vocab_size, model_dim=16, num_heads=2,
+                               num_layers=1, dim_feedforward=32, final_logits_bias=True).eval()
+    model.final_logits_bias[byte_id(bpe, 0xD0)] = 1e4
+    searches = []
+    generate = model.generate
+    monkeypatch.setattr(model, "generate", lambda *args, **kwargs: searches.append(
+        (kwargs["num_beams"], kwargs["length_penalty"])) or generate(*args, **kwargs))
+    monkeypatch.setattr(runtime, "load", lambda task, run_dir, cfg: (model, pair))
+
+    def settings(beam):
+        return task.config(beam=beam, length_penalty=0.6 if beam > 1 else 1.0,
+                           max_target_len=3)
+    return task, settings, model, searches
+
+
+LONE_ROWS = ["<sos>", "<0xD0>", "<0xD0>", "<0xD0>"]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_view_and_plot_rows_are_the_bytes_of_the_runs_own_search(lone_byte_run, beam):
+    """`plot attention` and `view` of a translate run: the rows are the ids the model wrote
+    (not its "�" decoded and re-encoded), searched as `attnlab translate` searches (the run's
+    --beam and --length-penalty; they drew the greedy one), each search done once."""
+    task, settings, _, searches = lone_byte_run
+    cfg = settings(beam)
+    maps, keys, queries = runtime.attention_maps(task, "unused", cfg, "tea for two")
+    assert queries == LONE_ROWS and maps[0].shape == (2, 4, len(keys))  # (H, T, S)
+    layers, _, _ = runtime.attention_layers(task, "unused", cfg, "tea for two")
+    assert [list(layer.query_tokens) for layer in layers if layer.kind != "self"] == [
+        LONE_ROWS, LONE_ROWS]  # the decoder's self-attention and its cross-attention
+    assert searches == [(beam, cfg.length_penalty)] * 2
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_the_training_figures_rows_are_the_bytes_of_the_runs_own_search(lone_byte_run, beam,
+                                                                        bpe, monkeypatch):
+    """cross_attention.png of a translate run: its rows are labelled by the ids the model
+    wrote for the test's first source, searched as the test metrics were."""
+    _, settings, model, searches = lone_byte_run
+    cfg = settings(beam)
+    drawn = []
+    monkeypatch.setattr(viz, "_save", lambda fig, path: drawn.append(fig) or path)
+    runtime._cross_attention_figure(model, TranslationTokenizers(bpe, bpe), "tea for two", cfg,
+                                    "unused.png", weights="final weights")
+    ax = next(ax for ax in drawn[0].axes if ax.get_title().startswith("cross"))
+    assert [t.get_text() for t in ax.get_yticklabels()] == LONE_ROWS
+    assert searches == [(beam, cfg.length_penalty)]

@@ -42,3 +42,26 @@ def test_two_heads_are_still_averaged(page):
     hint, offered, label = _page(page, heads=2, layers=1)
     assert offered and "←/→ head" in hint and "a: average the heads" in hint
     assert label == "layer 1 · mean of 2 heads"
+
+
+def test_a_one_head_layer_after_two_head_layers_offers_no_average(page):
+    """A GAT graph run with --num-heads 2 ends in a 1-head output layer: there the checkbox
+    is hidden and `a` does nothing (it showed "mean of 1 heads"); its 2-head layer still
+    averages."""
+    rng = np.random.default_rng(0)
+    T = len(TOKENS)
+    driver = page(attention_data(
+        [Layer("layers.0", "self", rng.dirichlet(np.ones(T), size=(2, T))),
+         Layer("layers.1", "self", rng.dirichlet(np.ones(T), size=(1, T)))], TOKENS, task="graph"))
+    body = driver.find_element(By.TAG_NAME, "body")
+    label = lambda: driver.find_element(By.ID, "layer-label").text  # noqa: E731
+    shown = lambda: driver.find_element(By.ID, "average-heads").is_displayed()  # noqa: E731
+    assert shown()
+    body.send_keys(Keys.ARROW_DOWN)
+    assert not shown() and label() == "layer 2 · head 1"
+    body.send_keys("a")
+    assert label() == "layer 2 · head 1"
+    body.send_keys(Keys.ARROW_UP)
+    assert shown()
+    body.send_keys("a")
+    assert label() == "layer 1 · mean of 2 heads"

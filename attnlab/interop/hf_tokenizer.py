@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -320,16 +321,20 @@ class HFTokenizer(Tokenizer):
 
     def labels(self, ids: Iterable[int], skip_special_tokens: bool = True) -> list[str]:
         """The text of each id of ``ids``; of a byte-level checkpoint's (GPT-2's, Qwen's,
-        Llama 3's: a ``ByteLevel`` decoder) as ``BPETokenizer.labels`` shows ours: a piece
-        holding part of a character's bytes shows that whole character, where its own
-        ``decode`` is U+FFFD. Added and special tokens are as ``decode`` gives them."""
-        if not _byte_level_decoder(self.tokenizer):
+        Llama 3's: a ``ByteLevel`` decoder) and of a SentencePiece one with byte fallback
+        (Llama 2's, Mistral's: a ``ByteFallback`` decoder, whose ``<0xE6>`` is that byte and
+        ``▁`` a space) as ``BPETokenizer.labels`` shows ours: a piece holding part of a
+        character's bytes shows that whole character, where its own ``decode`` is U+FFFD, and
+        a byte that makes no character its escape (``<0xD0>``). Added and special tokens are
+        as ``decode`` gives them."""
+        bytes_of = _piece_bytes_reader(self.tokenizer)
+        if bytes_of is None:
             return super().labels(ids, skip_special_tokens)
-        added = self.tokenizer.get_added_tokens_decoder()
+        kept = {*self.tokenizer.get_added_tokens_decoder(), *self.specials.values()}
 
         def piece_bytes(i: int) -> bytes | None:
-            piece = None if i in added else self.tokenizer.id_to_token(i)
-            return None if piece is None else symbol_bytes(piece)
+            piece = None if i in kept else self.tokenizer.id_to_token(i)
+            return None if piece is None else bytes_of(piece)
 
         return byte_level_labels(ids, piece_bytes, lambda i: self.decode(
             [i], skip_special_tokens=skip_special_tokens))
@@ -378,12 +383,31 @@ def is_byte_level(fast) -> bool:
     return bool(_byte_level(fast)[1])
 
 
-def _byte_level_decoder(fast) -> bool:
-    """Whether the ``tokenizers.Tokenizer`` ``fast`` decodes its pieces as byte-level BPE's
-    symbols (a ``ByteLevel`` decoder, or one in a ``Sequence``)."""
+def _piece_bytes_reader(fast) -> Callable[[str], bytes | None] | None:
+    """How the ``tokenizers.Tokenizer`` ``fast`` turns a piece into bytes, read from its decoder
+    (one, or those of a ``Sequence``): byte-level BPE's symbols (``ByteLevel``), SentencePiece's
+    pieces with byte fallback (``ByteFallback``: ``fallback_piece_bytes``); None where its
+    pieces are text (WordPiece's)."""
     state = json.loads(fast.decoder.__getstate__()) if fast.decoder else {}
     parts = state.get("decoders", [state]) if state.get("type") == "Sequence" else [state]
-    return any(p.get("type") == "ByteLevel" for p in parts)
+    kinds = {p.get("type") for p in parts}
+    return (symbol_bytes if "ByteLevel" in kinds
+            else fallback_piece_bytes if "ByteFallback" in kinds else None)
+
+
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # SentencePiece's piece of one byte
+
+
+def fallback_piece_bytes(piece: str) -> bytes:
+    """The bytes a SentencePiece piece stands for in a tokeniser with byte fallback (Llama
+    2's): ``<0xE6>`` that byte, any other piece its UTF-8 text with ``▁`` the space it marks.
+
+    Examples:
+        >>> fallback_piece_bytes("<0xE6>"), fallback_piece_bytes("▁the")
+        (b'\\xe6', b' the')
+    """
+    byte = _BYTE_PIECE.fullmatch(piece)
+    return bytes([int(byte[1], 16)]) if byte else piece.replace("▁", " ").encode("utf-8")
 
 
 def bare_first_word(fast) -> bool:

@@ -302,3 +302,18 @@ def test_a_stop_string_begun_by_a_character_in_byte_pieces_stops_where_completed
     printed = []
     out = continuation(_Says(whole[len(ids):]), tok, ids, args, None, write=printed.append)
     assert "".join(printed) == out == ""
+
+
+def test_byte_fallback_pieces_are_labelled_by_the_characters_they_spell():
+    """plot attention and view of a Llama 2 / Mistral-style tokenizer (SentencePiece with byte
+    fallback): "日" spelt in three byte pieces (<0xE6><0x97><0xA5>) was labelled "�" on each,
+    and the space piece "▁" ''. Now each byte piece shows its character whole, "▁" a space,
+    and a lone lead byte (an untrained model's) its escape."""
+    tok = _byte_fallback_tokenizer()
+    ids = tok.encode("the 日 cat\nsat")
+    assert [tok.tokenizer.id_to_token(i) for i in ids][1:5] == ["▁", "<0xE6>", "<0x97>", "<0xA5>"]
+    assert tok.labels(ids) == [" the", " ", "日", "日", "日", " cat", "\n", "s", "a", "t"]
+    lone = tok.tokenizer.token_to_id("<0xD0>")
+    assert tok.labels([*tok.encode("the"), lone, lone]) == [" the", "<0xD0>", "<0xD0>"]
+    assert tok.labels([tok.sos_id, *tok.encode("the"), tok.eos_id],
+                      skip_special_tokens=False) == ["<s>", " the", "</s>"]

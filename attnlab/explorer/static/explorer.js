@@ -470,7 +470,8 @@
       b.tabIndex = i === state.group ? 0 : -1;  // one tab stop: the tabs pattern of WAI-ARIA
     });
     panel.setAttribute("aria-labelledby", `group-${state.group}`);
-    const oneHead = headsOf(groups[state.group]) === 1;  // nothing to average: not offered
+    // this layer's heads (a graph run's 1-head output layer after its 2-head layers)
+    const oneHead = current().weights.length === 1;  // nothing to average: not offered
     averageLabel.hidden = oneHead;
     if (oneHead) { state.average = false; average.checked = false; }
     const onThumb = document.activeElement && document.activeElement.matches("canvas.thumb");

@@ -169,9 +169,15 @@ def cross_attention_maps(model, tok: TranslationTokenizers, src_text: str,
     return maps, src_labels, tgt_labels
 
 
-def _cross_attention_figure(model, tok, src_text: str, translation: list[int], path: Path,
-                           max_len: int, *, weights: str) -> None:
-    maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation, max_len)
+def _cross_attention_figure(model, tok, src_text: str, cfg: RunSettings, path: Path, *,
+                           weights: str) -> None:
+    """``cross_attention.png``: the cross-attention of ``model`` reading the ids it writes for
+    ``src_text``, searched as the test metrics were (the run's ``--beam``, ``--length-penalty``):
+    the translation the run reports, each byte token by its own label."""
+    translation = _written(model, tok, src_text, cfg.max_target_len, num_beams=cfg.beam,
+                           length_penalty=cfg.length_penalty)
+    maps, x_labels, y_labels = cross_attention_maps(model, tok, src_text, translation,
+                                                    cfg.max_len)
     plot_attention(maps, x_labels, y_labels, path, kind="cross",
                    title=f"cross-attention (decoder over source) on {src_text!r}\n{weights}")
 
@@ -363,10 +369,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         metrics, _ = compute_test_metrics(model, tok, test, cfg)
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
-            written = _written(model, tok, test[0][0], cfg.max_target_len,  # the test's first
-                               num_beams=cfg.beam, length_penalty=cfg.length_penalty)
-            _cross_attention_figure(model, tok, test[0][0], written,
-                                    run_dir / "cross_attention.png", cfg.max_len,
+            _cross_attention_figure(model, tok, test[0][0], cfg,  # the test's first source
+                                    run_dir / "cross_attention.png",
                                     weights=fit_weights_text(result.steps, result.best))
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tok)
 
@@ -492,13 +496,15 @@ def export_hf(task, run_dir: Path, cfg: RunSettings) -> tuple[Any, dict[str, Any
 
 def _own_translation(task, run_dir: Path, cfg: RunSettings, text: str):
     """(the model, its tokenisers, ``text`` as the model reads it, the ids of the model's
-    greedy translation of it) for the pictures of ``--input``: a refusal names ``--input``."""
+    translation of it, searched as ``translate`` searches: the run's ``--beam`` and
+    ``--length-penalty``) for the pictures of ``--input``: a refusal names ``--input``."""
     text = spell_digits(cfg, [text], ["--input"])[0]
     model, tok = load(task, run_dir, cfg)
-    translate_texts(model, tok, [text], max_new_tokens=cfg.max_target_len,
-                    labels=["--input"])  # its checks and refusals, as translate's
+    # translate's refusal of a source longer than the model reads (as ``input_reader``)
+    check_source_lengths(tok.encode_sources([text]), _source_reach(cfg), ["--input"])
     tok.note_unknown([text], [input_name()])  # as translate and predict say it
-    return model, tok, text, _written(model, tok, text, cfg.max_target_len)
+    return model, tok, text, _written(model, tok, text, cfg.max_target_len,
+                                      num_beams=cfg.beam, length_penalty=cfg.length_penalty)
 
 
 def _written(model, tok: TranslationTokenizers, text: str, max_new_tokens: int, *,
@@ -515,13 +521,15 @@ def _written(model, tok: TranslationTokenizers, text: str, max_new_tokens: int, 
 
 @attends
 def attention_maps(task, run_dir: Path, cfg: RunSettings, text: str):
-    """Cross-attention of the model reading its own (greedy) translation of ``text``."""
+    """Cross-attention of the model reading its own translation of ``text`` (the run's
+    ``--beam`` and ``--length-penalty``, as ``translate``)."""
     model, tok, text, translation = _own_translation(task, run_dir, cfg, text)
     return cross_attention_maps(model, tok, text, translation, cfg.max_len)
 
 
 def attention_layers(task, run_dir: Path, cfg: RunSettings, text: str):
-    """``attnlab view``: while the model reads its own (greedy) translation of ``text``, the
+    """``attnlab view``: while the model reads its own translation of ``text`` (the run's
+    ``--beam`` and ``--length-penalty``, as ``translate``), the
     encoder's self-attention over the source (S × S), the decoder's causal self-attention over
     its input (T × T) and the cross-attention between them (T × S)."""
     model, tok, text, translation = _own_translation(task, run_dir, cfg, text)
