@@ -139,6 +139,35 @@ def test_gpu_check_on_a_cpu_says_what_each_part_did_and_returns_few_files(tmp_pa
         assert "missing .nanogpt/train.py: carry it" in log and done.returncode == 1
 
 
+def test_gpu_check_collects_the_cuda_tests_of_a_new_file_and_no_other_file(tmp_path):
+    """The GPU call's pytest collects only the files that mark tests `cuda` (all of tests/
+    would import what the GPU machine lacks), found when it runs: a cuda test in a file added
+    since is run there too. Here python3 is a stand-in that records what it is asked to run."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "gpu_check.sh").write_text(
+        (ROOT / "benchmarks" / "gpu_check.sh").read_text())
+    tests = {"tests/models/test_new_on_gpu.py": "pytestmark = pytest.mark.cuda\n",
+             "tests/test_one_on_gpu.py": "@pytest.mark.cuda\ndef test_on_gpu():\n    pass\n",
+             "tests/test_on_cpu.py": "@pytest.mark.slow\ndef test_on_cpu():\n    pass\n"}
+    for name, body in tests.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"import pytest\n\n{body}")
+    stand_ins = tmp_path / "bin"
+    stand_ins.mkdir()
+    for tool in ("python3", "nvidia-smi"):
+        (stand_ins / tool).write_text('#!/bin/sh\necho "$0 $*" >> "$CALLS"\n')
+        (stand_ins / tool).chmod(0o755)
+    calls = tmp_path / "calls"
+    env = dict(os.environ, OUT=str(tmp_path / "out"), ONLY="tests", CALLS=str(calls),
+               PATH=f"{stand_ins}:{os.environ['PATH']}")
+    subprocess.run(["bash", str(tmp_path / "benchmarks" / "gpu_check.sh")], env=env,
+                   capture_output=True, text=True, timeout=60)
+    (pytest_call,) = [line for line in calls.read_text().splitlines() if " -m pytest " in line]
+    collected = sorted(word for word in pytest_call.split() if word.startswith("tests/"))
+    assert collected == ["tests/models/test_new_on_gpu.py", "tests/test_one_on_gpu.py"]
+    assert " -m cuda " in pytest_call
+
+
 @pytest.mark.slow  # draws the figure
 def test_time_to_loss_plot_labels_its_loss_axis_in_plain_decimals(tmp_path, monkeypatch):
     """Losses between 1.2 and 2.5 on the log axis read 1.4, 2, not 1.4×10⁰."""

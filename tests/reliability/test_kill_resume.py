@@ -10,6 +10,8 @@ import time
 import pytest
 import torch
 
+from .conftest import _through_the_fork_server
+
 pytestmark = pytest.mark.slow  # trains, kills and resumes real processes
 
 BUDGET = 1200
@@ -23,13 +25,18 @@ ARGS = ["--max-steps", str(BUDGET), "--checkpoint-every", "50", "--no-early-stop
 PATIENCE = 900
 
 
-def _train(spawn, out, *extra):
+def _train(spawn, out, *extra, forks=None):
+    """``attnlab train reverse`` started by ``spawn``; with ``forks`` (the ``forks`` fixture),
+    by the worker's fork server, for the run that no test kills (its imports paid once)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    return spawn([sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out), *ARGS,
-                  *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    command = [sys.executable, "-m", "attnlab", "train", "reverse", "--out", str(out), *ARGS,
+               *extra]
+    if forks is not None:
+        command, env = _through_the_fork_server(command, env, forks)
+    return spawn(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path, spawn):
+def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path, spawn, forks):
     out = tmp_path / "run"
     proc = _train(spawn, out)
     ckpt = out / "checkpoints" / "last.ckpt"
@@ -51,7 +58,7 @@ def test_sigkill_then_resume_continues_from_the_checkpoint(tmp_path, spawn):
     saved_step = torch.load(ckpt, weights_only=True)["global_step"]
     assert saved_step >= killed_after > BUDGET // 10  # a later checkpoint may have come since
 
-    resumed = _train(spawn, out, "--resume")
+    resumed = _train(spawn, out, "--resume", forks=forks)  # the killed run stays a process
     stdout, stderr = resumed.communicate(timeout=PATIENCE)
     assert resumed.returncode == 0, stderr
     metrics = json.loads((out / "metrics.json").read_text())
