@@ -166,6 +166,12 @@ class Tally:
     summed over the sentences (sacrebleu's ``corpus_bleu`` and ``corpus_chrf`` sum the same
     per-sentence statistics), exact match a count; nothing of a chunk is held after it.
 
+    It relies on two private methods of sacrebleu 2's metrics (``BLEU`` and ``CHRF``),
+    ``_extract_corpus_statistics`` (the per-sentence statistics) and
+    ``_compute_score_from_stats`` (the score of summed ones), hence ``sacrebleu>=2.3,<3`` in
+    pyproject.toml; tests/cli/test_evaluate_streams_translate.py compares its scores of pairs
+    added in chunks with ``sacrebleu.corpus_bleu`` and ``corpus_chrf`` of all of them at once.
+
     Examples:
         >>> tally = Tally("13a")
         >>> tally.add(["the cat sat on the mat"], ["the cat sat on the mat"])
