@@ -26,7 +26,7 @@ from torch import Tensor
 
 from .beam import beam_search
 from .settings import SamplingSettings, check_argument
-from .step_protocol import StepFunction, check_prompt, suppress
+from .step_protocol import FiniteWatch, StepFunction, check_prompt, suppress
 
 __all__ = ["translate_from_start", "filter_top_k", "filter_top_p", "sampling_scores",
            "select_next_token", "selector", "StepFunction",
@@ -318,7 +318,8 @@ def decode(
 
 def translate_from_start(model, make_step: Callable[[], StepFunction], batch_size: int,
                          max_new_tokens: int, *, num_beams: int = 1, length_penalty: float = 1.0,
-                         eos_token_id: int | None = None, device=None) -> Tensor:
+                         eos_token_id: int | None = None, device=None,
+                         finite: list[bool] | None = None) -> Tensor:
     """An encoder–decoder's ``generate``: in eval mode (restored after), ``make_step()``
     encodes the source and returns the step function; then, from ``model.sos_id`` in every
     row, greedy ``decode`` (one beam) or ``beam_search`` until ``eos_token_id`` (default
@@ -327,19 +328,28 @@ def translate_from_start(model, make_step: Callable[[], StepFunction], batch_siz
     The model never writes ``model.pad_id`` (unless it is the stop token): padding is never a
     training target, and a written one would read as the padding after EOS, dropped from the
     decoded text. Marian's checkpoints ban it too (``bad_words_ids`` [[pad]]), so the tokens
-    are Hugging Face's ``generate``'s (tests/interop/test_marian_pad_banned.py)."""
+    are Hugging Face's ``generate``'s (tests/interop/test_marian_pad_banned.py).
+
+    ``finite``, when given, gets per row whether the logits of every step it took were finite
+    (``FiniteWatch``: from the search's own logits, greedy or beam)."""
     was_training = model.training
     model.eval()
     try:
         step = make_step()
+        if finite is not None:
+            step = watch = FiniteWatch(step, batch_size, device)
         start = torch.full((batch_size, 1), model.sos_id, dtype=torch.long, device=device)
         eos = model.eos_id if eos_token_id is None else eos_token_id
         banned = () if model.pad_id == eos else (model.pad_id,)
         if num_beams == 1:
-            return decode(step, start, max_new_tokens, eos_token_id=eos,
-                          pad_token_id=model.pad_id, suppress_tokens=banned)
-        return beam_search(step, start, max_new_tokens, num_beams=num_beams,
-                           length_penalty=length_penalty, eos_token_id=eos,
-                           pad_token_id=model.pad_id, suppress_tokens=banned)
+            ids = decode(step, start, max_new_tokens, eos_token_id=eos,
+                         pad_token_id=model.pad_id, suppress_tokens=banned)
+        else:
+            ids = beam_search(step, start, max_new_tokens, num_beams=num_beams,
+                              length_penalty=length_penalty, eos_token_id=eos,
+                              pad_token_id=model.pad_id, suppress_tokens=banned)
+        if finite is not None:
+            finite += watch.finite()
+        return ids
     finally:
         model.train(was_training)

@@ -15,7 +15,8 @@ from torch import Tensor
 
 from .settings import GenerationSettings, check_argument
 
-__all__ = ["StepFunction", "check_positive_int", "check_prompt", "check_token_ids", "suppress"]
+__all__ = ["StepFunction", "FiniteWatch", "check_positive_int", "check_prompt", "check_token_ids",
+           "suppress"]
 
 
 class StepFunction(Protocol):
@@ -65,3 +66,41 @@ def suppress(scores: Tensor, token_ids: tuple[int, ...]) -> Tensor:
     if not token_ids:
         return scores
     return scores.index_fill(-1, torch.tensor(token_ids, device=scores.device), float("-inf"))
+
+
+class FiniteWatch:
+    """A step function that returns another's logits unchanged and records, for each row of the
+    batch it started with, whether every step that row took gave finite logits (weights trained
+    to NaN, or a token whose embedding overflows, make a later step NaN though the first is
+    finite, and a search then writes the argmax of NaN rows as surely as a translation). It reads
+    only the logits the search computes, follows ``reorder`` (the rows greedy decoding drops and
+    the beams beam search keeps) and reads no value until ``finite``: no extra pass, no host
+    synchronisation per step. Under beam search a row counts as not finite when any of its
+    beams was not.
+
+    Examples:
+        >>> watch = FiniteWatch(lambda t: torch.tensor([[0.0, 1.0], [float("nan"), 0.0]]), 2)
+        >>> _ = watch(torch.zeros(2, 1, dtype=torch.long)); watch.finite()
+        [True, False]
+    """
+
+    def __init__(self, step: StepFunction, batch_size: int, device=None) -> None:
+        self.step = step
+        # (B',) the row of the first batch that each row the step holds is
+        self.rows = torch.arange(batch_size, device=device)
+        self.bad = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,) bad steps
+        if callable(getattr(step, "reorder", None)):  # the loops look for it: only if step has it
+            self.reorder = self._reorder
+
+    def __call__(self, tokens: Tensor) -> Tensor:  # (B', T) -> (B', V)
+        logits = self.step(tokens)
+        self.bad.index_add_(0, self.rows, (~logits.isfinite().all(-1)).long())
+        return logits
+
+    def _reorder(self, index: Tensor) -> None:
+        self.step.reorder(index)
+        self.rows = self.rows[index]
+
+    def finite(self) -> list[bool]:
+        """Per row of the first batch: whether all its steps' logits were finite."""
+        return (self.bad == 0).tolist()

@@ -156,12 +156,13 @@ class RNNSeq2Seq(nn.Module):
     @torch.no_grad()
     def generate(self, src: Tensor, max_new_tokens: int, *, num_beams: int = 1,
                  length_penalty: float = 1.0, src_mask: Tensor | None = None,
-                 eos_token_id: int | None = None, use_cache: bool = True) -> Tensor:
+                 eos_token_id: int | None = None, use_cache: bool = True,
+                 finite: list[bool] | None = None) -> Tensor:
         """Translate: start from SOS and append tokens until EOS (greedy or beam search), as
         ``Seq2SeqTransformer.generate``. Returns (B, 1 + N) ids: SOS, the tokens (EOS
         included), then padding. ``use_cache=False`` re-runs the decoder over the whole prefix
-        at every step (slower; the same tokens). ValueError for a source id outside the
-        vocabulary."""
+        at every step (slower; the same tokens); ``finite``, when given, gets per row whether
+        every step's logits were finite. ValueError for a source id outside the vocabulary."""
         # checked once, here: the forward passes read no values
         check_token_ids(src, self.src_embedding.num_embeddings, "src")
 
@@ -170,7 +171,8 @@ class RNNSeq2Seq(nn.Module):
 
         return translate_from_start(self, encoded, src.shape[0], max_new_tokens,
                                     num_beams=num_beams, length_penalty=length_penalty,
-                                    eos_token_id=eos_token_id, device=src.device)
+                                    eos_token_id=eos_token_id, device=src.device,
+                                    finite=finite)
 
 
 class _RNNStep:

@@ -206,7 +206,8 @@ class Seq2SeqTransformer(nn.Module):
     @torch.no_grad()
     def generate(self, src: Tensor, max_new_tokens: int, *, num_beams: int = 1,
                  length_penalty: float = 1.0, src_mask: Tensor | None = None,
-                 eos_token_id: int | None = None, use_cache: bool = True) -> Tensor:
+                 eos_token_id: int | None = None, use_cache: bool = True,
+                 finite: list[bool] | None = None) -> Tensor:
         """Translate: start from SOS and append tokens until EOS (greedy or beam search).
 
         The encoder runs once. With ``use_cache`` each step feeds the decoder only the newest
@@ -221,6 +222,8 @@ class Seq2SeqTransformer(nn.Module):
             src_mask: (B, S) True = real token (default: ``src != pad_id``).
             eos_token_id: stop token (default: the model's ``eos_id``).
             use_cache: use the KV cache (same tokens, faster).
+            finite: when given, gets per row whether every step's logits were finite (a
+                model finite at the first step may overflow to NaN at a later one).
 
         Returns:
             (B, 1 + N) ids: SOS, the generated tokens (EOS included), then padding — the
@@ -243,7 +246,8 @@ class Seq2SeqTransformer(nn.Module):
 
         return translate_from_start(self, encoded, src.shape[0], max_new_tokens,
                                     num_beams=num_beams, length_penalty=length_penalty,
-                                    eos_token_id=eos_token_id, device=src.device)
+                                    eos_token_id=eos_token_id, device=src.device,
+                                    finite=finite)
 
 
 class _Seq2SeqStep:

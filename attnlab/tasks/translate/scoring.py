@@ -47,9 +47,10 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     ``device``: where the model is (training's validation decodes on the GPU it trains on);
     ``unfinished``, when given, gets the index of each text whose translation reached
     ``max_new_tokens`` before the model wrote its end token (so it may be cut short);
-    ``finite``, when given, gets whether each text's outputs are finite: its first decoding
-    step's logits (weights trained to NaN, or a source that overflows the encoder, make them
-    NaN, and greedy search then writes the argmax of a NaN row, as sure as any translation).
+    ``finite``, when given, gets whether each text's outputs are finite: the logits of every
+    decoding step its search took (weights trained to NaN, a source that overflows the encoder
+    or a token whose embedding overflows a later step make them NaN, and the search then
+    writes the argmax of a NaN row, as sure as any translation), read by the search itself.
 
     Raises:
         UsageError: if a text is longer than the model's positional encoding reaches.
@@ -65,16 +66,15 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         src = pad([ids[i] for i in chunk], tok.src.pad_id).to(device)  # (B, S)
-        generated = model.generate(src, max_new_tokens,
-                                   num_beams=num_beams, length_penalty=length_penalty)
+        rows_finite: list[bool] | None = [] if finite is not None else None
+        generated = model.generate(src, max_new_tokens, num_beams=num_beams,
+                                   length_penalty=length_penalty, finite=rows_finite)
         for i, row in zip(chunk, generated.tolist()):
             out[i] = tok.decode(row[1:])  # after SOS; decode drops EOS and padding
             if unfinished is not None and model.eos_id not in row[1:]:
                 unfinished.append(i)
-        if finite is not None:  # the first step again: (B, 1, V) logits, one decoder step
-            for i, good in zip(chunk, model(src, generated[:, :1]).isfinite().all(-1)[:, 0]
-                               .tolist()):
-                ok[i] = good
+        for i, good in zip(chunk, rows_finite or ()):
+            ok[i] = good
     if finite is not None:
         finite += ok
     return out
@@ -165,6 +165,12 @@ class Tally:
     exactly those of all of them at once: corpus BLEU and chrF are functions of n-gram counts
     summed over the sentences (sacrebleu's ``corpus_bleu`` and ``corpus_chrf`` sum the same
     per-sentence statistics), exact match a count; nothing of a chunk is held after it.
+
+    It relies on two private methods of sacrebleu 2's metrics (``BLEU`` and ``CHRF``),
+    ``_extract_corpus_statistics`` (the per-sentence statistics) and
+    ``_compute_score_from_stats`` (the score of summed ones), hence ``sacrebleu>=2.3,<3`` in
+    pyproject.toml; tests/cli/test_evaluate_streams_translate.py compares its scores of pairs
+    added in chunks with ``sacrebleu.corpus_bleu`` and ``corpus_chrf`` of all of them at once.
 
     Examples:
         >>> tally = Tally("13a")
