@@ -106,6 +106,7 @@ def _gpt2_to_causal_lm(hf, *, release: bool = False) -> nn.Module:
     ``hf``'s parameters is given up once read (a GGUF file's model, read only to be converted),
     so the two models are not both whole in memory."""
     from ..models.causal_lm import CausalLM, CausalLMConfig
+    from .direct_read import check_tied_head
     from .weights import materialize, parameters_on_meta
 
     c = hf.config
@@ -121,6 +122,9 @@ def _gpt2_to_causal_lm(hf, *, release: bool = False) -> nn.Module:
             tie_weights=bool(getattr(c, "tie_word_embeddings", True)), positional="learned",
             activation=_activation(c.activation_function, "gpt2"),
             layer_norm_eps=c.layer_norm_epsilon))
+    if model.config["tie_weights"]:  # transformers unties a head the checkpoint holds apart
+        check_tied_head(hf.get_output_embeddings().weight, hf.get_input_embeddings().weight,
+                        "transformer.wte.weight")
     materialize(model, torch.float32)
     take = _gpt2_reader(hf, release=release)
     take("transformer.wte.weight", model.token_embedding.weight)
