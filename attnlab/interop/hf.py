@@ -125,7 +125,7 @@ def _gpt2_to_causal_lm(hf, *, release: bool = False) -> nn.Module:
     if model.config["tie_weights"]:  # transformers unties a head the checkpoint holds apart
         check_tied_head(hf.get_output_embeddings().weight, hf.get_input_embeddings().weight,
                         "transformer.wte.weight")
-    materialize(model, torch.float32)
+    materialize(model, torch.get_default_dtype())  # (float64 under set_default_dtype)
     take = _gpt2_reader(hf, release=release)
     take("transformer.wte.weight", model.token_embedding.weight)
     take("transformer.wpe.weight", model.positional_encoding.embedding.weight)
